@@ -1,0 +1,21 @@
+"""ptopipe: write, run and check Ascend PTO cross-core (TPUSH/TPOP) kernels without an NPU.
+
+Quick start::
+
+    import ptopipe
+    from ptopipe.isa import *
+
+    res = ptopipe.run(aic=cube_kernel, aiv=vector_kernel, args={...}, platform="a2a3")
+    res.outputs["out"], res.summary.format()
+"""
+from .arch import A2A3, A5, Platform, get_platform
+from .errors import (CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
+                     MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
+from .isa.launch import RunResult, RunSummary, Scenario, compare, gm_buffer, run
+
+__version__ = "0.1.0"
+
+__all__ = ["A2A3", "A5", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
+           "KernelError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",
+           "ProtocolError", "PtoPipeError", "RunResult", "RunSummary", "Scenario", "__version__",
+           "compare", "get_platform", "gm_buffer", "run"]

@@ -1,0 +1,108 @@
+"""Platform descriptions: memory sizes, cross-core flag resources and ring defaults.
+
+Pure data (frozen dataclasses).  ``A2A3`` is the Ascend 910B-class model (ring buffers in
+GM), ``A5`` the 950-class model (ring buffers in the consumer's UB or L1).  Every number
+is overridable with :meth:`Platform.replace`.  Numbers come from ``shared/PLATFORMS.md``
+and the seeds; assumptions are marked.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+
+from ..errors import ConfigError
+from .costs import CostTable
+
+KiB = 1024
+
+
+class PlatformID(IntEnum):
+    """Compile-time platform constant of seed 003 (``PLATFORM_ID``)."""
+    PLATFORM_A2A3 = 0
+    PLATFORM_A5 = 1
+
+
+class MemSpace(Enum):
+    """The memories of a cluster.  GM is shared; the others belong to one core."""
+    GM = "GM"
+    UB = "UB"      # per AIV
+    L1 = "L1"      # AIC
+    L0A = "L0A"    # AIC, left matrix
+    L0B = "L0B"    # AIC, right matrix
+    L0C = "L0C"    # AIC, accumulator
+    BIAS = "BIAS"  # AIC bias table
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    id: PlatformID
+    mem_sizes: dict = field(default_factory=dict)   # MemSpace -> bytes (local memories)
+    alignment: int = 32                              # all buffers 32-byte aligned
+    # Cross-core flags (seed 003): 8 per direction per Vector-Cube peer for the spec
+    # protocol's per-tag flags; the hardware has 16 flag ids (pto-isa: FlagID+1 < 16).
+    flags_per_direction: int = 8
+    hw_flag_ids: int = 16
+    flag_counter_max: int = 15                       # assumption: 4-bit FFTS counters
+    slot_num_unidirectional: int = 8
+    slot_num_bidirectional: int = 4
+    max_fifo_depth: int = 8                          # TMPipe FiFoDepth 2..8 (A2A3), 16 (A5)
+    ring_in_gm: bool = True                          # A2A3: GM; A5: consumer UB/L1
+    gm_directions: bool = False                      # *_GM directions (A5 only)
+    cross_core_latency: int = 220                    # cycles for a SET to reach the peer
+    clock_ghz: float = 1.85
+    costs: CostTable = field(default_factory=CostTable)
+
+    def replace(self, **changes) -> "Platform":
+        """A copy with some fields changed (``mem_sizes`` entries may be given by name)."""
+        sizes = changes.pop("mem_sizes", None)
+        if sizes is not None:
+            merged = dict(self.mem_sizes)
+            for k, v in sizes.items():
+                merged[MemSpace(k) if isinstance(k, str) else k] = int(v)
+            changes["mem_sizes"] = merged
+        try:
+            return dataclasses.replace(self, **changes)
+        except TypeError as e:
+            raise ConfigError(f"unknown platform field: {e}",
+                              fix=f"valid fields: {', '.join(f.name for f in dataclasses.fields(Platform))}")
+
+    def mem_size(self, space: MemSpace) -> int:
+        return self.mem_sizes[space]
+
+    def slot_num_for(self, bidirectional: bool) -> int:
+        return self.slot_num_bidirectional if bidirectional else self.slot_num_unidirectional
+
+
+A2A3 = Platform(
+    name="a2a3",
+    id=PlatformID.PLATFORM_A2A3,
+    mem_sizes={MemSpace.UB: 192 * KiB, MemSpace.L1: 512 * KiB, MemSpace.L0A: 64 * KiB,
+               MemSpace.L0B: 64 * KiB, MemSpace.L0C: 128 * KiB, MemSpace.BIAS: 1 * KiB},
+    ring_in_gm=True,
+    gm_directions=False,
+    max_fifo_depth=8,
+)
+
+A5 = Platform(
+    name="a5",
+    id=PlatformID.PLATFORM_A5,
+    mem_sizes={MemSpace.UB: 256 * KiB, MemSpace.L1: 512 * KiB, MemSpace.L0A: 64 * KiB,
+               MemSpace.L0B: 64 * KiB, MemSpace.L0C: 256 * KiB, MemSpace.BIAS: 4 * KiB},
+    ring_in_gm=False,
+    gm_directions=True,
+    max_fifo_depth=16,
+)
+
+PLATFORMS = {"a2a3": A2A3, "a3": A2A3, "a5": A5}
+
+
+def get_platform(p: "str | Platform") -> Platform:
+    """Resolve ``"a2a3"`` / ``"a5"`` (or a Platform) to a Platform."""
+    if isinstance(p, Platform):
+        return p
+    try:
+        return PLATFORMS[str(p).lower()]
+    except KeyError:
+        raise ConfigError(f"unknown platform {p!r}", fix="use 'a2a3' or 'a5'") from None

@@ -1,0 +1,68 @@
+"""The one exception hierarchy of ptopipe.
+
+Every error carries *what* went wrong, *where* (kernel file:line, DSL line:col, or a
+config field) and *how to fix it*; ``str(err)`` renders all three so that the CLI can
+print it without a traceback.  This module sits below every layer: all of them raise
+these classes.
+"""
+from __future__ import annotations
+
+
+class PtoPipeError(Exception):
+    """Base class: ``what`` (one sentence), ``where`` (location) and ``fix`` (hint)."""
+
+    kind = "error"
+
+    def __init__(self, what: str, where: str | None = None, fix: str | None = None,
+                 details: str | None = None):
+        self.what = what
+        self.where = where
+        self.fix = fix
+        self.details = details
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [self.what]
+        if self.where:
+            lines.append(f"  at {self.where}")
+        if self.details:
+            lines.extend("  " + ln for ln in self.details.rstrip().splitlines())
+        if self.fix:
+            lines.append(f"  fix: {self.fix}")
+        return "\n".join(lines)
+
+
+class ConfigError(PtoPipeError):
+    """A pipe, platform or run configuration that cannot work (found at initialisation)."""
+
+
+class ProtocolError(PtoPipeError):
+    """A TPUSH/TPOP/TFREE/TALLOC used against the protocol."""
+
+
+class DeadlockError(PtoPipeError):
+    """No core can make progress: every live core waits for something nobody will send."""
+
+
+class DataRaceError(PtoPipeError):
+    """Two cores touch the same bytes with no happens-before order between them."""
+
+
+class MemoryConflictError(PtoPipeError):
+    """An access out of a memory's range, or regions that must not overlap do."""
+
+
+class KernelError(PtoPipeError):
+    """Misuse of the ISA inside a kernel (wrong tile type, shape, dtype, memory...)."""
+
+
+class CompileError(PtoPipeError):
+    """The DSL compiler rejected a program."""
+
+
+class ParseError(PtoPipeError):
+    """A textual input (IR, .pto) could not be parsed."""
+
+
+class MismatchError(PtoPipeError):
+    """A kernel's results differ from its numpy golden."""

@@ -1,0 +1,35 @@
+"""isa: the instruction API a kernel calls, mirroring pto-isa's ``pto_instr.hpp``.
+
+Tiles, GlobalTensors, TPipe/TMPipe, TPUSH/TPOP/TFREE/TALLOC/TSYNC, TLOAD/TSTORE/TMOV,
+TMATMUL and vector ops, ``get_subblockid()``; and ``run()`` to launch kernels.
+``from ptopipe.isa import *`` gives a kernel file everything it needs.
+"""
+from .context import current_core, get_block_idx, get_subblockid, is_cube, platform_id
+from .dtypes import (bfloat16, float8_e4m3, float8_e5m2, float16, float32, half, int8, int16,
+                     int32, int64, uint8, uint32)
+from .events import TSYNC, Event, Op
+from .launch import RunResult, RunSummary, Scenario, compare, gm_buffer, run
+from .ops import *  # noqa: F401,F403
+from .ops import __all__ as _ops_all
+from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL, DIR_V2C_GM,
+                   TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, TPOP, TPOPDONE,
+                   TPUSH, CVPipes, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
+                   TMPipe, TPipe, VecCubeRatio, aic_initialize_pipe, aiv_initialize_pipe)
+from .tensor import GlobalTensor, GMPtr
+from .tile import TASSIGN, BLayout, SLayout, Tile, TileType
+from ..arch.platform import PlatformID
+
+PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
+PLATFORM_A5 = PlatformID.PLATFORM_A5
+
+__all__ = list(_ops_all) + [
+    "BLayout", "CVPipes", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
+    "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
+    "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RunResult",
+    "RunSummary", "SLayout", "Scenario", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",
+    "TILE_NO_SPLIT", "TILE_UP_DOWN", "TMPipe", "TPOP", "TPOPDONE", "TPUSH", "TPipe", "TSYNC",
+    "Tile", "TileSplitAxis", "TileType", "VecCubeRatio", "aic_initialize_pipe",
+    "aiv_initialize_pipe", "bfloat16", "compare", "current_core", "float16", "float32",
+    "float8_e4m3", "float8_e5m2", "get_block_idx", "get_subblockid", "gm_buffer", "half", "int16",
+    "int32", "int64", "int8", "is_cube", "platform_id", "run", "uint32", "uint8",
+]

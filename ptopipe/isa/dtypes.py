@@ -1,0 +1,38 @@
+"""Element types, as numpy dtypes (bf16 and fp8 from ml_dtypes)."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+float16 = half = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+int8 = np.dtype(np.int8)
+uint8 = np.dtype(np.uint8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+uint32 = np.dtype(np.uint32)
+int64 = np.dtype(np.int64)
+
+_BY_NAME = {
+    "f16": float16, "half": float16, "float16": float16, "fp16": float16,
+    "f32": float32, "float": float32, "float32": float32, "fp32": float32,
+    "bf16": bfloat16, "bfloat16": bfloat16,
+    "fp8_e4m3": float8_e4m3, "fp8_e5m2": float8_e5m2,
+    "i8": int8, "int8": int8, "u8": uint8, "uint8": uint8, "i16": int16, "int16": int16,
+    "i32": int32, "int32": int32, "u32": uint32, "uint32": uint32, "i64": int64, "int64": int64,
+}
+
+
+def as_dtype(d) -> np.dtype:
+    """Accept a numpy dtype, a numpy scalar type, or a short name like ``"f16"``."""
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d]
+    return np.dtype(d)
+
+
+def accum_dtype(d: np.dtype) -> np.dtype:
+    """The accumulator type of a matmul with inputs of type ``d``."""
+    return int32 if d.kind in "iu" else float32

@@ -1,0 +1,77 @@
+"""Event tokens and TSYNC, as pto-isa's ``Event<SrcOp, DstOp>`` / ``RecordEvent``.
+
+Every instruction returns an :class:`Event` that records when it completes; ``TSYNC(e...)``
+holds the core's issue until those events have completed, and ``TSYNC(Op.TADD)`` is a
+barrier on the pipe that op runs on (only vector ops, as in pto-isa).
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+from ..arch import PipeUnit
+from ..errors import KernelError
+from .context import current_core
+
+
+class Op(Enum):
+    TLOAD = "TLOAD"
+    TSTORE_ACC = "TSTORE_ACC"
+    TSTORE_VEC = "TSTORE_VEC"
+    TMOV_M2L = "TMOV_M2L"
+    TMOV_M2S = "TMOV_M2S"
+    TMOV_M2B = "TMOV_M2B"
+    TMOV_M2V = "TMOV_M2V"
+    TMOV_V2M = "TMOV_V2M"
+    TMATMUL = "TMATMUL"
+    TVEC = "TVEC"
+    TADD = "TADD"
+    TSUB = "TSUB"
+    TMUL = "TMUL"
+    TDIV = "TDIV"
+    TEXP = "TEXP"
+    TMAX = "TMAX"
+    TADDS = "TADDS"
+    TMULS = "TMULS"
+
+
+_VECTOR_OPS = {Op.TVEC, Op.TADD, Op.TSUB, Op.TMUL, Op.TDIV, Op.TEXP, Op.TMAX, Op.TADDS, Op.TMULS}
+
+
+class Event:
+    """The completion of one instruction (``RecordEvent``)."""
+    __slots__ = ("op", "core", "end")
+
+    def __init__(self, op: str, core, end: int):
+        self.op = op
+        self.core = core
+        self.end = end
+
+    def Wait(self) -> None:
+        TSYNC(self)
+
+    def __repr__(self) -> str:
+        return f"<Event {self.op} done@{self.end}>"
+
+
+def TSYNC(*events) -> None:
+    """``TSYNC(e0, e1, ...)`` waits for event tokens; ``TSYNC(Op.TADD)`` is a V-pipe barrier."""
+    core = current_core()
+    for e in events:
+        if isinstance(e, Op):
+            if e not in _VECTOR_OPS:
+                raise KernelError(f"TSYNC<{e.value}>() only supports vector-pipeline ops",
+                                  where=str(core.where()), fix="use TSYNC(event) for other pipes")
+            t = core.pipe_free[PipeUnit.V]
+        elif isinstance(e, Event):
+            if e.core is not core:
+                raise KernelError(f"TSYNC on an event of {e.core.name} inside {core.name}",
+                                  where=str(core.where()),
+                                  fix="events synchronise pipes of one core; use a TPipe across cores")
+            t = e.end
+        elif e is None:
+            continue
+        else:
+            raise KernelError(f"TSYNC expects Event tokens or an Op, got {e!r}", where=str(core.where()))
+        if t > core.clock:
+            core.clock = t
+    core.clock += 1

@@ -1,0 +1,434 @@
+"""Tile instructions: data movement (TLOAD/TSTORE/TMOV/TEXTRACT), cube (TMATMUL*) and
+vector (element-wise, scalar, unary, reduction, expand, convert) ops.
+
+Each instruction checks its operands (location, dtype, shape), computes with numpy on
+the real memory bytes, is issued to its pipe with a cost from the platform table, and
+returns an :class:`~ptopipe.isa.events.Event`.  Trailing event arguments are waited for
+first (``TSYNC(events...)``), as in ``pto_instr.hpp``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arch import MemSpace, PipeUnit
+from ..errors import KernelError
+from .context import current_core
+from .dtypes import accum_dtype
+from .events import Event, TSYNC
+from .tensor import GlobalTensor
+from .tile import Tile, TileType
+
+_V = PipeUnit.V
+
+
+def _err(core, msg: str, fix: str | None = None) -> KernelError:
+    return KernelError(msg, where=str(core.where()), fix=fix)
+
+
+def _check_bound(t: Tile, core) -> None:
+    if t.addr is None:
+        t._need()
+    raise _err(core, f"{t.describe()} is bound on {t.core.name} but used on {core.name}",
+               "create tiles inside the kernel function, so each core has its own")
+
+
+def _use_after_free(t: Tile, core):
+    from .pipe import slot_use_after_free   # pipe imports ops; the check lives with the slots
+    return slot_use_after_free(t, core)
+
+
+def arr(t, core, what: str = "operand") -> np.ndarray:
+    """The valid-region array of tile ``t`` for an instruction on ``core``."""
+    if not isinstance(t, Tile):
+        raise _err(core, f"{what} must be a Tile, got {type(t).__name__}")
+    if t.core is not core:
+        _check_bound(t, core)
+    if t.binding is not None and t.binding[0].gen != t.binding[1]:
+        raise _use_after_free(t, core)
+    return t._valid
+
+
+def _sync(events) -> None:
+    if events:
+        TSYNC(*events)
+
+
+def _need_loc(core, t: Tile, locs, op: str, role: str) -> None:
+    if t.loc not in locs:
+        raise _err(core, f"{op}: {role} is a {t.loc.value} tile; {op} needs "
+                         f"{' or '.join(l.value for l in locs)}",
+                   f"use a {'/'.join(l.value for l in locs)} tile as {role}")
+
+
+def _same_shape(core, op: str, *pairs) -> None:
+    shapes = [a.shape for _, a in pairs]
+    if any(s != shapes[0] for s in shapes):
+        desc = ", ".join(f"{n} {s[0]}x{s[1]}" for (n, _), s in zip(pairs, shapes))
+        raise _err(core, f"{op}: operand shapes differ ({desc})",
+                   "make the valid regions of all operands the same shape")
+
+
+def _same_dtype(core, op: str, *tiles) -> None:
+    d = tiles[0].dtype
+    if any(t.dtype != d for t in tiles):
+        raise _err(core, f"{op}: dtypes differ ({', '.join(t.dtype.name for t in tiles)})",
+                   "convert with TCVT first")
+
+
+def _gm(core):
+    return core.cluster.gm
+
+
+def _gm_access(core, gt: GlobalTensor, write: bool, op: str) -> None:
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.gm_access(core, gt, write, op)
+
+
+# -- data movement ------------------------------------------------------------------------
+def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
+    """GM -> local tile (MTE2).  ``src`` is seen as a (d0*d1*d2*d3) x d4 matrix."""
+    core = current_core()
+    _sync(events)
+    d = arr(dst, core, "TLOAD destination")
+    if not isinstance(src, GlobalTensor):
+        raise _err(core, f"TLOAD source must be a GlobalTensor, got {type(src).__name__}")
+    _need_loc(core, dst, (TileType.Vec, TileType.Mat), "TLOAD", "destination")
+    if src.dtype != dst.dtype:
+        raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
+                         f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
+    if (src.rows, src.cols) != d.shape:
+        raise _err(core, f"TLOAD: {src.describe()} is {src.rows}x{src.cols} but the tile's valid "
+                         f"region is {d.shape[0]}x{d.shape[1]}",
+                   "make the GlobalTensor shape match the tile's valid rows/cols")
+    v = src.view5(_gm(core))
+    np.copyto(d.reshape(src.shape), v)
+    _gm_access(core, src, False, "TLOAD")
+    cost = core.cluster.platform.costs.move("GM", dst.space.value, src.nbytes)
+    _, end = core.issue(PipeUnit.MTE2, cost, (), (dst,), "TLOAD", (dst.shape, dst.dtype))
+    return Event("TLOAD", core, end)
+
+
+def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
+    """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3)."""
+    core = current_core()
+    _sync(events)
+    s = arr(src, core, "TSTORE source")
+    if not isinstance(dst, GlobalTensor):
+        raise _err(core, f"TSTORE destination must be a GlobalTensor, got {type(dst).__name__}")
+    _need_loc(core, src, (TileType.Vec, TileType.Acc, TileType.Mat), "TSTORE", "source")
+    if dst.dtype != src.dtype and src.loc is not TileType.Acc:
+        raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
+                         f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
+    if (dst.rows, dst.cols) != s.shape:
+        raise _err(core, f"TSTORE: {dst.describe()} is {dst.rows}x{dst.cols} but the tile's valid "
+                         f"region is {s.shape[0]}x{s.shape[1]}",
+                   "make the GlobalTensor shape match the tile's valid rows/cols")
+    v = dst.view5(_gm(core))
+    np.copyto(v, s.reshape(dst.shape), casting="unsafe")
+    _gm_access(core, dst, True, "TSTORE")
+    pipe = PipeUnit.FIX if src.loc is TileType.Acc else PipeUnit.MTE3
+    cost = core.cluster.platform.costs.move(src.space.value, "GM", dst.nbytes)
+    _, end = core.issue(pipe, cost, (src,), (), "TSTORE", (src.shape, src.dtype))
+    return Event("TSTORE", core, end)
+
+
+_TMOV_PIPE = {
+    (TileType.Mat, TileType.Left): PipeUnit.MTE1, (TileType.Mat, TileType.Right): PipeUnit.MTE1,
+    (TileType.Mat, TileType.Bias): PipeUnit.MTE1,
+    (TileType.Acc, TileType.Mat): PipeUnit.FIX, (TileType.Vec, TileType.Vec): PipeUnit.V,
+}
+
+
+def TMOV(dst: Tile, src: Tile, *events) -> Event:
+    """Local move: L1->L0A/L0B (MTE1), L0C->L1 (FIX, may convert), UB->UB (V)."""
+    core = current_core()
+    _sync(events)
+    s = arr(src, core, "TMOV source")
+    d = arr(dst, core, "TMOV destination")
+    pipe = _TMOV_PIPE.get((src.loc, dst.loc))
+    if pipe is None:
+        raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
+                   "valid: Mat->Left, Mat->Right, Mat->Bias, Acc->Mat, Vec->Vec; across cores use TPUSH/TPOP")
+    _same_shape(core, "TMOV", ("dst", d), ("src", s))
+    if src.dtype != dst.dtype and src.loc is not TileType.Acc:
+        raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
+                   "only Acc -> Mat converts; use TCVT on vector tiles")
+    np.copyto(d, s, casting="unsafe")
+    costs = core.cluster.platform.costs
+    cost = (costs.vector_op("TMOV", *s.shape, src.dtype.itemsize) if pipe is _V
+            else costs.move(src.space.value, dst.space.value, s.size * src.dtype.itemsize))
+    _, end = core.issue(pipe, cost, (src,), (dst,), "TMOV", (s.shape, src.dtype))
+    return Event("TMOV", core, end)
+
+
+def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
+    """Copy the block of ``src`` (Mat) starting at (row, col) into ``dst`` (Left/Right)."""
+    core = current_core()
+    _sync(events)
+    s = arr(src, core, "TEXTRACT source")
+    d = arr(dst, core, "TEXTRACT destination")
+    _need_loc(core, src, (TileType.Mat,), "TEXTRACT", "source")
+    _need_loc(core, dst, (TileType.Left, TileType.Right), "TEXTRACT", "destination")
+    r, c = d.shape
+    if index_row < 0 or index_col < 0 or index_row + r > s.shape[0] or index_col + c > s.shape[1]:
+        raise _err(core, f"TEXTRACT block {r}x{c} at ({index_row}, {index_col}) is outside the "
+                         f"{s.shape[0]}x{s.shape[1]} source")
+    _same_dtype(core, "TEXTRACT", dst, src)
+    np.copyto(d, s[index_row:index_row + r, index_col:index_col + c])
+    cost = core.cluster.platform.costs.move(src.space.value, dst.space.value, d.size * d.itemsize)
+    _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT", (d.shape, dst.dtype))
+    return Event("TEXTRACT", core, end)
+
+
+# -- cube ---------------------------------------------------------------------------------
+def _mm_operands(core, op, c, a, b):
+    A = arr(a, core, f"{op} left operand")
+    B = arr(b, core, f"{op} right operand")
+    C = arr(c, core, f"{op} result")
+    _need_loc(core, a, (TileType.Left,), op, "a")
+    _need_loc(core, b, (TileType.Right,), op, "b")
+    _need_loc(core, c, (TileType.Acc,), op, "c")
+    if A.shape[1] != B.shape[0] or C.shape != (A.shape[0], B.shape[1]):
+        raise _err(core, f"{op}: shapes do not chain: a {A.shape[0]}x{A.shape[1]}, b "
+                         f"{B.shape[0]}x{B.shape[1]}, c {C.shape[0]}x{C.shape[1]}",
+                   "need a MxK, b KxN, c MxN")
+    if a.dtype != b.dtype:
+        raise _err(core, f"{op}: a is {a.dtype.name} but b is {b.dtype.name}")
+    acc = accum_dtype(a.dtype)
+    if c.dtype != acc:
+        raise _err(core, f"{op}: accumulator is {c.dtype.name}; {a.dtype.name} inputs accumulate "
+                         f"in {acc.name}", f"declare the Acc tile as {acc.name}")
+    return A, B, C, acc
+
+
+def _product(A, B, acc):
+    if A.dtype == acc:
+        return A @ B
+    return A.astype(acc) @ B.astype(acc)
+
+
+def _mm_issue(core, op, a, b, c, srcs, A, B):
+    cost = core.cluster.platform.costs.matmul(A.shape[0], A.shape[1], B.shape[1], a.dtype.itemsize)
+    _, end = core.issue(PipeUnit.M, cost, srcs, (c,), op, (A.shape[0], A.shape[1], B.shape[1]))
+    return Event(op, core, end)
+
+
+def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
+    """c = a @ b  (Left x Right -> Acc, f16/bf16/f32 -> f32, int8 -> int32)."""
+    core = current_core()
+    _sync(events)
+    A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
+    C[...] = _product(A, B, acc)
+    return _mm_issue(core, "TMATMUL", a, b, c, (a, b), A, B)
+
+
+def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
+    """c_out = c_in + a @ b."""
+    core = current_core()
+    _sync(events)
+    A, B, C, acc = _mm_operands(core, "TMATMUL_ACC", c_out, a, b)
+    Ci = arr(c_in, core, "TMATMUL_ACC accumulator input")
+    _same_shape(core, "TMATMUL_ACC", ("c_out", C), ("c_in", Ci))
+    np.add(Ci, _product(A, B, acc), out=C)
+    return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
+
+
+def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
+    """c = a @ b + bias (bias: 1 x N, broadcast over rows)."""
+    core = current_core()
+    _sync(events)
+    A, B, C, acc = _mm_operands(core, "TMATMUL_BIAS", c, a, b)
+    Bi = arr(bias, core, "TMATMUL_BIAS bias")
+    if Bi.shape[-1] != C.shape[1]:
+        raise _err(core, f"TMATMUL_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
+    np.add(_product(A, B, acc), Bi[:1].astype(acc), out=C)
+    return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
+
+
+# -- vector -------------------------------------------------------------------------------
+def _vec_issue(core, name, dst, srcs, shape, itemsize):
+    costs = core.cluster.platform.costs
+    head = core.pipe_free[_V] <= core.clock       # the vector queue was idle
+    cost = costs.vector_op(name, shape[0], shape[1], itemsize, head)
+    _, end = core.issue(_V, cost, srcs, (dst,), name, (shape, dst.dtype))
+    return Event(name, core, end)
+
+
+def _binary(name: str, ufunc):
+    def op(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        a = arr(src0, core)
+        b = arr(src1, core)
+        d = arr(dst, core)
+        if not (a.shape == b.shape == d.shape):
+            _same_shape(core, name, ("dst", d), ("src0", a), ("src1", b))
+        if not (src0.dtype == src1.dtype == dst.dtype):
+            _same_dtype(core, name, dst, src0, src1)
+        ufunc(a, b, out=d)
+        return _vec_issue(core, name, dst, (src0, src1), d.shape, dst.dtype.itemsize)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
+    return op
+
+
+def _scalar(name: str, fn):
+    def op(dst: Tile, src: Tile, scalar, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        a = arr(src, core)
+        d = arr(dst, core)
+        if a.shape != d.shape:
+            _same_shape(core, name, ("dst", d), ("src", a))
+        if src.dtype != dst.dtype:
+            _same_dtype(core, name, dst, src)
+        fn(a, dst.dtype.type(scalar), d)
+        return _vec_issue(core, name, dst, (src,), d.shape, dst.dtype.itemsize)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
+    return op
+
+
+def _unary(name: str, fn):
+    def op(dst: Tile, src: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        a = arr(src, core)
+        d = arr(dst, core)
+        if a.shape != d.shape:
+            _same_shape(core, name, ("dst", d), ("src", a))
+        if src.dtype != dst.dtype:
+            _same_dtype(core, name, dst, src)
+        fn(a, d)
+        return _vec_issue(core, name, dst, (src,), d.shape, dst.dtype.itemsize)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(dst, src): element-wise unary op."
+    return op
+
+
+TADD = _binary("TADD", np.add)
+TSUB = _binary("TSUB", np.subtract)
+TMUL = _binary("TMUL", np.multiply)
+TDIV = _binary("TDIV", np.divide)
+TMAX = _binary("TMAX", np.maximum)
+TMIN = _binary("TMIN", np.minimum)
+
+TADDS = _scalar("TADDS", lambda a, s, d: np.add(a, s, out=d))
+TSUBS = _scalar("TSUBS", lambda a, s, d: np.subtract(a, s, out=d))
+TMULS = _scalar("TMULS", lambda a, s, d: np.multiply(a, s, out=d))
+TDIVS = _scalar("TDIVS", lambda a, s, d: np.divide(a, s, out=d))
+TMAXS = _scalar("TMAXS", lambda a, s, d: np.maximum(a, s, out=d))
+TMINS = _scalar("TMINS", lambda a, s, d: np.minimum(a, s, out=d))
+
+TEXP = _unary("TEXP", lambda a, d: np.exp(a, out=d))
+TLOG = _unary("TLOG", lambda a, d: np.log(a, out=d))
+TSQRT = _unary("TSQRT", lambda a, d: np.sqrt(a, out=d))
+TRSQRT = _unary("TRSQRT", lambda a, d: np.divide(1, np.sqrt(a), out=d, casting="unsafe"))
+TABS = _unary("TABS", lambda a, d: np.abs(a, out=d))
+TNEG = _unary("TNEG", lambda a, d: np.negative(a, out=d))
+TRELU = _unary("TRELU", lambda a, d: np.maximum(a, 0, out=d, casting="unsafe"))
+TRECIP = _unary("TRECIP", lambda a, d: np.divide(1, a, out=d, casting="unsafe"))
+
+
+def _row_reduce(name: str, fn):
+    def op(dst: Tile, src: Tile, tmp: Tile | None = None, *events) -> Event:
+        core = current_core()
+        _sync(events if tmp is None or isinstance(tmp, Tile) else (tmp,) + events)
+        a = arr(src, core)
+        d = arr(dst, core)
+        if d.shape[0] != a.shape[0]:
+            raise _err(core, f"{name}: dst has {d.shape[0]} valid rows, src has {a.shape[0]}",
+                       "the result tile needs one row per source row (valid cols >= 1)")
+        if src.dtype != dst.dtype:
+            _same_dtype(core, name, dst, src)
+        d[:, 0] = fn(a, axis=1)
+        return _vec_issue(core, name, dst, (src,), a.shape, src.dtype.itemsize)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
+    return op
+
+
+def _col_reduce(name: str, fn):
+    def op(dst: Tile, src: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        a = arr(src, core)
+        d = arr(dst, core)
+        if d.shape[1] != a.shape[1]:
+            raise _err(core, f"{name}: dst has {d.shape[1]} valid cols, src has {a.shape[1]}")
+        if src.dtype != dst.dtype:
+            _same_dtype(core, name, dst, src)
+        d[0, :] = fn(a, axis=0)
+        return _vec_issue(core, name, dst, (src,), a.shape, src.dtype.itemsize)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
+    return op
+
+
+TROWSUM = _row_reduce("TROWSUM", np.sum)
+TROWMAX = _row_reduce("TROWMAX", np.max)
+TROWMIN = _row_reduce("TROWMIN", np.min)
+TCOLSUM = _col_reduce("TCOLSUM", np.sum)
+TCOLMAX = _col_reduce("TCOLMAX", np.max)
+
+
+def _row_expand(name: str, ufunc):
+    def op(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        a = arr(src0, core)
+        b = arr(src1, core)
+        d = arr(dst, core)
+        if a.shape != d.shape or b.shape[0] != d.shape[0]:
+            raise _err(core, f"{name}: dst {d.shape}, src0 {a.shape} and per-row src1 "
+                             f"{b.shape} do not agree", "src1 needs one row per dst row")
+        if not (src0.dtype == src1.dtype == dst.dtype):
+            _same_dtype(core, name, dst, src0, src1)
+        ufunc(a, b[:, :1], out=d)
+        return _vec_issue(core, name, dst, (src0, src1), d.shape, dst.dtype.itemsize)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
+    return op
+
+
+TROWEXPANDSUB = _row_expand("TROWEXPANDSUB", np.subtract)
+TROWEXPANDMUL = _row_expand("TROWEXPANDMUL", np.multiply)
+TROWEXPANDDIV = _row_expand("TROWEXPANDDIV", np.divide)
+TROWEXPANDADD = _row_expand("TROWEXPANDADD", np.add)
+
+
+def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
+    """dst[i, :] = src[i, 0]."""
+    core = current_core()
+    _sync(events)
+    a = arr(src, core)
+    d = arr(dst, core)
+    if a.shape[0] != d.shape[0]:
+        raise _err(core, f"TROWEXPAND: dst has {d.shape[0]} rows, src has {a.shape[0]}")
+    _same_dtype(core, "TROWEXPAND", dst, src)
+    d[...] = a[:, :1]
+    return _vec_issue(core, "TROWEXPAND", dst, (src,), d.shape, dst.dtype.itemsize)
+
+
+def TEXPANDS(dst: Tile, scalar, *events) -> Event:
+    """Fill dst with a scalar."""
+    core = current_core()
+    _sync(events)
+    d = arr(dst, core)
+    d[...] = dst.dtype.type(scalar)
+    return _vec_issue(core, "TEXPANDS", dst, (), d.shape, dst.dtype.itemsize)
+
+
+def TCVT(dst: Tile, src: Tile, *events) -> Event:
+    """Convert src to dst's dtype (round to nearest)."""
+    core = current_core()
+    _sync(events)
+    a = arr(src, core)
+    d = arr(dst, core)
+    _same_shape(core, "TCVT", ("dst", d), ("src", a))
+    np.copyto(d, a, casting="unsafe")
+    return _vec_issue(core, "TCVT", dst, (src,), d.shape, max(src.dtype.itemsize, dst.dtype.itemsize))
+
+
+__all__ = [n for n in dir() if n.startswith("T") and n.isupper()]

@@ -1,0 +1,1059 @@
+"""The cross-core pipes: TPipe / TMPipe, the seed-003 init API, and TPUSH / TPOP / TFREE /
+TALLOC for both the tile flow and the address-based GlobalTensor flow.
+
+One :class:`Channel` is one unidirectional ring (C2V or V2C) between the Cube core and
+its Vector peers.  It owns the slots, the per-peer flags and the cursors of both sides.
+Two protocol models are implemented on the same channel:
+
+``spec`` (seed 003, the default)
+    per-tag flags ``ready[tag] = FlagID + tag`` / ``free[tag] = FlagID + tag``; the
+    consumer pre-signals every slot free at initialisation; TPUSH = wait free[tag] ->
+    write -> set ready[tag]; TPOP = wait ready[tag] -> load (GM ring) or bind zero-copy
+    (consumer-local ring) and *hold*; TFREE = set free for the oldest held slot.
+``pto-isa`` (what pto-isa's C++ does)
+    counter flags ready = FlagID, free = FlagID+1 (BOTH: +2 / +3 for V2C),
+    ``SyncPeriod = SlotNum <= 2 ? SlotNum : SlotNum / 2``, the producer waits only when
+    ``i >= SlotNum and i % SyncPeriod == 0``, the consumer notifies when
+    ``(i + 1) % SyncPeriod == 0``; on A2A3 the tile TPOP frees inside TPOP and the tile
+    TFREE is a no-op.
+
+Every slot keeps a generation and a state (free / written / held) per consumer, so a
+write into a slot that is still unconsumed or held, and a read of a zero-copy tile after
+its TFREE, are reported instead of silently corrupting data.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+
+import numpy as np
+
+from ..arch import MemSpace, PipeUnit
+from ..errors import ConfigError, ProtocolError
+from ..sim import CoreKind
+from .context import current_core
+from .events import Event, TSYNC
+from .tensor import GlobalTensor, GMPtr
+from .regions import reserve
+from .tile import Tile, TileType, bind
+
+
+class Direction(IntEnum):
+    DIR_C2V = 1
+    DIR_V2C = 2
+    DIR_BOTH = 3
+    DIR_V2C_CTRL = 4
+    DIR_C2V_GM = 5
+    DIR_V2C_GM = 6
+    DIR_BOTH_GM = 7
+
+
+class TileSplitAxis(IntEnum):
+    TILE_NO_SPLIT = 0
+    TILE_UP_DOWN = 1
+    TILE_LEFT_RIGHT = 2
+
+
+class FIFOType(Enum):
+    GM_FIFO = "GM_FIFO"
+    VEC_FIFO = "VEC_FIFO"
+    MAT_FIFO = "MAT_FIFO"
+    CTRL_FIFO = "CTRL_FIFO"
+
+
+class VecCubeRatio(Enum):
+    V2C1_VECS = (0, 1)     # 1 Cube, 2 Vector cores
+    V2C2_VECS = (0,)       # 1 Cube, 1 Vector core
+
+
+class Protocol(Enum):
+    SPEC = "spec"
+    PTO_ISA = "pto-isa"
+
+
+DIR_C2V, DIR_V2C, DIR_BOTH = Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH
+DIR_V2C_CTRL, DIR_C2V_GM = Direction.DIR_V2C_CTRL, Direction.DIR_C2V_GM
+DIR_V2C_GM, DIR_BOTH_GM = Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM
+TILE_NO_SPLIT, TILE_UP_DOWN = TileSplitAxis.TILE_NO_SPLIT, TileSplitAxis.TILE_UP_DOWN
+TILE_LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
+C2V, V2C = "C2V", "V2C"
+
+
+def _loc(core) -> str:
+    return str(core.where())
+
+
+# ---------------------------------------------------------------------------------------
+# configuration
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TPipe:
+    """``TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum>`` - a pipe type.
+
+    Call it on a core to bind that core's half: ``pipe = TPipe(0, DIR_C2V, 16384, 4)(gm_buf)``
+    or ``TPipe[0, DIR_C2V, 16384, 4](gm_buf, c2v_consumer_buf, v2c_consumer_buf)``.
+    ``peers`` are the Vector sub-blocks on the pipe (both by default).
+    """
+    flag_id: int
+    direction: Direction
+    slot_size: int
+    slot_num: int
+    local_slot_num: int = 2
+    peers: tuple = (0, 1)
+    sync_period: int | None = None   # None: the pto-isa rule; TMPipe sets FiFoSyncT
+    fifo: FIFOType | None = None
+    ctrl: bool = False
+
+    def __class_getitem__(cls, params):
+        return cls(*params) if isinstance(params, tuple) else cls(params)
+
+    def __call__(self, gm_slot_buffer=None, c2v_consumer_buf: int = 0, v2c_consumer_buf: int = 0):
+        return bind_pipe(self, gm_slot_buffer, c2v_consumer_buf, v2c_consumer_buf)
+
+
+def TMPipe(flag_id: int, fifo_type: FIFOType, depth: int, sync_t: int, prod_tile: Tile,
+           cons_tile: Tile, en_unit_flag: bool = False, local_depth: int = 2,
+           vc_ratio: VecCubeRatio = VecCubeRatio.V2C1_VECS) -> TPipe:
+    """``TMPipe<FlagID, FiFoType, FiFoDepth, FiFoSyncT, TileProd, TileCons, ...>`` as a TPipe.
+
+    The direction follows from the tile locations (Acc->Vec: C2V, Vec->Mat: V2C) or the
+    FIFO kind (CTRL_FIFO: V2C control); the slot size from the larger of the two tiles."""
+    if fifo_type is FIFOType.CTRL_FIFO:
+        direction = Direction.DIR_V2C_CTRL
+    elif prod_tile.loc is TileType.Acc and cons_tile.loc is TileType.Vec:
+        direction = Direction.DIR_C2V
+    elif prod_tile.loc is TileType.Vec and cons_tile.loc is TileType.Mat:
+        direction = Direction.DIR_V2C
+    else:
+        raise ConfigError(f"TMPipe: producer {prod_tile.loc.value} -> consumer {cons_tile.loc.value} "
+                          "is not a cross-core path", fix="use Acc->Vec (C2V) or Vec->Mat (V2C)")
+    slot = max(prod_tile.nbytes, cons_tile.nbytes)
+    return TPipe(flag_id, direction, slot, depth, local_depth, tuple(vc_ratio.value),
+                 sync_period=sync_t, fifo=fifo_type)
+
+
+# ---------------------------------------------------------------------------------------
+# slots and channel state
+# ---------------------------------------------------------------------------------------
+class Slot:
+    """One ring slot as seen by one consumer peer."""
+    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "holder")
+
+    def __init__(self, tag: int):
+        self.tag = tag
+        self.gen = 0
+        self.state = "free"     # free | written | held
+        self.layout = None      # (dtype, rows, cols, split) of the last push
+        self.push_loc = None
+        self.pop_loc = None
+        self.holder = None
+
+
+class Side:
+    """One core's cursors on one channel (the AIC, or one AIV peer)."""
+    __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
+                 "record", "wait", "free", "bound_at", "staging", "split")
+
+    def __init__(self, core, role: str, bound_at):
+        self.core = core
+        self.role = role                 # "producer" | "consumer"
+        self.index = 0                   # tiles pushed / popped (pto-isa tileIndex)
+        self.freed = 0                   # tiles freed (consumer)
+        self.held: deque = deque()       # consumer: [tag, tile|gt, loc, read_end]
+        self.pending_alloc: deque = deque()  # producer: tags TALLOCed but not TPUSHed
+        self.allocate = True             # setAllocateStatus
+        self.record = True               # setRecordStatus
+        self.wait = True                 # setWaitStatus
+        self.free = True                 # setFreeStatus
+        self.bound_at = bound_at
+        self.staging = None              # (memory, base, nbytes) local staging ring
+        self.split = None
+
+
+@dataclass
+class Channel:
+    """A unidirectional ring between the AIC and its AIV peers."""
+    way: str                      # C2V | V2C
+    cfg: TPipe
+    protocol: Protocol
+    slot_num: int
+    slot_size: int
+    sync_period: int
+    ready_id: int                 # first flag id (spec: + tag)
+    free_id: int
+    in_gm: bool
+    gm_base: int | None = None
+    local_base: int | None = None
+    ctrl: bool = False
+    sides: dict = field(default_factory=dict)      # core.index -> Side
+    slots: dict = field(default_factory=dict)      # peer -> [Slot]
+    ready_flags: dict = field(default_factory=dict)  # peer -> [Flag]
+    free_flags: dict = field(default_factory=dict)
+    pushes: int = 0
+    pops: int = 0
+    frees: int = 0
+    name: str = ""
+    _views: dict = field(default_factory=dict)
+
+    @property
+    def peers(self) -> tuple:
+        return self.cfg.peers
+
+    def view(self, mem, addr: int, dtype, shape, strides=None):
+        """A (cached) typed view of slot memory."""
+        key = (mem.space, mem.owner, addr, dtype, shape, strides)
+        v = self._views.get(key)
+        if v is None:
+            v = self._views[key] = mem.view(addr, dtype, shape, strides, what=lambda: f"{self.name} slot")
+        return v
+
+    def spec(self) -> bool:
+        return self.protocol is Protocol.SPEC
+
+    def should_wait_free(self, i: int) -> bool:
+        if self.slot_num == 1:
+            return i > 0
+        return i >= self.slot_num and i % self.sync_period == 0
+
+    def should_notify_free(self, i: int) -> bool:
+        if self.slot_num == 1:
+            return True
+        return (i + 1) % self.sync_period == 0
+
+    def describe_state(self) -> str:
+        rows = []
+        for p in self.peers:
+            st = " ".join(f"{s.tag}:{s.state}" for s in self.slots[p])
+            rows.append(f"    AIV{p} slots [{st}]")
+        cur = ", ".join(f"{s.core.name} {s.role} {'pushed' if s.role == 'producer' else 'popped'} "
+                        f"{s.index}" + (f" freed {s.freed} held {len(s.held)}" if s.role == "consumer" else "")
+                        for s in self.sides.values())
+        return f"  {self.name}: {cur or 'no side bound'}\n" + "\n".join(rows)
+
+
+def _channels(cluster) -> dict:
+    ch = cluster.shared.get("channels")
+    if ch is None:
+        ch = cluster.shared["channels"] = {}
+        cluster.explainers.append(_explain)
+    return ch
+
+
+def _explain(cluster) -> str:
+    chans = cluster.shared.get("channels", {})
+    if not chans:
+        return ""
+    return "ring state:\n" + "\n".join(c.describe_state() for c in chans.values())
+
+
+# ---------------------------------------------------------------------------------------
+# binding (initialisation)
+# ---------------------------------------------------------------------------------------
+def _protocol(cluster) -> Protocol:
+    return cluster.shared.get("protocol", Protocol.SPEC)
+
+
+def _ways(direction: Direction) -> tuple:
+    d = Direction(direction)
+    if d in (Direction.DIR_C2V, Direction.DIR_C2V_GM):
+        return (C2V,)
+    if d in (Direction.DIR_V2C, Direction.DIR_V2C_GM, Direction.DIR_V2C_CTRL):
+        return (V2C,)
+    return (C2V, V2C)
+
+
+def _gm_addr(buf, core, what: str) -> tuple:
+    """(address, size or None) of a GM slot buffer argument."""
+    if isinstance(buf, GlobalTensor):
+        return buf.data().addr, buf.nbytes
+    if isinstance(buf, GMPtr):
+        return buf.addr, None
+    if isinstance(buf, (int, np.integer)) and buf > 0:
+        return int(buf), None
+    raise ConfigError(f"{what}: a GM_SLOT_BUFFER is required for a ring in GM, got {buf!r}",
+                      where=_loc(core),
+                      fix="pass the GM slot buffer kernel argument (e.g. ptopipe.gm_buffer(nbytes))")
+
+
+def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0, v2c_consumer_buf: int = 0,
+              flag_ids: dict | None = None):
+    """Bind the calling core's half of pipe ``cfg``; returns a :class:`PipeHandle`."""
+    core = current_core()
+    cluster = core.cluster
+    plat = cluster.platform
+    try:
+        direction = Direction(cfg.direction)
+    except ValueError:
+        raise ConfigError(f"invalid pipe direction {cfg.direction!r}", where=_loc(core),
+                          fix="use DIR_C2V, DIR_V2C, DIR_BOTH, DIR_V2C_CTRL or a *_GM direction (A5)") from None
+    gm_dir = direction in (Direction.DIR_C2V_GM, Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
+    if gm_dir and not plat.gm_directions:
+        raise ConfigError(f"{direction.name} is A5-only; {plat.name} rings are always in GM",
+                          where=_loc(core), fix=f"use {direction.name[:-3]} on {plat.name}")
+    if cfg.slot_num < 1 or cfg.slot_size <= 0:
+        raise ConfigError(f"pipe needs SlotNum >= 1 and SlotSize > 0 (got {cfg.slot_num}, {cfg.slot_size})",
+                          where=_loc(core))
+    if cfg.slot_size % plat.alignment:
+        raise ConfigError(f"SlotSize {cfg.slot_size} is not {plat.alignment}-byte aligned", where=_loc(core),
+                          fix=f"round SlotSize up to a multiple of {plat.alignment}")
+    if not cfg.peers or any(p not in (0, 1) for p in cfg.peers):
+        raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
+    if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
+        raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
+                          fix="add this sub-block to peers= or do not bind the pipe on this core")
+    protocol = _protocol(cluster)
+    ways = _ways(direction)
+    both = len(ways) == 2
+    n = cfg.slot_num
+    if n > plat.max_fifo_depth and protocol is Protocol.PTO_ISA:
+        raise ConfigError(f"SlotNum {n} exceeds the FIFO depth limit {plat.max_fifo_depth} of {plat.name}",
+                          where=_loc(core))
+    in_gm = plat.ring_in_gm or gm_dir or cfg.ctrl or direction is Direction.DIR_V2C_CTRL
+    sync = cfg.sync_period or (n if n <= 2 else n // 2)
+    handle = PipeHandle(cfg, core)
+    gm_addr = gm_size = None
+    if in_gm:
+        gm_addr, gm_size = _gm_addr(gm_slot_buffer, core, "pipe binding")
+        need = n * cfg.slot_size * len(ways)
+        if gm_size is not None and gm_size < need:
+            raise ConfigError(f"GM_SLOT_BUFFER holds {gm_size} bytes but the ring needs {need} "
+                              f"({len(ways)} x SlotNum {n} x SlotSize {cfg.slot_size})", where=_loc(core),
+                              fix=f"allocate at least {need} bytes")
+    for k, way in enumerate(ways):
+        if flag_ids is not None:
+            ready_id = free_id = flag_ids[way]
+        elif protocol is Protocol.SPEC:
+            ready_id = free_id = cfg.flag_id + k * n
+        else:
+            ready_id, free_id = cfg.flag_id + 2 * k, cfg.flag_id + 2 * k + 1
+        limit = plat.flags_per_direction if protocol is Protocol.SPEC else plat.hw_flag_ids
+        top = (ready_id + n) if protocol is Protocol.SPEC else max(ready_id, free_id) + 1
+        if ready_id < 0 or top > limit:
+            if protocol is Protocol.SPEC:
+                msg = (f"{way} ring uses flags {ready_id}..{ready_id + n - 1} (FlagID {cfg.flag_id}, "
+                       f"SlotNum {n}) but a peer has only {limit} flags per direction")
+                fix = f"use FlagID + SlotNum <= {limit} per direction (SlotNum {plat.slot_num_bidirectional} per direction when bidirectional)"
+            else:
+                msg = f"{way} ring uses flag ids {ready_id}/{free_id}; the hardware has ids 0..{limit - 1}"
+                fix = f"use FlagID + {3 if both else 1} < {limit}"
+            raise ConfigError(msg, where=_loc(core), fix=fix)
+        base = None
+        if in_gm:
+            base = gm_addr + k * n * cfg.slot_size
+        else:
+            base = c2v_consumer_buf if way == C2V else v2c_consumer_buf
+        ch = _attach(core, cfg, way, protocol, n, sync, ready_id, free_id, in_gm, base,
+                     c2v_consumer_buf if way == C2V else v2c_consumer_buf)
+        handle.channels[way] = ch
+    return handle
+
+
+def _attach(core, cfg, way, protocol, n, sync, ready_id, free_id, in_gm, base, consumer_buf):
+    cluster = core.cluster
+    chans = _channels(cluster)
+    key = (way, ready_id, cfg.peers)
+    role = "producer" if (way == C2V) == (core.kind is CoreKind.AIC) else "consumer"
+    ch = chans.get(key)
+    if ch is None:
+        ch = Channel(way, cfg, protocol, n, cfg.slot_size, sync, ready_id, free_id, in_gm,
+                     gm_base=base if in_gm else None, local_base=None if in_gm else base,
+                     ctrl=cfg.direction is Direction.DIR_V2C_CTRL,
+                     name=f"{way} pipe FlagID {ready_id} (peers {','.join('AIV%d' % p for p in cfg.peers)})")
+        _claim_flags(core, ch)
+        for p in cfg.peers:
+            ch.slots[p] = [Slot(t) for t in range(n)]
+        chans[key] = ch
+        if not in_gm:
+            _reserve_rings(core, ch)
+    else:
+        _agree(core, ch, cfg, n, base, in_gm)
+    if core.index in ch.sides:
+        raise ConfigError(f"{core.name} binds {ch.name} twice: two pipes on this core share FlagID {ready_id}",
+                          where=_loc(core), details=f"first bound at {ch.sides[core.index].bound_at}",
+                          fix="give every pipe its own FlagID range (flags may not be shared between pipes)")
+    side = Side(core, role, core.where())
+    if role == "consumer" and consumer_buf is not None and in_gm:
+        side.staging = consumer_buf
+    ch.sides[core.index] = side
+    if role == "consumer" and protocol is Protocol.SPEC:
+        # seed 003: the consumer pre-signals every slot free before its main loop
+        for p in _links(ch, core):
+            for f in ch.free_flags[p]:
+                cluster.set_flag(core, f, core.clock)
+    return ch
+
+
+def _links(ch: Channel, core) -> tuple:
+    return ch.peers if core.kind is CoreKind.AIC else (core.subblock,)
+
+
+def _claim_flags(core, ch: Channel) -> None:
+    cluster = core.cluster
+    aic = cluster.aic
+    for p in ch.peers:
+        aiv = cluster.aiv(p)
+        prod, cons = (aic, aiv) if ch.way == C2V else (aiv, aic)
+        if ch.spec():
+            ready = [cluster.flag(prod, cons, ch.ready_id + t) for t in range(ch.slot_num)]
+            free = [cluster.flag(cons, prod, ch.free_id + t) for t in range(ch.slot_num)]
+        else:
+            ready = [cluster.flag(prod, cons, ch.ready_id)]
+            free = [cluster.flag(cons, prod, ch.free_id)]
+        for f in ready + free:
+            if f.owner is not None and f.owner is not ch:
+                raise ConfigError(
+                    f"{ch.name} and {f.owner.name} share {f.name}",
+                    where=_loc(core),
+                    fix="two pipes on the same peer may not share a flag: give them disjoint FlagID ranges "
+                        "(spec: FlagID..FlagID+SlotNum-1; pto-isa: FlagID, FlagID+1)")
+            f.owner = ch
+        ch.ready_flags[p] = ready
+        ch.free_flags[p] = free
+
+
+def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
+    other = next(iter(ch.sides.values()), None)
+    where = f"other side bound by {other.core.name} at {other.bound_at}" if other else None
+    if cfg.slot_size != ch.slot_size or n != ch.slot_num:
+        raise ConfigError(f"{ch.name}: {core.name} binds SlotSize {cfg.slot_size} x SlotNum {n} but the "
+                          f"other side has {ch.slot_size} x {ch.slot_num}", where=_loc(core), details=where,
+                          fix="producer and consumer must declare the same TPipe configuration")
+    if in_gm and base != ch.gm_base:
+        raise ConfigError(f"{ch.name}: {core.name} places the ring at GM {base:#x} but the other side "
+                          f"uses {ch.gm_base:#x}", where=_loc(core), details=where,
+                          fix="pass the same GM_SLOT_BUFFER to both kernels")
+    if not in_gm and base != ch.local_base:
+        raise ConfigError(f"{ch.name}: {core.name} places the ring at {base:#x} but the other side "
+                          f"uses {ch.local_base:#x}", where=_loc(core), details=where,
+                          fix="the producer must use the consumer's buffer base (pl.import_peer_buffer)")
+
+
+def _consumers(ch: Channel, cluster) -> list:
+    return [cluster.aic] if ch.way == V2C else [cluster.aiv(p) for p in ch.peers]
+
+
+def _reserve_rings(core, ch: Channel) -> None:
+    cluster = core.cluster
+    space = MemSpace.UB if ch.way == C2V else MemSpace.L1
+    for c in _consumers(ch, cluster):
+        reserve(c, space, ch.local_base, ch.slot_num * ch.slot_size, f"{ch.name} ring")
+
+
+# ---------------------------------------------------------------------------------------
+# handles
+# ---------------------------------------------------------------------------------------
+class _SideCtl:
+    """``pipe.prod`` / ``pipe.cons``: the status switches of pto-isa's Producer/Consumer."""
+
+    def __init__(self, handle: "PipeHandle", role: str):
+        self._h = handle
+        self._role = role
+
+    def _sides(self):
+        core = self._h.core
+        return [ch.sides[core.index] for ch in self._h.channels.values()
+                if ch.sides[core.index].role == self._role]
+
+    def setAllocateStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.allocate = bool(on)
+
+    def setRecordStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.record = bool(on)
+
+    def setWaitStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.wait = bool(on)
+
+    def setFreeStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.free = bool(on)
+
+    def getAllocateStatus(self) -> bool:
+        return all(s.allocate for s in self._sides())
+
+    def isRecord(self) -> bool:
+        return all(s.record for s in self._sides())
+
+    def getTileId(self) -> int:
+        s = self._sides()
+        return s[0].index if s else 0
+
+
+class PipeHandle:
+    """One core's view of a pipe (one or two channels).  Pass it to TPUSH/TPOP/TFREE."""
+
+    def __init__(self, cfg: TPipe, core):
+        self.cfg = cfg
+        self.core = core
+        self.channels: dict = {}
+        self.prod = _SideCtl(self, "producer")
+        self.cons = _SideCtl(self, "consumer")
+
+    @property
+    def c2v(self) -> Channel | None:
+        return self.channels.get(C2V)
+
+    @property
+    def v2c(self) -> Channel | None:
+        return self.channels.get(V2C)
+
+    def channel(self, role: str, core, op: str) -> Channel:
+        want = (C2V if core.kind is CoreKind.AIC else V2C) if role == "producer" else \
+               (V2C if core.kind is CoreKind.AIC else C2V)
+        ch = self.channels.get(want)
+        if ch is None:
+            have = "/".join(self.channels) or "no"
+            side = "Cube" if core.kind is CoreKind.AIC else "Vector"
+            raise ProtocolError(
+                f"{op} on {core.name}: a {side} core is the {role} only of a {want} ring, but this "
+                f"pipe has {have} direction", where=_loc(core),
+                fix=f"{'TPUSH' if role == 'producer' else 'TPOP'} from the {side} core needs a "
+                    f"{want} (or BOTH) pipe")
+        if core is not self.core:
+            raise ProtocolError(f"{op} on {core.name} uses a pipe bound on {self.core.name}",
+                                where=_loc(core), fix="bind the pipe on each core (call the TPipe in each kernel)")
+        return ch
+
+    def __repr__(self) -> str:
+        return f"<pipe {'/'.join(self.channels)} on {self.core.name}>"
+
+
+CVPipes = PipeHandle
+
+
+def _dir_mask(mask) -> Direction:
+    try:
+        d = Direction(mask)
+    except ValueError:
+        d = None
+    if d not in (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH):
+        raise ConfigError(f"invalid DIR_MASK {mask!r}", where=_loc(current_core()),
+                          fix="use DIR_C2V, DIR_V2C or DIR_C2V | DIR_V2C")
+    return d
+
+
+def _initialize(dir_mask, slot_size, gm_slot_buffer, c2v_consumer_buf, v2c_consumer_buf, peers, want):
+    core = current_core()
+    if core.kind is not want:
+        name = "aic_initialize_pipe" if want is CoreKind.AIC else "aiv_initialize_pipe"
+        raise ConfigError(f"{name} called on {core.name}", where=_loc(core),
+                          fix="call aic_initialize_pipe on the Cube core and aiv_initialize_pipe on Vector cores")
+    d = _dir_mask(dir_mask)
+    plat = core.cluster.platform
+    both = d is Direction.DIR_BOTH
+    n = plat.slot_num_for(both)
+    if _protocol(core.cluster) is Protocol.SPEC:
+        ids = {C2V: 0, V2C: n if both else 0}
+    else:
+        ids = {C2V: 0, V2C: 2 if both else 0}
+    cfg = TPipe(0, d, int(slot_size), n, peers=tuple(peers))
+    h = bind_pipe(cfg, gm_slot_buffer if plat.ring_in_gm else None, c2v_consumer_buf,
+                  v2c_consumer_buf, flag_ids=ids) if plat.ring_in_gm else \
+        bind_pipe(cfg, None, c2v_consumer_buf, v2c_consumer_buf, flag_ids=ids)
+    return h
+
+
+def aic_initialize_pipe(DIR_MASK, SLOT_SIZE, GM_SLOT_BUFFER=None, C2V_CONSUMER_BUF: int = 0,
+                        V2C_CONSUMER_BUF: int = 0, peers=(0, 1)) -> PipeHandle:
+    """Seed 003: bind the Cube core's rings; SLOT_NUM = 8 one way, 4 per direction both ways.
+
+    As V2C consumer it pre-signals every slot free.  A2A3 rings live in GM_SLOT_BUFFER
+    (C2V ring first, then V2C); A5 rings in the consumer's UB (C2V) / L1 (V2C)."""
+    return _initialize(DIR_MASK, SLOT_SIZE, GM_SLOT_BUFFER, C2V_CONSUMER_BUF, V2C_CONSUMER_BUF,
+                       peers, CoreKind.AIC)
+
+
+def aiv_initialize_pipe(DIR_MASK, SLOT_SIZE, GM_SLOT_BUFFER=None, C2V_CONSUMER_BUF: int = 0,
+                        V2C_CONSUMER_BUF: int = 0, peers=(0, 1)) -> PipeHandle:
+    """Seed 003: bind a Vector core's rings; as C2V consumer it pre-signals every slot free."""
+    return _initialize(DIR_MASK, SLOT_SIZE, GM_SLOT_BUFFER, C2V_CONSUMER_BUF, V2C_CONSUMER_BUF,
+                       peers, CoreKind.AIV)
+
+
+# ---------------------------------------------------------------------------------------
+# slot geometry
+# ---------------------------------------------------------------------------------------
+def _full_shape(split, rows: int, cols: int) -> tuple:
+    if split == TileSplitAxis.TILE_UP_DOWN:
+        return rows * 2, cols
+    if split == TileSplitAxis.TILE_LEFT_RIGHT:
+        return rows, cols * 2
+    return rows, cols
+
+
+def _part_offset(split, sub: int, rows: int, cols: int, item: int) -> int:
+    if split == TileSplitAxis.TILE_UP_DOWN:
+        return sub * rows * cols * item
+    if split == TileSplitAxis.TILE_LEFT_RIGHT:
+        return sub * cols * item
+    return 0
+
+
+def _part_of(arr: np.ndarray, split, sub: int) -> np.ndarray:
+    r, c = arr.shape
+    if split == TileSplitAxis.TILE_UP_DOWN:
+        return arr[sub * (r // 2):(sub + 1) * (r // 2)]
+    if split == TileSplitAxis.TILE_LEFT_RIGHT:
+        return arr[:, sub * (c // 2):(sub + 1) * (c // 2)]
+    return arr
+
+
+def _split(split) -> TileSplitAxis:
+    try:
+        return TileSplitAxis(split)
+    except ValueError:
+        raise ProtocolError(f"invalid TileSplitAxis {split!r}",
+                            fix="use TILE_NO_SPLIT, TILE_UP_DOWN or TILE_LEFT_RIGHT") from None
+
+
+# ---------------------------------------------------------------------------------------
+# the instructions
+# ---------------------------------------------------------------------------------------
+def _args(a, b):
+    """Accept ``(pipe, x)`` and ``(x, pipe)`` argument orders, as the seeds use both."""
+    if isinstance(a, PipeHandle):
+        return a, b
+    if isinstance(b, PipeHandle):
+        return b, a
+    raise ProtocolError(f"expected a pipe (from TPipe(...)(...) or *_initialize_pipe), got "
+                        f"{type(a).__name__} and {type(b).__name__}", where=_loc(current_core()))
+
+
+def _wait(core, ch: Channel, flag, what: str, signal: str, tag) -> int:
+    return core.wait_flag(flag, what, {"channel": ch, "signal": signal, "tag": tag})
+
+
+def _producer_wait(core, ch: Channel, side: Side, op: str) -> int:
+    """Wait until the slot for push ``side.index`` is free; returns its tag."""
+    i = side.index
+    tag = i % ch.slot_num
+    if ch.spec():
+        if side.allocate:
+            for p in _links(ch, core):
+                _wait(core, ch, ch.free_flags[p][tag], f"{op} (wait free[{tag}] from "
+                      f"{core.cluster.aiv(p).name if core.kind is CoreKind.AIC else 'AIC'})", "free", tag)
+    elif side.allocate and ch.should_wait_free(i):
+        for p in _links(ch, core):
+            _wait(core, ch, ch.free_flags[p][0], f"{op} (wait free, push #{i})", "free", tag)
+    return tag
+
+
+def _producer_record(core, ch: Channel, side: Side, tag: int, at: int) -> None:
+    if not side.record:
+        return
+    cluster = core.cluster
+    for p in _links(ch, core):
+        f = ch.ready_flags[p][tag if ch.spec() else 0]
+        cluster.set_flag(core, f, at)
+
+
+def _mark_written(core, ch: Channel, tag: int, layout, op: str) -> None:
+    """A producer wrote slot ``tag``: it must not be unconsumed or held by a consumer."""
+    peers = ch.peers
+    loc = core.where()
+    for p in peers:
+        s = ch.slots[p][tag]
+        if s.state != "free":
+            who = core.cluster.aiv(p).name if ch.way == C2V else "AIC"
+            how = ("still holds it (popped" + (f" at {s.pop_loc}" if s.pop_loc else "") + ", not yet freed)"
+                   if s.state == "held" else
+                   "has not popped the previous tile yet" + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
+            raise ProtocolError(
+                f"{op} overwrites slot {tag} of {ch.name} while {who} {how}",
+                where=str(loc),
+                details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
+                        f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
+                fix=("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
+                     "(SlotNum <= 3 or even); use an even SlotNum" if not ch.spec() else
+                     "do not skip the free-slot wait (setAllocateStatus) while slots are in use"))
+    for p in peers:
+        s = ch.slots[p][tag]
+        s.state = "written"
+        s.layout = layout
+        s.push_loc = loc
+
+
+def _check_layout(core, ch: Channel, slot: Slot, dtype, rows: int, cols: int, split, op: str) -> None:
+    lay = slot.layout
+    if lay is None:
+        return
+    pdtype, prow, pcol, psplit = lay
+    if ch.way == C2V:
+        ok = pdtype == dtype and _full_shape(split, rows, cols) == (prow, pcol)
+        # A GM slot holds the whole tile, so the producer's split only matters for local rings
+        if ok and not ch.in_gm and psplit != split:
+            ok = False
+    else:
+        ok = pdtype == dtype and _full_shape(psplit, prow, pcol) == (rows, cols)
+    if not ok:
+        cons = f"{rows}x{cols} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
+        prod = f"{prow}x{pcol} {pdtype.name} ({TileSplitAxis(psplit).name})"
+        raise ProtocolError(
+            f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
+            f"of slot {slot.tag}", where=_loc(core),
+            details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
+            fix="producer and consumer must agree on dtype, shape and split mode "
+                "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
+
+
+def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
+    """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
+
+    With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
+    core = current_core()
+    pipe, tile = _args(pipe, tile)
+    if events:
+        TSYNC(*events)
+    split = _split(split)
+    ch = pipe.channel("producer", core, "TPUSH")
+    side = ch.sides[core.index]
+    if isinstance(tile, GlobalTensor):
+        return _push_commit(core, ch, side)
+    if ch.ctrl:
+        return _push_ctrl(core, ch, side, tile)
+    if not isinstance(tile, Tile):
+        raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+    from .ops import arr
+    src = arr(tile, core, "TPUSH tile")
+    want = TileType.Acc if ch.way == C2V else TileType.Vec
+    if tile.loc is not want:
+        raise ProtocolError(f"TPUSH on {ch.way}: the producer tile must be {want.value}, got {tile.describe()}",
+                            where=_loc(core), fix=f"{'TMATMUL into an Acc tile' if want is TileType.Acc else 'push a Vec tile'}")
+    item = tile.dtype.itemsize
+    rows, cols = src.shape
+    nbytes = rows * cols * item
+    full = _full_shape(split, rows, cols) if ch.way == V2C else (rows, cols)
+    if full[0] * full[1] * item > ch.slot_size:
+        raise ProtocolError(
+            f"TPUSH of {tile.describe()} ({nbytes} bytes"
+            + (f", {full[0]}x{full[1]} slot layout" if full != (rows, cols) else "")
+            + f") does not fit SlotSize {ch.slot_size} of {ch.name}",
+            where=_loc(core), fix="push smaller tiles or declare a larger SlotSize")
+    tag = _producer_wait(core, ch, side, "TPUSH")
+    cluster = core.cluster
+    plat = cluster.platform
+    if ch.way == C2V:
+        if ch.in_gm:
+            dst = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
+            np.copyto(dst, src)
+            dst_space = "GM"
+        else:
+            for p in ch.peers:
+                part = _part_of(src, split, p) if split else src
+                ub = cluster.aiv(p).memory(MemSpace.UB)
+                dst = ch.view(ub, ch.local_base + tag * ch.slot_size, tile.dtype, part.shape)
+                np.copyto(dst, part)
+            dst_space = "UB"
+        pipe_unit = PipeUnit.FIX
+    else:
+        off = _part_offset(split, core.subblock, rows, cols, item)
+        mem = cluster.gm if ch.in_gm else cluster.aic.memory(MemSpace.L1)
+        base = (ch.gm_base if ch.in_gm else ch.local_base) + tag * ch.slot_size + off
+        dst = ch.view(mem, base, tile.dtype, (rows, cols), (full[1], 1))
+        np.copyto(dst, src)
+        dst_space = "GM" if ch.in_gm else "L1"
+        pipe_unit = PipeUnit.MTE3
+    _mark_written_part(core, ch, tag, (tile.dtype, rows, cols, split), "TPUSH")
+    cost = plat.costs.move(tile.space.value, dst_space, nbytes)
+    _, end = core.issue(pipe_unit, cost, (tile,), (), "TPUSH", (ch.name, tag, (rows, cols)))
+    side.index += 1
+    ch.pushes += 1
+    _producer_record(core, ch, side, tag, end)
+    return Event("TPUSH", core, end)
+
+
+def _mark_written_part(core, ch, tag, layout, op):
+    if ch.way == C2V:
+        _mark_written(core, ch, tag, layout, op)
+        return
+    # V2C: each AIV producer writes its part; the slot is checked per producing peer
+    p = core.subblock
+    s = ch.slots[p][tag]
+    if s.state != "free":
+        how = "still holds it" if s.state == "held" else "has not popped the previous tile yet"
+        raise ProtocolError(f"{op} overwrites slot {tag} of {ch.name} while AIC {how}",
+                            where=_loc(core),
+                            fix=("use an even SlotNum with pto-isa's sparse free notifications"
+                                 if not ch.spec() else "do not skip the free-slot wait"))
+    s.state = "written"
+    s.layout = layout
+    s.push_loc = core.where()
+
+
+def _push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
+    from .ops import arr
+    val = int(np.asarray(arr(tile, core, "TPUSH control tile")).flat[0]) if isinstance(tile, Tile) else int(tile)
+    tag = _producer_wait(core, ch, side, "TPUSH")
+    core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
+    _mark_written_part(core, ch, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH")
+    _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH", (ch.name, tag, "ctrl"))
+    side.index += 1
+    ch.pushes += 1
+    _producer_record(core, ch, side, tag, end)
+    return Event("TPUSH", core, end)
+
+
+def _push_commit(core, ch: Channel, side: Side) -> Event:
+    if not side.pending_alloc:
+        raise ProtocolError(f"TPUSH(GlobalTensor) on {ch.name} without a preceding TALLOC", where=_loc(core),
+                            fix="address flow: TALLOC -> TSTORE... -> TPUSH")
+    tag, _gt, _loc0 = side.pending_alloc.popleft()
+    _mark_written_part(core, ch, tag, None, "TPUSH")
+    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
+                        (ch.name, tag, "commit"))
+    # the data were written by TSTOREs: signal after they complete
+    t = max(end, max(core.pipe_free[PipeUnit.FIX], core.pipe_free[PipeUnit.MTE3]))
+    ch.pushes += 1
+    _producer_record(core, ch, side, tag, t)
+    return Event("TPUSH", core, t)
+
+
+def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
+    """Address flow, producer: wait for a free slot and assign its GM address to ``gm_tensor``."""
+    core = current_core()
+    pipe, gm_tensor = _args(pipe, gm_tensor)
+    if events:
+        TSYNC(*events)
+    split = _split(split)
+    ch = pipe.channel("producer", core, "TALLOC")
+    if not ch.in_gm:
+        raise ProtocolError(f"TALLOC on {ch.name}: the address flow needs a ring in GM",
+                            where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")
+    if not isinstance(gm_tensor, GlobalTensor):
+        raise ProtocolError(f"TALLOC expects a GlobalTensor, got {type(gm_tensor).__name__}", where=_loc(core))
+    side = ch.sides[core.index]
+    if gm_tensor.nbytes > ch.slot_size:
+        raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
+                            f"SlotSize {ch.slot_size}", where=_loc(core))
+    tag = _producer_wait(core, ch, side, "TALLOC")
+    off = 0
+    if ch.way == V2C:
+        off = _part_offset(split, core.subblock, gm_tensor.shape[3], gm_tensor.shape[4], gm_tensor.dtype.itemsize)
+    gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype))
+    side.pending_alloc.append((tag, gm_tensor, core.where()))
+    side.index += 1
+    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC", (ch.name, tag))
+    return Event("TALLOC", core, end)
+
+
+def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
+    """Consumer: wait for data, load (GM ring) or bind zero-copy (local ring) and hold the slot.
+
+    With a GlobalTensor (address flow) assign the slot address to it instead.  On a
+    DIR_V2C_CTRL pipe, returns the control value."""
+    core = current_core()
+    if tile is None and isinstance(pipe, PipeHandle):
+        pass
+    else:
+        pipe, tile = _args(pipe, tile)
+    if events:
+        TSYNC(*events)
+    split = _split(split)
+    ch = pipe.channel("consumer", core, "TPOP")
+    side = ch.sides[core.index]
+    if ch.spec() and len(side.held) >= ch.slot_num:
+        first = side.held[0]
+        raise ProtocolError(
+            f"TPOP on {core.name} would hold more than SlotNum={ch.slot_num} slots of {ch.name}",
+            where=_loc(core), details=f"oldest held slot {first[0]} popped at {first[2]}",
+            fix="call TFREE after you finish with each popped tile")
+    i = side.index
+    tag = i % ch.slot_num
+    if side.wait:
+        for p in _links(ch, core):
+            _wait(core, ch, ch.ready_flags[p][tag if ch.spec() else 0],
+                  f"TPOP (wait ready[{tag}] from {'AIC' if ch.way == C2V else core.cluster.aiv(p).name})",
+                  "ready", tag)
+    if ch.ctrl:
+        return _pop_ctrl(core, ch, side, tag)
+    if isinstance(tile, GlobalTensor):
+        return _pop_address(core, ch, side, tag, tile, split)
+    if not isinstance(tile, Tile):
+        raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+    want = TileType.Vec if ch.way == C2V else TileType.Mat
+    if tile.loc is not want:
+        raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
+                            where=_loc(core))
+    rows, cols = tile.rows, tile.cols
+    links = _links(ch, core)
+    for p in links:
+        _check_layout(core, ch, ch.slots[p][tag], tile.dtype, rows, cols, split, "TPOP")
+    cluster = core.cluster
+    item = tile.dtype.itemsize
+    loc = core.where()
+    plat = cluster.platform
+    if ch.in_gm:
+        if ch.way == C2V:
+            full = _full_shape(split, rows, cols)
+            off = _part_offset(split, core.subblock, rows, cols, item)
+            src = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (rows, cols), (full[1], 1))
+        else:
+            src = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
+        if tile.addr is None or not ch.spec():
+            _bind_staging(core, ch, side, tile, i)
+        elif tile.core is not core:
+            from .ops import arr
+            arr(tile, core)
+        np.copyto(tile._valid, src[:tile.valid_rows, :tile.valid_cols])
+        cost = plat.costs.move("GM", tile.space.value, rows * cols * item)
+        start, end = core.issue(PipeUnit.MTE2, cost, (), (tile,), "TPOP", (ch.name, tag, (rows, cols)))
+        read_end = end
+    else:
+        space = MemSpace.UB if ch.way == C2V else MemSpace.L1
+        bind(tile, core, ch.local_base + tag * ch.slot_size)
+        slot = ch.slots[links[0]][tag]
+        tile.binding = (slot, slot.gen)
+        _, end = core.issue(PipeUnit.S, plat.costs.flag_op, (), (tile,), "TPOP", (ch.name, tag, (rows, cols)))
+        tile.ready_at = max(tile.ready_at, core.clock)
+        read_end = None
+    for p in links:
+        s = ch.slots[p][tag]
+        s.state = "held"
+        s.pop_loc = loc
+        s.holder = core.name
+    side.index += 1
+    ch.pops += 1
+    if ch.spec() or not ch.in_gm:
+        side.held.append([tag, tile, loc, read_end])
+    else:
+        _release(core, ch, side, tag, read_end, tile)     # pto-isa A2A3: TPOP frees inside
+    return Event("TPOP", core, end)
+
+
+def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
+    """Assign the popped tile to the consumer's local staging ring (pto-isa LocalSlotNum)."""
+    base = side.staging or 0
+    space = tile.space
+    n = ch.cfg.local_slot_num
+    if side.staging is not None and not core.isa.get(("staged", id(ch))):
+        core.isa[("staged", id(ch))] = True
+        reserve(core, space, base, n * tile.nbytes, f"{ch.name} local staging")
+    bind(tile, core, base + (i % n) * tile.nbytes)
+    stage = core.isa.setdefault(("stage", id(ch)), [Slot(k) for k in range(n)])
+    s = stage[i % n]
+    s.gen += 1
+    tile.binding = (s, s.gen)
+
+
+def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split) -> Event:
+    if not ch.in_gm:
+        raise ProtocolError(f"TPOP(GlobalTensor) on {ch.name}: the address flow needs a ring in GM",
+                            where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")
+    off = 0
+    if ch.way == C2V:
+        off = _part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
+    gt.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype))
+    loc = core.where()
+    for p in _links(ch, core):
+        s = ch.slots[p][tag]
+        s.state = "held"
+        s.pop_loc = loc
+        s.holder = core.name
+    side.index += 1
+    ch.pops += 1
+    side.held.append([tag, gt, loc, None])
+    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP", (ch.name, tag, "addr"))
+    return Event("TPOP", core, end)
+
+
+def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
+    val = int(core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0])
+    side.index += 1
+    ch.pops += 1
+    core.issue(PipeUnit.S, 1, (), (), "TPOP", (ch.name, tag, "ctrl"))
+    for p in _links(ch, core):
+        ch.slots[p][tag].state = "held"
+    _release(core, ch, side, tag, None, None)
+    return val
+
+
+def _release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
+    """Mark slot ``tag`` free for this consumer and signal the producer per the protocol."""
+    cluster = core.cluster
+    for p in _links(ch, core):
+        s = ch.slots[p][tag]
+        s.state = "free"
+        s.gen += 1
+        s.holder = None
+    at = core.clock
+    if isinstance(obj, Tile) and obj.read_end > at:
+        at = obj.read_end
+    if read_end is not None and read_end > at:
+        at = read_end
+    k = side.freed
+    side.freed += 1
+    ch.frees += 1
+    if not side.free:
+        return
+    if ch.spec():
+        for p in _links(ch, core):
+            cluster.set_flag(core, ch.free_flags[p][tag], at)
+    elif ch.should_notify_free(k):
+        for p in _links(ch, core):
+            cluster.set_flag(core, ch.free_flags[p][0], at)
+
+
+def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
+    """Consumer: release the oldest held slot (signal free, advance).
+
+    Under ``protocol="pto-isa"`` on an A2A3 GM ring the tile-flow TFREE is a no-op: the
+    tile TPOP already released the slot."""
+    core = current_core()
+    if obj is not None:
+        pipe, obj = _args(pipe, obj)
+    if events:
+        TSYNC(*events)
+    if not isinstance(pipe, PipeHandle):
+        raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
+    ch = pipe.channel("consumer", core, "TFREE")
+    side = ch.sides[core.index]
+    if not ch.spec() and ch.in_gm and not isinstance(obj, GlobalTensor) and not side.held:
+        _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE", (ch.name, None, "no-op"))
+        return Event("TFREE", core, end)
+    if not side.held:
+        raise ProtocolError(f"TFREE on {core.name} with no held slot of {ch.name}",
+                            where=_loc(core),
+                            details=f"{side.index} popped, {side.freed} freed",
+                            fix="call TFREE exactly once after each TPOP")
+    tag, held_obj, _loc0, read_end = side.held.popleft()
+    if isinstance(held_obj, Tile) and held_obj.binding is not None and not ch.in_gm:
+        pass  # the slot's generation bump below invalidates the zero-copy tile
+    _, end = core.issue(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.cluster.platform.costs.flag_op,
+                        (), (), "TFREE", (ch.name, tag))
+    _release(core, ch, side, tag, read_end, held_obj)
+    return Event("TFREE", core, end)
+
+
+TPOPDONE = TFREE
+
+
+def slot_use_after_free(tile: Tile, core) -> ProtocolError:
+    slot, gen = tile.binding
+    return ProtocolError(
+        f"use after free: {tile.describe()} is bound zero-copy to slot {slot.tag}, which was released "
+        f"(TFREE) or reused since it was popped", where=_loc(core),
+        details=f"popped at {slot.pop_loc}" if slot.pop_loc else None,
+        fix="finish reading the popped tile before TFREE, or copy it (TMOV) to a tile of your own")
+
+
+# ---------------------------------------------------------------------------------------
+# end-of-kernel leaks
+# ---------------------------------------------------------------------------------------
+def leaks(cluster) -> list:
+    """Held slots, uncommitted TALLOCs and pushed-but-never-popped data at kernel end."""
+    out = []
+    for ch in cluster.shared.get("channels", {}).values():
+        for side in ch.sides.values():
+            for tag, _obj, loc, _ in side.held:
+                out.append((f"{side.core.name} ends holding slot {tag} of {ch.name} (TPOP without TFREE)", loc))
+            for tag, _gt, loc in side.pending_alloc:
+                out.append((f"{side.core.name} ends with slot {tag} of {ch.name} TALLOCed but never TPUSHed", loc))
+        for p in ch.peers:
+            for s in ch.slots[p]:
+                if s.state == "written":
+                    who = cluster.aiv(p).name if ch.way == C2V else "AIC"
+                    out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it", s.push_loc))
+    return out

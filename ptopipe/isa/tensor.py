@@ -1,0 +1,146 @@
+"""Global tensors: 5-D shape/stride views of GM, as pto-isa's ``GlobalTensor``.
+
+``GlobalTensor(ptr, shape, stride)`` views GM at ``ptr`` (a :class:`GMPtr`, i.e. an
+address with an element type).  ``gt.data()`` returns the pointer and ``ptr + n`` moves
+it by ``n`` elements, so sub-views are built exactly as in C++::
+
+    view = GlobalTensor(slot.data() + row * 512, shape=(1, 1, 4, 16, 128), stride=(1, 1, 128, 512, 1))
+
+``GlobalTensor(dtype, shape, stride)`` without a pointer is a descriptor whose address is
+assigned later by ``TALLOC`` / ``TPOP`` (the address-based FIFO flow).  For tile moves a
+5-D tensor is seen as a 2-D matrix of ``shape[0]*shape[1]*shape[2]*shape[3]`` rows and
+``shape[4]`` columns.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError
+from .dtypes import as_dtype
+
+
+class GMPtr:
+    """A typed GM address (``__gm__ T*``).  ``+``/``-`` move by elements."""
+    __slots__ = ("addr", "dtype")
+
+    def __init__(self, addr: int, dtype):
+        self.addr = int(addr)
+        self.dtype = as_dtype(dtype)
+
+    def __add__(self, n: int) -> "GMPtr":
+        return GMPtr(self.addr + int(n) * self.dtype.itemsize, self.dtype)
+
+    def __sub__(self, n: int) -> "GMPtr":
+        return GMPtr(self.addr - int(n) * self.dtype.itemsize, self.dtype)
+
+    def cast(self, dtype) -> "GMPtr":
+        return GMPtr(self.addr, dtype)
+
+    def __repr__(self) -> str:
+        return f"GMPtr({self.addr:#x}, {self.dtype.name})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, GMPtr) and other.addr == self.addr and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash((self.addr, self.dtype))
+
+
+def _pad5(t, fill) -> tuple:
+    t = tuple(int(x) for x in t)
+    if len(t) > 5:
+        raise KernelError(f"GlobalTensor has at most 5 dimensions, got {len(t)}")
+    return (fill,) * (5 - len(t)) + t
+
+
+def _contiguous(shape) -> tuple:
+    st, acc = [], 1
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= s
+    return tuple(reversed(st))
+
+
+class GlobalTensor:
+    __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key")
+
+    def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
+        if isinstance(ptr_or_dtype, GMPtr):
+            self.ptr = ptr_or_dtype
+            self.dtype = ptr_or_dtype.dtype
+        elif isinstance(ptr_or_dtype, GlobalTensor):
+            self.ptr = ptr_or_dtype.ptr
+            self.dtype = ptr_or_dtype.dtype
+        else:
+            self.ptr = None
+            self.dtype = as_dtype(ptr_or_dtype)
+        self.shape = _pad5(shape, 1)
+        self.stride = _contiguous(self.shape) if stride is None else _pad5(stride, 0)
+        self.name = name
+        self._view = None
+        self._cache_key = None
+
+    # -- pto-isa API --------------------------------------------------------------------
+    def data(self) -> GMPtr:
+        if self.ptr is None:
+            raise KernelError(f"{self.describe()} has no GM address yet",
+                              fix="TALLOC / TPOP assign the slot address; or build it from a pointer")
+        return self.ptr
+
+    def GetShape(self, dim: int) -> int:
+        return self.shape[dim]
+
+    def GetStride(self, dim: int) -> int:
+        return self.stride[dim]
+
+    def assign(self, ptr: GMPtr) -> None:
+        self.ptr = ptr
+
+    @property
+    def rows(self) -> int:
+        s = self.shape
+        return s[0] * s[1] * s[2] * s[3]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[4]
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.cols * self.dtype.itemsize
+
+    def view5(self, gm) -> np.ndarray:
+        """The numpy 5-D view of GM (bounds-checked; cached per address)."""
+        key = self.ptr.addr
+        if self._cache_key != key:
+            self._view = gm.view(key, self.dtype, self.shape, self.stride,
+                                 what=lambda: f"access through {self.describe()}")
+            self._cache_key = key
+        return self._view
+
+    def byte_ranges(self):
+        """The half-open byte ranges this view covers (for race and overlap checks)."""
+        item = self.dtype.itemsize
+        base = self.ptr.addr
+        s, st = self.shape, self.stride
+        rows = []
+        if st[4] == 1:
+            run = s[4] * item
+            for i0 in range(s[0]):
+                for i1 in range(s[1]):
+                    for i2 in range(s[2]):
+                        for i3 in range(s[3]):
+                            a = base + (i0 * st[0] + i1 * st[1] + i2 * st[2] + i3 * st[3]) * item
+                            rows.append((a, a + run))
+        else:
+            v = np.indices(s).reshape(5, -1).T @ np.array(st) * item + base
+            rows = [(int(a), int(a) + item) for a in v]
+        return rows
+
+    def describe(self) -> str:
+        nm = f" '{self.name}'" if self.name else ""
+        at = f" @GM[{self.ptr.addr:#x}]" if self.ptr is not None else ""
+        return f"GlobalTensor{nm} {self.dtype.name} shape={self.shape} stride={self.stride}{at}"
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()}>"

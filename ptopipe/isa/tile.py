@@ -1,0 +1,160 @@
+"""Tiles: typed 2-D views into a core's local memory, as pto-isa's ``Tile<...>``.
+
+A tile has a location (``TileType``: Vec in UB, Mat in L1, Left in L0A, Right in L0B,
+Acc in L0C), a dtype, a static shape (rows x cols), a valid region and layout metadata.
+``TASSIGN`` binds it to a byte address of the memory of the core that executes it.
+Data are stored row-major whatever the declared layout (the layout is metadata only).
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+import numpy as np
+
+from ..arch import MemSpace
+from ..errors import KernelError
+from .context import current_core
+from .dtypes import as_dtype
+from .regions import register_tile
+
+
+class TileType(Enum):
+    Vec = "Vec"
+    Mat = "Mat"
+    Left = "Left"
+    Right = "Right"
+    Acc = "Acc"
+    Bias = "Bias"
+
+
+class BLayout(Enum):
+    RowMajor = "RowMajor"
+    ColMajor = "ColMajor"
+
+
+class SLayout(Enum):
+    NoneBox = "NoneBox"
+    RowMajor = "RowMajor"
+    ColMajor = "ColMajor"
+
+
+TILE_SPACE = {TileType.Vec: MemSpace.UB, TileType.Mat: MemSpace.L1, TileType.Left: MemSpace.L0A,
+              TileType.Right: MemSpace.L0B, TileType.Acc: MemSpace.L0C, TileType.Bias: MemSpace.BIAS}
+
+
+class Tile:
+    """A tile.  ``Tile(TileType.Vec, float32, 16, 32, addr=0x0)``; ``.array`` is its valid data."""
+
+    __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
+                 "slayout", "addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
+                 "binding", "name")
+
+    def __init__(self, loc: TileType, dtype, rows: int, cols: int,
+                 blayout: BLayout = BLayout.RowMajor, valid_rows: int | None = None,
+                 valid_cols: int | None = None, slayout: SLayout = SLayout.NoneBox,
+                 addr: int | None = None, name: str | None = None):
+        if not isinstance(loc, TileType):
+            raise KernelError(f"Tile location must be a TileType, got {loc!r}",
+                              fix="use TileType.Vec / Mat / Left / Right / Acc")
+        self.loc = loc
+        self.dtype = as_dtype(dtype)
+        self.rows, self.cols = int(rows), int(cols)
+        if self.rows <= 0 or self.cols <= 0:
+            raise KernelError(f"tile shape must be positive, got {rows}x{cols}")
+        self.valid_rows = self.rows if valid_rows is None else int(valid_rows)
+        self.valid_cols = self.cols if valid_cols is None else int(valid_cols)
+        if not (0 < self.valid_rows <= self.rows and 0 < self.valid_cols <= self.cols):
+            raise KernelError(f"valid region {self.valid_rows}x{self.valid_cols} does not fit "
+                              f"tile {self.rows}x{self.cols}")
+        self.blayout = blayout
+        self.slayout = slayout
+        self.name = name
+        self.addr = None
+        self.core = None
+        self.mem = None
+        self._full = None
+        self._valid = None
+        self.ready_at = 0
+        self.read_end = 0
+        self.binding = None     # (channel, slot generation) while bound zero-copy to a slot
+        if addr is not None:
+            TASSIGN(self, addr)
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.cols * self.dtype.itemsize
+
+    @property
+    def shape(self) -> tuple:
+        return (self.rows, self.cols)
+
+    @property
+    def space(self) -> MemSpace:
+        return TILE_SPACE[self.loc]
+
+    def data(self) -> int:
+        """The tile's local address (pto-isa ``tile.data()``)."""
+        self._need()
+        return self.addr
+
+    def GetValidRow(self) -> int:
+        return self.valid_rows
+
+    def GetValidCol(self) -> int:
+        return self.valid_cols
+
+    def SetValid(self, rows: int, cols: int) -> None:
+        self.valid_rows, self.valid_cols = int(rows), int(cols)
+        if self._full is not None:
+            self._valid = self._full[:self.valid_rows, :self.valid_cols]
+
+    def _need(self) -> None:
+        if self.addr is None:
+            raise KernelError(
+                f"{self.describe()} has no address",
+                where=str(current_core().where()),
+                fix="bind it with TASSIGN(tile, addr) (or Tile(..., addr=...)) before use")
+
+    @property
+    def full(self) -> np.ndarray:
+        """The whole rows x cols view (bound to the current core's memory)."""
+        if self._full is None:
+            self._need()
+        return self._full
+
+    @property
+    def array(self) -> np.ndarray:
+        """The valid region as a numpy view (read it in tests or while debugging)."""
+        if self._valid is None:
+            self._need()
+        return self._valid
+
+    def describe(self) -> str:
+        nm = f" '{self.name}'" if self.name else ""
+        at = f" @{self.mem.label}[{self.addr:#x}]" if self.addr is not None and self.mem else ""
+        return f"{self.loc.value} tile{nm} {self.dtype.name} {self.rows}x{self.cols}{at}"
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()}>"
+
+
+def bind(tile: Tile, core, addr: int) -> None:
+    mem = core.memory(tile.space, tile.describe())
+    full = mem.view(addr, tile.dtype, (tile.rows, tile.cols), what=lambda: f"TASSIGN of {tile.describe()}")
+    tile.addr = int(addr)
+    tile.core = core
+    tile.mem = mem
+    tile._full = full
+    tile._valid = full[:tile.valid_rows, :tile.valid_cols]
+
+
+def TASSIGN(tile: Tile, addr: int) -> None:
+    """Bind ``tile`` to byte address ``addr`` of its memory on the executing core."""
+    core = current_core()
+    if addr % core.cluster.platform.alignment:
+        raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not "
+                          f"{core.cluster.platform.alignment}-byte aligned",
+                          where=str(core.where()), fix="use an address that is a multiple of 32")
+    bind(tile, core, addr)
+    tile.binding = None
+    register_tile(tile, core)

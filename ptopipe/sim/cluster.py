@@ -1,0 +1,177 @@
+"""The cluster: 1 AIC + 2 AIV cores, GM, cross-core flags, and the scheduler.
+
+The scheduler is deterministic: it always resumes the ready core with the smallest
+simulated clock (ties by core index), and a core runs until it blocks in a WAIT or
+finishes.  With a ``schedule_seed`` the choice among ready cores is randomised instead,
+which explores other interleavings; the same seed replays the same run.  When no core is
+ready but some are blocked, the run stops at once with a :class:`DeadlockError` that
+names every blocked core, what it waits for, and the wait-for chain.
+"""
+from __future__ import annotations
+
+import random
+
+import greenlet
+
+from ..arch import MemSpace, Platform, get_platform
+from ..errors import DeadlockError
+from .core import Core, CoreKind, CoreState, _CoreLet
+from .flags import Flag, flag_set
+from .memory import Memory
+
+_LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
+          CoreKind.AIV: (MemSpace.UB,)}
+
+
+class Cluster:
+    """One cluster of the chip, with real byte-array memories."""
+
+    def __init__(self, platform: "Platform | str" = "a2a3", gm_size: int = 1 << 20,
+                 schedule_seed: int | None = None, trace: bool = False,
+                 max_instructions: int = 50_000_000):
+        self.platform = get_platform(platform)
+        self.gm = Memory(MemSpace.GM, gm_size)
+        self.cores: list[Core] = []
+        for idx, (name, kind, sub) in enumerate((("AIC", CoreKind.AIC, 0),
+                                                 ("AIV0", CoreKind.AIV, 0),
+                                                 ("AIV1", CoreKind.AIV, 1))):
+            mems = {sp: Memory(sp, self.platform.mem_size(sp), name) for sp in _LOCAL[kind]}
+            self.cores.append(Core(self, name, kind, idx, sub, mems))
+        self.aic, self.aiv0, self.aiv1 = self.cores
+        self._flags: dict = {}
+        self.main = None
+        self.rng = random.Random(schedule_seed) if schedule_seed is not None else None
+        self.schedule_seed = schedule_seed
+        self.trace = [] if trace else None
+        self.max_instructions = max_instructions
+        self.checker = None          # happens-before checker, attached by the checkers
+        self.explainers = []         # callables(cluster) -> str, extra deadlock context
+        self.finishers = []          # callables(cluster) run when all kernels returned
+        self.shared = {}             # cluster-wide state owned by upper layers (pipes)
+        self.steps = 0
+
+    def aiv(self, subblock: int) -> Core:
+        return self.cores[1 + subblock]
+
+    # -- flags --------------------------------------------------------------------------
+    def flag(self, sender: Core, receiver: Core, fid: int) -> Flag:
+        key = (sender.index, receiver.index, fid)
+        f = self._flags.get(key)
+        if f is None:
+            f = self._flags[key] = Flag(sender, receiver, fid)
+        return f
+
+    def set_flag(self, sender: Core, flag: Flag, at: int) -> None:
+        vc = self.checker.on_set(sender) if self.checker is not None else None
+        flag_set(flag, at, self.platform.cross_core_latency, self.platform.flag_counter_max, vc)
+
+    def flags(self):
+        return list(self._flags.values())
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, kernels: dict) -> None:
+        """Run ``{core: (fn, kwargs)}`` to completion (or raise)."""
+        self.main = greenlet.getcurrent()
+        for core, (fn, kwargs) in kernels.items():
+            core.glet = _CoreLet(self._body(core, fn, kwargs), parent=self.main)
+            core.glet.core = core
+            core.state = CoreState.READY
+        try:
+            while True:
+                ready = [c for c in self.cores if c.state is CoreState.READY]
+                if not ready:
+                    break
+                if self.rng is None:
+                    core = min(ready, key=lambda c: (c.clock, c.index))
+                else:
+                    core = self.rng.choice(ready)
+                core.state = CoreState.RUNNING
+                self.steps += 1
+                core.glet.switch()
+            blocked = [c for c in self.cores if c.state is CoreState.BLOCKED]
+            if blocked:
+                raise self.deadlock(blocked)
+            for fin in self.finishers:
+                fin(self)
+        finally:
+            for c in self.cores:
+                if c.glet is not None and not c.glet.dead:
+                    c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
+
+    @staticmethod
+    def _body(core: Core, fn, kwargs):
+        def body():
+            fn(**kwargs)
+            core.state = CoreState.DONE
+            core.waiting = None
+        return body
+
+    def on_wake(self, core: Core) -> None:
+        """A SET woke ``core``.  With a schedule seed, maybe switch to it right away."""
+        if self.rng is not None and self.rng.random() < 0.5:
+            cur = greenlet.getcurrent()
+            me = getattr(cur, "core", None)
+            if me is not None and me.state is CoreState.RUNNING:
+                me.state = CoreState.READY
+                self.main.switch()
+
+    @property
+    def cycles(self) -> int:
+        return max(c.end_time() for c in self.cores)
+
+    # -- deadlock report ---------------------------------------------------------------
+    def deadlock(self, blocked) -> DeadlockError:
+        lines = []
+        for c in blocked:
+            w = c.waiting
+            loc = c.where()
+            lines.append(f"{c.name} blocked in {w.what} at {loc}: waits for {w.flag.name}"
+                         f" (count 0)")
+        for c in self.cores:
+            if c.state is CoreState.DONE:
+                lines.append(f"{c.name} finished")
+            elif c.state is CoreState.IDLE:
+                lines.append(f"{c.name} runs no kernel")
+        chain = self._wait_chain(blocked)
+        if chain:
+            lines.append("wait-for: " + chain)
+        for ex in self.explainers:
+            text = ex(self)
+            if text:
+                lines.append(text)
+        first = blocked[0]
+        return DeadlockError(
+            f"deadlock: {len(blocked)} core(s) blocked forever "
+            f"({', '.join(c.name for c in blocked)})",
+            where=str(first.where()),
+            details="\n".join(lines),
+            fix=self._hint(blocked))
+
+    def _wait_chain(self, blocked) -> str:
+        parts, seen = [], set()
+        c = blocked[0]
+        while c is not None and c.name not in seen:
+            seen.add(c.name)
+            w = c.waiting
+            if w is None:
+                break
+            peer = w.flag.sender
+            parts.append(f"{c.name} waits {w.what} <- {peer.name}")
+            c = peer if peer.state is CoreState.BLOCKED else None
+            if peer.state is not CoreState.BLOCKED:
+                state = "finished" if peer.state is CoreState.DONE else peer.state.value
+                parts.append(f"{peer.name} {state} and will never set {w.flag.name}")
+        if c is not None and c.name in seen:
+            parts.append(f"(cycle back to {c.name})")
+        return " ; ".join(parts)
+
+    @staticmethod
+    def _hint(blocked) -> str:
+        whats = {c.waiting.what.split()[0] for c in blocked if c.waiting}
+        if any("free" in (c.waiting.info.get("signal", "")) for c in blocked if c.waiting):
+            return ("a producer waits for a free slot: check that the consumer calls TFREE after "
+                    "every TPOP, and that both sides use the same FlagID and pipe")
+        if whats:
+            return ("check that producer and consumer use the same FlagID, direction and "
+                    "number of pushes/pops")
+        return "check the pairing of SET and WAIT"

@@ -1,0 +1,55 @@
+"""Cross-core flags: counters with SET (increment) and WAIT (block until > 0, decrement).
+
+A flag lives on its receiving core and is set by one sending core (seed 003: 8 flags per
+direction per Vector-Cube peer; the hardware has 16 ids).  Every SET records the
+simulated time at which it reaches the receiver, so a WAIT resumes at that time.
+Overflowing the counter is an error, never silent.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from ..errors import ProtocolError
+
+
+class Flag:
+    __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
+                 "sets", "waits", "set_clocks")
+
+    def __init__(self, sender, receiver, fid: int):
+        self.sender = sender
+        self.receiver = receiver
+        self.id = fid
+        self.count = 0
+        self.arrivals: deque = deque()   # simulated arrival time of each pending SET
+        self.set_clocks: deque = deque() # sender's vector clock per pending SET (checkers)
+        self.waiter = None               # the core blocked in WAIT on this flag
+        self.owner = None                # the channel that claimed this flag id
+        self.sets = 0
+        self.waits = 0
+
+    @property
+    def name(self) -> str:
+        return f"flag {self.id} ({self.sender.name}->{self.receiver.name})"
+
+    def __repr__(self) -> str:
+        return f"<{self.name} count={self.count}>"
+
+
+def flag_set(flag: Flag, at: int, latency: int, limit: int, clock=None) -> None:
+    """SET: increment the counter; the signal reaches the receiver at ``at + latency``."""
+    if flag.count >= limit:
+        raise ProtocolError(
+            f"{flag.name} overflows: counter already at its maximum {limit} "
+            f"(the receiver {flag.receiver.name} has not consumed earlier SETs)",
+            where=str(flag.sender.where()),
+            fix="the producer/consumer signal more often than they wait; pair every SET with a WAIT")
+    flag.count += 1
+    flag.sets += 1
+    flag.arrivals.append(at + latency)
+    if clock is not None:
+        flag.set_clocks.append(clock)
+    w = flag.waiter
+    if w is not None:
+        flag.waiter = None
+        w.wake()

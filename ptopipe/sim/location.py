@@ -1,0 +1,67 @@
+"""Source locations of kernel instructions.
+
+A hand-written kernel's location is the first stack frame outside the ptopipe package
+(looked up per code object once, so recording a location is cheap).  Interpreters (the
+DSL runtime) set an explicit location on the core instead.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_internal: dict = {}     # code object -> True if it belongs to ptopipe
+
+
+class SourceLoc:
+    """file:line[:col] of a kernel or DSL source position."""
+    __slots__ = ("file", "line", "col", "func")
+
+    def __init__(self, file: str, line: int, col: int | None = None, func: str | None = None):
+        self.file = file
+        self.line = line
+        self.col = col
+        self.func = func
+
+    def __str__(self) -> str:
+        s = f"{_short(self.file)}:{self.line}"
+        if self.col is not None:
+            s += f":{self.col}"
+        return s
+
+    def __repr__(self) -> str:
+        return f"SourceLoc({str(self)!r})"
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, SourceLoc) and
+                (self.file, self.line, self.col) == (other.file, other.line, other.col))
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.line, self.col))
+
+
+def _short(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _is_internal(code) -> bool:
+    r = _internal.get(code)
+    if r is None:
+        fn = code.co_filename
+        r = _internal[code] = fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+    return r
+
+
+def user_loc(frame=None) -> SourceLoc | None:
+    """The first frame (from ``frame``, default the caller) outside ptopipe."""
+    f = frame if frame is not None else sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if not _is_internal(code):
+            return SourceLoc(code.co_filename, f.f_lineno, None, code.co_name)
+        f = f.f_back
+    return None

@@ -1,0 +1,65 @@
+"""Memories as real byte arrays, with bounds-checked typed views.
+
+A :class:`Memory` is a numpy ``uint8`` buffer.  Tiles and global tensors are typed views
+at byte addresses, so aliasing behaves as on hardware: writing through one view is seen
+through every other view of the same bytes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arch import MemSpace
+from ..errors import MemoryConflictError
+
+
+class Memory:
+    __slots__ = ("space", "owner", "size", "buf")
+
+    def __init__(self, space: MemSpace, size: int, owner: str = "cluster"):
+        self.space = space
+        self.owner = owner
+        self.size = int(size)
+        self.buf = np.zeros(self.size, dtype=np.uint8)
+
+    @property
+    def label(self) -> str:
+        return self.space.value if self.space is MemSpace.GM else f"{self.owner}.{self.space.value}"
+
+    def check(self, addr: int, nbytes: int, what="access") -> None:
+        """Bounds check; ``what`` is a string or a callable giving one (built only on error)."""
+        if addr < 0 or addr + nbytes > self.size:
+            if callable(what):
+                what = what()
+            raise MemoryConflictError(
+                f"{what} of {nbytes} bytes at {self.label}[{addr:#x}] is outside "
+                f"{self.label} (size {self.size:#x} = {self.size} bytes)",
+                fix=f"keep {what} within [0, {self.size:#x}); check the address and the tile size")
+
+    def view(self, addr: int, dtype, shape, strides=None, what="access") -> np.ndarray:
+        """A typed view at byte ``addr``; ``strides`` are in elements (default row-major)."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+        item = dtype.itemsize
+        if strides is None:
+            nbytes = item
+            for s in shape:
+                nbytes *= s
+            self.check(addr, nbytes, what)
+            return np.ndarray(shape, dtype, self.buf, addr)
+        extent = item
+        for s, st in zip(shape, strides):
+            if s == 0:
+                extent = 0
+                break
+            extent += (s - 1) * st * item
+        self.check(addr, extent, what)
+        return np.ndarray(shape, dtype, self.buf, addr, tuple(st * item for st in strides))
+
+
+def gm_layout(sizes, alignment: int = 512, base: int = 0x1000):
+    """Addresses for a list of byte sizes packed into GM (aligned; a guard page at 0)."""
+    addrs, cur = [], base
+    for n in sizes:
+        addrs.append(cur)
+        cur += -(-max(int(n), 1) // alignment) * alignment
+    return addrs, cur
