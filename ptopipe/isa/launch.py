@@ -134,7 +134,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                             fix="pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed")
     outputs = {}
     for (name, a), addr in zip(arrays.items(), addrs):
-        outputs[name] = cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape).copy()
+        # views of the final GM contents (no copy: the result owns the cluster's GM)
+        outputs[name] = cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape)
     return RunResult(outputs, summarize(cluster, proto, wall, found), cluster)
 
 

@@ -202,10 +202,10 @@ def _mm_operands(core, op, c, a, b):
     return A, B, C, acc
 
 
-def _product(A, B, acc):
+def _product(A, B, acc, out=None):
     if A.dtype == acc:
-        return A @ B
-    return A.astype(acc) @ B.astype(acc)
+        return np.matmul(A, B, out=out)
+    return np.matmul(A.astype(acc), B.astype(acc), out=out)
 
 
 def _mm_issue(core, op, a, b, c, srcs, A, B):
@@ -219,7 +219,10 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     core = current_core()
     _sync(events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
-    C[...] = _product(A, B, acc)
+    if C.flags.c_contiguous:
+        _product(A, B, acc, out=C)
+    else:
+        C[...] = _product(A, B, acc)
     return _mm_issue(core, "TMATMUL", a, b, c, (a, b), A, B)
 
 

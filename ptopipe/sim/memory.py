@@ -19,7 +19,9 @@ class Memory:
         self.space = space
         self.owner = owner
         self.size = int(size)
-        self.buf = np.zeros(self.size, dtype=np.uint8)
+        # zero-filled eagerly: the pages are touched here, at set-up, not inside the kernel
+        self.buf = np.empty(self.size, dtype=np.uint8)
+        self.buf.fill(0)
 
     @property
     def label(self) -> str:

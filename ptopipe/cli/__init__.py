@@ -1,0 +1,55 @@
+"""cli: the ``ptopipe`` command.  One module per subcommand (``run``, ``check``, ...);
+each defines ``add_parser(subparsers)`` and ``main(args) -> int``.
+
+Every error reaches the user as one readable message (what, where, fix) on stderr and a
+non-zero exit code - never a Python traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .. import __version__
+from .errors import report_exception
+
+SUBCOMMANDS = ["run", "check", "trace", "sweep", "compile"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ptopipe",
+        description="Write, run and check Ascend PTO cross-core (TPUSH/TPOP) kernels on a "
+                    "simulated Cube/Vector cluster.")
+    p.add_argument("--version", action="version", version=f"ptopipe {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"{__name__}.{name}":
+                continue          # subcommand not built yet
+            raise
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BaseException as e:  # noqa: BLE001 - the CLI must never show a traceback
+        if isinstance(e, SystemExit):
+            raise
+        return report_exception(e)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""``ptopipe run FILE``: run a kernel on the simulated cluster, compare it with its numpy
+golden, print the result and a summary; exit 1 on a mismatch or any error."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..isa.launch import compare
+from .errors import color
+from .loader import load_scenarios, pick_variants
+
+
+def add_common(p) -> None:
+    p.add_argument("file", help="kernel file (.py defining SCENARIO)")
+    p.add_argument("--platform", default="a2a3", choices=["a2a3", "a5"], help="platform model (default a2a3)")
+    p.add_argument("--protocol", default="spec", choices=["spec", "pto-isa"],
+                   help="ring protocol model: seed 003 'spec' (default) or pto-isa's C++ behaviour")
+    p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
+    p.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="run a kernel and check it against its numpy golden")
+    add_common(p)
+    p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.set_defaults(func=main)
+
+
+def _preview(a: np.ndarray) -> str:
+    with np.printoptions(precision=4, suppress=True, threshold=12, edgeitems=2, linewidth=100):
+        return np.array2string(a)
+
+
+def main(args) -> int:
+    for sc in load_scenarios(args.file):
+        for v in pick_variants(sc, args.variant):
+            res, expected = sc.run(v, args.platform, args.protocol, args.seed)
+            label = f"{sc.name}[{v}]"
+            compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
+            print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})")
+            if not args.quiet:
+                for k in expected:
+                    out = res.outputs[k]
+                    print(f"  {k} {out.dtype} {out.shape}:")
+                    print("    " + _preview(out).replace("\n", "\n    "))
+                print("  " + res.summary.format().replace("\n", "\n  "))
+    return 0
