@@ -104,7 +104,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     v = src.view5(_gm(core))
     np.copyto(d.reshape(src.shape), v)
     _gm_access(core, src, False, "TLOAD")
-    cost = core.cluster.platform.costs.move("GM", dst.space.value, src.nbytes)
+    cost = core.cluster.platform.costs.move("GM", dst.sname, src.nbytes)
     _, end = core.issue(PipeUnit.MTE2, cost, (), (dst,), "TLOAD", (dst.shape, dst.dtype))
     return Event("TLOAD", core, end)
 
@@ -128,7 +128,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     np.copyto(v, s.reshape(dst.shape), casting="unsafe")
     _gm_access(core, dst, True, "TSTORE")
     pipe = PipeUnit.FIX if src.loc is TileType.Acc else PipeUnit.MTE3
-    cost = core.cluster.platform.costs.move(src.space.value, "GM", dst.nbytes)
+    cost = core.cluster.platform.costs.move(src.sname, "GM", dst.nbytes)
     _, end = core.issue(pipe, cost, (src,), (), "TSTORE", (src.shape, src.dtype))
     return Event("TSTORE", core, end)
 
@@ -157,7 +157,7 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
     np.copyto(d, s, casting="unsafe")
     costs = core.cluster.platform.costs
     cost = (costs.vector_op("TMOV", *s.shape, src.dtype.itemsize) if pipe is _V
-            else costs.move(src.space.value, dst.space.value, s.size * src.dtype.itemsize))
+            else costs.move(src.sname, dst.sname, s.size * src.dtype.itemsize))
     _, end = core.issue(pipe, cost, (src,), (dst,), "TMOV", (s.shape, src.dtype))
     return Event("TMOV", core, end)
 
@@ -176,7 +176,7 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
                          f"{s.shape[0]}x{s.shape[1]} source")
     _same_dtype(core, "TEXTRACT", dst, src)
     np.copyto(d, s[index_row:index_row + r, index_col:index_col + c])
-    cost = core.cluster.platform.costs.move(src.space.value, dst.space.value, d.size * d.itemsize)
+    cost = core.cluster.platform.costs.move(src.sname, dst.sname, d.size * d.itemsize)
     _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT", (d.shape, dst.dtype))
     return Event("TEXTRACT", core, end)
 

@@ -32,8 +32,10 @@ import numpy as np
 from ..arch import MemSpace, PipeUnit
 from ..errors import ConfigError, ProtocolError
 from ..sim import CoreKind
+from ..sim.location import caller_loc
 from .context import current_core
 from .events import Event, TSYNC
+from .ops import arr
 from .tensor import GlobalTensor, GMPtr
 from .regions import reserve
 from .tile import Tile, TileType, bind
@@ -82,6 +84,12 @@ C2V, V2C = "C2V", "V2C"
 
 def _loc(core) -> str:
     return str(core.where())
+
+
+def _here(core):
+    """The kernel line of the ISA call being executed (cheap: a fixed frame depth)."""
+    o = core.loc_override
+    return o if o is not None else caller_loc(3)
 
 
 # ---------------------------------------------------------------------------------------
@@ -153,7 +161,7 @@ class Slot:
 class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
-                 "record", "wait", "free", "bound_at", "staging", "split")
+                 "record", "wait", "free", "bound_at", "staging", "split", "stage_slots", "links")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -167,8 +175,10 @@ class Side:
         self.wait = True                 # setWaitStatus
         self.free = True                 # setFreeStatus
         self.bound_at = bound_at
-        self.staging = None              # (memory, base, nbytes) local staging ring
+        self.staging = None              # base address of the local staging ring
         self.split = None
+        self.stage_slots = None          # Slots of the local staging ring (generations)
+        self.links = ()                  # the AIV peers this side signals / waits on
 
 
 @dataclass
@@ -202,14 +212,17 @@ class Channel:
 
     def view(self, mem, addr: int, dtype, shape, strides=None):
         """A (cached) typed view of slot memory."""
-        key = (mem.space, mem.owner, addr, dtype, shape, strides)
+        key = (id(mem), addr, dtype, shape, strides)
         v = self._views.get(key)
         if v is None:
             v = self._views[key] = mem.view(addr, dtype, shape, strides, what=lambda: f"{self.name} slot")
         return v
 
     def spec(self) -> bool:
-        return self.protocol is Protocol.SPEC
+        return self.is_spec
+
+    def __post_init__(self):
+        self.is_spec = self.protocol is Protocol.SPEC
 
     def should_wait_free(self, i: int) -> bool:
         if self.slot_num == 1:
@@ -373,12 +386,13 @@ def _attach(core, cfg, way, protocol, n, sync, ready_id, free_id, in_gm, base, c
                           where=_loc(core), details=f"first bound at {ch.sides[core.index].bound_at}",
                           fix="give every pipe its own FlagID range (flags may not be shared between pipes)")
     side = Side(core, role, core.where())
+    side.links = _links(ch, core)
     if role == "consumer" and consumer_buf is not None and in_gm:
         side.staging = consumer_buf
     ch.sides[core.index] = side
     if role == "consumer" and protocol is Protocol.SPEC:
         # seed 003: the consumer pre-signals every slot free before its main loop
-        for p in _links(ch, core):
+        for p in side.links:
             for f in ch.free_flags[p]:
                 cluster.set_flag(core, f, core.clock)
     return ch
@@ -394,7 +408,7 @@ def _claim_flags(core, ch: Channel) -> None:
     for p in ch.peers:
         aiv = cluster.aiv(p)
         prod, cons = (aic, aiv) if ch.way == C2V else (aiv, aic)
-        if ch.spec():
+        if ch.is_spec:
             ready = [cluster.flag(prod, cons, ch.ready_id + t) for t in range(ch.slot_num)]
             free = [cluster.flag(cons, prod, ch.free_id + t) for t in range(ch.slot_num)]
         else:
@@ -489,6 +503,7 @@ class PipeHandle:
         self.cfg = cfg
         self.core = core
         self.channels: dict = {}
+        self._by_role: dict = {}
         self.prod = _SideCtl(self, "producer")
         self.cons = _SideCtl(self, "consumer")
 
@@ -501,6 +516,9 @@ class PipeHandle:
         return self.channels.get(V2C)
 
     def channel(self, role: str, core, op: str) -> Channel:
+        ch = self._by_role.get(role)
+        if ch is not None and core is self.core:
+            return ch
         want = (C2V if core.kind is CoreKind.AIC else V2C) if role == "producer" else \
                (V2C if core.kind is CoreKind.AIC else C2V)
         ch = self.channels.get(want)
@@ -515,6 +533,7 @@ class PipeHandle:
         if core is not self.core:
             raise ProtocolError(f"{op} on {core.name} uses a pipe bound on {self.core.name}",
                                 where=_loc(core), fix="bind the pipe on each core (call the TPipe in each kernel)")
+        self._by_role[role] = ch
         return ch
 
     def __repr__(self) -> str:
@@ -602,6 +621,8 @@ def _part_of(arr: np.ndarray, split, sub: int) -> np.ndarray:
 
 
 def _split(split) -> TileSplitAxis:
+    if split.__class__ is TileSplitAxis:
+        return split
     try:
         return TileSplitAxis(split)
     except ValueError:
@@ -630,14 +651,16 @@ def _producer_wait(core, ch: Channel, side: Side, op: str) -> int:
     """Wait until the slot for push ``side.index`` is free; returns its tag."""
     i = side.index
     tag = i % ch.slot_num
-    if ch.spec():
+    if ch.is_spec:
         if side.allocate:
-            for p in _links(ch, core):
-                _wait(core, ch, ch.free_flags[p][tag], f"{op} (wait free[{tag}] from "
-                      f"{core.cluster.aiv(p).name if core.kind is CoreKind.AIC else 'AIC'})", "free", tag)
+            for p in side.links:
+                _wait(core, ch, ch.free_flags[p][tag],
+                      lambda p=p: f"{op} (wait free[{tag}] from "
+                                  f"{core.cluster.aiv(p).name if core.kind is CoreKind.AIC else 'AIC'})",
+                      "free", tag)
     elif side.allocate and ch.should_wait_free(i):
-        for p in _links(ch, core):
-            _wait(core, ch, ch.free_flags[p][0], f"{op} (wait free, push #{i})", "free", tag)
+        for p in side.links:
+            _wait(core, ch, ch.free_flags[p][0], lambda: f"{op} (wait free, push #{i})", "free", tag)
     return tag
 
 
@@ -645,15 +668,14 @@ def _producer_record(core, ch: Channel, side: Side, tag: int, at: int) -> None:
     if not side.record:
         return
     cluster = core.cluster
-    for p in _links(ch, core):
-        f = ch.ready_flags[p][tag if ch.spec() else 0]
+    for p in side.links:
+        f = ch.ready_flags[p][tag if ch.is_spec else 0]
         cluster.set_flag(core, f, at)
 
 
-def _mark_written(core, ch: Channel, tag: int, layout, op: str) -> None:
+def _mark_written(core, ch: Channel, tag: int, layout, op: str, loc) -> None:
     """A producer wrote slot ``tag``: it must not be unconsumed or held by a consumer."""
     peers = ch.peers
-    loc = core.where()
     for p in peers:
         s = ch.slots[p][tag]
         if s.state != "free":
@@ -667,7 +689,7 @@ def _mark_written(core, ch: Channel, tag: int, layout, op: str) -> None:
                 details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
                         f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
                 fix=("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
-                     "(SlotNum <= 3 or even); use an even SlotNum" if not ch.spec() else
+                     "(SlotNum <= 3 or even); use an even SlotNum" if not ch.is_spec else
                      "do not skip the free-slot wait (setAllocateStatus) while slots are in use"))
     for p in peers:
         s = ch.slots[p][tag]
@@ -704,6 +726,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
 
     With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
     core = current_core()
+    loc = _here(core)
     pipe, tile = _args(pipe, tile)
     if events:
         TSYNC(*events)
@@ -716,7 +739,6 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         return _push_ctrl(core, ch, side, tile)
     if not isinstance(tile, Tile):
         raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
-    from .ops import arr
     src = arr(tile, core, "TPUSH tile")
     want = TileType.Acc if ch.way == C2V else TileType.Vec
     if tile.loc is not want:
@@ -756,8 +778,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         np.copyto(dst, src)
         dst_space = "GM" if ch.in_gm else "L1"
         pipe_unit = PipeUnit.MTE3
-    _mark_written_part(core, ch, tag, (tile.dtype, rows, cols, split), "TPUSH")
-    cost = plat.costs.move(tile.space.value, dst_space, nbytes)
+    _mark_written_part(core, ch, tag, (tile.dtype, rows, cols, split), "TPUSH", loc)
+    cost = plat.costs.move(tile.sname, dst_space, nbytes)
     _, end = core.issue(pipe_unit, cost, (tile,), (), "TPUSH", (ch.name, tag, (rows, cols)))
     side.index += 1
     ch.pushes += 1
@@ -765,9 +787,10 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     return Event("TPUSH", core, end)
 
 
-def _mark_written_part(core, ch, tag, layout, op):
+def _mark_written_part(core, ch, tag, layout, op, loc=None):
+    loc = loc or core.where()
     if ch.way == C2V:
-        _mark_written(core, ch, tag, layout, op)
+        _mark_written(core, ch, tag, layout, op, loc)
         return
     # V2C: each AIV producer writes its part; the slot is checked per producing peer
     p = core.subblock
@@ -777,14 +800,13 @@ def _mark_written_part(core, ch, tag, layout, op):
         raise ProtocolError(f"{op} overwrites slot {tag} of {ch.name} while AIC {how}",
                             where=_loc(core),
                             fix=("use an even SlotNum with pto-isa's sparse free notifications"
-                                 if not ch.spec() else "do not skip the free-slot wait"))
+                                 if not ch.is_spec else "do not skip the free-slot wait"))
     s.state = "written"
     s.layout = layout
-    s.push_loc = core.where()
+    s.push_loc = loc
 
 
 def _push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
-    from .ops import arr
     val = int(np.asarray(arr(tile, core, "TPUSH control tile")).flat[0]) if isinstance(tile, Tile) else int(tile)
     tag = _producer_wait(core, ch, side, "TPUSH")
     core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
@@ -845,16 +867,15 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     With a GlobalTensor (address flow) assign the slot address to it instead.  On a
     DIR_V2C_CTRL pipe, returns the control value."""
     core = current_core()
-    if tile is None and isinstance(pipe, PipeHandle):
-        pass
-    else:
+    loc = _here(core)
+    if tile is not None or not isinstance(pipe, PipeHandle):
         pipe, tile = _args(pipe, tile)
     if events:
         TSYNC(*events)
     split = _split(split)
     ch = pipe.channel("consumer", core, "TPOP")
     side = ch.sides[core.index]
-    if ch.spec() and len(side.held) >= ch.slot_num:
+    if ch.is_spec and len(side.held) >= ch.slot_num:
         first = side.held[0]
         raise ProtocolError(
             f"TPOP on {core.name} would hold more than SlotNum={ch.slot_num} slots of {ch.name}",
@@ -863,9 +884,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     i = side.index
     tag = i % ch.slot_num
     if side.wait:
-        for p in _links(ch, core):
-            _wait(core, ch, ch.ready_flags[p][tag if ch.spec() else 0],
-                  f"TPOP (wait ready[{tag}] from {'AIC' if ch.way == C2V else core.cluster.aiv(p).name})",
+        for p in side.links:
+            _wait(core, ch, ch.ready_flags[p][tag if ch.is_spec else 0],
+                  lambda p=p: f"TPOP (wait ready[{tag}] from "
+                              f"{'AIC' if ch.way == C2V else core.cluster.aiv(p).name})",
                   "ready", tag)
     if ch.ctrl:
         return _pop_ctrl(core, ch, side, tag)
@@ -883,7 +905,6 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         _check_layout(core, ch, ch.slots[p][tag], tile.dtype, rows, cols, split, "TPOP")
     cluster = core.cluster
     item = tile.dtype.itemsize
-    loc = core.where()
     plat = cluster.platform
     if ch.in_gm:
         if ch.way == C2V:
@@ -892,13 +913,12 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             src = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (rows, cols), (full[1], 1))
         else:
             src = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
-        if tile.addr is None or not ch.spec():
+        if tile.addr is None or not ch.is_spec:
             _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
-            from .ops import arr
-            arr(tile, core)
+                    arr(tile, core)
         np.copyto(tile._valid, src[:tile.valid_rows, :tile.valid_cols])
-        cost = plat.costs.move("GM", tile.space.value, rows * cols * item)
+        cost = plat.costs.move("GM", tile.sname, rows * cols * item)
         start, end = core.issue(PipeUnit.MTE2, cost, (), (tile,), "TPOP", (ch.name, tag, (rows, cols)))
         read_end = end
     else:
@@ -916,7 +936,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         s.holder = core.name
     side.index += 1
     ch.pops += 1
-    if ch.spec() or not ch.in_gm:
+    if ch.is_spec or not ch.in_gm:
         side.held.append([tag, tile, loc, read_end])
     else:
         _release(core, ch, side, tag, read_end, tile)     # pto-isa A2A3: TPOP frees inside
@@ -925,14 +945,12 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
 
 def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     """Assign the popped tile to the consumer's local staging ring (pto-isa LocalSlotNum)."""
-    base = side.staging or 0
-    space = tile.space
     n = ch.cfg.local_slot_num
-    if side.staging is not None and not core.isa.get(("staged", id(ch))):
-        core.isa[("staged", id(ch))] = True
-        reserve(core, space, base, n * tile.nbytes, f"{ch.name} local staging")
-    bind(tile, core, base + (i % n) * tile.nbytes)
-    stage = core.isa.setdefault(("stage", id(ch)), [Slot(k) for k in range(n)])
+    stage = side.stage_slots
+    if stage is None:
+        stage = side.stage_slots = [Slot(k) for k in range(n)]
+        reserve(core, tile.space, side.staging or 0, n * tile.nbytes, f"{ch.name} local staging")
+    bind(tile, core, (side.staging or 0) + (i % n) * tile.nbytes)
     s = stage[i % n]
     s.gen += 1
     tile.binding = (s, s.gen)
@@ -947,7 +965,7 @@ def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, spli
         off = _part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
     gt.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype))
     loc = core.where()
-    for p in _links(ch, core):
+    for p in side.links:
         s = ch.slots[p][tag]
         s.state = "held"
         s.pop_loc = loc
@@ -964,7 +982,7 @@ def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
     side.index += 1
     ch.pops += 1
     core.issue(PipeUnit.S, 1, (), (), "TPOP", (ch.name, tag, "ctrl"))
-    for p in _links(ch, core):
+    for p in side.links:
         ch.slots[p][tag].state = "held"
     _release(core, ch, side, tag, None, None)
     return val
@@ -973,7 +991,7 @@ def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
 def _release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
     """Mark slot ``tag`` free for this consumer and signal the producer per the protocol."""
     cluster = core.cluster
-    for p in _links(ch, core):
+    for p in side.links:
         s = ch.slots[p][tag]
         s.state = "free"
         s.gen += 1
@@ -988,11 +1006,11 @@ def _release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
     ch.frees += 1
     if not side.free:
         return
-    if ch.spec():
-        for p in _links(ch, core):
+    if ch.is_spec:
+        for p in side.links:
             cluster.set_flag(core, ch.free_flags[p][tag], at)
     elif ch.should_notify_free(k):
-        for p in _links(ch, core):
+        for p in side.links:
             cluster.set_flag(core, ch.free_flags[p][0], at)
 
 
@@ -1010,7 +1028,7 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
     ch = pipe.channel("consumer", core, "TFREE")
     side = ch.sides[core.index]
-    if not ch.spec() and ch.in_gm and not isinstance(obj, GlobalTensor) and not side.held:
+    if not ch.is_spec and ch.in_gm and not isinstance(obj, GlobalTensor) and not side.held:
         _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE", (ch.name, None, "no-op"))
         return Event("TFREE", core, end)
     if not side.held:

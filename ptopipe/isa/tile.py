@@ -47,7 +47,7 @@ class Tile:
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
-                 "binding", "name")
+                 "binding", "name", "space", "sname", "_views")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout = BLayout.RowMajor, valid_rows: int | None = None,
@@ -76,7 +76,10 @@ class Tile:
         self._valid = None
         self.ready_at = 0
         self.read_end = 0
-        self.binding = None     # (channel, slot generation) while bound zero-copy to a slot
+        self.binding = None     # (slot, generation) while bound zero-copy to a ring slot
+        self.space = TILE_SPACE[loc]
+        self.sname = self.space.value   # plain string: cost-table key on the hot path
+        self._views = None      # (core index, addr) -> (full, valid): re-binding to ring slots is hot
         if addr is not None:
             TASSIGN(self, addr)
 
@@ -87,10 +90,6 @@ class Tile:
     @property
     def shape(self) -> tuple:
         return (self.rows, self.cols)
-
-    @property
-    def space(self) -> MemSpace:
-        return TILE_SPACE[self.loc]
 
     def data(self) -> int:
         """The tile's local address (pto-isa ``tile.data()``)."""
@@ -139,13 +138,20 @@ class Tile:
 
 
 def bind(tile: Tile, core, addr: int) -> None:
-    mem = core.memory(tile.space, tile.describe())
-    full = mem.view(addr, tile.dtype, (tile.rows, tile.cols), what=lambda: f"TASSIGN of {tile.describe()}")
-    tile.addr = int(addr)
+    """Bind ``tile`` to ``addr`` of its memory on ``core`` (views cached per address)."""
+    views = tile._views
+    if views is None:
+        views = tile._views = {}
+    key = (core.index, addr, tile.valid_rows, tile.valid_cols)
+    v = views.get(key)
+    if v is None:
+        mem = core.memory(tile.space, tile.describe())
+        full = mem.view(addr, tile.dtype, (tile.rows, tile.cols),
+                        what=lambda: f"TASSIGN of {tile.describe()}")
+        v = views[key] = (mem, full, full[:tile.valid_rows, :tile.valid_cols])
+    tile.addr = addr
     tile.core = core
-    tile.mem = mem
-    tile._full = full
-    tile._valid = full[:tile.valid_rows, :tile.valid_cols]
+    tile.mem, tile._full, tile._valid = v
 
 
 def TASSIGN(tile: Tile, addr: int) -> None:
@@ -155,6 +161,6 @@ def TASSIGN(tile: Tile, addr: int) -> None:
         raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not "
                           f"{core.cluster.platform.alignment}-byte aligned",
                           where=str(core.where()), fix="use an address that is a multiple of 32")
-    bind(tile, core, addr)
+    bind(tile, core, int(addr))
     tile.binding = None
     register_tile(tile, core)

@@ -36,14 +36,22 @@ _PIPES = tuple(PipeUnit)
 
 
 class Wait:
-    """What a blocked core waits for (for deadlock reports)."""
-    __slots__ = ("flag", "what", "loc", "info")
+    """What a blocked core waits for (for deadlock reports).
 
-    def __init__(self, flag, what: str, loc, info: dict | None = None):
+    ``what`` may be given as a callable; it is only rendered when a report needs it."""
+    __slots__ = ("flag", "_what", "loc", "info")
+
+    def __init__(self, flag, what, loc, info: dict | None = None):
         self.flag = flag
-        self.what = what
+        self._what = what
         self.loc = loc
         self.info = info or {}
+
+    @property
+    def what(self) -> str:
+        if callable(self._what):
+            self._what = self._what()
+        return self._what
 
 
 class _CoreLet(greenlet.greenlet):
@@ -138,7 +146,7 @@ class Core:
         return max(self.clock, max(self.pipe_free))
 
     # -- blocking -----------------------------------------------------------------------
-    def wait_flag(self, flag, what: str, info: dict | None = None) -> int:
+    def wait_flag(self, flag, what, info: dict | None = None) -> int:
         """WAIT: block until the flag's counter is > 0, then decrement it.
 
         Returns the simulated time the consumed SET arrived."""

@@ -65,3 +65,12 @@ def user_loc(frame=None) -> SourceLoc | None:
             return SourceLoc(code.co_filename, f.f_lineno, None, code.co_name)
         f = f.f_back
     return None
+
+
+def caller_loc(depth: int = 2) -> SourceLoc | None:
+    """Location of the kernel line that called an ISA function (``depth`` frames up)."""
+    f = sys._getframe(depth)
+    code = f.f_code
+    if not _is_internal(code):
+        return SourceLoc(code.co_filename, f.f_lineno, None, code.co_name)
+    return user_loc(f)
