@@ -75,61 +75,72 @@ def _same_dtype(core, op: str, *tiles) -> None:
                    "convert with TCVT first")
 
 
-def _gm(core):
-    return core.cluster.gm
-
-
-def _gm_access(core, gt: GlobalTensor, write: bool, op: str) -> None:
-    chk = core.cluster.checker
-    if chk is not None:
-        chk.gm_access(core, gt, write, op)
-
-
 # -- data movement ------------------------------------------------------------------------
+_VEC_MAT = (TileType.Vec, TileType.Mat)
+_STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)
+
+
+def _gm_tile_view(core, gt, d: np.ndarray, op: str, role: str) -> np.ndarray:
+    """The GM side of a TLOAD/TSTORE, shaped to match the tile's valid region ``d``."""
+    if gt.__class__ is not GlobalTensor:
+        raise _err(core, f"{op} {role} must be a GlobalTensor, got {type(gt).__name__}")
+    if (gt.rows, gt.cols) != d.shape:
+        raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
+                         f"region is {d.shape[0]}x{d.shape[1]}",
+                   "make the GlobalTensor shape match the tile's valid rows/cols")
+    if gt.ptr is None:
+        gt.data()    # raises: no address yet
+    return gt.matrix(core.cluster.gm)
+
+
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     """GM -> local tile (MTE2).  ``src`` is seen as a (d0*d1*d2*d3) x d4 matrix."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     d = arr(dst, core, "TLOAD destination")
-    if not isinstance(src, GlobalTensor):
-        raise _err(core, f"TLOAD source must be a GlobalTensor, got {type(src).__name__}")
-    _need_loc(core, dst, (TileType.Vec, TileType.Mat), "TLOAD", "destination")
+    v = _gm_tile_view(core, src, d, "TLOAD", "source")
+    if dst.loc not in _VEC_MAT:
+        _need_loc(core, dst, _VEC_MAT, "TLOAD", "destination")
     if src.dtype != dst.dtype:
         raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
-    if (src.rows, src.cols) != d.shape:
-        raise _err(core, f"TLOAD: {src.describe()} is {src.rows}x{src.cols} but the tile's valid "
-                         f"region is {d.shape[0]}x{d.shape[1]}",
-                   "make the GlobalTensor shape match the tile's valid rows/cols")
-    v = src.view5(_gm(core))
-    np.copyto(d.reshape(src.shape), v)
-    _gm_access(core, src, False, "TLOAD")
-    cost = core.cluster.platform.costs.move("GM", dst.sname, src.nbytes)
-    _, end = core.issue(PipeUnit.MTE2, cost, (), (dst,), "TLOAD", (dst.shape, dst.dtype))
+    if v.ndim == 2:
+        np.copyto(d, v)
+    else:
+        np.copyto(d.reshape(src.shape), v)
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.gm_access(core, src, False, "TLOAD")
+    nbytes = d.size * dst.dtype.itemsize
+    _, end = core.issue(PipeUnit.MTE2, core.costs.move("GM", dst.sname, nbytes), (), (dst,),
+                        "TLOAD", (d.shape, dst.dtype))
     return Event("TLOAD", core, end)
 
 
 def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3)."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     s = arr(src, core, "TSTORE source")
-    if not isinstance(dst, GlobalTensor):
-        raise _err(core, f"TSTORE destination must be a GlobalTensor, got {type(dst).__name__}")
-    _need_loc(core, src, (TileType.Vec, TileType.Acc, TileType.Mat), "TSTORE", "source")
+    v = _gm_tile_view(core, dst, s, "TSTORE", "destination")
+    if src.loc not in _STORE_SRC:
+        _need_loc(core, src, _STORE_SRC, "TSTORE", "source")
     if dst.dtype != src.dtype and src.loc is not TileType.Acc:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
-    if (dst.rows, dst.cols) != s.shape:
-        raise _err(core, f"TSTORE: {dst.describe()} is {dst.rows}x{dst.cols} but the tile's valid "
-                         f"region is {s.shape[0]}x{s.shape[1]}",
-                   "make the GlobalTensor shape match the tile's valid rows/cols")
-    v = dst.view5(_gm(core))
-    np.copyto(v, s.reshape(dst.shape), casting="unsafe")
-    _gm_access(core, dst, True, "TSTORE")
+    if v.ndim == 2:
+        np.copyto(v, s, casting="unsafe")
+    else:
+        np.copyto(v, s.reshape(dst.shape), casting="unsafe")
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.gm_access(core, dst, True, "TSTORE")
     pipe = PipeUnit.FIX if src.loc is TileType.Acc else PipeUnit.MTE3
-    cost = core.cluster.platform.costs.move(src.sname, "GM", dst.nbytes)
-    _, end = core.issue(pipe, cost, (src,), (), "TSTORE", (src.shape, src.dtype))
+    nbytes = s.size * dst.dtype.itemsize
+    _, end = core.issue(pipe, core.costs.move(src.sname, "GM", nbytes), (src,), (), "TSTORE",
+                        (s.shape, src.dtype))
     return Event("TSTORE", core, end)
 
 
@@ -143,7 +154,8 @@ _TMOV_PIPE = {
 def TMOV(dst: Tile, src: Tile, *events) -> Event:
     """Local move: L1->L0A/L0B (MTE1), L0C->L1 (FIX, may convert), UB->UB (V)."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     s = arr(src, core, "TMOV source")
     d = arr(dst, core, "TMOV destination")
     pipe = _TMOV_PIPE.get((src.loc, dst.loc))
@@ -155,7 +167,7 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
         raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
                    "only Acc -> Mat converts; use TCVT on vector tiles")
     np.copyto(d, s, casting="unsafe")
-    costs = core.cluster.platform.costs
+    costs = core.costs
     cost = (costs.vector_op("TMOV", *s.shape, src.dtype.itemsize) if pipe is _V
             else costs.move(src.sname, dst.sname, s.size * src.dtype.itemsize))
     _, end = core.issue(pipe, cost, (src,), (dst,), "TMOV", (s.shape, src.dtype))
@@ -165,7 +177,8 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
 def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
     """Copy the block of ``src`` (Mat) starting at (row, col) into ``dst`` (Left/Right)."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     s = arr(src, core, "TEXTRACT source")
     d = arr(dst, core, "TEXTRACT destination")
     _need_loc(core, src, (TileType.Mat,), "TEXTRACT", "source")
@@ -186,9 +199,10 @@ def _mm_operands(core, op, c, a, b):
     A = arr(a, core, f"{op} left operand")
     B = arr(b, core, f"{op} right operand")
     C = arr(c, core, f"{op} result")
-    _need_loc(core, a, (TileType.Left,), op, "a")
-    _need_loc(core, b, (TileType.Right,), op, "b")
-    _need_loc(core, c, (TileType.Acc,), op, "c")
+    if a.loc is not TileType.Left or b.loc is not TileType.Right or c.loc is not TileType.Acc:
+        _need_loc(core, a, (TileType.Left,), op, "a")
+        _need_loc(core, b, (TileType.Right,), op, "b")
+        _need_loc(core, c, (TileType.Acc,), op, "c")
     if A.shape[1] != B.shape[0] or C.shape != (A.shape[0], B.shape[1]):
         raise _err(core, f"{op}: shapes do not chain: a {A.shape[0]}x{A.shape[1]}, b "
                          f"{B.shape[0]}x{B.shape[1]}, c {C.shape[0]}x{C.shape[1]}",
@@ -209,7 +223,7 @@ def _product(A, B, acc, out=None):
 
 
 def _mm_issue(core, op, a, b, c, srcs, A, B):
-    cost = core.cluster.platform.costs.matmul(A.shape[0], A.shape[1], B.shape[1], a.dtype.itemsize)
+    cost = core.costs.matmul(A.shape[0], A.shape[1], B.shape[1], a.dtype.itemsize)
     _, end = core.issue(PipeUnit.M, cost, srcs, (c,), op, (A.shape[0], A.shape[1], B.shape[1]))
     return Event(op, core, end)
 
@@ -217,7 +231,8 @@ def _mm_issue(core, op, a, b, c, srcs, A, B):
 def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     """c = a @ b  (Left x Right -> Acc, f16/bf16/f32 -> f32, int8 -> int32)."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
     if C.flags.c_contiguous:
         _product(A, B, acc, out=C)
@@ -229,7 +244,8 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
 def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     """c_out = c_in + a @ b."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_ACC", c_out, a, b)
     Ci = arr(c_in, core, "TMATMUL_ACC accumulator input")
     _same_shape(core, "TMATMUL_ACC", ("c_out", C), ("c_in", Ci))
@@ -240,7 +256,8 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
 def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     """c = a @ b + bias (bias: 1 x N, broadcast over rows)."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_BIAS", c, a, b)
     Bi = arr(bias, core, "TMATMUL_BIAS bias")
     if Bi.shape[-1] != C.shape[1]:
@@ -251,9 +268,8 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
 
 # -- vector -------------------------------------------------------------------------------
 def _vec_issue(core, name, dst, srcs, shape, itemsize):
-    costs = core.cluster.platform.costs
     head = core.pipe_free[_V] <= core.clock       # the vector queue was idle
-    cost = costs.vector_op(name, shape[0], shape[1], itemsize, head)
+    cost = core.costs.vector_op(name, shape[0], shape[1], itemsize, head)
     _, end = core.issue(_V, cost, srcs, (dst,), name, (shape, dst.dtype))
     return Event(name, core, end)
 
@@ -261,7 +277,8 @@ def _vec_issue(core, name, dst, srcs, shape, itemsize):
 def _binary(name: str, ufunc):
     def op(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
-        _sync(events)
+        if events:
+            TSYNC(*events)
         a = arr(src0, core)
         b = arr(src1, core)
         d = arr(dst, core)
@@ -279,7 +296,8 @@ def _binary(name: str, ufunc):
 def _scalar(name: str, fn):
     def op(dst: Tile, src: Tile, scalar, *events) -> Event:
         core = current_core()
-        _sync(events)
+        if events:
+            TSYNC(*events)
         a = arr(src, core)
         d = arr(dst, core)
         if a.shape != d.shape:
@@ -296,7 +314,8 @@ def _scalar(name: str, fn):
 def _unary(name: str, fn):
     def op(dst: Tile, src: Tile, *events) -> Event:
         core = current_core()
-        _sync(events)
+        if events:
+            TSYNC(*events)
         a = arr(src, core)
         d = arr(dst, core)
         if a.shape != d.shape:
@@ -355,7 +374,8 @@ def _row_reduce(name: str, fn):
 def _col_reduce(name: str, fn):
     def op(dst: Tile, src: Tile, *events) -> Event:
         core = current_core()
-        _sync(events)
+        if events:
+            TSYNC(*events)
         a = arr(src, core)
         d = arr(dst, core)
         if d.shape[1] != a.shape[1]:
@@ -379,7 +399,8 @@ TCOLMAX = _col_reduce("TCOLMAX", np.max)
 def _row_expand(name: str, ufunc):
     def op(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
-        _sync(events)
+        if events:
+            TSYNC(*events)
         a = arr(src0, core)
         b = arr(src1, core)
         d = arr(dst, core)
@@ -404,7 +425,8 @@ TROWEXPANDADD = _row_expand("TROWEXPANDADD", np.add)
 def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
     """dst[i, :] = src[i, 0]."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     a = arr(src, core)
     d = arr(dst, core)
     if a.shape[0] != d.shape[0]:
@@ -417,7 +439,8 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
 def TEXPANDS(dst: Tile, scalar, *events) -> Event:
     """Fill dst with a scalar."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     d = arr(dst, core)
     d[...] = dst.dtype.type(scalar)
     return _vec_issue(core, "TEXPANDS", dst, (), d.shape, dst.dtype.itemsize)
@@ -426,7 +449,8 @@ def TEXPANDS(dst: Tile, scalar, *events) -> Event:
 def TCVT(dst: Tile, src: Tile, *events) -> Event:
     """Convert src to dst's dtype (round to nearest)."""
     core = current_core()
-    _sync(events)
+    if events:
+        TSYNC(*events)
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))

@@ -61,8 +61,27 @@ def _contiguous(shape) -> tuple:
     return tuple(reversed(st))
 
 
+def _geom2(shape, stride, item):
+    """(shape, byte strides, byte extent) of the 2-D rows x cols view, or None if the four
+    outer dimensions cannot be merged into one row dimension."""
+    dims = [(n, st) for n, st in zip(shape[:4], stride[:4]) if n > 1]
+    rows = 1
+    for n, _ in dims:
+        rows *= n
+    for (n0, s0), (n1, s1) in zip(dims, dims[1:]):
+        if s0 != s1 * n1:
+            return None
+    rstride = dims[-1][1] if dims else shape[4] * stride[4]
+    cols = shape[4]
+    if rows == 0 or cols == 0:
+        return (rows, cols), (rstride * item, stride[4] * item), 0
+    extent = ((rows - 1) * rstride + (cols - 1) * stride[4] + 1) * item
+    return (rows, cols), (rstride * item, stride[4] * item), extent
+
+
 class GlobalTensor:
-    __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key")
+    __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "rows", "cols",
+                 "_geom2")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
         if isinstance(ptr_or_dtype, GMPtr):
@@ -79,6 +98,10 @@ class GlobalTensor:
         self.name = name
         self._view = None
         self._cache_key = None
+        s = self.shape
+        self.rows = s[0] * s[1] * s[2] * s[3]
+        self.cols = s[4]
+        self._geom2 = _geom2(s, self.stride, self.dtype.itemsize)
 
     # -- pto-isa API --------------------------------------------------------------------
     def data(self) -> GMPtr:
@@ -94,29 +117,38 @@ class GlobalTensor:
         return self.stride[dim]
 
     def assign(self, ptr: GMPtr) -> None:
+        if ptr.dtype != self.dtype:
+            ptr = GMPtr(ptr.addr, self.dtype)
         self.ptr = ptr
-
-    @property
-    def rows(self) -> int:
-        s = self.shape
-        return s[0] * s[1] * s[2] * s[3]
-
-    @property
-    def cols(self) -> int:
-        return self.shape[4]
 
     @property
     def nbytes(self) -> int:
         return self.rows * self.cols * self.dtype.itemsize
 
     def view5(self, gm) -> np.ndarray:
-        """The numpy 5-D view of GM (bounds-checked; cached per address)."""
-        key = self.ptr.addr
-        if self._cache_key != key:
-            self._view = gm.view(key, self.dtype, self.shape, self.stride,
-                                 what=lambda: f"access through {self.describe()}")
-            self._cache_key = key
-        return self._view
+        """The numpy 5-D view of GM (bounds-checked)."""
+        return gm.view(self.ptr.addr, self.dtype, self.shape, self.stride,
+                       what=lambda: f"access through {self.describe()}")
+
+    def matrix(self, gm) -> np.ndarray:
+        """The rows x cols view of GM used by tile moves (bounds-checked; cached per address).
+
+        When the outer dimensions cannot be merged into rows without a copy, the 5-D view
+        is returned instead (callers then reshape the tile side)."""
+        addr = self.ptr.addr
+        if self._cache_key == addr and self._view is not None:
+            return self._view
+        g = self._geom2
+        if g is None:
+            v = self.view5(gm)
+        else:
+            shape2, strides2, extent = g
+            if addr < 0 or addr + extent > gm.size:
+                gm.check(addr, extent, lambda: f"access through {self.describe()}")
+            v = np.ndarray(shape2, self.dtype, gm.buf, addr, strides2)
+        self._view = v
+        self._cache_key = addr
+        return v
 
     def byte_ranges(self):
         """The half-open byte ranges this view covers (for race and overlap checks)."""

@@ -77,6 +77,7 @@ class Core:
         self.stall = {"ready": 0, "free": 0, "flag": 0}
         self.instructions = 0
         self.isa = {}       # per-core state owned by the isa layer (bound pipes, cursors)
+        self.costs = cluster.platform.costs
         self.vclock = None  # happens-before vector clock (checkers)
 
     def __repr__(self) -> str:
