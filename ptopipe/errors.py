@@ -14,12 +14,18 @@ class PtoPipeError(Exception):
     kind = "error"
 
     def __init__(self, what: str, where: str | None = None, fix: str | None = None,
-                 details: str | None = None):
+                 details: str | None = None, findings: list | None = None):
         self.what = what
         self.where = where
         self.fix = fix
         self.details = details
+        self.findings = list(findings or [])   # structured report entries (dicts) for tools
         super().__init__(self.render())
+
+    def to_dict(self) -> dict:
+        """The error as structured data: class, what, where, fix, details and findings."""
+        return {"error": type(self).__name__, "what": self.what, "where": self.where,
+                "fix": self.fix, "details": self.details, "findings": self.findings}
 
     def render(self) -> str:
         lines = [self.what]
@@ -38,6 +44,10 @@ class ConfigError(PtoPipeError):
 
 class ProtocolError(PtoPipeError):
     """A TPUSH/TPOP/TFREE/TALLOC used against the protocol."""
+
+
+class LeakError(ProtocolError):
+    """The kernels ended with protocol state left over (held slots, unconsumed data, ...)."""
 
 
 class DeadlockError(PtoPipeError):

@@ -33,6 +33,8 @@ class MemSpace(Enum):
     L0C = "L0C"    # AIC, accumulator
     BIAS = "BIAS"  # AIC bias table
 
+    __hash__ = object.__hash__      # members are singletons; Enum's own hash is slow Python
+
 
 @dataclass(frozen=True)
 class Platform:

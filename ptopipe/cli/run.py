@@ -24,6 +24,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a kernel and check it against its numpy golden")
     add_common(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument("--report", default=None, metavar="OUT.html",
+                   help="write a self-contained HTML report (profile + swimlane SVG)")
+    p.add_argument("--png", default=None, metavar="OUT.png",
+                   help="write the swimlane as a PNG (needs matplotlib: pip install 'ptopipe[plot]')")
     p.set_defaults(func=main)
 
 
@@ -33,10 +37,15 @@ def _preview(a: np.ndarray) -> str:
 
 
 def main(args) -> int:
+    reports = getattr(args, "report", None) or getattr(args, "png", None)
     for sc in load_scenarios(args.file):
         for v in pick_variants(sc, args.variant):
-            res, expected = sc.run(v, args.platform, args.protocol, args.seed)
+            res, expected = sc.run(v, args.platform, args.protocol, args.seed,
+                                   **({"trace": True} if reports else {}))
             label = f"{sc.name}[{v}]"
+            if reports:             # written before the golden check: useful on a mismatch too
+                from .trace import write_reports
+                write_reports(res, args, sc, v)
             compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
             print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})")
             if not args.quiet:

@@ -73,5 +73,5 @@ def TSYNC(*events) -> None:
         else:
             raise KernelError(f"TSYNC expects Event tokens or an Op, got {e!r}", where=str(core.where()))
         if t > core.clock:
-            core.clock = t
+            core.hold(t, "event", e)      # counted as an event stall of this core
     core.clock += 1

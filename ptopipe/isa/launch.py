@@ -15,8 +15,9 @@ from typing import Callable
 import numpy as np
 
 from ..arch import PipeUnit, Platform, get_platform
-from ..errors import ConfigError, MismatchError, ProtocolError, PtoPipeError
+from ..errors import ConfigError, LeakError, MismatchError, ProtocolError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
+from .checks import KernelChecks, flag_leaks
 from .pipe import Protocol, leaks
 from .tensor import GlobalTensor, GMPtr
 
@@ -88,15 +89,21 @@ class RunResult:
 def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         platform: "str | Platform" = "a2a3", protocol: str = "spec",
         schedule_seed: int | None = None, trace: bool = False, leak_check: bool = True,
-        max_instructions: int = 50_000_000, gm_extra: int = 0) -> RunResult:
+        max_instructions: int = 50_000_000, gm_extra: int = 0, timing: bool = True,
+        checks: bool = True) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
     ``(fn_for_aiv0, fn_for_aiv1)`` (``None`` leaves that core idle).  Each kernel receives,
     by parameter name, the entries of ``args``: numpy arrays as GlobalTensors in GM, other
     values unchanged.  Returns a :class:`RunResult` whose ``outputs`` hold the final GM
-    contents of every array argument.  Raises a :class:`~ptopipe.PtoPipeError` subclass
+    contents of every array argument.  ``trace=True`` records every instruction for the
+    profile / swimlane / Chrome trace (:mod:`ptopipe.report`); ``timing=False`` skips the
+    cost model (a functional run: cycles then only count issued instructions).  Raises a :class:`~ptopipe.PtoPipeError` subclass
     (e.g. DeadlockError, ProtocolError, ConfigError) on any problem; never hangs.
+    ``checks=True`` (default) turns on the happens-before race checker, slot-reuse and
+    use-after-free checks of the address flow, and leak checks at kernel end
+    (:mod:`ptopipe.isa.checks`); ``leak_check=False`` reports leaks as summary warnings.
     """
     args = dict(args or {})
     plat = get_platform(platform)
@@ -110,8 +117,10 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                               fix="reshape it")
     addrs, end = gm_layout([a.nbytes for a in arrays.values()])
     cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
-                      max_instructions=max_instructions)
+                      max_instructions=max_instructions, timing=timing)
     cluster.shared["protocol"] = proto
+    if checks:
+        cluster.checker = KernelChecks(cluster)
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
         cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
@@ -127,11 +136,15 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     cluster.run(kernels)
     wall = time.perf_counter() - t0
     found = leaks(cluster)
-    if found and leak_check:
-        what, loc = found[0]
-        raise ProtocolError(f"leak at kernel end: {what}", where=str(loc) if loc else None,
-                            details="\n".join(w + (f" ({l})" if l else "") for w, l in found[1:]) or None,
-                            fix="pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed")
+    flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
+    if (found or flag_errors) and leak_check:
+        allf = list(found) + list(flag_errors)
+        what, loc = allf[0]
+        raise LeakError(f"leak at kernel end: {what}", where=str(loc) if loc else None,
+                        details="\n".join(w + (f" ({l})" if l else "") for w, l in allf[1:]) or None,
+                        fix="pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed",
+                        findings=[{"kind": "leak", "what": w, "where": str(l) if l else None} for w, l in allf])
+    found = list(found) + list(flag_errors) + list(flag_warnings)
     outputs = {}
     for (name, a), addr in zip(arrays.items(), addrs):
         # views of the final GM contents (no copy: the result owns the cluster's GM)

@@ -162,11 +162,15 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
     if pipe is None:
         raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
                    "valid: Mat->Left, Mat->Right, Mat->Bias, Acc->Mat, Vec->Vec; across cores use TPUSH/TPOP")
-    _same_shape(core, "TMOV", ("dst", d), ("src", s))
-    if src.dtype != dst.dtype and src.loc is not TileType.Acc:
-        raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
-                   "only Acc -> Mat converts; use TCVT on vector tiles")
-    np.copyto(d, s, casting="unsafe")
+    if s.shape != d.shape:
+        _same_shape(core, "TMOV", ("dst", d), ("src", s))
+    if src.dtype != dst.dtype:
+        if src.loc is not TileType.Acc:
+            raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
+                       "only Acc -> Mat converts; use TCVT on vector tiles")
+        np.copyto(d, s, casting="unsafe")
+    else:
+        np.copyto(d, s)
     costs = core.costs
     cost = (costs.vector_op("TMOV", *s.shape, src.dtype.itemsize) if pipe is _V
             else costs.move(src.sname, dst.sname, s.size * src.dtype.itemsize))
@@ -181,15 +185,17 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
         TSYNC(*events)
     s = arr(src, core, "TEXTRACT source")
     d = arr(dst, core, "TEXTRACT destination")
-    _need_loc(core, src, (TileType.Mat,), "TEXTRACT", "source")
-    _need_loc(core, dst, (TileType.Left, TileType.Right), "TEXTRACT", "destination")
+    if src.loc is not TileType.Mat or (dst.loc is not TileType.Left and dst.loc is not TileType.Right):
+        _need_loc(core, src, (TileType.Mat,), "TEXTRACT", "source")
+        _need_loc(core, dst, (TileType.Left, TileType.Right), "TEXTRACT", "destination")
     r, c = d.shape
     if index_row < 0 or index_col < 0 or index_row + r > s.shape[0] or index_col + c > s.shape[1]:
         raise _err(core, f"TEXTRACT block {r}x{c} at ({index_row}, {index_col}) is outside the "
                          f"{s.shape[0]}x{s.shape[1]} source")
-    _same_dtype(core, "TEXTRACT", dst, src)
+    if dst.dtype != src.dtype:
+        _same_dtype(core, "TEXTRACT", dst, src)
     np.copyto(d, s[index_row:index_row + r, index_col:index_col + c])
-    cost = core.cluster.platform.costs.move(src.sname, dst.sname, d.size * d.itemsize)
+    cost = core.costs.move(src.sname, dst.sname, d.size * d.itemsize)
     _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT", (d.shape, dst.dtype))
     return Event("TEXTRACT", core, end)
 
@@ -234,7 +240,7 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
-    if C.flags.c_contiguous:
+    if c.valid_cols == c.cols:           # the valid region is contiguous: write in place
         _product(A, B, acc, out=C)
     else:
         C[...] = _product(A, B, acc)
@@ -267,8 +273,27 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
 
 
 # -- vector -------------------------------------------------------------------------------
+def _not_vec(core, name, tiles) -> KernelError:
+    bad = next(t for t in tiles if t.loc is not TileType.Vec)
+    return _err(core, f"{name}: {bad.describe()} is not a Vec tile; vector ops work on Vec tiles (UB)",
+                "TMOV/TSTORE the data to a Vec tile on a Vector core first")
+
+
 def _vec_issue(core, name, dst, srcs, shape, itemsize):
-    head = core.pipe_free[_V] <= core.clock       # the vector queue was idle
+    if dst.loc is not TileType.Vec:
+        raise _not_vec(core, name, (dst,))
+    for s in srcs:
+        if s.loc is not TileType.Vec:
+            raise _not_vec(core, name, srcs)
+    # the head latency is paid when the vector queue runs dry before this op starts: the
+    # V pipe is drained at issue, or an operand becomes ready only after it drains
+    pf = core.pipe_free[_V]
+    head = pf <= core.clock or dst.read_end > pf or dst.ready_at > pf
+    if not head:
+        for s in srcs:
+            if s.ready_at > pf:
+                head = True
+                break
     cost = core.costs.vector_op(name, shape[0], shape[1], itemsize, head)
     _, end = core.issue(_V, cost, srcs, (dst,), name, (shape, dst.dtype))
     return Event(name, core, end)

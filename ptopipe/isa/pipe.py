@@ -39,6 +39,7 @@ from .ops import arr
 from .tensor import GlobalTensor, GMPtr
 from .regions import reserve
 from .tile import Tile, TileType, bind
+from .checks import SlotPtr, describe_ring, holdings
 
 
 class Direction(IntEnum):
@@ -62,6 +63,8 @@ class FIFOType(Enum):
     VEC_FIFO = "VEC_FIFO"
     MAT_FIFO = "MAT_FIFO"
     CTRL_FIFO = "CTRL_FIFO"
+
+    __hash__ = object.__hash__
 
 
 class VecCubeRatio(Enum):
@@ -205,6 +208,7 @@ class Channel:
     frees: int = 0
     name: str = ""
     _views: dict = field(default_factory=dict)
+    plans: dict = field(default_factory=dict)   # per tile geometry: checked push/pop plans
 
     @property
     def peers(self) -> tuple:
@@ -235,14 +239,8 @@ class Channel:
         return (i + 1) % self.sync_period == 0
 
     def describe_state(self) -> str:
-        rows = []
-        for p in self.peers:
-            st = " ".join(f"{s.tag}:{s.state}" for s in self.slots[p])
-            rows.append(f"    AIV{p} slots [{st}]")
-        cur = ", ".join(f"{s.core.name} {s.role} {'pushed' if s.role == 'producer' else 'popped'} "
-                        f"{s.index}" + (f" freed {s.freed} held {len(s.held)}" if s.role == "consumer" else "")
-                        for s in self.sides.values())
-        return f"  {self.name}: {cur or 'no side bound'}\n" + "\n".join(rows)
+        """Slots (free/full/held per consumer), cursors and flag counts, for reports."""
+        return describe_ring(self)
 
 
 def _channels(cluster) -> dict:
@@ -250,6 +248,7 @@ def _channels(cluster) -> dict:
     if ch is None:
         ch = cluster.shared["channels"] = {}
         cluster.explainers.append(_explain)
+        cluster.annotators.append(holdings)      # deadlock reports: slots a core holds
     return ch
 
 
@@ -422,6 +421,10 @@ def _claim_flags(core, ch: Channel) -> None:
                     fix="two pipes on the same peer may not share a flag: give them disjoint FlagID ranges "
                         "(spec: FlagID..FlagID+SlotNum-1; pto-isa: FlagID, FlagID+1)")
             f.owner = ch
+        for f in ready:
+            f.signal = "ready"      # a wait on it is a "waiting for data" stall
+        for f in free:
+            f.signal = "free"
         ch.ready_flags[p] = ready
         ch.free_flags[p] = free
 
@@ -450,8 +453,17 @@ def _consumers(ch: Channel, cluster) -> list:
 def _reserve_rings(core, ch: Channel) -> None:
     cluster = core.cluster
     space = MemSpace.UB if ch.way == C2V else MemSpace.L1
+    size = ch.slot_num * ch.slot_size
     for c in _consumers(ch, cluster):
-        reserve(c, space, ch.local_base, ch.slot_num * ch.slot_size, f"{ch.name} ring")
+        cap = cluster.platform.mem_size(space)
+        if ch.local_base < 0 or ch.local_base + size > cap:
+            raise ConfigError(
+                f"{ch.name} ring [{ch.local_base:#x}, {ch.local_base + size:#x}) (SlotNum {ch.slot_num} x "
+                f"SlotSize {ch.slot_size}) does not fit {c.name}'s {space.value} of {cap:#x} bytes",
+                where=_loc(core),
+                fix=(f"use a consumer buffer base <= {cap - size:#x}" if size <= cap else
+                     f"the ring alone needs {size} bytes: use fewer or smaller slots"))
+        reserve(c, space, ch.local_base, size, f"{ch.name} ring")
 
 
 # ---------------------------------------------------------------------------------------
@@ -643,7 +655,9 @@ def _args(a, b):
                         f"{type(a).__name__} and {type(b).__name__}", where=_loc(current_core()))
 
 
-def _wait(core, ch: Channel, flag, what: str, signal: str, tag) -> int:
+def _wait(core, ch: Channel, flag, what, signal: str, tag) -> int:
+    if flag.count:                       # fast path: no block, no description needed
+        return core.wait_flag(flag, what)
     return core.wait_flag(flag, what, {"channel": ch, "signal": signal, "tag": tag})
 
 
@@ -654,7 +668,11 @@ def _producer_wait(core, ch: Channel, side: Side, op: str) -> int:
     if ch.is_spec:
         if side.allocate:
             for p in side.links:
-                _wait(core, ch, ch.free_flags[p][tag],
+                f = ch.free_flags[p][tag]
+                if f.count:                      # fast path: the slot is already free
+                    core.wait_flag(f, None)
+                    continue
+                _wait(core, ch, f,
                       lambda p=p: f"{op} (wait free[{tag}] from "
                                   f"{core.cluster.aiv(p).name if core.kind is CoreKind.AIC else 'AIC'})",
                       "free", tag)
@@ -721,31 +739,22 @@ def _check_layout(core, ch: Channel, slot: Slot, dtype, rows: int, cols: int, sp
                 "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
 
 
-def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
-    """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
+class _PushPlan:
+    """What a TPUSH of one tile geometry does, worked out (and checked) once per channel."""
+    __slots__ = ("dsts", "unit", "cost", "layout")
 
-    With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
-    core = current_core()
-    loc = _here(core)
-    pipe, tile = _args(pipe, tile)
-    if events:
-        TSYNC(*events)
-    split = _split(split)
-    ch = pipe.channel("producer", core, "TPUSH")
-    side = ch.sides[core.index]
-    if isinstance(tile, GlobalTensor):
-        return _push_commit(core, ch, side)
-    if ch.ctrl:
-        return _push_ctrl(core, ch, side, tile)
-    if not isinstance(tile, Tile):
-        raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
-    src = arr(tile, core, "TPUSH tile")
+    def __init__(self, dsts, unit, cost, layout):
+        self.dsts, self.unit, self.cost, self.layout = dsts, unit, cost, layout
+
+
+def _push_plan(core, ch: Channel, tile: Tile, shape, split) -> _PushPlan:
     want = TileType.Acc if ch.way == C2V else TileType.Vec
     if tile.loc is not want:
         raise ProtocolError(f"TPUSH on {ch.way}: the producer tile must be {want.value}, got {tile.describe()}",
-                            where=_loc(core), fix=f"{'TMATMUL into an Acc tile' if want is TileType.Acc else 'push a Vec tile'}")
+                            where=_loc(core),
+                            fix="TMATMUL into an Acc tile" if want is TileType.Acc else "push a Vec tile")
     item = tile.dtype.itemsize
-    rows, cols = src.shape
+    rows, cols = shape
     nbytes = rows * cols * item
     full = _full_shape(split, rows, cols) if ch.way == V2C else (rows, cols)
     if full[0] * full[1] * item > ch.slot_size:
@@ -754,33 +763,72 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
             + (f", {full[0]}x{full[1]} slot layout" if full != (rows, cols) else "")
             + f") does not fit SlotSize {ch.slot_size} of {ch.name}",
             where=_loc(core), fix="push smaller tiles or declare a larger SlotSize")
-    tag = _producer_wait(core, ch, side, "TPUSH")
     cluster = core.cluster
-    plat = cluster.platform
-    if ch.way == C2V:
-        if ch.in_gm:
-            dst = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
-            np.copyto(dst, src)
-            dst_space = "GM"
-        else:
+    dsts = []
+    for tag in range(ch.slot_num):
+        if ch.way == C2V and ch.in_gm:
+            dsts.append(((ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, shape), None),))
+        elif ch.way == C2V:
+            per_peer = []
             for p in ch.peers:
-                part = _part_of(src, split, p) if split else src
+                pshape = _part_shape(split, rows, cols)
                 ub = cluster.aiv(p).memory(MemSpace.UB)
-                dst = ch.view(ub, ch.local_base + tag * ch.slot_size, tile.dtype, part.shape)
-                np.copyto(dst, part)
-            dst_space = "UB"
-        pipe_unit = PipeUnit.FIX
+                per_peer.append((ch.view(ub, ch.local_base + tag * ch.slot_size, tile.dtype, pshape), p))
+            dsts.append(tuple(per_peer))
+        else:
+            mem = cluster.gm if ch.in_gm else cluster.aic.memory(MemSpace.L1)
+            off = _part_offset(split, core.subblock, rows, cols, item)
+            base = (ch.gm_base if ch.in_gm else ch.local_base) + tag * ch.slot_size + off
+            dsts.append(((ch.view(mem, base, tile.dtype, shape, (full[1], 1)), None),))
+    if ch.way == C2V:
+        unit, dst_space = PipeUnit.FIX, ("GM" if ch.in_gm else "UB")
     else:
-        off = _part_offset(split, core.subblock, rows, cols, item)
-        mem = cluster.gm if ch.in_gm else cluster.aic.memory(MemSpace.L1)
-        base = (ch.gm_base if ch.in_gm else ch.local_base) + tag * ch.slot_size + off
-        dst = ch.view(mem, base, tile.dtype, (rows, cols), (full[1], 1))
-        np.copyto(dst, src)
-        dst_space = "GM" if ch.in_gm else "L1"
-        pipe_unit = PipeUnit.MTE3
-    _mark_written_part(core, ch, tag, (tile.dtype, rows, cols, split), "TPUSH", loc)
-    cost = plat.costs.move(tile.sname, dst_space, nbytes)
-    _, end = core.issue(pipe_unit, cost, (tile,), (), "TPUSH", (ch.name, tag, (rows, cols)))
+        unit, dst_space = PipeUnit.MTE3, ("GM" if ch.in_gm else "L1")
+    return _PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes),
+                     (tile.dtype, rows, cols, split))
+
+
+def _part_shape(split, rows: int, cols: int) -> tuple:
+    if split == TileSplitAxis.TILE_UP_DOWN:
+        return rows // 2, cols
+    if split == TileSplitAxis.TILE_LEFT_RIGHT:
+        return rows, cols // 2
+    return rows, cols
+
+
+def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
+    """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
+
+    With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
+    core = current_core()
+    loc = _here(core)
+    if pipe.__class__ is not PipeHandle:
+        pipe, tile = _args(pipe, tile)
+    if events:
+        TSYNC(*events)
+    if split.__class__ is not TileSplitAxis:
+        split = _split(split)
+    ch = pipe.channel("producer", core, "TPUSH")
+    side = ch.sides[core.index]
+    if tile.__class__ is not Tile or ch.ctrl:
+        if isinstance(tile, GlobalTensor):
+            return _push_commit(core, ch, side)
+        if ch.ctrl:
+            return _push_ctrl(core, ch, side, tile)
+        raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+    src = arr(tile, core, "TPUSH tile")
+    key = (core.index, tile.loc, tile.dtype, src.shape, split)
+    plan = ch.plans.get(key)
+    if plan is None:
+        plan = ch.plans[key] = _push_plan(core, ch, tile, src.shape, split)
+    tag = _producer_wait(core, ch, side, "TPUSH")
+    for dst, peer in plan.dsts[tag]:
+        np.copyto(dst, src if peer is None else _part_of(src, split, peer))
+    _mark_written_part(core, ch, tag, plan.layout, "TPUSH", loc)
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.ring_access(core, ch, tag, True, "TPUSH", loc, *src.shape, tile.dtype.itemsize, split)
+    _, end = core.issue(plan.unit, plan.cost, (tile,), (), "TPUSH", (ch.name, tag, src.shape))
     side.index += 1
     ch.pushes += 1
     _producer_record(core, ch, side, tag, end)
@@ -861,6 +909,38 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     return Event("TALLOC", core, end)
 
 
+class _PopPlan:
+    """What a TPOP of one tile geometry does, worked out (and checked) once per channel."""
+    __slots__ = ("srcs", "cost", "ok_layout")
+
+    def __init__(self, srcs, cost):
+        self.srcs, self.cost, self.ok_layout = srcs, cost, None
+
+
+def _pop_plan(core, ch: Channel, tile: Tile, split) -> _PopPlan:
+    want = TileType.Vec if ch.way == C2V else TileType.Mat
+    if tile.loc is not want:
+        raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
+                            where=_loc(core))
+    rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
+    if not ch.in_gm:
+        if rows * cols * item > ch.slot_size:
+            raise ProtocolError(f"TPOP of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}",
+                                where=_loc(core), fix="pop tiles of the pushed shape")
+        return _PopPlan(None, core.costs.flag_op)
+    gm = core.cluster.gm
+    srcs = []
+    for tag in range(ch.slot_num):
+        if ch.way == C2V:
+            full = _full_shape(split, rows, cols)
+            off = _part_offset(split, core.subblock, rows, cols, item)
+            v = ch.view(gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (rows, cols), (full[1], 1))
+        else:
+            v = ch.view(gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
+        srcs.append(v[:tile.valid_rows, :tile.valid_cols])
+    return _PopPlan(srcs, core.costs.move("GM", tile.sname, rows * cols * item))
+
+
 def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     """Consumer: wait for data, load (GM ring) or bind zero-copy (local ring) and hold the slot.
 
@@ -868,69 +948,70 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     DIR_V2C_CTRL pipe, returns the control value."""
     core = current_core()
     loc = _here(core)
-    if tile is not None or not isinstance(pipe, PipeHandle):
+    if pipe.__class__ is not PipeHandle:
         pipe, tile = _args(pipe, tile)
     if events:
         TSYNC(*events)
-    split = _split(split)
+    if split.__class__ is not TileSplitAxis:
+        split = _split(split)
     ch = pipe.channel("consumer", core, "TPOP")
     side = ch.sides[core.index]
+    i = side.index
+    tag = i % ch.slot_num
+    if side.wait:
+        for p in side.links:
+            f = ch.ready_flags[p][tag if ch.is_spec else 0]
+            if f.count:                          # fast path: the data is already there
+                core.wait_flag(f, None)
+                continue
+            _wait(core, ch, f,
+                  lambda p=p: f"TPOP (wait ready[{tag}] from "
+                              f"{'AIC' if ch.way == C2V else core.cluster.aiv(p).name})",
+                  "ready", tag)
     if ch.is_spec and len(side.held) >= ch.slot_num:
+        # checked after the wait: holding every slot, the WAIT above deadlocks first (and the
+        # deadlock report names the TPOPs lacking a TFREE); here the producer skipped a wait
         first = side.held[0]
         raise ProtocolError(
             f"TPOP on {core.name} would hold more than SlotNum={ch.slot_num} slots of {ch.name}",
             where=_loc(core), details=f"oldest held slot {first[0]} popped at {first[2]}",
             fix="call TFREE after you finish with each popped tile")
-    i = side.index
-    tag = i % ch.slot_num
-    if side.wait:
-        for p in side.links:
-            _wait(core, ch, ch.ready_flags[p][tag if ch.is_spec else 0],
-                  lambda p=p: f"TPOP (wait ready[{tag}] from "
-                              f"{'AIC' if ch.way == C2V else core.cluster.aiv(p).name})",
-                  "ready", tag)
-    if ch.ctrl:
-        return _pop_ctrl(core, ch, side, tag)
-    if isinstance(tile, GlobalTensor):
-        return _pop_address(core, ch, side, tag, tile, split)
-    if not isinstance(tile, Tile):
+    if tile.__class__ is not Tile or ch.ctrl:
+        if ch.ctrl:
+            return _pop_ctrl(core, ch, side, tag)
+        if isinstance(tile, GlobalTensor):
+            return _pop_address(core, ch, side, tag, tile, split)
         raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
-    want = TileType.Vec if ch.way == C2V else TileType.Mat
-    if tile.loc is not want:
-        raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
-                            where=_loc(core))
-    rows, cols = tile.rows, tile.cols
-    links = _links(ch, core)
+    key = (core.index, tile.loc, tile.dtype, tile.rows, tile.cols, tile.valid_rows, tile.valid_cols, split)
+    plan = ch.plans.get(key)
+    if plan is None:
+        plan = ch.plans[key] = _pop_plan(core, ch, tile, split)
+    slots = ch.slots
+    links = side.links
     for p in links:
-        _check_layout(core, ch, ch.slots[p][tag], tile.dtype, rows, cols, split, "TPOP")
-    cluster = core.cluster
-    item = tile.dtype.itemsize
-    plat = cluster.platform
-    if ch.in_gm:
-        if ch.way == C2V:
-            full = _full_shape(split, rows, cols)
-            off = _part_offset(split, core.subblock, rows, cols, item)
-            src = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (rows, cols), (full[1], 1))
-        else:
-            src = ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
+        lay = slots[p][tag].layout
+        if lay is not None and lay != plan.ok_layout:
+            _check_layout(core, ch, slots[p][tag], tile.dtype, tile.rows, tile.cols, split, "TPOP")
+            plan.ok_layout = lay
+    if plan.srcs is not None:                      # GM ring: load into the tile
         if tile.addr is None or not ch.is_spec:
             _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
-                    arr(tile, core)
-        np.copyto(tile._valid, src[:tile.valid_rows, :tile.valid_cols])
-        cost = plat.costs.move("GM", tile.sname, rows * cols * item)
-        start, end = core.issue(PipeUnit.MTE2, cost, (), (tile,), "TPOP", (ch.name, tag, (rows, cols)))
+            arr(tile, core)
+        np.copyto(tile._valid, plan.srcs[tag])
+        chk = core.cluster.checker
+        if chk is not None:
+            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
+        _, end = core.issue(PipeUnit.MTE2, plan.cost, (), (tile,), "TPOP", (ch.name, tag, tile.shape))
         read_end = end
-    else:
-        space = MemSpace.UB if ch.way == C2V else MemSpace.L1
+    else:                                          # consumer-local ring: zero-copy binding
         bind(tile, core, ch.local_base + tag * ch.slot_size)
-        slot = ch.slots[links[0]][tag]
+        slot = slots[links[0]][tag]
         tile.binding = (slot, slot.gen)
-        _, end = core.issue(PipeUnit.S, plat.costs.flag_op, (), (tile,), "TPOP", (ch.name, tag, (rows, cols)))
-        tile.ready_at = max(tile.ready_at, core.clock)
+        _, end = core.issue(PipeUnit.S, plan.cost, (), (tile,), "TPOP", (ch.name, tag, tile.shape))
         read_end = None
     for p in links:
-        s = ch.slots[p][tag]
+        s = slots[p][tag]
         s.state = "held"
         s.pop_loc = loc
         s.holder = core.name
@@ -963,8 +1044,9 @@ def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, spli
     off = 0
     if ch.way == C2V:
         off = _part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
-    gt.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype))
     loc = core.where()
+    slot = ch.slots[side.links[0]][tag]
+    gt.assign(SlotPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype, slot, slot.gen, ch.name))
     for p in side.links:
         s = ch.slots[p][tag]
         s.state = "held"
@@ -1020,12 +1102,12 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     Under ``protocol="pto-isa"`` on an A2A3 GM ring the tile-flow TFREE is a no-op: the
     tile TPOP already released the slot."""
     core = current_core()
-    if obj is not None:
+    if obj is not None or pipe.__class__ is not PipeHandle:
+        if obj is None:
+            raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
         pipe, obj = _args(pipe, obj)
     if events:
         TSYNC(*events)
-    if not isinstance(pipe, PipeHandle):
-        raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
     ch = pipe.channel("consumer", core, "TFREE")
     side = ch.sides[core.index]
     if not ch.is_spec and ch.in_gm and not isinstance(obj, GlobalTensor) and not side.held:
@@ -1037,9 +1119,12 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                             details=f"{side.index} popped, {side.freed} freed",
                             fix="call TFREE exactly once after each TPOP")
     tag, held_obj, _loc0, read_end = side.held.popleft()
-    if isinstance(held_obj, Tile) and held_obj.binding is not None and not ch.in_gm:
-        pass  # the slot's generation bump below invalidates the zero-copy tile
-    _, end = core.issue(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.cluster.platform.costs.flag_op,
+    chk = core.cluster.checker
+    if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
+        chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
+                        held_obj.dtype.itemsize, 0)
+    # _release bumps the slot generation: a zero-copy tile bound to it is now stale
+    _, end = core.issue(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op,
                         (), (), "TFREE", (ch.name, tag))
     _release(core, ch, side, tag, read_end, held_obj)
     return Event("TFREE", core, end)

@@ -19,6 +19,9 @@ from ..errors import KernelError
 from .dtypes import as_dtype
 
 
+_new_ptr = object.__new__
+
+
 class GMPtr:
     """A typed GM address (``__gm__ T*``).  ``+``/``-`` move by elements."""
     __slots__ = ("addr", "dtype")
@@ -28,7 +31,10 @@ class GMPtr:
         self.dtype = as_dtype(dtype)
 
     def __add__(self, n: int) -> "GMPtr":
-        return GMPtr(self.addr + int(n) * self.dtype.itemsize, self.dtype)
+        p = _new_ptr(GMPtr)
+        p.addr = self.addr + int(n) * self.dtype.itemsize
+        p.dtype = self.dtype
+        return p
 
     def __sub__(self, n: int) -> "GMPtr":
         return GMPtr(self.addr - int(n) * self.dtype.itemsize, self.dtype)

@@ -26,6 +26,8 @@ class TileType(Enum):
     Acc = "Acc"
     Bias = "Bias"
 
+    __hash__ = object.__hash__      # members are singletons; Enum's own hash is slow Python
+
 
 class BLayout(Enum):
     RowMajor = "RowMajor"

@@ -28,8 +28,11 @@ class Cluster:
 
     def __init__(self, platform: "Platform | str" = "a2a3", gm_size: int = 1 << 20,
                  schedule_seed: int | None = None, trace: bool = False,
-                 max_instructions: int = 50_000_000):
+                 max_instructions: int = 50_000_000, timing: bool = True):
         self.platform = get_platform(platform)
+        self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
+        self.trace = [] if trace else None          # read by the cores: set before them
+        self.max_instructions = max_instructions
         self.gm = Memory(MemSpace.GM, gm_size)
         self.cores: list[Core] = []
         for idx, (name, kind, sub) in enumerate((("AIC", CoreKind.AIC, 0),
@@ -42,10 +45,13 @@ class Cluster:
         self.main = None
         self.rng = random.Random(schedule_seed) if schedule_seed is not None else None
         self.schedule_seed = schedule_seed
-        self.trace = [] if trace else None
-        self.max_instructions = max_instructions
+        # with trace: every hold of a core's issue clock, (core, kind, start, end, what)
+        self.waits = [] if trace else None
+        # with trace: every cross-core SET, (sender index, flag, set time)
+        self.signals = [] if trace else None
         self.checker = None          # happens-before checker, attached by the checkers
         self.explainers = []         # callables(cluster) -> str, extra deadlock context
+        self.annotators = []         # callables(cluster, core) -> [{text, where}]: what it holds
         self.finishers = []          # callables(cluster) run when all kernels returned
         self.shared = {}             # cluster-wide state owned by upper layers (pipes)
         self.steps = 0
@@ -64,6 +70,8 @@ class Cluster:
     def set_flag(self, sender: Core, flag: Flag, at: int) -> None:
         vc = self.checker.on_set(sender) if self.checker is not None else None
         flag_set(flag, at, self.platform.cross_core_latency, self.platform.flag_counter_max, vc)
+        if self.signals is not None:
+            self.signals.append((sender.index, flag, at))
 
     def flags(self):
         return list(self._flags.values())
@@ -121,57 +129,6 @@ class Cluster:
 
     # -- deadlock report ---------------------------------------------------------------
     def deadlock(self, blocked) -> DeadlockError:
-        lines = []
-        for c in blocked:
-            w = c.waiting
-            loc = c.where()
-            lines.append(f"{c.name} blocked in {w.what} at {loc}: waits for {w.flag.name}"
-                         f" (count 0)")
-        for c in self.cores:
-            if c.state is CoreState.DONE:
-                lines.append(f"{c.name} finished")
-            elif c.state is CoreState.IDLE:
-                lines.append(f"{c.name} runs no kernel")
-        chain = self._wait_chain(blocked)
-        if chain:
-            lines.append("wait-for: " + chain)
-        for ex in self.explainers:
-            text = ex(self)
-            if text:
-                lines.append(text)
-        first = blocked[0]
-        return DeadlockError(
-            f"deadlock: {len(blocked)} core(s) blocked forever "
-            f"({', '.join(c.name for c in blocked)})",
-            where=str(first.where()),
-            details="\n".join(lines),
-            fix=self._hint(blocked))
-
-    def _wait_chain(self, blocked) -> str:
-        parts, seen = [], set()
-        c = blocked[0]
-        while c is not None and c.name not in seen:
-            seen.add(c.name)
-            w = c.waiting
-            if w is None:
-                break
-            peer = w.flag.sender
-            parts.append(f"{c.name} waits {w.what} <- {peer.name}")
-            c = peer if peer.state is CoreState.BLOCKED else None
-            if peer.state is not CoreState.BLOCKED:
-                state = "finished" if peer.state is CoreState.DONE else peer.state.value
-                parts.append(f"{peer.name} {state} and will never set {w.flag.name}")
-        if c is not None and c.name in seen:
-            parts.append(f"(cycle back to {c.name})")
-        return " ; ".join(parts)
-
-    @staticmethod
-    def _hint(blocked) -> str:
-        whats = {c.waiting.what.split()[0] for c in blocked if c.waiting}
-        if any("free" in (c.waiting.info.get("signal", "")) for c in blocked if c.waiting):
-            return ("a producer waits for a free slot: check that the consumer calls TFREE after "
-                    "every TPOP, and that both sides use the same FlagID and pipe")
-        if whats:
-            return ("check that producer and consumer use the same FlagID, direction and "
-                    "number of pushes/pops")
-        return "check the pairing of SET and WAIT"
+        """The DeadlockError for ``blocked`` cores: waits, holdings, wait-for chain, rings."""
+        from .deadlock import explain
+        return explain(self, blocked)

@@ -15,6 +15,7 @@ from enum import Enum
 import greenlet
 
 from ..arch import MemSpace, PipeUnit
+from ..arch.costs import NO_COSTS
 from ..errors import KernelError, PtoPipeError
 from .location import SourceLoc, user_loc
 
@@ -74,11 +75,18 @@ class Core:
         self.clock = 0
         self.pipe_free = [0] * len(_PIPES)   # indexed by PipeUnit
         self.busy = [0] * len(_PIPES)
-        self.stall = {"ready": 0, "free": 0, "flag": 0}
+        # cycles the issue clock was held: by a ready / free flag, another flag, TSYNC events
+        self.stall = {"ready": 0, "free": 0, "flag": 0, "event": 0}
         self.instructions = 0
         self.isa = {}       # per-core state owned by the isa layer (bound pipes, cursors)
         self.costs = cluster.platform.costs
+        self.trace = cluster.trace              # the cluster's trace list, or None
+        self.budget = cluster.max_instructions or float("inf")
         self.vclock = None  # happens-before vector clock (checkers)
+        if not cluster.timing:
+            # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
+            self.costs = NO_COSTS
+            self.issue = self._issue_untimed
 
     def __repr__(self) -> str:
         return f"<Core {self.name} {self.state.value}>"
@@ -107,24 +115,22 @@ class Core:
     # -- timing -----------------------------------------------------------------------
     def issue(self, pipe: PipeUnit, cost: int, srcs=(), dsts=(), name: str = "", args=None):
         """Issue one instruction; returns its (start, end) in cycles."""
-        self.instructions += 1
+        n = self.instructions = self.instructions + 1
         start = self.clock
-        pf = self.pipe_free[pipe]
-        if pf > start:
-            start = pf
+        pf = self.pipe_free
+        t = pf[pipe]
+        if t > start:
+            start = t
         for s in srcs:
-            r = s.ready_at
-            if r > start:
-                start = r
+            if s.ready_at > start:
+                start = s.ready_at
         for d in dsts:
-            r = d.read_end
-            if r > start:
-                start = r
-            r = d.ready_at
-            if r > start:
-                start = r
+            if d.read_end > start:
+                start = d.read_end
+            if d.ready_at > start:
+                start = d.ready_at
         end = start + cost
-        self.pipe_free[pipe] = end
+        pf[pipe] = end
         self.busy[pipe] += cost
         for s in srcs:
             if end > s.read_end:
@@ -132,27 +138,48 @@ class Core:
         for d in dsts:
             d.ready_at = end
         self.clock += 1
-        tr = self.cluster.trace
-        if tr is not None:
-            tr.append((self.index, pipe, name, start, end, args))
-        budget = self.cluster.max_instructions
-        if budget and self.instructions > budget:
+        if self.trace is not None:
+            self.trace.append((self.index, pipe, name, start, end, args))
+        if n > self.budget:
             raise PtoPipeError(
-                f"{self.name} exceeded the instruction budget of {budget}",
+                f"{self.name} exceeded the instruction budget of {self.budget}",
                 where=str(self.where()),
                 fix="the kernel may loop forever; raise max_instructions= if it is just long")
         return start, end
+
+    def _issue_untimed(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
+        """``issue`` with timing off: one cycle of issue per instruction, no pipes."""
+        n = self.instructions = self.instructions + 1
+        t = self.clock = self.clock + 1
+        if n > self.budget:
+            raise PtoPipeError(
+                f"{self.name} exceeded the instruction budget of {self.budget}",
+                where=str(self.where()),
+                fix="the kernel may loop forever; raise max_instructions= if it is just long")
+        return t, t
+
+    def hold(self, until: int, kind: str, what=None) -> None:
+        """Hold the issue clock until ``until``: a stall of ``kind`` (ready/free/flag/event)."""
+        t = self.clock
+        if until > t:
+            self.stall[kind] += until - t
+            waits = self.cluster.waits
+            if waits is not None:
+                waits.append((self.index, kind, t, until, what))
+            self.clock = until
 
     def end_time(self) -> int:
         return max(self.clock, max(self.pipe_free))
 
     # -- blocking -----------------------------------------------------------------------
-    def wait_flag(self, flag, what, info: dict | None = None) -> int:
+    def wait_flag(self, flag, what, info=None) -> int:
         """WAIT: block until the flag's counter is > 0, then decrement it.
 
-        Returns the simulated time the consumed SET arrived."""
+        ``what`` (str or callable) and ``info`` (dict or callable returning one) describe
+        the wait for reports; they are only evaluated if the core blocks.  Returns the
+        simulated time the consumed SET arrived."""
         while flag.count == 0:
-            self.waiting = Wait(flag, what, None, info)
+            self.waiting = Wait(flag, what, None, info() if callable(info) else info)
             flag.waiter = self
             self.state = CoreState.BLOCKED
             self.cluster.main.switch()
@@ -164,10 +191,8 @@ class Core:
             vc = flag.set_clocks.popleft()
             if self.vclock is not None:
                 self.cluster.checker.join(self, vc)
-        t = self.clock
-        if arrival > t:
-            self.stall["flag"] += arrival - t
-            self.clock = arrival
+        if arrival > self.clock:
+            self.hold(arrival, flag.signal, flag)
         self.clock += 1
         return arrival
 

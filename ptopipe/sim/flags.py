@@ -14,7 +14,7 @@ from ..errors import ProtocolError
 
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
-                 "sets", "waits", "set_clocks")
+                 "sets", "waits", "set_clocks", "signal")
 
     def __init__(self, sender, receiver, fid: int):
         self.sender = sender
@@ -25,6 +25,7 @@ class Flag:
         self.set_clocks: deque = deque() # sender's vector clock per pending SET (checkers)
         self.waiter = None               # the core blocked in WAIT on this flag
         self.owner = None                # the channel that claimed this flag id
+        self.signal = "flag"             # "ready" | "free" once a channel claims it (stall kinds)
         self.sets = 0
         self.waits = 0
 

@@ -13,31 +13,29 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _internal: dict = {}     # code object -> True if it belongs to ptopipe
 
 
-class SourceLoc:
-    """file:line[:col] of a kernel or DSL source position."""
-    __slots__ = ("file", "line", "col", "func")
+_new = tuple.__new__
 
-    def __init__(self, file: str, line: int, col: int | None = None, func: str | None = None):
-        self.file = file
-        self.line = line
-        self.col = col
-        self.func = func
+
+class SourceLoc(tuple):
+    """file:line[:col] of a kernel or DSL source position (a tuple: cheap to record)."""
+    __slots__ = ()
+
+    def __new__(cls, file: str, line: int, col: int | None = None, func: str | None = None):
+        return _new(cls, (file, line, col, func))
+
+    file = property(lambda self: self[0])
+    line = property(lambda self: self[1])
+    col = property(lambda self: self[2])
+    func = property(lambda self: self[3])
 
     def __str__(self) -> str:
-        s = f"{_short(self.file)}:{self.line}"
-        if self.col is not None:
-            s += f":{self.col}"
+        s = f"{_short(self[0])}:{self[1]}"
+        if self[2] is not None:
+            s += f":{self[2]}"
         return s
 
     def __repr__(self) -> str:
         return f"SourceLoc({str(self)!r})"
-
-    def __eq__(self, other) -> bool:
-        return (isinstance(other, SourceLoc) and
-                (self.file, self.line, self.col) == (other.file, other.line, other.col))
-
-    def __hash__(self) -> int:
-        return hash((self.file, self.line, self.col))
 
 
 def _short(path: str) -> str:
@@ -72,5 +70,5 @@ def caller_loc(depth: int = 2) -> SourceLoc | None:
     f = sys._getframe(depth)
     code = f.f_code
     if not _is_internal(code):
-        return SourceLoc(code.co_filename, f.f_lineno, None, code.co_name)
+        return _new(SourceLoc, (code.co_filename, f.f_lineno, None, code.co_name))
     return user_loc(f)

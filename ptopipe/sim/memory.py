@@ -10,6 +10,7 @@ import numpy as np
 
 from ..arch import MemSpace
 from ..errors import MemoryConflictError
+from .location import user_loc
 
 
 class Memory:
@@ -32,9 +33,11 @@ class Memory:
         if addr < 0 or addr + nbytes > self.size:
             if callable(what):
                 what = what()
+            loc = user_loc()      # the kernel line (only computed on error)
             raise MemoryConflictError(
                 f"{what} of {nbytes} bytes at {self.label}[{addr:#x}] is outside "
                 f"{self.label} (size {self.size:#x} = {self.size} bytes)",
+                where=str(loc) if loc is not None else None,
                 fix=f"keep {what} within [0, {self.size:#x}); check the address and the tile size")
 
     def view(self, addr: int, dtype, shape, strides=None, what="access") -> np.ndarray:

@@ -1,0 +1,40 @@
+"""``ptopipe sweep FILE --param depth=1,2,4,8 [--param M=32,64]``: run a kernel once per
+configuration (the Scenario's make_args parameters; the rest from --variant) in parallel
+processes and print cycles and utilisation per configuration, the best one marked."""
+from __future__ import annotations
+
+from ..report.sweep import format_table, parse_params, sweep, write_plot
+from .loader import load_scenarios
+from .trace import platform_arg
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="run a kernel over a grid of parameters and compare cycles")
+    p.add_argument("file", help="kernel file (.py defining SCENARIO)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="a make_args parameter and its values (repeatable), e.g. depth=1,2,4,8")
+    p.add_argument("--variant", default=None, help="variant giving the other parameters (default 'default')")
+    p.add_argument("--scenario", default=None, help="scenario name if the file defines several")
+    p.add_argument("--platform", default="a2a3", choices=["a2a3", "a5"])
+    p.add_argument("--protocol", default="spec", choices=["spec", "pto-isa"])
+    p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
+    p.add_argument("--plot", default=None, metavar="OUT.png", help="also plot cycles per configuration "
+                                                                  "(needs matplotlib)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    params = parse_params(args.param)
+    scs = load_scenarios(args.file)
+    sc = scs[0] if args.scenario is None else next((s for s in scs if s.name == args.scenario), scs[0])
+    variant = args.variant or ("default" if "default" in sc.variants else next(iter(sc.variants)))
+    rows = sweep(load_scenarios, args.file, params, variant, args.scenario, platform_arg(args),
+                 args.protocol, args.seed, max(1, args.workers))
+    print(f"sweep of {sc.name} (variant {variant}, {args.platform}, {args.protocol}): "
+          f"{len(rows)} configurations")
+    print(format_table(rows))
+    if args.plot:
+        print(f"wrote {write_plot(rows, args.plot, f'ptopipe sweep {sc.name}')}")
+    return 0 if all(r.ok for r in rows) else 1

@@ -1,0 +1,72 @@
+"""``ptopipe trace FILE -o trace.json``: run a kernel with the timing model and the trace
+recorder on, write a Chrome trace-event JSON (open it in https://ui.perfetto.dev or
+chrome://tracing), and print the run profile."""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..arch import get_platform
+from ..isa.launch import compare
+from ..report import profile, write_chrome_trace, write_html
+from .errors import color
+from .loader import load_scenarios, pick_variants
+from .run import add_common
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("trace", help="run a kernel and write a Chrome/Perfetto trace of its timeline")
+    add_common(p)
+    p.add_argument("-o", "--output", default="trace.json",
+                   help="trace file to write (default trace.json; with several variants the "
+                        "variant name is added before the extension)")
+    p.add_argument("--latency", type=int, default=None,
+                   help="cross-core flag latency in cycles (default: the platform's)")
+    p.add_argument("--report", default=None, metavar="OUT.html",
+                   help="also write the HTML report (summary + swimlane)")
+    p.set_defaults(func=main)
+
+
+def platform_arg(args):
+    plat = get_platform(args.platform)
+    if getattr(args, "latency", None) is not None:
+        plat = plat.replace(cross_core_latency=int(args.latency))
+    return plat
+
+
+def _out(path: str, tag: str, many: bool) -> str:
+    if not many:
+        return path
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.{tag}{ext or '.json'}"
+
+
+def main(args) -> int:
+    plat = platform_arg(args)
+    jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
+    many = len(jobs) > 1
+    for sc, v in jobs:
+        label = f"{sc.name}[{v}]"
+        res, expected = sc.run(v, plat, args.protocol, args.seed, trace=True)
+        tag = f"{sc.name}.{v}" if len({s.name for s, _ in jobs}) > 1 else v
+        path = write_chrome_trace(res, _out(args.output, tag, many))
+        print(f"wrote {path} ({label}, {res.summary.cycles} cycles) - open it in https://ui.perfetto.dev")
+        if args.report:
+            rpath = write_html(res, _out(args.report, tag, many), f"ptopipe {label}")
+            print(f"wrote {rpath}")
+        print("  " + profile(res).format().replace("\n", "\n  "))
+        compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
+        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden")
+    return 0
+
+
+def write_reports(res, args, sc, variant) -> None:
+    """``run --report/--png``: write the HTML report and/or the PNG swimlane of one run."""
+    from ..report import write_png
+    many = args.variant == "all"
+    tag = f"{sc.name}.{variant}" if many else variant
+    title = f"ptopipe {sc.name}[{variant}]"
+    if args.report:
+        print(f"wrote {write_html(res, _out(args.report, tag, many), title)}")
+    if args.png:
+        print(f"wrote {write_png(res, _out(args.png, tag, many), title)}")

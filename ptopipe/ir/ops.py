@@ -1,0 +1,464 @@
+"""The op registry: every op's DSL signature (operands and compile-time attributes) and
+its typing rule.
+
+One table serves the DSL parser (binding call arguments, inferring result types), the
+printer (printing calls back as DSL source) and the verifier (re-checking types).  A
+typing rule raises :class:`OpError` naming the offending parameter, so that errors
+point at the argument in the source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .nodes import Const, FunctionKind
+from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType,
+                    TensorType, TileType, Type, accum_dtype, describe)
+
+REQUIRED = object()
+
+# attribute kinds: "shape" (tuple of ints), "dtype" (str), "space" (MemorySpace),
+# "split" (int), "dir" (int), "int" (int or None), "type" (a Tensor/Tile Type).
+# operand kinds: "value" (an expression), "values" (a list of expressions).
+OPERAND_KINDS = ("value", "values")
+
+SPLITS = {0: "TILE_NO_SPLIT", 1: "TILE_UP_DOWN", 2: "TILE_LEFT_RIGHT"}
+DIRS = {1: "DIR_C2V", 2: "DIR_V2C", 3: "DIR_BOTH", 4: "DIR_V2C_CTRL", 5: "DIR_C2V_GM",
+        6: "DIR_V2C_GM", 7: "DIR_BOTH_GM"}
+C2V, V2C = 1, 2
+INIT_DIRS = (1, 2, 3, 5, 6, 7)
+
+
+class OpError(Exception):
+    def __init__(self, msg: str, fix: str | None = None, param: str | None = None):
+        super().__init__(msg)
+        self.msg, self.fix, self.param = msg, fix, param
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str
+    default: object = REQUIRED
+
+    @property
+    def operand(self) -> bool:
+        return self.kind in OPERAND_KINDS
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str                 # IR op name
+    dsl: str                  # spelling in DSL source: pl.<dsl>
+    params: tuple
+    infer: Callable           # (kind, args: dict, attrs: dict) -> Type
+    doc: str = ""
+    aliases: tuple = field(default=())
+
+    @property
+    def operands(self) -> tuple:
+        return tuple(p for p in self.params if p.operand)
+
+    @property
+    def attr_params(self) -> tuple:
+        return tuple(p for p in self.params if not p.operand)
+
+
+OPS: dict = {}
+
+
+def _op(name, params, infer, dsl=None, doc="", aliases=()):
+    spec = OpSpec(name, dsl or name, tuple(Param(*p) for p in params), infer, doc, tuple(aliases))
+    OPS[name] = spec
+    return spec
+
+
+# -- typing helpers -------------------------------------------------------------------------
+def _t(x):
+    return getattr(x, "type", None)
+
+
+def _tile(args, p, spaces=None) -> TileType:
+    t = _t(args[p])
+    if not isinstance(t, TileType):
+        raise OpError(f"'{p}' must be a tile, got {describe(t) if t else 'nothing'}",
+                      "pass a tile value (from pl.load, pl.move, an op, or TPOP)", p)
+    if spaces and t.space not in spaces:
+        raise OpError(f"'{p}' is a {describe(t)}; this op needs a "
+                      f"{' or '.join(s.value for s in spaces)} tile",
+                      f"move it first, e.g. pl.move(x, space=pl.{spaces[0].value})", p)
+    return t
+
+
+def _scalar(args, p) -> ScalarType:
+    t = _t(args[p])
+    if not isinstance(t, ScalarType):
+        raise OpError(f"'{p}' must be a scalar, got {describe(t) if t else 'nothing'}",
+                      "pass a number or a scalar expression", p)
+    return t
+
+
+def _tensor(args, p) -> TensorType:
+    t = _t(args[p])
+    if not isinstance(t, TensorType):
+        raise OpError(f"'{p}' must be a GM tensor, got {describe(t) if t else 'nothing'}",
+                      "pass a tensor parameter (typed pl.Tensor[[...], dtype])", p)
+    return t
+
+
+def _same(a: TileType, b: TileType, what: str, p: str):
+    if a.shape != b.shape:
+        raise OpError(f"{what}: shapes differ ({a.shape[0]}x{a.shape[1]} vs {b.shape[0]}x{b.shape[1]})",
+                      "operands of element-wise ops must have the same shape", p)
+    if a.dtype != b.dtype:
+        raise OpError(f"{what}: dtypes differ ({a.dtype} vs {b.dtype})",
+                      "convert one operand with pl.cast(x, dtype) first", p)
+
+
+VEC = (MemorySpace.Vec,)
+
+
+def _buffer(args, p, kind) -> None:
+    t = _t(args[p])
+    if not isinstance(t, BufferType) or t.kind != kind:
+        want = ("the consumer's pl.reserve_buffer(...)" if kind == "reserve"
+                else "the producer's pl.import_peer_buffer(...)")
+        raise OpError(f"'{p}' must be {want}, got {describe(t) if t else 'nothing'}",
+                      "TPUSH/TALLOC take the imported peer buffer, TPOP/TFREE the reserved buffer",
+                      p)
+
+
+def _infer_dir(kind: FunctionKind, attrs, role: str) -> int:
+    d = attrs.get("direction")
+    inferred = None
+    if kind is FunctionKind.AIC:
+        inferred = C2V if role == "producer" else V2C
+    elif kind is FunctionKind.AIV:
+        inferred = V2C if role == "producer" else C2V
+    if d is None:
+        if inferred is None:
+            raise OpError("the direction of a cross-core op in a mixed function cannot be "
+                          "inferred", "pass direction=pl.DIR_C2V or pl.DIR_V2C", "direction")
+        return inferred
+    if d not in (C2V, V2C):
+        raise OpError(f"direction must be DIR_C2V or DIR_V2C, got {DIRS.get(d, d)}",
+                      param="direction")
+    if inferred is not None and d != inferred:
+        raise OpError(f"a {kind.value.upper()} function is the {role} only of "
+                      f"{DIRS[inferred]}, not {DIRS[d]}", f"use direction=pl.{DIRS[inferred]} "
+                      "or move the op to the other core's function", "direction")
+    return d
+
+
+# -- data movement ----------------------------------------------------------------------------
+def _load(kind, a, at):
+    t = _tensor(a, "tensor")
+    offs, shape, space = a["offsets"].items, at["shape"], at["space"]
+    if len(offs) != len(t.shape):
+        raise OpError(f"load: {len(offs)} offsets for a {len(t.shape)}-D tensor",
+                      "give one offset per tensor dimension", "offsets")
+    if len(shape) != len(t.shape):
+        raise OpError(f"load: shape has {len(shape)} dims for a {len(t.shape)}-D tensor",
+                      "give one extent per tensor dimension", "shape")
+    for o in offs:
+        if not isinstance(_t(o), ScalarType):
+            raise OpError("load offsets must be scalars", param="offsets")
+    for s, ts in zip(shape, t.shape):
+        if s <= 0 or s > ts:
+            raise OpError(f"load: extent {s} does not fit tensor dimension {ts}", param="shape")
+    if space not in (MemorySpace.Vec, MemorySpace.Mat):
+        raise OpError(f"load into a {space.value} tile: GM loads go to Vec (UB) or Mat (L1)",
+                      "load into pl.Mat, then pl.move(x, space=pl.Left)", "space")
+    rows = 1
+    for s in shape[:-1]:
+        rows *= s
+    return TileType((rows, shape[-1]), t.dtype, space)
+
+
+def _store(kind, a, at):
+    tile = _tile(a, "tile", (MemorySpace.Vec, MemorySpace.Acc, MemorySpace.Mat))
+    t = _tensor(a, "tensor")
+    offs = a["offsets"].items
+    if len(offs) != len(t.shape):
+        raise OpError(f"store: {len(offs)} offsets for a {len(t.shape)}-D tensor",
+                      "give one offset per tensor dimension", "offsets")
+    if tile.dtype != t.dtype and tile.space is not MemorySpace.Acc:
+        raise OpError(f"store: tile is {tile.dtype} but the tensor is {t.dtype}",
+                      "only Acc tiles convert on store; pl.cast(x, dtype) first", "tile")
+    inner = t.shape[-1]
+    outer = 1
+    for s in t.shape[:-1]:
+        outer *= s
+    if tile.shape[1] > inner or tile.shape[0] > outer:
+        raise OpError(f"store: a {tile.shape[0]}x{tile.shape[1]} tile does not fit tensor "
+                      f"{'x'.join(map(str, t.shape))}", param="tile")
+    return NONE
+
+
+_MOVES = {(MemorySpace.Mat, MemorySpace.Left), (MemorySpace.Mat, MemorySpace.Right),
+          (MemorySpace.Acc, MemorySpace.Mat), (MemorySpace.Vec, MemorySpace.Vec)}
+
+
+def _move(kind, a, at):
+    t = _tile(a, "tile")
+    space, dtype = at["space"], at["dtype"] or t.dtype
+    if (t.space, space) not in _MOVES:
+        raise OpError(f"move from {t.space.value} to {space.value} is not a local path",
+                      "valid: Mat->Left, Mat->Right, Acc->Mat, Vec->Vec; across cores use "
+                      "TPUSH/TPOP", "space")
+    if dtype != t.dtype and t.space is not MemorySpace.Acc:
+        raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
+                      "dtype")
+    return TileType(t.shape, dtype, space)
+
+
+def _extract(kind, a, at):
+    t = _tile(a, "tile", (MemorySpace.Mat,))
+    _scalar(a, "row")
+    _scalar(a, "col")
+    shape, space = at["shape"], at["space"]
+    if space not in (MemorySpace.Left, MemorySpace.Right):
+        raise OpError("extract goes to a Left or Right tile", param="space")
+    if len(shape) != 2 or shape[0] > t.shape[0] or shape[1] > t.shape[1]:
+        raise OpError(f"extract: block {shape} does not fit the {t.shape} source", param="shape")
+    return TileType(tuple(shape), t.dtype, space)
+
+
+def _mm_check(a_t, b_t):
+    if a_t.shape[1] != b_t.shape[0]:
+        raise OpError(f"matmul: shapes do not chain ({a_t.shape[0]}x{a_t.shape[1]} @ "
+                      f"{b_t.shape[0]}x{b_t.shape[1]})", "a is MxK, b is KxN", "b")
+    if a_t.dtype != b_t.dtype:
+        raise OpError(f"matmul: a is {a_t.dtype} but b is {b_t.dtype}", param="b")
+
+
+def _matmul(kind, a, at):
+    x = _tile(a, "a", (MemorySpace.Left,))
+    y = _tile(a, "b", (MemorySpace.Right,))
+    _mm_check(x, y)
+    return TileType((x.shape[0], y.shape[1]), accum_dtype(x.dtype), MemorySpace.Acc)
+
+
+def _matmul_acc(kind, a, at):
+    c = _tile(a, "acc", (MemorySpace.Acc,))
+    out = _matmul(kind, a, at)
+    if c.shape != out.shape or c.dtype != out.dtype:
+        raise OpError(f"matmul_acc: accumulator is {describe(c)} but a @ b is {describe(out)}",
+                      param="acc")
+    return out
+
+
+def _binary(kind, a, at):
+    x = _tile(a, "a", VEC)
+    y = _tile(a, "b", VEC)
+    _same(x, y, "element-wise op", "b")
+    return x
+
+
+def _scalar_op(kind, a, at):
+    x = _tile(a, "a", VEC)
+    _scalar(a, "scalar")
+    return x
+
+
+def _unary(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return x
+
+
+def _row_reduce(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileType((x.shape[0], 1), x.dtype, MemorySpace.Vec)
+
+
+def _col_reduce(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileType((1, x.shape[1]), x.dtype, MemorySpace.Vec)
+
+
+def _row_expand(kind, a, at):
+    x = _tile(a, "a", VEC)
+    r = _tile(a, "row", VEC)
+    if r.shape[0] != x.shape[0] or r.dtype != x.dtype:
+        raise OpError(f"row-expand: per-row operand {describe(r)} does not match {describe(x)}",
+                      "the second operand needs one row per row of the first (e.g. pl.row_sum)",
+                      "row")
+    return x
+
+
+def _full(kind, a, at):
+    _scalar(a, "value")
+    shape = at["shape"]
+    if len(shape) != 2:
+        raise OpError("full: tiles are 2-D", param="shape")
+    return TileType(tuple(shape), at["dtype"], MemorySpace.Vec)
+
+
+def _cast(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileType(x.shape, at["dtype"], MemorySpace.Vec)
+
+
+def _subblock(kind, a, at):
+    return INDEX
+
+
+# -- cross-core ---------------------------------------------------------------------------------
+def _init(core):
+    def infer(kind, a, at):
+        want = FunctionKind.AIC if core == "aic" else FunctionKind.AIV
+        if kind not in (want, FunctionKind.InCore):
+            other = "aiv" if core == "aic" else "aic"
+            raise OpError(f"{core}_initialize_pipe in a{'n' if kind is FunctionKind.AIV else ''} "
+                          f"{kind.value.upper()} function",
+                          f"call {other}_initialize_pipe on this core")
+        if at["dir_mask"] not in INIT_DIRS:
+            raise OpError(f"invalid dir_mask {at['dir_mask']}",
+                          "use DIR_C2V, DIR_V2C or DIR_C2V | DIR_V2C", "dir_mask")
+        if at["slot_size"] <= 0 or at["slot_size"] % 32:
+            raise OpError(f"slot_size {at['slot_size']} must be a positive multiple of 32 bytes",
+                          param="slot_size")
+        sn = at["slot_num"]
+        if sn is not None and sn < 1:
+            raise OpError(f"slot_num {sn} must be >= 1", param="slot_num")
+        g = _t(a["gm_slot_buffer"])
+        if not (isinstance(g, TensorType) or (isinstance(a["gm_slot_buffer"], Const)
+                                               and a["gm_slot_buffer"].value in (None, 0))):
+            raise OpError("gm_slot_buffer must be a GM tensor parameter (or None on A5)",
+                          param="gm_slot_buffer")
+        for p in ("c2v_consumer_buf", "v2c_consumer_buf"):
+            _scalar(a, p)
+        return NONE
+    return infer
+
+
+def _core_tile(kind, t, role, p):
+    """The tile a TPUSH (producer) / TPOP (consumer) uses on this core."""
+    if kind is FunctionKind.AIC:
+        want = MemorySpace.Acc if role == "producer" else MemorySpace.Mat
+    elif kind is FunctionKind.AIV:
+        want = MemorySpace.Vec
+    else:
+        return
+    if t.space is not want:
+        raise OpError(f"{'TPUSH' if role == 'producer' else 'TPOP'} on a {kind.value.upper()} "
+                      f"function {'pushes' if role == 'producer' else 'pops'} {want.value} tiles, "
+                      f"not {describe(t)}",
+                      "Cube pushes its Acc result (C2V) and pops Mat tiles (V2C); Vector pushes "
+                      "and pops Vec tiles", p)
+
+
+def _tpush(kind, a, at):
+    _buffer(a, "buf", "import")
+    _infer_dir(kind, at, "producer")
+    t = _t(a["tile"])
+    if isinstance(t, TensorType):
+        return NONE          # address flow: commit the TALLOCed slot
+    _core_tile(kind, _tile(a, "tile"), "producer", "tile")
+    return NONE
+
+
+def _tpop(kind, a, at):
+    _buffer(a, "buf", "reserve")
+    _infer_dir(kind, at, "consumer")
+    t = at["type"]
+    if isinstance(t, TileType):
+        _core_tile(kind, t, "consumer", "type")
+    elif not isinstance(t, TensorType):
+        raise OpError("TPOP needs the popped value's type: pl.Tile[[r, c], dtype, space] or "
+                      "pl.Tensor[[...], dtype] (address flow)", param="type")
+    return t
+
+
+def _tfree(kind, a, at):
+    _buffer(a, "buf", "reserve")
+    _infer_dir(kind, at, "consumer")
+    return NONE
+
+
+def _talloc(kind, a, at):
+    _buffer(a, "buf", "import")
+    _infer_dir(kind, at, "producer")
+    if not isinstance(at["type"], TensorType):
+        raise OpError("TALLOC allocates a GM slot view: pass pl.Tensor[[...], dtype]", param="type")
+    return at["type"]
+
+
+_op("load", [("tensor", "value"), ("offsets", "values"), ("shape", "shape"),
+             ("space", "space", MemorySpace.Vec)], _load, doc="GM -> tile (TLOAD)")
+_op("store", [("tile", "value"), ("offsets", "values"), ("tensor", "value")], _store,
+    doc="tile -> GM (TSTORE)")
+_op("move", [("tile", "value"), ("space", "space"), ("dtype", "dtype", None)], _move,
+    doc="local move (TMOV)")
+_op("extract", [("tile", "value"), ("row", "value"), ("col", "value"), ("shape", "shape"),
+                ("space", "space")], _extract, doc="block of a Mat tile (TEXTRACT)")
+_op("matmul", [("a", "value"), ("b", "value")], _matmul, doc="a @ b (TMATMUL)")
+_op("matmul_acc", [("acc", "value"), ("a", "value"), ("b", "value")], _matmul_acc,
+    doc="acc + a @ b (TMATMUL_ACC)")
+BINARY = {"add": "TADD", "sub": "TSUB", "mul": "TMUL", "div": "TDIV", "maximum": "TMAX",
+          "minimum": "TMIN"}
+SCALAR = {"adds": "TADDS", "subs": "TSUBS", "muls": "TMULS", "divs": "TDIVS", "maxs": "TMAXS",
+          "mins": "TMINS"}
+UNARY = {"exp": "TEXP", "log": "TLOG", "sqrt": "TSQRT", "rsqrt": "TRSQRT", "abs": "TABS",
+         "neg": "TNEG", "relu": "TRELU", "recip": "TRECIP"}
+ROW_REDUCE = {"row_sum": "TROWSUM", "row_max": "TROWMAX", "row_min": "TROWMIN"}
+COL_REDUCE = {"col_sum": "TCOLSUM", "col_max": "TCOLMAX"}
+ROW_EXPAND = {"row_expand_add": "TROWEXPANDADD", "row_expand_sub": "TROWEXPANDSUB",
+              "row_expand_mul": "TROWEXPANDMUL", "row_expand_div": "TROWEXPANDDIV"}
+for _n in BINARY:
+    _op(_n, [("a", "value"), ("b", "value")], _binary, doc=f"element-wise ({BINARY[_n]})")
+for _n in SCALAR:
+    _op(_n, [("a", "value"), ("scalar", "value")], _scalar_op, doc=f"with a scalar ({SCALAR[_n]})")
+for _n in UNARY:
+    _op(_n, [("a", "value")], _unary, doc=f"unary ({UNARY[_n]})")
+for _n in ROW_REDUCE:
+    _op(_n, [("a", "value")], _row_reduce, doc=f"per-row reduction ({ROW_REDUCE[_n]})")
+for _n in COL_REDUCE:
+    _op(_n, [("a", "value")], _col_reduce, doc=f"per-column reduction ({COL_REDUCE[_n]})")
+for _n in ROW_EXPAND:
+    _op(_n, [("a", "value"), ("row", "value")], _row_expand, doc=f"row broadcast ({ROW_EXPAND[_n]})")
+_op("full", [("shape", "shape"), ("dtype", "dtype"), ("value", "value")], _full,
+    doc="a Vec tile filled with a scalar (TEXPANDS)")
+_op("cast", [("a", "value"), ("dtype", "dtype")], _cast, doc="dtype conversion (TCVT)")
+_op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
+_INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
+         ("c2v_consumer_buf", "value", 0), ("v2c_consumer_buf", "value", 0),
+         ("slot_num", "int", None)]
+_op("aic_initialize_pipe", _INIT, _init("aic"), doc="seed 003 Cube pipe initialisation")
+_op("aiv_initialize_pipe", _INIT, _init("aiv"), doc="seed 003 Vector pipe initialisation")
+_op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", 0),
+              ("direction", "dir", None)], _tpush, dsl="TPUSH", doc="producer push")
+_op("tpop", [("buf", "value"), ("type", "type"), ("split", "split", 0),
+             ("direction", "dir", None)], _tpop, dsl="TPOP", doc="consumer pop (slot held)")
+_op("tfree", [("buf", "value"), ("obj", "value", None), ("direction", "dir", None)], _tfree,
+    dsl="TFREE", doc="consumer release of the oldest held slot")
+_op("talloc", [("buf", "value"), ("type", "type"), ("split", "split", 0),
+               ("direction", "dir", None)], _talloc, dsl="TALLOC",
+    doc="address flow: allocate the next slot as a GM tensor view")
+
+CROSS_CORE = ("tpush", "tpop", "tfree", "talloc")
+INIT_OPS = ("aic_initialize_pipe", "aiv_initialize_pipe")
+PRODUCER_OPS = ("tpush", "talloc")
+CONSUMER_OPS = ("tpop", "tfree")
+
+
+def lookup(name: str) -> OpSpec | None:
+    return OPS.get(name)
+
+
+def infer(spec: OpSpec, kind: FunctionKind, args: dict, attrs: dict) -> Type:
+    """Result type of ``spec`` applied to ``args`` (name -> Expr) and ``attrs``."""
+    return spec.infer(kind, args, attrs)
+
+
+def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | None:
+    """The direction a cross-core op gets in the IR (given, or inferred from the core)."""
+    if spec.name not in CROSS_CORE:
+        return None
+    role = "producer" if spec.name in PRODUCER_OPS else "consumer"
+    return _infer_dir(kind, attrs, role)
+
+
+__all__ = ["BINARY", "COL_REDUCE", "CROSS_CORE", "DIRS", "INIT_OPS", "OPS", "OpError", "OpSpec",
+           "Param", "REQUIRED", "ROW_EXPAND", "ROW_REDUCE", "SCALAR", "SPLITS", "UNARY",
+           "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]

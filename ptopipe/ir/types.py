@@ -1,0 +1,126 @@
+"""IR types: element dtypes, memory spaces, and the value types (Scalar, Tensor in GM,
+Tile in a local memory space, reserved/imported ring Buffer).
+
+Types are frozen dataclasses compared structurally.  Dtypes are short names ("f16",
+"f32", ...) so the IR stays independent of numpy; :func:`np_dtype` converts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from ..isa.dtypes import as_dtype
+
+#: element dtypes of the IR, in DSL spelling (``pl.f16`` ...)
+DTYPES = ("f16", "f32", "bf16", "i8", "u8", "i16", "i32", "u32", "i64", "index", "bool")
+FLOAT_DTYPES = ("f16", "f32", "bf16")
+
+
+def np_dtype(name: str) -> np.dtype:
+    if name == "index":
+        return np.dtype(np.int64)
+    if name == "bool":
+        return np.dtype(np.bool_)
+    return as_dtype(name)
+
+
+def itemsize(name: str) -> int:
+    return np_dtype(name).itemsize
+
+
+def accum_dtype(name: str) -> str:
+    """The accumulator dtype of a matmul with ``name`` inputs (Cube: f32, or i32 for ints)."""
+    return "i32" if name in ("i8", "u8", "i16") else "f32"
+
+
+class MemorySpace(Enum):
+    """Where a tile lives: Vec (AIV UB), Mat (AIC L1), Left (L0A), Right (L0B), Acc (L0C)."""
+    Vec = "Vec"
+    Mat = "Mat"
+    Left = "Left"
+    Right = "Right"
+    Acc = "Acc"
+
+    @property
+    def core(self) -> str:
+        return "aiv" if self is MemorySpace.Vec else "aic"
+
+
+class Type:
+    """Base class of IR types."""
+
+
+@dataclass(frozen=True)
+class ScalarType(Type):
+    dtype: str = "index"
+
+    def __str__(self) -> str:
+        return f"pl.Scalar[pl.{self.dtype}]"
+
+
+@dataclass(frozen=True)
+class TensorType(Type):
+    """A tensor in GM (kernel argument, or a ring slot in the address flow)."""
+    shape: tuple
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n * itemsize(self.dtype)
+
+    def __str__(self) -> str:
+        return f"pl.Tensor[[{', '.join(map(str, self.shape))}], pl.{self.dtype}]"
+
+
+@dataclass(frozen=True)
+class TileType(Type):
+    """A 2-D tile in a core-local memory space."""
+    shape: tuple
+    dtype: str
+    space: MemorySpace
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * itemsize(self.dtype)
+
+    def __str__(self) -> str:
+        return (f"pl.Tile[[{', '.join(map(str, self.shape))}], pl.{self.dtype}, "
+                f"pl.{self.space.value}]")
+
+
+@dataclass(frozen=True)
+class BufferType(Type):
+    """The value of ``pl.reserve_buffer`` (kind "reserve") or ``pl.import_peer_buffer``
+    (kind "import"): a ring buffer region with compile-time ``.base`` and ``.size``."""
+    kind: str
+
+    def __str__(self) -> str:
+        return f"<{self.kind} buffer>"
+
+
+@dataclass(frozen=True)
+class NoneType(Type):
+    """The type of an op with no result (store, TPUSH, TFREE, initialize_pipe)."""
+
+    def __str__(self) -> str:
+        return "None"
+
+
+INDEX = ScalarType("index")
+BOOL = ScalarType("bool")
+NONE = NoneType()
+
+
+def describe(t: Type) -> str:
+    if isinstance(t, TileType):
+        return f"{t.space.value} tile {t.shape[0]}x{t.shape[1]} {t.dtype}"
+    if isinstance(t, TensorType):
+        return f"GM tensor {'x'.join(map(str, t.shape))} {t.dtype}"
+    if isinstance(t, ScalarType):
+        return f"{t.dtype} scalar"
+    return str(t)

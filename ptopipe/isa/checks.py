@@ -1,0 +1,256 @@
+"""The checkers' isa-level half: ring-slot accesses for the happens-before checker,
+slot-bound GM pointers (use-after-free in the address flow), what a blocked core holds,
+the ring-state explainer, and flags left over at kernel end.
+
+:class:`KernelChecks` extends the sim-level :class:`~ptopipe.sim.race.HappensBefore`
+checker: a race on a ring slot is a protocol violation (the slot was reused before the
+consumer's TFREE reached the producer), reported as a :class:`ProtocolError`.
+"""
+from __future__ import annotations
+
+from ..arch import MemSpace
+from ..errors import ProtocolError
+from ..sim.race import HappensBefore, overlap, region_of_rows
+from .tensor import GMPtr
+
+
+class SlotPtr(GMPtr):
+    """A GM pointer into a ring slot popped in the address flow; remembers the slot's
+    generation so that an access after TFREE is a use-after-free.  ``+``/``-`` keep it."""
+    __slots__ = ("slot", "gen", "pipe")
+
+    def __init__(self, addr: int, dtype, slot, gen: int, pipe: str):
+        super().__init__(addr, dtype)
+        self.slot, self.gen, self.pipe = slot, gen, pipe
+
+    def __add__(self, n: int) -> "SlotPtr":
+        return SlotPtr(self.addr + int(n) * self.dtype.itemsize, self.dtype, self.slot, self.gen, self.pipe)
+
+    def __sub__(self, n: int) -> "SlotPtr":
+        return self + (-int(n))
+
+
+def _split_geom(split, sub: int, rows: int, cols: int, item: int):
+    """(full_cols, byte offset of ``sub``'s part) of a split tile's slot layout."""
+    s = int(split)
+    if s == 1:      # UP_DOWN: parts are row blocks
+        return cols, sub * rows * cols * item
+    if s == 2:      # LEFT_RIGHT: parts are column blocks of a 2*cols wide tile
+        return 2 * cols, sub * cols * item
+    return cols, 0
+
+
+class KernelChecks(HappensBefore):
+    """Happens-before checker plus the protocol-level checks that need ISA objects."""
+
+    def __init__(self, cluster):
+        super().__init__(cluster)
+        self._ring_regions: dict = {}
+        self._slot_state: dict = {}     # (memory, pipe, tag) -> latest record per core and kind
+        self._rings: dict = {}          # id(memory) -> [(lo, hi, id(channel), slot state, memory)]
+        self._shared_rings: set = set() # channels whose ring bytes user GlobalTensors touched
+
+    def gm_access(self, core, gt, write: bool, op: str, where=None) -> None:
+        p = gt.ptr
+        if p.__class__ is SlotPtr and p.slot.gen != p.gen:
+            raise ProtocolError(
+                f"use after free: {op} through {gt.describe()} touches slot {p.slot.tag} of {p.pipe}, "
+                f"which was released (TFREE) since it was popped", where=str(core.where()),
+                details=f"popped at {p.slot.pop_loc}" if p.slot.pop_loc else None,
+                fix="finish every TLOAD/TSTORE on the popped slot before TFREE",
+                findings=[{"kind": "use_after_free", "slot": p.slot.tag, "pipe": p.pipe, "op": op,
+                           "where": str(core.where()), "popped_at": str(p.slot.pop_loc)}])
+        super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2))
+
+    def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
+                    item: int, split) -> None:
+        """A TPUSH (write) / TPOP or TFREE (read) of ring slot ``tag`` of channel ``ch``.
+
+        Ring accesses are checked per slot (the latest read and write of each core), which
+        is O(1); a GM access through a GlobalTensor that overlaps a ring also checks the
+        slots it touches, and from then on that ring's accesses are recorded in the pages."""
+        key = (id(ch), tag, write, core.index, rows, cols, item, int(split))
+        regs = self._ring_regions.get(key)
+        if regs is None:
+            regs = self._ring_regions[key] = self._ring_plan(core, ch, tag, write, rows, cols, item, split)
+        c = core.index
+        vc = core.vclock
+        for mem, lo, hi, rws, ring, state in regs:
+            rec = (lo, hi, rws, c, vc[c], write, op, loc, None, ring)
+            for b, k in self.others[2 * c + write]:
+                r = state[b]
+                if r is not None and r[4] > vc[k] and overlap(lo, hi, rws, r[0], r[1], r[2]):
+                    raise self.race(core, mem, rec, r)
+            state[2 * c + write] = rec
+            if id(ch) in self._shared_rings:
+                self.access(core, mem, lo, hi, rws, write, op, loc, None, ring)
+
+    def _ring_plan(self, core, ch, tag, write, rows, cols, item, split) -> list:
+        out = []
+        for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
+            skey = (id(mem), ch.name, tag)
+            state = self._slot_state.get(skey)
+            if state is None:
+                state = self._slot_state[skey] = [None] * self.nbuckets
+                base = ch.gm_base if ch.in_gm else ch.local_base
+                lo, hi = base + tag * ch.slot_size, base + (tag + 1) * ch.slot_size
+                self._rings.setdefault(id(mem), []).append((lo, hi, id(ch), state, mem))
+                pages = self.mems.get(id(mem), ())
+                if any(pg in pages for pg in range(lo >> 12, ((hi - 1) >> 12) + 1)):
+                    self._shared_rings.add(id(ch))      # user accesses came first
+            out.append((mem, reg[0], reg[1], reg[2], (ch.name, tag), state))
+        return out
+
+    def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None) -> None:
+        rings = self._rings.get(id(mem)) if ring is None else None
+        if rings:
+            c = core.index
+            vc = core.vclock
+            rec = (lo, hi, rows, c, vc[c], write, op, where, label, ring)
+            for rlo, rhi, chid, state, _m in rings:
+                if rlo < hi and lo < rhi:
+                    self._shared_rings.add(chid)
+                    for b, k in self.others[2 * c + write]:
+                        r = state[b]
+                        if r is not None and r[4] > vc[k] and overlap(lo, hi, rows, r[0], r[1], r[2]):
+                            raise self.race(core, mem, rec, r)
+        super().access(core, mem, lo, hi, rows, write, op, where, label, ring)
+
+    def _slot_regions(self, core, ch, tag, write, rows, cols, item, split) -> list:
+        cl = self.cluster
+        off = tag * ch.slot_size
+        out = []
+        if ch.way == "C2V":
+            if write:       # the AIC writes the whole tile (split into per-AIV parts locally)
+                if ch.in_gm:
+                    out.append((cl.gm, region_of_rows(ch.gm_base + off, 1, rows * cols * item, 0)))
+                else:
+                    part = rows * cols * item // (1 if int(split) == 0 else 2)
+                    for p in ch.peers:
+                        out.append((cl.aiv(p).memory(MemSpace.UB),
+                                    region_of_rows(ch.local_base + off, 1, part, 0)))
+            elif ch.in_gm:  # an AIV reads its part of the GM slot
+                full, poff = _split_geom(split, core.subblock, rows, cols, item)
+                out.append((cl.gm, region_of_rows(ch.gm_base + off + poff, rows, cols * item, full * item)))
+            else:
+                out.append((core.memory(MemSpace.UB), region_of_rows(ch.local_base + off, 1, rows * cols * item, 0)))
+        else:
+            mem = cl.gm if ch.in_gm else cl.aic.memory(MemSpace.L1)
+            base = (ch.gm_base if ch.in_gm else ch.local_base) + off
+            if write:       # each AIV writes its part of the slot
+                full, poff = _split_geom(split, core.subblock, rows, cols, item)
+                out.append((mem, region_of_rows(base + poff, rows, cols * item, full * item)))
+            else:
+                out.append((mem, region_of_rows(base, 1, rows * cols * item, 0)))
+        return [(m, r) for m, r in out if r is not None]
+
+    def race_error(self, core, mem, a, b, cur, prev):
+        ring = cur[9] or prev[9]
+        if ring is None:
+            return super().race_error(core, mem, a, b, cur, prev)
+        pipe, tag = ring
+        w, r = (a, b) if a["access"] == "write" else (b, a)
+        return ProtocolError(
+            f"slot {tag} of {pipe} reused before the consumer freed it: {w['core']} {w['op']} writes it "
+            f"while {r['core']}'s {r['op']} of the previous tile is not ordered before the write",
+            where=a["where"],
+            details="\n".join([f"{a['core']:5s} {a['access']:5s} {a['op']:6s} at {a['where']}",
+                               f"{b['core']:5s} {b['access']:5s} {b['op']:6s} at {b['where']}",
+                               "no TFREE -> free-flag WAIT chain orders the consumer's use of the slot "
+                               "before the producer's next write to it"]),
+            fix="the producer must wait for the consumer's free signal of this slot before reusing it "
+                "(pto-isa: use an even SlotNum, so that SlotNum % SyncPeriod == 0)",
+            findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
+
+
+# ---------------------------------------------------------------------------------------
+# deadlock explanation helpers (registered on the cluster by the pipe layer)
+# ---------------------------------------------------------------------------------------
+def holdings(cluster, core) -> list:
+    """What ``core`` holds on the rings: popped-but-not-freed slots, TALLOCs not pushed."""
+    out = []
+    for ch in cluster.shared.get("channels", {}).values():
+        side = ch.sides.get(core.index)
+        if side is None:
+            continue
+        for tag, _obj, loc, _ in side.held:
+            out.append({"text": f"slot {tag} of {ch.name} (TPOP at {loc}, no TFREE yet)",
+                        "where": str(loc), "slot": tag, "pipe": ch.name, "kind": "held"})
+        for tag, _gt, loc in side.pending_alloc:
+            out.append({"text": f"slot {tag} of {ch.name} (TALLOC at {loc}, no TPUSH yet)",
+                        "where": str(loc), "slot": tag, "pipe": ch.name, "kind": "allocated"})
+    return out
+
+
+_STATE_WORD = {"free": "free", "written": "full", "held": "held"}
+
+
+def ring_state(ch) -> dict:
+    """Structured state of one channel: slots per consumer peer, cursors per side."""
+    n = ch.slot_num
+    sides = []
+    for s in ch.sides.values():
+        d = {"core": s.core.name, "role": s.role}
+        if s.role == "producer":
+            d.update(pushed=s.index, next_tag=s.index % n, allocated=[t for t, _, _ in s.pending_alloc])
+        else:
+            d.update(popped=s.index, freed=s.freed, pop_tag=s.index % n,
+                     free_tag=(s.held[0][0] if s.held else s.index % n),
+                     held=[t for t, *_ in s.held])
+        sides.append(d)
+    flags = {}
+    for p in ch.peers:
+        flags[p] = {"ready": [f.count for f in ch.ready_flags.get(p, ())],
+                    "free": [f.count for f in ch.free_flags.get(p, ())]}
+    roles = {s.role for s in ch.sides.values()}
+    return {"pipe": ch.name, "direction": ch.way, "protocol": ch.protocol.value, "slot_num": n,
+            "slot_size": ch.slot_size, "where": "GM" if ch.in_gm else ("UB" if ch.way == "C2V" else "L1"),
+            "slots": {p: [_STATE_WORD.get(sl.state, sl.state) for sl in ch.slots[p]] for p in ch.peers},
+            "sides": sides, "flags": flags,
+            "missing": [r for r in ("producer", "consumer") if r not in roles]}
+
+
+def describe_ring(ch) -> str:
+    st = ring_state(ch)
+    lines = [f"  {st['pipe']} ({st['direction']}, {st['protocol']}, SlotNum {st['slot_num']} x "
+             f"{st['slot_size']} B in {st['where']})"]
+    for d in st["sides"]:
+        if d["role"] == "producer":
+            lines.append(f"    {d['core']:5s} producer: pushed {d['pushed']}, next tag {d['next_tag']}"
+                         + (f", TALLOCed {d['allocated']}" if d["allocated"] else ""))
+        else:
+            lines.append(f"    {d['core']:5s} consumer: popped {d['popped']}, freed {d['freed']}, pop tag "
+                         f"{d['pop_tag']}, free tag {d['free_tag']}, holds {d['held'] or 'nothing'}")
+    for m in st["missing"]:
+        lines.append(f"    no {m} bound: nobody will {'push to' if m == 'producer' else 'pop from'} this ring "
+                     "(do producer and consumer use the same FlagID?)")
+    for p, slots in st["slots"].items():
+        cells = " ".join(f"{t}:{s}" for t, s in enumerate(slots))
+        fl = st["flags"][p]
+        lines.append(f"    AIV{p} slots [{cells}]  ready flags {fl['ready']}  free flags {fl['free']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# kernel end
+# ---------------------------------------------------------------------------------------
+def flag_leaks(cluster) -> tuple:
+    """(errors, warnings) about flags left non-zero at kernel end.
+
+    Normal (not reported): seed-003 free pre-signals left over, pto-isa's sparse free
+    credits.  Errors: ready signals never consumed (data pushed but never popped).
+    Warnings: flags SET outside any pipe and never waited for."""
+    errors, warnings = [], []
+    for f in cluster.flags():
+        if f.count <= 0:
+            continue
+        ch = f.owner
+        if ch is None:
+            warnings.append((f"{f.name} left at count {f.count}: SETs never consumed by a WAIT", None))
+            continue
+        if any(f in fl for fl in ch.ready_flags.values()):
+            errors.append((f"{f.name} (ready of {ch.name}) left at count {f.count}: data pushed but never popped",
+                           None))
+        elif ch.is_spec and f.count > 1:
+            warnings.append((f"{f.name} (free of {ch.name}) left at count {f.count} (expected at most 1)", None))
+    return errors, warnings

@@ -1,0 +1,163 @@
+"""The DSL entry points: the ``@pl.aic`` / ``@pl.aiv`` / ``@pl.incore`` decorators (parse a
+live Python function into an IR Function), ``pl.program(...)`` (group functions into a
+verified IR Program, resolving ``import_peer_buffer`` peers), and ``pl.parse(text)``
+(read DSL source text, e.g. the printer's output)."""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from ..errors import CompileError
+from ..ir.nodes import Function, FunctionKind, Program
+from ..ir.verifier import verify
+from .parser import FunctionParser, Source, error
+
+_CORES = {"aic": FunctionKind.AIC, "aiv": FunctionKind.AIV, "mixed": FunctionKind.InCore,
+          "incore": FunctionKind.InCore, "group": FunctionKind.Group}
+
+
+class DSLFunction:
+    """A parsed kernel: ``.ir`` is its IR Function, ``.pyfunc`` the Python function."""
+
+    def __init__(self, pyfunc, ir: Function):
+        self.pyfunc = pyfunc
+        self.ir = ir
+        self.__name__ = ir.name
+        self.__doc__ = pyfunc.__doc__ if pyfunc else None
+
+    @property
+    def kind(self) -> FunctionKind:
+        return self.ir.kind
+
+    def __call__(self, *a, **k):
+        raise CompileError(f"kernel {self.__name__} was called from plain Python",
+                           fix="build a program with pl.program(...) and run it with "
+                               "ptopipe.runtime.kernels(program)")
+
+    def __repr__(self) -> str:
+        return f"<pl kernel {self.ir.name} ({self.ir.kind.value})>"
+
+
+def _namespace(fn) -> dict:
+    ns = dict(fn.__globals__)
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                ns[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return ns
+
+
+def parse_function(fn, kind: FunctionKind) -> Function:
+    """Parse the live Python function ``fn`` into an IR Function of ``kind``."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn) or "<unknown>"
+    except (OSError, TypeError):
+        raise CompileError(f"cannot read the source of {getattr(fn, '__name__', fn)!r}",
+                           fix="define kernels in a .py file (pl needs their source)") from None
+    first = lines[0]
+    indent = len(first) - len(first.lstrip())
+    text = textwrap.dedent("".join(lines))
+    try:
+        mod = ast.parse(text)
+    except SyntaxError as e:
+        raise CompileError(f"syntax error: {e.msg}", where=f"{file}:{(e.lineno or 1) + start - 1}")
+    fdef = next((n for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    src = Source(file, start - 1, indent)
+    if fdef is None:
+        raise CompileError(f"no function definition found for {fn!r}", where=f"{file}:{start}")
+    if isinstance(fdef, ast.AsyncFunctionDef):
+        raise error(src, fdef, "kernels cannot be async", "remove `async`")
+    return FunctionParser(fdef, kind, _namespace(fn), src,
+                          dict(getattr(fn, "__annotations__", {}))).parse()
+
+
+class Decorator:
+    """``@pl.aic``, ``@pl.aiv``, ``@pl.incore`` and ``@pl.incore(core="aic" | "aiv")``."""
+
+    def __init__(self, kind: FunctionKind, name: str):
+        self.kind = kind
+        self.name = name
+
+    def __call__(self, fn=None, *, core: str | None = None):
+        if fn is None:
+            if core is None:
+                return self
+            if core not in _CORES:
+                raise CompileError(f"unknown core {core!r} in @pl.{self.name}(core=...)",
+                                   fix=f"use one of: {', '.join(_CORES)}")
+            return Decorator(_CORES[core], self.name)
+        if not callable(fn):
+            raise CompileError(f"@pl.{self.name} decorates a function, got {fn!r}")
+        return DSLFunction(fn, parse_function(fn, self.kind))
+
+    def __repr__(self) -> str:
+        return f"<pl.{self.name} decorator ({self.kind.value})>"
+
+
+aic = Decorator(FunctionKind.AIC, "aic")
+aiv = Decorator(FunctionKind.AIV, "aiv")
+incore = Decorator(FunctionKind.InCore, "incore")
+
+
+def _ir(f) -> Function:
+    if isinstance(f, DSLFunction):
+        return f.ir
+    if isinstance(f, Function):
+        return f
+    raise CompileError(f"pl.program takes @pl kernels, got {f!r}",
+                       fix="decorate the functions with @pl.aic / @pl.aiv")
+
+
+def program(*functions, name: str = "program") -> Program:
+    """Group kernels (e.g. one AIC + one AIV function paired by ``peer_func``) into a
+    verified IR :class:`Program`."""
+    if not functions:
+        raise CompileError("pl.program needs at least one kernel")
+    return verify(Program(name, tuple(_ir(f) for f in functions)))
+
+
+def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> Program:
+    """Parse DSL source text (a module of ``@pl`` kernels, optionally ending with
+    ``program = pl.program(..., name=...)``) into a verified Program."""
+    from .. import language as pl_module
+    ns = {"pl": pl_module}
+    ns.update(namespace or {})
+    src = Source(filename)
+    try:
+        mod = ast.parse(text, filename)
+    except SyntaxError as e:
+        raise CompileError(f"syntax error: {e.msg}", where=f"{filename}:{e.lineno}:{e.offset}",
+                           fix="fix the Python syntax") from None
+    funcs, order, name = {}, None, "program"
+    for node in mod.body:
+        if isinstance(node, ast.FunctionDef):
+            kind = FunctionKind.InCore
+            for d in node.decorator_list:
+                try:
+                    dec = eval(compile(ast.Expression(d), filename, "eval"), dict(ns))  # noqa: S307
+                except Exception as e:
+                    raise error(src, d, f"bad decorator: {e}", "use @pl.aic, @pl.aiv or @pl.incore")
+                if not isinstance(dec, Decorator):
+                    raise error(src, d, "kernels are decorated with @pl.aic, @pl.aiv or @pl.incore")
+                kind = dec.kind
+            funcs[node.name] = FunctionParser(node, kind, ns, src).parse()
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                ast.unparse(node.value.func) == "pl.program":
+            order = []
+            for a in node.value.args:
+                if not isinstance(a, ast.Name) or a.id not in funcs:
+                    raise error(src, a, "pl.program arguments must name kernels defined above")
+                order.append(a.id)
+            for k in node.value.keywords:
+                if k.arg == "name" and isinstance(k.value, ast.Constant):
+                    name = k.value.value
+        elif isinstance(node, (ast.Import, ast.ImportFrom, ast.Expr)):
+            continue
+        else:
+            raise error(src, node, "DSL source holds imports, kernels and `program = pl.program(...)`")
+    fs = tuple(funcs[n] for n in order) if order is not None else tuple(funcs.values())
+    return verify(Program(name, fs))

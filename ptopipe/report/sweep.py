@@ -1,0 +1,191 @@
+"""Sweeps: run one scenario over a grid of parameters (its ``make_args`` keyword
+parameters, e.g. ``depth`` or ``M``), in parallel processes, and tabulate cycles and
+utilisation with the best configuration marked.
+
+Each configuration runs in a worker process that loads the kernel file itself (through the
+picklable ``loader`` the caller passes, e.g. the CLI's ``load_scenarios``), so this works
+with any multiprocessing start method.
+"""
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError, PtoPipeError
+from ..isa.launch import Scenario, compare, run
+from ._io import write_atomic
+
+
+@dataclass
+class SweepRow:
+    params: dict
+    cycles: int | None = None
+    utilisation: dict = field(default_factory=dict)   # core -> busiest pipe's utilisation
+    busiest: dict = field(default_factory=dict)       # core -> pipe name
+    ok: bool = True
+    error: str | None = None
+    best: bool = False
+
+
+def parse_value(text: str):
+    """``"4"`` -> 4, ``"0.5"`` -> 0.5, ``"TILE_UP_DOWN"`` -> that isa constant, else the string."""
+    t = text.strip()
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    if t.isidentifier() and t.isupper():
+        from .. import isa
+        if hasattr(isa, t):
+            return getattr(isa, t)
+    if t in ("True", "False"):
+        return t == "True"
+    return t
+
+
+def parse_params(specs) -> dict:
+    """``["depth=1,2,4", "M=64"]`` -> ``{"depth": [1, 2, 4], "M": [64]}``."""
+    out = {}
+    for spec in specs or ():
+        name, eq, values = spec.partition("=")
+        name = name.strip()
+        if not eq or not name.isidentifier() or not values.strip():
+            raise ConfigError(f"bad --param {spec!r}", fix="write --param name=v1,v2,... (e.g. depth=1,2,4,8)")
+        out[name] = [parse_value(v) for v in values.split(",") if v.strip()]
+    return out
+
+
+def grid(params: dict) -> list:
+    names = list(params)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(params[n] for n in names))]
+
+
+def _pick(scenarios, name):
+    if name is None:
+        return scenarios[0]
+    for sc in scenarios:
+        if sc.name == name:
+            return sc
+    raise ConfigError(f"no scenario named {name!r}", fix=", ".join(s.name for s in scenarios))
+
+
+def check_params(sc: Scenario, variant: str, params: dict) -> dict:
+    """The base parameters of ``variant``; raises if a swept name is not a make_args parameter."""
+    import inspect
+    base = sc.params(variant)
+    sig = inspect.signature(sc.make_args)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    known = [n for n in sig.parameters if n != "rng"]
+    for n in params:
+        if not takes_any and n not in sig.parameters:
+            raise ConfigError(f"scenario {sc.name} has no parameter {n!r}",
+                              fix=f"its make_args parameters are: {', '.join(known)}")
+    return base
+
+
+def run_config(loader, path: str, scenario: str | None, variant: str, params: dict,
+               platform="a2a3", protocol="spec", seed: int = 0) -> SweepRow:
+    """Run one configuration (in a worker process); never raises for a kernel failure."""
+    row = SweepRow(dict(params))
+    try:
+        sc = _pick(loader(path), scenario)
+        p = dict(sc.params(variant))
+        p.update(params)
+        args = sc.make_args(np.random.default_rng(seed), **p)
+        expected = sc.golden(args, **p)
+        res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol)
+        compare(res.outputs, expected, sc.rtol, sc.atol, f"{sc.name}{params}")
+        row.cycles = res.summary.cycles
+        for name, c in res.summary.cores.items():
+            if c["state"] == "idle":
+                continue
+            pipe, busy = max(c["busy"].items(), key=lambda kv: kv[1])
+            row.utilisation[name] = busy / row.cycles if row.cycles else 0.0
+            row.busiest[name] = pipe
+    except PtoPipeError as e:
+        row.ok = False
+        row.error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    except Exception as e:  # noqa: BLE001 - a user kernel may raise anything
+        row.ok = False
+        row.error = f"{type(e).__name__}: {e}"
+    return row
+
+
+def sweep(loader, path: str, params: dict, variant: str = "default", scenario: str | None = None,
+          platform="a2a3", protocol="spec", seed: int = 0, workers: int = 2) -> list:
+    """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked."""
+    sc = _pick(loader(path), scenario)
+    check_params(sc, variant, params)
+    configs = grid(params)
+    if not configs:
+        raise ConfigError("nothing to sweep", fix="give at least one --param name=v1,v2")
+    if workers <= 1 or len(configs) == 1:
+        rows = [run_config(loader, path, sc.name, variant, c, platform, protocol, seed) for c in configs]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            futs = [ex.submit(run_config, loader, path, sc.name, variant, c, platform, protocol, seed)
+                    for c in configs]
+            rows = [f.result() for f in futs]
+    good = [r for r in rows if r.ok]
+    if good:
+        min(good, key=lambda r: r.cycles).best = True
+    return rows
+
+
+def format_table(rows: list) -> str:
+    """The sweep as a text table; the best configuration is marked with ``*``."""
+    if not rows:
+        return "(no configurations)"
+    pnames = list(rows[0].params)
+    cores = []
+    for r in rows:
+        for c in r.utilisation:
+            if c not in cores:
+                cores.append(c)
+    best = next((r for r in rows if r.best), None)
+    head = ["", *pnames, "cycles", "vs best", *(f"{c} util" for c in cores)]
+    table = [head]
+    for r in rows:
+        cells = ["*" if r.best else ""] + [_fmt(r.params[n]) for n in pnames]
+        if r.ok:
+            cells += [str(r.cycles), f"{r.cycles / best.cycles:.2f}x" if best else "-"]
+            cells += [f"{r.utilisation[c]:.0%} {r.busiest[c]}" if c in r.utilisation else "-" for c in cores]
+        else:
+            cells += ["FAILED", r.error or ""] + [""] * len(cores)
+        table.append(cells)
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in table]
+    if best:
+        lines.append(f"* best: {', '.join(f'{k}={_fmt(v)}' for k, v in best.params.items())} "
+                     f"({best.cycles} cycles)")
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    name = getattr(v, "name", None)
+    return name if isinstance(name, str) else str(v)
+
+
+def write_plot(rows: list, path: str, title: str = "ptopipe sweep") -> str:
+    """Bar chart of cycles per configuration (needs matplotlib)."""
+    from .swimlane import _pyplot
+    import io
+    plt = _pyplot()
+    ok = [r for r in rows if r.ok]
+    labels = [", ".join(f"{k}={_fmt(v)}" for k, v in r.params.items()) for r in ok]
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(ok) + 2), 4))
+    ax.bar(range(len(ok)), [r.cycles for r in ok],
+           color=["#2ca02c" if r.best else "#1f77b4" for r in ok])
+    ax.set_xticks(range(len(ok)), labels, rotation=45, ha="right")
+    ax.set_ylabel("cycles")
+    ax.set_title(title)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return write_atomic(path, buf.getvalue())

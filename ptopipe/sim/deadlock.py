@@ -1,0 +1,109 @@
+"""Deadlock explanation: what every blocked core waits for, what it holds, the wait-for
+cycle, and (from the layers above, through ``cluster.explainers``) the state of the rings.
+
+Upper layers describe what a core *holds* (e.g. ring slots popped but not freed) through
+``cluster.annotators``: callables ``(cluster, core) -> [dict(text=..., where=...)]``.
+"""
+from __future__ import annotations
+
+from ..errors import DeadlockError
+from .core import CoreState
+
+
+def _signal(w) -> str:
+    sig, tag = w.info.get("signal"), w.info.get("tag")
+    if sig:
+        return f"{sig}[{tag}]" if tag is not None else sig
+    return w.flag.name
+
+
+def _holds(cluster, core) -> list:
+    out = []
+    for ann in getattr(cluster, "annotators", ()):
+        out.extend(ann(cluster, core) or ())
+    return out
+
+
+def _state_word(core) -> str:
+    return {CoreState.DONE: "finished (its kernel returned)",
+            CoreState.IDLE: "runs no kernel"}.get(core.state, core.state.value)
+
+
+def wait_chain(cluster, blocked) -> tuple:
+    """(text, [steps]) of the wait-for chain starting at the first blocked core."""
+    steps, seen = [], []
+    c = blocked[0]
+    while c is not None and c.state is CoreState.BLOCKED and c not in seen:
+        seen.append(c)
+        w = c.waiting
+        held = _holds(cluster, c)
+        steps.append({"core": c.name, "waits": _signal(w), "flag": w.flag.id,
+                      "from": w.flag.sender.name, "holds": [h["text"] for h in held]})
+        c = w.flag.sender
+    parts = []
+    for i, s in enumerate(steps):
+        h = f" holds {'; '.join(s['holds'])} and" if s["holds"] and i else ""
+        parts.append(f"{s['core']}{h} waits {s['waits']} (flag {s['flag']} from {s['from']})")
+    text = " <- ".join(parts)
+    if c is not None and c in seen:
+        text += f" <- {c.name}: cycle"
+        cycle = True
+    else:
+        text += f" <- {c.name}, which {_state_word(c)} and will never SET it" if c is not None else ""
+        cycle = False
+    return text, steps, cycle
+
+
+def explain(cluster, blocked) -> DeadlockError:
+    entries, lines = [], ["blocked:"]
+    for c in blocked:
+        w = c.waiting
+        ch = w.info.get("channel")
+        loc = str(c.where())
+        held = _holds(cluster, c)
+        e = {"core": c.name, "instruction": w.what, "op": w.what.split()[0], "where": loc,
+             "waits": _signal(w), "signal": w.info.get("signal"), "tag": w.info.get("tag"),
+             "flag": w.flag.id, "flag_from": w.flag.sender.name, "flag_to": w.flag.receiver.name,
+             "flag_count": w.flag.count, "pipe": getattr(ch, "name", None),
+             "direction": getattr(ch, "way", None), "holds": held}
+        entries.append(e)
+        pipe = f" on {e['pipe']}" if e["pipe"] else ""
+        lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
+                     f"{w.flag.sender.name}->{w.flag.receiver.name} (count {w.flag.count}){pipe}")
+        for h in held:
+            lines.append(f"  {'':5s} holds {h['text']}")
+    for c in cluster.cores:
+        if c.state is not CoreState.BLOCKED:
+            lines.append(f"  {c.name:5s} {_state_word(c)}")
+    chain, steps, cycle = wait_chain(cluster, blocked)
+    lines.append("wait-for: " + chain)
+    for ex in cluster.explainers:
+        text = ex(cluster)
+        if text:
+            lines.append(text)
+    findings = [dict(kind="blocked", **e) for e in entries]
+    findings.append({"kind": "wait_for", "text": chain, "steps": steps, "cycle": cycle})
+    return DeadlockError(
+        f"deadlock: {len(blocked)} core(s) blocked forever ({', '.join(c.name for c in blocked)})",
+        where=entries[0]["where"], details="\n".join(lines), fix=_hint(entries),
+        findings=findings)
+
+
+def _hint(entries) -> str:
+    held = [h for e in entries for h in e["holds"]]
+    free_waits = [e for e in entries if e["signal"] == "free"]
+    if free_waits and held:
+        h = held[0]
+        return (f"{h['text']}: call TFREE after the TPOP at {h.get('where')} (every TPOP needs a "
+                f"TFREE before the ring wraps back to its slot)")
+    pipes = {e["pipe"] for e in entries if e["pipe"]}
+    if len(pipes) > 1:
+        return ("the blocked cores wait on different pipes (" + ", ".join(sorted(pipes)) + "): check that "
+                "producer and consumer use the same FlagID, direction and SlotNum")
+    if free_waits:
+        return ("a producer waits for a free slot: check that the consumer calls TFREE after every TPOP, "
+                "and that both sides use the same FlagID and pipe")
+    if any(e["signal"] == "ready" for e in entries):
+        return ("a consumer waits for data that is never pushed: check that the number of TPOPs matches "
+                "the number of TPUSHes and that both sides use the same FlagID")
+    return "check the pairing of SET and WAIT"

@@ -1,0 +1,279 @@
+"""Happens-before data-race checker: vector clocks over flag SET->WAIT edges.
+
+Each core carries a vector clock (``core.vclock``, one entry per core).  Program order
+advances a core's own entry at every SET (the snapshot taken just before is what travels
+with the SET); a WAIT that consumes a SET joins the sender's snapshot into the receiver.
+An access by core ``k`` at epoch ``e`` happens-before the current point of core ``c``
+iff ``e <= c.vclock[k]`` - so races are judged by the order the protocol guarantees,
+not by the order the simulator happened to run the cores.
+
+Accesses are recorded per memory (GM, or one core's local memory for rings that live in
+a consumer's UB/L1) in 4 KiB pages.  A record covers exact bytes: a contiguous range, or
+rows of ``rowlen`` bytes every ``stride`` bytes (LEFT_RIGHT halves of two AIVs interleave
+without overlapping), or an explicit list of ranges.  Records that happen-before every
+live core can never race again and are dropped, so the working set stays small.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..errors import DataRaceError
+from .core import CoreState
+from .location import SourceLoc, _is_internal, user_loc
+
+_SHIFT = 12                     # 4 KiB pages
+_PRUNE_AT = 16                  # regions per page bucket before dead ones are dropped
+_LIVE = (CoreState.READY, CoreState.RUNNING, CoreState.BLOCKED)
+
+
+def _loc(where) -> str:
+    if where is None:
+        return "?"
+    if where.__class__ is tuple:          # (code, line) token recorded on the hot path
+        code, line = where
+        return str(SourceLoc(code.co_filename, line, None, code.co_name))
+    return str(where)
+
+
+def _ranges(lo: int, hi: int, rows, clip_lo: int, clip_hi: int) -> list:
+    """The byte ranges of a record, clipped to [clip_lo, clip_hi)."""
+    if rows is None:
+        return [(max(lo, clip_lo), min(hi, clip_hi))]
+    if isinstance(rows, list):
+        return [(max(a, clip_lo), min(b, clip_hi)) for a, b in rows if a < clip_hi and b > clip_lo]
+    base, n, rowlen, stride = rows
+    first = max(0, (clip_lo - rowlen - base) // stride)
+    out = []
+    for i in range(first, n):
+        a = base + i * stride
+        if a >= clip_hi:
+            break
+        b = a + rowlen
+        if b > clip_lo:
+            out.append((max(a, clip_lo), min(b, clip_hi)))
+    return out
+
+
+def overlap(a_lo, a_hi, a_rows, b_lo, b_hi, b_rows) -> bool:
+    """Do two exact byte sets intersect?"""
+    lo, hi = max(a_lo, b_lo), min(a_hi, b_hi)
+    if lo >= hi:
+        return False
+    if a_rows is None and b_rows is None:
+        return True
+    if (a_rows.__class__ is tuple and b_rows.__class__ is tuple and a_rows[3] == b_rows[3]
+            and a_rows[2] <= a_rows[3] and b_rows[2] <= b_rows[3]):
+        # same row stride: compare the row phases modulo the stride first (LEFT_RIGHT halves)
+        s = a_rows[3]
+        d = (b_rows[0] - a_rows[0]) % s
+        if d >= a_rows[2] and d + b_rows[2] <= s:
+            return False
+    ra = _ranges(a_lo, a_hi, a_rows, lo, hi)
+    rb = _ranges(b_lo, b_hi, b_rows, lo, hi)
+    ra.sort()
+    rb.sort()
+    i = j = 0
+    while i < len(ra) and j < len(rb):
+        (x0, x1), (y0, y1) = ra[i], rb[j]
+        if x0 < y1 and y0 < x1:
+            return True
+        if x1 <= y1:
+            i += 1
+        else:
+            j += 1
+    return False
+
+
+def region_of_rows(addr: int, rows: int, rowlen: int, stride: int):
+    """(lo, hi, rows) for ``rows`` rows of ``rowlen`` bytes every ``stride`` bytes."""
+    if rows <= 0 or rowlen <= 0:
+        return None
+    if rows == 1 or 0 <= stride <= rowlen:
+        return addr, addr + (rows - 1) * max(stride, 0) + rowlen, None
+    return addr, addr + (rows - 1) * stride + rowlen, (addr, rows, rowlen, stride)
+
+
+def region_of_ranges(ranges):
+    rs = sorted((int(a), int(b)) for a, b in ranges if b > a)
+    if not rs:
+        return None
+    merged = [list(rs[0])]
+    for a, b in rs[1:]:
+        if a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    if len(merged) == 1:
+        return merged[0][0], merged[0][1], None
+    return merged[0][0], merged[-1][1], [tuple(m) for m in merged]
+
+
+class HappensBefore:
+    """The race checker attached to a :class:`~ptopipe.sim.Cluster` as ``cluster.checker``."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        n = len(cluster.cores)
+        for c in cluster.cores:
+            c.vclock = [0] * n
+            c.vclock[c.index] = 1
+        self.cores = cluster.cores
+        self.mems: dict = {}            # id(memory) -> {page: [record]}
+        self.floor = [0] * n            # per core k: min over other live cores of vclock[k]
+        self.nbuckets = 2 * n           # per page: [core k reads, core k writes] buckets
+        # per (core, kind) bucket: the other cores' buckets an access must be checked against
+        self.others = [[(b, b >> 1) for b in range(2 * n)
+                        if b >> 1 != mine >> 1 and (mine & 1 or b & 1)] for mine in range(2 * n)]
+        self.dirty = True
+
+    # -- vector clocks (hooks called by the cluster and the cores) -------------------
+    def on_set(self, sender):
+        vc = sender.vclock
+        snap = tuple(vc)
+        vc[sender.index] += 1
+        return snap
+
+    def join(self, core, vc) -> None:
+        m = core.vclock
+        if len(vc) == 3:                    # the cluster's 1 AIC + 2 AIV: unrolled
+            a, b, c = vc
+            if a > m[0]:
+                m[0] = a
+            if b > m[1]:
+                m[1] = b
+            if c > m[2]:
+                m[2] = c
+        else:
+            for i, v in enumerate(vc):
+                if v > m[i]:
+                    m[i] = v
+        self.dirty = True
+
+    def _refloor(self) -> None:
+        live = [c for c in self.cores if c.state in _LIVE]
+        fl = self.floor
+        for k in range(len(fl)):
+            m = None
+            for c in live:
+                if c.index != k:
+                    v = c.vclock[k]
+                    if m is None or v < m:
+                        m = v
+            fl[k] = 1 << 62 if m is None else m
+        self.dirty = False
+
+    # -- accesses ------------------------------------------------------------------------
+    def where(self, core, depth: int):
+        """A cheap location token of the kernel line ``depth`` frames above the caller."""
+        o = core.loc_override
+        if o is not None:
+            return o
+        f = sys._getframe(depth + 1)
+        code = f.f_code
+        if _is_internal(code):
+            return user_loc(f)
+        return (code, f.f_lineno)
+
+    def gm_access(self, core, gt, write: bool, op: str, where=None) -> None:
+        """A TLOAD (read) / TSTORE (write) through GlobalTensor ``gt`` (exact bytes)."""
+        g = gt._geom2
+        addr = gt.ptr.addr
+        item = gt.dtype.itemsize
+        reg = None
+        if g is not None:
+            (rows, cols), (rs, cs), extent = g
+            if extent == 0:
+                return
+            if cs == item:
+                reg = region_of_rows(addr, rows, cols * item, rs)
+            else:
+                reg = region_of_ranges(gt.byte_ranges())
+        else:
+            reg = region_of_ranges(gt.byte_ranges())
+        if reg is None:
+            return
+        if where is None:
+            where = self.where(core, 2)
+        label = gt.describe()
+        self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label)
+
+    def access(self, core, mem, lo: int, hi: int, rows, write: bool, op: str, where,
+               label=None, ring=None) -> None:
+        """Record an access of bytes [lo, hi) (``rows`` refines them) of memory ``mem``.
+
+        A page holds, per core and kind (read/write), the latest record per exact region
+        and the newest epoch among them: if that epoch is ordered before this core, every
+        record of the bucket is, and the bucket is skipped without a scan."""
+        c = core.index
+        vc = core.vclock
+        epoch = vc[c]
+        rec = (lo, hi, rows, c, epoch, write, op, where, label, ring)
+        key = (lo, hi, rows)
+        pages = self.mems.get(id(mem))
+        if pages is None:
+            pages = self.mems[id(mem)] = {}
+        mine = 2 * c + write
+        others = self.others[mine]
+        for pg in range(lo >> _SHIFT, ((hi - 1) >> _SHIFT) + 1):
+            page = pages.get(pg)
+            if page is None:
+                page = pages[pg] = [None] * self.nbuckets
+            else:
+                for b, k in others:
+                    bucket = page[b]
+                    if bucket is None or bucket[0] <= vc[k]:
+                        continue
+                    for r in bucket[1].values():
+                        if r[4] > vc[k] and r[0] < hi and lo < r[1] and overlap(lo, hi, rows, r[0], r[1], r[2]):
+                            raise self.race(core, mem, rec, r)
+            bucket = page[mine]
+            if bucket is None:
+                page[mine] = [epoch, {key: rec}]
+            else:
+                bucket[0] = epoch
+                d = bucket[1]
+                d[key] = rec
+                if len(d) > _PRUNE_AT:
+                    self._prune(c, d)
+
+    def _prune(self, k: int, d: dict) -> None:
+        """Drop records of core ``k`` ordered before every live core's current point."""
+        if self.dirty:
+            self._refloor()
+        fl = self.floor[k]
+        for key in [key for key, r in d.items() if r[4] <= fl]:
+            del d[key]
+
+    # -- reporting -----------------------------------------------------------------------
+    def describe(self, mem, rec) -> dict:
+        lo, hi, rows, c, epoch, write, op, where, label, ring = rec
+        nbytes = sum(b - a for a, b in _ranges(lo, hi, rows, lo, hi))
+        return {"core": self.cores[c].name, "op": op, "access": "write" if write else "read",
+                "where": _loc(where), "memory": mem.label, "lo": lo, "hi": hi, "bytes": nbytes,
+                "strided": rows is not None, "epoch": epoch, "ring": ring,
+                "object": label if label or ring is None else f"slot {ring[1]} of {ring[0]}"}
+
+    def race(self, core, mem, cur, prev) -> Exception:
+        a, b = self.describe(mem, cur), self.describe(mem, prev)
+        return self.race_error(core, mem, a, b, cur, prev)
+
+    def race_error(self, core, mem, a: dict, b: dict, cur, prev) -> Exception:
+        kind = "write/write" if a["access"] == b["access"] == "write" else "read/write"
+
+        def line(d):
+            rng = f"{d['memory']}[{d['lo']:#x}, {d['hi']:#x})" + (" (strided)" if d["strided"] else "")
+            obj = f" via {d['object']}" if d["object"] else ""
+            return f"{d['core']:5s} {d['access']:5s} {d['op']:7s} at {d['where']}: {rng}{obj}"
+
+        lo, hi = max(a["lo"], b["lo"]), min(a["hi"], b["hi"])
+        other = b["core"]
+        return DataRaceError(
+            f"data race ({kind}) on {mem.label}: {a['core']} {a['op']} and {other} {b['op']} touch the "
+            f"same bytes with no happens-before order",
+            where=a["where"],
+            details="\n".join([line(a), line(b),
+                               f"overlap within [{lo:#x}, {hi:#x}); no flag SET->WAIT chain orders "
+                               f"{other}'s access before {a['core']}'s"]),
+            fix=f"order the two accesses with the protocol: e.g. {other} TPUSH / SET after its "
+                f"access and {a['core']} TPOP / WAIT before its own, or use disjoint buffers",
+            findings=[{"kind": "data_race", "type": kind, "access": a, "other": b}])

@@ -1,0 +1,665 @@
+"""The ISA layer as a kernel author relies on it: data movement through strided 5-D
+GlobalTensor views, cube and vector numerics against numpy, tile misuse reported with
+the kernel's file:line, pipe configuration errors at initialisation, protocol errors,
+and deadlocks (M1 / M2) reported - never a hang."""
+from __future__ import annotations
+
+import inspect
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import ConfigError, DeadlockError, KernelError, MemoryConflictError, ProtocolError
+from ptopipe.isa import *  # noqa: F403
+
+HERE = os.path.basename(__file__)
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A hang fails the test instead of stalling the suite (deadlocks must be reported)."""
+    def boom(*_):
+        raise AssertionError("test did not finish within 30 s: the simulator hung")
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def line_of(fn, marker: str) -> int:
+    """The source line of ``fn`` that carries ``# <marker>``."""
+    lines, first = inspect.getsourcelines(fn)
+    hits = [first + i for i, ln in enumerate(lines) if ln.rstrip().endswith("# " + marker)]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def assert_where(err, fn, marker):
+    assert err.where is not None, err
+    assert err.where.endswith(f"{HERE}:{line_of(fn, marker)}"), (err.where, str(err))
+    assert f"{HERE}:{line_of(fn, marker)}" in str(err)
+
+
+def run_aiv(fn, platform="a2a3", **args):
+    return ptopipe.run(aiv=(fn, None), args=args, platform=platform)
+
+
+def run_aic(fn, platform="a2a3", **args):
+    return ptopipe.run(aic=fn, args=args, platform=platform)
+
+
+# --- TLOAD / TSTORE through 5-D GlobalTensor views -----------------------------------------
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_tload_tstore_strided_5d_views(platform):
+    rng = np.random.default_rng(1)
+    x = rng.integers(-1000, 1000, (16, 64)).astype(np.float32)
+
+    def k(x, gathered, block, out):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        # 4 rows x 4 column blocks of 16 -> a 16x16 tile (row = block * 4 + row), as seed 000
+        v = GlobalTensor(x.data() + 64, (1, 1, 4, 4, 16), (1, 1, 16, 64, 1))
+        TLOAD(t, v)
+        TSTORE(GlobalTensor(gathered.data(), (16, 16)), t)
+        # a strided 2-D sub-block x[2:6, 8:16]
+        b = Tile(TileType.Vec, float32, 4, 8, addr=0x1000)
+        TLOAD(b, GlobalTensor(x.data() + 2 * 64 + 8, (4, 8), (64, 1)))
+        TSTORE(GlobalTensor(block.data(), (4, 8)), b)
+        # scatter the 16x16 tile back through the same 5-D view shape into out rows 8..11
+        TSTORE(GlobalTensor(out.data() + 8 * 64, (1, 1, 4, 4, 16), (1, 1, 16, 64, 1)), t)
+
+    res = run_aiv(k, platform, x=x, gathered=np.zeros((16, 16), np.float32),
+                  block=np.zeros((4, 8), np.float32), out=np.zeros((16, 64), np.float32))
+    want = x[1:5].reshape(4, 4, 16).transpose(1, 0, 2).reshape(16, 16)
+    np.testing.assert_array_equal(res["gathered"], want)
+    np.testing.assert_array_equal(res["block"], x[2:6, 8:16])
+    out = np.zeros((16, 64), np.float32)
+    out[8:12] = x[1:5]
+    np.testing.assert_array_equal(res["out"], out)
+
+
+def test_tload_batched_outer_dims_merge_into_rows():
+    x = np.arange(2 * 3 * 4 * 8, dtype=np.float32).reshape(2, 3, 4, 8)
+
+    def k(x, out):
+        t = Tile(TileType.Vec, float32, 24, 8, addr=0x0)
+        TLOAD(t, x)                                       # the (2, 3, 4, 8) argument: 24 x 8
+        TMULS(t, t, 2.0)
+        TSTORE(out, t)
+
+    res = run_aiv(k, x=x, out=np.zeros((24, 8), np.float32))
+    np.testing.assert_array_equal(res["out"], x.reshape(24, 8) * 2)
+
+
+def test_tstore_acc_converts_to_gm_dtype():
+    a = np.random.default_rng(2).integers(-3, 4, (16, 16)).astype(np.float16)
+
+    def k(a, eye, out):
+        a1 = Tile(TileType.Mat, float16, 16, 16, addr=0x0)
+        e1 = Tile(TileType.Mat, float16, 16, 16, addr=0x200)
+        a0 = Tile(TileType.Left, float16, 16, 16, addr=0x0)
+        e0 = Tile(TileType.Right, float16, 16, 16, addr=0x0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        TLOAD(a1, a)
+        TLOAD(e1, eye)
+        TMOV(a0, a1)
+        TMOV(e0, e1)
+        TMATMUL(acc, a0, e0)
+        TSTORE(out, acc)                                  # f32 accumulator -> f16 GM (FIX)
+
+    res = run_aic(k, a=a, eye=np.eye(16, dtype=np.float16), out=np.zeros((16, 16), np.float16))
+    assert res["out"].dtype == np.float16
+    np.testing.assert_array_equal(res["out"], a)
+
+
+def test_tload_out_of_gm_is_reported_with_kernel_line():
+    def k(x):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        TLOAD(t, GlobalTensor(x.data() + (1 << 24), (16, 16)))  # oob
+    with pytest.raises(MemoryConflictError) as ei:
+        run_aiv(k, x=np.zeros((16, 16), np.float32))
+    assert_where(ei.value, k, "oob")
+
+
+# --- cube numerics -------------------------------------------------------------------------
+def _mm_kernel(M, K, N, dt, acc_dt):
+    def k(a, b, a2, b2, c, c_acc):
+        a_l1 = Tile(TileType.Mat, dt, M, K, addr=0x0)
+        b_l1 = Tile(TileType.Mat, dt, K, N, addr=0x10000)
+        a_l0 = Tile(TileType.Left, dt, M, K, addr=0x0)
+        b_l0 = Tile(TileType.Right, dt, K, N, addr=0x0)
+        acc = Tile(TileType.Acc, acc_dt, M, N, addr=0x0)
+        acc2 = Tile(TileType.Acc, acc_dt, M, N, addr=0x8000)
+        TLOAD(a_l1, a)
+        TLOAD(b_l1, b)
+        TMOV(a_l0, a_l1)
+        TMOV(b_l0, b_l1)
+        TMATMUL(acc, a_l0, b_l0)
+        TSTORE(c, acc)
+        TLOAD(a_l1, a2)
+        TLOAD(b_l1, b2)
+        TMOV(a_l0, a_l1)
+        TMOV(b_l0, b_l1)
+        TMATMUL_ACC(acc2, acc, a_l0, b_l0)                # acc2 = a@b + a2@b2
+        TSTORE(c_acc, acc2)
+    return k
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "int8"])
+def test_tmatmul_and_acc_match_numpy(dtype, platform):
+    M, K, N = 32, 64, 48
+    rng = np.random.default_rng(3)
+    if dtype == "int8":
+        dt, acc_dt = np.int8, np.int32
+        mk = lambda s: rng.integers(-128, 128, s).astype(np.int8)  # noqa: E731
+    else:
+        dt = np.float16 if dtype == "f16" else np.float32
+        acc_dt = np.float32
+        mk = lambda s: rng.standard_normal(s).astype(dt)  # noqa: E731
+    a, b, a2, b2 = mk((M, K)), mk((K, N)), mk((M, K)), mk((K, N))
+    res = run_aic(_mm_kernel(M, K, N, np.dtype(dt), np.dtype(acc_dt)), platform, a=a, b=b, a2=a2,
+                  b2=b2, c=np.zeros((M, N), acc_dt), c_acc=np.zeros((M, N), acc_dt))
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    ref2 = ref + a2.astype(np.float64) @ b2.astype(np.float64)
+    if dtype == "int8":
+        np.testing.assert_array_equal(res["c"], ref.astype(np.int32))
+        np.testing.assert_array_equal(res["c_acc"], ref2.astype(np.int32))
+    else:
+        np.testing.assert_allclose(res["c"], ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(res["c_acc"], ref2, rtol=1e-4, atol=1e-4)
+    assert res["c"].dtype == acc_dt
+
+
+def test_textract_takes_a_k_slice():
+    rng = np.random.default_rng(4)
+    a = rng.integers(-5, 6, (16, 64)).astype(np.float32)
+    b = rng.integers(-5, 6, (32, 16)).astype(np.float32)
+
+    def k(a, b, c):
+        a_l1 = Tile(TileType.Mat, float32, 16, 64, addr=0x0)
+        b_l1 = Tile(TileType.Mat, float32, 32, 16, addr=0x10000)
+        a_l0 = Tile(TileType.Left, float32, 16, 32, addr=0x0)
+        b_l0 = Tile(TileType.Right, float32, 32, 16, addr=0x0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        TLOAD(a_l1, a)
+        TLOAD(b_l1, b)
+        TEXTRACT(a_l0, a_l1, 0, 32)
+        TMOV(b_l0, b_l1)
+        TMATMUL(acc, a_l0, b_l0)
+        TSTORE(c, acc)
+
+    res = run_aic(k, a=a, b=b, c=np.zeros((16, 16), np.float32))
+    np.testing.assert_array_equal(res["c"], a[:, 32:] @ b)
+
+
+# --- vector numerics -----------------------------------------------------------------------
+X = np.random.default_rng(5).uniform(-4, 4, (16, 32)).astype(np.float32)
+Y = np.random.default_rng(6).uniform(0.5, 4, (16, 32)).astype(np.float32)
+
+VEC_CASES = {
+    "TADD": (lambda d, x, y, s: TADD(d, x, y), lambda x, y: x + y),
+    "TSUB": (lambda d, x, y, s: TSUB(d, x, y), lambda x, y: x - y),
+    "TMUL": (lambda d, x, y, s: TMUL(d, x, y), lambda x, y: x * y),
+    "TDIV": (lambda d, x, y, s: TDIV(d, x, y), lambda x, y: x / y),
+    "TMAX": (lambda d, x, y, s: TMAX(d, x, y), np.maximum),
+    "TMIN": (lambda d, x, y, s: TMIN(d, x, y), np.minimum),
+    "TADDS": (lambda d, x, y, s: TADDS(d, x, 3.14), lambda x, y: x + np.float32(3.14)),
+    "TMULS": (lambda d, x, y, s: TMULS(d, x, -0.5), lambda x, y: x * np.float32(-0.5)),
+    "TSUBS": (lambda d, x, y, s: TSUBS(d, x, 2.0), lambda x, y: x - np.float32(2.0)),
+    "TMAXS": (lambda d, x, y, s: TMAXS(d, x, 0.25), lambda x, y: np.maximum(x, np.float32(0.25))),
+    "TEXP": (lambda d, x, y, s: TEXP(d, x), lambda x, y: np.exp(x)),
+    "TLOG": (lambda d, x, y, s: TLOG(d, y), lambda x, y: np.log(y)),
+    "TSQRT": (lambda d, x, y, s: TSQRT(d, y), lambda x, y: np.sqrt(y)),
+    "TABS": (lambda d, x, y, s: TABS(d, x), lambda x, y: np.abs(x)),
+    "TRELU": (lambda d, x, y, s: TRELU(d, x), lambda x, y: np.maximum(x, 0)),
+    "TRECIP": (lambda d, x, y, s: TRECIP(d, y), lambda x, y: 1 / y),
+    "TEXPANDS": (lambda d, x, y, s: TEXPANDS(d, 7.0), lambda x, y: np.full_like(x, 7.0)),
+    # row reductions write column 0 of a one-per-row tile; expand ops broadcast it back
+    "TROWSUM+TROWEXPANDSUB": (lambda d, x, y, s: (TROWSUM(s, x), TROWEXPANDSUB(d, x, s)),
+                              lambda x, y: x - x.sum(axis=1, keepdims=True)),
+    "TROWMAX+TROWEXPANDDIV": (lambda d, x, y, s: (TROWMAX(s, y), TROWEXPANDDIV(d, y, s)),
+                              lambda x, y: y / y.max(axis=1, keepdims=True)),
+    "TROWMAX+TROWEXPAND": (lambda d, x, y, s: (TROWMAX(s, x), TROWEXPAND(d, s)),
+                           lambda x, y: np.repeat(x.max(axis=1, keepdims=True), 32, axis=1)),
+    "TROWEXPANDMUL": (lambda d, x, y, s: (TROWMAX(s, y), TROWEXPANDMUL(d, x, s)),
+                      lambda x, y: x * y.max(axis=1, keepdims=True)),
+}
+
+
+@pytest.mark.parametrize("name", list(VEC_CASES))
+def test_vector_op_matches_numpy(name):
+    op, ref = VEC_CASES[name]
+
+    def k(x, y, out):
+        tx = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
+        ty = Tile(TileType.Vec, float32, 16, 32, addr=0x800)
+        td = Tile(TileType.Vec, float32, 16, 32, addr=0x1000)
+        ts = Tile(TileType.Vec, float32, 16, 8, addr=0x1800)
+        TLOAD(tx, x)
+        TLOAD(ty, y)
+        op(td, tx, ty, ts)
+        TSTORE(out, td)
+
+    res = run_aiv(k, x=X, y=Y, out=np.zeros((16, 32), np.float32))
+    np.testing.assert_allclose(res["out"], ref(X, Y).astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+def test_tcolsum_and_tcvt_match_numpy():
+    x = np.random.default_rng(7).integers(-50, 50, (16, 32)).astype(np.float32)
+
+    def k(x, cs, h):
+        t = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
+        c = Tile(TileType.Vec, float32, 1, 32, addr=0x800)
+        f = Tile(TileType.Vec, float16, 16, 32, addr=0x1000)
+        TLOAD(t, x)
+        TCOLSUM(c, t)
+        TSTORE(cs, c)
+        TMULS(t, t, 0.5)
+        TCVT(f, t)
+        TSTORE(h, f)
+
+    res = run_aiv(k, x=x, cs=np.zeros((1, 32), np.float32), h=np.zeros((16, 32), np.float16))
+    np.testing.assert_array_equal(res["cs"][0], x.sum(axis=0))
+    np.testing.assert_array_equal(res["h"], (x * 0.5).astype(np.float16))
+
+
+def test_vector_op_valid_region_only():
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+
+    def k(x, out):
+        t = Tile(TileType.Vec, float32, 16, 32, valid_rows=8, valid_cols=16, addr=0x0)
+        TLOAD(t, GlobalTensor(x.data(), (8, 16), (32, 1)))
+        TADDS(t, t, 1.0)
+        TSTORE(GlobalTensor(out.data(), (8, 16), (32, 1)), t)
+
+    res = run_aiv(k, x=x, out=np.zeros((16, 32), np.float32))
+    want = np.zeros((16, 32), np.float32)
+    want[:8, :16] = x[:8, :16] + 1
+    np.testing.assert_array_equal(res["out"], want)
+
+
+# --- tile misuse ---------------------------------------------------------------------------
+@pytest.mark.parametrize("platform,size", [("a2a3", 192 * 1024), ("a5", 256 * 1024)])
+def test_tassign_out_of_range(platform, size):
+    def ok():
+        Tile(TileType.Vec, float32, 16, 16, addr=size - 1024)     # exactly fits the UB
+
+    def bad():
+        t = Tile(TileType.Vec, float32, 16, 16)
+        TASSIGN(t, size - 512)  # oob
+    run_aiv(ok, platform)
+    with pytest.raises(MemoryConflictError) as ei:
+        run_aiv(bad, platform)
+    assert "outside" in str(ei.value) and "UB" in str(ei.value)
+    assert_where(ei.value, bad, "oob")
+
+
+def test_tassign_misaligned_is_kernel_error():
+    def k():
+        t = Tile(TileType.Vec, float32, 16, 16)
+        TASSIGN(t, 0x10)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k)
+    assert_where(ei.value, k, "bad")
+
+
+def test_wrong_tile_type_for_matmul():
+    def k():
+        a = Tile(TileType.Mat, float32, 16, 16, addr=0x0)
+        b = Tile(TileType.Right, float32, 16, 16, addr=0x0)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        TMATMUL(c, a, b)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aic(k)
+    assert "Left" in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
+def test_vector_op_on_cube_tile_is_kernel_error():
+    def k():
+        a = Tile(TileType.Mat, float32, 16, 16, addr=0x0)
+        TADD(a, a, a)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aic(k)
+    assert "Vec" in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
+def test_vec_tile_on_cube_core_is_kernel_error():
+    def k():
+        Tile(TileType.Vec, float32, 16, 16, addr=0x0)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aic(k)
+    assert "UB" in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
+def test_wrong_dtype():
+    def k():
+        a = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        b = Tile(TileType.Vec, float16, 16, 16, addr=0x1000)
+        TADD(a, a, b)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k)
+    assert "dtype" in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
+def test_wrong_acc_dtype_for_int8_matmul():
+    def k():
+        a = Tile(TileType.Left, int8, 16, 32, addr=0x0)
+        b = Tile(TileType.Right, int8, 32, 16, addr=0x0)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        TMATMUL(c, a, b)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aic(k)
+    assert "int32" in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
+def test_wrong_shape():
+    def k():
+        a = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        b = Tile(TileType.Vec, float32, 16, 32, addr=0x1000)
+        TSUB(a, a, b)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k)
+    assert "shape" in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
+def test_tload_shape_mismatch():
+    def k(x):
+        t = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
+        TLOAD(t, x)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k, x=np.zeros((16, 16), np.float32))
+    assert_where(ei.value, k, "bad")
+
+
+def test_tload_dtype_mismatch():
+    def k(x):
+        t = Tile(TileType.Vec, float16, 16, 16, addr=0x0)
+        TLOAD(t, x)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k, x=np.zeros((16, 16), np.float32))
+    assert_where(ei.value, k, "bad")
+
+
+# --- pipe configuration errors (at initialisation) ------------------------------------------
+SL = 16 * 16 * 4
+
+
+def _cfg_error(kernel, platform="a2a3", protocol="spec", marker="bad", fifo_bytes=16 * SL):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=kernel, args=dict(fifo=gm_buffer(fifo_bytes)), platform=platform,
+                    protocol=protocol)
+    assert_where(ei.value, kernel, marker)
+    assert ei.value.fix
+    return str(ei.value)
+
+
+def test_flag_ids_out_of_range_spec():
+    def k(fifo):
+        TPipe(6, DIR_C2V, SL, 4)(fifo)  # bad
+    msg = _cfg_error(k)
+    assert "6..9" in msg and "8 flags" in msg
+
+
+def test_flag_ids_out_of_range_pto_isa():
+    def k(fifo):
+        TPipe(15, DIR_C2V, SL, 4)(fifo)  # bad
+    msg = _cfg_error(k, protocol="pto-isa")
+    assert "15/16" in msg
+
+
+def test_bidirectional_pipe_flags_must_fit_both_directions():
+    def ok(fifo):
+        TPipe(0, DIR_BOTH, SL, 4)(fifo)            # flags 0..3 C2V, 4..7 V2C
+
+    def bad(fifo):
+        TPipe(0, DIR_BOTH, SL, 8)(fifo)  # bad
+    ptopipe.run(aic=ok, args=dict(fifo=gm_buffer(8 * SL)))
+    msg = _cfg_error(bad)
+    assert "V2C" in msg and "8..15" in msg
+
+
+def test_two_pipes_on_one_core_share_a_flag_m4():
+    def overlapping(fifo, fifo2):
+        TPipe(0, DIR_C2V, SL, 4)(fifo)
+        TPipe(2, DIR_C2V, SL, 4)(fifo2)  # bad
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=overlapping, args=dict(fifo=gm_buffer(4 * SL), fifo2=gm_buffer(4 * SL)))
+    assert_where(ei.value, overlapping, "bad")
+    assert "share flag 2" in str(ei.value)
+
+    def same_id(fifo, fifo2):
+        TPipe(0, DIR_C2V, SL, 4)(fifo)
+        TPipe(0, DIR_C2V, SL, 4)(fifo2)  # bad
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=same_id, args=dict(fifo=gm_buffer(4 * SL), fifo2=gm_buffer(4 * SL)))
+    assert_where(ei.value, same_id, "bad")
+
+    def disjoint(fifo, fifo2):                     # disjoint ranges are fine
+        TPipe(0, DIR_C2V, SL, 4)(fifo)
+        TPipe(4, DIR_C2V, SL, 4)(fifo2)
+    ptopipe.run(aic=disjoint, args=dict(fifo=gm_buffer(4 * SL), fifo2=gm_buffer(4 * SL)))
+
+
+def test_slot_num_larger_than_flags():
+    def k(fifo):
+        TPipe(0, DIR_C2V, SL, 9)(fifo)  # bad
+    msg = _cfg_error(k)
+    assert "SlotNum 9" in msg
+
+
+def test_ring_not_fitting_gm_slot_buffer():
+    def k(fifo):
+        TPipe(0, DIR_C2V, SL, 8)(fifo)  # bad
+    msg = _cfg_error(k, fifo_bytes=4 * SL)
+    assert "GM_SLOT_BUFFER" in msg
+
+
+@pytest.mark.parametrize("direction,space", [(DIR_C2V, "UB"), (DIR_V2C, "L1")])
+def test_ring_not_fitting_consumer_memory_a5(direction, space):
+    def k(fifo):
+        TPipe(0, direction, 64 * 1024, 8)(fifo, 0x1000, 0x1000)  # bad
+    msg = _cfg_error(k, platform="a5")
+    assert "does not fit" in msg and space in msg
+
+
+def test_ring_overlapping_a_tile_a5():
+    def k(fifo):
+        Tile(TileType.Vec, float32, 16, 16, addr=0x8000)
+        TPipe(0, DIR_C2V, SL, 4)(fifo, 0x7800, 0)  # bad
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(aiv=(k, None), args=dict(fifo=gm_buffer(4 * SL)), platform="a5")
+    assert "overlaps" in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
+@pytest.mark.parametrize("mask", [0, 4, 5, 7])
+def test_invalid_dir_mask(mask):
+    def k(fifo):
+        aic_initialize_pipe(mask, SL, fifo)  # bad
+    msg = _cfg_error(k)
+    assert "DIR_MASK" in msg
+
+
+def test_initialize_pipe_slot_num_from_dir_mask():
+    def k(fifo):
+        uni = aic_initialize_pipe(DIR_C2V, SL, fifo, peers=(0,))
+        assert uni.c2v.slot_num == 8 and uni.v2c is None
+    ptopipe.run(aic=k, args=dict(fifo=gm_buffer(16 * SL)))
+
+    def k2(fifo):
+        bi = aic_initialize_pipe(DIR_C2V | DIR_V2C, SL, fifo)
+        assert bi.c2v.slot_num == 4 and bi.v2c.slot_num == 4
+        assert bi.v2c.gm_base == bi.c2v.gm_base + 4 * SL      # C2V ring, then V2C ring
+    ptopipe.run(aic=k2, args=dict(fifo=gm_buffer(16 * SL)))
+
+
+@pytest.mark.parametrize("direction", [DIR_C2V_GM, DIR_V2C_GM, DIR_BOTH_GM])
+def test_gm_direction_on_a2a3(direction):
+    def k(fifo):
+        TPipe(0, direction, SL, 2)(fifo)  # bad
+    msg = _cfg_error(k)
+    assert "A5-only" in msg
+
+    def ok(fifo):
+        TPipe(0, direction, SL, 2)(fifo)
+    ptopipe.run(aic=ok, args=dict(fifo=gm_buffer(8 * SL)), platform="a5")
+
+
+def test_producer_and_consumer_disagree_on_slot_size():
+    def c(fifo):
+        TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo)
+
+    def v(fifo):
+        TPipe(0, DIR_C2V, 2 * SL, 4, peers=(0,))(fifo)  # bad
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=c, aiv=(v, None), args=dict(fifo=gm_buffer(16 * SL)))
+    assert "SlotSize" in str(ei.value)
+    assert_where(ei.value, v, "bad")
+
+
+# --- protocol errors -----------------------------------------------------------------------
+def _producer(n=1, flag=0, rows=16, slot_num=4):
+    def c(fifo):
+        p = TPipe(flag, DIR_C2V, SL, slot_num, peers=(0,))(fifo, 0x8000, 0)
+        acc = Tile(TileType.Acc, float32, rows, 16, addr=0x0)
+        for _ in range(n):
+            TPUSH(p, acc)  # push
+    return c
+
+
+def _consumer(n=1, flag=0, free=True, ring=0x8000, slot_num=4):
+    def v(fifo):
+        p = TPipe(flag, DIR_C2V, SL, slot_num, peers=(0,))(fifo, ring, 0)
+        t = Tile(TileType.Vec, float32, 16, 16)
+        for _ in range(n):
+            TPOP(p, t)  # pop
+            if free:
+                TFREE(p)
+    return v
+
+
+BOTH = [(pl, pr) for pl in ("a2a3", "a5") for pr in ("spec", "pto-isa")]
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_pushed_tile_larger_than_slot_m6(platform, protocol):
+    c = _producer(rows=32)
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(aic=c, aiv=(_consumer(), None), args=dict(fifo=gm_buffer(8 * SL)),
+                    platform=platform, protocol=protocol)
+    assert "does not fit SlotSize" in str(ei.value)
+    assert_where(ei.value, c, "push")
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "spec"), ("a5", "pto-isa")])
+def test_tfree_with_nothing_held(platform, protocol):
+    def v(fifo):
+        p = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x8000, 0)
+        t = Tile(TileType.Vec, float32, 16, 16)
+        TPOP(p, t)
+        TFREE(p)
+        TFREE(p)  # bad
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(aic=_producer(), aiv=(v, None), args=dict(fifo=gm_buffer(8 * SL)),
+                    platform=platform, protocol=protocol)
+    assert "no held slot" in str(ei.value)
+    assert_where(ei.value, v, "bad")
+
+
+def test_tfree_is_a_noop_after_tile_tpop_in_pto_isa_a2a3():
+    """pto-isa on A2A3: the tile TPOP frees inside; the tile TFREE does nothing (seed 002)."""
+    def v(fifo):
+        p = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x8000, 0)
+        t = Tile(TileType.Vec, float32, 16, 16)
+        for _ in range(6):
+            TPOP(p, t)                                # no TFREE at all
+    res = ptopipe.run(aic=_producer(n=6), aiv=(v, None), args=dict(fifo=gm_buffer(8 * SL)),
+                      protocol="pto-isa")
+    (pipe,) = res.summary.pipes
+    assert pipe["pushes"] == pipe["pops"] == pipe["frees"] == 6
+
+
+def test_pop_beyond_pushes_is_reported():
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(aic=_producer(n=1), aiv=(_consumer(n=2), None), args=dict(fifo=gm_buffer(8 * SL)))
+    assert "AIV0" in str(ei.value) and "ready" in str(ei.value)
+
+
+# --- deadlocks -----------------------------------------------------------------------------
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "spec"), ("a5", "pto-isa")])
+def test_consumer_never_frees_m1_is_a_deadlock(platform, protocol):
+    """The consumer takes SlotNum tiles and never TFREEs: the producer's next TPUSH waits
+    for free[0] forever.  Reported at once, naming the blocked producer and its flag."""
+    c = _producer(n=5)
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(aic=c, aiv=(_consumer(n=4, free=False), None), args=dict(fifo=gm_buffer(8 * SL)),
+                    platform=platform, protocol=protocol)
+    msg = str(ei.value)
+    assert "AIC" in msg and "TPUSH" in msg
+    assert "flag" in msg and "free" in msg
+    fid = 0 if protocol == "spec" else 1            # spec: free[0] = FlagID; pto-isa: FlagID + 1
+    assert f"flag {fid} (AIV0->AIC)" in msg or f"flag {fid} AIV0->AIC" in msg
+    assert "TFREE" in msg
+    assert_where(ei.value, c, "push")
+
+
+def test_consumer_loop_without_tfree_is_reported_spec():
+    """The M1 loop itself (pop every tile, never TFREE) does not run to completion under
+    the spec protocol: it is reported (a pop past SlotNum held slots, or the deadlock)."""
+    with pytest.raises((DeadlockError, ProtocolError)) as ei:
+        ptopipe.run(aic=_producer(n=12), aiv=(_consumer(n=12, free=False), None),
+                    args=dict(fifo=gm_buffer(8 * SL)))
+    assert "TFREE" in str(ei.value)
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_mismatched_flag_ids_m2_is_a_deadlock(platform, protocol):
+    # on A5 each FlagID is its own ring in the AIV's UB: place them apart (else: overlap error)
+    v = _consumer(n=2, flag=4, ring=0x8000 if platform == "a2a3" else 0xC000)
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(aic=_producer(n=2, flag=0), aiv=(v, None), args=dict(fifo=gm_buffer(8 * SL)),
+                    platform=platform, protocol=protocol)
+    msg = str(ei.value)
+    assert "AIV0" in msg and "TPOP" in msg
+    assert "flag 4" in msg                           # the consumer waits on its own FlagID 4
+    if protocol == "spec":                           # both sides block: both flags are named
+        assert "AIC" in ei.value.what and "flag 0" in msg
+    assert f"{HERE}:{line_of(v, 'pop')}" in msg
+
+
+def test_deadlock_when_nobody_pushes_names_every_blocked_core():
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(aic=_producer(n=0), aiv=(_consumer(n=1), None), args=dict(fifo=gm_buffer(8 * SL)))
+    assert "AIV0" in ei.value.what
+    assert "AIC" in str(ei.value)
+
+
+def test_event_tokens_and_tsync():
+    x = np.ones((16, 16), np.float32)
+
+    def k(x, out):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        e = TLOAD(t, x)
+        TSYNC(e)
+        e2 = TADDS(t, t, 1.0, e)
+        TSYNC(Op.TADDS)
+        TSTORE(out, t, e2)
+
+    res = run_aiv(k, x=x, out=np.zeros((16, 16), np.float32))
+    np.testing.assert_array_equal(res["out"], x + 1)
+
+    def bad():
+        TSYNC(Op.TLOAD)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aiv(bad)
+    assert_where(ei.value, bad, "bad")
