@@ -178,6 +178,8 @@ class Scenario:
     rtol: float = 1e-5
     atol: float = 1e-5
     doc: str = ""
+    platform: str | None = None   # preferred platform / protocol of `ptopipe check` (None: defaults)
+    protocol: str | None = None
 
     def args(self, variant: str, seed: int = 0) -> dict:
         return self.make_args(np.random.default_rng(seed), **self.params(variant))

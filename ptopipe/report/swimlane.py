@@ -213,7 +213,7 @@ def write_png(run, path: str, title: str = "ptopipe run") -> str:
         xs = [t for t, _ in r.occupancy] + [tl.cycles]
         ys = [y - 0.4 + 0.8 * v / top for _, v in r.occupancy]
         ax.step(xs[:-1] + [xs[-1]], ys + [ys[-1]], where="post", color="#3182bd")
-        labels.append((y, f"ring {r.way} FlagID slots (peak {r.peak}/{r.slot_num})"))
+        labels.append((y, f"{r.name.split(' (')[0]} slots (peak {r.peak}/{r.slot_num})"))
     ax.set_yticks([y for y, _ in labels], [lab for _, lab in labels])
     ax.set_xlim(0, max(tl.cycles, 1))
     ax.set_xlabel("cycles")

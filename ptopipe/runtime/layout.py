@@ -14,7 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir.nodes import AUTO, Assign, Call, Function, ImportPeerBuffer, Program, ReserveBuffer, walk
+from ..ir.nodes import (AUTO, Assign, Call, Function, ImportPeerBuffer, Program, ReserveBuffer,
+                        calls, stmt_exprs, walk)
 from ..ir.types import MemorySpace, TileType
 
 ALIGN = 32
@@ -29,6 +30,7 @@ def _align(x: int) -> int:
 @dataclass
 class FunctionLayout:
     tiles: dict = field(default_factory=dict)      # tile var name -> (memory, addr)
+    temps: dict = field(default_factory=dict)      # id(nested Call) -> (memory, addr)
     buffers: dict = field(default_factory=dict)    # buffer var name -> (base, size)
     by_name: dict = field(default_factory=dict)    # reserve_buffer name -> (base, size)
 
@@ -53,15 +55,23 @@ def plan_function(fn: Function) -> FunctionLayout:
         if r.base is not AUTO and r.memory_space:
             fixed.setdefault(r.memory_space, []).append((r.base, r.base + r.size))
     top = {}
+
+    def place(t: TileType):
+        mem = TILE_MEM[t.space]
+        addr = _first_fit(top.get(mem, 0), t.nbytes, fixed.get(mem, []))
+        top[mem] = addr + t.nbytes
+        return mem, addr
+
     for s in walk(fn.body):
+        for e in stmt_exprs(s):
+            for c in calls(e):
+                if c is e and isinstance(s, Assign):
+                    continue
+                if isinstance(c.type, TileType) and c.op != "tpop":
+                    lay.temps[id(c)] = place(c.type)     # a nested op's result
         if isinstance(s, Assign) and isinstance(s.var.type, TileType) and \
                 isinstance(s.value, Call) and s.value.op != "tpop":
-            t = s.var.type
-            mem = TILE_MEM[t.space]
-            taken = fixed.get(mem, [])
-            addr = _first_fit(top.get(mem, 0), t.nbytes, taken)
-            lay.tiles[s.var.name] = (mem, addr)
-            top[mem] = addr + t.nbytes
+            lay.tiles[s.var.name] = place(s.var.type)
     for r in reserves:
         base = r.base
         if base is AUTO:

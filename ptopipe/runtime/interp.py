@@ -1,0 +1,277 @@
+"""The IR interpreter: executes one AIC or AIV IR function on the simulated core it is
+running on, through :mod:`ptopipe.isa` (the one implementation of tiles, moves, compute
+and the TPUSH/TPOP protocol).
+
+Before each statement the core's ``loc_override`` is set to the statement's DSL source
+location, so every ISA error, checker report and deadlock report names the DSL line.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import isa
+from ..errors import ConfigError, KernelError
+from ..ir import ops as irops
+from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
+                        Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
+from ..ir.types import MemorySpace, ScalarType, TensorType, TileType, np_dtype
+from ..sim.location import SourceLoc
+from .layout import FunctionLayout
+
+_TILE_TYPE = {MemorySpace.Vec: isa.TileType.Vec, MemorySpace.Mat: isa.TileType.Mat,
+              MemorySpace.Left: isa.TileType.Left, MemorySpace.Right: isa.TileType.Right,
+              MemorySpace.Acc: isa.TileType.Acc}
+_PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+       "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
+       "|": lambda a, b: a | b, "&": lambda a, b: a & b, "==": lambda a, b: a == b,
+       "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+       ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
+       "or": lambda a, b: a or b}
+_ISA_OPS = {**irops.BINARY, **irops.SCALAR, **irops.UNARY, **irops.ROW_REDUCE,
+            **irops.COL_REDUCE, **irops.ROW_EXPAND}
+_GM_DIRS = {5: 1, 6: 2, 7: 3}     # *_GM directions: the plain ones on platforms whose rings are in GM
+
+
+class _Return(Exception):
+    pass
+
+
+def _contiguous(shape) -> tuple:
+    st, acc = [], 1
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= s
+    return tuple(reversed(st))
+
+
+class Interpreter:
+    """Runs ``fn`` on the current core (call :meth:`run` inside a kernel greenlet)."""
+
+    def __init__(self, fn: Function, layout: FunctionLayout):
+        self.fn = fn
+        self.layout = layout
+        self.locs = {}
+
+    def where(self, node) -> SourceLoc | None:
+        loc = node.loc
+        if loc is None:
+            return None
+        s = self.locs.get(id(node))
+        if s is None:
+            s = self.locs[id(node)] = SourceLoc(loc.file, loc.line, loc.col, self.fn.name)
+        return s
+
+    # -- entry ------------------------------------------------------------------------------
+    def run(self, args: dict) -> None:
+        self.core = isa.current_core()
+        self.env = {}
+        self.pipe = None
+        self.core.loc_override = self.where(self.fn)
+        for p in self.fn.params:
+            self.env[p.name] = self.bind_param(p, args)
+        self.tiles = {}
+        for name, (mem, addr) in self.layout.tiles.items():
+            self.tiles[name] = addr
+        try:
+            self.block(self.fn.body)
+        except _Return:
+            pass
+
+    def bind_param(self, p: Var, args: dict):
+        if p.name not in args:
+            raise ConfigError(f"kernel {self.fn.name} needs argument {p.name!r}",
+                              where=str(self.where(self.fn)),
+                              fix=f"add {p.name!r} to the run's args")
+        v = args[p.name]
+        t = p.type
+        if isinstance(t, TensorType):
+            if not isinstance(v, isa.GlobalTensor):
+                raise ConfigError(f"argument {p.name!r} of {self.fn.name} must be a numpy array "
+                                  f"(a GM tensor), got {type(v).__name__}",
+                                  where=str(self.where(self.fn)))
+            want = np_dtype(t.dtype)
+            shape = (1,) * (5 - len(t.shape)) + tuple(t.shape)
+            if v.dtype != want or tuple(v.shape) != shape:
+                got = tuple(x for x in v.shape)
+                raise ConfigError(f"argument {p.name!r} of {self.fn.name} is {v.dtype.name} "
+                                  f"{got[5 - len(t.shape):] if len(got) == 5 else got} but the "
+                                  f"kernel declares {t}", where=str(self.where(self.fn)),
+                                  fix="pass an array of the declared shape and dtype")
+            return v
+        if isinstance(v, (bool, int, float, np.integer, np.floating)):
+            return v
+        raise ConfigError(f"argument {p.name!r} of {self.fn.name} must be a scalar, got "
+                          f"{type(v).__name__}", where=str(self.where(self.fn)))
+
+    # -- statements ---------------------------------------------------------------------------
+    def block(self, body) -> None:
+        core = self.core
+        env = self.env
+        for s in body:
+            core.loc_override = self.where(s)
+            cls = s.__class__
+            if cls is Assign:
+                env[s.var.name] = self.eval(s.value, s.var.name)
+            elif cls is ExprStmt:
+                self.eval(s.value, None)
+            elif cls is For:
+                self.loop(s)
+            elif cls is If:
+                c = self.eval(s.cond, None)
+                body, ys = (s.then_body, s.then_yields) if c else (s.else_body, s.else_yields)
+                self.block(body)
+                core.loc_override = self.where(s)
+                vals = [self.eval(y, None) for y in ys]
+                for r, v in zip(s.results, vals):
+                    env[r.name] = v
+            elif cls is ReserveBuffer or cls is ImportPeerBuffer:
+                env[s.var.name] = self.layout.buffers[s.var.name]
+            elif cls is Return:
+                raise _Return()
+            else:
+                raise KernelError(f"cannot execute {cls.__name__}", where=str(self.where(s)))
+
+    def loop(self, s: For) -> None:
+        env = self.env
+        start, stop, step = (int(self.eval(e, None)) for e in (s.start, s.stop, s.step))
+        vals = [self.eval(e, None) for e in s.inits]
+        names = [v.name for v in s.iter_args]
+        for i in range(start, stop, step):
+            env[s.var.name] = i
+            for n, v in zip(names, vals):
+                env[n] = v
+            self.block(s.body)
+            vals = [self.eval(y, None) for y in s.yields]
+        for r, v in zip(s.results, vals):
+            env[r.name] = v
+
+    # -- expressions ----------------------------------------------------------------------------
+    def eval(self, e, dest):
+        cls = e.__class__
+        if cls is Var:
+            return self.env[e.name]
+        if cls is Const:
+            return e.value
+        if cls is Call:
+            return self.call(e, dest)
+        if cls is BinOp:
+            return _PY[e.op](self.eval(e.lhs, None), self.eval(e.rhs, None))
+        if cls is UnaryOp:
+            v = self.eval(e.operand, None)
+            return -v if e.op == "-" else (not v)
+        if cls is BufferAttr:
+            base, size = self.env[e.buffer.name]
+            return base if e.attr == "base" else size
+        if cls is ExprList:
+            return [self.eval(x, None) for x in e.items]
+        raise KernelError(f"cannot evaluate {cls.__name__}")
+
+    def dest_tile(self, dest: str, t: TileType):
+        tile = self.env.get(("tile", dest))
+        if tile is None:
+            tile = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+                            addr=self.tiles[dest], name=dest)
+            self.env[("tile", dest)] = tile
+        return tile
+
+    def gm_view(self, gt, ttype: TensorType, offs, window):
+        strides = _contiguous(ttype.shape)
+        off = sum(int(o) * st for o, st in zip(offs, strides))
+        return isa.GlobalTensor(gt.data() + off, tuple(window), strides)
+
+    def call(self, c: Call, dest):
+        op = c.op
+        a = [self.eval(x, None) for x in c.args]
+        at = dict(c.attrs)
+        if op in _ISA_OPS:
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            getattr(isa, _ISA_OPS[op])(out, *a)
+            return out
+        if op == "load":
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            isa.TLOAD(out, self.gm_view(a[0], c.args[0].type, a[1], at["shape"]))
+            return out
+        if op == "store":
+            tile, offs, gt = a
+            ttype = c.args[2].type
+            r, col = c.args[0].type.shape
+            window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
+            isa.TSTORE(self.gm_view(gt, ttype, offs, window), tile)
+            return None
+        if op == "move":
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            isa.TMOV(out, a[0])
+            return out
+        if op == "extract":
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            isa.TEXTRACT(out, a[0], int(a[1]), int(a[2]))
+            return out
+        if op == "matmul":
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            isa.TMATMUL(out, a[0], a[1])
+            return out
+        if op == "matmul_acc":
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            isa.TMATMUL_ACC(out, a[0], a[1], a[2])
+            return out
+        if op == "full":
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            isa.TEXPANDS(out, a[0])
+            return out
+        if op == "cast":
+            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
+            isa.TCVT(out, a[0])
+            return out
+        if op == "get_subblockid":
+            return isa.get_subblockid()
+        if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
+            return self.init_pipe(op, a, at)
+        if op == "tpush":
+            isa.TPUSH(self.pipe, a[0], at["split"])
+            return None
+        if op == "tpop":
+            t = at["type"]
+            if isinstance(t, TileType):
+                obj = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+                               name=dest)
+            else:
+                obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
+            isa.TPOP(self.pipe, obj, at["split"])
+            return obj
+        if op == "tfree":
+            if a[1] is None:
+                isa.TFREE(self.pipe)
+            else:
+                isa.TFREE(self.pipe, a[1])
+            return None
+        if op == "talloc":
+            t = at["type"]
+            gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
+            isa.TALLOC(self.pipe, gt, at["split"])
+            return gt
+        raise KernelError(f"the runtime cannot execute op {op!r}", where=str(self.core.where()))
+
+    def _tmp(self, c: Call):
+        key = ("call", id(c))
+        tile = self.env.get(key)
+        if tile is None:
+            t = c.type
+            _mem, addr = self.layout.temps[id(c)]
+            tile = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+                            addr=addr, name=f"<{c.op} result>")
+            self.env[key] = tile
+        return tile
+
+    def init_pipe(self, op: str, a, at):
+        dir_mask, slot_size, slot_num = at["dir_mask"], at["slot_size"], at["slot_num"]
+        gm, c2v, v2c = a[0], int(a[1] or 0), int(a[2] or 0)
+        plat = self.core.cluster.platform
+        if plat.ring_in_gm:
+            dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
+        if slot_num is None and dir_mask in (1, 2, 3):
+            fn = isa.aic_initialize_pipe if op == "aic_initialize_pipe" else isa.aiv_initialize_pipe
+            self.pipe = fn(isa.Direction(dir_mask), slot_size, gm, c2v, v2c)
+        else:
+            n = slot_num or plat.slot_num_for(dir_mask in (3, 7))
+            self.pipe = isa.TPipe(0, isa.Direction(dir_mask), slot_size, n)(gm, c2v, v2c)
+        return None

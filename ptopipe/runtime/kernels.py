@@ -1,0 +1,95 @@
+"""Kernel callables for ``ptopipe.run(aic=..., aiv=...)`` and :class:`ptopipe.Scenario`
+from an IR Program (or from a builder ``build(**params) -> Program`` specialised per run
+by the run's arguments), so DSL kernels run exactly like hand-written ones."""
+from __future__ import annotations
+
+import inspect
+
+from ..errors import ConfigError
+from ..ir.nodes import FunctionKind, Program
+from ..isa.launch import run as isa_run
+from .interp import Interpreter
+from .layout import plan_program
+
+
+class _Compiled:
+    """A program with its memory plan, ready to interpret."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.layouts = plan_program(program)
+
+    def function(self, kind: FunctionKind):
+        fns = program_functions(self.program, kind)
+        if len(fns) != 1:
+            raise ConfigError(f"program {self.program.name!r} has {len(fns)} {kind.value.upper()} "
+                              "functions; the runtime runs exactly one per core",
+                              fix="put one @pl.aic and one @pl.aiv kernel in the program")
+        return fns[0]
+
+
+def program_functions(program: Program, kind: FunctionKind) -> list:
+    return [f for f in program.functions if f.kind is kind]
+
+
+class KernelSet:
+    """``.aic`` and ``.aiv`` callables running a Program's AIC / AIV function.
+
+    ``source`` is a Program, or a builder function whose parameters are taken from the
+    run's arguments (e.g. ``build(M, split)``); each distinct parameter set is built
+    (and verified) once."""
+
+    def __init__(self, source):
+        self._cache = {}
+        if isinstance(source, Program):
+            self._static = _Compiled(source)
+            self._params = ()
+        elif callable(source):
+            self._static = None
+            self._builder = source
+            self._params = tuple(inspect.signature(source).parameters)
+        else:
+            raise ConfigError(f"kernels() takes a pl Program or a builder function, got {source!r}")
+        self.aic = self._callable(FunctionKind.AIC)
+        self.aiv = self._callable(FunctionKind.AIV)
+
+    def compiled(self, args: dict) -> _Compiled:
+        if self._static is not None:
+            return self._static
+        missing = [p for p in self._params if p not in args]
+        if missing:
+            raise ConfigError(f"the kernel builder {self._builder.__name__} needs "
+                              f"{', '.join(map(repr, missing))} in the run's args",
+                              fix="add them to args (make_args)")
+        key = tuple(args[p] for p in self._params)
+        c = self._cache.get(key)
+        if c is None:
+            prog = self._builder(**{p: args[p] for p in self._params})
+            if not isinstance(prog, Program):
+                raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
+                                  f"{type(prog).__name__}")
+            c = self._cache[key] = _Compiled(prog)
+        return c
+
+    def program(self, **args) -> Program:
+        return self.compiled(args).program
+
+    def _callable(self, kind: FunctionKind):
+        def kernel(**args):
+            comp = self.compiled(args)
+            fn = comp.function(kind)
+            Interpreter(fn, comp.layouts[fn.name]).run(args)
+        kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
+        return kernel
+
+
+def kernels(source) -> tuple:
+    """``(aic, aiv)`` callables for ``ptopipe.run`` / ``ptopipe.Scenario``."""
+    ks = KernelSet(source)
+    return ks.aic, ks.aiv
+
+
+def run(source, args: dict, **run_kwargs):
+    """Run a DSL program (or builder) on the simulated cluster: ``ptopipe.run`` for DSL."""
+    aic, aiv = kernels(source)
+    return isa_run(aic, aiv, args, **run_kwargs)
