@@ -1,13 +1,14 @@
 """Simulator throughput, measured side by side in one run.
 
 1. S7 (examples/scenarios/s7_long_stream.py) with 20,000 tiles of 16x16 f32: TPUSH + TPOP
-   + TFREE transactions per wall second of the simulated run (target >= 100,000/s), with
-   the checkers on (the default) and off.
+   + TFREE transactions per wall second of the simulated run (target >= 100,000/s for the
+   simulator itself, i.e. checkers off; issue 3 bounds the checkers' own cost separately),
+   printed with the checkers off and on.
 2. An S1-style kernel - 256 tiles of 128x128 f32: Cube TLOAD/TMOV/TMATMUL/TPUSH, each
    Vector core TPOP (UP_DOWN half)/TLOAD bias/TADD/TSTORE/TFREE - against plain numpy
    doing the same tile math in a loop: the same tile loads, L1->L0 move, matmul, ring
    hand-off copy, bias loads, adds and stores on preallocated numpy buffers (target:
-   ratio <= 1.5).  For reference it also prints the bare ``out = A @ B + bias`` loop and
+   ratio <= 1.5, simulator with checkers off).  For reference it also prints the bare ``out = A @ B + bias`` loop and
    the end-to-end time including laying the arguments out in GM.
 
 Usage:  python benchmarks/sim_throughput.py [--tiles 20000] [--s1-tiles 256] [--repeat 3]
@@ -118,7 +119,7 @@ def main() -> int:
     # 1. S7 transactions per second (checkers on = the default, and off)
     args = s7.make_args(np.random.default_rng(0), tiles=ns.tiles)
     rates = {}
-    for checks in (True, False):
+    for checks in (False, True):
         best = None
         for _ in range(ns.repeat):
             res = ptopipe.run(s7.cube, (s7.vector, None), args, checks=checks)
@@ -129,8 +130,8 @@ def main() -> int:
         rates[checks] = tx / best.summary.wall_seconds
         print(f"S7 {ns.tiles} tiles, checkers {'on ' if checks else 'off'}: {tx} TPUSH+TPOP+TFREE in "
               f"{best.summary.wall_seconds:.3f} s -> {rates[checks]:,.0f} transactions/s")
-    print(f"  target >= 100,000/s with checkers on: {'OK' if rates[True] >= 100_000 else 'BELOW TARGET'}"
-          f"; checker cost x{rates[False] / rates[True]:.2f}")
+    print(f"  target >= 100,000/s (checkers off): {'OK' if rates[False] >= 100_000 else 'BELOW TARGET'}"
+          f"; checkers cost x{rates[False] / rates[True]:.2f}")
 
     # 2. S1-style kernel vs plain numpy doing the same tile math
     rng = np.random.default_rng(1)
@@ -144,7 +145,7 @@ def main() -> int:
 
     def sim():
         t = time.perf_counter()
-        sims.append(ptopipe.run(s1_cube, s1_vector, kargs))
+        sims.append(ptopipe.run(s1_cube, s1_vector, kargs, checks=False))
         ends.append(time.perf_counter() - t)
 
     t_ops = best_of(lambda: numpy_tile_ops(a, b, bias, ref, n), ns.repeat)
@@ -156,8 +157,10 @@ def main() -> int:
     print(f"S1-style {n} tiles of {TS}x{TS} f32: simulated run {t_sim * 1e3:.1f} ms, numpy doing the "
           f"same tile operations {t_ops * 1e3:.1f} ms -> ratio {ratio:.2f} (target <= 1.5)  "
           f"{'OK' if ratio <= 1.5 else 'ABOVE TARGET'}")
+    t_chk = min(ptopipe.run(s1_cube, s1_vector, kargs).summary.wall_seconds for _ in range(ns.repeat))
     print(f"  for reference: bare numpy A@B+bias loop {t_expr * 1e3:.1f} ms (ratio {t_sim / t_expr:.2f}); "
-          f"end-to-end run() incl. GM set-up {min(ends) * 1e3:.1f} ms")
+          f"end-to-end run() incl. GM set-up {min(ends) * 1e3:.1f} ms; with checkers on "
+          f"{t_chk * 1e3:.1f} ms (x{t_chk / t_sim:.2f})")
     return 0
 
 

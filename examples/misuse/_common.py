@@ -11,7 +11,7 @@ DEPTH = 4
 RING_UB = 0x8000     # A5: the C2V ring in AIV0's UB (A2A3: local staging of popped tiles)
 
 
-def make_args(rng, tiles=8):
+def make_args(rng, tiles=64):
     return dict(x=rng.integers(-8, 8, (T, T)).astype(np.float32), out=np.zeros((T, T), np.float32),
                 fifo=gm_buffer(2 * 8 * SLOT), tiles=tiles)
 

@@ -15,7 +15,7 @@ def cube(fifo, tiles):
 
 
 def vector(fifo, tiles):
-    pipe = TPipe(4, DIR_C2V, SLOT, DEPTH, peers=(0,))(fifo, RING_UB, 0)     # FlagID 4: wrong
+    pipe = TPipe(4, DIR_C2V, SLOT, DEPTH, peers=(0,))(fifo, RING_UB + DEPTH * SLOT, 0)  # FlagID 4: wrong
     t = Tile(TileType.Vec, float32, T, T)
     for i in range(tiles):
         TPOP(pipe, t)                     # M2: waits ready[0] on flag 4

@@ -9,7 +9,7 @@ from _common import RING_UB, SLOT, T, scenario
 
 def cube(fifo, tiles):
     a = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB, 0)
-    b = TPipe(2, DIR_C2V, SLOT, 4, peers=(0,))(fifo + 4 * SLOT, RING_UB + 4 * SLOT, 0)   # M4
+    b = TPipe(2, DIR_C2V, SLOT, 4, peers=(0,))(fifo.data() + 4 * SLOT, RING_UB + 4 * SLOT, 0)   # M4
     acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
     TPUSH(a, acc)
     TPUSH(b, acc)
@@ -17,7 +17,7 @@ def cube(fifo, tiles):
 
 def vector(fifo, tiles):
     a = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB, 0)
-    b = TPipe(2, DIR_C2V, SLOT, 4, peers=(0,))(fifo + 4 * SLOT, RING_UB + 4 * SLOT, 0)   # M4
+    b = TPipe(2, DIR_C2V, SLOT, 4, peers=(0,))(fifo.data() + 4 * SLOT, RING_UB + 4 * SLOT, 0)   # M4
     t = Tile(TileType.Vec, float32, T, T)
     for p in (a, b):
         TPOP(p, t)

@@ -121,6 +121,11 @@ class FunctionParser:
     def loc(self, node) -> Loc:
         return self.src.loc(node)
 
+    def unsupported(self, node) -> CompileError:
+        what, _, fix = _UNSUPPORTED[type(node)].partition("; ")
+        return self.err(node, what, fix or "kernels use assignments, pl op calls, "
+                                           "`for i in pl.range(...)`, `if` and `return`")
+
     def fresh(self, base: str) -> str:
         if base not in self.defined:
             self.defined.add(base)
@@ -158,14 +163,16 @@ class FunctionParser:
                                   "kernel value", "use a literal or a module-level / closure "
                                   "constant")
             if type(n) in _UNSUPPORTED:
-                raise self.err(n, _UNSUPPORTED[type(n)])
+                raise self.unsupported(n)
         try:
             code = compile(ast.Expression(body=node), self.src.file, "eval")
             return eval(code, dict(self.ns))    # noqa: S307 - the user's own kernel source
         except CompileError:
             raise
         except NameError as e:
-            raise self.err(node, f"{what}: {e}", "define the constant at module level") from None
+            at = next((n for n in ast.walk(node) if isinstance(n, ast.Name)
+                       and n.id not in self.ns and f"'{n.id}'" in str(e)), node)
+            raise self.err(at, f"{what}: {e}", "define the constant at module level") from None
         except Exception as e:   # a bad annotation / constant expression
             raise self.err(node, f"{what}: {e}") from None
 
@@ -206,7 +213,7 @@ class FunctionParser:
 
     def stmt(self, s, out: list) -> None:
         if type(s) in _UNSUPPORTED:
-            raise self.err(s, _UNSUPPORTED[type(s)])
+            raise self.unsupported(s)
         if isinstance(s, ast.Pass):
             return
         if isinstance(s, ast.Assign):
@@ -412,7 +419,14 @@ class FunctionParser:
             iter_args.append(self.define(n, init.type, s))
         body = self.block(body_ast)
         yields = [self.expr(v) for v in yvals] + [self.env[n] for n in carried]
-        for v, y, node in zip(iter_args, yields, list(yvals) + [s] * len(carried)):
+        last = {}
+        for x in ast.walk(ast.Module(body=list(body_ast), type_ignores=[])):
+            if isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for t in (x.targets if isinstance(x, ast.Assign) else [x.target]):
+                    if isinstance(t, ast.Name):
+                        last[t.id] = x
+        for v, y, node in zip(iter_args, yields,
+                              list(yvals) + [last.get(n, s) for n in carried]):
             if v.type != y.type:
                 raise self.err(node, f"loop-carried '{v.name}' starts as {describe(v.type)} but "
                                      f"the loop body makes it a {describe(y.type)}",
@@ -493,7 +507,7 @@ class FunctionParser:
 
     def expr(self, node):
         if type(node) in _UNSUPPORTED:
-            raise self.err(node, _UNSUPPORTED[type(node)])
+            raise self.unsupported(node)
         if isinstance(node, ast.Name):
             return self.name_expr(node)
         if isinstance(node, ast.Constant):
@@ -612,7 +626,7 @@ class FunctionParser:
                                                    f"arguments ({', '.join(p.name for p in params)})")
         for p, a in zip(params, node.args):
             if isinstance(a, ast.Starred):
-                raise self.err(a, _UNSUPPORTED[ast.Starred])
+                raise self.unsupported(a)
             bound[p.name], nodes[p.name] = a, a
         names = {p.name: p for p in params}
         for k in node.keywords:
@@ -623,7 +637,7 @@ class FunctionParser:
                                f"its arguments are {', '.join(names)}")
             if k.arg in bound:
                 raise self.err(k, f"pl.{spec.dsl} got {k.arg!r} twice")
-            bound[k.arg], nodes[k.arg] = k.value, k
+            bound[k.arg], nodes[k.arg] = k.value, k.value
         args, attrs = {}, {}
         for p in params:
             a = bound.get(p.name)
@@ -695,6 +709,13 @@ class FunctionParser:
             if spec.name in ("tpush", "tpop", "tfree", "talloc"):
                 attrs["direction"] = canonical_direction(spec, self.kind, attrs)
             t = infer(spec, self.kind, args, attrs)
+            if isinstance(t, TileType) and self.kind in (FunctionKind.AIC, FunctionKind.AIV) \
+                    and (t.space is MemorySpace.Vec) != (self.kind is FunctionKind.AIV):
+                core = "Vector" if self.kind is FunctionKind.AIV else "Cube"
+                raise OpError(f"the result is a {describe(t)}, which a {core} core cannot hold "
+                              f"({'only Vec tiles' if core == 'Vector' else 'no Vec tiles'})",
+                              "Vector kernels work on Vec tiles (UB); Cube kernels on "
+                              "Mat/Left/Right/Acc tiles", "space")
         except OpError as e:
             at = nodes.get(e.param, node)
             raise self.err(at, f"pl.{spec.dsl}: {e.msg}", e.fix) from None

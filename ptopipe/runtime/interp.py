@@ -14,7 +14,7 @@ from ..errors import ConfigError, KernelError
 from ..ir import ops as irops
 from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                         Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
-from ..ir.types import MemorySpace, ScalarType, TensorType, TileType, np_dtype
+from ..ir.types import MemorySpace, TensorType, TileType, np_dtype
 from ..sim.location import SourceLoc
 from .layout import FunctionLayout
 

@@ -24,6 +24,26 @@ def _holds(cluster, core) -> list:
     return out
 
 
+def _compact(held) -> list:
+    """Holdings grouped per pipe and source line: 'slots 0,1,2 of P (TPOP at f.py:9, no TFREE)'."""
+    groups = {}
+    for h in held:
+        if "slot" in h and "pipe" in h:
+            groups.setdefault((h["pipe"], h.get("kind"), h.get("where")), []).append(h["slot"])
+        else:
+            groups.setdefault((h["text"], None, None), [])
+    out = []
+    for (pipe, kind, where), slots in groups.items():
+        if not slots:
+            out.append(pipe)
+            continue
+        what = "TPOP" if kind == "held" else "TALLOC"
+        miss = "no TFREE" if kind == "held" else "no TPUSH"
+        out.append(f"slot{'s' if len(slots) > 1 else ''} {','.join(map(str, slots))} of {pipe} "
+                   f"({what} at {where}, {miss})")
+    return out
+
+
 def _state_word(core) -> str:
     return {CoreState.DONE: "finished (its kernel returned)",
             CoreState.IDLE: "runs no kernel"}.get(core.state, core.state.value)
@@ -38,7 +58,7 @@ def wait_chain(cluster, blocked) -> tuple:
         w = c.waiting
         held = _holds(cluster, c)
         steps.append({"core": c.name, "waits": _signal(w), "flag": w.flag.id,
-                      "from": w.flag.sender.name, "holds": [h["text"] for h in held]})
+                      "from": w.flag.sender.name, "holds": _compact(held)})
         c = w.flag.sender
     parts = []
     for i, s in enumerate(steps):

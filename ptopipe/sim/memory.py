@@ -13,6 +13,21 @@ from ..errors import MemoryConflictError
 from .location import user_loc
 
 
+_PAGE = 4096
+
+
+def _aligned_zeros(size: int) -> np.ndarray:
+    """A zeroed byte buffer whose address 0 is page-aligned, like a hardware memory.
+
+    Alignment matters for speed too: BLAS runs ~1.5x faster on 64-byte-aligned operands.
+    The pages are touched here, at set-up, not inside the kernel."""
+    raw = np.empty(size + _PAGE, dtype=np.uint8)
+    off = (-raw.ctypes.data) % _PAGE
+    buf = raw[off:off + size]
+    buf.fill(0)
+    return buf
+
+
 class Memory:
     __slots__ = ("space", "owner", "size", "buf")
 
@@ -20,9 +35,7 @@ class Memory:
         self.space = space
         self.owner = owner
         self.size = int(size)
-        # zero-filled eagerly: the pages are touched here, at set-up, not inside the kernel
-        self.buf = np.empty(self.size, dtype=np.uint8)
-        self.buf.fill(0)
+        self.buf = _aligned_zeros(self.size)
 
     @property
     def label(self) -> str:
