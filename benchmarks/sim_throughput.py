@@ -77,23 +77,27 @@ def numpy_expression(a, b, bias, out, tiles):
         out[rows] = a[rows] @ b + bias[rows]
 
 
-def numpy_tile_ops(a, b, bias, out, tiles):
-    """The kernel's tile operations on plain numpy buffers, without the simulator."""
+def numpy_tile_ops(a, b, bias, out, tiles, depth=4, local_slots=2):
+    """The kernel's tile operations on plain numpy buffers, without the simulator: the same
+    buffers (L1, L0A/L0B/L0C, a ``depth``-slot ring, each Vector core's 2-slot staging
+    ring, bias and result tiles) and the same copies, matmul and adds, in the same order."""
     h = TS // 2
     l1_a, l1_b = np.empty((TS, TS), np.float32), np.empty((TS, TS), np.float32)
     l0a, l0b, acc = np.empty_like(l1_a), np.empty_like(l1_a), np.empty_like(l1_a)
-    slot = np.empty_like(l1_a)
-    ub = [(np.empty((h, TS), np.float32), np.empty((h, TS), np.float32), np.empty((h, TS), np.float32))
-          for _ in range(2)]
+    ring = [np.empty_like(l1_a) for _ in range(depth)]
+    vec = [([np.empty((h, TS), np.float32) for _ in range(local_slots)],
+            np.empty((h, TS), np.float32), np.empty((h, TS), np.float32)) for _ in range(2)]
     np.copyto(l1_b, b)                                   # TLOAD B, TMOV to L0B
     np.copyto(l0b, l1_b)
     for i in range(tiles):
         np.copyto(l1_a, a[i * TS:(i + 1) * TS])          # TLOAD A tile
         np.copyto(l0a, l1_a)                             # TMOV L1 -> L0A
         np.matmul(l0a, l0b, out=acc)                     # TMATMUL
+        slot = ring[i % depth]
         np.copyto(slot, acc)                             # TPUSH into the ring slot
-        for sub, (part, b_ub, o_ub) in enumerate(ub):
+        for sub, (staging, b_ub, o_ub) in enumerate(vec):
             rows = slice(i * TS + sub * h, i * TS + (sub + 1) * h)
+            part = staging[i % local_slots]
             np.copyto(part, slot[sub * h:(sub + 1) * h])  # TPOP its half
             np.copyto(b_ub, bias[rows])                  # TLOAD bias half
             np.add(part, b_ub, out=o_ub)                 # TADD

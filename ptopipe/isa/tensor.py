@@ -175,9 +175,11 @@ class GlobalTensor:
             rows = [(int(a), int(a) + item) for a in v]
         return rows
 
-    def describe(self) -> str:
+    def describe(self, ptr: "GMPtr | None" = None) -> str:
+        """Readable description; ``ptr`` overrides the current address (for past accesses)."""
         nm = f" '{self.name}'" if self.name else ""
-        at = f" @GM[{self.ptr.addr:#x}]" if self.ptr is not None else ""
+        ptr = ptr if ptr is not None else self.ptr
+        at = f" @GM[{ptr.addr:#x}]" if ptr is not None else ""
         return f"GlobalTensor{nm} {self.dtype.name} shape={self.shape} stride={self.stride}{at}"
 
     def __repr__(self) -> str:

@@ -194,7 +194,8 @@ class HappensBefore:
             return
         if where is None:
             where = self.where(core, 2)
-        label = gt.describe()
+        # described only if a race is reported (gt's address may change after this access)
+        label = (gt, gt.ptr)
         self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label)
 
     def access(self, core, mem, lo: int, hi: int, rows, write: bool, op: str, where,
@@ -247,6 +248,9 @@ class HappensBefore:
     # -- reporting -----------------------------------------------------------------------
     def describe(self, mem, rec) -> dict:
         lo, hi, rows, c, epoch, write, op, where, label, ring = rec
+        if isinstance(label, tuple):
+            gt, ptr = label
+            label = gt.describe(ptr)
         nbytes = sum(b - a for a, b in _ranges(lo, hi, rows, lo, hi))
         return {"core": self.cores[c].name, "op": op, "access": "write" if write else "read",
                 "where": _loc(where), "memory": mem.label, "lo": lo, "hi": hi, "bytes": nbytes,
