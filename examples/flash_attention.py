@@ -151,4 +151,4 @@ if __name__ == "__main__":
     from ptopipe.report import profile
     res = SCENARIO.check("default", trace=True)
     print(profile(res).format())
-    print(f"reference (PLATFORMS.md, pto-isa cost model): 12438 cycles")
+    print("reference (PLATFORMS.md, pto-isa cost model): 12438 cycles")

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..arch import PipeUnit, Platform, get_platform
-from ..errors import ConfigError, LeakError, MismatchError, ProtocolError, PtoPipeError
+from ..errors import ConfigError, LeakError, MismatchError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
 from .checks import KernelChecks, flag_leaks
 from .pipe import Protocol, leaks

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arch import MemSpace, PipeUnit
+from ..arch import PipeUnit
 from ..errors import KernelError
 from .context import current_core
 from .dtypes import accum_dtype

@@ -95,6 +95,22 @@ def _here(core):
     return o if o is not None else caller_loc(3)
 
 
+def _enter(pipe, obj, split, events, role: str, op: str):
+    """The common prologue of TPUSH / TPOP / TALLOC: accept both argument orders, wait
+    for the events, and find the core, the kernel line, the channel and this core's side."""
+    core = current_core()
+    o = core.loc_override
+    loc = o if o is not None else caller_loc(3)      # caller_loc <- _enter <- TPUSH <- kernel
+    if pipe.__class__ is not PipeHandle:
+        pipe, obj = _args(pipe, obj)
+    if events:
+        TSYNC(*events)
+    if split.__class__ is not TileSplitAxis:
+        split = _split(split)
+    ch = pipe.channel(role, core, op)
+    return core, loc, obj, split, ch, ch.sides[core.index]
+
+
 # ---------------------------------------------------------------------------------------
 # configuration
 # ---------------------------------------------------------------------------------------
@@ -800,16 +816,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
 
     With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
-    core = current_core()
-    loc = _here(core)
-    if pipe.__class__ is not PipeHandle:
-        pipe, tile = _args(pipe, tile)
-    if events:
-        TSYNC(*events)
-    if split.__class__ is not TileSplitAxis:
-        split = _split(split)
-    ch = pipe.channel("producer", core, "TPUSH")
-    side = ch.sides[core.index]
+    core, loc, tile, split, ch, side = _enter(pipe, tile, split, events, "producer", "TPUSH")
     if tile.__class__ is not Tile or ch.ctrl:
         if isinstance(tile, GlobalTensor):
             return _push_commit(core, ch, side)
@@ -883,18 +890,12 @@ def _push_commit(core, ch: Channel, side: Side) -> Event:
 
 def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     """Address flow, producer: wait for a free slot and assign its GM address to ``gm_tensor``."""
-    core = current_core()
-    pipe, gm_tensor = _args(pipe, gm_tensor)
-    if events:
-        TSYNC(*events)
-    split = _split(split)
-    ch = pipe.channel("producer", core, "TALLOC")
+    core, _loc0, gm_tensor, split, ch, side = _enter(pipe, gm_tensor, split, events, "producer", "TALLOC")
     if not ch.in_gm:
         raise ProtocolError(f"TALLOC on {ch.name}: the address flow needs a ring in GM",
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")
     if not isinstance(gm_tensor, GlobalTensor):
         raise ProtocolError(f"TALLOC expects a GlobalTensor, got {type(gm_tensor).__name__}", where=_loc(core))
-    side = ch.sides[core.index]
     if gm_tensor.nbytes > ch.slot_size:
         raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
                             f"SlotSize {ch.slot_size}", where=_loc(core))
@@ -946,16 +947,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
 
     With a GlobalTensor (address flow) assign the slot address to it instead.  On a
     DIR_V2C_CTRL pipe, returns the control value."""
-    core = current_core()
-    loc = _here(core)
-    if pipe.__class__ is not PipeHandle:
-        pipe, tile = _args(pipe, tile)
-    if events:
-        TSYNC(*events)
-    if split.__class__ is not TileSplitAxis:
-        split = _split(split)
-    ch = pipe.channel("consumer", core, "TPOP")
-    side = ch.sides[core.index]
+    core, loc, tile, split, ch, side = _enter(pipe, tile, split, events, "consumer", "TPOP")
     i = side.index
     tag = i % ch.slot_num
     if side.wait:

@@ -8,6 +8,18 @@ import tempfile
 from ..errors import ConfigError
 
 
+def save_png(fig, path: str) -> str:
+    """Render a matplotlib figure to PNG, close it, and write the file atomically."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return write_atomic(path, buf.getvalue())
+
+
 def write_atomic(path: str, data: "str | bytes") -> str:
     """Write ``data`` to ``path`` atomically; returns the path."""
     path = os.fspath(path)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError, PtoPipeError
 from ..isa.launch import Scenario, compare, run
-from ._io import write_atomic
+from ._io import save_png
 
 
 @dataclass
@@ -174,7 +174,6 @@ def _fmt(v) -> str:
 def write_plot(rows: list, path: str, title: str = "ptopipe sweep") -> str:
     """Bar chart of cycles per configuration (needs matplotlib)."""
     from .swimlane import _pyplot
-    import io
     plt = _pyplot()
     ok = [r for r in rows if r.ok]
     labels = [", ".join(f"{k}={_fmt(v)}" for k, v in r.params.items()) for r in ok]
@@ -185,7 +184,4 @@ def write_plot(rows: list, path: str, title: str = "ptopipe sweep") -> str:
     ax.set_ylabel("cycles")
     ax.set_title(title)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return write_atomic(path, buf.getvalue())
+    return save_png(fig, path)

@@ -12,7 +12,7 @@ import html
 
 from ..arch import PipeUnit
 from ..errors import ConfigError
-from ._io import write_atomic
+from ._io import save_png, write_atomic
 from .profile import Profile, profile
 from .timeline import Timeline, timeline
 
@@ -192,7 +192,6 @@ def _pyplot():
 def write_png(run, path: str, title: str = "ptopipe run") -> str:
     """Write the swimlane of a traced run as a PNG (needs matplotlib)."""
     plt = _pyplot()
-    import io
     cluster = getattr(run, "cluster", run)
     tl = timeline(cluster)
     rows = lanes(tl)
@@ -219,7 +218,4 @@ def write_png(run, path: str, title: str = "ptopipe run") -> str:
     ax.set_xlabel("cycles")
     ax.set_title(title)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return write_atomic(path, buf.getvalue())
+    return save_png(fig, path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..isa.tensor import _contiguous
 from .. import isa
 from ..errors import ConfigError, KernelError
 from ..ir import ops as irops
@@ -34,14 +35,6 @@ _GM_DIRS = {5: 1, 6: 2, 7: 3}     # *_GM directions: the plain ones on platforms
 
 class _Return(Exception):
     pass
-
-
-def _contiguous(shape) -> tuple:
-    st, acc = [], 1
-    for s in reversed(shape):
-        st.append(acc)
-        acc *= s
-    return tuple(reversed(st))
 
 
 class Interpreter:
