@@ -13,7 +13,7 @@ from .ops import *  # noqa: F401,F403
 from .ops import __all__ as _ops_all
 from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL, DIR_V2C_GM,
                    TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, TPOP, TPOPDONE,
-                   TPUSH, CVPipes, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
+                   TPUSH, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
                    TMPipe, TPipe, VecCubeRatio, aic_initialize_pipe, aiv_initialize_pipe)
 from .tensor import GlobalTensor, GMPtr
 from .tile import TASSIGN, BLayout, SLayout, Tile, TileType
@@ -23,7 +23,7 @@ PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
 
 __all__ = list(_ops_all) + [
-    "BLayout", "CVPipes", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
+    "BLayout", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RunResult",
     "RunSummary", "SLayout", "Scenario", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",

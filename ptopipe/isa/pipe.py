@@ -129,8 +129,7 @@ class TPipe:
     local_slot_num: int = 2
     peers: tuple = (0, 1)
     sync_period: int | None = None   # None: the pto-isa rule; TMPipe sets FiFoSyncT
-    fifo: FIFOType | None = None
-    ctrl: bool = False
+    fifo: FIFOType | None = None     # TMPipe's FIFO kind; None: implied by the direction
 
     def __class_getitem__(cls, params):
         return cls(*params) if isinstance(params, tuple) else cls(params)
@@ -180,7 +179,7 @@ class Slot:
 class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
-                 "record", "wait", "free", "bound_at", "staging", "split", "stage_slots", "links")
+                 "record", "wait", "free", "bound_at", "staging", "stage_slots", "links")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -195,7 +194,6 @@ class Side:
         self.free = True                 # setFreeStatus
         self.bound_at = bound_at
         self.staging = None              # base address of the local staging ring
-        self.split = None
         self.stage_slots = None          # Slots of the local staging ring (generations)
         self.links = ()                  # the AIV peers this side signals / waits on
 
@@ -237,9 +235,6 @@ class Channel:
         if v is None:
             v = self._views[key] = mem.view(addr, dtype, shape, strides, what=lambda: f"{self.name} slot")
         return v
-
-    def spec(self) -> bool:
-        return self.is_spec
 
     def __post_init__(self):
         self.is_spec = self.protocol is Protocol.SPEC
@@ -337,7 +332,17 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0, v2c_co
     if n > plat.max_fifo_depth and protocol is Protocol.PTO_ISA:
         raise ConfigError(f"SlotNum {n} exceeds the FIFO depth limit {plat.max_fifo_depth} of {plat.name}",
                           where=_loc(core))
-    in_gm = plat.ring_in_gm or gm_dir or cfg.ctrl or direction is Direction.DIR_V2C_CTRL
+    fifo = cfg.fifo
+    if fifo in (FIFOType.VEC_FIFO, FIFOType.MAT_FIFO):
+        want = FIFOType.VEC_FIFO if _ways(direction) == (C2V,) else FIFOType.MAT_FIFO
+        if plat.ring_in_gm or fifo is not want:
+            raise ConfigError(
+                f"{fifo.value} on a {direction.name} pipe on {plat.name}: " +
+                ("rings are in GM on this platform" if plat.ring_in_gm else
+                 f"a consumer-local {direction.name} ring is a {want.value}"),
+                where=_loc(core), fix="use GM_FIFO" if plat.ring_in_gm else f"use {want.value} or GM_FIFO")
+    in_gm = (plat.ring_in_gm or gm_dir or direction is Direction.DIR_V2C_CTRL
+             or fifo in (FIFOType.GM_FIFO, FIFOType.CTRL_FIFO))
     sync = cfg.sync_period or (n if n <= 2 else n // 2)
     handle = PipeHandle(cfg, core)
     gm_addr = gm_size = None
@@ -568,7 +573,6 @@ class PipeHandle:
         return f"<pipe {'/'.join(self.channels)} on {self.core.name}>"
 
 
-CVPipes = PipeHandle
 
 
 def _dir_mask(mask) -> Direction:
