@@ -13,7 +13,7 @@ import sys
 from .. import __version__
 from .errors import report_exception
 
-SUBCOMMANDS = ["run", "check", "trace", "sweep", "compile"]
+SUBCOMMANDS = ["run", "check", "trace", "sweep"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,13 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ptopipe {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        try:
-            mod = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}.{name}":
-                continue          # subcommand not built yet
-            raise
-        mod.add_parser(sub)
+        importlib.import_module(f"{__name__}.{name}").add_parser(sub)
     return p
 
 
