@@ -299,18 +299,37 @@ def _vec_issue(core, name, dst, srcs, shape, itemsize):
     return Event(name, core, end)
 
 
+def _valid(t, core) -> np.ndarray:
+    """``arr`` with the common case (a plain tile bound on this core) checked inline."""
+    if t.__class__ is Tile and t.core is core and t.binding is None:
+        return t._valid
+    return arr(t, core)
+
+
+def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None):
+    """The arrays of an element-wise vector op, checked: same valid shape, same dtype."""
+    d = dst._valid if dst.__class__ is Tile and dst.core is core and dst.binding is None else arr(dst, core)
+    a = src._valid if src.__class__ is Tile and src.core is core and src.binding is None else arr(src, core)
+    if src1 is None:
+        if a.shape != d.shape:
+            _same_shape(core, name, ("dst", d), ("src", a))
+        if src.dtype != dst.dtype:
+            _same_dtype(core, name, dst, src)
+        return d, a, None
+    b = _valid(src1, core)
+    if not (a.shape == b.shape == d.shape):
+        _same_shape(core, name, ("dst", d), ("src0", a), ("src1", b))
+    if not (src.dtype == src1.dtype == dst.dtype):
+        _same_dtype(core, name, dst, src, src1)
+    return d, a, b
+
+
 def _binary(name: str, ufunc):
     def op(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
-        a = arr(src0, core)
-        b = arr(src1, core)
-        d = arr(dst, core)
-        if not (a.shape == b.shape == d.shape):
-            _same_shape(core, name, ("dst", d), ("src0", a), ("src1", b))
-        if not (src0.dtype == src1.dtype == dst.dtype):
-            _same_dtype(core, name, dst, src0, src1)
+        d, a, b = _elementwise(core, name, dst, src0, src1)
         ufunc(a, b, out=d)
         return _vec_issue(core, name, dst, (src0, src1), d.shape, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
@@ -323,12 +342,7 @@ def _scalar(name: str, fn):
         core = current_core()
         if events:
             TSYNC(*events)
-        a = arr(src, core)
-        d = arr(dst, core)
-        if a.shape != d.shape:
-            _same_shape(core, name, ("dst", d), ("src", a))
-        if src.dtype != dst.dtype:
-            _same_dtype(core, name, dst, src)
+        d, a, _ = _elementwise(core, name, dst, src)
         fn(a, dst.dtype.type(scalar), d)
         return _vec_issue(core, name, dst, (src,), d.shape, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
@@ -341,12 +355,7 @@ def _unary(name: str, fn):
         core = current_core()
         if events:
             TSYNC(*events)
-        a = arr(src, core)
-        d = arr(dst, core)
-        if a.shape != d.shape:
-            _same_shape(core, name, ("dst", d), ("src", a))
-        if src.dtype != dst.dtype:
-            _same_dtype(core, name, dst, src)
+        d, a, _ = _elementwise(core, name, dst, src)
         fn(a, d)
         return _vec_issue(core, name, dst, (src,), d.shape, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
