@@ -32,8 +32,8 @@ def _scenarios():
     for f in sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "s*.py"))):
         for sc in load_scenarios(f):
             for variant, over in SMALL.get(sc.name, [(next(iter(sc.variants)), {})]):
-                if variant in sc.variants:
-                    out.append(pytest.param(sc, variant, over, id=f"{sc.name}[{variant}]"))
+                assert variant in sc.variants, f"{sc.name} has no variant {variant!r}: update SMALL"
+                out.append(pytest.param(sc, variant, over, id=f"{sc.name}[{variant}]"))
     return out
 
 
