@@ -675,9 +675,16 @@ def _args(a, b):
                         f"{type(a).__name__} and {type(b).__name__}", where=_loc(current_core()))
 
 
-def _wait(core, ch: Channel, flag, what, signal: str, tag) -> int:
+def _wait(core, ch: Channel, flag, op: str, signal: str, tag: int, peer: int, index: int) -> int:
+    """WAIT for a ready/free flag of ``ch``; the description is built only if it blocks."""
     if flag.count:                       # fast path: no block, no description needed
-        return core.wait_flag(flag, what)
+        return core.wait_flag(flag, None)
+
+    def what() -> str:
+        other = "AIC" if core.kind is CoreKind.AIV else core.cluster.aiv(peer).name
+        if ch.is_spec:
+            return f"{op} (wait {signal}[{tag}] from {other})"
+        return f"{op} (wait {signal} from {other}, {'push' if signal == 'free' else 'pop'} #{index})"
     return core.wait_flag(flag, what, {"channel": ch, "signal": signal, "tag": tag})
 
 
@@ -685,20 +692,10 @@ def _producer_wait(core, ch: Channel, side: Side, op: str) -> int:
     """Wait until the slot for push ``side.index`` is free; returns its tag."""
     i = side.index
     tag = i % ch.slot_num
-    if ch.is_spec:
-        if side.allocate:
-            for p in side.links:
-                f = ch.free_flags[p][tag]
-                if f.count:                      # fast path: the slot is already free
-                    core.wait_flag(f, None)
-                    continue
-                _wait(core, ch, f,
-                      lambda p=p: f"{op} (wait free[{tag}] from "
-                                  f"{core.cluster.aiv(p).name if core.kind is CoreKind.AIC else 'AIC'})",
-                      "free", tag)
-    elif side.allocate and ch.should_wait_free(i):
+    if side.allocate and (ch.is_spec or ch.should_wait_free(i)):
+        k = tag if ch.is_spec else 0
         for p in side.links:
-            _wait(core, ch, ch.free_flags[p][0], lambda: f"{op} (wait free, push #{i})", "free", tag)
+            _wait(core, ch, ch.free_flags[p][k], op, "free", tag, p, i)
     return tag
 
 
@@ -955,15 +952,9 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     i = side.index
     tag = i % ch.slot_num
     if side.wait:
+        k = tag if ch.is_spec else 0
         for p in side.links:
-            f = ch.ready_flags[p][tag if ch.is_spec else 0]
-            if f.count:                          # fast path: the data is already there
-                core.wait_flag(f, None)
-                continue
-            _wait(core, ch, f,
-                  lambda p=p: f"TPOP (wait ready[{tag}] from "
-                              f"{'AIC' if ch.way == C2V else core.cluster.aiv(p).name})",
-                  "ready", tag)
+            _wait(core, ch, ch.ready_flags[p][k], "TPOP", "ready", tag, p, i)
     if ch.is_spec and len(side.held) >= ch.slot_num:
         # checked after the wait: holding every slot, the WAIT above deadlocks first (and the
         # deadlock report names the TPOPs lacking a TFREE); here the producer skipped a wait
