@@ -207,3 +207,13 @@ def test_cli_check_reports_seed(capsys):
     out, err = capsys.readouterr()
     assert "ProtocolError" in err and "Traceback" not in out + err
     assert "replay: ptopipe check" in err and "--seed" in err
+
+
+def test_explore_reports_progress_before_each_schedule():
+    sc = next(s for f in glob.glob(os.path.join(ROOT, "examples", "scenarios", "s7_*.py"))
+              for s in load_scenarios(f))
+    small = dataclasses.replace(sc, variants={"small": {**sc.variants["default"], "tiles": 8}})
+    calls = []
+    res = explore(small, schedules=3, variant="small", progress=lambda done, total: calls.append((done, total)))
+    assert res.ok and res.runs == 4
+    assert calls == [(0, 4), (1, 4), (2, 4), (3, 4)]

@@ -27,6 +27,23 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
+def _progress(label: str):
+    """A one-line 'schedule k/N' display on an interactive terminal (nothing in logs)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\r  {label}: schedule {done + 1}/{total}\033[K")
+        sys.stderr.flush()
+    return show
+
+
+def _progress_done() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
 def main(args) -> int:
     reports, status = [], 0
     for sc in load_scenarios(args.file):
@@ -35,7 +52,8 @@ def main(args) -> int:
         for v in pick_variants(sc, args.variant):
             label = f"{sc.name}[{v}] on {platform}/{protocol}"
             res = explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
-                          protocol=protocol, data_seed=args.data_seed)
+                          protocol=protocol, data_seed=args.data_seed, progress=_progress(label))
+            _progress_done()
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
                    "runs": res.runs, "passed": res.passed, "failure": None}
             if res.ok:

@@ -61,11 +61,15 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
 
 def explore(target, schedules: int = 50, seed: int = 0, variant="default", platform="a2a3",
             protocol="spec", data_seed: int = 0, args: dict | None = None, stop_on_first: bool = True,
-            include_default: bool = True, **run_kwargs) -> ExploreResult:
-    """Run the default schedule and ``schedules`` perturbed ones (seeds ``seed`` ...)."""
+            include_default: bool = True, progress=None, **run_kwargs) -> ExploreResult:
+    """Run the default schedule and ``schedules`` perturbed ones (seeds ``seed`` ...).
+
+    ``progress(done, total)``, if given, is called before each run."""
     out = ExploreResult()
     seeds = ([None] if include_default else []) + [seed + i for i in range(schedules)]
     for s in seeds:
+        if progress is not None:
+            progress(out.runs, len(seeds))
         out.runs += 1
         try:
             run_schedule(target, s, variant, platform, protocol, data_seed, args, **run_kwargs)
