@@ -28,7 +28,7 @@ import ptopipe  # noqa: E402
 from ptopipe.isa import *  # noqa: E402,F403
 import s7_long_stream as s7  # noqa: E402
 
-TS = 128
+TS = int(os.environ.get("S1_TS", 128))
 SLOT = TS * TS * 4
 
 

@@ -14,11 +14,12 @@ _getcurrent = greenlet.getcurrent
 
 
 def current_core() -> Core:
-    core = getattr(_getcurrent(), "core", None)
-    if core is None:
+    try:
+        return _getcurrent().core     # only a core's greenlet has .core
+    except AttributeError:
         raise KernelError("an ISA instruction was called outside a running kernel",
-                          fix="call ISA functions only inside kernel functions started by ptopipe.run(...)")
-    return core
+                          fix="call ISA functions only inside kernel functions started by "
+                              "ptopipe.run(...)") from None
 
 
 def get_subblockid() -> int:

@@ -7,6 +7,8 @@ barrier on the pipe that op runs on (only vector ops, as in pto-isa).
 from __future__ import annotations
 
 from enum import Enum
+from functools import partial
+from operator import itemgetter
 
 from ..arch import PipeUnit
 from ..errors import KernelError
@@ -37,20 +39,27 @@ class Op(Enum):
 _VECTOR_OPS = {Op.TVEC, Op.TADD, Op.TSUB, Op.TMUL, Op.TDIV, Op.TEXP, Op.TMAX, Op.TADDS, Op.TMULS}
 
 
-class Event:
-    """The completion of one instruction (``RecordEvent``)."""
-    __slots__ = ("op", "core", "end")
+class Event(tuple):
+    """The completion of one instruction (``RecordEvent``): ``(op, core, end)``.
 
-    def __init__(self, op: str, core, end: int):
-        self.op = op
-        self.core = core
-        self.end = end
+    A tuple, so instructions create it without running Python code (``new_event``)."""
+    __slots__ = ()
+
+    def __new__(cls, op: str, core, end: int):
+        return tuple.__new__(cls, (op, core, end))
+
+    op = property(itemgetter(0))
+    core = property(itemgetter(1))
+    end = property(itemgetter(2))
 
     def Wait(self) -> None:
         TSYNC(self)
 
     def __repr__(self) -> str:
-        return f"<Event {self.op} done@{self.end}>"
+        return f"<Event {self[0]} done@{self[2]}>"
+
+
+new_event = partial(tuple.__new__, Event)   # new_event((op, core, end)): the hot-path constructor
 
 
 def TSYNC(*events) -> None:

@@ -14,11 +14,12 @@ from ..arch import PipeUnit
 from ..errors import KernelError
 from .context import current_core
 from .dtypes import accum_dtype
-from .events import Event, TSYNC
+from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 
-_V = PipeUnit.V
+_V, _M, _MTE2, _MTE3 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2, PipeUnit.MTE3
+_VEC = TileType.Vec
 
 
 def _err(core, msg: str, fix: str | None = None) -> KernelError:
@@ -84,7 +85,7 @@ def _gm_tile_view(core, gt, d: np.ndarray, op: str, role: str) -> np.ndarray:
     """The GM side of a TLOAD/TSTORE, shaped to match the tile's valid region ``d``."""
     if gt.__class__ is not GlobalTensor:
         raise _err(core, f"{op} {role} must be a GlobalTensor, got {type(gt).__name__}")
-    if (gt.rows, gt.cols) != d.shape:
+    if gt.shape2 != d.shape:
         raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
                          f"region is {d.shape[0]}x{d.shape[1]}",
                    "make the GlobalTensor shape match the tile's valid rows/cols")
@@ -98,7 +99,8 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     core = current_core()
     if events:
         TSYNC(*events)
-    d = arr(dst, core, "TLOAD destination")
+    d = (dst._valid if dst.__class__ is Tile and dst.core is core and dst.binding is None
+         else arr(dst, core, "TLOAD destination"))
     v = _gm_tile_view(core, src, d, "TLOAD", "source")
     if dst.loc not in _VEC_MAT:
         _need_loc(core, dst, _VEC_MAT, "TLOAD", "destination")
@@ -106,16 +108,15 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
         raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
     if v.ndim == 2:
-        np.copyto(d, v)
+        d[...] = v
     else:
         np.copyto(d.reshape(src.shape), v)
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, src, False, "TLOAD")
-    nbytes = d.size * dst.dtype.itemsize
-    _, end = core.issue(PipeUnit.MTE2, core.costs.move("GM", dst.sname, nbytes), (), (dst,),
-                        "TLOAD", (d.shape, dst.dtype))
-    return Event("TLOAD", core, end)
+    end = core.issue_w(_MTE2, core.costs.move("GM", dst.sname, d.nbytes), dst,
+                       "TLOAD", (d.shape, dst.dtype) if core.trace is not None else None)
+    return new_event(("TLOAD", core, end))
 
 
 def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
@@ -123,7 +124,8 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     core = current_core()
     if events:
         TSYNC(*events)
-    s = arr(src, core, "TSTORE source")
+    s = (src._valid if src.__class__ is Tile and src.core is core and src.binding is None
+         else arr(src, core, "TSTORE source"))
     v = _gm_tile_view(core, dst, s, "TSTORE", "destination")
     if src.loc not in _STORE_SRC:
         _need_loc(core, src, _STORE_SRC, "TSTORE", "source")
@@ -131,17 +133,16 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
     if v.ndim == 2:
-        np.copyto(v, s, casting="unsafe")
+        v[...] = s           # assignment casts like copyto(casting="unsafe"): Acc -> f16 via FIX
     else:
         np.copyto(v, s.reshape(dst.shape), casting="unsafe")
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, dst, True, "TSTORE")
-    pipe = PipeUnit.FIX if src.loc is TileType.Acc else PipeUnit.MTE3
-    nbytes = s.size * dst.dtype.itemsize
-    _, end = core.issue(pipe, core.costs.move(src.sname, "GM", nbytes), (src,), (), "TSTORE",
-                        (s.shape, src.dtype))
-    return Event("TSTORE", core, end)
+    pipe = PipeUnit.FIX if src.loc is TileType.Acc else _MTE3
+    end = core.issue_r(pipe, core.costs.move(src.sname, "GM", s.size * dst.dtype.itemsize), src,
+                        "TSTORE", (s.shape, src.dtype) if core.trace is not None else None)
+    return new_event(("TSTORE", core, end))
 
 
 _TMOV_PIPE = {
@@ -156,8 +157,8 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
     core = current_core()
     if events:
         TSYNC(*events)
-    s = arr(src, core, "TMOV source")
-    d = arr(dst, core, "TMOV destination")
+    s = _valid(src, core, "TMOV source")
+    d = _valid(dst, core, "TMOV destination")
     pipe = _TMOV_PIPE.get((src.loc, dst.loc))
     if pipe is None:
         raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
@@ -168,14 +169,13 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
         if src.loc is not TileType.Acc:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
                        "only Acc -> Mat converts; use TCVT on vector tiles")
-        np.copyto(d, s, casting="unsafe")
-    else:
-        np.copyto(d, s)
+    d[...] = s               # Acc -> Mat converts (FIX), as copyto(casting="unsafe")
     costs = core.costs
     cost = (costs.vector_op("TMOV", *s.shape, src.dtype.itemsize) if pipe is _V
-            else costs.move(src.sname, dst.sname, s.size * src.dtype.itemsize))
-    _, end = core.issue(pipe, cost, (src,), (dst,), "TMOV", (s.shape, src.dtype))
-    return Event("TMOV", core, end)
+            else costs.move(src.sname, dst.sname, s.nbytes))
+    end = core.issue_rw(pipe, cost, src, dst, "TMOV",
+                        (s.shape, src.dtype) if core.trace is not None else None)
+    return new_event(("TMOV", core, end))
 
 
 def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
@@ -197,14 +197,14 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
     np.copyto(d, s[index_row:index_row + r, index_col:index_col + c])
     cost = core.costs.move(src.sname, dst.sname, d.size * d.itemsize)
     _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT", (d.shape, dst.dtype))
-    return Event("TEXTRACT", core, end)
+    return new_event(("TEXTRACT", core, end))
 
 
 # -- cube ---------------------------------------------------------------------------------
 def _mm_operands(core, op, c, a, b):
-    A = arr(a, core, f"{op} left operand")
-    B = arr(b, core, f"{op} right operand")
-    C = arr(c, core, f"{op} result")
+    A = a._valid if a.__class__ is Tile and a.core is core and a.binding is None else arr(a, core, f"{op} left operand")
+    B = b._valid if b.__class__ is Tile and b.core is core and b.binding is None else arr(b, core, f"{op} right operand")
+    C = c._valid if c.__class__ is Tile and c.core is core and c.binding is None else arr(c, core, f"{op} result")
     if a.loc is not TileType.Left or b.loc is not TileType.Right or c.loc is not TileType.Acc:
         _need_loc(core, a, (TileType.Left,), op, "a")
         _need_loc(core, b, (TileType.Right,), op, "b")
@@ -230,8 +230,12 @@ def _product(A, B, acc, out=None):
 
 def _mm_issue(core, op, a, b, c, srcs, A, B):
     cost = core.costs.matmul(A.shape[0], A.shape[1], B.shape[1], a.dtype.itemsize)
-    _, end = core.issue(PipeUnit.M, cost, srcs, (c,), op, (A.shape[0], A.shape[1], B.shape[1]))
-    return Event(op, core, end)
+    args = (A.shape[0], A.shape[1], B.shape[1]) if core.trace is not None else None
+    if srcs is None:
+        end = core.issue_rrw(_M, cost, a, b, c, op, args)
+    else:
+        _, end = core.issue(_M, cost, srcs, (c,), op, args)
+    return new_event((op, core, end))
 
 
 def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
@@ -244,7 +248,7 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
         _product(A, B, acc, out=C)
     else:
         C[...] = _product(A, B, acc)
-    return _mm_issue(core, "TMATMUL", a, b, c, (a, b), A, B)
+    return _mm_issue(core, "TMATMUL", a, b, c, None, A, B)
 
 
 def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
@@ -279,31 +283,31 @@ def _not_vec(core, name, tiles) -> KernelError:
                 "TMOV/TSTORE the data to a Vec tile on a Vector core first")
 
 
-def _vec_issue(core, name, dst, srcs, shape, itemsize):
-    if dst.loc is not TileType.Vec:
-        raise _not_vec(core, name, (dst,))
-    for s in srcs:
-        if s.loc is not TileType.Vec:
-            raise _not_vec(core, name, srcs)
+def _vec_issue(core, name, dst, s0, s1, shape, itemsize):
+    """Issue a vector op writing ``dst`` from sources ``s0`` / ``s1`` (either may be None)."""
+    if dst.loc is not _VEC or (s0 is not None and s0.loc is not _VEC) or (s1 is not None and s1.loc is not _VEC):
+        raise _not_vec(core, name, [t for t in (dst, s0, s1) if t is not None])
     # the head latency is paid when the vector queue runs dry before this op starts: the
     # V pipe is drained at issue, or an operand becomes ready only after it drains
     pf = core.pipe_free[_V]
-    head = pf <= core.clock or dst.read_end > pf or dst.ready_at > pf
-    if not head:
-        for s in srcs:
-            if s.ready_at > pf:
-                head = True
-                break
+    head = (pf <= core.clock or dst.read_end > pf or dst.ready_at > pf
+            or (s0 is not None and s0.ready_at > pf) or (s1 is not None and s1.ready_at > pf))
     cost = core.costs.vector_op(name, shape[0], shape[1], itemsize, head)
-    _, end = core.issue(_V, cost, srcs, (dst,), name, (shape, dst.dtype))
-    return Event(name, core, end)
+    args = (shape, dst.dtype) if core.trace is not None else None
+    if s1 is not None:
+        end = core.issue_rrw(_V, cost, s0, s1, dst, name, args)
+    elif s0 is not None:
+        end = core.issue_rw(_V, cost, s0, dst, name, args)
+    else:
+        end = core.issue_w(_V, cost, dst, name, args)
+    return new_event((name, core, end))
 
 
-def _valid(t, core) -> np.ndarray:
+def _valid(t, core, what: str = "operand") -> np.ndarray:
     """``arr`` with the common case (a plain tile bound on this core) checked inline."""
     if t.__class__ is Tile and t.core is core and t.binding is None:
         return t._valid
-    return arr(t, core)
+    return arr(t, core, what)
 
 
 def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None):
@@ -331,7 +335,7 @@ def _binary(name: str, ufunc):
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
         ufunc(a, b, out=d)
-        return _vec_issue(core, name, dst, (src0, src1), d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src0, src1, d.shape, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
     return op
@@ -344,7 +348,7 @@ def _scalar(name: str, fn):
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         fn(a, dst.dtype.type(scalar), d)
-        return _vec_issue(core, name, dst, (src,), d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, d.shape, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
     return op
@@ -357,7 +361,7 @@ def _unary(name: str, fn):
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         fn(a, d)
-        return _vec_issue(core, name, dst, (src,), d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, d.shape, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src): element-wise unary op."
     return op
@@ -399,7 +403,7 @@ def _row_reduce(name: str, fn):
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         d[:, 0] = fn(a, axis=1)
-        return _vec_issue(core, name, dst, (src,), a.shape, src.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, a.shape, src.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
     return op
@@ -417,7 +421,7 @@ def _col_reduce(name: str, fn):
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         d[0, :] = fn(a, axis=0)
-        return _vec_issue(core, name, dst, (src,), a.shape, src.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, a.shape, src.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
     return op
@@ -444,7 +448,7 @@ def _row_expand(name: str, ufunc):
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
         ufunc(a, b[:, :1], out=d)
-        return _vec_issue(core, name, dst, (src0, src1), d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src0, src1, d.shape, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
     return op
@@ -467,7 +471,7 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
         raise _err(core, f"TROWEXPAND: dst has {d.shape[0]} rows, src has {a.shape[0]}")
     _same_dtype(core, "TROWEXPAND", dst, src)
     d[...] = a[:, :1]
-    return _vec_issue(core, "TROWEXPAND", dst, (src,), d.shape, dst.dtype.itemsize)
+    return _vec_issue(core, "TROWEXPAND", dst, src, None, d.shape, dst.dtype.itemsize)
 
 
 def TEXPANDS(dst: Tile, scalar, *events) -> Event:
@@ -477,7 +481,7 @@ def TEXPANDS(dst: Tile, scalar, *events) -> Event:
         TSYNC(*events)
     d = arr(dst, core)
     d[...] = dst.dtype.type(scalar)
-    return _vec_issue(core, "TEXPANDS", dst, (), d.shape, dst.dtype.itemsize)
+    return _vec_issue(core, "TEXPANDS", dst, None, None, d.shape, dst.dtype.itemsize)
 
 
 def TCVT(dst: Tile, src: Tile, *events) -> Event:
@@ -489,7 +493,7 @@ def TCVT(dst: Tile, src: Tile, *events) -> Event:
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
     np.copyto(d, a, casting="unsafe")
-    return _vec_issue(core, "TCVT", dst, (src,), d.shape, max(src.dtype.itemsize, dst.dtype.itemsize))
+    return _vec_issue(core, "TCVT", dst, src, None, d.shape, max(src.dtype.itemsize, dst.dtype.itemsize))
 
 
 __all__ = [n for n in dir() if n.startswith("T") and n.isupper()]

@@ -34,7 +34,7 @@ from ..errors import ConfigError, ProtocolError
 from ..sim import CoreKind
 from ..sim.location import caller_loc
 from .context import current_core
-from .events import Event, TSYNC
+from .events import Event, TSYNC, new_event
 from .ops import arr
 from .tensor import GlobalTensor, GMPtr
 from .regions import reserve
@@ -107,8 +107,8 @@ def _enter(pipe, obj, split, events, role: str, op: str):
         TSYNC(*events)
     if split.__class__ is not TileSplitAxis:
         split = _split(split)
-    ch = pipe.channel(role, core, op)
-    return core, loc, obj, split, ch, ch.sides[core.index]
+    ch, side = pipe.end(role, core, op)
+    return core, loc, obj, split, ch, side
 
 
 # ---------------------------------------------------------------------------------------
@@ -179,7 +179,8 @@ class Slot:
 class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
-                 "record", "wait", "free", "bound_at", "staging", "stage_slots", "links")
+                 "record", "wait", "free", "bound_at", "staging", "stage_slots", "links",
+                 "ready_flags", "free_flags", "slots")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -196,6 +197,10 @@ class Side:
         self.staging = None              # base address of the local staging ring
         self.stage_slots = None          # Slots of the local staging ring (generations)
         self.links = ()                  # the AIV peers this side signals / waits on
+        # per tag: the ready / free flags and the slots of every linked peer (set at binding)
+        self.ready_flags: list = []
+        self.free_flags: list = []
+        self.slots: list = []
 
 
 @dataclass
@@ -406,7 +411,11 @@ def _attach(core, cfg, way, protocol, n, sync, ready_id, free_id, in_gm, base, c
                           where=_loc(core), details=f"first bound at {ch.sides[core.index].bound_at}",
                           fix="give every pipe its own FlagID range (flags may not be shared between pipes)")
     side = Side(core, role, core.where())
-    side.links = _links(ch, core)
+    side.links = links = _links(ch, core)
+    k = (lambda t: t) if ch.is_spec else (lambda t: 0)   # pto-isa: one counter flag per way
+    side.ready_flags = [tuple(ch.ready_flags[p][k(t)] for p in links) for t in range(ch.slot_num)]
+    side.free_flags = [tuple(ch.free_flags[p][k(t)] for p in links) for t in range(ch.slot_num)]
+    side.slots = [tuple(ch.slots[p][t] for p in links) for t in range(ch.slot_num)]
     if role == "consumer" and consumer_buf is not None and in_gm:
         side.staging = consumer_buf
     ch.sides[core.index] = side
@@ -537,6 +546,7 @@ class PipeHandle:
         self.core = core
         self.channels: dict = {}
         self._by_role: dict = {}
+        self._ends: dict = {}        # role -> (channel, this core's side), for the bound core
         self.prod = _SideCtl(self, "producer")
         self.cons = _SideCtl(self, "consumer")
 
@@ -547,6 +557,15 @@ class PipeHandle:
     @property
     def v2c(self) -> Channel | None:
         return self.channels.get(V2C)
+
+    def end(self, role: str, core, op: str) -> tuple:
+        """(channel, side) of ``core`` in ``role`` on this pipe (checked once, then cached)."""
+        e = self._ends.get(role)
+        if e is not None and core is self.core:
+            return e
+        ch = self.channel(role, core, op)
+        e = self._ends[role] = (ch, ch.sides[core.index])
+        return e
 
     def channel(self, role: str, core, op: str) -> Channel:
         ch = self._by_role.get(role)
@@ -675,13 +694,12 @@ def _args(a, b):
                         f"{type(a).__name__} and {type(b).__name__}", where=_loc(current_core()))
 
 
-def _wait(core, ch: Channel, flag, op: str, signal: str, tag: int, peer: int, index: int) -> int:
-    """WAIT for a ready/free flag of ``ch``; the description is built only if it blocks."""
-    if flag.count:                       # fast path: no block, no description needed
-        return core.wait_flag(flag, None)
+def _wait(core, ch: Channel, flag, op: str, signal: str, tag: int, index: int) -> int:
+    """WAIT for a ready/free flag of ``ch``; the description is built only if it blocks
+    (callers WAIT directly when ``flag.count`` shows it will not)."""
 
     def what() -> str:
-        other = "AIC" if core.kind is CoreKind.AIV else core.cluster.aiv(peer).name
+        other = flag.sender.name
         if ch.is_spec:
             return f"{op} (wait {signal}[{tag}] from {other})"
         return f"{op} (wait {signal} from {other}, {'push' if signal == 'free' else 'pop'} #{index})"
@@ -693,44 +711,50 @@ def _producer_wait(core, ch: Channel, side: Side, op: str) -> int:
     i = side.index
     tag = i % ch.slot_num
     if side.allocate and (ch.is_spec or ch.should_wait_free(i)):
-        k = tag if ch.is_spec else 0
-        for p in side.links:
-            _wait(core, ch, ch.free_flags[p][k], op, "free", tag, p, i)
+        for f in side.free_flags[tag]:
+            if f.count:
+                core.wait_flag(f, None)
+            else:
+                _wait(core, ch, f, op, "free", tag, i)
     return tag
 
 
-def _producer_record(core, ch: Channel, side: Side, tag: int, at: int) -> None:
-    if not side.record:
-        return
-    cluster = core.cluster
-    for p in side.links:
-        f = ch.ready_flags[p][tag if ch.is_spec else 0]
-        cluster.set_flag(core, f, at)
+def _producer_record(core, side: Side, tag: int, at: int) -> None:
+    if side.record:
+        set_flag = core.cluster.set_flag
+        for f in side.ready_flags[tag]:
+            set_flag(core, f, at)
 
 
-def _mark_written(core, ch: Channel, tag: int, layout, op: str, loc) -> None:
-    """A producer wrote slot ``tag``: it must not be unconsumed or held by a consumer."""
-    peers = ch.peers
-    for p in peers:
-        s = ch.slots[p][tag]
+def _mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc) -> None:
+    """A producer wrote slot ``tag``: it must not be unconsumed or held by a consumer (each
+    consumer's copy of the slot for C2V; the producing AIV's part for V2C)."""
+    slots = side.slots[tag]
+    for s in slots:
         if s.state != "free":
-            who = core.cluster.aiv(p).name if ch.way == C2V else "AIC"
-            how = ("still holds it (popped" + (f" at {s.pop_loc}" if s.pop_loc else "") + ", not yet freed)"
-                   if s.state == "held" else
-                   "has not popped the previous tile yet" + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
-            raise ProtocolError(
-                f"{op} overwrites slot {tag} of {ch.name} while {who} {how}",
-                where=str(loc),
-                details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
-                        f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
-                fix=("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
-                     "(SlotNum <= 3 or even); use an even SlotNum" if not ch.is_spec else
-                     "do not skip the free-slot wait (setAllocateStatus) while slots are in use"))
-    for p in peers:
-        s = ch.slots[p][tag]
+            raise _overwrite(core, ch, s, op, loc)
+    for s in slots:
         s.state = "written"
         s.layout = layout
         s.push_loc = loc
+
+
+def _overwrite(core, ch: Channel, s: Slot, op: str, loc) -> ProtocolError:
+    if ch.way == C2V:
+        who = next(core.cluster.aiv(p).name for p in ch.peers if ch.slots[p][s.tag] is s)
+    else:
+        who = "AIC"
+    how = ("still holds it (popped" + (f" at {s.pop_loc}" if s.pop_loc else "") + ", not yet freed)"
+           if s.state == "held" else
+           "has not popped the previous tile yet" + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
+    return ProtocolError(
+        f"{op} overwrites slot {s.tag} of {ch.name} while {who} {how}",
+        where=str(loc or core.where()),
+        details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
+                f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
+        fix=("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
+             "(SlotNum <= 3 or even); use an even SlotNum" if not ch.is_spec else
+             "do not skip the free-slot wait (setAllocateStatus) while slots are in use"))
 
 
 def _check_layout(core, ch: Channel, slot: Slot, dtype, rows: int, cols: int, split, op: str) -> None:
@@ -764,7 +788,8 @@ class _PushPlan:
         self.dsts, self.unit, self.cost, self.layout = dsts, unit, cost, layout
 
 
-def _push_plan(core, ch: Channel, tile: Tile, shape, split) -> _PushPlan:
+def _push_plan(core, ch: Channel, tile: Tile, split) -> _PushPlan:
+    shape = (tile.valid_rows, tile.valid_cols)
     want = TileType.Acc if ch.way == C2V else TileType.Vec
     if tile.loc is not want:
         raise ProtocolError(f"TPUSH on {ch.way}: the producer tile must be {want.value}, got {tile.describe()}",
@@ -813,6 +838,20 @@ def _part_shape(split, rows: int, cols: int) -> tuple:
     return rows, cols
 
 
+def _plan(core, ch: Channel, tile: Tile, split, make):
+    """The checked push/pop plan of ``tile`` on ``ch`` (cached on the tile, then per geometry)."""
+    c = tile._plan
+    if c is not None and c[0] is ch and c[1] is split and c[2] is core:
+        return c[3]
+    key = (core.index, tile.loc, tile.dtype, tile.rows, tile.cols, tile.valid_rows, tile.valid_cols,
+           int(split), ch.way)
+    plan = ch.plans.get(key)
+    if plan is None:
+        plan = ch.plans[key] = make(core, ch, tile, split)
+    tile._plan = (ch, split, core, plan)
+    return plan
+
+
 def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
 
@@ -824,54 +863,34 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         if ch.ctrl:
             return _push_ctrl(core, ch, side, tile)
         raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
-    src = arr(tile, core, "TPUSH tile")
-    key = (core.index, tile.loc, tile.dtype, src.shape, split)
-    plan = ch.plans.get(key)
-    if plan is None:
-        plan = ch.plans[key] = _push_plan(core, ch, tile, src.shape, split)
+    src = tile._valid if tile.core is core and tile.binding is None else arr(tile, core, "TPUSH tile")
+    plan = _plan(core, ch, tile, split, _push_plan)
     tag = _producer_wait(core, ch, side, "TPUSH")
     for dst, peer in plan.dsts[tag]:
-        np.copyto(dst, src if peer is None else _part_of(src, split, peer))
-    _mark_written_part(core, ch, tag, plan.layout, "TPUSH", loc)
+        dst[...] = src if peer is None else _part_of(src, split, peer)
+    _mark_written(core, ch, side, tag, plan.layout, "TPUSH", loc)
     chk = core.cluster.checker
     if chk is not None:
         chk.ring_access(core, ch, tag, True, "TPUSH", loc, *src.shape, tile.dtype.itemsize, split)
-    _, end = core.issue(plan.unit, plan.cost, (tile,), (), "TPUSH", (ch.name, tag, src.shape))
+    end = core.issue_r(plan.unit, plan.cost, tile, "TPUSH",
+                        (ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
     ch.pushes += 1
-    _producer_record(core, ch, side, tag, end)
-    return Event("TPUSH", core, end)
-
-
-def _mark_written_part(core, ch, tag, layout, op, loc=None):
-    loc = loc or core.where()
-    if ch.way == C2V:
-        _mark_written(core, ch, tag, layout, op, loc)
-        return
-    # V2C: each AIV producer writes its part; the slot is checked per producing peer
-    p = core.subblock
-    s = ch.slots[p][tag]
-    if s.state != "free":
-        how = "still holds it" if s.state == "held" else "has not popped the previous tile yet"
-        raise ProtocolError(f"{op} overwrites slot {tag} of {ch.name} while AIC {how}",
-                            where=_loc(core),
-                            fix=("use an even SlotNum with pto-isa's sparse free notifications"
-                                 if not ch.is_spec else "do not skip the free-slot wait"))
-    s.state = "written"
-    s.layout = layout
-    s.push_loc = loc
+    _producer_record(core, side, tag, end)
+    return new_event(("TPUSH", core, end))
 
 
 def _push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     val = int(np.asarray(arr(tile, core, "TPUSH control tile")).flat[0]) if isinstance(tile, Tile) else int(tile)
     tag = _producer_wait(core, ch, side, "TPUSH")
     core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
-    _mark_written_part(core, ch, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH")
+    _mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH",
+                  core.where())
     _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH", (ch.name, tag, "ctrl"))
     side.index += 1
     ch.pushes += 1
-    _producer_record(core, ch, side, tag, end)
-    return Event("TPUSH", core, end)
+    _producer_record(core, side, tag, end)
+    return new_event(("TPUSH", core, end))
 
 
 def _push_commit(core, ch: Channel, side: Side) -> Event:
@@ -879,14 +898,14 @@ def _push_commit(core, ch: Channel, side: Side) -> Event:
         raise ProtocolError(f"TPUSH(GlobalTensor) on {ch.name} without a preceding TALLOC", where=_loc(core),
                             fix="address flow: TALLOC -> TSTORE... -> TPUSH")
     tag, _gt, _loc0 = side.pending_alloc.popleft()
-    _mark_written_part(core, ch, tag, None, "TPUSH")
+    _mark_written(core, ch, side, tag, None, "TPUSH", core.where())
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
                         (ch.name, tag, "commit"))
     # the data were written by TSTOREs: signal after they complete
     t = max(end, max(core.pipe_free[PipeUnit.FIX], core.pipe_free[PipeUnit.MTE3]))
     ch.pushes += 1
-    _producer_record(core, ch, side, tag, t)
-    return Event("TPUSH", core, t)
+    _producer_record(core, side, tag, t)
+    return new_event(("TPUSH", core, t))
 
 
 def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
@@ -908,7 +927,7 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC", (ch.name, tag))
-    return Event("TALLOC", core, end)
+    return new_event(("TALLOC", core, end))
 
 
 class _PopPlan:
@@ -952,9 +971,11 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     i = side.index
     tag = i % ch.slot_num
     if side.wait:
-        k = tag if ch.is_spec else 0
-        for p in side.links:
-            _wait(core, ch, ch.ready_flags[p][k], "TPOP", "ready", tag, p, i)
+        for f in side.ready_flags[tag]:
+            if f.count:
+                core.wait_flag(f, None)
+            else:
+                _wait(core, ch, f, "TPOP", "ready", tag, i)
     if ch.is_spec and len(side.held) >= ch.slot_num:
         # checked after the wait: holding every slot, the WAIT above deadlocks first (and the
         # deadlock report names the TPOPs lacking a TFREE); here the producer skipped a wait
@@ -967,48 +988,51 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if ch.ctrl:
             return _pop_ctrl(core, ch, side, tag)
         if isinstance(tile, GlobalTensor):
-            return _pop_address(core, ch, side, tag, tile, split)
+            return _pop_address(core, ch, side, tag, tile, split, loc)
         raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
-    key = (core.index, tile.loc, tile.dtype, tile.rows, tile.cols, tile.valid_rows, tile.valid_cols, split)
-    plan = ch.plans.get(key)
-    if plan is None:
-        plan = ch.plans[key] = _pop_plan(core, ch, tile, split)
-    slots = ch.slots
-    links = side.links
-    for p in links:
-        lay = slots[p][tag].layout
-        if lay is not None and lay != plan.ok_layout:
-            _check_layout(core, ch, slots[p][tag], tile.dtype, tile.rows, tile.cols, split, "TPOP")
+    plan = _plan(core, ch, tile, split, _pop_plan)
+    slots = side.slots[tag]
+    ok = plan.ok_layout
+    for s in slots:
+        lay = s.layout
+        if lay is not ok and lay is not None and lay != ok:
+            _check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP")
             plan.ok_layout = lay
     if plan.srcs is not None:                      # GM ring: load into the tile
         if tile.addr is None or not ch.is_spec:
             _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
             arr(tile, core)
-        np.copyto(tile._valid, plan.srcs[tag])
+        tile._valid[...] = plan.srcs[tag]
         chk = core.cluster.checker
         if chk is not None:
             chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
-        _, end = core.issue(PipeUnit.MTE2, plan.cost, (), (tile,), "TPOP", (ch.name, tag, tile.shape))
+        end = core.issue_w(PipeUnit.MTE2, plan.cost, tile, "TPOP",
+                            (ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
     else:                                          # consumer-local ring: zero-copy binding
         bind(tile, core, ch.local_base + tag * ch.slot_size)
-        slot = slots[links[0]][tag]
+        slot = slots[0]
         tile.binding = (slot, slot.gen)
-        _, end = core.issue(PipeUnit.S, plan.cost, (), (tile,), "TPOP", (ch.name, tag, tile.shape))
+        end = core.issue_w(PipeUnit.S, plan.cost, tile, "TPOP",
+                            (ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
-    for p in links:
-        s = slots[p][tag]
-        s.state = "held"
-        s.pop_loc = loc
-        s.holder = core.name
+    _hold(core, slots, loc)
     side.index += 1
     ch.pops += 1
     if ch.is_spec or not ch.in_gm:
-        side.held.append([tag, tile, loc, read_end])
+        side.held.append((tag, tile, loc, read_end))
     else:
         _release(core, ch, side, tag, read_end, tile)     # pto-isa A2A3: TPOP frees inside
-    return Event("TPOP", core, end)
+    return new_event(("TPOP", core, end))
+
+
+def _hold(core, slots, loc) -> None:
+    name = core.name
+    for s in slots:
+        s.state = "held"
+        s.pop_loc = loc
+        s.holder = name
 
 
 def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
@@ -1024,26 +1048,22 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     tile.binding = (s, s.gen)
 
 
-def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split) -> Event:
+def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split, loc) -> Event:
     if not ch.in_gm:
         raise ProtocolError(f"TPOP(GlobalTensor) on {ch.name}: the address flow needs a ring in GM",
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")
     off = 0
     if ch.way == C2V:
         off = _part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
-    loc = core.where()
-    slot = ch.slots[side.links[0]][tag]
+    slots = side.slots[tag]
+    slot = slots[0]
     gt.assign(SlotPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype, slot, slot.gen, ch.name))
-    for p in side.links:
-        s = ch.slots[p][tag]
-        s.state = "held"
-        s.pop_loc = loc
-        s.holder = core.name
+    _hold(core, slots, loc)
     side.index += 1
     ch.pops += 1
-    side.held.append([tag, gt, loc, None])
+    side.held.append((tag, gt, loc, None))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP", (ch.name, tag, "addr"))
-    return Event("TPOP", core, end)
+    return new_event(("TPOP", core, end))
 
 
 def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
@@ -1051,36 +1071,30 @@ def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
     side.index += 1
     ch.pops += 1
     core.issue(PipeUnit.S, 1, (), (), "TPOP", (ch.name, tag, "ctrl"))
-    for p in side.links:
-        ch.slots[p][tag].state = "held"
+    for s in side.slots[tag]:
+        s.state = "held"
     _release(core, ch, side, tag, None, None)
     return val
 
 
 def _release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
     """Mark slot ``tag`` free for this consumer and signal the producer per the protocol."""
-    cluster = core.cluster
-    for p in side.links:
-        s = ch.slots[p][tag]
+    for s in side.slots[tag]:
         s.state = "free"
         s.gen += 1
         s.holder = None
     at = core.clock
-    if isinstance(obj, Tile) and obj.read_end > at:
+    if obj.__class__ is Tile and obj.read_end > at:
         at = obj.read_end
     if read_end is not None and read_end > at:
         at = read_end
     k = side.freed
-    side.freed += 1
+    side.freed = k + 1
     ch.frees += 1
-    if not side.free:
-        return
-    if ch.is_spec:
-        for p in side.links:
-            cluster.set_flag(core, ch.free_flags[p][tag], at)
-    elif ch.should_notify_free(k):
-        for p in side.links:
-            cluster.set_flag(core, ch.free_flags[p][0], at)
+    if side.free and (ch.is_spec or ch.should_notify_free(k)):
+        set_flag = core.cluster.set_flag
+        for f in side.free_flags[tag]:
+            set_flag(core, f, at)
 
 
 def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
@@ -1095,11 +1109,10 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         pipe, obj = _args(pipe, obj)
     if events:
         TSYNC(*events)
-    ch = pipe.channel("consumer", core, "TFREE")
-    side = ch.sides[core.index]
+    ch, side = pipe.end("consumer", core, "TFREE")
     if not ch.is_spec and ch.in_gm and not isinstance(obj, GlobalTensor) and not side.held:
         _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE", (ch.name, None, "no-op"))
-        return Event("TFREE", core, end)
+        return new_event(("TFREE", core, end))
     if not side.held:
         raise ProtocolError(f"TFREE on {core.name} with no held slot of {ch.name}",
                             where=_loc(core),
@@ -1111,10 +1124,10 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
                         held_obj.dtype.itemsize, 0)
     # _release bumps the slot generation: a zero-copy tile bound to it is now stale
-    _, end = core.issue(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op,
-                        (), (), "TFREE", (ch.name, tag))
+    end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
+                       (ch.name, tag) if core.trace is not None else None)
     _release(core, ch, side, tag, read_end, held_obj)
-    return Event("TFREE", core, end)
+    return new_event(("TFREE", core, end))
 
 
 TPOPDONE = TFREE

@@ -87,7 +87,7 @@ def _geom2(shape, stride, item):
 
 class GlobalTensor:
     __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "rows", "cols",
-                 "_geom2")
+                 "shape2", "_geom2")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
         if isinstance(ptr_or_dtype, GMPtr):
@@ -107,6 +107,7 @@ class GlobalTensor:
         s = self.shape
         self.rows = s[0] * s[1] * s[2] * s[3]
         self.cols = s[4]
+        self.shape2 = (self.rows, self.cols)      # the rows x cols matrix tile moves see
         self._geom2 = _geom2(s, self.stride, self.dtype.itemsize)
 
     # -- pto-isa API --------------------------------------------------------------------
@@ -142,16 +143,15 @@ class GlobalTensor:
         When the outer dimensions cannot be merged into rows without a copy, the 5-D view
         is returned instead (callers then reshape the tile side)."""
         addr = self.ptr.addr
-        if self._cache_key == addr and self._view is not None:
+        if self._cache_key == addr:
             return self._view
         g = self._geom2
         if g is None:
             v = self.view5(gm)
         else:
-            shape2, strides2, extent = g
-            if addr < 0 or addr + extent > gm.size:
-                gm.check(addr, extent, lambda: f"access through {self.describe()}")
-            v = np.ndarray(shape2, self.dtype, gm.buf, addr, strides2)
+            if addr < 0 or addr + g[2] > gm.size:
+                gm.check(addr, g[2], lambda: f"access through {self.describe()}")
+            v = np.ndarray(g[0], self.dtype, gm.buf, addr, g[1])
         self._view = v
         self._cache_key = addr
         return v

@@ -49,7 +49,7 @@ class Tile:
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
-                 "binding", "name", "space", "sname", "_views")
+                 "binding", "name", "space", "sname", "_views", "_plan")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout = BLayout.RowMajor, valid_rows: int | None = None,
@@ -82,6 +82,7 @@ class Tile:
         self.space = TILE_SPACE[loc]
         self.sname = self.space.value   # plain string: cost-table key on the hot path
         self._views = None      # (core index, addr) -> (full, valid): re-binding to ring slots is hot
+        self._plan = None       # the isa layer's cached TPUSH/TPOP plan for this tile
         if addr is not None:
             TASSIGN(self, addr)
 
@@ -106,6 +107,7 @@ class Tile:
 
     def SetValid(self, rows: int, cols: int) -> None:
         self.valid_rows, self.valid_cols = int(rows), int(cols)
+        self._plan = None
         if self._full is not None:
             self._valid = self._full[:self.valid_rows, :self.valid_cols]
 

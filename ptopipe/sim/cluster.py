@@ -30,6 +30,8 @@ class Cluster:
                  schedule_seed: int | None = None, trace: bool = False,
                  max_instructions: int = 50_000_000, timing: bool = True):
         self.platform = get_platform(platform)
+        self._latency = self.platform.cross_core_latency     # read on every SET
+        self._counter_max = self.platform.flag_counter_max
         self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
         self.trace = [] if trace else None          # read by the cores: set before them
         self.max_instructions = max_instructions
@@ -68,8 +70,11 @@ class Cluster:
         return f
 
     def set_flag(self, sender: Core, flag: Flag, at: int) -> None:
+        if self.checker is None and self.signals is None:
+            flag_set(flag, at, self._latency, self._counter_max)
+            return
         vc = self.checker.on_set(sender) if self.checker is not None else None
-        flag_set(flag, at, self.platform.cross_core_latency, self.platform.flag_counter_max, vc)
+        flag_set(flag, at, self._latency, self._counter_max, vc)
         if self.signals is not None:
             self.signals.append((sender.index, flag, at))
 

@@ -81,12 +81,13 @@ class Core:
         self.isa = {}       # per-core state owned by the isa layer (bound pipes, cursors)
         self.costs = cluster.platform.costs
         self.trace = cluster.trace              # the cluster's trace list, or None
-        self.budget = cluster.max_instructions or float("inf")
+        self.budget = cluster.max_instructions or (1 << 62)   # an int: compared on every issue
         self.vclock = None  # happens-before vector clock (checkers)
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
             self.issue = self._issue_untimed
+            self.issue_w = self.issue_r = self.issue_rw = self.issue_rrw = self.issue_s = self._untimed
 
     def __repr__(self) -> str:
         return f"<Core {self.name} {self.state.value}>"
@@ -115,20 +116,22 @@ class Core:
     # -- timing -----------------------------------------------------------------------
     def issue(self, pipe: PipeUnit, cost: int, srcs=(), dsts=(), name: str = "", args=None):
         """Issue one instruction; returns its (start, end) in cycles."""
-        n = self.instructions = self.instructions + 1
-        start = self.clock
         pf = self.pipe_free
+        start = self.clock
         t = pf[pipe]
         if t > start:
             start = t
         for s in srcs:
-            if s.ready_at > start:
-                start = s.ready_at
+            t = s.ready_at
+            if t > start:
+                start = t
         for d in dsts:
-            if d.read_end > start:
-                start = d.read_end
-            if d.ready_at > start:
-                start = d.ready_at
+            t = d.read_end
+            if t > start:
+                start = t
+            t = d.ready_at
+            if t > start:
+                start = t
         end = start + cost
         pf[pipe] = end
         self.busy[pipe] += cost
@@ -138,6 +141,132 @@ class Core:
         for d in dsts:
             d.ready_at = end
         self.clock += 1
+        n = self.instructions = self.instructions + 1
+        if self.trace is not None or n > self.budget:
+            self._retire(n, pipe, name, start, end, args)
+        return start, end
+
+    # The hot instructions issue through these fixed-arity forms of ``issue`` (no operand
+    # tuples, no loops): w = writes one tile, r = reads one tile, rw / rrw = reads one or
+    # two and writes one, s = touches no tile (flags, scalar).  They return the end cycle.
+    def issue_w(self, pipe, cost, d, name, args=None) -> int:
+        pf = self.pipe_free
+        start = self.clock
+        t = pf[pipe]
+        if t > start:
+            start = t
+        t = d.read_end
+        if t > start:
+            start = t
+        t = d.ready_at
+        if t > start:
+            start = t
+        end = start + cost
+        pf[pipe] = end
+        self.busy[pipe] += cost
+        d.ready_at = end
+        self.clock += 1
+        n = self.instructions = self.instructions + 1
+        if self.trace is not None or n > self.budget:
+            self._retire(n, pipe, name, start, end, args)
+        return end
+
+    def issue_r(self, pipe, cost, s, name, args=None) -> int:
+        pf = self.pipe_free
+        start = self.clock
+        t = pf[pipe]
+        if t > start:
+            start = t
+        t = s.ready_at
+        if t > start:
+            start = t
+        end = start + cost
+        pf[pipe] = end
+        self.busy[pipe] += cost
+        if end > s.read_end:
+            s.read_end = end
+        self.clock += 1
+        n = self.instructions = self.instructions + 1
+        if self.trace is not None or n > self.budget:
+            self._retire(n, pipe, name, start, end, args)
+        return end
+
+    def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
+        pf = self.pipe_free
+        start = self.clock
+        t = pf[pipe]
+        if t > start:
+            start = t
+        t = s.ready_at
+        if t > start:
+            start = t
+        t = d.read_end
+        if t > start:
+            start = t
+        t = d.ready_at
+        if t > start:
+            start = t
+        end = start + cost
+        pf[pipe] = end
+        self.busy[pipe] += cost
+        if end > s.read_end:
+            s.read_end = end
+        d.ready_at = end
+        self.clock += 1
+        n = self.instructions = self.instructions + 1
+        if self.trace is not None or n > self.budget:
+            self._retire(n, pipe, name, start, end, args)
+        return end
+
+    def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
+        pf = self.pipe_free
+        start = self.clock
+        t = pf[pipe]
+        if t > start:
+            start = t
+        t = s0.ready_at
+        if t > start:
+            start = t
+        t = s1.ready_at
+        if t > start:
+            start = t
+        t = d.read_end
+        if t > start:
+            start = t
+        t = d.ready_at
+        if t > start:
+            start = t
+        end = start + cost
+        pf[pipe] = end
+        self.busy[pipe] += cost
+        if end > s0.read_end:
+            s0.read_end = end
+        if end > s1.read_end:
+            s1.read_end = end
+        d.ready_at = end
+        self.clock += 1
+        n = self.instructions = self.instructions + 1
+        if self.trace is not None or n > self.budget:
+            self._retire(n, pipe, name, start, end, args)
+        return end
+
+    def issue_s(self, pipe, cost, name, args=None) -> int:
+        pf = self.pipe_free
+        start = self.clock
+        t = pf[pipe]
+        if t > start:
+            start = t
+        end = start + cost
+        pf[pipe] = end
+        self.busy[pipe] += cost
+        self.clock += 1
+        n = self.instructions = self.instructions + 1
+        if self.trace is not None or n > self.budget:
+            self._retire(n, pipe, name, start, end, args)
+        return end
+
+    def _retire(self, n, pipe, name, start, end, args) -> None:
+        """The rare tail of an issue: record the trace entry, enforce the budget."""
         if self.trace is not None:
             self.trace.append((self.index, pipe, name, start, end, args))
         if n > self.budget:
@@ -145,18 +274,19 @@ class Core:
                 f"{self.name} exceeded the instruction budget of {self.budget}",
                 where=str(self.where()),
                 fix="the kernel may loop forever; raise max_instructions= if it is just long")
-        return start, end
 
     def _issue_untimed(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
         """``issue`` with timing off: one cycle of issue per instruction, no pipes."""
+        t = self._untimed()
+        return t, t
+
+    def _untimed(self, *_operands) -> int:
+        """Every fixed-arity ``issue_*`` with timing off."""
         n = self.instructions = self.instructions + 1
         t = self.clock = self.clock + 1
         if n > self.budget:
-            raise PtoPipeError(
-                f"{self.name} exceeded the instruction budget of {self.budget}",
-                where=str(self.where()),
-                fix="the kernel may loop forever; raise max_instructions= if it is just long")
-        return t, t
+            self._retire(n, None, "", t, t, None)
+        return t
 
     def hold(self, until: int, kind: str, what=None) -> None:
         """Hold the issue clock until ``until``: a stall of ``kind`` (ready/free/flag/event)."""
@@ -185,15 +315,18 @@ class Core:
             self.cluster.main.switch()
             self.waiting = None
         flag.count -= 1
-        flag.waits += 1
         arrival = flag.arrivals.popleft()
         if flag.set_clocks:
             vc = flag.set_clocks.popleft()
             if self.vclock is not None:
                 self.cluster.checker.join(self, vc)
-        if arrival > self.clock:
-            self.hold(arrival, flag.signal, flag)
-        self.clock += 1
+        t = self.clock
+        if arrival > t:           # hold the issue clock until the SET arrives (hold(), inline)
+            self.stall[flag.signal] += arrival - t
+            if self.cluster.waits is not None:
+                self.cluster.waits.append((self.index, flag.signal, t, arrival, flag))
+            t = arrival
+        self.clock = t + 1
         return arrival
 
     def wake(self) -> None:

@@ -14,7 +14,7 @@ from ..errors import ProtocolError
 
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
-                 "sets", "waits", "set_clocks", "signal")
+                 "set_clocks", "signal")
 
     def __init__(self, sender, receiver, fid: int):
         self.sender = sender
@@ -26,8 +26,6 @@ class Flag:
         self.waiter = None               # the core blocked in WAIT on this flag
         self.owner = None                # the channel that claimed this flag id
         self.signal = "flag"             # "ready" | "free" once a channel claims it (stall kinds)
-        self.sets = 0
-        self.waits = 0
 
     @property
     def name(self) -> str:
@@ -46,7 +44,6 @@ def flag_set(flag: Flag, at: int, latency: int, limit: int, clock=None) -> None:
             where=str(flag.sender.where()),
             fix="the producer/consumer signal more often than they wait; pair every SET with a WAIT")
     flag.count += 1
-    flag.sets += 1
     flag.arrivals.append(at + latency)
     if clock is not None:
         flag.set_clocks.append(clock)

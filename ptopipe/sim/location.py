@@ -69,6 +69,9 @@ def caller_loc(depth: int = 2) -> SourceLoc | None:
     """Location of the kernel line that called an ISA function (``depth`` frames up)."""
     f = sys._getframe(depth)
     code = f.f_code
-    if not _is_internal(code):
+    internal = _internal.get(code)
+    if internal is None:
+        internal = _is_internal(code)
+    if not internal:
         return _new(SourceLoc, (code.co_filename, f.f_lineno, None, code.co_name))
     return user_loc(f)
