@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 from math import ceil
 
 
@@ -86,8 +87,20 @@ class CostTable:
     move_latency: int = 0          # fixed start-up cycles of a DMA (assumption: 0)
     flag_op: int = 1               # issue cost of a SET / WAIT
     scalar_op: int = 1
-    # memo of computed costs (per table instance; not copied by replace())
-    _memo: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def __post_init__(self):
+        # memoise the cost formulas per table: the hot path asks the same few costs again
+        # and again, and a cache hit runs no Python code (not copied by replace())
+        for name in _MEMOISED:
+            object.__setattr__(self, name, lru_cache(maxsize=None)(getattr(self, name)))
+
+    def __getstate__(self) -> dict:          # pickle the fields, not the memo wrappers
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self.__post_init__()
 
     def replace(self, **changes) -> "CostTable":
         """A copy with some entries changed.  ``vector`` and ``bandwidth`` are *merged* into
@@ -102,26 +115,12 @@ class CostTable:
 
     def matmul(self, m: int, k: int, n: int, in_itemsize: int) -> int:
         """TMATMUL cycles: 6 + c * ceil(M/16) * ceil(K/(32/sizeof(A))) * ceil(N/16)."""
-        key = ("mm", m, k, n, in_itemsize)
-        c = self._memo.get(key)
-        if c is None:
-            c = self._memo[key] = self._matmul(m, k, n, in_itemsize)
-        return c
-
-    def _matmul(self, m: int, k: int, n: int, in_itemsize: int) -> int:
         c = 2 if in_itemsize == 4 else 1
         k_step = max(1, 32 // in_itemsize)
         return self.matmul_base + c * ceil(m / 16) * ceil(k / k_step) * ceil(n / 16)
 
     def vector_op(self, op: str, rows: int, cols: int, itemsize: int, head: bool = True) -> int:
         """Vector cycles: slope * repeats + head (if the queue was idle) + tail."""
-        key = (op, rows, cols, itemsize, head)
-        c = self._memo.get(key)
-        if c is None:
-            c = self._memo[key] = self._vector_op(op, rows, cols, itemsize, head)
-        return c
-
-    def _vector_op(self, op: str, rows: int, cols: int, itemsize: int, head: bool) -> int:
         slope, h, t = self.vector.get(op, (2, 14, 18))
         repeats = max(1, ceil(rows * cols * itemsize / self.vector_repeat_bytes))
         cyc = slope * repeats + t + (h if head else 0)
@@ -131,13 +130,6 @@ class CostTable:
 
     def move(self, src: str, dst: str, nbytes: int) -> int:
         """Data movement cycles by bandwidth of the path."""
-        key = (src, dst, nbytes)
-        c = self._memo.get(key)
-        if c is None:
-            c = self._memo[key] = self._move(src, dst, nbytes)
-        return c
-
-    def _move(self, src: str, dst: str, nbytes: int) -> int:
         bw = self.bandwidth.get((src, dst))
         if bw is None:
             bw = 64.0  # assumption for paths PLATFORMS.md does not list
@@ -157,4 +149,5 @@ class _NoCosts(CostTable):
         return 0
 
 
+_MEMOISED = ("matmul", "vector_op", "move")
 NO_COSTS = _NoCosts(flag_op=0, scalar_op=0)

@@ -97,10 +97,10 @@ def _here(core):
 
 def _enter(pipe, obj, split, events, role: str, op: str):
     """The common prologue of TPUSH / TPOP / TALLOC: accept both argument orders, wait
-    for the events, and find the core, the kernel line, the channel and this core's side."""
+    for the events, and find the core, the kernel line, the channel and this core's side.
+    (TPUSH and TPOP, the hottest instructions, carry an inline copy.)"""
     core = current_core()
-    o = core.loc_override
-    loc = o if o is not None else caller_loc(3)      # caller_loc <- _enter <- TPUSH <- kernel
+    loc = core.loc_override or caller_loc(3)         # caller_loc <- _enter <- TALLOC <- kernel
     if pipe.__class__ is not PipeHandle:
         pipe, obj = _args(pipe, obj)
     if events:
@@ -856,7 +856,16 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
 
     With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
-    core, loc, tile, split, ch, side = _enter(pipe, tile, split, events, "producer", "TPUSH")
+    # _enter(), inline: this prologue is a good part of the cost of the hottest instructions
+    core = current_core()
+    loc = core.loc_override or caller_loc(2)          # caller_loc <- TPUSH <- kernel
+    if pipe.__class__ is not PipeHandle:
+        pipe, tile = _args(pipe, tile)
+    if events:
+        TSYNC(*events)
+    if split.__class__ is not TileSplitAxis:
+        split = _split(split)
+    ch, side = pipe.end("producer", core, "TPUSH")
     if tile.__class__ is not Tile or ch.ctrl:
         if isinstance(tile, GlobalTensor):
             return _push_commit(core, ch, side)
@@ -967,7 +976,15 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
 
     With a GlobalTensor (address flow) assign the slot address to it instead.  On a
     DIR_V2C_CTRL pipe, returns the control value."""
-    core, loc, tile, split, ch, side = _enter(pipe, tile, split, events, "consumer", "TPOP")
+    core = current_core()                              # _enter(), inline (see TPUSH)
+    loc = core.loc_override or caller_loc(2)
+    if pipe.__class__ is not PipeHandle:
+        pipe, tile = _args(pipe, tile)
+    if events:
+        TSYNC(*events)
+    if split.__class__ is not TileSplitAxis:
+        split = _split(split)
+    ch, side = pipe.end("consumer", core, "TPOP")
     i = side.index
     tag = i % ch.slot_num
     if side.wait:
