@@ -11,7 +11,10 @@
    ratio <= 1.5, simulator with checkers off).  For reference it also prints the bare ``out = A @ B + bias`` loop and
    the end-to-end time including laying the arguments out in GM.
 
-Usage:  python benchmarks/sim_throughput.py [--tiles 20000] [--s1-tiles 256] [--repeat 3]
+It also prints the simulator's own cost per S1 tile (simulated run minus numpy, per tile);
+``--s1-tile 16`` makes the numpy work negligible, so the run time is almost all of it.
+
+Usage:  python benchmarks/sim_throughput.py [--tiles 20000] [--s1-tiles 256] [--s1-tile 128] [--repeat 5]
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ import ptopipe  # noqa: E402
 from ptopipe.isa import *  # noqa: E402,F403
 import s7_long_stream as s7  # noqa: E402
 
-TS = int(os.environ.get("S1_TS", 128))
+TS = 128       # S1-style tile size (--s1-tile); the kernels read it at run time
 SLOT = TS * TS * 4
 
 
@@ -114,11 +117,14 @@ def best_of(fn, repeat):
 
 
 def main() -> int:
+    global TS, SLOT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiles", type=int, default=20000)
     ap.add_argument("--s1-tiles", type=int, default=256)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--s1-tile", type=int, default=128, help="S1-style tile size (default 128)")
+    ap.add_argument("--repeat", type=int, default=5)
     ns = ap.parse_args()
+    TS, SLOT = ns.s1_tile, ns.s1_tile * ns.s1_tile * 4
 
     # 1. S7 transactions per second (checkers on = the default, and off)
     args = s7.make_args(np.random.default_rng(0), tiles=ns.tiles)
@@ -161,6 +167,8 @@ def main() -> int:
     print(f"S1-style {n} tiles of {TS}x{TS} f32: simulated run {t_sim * 1e3:.1f} ms, numpy doing the "
           f"same tile operations {t_ops * 1e3:.1f} ms -> ratio {ratio:.2f} (target <= 1.5)  "
           f"{'OK' if ratio <= 1.5 else 'ABOVE TARGET'}")
+    print(f"  the simulator's own cost: {(t_sim - t_ops) / n * 1e6:.1f} us per tile "
+          f"({sum(c.instructions for c in sims[-1].cluster.cores) / n:.0f} instructions per tile)")
     t_chk = min(ptopipe.run(s1_cube, s1_vector, kargs).summary.wall_seconds for _ in range(ns.repeat))
     print(f"  for reference: bare numpy A@B+bias loop {t_expr * 1e3:.1f} ms (ratio {t_sim / t_expr:.2f}); "
           f"end-to-end run() incl. GM set-up {min(ends) * 1e3:.1f} ms; with checkers on "

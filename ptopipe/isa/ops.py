@@ -83,13 +83,13 @@ _STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)
 
 def _gm_tile_view(core, gt, d: np.ndarray, op: str, role: str) -> np.ndarray:
     """The GM side of a TLOAD/TSTORE, shaped to match the tile's valid region ``d``."""
-    if gt.__class__ is not GlobalTensor:
-        raise _err(core, f"{op} {role} must be a GlobalTensor, got {type(gt).__name__}")
-    if gt.shape2 != d.shape:
-        raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
-                         f"region is {d.shape[0]}x{d.shape[1]}",
-                   "make the GlobalTensor shape match the tile's valid rows/cols")
-    if gt.ptr is None:
+    if gt.__class__ is not GlobalTensor or gt.shape2 != d.shape or gt.ptr is None:
+        if gt.__class__ is not GlobalTensor:
+            raise _err(core, f"{op} {role} must be a GlobalTensor, got {type(gt).__name__}")
+        if gt.shape2 != d.shape:
+            raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
+                             f"region is {d.shape[0]}x{d.shape[1]}",
+                       "make the GlobalTensor shape match the tile's valid rows/cols")
         gt.data()    # raises: no address yet
     return gt.matrix(core.cluster.gm)
 
@@ -320,7 +320,7 @@ def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         return d, a, None
-    b = _valid(src1, core)
+    b = src1._valid if src1.__class__ is Tile and src1.core is core and src1.binding is None else arr(src1, core)
     if not (a.shape == b.shape == d.shape):
         _same_shape(core, name, ("dst", d), ("src0", a), ("src1", b))
     if not (src.dtype == src1.dtype == dst.dtype):

@@ -839,10 +839,8 @@ def _part_shape(split, rows: int, cols: int) -> tuple:
 
 
 def _plan(core, ch: Channel, tile: Tile, split, make):
-    """The checked push/pop plan of ``tile`` on ``ch`` (cached on the tile, then per geometry)."""
-    c = tile._plan
-    if c is not None and c[0] is ch and c[1] is split and c[2] is core:
-        return c[3]
+    """The checked push/pop plan of ``tile`` on ``ch``: made once per tile geometry, then
+    cached on the tile as ``(ch, split, core, plan)`` (TPUSH/TPOP check that cache inline)."""
     key = (core.index, tile.loc, tile.dtype, tile.rows, tile.cols, tile.valid_rows, tile.valid_cols,
            int(split), ch.way)
     plan = ch.plans.get(key)
@@ -873,7 +871,9 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
             return _push_ctrl(core, ch, side, tile)
         raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
     src = tile._valid if tile.core is core and tile.binding is None else arr(tile, core, "TPUSH tile")
-    plan = _plan(core, ch, tile, split, _push_plan)
+    c = tile._plan
+    plan = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
+        _plan(core, ch, tile, split, _push_plan)
     tag = _producer_wait(core, ch, side, "TPUSH")
     for dst, peer in plan.dsts[tag]:
         dst[...] = src if peer is None else _part_of(src, split, peer)
@@ -1007,7 +1007,9 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if isinstance(tile, GlobalTensor):
             return _pop_address(core, ch, side, tag, tile, split, loc)
         raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
-    plan = _plan(core, ch, tile, split, _pop_plan)
+    c = tile._plan
+    plan = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
+        _plan(core, ch, tile, split, _pop_plan)
     slots = side.slots[tag]
     ok = plan.ok_layout
     for s in slots:

@@ -148,10 +148,10 @@ class GlobalTensor:
         g = self._geom2
         if g is None:
             v = self.view5(gm)
-        else:
-            if addr < 0 or addr + g[2] > gm.size:
-                gm.check(addr, g[2], lambda: f"access through {self.describe()}")
+        elif 0 <= addr <= gm.size - g[2]:
             v = np.ndarray(g[0], self.dtype, gm.buf, addr, g[1])
+        else:
+            gm.check(addr, g[2], lambda: f"access through {self.describe()}")   # raises
         self._view = v
         self._cache_key = addr
         return v
