@@ -164,7 +164,7 @@ def TMPipe(flag_id: int, fifo_type: FIFOType, depth: int, sync_t: int, prod_tile
 # ---------------------------------------------------------------------------------------
 class Slot:
     """One ring slot as seen by one consumer peer."""
-    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "holder")
+    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc")
 
     def __init__(self, tag: int):
         self.tag = tag
@@ -173,7 +173,6 @@ class Slot:
         self.layout = None      # (dtype, rows, cols, split) of the last push
         self.push_loc = None
         self.pop_loc = None
-        self.holder = None
 
 
 class Side:
@@ -222,9 +221,6 @@ class Channel:
     slots: dict = field(default_factory=dict)      # peer -> [Slot]
     ready_flags: dict = field(default_factory=dict)  # peer -> [Flag]
     free_flags: dict = field(default_factory=dict)
-    pushes: int = 0
-    pops: int = 0
-    frees: int = 0
     name: str = ""
     _views: dict = field(default_factory=dict)
     plans: dict = field(default_factory=dict)   # per tile geometry: checked push/pop plans
@@ -232,6 +228,19 @@ class Channel:
     @property
     def peers(self) -> tuple:
         return self.cfg.peers
+
+    # transaction counts, derived from the sides' cursors (TALLOCed slots are not pushed yet)
+    @property
+    def pushes(self) -> int:
+        return sum(s.index - len(s.pending_alloc) for s in self.sides.values() if s.role == "producer")
+
+    @property
+    def pops(self) -> int:
+        return sum(s.index for s in self.sides.values() if s.role == "consumer")
+
+    @property
+    def frees(self) -> int:
+        return sum(s.freed for s in self.sides.values() if s.role == "consumer")
 
     def view(self, mem, addr: int, dtype, shape, strides=None):
         """A (cached) typed view of slot memory."""
@@ -884,7 +893,6 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     end = core.issue_r(plan.unit, plan.cost, tile, "TPUSH",
                         (ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
-    ch.pushes += 1
     _producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))
 
@@ -897,7 +905,6 @@ def _push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
                   core.where())
     _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH", (ch.name, tag, "ctrl"))
     side.index += 1
-    ch.pushes += 1
     _producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))
 
@@ -912,7 +919,6 @@ def _push_commit(core, ch: Channel, side: Side) -> Event:
                         (ch.name, tag, "commit"))
     # the data were written by TSTOREs: signal after they complete
     t = max(end, max(core.pipe_free[PipeUnit.FIX], core.pipe_free[PipeUnit.MTE3]))
-    ch.pushes += 1
     _producer_record(core, side, tag, t)
     return new_event(("TPUSH", core, t))
 
@@ -1036,9 +1042,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         end = core.issue_w(PipeUnit.S, plan.cost, tile, "TPOP",
                             (ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
-    _hold(core, slots, loc)
+    _hold(slots, loc)
     side.index += 1
-    ch.pops += 1
     if ch.is_spec or not ch.in_gm:
         side.held.append((tag, tile, loc, read_end))
     else:
@@ -1046,12 +1051,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     return new_event(("TPOP", core, end))
 
 
-def _hold(core, slots, loc) -> None:
-    name = core.name
+def _hold(slots, loc) -> None:
     for s in slots:
         s.state = "held"
         s.pop_loc = loc
-        s.holder = name
 
 
 def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
@@ -1077,9 +1080,8 @@ def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, spli
     slots = side.slots[tag]
     slot = slots[0]
     gt.assign(SlotPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype, slot, slot.gen, ch.name))
-    _hold(core, slots, loc)
+    _hold(slots, loc)
     side.index += 1
-    ch.pops += 1
     side.held.append((tag, gt, loc, None))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP", (ch.name, tag, "addr"))
     return new_event(("TPOP", core, end))
@@ -1088,7 +1090,6 @@ def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, spli
 def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
     val = int(core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0])
     side.index += 1
-    ch.pops += 1
     core.issue(PipeUnit.S, 1, (), (), "TPOP", (ch.name, tag, "ctrl"))
     for s in side.slots[tag]:
         s.state = "held"
@@ -1101,7 +1102,6 @@ def _release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
     for s in side.slots[tag]:
         s.state = "free"
         s.gen += 1
-        s.holder = None
     at = core.clock
     if obj.__class__ is Tile and obj.read_end > at:
         at = obj.read_end
@@ -1109,7 +1109,6 @@ def _release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
         at = read_end
     k = side.freed
     side.freed = k + 1
-    ch.frees += 1
     if side.free and (ch.is_spec or ch.should_notify_free(k)):
         set_flag = core.cluster.set_flag
         for f in side.free_flags[tag]:

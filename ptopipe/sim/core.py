@@ -81,7 +81,10 @@ class Core:
         self.isa = {}       # per-core state owned by the isa layer (bound pipes, cursors)
         self.costs = cluster.platform.costs
         self.trace = cluster.trace              # the cluster's trace list, or None
-        self.budget = cluster.max_instructions or (1 << 62)   # an int: compared on every issue
+        self.budget = cluster.max_instructions or (1 << 62)
+        # every issue compares its count with ``limit`` only: with a trace each one goes to
+        # _retire (which records it), otherwise only the one over the budget
+        self.limit = -1 if self.trace is not None else self.budget
         self.vclock = None  # happens-before vector clock (checkers)
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
@@ -142,7 +145,7 @@ class Core:
             d.ready_at = end
         self.clock += 1
         n = self.instructions = self.instructions + 1
-        if self.trace is not None or n > self.budget:
+        if n > self.limit:
             self._retire(n, pipe, name, start, end, args)
         return start, end
 
@@ -167,7 +170,7 @@ class Core:
         d.ready_at = end
         self.clock += 1
         n = self.instructions = self.instructions + 1
-        if self.trace is not None or n > self.budget:
+        if n > self.limit:
             self._retire(n, pipe, name, start, end, args)
         return end
 
@@ -187,7 +190,7 @@ class Core:
             s.read_end = end
         self.clock += 1
         n = self.instructions = self.instructions + 1
-        if self.trace is not None or n > self.budget:
+        if n > self.limit:
             self._retire(n, pipe, name, start, end, args)
         return end
 
@@ -214,7 +217,7 @@ class Core:
         d.ready_at = end
         self.clock += 1
         n = self.instructions = self.instructions + 1
-        if self.trace is not None or n > self.budget:
+        if n > self.limit:
             self._retire(n, pipe, name, start, end, args)
         return end
 
@@ -246,7 +249,7 @@ class Core:
         d.ready_at = end
         self.clock += 1
         n = self.instructions = self.instructions + 1
-        if self.trace is not None or n > self.budget:
+        if n > self.limit:
             self._retire(n, pipe, name, start, end, args)
         return end
 
@@ -261,7 +264,7 @@ class Core:
         self.busy[pipe] += cost
         self.clock += 1
         n = self.instructions = self.instructions + 1
-        if self.trace is not None or n > self.budget:
+        if n > self.limit:
             self._retire(n, pipe, name, start, end, args)
         return end
 
