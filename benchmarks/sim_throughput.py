@@ -107,13 +107,10 @@ def numpy_tile_ops(a, b, bias, out, tiles, depth=4, local_slots=2):
             np.copyto(out[rows], o_ub)                   # TSTORE
 
 
-def best_of(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def main() -> int:
@@ -151,27 +148,25 @@ def main() -> int:
     bias = rng.standard_normal((n * TS, TS)).astype(np.float32)
     kargs = dict(a=a, b=b, bias=bias, out=np.zeros_like(bias), fifo=ptopipe.gm_buffer(4 * SLOT), tiles=n)
     ref = np.zeros_like(bias)
-    sims, ends = [], []
-
-    def sim():
+    # interleaved, so that both sides see the same machine state; best of --repeat each
+    t_ops = t_expr = t_sim = t_end = float("inf")
+    for _ in range(ns.repeat):
+        t_ops = min(t_ops, timed(lambda: numpy_tile_ops(a, b, bias, ref, n)))
+        t_expr = min(t_expr, timed(lambda: numpy_expression(a, b, bias, ref, n)))
         t = time.perf_counter()
-        sims.append(ptopipe.run(s1_cube, s1_vector, kargs, checks=False))
-        ends.append(time.perf_counter() - t)
-
-    t_ops = best_of(lambda: numpy_tile_ops(a, b, bias, ref, n), ns.repeat)
-    t_expr = best_of(lambda: numpy_expression(a, b, bias, ref, n), ns.repeat)
-    best_of(sim, ns.repeat)
-    t_sim = min(r.summary.wall_seconds for r in sims)
-    np.testing.assert_allclose(sims[-1].outputs["out"], ref, rtol=1e-4, atol=1e-4)
+        res = ptopipe.run(s1_cube, s1_vector, kargs, checks=False)
+        t_end = min(t_end, time.perf_counter() - t)
+        t_sim = min(t_sim, res.summary.wall_seconds)
+    np.testing.assert_allclose(res.outputs["out"], ref, rtol=1e-4, atol=1e-4)
     ratio = t_sim / t_ops
     print(f"S1-style {n} tiles of {TS}x{TS} f32: simulated run {t_sim * 1e3:.1f} ms, numpy doing the "
           f"same tile operations {t_ops * 1e3:.1f} ms -> ratio {ratio:.2f} (target <= 1.5)  "
           f"{'OK' if ratio <= 1.5 else 'ABOVE TARGET'}")
     print(f"  the simulator's own cost: {(t_sim - t_ops) / n * 1e6:.1f} us per tile "
-          f"({sum(c.instructions for c in sims[-1].cluster.cores) / n:.0f} instructions per tile)")
+          f"({sum(c.instructions for c in res.cluster.cores) / n:.0f} instructions per tile)")
     t_chk = min(ptopipe.run(s1_cube, s1_vector, kargs).summary.wall_seconds for _ in range(ns.repeat))
     print(f"  for reference: bare numpy A@B+bias loop {t_expr * 1e3:.1f} ms (ratio {t_sim / t_expr:.2f}); "
-          f"end-to-end run() incl. GM set-up {min(ends) * 1e3:.1f} ms; with checkers on "
+          f"end-to-end run() incl. GM set-up {t_end * 1e3:.1f} ms; with checkers on "
           f"{t_chk * 1e3:.1f} ms (x{t_chk / t_sim:.2f})")
     return 0
 

@@ -124,6 +124,32 @@ def test_tload_out_of_gm_is_reported_with_kernel_line():
     assert_where(ei.value, k, "oob")
 
 
+def _walk(x, out, offsets):
+    t = Tile(TileType.Vec, float32, 4, 8, addr=0x0)
+    src = GlobalTensor(x.data(), (4, 8), (32, 1))             # 4x8 blocks of a 32-wide matrix
+    dst = GlobalTensor(out.data(), (4, 8))
+    for i, off in enumerate(offsets):
+        src.assign(x.data() + off)
+        TLOAD(t, src)  # walk
+        dst.assign(out.data() + i * 32)
+        TSTORE(dst, t)
+
+
+def test_moving_one_globaltensor_through_gm_loads_each_tile_and_stops_at_the_end():
+    """One GlobalTensor re-pointed by whole rows, by part of a row (a row stride wider
+    than the tile): every TLOAD sees exactly its block; one row past GM's end is an error."""
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    offsets = [0, 4 * 32, 4 * 32 + 3, 60 * 32 + 24, 0]           # the last: back to the start
+    res = run_aiv(lambda out, x: _walk(x, out, offsets), out=np.zeros((20, 8), np.float32), x=x)
+    want = np.concatenate([x[0:4, 0:8], x[4:8, 0:8], x[4:8, 3:11], x[60:64, 24:32], x[0:4, 0:8]])
+    np.testing.assert_array_equal(res["out"], want)
+    with pytest.raises(MemoryConflictError) as ei:                # x is the last array in GM
+        run_aiv(lambda out, x: _walk(x, out, [60 * 32 + 24, 61 * 32 + 24]),
+                out=np.zeros((8, 8), np.float32), x=x)
+    assert_where(ei.value, _walk, "walk")
+    assert "@GM[0x30e0]" in str(ei.value)                          # the offending address
+
+
 # --- cube numerics -------------------------------------------------------------------------
 def _mm_kernel(M, K, N, dt, acc_dt):
     def k(a, b, a2, b2, c, c_acc):

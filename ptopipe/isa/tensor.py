@@ -85,9 +85,19 @@ def _geom2(shape, stride, item):
     return (rows, cols), (rstride * item, stride[4] * item), extent
 
 
+def _row_grid(gm, phase: int, dtype, geom2) -> tuple:
+    """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any rows x cols view
+    whose address is ``phase`` plus whole rows is a slice of it."""
+    (_, cols), (rbytes, cbytes), _ = geom2
+    row_extent = (cols - 1) * cbytes + dtype.itemsize
+    n = max(0, (gm.size - phase - row_extent) // rbytes + 1) if rbytes > 0 else 0
+    grid = np.ndarray((n, cols), dtype, gm.buf, phase, (rbytes, cbytes)) if n else None
+    return gm.buf, phase, grid, n
+
+
 class GlobalTensor:
     __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "rows", "cols",
-                 "shape2", "_geom2")
+                 "shape2", "_geom2", "_grid")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
         if isinstance(ptr_or_dtype, GMPtr):
@@ -109,6 +119,7 @@ class GlobalTensor:
         self.cols = s[4]
         self.shape2 = (self.rows, self.cols)      # the rows x cols matrix tile moves see
         self._geom2 = _geom2(s, self.stride, self.dtype.itemsize)
+        self._grid = None       # (GM buffer, phase, row grid, rows in it): see matrix()
 
     # -- pto-isa API --------------------------------------------------------------------
     def data(self) -> GMPtr:
@@ -140,18 +151,29 @@ class GlobalTensor:
     def matrix(self, gm) -> np.ndarray:
         """The rows x cols view of GM used by tile moves (bounds-checked; cached per address).
 
-        When the outer dimensions cannot be merged into rows without a copy, the 5-D view
-        is returned instead (callers then reshape the tile side)."""
+        A pointer moved by whole rows (the usual tile loop) gets its view as a slice of a
+        row grid of GM, which is cheaper than building a view.  When the outer dimensions
+        cannot be merged into rows without a copy, the 5-D view is returned instead
+        (callers then reshape the tile side)."""
         addr = self.ptr.addr
         if self._cache_key == addr:
             return self._view
         g = self._geom2
-        if g is None:
+        if g is None or g[2] == 0:
             v = self.view5(gm)
-        elif 0 <= addr <= gm.size - g[2]:
+        elif g[1][0] <= 0:                  # rows that do not advance: build the view
+            if not 0 <= addr <= gm.size - g[2]:
+                gm.check(addr, g[2], lambda: f"access through {self.describe()}")   # raises
             v = np.ndarray(g[0], self.dtype, gm.buf, addr, g[1])
         else:
-            gm.check(addr, g[2], lambda: f"access through {self.describe()}")   # raises
+            row, ph = divmod(addr, g[1][0])
+            c = self._grid
+            if c is None or c[1] != ph or c[0] is not gm.buf:
+                c = self._grid = _row_grid(gm, ph, self.dtype, g)
+            if 0 <= row and row + g[0][0] <= c[3]:
+                v = c[2][row:row + g[0][0]]
+            else:
+                gm.check(addr, g[2], lambda: f"access through {self.describe()}")   # raises
         self._view = v
         self._cache_key = addr
         return v
