@@ -16,7 +16,7 @@ import greenlet
 from ..arch import MemSpace, Platform, get_platform
 from ..errors import DeadlockError
 from .core import Core, CoreKind, CoreState, _CoreLet
-from .flags import Flag, flag_set
+from .flags import Flag, overflow_error
 from .memory import Memory
 
 _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
@@ -70,13 +70,19 @@ class Cluster:
         return f
 
     def set_flag(self, sender: Core, flag: Flag, at: int) -> None:
-        if self.checker is None and self.signals is None:
-            flag_set(flag, at, self._latency, self._counter_max)
-            return
-        vc = self.checker.on_set(sender) if self.checker is not None else None
-        flag_set(flag, at, self._latency, self._counter_max, vc)
+        """SET: increment the counter; the signal reaches the receiver at ``at + latency``."""
+        if flag.count >= self._counter_max:
+            raise overflow_error(flag, self._counter_max)
+        flag.count += 1
+        flag.arrivals.append(at + self._latency)
+        if self.checker is not None:
+            flag.set_clocks.append(self.checker.on_set(sender))
         if self.signals is not None:
             self.signals.append((sender.index, flag, at))
+        w = flag.waiter
+        if w is not None:
+            flag.waiter = None
+            w.wake()
 
     def flags(self):
         return list(self._flags.values())
@@ -90,13 +96,19 @@ class Cluster:
             core.glet.core = core
             core.state = CoreState.READY
         try:
+            cores, ready_state = self.cores, CoreState.READY
             while True:
-                ready = [c for c in self.cores if c.state is CoreState.READY]
-                if not ready:
-                    break
-                if self.rng is None:
-                    core = min(ready, key=lambda c: (c.clock, c.index))
+                if self.rng is None:        # the ready core with the smallest clock (ties: index)
+                    core = None
+                    for c in cores:
+                        if c.state is ready_state and (core is None or c.clock < core.clock):
+                            core = c
+                    if core is None:
+                        break
                 else:
+                    ready = [c for c in cores if c.state is ready_state]
+                    if not ready:
+                        break
                     core = self.rng.choice(ready)
                 core.state = CoreState.RUNNING
                 self.steps += 1

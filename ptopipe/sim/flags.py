@@ -3,7 +3,8 @@
 A flag lives on its receiving core and is set by one sending core (seed 003: 8 flags per
 direction per Vector-Cube peer; the hardware has 16 ids).  Every SET records the
 simulated time at which it reaches the receiver, so a WAIT resumes at that time.
-Overflowing the counter is an error, never silent.
+Overflowing the counter is an error, never silent.  SET is ``Cluster.set_flag``, WAIT is
+``Core.wait_flag``; this module owns the flag's state.
 """
 from __future__ import annotations
 
@@ -35,19 +36,9 @@ class Flag:
         return f"<{self.name} count={self.count}>"
 
 
-def flag_set(flag: Flag, at: int, latency: int, limit: int, clock=None) -> None:
-    """SET: increment the counter; the signal reaches the receiver at ``at + latency``."""
-    if flag.count >= limit:
-        raise ProtocolError(
-            f"{flag.name} overflows: counter already at its maximum {limit} "
-            f"(the receiver {flag.receiver.name} has not consumed earlier SETs)",
-            where=str(flag.sender.where()),
-            fix="the producer/consumer signal more often than they wait; pair every SET with a WAIT")
-    flag.count += 1
-    flag.arrivals.append(at + latency)
-    if clock is not None:
-        flag.set_clocks.append(clock)
-    w = flag.waiter
-    if w is not None:
-        flag.waiter = None
-        w.wake()
+def overflow_error(flag: Flag, limit: int) -> ProtocolError:
+    return ProtocolError(
+        f"{flag.name} overflows: counter already at its maximum {limit} "
+        f"(the receiver {flag.receiver.name} has not consumed earlier SETs)",
+        where=str(flag.sender.where()),
+        fix="the producer/consumer signal more often than they wait; pair every SET with a WAIT")
