@@ -23,7 +23,6 @@ its TFREE, are reported instead of silently corrupting data.
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
@@ -186,8 +185,9 @@ class Side:
         self.role = role                 # "producer" | "consumer"
         self.index = 0                   # tiles pushed / popped (pto-isa tileIndex)
         self.freed = 0                   # tiles freed (consumer)
-        self.held: deque = deque()       # consumer: [tag, tile|gt, loc, read_end]
-        self.pending_alloc: deque = deque()  # producer: tags TALLOCed but not TPUSHed
+        # short FIFO lists (at most SlotNum entries)
+        self.held: list = []             # consumer: (tag, tile|gt, loc, read_end), oldest first
+        self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
         self.allocate = True             # setAllocateStatus
         self.record = True               # setRecordStatus
         self.wait = True                 # setWaitStatus
@@ -913,7 +913,7 @@ def _push_commit(core, ch: Channel, side: Side) -> Event:
     if not side.pending_alloc:
         raise ProtocolError(f"TPUSH(GlobalTensor) on {ch.name} without a preceding TALLOC", where=_loc(core),
                             fix="address flow: TALLOC -> TSTORE... -> TPUSH")
-    tag, _gt, _loc0 = side.pending_alloc.popleft()
+    tag, _gt, _loc0 = side.pending_alloc.pop(0)
     _mark_written(core, ch, side, tag, None, "TPUSH", core.where())
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
                         (ch.name, tag, "commit"))
@@ -1136,7 +1136,7 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                             where=_loc(core),
                             details=f"{side.index} popped, {side.freed} freed",
                             fix="call TFREE exactly once after each TPOP")
-    tag, held_obj, _loc0, read_end = side.held.popleft()
+    tag, held_obj, _loc0, read_end = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,

@@ -318,9 +318,9 @@ class Core:
             self.cluster.main.switch()
             self.waiting = None
         flag.count -= 1
-        arrival = flag.arrivals.popleft()
+        arrival = flag.arrivals.pop(0)
         if flag.set_clocks:
-            vc = flag.set_clocks.popleft()
+            vc = flag.set_clocks.pop(0)
             if self.vclock is not None:
                 self.cluster.checker.join(self, vc)
         t = self.clock

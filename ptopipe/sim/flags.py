@@ -8,8 +8,6 @@ Overflowing the counter is an error, never silent.  SET is ``Cluster.set_flag``,
 """
 from __future__ import annotations
 
-from collections import deque
-
 from ..errors import ProtocolError
 
 
@@ -22,8 +20,10 @@ class Flag:
         self.receiver = receiver
         self.id = fid
         self.count = 0
-        self.arrivals: deque = deque()   # simulated arrival time of each pending SET
-        self.set_clocks: deque = deque() # sender's vector clock per pending SET (checkers)
+        # per pending SET: its simulated arrival time, and (checkers) the sender's vector
+        # clock; short lists, not deques: a flag rarely has more than a few SETs pending
+        self.arrivals: list = []
+        self.set_clocks: list = []
         self.waiter = None               # the core blocked in WAIT on this flag
         self.owner = None                # the channel that claimed this flag id
         self.signal = "flag"             # "ready" | "free" once a channel claims it (stall kinds)
