@@ -615,6 +615,33 @@ def test_tfree_is_a_noop_after_tile_tpop_in_pto_isa_a2a3():
     assert pipe["pushes"] == pipe["pops"] == pipe["frees"] == 6
 
 
+def test_run_summary_counts_each_pipe_transaction_once():
+    """pushes / pops / frees per pipe: a TALLOCed slot counts as pushed at its TPUSH."""
+    def c(fifo):
+        p = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x8000, 0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0x0)
+        for _ in range(5):
+            slot = GlobalTensor(float32, (16, 16))
+            TALLOC(p, slot)
+            TSTORE(slot, acc)
+            TPUSH(p, slot)
+        TPUSH(p, acc)                                  # and one tile-flow push
+    seen = {}
+
+    def v(fifo):
+        p = TPipe(0, DIR_C2V, SL, 4, peers=(0,))(fifo, 0x8000, 0)
+        t = Tile(TileType.Vec, float32, 16, 16)
+        for _ in range(6):
+            TPOP(p, t)
+            TFREE(p)
+        seen["pipe"] = p.c2v
+    res = ptopipe.run(aic=c, aiv=(v, None), args=dict(fifo=gm_buffer(8 * SL)))
+    (pipe,) = res.summary.pipes
+    assert (pipe["pushes"], pipe["pops"], pipe["frees"]) == (6, 6, 6)
+    ch = seen["pipe"]
+    assert (ch.pushes, ch.pops, ch.frees) == (6, 6, 6)
+
+
 def test_pop_beyond_pushes_is_reported():
     with pytest.raises(DeadlockError) as ei:
         ptopipe.run(aic=_producer(n=1), aiv=(_consumer(n=2), None), args=dict(fifo=gm_buffer(8 * SL)))

@@ -81,14 +81,15 @@ _VEC_MAT = (TileType.Vec, TileType.Mat)
 _STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)
 
 
-def _gm_tile_view(core, gt, d: np.ndarray, op: str, role: str) -> np.ndarray:
-    """The GM side of a TLOAD/TSTORE, shaped to match the tile's valid region ``d``."""
-    if gt.__class__ is not GlobalTensor or gt.shape2 != d.shape or gt.ptr is None:
+def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray:
+    """The GM side of a TLOAD/TSTORE, shaped to match the valid region of tile ``t``."""
+    if (gt.__class__ is not GlobalTensor or gt.rows != t.valid_rows or gt.cols != t.valid_cols
+            or gt.ptr is None):
         if gt.__class__ is not GlobalTensor:
             raise _err(core, f"{op} {role} must be a GlobalTensor, got {type(gt).__name__}")
-        if gt.shape2 != d.shape:
+        if gt.shape2 != (t.valid_rows, t.valid_cols):
             raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
-                             f"region is {d.shape[0]}x{d.shape[1]}",
+                             f"region is {t.valid_rows}x{t.valid_cols}",
                        "make the GlobalTensor shape match the tile's valid rows/cols")
         gt.data()    # raises: no address yet
     return gt.matrix(core.cluster.gm)
@@ -101,7 +102,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
         TSYNC(*events)
     d = (dst._valid if dst.__class__ is Tile and dst.core is core and dst.binding is None
          else arr(dst, core, "TLOAD destination"))
-    v = _gm_tile_view(core, src, d, "TLOAD", "source")
+    v = _gm_tile_view(core, src, dst, "TLOAD", "source")
     if dst.loc not in _VEC_MAT:
         _need_loc(core, dst, _VEC_MAT, "TLOAD", "destination")
     if src.dtype != dst.dtype:
@@ -126,7 +127,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
         TSYNC(*events)
     s = (src._valid if src.__class__ is Tile and src.core is core and src.binding is None
          else arr(src, core, "TSTORE source"))
-    v = _gm_tile_view(core, dst, s, "TSTORE", "destination")
+    v = _gm_tile_view(core, dst, src, "TSTORE", "destination")
     if src.loc not in _STORE_SRC:
         _need_loc(core, src, _STORE_SRC, "TSTORE", "source")
     if dst.dtype != src.dtype and src.loc is not TileType.Acc:
@@ -163,7 +164,7 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
     if pipe is None:
         raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
                    "valid: Mat->Left, Mat->Right, Mat->Bias, Acc->Mat, Vec->Vec; across cores use TPUSH/TPOP")
-    if s.shape != d.shape:
+    if src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
         _same_shape(core, "TMOV", ("dst", d), ("src", s))
     if src.dtype != dst.dtype:
         if src.loc is not TileType.Acc:
@@ -171,7 +172,7 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
                        "only Acc -> Mat converts; use TCVT on vector tiles")
     d[...] = s               # Acc -> Mat converts (FIX), as copyto(casting="unsafe")
     costs = core.costs
-    cost = (costs.vector_op("TMOV", *s.shape, src.dtype.itemsize) if pipe is _V
+    cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.dtype.itemsize) if pipe is _V
             else costs.move(src.sname, dst.sname, s.nbytes))
     end = core.issue_rw(pipe, cost, src, dst, "TMOV",
                         (s.shape, src.dtype) if core.trace is not None else None)
@@ -209,7 +210,7 @@ def _mm_operands(core, op, c, a, b):
         _need_loc(core, a, (TileType.Left,), op, "a")
         _need_loc(core, b, (TileType.Right,), op, "b")
         _need_loc(core, c, (TileType.Acc,), op, "c")
-    if A.shape[1] != B.shape[0] or C.shape != (A.shape[0], B.shape[1]):
+    if a.valid_cols != b.valid_rows or c.valid_rows != a.valid_rows or c.valid_cols != b.valid_cols:
         raise _err(core, f"{op}: shapes do not chain: a {A.shape[0]}x{A.shape[1]}, b "
                          f"{B.shape[0]}x{B.shape[1]}, c {C.shape[0]}x{C.shape[1]}",
                    "need a MxK, b KxN, c MxN")
@@ -229,8 +230,9 @@ def _product(A, B, acc, out=None):
 
 
 def _mm_issue(core, op, a, b, c, srcs, A, B):
-    cost = core.costs.matmul(A.shape[0], A.shape[1], B.shape[1], a.dtype.itemsize)
-    args = (A.shape[0], A.shape[1], B.shape[1]) if core.trace is not None else None
+    m, k, n = a.valid_rows, a.valid_cols, b.valid_cols
+    cost = core.costs.matmul(m, k, n, a.dtype.itemsize)
+    args = (m, k, n) if core.trace is not None else None
     if srcs is None:
         end = core.issue_rrw(_M, cost, a, b, c, op, args)
     else:
@@ -283,7 +285,7 @@ def _not_vec(core, name, tiles) -> KernelError:
                 "TMOV/TSTORE the data to a Vec tile on a Vector core first")
 
 
-def _vec_issue(core, name, dst, s0, s1, shape, itemsize):
+def _vec_issue(core, name, dst, s0, s1, rows, cols, itemsize):
     """Issue a vector op writing ``dst`` from sources ``s0`` / ``s1`` (either may be None)."""
     if dst.loc is not _VEC or (s0 is not None and s0.loc is not _VEC) or (s1 is not None and s1.loc is not _VEC):
         raise _not_vec(core, name, [t for t in (dst, s0, s1) if t is not None])
@@ -292,8 +294,8 @@ def _vec_issue(core, name, dst, s0, s1, shape, itemsize):
     pf = core.pipe_free[_V]
     head = (pf <= core.clock or dst.read_end > pf or dst.ready_at > pf
             or (s0 is not None and s0.ready_at > pf) or (s1 is not None and s1.ready_at > pf))
-    cost = core.costs.vector_op(name, shape[0], shape[1], itemsize, head)
-    args = (shape, dst.dtype) if core.trace is not None else None
+    cost = core.costs.vector_op(name, rows, cols, itemsize, head)
+    args = ((rows, cols), dst.dtype) if core.trace is not None else None
     if s1 is not None:
         end = core.issue_rrw(_V, cost, s0, s1, dst, name, args)
     elif s0 is not None:
@@ -315,13 +317,14 @@ def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None
     d = dst._valid if dst.__class__ is Tile and dst.core is core and dst.binding is None else arr(dst, core)
     a = src._valid if src.__class__ is Tile and src.core is core and src.binding is None else arr(src, core)
     if src1 is None:
-        if a.shape != d.shape:
+        if src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
             _same_shape(core, name, ("dst", d), ("src", a))
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         return d, a, None
     b = src1._valid if src1.__class__ is Tile and src1.core is core and src1.binding is None else arr(src1, core)
-    if not (a.shape == b.shape == d.shape):
+    if not (src.valid_rows == src1.valid_rows == dst.valid_rows
+            and src.valid_cols == src1.valid_cols == dst.valid_cols):
         _same_shape(core, name, ("dst", d), ("src0", a), ("src1", b))
     if not (src.dtype == src1.dtype == dst.dtype):
         _same_dtype(core, name, dst, src, src1)
@@ -335,7 +338,7 @@ def _binary(name: str, ufunc):
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
         ufunc(a, b, out=d)
-        return _vec_issue(core, name, dst, src0, src1, d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
     return op
@@ -348,7 +351,7 @@ def _scalar(name: str, fn):
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         fn(a, dst.dtype.type(scalar), d)
-        return _vec_issue(core, name, dst, src, None, d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
     return op
@@ -361,7 +364,7 @@ def _unary(name: str, fn):
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         fn(a, d)
-        return _vec_issue(core, name, dst, src, None, d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src): element-wise unary op."
     return op
@@ -403,7 +406,7 @@ def _row_reduce(name: str, fn):
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         d[:, 0] = fn(a, axis=1)
-        return _vec_issue(core, name, dst, src, None, a.shape, src.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
     return op
@@ -421,7 +424,7 @@ def _col_reduce(name: str, fn):
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         d[0, :] = fn(a, axis=0)
-        return _vec_issue(core, name, dst, src, None, a.shape, src.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
     return op
@@ -448,7 +451,7 @@ def _row_expand(name: str, ufunc):
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
         ufunc(a, b[:, :1], out=d)
-        return _vec_issue(core, name, dst, src0, src1, d.shape, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
     return op
@@ -471,7 +474,7 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
         raise _err(core, f"TROWEXPAND: dst has {d.shape[0]} rows, src has {a.shape[0]}")
     _same_dtype(core, "TROWEXPAND", dst, src)
     d[...] = a[:, :1]
-    return _vec_issue(core, "TROWEXPAND", dst, src, None, d.shape, dst.dtype.itemsize)
+    return _vec_issue(core, "TROWEXPAND", dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
 
 
 def TEXPANDS(dst: Tile, scalar, *events) -> Event:
@@ -481,7 +484,7 @@ def TEXPANDS(dst: Tile, scalar, *events) -> Event:
         TSYNC(*events)
     d = arr(dst, core)
     d[...] = dst.dtype.type(scalar)
-    return _vec_issue(core, "TEXPANDS", dst, None, None, d.shape, dst.dtype.itemsize)
+    return _vec_issue(core, "TEXPANDS", dst, None, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
 
 
 def TCVT(dst: Tile, src: Tile, *events) -> Event:
@@ -493,7 +496,7 @@ def TCVT(dst: Tile, src: Tile, *events) -> Event:
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
     np.copyto(d, a, casting="unsafe")
-    return _vec_issue(core, "TCVT", dst, src, None, d.shape, max(src.dtype.itemsize, dst.dtype.itemsize))
+    return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.dtype.itemsize, dst.dtype.itemsize))
 
 
 __all__ = [n for n in dir() if n.startswith("T") and n.isupper()]

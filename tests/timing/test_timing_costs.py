@@ -42,6 +42,19 @@ def test_timing_bandwidth_and_measured_tload_assumption():
     assert c.move("L1", "L0B", 8192) == 64 and c.move("L0C", "GM", 16384) == 404
 
 
+def test_cost_table_memo_is_per_table_and_survives_pickling():
+    """Costs are memoised per table: replace() starts afresh, a pickled table (process
+    sweeps) computes the same costs."""
+    import pickle
+    c = CostTable()
+    assert c.move("GM", "UB", 4096) == c.move("GM", "UB", 4096) == 70
+    slow = c.replace(bandwidth={("GM", "UB"): 8.0})
+    assert slow.move("GM", "UB", 4096) == 512 and c.move("GM", "UB", 4096) == 70
+    back = pickle.loads(pickle.dumps(slow))
+    assert back == slow and back.move("GM", "UB", 4096) == 512
+    assert pickle.loads(pickle.dumps(A2A3)).costs.matmul(120, 110, 50, 4) == 902
+
+
 def _one_of_each(a, b, out, x, y):
     a1 = Tile(TileType.Mat, float16, 32, 32, addr=0)
     b1 = Tile(TileType.Mat, float16, 32, 32, addr=0x1000)
