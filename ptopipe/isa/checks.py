@@ -69,23 +69,30 @@ class KernelChecks(HappensBefore):
         Ring accesses are checked per slot (the latest read and write of each core), which
         is O(1); a GM access through a GlobalTensor that overlaps a ring also checks the
         slots it touches, and from then on that ring's accesses are recorded in the pages."""
-        key = (id(ch), tag, write, core.index, rows, cols, item, int(split))
+        key = (ch.name, tag, write, core.index, rows, cols, item, split)
         regs = self._ring_regions.get(key)
         if regs is None:
             regs = self._ring_regions[key] = self._ring_plan(core, ch, tag, write, rows, cols, item, split)
         c = core.index
         vc = core.vclock
-        for mem, lo, hi, rws, ring, state in regs:
+        mine = 2 * c + write
+        for mem, lo, hi, rws, ring, state, checks, chid in regs:
             rec = (lo, hi, rws, c, vc[c], write, op, loc, None, ring)
-            for b, k in self.others[2 * c + write]:
+            for b, k in checks:
                 r = state[b]
                 if r is not None and r[4] > vc[k] and overlap(lo, hi, rws, r[0], r[1], r[2]):
                     raise self.race(core, mem, rec, r)
-            state[2 * c + write] = rec
-            if id(ch) in self._shared_rings:
+            state[mine] = rec
+            if chid in self._shared_rings:
                 self.access(core, mem, lo, hi, rws, write, op, loc, None, ring)
 
     def _ring_plan(self, core, ch, tag, write, rows, cols, item, split) -> list:
+        # only the channel's cores ever record ring accesses of its slots, and only as
+        # producer writes / consumer reads: check just those buckets
+        aivs = {1 + p for p in ch.peers}
+        producers, consumers = ({0}, aivs) if ch.way == "C2V" else (aivs, {0})
+        checks = [(b, k) for b, k in self.others[2 * core.index + write]
+                  if k in (producers if b & 1 else consumers)]
         out = []
         for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
             skey = (id(mem), ch.name, tag)
@@ -98,7 +105,7 @@ class KernelChecks(HappensBefore):
                 pages = self.mems.get(id(mem), ())
                 if any(pg in pages for pg in range(lo >> 12, ((hi - 1) >> 12) + 1)):
                     self._shared_rings.add(id(ch))      # user accesses came first
-            out.append((mem, reg[0], reg[1], reg[2], (ch.name, tag), state))
+            out.append((mem, reg[0], reg[1], reg[2], (ch.name, tag), state, checks, id(ch)))
         return out
 
     def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None) -> None:

@@ -125,6 +125,8 @@ class HappensBefore:
         self.others = [[(b, b >> 1) for b in range(2 * n)
                         if b >> 1 != mine >> 1 and (mine & 1 or b & 1)] for mine in range(2 * n)]
         self.dirty = True
+        if n == 3:
+            self.join = self._join3
 
     # -- vector clocks (hooks called by the cluster and the cores) -------------------
     def on_set(self, sender):
@@ -135,18 +137,21 @@ class HappensBefore:
 
     def join(self, core, vc) -> None:
         m = core.vclock
-        if len(vc) == 3:                    # the cluster's 1 AIC + 2 AIV: unrolled
-            a, b, c = vc
-            if a > m[0]:
-                m[0] = a
-            if b > m[1]:
-                m[1] = b
-            if c > m[2]:
-                m[2] = c
-        else:
-            for i, v in enumerate(vc):
-                if v > m[i]:
-                    m[i] = v
+        for i, v in enumerate(vc):
+            if v > m[i]:
+                m[i] = v
+        self.dirty = True
+
+    def _join3(self, core, vc) -> None:
+        """``join`` for the cluster's 1 AIC + 2 AIV, unrolled (every WAIT runs it)."""
+        m = core.vclock
+        a, b, c = vc
+        if a > m[0]:
+            m[0] = a
+        if b > m[1]:
+            m[1] = b
+        if c > m[2]:
+            m[2] = c
         self.dirty = True
 
     def _refloor(self) -> None:
