@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
+from operator import setitem
+
 import numpy as np
 
 from ..arch import MemSpace, PipeUnit
@@ -885,7 +887,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         _plan(core, ch, tile, split, _push_plan)
     tag = _producer_wait(core, ch, side, "TPUSH")
     for dst, peer in plan.dsts[tag]:
-        dst[...] = src if peer is None else _part_of(src, split, peer)
+        core.pending.append((setitem, (dst, Ellipsis, src if peer is None else _part_of(src, split, peer))))
     _mark_written(core, ch, side, tag, plan.layout, "TPUSH", loc)
     chk = core.cluster.checker
     if chk is not None:
@@ -898,6 +900,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
 
 
 def _push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
+    core.cluster.sync()                                # a value read from memory by Python
     val = int(np.asarray(arr(tile, core, "TPUSH control tile")).flat[0]) if isinstance(tile, Tile) else int(tile)
     tag = _producer_wait(core, ch, side, "TPUSH")
     core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
@@ -1028,7 +1031,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
             arr(tile, core)
-        tile._valid[...] = plan.srcs[tag]
+        core.pending.append((setitem, (tile._valid, Ellipsis, plan.srcs[tag])))
         chk = core.cluster.checker
         if chk is not None:
             chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
@@ -1088,6 +1091,7 @@ def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, spli
 
 
 def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
+    core.cluster.sync()
     val = int(core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0])
     side.index += 1
     core.issue(PipeUnit.S, 1, (), (), "TPOP", (ch.name, tag, "ctrl"))

@@ -123,13 +123,19 @@ class Tile:
         """The whole rows x cols view (bound to the current core's memory)."""
         if self._full is None:
             self._need()
+        self.core.cluster.sync()
         return self._full
 
     @property
     def array(self) -> np.ndarray:
-        """The valid region as a numpy view (read it in tests or while debugging)."""
+        """The valid region as a numpy view (read it in tests or while debugging).
+
+        Instructions queue their data work and the simulator applies it in order when
+        something reads memory: this property does, so take ``.array`` afresh after
+        issuing instructions rather than keeping an older view."""
         if self._valid is None:
             self._need()
+        self.core.cluster.sync()
         return self._valid
 
     def describe(self) -> str:

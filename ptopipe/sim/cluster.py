@@ -34,6 +34,8 @@ class Cluster:
         self._counter_max = self.platform.flag_counter_max
         self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
         self.trace = [] if trace else None          # read by the cores: set before them
+        # data operations on the memories, queued in issue order and applied by sync()
+        self.pending: list = []
         self.max_instructions = max_instructions
         self.gm = Memory(MemSpace.GM, gm_size)
         self.cores: list[Core] = []
@@ -119,6 +121,7 @@ class Cluster:
             for fin in self.finishers:
                 fin(self)
         finally:
+            self.sync()
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
                     c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
@@ -139,6 +142,23 @@ class Cluster:
             if me is not None and me.state is CoreState.RUNNING:
                 me.state = CoreState.READY
                 self.main.switch()
+
+    # -- the data plane -------------------------------------------------------------------
+    def sync(self) -> None:
+        """Apply the queued data operations to the memories, in the order they were issued.
+
+        Instructions queue their numpy work, ``(fn, args)``, instead of doing it at once: the
+        bookkeeping of many instructions then runs back to back, and so does the numpy work
+        (far fewer cache misses than alternating them).  The order is the issue order
+        across all cores, so the bytes are exactly those of doing each at once.  Anything
+        that reads the memories from Python (``Tile.array``, control words, results) syncs
+        first; the cores sync every SYNC_EVERY instructions and the run at its end."""
+        q = self.pending
+        if q:
+            ops = q[:]
+            q.clear()
+            for fn, args in ops:
+                fn(*args)
 
     @property
     def cycles(self) -> int:

@@ -34,6 +34,7 @@ class CoreState(Enum):
 
 
 _PIPES = tuple(PipeUnit)
+SYNC_EVERY = 1024      # instructions per core between applications of the queued data operations
 
 
 class Wait:
@@ -82,15 +83,18 @@ class Core:
         self.costs = cluster.platform.costs
         self.trace = cluster.trace              # the cluster's trace list, or None
         self.budget = cluster.max_instructions or (1 << 62)
+        self.pending = cluster.pending          # the cluster's queued data operations
         # every issue compares its count with ``limit`` only: with a trace each one goes to
-        # _retire (which records it), otherwise only the one over the budget
-        self.limit = -1 if self.trace is not None else self.budget
+        # _retire (which records it); otherwise every SYNC_EVERY-th (applies the queued data
+        # operations) and the one over the budget
+        self.limit = -1 if self.trace is not None else min(self.budget, SYNC_EVERY)
         self.vclock = None  # happens-before vector clock (checkers)
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
             self.issue = self._issue_untimed
             self.issue_w = self.issue_r = self.issue_rw = self.issue_rrw = self.issue_s = self._untimed
+            self.limit = min(self.budget, SYNC_EVERY)
 
     def __repr__(self) -> str:
         return f"<Core {self.name} {self.state.value}>"
@@ -269,14 +273,19 @@ class Core:
         return end
 
     def _retire(self, n, pipe, name, start, end, args) -> None:
-        """The rare tail of an issue: record the trace entry, enforce the budget."""
-        if self.trace is not None:
+        """The rare tail of an issue: record the trace entry, enforce the budget, and every
+        SYNC_EVERY instructions apply the queued data operations (bounded memory)."""
+        if self.trace is not None and pipe is not None:
             self.trace.append((self.index, pipe, name, start, end, args))
+        else:                               # (a functional run records no trace)
+            self.limit = min(self.budget, n + SYNC_EVERY)
         if n > self.budget:
             raise PtoPipeError(
                 f"{self.name} exceeded the instruction budget of {self.budget}",
                 where=str(self.where()),
                 fix="the kernel may loop forever; raise max_instructions= if it is just long")
+        if len(self.pending) >= SYNC_EVERY:
+            self.cluster.sync()
 
     def _issue_untimed(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
         """``issue`` with timing off: one cycle of issue per instruction, no pipes."""
@@ -287,7 +296,7 @@ class Core:
         """Every fixed-arity ``issue_*`` with timing off."""
         n = self.instructions = self.instructions + 1
         t = self.clock = self.clock + 1
-        if n > self.budget:
+        if n > self.limit:
             self._retire(n, None, "", t, t, None)
         return t
 
