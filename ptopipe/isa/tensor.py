@@ -85,19 +85,9 @@ def _geom2(shape, stride, item):
     return (rows, cols), (rstride * item, stride[4] * item), extent
 
 
-def _row_grid(gm, phase: int, dtype, geom2) -> tuple:
-    """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any rows x cols view
-    whose address is ``phase`` plus whole rows is a slice of it."""
-    (_, cols), (rbytes, cbytes), _ = geom2
-    row_extent = (cols - 1) * cbytes + dtype.itemsize
-    n = max(0, (gm.size - phase - row_extent) // rbytes + 1) if rbytes > 0 else 0
-    grid = np.ndarray((n, cols), dtype, gm.buf, phase, (rbytes, cbytes)) if n else None
-    return gm.buf, phase, grid, n
-
-
 class GlobalTensor:
     __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "rows", "cols",
-                 "shape2", "_geom2", "_grid")
+                 "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
         if isinstance(ptr_or_dtype, GMPtr):
@@ -119,7 +109,12 @@ class GlobalTensor:
         self.cols = s[4]
         self.shape2 = (self.rows, self.cols)      # the rows x cols matrix tile moves see
         self._geom2 = _geom2(s, self.stride, self.dtype.itemsize)
-        self._grid = None       # (GM buffer, phase, row grid, rows in it): see matrix()
+        g = self._geom2
+        # views at whole-row steps are slices of a row grid of GM (see matrix()): the row
+        # stride in bytes (0: no grid), and the grid for one GM buffer and phase
+        self._rb = g[1][0] if g is not None and g[2] and g[1][0] > 0 else 0
+        self._grid = self._grid_buf = None
+        self._grid_ph = self._grid_n = 0
 
     # -- pto-isa API --------------------------------------------------------------------
     def data(self) -> GMPtr:
@@ -158,25 +153,35 @@ class GlobalTensor:
         addr = self.ptr.addr
         if self._cache_key == addr:
             return self._view
-        g = self._geom2
-        if g is None or g[2] == 0:
-            v = self.view5(gm)
-        elif g[1][0] <= 0:                  # rows that do not advance: build the view
-            if not 0 <= addr <= gm.size - g[2]:
-                gm.check(addr, g[2], lambda: f"access through {self.describe()}")   # raises
-            v = np.ndarray(g[0], self.dtype, gm.buf, addr, g[1])
+        rb = self._rb
+        if rb:
+            row, ph = divmod(addr, rb)
+            if ph != self._grid_ph or self._grid_buf is not gm.buf:
+                self._set_grid(gm, ph)
+            end = row + self.rows
+            if row < 0 or end > self._grid_n:
+                gm.check(addr, self._geom2[2], lambda: f"access through {self.describe()}")   # raises
+            v = self._grid[row:end]
         else:
-            row, ph = divmod(addr, g[1][0])
-            c = self._grid
-            if c is None or c[1] != ph or c[0] is not gm.buf:
-                c = self._grid = _row_grid(gm, ph, self.dtype, g)
-            if 0 <= row and row + g[0][0] <= c[3]:
-                v = c[2][row:row + g[0][0]]
-            else:
-                gm.check(addr, g[2], lambda: f"access through {self.describe()}")   # raises
+            g = self._geom2
+            if g is None or g[2] == 0:
+                v = self.view5(gm)
+            else:                               # rows that do not advance: build the view
+                if not 0 <= addr <= gm.size - g[2]:
+                    gm.check(addr, g[2], lambda: f"access through {self.describe()}")   # raises
+                v = np.ndarray(g[0], self.dtype, gm.buf, addr, g[1])
         self._view = v
         self._cache_key = addr
         return v
+
+    def _set_grid(self, gm, phase: int) -> None:
+        """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any view at
+        ``phase`` plus whole rows is a slice of it."""
+        (_, cols), (rbytes, cbytes), _ = self._geom2
+        row_extent = (cols - 1) * cbytes + self.dtype.itemsize
+        n = max(0, (gm.size - phase - row_extent) // rbytes + 1)
+        self._grid = np.ndarray((n, cols), self.dtype, gm.buf, phase, (rbytes, cbytes))
+        self._grid_buf, self._grid_ph, self._grid_n = gm.buf, phase, n
 
     def byte_ranges(self):
         """The half-open byte ranges this view covers (for race and overlap checks)."""

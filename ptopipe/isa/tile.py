@@ -155,7 +155,7 @@ def bind(tile: Tile, core, addr: int) -> None:
     key = (core.index, addr, tile.valid_rows, tile.valid_cols)
     v = views.get(key)
     if v is None:
-        mem = core.memory(tile.space, tile.describe())
+        mem = core.memory(tile.space, tile.describe)
         full = mem.view(addr, tile.dtype, (tile.rows, tile.cols),
                         what=lambda: f"TASSIGN of {tile.describe()}")
         v = views[key] = (mem, full, full[:tile.valid_rows, :tile.valid_cols])

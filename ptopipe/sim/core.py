@@ -105,6 +105,8 @@ class Core:
             return self.cluster.gm
         m = self.memories.get(space)
         if m is None:
+            if callable(what):
+                what = what()
             raise KernelError(
                 f"{self.name} has no {space.value}: a {what} in {space.value} cannot be used on "
                 f"{'the Cube core' if self.kind is CoreKind.AIC else 'a Vector core'}",
