@@ -341,16 +341,13 @@ def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None
     d = dst._valid if dst.__class__ is Tile and dst.core is core and dst.binding is None else arr(dst, core)
     a = src._valid if src.__class__ is Tile and src.core is core and src.binding is None else arr(src, core)
     if src1 is None:
-        if src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
+        if src.sig != dst.sig:
             _same_shape(core, name, ("dst", d), ("src", a))
-        if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         return d, a, None
     b = src1._valid if src1.__class__ is Tile and src1.core is core and src1.binding is None else arr(src1, core)
-    if not (src.valid_rows == src1.valid_rows == dst.valid_rows
-            and src.valid_cols == src1.valid_cols == dst.valid_cols):
+    if not (src.sig == src1.sig == dst.sig):
         _same_shape(core, name, ("dst", d), ("src0", a), ("src1", b))
-    if not (src.dtype == src1.dtype == dst.dtype):
         _same_dtype(core, name, dst, src, src1)
     return d, a, b
 

@@ -558,6 +558,7 @@ class PipeHandle:
         self.channels: dict = {}
         self._by_role: dict = {}
         self._ends: dict = {}        # role -> (channel, this core's side), for the bound core
+        self.producer_end = self.consumer_end = None   # the same, read inline by TPUSH / TPOP / TFREE
         self.prod = _SideCtl(self, "producer")
         self.cons = _SideCtl(self, "consumer")
 
@@ -576,6 +577,7 @@ class PipeHandle:
             return e
         ch = self.channel(role, core, op)
         e = self._ends[role] = (ch, ch.sides[core.index])
+        setattr(self, f"{role}_end", e)
         return e
 
     def channel(self, role: str, core, op: str) -> Channel:
@@ -874,7 +876,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         TSYNC(*events)
     if split.__class__ is not TileSplitAxis:
         split = _split(split)
-    ch, side = pipe.end("producer", core, "TPUSH")
+    e = pipe.producer_end
+    ch, side = e if e is not None and core is pipe.core else pipe.end("producer", core, "TPUSH")
     if tile.__class__ is not Tile or ch.ctrl:
         if isinstance(tile, GlobalTensor):
             return _push_commit(core, ch, side)
@@ -993,7 +996,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         TSYNC(*events)
     if split.__class__ is not TileSplitAxis:
         split = _split(split)
-    ch, side = pipe.end("consumer", core, "TPOP")
+    e = pipe.consumer_end
+    ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TPOP")
     i = side.index
     tag = i % ch.slot_num
     if side.wait:
@@ -1045,8 +1049,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         end = core.issue_w(PipeUnit.S, plan.cost, tile, "TPOP",
                             (ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
-    _hold(slots, loc)
-    side.index += 1
+    for s in slots:                                # hold the slot (see _hold)
+        s.state = "held"
+        s.pop_loc = loc
+    side.index = i + 1
     if ch.is_spec or not ch.in_gm:
         side.held.append((tag, tile, loc, read_end))
     else:
@@ -1131,7 +1137,8 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         pipe, obj = _args(pipe, obj)
     if events:
         TSYNC(*events)
-    ch, side = pipe.end("consumer", core, "TFREE")
+    e = pipe.consumer_end
+    ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
     if not ch.is_spec and ch.in_gm and not isinstance(obj, GlobalTensor) and not side.held:
         _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE", (ch.name, None, "no-op"))
         return new_event(("TFREE", core, end))

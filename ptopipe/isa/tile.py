@@ -49,7 +49,7 @@ class Tile:
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
-                 "binding", "name", "space", "sname", "_views", "_plan")
+                 "binding", "name", "space", "sname", "_views", "_plan", "sig")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout = BLayout.RowMajor, valid_rows: int | None = None,
@@ -68,6 +68,7 @@ class Tile:
         if not (0 < self.valid_rows <= self.rows and 0 < self.valid_cols <= self.cols):
             raise KernelError(f"valid region {self.valid_rows}x{self.valid_cols} does not fit "
                               f"tile {self.rows}x{self.cols}")
+        self.sig = (self.valid_rows, self.valid_cols, self.dtype)   # what element-wise ops compare
         self.blayout = blayout
         self.slayout = slayout
         self.name = name
@@ -107,6 +108,7 @@ class Tile:
 
     def SetValid(self, rows: int, cols: int) -> None:
         self.valid_rows, self.valid_cols = int(rows), int(cols)
+        self.sig = (self.valid_rows, self.valid_cols, self.dtype)
         self._plan = None
         if self._full is not None:
             self._valid = self._full[:self.valid_rows, :self.valid_cols]
