@@ -112,9 +112,9 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
         raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
     if v.ndim == 2:
-        core.pending.append((setitem, (d, _ALL, v)))     # the copy, queued (Cluster.sync)
+        core.pending.append((setitem, d, _ALL, v))     # the copy, queued (Cluster.sync)
     else:
-        core.pending.append((np.copyto, (d.reshape(src.shape), v)))
+        core.pending.append((np.copyto, d.reshape(src.shape), v))
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, src, False, "TLOAD")
@@ -137,9 +137,9 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
     if v.ndim == 2:
-        core.pending.append((setitem, (v, _ALL, s)))     # Acc -> f16 converts (FIX)
+        core.pending.append((setitem, v, _ALL, s))     # Acc -> f16 converts (FIX)
     else:
-        core.pending.append((_copy_unsafe, (v, s.reshape(dst.shape))))
+        core.pending.append((_copy_unsafe, v, s.reshape(dst.shape)))
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, dst, True, "TSTORE")
@@ -173,7 +173,7 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
         if src.loc is not TileType.Acc:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
                        "only Acc -> Mat converts; use TCVT on vector tiles")
-    core.pending.append((setitem, (d, _ALL, s)))        # Acc -> Mat converts (FIX)
+    core.pending.append((setitem, d, _ALL, s))        # Acc -> Mat converts (FIX)
     costs = core.costs
     cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.dtype.itemsize) if pipe is _V
             else costs.move(src.sname, dst.sname, s.nbytes))
@@ -198,7 +198,7 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
                          f"{s.shape[0]}x{s.shape[1]} source")
     if dst.dtype != src.dtype:
         _same_dtype(core, "TEXTRACT", dst, src)
-    core.pending.append((setitem, (d, _ALL, s[index_row:index_row + r, index_col:index_col + c])))
+    core.pending.append((setitem, d, _ALL, s[index_row:index_row + r, index_col:index_col + c]))
     cost = core.costs.move(src.sname, dst.sname, d.size * d.itemsize)
     _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT", (d.shape, dst.dtype))
     return new_event(("TEXTRACT", core, end))
@@ -271,9 +271,9 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
     if c.valid_cols == c.cols:           # the valid region is contiguous: write in place
-        core.pending.append((_product, (A, B, acc, C)))
+        core.pending.append((_product, A, B, acc, C))
     else:
-        core.pending.append((_product_into, (A, B, acc, C)))
+        core.pending.append((_product_into, A, B, acc, C))
     return _mm_issue(core, "TMATMUL", a, b, c, None, A, B)
 
 
@@ -285,7 +285,7 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     A, B, C, acc = _mm_operands(core, "TMATMUL_ACC", c_out, a, b)
     Ci = arr(c_in, core, "TMATMUL_ACC accumulator input")
     _same_shape(core, "TMATMUL_ACC", ("c_out", C), ("c_in", Ci))
-    core.pending.append((_product_acc, (Ci, A, B, acc, C)))
+    core.pending.append((_product_acc, Ci, A, B, acc, C))
     return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
 
 
@@ -298,7 +298,7 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     Bi = arr(bias, core, "TMATMUL_BIAS bias")
     if Bi.shape[-1] != C.shape[1]:
         raise _err(core, f"TMATMUL_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
-    core.pending.append((_product_bias, (A, B, Bi, acc, C)))
+    core.pending.append((_product_bias, A, B, Bi, acc, C))
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
 
@@ -358,7 +358,7 @@ def _binary(name: str, ufunc):
         if events:
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
-        core.pending.append((_ufunc_into, (ufunc, a, b, d)))
+        core.pending.append((_ufunc_into, ufunc, a, b, d))
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
@@ -371,7 +371,7 @@ def _scalar(name: str, fn):
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
-        core.pending.append((fn, (a, dst.dtype.type(scalar), d)))
+        core.pending.append((fn, a, dst.dtype.type(scalar), d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
@@ -384,7 +384,7 @@ def _unary(name: str, fn):
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
-        core.pending.append((fn, (a, d)))
+        core.pending.append((fn, a, d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src): element-wise unary op."
@@ -434,7 +434,7 @@ def _row_reduce(name: str, fn):
                        "the result tile needs one row per source row (valid cols >= 1)")
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
-        core.pending.append((_row_reduce_into, (fn, a, d)))
+        core.pending.append((_row_reduce_into, fn, a, d))
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
@@ -452,7 +452,7 @@ def _col_reduce(name: str, fn):
             raise _err(core, f"{name}: dst has {d.shape[1]} valid cols, src has {a.shape[1]}")
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
-        core.pending.append((_col_reduce_into, (fn, a, d)))
+        core.pending.append((_col_reduce_into, fn, a, d))
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
@@ -479,7 +479,7 @@ def _row_expand(name: str, ufunc):
                              f"{b.shape} do not agree", "src1 needs one row per dst row")
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
-        core.pending.append((_ufunc_into, (ufunc, a, b[:, :1], d)))
+        core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
@@ -502,7 +502,7 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
     if a.shape[0] != d.shape[0]:
         raise _err(core, f"TROWEXPAND: dst has {d.shape[0]} rows, src has {a.shape[0]}")
     _same_dtype(core, "TROWEXPAND", dst, src)
-    core.pending.append((setitem, (d, _ALL, a[:, :1])))
+    core.pending.append((setitem, d, _ALL, a[:, :1]))
     return _vec_issue(core, "TROWEXPAND", dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
 
 
@@ -512,7 +512,7 @@ def TEXPANDS(dst: Tile, scalar, *events) -> Event:
     if events:
         TSYNC(*events)
     d = arr(dst, core)
-    core.pending.append((setitem, (d, _ALL, dst.dtype.type(scalar))))
+    core.pending.append((setitem, d, _ALL, dst.dtype.type(scalar)))
     return _vec_issue(core, "TEXPANDS", dst, None, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
 
 
@@ -524,7 +524,7 @@ def TCVT(dst: Tile, src: Tile, *events) -> Event:
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
-    core.pending.append((_copy_unsafe, (d, a)))
+    core.pending.append((_copy_unsafe, d, a))
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.dtype.itemsize, dst.dtype.itemsize))
 
 

@@ -890,7 +890,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
         _plan(core, ch, tile, split, _push_plan)
     tag = _producer_wait(core, ch, side, "TPUSH")
     for dst, peer in plan.dsts[tag]:
-        core.pending.append((setitem, (dst, Ellipsis, src if peer is None else _part_of(src, split, peer))))
+        core.pending.append((setitem, dst, Ellipsis, src if peer is None else _part_of(src, split, peer)))
     _mark_written(core, ch, side, tag, plan.layout, "TPUSH", loc)
     chk = core.cluster.checker
     if chk is not None:
@@ -1035,7 +1035,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
             arr(tile, core)
-        core.pending.append((setitem, (tile._valid, Ellipsis, plan.srcs[tag])))
+        core.pending.append((setitem, tile._valid, Ellipsis, plan.srcs[tag]))
         chk = core.cluster.checker
         if chk is not None:
             chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)

@@ -10,6 +10,14 @@ names every blocked core, what it waits for, and the wait-for chain.
 from __future__ import annotations
 
 import random
+from collections import deque
+from functools import partial
+from itertools import starmap
+try:
+    from operator import call
+except ImportError:                   # Python 3.10
+    def call(fn, /, *args):
+        return fn(*args)
 
 import greenlet
 
@@ -18,6 +26,8 @@ from ..errors import DeadlockError
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .memory import Memory
+
+_drain = partial(deque, maxlen=0)     # consume an iterator without keeping anything
 
 _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
           CoreKind.AIV: (MemSpace.UB,)}
@@ -147,7 +157,7 @@ class Cluster:
     def sync(self) -> None:
         """Apply the queued data operations to the memories, in the order they were issued.
 
-        Instructions queue their numpy work, ``(fn, args)``, instead of doing it at once: the
+        Instructions queue their numpy work, ``(fn, *args)``, instead of doing it at once: the
         bookkeeping of many instructions then runs back to back, and so does the numpy work
         (far fewer cache misses than alternating them).  The order is the issue order
         across all cores, so the bytes are exactly those of doing each at once.  Anything
@@ -157,8 +167,7 @@ class Cluster:
         if q:
             ops = q[:]
             q.clear()
-            for fn, args in ops:
-                fn(*args)
+            _drain(starmap(call, ops))      # fn(*args) for each, in a C loop
 
     @property
     def cycles(self) -> int:
