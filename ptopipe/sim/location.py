@@ -10,7 +10,11 @@ import os
 import sys
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_internal: dict = {}     # code object -> True if it belongs to ptopipe
+# id(code object) -> True if it belongs to ptopipe.  Keyed by id: hashing a code object
+# hashes its constants, names and bytecode on every lookup.  Every classified code object
+# is kept alive (_codes), so that an id is never reused for another one.
+_internal: dict = {}
+_codes: list = []
 
 
 _new = tuple.__new__
@@ -47,10 +51,11 @@ def _short(path: str) -> str:
 
 
 def _is_internal(code) -> bool:
-    r = _internal.get(code)
+    r = _internal.get(id(code))
     if r is None:
         fn = code.co_filename
-        r = _internal[code] = fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+        r = _internal[id(code)] = fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+        _codes.append(code)
     return r
 
 
@@ -69,7 +74,7 @@ def caller_loc(depth: int = 2) -> SourceLoc | None:
     """Location of the kernel line that called an ISA function (``depth`` frames up)."""
     f = sys._getframe(depth)
     code = f.f_code
-    internal = _internal.get(code)
+    internal = _internal.get(id(code))
     if internal is None:
         internal = _is_internal(code)
     if not internal:
