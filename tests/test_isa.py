@@ -716,3 +716,49 @@ def test_event_tokens_and_tsync():
     with pytest.raises(KernelError) as ei:
         run_aiv(bad)
     assert_where(ei.value, bad, "bad")
+
+
+# --- the deferred data plane ---------------------------------------------------------------
+def test_tile_array_shows_every_instruction_issued_before_it():
+    """Instructions queue their numpy work; reading ``.array`` applies it first, so a kernel
+    (or a debugger) always sees the data of every instruction issued so far."""
+    seen = []
+
+    def k(x):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        u = Tile(TileType.Vec, float32, 16, 16, addr=0x400)
+        TLOAD(t, x)
+        seen.append(t.array.copy())
+        TADDS(u, t, 1.0)
+        TMULS(t, u, 2.0)
+        seen.append(t.array.copy())
+        t.array[0, 0] = -5.0                        # a write through the view, then more work
+        TADD(u, t, t)
+        seen.append(u.array.copy())
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    run_aiv(k, x=x)
+    np.testing.assert_array_equal(seen[0], x)
+    np.testing.assert_array_equal(seen[1], (x + 1) * 2)
+    want = (x + 1) * 4
+    want[0, 0] = -10.0
+    np.testing.assert_array_equal(seen[2], want)
+
+
+@pytest.mark.parametrize("timing", [True, False])
+def test_queued_data_operations_stay_bounded_in_a_long_kernel(timing):
+    from ptopipe.isa.context import current_core
+    from ptopipe.sim.core import SYNC_EVERY
+    longest = []
+
+    def k(x, out):
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        TLOAD(t, x)
+        pending = current_core().cluster.pending
+        for i in range(5 * SYNC_EVERY):
+            TADDS(t, t, 1.0)
+            longest.append(len(pending))
+        TSTORE(out, t)
+    x = np.zeros((8, 8), np.float32)
+    res = ptopipe.run(aiv=(k, None), args=dict(x=x, out=np.zeros_like(x)), timing=timing)
+    np.testing.assert_array_equal(res["out"], x + 5 * SYNC_EVERY)    # applied in order, all of it
+    assert 0 < max(longest) <= SYNC_EVERY + 1 and min(longest[SYNC_EVERY:]) < SYNC_EVERY
