@@ -71,12 +71,26 @@ def user_loc(frame=None) -> SourceLoc | None:
 
 
 def caller_loc(depth: int = 2) -> SourceLoc | None:
-    """Location of the kernel line that called an ISA function (``depth`` frames up)."""
+    """Location of the kernel line that called an ISA function (``depth`` frames up).
+
+    Each call site's location is made once and then found by its instruction offset (no
+    line-table walk, no allocation on the hot path)."""
     f = sys._getframe(depth)
+    sites = _sites.get(id(f.f_code))
+    if sites is not None:
+        loc = sites.get(f.f_lasti)
+        if loc is not None:
+            return loc
+    return _locate(f)
+
+
+_sites: dict = {}        # id(code object of user code) -> {instruction offset: SourceLoc}
+
+
+def _locate(f) -> SourceLoc | None:
     code = f.f_code
-    internal = _internal.get(id(code))
-    if internal is None:
-        internal = _is_internal(code)
-    if not internal:
-        return _new(SourceLoc, (code.co_filename, f.f_lineno, None, code.co_name))
-    return user_loc(f)
+    if _is_internal(code):
+        return user_loc(f)
+    loc = _new(SourceLoc, (code.co_filename, f.f_lineno, None, code.co_name))
+    _sites.setdefault(id(code), {})[f.f_lasti] = loc      # _is_internal keeps code alive
+    return loc
