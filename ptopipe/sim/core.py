@@ -34,7 +34,7 @@ class CoreState(Enum):
 
 
 _PIPES = tuple(PipeUnit)
-SYNC_EVERY = 1024      # instructions per core between applications of the queued data operations
+SYNC_EVERY = 4096      # instructions per core between applications of the queued data operations
 
 
 class Wait:
