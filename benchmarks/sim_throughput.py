@@ -8,8 +8,10 @@
    Vector core TPOP (UP_DOWN half)/TLOAD bias/TADD/TSTORE/TFREE - against plain numpy
    doing the same tile math in a loop: the same tile loads, L1->L0 move, matmul, ring
    hand-off copy, bias loads, adds and stores on preallocated numpy buffers (target:
-   ratio <= 1.5, simulator with checkers off).  For reference it also prints the bare ``out = A @ B + bias`` loop and
-   the end-to-end time including laying the arguments out in GM.
+   ratio <= 1.5, simulator with checkers off).  The numpy and simulator runs alternate, so
+   both see the same machine state; each side keeps its best of --repeat.  For reference
+   it also prints the bare ``out = A @ B + bias`` loop, the end-to-end time including
+   laying the arguments out in GM, and the run with the checkers on.
 
 It also prints the simulator's own cost per S1 tile (simulated run minus numpy, per tile);
 ``--s1-tile 16`` makes the numpy work negligible, so the run time is almost all of it.
