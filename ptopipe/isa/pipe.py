@@ -557,8 +557,9 @@ class PipeHandle:
         self.core = core
         self.channels: dict = {}
         self._by_role: dict = {}
-        self._ends: dict = {}        # role -> (channel, this core's side), for the bound core
-        self.producer_end = self.consumer_end = None   # the same, read inline by TPUSH / TPOP / TFREE
+        # (channel, this core's side) per role, once checked by end(); TPUSH / TPOP / TFREE
+        # read them inline
+        self.producer_end = self.consumer_end = None
         self.prod = _SideCtl(self, "producer")
         self.cons = _SideCtl(self, "consumer")
 
@@ -572,11 +573,11 @@ class PipeHandle:
 
     def end(self, role: str, core, op: str) -> tuple:
         """(channel, side) of ``core`` in ``role`` on this pipe (checked once, then cached)."""
-        e = self._ends.get(role)
+        e = getattr(self, f"{role}_end")
         if e is not None and core is self.core:
             return e
         ch = self.channel(role, core, op)
-        e = self._ends[role] = (ch, ch.sides[core.index])
+        e = (ch, ch.sides[core.index])
         setattr(self, f"{role}_end", e)
         return e
 
@@ -1049,7 +1050,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         end = core.issue_w(PipeUnit.S, plan.cost, tile, "TPOP",
                             (ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
-    for s in slots:                                # hold the slot (see _hold)
+    for s in slots:                                # hold the slot
         s.state = "held"
         s.pop_loc = loc
     side.index = i + 1
@@ -1058,12 +1059,6 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     else:
         _release(core, ch, side, tag, read_end, tile)     # pto-isa A2A3: TPOP frees inside
     return new_event(("TPOP", core, end))
-
-
-def _hold(slots, loc) -> None:
-    for s in slots:
-        s.state = "held"
-        s.pop_loc = loc
 
 
 def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
@@ -1089,7 +1084,9 @@ def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, spli
     slots = side.slots[tag]
     slot = slots[0]
     gt.assign(SlotPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype, slot, slot.gen, ch.name))
-    _hold(slots, loc)
+    for s in slots:
+        s.state = "held"
+        s.pop_loc = loc
     side.index += 1
     side.held.append((tag, gt, loc, None))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP", (ch.name, tag, "addr"))
