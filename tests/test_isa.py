@@ -762,3 +762,23 @@ def test_queued_data_operations_stay_bounded_in_a_long_kernel(timing):
     res = ptopipe.run(aiv=(k, None), args=dict(x=x, out=np.zeros_like(x)), timing=timing)
     np.testing.assert_array_equal(res["out"], x + 5 * SYNC_EVERY)    # applied in order, all of it
     assert 0 < max(longest) <= SYNC_EVERY + 1 and min(longest[SYNC_EVERY:]) < SYNC_EVERY
+
+
+def test_tload_tstore_through_unmergeable_5d_views_into_a_partial_valid_region():
+    """A 5-D GlobalTensor whose rows cannot be merged (outer stride != rows x row stride)
+    moves data into / out of a tile whose valid region is not contiguous."""
+    def k(x, out):
+        t = Tile(TileType.Vec, float32, 8, 16, valid_cols=8, addr=0x0)
+        u = Tile(TileType.Vec, float32, 8, 16, valid_cols=8, addr=0x400)
+        src = GlobalTensor(x.data(), (2, 4, 8), (100, 8, 1))    # 2 blocks of 4x8, 100 apart
+        dst = GlobalTensor(out.data(), (2, 4, 8), (64, 8, 1))
+        TLOAD(t, src)
+        TADDS(u, t, 1.0)
+        TSTORE(dst, u)                                         # reads u's queued result
+    x = np.arange(200, dtype=np.float32)
+    res = run_aiv(k, x=x, out=np.zeros(128, np.float32))
+    blocks = [x[o:o + 32].reshape(4, 8) for o in (0, 100)]
+    want = np.zeros(128, np.float32)
+    want[0:32] = blocks[0].ravel() + 1
+    want[64:96] = blocks[1].ravel() + 1
+    np.testing.assert_array_equal(res["out"], want)

@@ -114,7 +114,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     if v.ndim == 2:
         core.pending.append((setitem, d, _ALL, v))     # the copy, queued (Cluster.sync)
     else:
-        core.pending.append((np.copyto, d.reshape(src.shape), v))
+        core.pending.append((np.copyto, d.reshape(src.shape), v))   # splits rows: a view
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, src, False, "TLOAD")

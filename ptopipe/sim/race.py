@@ -214,7 +214,7 @@ class HappensBefore:
         vc = core.vclock
         epoch = vc[c]
         rec = (lo, hi, rows, c, epoch, write, op, where, label, ring)
-        key = (lo, hi, rows)
+        key = (lo, hi, rows if rows.__class__ is not list else tuple(rows))   # ranges: a list
         pages = self.mems.get(id(mem))
         if pages is None:
             pages = self.mems[id(mem)] = {}
