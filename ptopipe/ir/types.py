@@ -11,7 +11,7 @@ from enum import Enum
 
 import numpy as np
 
-from ..isa.dtypes import as_dtype
+from ..arch.dtypes import as_dtype
 
 #: element dtypes of the IR, in DSL spelling (``pl.f16`` ...)
 DTYPES = ("f16", "f32", "bf16", "i8", "u8", "i16", "i32", "u32", "i64", "index", "bool")

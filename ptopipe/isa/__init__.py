@@ -5,7 +5,7 @@ TMATMUL and vector ops, ``get_subblockid()``; and ``run()`` to launch kernels.
 ``from ptopipe.isa import *`` gives a kernel file everything it needs.
 """
 from .context import current_core, get_block_idx, get_subblockid, is_cube, platform_id
-from .dtypes import (bfloat16, float8_e4m3, float8_e5m2, float16, float32, half, int8, int16,
+from ..arch.dtypes import (bfloat16, float8_e4m3, float8_e5m2, float16, float32, half, int8, int16,
                      int32, int64, uint8, uint32)
 from .events import TSYNC, Event, Op
 from .launch import RunResult, RunSummary, Scenario, compare, gm_buffer, run

@@ -15,7 +15,7 @@ import numpy as np
 from ..arch import PipeUnit
 from ..errors import KernelError
 from .context import current_core
-from .dtypes import accum_dtype
+from ..arch.dtypes import accum_dtype
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Tile, TileType

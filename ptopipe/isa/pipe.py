@@ -24,13 +24,15 @@ its TFREE, are reported instead of silently corrupting data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
 
 from operator import setitem
 
 import numpy as np
 
 from ..arch import MemSpace, PipeUnit
+from ..arch.vocab import (C2V, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL,  # noqa: F401
+                          DIR_V2C_GM, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, V2C, Direction,
+                          FIFOType, Protocol, TileSplitAxis, VecCubeRatio)
 from ..errors import ConfigError, ProtocolError
 from ..sim import CoreKind
 from ..sim.location import caller_loc
@@ -41,49 +43,6 @@ from .tensor import GlobalTensor, GMPtr
 from .regions import reserve
 from .tile import Tile, TileType, bind
 from .checks import SlotPtr, describe_ring, holdings
-
-
-class Direction(IntEnum):
-    DIR_C2V = 1
-    DIR_V2C = 2
-    DIR_BOTH = 3
-    DIR_V2C_CTRL = 4
-    DIR_C2V_GM = 5
-    DIR_V2C_GM = 6
-    DIR_BOTH_GM = 7
-
-
-class TileSplitAxis(IntEnum):
-    TILE_NO_SPLIT = 0
-    TILE_UP_DOWN = 1
-    TILE_LEFT_RIGHT = 2
-
-
-class FIFOType(Enum):
-    GM_FIFO = "GM_FIFO"
-    VEC_FIFO = "VEC_FIFO"
-    MAT_FIFO = "MAT_FIFO"
-    CTRL_FIFO = "CTRL_FIFO"
-
-    __hash__ = object.__hash__
-
-
-class VecCubeRatio(Enum):
-    V2C1_VECS = (0, 1)     # 1 Cube, 2 Vector cores
-    V2C2_VECS = (0,)       # 1 Cube, 1 Vector core
-
-
-class Protocol(Enum):
-    SPEC = "spec"
-    PTO_ISA = "pto-isa"
-
-
-DIR_C2V, DIR_V2C, DIR_BOTH = Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH
-DIR_V2C_CTRL, DIR_C2V_GM = Direction.DIR_V2C_CTRL, Direction.DIR_C2V_GM
-DIR_V2C_GM, DIR_BOTH_GM = Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM
-TILE_NO_SPLIT, TILE_UP_DOWN = TileSplitAxis.TILE_NO_SPLIT, TileSplitAxis.TILE_UP_DOWN
-TILE_LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
-C2V, V2C = "C2V", "V2C"
 
 
 def _loc(core) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
-from .dtypes import as_dtype
+from ..arch.dtypes import as_dtype
 
 
 _new_ptr = object.__new__

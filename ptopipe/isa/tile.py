@@ -14,7 +14,7 @@ import numpy as np
 from ..arch import MemSpace
 from ..errors import KernelError
 from .context import current_core
-from .dtypes import as_dtype
+from ..arch.dtypes import as_dtype
 from .regions import register_tile
 
 

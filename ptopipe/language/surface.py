@@ -13,7 +13,7 @@ from ..errors import CompileError
 from ..ir.nodes import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
 from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileType
-from ..isa.pipe import Direction, TileSplitAxis
+from ..arch.vocab import Direction, TileSplitAxis
 
 
 class DType:

@@ -1,4 +1,5 @@
-"""Element types, as numpy dtypes (bf16 and fp8 from ml_dtypes)."""
+"""Element types, as numpy dtypes (bf16 and fp8 from ml_dtypes): the one dtype vocabulary
+of every layer (isa tiles, IR types, the op catalogue)."""
 from __future__ import annotations
 
 import ml_dtypes
