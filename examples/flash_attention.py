@@ -10,6 +10,14 @@ The Cube runs PRELOAD score tiles ahead (QK^T of tile j+PRELOAD overlaps softmax
 in pto-isa's runTFA (cube tile 64x64, preload 4).  K is passed transposed (HEAD x S1, the "DN"
 layout) so a K^T tile is a strided GM view.
 
+Protocols: runs under both.  The O and P rings have SlotNum 2 and set sync_period=1 (pto-isa's
+FiFoSyncT = 1: a free notification per TFREE).  With TPipe's default pto-isa SyncPeriod (2 for
+SlotNum 2) a free is notified only every second TFREE, and preload 4 deadlocks under
+--protocol pto-isa: the Cube's push of O_2 waits until both O_0 and O_1 are freed, but each
+Vector core frees O_1 only after it has pushed P_4, which waits until the Cube has freed P_2
+and P_3 - and the Cube frees P_3 only after that O_2 push.  The seed-003 ('spec') protocol
+frees per slot, so sync_period does not change it.
+
 Run:      ptopipe run examples/flash_attention.py [--report fa.html]
 Profile:  python examples/flash_attention.py          (prints the profile; see docs/performance.md)
 Sweep:    ptopipe sweep examples/flash_attention.py --param preload=1,2,4 --param s_depth=2,4
@@ -33,8 +41,10 @@ UB_S_RING, UB_O_RING, L1_P_RING = 0x10000, 0x20000, 0x20000
 
 def pipes(fifo_s, fifo_o, fifo_p, s_depth):
     s = TPipe(0, DIR_C2V, S_SLOT, s_depth)(fifo_s, UB_S_RING, 0)
-    o = TPipe(O_FLAG, DIR_C2V, S_SLOT, O_DEPTH)(fifo_o, UB_O_RING, 0)
-    p = TPipe(P_FLAG, DIR_V2C, P_SLOT, P_DEPTH)(fifo_p, 0, L1_P_RING)
+    # sync_period=1: under pto-isa a 2-slot ring would otherwise notify a free only every
+    # second TFREE, and the preload pipeline deadlocks (see the module docstring)
+    o = TPipe(O_FLAG, DIR_C2V, S_SLOT, O_DEPTH, sync_period=1)(fifo_o, UB_O_RING, 0)
+    p = TPipe(P_FLAG, DIR_V2C, P_SLOT, P_DEPTH, sync_period=1)(fifo_p, 0, L1_P_RING)
     return s, o, p
 
 

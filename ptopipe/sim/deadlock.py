@@ -85,7 +85,9 @@ def explain(cluster, blocked) -> DeadlockError:
              "waits": _signal(w), "signal": w.info.get("signal"), "tag": w.info.get("tag"),
              "flag": w.flag.id, "flag_from": w.flag.sender.name, "flag_to": w.flag.receiver.name,
              "flag_count": w.flag.count, "pipe": getattr(ch, "name", None),
-             "direction": getattr(ch, "way", None), "holds": held}
+             "direction": getattr(ch, "way", None), "holds": held,
+             # pto-isa's sparse frees: one notification per `sync_period` TFREEs
+             "sync_period": 1 if getattr(ch, "is_spec", True) else getattr(ch, "sync_period", 1)}
         entries.append(e)
         pipe = f" on {e['pipe']}" if e["pipe"] else ""
         lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
@@ -117,6 +119,13 @@ def _hint(entries) -> str:
         return (f"{h['text']}: call TFREE after the TPOP at {h.get('where')} (every TPOP needs a "
                 f"TFREE before the ring wraps back to its slot)")
     pipes = {e["pipe"] for e in entries if e["pipe"]}
+    sparse = [e for e in free_waits if e["sync_period"] > 1]
+    if sparse and len(pipes) > 1:
+        e = sparse[0]
+        return (f"{e['core']} waits for a free on {e['pipe']}, which protocol pto-isa notifies only once "
+                f"every {e['sync_period']} TFREEs (SyncPeriod {e['sync_period']}), and the consumer blocks "
+                "on another pipe before its next notifying TFREE: free earlier, deepen the ring, or "
+                "give the pipe sync_period=1 (FiFoSyncT)")
     if len(pipes) > 1:
         return ("the blocked cores wait on different pipes (" + ", ".join(sorted(pipes)) + "): check that "
                 "producer and consumer use the same FlagID, direction and SlotNum")
