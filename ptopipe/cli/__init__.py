@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from .. import __version__
+from .common import validate
 from .errors import report_exception
 
 SUBCOMMANDS = ["run", "check", "trace", "sweep"]
@@ -35,6 +36,7 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
+        validate(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import sys
 
-from ..isa.explore import explore
-from .errors import color, report_exception
+from ..isa.explore import ExploreResult, explore
+from .common import target
+from .errors import color, describe_exception, report_exception
 from .loader import load_scenarios, pick_variants
 
 
@@ -45,15 +46,46 @@ def _progress_done() -> None:
 
 
 def main(args) -> int:
-    reports, status = [], 0
+    if not args.json:
+        return _check(args, [])
+    reports = []
+    try:
+        status = _check(args, reports)
+    except Exception as e:  # noqa: BLE001 - a tool reading --json gets the error as JSON too
+        reports.append({"scenario": None, "variant": None, "platform": None, "protocol": None,
+                        "runs": 0, "passed": 0, "failure": dict(describe_exception(e), seed=None)})
+        status = 1
+    print(json.dumps(reports, indent=2, default=str))
+    return status
+
+
+def _explore(sc, v, args, platform, protocol, label):
+    """explore(), with an exception a kernel raises (not a PtoPipeError) as a failure too."""
+    show, at = _progress(label), [0]
+
+    def progress(done: int, total: int) -> None:
+        at[0] = done                    # run 0 is the default schedule, run k seed + k - 1
+        if show:
+            show(done, total)
+    try:
+        return explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
+                       protocol=protocol, data_seed=args.data_seed, progress=progress)
+    except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
+        res = ExploreResult(runs=at[0] + 1, passed=at[0])
+        res.failures.append((None if at[0] == 0 else args.seed + at[0] - 1, e))
+        return res
+    finally:
+        _progress_done()
+
+
+def _check(args, reports: list) -> int:
+    status = 0
     for sc in load_scenarios(args.file):
-        platform = args.platform or getattr(sc, "platform", None) or "a2a3"
-        protocol = args.protocol or getattr(sc, "protocol", None) or "spec"
+        plat, protocol = target(args, sc)
+        platform = plat.name
         for v in pick_variants(sc, args.variant):
             label = f"{sc.name}[{v}] on {platform}/{protocol}"
-            res = explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
-                          protocol=protocol, data_seed=args.data_seed, progress=_progress(label))
-            _progress_done()
+            res = _explore(sc, v, args, plat, protocol, label)
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
                    "runs": res.runs, "passed": res.passed, "failure": None}
             if res.ok:
@@ -63,7 +95,7 @@ def main(args) -> int:
             else:
                 status = 1
                 seed, err = res.first
-                rep["failure"] = dict(err.to_dict(), seed=seed)
+                rep["failure"] = dict(describe_exception(err), seed=seed)
                 if not args.json:
                     sched = "the default schedule" if seed is None else f"schedule seed {seed}"
                     print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched} "
@@ -74,6 +106,4 @@ def main(args) -> int:
                     print(f"  replay: {replay}" if seed is not None else
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)
-    if args.json:
-        print(json.dumps(reports, indent=2, default=str))
     return status

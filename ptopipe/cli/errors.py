@@ -16,6 +16,21 @@ def color(text: str, code: str, stream=sys.stderr) -> str:
     return text
 
 
+def _user_frame(e: BaseException):
+    """The innermost traceback frame outside the ptopipe package (the kernel, the scenario)."""
+    user = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(_PKG)]
+    return user[-1] if user else None
+
+
+def describe_exception(e: BaseException) -> dict:
+    """``e`` as structured data (``PtoPipeError.to_dict`` keys) for ``--json`` output."""
+    if isinstance(e, PtoPipeError):
+        return e.to_dict()
+    f = _user_frame(e)
+    return {"error": type(e).__name__, "what": str(e), "where": f"{f.filename}:{f.lineno}" if f else None,
+            "fix": None, "details": None, "findings": []}
+
+
 def report_exception(e: BaseException) -> int:
     """Print ``e`` for a user and return the exit code."""
     if isinstance(e, PtoPipeError):
@@ -25,14 +40,12 @@ def report_exception(e: BaseException) -> int:
             print(rest, file=sys.stderr)
         return 1
     # an exception raised by user code (the kernel, the scenario file): show where it is
-    tb = traceback.extract_tb(e.__traceback__)
-    user = [f for f in tb if not f.filename.startswith(_PKG)]
-    where = f"{user[-1].filename}:{user[-1].lineno}" if user else None
+    f = _user_frame(e)
     print(color(f"error: {type(e).__name__}: ", "1;31") + str(e), file=sys.stderr)
-    if where:
-        print(f"  at {where}", file=sys.stderr)
-        if user[-1].line:
-            print(f"    {user[-1].line}", file=sys.stderr)
+    if f:
+        print(f"  at {f.filename}:{f.lineno}", file=sys.stderr)
+        if f.line:
+            print(f"    {f.line}", file=sys.stderr)
     if os.environ.get("PTOPIPE_DEBUG"):
         traceback.print_exception(e)
     else:

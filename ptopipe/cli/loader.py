@@ -48,8 +48,8 @@ def load_scenarios(path: str) -> list:
 
 
 def pick_variants(sc: Scenario, variant: str | None) -> list:
-    if variant in (None, ""):
-        return ["default"] if "default" in sc.variants else [next(iter(sc.variants))]
+    if variant is None:
+        return [sc.default_variant]
     if variant == "all":
         return list(sc.variants)
     sc.params(variant)   # raises a ConfigError naming the valid variants

@@ -7,15 +7,18 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare
+from .common import run_each, target
 from .errors import color
 from .loader import load_scenarios, pick_variants
 
 
 def add_common(p) -> None:
     p.add_argument("file", help="kernel file (.py defining SCENARIO)")
-    p.add_argument("--platform", default="a2a3", choices=["a2a3", "a5"], help="platform model (default a2a3)")
-    p.add_argument("--protocol", default="spec", choices=["spec", "pto-isa"],
-                   help="ring protocol model: seed 003 'spec' (default) or pto-isa's C++ behaviour")
+    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
+                   help="platform model (default: the scenario's, else a2a3)")
+    p.add_argument("--protocol", default=None, choices=["spec", "pto-isa"],
+                   help="ring protocol model: seed 003 'spec' or pto-isa's C++ behaviour "
+                        "(default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
     p.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
 
@@ -38,20 +41,21 @@ def _preview(a: np.ndarray) -> str:
 
 def main(args) -> int:
     reports = getattr(args, "report", None) or getattr(args, "png", None)
-    for sc in load_scenarios(args.file):
-        for v in pick_variants(sc, args.variant):
-            res, expected = sc.run(v, args.platform, args.protocol, args.seed,
-                                   **({"trace": True} if reports else {}))
-            label = f"{sc.name}[{v}]"
-            if reports:             # written before the golden check: useful on a mismatch too
-                from .trace import write_reports
-                write_reports(res, args, sc, v)
-            compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
-            print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})")
-            if not args.quiet:
-                for k in expected:
-                    out = res.outputs[k]
-                    print(f"  {k} {out.dtype} {out.shape}:")
-                    print("    " + _preview(out).replace("\n", "\n    "))
-                print("  " + res.summary.format().replace("\n", "\n  "))
-    return 0
+
+    def one(sc, v):
+        platform, protocol = target(args, sc)
+        res, expected = sc.run(v, platform, protocol, args.seed, **({"trace": True} if reports else {}))
+        label = f"{sc.name}[{v}]"
+        if reports:             # written before the golden check: useful on a mismatch too
+            from .trace import write_reports
+            write_reports(res, args, sc, v)
+        compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
+        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})")
+        if not args.quiet:
+            for k in expected:
+                out = res.outputs[k]
+                print(f"  {k} {out.dtype} {out.shape}:")
+                print("    " + _preview(out).replace("\n", "\n    "))
+            print("  " + res.summary.format().replace("\n", "\n  "))
+
+    return run_each([(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)], one)

@@ -3,9 +3,9 @@ configuration (the Scenario's make_args parameters; the rest from --variant) in 
 processes and print cycles and utilisation per configuration, the best one marked."""
 from __future__ import annotations
 
-from ..report.sweep import format_table, parse_params, sweep, write_plot
+from ..report.sweep import format_table, parse_params, pick_scenario, sweep, write_plot
+from .common import target
 from .loader import load_scenarios
-from .trace import platform_arg
 
 
 def add_parser(sub) -> None:
@@ -15,8 +15,10 @@ def add_parser(sub) -> None:
                    help="a make_args parameter and its values (repeatable), e.g. depth=1,2,4,8")
     p.add_argument("--variant", default=None, help="variant giving the other parameters (default 'default')")
     p.add_argument("--scenario", default=None, help="scenario name if the file defines several")
-    p.add_argument("--platform", default="a2a3", choices=["a2a3", "a5"])
-    p.add_argument("--protocol", default="spec", choices=["spec", "pto-isa"])
+    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
+                   help="platform model (default: the scenario's, else a2a3)")
+    p.add_argument("--protocol", default=None, choices=["spec", "pto-isa"],
+                   help="ring protocol model (default: the scenario's, else spec)")
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
@@ -27,12 +29,12 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     params = parse_params(args.param)
-    scs = load_scenarios(args.file)
-    sc = scs[0] if args.scenario is None else next((s for s in scs if s.name == args.scenario), scs[0])
-    variant = args.variant or ("default" if "default" in sc.variants else next(iter(sc.variants)))
-    rows = sweep(load_scenarios, args.file, params, variant, args.scenario, platform_arg(args),
-                 args.protocol, args.seed, max(1, args.workers))
-    print(f"sweep of {sc.name} (variant {variant}, {args.platform}, {args.protocol}): "
+    sc = pick_scenario(load_scenarios(args.file), args.scenario)
+    variant = args.variant or sc.default_variant
+    platform, protocol = target(args, sc)
+    rows = sweep(load_scenarios, args.file, params, variant, sc.name, platform, protocol, args.seed,
+                 args.workers)
+    print(f"sweep of {sc.name} (variant {variant}, {platform.name}, {protocol}): "
           f"{len(rows)} configurations")
     print(format_table(rows))
     if args.plot:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import sys
 
-from ..arch import get_platform
 from ..isa.launch import compare
 from ..report import profile, write_chrome_trace, write_html
+from .common import run_each, target
 from .errors import color
 from .loader import load_scenarios, pick_variants
 from .run import add_common
@@ -27,13 +27,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=main)
 
 
-def platform_arg(args):
-    plat = get_platform(args.platform)
-    if getattr(args, "latency", None) is not None:
-        plat = plat.replace(cross_core_latency=int(args.latency))
-    return plat
-
-
 def _out(path: str, tag: str, many: bool) -> str:
     if not many:
         return path
@@ -42,12 +35,13 @@ def _out(path: str, tag: str, many: bool) -> str:
 
 
 def main(args) -> int:
-    plat = platform_arg(args)
     jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
     many = len(jobs) > 1
-    for sc, v in jobs:
+
+    def one(sc, v):
         label = f"{sc.name}[{v}]"
-        res, expected = sc.run(v, plat, args.protocol, args.seed, trace=True)
+        plat, protocol = target(args, sc)
+        res, expected = sc.run(v, plat, protocol, args.seed, trace=True)
         tag = f"{sc.name}.{v}" if len({s.name for s, _ in jobs}) > 1 else v
         path = write_chrome_trace(res, _out(args.output, tag, many))
         print(f"wrote {path} ({label}, {res.summary.cycles} cycles) - open it in https://ui.perfetto.dev")
@@ -57,7 +51,8 @@ def main(args) -> int:
         print("  " + profile(res).format().replace("\n", "\n  "))
         compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
         print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden")
-    return 0
+
+    return run_each(jobs, one)
 
 
 def write_reports(res, args, sc, variant) -> None:

@@ -12,11 +12,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..arch import get_platform
 from ..errors import PtoPipeError
-from .launch import Scenario, compare, run
+from .launch import Scenario, compare, data_rng, run
 
 
 @dataclass
@@ -49,7 +47,7 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
     plat = _platform_for(platform, seed)
     if isinstance(target, Scenario):
         params = target.params(variant)
-        a = target.make_args(np.random.default_rng(data_seed), **params)
+        a = target.make_args(data_rng(data_seed), **params)
         expected = target.golden(a, **params)
         res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)
         compare(res.outputs, expected, target.rtol, target.atol,

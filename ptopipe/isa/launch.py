@@ -112,6 +112,12 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         raise ConfigError("run() needs at least one kernel", fix="pass aic=... and/or aiv=...")
     arrays = {k: np.ascontiguousarray(v) for k, v in args.items() if isinstance(v, np.ndarray)}
     for k, a in arrays.items():
+        if a.dtype.kind in "OUSMm" or (a.dtype.kind == "V" and a.dtype.itemsize not in (1, 2)):
+            # object / str / datetime / structured arrays have no element type a kernel can load
+            # (kind "V" with 1 or 2 bytes: the ml_dtypes fp8 / bf16 types)
+            raise ConfigError(f"argument {k!r} is a numpy array of dtype {a.dtype}, which GM cannot hold",
+                              where=f"args[{k!r}]",
+                              fix="pass a numeric array, e.g. np.asarray(x, dtype=np.float32)")
         if a.ndim > 5 or a.ndim == 0:
             raise ConfigError(f"argument {k!r} has {a.ndim} dimensions; GM tensors have 1 to 5",
                               fix="reshape it")
@@ -174,15 +180,31 @@ class Scenario:
     aiv: object
     make_args: Callable
     golden: Callable
-    variants: dict = field(default_factory=lambda: {"default": {}})
+    variants: dict | None = None
     rtol: float = 1e-5
     atol: float = 1e-5
     doc: str = ""
-    platform: str | None = None   # preferred platform / protocol of `ptopipe check` (None: defaults)
-    protocol: str | None = None
+    platform: str | None = None   # the scenario's platform / protocol: what `ptopipe run/check/
+    protocol: str | None = None   # trace/sweep` use unless an option overrides them (None: defaults)
+
+    def __post_init__(self):
+        v = self.variants
+        if v is None:       # no parameter sets: one run with make_args' own defaults
+            object.__setattr__(self, "variants", {"default": {}})
+        elif (not isinstance(v, dict) or not v
+              or not all(isinstance(k, str) and k and isinstance(p, dict) for k, p in v.items())):
+            raise ConfigError(f"scenario {self.name!r}: variants must be a non-empty dict "
+                              f"{{name: {{make_args parameter: value}}}}, got {v!r}", where=_caller(),
+                              fix="leave variants out for one 'default' run with make_args' defaults, "
+                                  "or write variants={'default': {}}")
+
+    @property
+    def default_variant(self) -> str:
+        """``'default'`` if there is one, else the first variant."""
+        return "default" if "default" in self.variants else next(iter(self.variants))
 
     def args(self, variant: str, seed: int = 0) -> dict:
-        return self.make_args(np.random.default_rng(seed), **self.params(variant))
+        return self.make_args(data_rng(seed), **self.params(variant))
 
     def params(self, variant: str) -> dict:
         if variant not in self.variants:
@@ -194,7 +216,7 @@ class Scenario:
             **run_kwargs) -> "tuple[RunResult, dict]":
         """Run one variant; returns (result, expected)."""
         params = self.params(variant)
-        args = self.make_args(np.random.default_rng(seed), **params)
+        args = self.make_args(data_rng(seed), **params)
         expected = self.golden(args, **params)
         res = run(self.aic, self.aiv, args, platform=platform, protocol=protocol, **run_kwargs)
         return res, expected
@@ -205,6 +227,22 @@ class Scenario:
         res, expected = self.run(variant, platform, protocol, seed, **run_kwargs)
         compare(res.outputs, expected, self.rtol, self.atol, f"{self.name}[{variant}]")
         return res
+
+
+def data_rng(seed) -> np.random.Generator:
+    """The input-data generator of a Scenario run (``seed``: a non-negative integer)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"data seed {seed!r} is not a non-negative integer", where="seed",
+                          fix="use a seed >= 0 (e.g. --seed 0)")
+    return np.random.default_rng(int(seed))
+
+
+def _caller() -> str | None:
+    """file:line of the first frame outside this module (the user's ``Scenario(...)``)."""
+    f = inspect.currentframe()
+    while f is not None and (f.f_code.co_filename in (__file__, "<string>")):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
 
 def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str = "") -> None:

@@ -8,14 +8,14 @@ with any multiprocessing start method.
 """
 from __future__ import annotations
 
+import enum
+import inspect
 import itertools
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..errors import ConfigError, PtoPipeError
-from ..isa.launch import Scenario, compare, run
+from ..isa.launch import Scenario, compare, data_rng, run
 from ._io import save_png
 
 
@@ -64,27 +64,71 @@ def grid(params: dict) -> list:
     return [dict(zip(names, combo)) for combo in itertools.product(*(params[n] for n in names))]
 
 
-def _pick(scenarios, name):
+def pick_scenario(scenarios, name):
+    """The scenario named ``name`` (None: the first)."""
     if name is None:
         return scenarios[0]
     for sc in scenarios:
         if sc.name == name:
             return sc
-    raise ConfigError(f"no scenario named {name!r}", fix=", ".join(s.name for s in scenarios))
+    raise ConfigError(f"no scenario named {name!r}", where="option --scenario",
+                      fix="choose one of: " + ", ".join(s.name for s in scenarios))
 
 
 def check_params(sc: Scenario, variant: str, params: dict) -> dict:
-    """The base parameters of ``variant``; raises if a swept name is not a make_args parameter."""
-    import inspect
+    """``params`` with every value checked against (and converted to) the type of the
+    parameter's value in ``variant``, else of its make_args default; raises a ConfigError
+    naming ``--param`` if a swept name is not a make_args parameter or a value has the
+    wrong type (``depth=abc``)."""
     base = sc.params(variant)
     sig = inspect.signature(sc.make_args)
     takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     known = [n for n in sig.parameters if n != "rng"]
-    for n in params:
+    out = {}
+    for n, values in params.items():
         if not takes_any and n not in sig.parameters:
-            raise ConfigError(f"scenario {sc.name} has no parameter {n!r}",
+            raise ConfigError(f"scenario {sc.name} has no parameter {n!r}", where="option --param",
                               fix=f"its make_args parameters are: {', '.join(known)}")
-    return base
+        p = sig.parameters.get(n)
+        ref = base.get(n, p.default if p is not None and p.default is not p.empty else None)
+        out[n] = [_coerce(n, v, ref) for v in values]
+    return out
+
+
+def _coerce(name: str, value, ref):
+    """``value`` as the type of ``ref`` (a parameter's variant value or default)."""
+    if ref is None:
+        return value
+    kind = type(ref)
+    if isinstance(ref, enum.Enum):
+        if isinstance(value, kind):
+            return value
+        for conv in (kind, kind.__getitem__):       # by value (split=1) or by name
+            try:
+                return conv(value)
+            except (ValueError, KeyError, TypeError):
+                pass
+        expect = f"a {kind.__name__} ({', '.join(m.name for m in kind)})"
+    elif isinstance(ref, bool):
+        if isinstance(value, bool):
+            return value
+        expect = "True or False"
+    elif isinstance(ref, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        expect = "an integer"
+    elif isinstance(ref, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        expect = "a number"
+    elif isinstance(ref, str):
+        return value if isinstance(value, str) else str(value)
+    elif isinstance(value, kind):
+        return value
+    else:
+        expect = f"a {kind.__name__}"
+    raise ConfigError(f"--param {name}={_fmt(value)}: {name} takes {expect}", where="option --param",
+                      fix=f"give {name} values like its default ({name}={_fmt(ref)})")
 
 
 def run_config(loader, path: str, scenario: str | None, variant: str, params: dict,
@@ -92,10 +136,10 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
     """Run one configuration (in a worker process); never raises for a kernel failure."""
     row = SweepRow(dict(params))
     try:
-        sc = _pick(loader(path), scenario)
+        sc = pick_scenario(loader(path), scenario)
         p = dict(sc.params(variant))
         p.update(params)
-        args = sc.make_args(np.random.default_rng(seed), **p)
+        args = sc.make_args(data_rng(seed), **p)
         expected = sc.golden(args, **p)
         res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol)
         compare(res.outputs, expected, sc.rtol, sc.atol, f"{sc.name}{params}")
@@ -118,9 +162,8 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
 def sweep(loader, path: str, params: dict, variant: str = "default", scenario: str | None = None,
           platform="a2a3", protocol="spec", seed: int = 0, workers: int = 2) -> list:
     """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked."""
-    sc = _pick(loader(path), scenario)
-    check_params(sc, variant, params)
-    configs = grid(params)
+    sc = pick_scenario(loader(path), scenario)
+    configs = grid(check_params(sc, variant, params))
     if not configs:
         raise ConfigError("nothing to sweep", fix="give at least one --param name=v1,v2")
     if workers <= 1 or len(configs) == 1:
@@ -137,7 +180,9 @@ def sweep(loader, path: str, params: dict, variant: str = "default", scenario: s
 
 
 def format_table(rows: list) -> str:
-    """The sweep as a text table; the best configuration is marked with ``*``."""
+    """The sweep as a text table; the best configuration is marked with ``*``.  A failed
+    row reads ``FAILED [k]`` and its error is listed as note ``[k]`` under the table, so
+    the table keeps its width whatever the error says."""
     if not rows:
         return "(no configurations)"
     pnames = list(rows[0].params)
@@ -148,14 +193,16 @@ def format_table(rows: list) -> str:
                 cores.append(c)
     best = next((r for r in rows if r.best), None)
     head = ["", *pnames, "cycles", "vs best", *(f"{c} util" for c in cores)]
-    table = [head]
+    table, notes = [head], []
     for r in rows:
         cells = ["*" if r.best else ""] + [_fmt(r.params[n]) for n in pnames]
         if r.ok:
             cells += [str(r.cycles), f"{r.cycles / best.cycles:.2f}x" if best else "-"]
             cells += [f"{r.utilisation[c]:.0%} {r.busiest[c]}" if c in r.utilisation else "-" for c in cores]
         else:
-            cells += ["FAILED", r.error or ""] + [""] * len(cores)
+            notes.append(f"[{len(notes) + 1}] {', '.join(f'{k}={_fmt(v)}' for k, v in r.params.items())}: "
+                         + _shorten(r.error or "failed"))
+            cells += [f"FAILED [{len(notes)}]", "-"] + ["-"] * len(cores)
         table.append(cells)
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
@@ -163,7 +210,12 @@ def format_table(rows: list) -> str:
     if best:
         lines.append(f"* best: {', '.join(f'{k}={_fmt(v)}' for k, v in best.params.items())} "
                      f"({best.cycles} cycles)")
-    return "\n".join(lines)
+    return "\n".join(lines + notes)
+
+
+def _shorten(text: str, width: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[:width - 3] + "..."
 
 
 def _fmt(v) -> str:

@@ -1,0 +1,66 @@
+"""What the subcommands share: validating option values, the platform and protocol a
+run uses (an explicit option, else the Scenario's own ``platform=`` / ``protocol=``, else
+a2a3 / spec), and running every picked variant with a summary of the failures."""
+from __future__ import annotations
+
+import sys
+
+from ..arch import get_platform
+from ..errors import ConfigError
+from .errors import color, report_exception
+
+# option attribute -> (smallest allowed value, what the value is)
+_LOWER_BOUNDS = {
+    "schedules": (0, "a number of schedules"),
+    "seed": (0, "a seed"),
+    "data_seed": (0, "a seed"),
+    "latency": (0, "a latency in cycles"),
+    "workers": (1, "a number of worker processes"),
+}
+
+
+def validate(args) -> None:
+    """Reject option values no run can use, naming the option (before any kernel runs)."""
+    for name, (low, what) in _LOWER_BOUNDS.items():
+        v = getattr(args, name, None)
+        if v is not None and v < low:
+            opt = "--" + name.replace("_", "-")
+            raise ConfigError(f"{opt} {v} is not {what}", where=f"option {opt}",
+                              fix=f"give {opt} a value >= {low}")
+    variant = getattr(args, "variant", None)
+    if variant is not None and not variant.strip():
+        raise ConfigError("--variant is empty", where="option --variant",
+                          fix="name a variant, write --variant all, or leave the option out "
+                              "for the scenario's default")
+
+
+def target(args, sc) -> tuple:
+    """(platform, protocol) of a run of ``sc``: option > the Scenario's own > default.
+    The platform is a Platform object (with ``--latency`` applied, if the command has it)."""
+    plat = get_platform(getattr(args, "platform", None) or sc.platform or "a2a3")
+    if getattr(args, "latency", None) is not None:
+        plat = plat.replace(cross_core_latency=int(args.latency))
+    return plat, getattr(args, "protocol", None) or sc.protocol or "spec"
+
+
+def run_each(jobs: list, one) -> int:
+    """Call ``one(sc, variant)`` for every job.  A single job's error propagates (the CLI
+    prints it); with several jobs a failure is reported under the variant's name, the
+    others still run, and a summary names every failed variant.  Returns the exit code."""
+    if len(jobs) == 1:
+        one(*jobs[0])
+        return 0
+    failed = []
+    for sc, v in jobs:
+        try:
+            one(sc, v)
+        except Exception as e:  # noqa: BLE001 - report it under the variant's name, go on
+            failed.append(f"{sc.name}[{v}]")
+            print(f"{color('FAIL', '1;31', sys.stdout)} {sc.name}[{v}]: {type(e).__name__}", flush=True)
+            report_exception(e)
+            sys.stderr.flush()
+    if failed:
+        print(f"{len(failed)} of {len(jobs)} variants failed: {', '.join(failed)}")
+        return 1
+    print(f"all {len(jobs)} variants passed")
+    return 0
