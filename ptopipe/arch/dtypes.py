@@ -5,6 +5,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from ..errors import ConfigError
+
 float16 = half = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -31,7 +33,14 @@ def as_dtype(d) -> np.dtype:
     """Accept a numpy dtype, a numpy scalar type, or a short name like ``"f16"``."""
     if isinstance(d, str) and d in _BY_NAME:
         return _BY_NAME[d]
-    return np.dtype(d)
+    try:
+        dt = np.dtype(d)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind in "OUSMm" or dt.fields is not None:
+        raise ConfigError(f"unknown element type {d!r}",
+                          fix="use a numpy dtype or one of: " + ", ".join(sorted(_BY_NAME)))
+    return dt
 
 
 def accum_dtype(d: np.dtype) -> np.dtype:

@@ -22,6 +22,14 @@ def current_core() -> Core:
                               "ptopipe.run(...)") from None
 
 
+def here() -> str | None:
+    """The running kernel's current source line, or None outside a kernel."""
+    try:
+        return str(_getcurrent().core.where())
+    except AttributeError:
+        return None
+
+
 def get_subblockid() -> int:
     """The Vector core's sub-block id (0 or 1); 0 on the Cube core."""
     return current_core().subblock

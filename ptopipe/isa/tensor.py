@@ -15,8 +15,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import KernelError
+from ..errors import ConfigError, KernelError
 from ..arch.dtypes import as_dtype
+from .context import here
+
+
+def element_type(d) -> np.dtype:
+    """``as_dtype(d)``; an unknown name is a KernelError at the kernel line."""
+    try:
+        return as_dtype(d)
+    except ConfigError as e:
+        raise KernelError(e.what, where=here(), fix=e.fix) from None
 
 
 _new_ptr = object.__new__
@@ -40,7 +49,7 @@ class GMPtr:
         return GMPtr(self.addr - int(n) * self.dtype.itemsize, self.dtype)
 
     def cast(self, dtype) -> "GMPtr":
-        return GMPtr(self.addr, dtype)
+        return GMPtr(self.addr, element_type(dtype))
 
     def __repr__(self) -> str:
         return f"GMPtr({self.addr:#x}, {self.dtype.name})"
@@ -98,7 +107,7 @@ class GlobalTensor:
             self.dtype = ptr_or_dtype.dtype
         else:
             self.ptr = None
-            self.dtype = as_dtype(ptr_or_dtype)
+            self.dtype = element_type(ptr_or_dtype)
         self.shape = _pad5(shape, 1)
         self.stride = _contiguous(self.shape) if stride is None else _pad5(stride, 0)
         self.name = name

@@ -13,9 +13,9 @@ import numpy as np
 
 from ..arch import MemSpace
 from ..errors import KernelError
-from .context import current_core
-from ..arch.dtypes import as_dtype
+from .context import current_core, here
 from .regions import register_tile
+from .tensor import GlobalTensor, GMPtr, element_type
 
 
 class TileType(Enum):
@@ -59,7 +59,7 @@ class Tile:
             raise KernelError(f"Tile location must be a TileType, got {loc!r}",
                               fix="use TileType.Vec / Mat / Left / Right / Acc")
         self.loc = loc
-        self.dtype = as_dtype(dtype)
+        self.dtype = element_type(dtype)
         self.rows, self.cols = int(rows), int(cols)
         if self.rows <= 0 or self.cols <= 0:
             raise KernelError(f"tile shape must be positive, got {rows}x{cols}")
@@ -107,6 +107,10 @@ class Tile:
         return self.valid_cols
 
     def SetValid(self, rows: int, cols: int) -> None:
+        if not (_is_int(rows) and _is_int(cols) and 0 < rows <= self.rows and 0 < cols <= self.cols):
+            raise KernelError(f"SetValid({rows!r}, {cols!r}) on {self.describe()}: the valid region "
+                              f"must be 1..{self.rows} rows and 1..{self.cols} cols", where=here(),
+                              fix="give integer valid rows/cols within the tile's static shape")
         self.valid_rows, self.valid_cols = int(rows), int(cols)
         self.sig = (self.valid_rows, self.valid_cols, self.dtype)
         self._plan = None
@@ -166,13 +170,41 @@ def bind(tile: Tile, core, addr: int) -> None:
     tile.mem, tile._full, tile._valid = v
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
 def TASSIGN(tile: Tile, addr: int) -> None:
-    """Bind ``tile`` to byte address ``addr`` of its memory on the executing core."""
+    """Bind ``tile`` to byte address ``addr`` of its memory on the executing core; or, as in
+    pto-isa, a GlobalTensor to a GM pointer of its element type."""
     core = current_core()
-    if addr % core.cluster.platform.alignment:
-        raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not "
-                          f"{core.cluster.platform.alignment}-byte aligned",
-                          where=str(core.where()), fix="use an address that is a multiple of 32")
+    if not isinstance(tile, Tile):
+        _assign_global(tile, addr, core)
+        return
+    if not _is_int(addr) or addr < 0:
+        raise KernelError(f"TASSIGN address {addr!r} of {tile.describe()} is not a byte address",
+                          where=str(core.where()),
+                          fix=f"give a non-negative integer offset into {tile.space.value}, e.g. 0x1000")
+    align = core.cluster.platform.alignment
+    if addr % align:
+        raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not {align}-byte aligned",
+                          where=str(core.where()), fix=f"use an address that is a multiple of {align}")
     bind(tile, core, int(addr))
     tile.binding = None
     register_tile(tile, core)
+
+
+def _assign_global(gt, ptr, core) -> None:
+    """``TASSIGN(global_tensor, ptr)``: pto-isa requires a pointer to the tensor's DType."""
+    if not isinstance(gt, GlobalTensor):
+        raise KernelError(f"TASSIGN binds a Tile or a GlobalTensor, not {type(gt).__name__}",
+                          where=str(core.where()), fix="TASSIGN(tile, local_addr) or TASSIGN(tensor, gm_ptr)")
+    if not isinstance(ptr, GMPtr):
+        raise KernelError(f"TASSIGN of {gt.describe()} needs a GM pointer, got {ptr!r}",
+                          where=str(core.where()),
+                          fix="pass a pointer such as other.data() + offset (an integer is a tile's local address)")
+    if ptr.dtype != gt.dtype:
+        raise KernelError(f"TASSIGN of {gt.describe()} to a {ptr.dtype.name} pointer: the element types differ",
+                          where=str(core.where()), fix=f"use ptr.cast({gt.dtype.name}) if the bytes are meant "
+                                                       "to be reinterpreted")
+    gt.assign(ptr)

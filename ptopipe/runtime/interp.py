@@ -11,10 +11,11 @@ import numpy as np
 
 from ..isa.tensor import _contiguous
 from .. import isa
-from ..errors import ConfigError, KernelError
+from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                         Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
+from ..arch import MemSpace
 from ..ir.types import MemorySpace, TensorType, TileType, np_dtype
 from ..sim.location import SourceLoc
 from .layout import FunctionLayout
@@ -65,6 +66,10 @@ class Interpreter:
         self.tiles = {}
         for name, (mem, addr) in self.layout.tiles.items():
             self.tiles[name] = addr
+        self.reserves = {s.var.name: s for s in self.fn.body if s.__class__ is ReserveBuffer}
+        for r in self.reserves.values():
+            if r.memory_space:
+                self.check_fits(r)
         try:
             self.block(self.fn.body)
         except _Return:
@@ -127,6 +132,9 @@ class Interpreter:
     def loop(self, s: For) -> None:
         env = self.env
         start, stop, step = (int(self.eval(e, None)) for e in (s.start, s.stop, s.step))
+        if step == 0:
+            raise KernelError(f"pl.range({start}, {stop}, 0): a loop with step 0 never ends",
+                              where=str(self.where(s)), fix="give the loop a non-zero step")
         vals = [self.eval(e, None) for e in s.inits]
         names = [v.name for v in s.iter_args]
         for i in range(start, stop, step):
@@ -148,7 +156,12 @@ class Interpreter:
         if cls is Call:
             return self.call(e, dest)
         if cls is BinOp:
-            return _PY[e.op](self.eval(e.lhs, None), self.eval(e.rhs, None))
+            lhs, rhs = self.eval(e.lhs, None), self.eval(e.rhs, None)
+            try:
+                return _PY[e.op](lhs, rhs)
+            except ZeroDivisionError:
+                raise KernelError(f"division by zero: {lhs} {e.op} {rhs}", where=str(self.core.where()),
+                                  fix="guard the divisor (it is 0 for this run's arguments)") from None
         if cls is UnaryOp:
             v = self.eval(e.operand, None)
             return -v if e.op == "-" else (not v)
@@ -168,7 +181,15 @@ class Interpreter:
         return tile
 
     def gm_view(self, gt, ttype: TensorType, offs, window):
-        strides = _contiguous(ttype.shape)
+        shape = ttype.shape
+        if len(offs) != len(shape) or any(
+                o < 0 or o + w > n for o, w, n in zip(offs, window, shape)):
+            name = gt.name or "tensor"
+            raise MemoryConflictError(
+                f"access out of bounds: offsets {list(map(int, offs))} + window {list(window)} exceed "
+                f"{name!r} of shape {list(shape)}", where=str(self.core.where()),
+                fix=f"keep every offset + window within {name}'s shape")
+        strides = _contiguous(shape)
         off = sum(int(o) * st for o, st in zip(offs, strides))
         return isa.GlobalTensor(gt.data() + off, tuple(window), strides)
 
@@ -218,7 +239,7 @@ class Interpreter:
         if op == "get_subblockid":
             return isa.get_subblockid()
         if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
-            return self.init_pipe(op, a, at)
+            return self.init_pipe(op, a, at, c)
         if op == "tpush":
             isa.TPUSH(self.pipe, a[0], at["split"])
             return None
@@ -244,6 +265,25 @@ class Interpreter:
             return gt
         raise KernelError(f"the runtime cannot execute op {op!r}", where=str(self.core.where()))
 
+    def check_fits(self, r: ReserveBuffer) -> None:
+        mem = self.core.memory(MemSpace(r.memory_space), lambda: f"reserve_buffer {r.name!r}")
+        base = self.layout.buffers[r.var.name][0]
+        if base + r.size > mem.size:
+            raise ConfigError(f"reserve_buffer {r.name!r} of {r.size} bytes at {base:#x} does not fit "
+                              f"{self.core.name}'s {mem.space.value} ({mem.size} bytes)",
+                              where=str(self.where(r)),
+                              fix="reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")
+
+    def check_ring_size(self, r: ReserveBuffer | None, slot_num: int, slot_size: int, c: Call) -> None:
+        if r is None or r.size == slot_num * slot_size:
+            return
+        raise ConfigError(f"reserve_buffer {r.name!r} has {r.size} bytes but the pipe that uses it "
+                          f"needs SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {slot_num * slot_size}",
+                          where=str(self.where(r)), details=f"pipe initialised at {self.where(c)}",
+                          fix=f"reserve_buffer(name={r.name!r}, size=SLOT_NUM * SLOT_SIZE, ...)" +
+                              (f", or give the pipe slot_num={r.size // slot_size}"
+                               if r.size % slot_size == 0 and r.size // slot_size > 0 else ""))
+
     def _tmp(self, c: Call):
         key = ("call", id(c))
         tile = self.env.get(key)
@@ -255,10 +295,15 @@ class Interpreter:
             self.env[key] = tile
         return tile
 
-    def init_pipe(self, op: str, a, at):
+    def init_pipe(self, op: str, a, at, c: Call):
         dir_mask, slot_size, slot_num = at["dir_mask"], at["slot_size"], at["slot_num"]
         gm, c2v, v2c = a[0], int(a[1] or 0), int(a[2] or 0)
         plat = self.core.cluster.platform
+        if dir_mask in (1, 2, 3):       # a consumer-local ring: the buffer holds every slot
+            n = slot_num or plat.slot_num_for(dir_mask == 3)
+            for bit, arg in ((1, c.args[1]), (2, c.args[2])):
+                if dir_mask & bit and arg.__class__ is BufferAttr:
+                    self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c)
         if plat.ring_in_gm:
             dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
         if slot_num is None and dir_mask in (1, 2, 3):

@@ -1,0 +1,238 @@
+"""Bad input to the API and the DSL gets a located PtoPipeError (what, where, fix), never a
+raw Python exception: TASSIGN / SetValid arguments, unknown element types, non-numeric
+run arguments, DSL ring buffers of the wrong size, out-of-tensor DSL loads, loop step 0
+and division by zero in DSL index arithmetic."""
+from __future__ import annotations
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import ptopipe
+import ptopipe.language as pl
+from ptopipe import ConfigError, KernelError, MemoryConflictError
+from ptopipe.isa import (TASSIGN, TLOAD, TSTORE, GlobalTensor, Tile, TileType, float32,
+                         get_subblockid)
+from ptopipe.runtime import run as dsl_run
+
+PLATFORMS = ["a2a3", "a5"]
+
+
+def _line(fn, marker: str) -> tuple:
+    """(file, line) of the source line of ``fn`` carrying ``marker``."""
+    fn = getattr(fn, "pyfunc", fn)
+    src, start = inspect.getsourcelines(fn)
+    (i,) = [k for k, t in enumerate(src) if marker in t]
+    return os.path.abspath(inspect.getsourcefile(fn)), start + i
+
+
+def _at(where: str) -> tuple:
+    """(file, line) of a reported ``file:line`` or DSL ``file:line:col``."""
+    parts = where.split(":")
+    if len(parts) > 2 and parts[-1].isdigit() and parts[-2].isdigit():
+        parts = parts[:-1]
+    return os.path.abspath(":".join(parts[:-1])), int(parts[-1])
+
+
+def _run_vec(kernel, platform="a2a3", **extra):
+    args = dict(x=np.arange(16, dtype=np.float32).reshape(2, 8), y=np.zeros(16, np.int32), **extra)
+    return ptopipe.run(None, (kernel, None), args, platform=platform)
+
+
+# --- TASSIGN / SetValid ------------------------------------------------------------------
+def k_tassign_float(x):
+    t = Tile(TileType.Vec, float32, 1, 8)
+    TASSIGN(t, 32.5)                                     # FLOAT-ADDR
+
+
+def k_tassign_gt_int(x):
+    TASSIGN(x, 0x100)                                    # GT-INT
+
+
+def k_tassign_gt_dtype(x, y):
+    TASSIGN(x, y.data())                                 # GT-DTYPE
+
+
+def k_setvalid_big(x):
+    t = Tile(TileType.Vec, float32, 4, 8, addr=0)
+    t.SetValid(5, 8)                                     # VALID-BIG
+
+
+def k_setvalid_negative(x):
+    t = Tile(TileType.Vec, float32, 4, 8, addr=0)
+    t.SetValid(4, -1)                                    # VALID-NEG
+
+
+def k_unknown_dtype(x):
+    Tile(TileType.Vec, "f33", 4, 8, addr=0)              # BAD-DTYPE
+
+
+def k_unknown_dtype_gt(x):
+    GlobalTensor("float33", (4, 8))                      # BAD-DTYPE-GT
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("kernel, marker, text", [
+    (k_tassign_float, "# FLOAT-ADDR", "TASSIGN address 32.5 of Vec tile float32 1x8 is not a byte address"),
+    (k_tassign_gt_int, "# GT-INT", "needs a GM pointer, got 256"),
+    (k_tassign_gt_dtype, "# GT-DTYPE", "to a int32 pointer: the element types differ"),
+    (k_setvalid_big, "# VALID-BIG", "SetValid(5, 8) on Vec tile float32 4x8"),
+    (k_setvalid_negative, "# VALID-NEG", "SetValid(4, -1)"),
+    (k_unknown_dtype, "# BAD-DTYPE", "unknown element type 'f33'"),
+    (k_unknown_dtype_gt, "# BAD-DTYPE-GT", "unknown element type 'float33'"),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_isa_misuse_is_a_located_kernel_error(kernel, marker, text, platform):
+    with pytest.raises(KernelError) as ei:
+        _run_vec(kernel, platform)
+    assert text in ei.value.what and ei.value.fix
+    assert _at(ei.value.where) == _line(kernel, marker)
+
+
+def k_tassign_gt_ptr(x, out):
+    v = GlobalTensor(x.data(), (1, 8))
+    TASSIGN(v, x.data() + 8)                             # pto-isa: TASSIGN(GlobalTensor, ptr)
+    t = Tile(TileType.Vec, float32, 1, 8, addr=0)
+    TLOAD(t, v)
+    TSTORE(GlobalTensor(out.data() + get_subblockid() * 8, (1, 8)), t)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_tassign_global_tensor_to_a_pointer_rebinds_it(platform):
+    x = np.arange(16, dtype=np.float32)
+    res = ptopipe.run(None, k_tassign_gt_ptr, dict(x=x, out=np.zeros(16, np.float32)), platform=platform)
+    assert np.array_equal(res.outputs["out"], np.tile(x[8:], 2))
+
+
+def test_unknown_dtype_name_outside_a_kernel_is_a_config_error():
+    from ptopipe.arch.dtypes import as_dtype
+    with pytest.raises(ConfigError, match="unknown element type 'f33'"):
+        as_dtype("f33")
+    with pytest.raises(ConfigError, match="unknown element type"):
+        as_dtype(object)
+    assert as_dtype("bf16").itemsize == 2
+
+
+@pytest.mark.parametrize("bad", [np.array([1, "a", None], dtype=object), np.array(["ab", "cd"]),
+                                 np.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f4")])],
+                         ids=["object", "str", "structured"])
+def test_non_numeric_argument_is_a_config_error(bad):
+    with pytest.raises(ConfigError, match="argument 'x' is a numpy array of dtype") as ei:
+        ptopipe.run(None, lambda x: None, dict(x=bad))
+    assert ei.value.where == "args['x']" and "np.asarray" in ei.value.fix
+
+
+# --- DSL: reserve_buffer sizes --------------------------------------------------------------
+TM, KT, N = 16, 32, 32
+SLOT = TM * N * 4
+
+
+def _ring_program(size: int, slot_num=None):
+
+    @pl.aiv
+    def vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=size, base=pl.AUTO)   # RESERVE
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=slot_num)                        # INIT
+        t = pl.TPOP(buf, pl.Tile[[TM // 2, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        o = t * 2.0
+        pl.TFREE(buf)
+        pl.store(o, [pl.get_subblockid() * (TM // 2), 0], out)
+
+    @pl.aic
+    def cube(a: pl.Tensor[[TM, KT], pl.f32], b: pl.Tensor[[KT, N], pl.f32],
+             fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        peer = pl.import_peer_buffer(name="ring", peer_func=vec)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=slot_num)
+        a0 = pl.move(pl.load(a, [0, 0], [TM, KT], space=pl.Mat), space=pl.Left)
+        b0 = pl.move(pl.load(b, [0, 0], [KT, N], space=pl.Mat), space=pl.Right)
+        acc = pl.matmul(a0, b0)
+        pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+
+    return pl.program(cube, vec, name="ring"), vec
+
+
+def _ring_args():
+    return dict(a=np.ones((TM, KT), np.float32), b=np.ones((KT, N), np.float32),
+                out=np.zeros((TM, N), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("size, text", [
+    (16, "reserve_buffer 'ring' has 16 bytes but the pipe that uses it needs SLOT_NUM * SLOT_SIZE = "
+         "8 * 2048 = 16384"),
+    (4 * SLOT, "has 8192 bytes"),
+    (1 << 30, "reserve_buffer 'ring' of 1073741824 bytes at"),
+])
+def test_reserve_buffer_of_the_wrong_size_is_an_error_at_its_line(size, text, platform):
+    prog, vec = _ring_program(size)
+    with pytest.raises(ConfigError) as ei:
+        dsl_run(prog, _ring_args(), platform=platform)
+    assert text in ei.value.what
+    assert _at(ei.value.where) == _line(vec, "# RESERVE")
+    if size == 4 * SLOT:
+        assert "slot_num=4" in ei.value.fix
+        assert _at(ei.value.details.removeprefix("pipe initialised at ")) == _line(vec, "# INIT")[:1] + \
+            (_line(vec, "# INIT")[1] - 1,)           # the call starts on the line before # INIT
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_reserve_buffer_matching_the_pipe_runs(platform):
+    for size, n in ((8 * SLOT, None), (4 * SLOT, 4)):
+        prog, _ = _ring_program(size, n)
+        res = dsl_run(prog, _ring_args(), platform=platform)
+        assert np.array_equal(res.outputs["out"], np.full((TM, N), 2.0 * KT, np.float32))
+
+
+# --- DSL: out-of-tensor load, step 0, division by zero -------------------------------------
+@pl.aic
+def nop_cube(x: pl.Tensor[[16, 32], pl.f32]):
+    pass
+
+
+@pl.aiv
+def oob_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], r: pl.Scalar[pl.index]):
+    t = pl.load(x, [r, 0], [16, 32])                     # OOB
+    pl.store(t, [pl.get_subblockid() * 16, 0], y)
+
+
+@pl.aiv
+def step_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], r: pl.Scalar[pl.index]):
+    for i in pl.range(0, 4, r):                          # STEP
+        t = pl.load(x, [0, 0], [16, 32])
+        pl.store(t, [pl.get_subblockid() * 16, 0], y)
+
+
+@pl.aiv
+def div_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], r: pl.Scalar[pl.index]):
+    k = 16 // r                                          # DIV
+    t = pl.load(x, [k, 0], [16, 32])
+    pl.store(t, [pl.get_subblockid() * 16, 0], y)
+
+
+def _dsl_args(r):
+    return dict(x=np.ones((16, 32), np.float32), y=np.zeros((32, 32), np.float32), r=r)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("vec, r, err, marker, text", [
+    (oob_vec, 8, MemoryConflictError, "# OOB",
+     "access out of bounds: offsets [8, 0] + window [16, 32] exceed 'x' of shape [16, 32]"),
+    (oob_vec, -1, MemoryConflictError, "# OOB", "offsets [-1, 0]"),
+    (step_vec, 0, KernelError, "# STEP", "pl.range(0, 4, 0): a loop with step 0 never ends"),
+    (div_vec, 0, KernelError, "# DIV", "division by zero: 16 // 0"),
+], ids=["oob", "oob_negative", "step0", "div0"])
+def test_dsl_runtime_errors_name_the_dsl_line(vec, r, err, marker, text, platform):
+    prog = pl.program(nop_cube, vec, name="p")
+    with pytest.raises(err) as ei:
+        dsl_run(prog, _dsl_args(r), platform=platform)
+    assert type(ei.value) is err and text in ei.value.what and ei.value.fix
+    assert _at(ei.value.where) == _line(vec, marker)
+
+
+def test_dsl_in_bounds_variants_run():
+    for vec, r in ((oob_vec, 0), (step_vec, 1), (div_vec, 32)):      # 16 // 32 == 0
+        res = dsl_run(pl.program(nop_cube, vec, name="p"), _dsl_args(r))
+        assert np.array_equal(res.outputs["y"], np.ones((32, 32), np.float32))
