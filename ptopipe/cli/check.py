@@ -106,4 +106,8 @@ def _check(args, reports: list) -> int:
                     print(f"  replay: {replay}" if seed is not None else
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)
+    failed = [f"{r['scenario']}[{r['variant']}]" for r in reports if r["failure"]]
+    if len(reports) > 1 and not args.json:
+        print(f"{len(failed)} of {len(reports)} variants failed: {', '.join(failed)}" if failed else
+              f"all {len(reports)} variants passed")
     return status
