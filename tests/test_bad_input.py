@@ -199,6 +199,12 @@ def oob_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], r: p
 
 
 @pl.aiv
+def oob_store_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], r: pl.Scalar[pl.index]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(t, [r, 0], y)                               # OOB-STORE
+
+
+@pl.aiv
 def step_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[32, 32], pl.f32], r: pl.Scalar[pl.index]):
     for i in pl.range(0, 4, r):                          # STEP
         t = pl.load(x, [0, 0], [16, 32])
@@ -221,9 +227,11 @@ def _dsl_args(r):
     (oob_vec, 8, MemoryConflictError, "# OOB",
      "access out of bounds: offsets [8, 0] + window [16, 32] exceed 'x' of shape [16, 32]"),
     (oob_vec, -1, MemoryConflictError, "# OOB", "offsets [-1, 0]"),
+    (oob_store_vec, 24, MemoryConflictError, "# OOB-STORE",
+     "offsets [24, 0] + window [16, 32] exceed 'y' of shape [32, 32]"),
     (step_vec, 0, KernelError, "# STEP", "pl.range(0, 4, 0): a loop with step 0 never ends"),
     (div_vec, 0, KernelError, "# DIV", "division by zero: 16 // 0"),
-], ids=["oob", "oob_negative", "step0", "div0"])
+], ids=["oob", "oob_negative", "oob_store", "step0", "div0"])
 def test_dsl_runtime_errors_name_the_dsl_line(vec, r, err, marker, text, platform):
     prog = pl.program(nop_cube, vec, name="p")
     with pytest.raises(err) as ei:

@@ -174,7 +174,8 @@ class Scenario:
     """A runnable kernel with its inputs and numpy golden - what ``ptopipe run FILE`` runs.
 
     ``make_args(rng, **params)`` builds the ``args`` dict; ``golden(args, **params)`` returns
-    the expected outputs ``{name: array}``.  ``variants`` name parameter sets."""
+    the expected outputs ``{name: array}``.  ``variants`` name parameter sets (None: one
+    ``"default"`` run with make_args' own defaults)."""
     name: str
     aic: Callable | None
     aiv: object

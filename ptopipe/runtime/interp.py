@@ -182,9 +182,11 @@ class Interpreter:
 
     def gm_view(self, gt, ttype: TensorType, offs, window):
         shape = ttype.shape
-        if len(offs) != len(shape) or any(
-                o < 0 or o + w > n for o, w, n in zip(offs, window, shape)):
-            name = gt.name or "tensor"
+        name = gt.name or "tensor"
+        if len(offs) != len(shape):
+            raise KernelError(f"{len(offs)} offsets for {name!r} of rank {len(shape)}",
+                              where=str(self.core.where()), fix="give one offset per dimension")
+        if any(o < 0 or o + w > n for o, w, n in zip(offs, window, shape)):
             raise MemoryConflictError(
                 f"access out of bounds: offsets {list(map(int, offs))} + window {list(window)} exceed "
                 f"{name!r} of shape {list(shape)}", where=str(self.core.where()),
