@@ -37,10 +37,15 @@ def as_dtype(d) -> np.dtype:
         dt = np.dtype(d)
     except TypeError:
         dt = None
-    if dt is None or dt.kind in "OUSMm" or dt.fields is not None:
+    if dt is None or not is_element_type(dt):
         raise ConfigError(f"unknown element type {d!r}",
                           fix="use a numpy dtype or one of: " + ", ".join(sorted(_BY_NAME)))
     return dt
+
+
+def is_element_type(dt: np.dtype) -> bool:
+    """A numeric type a tile or GM tensor can hold (not object / str / datetime / records)."""
+    return dt.kind in "biufc" or dt.type.__module__.startswith("ml_dtypes")
 
 
 def accum_dtype(d: np.dtype) -> np.dtype:

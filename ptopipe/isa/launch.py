@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..arch import PipeUnit, Platform, get_platform
+from ..arch.dtypes import is_element_type
 from ..errors import ConfigError, LeakError, MismatchError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
 from .checks import KernelChecks, flag_leaks
@@ -112,9 +113,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         raise ConfigError("run() needs at least one kernel", fix="pass aic=... and/or aiv=...")
     arrays = {k: np.ascontiguousarray(v) for k, v in args.items() if isinstance(v, np.ndarray)}
     for k, a in arrays.items():
-        if a.dtype.kind in "OUSMm" or (a.dtype.kind == "V" and a.dtype.itemsize not in (1, 2)):
-            # object / str / datetime / structured arrays have no element type a kernel can load
-            # (kind "V" with 1 or 2 bytes: the ml_dtypes fp8 / bf16 types)
+        if not is_element_type(a.dtype):
             raise ConfigError(f"argument {k!r} is a numpy array of dtype {a.dtype}, which GM cannot hold",
                               where=f"args[{k!r}]",
                               fix="pass a numeric array, e.g. np.asarray(x, dtype=np.float32)")
