@@ -85,5 +85,15 @@ def test_flash_attention_default_sync_period_deadlock_names_the_cause(tmp_path):
         sc.run("default", "a2a3", "pto-isa")
     line = next(i for i, t in enumerate(src.splitlines(), 1) if "TPUSH(o_pipe" in t)
     assert ei.value.where == f"{path}:{line}"
-    assert "SyncPeriod 2" in ei.value.fix and "sync_period=1" in ei.value.fix
+    assert "AIV0 has freed 1 slot(s) since its last notification" in ei.value.fix
+    assert "every 2 TFREEs (SyncPeriod)" in ei.value.fix and "sync_period=1" in ei.value.fix
     assert "same FlagID" not in ei.value.fix
+
+
+def test_flag_mismatch_under_pto_isa_keeps_the_flag_hint():
+    """The sparse-free hint is only for a consumer with un-notified TFREEs: M2 (two FlagIDs)
+    under pto-isa is still reported as a pipe mismatch."""
+    sc = _load(os.path.join(ROOT, "examples", "misuse", "m2_flag_mismatch.py")).SCENARIO
+    with pytest.raises(ptopipe.DeadlockError) as ei:
+        sc.run("default", "a2a3", "pto-isa")
+    assert "same FlagID" in ei.value.fix and "SyncPeriod" not in ei.value.fix

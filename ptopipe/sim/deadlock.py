@@ -81,13 +81,15 @@ def explain(cluster, blocked) -> DeadlockError:
         ch = w.info.get("channel")
         loc = str(c.where())
         held = _holds(cluster, c)
+        # pto-isa's sparse frees: one notification per `sync_period` TFREEs
+        sync = 1 if getattr(ch, "is_spec", True) else getattr(ch, "sync_period", 1)
         e = {"core": c.name, "instruction": w.what, "op": w.what.split()[0], "where": loc,
              "waits": _signal(w), "signal": w.info.get("signal"), "tag": w.info.get("tag"),
              "flag": w.flag.id, "flag_from": w.flag.sender.name, "flag_to": w.flag.receiver.name,
              "flag_count": w.flag.count, "pipe": getattr(ch, "name", None),
              "direction": getattr(ch, "way", None), "holds": held,
-             # pto-isa's sparse frees: one notification per `sync_period` TFREEs
-             "sync_period": 1 if getattr(ch, "is_spec", True) else getattr(ch, "sync_period", 1)}
+             "sync_period": sync, "pending_frees": _pending_frees(ch, w, sync),
+             "sender_blocked": w.flag.sender.state is CoreState.BLOCKED}
         entries.append(e)
         pipe = f" on {e['pipe']}" if e["pipe"] else ""
         lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
@@ -111,6 +113,15 @@ def explain(cluster, blocked) -> DeadlockError:
         findings=findings)
 
 
+def _pending_frees(ch, w, sync: int) -> int:
+    """TFREEs the waited-for consumer made that a sparse (pto-isa) notification has not
+    announced yet: the producer's wait needs ``sync - pending`` more."""
+    if sync <= 1 or w.info.get("signal") != "free":
+        return 0
+    side = getattr(ch, "sides", {}).get(w.flag.sender.index)
+    return getattr(side, "freed", 0) % sync if side is not None else 0
+
+
 def _hint(entries) -> str:
     held = [h for e in entries for h in e["holds"]]
     free_waits = [e for e in entries if e["signal"] == "free"]
@@ -119,13 +130,14 @@ def _hint(entries) -> str:
         return (f"{h['text']}: call TFREE after the TPOP at {h.get('where')} (every TPOP needs a "
                 f"TFREE before the ring wraps back to its slot)")
     pipes = {e["pipe"] for e in entries if e["pipe"]}
-    sparse = [e for e in free_waits if e["sync_period"] > 1]
-    if sparse and len(pipes) > 1:
+    sparse = [e for e in free_waits if e["pending_frees"]]
+    if sparse:
         e = sparse[0]
-        return (f"{e['core']} waits for a free on {e['pipe']}, which protocol pto-isa notifies only once "
-                f"every {e['sync_period']} TFREEs (SyncPeriod {e['sync_period']}), and the consumer blocks "
-                "on another pipe before its next notifying TFREE: free earlier, deepen the ring, or "
-                "give the pipe sync_period=1 (FiFoSyncT)")
+        return (f"{e['core']} waits for a free on {e['pipe']}: {e['flag_from']} has freed "
+                f"{e['pending_frees']} slot(s) since its last notification, but protocol pto-isa "
+                f"notifies only every {e['sync_period']} TFREEs (SyncPeriod), and {e['flag_from']} "
+                f"{'is blocked' if e['sender_blocked'] else 'ended'} before its next one: free earlier, "
+                "deepen the ring, or give the pipe sync_period=1 (FiFoSyncT)")
     if len(pipes) > 1:
         return ("the blocked cores wait on different pipes (" + ", ".join(sorted(pipes)) + "): check that "
                 "producer and consumer use the same FlagID, direction and SlotNum")
