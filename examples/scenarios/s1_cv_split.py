@@ -2,7 +2,7 @@
 each Vector core pops its half (UP_DOWN: rows, LEFT_RIGHT: columns), adds the bias
 half and stores it.  out = A @ B + bias.
 
-Run:  ptopipe run examples/scenarios/s1_cv_split.py [--platform a5] [--variant f16_lr_d1_m32] (--variant all: every variant)
+Run:  ptopipe run examples/scenarios/s1_cv_split.py [--platform a5] [--variant f16_lr_d1_m32 | all]
 """
 import numpy as np
 

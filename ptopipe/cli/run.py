@@ -58,4 +58,5 @@ def main(args) -> int:
                 print("    " + _preview(out).replace("\n", "\n    "))
             print("  " + res.summary.format().replace("\n", "\n  "))
 
-    return run_each([(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)], one)
+    jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
+    return run_each(jobs, one)

@@ -196,15 +196,16 @@ def TASSIGN(tile: Tile, addr: int) -> None:
 
 def _assign_global(gt, ptr, core) -> None:
     """``TASSIGN(global_tensor, ptr)``: pto-isa requires a pointer to the tensor's DType."""
+    where = str(core.where())
     if not isinstance(gt, GlobalTensor):
-        raise KernelError(f"TASSIGN binds a Tile or a GlobalTensor, not {type(gt).__name__}",
-                          where=str(core.where()), fix="TASSIGN(tile, local_addr) or TASSIGN(tensor, gm_ptr)")
+        raise KernelError(f"TASSIGN binds a Tile or a GlobalTensor, not {type(gt).__name__}", where=where,
+                          fix="TASSIGN(tile, local_addr) or TASSIGN(tensor, gm_ptr)")
     if not isinstance(ptr, GMPtr):
-        raise KernelError(f"TASSIGN of {gt.describe()} needs a GM pointer, got {ptr!r}",
-                          where=str(core.where()),
-                          fix="pass a pointer such as other.data() + offset (an integer is a tile's local address)")
+        raise KernelError(f"TASSIGN of {gt.describe()} needs a GM pointer, got {ptr!r}", where=where,
+                          fix="pass a pointer such as other.data() + offset "
+                              "(an integer is a tile's local address)")
     if ptr.dtype != gt.dtype:
-        raise KernelError(f"TASSIGN of {gt.describe()} to a {ptr.dtype.name} pointer: the element types differ",
-                          where=str(core.where()), fix=f"use ptr.cast({gt.dtype.name}) if the bytes are meant "
-                                                       "to be reinterpreted")
+        raise KernelError(f"TASSIGN of {gt.describe()} to a {ptr.dtype.name} pointer: the element types "
+                          "differ", where=where,
+                          fix=f"use ptr.cast({gt.dtype.name}) if the bytes are meant to be reinterpreted")
     gt.assign(ptr)
