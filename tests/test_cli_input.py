@@ -203,3 +203,10 @@ def test_check_variant_all_summarises_the_failures(tmp_path, capsys):
     assert "PASS k[a]" in out and "FAIL k[b] on a2a3/spec: MismatchError" in out
     assert "FAIL k[c] on a2a3/spec: ValueError under the default schedule" in out
     assert out.rstrip().endswith("2 of 3 variants failed: k[b], k[c]")
+
+
+def test_check_json_reports_a_bad_option_as_json(capsys):
+    code, out, err = _cli(["check", S1, "--json", "--schedules", "-1"], capsys)
+    assert code == 1 and "at option --schedules" in err
+    (rep,) = json.loads(out)
+    assert rep["failure"]["error"] == "ConfigError" and rep["failure"]["where"] == "option --schedules"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 
 from .. import __version__
@@ -44,6 +45,9 @@ def main(argv=None) -> int:
     except BaseException as e:  # noqa: BLE001 - the CLI must never show a traceback
         if isinstance(e, SystemExit):
             raise
+        if getattr(args, "json", False):          # e.g. a bad option value of `check --json`
+            from .check import error_report
+            print(json.dumps([error_report(e)], indent=2, default=str))
         return report_exception(e)
 
 

@@ -52,11 +52,16 @@ def main(args) -> int:
     try:
         status = _check(args, reports)
     except Exception as e:  # noqa: BLE001 - a tool reading --json gets the error as JSON too
-        reports.append({"scenario": None, "variant": None, "platform": None, "protocol": None,
-                        "runs": 0, "passed": 0, "failure": dict(describe_exception(e), seed=None)})
+        reports.append(error_report(e))
         status = 1
     print(json.dumps(reports, indent=2, default=str))
     return status
+
+
+def error_report(e: BaseException) -> dict:
+    """The --json report entry of an error that is not one variant's (bad file, bad option)."""
+    return {"scenario": None, "variant": None, "platform": None, "protocol": None,
+            "runs": 0, "passed": 0, "failure": dict(describe_exception(e), seed=None)}
 
 
 def _explore(sc, v, args, platform, protocol, label):
