@@ -112,7 +112,7 @@ def timeline(cluster) -> Timeline:
         aic = cluster.aic.index
         aivs = [cluster.aiv(p).index for p in ch.peers]
         prod, cons = ([aic], aivs) if ch.way == "C2V" else (aivs, [aic])
-        rings[ch.name] = Ring(ch.name, ch.way, ch.slot_num, bool(ch.is_spec), prod, cons)
+        rings[ch.name] = Ring(ch.name, ch.way, ch.slot_num, ch.model.per_tag_flags, prod, cons)
     for ins in instrs:
         r = rings.get(ins.args.get("channel"))
         if r is None:
