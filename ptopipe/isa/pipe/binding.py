@@ -50,8 +50,8 @@ def _gm_addr(buf, core, what: str) -> tuple:
                       fix="pass the GM slot buffer kernel argument (e.g. ptopipe.gm_buffer(nbytes))")
 
 
-def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0, v2c_consumer_buf: int = 0,
-              flag_ids: dict | None = None) -> PipeHandle:
+def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
+              v2c_consumer_buf: int = 0) -> PipeHandle:
     """Bind the calling core's half of pipe ``cfg``; returns a :class:`PipeHandle`."""
     core = current_core()
     cluster = core.cluster
@@ -105,10 +105,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0, v2c_co
                               fix=f"allocate at least {need} bytes")
     limit = model.flag_limit(plat)
     for k, way in enumerate(ways):
-        if flag_ids is not None:
-            ready_id = free_id = flag_ids[way]
-        else:
-            ready_id, free_id = model.flag_ids(cfg.flag_id, k, n)
+        ready_id, free_id = model.flag_ids(cfg.flag_id, k, n)
         if ready_id < 0 or model.flags_top(ready_id, free_id, n) > limit:
             msg, fix = model.flag_range_error(way, ready_id, free_id, cfg.flag_id, n, plat, both)
             raise ConfigError(msg, where=_loc(core), fix=fix)

@@ -89,16 +89,10 @@ def _initialize(dir_mask, slot_size, gm_slot_buffer, c2v_consumer_buf, v2c_consu
                           fix="call aic_initialize_pipe on the Cube core and aiv_initialize_pipe on Vector cores")
     d = _dir_mask(dir_mask)
     plat = core.cluster.platform
-    both = d is Direction.DIR_BOTH
-    n = plat.slot_num_for(both)
-    from ...arch.vocab import Protocol
-    if core.cluster.shared.get("protocol", Protocol.SPEC) is Protocol.SPEC:
-        ids = {C2V: 0, V2C: n if both else 0}
-    else:
-        ids = {C2V: 0, V2C: 2 if both else 0}
+    n = plat.slot_num_for(d is Direction.DIR_BOTH)
+    # FlagID 0: the protocol model assigns the flags of each way, as for a TPipe
     cfg = TPipe(0, d, int(slot_size), n, peers=tuple(peers))
-    return bind_pipe(cfg, gm_slot_buffer if plat.ring_in_gm else None, c2v_consumer_buf,
-                     v2c_consumer_buf, flag_ids=ids)
+    return bind_pipe(cfg, gm_slot_buffer if plat.ring_in_gm else None, c2v_consumer_buf, v2c_consumer_buf)
 
 
 def aic_initialize_pipe(DIR_MASK, SLOT_SIZE, GM_SLOT_BUFFER=None, C2V_CONSUMER_BUF: int = 0,

@@ -1,0 +1,117 @@
+"""The one protocol model: flag ids, SyncPeriod, credits and free signals come from the
+channel's ``model`` (SpecModel / PtoIsaModel) for every API and every consumer of them
+(binding, the ops, the run summary, the profile)."""
+import importlib.util
+import inspect
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.isa import *  # noqa: F403
+from ptopipe.isa.pipe import PTO_ISA, SPEC
+
+HERE = os.path.basename(__file__)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    def boom(*_):
+        raise AssertionError("test did not finish within 30 s: the simulator hung")
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def line_of(fn, marker: str) -> int:
+    """The source line of ``fn`` that carries ``# <marker>``."""
+    lines, first = inspect.getsourcelines(fn)
+    hits = [first + i for i, ln in enumerate(lines) if ln.rstrip().endswith("# " + marker)]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def _load(name):
+    path = os.path.join(ROOT, "examples", "scenarios", name + ".py")
+    spec = importlib.util.spec_from_file_location(f"_pm_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _channels(res):
+    return {ch.way: ch for ch in res.cluster.shared["channels"].values()}
+
+
+# --- item 5: one flag-id rule for TPipe and *_initialize_pipe ----------------------------------
+def _s4_with(binder):
+    """S4 (DIR_BOTH, SlotNum 4 per way) with its pipe bound by ``binder(fifo)``."""
+    s4 = _load("s4_both_ways")
+    s4._pipe = binder(s4)
+    return s4
+
+
+def _tpipe(s4):
+    return lambda fifo: TPipe(0, DIR_BOTH, s4.SLOT, s4.DEPTH)(fifo, s4.RING_UB, s4.RING_L1)
+
+
+def _init_api(s4):
+    def bind(fifo):
+        init = aic_initialize_pipe if is_cube() else aiv_initialize_pipe
+        return init(DIR_BOTH, s4.SLOT, fifo, s4.RING_UB, s4.RING_L1)
+    return bind
+
+
+def _mixed(s4):
+    def bind(fifo):       # the Cube uses the seed-003 API, the Vector cores a TPipe
+        return (_init_api(s4) if is_cube() else _tpipe(s4))(fifo)
+    return bind
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol,ids", [("pto-isa", {"C2V": (0, 1), "V2C": (2, 3)}),
+                                          ("spec", {"C2V": (0, 0), "V2C": (4, 4)})])
+@pytest.mark.parametrize("binder", [_tpipe, _init_api, _mixed])
+def test_dir_both_flag_ids_are_the_same_through_every_api(platform, protocol, ids, binder):
+    s4 = _s4_with(binder)
+    sc = s4.SCENARIO
+    args = sc.make_args(np.random.default_rng(0))
+    res = ptopipe.run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol)
+    np.testing.assert_allclose(res["out"], sc.golden(args)["out"], rtol=1e-5)
+    chans = _channels(res)
+    for way, (ready, free) in ids.items():
+        ch = chans[way]
+        assert (ch.ready_id, ch.free_id) == (ready, free), way
+        for p in ch.peers:
+            assert ch.ready_flags[p][0].id == ready and ch.free_flags[p][0].id == free
+
+
+def test_init_api_pipe_claims_pto_isa_free_flag():
+    """pto-isa: a C2V pipe from aic_/aiv_initialize_pipe uses flags 0 (ready) and 1 (free), so
+    a second pipe whose ready flag is 1 on the same link is a shared-flag error."""
+    def cube(fifo, fifo2):
+        aic_initialize_pipe(DIR_C2V, 1024, fifo)
+        TPipe(1, DIR_V2C, 1024, 2)(fifo2)  # second
+
+    def vec(fifo, fifo2):
+        aiv_initialize_pipe(DIR_C2V, 1024, fifo)
+        TPipe(1, DIR_V2C, 1024, 2)(fifo2)
+
+    with pytest.raises(ptopipe.ConfigError, match="share") as ei:
+        ptopipe.run(cube, (vec, None), dict(fifo=gm_buffer(8 * 1024), fifo2=gm_buffer(2 * 1024)),
+                    protocol="pto-isa")
+    assert ei.value.where.endswith(f"{HERE}:{line_of(cube, 'second')}")
+
+
+def test_models_state_their_rules():
+    cfg4 = TPipe(0, DIR_C2V, 1024, 4)
+    assert SPEC.flag_ids(2, 1, 4) == (6, 6) and PTO_ISA.flag_ids(2, 1, 4) == (4, 5)
+    assert SPEC.sync_period(cfg4) == 1 and PTO_ISA.sync_period(cfg4) == 2
+    assert PTO_ISA.sync_period(TPipe(0, DIR_C2V, 1024, 4, sync_period=4)) == 4
+    assert PTO_ISA.sync_period(TPipe(0, DIR_C2V, 1024, 2)) == 2
+    assert SPEC.startup_credits(4) == 4 and PTO_ISA.startup_credits(4) == 0
