@@ -12,6 +12,7 @@ import pytest
 import ptopipe
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.isa.pipe import PTO_ISA, SPEC
+from ptopipe.report import profile
 
 HERE = os.path.basename(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,3 +116,105 @@ def test_models_state_their_rules():
     assert PTO_ISA.sync_period(TPipe(0, DIR_C2V, 1024, 4, sync_period=4)) == 4
     assert PTO_ISA.sync_period(TPipe(0, DIR_C2V, 1024, 2)) == 2
     assert SPEC.startup_credits(4) == 4 and PTO_ISA.startup_credits(4) == 0
+
+
+# --- item 7: the report reads the protocol from the channel; counts in one unit -----------------
+T = 16
+TSLOT = T * T * 4
+
+
+def _tmpipe_kernels(depth, sync_t, fifo_type):
+    def cube(x, fifo, n):
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        xl1 = Tile(TileType.Mat, float32, T, T, addr=0)
+        xl0 = Tile(TileType.Left, float32, T, T, addr=0)
+        eye = Tile(TileType.Right, float32, T, T, addr=0)
+        eye.array[...] = np.eye(T, dtype=np.float32)
+        pipe = TMPipe(0, fifo_type, depth, sync_t, acc, Tile(TileType.Vec, float32, T, T),
+                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, 0x4000, 0)
+        for i in range(n):
+            TLOAD(xl1, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TMOV(xl0, xl1)
+            TMATMUL(acc, xl0, eye)
+            TPUSH(pipe, acc)
+
+    def vec(out, fifo, n):
+        t = Tile(TileType.Vec, float32, T, T)
+        o = Tile(TileType.Vec, float32, T, T, addr=0x20000)
+        pipe = TMPipe(0, fifo_type, depth, sync_t, Tile(TileType.Acc, float32, T, T), t,
+                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, 0x4000, 0)
+        for i in range(n):
+            TPOP(pipe, t)
+            TADDS(o, t, 1.0)
+            TADDS(o, o, 1.0)          # a slow consumer: the ring fills up
+            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
+            TFREE(pipe)
+    return cube, (vec, None)
+
+
+def _mean_occupancy(res, sync):
+    """Time-averaged slots in use, worked out from the trace with ``sync`` slots per free SET:
+    push k holds a slot from its start until the free SET that covers it."""
+    cl = res.cluster
+    tr = [(c, name, s) for c, _p, name, s, _e, _a in cl.trace]
+    starts = [s for c, name, s in tr if c == cl.aic.index and name == "TPUSH"]
+    sets = [at for sender, flag, at in cl.signals if flag.signal == "free"]
+    ends = [sets[k // sync] if k // sync < len(sets) else cl.cycles for k in range(len(starts))]
+    return sum(max(e, s) - s for s, e in zip(starts, ends)) / cl.cycles, starts, ends
+
+
+@pytest.mark.parametrize("platform,fifo_type", [("a2a3", FIFOType.GM_FIFO), ("a5", FIFOType.VEC_FIFO)])
+@pytest.mark.parametrize("sync_t", [1, 4])
+def test_profile_occupancy_uses_tmpipe_fifo_sync_t(platform, fifo_type, sync_t):
+    """pto-isa with FiFoSyncT != the default SlotNum/2: one free SET releases sync_t slots."""
+    n, depth = 12, 4
+    cube, vec = _tmpipe_kernels(depth, sync_t, fifo_type)
+    x = np.arange(n * T * T, dtype=np.float32).reshape(n * T, T)
+    res = ptopipe.run(cube, vec, dict(x=x, out=np.zeros_like(x), fifo=gm_buffer(depth * TSLOT), n=n),
+                      platform=platform, protocol="pto-isa", trace=True)
+    np.testing.assert_array_equal(res["out"], x + 2)
+    ch = _channels(res)["C2V"]
+    assert ch.sync_period == sync_t
+    expected, starts, ends = _mean_occupancy(res, sync_t)
+    pops = [s for c, _p, name, s, _e, _a in res.cluster.trace if name == "TPOP"]
+    assert all(e >= p for e, p in zip(ends, pops))       # no slot is released before its pop
+    (ring,) = profile(res).rings
+    assert ring.mean == pytest.approx(expected)
+    assert ring.peak <= depth
+
+
+def _summary_and_profile(name, variant, platform):
+    sc = _load(name).SCENARIO
+    res, _exp = sc.run(variant, platform, "spec", trace=True)
+    pipes = {p["name"]: p for p in res.summary.pipes}
+    rings = {r.name: r for r in profile(res).rings}
+    assert pipes.keys() == rings.keys()
+    return res, pipes, rings
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_run_summary_and_profile_count_a_c2v_ring_alike(platform):
+    """C2V with two lanes: 8 tiles pushed by the Cube, each popped by both Vector cores."""
+    res, pipes, rings = _summary_and_profile("s1_cv_split", "default", platform)
+    (name,) = pipes
+    p, r = pipes[name], rings[name]
+    tiles = r.tiles
+    assert tiles > 1
+    assert (p["tiles"], p["pushes"], p["pops"], p["frees"], p["lanes"]) == (tiles, tiles, 2 * tiles, 2 * tiles, 2)
+    assert (r.tiles, r.pushes, r.pops, r.lanes) == (tiles, tiles, 2 * tiles, 2)
+    assert f"{tiles} tiles pushed ({tiles} TPUSH), {2 * tiles} TPOP, {2 * tiles} TFREE, 2 lanes" \
+        in res.summary.format()
+    assert f"{tiles} tiles pushed ({tiles} TPUSH), {2 * tiles} TPOP, 2 lanes" in profile(res).format()
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_run_summary_and_profile_count_a_v2c_ring_alike(platform):
+    """V2C with two lanes: each tile is pushed in two parts (one per Vector core), popped once."""
+    res, pipes, rings = _summary_and_profile("s3_vc_dequant", "default", platform)
+    (name,) = pipes
+    p, r = pipes[name], rings[name]
+    tiles = r.tiles
+    assert tiles > 1
+    assert (p["tiles"], p["pushes"], p["pops"], p["frees"], p["lanes"]) == (tiles, 2 * tiles, tiles, tiles, 2)
+    assert (r.tiles, r.pushes, r.pops, r.lanes) == (tiles, 2 * tiles, tiles, 2)
+    assert f"{tiles} tiles pushed ({2 * tiles} TPUSH), {tiles} TPOP" in res.summary.format()

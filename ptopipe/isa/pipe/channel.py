@@ -96,7 +96,13 @@ class Channel:
     def peers(self) -> tuple:
         return self.cfg.peers
 
-    # transaction counts, derived from the sides' cursors (TALLOCed slots are not pushed yet)
+    # transaction counts, derived from the sides' cursors (TALLOCed slots are not pushed yet).
+    # ``tiles`` counts slot fills; the others count instructions summed over the cores
+    @property
+    def tiles(self) -> int:
+        return max((s.index - len(s.pending_alloc) for s in self.sides.values() if s.role == "producer"),
+                   default=0)
+
     @property
     def pushes(self) -> int:
         return sum(s.index - len(s.pending_alloc) for s in self.sides.values() if s.role == "producer")
