@@ -218,3 +218,79 @@ def test_run_summary_and_profile_count_a_v2c_ring_alike(platform):
     assert (p["tiles"], p["pushes"], p["pops"], p["frees"], p["lanes"]) == (tiles, 2 * tiles, tiles, tiles, 2)
     assert (r.tiles, r.pushes, r.pops, r.lanes) == (tiles, 2 * tiles, tiles, 2)
     assert f"{tiles} tiles pushed ({2 * tiles} TPUSH), {tiles} TPOP" in res.summary.format()
+
+
+# --- item 1: the local staging ring ---------------------------------------------------------------
+SM, SK, SN = 32, 16, 8                   # an SMxSK tile then an SKxSN tile (SN < SM) on one ring
+SSLOT = 2 * SM * SK * 4                 # larger than either tile
+STAGE = 0x20000                         # the Cube's staging ring (A2A3) / V2C ring (A5) in L1
+
+
+def _two_size_kernels(direction=DIR_V2C, a_addr=None, b_addr=None, after=None):
+    """AIV0 pushes x (SMxSK) then w (SKxSN) through one V2C ring; the Cube pops both before
+    freeing either and stores x @ w."""
+    def cube(fifo, out):
+        pipe = TPipe(0, direction, SSLOT, 2, peers=(0,))(fifo, 0, STAGE)
+        xa = Tile(TileType.Mat, float32, SM, SK, addr=a_addr)
+        wb = Tile(TileType.Mat, float32, SK, SN, addr=b_addr)
+        a0 = Tile(TileType.Left, float32, SM, SK, addr=0)
+        b0 = Tile(TileType.Right, float32, SK, SN, addr=0)
+        acc = Tile(TileType.Acc, float32, SM, SN, addr=0)
+        TPOP(pipe, xa)  # first pop
+        TPOP(pipe, wb)  # second pop
+        TMOV(a0, xa)
+        TMOV(b0, wb)
+        TFREE(pipe)
+        TFREE(pipe)
+        TMATMUL(acc, a0, b0)
+        TSTORE(out, acc)
+        if after is not None:
+            after()
+
+    def vec(x, w, fifo):
+        pipe = TPipe(0, direction, SSLOT, 2, peers=(0,))(fifo, 0, STAGE)
+        xt = Tile(TileType.Vec, float32, SM, SK, addr=0)
+        wt = Tile(TileType.Vec, float32, SK, SN, addr=0x4000)
+        TLOAD(xt, x)
+        TPUSH(pipe, xt)
+        TLOAD(wt, w)
+        TPUSH(pipe, wt)
+    return cube, (vec, None)
+
+
+def _two_size_args():
+    rng = np.random.default_rng(3)
+    return dict(x=rng.integers(-4, 5, (SM, SK)).astype(np.float32),
+                w=rng.integers(-4, 5, (SK, SN)).astype(np.float32),
+                out=np.zeros((SM, SN), np.float32), fifo=gm_buffer(2 * SSLOT))
+
+
+@pytest.mark.parametrize("platform,direction", [("a2a3", DIR_V2C), ("a5", DIR_V2C_GM), ("a5", DIR_V2C)])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_staging_ring_carries_tiles_of_different_sizes(platform, direction, protocol):
+    cube, vec = _two_size_kernels(direction)
+    args = _two_size_args()
+    res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res["out"], args["x"] @ args["w"])
+
+
+def test_staging_ring_reserves_local_slot_num_slots_of_slot_size():
+    """The staging ring is LocalSlotNum (2) x SlotSize bytes, however small the popped tiles."""
+    def tile_in_second_staging_slot():
+        Tile(TileType.Mat, float32, 8, 8, addr=STAGE + SSLOT + SSLOT // 2)  # in the ring
+
+    cube, vec = _two_size_kernels(after=tile_in_second_staging_slot)
+    with pytest.raises(ptopipe.MemoryConflictError, match="local staging") as ei:
+        ptopipe.run(cube, vec, _two_size_args(), platform="a2a3")
+    assert ei.value.where.endswith(f"{HERE}:{line_of(tile_in_second_staging_slot, 'in the ring')}")
+
+
+@pytest.mark.parametrize("platform,direction", [("a2a3", DIR_V2C), ("a5", DIR_V2C_GM)])
+def test_pop_into_a_held_tile_is_an_error_naming_both_pops(platform, direction):
+    cube, vec = _two_size_kernels(direction, a_addr=0x0, b_addr=0x100)
+    with pytest.raises(ptopipe.ProtocolError, match="overlaps") as ei:
+        ptopipe.run(cube, vec, _two_size_args(), platform=platform)
+    err = ei.value
+    first, second = f"{HERE}:{line_of(cube, 'first pop')}", f"{HERE}:{line_of(cube, 'second pop')}"
+    assert err.where.endswith(second)
+    assert first in str(err) and second in str(err)

@@ -41,7 +41,9 @@ class Side:
         self.index = 0                   # tiles pushed / popped (pto-isa tileIndex)
         self.freed = 0                   # tiles freed (consumer)
         # short FIFO lists (at most SlotNum entries)
-        self.held: list = []             # consumer: (tag, tile|gt, loc, read_end), oldest first
+        # consumer, oldest first: (tag, tile|gt, loc, read_end, dst, split); dst = (memory, lo,
+        # hi) of a tile loaded from a GM ring, else None
+        self.held: list = []
         self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
         self.allocate = True             # setAllocateStatus
         self.record = True               # setRecordStatus

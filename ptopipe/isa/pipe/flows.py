@@ -116,7 +116,7 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
         s.state = "held"
         s.pop_loc = loc
     side.index += 1
-    side.held.append((tag, gt, loc, None))
+    side.held.append((tag, gt, loc, None, None, split))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP", (ch.name, tag, "addr"))
     return new_event(("TPOP", core, end))
 

@@ -118,6 +118,9 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
             arr(tile, core)
+        dst = (tile.mem, tile.addr, tile.addr + tile.nbytes)
+        if side.held:
+            _check_destination(core, ch, side, tile, dst, loc)
         core.pending.append((setitem, tile._valid, Ellipsis, p.srcs[tag]))
         chk = core.cluster.checker
         if chk is not None:
@@ -132,6 +135,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
                            (ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
+        dst = None                                 # distinct slots never overlap
     for s in slots:                                # hold the slot
         s.state = "held"
         s.pop_loc = loc
@@ -139,21 +143,43 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     if ch.pop_frees:
         release(core, ch, side, tag, read_end, tile)      # pto-isa A2A3: TPOP frees inside
     else:
-        side.held.append((tag, tile, loc, read_end))
+        side.held.append((tag, tile, loc, read_end, dst, split))
     return new_event(("TPOP", core, end))
 
 
 def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
-    """Assign the popped tile to the consumer's local staging ring (pto-isa LocalSlotNum)."""
+    """Assign the popped tile to the consumer's local staging ring (pto-isa LocalSlotNum):
+    staging slot ``k`` is ``SlotSize`` bytes at ``base + k * SlotSize``, whatever the size of
+    the tiles popped into it (a ring may carry tiles of different sizes)."""
     n = ch.cfg.local_slot_num
+    base = side.staging or 0
     stage = side.stage_slots
     if stage is None:
         stage = side.stage_slots = [Slot(k) for k in range(n)]
-        reserve(core, tile.space, side.staging or 0, n * tile.nbytes, f"{ch.name} local staging")
-    bind(tile, core, (side.staging or 0) + (i % n) * tile.nbytes)
-    s = stage[i % n]
+        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging")
+    k = i % n
+    bind(tile, core, base + k * ch.slot_size)
+    s = stage[k]
     s.gen += 1
     tile.binding = (s, s.gen)
+
+
+def _check_destination(core, ch: Channel, side: Side, tile: Tile, dst: tuple, loc) -> None:
+    """A TPOP must not load into bytes of another tile popped earlier and not yet freed: the
+    load would overwrite data the kernel still holds.  (Popping again into the *same* Tile
+    object gives up its old contents - nothing can read them any more; a missing TFREE is
+    then reported by the hold limit, the deadlock report or the leak check.)"""
+    mem, lo, hi = dst
+    for h in side.held:
+        d = h[4]
+        if d is not None and d[0] is mem and d[1] < hi and lo < d[2] and h[1] is not tile:
+            other = h[1]
+            raise ProtocolError(
+                f"TPOP on {core.name} loads {tile.describe()} into [{lo:#x}, {hi:#x}), which overlaps "
+                f"{other.describe()} [{d[1]:#x}, {d[2]:#x}) popped at {h[2]} and not yet freed",
+                where=str(loc), details=f"this TPOP at {loc}; the held tile's TPOP at {h[2]}",
+                fix="pop into a tile that does not overlap the held one, or TFREE the held tile first "
+                    f"(a staging ring of {ch.cfg.local_slot_num} LocalSlotNum holds that many popped tiles)")
 
 
 def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
@@ -178,7 +204,7 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                             where=_loc(core),
                             details=f"{side.index} popped, {side.freed} freed",
                             fix="call TFREE exactly once after each TPOP")
-    tag, held_obj, _loc0, read_end = side.held.pop(0)
+    tag, held_obj, _loc0, read_end, _dst, _split = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,

@@ -94,10 +94,10 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
         raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
                             where=_loc(core))
     rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
+    if rows * cols * item > ch.slot_size:        # also: a staging slot is SlotSize bytes
+        raise ProtocolError(f"TPOP of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}",
+                            where=_loc(core), fix="pop tiles of the pushed shape")
     if not ch.in_gm:
-        if rows * cols * item > ch.slot_size:
-            raise ProtocolError(f"TPOP of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}",
-                                where=_loc(core), fix="pop tiles of the pushed shape")
         return PopPlan(None, core.costs.flag_op)
     gm = core.cluster.gm
     srcs = []
