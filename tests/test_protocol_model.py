@@ -294,3 +294,73 @@ def test_pop_into_a_held_tile_is_an_error_naming_both_pops(platform, direction):
     first, second = f"{HERE}:{line_of(cube, 'first pop')}", f"{HERE}:{line_of(cube, 'second pop')}"
     assert err.where.endswith(second)
     assert first in str(err) and second in str(err)
+
+
+# --- bad input: the two ends of a pipe use different split modes ----------------------------------
+ESLOT = 16 * 16 * 4
+
+
+def _split_pair(way, push_split, pop_split, platform, free_split=None):
+    """One tile through a C2V or V2C pipe, pushed with ``push_split`` and popped with
+    ``pop_split`` (tile shapes follow each end's own split)."""
+    d = DIR_C2V if way == "C2V" else DIR_V2C
+
+    def part(split, rows=16, cols=16):
+        return {TILE_UP_DOWN: (rows // 2, cols), TILE_LEFT_RIGHT: (rows, cols // 2)}.get(split, (rows, cols))
+
+    def cube(fifo):
+        pipe = TPipe(0, d, ESLOT, 2)(fifo, 0x10000, 0x10000)
+        if way == "C2V":
+            TPUSH(pipe, Tile(TileType.Acc, float32, 16, 16, addr=0), push_split)  # push
+        else:
+            TPOP(pipe, Tile(TileType.Mat, float32, 16, 16), pop_split)  # pop
+            TFREE(pipe)
+
+    def vec(fifo):
+        pipe = TPipe(0, d, ESLOT, 2)(fifo, 0x10000, 0x10000)
+        if way == "C2V":
+            t = Tile(TileType.Vec, float32, *part(pop_split))
+            TPOP(pipe, t, pop_split)  # pop
+            if free_split is None:
+                TFREE(pipe)
+            else:
+                TFREE(pipe, t, free_split)  # free
+        else:
+            TPUSH(pipe, Tile(TileType.Vec, float32, *part(push_split), addr=0), push_split)  # push
+    return cube, vec
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("way,push_split,pop_split", [
+    ("V2C", TILE_UP_DOWN, TILE_NO_SPLIT),       # two halves popped as one unsplit tile
+    ("V2C", TILE_LEFT_RIGHT, TILE_UP_DOWN),
+    ("C2V", TILE_NO_SPLIT, TILE_UP_DOWN),       # a whole tile popped as halves
+    ("C2V", TILE_LEFT_RIGHT, TILE_UP_DOWN)])
+def test_ends_with_different_split_modes_are_reported_naming_both_lines(platform, way, push_split, pop_split):
+    cube, vec = _split_pair(way, push_split, pop_split, platform)
+    with pytest.raises(ptopipe.ProtocolError, match="split") as ei:
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
+    err = ei.value
+    push_fn, pop_fn = (cube, vec) if way == "C2V" else (vec, cube)
+    push, pop = f"{HERE}:{line_of(push_fn, 'push')}", f"{HERE}:{line_of(pop_fn, 'pop')}"
+    assert err.where.endswith(pop)
+    assert push in str(err) and pop in str(err)
+    assert push_split.name in str(err) and pop_split.name in str(err)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_matching_split_modes_pass(platform):
+    for way in ("C2V", "V2C"):
+        cube, vec = _split_pair(way, TILE_UP_DOWN, TILE_UP_DOWN, platform, free_split=TILE_UP_DOWN)
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_tfree_split_must_match_its_tpop(platform):
+    cube, vec = _split_pair("C2V", TILE_UP_DOWN, TILE_UP_DOWN, platform, free_split=TILE_LEFT_RIGHT)
+    with pytest.raises(ptopipe.ProtocolError, match="TFREE") as ei:
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
+    err = ei.value
+    pop, free = f"{HERE}:{line_of(vec, 'pop')}", f"{HERE}:{line_of(vec, 'free')}"
+    assert err.where.endswith(free)
+    assert pop in str(err) and "TILE_LEFT_RIGHT" in str(err) and "TILE_UP_DOWN" in str(err)

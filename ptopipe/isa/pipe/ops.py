@@ -111,7 +111,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     for s in slots:
         lay = s.layout
         if lay is not ok and lay is not None and lay != ok:
-            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP")
+            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc)
             p.ok_layout = lay
     if p.srcs is not None:                         # GM ring: load into the tile
         if tile.addr is None or ch.always_stage:
@@ -182,11 +182,11 @@ def _check_destination(core, ch: Channel, side: Side, tile: Tile, dst: tuple, lo
                     f"(a staging ring of {ch.cfg.local_slot_num} LocalSlotNum holds that many popped tiles)")
 
 
-def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
+def TFREE(pipe, obj=None, split=None, *events) -> Event:
     """Consumer: release the oldest held slot (signal free, advance).
 
-    Where the protocol frees inside the tile TPOP (pto-isa, GM ring), the tile-flow TFREE
-    is a no-op."""
+    A ``split`` given must be the one its TPOP used.  Where the protocol frees inside the
+    tile TPOP (pto-isa, GM ring), the tile-flow TFREE is a no-op."""
     core = current_core()
     if obj is not None or pipe.__class__ is not PipeHandle:
         if obj is None:
@@ -204,6 +204,8 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                             where=_loc(core),
                             details=f"{side.index} popped, {side.freed} freed",
                             fix="call TFREE exactly once after each TPOP")
+    if split is not None and split != side.held[0][5]:
+        _free_split_mismatch(core, ch, side, split)
     tag, held_obj, _loc0, read_end, _dst, _split = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
@@ -217,3 +219,14 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
 
 
 TPOPDONE = TFREE
+
+
+def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:
+    split = parse_split(split)
+    tag, _obj, pop_loc, _r, _d, pop_split = side.held[0]
+    here = _loc(core)
+    raise ProtocolError(
+        f"TFREE on {core.name} at {here} gives split {split.name} but the TPOP of slot {tag} of {ch.name} "
+        f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc})",
+        where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}",
+        fix="give TFREE the split of its TPOP (or none)")

@@ -112,18 +112,24 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     return PopPlan(srcs, core.costs.move("GM", tile.sname, rows * cols * item))
 
 
-def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str) -> None:
+def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, loc=None) -> None:
     """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) must match what the
-    producer pushed into ``slot``."""
+    producer pushed into ``slot``: dtype, shape and split mode (either direction)."""
     lay = slot.layout
     if lay is None:
         return
     pdtype, prow, pcol, psplit = lay
+    where = str(loc or core.where())
+    if psplit != split:
+        producer = "the Cube" if ch.way == C2V else "a Vector core"
+        raise ProtocolError(
+            f"{op} on {core.name} at {where}: split {TileSplitAxis(split).name} does not match the pushed tile's "
+            f"split {TileSplitAxis(psplit).name} ({producer}'s TPUSH at {slot.push_loc}, slot {slot.tag} of "
+            f"{ch.name})",
+            where=where, details=f"TPUSH at {slot.push_loc}\n{op} at {where}",
+            fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis")
     if ch.way == C2V:
         ok = pdtype == dtype and full_shape(split, rows, cols) == (prow, pcol)
-        # A GM slot holds the whole tile, so the producer's split only matters for local rings
-        if ok and not ch.in_gm and psplit != split:
-            ok = False
     else:
         ok = pdtype == dtype and full_shape(psplit, prow, pcol) == (rows, cols)
     if not ok:
@@ -131,7 +137,7 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str) ->
         prod = f"{prow}x{pcol} {pdtype.name} ({TileSplitAxis(psplit).name})"
         raise ProtocolError(
             f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
-            f"of slot {slot.tag}", where=_loc(core),
+            f"of slot {slot.tag}", where=where,
             details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
             fix="producer and consumer must agree on dtype, shape and split mode "
                 "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
