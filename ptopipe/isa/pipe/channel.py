@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ...arch.vocab import C2V, V2C
 from ...errors import ProtocolError
 from ...sim import CoreKind
+from .diagnostics import describe_ring
 from .protocol import ProtocolModel
 
 
@@ -41,8 +42,8 @@ class Side:
         self.index = 0                   # tiles pushed / popped (pto-isa tileIndex)
         self.freed = 0                   # tiles freed (consumer)
         # short FIFO lists (at most SlotNum entries)
-        # consumer, oldest first: (tag, tile|gt, loc, read_end, dst, split); dst = (memory, lo,
-        # hi) of a tile loaded from a GM ring, else None
+        # consumer, oldest first: (tag, tile|gt, loc, read_end, dst, split); dst = the address a
+        # tile loaded from a GM ring was loaded to (on this core), else None
         self.held: list = []
         self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
         self.allocate = True             # setAllocateStatus
@@ -127,7 +128,6 @@ class Channel:
 
     def describe_state(self) -> str:
         """Slots (free/full/held per consumer), cursors and flag counts, for reports."""
-        from .diagnostics import describe_ring
         return describe_ring(self)
 
 

@@ -118,9 +118,9 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
             arr(tile, core)
-        dst = (tile.mem, tile.addr, tile.addr + tile.nbytes)
+        dst = tile.addr
         if side.held:
-            _check_destination(core, ch, side, tile, dst, loc)
+            _check_destination(core, ch, side, tile, loc)
         core.pending.append((setitem, tile._valid, Ellipsis, p.srcs[tag]))
         chk = core.cluster.checker
         if chk is not None:
@@ -164,19 +164,19 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     tile.binding = (s, s.gen)
 
 
-def _check_destination(core, ch: Channel, side: Side, tile: Tile, dst: tuple, loc) -> None:
+def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:
     """A TPOP must not load into bytes of another tile popped earlier and not yet freed: the
     load would overwrite data the kernel still holds.  (Popping again into the *same* Tile
     object gives up its old contents - nothing can read them any more; a missing TFREE is
     then reported by the hold limit, the deadlock report or the leak check.)"""
-    mem, lo, hi = dst
+    lo = tile.addr
+    hi = lo + tile.nbytes
     for h in side.held:
-        d = h[4]
-        if d is not None and d[0] is mem and d[1] < hi and lo < d[2] and h[1] is not tile:
-            other = h[1]
+        other, d = h[1], h[4]
+        if d is not None and other is not tile and other.space is tile.space and d < hi and lo < d + other.nbytes:
             raise ProtocolError(
                 f"TPOP on {core.name} loads {tile.describe()} into [{lo:#x}, {hi:#x}), which overlaps "
-                f"{other.describe()} [{d[1]:#x}, {d[2]:#x}) popped at {h[2]} and not yet freed",
+                f"{other.describe()} [{d:#x}, {d + other.nbytes:#x}) popped at {h[2]} and not yet freed",
                 where=str(loc), details=f"this TPOP at {loc}; the held tile's TPOP at {h[2]}",
                 fix="pop into a tile that does not overlap the held one, or TFREE the held tile first "
                     f"(a staging ring of {ch.cfg.local_slot_num} LocalSlotNum holds that many popped tiles)")
