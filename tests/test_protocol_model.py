@@ -330,16 +330,18 @@ def _split_pair(way, push_split, pop_split, platform, free_split=None):
     return cube, vec
 
 
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 @pytest.mark.parametrize("way,push_split,pop_split", [
     ("V2C", TILE_UP_DOWN, TILE_NO_SPLIT),       # two halves popped as one unsplit tile
     ("V2C", TILE_LEFT_RIGHT, TILE_UP_DOWN),
     ("C2V", TILE_NO_SPLIT, TILE_UP_DOWN),       # a whole tile popped as halves
     ("C2V", TILE_LEFT_RIGHT, TILE_UP_DOWN)])
-def test_ends_with_different_split_modes_are_reported_naming_both_lines(platform, way, push_split, pop_split):
+def test_ends_with_different_split_modes_are_reported_naming_both_lines(platform, protocol, way, push_split,
+                                                                        pop_split):
     cube, vec = _split_pair(way, push_split, pop_split, platform)
     with pytest.raises(ptopipe.ProtocolError, match="split") as ei:
-        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform, protocol=protocol)
     err = ei.value
     push_fn, pop_fn = (cube, vec) if way == "C2V" else (vec, cube)
     push, pop = f"{HERE}:{line_of(push_fn, 'push')}", f"{HERE}:{line_of(pop_fn, 'pop')}"
