@@ -8,8 +8,10 @@ tile TFREE is then a no-op), how many slots one free SET releases, what may be l
 flag at exit.  The pipe ops, the checks, the runtime and the report ask a channel's
 ``model`` (``ch.model``); none of them tests which protocol is selected.
 
-The hot ops read a few of these decisions as plain attributes that :class:`Channel` copies
-at bind time (``wait_every``, ``free_every``, ``hold_limit``, ``pop_frees``, ...).
+The hot ops read these decisions as plain attributes that :class:`Channel` copies at bind
+time (``wait_every``, ``hold_limit``, ``pop_frees``, ``always_stage``, ``sync_period``); only
+pto-isa's sparse rules are method calls (:meth:`ProtocolModel.producer_waits`,
+:meth:`ProtocolModel.consumer_frees`).
 """
 from __future__ import annotations
 
