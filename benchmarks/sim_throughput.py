@@ -60,8 +60,9 @@ def s1_vector(bias, out, fifo, tiles):
     h = TS // 2
     pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x0, 0)
     part = Tile(TileType.Vec, float32, h, TS)
-    b_ub = Tile(TileType.Vec, float32, h, TS, addr=2 * h * TS * 4)
-    o_ub = Tile(TileType.Vec, float32, h, TS, addr=3 * h * TS * 4)
+    # after the local staging ring at 0x0: LocalSlotNum (2) x SlotSize
+    b_ub = Tile(TileType.Vec, float32, h, TS, addr=2 * SLOT)
+    o_ub = Tile(TileType.Vec, float32, h, TS, addr=2 * SLOT + h * TS * 4)
     bsrc = GlobalTensor(bias.data(), (h, TS))
     dst = GlobalTensor(out.data(), (h, TS))
     for i in range(tiles):

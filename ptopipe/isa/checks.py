@@ -1,6 +1,6 @@
 """The checkers' isa-level half: ring-slot accesses for the happens-before checker,
-slot-bound GM pointers (use-after-free in the address flow), what a blocked core holds,
-the ring-state explainer, and flags left over at kernel end.
+use-after-free through slot-bound GM pointers (the address flow), and flags left over at
+kernel end (what may be left is the protocol model's call).
 
 :class:`KernelChecks` extends the sim-level :class:`~ptopipe.sim.race.HappensBefore`
 checker: a race on a ring slot is a protocol violation (the slot was reused before the
@@ -11,33 +11,8 @@ from __future__ import annotations
 from ..arch import MemSpace
 from ..errors import ProtocolError
 from ..sim.race import HappensBefore, overlap, region_of_rows
-from .tensor import GMPtr
-
-
-class SlotPtr(GMPtr):
-    """A GM pointer into a ring slot popped in the address flow; remembers the slot's
-    generation so that an access after TFREE is a use-after-free.  ``+``/``-`` keep it."""
-    __slots__ = ("slot", "gen", "pipe")
-
-    def __init__(self, addr: int, dtype, slot, gen: int, pipe: str):
-        super().__init__(addr, dtype)
-        self.slot, self.gen, self.pipe = slot, gen, pipe
-
-    def __add__(self, n: int) -> "SlotPtr":
-        return SlotPtr(self.addr + int(n) * self.dtype.itemsize, self.dtype, self.slot, self.gen, self.pipe)
-
-    def __sub__(self, n: int) -> "SlotPtr":
-        return self + (-int(n))
-
-
-def _split_geom(split, sub: int, rows: int, cols: int, item: int):
-    """(full_cols, byte offset of ``sub``'s part) of a split tile's slot layout."""
-    s = int(split)
-    if s == 1:      # UP_DOWN: parts are row blocks
-        return cols, sub * rows * cols * item
-    if s == 2:      # LEFT_RIGHT: parts are column blocks of a 2*cols wide tile
-        return 2 * cols, sub * cols * item
-    return cols, 0
+from .pipe import SlotPtr
+from .pipe.geometry import part_rows, part_shape
 
 
 class KernelChecks(HappensBefore):
@@ -132,21 +107,22 @@ class KernelChecks(HappensBefore):
                 if ch.in_gm:
                     out.append((cl.gm, region_of_rows(ch.gm_base + off, 1, rows * cols * item, 0)))
                 else:
-                    part = rows * cols * item // (1 if int(split) == 0 else 2)
+                    pr, pc = part_shape(split, rows, cols)
+                    part = pr * pc * item
                     for p in ch.peers:
                         out.append((cl.aiv(p).memory(MemSpace.UB),
                                     region_of_rows(ch.local_base + off, 1, part, 0)))
             elif ch.in_gm:  # an AIV reads its part of the GM slot
-                full, poff = _split_geom(split, core.subblock, rows, cols, item)
-                out.append((cl.gm, region_of_rows(ch.gm_base + off + poff, rows, cols * item, full * item)))
+                poff, stride = part_rows(split, core.subblock, rows, cols, item)
+                out.append((cl.gm, region_of_rows(ch.gm_base + off + poff, rows, cols * item, stride)))
             else:
                 out.append((core.memory(MemSpace.UB), region_of_rows(ch.local_base + off, 1, rows * cols * item, 0)))
         else:
             mem = cl.gm if ch.in_gm else cl.aic.memory(MemSpace.L1)
             base = (ch.gm_base if ch.in_gm else ch.local_base) + off
             if write:       # each AIV writes its part of the slot
-                full, poff = _split_geom(split, core.subblock, rows, cols, item)
-                out.append((mem, region_of_rows(base + poff, rows, cols * item, full * item)))
+                poff, stride = part_rows(split, core.subblock, rows, cols, item)
+                out.append((mem, region_of_rows(base + poff, rows, cols * item, stride)))
             else:
                 out.append((mem, region_of_rows(base, 1, rows * cols * item, 0)))
         return [(m, r) for m, r in out if r is not None]
@@ -171,74 +147,6 @@ class KernelChecks(HappensBefore):
 
 
 # ---------------------------------------------------------------------------------------
-# deadlock explanation helpers (registered on the cluster by the pipe layer)
-# ---------------------------------------------------------------------------------------
-def holdings(cluster, core) -> list:
-    """What ``core`` holds on the rings: popped-but-not-freed slots, TALLOCs not pushed."""
-    out = []
-    for ch in cluster.shared.get("channels", {}).values():
-        side = ch.sides.get(core.index)
-        if side is None:
-            continue
-        for tag, _obj, loc, _ in side.held:
-            out.append({"text": f"slot {tag} of {ch.name} (TPOP at {loc}, no TFREE yet)",
-                        "where": str(loc), "slot": tag, "pipe": ch.name, "kind": "held"})
-        for tag, _gt, loc in side.pending_alloc:
-            out.append({"text": f"slot {tag} of {ch.name} (TALLOC at {loc}, no TPUSH yet)",
-                        "where": str(loc), "slot": tag, "pipe": ch.name, "kind": "allocated"})
-    return out
-
-
-_STATE_WORD = {"free": "free", "written": "full", "held": "held"}
-
-
-def ring_state(ch) -> dict:
-    """Structured state of one channel: slots per consumer peer, cursors per side."""
-    n = ch.slot_num
-    sides = []
-    for s in ch.sides.values():
-        d = {"core": s.core.name, "role": s.role}
-        if s.role == "producer":
-            d.update(pushed=s.index, next_tag=s.index % n, allocated=[t for t, _, _ in s.pending_alloc])
-        else:
-            d.update(popped=s.index, freed=s.freed, pop_tag=s.index % n,
-                     free_tag=(s.held[0][0] if s.held else s.index % n),
-                     held=[t for t, *_ in s.held])
-        sides.append(d)
-    flags = {}
-    for p in ch.peers:
-        flags[p] = {"ready": [f.count for f in ch.ready_flags.get(p, ())],
-                    "free": [f.count for f in ch.free_flags.get(p, ())]}
-    roles = {s.role for s in ch.sides.values()}
-    return {"pipe": ch.name, "direction": ch.way, "protocol": ch.protocol.value, "slot_num": n,
-            "slot_size": ch.slot_size, "where": "GM" if ch.in_gm else ("UB" if ch.way == "C2V" else "L1"),
-            "slots": {p: [_STATE_WORD.get(sl.state, sl.state) for sl in ch.slots[p]] for p in ch.peers},
-            "sides": sides, "flags": flags,
-            "missing": [r for r in ("producer", "consumer") if r not in roles]}
-
-
-def describe_ring(ch) -> str:
-    st = ring_state(ch)
-    lines = [f"  {st['pipe']} ({st['direction']}, {st['protocol']}, SlotNum {st['slot_num']} x "
-             f"{st['slot_size']} B in {st['where']})"]
-    for d in st["sides"]:
-        if d["role"] == "producer":
-            lines.append(f"    {d['core']:5s} producer: pushed {d['pushed']}, next tag {d['next_tag']}"
-                         + (f", TALLOCed {d['allocated']}" if d["allocated"] else ""))
-        else:
-            lines.append(f"    {d['core']:5s} consumer: popped {d['popped']}, freed {d['freed']}, pop tag "
-                         f"{d['pop_tag']}, free tag {d['free_tag']}, holds {d['held'] or 'nothing'}")
-    for m in st["missing"]:
-        lines.append(f"    no {m} bound: nobody will {'push to' if m == 'producer' else 'pop from'} this ring "
-                     "(do producer and consumer use the same FlagID?)")
-    for p, slots in st["slots"].items():
-        cells = " ".join(f"{t}:{s}" for t, s in enumerate(slots))
-        fl = st["flags"][p]
-        lines.append(f"    AIV{p} slots [{cells}]  ready flags {fl['ready']}  free flags {fl['free']}")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------
 # kernel end
 # ---------------------------------------------------------------------------------------
 def flag_leaks(cluster) -> tuple:
@@ -258,6 +166,7 @@ def flag_leaks(cluster) -> tuple:
         if any(f in fl for fl in ch.ready_flags.values()):
             errors.append((f"{f.name} (ready of {ch.name}) left at count {f.count}: data pushed but never popped",
                            None))
-        elif ch.is_spec and f.count > 1:
-            warnings.append((f"{f.name} (free of {ch.name}) left at count {f.count} (expected at most 1)", None))
+        elif ch.model.free_left_max is not None and f.count > ch.model.free_left_max:
+            warnings.append((f"{f.name} (free of {ch.name}) left at count {f.count} "
+                             f"(expected at most {ch.model.free_left_max})", None))
     return errors, warnings

@@ -57,7 +57,7 @@ class RunSummary:
     protocol: str
     cycles: int
     cores: dict            # name -> {instructions, busy{pipe}, stall{}, state}
-    pipes: list            # [{name, pushes, pops, frees, slot_num, slot_size}]
+    pipes: list            # [{name, tiles, pushes, pops, frees, lanes, slot_num, slot_size}]
     wall_seconds: float
     leaks: list = field(default_factory=list)
 
@@ -70,7 +70,11 @@ class RunSummary:
             busy = ", ".join(f"{p} {v}" for p, v in c["busy"].items() if v)
             lines.append(f"  {name:5s} {c['instructions']:7d} instr  busy: {busy or '-'}")
         for p in self.pipes:
-            lines.append(f"  {p['name']}: {p['pushes']} pushes, {p['pops']} pops, {p['frees']} frees "
+            # tiles are slot fills; TPUSH/TPOP/TFREE count instructions over all cores (a C2V
+            # tile is popped once per lane, a V2C tile pushed once per lane)
+            lanes = p["lanes"]
+            lines.append(f"  {p['name']}: {p['tiles']} tiles pushed ({p['pushes']} TPUSH), {p['pops']} TPOP, "
+                         f"{p['frees']} TFREE, {lanes} lane{'s' if lanes != 1 else ''} "
                          f"(SlotNum {p['slot_num']} x {p['slot_size']} B)")
         for what, loc in self.leaks:
             lines.append(f"  warning: {what}" + (f" ({loc})" if loc else ""))
@@ -162,8 +166,8 @@ def summarize(cluster: Cluster, proto: Protocol, wall: float, found=()) -> RunSu
                       "busy": {p.name: c.busy[p] for p in PipeUnit}, "stall": dict(c.stall),
                       "end": c.end_time()}
              for c in cluster.cores}
-    pipes = [{"name": ch.name, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
-              "slot_num": ch.slot_num, "slot_size": ch.slot_size}
+    pipes = [{"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
+              "lanes": len(ch.peers), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
              for ch in cluster.shared.get("channels", {}).values()]
     return RunSummary(cluster.platform.name, proto.value, cluster.cycles, cores, pipes, wall, list(found))
 

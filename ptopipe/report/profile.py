@@ -43,12 +43,22 @@ class CoreProfile:
 
 @dataclass
 class RingProfile:
+    """One ring.  Counts use the run summary's units: ``tiles`` pushed through the ring
+    (slot fills), and TPUSH / TPOP instructions summed over the cores (a C2V tile is popped
+    once per lane, a V2C tile is pushed once per lane)."""
     name: str
     slot_num: int
-    pushes: int
+    pushes: int               # TPUSH instructions
     peak: int                 # most slots in use at once
     mean: float               # time-averaged slots in use
     occupancy: list = field(default_factory=list)   # [(cycle, slots in use)] steps
+    tiles: int = 0            # tiles pushed (slot fills)
+    pops: int = 0             # TPOP instructions
+    lanes: int = 1            # AIV peers on the ring
+
+    def counts(self) -> str:
+        return (f"{self.tiles} tiles pushed ({self.pushes} TPUSH), {self.pops} TPOP, "
+                f"{self.lanes} lane{'s' if self.lanes != 1 else ''}")
 
 
 @dataclass
@@ -77,7 +87,7 @@ class Profile:
                     [f"{c.stalls.get(k, 0)} ({c.stalls.get(k, 0) / t:3.0%})" for k in _STALLS]
             lines.append(f"  {c.name:5s} " + " ".join(f"{x:>13s}" for x in cells))
         for r in self.rings:
-            lines.append(f"ring {r.name}: {r.pushes} pushes, peak {r.peak}/{r.slot_num} slots in use, "
+            lines.append(f"ring {r.name}: {r.counts()}; peak {r.peak}/{r.slot_num} slots in use, "
                          f"mean {r.mean:.2f}")
         return "\n".join(lines)
 
@@ -88,8 +98,9 @@ class Profile:
                               "utilisation": c.utilisation, "active": c.active, "stalls": c.stalls,
                               "issue_holds": c.issue_holds, "end": c.end}
                           for n, c in self.cores.items()},
-                "rings": [{"name": r.name, "slot_num": r.slot_num, "pushes": r.pushes,
-                           "peak": r.peak, "mean": r.mean} for r in self.rings]}
+                "rings": [{"name": r.name, "slot_num": r.slot_num, "tiles": r.tiles, "pushes": r.pushes,
+                           "pops": r.pops, "lanes": r.lanes, "peak": r.peak, "mean": r.mean}
+                          for r in self.rings]}
 
 
 def _cluster(obj):
@@ -131,9 +142,10 @@ def profile(run_or_cluster, tl: Timeline | None = None) -> Profile:
         for r in tl.rings:
             occ = r.occupancy
             area = sum((occ[i + 1][0] - occ[i][0]) * occ[i][1] for i in range(len(occ) - 1))
-            n = max((len(v) for v in (r.allocs or r.pushes).values()), default=0)
-            rings.append(RingProfile(r.name, r.slot_num, n, r.peak, area / cycles if cycles else 0.0,
-                                     occ))
+            tiles = max((len(v) for v in r.pushes.values()), default=0)
+            rings.append(RingProfile(r.name, r.slot_num, sum(len(v) for v in r.pushes.values()), r.peak,
+                                     area / cycles if cycles else 0.0, occ, tiles=tiles,
+                                     pops=sum(len(v) for v in r.pops.values()), lanes=r.lanes))
     prof = Profile(cluster.platform.name, cycles, cores, rings, "", exact)
     prof.bottleneck = bottleneck(prof, cluster.platform.cross_core_latency)
     return prof

@@ -4,8 +4,10 @@ TPUSH -> TPOP and TFREE -> TPUSH pairings and each ring's slot occupancy over ti
 
 Needs a run with ``trace=True`` (``ptopipe.run(..., trace=True)``).  Pairing is by order:
 the k-th TPUSH of a producer on a ring is popped by the k-th TPOP of each consumer, and
-(seed-003 protocol) the k-th TFREE of a consumer releases the slot the (k + SlotNum)-th
-TPUSH waits for.  Instruction order per core is program order, so this is exact.
+(where every push waits for its own free, seed 003) the k-th TFREE of a consumer releases
+the slot the (k + SlotNum)-th TPUSH waits for.  Instruction order per core is program
+order, so this is exact.  What a free signal means (start-up credits, slots released per
+SET) is read from the channel's protocol model, never re-derived here.
 """
 from __future__ import annotations
 
@@ -41,9 +43,13 @@ class Ring:
     name: str
     way: str
     slot_num: int
-    spec: bool
     producers: list                   # core indices
     consumers: list
+    # from the channel's protocol model (ch.model):
+    startup_credits: int = 0          # free SETs per link posted at bind (not releases)
+    slots_per_free: int = 1           # slots one free SET releases (SyncPeriod, FiFoSyncT)
+    paired_frees: bool = False        # TFREE k releases the slot push k + SlotNum waits for
+    lanes: int = 1                    # AIV peers: each holds its own copy / part of a slot
     pushes: dict = field(default_factory=dict)    # producer -> [Instr] (TPUSH, in order)
     pops: dict = field(default_factory=dict)      # consumer -> [Instr]
     frees: dict = field(default_factory=dict)     # consumer -> [Instr] (real TFREEs)
@@ -112,7 +118,11 @@ def timeline(cluster) -> Timeline:
         aic = cluster.aic.index
         aivs = [cluster.aiv(p).index for p in ch.peers]
         prod, cons = ([aic], aivs) if ch.way == "C2V" else (aivs, [aic])
-        rings[ch.name] = Ring(ch.name, ch.way, ch.slot_num, bool(ch.is_spec), prod, cons)
+        m = ch.model
+        rings[ch.name] = Ring(ch.name, ch.way, ch.slot_num, prod, cons,
+                              startup_credits=m.startup_credits(ch.slot_num),
+                              slots_per_free=m.slots_per_free(ch), paired_frees=m.wait_every,
+                              lanes=len(ch.peers))
     for ins in instrs:
         r = rings.get(ins.args.get("channel"))
         if r is None:
@@ -140,7 +150,7 @@ def timeline(cluster) -> Timeline:
             for c in r.consumers:
                 pops = r.pops.get(c, [])
                 push_pop.extend(zip(pushes, pops))
-            if r.spec:      # the slot freed by TFREE k is the one push k + SlotNum waits for
+            if r.paired_frees:      # the slot freed by TFREE k is the one push k + SlotNum waits for
                 acq = r.allocs.get(p) or pushes
                 for c in r.consumers:
                     free_push.extend(zip(r.frees.get(c, []), acq[r.slot_num:]))
@@ -151,12 +161,11 @@ def timeline(cluster) -> Timeline:
 
 def _release_times(r: Ring, producer: int, consumer: int) -> list:
     """Cycle at which the consumer released each of the producer's pushes (in order)."""
-    sets = r.releases.get((consumer, producer), [])
-    if r.spec:
-        return sets[r.slot_num:]      # the first SlotNum SETs are the pre-signals at init
-    # pto-isa: sparse notifications, one SET per SyncPeriod slots (every slot if SlotNum 1)
-    sp = 1 if r.slot_num == 1 else (r.slot_num if r.slot_num <= 2 else r.slot_num // 2)
-    out = []
+    sets = r.releases.get((consumer, producer), [])[r.startup_credits:]   # not releases
+    sp = r.slots_per_free
+    if sp == 1:
+        return sets
+    out = []                    # sparse notifications: one SET releases SyncPeriod slots
     for t in sets:
         out.extend([t] * sp)
     return out

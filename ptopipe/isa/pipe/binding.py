@@ -1,0 +1,216 @@
+"""Binding (initialisation): one core binds its half of a pipe.
+
+Validates the configuration against the platform, finds or creates the :class:`Channel`
+of each way (the first core to bind creates it, claims its flags and reserves a
+consumer-local ring; the second must agree), attaches the core's :class:`Side` with its
+per-tag flags and slots, and posts the consumer's start-up credits (the protocol model
+says how many).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...arch import MemSpace
+from ...arch.vocab import C2V, V2C, Direction, FIFOType
+from ...errors import ConfigError
+from ...sim import CoreKind
+from ..context import current_core
+from ..regions import reserve
+from ..tensor import GlobalTensor, GMPtr
+from .channel import Channel, PipeHandle, Side, Slot
+from .config import TPipe, ways as _ways
+from .diagnostics import explain, holdings
+from .protocol import cluster_model
+
+
+def _loc(core) -> str:
+    return str(core.where())
+
+
+def channels(cluster) -> dict:
+    """The cluster's channels, ``{(way, ready id, peers): Channel}`` (created on first use)."""
+    ch = cluster.shared.get("channels")
+    if ch is None:
+        ch = cluster.shared["channels"] = {}
+        cluster.explainers.append(explain)
+        cluster.annotators.append(holdings)      # deadlock reports: slots a core holds
+    return ch
+
+
+def _gm_addr(buf, core, what: str) -> tuple:
+    """(address, size or None) of a GM slot buffer argument."""
+    if isinstance(buf, GlobalTensor):
+        return buf.data().addr, buf.nbytes
+    if isinstance(buf, GMPtr):
+        return buf.addr, None
+    if isinstance(buf, (int, np.integer)) and buf > 0:
+        return int(buf), None
+    raise ConfigError(f"{what}: a GM_SLOT_BUFFER is required for a ring in GM, got {buf!r}",
+                      where=_loc(core),
+                      fix="pass the GM slot buffer kernel argument (e.g. ptopipe.gm_buffer(nbytes))")
+
+
+def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
+              v2c_consumer_buf: int = 0) -> PipeHandle:
+    """Bind the calling core's half of pipe ``cfg``; returns a :class:`PipeHandle`."""
+    core = current_core()
+    cluster = core.cluster
+    plat = cluster.platform
+    try:
+        direction = Direction(cfg.direction)
+    except ValueError:
+        raise ConfigError(f"invalid pipe direction {cfg.direction!r}", where=_loc(core),
+                          fix="use DIR_C2V, DIR_V2C, DIR_BOTH, DIR_V2C_CTRL or a *_GM direction (A5)") from None
+    gm_dir = direction in (Direction.DIR_C2V_GM, Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
+    if gm_dir and not plat.gm_directions:
+        raise ConfigError(f"{direction.name} is A5-only; {plat.name} rings are always in GM",
+                          where=_loc(core), fix=f"use {direction.name[:-3]} on {plat.name}")
+    if cfg.slot_num < 1 or cfg.slot_size <= 0:
+        raise ConfigError(f"pipe needs SlotNum >= 1 and SlotSize > 0 (got {cfg.slot_num}, {cfg.slot_size})",
+                          where=_loc(core))
+    if cfg.slot_size % plat.alignment:
+        raise ConfigError(f"SlotSize {cfg.slot_size} is not {plat.alignment}-byte aligned", where=_loc(core),
+                          fix=f"round SlotSize up to a multiple of {plat.alignment}")
+    if not cfg.peers or any(p not in (0, 1) for p in cfg.peers):
+        raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
+    if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
+        raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
+                          fix="add this sub-block to peers= or do not bind the pipe on this core")
+    model = cluster_model(cluster)
+    ways = _ways(direction)
+    both = len(ways) == 2
+    n = cfg.slot_num
+    if n > plat.max_fifo_depth and model.depth_limited:
+        raise ConfigError(f"SlotNum {n} exceeds the FIFO depth limit {plat.max_fifo_depth} of {plat.name}",
+                          where=_loc(core))
+    fifo = cfg.fifo
+    if fifo in (FIFOType.VEC_FIFO, FIFOType.MAT_FIFO):
+        want = FIFOType.VEC_FIFO if ways == (C2V,) else FIFOType.MAT_FIFO
+        if plat.ring_in_gm or fifo is not want:
+            raise ConfigError(
+                f"{fifo.value} on a {direction.name} pipe on {plat.name}: " +
+                ("rings are in GM on this platform" if plat.ring_in_gm else
+                 f"a consumer-local {direction.name} ring is a {want.value}"),
+                where=_loc(core), fix="use GM_FIFO" if plat.ring_in_gm else f"use {want.value} or GM_FIFO")
+    in_gm = (plat.ring_in_gm or gm_dir or direction is Direction.DIR_V2C_CTRL
+             or fifo in (FIFOType.GM_FIFO, FIFOType.CTRL_FIFO))
+    handle = PipeHandle(cfg, core)
+    gm_addr = gm_size = None
+    if in_gm:
+        gm_addr, gm_size = _gm_addr(gm_slot_buffer, core, "pipe binding")
+        need = n * cfg.slot_size * len(ways)
+        if gm_size is not None and gm_size < need:
+            raise ConfigError(f"GM_SLOT_BUFFER holds {gm_size} bytes but the ring needs {need} "
+                              f"({len(ways)} x SlotNum {n} x SlotSize {cfg.slot_size})", where=_loc(core),
+                              fix=f"allocate at least {need} bytes")
+    limit = model.flag_limit(plat)
+    for k, way in enumerate(ways):
+        ready_id, free_id = model.flag_ids(cfg.flag_id, k, n)
+        if ready_id < 0 or model.flags_top(ready_id, free_id, n) > limit:
+            msg, fix = model.flag_range_error(way, ready_id, free_id, cfg.flag_id, n, plat, both)
+            raise ConfigError(msg, where=_loc(core), fix=fix)
+        consumer_buf = c2v_consumer_buf if way == C2V else v2c_consumer_buf
+        base = gm_addr + k * n * cfg.slot_size if in_gm else consumer_buf
+        handle.channels[way] = _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf)
+    return handle
+
+
+def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf):
+    cluster = core.cluster
+    chans = channels(cluster)
+    key = (way, ready_id, cfg.peers)
+    role = "producer" if (way == C2V) == (core.kind is CoreKind.AIC) else "consumer"
+    ch = chans.get(key)
+    if ch is None:
+        ch = Channel(way, cfg, model, n, cfg.slot_size, ready_id, free_id, in_gm,
+                     gm_base=base if in_gm else None, local_base=None if in_gm else base,
+                     ctrl=cfg.direction is Direction.DIR_V2C_CTRL,
+                     name=f"{way} pipe FlagID {ready_id} (peers {','.join('AIV%d' % p for p in cfg.peers)})")
+        _claim_flags(core, ch)
+        for p in cfg.peers:
+            ch.slots[p] = [Slot(t) for t in range(n)]
+        chans[key] = ch
+        if not in_gm:
+            _reserve_rings(core, ch)
+    else:
+        _agree(core, ch, cfg, n, base, in_gm)
+    if core.index in ch.sides:
+        raise ConfigError(f"{core.name} binds {ch.name} twice: two pipes on this core share FlagID {ready_id}",
+                          where=_loc(core), details=f"first bound at {ch.sides[core.index].bound_at}",
+                          fix="give every pipe its own FlagID range (flags may not be shared between pipes)")
+    side = Side(core, role, core.where())
+    side.links = links = ch.peers if core.kind is CoreKind.AIC else (core.subblock,)
+    per_tag = model.per_tag_flags        # else one counter flag per way, shared by every tag
+    side.ready_flags = [tuple(ch.ready_flags[p][t if per_tag else 0] for p in links) for t in range(n)]
+    side.free_flags = [tuple(ch.free_flags[p][t if per_tag else 0] for p in links) for t in range(n)]
+    side.slots = [tuple(ch.slots[p][t] for p in links) for t in range(n)]
+    if role == "consumer" and consumer_buf is not None and in_gm:
+        side.staging = consumer_buf
+    ch.sides[core.index] = side
+    if role == "consumer":
+        # the consumer's start-up credits (seed 003: every slot pre-signalled free)
+        credits = model.startup_credits(n)
+        for p in side.links:
+            flags = ch.free_flags[p]
+            for j in range(credits):
+                cluster.set_flag(core, flags[j % len(flags)], core.clock)
+    return ch
+
+
+def _claim_flags(core, ch: Channel) -> None:
+    cluster = core.cluster
+    aic = cluster.aic
+    count = ch.slot_num if ch.model.per_tag_flags else 1
+    for p in ch.peers:
+        aiv = cluster.aiv(p)
+        prod, cons = (aic, aiv) if ch.way == C2V else (aiv, aic)
+        ready = [cluster.flag(prod, cons, ch.ready_id + t) for t in range(count)]
+        free = [cluster.flag(cons, prod, ch.free_id + t) for t in range(count)]
+        for f in ready + free:
+            if f.owner is not None and f.owner is not ch:
+                raise ConfigError(
+                    f"{ch.name} and {f.owner.name} share {f.name}",
+                    where=_loc(core),
+                    fix="two pipes on the same peer may not share a flag: give them disjoint FlagID ranges "
+                        "(spec: FlagID..FlagID+SlotNum-1; pto-isa: FlagID, FlagID+1)")
+            f.owner = ch
+        for f in ready:
+            f.signal = "ready"      # a wait on it is a "waiting for data" stall
+        for f in free:
+            f.signal = "free"
+        ch.ready_flags[p] = ready
+        ch.free_flags[p] = free
+
+
+def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
+    other = next(iter(ch.sides.values()), None)
+    where = f"other side bound by {other.core.name} at {other.bound_at}" if other else None
+    if cfg.slot_size != ch.slot_size or n != ch.slot_num:
+        raise ConfigError(f"{ch.name}: {core.name} binds SlotSize {cfg.slot_size} x SlotNum {n} but the "
+                          f"other side has {ch.slot_size} x {ch.slot_num}", where=_loc(core), details=where,
+                          fix="producer and consumer must declare the same TPipe configuration")
+    if in_gm and base != ch.gm_base:
+        raise ConfigError(f"{ch.name}: {core.name} places the ring at GM {base:#x} but the other side "
+                          f"uses {ch.gm_base:#x}", where=_loc(core), details=where,
+                          fix="pass the same GM_SLOT_BUFFER to both kernels")
+    if not in_gm and base != ch.local_base:
+        raise ConfigError(f"{ch.name}: {core.name} places the ring at {base:#x} but the other side "
+                          f"uses {ch.local_base:#x}", where=_loc(core), details=where,
+                          fix="the producer must use the consumer's buffer base (pl.import_peer_buffer)")
+
+
+def _reserve_rings(core, ch: Channel) -> None:
+    cluster = core.cluster
+    space = MemSpace.UB if ch.way == C2V else MemSpace.L1
+    size = ch.slot_num * ch.slot_size
+    consumers = [cluster.aic] if ch.way == V2C else [cluster.aiv(p) for p in ch.peers]
+    for c in consumers:
+        cap = cluster.platform.mem_size(space)
+        if ch.local_base < 0 or ch.local_base + size > cap:
+            raise ConfigError(
+                f"{ch.name} ring [{ch.local_base:#x}, {ch.local_base + size:#x}) (SlotNum {ch.slot_num} x "
+                f"SlotSize {ch.slot_size}) does not fit {c.name}'s {space.value} of {cap:#x} bytes",
+                where=_loc(core),
+                fix=(f"use a consumer buffer base <= {cap - size:#x}" if size <= cap else
+                     f"the ring alone needs {size} bytes: use fewer or smaller slots"))
+        reserve(c, space, ch.local_base, size, f"{ch.name} ring")

@@ -1,0 +1,228 @@
+"""Channel and slot state: :class:`Channel` (one unidirectional ring), :class:`Slot` (one
+slot as one consumer peer sees it), :class:`Side` (one core's cursors on a channel) and the
+handle a kernel holds, :class:`PipeHandle` (one or two channels of one core).
+
+Every slot keeps a generation and a state (free / written / held) per consumer, so a write
+into a slot that is still unconsumed or held, and a read of a zero-copy tile after its
+TFREE, are reported instead of silently corrupting data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...arch.vocab import C2V, V2C
+from ...errors import ProtocolError
+from ...sim import CoreKind
+from .diagnostics import describe_ring
+from .protocol import ProtocolModel
+
+
+class Slot:
+    """One ring slot as seen by one consumer peer."""
+    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc")
+
+    def __init__(self, tag: int):
+        self.tag = tag
+        self.gen = 0
+        self.state = "free"     # free | written | held
+        self.layout = None      # (dtype, rows, cols, split) of the last push
+        self.push_loc = None
+        self.pop_loc = None
+
+
+class Side:
+    """One core's cursors on one channel (the AIC, or one AIV peer)."""
+    __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
+                 "record", "wait", "free", "bound_at", "staging", "stage_slots", "links",
+                 "ready_flags", "free_flags", "slots")
+
+    def __init__(self, core, role: str, bound_at):
+        self.core = core
+        self.role = role                 # "producer" | "consumer"
+        self.index = 0                   # tiles pushed / popped (pto-isa tileIndex)
+        self.freed = 0                   # tiles freed (consumer)
+        # short FIFO lists (at most SlotNum entries)
+        # consumer, oldest first: (tag, tile|gt, loc, read_end, dst, split); dst = the address a
+        # tile loaded from a GM ring was loaded to (on this core), else None
+        self.held: list = []
+        self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
+        self.allocate = True             # setAllocateStatus
+        self.record = True               # setRecordStatus
+        self.wait = True                 # setWaitStatus
+        self.free = True                 # setFreeStatus
+        self.bound_at = bound_at
+        self.staging = None              # base address of the local staging ring
+        self.stage_slots = None          # Slots of the local staging ring (generations)
+        self.links = ()                  # the AIV peers this side signals / waits on
+        # per tag: the ready / free flags and the slots of every linked peer (set at binding)
+        self.ready_flags: list = []
+        self.free_flags: list = []
+        self.slots: list = []
+
+
+@dataclass
+class Channel:
+    """A unidirectional ring between the AIC and its AIV peers."""
+    way: str                      # C2V | V2C
+    cfg: object                   # the TPipe
+    model: ProtocolModel
+    slot_num: int
+    slot_size: int
+    ready_id: int                 # first flag id (per-tag flags: + tag)
+    free_id: int
+    in_gm: bool
+    gm_base: int | None = None
+    local_base: int | None = None
+    ctrl: bool = False
+    sides: dict = field(default_factory=dict)      # core.index -> Side
+    slots: dict = field(default_factory=dict)      # peer -> [Slot]
+    ready_flags: dict = field(default_factory=dict)  # peer -> [Flag]
+    free_flags: dict = field(default_factory=dict)
+    name: str = ""
+    _views: dict = field(default_factory=dict)
+    plans: dict = field(default_factory=dict)   # per tile geometry: checked push/pop plans
+
+    def __post_init__(self):
+        m = self.model
+        self.sync_period = m.sync_period(self.cfg)
+        # the model's decisions the hot ops read, as plain attributes (decided once here)
+        self.wait_every = m.wait_every          # every push waits, every release signals
+        self.hold_limit = self.slot_num if m.bounded_hold else 1 << 62
+        self.pop_frees = m.frees_in_pop and self.in_gm
+        self.always_stage = m.always_stage
+
+    @property
+    def protocol(self):
+        return self.model.protocol
+
+    @property
+    def peers(self) -> tuple:
+        return self.cfg.peers
+
+    # transaction counts, derived from the sides' cursors (TALLOCed slots are not pushed yet).
+    # ``tiles`` counts slot fills; the others count instructions summed over the cores
+    @property
+    def tiles(self) -> int:
+        return max((s.index - len(s.pending_alloc) for s in self.sides.values() if s.role == "producer"),
+                   default=0)
+
+    @property
+    def pushes(self) -> int:
+        return sum(s.index - len(s.pending_alloc) for s in self.sides.values() if s.role == "producer")
+
+    @property
+    def pops(self) -> int:
+        return sum(s.index for s in self.sides.values() if s.role == "consumer")
+
+    @property
+    def frees(self) -> int:
+        return sum(s.freed for s in self.sides.values() if s.role == "consumer")
+
+    def view(self, mem, addr: int, dtype, shape, strides=None):
+        """A (cached) typed view of slot memory."""
+        key = (id(mem), addr, dtype, shape, strides)
+        v = self._views.get(key)
+        if v is None:
+            v = self._views[key] = mem.view(addr, dtype, shape, strides, what=lambda: f"{self.name} slot")
+        return v
+
+    def describe_state(self) -> str:
+        """Slots (free/full/held per consumer), cursors and flag counts, for reports."""
+        return describe_ring(self)
+
+
+class _SideCtl:
+    """``pipe.prod`` / ``pipe.cons``: the status switches of pto-isa's Producer/Consumer."""
+
+    def __init__(self, handle: "PipeHandle", role: str):
+        self._h = handle
+        self._role = role
+
+    def _sides(self):
+        core = self._h.core
+        return [ch.sides[core.index] for ch in self._h.channels.values()
+                if ch.sides[core.index].role == self._role]
+
+    def setAllocateStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.allocate = bool(on)
+
+    def setRecordStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.record = bool(on)
+
+    def setWaitStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.wait = bool(on)
+
+    def setFreeStatus(self, on: bool) -> None:
+        for s in self._sides():
+            s.free = bool(on)
+
+    def getAllocateStatus(self) -> bool:
+        return all(s.allocate for s in self._sides())
+
+    def isRecord(self) -> bool:
+        return all(s.record for s in self._sides())
+
+    def getTileId(self) -> int:
+        s = self._sides()
+        return s[0].index if s else 0
+
+
+class PipeHandle:
+    """One core's view of a pipe (one or two channels).  Pass it to TPUSH/TPOP/TFREE."""
+
+    def __init__(self, cfg, core):
+        self.cfg = cfg
+        self.core = core
+        self.channels: dict = {}
+        self._by_role: dict = {}
+        # (channel, this core's side) per role, once checked by end(); TPUSH / TPOP / TFREE
+        # read them inline
+        self.producer_end = self.consumer_end = None
+        self.prod = _SideCtl(self, "producer")
+        self.cons = _SideCtl(self, "consumer")
+
+    @property
+    def c2v(self) -> Channel | None:
+        return self.channels.get(C2V)
+
+    @property
+    def v2c(self) -> Channel | None:
+        return self.channels.get(V2C)
+
+    def end(self, role: str, core, op: str) -> tuple:
+        """(channel, side) of ``core`` in ``role`` on this pipe (checked once, then cached)."""
+        e = getattr(self, f"{role}_end")
+        if e is not None and core is self.core:
+            return e
+        ch = self.channel(role, core, op)
+        e = (ch, ch.sides[core.index])
+        setattr(self, f"{role}_end", e)
+        return e
+
+    def channel(self, role: str, core, op: str) -> Channel:
+        ch = self._by_role.get(role)
+        if ch is not None and core is self.core:
+            return ch
+        want = (C2V if core.kind is CoreKind.AIC else V2C) if role == "producer" else \
+               (V2C if core.kind is CoreKind.AIC else C2V)
+        ch = self.channels.get(want)
+        if ch is None:
+            have = "/".join(self.channels) or "no"
+            side = "Cube" if core.kind is CoreKind.AIC else "Vector"
+            raise ProtocolError(
+                f"{op} on {core.name}: a {side} core is the {role} only of a {want} ring, but this "
+                f"pipe has {have} direction", where=str(core.where()),
+                fix=f"{'TPUSH' if role == 'producer' else 'TPOP'} from the {side} core needs a "
+                    f"{want} (or BOTH) pipe")
+        if core is not self.core:
+            raise ProtocolError(f"{op} on {core.name} uses a pipe bound on {self.core.name}",
+                                where=str(core.where()),
+                                fix="bind the pipe on each core (call the TPipe in each kernel)")
+        self._by_role[role] = ch
+        return ch
+
+    def __repr__(self) -> str:
+        return f"<pipe {'/'.join(self.channels)} on {self.core.name}>"

@@ -1,0 +1,70 @@
+"""Split geometry of a ring slot, in one place: how a tile divided between the two Vector
+sub-blocks (``TileSplitAxis``) is laid out in a slot.
+
+UP_DOWN parts are row blocks (sub-block ``s`` owns rows ``s*rows .. (s+1)*rows`` of a
+``2*rows x cols`` tile); LEFT_RIGHT parts are column blocks of a ``rows x 2*cols`` tile;
+NO_SPLIT is the whole tile.  ``rows x cols`` is always the *part* (one sub-block's tile),
+except in :func:`part_shape` / :func:`part_of`, which cut a whole tile.  The pipe ops, the
+ring-slot race checker and the address flow all use these functions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...arch.vocab import TileSplitAxis
+from ...errors import ProtocolError
+
+_UP_DOWN = TileSplitAxis.TILE_UP_DOWN
+_LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
+
+
+def full_shape(split, rows: int, cols: int) -> tuple:
+    """Shape of the whole slot tile whose ``split`` part is ``rows x cols``."""
+    if split == _UP_DOWN:
+        return rows * 2, cols
+    if split == _LEFT_RIGHT:
+        return rows, cols * 2
+    return rows, cols
+
+
+def part_shape(split, rows: int, cols: int) -> tuple:
+    """Shape of one sub-block's part of a whole ``rows x cols`` tile."""
+    if split == _UP_DOWN:
+        return rows // 2, cols
+    if split == _LEFT_RIGHT:
+        return rows, cols // 2
+    return rows, cols
+
+
+def part_offset(split, sub: int, rows: int, cols: int, item: int) -> int:
+    """Byte offset in the slot of sub-block ``sub``'s ``rows x cols`` part."""
+    if split == _UP_DOWN:
+        return sub * rows * cols * item
+    if split == _LEFT_RIGHT:
+        return sub * cols * item
+    return 0
+
+
+def part_of(arr: np.ndarray, split, sub: int) -> np.ndarray:
+    """Sub-block ``sub``'s part of a whole tile ``arr`` (a view)."""
+    r, c = arr.shape
+    if split == _UP_DOWN:
+        return arr[sub * (r // 2):(sub + 1) * (r // 2)]
+    if split == _LEFT_RIGHT:
+        return arr[:, sub * (c // 2):(sub + 1) * (c // 2)]
+    return arr
+
+
+def part_rows(split, sub: int, rows: int, cols: int, item: int) -> tuple:
+    """(byte offset, row stride in bytes) of sub-block ``sub``'s ``rows x cols`` part."""
+    return part_offset(split, sub, rows, cols, item), full_shape(split, rows, cols)[1] * item
+
+
+def parse_split(split) -> TileSplitAxis:
+    if split.__class__ is TileSplitAxis:
+        return split
+    try:
+        return TileSplitAxis(split)
+    except ValueError:
+        raise ProtocolError(f"invalid TileSplitAxis {split!r}",
+                            fix="use TILE_NO_SPLIT, TILE_UP_DOWN or TILE_LEFT_RIGHT") from None

@@ -1,0 +1,232 @@
+"""The tile-flow instructions TPUSH / TPOP / TFREE and the protocol steps they share
+(producer wait and record, slot state, consumer release, the local staging ring).
+
+These are the hottest instructions of the simulator: TPUSH and TPOP carry an inline copy of
+the common prologue, and read the protocol model's decisions from plain attributes the
+channel copied at bind time (``ch.wait_every``, ``ch.hold_limit``, ``ch.pop_frees``,
+``ch.always_stage``).  The address and control flows live in :mod:`.flows`.
+"""
+from __future__ import annotations
+
+from operator import setitem
+
+from ...arch import PipeUnit
+from ...arch.vocab import TileSplitAxis
+from ...errors import ProtocolError
+from ...sim.location import caller_loc
+from ..context import current_core
+from ..events import Event, TSYNC, new_event
+from ..ops import arr
+from ..regions import reserve
+from ..tensor import GlobalTensor
+from ..tile import Tile, bind
+from .channel import Channel, PipeHandle, Side, Slot
+from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
+from .geometry import parse_split, part_of
+from .plans import check_layout, plan, pop_plan, push_plan
+from .steps import _args, _here, _loc, mark_written, producer_record, producer_wait, release, wait
+
+
+def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
+    """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
+
+    With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
+    # the common prologue, inline: it is a good part of the cost of the hottest instructions
+    core = current_core()
+    loc = core.loc_override or caller_loc(2)          # caller_loc <- TPUSH <- kernel
+    if pipe.__class__ is not PipeHandle:
+        pipe, tile = _args(pipe, tile)
+    if events:
+        TSYNC(*events)
+    if split.__class__ is not TileSplitAxis:
+        split = parse_split(split)
+    e = pipe.producer_end
+    ch, side = e if e is not None and core is pipe.core else pipe.end("producer", core, "TPUSH")
+    if tile.__class__ is not Tile or ch.ctrl:
+        if isinstance(tile, GlobalTensor):
+            return push_commit(core, ch, side)
+        if ch.ctrl:
+            return push_ctrl(core, ch, side, tile)
+        raise ProtocolError(f"TPUSH expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+    src = tile._valid if tile.core is core and tile.binding is None else arr(tile, core, "TPUSH tile")
+    c = tile._plan
+    p = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
+        plan(core, ch, tile, split, push_plan)
+    tag = producer_wait(core, ch, side, "TPUSH")
+    for dst, peer in p.dsts[tag]:
+        core.pending.append((setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer)))
+    mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.ring_access(core, ch, tag, True, "TPUSH", loc, *src.shape, tile.dtype.itemsize, split)
+    end = core.issue_r(p.unit, p.cost, tile, "TPUSH",
+                       (ch.name, tag, src.shape) if core.trace is not None else None)
+    side.index += 1
+    producer_record(core, side, tag, end)
+    return new_event(("TPUSH", core, end))
+
+
+def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
+    """Consumer: wait for data, load (GM ring) or bind zero-copy (local ring) and hold the slot.
+
+    With a GlobalTensor (address flow) assign the slot address to it instead.  On a
+    DIR_V2C_CTRL pipe, returns the control value."""
+    core = current_core()                              # the prologue, inline (see TPUSH)
+    loc = core.loc_override or caller_loc(2)
+    if pipe.__class__ is not PipeHandle:
+        pipe, tile = _args(pipe, tile)
+    if events:
+        TSYNC(*events)
+    if split.__class__ is not TileSplitAxis:
+        split = parse_split(split)
+    e = pipe.consumer_end
+    ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TPOP")
+    i = side.index
+    tag = i % ch.slot_num
+    if side.wait:
+        for f in side.ready_flags[tag]:
+            if f.count:
+                core.wait_flag(f, None)
+            else:
+                wait(core, ch, f, "TPOP", "ready", tag, i)
+    if len(side.held) >= ch.hold_limit:
+        # checked after the wait: holding every slot, the WAIT above deadlocks first (and the
+        # deadlock report names the TPOPs lacking a TFREE); here the producer skipped a wait
+        first = side.held[0]
+        raise ProtocolError(
+            f"TPOP on {core.name} would hold more than SlotNum={ch.slot_num} slots of {ch.name}",
+            where=_loc(core), details=f"oldest held slot {first[0]} popped at {first[2]}",
+            fix="call TFREE after you finish with each popped tile")
+    if tile.__class__ is not Tile or ch.ctrl:
+        if ch.ctrl:
+            return pop_ctrl(core, ch, side, tag)
+        if isinstance(tile, GlobalTensor):
+            return pop_address(core, ch, side, tag, tile, split, loc)
+        raise ProtocolError(f"TPOP expects a Tile or GlobalTensor, got {type(tile).__name__}", where=_loc(core))
+    c = tile._plan
+    p = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
+        plan(core, ch, tile, split, pop_plan)
+    slots = side.slots[tag]
+    ok = p.ok_layout
+    for s in slots:
+        lay = s.layout
+        if lay is not ok and lay is not None and lay != ok:
+            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc)
+            p.ok_layout = lay
+    if p.srcs is not None:                         # GM ring: load into the tile
+        if tile.addr is None or ch.always_stage:
+            _bind_staging(core, ch, side, tile, i)
+        elif tile.core is not core:
+            arr(tile, core)
+        dst = tile.addr
+        if side.held:
+            _check_destination(core, ch, side, tile, loc)
+        core.pending.append((setitem, tile._valid, Ellipsis, p.srcs[tag]))
+        chk = core.cluster.checker
+        if chk is not None:
+            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
+        end = core.issue_w(PipeUnit.MTE2, p.cost, tile, "TPOP",
+                           (ch.name, tag, tile.shape) if core.trace is not None else None)
+        read_end = end
+    else:                                          # consumer-local ring: zero-copy binding
+        bind(tile, core, ch.local_base + tag * ch.slot_size)
+        slot = slots[0]
+        tile.binding = (slot, slot.gen)
+        end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
+                           (ch.name, tag, tile.shape) if core.trace is not None else None)
+        read_end = None
+        dst = None                                 # distinct slots never overlap
+    for s in slots:                                # hold the slot
+        s.state = "held"
+        s.pop_loc = loc
+    side.index = i + 1
+    if ch.pop_frees:
+        release(core, ch, side, tag, read_end, tile)      # pto-isa A2A3: TPOP frees inside
+    else:
+        side.held.append((tag, tile, loc, read_end, dst, split))
+    return new_event(("TPOP", core, end))
+
+
+def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
+    """Assign the popped tile to the consumer's local staging ring (pto-isa LocalSlotNum):
+    staging slot ``k`` is ``SlotSize`` bytes at ``base + k * SlotSize``, whatever the size of
+    the tiles popped into it (a ring may carry tiles of different sizes)."""
+    n = ch.cfg.local_slot_num
+    base = side.staging or 0
+    stage = side.stage_slots
+    if stage is None:
+        stage = side.stage_slots = [Slot(k) for k in range(n)]
+        reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging")
+    k = i % n
+    bind(tile, core, base + k * ch.slot_size)
+    s = stage[k]
+    s.gen += 1
+    tile.binding = (s, s.gen)
+
+
+def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:
+    """A TPOP must not load into bytes of another tile popped earlier and not yet freed: the
+    load would overwrite data the kernel still holds.  (Popping again into the *same* Tile
+    object gives up its old contents - nothing can read them any more; a missing TFREE is
+    then reported by the hold limit, the deadlock report or the leak check.)"""
+    lo = tile.addr
+    hi = lo + tile.nbytes
+    for h in side.held:
+        other, d = h[1], h[4]
+        if d is not None and other is not tile and other.space is tile.space and d < hi and lo < d + other.nbytes:
+            raise ProtocolError(
+                f"TPOP on {core.name} loads {tile.describe()} into [{lo:#x}, {hi:#x}), which overlaps "
+                f"{other.describe()} [{d:#x}, {d + other.nbytes:#x}) popped at {h[2]} and not yet freed",
+                where=str(loc), details=f"this TPOP at {loc}; the held tile's TPOP at {h[2]}",
+                fix="pop into a tile that does not overlap the held one, or TFREE the held tile first "
+                    f"(a staging ring of {ch.cfg.local_slot_num} LocalSlotNum holds that many popped tiles)")
+
+
+def TFREE(pipe, obj=None, split=None, *events) -> Event:
+    """Consumer: release the oldest held slot (signal free, advance).
+
+    A ``split`` given must be the one its TPOP used.  Where the protocol frees inside the
+    tile TPOP (pto-isa, GM ring), the tile-flow TFREE is a no-op."""
+    core = current_core()
+    if obj is not None or pipe.__class__ is not PipeHandle:
+        if obj is None:
+            raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
+        pipe, obj = _args(pipe, obj)
+    if events:
+        TSYNC(*events)
+    e = pipe.consumer_end
+    ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
+    if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
+        _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE", (ch.name, None, "no-op"))
+        return new_event(("TFREE", core, end))
+    if not side.held:
+        raise ProtocolError(f"TFREE on {core.name} with no held slot of {ch.name}",
+                            where=_loc(core),
+                            details=f"{side.index} popped, {side.freed} freed",
+                            fix="call TFREE exactly once after each TPOP")
+    if split is not None and split != side.held[0][5]:
+        _free_split_mismatch(core, ch, side, split)
+    tag, held_obj, _loc0, read_end, _dst, _split = side.held.pop(0)
+    chk = core.cluster.checker
+    if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
+        chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
+                        held_obj.dtype.itemsize, 0)
+    # release bumps the slot generation: a zero-copy tile bound to it is now stale
+    end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
+                       (ch.name, tag) if core.trace is not None else None)
+    release(core, ch, side, tag, read_end, held_obj)
+    return new_event(("TFREE", core, end))
+
+
+TPOPDONE = TFREE
+
+
+def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:
+    split = parse_split(split)
+    tag, _obj, pop_loc, _r, _d, pop_split = side.held[0]
+    here = _loc(core)
+    raise ProtocolError(
+        f"TFREE on {core.name} at {here} gives split {split.name} but the TPOP of slot {tag} of {ch.name} "
+        f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc})",
+        where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}",
+        fix="give TFREE the split of its TPOP (or none)")

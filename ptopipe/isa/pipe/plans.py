@@ -1,0 +1,143 @@
+"""Push/pop plans: what a TPUSH or TPOP of one tile geometry on one channel does - the
+slot views it writes or reads for every tag, the pipe unit and the cost - worked out and
+checked once, then cached per channel (and on the tile for the inline fast path), and the
+consumer-side check that a popped tile matches the layout its producer pushed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...arch import MemSpace, PipeUnit
+from ...arch.vocab import C2V, V2C, TileSplitAxis
+from ...errors import ProtocolError
+from ..tile import Tile, TileType
+from .geometry import full_shape, part_offset, part_shape
+
+
+def _loc(core) -> str:
+    return str(core.where())
+
+
+class PushPlan:
+    """What a TPUSH of one tile geometry does, worked out (and checked) once per channel."""
+    __slots__ = ("dsts", "unit", "cost", "layout")
+
+    def __init__(self, dsts, unit, cost, layout):
+        self.dsts, self.unit, self.cost, self.layout = dsts, unit, cost, layout
+
+
+class PopPlan:
+    """What a TPOP of one tile geometry does, worked out (and checked) once per channel."""
+    __slots__ = ("srcs", "cost", "ok_layout")
+
+    def __init__(self, srcs, cost):
+        self.srcs, self.cost, self.ok_layout = srcs, cost, None
+
+
+def plan(core, ch, tile: Tile, split, make):
+    """The checked push/pop plan of ``tile`` on ``ch``: made once per tile geometry, then
+    cached on the tile as ``(ch, split, core, plan)`` (TPUSH/TPOP check that cache inline)."""
+    key = (core.index, tile.loc, tile.dtype, tile.rows, tile.cols, tile.valid_rows, tile.valid_cols,
+           int(split), ch.way)
+    p = ch.plans.get(key)
+    if p is None:
+        p = ch.plans[key] = make(core, ch, tile, split)
+    tile._plan = (ch, split, core, p)
+    return p
+
+
+def push_plan(core, ch, tile: Tile, split) -> PushPlan:
+    shape = (tile.valid_rows, tile.valid_cols)
+    want = TileType.Acc if ch.way == C2V else TileType.Vec
+    if tile.loc is not want:
+        raise ProtocolError(f"TPUSH on {ch.way}: the producer tile must be {want.value}, got {tile.describe()}",
+                            where=_loc(core),
+                            fix="TMATMUL into an Acc tile" if want is TileType.Acc else "push a Vec tile")
+    item = tile.dtype.itemsize
+    rows, cols = shape
+    nbytes = rows * cols * item
+    full = full_shape(split, rows, cols) if ch.way == V2C else (rows, cols)
+    if full[0] * full[1] * item > ch.slot_size:
+        raise ProtocolError(
+            f"TPUSH of {tile.describe()} ({nbytes} bytes"
+            + (f", {full[0]}x{full[1]} slot layout" if full != (rows, cols) else "")
+            + f") does not fit SlotSize {ch.slot_size} of {ch.name}",
+            where=_loc(core), fix="push smaller tiles or declare a larger SlotSize")
+    cluster = core.cluster
+    dsts = []
+    for tag in range(ch.slot_num):
+        if ch.way == C2V and ch.in_gm:
+            dsts.append(((ch.view(cluster.gm, ch.gm_base + tag * ch.slot_size, tile.dtype, shape), None),))
+        elif ch.way == C2V:
+            per_peer = []
+            for p in ch.peers:
+                pshape = part_shape(split, rows, cols)
+                ub = cluster.aiv(p).memory(MemSpace.UB)
+                per_peer.append((ch.view(ub, ch.local_base + tag * ch.slot_size, tile.dtype, pshape), p))
+            dsts.append(tuple(per_peer))
+        else:
+            mem = cluster.gm if ch.in_gm else cluster.aic.memory(MemSpace.L1)
+            off = part_offset(split, core.subblock, rows, cols, item)
+            base = (ch.gm_base if ch.in_gm else ch.local_base) + tag * ch.slot_size + off
+            dsts.append(((ch.view(mem, base, tile.dtype, shape, (full[1], 1)), None),))
+    if ch.way == C2V:
+        unit, dst_space = PipeUnit.FIX, ("GM" if ch.in_gm else "UB")
+    else:
+        unit, dst_space = PipeUnit.MTE3, ("GM" if ch.in_gm else "L1")
+    return PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes),
+                    (tile.dtype, rows, cols, split))
+
+
+def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
+    want = TileType.Vec if ch.way == C2V else TileType.Mat
+    if tile.loc is not want:
+        raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
+                            where=_loc(core))
+    rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
+    if rows * cols * item > ch.slot_size:        # also: a staging slot is SlotSize bytes
+        raise ProtocolError(f"TPOP of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}",
+                            where=_loc(core), fix="pop tiles of the pushed shape")
+    if not ch.in_gm:
+        return PopPlan(None, core.costs.flag_op)
+    gm = core.cluster.gm
+    srcs = []
+    for tag in range(ch.slot_num):
+        if ch.way == C2V:
+            full = full_shape(split, rows, cols)
+            off = part_offset(split, core.subblock, rows, cols, item)
+            v = ch.view(gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (rows, cols), (full[1], 1))
+        else:
+            v = ch.view(gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
+        srcs.append(v[:tile.valid_rows, :tile.valid_cols])
+    return PopPlan(srcs, core.costs.move("GM", tile.sname, rows * cols * item))
+
+
+def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, loc=None) -> None:
+    """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) must match what the
+    producer pushed into ``slot``: dtype, shape and split mode (either direction)."""
+    lay = slot.layout
+    if lay is None:
+        return
+    pdtype, prow, pcol, psplit = lay
+    where = str(loc or core.where())
+    if psplit != split:
+        producer = "the Cube" if ch.way == C2V else "a Vector core"
+        raise ProtocolError(
+            f"{op} on {core.name} at {where}: split {TileSplitAxis(split).name} does not match the pushed tile's "
+            f"split {TileSplitAxis(psplit).name} ({producer}'s TPUSH at {slot.push_loc}, slot {slot.tag} of "
+            f"{ch.name})",
+            where=where, details=f"TPUSH at {slot.push_loc}\n{op} at {where}",
+            fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis")
+    if ch.way == C2V:
+        ok = pdtype == dtype and full_shape(split, rows, cols) == (prow, pcol)
+    else:
+        ok = pdtype == dtype and full_shape(psplit, prow, pcol) == (rows, cols)
+    if not ok:
+        cons = f"{rows}x{cols} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
+        prod = f"{prow}x{pcol} {pdtype.name} ({TileSplitAxis(psplit).name})"
+        raise ProtocolError(
+            f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
+            f"of slot {slot.tag}", where=where,
+            details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
+            fix="producer and consumer must agree on dtype, shape and split mode "
+                "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")

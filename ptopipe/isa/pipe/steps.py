@@ -1,0 +1,95 @@
+"""The protocol steps every flow shares: argument order, the producer's wait for a free
+slot and its ready signal, slot state on a write, and the consumer's release (free signal
+per the protocol model).  Used by the tile flow (:mod:`.ops`) and the address / control
+flows (:mod:`.flows`)."""
+from __future__ import annotations
+
+from ...errors import ProtocolError
+from ...sim.location import caller_loc
+from ..context import current_core
+from ..tile import Tile
+from .channel import Channel, PipeHandle, Side
+from .diagnostics import overwrite_error
+
+
+def _loc(core) -> str:
+    return str(core.where())
+
+
+def _here(core):
+    """The kernel line of the ISA call being executed (cheap: a fixed frame depth)."""
+    o = core.loc_override
+    return o if o is not None else caller_loc(3)
+
+
+def _args(a, b):
+    """Accept ``(pipe, x)`` and ``(x, pipe)`` argument orders, as the seeds use both."""
+    if isinstance(a, PipeHandle):
+        return a, b
+    if isinstance(b, PipeHandle):
+        return b, a
+    raise ProtocolError(f"expected a pipe (from TPipe(...)(...) or *_initialize_pipe), got "
+                        f"{type(a).__name__} and {type(b).__name__}", where=_loc(current_core()))
+
+
+def wait(core, ch: Channel, flag, op: str, signal: str, tag: int, index: int) -> int:
+    """WAIT for a ready/free flag of ``ch``; the description is built only if it blocks
+    (callers WAIT directly when ``flag.count`` shows it will not)."""
+
+    def what() -> str:
+        other = flag.sender.name
+        if ch.model.per_tag_flags:
+            return f"{op} (wait {signal}[{tag}] from {other})"
+        return f"{op} (wait {signal} from {other}, {'push' if signal == 'free' else 'pop'} #{index})"
+    return core.wait_flag(flag, what, {"channel": ch, "signal": signal, "tag": tag})
+
+
+def producer_wait(core, ch: Channel, side: Side, op: str) -> int:
+    """Wait until the slot for push ``side.index`` is free; returns its tag."""
+    i = side.index
+    tag = i % ch.slot_num
+    if side.allocate and (ch.wait_every or ch.model.producer_waits(ch, i)):
+        for f in side.free_flags[tag]:
+            if f.count:
+                core.wait_flag(f, None)
+            else:
+                wait(core, ch, f, op, "free", tag, i)
+    return tag
+
+
+def producer_record(core, side: Side, tag: int, at: int) -> None:
+    if side.record:
+        set_flag = core.cluster.set_flag
+        for f in side.ready_flags[tag]:
+            set_flag(core, f, at)
+
+
+def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc) -> None:
+    """A producer wrote slot ``tag``: it must not be unconsumed or held by a consumer (each
+    consumer's copy of the slot for C2V; the producing AIV's part for V2C)."""
+    slots = side.slots[tag]
+    for s in slots:
+        if s.state != "free":
+            raise overwrite_error(core, ch, s, op, loc)
+    for s in slots:
+        s.state = "written"
+        s.layout = layout
+        s.push_loc = loc
+
+
+def release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
+    """Mark slot ``tag`` free for this consumer and signal the producer per the protocol."""
+    for s in side.slots[tag]:
+        s.state = "free"
+        s.gen += 1
+    at = core.clock
+    if obj.__class__ is Tile and obj.read_end > at:
+        at = obj.read_end
+    if read_end is not None and read_end > at:
+        at = read_end
+    k = side.freed
+    side.freed = k + 1
+    if side.free and (ch.wait_every or ch.model.consumer_frees(ch, k)):
+        set_flag = core.cluster.set_flag
+        for f in side.free_flags[tag]:
+            set_flag(core, f, at)
