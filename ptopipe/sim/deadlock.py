@@ -81,8 +81,9 @@ def explain(cluster, blocked) -> DeadlockError:
         ch = w.info.get("channel")
         loc = str(c.where())
         held = _holds(cluster, c)
-        # pto-isa's sparse frees: one notification per `sync_period` TFREEs
-        sync = 1 if getattr(ch, "is_spec", True) else getattr(ch, "sync_period", 1)
+        # sparse frees (pto-isa): one notification per `sync_period` TFREEs; the channel's
+        # protocol model sets it (1 under spec)
+        sync = getattr(ch, "sync_period", 1)
         e = {"core": c.name, "instruction": w.what, "op": w.what.split()[0], "where": loc,
              "waits": _signal(w), "signal": w.info.get("signal"), "tag": w.info.get("tag"),
              "flag": w.flag.id, "flag_from": w.flag.sender.name, "flag_to": w.flag.receiver.name,
