@@ -36,6 +36,7 @@ from ..arch.vocab import (C2V, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V
 from ..errors import ConfigError, ProtocolError
 from ..sim import CoreKind
 from ..sim.location import caller_loc
+from ..sim.trace import RingArgs
 from .context import current_core
 from .events import Event, TSYNC, new_event
 from .ops import arr
@@ -856,7 +857,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     if chk is not None:
         chk.ring_access(core, ch, tag, True, "TPUSH", loc, *src.shape, tile.dtype.itemsize, split)
     end = core.issue_r(plan.unit, plan.cost, tile, "TPUSH",
-                        (ch.name, tag, src.shape) if core.trace is not None else None)
+                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
     _producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))
@@ -869,7 +870,8 @@ def _push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
     _mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH",
                   core.where())
-    _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH", (ch.name, tag, "ctrl"))
+    _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH",
+                        RingArgs(ch.name, tag, None, "ctrl") if core.trace is not None else None)
     side.index += 1
     _producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))
@@ -882,7 +884,7 @@ def _push_commit(core, ch: Channel, side: Side) -> Event:
     tag, _gt, _loc0 = side.pending_alloc.pop(0)
     _mark_written(core, ch, side, tag, None, "TPUSH", core.where())
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
-                        (ch.name, tag, "commit"))
+                        RingArgs(ch.name, tag, None, "commit") if core.trace is not None else None)
     # the data were written by TSTOREs: signal after they complete
     t = max(end, max(core.pipe_free[PipeUnit.FIX], core.pipe_free[PipeUnit.MTE3]))
     _producer_record(core, side, tag, t)
@@ -907,7 +909,8 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype))
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
-    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC", (ch.name, tag))
+    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
+                        RingArgsRingArgs(ch.name, tag) if core.trace is not None else None)
     return new_event(("TALLOC", core, end))
 
 
@@ -1000,14 +1003,14 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if chk is not None:
             chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
         end = core.issue_w(PipeUnit.MTE2, plan.cost, tile, "TPOP",
-                            (ch.name, tag, tile.shape) if core.trace is not None else None)
+                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
     else:                                          # consumer-local ring: zero-copy binding
         bind(tile, core, ch.local_base + tag * ch.slot_size)
         slot = slots[0]
         tile.binding = (slot, slot.gen)
         end = core.issue_w(PipeUnit.S, plan.cost, tile, "TPOP",
-                            (ch.name, tag, tile.shape) if core.trace is not None else None)
+                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
     for s in slots:                                # hold the slot
         s.state = "held"
@@ -1048,7 +1051,8 @@ def _pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, spli
         s.pop_loc = loc
     side.index += 1
     side.held.append((tag, gt, loc, None))
-    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP", (ch.name, tag, "addr"))
+    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",
+                        RingArgs(ch.name, tag, None, "addr") if core.trace is not None else None)
     return new_event(("TPOP", core, end))
 
 
@@ -1056,7 +1060,8 @@ def _pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
     core.cluster.sync()
     val = int(core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0])
     side.index += 1
-    core.issue(PipeUnit.S, 1, (), (), "TPOP", (ch.name, tag, "ctrl"))
+    core.issue(PipeUnit.S, 1, (), (), "TPOP",
+               RingArgs(ch.name, tag, None, "ctrl") if core.trace is not None else None)
     for s in side.slots[tag]:
         s.state = "held"
     _release(core, ch, side, tag, None, None)
@@ -1096,7 +1101,8 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     e = pipe.consumer_end
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
     if not ch.is_spec and ch.in_gm and not isinstance(obj, GlobalTensor) and not side.held:
-        _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE", (ch.name, None, "no-op"))
+        _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE",
+                            RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
         return new_event(("TFREE", core, end))
     if not side.held:
         raise ProtocolError(f"TFREE on {core.name} with no held slot of {ch.name}",
@@ -1110,7 +1116,7 @@ def TFREE(pipe, obj=None, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                         held_obj.dtype.itemsize, 0)
     # _release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
-                       (ch.name, tag) if core.trace is not None else None)
+                       RingArgs(ch.name, tag) if core.trace is not None else None)
     _release(core, ch, side, tag, read_end, held_obj)
     return new_event(("TFREE", core, end))
 

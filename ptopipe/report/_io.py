@@ -60,6 +60,12 @@ def atomic_open(path: str, binary: bool = False):
         raise
 
 
+def check_output(path: str) -> None:
+    """Raise the ConfigError writing ``path`` would raise (a directory, a read-only file, a
+    missing directory): lets a command refuse a bad ``-o`` before a long run, not after."""
+    _target_mode(os.fspath(path))
+
+
 def _target_mode(path: str) -> int:
     """The permission bits the written file gets; raises ConfigError for a bad target."""
     d = os.path.dirname(os.path.abspath(path))
