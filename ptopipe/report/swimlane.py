@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ..arch import PipeUnit
 from ..errors import ConfigError
-from ..sim.trace import Hold
+from ..sim.trace import Hold, Instr
 from ._io import atomic_open, save_png
 from .profile import Profile, profile
 from .timeline import Timeline, arg_dict, timeline
@@ -54,10 +54,11 @@ class Bar(NamedTuple):
 
 def lanes(tl: Timeline) -> list:
     """The lanes in display order, built in one pass over the trace."""
+    colors = {p: PIPE_COLORS.get(p.name, "#999999") for p in PipeUnit}
     per_pipe, holds = {}, {}
-    for ins in tl.instrs:
-        per_pipe.setdefault((ins.core, int(ins.pipe)), []).append(
-            (ins.start, ins.end, PIPE_COLORS.get(_pipe_name(ins.pipe), "#999999"), ins))
+    for ins in tl.instrs:           # (a PipeUnit and its int are the same dict key)
+        per_pipe.setdefault((ins.core, ins.pipe), []).append(
+            (ins.start, ins.end, colors.get(ins.pipe, "#999999"), ins))
     for h in tl.holds:
         holds.setdefault(h.core, []).append((h.start, h.end, WAIT_COLORS.get(h.kind, "#bdbdbd"), h))
     out = []
@@ -65,7 +66,7 @@ def lanes(tl: Timeline) -> list:
         name = tl.core_names[c]
         out.append(Lane(f"{name} issue", c, sorted(holds.get(c, []), key=_start)))
         for p in PipeUnit:
-            items = per_pipe.get((c, int(p)))
+            items = per_pipe.get((c, p))
             if items:
                 out.append(Lane(f"{name} {p.name}", c, sorted(items, key=_start)))
     return out
@@ -90,7 +91,7 @@ def bars(items: list, scale: float) -> list:
     out = []
     cur = None           # [start, end, busy, n, {color: busy}, outlined, record, covered_to]
     for s, e, color, rec in items:
-        outl = getattr(rec, "name", None) in _RING_OPS
+        outl = type(rec) is Instr and rec.name in _RING_OPS
         if cur is not None and (s - cur[1]) * scale < _GAP_PX and (max(e, cur[1]) - cur[0]) * scale < _BAR_PX:
             new = max(0, e - max(s, cur[7]))
             cur[2] += new
@@ -122,8 +123,7 @@ def _tip(lane: Lane, b: Bar, core_name: str) -> str:
     if rec is None:
         what = "waits" if lane.label.endswith(" issue") else "instructions"
         width = max(b.end - b.start, 1)
-        return (f"{b.n} {what} {b.start}-{b.end}, busy {b.busy} cycles ({b.busy / width:.0%}) "
-                "- zoom in (a wider report) to see them one by one")
+        return f"{b.n} {what} {b.start}-{b.end}, busy {b.busy} cycles ({b.busy / width:.0%})"
     if isinstance(rec, Hold):
         return f"{core_name} issue waits ({rec.kind}) {rec.start}-{rec.end}"
     return (f"{rec.name} {core_name} {_pipe_name(rec.pipe)} {rec.start}-{rec.end} "

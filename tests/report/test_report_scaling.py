@@ -10,11 +10,13 @@ import json
 import os
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from ptopipe.arch import PipeUnit
 from ptopipe.cli.loader import load_scenarios
+from ptopipe.isa.launch import run
 from ptopipe.report import chrome, profile, report_html, timeline, write_chrome_trace
 from ptopipe.report.swimlane import _BAR_PX, _GAP_PX, bars, lanes, occupancy_px
 from ptopipe.report.timeline import arg_dict, covered, merge_intervals, pipe_name
@@ -98,8 +100,6 @@ def reference_trace(cluster) -> dict:
 def _run(path, variant="default", platform="a2a3", protocol="spec", **params):
     sc = load_scenarios(path)[0]
     if params:
-        import numpy as np
-        from ptopipe.isa.launch import run
         args = sc.make_args(np.random.default_rng(0), **{**sc.params(variant), **params})
         return run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, trace=True)
     return sc.check(variant, platform, protocol, trace=True)
