@@ -910,7 +910,7 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
-                        RingArgsRingArgs(ch.name, tag) if core.trace is not None else None)
+                        RingArgs(ch.name, tag) if core.trace is not None else None)
     return new_event(("TALLOC", core, end))
 
 

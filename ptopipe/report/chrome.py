@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import io
 import json
+from enum import Enum
 
 from ..arch import PipeUnit
+from ..sim.flags import Flag
 from ..sim.trace import RingArgs
 from ._io import atomic_open
 from .timeline import Timeline, arg_dict, pipe_name, timeline
@@ -160,10 +162,15 @@ def _core_meta(name: str, c: int, pipes: list) -> list:
 
 
 def _hold_args(kind: str, what) -> dict:
+    """Args of a hold: what it waited on - a flag (and the ring owning it), the vector-pipe
+    barrier of a ``TSYNC(Op.X)`` (the op's name), or an event token (its repr)."""
     args = {"kind": kind}
-    if what is not None:
-        args["on"] = getattr(what, "name", None) or repr(what)
-        owner = getattr(what, "owner", None)
-        if owner is not None:
-            args["channel"] = owner.name
+    if type(what) is Flag:
+        args["on"] = what.name
+        if what.owner is not None:
+            args["channel"] = what.owner.name
+    elif isinstance(what, Enum):
+        args["on"] = what.name
+    elif what is not None:
+        args["on"] = repr(what)
     return args

@@ -6,6 +6,7 @@ still say exactly what they said before on small runs.
 - the swimlane's merged bars keep every lane's busy time, stay few per lane whatever the run
   length, and the page says how many instructions it drew as how many bars;
 - the stall accounting (hold minus in-flight work) equals the brute-force sum."""
+import glob
 import json
 import os
 import re
@@ -110,10 +111,14 @@ def s7_long():
     return _run(S7, tiles=3000)
 
 
-@pytest.mark.parametrize("path,platform,protocol", [
-    (FA, "a2a3", "spec"), (FA, "a5", "spec"), (S4, "a2a3", "spec"), (S4, "a5", "spec"),
-    (S4, "a2a3", "pto-isa")])
+_SCENARIOS = sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "s*.py"))) + [FA]
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "spec"), ("a2a3", "pto-isa")])
+@pytest.mark.parametrize("path", _SCENARIOS, ids=lambda p: os.path.basename(p)[:-3])
 def test_streamed_trace_equals_the_previous_writer(path, platform, protocol, tmp_path, monkeypatch):
+    if path == FA and protocol == "pto-isa":
+        pytest.skip("flash_attention is written for the spec protocol (deadlocks under pto-isa)")
     res = _run(path, platform=platform, protocol=protocol)
     ref = json.dumps(reference_trace(res.cluster), separators=(",", ":"))
     monkeypatch.setattr(chrome, "_CHUNK", 7)          # many chunk boundaries
