@@ -108,3 +108,10 @@ def test_unwritable_directory(tmp_path):
             write_atomic(str(ro / "t.json"), "x")
     finally:
         ro.chmod(0o755)
+
+
+def test_cli_run_report_to_a_directory(tmp_path, capsys):
+    assert cli_main(["run", S4, "--quiet", "--report", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "ConfigError" in err and "is a directory" in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == []
