@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import ptopipe
 from ptopipe.arch import PipeUnit
 from ptopipe.cli.loader import load_scenarios
+from ptopipe.isa import DIR_V2C_CTRL, TEXPANDS, TPOP, TPUSH, Tile, TileType, TPipe, int32
 from ptopipe.isa.launch import run
 from ptopipe.report import chrome, profile, report_html, timeline, write_chrome_trace
 from ptopipe.report.swimlane import _BAR_PX, _GAP_PX, bars, lanes, occupancy_px
@@ -120,6 +122,10 @@ def test_streamed_trace_equals_the_previous_writer(path, platform, protocol, tmp
     if path == FA and protocol == "pto-isa":
         pytest.skip("flash_attention is written for the spec protocol (deadlocks under pto-isa)")
     res = _run(path, platform=platform, protocol=protocol)
+    # every record typed: a ring op always says its ring (else it would drop out of the flows)
+    for i in res.cluster.trace:
+        assert type(i.args) in (RingArgs, TileArgs, MatmulArgs, type(None)), i
+        assert type(i.args) is RingArgs or i.name not in ("TPUSH", "TPOP", "TFREE", "TALLOC"), i
     ref = json.dumps(reference_trace(res.cluster), separators=(",", ":"))
     monkeypatch.setattr(chrome, "_CHUNK", 7)          # many chunk boundaries
     out = write_chrome_trace(res, str(tmp_path / "t.json"))
@@ -145,6 +151,7 @@ def test_trace_records_are_typed():
                                    "tag": push.args.tag, "shape": "x".join(map(str, push.args.shape))}
     assert arg_dict(RingArgs("r", None, None, "no-op")) == {"channel": "r", "kind": "no-op"}
     assert arg_dict(MatmulArgs(2, 3, 4))["shape"] == "2x3 @ 3x4"
+    assert timeline(cl) is timeline(cl)          # built once, shared by trace/report/profile
 
 
 def _union(items):
@@ -216,3 +223,33 @@ def test_covered_equals_brute_force(work, holds):
     busy = {t for s, e in union for t in range(s, e)}
     iv = [(s, s + d) for s, d in holds]
     assert covered(iv, union) == [sum(t in busy for t in range(s, e)) for s, e in iv]
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_control_and_address_transports_are_typed(platform, tmp_path):
+    """The ring paths no example's default variant takes with a trace: the V2C control FIFO
+    (TPUSH/TPOP of control words) and S5's TALLOC + TPOP of a GM address."""
+
+    def cube(ctrl):
+        pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+        for _ in range(6):
+            TPOP(pipe)
+
+    def vec(ctrl):
+        pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+        word = Tile(TileType.Vec, int32, 1, 8, addr=0)
+        for i in range(6):
+            TEXPANDS(word, 100 + i)
+            TPUSH(pipe, word)
+
+    res = ptopipe.run(cube, (vec, None), dict(ctrl=ptopipe.gm_buffer(4 * 32)), platform=platform,
+                      trace=True)
+    ring = [i for i in res.cluster.trace if i.name in ("TPUSH", "TPOP")]
+    assert len(ring) == 12 and {i.args.kind for i in ring} == {"ctrl"}
+    s5 = _run(os.path.join(ROOT, "examples", "scenarios", "s5_subtile_gm.py"), platform=platform)
+    kinds = {(i.name, i.args.kind) for i in s5.cluster.trace if type(i.args) is RingArgs}
+    assert {("TALLOC", None), ("TPUSH", "commit"), ("TPOP", "addr")} <= kinds
+    for r in (res, s5):
+        out = write_chrome_trace(r, str(tmp_path / "t.json"))
+        with open(out, encoding="utf-8") as f:
+            assert f.read() == json.dumps(reference_trace(r.cluster), separators=(",", ":"))
