@@ -253,3 +253,24 @@ def test_control_and_address_transports_are_typed(platform, tmp_path):
         out = write_chrome_trace(r, str(tmp_path / "t.json"))
         with open(out, encoding="utf-8") as f:
             assert f.read() == json.dumps(reference_trace(r.cluster), separators=(",", ":"))
+
+
+def test_trace_writer_memory_does_not_grow_with_the_run(tmp_path, monkeypatch):
+    """Streamed: the writer holds one chunk of events, whatever the run length (the
+    timeline it reads is the run's own, built before)."""
+    import tracemalloc
+    monkeypatch.setattr(chrome, "_CHUNK", 256)
+    peaks, sizes = [], []
+    for tiles in (400, 1600):
+        res = _run(S7, tiles=tiles)
+        timeline(res.cluster)
+        path = str(tmp_path / f"t{tiles}.json")
+        tracemalloc.start()
+        try:
+            write_chrome_trace(res, path)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        sizes.append(os.path.getsize(path))
+    assert sizes[1] > 3.5 * sizes[0]
+    assert peaks[1] < 1.5 * peaks[0] and peaks[1] < sizes[1] / 4, (peaks, sizes)
