@@ -9,7 +9,6 @@ TPUSH waits for.  Instruction order per core is program order, so this is exact.
 """
 from __future__ import annotations
 
-import weakref
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -84,20 +83,20 @@ def pipe_name(pipe: int) -> str:
     return _PIPE_NAMES.get(pipe, str(pipe))
 
 
-_BUILT = weakref.WeakKeyDictionary()     # cluster -> (trace sizes, Timeline)
-
-
 def timeline(cluster) -> Timeline:
     """The timeline of a finished traced run (a :class:`~ptopipe.sim.Cluster`).  Built once
     per run and shared by the trace, the report and the profile of that run (rebuilt if
-    the run recorded more since)."""
+    the run recorded more since); kept in ``cluster.shared``, so it lives as long as the run."""
     if cluster.trace is None:
         return _build(cluster)              # raises the ConfigError
     sizes = (len(cluster.trace), len(cluster.waits or ()), len(cluster.signals or ()))
-    hit = _BUILT.get(cluster)
+    hit = cluster.shared.get(_KEY)
     if hit is None or hit[0] != sizes:
-        hit = _BUILT[cluster] = (sizes, _build(cluster))
+        hit = cluster.shared[_KEY] = (sizes, _build(cluster))
     return hit[1]
+
+
+_KEY = "report.timeline"
 
 
 def _build(cluster) -> Timeline:
