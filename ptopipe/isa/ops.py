@@ -14,6 +14,7 @@ import numpy as np
 
 from ..arch import PipeUnit
 from ..errors import KernelError
+from ..sim.trace import MatmulArgs, TileArgs
 from .context import current_core
 from ..arch.dtypes import accum_dtype
 from .events import Event, TSYNC, new_event
@@ -119,7 +120,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     if chk is not None:
         chk.gm_access(core, src, False, "TLOAD")
     end = core.issue_w(_MTE2, core.costs.move("GM", dst.sname, d.nbytes), dst,
-                       "TLOAD", (d.shape, dst.dtype) if core.trace is not None else None)
+                       "TLOAD", TileArgs(d.shape, dst.dtype) if core.trace is not None else None)
     return new_event(("TLOAD", core, end))
 
 
@@ -145,7 +146,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
         chk.gm_access(core, dst, True, "TSTORE")
     pipe = PipeUnit.FIX if src.loc is TileType.Acc else _MTE3
     end = core.issue_r(pipe, core.costs.move(src.sname, "GM", s.size * dst.dtype.itemsize), src,
-                        "TSTORE", (s.shape, src.dtype) if core.trace is not None else None)
+                        "TSTORE", TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TSTORE", core, end))
 
 
@@ -178,7 +179,7 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
     cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.dtype.itemsize) if pipe is _V
             else costs.move(src.sname, dst.sname, s.nbytes))
     end = core.issue_rw(pipe, cost, src, dst, "TMOV",
-                        (s.shape, src.dtype) if core.trace is not None else None)
+                        TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TMOV", core, end))
 
 
@@ -200,7 +201,8 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
         _same_dtype(core, "TEXTRACT", dst, src)
     core.pending.append((setitem, d, _ALL, s[index_row:index_row + r, index_col:index_col + c]))
     cost = core.costs.move(src.sname, dst.sname, d.size * d.itemsize)
-    _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT", (d.shape, dst.dtype))
+    _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT",
+                        TileArgs(d.shape, dst.dtype) if core.trace is not None else None)
     return new_event(("TEXTRACT", core, end))
 
 
@@ -256,7 +258,7 @@ def _ufunc_into(ufunc, a, b, d):
 def _mm_issue(core, op, a, b, c, srcs, A, B):
     m, k, n = a.valid_rows, a.valid_cols, b.valid_cols
     cost = core.costs.matmul(m, k, n, a.dtype.itemsize)
-    args = (m, k, n) if core.trace is not None else None
+    args = MatmulArgs(m, k, n) if core.trace is not None else None
     if srcs is None:
         end = core.issue_rrw(_M, cost, a, b, c, op, args)
     else:
@@ -319,7 +321,7 @@ def _vec_issue(core, name, dst, s0, s1, rows, cols, itemsize):
     head = (pf <= core.clock or dst.read_end > pf or dst.ready_at > pf
             or (s0 is not None and s0.ready_at > pf) or (s1 is not None and s1.ready_at > pf))
     cost = core.costs.vector_op(name, rows, cols, itemsize, head)
-    args = ((rows, cols), dst.dtype) if core.trace is not None else None
+    args = TileArgs((rows, cols), dst.dtype) if core.trace is not None else None
     if s1 is not None:
         end = core.issue_rrw(_V, cost, s0, s1, dst, name, args)
     elif s0 is not None:

@@ -1,8 +1,17 @@
-"""Atomic file output: write to a temporary file next to the target, then ``os.replace``,
-so an interrupted run never leaves a truncated report or trace behind."""
+"""Atomic file output for every report, trace and image ptopipe writes.
+
+The data goes to a temporary file next to the target, which then replaces the target with
+``os.replace``: an error or a Ctrl-C never leaves a half-written file, and a reader never
+sees one.  The target is checked first - a directory or a read-only file is refused with a
+:class:`ConfigError` naming it (a read-only file is never replaced behind the user's back).
+A new file gets the permissions any program would give it (``0666 & ~umask``); an existing
+file keeps its own mode (``mkstemp`` alone would make every output 0600).
+"""
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
 
 from ..errors import ConfigError
@@ -11,9 +20,7 @@ from ..errors import ConfigError
 def save_png(fig, path: str) -> str:
     """Render a matplotlib figure to PNG, close it, and write the file atomically."""
     import io
-
     import matplotlib.pyplot as plt
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
@@ -22,19 +29,62 @@ def save_png(fig, path: str) -> str:
 
 def write_atomic(path: str, data: "str | bytes") -> str:
     """Write ``data`` to ``path`` atomically; returns the path."""
+    with atomic_open(path, binary=isinstance(data, bytes)) as f:
+        f.write(data)
+    return os.fspath(path)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str, binary: bool = False):
+    """``with atomic_open(path) as f: f.write(...)``: a file object (text, UTF-8, unless
+    ``binary``) whose content replaces ``path`` only when the block ends without an error;
+    on an error or an interrupt the target is left as it was.  For output streamed in
+    pieces (the Chrome trace of a long run), so it never has to be held in memory."""
     path = os.fspath(path)
+    mode = _target_mode(path)
     d = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    except OSError as e:
+        raise ConfigError(f"cannot write {path}: cannot create a file in directory {d} "
+                          f"({e.strerror})",
+                          fix="make the directory writable or choose another output path") from None
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def check_output(path: str) -> None:
+    """Raise the ConfigError writing ``path`` would raise (a directory, a read-only file, a
+    missing directory): lets a command refuse a bad ``-o`` before a long run, not after."""
+    _target_mode(os.fspath(path))
+
+
+def _target_mode(path: str) -> int:
+    """The permission bits the written file gets; raises ConfigError for a bad target."""
+    d = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(f"cannot write {path}: it is a directory, not a file",
+                          fix="name a file, for example one inside that directory")
     if not os.path.isdir(d):
         raise ConfigError(f"cannot write {path}: directory {d} does not exist",
                           fix="create the directory or choose another output path")
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
     try:
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+        st = os.stat(path)
+    except FileNotFoundError:
+        umask = os.umask(0)       # reading the umask means setting it; put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
+    mode = stat.S_IMODE(st.st_mode)
+    # no write bit at all counts as read-only even for root, who may write anything
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        raise ConfigError(f"cannot write {path}: the file exists and is read-only",
+                          fix=f"make it writable (chmod u+w {path}), delete it, "
+                              "or choose another output path")
+    return mode

@@ -10,15 +10,23 @@ Time unit: 1 ``ts`` unit (shown as 1 us by the viewers) = 1 simulated cycle.
 """
 from __future__ import annotations
 
+import io
 import json
+from enum import Enum
 
 from ..arch import PipeUnit
-from ._io import write_atomic
-from .timeline import Timeline, timeline
+from ..sim.flags import Flag
+from ..sim.trace import RingArgs
+from ._io import atomic_open
+from .timeline import Timeline, arg_dict, pipe_name, timeline
 
 ISSUE_TID = 100          # the thread showing issue-clock holds
 RING_PID = 100           # the process holding the ring occupancy counters
 _ROLE = {"AIC": "Cube", "AIV0": "Vector 0", "AIV1": "Vector 1"}
+_RING_OPS = ("TPUSH", "TPOP", "TALLOC", "TFREE")
+_CHUNK = 8192            # events per write: bounded memory whatever the run length
+# json.dumps(..., separators=(",", ":")), the exact encoding of the events
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def _pid(core: int) -> int:
@@ -26,7 +34,7 @@ def _pid(core: int) -> int:
 
 
 def _tid(pipe: int) -> int:
-    return pipe + 1
+    return int(pipe) + 1
 
 
 def _mid(ins) -> float:
@@ -34,78 +42,135 @@ def _mid(ins) -> float:
 
 
 def chrome_trace(run_or_cluster, tl: Timeline | None = None) -> dict:
-    """The trace as a dict ``{"traceEvents": [...], ...}`` (json-serialisable)."""
+    """The trace as a dict ``{"traceEvents": [...], ...}`` (json-serialisable).  Holds the
+    whole trace in memory: for a long run write it with :func:`write_chrome_trace`."""
+    buf = io.StringIO()
+    _write(buf, run_or_cluster, tl)
+    return json.loads(buf.getvalue())
+
+
+def write_chrome_trace(run_or_cluster, path: str, tl: Timeline | None = None) -> str:
+    """Write the Chrome trace JSON of a traced run to ``path`` (atomically), streamed: the
+    events are encoded and written a chunk at a time, never held all at once."""
+    with atomic_open(path) as f:
+        _write(f, run_or_cluster, tl)
+    return path
+
+
+def _write(f, run_or_cluster, tl: Timeline | None) -> None:
     cluster = getattr(run_or_cluster, "cluster", run_or_cluster)
     tl = tl or timeline(cluster)
-    ev = []
+    f.write('{"traceEvents":[')
+    buf, first = [], True
+    for ev in _events(tl):
+        buf.append(ev)
+        if len(buf) >= _CHUNK:
+            f.write(("" if first else ",") + ",".join(buf))
+            buf.clear()
+            first = False
+    if buf:
+        f.write(("" if first else ",") + ",".join(buf))
+    other = {"generator": "ptopipe", "platform": cluster.platform.name, "cycles": tl.cycles,
+             "time_unit": "1 ts = 1 cycle"}
+    f.write('],"displayTimeUnit":"ns","otherData":' + _dumps(other) + "}")
+
+
+def _events(tl: Timeline):
+    """Every event of the trace as its JSON text, in a fixed order: metadata, instructions,
+    issue holds, flows, ring counters.  The frequent events are formatted from cached
+    pieces (the constant prefix per core/pipe/mnemonic, the args JSON per args record)
+    and give exactly the text ``json.dumps`` gives for the same dict."""
     used = {}
-    for ins in tl.instrs:
-        used.setdefault(ins.core, set()).add(ins.pipe)
-    for c, _k, _s, _e, _w in tl.holds:
-        used.setdefault(c, set())
+    for c, p in {(i.core, int(i.pipe)) for i in tl.instrs}:
+        used.setdefault(c, set()).add(p)
+    for h in tl.holds:
+        used.setdefault(h.core, set())
     for c in sorted(used):
-        name = tl.core_names[c]
-        ev.append({"ph": "M", "name": "process_name", "pid": _pid(c), "tid": 0,
-                   "args": {"name": f"{name} ({_ROLE.get(name, 'core')})"}})
-        ev.append({"ph": "M", "name": "process_sort_index", "pid": _pid(c), "tid": 0,
-                   "args": {"sort_index": c}})
-        for p in sorted(used[c]):
-            ev.append({"ph": "M", "name": "thread_name", "pid": _pid(c), "tid": _tid(p),
-                       "args": {"name": PipeUnit(p).name}})
-            ev.append({"ph": "M", "name": "thread_sort_index", "pid": _pid(c), "tid": _tid(p),
-                       "args": {"sort_index": p}})
-        ev.append({"ph": "M", "name": "thread_name", "pid": _pid(c), "tid": ISSUE_TID,
-                   "args": {"name": "issue (waits)"}})
-        ev.append({"ph": "M", "name": "thread_sort_index", "pid": _pid(c), "tid": ISSUE_TID,
-                   "args": {"sort_index": -1}})
-    # ordinal of each ring instruction (push / pop index) for the args
-    index = {}
-    for r in tl.rings:
-        for group in (r.pushes, r.pops, r.frees, r.allocs):
-            for lst in group.values():
-                for k, ins in enumerate(lst):
-                    index[ins.id] = k
+        yield from map(_dumps, _core_meta(tl.core_names[c], c, sorted(used[c])))
+    # the k-th TPUSH / TPOP / TALLOC / (real) TFREE of a core on a ring: "index" k
+    rings = {r.name for r in tl.rings}
+    ordinal = {}
+    head, argj = {}, {}
     for ins in tl.instrs:
-        args = dict(ins.args)
-        if ins.id in index:
-            args["index"] = index[ins.id]
-        ev.append({"ph": "X", "name": ins.name, "cat": ins.pipe_name, "ts": ins.start,
-                   "dur": ins.end - ins.start, "pid": _pid(ins.core), "tid": _tid(ins.pipe),
-                   "args": args})
-    for c, kind, s, e, what in tl.holds:
-        args = {"kind": kind}
-        if what is not None:
-            args["on"] = getattr(what, "name", None) or repr(what)
-            owner = getattr(what, "owner", None)
-            if owner is not None:
-                args["channel"] = owner.name
-        ev.append({"ph": "X", "name": f"wait {kind}", "cat": "wait", "ts": s, "dur": e - s,
-                   "pid": _pid(c), "tid": ISSUE_TID, "args": args})
+        core, pipe, name, start, end, args = ins
+        key = (core, pipe, name)
+        pre = head.get(key)
+        if pre is None:
+            pre = head[key] = (f'{{"ph":"X","name":{_dumps(name)},"cat":{_dumps(pipe_name(pipe))},"ts":',
+                               f',"pid":{_pid(core)},"tid":{_tid(pipe)},"args":')
+        akey = (type(args), args)     # by type too: records of equal values are equal tuples
+        try:
+            aj = argj.get(akey)
+        except TypeError:             # an unhashable value inside: not cached
+            aj = akey = None
+        if aj is None:
+            aj = _dumps(arg_dict(args))
+            if akey is not None:
+                argj[akey] = aj
+        if type(args) is RingArgs and name in _RING_OPS and args.channel in rings \
+                and (name != "TFREE" or args.tag is not None):
+            okey = (args.channel, core, name)
+            k = ordinal.get(okey, 0)
+            ordinal[okey] = k + 1
+            aj = f'{aj[:-1]},"index":{k}}}'
+        yield f"{pre[0]}{start},\"dur\":{end - start}{pre[1]}{aj}}}"
+    hargs = {}
+    for h in tl.holds:
+        key = (h.kind, id(h.what))
+        aj = hargs.get(key)
+        if aj is None:
+            aj = hargs[key] = _dumps(_hold_args(h.kind, h.what))
+        yield (f'{{"ph":"X","name":{_dumps("wait " + h.kind)},"cat":"wait","ts":{h.start},'
+               f'"dur":{h.end - h.start},"pid":{_pid(h.core)},"tid":{ISSUE_TID},"args":{aj}}}')
     fid = 0
     for kind, pairs in (("ready", tl.push_pop), ("free", tl.free_push)):
+        name = "TPUSH->TPOP" if kind == "ready" else "TFREE->TPUSH"
+        tail = f'"name":"{name}","cat":"ring.{kind}","ts":'
         for a, b in pairs:
             fid += 1
-            name = "TPUSH->TPOP" if kind == "ready" else "TFREE->TPUSH"
             # anchored mid-slice: back-to-back slices share their boundary timestamps, and a
             # flow event binds to the slice that encloses its ts
-            ev.append({"ph": "s", "id": fid, "name": name, "cat": f"ring.{kind}", "ts": _mid(a),
-                       "pid": _pid(a.core), "tid": _tid(a.pipe)})
-            ev.append({"ph": "f", "bp": "e", "id": fid, "name": name, "cat": f"ring.{kind}",
-                       "ts": _mid(b), "pid": _pid(b.core), "tid": _tid(b.pipe)})
+            yield f'{{"ph":"s","id":{fid},{tail}{_mid(a)!r},"pid":{_pid(a.core)},"tid":{_tid(a.pipe)}}}'
+            yield (f'{{"ph":"f","bp":"e","id":{fid},{tail}{_mid(b)!r},"pid":{_pid(b.core)},'
+                   f'"tid":{_tid(b.pipe)}}}')
     if tl.rings:
-        ev.append({"ph": "M", "name": "process_name", "pid": RING_PID, "tid": 0,
-                   "args": {"name": "Rings (slots in use)"}})
-        ev.append({"ph": "M", "name": "process_sort_index", "pid": RING_PID, "tid": 0,
-                   "args": {"sort_index": 99}})
+        yield _dumps({"ph": "M", "name": "process_name", "pid": RING_PID, "tid": 0,
+                      "args": {"name": "Rings (slots in use)"}})
+        yield _dumps({"ph": "M", "name": "process_sort_index", "pid": RING_PID, "tid": 0,
+                      "args": {"sort_index": 99}})
     for r in tl.rings:
+        pre = f'{{"ph":"C","name":{_dumps(r.name + " occupancy")},"ts":'
         for t, n in r.occupancy:
-            ev.append({"ph": "C", "name": f"{r.name} occupancy", "ts": t, "pid": RING_PID,
-                       "tid": 0, "args": {"slots": n}})
-    return {"traceEvents": ev, "displayTimeUnit": "ns",
-            "otherData": {"generator": "ptopipe", "platform": cluster.platform.name,
-                          "cycles": tl.cycles, "time_unit": "1 ts = 1 cycle"}}
+            yield f'{pre}{t},"pid":{RING_PID},"tid":0,"args":{{"slots":{n}}}}}'
 
 
-def write_chrome_trace(run_or_cluster, path: str) -> str:
-    """Write the Chrome trace JSON of a traced run to ``path`` (atomically)."""
-    return write_atomic(path, json.dumps(chrome_trace(run_or_cluster), separators=(",", ":")))
+def _core_meta(name: str, c: int, pipes: list) -> list:
+    ev = [{"ph": "M", "name": "process_name", "pid": _pid(c), "tid": 0,
+           "args": {"name": f"{name} ({_ROLE.get(name, 'core')})"}},
+          {"ph": "M", "name": "process_sort_index", "pid": _pid(c), "tid": 0,
+           "args": {"sort_index": c}}]
+    for p in pipes:
+        ev.append({"ph": "M", "name": "thread_name", "pid": _pid(c), "tid": _tid(p),
+                   "args": {"name": PipeUnit(p).name}})
+        ev.append({"ph": "M", "name": "thread_sort_index", "pid": _pid(c), "tid": _tid(p),
+                   "args": {"sort_index": p}})
+    ev.append({"ph": "M", "name": "thread_name", "pid": _pid(c), "tid": ISSUE_TID,
+               "args": {"name": "issue (waits)"}})
+    ev.append({"ph": "M", "name": "thread_sort_index", "pid": _pid(c), "tid": ISSUE_TID,
+               "args": {"sort_index": -1}})
+    return ev
+
+
+def _hold_args(kind: str, what) -> dict:
+    """Args of a hold: what it waited on - a flag (and the ring owning it), the vector-pipe
+    barrier of a ``TSYNC(Op.X)`` (the op's name), or an event token (its repr)."""
+    args = {"kind": kind}
+    if type(what) is Flag:
+        args["on"] = what.name
+        if what.owner is not None:
+            args["channel"] = what.owner.name
+    elif isinstance(what, Enum):
+        args["on"] = what.name
+    elif what is not None:
+        args["on"] = repr(what)
+    return args

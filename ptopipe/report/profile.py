@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..arch import PipeUnit
-from .timeline import Timeline, merge_intervals, overlap, timeline
+from .timeline import Timeline, covered, merge_intervals, timeline
 
 _STALLS = ("ready", "free", "event", "idle")
 _BOUND = {"M": "Cube-bound", "V": "Vector-bound", "MTE2": "Load-bound (MTE2, GM->local)",
@@ -115,6 +115,12 @@ def profile(run_or_cluster, tl: Timeline | None = None) -> Profile:
     if exact and tl is None:
         tl = timeline(cluster)
     cores = {}
+    spans, holds_of = {}, {}
+    if exact:                   # one pass over the trace, not one per core
+        for i in tl.instrs:
+            spans.setdefault(i.core, []).append((i.start, i.end))
+        for h in tl.holds:
+            holds_of.setdefault(h.core, []).append(h)
     for core in cluster.cores:
         if core.state.value == "idle":
             continue
@@ -122,13 +128,13 @@ def profile(run_or_cluster, tl: Timeline | None = None) -> Profile:
         util = {p: (v / cycles if cycles else 0.0) for p, v in busy.items()}
         holds = dict(core.stall)
         if exact:
-            union = merge_intervals((i.start, i.end) for i in tl.instrs if i.core == core.index)
+            union = merge_intervals(spans.get(core.index, ()))
             active = sum(e - s for s, e in union)
             stalls = {k: 0 for k in _STALLS}
-            for c, kind, s, e, _what in tl.holds:
-                if c == core.index:
-                    key = kind if kind in ("ready", "free") else "event"
-                    stalls[key] += (e - s) - overlap((s, e), union)
+            mine = holds_of.get(core.index, [])
+            for h, in_flight in zip(mine, covered(((h.start, h.end) for h in mine), union)):
+                key = h.kind if h.kind in ("ready", "free") else "event"
+                stalls[key] += (h.end - h.start) - in_flight
             stalls["idle"] = max(0, cycles - active - stalls["ready"] - stalls["free"] - stalls["event"])
         else:
             active = max(busy.values())     # a lower bound without the intervals

@@ -5,60 +5,166 @@ with the profile tables) and the same lanes as a PNG through matplotlib (optiona
 One lane per (core, pipe) that did work, one ``issue`` lane per core showing when its
 instruction issue was held (waiting for data / a free slot / an event), and one step
 chart per ring with its slots in use.
+
+A screen shows a few thousand boxes per lane, a long run has millions of instructions:
+items closer together than half a pixel are merged into one bar (a busy interval that
+keeps its instruction count and busy cycles, drawn fainter the less of it is busy), and a
+ring's occupancy is drawn as its mean per pixel once it has more steps than pixels.
+The page says when it did either.  Cost and output size are linear in the run / bounded
+by the drawing width, whatever the run length.
 """
 from __future__ import annotations
 
 import html
+from typing import NamedTuple
 
 from ..arch import PipeUnit
 from ..errors import ConfigError
-from ._io import save_png, write_atomic
+from ..sim.trace import Hold, Instr
+from ._io import atomic_open, save_png
 from .profile import Profile, profile
-from .timeline import Timeline, timeline
+from .timeline import Timeline, arg_dict, timeline
 
 PIPE_COLORS = {"M": "#d62728", "V": "#1f77b4", "MTE2": "#2ca02c", "MTE3": "#9467bd",
                "MTE1": "#ff7f0e", "FIX": "#8c564b", "S": "#7f7f7f"}
 WAIT_COLORS = {"ready": "#fdae6b", "free": "#fb6a4a", "event": "#bdbdbd", "flag": "#bdbdbd"}
 _RING_OPS = ("TPUSH", "TPOP", "TFREE", "TALLOC")
+_GAP_PX = 0.5        # items closer than this merge into one bar ...
+_BAR_PX = 4.0        # ... while the bar stays narrower than this
+# so a lane has at most plot_px / _GAP_PX + 2 * plot_px / _BAR_PX + 1 bars: every bar but the
+# last ends at a gap of >= _GAP_PX, or it and the next one together span >= _BAR_PX
+
+
+class Lane(NamedTuple):
+    label: str
+    core: int
+    items: list          # [(start, end, color, record)], record an Instr or a Hold, by start
+
+
+class Bar(NamedTuple):
+    """One drawn box: a single instruction / wait, or several merged (n > 1)."""
+    start: int
+    end: int
+    busy: int            # cycles covered by its items (== end - start for a single one)
+    n: int               # items merged into it
+    color: str
+    outlined: bool       # holds a ring instruction (TPUSH/TPOP/TFREE/TALLOC)
+    record: object       # the item when n == 1 (for its tooltip), else None
 
 
 def lanes(tl: Timeline) -> list:
-    """``[(label, [(start, end, color, tooltip, outlined)])]`` in display order."""
+    """The lanes in display order, built in one pass over the trace."""
+    colors = {p: PIPE_COLORS.get(p.name, "#999999") for p in PipeUnit}
+    per_pipe, holds = {}, {}
+    for ins in tl.instrs:           # (a PipeUnit and its int are the same dict key)
+        per_pipe.setdefault((ins.core, ins.pipe), []).append(
+            (ins.start, ins.end, colors.get(ins.pipe, "#999999"), ins))
+    for h in tl.holds:
+        holds.setdefault(h.core, []).append((h.start, h.end, WAIT_COLORS.get(h.kind, "#bdbdbd"), h))
     out = []
-    cores = sorted({i.core for i in tl.instrs} | {h[0] for h in tl.holds})
-    for c in cores:
+    for c in sorted({c for c, _p in per_pipe} | set(holds)):
         name = tl.core_names[c]
-        holds = [(s, e, WAIT_COLORS.get(k, "#bdbdbd"), f"{name} issue waits ({k}) {s}-{e}", False)
-                 for cc, k, s, e, _w in tl.holds if cc == c]
-        out.append((f"{name} issue", holds))
+        out.append(Lane(f"{name} issue", c, sorted(holds.get(c, []), key=_start)))
         for p in PipeUnit:
-            items = [(i.start, i.end, PIPE_COLORS.get(p.name, "#999999"),
-                      f"{i.name} {name} {p.name} {i.start}-{i.end} "
-                      + " ".join(f"{k}={v}" for k, v in i.args.items()),
-                      i.name in _RING_OPS)
-                     for i in tl.instrs if i.core == c and i.pipe == int(p)]
+            items = per_pipe.get((c, p))
             if items:
-                out.append((f"{name} {p.name}", items))
+                out.append(Lane(f"{name} {p.name}", c, sorted(items, key=_start)))
     return out
 
 
-def _merge_px(items, scale: float) -> list:
-    """Merge rectangles closer than half a pixel (same colour) so huge runs stay small."""
+def _start(item) -> int:
+    return item[0]
+
+
+def _pipe_name(pipe) -> str:
+    try:
+        return PipeUnit(pipe).name
+    except ValueError:
+        return str(pipe)
+
+
+def bars(items: list, scale: float) -> list:
+    """Merge a lane's items (sorted by start) at ``scale`` pixels per cycle: items closer
+    than half a pixel join one bar while it stays under 4 pixels wide.  A bar's ``busy``
+    is the cycles its items cover (overlaps counted once), so the busy time of the lane is
+    kept; its colour is the one with the most busy cycles."""
     out = []
-    for s, e, color, tip, outl in sorted(items, key=lambda x: x[0]):
-        if out and out[-1][2] == color and (s - out[-1][1]) * scale < 0.5 \
-                and (e - out[-1][0]) * scale < 4:
-            last = out[-1]
-            n = last[5] + 1
-            out[-1] = (last[0], max(last[1], e), color, f"{n} instructions {last[0]}-{max(last[1], e)}",
-                       last[4] or outl, n)
-        else:
-            out.append((s, e, color, tip, outl, 1))
+    cur = None           # [start, end, busy, n, {color: busy}, outlined, record, covered_to]
+    for s, e, color, rec in items:
+        outl = type(rec) is Instr and rec.name in _RING_OPS
+        if cur is not None and (s - cur[1]) * scale < _GAP_PX and (max(e, cur[1]) - cur[0]) * scale < _BAR_PX:
+            new = max(0, e - max(s, cur[7]))
+            cur[2] += new
+            cur[3] += 1
+            cur[4][color] = cur[4].get(color, 0) + new
+            cur[5] = cur[5] or outl
+            cur[6] = None
+            if e > cur[1]:
+                cur[1] = e
+            if e > cur[7]:
+                cur[7] = e
+            continue
+        if cur is not None:
+            out.append(_bar(cur))
+        cur = [s, e, e - s, 1, {color: e - s}, outl, rec, e]
+    if cur is not None:
+        out.append(_bar(cur))
     return out
+
+
+def _bar(cur) -> Bar:
+    by_color = cur[4]
+    color = max(by_color, key=by_color.get) if len(by_color) > 1 else next(iter(by_color))
+    return Bar(cur[0], cur[1], cur[2], cur[3], color, cur[5], cur[6])
+
+
+def _tip(lane: Lane, b: Bar, core_name: str) -> str:
+    rec = b.record
+    if rec is None:
+        what = "waits" if lane.label.endswith(" issue") else "instructions"
+        width = max(b.end - b.start, 1)
+        return f"{b.n} {what} {b.start}-{b.end}, busy {b.busy} cycles ({b.busy / width:.0%})"
+    if isinstance(rec, Hold):
+        return f"{core_name} issue waits ({rec.kind}) {rec.start}-{rec.end}"
+    return (f"{rec.name} {core_name} {_pipe_name(rec.pipe)} {rec.start}-{rec.end} "
+            + " ".join(f"{k}={v}" for k, v in arg_dict(rec.args).items()))
+
+
+def occupancy_px(steps: list, cycles: int, scale: float) -> "tuple[list, bool]":
+    """A ring's occupancy steps ``[(cycle, slots)]`` for a drawing at ``scale`` pixels per
+    cycle: unchanged when there are at most as many steps as pixels, else the time-weighted
+    mean slots in use per pixel column (second value True)."""
+    cols = int(cycles * scale) + 1
+    if len(steps) <= cols or cycles <= 0:
+        return steps, False
+    w = cycles / cols
+    pts = list(steps) + [(cycles, steps[-1][1])]
+    out, acc, i = [], 0.0, 0
+    prev = 0.0
+    for k in range(1, cols + 1):
+        b = min(cycles, k * w)
+        while i + 1 < len(pts) and pts[i + 1][0] <= b:
+            acc += (pts[i + 1][0] - pts[i][0]) * pts[i][1]
+            i += 1
+        area = acc + (b - pts[i][0]) * pts[i][1]
+        out.append(((k - 1) * w, (area - prev) / w))
+        prev = area
+    return out, True
+
+
+class Drawing(NamedTuple):
+    svg: str
+    items: int           # instructions and waits in the lanes
+    bars: int            # boxes drawn for them
+    rings_averaged: int  # rings drawn as mean per pixel
 
 
 def swimlane_svg(tl: Timeline, width: int = 1200) -> str:
     """The swimlane as an SVG string."""
+    return _swimlane(tl, width).svg
+
+
+def _swimlane(tl: Timeline, width: int) -> Drawing:
     label_w, lane_h, gap, ring_h = 120, 16, 3, 40
     rows = lanes(tl)
     cycles = max(tl.cycles, 1)
@@ -77,24 +183,33 @@ def swimlane_svg(tl: Timeline, width: int = 1200) -> str:
         o.append(f'<text x="{x:.1f}" y="11" text-anchor="middle" fill="#555">{t}</text>')
         t += step
     y = 20
-    for label, items in rows:
-        o.append(f'<text x="4" y="{y + lane_h - 4}">{html.escape(label)}</text>')
+    n_items = n_bars = averaged = 0
+    for lane in rows:
+        core_name = tl.core_names[lane.core]
+        o.append(f'<text x="4" y="{y + lane_h - 4}">{html.escape(lane.label)}</text>')
         o.append(f'<rect x="{label_w}" y="{y}" width="{plot_w}" height="{lane_h}" fill="#fafafa"/>')
-        for s, e, color, tip, outl, _n in _merge_px(items, scale):
-            x = label_w + s * scale
-            w = max((e - s) * scale, 0.6)
-            stroke = ' stroke="black" stroke-width="0.6"' if outl else ""
+        drawn = bars(lane.items, scale)
+        n_items += len(lane.items)
+        n_bars += len(drawn)
+        for b in drawn:
+            x = label_w + b.start * scale
+            w = max((b.end - b.start) * scale, 0.6)
+            stroke = ' stroke="black" stroke-width="0.6"' if b.outlined else ""
+            if b.n > 1 and b.end > b.start and b.busy < b.end - b.start:
+                stroke += f' fill-opacity="{max(0.3, b.busy / (b.end - b.start)):.2f}"'
             o.append(f'<rect x="{x:.2f}" y="{y + 1}" width="{w:.2f}" height="{lane_h - 2}" '
-                     f'fill="{color}"{stroke}><title>{html.escape(tip)}</title></rect>')
+                     f'fill="{b.color}"{stroke}><title>{html.escape(_tip(lane, b, core_name))}</title></rect>')
         y += lane_h + gap
     for r in tl.rings:
         y += 14
+        occ, avg = occupancy_px(r.occupancy, cycles, scale)
+        averaged += avg
         o.append(f'<text x="4" y="{y - 3}">{html.escape(r.name[:60])} - slots in use '
-                 f'(peak {r.peak}/{r.slot_num})</text>')
+                 f'(peak {r.peak}/{r.slot_num}{", mean per pixel" if avg else ""})</text>')
         o.append(f'<rect x="{label_w}" y="{y}" width="{plot_w}" height="{ring_h}" fill="#fafafa"/>')
         top = max(r.slot_num, r.peak, 1)
         pts = []
-        occ = r.occupancy + [(cycles, r.occupancy[-1][1] if r.occupancy else 0)]
+        occ = occ + [(cycles, occ[-1][1] if occ else 0)]
         for (t0, n), (t1, _n) in zip(occ, occ[1:]):
             yy = y + ring_h - n / top * (ring_h - 2)
             pts.append(f"{label_w + t0 * scale:.2f},{yy:.2f}")
@@ -104,7 +219,7 @@ def swimlane_svg(tl: Timeline, width: int = 1200) -> str:
         o.append(f'<text x="{label_w - 4}" y="{y + 10}" text-anchor="end" fill="#555">{top}</text>')
         y += ring_h
     o.append("</svg>")
-    return "\n".join(o)
+    return Drawing("\n".join(o), n_items, n_bars, averaged)
 
 
 def _nice_step(x: float) -> int:
@@ -121,13 +236,14 @@ _CSS = """body{font-family:sans-serif;margin:20px;color:#222}table{border-collap
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f0f0f0}
 td:first-child,th:first-child{text-align:left}.verdict{font-size:1.15em;font-weight:bold;margin:8px 0}
 .legend span{display:inline-block;margin-right:12px}.sw{display:inline-block;width:12px;height:10px;
-margin-right:4px;vertical-align:middle}.scroll{overflow-x:auto}"""
+margin-right:4px;vertical-align:middle}.scroll{overflow-x:auto}.note{color:#555;font-size:.9em}"""
 
 
-def report_html(run, title: str = "ptopipe run", width: int = 1400) -> str:
+def report_html(run, title: str = "ptopipe run", width: int = 1400,
+                tl: Timeline | None = None) -> str:
     """The self-contained HTML report (summary tables + swimlane SVG) of a traced run."""
     cluster = getattr(run, "cluster", run)
-    tl = timeline(cluster)
+    tl = tl or timeline(cluster)
     prof = profile(cluster, tl)
     e = html.escape
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title>"
@@ -140,9 +256,21 @@ def report_html(run, title: str = "ptopipe run", width: int = 1400) -> str:
                       for p, c in PIPE_COLORS.items())
     legend += " " + " ".join(f"<span><i class='sw' style='background:{WAIT_COLORS[k]}'></i>waits {k}</span>"
                              for k in ("ready", "free", "event"))
+    drawing = _swimlane(tl, width)
+    note = ""
+    if drawing.bars < drawing.items or drawing.rings_averaged:
+        note = (f"<p class='note'>{drawing.items} instructions and waits shown as "
+                f"{drawing.bars} merged bars: items closer than half a pixel are merged into "
+                "one busy interval (fainter = less of it busy; hover for its count and busy "
+                "cycles)")
+        if drawing.rings_averaged:
+            note += (f"; {drawing.rings_averaged} ring occupancy chart(s) show the mean slots in "
+                     "use per pixel")
+        note += ".</p>"
     parts.append(f"<h2>Swimlane</h2><div class='legend'>{legend} "
-                 "<span>(black outline: TPUSH/TPOP/TFREE/TALLOC; hover for details)</span></div>")
-    parts.append(f"<div class='scroll'>{swimlane_svg(tl, width)}</div></body></html>")
+                 "<span>(black outline: TPUSH/TPOP/TFREE/TALLOC; hover for details)</span></div>"
+                 + note)
+    parts.append(f"<div class='scroll'>{drawing.svg}</div></body></html>")
     return "\n".join(parts)
 
 
@@ -172,9 +300,12 @@ def _tables(prof: Profile) -> str:
     return "\n".join(rows)
 
 
-def write_html(run, path: str, title: str = "ptopipe run") -> str:
-    """Write the HTML report of a traced run to ``path`` (atomically)."""
-    return write_atomic(path, report_html(run, title))
+def write_html(run, path: str, title: str = "ptopipe run", tl: Timeline | None = None) -> str:
+    """Write the HTML report of a traced run to ``path`` (atomically).  Its size is bounded
+    by the drawing width, not the run length, so it is built in memory."""
+    with atomic_open(path) as f:
+        f.write(report_html(run, title, tl=tl))
+    return path
 
 
 def _pyplot():
@@ -197,20 +328,23 @@ def write_png(run, path: str, title: str = "ptopipe run") -> str:
     rows = lanes(tl)
     n = len(rows) + len(tl.rings)
     fig, ax = plt.subplots(figsize=(14, 0.35 * n + 1.2))
+    cycles = max(tl.cycles, 1)
+    scale = 1200 / cycles            # about the plot's width in pixels at 110 dpi
     labels = []
-    for k, (label, items) in enumerate(rows):
+    for k, lane in enumerate(rows):
         y = n - 1 - k
         by_color = {}
-        for s, e, color, _tip, _o in items:
-            by_color.setdefault(color, []).append((s, max(e - s, 0.5)))
+        for b in bars(lane.items, scale):
+            by_color.setdefault(b.color, []).append((b.start, max(b.end - b.start, 0.5)))
         for color, spans in by_color.items():
             ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=color)
-        labels.append((y, label))
+        labels.append((y, lane.label))
     for j, r in enumerate(tl.rings):
         y = n - 1 - len(rows) - j
         top = max(r.slot_num, r.peak, 1)
-        xs = [t for t, _ in r.occupancy] + [tl.cycles]
-        ys = [y - 0.4 + 0.8 * v / top for _, v in r.occupancy]
+        occ, _avg = occupancy_px(r.occupancy, cycles, scale)
+        xs = [t for t, _ in occ] + [tl.cycles]
+        ys = [y - 0.4 + 0.8 * v / top for _, v in occ]
         ax.step(xs[:-1] + [xs[-1]], ys + [ys[-1]], where="post", color="#3182bd")
         labels.append((y, f"{r.name.split(' (')[0]} slots (peak {r.peak}/{r.slot_num})"))
     ax.set_yticks([y for y, _ in labels], [lab for _, lab in labels])

@@ -11,30 +11,15 @@ SET) is read from the channel's protocol model, never re-derived here.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..arch import PipeUnit
 from ..errors import ConfigError
+from ..sim.trace import Instr, MatmulArgs, RingArgs, TileArgs  # noqa: F401 (Instr: re-exported)
 
 _PIPE_NAMES = {int(p): p.name for p in PipeUnit}
-_RING_OPS = ("TPUSH", "TPOP", "TFREE", "TALLOC")
-
-
-@dataclass
-class Instr:
-    """One traced instruction."""
-    id: int
-    core: int
-    pipe: int
-    name: str
-    start: int
-    end: int
-    args: dict
-
-    @property
-    def pipe_name(self) -> str:
-        return _PIPE_NAMES.get(self.pipe, str(self.pipe))
 
 
 @dataclass
@@ -63,55 +48,68 @@ class Ring:
 class Timeline:
     cycles: int
     core_names: list                  # index -> name
-    instrs: list                      # [Instr]
-    holds: list                       # [(core, kind, start, end, what)]
+    instrs: list                      # [sim.trace.Instr], the cluster's trace itself
+    holds: list                       # [sim.trace.Hold]
     rings: list                       # [Ring]
     push_pop: list                    # [(push Instr, pop Instr)]
     free_push: list                   # [(free Instr, push Instr)]
 
 
-def _args(name: str, raw) -> dict:
-    """Readable args of a trace record (the isa layer stores compact tuples)."""
-    if raw is None:
-        return {}
-    if isinstance(raw, dict):
-        return dict(raw)
-    if not isinstance(raw, tuple):
-        return {"args": repr(raw)}
-    if name in _RING_OPS and raw and isinstance(raw[0], str):
-        out = {"channel": raw[0]}
-        if len(raw) > 1 and raw[1] is not None:
-            out["slot"] = raw[1]
-            out["tag"] = raw[1]
-        for extra in raw[2:]:
-            if isinstance(extra, tuple):
-                out["shape"] = "x".join(str(d) for d in extra)
-            elif isinstance(extra, str):
-                out["kind"] = extra
-            elif extra is not None:
-                out["dtype"] = getattr(extra, "name", str(extra))
-        return out
-    if name.startswith("TMATMUL") and len(raw) == 3 and all(isinstance(v, int) for v in raw):
-        m, k, n = raw
-        return {"M": m, "K": k, "N": n, "shape": f"{m}x{k} @ {k}x{n}"}
-    out = {}
-    for v in raw:
-        if isinstance(v, tuple):
-            out["shape"] = "x".join(str(d) for d in v)
-        elif hasattr(v, "itemsize"):
-            out["dtype"] = getattr(v, "name", str(v))
-        else:
-            out.setdefault("args", []).append(repr(v))
+def _ring_args(a: RingArgs) -> dict:
+    out = {"channel": a.channel}
+    if a.tag is not None:
+        out["slot"] = a.tag
+        out["tag"] = a.tag
+    if a.shape is not None:
+        out["shape"] = _shape(a.shape)
+    if a.kind is not None:
+        out["kind"] = a.kind
     return out
 
 
+def _shape(shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+_ARGS = {
+    type(None): lambda a: {},
+    RingArgs: _ring_args,
+    TileArgs: lambda a: {"shape": _shape(a.shape), "dtype": getattr(a.dtype, "name", str(a.dtype))},
+    MatmulArgs: lambda a: {"M": a.m, "K": a.k, "N": a.n, "shape": f"{a.m}x{a.k} @ {a.k}x{a.n}"},
+}
+
+
+def arg_dict(args) -> dict:
+    """The readable args of a traced instruction (its ``Instr.args`` record) as a dict."""
+    fn = _ARGS.get(type(args))
+    return fn(args) if fn is not None else {"args": repr(args)}
+
+
+def pipe_name(pipe: int) -> str:
+    return _PIPE_NAMES.get(pipe, str(pipe))
+
+
 def timeline(cluster) -> Timeline:
-    """Build the timeline of a finished traced run (a :class:`~ptopipe.sim.Cluster`)."""
+    """The timeline of a finished traced run (a :class:`~ptopipe.sim.Cluster`).  Built once
+    per run and shared by the trace, the report and the profile of that run (rebuilt if
+    the run recorded more since); kept in ``cluster.shared``, so it lives as long as the run."""
+    if cluster.trace is None:
+        return _build(cluster)              # raises the ConfigError
+    sizes = (len(cluster.trace), len(cluster.waits or ()), len(cluster.signals or ()))
+    hit = cluster.shared.get(_KEY)
+    if hit is None or hit[0] != sizes:
+        hit = cluster.shared[_KEY] = (sizes, _build(cluster))
+    return hit[1]
+
+
+_KEY = "report.timeline"
+
+
+def _build(cluster) -> Timeline:
     if cluster.trace is None:
         raise ConfigError("this run was not traced, so it has no timeline",
                           fix="run with trace=True (ptopipe.run(..., trace=True))")
-    instrs = [Instr(i, c, int(p), name, s, e, _args(name, a))
-              for i, (c, p, name, s, e, a) in enumerate(cluster.trace)]
+    instrs = cluster.trace
     names = [c.name for c in cluster.cores]
     rings = {}
     for ch in cluster.shared.get("channels", {}).values():
@@ -124,7 +122,10 @@ def timeline(cluster) -> Timeline:
                               slots_per_free=m.slots_per_free(ch), paired_frees=m.wait_every,
                               lanes=len(ch.peers))
     for ins in instrs:
-        r = rings.get(ins.args.get("channel"))
+        a = ins.args
+        if type(a) is not RingArgs:
+            continue
+        r = rings.get(a.channel)
         if r is None:
             continue
         if ins.name == "TPUSH":
@@ -133,16 +134,17 @@ def timeline(cluster) -> Timeline:
             r.pops.setdefault(ins.core, []).append(ins)
         elif ins.name == "TALLOC":
             r.allocs.setdefault(ins.core, []).append(ins)
-        elif ins.name == "TFREE" and "slot" in ins.args:
+        elif ins.name == "TFREE" and a.tag is not None:     # not a no-op TFREE
             r.frees.setdefault(ins.core, []).append(ins)
     # free signals (SETs on a ring's free flags), per (consumer, producer) link, in order
     by_flag_owner = {id(ch): ch.name for ch in cluster.shared.get("channels", {}).values()}
-    for sender, flag, at in cluster.signals or ():
+    for sig in cluster.signals or ():
+        flag = sig.flag
         if flag.signal != "free" or flag.owner is None:
             continue
         r = rings.get(by_flag_owner.get(id(flag.owner)))
         if r is not None:
-            r.releases.setdefault((sender, flag.receiver.index), []).append(at)
+            r.releases.setdefault((sig.sender, flag.receiver.index), []).append(sig.at)
     cycles = cluster.cycles
     push_pop, free_push = [], []
     for r in rings.values():
@@ -155,7 +157,7 @@ def timeline(cluster) -> Timeline:
                 for c in r.consumers:
                     free_push.extend(zip(r.frees.get(c, []), acq[r.slot_num:]))
         _occupancy(r, cycles)
-    holds = list(cluster.waits or ())
+    holds = cluster.waits or []
     return Timeline(cycles, names, instrs, holds, list(rings.values()), push_pop, free_push)
 
 
@@ -216,14 +218,21 @@ def merge_intervals(iv) -> list:
     return [(s, e) for s, e in out]
 
 
-def overlap(a: tuple, union: list) -> int:
-    """Cycles of interval ``a`` covered by the sorted disjoint intervals ``union``."""
-    s, e = a
-    tot = 0
-    for us, ue in union:
-        if ue <= s:
-            continue
-        if us >= e:
-            break
-        tot += min(e, ue) - max(s, us)
-    return tot
+def covered(intervals, union: list) -> list:
+    """For each ``(start, end)`` of ``intervals``, the cycles covered by ``union`` (sorted,
+    disjoint, as from :func:`merge_intervals`).  Bisects into the union, so a long run costs
+    O(n log n), not a scan of the union per interval."""
+    ends = [e for _s, e in union]
+    n = len(union)
+    out = []
+    for s, e in intervals:
+        tot = 0
+        j = bisect_right(ends, s)           # the first union interval ending after s
+        while j < n:
+            us, ue = union[j]
+            if us >= e:
+                break
+            tot += min(e, ue) - max(s, us)
+            j += 1
+        out.append(tot)
+    return out

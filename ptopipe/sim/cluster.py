@@ -26,6 +26,7 @@ from ..errors import DeadlockError
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .memory import Memory
+from .trace import Signal
 
 _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anything
 
@@ -59,9 +60,9 @@ class Cluster:
         self.main = None
         self.rng = random.Random(schedule_seed) if schedule_seed is not None else None
         self.schedule_seed = schedule_seed
-        # with trace: every hold of a core's issue clock, (core, kind, start, end, what)
+        # with trace: every hold of a core's issue clock (trace.Hold)
         self.waits = [] if trace else None
-        # with trace: every cross-core SET, (sender index, flag, set time)
+        # with trace: every cross-core SET (trace.Signal)
         self.signals = [] if trace else None
         self.checker = None          # happens-before checker, attached by the checkers
         self.explainers = []         # callables(cluster) -> str, extra deadlock context
@@ -90,7 +91,7 @@ class Cluster:
         if self.checker is not None:
             flag.set_clocks.append(self.checker.on_set(sender))
         if self.signals is not None:
-            self.signals.append((sender.index, flag, at))
+            self.signals.append(Signal(sender.index, flag, at))
         w = flag.waiter
         if w is not None:
             flag.waiter = None

@@ -18,6 +18,7 @@ from ..arch import MemSpace, PipeUnit
 from ..arch.costs import NO_COSTS
 from ..errors import KernelError, PtoPipeError
 from .location import SourceLoc, user_loc
+from .trace import Hold, Instr
 
 
 class CoreKind(Enum):
@@ -278,7 +279,7 @@ class Core:
         """The rare tail of an issue: record the trace entry, enforce the budget, and every
         SYNC_EVERY instructions apply the queued data operations (bounded memory)."""
         if self.trace is not None and pipe is not None:
-            self.trace.append((self.index, pipe, name, start, end, args))
+            self.trace.append(Instr(self.index, pipe, name, start, end, args))
         else:                               # (a functional run records no trace)
             self.limit = min(self.budget, n + SYNC_EVERY)
         if n > self.budget:
@@ -309,7 +310,7 @@ class Core:
             self.stall[kind] += until - t
             waits = self.cluster.waits
             if waits is not None:
-                waits.append((self.index, kind, t, until, what))
+                waits.append(Hold(self.index, kind, t, until, what))
             self.clock = until
 
     def end_time(self) -> int:
@@ -338,7 +339,7 @@ class Core:
         if arrival > t:           # hold the issue clock until the SET arrives (hold(), inline)
             self.stall[flag.signal] += arrival - t
             if self.cluster.waits is not None:
-                self.cluster.waits.append((self.index, flag.signal, t, arrival, flag))
+                self.cluster.waits.append(Hold(self.index, flag.signal, t, arrival, flag))
             t = arrival
         self.clock = t + 1
         return arrival

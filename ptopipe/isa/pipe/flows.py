@@ -11,6 +11,7 @@ from ...arch import PipeUnit
 from ...arch.vocab import V2C, C2V, TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc
+from ...sim.trace import RingArgs
 from ..context import current_core
 from ..events import Event, TSYNC, new_event
 from ..ops import arr
@@ -60,7 +61,8 @@ def push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
     mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH",
                  core.where())
-    _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH", (ch.name, tag, "ctrl"))
+    _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH",
+                        RingArgs(ch.name, tag, None, "ctrl") if core.trace is not None else None)
     side.index += 1
     producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))
@@ -73,7 +75,7 @@ def push_commit(core, ch: Channel, side: Side) -> Event:
     tag, _gt, _loc0 = side.pending_alloc.pop(0)
     mark_written(core, ch, side, tag, None, "TPUSH", core.where())
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
-                        (ch.name, tag, "commit"))
+                        RingArgs(ch.name, tag, None, "commit") if core.trace is not None else None)
     # the data were written by TSTOREs: signal after they complete
     t = max(end, max(core.pipe_free[PipeUnit.FIX], core.pipe_free[PipeUnit.MTE3]))
     producer_record(core, side, tag, t)
@@ -98,7 +100,8 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype))
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
-    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC", (ch.name, tag))
+    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
+                        RingArgs(ch.name, tag) if core.trace is not None else None)
     return new_event(("TALLOC", core, end))
 
 
@@ -117,7 +120,8 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
         s.pop_loc = loc
     side.index += 1
     side.held.append((tag, gt, loc, None, None, split))
-    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP", (ch.name, tag, "addr"))
+    _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",
+                        RingArgs(ch.name, tag, None, "addr") if core.trace is not None else None)
     return new_event(("TPOP", core, end))
 
 
@@ -125,7 +129,8 @@ def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
     core.cluster.sync()
     val = int(core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0])
     side.index += 1
-    core.issue(PipeUnit.S, 1, (), (), "TPOP", (ch.name, tag, "ctrl"))
+    core.issue(PipeUnit.S, 1, (), (), "TPOP",
+               RingArgs(ch.name, tag, None, "ctrl") if core.trace is not None else None)
     for s in side.slots[tag]:
         s.state = "held"
     release(core, ch, side, tag, None, None)

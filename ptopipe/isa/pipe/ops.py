@@ -14,6 +14,7 @@ from ...arch import PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc
+from ...sim.trace import RingArgs
 from ..context import current_core
 from ..events import Event, TSYNC, new_event
 from ..ops import arr
@@ -60,7 +61,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     if chk is not None:
         chk.ring_access(core, ch, tag, True, "TPUSH", loc, *src.shape, tile.dtype.itemsize, split)
     end = core.issue_r(p.unit, p.cost, tile, "TPUSH",
-                       (ch.name, tag, src.shape) if core.trace is not None else None)
+                       RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
     producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))
@@ -126,14 +127,14 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if chk is not None:
             chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
         end = core.issue_w(PipeUnit.MTE2, p.cost, tile, "TPOP",
-                           (ch.name, tag, tile.shape) if core.trace is not None else None)
+                           RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
     else:                                          # consumer-local ring: zero-copy binding
         bind(tile, core, ch.local_base + tag * ch.slot_size)
         slot = slots[0]
         tile.binding = (slot, slot.gen)
         end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
-                           (ch.name, tag, tile.shape) if core.trace is not None else None)
+                           RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
         dst = None                                 # distinct slots never overlap
     for s in slots:                                # hold the slot
@@ -197,7 +198,8 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     e = pipe.consumer_end
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
     if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
-        _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE", (ch.name, None, "no-op"))
+        _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE",
+                            RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
         return new_event(("TFREE", core, end))
     if not side.held:
         raise ProtocolError(f"TFREE on {core.name} with no held slot of {ch.name}",
@@ -213,7 +215,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
                         held_obj.dtype.itemsize, 0)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
-                       (ch.name, tag) if core.trace is not None else None)
+                       RingArgs(ch.name, tag) if core.trace is not None else None)
     release(core, ch, side, tag, read_end, held_obj)
     return new_event(("TFREE", core, end))
 

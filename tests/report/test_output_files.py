@@ -1,0 +1,117 @@
+"""Output files (issue 9, bad-input rows): a directory or a read-only file as the target is
+a ConfigError naming it (never a raw OSError with a temp-file name, never a silent
+replace); new files honour the umask, existing files keep their mode; writes stay atomic."""
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from ptopipe.cli import main as cli_main
+from ptopipe.errors import ConfigError
+from ptopipe.report._io import atomic_open, write_atomic
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+S4 = os.path.join(ROOT, "examples", "scenarios", "s4_both_ways.py")
+
+
+def _leftovers(d):
+    return [n for n in os.listdir(d) if n.endswith(".tmp")]
+
+
+@pytest.fixture
+def umask():
+    old = os.umask(0o022)
+    yield lambda m: os.umask(m)
+    os.umask(old)
+
+
+def test_directory_target_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError) as ei:
+        write_atomic(str(tmp_path), "x")
+    assert "is a directory" in ei.value.what and str(tmp_path) in ei.value.what
+    assert ei.value.fix
+    assert _leftovers(tmp_path) == []
+
+
+def test_cli_trace_to_a_directory_exits_with_a_message(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "ptopipe.cli", "trace", S4, "-o", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode != 0
+    assert "ConfigError" in r.stderr and "is a directory" in r.stderr and str(tmp_path) in r.stderr
+    assert "Traceback" not in r.stderr and ".tmp" not in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_read_only_target_is_refused_not_replaced(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    out.write_text("keep me")
+    out.chmod(0o444)
+    with pytest.raises(ConfigError) as ei:
+        write_atomic(str(out), "new")
+    assert "read-only" in ei.value.what and "chmod" in ei.value.fix
+    assert out.read_text() == "keep me" and stat.S_IMODE(out.stat().st_mode) == 0o444
+    # through the CLI: exit 1, the message, no traceback, the file untouched
+    assert cli_main(["trace", S4, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "read-only" in err and str(out) in err and "Traceback" not in err
+    assert out.read_text() == "keep me" and _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_new_file_honours_the_umask(tmp_path, umask, mask):
+    umask(mask)
+    p = tmp_path / "new.html"
+    write_atomic(str(p), "x")
+    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask
+
+
+def test_existing_file_keeps_its_mode(tmp_path, umask):
+    umask(0o077)
+    p = tmp_path / "old.json"
+    p.write_text("old")
+    p.chmod(0o664)
+    write_atomic(str(p), "new")
+    assert p.read_text() == "new" and stat.S_IMODE(p.stat().st_mode) == 0o664
+
+
+@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
+def test_streamed_write_is_atomic(tmp_path, exc):
+    p = tmp_path / "t.json"
+    p.write_text("previous")
+    with pytest.raises(exc):
+        with atomic_open(str(p)) as f:
+            f.write("half of a ")
+            f.flush()
+            raise exc()
+    assert p.read_text() == "previous" and _leftovers(tmp_path) == []
+    with atomic_open(str(p)) as f:
+        f.write("complete")
+    assert p.read_text() == "complete" and _leftovers(tmp_path) == []
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        write_atomic(str(tmp_path / "nope" / "t.json"), "x")
+
+
+def test_unwritable_directory(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):          # root writes anywhere: nothing to check
+            pytest.skip("running as root")
+        with pytest.raises(ConfigError, match="cannot create a file"):
+            write_atomic(str(ro / "t.json"), "x")
+    finally:
+        ro.chmod(0o755)
+
+
+def test_cli_run_report_to_a_directory(tmp_path, capsys):
+    assert cli_main(["run", S4, "--quiet", "--report", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "ConfigError" in err and "is a directory" in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == []
