@@ -27,24 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from enum import IntEnum
 from functools import lru_cache
 from math import ceil
 
-
-class PipeUnit(IntEnum):
-    """The in-order pipes of a core (an IntEnum so that per-pipe state is a plain list)."""
-    S = 0        # scalar / control, flag set/wait
-    MTE1 = 1     # L1 -> L0A/L0B
-    MTE2 = 2     # GM -> local
-    MTE3 = 3     # UB -> GM / UB -> L1
-    M = 4        # cube
-    V = 5        # vector
-    FIX = 6      # L0C -> GM/UB/L1
-
-    @property
-    def label(self) -> str:
-        return self.name
+from .vocab import PipeUnit  # noqa: F401  (re-exported: arch.costs.PipeUnit)
 
 
 # (slope cycles per 256-byte repeat, head, tail); calibrated on PLATFORMS.md's measured

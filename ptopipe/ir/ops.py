@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
 from .nodes import Const, FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType,
-                    TensorType, TileType, Type, accum_dtype, describe)
+                    TensorType, TileValueType, Type, accum_dtype, describe)
 
 REQUIRED = object()
 
@@ -22,11 +23,13 @@ REQUIRED = object()
 # operand kinds: "value" (an expression), "values" (a list of expressions).
 OPERAND_KINDS = ("value", "values")
 
-SPLITS = {0: "TILE_NO_SPLIT", 1: "TILE_UP_DOWN", 2: "TILE_LEFT_RIGHT"}
-DIRS = {1: "DIR_C2V", 2: "DIR_V2C", 3: "DIR_BOTH", 4: "DIR_V2C_CTRL", 5: "DIR_C2V_GM",
-        6: "DIR_V2C_GM", 7: "DIR_BOTH_GM"}
-C2V, V2C = 1, 2
-INIT_DIRS = (1, 2, 3, 5, 6, 7)
+# split and direction attributes hold the arch enums (IntEnums: the printer spells them
+# by member name, the parser accepts the pl constants, which are the same members)
+SPLITS = {s: s.name for s in TileSplitAxis}
+DIRS = {d: d.name for d in Direction}
+C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
+INIT_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH, Direction.DIR_C2V_GM,
+             Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
 
 
 class OpError(Exception):
@@ -78,9 +81,9 @@ def _t(x):
     return getattr(x, "type", None)
 
 
-def _tile(args, p, spaces=None) -> TileType:
+def _tile(args, p, spaces=None) -> TileValueType:
     t = _t(args[p])
-    if not isinstance(t, TileType):
+    if not isinstance(t, TileValueType):
         raise OpError(f"'{p}' must be a tile, got {describe(t) if t else 'nothing'}",
                       "pass a tile value (from pl.load, pl.move, an op, or TPOP)", p)
     if spaces and t.space not in spaces:
@@ -106,7 +109,7 @@ def _tensor(args, p) -> TensorType:
     return t
 
 
-def _same(a: TileType, b: TileType, what: str, p: str):
+def _same(a: TileValueType, b: TileValueType, what: str, p: str):
     if a.shape != b.shape:
         raise OpError(f"{what}: shapes differ ({a.shape[0]}x{a.shape[1]} vs {b.shape[0]}x{b.shape[1]})",
                       "operands of element-wise ops must have the same shape", p)
@@ -172,7 +175,7 @@ def _load(kind, a, at):
     rows = 1
     for s in shape[:-1]:
         rows *= s
-    return TileType((rows, shape[-1]), t.dtype, space)
+    return TileValueType((rows, shape[-1]), t.dtype, space)
 
 
 def _store(kind, a, at):
@@ -209,7 +212,7 @@ def _move(kind, a, at):
     if dtype != t.dtype and t.space is not MemorySpace.Acc:
         raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
                       "dtype")
-    return TileType(t.shape, dtype, space)
+    return TileValueType(t.shape, dtype, space)
 
 
 def _extract(kind, a, at):
@@ -221,7 +224,7 @@ def _extract(kind, a, at):
         raise OpError("extract goes to a Left or Right tile", param="space")
     if len(shape) != 2 or shape[0] > t.shape[0] or shape[1] > t.shape[1]:
         raise OpError(f"extract: block {shape} does not fit the {t.shape} source", param="shape")
-    return TileType(tuple(shape), t.dtype, space)
+    return TileValueType(tuple(shape), t.dtype, space)
 
 
 def _mm_check(a_t, b_t):
@@ -236,7 +239,7 @@ def _matmul(kind, a, at):
     x = _tile(a, "a", (MemorySpace.Left,))
     y = _tile(a, "b", (MemorySpace.Right,))
     _mm_check(x, y)
-    return TileType((x.shape[0], y.shape[1]), accum_dtype(x.dtype), MemorySpace.Acc)
+    return TileValueType((x.shape[0], y.shape[1]), accum_dtype(x.dtype), MemorySpace.Acc)
 
 
 def _matmul_acc(kind, a, at):
@@ -268,12 +271,12 @@ def _unary(kind, a, at):
 
 def _row_reduce(kind, a, at):
     x = _tile(a, "a", VEC)
-    return TileType((x.shape[0], 1), x.dtype, MemorySpace.Vec)
+    return TileValueType((x.shape[0], 1), x.dtype, MemorySpace.Vec)
 
 
 def _col_reduce(kind, a, at):
     x = _tile(a, "a", VEC)
-    return TileType((1, x.shape[1]), x.dtype, MemorySpace.Vec)
+    return TileValueType((1, x.shape[1]), x.dtype, MemorySpace.Vec)
 
 
 def _row_expand(kind, a, at):
@@ -291,12 +294,12 @@ def _full(kind, a, at):
     shape = at["shape"]
     if len(shape) != 2:
         raise OpError("full: tiles are 2-D", param="shape")
-    return TileType(tuple(shape), at["dtype"], MemorySpace.Vec)
+    return TileValueType(tuple(shape), at["dtype"], MemorySpace.Vec)
 
 
 def _cast(kind, a, at):
     x = _tile(a, "a", VEC)
-    return TileType(x.shape, at["dtype"], MemorySpace.Vec)
+    return TileValueType(x.shape, at["dtype"], MemorySpace.Vec)
 
 
 def _subblock(kind, a, at):
@@ -315,8 +318,9 @@ def _init(core):
         if at["dir_mask"] not in INIT_DIRS:
             raise OpError(f"invalid dir_mask {at['dir_mask']}",
                           "use DIR_C2V, DIR_V2C or DIR_C2V | DIR_V2C", "dir_mask")
-        if at["slot_size"] <= 0 or at["slot_size"] % 32:
-            raise OpError(f"slot_size {at['slot_size']} must be a positive multiple of 32 bytes",
+        if at["slot_size"] <= 0 or at["slot_size"] % ALIGNMENT:
+            raise OpError(f"slot_size {at['slot_size']} must be a positive multiple of "
+                          f"{ALIGNMENT} bytes",
                           param="slot_size")
         sn = at["slot_num"]
         if sn is not None and sn < 1:
@@ -362,7 +366,7 @@ def _tpop(kind, a, at):
     _buffer(a, "buf", "reserve")
     _infer_dir(kind, at, "consumer")
     t = at["type"]
-    if isinstance(t, TileType):
+    if isinstance(t, TileValueType):
         _core_tile(kind, t, "consumer", "type")
     elif not isinstance(t, TensorType):
         raise OpError("TPOP needs the popped value's type: pl.Tile[[r, c], dtype, space] or "

@@ -11,22 +11,11 @@ from enum import Enum
 
 import numpy as np
 
-from ..arch import MemSpace
+from ..arch.vocab import TILE_SPACE, TileType  # noqa: F401  (re-exported: isa.TileType)
 from ..errors import KernelError
 from .context import current_core
 from ..arch.dtypes import as_dtype
 from .regions import register_tile
-
-
-class TileType(Enum):
-    Vec = "Vec"
-    Mat = "Mat"
-    Left = "Left"
-    Right = "Right"
-    Acc = "Acc"
-    Bias = "Bias"
-
-    __hash__ = object.__hash__      # members are singletons; Enum's own hash is slow Python
 
 
 class BLayout(Enum):
@@ -38,10 +27,6 @@ class SLayout(Enum):
     NoneBox = "NoneBox"
     RowMajor = "RowMajor"
     ColMajor = "ColMajor"
-
-
-TILE_SPACE = {TileType.Vec: MemSpace.UB, TileType.Mat: MemSpace.L1, TileType.Left: MemSpace.L0A,
-              TileType.Right: MemSpace.L0B, TileType.Acc: MemSpace.L0C, TileType.Bias: MemSpace.BIAS}
 
 
 class Tile:
@@ -169,10 +154,11 @@ def bind(tile: Tile, core, addr: int) -> None:
 def TASSIGN(tile: Tile, addr: int) -> None:
     """Bind ``tile`` to byte address ``addr`` of its memory on the executing core."""
     core = current_core()
-    if addr % core.cluster.platform.alignment:
+    align = core.cluster.platform.alignment
+    if addr % align:
         raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not "
-                          f"{core.cluster.platform.alignment}-byte aligned",
-                          where=str(core.where()), fix="use an address that is a multiple of 32")
+                          f"{align}-byte aligned",
+                          where=str(core.where()), fix=f"use an address that is a multiple of {align}")
     bind(tile, core, int(addr))
     tile.binding = None
     register_tile(tile, core)

@@ -11,17 +11,15 @@ import numpy as np
 
 from ..isa.tensor import _contiguous
 from .. import isa
+from ..arch.vocab import Direction
 from ..errors import ConfigError, KernelError
 from ..ir import ops as irops
 from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                         Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
-from ..ir.types import MemorySpace, TensorType, TileType, np_dtype
+from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from .layout import FunctionLayout
 
-_TILE_TYPE = {MemorySpace.Vec: isa.TileType.Vec, MemorySpace.Mat: isa.TileType.Mat,
-              MemorySpace.Left: isa.TileType.Left, MemorySpace.Right: isa.TileType.Right,
-              MemorySpace.Acc: isa.TileType.Acc}
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
        "|": lambda a, b: a | b, "&": lambda a, b: a & b, "==": lambda a, b: a == b,
@@ -30,7 +28,9 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "or": lambda a, b: a or b}
 _ISA_OPS = {**irops.BINARY, **irops.SCALAR, **irops.UNARY, **irops.ROW_REDUCE,
             **irops.COL_REDUCE, **irops.ROW_EXPAND}
-_GM_DIRS = {5: 1, 6: 2, 7: 3}     # *_GM directions: the plain ones on platforms whose rings are in GM
+# *_GM directions: the plain ones on platforms whose rings are in GM
+_GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
+            Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
 
 
 class _Return(Exception):
@@ -159,10 +159,10 @@ class Interpreter:
             return [self.eval(x, None) for x in e.items]
         raise KernelError(f"cannot evaluate {cls.__name__}")
 
-    def dest_tile(self, dest: str, t: TileType):
+    def dest_tile(self, dest: str, t: TileValueType):
         tile = self.env.get(("tile", dest))
         if tile is None:
-            tile = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+            tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                             addr=self.tiles[dest], name=dest)
             self.env[("tile", dest)] = tile
         return tile
@@ -224,8 +224,8 @@ class Interpreter:
             return None
         if op == "tpop":
             t = at["type"]
-            if isinstance(t, TileType):
-                obj = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+            if isinstance(t, TileValueType):
+                obj = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                                name=dest)
             else:
                 obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
@@ -250,7 +250,7 @@ class Interpreter:
         if tile is None:
             t = c.type
             _mem, addr = self.layout.temps[id(c)]
-            tile = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+            tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                             addr=addr, name=f"<{c.op} result>")
             self.env[key] = tile
         return tile
