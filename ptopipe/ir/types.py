@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arch.dtypes import as_dtype
+from ..arch import catalogue
+from ..arch.dtypes import as_dtype, short_name
 from ..arch.vocab import TileType as MemorySpace
 
 #: element dtypes of the IR, in DSL spelling (``pl.f16`` ...)
@@ -31,9 +32,13 @@ def itemsize(name: str) -> int:
     return np_dtype(name).itemsize
 
 
-def accum_dtype(name: str) -> str:
-    """The accumulator dtype of a matmul with ``name`` inputs (Cube: f32, or i32 for ints)."""
-    return "i32" if name in ("i8", "u8", "i16") else "f32"
+def accum_dtype(name: str) -> str | None:
+    """The accumulator dtype of a matmul with ``name`` inputs, or None if the Cube does not
+    take them: the op catalogue's rule (the one the ISA checks)."""
+    if name in ("index", "bool"):
+        return None
+    acc = catalogue.accum_dtype(as_dtype(name))
+    return None if acc is None else short_name(acc)
 
 
 class Type:

@@ -26,8 +26,10 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
        "or": lambda a, b: a or b}
-_ISA_OPS = {**irops.BINARY, **irops.SCALAR, **irops.UNARY, **irops.ROW_REDUCE,
-            **irops.COL_REDUCE, **irops.ROW_EXPAND}
+# the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
+# (operands in IR order are the ISA's after the destination); load and store build GM views
+_TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
+                if dsl not in ("load", "store")}
 # *_GM directions: the plain ones on platforms whose rings are in GM
 _GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
             Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
@@ -176,9 +178,10 @@ class Interpreter:
         op = c.op
         a = [self.eval(x, None) for x in c.args]
         at = dict(c.attrs)
-        if op in _ISA_OPS:
+        fn = _TILE_RESULT.get(op)
+        if fn is not None:
             out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            getattr(isa, _ISA_OPS[op])(out, *a)
+            fn(out, *a)
             return out
         if op == "load":
             out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
@@ -191,30 +194,6 @@ class Interpreter:
             window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
             isa.TSTORE(self.gm_view(gt, ttype, offs, window), tile)
             return None
-        if op == "move":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TMOV(out, a[0])
-            return out
-        if op == "extract":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TEXTRACT(out, a[0], int(a[1]), int(a[2]))
-            return out
-        if op == "matmul":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TMATMUL(out, a[0], a[1])
-            return out
-        if op == "matmul_acc":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TMATMUL_ACC(out, a[0], a[1], a[2])
-            return out
-        if op == "full":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TEXPANDS(out, a[0])
-            return out
-        if op == "cast":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TCVT(out, a[0])
-            return out
         if op == "get_subblockid":
             return isa.get_subblockid()
         if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
