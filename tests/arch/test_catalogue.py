@@ -1,0 +1,134 @@
+"""The op catalogue is the one definition of every instruction: the ISA functions, the cost
+table, TSYNC's Op vocabulary, the IR op specs, the DSL stubs and the interpreter's dispatch
+are all derived from it, and the ISA and the IR accept exactly the same local moves."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ptopipe
+import ptopipe.isa as isa
+import ptopipe.language as pl
+from ptopipe import KernelError
+from ptopipe.arch import PipeUnit, TileType, catalogue
+from ptopipe.arch.costs import CostTable
+from ptopipe.arch.dtypes import as_dtype
+from ptopipe.ir import ops as irops
+from ptopipe.ir.ops import OpError
+from ptopipe.ir.types import MemorySpace, TileValueType
+from ptopipe.language.surface import STUBS
+from ptopipe.runtime import interp
+
+CAT = catalogue.OPS
+
+
+def test_every_instruction_is_an_isa_function_of_its_name():
+    for name in CAT:
+        fn = getattr(isa, name)
+        assert fn.__name__ == name and name in isa.__all__
+
+
+def test_vector_costs_come_from_the_catalogue():
+    table = CostTable()
+    for op in CAT.values():
+        if op.pipe is PipeUnit.V:
+            assert table.vector[op.name] == op.cost, op.name
+    assert set(table.vector) == {op.name for op in CAT.values() if op.cost is not None}
+
+
+def test_every_vector_instruction_is_a_tsync_op_on_the_vector_pipe():
+    for op in CAT.values():
+        if op.pipe is PipeUnit.V:
+            assert isa.Op[op.name].pipe is PipeUnit.V
+
+
+def test_ir_specs_dsl_stubs_and_dispatch_are_derived():
+    dsl = {op.dsl: op for op in CAT.values() if op.dsl}
+    for name, op in dsl.items():
+        spec = irops.OPS[name]
+        assert op.name in spec.doc
+        assert irops.ISA_NAMES[name] == op.name
+        assert STUBS[name].op == name and getattr(pl, name) is STUBS[name]
+        if op.form not in ("load", "store"):
+            assert interp._TILE_RESULT[name] is getattr(isa, op.name)
+    assert irops.BINARY == {n: o.name for n, o in dsl.items() if o.form == "binary"}
+
+
+def test_one_location_vocabulary():
+    assert isa.TileType is TileType is MemorySpace
+    assert pl.Vec is TileType.Vec and pl.Acc is TileType.Acc
+    assert TileType.Vec.mem_space.value == "UB" and TileType.Acc.core == "aic"
+
+
+# -- the move table: ISA and IR accept the same pairs ------------------------------------------
+def _ir_move_ok(src: TileType, dst: TileType) -> bool:
+    arg = type("V", (), {"type": TileValueType((16, 16), "f32", src)})()
+    try:
+        irops.OPS["move"].infer(None, {"tile": arg}, {"space": dst, "dtype": None})
+        return True
+    except OpError:
+        return False
+
+
+def _isa_move_ok(src: TileType, dst: TileType, platform="a2a3") -> bool:
+    def k():
+        s = isa.Tile(src, isa.float32, 1, 16, addr=0x0)
+        d = isa.Tile(dst, isa.float32, 1, 16, addr=0x40)
+        isa.TMOV(d, s)
+    core_ok = (src is TileType.Vec) == (dst is TileType.Vec)   # both tiles on one core
+    if not core_ok:
+        return False
+    kw = {"aiv": (k, None)} if src is TileType.Vec else {"aic": k}
+    try:
+        ptopipe.run(**kw, platform=platform)
+        return True
+    except KernelError as e:
+        assert "not a local path" in e.what, e
+        return False
+
+
+def test_isa_and_ir_accept_exactly_the_catalogue_moves():
+    for src in TileType:
+        for dst in TileType:
+            want = (src, dst) in catalogue.MOVES
+            assert _ir_move_ok(src, dst) == want, (src, dst)
+            assert _isa_move_ok(src, dst) == want, (src, dst)
+
+
+# -- the scalar rule: the ISA's fast path agrees with the catalogue's rule ------------------------
+_DTYPES = sorted(catalogue.SCALAR_RANGE, key=str)
+_SCALARS = st.one_of(st.integers(-(1 << 40), 1 << 40), st.floats(allow_nan=True),
+                     st.sampled_from([0, 1, -1, 127, 128, -129, 255, 256, 65504.0, 65520.0, 2.5,
+                                      1e6, 3.4e38, np.int8(5), np.float32(2.5), True, "1"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(dtype=st.sampled_from(_DTYPES), scalar=_SCALARS)
+def test_scalar_fast_path_equals_the_rule(dtype, scalar):
+    """The inline check of TADDS & co. rejects a scalar iff catalogue.scalar_error does."""
+    from ptopipe.isa.ops import _scalar_value
+
+    class _Core:
+        def where(self):
+            return None
+
+    class _Dst:
+        def __init__(self, dt):
+            self.dtype = dt
+
+        def describe(self):
+            return f"{self.dtype.name} tile"
+
+    bad = catalogue.scalar_error(dtype, scalar)
+    try:
+        _scalar_value(_Core(), "TADDS", _Dst(dtype), scalar)
+        rejected = False
+    except KernelError:
+        rejected = True
+    assert rejected == (bad is not None), (dtype, scalar, bad)
+
+
+@pytest.mark.parametrize("name", ["f16", "bf16", "f32", "i8", "u8", "fp8_e4m3"])
+def test_matmul_inputs_have_an_accumulator(name):
+    acc = catalogue.accum_dtype(as_dtype(name))
+    assert acc == (np.int32 if name in ("i8", "u8") else np.float32)
