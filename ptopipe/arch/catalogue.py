@@ -226,9 +226,8 @@ LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
 
 
-def store_pipe(src: TileType) -> PipeUnit:
-    """TSTORE from L0C runs on FIX, every other TSTORE on MTE3."""
-    return PipeUnit.FIX if src is TileType.Acc else PipeUnit.MTE3
+#: the pipe of a TSTORE by source tile type: from L0C on FIX (converting), else on MTE3
+STORE_PIPE = {t: PipeUnit.FIX if t is TileType.Acc else PipeUnit.MTE3 for t in STORE_SRC}
 
 
 def kernel_op(fn) -> OpDef | None:

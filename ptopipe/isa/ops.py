@@ -16,8 +16,7 @@ import numpy as np
 
 from ..arch import PipeUnit
 from ..arch.catalogue import (CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
-                              SCALAR_RANGE, STORE_SRC, by_form, matmul_dtype_fix, scalar_error,
-                              store_pipe)
+                              STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, scalar_error)
 from ..errors import KernelError
 from .context import current_core
 from .events import Event, TSYNC, new_event
@@ -90,22 +89,34 @@ def _dtype_check(core, op, tile: Tile) -> None:
         raise _err(core, f"{bad[0]} ({tile.describe()})", bad[1])
 
 
+# (dtype, scalar class, scalar) -> the checked numpy scalar.  A memo of a pure function of
+# immutable values (no run state in it), bounded; a hit costs a quarter of converting.
+_SCALARS: dict = {}
+
+
 def _scalar_value(core, name: str, dst: Tile, scalar):
-    """``scalar`` as a value of ``dst``'s dtype, checked now rather than failing (or wrapping,
-    or truncating) when the queued work is applied."""
+    """``scalar`` as a value of ``dst``'s dtype, checked now (catalogue.scalar_error) rather
+    than failing, wrapping or truncating when the queued work is applied."""
     dt = dst.dtype
-    rng = SCALAR_RANGE.get(dt)
-    c = scalar.__class__
-    # fast path (plain Python numbers in range); the invariant: anything it accepts is a
-    # value scalar_error accepts too
-    if rng is not None and (c is float or c is int) and rng[0] <= scalar <= rng[1] and (
-            c is int or not rng[2] or scalar.is_integer()):
-        return dt.type(scalar)
+    try:
+        key = (dt, scalar.__class__, scalar)
+        v = _SCALARS.get(key)
+    except TypeError:                       # unhashable: not a number anyway
+        key = v = None
+    if v is not None:
+        return v
     bad = scalar_error(dt, scalar)
     if bad is not None:
         raise _err(core, f"{name}: {bad} ({dst.describe()})",
                    f"pass a scalar that {dt.name} can hold, or TCVT the tile to a wider dtype")
-    return dt.type(scalar)
+    v = dt.type(scalar)
+    # not memoised: NaN (never equal to itself) and float zeros (-0.0 == 0.0, but the sign
+    # of a zero changes results)
+    if key is not None and scalar == scalar and (scalar != 0 or key[1] is int):
+        if len(_SCALARS) >= 4096:
+            _SCALARS.clear()
+        _SCALARS[key] = v
+    return v
 
 
 # -- data movement ------------------------------------------------------------------------
@@ -170,7 +181,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, dst, True, "TSTORE")
-    pipe = store_pipe(src.loc)
+    pipe = STORE_PIPE[src.loc]
     end = core.issue_r(pipe, core.costs.move(src.sname, "GM", s.size * dst.dtype.itemsize), src,
                         "TSTORE", (s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TSTORE", core, end))
