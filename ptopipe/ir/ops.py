@@ -1,5 +1,7 @@
 """The op registry: every op's DSL signature (operands and compile-time attributes) and
-its typing rule.
+its typing rule.  The tile ops are those of the arch op catalogue (one spec per catalogue
+op with a DSL name, typed by its operand form and checked by its dtype / scalar rules);
+the cross-core ops and pipe initialisation are defined here.
 
 One table serves the DSL parser (binding call arguments, inferring result types), the
 printer (printing calls back as DSL source) and the verifier (re-checking types).  A
@@ -11,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
-from .nodes import Const, FunctionKind
 from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVE_PATHS, MOVES, STORE_SRC,
                               matmul_dtype_fix, scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from .nodes import Const, FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType,
                     TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
 

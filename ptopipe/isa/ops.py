@@ -23,7 +23,7 @@ from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 
-_V, _M, _MTE2, _MTE3 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2, PipeUnit.MTE3
+_V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
 _ALL = Ellipsis     # d[...] = s: an assignment casts like copyto(casting="unsafe")
 _VEC = TileType.Vec
 
@@ -120,8 +120,6 @@ def _scalar_value(core, name: str, dst: Tile, scalar):
 
 
 # -- data movement ------------------------------------------------------------------------
-
-
 def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray:
     """The GM side of a TLOAD/TSTORE, shaped to match the valid region of tile ``t``."""
     if (gt.__class__ is not GlobalTensor or gt.rows != t.valid_rows or gt.cols != t.valid_cols
@@ -187,9 +185,6 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     return new_event(("TSTORE", core, end))
 
 
-_TMOV_PIPE = MOVES
-
-
 def TMOV(dst: Tile, src: Tile, *events) -> Event:
     """Local move: L1->L0A/L0B (MTE1), L0C->L1 (FIX, may convert), UB->UB (V)."""
     core = current_core()
@@ -197,7 +192,7 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
         TSYNC(*events)
     s = _valid(src, core, "TMOV source")
     d = _valid(dst, core, "TMOV destination")
-    pipe = _TMOV_PIPE.get((src.loc, dst.loc))
+    pipe = MOVES.get((src.loc, dst.loc))
     if pipe is None:
         raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
                    f"valid: {MOVE_PATHS}; across cores use TPUSH/TPOP")
