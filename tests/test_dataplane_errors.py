@@ -294,3 +294,16 @@ def test_i8_matmul_runs_end_to_end_with_an_i32_accumulator(platform, tmp_path):
     b = rng.integers(-128, 128, (32, 16)).astype(np.int8)
     res = run_dsl(prog, dict(a=a, b=b, c=np.zeros((16, 16), np.int32)), platform=platform)
     np.testing.assert_array_equal(res.outputs["c"], a.astype(np.int32) @ b.astype(np.int32))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_applying_work_per_instruction_changes_nothing_but_when(platform, monkeypatch):
+    from ptopipe.cli.loader import load_scenarios
+    sc = load_scenarios(os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py"))[0]
+    ref, _ = sc.run("default", platform=platform)
+    monkeypatch.setattr(ptopipe.sim.core, "SYNC_EVERY", 1)
+    got, _ = sc.run("default", platform=platform)
+    assert got.summary.cycles == ref.summary.cycles
+    assert {n: c["instructions"] for n, c in got.summary.cores.items()} == \
+        {n: c["instructions"] for n, c in ref.summary.cores.items()}
+    np.testing.assert_array_equal(got["out"], ref["out"])
