@@ -15,7 +15,7 @@ from operator import setitem
 import numpy as np
 
 from ..arch import PipeUnit
-from ..arch.catalogue import (CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
+from ..arch.catalogue import (ANY, CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
                               STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, scalar_error)
 from ..errors import KernelError
 from .context import current_core
@@ -385,14 +385,16 @@ def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None
 
 
 def _binary(op):
-    name, ufunc, float_only = op.name, op.kernel, op.dtypes == FLOAT
+    name, ufunc, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
-        if float_only and dst.dtype.kind in "iub":
+        # the catalogue's dtype rule inline (FLOAT rejects integer tiles, INT the others);
+        # _dtype_check raises with the reason - test_catalogue checks it matches dtype_error
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b, d))
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
@@ -401,14 +403,14 @@ def _binary(op):
 
 
 def _scalar(op):
-    name, fn, float_only = op.name, op.kernel, op.dtypes == FLOAT
+    name, fn, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src: Tile, scalar, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
-        if float_only and dst.dtype.kind in "iub":
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
         core.pending.append((fn, a, _scalar_value(core, name, dst, scalar), d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
@@ -417,14 +419,14 @@ def _scalar(op):
 
 
 def _unary(op):
-    name, fn, float_only = op.name, op.kernel, op.dtypes == FLOAT
+    name, fn, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
-        if float_only and dst.dtype.kind in "iub":
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
         core.pending.append((fn, a, d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
@@ -479,7 +481,7 @@ def _col_reduce(op):
 
 
 def _row_expand(op):
-    name, ufunc, float_only = op.name, op.kernel, op.dtypes == FLOAT
+    name, ufunc, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
@@ -493,7 +495,7 @@ def _row_expand(op):
                              f"{b.shape} do not agree", "src1 needs one row per dst row")
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
-        if float_only and dst.dtype.kind in "iub":
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)

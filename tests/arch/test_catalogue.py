@@ -136,3 +136,53 @@ def test_scalar_fast_path_equals_the_rule(dtype, scalar):
 def test_matmul_inputs_have_an_accumulator(name):
     acc = catalogue.accum_dtype(as_dtype(name))
     assert acc == (np.int32 if name in ("i8", "u8") else np.float32)
+
+
+# -- the dtype rules: the ISA, the IR and the catalogue agree, and nothing fails later ---------
+_VECTOR_FORMS = ("binary", "scalar", "unary", "row_expand")
+_TILE_DTYPES = ["f16", "f32", "bf16", "i8", "u8", "i16", "i32"]
+
+
+def _isa_accepts(op, dtype) -> bool:
+    """Run ``op`` on ``dtype`` tiles end to end (the queued work applied and stored): True if
+    it runs, False if it is rejected at issue; anything else fails the test."""
+    fn = getattr(isa, op.name)
+    dt = as_dtype(dtype)
+
+    def k(out):
+        a = isa.Tile(TileType.Vec, dt, 16, 16, addr=0x0)
+        r = isa.Tile(TileType.Vec, dt, 16, 16, addr=0x200 * dt.itemsize)
+        isa.TEXPANDS(a, 3)
+        isa.TEXPANDS(r, 2)
+        if op.form == "unary":
+            fn(a, r)
+        elif op.form == "scalar":
+            fn(a, r, 2)
+        else:
+            fn(a, a, r)
+        isa.TSTORE(isa.GlobalTensor(out.data(), (16, 16)), a)
+    try:
+        ptopipe.run(aiv=(k, None), args={"out": np.zeros((16, 16), dt)})
+        return True
+    except KernelError as e:
+        assert op.name in e.what and e.where and "test_catalogue.py" in e.where, e
+        return False
+
+
+def _ir_accepts(op, dtype) -> bool:
+    arg = type("V", (), {"type": TileValueType((16, 16), dtype, MemorySpace.Vec)})()
+    args = {"a": arg, "b": arg, "row": arg, "scalar": type("S", (), {"type": irops.INDEX})()}
+    try:
+        irops.OPS[op.dsl].infer(None, args, {})
+        return True
+    except OpError:
+        return False
+
+
+@pytest.mark.parametrize("op", [o for o in CAT.values() if o.form in _VECTOR_FORMS],
+                         ids=lambda o: o.name)
+def test_isa_and_ir_apply_the_catalogue_dtype_rule(op):
+    for dtype in _TILE_DTYPES:
+        want = op.dtype_error(as_dtype(dtype)) is None
+        assert _isa_accepts(op, dtype) == want, (op.name, dtype)
+        assert _ir_accepts(op, dtype) == want, (op.name, dtype)
