@@ -139,7 +139,7 @@ def test_matmul_inputs_have_an_accumulator(name):
 
 
 # -- the dtype rules: the ISA, the IR and the catalogue agree, and nothing fails later ---------
-_VECTOR_FORMS = ("binary", "scalar", "unary", "row_expand")
+_VECTOR_FORMS = ("binary", "scalar", "unary", "row_expand", "row_reduce", "col_reduce", "convert")
 _TILE_DTYPES = ["f16", "f32", "bf16", "i8", "u8", "i16", "i32"]
 
 
@@ -154,7 +154,7 @@ def _isa_accepts(op, dtype) -> bool:
         r = isa.Tile(TileType.Vec, dt, 16, 16, addr=0x200 * dt.itemsize)
         isa.TEXPANDS(a, 3)
         isa.TEXPANDS(r, 2)
-        if op.form == "unary":
+        if op.form in ("unary", "row_reduce", "col_reduce", "convert"):
             fn(a, r)
         elif op.form == "scalar":
             fn(a, r, 2)
@@ -173,7 +173,7 @@ def _ir_accepts(op, dtype) -> bool:
     arg = type("V", (), {"type": TileValueType((16, 16), dtype, MemorySpace.Vec)})()
     args = {"a": arg, "b": arg, "row": arg, "scalar": type("S", (), {"type": irops.INDEX})()}
     try:
-        irops.OPS[op.dsl].infer(None, args, {})
+        irops.OPS[op.dsl].infer(None, args, {"dtype": dtype})
         return True
     except OpError:
         return False
