@@ -10,7 +10,7 @@ import ptopipe.language as pl
 from ptopipe import CompileError
 from ptopipe.ir import (AUTO, Assign, BufferType, Call, Const, ExprStmt, For, Function,
                         FunctionKind, ImportPeerBuffer, Loc, MemorySpace, Program, ReserveBuffer,
-                        TensorType, TileType, Var, first_difference, print_program, verify)
+                        TensorType, TileValueType, Var, first_difference, print_program, verify)
 from ptopipe.runtime import plan_program, resolve_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,7 +81,7 @@ def _bufs():
 
 
 def test_verifier_rejects_redefinition_and_use_before_def():
-    t = TileType((16, 32), "f32", MemorySpace.Vec)
+    t = TileValueType((16, 32), "f32", MemorySpace.Vec)
     x = Var("x", TensorType((16, 32), "f32"))
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Vec)), t)
     a = Var("a", t)
@@ -96,11 +96,11 @@ def test_verifier_rejects_redefinition_and_use_before_def():
 
 def test_verifier_rejects_wrong_result_type_and_space():
     x = Var("x", TensorType((16, 32), "f32"))
-    wrong = TileType((16, 32), "f16", MemorySpace.Vec)
+    wrong = TileValueType((16, 32), "f16", MemorySpace.Vec)
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Vec)), wrong)
     with pytest.raises(CompileError, match="produces"):
         verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (Assign(Var("a", wrong), load),)),)))
-    mat = TileType((16, 32), "f32", MemorySpace.Mat)
+    mat = TileValueType((16, 32), "f32", MemorySpace.Mat)
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Mat)), mat)
     with pytest.raises(CompileError, match="Vector core has only UB"):
         verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (Assign(Var("a", mat), load),)),)))

@@ -1,6 +1,9 @@
-"""arch: platform descriptions (A2A3, A5) and their cost tables.  Pure data."""
-from .costs import CostTable, PipeUnit
-from .platform import A2A3, A5, PLATFORMS, MemSpace, Platform, PlatformID, get_platform
+"""arch: platform descriptions (A2A3, A5), their cost tables, and the one vocabulary of
+every layer (dtypes, memories and tile types, pipes, directions, alignment, the op
+catalogue).  Pure data."""
+from .costs import CostTable
+from .platform import A2A3, A5, PLATFORMS, Platform, PlatformID, get_platform
+from .vocab import ALIGNMENT, MemSpace, PipeUnit, TileType
 
-__all__ = ["A2A3", "A5", "PLATFORMS", "CostTable", "MemSpace", "PipeUnit", "Platform",
-           "PlatformID", "get_platform"]
+__all__ = ["A2A3", "A5", "ALIGNMENT", "PLATFORMS", "CostTable", "MemSpace", "PipeUnit", "Platform",
+           "PlatformID", "TileType", "get_platform"]

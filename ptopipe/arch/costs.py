@@ -3,7 +3,7 @@
 Numbers are the public pto-isa cost-model facts of ``shared/PLATFORMS.md`` (A2A3).  The
 same table is used for A5 until A5 facts exist (documented assumption).
 
-Routing (which pipe an instruction occupies) lives with the instructions in ``isa``:
+Routing (which pipe an instruction occupies) is in the op catalogue (``catalogue.py``):
 TLOAD -> MTE2; TSTORE from L0C -> FIX, other TSTORE -> MTE3; TMOV/TEXTRACT L1 -> L0 ->
 MTE1, L0C -> L1 -> FIX, UB -> UB -> V; TMATMUL* -> M; element-wise / reduction -> V;
 C2V TPUSH -> FIX, V2C TPUSH -> MTE3, GM-ring TPOP (the load) and TFREE -> MTE2, flag-only
@@ -27,45 +27,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from enum import IntEnum
 from functools import lru_cache
 from math import ceil
 
-
-class PipeUnit(IntEnum):
-    """The in-order pipes of a core (an IntEnum so that per-pipe state is a plain list)."""
-    S = 0        # scalar / control, flag set/wait
-    MTE1 = 1     # L1 -> L0A/L0B
-    MTE2 = 2     # GM -> local
-    MTE3 = 3     # UB -> GM / UB -> L1
-    M = 4        # cube
-    V = 5        # vector
-    FIX = 6      # L0C -> GM/UB/L1
-
-    @property
-    def label(self) -> str:
-        return self.name
+from .catalogue import OPS
+from .vocab import PipeUnit  # noqa: F401  (re-exported: arch.costs.PipeUnit)
 
 
-# (slope cycles per 256-byte repeat, head, tail); calibrated on PLATFORMS.md's measured
-# single ops: TADD f32 64x64 = 160, TEXP = 159, TDIV = 288, TROWSUM = 492, TROWMAX = 480,
-# TMULS f32 32x64 = 58.
-_VEC = {
-    # slope 1: scalar-operand and copy-like ops
-    "TADDS": (1, 12, 14), "TSUBS": (1, 12, 14), "TMULS": (1, 12, 14), "TDIVS": (1, 12, 14),
-    "TMAXS": (1, 12, 14), "TMINS": (1, 12, 14), "TRELU": (1, 12, 14), "TABS": (1, 12, 14),
-    "TNEG": (1, 12, 14), "TRSQRT": (1, 12, 14), "TMOV": (1, 12, 14), "TEXPANDS": (1, 12, 14),
-    "TROWEXPAND": (1, 12, 14),
-    # slope 2: binary element-wise, transcendental, compare, convert
-    "TADD": (2, 14, 18), "TSUB": (2, 14, 18), "TMUL": (2, 14, 18), "TMAX": (2, 14, 18),
-    "TMIN": (2, 14, 18), "TEXP": (2, 14, 17), "TLOG": (2, 14, 17), "TSQRT": (2, 14, 17),
-    "TCVT": (2, 14, 18), "TROWEXPANDSUB": (2, 14, 18), "TROWEXPANDMUL": (2, 14, 18),
-    "TROWEXPANDDIV": (4, 14, 18),
-    # slope 4: divide; slope 7: reductions
-    "TDIV": (4, 14, 18),
-    "TROWSUM": (7, 26, 18), "TROWMAX": (7, 14, 18), "TROWMIN": (7, 14, 18),
-    "TCOLSUM": (7, 26, 18), "TCOLMAX": (7, 14, 18),
-}
+# (slope cycles per 256-byte repeat, head, tail) of every vector op, from the op catalogue;
+# calibrated on PLATFORMS.md's measured single ops: TADD f32 64x64 = 160, TEXP = 159,
+# TDIV = 288, TROWSUM = 492, TROWMAX = 480, TMULS f32 32x64 = 58.
+_VEC = {op.name: op.cost for op in OPS.values() if op.cost is not None}
 
 # bytes per cycle of the data paths (A2A3)
 _BANDWIDTH = {

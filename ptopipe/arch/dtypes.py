@@ -48,6 +48,15 @@ def is_element_type(dt: np.dtype) -> bool:
     return dt.kind in "biufc" or dt.type.__module__.startswith("ml_dtypes")
 
 
-def accum_dtype(d: np.dtype) -> np.dtype:
-    """The accumulator type of a matmul with inputs of type ``d``."""
-    return int32 if d.kind in "iu" else float32
+_SHORT = {float16: "f16", float32: "f32", bfloat16: "bf16", float8_e4m3: "fp8_e4m3",
+          float8_e5m2: "fp8_e5m2", int8: "i8", uint8: "u8", int16: "i16", int32: "i32",
+          uint32: "u32", int64: "i64"}
+
+
+def short_name(d) -> str:
+    """The short (DSL) name of a dtype: ``float16`` -> ``"f16"``."""
+    d = np.dtype(d)
+    return _SHORT.get(d, d.name)
+
+
+# the accumulator rule of matmuls is the op catalogue's (arch.catalogue.accum_dtype)

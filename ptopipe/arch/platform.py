@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import IntEnum
 
 from ..errors import ConfigError
 from .costs import CostTable
+from .vocab import ALIGNMENT, MemSpace
 
 KiB = 1024
 
@@ -23,25 +24,12 @@ class PlatformID(IntEnum):
     PLATFORM_A5 = 1
 
 
-class MemSpace(Enum):
-    """The memories of a cluster.  GM is shared; the others belong to one core."""
-    GM = "GM"
-    UB = "UB"      # per AIV
-    L1 = "L1"      # AIC
-    L0A = "L0A"    # AIC, left matrix
-    L0B = "L0B"    # AIC, right matrix
-    L0C = "L0C"    # AIC, accumulator
-    BIAS = "BIAS"  # AIC bias table
-
-    __hash__ = object.__hash__      # members are singletons; Enum's own hash is slow Python
-
-
 @dataclass(frozen=True)
 class Platform:
     name: str
     id: PlatformID
     mem_sizes: dict = field(default_factory=dict)   # MemSpace -> bytes (local memories)
-    alignment: int = 32                              # all buffers 32-byte aligned
+    alignment: int = ALIGNMENT                       # all buffers 32-byte aligned
     # Cross-core flags (seed 003): 8 per direction per Vector-Cube peer for the spec
     # protocol's per-tag flags; the hardware has 16 flag ids (pto-isa: FlagID+1 < 16).
     flags_per_direction: int = 8

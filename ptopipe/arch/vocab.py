@@ -1,9 +1,71 @@
-"""The cross-core vocabulary shared by every layer: pipe directions, split axes, FIFO kinds,
-the protocol selector and the two ring ways.  Pure data (enums and constants); ``isa``
-re-exports them for kernels, ``ir`` and ``language`` use them without importing ``isa``."""
+"""The vocabulary shared by every layer: memories and where a tile lives (``MemSpace``,
+``TileType``), the pipes of a core (``PipeUnit``), the buffer alignment, pipe directions,
+split axes, FIFO kinds, the protocol selector and the two ring ways.  Pure data (enums and
+constants); ``isa`` re-exports them for kernels, ``ir`` and ``language`` use them without
+importing ``isa``."""
 from __future__ import annotations
 
 from enum import Enum, IntEnum
+
+#: every local buffer and ring slot is aligned to this many bytes (``Platform.alignment``
+#: defaults to it; layers that know no platform, such as the IR verifier, use it directly)
+ALIGNMENT = 32
+
+
+class MemSpace(Enum):
+    """The memories of a cluster.  GM is shared; the others belong to one core."""
+    GM = "GM"
+    UB = "UB"      # per AIV
+    L1 = "L1"      # AIC
+    L0A = "L0A"    # AIC, left matrix
+    L0B = "L0B"    # AIC, right matrix
+    L0C = "L0C"    # AIC, accumulator
+    BIAS = "BIAS"  # AIC bias table
+
+    __hash__ = object.__hash__      # members are singletons; Enum's own hash is slow Python
+
+
+class TileType(Enum):
+    """Where a tile lives (pto-isa ``TileType``): the one location vocabulary of the isa
+    tiles, the IR's tile types and the DSL's ``pl.Vec`` / ``pl.Mat`` / ...."""
+    Vec = "Vec"      # AIV UB
+    Mat = "Mat"      # AIC L1
+    Left = "Left"    # AIC L0A
+    Right = "Right"  # AIC L0B
+    Acc = "Acc"      # AIC L0C
+    Bias = "Bias"    # AIC bias table
+
+    __hash__ = object.__hash__
+
+    @property
+    def mem_space(self) -> MemSpace:
+        """The memory a tile of this type lives in."""
+        return TILE_SPACE[self]
+
+    @property
+    def core(self) -> str:
+        """``"aiv"`` for Vec tiles, ``"aic"`` for every other type."""
+        return "aiv" if self is TileType.Vec else "aic"
+
+
+TILE_SPACE = {TileType.Vec: MemSpace.UB, TileType.Mat: MemSpace.L1, TileType.Left: MemSpace.L0A,
+              TileType.Right: MemSpace.L0B, TileType.Acc: MemSpace.L0C,
+              TileType.Bias: MemSpace.BIAS}
+
+
+class PipeUnit(IntEnum):
+    """The in-order pipes of a core (an IntEnum so that per-pipe state is a plain list)."""
+    S = 0        # scalar / control, flag set/wait
+    MTE1 = 1     # L1 -> L0A/L0B
+    MTE2 = 2     # GM -> local
+    MTE3 = 3     # UB -> GM / UB -> L1
+    M = 4        # cube
+    V = 5        # vector
+    FIX = 6      # L0C -> GM/UB/L1
+
+    @property
+    def label(self) -> str:
+        return self.name
 
 
 class Direction(IntEnum):

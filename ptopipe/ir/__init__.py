@@ -9,12 +9,12 @@ from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList
 from .ops import OPS, OpSpec, lookup
 from .printer import print_function, print_program, to_source
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType, TensorType,
-                    TileType, Type)
+                    TileValueType, Type)
 from .verifier import verify
 
 __all__ = ["AUTO", "Assign", "BOOL", "BinOp", "BufferAttr", "BufferType", "Call", "Const", "Expr",
            "ExprList", "ExprStmt", "For", "Function", "FunctionKind", "INDEX", "If",
            "ImportPeerBuffer", "Loc", "MemorySpace", "NONE", "NoneType", "OPS", "OpSpec",
-           "Program", "ReserveBuffer", "Return", "ScalarType", "Stmt", "TensorType", "TileType",
+           "Program", "ReserveBuffer", "Return", "ScalarType", "Stmt", "TensorType", "TileValueType",
            "Type", "UnaryOp", "Var", "first_difference", "lookup", "print_function",
            "print_program", "structural_equal", "to_source", "verify", "walk"]

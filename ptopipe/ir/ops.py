@@ -1,5 +1,7 @@
 """The op registry: every op's DSL signature (operands and compile-time attributes) and
-its typing rule.
+its typing rule.  The tile ops are those of the arch op catalogue (one spec per catalogue
+op with a DSL name, typed by its operand form and checked by its dtype / scalar rules);
+the cross-core ops and pipe initialisation are defined here.
 
 One table serves the DSL parser (binding call arguments, inferring result types), the
 printer (printing calls back as DSL source) and the verifier (re-checking types).  A
@@ -11,9 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVE_PATHS, MOVES, STORE_SRC,
+                              matmul_dtype_fix, scalar_error)
+from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
 from .nodes import Const, FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType,
-                    TensorType, TileType, Type, accum_dtype, describe)
+                    TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
 
 REQUIRED = object()
 
@@ -22,11 +28,13 @@ REQUIRED = object()
 # operand kinds: "value" (an expression), "values" (a list of expressions).
 OPERAND_KINDS = ("value", "values")
 
-SPLITS = {0: "TILE_NO_SPLIT", 1: "TILE_UP_DOWN", 2: "TILE_LEFT_RIGHT"}
-DIRS = {1: "DIR_C2V", 2: "DIR_V2C", 3: "DIR_BOTH", 4: "DIR_V2C_CTRL", 5: "DIR_C2V_GM",
-        6: "DIR_V2C_GM", 7: "DIR_BOTH_GM"}
-C2V, V2C = 1, 2
-INIT_DIRS = (1, 2, 3, 5, 6, 7)
+# split and direction attributes hold the arch enums (IntEnums: the printer spells them
+# by member name, the parser accepts the pl constants, which are the same members)
+SPLITS = {s: s.name for s in TileSplitAxis}
+DIRS = {d: d.name for d in Direction}
+C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
+INIT_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH, Direction.DIR_C2V_GM,
+             Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
 
 
 class OpError(Exception):
@@ -78,9 +86,9 @@ def _t(x):
     return getattr(x, "type", None)
 
 
-def _tile(args, p, spaces=None) -> TileType:
+def _tile(args, p, spaces=None) -> TileValueType:
     t = _t(args[p])
-    if not isinstance(t, TileType):
+    if not isinstance(t, TileValueType):
         raise OpError(f"'{p}' must be a tile, got {describe(t) if t else 'nothing'}",
                       "pass a tile value (from pl.load, pl.move, an op, or TPOP)", p)
     if spaces and t.space not in spaces:
@@ -106,7 +114,7 @@ def _tensor(args, p) -> TensorType:
     return t
 
 
-def _same(a: TileType, b: TileType, what: str, p: str):
+def _same(a: TileValueType, b: TileValueType, what: str, p: str):
     if a.shape != b.shape:
         raise OpError(f"{what}: shapes differ ({a.shape[0]}x{a.shape[1]} vs {b.shape[0]}x{b.shape[1]})",
                       "operands of element-wise ops must have the same shape", p)
@@ -166,23 +174,23 @@ def _load(kind, a, at):
     for s, ts in zip(shape, t.shape):
         if s <= 0 or s > ts:
             raise OpError(f"load: extent {s} does not fit tensor dimension {ts}", param="shape")
-    if space not in (MemorySpace.Vec, MemorySpace.Mat):
+    if space not in LOAD_DST:
         raise OpError(f"load into a {space.value} tile: GM loads go to Vec (UB) or Mat (L1)",
                       "load into pl.Mat, then pl.move(x, space=pl.Left)", "space")
     rows = 1
     for s in shape[:-1]:
         rows *= s
-    return TileType((rows, shape[-1]), t.dtype, space)
+    return TileValueType((rows, shape[-1]), t.dtype, space)
 
 
 def _store(kind, a, at):
-    tile = _tile(a, "tile", (MemorySpace.Vec, MemorySpace.Acc, MemorySpace.Mat))
+    tile = _tile(a, "tile", STORE_SRC)
     t = _tensor(a, "tensor")
     offs = a["offsets"].items
     if len(offs) != len(t.shape):
         raise OpError(f"store: {len(offs)} offsets for a {len(t.shape)}-D tensor",
                       "give one offset per tensor dimension", "offsets")
-    if tile.dtype != t.dtype and tile.space is not MemorySpace.Acc:
+    if tile.dtype != t.dtype and tile.space is not CONVERTS_FROM:
         raise OpError(f"store: tile is {tile.dtype} but the tensor is {t.dtype}",
                       "only Acc tiles convert on store; pl.cast(x, dtype) first", "tile")
     inner = t.shape[-1]
@@ -195,21 +203,16 @@ def _store(kind, a, at):
     return NONE
 
 
-_MOVES = {(MemorySpace.Mat, MemorySpace.Left), (MemorySpace.Mat, MemorySpace.Right),
-          (MemorySpace.Acc, MemorySpace.Mat), (MemorySpace.Vec, MemorySpace.Vec)}
-
-
 def _move(kind, a, at):
     t = _tile(a, "tile")
     space, dtype = at["space"], at["dtype"] or t.dtype
-    if (t.space, space) not in _MOVES:
+    if (t.space, space) not in MOVES:
         raise OpError(f"move from {t.space.value} to {space.value} is not a local path",
-                      "valid: Mat->Left, Mat->Right, Acc->Mat, Vec->Vec; across cores use "
-                      "TPUSH/TPOP", "space")
-    if dtype != t.dtype and t.space is not MemorySpace.Acc:
+                      f"valid: {MOVE_PATHS}; across cores use TPUSH/TPOP", "space")
+    if dtype != t.dtype and t.space is not CONVERTS_FROM:
         raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
                       "dtype")
-    return TileType(t.shape, dtype, space)
+    return TileValueType(t.shape, dtype, space)
 
 
 def _extract(kind, a, at):
@@ -221,7 +224,7 @@ def _extract(kind, a, at):
         raise OpError("extract goes to a Left or Right tile", param="space")
     if len(shape) != 2 or shape[0] > t.shape[0] or shape[1] > t.shape[1]:
         raise OpError(f"extract: block {shape} does not fit the {t.shape} source", param="shape")
-    return TileType(tuple(shape), t.dtype, space)
+    return TileValueType(tuple(shape), t.dtype, space)
 
 
 def _mm_check(a_t, b_t):
@@ -236,7 +239,10 @@ def _matmul(kind, a, at):
     x = _tile(a, "a", (MemorySpace.Left,))
     y = _tile(a, "b", (MemorySpace.Right,))
     _mm_check(x, y)
-    return TileType((x.shape[0], y.shape[1]), accum_dtype(x.dtype), MemorySpace.Acc)
+    acc = accum_dtype(x.dtype)
+    if acc is None:
+        raise OpError(f"matmul: the Cube does not take {x.dtype} inputs", matmul_dtype_fix(), "a")
+    return TileValueType((x.shape[0], y.shape[1]), acc, MemorySpace.Acc)
 
 
 def _matmul_acc(kind, a, at):
@@ -268,12 +274,12 @@ def _unary(kind, a, at):
 
 def _row_reduce(kind, a, at):
     x = _tile(a, "a", VEC)
-    return TileType((x.shape[0], 1), x.dtype, MemorySpace.Vec)
+    return TileValueType((x.shape[0], 1), x.dtype, MemorySpace.Vec)
 
 
 def _col_reduce(kind, a, at):
     x = _tile(a, "a", VEC)
-    return TileType((1, x.shape[1]), x.dtype, MemorySpace.Vec)
+    return TileValueType((1, x.shape[1]), x.dtype, MemorySpace.Vec)
 
 
 def _row_expand(kind, a, at):
@@ -291,12 +297,12 @@ def _full(kind, a, at):
     shape = at["shape"]
     if len(shape) != 2:
         raise OpError("full: tiles are 2-D", param="shape")
-    return TileType(tuple(shape), at["dtype"], MemorySpace.Vec)
+    return TileValueType(tuple(shape), at["dtype"], MemorySpace.Vec)
 
 
 def _cast(kind, a, at):
     x = _tile(a, "a", VEC)
-    return TileType(x.shape, at["dtype"], MemorySpace.Vec)
+    return TileValueType(x.shape, at["dtype"], MemorySpace.Vec)
 
 
 def _subblock(kind, a, at):
@@ -315,8 +321,9 @@ def _init(core):
         if at["dir_mask"] not in INIT_DIRS:
             raise OpError(f"invalid dir_mask {at['dir_mask']}",
                           "use DIR_C2V, DIR_V2C or DIR_C2V | DIR_V2C", "dir_mask")
-        if at["slot_size"] <= 0 or at["slot_size"] % 32:
-            raise OpError(f"slot_size {at['slot_size']} must be a positive multiple of 32 bytes",
+        if at["slot_size"] <= 0 or at["slot_size"] % ALIGNMENT:
+            raise OpError(f"slot_size {at['slot_size']} must be a positive multiple of "
+                          f"{ALIGNMENT} bytes",
                           param="slot_size")
         sn = at["slot_num"]
         if sn is not None and sn < 1:
@@ -362,7 +369,7 @@ def _tpop(kind, a, at):
     _buffer(a, "buf", "reserve")
     _infer_dir(kind, at, "consumer")
     t = at["type"]
-    if isinstance(t, TileType):
+    if isinstance(t, TileValueType):
         _core_tile(kind, t, "consumer", "type")
     elif not isinstance(t, TensorType):
         raise OpError("TPOP needs the popped value's type: pl.Tile[[r, c], dtype, space] or "
@@ -384,42 +391,64 @@ def _talloc(kind, a, at):
     return at["type"]
 
 
-_op("load", [("tensor", "value"), ("offsets", "values"), ("shape", "shape"),
-             ("space", "space", MemorySpace.Vec)], _load, doc="GM -> tile (TLOAD)")
-_op("store", [("tile", "value"), ("offsets", "values"), ("tensor", "value")], _store,
-    doc="tile -> GM (TSTORE)")
-_op("move", [("tile", "value"), ("space", "space"), ("dtype", "dtype", None)], _move,
-    doc="local move (TMOV)")
-_op("extract", [("tile", "value"), ("row", "value"), ("col", "value"), ("shape", "shape"),
-                ("space", "space")], _extract, doc="block of a Mat tile (TEXTRACT)")
-_op("matmul", [("a", "value"), ("b", "value")], _matmul, doc="a @ b (TMATMUL)")
-_op("matmul_acc", [("acc", "value"), ("a", "value"), ("b", "value")], _matmul_acc,
-    doc="acc + a @ b (TMATMUL_ACC)")
-BINARY = {"add": "TADD", "sub": "TSUB", "mul": "TMUL", "div": "TDIV", "maximum": "TMAX",
-          "minimum": "TMIN"}
-SCALAR = {"adds": "TADDS", "subs": "TSUBS", "muls": "TMULS", "divs": "TDIVS", "maxs": "TMAXS",
-          "mins": "TMINS"}
-UNARY = {"exp": "TEXP", "log": "TLOG", "sqrt": "TSQRT", "rsqrt": "TRSQRT", "abs": "TABS",
-         "neg": "TNEG", "relu": "TRELU", "recip": "TRECIP"}
-ROW_REDUCE = {"row_sum": "TROWSUM", "row_max": "TROWMAX", "row_min": "TROWMIN"}
-COL_REDUCE = {"col_sum": "TCOLSUM", "col_max": "TCOLMAX"}
-ROW_EXPAND = {"row_expand_add": "TROWEXPANDADD", "row_expand_sub": "TROWEXPANDSUB",
-              "row_expand_mul": "TROWEXPANDMUL", "row_expand_div": "TROWEXPANDDIV"}
-for _n in BINARY:
-    _op(_n, [("a", "value"), ("b", "value")], _binary, doc=f"element-wise ({BINARY[_n]})")
-for _n in SCALAR:
-    _op(_n, [("a", "value"), ("scalar", "value")], _scalar_op, doc=f"with a scalar ({SCALAR[_n]})")
-for _n in UNARY:
-    _op(_n, [("a", "value")], _unary, doc=f"unary ({UNARY[_n]})")
-for _n in ROW_REDUCE:
-    _op(_n, [("a", "value")], _row_reduce, doc=f"per-row reduction ({ROW_REDUCE[_n]})")
-for _n in COL_REDUCE:
-    _op(_n, [("a", "value")], _col_reduce, doc=f"per-column reduction ({COL_REDUCE[_n]})")
-for _n in ROW_EXPAND:
-    _op(_n, [("a", "value"), ("row", "value")], _row_expand, doc=f"row broadcast ({ROW_EXPAND[_n]})")
-_op("full", [("shape", "shape"), ("dtype", "dtype"), ("value", "value")], _full,
-    doc="a Vec tile filled with a scalar (TEXPANDS)")
-_op("cast", [("a", "value"), ("dtype", "dtype")], _cast, doc="dtype conversion (TCVT)")
+# -- the catalogue's ops: DSL signature and typing rule per operand form ---------------------------
+_FORMS = {
+    "load": ([("tensor", "value"), ("offsets", "values"), ("shape", "shape"),
+              ("space", "space", MemorySpace.Vec)], _load, ""),
+    "store": ([("tile", "value"), ("offsets", "values"), ("tensor", "value")], _store, ""),
+    "move": ([("tile", "value"), ("space", "space"), ("dtype", "dtype", None)], _move, ""),
+    "extract": ([("tile", "value"), ("row", "value"), ("col", "value"), ("shape", "shape"),
+                 ("space", "space")], _extract, ""),
+    "matmul": ([("a", "value"), ("b", "value")], _matmul, ""),
+    "matmul_acc": ([("acc", "value"), ("a", "value"), ("b", "value")], _matmul_acc, ""),
+    "binary": ([("a", "value"), ("b", "value")], _binary, "element-wise"),
+    "scalar": ([("a", "value"), ("scalar", "value")], _scalar_op, "with a scalar"),
+    "unary": ([("a", "value")], _unary, "unary"),
+    "row_reduce": ([("a", "value")], _row_reduce, "per-row reduction"),
+    "col_reduce": ([("a", "value")], _col_reduce, "per-column reduction"),
+    "row_expand": ([("a", "value"), ("row", "value")], _row_expand, "row broadcast"),
+    "fill": ([("shape", "shape"), ("dtype", "dtype"), ("value", "value")], _full, ""),
+    "convert": ([("a", "value"), ("dtype", "dtype")], _cast, ""),
+}
+
+
+def _with_rules(op, infer_fn):
+    """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on the result's dtype, which
+    is the operands' for every vector form) and, for a constant scalar operand, its value
+    rule: the same checks the instruction makes when it is issued."""
+    if op.form not in ("binary", "scalar", "unary", "row_expand", "fill"):
+        return infer_fn
+
+    def infer_checked(kind, a, at):
+        t = infer_fn(kind, a, at)
+        d = np_dtype(t.dtype)
+        bad = op.dtype_error(d)
+        if bad is not None:
+            raise OpError(f"pl.{op.dsl}: {bad[0]}", bad[1], "a")
+        p = "value" if op.form == "fill" else "scalar"
+        if p in a and isinstance(a[p], Const):
+            why = scalar_error(d, a[p].value)
+            if why is not None:
+                raise OpError(f"pl.{op.dsl}: {why} (the tile is {t.dtype})",
+                              f"pass a scalar that {t.dtype} can hold", p)
+        return t
+    return infer_checked
+
+
+#: DSL name -> ISA name of the ops built from the catalogue (what the runtime issues)
+ISA_NAMES: dict = {}
+for _d in CATALOGUE.values():
+    if _d.dsl is not None:
+        _params, _infer, _what = _FORMS[_d.form]
+        _op(_d.dsl, _params, _with_rules(_d, _infer),
+            doc=_d.doc or f"{_what} ({_d.name})")
+        ISA_NAMES[_d.dsl] = _d.name
+_by = {}
+for _d in CATALOGUE.values():
+    if _d.dsl is not None:
+        _by.setdefault(_d.form, {})[_d.dsl] = _d.name
+BINARY, SCALAR, UNARY = _by["binary"], _by["scalar"], _by["unary"]
+ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["row_expand"]
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
 _INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
          ("c2v_consumer_buf", "value", 0), ("v2c_consumer_buf", "value", 0),

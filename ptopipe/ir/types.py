@@ -1,5 +1,6 @@
-"""IR types: element dtypes, memory spaces, and the value types (Scalar, Tensor in GM,
-Tile in a local memory space, reserved/imported ring Buffer).
+"""IR types: element dtypes, and the value types (Scalar, Tensor in GM, Tile in a local
+memory space, reserved/imported ring Buffer).  Where a tile lives is the arch vocabulary's
+``TileType`` (``MemorySpace`` here, ``pl.Vec`` / ``pl.Mat`` ... in the DSL).
 
 Types are frozen dataclasses compared structurally.  Dtypes are short names ("f16",
 "f32", ...) so the IR stays independent of numpy; :func:`np_dtype` converts.
@@ -7,11 +8,12 @@ Types are frozen dataclasses compared structurally.  Dtypes are short names ("f1
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 
-from ..arch.dtypes import as_dtype
+from ..arch import catalogue
+from ..arch.dtypes import as_dtype, short_name
+from ..arch.vocab import TileType as MemorySpace
 
 #: element dtypes of the IR, in DSL spelling (``pl.f16`` ...)
 DTYPES = ("f16", "f32", "bf16", "i8", "u8", "i16", "i32", "u32", "i64", "index", "bool")
@@ -30,22 +32,13 @@ def itemsize(name: str) -> int:
     return np_dtype(name).itemsize
 
 
-def accum_dtype(name: str) -> str:
-    """The accumulator dtype of a matmul with ``name`` inputs (Cube: f32, or i32 for ints)."""
-    return "i32" if name in ("i8", "u8", "i16") else "f32"
-
-
-class MemorySpace(Enum):
-    """Where a tile lives: Vec (AIV UB), Mat (AIC L1), Left (L0A), Right (L0B), Acc (L0C)."""
-    Vec = "Vec"
-    Mat = "Mat"
-    Left = "Left"
-    Right = "Right"
-    Acc = "Acc"
-
-    @property
-    def core(self) -> str:
-        return "aiv" if self is MemorySpace.Vec else "aic"
+def accum_dtype(name: str) -> str | None:
+    """The accumulator dtype of a matmul with ``name`` inputs, or None if the Cube does not
+    take them: the op catalogue's rule (the one the ISA checks)."""
+    if name in ("index", "bool"):
+        return None
+    acc = catalogue.accum_dtype(as_dtype(name))
+    return None if acc is None else short_name(acc)
 
 
 class Type:
@@ -78,7 +71,7 @@ class TensorType(Type):
 
 
 @dataclass(frozen=True)
-class TileType(Type):
+class TileValueType(Type):
     """A 2-D tile in a core-local memory space."""
     shape: tuple
     dtype: str
@@ -117,7 +110,7 @@ NONE = NoneType()
 
 
 def describe(t: Type) -> str:
-    if isinstance(t, TileType):
+    if isinstance(t, TileValueType):
         return f"{t.space.value} tile {t.shape[0]}x{t.shape[1]} {t.dtype}"
     if isinstance(t, TensorType):
         return f"GM tensor {'x'.join(map(str, t.shape))} {t.dtype}"

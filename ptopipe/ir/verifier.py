@@ -8,12 +8,13 @@ pointing at the node's source location.
 """
 from __future__ import annotations
 
+from ..arch.vocab import ALIGNMENT
 from ..errors import CompileError
 from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                     Function, FunctionKind, If, ImportPeerBuffer, Program, ReserveBuffer, Return,
                     UnaryOp, Var, calls, stmt_exprs, walk)
 from .ops import CONSUMER_OPS, CROSS_CORE, INIT_OPS, PRODUCER_OPS, OpError, infer, lookup
-from .types import BufferType, MemorySpace, ScalarType, TensorType, TileType, describe
+from .types import BufferType, MemorySpace, ScalarType, TensorType, TileValueType, describe
 
 SPACE_OF_KIND = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}
 
@@ -38,7 +39,7 @@ class _FunctionVerifier:
         self.defined[v.name] = v
 
     def check_space(self, t, node, what: str) -> None:
-        if not isinstance(t, TileType):
+        if not isinstance(t, TileValueType):
             return
         if self.kind is FunctionKind.AIV and t.space is not MemorySpace.Vec:
             raise _err(f"'{what}' is a {describe(t)} in Vector function {self.fn.name}; a Vector "
@@ -201,9 +202,10 @@ class _FunctionVerifier:
             if not isinstance(s.size, int) or s.size <= 0:
                 raise _err(f"reserve_buffer size must be a positive number of bytes, got {s.size!r}",
                            s, "size=SLOT_NUM * SLOT_SIZE")
-            if s.base is not AUTO and (not isinstance(s.base, int) or s.base < 0 or s.base % 32):
-                raise _err(f"reserve_buffer base {s.base!r} is not a 32-byte aligned address", s,
-                           "use base=pl.AUTO or a multiple of 32")
+            if s.base is not AUTO and (not isinstance(s.base, int) or s.base < 0
+                                           or s.base % ALIGNMENT):
+                raise _err(f"reserve_buffer base {s.base!r} is not a {ALIGNMENT}-byte aligned "
+                           "address", s, f"use base=pl.AUTO or a multiple of {ALIGNMENT}")
             want_space = SPACE_OF_KIND.get(self.kind)
             if s.memory_space != want_space:
                 raise _err(f"reserve_buffer in a {self.kind.value} function lives in "

@@ -11,32 +11,23 @@ from functools import partial
 from operator import itemgetter
 
 from ..arch import PipeUnit
+from ..arch.catalogue import OPS
 from ..errors import KernelError
 from .context import current_core
 
 
-class Op(Enum):
-    TLOAD = "TLOAD"
-    TSTORE_ACC = "TSTORE_ACC"
-    TSTORE_VEC = "TSTORE_VEC"
-    TMOV_M2L = "TMOV_M2L"
-    TMOV_M2S = "TMOV_M2S"
-    TMOV_M2B = "TMOV_M2B"
-    TMOV_M2V = "TMOV_M2V"
-    TMOV_V2M = "TMOV_V2M"
-    TMATMUL = "TMATMUL"
-    TVEC = "TVEC"
-    TADD = "TADD"
-    TSUB = "TSUB"
-    TMUL = "TMUL"
-    TDIV = "TDIV"
-    TEXP = "TEXP"
-    TMAX = "TMAX"
-    TADDS = "TADDS"
-    TMULS = "TMULS"
+# pto-isa's ``Op`` names: its event kinds of the movement and cube pipes (named, but not
+# TSYNC<Op> barriers: pipe None), TVEC (any vector op) and every vector instruction of the
+# op catalogue (the V pipe)
+_PIPES = dict.fromkeys(("TLOAD", "TSTORE_ACC", "TSTORE_VEC", "TMOV_M2L", "TMOV_M2S", "TMOV_M2B",
+                        "TMOV_M2V", "TMOV_V2M", "TMATMUL"))
+_PIPES["TVEC"] = PipeUnit.V
+_PIPES.update((op.name, op.pipe) for op in OPS.values() if op.pipe is PipeUnit.V)
+Op = Enum("Op", {name: name for name in _PIPES}, module=__name__)
+Op.__doc__ = "An instruction kind of ``TSYNC<Op>()`` (pto-isa's ``Op``)."
+Op.pipe = property(lambda self: _PIPES[self.value])     # the pipe its instructions run on
 
-
-_VECTOR_OPS = {Op.TVEC, Op.TADD, Op.TSUB, Op.TMUL, Op.TDIV, Op.TEXP, Op.TMAX, Op.TADDS, Op.TMULS}
+_VECTOR_OPS = frozenset(op for op in Op if op.pipe is PipeUnit.V)
 
 
 class Event(tuple):
@@ -70,7 +61,7 @@ def TSYNC(*events) -> None:
             if e not in _VECTOR_OPS:
                 raise KernelError(f"TSYNC<{e.value}>() only supports vector-pipeline ops",
                                   where=str(core.where()), fix="use TSYNC(event) for other pipes")
-            t = core.pipe_free[PipeUnit.V]
+            t = core.pipe_free[e.pipe]
         elif isinstance(e, Event):
             if e.core is not core:
                 raise KernelError(f"TSYNC on an event of {e.core.name} inside {core.name}",

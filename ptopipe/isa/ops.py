@@ -1,10 +1,12 @@
 """Tile instructions: data movement (TLOAD/TSTORE/TMOV/TEXTRACT), cube (TMATMUL*) and
 vector (element-wise, scalar, unary, reduction, expand, convert) ops.
 
-Each instruction checks its operands (location, dtype, shape), computes with numpy on
-the real memory bytes, is issued to its pipe with a cost from the platform table, and
-returns an :class:`~ptopipe.isa.events.Event`.  Trailing event arguments are waited for
-first (``TSYNC(events...)``), as in ``pto_instr.hpp``.
+Each instruction is defined once in the op catalogue (:mod:`ptopipe.arch.catalogue`: pipe,
+cost key, dtype rule, typing rule, numpy kernel); this module builds the instructions from
+it.  Each checks its operands (location, dtype, shape, scalar value) when it is issued,
+queues its numpy work on the real memory bytes, is issued to its pipe with a cost from
+the platform table, and returns an :class:`~ptopipe.isa.events.Event`.  Trailing event
+arguments are waited for first (``TSYNC(events...)``), as in ``pto_instr.hpp``.
 """
 from __future__ import annotations
 
@@ -13,15 +15,16 @@ from operator import setitem
 import numpy as np
 
 from ..arch import PipeUnit
+from ..arch.catalogue import (ANY, CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
+                              STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, scalar_error)
 from ..errors import KernelError
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import current_core
-from ..arch.dtypes import accum_dtype
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 
-_V, _M, _MTE2, _MTE3 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2, PipeUnit.MTE3
+_V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
 _ALL = Ellipsis     # d[...] = s: an assignment casts like copyto(casting="unsafe")
 _VEC = TileType.Vec
 
@@ -80,11 +83,44 @@ def _same_dtype(core, op: str, *tiles) -> None:
                    "convert with TCVT first")
 
 
+def _dtype_check(core, op, tile: Tile) -> None:
+    """Raise if the catalogue's dtype rule of ``op`` rejects ``tile`` (slow path)."""
+    bad = op.dtype_error(tile.dtype)
+    if bad is not None:
+        raise _err(core, f"{bad[0]} ({tile.describe()})", bad[1])
+
+
+# (dtype, scalar class, scalar) -> the checked numpy scalar.  A memo of a pure function of
+# immutable values (no run state in it), bounded; a hit costs a quarter of converting.
+_SCALARS: dict = {}
+
+
+def _scalar_value(core, name: str, dst: Tile, scalar):
+    """``scalar`` as a value of ``dst``'s dtype, checked now (catalogue.scalar_error) rather
+    than failing, wrapping or truncating when the queued work is applied."""
+    dt = dst.dtype
+    try:
+        key = (dt, scalar.__class__, scalar)
+        v = _SCALARS.get(key)
+    except TypeError:                       # unhashable: not a number anyway
+        key = v = None
+    if v is not None:
+        return v
+    bad = scalar_error(dt, scalar)
+    if bad is not None:
+        raise _err(core, f"{name}: {bad} ({dst.describe()})",
+                   f"pass a scalar that {dt.name} can hold, or TCVT the tile to a wider dtype")
+    v = dt.type(scalar)
+    # not memoised: NaN (never equal to itself) and float zeros (-0.0 == 0.0, but the sign
+    # of a zero changes results)
+    if key is not None and scalar == scalar and (scalar != 0 or key[1] is int):
+        if len(_SCALARS) >= 4096:
+            _SCALARS.clear()
+        _SCALARS[key] = v
+    return v
+
+
 # -- data movement ------------------------------------------------------------------------
-_VEC_MAT = (TileType.Vec, TileType.Mat)
-_STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)
-
-
 def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray:
     """The GM side of a TLOAD/TSTORE, shaped to match the valid region of tile ``t``."""
     if (gt.__class__ is not GlobalTensor or gt.rows != t.valid_rows or gt.cols != t.valid_cols
@@ -107,8 +143,8 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     d = (dst._valid if dst.__class__ is Tile and dst.core is core and dst.binding is None
          else arr(dst, core, "TLOAD destination"))
     v = _gm_tile_view(core, src, dst, "TLOAD", "source")
-    if dst.loc not in _VEC_MAT:
-        _need_loc(core, dst, _VEC_MAT, "TLOAD", "destination")
+    if dst.loc not in LOAD_DST:
+        _need_loc(core, dst, LOAD_DST, "TLOAD", "destination")
     if src.dtype != dst.dtype:
         raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
@@ -132,9 +168,9 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     s = (src._valid if src.__class__ is Tile and src.core is core and src.binding is None
          else arr(src, core, "TSTORE source"))
     v = _gm_tile_view(core, dst, src, "TSTORE", "destination")
-    if src.loc not in _STORE_SRC:
-        _need_loc(core, src, _STORE_SRC, "TSTORE", "source")
-    if dst.dtype != src.dtype and src.loc is not TileType.Acc:
+    if src.loc not in STORE_SRC:
+        _need_loc(core, src, STORE_SRC, "TSTORE", "source")
+    if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
     if v.ndim == 2:
@@ -144,17 +180,10 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, dst, True, "TSTORE")
-    pipe = PipeUnit.FIX if src.loc is TileType.Acc else _MTE3
+    pipe = STORE_PIPE[src.loc]
     end = core.issue_r(pipe, core.costs.move(src.sname, "GM", s.size * dst.dtype.itemsize), src,
                         "TSTORE", TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TSTORE", core, end))
-
-
-_TMOV_PIPE = {
-    (TileType.Mat, TileType.Left): PipeUnit.MTE1, (TileType.Mat, TileType.Right): PipeUnit.MTE1,
-    (TileType.Mat, TileType.Bias): PipeUnit.MTE1,
-    (TileType.Acc, TileType.Mat): PipeUnit.FIX, (TileType.Vec, TileType.Vec): PipeUnit.V,
-}
 
 
 def TMOV(dst: Tile, src: Tile, *events) -> Event:
@@ -164,14 +193,14 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
         TSYNC(*events)
     s = _valid(src, core, "TMOV source")
     d = _valid(dst, core, "TMOV destination")
-    pipe = _TMOV_PIPE.get((src.loc, dst.loc))
+    pipe = MOVES.get((src.loc, dst.loc))
     if pipe is None:
         raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
-                   "valid: Mat->Left, Mat->Right, Mat->Bias, Acc->Mat, Vec->Vec; across cores use TPUSH/TPOP")
+                   f"valid: {MOVE_PATHS}; across cores use TPUSH/TPOP")
     if src.valid_rows != dst.valid_rows or src.valid_cols != dst.valid_cols:
         _same_shape(core, "TMOV", ("dst", d), ("src", s))
     if src.dtype != dst.dtype:
-        if src.loc is not TileType.Acc:
+        if src.loc is not CONVERTS_FROM:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
                        "only Acc -> Mat converts; use TCVT on vector tiles")
     core.pending.append((setitem, d, _ALL, s))        # Acc -> Mat converts (FIX)
@@ -190,6 +219,7 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
         TSYNC(*events)
     s = arr(src, core, "TEXTRACT source")
     d = arr(dst, core, "TEXTRACT destination")
+    index_row, index_col = int(index_row), int(index_col)
     if src.loc is not TileType.Mat or (dst.loc is not TileType.Left and dst.loc is not TileType.Right):
         _need_loc(core, src, (TileType.Mat,), "TEXTRACT", "source")
         _need_loc(core, dst, (TileType.Left, TileType.Right), "TEXTRACT", "destination")
@@ -221,7 +251,9 @@ def _mm_operands(core, op, c, a, b):
                    "need a MxK, b KxN, c MxN")
     if a.dtype != b.dtype:
         raise _err(core, f"{op}: a is {a.dtype.name} but b is {b.dtype.name}")
-    acc = accum_dtype(a.dtype)
+    acc = MATMUL_ACCUM.get(a.dtype)
+    if acc is None:
+        raise _err(core, f"{op}: the Cube does not take {a.dtype.name} inputs", matmul_dtype_fix())
     if c.dtype != acc:
         raise _err(core, f"{op}: accumulator is {c.dtype.name}; {a.dtype.name} inputs accumulate "
                          f"in {acc.name}", f"declare the Acc tile as {acc.name}")
@@ -354,67 +386,54 @@ def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None
     return d, a, b
 
 
-def _binary(name: str, ufunc):
-    def op(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+def _binary(op):
+    name, ufunc, rule = op.name, op.kernel, op.dtypes
+
+    def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
+        # the catalogue's dtype rule inline (FLOAT rejects integer tiles, INT the others);
+        # _dtype_check raises with the reason - test_catalogue checks it matches dtype_error
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+            _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b, d))
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
-    return op
+    instr.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
+    return instr
 
 
-def _scalar(name: str, fn):
-    def op(dst: Tile, src: Tile, scalar, *events) -> Event:
+def _scalar(op):
+    name, fn, rule = op.name, op.kernel, op.dtypes
+
+    def instr(dst: Tile, src: Tile, scalar, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
-        core.pending.append((fn, a, dst.dtype.type(scalar), d))
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+            _dtype_check(core, op, dst)
+        core.pending.append((fn, a, _scalar_value(core, name, dst, scalar), d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
-    return op
+    instr.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
+    return instr
 
 
-def _unary(name: str, fn):
-    def op(dst: Tile, src: Tile, *events) -> Event:
+def _unary(op):
+    name, fn, rule = op.name, op.kernel, op.dtypes
+
+    def instr(dst: Tile, src: Tile, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+            _dtype_check(core, op, dst)
         core.pending.append((fn, a, d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"{name}(dst, src): element-wise unary op."
-    return op
-
-
-TADD = _binary("TADD", np.add)
-TSUB = _binary("TSUB", np.subtract)
-TMUL = _binary("TMUL", np.multiply)
-TDIV = _binary("TDIV", np.divide)
-TMAX = _binary("TMAX", np.maximum)
-TMIN = _binary("TMIN", np.minimum)
-
-TADDS = _scalar("TADDS", lambda a, s, d: np.add(a, s, out=d))
-TSUBS = _scalar("TSUBS", lambda a, s, d: np.subtract(a, s, out=d))
-TMULS = _scalar("TMULS", lambda a, s, d: np.multiply(a, s, out=d))
-TDIVS = _scalar("TDIVS", lambda a, s, d: np.divide(a, s, out=d))
-TMAXS = _scalar("TMAXS", lambda a, s, d: np.maximum(a, s, out=d))
-TMINS = _scalar("TMINS", lambda a, s, d: np.minimum(a, s, out=d))
-
-TEXP = _unary("TEXP", lambda a, d: np.exp(a, out=d))
-TLOG = _unary("TLOG", lambda a, d: np.log(a, out=d))
-TSQRT = _unary("TSQRT", lambda a, d: np.sqrt(a, out=d))
-TRSQRT = _unary("TRSQRT", lambda a, d: np.divide(1, np.sqrt(a), out=d, casting="unsafe"))
-TABS = _unary("TABS", lambda a, d: np.abs(a, out=d))
-TNEG = _unary("TNEG", lambda a, d: np.negative(a, out=d))
-TRELU = _unary("TRELU", lambda a, d: np.maximum(a, 0, out=d, casting="unsafe"))
-TRECIP = _unary("TRECIP", lambda a, d: np.divide(1, a, out=d, casting="unsafe"))
+    instr.__doc__ = f"{name}(dst, src): element-wise unary op ({fn.__name__})."
+    return instr
 
 
 def _row_reduce_into(fn, a, d):
@@ -425,8 +444,10 @@ def _col_reduce_into(fn, a, d):
     d[0, :] = fn(a, axis=0)
 
 
-def _row_reduce(name: str, fn):
-    def op(dst: Tile, src: Tile, tmp: Tile | None = None, *events) -> Event:
+def _row_reduce(op):
+    name, fn = op.name, op.kernel
+
+    def instr(dst: Tile, src: Tile, tmp: Tile | None = None, *events) -> Event:
         core = current_core()
         _sync(events if tmp is None or isinstance(tmp, Tile) else (tmp,) + events)
         a = arr(src, core)
@@ -438,13 +459,14 @@ def _row_reduce(name: str, fn):
             _same_dtype(core, name, dst, src)
         core.pending.append((_row_reduce_into, fn, a, d))
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
-    return op
+    instr.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
+    return instr
 
 
-def _col_reduce(name: str, fn):
-    def op(dst: Tile, src: Tile, *events) -> Event:
+def _col_reduce(op):
+    name, fn = op.name, op.kernel
+
+    def instr(dst: Tile, src: Tile, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
@@ -456,20 +478,14 @@ def _col_reduce(name: str, fn):
             _same_dtype(core, name, dst, src)
         core.pending.append((_col_reduce_into, fn, a, d))
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
-    return op
+    instr.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
+    return instr
 
 
-TROWSUM = _row_reduce("TROWSUM", np.sum)
-TROWMAX = _row_reduce("TROWMAX", np.max)
-TROWMIN = _row_reduce("TROWMIN", np.min)
-TCOLSUM = _col_reduce("TCOLSUM", np.sum)
-TCOLMAX = _col_reduce("TCOLMAX", np.max)
+def _row_expand(op):
+    name, ufunc, rule = op.name, op.kernel, op.dtypes
 
-
-def _row_expand(name: str, ufunc):
-    def op(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+    def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
         if events:
             TSYNC(*events)
@@ -481,17 +497,12 @@ def _row_expand(name: str, ufunc):
                              f"{b.shape} do not agree", "src1 needs one row per dst row")
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
+        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+            _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
-    return op
-
-
-TROWEXPANDSUB = _row_expand("TROWEXPANDSUB", np.subtract)
-TROWEXPANDMUL = _row_expand("TROWEXPANDMUL", np.multiply)
-TROWEXPANDDIV = _row_expand("TROWEXPANDDIV", np.divide)
-TROWEXPANDADD = _row_expand("TROWEXPANDADD", np.add)
+    instr.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
+    return instr
 
 
 def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
@@ -514,7 +525,7 @@ def TEXPANDS(dst: Tile, scalar, *events) -> Event:
     if events:
         TSYNC(*events)
     d = arr(dst, core)
-    core.pending.append((setitem, d, _ALL, dst.dtype.type(scalar)))
+    core.pending.append((setitem, d, _ALL, _scalar_value(core, "TEXPANDS", dst, scalar)))
     return _vec_issue(core, "TEXPANDS", dst, None, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
 
 
@@ -530,4 +541,15 @@ def TCVT(dst: Tile, src: Tile, *events) -> Event:
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.dtype.itemsize, dst.dtype.itemsize))
 
 
-__all__ = [n for n in dir() if n.startswith("T") and n.isupper()]
+# the catalogue's vector instructions of the generic forms, one module-level name each
+# (TADD, TADDS, TEXP, TROWSUM, TROWEXPANDSUB, ...)
+_BUILD = {"binary": _binary, "scalar": _scalar, "unary": _unary, "row_reduce": _row_reduce,
+          "col_reduce": _col_reduce, "row_expand": _row_expand}
+for _op in by_form(*_BUILD):
+    _fn = _BUILD[_op.form](_op)
+    _fn.__name__ = _fn.__qualname__ = _op.name
+    _fn.__module__ = __name__
+    globals()[_op.name] = _fn
+del _op, _fn
+
+__all__ = [name for name in OPS if name in globals()]

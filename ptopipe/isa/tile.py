@@ -11,22 +11,11 @@ from enum import Enum
 
 import numpy as np
 
-from ..arch import MemSpace
+from ..arch.vocab import TILE_SPACE, TileType  # noqa: F401  (re-exported: isa.TileType)
 from ..errors import KernelError
 from .context import current_core, here
 from .regions import register_tile
 from .tensor import GlobalTensor, GMPtr, element_type
-
-
-class TileType(Enum):
-    Vec = "Vec"
-    Mat = "Mat"
-    Left = "Left"
-    Right = "Right"
-    Acc = "Acc"
-    Bias = "Bias"
-
-    __hash__ = object.__hash__      # members are singletons; Enum's own hash is slow Python
 
 
 class BLayout(Enum):
@@ -38,10 +27,6 @@ class SLayout(Enum):
     NoneBox = "NoneBox"
     RowMajor = "RowMajor"
     ColMajor = "ColMajor"
-
-
-TILE_SPACE = {TileType.Vec: MemSpace.UB, TileType.Mat: MemSpace.L1, TileType.Left: MemSpace.L0A,
-              TileType.Right: MemSpace.L0B, TileType.Acc: MemSpace.L0C, TileType.Bias: MemSpace.BIAS}
 
 
 class Tile:

@@ -15,9 +15,10 @@ from ..errors import CompileError
 from ..ir.nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                         Function, FunctionKind, If, ImportPeerBuffer, Loc, ReserveBuffer, Return,
                         UnaryOp, Var)
+from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
 from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
 from ..ir.types import (BOOL, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
-                        TileType, describe)
+                        TileValueType, describe)
 from .surface import DSLOp, DType
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
@@ -315,8 +316,8 @@ class FunctionParser:
         if "base" in kw:
             base = self.const_eval(kw["base"], "reserve_buffer base")
             if base is not AUTO and (not isinstance(base, int) or isinstance(base, bool)
-                                     or base < 0 or base % 32):
-                raise self.err(kw["base"], f"reserve_buffer base must be pl.AUTO or a 32-byte "
+                                     or base < 0 or base % ALIGNMENT):
+                raise self.err(kw["base"], f"reserve_buffer base must be pl.AUTO or a {ALIGNMENT}-byte "
                                            f"aligned address, got {base!r}",
                                "use base=pl.AUTO to let the compiler choose")
         space = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}.get(self.kind)
@@ -523,7 +524,7 @@ class FunctionParser:
             op = "-" if isinstance(node.op, ast.USub) else "not" if isinstance(node.op, ast.Not) else None
             if op is None:
                 raise self.err(node, "unsupported unary operator")
-            if isinstance(v.type, TileType) and op == "-":
+            if isinstance(v.type, TileValueType) and op == "-":
                 return self.make_call("neg", node, {"a": v}, {}, {})
             if not isinstance(v.type, ScalarType):
                 raise self.err(node, f"operator {op} on a {describe(v.type)}")
@@ -588,7 +589,7 @@ class FunctionParser:
         op = _SCALAR_OPS.get(type(astop))
         if op is None:
             raise self.err(node, f"operator {type(astop).__name__} is not supported")
-        tl, tr = isinstance(lhs.type, TileType), isinstance(rhs.type, TileType)
+        tl, tr = isinstance(lhs.type, TileValueType), isinstance(rhs.type, TileValueType)
         if tl or tr:
             if op not in _TILE_BIN:
                 raise self.err(node, f"operator {op} is not defined on tiles")
@@ -681,13 +682,13 @@ class FunctionParser:
             bad = "a memory space: pl.Vec, pl.Mat, pl.Left, pl.Right or pl.Acc"
         elif k == "split":
             if isinstance(v, int) and int(v) in SPLITS:
-                return int(v)
+                return TileSplitAxis(v)
             bad = "pl.TILE_NO_SPLIT, pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT"
         elif k == "dir":
             if v is None and p.default is None:
                 return None
             if isinstance(v, int) and int(v) in DIRS:
-                return int(v)
+                return Direction(v)
             bad = "a direction: pl.DIR_C2V, pl.DIR_V2C or pl.DIR_C2V | pl.DIR_V2C"
         elif k == "int":
             if v is None and p.default is None:
@@ -696,7 +697,7 @@ class FunctionParser:
                 return int(v)
             bad = "an integer constant"
         elif k == "type":
-            if isinstance(v, (TileType, TensorType)):
+            if isinstance(v, (TileValueType, TensorType)):
                 return v
             bad = "a type: pl.Tile[[rows, cols], dtype, space] or pl.Tensor[[...], dtype]"
         raise self.err(a, f"argument {p.name!r} of pl.{spec.dsl} must be {bad}, got {v!r}")
@@ -709,7 +710,7 @@ class FunctionParser:
             if spec.name in ("tpush", "tpop", "tfree", "talloc"):
                 attrs["direction"] = canonical_direction(spec, self.kind, attrs)
             t = infer(spec, self.kind, args, attrs)
-            if isinstance(t, TileType) and self.kind in (FunctionKind.AIC, FunctionKind.AIV) \
+            if isinstance(t, TileValueType) and self.kind in (FunctionKind.AIC, FunctionKind.AIV) \
                     and (t.space is MemorySpace.Vec) != (self.kind is FunctionKind.AIV):
                 core = "Vector" if self.kind is FunctionKind.AIV else "Cube"
                 raise OpError(f"the result is a {describe(t)}, which a {core} core cannot hold "

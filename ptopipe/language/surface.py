@@ -12,7 +12,7 @@ import sys
 from ..errors import CompileError
 from ..ir.nodes import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
-from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileType
+from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileValueType
 from ..arch.vocab import Direction, TileSplitAxis
 
 
@@ -89,7 +89,7 @@ class Tile:
         space = params[2] if len(params) == 3 else MemorySpace.Vec
         if not isinstance(space, MemorySpace):
             raise TypeError(f"pl.Tile space must be pl.Vec/Mat/Left/Right/Acc, got {space!r}")
-        return TileType(shape, _dtype_name(params[1], "pl.Tile"), space)
+        return TileValueType(shape, _dtype_name(params[1], "pl.Tile"), space)
 
 
 class Scalar:

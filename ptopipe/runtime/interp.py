@@ -11,27 +11,29 @@ import numpy as np
 
 from ..isa.tensor import _contiguous
 from .. import isa
+from ..arch import MemSpace
+from ..arch.vocab import Direction
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                         Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
-from ..arch import MemSpace
-from ..ir.types import MemorySpace, TensorType, TileType, np_dtype
+from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from .layout import FunctionLayout
 
-_TILE_TYPE = {MemorySpace.Vec: isa.TileType.Vec, MemorySpace.Mat: isa.TileType.Mat,
-              MemorySpace.Left: isa.TileType.Left, MemorySpace.Right: isa.TileType.Right,
-              MemorySpace.Acc: isa.TileType.Acc}
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
        "|": lambda a, b: a | b, "&": lambda a, b: a & b, "==": lambda a, b: a == b,
        "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
        "or": lambda a, b: a or b}
-_ISA_OPS = {**irops.BINARY, **irops.SCALAR, **irops.UNARY, **irops.ROW_REDUCE,
-            **irops.COL_REDUCE, **irops.ROW_EXPAND}
-_GM_DIRS = {5: 1, 6: 2, 7: 3}     # *_GM directions: the plain ones on platforms whose rings are in GM
+# the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
+# (operands in IR order are the ISA's after the destination); load and store build GM views
+_TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
+                if dsl not in ("load", "store")}
+# *_GM directions: the plain ones on platforms whose rings are in GM
+_GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
+            Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
 
 
 class _Return(Exception):
@@ -172,10 +174,10 @@ class Interpreter:
             return [self.eval(x, None) for x in e.items]
         raise KernelError(f"cannot evaluate {cls.__name__}")
 
-    def dest_tile(self, dest: str, t: TileType):
+    def dest_tile(self, dest: str, t: TileValueType):
         tile = self.env.get(("tile", dest))
         if tile is None:
-            tile = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+            tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                             addr=self.tiles[dest], name=dest)
             self.env[("tile", dest)] = tile
         return tile
@@ -199,9 +201,10 @@ class Interpreter:
         op = c.op
         a = [self.eval(x, None) for x in c.args]
         at = dict(c.attrs)
-        if op in _ISA_OPS:
+        fn = _TILE_RESULT.get(op)
+        if fn is not None:
             out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            getattr(isa, _ISA_OPS[op])(out, *a)
+            fn(out, *a)
             return out
         if op == "load":
             out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
@@ -214,30 +217,6 @@ class Interpreter:
             window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
             isa.TSTORE(self.gm_view(gt, ttype, offs, window), tile)
             return None
-        if op == "move":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TMOV(out, a[0])
-            return out
-        if op == "extract":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TEXTRACT(out, a[0], int(a[1]), int(a[2]))
-            return out
-        if op == "matmul":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TMATMUL(out, a[0], a[1])
-            return out
-        if op == "matmul_acc":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TMATMUL_ACC(out, a[0], a[1], a[2])
-            return out
-        if op == "full":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TEXPANDS(out, a[0])
-            return out
-        if op == "cast":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TCVT(out, a[0])
-            return out
         if op == "get_subblockid":
             return isa.get_subblockid()
         if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
@@ -247,8 +226,8 @@ class Interpreter:
             return None
         if op == "tpop":
             t = at["type"]
-            if isinstance(t, TileType):
-                obj = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+            if isinstance(t, TileValueType):
+                obj = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                                name=dest)
             else:
                 obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
@@ -292,7 +271,7 @@ class Interpreter:
         if tile is None:
             t = c.type
             _mem, addr = self.layout.temps[id(c)]
-            tile = isa.Tile(_TILE_TYPE[t.space], np_dtype(t.dtype), t.shape[0], t.shape[1],
+            tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                             addr=addr, name=f"<{c.op} result>")
             self.env[key] = tile
         return tile

@@ -16,11 +16,8 @@ from dataclasses import dataclass, field
 from ..errors import CompileError
 from ..ir.nodes import (AUTO, Assign, Call, Function, ImportPeerBuffer, Program, ReserveBuffer,
                         calls, stmt_exprs, walk)
-from ..ir.types import MemorySpace, TileType
-
-ALIGN = 32
-TILE_MEM = {MemorySpace.Vec: "UB", MemorySpace.Mat: "L1", MemorySpace.Left: "L0A",
-            MemorySpace.Right: "L0B", MemorySpace.Acc: "L0C"}
+from ..arch.vocab import ALIGNMENT as ALIGN
+from ..ir.types import TileValueType
 
 
 def _align(x: int) -> int:
@@ -56,8 +53,8 @@ def plan_function(fn: Function) -> FunctionLayout:
             fixed.setdefault(r.memory_space, []).append((r.base, r.base + r.size))
     top = {}
 
-    def place(t: TileType):
-        mem = TILE_MEM[t.space]
+    def place(t: TileValueType):
+        mem = t.space.mem_space.value
         addr = _first_fit(top.get(mem, 0), t.nbytes, fixed.get(mem, []))
         top[mem] = addr + t.nbytes
         return mem, addr
@@ -67,9 +64,9 @@ def plan_function(fn: Function) -> FunctionLayout:
             for c in calls(e):
                 if c is e and isinstance(s, Assign):
                     continue
-                if isinstance(c.type, TileType) and c.op != "tpop":
+                if isinstance(c.type, TileValueType) and c.op != "tpop":
                     lay.temps[id(c)] = place(c.type)     # a nested op's result
-        if isinstance(s, Assign) and isinstance(s.var.type, TileType) and \
+        if isinstance(s, Assign) and isinstance(s.var.type, TileValueType) and \
                 isinstance(s.value, Call) and s.value.op != "tpop":
             lay.tiles[s.var.name] = place(s.var.type)
     for r in reserves:

@@ -20,9 +20,11 @@ except ImportError:                   # Python 3.10
         return fn(*args)
 
 import greenlet
+from numpy import errstate as _errstate
 
 from ..arch import MemSpace, Platform, get_platform
-from ..errors import DeadlockError
+from ..errors import DeadlockError, PtoPipeError
+from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .memory import Memory
@@ -45,8 +47,10 @@ class Cluster:
         self._counter_max = self.platform.flag_counter_max
         self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
         self.trace = [] if trace else None          # read by the cores: set before them
-        # data operations on the memories, queued in issue order and applied by sync()
+        # data operations on the memories, queued in issue order and applied by sync();
+        # marks: (queue position, core) where each core's run of queued operations starts
         self.pending: list = []
+        self.marks: list = []
         self.max_instructions = max_instructions
         self.gm = Memory(MemSpace.GM, gm_size)
         self.cores: list[Core] = []
@@ -107,6 +111,7 @@ class Cluster:
         for core, (fn, kwargs) in kernels.items():
             core.glet = _CoreLet(self._body(core, fn, kwargs), parent=self.main)
             core.glet.core = core
+            core.kernel = fn             # named by data-plane errors after it finished
             core.state = CoreState.READY
         try:
             cores, ready_state = self.cores, CoreState.READY
@@ -125,14 +130,28 @@ class Cluster:
                     core = self.rng.choice(ready)
                 core.state = CoreState.RUNNING
                 self.steps += 1
+                n, marks = len(self.pending), self.marks
+                if marks and marks[-1][0] == n:   # nothing queued since: at most one mark per
+                    marks[-1] = (n, core)          # queued operation (bounded memory)
+                else:
+                    marks.append((n, core))
                 core.glet.switch()
             blocked = [c for c in self.cores if c.state is CoreState.BLOCKED]
             if blocked:
                 raise self.deadlock(blocked)
             for fin in self.finishers:
                 fin(self)
+        except BaseException as e:
+            # apply what was queued (reports read the memories), but an error doing so must
+            # not replace the one propagating (e.g. a DeadlockError): it becomes a note
+            try:
+                self.sync()
+            except PtoPipeError as late:
+                e.add_note(f"(also, applying the queued data work failed: {late})")
+            raise
+        else:
+            self.sync()        # a data-plane error of a clean run: raised here, located
         finally:
-            self.sync()
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
                     c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
@@ -163,12 +182,22 @@ class Cluster:
         (far fewer cache misses than alternating them).  The order is the issue order
         across all cores, so the bytes are exactly those of doing each at once.  Anything
         that reads the memories from Python (``Tile.array``, control words, results) syncs
-        first; the cores sync every SYNC_EVERY instructions and the run at its end."""
+        first; the cores sync every SYNC_EVERY instructions and the run at its end.  The
+        work runs under one fixed numpy error state, and an operation that fails raises a
+        KernelError naming the core that queued it (:mod:`ptopipe.sim.dataplane`)."""
         q = self.pending
         if q:
             ops = q[:]
             q.clear()
-            _drain(starmap(call, ops))      # fn(*args) for each, in a C loop
+            marks = self.marks
+            cur = getattr(greenlet.getcurrent(), "core", None)
+            self.marks = [(0, cur)] if cur is not None else []
+            it = iter(ops)
+            try:
+                with _errstate(all="ignore"):     # see sim/dataplane.py
+                    _drain(starmap(call, it))      # fn(*args) for each, in a C loop
+            except Exception as e:                 # the failing operation: the one before `it`
+                raise data_error(ops, len(ops) - 1 - sum(1 for _ in it), marks, e) from e
 
     @property
     def cycles(self) -> int:

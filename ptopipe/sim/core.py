@@ -10,13 +10,14 @@ occupies the pipe for its cost.  WAITs hold the issue clock until the SET arrive
 """
 from __future__ import annotations
 
+import os
 from enum import Enum
 
 import greenlet
 
 from ..arch import MemSpace, PipeUnit
 from ..arch.costs import NO_COSTS
-from ..errors import KernelError, PtoPipeError
+from ..errors import ConfigError, KernelError, PtoPipeError
 from .location import SourceLoc, user_loc
 from .trace import Hold, Instr
 
@@ -35,7 +36,17 @@ class CoreState(Enum):
 
 
 _PIPES = tuple(PipeUnit)
-SYNC_EVERY = 4096      # instructions per core between applications of the queued data operations
+# instructions per core between applications of the queued data operations (1: apply each
+# instruction's work as it is issued, so that an error doing so names its exact line)
+def _sync_every() -> int:
+    v = os.environ.get("PTOPIPE_SYNC_EVERY") or "4096"
+    if not v.isdigit() or int(v) < 1:
+        raise ConfigError(f"PTOPIPE_SYNC_EVERY={v!r} is not a positive integer",
+                          fix="unset it, or set it to 1 to apply each instruction's work at once")
+    return int(v)
+
+
+SYNC_EVERY = _sync_every()
 
 
 class Wait:
@@ -72,6 +83,7 @@ class Core:
         self.memories = memories
         self.state = CoreState.IDLE
         self.glet: _CoreLet | None = None
+        self.kernel = None                   # the kernel function it runs
         self.waiting: Wait | None = None
         self.loc_override: SourceLoc | None = None
         self.clock = 0

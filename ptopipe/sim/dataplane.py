@@ -1,0 +1,73 @@
+"""The deferred data plane's semantics: how queued numpy work is applied, and the error
+raised when applying it fails.
+
+Instructions check their operands (locations, shapes, dtype rules, scalar values) when
+they are issued and queue their numpy work; :meth:`Cluster.sync` applies the queue.  The
+work is applied under one fixed floating-point error state, ``np.errstate(all="ignore")``,
+whichever greenlet applies it (numpy's error state is per greenlet context, so a run must
+not depend on it): float overflow gives inf and invalid operations NaN, silently, as on
+the device.  Anything that
+still fails while applying becomes a :class:`KernelError` naming the work, the core that
+queued it and that core's source line (at or after the instruction: the location is only
+looked up on error, so the hot path records nothing per operation; with
+``PTOPIPE_SYNC_EVERY=1`` each instruction's work is applied as it is issued, and the line is
+exact).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arch.catalogue import kernel_op
+from ..errors import KernelError
+from .location import SourceLoc, user_loc
+
+def describe_work(entry: tuple) -> str:
+    """What a queued ``(fn, *args)`` does, for an error message."""
+    fn = entry[0]
+    op = kernel_op(fn)
+    if op is not None:
+        return f"the numpy work of {op.name}"
+    for a in entry[1:]:
+        if isinstance(a, np.ufunc):
+            return f"the numpy work of an element-wise op (np.{a.__name__})"
+    name = getattr(fn, "__name__", repr(fn))
+    return f"the numpy work {name}(...)"
+
+
+def issuer_where(core) -> str | None:
+    """Where ``core`` is now - the failed instruction is this one or one before it - or,
+    for a finished hand-written kernel, where its function is defined."""
+    if core is None:
+        return None
+    if core.loc_override is not None:            # the DSL interpreter's current statement
+        return str(core.loc_override)
+    g = core.glet
+    if g is not None and g.dead:
+        code = getattr(getattr(core, "kernel", None), "__code__", None)
+        return f"{SourceLoc(code.co_filename, code.co_firstlineno)}" if code else None
+    if g is not None and g.gr_frame is not None:  # suspended in a WAIT
+        loc = user_loc(g.gr_frame)
+    else:                                        # the running core: exactly the instruction
+        loc = core.where()
+    return str(loc) if loc is not None else None
+
+
+def data_error(ops: list, k: int, marks: list, exc: BaseException) -> KernelError:
+    """The located error for queued operation ``ops[k]`` raising ``exc``; ``marks`` are the
+    (queue position, core) starts of each core's run of operations in ``ops``."""
+    core = None
+    for pos, c in marks:
+        if pos > k:
+            break
+        core = c
+    what = describe_work(ops[k])
+    who = f"queued by {core.name} " if core is not None else ""
+    return KernelError(
+        f"{what} {who}failed when the simulator applied it: {type(exc).__name__}: {exc}",
+        where=issuer_where(core),
+        details="instructions queue their numpy work and the simulator applies it in batches, "
+                "so the failing instruction is at or before this line of that core (set "
+                "PTOPIPE_SYNC_EVERY=1 to apply each instruction's work when it is issued: the "
+                "error then names its exact line)",
+        fix="check the operands' dtypes and values of the instruction; this should have been "
+            "caught when it was issued - please report it")

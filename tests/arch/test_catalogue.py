@@ -1,0 +1,188 @@
+"""The op catalogue is the one definition of every instruction: the ISA functions, the cost
+table, TSYNC's Op vocabulary, the IR op specs, the DSL stubs and the interpreter's dispatch
+are all derived from it, and the ISA and the IR accept exactly the same local moves."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ptopipe
+import ptopipe.isa as isa
+import ptopipe.language as pl
+from ptopipe import KernelError
+from ptopipe.arch import PipeUnit, TileType, catalogue
+from ptopipe.arch.costs import CostTable
+from ptopipe.arch.dtypes import as_dtype
+from ptopipe.ir import ops as irops
+from ptopipe.ir.ops import OpError
+from ptopipe.ir.types import MemorySpace, TileValueType
+from ptopipe.language.surface import STUBS
+from ptopipe.runtime import interp
+
+CAT = catalogue.OPS
+
+
+def test_every_instruction_is_an_isa_function_of_its_name():
+    for name in CAT:
+        fn = getattr(isa, name)
+        assert fn.__name__ == name and name in isa.__all__
+
+
+def test_vector_costs_come_from_the_catalogue():
+    table = CostTable()
+    for op in CAT.values():
+        if op.pipe is PipeUnit.V:
+            assert table.vector[op.name] == op.cost, op.name
+    assert set(table.vector) == {op.name for op in CAT.values() if op.cost is not None}
+
+
+def test_every_vector_instruction_is_a_tsync_op_on_the_vector_pipe():
+    for op in CAT.values():
+        if op.pipe is PipeUnit.V:
+            assert isa.Op[op.name].pipe is PipeUnit.V
+
+
+def test_ir_specs_dsl_stubs_and_dispatch_are_derived():
+    dsl = {op.dsl: op for op in CAT.values() if op.dsl}
+    for name, op in dsl.items():
+        spec = irops.OPS[name]
+        assert op.name in spec.doc
+        assert irops.ISA_NAMES[name] == op.name
+        assert STUBS[name].op == name and getattr(pl, name) is STUBS[name]
+        if op.form not in ("load", "store"):
+            assert interp._TILE_RESULT[name] is getattr(isa, op.name)
+    assert irops.BINARY == {n: o.name for n, o in dsl.items() if o.form == "binary"}
+
+
+def test_one_location_vocabulary():
+    assert isa.TileType is TileType is MemorySpace
+    assert pl.Vec is TileType.Vec and pl.Acc is TileType.Acc
+    assert TileType.Vec.mem_space.value == "UB" and TileType.Acc.core == "aic"
+
+
+# -- the move table: ISA and IR accept the same pairs ------------------------------------------
+def _ir_move_ok(src: TileType, dst: TileType) -> bool:
+    arg = type("V", (), {"type": TileValueType((16, 16), "f32", src)})()
+    try:
+        irops.OPS["move"].infer(None, {"tile": arg}, {"space": dst, "dtype": None})
+        return True
+    except OpError:
+        return False
+
+
+def _isa_move_ok(src: TileType, dst: TileType, platform="a2a3") -> bool:
+    def k():
+        s = isa.Tile(src, isa.float32, 1, 16, addr=0x0)
+        d = isa.Tile(dst, isa.float32, 1, 16, addr=0x40)
+        isa.TMOV(d, s)
+    core_ok = (src is TileType.Vec) == (dst is TileType.Vec)   # both tiles on one core
+    if not core_ok:
+        return False
+    kw = {"aiv": (k, None)} if src is TileType.Vec else {"aic": k}
+    try:
+        ptopipe.run(**kw, platform=platform)
+        return True
+    except KernelError as e:
+        assert "not a local path" in e.what, e
+        return False
+
+
+def test_isa_and_ir_accept_exactly_the_catalogue_moves():
+    for src in TileType:
+        for dst in TileType:
+            want = (src, dst) in catalogue.MOVES
+            assert _ir_move_ok(src, dst) == want, (src, dst)
+            assert _isa_move_ok(src, dst) == want, (src, dst)
+
+
+# -- the scalar rule: the ISA's fast path agrees with the catalogue's rule ------------------------
+_DTYPES = sorted(catalogue.SCALAR_RANGE, key=str)
+_SCALARS = st.one_of(st.integers(-(1 << 40), 1 << 40), st.floats(allow_nan=True),
+                     st.sampled_from([0, 1, -1, 127, 128, -129, 255, 256, 65504.0, 65520.0, 2.5,
+                                      1e6, 3.4e38, np.int8(5), np.float32(2.5), True, "1", 0.0,
+                                      -0.0, np.float32(-0.0), 1.0]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(dtype=st.sampled_from(_DTYPES), scalar=_SCALARS)
+def test_scalar_fast_path_equals_the_rule(dtype, scalar):
+    """TADDS & co. reject a scalar iff catalogue.scalar_error does, and take exactly the
+    value numpy converts it to - also when the checked value comes from the memo."""
+    from ptopipe.isa.ops import _scalar_value
+
+    class _Core:
+        def where(self):
+            return None
+
+    class _Dst:
+        def __init__(self, dt):
+            self.dtype = dt
+
+        def describe(self):
+            return f"{self.dtype.name} tile"
+
+    bad = catalogue.scalar_error(dtype, scalar)
+    for _ in range(2):                       # the second call may hit the memo
+        try:
+            got = _scalar_value(_Core(), "TADDS", _Dst(dtype), scalar)
+        except KernelError:
+            got = None
+        assert (got is None) == (bad is not None), (dtype, scalar, bad)
+        if got is not None:
+            assert got.dtype == dtype and got.tobytes() == dtype.type(scalar).tobytes()
+
+
+@pytest.mark.parametrize("name", ["f16", "bf16", "f32", "i8", "u8", "fp8_e4m3"])
+def test_matmul_inputs_have_an_accumulator(name):
+    acc = catalogue.accum_dtype(as_dtype(name))
+    assert acc == (np.int32 if name in ("i8", "u8") else np.float32)
+
+
+# -- the dtype rules: the ISA, the IR and the catalogue agree, and nothing fails later ---------
+_VECTOR_FORMS = ("binary", "scalar", "unary", "row_expand", "row_reduce", "col_reduce", "convert")
+_TILE_DTYPES = ["f16", "f32", "bf16", "i8", "u8", "i16", "i32"]
+
+
+def _isa_accepts(op, dtype) -> bool:
+    """Run ``op`` on ``dtype`` tiles end to end (the queued work applied and stored): True if
+    it runs, False if it is rejected at issue; anything else fails the test."""
+    fn = getattr(isa, op.name)
+    dt = as_dtype(dtype)
+
+    def k(out):
+        a = isa.Tile(TileType.Vec, dt, 16, 16, addr=0x0)
+        r = isa.Tile(TileType.Vec, dt, 16, 16, addr=0x200 * dt.itemsize)
+        isa.TEXPANDS(a, 3)
+        isa.TEXPANDS(r, 2)
+        if op.form in ("unary", "row_reduce", "col_reduce", "convert"):
+            fn(a, r)
+        elif op.form == "scalar":
+            fn(a, r, 2)
+        else:
+            fn(a, a, r)
+        isa.TSTORE(isa.GlobalTensor(out.data(), (16, 16)), a)
+    try:
+        ptopipe.run(aiv=(k, None), args={"out": np.zeros((16, 16), dt)})
+        return True
+    except KernelError as e:
+        assert op.name in e.what and e.where and "test_catalogue.py" in e.where, e
+        return False
+
+
+def _ir_accepts(op, dtype) -> bool:
+    arg = type("V", (), {"type": TileValueType((16, 16), dtype, MemorySpace.Vec)})()
+    args = {"a": arg, "b": arg, "row": arg, "scalar": type("S", (), {"type": irops.INDEX})()}
+    try:
+        irops.OPS[op.dsl].infer(None, args, {"dtype": dtype})
+        return True
+    except OpError:
+        return False
+
+
+@pytest.mark.parametrize("op", [o for o in CAT.values() if o.form in _VECTOR_FORMS],
+                         ids=lambda o: o.name)
+def test_isa_and_ir_apply_the_catalogue_dtype_rule(op):
+    for dtype in _TILE_DTYPES:
+        want = op.dtype_error(as_dtype(dtype)) is None
+        assert _isa_accepts(op, dtype) == want, (op.name, dtype)
+        assert _ir_accepts(op, dtype) == want, (op.name, dtype)

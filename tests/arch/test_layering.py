@@ -1,0 +1,69 @@
+"""The package layering: every import inside ptopipe points downward in
+arch < sim < isa < ir < language/passes/codegen/runtime < report < cli, and the IR
+never imports the instruction layer (it takes its vocabulary from arch)."""
+import ast
+import pathlib
+
+import ptopipe
+
+PKG = pathlib.Path(ptopipe.__file__).parent
+RANK = {"errors": -1, "arch": 0, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4,
+        "codegen": 4, "runtime": 4, "report": 5, "cli": 6}
+
+
+def _imports(path: pathlib.Path):
+    """(line, target subpackage) of every ptopipe import in ``path`` (incl. lazy ones)."""
+    rel = path.relative_to(PKG).with_suffix("").parts
+    here = list(rel[:-1]) if rel[-1] != "__init__" else list(rel[:-1])
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[:len(here) - (node.level - 1)] if node.level > 1 else list(here)
+                parts = base + (node.module.split(".") if node.module else [])
+                if not parts:              # "from .. import x": the names are subpackages
+                    for a in node.names:
+                        if not a.name.startswith("__"):     # package metadata (__version__)
+                            yield node.lineno, a.name
+                    continue
+                yield node.lineno, parts[0]
+            elif node.module and node.module.split(".")[0] == "ptopipe":
+                mod = node.module.split(".")
+                yield node.lineno, mod[1] if len(mod) > 1 else None
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                mod = a.name.split(".")
+                if mod[0] == "ptopipe":
+                    yield node.lineno, mod[1] if len(mod) > 1 else None
+
+
+def _layered_modules():
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).parts
+        if len(rel) > 1 and rel[0] in RANK:
+            yield rel[0], path
+
+
+def test_every_import_points_downward():
+    bad = []
+    for layer, path in _layered_modules():
+        for line, target in _imports(path):
+            if target is None or target not in RANK:
+                bad.append(f"{path.relative_to(PKG)}:{line} imports ptopipe.{target} (the facade)")
+            elif target != layer and RANK[target] >= RANK[layer]:
+                bad.append(f"{path.relative_to(PKG)}:{line} ({layer}) imports {target}")
+    assert not bad, "imports against the layer order:\n" + "\n".join(bad)
+
+
+def test_ir_does_not_import_isa_or_sim():
+    bad = [f"{path.relative_to(PKG)}:{line} imports {target}"
+           for layer, path in _layered_modules() if layer in ("ir", "language")
+           for line, target in _imports(path) if target in ("isa", "sim")]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checker_sees_imports(tmp_path):
+    """The walker finds relative, absolute and lazy imports (a checker that finds nothing
+    would pass every package)."""
+    p = PKG / "ir" / "ops.py"
+    targets = {t for _, t in _imports(p)}
+    assert "arch" in targets and "ir" in targets
