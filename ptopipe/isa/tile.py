@@ -4,11 +4,18 @@ A tile has a location (``TileType``: Vec in UB, Mat in L1, Left in L0A, Right in
 Acc in L0C), a dtype, a static shape (rows x cols), a valid region and layout metadata.
 ``TASSIGN`` binds it to a byte address of the memory of the core that executes it.
 Data are stored row-major whatever the declared layout (the layout is metadata only).
+
+A binding belongs to one run: the tile's address, its cached memory views, push/pop plan
+and scoreboard times are those of the cluster it was bound on.  When that run ends the tile
+is released (``addr`` None; ``.array`` still shows its final data), so a Tile object made
+once and reused by later runs (kernel factories, notebooks, sweeps) is bound afresh by
+each run's TASSIGN / TPOP and never sees another run's memory or clock.
 """
 from __future__ import annotations
 
 from enum import Enum
 
+import greenlet
 import numpy as np
 
 from ..arch import MemSpace
@@ -115,16 +122,17 @@ class Tile:
 
     def _need(self) -> None:
         if self.addr is None:
+            earlier = " in this run (it was bound in an earlier run)" if self.core is not None else ""
             raise KernelError(
-                f"{self.describe()} has no address",
+                f"{self.describe()} has no address{earlier}",
                 where=str(current_core().where()),
                 fix="bind it with TASSIGN(tile, addr) (or Tile(..., addr=...)) before use")
 
     @property
     def full(self) -> np.ndarray:
         """The whole rows x cols view (bound to the current core's memory)."""
-        if self._full is None:
-            self._need()
+        if self._full is None or self.addr is None:
+            self._stale()
         self.core.cluster.sync()
         return self._full
 
@@ -135,10 +143,22 @@ class Tile:
         Instructions queue their data work and the simulator applies it in order when
         something reads memory: this property does, so take ``.array`` afresh after
         issuing instructions rather than keeping an older view."""
-        if self._valid is None:
-            self._need()
+        if self._valid is None or self.addr is None:
+            self._stale()
         self.core.cluster.sync()
         return self._valid
+
+    def _stale(self) -> None:
+        """Unbound, or bound only in an earlier run: an error inside a kernel of another run
+        (after its own run, a released tile still shows its final data)."""
+        if self._valid is None:
+            self._need()
+        me = getattr(greenlet.getcurrent(), "core", None)
+        if me is not None and me.cluster is not self.core.cluster:
+            raise KernelError(
+                f"{self.describe()} has no address in this run (it was bound in an earlier run)",
+                where=str(me.where()),
+                fix="bind it with TASSIGN(tile, addr) (or TPOP) in this run's kernel before use")
 
     def describe(self) -> str:
         nm = f" '{self.name}'" if self.name else ""
@@ -151,6 +171,8 @@ class Tile:
 
 def bind(tile: Tile, core, addr: int) -> None:
     """Bind ``tile`` to ``addr`` of its memory on ``core`` (views cached per address)."""
+    if tile.core is not core:
+        _adopt(tile, core)
     views = tile._views
     if views is None:
         views = tile._views = {}
@@ -164,6 +186,33 @@ def bind(tile: Tile, core, addr: int) -> None:
     tile.addr = addr
     tile.core = core
     tile.mem, tile._full, tile._valid = v
+
+
+def _adopt(tile: Tile, core) -> None:
+    """First binding of ``tile`` in ``core``'s run: register it to be released when this
+    run ends (a tile is bound in one run at a time: the previous one has released it)."""
+    cluster = core.cluster
+    old = tile.core
+    if old is not None and old.cluster is cluster:
+        return                      # another core of the same run (views are keyed per core)
+    tiles = cluster.shared.get("tiles")
+    if tiles is None:
+        tiles = cluster.shared["tiles"] = []
+        cluster.closers.append(_release)
+    tiles.append(tile)
+
+
+def _release(cluster) -> None:
+    """The run of ``cluster`` ended: its tiles keep their final views (``.array``) but
+    no address, cached view, push/pop plan or scoreboard time that a later run could pick
+    up (nor references keeping this cluster's memories alive)."""
+    for tile in cluster.shared.get("tiles", ()):
+        if tile.core is not None and tile.core.cluster is cluster:
+            tile.addr = None
+            tile.binding = None
+            tile._views = None
+            tile._plan = None
+            tile.ready_at = tile.read_end = 0
 
 
 def TASSIGN(tile: Tile, addr: int) -> None:

@@ -67,6 +67,7 @@ class Cluster:
         self.explainers = []         # callables(cluster) -> str, extra deadlock context
         self.annotators = []         # callables(cluster, core) -> [{text, where}]: what it holds
         self.finishers = []          # callables(cluster) run when all kernels returned
+        self.closers = []            # callables(cluster) run when the run ends, however it ends
         self.shared = {}             # cluster-wide state owned by upper layers (pipes)
         self.steps = 0
 
@@ -135,6 +136,8 @@ class Cluster:
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
                     c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
+            for fn in self.closers:
+                fn(self)
 
     @staticmethod
     def _body(core: Core, fn, kwargs):
