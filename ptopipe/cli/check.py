@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..isa.explore import explore
+from . import bounds
 from .errors import color, report_exception
 from .loader import load_scenarios, pick_variants
 
@@ -24,6 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
     p.add_argument("--data-seed", type=int, default=0, help="input data seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    bounds.add_arguments(p)
     p.set_defaults(func=main)
 
 
@@ -52,7 +54,8 @@ def main(args) -> int:
         for v in pick_variants(sc, args.variant):
             label = f"{sc.name}[{v}] on {platform}/{protocol}"
             res = explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
-                          protocol=protocol, data_seed=args.data_seed, progress=_progress(label))
+                          protocol=protocol, data_seed=args.data_seed, progress=_progress(label),
+                          **bounds.run_kwargs(args))
             _progress_done()
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
                    "runs": res.runs, "passed": res.passed, "failure": None}

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare
+from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
 
@@ -18,6 +19,7 @@ def add_common(p) -> None:
                    help="ring protocol model: seed 003 'spec' (default) or pto-isa's C++ behaviour")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
     p.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
+    bounds.add_arguments(p)
 
 
 def add_parser(sub) -> None:
@@ -41,7 +43,7 @@ def main(args) -> int:
     for sc in load_scenarios(args.file):
         for v in pick_variants(sc, args.variant):
             res, expected = sc.run(v, args.platform, args.protocol, args.seed,
-                                   **({"trace": True} if reports else {}))
+                                   **({"trace": True} if reports else {}), **bounds.run_kwargs(args))
             label = f"{sc.name}[{v}]"
             if reports:             # written before the golden check: useful on a mismatch too
                 from .trace import write_reports

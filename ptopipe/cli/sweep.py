@@ -4,6 +4,7 @@ processes and print cycles and utilisation per configuration, the best one marke
 from __future__ import annotations
 
 from ..report.sweep import format_table, parse_params, sweep, write_plot
+from . import bounds
 from .loader import load_scenarios
 from .trace import platform_arg
 
@@ -20,6 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
+    bounds.add_arguments(p)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also plot cycles per configuration "
                                                                   "(needs matplotlib)")
     p.set_defaults(func=main)
@@ -31,7 +33,7 @@ def main(args) -> int:
     sc = scs[0] if args.scenario is None else next((s for s in scs if s.name == args.scenario), scs[0])
     variant = args.variant or ("default" if "default" in sc.variants else next(iter(sc.variants)))
     rows = sweep(load_scenarios, args.file, params, variant, args.scenario, platform_arg(args),
-                 args.protocol, args.seed, max(1, args.workers))
+                 args.protocol, args.seed, max(1, args.workers), bounds=bounds.run_kwargs(args))
     print(f"sweep of {sc.name} (variant {variant}, {args.platform}, {args.protocol}): "
           f"{len(rows)} configurations")
     print(format_table(rows))

@@ -84,3 +84,4 @@ def TSYNC(*events) -> None:
         if t > core.clock:
             core.hold(t, "event", e)      # counted as an event stall of this core
     core.clock += 1
+    core.tick()                           # toward the budget: a TSYNC loop cannot run forever

@@ -23,6 +23,7 @@ import greenlet
 
 from ..arch import MemSpace, Platform, get_platform
 from ..errors import DeadlockError
+from .bounds import Watchdog, check_bounds
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .memory import Memory
@@ -38,15 +39,18 @@ class Cluster:
 
     def __init__(self, platform: "Platform | str" = "a2a3", gm_size: int = 1 << 20,
                  schedule_seed: int | None = None, trace: bool = False,
-                 max_instructions: int = 50_000_000, timing: bool = True):
+                 max_instructions: int | None = None, timing: bool = True,
+                 until_cycle: int | None = None, timeout: float | None = None):
         self.platform = get_platform(platform)
+        # the bounds of the run (sim.bounds): None means the default
+        self.max_instructions, self.until_cycle, self.timeout = check_bounds(
+            max_instructions, until_cycle, timeout)
         self._latency = self.platform.cross_core_latency     # read on every SET
         self._counter_max = self.platform.flag_counter_max
         self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
         self.trace = [] if trace else None          # read by the cores: set before them
         # data operations on the memories, queued in issue order and applied by sync()
         self.pending: list = []
-        self.max_instructions = max_instructions
         self.gm = Memory(MemSpace.GM, gm_size)
         self.cores: list[Core] = []
         for idx, (name, kind, sub) in enumerate((("AIC", CoreKind.AIC, 0),
@@ -102,12 +106,16 @@ class Cluster:
 
     # -- running ------------------------------------------------------------------------
     def run(self, kernels: dict) -> None:
-        """Run ``{core: (fn, kwargs)}`` to completion (or raise)."""
+        """Run ``{core: (fn, kwargs)}`` to completion (or raise).  The run is bounded
+        (:mod:`ptopipe.sim.bounds`): a BudgetError stops it past ``max_instructions``,
+        ``until_cycle`` or ``timeout``."""
         self.main = greenlet.getcurrent()
         for core, (fn, kwargs) in kernels.items():
             core.glet = _CoreLet(self._body(core, fn, kwargs), parent=self.main)
             core.glet.core = core
             core.state = CoreState.READY
+        dog = Watchdog(self, self.timeout)
+        dog.start()
         try:
             cores, ready_state = self.cores, CoreState.READY
             while True:
@@ -132,6 +140,7 @@ class Cluster:
             for fin in self.finishers:
                 fin(self)
         finally:
+            dog.stop()               # no interrupt from here on
             self.sync()
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
