@@ -17,7 +17,8 @@ import pytest
 import ptopipe
 from ptopipe import KernelError
 from ptopipe.isa import (DIR_C2V, GMPtr, GlobalTensor, TADDS, TASSIGN, TFREE, TLOAD, TMATMUL,
-                         TMOV, TPipe, TPOP, TPUSH, TSTORE, TILE_NO_SPLIT, Tile, TileType, float32)
+                         TMOV, TPipe, TPOP, TPUSH, TSTORE, TSYNC, TILE_NO_SPLIT, Tile, TileType,
+                         float32)
 
 HERE = os.path.basename(__file__)
 TM, K, N = 16, 32, 32
@@ -187,3 +188,20 @@ def test_tile_bound_only_in_an_earlier_run_is_an_error_at_its_use():
             ptopipe.run(aiv=(fn, None))
         assert "no address" in ei.value.what
         assert ei.value.where.endswith(f"{HERE}:{line_of(fn, marker)}"), ei.value.where
+
+
+def test_event_of_an_earlier_run_is_named_as_such():
+    kept = []
+
+    def first():
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        kept.append(TADDS(t, t, 1.0))
+
+    def second():
+        TSYNC(kept[0])  # SYNC
+
+    ptopipe.run(aiv=(first, None))
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aiv=(second, None))
+    assert "earlier run" in ei.value.what
+    assert ei.value.where.endswith(f"{HERE}:{line_of(second, 'SYNC')}")

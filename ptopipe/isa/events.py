@@ -73,6 +73,10 @@ def TSYNC(*events) -> None:
             t = core.pipe_free[PipeUnit.V]
         elif isinstance(e, Event):
             if e.core is not core:
+                if e.core.cluster is not core.cluster:
+                    raise KernelError(f"TSYNC on an event of an earlier run ({e[0]} on {e.core.name})",
+                                      where=str(core.where()),
+                                      fix="events belong to the run that made them; wait on this run's")
                 raise KernelError(f"TSYNC on an event of {e.core.name} inside {core.name}",
                                   where=str(core.where()),
                                   fix="events synchronise pipes of one core; use a TPipe across cores")
