@@ -6,10 +6,11 @@ Acc in L0C), a dtype, a static shape (rows x cols), a valid region and layout me
 Data are stored row-major whatever the declared layout (the layout is metadata only).
 
 A binding belongs to one run: the tile's address, its cached memory views, push/pop plan
-and scoreboard times are those of the cluster it was bound on.  When that run ends the tile
-is released (``addr`` None; ``.array`` still shows its final data), so a Tile object made
-once and reused by later runs (kernel factories, notebooks, sweeps) is bound afresh by
-each run's TASSIGN / TPOP and never sees another run's memory or clock.
+and scoreboard times are those of the cluster it was bound on.  Once that run has ended the
+tile reads as unbound (``addr`` None; ``.array`` still shows its final data), and binding it
+in another run (TASSIGN / TPOP) drops everything of the earlier cluster first, so a Tile
+object made once and reused by later runs (kernel factories, notebooks, sweeps) never sees
+another run's memory or clock.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class Tile:
     """A tile.  ``Tile(TileType.Vec, float32, 16, 32, addr=0x0)``; ``.array`` is its valid data."""
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
-                 "slayout", "addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
+                 "slayout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
@@ -79,7 +80,7 @@ class Tile:
         self.blayout = blayout
         self.slayout = slayout
         self.name = name
-        self.addr = None
+        self._addr = None
         self.core = None
         self.mem = None
         self._full = None
@@ -93,6 +94,15 @@ class Tile:
         self._plan = None       # the isa layer's cached TPUSH/TPOP plan for this tile
         if addr is not None:
             TASSIGN(self, addr)
+
+    @property
+    def addr(self) -> int | None:
+        """The local address it is bound to in the current run, else None (a binding
+        ends with its run: see the module docstring)."""
+        a = self._addr
+        if a is not None and self.core.cluster.ended:
+            return None
+        return a
 
     @property
     def nbytes(self) -> int:
@@ -183,36 +193,21 @@ def bind(tile: Tile, core, addr: int) -> None:
         full = mem.view(addr, tile.dtype, (tile.rows, tile.cols),
                         what=lambda: f"TASSIGN of {tile.describe()}")
         v = views[key] = (mem, full, full[:tile.valid_rows, :tile.valid_cols])
-    tile.addr = addr
+    tile._addr = addr
     tile.core = core
     tile.mem, tile._full, tile._valid = v
 
 
 def _adopt(tile: Tile, core) -> None:
-    """First binding of ``tile`` in ``core``'s run: register it to be released when this
-    run ends (a tile is bound in one run at a time: the previous one has released it)."""
-    cluster = core.cluster
+    """First binding of ``tile`` on ``core``: if it was bound in another run, drop all that
+    belongs to that run's cluster (views of its memories, push/pop plan, slot binding,
+    scoreboard times); views of another core of the same run stay (keyed per core)."""
     old = tile.core
-    if old is not None and old.cluster is cluster:
-        return                      # another core of the same run (views are keyed per core)
-    tiles = cluster.shared.get("tiles")
-    if tiles is None:
-        tiles = cluster.shared["tiles"] = []
-        cluster.closers.append(_release)
-    tiles.append(tile)
-
-
-def _release(cluster) -> None:
-    """The run of ``cluster`` ended: its tiles keep their final views (``.array``) but
-    no address, cached view, push/pop plan or scoreboard time that a later run could pick
-    up (nor references keeping this cluster's memories alive)."""
-    for tile in cluster.shared.get("tiles", ()):
-        if tile.core is not None and tile.core.cluster is cluster:
-            tile.addr = None
-            tile.binding = None
-            tile._views = None
-            tile._plan = None
-            tile.ready_at = tile.read_end = 0
+    if old is not None and old.cluster is not core.cluster:
+        tile._views = None
+        tile._plan = None
+        tile.binding = None
+        tile.ready_at = tile.read_end = 0
 
 
 def TASSIGN(tile: Tile, addr: int) -> None:

@@ -71,9 +71,9 @@ class Cluster:
         self.explainers = []         # callables(cluster) -> str, extra deadlock context
         self.annotators = []         # callables(cluster, core) -> [{text, where}]: what it holds
         self.finishers = []          # callables(cluster) run when all kernels returned
-        self.closers = []            # callables(cluster) run when the run ends, however it ends
         self.shared = {}             # cluster-wide state owned by upper layers (pipes)
         self.steps = 0
+        self.ended = False           # the run is over: bindings to this cluster are void
 
     def aiv(self, subblock: int) -> Core:
         return self.cores[1 + subblock]
@@ -141,12 +141,11 @@ class Cluster:
                 fin(self)
         finally:
             dog.stop()               # no interrupt from here on
+            self.ended = True
             self.sync()
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
                     c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly
-            for fn in self.closers:
-                fn(self)
 
     @staticmethod
     def _body(core: Core, fn, kwargs):
