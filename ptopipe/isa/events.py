@@ -88,4 +88,6 @@ def TSYNC(*events) -> None:
         if t > core.clock:
             core.hold(t, "event", e)      # counted as an event stall of this core
     core.clock += 1
-    core.tick()                           # toward the budget: a TSYNC loop cannot run forever
+    b = core.budget = core.budget - 1     # toward the budget: a TSYNC loop cannot run forever
+    if core.instructions > b or core.until is not None:
+        core.check_step()

@@ -84,7 +84,9 @@ class Core:
         self.costs = cluster.platform.costs
         self.trace = cluster.trace              # the cluster's trace list, or None
         # instructions this core may still issue: max_instructions less its TSYNCs and flag
-        # waits so far (each lowers it by one, see tick())
+        # waits so far (each lowers it by one and checks it, see check_step; ``limit`` is not
+        # lowered with it: an issue then meets the budget at its next _retire, at most
+        # SYNC_EVERY instructions later)
         self.budget = cluster.max_instructions
         self.until = cluster.until_cycle        # simulated-time bound, or None
         self.pending = cluster.pending          # the cluster's queued data operations
@@ -305,12 +307,9 @@ class Core:
             self._retire(n, None, "", t, t, None)
         return t
 
-    def tick(self) -> None:
-        """A TSYNC: not an instruction (not counted as one), but a step toward the budget
-        and the time bound, so that a loop of TSYNCs alone cannot run forever.  Lowering
-        ``limit`` with ``budget`` keeps the issue-time compare exact (it may sync earlier)."""
-        self.budget -= 1
-        self.limit -= 1
+    def check_step(self) -> None:
+        """After a TSYNC lowered ``budget`` (TSYNC is not an instruction, but counts toward
+        the budget and the time bound, so that a loop of TSYNCs alone cannot run forever)."""
         if self.instructions > self.budget:
             raise over_budget(self)
         if self.until is not None and self.clock > self.until:
@@ -355,8 +354,7 @@ class Core:
                 self.cluster.waits.append((self.index, flag.signal, t, arrival, flag))
             t = arrival
         self.clock = t + 1
-        b = self.budget = self.budget - 1      # a wait counts toward the budget (tick(), inline)
-        self.limit -= 1
+        b = self.budget = self.budget - 1      # a wait counts toward the budget
         if self.instructions > b:
             raise over_budget(self)
         return arrival
