@@ -271,11 +271,11 @@ def _cli(*argv, timeout=30):
 
 
 @pytest.mark.parametrize("cmd,variant,marker,bounds", [
-    ("run", "spin", "SPIN", ("--timeout", "0.5")),
+    ("run", "spin", "SPIN", ("--timeout", "0.25")),
     ("run", "tsync", "TSYNC", ("--until-cycle", "5000")),
-    ("run", "instr", "INSTR", ("--until-cycle", "5000")),
-    ("check", "spin", "SPIN", ("--timeout", "0.5", "--schedules", "2")),
-    ("trace", "spin", "SPIN", ("--timeout", "0.5")),
+    ("trace", "spin", "SPIN", ("--timeout", "0.25")),
+    ("check", "spin", "SPIN", ("--timeout", "0.25", "--schedules", "2")),
+    ("trace", "instr", "INSTR", ("--until-cycle", "5000")),
 ])
 def test_cli_stops_a_hanging_kernel(kernel_file, tmp_path, cmd, variant, marker, bounds):
     extra = ("-o", tmp_path / "t.json") if cmd == "trace" else ()
@@ -287,7 +287,7 @@ def test_cli_stops_a_hanging_kernel(kernel_file, tmp_path, cmd, variant, marker,
 
 
 def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
-    p, took = _cli("sweep", kernel_file, "--param", "mode=ok,spin", "--timeout", "0.5", "--workers", "2")
+    p, took = _cli("sweep", kernel_file, "--param", "mode=ok,spin", "--timeout", "0.25", "--workers", "2")
     assert p.returncode == 1, p.stderr
     rows = [ln for ln in p.stdout.splitlines() if "mode" not in ln and ("ok" in ln or "spin" in ln)]
     spin = next(ln for ln in rows if " spin " in f" {ln} ")
