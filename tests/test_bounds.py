@@ -133,6 +133,23 @@ def test_pure_python_loop_is_stopped_by_the_timeout_naming_each_core():
     assert any(ln.startswith("AIV1  runs no kernel") for ln in lines)
 
 
+def test_a_kernel_swallowing_the_timeout_error_is_stopped_all_the_same():
+    def stubborn():
+        n = 0
+        while True:
+            try:
+                while True:          # the interrupt lands inside the try
+                    n += 1
+            except Exception:        # swallows the first BudgetError
+                pass
+
+    t0 = time.perf_counter()
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(stubborn, None), timeout=0.2)
+    assert time.perf_counter() - t0 < 3
+    assert "timeout=0.2 s" in ei.value.what
+
+
 def test_until_cycle_bounds_simulated_time():
     with pytest.raises(BudgetError) as ei:
         ptopipe.run(aiv=(loops_on_instructions, None), until_cycle=2000)

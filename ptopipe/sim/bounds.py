@@ -108,6 +108,16 @@ def timed_out(cluster, timeout: float) -> BudgetError:
                    "core": running[0].name if running else None, "where": where}])
 
 
+class Abort(BaseException):
+    """The watchdog's second and later interrupts: not an Exception, so that a kernel that
+    swallowed the BudgetError (``except Exception``) is stopped all the same; the cluster
+    turns it back into the BudgetError it carries."""
+
+    def __init__(self, error: BudgetError):
+        super().__init__(error.what)
+        self.error = error
+
+
 class Watchdog:
     """Interrupts the main thread when a run takes longer than ``timeout`` seconds.
 
@@ -127,7 +137,7 @@ class Watchdog:
         self.cluster = cluster
         self.timeout = timeout
         self.deadline = 0.0
-        self.fired = False
+        self.fired = 0                  # interrupts asked for
         self.armed = False
         self.outer = None               # the watch of an enclosing run (nested runs)
         self._prev = None
@@ -147,7 +157,8 @@ class Watchdog:
     def _handler(self, signum, frame) -> None:
         if self.fired:
             if self.armed:
-                raise timed_out(self.cluster, self.timeout)
+                err = timed_out(self.cluster, self.timeout)
+                raise err if self.fired == 1 else Abort(err)
             return                    # the run is ending anyway
         prev = self._prev             # a real Ctrl-C
         if callable(prev):
@@ -205,7 +216,7 @@ class _Watcher:
                     self._wake_at = dog.deadline
                     self._cond.wait(dog.deadline - now)
                     continue
-                dog.fired = True
+                dog.fired += 1
                 _thread.interrupt_main()
                 dog.deadline = now + _REFIRE
 

@@ -23,7 +23,7 @@ import greenlet
 
 from ..arch import MemSpace, Platform, get_platform
 from ..errors import DeadlockError
-from .bounds import Watchdog, check_bounds
+from .bounds import Abort, Watchdog, check_bounds
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .memory import Memory
@@ -139,6 +139,8 @@ class Cluster:
                 raise self.deadlock(blocked)
             for fin in self.finishers:
                 fin(self)
+        except Abort as stop:        # the watchdog, again: a kernel swallowed its BudgetError
+            raise stop.error from None
         finally:
             dog.stop()               # no interrupt from here on
             self.ended = True
