@@ -1,9 +1,11 @@
 """The bounds of a run, so that no kernel can hang it.
 
 * the instruction budget, ``max_instructions`` per core: every instruction, every TSYNC
-  and every satisfied flag WAIT counts (``Core._retire``, ``Core.tick``, ``Core.wait_flag``);
-* the simulated time, ``until_cycle``: no instruction may end, and no issue clock pass,
-  after that cycle (off unless asked for);
+  and every satisfied flag WAIT counts (``Core._retire``, ``TSYNC`` + ``Core.check_step``,
+  ``Core.wait_flag``);
+* the simulated time, ``until_cycle``: no instruction may end after that cycle, nor a
+  TSYNC take the issue clock past it (off unless asked for; then every instruction is
+  checked, which costs a little);
 * the wall-clock time, ``timeout`` seconds: a watchdog thread interrupts the main thread,
   which stops even a kernel looping in pure Python without any instruction.
 
