@@ -104,6 +104,10 @@ class Tile:
             return None
         return a
 
+    @addr.setter
+    def addr(self, addr: int | None) -> None:
+        self._addr = addr
+
     @property
     def nbytes(self) -> int:
         return self.rows * self.cols * self.dtype.itemsize
