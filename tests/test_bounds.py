@@ -317,3 +317,36 @@ def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
 def test_cli_rejects_a_non_positive_timeout(kernel_file):
     p, _ = _cli("run", kernel_file, "--timeout", "0")
     assert p.returncode == 1 and "ConfigError" in p.stderr and "timeout" in p.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_has_a_working_watchdog():
+    """Sweep workers are forked: even if the parent's watchdog thread held its lock at the
+    fork, a run in the child is bounded."""
+    from ptopipe.sim.bounds import _WATCHER
+
+    def k():
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        TADDS(t, t, 1.0)
+    ptopipe.run(aiv=(k, None))                      # the parent's watchdog thread exists
+    with _WATCHER._cond:                             # and holds its lock at the fork
+        pid = os.fork()
+        if pid == 0:                                 # the child
+            code = 1
+            try:
+                ptopipe.run(aiv=(loops_in_python, None), timeout=0.2)
+            except BudgetError:
+                code = 0
+            finally:
+                os._exit(code)
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's run hung")
+        time.sleep(0.02)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import _thread
 import math
+import os
 import signal
 try:                    # signal.signal without its enum wrapping: ~10 us less on every run
     from _signal import signal as _set_handler
@@ -224,3 +225,7 @@ class _Watcher:
 
 
 _WATCHER = _Watcher()
+if hasattr(os, "register_at_fork"):
+    # a forked child (e.g. a sweep worker) has no watchdog thread, and the parent's may have
+    # held the lock at the fork: start afresh
+    os.register_at_fork(after_in_child=_WATCHER.__init__)
