@@ -9,13 +9,13 @@ Quick start::
     res.outputs["out"], res.summary.format()
 """
 from .arch import A2A3, A5, Platform, get_platform
-from .errors import (CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
+from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
                      MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
 from .isa.launch import RunResult, RunSummary, Scenario, compare, gm_buffer, run
 
 __version__ = "0.1.0"
 
-__all__ = ["A2A3", "A5", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
+__all__ = ["A2A3", "A5", "BudgetError", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
            "KernelError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",
            "ProtocolError", "PtoPipeError", "RunResult", "RunSummary", "Scenario", "__version__",
            "compare", "get_platform", "gm_buffer", "run"]

@@ -54,6 +54,13 @@ class DeadlockError(PtoPipeError):
     """No core can make progress: every live core waits for something nobody will send."""
 
 
+class BudgetError(PtoPipeError):
+    """A run passed one of its bounds - the instruction budget (``max_instructions``:
+    instructions, TSYNCs and flag waits of one core), the simulated time (``until_cycle``)
+    or the wall-clock time (``timeout``) - e.g. a kernel that loops forever.  The message
+    names each core and the kernel line it was at."""
+
+
 class DataRaceError(PtoPipeError):
     """Two cores touch the same bytes with no happens-before order between them."""
 

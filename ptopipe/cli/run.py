@@ -8,6 +8,7 @@ import numpy as np
 
 from ..isa.launch import compare
 from .common import run_each, target
+from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
 
@@ -21,6 +22,7 @@ def add_common(p) -> None:
                         "(default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
     p.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
+    bounds.add_arguments(p)
 
 
 def add_parser(sub) -> None:
@@ -44,7 +46,8 @@ def main(args) -> int:
 
     def one(sc, v):
         platform, protocol = target(args, sc)
-        res, expected = sc.run(v, platform, protocol, args.seed, **({"trace": True} if reports else {}))
+        res, expected = sc.run(v, platform, protocol, args.seed,
+                               **({"trace": True} if reports else {}), **bounds.run_kwargs(args))
         label = f"{sc.name}[{v}]"
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..report.sweep import format_table, parse_params, pick_scenario, sweep, write_plot
 from .common import target
+from . import bounds
 from .loader import load_scenarios
 
 
@@ -22,6 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
+    bounds.add_arguments(p)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also plot cycles per configuration "
                                                                   "(needs matplotlib)")
     p.set_defaults(func=main)
@@ -33,7 +35,7 @@ def main(args) -> int:
     variant = args.variant or sc.default_variant
     platform, protocol = target(args, sc)
     rows = sweep(load_scenarios, args.file, params, variant, sc.name, platform, protocol, args.seed,
-                 args.workers)
+                 args.workers, bounds=bounds.run_kwargs(args))
     print(f"sweep of {sc.name} (variant {variant}, {platform.name}, {protocol}): "
           f"{len(rows)} configurations")
     print(format_table(rows))

@@ -64,6 +64,10 @@ def TSYNC(*events) -> None:
             t = core.pipe_free[e.pipe]
         elif isinstance(e, Event):
             if e.core is not core:
+                if e.core.cluster is not core.cluster:
+                    raise KernelError(f"TSYNC on an event of an earlier run ({e[0]} on {e.core.name})",
+                                      where=str(core.where()),
+                                      fix="events belong to the run that made them; wait on this run's")
                 raise KernelError(f"TSYNC on an event of {e.core.name} inside {core.name}",
                                   where=str(core.where()),
                                   fix="events synchronise pipes of one core; use a TPipe across cores")
@@ -75,3 +79,6 @@ def TSYNC(*events) -> None:
         if t > core.clock:
             core.hold(t, "event", e)      # counted as an event stall of this core
     core.clock += 1
+    b = core.budget = core.budget - 1     # toward the budget: a TSYNC loop cannot run forever
+    if core.instructions > b or core.until is not None:
+        core.check_step()

@@ -94,8 +94,9 @@ class RunResult:
 def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         platform: "str | Platform" = "a2a3", protocol: str = "spec",
         schedule_seed: int | None = None, trace: bool = False, leak_check: bool = True,
-        max_instructions: int = 50_000_000, gm_extra: int = 0, timing: bool = True,
-        checks: bool = True) -> RunResult:
+        max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
+        checks: bool = True, until_cycle: int | None = None,
+        timeout: float | None = None) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -105,7 +106,11 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     contents of every array argument.  ``trace=True`` records every instruction for the
     profile / swimlane / Chrome trace (:mod:`ptopipe.report`); ``timing=False`` skips the
     cost model (a functional run: cycles then only count issued instructions).  Raises a :class:`~ptopipe.PtoPipeError` subclass
-    (e.g. DeadlockError, ProtocolError, ConfigError) on any problem; never hangs.
+    (e.g. DeadlockError, ProtocolError, ConfigError) on any problem; never hangs: a
+    BudgetError naming each core's kernel line stops a run past ``max_instructions`` per
+    core (instructions, TSYNCs and flag waits; None: 50,000,000), past ``until_cycle``
+    simulated cycles (None: no such bound) or after ``timeout`` seconds of wall-clock time
+    (None: 60 s; ``math.inf``: none; only when run from the main thread).
     ``checks=True`` (default) turns on the happens-before race checker, slot-reuse and
     use-after-free checks of the address flow, and leak checks at kernel end
     (:mod:`ptopipe.isa.checks`); ``leak_check=False`` reports leaks as summary warnings.
@@ -126,7 +131,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                               fix="reshape it")
     addrs, end = gm_layout([a.nbytes for a in arrays.values()])
     cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
-                      max_instructions=max_instructions, timing=timing)
+                      max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
+                      timeout=timeout)
     cluster.shared["protocol"] = proto
     if checks:
         cluster.checker = KernelChecks(cluster)

@@ -95,7 +95,7 @@ def _geom2(shape, stride, item):
 
 
 class GlobalTensor:
-    __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "rows", "cols",
+    __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "_cache_gm", "rows", "cols",
                  "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
@@ -111,8 +111,9 @@ class GlobalTensor:
         self.shape = _pad5(shape, 1)
         self.stride = _contiguous(self.shape) if stride is None else _pad5(stride, 0)
         self.name = name
-        self._view = None
+        self._view = None           # the matrix() view of GM ``_cache_gm`` at ``_cache_key``
         self._cache_key = None
+        self._cache_gm = None       # a tensor reused by a later run sees another GM
         s = self.shape
         self.rows = s[0] * s[1] * s[2] * s[3]
         self.cols = s[4]
@@ -153,14 +154,15 @@ class GlobalTensor:
                        what=lambda: f"access through {self.describe()}")
 
     def matrix(self, gm) -> np.ndarray:
-        """The rows x cols view of GM used by tile moves (bounds-checked; cached per address).
+        """The rows x cols view of GM used by tile moves (bounds-checked; cached per GM
+        memory and address).
 
         A pointer moved by whole rows (the usual tile loop) gets its view as a slice of a
         row grid of GM, which is cheaper than building a view.  When the outer dimensions
         cannot be merged into rows without a copy, the 5-D view is returned instead
         (callers then reshape the tile side)."""
         addr = self.ptr.addr
-        if self._cache_key == addr:
+        if self._cache_key == addr and self._cache_gm is gm:
             return self._view
         rb = self._rb
         if rb:
@@ -181,6 +183,7 @@ class GlobalTensor:
                 v = np.ndarray(g[0], self.dtype, gm.buf, addr, g[1])
         self._view = v
         self._cache_key = addr
+        self._cache_gm = gm
         return v
 
     def _set_grid(self, gm, phase: int) -> None:

@@ -4,11 +4,19 @@ A tile has a location (``TileType``: Vec in UB, Mat in L1, Left in L0A, Right in
 Acc in L0C), a dtype, a static shape (rows x cols), a valid region and layout metadata.
 ``TASSIGN`` binds it to a byte address of the memory of the core that executes it.
 Data are stored row-major whatever the declared layout (the layout is metadata only).
+
+A binding belongs to one run: the tile's address, its cached memory views, push/pop plan
+and scoreboard times are those of the cluster it was bound on.  Once that run has ended the
+tile reads as unbound (``addr`` None; ``.array`` still shows its final data), and binding it
+in another run (TASSIGN / TPOP) drops everything of the earlier cluster first, so a Tile
+object made once and reused by later runs (kernel factories, notebooks, sweeps) never sees
+another run's memory or clock.
 """
 from __future__ import annotations
 
 from enum import Enum
 
+import greenlet
 import numpy as np
 
 from ..arch.vocab import TILE_SPACE, TileType  # noqa: F401  (re-exported: isa.TileType)
@@ -33,7 +41,7 @@ class Tile:
     """A tile.  ``Tile(TileType.Vec, float32, 16, 32, addr=0x0)``; ``.array`` is its valid data."""
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
-                 "slayout", "addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
+                 "slayout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
@@ -57,7 +65,7 @@ class Tile:
         self.blayout = blayout
         self.slayout = slayout
         self.name = name
-        self.addr = None
+        self._addr = None
         self.core = None
         self.mem = None
         self._full = None
@@ -71,6 +79,19 @@ class Tile:
         self._plan = None       # the isa layer's cached TPUSH/TPOP plan for this tile
         if addr is not None:
             TASSIGN(self, addr)
+
+    @property
+    def addr(self) -> int | None:
+        """The local address it is bound to in the current run, else None (a binding
+        ends with its run: see the module docstring)."""
+        a = self._addr
+        if a is not None and self.core.cluster.ended:
+            return None
+        return a
+
+    @addr.setter
+    def addr(self, addr: int | None) -> None:
+        self._addr = addr
 
     @property
     def nbytes(self) -> int:
@@ -104,16 +125,17 @@ class Tile:
 
     def _need(self) -> None:
         if self.addr is None:
+            earlier = " in this run (it was bound in an earlier run)" if self.core is not None else ""
             raise KernelError(
-                f"{self.describe()} has no address",
+                f"{self.describe()} has no address{earlier}",
                 where=str(current_core().where()),
                 fix="bind it with TASSIGN(tile, addr) (or Tile(..., addr=...)) before use")
 
     @property
     def full(self) -> np.ndarray:
         """The whole rows x cols view (bound to the current core's memory)."""
-        if self._full is None:
-            self._need()
+        if self._full is None or self.addr is None:
+            self._stale()
         self.core.cluster.sync()
         return self._full
 
@@ -124,10 +146,22 @@ class Tile:
         Instructions queue their data work and the simulator applies it in order when
         something reads memory: this property does, so take ``.array`` afresh after
         issuing instructions rather than keeping an older view."""
-        if self._valid is None:
-            self._need()
+        if self._valid is None or self.addr is None:
+            self._stale()
         self.core.cluster.sync()
         return self._valid
+
+    def _stale(self) -> None:
+        """Unbound, or bound only in an earlier run: an error inside a kernel of another run
+        (after its own run, a released tile still shows its final data)."""
+        if self._valid is None:
+            self._need()
+        me = getattr(greenlet.getcurrent(), "core", None)
+        if me is not None and me.cluster is not self.core.cluster:
+            raise KernelError(
+                f"{self.describe()} has no address in this run (it was bound in an earlier run)",
+                where=str(me.where()),
+                fix="bind it with TASSIGN(tile, addr) (or TPOP) in this run's kernel before use")
 
     def describe(self) -> str:
         nm = f" '{self.name}'" if self.name else ""
@@ -140,6 +174,8 @@ class Tile:
 
 def bind(tile: Tile, core, addr: int) -> None:
     """Bind ``tile`` to ``addr`` of its memory on ``core`` (views cached per address)."""
+    if tile.core is not core:
+        _adopt(tile, core)
     views = tile._views
     if views is None:
         views = tile._views = {}
@@ -150,13 +186,25 @@ def bind(tile: Tile, core, addr: int) -> None:
         full = mem.view(addr, tile.dtype, (tile.rows, tile.cols),
                         what=lambda: f"TASSIGN of {tile.describe()}")
         v = views[key] = (mem, full, full[:tile.valid_rows, :tile.valid_cols])
-    tile.addr = addr
+    tile._addr = addr
     tile.core = core
     tile.mem, tile._full, tile._valid = v
 
 
 def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _adopt(tile: Tile, core) -> None:
+    """First binding of ``tile`` on ``core``: if it was bound in another run, drop all that
+    belongs to that run's cluster (views of its memories, push/pop plan, slot binding,
+    scoreboard times); views of another core of the same run stay (keyed per core)."""
+    old = tile.core
+    if old is not None and old.cluster is not core.cluster:
+        tile._views = None
+        tile._plan = None
+        tile.binding = None
+        tile.ready_at = tile.read_end = 0
 
 
 def TASSIGN(tile: Tile, addr: int) -> None:

@@ -132,8 +132,12 @@ def _coerce(name: str, value, ref):
 
 
 def run_config(loader, path: str, scenario: str | None, variant: str, params: dict,
-               platform="a2a3", protocol="spec", seed: int = 0) -> SweepRow:
-    """Run one configuration (in a worker process); never raises for a kernel failure."""
+               platform="a2a3", protocol="spec", seed: int = 0, bounds: dict | None = None) -> SweepRow:
+    """Run one configuration (in a worker process); never raises for a kernel failure.
+
+    ``bounds`` (``timeout`` / ``until_cycle`` / ``max_instructions`` of ``run``) bound the
+    run in the worker itself: a configuration that hangs becomes a failed row (BudgetError)
+    and the sweep goes on."""
     row = SweepRow(dict(params))
     try:
         sc = pick_scenario(loader(path), scenario)
@@ -141,7 +145,7 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
         p.update(params)
         args = sc.make_args(data_rng(seed), **p)
         expected = sc.golden(args, **p)
-        res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol)
+        res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, **(bounds or {}))
         compare(res.outputs, expected, sc.rtol, sc.atol, f"{sc.name}{params}")
         row.cycles = res.summary.cycles
         for name, c in res.summary.cores.items():
@@ -152,7 +156,7 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
             row.busiest[name] = pipe
     except PtoPipeError as e:
         row.ok = False
-        row.error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        row.error = f"{type(e).__name__}: {str(e).splitlines()[0]}" + (f" at {e.where}" if e.where else "")
     except Exception as e:  # noqa: BLE001 - a user kernel may raise anything
         row.ok = False
         row.error = f"{type(e).__name__}: {e}"
@@ -160,18 +164,20 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
 
 
 def sweep(loader, path: str, params: dict, variant: str = "default", scenario: str | None = None,
-          platform="a2a3", protocol="spec", seed: int = 0, workers: int = 2) -> list:
+          platform="a2a3", protocol="spec", seed: int = 0, workers: int = 2,
+          bounds: dict | None = None) -> list:
     """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked."""
     sc = pick_scenario(loader(path), scenario)
     configs = grid(check_params(sc, variant, params))
     if not configs:
         raise ConfigError("nothing to sweep", fix="give at least one --param name=v1,v2")
     if workers <= 1 or len(configs) == 1:
-        rows = [run_config(loader, path, sc.name, variant, c, platform, protocol, seed) for c in configs]
+        rows = [run_config(loader, path, sc.name, variant, c, platform, protocol, seed, bounds)
+                for c in configs]
     else:
         with ProcessPoolExecutor(max_workers=workers) as ex:
-            futs = [ex.submit(run_config, loader, path, sc.name, variant, c, platform, protocol, seed)
-                    for c in configs]
+            futs = [ex.submit(run_config, loader, path, sc.name, variant, c, platform, protocol, seed,
+                              bounds) for c in configs]
             rows = [f.result() for f in futs]
     good = [r for r in rows if r.ok]
     if good:

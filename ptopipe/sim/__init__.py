@@ -1,9 +1,11 @@
-"""sim: the machine - Cluster (1 AIC + 2 AIV), memories, cross-core flags, scheduler, clock."""
+"""sim: the machine - Cluster (1 AIC + 2 AIV), memories, cross-core flags, scheduler, clock,
+and the bounds of a run (instruction budget, simulated time, wall-clock watchdog)."""
+from .bounds import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_TIMEOUT
 from .cluster import Cluster
 from .core import Core, CoreKind, CoreState
 from .flags import Flag
 from .location import SourceLoc, user_loc
 from .memory import Memory, gm_layout
 
-__all__ = ["Cluster", "Core", "CoreKind", "CoreState", "Flag", "Memory", "SourceLoc",
+__all__ = ["DEFAULT_MAX_INSTRUCTIONS", "DEFAULT_TIMEOUT", "Cluster", "Core", "CoreKind", "CoreState", "Flag", "Memory", "SourceLoc",
            "gm_layout", "user_loc"]

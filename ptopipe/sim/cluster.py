@@ -24,6 +24,7 @@ from numpy import errstate as _errstate
 
 from ..arch import MemSpace, Platform, get_platform
 from ..errors import DeadlockError, PtoPipeError
+from .bounds import Abort, Watchdog, check_bounds
 from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
@@ -41,8 +42,12 @@ class Cluster:
 
     def __init__(self, platform: "Platform | str" = "a2a3", gm_size: int = 1 << 20,
                  schedule_seed: int | None = None, trace: bool = False,
-                 max_instructions: int = 50_000_000, timing: bool = True):
+                 max_instructions: int | None = None, timing: bool = True,
+                 until_cycle: int | None = None, timeout: float | None = None):
         self.platform = get_platform(platform)
+        # the bounds of the run (sim.bounds): None means the default
+        self.max_instructions, self.until_cycle, self.timeout = check_bounds(
+            max_instructions, until_cycle, timeout)
         self._latency = self.platform.cross_core_latency     # read on every SET
         self._counter_max = self.platform.flag_counter_max
         self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
@@ -51,7 +56,6 @@ class Cluster:
         # marks: (queue position, core) where each core's run of queued operations starts
         self.pending: list = []
         self.marks: list = []
-        self.max_instructions = max_instructions
         self.gm = Memory(MemSpace.GM, gm_size)
         self.cores: list[Core] = []
         for idx, (name, kind, sub) in enumerate((("AIC", CoreKind.AIC, 0),
@@ -74,6 +78,7 @@ class Cluster:
         self.finishers = []          # callables(cluster) run when all kernels returned
         self.shared = {}             # cluster-wide state owned by upper layers (pipes)
         self.steps = 0
+        self.ended = False           # the run is over: bindings to this cluster are void
 
     def aiv(self, subblock: int) -> Core:
         return self.cores[1 + subblock]
@@ -106,13 +111,17 @@ class Cluster:
 
     # -- running ------------------------------------------------------------------------
     def run(self, kernels: dict) -> None:
-        """Run ``{core: (fn, kwargs)}`` to completion (or raise)."""
+        """Run ``{core: (fn, kwargs)}`` to completion (or raise).  The run is bounded
+        (:mod:`ptopipe.sim.bounds`): a BudgetError stops it past ``max_instructions``,
+        ``until_cycle`` or ``timeout``."""
         self.main = greenlet.getcurrent()
         for core, (fn, kwargs) in kernels.items():
             core.glet = _CoreLet(self._body(core, fn, kwargs), parent=self.main)
             core.glet.core = core
             core.kernel = fn             # named by data-plane errors after it finished
             core.state = CoreState.READY
+        dog = Watchdog(self, self.timeout)
+        dog.start()
         try:
             cores, ready_state = self.cores, CoreState.READY
             while True:
@@ -142,14 +151,22 @@ class Cluster:
             for fin in self.finishers:
                 fin(self)
         except BaseException as e:
+            dog.stop()               # no interrupt from here on
+            self.ended = True
+            # the watchdog again (a kernel swallowed its BudgetError): raise the located error
+            err = e.error if isinstance(e, Abort) else e
             # apply what was queued (reports read the memories), but an error doing so must
             # not replace the one propagating (e.g. a DeadlockError): it becomes a note
             try:
                 self.sync()
             except PtoPipeError as late:
-                e.add_note(f"(also, applying the queued data work failed: {late})")
-            raise
+                err.add_note(f"(also, applying the queued data work failed: {late})")
+            if err is e:
+                raise
+            raise err from None
         else:
+            dog.stop()
+            self.ended = True
             self.sync()        # a data-plane error of a clean run: raised here, located
         finally:
             for c in self.cores:

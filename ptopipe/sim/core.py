@@ -17,7 +17,8 @@ import greenlet
 
 from ..arch import MemSpace, PipeUnit
 from ..arch.costs import NO_COSTS
-from ..errors import ConfigError, KernelError, PtoPipeError
+from ..errors import ConfigError, KernelError
+from .bounds import over_budget, past_until
 from .location import SourceLoc, user_loc
 from .trace import Hold, Instr
 
@@ -95,19 +96,24 @@ class Core:
         self.isa = {}       # per-core state owned by the isa layer (bound pipes, cursors)
         self.costs = cluster.platform.costs
         self.trace = cluster.trace              # the cluster's trace list, or None
-        self.budget = cluster.max_instructions or (1 << 62)
+        # instructions this core may still issue: max_instructions less its TSYNCs and flag
+        # waits so far (each lowers it by one and checks it, see check_step; ``limit`` is not
+        # lowered with it: an issue then meets the budget at its next _retire, at most
+        # SYNC_EVERY instructions later)
+        self.budget = cluster.max_instructions
+        self.until = cluster.until_cycle        # simulated-time bound, or None
         self.pending = cluster.pending          # the cluster's queued data operations
-        # every issue compares its count with ``limit`` only: with a trace each one goes to
-        # _retire (which records it); otherwise every SYNC_EVERY-th (applies the queued data
-        # operations) and the one over the budget
-        self.limit = -1 if self.trace is not None else min(self.budget, SYNC_EVERY)
+        # every issue compares its count with ``limit`` only: with a trace or a time bound
+        # each one goes to _retire (which records / checks it); otherwise every SYNC_EVERY-th
+        # (applies the queued data operations) and the one over the budget
+        self.limit = -1 if self.trace is not None or self.until is not None else min(self.budget, SYNC_EVERY)
         self.vclock = None  # happens-before vector clock (checkers)
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
             self.issue = self._issue_untimed
             self.issue_w = self.issue_r = self.issue_rw = self.issue_rrw = self.issue_s = self._untimed
-            self.limit = min(self.budget, SYNC_EVERY)
+            self.limit = -1 if self.until is not None else min(self.budget, SYNC_EVERY)
 
     def __repr__(self) -> str:
         return f"<Core {self.name} {self.state.value}>"
@@ -288,17 +294,16 @@ class Core:
         return end
 
     def _retire(self, n, pipe, name, start, end, args) -> None:
-        """The rare tail of an issue: record the trace entry, enforce the budget, and every
+        """The rare tail of an issue: record the trace entry, enforce the bounds, and every
         SYNC_EVERY instructions apply the queued data operations (bounded memory)."""
         if self.trace is not None and pipe is not None:
             self.trace.append(Instr(self.index, pipe, name, start, end, args))
-        else:                               # (a functional run records no trace)
+        elif self.until is None:            # (a functional run records no trace)
             self.limit = min(self.budget, n + SYNC_EVERY)
         if n > self.budget:
-            raise PtoPipeError(
-                f"{self.name} exceeded the instruction budget of {self.budget}",
-                where=str(self.where()),
-                fix="the kernel may loop forever; raise max_instructions= if it is just long")
+            raise over_budget(self)
+        if self.until is not None and end > self.until:
+            raise past_until(self, end)
         if len(self.pending) >= SYNC_EVERY:
             self.cluster.sync()
 
@@ -314,6 +319,14 @@ class Core:
         if n > self.limit:
             self._retire(n, None, "", t, t, None)
         return t
+
+    def check_step(self) -> None:
+        """After a TSYNC lowered ``budget`` (TSYNC is not an instruction, but counts toward
+        the budget and the time bound, so that a loop of TSYNCs alone cannot run forever)."""
+        if self.instructions > self.budget:
+            raise over_budget(self)
+        if self.until is not None and self.clock > self.until:
+            raise past_until(self, self.clock)
 
     def hold(self, until: int, kind: str, what=None) -> None:
         """Hold the issue clock until ``until``: a stall of ``kind`` (ready/free/flag/event)."""
@@ -354,6 +367,9 @@ class Core:
                 self.cluster.waits.append(Hold(self.index, flag.signal, t, arrival, flag))
             t = arrival
         self.clock = t + 1
+        b = self.budget = self.budget - 1      # a wait counts toward the budget
+        if self.instructions > b:
+            raise over_budget(self)
         return arrival
 
     def wake(self) -> None:
