@@ -1,0 +1,561 @@
+"""Random cross-core kernels for the fuzz test (tests/test_fuzz.py) and the long fuzz run
+(benchmarks/fuzz.py): one generator, shared by both.
+
+A :class:`KernelSpec` describes a kernel: platform, protocol, one or two pipes (C2V, V2C or
+DIR_BOTH; SlotNum 1..8; split NO_SPLIT / UP_DOWN / LEFT_RIGHT; tile flow or the address
+flow TALLOC/TPOP on GlobalTensors; f32 / f16 / int8 data), the element-wise op chains the
+Vector cores apply, and optionally one mutation (a dropped or doubled TFREE, an extra
+TPOP / TPUSH, a TFREE before the popped tile is read, a wrong split or dtype at the
+consumer, a Vector core that skips a pipe).  :func:`render` turns it into the source of a
+self-contained kernel module (kernels, ``make_args``, a numpy ``golden``, and a
+``__main__`` that runs it), which is written to a file and imported, so every report
+names a real ``file:line``.  :func:`check_kernel` runs it and checks the properties:
+
+* the only exception is a :class:`ptopipe.PtoPipeError` naming a line of the kernel file;
+* no hang: every run has an instruction budget (and the caller a wall-clock alarm);
+* a clean kernel (no mutation) runs without error, its outputs equal the numpy golden,
+  bit for bit, with the checkers on and off;
+* a mutated kernel that runs without error gives the same data with the checkers on and
+  off, and equals the golden when the mutation does not change what is computed (a
+  dropped/early/double TFREE); a mutation that must be reported (extra TPOP/TPUSH, a
+  skipped peer) is.
+
+Values are small integers, so every result is exact in f16/f32/int8/int32 arithmetic.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import types
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+import ptopipe
+
+PLATFORMS = ("a2a3", "a5")
+PROTOCOLS = ("spec", "pto-isa")
+SPLITS = ("TILE_NO_SPLIT", "TILE_UP_DOWN", "TILE_LEFT_RIGHT")
+DTYPES = {"f32": ("float32", "float32"), "f16": ("float16", "float32"), "i8": ("int8", "int32")}
+# op name -> (kind, numpy golden); kind s: scalar operand, t: a second tile, u: unary
+OPS = {"TADDS": ("s", lambda a, s: a + s), "TSUBS": ("s", lambda a, s: a - s),
+       "TMULS": ("s", lambda a, s: a * s), "TMAXS": ("s", np.maximum), "TMINS": ("s", np.minimum),
+       "TADD": ("t", np.add), "TSUB": ("t", np.subtract), "TMUL": ("t", np.multiply),
+       "TMAX": ("t", np.maximum), "TMIN": ("t", np.minimum),
+       "TABS": ("u", np.abs), "TNEG": ("u", np.negative), "TRELU": ("u", lambda a: np.maximum(a, 0))}
+MUTATIONS = ("drop_tfree", "double_tfree", "extra_tpop", "extra_tpush", "free_before_use",
+             "wrong_split", "wrong_dtype", "skip_peer")
+SAME_RESULT = {"drop_tfree", "double_tfree", "free_before_use"}   # if it runs, the golden holds
+MUST_FAIL = {"extra_tpop", "extra_tpush", "skip_peer"}            # never a clean run
+MAX_INSTRUCTIONS = 20_000
+
+
+@dataclass(frozen=True)
+class PipeSpec:
+    kind: str            # "c2v" | "v2c" | "both"
+    flow: str            # "tile" | "addr"
+    gm_dir: bool         # A5: a *_GM direction (ring in GM)
+    slot_num: int
+    local_slot_num: int
+    flag_id: int
+    peers: tuple
+    split_c2v: str
+    split_v2c: str
+    dtype: str           # key of DTYPES: the Vector/Mat data of the pipe
+    M: int
+    K: int
+    N: int
+    tiles: int
+    lag: int             # DIR_BOTH: tiles the Vector cores push before their first pop
+    pre: tuple           # Vector ops before a V2C push: ((op, scalar), ...)
+    post: tuple          # Vector ops after a C2V pop
+    pop_addr: bool       # the popped tile has an address of its own
+    slot_extra: int      # bytes of slack in SlotSize (multiples of 32)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    platform: str
+    protocol: str
+    pipes: tuple
+    interleave: bool             # the cores step all pipes per iteration (else pipe by pipe)
+    mutation: tuple | None       # (name, pipe index, iteration)
+    data_seed: int
+
+    @property
+    def clean(self) -> bool:
+        return self.mutation is None
+
+
+# -- the strategy -------------------------------------------------------------------------------
+def _ops(draw, dtype: str, n_max: int):
+    names = sorted(OPS)
+    out = []
+    for _ in range(draw(st.integers(0, n_max))):
+        op = draw(st.sampled_from(names))
+        kind = OPS[op][0]
+        if kind == "s":
+            s = draw(st.sampled_from([-1, 1, 2]) if op == "TMULS" else st.integers(-2, 2))
+        else:
+            s = None
+        out.append((op, s))
+    return tuple(out)
+
+
+@st.composite
+def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protocols=PROTOCOLS,
+                 flows=("tile", "addr"), kinds=("c2v", "v2c", "both")):
+    """A random kernel; ``mutate`` True/False forces a mutation or none (None: either)."""
+    platform = draw(st.sampled_from(platforms))
+    protocol = draw(st.sampled_from(protocols))
+    spec = protocol == "spec"
+    n_pipes = draw(st.integers(1, 2))
+    pipes = []
+    flags_used = 0                       # spec: ids FlagID..FlagID+ways*SlotNum-1; pto-isa: 2*ways
+    for _ in range(n_pipes):
+        kind = draw(st.sampled_from(kinds))
+        ways = 2 if kind == "both" else 1
+        budget = (8 - flags_used) // ways if spec else 8
+        if budget < 1 or (not spec and flags_used + 2 * ways > 16):
+            break
+        # pto-isa's sparse free notifications need SlotNum <= 3 or even (see examples/misuse/m8)
+        choices = [n for n in range(1, min(budget, 4 if kind == "both" else 8) + 1)
+                   if spec or n <= 3 or n % 2 == 0]
+        n = draw(st.sampled_from(choices))
+        gap = draw(st.integers(0, (budget - n) if spec else 1))
+        flag_id = flags_used + (gap * ways if spec else 2 * ways * gap)
+        flags_used = flag_id + (ways * n if spec else 2 * ways)
+        if not spec and flags_used > 16:
+            break
+        peers = draw(st.sampled_from([(0, 1), (0,), (1,)]))
+        dtype = draw(st.sampled_from(sorted(DTYPES)))
+        M = draw(st.sampled_from([2, 4, 8, 16]))
+        K = draw(st.sampled_from([8, 16, 32]))
+        N = draw(st.sampled_from([8, 16, 32]))
+        if len(peers) == 2:
+            split_c2v = draw(st.sampled_from(SPLITS))
+            split_v2c = draw(st.sampled_from(SPLITS[1:]))   # two producers cannot share a whole slot
+        else:
+            split_c2v = split_v2c = "TILE_NO_SPLIT"
+        flow = draw(st.sampled_from(flows))
+        gm_dir = platform == "a5" and (flow == "addr" or draw(st.booleans()))
+        pipes.append(PipeSpec(
+            kind=kind, flow=flow, gm_dir=gm_dir, slot_num=n, local_slot_num=draw(st.integers(1, 4)),
+            flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,
+            M=M, K=K, N=N, tiles=draw(st.integers(1, 6)),
+            lag=draw(st.integers(0, min(2, n))) if kind == "both" else 0,
+            pre=_ops(draw, dtype, 3) if kind != "c2v" else (),
+            post=_ops(draw, DTYPES[dtype][1], 3) if kind != "v2c" else (),
+            pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2))))
+    mutation = None
+    if mutate or (mutate is None and draw(st.booleans())):
+        name = draw(st.sampled_from(MUTATIONS))
+        p = draw(st.integers(0, len(pipes) - 1))
+        mutation = (name, p, draw(st.integers(0, pipes[p].tiles - 1)))
+    return KernelSpec(platform, protocol, tuple(pipes), draw(st.booleans()), mutation,
+                      draw(st.integers(0, 2 ** 16)))
+
+
+# -- geometry shared by the renderer and the golden -------------------------------------------------
+def _part(split: str, rows: int, cols: int) -> tuple:
+    if split == "TILE_UP_DOWN":
+        return rows // 2, cols
+    if split == "TILE_LEFT_RIGHT":
+        return rows, cols // 2
+    return rows, cols
+
+
+def _slot_size(p: PipeSpec) -> int:
+    vdt, adt = (np.dtype(d).itemsize for d in DTYPES[p.dtype])
+    need = 0
+    if p.kind != "v2c":
+        need = max(need, p.M * p.N * adt)
+    if p.kind != "c2v":
+        need = max(need, p.M * p.K * vdt)
+    return -(-need // 32) * 32 + p.slot_extra
+
+
+def _direction(p: PipeSpec) -> str:
+    return {"c2v": "DIR_C2V", "v2c": "DIR_V2C", "both": "DIR_BOTH"}[p.kind] + ("_GM" if p.gm_dir else "")
+
+
+# -- rendering ------------------------------------------------------------------------------------
+class _Alloc:
+    """Bump allocator of 512-byte aligned local addresses, per memory."""
+
+    def __init__(self):
+        self.top = {}
+
+    def __call__(self, mem: str, nbytes: int) -> int:
+        a = self.top.get(mem, 0)
+        self.top[mem] = a + -(-nbytes // 512) * 512
+        return a
+
+
+def _mut(spec: KernelSpec, name: str, p: int):
+    m = spec.mutation
+    return m[2] if m is not None and m[0] == name and m[1] == p else None
+
+
+def _chain(lines, ind, ops, dst, src, w):
+    """Emit the op chain ``dst = ops(src, w)``; no ops: ``TMOV(dst, src)``."""
+    if not ops:
+        lines.append(f"{ind}TMOV({dst}, {src})")
+        return
+    cur = src
+    for op, s in ops:
+        kind = OPS[op][0]
+        arg = f", {w}" if kind == "t" else (f", {s}" if kind == "s" else "")
+        lines.append(f"{ind}{op}({dst}, {cur}{arg})")
+        cur = dst
+
+
+def render(spec: KernelSpec) -> str:
+    """The kernel module's source text."""
+    cube_setup, cube_steps, vec_setup, vec_steps = [], [], [], []
+    cube_mem, ub = _Alloc(), _Alloc()
+    for i, p in enumerate(spec.pipes):
+        _render_pipe(spec, i, p, cube_setup, cube_steps, vec_setup, vec_steps, cube_mem, ub)
+    L = ['"""A kernel generated by tests/fuzz_kernels.py (ptopipe fuzz).', "", f"spec: {spec!r}",
+         '"""', "import numpy as np", "", "import ptopipe", "from ptopipe.isa import *", "",
+         f"PLATFORM, PROTOCOL, DATA_SEED = {spec.platform!r}, {spec.protocol!r}, {spec.data_seed}",
+         "", "", "def cube(**g):"]
+    L += cube_setup or ["    pass"]
+    L += _loops(spec, cube_steps, "cube")
+    L += ["", "", "def vector(**g):", "    sub = get_subblockid()"]
+    L += vec_setup
+    L += _loops(spec, vec_steps, "vector")
+    L += ["", "", "def make_args(rng):", "    return dict("]
+    for i, p in enumerate(spec.pipes):
+        vdt, adt = DTYPES[p.dtype]
+        rows_out = p.tiles * p.M * (len(p.peers) if p.kind != "v2c" and p.split_c2v == "TILE_NO_SPLIT" else 1)
+        L.append(f"        a{i}=rng.integers(-3, 4, ({p.tiles * p.M}, {p.K})).astype(np.{vdt}),")
+        L.append(f"        w{i}=rng.integers(-3, 4, ({p.tiles * p.M}, {p.K})).astype(np.{vdt}),")
+        L.append(f"        b{i}=rng.integers(-3, 4, ({p.K}, {p.N})).astype(np.{vdt}),")
+        L.append(f"        u{i}=rng.integers(-3, 4, ({rows_out}, {p.N})).astype(np.{adt}),")
+        L.append(f"        out{i}=np.zeros(({rows_out}, {p.N}), np.{adt}),")
+        ways = 2 if p.kind == "both" else 1
+        L.append(f"        fifo{i}=ptopipe.gm_buffer({ways * p.slot_num * _slot_size(p)}),")
+    L += ["    )", "", "", "if __name__ == '__main__':",
+          "    args = make_args(np.random.default_rng(DATA_SEED))",
+          f"    for checks in (True, False):",
+          "        res = ptopipe.run(cube, vector, args, platform=PLATFORM, protocol=PROTOCOL,",
+          f"                          max_instructions={MAX_INSTRUCTIONS}, checks=checks)",
+          "        print(f'checks={checks}:', {k: v.tolist() for k, v in res.outputs.items() if k.startswith('out')})", ""]
+    return "\n".join(L)
+
+
+def _loops(spec: KernelSpec, steps, role: str) -> list:
+    """The main loops: ``steps`` is [(pipe index, iterations, [lines at indent 8/12])]."""
+    out = []
+    if not steps:
+        return out
+    if spec.interleave:
+        n = max(it for _, it, _ in steps)
+        out.append(f"    for i in range({n}):")
+        for _, it, body in steps:
+            out.append(f"        if i < {it}:")
+            out += ["    " + ln for ln in body]
+    else:
+        for _, it, body in steps:
+            out.append(f"    for i in range({it}):")
+            out += body
+    return out
+
+
+def _render_pipe(spec, i, p, cube_setup, cube_steps, vec_setup, vec_steps, alloc, ub):
+    vdt, adt = DTYPES[p.dtype]
+    slot = _slot_size(p)
+    # consumer-local rings (A5) / staging of popped tiles (A2A3), one region per pipe
+    ring = max(p.slot_num, p.local_slot_num) * slot
+    ring_ub = 0x20000 + i * 0x8000
+    ring_l1 = 0x40000 + i * 0x10000
+    assert ring <= 0x8000
+    cfg = (f"TPipe({p.flag_id}, {_direction(p)}, {slot}, {p.slot_num}, {p.local_slot_num}, "
+           f"peers={p.peers})(g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x})")
+    M, K, N, T = p.M, p.K, p.N, p.tiles
+    c2v, v2c = p.kind != "v2c", p.kind != "c2v"
+    # -- Cube ---------------------------------------------------------------------------------
+    cs = [f"    pipe{i} = {cfg}",
+          f"    b{i}_l1 = Tile(TileType.Mat, {vdt}, {K}, {N}, addr={0x20000 + i * 0x8000:#x})",
+          f"    b{i}_l0 = Tile(TileType.Right, {vdt}, {K}, {N}, addr={alloc('L0B', K * N * 4):#x})",
+          f"    a{i}_l0 = Tile(TileType.Left, {vdt}, {M}, {K}, addr={alloc('L0A', M * K * 4):#x})",
+          f"    acc{i} = Tile(TileType.Acc, {adt}, {M}, {N}, addr={alloc('L0C', M * N * 4):#x})",
+          f"    TLOAD(b{i}_l1, g['b{i}'])", f"    TMOV(b{i}_l0, b{i}_l1)"]
+    a_l1 = 0x60000 + i * 0x8000 if spec.platform == "a5" else 0x30000 + i * 0x4000
+    b = []
+    ind = " " * 8
+    if not v2c:
+        cs.append(f"    a{i}_l1 = Tile(TileType.Mat, {vdt}, {M}, {K}, addr={a_l1:#x})")
+        b.append(f"{ind}TLOAD(a{i}_l1, GlobalTensor(g['a{i}'].data() + i * {M * K}, ({M}, {K})))")
+        b.append(f"{ind}TMOV(a{i}_l0, a{i}_l1)")
+    else:
+        sv = p.split_v2c
+        addr = f", addr={a_l1:#x}" if p.pop_addr or p.flow == "addr" else ""
+        cs.append(f"    m{i} = Tile(TileType.Mat, {vdt}, {M}, {K}{addr})")
+        if p.flow == "addr":
+            cs.append(f"    q{i} = GlobalTensor({vdt}, ({M}, {K}))")
+            b.append(f"{ind}TPOP(pipe{i}, q{i}, {sv})")
+            b.append(f"{ind}TLOAD(m{i}, q{i})")
+            free = f"TFREE(pipe{i}, q{i}, {sv})"
+        else:
+            b.append(f"{ind}TPOP(pipe{i}, m{i}, {sv})")
+            free = f"TFREE(pipe{i})"
+        b.append(f"{ind}TMOV(a{i}_l0, m{i})")
+        b.append(f"{ind}{free}")
+    b.append(f"{ind}TMATMUL(acc{i}, a{i}_l0, b{i}_l0)")
+    if c2v:
+        sc = p.split_c2v
+        if p.flow == "addr":
+            cs.append(f"    gp{i} = GlobalTensor({adt}, ({M}, {N}))")
+            b += [f"{ind}TALLOC(pipe{i}, gp{i}, {sc})", f"{ind}TSTORE(gp{i}, acc{i})",
+                  f"{ind}TPUSH(pipe{i}, gp{i}, {sc})"]
+        else:
+            b.append(f"{ind}TPUSH(pipe{i}, acc{i}, {sc})")
+        if _mut(spec, "extra_tpush", i) is not None and p.kind == "c2v":
+            b.append(f"{ind}if i == {T - 1}:")
+            b.append(f"{ind}    TPUSH(pipe{i}, acc{i}, {sc})" if p.flow == "tile" else
+                     f"{ind}    TALLOC(pipe{i}, gp{i}, {sc}); TSTORE(gp{i}, acc{i}); TPUSH(pipe{i}, gp{i}, {sc})")
+    else:
+        b.append(f"{ind}TSTORE(GlobalTensor(g['out{i}'].data() + i * {M * N}, ({M}, {N})), acc{i})")
+    if v2c:
+        _consumer_mutations(spec, i, p, b, ind, role_core="cube", free=free, pop=b[0].strip())
+    cube_setup += cs
+    cube_steps.append((i, T, b))
+    # -- Vector -------------------------------------------------------------------------------
+    vs = [f"    if sub in {p.peers}:", f"        pipe{i} = {cfg}"]
+    vb = []
+    if v2c:
+        sv = p.split_v2c
+        pr, pc = _part(sv, M, K)
+        vs += [f"        x{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
+               f"        wx{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
+               f"        s{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})"]
+        r0 = f"t * {M}" + (f" + sub * {pr}" if sv == "TILE_UP_DOWN" else "")
+        c0 = f"sub * {pc}" if sv == "TILE_LEFT_RIGHT" else "0"
+        vs.append(f"        def xin{i}(name, t):")
+        vs.append(f"            return GlobalTensor(g[name].data() + ({r0}) * {K} + {c0}, ({pr}, {pc}), ({K}, 1))")
+        body = [f"TLOAD(x{i}, xin{i}('a{i}', t))"]
+        if any(OPS[o][0] == "t" for o, _ in p.pre):
+            body.append(f"TLOAD(wx{i}, xin{i}('w{i}', t))")
+        pre = []
+        _chain(pre, "", p.pre, f"s{i}", f"x{i}", f"wx{i}")
+        body += pre
+        if p.flow == "addr":
+            vs.append(f"        gv{i} = GlobalTensor({vdt}, ({pr}, {pc}), ({K}, 1))")
+            body += [f"TALLOC(pipe{i}, gv{i}, {sv})", f"TSTORE(gv{i}, s{i})", f"TPUSH(pipe{i}, gv{i}, {sv})"]
+        else:
+            body.append(f"TPUSH(pipe{i}, s{i}, {sv})")
+        if _mut(spec, "extra_tpush", i) is not None and p.kind != "c2v":
+            body.append(f"if t == {T - 1}:")
+            body.append(f"    TPUSH(pipe{i}, s{i}, {sv})" if p.flow == "tile" else
+                        f"    TALLOC(pipe{i}, gv{i}, {sv}); TSTORE(gv{i}, s{i}); TPUSH(pipe{i}, gv{i}, {sv})")
+        vb.append(("produce", body))
+    if c2v:
+        sc = p.split_c2v
+        pr, pc = _part(sc, M, N)
+        pop_split = sc
+        if _mut(spec, "wrong_split", i) is not None:
+            pop_split = next(s for s in SPLITS if s != sc and _part(s, M, N) == (pr, pc)) \
+                if any(s != sc and _part(s, M, N) == (pr, pc) for s in SPLITS) else \
+                next(s for s in SPLITS if s != sc)
+        pdt = adt
+        if _mut(spec, "wrong_dtype", i) is not None:
+            pdt = "float16" if adt != "float16" else "float32"
+        addr = f", addr={ub('UB', pr * pc * 4):#x}" if p.pop_addr or p.flow == "addr" else ""
+        vs += [f"        y{i} = Tile(TileType.Vec, {pdt}, {pr}, {pc}{addr})",
+               f"        wy{i} = Tile(TileType.Vec, {adt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
+               f"        o{i} = Tile(TileType.Vec, {adt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})"]
+        if sc == "TILE_NO_SPLIT":
+            r0, c0 = f"({p.peers}.index(sub) * {T} + t) * {M}", "0"
+        else:
+            r0 = f"t * {M}" + (f" + sub * {pr}" if sc == "TILE_UP_DOWN" else "")
+            c0 = f"sub * {pc}" if sc == "TILE_LEFT_RIGHT" else "0"
+        vs.append(f"        def yout{i}(name, t):")
+        vs.append(f"            return GlobalTensor(g[name].data() + ({r0}) * {N} + {c0}, ({pr}, {pc}), ({N}, 1))")
+        if p.flow == "addr":
+            vs.append(f"        qv{i} = GlobalTensor({pdt}, ({pr}, {pc}), ({N}, 1))")
+            pop = [f"TPOP(pipe{i}, qv{i}, {pop_split})", f"TLOAD(y{i}, qv{i})"]
+            free = f"TFREE(pipe{i}, qv{i}, {pop_split})"
+        else:
+            pop = [f"TPOP(pipe{i}, y{i}, {pop_split})"]
+            free = f"TFREE(pipe{i})"
+        body = list(pop)
+        if any(OPS[o][0] == "t" for o, _ in p.post):
+            body.append(f"TLOAD(wy{i}, yout{i}('u{i}', t))")
+        post = []
+        _chain(post, "", p.post, f"o{i}", f"y{i}", f"wy{i}")
+        if _mut(spec, "free_before_use", i) is not None:
+            body += [free] + post
+        else:
+            body += post + [free]
+        body.append(f"TSTORE(yout{i}('out{i}', t), o{i})")
+        _consumer_mutations(spec, i, p, body, "", role_core="vector", free=free, pop="; ".join(pop))
+        vb.append(("consume", body))
+    # the vector loop: produce tile t = i (i < T), consume tile t = i - lag (i >= lag)
+    lines = []
+    for what, body in vb:
+        ind2 = " " * 12
+        if what == "produce":
+            lines.append(f"{ind2}if i < {T}:")
+            lines.append(f"{ind2}    t = i")
+        else:
+            lines.append(f"{ind2}if i >= {p.lag}:")
+            lines.append(f"{ind2}    t = i - {p.lag}")
+        lines += [ind2 + "    " + ln for ln in body]
+    # skip_peer: the last peer never takes part (binds nothing, pops nothing)
+    active = f"sub in {p.peers}" + (f" and sub != {p.peers[-1]}" if _mut(spec, "skip_peer", i) is not None else "")
+    vs[0] = f"    if {active}:"
+    vec_setup += vs
+    vec_steps.append((i, T + p.lag, [f"        if {active}:"] + lines))
+
+
+def _consumer_mutations(spec, i, p, body, ind, role_core, free, pop):
+    """Consumer-side mutations at iteration ``at`` of pipe ``i`` (edit ``body`` in place)."""
+    consumer_here = (role_core == "cube") == (p.kind == "v2c") or (p.kind == "both" and role_core == "vector")
+    if p.kind == "both" and role_core == "cube":
+        consumer_here = False
+    if not consumer_here:
+        return
+    var = "i" if role_core == "cube" else "t"
+    at = _mut(spec, "drop_tfree", i)
+    if at is not None:
+        k = next(j for j, ln in enumerate(body) if ln.strip() == free)
+        body[k] = body[k].replace(free, f"({free} if {var} != {at} else None)")
+    at = _mut(spec, "double_tfree", i)
+    if at is not None:
+        k = next(j for j, ln in enumerate(body) if ln.strip() == free)
+        body.insert(k + 1, f"{ind}({free} if {var} == {at} else None)")
+    at = _mut(spec, "extra_tpop", i)
+    if at is not None:
+        body.append(f"{ind}if {var} == {p.tiles - 1}:")
+        body.append(f"{ind}    {pop}; {free}")
+
+
+# -- golden ---------------------------------------------------------------------------------------
+def _apply(ops, a, w):
+    for op, s in ops:
+        kind, fn = OPS[op]
+        if kind == "s":
+            a = fn(a, a.dtype.type(s))
+        elif kind == "t":
+            a = fn(a, w)
+        else:
+            a = fn(a)
+        a = a.astype(w.dtype) if a.dtype != w.dtype else a
+    return a
+
+
+def golden(spec: KernelSpec, args: dict) -> dict:
+    """The expected outputs of a clean kernel, computed with plain numpy."""
+    out = {}
+    for i, p in enumerate(spec.pipes):
+        vdt, adt = (np.dtype(d) for d in DTYPES[p.dtype])
+        M, K, N, T = p.M, p.K, p.N, p.tiles
+        a, w, b, u = args[f"a{i}"], args[f"w{i}"], args[f"b{i}"], args[f"u{i}"]
+        x = _apply(p.pre, a.copy(), w) if p.kind != "c2v" else a
+        y = np.concatenate([x[t * M:(t + 1) * M].astype(adt) @ b.astype(adt) for t in range(T)])
+        y = y.astype(adt)
+        if p.kind == "v2c":
+            out[f"out{i}"] = y
+        elif p.split_c2v == "TILE_NO_SPLIT":
+            parts = [_apply(p.post, y.copy(), u[k * T * M:(k + 1) * T * M]) for k in range(len(p.peers))]
+            out[f"out{i}"] = np.concatenate(parts)
+        else:
+            out[f"out{i}"] = _apply(p.post, y.copy(), u)
+    return out
+
+
+# -- running and judging --------------------------------------------------------------------------
+class Finding(AssertionError):
+    """A property of the fuzz failed; the message carries the reproducer."""
+
+
+def write_kernel(spec: KernelSpec, directory: str | None = None) -> str:
+    """Write the kernel module next to a copy-free import of this module; returns its path."""
+    d = directory or tempfile.mkdtemp(prefix="ptopipe-fuzz-")
+    path = os.path.join(d, "fuzz_kernel.py")
+    with open(path, "w") as f:
+        f.write(render(spec))
+    return path
+
+
+def load(path: str):
+    """Import the kernel file (compiled from its text: no stale bytecode cache when a path
+    is rewritten within the same second)."""
+    mod = types.ModuleType("fuzz_kernel")
+    mod.__file__ = path
+    with open(path) as f:
+        exec(compile(f.read(), path, "exec"), mod.__dict__)
+    return mod
+
+
+def _run(mod, spec: KernelSpec, checks: bool):
+    args = mod.make_args(np.random.default_rng(spec.data_seed))
+    try:
+        res = ptopipe.run(mod.cube, mod.vector, args, platform=spec.platform, protocol=spec.protocol,
+                          max_instructions=MAX_INSTRUCTIONS, checks=checks)
+    except ptopipe.PtoPipeError as e:
+        return args, None, e
+    return args, {k: np.array(v) for k, v in res.outputs.items()}, None
+
+
+_LOC = re.compile(r"(\S+\.py):(\d+)")
+
+
+def _located(err, path: str, n_lines: int) -> bool:
+    """Does the error name a line of the kernel file?"""
+    base = os.path.basename(path)
+    for f, ln in _LOC.findall(f"{err.where or ''}"):
+        if os.path.basename(f) == base and 1 <= int(ln) <= n_lines:
+            return True
+    return False
+
+
+def check_kernel(spec: KernelSpec, directory: str | None = None) -> str:
+    """Run ``spec`` with the checkers on and off and check every property; returns
+    "clean" or the error class name.  Raises :class:`Finding` with a reproducer."""
+    path = write_kernel(spec, directory)
+    src = open(path).read()
+    n_lines = src.count("\n") + 1
+    mod = load(path)
+
+    def finding(what: str) -> Finding:
+        return Finding(f"{what}\nkernel: {path}\nreproduce: PYTHONPATH=<repo>:<repo>/tests python {path}\n"
+                       f"spec: {spec!r}\n--- kernel source ---\n{src}")
+
+    results = {}
+    for checks in (True, False):
+        try:
+            results[checks] = _run(mod, spec, checks)
+        except Exception as e:           # anything but a PtoPipeError is a finding
+            import traceback
+            raise finding(f"checks={checks}: {type(e).__name__} is not a PtoPipeError: {e}\n"
+                          + traceback.format_exc()) from e
+    args, out_on, err_on = results[True]
+    _, out_off, err_off = results[False]
+    for err in (err_on, err_off):
+        if err is not None and not _located(err, path, n_lines):
+            raise finding(f"{type(err).__name__} without a location in the kernel (where={err.where!r}): {err}")
+    name = spec.mutation[0] if spec.mutation else None
+    if err_on is None:
+        if name in MUST_FAIL:
+            raise finding(f"mutation {name} ran without an error")
+        if err_off is not None:
+            raise finding(f"clean with checkers on but {type(err_off).__name__} with checkers off: {err_off}")
+        for k in out_on:
+            if out_on[k].tobytes() != out_off[k].tobytes():
+                raise finding(f"output {k} differs between checkers on and off")
+        if spec.clean or name in SAME_RESULT:
+            exp = golden(spec, args)
+            for k, e in exp.items():
+                if out_on[k].shape != e.shape or not np.array_equal(out_on[k], e):
+                    bad = np.argwhere(out_on[k] != e)[:3].tolist() if out_on[k].shape == e.shape else "shape"
+                    raise finding(f"output {k} differs from the numpy golden (first at {bad})")
+        return "clean"
+    if spec.clean:
+        raise finding(f"a clean kernel raised {type(err_on).__name__}: {err_on}")
+    return type(err_on).__name__
+
