@@ -14,7 +14,8 @@ names a real ``file:line``.  :func:`check_kernel` runs it and checks the propert
 * the only exception is a :class:`ptopipe.PtoPipeError` naming a line of the kernel file;
 * no hang: every run has an instruction budget (and the caller a wall-clock alarm);
 * a clean kernel (no mutation) runs without error, its outputs equal the numpy golden,
-  bit for bit, with the checkers on and off;
+  bit for bit, with the checkers on and off, under another schedule seed (another
+  interleaving of the cores) and without the timing model;
 * a mutated kernel that runs without error gives the same data with the checkers on and
   off, and equals the golden when the mutation does not change what is computed (a
   dropped/early/double TFREE); a mutation that must be reported (extra TPOP/TPUSH, a
@@ -28,7 +29,7 @@ import os
 import re
 import tempfile
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import strategies as st
@@ -73,6 +74,9 @@ class PipeSpec:
     post: tuple          # Vector ops after a C2V pop
     pop_addr: bool       # the popped tile has an address of its own
     slot_extra: int      # bytes of slack in SlotSize (multiples of 32)
+    hold_c: int = 1      # the C2V consumer pops this many tiles before it frees them
+    hold_v: int = 1      # the V2C consumer (the Cube) likewise
+    api: str = "tpipe"   # "init": aic/aiv_initialize_pipe (seed 003: SlotNum 8 / 4, FlagID 0)
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,11 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             pre=_ops(draw, dtype, 3) if kind != "c2v" else (),
             post=_ops(draw, DTYPES[dtype][1], 3) if kind != "v2c" else (),
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2))))
+    if len(pipes) == 1 and draw(st.booleans()) and (platform == "a2a3" or pipes[0].flow == "tile"):
+        both = pipes[0].kind == "both"       # the seed-003 API: SlotNum 8 one way, 4 both ways
+        pipes[0] = replace(pipes[0], api="init", flag_id=0, slot_num=4 if both else 8, local_slot_num=2,
+                           gm_dir=False, lag=min(pipes[0].lag, 4 if both else 8))
+    pipes = [_holds(draw, platform, protocol, p) for p in pipes]
     mutation = None
     if mutate or (mutate is None and draw(st.booleans())):
         name = draw(st.sampled_from(MUTATIONS))
@@ -156,6 +165,31 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
         mutation = (name, p, draw(st.integers(0, pipes[p].tiles - 1)))
     return KernelSpec(platform, protocol, tuple(pipes), draw(st.booleans()), mutation,
                       draw(st.integers(0, 2 ** 16)))
+
+
+def _holds(draw, platform, protocol, p: PipeSpec) -> PipeSpec:
+    """How far the Vector cores run ahead on a DIR_BOTH pipe (lag) and how many popped tiles
+    each consumer holds at once, chosen so that the kernel cannot deadlock:
+
+    * a consumer that holds H tiles frees tile f only once tile f - f % H + H - 1 arrived,
+      so the producer needs H slots (H <= SlotNum); under pto-isa frees are notified every
+      SyncPeriod = SlotNum <= 2 ? SlotNum : SlotNum / 2 frees, which costs SyncPeriod - 1
+      more slots; a lag costs as many slots again (the Vector cores consume that much later,
+      and with two pipes stepped together the Cube's other pipe waits for them);
+    * where popped tiles are staged locally (the tile flow from a GM ring, into a tile
+      without an address or under pto-isa), at most LocalSlotNum tiles are held;
+    * the Cube of a DIR_BOTH pipe holds at most lag + 1 V2C tiles (it must push results
+      back before the Vector cores push more)."""
+    n = p.slot_num
+    sync = (n if n <= 2 else n // 2) if protocol == "pto-isa" else 1
+    room = n - (sync - 1)
+    lag = min(p.lag, room - 1)
+    in_gm = platform == "a2a3" or p.gm_dir
+    staged = in_gm and p.flow == "tile" and (not p.pop_addr or protocol == "pto-isa")
+    top = min(3, room, p.local_slot_num if staged else 3)
+    hold_c = draw(st.integers(1, min(top, room - lag))) if p.kind != "v2c" else 1
+    hold_v = draw(st.integers(1, min(top, lag + 1) if p.kind == "both" else top)) if p.kind != "c2v" else 1
+    return replace(p, hold_c=hold_c, hold_v=hold_v, lag=lag)
 
 
 # -- geometry shared by the renderer and the golden -------------------------------------------------
@@ -199,239 +233,241 @@ def _mut(spec: KernelSpec, name: str, p: int):
     return m[2] if m is not None and m[0] == name and m[1] == p else None
 
 
-def _chain(lines, ind, ops, dst, src, w):
-    """Emit the op chain ``dst = ops(src, w)``; no ops: ``TMOV(dst, src)``."""
+def _chain(ops, dst, src, w) -> list:
+    """The op chain ``dst = ops(src, w)``; no ops: ``TMOV(dst, src)``."""
     if not ops:
-        lines.append(f"{ind}TMOV({dst}, {src})")
-        return
-    cur = src
+        return [f"TMOV({dst}, {src})"]
+    out, cur = [], src
     for op, s in ops:
         kind = OPS[op][0]
         arg = f", {w}" if kind == "t" else (f", {s}" if kind == "s" else "")
-        lines.append(f"{ind}{op}({dst}, {cur}{arg})")
+        out.append(f"{op}({dst}, {cur}{arg})")
         cur = dst
+    return out
+
+
+def _indent(lines, n: int) -> list:
+    return [" " * n + ln for ln in lines]
 
 
 def render(spec: KernelSpec) -> str:
     """The kernel module's source text."""
     cube_setup, cube_steps, vec_setup, vec_steps = [], [], [], []
-    cube_mem, ub = _Alloc(), _Alloc()
+    l1, ub = _Alloc(), _Alloc()
     for i, p in enumerate(spec.pipes):
-        _render_pipe(spec, i, p, cube_setup, cube_steps, vec_setup, vec_steps, cube_mem, ub)
+        cs, cb = _render_cube(spec, i, p, l1)
+        vs, vb = _render_vector(spec, i, p, ub)
+        cube_setup += cs
+        cube_steps.append((p.tiles, cb))
+        vec_setup += vs
+        vec_steps.append((p.tiles + p.lag, vb))
     L = ['"""A kernel generated by tests/fuzz_kernels.py (ptopipe fuzz).', "", f"spec: {spec!r}",
          '"""', "import numpy as np", "", "import ptopipe", "from ptopipe.isa import *", "",
          f"PLATFORM, PROTOCOL, DATA_SEED = {spec.platform!r}, {spec.protocol!r}, {spec.data_seed}",
          "", "", "def cube(**g):"]
-    L += cube_setup or ["    pass"]
-    L += _loops(spec, cube_steps, "cube")
+    L += cube_setup + _loops(spec, cube_steps)
     L += ["", "", "def vector(**g):", "    sub = get_subblockid()"]
-    L += vec_setup
-    L += _loops(spec, vec_steps, "vector")
+    L += vec_setup + _loops(spec, vec_steps)
     L += ["", "", "def make_args(rng):", "    return dict("]
     for i, p in enumerate(spec.pipes):
         vdt, adt = DTYPES[p.dtype]
-        rows_out = p.tiles * p.M * (len(p.peers) if p.kind != "v2c" and p.split_c2v == "TILE_NO_SPLIT" else 1)
-        L.append(f"        a{i}=rng.integers(-3, 4, ({p.tiles * p.M}, {p.K})).astype(np.{vdt}),")
-        L.append(f"        w{i}=rng.integers(-3, 4, ({p.tiles * p.M}, {p.K})).astype(np.{vdt}),")
-        L.append(f"        b{i}=rng.integers(-3, 4, ({p.K}, {p.N})).astype(np.{vdt}),")
-        L.append(f"        u{i}=rng.integers(-3, 4, ({rows_out}, {p.N})).astype(np.{adt}),")
-        L.append(f"        out{i}=np.zeros(({rows_out}, {p.N}), np.{adt}),")
-        ways = 2 if p.kind == "both" else 1
-        L.append(f"        fifo{i}=ptopipe.gm_buffer({ways * p.slot_num * _slot_size(p)}),")
+        rows_out = _out_rows(p)
+        L += [f"        a{i}=rng.integers(-3, 4, ({p.tiles * p.M}, {p.K})).astype(np.{vdt}),",
+              f"        w{i}=rng.integers(-3, 4, ({p.tiles * p.M}, {p.K})).astype(np.{vdt}),",
+              f"        b{i}=rng.integers(-3, 4, ({p.K}, {p.N})).astype(np.{vdt}),",
+              f"        u{i}=rng.integers(-3, 4, ({rows_out}, {p.N})).astype(np.{adt}),",
+              f"        out{i}=np.zeros(({rows_out}, {p.N}), np.{adt}),",
+              f"        fifo{i}=ptopipe.gm_buffer({(2 if p.kind == 'both' else 1) * p.slot_num * _slot_size(p)}),"]
     L += ["    )", "", "", "if __name__ == '__main__':",
           "    args = make_args(np.random.default_rng(DATA_SEED))",
-          f"    for checks in (True, False):",
+          "    for checks in (True, False):",
           "        res = ptopipe.run(cube, vector, args, platform=PLATFORM, protocol=PROTOCOL,",
           f"                          max_instructions={MAX_INSTRUCTIONS}, checks=checks)",
-          "        print(f'checks={checks}:', {k: v.tolist() for k, v in res.outputs.items() if k.startswith('out')})", ""]
+          "        print(f'checks={checks}:', {k: v.tolist() for k, v in res.outputs.items() if k.startswith('out')})",
+          ""]
     return "\n".join(L)
 
 
-def _loops(spec: KernelSpec, steps, role: str) -> list:
-    """The main loops: ``steps`` is [(pipe index, iterations, [lines at indent 8/12])]."""
+def _out_rows(p: PipeSpec) -> int:
+    broadcast = p.kind != "v2c" and p.split_c2v == "TILE_NO_SPLIT"
+    return p.tiles * p.M * (len(p.peers) if broadcast else 1)
+
+
+def _loops(spec: KernelSpec, steps) -> list:
+    """The main loop(s) over ``i``: ``steps`` is [(iterations, body lines at indent 0)]."""
     out = []
-    if not steps:
-        return out
     if spec.interleave:
-        n = max(it for _, it, _ in steps)
-        out.append(f"    for i in range({n}):")
-        for _, it, body in steps:
-            out.append(f"        if i < {it}:")
-            out += ["    " + ln for ln in body]
+        out.append(f"    for i in range({max(n for n, _ in steps)}):")
+        for n, body in steps:
+            out.append(f"        if i < {n}:")
+            out += _indent(body, 12)
     else:
-        for _, it, body in steps:
-            out.append(f"    for i in range({it}):")
-            out += body
+        for n, body in steps:
+            out.append(f"    for i in range({n}):")
+            out += _indent(body, 8)
     return out
 
 
-def _render_pipe(spec, i, p, cube_setup, cube_steps, vec_setup, vec_steps, alloc, ub):
+def _cfg(spec, i, p, slot) -> str:
+    ring_ub, ring_l1 = 0x20000 + i * 0x8000, 0x40000 + i * 0x10000
+    assert max(p.slot_num, p.local_slot_num, p.hold_c, p.hold_v) * slot <= 0x8000
+    if p.api == "init":
+        mask = {"c2v": "DIR_C2V", "v2c": "DIR_V2C", "both": "DIR_C2V | DIR_V2C"}[p.kind]
+        return f"{{init}}({mask}, {slot}, g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x}, peers={p.peers})"
+    return (f"TPipe({p.flag_id}, {_direction(p)}, {slot}, {p.slot_num}, {p.local_slot_num}, "
+            f"peers={p.peers})(g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x})")
+
+
+def _group(var, hold, n, pops, each, tail=()) -> list:
+    """Consume tiles in groups of ``hold``: when tile ``var`` closes a group, pop the whole
+    group (``pops``, with ``k`` the index in the group), then for each tile ``tt`` of it run
+    ``each``."""
+    return ([f"if {var} % {hold} == {hold - 1} or {var} == {n - 1}:",
+             f"    g0 = {var} - {var} % {hold}",
+             f"    for k in range({var} - g0 + 1):"] + _indent(pops, 8) +
+            [f"    for k in range({var} - g0 + 1):", "        tt = g0 + k"] + _indent(each, 8) +
+            _indent(list(tail), 4))
+
+
+def _consumer_edits(spec, i, p, pop, use, free, after) -> tuple:
+    """Apply the consumer-side mutations of pipe ``i``; returns (pops, each, tail)."""
+    at = _mut(spec, "drop_tfree", i)
+    fr = [f"{free} if tt != {at} else None"] if at is not None else [free]
+    at = _mut(spec, "double_tfree", i)
+    if at is not None:
+        fr.append(f"{free} if tt == {at} else None")
+    each = (fr + use if _mut(spec, "free_before_use", i) is not None else use + fr) + after
+    tail = []
+    if _mut(spec, "extra_tpop", i) is not None:
+        tail = [f"if tt == {p.tiles - 1}:"] + _indent(pop + [free], 4)
+    return pop, each, tail
+
+
+def _render_cube(spec, i, p, l1) -> tuple:
     vdt, adt = DTYPES[p.dtype]
     slot = _slot_size(p)
-    # consumer-local rings (A5) / staging of popped tiles (A2A3), one region per pipe
-    ring = max(p.slot_num, p.local_slot_num) * slot
-    ring_ub = 0x20000 + i * 0x8000
-    ring_l1 = 0x40000 + i * 0x10000
-    assert ring <= 0x8000
-    cfg = (f"TPipe({p.flag_id}, {_direction(p)}, {slot}, {p.slot_num}, {p.local_slot_num}, "
-           f"peers={p.peers})(g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x})")
     M, K, N, T = p.M, p.K, p.N, p.tiles
     c2v, v2c = p.kind != "v2c", p.kind != "c2v"
-    # -- Cube ---------------------------------------------------------------------------------
-    cs = [f"    pipe{i} = {cfg}",
-          f"    b{i}_l1 = Tile(TileType.Mat, {vdt}, {K}, {N}, addr={0x20000 + i * 0x8000:#x})",
-          f"    b{i}_l0 = Tile(TileType.Right, {vdt}, {K}, {N}, addr={alloc('L0B', K * N * 4):#x})",
-          f"    a{i}_l0 = Tile(TileType.Left, {vdt}, {M}, {K}, addr={alloc('L0A', M * K * 4):#x})",
-          f"    acc{i} = Tile(TileType.Acc, {adt}, {M}, {N}, addr={alloc('L0C', M * N * 4):#x})",
-          f"    TLOAD(b{i}_l1, g['b{i}'])", f"    TMOV(b{i}_l0, b{i}_l1)"]
-    a_l1 = 0x60000 + i * 0x8000 if spec.platform == "a5" else 0x30000 + i * 0x4000
-    b = []
-    ind = " " * 8
-    if not v2c:
-        cs.append(f"    a{i}_l1 = Tile(TileType.Mat, {vdt}, {M}, {K}, addr={a_l1:#x})")
-        b.append(f"{ind}TLOAD(a{i}_l1, GlobalTensor(g['a{i}'].data() + i * {M * K}, ({M}, {K})))")
-        b.append(f"{ind}TMOV(a{i}_l0, a{i}_l1)")
-    else:
-        sv = p.split_v2c
-        addr = f", addr={a_l1:#x}" if p.pop_addr or p.flow == "addr" else ""
-        cs.append(f"    m{i} = Tile(TileType.Mat, {vdt}, {M}, {K}{addr})")
-        if p.flow == "addr":
-            cs.append(f"    q{i} = GlobalTensor({vdt}, ({M}, {K}))")
-            b.append(f"{ind}TPOP(pipe{i}, q{i}, {sv})")
-            b.append(f"{ind}TLOAD(m{i}, q{i})")
-            free = f"TFREE(pipe{i}, q{i}, {sv})"
-        else:
-            b.append(f"{ind}TPOP(pipe{i}, m{i}, {sv})")
-            free = f"TFREE(pipe{i})"
-        b.append(f"{ind}TMOV(a{i}_l0, m{i})")
-        b.append(f"{ind}{free}")
-    b.append(f"{ind}TMATMUL(acc{i}, a{i}_l0, b{i}_l0)")
+    base = 0x60000 if spec.platform == "a5" else 0x28000       # clear of the rings (0x40000..)
+    setup = [f"pipe{i} = " + _cfg(spec, i, p, slot).replace("{init}", "aic_initialize_pipe"),
+             f"b{i}_l1 = Tile(TileType.Mat, {vdt}, {K}, {N}, addr={base + l1('L1', K * N * 4):#x})",
+             f"b{i}_l0 = Tile(TileType.Right, {vdt}, {K}, {N}, addr={l1('L0B', K * N * 4):#x})",
+             f"a{i}_l0 = Tile(TileType.Left, {vdt}, {M}, {K}, addr={l1('L0A', M * K * 4):#x})",
+             f"acc{i} = Tile(TileType.Acc, {adt}, {M}, {N}, addr={l1('L0C', M * N * 4):#x})",
+             f"TLOAD(b{i}_l1, g['b{i}'])", f"TMOV(b{i}_l0, b{i}_l1)"]
+    produce = []
     if c2v:
         sc = p.split_c2v
         if p.flow == "addr":
-            cs.append(f"    gp{i} = GlobalTensor({adt}, ({M}, {N}))")
-            b += [f"{ind}TALLOC(pipe{i}, gp{i}, {sc})", f"{ind}TSTORE(gp{i}, acc{i})",
-                  f"{ind}TPUSH(pipe{i}, gp{i}, {sc})"]
+            setup.append(f"gp{i} = GlobalTensor({adt}, ({M}, {N}))")
+            push = [f"TALLOC(pipe{i}, gp{i}, {sc})", f"TSTORE(gp{i}, acc{i})", f"TPUSH(pipe{i}, gp{i}, {sc})"]
         else:
-            b.append(f"{ind}TPUSH(pipe{i}, acc{i}, {sc})")
+            push = [f"TPUSH(pipe{i}, acc{i}, {sc})"]
+        produce = [f"TMATMUL(acc{i}, a{i}_l0, b{i}_l0)"] + push
         if _mut(spec, "extra_tpush", i) is not None and p.kind == "c2v":
-            b.append(f"{ind}if i == {T - 1}:")
-            b.append(f"{ind}    TPUSH(pipe{i}, acc{i}, {sc})" if p.flow == "tile" else
-                     f"{ind}    TALLOC(pipe{i}, gp{i}, {sc}); TSTORE(gp{i}, acc{i}); TPUSH(pipe{i}, gp{i}, {sc})")
+            produce += [f"if {{t}} == {T - 1}:"] + _indent(push, 4)
+    if not v2c:
+        setup.append(f"a{i}_l1 = Tile(TileType.Mat, {vdt}, {M}, {K}, addr={base + l1('L1', M * K * 4):#x})")
+        body = [f"TLOAD(a{i}_l1, GlobalTensor(g['a{i}'].data() + i * {M * K}, ({M}, {K})))",
+                f"TMOV(a{i}_l0, a{i}_l1)"] + [ln.replace("{t}", "i") for ln in produce]
+        return _indent(setup, 4), body
+    sv, H = p.split_v2c, p.hold_v
+    own = p.pop_addr or p.flow == "addr"
+    addrs = [base + l1("L1", M * K * 4) for _ in range(H)] if own else None
+    setup.append(f"ms{i} = [Tile(TileType.Mat, {vdt}, {M}, {K}" +
+                 (f", addr=a) for a in {[hex(a) for a in addrs]}]".replace("'", "") if own else
+                  f") for _ in range({H})]"))
+    if p.flow == "addr":
+        setup.append(f"qs{i} = [GlobalTensor({vdt}, ({M}, {K})) for _ in range({H})]")
+        pop = [f"TPOP(pipe{i}, qs{i}[k], {sv})"]
+        use = [f"TLOAD(ms{i}[k], qs{i}[k])", f"TMOV(a{i}_l0, ms{i}[k])"]
+        free = f"TFREE(pipe{i}, qs{i}[k], {sv})"
+        if _mut(spec, "free_before_use", i) is not None:       # the load reads the slot
+            pop, use = pop + use[:1], use[1:]
     else:
-        b.append(f"{ind}TSTORE(GlobalTensor(g['out{i}'].data() + i * {M * N}, ({M}, {N})), acc{i})")
-    if v2c:
-        _consumer_mutations(spec, i, p, b, ind, role_core="cube", free=free, pop=b[0].strip())
-    cube_setup += cs
-    cube_steps.append((i, T, b))
-    # -- Vector -------------------------------------------------------------------------------
-    vs = [f"    if sub in {p.peers}:", f"        pipe{i} = {cfg}"]
-    vb = []
+        pop = [f"TPOP(pipe{i}, ms{i}[k], {sv})"]
+        use = [f"TMOV(a{i}_l0, ms{i}[k])"]
+        free = f"TFREE(pipe{i})"
+    after = ([ln.replace("{t}", "tt") for ln in produce] if c2v else
+             [f"TMATMUL(acc{i}, a{i}_l0, b{i}_l0)",
+              f"TSTORE(GlobalTensor(g['out{i}'].data() + tt * {M * N}, ({M}, {N})), acc{i})"])
+    pops, each, tail = _consumer_edits(spec, i, p, pop, use, free, after) if p.kind == "v2c" else \
+        (pop, use + [free] + after, [])
+    return _indent(setup, 4), _group("i", H, T, pops, each, tail)
+
+
+def _render_vector(spec, i, p, ub) -> tuple:
+    vdt, adt = DTYPES[p.dtype]
+    slot = _slot_size(p)
+    M, K, N, T = p.M, p.K, p.N, p.tiles
+    c2v, v2c = p.kind != "v2c", p.kind != "c2v"
+    active = f"sub in {p.peers}" + (f" and sub != {p.peers[-1]}" if _mut(spec, "skip_peer", i) is not None else "")
+    setup = [f"pipe{i} = " + _cfg(spec, i, p, slot).replace("{init}", "aiv_initialize_pipe")]
+    body = []
     if v2c:
         sv = p.split_v2c
         pr, pc = _part(sv, M, K)
-        vs += [f"        x{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
-               f"        wx{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
-               f"        s{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})"]
+        setup += [f"x{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
+                  f"wx{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
+                  f"s{i} = Tile(TileType.Vec, {vdt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})"]
         r0 = f"t * {M}" + (f" + sub * {pr}" if sv == "TILE_UP_DOWN" else "")
         c0 = f"sub * {pc}" if sv == "TILE_LEFT_RIGHT" else "0"
-        vs.append(f"        def xin{i}(name, t):")
-        vs.append(f"            return GlobalTensor(g[name].data() + ({r0}) * {K} + {c0}, ({pr}, {pc}), ({K}, 1))")
-        body = [f"TLOAD(x{i}, xin{i}('a{i}', t))"]
+        setup += [f"def xin{i}(name, t):",
+                  f"    return GlobalTensor(g[name].data() + ({r0}) * {K} + {c0}, ({pr}, {pc}), ({K}, 1))"]
+        prod = [f"TLOAD(x{i}, xin{i}('a{i}', t))"]
         if any(OPS[o][0] == "t" for o, _ in p.pre):
-            body.append(f"TLOAD(wx{i}, xin{i}('w{i}', t))")
-        pre = []
-        _chain(pre, "", p.pre, f"s{i}", f"x{i}", f"wx{i}")
-        body += pre
+            prod.append(f"TLOAD(wx{i}, xin{i}('w{i}', t))")
+        prod += _chain(p.pre, f"s{i}", f"x{i}", f"wx{i}")
         if p.flow == "addr":
-            vs.append(f"        gv{i} = GlobalTensor({vdt}, ({pr}, {pc}), ({K}, 1))")
-            body += [f"TALLOC(pipe{i}, gv{i}, {sv})", f"TSTORE(gv{i}, s{i})", f"TPUSH(pipe{i}, gv{i}, {sv})"]
+            setup.append(f"gv{i} = GlobalTensor({vdt}, ({pr}, {pc}), ({K}, 1))")
+            push = [f"TALLOC(pipe{i}, gv{i}, {sv})", f"TSTORE(gv{i}, s{i})", f"TPUSH(pipe{i}, gv{i}, {sv})"]
         else:
-            body.append(f"TPUSH(pipe{i}, s{i}, {sv})")
+            push = [f"TPUSH(pipe{i}, s{i}, {sv})"]
+        prod += push
         if _mut(spec, "extra_tpush", i) is not None and p.kind != "c2v":
-            body.append(f"if t == {T - 1}:")
-            body.append(f"    TPUSH(pipe{i}, s{i}, {sv})" if p.flow == "tile" else
-                        f"    TALLOC(pipe{i}, gv{i}, {sv}); TSTORE(gv{i}, s{i}); TPUSH(pipe{i}, gv{i}, {sv})")
-        vb.append(("produce", body))
+            prod += [f"if t == {T - 1}:"] + _indent(push, 4)
+        body += [f"if i < {T}:", "    t = i"] + _indent(prod, 4)
     if c2v:
-        sc = p.split_c2v
+        sc, H = p.split_c2v, p.hold_c
         pr, pc = _part(sc, M, N)
         pop_split = sc
         if _mut(spec, "wrong_split", i) is not None:
-            pop_split = next(s for s in SPLITS if s != sc and _part(s, M, N) == (pr, pc)) \
-                if any(s != sc and _part(s, M, N) == (pr, pc) for s in SPLITS) else \
-                next(s for s in SPLITS if s != sc)
-        pdt = adt
-        if _mut(spec, "wrong_dtype", i) is not None:
-            pdt = "float16" if adt != "float16" else "float32"
-        addr = f", addr={ub('UB', pr * pc * 4):#x}" if p.pop_addr or p.flow == "addr" else ""
-        vs += [f"        y{i} = Tile(TileType.Vec, {pdt}, {pr}, {pc}{addr})",
-               f"        wy{i} = Tile(TileType.Vec, {adt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
-               f"        o{i} = Tile(TileType.Vec, {adt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})"]
+            same = [x for x in SPLITS if x != sc and _part(x, M, N) == (pr, pc)]
+            pop_split = same[0] if same else next(x for x in SPLITS if x != sc)
+        pdt = "float16" if _mut(spec, "wrong_dtype", i) is not None and adt != "float16" else \
+            ("float32" if _mut(spec, "wrong_dtype", i) is not None else adt)
+        own = p.pop_addr or p.flow == "addr"
+        addrs = [ub("UB", pr * pc * 4) for _ in range(H)] if own else None
+        setup.append(f"ys{i} = [Tile(TileType.Vec, {pdt}, {pr}, {pc}" +
+                     (f", addr=a) for a in {[hex(a) for a in addrs]}]".replace("'", "") if own else
+                      f") for _ in range({H})]"))
+        setup += [f"wy{i} = Tile(TileType.Vec, {adt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})",
+                  f"o{i} = Tile(TileType.Vec, {adt}, {pr}, {pc}, addr={ub('UB', pr * pc * 4):#x})"]
         if sc == "TILE_NO_SPLIT":
             r0, c0 = f"({p.peers}.index(sub) * {T} + t) * {M}", "0"
         else:
             r0 = f"t * {M}" + (f" + sub * {pr}" if sc == "TILE_UP_DOWN" else "")
             c0 = f"sub * {pc}" if sc == "TILE_LEFT_RIGHT" else "0"
-        vs.append(f"        def yout{i}(name, t):")
-        vs.append(f"            return GlobalTensor(g[name].data() + ({r0}) * {N} + {c0}, ({pr}, {pc}), ({N}, 1))")
+        setup += [f"def yout{i}(name, t):",
+                  f"    return GlobalTensor(g[name].data() + ({r0}) * {N} + {c0}, ({pr}, {pc}), ({N}, 1))"]
+        use = []
         if p.flow == "addr":
-            vs.append(f"        qv{i} = GlobalTensor({pdt}, ({pr}, {pc}), ({N}, 1))")
-            pop = [f"TPOP(pipe{i}, qv{i}, {pop_split})", f"TLOAD(y{i}, qv{i})"]
-            free = f"TFREE(pipe{i}, qv{i}, {pop_split})"
+            setup.append(f"qv{i} = [GlobalTensor({pdt}, ({pr}, {pc}), ({N}, 1)) for _ in range({H})]")
+            pop = [f"TPOP(pipe{i}, qv{i}[k], {pop_split})"]
+            use = [f"TLOAD(ys{i}[k], qv{i}[k])"]
+            free = f"TFREE(pipe{i}, qv{i}[k], {pop_split})"
+            if _mut(spec, "free_before_use", i) is not None:
+                pop, use = pop + use, []
         else:
-            pop = [f"TPOP(pipe{i}, y{i}, {pop_split})"]
+            pop = [f"TPOP(pipe{i}, ys{i}[k], {pop_split})"]
             free = f"TFREE(pipe{i})"
-        body = list(pop)
         if any(OPS[o][0] == "t" for o, _ in p.post):
-            body.append(f"TLOAD(wy{i}, yout{i}('u{i}', t))")
-        post = []
-        _chain(post, "", p.post, f"o{i}", f"y{i}", f"wy{i}")
-        if _mut(spec, "free_before_use", i) is not None:
-            body += [free] + post
-        else:
-            body += post + [free]
-        body.append(f"TSTORE(yout{i}('out{i}', t), o{i})")
-        _consumer_mutations(spec, i, p, body, "", role_core="vector", free=free, pop="; ".join(pop))
-        vb.append(("consume", body))
-    # the vector loop: produce tile t = i (i < T), consume tile t = i - lag (i >= lag)
-    lines = []
-    for what, body in vb:
-        ind2 = " " * 12
-        if what == "produce":
-            lines.append(f"{ind2}if i < {T}:")
-            lines.append(f"{ind2}    t = i")
-        else:
-            lines.append(f"{ind2}if i >= {p.lag}:")
-            lines.append(f"{ind2}    t = i - {p.lag}")
-        lines += [ind2 + "    " + ln for ln in body]
-    # skip_peer: the last peer never takes part (binds nothing, pops nothing)
-    active = f"sub in {p.peers}" + (f" and sub != {p.peers[-1]}" if _mut(spec, "skip_peer", i) is not None else "")
-    vs[0] = f"    if {active}:"
-    vec_setup += vs
-    vec_steps.append((i, T + p.lag, [f"        if {active}:"] + lines))
-
-
-def _consumer_mutations(spec, i, p, body, ind, role_core, free, pop):
-    """Consumer-side mutations at iteration ``at`` of pipe ``i`` (edit ``body`` in place)."""
-    consumer_here = (role_core == "cube") == (p.kind == "v2c") or (p.kind == "both" and role_core == "vector")
-    if p.kind == "both" and role_core == "cube":
-        consumer_here = False
-    if not consumer_here:
-        return
-    var = "i" if role_core == "cube" else "t"
-    at = _mut(spec, "drop_tfree", i)
-    if at is not None:
-        k = next(j for j, ln in enumerate(body) if ln.strip() == free)
-        body[k] = body[k].replace(free, f"({free} if {var} != {at} else None)")
-    at = _mut(spec, "double_tfree", i)
-    if at is not None:
-        k = next(j for j, ln in enumerate(body) if ln.strip() == free)
-        body.insert(k + 1, f"{ind}({free} if {var} == {at} else None)")
-    at = _mut(spec, "extra_tpop", i)
-    if at is not None:
-        body.append(f"{ind}if {var} == {p.tiles - 1}:")
-        body.append(f"{ind}    {pop}; {free}")
+            use.append(f"TLOAD(wy{i}, yout{i}('u{i}', tt))")
+        use += _chain(p.post, f"o{i}", f"ys{i}[k]", f"wy{i}")
+        after = [f"TSTORE(yout{i}('out{i}', tt), o{i})"]
+        pops, each, tail = _consumer_edits(spec, i, p, pop, use, free, after)
+        body += [f"if i >= {p.lag}:", f"    t = i - {p.lag}"] + _indent(_group("t", H, T, pops, each, tail), 4)
+    return _indent([f"if {active}:"] + _indent(setup, 4), 4), [f"if {active}:"] + _indent(body, 4)
 
 
 # -- golden ---------------------------------------------------------------------------------------
@@ -492,11 +528,11 @@ def load(path: str):
     return mod
 
 
-def _run(mod, spec: KernelSpec, checks: bool):
+def _run(mod, spec: KernelSpec, checks: bool, **kw):
     args = mod.make_args(np.random.default_rng(spec.data_seed))
     try:
         res = ptopipe.run(mod.cube, mod.vector, args, platform=spec.platform, protocol=spec.protocol,
-                          max_instructions=MAX_INSTRUCTIONS, checks=checks)
+                          max_instructions=MAX_INSTRUCTIONS, checks=checks, **kw)
     except ptopipe.PtoPipeError as e:
         return args, None, e
     return args, {k: np.array(v) for k, v in res.outputs.items()}, None
@@ -548,6 +584,17 @@ def check_kernel(spec: KernelSpec, directory: str | None = None) -> str:
         for k in out_on:
             if out_on[k].tobytes() != out_off[k].tobytes():
                 raise finding(f"output {k} differs between checkers on and off")
+        # the same module again: another interleaving of the cores, and without the timing model
+        for kw in ({"schedule_seed": spec.data_seed}, {"timing": False}):
+            try:
+                _, out, err = _run(mod, spec, True, **kw)
+            except Exception as e:
+                raise finding(f"{kw}: {type(e).__name__} is not a PtoPipeError: {e}") from e
+            if err is not None:
+                raise finding(f"clean with the default schedule but {type(err).__name__} with {kw}: {err}")
+            for k in out_on:
+                if out_on[k].tobytes() != out[k].tobytes():
+                    raise finding(f"output {k} differs with {kw}")
         if spec.clean or name in SAME_RESULT:
             exp = golden(spec, args)
             for k, e in exp.items():
