@@ -66,7 +66,8 @@ def main() -> int:
         try:
             batch()
         except fk.Finding as e:
-            print(f"FINDING (hypothesis seed {s}; re-run: python benchmarks/fuzz.py --seed {s} --minutes 0.01)")
+            print(f"FINDING (hypothesis seed {s}; re-run: python benchmarks/fuzz.py --seed {s} --minutes 0.01"
+                  + (" --with-known)" if ns.with_known else ")"))
             print(e)
             return 1
         except Exception as e:               # a failure of the harness itself is a finding too
