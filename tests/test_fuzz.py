@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 
 import fuzz_kernels as fk
 
-# The profile generates fuzz_kernels.DEFAULT_MUTATIONS: the features in fuzz_kernels.KNOWN_BUGS
-# (issue 9 item 3: float-only ops on integer tiles, int8 scalars out of range) are left out
-# until that bug is fixed; then pass mutations=fk.MUTATIONS below.
+# The profile leaves out the features in fuzz_kernels.KNOWN_BUGS until those bugs are fixed:
+# issue 9 item 3 (float-only ops on integer tiles, int8 scalars out of range: the "bad_op"
+# mutation; then pass mutations=fk.MUTATIONS) and issue 9 item 1 (a pipe carrying tiles of
+# two sizes: then pass mixed=True to kernel_specs).
 FUZZ = settings(max_examples=40, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
