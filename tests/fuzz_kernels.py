@@ -86,6 +86,8 @@ class PipeSpec:
     api: str = "tpipe"   # "init": aic/aiv_initialize_pipe (seed 003: SlotNum 8 / 4, FlagID 0)
     pad: tuple = (0, 0)  # extra static rows / cols around the valid region of the unpopped tiles
     mixed: bool = False  # odd tiles have M / 2 rows: one pipe carries tiles of two sizes
+    sync: int = 0        # api "tmpipe": FiFoSyncT (pto-isa's SyncPeriod); 0: the default rule
+    events: bool = False  # each op of a chain waits for the previous one's event (trailing arg)
 
 
 @dataclass(frozen=True)
@@ -166,9 +168,14 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
             pad=(draw(st.sampled_from([0, 0, 1, 2])), draw(st.sampled_from([0, 0, 8]))),
             mixed=M >= 4 and mixed and draw(st.booleans())))
+    for k, p in enumerate(pipes):
+        if p.kind != "both" and p.slot_num >= 2 and p.peers != (1,) and draw(st.booleans()):
+            divisors = [d for d in range(1, p.slot_num + 1) if p.slot_num % d == 0]
+            pipes[k] = replace(p, api="tmpipe", sync=draw(st.sampled_from(divisors)))
+        pipes[k] = replace(pipes[k], events=draw(st.booleans()))
     if len(pipes) == 1 and draw(st.booleans()) and (platform == "a2a3" or pipes[0].flow == "tile"):
         both = pipes[0].kind == "both"       # the seed-003 API: SlotNum 8 one way, 4 both ways
-        pipes[0] = replace(pipes[0], api="init", flag_id=0, slot_num=4 if both else 8, local_slot_num=2,
+        pipes[0] = replace(pipes[0], api="init", sync=0, flag_id=0, slot_num=4 if both else 8, local_slot_num=2,
                            gm_dir=False, lag=min(pipes[0].lag, 4 if both else 8))
     pipes = [_holds(draw, platform, protocol, p) for p in pipes]
     mutation = None
@@ -195,7 +202,7 @@ def _holds(draw, platform, protocol, p: PipeSpec) -> PipeSpec:
     * the Cube of a DIR_BOTH pipe holds at most lag + 1 V2C tiles (it must push results
       back before the Vector cores push more)."""
     n = p.slot_num
-    sync = (n if n <= 2 else n // 2) if protocol == "pto-isa" else 1
+    sync = (p.sync or (n if n <= 2 else n // 2)) if protocol == "pto-isa" else 1
     room = n - (sync - 1)
     lag = min(p.lag, room - 1)
     in_gm = platform == "a2a3" or p.gm_dir
@@ -247,15 +254,18 @@ def _mut(spec: KernelSpec, name: str, p: int):
     return m[2] if m is not None and m[0] == name and m[1] == p else None
 
 
-def _chain(ops, dst, src, w) -> list:
-    """The op chain ``dst = ops(src, w)``; no ops: ``TMOV(dst, src)``."""
+def _chain(ops, dst, src, w, events: bool = False) -> list:
+    """The op chain ``dst = ops(src, w)``; no ops: ``TMOV(dst, src)``.  With ``events`` each
+    op also waits for the previous op's event (a trailing argument, as in pto_instr.hpp)."""
     if not ops:
         return [f"TMOV({dst}, {src})"]
     out, cur = [], src
-    for op, s in ops:
+    for k, (op, s) in enumerate(ops):
         kind = OPS[op][0]
         arg = f", {w}" if kind == "t" else (f", {s}" if kind == "s" else "")
-        out.append(f"{op}({dst}, {cur}{arg})")
+        if events and k:
+            arg += ", ev"
+        out.append(("ev = " if events else "") + f"{op}({dst}, {cur}{arg})")
         cur = dst
     return out
 
@@ -341,6 +351,20 @@ def _cfg(spec, i, p, slot) -> str:
     if p.api == "init":
         mask = {"c2v": "DIR_C2V", "v2c": "DIR_V2C", "both": "DIR_C2V | DIR_V2C"}[p.kind]
         return f"{{init}}({mask}, {slot}, g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x}, peers={p.peers})"
+    if p.api == "tmpipe":
+        vdt, adt = DTYPES[p.dtype]
+        if p.kind == "c2v":
+            prod, cons = (f"Tile(TileType.Acc, {adt}, {p.M}, {p.N})",
+                          f"Tile(TileType.Vec, {adt}, {', '.join(map(str, _part(p.split_c2v, p.M, p.N)))})")
+            local = "FIFOType.VEC_FIFO"
+        else:
+            prod, cons = (f"Tile(TileType.Vec, {vdt}, {', '.join(map(str, _part(p.split_v2c, p.M, p.K)))})",
+                          f"Tile(TileType.Mat, {vdt}, {p.M}, {p.K})")
+            local = "FIFOType.MAT_FIFO"
+        fifo = "FIFOType.GM_FIFO" if spec.platform == "a2a3" or p.gm_dir else local
+        ratio = "VecCubeRatio.V2C2_VECS" if p.peers == (0,) else "VecCubeRatio.V2C1_VECS"
+        return (f"TMPipe({p.flag_id}, {fifo}, {p.slot_num}, {p.sync}, {prod}, {cons}, "
+                f"local_depth={p.local_slot_num}, vc_ratio={ratio})(g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x})")
     return (f"TPipe({p.flag_id}, {_direction(p)}, {slot}, {p.slot_num}, {p.local_slot_num}, "
             f"peers={p.peers})(g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x})")
 
@@ -475,7 +499,7 @@ def _render_vector(spec, i, p, ub) -> tuple:
         prod = [f"TLOAD({x}, xin{i}('a{i}', t))"]
         if any(OPS[o][0] == "t" for o, _ in p.pre):
             prod.append(f"TLOAD({wx}, xin{i}('w{i}', t))")
-        prod += _chain(p.pre, s_, x, wx)
+        prod += _chain(p.pre, s_, x, wx, p.events)
         if _mut(spec, "bad_op", i) is not None and p.kind == "v2c":
             prod.append(f"TADDS({s_}, {s_}, 1000)")          # out of int8 range
         if p.flow == "addr":
@@ -532,7 +556,7 @@ def _render_vector(spec, i, p, ub) -> tuple:
         wy, o = f"wy{i}[MT{i}(tt)]", f"o{i}[MT{i}(tt)]"
         if any(OPS[op][0] == "t" for op, _ in p.post):
             use.append(f"TLOAD({wy}, yout{i}('u{i}', tt))")
-        use += _chain(p.post, o, y, wy)
+        use += _chain(p.post, o, y, wy, p.events)
         if _mut(spec, "bad_op", i) is not None:
             use.append(f"TEXP({o}, {o})")                    # float-only op on an int32 tile
         after = [f"TSTORE(yout{i}('out{i}', tt), {o})"]
