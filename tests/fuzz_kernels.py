@@ -169,7 +169,11 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             pad=(draw(st.sampled_from([0, 0, 1, 2])), draw(st.sampled_from([0, 0, 8]))),
             mixed=M >= 4 and mixed and draw(st.booleans())))
     for k, p in enumerate(pipes):
-        if p.kind != "both" and p.slot_num >= 2 and p.peers != (1,) and draw(st.booleans()):
+        # TMPipe's SlotSize is its larger tile's size, which must be 32-byte aligned
+        tile_bytes = p.M * (p.N * np.dtype(DTYPES[p.dtype][1]).itemsize if p.kind == "c2v"
+                            else p.K * np.dtype(DTYPES[p.dtype][0]).itemsize)
+        if (p.kind != "both" and p.slot_num >= 2 and p.peers != (1,) and tile_bytes % 32 == 0
+                and draw(st.booleans())):
             divisors = [d for d in range(1, p.slot_num + 1) if p.slot_num % d == 0]
             pipes[k] = replace(p, api="tmpipe", sync=draw(st.sampled_from(divisors)))
         pipes[k] = replace(pipes[k], events=draw(st.booleans()))
