@@ -56,7 +56,7 @@ def main() -> int:
         @seed(s)
         @settings(max_examples=ns.batch, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
-        @given(spec=fk.kernel_specs(mutations=mutations, mixed=ns.with_known))
+        @given(spec=fk.kernel_specs(mutations=mutations, mixed=ns.with_known, alt=ns.with_known))
         def batch(spec):
             count[0] += 1
             outcomes[fk.check_kernel(spec, os.path.join(work, f"k{count[0] % 8}"))] += 1

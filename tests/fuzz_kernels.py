@@ -53,7 +53,10 @@ MUTATIONS = ("drop_tfree", "double_tfree", "extra_tpop", "extra_tpush", "free_be
 KNOWN_BUGS = {"bad_op": "issue 9 item 3: a float-only op on an integer tile (TEXP) or an int8 "
                         "scalar out of range fails in numpy without a kernel location",
               "mixed": "issue 9 item 1: a pipe carrying tiles of two sizes, several popped before "
-                       "they are freed, gives wrong data (staging slot k at k * tile.nbytes)"}
+                       "they are freed, gives wrong data (staging slot k at k * tile.nbytes)",
+              "alt": "new (fuzz): a tile without an address popped again from a GM ring under spec keeps "
+                     "its first staging binding; after another tile used that staging slot, reading it "
+                     "is reported as a use after free"}
 DEFAULT_MUTATIONS = tuple(m for m in MUTATIONS if m not in KNOWN_BUGS)
 SAME_RESULT = {"drop_tfree", "double_tfree", "free_before_use"}   # if it runs, the golden holds
 MUST_FAIL = {"extra_tpop", "extra_tpush", "skip_peer"}            # never a clean run
@@ -88,6 +91,7 @@ class PipeSpec:
     mixed: bool = False  # odd tiles have M / 2 rows: one pipe carries tiles of two sizes
     sync: int = 0        # api "tmpipe": FiFoSyncT (pto-isa's SyncPeriod); 0: the default rule
     events: bool = False  # each op of a chain waits for the previous one's event (trailing arg)
+    alt: bool = False    # popped tiles without an address: two objects, used by alternate groups
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,7 @@ def _ops(draw, dtype: str, n_max: int):
 @st.composite
 def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protocols=PROTOCOLS,
                  flows=("tile", "addr"), kinds=("c2v", "v2c", "both"), mutations=DEFAULT_MUTATIONS,
-                 mixed: bool = False):
+                 mixed: bool = False, alt: bool = False):
     """A random kernel; ``mutate`` True/False forces a mutation or none (None: either);
     ``mixed`` lets a pipe carry tiles of two sizes (KNOWN_BUGS["mixed"])."""
     platform = draw(st.sampled_from(platforms))
@@ -167,7 +171,7 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             post=_ops(draw, DTYPES[dtype][1], 3) if kind != "v2c" else (),
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
             pad=(draw(st.sampled_from([0, 0, 1, 2])), draw(st.sampled_from([0, 0, 8]))),
-            mixed=M >= 4 and mixed and draw(st.booleans())))
+            mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans())))
     for k, p in enumerate(pipes):
         # TMPipe's SlotSize is its larger tile's size, which must be 32-byte aligned
         tile_bytes = p.M * (p.N * np.dtype(DTYPES[p.dtype][1]).itemsize if p.kind == "c2v"
@@ -415,6 +419,15 @@ def _tiles(p, loc, dt, shape_of, alloc, mem, base=0, pad=True) -> str:
     return "{" + ", ".join(f"{r}: " + _tile(q, loc, dt, *shape_of(r), alloc, mem, base) for r in _rows(p)) + "}"
 
 
+def _alt(p: PipeSpec, one: str) -> str:
+    """``alt``: two tile objects per popped tile, used by alternate groups of pops."""
+    return f"[{one}, {one}]" if p.alt else one
+
+
+def _alt_ix(p: PipeSpec, H: int, t: str) -> str:
+    return f"[({t}) // {H} % 2]" if p.alt else ""
+
+
 def _module_helpers(i, p) -> list:
     rows = _rows(p)
     return [f"ROWS{i} = {rows!r}",
@@ -460,7 +473,8 @@ def _render_cube(spec, i, p, l1) -> tuple:
         setup.append(f"ms{i} = [" + ", ".join(_tiles(p, "Mat", vdt, lambda r: (r, K), l1, "L1", base, pad=False)
                                              for _ in range(H)) + "]")
     else:
-        setup.append(f"ms{i} = [{{r: Tile(TileType.Mat, {vdt}, r, {K}) for r in ROWS{i}}} for _ in range({H})]")
+        one = f"Tile(TileType.Mat, {vdt}, r, {K})"
+        setup.append(f"ms{i} = [{{r: {_alt(p, one)} for r in ROWS{i}}} for _ in range({H})]")
     if p.flow == "addr":
         setup.append(f"qs{i} = [{{r: GlobalTensor({vdt}, (r, {K})) for r in ROWS{i}}} for _ in range({H})]")
         pop = [f"TPOP(pipe{i}, qs{i}[k][MT{i}(g0 + k)], {sv})"]
@@ -469,8 +483,9 @@ def _render_cube(spec, i, p, l1) -> tuple:
         if _mut(spec, "free_before_use", i) is not None:       # the load reads the slot
             pop, use = pop + [use[0].replace("(tt)", "(g0 + k)")], use[1:]
     else:
-        pop = [f"TPOP(pipe{i}, ms{i}[k][MT{i}(g0 + k)], {sv})"]
-        use = [f"TMOV(a{i}_l0[MT{i}(tt)], ms{i}[k][MT{i}(tt)])"]
+        q = p if not own else replace(p, alt=False)
+        pop = [f"TPOP(pipe{i}, ms{i}[k][MT{i}(g0 + k)]{_alt_ix(q, H, 'g0 + k')}, {sv})"]
+        use = [f"TMOV(a{i}_l0[MT{i}(tt)], ms{i}[k][MT{i}(tt)]{_alt_ix(q, H, 'tt')})"]
         free = f"TFREE(pipe{i})"
     after = ([ln.replace("{t}", "tt") for ln in produce] if c2v else
              [f"TMATMUL(acc{i}[MT{i}(tt)], a{i}_l0[MT{i}(tt)], b{i}_l0)",
@@ -532,8 +547,8 @@ def _render_vector(spec, i, p, ub) -> tuple:
                                                  for _ in range(H)) + "]")
         else:
             pr0 = "r // 2" if ud else "r"
-            setup.append(f"ys{i} = [{{r: Tile(TileType.Vec, {pdt}, {pr0}, {pc}) for r in ROWS{i}}} "
-                         f"for _ in range({H})]")
+            one = f"Tile(TileType.Vec, {pdt}, {pr0}, {pc})"
+            setup.append(f"ys{i} = [{{r: {_alt(p, one)} for r in ROWS{i}}} for _ in range({H})]")
         setup += [f"{v}{i} = " + _tiles(p, "Vec", adt, part, ub, "UB") for v in ("wy", "o")]
         pr = f"MT{i}(t) // 2" if ud else f"MT{i}(t)"
         if sc == "TILE_NO_SPLIT":
@@ -543,7 +558,8 @@ def _render_vector(spec, i, p, ub) -> tuple:
             c0 = f"sub * {pc}" if sc == "TILE_LEFT_RIGHT" else "0"
         setup += [f"def yout{i}(name, t):",
                   f"    return GlobalTensor(g[name].data() + ({r0}) * {N} + {c0}, ({pr}, {pc}), ({N}, 1))"]
-        y = f"ys{i}[k][MT{i}(tt)]"
+        alt = p.alt and not own and p.flow == "tile"
+        y = f"ys{i}[k][MT{i}(tt)]" + (_alt_ix(p, H, "tt") if alt else "")
         use = []
         if p.flow == "addr":
             qpr = "r // 2" if ud else "r"
@@ -555,7 +571,7 @@ def _render_vector(spec, i, p, ub) -> tuple:
             if _mut(spec, "free_before_use", i) is not None:
                 pop, use = pop + [use[0].replace("(tt)", "(g0 + k)")], []
         else:
-            pop = [f"TPOP(pipe{i}, ys{i}[k][MT{i}(g0 + k)], {pop_split})"]
+            pop = [f"TPOP(pipe{i}, ys{i}[k][MT{i}(g0 + k)]{_alt_ix(p, H, 'g0 + k') if alt else ''}, {pop_split})"]
             free = f"TFREE(pipe{i})"
         wy, o = f"wy{i}[MT{i}(tt)]", f"o{i}[MT{i}(tt)]"
         if any(OPS[op][0] == "t" for op, _ in p.post):
