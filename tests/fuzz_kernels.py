@@ -45,7 +45,12 @@ OPS = {"TADDS": ("s", lambda a, s: a + s), "TSUBS": ("s", lambda a, s: a - s),
        "TMULS": ("s", lambda a, s: a * s), "TMAXS": ("s", np.maximum), "TMINS": ("s", np.minimum),
        "TADD": ("t", np.add), "TSUB": ("t", np.subtract), "TMUL": ("t", np.multiply),
        "TMAX": ("t", np.maximum), "TMIN": ("t", np.minimum),
-       "TABS": ("u", np.abs), "TNEG": ("u", np.negative), "TRELU": ("u", lambda a: np.maximum(a, 0))}
+       "TABS": ("u", np.abs), "TNEG": ("u", np.negative), "TRELU": ("u", lambda a: np.maximum(a, 0)),
+       # two-instruction ops, only on 32-bit tiles (the C2V side): TROWSUM into a scratch
+       # column then TROWEXPANDADD; TCVT to the other 32-bit type and back
+       "ROWADD": ("x", lambda a: a + a.sum(axis=1, keepdims=True, dtype=a.dtype)),
+       "CVT": ("c", lambda a: a.astype(np.int32 if a.dtype.kind == "f" else np.float32).astype(a.dtype))}
+WIDE_ONLY = {"ROWADD", "CVT"}
 MUTATIONS = ("drop_tfree", "double_tfree", "extra_tpop", "extra_tpush", "free_before_use",
              "wrong_split", "wrong_dtype", "skip_peer", "bad_op")
 # Features that hit a known bug: left out of the suite's profile and of benchmarks/fuzz.py by
@@ -109,8 +114,9 @@ class KernelSpec:
 
 
 # -- the strategy -------------------------------------------------------------------------------
-def _ops(draw, dtype: str, n_max: int):
-    names = sorted(OPS)
+def _ops(draw, n_max: int, wide: bool):
+    """An op chain; ``wide``: on 32-bit tiles (ROWADD and CVT allowed)."""
+    names = sorted(op for op in OPS if op not in WIDE_ONLY or wide)
     out = []
     for _ in range(draw(st.integers(0, n_max))):
         op = draw(st.sampled_from(names))
@@ -167,8 +173,8 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,
             M=M, K=K, N=N, tiles=draw(st.integers(1, 6)),
             lag=draw(st.integers(0, min(2, n))) if kind == "both" else 0,
-            pre=_ops(draw, dtype, 3) if kind != "c2v" else (),
-            post=_ops(draw, DTYPES[dtype][1], 3) if kind != "v2c" else (),
+            pre=_ops(draw, 3, False) if kind != "c2v" else (),
+            post=_ops(draw, 3, True) if kind != "v2c" else (),
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
             pad=(draw(st.sampled_from([0, 0, 1, 2])), draw(st.sampled_from([0, 0, 8]))),
             mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans())))
@@ -262,18 +268,24 @@ def _mut(spec: KernelSpec, name: str, p: int):
     return m[2] if m is not None and m[0] == name and m[1] == p else None
 
 
-def _chain(ops, dst, src, w, events: bool = False) -> list:
+def _chain(ops, dst, src, w, events: bool = False, row: str = "", cvt: str = "") -> list:
     """The op chain ``dst = ops(src, w)``; no ops: ``TMOV(dst, src)``.  With ``events`` each
-    op also waits for the previous op's event (a trailing argument, as in pto_instr.hpp)."""
+    op also waits for the previous op's event (a trailing argument, as in pto_instr.hpp).
+    ``row`` / ``cvt`` name the scratch tiles of ROWADD / CVT."""
     if not ops:
         return [f"TMOV({dst}, {src})"]
     out, cur = [], src
+    ev, set_ev = (", ev", "ev = ") if events else ("", "")
     for k, (op, s) in enumerate(ops):
         kind = OPS[op][0]
-        arg = f", {w}" if kind == "t" else (f", {s}" if kind == "s" else "")
-        if events and k:
-            arg += ", ev"
-        out.append(("ev = " if events else "") + f"{op}({dst}, {cur}{arg})")
+        after = ev if k else ""
+        if kind == "x":
+            out += [f"{set_ev}TROWSUM({row}, {cur}{after})", f"{set_ev}TROWEXPANDADD({dst}, {cur}, {row}{ev})"]
+        elif kind == "c":
+            out += [f"{set_ev}TCVT({cvt}, {cur}{after})", f"{set_ev}TCVT({dst}, {cvt}{ev})"]
+        else:
+            arg = f", {w}" if kind == "t" else (f", {s}" if kind == "s" else "")
+            out.append(f"{set_ev}{op}({dst}, {cur}{arg}{after})")
         cur = dst
     return out
 
@@ -550,6 +562,10 @@ def _render_vector(spec, i, p, ub) -> tuple:
             one = f"Tile(TileType.Vec, {pdt}, {pr0}, {pc})"
             setup.append(f"ys{i} = [{{r: {_alt(p, one)} for r in ROWS{i}}} for _ in range({H})]")
         setup += [f"{v}{i} = " + _tiles(p, "Vec", adt, part, ub, "UB") for v in ("wy", "o")]
+        if any(op in WIDE_ONLY for op, _ in p.post):
+            other = "int32" if adt == "float32" else "float32"
+            setup += [f"orow{i} = " + _tiles(p, "Vec", adt, lambda r: (part(r)[0], 8), ub, "UB"),
+                      f"ocvt{i} = " + _tiles(p, "Vec", other, part, ub, "UB")]
         pr = f"MT{i}(t) // 2" if ud else f"MT{i}(t)"
         if sc == "TILE_NO_SPLIT":
             r0, c0 = f"{p.peers}.index(sub) * {_total_rows(p)} + R{i}(t)", "0"
@@ -576,7 +592,7 @@ def _render_vector(spec, i, p, ub) -> tuple:
         wy, o = f"wy{i}[MT{i}(tt)]", f"o{i}[MT{i}(tt)]"
         if any(OPS[op][0] == "t" for op, _ in p.post):
             use.append(f"TLOAD({wy}, yout{i}('u{i}', tt))")
-        use += _chain(p.post, o, y, wy, p.events)
+        use += _chain(p.post, o, y, wy, p.events, f"orow{i}[MT{i}(tt)]", f"ocvt{i}[MT{i}(tt)]")
         if _mut(spec, "bad_op", i) is not None:
             use.append(f"TEXP({o}, {o})")                    # float-only op on an int32 tile
         after = [f"TSTORE(yout{i}('out{i}', tt), {o})"]
