@@ -629,6 +629,10 @@ def golden(spec: KernelSpec, args: dict) -> dict:
         elif p.split_c2v == "TILE_NO_SPLIT":
             parts = [_apply(p.post, y.copy(), u[k * TR:(k + 1) * TR]) for k in range(len(p.peers))]
             out[f"out{i}"] = np.concatenate(parts)
+        elif p.split_c2v == "TILE_LEFT_RIGHT":     # each Vector core works on its column half
+            h = p.N // 2
+            out[f"out{i}"] = np.concatenate([_apply(p.post, y[:, :h].copy(), u[:, :h]),
+                                             _apply(p.post, y[:, h:].copy(), u[:, h:])], axis=1)
         else:
             out[f"out{i}"] = _apply(p.post, y.copy(), u)
     return out
