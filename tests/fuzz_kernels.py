@@ -335,7 +335,17 @@ def render(spec: KernelSpec) -> str:
               f"        u{i}=rng.integers(-3, 4, ({rows_out}, {p.N})).astype(np.{adt}),",
               f"        out{i}=np.zeros(({rows_out}, {p.N}), np.{adt}),",
               f"        fifo{i}=ptopipe.gm_buffer({(2 if p.kind == 'both' else 1) * p.slot_num * _slot_size(p)}),"]
-    L += ["    )", "", "", "if __name__ == '__main__':",
+    L += ["    )", "", "",
+          "def golden(args):",
+          "    import sys",
+          f"    sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})",
+          "    import fuzz_kernels as fk",
+          "    from fuzz_kernels import KernelSpec, PipeSpec  # noqa: F401 (the spec below)",
+          f"    return fk.golden({spec!r}, args)" if spec.clean else "    return {}   # a mutated kernel",
+          "", "",
+          f"SCENARIO = ptopipe.Scenario({'fuzz_kernel'!r}, cube, vector, make_args, golden, "
+          f"platform=PLATFORM, protocol=PROTOCOL)",
+          "", "", "if __name__ == '__main__':",
           "    args = make_args(np.random.default_rng(DATA_SEED))",
           "    for checks in (True, False):",
           "        res = ptopipe.run(cube, vector, args, platform=PLATFORM, protocol=PROTOCOL,",
@@ -684,9 +694,11 @@ def _located(err, path: str, n_lines: int) -> bool:
     return False
 
 
-def check_kernel(spec: KernelSpec, directory: str | None = None) -> str:
+def check_kernel(spec: KernelSpec, directory: str | None = None, cli: bool = True) -> str:
     """Run ``spec`` with the checkers on and off and check every property; returns
-    "clean" or the error class name.  Raises :class:`Finding` with a reproducer."""
+    "clean" or the error class name.  Raises :class:`Finding` with a reproducer.  With
+    ``cli``, also ``ptopipe check FILE --schedules 2``: exit 0 for a clean kernel, 1 naming a
+    kernel line for a failing one, never a traceback."""
     path = write_kernel(spec, directory)
     src = open(path).read()
     n_lines = src.count("\n") + 1
@@ -735,8 +747,33 @@ def check_kernel(spec: KernelSpec, directory: str | None = None) -> str:
                 if out_on[k].shape != e.shape or not np.array_equal(out_on[k], e):
                     bad = np.argwhere(out_on[k] != e)[:3].tolist() if out_on[k].shape == e.shape else "shape"
                     raise finding(f"output {k} differs from the numpy golden (first at {bad})")
+        if cli:
+            _check_cli(path, spec, None, finding)
         return "clean"
     if spec.clean:
         raise finding(f"a clean kernel raised {type(err_on).__name__}: {err_on}")
+    if cli:
+        _check_cli(path, spec, err_on, finding)
     return type(err_on).__name__
+
+
+def _check_cli(path, spec, err, finding) -> None:
+    """``ptopipe check`` on the kernel file agrees with the API run and shows no traceback."""
+    import contextlib
+    import io
+
+    from ptopipe.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = main(["check", path, "--schedules", "2"])
+    text = out.getvalue()
+    if "Traceback" in text:
+        raise finding(f"ptopipe check printed a traceback:\n{text}")
+    if err is None and spec.clean and rc != 0:
+        raise finding(f"ptopipe check failed (exit {rc}) on a kernel the API runs clean:\n{text}")
+    if err is not None:
+        base = re.escape(os.path.basename(path))
+        if rc != 1 or not re.search(rf"{base}:\d+", text):
+            raise finding(f"ptopipe check exit {rc} on a kernel that raises {type(err).__name__}, "
+                          f"output without a kernel line:\n{text}")
 
