@@ -97,6 +97,7 @@ class PipeSpec:
     sync: int = 0        # api "tmpipe": FiFoSyncT (pto-isa's SyncPeriod); 0: the default rule
     events: bool = False  # each op of a chain waits for the previous one's event (trailing arg)
     alt: bool = False    # popped tiles without an address: two objects, used by alternate groups
+    ksplit: bool = False  # the Cube multiplies K in two halves (TEXTRACT, TMATMUL, TMATMUL_ACC)
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             post=_ops(draw, 3, True) if kind != "v2c" else (),
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
             pad=(draw(st.sampled_from([0, 0, 1, 2])), draw(st.sampled_from([0, 0, 8]))),
-            mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans())))
+            mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans()),
+            ksplit=draw(st.booleans())))
     for k, p in enumerate(pipes):
         # TMPipe's SlotSize is its larger tile's size, which must be 32-byte aligned
         tile_bytes = p.M * (p.N * np.dtype(DTYPES[p.dtype][1]).itemsize if p.kind == "c2v"
@@ -458,6 +460,20 @@ def _module_helpers(i, p) -> list:
             f"    return (t // {len(rows)}) * {sum(rows)} + sum(ROWS{i}[:t % {len(rows)}])", ""]
 
 
+def _to_left(p, i, src, t) -> list:
+    """Move the Mat tile ``src`` (tile ``t``) to the Left operand(s)."""
+    if p.ksplit:
+        return [f"TEXTRACT(a{i}_lo[MT{i}({t})], {src}, 0, 0)", f"TEXTRACT(a{i}_hi[MT{i}({t})], {src}, 0, {p.K // 2})"]
+    return [f"TMOV(a{i}_l0[MT{i}({t})], {src})"]
+
+
+def _matmul(p, i, acc, t) -> list:
+    if p.ksplit:
+        return [f"TMATMUL({acc}, a{i}_lo[MT{i}({t})], b{i}_lo)",
+                f"TMATMUL_ACC({acc}, {acc}, a{i}_hi[MT{i}({t})], b{i}_hi)"]
+    return [f"TMATMUL({acc}, a{i}_l0[MT{i}({t})], b{i}_l0)"]
+
+
 def _render_cube(spec, i, p, l1) -> tuple:
     vdt, adt = DTYPES[p.dtype]
     slot = _slot_size(p)
@@ -470,6 +486,13 @@ def _render_cube(spec, i, p, l1) -> tuple:
              f"a{i}_l0 = " + _tiles(p, "Left", vdt, lambda r: (r, K), l1, "L0A"),
              f"acc{i} = " + _tiles(p, "Acc", adt, lambda r: (r, N), l1, "L0C"),
              f"TLOAD(b{i}_l1, g['b{i}'])", f"TMOV(b{i}_l0, b{i}_l1)"]
+    if p.ksplit:                      # K in two halves: TEXTRACT + TMATMUL + TMATMUL_ACC
+        h = K // 2
+        setup += [f"a{i}_lo = " + _tiles(p, "Left", vdt, lambda r: (r, h), l1, "L0A"),
+                  f"a{i}_hi = " + _tiles(p, "Left", vdt, lambda r: (r, h), l1, "L0A"),
+                  f"b{i}_lo = " + _tile(p, "Right", vdt, h, N, l1, "L0B"),
+                  f"b{i}_hi = " + _tile(p, "Right", vdt, h, N, l1, "L0B"),
+                  f"TEXTRACT(b{i}_lo, b{i}_l1, 0, 0)", f"TEXTRACT(b{i}_hi, b{i}_l1, {h}, 0)"]
     produce = []
     if c2v:
         sc = p.split_c2v
@@ -479,13 +502,13 @@ def _render_cube(spec, i, p, l1) -> tuple:
                     f"TSTORE(gp{i}, {acc})", f"TPUSH(pipe{i}, gp{i}, {sc})"]
         else:
             push = [f"TPUSH(pipe{i}, {acc}, {sc})"]
-        produce = [f"TMATMUL({acc}, a{i}_l0[MT{i}({{t}})], b{i}_l0)"] + push
+        produce = _matmul(p, i, acc, "{t}") + push
         if _mut(spec, "extra_tpush", i) is not None and p.kind == "c2v":
             produce += [f"if {{t}} == {T - 1}:"] + _indent(push, 4)
     if not v2c:
         setup.append(f"a{i}_l1 = " + _tiles(p, "Mat", vdt, lambda r: (r, K), l1, "L1", base))
         body = [f"TLOAD(a{i}_l1[MT{i}(i)], GlobalTensor(g['a{i}'].data() + R{i}(i) * {K}, (MT{i}(i), {K})))",
-                f"TMOV(a{i}_l0[MT{i}(i)], a{i}_l1[MT{i}(i)])"] + [ln.replace("{t}", "i") for ln in produce]
+                *_to_left(p, i, f"a{i}_l1[MT{i}(i)]", "i")] + [ln.replace("{t}", "i") for ln in produce]
         return _indent(setup, 4), body
     sv, H = p.split_v2c, p.hold_v
     if _mut(spec, "wrong_dtype", i) is not None and p.kind == "v2c":
@@ -500,17 +523,17 @@ def _render_cube(spec, i, p, l1) -> tuple:
     if p.flow == "addr":
         setup.append(f"qs{i} = [{{r: GlobalTensor({vdt}, (r, {K})) for r in ROWS{i}}} for _ in range({H})]")
         pop = [f"TPOP(pipe{i}, qs{i}[k][MT{i}(g0 + k)], {sv})"]
-        use = [f"TLOAD(ms{i}[k][MT{i}(tt)], qs{i}[k][MT{i}(tt)])", f"TMOV(a{i}_l0[MT{i}(tt)], ms{i}[k][MT{i}(tt)])"]
+        use = [f"TLOAD(ms{i}[k][MT{i}(tt)], qs{i}[k][MT{i}(tt)])", *_to_left(p, i, f"ms{i}[k][MT{i}(tt)]", "tt")]
         free = f"TFREE(pipe{i}, qs{i}[k][MT{i}(tt)], {sv})"
         if _mut(spec, "free_before_use", i) is not None:       # the load reads the slot
             pop, use = pop + [use[0].replace("(tt)", "(g0 + k)")], use[1:]
     else:
         q = p if not own else replace(p, alt=False)
         pop = [f"TPOP(pipe{i}, ms{i}[k][MT{i}(g0 + k)]{_alt_ix(q, H, 'g0 + k')}, {sv})"]
-        use = [f"TMOV(a{i}_l0[MT{i}(tt)], ms{i}[k][MT{i}(tt)]{_alt_ix(q, H, 'tt')})"]
+        use = _to_left(p, i, f"ms{i}[k][MT{i}(tt)]{_alt_ix(q, H, 'tt')}", "tt")
         free = f"TFREE(pipe{i})"
     after = ([ln.replace("{t}", "tt") for ln in produce] if c2v else
-             [f"TMATMUL(acc{i}[MT{i}(tt)], a{i}_l0[MT{i}(tt)], b{i}_l0)",
+             [*_matmul(p, i, f"acc{i}[MT{i}(tt)]", "tt"),
               f"TSTORE(GlobalTensor(g['out{i}'].data() + R{i}(tt) * {N}, (MT{i}(tt), {N})), acc{i}[MT{i}(tt)])"])
     pops, each, tail = _consumer_edits(spec, i, p, pop, use, free, after) if p.kind == "v2c" else \
         (pop, use + [free] + after, [])
