@@ -721,7 +721,8 @@ def check_kernel(spec: KernelSpec, directory: str | None = None, cli: bool = Tru
     """Run ``spec`` with the checkers on and off and check every property; returns
     "clean" or the error class name.  Raises :class:`Finding` with a reproducer.  With
     ``cli``, also ``ptopipe check FILE --schedules 2``: exit 0 for a clean kernel, 1 naming a
-    kernel line for a failing one, never a traceback."""
+    kernel line for a failing one, never a traceback; and for a clean kernel ``ptopipe trace``
+    and ``ptopipe run --report`` write a trace JSON and an HTML report."""
     path = write_kernel(spec, directory)
     src = open(path).read()
     n_lines = src.count("\n") + 1
@@ -792,6 +793,27 @@ def _check_cli(path, spec, err, finding) -> None:
     text = out.getvalue()
     if "Traceback" in text:
         raise finding(f"ptopipe check printed a traceback:\n{text}")
+    if err is None and spec.clean:
+        # the trace and the HTML report of a clean kernel
+        d = os.path.dirname(path)
+        trace, html = os.path.join(d, "trace.json"), os.path.join(d, "report.html")
+        for f in (trace, html):
+            if os.path.exists(f):
+                os.remove(f)
+        plat = ["--platform", spec.platform, "--protocol", spec.protocol]
+        for argv, made in ((["trace", path, "-o", trace] + plat, trace),
+                           (["run", path, "--quiet", "--report", html] + plat, html)):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                rc = main(argv)
+            if rc != 0 or not os.path.exists(made) or "Traceback" in out.getvalue():
+                raise finding(f"ptopipe {' '.join(argv)}: exit {rc}, {made} "
+                              f"{'written' if os.path.exists(made) else 'missing'}:\n{out.getvalue()}")
+        import json
+        with open(trace) as f:
+            events = json.load(f)
+        if not events:
+            raise finding(f"ptopipe trace wrote an empty trace: {trace}")
     if err is None and spec.clean and rc != 0:
         raise finding(f"ptopipe check failed (exit {rc}) on a kernel the API runs clean:\n{text}")
     if err is not None:
