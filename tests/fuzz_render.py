@@ -9,7 +9,7 @@ import os
 from dataclasses import replace
 
 from fuzz_spec import (DTYPES, OPS, SPLITS, WIDE_ONLY, MAX_INSTRUCTIONS, KernelSpec, PipeSpec,
-                       _direction, _part, _rows, _slot_size, _total_rows)
+                       _direction, _out_dtype, _part, _rows, _slot_size, _total_rows)
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def render(spec: KernelSpec) -> str:
               f"        w{i}=rng.integers(-3, 4, ({_total_rows(p)}, {p.K})).astype(np.{vdt}),",
               f"        b{i}=rng.integers(-3, 4, ({p.K}, {p.N})).astype(np.{vdt}),",
               f"        u{i}=rng.integers(-3, 4, ({rows_out}, {p.N})).astype(np.{adt}),",
-              f"        out{i}=np.zeros(({rows_out}, {p.N}), np.{adt}),",
+              f"        out{i}=np.zeros(({rows_out}, {p.N}), np.{_out_dtype(p)}),",
               f"        fifo{i}=ptopipe.gm_buffer({(2 if p.kind == 'both' else 1) * p.slot_num * _slot_size(p)}),"]
     L += ["    )", "", "",
           "def golden(args):",

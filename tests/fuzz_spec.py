@@ -81,6 +81,7 @@ class PipeSpec:
     events: bool = False  # each op of a chain waits for the previous one's event (trailing arg)
     alt: bool = False    # popped tiles without an address: two objects, used by alternate groups
     ksplit: bool = False  # the Cube multiplies K in two halves (TEXTRACT, TMATMUL, TMATMUL_ACC)
+    out16: bool = False  # V2C, float data: the Cube stores its f32 Acc to an f16 output
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
             pad=(draw(st.sampled_from([0, 0, 1, 2])), draw(st.sampled_from([0, 0, 8]))),
             mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans()),
-            ksplit=draw(st.booleans())))
+            ksplit=draw(st.booleans()), out16=kind == "v2c" and dtype != "i8" and draw(st.booleans())))
     for k, p in enumerate(pipes):
         # TMPipe's SlotSize is its larger tile's size, which must be 32-byte aligned
         tile_bytes = p.M * (p.N * np.dtype(DTYPES[p.dtype][1]).itemsize if p.kind == "c2v"
@@ -242,6 +243,11 @@ def _total_rows(p: PipeSpec) -> int:
     return sum(rows[t % len(rows)] for t in range(p.tiles))
 
 
+def _out_dtype(p: PipeSpec) -> str:
+    """The output's dtype: the Acc type, or float16 (the Cube's TSTORE converts) with out16."""
+    return "float16" if p.out16 else DTYPES[p.dtype][1]
+
+
 def _direction(p: PipeSpec) -> str:
     return {"c2v": "DIR_C2V", "v2c": "DIR_V2C", "both": "DIR_BOTH"}[p.kind] + ("_GM" if p.gm_dir else "")
 
@@ -269,8 +275,8 @@ def golden(spec: KernelSpec, args: dict) -> dict:
         a, w, b, u = args[f"a{i}"], args[f"w{i}"], args[f"b{i}"], args[f"u{i}"]
         x = _apply(p.pre, a.copy(), w) if p.kind != "c2v" else a
         y = (x.astype(adt) @ b.astype(adt)).astype(adt)       # tile by tile = row block by row block
-        if p.kind == "v2c":
-            out[f"out{i}"] = y
+        if p.kind == "v2c":                  # the Acc stored (FIX converts to an f16 output)
+            out[f"out{i}"] = y.astype(_out_dtype(p))
         elif p.split_c2v == "TILE_NO_SPLIT":
             parts = [_apply(p.post, y.copy(), u[k * TR:(k + 1) * TR]) for k in range(len(p.peers))]
             out[f"out{i}"] = np.concatenate(parts)
