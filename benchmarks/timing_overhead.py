@@ -1,6 +1,6 @@
 """What the timing model costs: wall time of the same runs with timing on and off
 (``ptopipe.run(..., timing=False)`` skips cost tables and the scoreboard), measured side
-by side in one process, interleaved, best of --repeat.  Target: ratio <= 1.3.
+by side in one process, interleaved, best of --repeat.  Target: ratio <= 1.3 (exits 1 if missed).
 
 1. S7 long stream (examples/scenarios/s7_long_stream.py), 5,000 tiles of 16x16 f32:
    protocol-heavy, tiny tiles - the worst case for per-instruction overhead.

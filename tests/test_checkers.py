@@ -3,6 +3,7 @@ instruction, schedule exploration, and no false positives on the reference scena
 import dataclasses
 import glob
 import os
+import re
 
 import numpy as np
 import pytest
@@ -16,6 +17,22 @@ from ptopipe.sim.race import overlap, region_of_rows
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.join(HERE, "..")
+
+def marker_line(marker: str, path: str = __file__) -> int:
+    """The one line of ``path`` that carries the comment ``# <- <marker>``."""
+    with open(path) as f:
+        hits = [i for i, ln in enumerate(f, 1) if re.search(rf"# <- {re.escape(marker)}\b", ln)]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def assert_where(err, marker: str, path: str = __file__) -> None:
+    """``err.where`` is exactly ``path:<the line marked '# <- marker'>`` and the message says so."""
+    file, _, line = (err.where or "").rpartition(":")
+    assert file and os.path.samefile(file, path), (err.where, str(err))
+    assert int(line) == marker_line(marker, path), (err.where, str(err))
+    assert f"{os.path.basename(path)}:{line}" in str(err)
+
 
 # one small variant per reference scenario (overrides of its make_args parameters)
 SMALL = {"s1_cv_split": [("f32_lr_d1_m32", {}), ("f32_ud_d4_m32", {})],
@@ -65,7 +82,7 @@ def _lr_kernel(col_of_aiv1):
         v = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
         TEXPANDS(v, float(sub + 1))
         col = 0 if sub == 0 else col_of_aiv1
-        TSTORE(GlobalTensor(out.data() + col, (16, 32), (64, 1)), v)
+        TSTORE(GlobalTensor(out.data() + col, (16, 32), (64, 1)), v)   # <- race
     return vector
 
 
@@ -82,7 +99,7 @@ def test_overlapping_column_stores_race_by_happens_before():
     f = ei.value.findings[0]
     assert {f["access"]["core"], f["other"]["core"]} == {"AIV0", "AIV1"}
     assert f["type"] == "write/write" and f["access"]["strided"]
-    assert "test_checkers.py:" in ei.value.where
+    assert_where(ei.value, "race")
     # the same kernel with the checkers off runs (silently wrong on hardware)
     ptopipe.run(None, _lr_kernel(31), dict(out=out), checks=False)
 
@@ -136,23 +153,29 @@ def _pair(cube_body, vector_body, platform="a2a3"):
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_tfree_without_held_slot(platform):
     with pytest.raises(ProtocolError, match="TFREE on AIV0 with no held slot") as ei:
-        _pair(lambda p, t: TPUSH(p, t), lambda p, t: (TPOP(p, t), TFREE(p), TFREE(p)), platform)
-    assert "test_checkers.py:" in ei.value.where
+        _pair(lambda p, t: TPUSH(p, t),
+              lambda p, t: (TPOP(p, t), TFREE(p), TFREE(p)),   # <- second TFREE
+              platform)
+    assert_where(ei.value, "second TFREE")
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_vector_core_producing_on_c2v_pipe(platform):
-    with pytest.raises(ProtocolError, match="TPUSH on AIV0: a Vector core is the producer only of a V2C"):
-        _pair(lambda p, t: None, lambda p, t: TPUSH(p, Tile(TileType.Vec, float32, 16, 16, addr=0)), platform)
+    with pytest.raises(ProtocolError, match="TPUSH on AIV0: a Vector core is the producer only of a V2C") as ei:
+        _pair(lambda p, t: None,
+              lambda p, t: TPUSH(p, Tile(TileType.Vec, float32, 16, 16, addr=0)),   # <- vector TPUSH
+              platform)
+    assert_where(ei.value, "vector TPUSH")
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_wrong_dtype_for_the_pipe(platform):
     def vec(p, t):
-        TPOP(p, Tile(TileType.Vec, float16, 16, 16, addr=0x0) if platform == "a2a3" else
+        TPOP(p, Tile(TileType.Vec, float16, 16, 16, addr=0x0) if platform == "a2a3" else   # <- f16 TPOP
              Tile(TileType.Vec, float16, 16, 16))
-    with pytest.raises(ProtocolError, match="does not match the pushed tile"):
+    with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
         _pair(lambda p, t: TPUSH(p, t), vec, platform)
+    assert_where(ei.value, "f16 TPOP")
 
 
 @pytest.mark.parametrize("platform,push_split,pop_split", [
@@ -160,22 +183,23 @@ def test_wrong_dtype_for_the_pipe(platform):
     ("a5", TILE_NO_SPLIT, TILE_UP_DOWN)])       # a UB slot holds the part the producer split off
 def test_split_mode_inconsistent(platform, push_split, pop_split):
     def vec(p, t):
-        TPOP(p, Tile(TileType.Vec, float32, 8, 16, addr=0x0) if platform == "a2a3" else
+        TPOP(p, Tile(TileType.Vec, float32, 8, 16, addr=0x0) if platform == "a2a3" else   # <- split TPOP
              Tile(TileType.Vec, float32, 8, 16), pop_split)
     with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
         _pair(lambda p, t: TPUSH(p, t, push_split), vec, platform)
-    assert "test_checkers.py:" in ei.value.where
+    assert_where(ei.value, "split TPOP")
 
 
 def test_talloc_without_tpush_is_a_leak():
     from ptopipe.errors import LeakError
 
     def cube_body(p, t):
-        TALLOC(p, GlobalTensor(float32, (16, 16)))
+        TALLOC(p, GlobalTensor(float32, (16, 16)))   # <- TALLOC
 
     with pytest.raises(LeakError, match="TALLOCed but never TPUSHed") as ei:
         _pair(cube_body, lambda p, t: None)
     assert ei.value.findings[0]["kind"] == "leak"
+    assert_where(ei.value, "TALLOC")
 
 
 def test_leftover_free_presignals_are_not_reported():
@@ -193,10 +217,18 @@ def test_schedule_dependent_bug_found_by_exploration_and_replayed():
     assert not res.ok
     seed, err = res.first
     assert seed is not None and isinstance(err, ProtocolError) and "overflows" in err.what
-    assert "m10_schedule_dependent.py:" in err.where
+    m10 = os.path.join(ROOT, "examples", "misuse", "m10_schedule_dependent.py")
+    file, _, line = err.where.rpartition(":")
+    assert os.path.samefile(file, m10) and int(line) == _where_line(m10), err.where
     assert {"kind": "schedule", "seed": seed} in err.findings
     with pytest.raises(ProtocolError, match="overflows"):
         run_schedule(sc, seed, **kw)                           # the seed replays it
+
+
+def _where_line(path):
+    with open(path) as f:
+        (line,) = [i for i, ln in enumerate(f, 1) if "<- where" in ln]
+    return line
 
 
 def test_cli_check_reports_seed(capsys):

@@ -35,6 +35,24 @@ def markers(fname):
         return [i for i, line in enumerate(f, 1) if re.search(r"#\s*M\d+\b", line)]
 
 
+def where_line(fname, platform):
+    """The one line tagged '<- where' (or '<- where on <platform>') in the example: the
+    line the error's ``where`` must name exactly."""
+    with open(os.path.join(MISUSE, fname)) as f:
+        hits = [i for i, line in enumerate(f, 1)
+                for m in [re.search(r"<- where(?: on (\w+))?", line)]
+                if m and m.group(1) in (None, platform)]
+    assert len(hits) == 1, (fname, platform, hits)
+    return hits[0]
+
+
+def assert_where(err, fname, platform):
+    """``err.where`` is exactly ``<the example file>:<its '<- where' line>``."""
+    path, _, line = (err.where or "").rpartition(":")
+    assert path and os.path.samefile(path, os.path.join(MISUSE, fname)), err.where
+    assert int(line) == where_line(fname, platform), (err.where, str(err))
+
+
 def _run(fname, platform):
     sc = load_scenarios(os.path.join(MISUSE, fname))[0]
     with pytest.raises(Exception) as ei:
@@ -51,7 +69,7 @@ def test_misuse_reported_with_class_and_line(fname, platform):
     lines = markers(fname)
     named = [ln for ln in lines if f"{fname}:{ln}" in text]
     assert named, f"none of the lines {lines} of {fname} in:\n{text}"
-    assert fname in (err.where or ""), err.where
+    assert_where(err, fname, platform)
     if fname in ALL_MARKERS:
         assert named == lines, text
 
@@ -95,4 +113,4 @@ def test_cli_check_exits_nonzero_without_traceback(fname, platform, capsys):
     assert rc == 1
     assert "Traceback" not in text
     assert f"error: {CASES[fname].__name__}:" in text
-    assert any(f"{fname}:{ln}" in text for ln in markers(fname)), text
+    assert re.search(rf"^  at \S*{re.escape(fname)}:{where_line(fname, platform)}$", text, re.M), text

@@ -146,16 +146,66 @@ def test_same_inputs_give_identical_outputs_cycles_and_summary(name, variant, pl
     assert r1.cluster.trace == r2.cluster.trace and len(r1.cluster.trace) > 0
 
 
-def test_schedule_seed_replays_and_keeps_results_correct():
+def _field(rec, name, index):
+    """Field of a trace record: typed records by attribute, tuples by position."""
+    return getattr(rec, name) if hasattr(rec, name) else rec[index]
+
+
+def _interleaving(res, flag_log):
+    """What a run did, in the order the simulator did it: the global issue order of every
+    instruction (core, name, start, end), each core's own instruction sequence, and the
+    global sequence of cross-core flag SETs and WAITs (core, op, sender, receiver, id)."""
+    recs = [(_field(r, "core", 0), _field(r, "name", 2), _field(r, "start", 3), _field(r, "end", 4))
+            for r in res.cluster.trace]
+    per_core = {c: [r[1:] for r in recs if r[0] == c] for c in {r[0] for r in recs}}
+    return {"global": recs, "per_core": per_core, "flags": list(flag_log)}
+
+
+def _run_logged(monkeypatch, seed):
+    """One traced run of S4 (lr) with ``schedule_seed=seed``, logging every SET and WAIT."""
+    from ptopipe.sim.core import Core
+
+    log = []
+    set_flag, wait_flag = Cluster.set_flag, Core.wait_flag
+
+    def logged_set(self, sender, flag, at):
+        log.append((sender.name, "SET", flag.sender.name, flag.receiver.name, flag.id))
+        return set_flag(self, sender, flag, at)
+
+    def logged_wait(self, flag, what, info=None):
+        arrival = wait_flag(self, flag, what, info)
+        log.append((self.name, "WAIT", flag.sender.name, flag.receiver.name, flag.id))
+        return arrival
+
+    monkeypatch.setattr(Cluster, "set_flag", logged_set)
+    monkeypatch.setattr(Core, "wait_flag", logged_wait)
     sc = _scenario("s4_both_ways")
     args = sc.args("lr", seed=0)
-    expected = sc.golden(args)
-    runs = {}
-    for seed in (1, 1, 2):
-        res = ptopipe.run(sc.aic, sc.aiv, sc.args("lr", seed=0), schedule_seed=seed)
-        np.testing.assert_array_equal(res["out"], expected["out"])
-        runs.setdefault(seed, []).append((res["out"].tobytes(), _summary_key(res.summary)))
-    assert runs[1][0] == runs[1][1]                        # the same seed replays the same run
+    res = ptopipe.run(sc.aic, sc.aiv, args, schedule_seed=seed, trace=True)
+    np.testing.assert_array_equal(res["out"], sc.golden(args)["out"])     # every schedule is correct
+    monkeypatch.undo()
+    return res, _interleaving(res, log)
+
+
+def test_schedule_seed_replays_the_exact_interleaving(monkeypatch):
+    runs = {seed: [_run_logged(monkeypatch, seed) for _ in range(2 if seed == 1 else 1)]
+            for seed in (None, 1, 2, 3)}
+    (r1, i1), (r1b, i1b) = runs[1]
+    assert i1["global"] and i1["flags"]
+    # the same seed replays the same run: instruction order, flag order, times, outputs
+    assert i1b == i1
+    assert r1b.cluster.trace == r1.cluster.trace
+    assert r1b["out"].tobytes() == r1["out"].tobytes()
+    assert _summary_key(r1b.summary) == _summary_key(r1.summary)
+    # other seeds (and the default scheduler) interleave the cores differently ...
+    orders = {seed: [rec[0] for rec in runs[seed][0][1]["global"]] for seed in runs}
+    assert len({tuple(o) for o in orders.values()}) == len(orders), "seeds gave the same interleaving"
+    flag_orders = {tuple(runs[seed][0][1]["flags"]) for seed in runs}
+    assert len(flag_orders) > 1, "every seed gave the same SET/WAIT sequence"
+    # ... while each core still issues its own program in the same order, at the same times
+    for seed in runs:
+        assert runs[seed][0][1]["per_core"] == i1["per_core"], seed
+        assert sorted(runs[seed][0][1]["flags"]) == sorted(i1["flags"])
 
 
 def test_different_inputs_give_different_outputs():

@@ -22,7 +22,7 @@ def cube(fifo, tiles):
     for i in range(tiles):
         TPOP(from_aiv1, msg)
         TFREE(from_aiv1)
-        TPUSH(to_aiv0, acc)               # M10: 16 ready signals pending overflow the counter
+        TPUSH(to_aiv0, acc)               # M10: 16 ready signals pending overflow the counter  <- where
 
 
 def vector(fifo, tiles):

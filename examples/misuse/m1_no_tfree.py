@@ -12,7 +12,7 @@ def cube(fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, DEPTH, peers=(0,))(fifo, RING_UB, 0)
     acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
     for i in range(tiles):
-        TPUSH(pipe, acc)                  # M1: blocks waiting free[0]
+        TPUSH(pipe, acc)                  # M1: blocks waiting free[0]  <- where
 
 
 def vector(fifo, tiles):

@@ -11,7 +11,7 @@ def cube(fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, DEPTH, peers=(0,))(fifo, RING_UB, 0)     # FlagID 0
     acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
     for i in range(tiles):
-        TPUSH(pipe, acc)                  # M2: waits free[0] on flag 0
+        TPUSH(pipe, acc)                  # M2: waits free[0] on flag 0  <- where
 
 
 def vector(fifo, tiles):

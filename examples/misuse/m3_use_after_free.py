@@ -23,12 +23,12 @@ def vector(fifo, out, tiles):
             t = Tile(TileType.Vec, float32, T, T)
             TPOP(pipe, t)                 # zero-copy: t is the slot
             TFREE(pipe)
-            TMULS(o, t, 2.0)              # M3: reads the slot after TFREE
+            TMULS(o, t, 2.0)              # M3: reads the slot after TFREE  <- where on a5
         else:
             slot = GlobalTensor(float32, (T, T))
             TPOP(pipe, slot)              # address flow: slot points into the GM ring
             TFREE(pipe)
-            TLOAD(o, slot)                # M3: reads the slot after TFREE
+            TLOAD(o, slot)                # M3: reads the slot after TFREE  <- where on a2a3
         TSTORE(out, o)
 
 

@@ -9,7 +9,7 @@ from _common import RING_UB, SLOT, T, scenario
 
 def cube(fifo, tiles):
     a = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB, 0)
-    b = TPipe(2, DIR_C2V, SLOT, 4, peers=(0,))(fifo.data() + 4 * SLOT, RING_UB + 4 * SLOT, 0)   # M4
+    b = TPipe(2, DIR_C2V, SLOT, 4, peers=(0,))(fifo.data() + 4 * SLOT, RING_UB + 4 * SLOT, 0)   # M4  <- where (the Cube binds first)
     acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
     TPUSH(a, acc)
     TPUSH(b, acc)

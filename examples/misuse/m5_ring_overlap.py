@@ -18,9 +18,9 @@ def cube(fifo, tiles):
 def vector(fifo, out, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, DEPTH, peers=(0,))(fifo, RING_UB, 0)
     t = Tile(TileType.Vec, float32, T, T)
-    o = Tile(TileType.Vec, float32, T, T, addr=RING_UB + SLOT)     # M5: inside the ring
+    o = Tile(TileType.Vec, float32, T, T, addr=RING_UB + SLOT)     # M5: inside the ring  <- where on a5
     for i in range(tiles):
-        TPOP(pipe, t)
+        TPOP(pipe, t)                     # M5: A2A3 reserves its staging ring here  <- where on a2a3
         TMULS(o, t, 2.0)
         TFREE(pipe)
         TSTORE(out, o)

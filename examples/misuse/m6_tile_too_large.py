@@ -11,7 +11,7 @@ def cube(fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, DEPTH, peers=(0,))(fifo, RING_UB, 0)
     acc = Tile(TileType.Acc, float32, 2 * T, T, addr=0x0)
     for i in range(tiles):
-        TPUSH(pipe, acc)                  # M6: 2 KiB tile into 1 KiB slots
+        TPUSH(pipe, acc)                  # M6: 2 KiB tile into 1 KiB slots  <- where
 
 
 def vector(fifo, tiles):

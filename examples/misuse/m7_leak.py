@@ -19,7 +19,7 @@ def vector(fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, DEPTH, peers=(0,))(fifo, RING_UB, 0)
     t = Tile(TileType.Vec, float32, T, T)
     for i in range(tiles):
-        TPOP(pipe, t)                     # M7: the last pop is never freed
+        TPOP(pipe, t)                     # M7: the last pop is never freed  <- where
         if i < tiles - 1:
             TFREE(pipe)
 

@@ -13,7 +13,7 @@ def cube(fifo, tiles):
     pipe = TPipe(0, DIR_C2V, SLOT, 5, peers=(0,))(fifo, RING_UB, 0)
     acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
     for i in range(tiles):
-        TPUSH(pipe, acc)                  # M8: push #5 reuses slot 0 without a free
+        TPUSH(pipe, acc)                  # M8: push #5 reuses slot 0 without a free  <- where
 
 
 def vector(fifo, tiles):

@@ -17,7 +17,7 @@ def cube(x, out):
 
 def vector(out):
     v = Tile(TileType.Vec, float32, T, T, addr=0x0)
-    TLOAD(v, out)                         # M9: read out, unordered with the Cube's TSTORE
+    TLOAD(v, out)                         # M9: read out, unordered with the Cube's TSTORE  <- where
     TMULS(v, v, 2.0)
 
 
