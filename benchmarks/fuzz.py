@@ -11,9 +11,8 @@ reported and is not.  Hypothesis shrinks a finding to a small kernel before it i
 Target: no finding.  Exits 1 on the first finding, printing the hypothesis seed, the
 generated kernel source and the command that re-runs it; 0 when the time is up.
 
-Features that hit a known bug (fuzz_kernels.KNOWN_BUGS) are left out unless --with-known.
 
-Usage:  python benchmarks/fuzz.py [--minutes 3] [--seed 0] [--batch 200] [--keep DIR] [--with-known]
+Usage:  python benchmarks/fuzz.py [--minutes 3] [--seed 0] [--batch 200] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -37,13 +36,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="first hypothesis seed (one per batch)")
     ap.add_argument("--batch", type=int, default=200, help="kernels per hypothesis run")
     ap.add_argument("--keep", default=None, help="directory for the kernel files (default: a temp dir)")
-    ap.add_argument("--with-known", action="store_true",
-                    help="also generate the features that hit known bugs: " + "; ".join(fk.KNOWN_BUGS.values()))
     ns = ap.parse_args()
-    mutations = fk.MUTATIONS if ns.with_known else fk.DEFAULT_MUTATIONS
-    if not ns.with_known:
-        for name, why in fk.KNOWN_BUGS.items():
-            print(f"left out ({name}): {why}")
     work = ns.keep or tempfile.mkdtemp(prefix="ptopipe-fuzz-")
     os.makedirs(work, exist_ok=True)
     outcomes = collections.Counter()
@@ -56,7 +49,7 @@ def main() -> int:
         @seed(s)
         @settings(max_examples=ns.batch, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
-        @given(spec=fk.kernel_specs(mutations=mutations, mixed=ns.with_known, alt=ns.with_known))
+        @given(spec=fk.kernel_specs())
         def batch(spec):
             count[0] += 1
             outcomes[fk.check_kernel(spec, os.path.join(work, f"k{count[0] % 8}"))] += 1
@@ -66,8 +59,7 @@ def main() -> int:
         try:
             batch()
         except fk.Finding as e:
-            print(f"FINDING (hypothesis seed {s}; re-run: python benchmarks/fuzz.py --seed {s} --minutes 0.01"
-                  + (" --with-known)" if ns.with_known else ")"))
+            print(f"FINDING (hypothesis seed {s}; re-run: python benchmarks/fuzz.py --seed {s} --minutes 0.01)")
             print(e)
             return 1
         except Exception as e:               # a failure of the harness itself is a finding too

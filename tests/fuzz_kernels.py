@@ -29,11 +29,11 @@ import numpy as np
 
 import ptopipe
 from fuzz_render import render
-from fuzz_spec import (DEFAULT_MUTATIONS, KNOWN_BUGS, MAX_INSTRUCTIONS, MUST_FAIL, MUTATIONS,
+from fuzz_spec import (MAX_INSTRUCTIONS, MUST_FAIL, MUTATIONS,
                        PLATFORMS, PROTOCOLS, SAME_RESULT, KernelSpec,
                        PipeSpec, golden, kernel_specs)
 
-__all__ = ["DEFAULT_MUTATIONS", "KNOWN_BUGS", "MUTATIONS", "PLATFORMS", "PROTOCOLS", "Finding",
+__all__ = ["MUTATIONS", "PLATFORMS", "PROTOCOLS", "Finding",
            "KernelSpec", "PipeSpec", "check_kernel", "golden", "kernel_specs", "render"]
 
 

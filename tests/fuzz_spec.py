@@ -36,16 +36,6 @@ OPS = {"TADDS": ("s", lambda a, s: a + s), "TSUBS": ("s", lambda a, s: a - s),
 WIDE_ONLY = {"ROWADD", "CVT"}
 MUTATIONS = ("drop_tfree", "double_tfree", "extra_tpop", "extra_tpush", "free_before_use",
              "wrong_split", "wrong_dtype", "skip_peer", "bad_op")
-# Features that hit a known bug: left out of the suite's profile and of benchmarks/fuzz.py by
-# default (--with-known puts them back); re-enable once the bug is fixed.
-KNOWN_BUGS = {"bad_op": "issue 9 item 3: a float-only op on an integer tile (TEXP) or an int8 "
-                        "scalar out of range fails in numpy without a kernel location",
-              "mixed": "issue 9 item 1: a pipe carrying tiles of two sizes, several popped before "
-                       "they are freed, gives wrong data (staging slot k at k * tile.nbytes)",
-              "alt": "new (fuzz): a tile without an address popped again from a GM ring under spec keeps "
-                     "its first staging binding; after another tile used that staging slot, reading it "
-                     "is reported as a use after free"}
-DEFAULT_MUTATIONS = tuple(m for m in MUTATIONS if m not in KNOWN_BUGS)
 SAME_RESULT = {"drop_tfree", "double_tfree", "free_before_use"}   # if it runs, the golden holds
 MUST_FAIL = {"extra_tpop", "extra_tpush", "skip_peer"}            # never a clean run
 MAX_INSTRUCTIONS = 20_000
@@ -116,10 +106,10 @@ def _ops(draw, n_max: int, wide: bool):
 
 @st.composite
 def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protocols=PROTOCOLS,
-                 flows=("tile", "addr"), kinds=("c2v", "v2c", "both"), mutations=DEFAULT_MUTATIONS,
-                 mixed: bool = False, alt: bool = False):
+                 flows=("tile", "addr"), kinds=("c2v", "v2c", "both"), mutations=MUTATIONS,
+                 mixed: bool = True, alt: bool = True):
     """A random kernel; ``mutate`` True/False forces a mutation or none (None: either);
-    ``mixed`` lets a pipe carry tiles of two sizes (KNOWN_BUGS["mixed"])."""
+    ``mixed`` lets a pipe carry tiles of two sizes."""
     platform = draw(st.sampled_from(platforms))
     protocol = draw(st.sampled_from(protocols))
     spec = protocol == "spec"

@@ -9,11 +9,6 @@ from hypothesis import HealthCheck, given, settings
 
 import fuzz_kernels as fk
 
-# The profile leaves out the features in fuzz_kernels.KNOWN_BUGS until those bugs are fixed:
-# issue 9 item 3 (float-only ops on integer tiles, int8 scalars out of range: the "bad_op"
-# mutation; then pass mutations=fk.MUTATIONS) and issue 9 item 1 (a pipe carrying tiles of
-# two sizes: then pass mixed=True to kernel_specs) and a new bug the fuzz found (KNOWN_BUGS["alt"]:
-# a tile popped again from a GM ring keeps its stale staging binding; then pass alt=True).
 FUZZ = settings(max_examples=40, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 

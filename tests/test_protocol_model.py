@@ -274,6 +274,43 @@ def test_staging_ring_carries_tiles_of_different_sizes(platform, direction, prot
     np.testing.assert_array_equal(res["out"], args["x"] @ args["w"])
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_tiles_without_address_popped_alternately_are_staged_again(platform, protocol):
+    """Found by the fuzz: a tile that got its address from an earlier TPOP's staging must be
+    staged again by its next TPOP (it used to keep its old staging slot: a correct kernel was
+    reported as a use after free once another tile had used that slot)."""
+    slot = 8 * 8 * 4
+
+    def cube(a, fifo):
+        pipe = TPipe(0, DIR_C2V, slot, 1, 1, peers=(0,))(fifo, 0x20000, 0)
+        m, acc = Tile(TileType.Mat, float32, 8, 8, addr=0), Tile(TileType.Acc, float32, 8, 8, addr=0)
+        lt, rt = Tile(TileType.Left, float32, 8, 8, addr=0), Tile(TileType.Right, float32, 8, 8, addr=0)
+        TLOAD(m, a)
+        TMOV(lt, m)
+        TMOV(rt, m)
+        for i in range(4):
+            TMATMUL(acc, lt, rt)
+            TPUSH(pipe, acc)
+
+    def vector(out, fifo):
+        pipe = TPipe(0, DIR_C2V, slot, 1, 1, peers=(0,))(fifo, 0x20000, 0)
+        ys = [Tile(TileType.Vec, float32, 8, 8), Tile(TileType.Vec, float32, 8, 8)]
+        o = Tile(TileType.Vec, float32, 8, 8, addr=0)
+        for i in range(4):
+            TPOP(pipe, ys[i % 2])
+            TMULS(o, ys[i % 2], float(i + 1))
+            TFREE(pipe)
+            TSTORE(GlobalTensor(out.data() + i * 64, (8, 8)), o)
+
+    a = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+    res = ptopipe.run(cube, (vector, None), dict(a=a, out=np.zeros((32, 8), np.float32),
+                                                 fifo=ptopipe.gm_buffer(slot)),
+                      platform=platform, protocol=protocol)
+    want = np.concatenate([(a @ a) * (i + 1) for i in range(4)])
+    np.testing.assert_allclose(res["out"], want, rtol=1e-6)
+
+
 def test_staging_ring_reserves_local_slot_num_slots_of_slot_size():
     """The staging ring is LocalSlotNum (2) x SlotSize bytes, however small the popped tiles."""
     def tile_in_second_staging_slot():

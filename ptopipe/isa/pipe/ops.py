@@ -115,8 +115,9 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc)
             p.ok_layout = lay
     if p.srcs is not None:                         # GM ring: load into the tile
-        if tile.addr is None or ch.always_stage:
-            _bind_staging(core, ch, side, tile, i)
+        b = tile.binding
+        if tile.addr is None or ch.always_stage or (b is not None and _staged_here(side, b[0])):
+            _bind_staging(core, ch, side, tile, i)      # (a tile staged before is staged anew)
         elif tile.core is not core:
             arr(tile, core)
         dst = tile.addr
@@ -163,6 +164,13 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     s = stage[k]
     s.gen += 1
     tile.binding = (s, s.gen)
+
+
+def _staged_here(side: Side, slot) -> bool:
+    """Is ``slot`` one of this consumer's staging slots?  A tile that got its address from
+    an earlier TPOP's staging is not the user's to place: each TPOP stages it again."""
+    stage = side.stage_slots
+    return stage is not None and any(s is slot for s in stage)
 
 
 def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:
