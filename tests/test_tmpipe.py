@@ -63,3 +63,25 @@ def test_mat_fifo_on_a_c2v_pipe_is_a_config_error():
     cube, vec = _kernels(FIFOType.MAT_FIFO)
     with pytest.raises(ptopipe.ConfigError, match="VEC_FIFO"):
         ptopipe.run(cube, vec, _args(), platform="a5")
+
+
+def test_tmpipe_with_tiles_of_unaligned_size_says_the_tiles_set_the_slot_size():
+    """TMPipe takes SlotSize from its tiles: the error must say so, not "round SlotSize up"
+    (found by the fuzz)."""
+    def make():
+        return TMPipe(0, FIFOType.GM_FIFO, 2, 1, Tile(TileType.Acc, int32, 2, 2),
+                      Tile(TileType.Vec, int32, 2, 2))
+
+    def cube(fifo):
+        make()(fifo, 0x8000, 0)  # <- here
+
+    def vector(fifo):
+        make()(fifo, 0x8000, 0)
+
+    with pytest.raises(ptopipe.ConfigError, match="byte size of its larger tile") as ei:
+        ptopipe.run(cube, (vector, None), dict(fifo=ptopipe.gm_buffer(64)))
+    assert "tiles of a multiple of 32 bytes" in ei.value.fix
+    import inspect
+    lines, first = inspect.getsourcelines(cube)
+    line = first + next(i for i, ln in enumerate(lines) if ln.rstrip().endswith("# <- here"))
+    assert ei.value.where.endswith(f"test_tmpipe.py:{line}")

@@ -69,6 +69,11 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         raise ConfigError(f"pipe needs SlotNum >= 1 and SlotSize > 0 (got {cfg.slot_num}, {cfg.slot_size})",
                           where=_loc(core))
     if cfg.slot_size % plat.alignment:
+        if cfg.fifo is not None:        # TMPipe: the slot size is the larger tile's byte size
+            raise ConfigError(f"TMPipe SlotSize {cfg.slot_size} (the byte size of its larger tile) is not "
+                              f"{plat.alignment}-byte aligned", where=_loc(core),
+                              fix=f"use producer/consumer tiles of a multiple of {plat.alignment} bytes "
+                                  "(pad the tile's columns), or a TPipe with an explicit SlotSize")
         raise ConfigError(f"SlotSize {cfg.slot_size} is not {plat.alignment}-byte aligned", where=_loc(core),
                           fix=f"round SlotSize up to a multiple of {plat.alignment}")
     if not cfg.peers or any(p not in (0, 1) for p in cfg.peers):
