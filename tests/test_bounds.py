@@ -5,7 +5,6 @@ forever is still a DeadlockError; a real Ctrl-C is still a KeyboardInterrupt; th
 watchdog never fires after its run ended."""
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import signal
@@ -24,16 +23,10 @@ from ptopipe.isa import (DIR_V2C, TADDS, TFREE, TPipe, TPOP, TSYNC, TILE_NO_SPLI
                          TileType, float32)
 from ptopipe.isa.explore import explore
 from ptopipe.sim import Cluster
+from markers import line_of
 
 HERE = os.path.basename(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def line_of(fn, marker: str) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    hits = [first + i for i, ln in enumerate(lines) if ln.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
 
 
 def assert_at(err, fn, marker):

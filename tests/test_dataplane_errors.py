@@ -5,7 +5,6 @@ a located KernelError that never replaces an error already propagating; the IR a
 ISA share one matmul accumulator rule."""
 from __future__ import annotations
 
-import inspect
 import os
 import subprocess
 import sys
@@ -21,18 +20,11 @@ from ptopipe.arch.dtypes import as_dtype, short_name
 from ptopipe.ir.types import accum_dtype as ir_accum_dtype
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.runtime import run as run_dsl
+from markers import line_of
 
 HERE = os.path.basename(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLATFORMS = ["a2a3", "a5"]
-
-
-def line_of(fn, marker: str) -> int:
-    """The source line of ``fn`` that carries ``# <marker>``."""
-    lines, first = inspect.getsourcelines(fn)
-    hits = [first + i for i, ln in enumerate(lines) if ln.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
 
 
 def assert_at(err, fn, marker):

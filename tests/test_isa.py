@@ -4,9 +4,7 @@ the kernel's file:line, pipe configuration errors at initialisation, protocol er
 and deadlocks (M1 / M2) reported - never a hang."""
 from __future__ import annotations
 
-import inspect
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -14,28 +12,12 @@ import pytest
 import ptopipe
 from ptopipe import ConfigError, DeadlockError, KernelError, MemoryConflictError, ProtocolError
 from ptopipe.isa import *  # noqa: F403
+from markers import line_of
 
 HERE = os.path.basename(__file__)
 
 
-@pytest.fixture(autouse=True)
-def no_hang():
-    """A hang fails the test instead of stalling the suite (deadlocks must be reported)."""
-    def boom(*_):
-        raise AssertionError("test did not finish within 30 s: the simulator hung")
-    old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(30)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
-
-
-def line_of(fn, marker: str) -> int:
-    """The source line of ``fn`` that carries ``# <marker>``."""
-    lines, first = inspect.getsourcelines(fn)
-    hits = [first + i for i, ln in enumerate(lines) if ln.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
+pytestmark = pytest.mark.usefixtures("no_hang")
 
 
 def assert_where(err, fn, marker):

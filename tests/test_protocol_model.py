@@ -2,9 +2,7 @@
 channel's ``model`` (SpecModel / PtoIsaModel) for every API and every consumer of them
 (binding, the ops, the run summary, the profile)."""
 import importlib.util
-import inspect
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -13,28 +11,13 @@ import ptopipe
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.isa.pipe import PTO_ISA, SPEC
 from ptopipe.report import profile
+from markers import line_of
 
 HERE = os.path.basename(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(autouse=True)
-def no_hang():
-    def boom(*_):
-        raise AssertionError("test did not finish within 30 s: the simulator hung")
-    old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(30)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
-
-
-def line_of(fn, marker: str) -> int:
-    """The source line of ``fn`` that carries ``# <marker>``."""
-    lines, first = inspect.getsourcelines(fn)
-    hits = [first + i for i, ln in enumerate(lines) if ln.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
+pytestmark = pytest.mark.usefixtures("no_hang")
 
 
 def _load(name):

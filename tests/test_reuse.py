@@ -8,7 +8,6 @@ run's cluster.
 """
 from __future__ import annotations
 
-import inspect
 import os
 
 import numpy as np
@@ -19,6 +18,7 @@ from ptopipe import KernelError
 from ptopipe.isa import (DIR_C2V, GMPtr, GlobalTensor, TADDS, TASSIGN, TFREE, TLOAD, TMATMUL,
                          TMOV, TPipe, TPOP, TPUSH, TSTORE, TSYNC, TILE_NO_SPLIT, Tile, TileType,
                          float32)
+from markers import line_of
 
 HERE = os.path.basename(__file__)
 TM, K, N = 16, 32, 32
@@ -26,13 +26,6 @@ SLOT = TM * N * 4
 RING = 0x10000
 PLATFORMS = ("a2a3", "a5")
 PROTOCOLS = ("spec", "pto-isa")
-
-
-def line_of(fn, marker: str) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    hits = [first + i for i, ln in enumerate(lines) if ln.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
 
 
 def make_kernels():

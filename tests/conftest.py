@@ -1,0 +1,16 @@
+"""Shared fixtures of the test suite."""
+import signal
+
+import pytest
+
+
+@pytest.fixture
+def no_hang():
+    """A hang fails the test instead of stalling the suite (deadlocks must be reported)."""
+    def boom(*_):
+        raise AssertionError("test did not finish within 30 s: the simulator hung")
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(30)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
