@@ -194,6 +194,13 @@ def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
         raise ConfigError(f"{ch.name}: {core.name} binds SlotSize {cfg.slot_size} x SlotNum {n} but the "
                           f"other side has {ch.slot_size} x {ch.slot_num}", where=_loc(core), details=where,
                           fix="producer and consumer must declare the same TPipe configuration")
+    if in_gm != ch.in_gm:
+        # compared first: the base checks below format the other side's base of the same kind
+        mine, theirs = ("GM", "the consumer's local memory") if in_gm else ("the consumer's local memory", "GM")
+        raise ConfigError(f"{ch.name}: {core.name} places the ring in {mine} but the other side "
+                          f"places it in {theirs}", where=_loc(core), details=where,
+                          fix="use the same direction (e.g. both DIR_C2V or both DIR_C2V_GM) and FIFO "
+                              "kind on both ends of the pipe")
     if in_gm and base != ch.gm_base:
         raise ConfigError(f"{ch.name}: {core.name} places the ring at GM {base:#x} but the other side "
                           f"uses {ch.gm_base:#x}", where=_loc(core), details=where,

@@ -1,0 +1,50 @@
+"""Pipe misuse found in review: both ends of a pipe placing the ring in different kinds of
+memory, and an invalid split value, are located errors (never a raw TypeError or an error
+without a line)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import ptopipe
+from ptopipe import ConfigError
+from ptopipe.isa import DIR_C2V, DIR_C2V_GM, TPipe
+
+from markers import line_of
+
+SLOT = 16 * 32 * 4
+
+
+def cube_local(fifo):
+    TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x8000)          # LOCAL
+
+
+def vector_gm(fifo):
+    TPipe(0, DIR_C2V_GM, SLOT, 4)(fifo, 0x8000)       # GM
+
+
+def cube_gm(fifo):
+    TPipe(0, DIR_C2V_GM, SLOT, 4)(fifo, 0x8000)       # GM
+
+
+def vector_local(fifo):
+    TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x8000)          # LOCAL
+
+
+def _line(where: str) -> tuple:
+    path, line = where.rsplit(":", 1)
+    return os.path.basename(path), int(line)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("aic,aiv", [(cube_local, vector_gm), (cube_gm, vector_local)])
+def test_ring_in_gm_on_one_end_only(aic, aiv, protocol):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=aic, aiv=aiv, args=dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform="a5",
+                    protocol=protocol)
+    e = ei.value
+    assert "places the ring in" in e.what
+    # the second core to bind is reported (the Cube binds first), the first named in details
+    assert _line(e.where) == (os.path.basename(__file__), line_of(aiv, "GM" if aiv is vector_gm else "LOCAL"))
+    assert f":{line_of(aic, 'LOCAL' if aic is cube_local else 'GM')}" in e.details
