@@ -13,6 +13,7 @@ import numpy as np
 
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
+from ..context import here
 
 _UP_DOWN = TileSplitAxis.TILE_UP_DOWN
 _LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
@@ -66,5 +67,5 @@ def parse_split(split) -> TileSplitAxis:
     try:
         return TileSplitAxis(split)
     except ValueError:
-        raise ProtocolError(f"invalid TileSplitAxis {split!r}",
+        raise ProtocolError(f"invalid TileSplitAxis {split!r}", where=here(),
                             fix="use TILE_NO_SPLIT, TILE_UP_DOWN or TILE_LEFT_RIGHT") from None
