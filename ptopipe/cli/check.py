@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..isa.explore import ExploreResult, explore
-from .common import target
+from .common import PROTOCOLS, target
 from .errors import color, describe_exception, report_exception
 from . import bounds
 from .loader import load_scenarios, pick_variants
@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
     p.add_argument("file", help="kernel file (.py defining SCENARIO)")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
-    p.add_argument("--protocol", default=None, choices=["spec", "pto-isa"],
+    p.add_argument("--protocol", default=None, choices=PROTOCOLS,
                    help="ring protocol model (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
     p.add_argument("--schedules", type=int, default=20, help="perturbed schedules to explore (default 20)")

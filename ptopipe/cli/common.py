@@ -6,8 +6,12 @@ from __future__ import annotations
 import sys
 
 from ..arch import get_platform
+from ..arch.vocab import Protocol
 from ..errors import ConfigError
 from .errors import color, report_exception
+
+#: the values of --protocol: the protocol vocabulary's own
+PROTOCOLS = [p.value for p in Protocol]
 
 # option attribute -> (smallest allowed value, what the value is)
 _LOWER_BOUNDS = {

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare
-from .common import run_each, target
+from .common import PROTOCOLS, run_each, target
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -17,7 +17,7 @@ def add_common(p) -> None:
     p.add_argument("file", help="kernel file (.py defining SCENARIO)")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
-    p.add_argument("--protocol", default=None, choices=["spec", "pto-isa"],
+    p.add_argument("--protocol", default=None, choices=PROTOCOLS,
                    help="ring protocol model: seed 003 'spec' or pto-isa's C++ behaviour "
                         "(default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")

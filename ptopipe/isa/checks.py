@@ -9,6 +9,7 @@ consumer's TFREE reached the producer), reported as a :class:`ProtocolError`.
 from __future__ import annotations
 
 from ..arch import MemSpace
+from ..arch.vocab import C2V
 from ..errors import ProtocolError
 from ..sim.race import HappensBefore, overlap, region_of_rows
 from .pipe import SlotPtr
@@ -65,7 +66,7 @@ class KernelChecks(HappensBefore):
         # only the channel's cores ever record ring accesses of its slots, and only as
         # producer writes / consumer reads: check just those buckets
         aivs = {1 + p for p in ch.peers}
-        producers, consumers = ({0}, aivs) if ch.way == "C2V" else (aivs, {0})
+        producers, consumers = ({0}, aivs) if ch.way == C2V else (aivs, {0})
         checks = [(b, k) for b, k in self.others[2 * core.index + write]
                   if k in (producers if b & 1 else consumers)]
         out = []
@@ -102,7 +103,7 @@ class KernelChecks(HappensBefore):
         cl = self.cluster
         off = tag * ch.slot_size
         out = []
-        if ch.way == "C2V":
+        if ch.way == C2V:
             if write:       # the AIC writes the whole tile (split into per-AIV parts locally)
                 if ch.in_gm:
                     out.append((cl.gm, region_of_rows(ch.gm_base + off, 1, rows * cols * item, 0)))

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..arch import PipeUnit
+from ..arch.vocab import C2V
 from ..errors import ConfigError
 from ..sim.trace import Instr, MatmulArgs, RingArgs, TileArgs  # noqa: F401 (Instr: re-exported)
 
@@ -115,7 +116,7 @@ def _build(cluster) -> Timeline:
     for ch in cluster.shared.get("channels", {}).values():
         aic = cluster.aic.index
         aivs = [cluster.aiv(p).index for p in ch.peers]
-        prod, cons = ([aic], aivs) if ch.way == "C2V" else (aivs, [aic])
+        prod, cons = ([aic], aivs) if ch.way == C2V else (aivs, [aic])
         m = ch.model
         rings[ch.name] = Ring(ch.name, ch.way, ch.slot_num, prod, cons,
                               startup_credits=m.startup_credits(ch.slot_num),

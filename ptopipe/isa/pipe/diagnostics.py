@@ -4,6 +4,7 @@ use, use after free) and the leaks at kernel end (held slots, uncommitted TALLOC
 pushed but never popped)."""
 from __future__ import annotations
 
+from ...arch.vocab import C2V
 from ...errors import ProtocolError
 
 _STATE_WORD = {"free": "free", "written": "full", "held": "held"}
@@ -53,7 +54,7 @@ def ring_state(ch) -> dict:
                     "free": [f.count for f in ch.free_flags.get(p, ())]}
     roles = {s.role for s in ch.sides.values()}
     return {"pipe": ch.name, "direction": ch.way, "protocol": ch.protocol.value, "slot_num": n,
-            "slot_size": ch.slot_size, "where": "GM" if ch.in_gm else ("UB" if ch.way == "C2V" else "L1"),
+            "slot_size": ch.slot_size, "where": "GM" if ch.in_gm else ("UB" if ch.way == C2V else "L1"),
             "slots": {p: [_STATE_WORD.get(sl.state, sl.state) for sl in ch.slots[p]] for p in ch.peers},
             "sides": sides, "flags": flags,
             "missing": [r for r in ("producer", "consumer") if r not in roles]}
@@ -82,7 +83,7 @@ def describe_ring(ch) -> str:
 
 def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
     """A push into slot ``s`` that a consumer has not popped or still holds."""
-    if ch.way == "C2V":
+    if ch.way == C2V:
         who = next(core.cluster.aiv(p).name for p in ch.peers if ch.slots[p][s.tag] is s)
     else:
         who = "AIC"
@@ -119,6 +120,6 @@ def leaks(cluster) -> list:
         for p in ch.peers:
             for s in ch.slots[p]:
                 if s.state == "written":
-                    who = cluster.aiv(p).name if ch.way == "C2V" else "AIC"
+                    who = cluster.aiv(p).name if ch.way == C2V else "AIC"
                     out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it", s.push_loc))
     return out
