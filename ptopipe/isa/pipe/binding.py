@@ -76,6 +76,9 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
                                   "(pad the tile's columns), or a TPipe with an explicit SlotSize")
         raise ConfigError(f"SlotSize {cfg.slot_size} is not {plat.alignment}-byte aligned", where=_loc(core),
                           fix=f"round SlotSize up to a multiple of {plat.alignment}")
+    if isinstance(cfg.local_slot_num, bool) or not isinstance(cfg.local_slot_num, int) or cfg.local_slot_num < 1:
+        raise ConfigError(f"pipe LocalSlotNum {cfg.local_slot_num!r} is not a number of staging slots",
+                          where=_loc(core), fix="give LocalSlotNum >= 1 (the default is 2)")
     if not cfg.peers or any(p not in (0, 1) for p in cfg.peers):
         raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
@@ -151,6 +154,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     side.slots = [tuple(ch.slots[p][t] for p in links) for t in range(n)]
     if role == "consumer" and consumer_buf is not None and in_gm:
         side.staging = consumer_buf
+        side.stage_num = cfg.local_slot_num     # the consumer's own TPipe (ch.cfg is the first binder's)
     ch.sides[core.index] = side
     if role == "consumer":
         # the consumer's start-up credits (seed 003: every slot pre-signalled free)

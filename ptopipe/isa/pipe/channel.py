@@ -33,7 +33,7 @@ class Slot:
 class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
-                 "record", "wait", "free", "bound_at", "staging", "stage_slots", "links",
+                 "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
                  "ready_flags", "free_flags", "slots")
 
     def __init__(self, core, role: str, bound_at):
@@ -52,6 +52,7 @@ class Side:
         self.free = True                 # setFreeStatus
         self.bound_at = bound_at
         self.staging = None              # base address of the local staging ring
+        self.stage_num = 0               # its slots: this consumer's own TPipe LocalSlotNum
         self.stage_slots = None          # Slots of the local staging ring (generations)
         self.links = ()                  # the AIV peers this side signals / waits on
         # per tag: the ready / free flags and the slots of every linked peer (set at binding)

@@ -153,7 +153,7 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     """Assign the popped tile to the consumer's local staging ring (pto-isa LocalSlotNum):
     staging slot ``k`` is ``SlotSize`` bytes at ``base + k * SlotSize``, whatever the size of
     the tiles popped into it (a ring may carry tiles of different sizes)."""
-    n = ch.cfg.local_slot_num
+    n = side.stage_num
     base = side.staging or 0
     stage = side.stage_slots
     if stage is None:
@@ -188,7 +188,7 @@ def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:
                 f"{other.describe()} [{d:#x}, {d + other.nbytes:#x}) popped at {h[2]} and not yet freed",
                 where=str(loc), details=f"this TPOP at {loc}; the held tile's TPOP at {h[2]}",
                 fix="pop into a tile that does not overlap the held one, or TFREE the held tile first "
-                    f"(a staging ring of {ch.cfg.local_slot_num} LocalSlotNum holds that many popped tiles)")
+                    f"(a staging ring of {side.stage_num} LocalSlotNum holds that many popped tiles)")
 
 
 def TFREE(pipe, obj=None, split=None, *events) -> Event:
