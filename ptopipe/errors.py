@@ -22,6 +22,12 @@ class PtoPipeError(Exception):
         self.findings = list(findings or [])   # structured report entries (dicts) for tools
         super().__init__(self.render())
 
+    def add_detail(self, text: str) -> None:
+        """Append a line to ``details`` (and so to ``str(err)``, the CLI and ``--json``),
+        e.g. a second error found while this one propagated."""
+        self.details = f"{self.details.rstrip()}\n{text}" if self.details else text
+        self.args = (self.render(),)
+
     def to_dict(self) -> dict:
         """The error as structured data: class, what, where, fix, details and findings."""
         return {"error": type(self).__name__, "what": self.what, "where": self.where,

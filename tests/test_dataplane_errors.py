@@ -176,7 +176,8 @@ def test_failing_queued_work_does_not_replace_a_deadlock():
     with pytest.raises(DeadlockError) as ei:
         ptopipe.run(aic=cube, aiv=(vec, None), platform="a5")
     assert_at(ei.value, vec, "blocked")
-    assert any("late" in n for n in getattr(ei.value, "__notes__", []))
+    # in the error's own text (the CLI prints it; Python 3.10 has no exception notes)
+    assert "applying the queued data work failed" in ei.value.details and "late" in str(ei.value)
 
 
 def test_check_reports_a_bad_op_instead_of_aborting(tmp_path):

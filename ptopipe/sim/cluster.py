@@ -156,11 +156,16 @@ class Cluster:
             # the watchdog again (a kernel swallowed its BudgetError): raise the located error
             err = e.error if isinstance(e, Abort) else e
             # apply what was queued (reports read the memories), but an error doing so must
-            # not replace the one propagating (e.g. a DeadlockError): it becomes a note
+            # not replace the one propagating (e.g. a DeadlockError): it is added to its details
+            # (shown by str() and the CLI; a note where the error is not ours, Python >= 3.11)
             try:
                 self.sync()
             except PtoPipeError as late:
-                err.add_note(f"(also, applying the queued data work failed: {late})")
+                also = f"(also, applying the queued data work failed: {late})"
+                if isinstance(err, PtoPipeError):
+                    err.add_detail(also)
+                elif hasattr(err, "add_note"):
+                    err.add_note(also)
             if err is e:
                 raise
             raise err from None
