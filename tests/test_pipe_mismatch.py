@@ -79,3 +79,57 @@ def test_invalid_split_is_located(aic, aiv, marker, platform):
         ptopipe.run(aic=aic, aiv=aiv, args=dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform=platform)
     assert "invalid TileSplitAxis" in ei.value.what
     assert _line(ei.value.where) == (os.path.basename(__file__), line_of(fn, marker))
+
+
+SLOT8 = 8 * 32 * 4
+
+
+def cube_sync1(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT8, 4, sync_period=1)(fifo)     # SYNC1
+    acc = Tile(TileType.Acc, float32, 8, 32, addr=0)
+    for _ in range(8):
+        TPUSH(pipe, acc)
+
+
+def vector_sync2(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT8, 4, sync_period=2)(fifo)     # SYNC2
+    t = Tile(TileType.Vec, float32, 8, 32)
+    for _ in range(8):
+        TPOP(pipe, t)
+        TFREE(pipe)
+
+
+def vector_sync_negative(fifo):
+    TPipe(0, DIR_C2V, SLOT8, 4, sync_period=-1)(fifo)          # SYNC-NEG
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_sync_period_must_agree_on_both_ends(platform):
+    # pto-isa only: under spec every release signals (SyncPeriod 1 on both ends)
+    args = dict(fifo=ptopipe.gm_buffer(4 * SLOT8))
+    if platform == "a5":
+        def cube(fifo):
+            pipe = TPipe(0, DIR_C2V, SLOT8, 4, sync_period=1)(fifo, 0x8000)   # SYNC1
+            acc = Tile(TileType.Acc, float32, 8, 32, addr=0)
+            TPUSH(pipe, acc)
+
+        def vector(fifo):
+            TPipe(0, DIR_C2V, SLOT8, 4, sync_period=2)(fifo, 0x8000)          # SYNC2
+    else:
+        cube, vector = cube_sync1, vector_sync2
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=cube, aiv=vector, args=args, platform=platform, protocol="pto-isa")
+    assert "SyncPeriod (FiFoSyncT) 2" in ei.value.what
+    assert _line(ei.value.where) == (os.path.basename(__file__), line_of(vector, "SYNC2"))
+    assert f":{line_of(cube, 'SYNC1')}" in ei.value.details
+    # under spec the two declarations do not matter: the run is clean
+    ptopipe.run(aic=cube_sync1, aiv=vector_sync2, args=args, platform="a2a3", protocol="spec")
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_negative_sync_period_is_a_config_error(protocol):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=None, aiv=vector_sync_negative, args=dict(fifo=ptopipe.gm_buffer(4 * SLOT8)),
+                    protocol=protocol)
+    assert "SyncPeriod (FiFoSyncT) -1" in ei.value.what
+    assert _line(ei.value.where) == (os.path.basename(__file__), line_of(vector_sync_negative, "SYNC-NEG"))

@@ -79,6 +79,10 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     if isinstance(cfg.local_slot_num, bool) or not isinstance(cfg.local_slot_num, int) or cfg.local_slot_num < 1:
         raise ConfigError(f"pipe LocalSlotNum {cfg.local_slot_num!r} is not a number of staging slots",
                           where=_loc(core), fix="give LocalSlotNum >= 1 (the default is 2)")
+    sp = cfg.sync_period
+    if sp is not None and (isinstance(sp, bool) or not isinstance(sp, int) or sp < 0):
+        raise ConfigError(f"pipe SyncPeriod (FiFoSyncT) {sp!r} is not a number of slots", where=_loc(core),
+                          fix="give FiFoSyncT >= 1, or 0 / None for pto-isa's rule")
     if not cfg.peers or any(p not in (0, 1) for p in cfg.peers):
         raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
@@ -198,6 +202,13 @@ def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
         raise ConfigError(f"{ch.name}: {core.name} binds SlotSize {cfg.slot_size} x SlotNum {n} but the "
                           f"other side has {ch.slot_size} x {ch.slot_num}", where=_loc(core), details=where,
                           fix="producer and consumer must declare the same TPipe configuration")
+    sp = ch.model.sync_period(cfg)
+    if sp != ch.sync_period:
+        # each end applies its own SyncPeriod on the device: a producer waiting on a free the
+        # consumer never sends deadlocks, the other way round overwrites
+        raise ConfigError(f"{ch.name}: {core.name} binds SyncPeriod (FiFoSyncT) {sp} but the other side "
+                          f"has {ch.sync_period}", where=_loc(core), details=where,
+                          fix="producer and consumer must declare the same TPipe / TMPipe configuration")
     if in_gm != ch.in_gm:
         # compared first: the base checks below format the other side's base of the same kind
         mine, theirs = ("GM", "the consumer's local memory") if in_gm else ("the consumer's local memory", "GM")
