@@ -75,25 +75,25 @@ def core_states(cluster) -> str:
     return "\n".join(lines)
 
 
+def _bound_error(core, what: str, bound: str, limit: int, fix: str) -> BudgetError:
+    """The BudgetError of ``core`` passing ``bound`` (a per-core bound: the budget, until_cycle)."""
+    where = str(core.where())
+    return BudgetError(what, where=where, details=core_states(core.cluster), fix=fix,
+                       findings=[{"kind": "budget", "bound": bound, "limit": limit,
+                                  "core": core.name, "where": where}])
+
+
 def over_budget(core) -> BudgetError:
-    cl = core.cluster
-    return BudgetError(
-        f"{core.name} exceeded the instruction budget of {cl.max_instructions:,} "
-        f"(instructions, TSYNCs and flag waits)",
-        where=str(core.where()), details=core_states(cl),
-        fix="the kernel may loop forever; raise max_instructions= if it is just long",
-        findings=[{"kind": "budget", "bound": "max_instructions", "limit": cl.max_instructions,
-                   "core": core.name, "where": str(core.where())}])
+    lim = core.cluster.max_instructions
+    return _bound_error(core, f"{core.name} exceeded the instruction budget of {lim:,} "
+                              "(instructions, TSYNCs and flag waits)", "max_instructions", lim,
+                        "the kernel may loop forever; raise max_instructions= if it is just long")
 
 
 def past_until(core, cycle: int) -> BudgetError:
-    cl = core.cluster
-    return BudgetError(
-        f"{core.name} passed until_cycle={cl.until_cycle:,} (at cycle {cycle:,})",
-        where=str(core.where()), details=core_states(cl),
-        fix="the kernel may loop forever; raise until_cycle= (or --until-cycle) if it is just long",
-        findings=[{"kind": "budget", "bound": "until_cycle", "limit": cl.until_cycle,
-                   "core": core.name, "where": str(core.where())}])
+    lim = core.cluster.until_cycle
+    return _bound_error(core, f"{core.name} passed until_cycle={lim:,} (at cycle {cycle:,})", "until_cycle", lim,
+                        "the kernel may loop forever; raise until_cycle= (or --until-cycle) if it is just long")
 
 
 def timed_out(cluster, timeout: float) -> BudgetError:
