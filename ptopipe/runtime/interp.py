@@ -32,6 +32,9 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
                 if dsl not in ("load", "store")}
 # *_GM directions: the plain ones on platforms whose rings are in GM
+# seed 003's DIR_MASK values (the C2V and V2C bits); a ring both ways takes SlotNum per direction
+_LOCAL_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
+_BOTH_DIRS = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
 _GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
             Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
 
@@ -280,17 +283,17 @@ class Interpreter:
         dir_mask, slot_size, slot_num = at["dir_mask"], at["slot_size"], at["slot_num"]
         gm, c2v, v2c = a[0], int(a[1] or 0), int(a[2] or 0)
         plat = self.core.cluster.platform
-        if dir_mask in (1, 2, 3):       # a consumer-local ring: the buffer holds every slot
-            n = slot_num or plat.slot_num_for(dir_mask == 3)
-            for bit, arg in ((1, c.args[1]), (2, c.args[2])):
+        if dir_mask in _LOCAL_DIRS:     # a consumer-local ring: the buffer holds every slot
+            n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
+            for bit, arg in ((Direction.DIR_C2V, c.args[1]), (Direction.DIR_V2C, c.args[2])):
                 if dir_mask & bit and arg.__class__ is BufferAttr:
                     self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c)
         if plat.ring_in_gm:
             dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
-        if slot_num is None and dir_mask in (1, 2, 3):
+        if slot_num is None and dir_mask in _LOCAL_DIRS:
             fn = isa.aic_initialize_pipe if op == "aic_initialize_pipe" else isa.aiv_initialize_pipe
             self.pipe = fn(isa.Direction(dir_mask), slot_size, gm, c2v, v2c)
         else:
-            n = slot_num or plat.slot_num_for(dir_mask in (3, 7))
+            n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
             self.pipe = isa.TPipe(0, isa.Direction(dir_mask), slot_size, n)(gm, c2v, v2c)
         return None
