@@ -444,6 +444,8 @@ def test_two_pipes_on_one_core_share_a_flag_m4():
         ptopipe.run(aic=overlapping, args=dict(fifo=gm_buffer(4 * SL), fifo2=gm_buffer(4 * SL)))
     assert_where(ei.value, overlapping, "bad")
     assert "share flag 2" in str(ei.value)
+    # the fix names both pipes' flag ranges by the protocol's own rule (spec: FlagID + tag)
+    assert "uses 2..5" in ei.value.fix and "uses 0..3" in ei.value.fix
 
     def same_id(fifo, fifo2):
         TPipe(0, DIR_C2V, SL, 4)(fifo)

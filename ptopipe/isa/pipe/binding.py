@@ -185,7 +185,7 @@ def _claim_flags(core, ch: Channel) -> None:
                     f"{ch.name} and {f.owner.name} share {f.name}",
                     where=_loc(core),
                     fix="two pipes on the same peer may not share a flag: give them disjoint FlagID ranges "
-                        "(spec: FlagID..FlagID+SlotNum-1; pto-isa: FlagID, FlagID+1)")
+                        f"({_flag_range(ch)} and {_flag_range(f.owner)})")
             f.owner = ch
         for f in ready:
             f.signal = "ready"      # a wait on it is a "waiting for data" stall
@@ -193,6 +193,13 @@ def _claim_flags(core, ch: Channel) -> None:
             f.signal = "free"
         ch.ready_flags[p] = ready
         ch.free_flags[p] = free
+
+
+def _flag_range(ch: Channel) -> str:
+    """The flag ids a channel's way uses (the protocol model's rule), for messages."""
+    top = ch.model.flags_top(ch.ready_id, ch.free_id, ch.slot_num)
+    lo = min(ch.ready_id, ch.free_id)
+    return f"{ch.name} uses {lo}..{top - 1}" if top - 1 > lo else f"{ch.name} uses {lo}"
 
 
 def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
