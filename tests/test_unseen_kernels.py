@@ -759,3 +759,419 @@ def _check_correct(name, platform, protocol):
 @pytest.mark.parametrize("name", sorted(CORRECT))
 def test_correct_kernel_matches_numpy(name, platform, protocol, no_hang):
     _check_correct(name, platform, protocol)
+
+
+# K16: kernel objects made once (tiles created outside the kernel functions) and run twice
+#      in one process: each run binds its tiles again and gives the same result.
+def _k16_factory():
+    T = 8
+    slot = T * T * 4
+    acc = Tile(TileType.Acc, float32, T, T)
+    x1 = Tile(TileType.Mat, float32, T, T)
+    x0 = Tile(TileType.Left, float32, T, T)
+    e1 = Tile(TileType.Mat, float32, T, T)
+    e0 = Tile(TileType.Right, float32, T, T)
+    popped = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T)
+
+    def cube(x, eye, fifo, n):
+        pipe = TPipe(0, DIR_C2V, slot, 2, peers=(0,))(fifo, RING_UB)
+        for t, a in ((acc, 0), (x1, 0), (x0, 0), (e1, 0x400), (e0, 0)):
+            TASSIGN(t, a)             # addresses are bound per run (a Tile(addr=) needs a core)
+        TLOAD(e1, eye)
+        TMOV(e0, e1)
+        for i in range(n):
+            TLOAD(x1, gt(x, i * T * T, (T, T)))
+            TMOV(x0, x1)
+            TMATMUL(acc, x0, e0)
+            TPUSH(pipe, acc)
+
+    def vec(out, fifo, n):
+        pipe = TPipe(0, DIR_C2V, slot, 2, peers=(0,))(fifo, RING_UB)
+        TASSIGN(o, 0)
+        for i in range(n):
+            TPOP(pipe, popped)
+            TSUBS(o, popped, 1.0)
+            TFREE(pipe)
+            TSTORE(gt(out, i * T * T, (T, T)), o)
+
+    def args(rng, n=3):
+        return dict(x=rint(rng, (n * T, T)), eye=np.eye(T, dtype=np.float32),
+                    out=np.zeros((n * T, T), np.float32), fifo=gm_buffer(2 * slot), n=n)
+    return cube, (vec, None), args
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_kernel_objects_run_twice_in_one_process(platform, protocol, no_hang):
+    cube, vec, make = _k16_factory()
+    for seed in (1, 1, 2):
+        args = make(np.random.default_rng(seed))
+        res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol, timeout=20)
+        np.testing.assert_array_equal(res.outputs["out"], args["x"] - 1)
+
+
+# ============================================================================ broken kernels
+# One mistake each.  A shared Cube producer: n tiles of T x T f32 (x times 1) into a C2V
+# pipe; the broken part is in the kernel named by the test.
+T = 16
+SLOT = T * T * 4
+
+
+def _c2v(fifo, peers=(0,), depth=2, flag=0, slot=SLOT):
+    return TPipe(flag, DIR_C2V, slot, depth, peers=peers)(fifo, RING_UB)
+
+
+def _producer(n, split=TILE_NO_SPLIT, peers=(0,), depth=2):
+    def cube(x, fifo):
+        pipe = _c2v(fifo, peers, depth)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+        x0 = Tile(TileType.Left, float32, T, T, addr=0)
+        e0 = Tile(TileType.Right, float32, T, T, addr=0)
+        e0.array[...] = np.eye(T, dtype=np.float32)
+        TLOAD(x1, x)
+        TMOV(x0, x1)
+        TMATMUL(acc, x0, e0)
+        for i in range(n):
+            TPUSH(pipe, acc, split)  # push
+    return cube
+
+
+def _args(rng=None, **extra):
+    rng = rng or np.random.default_rng(3)
+    d = dict(x=rint(rng, (T, T)), out=np.zeros((T, T), np.float32), fifo=gm_buffer(16 * SLOT))
+    d.update(extra)
+    return d
+
+
+def _raises(cls, fn, marker, aic, aiv, args=None, platform="a2a3", protocol="spec", **kw):
+    """Run; the error is exactly ``cls`` and its ``where`` names ``fn``'s ``# marker`` line."""
+    kw.setdefault("timeout", 20)
+    with pytest.raises(PtoPipeError) as ei:
+        ptopipe.run(aic, aiv, args if args is not None else _args(), platform=platform,
+                    protocol=protocol, **kw)
+    err = ei.value
+    assert type(err) is cls, f"{type(err).__name__}: {err}"
+    path, _, line = (err.where or "").rpartition(":")
+    assert path.endswith("test_unseen_kernels.py") and line == str(line_of(fn, marker)), str(err)
+    return err
+
+
+# B1: the consumer never TFREEs: the Cube blocks in its third TPUSH (SlotNum 2).
+def b1_vec(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(3):
+        TPOP(pipe, t)  # pop-no-free
+
+
+# B2: address flow: the second TLOAD from the popped GM slot comes after its TFREE.
+def _gm_pipe(fifo):
+    d = DIR_C2V_GM if platform_id() == PLATFORM_A5 else DIR_C2V
+    return TPipe(0, d, SLOT, 2, peers=(0,))(fifo)
+
+
+def b2_cube(x, fifo):
+    pipe = _gm_pipe(fifo)
+    v = Tile(TileType.Mat, float32, T, T, addr=0)
+    slot = GlobalTensor(float32, (T, T))
+    TLOAD(v, x)
+    for i in range(2):
+        TALLOC(pipe, slot)
+        TSTORE(slot, v)
+        TPUSH(pipe, slot)
+
+
+def b2_vec(fifo, out):
+    pipe = _gm_pipe(fifo)
+    slot = GlobalTensor(float32, (T, T))
+    top = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    for i in range(2):
+        TPOP(pipe, slot)
+        TLOAD(top, GlobalTensor(slot.data(), (T // 2, T)))
+        TFREE(pipe, slot)
+        TLOAD(top, GlobalTensor(slot.data() + T * T // 2, (T // 2, T)))  # read-after-free
+
+
+# B3: the consumer TPOPs one tile more than the Cube pushes.
+def b3_vec(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(3):
+        TPOP(pipe, t)  # pop-extra
+        TFREE(pipe)
+
+
+# B4: the Cube pushes UP_DOWN, the AIVs pop LEFT_RIGHT.
+def b4_vec(fifo, out):
+    pipe = _c2v(fifo, peers=(0, 1))
+    t = Tile(TileType.Vec, float32, T, T // 2)
+    TPOP(pipe, t, TILE_LEFT_RIGHT)  # wrong-split
+    TFREE(pipe, TILE_LEFT_RIGHT)
+
+
+# B5: V2C: each AIV pushes an int16 tile bigger than SlotSize.
+def b5_cube(fifo):
+    pipe = TPipe(0, DIR_V2C, 256, 2, peers=(0,))(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, int16, 8, 16)
+    TPOP(pipe, t)
+    TFREE(pipe)
+
+
+def b5_vec(fifo):
+    pipe = TPipe(0, DIR_V2C, 256, 2, peers=(0,))(fifo, 0, RING_L1)
+    t = Tile(TileType.Vec, int16, 16, 16, addr=0)
+    TEXPANDS(t, 1)
+    TPUSH(pipe, t)  # too-big
+
+
+# B6: FlagID 0 (SlotNum 4) and FlagID 1 (SlotNum 2) on the same peer share flags.
+def b6_cube(fifo):
+    a = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    b = TPipe(1, DIR_C2V, SLOT, 2, peers=(0,))(fifo.data() + 4 * SLOT, RING_UB + 4 * SLOT)  # shared-flag
+
+
+def b6_vec(fifo):
+    a = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, RING_UB)
+    b = TPipe(1, DIR_C2V, SLOT, 2, peers=(0,))(fifo.data() + 4 * SLOT, RING_UB + 4 * SLOT)
+
+
+# B7: the second pipe's GM ring starts SLOT // 4 bytes in (an element count used as a
+#     byte offset): the two GM rings overlap.
+def b7_cube(fifo):
+    a = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    b = TPipe(4, DIR_C2V, SLOT, 2, peers=(0,))(fifo.data() + 2 * SLOT // 4, RING_UB + 2 * SLOT)  # overlap
+
+
+def b7_vec(fifo):
+    a = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    b = TPipe(4, DIR_C2V, SLOT, 2, peers=(0,))(fifo.data() + 2 * SLOT // 4, RING_UB + 2 * SLOT)
+
+
+# B8: a popped tile (A2A3: the staging copy; A5: the slot itself) read after TFREE.
+def b8_vec(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    for i in range(2):
+        TPOP(pipe, t)
+        TFREE(pipe)
+        TADDS(o, t, 1.0)  # staged-after-free
+    TSTORE(out, o)
+
+
+# B9: the Cube stores `out`; AIV1, which is not on the pipe (peers=(0,)), reads it: the
+#     flags order the Cube with AIV0 only.
+def b9_cube(x, out, fifo):
+    pipe = _c2v(fifo)
+    v = Tile(TileType.Mat, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(v, x)
+    TSTORE(out, v)
+    TPUSH(pipe, acc)
+
+
+def b9_v0(fifo):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    TPOP(pipe, t)
+    TFREE(pipe)
+
+
+def b9_v1(out):
+    v = Tile(TileType.Vec, float32, T, T, addr=0)
+    TLOAD(v, out)  # unordered-read
+
+
+# B10: a Vector core TPUSHes on a C2V pipe (it is the consumer there).
+def b10_vec(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    TPUSH(pipe, t)  # wrong-core
+
+
+# B11: a loop that never ends (the exit test reads a tile the loop never changes).
+def b11_vec(x):
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    TLOAD(t, x)
+    i = 0
+    while i >= 0:
+        TADDS(t, t, 0.0)  # spin
+        i += 1
+
+
+# B12: an int32 tile through a float-only op (TEXP).
+def b12_vec(x):
+    t = Tile(TileType.Vec, int32, T, T, addr=0)
+    f = Tile(TileType.Vec, int32, T, T, addr=0x1000)
+    TEXPANDS(t, 2)
+    TEXP(f, t)  # int-exp
+
+
+# B13: SetValid with more columns than the tile has.
+def b13_vec(x):
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    TLOAD(t, x)
+    t.SetValid(T, T + 1)  # setvalid
+
+
+# B14: int8 matmul into an f32 accumulator.
+def b14_cube(x):
+    a = Tile(TileType.Left, int8, T, 32, addr=0)
+    b = Tile(TileType.Right, int8, 32, T, addr=0)
+    c = Tile(TileType.Acc, float32, T, T, addr=0)
+    TMATMUL(c, a, b)  # int8-f32acc
+
+
+# B15: TFREE twice for one TPOP.
+def b15_vec(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    TPOP(pipe, t)
+    TFREE(pipe)
+    TFREE(pipe)  # double-free
+
+
+# B16: the Cube TALLOCs a GM slot and never pushes it.
+def b16_cube(x, fifo):
+    pipe = _gm_pipe(fifo)
+    slot = GlobalTensor(float32, (T, T))
+    TALLOC(pipe, slot)  # talloc-leak
+
+
+def b16_vec(fifo):
+    pipe = _gm_pipe(fifo)
+
+
+# B17: TPOP LEFT_RIGHT, TFREE with UP_DOWN.
+def b17_vec(fifo, out):
+    pipe = _c2v(fifo, peers=(0, 1))
+    t = Tile(TileType.Vec, float32, T, T // 2)
+    TPOP(pipe, t, TILE_LEFT_RIGHT)
+    TFREE(pipe, TILE_UP_DOWN)  # free-split
+
+
+# B18: a scalar an int8 tile cannot hold.
+def b18_vec(x):
+    t = Tile(TileType.Vec, int8, T, 32, addr=0)
+    TEXPANDS(t, 1)
+    TADDS(t, t, 300)  # int8-scalar
+
+
+# B19: A2A3 staging with LocalSlotNum 1: a second TPOP while the first is held lands on
+#      the same local buffer.
+def b19_vec(fifo, out):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, 1, peers=(0,))(fifo, RING_UB)
+    a = Tile(TileType.Vec, float32, T, T)
+    b = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    TPOP(pipe, a)
+    TPOP(pipe, b)  # second-hold
+    TSUB(o, b, a)  # read-first
+    TFREE(pipe)
+    TFREE(pipe)
+    TSTORE(out, o)
+
+
+def b19_cube(x, fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, 1, peers=(0,))(fifo, RING_UB)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TPUSH(pipe, acc)
+    TPUSH(pipe, acc)
+
+
+# B20: the Cube pushes f32 tiles; the consumer pops them as f16 tiles of the same shape.
+def b20_vec(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float16, T, T)
+    TPOP(pipe, t)  # wrong-dtype
+    TFREE(pipe)
+
+
+# B21: a loop with only TSYNC barriers in it never ends.
+def b21_vec(x):
+    while True:
+        TSYNC(Op.TADDS)  # tsync-spin
+
+
+# B22: AIV1 also binds (and would pop from) a pipe whose peers are AIV0 only.
+def b22_v1(fifo, out):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)  # not-a-peer
+    t = Tile(TileType.Vec, float32, T, T)
+    TPOP(pipe, t)
+    TFREE(pipe)
+
+
+def _ok_v0(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(2):
+        TPOP(pipe, t)
+        TFREE(pipe)
+
+
+BROKEN = {
+    # name: (error class, fn holding the marker, marker, aic, aiv, run kwargs)
+    "b1_no_tfree": (DeadlockError, _producer, "push", _producer(3), (b1_vec, None), {}),
+    "b2_read_after_free": (ProtocolError, b2_vec, "read-after-free", b2_cube, (b2_vec, None), {}),
+    "b3_pop_more_than_pushed": (DeadlockError, b3_vec, "pop-extra", _producer(2), (b3_vec, None), {}),
+    "b4_split_mismatch": (ProtocolError, b4_vec, "wrong-split", _producer(1, TILE_UP_DOWN, (0, 1)),
+                          b4_vec, {}),
+    "b5_tile_too_big_v2c": (ProtocolError, b5_vec, "too-big", b5_cube, (b5_vec, None), {}),
+    "b6_shared_flags": (ConfigError, b6_cube, "shared-flag", b6_cube, (b6_vec, None), {}),
+    "b7_gm_rings_overlap": (MemoryConflictError, b7_cube, "overlap", b7_cube, (b7_vec, None), {}),
+    "b8_staged_after_free": (ProtocolError, b8_vec, "staged-after-free", _producer(2), (b8_vec, None), {}),
+    "b9_race_off_pipe": (DataRaceError, b9_v1, "unordered-read", b9_cube, (b9_v0, b9_v1), {}),
+    "b10_tpush_wrong_core": (ProtocolError, b10_vec, "wrong-core", _producer(0), (b10_vec, None), {}),
+    "b11_endless_loop": (BudgetError, b11_vec, "spin", None, (b11_vec, None), dict(max_instructions=5000)),
+    "b12_int_exp": (KernelError, b12_vec, "int-exp", None, (b12_vec, None), {}),
+    "b13_setvalid_range": (KernelError, b13_vec, "setvalid", None, (b13_vec, None), {}),
+    "b14_int8_f32_acc": (KernelError, b14_cube, "int8-f32acc", b14_cube, None, {}),
+    "b15_double_tfree": (ProtocolError, b15_vec, "double-free", _producer(1), (b15_vec, None), {}),
+    "b16_talloc_never_pushed": (LeakError, b16_cube, "talloc-leak", b16_cube, (b16_vec, None), {}),
+    "b17_free_split": (ProtocolError, b17_vec, "free-split", _producer(1, TILE_LEFT_RIGHT, (0, 1)),
+                       b17_vec, {}),
+    "b18_int8_scalar": (KernelError, b18_vec, "int8-scalar", None, (b18_vec, None), {}),
+    "b20_pop_dtype": (ProtocolError, b20_vec, "wrong-dtype", _producer(1), (b20_vec, None), {}),
+    "b21_tsync_spin": (BudgetError, b21_vec, "tsync-spin", None, (b21_vec, None), dict(max_instructions=5000)),
+    "b22_pop_not_a_peer": (ConfigError, b22_v1, "not-a-peer", _producer(2), (_ok_v0, b22_v1), {}),
+}
+
+
+# Where a "broken" kernel is in fact correct for one platform/protocol (why, next to each):
+# it must run clean there - a report would be a false positive.
+CLEAN_ON = {
+    # pto-isa's A2A3 tile TPOP frees the GM slot inside TPOP and its TFREE is a no-op, so
+    # neither a missing TFREE nor a second TFREE changes anything on that target.
+    "b1_no_tfree": {("a2a3", "pto-isa")},
+    "b15_double_tfree": {("a2a3", "pto-isa")},
+    "b17_free_split": {("a2a3", "pto-isa")},
+    # pto-isa flags are FlagID (ready, AIC->AIV) and FlagID+1 (free, AIV->AIC): FlagIDs 0 and
+    # 1 give ready 0/1 and free 1/2, each received by a different core - no flag is shared.
+    "b6_shared_flags": {("a2a3", "pto-isa"), ("a5", "pto-isa")},
+    # on A5 the C2V rings live in the AIV's UB (disjoint bases); the GM pointer is unused
+    "b7_gm_rings_overlap": {("a5", "spec"), ("a5", "pto-isa")},
+    # A2A3 TPOP copies the GM slot into the consumer's own UB: the copy stays valid after
+    # TFREE until a later TPOP reuses that local slot (A5's zero-copy tile does not)
+    "b8_staged_after_free": {("a2a3", "spec"), ("a2a3", "pto-isa")},
+}
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_kernel_reported_at_its_line(name, platform, protocol, no_hang):
+    cls, fn, marker, aic, aiv, kw = BROKEN[name]
+    if (platform, protocol) in CLEAN_ON.get(name, ()):
+        ptopipe.run(aic, aiv, _args(), platform=platform, protocol=protocol, timeout=20, **kw)
+        return
+    _raises(cls, fn, marker, aic, aiv, platform=platform, protocol=protocol, **kw)
+
+
+@pytest.mark.parametrize("protocol,marker", [("spec", "second-hold"), ("pto-isa", "read-first")])
+def test_b19_second_pop_into_held_staging_buffer(protocol, marker, no_hang):
+    """A2A3 only (A5 pops zero-copy: the two held tiles are distinct ring slots).  spec holds
+    the first staged tile until TFREE, so the second TPOP onto it is the error; pto-isa's
+    GM-ring TPOP frees at once, so the second TPOP may land there and reading the first
+    tile afterwards is the error."""
+    _raises(ProtocolError, b19_vec, marker, b19_cube, (b19_vec, None), platform="a2a3",
+            protocol=protocol)
