@@ -1175,3 +1175,78 @@ def test_b19_second_pop_into_held_staging_buffer(protocol, marker, no_hang):
     tile afterwards is the error."""
     _raises(ProtocolError, b19_vec, marker, b19_cube, (b19_vec, None), platform="a2a3",
             protocol=protocol)
+
+
+# B23: the Cube TSTOREs `out` after its TPUSH; AIV0 TLOADs `out` after its TPOP: the push
+#      orders nothing written after it, so the read races with the store.
+def b23_cube(x, out, fifo):
+    pipe = _c2v(fifo)
+    v = Tile(TileType.Mat, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(v, x)
+    TPUSH(pipe, acc)
+    TSTORE(out, v)
+
+
+def b23_vec(fifo, out):
+    pipe = _c2v(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    v = Tile(TileType.Vec, float32, T, T, addr=0)
+    TPOP(pipe, t)
+    TFREE(pipe)
+    TLOAD(v, out)  # read-after-pop
+
+
+# B24: V2C, AIV1 pushes three tiles, the Cube pops two: data left in the ring at the end.
+def b24_cube(fifo):
+    pipe = TPipe(2, DIR_V2C, SLOT, 4, peers=(1,))(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    for i in range(2):
+        TPOP(pipe, t)
+        TFREE(pipe)
+
+
+def b24_vec(fifo):
+    pipe = TPipe(2, DIR_V2C, SLOT, 4, peers=(1,))(fifo, 0, RING_L1)
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    for i in range(3):
+        TPUSH(pipe, t)  # unpopped
+
+
+# B25: a pure-Python loop that never issues an instruction (only the wall clock stops it).
+def b25_vec(x):
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    TLOAD(t, x)
+    n = 0
+    # one line, so the wall-clock interrupt always lands on the marked line
+    while n >= 0: n = (n + 1) % 7  # noqa: E701  # python-spin
+
+
+
+BROKEN.update({
+    "b23_store_after_push_race": (DataRaceError, b23_vec, "read-after-pop", b23_cube, (b23_vec, None), {}),
+    "b24_v2c_pushed_never_popped": (LeakError, b24_vec, "unpopped", b24_cube, (None, b24_vec), {}),
+})
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
+def test_b25_pure_python_loop_stopped_by_wall_clock(platform, protocol, no_hang):
+    _raises(BudgetError, b25_vec, "python-spin", None, (b25_vec, None), platform=platform,
+            protocol=protocol, timeout=0.3)
+
+
+@pytest.mark.parametrize("platform,protocol", [c for c in COMBOS if c != ("a2a3", "pto-isa")])
+def test_b1_deadlock_names_the_tpop_lacking_tfree(platform, protocol, no_hang):
+    err = _raises(DeadlockError, _producer, "push", _producer(3), (b1_vec, None),
+                  platform=platform, protocol=protocol)
+    pop = f"test_unseen_kernels.py:{line_of(b1_vec, 'pop-no-free')}"
+    assert f"TPOP at tests/{pop}, no TFREE" in str(err) or f"{pop}, no TFREE" in str(err), str(err)
+    assert "AIV0 holds slots 0,1" in str(err)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_b3_deadlock_says_more_pops_than_pushes(platform, protocol, no_hang):
+    err = _raises(DeadlockError, b3_vec, "pop-extra", _producer(2), (b3_vec, None),
+                  platform=platform, protocol=protocol)
+    assert "pushed 2" in str(err) and "popped 2" in str(err)
+    assert "will never SET it" in str(err) and "number of TPOPs matches" in err.fix
