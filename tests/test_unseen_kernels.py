@@ -1250,3 +1250,56 @@ def test_b3_deadlock_says_more_pops_than_pushes(platform, protocol, no_hang):
                   platform=platform, protocol=protocol)
     assert "pushed 2" in str(err) and "popped 2" in str(err)
     assert "will never SET it" in str(err) and "number of TPOPs matches" in err.fix
+
+
+# K17: the consumer holds every slot of the ring (LocalSlotNum = SlotNum) before freeing
+#      them all; the Cube writes tile i's value into its accumulator from the host side.
+def _k17(depth):
+    S = 8
+    slot = S * S * 4
+
+    def cube(fifo, n):
+        pipe = TPipe(0, DIR_C2V, slot, depth, depth, peers=(0,))(fifo, RING_UB)
+        acc = Tile(TileType.Acc, float32, S, S, addr=0)
+        for i in range(n):
+            acc.array[...] = i                   # the Cube has no vector unit: set it directly
+            TPUSH(pipe, acc)  # k17-push
+
+    def vec(fifo, out, n):
+        pipe = TPipe(0, DIR_C2V, slot, depth, depth, peers=(0,))(fifo, RING_UB)
+        ts = [Tile(TileType.Vec, float32, S, S) for _ in range(depth)]
+        o = Tile(TileType.Vec, float32, S, S, addr=0)
+        TEXPANDS(o, 0.0)
+        for g in range(n // depth):
+            for t in ts:
+                TPOP(pipe, t)
+            for t in ts:
+                TADD(o, o, t)
+            for _ in ts:
+                TFREE(pipe)
+        TSTORE(out, o)
+    return cube, (vec, None), S, slot
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("depth", [4, 6])
+def test_k17_consumer_holds_every_slot(depth, platform, protocol, no_hang):
+    cube, vec, S, slot = _k17(depth)
+    n = 2 * depth
+    res = ptopipe.run(cube, vec, dict(fifo=gm_buffer(depth * slot), out=np.zeros((S, S), np.float32), n=n),
+                      platform=platform, protocol=protocol, timeout=20)
+    np.testing.assert_array_equal(res.outputs["out"], np.full((S, S), sum(range(n)), np.float32))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_k17_odd_slotnum_is_protocol_specific(platform, no_hang):
+    """SlotNum 7: fine under spec (per-tag frees); under pto-isa (SyncPeriod 2, sparse free
+    notifications) the producer reuses slot 0 before the consumer freed it - reported at the
+    TPUSH, with the SlotNum rule in the fix."""
+    cube, vec, S, slot = _k17(7)
+    args = dict(fifo=gm_buffer(7 * slot), out=np.zeros((S, S), np.float32), n=14)
+    res = ptopipe.run(cube, vec, dict(args), platform=platform, protocol="spec", timeout=20)
+    np.testing.assert_array_equal(res.outputs["out"], np.full((S, S), sum(range(14)), np.float32))
+    err = _raises(ProtocolError, cube, "k17-push", cube, vec, dict(args), platform=platform,
+                  protocol="pto-isa")
+    assert "SlotNum % SyncPeriod" in err.fix
