@@ -1173,8 +1173,9 @@ def test_b19_second_pop_into_held_staging_buffer(protocol, marker, no_hang):
     the first staged tile until TFREE, so the second TPOP onto it is the error; pto-isa's
     GM-ring TPOP frees at once, so the second TPOP may land there and reading the first
     tile afterwards is the error."""
-    _raises(ProtocolError, b19_vec, marker, b19_cube, (b19_vec, None), platform="a2a3",
-            protocol=protocol)
+    err = _raises(ProtocolError, b19_vec, marker, b19_cube, (b19_vec, None), platform="a2a3",
+                  protocol=protocol)
+    assert "LocalSlotNum" in err.fix, err.fix       # the cause: one staging place for two tiles
 
 
 # B23: the Cube TSTOREs `out` after its TPUSH; AIV0 TLOADs `out` after its TPOP: the push
