@@ -12,7 +12,7 @@ import numpy as np
 
 from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, Direction, FIFOType
-from ...errors import ConfigError
+from ...errors import ConfigError, MemoryConflictError
 from ...sim import CoreKind
 from ..context import current_core
 from ..regions import reserve
@@ -139,6 +139,8 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
                      ctrl=cfg.direction is Direction.DIR_V2C_CTRL,
                      name=f"{way} pipe FlagID {ready_id} (peers {','.join('AIV%d' % p for p in cfg.peers)})")
         _claim_flags(core, ch)
+        if in_gm:
+            _check_gm_ring(core, ch, chans)
         for p in cfg.peers:
             ch.slots[p] = [Slot(t) for t in range(n)]
         chans[key] = ch
@@ -200,6 +202,26 @@ def _flag_range(ch: Channel) -> str:
     top = ch.model.flags_top(ch.ready_id, ch.free_id, ch.slot_num)
     lo = min(ch.ready_id, ch.free_id)
     return f"{ch.name} uses {lo}..{top - 1}" if top - 1 > lo else f"{ch.name} uses {lo}"
+
+
+def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
+    """Two GM rings sharing bytes would overwrite each other's slots without any flag
+    saying so (e.g. an element count used as a byte offset into GM_SLOT_BUFFER)."""
+    lo, hi = ch.gm_base, ch.gm_base + ch.slot_num * ch.slot_size
+    for other in chans.values():
+        # only pipes this core binds too: two ends binding different FlagIDs on one buffer
+        # (M2) are a flag mismatch, reported as such by the deadlock explainer
+        if other.gm_base is None or core.index not in other.sides:
+            continue
+        olo, ohi = other.gm_base, other.gm_base + other.slot_num * other.slot_size
+        if lo < ohi and olo < hi:
+            side = other.sides[core.index]
+            raise MemoryConflictError(
+                f"the GM ring of {ch.name} [{lo:#x}, {hi:#x}) overlaps the GM ring of {other.name} "
+                f"[{olo:#x}, {ohi:#x})", where=_loc(core),
+                details=f"{other.name} bound by {side.core.name} at {side.bound_at}",
+                fix="give each pipe its own SlotNum x SlotSize bytes of GM_SLOT_BUFFER "
+                    "(GM pointer offsets count elements of the buffer's dtype: bytes for gm_buffer)")
 
 
 def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:

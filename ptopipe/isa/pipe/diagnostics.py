@@ -101,10 +101,15 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
 def slot_use_after_free(tile, core) -> ProtocolError:
     slot, gen = tile.binding
     return ProtocolError(
-        f"use after free: {tile.describe()} is bound zero-copy to slot {slot.tag}, which was released "
-        f"(TFREE) or reused since it was popped", where=str(core.where()),
+        f"use after free: {tile.describe()} holds the data of slot {slot.tag} (zero-copy on a local "
+        f"ring, a staging copy on a GM ring), which was released (TFREE) or reused since it was popped",
+        where=str(core.where()),
         details=f"popped at {slot.pop_loc}" if slot.pop_loc else None,
-        fix="finish reading the popped tile before TFREE, or copy it (TMOV) to a tile of your own")
+        # a GM ring's staging buffer has LocalSlotNum places: a later TPOP reuses one even
+        # where the protocol (pto-isa) already freed the GM slot inside the first TPOP
+        fix="finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
+            "place: LocalSlotNum bounds the popped tiles held at once), or copy it (TMOV) to a tile "
+            "of your own")
 
 
 def leaks(cluster) -> list:

@@ -200,7 +200,10 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     if obj is not None or pipe.__class__ is not PipeHandle:
         if obj is None:
             raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))
-        pipe, obj = _args(pipe, obj)
+        if obj.__class__ is TileSplitAxis and split is None:
+            obj, split = None, obj          # TFREE(pipe, split): a split is never the held object
+        else:
+            pipe, obj = _args(pipe, obj)
     if events:
         TSYNC(*events)
     e = pipe.consumer_end
