@@ -113,7 +113,9 @@ class Tile:
         return self.valid_cols
 
     def SetValid(self, rows: int, cols: int) -> None:
-        if not (_is_int(rows) and _is_int(cols) and 0 < rows <= self.rows and 0 < cols <= self.cols):
+        # (exact ints first: the common case skips the isinstance checks)
+        if not ((rows.__class__ is int or _is_int(rows)) and (cols.__class__ is int or _is_int(cols))
+                and 0 < rows <= self.rows and 0 < cols <= self.cols):
             raise KernelError(f"SetValid({rows!r}, {cols!r}) on {self.describe()}: the valid region "
                               f"must be 1..{self.rows} rows and 1..{self.cols} cols", where=here(),
                               fix="give integer valid rows/cols within the tile's static shape")

@@ -30,6 +30,17 @@ class Slot:
         self.pop_loc = None
 
 
+class StageSlot(Slot):
+    """One slot of a consumer's local staging ring (A2A3 GM rings: pto-isa LocalSlotNum),
+    where a popped tile without an address of its own is loaded."""
+    __slots__ = ("side", "addr")
+
+    def __init__(self, tag: int, side: "Side", addr: int):
+        super().__init__(tag)
+        self.side = side
+        self.addr = addr
+
+
 class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",

@@ -21,7 +21,7 @@ from ..ops import arr
 from ..regions import reserve
 from ..tensor import GlobalTensor
 from ..tile import Tile, bind
-from .channel import Channel, PipeHandle, Side, Slot
+from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
 from .geometry import parse_split, part_of
 from .plans import check_layout, plan, pop_plan, push_plan
@@ -116,8 +116,11 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             p.ok_layout = lay
     if p.srcs is not None:                         # GM ring: load into the tile
         b = tile.binding
-        if tile.addr is None or ch.always_stage or (b is not None and _staged_here(side, b[0])):
-            _bind_staging(core, ch, side, tile, i)      # (a tile staged before is staged anew)
+        # a tile that got its address from this consumer's staging is staged anew by every
+        # TPOP (it is not the user's to place); checked first: it is the common case
+        if (b is not None and b[0].__class__ is StageSlot and b[0].side is side) or ch.always_stage \
+                or tile.addr is None:
+            _bind_staging(core, ch, side, tile, i)
         elif tile.core is not core:
             arr(tile, core)
         dst = tile.addr
@@ -153,24 +156,15 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     """Assign the popped tile to the consumer's local staging ring (pto-isa LocalSlotNum):
     staging slot ``k`` is ``SlotSize`` bytes at ``base + k * SlotSize``, whatever the size of
     the tiles popped into it (a ring may carry tiles of different sizes)."""
-    n = side.stage_num
-    base = side.staging or 0
     stage = side.stage_slots
     if stage is None:
-        stage = side.stage_slots = [Slot(k) for k in range(n)]
+        n, base = side.stage_num, side.staging or 0
+        stage = side.stage_slots = [StageSlot(k, side, base + k * ch.slot_size) for k in range(n)]
         reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging")
-    k = i % n
-    bind(tile, core, base + k * ch.slot_size)
-    s = stage[k]
+    s = stage[i % len(stage)]
+    bind(tile, core, s.addr)
     s.gen += 1
     tile.binding = (s, s.gen)
-
-
-def _staged_here(side: Side, slot) -> bool:
-    """Is ``slot`` one of this consumer's staging slots?  A tile that got its address from
-    an earlier TPOP's staging is not the user's to place: each TPOP stages it again."""
-    stage = side.stage_slots
-    return stage is not None and any(s is slot for s in stage)
 
 
 def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:
