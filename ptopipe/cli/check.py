@@ -107,7 +107,7 @@ def _check(args, reports: list) -> int:
                 if not args.json:
                     sched = "the default schedule" if seed is None else f"schedule seed {seed}"
                     print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched} "
-                          f"(after {res.passed} passing schedule(s))")
+                          f"(after {res.passed} passing schedule(s))", flush=True)
                     report_exception(err)
                     replay = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} "
                               f"--variant {v} --seed {seed} --schedules 1")
