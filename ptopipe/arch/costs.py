@@ -93,6 +93,8 @@ class CostTable:
 
     def vector_op(self, op: str, rows: int, cols: int, itemsize: int, head: bool = True) -> int:
         """Vector cycles: slope * repeats + head (if the queue was idle) + tail."""
+        if rows == 0 or cols == 0:
+            return 0            # an empty valid region (a lane-1 replay): nothing to compute
         slope, h, t = self.vector.get(op, (2, 14, 18))
         repeats = max(1, ceil(rows * cols * itemsize / self.vector_repeat_bytes))
         cyc = slope * repeats + t + (h if head else 0)
@@ -102,6 +104,8 @@ class CostTable:
 
     def move(self, src: str, dst: str, nbytes: int) -> int:
         """Data movement cycles by bandwidth of the path."""
+        if nbytes == 0:
+            return 0            # an empty valid region moves nothing
         bw = self.bandwidth.get((src, dst))
         if bw is None:
             bw = 64.0  # assumption for paths PLATFORMS.md does not list

@@ -1,6 +1,8 @@
 """The vocabulary shared by every layer: memories and where a tile lives (``MemSpace``,
 ``TileType``), the pipes of a core (``PipeUnit``), the buffer alignment, pipe directions,
-split axes, FIFO kinds, the protocol selector and the two ring ways.  Pure data (enums and
+tile layouts (``BLayout`` / ``SLayout`` and the named ``TileLayout`` they make, with a
+default per ``TileType``), split axes, FIFO kinds, the protocol selector and the two ring
+ways.  Pure data (enums and
 constants); ``isa`` re-exports them for kernels, ``ir`` and ``language`` use them without
 importing ``isa``."""
 from __future__ import annotations
@@ -51,6 +53,65 @@ class TileType(Enum):
 TILE_SPACE = {TileType.Vec: MemSpace.UB, TileType.Mat: MemSpace.L1, TileType.Left: MemSpace.L0A,
               TileType.Right: MemSpace.L0B, TileType.Acc: MemSpace.L0C,
               TileType.Bias: MemSpace.BIAS}
+
+
+class BLayout(Enum):
+    """pto-isa ``BLayout``: the order of the (fractal) blocks of a tile."""
+    RowMajor = "RowMajor"
+    ColMajor = "ColMajor"
+
+    __hash__ = object.__hash__
+
+
+class SLayout(Enum):
+    """pto-isa ``SLayout``: the order inside a fractal block (``NoneBox``: no fractal)."""
+    NoneBox = "NoneBox"
+    RowMajor = "RowMajor"
+    ColMajor = "ColMajor"
+
+    __hash__ = object.__hash__
+
+
+class TileLayout(Enum):
+    """The named layout of a tile, from its ``(BLayout, SLayout)`` pair (pto-isa / CANN):
+    ND row-major, DN column-major, NZ column-major blocks of row-major fractals (Mat / Acc
+    on the Cube), ZN row-major blocks of column-major fractals (Right), ZZ row-major blocks
+    of row-major fractals (Left on A2A3; Left is NZ on A5).  A layout says how the logical
+    matrix is placed in memory; moving data between layouts (TMOV) keeps the matrix."""
+    ND = (BLayout.RowMajor, SLayout.NoneBox)
+    DN = (BLayout.ColMajor, SLayout.NoneBox)
+    NZ = (BLayout.ColMajor, SLayout.RowMajor)
+    ZN = (BLayout.RowMajor, SLayout.ColMajor)
+    ZZ = (BLayout.RowMajor, SLayout.RowMajor)
+
+    __hash__ = object.__hash__
+
+    @property
+    def blayout(self) -> BLayout:
+        return self.value[0]
+
+    @property
+    def slayout(self) -> SLayout:
+        return self.value[1]
+
+    @property
+    def fractal(self) -> bool:
+        """True for the boxed layouts (NZ, ZN, ZZ): 512-byte fractal blocks."""
+        return self.value[1] is not SLayout.NoneBox
+
+    @classmethod
+    def of(cls, blayout: BLayout, slayout: SLayout) -> "TileLayout":
+        """The named layout of a (BLayout, SLayout) pair (ColMajor blocks of ColMajor fractals have none: KeyError)."""
+        return _LAYOUT_OF[(blayout, slayout)]
+
+
+_LAYOUT_OF = {l.value: l for l in TileLayout}
+
+#: a tile's layout when its declaration gives none: pto-isa's aliases (``TileLeft`` ZZ on
+#: A2A3, ``TileRight`` ZN, ``TileAcc`` NZ); Vec, Mat and Bias tiles default to ND as pto-isa's
+#: ``Tile<...>`` template does (a Mat tile is NZ only when declared so)
+DEFAULT_LAYOUT = {TileType.Vec: TileLayout.ND, TileType.Mat: TileLayout.ND, TileType.Left: TileLayout.ZZ,
+                  TileType.Right: TileLayout.ZN, TileType.Acc: TileLayout.NZ, TileType.Bias: TileLayout.ND}
 
 
 class PipeUnit(IntEnum):

@@ -16,7 +16,7 @@ from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_
                    TPUSH, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
                    TMPipe, TPipe, VecCubeRatio, aic_initialize_pipe, aiv_initialize_pipe)
 from .tensor import GlobalTensor, GMPtr
-from .tile import TASSIGN, BLayout, SLayout, Tile, TileType
+from .tile import TASSIGN, BLayout, SLayout, Tile, TileLayout, TileType
 from ..arch.platform import PlatformID
 
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
@@ -26,7 +26,7 @@ __all__ = list(_ops_all) + [
     "BLayout", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RunResult",
-    "RunSummary", "SLayout", "Scenario", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",
+    "RunSummary", "SLayout", "Scenario", "TileLayout", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",
     "TILE_NO_SPLIT", "TILE_UP_DOWN", "TMPipe", "TPOP", "TPOPDONE", "TPUSH", "TPipe", "TSYNC",
     "Tile", "TileSplitAxis", "TileType", "VecCubeRatio", "aic_initialize_pipe",
     "aiv_initialize_pipe", "bfloat16", "compare", "current_core", "float16", "float32",

@@ -121,12 +121,15 @@ def _scalar_value(core, name: str, dst: Tile, scalar):
 
 
 # -- data movement ------------------------------------------------------------------------
-def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray:
-    """The GM side of a TLOAD/TSTORE, shaped to match the valid region of tile ``t``."""
+def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
+    """The GM side of a TLOAD/TSTORE, shaped to match the valid region of tile ``t``; None
+    when that region is empty (the move touches no GM byte, whatever the tensor)."""
     if (gt.__class__ is not GlobalTensor or gt.rows != t.valid_rows or gt.cols != t.valid_cols
             or gt.ptr is None):
         if gt.__class__ is not GlobalTensor:
             raise _err(core, f"{op} {role} must be a GlobalTensor, got {type(gt).__name__}")
+        if t.empty:
+            return None
         if gt.shape2 != (t.valid_rows, t.valid_cols):
             raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
                              f"region is {t.valid_rows}x{t.valid_cols}",
@@ -145,6 +148,8 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     v = _gm_tile_view(core, src, dst, "TLOAD", "source")
     if dst.loc not in LOAD_DST:
         _need_loc(core, dst, LOAD_DST, "TLOAD", "destination")
+    if v is None:
+        return _empty_move(core, _MTE2, dst, "TLOAD", True)
     if src.dtype != dst.dtype:
         raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
@@ -170,6 +175,8 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     v = _gm_tile_view(core, dst, src, "TSTORE", "destination")
     if src.loc not in STORE_SRC:
         _need_loc(core, src, STORE_SRC, "TSTORE", "source")
+    if v is None:
+        return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
@@ -186,8 +193,19 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     return new_event(("TSTORE", core, end))
 
 
+def _empty_move(core, pipe, tile: Tile, op: str, write: bool) -> Event:
+    """A TLOAD / TSTORE of a tile whose valid region is empty: no byte moves, no GM access;
+    issued (in order on its pipe, with the tile's dependencies) at no cost."""
+    args = TileArgs((tile.valid_rows, tile.valid_cols), tile.dtype) if core.trace is not None else None
+    end = core.issue_w(pipe, 0, tile, op, args) if write else core.issue_r(pipe, 0, tile, op, args)
+    return new_event((op, core, end))
+
+
 def TMOV(dst: Tile, src: Tile, *events) -> Event:
-    """Local move: L1->L0A/L0B (MTE1), L0C->L1 (FIX, may convert), UB->UB (V)."""
+    """Local move: L1->L0A/L0B (MTE1), L0C->L1 (FIX, may convert), UB->UB (V).
+
+    The two tiles may differ in layout (ND <-> NZ ...): TMOV converts, the logical matrix is
+    kept (e.g. a Vec ND tile into a Vec NZ tile before a V2C TPUSH to an NZ Mat tile)."""
     core = current_core()
     if events:
         TSYNC(*events)
@@ -437,11 +455,13 @@ def _unary(op):
 
 
 def _row_reduce_into(fn, a, d):
-    d[:, 0] = fn(a, axis=1)
+    if a.size and d.size:               # an empty valid region reduces nothing
+        d[:, 0] = fn(a, axis=1)
 
 
 def _col_reduce_into(fn, a, d):
-    d[0, :] = fn(a, axis=0)
+    if a.size and d.size:
+        d[0, :] = fn(a, axis=0)
 
 
 def _row_reduce(op):

@@ -1,9 +1,16 @@
 """Tiles: typed 2-D views into a core's local memory, as pto-isa's ``Tile<...>``.
 
 A tile has a location (``TileType``: Vec in UB, Mat in L1, Left in L0A, Right in L0B,
-Acc in L0C), a dtype, a static shape (rows x cols), a valid region and layout metadata.
-``TASSIGN`` binds it to a byte address of the memory of the core that executes it.
-Data are stored row-major whatever the declared layout (the layout is metadata only).
+Acc in L0C), a dtype, a static shape (rows x cols), a valid region and a layout
+(``BLayout`` / ``SLayout``, named by ``.layout``: ND, DN, NZ, ZN, ZZ; the default per
+TileType is ``arch.vocab.DEFAULT_LAYOUT``).  ``TASSIGN`` binds it to a byte address of the
+memory of the core that executes it.  Data are held as the logical matrix (row-major views)
+whatever the layout: the layout is what the ring checks compare (a tile pushed in one layout
+must be popped in the same one) and what TMOV converts, keeping the logical matrix.
+
+A valid region may be empty (0 valid rows or columns, e.g. the A2A3 no-split lane-1
+replay): every instruction on such a tile moves no data and costs next to nothing, but
+a TPUSH / TPOP / TFREE keeps its flags and handshake.
 
 A binding belongs to one run: the tile's address, its cached memory views, push/pop plan
 and scoreboard times are those of the cluster it was bound on.  Once that run has ended the
@@ -14,40 +21,31 @@ another run's memory or clock.
 """
 from __future__ import annotations
 
-from enum import Enum
-
 import greenlet
 import numpy as np
 
-from ..arch.vocab import TILE_SPACE, TileType  # noqa: F401  (re-exported: isa.TileType)
+from ..arch.vocab import DEFAULT_LAYOUT, TILE_SPACE, BLayout, SLayout, TileLayout, TileType  # noqa: F401
 from ..errors import KernelError
 from .context import current_core, here
 from .regions import register_tile
 from .tensor import GlobalTensor, GMPtr, element_type
 
 
-class BLayout(Enum):
-    RowMajor = "RowMajor"
-    ColMajor = "ColMajor"
-
-
-class SLayout(Enum):
-    NoneBox = "NoneBox"
-    RowMajor = "RowMajor"
-    ColMajor = "ColMajor"
-
-
 class Tile:
-    """A tile.  ``Tile(TileType.Vec, float32, 16, 32, addr=0x0)``; ``.array`` is its valid data."""
+    """A tile.  ``Tile(TileType.Vec, float32, 16, 32, addr=0x0)``; ``.array`` is its valid data.
+
+    The layout is ``blayout`` / ``slayout`` (pto-isa's template parameters) or ``layout=``
+    a :class:`TileLayout` (``Tile(TileType.Mat, float32, 16, 16, layout=TileLayout.NZ)``);
+    none given: the TileType's default (ND for Vec/Mat, ZZ Left, ZN Right, NZ Acc)."""
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
-                 "slayout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
+                 "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
-                 blayout: BLayout = BLayout.RowMajor, valid_rows: int | None = None,
-                 valid_cols: int | None = None, slayout: SLayout = SLayout.NoneBox,
-                 addr: int | None = None, name: str | None = None):
+                 blayout: BLayout | None = None, valid_rows: int | None = None,
+                 valid_cols: int | None = None, slayout: SLayout | None = None,
+                 addr: int | None = None, name: str | None = None, layout: TileLayout | None = None):
         if not isinstance(loc, TileType):
             raise KernelError(f"Tile location must be a TileType, got {loc!r}",
                               fix="use TileType.Vec / Mat / Left / Right / Acc")
@@ -58,12 +56,12 @@ class Tile:
             raise KernelError(f"tile shape must be positive, got {rows}x{cols}")
         self.valid_rows = self.rows if valid_rows is None else int(valid_rows)
         self.valid_cols = self.cols if valid_cols is None else int(valid_cols)
-        if not (0 < self.valid_rows <= self.rows and 0 < self.valid_cols <= self.cols):
+        if not (0 <= self.valid_rows <= self.rows and 0 <= self.valid_cols <= self.cols):
             raise KernelError(f"valid region {self.valid_rows}x{self.valid_cols} does not fit "
                               f"tile {self.rows}x{self.cols}")
         self.sig = (self.valid_rows, self.valid_cols, self.dtype)   # what element-wise ops compare
-        self.blayout = blayout
-        self.slayout = slayout
+        self.layout = _layout(loc, blayout, slayout, layout)
+        self.blayout, self.slayout = self.layout.value
         self.name = name
         self._addr = None
         self.core = None
@@ -115,15 +113,20 @@ class Tile:
     def SetValid(self, rows: int, cols: int) -> None:
         # (exact ints first: the common case skips the isinstance checks)
         if not ((rows.__class__ is int or _is_int(rows)) and (cols.__class__ is int or _is_int(cols))
-                and 0 < rows <= self.rows and 0 < cols <= self.cols):
+                and 0 <= rows <= self.rows and 0 <= cols <= self.cols):
             raise KernelError(f"SetValid({rows!r}, {cols!r}) on {self.describe()}: the valid region "
-                              f"must be 1..{self.rows} rows and 1..{self.cols} cols", where=here(),
+                              f"must be 0..{self.rows} rows and 0..{self.cols} cols", where=here(),
                               fix="give integer valid rows/cols within the tile's static shape")
         self.valid_rows, self.valid_cols = int(rows), int(cols)
         self.sig = (self.valid_rows, self.valid_cols, self.dtype)
         self._plan = None
         if self._full is not None:
             self._valid = self._full[:self.valid_rows, :self.valid_cols]
+
+    @property
+    def empty(self) -> bool:
+        """True when the valid region is empty (0 valid rows or cols): moves no data."""
+        return self.valid_rows == 0 or self.valid_cols == 0
 
     def _need(self) -> None:
         if self.addr is None:
@@ -168,10 +171,39 @@ class Tile:
     def describe(self) -> str:
         nm = f" '{self.name}'" if self.name else ""
         at = f" @{self.mem.label}[{self.addr:#x}]" if self.addr is not None and self.mem else ""
-        return f"{self.loc.value} tile{nm} {self.dtype.name} {self.rows}x{self.cols}{at}"
+        lay = "" if self.layout is DEFAULT_LAYOUT[self.loc] else f" {self.layout.name}"
+        return f"{self.loc.value} tile{nm} {self.dtype.name} {self.rows}x{self.cols}{lay}{at}"
 
     def __repr__(self) -> str:
         return f"<{self.describe()}>"
+
+
+def _layout(loc: TileType, blayout, slayout, layout) -> TileLayout:
+    """The tile's named layout from ``layout=`` or its (BLayout, SLayout) parameters (one of
+    them not given takes pto-isa's template default: RowMajor / NoneBox); neither given:
+    the TileType's default."""
+    if layout is not None:
+        if not isinstance(layout, TileLayout):
+            raise KernelError(f"Tile layout must be a TileLayout, got {layout!r}",
+                              fix="use TileLayout.ND / DN / NZ / ZN / ZZ")
+        if (blayout is not None and blayout is not layout.blayout) or \
+                (slayout is not None and slayout is not layout.slayout):
+            raise KernelError(f"Tile layout={layout.name} contradicts blayout={blayout} / slayout={slayout}",
+                              fix="give either layout= or blayout/slayout")
+        return layout
+    if blayout is None and slayout is None:
+        return DEFAULT_LAYOUT[loc]
+    b = BLayout.RowMajor if blayout is None else blayout
+    s = SLayout.NoneBox if slayout is None else slayout
+    if not isinstance(b, BLayout) or not isinstance(s, SLayout):
+        raise KernelError(f"Tile blayout/slayout must be BLayout/SLayout members, got {blayout!r}, {slayout!r}",
+                          fix="e.g. blayout=BLayout.ColMajor, slayout=SLayout.RowMajor (NZ)")
+    try:
+        return TileLayout.of(b, s)
+    except KeyError:
+        raise KernelError(f"BLayout.{b.value} with SLayout.{s.value} is not a tile layout",
+                          fix="use ND (RowMajor/NoneBox), DN (ColMajor/NoneBox), NZ (ColMajor/RowMajor), "
+                              "ZN (RowMajor/ColMajor) or ZZ (RowMajor/RowMajor)") from None
 
 
 def bind(tile: Tile, core, addr: int) -> None:

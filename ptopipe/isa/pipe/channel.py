@@ -25,7 +25,7 @@ class Slot:
         self.tag = tag
         self.gen = 0
         self.state = "free"     # free | written | held
-        self.layout = None      # (dtype, rows, cols, split) of the last push
+        self.layout = None      # (dtype, rows, cols, split, TileLayout) of the last push (None: empty)
         self.push_loc = None
         self.pop_loc = None
 

@@ -1,14 +1,16 @@
 """Push/pop plans: what a TPUSH or TPOP of one tile geometry on one channel does - the
 slot views it writes or reads for every tag, the pipe unit and the cost - worked out and
 checked once, then cached per channel (and on the tile for the inline fast path), and the
-consumer-side check that a popped tile matches the layout its producer pushed.
+consumer-side check that a popped tile matches what its producer pushed (dtype, shape,
+split and tile layout: ND / NZ ...).  A push of an empty tile (0 valid rows or cols: the
+no-split lane-1 replay) writes nothing and records no layout; it keeps the handshake only.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...arch import MemSpace, PipeUnit
-from ...arch.vocab import C2V, V2C, TileSplitAxis
+from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
 from .geometry import full_shape, part_offset, part_shape
@@ -38,7 +40,7 @@ def plan(core, ch, tile: Tile, split, make):
     """The checked push/pop plan of ``tile`` on ``ch``: made once per tile geometry, then
     cached on the tile as ``(ch, split, core, plan)`` (TPUSH/TPOP check that cache inline)."""
     key = (core.index, tile.loc, tile.dtype, tile.rows, tile.cols, tile.valid_rows, tile.valid_cols,
-           int(split), ch.way)
+           int(split), ch.way, tile.layout)
     p = ch.plans.get(key)
     if p is None:
         p = ch.plans[key] = make(core, ch, tile, split)
@@ -84,8 +86,11 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
         unit, dst_space = PipeUnit.FIX, ("GM" if ch.in_gm else "UB")
     else:
         unit, dst_space = PipeUnit.MTE3, ("GM" if ch.in_gm else "L1")
-    return PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes),
-                    (tile.dtype, rows, cols, split))
+    # what the slot holds: an empty tile writes nothing (no layout to match); C2V goes through
+    # the FIX pipe, which writes the Acc's fractal (NZ) data out row-major (ND)
+    layout = None if nbytes == 0 else \
+        (tile.dtype, rows, cols, split, TileLayout.ND if ch.way == C2V else tile.layout)
+    return PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes), layout)
 
 
 def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
@@ -109,16 +114,18 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
         else:
             v = ch.view(gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
         srcs.append(v[:tile.valid_rows, :tile.valid_cols])
-    return PopPlan(srcs, core.costs.move("GM", tile.sname, rows * cols * item))
+    return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item))
 
 
-def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, loc=None) -> None:
-    """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) must match what the
-    producer pushed into ``slot``: dtype, shape and split mode (either direction)."""
+def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, loc=None,
+                 layout: TileLayout | None = None) -> None:
+    """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) in ``layout`` must
+    match what the producer pushed into ``slot``: dtype, shape, split mode (either
+    direction) and tile layout."""
     lay = slot.layout
     if lay is None:
         return
-    pdtype, prow, pcol, psplit = lay
+    pdtype, prow, pcol, psplit = lay[:4]
     where = str(loc or core.where())
     if psplit != split:
         producer = "the Cube" if ch.way == C2V else "a Vector core"
@@ -141,3 +148,24 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
             details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
             fix="producer and consumer must agree on dtype, shape and split mode "
                 "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
+    play = lay[4] if len(lay) > 4 else None
+    if layout is not None and play is not None and play is not layout:
+        raise layout_mismatch(core, ch, slot, play, layout, op, where)
+
+
+def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: str, where: str):
+    """A tile pushed in one layout and popped in another: the consumer would read the
+    bytes of the logical matrix in the wrong order (silently wrong numbers on the device)."""
+    if ch.way == V2C:
+        fix = (f"TMOV the Vec tile into a {popped.name} Vec tile (TMOV converts layouts) and TPUSH that, "
+               f"or pop into a {pushed.name} Mat tile")
+        pusher = "a Vector core"
+    else:
+        fix = (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into a "
+               f"{pushed.name} Vec tile and TMOV it to {popped.name} if you need that layout")
+        pusher = "the Cube"
+    return ProtocolError(
+        f"{op} on {core.name} at {where} pops a {popped.name} tile from slot {slot.tag} of {ch.name}, "
+        f"but {pusher} pushed {pushed.name} data (TPUSH at {slot.push_loc})",
+        where=where, details=f"TPUSH at {slot.push_loc} ({pushed.name})\n{op} at {where} ({popped.name})",
+        fix=fix)
