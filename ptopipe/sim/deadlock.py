@@ -2,7 +2,10 @@
 cycle, and (from the layers above, through ``cluster.explainers``) the state of the rings.
 
 Upper layers describe what a core *holds* (e.g. ring slots popped but not freed) through
-``cluster.annotators``: callables ``(cluster, core) -> [dict(text=..., where=...)]``.
+``cluster.annotators``: callables ``(cluster, core) -> [dict(text=..., where=...)]``; and
+may name the cause itself through ``cluster.diagnosers``: callables ``(cluster, blocked)``
+returning None or ``dict(what=..., where=..., fix=..., finding=...)``, which then heads the
+report (the wait details stay).
 """
 from __future__ import annotations
 
@@ -108,6 +111,12 @@ def explain(cluster, blocked) -> DeadlockError:
             lines.append(text)
     findings = [dict(kind="blocked", **e) for e in entries]
     findings.append({"kind": "wait_for", "text": chain, "steps": steps, "cycle": cycle})
+    for diagnose in cluster.diagnosers:
+        d = diagnose(cluster, blocked)
+        if d:
+            findings.append(d["finding"])
+            return DeadlockError(f"deadlock: {d['what']}", where=d["where"], details="\n".join(lines),
+                                 fix=d["fix"], findings=findings)
     return DeadlockError(
         f"deadlock: {len(blocked)} core(s) blocked forever ({', '.join(c.name for c in blocked)})",
         where=entries[0]["where"], details="\n".join(lines), fix=_hint(entries),

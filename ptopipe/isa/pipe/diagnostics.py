@@ -1,11 +1,13 @@
 """What the pipe layer tells the user: the ring state (for deadlock reports and
-``describe_state``), what a blocked core holds, slot misuse errors (overwrite while in
-use, use after free) and the leaks at kernel end (held slots, uncommitted TALLOCs, data
-pushed but never popped)."""
+``describe_state``), what a blocked core holds, a lane that never takes part in a pipe's
+handshakes (deadlock diagnosis), slot misuse errors (overwrite while in use, use after
+free) and the leaks at kernel end (held slots, uncommitted TALLOCs, data pushed but never
+popped)."""
 from __future__ import annotations
 
 from ...arch.vocab import C2V
 from ...errors import ProtocolError
+from ...sim import CoreKind, CoreState
 
 _STATE_WORD = {"free": "free", "written": "full", "held": "held"}
 
@@ -33,6 +35,50 @@ def holdings(cluster, core) -> list:
             out.append({"text": f"slot {tag} of {ch.name} (TALLOC at {loc}, no TPUSH yet)",
                         "where": str(loc), "slot": tag, "pipe": ch.name, "kind": "allocated"})
     return out
+
+
+def absent_lane(cluster, blocked):
+    """Deadlock diagnosis: a blocked core waits for a handshake (ready / free) of a pipe
+    from a core that never binds it and has returned or runs no kernel - typically AIV1 of
+    a pipe with two AIV lanes, dispatched only on lane 0 (on the device: an AICPU timeout).
+    None if no blocked core waits on such a core (a lane that took part and stopped early
+    is a count mismatch, which the generic report describes)."""
+    for c in blocked:
+        w = c.waiting
+        ch = w.info.get("channel")
+        sender = w.flag.sender
+        if ch is None or sender.state not in (CoreState.DONE, CoreState.IDLE) or sender.index in ch.sides:
+            continue
+        lanes = ",".join(f"AIV{p}" for p in ch.peers)
+        if sender.state is CoreState.IDLE:
+            running = [x.name for x in cluster.cores if x.kind is CoreKind.AIV and x.state is not CoreState.IDLE]
+            state = "runs no kernel" + (f": the group dispatches only {', '.join(running)}" if running else "")
+        else:
+            state = "returned without binding the pipe"
+        verb = "never takes part in"
+        sig, tag = w.info.get("signal"), w.info.get("tag")
+        op = w.what.split()[0]
+        loc = str(c.where())
+        what = (f"{sender.name} {verb} {ch.name}: {c.name}'s {op} at {loc} waits for {sender.name}'s "
+                f"{sig}[{tag}] handshake, but {sender.name} {state}")
+        if sender.kind is CoreKind.AIV and len(ch.peers) > 1:
+            other = next(p for p in ch.peers if p != sender.subblock)
+            what += f"; a pipe with lanes {lanes} needs both in every handshake"
+            fix = (f"dispatch the kernel on both Vector sub-blocks and let AIV{sender.subblock} take part in "
+                   f"every handshake: a lane with no data of its own replays the same "
+                   f"{'TPOP / TFREE' if ch.way == C2V else 'TPUSH'} sequence with an empty valid shape "
+                   f"(tile.SetValid(0, 0): no data moves, the flags do); or bind the pipe with "
+                   f"peers=({other},) if only AIV{other} uses it")
+        elif sender.kind is CoreKind.AIV:
+            fix = f"dispatch the kernel on AIV{sender.subblock} (it is the pipe's only lane) and pair its " \
+                  "TPUSH / TPOP / TFREE with the Cube's"
+        else:
+            fix = "run a Cube kernel that binds this pipe and pairs its TPUSH / TPOP / TFREE with the Vector cores'"
+        return {"what": what, "where": loc, "fix": fix,
+                "finding": {"kind": "absent_lane", "core": sender.name, "state": sender.state.value,
+                            "pipe": ch.name, "waiter": c.name, "op": op,
+                            "where": loc, "signal": sig, "tag": tag}}
+    return None
 
 
 def ring_state(ch) -> dict:
@@ -126,5 +172,10 @@ def leaks(cluster) -> list:
             for s in ch.slots[p]:
                 if s.state == "written":
                     who = cluster.aiv(p).name if ch.way == C2V else "AIC"
-                    out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it", s.push_loc))
+                    core = cluster.aiv(p) if ch.way == C2V else cluster.aic
+                    why = "" if core.index in ch.sides else \
+                        (f" ({who} never binds the pipe: every lane of a pipe with lanes "
+                         f"{','.join('AIV%d' % q for q in ch.peers)} takes part in every handshake, a lane "
+                         "with no data replays it with an empty valid shape)")
+                    out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it{why}", s.push_loc))
     return out
