@@ -25,8 +25,11 @@ CASES = {
     "m7_leak.py": LeakError,
     "m8_pto_isa_slotnum5.py": ProtocolError,
     "m9_gm_race.py": DataRaceError,
+    "m22_layout_nd_into_nz.py": ProtocolError,
+    "m23_lane1_not_dispatched.py": DeadlockError,
+    "m24_v2c_lane1_returns.py": DeadlockError,
 }
-ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py"}   # every marked line named
+ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py", "m22_layout_nd_into_nz.py"}   # every marked line named
 
 
 def markers(fname):
@@ -114,3 +117,12 @@ def test_cli_check_exits_nonzero_without_traceback(fname, platform, capsys):
     assert "Traceback" not in text
     assert f"error: {CASES[fname].__name__}:" in text
     assert re.search(rf"^  at \S*{re.escape(fname)}:{where_line(fname, platform)}$", text, re.M), text
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("fname", ["m23_lane1_not_dispatched.py", "m24_v2c_lane1_returns.py"])
+def test_m23_m24_name_the_lane_that_never_takes_part(fname, platform):
+    err = _run(fname, platform)
+    assert "AIV1 never takes part" in err.what, err.what
+    assert "SetValid(0, 0)" in err.fix
+    assert any(f["kind"] == "absent_lane" and f["core"] == "AIV1" for f in err.findings)

@@ -164,8 +164,9 @@ def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: 
         fix = (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into a "
                f"{pushed.name} Vec tile and TMOV it to {popped.name} if you need that layout")
         pusher = "the Cube"
+    a = "an" if popped.name[0] == "N" else "a"
     return ProtocolError(
-        f"{op} on {core.name} at {where} pops a {popped.name} tile from slot {slot.tag} of {ch.name}, "
+        f"{op} on {core.name} at {where} pops {a} {popped.name} tile from slot {slot.tag} of {ch.name}, "
         f"but {pusher} pushed {pushed.name} data (TPUSH at {slot.push_loc})",
         where=where, details=f"TPUSH at {slot.push_loc} ({pushed.name})\n{op} at {where} ({popped.name})",
         fix=fix)

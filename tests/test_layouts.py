@@ -1,0 +1,280 @@
+"""Tile layouts (ND / NZ ... as a tile attribute, checked across rings, converted by TMOV)
+and empty valid regions (the no-split lane-1 replay: no data moves, the handshake does),
+on both platforms and both protocols: correct kernels clean with numpy-exact results,
+broken ones reported with the error class and the exact line."""
+import numpy as np
+import pytest
+
+from ptopipe import DeadlockError, KernelError, ProtocolError
+from ptopipe.errors import LeakError
+from ptopipe.isa import *
+from ptopipe.arch.vocab import DEFAULT_LAYOUT
+
+from markers import line_of
+
+COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+T = 16
+SLOT = T * T * 4
+RING_UB, RING_L1 = 0x8000, 0x40000
+
+
+def _line(err) -> int:
+    return int(err.where.rpartition(":")[2])
+
+
+# -- the vocabulary -------------------------------------------------------------------------
+def test_layout_names_and_defaults():
+    assert TileLayout.of(BLayout.ColMajor, SLayout.RowMajor) is TileLayout.NZ
+    assert TileLayout.of(BLayout.RowMajor, SLayout.NoneBox) is TileLayout.ND
+    assert TileLayout.NZ.fractal and not TileLayout.DN.fractal
+    # pto-isa: Vec / Mat default to the Tile template's RowMajor / NoneBox; the Cube's
+    # operand tiles are fractal (TileLeft ZZ on A2A3, TileRight ZN, TileAcc NZ)
+    got = {tt: Tile(tt, float32, T, T).layout for tt in (TileType.Vec, TileType.Mat, TileType.Left,
+                                                          TileType.Right, TileType.Acc)}
+    assert got == {TileType.Vec: TileLayout.ND, TileType.Mat: TileLayout.ND, TileType.Left: TileLayout.ZZ,
+                   TileType.Right: TileLayout.ZN, TileType.Acc: TileLayout.NZ}
+    assert all(got[tt] is DEFAULT_LAYOUT[tt] for tt in got)
+    t = Tile(TileType.Mat, float32, T, T, blayout=BLayout.ColMajor, slayout=SLayout.RowMajor)
+    assert t.layout is TileLayout.NZ and "NZ" in t.describe()
+    assert Tile(TileType.Mat, float32, T, T, blayout=BLayout.ColMajor).layout is TileLayout.DN
+    with pytest.raises(KernelError, match="not a tile layout"):
+        Tile(TileType.Mat, float32, T, T, blayout=BLayout.ColMajor, slayout=SLayout.ColMajor)
+    with pytest.raises(KernelError, match="contradicts"):
+        Tile(TileType.Mat, float32, T, T, layout=TileLayout.NZ, blayout=BLayout.RowMajor)
+
+
+# -- V2C into an NZ Mat tile: correct with a TMOV, broken without ---------------------------------
+def nz_cube(a, out, fifo, convert):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2, peers=(0,))(fifo, 0, RING_L1)
+    a_l1 = Tile(TileType.Mat, float32, T, T, addr=0x0)
+    a_l0 = Tile(TileType.Left, float32, T, T, addr=0x0)
+    b_l0 = Tile(TileType.Right, float32, T, T, addr=0x0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+    b = Tile(TileType.Mat, float32, T, T, layout=TileLayout.NZ)
+    TLOAD(a_l1, a)
+    TMOV(a_l0, a_l1)
+    for k in range(3):
+        TPOP(pipe, b)                                   # nz-pop
+        TMOV(b_l0, b)
+        TFREE(pipe)
+        TMATMUL(acc, a_l0, b_l0)
+        TSTORE(GlobalTensor(out.data() + k * T * T, (T, T)), acc)
+
+
+def nz_vector(x, fifo, convert):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2, peers=(0,))(fifo, 0, RING_L1)
+    v = Tile(TileType.Vec, float32, T, T, addr=0x0)
+    nz = Tile(TileType.Vec, float32, T, T, addr=0x1000, layout=TileLayout.NZ)
+    for k in range(3):
+        TLOAD(v, GlobalTensor(x.data() + k * T * T, (T, T)))
+        TADDS(v, v, float(k))
+        if convert:
+            TMOV(nz, v)                                 # ND -> NZ: the matrix is kept
+            TPUSH(pipe, nz)
+        else:
+            TPUSH(pipe, v)                              # nd-push
+
+
+def _nz_args(rng):
+    return dict(a=rng.integers(-4, 5, (T, T)).astype(np.float32),
+                x=rng.integers(-4, 5, (3 * T, T)).astype(np.float32),
+                out=np.zeros((3 * T, T), np.float32), fifo=gm_buffer(2 * SLOT))
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_v2c_nz_with_tmov_is_clean_and_exact(platform, protocol, no_hang):
+    args = _nz_args(np.random.default_rng(1))
+    r = run(nz_cube, (nz_vector, None), dict(args, convert=True), platform=platform, protocol=protocol)
+    want = np.concatenate([args["a"] @ (args["x"][k * T:(k + 1) * T] + k) for k in range(3)])
+    np.testing.assert_array_equal(r.outputs["out"], want)
+    assert not r.summary.leaks
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_v2c_nd_push_into_nz_pop_names_both_lines(platform, protocol, no_hang):
+    args = _nz_args(np.random.default_rng(2))
+    with pytest.raises(ProtocolError) as ei:
+        run(nz_cube, (nz_vector, None), dict(args, convert=False), platform=platform, protocol=protocol)
+    err = ei.value
+    assert _line(err) == line_of(nz_cube, "nz-pop")
+    assert f":{line_of(nz_vector, 'nd-push')}" in str(err)
+    assert "NZ" in err.what and "ND" in err.what and "TMOV" in err.fix
+
+
+# -- C2V: the FIX pipe writes ND; an NZ Vec consumer is an error ----------------------------------
+def c2v_cube(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB, 0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+    TPUSH(pipe, acc)                                    # acc-push
+
+
+def c2v_vector(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB, 0)
+    t = Tile(TileType.Vec, float32, T, T, layout=TileLayout.NZ)
+    TPOP(pipe, t)                                       # nz-vec-pop
+    TFREE(pipe)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_c2v_pop_into_nz_vec_is_reported(platform, protocol, no_hang):
+    with pytest.raises(ProtocolError) as ei:
+        run(c2v_cube, (c2v_vector, None), dict(fifo=gm_buffer(2 * SLOT)), platform=platform, protocol=protocol)
+    assert _line(ei.value) == line_of(c2v_vector, "nz-vec-pop")
+    assert f":{line_of(c2v_cube, 'acc-push')}" in str(ei.value)
+
+
+def test_tmov_between_layouts_keeps_the_matrix():
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T)
+
+    def vec(x, out):
+        nd = Tile(TileType.Vec, float32, T, T, addr=0x0)
+        nz = Tile(TileType.Vec, float32, T, T, addr=0x1000, layout=TileLayout.NZ)
+        back = Tile(TileType.Vec, float32, T, T, addr=0x2000)
+        TLOAD(nd, x)
+        TMOV(nz, nd)
+        TMOV(back, nz)
+        TSTORE(out, back)
+    r = run(None, (vec, None), dict(x=x, out=np.zeros_like(x)))
+    np.testing.assert_array_equal(r.outputs["out"], x)
+
+
+# -- empty valid regions: the no-split lane-1 replay ---------------------------------------------
+def replay_cube(x, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)          # lanes AIV0 and AIV1
+    a = Tile(TileType.Mat, float32, T, T, addr=0x0)
+    left = Tile(TileType.Left, float32, T, T, addr=0x0)
+    right = Tile(TileType.Right, float32, T, T, addr=0x0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+    TLOAD(a, x)
+    TMOV(left, a)
+    TMOV(right, a)
+    for i in range(tiles):
+        TMATMUL(acc, left, right)
+        TPUSH(pipe, acc, TILE_NO_SPLIT)                 # replay-push
+
+
+def replay_vector(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0x0)
+    m = Tile(TileType.Vec, float32, T, 8, addr=0x1000)
+    if get_subblockid() == 1:                           # lane 1: same handshakes, no data
+        t.SetValid(0, 0)
+        o.SetValid(0, 0)
+        m.SetValid(0, 0)
+    for i in range(tiles):
+        TPOP(pipe, t, TILE_NO_SPLIT)
+        TMULS(o, t, 2.0)
+        TROWMAX(m, t)
+        TFREE(pipe)
+        TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
+
+
+def _replay_args(tiles, rng):
+    x = rng.integers(-3, 4, (T, T)).astype(np.float32)
+    return dict(x=x, out=np.zeros((tiles * T, T), np.float32), fifo=gm_buffer(2 * SLOT), tiles=tiles)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("tiles", [1, 5])
+def test_c2v_no_split_lane1_replay_is_clean_and_exact(platform, protocol, tiles, no_hang):
+    args = _replay_args(tiles, np.random.default_rng(3))
+    r = run(replay_cube, replay_vector, args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(r.outputs["out"], np.tile(args["x"] @ args["x"] * 2, (tiles, 1)))
+    aiv1 = r.summary.cores["AIV1"]
+    assert aiv1["busy"]["V"] == 0 and aiv1["busy"]["MTE3"] == 0      # no data moved or computed
+    assert r.summary.cores["AIV0"]["busy"]["V"] > 0
+    (p,) = r.summary.pipes
+    assert p["pops"] == p["frees"] == 2 * tiles                        # both lanes in every handshake
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_c2v_lane1_not_dispatched_is_named(platform, protocol, no_hang):
+    args = _replay_args(5, np.random.default_rng(4))
+    with pytest.raises(DeadlockError) as ei:
+        run(replay_cube, (replay_vector, None), args, platform=platform, protocol=protocol)
+    err = ei.value
+    assert _line(err) == line_of(replay_cube, "replay-push")
+    assert "AIV1 never takes part" in err.what and "dispatches only AIV0" in err.what
+    assert "SetValid(0, 0)" in err.fix
+    (lane,) = [f for f in err.findings if f["kind"] == "absent_lane"]
+    assert lane["core"] == "AIV1" and lane["signal"] == "free"
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_lane1_missing_without_wrap_is_a_leak_naming_the_lane(platform, no_hang):
+    # pto-isa: one push never waits for a free, so the missing lane shows at kernel end
+    args = _replay_args(1, np.random.default_rng(5))
+    with pytest.raises(LeakError) as ei:
+        run(replay_cube, (replay_vector, None), args, platform=platform, protocol="pto-isa")
+    assert _line(ei.value) == line_of(replay_cube, "replay-push")
+    assert "AIV1 never popped it (AIV1 never binds the pipe" in ei.value.what
+
+
+def v2c_cube(a, out, fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)           # lanes AIV0 and AIV1
+    a_l1 = Tile(TileType.Mat, float32, T, T, addr=0x0)
+    a_l0 = Tile(TileType.Left, float32, T, T, addr=0x0)
+    b_l0 = Tile(TileType.Right, float32, T, T, addr=0x0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+    b = Tile(TileType.Mat, float32, T, T)
+    TLOAD(a_l1, a)
+    TMOV(a_l0, a_l1)
+    for k in range(3):
+        TPOP(pipe, b, TILE_NO_SPLIT)                    # v2c-pop
+        TMOV(b_l0, b)
+        TFREE(pipe)
+        TMATMUL(acc, a_l0, b_l0)
+        TSTORE(GlobalTensor(out.data() + k * T * T, (T, T)), acc)
+
+
+def v2c_vector(x, fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    v = Tile(TileType.Vec, float32, T, T, addr=0x0)
+    if get_subblockid() == 1:
+        v.SetValid(0, T)                                # lane 1 pushes an empty tile
+    for k in range(3):
+        TLOAD(v, GlobalTensor(x.data() + k * T * T, (T, T)))
+        TADDS(v, v, 1.0)
+        TPUSH(pipe, v, TILE_NO_SPLIT)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_v2c_no_split_lane1_replay_is_clean_and_exact(platform, protocol, no_hang):
+    args = _nz_args(np.random.default_rng(6))
+    del args["x"]
+    args["x"] = np.random.default_rng(7).integers(-4, 5, (3 * T, T)).astype(np.float32)
+    r = run(v2c_cube, v2c_vector, args, platform=platform, protocol=protocol)
+    want = np.concatenate([args["a"] @ (args["x"][k * T:(k + 1) * T] + 1) for k in range(3)])
+    np.testing.assert_array_equal(r.outputs["out"], want)
+    assert r.summary.cores["AIV1"]["busy"]["MTE3"] == 0
+
+
+def test_empty_tiles_move_nothing_and_cost_nothing():
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T)
+
+    def vec(x, out):
+        a = Tile(TileType.Vec, float32, T, T, addr=0x0, valid_rows=0)
+        b = Tile(TileType.Vec, float32, T, T, addr=0x1000, valid_rows=0)
+        s = Tile(TileType.Vec, float32, T, 8, addr=0x2000, valid_rows=0)
+        h = Tile(TileType.Vec, float16, T, T, addr=0x3000, valid_rows=0)
+        TLOAD(a, x)
+        TADD(b, a, a)
+        TROWMAX(s, a)
+        TROWSUM(s, a)
+        TCVT(h, b)
+        TEXPANDS(b, 7.0)
+        TSTORE(out, b)
+    r = run(None, (vec, None), dict(x=x, out=np.full_like(x, -1.0)))
+    np.testing.assert_array_equal(r.outputs["out"], np.full_like(x, -1.0))
+    assert sum(r.summary.cores["AIV0"]["busy"].values()) == 0
+    assert r.summary.cores["AIV0"]["instructions"] == 7
+
+
+def test_valid_shape_bounds():
+    t = Tile(TileType.Vec, float32, T, T, valid_rows=0, valid_cols=0)
+    assert t.empty and t.GetValidRow() == 0
+    with pytest.raises(KernelError):
+        Tile(TileType.Vec, float32, T, T, valid_rows=-1)
+    with pytest.raises(KernelError, match="0..16 rows"):
+        t.SetValid(T + 1, 0)
