@@ -278,3 +278,64 @@ def test_valid_shape_bounds():
         Tile(TileType.Vec, float32, T, T, valid_rows=-1)
     with pytest.raises(KernelError, match="0..16 rows"):
         t.SetValid(T + 1, 0)
+
+
+# -- the pl DSL carries the layout: pl.Tile[..., pl.Mat, pl.NZ], pl.move(..., layout=pl.NZ) ----------
+def _dsl_program(convert: bool):
+    import ptopipe.language as pl
+
+    @pl.aic
+    def lay_cube(a: pl.Tensor[[T, T], pl.f32], out: pl.Tensor[[T, T], pl.f32],
+                 fifo: pl.Tensor[[2 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="v2c_ring", size=2 * SLOT, base=pl.AUTO)
+        pl.aic_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base,
+                               slot_num=2)
+        a0 = pl.move(pl.load(a, [0, 0], [T, T], space=pl.Mat), space=pl.Left)
+        b = pl.TPOP(buf, pl.Tile[[T, T], pl.f32, pl.Mat, pl.NZ], split=pl.TILE_UP_DOWN)  # DSL-POP
+        b0 = pl.move(b, space=pl.Right)
+        pl.TFREE(buf)
+        acc = pl.matmul(a0, b0)
+        pl.store(acc, [0, 0], out)
+
+    @pl.aiv
+    def lay_vec(x: pl.Tensor[[T, T], pl.f32], fifo: pl.Tensor[[2 * SLOT], pl.u8]):
+        peer = pl.import_peer_buffer(name="v2c_ring", peer_func=lay_cube)
+        pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=peer.base,
+                               slot_num=2)
+        sub = pl.get_subblockid()
+        h = pl.load(x, [sub * (T // 2), 0], [T // 2, T])
+        if convert:
+            nz = pl.move(h, space=pl.Vec, layout=pl.NZ)
+            pl.TPUSH(nz, peer, split=pl.TILE_UP_DOWN)
+        else:
+            pl.TPUSH(h, peer, split=pl.TILE_UP_DOWN)  # DSL-PUSH
+    return pl.program(lay_cube, lay_vec, name=f"layouts_{convert}"), lay_cube, lay_vec
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_dsl_layouts(platform, no_hang):
+    import inspect
+
+    from ptopipe.ir.printer import print_program
+    from ptopipe.runtime import run as run_dsl
+    rng = np.random.default_rng(8)
+    args = dict(a=rng.integers(-4, 5, (T, T)).astype(np.float32), x=rng.integers(-4, 5, (T, T)).astype(np.float32),
+                out=np.zeros((T, T), np.float32), fifo=gm_buffer(2 * SLOT))
+    prog, _, _ = _dsl_program(True)
+    text = print_program(prog)
+    assert "pl.Tile[[16, 16], pl.f32, pl.Mat, pl.NZ]" in text and "layout=pl.NZ" in text
+    import ptopipe.language as pl
+    again = pl.parse(text, filename="<printed>")                     # the printed IR round-trips
+    assert again == prog and print_program(again) == text
+    res = run_dsl(prog, dict(args), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["x"])
+    prog, cube, vec = _dsl_program(False)
+    with pytest.raises(ProtocolError) as ei:
+        run_dsl(prog, dict(args, out=np.zeros((T, T), np.float32)), platform=platform)
+
+    def line(fn, needle):
+        src, start = inspect.getsourcelines(fn.pyfunc)
+        (i,) = [start + k for k, ln in enumerate(src) if needle in ln]
+        return i
+    assert f"test_layouts.py:{line(cube, '# DSL-POP')}:" in ei.value.where
+    assert f":{line(vec, '# DSL-PUSH')}" in str(ei.value)

@@ -24,7 +24,8 @@ from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, Sc
 REQUIRED = object()
 
 # attribute kinds: "shape" (tuple of ints), "dtype" (str), "space" (MemorySpace),
-# "split" (int), "dir" (int), "int" (int or None), "type" (a Tensor/Tile Type).
+# "split" (int), "dir" (int), "int" (int or None), "type" (a Tensor/Tile Type),
+# "layout" (a TileLayout or None: the space's default).
 # operand kinds: "value" (an expression), "values" (a list of expressions).
 OPERAND_KINDS = ("value", "values")
 
@@ -212,7 +213,7 @@ def _move(kind, a, at):
     if dtype != t.dtype and t.space is not CONVERTS_FROM:
         raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
                       "dtype")
-    return TileValueType(t.shape, dtype, space)
+    return TileValueType(t.shape, dtype, space, at.get("layout"))
 
 
 def _extract(kind, a, at):
@@ -396,7 +397,8 @@ _FORMS = {
     "load": ([("tensor", "value"), ("offsets", "values"), ("shape", "shape"),
               ("space", "space", MemorySpace.Vec)], _load, ""),
     "store": ([("tile", "value"), ("offsets", "values"), ("tensor", "value")], _store, ""),
-    "move": ([("tile", "value"), ("space", "space"), ("dtype", "dtype", None)], _move, ""),
+    "move": ([("tile", "value"), ("space", "space"), ("dtype", "dtype", None), ("layout", "layout", None)],
+             _move, ""),
     "extract": ([("tile", "value"), ("row", "value"), ("col", "value"), ("shape", "shape"),
                  ("space", "space")], _extract, ""),
     "matmul": ([("a", "value"), ("b", "value")], _matmul, ""),

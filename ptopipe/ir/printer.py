@@ -8,6 +8,7 @@ from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList
                     Function, FunctionKind, If, ImportPeerBuffer, Program, ReserveBuffer, Return,
                     UnaryOp, Var)
 from .ops import DIRS, REQUIRED as _REQ, SPLITS, lookup
+from ..arch.vocab import TileLayout
 from .types import MemorySpace, Type
 
 _IND = "    "
@@ -52,6 +53,8 @@ def print_attr(kind_: str, v) -> str:
         return f"pl.{DIRS[v]}"
     if kind_ == "type":
         return str(v) if isinstance(v, Type) else repr(v)
+    if kind_ == "layout":
+        return f"pl.{v.name}" if isinstance(v, TileLayout) else repr(v)
     return repr(v)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..arch import catalogue
 from ..arch.dtypes import as_dtype, short_name
+from ..arch.vocab import TileLayout
 from ..arch.vocab import TileType as MemorySpace
 
 #: element dtypes of the IR, in DSL spelling (``pl.f16`` ...)
@@ -72,18 +73,21 @@ class TensorType(Type):
 
 @dataclass(frozen=True)
 class TileValueType(Type):
-    """A 2-D tile in a core-local memory space."""
+    """A 2-D tile in a core-local memory space; ``layout`` None is the space's default
+    layout (``arch.vocab.DEFAULT_LAYOUT``: ND for Vec / Mat)."""
     shape: tuple
     dtype: str
     space: MemorySpace
+    layout: TileLayout | None = None
 
     @property
     def nbytes(self) -> int:
         return self.shape[0] * self.shape[1] * itemsize(self.dtype)
 
     def __str__(self) -> str:
+        lay = f", pl.{self.layout.name}" if self.layout is not None else ""
         return (f"pl.Tile[[{', '.join(map(str, self.shape))}], pl.{self.dtype}, "
-                f"pl.{self.space.value}]")
+                f"pl.{self.space.value}{lay}]")
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,8 @@ NONE = NoneType()
 
 def describe(t: Type) -> str:
     if isinstance(t, TileValueType):
-        return f"{t.space.value} tile {t.shape[0]}x{t.shape[1]} {t.dtype}"
+        lay = f" {t.layout.name}" if t.layout is not None else ""
+        return f"{t.space.value} tile {t.shape[0]}x{t.shape[1]} {t.dtype}{lay}"
     if isinstance(t, TensorType):
         return f"GM tensor {'x'.join(map(str, t.shape))} {t.dtype}"
     if isinstance(t, ScalarType):

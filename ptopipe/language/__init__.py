@@ -10,16 +10,16 @@ from ..errors import CompileError
 from ..ir.types import MemorySpace
 from .frontend import DSLFunction, aic, aiv, incore, parse, program
 from .surface import (AUTO, BF16, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_GM,
-                      FP16, FP32, INT8, INT32, LEFT_RIGHT, NO_SPLIT, STUBS, TILE_LEFT_RIGHT,
+                      DN, FP16, FP32, INT8, INT32, LEFT_RIGHT, ND, NO_SPLIT, NZ, STUBS, TILE_LEFT_RIGHT,
                       TILE_NO_SPLIT, TILE_UP_DOWN, UP_DOWN, Acc, DType, Left, Mat, Right, Scalar,
-                      Tensor, Tile, Vec, bf16, bool_, f16, f32, i8, i16, i32, i64, index, u8, u32)
+                      Tensor, Tile, Vec, ZN, ZZ, bf16, bool_, f16, f32, i8, i16, i32, i64, index, u8, u32)
 
 globals().update(STUBS)
 globals()["bool"] = bool_     # printed as pl.bool
 
 __all__ = ["AUTO", "Acc", "BF16", "CompileError", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM",
-           "DIR_V2C", "DIR_V2C_GM", "DSLFunction", "DType", "FP16", "FP32", "INT32", "INT8",
-           "LEFT_RIGHT", "Left", "Mat", "MemorySpace", "NO_SPLIT", "Right", "Scalar",
-           "TILE_LEFT_RIGHT", "TILE_NO_SPLIT", "TILE_UP_DOWN", "Tensor", "Tile", "UP_DOWN", "Vec",
+           "DIR_V2C", "DIR_V2C_GM", "DN", "DSLFunction", "DType", "FP16", "FP32", "INT32", "INT8",
+           "LEFT_RIGHT", "Left", "Mat", "MemorySpace", "ND", "NO_SPLIT", "NZ", "Right", "Scalar",
+           "TILE_LEFT_RIGHT", "TILE_NO_SPLIT", "TILE_UP_DOWN", "Tensor", "Tile", "UP_DOWN", "Vec", "ZN", "ZZ",
            "aic", "aiv", "bf16", "bool_", "f16", "f32", "i16", "i32", "i64", "i8", "incore",
            "index", "parse", "program", "u32", "u8"] + sorted(STUBS)

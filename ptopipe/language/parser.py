@@ -15,7 +15,7 @@ from ..errors import CompileError
 from ..ir.nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                         Function, FunctionKind, If, ImportPeerBuffer, Loc, ReserveBuffer, Return,
                         UnaryOp, Var)
-from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from ..arch.vocab import ALIGNMENT, Direction, TileLayout, TileSplitAxis
 from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
 from ..ir.types import (BOOL, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
@@ -696,6 +696,10 @@ class FunctionParser:
             if isinstance(v, int) and not isinstance(v, bool):
                 return int(v)
             bad = "an integer constant"
+        elif k == "layout":
+            if v is None or isinstance(v, TileLayout):
+                return v
+            bad = "a tile layout: pl.ND, pl.DN, pl.NZ, pl.ZN or pl.ZZ"
         elif k == "type":
             if isinstance(v, (TileValueType, TensorType)):
                 return v

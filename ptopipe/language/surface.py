@@ -13,7 +13,7 @@ from ..errors import CompileError
 from ..ir.nodes import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
 from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileValueType
-from ..arch.vocab import Direction, TileSplitAxis
+from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 
 
 class DType:
@@ -35,6 +35,7 @@ FP16, FP32, BF16, INT8, INT32 = f16, f32, bf16, i8, i32
 
 Vec, Mat, Left, Right, Acc = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left,
                               MemorySpace.Right, MemorySpace.Acc)
+ND, DN, NZ, ZN, ZZ = (TileLayout.ND, TileLayout.DN, TileLayout.NZ, TileLayout.ZN, TileLayout.ZZ)
 
 
 def _dtype_name(d, what: str) -> str:
@@ -71,7 +72,8 @@ class Tensor:
 
 
 class Tile:
-    """``pl.Tile[[rows, cols], dtype, space]``: a tile in a core-local memory space."""
+    """``pl.Tile[[rows, cols], dtype, space]`` or ``pl.Tile[[rows, cols], dtype, space, layout]``
+    (``pl.ND`` / ``pl.NZ`` ...): a tile in a core-local memory space."""
 
     def __class_getitem__(cls, params):
         try:
@@ -81,15 +83,19 @@ class Tile:
 
     @staticmethod
     def _make(params):
-        if not isinstance(params, tuple) or len(params) not in (2, 3):
-            raise TypeError("write pl.Tile[[rows, cols], dtype, space]")
+        if not isinstance(params, tuple) or len(params) not in (2, 3, 4):
+            raise TypeError("write pl.Tile[[rows, cols], dtype, space] or pl.Tile[[rows, cols], dtype, "
+                            "space, layout]")
         shape = _shape(params[0], "pl.Tile")
         if len(shape) != 2:
             raise TypeError("pl.Tile shapes are [rows, cols]")
-        space = params[2] if len(params) == 3 else MemorySpace.Vec
+        space = params[2] if len(params) >= 3 else MemorySpace.Vec
         if not isinstance(space, MemorySpace):
             raise TypeError(f"pl.Tile space must be pl.Vec/Mat/Left/Right/Acc, got {space!r}")
-        return TileValueType(shape, _dtype_name(params[1], "pl.Tile"), space)
+        layout = params[3] if len(params) == 4 else None
+        if layout is not None and not isinstance(layout, TileLayout):
+            raise TypeError(f"pl.Tile layout must be pl.ND/DN/NZ/ZN/ZZ, got {layout!r}")
+        return TileValueType(shape, _dtype_name(params[1], "pl.Tile"), space, layout)
 
 
 class Scalar:

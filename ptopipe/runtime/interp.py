@@ -181,7 +181,7 @@ class Interpreter:
         tile = self.env.get(("tile", dest))
         if tile is None:
             tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                            addr=self.tiles[dest], name=dest)
+                            addr=self.tiles[dest], name=dest, layout=t.layout)
             self.env[("tile", dest)] = tile
         return tile
 
@@ -231,7 +231,7 @@ class Interpreter:
             t = at["type"]
             if isinstance(t, TileValueType):
                 obj = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                               name=dest)
+                               name=dest, layout=t.layout)
             else:
                 obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
             isa.TPOP(self.pipe, obj, at["split"])
@@ -275,7 +275,7 @@ class Interpreter:
             t = c.type
             _mem, addr = self.layout.temps[id(c)]
             tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                            addr=addr, name=f"<{c.op} result>")
+                            addr=addr, name=f"<{c.op} result>", layout=t.layout)
             self.env[key] = tile
         return tile
 

@@ -157,16 +157,20 @@ def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: 
     """A tile pushed in one layout and popped in another: the consumer would read the
     bytes of the logical matrix in the wrong order (silently wrong numbers on the device)."""
     if ch.way == V2C:
-        fix = (f"TMOV the Vec tile into a {popped.name} Vec tile (TMOV converts layouts) and TPUSH that, "
-               f"or pop into a {pushed.name} Mat tile")
+        fix = (f"TMOV the Vec tile into {_a(popped)} Vec tile (TMOV converts layouts) and TPUSH that, "
+               f"or pop into {_a(pushed)} Mat tile")
         pusher = "a Vector core"
     else:
-        fix = (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into a "
-               f"{pushed.name} Vec tile and TMOV it to {popped.name} if you need that layout")
+        fix = (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into "
+               f"{_a(pushed)} Vec tile and TMOV it to {popped.name} if you need that layout")
         pusher = "the Cube"
-    a = "an" if popped.name[0] == "N" else "a"
     return ProtocolError(
-        f"{op} on {core.name} at {where} pops {a} {popped.name} tile from slot {slot.tag} of {ch.name}, "
+        f"{op} on {core.name} at {where} pops {_a(popped)} tile from slot {slot.tag} of {ch.name}, "
         f"but {pusher} pushed {pushed.name} data (TPUSH at {slot.push_loc})",
         where=where, details=f"TPUSH at {slot.push_loc} ({pushed.name})\n{op} at {where} ({popped.name})",
         fix=fix)
+
+
+def _a(layout: TileLayout) -> str:
+    """'an NZ' / 'a ZN': the layout's name with its article."""
+    return ("an " if layout.name[0] == "N" else "a ") + layout.name
