@@ -339,3 +339,20 @@ def test_dsl_layouts(platform, no_hang):
         return i
     assert f"test_layouts.py:{line(cube, '# DSL-POP')}:" in ei.value.where
     assert f":{line(vec, '# DSL-PUSH')}" in str(ei.value)
+
+
+def v2c_vector_both(x, fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    v = Tile(TileType.Vec, float32, T, T, addr=0x0)
+    for k in range(3):
+        TLOAD(v, GlobalTensor(x.data() + k * T * T, (T, T)))
+        TPUSH(pipe, v, TILE_NO_SPLIT)                   # both-push
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_v2c_no_split_both_lanes_with_data_is_reported(platform, protocol, no_hang):
+    # the same kernel as the replay, but lane 1 keeps its full valid shape: both lanes write
+    # the one NO_SPLIT slot, unordered - reported at the TPUSH, never silently clobbered
+    with pytest.raises(ProtocolError) as ei:
+        run(v2c_cube, v2c_vector_both, _nz_args(np.random.default_rng(9)), platform=platform, protocol=protocol)
+    assert _line(ei.value) == line_of(v2c_vector_both, "both-push")
