@@ -356,3 +356,27 @@ def test_v2c_no_split_both_lanes_with_data_is_reported(platform, protocol, no_ha
     with pytest.raises(ProtocolError) as ei:
         run(v2c_cube, v2c_vector_both, _nz_args(np.random.default_rng(9)), platform=platform, protocol=protocol)
     assert _line(ei.value) == line_of(v2c_vector_both, "both-push")
+
+
+@pytest.mark.parametrize("role", ["left", "right", "acc"])
+def test_matmul_operands_must_be_fractal(role, no_hang):
+    lay = {r: None for r in ("left", "right", "acc")}
+    lay[role] = TileLayout.ND
+
+    def cube():
+        a = Tile(TileType.Left, float32, T, T, addr=0x0, layout=lay["left"])
+        b = Tile(TileType.Right, float32, T, T, addr=0x0, layout=lay["right"])
+        c = Tile(TileType.Acc, float32, T, T, addr=0x0, layout=lay["acc"])
+        TMATMUL(c, a, b)                                # mm
+    with pytest.raises(KernelError) as ei:
+        run(cube, None, {})
+    assert _line(ei.value) == line_of(cube, "mm") and "layout ND" in ei.value.what
+
+
+def test_left_tile_may_be_nz_as_on_a5(no_hang):
+    def cube():
+        a = Tile(TileType.Left, float32, T, T, addr=0x0, layout=TileLayout.NZ)
+        b = Tile(TileType.Right, float32, T, T, addr=0x0)
+        c = Tile(TileType.Acc, float32, T, T, addr=0x0)
+        TMATMUL(c, a, b)
+    run(cube, None, {}, platform="a5")

@@ -22,11 +22,12 @@ from ..sim.trace import MatmulArgs, TileArgs
 from .context import current_core
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
-from .tile import Tile, TileType
+from .tile import Tile, TileLayout, TileType
 
 _V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
 _ALL = Ellipsis     # d[...] = s: an assignment casts like copyto(casting="unsafe")
 _VEC = TileType.Vec
+_NZ, _ZN, _ZZ = TileLayout.NZ, TileLayout.ZN, TileLayout.ZZ
 
 
 def _err(core, msg: str, fix: str | None = None) -> KernelError:
@@ -255,6 +256,19 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
 
 
 # -- cube ---------------------------------------------------------------------------------
+def _mm_layouts(core, op, a, b, c) -> None:
+    """The Cube reads its operands as fractals (pto-isa's TileLeft ZZ on A2A3 / NZ on A5,
+    TileRight ZN, TileAcc NZ): a Left / Right / Acc tile declared in another layout."""
+    want = {"a": ((_ZZ, _NZ), a), "b": ((_ZN,), b), "c": ((_NZ,), c)}
+    for role, (ok, t) in want.items():
+        if t.layout not in ok:
+            names = " or ".join(l.name for l in ok)
+            raise _err(core, f"{op}: {role} is {t.describe()} in layout {t.layout.name}; the Cube reads "
+                             f"{t.loc.value} tiles as {names} fractals",
+                       f"declare the {t.loc.value} tile without a layout (the default is {ok[0].name}) "
+                       f"or with layout=TileLayout.{ok[0].name}, and TMOV / TEXTRACT the data into it")
+
+
 def _mm_operands(core, op, c, a, b):
     A = a._valid if a.__class__ is Tile and a.core is core and a.binding is None else arr(a, core, f"{op} left operand")
     B = b._valid if b.__class__ is Tile and b.core is core and b.binding is None else arr(b, core, f"{op} right operand")
@@ -263,6 +277,8 @@ def _mm_operands(core, op, c, a, b):
         _need_loc(core, a, (TileType.Left,), op, "a")
         _need_loc(core, b, (TileType.Right,), op, "b")
         _need_loc(core, c, (TileType.Acc,), op, "c")
+    if (a.layout is not _ZZ and a.layout is not _NZ) or b.layout is not _ZN or c.layout is not _NZ:
+        _mm_layouts(core, op, a, b, c)
     if a.valid_cols != b.valid_rows or c.valid_rows != a.valid_rows or c.valid_cols != b.valid_cols:
         raise _err(core, f"{op}: shapes do not chain: a {A.shape[0]}x{A.shape[1]}, b "
                          f"{B.shape[0]}x{B.shape[1]}, c {C.shape[0]}x{C.shape[1]}",
