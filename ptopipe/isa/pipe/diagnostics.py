@@ -100,16 +100,26 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
 
 def slot_use_after_free(tile, core) -> ProtocolError:
     slot, gen = tile.binding
+    staged = slot.__class__.__name__ == "StageSlot"
+    what = "a staging copy of a GM ring slot" if staged else f"slot {slot.tag} (zero-copy)"
+    if slot.free_gen == gen and slot.free_loc is not None:
+        # the TFREE that ended this tile's life (a later reuse may have followed)
+        cause = f"released by the TFREE at {slot.free_loc}"
+    else:
+        cause = "reused by a later TPOP" if staged else "released (TFREE) or reused"
+    popped = f"popped at {slot.pop_loc}" if slot.pop_loc and not staged else None
     return ProtocolError(
-        f"use after free: {tile.describe()} holds the data of slot {slot.tag} (zero-copy on a local "
-        f"ring, a staging copy on a GM ring), which was released (TFREE) or reused since it was popped",
+        f"use after free: {tile.describe()} holds {what}, {cause} since it was popped",
         where=str(core.where()),
-        details=f"popped at {slot.pop_loc}" if slot.pop_loc else None,
+        details="\n".join(x for x in (popped, f"TFREE at {slot.free_loc}" if slot.free_gen == gen
+                                       and slot.free_loc is not None else None) if x) or None,
         # a GM ring's staging buffer has LocalSlotNum places: a later TPOP reuses one even
         # where the protocol (pto-isa) already freed the GM slot inside the first TPOP
         fix="finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
             "place: LocalSlotNum bounds the popped tiles held at once), or copy it (TMOV) to a tile "
-            "of your own")
+            "of your own",
+        findings=[{"kind": "use_after_free", "slot": slot.tag, "staged": staged,
+                   "freed_at": str(slot.free_loc) if slot.free_gen == gen else None}])
 
 
 def leaks(cluster) -> list:

@@ -53,6 +53,8 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
         raise ProtocolError(f"TPUSH on {ch.way}: the producer tile must be {want.value}, got {tile.describe()}",
                             where=_loc(core),
                             fix="TMATMUL into an Acc tile" if want is TileType.Acc else "push a Vec tile")
+    if ch.way == V2C:
+        check_lanes_split(core, ch, split, "TPUSH")
     item = tile.dtype.itemsize
     rows, cols = shape
     nbytes = rows * cols * item
@@ -86,6 +88,20 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
         unit, dst_space = PipeUnit.MTE3, ("GM" if ch.in_gm else "L1")
     return PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes),
                     (tile.dtype, rows, cols, split))
+
+
+def check_lanes_split(core, ch, split, op: str) -> None:
+    """A V2C ring written by two Vector lanes: each lane writes its part of the slot, so a
+    NO_SPLIT write (the whole slot at offset 0) from both lanes lands on the same bytes."""
+    if len(ch.peers) > 1 and split == TileSplitAxis.TILE_NO_SPLIT:
+        lanes = " and ".join(f"AIV{p}" for p in ch.peers)
+        raise ProtocolError(
+            f"{op} TILE_NO_SPLIT on {ch.name}: the pipe has two producer lanes ({lanes}), and a "
+            "NO_SPLIT tile is the whole slot, so both lanes would write the same bytes",
+            where=_loc(core),
+            fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
+                "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
+                "split), or give the pipe one lane (peers=(0,), TMPipe V2C2_VECS)")
 
 
 def pop_plan(core, ch, tile: Tile, split) -> PopPlan:

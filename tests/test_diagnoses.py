@@ -1,0 +1,307 @@
+"""Issue 10, capabilities 7-10: split consistency, overlapping GM rings, use after TFREE
+on A2A3, and diagnoses that name the cause.
+
+Every sentence of the capabilities has a correct kernel (clean on every platform and
+protocol where it is valid) and a broken one, reported with its error class at the
+offending line (``# <marker>`` comments, found with ``line_of``) and a message naming
+the cause."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import ConfigError, DeadlockError, MemoryConflictError, ProtocolError
+from ptopipe.errors import MismatchError, PtoPipeError
+from ptopipe.isa import *  # noqa: F403
+from markers import line_of
+
+COMBOS = [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")]
+T = 16
+SLOT = T * T * 4
+RING_UB = 0x10000            # A5 C2V ring in each AIV's UB (A2A3: the local staging ring)
+RING_L1 = 0x40000            # A5 V2C ring in the Cube's L1 (A2A3: the local staging ring)
+
+
+def _gm(d):
+    """``d`` with its ring in GM on A5 too (A2A3 rings are always in GM)."""
+    if platform_id() != PLATFORM_A5:
+        return d
+    return {DIR_C2V: DIR_C2V_GM, DIR_V2C: DIR_V2C_GM, DIR_BOTH: DIR_BOTH_GM}[d]
+
+
+def _args(**extra):
+    rng = np.random.default_rng(7)
+    d = dict(x=rng.integers(-4, 5, (T, T)).astype(np.float32), out=np.zeros((T, T), np.float32),
+             fifo=ptopipe.gm_buffer(8 * SLOT))
+    d.update(extra)
+    return d
+
+
+def _run(aic, aiv, args=None, platform="a2a3", protocol="spec", **kw):
+    kw.setdefault("timeout", 20)
+    return ptopipe.run(aic, aiv, args if args is not None else _args(), platform=platform,
+                       protocol=protocol, **kw)
+
+
+def _raises(cls, fn, marker, aic, aiv, args=None, platform="a2a3", protocol="spec", **kw):
+    """Run; the error is exactly ``cls`` and its ``where`` is ``fn``'s ``# marker`` line."""
+    with pytest.raises(PtoPipeError) as ei:
+        _run(aic, aiv, args, platform, protocol, **kw)
+    err = ei.value
+    assert type(err) is cls, f"{type(err).__name__}: {err}"
+    assert _line(err.where) == line_of(fn, marker), str(err)
+    return err
+
+
+def _line(where) -> int:
+    path, _, line = (where or "").rpartition(":")
+    assert path.endswith("test_diagnoses.py"), where
+    return int(line)
+
+
+def _at(fn, marker) -> str:
+    return f"test_diagnoses.py:{line_of(fn, marker)}"
+
+
+# ===================================================================== 7. split consistency
+# V2C: each AIV pushes its half of a 16x16 tile (UP_DOWN: 8 rows each); the Cube pops the
+# whole tile.  Correct: TPOP and TFREE with UP_DOWN.
+def v2c_vec(x, fifo, split=TILE_UP_DOWN):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    h = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    w = Tile(TileType.Vec, float32, T, T // 2, addr=0)
+    t = h if split == TILE_UP_DOWN else (w if split == TILE_LEFT_RIGHT else Tile(TileType.Vec, float32, T, T, addr=0))
+    TEXPANDS(t, float(get_subblockid() + 1))
+    for i in range(2):
+        TPUSH(pipe, t, split)  # v2c-push
+
+
+def v2c_vec_nosplit(x, fifo):
+    v2c_vec(x, fifo, TILE_NO_SPLIT)
+
+
+def v2c_vec_left_right(x, fifo):
+    v2c_vec(x, fifo, TILE_LEFT_RIGHT)
+
+
+def v2c_cube_ok(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    for i in range(2):
+        TPOP(pipe, t, TILE_UP_DOWN)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+def v2c_cube_free_split(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    for i in range(2):
+        TPOP(pipe, t, TILE_UP_DOWN)  # v2c-pop
+        TFREE(pipe, TILE_LEFT_RIGHT)  # v2c-free-split
+
+
+def v2c_cube_pop_split(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    for i in range(2):
+        TPOP(pipe, t, TILE_UP_DOWN)  # v2c-pop-split
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+def v2c_cube_nosplit(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    for i in range(2):
+        TPOP(pipe, t)
+        TFREE(pipe)
+
+
+# C2V address flow on a GM ring: the AIVs pop their UP_DOWN halves and free them.
+def addr_cube(x, fifo):
+    pipe = TPipe(0, _gm(DIR_C2V), SLOT, 2)(fifo)
+    v = Tile(TileType.Mat, float32, T, T, addr=0)
+    slot = GlobalTensor(float32, (T, T))
+    TLOAD(v, x)
+    for i in range(2):
+        TALLOC(pipe, slot, TILE_UP_DOWN)
+        TSTORE(slot, v)
+        TPUSH(pipe, slot, TILE_UP_DOWN)
+
+
+def addr_vec(out, fifo, free_split=TILE_UP_DOWN):
+    pipe = TPipe(0, _gm(DIR_C2V), SLOT, 2)(fifo)
+    half = GlobalTensor(float32, (T // 2, T))
+    t = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    sub = get_subblockid()
+    for i in range(2):
+        TPOP(pipe, half, TILE_UP_DOWN)
+        TLOAD(t, half)
+        TFREE(pipe, half, free_split)  # addr-free
+        TSTORE(GlobalTensor(out.data() + sub * (T // 2) * T, (T // 2, T)), t)
+
+
+def addr_vec_bad(out, fifo):
+    addr_vec(out, fifo, TILE_LEFT_RIGHT)
+
+
+# C2V tile flow with TMPipe-style two lanes: the Cube pushes LEFT_RIGHT, the AIVs pop
+# LEFT_RIGHT and free with the pipe's split.
+def c2v_cube(x, fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    e0.array[...] = np.eye(T, dtype=np.float32)
+    TLOAD(x1, x)
+    TMOV(x0, x1)
+    TMATMUL(acc, x0, e0)
+    for i in range(2):
+        TPUSH(pipe, acc, TILE_LEFT_RIGHT)
+
+
+def c2v_vec(fifo, out):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T // 2)
+    o = Tile(TileType.Vec, float32, T, T // 2, addr=0)
+    for i in range(2):
+        TPOP(pipe, t, TILE_LEFT_RIGHT)
+        TADDS(o, t, 0.0)
+        TFREE(pipe, TILE_LEFT_RIGHT)
+    TSTORE(GlobalTensor(out.data() + get_subblockid() * (T // 2), (T, T // 2), (T, 1)), o)
+
+
+def c2v_vec_free_split(fifo, out):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T // 2)
+    for i in range(2):
+        TPOP(pipe, t, TILE_LEFT_RIGHT)  # c2v-pop
+        TFREE(pipe, TILE_NO_SPLIT)  # c2v-free-split
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_split_consistent_kernels_are_clean(platform, protocol, no_hang):
+    a = _args()
+    res = _run(v2c_cube_ok, v2c_vec, a, platform, protocol)
+    assert res.summary.pipes[0]["tiles"] == 2
+    res = _run(addr_cube, addr_vec, _args(), platform, protocol)
+    np.testing.assert_array_equal(res["out"], a["x"])
+    res = _run(c2v_cube, c2v_vec, _args(), platform, protocol)
+    np.testing.assert_array_equal(res["out"], a["x"])
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_tfree_split_must_match_its_tpop(platform, protocol, no_hang):
+    """Tile flow both ways and the address flow; also where pto-isa's A2A3 TPOP already
+    freed the slot (the TFREE is a no-op on the device, but its split still names the
+    wrong TPOP: the same kernel is wrong on A5)."""
+    err = _raises(ProtocolError, v2c_cube_free_split, "v2c-free-split", v2c_cube_free_split, v2c_vec,
+                  platform=platform, protocol=protocol)
+    assert "TILE_LEFT_RIGHT" in err.what and "TILE_UP_DOWN" in err.what
+    assert _at(v2c_cube_free_split, "v2c-pop") in str(err)
+    err = _raises(ProtocolError, c2v_vec_free_split, "c2v-free-split", c2v_cube, c2v_vec_free_split,
+                  platform=platform, protocol=protocol)
+    assert _at(c2v_vec_free_split, "c2v-pop") in str(err)
+    _raises(ProtocolError, addr_vec, "addr-free", addr_cube, addr_vec_bad, platform=platform,
+            protocol=protocol)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_no_split_push_on_two_producer_lanes(platform, protocol, no_hang):
+    """V2C with two Vector lanes: a NO_SPLIT push makes both lanes write the whole slot
+    (the same bytes) - reported at the first such TPUSH, not as a wrong matrix."""
+    err = _raises(ProtocolError, v2c_vec, "v2c-push", v2c_cube_nosplit, v2c_vec_nosplit,
+                  platform=platform, protocol=protocol)
+    assert "TILE_NO_SPLIT" in err.what and "AIV0" in err.what and "AIV1" in err.what
+    assert "UP_DOWN" in err.fix
+    # one lane: a NO_SPLIT push is the normal case
+    one = lambda fifo: _one_lane_cube(fifo)  # noqa: E731
+    _run(one, (_one_lane_vec, None), platform=platform, protocol=protocol)
+
+
+def _one_lane_cube(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2, peers=(0,))(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    TPOP(pipe, t)
+    TFREE(pipe)
+
+
+def _one_lane_vec(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2, peers=(0,))(fifo, 0, RING_L1)
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    TEXPANDS(t, 1.0)
+    TPUSH(pipe, t)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_split_modes_differ_at_the_two_ends(platform, protocol, no_hang):
+    """V2C: the lanes push LEFT_RIGHT halves, the Cube pops UP_DOWN: reported at the
+    Cube's first TPOP, naming the push."""
+    err = _raises(ProtocolError, v2c_cube_pop_split, "v2c-pop-split", v2c_cube_pop_split,
+                  v2c_vec_left_right, platform=platform, protocol=protocol)
+    assert _at(v2c_vec, "v2c-push") in str(err)
+
+
+# ============================================================ 9. use after TFREE on A2A3
+# A C2V ring of two 16x16 tiles; AIV0 pops each into a tile without an address of its own
+# (A2A3: a staging copy in its UB; A5: the ring slot itself, zero-copy).
+def _uaf_cube(x, fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    for i in range(2):
+        TPUSH(pipe, acc)
+
+
+def uaf_vec_ok(fifo, out):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    TEXPANDS(o, 1.0)
+    for i in range(2):
+        TPOP(pipe, t)
+        TADD(o, o, t)
+        TFREE(pipe)
+    TSTORE(out, o)
+
+
+def uaf_vec(fifo, out):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    TEXPANDS(o, 1.0)
+    for i in range(2):
+        TPOP(pipe, t)  # uaf-pop
+        TFREE(pipe)  # uaf-free
+        TADD(o, o, t)  # uaf-read
+    TSTORE(out, o)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_use_after_tfree_reported_on_every_platform(platform, protocol, no_hang):
+    """The same class and line on A2A3 (staging copy; under pto-isa the TFREE is a no-op
+    on the device, its TPOP freed the GM slot) as on A5 (zero-copy), naming the TFREE."""
+    res = _run(_uaf_cube, (uaf_vec_ok, None), platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res["out"], np.ones((T, T), np.float32))
+    err = _raises(ProtocolError, uaf_vec, "uaf-read", _uaf_cube, (uaf_vec, None), platform=platform,
+                  protocol=protocol)
+    assert err.what.startswith("use after free") and f"TFREE at tests/{_at(uaf_vec, 'uaf-free')}" in err.what
+
+
+def uaf_vec_local(fifo, out):
+    """A tile with an address of its own on A2A3 (spec) is loaded there, not staged: it is
+    the kernel's own buffer and stays valid after TFREE (A5 still binds it to the slot)."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T, addr=0x2000)
+    o = Tile(TileType.Vec, float32, T, T, addr=0)
+    TEXPANDS(o, 1.0)
+    for i in range(2):
+        TPOP(pipe, t)
+        TFREE(pipe)
+        TADD(o, o, t)  # own-read
+    TSTORE(out, o)
+
+
+def test_own_buffer_read_after_tfree_is_clean_on_a2a3_spec(no_hang):
+    res = _run(_uaf_cube, (uaf_vec_local, None), platform="a2a3", protocol="spec")
+    np.testing.assert_array_equal(res["out"], np.ones((T, T), np.float32))
+    _raises(ProtocolError, uaf_vec_local, "own-read", _uaf_cube, (uaf_vec_local, None), platform="a5",
+            protocol="spec")
