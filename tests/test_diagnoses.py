@@ -305,3 +305,178 @@ def test_own_buffer_read_after_tfree_is_clean_on_a2a3_spec(no_hang):
     np.testing.assert_array_equal(res["out"], np.ones((T, T), np.float32))
     _raises(ProtocolError, uaf_vec_local, "own-read", _uaf_cube, (uaf_vec_local, None), platform="a5",
             protocol="spec")
+
+
+# ================================================================= 8. overlapping GM rings
+# Two one-lane C2V pipes: A to AIV0, B to AIV1.  Each AIV binds only its own pipe, so the
+# pipes are created by different cores; the Cube binds both.
+def _two_pipes(fifo, b_off):
+    a = TPipe(0, _gm(DIR_C2V), SLOT, 2, peers=(0,))(fifo)
+    b = TPipe(4, _gm(DIR_C2V), SLOT, 2, peers=(1,))(fifo.data() + b_off)  # bind-b
+    return a, b
+
+
+def _two_cube(x, fifo, b_off):
+    a, b = _two_pipes(fifo, b_off)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    e0.array[...] = np.eye(T, dtype=np.float32)
+    TLOAD(x1, x)
+    TMOV(x0, x1)
+    TMATMUL(acc, x0, e0)
+    for i in range(2):
+        TPUSH(a, acc)
+        TPUSH(b, acc)
+
+
+def _two_vec(fifo, out, b_off):
+    sub = get_subblockid()
+    if sub == 0:
+        pipe = TPipe(0, _gm(DIR_C2V), SLOT, 2, peers=(0,))(fifo)
+    else:
+        pipe = TPipe(4, _gm(DIR_C2V), SLOT, 2, peers=(1,))(fifo.data() + b_off)
+    t = Tile(TileType.Vec, float32, T, T)
+    for i in range(2):
+        TPOP(pipe, t)
+        TSTORE(GlobalTensor(out.data() + sub * T * T, (T, T)), t)
+        TFREE(pipe)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("seed", [None, 1, 2, 3])
+def test_rings_of_pipes_bound_by_different_cores_overlap(platform, protocol, seed, no_hang):
+    """Reported at the Cube's binding of the second pipe whichever core created each pipe
+    (schedule seeds), naming both pipes; one slot further on, the kernel is clean."""
+    a = _args(b_off=2 * SLOT, out=np.zeros((2 * T, T), np.float32))
+    res = _run(_two_cube, _two_vec, a, platform, protocol, schedule_seed=seed)
+    np.testing.assert_array_equal(res["out"], np.vstack([a["x"], a["x"]]))
+    err = _raises(MemoryConflictError, _two_pipes, "bind-b", _two_cube, _two_vec,
+                  _args(b_off=SLOT, out=np.zeros((2 * T, T), np.float32)),
+                  platform, protocol, schedule_seed=seed)
+    assert "FlagID 0" in err.what and "FlagID 4" in err.what, err.what
+
+
+# Both directions on one GM buffer: a C2V pipe and a V2C pipe, the V2C ring placed without
+# the C2V ring's offset (as a DIR_BOTH buffer needs: C2V ring first, then V2C).
+def _both_bind(fifo, v2c_off):
+    c2v = TPipe(0, _gm(DIR_C2V), SLOT, 2, peers=(0,))(fifo)
+    v2c = TPipe(4, _gm(DIR_V2C), SLOT, 2, peers=(0,))(fifo.data() + v2c_off)  # bind-v2c
+    return c2v, v2c
+
+
+def both_cube(fifo, v2c_off):
+    c2v, v2c = _both_bind(fifo, v2c_off)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    m = Tile(TileType.Mat, float32, T, T)
+    TPUSH(c2v, acc)
+    TPOP(v2c, m)
+    TFREE(v2c)
+
+
+def both_vec(fifo, v2c_off):
+    c2v, v2c = _both_bind(fifo, v2c_off)
+    t = Tile(TileType.Vec, float32, T, T)
+    TPOP(c2v, t)
+    TPUSH(v2c, t)
+    TFREE(c2v)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_v2c_ring_without_the_c2v_offset_overlaps(platform, protocol, no_hang):
+    _run(both_cube, (both_vec, None), _args(v2c_off=2 * SLOT), platform, protocol)
+    err = _raises(MemoryConflictError, _both_bind, "bind-v2c", both_cube, (both_vec, None),
+                  _args(v2c_off=0), platform, protocol)
+    assert "C2V pipe FlagID 0" in err.what and "V2C pipe FlagID" in err.what, err.what
+
+
+# A DIR_BOTH pipe whose GM buffer is sized for one ring, passed as a raw pointer: the V2C
+# ring runs past the buffer into the next argument, `out`.
+def _dirboth_bind(fifo, raw):
+    buf = fifo.data() if raw else fifo
+    return TPipe(0, _gm(DIR_BOTH), SLOT, 2, peers=(0,))(buf)  # bind-both
+
+
+def dirboth_cube(fifo, raw):
+    pipe = _dirboth_bind(fifo, raw)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    m = Tile(TileType.Mat, float32, T, T)
+    TPUSH(pipe, acc)
+    TPOP(pipe, m)
+    TFREE(pipe)
+
+
+def dirboth_vec(fifo, out, raw):
+    pipe = _dirboth_bind(fifo, raw)
+    t = Tile(TileType.Vec, float32, T, T)
+    TPOP(pipe, t)
+    TPUSH(pipe, t)
+    TSTORE(out, t)
+    TFREE(pipe)
+
+
+def _dirboth_args(nbytes, raw):
+    return dict(fifo=ptopipe.gm_buffer(nbytes), out=np.ones((T, T), np.float32), raw=raw)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_dir_both_buffer_sized_for_one_ring(platform, protocol, no_hang):
+    for raw in (False, True):
+        _run(dirboth_cube, (dirboth_vec, None), _dirboth_args(4 * SLOT, raw), platform, protocol)
+    err = _raises(MemoryConflictError, _dirboth_bind, "bind-both", dirboth_cube, (dirboth_vec, None),
+                  _dirboth_args(2 * SLOT, True), platform, protocol)
+    assert "'fifo'" in err.what and "argument 'out'" in err.what, err.what
+    assert "allocate 4096 bytes for 'fifo'" in err.fix, err.fix
+    # sized through the GlobalTensor: the buffer's own size is known
+    err = _raises(ConfigError, _dirboth_bind, "bind-both", dirboth_cube, (dirboth_vec, None),
+                  _dirboth_args(2 * SLOT, False), platform, protocol)
+    assert "needs 4096" in err.what
+
+
+# A raw-pointer slot buffer of SlotNum 4 in a buffer of 2 slots, followed by `out`: the
+# Scenario's golden would be wrong (the ring's slots 2, 3 are `out`), but the binding is
+# reported first.
+def raw_cube(x, fifo):
+    pipe = TPipe(0, _gm(DIR_C2V), SLOT, 4, peers=(0,))(fifo.data())  # raw-ring
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    x1 = Tile(TileType.Mat, float32, T, T, addr=0)
+    x0 = Tile(TileType.Left, float32, T, T, addr=0)
+    e0 = Tile(TileType.Right, float32, T, T, addr=0)
+    e0.array[...] = np.eye(T, dtype=np.float32)
+    TLOAD(x1, x)
+    TMOV(x0, x1)
+    TMATMUL(acc, x0, e0)
+    for i in range(4):
+        TPUSH(pipe, acc)
+
+
+def raw_vec(fifo, out):
+    pipe = TPipe(0, _gm(DIR_C2V), SLOT, 4, peers=(0,))(fifo.data())
+    t = Tile(TileType.Vec, float32, T, T)
+    o = Tile(TileType.Vec, float32, T, T, addr=0x1000)
+    TEXPANDS(o, 0.0)
+    for i in range(4):
+        TPOP(pipe, t)
+        TADD(o, o, t)
+        TFREE(pipe)
+    TSTORE(out, o)
+
+
+def _raw_scenario(slots):
+    def make_args(rng):
+        return dict(x=rng.integers(-4, 5, (T, T)).astype(np.float32), fifo=ptopipe.gm_buffer(slots * SLOT),
+                    out=np.zeros((T, T), np.float32))
+    return ptopipe.Scenario("raw_ring", raw_cube, (raw_vec, None), make_args,
+                            lambda a: {"out": 4 * a["x"]})
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_raw_pointer_ring_running_into_another_tensor(platform, protocol, no_hang):
+    _raw_scenario(4).check(platform=platform, protocol=protocol, timeout=20)
+    with pytest.raises(PtoPipeError) as ei:
+        _raw_scenario(2).check(platform=platform, protocol=protocol, timeout=20)
+    err = ei.value
+    assert type(err) is MemoryConflictError, f"{type(err).__name__}: {err}"
+    assert _line(err.where) == line_of(raw_cube, "raw-ring")
+    assert "argument 'out'" in err.what

@@ -134,6 +134,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                       max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
                       timeout=timeout)
     cluster.shared["protocol"] = proto
+    # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
+    cluster.shared["gm_args"] = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
     if checks:
         cluster.checker = KernelChecks(cluster)
     kargs = dict(args)
