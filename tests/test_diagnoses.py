@@ -308,16 +308,11 @@ def test_own_buffer_read_after_tfree_is_clean_on_a2a3_spec(no_hang):
 
 
 # ================================================================= 8. overlapping GM rings
-# Two one-lane C2V pipes: A to AIV0, B to AIV1.  Each AIV binds only its own pipe, so the
-# pipes are created by different cores; the Cube binds both.
-def _two_pipes(fifo, b_off):
-    a = TPipe(0, _gm(DIR_C2V), SLOT, 2, peers=(0,))(fifo)
-    b = TPipe(4, _gm(DIR_C2V), SLOT, 2, peers=(1,))(fifo.data() + b_off)  # bind-b
-    return a, b
-
-
+# Two one-lane C2V pipes: A to AIV0, B to AIV1.  Each AIV binds only its own pipe; the
+# Cube binds A, fills it and blocks on its third push until AIV0 frees a slot, so AIV1
+# creates B before the Cube binds it: the pipes are created by different cores.
 def _two_cube(x, fifo, b_off):
-    a, b = _two_pipes(fifo, b_off)
+    a = TPipe(0, _gm(DIR_C2V), SLOT, 2, peers=(0,))(fifo)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
     x1 = Tile(TileType.Mat, float32, T, T, addr=0)
     x0 = Tile(TileType.Left, float32, T, T, addr=0)
@@ -326,8 +321,10 @@ def _two_cube(x, fifo, b_off):
     TLOAD(x1, x)
     TMOV(x0, x1)
     TMATMUL(acc, x0, e0)
-    for i in range(2):
+    for i in range(3):
         TPUSH(a, acc)
+    b = TPipe(4, _gm(DIR_C2V), SLOT, 2, peers=(1,))(fifo.data() + b_off)  # bind-b
+    for i in range(3):
         TPUSH(b, acc)
 
 
@@ -338,7 +335,7 @@ def _two_vec(fifo, out, b_off):
     else:
         pipe = TPipe(4, _gm(DIR_C2V), SLOT, 2, peers=(1,))(fifo.data() + b_off)
     t = Tile(TileType.Vec, float32, T, T)
-    for i in range(2):
+    for i in range(3):
         TPOP(pipe, t)
         TSTORE(GlobalTensor(out.data() + sub * T * T, (T, T)), t)
         TFREE(pipe)
@@ -352,7 +349,7 @@ def test_rings_of_pipes_bound_by_different_cores_overlap(platform, protocol, see
     a = _args(b_off=2 * SLOT, out=np.zeros((2 * T, T), np.float32))
     res = _run(_two_cube, _two_vec, a, platform, protocol, schedule_seed=seed)
     np.testing.assert_array_equal(res["out"], np.vstack([a["x"], a["x"]]))
-    err = _raises(MemoryConflictError, _two_pipes, "bind-b", _two_cube, _two_vec,
+    err = _raises(MemoryConflictError, _two_cube, "bind-b", _two_cube, _two_vec,
                   _args(b_off=SLOT, out=np.zeros((2 * T, T), np.float32)),
                   platform, protocol, schedule_seed=seed)
     assert "FlagID 0" in err.what and "FlagID 4" in err.what, err.what
