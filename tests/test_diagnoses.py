@@ -477,3 +477,122 @@ def test_raw_pointer_ring_running_into_another_tensor(platform, protocol, no_han
     assert type(err) is MemoryConflictError, f"{type(err).__name__}: {err}"
     assert _line(err.where) == line_of(raw_cube, "raw-ring")
     assert "argument 'out'" in err.what
+
+
+# ========================================================= 10. diagnoses that name the cause
+# D1: the Cube holds a V2C slot (popped first, freed at the end - fine) while AIV0 never
+#     frees the C2V tiles it pops: the hint names AIV0's TPOP, not the Cube's held slot.
+def d1_cube(fifo):
+    c2v = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    v2c = TPipe(4, DIR_V2C, SLOT, 2, peers=(0,))(fifo.data() + 2 * SLOT, 0, RING_L1)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    m = Tile(TileType.Mat, float32, T, T)
+    TPOP(v2c, m)  # d1-cube-pop
+    for i in range(3):
+        TPUSH(c2v, acc)  # d1-push
+    TFREE(v2c)
+
+
+def d1_vec(fifo):
+    c2v = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    v2c = TPipe(4, DIR_V2C, SLOT, 2, peers=(0,))(fifo.data() + 2 * SLOT, 0, RING_L1)
+    v = Tile(TileType.Vec, float32, T, T, addr=0x8000)
+    t = Tile(TileType.Vec, float32, T, T)
+    TEXPANDS(v, 1.0)
+    TPUSH(v2c, v)
+    for i in range(3):
+        TPOP(c2v, t)  # d1-pop
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_deadlock_names_the_tpop_never_freed(platform, protocol, no_hang):
+    if (platform, protocol) == ("a2a3", "pto-isa"):      # TPOP frees inside: nothing is held
+        _run(d1_cube, (d1_vec, None), platform=platform, protocol=protocol)
+        return
+    err = _raises(DeadlockError, d1_cube, "d1-push", d1_cube, (d1_vec, None), platform=platform,
+                  protocol=protocol)
+    assert _at(d1_vec, "d1-pop") in err.fix and _at(d1_cube, "d1-cube-pop") not in err.fix, err.fix
+    cause = [f["text"] for f in err.findings if f["kind"] == "cause"]
+    assert cause and "AIV0 has made 0" in cause[0] and "slot 0" in cause[0], cause
+
+
+# D2: a two-lane pipe whose second lane runs no kernel (C2V: the Cube waits for AIV1's
+#     free; V2C: the Cube waits for AIV1's data).
+def d2_c2v_cube(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    for i in range(3):
+        TPUSH(pipe, acc, TILE_UP_DOWN)  # d2-push
+
+
+def d2_c2v_vec(fifo):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T // 2, T)
+    for i in range(3):
+        TPOP(pipe, t, TILE_UP_DOWN)
+        TFREE(pipe)
+
+
+def d2_v2c_cube(fifo):
+    pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, RING_L1)
+    t = Tile(TileType.Mat, float32, T, T)
+    TPOP(pipe, t, TILE_UP_DOWN)  # d2-pop
+    TFREE(pipe)
+
+
+def d2_v2c_vec(x, fifo):
+    v2c_vec(x, fifo)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_deadlock_names_the_lane_that_never_runs(platform, protocol, no_hang):
+    _run(d2_c2v_cube, d2_c2v_vec, platform=platform, protocol=protocol)
+    for cube, vec, fn, marker, wait in [(d2_c2v_cube, d2_c2v_vec, d2_c2v_cube, "d2-push", "free"),
+                                        (d2_v2c_cube, d2_v2c_vec, d2_v2c_cube, "d2-pop", "ready")]:
+        err = _raises(DeadlockError, fn, marker, cube, (vec, None), platform=platform, protocol=protocol)
+        cause = [f["text"] for f in err.findings if f["kind"] == "cause"]
+        assert cause and cause[0].startswith("AIV1 is a ") and "runs no kernel" in cause[0], cause
+        assert f"waits for its {wait} signal" in cause[0], cause
+        assert "peers=(0,)" in err.fix and "AIV1" in err.fix, err.fix
+
+
+# D3: SlotNum 4; the consumer keeps a window of three popped tiles (pops the next before
+#     freeing the oldest).  spec: fine (push #4 needs one TFREE).  pto-isa (SyncPeriod 2):
+#     push #4 waits for the first notification, sent at TFREE #2, but the consumer has made
+#     one TFREE and waits for push #4's data: a deadlock caused by the withheld credit.
+def _d3(sync_period=None):
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, 4, peers=(0,), sync_period=sync_period)(fifo, RING_UB)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(6):
+            TPUSH(pipe, acc)  # d3-push
+
+    def vec(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, 4, peers=(0,), sync_period=sync_period)(fifo, RING_UB)
+        ts = [Tile(TileType.Vec, float32, T, T) for _ in range(6)]
+        for i in range(3):
+            TPOP(pipe, ts[i])
+        for i in range(3, 6):
+            TPOP(pipe, ts[i])  # d3-pop
+            TFREE(pipe)
+        for i in range(3):
+            TFREE(pipe)
+    return cube, (vec, None)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_deadlock_names_the_credit_withheld_by_sync_period(platform, protocol, no_hang):
+    cube, vec = _d3()
+    if protocol == "spec" or platform == "a2a3":     # A2A3 pto-isa: the GM-ring TPOP frees inside
+        _run(cube, vec, platform=platform, protocol=protocol)
+        return
+    _run(*_d3(sync_period=1), platform=platform, protocol=protocol)      # the fix the hint gives
+    with pytest.raises(DeadlockError) as ei:
+        _run(cube, vec, platform=platform, protocol=protocol)
+    err = ei.value
+    cause = [f["text"] for f in err.findings if f["kind"] == "cause"][0]
+    for part in ("SyncPeriod = 2 TFREEs", "SlotNum 4", "push #4 waits for notification #1",
+                 "sent at TFREE #2", "has made 1 TFREE(s)", f"AIV0 is blocked at tests/{_at(_d3, 'd3-pop')}"):
+        assert part in cause, cause
+    assert _line(err.where) == line_of(_d3, "d3-push") and "sync_period=1" in err.fix, err.fix
+    assert "call TFREE" not in err.fix

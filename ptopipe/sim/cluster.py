@@ -75,6 +75,7 @@ class Cluster:
         self.checker = None          # happens-before checker, attached by the checkers
         self.explainers = []         # callables(cluster) -> str, extra deadlock context
         self.annotators = []         # callables(cluster, core) -> [{text, where}]: what it holds
+        self.hinters = []            # callables(cluster, blocked) -> (cause, fix) | None: the culprit
         self.finishers = []          # callables(cluster) run when all kernels returned
         self.shared = {}             # cluster-wide state owned by upper layers (pipes)
         self.steps = 0

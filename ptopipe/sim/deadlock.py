@@ -2,7 +2,10 @@
 cycle, and (from the layers above, through ``cluster.explainers``) the state of the rings.
 
 Upper layers describe what a core *holds* (e.g. ring slots popped but not freed) through
-``cluster.annotators``: callables ``(cluster, core) -> [dict(text=..., where=...)]``.
+``cluster.annotators``: callables ``(cluster, core) -> [dict(text=..., where=...)]``, and
+name the culprit through ``cluster.hinters``: callables ``(cluster, blocked) -> (cause,
+fix)`` or None (the pipe layer knows its protocol; the generic hints below are the
+fallback).
 """
 from __future__ import annotations
 
@@ -108,9 +111,17 @@ def explain(cluster, blocked) -> DeadlockError:
             lines.append(text)
     findings = [dict(kind="blocked", **e) for e in entries]
     findings.append({"kind": "wait_for", "text": chain, "steps": steps, "cycle": cycle})
+    fix = None
+    for hinter in getattr(cluster, "hinters", ()):
+        found = hinter(cluster, blocked)
+        if found:
+            cause, fix = found
+            lines.append("cause: " + cause)
+            findings.append({"kind": "cause", "text": cause})
+            break
     return DeadlockError(
         f"deadlock: {len(blocked)} core(s) blocked forever ({', '.join(c.name for c in blocked)})",
-        where=entries[0]["where"], details="\n".join(lines), fix=_hint(entries),
+        where=entries[0]["where"], details="\n".join(lines), fix=fix or _hint(entries),
         findings=findings)
 
 

@@ -19,7 +19,7 @@ from ..regions import reserve
 from ..tensor import GlobalTensor, GMPtr
 from .channel import Channel, PipeHandle, Side, Slot
 from .config import TPipe, ways as _ways
-from .diagnostics import explain, holdings
+from .diagnostics import deadlock_cause, explain, holdings
 from .protocol import cluster_model
 
 
@@ -34,6 +34,7 @@ def channels(cluster) -> dict:
         ch = cluster.shared["channels"] = {}
         cluster.explainers.append(explain)
         cluster.annotators.append(holdings)      # deadlock reports: slots a core holds
+        cluster.hinters.append(deadlock_cause)   # deadlock reports: the culprit
     return ch
 
 

@@ -35,6 +35,65 @@ def holdings(cluster, core) -> list:
     return out
 
 
+def deadlock_cause(cluster, blocked):
+    """(cause, fix) naming the culprit of a deadlock on the rings, or None: the lane that
+    never runs (or never binds the pipe), the free credit withheld by the protocol's
+    notification rule (with its arithmetic), or the TPOP whose TFREE the blocked push
+    waits for (the oldest slot the waited-for consumer holds on that pipe)."""
+    for c in blocked:
+        w = c.waiting
+        ch, signal = w.info.get("channel"), w.info.get("signal")
+        if ch is None or signal not in ("ready", "free") or not hasattr(ch, "sides"):
+            continue
+        other = w.flag.sender
+        found = _absent_lane(ch, c, other, signal) or (_free_culprit(ch, c, other) if signal == "free" else None)
+        if found:
+            return found
+    return None
+
+
+def _absent_lane(ch, core, other, signal):
+    """The core ``core`` waits for never takes part in ``ch``: no kernel, or no binding."""
+    if other.index in ch.sides:
+        return None
+    role = "consumer" if signal == "free" else "producer"
+    why = "runs no kernel" if other.state.value == "idle" else f"never binds it ({other.state.value})"
+    cause = (f"{other.name} is a {role} lane of {ch.name} but {why}: {core.name} waits for "
+             f"its {'free' if signal == 'free' else 'ready'} signal, which never comes")
+    if other.name.startswith("AIV"):
+        rest = tuple(p for p in ch.peers if f"AIV{p}" != other.name)
+        fix = (f"run the Vector kernel on {other.name} too (aiv=fn runs one function on both sub-blocks) and "
+               f"bind the pipe there" + (f", or give the pipe peers={rest} (one lane)" if rest else ""))
+    else:
+        fix = f"run the Cube kernel and bind {ch.name} on it"
+    return cause, fix
+
+
+def _free_culprit(ch, core, cons):
+    """A producer blocked on a free credit: withheld by the notification rule, or a slot
+    the consumer popped and never freed."""
+    pside, cside = ch.sides.get(core.index), ch.sides.get(cons.index)
+    if pside is None or cside is None:
+        return None
+    i = pside.index - len(pside.pending_alloc)
+    withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name)
+    if withheld:
+        state = ("is blocked at " + str(cons.where())) if cons.state.value == "blocked" else "has ended"
+        if cside.held:
+            state += (f", holding {len(cside.held)} popped tile(s) (oldest: slot {cside.held[0][0]}, TPOP at "
+                      f"{cside.held[0][2]})")
+        return (f"{withheld}; {cons.name} {state}",
+                "free earlier (hold at most SlotNum - SyncPeriod popped tiles when popping the next), "
+                "deepen the ring, or set the pipe's SyncPeriod to 1 (TMPipe FiFoSyncT=1, TPipe sync_period=1)")
+    if cside.held:
+        tag, loc = cside.held[0][0], cside.held[0][2]
+        state = "is blocked" if cons.state.value == "blocked" else "has ended"
+        return (f"{core.name}'s push #{i} waits for {cons.name}'s TFREE #{ch.model.frees_needed(ch, i)} of "
+                f"{ch.name}; {cons.name} has made {cside.freed}, {state} and still holds slot {tag} "
+                f"popped by the TPOP at {loc} (the next TFREE would release it)", ch.model.held_fix(loc))
+    return None
+
+
 def ring_state(ch) -> dict:
     """Structured state of one channel: slots per consumer peer, cursors per side."""
     n = ch.slot_num

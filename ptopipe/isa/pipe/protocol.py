@@ -84,6 +84,21 @@ class ProtocolModel:
         """How to fix a push that overwrote a slot still in use."""
         raise NotImplementedError
 
+    # -- diagnoses ----------------------------------------------------------------------
+    def frees_needed(self, ch, i: int) -> int:
+        """TFREEs (of each consumer lane) before push ``i`` may write its slot."""
+        return max(0, i - ch.slot_num + 1)
+
+    def withheld_credit(self, ch, i: int, freed: int, consumer: str) -> str | None:
+        """Why a producer blocked at push ``i`` still waits although ``consumer`` made
+        ``freed`` TFREEs - enough for a slot, but not for this protocol's notification."""
+        return None
+
+    def held_fix(self, loc) -> str:
+        """How to fix a deadlock where a consumer holds a slot popped at ``loc``."""
+        return (f"call TFREE after the TPOP at {loc} (every TPOP needs a TFREE before the ring wraps "
+                "back to its slot)")
+
 
 @dataclass(frozen=True)
 class SpecModel(ProtocolModel):
@@ -163,6 +178,32 @@ class PtoIsaModel(ProtocolModel):
     def overwrite_fix(self):
         return ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
                 "(SlotNum <= 3 or even); use an even SlotNum")
+
+    def frees_needed(self, ch, i):
+        n, sp = ch.slot_num, ch.sync_period
+        if n == 1:
+            return i
+        if i < n:
+            return 0
+        return ((i - n) // sp + 1) * sp       # notification w = (i - n) // sp + 1, at TFREE w * sp
+
+    def withheld_credit(self, ch, i, freed, consumer):
+        n, sp = ch.slot_num, ch.sync_period
+        need = self.frees_needed(ch, i)
+        if sp <= 1 or freed >= need or freed < ProtocolModel.frees_needed(self, ch, i):
+            return None                     # not the notification rule: a slot is really in use
+        rule = (f"FiFoSyncT {sp}" if ch.cfg.sync_period else
+                f"SlotNum {n} <= 2 ? SlotNum : SlotNum / 2 = {sp}")
+        w = need // sp
+        return (f"the free credit is withheld by pto-isa's SyncPeriod: {consumer} notifies the producer once "
+                f"every SyncPeriod = {sp} TFREEs ({rule}); push #{i} waits for notification #{w}, sent "
+                f"at TFREE #{need}, but {consumer} has made {freed} TFREE(s) = {freed // sp} notification(s) "
+                f"({freed % sp} TFREE(s) not yet notified) - a slot is free, the producer is not told")
+
+    def held_fix(self, loc):
+        return (f"call TFREE after the TPOP at {loc}; pto-isa's producer waits only every SyncPeriod "
+                "pushes, so free in pop order and keep at most SlotNum - SyncPeriod tiles held when "
+                "popping the next")
 
 
 SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hold=True,
