@@ -596,3 +596,90 @@ def test_deadlock_names_the_credit_withheld_by_sync_period(platform, protocol, n
         assert part in cause, cause
     assert _line(err.where) == line_of(_d3, "d3-push") and "sync_period=1" in err.fix, err.fix
     assert "call TFREE" not in err.fix
+
+
+# M-series: a golden mismatch names the last writer of the first wrong element.
+# 'value': AIV1 adds 1 to its half; 'short': AIV1 stores only the top half of its rows, so
+# the bottom-right quarter of `out` is never written.
+def mm_cube(x, fifo):
+    c2v_cube(x, fifo)
+
+
+def mm_vec(fifo, out, bug):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+    t = Tile(TileType.Vec, float32, T, T // 2)
+    o = Tile(TileType.Vec, float32, T, T // 2, addr=0)
+    sub = get_subblockid()
+    for i in range(2):
+        TPOP(pipe, t, TILE_LEFT_RIGHT)
+        TADDS(o, t, 1.0 if (bug == "value" and sub == 1) else 0.0)
+        TFREE(pipe, TILE_LEFT_RIGHT)
+    rows = T // 2 if (bug == "short" and sub == 1) else T      # AIV1 stores only its top rows
+    src = o if rows == T else Tile(TileType.Vec, float32, rows, T // 2, addr=0)     # o's top rows
+    TSTORE(GlobalTensor(out.data() + sub * (T // 2), (rows, T // 2), (T, 1)), src)  # mm-store
+
+
+def _mm_scenario(bug):
+    def make_args(rng):
+        return dict(x=rng.integers(-4, 5, (T, T)).astype(np.float32), fifo=ptopipe.gm_buffer(4 * SLOT),
+                    out=np.zeros((T, T), np.float32), bug=bug)
+    return ptopipe.Scenario("mm", mm_cube, mm_vec, make_args, lambda a: {"out": a["x"]})
+
+
+# The ring's GM buffer is the output tensor itself (the wrong argument bound): the Cube's
+# TPUSHes land in `out`, and the consumer's result is overwritten by the ring slot.
+def mmr_cube(x, out):
+    pipe = TPipe(0, _gm(DIR_C2V), SLOT, 1, peers=(0,))(out)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TPUSH(pipe, acc)  # mmr-push
+
+
+def mmr_vec(out):
+    pipe = TPipe(0, _gm(DIR_C2V), SLOT, 1, peers=(0,))(out)
+    t = Tile(TileType.Vec, float32, T, T)
+    TPOP(pipe, t)
+    TFREE(pipe)
+
+
+def _mmr_scenario():
+    def make_args(rng):
+        return dict(x=np.ones((T, T), np.float32), out=np.zeros((T, T), np.float32))
+    return ptopipe.Scenario("mmr", mmr_cube, (mmr_vec, None), make_args,
+                            lambda a: {"out": np.full((T, T), 7, np.float32)})
+
+
+def _mismatch(sc, platform, protocol):
+    with pytest.raises(PtoPipeError) as ei:
+        sc.check(platform=platform, protocol=protocol, timeout=20)
+    err = ei.value
+    assert type(err) is MismatchError, f"{type(err).__name__}: {err}"
+    return err
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_mismatch_names_the_last_writer_and_its_line(platform, protocol, no_hang):
+    _mm_scenario("none").check(platform=platform, protocol=protocol, timeout=20)
+    err = _mismatch(_mm_scenario("value"), platform, protocol)
+    assert _line(err.where) == line_of(mm_vec, "mm-store")
+    assert f"out[0, 8] (GM " in str(err) and f"last written by AIV1 TSTORE at tests/{_at(mm_vec, 'mm-store')}" in str(err)
+    err = _mismatch(_mm_scenario("short"), platform, protocol)
+    assert "out[8, 8] (GM " in str(err) and "was never written by the kernel" in str(err), str(err)
+    err = _mismatch(_mmr_scenario(), platform, protocol)
+    assert _line(err.where) == line_of(mmr_cube, "mmr-push")
+    assert "last written by AIC TPUSH into slot 0 of C2V pipe FlagID 0" in str(err), str(err)
+
+
+def test_mismatch_never_written_element_and_default_run_records_nothing(no_hang):
+    """The recorder's answers, and the default run does not pay for it."""
+    from ptopipe.isa.checks import KernelChecks, WriteRecorder
+    sc = _mm_scenario("short")
+    res, _ = sc.run()
+    assert type(res.cluster.checker) is KernelChecks
+    res, _ = sc.run(record_writes=True)
+    assert isinstance(res.cluster.checker, WriteRecorder)
+    rec = res.cluster.checker
+    lo = dict((n, a) for n, a, _ in res.cluster.shared["gm_args"])["out"]
+    assert rec.last_writer(lo + (8 * T + 8) * 4) is None              # out[8, 8]: never written
+    assert rec.last_writer(lo + (7 * T + 15) * 4)["core"] == "AIV1"    # out[7, 15]
+    assert rec.last_writer(lo + (15 * T + 7) * 4)["core"] == "AIV0"    # out[15, 7]
+    assert rec.last_writer(lo + (15 * T + 7) * 4 + 4) is None          # out[15, 8]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..arch import MemSpace
 from ..arch.vocab import C2V
 from ..errors import ProtocolError
-from ..sim.race import HappensBefore, overlap, region_of_rows
+from ..sim.race import HappensBefore, _loc, _ranges, overlap, region_of_rows
 from .pipe import SlotPtr
 from .pipe.geometry import part_rows, part_shape
 
@@ -145,6 +145,36 @@ class KernelChecks(HappensBefore):
             fix="the producer must wait for the consumer's free signal of this slot before reusing it "
                 "(pto-isa: use an even SlotNum, so that SlotNum % SyncPeriod == 0)",
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
+
+
+class WriteRecorder(KernelChecks):
+    """:class:`KernelChecks` that also logs every write to GM (TSTORE, TPUSH into a GM ring)
+    with its core, instruction and line - opt in (``run(record_writes=True)``): a golden
+    mismatch re-runs the kernel with it to name the last writer of the first wrong element,
+    so the default run pays nothing."""
+
+    def __init__(self, cluster):
+        super().__init__(cluster)
+        self.writes: list = []          # (lo, hi, rows, core, op, where, ring), oldest first
+
+    def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None) -> None:
+        super().access(core, mem, lo, hi, rows, write, op, where, label, ring)
+        if write and ring is None and mem is self.cluster.gm:
+            self.writes.append((lo, hi, rows, core.name, op, where, None))
+
+    def ring_access(self, core, ch, tag, write, op, loc, rows, cols, item, split) -> None:
+        super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split)
+        if write and ch.in_gm:
+            for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
+                self.writes.append((reg[0], reg[1], reg[2], core.name, op, loc, (ch.name, tag)))
+
+    def last_writer(self, addr: int) -> dict | None:
+        """The latest recorded write covering GM byte ``addr``: core, op, where, ring slot."""
+        for lo, hi, rows, core, op, where, ring in reversed(self.writes):
+            if lo <= addr < hi and \
+                    any(a <= addr < b for a, b in _ranges(lo, hi, rows, addr, addr + 1)):
+                return {"core": core, "op": op, "where": _loc(where), "ring": ring}
+        return None
 
 
 # ---------------------------------------------------------------------------------------
