@@ -683,3 +683,87 @@ def test_mismatch_never_written_element_and_default_run_records_nothing(no_hang)
     assert rec.last_writer(lo + (7 * T + 15) * 4)["core"] == "AIV1"    # out[7, 15]
     assert rec.last_writer(lo + (15 * T + 7) * 4)["core"] == "AIV0"    # out[15, 7]
     assert rec.last_writer(lo + (15 * T + 7) * 4 + 4) is None          # out[15, 8]
+
+
+# Overwrite wording.  OW1: the Cube skips the free-slot wait (setAllocateStatus(False)) and
+# pushes a third tile into SlotNum 2 before AIV0 popped anything: written before it was
+# read.  OW2: the Cube waits for AIV0's go-ahead (a V2C tile sent after AIV0 popped slot 0
+# and still holds it), then pushes without waiting: reused before freed.
+def _ow_pipes(fifo):
+    c2v = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, RING_UB)
+    v2c = TPipe(4, DIR_V2C, SLOT, 2, peers=(0,))(fifo.data() + 2 * SLOT, 0, RING_L1)
+    return c2v, v2c
+
+
+def _ow_cube(fifo, held):
+    c2v, v2c = _ow_pipes(fifo)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    m = Tile(TileType.Mat, float32, T, T)
+    TPUSH(c2v, acc)
+    TPUSH(c2v, acc)
+    if held:
+        TPOP(v2c, m)
+        TFREE(v2c)
+    c2v.prod.setAllocateStatus(False)
+    TPUSH(c2v, acc)  # ow-push
+
+
+def _ow_vec(fifo, held):
+    c2v, v2c = _ow_pipes(fifo)
+    ts = [Tile(TileType.Vec, float32, T, T) for _ in range(3)]
+    v = Tile(TileType.Vec, float32, T, T, addr=0x8000)
+    if not held:
+        for t in ts:
+            TPOP(c2v, t)
+            TFREE(c2v)
+        return
+    TPOP(c2v, ts[0])  # ow-pop
+    TEXPANDS(v, 1.0)
+    TPUSH(v2c, v)                       # go-ahead: slot 0 is popped and held
+    TPOP(c2v, ts[1])
+    TPOP(c2v, ts[2])                    # blocks until the Cube's third push (slot 0 again)
+    for t in ts:
+        TFREE(c2v)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_overwrite_says_written_before_read_or_reused_before_freed(platform, protocol, no_hang):
+    err = _raises(ProtocolError, _ow_cube, "ow-push", _ow_cube, (_ow_vec, None), _args(held=False),
+                  platform, protocol)
+    assert "written before it was read" in err.what and "reused" not in err.what, err.what
+    assert "setAllocateStatus" in err.fix, err.fix            # the cause here, on either protocol
+    if (platform, protocol) == ("a2a3", "pto-isa"):      # TPOP freed the GM slot: the reuse is fine
+        _run(_ow_cube, (_ow_vec, None), _args(held=True), platform, protocol)
+        return
+    err = _raises(ProtocolError, _ow_cube, "ow-push", _ow_cube, (_ow_vec, None), _args(held=True),
+                  platform, protocol)
+    assert "reused before freed" in err.what and f"popped it at tests/{_at(_ow_vec, 'ow-pop')}" in err.what
+    assert "setAllocateStatus" in err.fix, err.fix
+
+
+# OW3: as OW2, but AIV0 frees slot 0 right after its go-ahead: in simulated order the TFREE
+#      came first, yet nothing orders it before the Cube's unwaited push - on A5 (the tile
+#      is the UB slot itself) the race checker reports it as reused before freed; on A2A3
+#      the TPOP's copy finished before the go-ahead, so the reuse is harmless.
+def _ow3_vec(fifo):
+    c2v, v2c = _ow_pipes(fifo)
+    t = Tile(TileType.Vec, float32, T, T)
+    v = Tile(TileType.Vec, float32, T, T, addr=0x8000)
+    TPOP(c2v, t)
+    TEXPANDS(v, 1.0)
+    TPUSH(v2c, v)
+    TFREE(c2v)  # ow3-free
+    for i in range(2):
+        TPOP(c2v, t)
+        TFREE(c2v)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_unordered_reuse_after_tfree_is_reused_before_freed(platform, protocol, no_hang):
+    if platform == "a2a3":
+        _run(_ow_cube, (_ow3_vec, None), _args(held=True), platform, protocol)
+        return
+    err = _raises(ProtocolError, _ow_cube, "ow-push", _ow_cube, (_ow3_vec, None), _args(held=True),
+                  platform, protocol)
+    assert "reused before freed" in err.what and "TFREE" in err.what, err.what
+    assert _at(_ow3_vec, "ow3-free") in str(err) and "setAllocateStatus" in err.fix, err.fix

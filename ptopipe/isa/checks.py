@@ -134,16 +134,30 @@ class KernelChecks(HappensBefore):
             return super().race_error(core, mem, a, b, cur, prev)
         pipe, tag = ring
         w, r = (a, b) if a["access"] == "write" else (b, a)
+        if a["access"] == b["access"] == "write":
+            what = (f"slot {tag} of {pipe} written twice with no order between the writes: {a['core']} "
+                    f"{a['op']} and {b['core']} {b['op']} write the same bytes")
+        elif r["op"] == "TFREE":        # a local-ring tile is in use until its TFREE
+            what = (f"slot {tag} of {pipe} reused before freed: {w['core']} {w['op']} writes it while "
+                    f"{r['core']}'s TFREE of the previous tile is not ordered before the write")
+        elif w is a:
+            what = (f"slot {tag} of {pipe} written before it was read: {w['core']} {w['op']} writes it while "
+                    f"{r['core']}'s {r['op']} of the previous tile is not ordered before the write")
+        else:
+            what = (f"slot {tag} of {pipe} read before it was written: {r['core']} {r['op']} reads it while "
+                    f"{w['core']}'s {w['op']} is not ordered before the read (no ready signal between them)")
+        ch = next((c for c in self.cluster.shared.get("channels", {}).values() if c.name == pipe), None)
+        side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
+        model_fix = f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""
         return ProtocolError(
-            f"slot {tag} of {pipe} reused before the consumer freed it: {w['core']} {w['op']} writes it "
-            f"while {r['core']}'s {r['op']} of the previous tile is not ordered before the write",
+            what,
             where=a["where"],
             details="\n".join([f"{a['core']:5s} {a['access']:5s} {a['op']:6s} at {a['where']}",
                                f"{b['core']:5s} {b['access']:5s} {b['op']:6s} at {b['where']}",
                                "no TFREE -> free-flag WAIT chain orders the consumer's use of the slot "
                                "before the producer's next write to it"]),
-            fix="the producer must wait for the consumer's free signal of this slot before reusing it "
-                "(pto-isa: use an even SlotNum, so that SlotNum % SyncPeriod == 0)",
+            fix="the producer must wait for the consumer's free signal of this slot before reusing it"
+                + model_fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
 
 

@@ -146,15 +146,17 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
         who = next(core.cluster.aiv(p).name for p in ch.peers if ch.slots[p][s.tag] is s)
     else:
         who = "AIC"
-    how = ("still holds it (popped" + (f" at {s.pop_loc}" if s.pop_loc else "") + ", not yet freed)"
+    how = ("reused before freed: " + who + " popped it" + (f" at {s.pop_loc}" if s.pop_loc else "")
+           + " and has not freed it (no TFREE yet)"
            if s.state == "held" else
-           "has not popped the previous tile yet" + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
+           "written before it was read: " + who + " has not popped the previous tile"
+           + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
     return ProtocolError(
-        f"{op} overwrites slot {s.tag} of {ch.name} while {who} {how}",
+        f"{op} overwrites slot {s.tag} of {ch.name}, {how}",
         where=str(loc or core.where()),
         details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
                 f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
-        fix=ch.model.overwrite_fix())
+        fix=ch.model.overwrite_fix(ch, ch.sides[core.index].allocate))
 
 
 def slot_use_after_free(tile, core) -> ProtocolError:

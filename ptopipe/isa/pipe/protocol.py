@@ -80,8 +80,9 @@ class ProtocolModel:
         """Slots one free SET releases (for the report's occupancy)."""
         return 1
 
-    def overwrite_fix(self) -> str:
-        """How to fix a push that overwrote a slot still in use."""
+    def overwrite_fix(self, ch=None, allocate: bool = True) -> str:
+        """How to fix a push that overwrote a slot still in use (on ``ch``; ``allocate``:
+        the producer's free-slot wait was on)."""
         raise NotImplementedError
 
     # -- diagnoses ----------------------------------------------------------------------
@@ -129,7 +130,7 @@ class SpecModel(ProtocolModel):
     def startup_credits(self, slot_num):
         return slot_num
 
-    def overwrite_fix(self):
+    def overwrite_fix(self, ch=None, allocate=True):
         return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
 
 
@@ -175,7 +176,12 @@ class PtoIsaModel(ProtocolModel):
     def slots_per_free(self, ch):
         return 1 if ch.slot_num == 1 else ch.sync_period
 
-    def overwrite_fix(self):
+    def overwrite_fix(self, ch=None, allocate=True):
+        if not allocate:
+            return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
+        if ch is not None and ch.slot_num > 1 and ch.slot_num % ch.sync_period == 0:
+            return (f"pto-isa's producer waits only every SyncPeriod = {ch.sync_period} pushes: free the "
+                    "slots in pop order, and do not bypass the pipe's flags")
         return ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
                 "(SlotNum <= 3 or even); use an even SlotNum")
 
