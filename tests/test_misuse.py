@@ -25,6 +25,10 @@ CASES = {
     "m7_leak.py": LeakError,
     "m8_pto_isa_slotnum5.py": ProtocolError,
     "m9_gm_race.py": DataRaceError,
+    "m25_free_split.py": ProtocolError,
+    "m26_rings_overlap_across_cores.py": MemoryConflictError,
+    "m27_staged_read_after_free.py": ProtocolError,
+    "m28_sync_period_credit.py": DeadlockError,
 }
 ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py"}   # every marked line named
 
@@ -114,3 +118,13 @@ def test_cli_check_exits_nonzero_without_traceback(fname, platform, capsys):
     assert "Traceback" not in text
     assert f"error: {CASES[fname].__name__}:" in text
     assert re.search(rf"^  at \S*{re.escape(fname)}:{where_line(fname, platform)}$", text, re.M), text
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_m28_names_the_withheld_credit_and_is_clean_under_spec(platform):
+    err = _run("m28_sync_period_credit.py", platform)
+    cause = [f["text"] for f in err.findings if f["kind"] == "cause"][0]
+    assert "SyncPeriod = 2" in cause and "push #4 waits for notification #1, sent at TFREE #2" in cause
+    assert "call TFREE" not in err.fix
+    sc = load_scenarios(os.path.join(MISUSE, "m28_sync_period_credit.py"))[0]
+    run_schedule(sc, None, platform=platform, protocol="spec")
