@@ -662,6 +662,10 @@ def test_mismatch_names_the_last_writer_and_its_line(platform, protocol, no_hang
     err = _mismatch(_mm_scenario("value"), platform, protocol)
     assert _line(err.where) == line_of(mm_vec, "mm-store")
     assert f"out[0, 8] (GM " in str(err) and f"last written by AIV1 TSTORE at tests/{_at(mm_vec, 'mm-store')}" in str(err)
+    from ptopipe.isa.explore import run_schedule      # `ptopipe check`'s path: a perturbed schedule
+    with pytest.raises(MismatchError) as ei:
+        run_schedule(_mm_scenario("value"), 3, platform=platform, protocol=protocol, timeout=20)
+    assert _line(ei.value.where) == line_of(mm_vec, "mm-store"), str(ei.value)
     err = _mismatch(_mm_scenario("short"), platform, protocol)
     assert "out[8, 8] (GM " in str(err) and "was never written by the kernel" in str(err), str(err)
     err = _mismatch(_mmr_scenario(), platform, protocol)

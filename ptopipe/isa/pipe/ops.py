@@ -211,7 +211,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     e = pipe.consumer_end
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
     if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
-        _free_popped(core, ch, side, split, _here(core))
+        _free_popped(core, ch, side, split)
         _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE",
                             RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
         return new_event(("TFREE", core, end))
@@ -231,12 +231,17 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
     release(core, ch, side, tag, read_end, held_obj)
-    here = None
-    for sl in side.slots[tag]:                     # the generation this TFREE ended, for reports
-        sl.free_gen = sl.gen - 1
-        sl.free_loc = here = here or _here(core)
-    if stage is not None:
-        _end_stage(stage, here or _here(core))
+    if chk is not None:
+        # the generation this TFREE ended and its line, for a use-after-free report (only
+        # with the checkers on: the hot path without them stays as it was)
+        here = _here(core)
+        for sl in side.slots[tag]:
+            sl.free_gen = sl.gen - 1
+            sl.free_loc = here
+        if stage is not None:
+            _end_stage(stage, here)
+    elif stage is not None:
+        _end_stage(stage, None)
     return new_event(("TFREE", core, end))
 
 
@@ -250,10 +255,11 @@ def _end_stage(stage, loc) -> None:
     s, gen = stage
     if s.gen == gen:
         s.gen = gen + 1
-        s.free_gen, s.free_loc = gen, loc
+        if loc is not None:
+            s.free_gen, s.free_loc = gen, loc
 
 
-def _free_popped(core, ch: Channel, side: Side, split, loc) -> None:
+def _free_popped(core, ch: Channel, side: Side, split) -> None:
     """The TFREE of a tile TPOP that already freed its slot (pto-isa, GM ring): the device
     does nothing, but the TFREE still pairs with its TPOP - its split must be the TPOP's,
     and the staged copy of the tile ends here."""
@@ -267,8 +273,8 @@ def _free_popped(core, ch: Channel, side: Side, split, loc) -> None:
     _i, pop_split, pop_loc, stage = popped.pop(0)
     if split is not None and parse_split(split) != pop_split:
         _split_error(core, ch, parse_split(split), pop_split, pop_loc, None)
-    if stage is not None:
-        _end_stage(stage, loc)
+    if stage is not None:      # the kernel line: caller_loc <- _free_popped <- TFREE <- kernel
+        _end_stage(stage, core.loc_override or caller_loc(3))
 
 
 def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:
