@@ -771,3 +771,22 @@ def test_unordered_reuse_after_tfree_is_reused_before_freed(platform, protocol, 
                   platform, protocol)
     assert "reused before freed" in err.what and "TFREE" in err.what, err.what
     assert _at(_ow3_vec, "ow3-free") in str(err) and "setAllocateStatus" in err.fix, err.fix
+
+
+def d2_wrong_flag_vec(fifo):
+    pipe = TPipe(2, DIR_C2V, SLOT, 2)(fifo, RING_UB)  # d2-wrong-flag
+    t = Tile(TileType.Vec, float32, T // 2, T)
+    for i in range(3):
+        TPOP(pipe, t, TILE_UP_DOWN)
+        TFREE(pipe)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_deadlock_names_a_lane_bound_to_another_flag_id(platform, protocol, no_hang):
+    """AIV1 runs but binds FlagID 2: the cause names both bindings, the fix the FlagID."""
+    with pytest.raises(DeadlockError) as ei:
+        _run(d2_c2v_cube, (d2_c2v_vec, d2_wrong_flag_vec), platform=platform, protocol=protocol)
+    err = ei.value
+    cause = [f["text"] for f in err.findings if f["kind"] == "cause"][0]
+    assert f"AIV1 binds C2V pipe FlagID 2" in cause and _at(d2_wrong_flag_vec, "d2-wrong-flag") in cause, cause
+    assert "same FlagID" in err.fix

@@ -46,17 +46,28 @@ def deadlock_cause(cluster, blocked):
         if ch is None or signal not in ("ready", "free") or not hasattr(ch, "sides"):
             continue
         other = w.flag.sender
-        found = _absent_lane(ch, c, other, signal) or (_free_culprit(ch, c, other) if signal == "free" else None)
+        found = _absent_lane(cluster, ch, c, other, signal) or \
+            (_free_culprit(ch, c, other) if signal == "free" else None)
         if found:
             return found
     return None
 
 
-def _absent_lane(ch, core, other, signal):
-    """The core ``core`` waits for never takes part in ``ch``: no kernel, or no binding."""
+def _absent_lane(cluster, ch, core, other, signal):
+    """The core ``core`` waits for never takes part in ``ch``: no kernel, no binding, or a
+    binding of another pipe of the same direction (the two ends disagree on the FlagID)."""
     if other.index in ch.sides:
         return None
     role = "consumer" if signal == "free" else "producer"
+    twin = next((c2 for c2 in cluster.shared.get("channels", {}).values()
+                 if c2 is not ch and c2.way == ch.way and other.index in c2.sides
+                 and core.index not in c2.sides), None)
+    if twin is not None:
+        return (f"{core.name} binds {ch.name} at {ch.sides[core.index].bound_at} but {other.name} binds "
+                f"{twin.name} at {twin.sides[other.index].bound_at}: the two ends of the pipe use different "
+                f"FlagIDs, so {core.name}'s {'TPUSH' if signal == 'free' else 'TPOP'} waits on a flag "
+                f"{other.name} never sets",
+                "producer and consumer must use the same FlagID (and direction, SlotNum) for one pipe")
     why = "runs no kernel" if other.state.value == "idle" else f"never binds it ({other.state.value})"
     cause = (f"{other.name} is a {role} lane of {ch.name} but {why}: {core.name} waits for "
              f"its {'free' if signal == 'free' else 'ready'} signal, which never comes")
@@ -82,9 +93,7 @@ def _free_culprit(ch, core, cons):
         if cside.held:
             state += (f", holding {len(cside.held)} popped tile(s) (oldest: slot {cside.held[0][0]}, TPOP at "
                       f"{cside.held[0][2]})")
-        return (f"{withheld}; {cons.name} {state}",
-                "free earlier (hold at most SlotNum - SyncPeriod popped tiles when popping the next), "
-                "deepen the ring, or set the pipe's SyncPeriod to 1 (TMPipe FiFoSyncT=1, TPipe sync_period=1)")
+        return f"{withheld[0]}; {cons.name} {state}", withheld[1]
     if cside.held:
         tag, loc = cside.held[0][0], cside.held[0][2]
         state = "is blocked" if cons.state.value == "blocked" else "has ended"

@@ -90,9 +90,10 @@ class ProtocolModel:
         """TFREEs (of each consumer lane) before push ``i`` may write its slot."""
         return max(0, i - ch.slot_num + 1)
 
-    def withheld_credit(self, ch, i: int, freed: int, consumer: str) -> str | None:
-        """Why a producer blocked at push ``i`` still waits although ``consumer`` made
-        ``freed`` TFREEs - enough for a slot, but not for this protocol's notification."""
+    def withheld_credit(self, ch, i: int, freed: int, consumer: str) -> tuple | None:
+        """(cause, fix) when a producer blocked at push ``i`` still waits although
+        ``consumer`` made ``freed`` TFREEs - enough for a slot, but not for this protocol's
+        notification; None otherwise."""
         return None
 
     def held_fix(self, loc) -> str:
@@ -201,10 +202,15 @@ class PtoIsaModel(ProtocolModel):
         rule = (f"FiFoSyncT {sp}" if ch.cfg.sync_period else
                 f"SlotNum {n} <= 2 ? SlotNum : SlotNum / 2 = {sp}")
         w = need // sp
-        return (f"the free credit is withheld by pto-isa's SyncPeriod: {consumer} notifies the producer once "
-                f"every SyncPeriod = {sp} TFREEs ({rule}); push #{i} waits for notification #{w}, sent "
-                f"at TFREE #{need}, but {consumer} has made {freed} TFREE(s) = {freed // sp} notification(s) "
-                f"({freed % sp} TFREE(s) not yet notified) - a slot is free, the producer is not told")
+        cause = (f"the free credit is withheld by pto-isa's SyncPeriod: {consumer} notifies the producer once "
+                 f"every SyncPeriod = {sp} TFREEs ({rule}); push #{i} waits for notification #{w}, sent "
+                 f"at TFREE #{need}, but {consumer} has made {freed} TFREE(s) = {freed // sp} notification(s) "
+                 f"({freed % sp} TFREE(s) not yet notified) - a slot is free, the producer is not told")
+        fix = (f"{consumer} has freed {freed % sp} slot(s) since its last notification, but pto-isa notifies "
+               f"only every {sp} TFREEs (SyncPeriod): free earlier (hold at most SlotNum - SyncPeriod = "
+               f"{n - sp} popped tiles when popping the next), deepen the ring, or give the pipe "
+               "sync_period=1 (TMPipe FiFoSyncT=1)")
+        return cause, fix
 
     def held_fix(self, loc):
         return (f"call TFREE after the TPOP at {loc}; pto-isa's producer waits only every SyncPeriod "
