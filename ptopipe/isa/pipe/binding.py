@@ -299,4 +299,4 @@ def _reserve_rings(core, ch: Channel) -> None:
                 where=_loc(core),
                 fix=(f"use a consumer buffer base <= {cap - size:#x}" if size <= cap else
                      f"the ring alone needs {size} bytes: use fewer or smaller slots"))
-        reserve(c, space, ch.local_base, size, f"{ch.name} ring")
+        reserve(c, space, ch.local_base, size, f"{ch.name} ring", _loc(core))   # the binding's line
