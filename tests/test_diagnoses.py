@@ -795,3 +795,60 @@ def test_deadlock_names_a_lane_bound_to_another_flag_id(platform, protocol, no_h
     cause = [f["text"] for f in err.findings if f["kind"] == "cause"][0]
     assert f"AIV1 binds C2V pipe FlagID 2" in cause and _at(d2_wrong_flag_vec, "d2-wrong-flag") in cause, cause
     assert "same FlagID" in err.fix
+
+
+# Address flow: a V2C TALLOC with TILE_NO_SPLIT on a pipe with two producer lanes gives both
+# lanes the same slot bytes - reported at the TALLOC; UP_DOWN gives each its half.
+def _talloc_cube(fifo):
+    pipe = TPipe(0, _gm(DIR_V2C), SLOT, 2)(fifo)
+    slot = GlobalTensor(float32, (T, T))
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    TPOP(pipe, slot, TILE_UP_DOWN)
+    TLOAD(m, slot)
+    TFREE(pipe, slot, TILE_UP_DOWN)
+
+
+def _talloc_vec(fifo, split=TILE_UP_DOWN):
+    pipe = TPipe(0, _gm(DIR_V2C), SLOT, 2)(fifo)
+    half = GlobalTensor(float32, (T // 2, T))
+    v = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    TEXPANDS(v, 1.0)
+    TALLOC(pipe, half, split)  # talloc
+    TSTORE(half, v)
+    TPUSH(pipe, half, split)
+
+
+def _talloc_vec_nosplit(fifo):
+    _talloc_vec(fifo, TILE_NO_SPLIT)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_talloc_no_split_on_two_producer_lanes(platform, protocol, no_hang):
+    _run(_talloc_cube, _talloc_vec, platform=platform, protocol=protocol)
+    err = _raises(ProtocolError, _talloc_vec, "talloc", _talloc_cube, _talloc_vec_nosplit,
+                  platform=platform, protocol=protocol)
+    assert err.what.startswith("TALLOC TILE_NO_SPLIT") and "AIV0 and AIV1" in err.what, err.what
+
+
+# The correct kernels above stay clean under explored schedules (perturbed latencies and
+# core order), on every platform and protocol.
+CLEAN = {
+    "v2c_split": (v2c_cube_ok, v2c_vec, lambda: _args()),
+    "addr_split": (addr_cube, addr_vec, lambda: _args()),
+    "c2v_split": (c2v_cube, c2v_vec, lambda: _args()),
+    "uaf_ok": (_uaf_cube, (uaf_vec_ok, None), lambda: _args()),
+    "two_pipes": (_two_cube, _two_vec, lambda: _args(b_off=2 * SLOT, out=np.zeros((2 * T, T), np.float32))),
+    "both": (both_cube, (both_vec, None), lambda: _args(v2c_off=2 * SLOT)),
+    "dirboth_raw": (dirboth_cube, (dirboth_vec, None), lambda: _dirboth_args(4 * SLOT, True)),
+    "talloc": (_talloc_cube, _talloc_vec, lambda: _args()),
+}
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_correct_kernels_clean_under_explored_schedules(platform, protocol, no_hang):
+    from ptopipe.isa.explore import explore
+    for name, (aic, aiv, make) in CLEAN.items():
+        res = explore((aic, aiv), schedules=20, platform=platform, protocol=protocol, args=make(), timeout=20)
+        assert not res.failures, (name, res.first)
+    d3 = explore(_d3(), schedules=20, platform=platform, protocol="spec", args=_args(), timeout=20)
+    assert not d3.failures, d3.first
