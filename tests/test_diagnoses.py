@@ -852,3 +852,14 @@ def test_correct_kernels_clean_under_explored_schedules(platform, protocol, no_h
         assert not res.failures, (name, res.first)
     d3 = explore(_d3(), schedules=20, platform=platform, protocol="spec", args=_args(), timeout=20)
     assert not d3.failures, d3.first
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_raw_pointer_ring_running_past_the_last_argument(platform, protocol, no_hang):
+    """No tensor after the buffer (it is the last argument): still an error at binding,
+    a ConfigError with the size to allocate."""
+    args = dict(x=np.ones((T, T), np.float32), out=np.zeros((T, T), np.float32),
+                fifo=ptopipe.gm_buffer(2 * SLOT))
+    err = _raises(ConfigError, raw_cube, "raw-ring", raw_cube, (raw_vec, None), args, platform, protocol,
+                  gm_extra=8 * SLOT)
+    assert "runs past the end of its GM argument 'fifo'" in err.what and "allocate 4096 bytes" in err.fix

@@ -274,7 +274,7 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
     if split is not None and parse_split(split) != pop_split:
         _split_error(core, ch, parse_split(split), pop_split, pop_loc, None)
     if stage is not None:      # the kernel line: caller_loc <- _free_popped <- TFREE <- kernel
-        _end_stage(stage, core.loc_override or caller_loc(3))
+        _end_stage(stage, (core.loc_override or caller_loc(3)) if core.cluster.checker is not None else None)
 
 
 def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:
