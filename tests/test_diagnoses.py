@@ -284,6 +284,24 @@ def test_use_after_tfree_reported_on_every_platform(platform, protocol, no_hang)
     err = _raises(ProtocolError, uaf_vec, "uaf-read", _uaf_cube, (uaf_vec, None), platform=platform,
                   protocol=protocol)
     assert err.what.startswith("use after free") and f"TFREE at tests/{_at(uaf_vec, 'uaf-free')}" in err.what
+    assert ("LocalSlotNum" in err.fix) == (platform == "a2a3"), err.fix     # staging only on A2A3
+
+
+def uaf_addr_vec(out, fifo):
+    pipe = TPipe(0, _gm(DIR_C2V), SLOT, 2)(fifo)
+    half = GlobalTensor(float32, (T // 2, T))
+    t = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+    for i in range(2):
+        TPOP(pipe, half, TILE_UP_DOWN)
+        TFREE(pipe, half, TILE_UP_DOWN)  # uaf-addr-free
+        TLOAD(t, half)  # uaf-addr-read
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_address_flow_use_after_free_names_the_tfree(platform, protocol, no_hang):
+    err = _raises(ProtocolError, uaf_addr_vec, "uaf-addr-read", addr_cube, uaf_addr_vec, platform=platform,
+                  protocol=protocol)
+    assert f"by the TFREE at tests/{_at(uaf_addr_vec, 'uaf-addr-free')}" in err.what, err.what
 
 
 def uaf_vec_local(fifo, out):

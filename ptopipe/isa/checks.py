@@ -29,10 +29,12 @@ class KernelChecks(HappensBefore):
     def gm_access(self, core, gt, write: bool, op: str, where=None) -> None:
         p = gt.ptr
         if p.__class__ is SlotPtr and p.slot.gen != p.gen:
+            sl = p.slot
+            freed = f" by the TFREE at {sl.free_loc}" if sl.free_gen == p.gen and sl.free_loc else " (TFREE)"
             raise ProtocolError(
-                f"use after free: {op} through {gt.describe()} touches slot {p.slot.tag} of {p.pipe}, "
-                f"which was released (TFREE) since it was popped", where=str(core.where()),
-                details=f"popped at {p.slot.pop_loc}" if p.slot.pop_loc else None,
+                f"use after free: {op} through {gt.describe()} touches slot {sl.tag} of {p.pipe}, "
+                f"which was released{freed} since it was popped", where=str(core.where()),
+                details=f"popped at {sl.pop_loc}" if sl.pop_loc else None,
                 fix="finish every TLOAD/TSTORE on the popped slot before TFREE",
                 findings=[{"kind": "use_after_free", "slot": p.slot.tag, "pipe": p.pipe, "op": op,
                            "where": str(core.where()), "popped_at": str(p.slot.pop_loc)}])

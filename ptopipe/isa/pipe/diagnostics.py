@@ -185,9 +185,11 @@ def slot_use_after_free(tile, core) -> ProtocolError:
                                        and slot.free_loc is not None else None) if x) or None,
         # a GM ring's staging buffer has LocalSlotNum places: a later TPOP reuses one even
         # where the protocol (pto-isa) already freed the GM slot inside the first TPOP
-        fix="finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
-            "place: LocalSlotNum bounds the popped tiles held at once), or copy it (TMOV) to a tile "
-            "of your own",
+        fix=("finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
+             "place: LocalSlotNum bounds the popped tiles held at once), or copy it (TMOV) to a tile "
+             "of your own") if staged else
+            ("finish reading the popped tile before its TFREE (the tile is the ring slot itself, which "
+             "the producer may refill at once), or copy it (TMOV) to a tile of your own"),
         findings=[{"kind": "use_after_free", "slot": slot.tag, "staged": staged,
                    "freed_at": str(slot.free_loc) if slot.free_gen == gen else None}])
 
