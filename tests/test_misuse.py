@@ -28,6 +28,10 @@ CASES = {
     "m22_layout_nd_into_nz.py": ProtocolError,
     "m23_lane1_not_dispatched.py": DeadlockError,
     "m24_v2c_lane1_returns.py": DeadlockError,
+    "m25_free_split.py": ProtocolError,
+    "m26_rings_overlap_across_cores.py": MemoryConflictError,
+    "m27_staged_read_after_free.py": ProtocolError,
+    "m28_sync_period_credit.py": DeadlockError,
 }
 ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py", "m22_layout_nd_into_nz.py"}   # every marked line named
 
@@ -126,3 +130,13 @@ def test_m23_m24_name_the_lane_that_never_takes_part(fname, platform):
     assert "AIV1 never takes part" in err.what, err.what
     assert "SetValid(0, 0)" in err.fix
     assert any(f["kind"] == "absent_lane" and f["core"] == "AIV1" for f in err.findings)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_m28_names_the_withheld_credit_and_is_clean_under_spec(platform):
+    err = _run("m28_sync_period_credit.py", platform)
+    cause = [f["text"] for f in err.findings if f["kind"] == "cause"][0]
+    assert "SyncPeriod = 2" in cause and "push #4 waits for notification #1, sent at TFREE #2" in cause
+    assert "call TFREE" not in err.fix
+    sc = load_scenarios(os.path.join(MISUSE, "m28_sync_period_credit.py"))[0]
+    run_schedule(sc, None, platform=platform, protocol="spec")

@@ -1142,18 +1142,15 @@ BROKEN = {
 # it must run clean there - a report would be a false positive.
 CLEAN_ON = {
     # pto-isa's A2A3 tile TPOP frees the GM slot inside TPOP and its TFREE is a no-op, so
-    # neither a missing TFREE nor a second TFREE changes anything on that target.
+    # neither a missing TFREE nor a second TFREE changes anything on that target.  (A TFREE
+    # with the wrong split still names the wrong TPOP there: b17 is reported everywhere.)
     "b1_no_tfree": {("a2a3", "pto-isa")},
     "b15_double_tfree": {("a2a3", "pto-isa")},
-    "b17_free_split": {("a2a3", "pto-isa")},
     # pto-isa flags are FlagID (ready, AIC->AIV) and FlagID+1 (free, AIV->AIC): FlagIDs 0 and
     # 1 give ready 0/1 and free 1/2, each received by a different core - no flag is shared.
     "b6_shared_flags": {("a2a3", "pto-isa"), ("a5", "pto-isa")},
     # on A5 the C2V rings live in the AIV's UB (disjoint bases); the GM pointer is unused
     "b7_gm_rings_overlap": {("a5", "spec"), ("a5", "pto-isa")},
-    # A2A3 TPOP copies the GM slot into the consumer's own UB: the copy stays valid after
-    # TFREE until a later TPOP reuses that local slot (A5's zero-copy tile does not)
-    "b8_staged_after_free": {("a2a3", "spec"), ("a2a3", "pto-isa")},
 }
 
 

@@ -52,7 +52,9 @@ def main(args) -> int:
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports
             write_reports(res, args, sc, v)
-        compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
+        compare(res.outputs, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
+                rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
+                                     **bounds.run_kwargs(args))[0])
         print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})")
         if not args.quiet:
             for k in expected:

@@ -9,9 +9,9 @@ consumer's TFREE reached the producer), reported as a :class:`ProtocolError`.
 from __future__ import annotations
 
 from ..arch import MemSpace
-from ..arch.vocab import C2V
+from ..arch.vocab import C2V, V2C
 from ..errors import ProtocolError
-from ..sim.race import HappensBefore, overlap, region_of_rows
+from ..sim.race import HappensBefore, _loc, _ranges, overlap, region_of_rows
 from .pipe import SlotPtr
 from .pipe.geometry import part_rows, part_shape
 
@@ -29,10 +29,12 @@ class KernelChecks(HappensBefore):
     def gm_access(self, core, gt, write: bool, op: str, where=None) -> None:
         p = gt.ptr
         if p.__class__ is SlotPtr and p.slot.gen != p.gen:
+            sl = p.slot
+            freed = f" by the TFREE at {sl.free_loc}" if sl.free_gen == p.gen and sl.free_loc else " (TFREE)"
             raise ProtocolError(
-                f"use after free: {op} through {gt.describe()} touches slot {p.slot.tag} of {p.pipe}, "
-                f"which was released (TFREE) since it was popped", where=str(core.where()),
-                details=f"popped at {p.slot.pop_loc}" if p.slot.pop_loc else None,
+                f"use after free: {op} through {gt.describe()} touches slot {sl.tag} of {p.pipe}, "
+                f"which was released{freed} since it was popped", where=str(core.where()),
+                details=f"popped at {sl.pop_loc}" if sl.pop_loc else None,
                 fix="finish every TLOAD/TSTORE on the popped slot before TFREE",
                 findings=[{"kind": "use_after_free", "slot": p.slot.tag, "pipe": p.pipe, "op": op,
                            "where": str(core.where()), "popped_at": str(p.slot.pop_loc)}])
@@ -134,17 +136,72 @@ class KernelChecks(HappensBefore):
             return super().race_error(core, mem, a, b, cur, prev)
         pipe, tag = ring
         w, r = (a, b) if a["access"] == "write" else (b, a)
+        ch = next((c for c in self.cluster.shared.get("channels", {}).values() if c.name == pipe), None)
+        if a["access"] == b["access"] == "write" and a["core"] != b["core"] and ch is not None and ch.way == V2C:
+            # two producer lanes on the same bytes of a V2C slot: only a NO_SPLIT tile does that
+            return ProtocolError(
+                f"slot {tag} of {pipe} written by both producer lanes: {a['core']} {a['op']} and {b['core']} "
+                f"{b['op']} push a TILE_NO_SPLIT tile with data, which is the whole slot (the same bytes)",
+                where=a["where"],
+                details=f"{a['core']:5s} {a['op']} at {a['where']}\n{b['core']:5s} {b['op']} at {b['where']}",
+                fix="split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its "
+                    "part), or let one lane replay the handshake with an empty valid shape (SetValid(0, 0)), "
+                    "or give the pipe one lane (peers=(0,))",
+                findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
+        if a["access"] == b["access"] == "write":
+            what = (f"slot {tag} of {pipe} written twice with no order between the writes: {a['core']} "
+                    f"{a['op']} and {b['core']} {b['op']} write the same bytes")
+        elif r["op"] == "TFREE":        # a local-ring tile is in use until its TFREE
+            what = (f"slot {tag} of {pipe} reused before freed: {w['core']} {w['op']} writes it while "
+                    f"{r['core']}'s TFREE of the previous tile is not ordered before the write")
+        elif w is a:
+            what = (f"slot {tag} of {pipe} written before it was read: {w['core']} {w['op']} writes it while "
+                    f"{r['core']}'s {r['op']} of the previous tile is not ordered before the write")
+        else:
+            what = (f"slot {tag} of {pipe} read before it was written: {r['core']} {r['op']} reads it while "
+                    f"{w['core']}'s {w['op']} is not ordered before the read (no ready signal between them)")
+        side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
+        model_fix = f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""
         return ProtocolError(
-            f"slot {tag} of {pipe} reused before the consumer freed it: {w['core']} {w['op']} writes it "
-            f"while {r['core']}'s {r['op']} of the previous tile is not ordered before the write",
+            what,
             where=a["where"],
             details="\n".join([f"{a['core']:5s} {a['access']:5s} {a['op']:6s} at {a['where']}",
                                f"{b['core']:5s} {b['access']:5s} {b['op']:6s} at {b['where']}",
                                "no TFREE -> free-flag WAIT chain orders the consumer's use of the slot "
                                "before the producer's next write to it"]),
-            fix="the producer must wait for the consumer's free signal of this slot before reusing it "
-                "(pto-isa: use an even SlotNum, so that SlotNum % SyncPeriod == 0)",
+            fix="the producer must wait for the consumer's free signal of this slot before reusing it"
+                + model_fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
+
+
+class WriteRecorder(KernelChecks):
+    """:class:`KernelChecks` that also logs every write to GM (TSTORE, TPUSH into a GM ring)
+    with its core, instruction and line - opt in (``run(record_writes=True)``): a golden
+    mismatch re-runs the kernel with it to name the last writer of the first wrong element,
+    so the default run pays nothing."""
+
+    def __init__(self, cluster):
+        super().__init__(cluster)
+        self.writes: list = []          # (lo, hi, rows, core, op, where, ring), oldest first
+
+    def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None) -> None:
+        super().access(core, mem, lo, hi, rows, write, op, where, label, ring)
+        if write and ring is None and mem is self.cluster.gm:
+            self.writes.append((lo, hi, rows, core.name, op, where, None))
+
+    def ring_access(self, core, ch, tag, write, op, loc, rows, cols, item, split) -> None:
+        super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split)
+        if write and ch.in_gm:
+            for mem, reg in self._slot_regions(core, ch, tag, write, rows, cols, item, split):
+                self.writes.append((reg[0], reg[1], reg[2], core.name, op, loc, (ch.name, tag)))
+
+    def last_writer(self, addr: int) -> dict | None:
+        """The latest recorded write covering GM byte ``addr``: core, op, where, ring slot."""
+        for lo, hi, rows, core, op, where, ring in reversed(self.writes):
+            if lo <= addr < hi and \
+                    any(a <= addr < b for a, b in _ranges(lo, hi, rows, addr, addr + 1)):
+                return {"core": core, "op": op, "where": _loc(where), "ring": ring}
+        return None
 
 
 # ---------------------------------------------------------------------------------------

@@ -51,7 +51,10 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
         expected = target.golden(a, **params)
         res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)
         compare(res.outputs, expected, target.rtol, target.atol,
-                f"{target.name}[{variant}] (schedule seed {seed})")
+                f"{target.name}[{variant}] (schedule seed {seed})",
+                rerun=lambda: run(target.aic, target.aiv, target.make_args(data_rng(data_seed), **params),
+                                  platform=plat, protocol=protocol, schedule_seed=seed,
+                                  **{**run_kwargs, "record_writes": True}))
         return res
     aic, aiv = target
     return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)

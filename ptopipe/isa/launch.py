@@ -18,7 +18,7 @@ from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from ..errors import ConfigError, LeakError, MismatchError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
-from .checks import KernelChecks, flag_leaks
+from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .pipe import Protocol, leaks
 from .tensor import GlobalTensor, GMPtr
 
@@ -96,7 +96,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         schedule_seed: int | None = None, trace: bool = False, leak_check: bool = True,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
-        timeout: float | None = None) -> RunResult:
+        timeout: float | None = None, record_writes: bool = False) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -114,6 +114,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``checks=True`` (default) turns on the happens-before race checker, slot-reuse and
     use-after-free checks of the address flow, and leak checks at kernel end
     (:mod:`ptopipe.isa.checks`); ``leak_check=False`` reports leaks as summary warnings.
+    ``record_writes=True`` (implies checks) also logs every GM write, for
+    :func:`compare`'s explanation of a mismatch (slower; off by default).
     """
     args = dict(args or {})
     plat = get_platform(platform)
@@ -134,8 +136,10 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                       max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
                       timeout=timeout)
     cluster.shared["protocol"] = proto
-    if checks:
-        cluster.checker = KernelChecks(cluster)
+    # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
+    cluster.shared["gm_args"] = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
+    if checks or record_writes:
+        cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
         cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
@@ -235,7 +239,8 @@ class Scenario:
               **run_kwargs) -> RunResult:
         """Run one variant and raise :class:`MismatchError` if it differs from the golden."""
         res, expected = self.run(variant, platform, protocol, seed, **run_kwargs)
-        compare(res.outputs, expected, self.rtol, self.atol, f"{self.name}[{variant}]")
+        compare(res.outputs, expected, self.rtol, self.atol, f"{self.name}[{variant}]",
+                rerun=lambda: self.run(variant, platform, protocol, seed, **{**run_kwargs, "record_writes": True})[0])
         return res
 
 
@@ -255,8 +260,13 @@ def _caller() -> str | None:
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
 
-def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str = "") -> None:
-    bad = []
+def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str = "",
+            rerun: Callable | None = None) -> None:
+    """Raise :class:`MismatchError` if ``outputs`` differ from ``expected``.  ``rerun``, if
+    given, runs the same kernel again with ``record_writes=True`` (only on a mismatch): the
+    error then names the last writer (core, instruction, line, ring slot) of the first wrong
+    element of each output, and its ``where`` is the first such line."""
+    bad, first_bad = [], []
     for k, exp in expected.items():
         got = outputs.get(k)
         if got is None:
@@ -274,9 +284,55 @@ def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str 
             bad.append(f"{k}: {len(idx)} of {ok.size} elements differ (max abs err "
                        f"{np.max(np.abs(g - e)):.4g}); first at {first}: got {g[first]:.6g}, "
                        f"expected {e[first]:.6g}")
+            first_bad.append((k, first, int(np.ravel_multi_index(first, got.shape)) if got.ndim else 0,
+                              got.dtype.itemsize))
     if bad:
-        raise MismatchError(f"{label} does not match the numpy golden", details="\n".join(bad),
+        err = MismatchError(f"{label} does not match the numpy golden", details="\n".join(bad),
                             fix="compare the kernel's tiling, offsets and split mode with the golden")
+        if rerun is not None and first_bad:
+            _explain_mismatch(err, first_bad, rerun)
+        raise err
+
+
+def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> None:
+    """Name the last writer of each output's first wrong element (a re-run that records
+    GM writes; the kernel is deterministic for one schedule)."""
+    try:
+        res = rerun()
+    except PtoPipeError as e:          # the recorded run failed differently: say so, keep the mismatch
+        err.add_detail(f"(re-run to find the last writers failed: {e.what})")
+        return
+    cl = res.cluster
+    rec = cl.checker if isinstance(cl.checker, WriteRecorder) else None
+    args = {name: lo for name, lo, _hi in cl.shared.get("gm_args", ())}
+    if rec is None:
+        return
+    for k, first, flat, item in first_bad:
+        if k not in args:
+            continue
+        addr = args[k] + flat * item
+        w = rec.last_writer(addr)
+        ring = _ring_at(cl, addr)
+        if w is None:
+            text = f"{k}{list(first)} (GM {addr:#x}) was never written by the kernel"
+        else:
+            via = f" into slot {w['ring'][1]} of {w['ring'][0]}" if w["ring"] else ""
+            text = f"{k}{list(first)} (GM {addr:#x}) was last written by {w['core']} {w['op']}{via} at {w['where']}"
+            if err.where is None:
+                err.where = w["where"]
+        if ring is not None and (w is None or not w["ring"]):
+            text += f"; these bytes are slot {ring[1]} of {ring[0]}'s GM ring"
+        err.findings.append({"kind": "mismatch_writer", "output": k, "index": list(first), "addr": addr,
+                             "writer": w, "ring": ring})
+        err.add_detail(text)
+
+
+def _ring_at(cluster, addr: int):
+    """(pipe name, slot) of the GM ring slot holding byte ``addr``, or None."""
+    for ch in cluster.shared.get("channels", {}).values():
+        if ch.gm_base is not None and ch.gm_base <= addr < ch.gm_base + ch.slot_num * ch.slot_size:
+            return ch.name, (addr - ch.gm_base) // ch.slot_size
+    return None
 
 
 __all__ = ["RunResult", "RunSummary", "Scenario", "compare", "gm_buffer", "run", "summarize",

@@ -6,8 +6,9 @@ from ..arch import MemSpace
 from ..errors import MemoryConflictError
 
 
-def reserve(core, space: MemSpace, base: int, nbytes: int, label: str) -> None:
-    """Mark [base, base+nbytes) of ``core``'s memory as a ring; no tile may overlap it."""
+def reserve(core, space: MemSpace, base: int, nbytes: int, label: str, where: str | None = None) -> None:
+    """Mark [base, base+nbytes) of ``core``'s memory as a ring; no tile may overlap it.
+    ``where``: the line reported (default: ``core``'s; a binding on another core passes its own)."""
     mem = core.memory(space, label)
     mem.check(base, nbytes, label)
     res = core.isa.setdefault("reserved", [])
@@ -17,12 +18,12 @@ def reserve(core, space: MemSpace, base: int, nbytes: int, label: str) -> None:
                 return
             raise MemoryConflictError(
                 f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {lab} [{lo:#x}, {hi:#x}) in {mem.label}",
-                where=str(core.where()), fix="place the ring buffers in disjoint regions")
+                where=where or str(core.where()), fix="place the ring buffers in disjoint regions")
     for (lo, hi, desc, sp, loc) in core.isa.get("tiles", {}).values():
         if sp is space and lo < base + nbytes and base < hi:
             raise MemoryConflictError(
                 f"{label} [{base:#x}, {base + nbytes:#x}) overlaps {desc} [{lo:#x}, {hi:#x}) in {mem.label}",
-                where=str(core.where()), details=f"the tile was assigned at {loc}",
+                where=where or str(core.where()), details=f"the tile was assigned at {loc}",
                 fix="move the tile or the ring so that SLOT_NUM * SLOT_SIZE does not overlap other tiles")
     res.append((space, base, base + nbytes, label))
 

@@ -75,9 +75,9 @@ class Cluster:
         self.checker = None          # happens-before checker, attached by the checkers
         self.explainers = []         # callables(cluster) -> str, extra deadlock context
         self.annotators = []         # callables(cluster, core) -> [{text, where}]: what it holds
-        # callables(cluster, blocked) -> None or {what, where, fix, finding}: a deadlock cause
-        # an upper layer can name (e.g. a pipe lane that never takes part)
-        self.diagnosers = []
+        # callables(cluster, blocked) -> None | {cause, fix[, where, finding]}: a deadlock's
+        # culprit that an upper layer can name (sim/deadlock.py)
+        self.hinters = []
         self.finishers = []          # callables(cluster) run when all kernels returned
         self.shared = {}             # cluster-wide state owned by upper layers (pipes)
         self.steps = 0

@@ -2,10 +2,11 @@
 cycle, and (from the layers above, through ``cluster.explainers``) the state of the rings.
 
 Upper layers describe what a core *holds* (e.g. ring slots popped but not freed) through
-``cluster.annotators``: callables ``(cluster, core) -> [dict(text=..., where=...)]``; and
-may name the cause itself through ``cluster.diagnosers``: callables ``(cluster, blocked)``
-returning None or ``dict(what=..., where=..., fix=..., finding=...)``, which then heads the
-report (the wait details stay).
+``cluster.annotators``: callables ``(cluster, core) -> [dict(text=..., where=...)]``, and
+name the culprit through ``cluster.hinters``: callables ``(cluster, blocked)`` returning
+None or ``dict(cause=..., fix=...)`` - with ``where`` and ``finding`` when the cause is
+itself the headline (e.g. a pipe lane that never takes part); the pipe layer knows its
+protocol, the generic hints below are the fallback.
 """
 from __future__ import annotations
 
@@ -111,15 +112,20 @@ def explain(cluster, blocked) -> DeadlockError:
             lines.append(text)
     findings = [dict(kind="blocked", **e) for e in entries]
     findings.append({"kind": "wait_for", "text": chain, "steps": steps, "cycle": cycle})
-    for diagnose in cluster.diagnosers:
-        d = diagnose(cluster, blocked)
-        if d:
-            findings.append(d["finding"])
-            return DeadlockError(f"deadlock: {d['what']}", where=d["where"], details="\n".join(lines),
-                                 fix=d["fix"], findings=findings)
+    fix, what, where = None, None, entries[0]["where"]
+    for hinter in cluster.hinters:
+        found = hinter(cluster, blocked)
+        if found:
+            fix = found["fix"]
+            lines.append("cause: " + found["cause"])
+            findings.append({"kind": "cause", "text": found["cause"]})
+            if "finding" in found:            # the cause heads the report
+                findings.append(found["finding"])
+                what, where = found["cause"], found["where"]
+            break
+    what = what or f"{len(blocked)} core(s) blocked forever ({', '.join(c.name for c in blocked)})"
     return DeadlockError(
-        f"deadlock: {len(blocked)} core(s) blocked forever ({', '.join(c.name for c in blocked)})",
-        where=entries[0]["where"], details="\n".join(lines), fix=_hint(entries),
+        f"deadlock: {what}", where=where, details="\n".join(lines), fix=fix or _hint(entries),
         findings=findings)
 
 

@@ -19,7 +19,7 @@ from ..regions import reserve
 from ..tensor import GlobalTensor, GMPtr
 from .channel import Channel, PipeHandle, Side, Slot
 from .config import TPipe, ways as _ways
-from .diagnostics import absent_lane, explain, holdings
+from .diagnostics import deadlock_cause, explain, holdings
 from .protocol import cluster_model
 
 
@@ -34,7 +34,7 @@ def channels(cluster) -> dict:
         ch = cluster.shared["channels"] = {}
         cluster.explainers.append(explain)
         cluster.annotators.append(holdings)      # deadlock reports: slots a core holds
-        cluster.diagnosers.append(absent_lane)   # ... and a lane that never takes part
+        cluster.hinters.append(deadlock_cause)   # deadlock reports: the culprit
     return ch
 
 
@@ -112,6 +112,8 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     if in_gm:
         gm_addr, gm_size = _gm_addr(gm_slot_buffer, core, "pipe binding")
         need = n * cfg.slot_size * len(ways)
+        if gm_size is None:
+            _check_gm_argument(core, cfg, gm_addr, need, ways)
         if gm_size is not None and gm_size < need:
             raise ConfigError(f"GM_SLOT_BUFFER holds {gm_size} bytes but the ring needs {need} "
                               f"({len(ways)} x SlotNum {n} x SlotSize {cfg.slot_size})", where=_loc(core),
@@ -140,8 +142,6 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
                      ctrl=cfg.direction is Direction.DIR_V2C_CTRL,
                      name=f"{way} pipe FlagID {ready_id} (peers {','.join('AIV%d' % p for p in cfg.peers)})")
         _claim_flags(core, ch)
-        if in_gm:
-            _check_gm_ring(core, ch, chans)
         for p in cfg.peers:
             ch.slots[p] = [Slot(t) for t in range(n)]
         chans[key] = ch
@@ -153,6 +153,10 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
         raise ConfigError(f"{core.name} binds {ch.name} twice: two pipes on this core share FlagID {ready_id}",
                           where=_loc(core), details=f"first bound at {ch.sides[core.index].bound_at}",
                           fix="give every pipe its own FlagID range (flags may not be shared between pipes)")
+    if in_gm:
+        # checked at every core's binding, not only the first: the pipes sharing bytes may have
+        # been created by different cores (AIV0 one, AIV1 the other), but the AIC binds both
+        _check_gm_ring(core, ch, chans)
     side = Side(core, role, core.where())
     side.links = links = ch.peers if core.kind is CoreKind.AIC else (core.subblock,)
     per_tag = model.per_tag_flags        # else one counter flag per way, shared by every tag
@@ -212,7 +216,7 @@ def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
     for other in chans.values():
         # only pipes this core binds too: two ends binding different FlagIDs on one buffer
         # (M2) are a flag mismatch, reported as such by the deadlock explainer
-        if other.gm_base is None or core.index not in other.sides:
+        if other is ch or other.gm_base is None or core.index not in other.sides:
             continue
         olo, ohi = other.gm_base, other.gm_base + other.slot_num * other.slot_size
         if lo < ohi and olo < hi:
@@ -220,9 +224,34 @@ def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
             raise MemoryConflictError(
                 f"the GM ring of {ch.name} [{lo:#x}, {hi:#x}) overlaps the GM ring of {other.name} "
                 f"[{olo:#x}, {ohi:#x})", where=_loc(core),
-                details=f"{other.name} bound by {side.core.name} at {side.bound_at}",
+                details=f"{other.name} bound by {side.core.name} at {side.bound_at}\n"
+                        f"{ch.name} bound by {core.name} at {_loc(core)}",
                 fix="give each pipe its own SlotNum x SlotSize bytes of GM_SLOT_BUFFER "
                     "(GM pointer offsets count elements of the buffer's dtype: bytes for gm_buffer)")
+
+
+def _check_gm_argument(core, cfg: TPipe, addr: int, need: int, ways) -> None:
+    """A GM_SLOT_BUFFER given as a raw pointer: its rings must stay inside the kernel
+    argument the pointer points into (``run`` records the arguments' GM extents), else they
+    overwrite the next tensor without any flag saying so."""
+    args = core.cluster.shared.get("gm_args", ())
+    home = next(((name, lo, hi) for name, lo, hi in args if lo <= addr < hi), None)
+    if home is None or addr + need <= home[2]:
+        return
+    name, lo, hi = home
+    end = addr + need
+    what = (f"{len(ways)} rings x " if len(ways) > 1 else "") + f"SlotNum {cfg.slot_num} x SlotSize {cfg.slot_size}"
+    victims = [(n2, l2, h2) for n2, l2, h2 in args if l2 < end and hi <= l2]
+    ring = f"the GM ring{'s' if len(ways) > 1 else ''} of {'/'.join(ways)} pipe FlagID {cfg.flag_id} [{addr:#x}, {end:#x})"
+    fix = (f"the pointer is {addr - lo} bytes into {name!r}, which has {hi - addr} bytes from there: allocate "
+           f"{addr - lo + need} bytes for {name!r}, or use fewer or smaller slots")
+    if victims:
+        names = ", ".join(f"argument {n2!r} [{l2:#x}, {h2:#x})" for n2, l2, h2 in victims)
+        raise MemoryConflictError(
+            f"{ring} ({what}) runs past the end of its GM argument {name!r} [{lo:#x}, {hi:#x}) into {names}",
+            where=_loc(core), details=f"the ring bytes [{hi:#x}, {end:#x}) belong to {names}", fix=fix)
+    raise ConfigError(f"{ring} ({what}) runs past the end of its GM argument {name!r} [{lo:#x}, {hi:#x})",
+                      where=_loc(core), fix=fix)
 
 
 def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
@@ -270,4 +299,4 @@ def _reserve_rings(core, ch: Channel) -> None:
                 where=_loc(core),
                 fix=(f"use a consumer buffer base <= {cap - size:#x}" if size <= cap else
                      f"the ring alone needs {size} bytes: use fewer or smaller slots"))
-        reserve(c, space, ch.local_base, size, f"{ch.name} ring")
+        reserve(c, space, ch.local_base, size, f"{ch.name} ring", _loc(core))   # the binding's line

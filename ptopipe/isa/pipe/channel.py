@@ -19,7 +19,7 @@ from .protocol import ProtocolModel
 
 class Slot:
     """One ring slot as seen by one consumer peer."""
-    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc")
+    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "free_gen", "free_loc")
 
     def __init__(self, tag: int):
         self.tag = tag
@@ -28,6 +28,8 @@ class Slot:
         self.layout = None      # (dtype, rows, cols, split, TileLayout) of the last push (None: empty)
         self.push_loc = None
         self.pop_loc = None
+        self.free_gen = -1      # the generation the latest TFREE ended, and that TFREE's line
+        self.free_loc = None
 
 
 class StageSlot(Slot):
@@ -45,7 +47,7 @@ class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
-                 "ready_flags", "free_flags", "slots")
+                 "ready_flags", "free_flags", "slots", "popped", "tfrees")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -53,9 +55,15 @@ class Side:
         self.index = 0                   # tiles pushed / popped (pto-isa tileIndex)
         self.freed = 0                   # tiles freed (consumer)
         # short FIFO lists (at most SlotNum entries)
-        # consumer, oldest first: (tag, tile|gt, loc, read_end, dst, split); dst = the address a
-        # tile loaded from a GM ring was loaded to (on this core), else None
+        # consumer, oldest first: (tag, tile|gt, loc, read_end, dst, split, stage); dst = the
+        # address a tile loaded from a GM ring was loaded to (on this core), else None; stage =
+        # the tile's (StageSlot, generation) when it was popped into the local staging ring
         self.held: list = []
+        # consumer, where the protocol frees inside the tile TPOP (the TFREE is then a no-op):
+        # (pop index, split, loc, stage) of the latest tile TPOPs, so that a TFREE still checks
+        # its split and ends the staged copy's lifetime; ``tfrees`` counts those TFREEs
+        self.popped: list = []
+        self.tfrees = 0
         self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
         self.allocate = True             # setAllocateStatus
         self.record = True               # setRecordStatus

@@ -37,47 +37,91 @@ def holdings(cluster, core) -> list:
     return out
 
 
-def absent_lane(cluster, blocked):
-    """Deadlock diagnosis: a blocked core waits for a handshake (ready / free) of a pipe
-    from a core that never binds it and has returned or runs no kernel - typically AIV1 of
-    a pipe with two AIV lanes, dispatched only on lane 0 (on the device: an AICPU timeout).
-    None if no blocked core waits on such a core (a lane that took part and stopped early
-    is a count mismatch, which the generic report describes)."""
+def deadlock_cause(cluster, blocked):
+    """The culprit of a deadlock on the rings, as ``dict(cause=, fix=)`` (plus ``where`` and
+    ``finding`` when it heads the report), or None: the lane that never takes part (runs no
+    kernel, never binds the pipe, or binds another FlagID), the free credit withheld by the
+    protocol's notification rule (with its arithmetic), or the TPOP whose TFREE the blocked
+    push waits for (the oldest slot the waited-for consumer holds on that pipe)."""
     for c in blocked:
         w = c.waiting
-        ch = w.info.get("channel")
-        sender = w.flag.sender
-        if ch is None or sender.state not in (CoreState.DONE, CoreState.IDLE) or sender.index in ch.sides:
+        ch, signal = w.info.get("channel"), w.info.get("signal")
+        if ch is None or signal not in ("ready", "free") or not hasattr(ch, "sides"):
             continue
-        lanes = ",".join(f"AIV{p}" for p in ch.peers)
-        if sender.state is CoreState.IDLE:
-            running = [x.name for x in cluster.cores if x.kind is CoreKind.AIV and x.state is not CoreState.IDLE]
-            state = "runs no kernel" + (f": the group dispatches only {', '.join(running)}" if running else "")
-        else:
-            state = "returned without binding the pipe"
-        verb = "never takes part in"
-        sig, tag = w.info.get("signal"), w.info.get("tag")
-        op = w.what.split()[0]
-        loc = str(c.where())
-        what = (f"{sender.name} {verb} {ch.name}: {c.name}'s {op} at {loc} waits for {sender.name}'s "
-                f"{sig}[{tag}] handshake, but {sender.name} {state}")
-        if sender.kind is CoreKind.AIV and len(ch.peers) > 1:
-            other = next(p for p in ch.peers if p != sender.subblock)
-            what += f"; a pipe with lanes {lanes} needs both in every handshake"
-            fix = (f"dispatch the kernel on both Vector sub-blocks and let AIV{sender.subblock} take part in "
-                   f"every handshake: a lane with no data of its own replays the same "
-                   f"{'TPOP / TFREE' if ch.way == C2V else 'TPUSH'} sequence with an empty valid shape "
-                   f"(tile.SetValid(0, 0): no data moves, the flags do); or bind the pipe with "
-                   f"peers=({other},) if only AIV{other} uses it")
-        elif sender.kind is CoreKind.AIV:
-            fix = f"dispatch the kernel on AIV{sender.subblock} (it is the pipe's only lane) and pair its " \
-                  "TPUSH / TPOP / TFREE with the Cube's"
-        else:
-            fix = "run a Cube kernel that binds this pipe and pairs its TPUSH / TPOP / TFREE with the Vector cores'"
-        return {"what": what, "where": loc, "fix": fix,
-                "finding": {"kind": "absent_lane", "core": sender.name, "state": sender.state.value,
-                            "pipe": ch.name, "waiter": c.name, "op": op,
-                            "where": loc, "signal": sig, "tag": tag}}
+        other = w.flag.sender
+        found = _absent_lane(cluster, ch, c, other, w) or \
+            (_free_culprit(ch, c, other) if signal == "free" else None)
+        if found:
+            return found
+    return None
+
+
+def _absent_lane(cluster, ch, core, other, w):
+    """``core`` waits for a handshake of ``other``, which never takes part in ``ch``: it runs
+    no kernel (typically AIV1 of a two-lane pipe dispatched on lane 0 only - on the device an
+    AICPU timeout), returned or blocked without binding it, or bound another pipe of the
+    same direction (the two ends disagree on the FlagID)."""
+    if other.index in ch.sides:
+        return None
+    signal, tag = w.info.get("signal"), w.info.get("tag")
+    op, loc = w.what.split()[0], str(core.where())
+    twin = next((c2 for c2 in cluster.shared.get("channels", {}).values()
+                 if c2 is not ch and c2.way == ch.way and other.index in c2.sides
+                 and core.index not in c2.sides), None)
+    if twin is not None:
+        return {"cause": f"{core.name} binds {ch.name} at {ch.sides[core.index].bound_at} but {other.name} "
+                         f"binds {twin.name} at {twin.sides[other.index].bound_at}: the two ends of the pipe "
+                         f"use different FlagIDs, so {core.name}'s {op} waits on a flag {other.name} never sets",
+                "fix": "producer and consumer must use the same FlagID (and direction, SlotNum) for one pipe"}
+    if other.state is CoreState.IDLE:
+        running = [x.name for x in cluster.cores if x.kind is CoreKind.AIV and x.state is not CoreState.IDLE]
+        state = "runs no kernel" + (f": the group dispatches only {', '.join(running)}" if running else "")
+    elif other.state is CoreState.DONE:
+        state = "returned without binding the pipe"
+    else:
+        state = f"never binds it ({other.state.value} at {other.where()})"
+    cause = (f"{other.name} never takes part in {ch.name}: {core.name}'s {op} at {loc} waits for "
+             f"{other.name}'s {signal}[{tag}] handshake, but {other.name} {state}")
+    if other.kind is CoreKind.AIV and len(ch.peers) > 1:
+        rest = next(p for p in ch.peers if p != other.subblock)
+        cause += f"; a pipe with lanes {','.join(f'AIV{p}' for p in ch.peers)} needs both in every handshake"
+        fix = (f"dispatch the kernel on both Vector sub-blocks and let {other.name} take part in every "
+               f"handshake: a lane with no data of its own replays the same "
+               f"{'TPOP / TFREE' if ch.way == C2V else 'TPUSH'} sequence with an empty valid shape "
+               f"(tile.SetValid(0, 0): no data moves, the flags do); or bind the pipe with "
+               f"peers=({rest},) if only AIV{rest} uses it")
+    elif other.kind is CoreKind.AIV:
+        fix = (f"dispatch the kernel on {other.name} (it is the pipe's only lane) and pair its "
+               "TPUSH / TPOP / TFREE with the Cube's")
+    else:
+        fix = "run a Cube kernel that binds this pipe and pairs its TPUSH / TPOP / TFREE with the Vector cores'"
+    return {"cause": cause, "fix": fix, "where": loc,
+            "finding": {"kind": "absent_lane", "core": other.name, "state": other.state.value,
+                        "pipe": ch.name, "waiter": core.name, "op": op, "where": loc,
+                        "signal": signal, "tag": tag}}
+
+
+def _free_culprit(ch, core, cons):
+    """A producer blocked on a free credit: withheld by the notification rule, or a slot
+    the consumer popped and never freed."""
+    pside, cside = ch.sides.get(core.index), ch.sides.get(cons.index)
+    if pside is None or cside is None:
+        return None
+    i = pside.index - len(pside.pending_alloc)
+    withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name)
+    if withheld:
+        state = ("is blocked at " + str(cons.where())) if cons.state.value == "blocked" else "has ended"
+        if cside.held:
+            state += (f", holding {len(cside.held)} popped tile(s) (oldest: slot {cside.held[0][0]}, TPOP at "
+                      f"{cside.held[0][2]})")
+        return {"cause": f"{withheld[0]}; {cons.name} {state}", "fix": withheld[1]}
+    if cside.held:
+        tag, loc = cside.held[0][0], cside.held[0][2]
+        state = "is blocked" if cons.state.value == "blocked" else "has ended"
+        return {"cause": f"{core.name}'s push #{i} waits for {cons.name}'s TFREE #{ch.model.frees_needed(ch, i)} "
+                         f"of {ch.name}; {cons.name} has made {cside.freed}, {state} and still holds slot {tag} "
+                         f"popped by the TPOP at {loc} (the next TFREE would release it)",
+                "fix": ch.model.held_fix(loc)}
     return None
 
 
@@ -133,29 +177,43 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
         who = next(core.cluster.aiv(p).name for p in ch.peers if ch.slots[p][s.tag] is s)
     else:
         who = "AIC"
-    how = ("still holds it (popped" + (f" at {s.pop_loc}" if s.pop_loc else "") + ", not yet freed)"
+    how = ("reused before freed: " + who + " popped it" + (f" at {s.pop_loc}" if s.pop_loc else "")
+           + " and has not freed it (no TFREE yet)"
            if s.state == "held" else
-           "has not popped the previous tile yet" + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
+           "written before it was read: " + who + " has not popped the previous tile"
+           + (f" (pushed at {s.push_loc})" if s.push_loc else ""))
     return ProtocolError(
-        f"{op} overwrites slot {s.tag} of {ch.name} while {who} {how}",
+        f"{op} overwrites slot {s.tag} of {ch.name}, {how}",
         where=str(loc or core.where()),
         details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
                 f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
-        fix=ch.model.overwrite_fix())
+        fix=ch.model.overwrite_fix(ch, ch.sides[core.index].allocate))
 
 
 def slot_use_after_free(tile, core) -> ProtocolError:
     slot, gen = tile.binding
+    staged = slot.__class__.__name__ == "StageSlot"
+    what = "a staging copy of a GM ring slot" if staged else f"slot {slot.tag} (zero-copy)"
+    if slot.free_gen == gen and slot.free_loc is not None:
+        # the TFREE that ended this tile's life (a later reuse may have followed)
+        cause = f"released by the TFREE at {slot.free_loc}"
+    else:
+        cause = "reused by a later TPOP" if staged else "released (TFREE) or reused"
+    popped = f"popped at {slot.pop_loc}" if slot.pop_loc and not staged else None
     return ProtocolError(
-        f"use after free: {tile.describe()} holds the data of slot {slot.tag} (zero-copy on a local "
-        f"ring, a staging copy on a GM ring), which was released (TFREE) or reused since it was popped",
+        f"use after free: {tile.describe()} holds {what}, {cause} since it was popped",
         where=str(core.where()),
-        details=f"popped at {slot.pop_loc}" if slot.pop_loc else None,
+        details="\n".join(x for x in (popped, f"TFREE at {slot.free_loc}" if slot.free_gen == gen
+                                       and slot.free_loc is not None else None) if x) or None,
         # a GM ring's staging buffer has LocalSlotNum places: a later TPOP reuses one even
         # where the protocol (pto-isa) already freed the GM slot inside the first TPOP
-        fix="finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
-            "place: LocalSlotNum bounds the popped tiles held at once), or copy it (TMOV) to a tile "
-            "of your own")
+        fix=("finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
+             "place: LocalSlotNum bounds the popped tiles held at once), or copy it (TMOV) to a tile "
+             "of your own") if staged else
+            ("finish reading the popped tile before its TFREE (the tile is the ring slot itself, which "
+             "the producer may refill at once), or copy it (TMOV) to a tile of your own"),
+        findings=[{"kind": "use_after_free", "slot": slot.tag, "staged": staged,
+                   "freed_at": str(slot.free_loc) if slot.free_gen == gen else None}])
 
 
 def leaks(cluster) -> list:

@@ -19,6 +19,7 @@ from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from .geometry import parse_split, part_offset
+from .plans import check_lanes_split
 from .steps import _args, _loc, mark_written, producer_record, producer_wait, release
 
 
@@ -93,6 +94,8 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     if gm_tensor.nbytes > ch.slot_size:
         raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
                             f"SlotSize {ch.slot_size}", where=_loc(core))
+    if ch.way == V2C:
+        check_lanes_split(core, ch, split, "TALLOC")
     tag = producer_wait(core, ch, side, "TALLOC")
     off = 0
     if ch.way == V2C:
@@ -119,7 +122,7 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
         s.state = "held"
         s.pop_loc = loc
     side.index += 1
-    side.held.append((tag, gt, loc, None, None, split))
+    side.held.append((tag, gt, loc, None, None, split, None))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",
                         RingArgs(ch.name, tag, None, "addr") if core.trace is not None else None)
     return new_event(("TPOP", core, end))

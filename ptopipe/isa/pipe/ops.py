@@ -121,8 +121,11 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if (b is not None and b[0].__class__ is StageSlot and b[0].side is side) or ch.always_stage \
                 or tile.addr is None:
             _bind_staging(core, ch, side, tile, i)
-        elif tile.core is not core:
-            arr(tile, core)
+            stage = tile.binding
+        else:
+            stage = None
+            if tile.core is not core:
+                arr(tile, core)
         dst = tile.addr
         if side.held:
             _check_destination(core, ch, side, tile, loc)
@@ -141,14 +144,19 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
         dst = None                                 # distinct slots never overlap
+        stage = None
     for s in slots:                                # hold the slot
         s.state = "held"
         s.pop_loc = loc
     side.index = i + 1
     if ch.pop_frees:
         release(core, ch, side, tag, read_end, tile)      # pto-isa A2A3: TPOP frees inside
+        popped = side.popped
+        popped.append((i, split, loc, stage))             # for its (no-op) TFREE
+        if len(popped) > _POPPED_MAX:
+            del popped[0]
     else:
-        side.held.append((tag, tile, loc, read_end, dst, split))
+        side.held.append((tag, tile, loc, read_end, dst, split, stage))
     return new_event(("TPOP", core, end))
 
 
@@ -203,6 +211,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     e = pipe.consumer_end
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
     if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
+        _free_popped(core, ch, side, split)
         _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE",
                             RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
         return new_event(("TFREE", core, end))
@@ -213,7 +222,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
                             fix="call TFREE exactly once after each TPOP")
     if split is not None and split != side.held[0][5]:
         _free_split_mismatch(core, ch, side, split)
-    tag, held_obj, _loc0, read_end, _dst, _split = side.held.pop(0)
+    tag, held_obj, _loc0, read_end, _dst, _split, stage = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
@@ -222,18 +231,62 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
     release(core, ch, side, tag, read_end, held_obj)
+    if chk is not None:
+        # the generation this TFREE ended and its line, for a use-after-free report (only
+        # with the checkers on: the hot path without them stays as it was)
+        here = _here(core)
+        for sl in side.slots[tag]:
+            sl.free_gen = sl.gen - 1
+            sl.free_loc = here
+        if stage is not None:
+            _end_stage(stage, here)
+    elif stage is not None:
+        _end_stage(stage, None)
     return new_event(("TFREE", core, end))
 
 
 TPOPDONE = TFREE
+_POPPED_MAX = 64            # tile TPOPs remembered for their no-op TFREEs (beyond: unpaired)
+
+
+def _end_stage(stage, loc) -> None:
+    """TFREE ends the life of a popped tile's staging copy (A2A3 GM rings): reading it
+    afterwards is a use after free, as reading a zero-copy tile is on A5."""
+    s, gen = stage
+    if s.gen == gen:
+        s.gen = gen + 1
+        if loc is not None:
+            s.free_gen, s.free_loc = gen, loc
+
+
+def _free_popped(core, ch: Channel, side: Side, split) -> None:
+    """The TFREE of a tile TPOP that already freed its slot (pto-isa, GM ring): the device
+    does nothing, but the TFREE still pairs with its TPOP - its split must be the TPOP's,
+    and the staged copy of the tile ends here."""
+    j = side.tfrees
+    side.tfrees = j + 1
+    popped = side.popped
+    while popped and popped[0][0] < j:
+        del popped[0]
+    if not popped or popped[0][0] != j:
+        return
+    _i, pop_split, pop_loc, stage = popped.pop(0)
+    if split is not None and parse_split(split) != pop_split:
+        _split_error(core, ch, parse_split(split), pop_split, pop_loc, None)
+    if stage is not None:      # the kernel line: caller_loc <- _free_popped <- TFREE <- kernel
+        _end_stage(stage, (core.loc_override or caller_loc(3)) if core.cluster.checker is not None else None)
 
 
 def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:
-    split = parse_split(split)
-    tag, _obj, pop_loc, _r, _d, pop_split = side.held[0]
+    tag, _obj, pop_loc, _r, _d, pop_split, _s = side.held[0]
+    _split_error(core, ch, parse_split(split), pop_split, pop_loc, tag)
+
+
+def _split_error(core, ch: Channel, split, pop_split, pop_loc, tag) -> None:
     here = _loc(core)
+    slot = f"slot {tag} of {ch.name}" if tag is not None else f"the tile of {ch.name}"
     raise ProtocolError(
-        f"TFREE on {core.name} at {here} gives split {split.name} but the TPOP of slot {tag} of {ch.name} "
+        f"TFREE on {core.name} at {here} gives split {split.name} but the TPOP of {slot} "
         f"used {TileSplitAxis(pop_split).name} (TPOP at {pop_loc})",
         where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}",
         fix="give TFREE the split of its TPOP (or none)")

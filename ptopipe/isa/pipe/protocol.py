@@ -80,9 +80,26 @@ class ProtocolModel:
         """Slots one free SET releases (for the report's occupancy)."""
         return 1
 
-    def overwrite_fix(self) -> str:
-        """How to fix a push that overwrote a slot still in use."""
+    def overwrite_fix(self, ch=None, allocate: bool = True) -> str:
+        """How to fix a push that overwrote a slot still in use (on ``ch``; ``allocate``:
+        the producer's free-slot wait was on)."""
         raise NotImplementedError
+
+    # -- diagnoses ----------------------------------------------------------------------
+    def frees_needed(self, ch, i: int) -> int:
+        """TFREEs (of each consumer lane) before push ``i`` may write its slot."""
+        return max(0, i - ch.slot_num + 1)
+
+    def withheld_credit(self, ch, i: int, freed: int, consumer: str) -> tuple | None:
+        """(cause, fix) when a producer blocked at push ``i`` still waits although
+        ``consumer`` made ``freed`` TFREEs - enough for a slot, but not for this protocol's
+        notification; None otherwise."""
+        return None
+
+    def held_fix(self, loc) -> str:
+        """How to fix a deadlock where a consumer holds a slot popped at ``loc``."""
+        return (f"call TFREE after the TPOP at {loc} (every TPOP needs a TFREE before the ring wraps "
+                "back to its slot)")
 
 
 @dataclass(frozen=True)
@@ -114,7 +131,7 @@ class SpecModel(ProtocolModel):
     def startup_credits(self, slot_num):
         return slot_num
 
-    def overwrite_fix(self):
+    def overwrite_fix(self, ch=None, allocate=True):
         return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
 
 
@@ -160,9 +177,45 @@ class PtoIsaModel(ProtocolModel):
     def slots_per_free(self, ch):
         return 1 if ch.slot_num == 1 else ch.sync_period
 
-    def overwrite_fix(self):
+    def overwrite_fix(self, ch=None, allocate=True):
+        if not allocate:
+            return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
+        if ch is not None and ch.slot_num > 1 and ch.slot_num % ch.sync_period == 0:
+            return (f"pto-isa's producer waits only every SyncPeriod = {ch.sync_period} pushes: free the "
+                    "slots in pop order, and do not bypass the pipe's flags")
         return ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
                 "(SlotNum <= 3 or even); use an even SlotNum")
+
+    def frees_needed(self, ch, i):
+        n, sp = ch.slot_num, ch.sync_period
+        if n == 1:
+            return i
+        if i < n:
+            return 0
+        return ((i - n) // sp + 1) * sp       # notification w = (i - n) // sp + 1, at TFREE w * sp
+
+    def withheld_credit(self, ch, i, freed, consumer):
+        n, sp = ch.slot_num, ch.sync_period
+        need = self.frees_needed(ch, i)
+        if sp <= 1 or freed >= need or freed < ProtocolModel.frees_needed(self, ch, i):
+            return None                     # not the notification rule: a slot is really in use
+        rule = (f"FiFoSyncT {sp}" if ch.cfg.sync_period else
+                f"SlotNum {n} <= 2 ? SlotNum : SlotNum / 2 = {sp}")
+        w = need // sp
+        cause = (f"the free credit is withheld by pto-isa's SyncPeriod: {consumer} notifies the producer once "
+                 f"every SyncPeriod = {sp} TFREEs ({rule}); push #{i} waits for notification #{w}, sent "
+                 f"at TFREE #{need}, but {consumer} has made {freed} TFREE(s) = {freed // sp} notification(s) "
+                 f"({freed % sp} TFREE(s) not yet notified) - a slot is free, the producer is not told")
+        fix = (f"{consumer} has freed {freed % sp} slot(s) since its last notification, but pto-isa notifies "
+               f"only every {sp} TFREEs (SyncPeriod): free earlier (hold at most SlotNum - SyncPeriod = "
+               f"{n - sp} popped tiles when popping the next), deepen the ring, or give the pipe "
+               "sync_period=1 (TMPipe FiFoSyncT=1)")
+        return cause, fix
+
+    def held_fix(self, loc):
+        return (f"call TFREE after the TPOP at {loc}; pto-isa's producer waits only every SyncPeriod "
+                "pushes, so free in pop order and keep at most SlotNum - SyncPeriod tiles held when "
+                "popping the next")
 
 
 SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hold=True,
