@@ -142,7 +142,13 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
         else:
             split_c2v = split_v2c = "TILE_NO_SPLIT"
         flow = draw(st.sampled_from(flows))
-        gm_dir = platform == "a5" and (flow == "addr" or draw(st.booleans()))
+        ptoisa_a5 = platform == "a5" and not spec
+        if ptoisa_a5 and kind == "both":
+            flow = "tile"        # pto-isa on A5 has no working DIR_BOTH_GM (docs/protocols.md)
+        if ptoisa_a5 and flow == "addr" and kind == "v2c" and peers == (1,):
+            peers = (0,)         # pto-isa A5: a NO_SPLIT TALLOC on lane 1 gets a LEFT_RIGHT offset
+        gm_dir = platform == "a5" and (flow == "addr" or (not (ptoisa_a5 and kind == "both")
+                                                          and draw(st.booleans())))
         pipes.append(PipeSpec(
             kind=kind, flow=flow, gm_dir=gm_dir, slot_num=n, local_slot_num=draw(st.integers(1, 4)),
             flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,

@@ -97,12 +97,28 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     off = 0
     if ch.way == V2C:
         off = part_offset(split, core.subblock, gm_tensor.shape[3], gm_tensor.shape[4], gm_tensor.dtype.itemsize)
+        if split is TileSplitAxis.TILE_NO_SPLIT and core.subblock and ch.model.nosplit_alloc_offset:
+            _nosplit_alloc(core, ch, gm_tensor)
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype))
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
                         RingArgs(ch.name, tag) if core.trace is not None else None)
     return new_event(("TALLOC", core, end))
+
+
+def _nosplit_alloc(core, ch: Channel, gt: GlobalTensor) -> None:
+    """pto-isa A5's ``getSubAIVOffset`` tests TILE_NO_SPLIT after the split cases, so a
+    NO_SPLIT TALLOC on lane 1 gets the LEFT_RIGHT offset: its TSTOREs land ``cols`` elements
+    into the slot while the Cube's TPOP reads the slot from its start."""
+    cols, item = gt.shape[4], gt.dtype.itemsize
+    raise ProtocolError(
+        f"TALLOC(TILE_NO_SPLIT) on {core.name} (lane {core.subblock}) of {ch.name}: pto-isa on A5 hands out "
+        f"the slot address + {core.subblock * cols * item} bytes (lane x {cols} columns x {item} B, the "
+        "LEFT_RIGHT offset: a5/TAlloc.hpp getSubAIVOffset tests NO_SPLIT only after the split cases), "
+        "but the Cube's TPOP reads the tile from the start of the slot",
+        where=_loc(core),
+        fix="let lane 0 (AIV0) allocate NO_SPLIT slots, or use TILE_UP_DOWN / TILE_LEFT_RIGHT parts")
 
 
 def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split, loc) -> Event:
