@@ -25,6 +25,8 @@ CASES = {
     "m7_leak.py": LeakError,
     "m8_pto_isa_slotnum5.py": ProtocolError,
     "m9_gm_race.py": DataRaceError,
+    "m19_tpipe_ctrl_pto_isa.py": ConfigError,
+    "m20_both_gm_pto_isa.py": ConfigError,
 }
 ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py"}   # every marked line named
 
