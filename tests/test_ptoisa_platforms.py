@@ -36,7 +36,7 @@ def test_the_model_is_chosen_per_platform():
     assert model_for("pto-isa", "a2a3") is PTO_ISA and model_for("pto-isa", "a5") is PTO_ISA_A5
     assert PTO_ISA.platform == "a2a3" and PTO_ISA_A5.platform == "a5"
     assert not PTO_ISA.tfree_after_pop_frees and PTO_ISA_A5.tfree_after_pop_frees
-    assert not PTO_ISA.nosplit_alloc_offset and PTO_ISA_A5.nosplit_alloc_offset
+    assert not PTO_ISA.nosplit_lane0 and PTO_ISA_A5.nosplit_lane0
 
 
 # --- a DIR_BOTH run-ahead kernel that fills exactly SlotNum slots -------------------------------
@@ -116,7 +116,7 @@ def test_dir_both_gm_is_a_config_error_under_pto_isa_on_a5_and_clean_under_spec(
     assert "DIR_C2V_GM" in ei.value.fix and "DIR_V2C_GM" in ei.value.fix
 
 
-# --- NO_SPLIT TALLOC on lane 1: the LEFT_RIGHT offset of pto-isa A5 ------------------------------
+# --- NO_SPLIT has one lane (AIV0) in pto-isa on A5 ----------------------------------------------
 def _alloc_kernels(direction):
     def cube(fifo, out):
         pipe = TPipe(0, direction, SLOT, 2, peers=(1,))(fifo, 0, 0x20000)
@@ -148,10 +148,63 @@ def test_nosplit_talloc_on_lane_1(platform, protocol):
         with pytest.raises(ProtocolError) as ei:
             ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
         assert _where(ei.value) == (os.path.abspath(HERE), line_of(_alloc_kernels, "nosplit alloc"))
-        assert "+ 64 bytes" in str(ei.value)
+        assert "LEFT_RIGHT offset" in str(ei.value) and "peers=(0,)" in ei.value.fix
     else:
         res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
         np.testing.assert_array_equal(res["out"], x)
+
+
+def _lane_kernels(peers, split, push_marker_split=None):
+    def cube(x, fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=peers)(fifo, 0x8000, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        lt = Tile(TileType.Left, float32, T, T, addr=0)
+        rt = Tile(TileType.Right, float32, T, T, addr=0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        TLOAD(m, x)
+        TMOV(lt, m)
+        rt.array[...] = np.eye(T, dtype=np.float32)
+        TMATMUL(acc, lt, rt)
+        for i in range(3):
+            TPUSH(pipe, acc, split)       # lane push
+
+    def vec(out, fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=peers)(fifo, 0x8000, 0)
+        sub = get_subblockid()
+        rows = T // 2 if split == TILE_UP_DOWN else T
+        t = Tile(TileType.Vec, float32, rows, T)
+        for i in range(3):
+            TPOP(pipe, t, split)
+            if i == 2:                    # NO_SPLIT: each lane its own copy; UP_DOWN: its half
+                TSTORE(GlobalTensor(out.data() + sub * rows * T, (rows, T)), t)
+            TFREE(pipe)
+    return cube, tuple(vec if p in peers else None for p in (0, 1))
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("peers,split", [((1,), TILE_NO_SPLIT), ((0, 1), TILE_NO_SPLIT),
+                                         ((0,), TILE_NO_SPLIT), ((0, 1), TILE_UP_DOWN)])
+def test_nosplit_reaches_lane_0_only_on_a5(platform, protocol, peers, split):
+    """pto-isa A5: the Cube's NO_SPLIT SET uses flag id FlagID only (AIV0); a NO_SPLIT pipe
+    with AIV1 as a peer is reported at the Cube's first TPUSH.  Lane 0 alone, or a split
+    between both lanes, runs clean everywhere."""
+    cube, vec = _lane_kernels(peers, split)
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T)
+    args = dict(x=x, out=np.zeros((2 * T, T), np.float32), fifo=gm_buffer(2 * SLOT))
+    want = np.zeros((2 * T, T), np.float32)
+    if split == TILE_UP_DOWN:
+        want[:T] = x
+    else:
+        for p in peers:
+            want[p * T:(p + 1) * T] = x
+    if (platform, protocol) == ("a5", "pto-isa") and split == TILE_NO_SPLIT and 1 in peers:
+        with pytest.raises(ProtocolError) as ei:
+            ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
+        assert _where(ei.value) == (os.path.abspath(HERE), line_of(_lane_kernels, "lane push"))
+        assert "one lane" in str(ei.value) and "AIV1" in str(ei.value)
+    else:
+        res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
+        np.testing.assert_array_equal(res["out"], want)
 
 
 # --- a GM-direction TPOP that already frees, followed by a tile TFREE --------------------------

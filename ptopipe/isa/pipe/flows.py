@@ -19,7 +19,7 @@ from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from .geometry import parse_split, part_offset
-from .steps import _args, _loc, mark_written, producer_record, producer_wait, release
+from .steps import _args, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
 
 class SlotPtr(GMPtr):
@@ -94,11 +94,10 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
         raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
                             f"SlotSize {ch.slot_size}", where=_loc(core))
     tag = producer_wait(core, ch, side, "TALLOC")
+    check_nosplit_lanes(core, ch, split, "TALLOC")
     off = 0
     if ch.way == V2C:
         off = part_offset(split, core.subblock, gm_tensor.shape[3], gm_tensor.shape[4], gm_tensor.dtype.itemsize)
-        if split is TileSplitAxis.TILE_NO_SPLIT and core.subblock and ch.model.nosplit_alloc_offset:
-            _nosplit_alloc(core, ch, gm_tensor)
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype))
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
@@ -107,21 +106,8 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     return new_event(("TALLOC", core, end))
 
 
-def _nosplit_alloc(core, ch: Channel, gt: GlobalTensor) -> None:
-    """pto-isa A5's ``getSubAIVOffset`` tests TILE_NO_SPLIT after the split cases, so a
-    NO_SPLIT TALLOC on lane 1 gets the LEFT_RIGHT offset: its TSTOREs land ``cols`` elements
-    into the slot while the Cube's TPOP reads the slot from its start."""
-    cols, item = gt.shape[4], gt.dtype.itemsize
-    raise ProtocolError(
-        f"TALLOC(TILE_NO_SPLIT) on {core.name} (lane {core.subblock}) of {ch.name}: pto-isa on A5 hands out "
-        f"the slot address + {core.subblock * cols * item} bytes (lane x {cols} columns x {item} B, the "
-        "LEFT_RIGHT offset: a5/TAlloc.hpp getSubAIVOffset tests NO_SPLIT only after the split cases), "
-        "but the Cube's TPOP reads the tile from the start of the slot",
-        where=_loc(core),
-        fix="let lane 0 (AIV0) allocate NO_SPLIT slots, or use TILE_UP_DOWN / TILE_LEFT_RIGHT parts")
-
-
 def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split, loc) -> Event:
+    check_nosplit_lanes(core, ch, split, "TPOP")
     if not ch.in_gm:
         raise ProtocolError(f"TPOP(GlobalTensor) on {ch.name}: the address flow needs a ring in GM",
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")

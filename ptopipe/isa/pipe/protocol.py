@@ -47,9 +47,11 @@ class ProtocolModel:
     #: a tile TFREE after a GM-ring TPOP that already freed sends a free again (pto-isa A5
     #: ``TFREE_IMPL(pipe)`` notifies whatever ring the pipe has; A2A3's is a no-op)
     tfree_after_pop_frees: bool = False
-    #: TALLOC(TILE_NO_SPLIT) on Vector lane ``s`` gets the LEFT_RIGHT offset ``s * cols``
-    #: (pto-isa A5 ``getSubAIVOffset`` tests NO_SPLIT after the split cases)
-    nosplit_alloc_offset: bool = False
+    #: a TILE_NO_SPLIT transfer has one lane, AIV0: the Cube's NO_SPLIT SET/WAIT use flag id
+    #: FlagID only, never AIV1's id + 16 (pto-isa A5 ``setIntraBlockBySplit`` /
+    #: ``waitIntraBlockBySplit``), and a NO_SPLIT TALLOC on lane 1 gets the LEFT_RIGHT offset
+    #: (A5 ``getSubAIVOffset`` tests NO_SPLIT after the split cases)
+    nosplit_lane0: bool = False
     #: ``TPipe(DIR_V2C_CTRL)`` compiles (pto-isa: it does not; CTRL goes through TMPipe)
     tpipe_ctrl: bool = True
 
@@ -142,8 +144,8 @@ class PtoIsaModel(ProtocolModel):
     TMPipe sets ``FiFoSyncT``; the producer waits only when ``i >= SlotNum and
     i % SyncPeriod == 0``, the consumer notifies when ``(k + 1) % SyncPeriod == 0``; no
     start-up credits; a tile TPOP from a GM ring frees inside TPOP.  On A5 (``platform``
-    "a5") a tile TFREE frees again after such a TPOP, a NO_SPLIT TALLOC on lane 1 gets a
-    LEFT_RIGHT offset and DIR_BOTH_GM cannot work; ``TPipe(DIR_V2C_CTRL)`` compiles on
+    "a5") a tile TFREE frees again after such a TPOP, a NO_SPLIT transfer reaches AIV0
+    only and DIR_BOTH_GM cannot work; ``TPipe(DIR_V2C_CTRL)`` compiles on
     neither platform."""
 
     def flag_ids(self, flag_id, way_index, slot_num):
@@ -214,7 +216,7 @@ PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, b
 PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
-                         nosplit_alloc_offset=True, tpipe_ctrl=False)
+                         nosplit_lane0=True, tpipe_ctrl=False)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5}
 
