@@ -95,7 +95,7 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
         where=str(loc or core.where()),
         details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
                 f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
-        fix=ch.model.overwrite_fix())
+        fix=ch.model.overwrite_fix(ch))
 
 
 def slot_use_after_free(tile, core) -> ProtocolError:

@@ -94,8 +94,8 @@ class ProtocolModel:
         """Slots one free SET releases (for the report's occupancy)."""
         return 1
 
-    def overwrite_fix(self) -> str:
-        """How to fix a push that overwrote a slot still in use."""
+    def overwrite_fix(self, ch=None) -> str:
+        """How to fix a push that overwrote a slot still in use (on channel ``ch``)."""
         raise NotImplementedError
 
     # -- binding ------------------------------------------------------------------------
@@ -133,7 +133,7 @@ class SpecModel(ProtocolModel):
     def startup_credits(self, slot_num):
         return slot_num
 
-    def overwrite_fix(self):
+    def overwrite_fix(self, ch=None):
         return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
 
 
@@ -182,13 +182,13 @@ class PtoIsaModel(ProtocolModel):
     def slots_per_free(self, ch):
         return 1 if ch.slot_num == 1 else ch.sync_period
 
-    def overwrite_fix(self):
-        fix = ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
-               "(SlotNum <= 3 or even); use an even SlotNum")
-        if self.tfree_after_pop_frees:
-            fix += ("; on A5 a tile TFREE after a TPOP from a GM ring frees the slot a second time "
-                    "(the TPOP already freed it): do not TFREE tiles popped from a GM ring")
-        return fix
+    def overwrite_fix(self, ch=None):
+        if ch is not None and ch.tfree_frees and ch.slot_num % ch.sync_period == 0:
+            return ("on A5 a tile TPOP from a GM ring already frees the slot and a tile TFREE after it "
+                    "frees it a second time, so the producer passes its wait early: do not TFREE tiles "
+                    "popped from a GM ring under pto-isa on A5")
+        return ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
+                "(SlotNum <= 3 or even); use an even SlotNum")
 
     def unsupported(self, cfg, direction):
         if direction is Direction.DIR_V2C_CTRL and cfg.fifo is not FIFOType.CTRL_FIFO and not self.tpipe_ctrl:
