@@ -136,13 +136,20 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
         M = draw(st.sampled_from([2, 4, 8, 16]))
         K = draw(st.sampled_from([8, 16, 32]))
         N = draw(st.sampled_from([8, 16, 32]))
+        if platform == "a5" and not spec and peers == (1,):
+            peers = (0,)         # pto-isa A5: a NO_SPLIT pipe has one lane, AIV0 (docs/protocols.md)
         if len(peers) == 2:
-            split_c2v = draw(st.sampled_from(SPLITS))
+            # pto-isa A5: NO_SPLIT signals reach AIV0 only, so both lanes need a split
+            split_c2v = draw(st.sampled_from(SPLITS[1:] if platform == "a5" and not spec else SPLITS))
             split_v2c = draw(st.sampled_from(SPLITS[1:]))   # two producers cannot share a whole slot
         else:
             split_c2v = split_v2c = "TILE_NO_SPLIT"
         flow = draw(st.sampled_from(flows))
-        gm_dir = platform == "a5" and (flow == "addr" or draw(st.booleans()))
+        ptoisa_a5 = platform == "a5" and not spec
+        if ptoisa_a5 and kind == "both":
+            flow = "tile"        # pto-isa on A5 has no working DIR_BOTH_GM (docs/protocols.md)
+        gm_dir = platform == "a5" and (flow == "addr" or (not (ptoisa_a5 and kind == "both")
+                                                          and draw(st.booleans())))
         pipes.append(PipeSpec(
             kind=kind, flow=flow, gm_dir=gm_dir, slot_num=n, local_slot_num=draw(st.integers(1, 4)),
             flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,

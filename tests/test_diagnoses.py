@@ -343,7 +343,7 @@ def _two_cube(x, fifo, b_off):
         TPUSH(a, acc)
     b = TPipe(4, _gm(DIR_C2V), SLOT, 2, peers=(1,))(fifo.data() + b_off)  # bind-b
     for i in range(3):
-        TPUSH(b, acc)
+        TPUSH(b, acc)  # push-b
 
 
 def _two_vec(fifo, out, b_off):
@@ -365,8 +365,14 @@ def test_rings_of_pipes_bound_by_different_cores_overlap(platform, protocol, see
     """Reported at the Cube's binding of the second pipe whichever core created each pipe
     (schedule seeds), naming both pipes; one slot further on, the kernel is clean."""
     a = _args(b_off=2 * SLOT, out=np.zeros((2 * T, T), np.float32))
-    res = _run(_two_cube, _two_vec, a, platform, protocol, schedule_seed=seed)
-    np.testing.assert_array_equal(res["out"], np.vstack([a["x"], a["x"]]))
+    if (platform, protocol) == ("a5", "pto-isa"):
+        # pto-isa on A5: a NO_SPLIT transfer reaches AIV0 only, so pipe B (peers AIV1) is not a
+        # correct kernel there (docs/protocols.md); its overlap is still found at the binding
+        _raises(ProtocolError, _two_cube, "push-b", _two_cube, _two_vec, a, platform, protocol,
+                schedule_seed=seed)
+    else:
+        res = _run(_two_cube, _two_vec, a, platform, protocol, schedule_seed=seed)
+        np.testing.assert_array_equal(res["out"], np.vstack([a["x"], a["x"]]))
     err = _raises(MemoryConflictError, _two_cube, "bind-b", _two_cube, _two_vec,
                   _args(b_off=SLOT, out=np.zeros((2 * T, T), np.float32)),
                   platform, protocol, schedule_seed=seed)
@@ -437,6 +443,11 @@ def _dirboth_args(nbytes, raw):
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_dir_both_buffer_sized_for_one_ring(platform, protocol, no_hang):
+    if (platform, protocol) == ("a5", "pto-isa"):   # DIR_BOTH_GM does not work in pto-isa on A5
+        err = _raises(ConfigError, _dirboth_bind, "bind-both", dirboth_cube, (dirboth_vec, None),
+                      _dirboth_args(4 * SLOT, True), platform, protocol)
+        assert "DIR_BOTH_GM" in err.what, err.what
+        return
     for raw in (False, True):
         _run(dirboth_cube, (dirboth_vec, None), _dirboth_args(4 * SLOT, raw), platform, protocol)
     err = _raises(MemoryConflictError, _dirboth_bind, "bind-both", dirboth_cube, (dirboth_vec, None),
@@ -866,6 +877,8 @@ CLEAN = {
 def test_correct_kernels_clean_under_explored_schedules(platform, protocol, no_hang):
     from ptopipe.isa.explore import explore
     for name, (aic, aiv, make) in CLEAN.items():
+        if (platform, protocol) == ("a5", "pto-isa") and name in ("two_pipes", "dirboth_raw"):
+            continue        # an AIV1-only NO_SPLIT pipe / DIR_BOTH_GM: reported there (tests above)
         res = explore((aic, aiv), schedules=20, platform=platform, protocol=protocol, args=make(), timeout=20)
         assert not res.failures, (name, res.first)
     d3 = explore(_d3(), schedules=20, platform=platform, protocol="spec", args=_args(), timeout=20)

@@ -22,6 +22,17 @@ def _line(err) -> int:
     return int(err.where.rpartition(":")[2])
 
 
+def _one_lane_nosplit(platform, protocol, run_it, lines) -> bool:
+    """pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0), so a NO_SPLIT pipe with both
+    lanes - the A2A3 replay - is reported at its first transfer (docs/protocols.md)."""
+    if (platform, protocol) != ("a5", "pto-isa"):
+        return False
+    with pytest.raises(ProtocolError) as ei:
+        run_it()
+    assert "NO_SPLIT transfer has one lane" in ei.value.what and _line(ei.value) in lines, str(ei.value)
+    return True
+
+
 # -- the vocabulary -------------------------------------------------------------------------
 def test_layout_names_and_defaults():
     assert TileLayout.of(BLayout.ColMajor, SLayout.RowMajor) is TileLayout.NZ
@@ -179,6 +190,9 @@ def _replay_args(tiles, rng):
 @pytest.mark.parametrize("tiles", [1, 5])
 def test_c2v_no_split_lane1_replay_is_clean_and_exact(platform, protocol, tiles, no_hang):
     args = _replay_args(tiles, np.random.default_rng(3))
+    if _one_lane_nosplit(platform, protocol, lambda: run(replay_cube, replay_vector, args, platform=platform,
+                                                         protocol=protocol), {line_of(replay_cube, "replay-push")}):
+        return
     r = run(replay_cube, replay_vector, args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(r.outputs["out"], np.tile(args["x"] @ args["x"] * 2, (tiles, 1)))
     aiv1 = r.summary.cores["AIV1"]
@@ -191,6 +205,9 @@ def test_c2v_no_split_lane1_replay_is_clean_and_exact(platform, protocol, tiles,
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_c2v_lane1_not_dispatched_is_named(platform, protocol, no_hang):
     args = _replay_args(5, np.random.default_rng(4))
+    if _one_lane_nosplit(platform, protocol, lambda: run(replay_cube, (replay_vector, None), args, platform=platform,
+                                                         protocol=protocol), {line_of(replay_cube, "replay-push")}):
+        return
     with pytest.raises(DeadlockError) as ei:
         run(replay_cube, (replay_vector, None), args, platform=platform, protocol=protocol)
     err = ei.value
@@ -205,6 +222,10 @@ def test_c2v_lane1_not_dispatched_is_named(platform, protocol, no_hang):
 def test_lane1_missing_without_wrap_is_a_leak_naming_the_lane(platform, no_hang):
     # pto-isa: one push never waits for a free, so the missing lane shows at kernel end
     args = _replay_args(1, np.random.default_rng(5))
+    if _one_lane_nosplit(platform, "pto-isa", lambda: run(replay_cube, (replay_vector, None), args,
+                                                          platform=platform, protocol="pto-isa"),
+                         {line_of(replay_cube, "replay-push")}):
+        return
     with pytest.raises(LeakError) as ei:
         run(replay_cube, (replay_vector, None), args, platform=platform, protocol="pto-isa")
     assert _line(ei.value) == line_of(replay_cube, "replay-push")
@@ -236,7 +257,7 @@ def v2c_vector(x, fifo):
     for k in range(3):
         TLOAD(v, GlobalTensor(x.data() + k * T * T, (T, T)))
         TADDS(v, v, 1.0)
-        TPUSH(pipe, v, TILE_NO_SPLIT)
+        TPUSH(pipe, v, TILE_NO_SPLIT)                   # v2c-push
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
@@ -244,6 +265,10 @@ def test_v2c_no_split_lane1_replay_is_clean_and_exact(platform, protocol, no_han
     args = _nz_args(np.random.default_rng(6))
     del args["x"]
     args["x"] = np.random.default_rng(7).integers(-4, 5, (3 * T, T)).astype(np.float32)
+    if _one_lane_nosplit(platform, protocol, lambda: run(v2c_cube, v2c_vector, args, platform=platform,
+                                                         protocol=protocol),
+                         {line_of(v2c_cube, "v2c-pop"), line_of(v2c_vector, "v2c-push")}):
+        return
     r = run(v2c_cube, v2c_vector, args, platform=platform, protocol=protocol)
     want = np.concatenate([args["a"] @ (args["x"][k * T:(k + 1) * T] + 1) for k in range(3)])
     np.testing.assert_array_equal(r.outputs["out"], want)

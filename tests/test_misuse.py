@@ -25,6 +25,8 @@ CASES = {
     "m7_leak.py": LeakError,
     "m8_pto_isa_slotnum5.py": ProtocolError,
     "m9_gm_race.py": DataRaceError,
+    "m19_tpipe_ctrl_pto_isa.py": ConfigError,
+    "m20_both_gm_pto_isa.py": ConfigError,
     "m22_layout_nd_into_nz.py": ProtocolError,
     "m23_lane1_not_dispatched.py": DeadlockError,
     "m24_v2c_lane1_returns.py": DeadlockError,

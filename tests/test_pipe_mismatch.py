@@ -9,7 +9,7 @@ import pytest
 
 import ptopipe
 from ptopipe import ConfigError, ProtocolError
-from ptopipe.isa import (DIR_C2V, DIR_C2V_GM, TFREE, TPOP, TPUSH, TPipe, Tile, TileType,
+from ptopipe.isa import (DIR_C2V, DIR_C2V_GM, TFREE, TPOP, TPUSH, TPipe, Tile, TileSplitAxis, TileType,
                          float32)
 
 from markers import line_of
@@ -111,7 +111,7 @@ def test_sync_period_must_agree_on_both_ends(platform):
         def cube(fifo):
             pipe = TPipe(0, DIR_C2V, SLOT8, 4, sync_period=1)(fifo, 0x8000)   # SYNC1
             acc = Tile(TileType.Acc, float32, 8, 32, addr=0)
-            TPUSH(pipe, acc)
+            TPUSH(pipe, acc, TileSplitAxis.TILE_UP_DOWN)   # both lanes (a5 pto-isa NO_SPLIT: AIV0 only)
 
         def vector(fifo):
             TPipe(0, DIR_C2V, SLOT8, 4, sync_period=2)(fifo, 0x8000)          # SYNC2

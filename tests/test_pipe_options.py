@@ -13,15 +13,23 @@ SLOT = T * T * 4
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 def test_v2c_ctrl_fifo_delivers_control_words_in_order(platform, protocol):
+    """A control pipe: TPipe(DIR_V2C_CTRL) under the spec; under pto-isa, where that TPipe
+    does not compile, the TMPipe with a CTRL_FIFO (tests/test_ptoisa_platforms.py)."""
     got = []
 
+    def ctrl_pipe(ctrl):
+        if protocol == "spec":
+            return TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+        w = Tile(TileType.Vec, int32, 1, 8)
+        return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V2C2_VECS)(ctrl)
+
     def cube(ctrl):
-        pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+        pipe = ctrl_pipe(ctrl)
         for _ in range(6):
             got.append(TPOP(pipe))
 
     def vec(ctrl):
-        pipe = TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+        pipe = ctrl_pipe(ctrl)
         word = Tile(TileType.Vec, int32, 1, 8, addr=0)
         for i in range(6):
             TEXPANDS(word, 100 + i)

@@ -50,7 +50,7 @@ def cube(a: pl.Tensor[[BLK, BLK], pl.f16], b: pl.Tensor[[BLK, BLK], pl.f16],
     b_l0 = pl.move(pl.load(b, [0, 0], [BLK, BLK], space=pl.Mat), space=pl.Right)
     acc = pl.matmul(a_l0, b_l0)
     for t in pl.range(NT):
-        slot = pl.TALLOC(peer_buf, pl.Tensor[[R, C], pl.f32])
+        slot = pl.TALLOC(peer_buf, pl.Tensor[[R, C], pl.f32], split=pl.TILE_UP_DOWN)
         for j in pl.range(C // BLK):
             pl.store(acc, [0, j * BLK], slot)
         pl.TPUSH(slot, peer_buf)

@@ -66,6 +66,10 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     if gm_dir and not plat.gm_directions:
         raise ConfigError(f"{direction.name} is A5-only; {plat.name} rings are always in GM",
                           where=_loc(core), fix=f"use {direction.name[:-3]} on {plat.name}")
+    model = cluster_model(cluster)
+    bad = model.unsupported(cfg, direction)
+    if bad is not None:
+        raise ConfigError(bad[0], where=_loc(core), fix=bad[1])
     if cfg.slot_num < 1 or cfg.slot_size <= 0:
         raise ConfigError(f"pipe needs SlotNum >= 1 and SlotSize > 0 (got {cfg.slot_num}, {cfg.slot_size})",
                           where=_loc(core))
@@ -89,7 +93,6 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
         raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
                           fix="add this sub-block to peers= or do not bind the pipe on this core")
-    model = cluster_model(cluster)
     ways = _ways(direction)
     both = len(ways) == 2
     n = cfg.slot_num

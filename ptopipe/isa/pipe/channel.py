@@ -110,6 +110,7 @@ class Channel:
         self.hold_limit = self.slot_num if m.bounded_hold else 1 << 62
         self.pop_frees = m.frees_in_pop and self.in_gm
         self.always_stage = m.always_stage
+        self.tfree_frees = self.pop_frees and m.tfree_after_pop_frees   # pto-isa A5: frees twice
 
     @property
     def protocol(self):

@@ -20,7 +20,7 @@ from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from .geometry import parse_split, part_offset
 from .plans import check_lanes_split
-from .steps import _args, _loc, mark_written, producer_record, producer_wait, release
+from .steps import _args, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
 
 class SlotPtr(GMPtr):
@@ -97,6 +97,7 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     if ch.way == V2C:
         check_lanes_split(core, ch, split, "TALLOC")
     tag = producer_wait(core, ch, side, "TALLOC")
+    check_nosplit_lanes(core, ch, split, "TALLOC")
     off = 0
     if ch.way == V2C:
         off = part_offset(split, core.subblock, gm_tensor.shape[3], gm_tensor.shape[4], gm_tensor.dtype.itemsize)
@@ -109,6 +110,7 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
 
 
 def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split, loc) -> Event:
+    check_nosplit_lanes(core, ch, split, "TPOP")
     if not ch.in_gm:
         raise ProtocolError(f"TPOP(GlobalTensor) on {ch.name}: the address flow needs a ring in GM",
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")

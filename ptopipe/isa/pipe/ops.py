@@ -212,6 +212,8 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
     if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
         _free_popped(core, ch, side, split)
+        if ch.tfree_frees:                 # pto-isa A5: TFREE_IMPL(pipe) notifies again
+            return _free_again(core, ch, side)
         _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE",
                             RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
         return new_event(("TFREE", core, end))
@@ -275,6 +277,19 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
         _split_error(core, ch, parse_split(split), pop_split, pop_loc, None)
     if stage is not None:      # the kernel line: caller_loc <- _free_popped <- TFREE <- kernel
         _end_stage(stage, (core.loc_override or caller_loc(3)) if core.cluster.checker is not None else None)
+
+
+def _free_again(core, ch: Channel, side: Side) -> Event:
+    """pto-isa A5: a tile TFREE after a TPOP that freed its GM slot already sends a free
+    again when ``shouldNotifyFree(cons.tileIndex - 1)`` (a5/TFree.hpp): a second credit for
+    one slot, which lets the producer overwrite a slot the consumer has not popped yet."""
+    end = core.issue_s(PipeUnit.MTE2, core.costs.flag_op, "TFREE",
+                       RingArgs(ch.name, None, None, "free again") if core.trace is not None else None)
+    if side.index and side.free and ch.model.consumer_frees(ch, side.index - 1):
+        set_flag = core.cluster.set_flag
+        for f in side.free_flags[(side.index - 1) % ch.slot_num]:
+            set_flag(core, f, end)
+    return new_event(("TFREE", core, end))
 
 
 def _free_split_mismatch(core, ch: Channel, side: Side, split) -> None:

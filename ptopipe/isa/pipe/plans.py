@@ -14,6 +14,7 @@ from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
 from .geometry import full_shape, part_offset, part_shape
+from .steps import check_nosplit_lanes
 
 
 def _loc(core) -> str:
@@ -43,6 +44,7 @@ def plan(core, ch, tile: Tile, split, make):
            int(split), ch.way, tile.layout)
     p = ch.plans.get(key)
     if p is None:
+        check_nosplit_lanes(core, ch, split, "TPUSH" if make is push_plan else "TPOP")
         p = ch.plans[key] = make(core, ch, tile, split)
     tile._plan = (ch, split, core, p)
     return p

@@ -3,9 +3,11 @@
 
 Everything that differs between the two protocols is decided here - flag ids of each way,
 SyncPeriod, the credits the consumer posts at bind, when the producer waits for a free
-slot, when the consumer sends a free, whether an A2A3 tile TPOP frees inside TPOP (and the
-tile TFREE is then a no-op), how many slots one free SET releases, what may be left on a
-flag at exit.  The pipe ops, the checks, the runtime and the report ask a channel's
+slot, when the consumer sends a free, whether a tile TPOP from a GM ring frees inside TPOP
+(and what the tile TFREE after it does), how many slots one free SET releases, what may be
+left on a flag at exit.  pto-isa's A2A3 and A5 headers differ, so the pto-isa model has one
+instance per platform (:func:`model_for`, decided once when a pipe binds); every difference
+is listed, with the pto-isa function it models, in ``docs/protocols.md``.  The pipe ops, the checks, the runtime and the report ask a channel's
 ``model`` (``ch.model``); none of them tests which protocol is selected.
 
 The hot ops read these decisions as plain attributes that :class:`Channel` copies at bind
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...arch.vocab import Protocol
+from ...arch.vocab import Direction, FIFOType, Protocol
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,18 @@ class ProtocolModel:
     free_left_max: int | None
     #: the FIFO depth is limited by the platform's ``max_fifo_depth``
     depth_limited: bool
+    #: the platform whose library code this model follows (None: the same on every platform)
+    platform: str | None = None
+    #: a tile TFREE after a GM-ring TPOP that already freed sends a free again (pto-isa A5
+    #: ``TFREE_IMPL(pipe)`` notifies whatever ring the pipe has; A2A3's is a no-op)
+    tfree_after_pop_frees: bool = False
+    #: a TILE_NO_SPLIT transfer has one lane, AIV0: the Cube's NO_SPLIT SET/WAIT use flag id
+    #: FlagID only, never AIV1's id + 16 (pto-isa A5 ``setIntraBlockBySplit`` /
+    #: ``waitIntraBlockBySplit``), and a NO_SPLIT TALLOC on lane 1 gets the LEFT_RIGHT offset
+    #: (A5 ``getSubAIVOffset`` tests NO_SPLIT after the split cases)
+    nosplit_lane0: bool = False
+    #: ``TPipe(DIR_V2C_CTRL)`` compiles (pto-isa: it does not; CTRL goes through TMPipe)
+    tpipe_ctrl: bool = True
 
     # -- flags ------------------------------------------------------------------------
     def flag_ids(self, flag_id: int, way_index: int, slot_num: int) -> tuple:
@@ -101,6 +115,11 @@ class ProtocolModel:
         return (f"call TFREE after the TPOP at {loc} (every TPOP needs a TFREE before the ring wraps "
                 "back to its slot)")
 
+    # -- binding ------------------------------------------------------------------------
+    def unsupported(self, cfg, direction) -> tuple | None:
+        """(message, fix) of a pipe this protocol's library cannot build, else None."""
+        return None
+
 
 @dataclass(frozen=True)
 class SpecModel(ProtocolModel):
@@ -141,7 +160,10 @@ class PtoIsaModel(ProtocolModel):
     way of DIR_BOTH); ``SyncPeriod = SlotNum <= 2 ? SlotNum : SlotNum / 2`` unless the
     TMPipe sets ``FiFoSyncT``; the producer waits only when ``i >= SlotNum and
     i % SyncPeriod == 0``, the consumer notifies when ``(k + 1) % SyncPeriod == 0``; no
-    start-up credits; on A2A3 the tile TPOP frees inside TPOP."""
+    start-up credits; a tile TPOP from a GM ring frees inside TPOP.  On A5 (``platform``
+    "a5") a tile TFREE frees again after such a TPOP, a NO_SPLIT transfer reaches AIV0
+    only and DIR_BOTH_GM cannot work; ``TPipe(DIR_V2C_CTRL)`` compiles on
+    neither platform."""
 
     def flag_ids(self, flag_id, way_index, slot_num):
         return flag_id + 2 * way_index, flag_id + 2 * way_index + 1
@@ -180,6 +202,10 @@ class PtoIsaModel(ProtocolModel):
     def overwrite_fix(self, ch=None, allocate=True):
         if not allocate:
             return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
+        if ch is not None and ch.tfree_frees and ch.slot_num % ch.sync_period == 0:
+            return ("on A5 a tile TPOP from a GM ring already frees the slot and a tile TFREE after it "
+                    "frees it a second time, so the producer passes its wait early: do not TFREE tiles "
+                    "popped from a GM ring under pto-isa on A5")
         if ch is not None and ch.slot_num > 1 and ch.slot_num % ch.sync_period == 0:
             return (f"pto-isa's producer waits only every SyncPeriod = {ch.sync_period} pushes: free the "
                     "slots in pop order, and do not bypass the pipe's flags")
@@ -217,18 +243,48 @@ class PtoIsaModel(ProtocolModel):
                 "pushes, so free in pop order and keep at most SlotNum - SyncPeriod tiles held when "
                 "popping the next")
 
+    def unsupported(self, cfg, direction):
+        if direction is Direction.DIR_V2C_CTRL and cfg.fifo is not FIFOType.CTRL_FIFO and not self.tpipe_ctrl:
+            return ("TPipe(DIR_V2C_CTRL) does not compile in pto-isa (TPipe::Consumer::pop calls "
+                    "popCtrlFromCtrlFiFo(fifo, tile), which takes only the FIFO)",
+                    "send control values through TMPipe(FlagID, FIFOType.CTRL_FIFO, depth, FiFoSyncT, "
+                    "vec_tile, ctrl_tile)")
+        if direction is Direction.DIR_BOTH_GM and self.platform == "a5":
+            return ("DIR_BOTH_GM does not work in pto-isa on A5: both ways use the same GM ring "
+                    "(TALLOC/TPOP add no V2C offset to GM_SLOT_BUFFER for is_both_gm), and the Vector's "
+                    "C2V TPOP waits on flag FlagID+1 while the Cube's TPUSH records FlagID "
+                    "(TPipe::Consumer::wait vs Producer::record, is_both_gm)",
+                    "use a DIR_C2V_GM pipe and a DIR_V2C_GM pipe with their own GM_SLOT_BUFFERs and "
+                    "FlagIDs two apart")
+        return None
+
 
 SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hold=True,
                  frees_in_pop=False, always_stage=False, free_left_max=1, depth_limited=False)
+#: pto-isa on A2A3 (include/pto/npu/a2a3/*.hpp)
 PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
-                      frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True)
-_MODELS = {Protocol.SPEC: SPEC, Protocol.PTO_ISA: PTO_ISA}
+                      frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
+                      platform="a2a3", tpipe_ctrl=False)
+#: pto-isa on A5 (include/pto/npu/a5/*.hpp)
+PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
+                         frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
+                         platform="a5", tfree_after_pop_frees=True,
+                         nosplit_lane0=True, tpipe_ctrl=False)
+_MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
+           (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5}
 
 
-def model_for(protocol: Protocol) -> ProtocolModel:
-    return _MODELS[protocol]
+def platform_kind(plat) -> str:
+    """Whose library code a platform runs: "a2a3" (rings always in GM) or "a5"."""
+    return "a2a3" if plat.ring_in_gm else "a5"
+
+
+def model_for(protocol: Protocol, platform: str = "a2a3") -> ProtocolModel:
+    """The model of ``protocol`` on ``platform`` ("a2a3" or "a5")."""
+    return _MODELS[(Protocol(protocol), platform)]
 
 
 def cluster_model(cluster) -> ProtocolModel:
-    """The protocol model of a run (``ptopipe.run(protocol=...)``; spec by default)."""
-    return _MODELS[cluster.shared.get("protocol", Protocol.SPEC)]
+    """The protocol model of a run (``ptopipe.run(protocol=...)``; spec by default) on its
+    platform, decided once when a pipe binds."""
+    return _MODELS[(cluster.shared.get("protocol", Protocol.SPEC), platform_kind(cluster.platform))]

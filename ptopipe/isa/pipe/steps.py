@@ -93,3 +93,22 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
         set_flag = core.cluster.set_flag
         for f in side.free_flags[tag]:
             set_flag(core, f, at)
+
+
+def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
+    """pto-isa A5: a TILE_NO_SPLIT transfer has one lane.  The Cube's NO_SPLIT record, wait,
+    free and allocate use flag id FlagID only (``setIntraBlockBySplit`` /
+    ``waitIntraBlockBySplit`` add AIV1's id + 16 only for a split), so on a pipe with AIV1 as
+    a peer the first NO_SPLIT transfer is reported (it hangs or races on the device)."""
+    if split or not ch.model.nosplit_lane0 or 1 not in ch.peers:
+        return
+    alloc = (" (and its TALLOC hands AIV1 the slot + a LEFT_RIGHT offset: getSubAIVOffset tests "
+             "NO_SPLIT after the split cases)") if op == "TALLOC" and core.subblock == 1 else ""
+    raise ProtocolError(
+        f"{op}(TILE_NO_SPLIT) on {core.name}, {ch.name}: in pto-isa on A5 a NO_SPLIT transfer has one lane, "
+        f"AIV0 - the Cube's NO_SPLIT SET/WAIT use flag id {ch.ready_id}/{ch.free_id} only, never AIV1's "
+        "id + 16 (setIntraBlockBySplit / waitIntraBlockBySplit), so AIV1's side of the handshake is lost "
+        f"(a wait that never returns, or a slot reused before AIV1 freed it){alloc}",
+        where=_loc(core),
+        fix="bind a NO_SPLIT pipe with peers=(0,) on A5, or split the tile between both Vector cores "
+            "(TILE_UP_DOWN / TILE_LEFT_RIGHT)")
