@@ -25,8 +25,12 @@ CASES = {
     "m7_leak.py": LeakError,
     "m8_pto_isa_slotnum5.py": ProtocolError,
     "m9_gm_race.py": DataRaceError,
+    "m11_missing_wait.py": DataRaceError,          # intra-core events, manual sync (M11-M14)
+    "m12_misprimed_event.py": DeadlockError,
+    "m13_event_leak.py": LeakError,
+    "m14_pingpong_tail.py": DataRaceError,
 }
-ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py"}   # every marked line named
+ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py", "m11_missing_wait.py"}   # every marked line named
 
 
 def markers(fname):
