@@ -21,7 +21,8 @@ tile-buffer access (UB / L1 / L0A / L0B / L0C / BIAS bytes) is checked against t
 write and the last read of every other pipe of the core: two pipes touching the same bytes
 (at least one writing) with no set->wait chain between them is a :class:`DataRaceError`
 naming both instructions.  The ring instructions (TPUSH / TPOP / TFREE / TALLOC) synchronise
-by themselves, as pto-isa's TPipe does inside them: they are full barriers of their core.
+with their own operands, as pto-isa's TPipe does inside them: a TPUSH starts after the tile it
+pushes is written, and a tile a TPOP fills is ready for every pipe (no event needed).
 """
 from __future__ import annotations
 
@@ -157,21 +158,10 @@ class PipeSync:
 
     def access(self, t, pipe, write: bool, op: str, loc) -> None:
         """Check and record pipe ``pipe``'s access of tile ``t``'s bytes."""
-        mem = t.mem
-        addr = t._addr
-        if mem is None or addr is None:
-            return
-        lo, hi = addr, addr + t.rows * t.cols * t.dtype.itemsize
-        bufs = self.bufs.get(id(mem))
-        if bufs is None:
-            bufs = self.bufs[id(mem)] = {}
-        b = bufs.get((lo, hi))
+        b = self._buf(t)
         if b is None:
-            b = bufs[(lo, hi)] = _Buf(lo, hi)
-            for o in bufs.values():
-                if o is not b and o.lo < hi and lo < o.hi:
-                    o.near.append(b)
-                    b.near.append(o)
+            return
+        mem = t.mem
         vc = self.vc[pipe]
         for o in b.near:
             w = o.write
@@ -187,6 +177,25 @@ class PipeSync:
             b.reads = {}
         else:
             b.reads[pipe] = rec
+
+    def _buf(self, t) -> "_Buf | None":
+        """The access record of tile ``t``'s bytes (None: not bound to a local memory)."""
+        mem = t.mem
+        addr = t._addr
+        if mem is None or addr is None:
+            return None
+        lo, hi = addr, addr + t.rows * t.cols * t.dtype.itemsize
+        bufs = self.bufs.get(id(mem))
+        if bufs is None:
+            bufs = self.bufs[id(mem)] = {}
+        b = bufs.get((lo, hi))
+        if b is None:
+            b = bufs[(lo, hi)] = _Buf(lo, hi)
+            for o in bufs.values():
+                if o is not b and o.lo < hi and lo < o.hi:
+                    o.near.append(b)
+                    b.near.append(o)
+        return b
 
     def race(self, t, mem, pipe, write, op, loc, prev, prev_write, buf) -> DataRaceError:
         core = self.core
@@ -211,12 +220,6 @@ class PipeSync:
                        "access": {"pipe": _NAMES[pipe], "op": op, "where": str(loc)},
                        "other": {"pipe": _NAMES[q], "op": pop, "where": str(ploc)}}])
 
-    def _start(self, pipe, name):
-        """Tick ``pipe``'s clock (ring instructions: fenced, and start after their operands)."""
-        if name in _RING:
-            self.fence()
-        self.vc[pipe][pipe] += 1
-
     def _finish(self, pipe, cost, name, args):
         core = self.core
         pf = core.pipe_free
@@ -233,34 +236,46 @@ class PipeSync:
         return start, end
 
     def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
-        ring = name in _RING
-        self._start(pipe, name)
-        if not ring and (srcs or dsts):
+        if name in _RING:
+            return self._issue_ring(pipe, cost, srcs, dsts, name, args)
+        self.vc[pipe][pipe] += 1
+        if srcs or dsts:
             loc = self._loc()
             for s in srcs:
                 self.access(s, pipe, False, name, loc)
             for d in dsts:
                 self.access(d, pipe, True, name, loc)
-        if ring:        # a ring instruction orders itself after its operands, as in auto mode
-            pf = self.core.pipe_free
-            for t in srcs:
-                if t.ready_at > pf[pipe]:
-                    pf[pipe] = t.ready_at
-            for t in dsts:
-                if t.read_end > pf[pipe]:
-                    pf[pipe] = t.read_end
         start, end = self._finish(pipe, cost, name, args)
         for s in srcs:
             if end > s.read_end:
                 s.read_end = end
         for d in dsts:
             d.ready_at = end
-        if ring:
-            self.fence()
-            pf = self.core.pipe_free
-            for p in range(_N):
-                if pf[p] < end:
-                    pf[p] = end
+        return start, end
+
+    def _issue_ring(self, pipe, cost, srcs, dsts, name, args):
+        """A ring instruction synchronises with its own operands (pto-isa's TPipe does it
+        inside TPUSH / TPOP): it starts after them, as in auto mode, and a tile it writes
+        counts as written before everything (no later access races with it)."""
+        pf = self.core.pipe_free
+        for t in srcs:
+            if t.ready_at > pf[pipe]:
+                pf[pipe] = t.ready_at
+        for t in dsts:
+            if t.read_end > pf[pipe]:
+                pf[pipe] = t.read_end
+            if t.ready_at > pf[pipe]:
+                pf[pipe] = t.ready_at
+        start, end = self._finish(pipe, cost, name, args)
+        for s in srcs:
+            if end > s.read_end:
+                s.read_end = end
+        for d in dsts:
+            d.ready_at = end
+            b = self._buf(d)
+            if b is not None:
+                b.write = (pipe, 0, None, name)
+                b.reads = {}
         return start, end
 
     def issue_w(self, pipe, cost, d, name, args=None) -> int:
