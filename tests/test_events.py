@@ -211,6 +211,41 @@ def test_a_one_pipe_barrier_does_not_order_other_pipes():
     assert "TADDS on PIPE_V" in ei.value.what and "TLOAD on PIPE_MTE2" in ei.value.what
 
 
+def gm_roundtrip(order):
+    """TSTORE a tile to y, then TLOAD it back (RAW through GM), or TLOAD x again, then TSTORE
+    over x (WAR): MTE3 and MTE2 of one core need an event for GM bytes too."""
+    def vector(x, y):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0)
+        u = Tile(TileType.Vec, float32, 16, 16, addr=0x400)
+        TLOAD(t, x)
+        set_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID0)
+        wait_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID0)
+        TSTORE(y, t)                                      # gm-store
+        if order == "ordered":
+            set_flag(PIPE_MTE3, PIPE_MTE2, EVENT_ID0)
+            wait_flag(PIPE_MTE3, PIPE_MTE2, EVENT_ID0)
+        if order == "war":
+            TLOAD(u, x)                                   # gm-war-load
+            TSTORE(x, t)                                  # gm-war-store
+        else:
+            TLOAD(u, y)                                   # gm-reload
+    return vector
+
+
+@pytest.mark.parametrize("order,later,earlier", [("raw", "gm-reload", "gm-store"),
+                                                 ("war", "gm-war-store", "gm-war-load")])
+def test_gm_bytes_stored_and_reloaded_by_two_pipes_need_an_event(order, later, earlier):
+    fn = gm_roundtrip(order)
+    with pytest.raises(DataRaceError) as ei:
+        _vec_only(fn)
+    e = ei.value
+    assert _line(e.where) == line_of(fn, later), str(e)
+    assert f"test_events.py:{line_of(fn, earlier)}" in str(e) and "GM" in e.what
+    _vec_only(fn, sync="auto")                            # the scoreboard: no report
+    res = _vec_only(gm_roundtrip("ordered"))              # with the event: clean
+    np.testing.assert_array_equal(res["y"], np.arange(256, dtype=np.float32).reshape(16, 16))
+
+
 def tsync_kernel(x, y):
     t = Tile(TileType.Vec, float32, 16, 16, addr=0)
     e = TLOAD(t, x)

@@ -18,7 +18,7 @@ from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from ..errors import ConfigError, LeakError, MismatchError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
-from ..sim.pipesync import event_leaks
+from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, flag_leaks
 from .pipe import Protocol, leaks
 from .tensor import GlobalTensor, GMPtr
@@ -140,6 +140,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     cluster.shared["protocol"] = proto
     if checks:
         cluster.checker = KernelChecks(cluster)
+        if cluster.manual_sync:
+            watch_gm(cluster.checker)
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
         cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)

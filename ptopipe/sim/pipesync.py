@@ -32,8 +32,10 @@ from collections import deque
 from ..arch import PipeUnit
 from ..arch.vocab import SyncPipe
 from ..errors import DataRaceError, DeadlockError, KernelError
+from .race import gm_region, overlap
 
 _N = len(PipeUnit)
+_PAGE = 12                       # GM records are found by 4 KiB page
 _RING = frozenset(("TPUSH", "TPOP", "TFREE", "TALLOC"))
 _NAMES = {p.unit: p.name for p in SyncPipe if p.unit is not None}   # PipeUnit -> "PIPE_V"
 
@@ -43,13 +45,14 @@ def event_name(src, dst, eid) -> str:
 
 
 class _Buf:
-    """The accesses of one tile buffer (exact byte range of one memory): the last write and
-    the last read per pipe, as ``(pipe, epoch, loc, op)``; ``near``: the buffers of the same
-    memory whose bytes overlap it (itself included)."""
-    __slots__ = ("lo", "hi", "write", "reads", "near")
+    """The accesses of one tile buffer (exact byte range of one memory) or GM region (``rows``
+    refines its bytes, see sim.race): the last write and the last read per pipe, as
+    ``(pipe, epoch, loc, op)``; ``near``: the tile buffers of the same memory whose bytes
+    overlap it (itself included)."""
+    __slots__ = ("lo", "hi", "rows", "write", "reads", "near")
 
-    def __init__(self, lo, hi):
-        self.lo, self.hi = lo, hi
+    def __init__(self, lo, hi, rows=None):
+        self.lo, self.hi, self.rows = lo, hi, rows
         self.write = None
         self.reads = {}
         self.near = [self]
@@ -66,6 +69,9 @@ class PipeSync:
         self.last_wait: dict = {}    # (src, dst, id) -> loc of the last wait that consumed a set
         self.vc = [[0] * _N for _ in range(_N)]
         self.bufs: dict = {}         # id(memory) -> {(lo, hi): _Buf}
+        self.gm_bufs: dict = {}      # GM region key -> _Buf (manual mode, checkers on)
+        self.gm_pages: dict = {}     # 4 KiB page -> [_Buf]
+        self.gm_next = None          # the GM bytes of the TLOAD / TSTORE being issued
         if manual:
             core.issue = self.issue
             core.issue_w = self.issue_w
@@ -159,24 +165,50 @@ class PipeSync:
     def access(self, t, pipe, write: bool, op: str, loc) -> None:
         """Check and record pipe ``pipe``'s access of tile ``t``'s bytes."""
         b = self._buf(t)
-        if b is None:
-            return
-        mem = t.mem
+        if b is not None:
+            self._check(b, b.near, pipe, write, op, loc, t.mem.label, t.describe)
+
+    def _check(self, b, near, pipe, write: bool, op: str, loc, label, what) -> None:
+        """Check pipe ``pipe``'s access of buffer ``b`` against the records ``near`` that may
+        overlap it (exact bytes compared for strided GM regions), then record it."""
         vc = self.vc[pipe]
-        for o in b.near:
+        for o in near:
             w = o.write
-            if w is not None and w[0] != pipe and w[1] > vc[w[0]]:
-                raise self.race(t, mem, pipe, write, op, loc, w, True, o)
-            if write:
+            hit = w is not None and w[0] != pipe and w[1] > vc[w[0]]
+            if not hit and write:
                 for q, r in o.reads.items():
                     if q != pipe and r[1] > vc[q]:
-                        raise self.race(t, mem, pipe, write, op, loc, r, False, o)
+                        hit, w = True, r
+                        break
+            if hit and (o is b or (b.rows is None and o.rows is None)
+                        or overlap(b.lo, b.hi, b.rows, o.lo, o.hi, o.rows)):
+                raise self.race(b, o, label, what, pipe, write, op, loc, w, w is o.write)
         rec = (pipe, vc[pipe], loc, op)
         if write:
             b.write = rec
             b.reads = {}
         else:
             b.reads[pipe] = rec
+
+    def gm_note(self, gt, write: bool, op: str) -> None:
+        """A TLOAD / TSTORE of this core is about to issue (with the checkers on): its GM
+        bytes are checked against the other pipes' GM accesses when it does."""
+        reg = gm_region(gt)
+        if reg is not None:
+            self.gm_next = (reg, write, op, gt.describe)
+
+    def _gm_access(self, note, pipe, loc) -> None:
+        (lo, hi, rows), write, op, what = note
+        key = (lo, hi, rows if rows.__class__ is not list else tuple(rows))
+        pages = self.gm_pages
+        b = self.gm_bufs.get(key)
+        if b is None:
+            b = self.gm_bufs[key] = _Buf(lo, hi, rows)
+            for pg in range(lo >> _PAGE, ((hi - 1) >> _PAGE) + 1):
+                pages.setdefault(pg, []).append(b)
+        near = {id(o): o for pg in range(lo >> _PAGE, ((hi - 1) >> _PAGE) + 1)
+                for o in pages.get(pg, ()) if o.lo < hi and lo < o.hi}
+        self._check(b, near.values(), pipe, write, op, loc, "GM", what)
 
     def _buf(self, t) -> "_Buf | None":
         """The access record of tile ``t``'s bytes (None: not bound to a local memory)."""
@@ -197,20 +229,20 @@ class PipeSync:
                     b.near.append(o)
         return b
 
-    def race(self, t, mem, pipe, write, op, loc, prev, prev_write, buf) -> DataRaceError:
+    def race(self, b, o, label, what, pipe, write, op, loc, prev, prev_write) -> DataRaceError:
         core = self.core
         q, _epoch, ploc, pop = prev
         kind = "write/write" if write and prev_write else "read/write"
-        lo, hi = max(buf.lo, t._addr), min(buf.hi, t._addr + t.rows * t.cols * t.dtype.itemsize)
+        lo, hi = max(b.lo, o.lo), min(b.hi, o.hi)
         a = f"{op} on {_NAMES[pipe]} ({'writes' if write else 'reads'})"
         b = f"{pop} on {_NAMES[q]} ({'writes' if prev_write else 'reads'})"
         return DataRaceError(
             f"data race ({kind}) inside {core.name}: {a} and the earlier {b} touch the same "
-            f"{mem.label} bytes with no event between the two pipes (manual sync)",
+            f"{label} bytes with no event between the two pipes (manual sync)",
             where=str(loc) if loc else None,
-            details="\n".join([f"{_NAMES[pipe]:9s} {op:10s} at {loc}: {t.describe()}",
+            details="\n".join([f"{_NAMES[pipe]:9s} {op:10s} at {loc}: {what()}",
                                f"{_NAMES[q]:9s} {pop:10s} at {ploc}",
-                               f"overlap {mem.label}[{lo:#x}, {hi:#x}); no set_flag({_NAMES[q]}, "
+                               f"overlap {label}[{lo:#x}, {hi:#x}); no set_flag({_NAMES[q]}, "
                                f"{_NAMES[pipe]}, ...) -> wait_flag chain orders the {pop} before "
                                f"the {op}"]),
             fix=f"after the {pop}: set_flag({_NAMES[q]}, {_NAMES[pipe]}, EVENT_IDn); before the {op}: "
@@ -239,8 +271,12 @@ class PipeSync:
         if name in _RING:
             return self._issue_ring(pipe, cost, srcs, dsts, name, args)
         self.vc[pipe][pipe] += 1
-        if srcs or dsts:
+        g = self.gm_next
+        if srcs or dsts or g is not None:
             loc = self._loc()
+            if g is not None:
+                self.gm_next = None
+                self._gm_access(g, pipe, loc)
             for s in srcs:
                 self.access(s, pipe, False, name, loc)
             for d in dsts:
@@ -308,6 +344,18 @@ def event_leaks(cluster) -> list:
                             f"wait_flag ({len(q)} of {sets} set{'s' if sets != 1 else ''} left)",
                             q[0][2]))
     return out
+
+
+def watch_gm(checker) -> None:
+    """Manual mode with the checkers on: every TLOAD / TSTORE the happens-before checker sees
+    is also checked against the other pipes of its core (GM bytes written by a TSTORE and
+    read back by a TLOAD need an event too).  Wraps the checker's ``gm_access``."""
+    inner = checker.gm_access
+
+    def gm_access(core, gt, write, op, where=None):
+        inner(core, gt, write, op, where)
+        core.psync.gm_note(gt, write, op)
+    checker.gm_access = gm_access
 
 
 def psync(core) -> PipeSync:
