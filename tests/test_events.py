@@ -246,6 +246,28 @@ def test_gm_bytes_stored_and_reloaded_by_two_pipes_need_an_event(order, later, e
     np.testing.assert_array_equal(res["y"], np.arange(256, dtype=np.float32).reshape(16, 16))
 
 
+def gm_columns(load_col):
+    """Store columns 0..7 of y (rows 64 B apart), then load 8 columns from ``load_col``: the
+    byte ranges interleave; only the exact bytes decide whether the two pipes race."""
+    def vector(x, y):
+        t = Tile(TileType.Vec, float32, 16, 8, addr=0)
+        u = Tile(TileType.Vec, float32, 16, 8, addr=0x400)
+        TLOAD(t, GlobalTensor(x.data(), (16, 8), (16, 1)))
+        set_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID0)
+        wait_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID0)
+        TSTORE(GlobalTensor(y.data(), (16, 8), (16, 1)), t)
+        TLOAD(u, GlobalTensor(y.data() + load_col, (16, 8), (16, 1)))   # cols-load
+    return vector
+
+
+def test_gm_regions_that_interleave_without_sharing_bytes_do_not_race():
+    _vec_only(gm_columns(8))                              # columns 8..15: disjoint bytes
+    fn = gm_columns(4)                                    # columns 4..11: 4 shared per row
+    with pytest.raises(DataRaceError) as ei:
+        _vec_only(fn)
+    assert _line(ei.value.where) == line_of(fn, "cols-load")
+
+
 def tsync_kernel(x, y):
     t = Tile(TileType.Vec, float32, 16, 16, addr=0)
     e = TLOAD(t, x)
