@@ -447,3 +447,17 @@ def test_dsl_events_print_as_pto_as_spellings_and_parse_back():
     assert "pl.record_event(pl.PIPE_MTE2, pl.PIPE_V, i % 2)" in text
     assert "pl.wait_event(pl.PIPE_MTE3, pl.PIPE_MTE2, 0)" in text and "pl.barrier()" in text
     assert first_difference(prog, pl.parse(text)) is None
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_manual_mode_timing_an_op_reading_a_popped_tile_starts_after_the_tpop(platform, protocol):
+    """TPOP synchronises by itself: the TMOV reading the popped tile starts after the TPOP
+    has filled it, as in auto mode (the scoreboard is gone in manual mode)."""
+    res = ptopipe.run(v2c_cube, v2c_vec, v2c_args(n=4), platform=platform, protocol=protocol,
+                      sync="manual", trace=True)
+    instrs = [i for i in res.cluster.trace if i.core == 0]
+    pops = [k for k, i in enumerate(instrs) if i.name == "TPOP"]
+    assert len(pops) == 4
+    for k in pops:
+        mov = next(j for j in instrs[k + 1:] if j.name == "TMOV")
+        assert mov.start >= instrs[k].end, (instrs[k], mov)

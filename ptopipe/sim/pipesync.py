@@ -49,10 +49,11 @@ class _Buf:
     refines its bytes, see sim.race): the last write and the last read per pipe, as
     ``(pipe, epoch, loc, op)``; ``near``: the tile buffers of the same memory whose bytes
     overlap it (itself included)."""
-    __slots__ = ("lo", "hi", "rows", "write", "reads", "near")
+    __slots__ = ("lo", "hi", "rows", "write", "reads", "near", "ring_until")
 
     def __init__(self, lo, hi, rows=None):
         self.lo, self.hi, self.rows = lo, hi, rows
+        self.ring_until = 0         # the end of the last ring instruction (TPUSH / TPOP) on it
         self.write = None
         self.reads = {}
         self.near = [self]
@@ -163,10 +164,14 @@ class PipeSync:
         return o if o is not None else core.where()
 
     def access(self, t, pipe, write: bool, op: str, loc) -> None:
-        """Check and record pipe ``pipe``'s access of tile ``t``'s bytes."""
+        """Check and record pipe ``pipe``'s access of tile ``t``'s bytes; it starts after a
+        ring instruction on them (TPOP filling it, TPUSH reading it) has completed."""
         b = self._buf(t)
         if b is not None:
             self._check(b, b.near, pipe, write, op, loc, t.mem.label, t.describe)
+            pf = self.core.pipe_free
+            if b.ring_until > pf[pipe]:
+                pf[pipe] = b.ring_until
 
     def _check(self, b, near, pipe, write: bool, op: str, loc, label, what) -> None:
         """Check pipe ``pipe``'s access of buffer ``b`` against the records ``near`` that may
@@ -306,12 +311,16 @@ class PipeSync:
         for s in srcs:
             if end > s.read_end:
                 s.read_end = end
+            b = self._buf(s)
+            if b is not None and end > b.ring_until:
+                b.ring_until = end
         for d in dsts:
             d.ready_at = end
             b = self._buf(d)
             if b is not None:
                 b.write = (pipe, 0, None, name)
                 b.reads = {}
+                b.ring_until = end
         return start, end
 
     def issue_w(self, pipe, cost, d, name, args=None) -> int:
