@@ -461,3 +461,17 @@ def test_manual_mode_timing_an_op_reading_a_popped_tile_starts_after_the_tpop(pl
     for k in pops:
         mov = next(j for j in instrs[k + 1:] if j.name == "TMOV")
         assert mov.start >= instrs[k].end, (instrs[k], mov)
+
+
+def test_cli_sync_option_overrides_the_scenarios_mode(capsys):
+    s8 = os.path.join(ROOT, "examples", "dsl", "s8_manual_sync.py")
+    assert cli_main(["check", s8, "--schedules", "1"]) == 0
+    assert "(manual sync)" in capsys.readouterr().out
+    assert cli_main(["check", s8, "--schedules", "1", "--sync", "auto"]) == 0
+    assert "(manual sync)" not in capsys.readouterr().out
+    # M11 without its events checked: in auto mode only the leaked set remains to report
+    m11 = os.path.join(MISUSE, "m11_missing_wait.py")
+    assert cli_main(["run", m11, "--sync", "auto"]) == 1
+    assert "LeakError" in capsys.readouterr().err
+    assert cli_main(["run", m11]) == 1
+    assert "DataRaceError" in capsys.readouterr().err

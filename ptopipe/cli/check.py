@@ -93,7 +93,8 @@ def _check(args, reports: list) -> int:
         plat, protocol = target(args, sc)
         platform = plat.name
         for v in pick_variants(sc, args.variant):
-            label = f"{sc.name}[{v}] on {platform}/{protocol}"
+            manual = (getattr(args, "sync", None) or sc.sync) == "manual"
+            label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
             res = _explore(sc, v, args, plat, protocol, label)
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
                    "runs": res.runs, "passed": res.passed, "failure": None}
@@ -111,7 +112,8 @@ def _check(args, reports: list) -> int:
                           f"(after {res.passed} passing schedule(s))", flush=True)
                     report_exception(err)
                     replay = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} "
-                              f"--variant {v} --seed {seed} --schedules 1")
+                              f"--variant {v} --seed {seed} --schedules 1"
+                              + (f" --sync {args.sync}" if getattr(args, "sync", None) else ""))
                     print(f"  replay: {replay}" if seed is not None else
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)
