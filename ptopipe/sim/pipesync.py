@@ -22,7 +22,8 @@ write and the last read of every other pipe of the core: two pipes touching the 
 (at least one writing) with no set->wait chain between them is a :class:`DataRaceError`
 naming both instructions.  The ring instructions (TPUSH / TPOP / TFREE / TALLOC) synchronise
 with their own operands, as pto-isa's TPipe does inside them: a TPUSH starts after the tile it
-pushes is written, and a tile a TPOP fills is ready for every pipe (no event needed).
+pushes is written, and a tile a TPOP fills is ready for every pipe (no event needed).  With
+the checkers on, the GM bytes of TLOAD / TSTORE are checked the same way (:func:`watch_gm`).
 """
 from __future__ import annotations
 
