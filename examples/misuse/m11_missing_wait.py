@@ -7,7 +7,7 @@ wrong numbers, depending on timing).
 Run:  ptopipe check examples/misuse/m11_missing_wait.py [--platform a5]
 """
 from ptopipe.isa import *
-from _events import T, tile, scenario
+from _events import T, scenario, tile
 
 
 def vector(x, y, tiles):

@@ -7,7 +7,7 @@ that wait.
 Run:  ptopipe check examples/misuse/m12_misprimed_event.py [--platform a5]
 """
 from ptopipe.isa import *
-from _events import T, tile, scenario
+from _events import T, scenario, tile
 
 
 def vector(x, y, tiles):

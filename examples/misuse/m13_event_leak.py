@@ -6,7 +6,7 @@ kernel end naming the set_flag.
 Run:  ptopipe check examples/misuse/m13_event_leak.py [--platform a5]
 """
 from ptopipe.isa import *
-from _events import T, tile, scenario
+from _events import T, scenario, tile
 
 
 def vector(x, y, tiles):

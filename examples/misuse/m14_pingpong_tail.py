@@ -16,10 +16,8 @@ The fix: the tail waits for the event of the slot it reuses (EVENT_ID1); ``fixed
 
 Run:  ptopipe check examples/misuse/m14_pingpong_tail.py --variant all
 """
-import numpy as np
-
 from ptopipe.isa import *
-from _events import T, tile, make_args, scenario
+from _events import T, scenario, tile
 
 
 def pingpong(x, y, tiles, fixed=False):
@@ -38,7 +36,7 @@ def pingpong(x, y, tiles, fixed=False):
         set_flag(PIPE_V, PIPE_MTE2, s)                  # slot s free again
     # the tail: one more tile, into slot 1
     wait_flag(PIPE_V, PIPE_MTE2, EVENT_ID1 if fixed else EVENT_ID0)   # M14: the wrong slot's event
-    TLOAD(slot[1], tile(x, tiles))                 # M14: the tail (even trip counts)  <- where
+    TLOAD(slot[1], tile(x, tiles))                      # M14: the tail (even trip counts)  <- where
     set_flag(PIPE_MTE2, PIPE_V, EVENT_ID1)
     wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID1)
     TADD(acc, acc, slot[1])
