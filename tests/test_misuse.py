@@ -25,6 +25,10 @@ CASES = {
     "m7_leak.py": LeakError,
     "m8_pto_isa_slotnum5.py": ProtocolError,
     "m9_gm_race.py": DataRaceError,
+    "m11_missing_wait.py": DataRaceError,          # intra-core events, manual sync (M11-M14)
+    "m12_misprimed_event.py": DeadlockError,
+    "m13_event_leak.py": LeakError,
+    "m14_pingpong_tail.py": DataRaceError,
     "m19_tpipe_ctrl_pto_isa.py": ConfigError,
     "m20_both_gm_pto_isa.py": ConfigError,
     "m22_layout_nd_into_nz.py": ProtocolError,
@@ -35,7 +39,8 @@ CASES = {
     "m27_staged_read_after_free.py": ProtocolError,
     "m28_sync_period_credit.py": DeadlockError,
 }
-ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py", "m22_layout_nd_into_nz.py"}   # every marked line named
+ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py", "m22_layout_nd_into_nz.py",
+               "m11_missing_wait.py"}   # every marked line named
 
 
 def markers(fname):

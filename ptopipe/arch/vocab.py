@@ -175,3 +175,52 @@ TILE_NO_SPLIT, TILE_UP_DOWN = TileSplitAxis.TILE_NO_SPLIT, TileSplitAxis.TILE_UP
 TILE_LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
 #: the two ring ways of a channel (one unidirectional ring each)
 C2V, V2C = "C2V", "V2C"
+
+
+class SyncPipe(Enum):
+    """pto-isa's ``pipe_t`` names, as ``set_flag`` / ``wait_flag`` / ``pipe_barrier`` take
+    them (PTO-AS ``record_event`` / ``wait_event`` / ``pto.barrier`` name the same pipes).
+    ``unit`` is the core's :class:`PipeUnit` (None for PIPE_ALL: every pipe)."""
+    PIPE_S = "PIPE_S"
+    PIPE_MTE1 = "PIPE_MTE1"
+    PIPE_MTE2 = "PIPE_MTE2"
+    PIPE_MTE3 = "PIPE_MTE3"
+    PIPE_M = "PIPE_M"
+    PIPE_V = "PIPE_V"
+    PIPE_FIX = "PIPE_FIX"
+    PIPE_ALL = "PIPE_ALL"
+
+    __hash__ = object.__hash__
+
+    @property
+    def unit(self) -> "PipeUnit | None":
+        return None if self is SyncPipe.PIPE_ALL else PipeUnit[self.value[5:]]
+
+
+class EventID(IntEnum):
+    """The intra-core event flags of one (src pipe, dst pipe) pair (pto-isa ``event_t``)."""
+    EVENT_ID0 = 0
+    EVENT_ID1 = 1
+    EVENT_ID2 = 2
+    EVENT_ID3 = 3
+    EVENT_ID4 = 4
+    EVENT_ID5 = 5
+    EVENT_ID6 = 6
+    EVENT_ID7 = 7
+
+
+class SyncMode(Enum):
+    """How the pipes of one core are ordered: ``auto`` (the scoreboard orders every
+    same-core dependency: the default) or ``manual`` (only set_flag / wait_flag /
+    pipe_barrier order different pipes; see docs/events.md)."""
+    AUTO = "auto"
+    MANUAL = "manual"
+
+    __hash__ = object.__hash__
+
+
+PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2
+PIPE_MTE3, PIPE_M, PIPE_V = SyncPipe.PIPE_MTE3, SyncPipe.PIPE_M, SyncPipe.PIPE_V
+PIPE_FIX, PIPE_ALL = SyncPipe.PIPE_FIX, SyncPipe.PIPE_ALL
+(EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3,
+ EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7) = tuple(EventID)

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..isa.explore import ExploreResult, explore
-from .common import PROTOCOLS, target
+from .common import PROTOCOLS, add_sync, sync_kwargs, target
 from .errors import color, describe_exception, report_exception
 from . import bounds
 from .loader import load_scenarios, pick_variants
@@ -26,6 +26,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
     p.add_argument("--data-seed", type=int, default=0, help="input data seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    add_sync(p)
     bounds.add_arguments(p)
     p.set_defaults(func=main)
 
@@ -77,7 +78,7 @@ def _explore(sc, v, args, platform, protocol, label):
     try:
         return explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
                        protocol=protocol, data_seed=args.data_seed, progress=progress,
-                       **bounds.run_kwargs(args))
+                       **bounds.run_kwargs(args), **sync_kwargs(args))
     except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
         res = ExploreResult(runs=at[0] + 1, passed=at[0])
         res.failures.append((None if at[0] == 0 else args.seed + at[0] - 1, e))
@@ -92,7 +93,8 @@ def _check(args, reports: list) -> int:
         plat, protocol = target(args, sc)
         platform = plat.name
         for v in pick_variants(sc, args.variant):
-            label = f"{sc.name}[{v}] on {platform}/{protocol}"
+            manual = (getattr(args, "sync", None) or sc.sync) == "manual"
+            label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
             res = _explore(sc, v, args, plat, protocol, label)
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
                    "runs": res.runs, "passed": res.passed, "failure": None}
@@ -110,7 +112,8 @@ def _check(args, reports: list) -> int:
                           f"(after {res.passed} passing schedule(s))", flush=True)
                     report_exception(err)
                     replay = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} "
-                              f"--variant {v} --seed {seed} --schedules 1")
+                              f"--variant {v} --seed {seed} --schedules 1"
+                              + (f" --sync {args.sync}" if getattr(args, "sync", None) else ""))
                     print(f"  replay: {replay}" if seed is not None else
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)

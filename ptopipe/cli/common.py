@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..arch import get_platform
-from ..arch.vocab import Protocol
+from ..arch.vocab import Protocol, SyncMode
 from ..errors import ConfigError
 from .errors import color, report_exception
 
@@ -45,6 +45,20 @@ def target(args, sc) -> tuple:
     if getattr(args, "latency", None) is not None:
         plat = plat.replace(cross_core_latency=int(args.latency))
     return plat, getattr(args, "protocol", None) or sc.protocol or "spec"
+
+
+def add_sync(p) -> None:
+    """``--sync auto|manual``: the synchronisation mode of the runs (docs/events.md)."""
+    p.add_argument("--sync", default=None, choices=[m.value for m in SyncMode],
+                   help="'manual': only set_flag / wait_flag / pipe_barrier order the pipes of a "
+                        "core (missing events are races, hangs or leaks); 'auto': the scoreboard "
+                        "orders them (default: the scenario's, else auto)")
+
+
+def sync_kwargs(args) -> dict:
+    """``{"sync": ...}`` if ``--sync`` was given (else the Scenario's own mode applies)."""
+    s = getattr(args, "sync", None)
+    return {} if s is None else {"sync": s}
 
 
 def run_each(jobs: list, one) -> int:

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare
-from .common import PROTOCOLS, run_each, target
+from .common import PROTOCOLS, add_sync, run_each, sync_kwargs, target
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -22,6 +22,7 @@ def add_common(p) -> None:
                         "(default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
     p.add_argument("--seed", type=int, default=0, help="input data seed (default 0)")
+    add_sync(p)
     bounds.add_arguments(p)
 
 
@@ -47,7 +48,8 @@ def main(args) -> int:
     def one(sc, v):
         platform, protocol = target(args, sc)
         res, expected = sc.run(v, platform, protocol, args.seed,
-                               **({"trace": True} if reports else {}), **bounds.run_kwargs(args))
+                               **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
+                               **sync_kwargs(args))
         label = f"{sc.name}[{v}]"
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports

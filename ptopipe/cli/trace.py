@@ -8,7 +8,7 @@ import sys
 
 from ..isa.launch import compare
 from ..report import profile, write_chrome_trace, write_html
-from .common import run_each, target
+from .common import run_each, sync_kwargs, target
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -42,7 +42,8 @@ def main(args) -> int:
     def one(sc, v):
         label = f"{sc.name}[{v}]"
         plat, protocol = target(args, sc)
-        res, expected = sc.run(v, plat, protocol, args.seed, trace=True, **bounds.run_kwargs(args))
+        res, expected = sc.run(v, plat, protocol, args.seed, trace=True, **bounds.run_kwargs(args),
+                               **sync_kwargs(args))
         tag = f"{sc.name}.{v}" if len({s.name for s, _ in jobs}) > 1 else v
         path = write_chrome_trace(res, _out(args.output, tag, many))
         print(f"wrote {path} ({label}, {res.summary.cycles} cycles) - open it in https://ui.perfetto.dev")

@@ -16,7 +16,7 @@ from typing import Callable
 from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVE_PATHS, MOVES, STORE_SRC,
                               matmul_dtype_fix, scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
-from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileSplitAxis
 from .nodes import Const, FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType,
                     TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
@@ -25,7 +25,7 @@ REQUIRED = object()
 
 # attribute kinds: "shape" (tuple of ints), "dtype" (str), "space" (MemorySpace),
 # "split" (int), "dir" (int), "int" (int or None), "type" (a Tensor/Tile Type),
-# "layout" (a TileLayout or None: the space's default).
+# "layout" (a TileLayout or None: the space's default), "pipe" (a SyncPipe: pl.PIPE_MTE2 ...).
 # operand kinds: "value" (an expression), "values" (a list of expressions).
 OPERAND_KINDS = ("value", "values")
 
@@ -466,6 +466,34 @@ _op("tfree", [("buf", "value"), ("obj", "value", None), ("direction", "dir", Non
 _op("talloc", [("buf", "value"), ("type", "type"), ("split", "split", 0),
                ("direction", "dir", None)], _talloc, dsl="TALLOC",
     doc="address flow: allocate the next slot as a GM tensor view")
+
+
+
+# -- intra-core events (PTO-AS record_event / wait_event / pto.barrier: pto-isa's set_flag /
+# wait_flag / pipe_barrier); the event id is a value (a loop may select it, e.g. i % 2)
+def _event(kind, a, at):
+    for p in ("src", "dst"):
+        if at[p] is SyncPipe.PIPE_ALL:
+            raise OpError(f"'{p}' cannot be PIPE_ALL (only pl.barrier takes it)",
+                          "name the one pipe that records / waits", p)
+    _scalar(a, "event_id")
+    e = a["event_id"]
+    if isinstance(e, Const) and not (isinstance(e.value, int) and 0 <= e.value < len(EventID)):
+        raise OpError(f"event id {e.value!r} is not EVENT_ID0..EVENT_ID7",
+                      "use pl.EVENT_ID0 .. pl.EVENT_ID7 (or an index expression)", "event_id")
+    return NONE
+
+
+def _barrier(kind, a, at):
+    return NONE
+
+
+_EVENT = [("src", "pipe"), ("dst", "pipe"), ("event_id", "value")]
+_op("record_event", _EVENT, _event, doc="set_flag(src, dst, event_id): signal dst when src is done")
+_op("wait_event", _EVENT, _event, doc="wait_flag(src, dst, event_id): hold dst until recorded")
+_op("barrier", [("pipe", "pipe", SyncPipe.PIPE_ALL)], _barrier,
+    doc="pipe_barrier(pipe): PIPE_ALL orders everything after everything before")
+EVENT_OPS = ("record_event", "wait_event", "barrier")
 
 CROSS_CORE = ("tpush", "tpop", "tfree", "talloc")
 INIT_OPS = ("aic_initialize_pipe", "aiv_initialize_pipe")

@@ -51,6 +51,8 @@ def print_attr(kind_: str, v) -> str:
         return f"pl.{SPLITS[v]}"
     if kind_ == "dir":
         return f"pl.{DIRS[v]}"
+    if kind_ == "pipe":
+        return f"pl.{v.name}"
     if kind_ == "type":
         return str(v) if isinstance(v, Type) else repr(v)
     if kind_ == "layout":

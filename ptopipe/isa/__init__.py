@@ -15,6 +15,8 @@ from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_
                    TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, TPOP, TPOPDONE,
                    TPUSH, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
                    TMPipe, TPipe, VecCubeRatio, aic_initialize_pipe, aiv_initialize_pipe)
+from .sync import *  # noqa: F401,F403
+from .sync import __all__ as _sync_all
 from .tensor import GlobalTensor, GMPtr
 from .tile import TASSIGN, BLayout, SLayout, Tile, TileLayout, TileType
 from ..arch.platform import PlatformID
@@ -22,7 +24,7 @@ from ..arch.platform import PlatformID
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
 
-__all__ = list(_ops_all) + [
+__all__ = list(_ops_all) + list(_sync_all) + [
     "BLayout", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RunResult",

@@ -72,6 +72,9 @@ def TSYNC(*events) -> None:
                                   where=str(core.where()),
                                   fix="events synchronise pipes of one core; use a TPipe across cores")
             t = e.end
+            ps = core.psync
+            if ps is not None and ps.manual:    # manual sync: waiting on an event orders
+                ps.fence()                      # every pipe after it (conservatively: all)
         elif e is None:
             continue
         else:

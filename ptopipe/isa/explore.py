@@ -49,6 +49,8 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
         params = target.params(variant)
         a = target.make_args(data_rng(data_seed), **params)
         expected = target.golden(a, **params)
+        if run_kwargs.get("sync") is None:
+            run_kwargs["sync"] = target.sync
         res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)
         compare(res.outputs, expected, target.rtol, target.atol,
                 f"{target.name}[{variant}] (schedule seed {seed})",

@@ -18,6 +18,7 @@ from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from ..errors import ConfigError, LeakError, MismatchError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
+from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .pipe import Protocol, leaks
 from .tensor import GlobalTensor, GMPtr
@@ -96,7 +97,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         schedule_seed: int | None = None, trace: bool = False, leak_check: bool = True,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
-        timeout: float | None = None, record_writes: bool = False) -> RunResult:
+        timeout: float | None = None, record_writes: bool = False, sync: str | None = None) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -116,6 +117,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     (:mod:`ptopipe.isa.checks`); ``leak_check=False`` reports leaks as summary warnings.
     ``record_writes=True`` (implies checks) also logs every GM write, for
     :func:`compare`'s explanation of a mismatch (slower; off by default).
+    ``sync="manual"`` runs in the manual synchronisation mode: the pipes of a core are
+    ordered only by ``set_flag`` / ``wait_flag`` / ``pipe_barrier`` (docs/events.md);
+    None / ``"auto"`` (default): the scoreboard orders every same-core dependency.
     """
     args = dict(args or {})
     plat = get_platform(platform)
@@ -134,12 +138,14 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     addrs, end = gm_layout([a.nbytes for a in arrays.values()])
     cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                       max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                      timeout=timeout)
+                      timeout=timeout, sync=sync)
     cluster.shared["protocol"] = proto
     # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
     cluster.shared["gm_args"] = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
     if checks or record_writes:
         cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
+        if cluster.manual_sync:
+            watch_gm(cluster.checker)
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
         cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
@@ -156,6 +162,16 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     wall = time.perf_counter() - t0
     found = leaks(cluster)
     flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
+    events = event_leaks(cluster)
+    if events and leak_check and not (found or flag_errors):
+        what, loc = events[0]
+        raise LeakError(f"event leak at kernel end: {what}", where=str(loc) if loc else None,
+                        details="\n".join(w + (f" ({l})" if l else "") for w, l in events[1:]) or None,
+                        fix="consume every set_flag with a wait_flag: drain loop-carried events after "
+                            "the loop (one wait_flag per ID primed before it), or drop the extra set",
+                        findings=[{"kind": "event_leak", "what": w, "where": str(l) if l else None}
+                                  for w, l in events])
+    flag_errors = list(flag_errors) + events
     if (found or flag_errors) and leak_check:
         allf = list(found) + list(flag_errors)
         what, loc = allf[0]
@@ -200,6 +216,7 @@ class Scenario:
     doc: str = ""
     platform: str | None = None   # the scenario's platform / protocol: what `ptopipe run/check/
     protocol: str | None = None   # trace/sweep` use unless an option overrides them (None: defaults)
+    sync: str | None = None       # "manual": run in the manual synchronisation mode (None: auto)
 
     def __post_init__(self):
         v = self.variants
@@ -232,6 +249,8 @@ class Scenario:
         params = self.params(variant)
         args = self.make_args(data_rng(seed), **params)
         expected = self.golden(args, **params)
+        if run_kwargs.get("sync") is None:
+            run_kwargs["sync"] = self.sync
         res = run(self.aic, self.aiv, args, platform=platform, protocol=protocol, **run_kwargs)
         return res, expected
 

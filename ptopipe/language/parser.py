@@ -15,7 +15,7 @@ from ..errors import CompileError
 from ..ir.nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                         Function, FunctionKind, If, ImportPeerBuffer, Loc, ReserveBuffer, Return,
                         UnaryOp, Var)
-from ..arch.vocab import ALIGNMENT, Direction, TileLayout, TileSplitAxis
+from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
 from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
 from ..ir.types import (BOOL, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
@@ -690,6 +690,10 @@ class FunctionParser:
             if isinstance(v, int) and int(v) in DIRS:
                 return Direction(v)
             bad = "a direction: pl.DIR_C2V, pl.DIR_V2C or pl.DIR_C2V | pl.DIR_V2C"
+        elif k == "pipe":
+            if isinstance(v, SyncPipe):
+                return v
+            bad = "a pipe: pl.PIPE_MTE2, pl.PIPE_V, ... (pl.PIPE_ALL for pl.barrier)"
         elif k == "int":
             if v is None and p.default is None:
                 return None

@@ -13,7 +13,7 @@ from ..errors import CompileError
 from ..ir.nodes import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
 from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileValueType
-from ..arch.vocab import Direction, TileLayout, TileSplitAxis
+from ..arch.vocab import Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
 
 
 class DType:
@@ -116,6 +116,9 @@ TILE_NO_SPLIT, TILE_UP_DOWN, TILE_LEFT_RIGHT = (TileSplitAxis.TILE_NO_SPLIT,
                                                 TileSplitAxis.TILE_UP_DOWN,
                                                 TileSplitAxis.TILE_LEFT_RIGHT)
 NO_SPLIT, UP_DOWN, LEFT_RIGHT = TILE_NO_SPLIT, TILE_UP_DOWN, TILE_LEFT_RIGHT
+# the pipes and event ids of pl.record_event / pl.wait_event / pl.barrier (pto-isa's names)
+PIPES = {p.name: p for p in SyncPipe}
+EVENT_IDS = {e.name: e for e in EventID}
 
 
 class DSLOp:

@@ -145,7 +145,8 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
         p.update(params)
         args = sc.make_args(data_rng(seed), **p)
         expected = sc.golden(args, **p)
-        res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, **(bounds or {}))
+        res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, sync=sc.sync,
+                  **(bounds or {}))
         compare(res.outputs, expected, sc.rtol, sc.atol, f"{sc.name}{params}")
         row.cycles = res.summary.cycles
         for name, c in res.summary.cores.items():

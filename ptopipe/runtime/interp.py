@@ -224,6 +224,15 @@ class Interpreter:
             return isa.get_subblockid()
         if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
             return self.init_pipe(op, a, at, c)
+        if op == "record_event":
+            isa.set_flag(at["src"], at["dst"], a[0])
+            return None
+        if op == "wait_event":
+            isa.wait_flag(at["src"], at["dst"], a[0])
+            return None
+        if op == "barrier":
+            isa.pipe_barrier(at["pipe"])
+            return None
         if op == "tpush":
             isa.TPUSH(self.pipe, a[0], at["split"])
             return None

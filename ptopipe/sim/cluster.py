@@ -23,7 +23,8 @@ import greenlet
 from numpy import errstate as _errstate
 
 from ..arch import MemSpace, Platform, get_platform
-from ..errors import DeadlockError, PtoPipeError
+from ..arch.vocab import SyncMode
+from ..errors import ConfigError, DeadlockError, PtoPipeError
 from .bounds import Abort, Watchdog, check_bounds
 from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
@@ -37,14 +38,29 @@ _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, 
           CoreKind.AIV: (MemSpace.UB,)}
 
 
+def sync_mode(s) -> SyncMode:
+    """``"auto"`` / ``"manual"`` (or a SyncMode; None: auto) as a SyncMode."""
+    if s is None:
+        return SyncMode.AUTO
+    try:
+        return s if isinstance(s, SyncMode) else SyncMode(str(s))
+    except ValueError:
+        raise ConfigError(f"unknown synchronisation mode {s!r}",
+                          fix="use sync='auto' (the scoreboard orders the pipes of a core) or "
+                              "sync='manual' (only set_flag / wait_flag / pipe_barrier do)") from None
+
+
 class Cluster:
     """One cluster of the chip, with real byte-array memories."""
 
     def __init__(self, platform: "Platform | str" = "a2a3", gm_size: int = 1 << 20,
                  schedule_seed: int | None = None, trace: bool = False,
                  max_instructions: int | None = None, timing: bool = True,
-                 until_cycle: int | None = None, timeout: float | None = None):
+                 until_cycle: int | None = None, timeout: float | None = None,
+                 sync: "SyncMode | str" = SyncMode.AUTO):
         self.platform = get_platform(platform)
+        # manual synchronisation (sim.pipesync): read by the cores, set before them
+        self.manual_sync = sync_mode(sync) is SyncMode.MANUAL
         # the bounds of the run (sim.bounds): None means the default
         self.max_instructions, self.until_cycle, self.timeout = check_bounds(
             max_instructions, until_cycle, timeout)

@@ -108,12 +108,17 @@ class Core:
         # (applies the queued data operations) and the one over the budget
         self.limit = -1 if self.trace is not None or self.until is not None else min(self.budget, SYNC_EVERY)
         self.vclock = None  # happens-before vector clock (checkers)
+        self.psync = None   # intra-core event flags (sim.pipesync), made on first use
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
             self.issue = self._issue_untimed
             self.issue_w = self.issue_r = self.issue_rw = self.issue_rrw = self.issue_s = self._untimed
             self.limit = -1 if self.until is not None else min(self.budget, SYNC_EVERY)
+        if cluster.manual_sync:
+            # manual synchronisation: pipes ordered only by events (replaces the issue methods)
+            from .pipesync import PipeSync
+            self.psync = PipeSync(self, True)
 
     def __repr__(self) -> str:
         return f"<Core {self.name} {self.state.value}>"

@@ -108,6 +108,18 @@ def region_of_ranges(ranges):
     return merged[0][0], merged[-1][1], [tuple(m) for m in merged]
 
 
+def gm_region(gt):
+    """(lo, hi, rows) of the GM bytes GlobalTensor ``gt`` covers (None: no bytes)."""
+    g = gt._geom2
+    if g is not None:
+        (rows, cols), (rs, cs), extent = g
+        if extent == 0:
+            return None
+        if cs == gt.dtype.itemsize:
+            return region_of_rows(gt.ptr.addr, rows, cols * cs, rs)
+    return region_of_ranges(gt.byte_ranges())
+
+
 class HappensBefore:
     """The race checker attached to a :class:`~ptopipe.sim.Cluster` as ``cluster.checker``."""
 
@@ -181,20 +193,7 @@ class HappensBefore:
 
     def gm_access(self, core, gt, write: bool, op: str, where=None) -> None:
         """A TLOAD (read) / TSTORE (write) through GlobalTensor ``gt`` (exact bytes)."""
-        g = gt._geom2
-        addr = gt.ptr.addr
-        item = gt.dtype.itemsize
-        reg = None
-        if g is not None:
-            (rows, cols), (rs, cs), extent = g
-            if extent == 0:
-                return
-            if cs == item:
-                reg = region_of_rows(addr, rows, cols * item, rs)
-            else:
-                reg = region_of_ranges(gt.byte_ranges())
-        else:
-            reg = region_of_ranges(gt.byte_ranges())
+        reg = gm_region(gt)
         if reg is None:
             return
         if where is None:

@@ -1,0 +1,45 @@
+"""Intra-core event flags: pto-isa's ``set_flag`` / ``wait_flag`` / ``pipe_barrier``.
+
+``set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)`` fires once every earlier MTE2 instruction of the
+core has completed; ``wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)`` holds the V pipe until such
+a set has fired, and consumes it; ``pipe_barrier(PIPE_ALL)`` orders every later instruction
+after every earlier one.  A wait with no pending set is reported as a hang at the wait, a
+set never consumed as a leak at kernel end.  In ``run(..., sync="manual")`` these are the
+only order between the pipes of a core (see :mod:`ptopipe.sim.pipesync`, docs/events.md).
+"""
+from __future__ import annotations
+
+from ..arch.vocab import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5,
+                          EVENT_ID6, EVENT_ID7, PIPE_ALL, PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2,
+                          PIPE_MTE3, PIPE_S, PIPE_V, EventID, SyncMode, SyncPipe)
+from ..sim.location import caller_loc
+from ..sim.pipesync import check_event, check_pipe, psync
+from .context import current_core
+
+
+def set_flag(src: SyncPipe, dst: SyncPipe, event_id: int) -> None:
+    """SET_FLAG(src, dst, event_id): signal ``dst`` once ``src`` finished what it has so far."""
+    core = current_core()
+    loc = core.loc_override or caller_loc(2)
+    s, d = check_pipe(core, src, "set_flag src"), check_pipe(core, dst, "set_flag dst")
+    psync(core).set(s, d, check_event(core, event_id), loc)
+
+
+def wait_flag(src: SyncPipe, dst: SyncPipe, event_id: int) -> None:
+    """WAIT_FLAG(src, dst, event_id): hold ``dst`` until the matching set has fired."""
+    core = current_core()
+    loc = core.loc_override or caller_loc(2)
+    s, d = check_pipe(core, src, "wait_flag src"), check_pipe(core, dst, "wait_flag dst")
+    psync(core).wait(s, d, check_event(core, event_id), loc)
+
+
+def pipe_barrier(pipe: SyncPipe) -> None:
+    """PIPE_BARRIER(pipe): PIPE_ALL orders everything after everything issued before."""
+    core = current_core()
+    psync(core).barrier(check_pipe(core, pipe, "pipe_barrier pipe", allow_all=True))
+
+
+__all__ = ["EVENT_ID0", "EVENT_ID1", "EVENT_ID2", "EVENT_ID3", "EVENT_ID4", "EVENT_ID5",
+           "EVENT_ID6", "EVENT_ID7", "EventID", "PIPE_ALL", "PIPE_FIX", "PIPE_M", "PIPE_MTE1",
+           "PIPE_MTE2", "PIPE_MTE3", "PIPE_S", "PIPE_V", "SyncMode", "SyncPipe", "pipe_barrier",
+           "set_flag", "wait_flag"]

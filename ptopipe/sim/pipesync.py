@@ -1,0 +1,398 @@
+"""Intra-core event flags and the manual synchronisation mode of one core.
+
+pto-isa's ``set_flag(src, dst, event_id)`` / ``wait_flag(src, dst, event_id)`` order the
+pipes of one core: the set fires when every earlier instruction of ``src`` has completed,
+the wait holds ``dst`` until a set of the same (src, dst, event_id) has fired and consumes
+it.  :class:`PipeSync` is that state of one core (``core.psync``): per (src, dst, id) the
+sets not yet consumed (a FIFO of tokens, each with the set's time, its line and - in
+manual mode - the src pipe's vector clock), in both modes:
+
+* a wait with no pending set is a hang: nothing later in program order can run before it
+  on that pipe, so it is reported at once (:class:`DeadlockError` at the wait's line);
+* a set still pending when the kernels end is an event leak (:func:`event_leaks`).
+
+In the default ``auto`` mode the scoreboard still orders every same-core dependency by
+itself (the events only add timing).  In ``manual`` mode (``Cluster(sync="manual")``) the
+core's ``issue*`` methods are replaced by :meth:`PipeSync.issue` and friends: an instruction
+starts when its pipe is free (and past the waits queued on it), never because a tile it
+reads was written by another pipe.  Same-pipe instructions stay in order; different pipes
+are ordered only by events and barriers, tracked with one vector clock per pipe.  Every
+tile-buffer access (UB / L1 / L0A / L0B / L0C / BIAS bytes) is checked against the last
+write and the last read of every other pipe of the core: two pipes touching the same bytes
+(at least one writing) with no set->wait chain between them is a :class:`DataRaceError`
+naming both instructions.  The ring instructions (TPUSH / TPOP / TFREE / TALLOC) synchronise
+with their own operands, as pto-isa's TPipe does inside them: a TPUSH starts after the tile it
+pushes is written, and a tile a TPOP fills is ready for every pipe (no event needed).  With
+the checkers on, the GM bytes of TLOAD / TSTORE are checked the same way (:func:`watch_gm`).
+"""
+from __future__ import annotations
+
+import operator
+from collections import deque
+
+from ..arch import PipeUnit
+from ..arch.vocab import SyncPipe
+from ..errors import DataRaceError, DeadlockError, KernelError
+from .race import gm_region, overlap
+
+_N = len(PipeUnit)
+_PAGE = 12                       # GM records are found by 4 KiB page
+_RING = frozenset(("TPUSH", "TPOP", "TFREE", "TALLOC"))
+_NAMES = {p.unit: p.name for p in SyncPipe if p.unit is not None}   # PipeUnit -> "PIPE_V"
+
+
+def event_name(src, dst, eid) -> str:
+    return f"({_NAMES[src]}, {_NAMES[dst]}, EVENT_ID{eid})"
+
+
+class _Buf:
+    """The accesses of one tile buffer (exact byte range of one memory) or GM region (``rows``
+    refines its bytes, see sim.race): the last write and the last read per pipe, as
+    ``(pipe, epoch, loc, op)``; ``near``: the tile buffers of the same memory whose bytes
+    overlap it (itself included)."""
+    __slots__ = ("lo", "hi", "rows", "write", "reads", "near", "ring_until")
+
+    def __init__(self, lo, hi, rows=None):
+        self.lo, self.hi, self.rows = lo, hi, rows
+        self.ring_until = 0         # the end of the last ring instruction (TPUSH / TPOP) on it
+        self.write = None
+        self.reads = {}
+        self.near = [self]
+
+
+class PipeSync:
+    """The event flags of one core and, in manual mode, its per-pipe happens-before order."""
+
+    def __init__(self, core, manual: bool):
+        self.core = core
+        self.manual = manual
+        self.pending: dict = {}      # (src, dst, id) -> deque of (at, vc snapshot, set loc)
+        self.counts: dict = {}       # (src, dst, id) -> [sets, waits] so far
+        self.last_wait: dict = {}    # (src, dst, id) -> loc of the last wait that consumed a set
+        self.vc = [[0] * _N for _ in range(_N)]
+        self.bufs: dict = {}         # id(memory) -> {(lo, hi): _Buf}
+        self.gm_bufs: dict = {}      # GM region key -> _Buf (manual mode, checkers on)
+        self.gm_pages: dict = {}     # 4 KiB page -> [_Buf]
+        self.gm_next = None          # the GM bytes of the TLOAD / TSTORE being issued
+        if manual:
+            core.issue = self.issue
+            core.issue_w = self.issue_w
+            core.issue_r = self.issue_r
+            core.issue_rw = self.issue_rw
+            core.issue_rrw = self.issue_rrw
+            core.issue_s = self.issue_s
+
+    # -- the events ---------------------------------------------------------------------------
+    def set(self, src: PipeUnit, dst: PipeUnit, eid: int, loc) -> None:
+        """SET_FLAG: fires when ``src`` has completed everything issued on it so far."""
+        core = self.core
+        at = core.issue_s(src, 0, "set_flag")
+        key = (src, dst, eid)
+        q = self.pending.get(key)
+        if q is None:
+            q = self.pending[key] = deque()
+            self.counts[key] = [0, 0]
+        q.append((at, tuple(self.vc[src]) if self.manual else None, loc))
+        self.counts[key][0] += 1
+
+    def wait(self, src: PipeUnit, dst: PipeUnit, eid: int, loc) -> None:
+        """WAIT_FLAG: holds ``dst`` until the oldest pending set has fired; consumes it."""
+        core = self.core
+        key = (src, dst, eid)
+        q = self.pending.get(key)
+        if not q:
+            raise self.hang(key, loc)
+        at, snap, _set_loc = q.popleft()
+        self.counts[key][1] += 1
+        self.last_wait[key] = loc
+        pf = core.pipe_free
+        if at > pf[dst]:
+            pf[dst] = at
+        if snap is not None:
+            m = self.vc[dst]
+            for i in range(_N):
+                if snap[i] > m[i]:
+                    m[i] = snap[i]
+        core.issue_s(dst, 0, "wait_flag")
+
+    def barrier(self, unit: "PipeUnit | None") -> None:
+        """PIPE_BARRIER: ``None`` (PIPE_ALL) orders every pipe after everything issued so far
+        (and holds the issue until all pipes drain); one pipe is in order already."""
+        core = self.core
+        if unit is None:
+            core.hold(max(core.pipe_free), "event", "pipe_barrier(PIPE_ALL)")
+            if self.manual:
+                self.fence()
+            core.issue_s(PipeUnit.S, 0, "pipe_barrier")
+        else:
+            core.issue_s(unit, 0, "pipe_barrier")
+
+    def fence(self) -> None:
+        """Order every pipe after everything issued on any pipe so far."""
+        vc = self.vc
+        m = [max(col) for col in zip(*vc)]
+        for p in range(_N):
+            row = vc[p]
+            row[:] = m
+
+    def hang(self, key, loc) -> DeadlockError:
+        src, dst, eid = key
+        sets, waits = self.counts.get(key, (0, 0))
+        name = event_name(*key)
+        core = self.core
+        details = [f"{core.name}: {sets} set_flag{name} so far, all consumed by {waits} wait_flag"
+                   + ("" if waits == 1 else "s")]
+        if key in self.last_wait:
+            details.append(f"the last set was consumed by the wait at {self.last_wait[key]}")
+        others = [event_name(*k) + f" x{len(q)}" for k, q in self.pending.items()
+                  if q and k[0] == src and k[1] == dst]
+        if others:
+            details.append("pending on the same pipes: " + ", ".join(others))
+        return DeadlockError(
+            f"hang: wait_flag{name} on {core.name} waits for an event no earlier set_flag raised; "
+            f"{_NAMES[dst]} blocks here forever (on the device: an AICore timeout)",
+            where=str(loc) if loc else None, details="\n".join(details),
+            fix=f"every wait_flag{name} needs a set_flag{name} before it on every path: prime "
+                f"loop-carried events for every ID the loop waits on (set_flag before the loop), "
+                f"or remove the extra wait",
+            findings=[{"kind": "event_hang", "core": core.name, "event": name, "sets": sets,
+                       "waits": waits, "where": str(loc) if loc else None}])
+
+    # -- manual mode: issue without the cross-pipe scoreboard ------------------------------------
+    def _loc(self):
+        core = self.core
+        o = core.loc_override
+        return o if o is not None else core.where()
+
+    def access(self, t, pipe, write: bool, op: str, loc) -> None:
+        """Check and record pipe ``pipe``'s access of tile ``t``'s bytes; it starts after a
+        ring instruction on them (TPOP filling it, TPUSH reading it) has completed."""
+        b = self._buf(t)
+        if b is not None:
+            self._check(b, b.near, pipe, write, op, loc, t.mem.label, t.describe)
+            pf = self.core.pipe_free
+            if b.ring_until > pf[pipe]:
+                pf[pipe] = b.ring_until
+
+    def _check(self, b, near, pipe, write: bool, op: str, loc, label, what) -> None:
+        """Check pipe ``pipe``'s access of buffer ``b`` against the records ``near`` that may
+        overlap it (exact bytes compared for strided GM regions), then record it."""
+        vc = self.vc[pipe]
+        for o in near:
+            w = o.write
+            hit = w is not None and w[0] != pipe and w[1] > vc[w[0]]
+            if not hit and write:
+                for q, r in o.reads.items():
+                    if q != pipe and r[1] > vc[q]:
+                        hit, w = True, r
+                        break
+            if hit and (o is b or (b.rows is None and o.rows is None)
+                        or overlap(b.lo, b.hi, b.rows, o.lo, o.hi, o.rows)):
+                raise self.race(b, o, label, what, pipe, write, op, loc, w, w is o.write)
+        rec = (pipe, vc[pipe], loc, op)
+        if write:
+            b.write = rec
+            b.reads = {}
+        else:
+            b.reads[pipe] = rec
+
+    def gm_note(self, gt, write: bool, op: str) -> None:
+        """A TLOAD / TSTORE of this core is about to issue (with the checkers on): its GM
+        bytes are checked against the other pipes' GM accesses when it does."""
+        reg = gm_region(gt)
+        if reg is not None:
+            self.gm_next = (reg, write, op, gt.describe)
+
+    def _gm_access(self, note, pipe, loc) -> None:
+        (lo, hi, rows), write, op, what = note
+        key = (lo, hi, rows if rows.__class__ is not list else tuple(rows))
+        pages = self.gm_pages
+        b = self.gm_bufs.get(key)
+        if b is None:
+            b = self.gm_bufs[key] = _Buf(lo, hi, rows)
+            for pg in range(lo >> _PAGE, ((hi - 1) >> _PAGE) + 1):
+                pages.setdefault(pg, []).append(b)
+        near = {id(o): o for pg in range(lo >> _PAGE, ((hi - 1) >> _PAGE) + 1)
+                for o in pages.get(pg, ()) if o.lo < hi and lo < o.hi}
+        self._check(b, near.values(), pipe, write, op, loc, "GM", what)
+
+    def _buf(self, t) -> "_Buf | None":
+        """The access record of tile ``t``'s bytes (None: not bound to a local memory)."""
+        mem = t.mem
+        addr = t._addr
+        if mem is None or addr is None:
+            return None
+        lo, hi = addr, addr + t.rows * t.cols * t.dtype.itemsize
+        bufs = self.bufs.get(id(mem))
+        if bufs is None:
+            bufs = self.bufs[id(mem)] = {}
+        b = bufs.get((lo, hi))
+        if b is None:
+            b = bufs[(lo, hi)] = _Buf(lo, hi)
+            for o in bufs.values():
+                if o is not b and o.lo < hi and lo < o.hi:
+                    o.near.append(b)
+                    b.near.append(o)
+        return b
+
+    def race(self, b, o, label, what, pipe, write, op, loc, prev, prev_write) -> DataRaceError:
+        core = self.core
+        q, _epoch, ploc, pop = prev
+        kind = "write/write" if write and prev_write else "read/write"
+        lo, hi = max(b.lo, o.lo), min(b.hi, o.hi)
+        a = f"{op} on {_NAMES[pipe]} ({'writes' if write else 'reads'})"
+        b = f"{pop} on {_NAMES[q]} ({'writes' if prev_write else 'reads'})"
+        return DataRaceError(
+            f"data race ({kind}) inside {core.name}: {a} and the earlier {b} touch the same "
+            f"{label} bytes with no event between the two pipes (manual sync)",
+            where=str(loc) if loc else None,
+            details="\n".join([f"{_NAMES[pipe]:9s} {op:10s} at {loc}: {what()}",
+                               f"{_NAMES[q]:9s} {pop:10s} at {ploc}",
+                               f"overlap {label}[{lo:#x}, {hi:#x}); no set_flag({_NAMES[q]}, "
+                               f"{_NAMES[pipe]}, ...) -> wait_flag chain orders the {pop} before "
+                               f"the {op}"]),
+            fix=f"after the {pop}: set_flag({_NAMES[q]}, {_NAMES[pipe]}, EVENT_IDn); before the {op}: "
+                f"wait_flag({_NAMES[q]}, {_NAMES[pipe]}, EVENT_IDn) (or pipe_barrier(PIPE_ALL)), "
+                f"or use another buffer",
+            findings=[{"kind": "pipe_race", "core": core.name, "type": kind,
+                       "access": {"pipe": _NAMES[pipe], "op": op, "where": str(loc)},
+                       "other": {"pipe": _NAMES[q], "op": pop, "where": str(ploc)}}])
+
+    def _finish(self, pipe, cost, name, args):
+        core = self.core
+        pf = core.pipe_free
+        start = core.clock
+        if pf[pipe] > start:
+            start = pf[pipe]
+        end = start + cost
+        pf[pipe] = end
+        core.busy[pipe] += cost
+        core.clock += 1
+        n = core.instructions = core.instructions + 1
+        if n > core.limit:
+            core._retire(n, pipe, name, start, end, args)
+        return start, end
+
+    def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
+        if name in _RING:
+            return self._issue_ring(pipe, cost, srcs, dsts, name, args)
+        self.vc[pipe][pipe] += 1
+        g = self.gm_next
+        if srcs or dsts or g is not None:
+            loc = self._loc()
+            if g is not None:
+                self.gm_next = None
+                self._gm_access(g, pipe, loc)
+            for s in srcs:
+                self.access(s, pipe, False, name, loc)
+            for d in dsts:
+                self.access(d, pipe, True, name, loc)
+        start, end = self._finish(pipe, cost, name, args)
+        for s in srcs:
+            if end > s.read_end:
+                s.read_end = end
+        for d in dsts:
+            d.ready_at = end
+        return start, end
+
+    def _issue_ring(self, pipe, cost, srcs, dsts, name, args):
+        """A ring instruction synchronises with its own operands (pto-isa's TPipe does it
+        inside TPUSH / TPOP): it starts after them, as in auto mode, and a tile it writes
+        counts as written before everything (no later access races with it)."""
+        pf = self.core.pipe_free
+        for t in srcs:
+            if t.ready_at > pf[pipe]:
+                pf[pipe] = t.ready_at
+        for t in dsts:
+            if t.read_end > pf[pipe]:
+                pf[pipe] = t.read_end
+            if t.ready_at > pf[pipe]:
+                pf[pipe] = t.ready_at
+        start, end = self._finish(pipe, cost, name, args)
+        for s in srcs:
+            if end > s.read_end:
+                s.read_end = end
+            b = self._buf(s)
+            if b is not None and end > b.ring_until:
+                b.ring_until = end
+        for d in dsts:
+            d.ready_at = end
+            b = self._buf(d)
+            if b is not None:
+                b.write = (pipe, 0, None, name)
+                b.reads = {}
+                b.ring_until = end
+        return start, end
+
+    def issue_w(self, pipe, cost, d, name, args=None) -> int:
+        return self.issue(pipe, cost, (), (d,), name, args)[1]
+
+    def issue_r(self, pipe, cost, s, name, args=None) -> int:
+        return self.issue(pipe, cost, (s,), (), name, args)[1]
+
+    def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
+        return self.issue(pipe, cost, (s,), (d,), name, args)[1]
+
+    def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
+        return self.issue(pipe, cost, (s0, s1), (d,), name, args)[1]
+
+    def issue_s(self, pipe, cost, name, args=None) -> int:
+        return self.issue(pipe, cost, (), (), name, args)[1]
+
+
+def event_leaks(cluster) -> list:
+    """``[(what, where)]``: the sets still pending on each core when the kernels ended."""
+    out = []
+    for core in cluster.cores:
+        ps = getattr(core, "psync", None)
+        if ps is None:
+            continue
+        for key, q in ps.pending.items():
+            if q:
+                sets, waits = ps.counts[key]
+                out.append((f"set_flag{event_name(*key)} on {core.name} never consumed by a "
+                            f"wait_flag ({len(q)} of {sets} set{'s' if sets != 1 else ''} left)",
+                            q[0][2]))
+    return out
+
+
+def watch_gm(checker) -> None:
+    """Manual mode with the checkers on: every TLOAD / TSTORE the happens-before checker sees
+    is also checked against the other pipes of its core (GM bytes written by a TSTORE and
+    read back by a TLOAD need an event too).  Wraps the checker's ``gm_access``."""
+    inner = checker.gm_access
+
+    def gm_access(core, gt, write, op, where=None):
+        inner(core, gt, write, op, where)
+        core.psync.gm_note(gt, write, op)
+    checker.gm_access = gm_access
+
+
+def psync(core) -> PipeSync:
+    """The core's event state (made on first use in auto mode; at start in manual mode)."""
+    ps = core.psync
+    if ps is None:
+        ps = core.psync = PipeSync(core, False)
+    return ps
+
+
+def check_pipe(core, p, what: str, allow_all: bool = False):
+    """The PipeUnit of a ``SyncPipe`` argument (None: PIPE_ALL, if allowed)."""
+    if p.__class__ is not SyncPipe:
+        raise KernelError(f"{what} must be a pipe (PIPE_MTE2, PIPE_V, ...), got {p!r}",
+                          where=str(core.where()), fix="use the PIPE_* constants")
+    if p is SyncPipe.PIPE_ALL and not allow_all:
+        raise KernelError(f"{what} cannot be PIPE_ALL (only pipe_barrier takes it)",
+                          where=str(core.where()), fix="name the one pipe that sets / waits")
+    return p.unit
+
+
+def check_event(core, eid) -> int:
+    try:
+        ok = not isinstance(eid, bool) and 0 <= operator.index(eid) < 8
+    except TypeError:
+        ok = False
+    if not ok:
+        raise KernelError(f"event id must be EVENT_ID0..EVENT_ID7 (0..7), got {eid!r}",
+                          where=str(core.where()), fix="use EVENT_ID0 .. EVENT_ID7")
+    return int(eid)
