@@ -11,6 +11,7 @@ from .common import PROTOCOLS, target
 from .errors import color, describe_exception, report_exception
 from . import bounds
 from .loader import load_scenarios, pick_variants
+from .run import add_launches, launch_kwargs
 
 
 def add_parser(sub) -> None:
@@ -27,6 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("--data-seed", type=int, default=0, help="input data seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     bounds.add_arguments(p)
+    add_launches(p)
     p.set_defaults(func=main)
 
 
@@ -77,7 +79,7 @@ def _explore(sc, v, args, platform, protocol, label):
     try:
         return explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
                        protocol=protocol, data_seed=args.data_seed, progress=progress,
-                       **bounds.run_kwargs(args))
+                       **bounds.run_kwargs(args), **launch_kwargs(args))
     except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
         res = ExploreResult(runs=at[0] + 1, passed=at[0])
         res.failures.append((None if at[0] == 0 else args.seed + at[0] - 1, e))

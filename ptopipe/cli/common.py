@@ -16,6 +16,7 @@ PROTOCOLS = [p.value for p in Protocol]
 # option attribute -> (smallest allowed value, what the value is)
 _LOWER_BOUNDS = {
     "schedules": (0, "a number of schedules"),
+    "launches": (1, "a number of launches"),
     "seed": (0, "a seed"),
     "data_seed": (0, "a seed"),
     "latency": (0, "a latency in cycles"),

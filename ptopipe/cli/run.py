@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from ..isa.launch import compare
+from ..isa.launch import compare_launches
 from .common import PROTOCOLS, run_each, target
 from . import bounds
 from .errors import color
@@ -29,6 +29,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a kernel and check it against its numpy golden")
     add_common(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="write a self-contained HTML report (profile + swimlane SVG)")
     p.add_argument("--png", default=None, metavar="OUT.png",
@@ -41,19 +42,32 @@ def _preview(a: np.ndarray) -> str:
         return np.array2string(a)
 
 
+def add_launches(p) -> None:
+    p.add_argument("--launches", type=int, default=None, metavar="K",
+                   help="run the kernels K times back to back on one cluster, flag counters and "
+                        "memories carried over (default: the scenario's launches=, else 1)")
+
+
+def launch_kwargs(args) -> dict:
+    k = getattr(args, "launches", None)
+    return {} if k is None else {"launches": k}
+
+
 def main(args) -> int:
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
     def one(sc, v):
         platform, protocol = target(args, sc)
         res, expected = sc.run(v, platform, protocol, args.seed,
-                               **({"trace": True} if reports else {}), **bounds.run_kwargs(args))
+                               **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
+                               **launch_kwargs(args))
         label = f"{sc.name}[{v}]"
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports
             write_reports(res, args, sc, v)
-        compare(res.outputs, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
-        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})")
+        compare_launches(res, expected, sc.rtol, sc.atol, label)   # MismatchError -> exit 1
+        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})"
+              + (f" after each of {len(res.launches)} launches" if len(res.launches) > 1 else ""))
         if not args.quiet:
             for k in expected:
                 out = res.outputs[k]

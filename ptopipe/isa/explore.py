@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..arch import get_platform
 from ..errors import PtoPipeError
-from .launch import Scenario, compare, data_rng, run
+from .launch import Scenario, compare_launches, data_rng, run
 
 
 @dataclass
@@ -49,9 +49,11 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
         params = target.params(variant)
         a = target.make_args(data_rng(data_seed), **params)
         expected = target.golden(a, **params)
+        if target.launches is not None:
+            run_kwargs.setdefault("launches", target.launches)
         res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)
-        compare(res.outputs, expected, target.rtol, target.atol,
-                f"{target.name}[{variant}] (schedule seed {seed})")
+        compare_launches(res, expected, target.rtol, target.atol,
+                         f"{target.name}[{variant}] (schedule seed {seed})")
         return res
     aic, aiv = target
     return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)

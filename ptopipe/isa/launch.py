@@ -85,9 +85,10 @@ class RunSummary:
             lines.append(f"  warning: {what}" + (f" ({loc})" if loc else ""))
         if self.launches > 1:
             for k in range(1, self.launches + 1):
-                rows = [r for r in self.ledger if r["launch"] == k and (r["left"] or r["inherited"])]
-                lines.append(f"  launch {k} exit: " + ("every cross-core flag at 0" if not rows else
-                                                        f"{len(rows)} flag(s) with credits"))
+                rows = [r for r in self.ledger if r["launch"] == k]
+                left = sum(r["left"] for r in rows)
+                lines.append(f"  launch {k} exit: " + ("every cross-core flag at 0" if not left else
+                                                        f"{left} credit(s) left on the flags"))
                 lines.extend(f"    {describe_row(r)}" for r in rows)
         return "\n".join(lines)
 
@@ -268,6 +269,7 @@ class Scenario:
     doc: str = ""
     platform: str | None = None   # the scenario's platform / protocol: what `ptopipe run/check/
     protocol: str | None = None   # trace/sweep` use unless an option overrides them (None: defaults)
+    launches: int | None = None   # launches per run (``run(launches=K)``) unless --launches overrides
 
     def __post_init__(self):
         v = self.variants
@@ -300,6 +302,8 @@ class Scenario:
         params = self.params(variant)
         args = self.make_args(data_rng(seed), **params)
         expected = self.golden(args, **params)
+        if self.launches is not None:
+            run_kwargs.setdefault("launches", self.launches)
         res = run(self.aic, self.aiv, args, platform=platform, protocol=protocol, **run_kwargs)
         return res, expected
 
@@ -307,7 +311,7 @@ class Scenario:
               **run_kwargs) -> RunResult:
         """Run one variant and raise :class:`MismatchError` if it differs from the golden."""
         res, expected = self.run(variant, platform, protocol, seed, **run_kwargs)
-        compare(res.outputs, expected, self.rtol, self.atol, f"{self.name}[{variant}]")
+        compare_launches(res, expected, self.rtol, self.atol, f"{self.name}[{variant}]")
         return res
 
 
@@ -325,6 +329,15 @@ def _caller() -> str | None:
     while f is not None and (f.f_code.co_filename in (__file__, "<string>")):
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
+
+
+def compare_launches(res: RunResult, expected: dict, rtol: float, atol: float, label: str = "") -> None:
+    """``compare`` the outputs of every launch of ``res`` (one launch: its outputs)."""
+    if len(res.launches) > 1:
+        for k, outs in enumerate(res.launches, 1):
+            compare(outs, expected, rtol, atol, f"{label} (launch {k} of {len(res.launches)})")
+    else:
+        compare(res.outputs, expected, rtol, atol, label)
 
 
 def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str = "") -> None:
@@ -351,5 +364,5 @@ def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str 
                             fix="compare the kernel's tiling, offsets and split mode with the golden")
 
 
-__all__ = ["RunResult", "RunSummary", "Scenario", "compare", "gm_buffer", "run", "summarize",
+__all__ = ["RunResult", "RunSummary", "Scenario", "compare", "compare_launches", "gm_buffer", "run", "summarize",
            "PtoPipeError", "CoreState"]
