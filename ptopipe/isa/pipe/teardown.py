@@ -22,16 +22,24 @@ from ...sim.location import SourceLoc, _is_internal
 
 
 def scope_end(core):
-    """Where a pipe bound now goes out of scope: the last line of the kernel function
-    that binds it (an interpreted kernel: the binding's own location)."""
+    """Where a pipe bound now goes out of scope: the last line of the kernel function the
+    core runs (or, if that is not user code, of the user function that binds the pipe; an
+    interpreted kernel: the binding's own location)."""
     if core.loc_override is not None:
         return core.loc_override
+    kernel = getattr(getattr(core, "kernel", None), "__code__", None)
     f = sys._getframe(1)
-    while f is not None and _is_internal(f.f_code):
+    user = None
+    while f is not None:
+        if f.f_code is kernel:
+            user = f
+            break
+        if user is None and not _is_internal(f.f_code):
+            user = f
         f = f.f_back
-    if f is None:
+    if user is None:
         return core.where()
-    code = f.f_code
+    code = user.f_code
     last = max((ln for _s, _e, ln in code.co_lines() if ln is not None), default=f.f_lineno)
     return SourceLoc(code.co_filename, last, None, code.co_name)
 
