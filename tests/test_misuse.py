@@ -25,6 +25,10 @@ CASES = {
     "m7_leak.py": LeakError,
     "m8_pto_isa_slotnum5.py": ProtocolError,
     "m9_gm_race.py": DataRaceError,
+    "m15_rebind_in_loop.py": ConfigError,
+    "m16_teardown_hang.py": DeadlockError,
+    "m17_relaunch_unpopped.py": ProtocolError,
+    "m18_drain_leak.py": LeakError,
 }
 ALL_MARKERS = {"m1_no_tfree.py", "m2_flag_mismatch.py", "m9_gm_race.py"}   # every marked line named
 
@@ -114,3 +118,18 @@ def test_cli_check_exits_nonzero_without_traceback(fname, platform, capsys):
     assert "Traceback" not in text
     assert f"error: {CASES[fname].__name__}:" in text
     assert re.search(rf"^  at \S*{re.escape(fname)}:{where_line(fname, platform)}$", text, re.M), text
+
+
+def test_m15_to_m18_messages_name_the_cause():
+    """M15 the rebinding fix; M16 the teardown ledger; M17 launch 1, the flag and its
+    leftover; M18 the credit left after the drain, with a teardown fix (not the TPOP/TFREE one)."""
+    e15 = _run("m15_rebind_in_loop.py", "a2a3")
+    assert "second time in one launch" in str(e15) and "before the loop" in e15.fix
+    e16 = _run("m16_teardown_hang.py", "a5")
+    assert "sent 31 / consumed 30 / awaited 2" in str(e16)
+    e17 = _run("m17_relaunch_unpopped.py", "a2a3")
+    assert "launch 1" in str(e17) and "flag 0 (AIC->AIV0)" in str(e17) and "(1 left)" in str(e17)
+    assert "in launch 2 of 2" in str(e17)
+    e18 = _run("m18_drain_leak.py", "a5")
+    assert "keeps 1 credit after the teardown drain (sent 32 / consumed 30 / drained 1)" in str(e18)
+    assert "setAllocateStatus" in e18.fix and "TFREE" not in e18.fix

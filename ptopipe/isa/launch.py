@@ -20,7 +20,8 @@ from ..errors import ConfigError, LeakError, MismatchError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
 from .checks import KernelChecks, flag_leaks
 from .pipe import Protocol, leaks
-from .pipe.teardown import carried_credit, describe_row, explain_carried, ledger, teardown
+from .pipe.teardown import (TEARDOWN_LEAK_FIX, carried_credit, describe_row, explain_carried, ledger,
+                            teardown)
 from .tensor import GlobalTensor, GMPtr
 
 
@@ -227,15 +228,15 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
     if not final:
         flag_warnings, flag_errors, extra = list(flag_warnings) + list(flag_errors) + extra, (), []
     if (extra or flag_errors) and leak_check:
-        _raise_leaks(list(extra) + list(flag_errors))
+        _raise_leaks(list(extra) + list(flag_errors), TEARDOWN_LEAK_FIX if extra else None)
     return list(found) + list(extra) + list(flag_errors) + list(flag_warnings)
 
 
-def _raise_leaks(allf: list) -> None:
+def _raise_leaks(allf: list, fix: str | None = None) -> None:
     what, loc = allf[0]
     raise LeakError(f"leak at kernel end: {what}", where=str(loc) if loc else None,
                     details="\n".join(w + (f" ({l})" if l else "") for w, l in allf[1:]) or None,
-                    fix="pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed",
+                    fix=fix or "pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed",
                     findings=[{"kind": "leak", "what": w, "where": str(l) if l else None} for w, l in allf])
 
 

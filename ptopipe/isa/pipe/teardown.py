@@ -21,6 +21,12 @@ from ...errors import DeadlockError, ProtocolError
 from ...sim.location import SourceLoc, _is_internal
 
 
+#: the fix of free credits left after the teardown drain
+TEARDOWN_LEAK_FIX = ("let every push wait where the protocol waits (setAllocateStatus(false) on a push that "
+                     "would wait leaves its credit behind), or take the credit back with that wait before the "
+                     "kernel ends; the flag counter outlives the kernel")
+
+
 def scope_end(core):
     """Where a pipe bound now goes out of scope: the last line of the kernel function the
     core runs (or, if that is not user code, of the user function that binds the pipe; an
@@ -42,6 +48,11 @@ def scope_end(core):
     code = user.f_code
     last = max((ln for _s, _e, ln in code.co_lines() if ln is not None), default=f.f_lineno)
     return SourceLoc(code.co_filename, last, None, code.co_name)
+
+
+def _drain_name(model) -> str:
+    return ("the producer's TPipe destructor (pto-isa ~TPipe: numPopFree - numPushWait)"
+            if model.protocol.value == "pto-isa" else "the producer's teardown (one wait per slot's free flag)")
 
 
 def _free_links(ch, side):
@@ -90,7 +101,7 @@ def teardown(cluster, launch: int = 1) -> list:
                 if need > f.count:
                     r = _row(f, launch)
                     raise DeadlockError(
-                        f"teardown of {ch.name} on {side.core.name} hangs: the producer's TPipe destructor "
+                        f"teardown of {ch.name} on {side.core.name} hangs: {_drain_name(model)} at kernel end "
                         f"waits for {need} free credit{'s' if need != 1 else ''} on {f.name} but only "
                         f"{f.count} {'is' if f.count == 1 else 'are'} outstanding (sent {r['sent']} / "
                         f"consumed {r['consumed']} / awaited {need})",
