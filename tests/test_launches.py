@@ -334,3 +334,28 @@ def test_launches_must_be_a_positive_count():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ConfigError, match="launches"):
             ptopipe.run(cube, (vector, None), _args(), launches=bad)
+
+
+# -- the CLI and the deadlock report ----------------------------------------------------
+def test_cli_launches_option(capsys):
+    import os
+    from ptopipe.cli import main as cli_main
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "scenarios", "s1_cv_split.py")
+    assert cli_main(["run", path, "--launches", "2", "--protocol", "pto-isa"]) == 0
+    out = capsys.readouterr().out
+    assert "after each of 2 launches" in out and "launch 2 exit: every cross-core flag at 0" in out
+    assert "drained 2 / left 0" in out                   # pto-isa: 4 pushes, SlotNum 4
+    assert cli_main(["check", path, "--launches", "0"]) == 1
+    assert "--launches 0 is not a number of launches" in capsys.readouterr().err
+
+
+def test_a_deadlock_lists_the_credits_a_launch_inherited():
+    from ptopipe.isa.pipe.teardown import explain_carried
+    from ptopipe.sim import Cluster
+    first, second = Cluster("a2a3"), Cluster("a2a3")
+    f = first.flag(first.aiv0, first.aic, 1)
+    first.set_flag(first.aiv0, f, 0)
+    second.carry_flags(first, origin=lambda fl: {"launch": 1, "left": fl.count})
+    g = second.flag(second.aiv0, second.aic, 1)
+    assert g.count == g.carried == 1 and g.arrivals == [0]
+    assert "flag 1 (AIV0->AIC): 1 left by launch 1, 1 not yet consumed" in explain_carried(second)

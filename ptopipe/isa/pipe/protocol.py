@@ -93,6 +93,8 @@ class ProtocolModel:
         run leaves exactly that much, so the drain ends the launch with empty free flags."""
         sent = self.startup_credits(ch.slot_num)
         waited = 0
+        if ch.wait_every:                 # every push waits and every release frees
+            return sent // (ch.slot_num if self.per_tag_flags else 1)
         for i in range(pushed):
             if ch.wait_every or self.consumer_frees(ch, i):
                 sent += 1
