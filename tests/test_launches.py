@@ -82,25 +82,27 @@ def _sync_period(protocol, S):
 
 
 def expected(protocol, S, n, mode):
-    """The outcome of a family run, from the protocol's arithmetic (not from the code under
-    test).  spec: every release sends a free and every push waits.  pto-isa: release k
-    notifies iff (k + 1) % SyncPeriod == 0 (SlotNum 1: always), push i waits iff i >= SlotNum
-    and i % SyncPeriod == 0 (SlotNum 1: i > 0); the destructor awaits exactly what those
-    rules leave pending for n pushes.  So a missing last free hangs the drain iff release
-    n-1 would have notified, and a skipped last wait leaks a credit iff push n-1 would have
-    waited."""
-    sp = _sync_period(protocol, S)
-    spec = protocol == "spec"
-    if not spec and S > 1 and S % sp and n > S:
-        # SlotNum 5, 7 under SyncPeriod SlotNum // 2: push S is not aligned and does not wait,
-        # it overwrites slot 0 before the consumer (not yet run) popped it (M8) - whatever the mode
+    """The outcome of a family run, from the protocol model's notify/wait rules (not from
+    the drain under test).  spec: every release sends a free and every push waits.
+    pto-isa: release k notifies iff (k + 1) % SyncPeriod == 0 (SlotNum 1: always), push i
+    waits iff i >= SlotNum and i % SyncPeriod == 0 (SlotNum 1: i > 0).  The teardown
+    awaits exactly what those rules leave pending after n pushes, so:
+    - a withheld last free hangs the drain iff release n-1 would have notified;
+    - a skipped last wait leaves its credit (a leak) iff push n-1 would have waited;
+    - whatever the mode, if push #SlotNum does not wait (SlotNum 5, 7 under SyncPeriod
+      SlotNum // 2) it overwrites slot 0 before the consumer (not yet run) popped it (M8)."""
+    import types
+    model = SPEC if protocol == "spec" else PTO_ISA
+    ch = types.SimpleNamespace(slot_num=S, sync_period=_sync_period(protocol, S),
+                               wait_every=model.wait_every)
+    notifies = lambda k: ch.wait_every or model.consumer_frees(ch, k)      # noqa: E731
+    waits = lambda i: ch.wait_every or model.producer_waits(ch, i)         # noqa: E731
+    if n > S and not waits(S):
         return "overrun"
-    notifies = spec or S == 1 or n % sp == 0
-    waits = spec or ((n - 1) > 0 if S == 1 else (n - 1 >= S and (n - 1) % sp == 0))
     if mode == "free_off_last":
-        return "hang" if notifies else "clean"
+        return "hang" if notifies(n - 1) else "clean"
     if mode == "skip_wait":
-        return "leak" if waits else "clean"
+        return "leak" if waits(n - 1) else "clean"
     return "clean"
 
 
