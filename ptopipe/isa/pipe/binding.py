@@ -177,7 +177,7 @@ def _bound_twice(core, ch: Channel, cfg: TPipe) -> None:
     same flags.  The same TPipe bound again (e.g. inside a loop) is told apart from a second
     pipe that reuses the FlagID."""
     first = ch.sides[core.index].bound_at
-    if cfg == ch.cfg:
+    if (cfg.slot_size, cfg.slot_num, cfg.direction) == (ch.slot_size, ch.slot_num, ch.cfg.direction):
         raise ConfigError(
             f"{core.name} binds {ch.name} a second time in one launch (first bound at {first})",
             where=_loc(core), details="each binding is a new TPipe object: its tile index restarts at 0 "
