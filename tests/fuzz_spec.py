@@ -148,8 +148,9 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
         ptoisa_a5 = platform == "a5" and not spec
         if ptoisa_a5 and kind == "both":
             flow = "tile"        # pto-isa on A5 has no working DIR_BOTH_GM (docs/protocols.md)
-        gm_dir = platform == "a5" and (flow == "addr" or (not (ptoisa_a5 and kind == "both")
-                                                          and draw(st.booleans())))
+        # pto-isa on A5: a tile TPOP from a GM ring frees the slot and a tile TFREE after it
+        # frees it again (docs/protocols.md), so tile flow there uses the consumer-local rings
+        gm_dir = platform == "a5" and (flow == "addr" or (not ptoisa_a5 and draw(st.booleans())))
         pipes.append(PipeSpec(
             kind=kind, flow=flow, gm_dir=gm_dir, slot_num=n, local_slot_num=draw(st.integers(1, 4)),
             flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,

@@ -29,6 +29,10 @@ CASES = {
     "m12_misprimed_event.py": DeadlockError,
     "m13_event_leak.py": LeakError,
     "m14_pingpong_tail.py": DataRaceError,
+    "m15_rebind_in_loop.py": ConfigError,
+    "m16_teardown_hang.py": DeadlockError,
+    "m17_relaunch_unpopped.py": ProtocolError,
+    "m18_drain_leak.py": LeakError,
     "m19_tpipe_ctrl_pto_isa.py": ConfigError,
     "m20_both_gm_pto_isa.py": ConfigError,
     "m22_layout_nd_into_nz.py": ProtocolError,
@@ -147,3 +151,18 @@ def test_m28_names_the_withheld_credit_and_is_clean_under_spec(platform):
     assert "call TFREE" not in err.fix
     sc = load_scenarios(os.path.join(MISUSE, "m28_sync_period_credit.py"))[0]
     run_schedule(sc, None, platform=platform, protocol="spec")
+
+
+def test_m15_to_m18_messages_name_the_cause():
+    """M15 the rebinding fix; M16 the teardown ledger; M17 launch 1, the flag and its
+    leftover; M18 the credit left after the drain, with a teardown fix (not the TPOP/TFREE one)."""
+    e15 = _run("m15_rebind_in_loop.py", "a2a3")
+    assert "second time in one launch" in str(e15) and "before the loop" in e15.fix
+    e16 = _run("m16_teardown_hang.py", "a5")
+    assert "sent 31 / consumed 30 / awaited 2" in str(e16)
+    e17 = _run("m17_relaunch_unpopped.py", "a2a3")
+    assert "launch 1" in str(e17) and "flag 0 (AIC->AIV0)" in str(e17) and "(1 left)" in str(e17)
+    assert "in launch 2 of 2" in str(e17)
+    e18 = _run("m18_drain_leak.py", "a5")
+    assert "keeps 1 credit after the teardown drain (sent 32 / consumed 30 / drained 1)" in str(e18)
+    assert "setAllocateStatus" in e18.fix and "TFREE" not in e18.fix

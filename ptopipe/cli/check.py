@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..isa.explore import ExploreResult, explore
-from .common import PROTOCOLS, add_sync, sync_kwargs, target
+from .common import PROTOCOLS, add_launches, add_sync, launch_kwargs, sync_kwargs, target
 from .errors import color, describe_exception, report_exception
 from . import bounds
 from .loader import load_scenarios, pick_variants
@@ -28,6 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     add_sync(p)
     bounds.add_arguments(p)
+    add_launches(p)
     p.set_defaults(func=main)
 
 
@@ -78,7 +79,7 @@ def _explore(sc, v, args, platform, protocol, label):
     try:
         return explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
                        protocol=protocol, data_seed=args.data_seed, progress=progress,
-                       **bounds.run_kwargs(args), **sync_kwargs(args))
+                       **bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args))
     except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
         res = ExploreResult(runs=at[0] + 1, passed=at[0])
         res.failures.append((None if at[0] == 0 else args.seed + at[0] - 1, e))

@@ -16,6 +16,7 @@ PROTOCOLS = [p.value for p in Protocol]
 # option attribute -> (smallest allowed value, what the value is)
 _LOWER_BOUNDS = {
     "schedules": (0, "a number of schedules"),
+    "launches": (1, "a number of launches"),
     "seed": (0, "a seed"),
     "data_seed": (0, "a seed"),
     "latency": (0, "a latency in cycles"),
@@ -82,3 +83,14 @@ def run_each(jobs: list, one) -> int:
         return 1
     print(f"all {len(jobs)} variants passed")
     return 0
+
+
+def add_launches(p) -> None:
+    p.add_argument("--launches", type=int, default=None, metavar="K",
+                   help="run the kernels K times back to back on one cluster, flag counters and "
+                        "memories carried over (default: the scenario's launches=, else 1)")
+
+
+def launch_kwargs(args) -> dict:
+    k = getattr(args, "launches", None)
+    return {} if k is None else {"launches": k}

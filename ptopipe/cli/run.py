@@ -6,8 +6,8 @@ import sys
 
 import numpy as np
 
-from ..isa.launch import compare
-from .common import PROTOCOLS, add_sync, run_each, sync_kwargs, target
+from ..isa.launch import compare_launches
+from .common import PROTOCOLS, add_launches, add_sync, launch_kwargs, run_each, sync_kwargs, target
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -30,6 +30,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a kernel and check it against its numpy golden")
     add_common(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="write a self-contained HTML report (profile + swimlane SVG)")
     p.add_argument("--png", default=None, metavar="OUT.png",
@@ -49,15 +50,16 @@ def main(args) -> int:
         platform, protocol = target(args, sc)
         res, expected = sc.run(v, platform, protocol, args.seed,
                                **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                               **sync_kwargs(args))
+                               **sync_kwargs(args), **launch_kwargs(args))
         label = f"{sc.name}[{v}]"
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports
             write_reports(res, args, sc, v)
-        compare(res.outputs, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
-                rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
-                                     **bounds.run_kwargs(args))[0])
-        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})")
+        compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
+                         rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
+                                              **bounds.run_kwargs(args), **sync_kwargs(args))[0])
+        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})"
+              + (f" after each of {len(res.launches)} launches" if len(res.launches) > 1 else ""))
         if not args.quiet:
             for k in expected:
                 out = res.outputs[k]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..arch import get_platform
 from ..errors import PtoPipeError
-from .launch import Scenario, compare, data_rng, run
+from .launch import Scenario, compare_launches, data_rng, run
 
 
 @dataclass
@@ -51,12 +51,14 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
         expected = target.golden(a, **params)
         if run_kwargs.get("sync") is None:
             run_kwargs["sync"] = target.sync
+        if target.launches is not None:
+            run_kwargs.setdefault("launches", target.launches)
         res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)
-        compare(res.outputs, expected, target.rtol, target.atol,
-                f"{target.name}[{variant}] (schedule seed {seed})",
-                rerun=lambda: run(target.aic, target.aiv, target.make_args(data_rng(data_seed), **params),
-                                  platform=plat, protocol=protocol, schedule_seed=seed,
-                                  **{**run_kwargs, "record_writes": True}))
+        compare_launches(res, expected, target.rtol, target.atol,
+                         f"{target.name}[{variant}] (schedule seed {seed})",
+                         rerun=lambda: run(target.aic, target.aiv, target.make_args(data_rng(data_seed), **params),
+                                           platform=plat, protocol=protocol, schedule_seed=seed,
+                                           **{**run_kwargs, "record_writes": True}))
         return res
     aic, aiv = target
     return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)

@@ -21,6 +21,8 @@ from ..sim import Cluster, CoreState, gm_layout
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .pipe import Protocol, leaks
+from .pipe.teardown import (TEARDOWN_LEAK_FIX, carried_credit, describe_row, explain_carried, ledger,
+                            teardown)
 from .tensor import GlobalTensor, GMPtr
 
 
@@ -61,6 +63,10 @@ class RunSummary:
     pipes: list            # [{name, tiles, pushes, pops, frees, lanes, slot_num, slot_size}]
     wall_seconds: float
     leaks: list = field(default_factory=list)
+    #: the flag ledger at every kernel exit (:func:`~ptopipe.isa.pipe.teardown.ledger` rows,
+    #: each with its ``launch``): credits inherited / sent / consumed / drained / left
+    ledger: list = field(default_factory=list)
+    launches: int = 1
 
     def format(self) -> str:
         lines = [f"platform {self.platform}, protocol {self.protocol}: {self.cycles} cycles "
@@ -79,6 +85,13 @@ class RunSummary:
                          f"(SlotNum {p['slot_num']} x {p['slot_size']} B)")
         for what, loc in self.leaks:
             lines.append(f"  warning: {what}" + (f" ({loc})" if loc else ""))
+        if self.launches > 1:
+            for k in range(1, self.launches + 1):
+                rows = [r for r in self.ledger if r["launch"] == k]
+                left = sum(r["left"] for r in rows)
+                lines.append(f"  launch {k} exit: " + ("every cross-core flag at 0" if not left else
+                                                        f"{left} credit(s) left on the flags"))
+                lines.extend(f"    {describe_row(r)}" for r in rows)
         return "\n".join(lines)
 
 
@@ -87,6 +100,8 @@ class RunResult:
     outputs: dict
     summary: RunSummary
     cluster: Cluster
+    #: with several launches: the outputs at the end of each launch (copies), in order
+    launches: list = field(default_factory=list)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -97,7 +112,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         schedule_seed: int | None = None, trace: bool = False, leak_check: bool = True,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
-        timeout: float | None = None, record_writes: bool = False, sync: str | None = None) -> RunResult:
+        timeout: float | None = None, record_writes: bool = False, sync: str | None = None,
+        launches: int = 1) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -120,8 +136,20 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``sync="manual"`` runs in the manual synchronisation mode: the pipes of a core are
     ordered only by ``set_flag`` / ``wait_flag`` / ``pipe_barrier`` (docs/events.md);
     None / ``"auto"`` (default): the scoreboard orders every same-core dependency.
+
+    ``launches=K`` runs the kernels K times back to back on one cluster, as the device does
+    when the next launch reuses the FlagIDs: GM, local memories and the cross-core flag
+    counters carry over (the arguments are laid out once).  At every kernel exit each
+    producer's teardown drains its pending free credits (the protocol model's
+    ``teardown_drain``) and the summary's ``ledger`` records what is left on each flag; a
+    WAIT that takes a credit an earlier launch left is reported there, naming that launch.
+    Unpopped data and undrained credits of a launch that is not the last carry over
+    instead of being reported as leaks at its exit.
     """
     args = dict(args or {})
+    if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
+        raise ConfigError(f"launches={launches!r} is not a number of launches", where="launches",
+                          fix="give launches >= 1 (1: one launch)")
     plat = get_platform(platform)
     proto = _protocol(protocol)
     if aic is None and aiv is None:
@@ -136,55 +164,100 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
             raise ConfigError(f"argument {k!r} has {a.ndim} dimensions; GM tensors have 1 to 5",
                               fix="reshape it")
     addrs, end = gm_layout([a.nbytes for a in arrays.values()])
-    cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
-                      max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                      timeout=timeout, sync=sync)
-    cluster.shared["protocol"] = proto
-    # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
-    cluster.shared["gm_args"] = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
-    if checks or record_writes:
-        cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
-        if cluster.manual_sync:
-            watch_gm(cluster.checker)
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
-        cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
         kargs[name] = GlobalTensor(GMPtr(addr, a.dtype), a.shape, name=name)
-    kernels = {}
-    if aic is not None:
-        kernels[cluster.aic] = (aic, _select_kwargs(aic, kargs))
-    fns = aiv if isinstance(aiv, (tuple, list)) else (aiv, aiv)
-    for sub, fn in enumerate(fns):
-        if fn is not None:
-            kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))
-    t0 = time.perf_counter()
-    cluster.run(kernels)
-    wall = time.perf_counter() - t0
-    found = leaks(cluster)
-    flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
-    events = event_leaks(cluster)
-    if events and leak_check and not (found or flag_errors):
-        what, loc = events[0]
-        raise LeakError(f"event leak at kernel end: {what}", where=str(loc) if loc else None,
-                        details="\n".join(w + (f" ({l})" if l else "") for w, l in events[1:]) or None,
-                        fix="consume every set_flag with a wait_flag: drain loop-carried events after "
-                            "the loop (one wait_flag per ID primed before it), or drop the extra set",
-                        findings=[{"kind": "event_leak", "what": w, "where": str(l) if l else None}
-                                  for w, l in events])
-    flag_errors = list(flag_errors) + events
-    if (found or flag_errors) and leak_check:
-        allf = list(found) + list(flag_errors)
-        what, loc = allf[0]
-        raise LeakError(f"leak at kernel end: {what}", where=str(loc) if loc else None,
-                        details="\n".join(w + (f" ({l})" if l else "") for w, l in allf[1:]) or None,
-                        fix="pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed",
-                        findings=[{"kind": "leak", "what": w, "where": str(l) if l else None} for w, l in allf])
-    found = list(found) + list(flag_errors) + list(flag_warnings)
+    gm_args = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
+    prev, rows, per_launch, wall = None, [], [], 0.0
+    for k in range(1, int(launches) + 1):
+        cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
+                          max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
+                          timeout=timeout, sync=sync)
+        cluster.shared["protocol"] = proto
+        # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
+        cluster.shared["gm_args"] = gm_args
+        if checks or record_writes:
+            cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
+            if cluster.manual_sync:
+                watch_gm(cluster.checker)
+        if prev is None:
+            for (name, a), addr in zip(arrays.items(), addrs):
+                cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)
+        else:
+            _carry(prev, cluster, rows)
+        kernels = {}
+        if aic is not None:
+            kernels[cluster.aic] = (aic, _select_kwargs(aic, kargs))
+        fns = aiv if isinstance(aiv, (tuple, list)) else (aiv, aiv)
+        for sub, fn in enumerate(fns):
+            if fn is not None:
+                kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))
+        t0 = time.perf_counter()
+        try:
+            cluster.run(kernels)
+            wall += time.perf_counter() - t0
+            found = _exit(cluster, k, k == launches, checks, leak_check)
+        except PtoPipeError as e:
+            if launches > 1:
+                e.add_detail(f"(in launch {k} of {launches})")
+            raise
+        rows.extend(ledger(cluster, k))
+        if launches > 1:
+            per_launch.append({name: cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape).copy()
+                               for (name, a), addr in zip(arrays.items(), addrs)})
+        prev = cluster
     outputs = {}
     for (name, a), addr in zip(arrays.items(), addrs):
         # views of the final GM contents (no copy: the result owns the cluster's GM)
         outputs[name] = cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape)
-    return RunResult(outputs, summarize(cluster, proto, wall, found), cluster)
+    summary = summarize(cluster, proto, wall, found)
+    summary.ledger, summary.launches = rows, int(launches)
+    return RunResult(outputs, summary, cluster, per_launch)
+
+
+def _carry(prev: Cluster, cluster: Cluster, rows: list) -> None:
+    """A next launch on the same cluster: memories and flag counters as ``prev`` left them."""
+    cluster.gm.buf[:] = prev.gm.buf
+    for old, new in zip(prev.cores, cluster.cores):
+        for space, m in old.memories.items():
+            new.memories[space].buf[:] = m.buf
+    k = max((r["launch"] for r in rows), default=0)
+    last = {r["name"]: r for r in rows if r["launch"] == k}       # the previous exit's ledger
+    cluster.carry_flags(prev, origin=lambda f: last.get(f.name))
+    cluster.carried_hooks.append(carried_credit)
+    cluster.explainers.append(explain_carried)
+
+
+def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool) -> list:
+    """Kernel exit of launch ``k``: leaks, the producers' teardown, flags left over.  Data
+    pushed but never popped and credits the teardown left carry over to a next launch (they
+    are reported where that launch trips on them), so they are leaks only at the last exit."""
+    found = leaks(cluster, unpopped=final)
+    if found and leak_check:
+        _raise_leaks(found)
+    events = event_leaks(cluster)       # intra-core set_flag never waited: within one launch
+    if events and leak_check:
+        _raise_leaks(events, EVENT_LEAK_FIX, "event leak", "event_leak")
+    extra = teardown(cluster, k)
+    flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
+    if not final:
+        flag_warnings, flag_errors, extra = list(flag_warnings) + list(flag_errors) + extra, (), []
+    if (extra or flag_errors) and leak_check:
+        _raise_leaks(list(extra) + list(flag_errors), TEARDOWN_LEAK_FIX if extra else None)
+    return list(found) + list(events) + list(extra) + list(flag_errors) + list(flag_warnings)
+
+
+EVENT_LEAK_FIX = ("consume every set_flag with a wait_flag: drain loop-carried events after the loop (one "
+                  "wait_flag per ID primed before it), or drop the extra set")
+
+
+def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: str = "leak") -> None:
+    what, loc = allf[0]
+    raise LeakError(f"{title} at kernel end: {what}", where=str(loc) if loc else None,
+                    details="\n".join(w + (f" ({l})" if l else "") for w, l in allf[1:]) or None,
+                    fix=fix or "pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed",
+                    findings=[{"kind": kind, "what": w, "where": str(l) if l else None} for w, l in allf])
+
 
 
 def summarize(cluster: Cluster, proto: Protocol, wall: float, found=()) -> RunSummary:
@@ -217,6 +290,7 @@ class Scenario:
     platform: str | None = None   # the scenario's platform / protocol: what `ptopipe run/check/
     protocol: str | None = None   # trace/sweep` use unless an option overrides them (None: defaults)
     sync: str | None = None       # "manual": run in the manual synchronisation mode (None: auto)
+    launches: int | None = None   # launches per run (``run(launches=K)``) unless --launches overrides
 
     def __post_init__(self):
         v = self.variants
@@ -251,6 +325,8 @@ class Scenario:
         expected = self.golden(args, **params)
         if run_kwargs.get("sync") is None:
             run_kwargs["sync"] = self.sync
+        if self.launches is not None:
+            run_kwargs.setdefault("launches", self.launches)
         res = run(self.aic, self.aiv, args, platform=platform, protocol=protocol, **run_kwargs)
         return res, expected
 
@@ -258,8 +334,9 @@ class Scenario:
               **run_kwargs) -> RunResult:
         """Run one variant and raise :class:`MismatchError` if it differs from the golden."""
         res, expected = self.run(variant, platform, protocol, seed, **run_kwargs)
-        compare(res.outputs, expected, self.rtol, self.atol, f"{self.name}[{variant}]",
-                rerun=lambda: self.run(variant, platform, protocol, seed, **{**run_kwargs, "record_writes": True})[0])
+        compare_launches(res, expected, self.rtol, self.atol, f"{self.name}[{variant}]",
+                         rerun=lambda: self.run(variant, platform, protocol, seed,
+                                                **{**run_kwargs, "record_writes": True})[0])
         return res
 
 
@@ -277,6 +354,18 @@ def _caller() -> str | None:
     while f is not None and (f.f_code.co_filename in (__file__, "<string>")):
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
+
+
+def compare_launches(res: RunResult, expected: dict, rtol: float, atol: float, label: str = "",
+                     rerun: Callable | None = None) -> None:
+    """:func:`compare` the outputs of every launch of ``res`` (one launch: its outputs);
+    ``rerun`` returns the same run with ``record_writes=True``, for naming the last writer
+    of a wrong element (one launch only: the writes of an earlier launch are not kept)."""
+    if len(res.launches) > 1:
+        for k, outs in enumerate(res.launches, 1):
+            compare(outs, expected, rtol, atol, f"{label} (launch {k} of {len(res.launches)})")
+    else:
+        compare(res.outputs, expected, rtol, atol, label, rerun=rerun)
 
 
 def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str = "",
@@ -354,5 +443,5 @@ def _ring_at(cluster, addr: int):
     return None
 
 
-__all__ = ["RunResult", "RunSummary", "Scenario", "compare", "gm_buffer", "run", "summarize",
+__all__ = ["RunResult", "RunSummary", "Scenario", "compare", "compare_launches", "gm_buffer", "run", "summarize",
            "PtoPipeError", "CoreState"]

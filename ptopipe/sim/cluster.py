@@ -95,6 +95,9 @@ class Cluster:
         # culprit that an upper layer can name (sim/deadlock.py)
         self.hinters = []
         self.finishers = []          # callables(cluster) run when all kernels returned
+        # callables(cluster, core, flag): a WAIT consumed a credit an earlier launch left
+        # on the flag (``Flag.carried``; :meth:`carry_flags` puts them there)
+        self.carried_hooks = []
         self.shared = {}             # cluster-wide state owned by upper layers (pipes)
         self.steps = 0
         self.ended = False           # the run is over: bindings to this cluster are void
@@ -115,6 +118,7 @@ class Cluster:
         if flag.count >= self._counter_max:
             raise overflow_error(flag, self._counter_max)
         flag.count += 1
+        flag.sets += 1
         flag.arrivals.append(at + self._latency)
         if self.checker is not None:
             flag.set_clocks.append(self.checker.on_set(sender))
@@ -127,6 +131,26 @@ class Cluster:
 
     def flags(self):
         return list(self._flags.values())
+
+    def carry_flags(self, previous: "Cluster", origin=None) -> None:
+        """Start this launch with the flag counters ``previous`` ended with (the device
+        keeps them across launches).  Carried credits arrive at time 0; ``origin(flag)``
+        (if given) describes where each flag's leftover came from, for reports."""
+        for f in previous.flags():
+            if f.count <= 0:
+                continue
+            g = self.flag(self.cores[f.sender.index], self.cores[f.receiver.index], f.id)
+            g.count = g.carried = f.count
+            g.arrivals = [0] * f.count
+            g.origin = origin(f) if origin is not None else None
+            if self.checker is not None:     # a launch boundary orders everything before it
+                g.set_clocks = [tuple([0] * len(self.cores))] * f.count
+
+    def on_carried(self, core: Core, flag: Flag) -> None:
+        """``core``'s WAIT took one of the credits an earlier launch left on ``flag``."""
+        flag.carried -= 1
+        for hook in self.carried_hooks:
+            hook(self, core, flag)
 
     # -- running ------------------------------------------------------------------------
     def run(self, kernels: dict) -> None:

@@ -360,6 +360,8 @@ class Core:
             self.cluster.main.switch()
             self.waiting = None
         flag.count -= 1
+        if flag.carried:          # a credit an earlier launch left (several launches only)
+            self.cluster.on_carried(self, flag)
         arrival = flag.arrivals.pop(0)
         if flag.set_clocks:
             vc = flag.set_clocks.pop(0)

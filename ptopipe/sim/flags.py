@@ -13,7 +13,7 @@ from ..errors import ProtocolError
 
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
-                 "set_clocks", "signal")
+                 "set_clocks", "signal", "sets", "drained", "carried", "origin")
 
     def __init__(self, sender, receiver, fid: int):
         self.sender = sender
@@ -27,6 +27,13 @@ class Flag:
         self.waiter = None               # the core blocked in WAIT on this flag
         self.owner = None                # the channel that claimed this flag id
         self.signal = "flag"             # "ready" | "free" once a channel claims it (stall kinds)
+        # the ledger (several launches, teardown): SETs ever made, credits taken by a
+        # teardown drain, credits this launch inherited from an earlier one and not yet
+        # consumed, and where they came from (the earlier launch's ledger row)
+        self.sets = 0
+        self.drained = 0
+        self.carried = 0
+        self.origin = None
 
     @property
     def name(self) -> str:

@@ -21,6 +21,7 @@ from .channel import Channel, PipeHandle, Side, Slot
 from .config import TPipe, ways as _ways
 from .diagnostics import deadlock_cause, explain, holdings
 from .protocol import cluster_model
+from .teardown import scope_end
 
 
 def _loc(core) -> str:
@@ -151,16 +152,15 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
         if not in_gm:
             _reserve_rings(core, ch)
     else:
+        if core.index in ch.sides:
+            _bound_twice(core, ch, cfg)
         _agree(core, ch, cfg, n, base, in_gm)
-    if core.index in ch.sides:
-        raise ConfigError(f"{core.name} binds {ch.name} twice: two pipes on this core share FlagID {ready_id}",
-                          where=_loc(core), details=f"first bound at {ch.sides[core.index].bound_at}",
-                          fix="give every pipe its own FlagID range (flags may not be shared between pipes)")
     if in_gm:
         # checked at every core's binding, not only the first: the pipes sharing bytes may have
         # been created by different cores (AIV0 one, AIV1 the other), but the AIC binds both
         _check_gm_ring(core, ch, chans)
     side = Side(core, role, core.where())
+    side.scope_end = scope_end(core)
     side.links = links = ch.peers if core.kind is CoreKind.AIC else (core.subblock,)
     per_tag = model.per_tag_flags        # else one counter flag per way, shared by every tag
     side.ready_flags = [tuple(ch.ready_flags[p][t if per_tag else 0] for p in links) for t in range(n)]
@@ -178,6 +178,29 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
             for j in range(credits):
                 cluster.set_flag(core, flags[j % len(flags)], core.clock)
     return ch
+
+
+def _bound_twice(core, ch: Channel, cfg: TPipe) -> None:
+    """A core binds a FlagID it already bound in this launch: both pipes would count on the
+    same flags.  The same TPipe bound again (e.g. inside a loop) is told apart from a second
+    pipe that reuses the FlagID."""
+    first = ch.sides[core.index].bound_at
+    if (cfg.slot_size, cfg.slot_num, cfg.direction) == (ch.slot_size, ch.slot_num, ch.cfg.direction):
+        raise ConfigError(
+            f"{core.name} binds {ch.name} a second time in one launch (first bound at {first})",
+            where=_loc(core), details="each binding is a new TPipe object: its tile index restarts at 0 "
+                                      "while the flag counters keep the first one's credits",
+            fix="bind the pipe once per kernel, before the loop, and pass the handle around; to run the "
+                "kernel again use a new launch (run(..., launches=K) / --launches K)")
+    top = ch.model.flags_top(ch.ready_id, ch.free_id, ch.slot_num)
+    lo = min(ch.ready_id, ch.free_id)
+    raise ConfigError(
+        f"{core.name} binds a second pipe on FlagID {cfg.flag_id} in one launch: its flags are those of "
+        f"{ch.name} (first bound at {first})", where=_loc(core),
+        details=f"first pipe: SlotSize {ch.cfg.slot_size} x SlotNum {ch.cfg.slot_num}; "
+                f"this one: SlotSize {cfg.slot_size} x SlotNum {cfg.slot_num}",
+        fix=f"give the second pipe its own FlagID outside {lo}..{top - 1} (flags may not be shared "
+            "between pipes of one launch)")
 
 
 def _claim_flags(core, ch: Channel) -> None:

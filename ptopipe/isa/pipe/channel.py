@@ -47,7 +47,7 @@ class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
-                 "ready_flags", "free_flags", "slots", "popped", "tfrees")
+                 "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -70,6 +70,7 @@ class Side:
         self.wait = True                 # setWaitStatus
         self.free = True                 # setFreeStatus
         self.bound_at = bound_at
+        self.scope_end = bound_at        # where the pipe goes out of scope (its teardown runs)
         self.staging = None              # base address of the local staging ring
         self.stage_num = 0               # its slots: this consumer's own TPipe LocalSlotNum
         self.stage_slots = None          # Slots of the local staging ring (generations)

@@ -216,8 +216,10 @@ def slot_use_after_free(tile, core) -> ProtocolError:
                    "freed_at": str(slot.free_loc) if slot.free_gen == gen else None}])
 
 
-def leaks(cluster) -> list:
-    """Held slots, uncommitted TALLOCs and pushed-but-never-popped data at kernel end."""
+def leaks(cluster, unpopped: bool = True) -> list:
+    """Held slots, uncommitted TALLOCs and (``unpopped``) pushed-but-never-popped data at
+    kernel end.  Unpopped data stays in the ring for a next launch (its ready credits carry
+    over); held slots and TALLOCs die with the kernel."""
     out = []
     for ch in cluster.shared.get("channels", {}).values():
         for side in ch.sides.values():
@@ -226,7 +228,7 @@ def leaks(cluster) -> list:
                             h[2]))
             for tag, _gt, loc in side.pending_alloc:
                 out.append((f"{side.core.name} ends with slot {tag} of {ch.name} TALLOCed but never TPUSHed", loc))
-        for p in ch.peers:
+        for p in ch.peers if unpopped else ():
             for s in ch.slots[p]:
                 if s.state == "written":
                     who = cluster.aiv(p).name if ch.way == C2V else "AIC"

@@ -120,6 +120,34 @@ class ProtocolModel:
         """(message, fix) of a pipe this protocol's library cannot build, else None."""
         return None
 
+    # -- teardown (the producer's TPipe going out of scope at kernel end) -----------------
+    def frees_due(self, ch, pushed: int, tag: int = 0) -> int:
+        """Free SETs the consumer sends on the free flag of slot ``tag`` (per-tag flags; else
+        the way's one counter flag) for ``pushed`` tiles popped and released, start-up
+        credits included."""
+        if self.per_tag_flags:
+            n = ch.slot_num
+            return self.startup_credits(n) // n + sum(1 for i in range(pushed) if i % n == tag)
+        return self.startup_credits(ch.slot_num) + sum(1 for i in range(pushed) if self.consumer_frees(ch, i))
+
+    def teardown_drain(self, ch, pushed: int) -> int:
+        """Free credits the producer's teardown WAITs for on each free flag of each link,
+        after ``pushed`` tiles: what the protocol says the consumer sent (start-up credits
+        and the frees of ``pushed`` releases) minus what the producer's pushes waited for,
+        spread over the way's free flags (one per slot tag with per-tag flags).  A correct
+        run leaves exactly that much, so the drain ends the launch with empty free flags."""
+        sent = self.startup_credits(ch.slot_num)
+        waited = 0
+        if ch.wait_every:                 # every push waits and every release frees
+            return sent // (ch.slot_num if self.per_tag_flags else 1)
+        for i in range(pushed):
+            if ch.wait_every or self.consumer_frees(ch, i):
+                sent += 1
+            if ch.wait_every or self.producer_waits(ch, i):
+                waited += 1
+        per = ch.slot_num if self.per_tag_flags else 1
+        return max(0, sent - waited) // per
+
 
 @dataclass(frozen=True)
 class SpecModel(ProtocolModel):
@@ -257,6 +285,31 @@ class PtoIsaModel(ProtocolModel):
                     "use a DIR_C2V_GM pipe and a DIR_V2C_GM pipe with their own GM_SLOT_BUFFERs and "
                     "FlagIDs two apart")
         return None
+
+    def teardown_drain(self, ch, pushed):
+        # pto-isa's ~TPipe(): numPopFree - numPushWait WAITs on the free flag, from the
+        # producer's tileIndex alone; the closed form holds for the rule above (no start-up
+        # credits, the shouldWaitFree window), else the generic count of the base class
+        if self.startup_credits(ch.slot_num) or type(self).producer_waits is not PtoIsaModel.producer_waits:
+            return ProtocolModel.teardown_drain(self, ch, pushed)
+        return pto_isa_drain(ch.slot_num, ch.sync_period, pushed)
+
+def pto_isa_drain(slot_num: int, sync_period: int, pushed: int) -> int:
+    """pto-isa's TPipe destructor arithmetic: the frees the consumer sent for ``pushed``
+    tiles (one per SyncPeriod releases) minus the free WAITs the producer's TPUSHes made
+    (none in the first SlotNum pushes, then one per SyncPeriod-aligned push; SlotNum 1:
+    every push but the first)."""
+    pop_free = pushed // sync_period
+    if slot_num == 1:
+        push_wait = max(0, pushed - 1)
+    else:
+        push_wait = 0
+        if pushed > slot_num:
+            first = -(-slot_num // sync_period) * sync_period    # SlotNum rounded up to the period
+            last = (pushed - 1) // sync_period * sync_period
+            if last >= first:
+                push_wait = (last - first) // sync_period + 1
+    return max(0, pop_free - push_wait)
 
 
 SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hold=True,

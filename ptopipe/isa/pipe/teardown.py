@@ -1,0 +1,187 @@
+"""Kernel exit on the rings: the producer's teardown (pto-isa's ``~TPipe()`` drain of pending
+free credits), the per-flag ledger of a launch, and credits one launch leaves to the next.
+
+At kernel end every producer side drains what the protocol model says is still pending on
+each free flag (:meth:`~.protocol.ProtocolModel.teardown_drain`).  A drain that waits for
+more credits than are outstanding is the hang the device shows at the destructor
+(:class:`DeadlockError` at the line where the pipe goes out of scope); credits left after
+the drain are a leak (what the next launch on the same FlagID would inherit).  The ledger
+row of a flag says, for one launch: credits inherited, sent (SETs), consumed by the
+kernels' WAITs, drained by the teardown, left.
+
+With several launches (``run(..., launches=K)``) the flag counters carry over; a WAIT that
+takes an inherited credit is reported there, naming the launch that left it
+(:func:`carried_credit`).
+"""
+from __future__ import annotations
+
+import sys
+
+from ...errors import DeadlockError, ProtocolError
+from ...sim.location import SourceLoc, _is_internal
+
+
+#: the fix of free credits left after the teardown drain
+TEARDOWN_LEAK_FIX = ("let every push wait where the protocol waits (setAllocateStatus(false) on a push that "
+                     "would wait leaves its credit behind), or take the credit back with that wait before the "
+                     "kernel ends; send one free per popped tile (none where the TPOP already freed the slot: "
+                     "pto-isa's A5 GM rings); the flag counter outlives the kernel")
+
+
+def scope_end(core):
+    """Where a pipe bound now goes out of scope: the last line of the kernel function the
+    core runs (or, if that is not user code, of the user function that binds the pipe; an
+    interpreted kernel: the binding's own location)."""
+    if core.loc_override is not None:
+        return core.loc_override
+    kernel = getattr(getattr(core, "kernel", None), "__code__", None)
+    f = sys._getframe(1)
+    user = None
+    while f is not None:
+        if f.f_code is kernel:
+            user = f
+            break
+        if user is None and not _is_internal(f.f_code):
+            user = f
+        f = f.f_back
+    if user is None:
+        return core.where()
+    code = user.f_code
+    last = max((ln for _s, _e, ln in code.co_lines() if ln is not None), default=f.f_lineno)
+    return SourceLoc(code.co_filename, last, None, code.co_name)
+
+
+def _drain_name(model) -> str:
+    return ("the producer's TPipe destructor (pto-isa ~TPipe: numPopFree - numPushWait)"
+            if model.protocol.value == "pto-isa" else "the producer's teardown (one wait per slot's free flag)")
+
+
+def _free_links(ch, side):
+    """(peer, flag) of every free flag a producer side waits on."""
+    for i, p in enumerate(side.links):
+        seen = []
+        for tag_flags in side.free_flags:
+            f = tag_flags[i]
+            if f not in seen:
+                seen.append(f)
+                yield p, f
+
+
+def _row(f, launch: int) -> dict:
+    inherited = f.origin["left"] if f.origin else 0
+    consumed = inherited + f.sets - f.drained - f.count
+    ch = f.owner
+    return {"launch": launch, "flag": f.id, "name": f.name, "signal": f.signal,
+            "pipe": ch.name if ch is not None else None, "inherited": inherited, "sent": f.sets,
+            "consumed": consumed, "drained": f.drained, "left": f.count}
+
+
+def describe_row(r: dict) -> str:
+    what = f"{r['name']}" + (f" ({r['signal']} of {r['pipe']})" if r["pipe"] else "")
+    inh = f"inherited {r['inherited']} / " if r["inherited"] else ""
+    return (f"{what}: {inh}sent {r['sent']} / consumed {r['consumed']} / drained {r['drained']} "
+            f"/ left {r['left']}")
+
+
+def teardown(cluster, launch: int = 1) -> list:
+    """Run every producer's teardown drain; returns the leaks it finds, ``[(what, where)]``
+    (free credits left after the drain).  Raises DeadlockError for a drain that waits for
+    more credits than are outstanding."""
+    found = []
+    for ch in cluster.shared.get("channels", {}).values():
+        model = ch.model
+        for side in ch.sides.values():
+            if side.role != "producer":
+                continue
+            pushed = side.index - len(side.pending_alloc)
+            need = model.teardown_drain(ch, pushed)
+            end = side.scope_end
+            for p, f in _free_links(ch, side):
+                if f.sender.index not in ch.sides:
+                    continue        # the link's consumer never bound: it sent nothing to drain
+                if need > f.count:
+                    r = _row(f, launch)
+                    raise DeadlockError(
+                        f"teardown of {ch.name} on {side.core.name} hangs: {_drain_name(model)} at kernel end "
+                        f"waits for {need} free credit{'s' if need != 1 else ''} on {f.name} but only "
+                        f"{f.count} {'is' if f.count == 1 else 'are'} outstanding (sent {r['sent']} / "
+                        f"consumed {r['consumed']} / awaited {need})",
+                        where=str(end),
+                        details=f"protocol {model.protocol.value}, SlotNum {ch.slot_num}, SyncPeriod "
+                                f"{ch.sync_period}: after {pushed} pushes the protocol expects "
+                                f"{need} more free credit(s) than the pushes waited for\n"
+                                f"the pipe was bound at {side.bound_at}; the device hangs here "
+                                f"(AICPU timeout) instead of returning",
+                        fix="the consumer must send every free the protocol counts on: pop every tile "
+                            "pushed and release each one with its free on (setFreeStatus(false) or a "
+                            "missing TPOP/TFREE leaves the destructor waiting)",
+                        findings=[dict(r, kind="teardown_hang", awaited=need, where=str(end))])
+                if need:
+                    f.count -= need
+                    f.drained += need
+                    del f.arrivals[:need]
+                    if f.set_clocks:
+                        del f.set_clocks[:need]
+                if f.count > 0:
+                    r = _row(f, launch)
+                    found.append((f"{f.name} (free of {ch.name}) keeps {f.count} credit"
+                                  f"{'s' if f.count != 1 else ''} after the teardown drain (sent {r['sent']} / "
+                                  f"consumed {r['consumed']} / drained {r['drained']}): "
+                                  f"{_surplus_cause(ch, f, r, pushed)}; the next launch on this FlagID "
+                                  f"inherits {'them' if f.count != 1 else 'it'} and its producer overruns "
+                                  "the ring", end))
+    return found
+
+
+def _surplus_cause(ch, f, r: dict, pushed: int) -> str:
+    """Why a free flag holds credits after the drain: the consumer sent more frees than
+    ``pushed`` tiles are due, or the producer skipped a wait the protocol makes."""
+    side = next(sd for sd in ch.sides.values() if sd.role == "producer")
+    tag = next((t for t, flags in enumerate(side.free_flags) if f in flags), 0)
+    due = ch.model.frees_due(ch, pushed, tag)
+    if r["sent"] > due:
+        why = (" (pto-isa on A5: a tile TFREE after a TPOP from a GM ring frees the slot a second time)"
+               if ch.tfree_frees else "")
+        return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{why}"
+    return "a push skipped its free-slot wait"
+
+
+def ledger(cluster, launch: int = 1) -> list:
+    """The ledger rows of every flag a launch used (SET, inherited or left non-zero)."""
+    return [_row(f, launch) for f in cluster.flags() if f.sets or f.count or f.origin or f.drained]
+
+
+def carried_credit(cluster, core, flag) -> None:
+    """A WAIT took a credit an earlier launch left on ``flag`` (``Cluster.carried_hooks``):
+    the ring's ledger is off from here on - an overrun, reported at this instruction."""
+    o = flag.origin or {}
+    k = o.get("launch", "an earlier launch")
+    ch = flag.owner
+    pipe = f" of {ch.name}" if ch is not None else ""
+    where = str(core.where())
+    if flag.signal == "ready":
+        what = (f"{core.name} pops data launch {k} pushed and never popped: it takes a ready credit launch "
+                f"{k} left on {flag.name}{pipe} ({o.get('left', '?')} left), so it runs one tile ahead of "
+                f"this launch's producer and reads a slot before it is written")
+        fix = (f"launch {k} must pop every tile it pushes (its consumer popped fewer): the ready flag "
+               "counter survives the kernel and the next launch reuses the FlagID")
+    else:
+        what = (f"{core.name} takes a free credit launch {k} left on {flag.name}{pipe} ({o.get('left', '?')} "
+                f"left): this wait passes although this launch's consumer has not freed the slot, so the "
+                f"producer overruns the ring")
+        fix = (f"launch {k} must leave no free credit behind: every push waits where the protocol waits "
+               "(setAllocateStatus(false) skips a wait) and the teardown drains the rest")
+    raise ProtocolError(what, where=where,
+                        details=(f"launch {k} ledger of {flag.name}: " + describe_row(o)) if o else None,
+                        fix=fix, findings=[{"kind": "carried_credit", "flag": flag.id, "launch": k,
+                                            "left": o.get("left"), "where": where}])
+
+
+def explain_carried(cluster) -> str:
+    """Deadlock explainer: the credits this launch inherited."""
+    rows = [f for f in cluster.flags() if f.origin]
+    if not rows:
+        return ""
+    return "credits inherited from earlier launches:\n" + "\n".join(
+        f"  {f.name}: {f.origin['left']} left by launch {f.origin['launch']}, {f.carried} not yet consumed"
+        for f in rows)
