@@ -96,7 +96,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         schedule_seed: int | None = None, trace: bool = False, leak_check: bool = True,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
-        timeout: float | None = None) -> RunResult:
+        timeout: float | None = None, schedule=None) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -114,6 +114,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``checks=True`` (default) turns on the happens-before race checker, slot-reuse and
     use-after-free checks of the address flow, and leak checks at kernel end
     (:mod:`ptopipe.isa.checks`); ``leak_check=False`` reports leaks as summary warnings.
+    ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
+    makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
     """
     args = dict(args or {})
     plat = get_platform(platform)
@@ -132,7 +134,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     addrs, end = gm_layout([a.nbytes for a in arrays.values()])
     cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                       max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                      timeout=timeout)
+                      timeout=timeout, schedule=schedule)
     cluster.shared["protocol"] = proto
     if checks:
         cluster.checker = KernelChecks(cluster)

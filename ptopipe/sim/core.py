@@ -20,6 +20,7 @@ from ..arch.costs import NO_COSTS
 from ..errors import ConfigError, KernelError
 from .bounds import over_budget, past_until
 from .location import SourceLoc, user_loc
+from .schedule import WAIT
 from .trace import Hold, Instr
 
 
@@ -108,6 +109,9 @@ class Core:
         # (applies the queued data operations) and the one over the budget
         self.limit = -1 if self.trace is not None or self.until is not None else min(self.budget, SYNC_EVERY)
         self.vclock = None  # happens-before vector clock (checkers)
+        # an exploring run's schedule policy (None by default): the ISA calls
+        # ``cluster.visible(core, kind)`` at every GM / ring access when it is set
+        self.policy = cluster.policy
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
@@ -348,6 +352,8 @@ class Core:
         ``what`` (str or callable) and ``info`` (dict or callable returning one) describe
         the wait for reports; they are only evaluated if the core blocks.  Returns the
         simulated time the consumed SET arrived."""
+        if self.policy is not None:
+            self.cluster.visible(self, WAIT)
         while flag.count == 0:
             self.waiting = Wait(flag, what, None, info() if callable(info) else info)
             flag.waiter = self
