@@ -1,12 +1,14 @@
 """``ptopipe check FILE``: run a kernel with every checker on, under the default schedule
-and ``--schedules N`` perturbed interleavings/latencies (seeds ``--seed`` ...); report the
-first failure (error class, kernel file:line, the seed that replays it) and exit 1."""
+and ``--schedules N`` explored ones (``--explore random|pct|exhaustive``, ``--depth d``,
+seeds ``--seed`` ...); report the first failure (error class, kernel file:line, the
+schedule that replays it: ``--replay SPEC``), the distinct interleavings covered, and exit 1."""
 from __future__ import annotations
 
 import json
 import sys
 
-from ..isa.explore import ExploreResult, explore
+from ..errors import ConfigError
+from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
 from .common import PROTOCOLS, target
 from .errors import color, describe_exception, report_exception
 from . import bounds
@@ -22,8 +24,15 @@ def add_parser(sub) -> None:
     p.add_argument("--protocol", default=None, choices=PROTOCOLS,
                    help="ring protocol model (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
-    p.add_argument("--schedules", type=int, default=20, help="perturbed schedules to explore (default 20)")
+    p.add_argument("--schedules", type=int, default=20, help="schedules to explore (default 20)")
+    p.add_argument("--explore", default="random", choices=MODES,
+                   help="how: random choices + latency/lane-skew jitter, pct (probabilistic concurrency "
+                        "testing), exhaustive (every schedule within --depth deviations) (default random)")
+    p.add_argument("--depth", type=int, default=None,
+                   help="pct: bug depth (default 3); exhaustive: deviations from the default schedule (default 2)")
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
+    p.add_argument("--replay", default=None, metavar="SPEC",
+                   help="run the default schedule and this one (as printed by a failure, e.g. pct:7:3:120)")
     p.add_argument("--data-seed", type=int, default=0, help="input data seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     bounds.add_arguments(p)
@@ -75,15 +84,61 @@ def _explore(sc, v, args, platform, protocol, label):
         if show:
             show(done, total)
     try:
+        if args.replay is not None:
+            return _replay(sc, v, args, platform, protocol, progress)
         return explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
                        protocol=protocol, data_seed=args.data_seed, progress=progress,
-                       **bounds.run_kwargs(args))
+                       mode=args.explore, depth=args.depth, **bounds.run_kwargs(args))
+    except ConfigError as e:
+        if e.where in ("option --explore", "option --depth", "option --replay"):
+            raise                       # a bad option, not this variant's failure
+        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
+        res.failures.append((None if at[0] == 0 else "?", e))
+        return res
     except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
-        res = ExploreResult(runs=at[0] + 1, passed=at[0])
-        res.failures.append((None if at[0] == 0 else args.seed + at[0] - 1, e))
+        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
+        res.failures.append((None if at[0] == 0 else
+                             args.seed + at[0] - 1 if args.explore == "random" and args.replay is None else "?", e))
         return res
     finally:
         _progress_done()
+
+
+def _replay(sc, v, args, platform, protocol, progress):
+    """``--replay SPEC``: the default schedule, then the one schedule SPEC names."""
+    from ..errors import PtoPipeError
+    from ..isa.explore import run_schedule
+    spec = ScheduleSpec.parse(args.replay)
+    res = ExploreResult(mode=spec.mode)
+    for i, s in enumerate((None, spec)):
+        progress(i, 2)
+        res.runs += 1
+        pol = s.policy() if s is not None else None
+        try:
+            run_schedule(sc, s, v, platform, protocol, args.data_seed, policy=pol, **bounds.run_kwargs(args))
+            res.passed += 1
+        except PtoPipeError as e:
+            res.failures.append((s, e))
+            break
+        finally:
+            if pol is not None:
+                res.digests.add(pol.digest)
+    return res
+
+
+def _explored(res: ExploreResult, args) -> str:
+    """'200 explored schedules (pct, 187 distinct interleavings)' for the summary line."""
+    n = res.runs - 1
+    what = f"{n} explored schedule{'s' if n != 1 else ''}"
+    extra = f", bound {args.depth or 2} exhausted" if res.complete else ""
+    return f"{what} ({res.mode}, {res.distinct} distinct interleaving{'s' if res.distinct != 1 else ''}{extra})"
+
+
+def _replay_line(args, platform, protocol, v, seed) -> str:
+    base = f"ptopipe check {args.file} --platform {platform} --protocol {protocol} --variant {v}"
+    if isinstance(seed, int):
+        return f"{base} --seed {seed} --schedules 1"
+    return f"{base} --replay {seed}"
 
 
 def _check(args, reports: list) -> int:
@@ -95,23 +150,26 @@ def _check(args, reports: list) -> int:
             label = f"{sc.name}[{v}] on {platform}/{protocol}"
             res = _explore(sc, v, args, plat, protocol, label)
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
-                   "runs": res.runs, "passed": res.passed, "failure": None}
+                   "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
+                   "distinct": res.distinct, "complete": res.complete}
             if res.ok:
                 if not args.json:
                     print(f"{color('PASS', '1;32', sys.stdout)} {label}: default schedule + "
-                          f"{args.schedules} explored schedules, no checker report")
+                          f"{_explored(res, args)}, no checker report")
             else:
                 status = 1
                 seed, err = res.first
-                rep["failure"] = dict(describe_exception(err), seed=seed)
+                rep["failure"] = dict(describe_exception(err), seed=seed if seed is None or isinstance(seed, int)
+                                      else str(seed))
                 if not args.json:
-                    sched = "the default schedule" if seed is None else f"schedule seed {seed}"
+                    sched = ("the default schedule" if seed is None else
+                             f"schedule seed {seed}" if isinstance(seed, int) else f"schedule {seed}")
                     print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched} "
-                          f"(after {res.passed} passing schedule(s))", flush=True)
+                          f"(after {res.passed} passing schedule(s), {res.distinct} distinct "
+                          f"interleaving(s) explored)", flush=True)
                     report_exception(err)
-                    replay = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} "
-                              f"--variant {v} --seed {seed} --schedules 1")
-                    print(f"  replay: {replay}" if seed is not None else
+                    replay = _replay_line(args, platform, protocol, v, seed)
+                    print(f"  replay: {replay}" if seed not in (None, "?") else
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)
     failed = [f"{r['scenario']}[{r['variant']}]" for r in reports if r["failure"]]
