@@ -98,6 +98,24 @@ def test_an_unordered_store_and_load_land_in_the_schedules_order():
             run_schedule((_racy_cube, (_racy_vec, None)), seed, args=_racy_args())
 
 
+def _picky_vec(mid, out):
+    v = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+    TLOAD(v, mid)
+    if v.array[0, 0] == 0:
+        raise ValueError("read mid before the Cube stored it")
+    TSTORE(out, v)
+
+
+def test_a_kernel_error_under_an_explored_schedule_names_the_schedule():
+    target = (_racy_cube, (_picky_vec, None))
+    with pytest.raises(ValueError) as ei:
+        explore(target, schedules=20, mode="pct", args=_racy_args(), checks=False)
+    spec = ei.value.ptopipe_schedule
+    assert isinstance(spec, ScheduleSpec) and spec.mode == "pct"
+    with pytest.raises(ValueError):
+        run_schedule(target, str(spec), args=_racy_args(), checks=False)
+
+
 def test_lane_skew_and_latency_jitter_change_timing_not_results():
     sc = _sc("examples/scenarios/s1_cv_split.py")
     base = run_schedule(sc, None).summary.cycles

@@ -93,12 +93,11 @@ def _explore(sc, v, args, platform, protocol, label):
         if e.where in ("option --explore", "option --depth", "option --replay"):
             raise                       # a bad option, not this variant's failure
         res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
-        res.failures.append((None if at[0] == 0 else "?", e))
+        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
         return res
     except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
         res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
-        res.failures.append((None if at[0] == 0 else
-                             args.seed + at[0] - 1 if args.explore == "random" and args.replay is None else "?", e))
+        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
         return res
     finally:
         _progress_done()
@@ -120,6 +119,9 @@ def _replay(sc, v, args, platform, protocol, progress):
         except PtoPipeError as e:
             res.failures.append((s, e))
             break
+        except Exception as e:  # noqa: BLE001 - a kernel's own error, with its schedule
+            e.ptopipe_schedule = s
+            raise
         finally:
             if pol is not None:
                 res.digests.add(pol.digest)
@@ -169,7 +171,7 @@ def _check(args, reports: list) -> int:
                           f"interleaving(s) explored)", flush=True)
                     report_exception(err)
                     replay = _replay_line(args, platform, protocol, v, seed)
-                    print(f"  replay: {replay}" if seed not in (None, "?") else
+                    print(f"  replay: {replay}" if seed is not None else
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)
     failed = [f"{r['scenario']}[{r['variant']}]" for r in reports if r["failure"]]

@@ -203,6 +203,12 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
             out.failures.append((key, e))
             if stop_on_first:
                 break
+        except Exception as e:  # noqa: BLE001 - a kernel's own error: passed on, with its schedule
+            try:
+                e.ptopipe_schedule = key
+            except AttributeError:
+                pass
+            raise
         finally:
             if pol is not None:
                 out.digests.add(pol.digest)
