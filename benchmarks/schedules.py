@@ -14,6 +14,7 @@ mode needs until the bug shows (">N": not within N).
 
 Run:  python benchmarks/schedules.py [--schedules 200] [--modes random,pct,exhaustive]
                                      [--only NAME] [--variants all] [--part 1|2]
+                                     [--kernels all|examples|unseen]
 """
 from __future__ import annotations
 
@@ -45,9 +46,11 @@ BUGS = [("m10_schedule_dependent.py", "a5", "pto-isa", {}),
         ("m31_lane_init_overwrite.py", "a5", "pto-isa", {"checks": False})]
 
 
-def corpus(all_variants: bool = False):
-    """[(label, Scenario, variant)]: the examples and the unseen correct kernels."""
+def corpus(all_variants: bool = False, which: str = "all"):
+    """[(label, Scenario, variant)]: the examples and/or the unseen correct kernels."""
     out = []
+    if which == "unseen":
+        return _unseen(out)
     files = sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.py")))
     files += sorted(glob.glob(os.path.join(ROOT, "examples", "dsl", "*.py")))
     files.append(os.path.join(ROOT, "examples", "flash_attention.py"))
@@ -55,6 +58,10 @@ def corpus(all_variants: bool = False):
         for sc in load_scenarios(f):
             for v in (sc.variants if all_variants else [sc.default_variant]):
                 out.append((f"{sc.name}[{v}]", sc, v))
+    return out if which == "examples" else _unseen(out)
+
+
+def _unseen(out: list) -> list:
     import test_unseen_kernels as unseen
     for name, (aic, aiv, make, golden) in sorted(unseen.CORRECT.items()):
         sc = Scenario(name, aic, aiv, lambda rng, make=make: make(np.random.default_rng(7)),
@@ -80,7 +87,7 @@ def part1(args) -> int:
     print("-" * len(head))
     bad = total = 0
     t0 = time.perf_counter()
-    for label, sc, v in corpus(args.variants == "all"):
+    for label, sc, v in corpus(args.variants == "all", args.kernels):
         if args.only and args.only not in label:
             continue
         for plat, proto in COMBOS:
@@ -144,6 +151,8 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=None, help="only kernels whose label contains this")
     p.add_argument("--variants", default="default", choices=["default", "all"])
     p.add_argument("--part", default=None, choices=["1", "2"])
+    p.add_argument("--kernels", default="all", choices=["all", "examples", "unseen"],
+                   help="part 1: the examples, the unseen correct kernels, or both (default)")
     args = p.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
     status = 0
