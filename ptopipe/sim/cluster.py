@@ -209,9 +209,6 @@ class Cluster:
             core.waiting = None
         return body
 
-    def on_wake(self, core: Core) -> None:
-        """A SET woke ``core`` (an exploring run chooses at the SET's visible event)."""
-
     def visible(self, core: Core, kind: int) -> None:
         """``core`` is at a cross-core visible event (exploring runs only): the policy notes
         it and picks who goes on; another core's pick suspends this one (still READY)."""

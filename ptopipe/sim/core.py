@@ -380,5 +380,4 @@ class Core:
 
     def wake(self) -> None:
         if self.state is CoreState.BLOCKED:
-            self.state = CoreState.READY
-            self.cluster.on_wake(self)
+            self.state = CoreState.READY       # (an exploring run chooses at the SET after)
