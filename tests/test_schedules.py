@@ -236,6 +236,18 @@ def test_cli_prints_a_replay_that_reproduces_the_failure(capsys):
     assert f"  at {at}" in err2 and at.endswith(":25")
 
 
+def test_cli_no_checks_shows_the_wrong_result_of_a_schedule(capsys):
+    m29 = os.path.join(MISUSE, "m29_prefetch_before_wait.py")
+    assert cli_main(["check", m29, "--no-checks", "--schedules", "0"]) == 0     # the default: right
+    assert "right results (checkers off)" in capsys.readouterr().out
+    assert cli_main(["check", m29, "--no-checks", "--schedules", "5", "--explore", "pct"]) == 1
+    out, err = capsys.readouterr()
+    assert "MismatchError under schedule pct:0:3:0" in out
+    assert "--no-checks --replay pct:0:3:0" in err
+    assert cli_main(["check", m29, "--schedules", "5"]) == 1                    # checkers on: the race
+    assert "DataRaceError under the default schedule" in capsys.readouterr().out
+
+
 def test_cli_rejects_a_bad_replay_or_depth(capsys):
     s1 = os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")
     assert cli_main(["check", s1, "--replay", "pct:1"]) == 1
