@@ -1,12 +1,14 @@
 """``ptopipe check FILE``: run a kernel with every checker on, under the default schedule
-and ``--schedules N`` perturbed interleavings/latencies (seeds ``--seed`` ...); report the
-first failure (error class, kernel file:line, the seed that replays it) and exit 1."""
+and ``--schedules N`` explored ones (``--explore random|pct|exhaustive``, ``--depth d``,
+seeds ``--seed`` ...); report the first failure (error class, kernel file:line, the
+schedule that replays it: ``--replay SPEC``), the distinct interleavings covered, and exit 1."""
 from __future__ import annotations
 
 import json
 import sys
 
-from ..isa.explore import ExploreResult, explore
+from ..errors import ConfigError
+from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
 from .common import PROTOCOLS, add_launches, add_sync, launch_kwargs, sync_kwargs, target
 from .errors import color, describe_exception, report_exception
 from . import bounds
@@ -22,9 +24,19 @@ def add_parser(sub) -> None:
     p.add_argument("--protocol", default=None, choices=PROTOCOLS,
                    help="ring protocol model (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
-    p.add_argument("--schedules", type=int, default=20, help="perturbed schedules to explore (default 20)")
+    p.add_argument("--schedules", type=int, default=20, help="schedules to explore (default 20)")
+    p.add_argument("--explore", default="random", choices=MODES,
+                   help="how: random choices + latency/lane-skew jitter, pct (probabilistic concurrency "
+                        "testing), exhaustive (every schedule within --depth deviations) (default random)")
+    p.add_argument("--depth", type=int, default=None,
+                   help="pct: bug depth (default 3); exhaustive: deviations from the default schedule (default 2)")
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
+    p.add_argument("--replay", default=None, metavar="SPEC",
+                   help="run the default schedule and this one (as printed by a failure, e.g. pct:7:3:120)")
     p.add_argument("--data-seed", type=int, default=0, help="input data seed (default 0)")
+    p.add_argument("--no-checks", action="store_true",
+                   help="run without the race, slot-reuse and leak checkers: an unordered access then "
+                        "shows as the wrong result the explored schedules give (docs/schedules.md)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     add_sync(p)
     bounds.add_arguments(p)
@@ -77,15 +89,73 @@ def _explore(sc, v, args, platform, protocol, label):
         if show:
             show(done, total)
     try:
+        if args.replay is not None:
+            return _replay(sc, v, args, platform, protocol, progress)
         return explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
                        protocol=protocol, data_seed=args.data_seed, progress=progress,
-                       **bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args))
+                       mode=args.explore, depth=args.depth, **_run_kwargs(args))
+    except ConfigError as e:
+        if e.where in ("option --explore", "option --depth", "option --replay"):
+            raise                       # a bad option, not this variant's failure
+        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
+        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
+        return res
     except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
-        res = ExploreResult(runs=at[0] + 1, passed=at[0])
-        res.failures.append((None if at[0] == 0 else args.seed + at[0] - 1, e))
+        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
+        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
         return res
     finally:
         _progress_done()
+
+
+def _run_kwargs(args) -> dict:
+    kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args)}
+    if getattr(args, "no_checks", False):
+        kw["checks"] = False
+    return kw
+
+
+def _replay(sc, v, args, platform, protocol, progress):
+    """``--replay SPEC``: the default schedule, then the one schedule SPEC names."""
+    from ..errors import PtoPipeError
+    from ..isa.explore import run_schedule
+    spec = ScheduleSpec.parse(args.replay)
+    res = ExploreResult(mode=spec.mode)
+    for i, s in enumerate((None, spec)):
+        progress(i, 2)
+        res.runs += 1
+        pol = s.policy() if s is not None else None
+        try:
+            run_schedule(sc, s, v, platform, protocol, args.data_seed, policy=pol, **_run_kwargs(args))
+            res.passed += 1
+        except PtoPipeError as e:
+            res.failures.append((s, e))
+            break
+        except Exception as e:  # noqa: BLE001 - a kernel's own error, with its schedule
+            e.ptopipe_schedule = s
+            raise
+        finally:
+            if pol is not None:
+                res.digests.add(pol.digest)
+    return res
+
+
+def _explored(res: ExploreResult, args) -> str:
+    """'200 explored schedules (pct, 187 distinct interleavings)' for the summary line."""
+    n = res.runs - 1
+    what = f"{n} explored schedule{'s' if n != 1 else ''}"
+    extra = f", bound {args.depth or 2} exhausted" if res.complete else ""
+    return f"{what} ({res.mode}, {res.distinct} distinct interleaving{'s' if res.distinct != 1 else ''}{extra})"
+
+
+def _replay_line(args, platform, protocol, v, seed) -> str:
+    base = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} --variant {v}"
+            + (" --no-checks" if getattr(args, "no_checks", False) else "")
+            + (f" --sync {args.sync}" if getattr(args, "sync", None) else "")
+            + (f" --launches {args.launches}" if getattr(args, "launches", None) else ""))
+    if isinstance(seed, int):
+        return f"{base} --seed {seed} --schedules 1"
+    return f"{base} --replay {seed}"
 
 
 def _check(args, reports: list) -> int:
@@ -98,23 +168,27 @@ def _check(args, reports: list) -> int:
             label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
             res = _explore(sc, v, args, plat, protocol, label)
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
-                   "runs": res.runs, "passed": res.passed, "failure": None}
+                   "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
+                   "distinct": res.distinct, "complete": res.complete}
             if res.ok:
                 if not args.json:
                     print(f"{color('PASS', '1;32', sys.stdout)} {label}: default schedule + "
-                          f"{args.schedules} explored schedules, no checker report")
+                          f"{_explored(res, args)}, "
+                          + ("right results (checkers off)" if args.no_checks else "no checker report"))
             else:
                 status = 1
                 seed, err = res.first
-                rep["failure"] = dict(describe_exception(err), seed=seed)
+                rep["failure"] = dict(describe_exception(err), seed=seed if seed is None or isinstance(seed, int)
+                                      else str(seed))
                 if not args.json:
-                    sched = "the default schedule" if seed is None else f"schedule seed {seed}"
+                    sched = ("the default schedule" if seed is None else
+                             f"schedule seed {seed}" if isinstance(seed, int) else f"schedule {seed}")
                     print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched} "
-                          f"(after {res.passed} passing schedule(s))", flush=True)
+                          f"(after {res.passed} passing schedule(s)"
+                          + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
+                          + ")", flush=True)
                     report_exception(err)
-                    replay = (f"ptopipe check {args.file} --platform {platform} --protocol {protocol} "
-                              f"--variant {v} --seed {seed} --schedules 1"
-                              + (f" --sync {args.sync}" if getattr(args, "sync", None) else ""))
+                    replay = _replay_line(args, platform, protocol, v, seed)
                     print(f"  replay: {replay}" if seed is not None else
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)

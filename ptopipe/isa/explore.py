@@ -1,27 +1,91 @@
-"""Schedule exploration: rerun a kernel under perturbed interleavings and latencies.
+"""Schedule exploration: rerun a kernel under other interleavings of its visible events.
 
-``explore(scenario, schedules=N, seed=S)`` runs the default schedule, then N schedules
-with schedule seeds S, S+1, ...: each seed randomises the scheduler's choice among ready
-cores (and preemption on wake-up) and the cross-core flag latency.  The first failure -
-any PtoPipeError, including a result that differs from the golden - is reported with the
-seed that replays it (``run_schedule(scenario, seed)`` / ``ptopipe check --seed S
---schedules 1``).
+``explore(scenario, schedules=N, seed=S, mode=M)`` runs the default schedule, then N
+explored schedules, in which every cross-core visible event (SET, WAIT, TLOAD/TSTORE,
+TPUSH/TPOP/TFREE/TALLOC) is a choice point (:mod:`ptopipe.sim.schedule`):
+
+- ``random`` (default): schedule seeds S, S+1, ...; random choices at the events, jittered
+  cross-core latencies and per-core start offsets (lane skew);
+- ``pct``: probabilistic concurrency testing with bug depth ``depth`` (default 3): random
+  core priorities and ``depth - 1`` priority change points over the k visible events of a run;
+- ``exhaustive``: every schedule that deviates from the default scheduler's choices at
+  most ``depth`` times (default 2; delay bounding), fewest deviations first, until the
+  bound is exhausted (``ExploreResult.complete``) or N schedules ran.
+
+The first failure - any PtoPipeError, including a result that differs from the golden -
+is reported with the :class:`ScheduleSpec` that replays it (``run_schedule(scenario, spec)``,
+``ptopipe check --replay SPEC``; a random seed also as ``--seed S --schedules 1``).
+``ExploreResult.distinct`` counts the distinct interleavings covered (a hash of the
+sequence of (core, visible event) of each run).
 """
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..arch import get_platform
-from ..errors import PtoPipeError
+from ..errors import ConfigError, PtoPipeError
+from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_children
 from .launch import Scenario, compare_launches, data_rng, run
+
+MODES = ("random", "pct", "exhaustive")
+DEFAULT_DEPTH = {"random": 0, "pct": 3, "exhaustive": 2}
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """One explored schedule: ``random:SEED``, ``pct:SEED:DEPTH:K`` or
+    ``exhaustive:P=J,...`` (choice point P takes option J; nothing listed: the default)."""
+    mode: str
+    seed: int = 0
+    depth: int = 0
+    k: int = 0
+    deviations: tuple = ()          # ((point, option), ...) for exhaustive
+
+    def __str__(self) -> str:
+        if self.mode == "random":
+            return f"random:{self.seed}"
+        if self.mode == "pct":
+            return f"pct:{self.seed}:{self.depth}:{self.k}"
+        return "exhaustive:" + ",".join(f"{p}={j}" for p, j in self.deviations)
+
+    @classmethod
+    def parse(cls, text: str) -> "ScheduleSpec":
+        mode, _, rest = str(text).partition(":")
+        try:
+            if mode == "random":
+                return cls("random", int(rest))
+            if mode == "pct":
+                seed, depth, k = (int(x) for x in rest.split(":"))
+                return cls("pct", seed, depth, k)
+            if mode == "exhaustive":
+                devs = tuple(tuple(int(x) for x in item.split("=")) for item in rest.split(",") if item)
+                if any(len(d) != 2 or d[0] < 0 or d[1] < 1 for d in devs):
+                    raise ValueError(rest)
+                return cls("exhaustive", deviations=tuple(sorted(devs)))
+        except ValueError:
+            pass
+        raise ConfigError(f"bad schedule {text!r}", where="option --replay",
+                          fix="use what a failure printed: random:SEED, pct:SEED:DEPTH:K or exhaustive:P=J,...")
+
+    def policy(self):
+        if self.mode == "random":
+            return RandomPolicy(self.seed, perturb=True)
+        if self.mode == "pct":
+            return PCTPolicy(self.seed, self.depth, self.k)
+        return BoundedPolicy(dict(self.deviations))
 
 
 @dataclass
 class ExploreResult:
     runs: int = 0                       # schedules run (default schedule included)
     passed: int = 0
-    failures: list = field(default_factory=list)   # [(seed or None, error)]
+    failures: list = field(default_factory=list)   # [(seed / ScheduleSpec / None, error)]
+    mode: str = "random"
+    digests: set = field(default_factory=set)      # one per distinct explored interleaving
+    complete: bool = False              # exhaustive: every schedule within the bound ran
+    events: int = 0                     # visible events of the last explored run
 
     @property
     def ok(self) -> bool:
@@ -30,6 +94,10 @@ class ExploreResult:
     @property
     def first(self):
         return self.failures[0] if self.failures else None
+
+    @property
+    def distinct(self) -> int:
+        return len(self.digests)
 
 
 def _platform_for(platform, seed):
@@ -40,11 +108,24 @@ def _platform_for(platform, seed):
     return plat.replace(cross_core_latency=max(1, int(plat.cross_core_latency * rng.uniform(0.25, 4.0))))
 
 
+def _spec(s) -> "ScheduleSpec | None":
+    if s is None or isinstance(s, ScheduleSpec):
+        return s
+    if isinstance(s, str):
+        return ScheduleSpec.parse(s)
+    return ScheduleSpec("random", int(s))
+
+
 def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol="spec",
-                 data_seed: int = 0, args: dict | None = None, **run_kwargs):
-    """Run ``target`` (a Scenario, or ``(aic, aiv)`` with ``args``) under schedule ``seed``
-    (None: the default deterministic schedule); checks a Scenario against its golden."""
-    plat = _platform_for(platform, seed)
+                 data_seed: int = 0, args: dict | None = None, policy=None, **run_kwargs):
+    """Run ``target`` (a Scenario, or ``(aic, aiv)`` with ``args``) under one schedule:
+    ``seed`` is None (the default schedule), a random-mode seed, a :class:`ScheduleSpec`
+    or its text; checks a Scenario against its golden.  ``policy`` (optional) is the
+    schedule policy object to use (it keeps the run's digest and choice points)."""
+    spec = _spec(seed)
+    if spec is not None and policy is None:
+        policy = spec.policy()
+    plat = _platform_for(platform, spec.seed if spec is not None and spec.mode == "random" else None)
     if isinstance(target, Scenario):
         params = target.params(variant)
         a = target.make_args(data_rng(data_seed), **params)
@@ -53,35 +134,97 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
             run_kwargs["sync"] = target.sync
         if target.launches is not None:
             run_kwargs.setdefault("launches", target.launches)
-        res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)
+        res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
         compare_launches(res, expected, target.rtol, target.atol,
-                         f"{target.name}[{variant}] (schedule seed {seed})",
+                         f"{target.name}[{variant}] (schedule {spec})",
                          rerun=lambda: run(target.aic, target.aiv, target.make_args(data_rng(data_seed), **params),
-                                           platform=plat, protocol=protocol, schedule_seed=seed,
+                                           platform=plat, protocol=protocol,
+                                           schedule=spec.policy() if spec is not None else None,
                                            **{**run_kwargs, "record_writes": True}))
         return res
     aic, aiv = target
-    return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule_seed=seed, **run_kwargs)
+    return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
+
+
+def _schedules(mode: str, n: int, seed: int, depth: int, last: dict):
+    """The explored schedules of ``mode``, lazily: each is (spec, policy); ``last`` holds
+    the policy of the previous run (pct reads its event count, exhaustive its choices)."""
+    if mode == "random":
+        for i in range(n):
+            spec = ScheduleSpec("random", seed + i)
+            yield spec, spec.policy()
+    elif mode == "pct":
+        k = 0                            # the first run measures k (no change points)
+        for i in range(n):
+            spec = ScheduleSpec("pct", seed + i, depth, k)
+            yield spec, spec.policy()
+            k = max(k, last["policy"].events)
+    else:
+        pending = deque([iter([{}])])    # iterators of deviation sets, fewest deviations first
+
+        def following():
+            while pending:
+                d = next(pending[0], None)
+                if d is not None:
+                    return d
+                pending.popleft()
+            return None
+        d, done = following(), 0
+        while d is not None and done < n:
+            spec = ScheduleSpec("exhaustive", deviations=tuple(sorted(d.items())))
+            yield spec, spec.policy()
+            done += 1
+            pending.append(bounded_children(d, last["policy"].options, depth))
+            d = following()
+        last["complete"] = d is None
 
 
 def explore(target, schedules: int = 50, seed: int = 0, variant="default", platform="a2a3",
             protocol="spec", data_seed: int = 0, args: dict | None = None, stop_on_first: bool = True,
-            include_default: bool = True, progress=None, **run_kwargs) -> ExploreResult:
-    """Run the default schedule and ``schedules`` perturbed ones (seeds ``seed`` ...).
+            include_default: bool = True, progress=None, mode: str = "random", depth: int | None = None,
+            **run_kwargs) -> ExploreResult:
+    """Run the default schedule and up to ``schedules`` explored ones of ``mode``.
 
     ``progress(done, total)``, if given, is called before each run."""
-    out = ExploreResult()
-    seeds = ([None] if include_default else []) + [seed + i for i in range(schedules)]
-    for s in seeds:
+    if mode not in MODES:
+        raise ConfigError(f"unknown exploration mode {mode!r}", where="option --explore",
+                          fix=f"use one of: {', '.join(MODES)}")
+    depth = DEFAULT_DEPTH[mode] if depth is None else int(depth)
+    if mode != "random" and depth < 1:
+        raise ConfigError(f"--depth {depth}: {mode} needs a depth >= 1", where="option --depth",
+                          fix=f"e.g. --depth {DEFAULT_DEPTH[mode]}")
+    out = ExploreResult(mode=mode)
+    total = schedules + (1 if include_default else 0)
+    last: dict = {"complete": False}
+    runs = ([(None, None)] if include_default else [])
+    for s, pol in _chain_runs(runs, _schedules(mode, schedules, seed, depth, last)):
         if progress is not None:
-            progress(out.runs, len(seeds))
+            progress(out.runs, total)
         out.runs += 1
+        last["policy"] = pol
+        key = s.seed if s is not None and s.mode == "random" else s
         try:
-            run_schedule(target, s, variant, platform, protocol, data_seed, args, **run_kwargs)
+            run_schedule(target, s, variant, platform, protocol, data_seed, args, policy=pol, **run_kwargs)
             out.passed += 1
         except PtoPipeError as e:
-            e.findings.append({"kind": "schedule", "seed": s})
-            out.failures.append((s, e))
+            e.findings.append({"kind": "schedule", "seed": key if key is None or isinstance(key, int) else str(key)})
+            out.failures.append((key, e))
             if stop_on_first:
                 break
+        except Exception as e:  # noqa: BLE001 - a kernel's own error: passed on, with its schedule
+            try:
+                e.ptopipe_schedule = key
+            except AttributeError:
+                pass
+            raise
+        finally:
+            if pol is not None:
+                out.digests.add(pol.digest)
+                out.events = pol.events
+    out.complete = bool(last["complete"]) and not (stop_on_first and out.failures)
     return out
+
+
+def _chain_runs(first: list, rest):
+    yield from first
+    yield from rest

@@ -113,7 +113,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | None = None, record_writes: bool = False, sync: str | None = None,
-        launches: int = 1) -> RunResult:
+        launches: int = 1, schedule=None) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -145,6 +145,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     WAIT that takes a credit an earlier launch left is reported there, naming that launch.
     Unpopped data and undrained credits of a launch that is not the last carry over
     instead of being reported as leaks at its exit.
+
+    ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
+    makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
     """
     args = dict(args or {})
     if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
@@ -172,7 +175,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     for k in range(1, int(launches) + 1):
         cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                           max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                          timeout=timeout, sync=sync)
+                          timeout=timeout, sync=sync, schedule=schedule)
         cluster.shared["protocol"] = proto
         # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
         cluster.shared["gm_args"] = gm_args

@@ -18,6 +18,7 @@ from ..arch import PipeUnit
 from ..arch.catalogue import (ANY, CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
                               STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, scalar_error)
 from ..errors import KernelError
+from ..sim import schedule as _sched
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import current_core
 from .events import Event, TSYNC, new_event
@@ -142,6 +143,8 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     """GM -> local tile (MTE2).  ``src`` is seen as a (d0*d1*d2*d3) x d4 matrix."""
     core = current_core()
+    if core.policy is not None:                       # an exploring run: a choice point
+        core.cluster.visible(core, _sched.TLOAD)
     if events:
         TSYNC(*events)
     d = (dst._valid if dst.__class__ is Tile and dst.core is core and dst.binding is None
@@ -169,6 +172,8 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
 def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3)."""
     core = current_core()
+    if core.policy is not None:                       # an exploring run: a choice point
+        core.cluster.visible(core, _sched.TSTORE)
     if events:
         TSYNC(*events)
     s = (src._valid if src.__class__ is Tile and src.core is core and src.binding is None

@@ -1,6 +1,7 @@
-"""sim: the machine - Cluster (1 AIC + 2 AIV), memories, cross-core flags, scheduler, clock,
-intra-core event flags and the manual synchronisation mode (pipesync), and the bounds of a
-run (instruction budget, simulated time, wall-clock watchdog)."""
+"""sim: the machine - Cluster (1 AIC + 2 AIV), memories, cross-core flags, scheduler (and the
+schedule policies of an exploring run: :mod:`.schedule`), clock, intra-core event flags and
+the manual synchronisation mode (pipesync), and the bounds of a run (instruction budget,
+simulated time, wall-clock watchdog)."""
 from .bounds import DEFAULT_MAX_INSTRUCTIONS, DEFAULT_TIMEOUT
 from .cluster import Cluster
 from .core import Core, CoreKind, CoreState

@@ -2,14 +2,15 @@
 
 The scheduler is deterministic: it always resumes the ready core with the smallest
 simulated clock (ties by core index), and a core runs until it blocks in a WAIT or
-finishes.  With a ``schedule_seed`` the choice among ready cores is randomised instead,
-which explores other interleavings; the same seed replays the same run.  When no core is
+finishes.  With a schedule policy (``schedule=``, :mod:`ptopipe.sim.schedule`; a
+``schedule_seed`` is a :class:`RandomPolicy`) every cross-core visible event (SET, WAIT,
+GM and ring accesses: :meth:`Cluster.visible`) is a choice point instead, which explores
+other interleavings; the same policy parameters replay the same run.  When no core is
 ready but some are blocked, the run stops at once with a :class:`DeadlockError` that
 names every blocked core, what it waits for, and the wait-for chain.
 """
 from __future__ import annotations
 
-import random
 from collections import deque
 from functools import partial
 from itertools import starmap
@@ -30,6 +31,7 @@ from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .memory import Memory
+from .schedule import SET, RandomPolicy, SchedulePolicy
 from .trace import Signal
 
 _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anything
@@ -57,7 +59,14 @@ class Cluster:
                  schedule_seed: int | None = None, trace: bool = False,
                  max_instructions: int | None = None, timing: bool = True,
                  until_cycle: int | None = None, timeout: float | None = None,
-                 sync: "SyncMode | str" = SyncMode.AUTO):
+                 sync: "SyncMode | str" = SyncMode.AUTO,
+                 schedule: SchedulePolicy | None = None):
+        if schedule is None and schedule_seed is not None:
+            schedule = RandomPolicy(schedule_seed)
+        # the schedule policy of an exploring run (None: the default scheduler); read by
+        # the cores (set before them) at every visible event
+        self.policy = schedule
+        self._next = None            # the core a visible event handed over to
         self.platform = get_platform(platform)
         # manual synchronisation (sim.pipesync): read by the cores, set before them
         self.manual_sync = sync_mode(sync) is SyncMode.MANUAL
@@ -82,7 +91,6 @@ class Cluster:
         self.aic, self.aiv0, self.aiv1 = self.cores
         self._flags: dict = {}
         self.main = None
-        self.rng = random.Random(schedule_seed) if schedule_seed is not None else None
         self.schedule_seed = schedule_seed
         # with trace: every hold of a core's issue clock (trace.Hold)
         self.waits = [] if trace else None
@@ -119,7 +127,14 @@ class Cluster:
             raise overflow_error(flag, self._counter_max)
         flag.count += 1
         flag.sets += 1
-        flag.arrivals.append(at + self._latency)
+        pol = self.policy
+        if pol is None:
+            flag.arrivals.append(at + self._latency)
+        else:                    # exploring: jittered latency (arrivals stay in SET order)
+            t = at + (self._latency if pol.jitter is None else pol.latency(self._latency))
+            if flag.arrivals and flag.arrivals[-1] > t:
+                t = flag.arrivals[-1]
+            flag.arrivals.append(t)
         if self.checker is not None:
             flag.set_clocks.append(self.checker.on_set(sender))
         if self.signals is not None:
@@ -128,6 +143,8 @@ class Cluster:
         if w is not None:
             flag.waiter = None
             w.wake()
+        if pol is not None:
+            self.visible(sender, SET)
 
     def flags(self):
         return list(self._flags.values())
@@ -163,12 +180,16 @@ class Cluster:
             core.glet.core = core
             core.kernel = fn             # named by data-plane errors after it finished
             core.state = CoreState.READY
+        pol = self.policy
+        if pol is not None and pol.skew is not None:
+            for core in kernels:                     # lane skew: per-core start offsets
+                core.clock += pol.skew[core.index]
         dog = Watchdog(self, self.timeout)
         dog.start()
         try:
             cores, ready_state = self.cores, CoreState.READY
             while True:
-                if self.rng is None:        # the ready core with the smallest clock (ties: index)
+                if pol is None:        # the ready core with the smallest clock (ties: index)
                     core = None
                     for c in cores:
                         if c.state is ready_state and (core is None or c.clock < core.clock):
@@ -176,10 +197,12 @@ class Cluster:
                     if core is None:
                         break
                 else:
-                    ready = [c for c in cores if c.state is ready_state]
-                    if not ready:
-                        break
-                    core = self.rng.choice(ready)
+                    core, self._next = self._next, None
+                    if core is None or core.state is not ready_state:
+                        ready = [c for c in cores if c.state is ready_state]
+                        if not ready:
+                            break
+                        core = ready[0] if len(ready) == 1 else pol.choose(ready, None)
                 core.state = CoreState.RUNNING
                 self.steps += 1
                 n, marks = len(self.pending), self.marks
@@ -229,13 +252,19 @@ class Cluster:
             core.waiting = None
         return body
 
-    def on_wake(self, core: Core) -> None:
-        """A SET woke ``core``.  With a schedule seed, maybe switch to it right away."""
-        if self.rng is not None and self.rng.random() < 0.5:
-            cur = greenlet.getcurrent()
-            me = getattr(cur, "core", None)
-            if me is not None and me.state is CoreState.RUNNING:
-                me.state = CoreState.READY
+    def visible(self, core: Core, kind: int) -> None:
+        """``core`` is at a cross-core visible event (exploring runs only): the policy notes
+        it and picks who goes on; another core's pick suspends this one (still READY)."""
+        pol = self.policy
+        pol.note(core, kind)
+        if core.state is not CoreState.RUNNING or greenlet.getcurrent() is not core.glet:
+            return
+        ready = [c for c in self.cores if c.state is CoreState.READY]
+        if ready:
+            nxt = pol.choose(ready, core)
+            if nxt is not core:
+                core.state = CoreState.READY
+                self._next = nxt
                 self.main.switch()
 
     # -- the data plane -------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ..arch.costs import NO_COSTS
 from ..errors import ConfigError, KernelError
 from .bounds import over_budget, past_until
 from .location import SourceLoc, user_loc
+from .schedule import WAIT
 from .trace import Hold, Instr
 
 
@@ -109,6 +110,9 @@ class Core:
         self.limit = -1 if self.trace is not None or self.until is not None else min(self.budget, SYNC_EVERY)
         self.vclock = None  # happens-before vector clock (checkers)
         self.psync = None   # intra-core event flags (sim.pipesync), made on first use
+        # an exploring run's schedule policy (None by default): the ISA calls
+        # ``cluster.visible(core, kind)`` at every GM / ring access when it is set
+        self.policy = cluster.policy
         if not cluster.timing:
             # functional-only run: no cost tables, no scoreboard (see _issue_untimed)
             self.costs = NO_COSTS
@@ -353,6 +357,8 @@ class Core:
         ``what`` (str or callable) and ``info`` (dict or callable returning one) describe
         the wait for reports; they are only evaluated if the core blocks.  Returns the
         simulated time the consumed SET arrived."""
+        if self.policy is not None:
+            self.cluster.visible(self, WAIT)
         while flag.count == 0:
             self.waiting = Wait(flag, what, None, info() if callable(info) else info)
             flag.waiter = self
@@ -381,5 +387,4 @@ class Core:
 
     def wake(self) -> None:
         if self.state is CoreState.BLOCKED:
-            self.state = CoreState.READY
-            self.cluster.on_wake(self)
+            self.state = CoreState.READY       # (an exploring run chooses at the SET after)

@@ -10,6 +10,7 @@ import numpy as np
 from ...arch import PipeUnit
 from ...arch.vocab import V2C, C2V, TileSplitAxis
 from ...errors import ProtocolError
+from ...sim import schedule as _sched
 from ...sim.location import caller_loc
 from ...sim.trace import RingArgs
 from ..context import current_core
@@ -86,6 +87,8 @@ def push_commit(core, ch: Channel, side: Side) -> Event:
 def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     """Address flow, producer: wait for a free slot and assign its GM address to ``gm_tensor``."""
     core, _loc0, gm_tensor, split, ch, side = _enter(pipe, gm_tensor, split, events, "producer", "TALLOC")
+    if core.policy is not None:                       # an exploring run: a choice point
+        core.cluster.visible(core, _sched.TALLOC)
     if not ch.in_gm:
         raise ProtocolError(f"TALLOC on {ch.name}: the address flow needs a ring in GM",
                             where=_loc(core), fix="on A5 use a *_GM direction (e.g. DIR_C2V_GM)")

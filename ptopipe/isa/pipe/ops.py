@@ -13,6 +13,7 @@ from operator import setitem
 from ...arch import PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
+from ...sim import schedule as _sched
 from ...sim.location import caller_loc
 from ...sim.trace import RingArgs
 from ..context import current_core
@@ -34,6 +35,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
     # the common prologue, inline: it is a good part of the cost of the hottest instructions
     core = current_core()
+    if core.policy is not None:                       # an exploring run: a choice point
+        core.cluster.visible(core, _sched.TPUSH)
     loc = core.loc_override or caller_loc(2)          # caller_loc <- TPUSH <- kernel
     if pipe.__class__ is not PipeHandle:
         pipe, tile = _args(pipe, tile)
@@ -73,6 +76,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     With a GlobalTensor (address flow) assign the slot address to it instead.  On a
     DIR_V2C_CTRL pipe, returns the control value."""
     core = current_core()                              # the prologue, inline (see TPUSH)
+    if core.policy is not None:                       # an exploring run: a choice point
+        core.cluster.visible(core, _sched.TPOP)
     loc = core.loc_override or caller_loc(2)
     if pipe.__class__ is not PipeHandle:
         pipe, tile = _args(pipe, tile)
@@ -199,6 +204,8 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     A ``split`` given must be the one its TPOP used.  Where the protocol frees inside the
     tile TPOP (pto-isa, GM ring), the tile-flow TFREE is a no-op."""
     core = current_core()
+    if core.policy is not None:                       # an exploring run: a choice point
+        core.cluster.visible(core, _sched.TFREE)
     if obj is not None or pipe.__class__ is not PipeHandle:
         if obj is None:
             raise ProtocolError(f"TFREE expects a pipe, got {type(pipe).__name__}", where=_loc(core))

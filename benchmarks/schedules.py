@@ -1,0 +1,167 @@
+"""Schedule exploration: no false positives, and how many schedules each mode needs.
+
+Part 1 runs every example (examples/scenarios, examples/dsl, examples/flash_attention.py;
+their default variants, or all with --variants all) and every correct kernel of
+tests/test_unseen_kernels.py on both platforms and both protocols, under --schedules N
+schedules of each exploration mode, with every checker on and the numpy golden compared.
+A kernel/combination whose default schedule already fails is not valid there ("n/a");
+any failure of an explored schedule of a valid one is a FALSE POSITIVE (exit 1).
+
+Part 2 runs the schedule-dependent misuse examples: M10 (flag counter overflow, with the
+checkers on) and M29-M31 (unordered GM accesses; with the checkers off, since the race
+checker reports them under every schedule) and prints how many explored schedules each
+mode needs until the bug shows (">N": not within N).
+
+Run:  python benchmarks/schedules.py [--schedules 200] [--modes random,pct,exhaustive]
+                                     [--only NAME] [--variants all] [--part 1|2]
+                                     [--kernels all|examples|unseen]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import numpy as np  # noqa: E402
+
+from ptopipe import Scenario  # noqa: E402
+from ptopipe.cli.loader import load_scenarios  # noqa: E402
+from ptopipe.isa.explore import MODES, explore, run_schedule  # noqa: E402
+
+COMBOS = [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")]
+MISUSE = os.path.join(ROOT, "examples", "misuse")
+# (file, platform, protocol, run kwargs): the schedule-dependent misuse examples
+BUGS = [("m10_schedule_dependent.py", "a5", "pto-isa", {}),
+        ("m29_prefetch_before_wait.py", "a2a3", "spec", {"checks": False}),
+        ("m29_prefetch_before_wait.py", "a5", "pto-isa", {"checks": False}),
+        ("m30_commit_before_store.py", "a2a3", "spec", {"checks": False}),
+        ("m30_commit_before_store.py", "a5", "pto-isa", {"checks": False}),
+        ("m31_lane_init_overwrite.py", "a2a3", "spec", {"checks": False}),
+        ("m31_lane_init_overwrite.py", "a5", "pto-isa", {"checks": False})]
+
+
+def corpus(all_variants: bool = False, which: str = "all"):
+    """[(label, Scenario, variant)]: the examples and/or the unseen correct kernels."""
+    out = []
+    if which == "unseen":
+        return _unseen(out)
+    files = sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.py")))
+    files += sorted(glob.glob(os.path.join(ROOT, "examples", "dsl", "*.py")))
+    files.append(os.path.join(ROOT, "examples", "flash_attention.py"))
+    for f in files:
+        for sc in load_scenarios(f):
+            for v in (sc.variants if all_variants else [sc.default_variant]):
+                out.append((f"{sc.name}[{v}]", sc, v))
+    return out if which == "examples" else _unseen(out)
+
+
+def _unseen(out: list) -> list:
+    import test_unseen_kernels as unseen
+    for name, (aic, aiv, make, golden) in sorted(unseen.CORRECT.items()):
+        sc = Scenario(name, aic, aiv, lambda rng, make=make: make(np.random.default_rng(7)),
+                      lambda args, golden=golden: golden(args), rtol=0, atol=0)
+        out.append((name, sc, "default"))
+    return out
+
+
+def _valid(sc, variant, platform, protocol) -> bool:
+    try:
+        run_schedule(sc, None, variant, platform, protocol)
+        return True
+    except Exception:  # noqa: BLE001 - not valid on this combination
+        return False
+
+
+def part1(args) -> int:
+    modes = args.modes
+    print(f"Part 1: no false positives, {args.schedules} schedules per mode "
+          f"(cells: runs/distinct interleavings, or FAIL / n/a)")
+    head = f"{'kernel':40s} {'combo':13s}" + "".join(f" {m:>14s}" for m in modes)
+    print(head)
+    print("-" * len(head))
+    bad = total = 0
+    t0 = time.perf_counter()
+    for label, sc, v in corpus(args.variants == "all", args.kernels):
+        if args.only and args.only not in label:
+            continue
+        for plat, proto in COMBOS:
+            cells = []
+            if not _valid(sc, v, plat, proto):
+                cells = ["n/a"] * len(modes)
+            else:
+                for m in modes:
+                    total += 1
+                    r = explore(sc, schedules=args.schedules, seed=0, variant=v, platform=plat,
+                                protocol=proto, mode=m, include_default=False)
+                    if r.ok:
+                        cells.append(f"{r.runs}/{r.distinct}" + ("*" if r.complete else ""))
+                    else:
+                        bad += 1
+                        spec, err = r.first
+                        cells.append("FAIL")
+                        print(f"  FALSE POSITIVE {label} {plat}/{proto} {m} schedule {spec}: "
+                              f"{type(err).__name__}: {str(err).splitlines()[0]}", file=sys.stderr)
+            print(f"{label:40s} {plat + '/' + proto:13s}" + "".join(f" {c:>14s}" for c in cells), flush=True)
+    print(f"{total} kernel x combination x mode cells, {bad} false positive(s), "
+          f"{time.perf_counter() - t0:.0f} s  (*: the exhaustive bound was exhausted)")
+    return 1 if bad else 0
+
+
+def schedules_to_find(sc, platform, protocol, mode, n, **kw):
+    """(explored schedules until the first failure or None, the error, distinct interleavings)."""
+    r = explore(sc, schedules=n, seed=0, platform=platform, protocol=protocol, mode=mode,
+                include_default=False, **kw)
+    return (r.runs if not r.ok else None), (r.first[1] if not r.ok else None), r.distinct
+
+
+def part2(args) -> int:
+    modes = args.modes
+    print(f"\nPart 2: explored schedules until the bug shows (seed 0; >{args.schedules}: not found)")
+    head = f"{'misuse':30s} {'combo':13s} {'checks':6s} {'default':>8s}" + "".join(f" {m:>11s}" for m in modes)
+    print(head)
+    print("-" * len(head))
+    for fname, plat, proto, kw in BUGS:
+        if args.only and args.only not in fname:
+            continue
+        sc = load_scenarios(os.path.join(MISUSE, fname))[0]
+        try:
+            run_schedule(sc, None, platform=plat, protocol=proto, **kw)
+            default = "clean"
+        except Exception as e:  # noqa: BLE001
+            default = type(e).__name__
+        cells = []
+        for m in modes:
+            found, err, _ = schedules_to_find(sc, plat, proto, m, args.schedules, **kw)
+            cells.append(f">{args.schedules}" if found is None else f"{found} {type(err).__name__[:4]}")
+        print(f"{fname[:-3]:30s} {plat + '/' + proto:13s} {'on' if kw.get('checks', True) else 'off':6s} "
+              f"{default:>8s}" + "".join(f" {c:>11s}" for c in cells), flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--schedules", type=int, default=200)
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--only", default=None, help="only kernels whose label contains this")
+    p.add_argument("--variants", default="default", choices=["default", "all"])
+    p.add_argument("--part", default=None, choices=["1", "2"])
+    p.add_argument("--kernels", default="all", choices=["all", "examples", "unseen"],
+                   help="part 1: the examples, the unseen correct kernels, or both (default)")
+    args = p.parse_args(argv)
+    args.modes = [m for m in args.modes.split(",") if m]
+    status = 0
+    if args.part in (None, "1"):
+        status |= part1(args)
+    if args.part in (None, "2"):
+        status |= part2(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
