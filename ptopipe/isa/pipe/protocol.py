@@ -54,6 +54,11 @@ class ProtocolModel:
     nosplit_lane0: bool = False
     #: ``TPipe(DIR_V2C_CTRL)`` compiles (pto-isa: it does not; CTRL goes through TMPipe)
     tpipe_ctrl: bool = True
+    #: a TMPipe has its own protocol: the constructor posts one free (``cons.free()``), every
+    #: push waits (``TPUSH_IMPL(tile, pipe)`` calls ``allocate()`` unconditionally), every
+    #: release frees, the destructor waits once (``prod.allocate()``); FiFoSyncT is never
+    #: consulted (pto-isa ``TMPipe`` in a2a3/ and a5/ ``TPush.hpp``, ``TPop.hpp``, ``TFree.hpp``)
+    tmpipe_rendezvous: bool = False
 
     # -- flags ------------------------------------------------------------------------
     def flag_ids(self, flag_id: int, way_index: int, slot_num: int) -> tuple:
@@ -78,9 +83,15 @@ class ProtocolModel:
         """Slots released by one free SET (pto-isa ``SyncPeriod``, TMPipe's ``FiFoSyncT``)."""
         raise NotImplementedError
 
-    def startup_credits(self, slot_num: int) -> int:
-        """Free SETs the consumer posts on each link when it binds."""
+    def startup_credits(self, slot_num: int, cfg=None) -> int:
+        """Free SETs the consumer posts on each link when it binds (a pipe of ``cfg``;
+        ``Channel.startup_credits`` holds the decision for a bound ring)."""
         raise NotImplementedError
+
+    def waits_every(self, cfg) -> bool:
+        """Does every push on a pipe of ``cfg`` wait for a free and every release send one?
+        Decided once at bind (``Channel.wait_every``)."""
+        return self.wait_every or (self.tmpipe_rendezvous and cfg.fifo is not None)
 
     def producer_waits(self, ch, i: int) -> bool:
         """Does push ``i`` wait for a free credit?"""
@@ -127,8 +138,8 @@ class ProtocolModel:
         credits included."""
         if self.per_tag_flags:
             n = ch.slot_num
-            return self.startup_credits(n) // n + sum(1 for i in range(pushed) if i % n == tag)
-        return self.startup_credits(ch.slot_num) + sum(1 for i in range(pushed) if self.consumer_frees(ch, i))
+            return ch.startup_credits // n + sum(1 for i in range(pushed) if i % n == tag)
+        return ch.startup_credits + sum(1 for i in range(pushed) if ch.wait_every or self.consumer_frees(ch, i))
 
     def teardown_drain(self, ch, pushed: int) -> int:
         """Free credits the producer's teardown WAITs for on each free flag of each link,
@@ -136,7 +147,7 @@ class ProtocolModel:
         and the frees of ``pushed`` releases) minus what the producer's pushes waited for,
         spread over the way's free flags (one per slot tag with per-tag flags).  A correct
         run leaves exactly that much, so the drain ends the launch with empty free flags."""
-        sent = self.startup_credits(ch.slot_num)
+        sent = ch.startup_credits
         waited = 0
         if ch.wait_every:                 # every push waits and every release frees
             return sent // (ch.slot_num if self.per_tag_flags else 1)
@@ -175,7 +186,7 @@ class SpecModel(ProtocolModel):
     def sync_period(self, cfg):
         return 1
 
-    def startup_credits(self, slot_num):
+    def startup_credits(self, slot_num, cfg=None):
         return slot_num
 
     def overwrite_fix(self, ch=None, allocate=True):
@@ -208,11 +219,16 @@ class PtoIsaModel(ProtocolModel):
                 f"use FlagID + {3 if both else 1} < {limit}")
 
     def sync_period(self, cfg):
+        if self.tmpipe_rendezvous and cfg.fifo is not None:
+            return 1                        # a TMPipe frees every release; FiFoSyncT is unused
         n = cfg.slot_num
         return cfg.sync_period or (n if n <= 2 else n // 2)
 
-    def startup_credits(self, slot_num):
-        return 0
+    def startup_credits(self, slot_num, cfg=None):
+        # TPipe: none, the shouldWaitFree window gives the start-up capacity (A5: pto-isa's
+        # protocol of local no-split FIFOs; its GM/split constructor credits are not modelled,
+        # docs/protocols.md); TMPipe: the constructor's one cons.free()
+        return 1 if cfg is not None and self.tmpipe_rendezvous and cfg.fifo is not None else 0
 
     def producer_waits(self, ch, i):
         if ch.slot_num == 1:
@@ -241,6 +257,8 @@ class PtoIsaModel(ProtocolModel):
                 "(SlotNum <= 3 or even); use an even SlotNum")
 
     def frees_needed(self, ch, i):
+        if ch.wait_every:                   # TMPipe: one start-up credit, then one free per push
+            return max(0, i + 1 - ch.startup_credits)
         n, sp = ch.slot_num, ch.sync_period
         if n == 1:
             return i
@@ -290,7 +308,8 @@ class PtoIsaModel(ProtocolModel):
         # pto-isa's ~TPipe(): numPopFree - numPushWait WAITs on the free flag, from the
         # producer's tileIndex alone; the closed form holds for the rule above (no start-up
         # credits, the shouldWaitFree window), else the generic count of the base class
-        if self.startup_credits(ch.slot_num) or type(self).producer_waits is not PtoIsaModel.producer_waits:
+        if (ch.wait_every or ch.startup_credits
+                or type(self).producer_waits is not PtoIsaModel.producer_waits):
             return ProtocolModel.teardown_drain(self, ch, pushed)
         return pto_isa_drain(ch.slot_num, ch.sync_period, pushed)
 
@@ -317,12 +336,12 @@ SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hol
 #: pto-isa on A2A3 (include/pto/npu/a2a3/*.hpp)
 PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                       frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
-                      platform="a2a3", tpipe_ctrl=False)
+                      platform="a2a3", tpipe_ctrl=False, tmpipe_rendezvous=True)
 #: pto-isa on A5 (include/pto/npu/a5/*.hpp)
 PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
-                         nosplit_lane0=True, tpipe_ctrl=False)
+                         nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5}
 
