@@ -80,7 +80,8 @@ class ProtocolModel:
 
     # -- credits and notifications ------------------------------------------------------
     def sync_period(self, cfg) -> int:
-        """Slots released by one free SET (pto-isa ``SyncPeriod``, TMPipe's ``FiFoSyncT``)."""
+        """Slots released by one free SET (pto-isa ``SyncPeriod``; ptopipe's ``TPipe(sync_period=)``;
+        1 for a pto-isa TMPipe, whose FiFoSyncT the protocol never reads)."""
         raise NotImplementedError
 
     def startup_credits(self, slot_num: int, cfg=None) -> int:
@@ -121,8 +122,8 @@ class ProtocolModel:
         notification; None otherwise."""
         return None
 
-    def held_fix(self, loc) -> str:
-        """How to fix a deadlock where a consumer holds a slot popped at ``loc``."""
+    def held_fix(self, loc, ch=None) -> str:
+        """How to fix a deadlock where a consumer holds a slot popped at ``loc`` (of ``ch``)."""
         return (f"call TFREE after the TPOP at {loc} (every TPOP needs a TFREE before the ring wraps "
                 "back to its slot)")
 
@@ -197,12 +198,13 @@ class SpecModel(ProtocolModel):
 class PtoIsaModel(ProtocolModel):
     """pto-isa: counter flags ready = FlagID + 2k, free = FlagID + 2k + 1 (k = 1 for the V2C
     way of DIR_BOTH); ``SyncPeriod = SlotNum <= 2 ? SlotNum : SlotNum / 2`` unless the
-    TMPipe sets ``FiFoSyncT``; the producer waits only when ``i >= SlotNum and
+    pipe sets ``sync_period``; the producer waits only when ``i >= SlotNum and
     i % SyncPeriod == 0``, the consumer notifies when ``(k + 1) % SyncPeriod == 0``; no
     start-up credits; a tile TPOP from a GM ring frees inside TPOP.  On A5 (``platform``
     "a5") a tile TFREE frees again after such a TPOP, a NO_SPLIT transfer reaches AIV0
     only and DIR_BOTH_GM cannot work; ``TPipe(DIR_V2C_CTRL)`` compiles on
-    neither platform."""
+    neither platform.  A TMPipe (``tmpipe_rendezvous``) has one constructor credit, waits
+    before every push, frees on every release and drains one credit at teardown."""
 
     def flag_ids(self, flag_id, way_index, slot_num):
         return flag_id + 2 * way_index, flag_id + 2 * way_index + 1
@@ -271,7 +273,7 @@ class PtoIsaModel(ProtocolModel):
         need = self.frees_needed(ch, i)
         if sp <= 1 or freed >= need or freed < ProtocolModel.frees_needed(self, ch, i):
             return None                     # not the notification rule: a slot is really in use
-        rule = (f"FiFoSyncT {sp}" if ch.cfg.sync_period else
+        rule = (f"the pipe's sync_period {sp}" if ch.cfg.sync_period else
                 f"SlotNum {n} <= 2 ? SlotNum : SlotNum / 2 = {sp}")
         w = need // sp
         cause = (f"the free credit is withheld by pto-isa's SyncPeriod: {consumer} notifies the producer once "
@@ -281,10 +283,14 @@ class PtoIsaModel(ProtocolModel):
         fix = (f"{consumer} has freed {freed % sp} slot(s) since its last notification, but pto-isa notifies "
                f"only every {sp} TFREEs (SyncPeriod): free earlier (hold at most SlotNum - SyncPeriod = "
                f"{n - sp} popped tiles when popping the next), deepen the ring, or give the pipe "
-               "sync_period=1 (TMPipe FiFoSyncT=1)")
+               "sync_period=1 (a pto-isa TMPipe frees on every release)")
         return cause, fix
 
-    def held_fix(self, loc):
+    def held_fix(self, loc, ch=None):
+        if ch is not None and ch.wait_every:
+            return (f"call TFREE after the TPOP at {loc} before popping the next tile: pto-isa's TMPipe has "
+                    "one start-up credit and its producer waits for a free before every push, so at most "
+                    "one tile is in the ring (use a TPipe for a deeper ring)")
         return (f"call TFREE after the TPOP at {loc}; pto-isa's producer waits only every SyncPeriod "
                 "pushes, so free in pop order and keep at most SlotNum - SyncPeriod tiles held when "
                 "popping the next")
