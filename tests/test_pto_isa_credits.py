@@ -13,6 +13,7 @@ import pytest
 
 import ptopipe
 from ptopipe import DeadlockError
+from ptopipe.errors import LeakError
 from ptopipe.isa import *
 from ptopipe.isa.pipe.protocol import PTO_ISA, PTO_ISA_A5, pto_isa_drain
 
@@ -190,3 +191,87 @@ def test_tpipe_has_no_constructor_credit_and_fills_slotnum_slots(platform, direc
         assert r["sent"] == S // sp                       # release notifications only
         assert r["consumed"] == 0                         # no push waited (the window)
         assert r["drained"] == pto_isa_drain(S, sp, S) == S // sp and r["left"] == 0
+
+
+# --- pto-isa A5 at its newest stored version: constructor credits of GM / split TPipes ----------
+# Not the default model (docs/protocols.md, "Not modelled"): PTO_ISA_A5_HEAD shows what the
+# newest A5 TPush.hpp does with correct kernels.
+def tpipe_stream(direction, S, n, peers):
+    """The Cube pushes ``n`` tiles into a TPipe of SlotNum ``S``; each consumer pops and frees
+    every tile as it comes (no TFREE on an A5 GM ring, whose TPOP frees)."""
+    split = TileSplitAxis.TILE_NO_SPLIT if peers == (0,) else TileSplitAxis.TILE_UP_DOWN
+    rows = T if peers == (0,) else T // 2
+    in_gm = direction is DIR_C2V_GM
+
+    def cube(fifo):
+        pipe = TPipe(0, direction, SLOT, S, peers=peers)(fifo, RING_UB, 0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(n):
+            TPUSH(pipe, acc, split)  # push
+        return  # teardown
+
+    def vec(fifo):
+        pipe = TPipe(0, direction, SLOT, S, peers=peers)(fifo, RING_UB, 0)
+        t = Tile(TileType.Vec, float32, rows, T)
+        for i in range(n):
+            TPOP(pipe, t, split)
+            if not in_gm:
+                TFREE(pipe, split)
+    return cube, ((vec, vec) if len(peers) == 2 else (vec, None))
+
+
+@pytest.fixture
+def a5_head(monkeypatch):
+    """``use(True)``: pto-isa on A5 runs PTO_ISA_A5_HEAD; ``use(False)``: the default model."""
+    from ptopipe.arch.vocab import Protocol
+    from ptopipe.isa.pipe import protocol
+
+    def use(head):
+        monkeypatch.setitem(protocol._MODELS, (Protocol.PTO_ISA, "a5"),
+                            protocol.PTO_ISA_A5_HEAD if head else protocol.PTO_ISA_A5)
+        return protocol.PTO_ISA_A5_HEAD if head else protocol.PTO_ISA_A5
+    return use
+
+
+KINDS = [(DIR_C2V, (0,), "local no-split"), (DIR_C2V, (0, 1), "local split"),
+         (DIR_C2V_GM, (0,), "GM no-split"), (DIR_C2V_GM, (0, 1), "GM split")]
+
+
+@pytest.mark.parametrize("direction,peers,kind", KINDS)
+@pytest.mark.parametrize("S", [2, 4])
+def test_a5_head_constructor_credit_per_pipe_kind(a5_head, direction, peers, kind, S, no_hang):
+    """HEAD: a local no-split TPipe has the window only (clean, balanced); a GM-backed or split
+    TPipe gets SyncPeriod constructor credits on top of the window, so its producer passes the
+    wait of push #SlotNum before any free - an overwrite of slot 0 at that TPUSH.  The same
+    correct kernel is clean under the default A5 model."""
+    cube, aiv = tpipe_stream(direction, S, 2 * S, peers)
+    args = dict(fifo=gm_buffer(8 * SLOT))
+    res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")     # the default: clean
+    (ch,) = res.cluster.shared["channels"].values()
+    assert ch.startup_credits == 0 and ch.model is a5_head(False)
+    head = a5_head(True)
+    if kind == "local no-split":
+        res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")
+        (ch,) = res.cluster.shared["channels"].values()
+        assert ch.model is head and ch.startup_credits == 0
+        (free,) = [r for r in res.summary.ledger if r["signal"] == "free"]
+        assert free["left"] == 0 and free["sent"] == 2 * S // ch.sync_period
+        return
+    with pytest.raises(ptopipe.ProtocolError) as ei:
+        ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")
+    assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "push")
+    assert "slot 0" in ei.value.what and "constructor posts SyncPeriod" in ei.value.fix
+
+
+@pytest.mark.parametrize("direction,peers", [(DIR_C2V, (0, 1)), (DIR_C2V_GM, (0,))])
+def test_a5_head_fixed_drain_leaves_the_notifications(a5_head, direction, peers, no_hang):
+    """HEAD's GM/split destructor waits SyncPeriod times - the constructor's credits - and
+    leaves the consumer's release notifications on the flag: SlotNum 4 (SyncPeriod 2), 4
+    pushes that never wait, 2 notifications left at exit (a stale credit for the next launch)."""
+    S = 4
+    cube, aiv = tpipe_stream(direction, S, S, peers)
+    a5_head(True)
+    with pytest.raises(LeakError) as ei:
+        ptopipe.run(cube, aiv, dict(fifo=gm_buffer(8 * SLOT)), platform="a5", protocol="pto-isa")
+    assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "teardown")
+    assert "keeps 2 credits after the teardown drain (sent 4 / consumed 0 / drained 2)" in str(ei.value)

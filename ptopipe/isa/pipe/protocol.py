@@ -17,7 +17,7 @@ pto-isa's sparse rules are method calls (:meth:`ProtocolModel.producer_waits`,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...arch.vocab import Direction, FIFOType, Protocol
 
@@ -59,6 +59,14 @@ class ProtocolModel:
     #: release frees, the destructor waits once (``prod.allocate()``); FiFoSyncT is never
     #: consulted (pto-isa ``TMPipe`` in a2a3/ and a5/ ``TPush.hpp``, ``TPop.hpp``, ``TFree.hpp``)
     tmpipe_rendezvous: bool = False
+    #: pto-isa A5 at its newest stored version (0956aa8c, PRs #266/#274): a TPipe that is
+    #: GM-backed or split (``!uses_local_no_split_credit_protocol``) gets SyncPeriod free
+    #: credits from its constructor *and* keeps the shouldWaitFree window, and its destructor
+    #: waits SyncPeriod times; a local no-split TPipe has the window and the
+    #: numPopFree - numPushWait drain.  Off in ``PTO_ISA_A5`` (the counted-twice credits
+    #: overrun and leave stale credits in correct kernels, docs/protocols.md); on in
+    #: ``PTO_ISA_A5_HEAD``
+    ctor_credit_pipes: bool = False
 
     # -- flags ------------------------------------------------------------------------
     def flag_ids(self, flag_id: int, way_index: int, slot_num: int) -> tuple:
@@ -88,6 +96,10 @@ class ProtocolModel:
         """Free SETs the consumer posts on each link when it binds (a pipe of ``cfg``;
         ``Channel.startup_credits`` holds the decision for a bound ring)."""
         raise NotImplementedError
+
+    def channel_credits(self, ch) -> int:
+        """Start-up credits of the bound ring ``ch`` (its pipe kind decided at bind)."""
+        return self.startup_credits(ch.slot_num, ch.cfg)
 
     def waits_every(self, cfg) -> bool:
         """Does every push on a pipe of ``cfg`` wait for a free and every release send one?
@@ -248,6 +260,11 @@ class PtoIsaModel(ProtocolModel):
     def overwrite_fix(self, ch=None, allocate=True):
         if not allocate:
             return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
+        if ch is not None and ch.startup_credits and self.ctor_credit_pipe(ch):
+            return (f"pto-isa on A5 (newest TPush.hpp): this GM-backed or split TPipe's constructor posts "
+                    f"SyncPeriod = {ch.sync_period} free credits on top of the shouldWaitFree window, so "
+                    f"push #{ch.slot_num} passes its wait before any TFREE - the library overruns the ring; "
+                    "a local no-split TPipe (one consumer lane, ring in UB/L1) is not affected")
         if ch is not None and ch.tfree_frees and ch.slot_num % ch.sync_period == 0:
             return ("on A5 a tile TPOP from a GM ring already frees the slot and a tile TFREE after it "
                     "frees it a second time, so the producer passes its wait early: do not TFREE tiles "
@@ -257,6 +274,17 @@ class PtoIsaModel(ProtocolModel):
                     "slots in pop order, and do not bypass the pipe's flags")
         return ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
                 "(SlotNum <= 3 or even); use an even SlotNum")
+
+    def ctor_credit_pipe(self, ch) -> bool:
+        """pto-isa A5 ``!uses_local_no_split_credit_protocol``: a TPipe whose ring is in GM or
+        that is split (two consumer lanes; a one-lane pipe is the IsNoSplit pipe)."""
+        return (self.ctor_credit_pipes and not self.waits_every(ch.cfg)
+                and (ch.in_gm or len(ch.peers) > 1))
+
+    def channel_credits(self, ch):
+        if self.ctor_credit_pipe(ch):
+            return ch.sync_period               # the constructor's SyncPeriod cons.free() calls
+        return self.startup_credits(ch.slot_num, ch.cfg)
 
     def frees_needed(self, ch, i):
         if ch.wait_every:                   # TMPipe: one start-up credit, then one free per push
@@ -311,6 +339,8 @@ class PtoIsaModel(ProtocolModel):
         return None
 
     def teardown_drain(self, ch, pushed):
+        if self.ctor_credit_pipe(ch):
+            return ch.sync_period               # A5 GM/split ~TPipe(): SyncPeriod prod.allocate()
         # pto-isa's ~TPipe(): numPopFree - numPushWait WAITs on the free flag, from the
         # producer's tileIndex alone; the closed form holds for the rule above (no start-up
         # credits, the shouldWaitFree window), else the generic count of the base class
@@ -348,6 +378,9 @@ PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
                          nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True)
+#: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
+#: (not a default: see ``ctor_credit_pipes`` and docs/protocols.md, "Not modelled")
+PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5}
 
