@@ -275,3 +275,24 @@ def test_a5_head_fixed_drain_leaves_the_notifications(a5_head, direction, peers,
         ptopipe.run(cube, aiv, dict(fifo=gm_buffer(8 * SLOT)), platform="a5", protocol="pto-isa")
     assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "teardown")
     assert "keeps 2 credits after the teardown drain (sent 4 / consumed 0 / drained 2)" in str(ei.value)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4])
+@pytest.mark.parametrize("split", ["ud", "lr"])
+def test_a5_dir_both_run_ahead_needs_no_constructor_credit(a5_head, depth, split, no_hang):
+    """s4 with the Vector cores pushing SlotNum tiles before their first pop: clean under the
+    default A5 model (the window lets SlotNum pushes pass); with HEAD's constructor credits of
+    split pipes the V2C producer passes its wait at push #SlotNum and overwrites slot 0."""
+    import linecache
+    from test_ptoisa_platforms import _s4
+    sc = _s4(depth).SCENARIO
+    args = sc.make_args(np.random.default_rng(1), **sc.params(split))
+    res = ptopipe.run(sc.aic, sc.aiv, args, platform="a5", protocol="pto-isa")
+    np.testing.assert_array_equal(res["out"], sc.golden(args)["out"])
+    a5_head(True)
+    args = sc.make_args(np.random.default_rng(1), **sc.params(split))
+    with pytest.raises(ptopipe.ProtocolError) as ei:
+        ptopipe.run(sc.aic, sc.aiv, args, platform="a5", protocol="pto-isa")
+    path, _, line = ei.value.where.rpartition(":")
+    assert path.endswith("s4_both_ways.py") and "TPUSH(" in linecache.getline(path, int(line))
+    assert "slot 0 of V2C" in ei.value.what and "constructor posts SyncPeriod" in ei.value.fix
