@@ -202,6 +202,8 @@ def _holds(draw, platform, protocol, p: PipeSpec) -> PipeSpec:
     n = p.slot_num
     sync = (p.sync or (n if n <= 2 else n // 2)) if protocol == "pto-isa" else 1
     room = n - (sync - 1)
+    if p.api == "tmpipe" and protocol == "pto-isa":
+        room = 1        # pto-isa's TMPipe: one start-up credit, a wait before every push
     lag = min(p.lag, room - 1)
     in_gm = platform == "a2a3" or p.gm_dir
     staged = in_gm and p.flow == "tile" and (not p.pop_addr or protocol == "pto-isa")

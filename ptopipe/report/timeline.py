@@ -119,8 +119,8 @@ def _build(cluster) -> Timeline:
         prod, cons = ([aic], aivs) if ch.way == C2V else (aivs, [aic])
         m = ch.model
         rings[ch.name] = Ring(ch.name, ch.way, ch.slot_num, prod, cons,
-                              startup_credits=m.startup_credits(ch.slot_num),
-                              slots_per_free=m.slots_per_free(ch), paired_frees=m.wait_every,
+                              startup_credits=ch.startup_credits,
+                              slots_per_free=m.slots_per_free(ch), paired_frees=ch.wait_every,
                               lanes=len(ch.peers))
     for ins in instrs:
         a = ins.args

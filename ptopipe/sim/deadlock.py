@@ -153,7 +153,7 @@ def _hint(entries) -> str:
                 f"{e['pending_frees']} slot(s) since its last notification, but protocol pto-isa "
                 f"notifies only every {e['sync_period']} TFREEs (SyncPeriod), and {e['flag_from']} "
                 f"{'is blocked' if e['sender_blocked'] else 'ended'} before its next one: free earlier, "
-                "deepen the ring, or give the pipe sync_period=1 (FiFoSyncT)")
+                "deepen the ring, or give the pipe sync_period=1")
     if len(pipes) > 1:
         return ("the blocked cores wait on different pipes (" + ", ".join(sorted(pipes)) + "): check that "
                 "producer and consumer use the same FlagID, direction and SlotNum")

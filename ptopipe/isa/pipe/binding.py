@@ -172,7 +172,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     ch.sides[core.index] = side
     if role == "consumer":
         # the consumer's start-up credits (seed 003: every slot pre-signalled free)
-        credits = model.startup_credits(n)
+        credits = ch.startup_credits
         for p in side.links:
             flags = ch.free_flags[p]
             for j in range(credits):

@@ -107,7 +107,8 @@ class Channel:
         m = self.model
         self.sync_period = m.sync_period(self.cfg)
         # the model's decisions the hot ops read, as plain attributes (decided once here)
-        self.wait_every = m.wait_every          # every push waits, every release signals
+        self.wait_every = m.waits_every(self.cfg)   # every push waits, every release signals
+        self.startup_credits = m.channel_credits(self)   # free SETs per link at bind
         self.hold_limit = self.slot_num if m.bounded_hold else 1 << 62
         self.pop_frees = m.frees_in_pop and self.in_gm
         self.always_stage = m.always_stage

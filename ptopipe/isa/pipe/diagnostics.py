@@ -121,7 +121,7 @@ def _free_culprit(ch, core, cons):
         return {"cause": f"{core.name}'s push #{i} waits for {cons.name}'s TFREE #{ch.model.frees_needed(ch, i)} "
                          f"of {ch.name}; {cons.name} has made {cside.freed}, {state} and still holds slot {tag} "
                          f"popped by the TPOP at {loc} (the next TFREE would release it)",
-                "fix": ch.model.held_fix(loc)}
+                "fix": ch.model.held_fix(loc, ch)}
     return None
 
 

@@ -292,7 +292,7 @@ def _free_again(core, ch: Channel, side: Side) -> Event:
     one slot, which lets the producer overwrite a slot the consumer has not popped yet."""
     end = core.issue_s(PipeUnit.MTE2, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, None, None, "free again") if core.trace is not None else None)
-    if side.index and side.free and ch.model.consumer_frees(ch, side.index - 1):
+    if side.index and side.free and (ch.wait_every or ch.model.consumer_frees(ch, side.index - 1)):
         set_flag = core.cluster.set_flag
         for f in side.free_flags[(side.index - 1) % ch.slot_num]:
             set_flag(core, f, end)

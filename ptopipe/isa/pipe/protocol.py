@@ -17,7 +17,7 @@ pto-isa's sparse rules are method calls (:meth:`ProtocolModel.producer_waits`,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...arch.vocab import Direction, FIFOType, Protocol
 
@@ -54,6 +54,19 @@ class ProtocolModel:
     nosplit_lane0: bool = False
     #: ``TPipe(DIR_V2C_CTRL)`` compiles (pto-isa: it does not; CTRL goes through TMPipe)
     tpipe_ctrl: bool = True
+    #: a TMPipe has its own protocol: the constructor posts one free (``cons.free()``), every
+    #: push waits (``TPUSH_IMPL(tile, pipe)`` calls ``allocate()`` unconditionally), every
+    #: release frees, the destructor waits once (``prod.allocate()``); FiFoSyncT is never
+    #: consulted (pto-isa ``TMPipe`` in a2a3/ and a5/ ``TPush.hpp``, ``TPop.hpp``, ``TFree.hpp``)
+    tmpipe_rendezvous: bool = False
+    #: pto-isa A5 at its newest stored version (0956aa8c, PRs #266/#274): a TPipe that is
+    #: GM-backed or split (``!uses_local_no_split_credit_protocol``) gets SyncPeriod free
+    #: credits from its constructor *and* keeps the shouldWaitFree window, and its destructor
+    #: waits SyncPeriod times; a local no-split TPipe has the window and the
+    #: numPopFree - numPushWait drain.  Off in ``PTO_ISA_A5`` (the counted-twice credits
+    #: overrun and leave stale credits in correct kernels, docs/protocols.md); on in
+    #: ``PTO_ISA_A5_HEAD``
+    ctor_credit_pipes: bool = False
 
     # -- flags ------------------------------------------------------------------------
     def flag_ids(self, flag_id: int, way_index: int, slot_num: int) -> tuple:
@@ -75,12 +88,23 @@ class ProtocolModel:
 
     # -- credits and notifications ------------------------------------------------------
     def sync_period(self, cfg) -> int:
-        """Slots released by one free SET (pto-isa ``SyncPeriod``, TMPipe's ``FiFoSyncT``)."""
+        """Slots released by one free SET (pto-isa ``SyncPeriod``; ptopipe's ``TPipe(sync_period=)``;
+        1 for a pto-isa TMPipe, whose FiFoSyncT the protocol never reads)."""
         raise NotImplementedError
 
-    def startup_credits(self, slot_num: int) -> int:
-        """Free SETs the consumer posts on each link when it binds."""
+    def startup_credits(self, slot_num: int, cfg=None) -> int:
+        """Free SETs the consumer posts on each link when it binds (a pipe of ``cfg``;
+        ``Channel.startup_credits`` holds the decision for a bound ring)."""
         raise NotImplementedError
+
+    def channel_credits(self, ch) -> int:
+        """Start-up credits of the bound ring ``ch`` (its pipe kind decided at bind)."""
+        return self.startup_credits(ch.slot_num, ch.cfg)
+
+    def waits_every(self, cfg) -> bool:
+        """Does every push on a pipe of ``cfg`` wait for a free and every release send one?
+        Decided once at bind (``Channel.wait_every``)."""
+        return self.wait_every or (self.tmpipe_rendezvous and cfg.fifo is not None)
 
     def producer_waits(self, ch, i: int) -> bool:
         """Does push ``i`` wait for a free credit?"""
@@ -110,8 +134,8 @@ class ProtocolModel:
         notification; None otherwise."""
         return None
 
-    def held_fix(self, loc) -> str:
-        """How to fix a deadlock where a consumer holds a slot popped at ``loc``."""
+    def held_fix(self, loc, ch=None) -> str:
+        """How to fix a deadlock where a consumer holds a slot popped at ``loc`` (of ``ch``)."""
         return (f"call TFREE after the TPOP at {loc} (every TPOP needs a TFREE before the ring wraps "
                 "back to its slot)")
 
@@ -127,8 +151,8 @@ class ProtocolModel:
         credits included."""
         if self.per_tag_flags:
             n = ch.slot_num
-            return self.startup_credits(n) // n + sum(1 for i in range(pushed) if i % n == tag)
-        return self.startup_credits(ch.slot_num) + sum(1 for i in range(pushed) if self.consumer_frees(ch, i))
+            return ch.startup_credits // n + sum(1 for i in range(pushed) if i % n == tag)
+        return ch.startup_credits + sum(1 for i in range(pushed) if ch.wait_every or self.consumer_frees(ch, i))
 
     def teardown_drain(self, ch, pushed: int) -> int:
         """Free credits the producer's teardown WAITs for on each free flag of each link,
@@ -136,7 +160,7 @@ class ProtocolModel:
         and the frees of ``pushed`` releases) minus what the producer's pushes waited for,
         spread over the way's free flags (one per slot tag with per-tag flags).  A correct
         run leaves exactly that much, so the drain ends the launch with empty free flags."""
-        sent = self.startup_credits(ch.slot_num)
+        sent = ch.startup_credits
         waited = 0
         if ch.wait_every:                 # every push waits and every release frees
             return sent // (ch.slot_num if self.per_tag_flags else 1)
@@ -175,7 +199,7 @@ class SpecModel(ProtocolModel):
     def sync_period(self, cfg):
         return 1
 
-    def startup_credits(self, slot_num):
+    def startup_credits(self, slot_num, cfg=None):
         return slot_num
 
     def overwrite_fix(self, ch=None, allocate=True):
@@ -186,12 +210,13 @@ class SpecModel(ProtocolModel):
 class PtoIsaModel(ProtocolModel):
     """pto-isa: counter flags ready = FlagID + 2k, free = FlagID + 2k + 1 (k = 1 for the V2C
     way of DIR_BOTH); ``SyncPeriod = SlotNum <= 2 ? SlotNum : SlotNum / 2`` unless the
-    TMPipe sets ``FiFoSyncT``; the producer waits only when ``i >= SlotNum and
+    pipe sets ``sync_period``; the producer waits only when ``i >= SlotNum and
     i % SyncPeriod == 0``, the consumer notifies when ``(k + 1) % SyncPeriod == 0``; no
     start-up credits; a tile TPOP from a GM ring frees inside TPOP.  On A5 (``platform``
     "a5") a tile TFREE frees again after such a TPOP, a NO_SPLIT transfer reaches AIV0
     only and DIR_BOTH_GM cannot work; ``TPipe(DIR_V2C_CTRL)`` compiles on
-    neither platform."""
+    neither platform.  A TMPipe (``tmpipe_rendezvous``) has one constructor credit, waits
+    before every push, frees on every release and drains one credit at teardown."""
 
     def flag_ids(self, flag_id, way_index, slot_num):
         return flag_id + 2 * way_index, flag_id + 2 * way_index + 1
@@ -208,11 +233,16 @@ class PtoIsaModel(ProtocolModel):
                 f"use FlagID + {3 if both else 1} < {limit}")
 
     def sync_period(self, cfg):
+        if self.tmpipe_rendezvous and cfg.fifo is not None:
+            return 1                        # a TMPipe frees every release; FiFoSyncT is unused
         n = cfg.slot_num
         return cfg.sync_period or (n if n <= 2 else n // 2)
 
-    def startup_credits(self, slot_num):
-        return 0
+    def startup_credits(self, slot_num, cfg=None):
+        # TPipe: none, the shouldWaitFree window gives the start-up capacity (A5: pto-isa's
+        # protocol of local no-split FIFOs; its GM/split constructor credits are not modelled,
+        # docs/protocols.md); TMPipe: the constructor's one cons.free()
+        return 1 if cfg is not None and self.tmpipe_rendezvous and cfg.fifo is not None else 0
 
     def producer_waits(self, ch, i):
         if ch.slot_num == 1:
@@ -230,6 +260,11 @@ class PtoIsaModel(ProtocolModel):
     def overwrite_fix(self, ch=None, allocate=True):
         if not allocate:
             return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
+        if ch is not None and ch.startup_credits and self.ctor_credit_pipe(ch):
+            return (f"pto-isa on A5 (newest TPush.hpp): this GM-backed or split TPipe's constructor posts "
+                    f"SyncPeriod = {ch.sync_period} free credits on top of the shouldWaitFree window, so "
+                    f"push #{ch.slot_num} passes its wait before any TFREE - the library overruns the ring; "
+                    "a local no-split TPipe (one consumer lane, ring in UB/L1) is not affected")
         if ch is not None and ch.tfree_frees and ch.slot_num % ch.sync_period == 0:
             return ("on A5 a tile TPOP from a GM ring already frees the slot and a tile TFREE after it "
                     "frees it a second time, so the producer passes its wait early: do not TFREE tiles "
@@ -240,7 +275,20 @@ class PtoIsaModel(ProtocolModel):
         return ("pto-isa's sparse free notifications need SlotNum % SyncPeriod == 0 "
                 "(SlotNum <= 3 or even); use an even SlotNum")
 
+    def ctor_credit_pipe(self, ch) -> bool:
+        """pto-isa A5 ``!uses_local_no_split_credit_protocol``: a TPipe whose ring is in GM or
+        that is split (two consumer lanes; a one-lane pipe is the IsNoSplit pipe)."""
+        return (self.ctor_credit_pipes and not self.waits_every(ch.cfg)
+                and (ch.in_gm or len(ch.peers) > 1))
+
+    def channel_credits(self, ch):
+        if self.ctor_credit_pipe(ch):
+            return ch.sync_period               # the constructor's SyncPeriod cons.free() calls
+        return self.startup_credits(ch.slot_num, ch.cfg)
+
     def frees_needed(self, ch, i):
+        if ch.wait_every:                   # TMPipe: one start-up credit, then one free per push
+            return max(0, i + 1 - ch.startup_credits)
         n, sp = ch.slot_num, ch.sync_period
         if n == 1:
             return i
@@ -253,7 +301,7 @@ class PtoIsaModel(ProtocolModel):
         need = self.frees_needed(ch, i)
         if sp <= 1 or freed >= need or freed < ProtocolModel.frees_needed(self, ch, i):
             return None                     # not the notification rule: a slot is really in use
-        rule = (f"FiFoSyncT {sp}" if ch.cfg.sync_period else
+        rule = (f"the pipe's sync_period {sp}" if ch.cfg.sync_period else
                 f"SlotNum {n} <= 2 ? SlotNum : SlotNum / 2 = {sp}")
         w = need // sp
         cause = (f"the free credit is withheld by pto-isa's SyncPeriod: {consumer} notifies the producer once "
@@ -263,10 +311,14 @@ class PtoIsaModel(ProtocolModel):
         fix = (f"{consumer} has freed {freed % sp} slot(s) since its last notification, but pto-isa notifies "
                f"only every {sp} TFREEs (SyncPeriod): free earlier (hold at most SlotNum - SyncPeriod = "
                f"{n - sp} popped tiles when popping the next), deepen the ring, or give the pipe "
-               "sync_period=1 (TMPipe FiFoSyncT=1)")
+               "sync_period=1 (a pto-isa TMPipe frees on every release)")
         return cause, fix
 
-    def held_fix(self, loc):
+    def held_fix(self, loc, ch=None):
+        if ch is not None and ch.wait_every:
+            return (f"call TFREE after the TPOP at {loc} before popping the next tile: pto-isa's TMPipe has "
+                    "one start-up credit and its producer waits for a free before every push, so at most "
+                    "one tile is in the ring (use a TPipe for a deeper ring)")
         return (f"call TFREE after the TPOP at {loc}; pto-isa's producer waits only every SyncPeriod "
                 "pushes, so free in pop order and keep at most SlotNum - SyncPeriod tiles held when "
                 "popping the next")
@@ -287,10 +339,13 @@ class PtoIsaModel(ProtocolModel):
         return None
 
     def teardown_drain(self, ch, pushed):
+        if self.ctor_credit_pipe(ch):
+            return ch.sync_period               # A5 GM/split ~TPipe(): SyncPeriod prod.allocate()
         # pto-isa's ~TPipe(): numPopFree - numPushWait WAITs on the free flag, from the
         # producer's tileIndex alone; the closed form holds for the rule above (no start-up
         # credits, the shouldWaitFree window), else the generic count of the base class
-        if self.startup_credits(ch.slot_num) or type(self).producer_waits is not PtoIsaModel.producer_waits:
+        if (ch.wait_every or ch.startup_credits
+                or type(self).producer_waits is not PtoIsaModel.producer_waits):
             return ProtocolModel.teardown_drain(self, ch, pushed)
         return pto_isa_drain(ch.slot_num, ch.sync_period, pushed)
 
@@ -317,12 +372,15 @@ SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hol
 #: pto-isa on A2A3 (include/pto/npu/a2a3/*.hpp)
 PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                       frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
-                      platform="a2a3", tpipe_ctrl=False)
+                      platform="a2a3", tpipe_ctrl=False, tmpipe_rendezvous=True)
 #: pto-isa on A5 (include/pto/npu/a5/*.hpp)
 PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
-                         nosplit_lane0=True, tpipe_ctrl=False)
+                         nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True)
+#: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
+#: (not a default: see ``ctor_credit_pipes`` and docs/protocols.md, "Not modelled")
+PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5}
 
