@@ -8,6 +8,8 @@ no constructor credit (ptopipe models the ``shouldWaitFree`` window on both plat
 that is pto-isa's protocol of local no-split FIFOs - the constructor credits of A5 GM and split
 FIFOs are not modelled, see ``docs/protocols.md``).
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ from ptopipe import DeadlockError
 from ptopipe.errors import LeakError
 from ptopipe.isa import *
 from ptopipe.isa.pipe.protocol import PTO_ISA, PTO_ISA_A5, pto_isa_drain
+from ptopipe.isa.pipe import protocol as _protocol
 
 from markers import line_of
 
@@ -194,8 +197,8 @@ def test_tpipe_has_no_constructor_credit_and_fills_slotnum_slots(platform, direc
 
 
 # --- pto-isa A5 at its newest stored version: constructor credits of GM / split TPipes ----------
-# Not the default model (docs/protocols.md, "Not modelled"): PTO_ISA_A5_HEAD shows what the
-# newest A5 TPush.hpp does with correct kernels.
+# Not the default model (docs/protocols.md): protocol="pto-isa-head" runs PTO_ISA_A5_HEAD on
+# A5, what the newest A5 TPush.hpp does with correct kernels.
 def tpipe_stream(direction, S, n, peers):
     """The Cube pushes ``n`` tiles into a TPipe of SlotNum ``S``; each consumer pops and frees
     every tile as it comes (no TFREE on an A5 GM ring, whose TPOP frees)."""
@@ -220,26 +223,13 @@ def tpipe_stream(direction, S, n, peers):
     return cube, ((vec, vec) if len(peers) == 2 else (vec, None))
 
 
-@pytest.fixture
-def a5_head(monkeypatch):
-    """``use(True)``: pto-isa on A5 runs PTO_ISA_A5_HEAD; ``use(False)``: the default model."""
-    from ptopipe.arch.vocab import Protocol
-    from ptopipe.isa.pipe import protocol
-
-    def use(head):
-        monkeypatch.setitem(protocol._MODELS, (Protocol.PTO_ISA, "a5"),
-                            protocol.PTO_ISA_A5_HEAD if head else protocol.PTO_ISA_A5)
-        return protocol.PTO_ISA_A5_HEAD if head else protocol.PTO_ISA_A5
-    return use
-
-
 KINDS = [(DIR_C2V, (0,), "local no-split"), (DIR_C2V, (0, 1), "local split"),
          (DIR_C2V_GM, (0,), "GM no-split"), (DIR_C2V_GM, (0, 1), "GM split")]
 
 
 @pytest.mark.parametrize("direction,peers,kind", KINDS)
 @pytest.mark.parametrize("S", [2, 4])
-def test_a5_head_constructor_credit_per_pipe_kind(a5_head, direction, peers, kind, S, no_hang):
+def test_a5_head_constructor_credit_per_pipe_kind(direction, peers, kind, S, no_hang):
     """HEAD: a local no-split TPipe has the window only (clean, balanced); a GM-backed or split
     TPipe gets SyncPeriod constructor credits on top of the window, so its producer passes the
     wait of push #SlotNum before any free - an overwrite of slot 0 at that TPUSH.  The same
@@ -248,38 +238,37 @@ def test_a5_head_constructor_credit_per_pipe_kind(a5_head, direction, peers, kin
     args = dict(fifo=gm_buffer(8 * SLOT))
     res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")     # the default: clean
     (ch,) = res.cluster.shared["channels"].values()
-    assert ch.startup_credits == 0 and ch.model is a5_head(False)
-    head = a5_head(True)
+    assert ch.startup_credits == 0 and ch.model is _protocol.PTO_ISA_A5
+    head = _protocol.PTO_ISA_A5_HEAD
     if kind == "local no-split":
-        res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")
+        res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa-head")
         (ch,) = res.cluster.shared["channels"].values()
         assert ch.model is head and ch.startup_credits == 0
         (free,) = [r for r in res.summary.ledger if r["signal"] == "free"]
         assert free["left"] == 0 and free["sent"] == 2 * S // ch.sync_period
         return
     with pytest.raises(ptopipe.ProtocolError) as ei:
-        ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")
+        ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa-head")
     assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "push")
     assert "slot 0" in ei.value.what and "constructor posts SyncPeriod" in ei.value.fix
 
 
 @pytest.mark.parametrize("direction,peers", [(DIR_C2V, (0, 1)), (DIR_C2V_GM, (0,))])
-def test_a5_head_fixed_drain_leaves_the_notifications(a5_head, direction, peers, no_hang):
+def test_a5_head_fixed_drain_leaves_the_notifications(direction, peers, no_hang):
     """HEAD's GM/split destructor waits SyncPeriod times - the constructor's credits - and
     leaves the consumer's release notifications on the flag: SlotNum 4 (SyncPeriod 2), 4
     pushes that never wait, 2 notifications left at exit (a stale credit for the next launch)."""
     S = 4
     cube, aiv = tpipe_stream(direction, S, S, peers)
-    a5_head(True)
     with pytest.raises(LeakError) as ei:
-        ptopipe.run(cube, aiv, dict(fifo=gm_buffer(8 * SLOT)), platform="a5", protocol="pto-isa")
+        ptopipe.run(cube, aiv, dict(fifo=gm_buffer(8 * SLOT)), platform="a5", protocol="pto-isa-head")
     assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "teardown")
     assert "keeps 2 credits after the teardown drain (sent 4 / consumed 0 / drained 2)" in str(ei.value)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 4])
 @pytest.mark.parametrize("split", ["ud", "lr"])
-def test_a5_dir_both_run_ahead_needs_no_constructor_credit(a5_head, depth, split, no_hang):
+def test_a5_dir_both_run_ahead_needs_no_constructor_credit(depth, split, no_hang):
     """s4 with the Vector cores pushing SlotNum tiles before their first pop: clean under the
     default A5 model (the window lets SlotNum pushes pass); with HEAD's constructor credits of
     split pipes the V2C producer passes its wait at push #SlotNum and overwrites slot 0."""
@@ -289,10 +278,23 @@ def test_a5_dir_both_run_ahead_needs_no_constructor_credit(a5_head, depth, split
     args = sc.make_args(np.random.default_rng(1), **sc.params(split))
     res = ptopipe.run(sc.aic, sc.aiv, args, platform="a5", protocol="pto-isa")
     np.testing.assert_array_equal(res["out"], sc.golden(args)["out"])
-    a5_head(True)
     args = sc.make_args(np.random.default_rng(1), **sc.params(split))
     with pytest.raises(ptopipe.ProtocolError) as ei:
-        ptopipe.run(sc.aic, sc.aiv, args, platform="a5", protocol="pto-isa")
+        ptopipe.run(sc.aic, sc.aiv, args, platform="a5", protocol="pto-isa-head")
     path, _, line = ei.value.where.rpartition(":")
     assert path.endswith("s4_both_ways.py") and "TPUSH(" in linecache.getline(path, int(line))
     assert "slot 0 of V2C" in ei.value.what and "constructor posts SyncPeriod" in ei.value.fix
+
+
+def test_pto_isa_head_from_the_cli(capsys):
+    """``--protocol pto-isa-head`` selects the newest A5 credits: s4's default variant, clean
+    under pto-isa on A5, ends with the constructor credits' surplus on its flags there, and
+    is the same as pto-isa on A2A3."""
+    from ptopipe.cli import main
+    s4 = os.path.join(os.path.dirname(__file__), "..", "examples", "scenarios", "s4_both_ways.py")
+    assert main(["check", s4, "--platform", "a5", "--protocol", "pto-isa", "--schedules", "1"]) == 0
+    assert main(["check", s4, "--platform", "a2a3", "--protocol", "pto-isa-head", "--schedules", "1"]) == 0
+    capsys.readouterr()
+    assert main(["check", s4, "--platform", "a5", "--protocol", "pto-isa-head", "--schedules", "1"]) == 1
+    out = capsys.readouterr()
+    assert "LeakError" in out.out and "start-up window both count" in out.err, out

@@ -163,9 +163,13 @@ class VecCubeRatio(Enum):
 
 
 class Protocol(Enum):
-    """Which ring protocol a run follows: seed 003 (``spec``) or pto-isa's C++ (``pto-isa``)."""
+    """Which ring protocol a run follows: seed 003 (``spec``), pto-isa's C++ (``pto-isa``),
+    or pto-isa with the newest A5 TPipe credits (``pto-isa-head``: the constructor credits
+    of GM-backed and split pipes counted together with the start-up window; on A2A3 the
+    same as ``pto-isa``; docs/protocols.md)."""
     SPEC = "spec"
     PTO_ISA = "pto-isa"
+    PTO_ISA_HEAD = "pto-isa-head"
 
 
 DIR_C2V, DIR_V2C, DIR_BOTH = Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH

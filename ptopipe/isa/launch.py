@@ -35,7 +35,7 @@ def _protocol(p) -> Protocol:
     try:
         return p if isinstance(p, Protocol) else Protocol(str(p))
     except ValueError:
-        raise ConfigError(f"unknown protocol {p!r}", fix="use 'spec' or 'pto-isa'") from None
+        raise ConfigError(f"unknown protocol {p!r}", fix="use 'spec', 'pto-isa' or 'pto-isa-head'") from None
 
 
 def _select_kwargs(fn, args: dict) -> dict:

@@ -379,10 +379,11 @@ PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False
                          platform="a5", tfree_after_pop_frees=True,
                          nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True)
 #: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
-#: (not a default: see ``ctor_credit_pipes`` and docs/protocols.md, "Not modelled")
+#: (``protocol="pto-isa-head"``; not the default: see ``ctor_credit_pipes`` and docs/protocols.md)
 PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
-           (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5}
+           (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,
+           (Protocol.PTO_ISA_HEAD, "a2a3"): PTO_ISA, (Protocol.PTO_ISA_HEAD, "a5"): PTO_ISA_A5_HEAD}
 
 
 def platform_kind(plat) -> str:

@@ -143,6 +143,10 @@ def _surplus_cause(ch, f, r: dict, pushed: int) -> str:
         why = (" (pto-isa on A5: a tile TFREE after a TPOP from a GM ring frees the slot a second time)"
                if ch.tfree_frees else "")
         return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{why}"
+    if ch.startup_credits and not ch.wait_every:
+        return (f"the constructor's {ch.startup_credits} start-up credit(s) and the start-up window both "
+                "count (pto-isa-head on A5: GM-backed and split pipes), and the fixed destructor drain "
+                "leaves the release notifications on the flag")
     return "a push skipped its free-slot wait"
 
 
