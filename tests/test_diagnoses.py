@@ -916,7 +916,7 @@ def test_raw_pointer_ring_running_past_the_last_argument(platform, protocol, no_
 # goldens of the tests, D3 where its SyncPeriod is not the problem, and D3 with the hint's fix;
 # run by test_clean_corpus.py and benchmarks/schedules.py --kernels new.
 def _clean_registry():
-    from corpus import kernel
+    from corpus import kernel, of_scenario
     a5_isa = ("a5", "pto-isa")
     why = {"two_pipes": {a5_isa: "pto-isa on A5: an AIV1-only NO_SPLIT pipe has one lane (AIV0) (reported)"},
            "dirboth_raw": {a5_isa: "pto-isa on A5: DIR_BOTH_GM is a ConfigError (M20)"}}
@@ -934,6 +934,12 @@ def _clean_registry():
                                    "after free" for c in COMBOS if c[0] == "a5"}
                       | {("a2a3", "pto-isa"): "pto-isa on A2A3 stages the popped tile (a copy the TFREE "
                                               "releases): reading it after TFREE is a use after free"}))
+    out.append(of_scenario("diag_raw_ring_4_slots_tfree", _raw_scenario(4, True),
+                           excluded={a5_isa: "pto-isa on A5: a TPOP from a GM ring frees, a TFREE frees again"}))
+    out.append(of_scenario("diag_raw_ring_4_slots_no_tfree", _raw_scenario(4, False),
+                           excluded={c: "spec: every TPOP needs its TFREE (pto-isa: a GM-ring TPOP frees)"
+                                     for c in COMBOS if c[1] == "spec"}))
+    out.append(of_scenario("diag_mm_none", _mm_scenario("none")))
     return out
 
 
