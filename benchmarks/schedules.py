@@ -1,11 +1,16 @@
 """Schedule exploration: no false positives, and how many schedules each mode needs.
 
 Part 1 runs every example (examples/scenarios, examples/dsl, examples/flash_attention.py;
-their default variants, or all with --variants all) and every correct kernel of
-tests/test_unseen_kernels.py on both platforms and both protocols, under --schedules N
-schedules of each exploration mode, with every checker on and the numpy golden compared.
-A kernel/combination whose default schedule already fails is not valid there ("n/a");
-any failure of an explored schedule of a valid one is a FALSE POSITIVE (exit 1).
+their default variants, or all with --variants all), every correct kernel of
+tests/test_unseen_kernels.py and the correct kernels written for issue 10 (the
+CLEAN_KERNELS registries of tests/corpus.py: event flags in their manual sync mode,
+relaunched kernels with their launches=K, layouts, the pto-isa model per platform,
+diagnoses) on both platforms and both protocols, under --schedules N schedules of each
+exploration mode, with every checker on and the numpy golden compared.  A registered
+kernel (and an AIV1-only NO_SPLIT unseen kernel on a5/pto-isa) is run only on the combos
+where it is valid ("excl": excluded by design, the reason printed); an example whose default
+schedule already fails on a combination is not valid there ("n/a").  Any failure of an explored schedule of a valid
+one is a FALSE POSITIVE (exit 1).
 
 Part 2 runs the schedule-dependent misuse examples: M10 (flag counter overflow, with the
 checkers on) and M29-M31 (unordered GM accesses; with the checkers off, since the race
@@ -14,7 +19,7 @@ mode needs until the bug shows (">N": not within N).
 
 Run:  python benchmarks/schedules.py [--schedules 200] [--modes random,pct,exhaustive]
                                      [--only NAME] [--variants all] [--part 1|2]
-                                     [--kernels all|examples|unseen]
+                                     [--kernels all|examples|unseen|new]
 """
 from __future__ import annotations
 
@@ -47,18 +52,21 @@ BUGS = [("m10_schedule_dependent.py", "a5", "pto-isa", {}),
 
 
 def corpus(all_variants: bool = False, which: str = "all"):
-    """[(label, Scenario, variant)]: the examples and/or the unseen correct kernels."""
+    """[(label, Scenario, variant, excluded)]: the examples, the unseen correct kernels and/or
+    the issue-10 registries (``excluded``: {combo: reason}, None: decided by a default run)."""
     out = []
     if which == "unseen":
         return _unseen(out)
+    if which == "new":
+        return _new(out)
     files = sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.py")))
     files += sorted(glob.glob(os.path.join(ROOT, "examples", "dsl", "*.py")))
     files.append(os.path.join(ROOT, "examples", "flash_attention.py"))
     for f in files:
         for sc in load_scenarios(f):
             for v in (sc.variants if all_variants else [sc.default_variant]):
-                out.append((f"{sc.name}[{v}]", sc, v))
-    return out if which == "examples" else _unseen(out)
+                out.append((f"{sc.name}[{v}]", sc, v, None))
+    return out if which == "examples" else _new(_unseen(out))
 
 
 def _unseen(out: list) -> list:
@@ -66,7 +74,17 @@ def _unseen(out: list) -> list:
     for name, (aic, aiv, make, golden) in sorted(unseen.CORRECT.items()):
         sc = Scenario(name, aic, aiv, lambda rng, make=make: make(np.random.default_rng(7)),
                       lambda args, golden=golden: golden(args), rtol=0, atol=0)
-        out.append((name, sc, "default"))
+        why = ({("a5", "pto-isa"): "pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0); an AIV1-only "
+                                   "NO_SPLIT pipe is reported (test_unseen_kernels.AIV1_ONLY)"}
+               if name in unseen.AIV1_ONLY else None)
+        out.append((name, sc, "default", why))
+    return out
+
+
+def _new(out: list) -> list:
+    from corpus import all_clean_kernels
+    for _, k in all_clean_kernels():
+        out.append((k.name, k.scenario, k.variant, k.excluded))
     return out
 
 
@@ -85,20 +103,25 @@ def part1(args) -> int:
     head = f"{'kernel':40s} {'combo':13s}" + "".join(f" {m:>14s}" for m in modes)
     print(head)
     print("-" * len(head))
-    bad = total = 0
+    bad = total = runs = distinct = 0
     t0 = time.perf_counter()
-    for label, sc, v in corpus(args.variants == "all", args.kernels):
+    for label, sc, v, excluded in corpus(args.variants == "all", args.kernels):
         if args.only and args.only not in label:
             continue
         for plat, proto in COMBOS:
             cells = []
-            if not _valid(sc, v, plat, proto):
+            if excluded is not None and (plat, proto) in excluded:
+                cells = ["excl"] * len(modes)
+                print(f"  excluded {label} {plat}/{proto}: {excluded[(plat, proto)]}", file=sys.stderr)
+            elif excluded is None and not _valid(sc, v, plat, proto):
                 cells = ["n/a"] * len(modes)
             else:
                 for m in modes:
                     total += 1
                     r = explore(sc, schedules=args.schedules, seed=0, variant=v, platform=plat,
                                 protocol=proto, mode=m, include_default=False)
+                    runs += r.runs
+                    distinct += r.distinct
                     if r.ok:
                         cells.append(f"{r.runs}/{r.distinct}" + ("*" if r.complete else ""))
                     else:
@@ -108,7 +131,8 @@ def part1(args) -> int:
                         print(f"  FALSE POSITIVE {label} {plat}/{proto} {m} schedule {spec}: "
                               f"{type(err).__name__}: {str(err).splitlines()[0]}", file=sys.stderr)
             print(f"{label:40s} {plat + '/' + proto:13s}" + "".join(f" {c:>14s}" for c in cells), flush=True)
-    print(f"{total} kernel x combination x mode cells, {bad} false positive(s), "
+    print(f"{total} kernel x combination x mode cells, {runs} explored runs, {distinct} distinct "
+          f"interleavings (summed over cells), {bad} false positive(s), "
           f"{time.perf_counter() - t0:.0f} s  (*: the exhaustive bound was exhausted)")
     return 1 if bad else 0
 
@@ -151,8 +175,9 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=None, help="only kernels whose label contains this")
     p.add_argument("--variants", default="default", choices=["default", "all"])
     p.add_argument("--part", default=None, choices=["1", "2"])
-    p.add_argument("--kernels", default="all", choices=["all", "examples", "unseen"],
-                   help="part 1: the examples, the unseen correct kernels, or both (default)")
+    p.add_argument("--kernels", default="all", choices=["all", "examples", "unseen", "new"],
+                   help="part 1: the examples, the unseen correct kernels, the issue-10 correct "
+                        "kernels (tests/corpus.py), or all of them (default)")
     args = p.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
     status = 0

@@ -910,3 +910,37 @@ def test_raw_pointer_ring_running_past_the_last_argument(platform, protocol, no_
     err = _raises(ConfigError, raw_cube, "raw-ring", raw_cube, (raw_vec, None), args, platform, protocol,
                   gm_extra=8 * SLOT)
     assert "runs past the end of its GM argument 'fifo'" in err.what and "allocate 4096 bytes" in err.fix
+
+
+# The registry of correct kernels (tests/corpus.py): CLEAN above with its exclusions and the
+# goldens of the tests, D3 where its SyncPeriod is not the problem, and D3 with the hint's fix;
+# run by test_clean_corpus.py and benchmarks/schedules.py --kernels new.
+def _clean_registry():
+    from corpus import kernel, of_scenario
+    a5_isa = ("a5", "pto-isa")
+    why = {"two_pipes": {a5_isa: "pto-isa on A5: an AIV1-only NO_SPLIT pipe has one lane (AIV0) (reported)"},
+           "dirboth_raw": {a5_isa: "pto-isa on A5: DIR_BOTH_GM is a ConfigError (M20)"}}
+    same_x = lambda a: {"out": a["x"]}                                        # noqa: E731
+    golden = {"addr_split": same_x, "c2v_split": same_x,
+              "two_pipes": lambda a: {"out": np.vstack([a["x"], a["x"]])}}
+    out = [kernel(f"diag_{name}", aic, aiv, lambda rng, make=make: make(), golden.get(name), why.get(name))
+           for name, (aic, aiv, make) in CLEAN.items()]
+    out.append(kernel("diag_d3_window", *_d3(), lambda rng: _args(),
+                      excluded={a5_isa: "pto-isa on A5: SyncPeriod 2 withholds the credit push #4 waits for (D3)"}))
+    out.append(kernel("diag_d3_sync_period_1", *_d3(sync_period=1), lambda rng: _args()))
+    out.append(kernel("diag_own_buffer_after_tfree", _uaf_cube, (uaf_vec_local, None), lambda rng: _args(),
+                      lambda a: {"out": np.ones((T, T), np.float32)},
+                      excluded={c: "A5 binds a popped tile to its ring slot: reading it after TFREE is a use "
+                                   "after free" for c in COMBOS if c[0] == "a5"}
+                      | {("a2a3", "pto-isa"): "pto-isa on A2A3 stages the popped tile (a copy the TFREE "
+                                              "releases): reading it after TFREE is a use after free"}))
+    out.append(of_scenario("diag_raw_ring_4_slots_tfree", _raw_scenario(4, True),
+                           excluded={a5_isa: "pto-isa on A5: a TPOP from a GM ring frees, a TFREE frees again"}))
+    out.append(of_scenario("diag_raw_ring_4_slots_no_tfree", _raw_scenario(4, False),
+                           excluded={c: "spec: every TPOP needs its TFREE (pto-isa: a GM-ring TPOP frees)"
+                                     for c in COMBOS if c[1] == "spec"}))
+    out.append(of_scenario("diag_mm_none", _mm_scenario("none")))
+    return out
+
+
+CLEAN_KERNELS = _clean_registry()

@@ -475,3 +475,39 @@ def test_cli_sync_option_overrides_the_scenarios_mode(capsys):
     assert "LeakError" in capsys.readouterr().err
     assert cli_main(["run", m11]) == 1
     assert "DataRaceError" in capsys.readouterr().err
+
+
+# ============================================================ the registry of correct kernels
+# (tests/corpus.py): run by test_clean_corpus.py and benchmarks/schedules.py --kernels new,
+# in their own sync mode, on every combo (each is valid on all four).
+def _clean_registry():
+    from corpus import kernel, of_scenario
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    vec_args = lambda rng: dict(x=x.copy(), y=np.zeros_like(x))      # noqa: E731
+    cols = np.zeros_like(x)
+    cols[:, :8] = x[:, :8]
+    ks = KernelSet(_dsl_program("ok"))
+    x32 = np.arange(512, dtype=np.float32).reshape(32, 16)
+    sys.path.insert(0, MISUSE)
+    try:
+        m14 = {sc.name: sc for sc in load_scenarios(os.path.join(MISUSE, "m14_pingpong_tail.py"))}
+    finally:
+        sys.path.remove(MISUSE)
+    fixed = m14["m14_pingpong_tail_fixed"]
+    (s8,) = load_scenarios(os.path.join(ROOT, "examples", "dsl", "s8_manual_sync.py"))
+    return ([kernel("events_v2c", v2c_cube, v2c_vec, lambda rng: v2c_args(), lambda a: {"out": v2c_golden(a)},
+                    sync="manual"),
+             kernel("events_barrier_all", None, (barrier_kernel(PIPE_ALL), None), vec_args,
+                    lambda a: {"y": x + 1}, sync="manual"),
+             kernel("events_gm_ordered", None, (gm_roundtrip("ordered"), None), vec_args,
+                    lambda a: {"y": x}, sync="manual"),
+             kernel("events_gm_columns", None, (gm_columns(8), None), vec_args,
+                    lambda a: {"y": cols}, sync="manual"),
+             kernel("events_tsync", None, (tsync_kernel, None), vec_args, lambda a: {"y": x * 3}, sync="manual"),
+             kernel("events_dsl", ks.aic, (ks.aiv, None), lambda rng: dict(x=x32.copy(), y=np.zeros_like(x32)),
+                    lambda a: {"y": x32 + 1}, sync="manual"),
+             of_scenario("s8_manual_sync[m16_d1]", s8, "m16_d1")]
+            + [of_scenario(f"m14_fixed[tiles{t}]", fixed, f"tiles{t}") for t in range(9)])
+
+
+CLEAN_KERNELS = _clean_registry()

@@ -405,3 +405,31 @@ def test_left_tile_may_be_nz_as_on_a5(no_hang):
         c = Tile(TileType.Acc, float32, T, T, addr=0x0)
         TMATMUL(c, a, b)
     run(cube, None, {}, platform="a5")
+
+
+# -- the registry of correct kernels (tests/corpus.py): run by test_clean_corpus.py and
+# benchmarks/schedules.py --kernels new, with the goldens of the tests above.
+def _clean_registry():
+    from corpus import kernel
+    from ptopipe.runtime import KernelSet
+    one_lane = {("a5", "pto-isa"): "pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0), the A2A3 "
+                                   "no-split lane-1 replay is reported at its first transfer"}
+    out = [kernel("layouts_v2c_nz_tmov", nz_cube, (nz_vector, None), lambda rng: dict(_nz_args(rng), convert=True),
+                  lambda a: {"out": np.concatenate([a["a"] @ (a["x"][k * T:(k + 1) * T] + k) for k in range(3)])})]
+    for tiles in (1, 5):
+        out.append(kernel(f"layouts_c2v_replay_{tiles}", replay_cube, replay_vector,
+                          lambda rng, tiles=tiles: _replay_args(tiles, rng),
+                          lambda a: {"out": np.tile(a["x"] @ a["x"] * 2, (a["tiles"], 1))}, excluded=one_lane))
+    out.append(kernel("layouts_v2c_replay", v2c_cube, v2c_vector, _nz_args,
+                      lambda a: {"out": np.concatenate([a["a"] @ (a["x"][k * T:(k + 1) * T] + 1)
+                                                        for k in range(3)])}, excluded=one_lane))
+    ks = KernelSet(_dsl_program(True)[0])
+    out.append(kernel("layouts_dsl_nz", ks.aic, ks.aiv,
+                      lambda rng: dict(a=rng.integers(-4, 5, (T, T)).astype(np.float32),
+                                       x=rng.integers(-4, 5, (T, T)).astype(np.float32),
+                                       out=np.zeros((T, T), np.float32), fifo=gm_buffer(2 * SLOT)),
+                      lambda a: {"out": a["a"] @ a["x"]}))
+    return out
+
+
+CLEAN_KERNELS = _clean_registry()

@@ -254,3 +254,62 @@ def test_m21_reported_on_a5_and_clean_on_a2a3():
     with open(os.path.join(MISUSE, fname)) as f:
         where = [i for i, line in enumerate(f, 1) if "<- where" in line]
     assert _where(ei.value) == (os.path.abspath(os.path.join(MISUSE, fname)), where[0])
+
+
+# --- the registry of correct kernels (tests/corpus.py): run by test_clean_corpus.py and
+# benchmarks/schedules.py --kernels new.  Kernels whose direction the tests pick per platform
+# (a GM ring on A5) are registered once per direction, each run on every combo it is valid on.
+def _clean_registry():
+    from corpus import kernel, of_scenario
+    one_lane = "pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0); AIV1 as a NO_SPLIT peer is reported"
+    out = []
+    for depth in (1, 2, 4):
+        sc = _s4(depth).SCENARIO
+        for split in ("ud", "lr"):
+            out.append(of_scenario(f"ptoisa_s4_run_ahead_d{depth}_{split}", sc, split))
+    for name, mk, why in (("tmpipe", _tmpipe_ctrl, None),
+                          ("tpipe", _tpipe_ctrl, {c: "TPipe(DIR_V2C_CTRL) does not compile in pto-isa "
+                                                     "(CTRL goes through TMPipe)" for c in COMBOS if c[1] == "pto-isa"})):
+        cube, vec, _ = _ctrl_kernels(mk)
+        out.append(kernel(f"ptoisa_ctrl_{name}", cube, vec, lambda rng: dict(ctrl=gm_buffer(128)), excluded=why))
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T)
+    for plat, direction in (("a2a3", DIR_V2C), ("a5", DIR_V2C_GM)):
+        cube, vec = _alloc_kernels(direction)
+        if plat == "a2a3":
+            why = {("a5", q): "A5: TALLOC needs a ring in GM (DIR_V2C_GM)" for q in ("spec", "pto-isa")}
+        else:
+            why = {("a2a3", q): "DIR_V2C_GM is A5-only" for q in ("spec", "pto-isa")}
+            why[("a5", "pto-isa")] = "pto-isa on A5: TALLOC NO_SPLIT on lane 1 has no LEFT_RIGHT offset (reported)"
+        out.append(kernel(f"ptoisa_nosplit_talloc_{plat}", cube, vec,
+                          lambda rng: dict(x=x.copy(), out=np.zeros_like(x), fifo=gm_buffer(2 * SLOT)),
+                          lambda a: {"out": x}, excluded=why))
+    for peers, split in (((1,), TILE_NO_SPLIT), ((0, 1), TILE_NO_SPLIT), ((0,), TILE_NO_SPLIT),
+                         ((0, 1), TILE_UP_DOWN)):
+        cube, vec = _lane_kernels(peers, split)
+        want = np.zeros((2 * T, T), np.float32)
+        if split == TILE_UP_DOWN:
+            want[:T] = x
+        else:
+            for p in peers:
+                want[p * T:(p + 1) * T] = x
+        why = {("a5", "pto-isa"): one_lane} if split == TILE_NO_SPLIT and 1 in peers else None
+        out.append(kernel(f"ptoisa_lanes_{''.join(map(str, peers))}_{split.name}",
+                          cube, vec, lambda rng: dict(x=x.copy(), out=np.zeros((2 * T, T), np.float32),
+                                                      fifo=gm_buffer(2 * SLOT)),
+                          lambda a, want=want: {"out": want}, excluded=why))
+    for plat, direction in (("a2a3", DIR_C2V), ("a5", DIR_C2V_GM)):
+        for tfree in (True, False):
+            why = {("a2a3", q): "DIR_C2V_GM is A5-only" for q in ("spec", "pto-isa")} if plat == "a5" else {}
+            if tfree and plat == "a5":
+                why[("a5", "pto-isa")] = "pto-isa on A5: the TFREE after a GM TPOP frees a second time (M21)"
+            if not tfree:
+                why.update({(p, "spec"): "spec: every TPOP needs its TFREE" for p in ("a2a3", "a5")})
+                if plat == "a2a3":
+                    why[("a5", "pto-isa")] = "A5: DIR_C2V's ring is in UB, only a GM-ring TPOP frees (no TFREE: hang)"
+            cube, vec = _gm_pop_kernels(direction, tfree)
+            out.append(kernel(f"ptoisa_gm_pop_{plat}_{'tfree' if tfree else 'no_tfree'}", cube, vec,
+                              lambda rng: dict(fifo=gm_buffer(2 * SLOT)), excluded=why))
+    return out
+
+
+CLEAN_KERNELS = _clean_registry()
