@@ -246,6 +246,9 @@ def test_cli_no_checks_shows_the_wrong_result_of_a_schedule(capsys):
     out, err = capsys.readouterr()
     assert "MismatchError under schedule pct:0:3:0" in out
     assert "--no-checks --replay pct:0:3:0" in err
+    # the mismatch names its cause: the re-run with the checkers on finds the unordered access
+    assert "a re-run with the checkers on finds the cause: DataRaceError" in err, err
+    assert re.search(r"^  at \S*m29_prefetch_before_wait\.py:\d+$", err, re.M), err
     assert cli_main(["check", m29, "--schedules", "5"]) == 1                    # checkers on: the race
     assert "DataRaceError under the default schedule" in capsys.readouterr().out
 

@@ -410,8 +410,17 @@ def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> N
     GM writes; the kernel is deterministic for one schedule)."""
     try:
         res = rerun()
-    except PtoPipeError as e:          # the recorded run failed differently: say so, keep the mismatch
-        err.add_detail(f"(re-run to find the last writers failed: {e.what})")
+    except PtoPipeError as e:
+        # the re-run has the checkers on: what they find (e.g. the unordered access behind a
+        # result that depends on the schedule under --no-checks) is the cause of the mismatch
+        err.add_detail(f"a re-run with the checkers on finds the cause: {type(e).__name__}: {e.what}"
+                       + (f" (at {e.where})" if e.where else ""))
+        err.findings.append({"kind": "mismatch_cause", "error": type(e).__name__, "what": e.what,
+                             "where": e.where})
+        if err.where is None:
+            err.where = e.where
+        if e.fix:
+            err.fix = e.fix
         return
     cl = res.cluster
     rec = cl.checker if isinstance(cl.checker, WriteRecorder) else None

@@ -150,7 +150,7 @@ class PipeSync:
             details.append("pending on the same pipes: " + ", ".join(others))
         return DeadlockError(
             f"hang: wait_flag{name} on {core.name} waits for an event no earlier set_flag raised; "
-            f"{_NAMES[dst]} blocks here forever (on the device: an AICore timeout)",
+            f"{_NAMES[dst]} blocks here forever (on the device: an AICPU timeout)",
             where=str(loc) if loc else None, details="\n".join(details),
             fix=f"every wait_flag{name} needs a set_flag{name} before it on every path: prime "
                 f"loop-carried events for every ID the loop waits on (set_flag before the loop), "
