@@ -469,6 +469,10 @@ def test_cli_sync_option_overrides_the_scenarios_mode(capsys):
     assert "(manual sync)" in capsys.readouterr().out
     assert cli_main(["check", s8, "--schedules", "1", "--sync", "auto"]) == 0
     assert "(manual sync)" not in capsys.readouterr().out
+    assert cli_main(["run", s8, "--quiet"]) == 0            # run says which mode ran, too
+    assert "(manual sync): matches numpy golden" in capsys.readouterr().out
+    assert cli_main(["run", s8, "--quiet", "--sync", "auto"]) == 0
+    assert "(manual sync)" not in capsys.readouterr().out
     # M11 without its events checked: in auto mode only the leaked set remains to report
     m11 = os.path.join(MISUSE, "m11_missing_wait.py")
     assert cli_main(["run", m11, "--sync", "auto"]) == 1

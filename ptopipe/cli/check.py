@@ -183,10 +183,11 @@ def _check(args, reports: list) -> int:
                 if not args.json:
                     sched = ("the default schedule" if seed is None else
                              f"schedule seed {seed}" if isinstance(seed, int) else f"schedule {seed}")
-                    print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched} "
-                          f"(after {res.passed} passing schedule(s)"
-                          + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
-                          + ")", flush=True)
+                    after = (f" (after {res.passed} passing schedule(s)"
+                             + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
+                             + ")") if res.passed or res.distinct else ""
+                    print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched}{after}",
+                          flush=True)
                     report_exception(err)
                     replay = _replay_line(args, platform, protocol, v, seed)
                     print(f"  replay: {replay}" if seed is not None else

@@ -51,7 +51,7 @@ def main(args) -> int:
         res, expected = sc.run(v, platform, protocol, args.seed,
                                **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
                                **sync_kwargs(args), **launch_kwargs(args))
-        label = f"{sc.name}[{v}]"
+        label = f"{sc.name}[{v}]" + (" (manual sync)" if res.cluster.manual_sync else "")
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports
             write_reports(res, args, sc, v)
