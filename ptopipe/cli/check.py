@@ -182,7 +182,7 @@ def _check(args, reports: list) -> int:
                                       else str(seed))
                 if not args.json:
                     sched = ("the default schedule" if seed is None else
-                             f"schedule seed {seed}" if isinstance(seed, int) else f"schedule {seed}")
+                             f"schedule random:{seed}" if isinstance(seed, int) else f"schedule {seed}")
                     after = (f" (after {res.passed} passing schedule(s)"
                              + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
                              + ")") if res.passed or res.distinct else ""

@@ -176,7 +176,7 @@ def carried_credit(cluster, core, flag) -> None:
         fix = (f"launch {k} must leave no free credit behind: every push waits where the protocol waits "
                "(setAllocateStatus(false) skips a wait) and the teardown drains the rest")
     raise ProtocolError(what, where=where,
-                        details=(f"launch {k} ledger of {flag.name}: " + describe_row(o)) if o else None,
+                        details=(f"launch {k} ledger: " + describe_row(o)) if o else None,
                         fix=fix, findings=[{"kind": "carried_credit", "flag": flag.id, "launch": k,
                                             "left": o.get("left"), "where": where}])
 
