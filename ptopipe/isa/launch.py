@@ -3,7 +3,8 @@
 ``run`` plays the orchestration role: it lays the numpy arguments out in GM, passes each
 kernel a :class:`GlobalTensor` per array (scalars as they are), runs the Cube kernel and
 the Vector kernel (on both sub-blocks) on a simulated :class:`~ptopipe.sim.Cluster`, and
-returns the GM contents of every array argument plus a run summary.
+returns the GM contents of every array argument plus a run summary; with ``launches=K`` it
+runs them K times on one cluster.  The golden comparison lives in :mod:`.golden`.
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import numpy as np
 
 from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
-from ..errors import ConfigError, LeakError, MismatchError, PtoPipeError
+from ..errors import ConfigError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
+from .golden import compare, compare_launches
 from .pipe import Protocol, leaks
 from .pipe.teardown import (TEARDOWN_LEAK_FIX, carried_credit, describe_row, explain_carried, ledger,
                             teardown)
@@ -357,102 +359,6 @@ def _caller() -> str | None:
     while f is not None and (f.f_code.co_filename in (__file__, "<string>")):
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
-
-
-def compare_launches(res: RunResult, expected: dict, rtol: float, atol: float, label: str = "",
-                     rerun: Callable | None = None) -> None:
-    """:func:`compare` the outputs of every launch of ``res`` (one launch: its outputs);
-    ``rerun`` returns the same run with ``record_writes=True``, for naming the last writer
-    of a wrong element (one launch only: the writes of an earlier launch are not kept)."""
-    if len(res.launches) > 1:
-        for k, outs in enumerate(res.launches, 1):
-            compare(outs, expected, rtol, atol, f"{label} (launch {k} of {len(res.launches)})")
-    else:
-        compare(res.outputs, expected, rtol, atol, label, rerun=rerun)
-
-
-def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str = "",
-            rerun: Callable | None = None) -> None:
-    """Raise :class:`MismatchError` if ``outputs`` differ from ``expected``.  ``rerun``, if
-    given, runs the same kernel again with ``record_writes=True`` (only on a mismatch): the
-    error then names the last writer (core, instruction, line, ring slot) of the first wrong
-    element of each output, and its ``where`` is the first such line."""
-    bad, first_bad = [], []
-    for k, exp in expected.items():
-        got = outputs.get(k)
-        if got is None:
-            bad.append(f"{k}: no such output")
-            continue
-        exp = np.asarray(exp)
-        if got.shape != exp.shape:
-            bad.append(f"{k}: shape {got.shape} != expected {exp.shape}")
-            continue
-        g, e = got.astype(np.float64), exp.astype(np.float64)
-        ok = np.isclose(g, e, rtol=rtol, atol=atol)
-        if not ok.all():
-            idx = np.argwhere(~ok)
-            first = tuple(int(i) for i in idx[0])
-            bad.append(f"{k}: {len(idx)} of {ok.size} elements differ (max abs err "
-                       f"{np.max(np.abs(g - e)):.4g}); first at {first}: got {g[first]:.6g}, "
-                       f"expected {e[first]:.6g}")
-            first_bad.append((k, first, int(np.ravel_multi_index(first, got.shape)) if got.ndim else 0,
-                              got.dtype.itemsize))
-    if bad:
-        err = MismatchError(f"{label} does not match the numpy golden", details="\n".join(bad),
-                            fix="compare the kernel's tiling, offsets and split mode with the golden")
-        if rerun is not None and first_bad:
-            _explain_mismatch(err, first_bad, rerun)
-        raise err
-
-
-def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> None:
-    """Name the last writer of each output's first wrong element (a re-run that records
-    GM writes; the kernel is deterministic for one schedule)."""
-    try:
-        res = rerun()
-    except PtoPipeError as e:
-        # the re-run has the checkers on: what they find (e.g. the unordered access behind a
-        # result that depends on the schedule under --no-checks) is the cause of the mismatch
-        err.add_detail(f"a re-run with the checkers on finds the cause: {type(e).__name__}: {e.what}"
-                       + (f" (at {e.where})" if e.where else ""))
-        err.findings.append({"kind": "mismatch_cause", "error": type(e).__name__, "what": e.what,
-                             "where": e.where})
-        if err.where is None:
-            err.where = e.where
-        if e.fix:
-            err.fix = e.fix
-        return
-    cl = res.cluster
-    rec = cl.checker if isinstance(cl.checker, WriteRecorder) else None
-    args = {name: lo for name, lo, _hi in cl.shared.get("gm_args", ())}
-    if rec is None:
-        return
-    for k, first, flat, item in first_bad:
-        if k not in args:
-            continue
-        addr = args[k] + flat * item
-        w = rec.last_writer(addr)
-        ring = _ring_at(cl, addr)
-        if w is None:
-            text = f"{k}{list(first)} (GM {addr:#x}) was never written by the kernel"
-        else:
-            via = f" into slot {w['ring'][1]} of {w['ring'][0]}" if w["ring"] else ""
-            text = f"{k}{list(first)} (GM {addr:#x}) was last written by {w['core']} {w['op']}{via} at {w['where']}"
-            if err.where is None:
-                err.where = w["where"]
-        if ring is not None and (w is None or not w["ring"]):
-            text += f"; these bytes are slot {ring[1]} of {ring[0]}'s GM ring"
-        err.findings.append({"kind": "mismatch_writer", "output": k, "index": list(first), "addr": addr,
-                             "writer": w, "ring": ring})
-        err.add_detail(text)
-
-
-def _ring_at(cluster, addr: int):
-    """(pipe name, slot) of the GM ring slot holding byte ``addr``, or None."""
-    for ch in cluster.shared.get("channels", {}).values():
-        if ch.gm_base is not None and ch.gm_base <= addr < ch.gm_base + ch.slot_num * ch.slot_size:
-            return ch.name, (addr - ch.gm_base) // ch.slot_size
-    return None
 
 
 __all__ = ["RunResult", "RunSummary", "Scenario", "compare", "compare_launches", "gm_buffer", "run", "summarize",
