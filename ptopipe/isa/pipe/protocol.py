@@ -7,8 +7,9 @@ slot, when the consumer sends a free, whether a tile TPOP from a GM ring frees i
 (and what the tile TFREE after it does), how many slots one free SET releases, what may be
 left on a flag at exit.  pto-isa's A2A3 and A5 headers differ, so the pto-isa model has one
 instance per platform (:func:`model_for`, decided once when a pipe binds); every difference
-is listed, with the pto-isa function it models, in ``docs/protocols.md``.  The pipe ops, the checks, the runtime and the report ask a channel's
-``model`` (``ch.model``); none of them tests which protocol is selected.
+is listed, with the pto-isa function it models, in ``docs/protocols.md``.  The pipe ops, the
+checks, the runtime and the report ask a channel's ``model`` (``ch.model``); none of them
+tests which protocol is selected.
 
 The hot ops read these decisions as plain attributes that :class:`Channel` copies at bind
 time (``wait_every``, ``hold_limit``, ``pop_frees``, ``always_stage``, ``sync_period``); only
@@ -160,17 +161,10 @@ class ProtocolModel:
         and the frees of ``pushed`` releases) minus what the producer's pushes waited for,
         spread over the way's free flags (one per slot tag with per-tag flags).  A correct
         run leaves exactly that much, so the drain ends the launch with empty free flags."""
-        sent = ch.startup_credits
-        waited = 0
         if ch.wait_every:                 # every push waits and every release frees
-            return sent // (ch.slot_num if self.per_tag_flags else 1)
-        for i in range(pushed):
-            if ch.wait_every or self.consumer_frees(ch, i):
-                sent += 1
-            if ch.wait_every or self.producer_waits(ch, i):
-                waited += 1
-        per = ch.slot_num if self.per_tag_flags else 1
-        return max(0, sent - waited) // per
+            return ch.startup_credits // (ch.slot_num if self.per_tag_flags else 1)
+        waited = sum(1 for i in range(pushed) if self.producer_waits(ch, i))
+        return max(0, self.frees_due(ch, pushed) - waited)
 
 
 @dataclass(frozen=True)
@@ -240,8 +234,8 @@ class PtoIsaModel(ProtocolModel):
 
     def startup_credits(self, slot_num, cfg=None):
         # TPipe: none, the shouldWaitFree window gives the start-up capacity (A5: pto-isa's
-        # protocol of local no-split FIFOs; its GM/split constructor credits are not modelled,
-        # docs/protocols.md); TMPipe: the constructor's one cons.free()
+        # protocol of local no-split FIFOs; the newest code's GM/split constructor credits are
+        # ``channel_credits`` under ``ctor_credit_pipes``); TMPipe: the constructor's one cons.free()
         return 1 if cfg is not None and self.tmpipe_rendezvous and cfg.fifo is not None else 0
 
     def producer_waits(self, ch, i):
@@ -348,6 +342,7 @@ class PtoIsaModel(ProtocolModel):
                 or type(self).producer_waits is not PtoIsaModel.producer_waits):
             return ProtocolModel.teardown_drain(self, ch, pushed)
         return pto_isa_drain(ch.slot_num, ch.sync_period, pushed)
+
 
 def pto_isa_drain(slot_num: int, sync_period: int, pushed: int) -> int:
     """pto-isa's TPipe destructor arithmetic: the frees the consumer sent for ``pushed``
