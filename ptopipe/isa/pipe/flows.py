@@ -20,8 +20,7 @@ from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from .geometry import parse_split, part_offset
-from .plans import check_lanes_split
-from .steps import _args, _loc, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
+from .steps import _args, _loc, check_lanes_split, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
 
 class SlotPtr(GMPtr):

@@ -95,22 +95,6 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
     return PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes), layout)
 
 
-def check_lanes_split(core, ch, split, op: str) -> None:
-    """A V2C TALLOC on a ring written by two Vector lanes: each lane owns its part of the
-    slot, so a NO_SPLIT address (the whole slot at offset 0) gives both lanes the same bytes.
-    (A tile TPUSH is judged when it lands: a lane with an empty valid shape replays the
-    handshake of a NO_SPLIT pipe, two lanes with data are an overwrite of the slot.)"""
-    if len(ch.peers) > 1 and split == TileSplitAxis.TILE_NO_SPLIT:
-        lanes = " and ".join(f"AIV{p}" for p in ch.peers)
-        raise ProtocolError(
-            f"{op} TILE_NO_SPLIT on {ch.name}: the pipe has two producer lanes ({lanes}), and a "
-            "NO_SPLIT tile is the whole slot, so both lanes would write the same bytes",
-            where=_loc(core),
-            fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
-                "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
-                "split), or give the pipe one lane (peers=(0,), TMPipe V2C2_VECS)")
-
-
 def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
     want = TileType.Vec if ch.way == C2V else TileType.Mat
     if tile.loc is not want:

@@ -4,6 +4,7 @@ per the protocol model).  Used by the tile flow (:mod:`.ops`) and the address / 
 flows (:mod:`.flows`)."""
 from __future__ import annotations
 
+from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc
 from ..context import current_core
@@ -112,3 +113,19 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
         where=_loc(core),
         fix="bind a NO_SPLIT pipe with peers=(0,) on A5, or split the tile between both Vector cores "
             "(TILE_UP_DOWN / TILE_LEFT_RIGHT)")
+
+
+def check_lanes_split(core, ch, split, op: str) -> None:
+    """A V2C TALLOC on a ring written by two Vector lanes: each lane owns its part of the
+    slot, so a NO_SPLIT address (the whole slot at offset 0) gives both lanes the same bytes.
+    (A tile TPUSH is judged when it lands: a lane with an empty valid shape replays the
+    handshake of a NO_SPLIT pipe, two lanes with data race on the slot - isa/checks.py.)"""
+    if len(ch.peers) > 1 and split == TileSplitAxis.TILE_NO_SPLIT:
+        lanes = " and ".join(f"AIV{p}" for p in ch.peers)
+        raise ProtocolError(
+            f"{op} TILE_NO_SPLIT on {ch.name}: the pipe has two producer lanes ({lanes}), and a "
+            "NO_SPLIT tile is the whole slot, so both lanes would write the same bytes",
+            where=_loc(core),
+            fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
+                "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
+                "split), or give the pipe one lane (peers=(0,), TMPipe V2C2_VECS)")
