@@ -137,18 +137,18 @@ class KernelChecks(HappensBefore):
         pipe, tag = ring
         w, r = (a, b) if a["access"] == "write" else (b, a)
         ch = next((c for c in self.cluster.shared.get("channels", {}).values() if c.name == pipe), None)
+        side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
+        fix = ("the producer must wait for the consumer's free signal of this slot before reusing it"
+               + (f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""))
         if a["access"] == b["access"] == "write" and a["core"] != b["core"] and ch is not None and ch.way == V2C:
             # two producer lanes on the same bytes of a V2C slot: only a NO_SPLIT tile does that
-            return ProtocolError(
-                f"slot {tag} of {pipe} written by both producer lanes: {a['core']} {a['op']} and {b['core']} "
-                f"{b['op']} push a TILE_NO_SPLIT tile with data, which is the whole slot (the same bytes)",
-                where=a["where"],
-                details=f"{a['core']:5s} {a['op']} at {a['where']}\n{b['core']:5s} {b['op']} at {b['where']}",
-                fix="split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its "
-                    "part), or let one lane replay the handshake with an empty valid shape (SetValid(0, 0)), "
-                    "or give the pipe one lane (peers=(0,))",
-                findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
-        if a["access"] == b["access"] == "write":
+            what = (f"slot {tag} of {pipe} written by both producer lanes: {a['core']} {a['op']} and "
+                    f"{b['core']} {b['op']} push a TILE_NO_SPLIT tile with data, which is the whole slot "
+                    "(the same bytes)")
+            fix = ("split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its "
+                   "part), or let one lane replay the handshake with an empty valid shape (SetValid(0, 0)), "
+                   "or give the pipe one lane (peers=(0,))")
+        elif a["access"] == b["access"] == "write":
             what = (f"slot {tag} of {pipe} written twice with no order between the writes: {a['core']} "
                     f"{a['op']} and {b['core']} {b['op']} write the same bytes")
         elif r["op"] == "TFREE":        # a local-ring tile is in use until its TFREE
@@ -160,8 +160,6 @@ class KernelChecks(HappensBefore):
         else:
             what = (f"slot {tag} of {pipe} read before it was written: {r['core']} {r['op']} reads it while "
                     f"{w['core']}'s {w['op']} is not ordered before the read (no ready signal between them)")
-        side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
-        model_fix = f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""
         return ProtocolError(
             what,
             where=a["where"],
@@ -169,8 +167,7 @@ class KernelChecks(HappensBefore):
                                f"{b['core']:5s} {b['access']:5s} {b['op']:6s} at {b['where']}",
                                "no TFREE -> free-flag WAIT chain orders the consumer's use of the slot "
                                "before the producer's next write to it"]),
-            fix="the producer must wait for the consumer's free signal of this slot before reusing it"
-                + model_fix,
+            fix=fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
 
 
