@@ -208,3 +208,23 @@ def test_random_carried_kernels_match_numpy(case):
     aic, aiv = kernels(prog)
     res = ptopipe.run(aic, (aiv, None), dict(x=x, out=np.zeros((n * 16, 16), np.float32)))
     np.testing.assert_array_equal(res.outputs["out"], _numpy(stmts, x, n, trips))
+
+
+@pl.aiv
+def outer_carry(x: pl.Tensor[[128, 16], pl.f32], out: pl.Tensor[[128, 16], pl.f32]):
+    keep = pl.load(x, [0, 0], [16, 16])
+    last = pl.load(x, [0, 0], [16, 16])
+    for i in pl.range(3):
+        for j in pl.range(2):
+            t = pl.load(x, [(i * 2 + j) * 16, 0], [16, 16])      # <- made
+            last = t
+        pl.store(last + keep, [i * 16, 0], out)     # keep: the previous i's t, made again since
+        keep = last
+
+
+def test_outer_loop_carrying_an_inner_loop_tile_is_reported():
+    with pytest.raises(CompileError) as ei:
+        kernels(pl.program(idle, outer_carry, name="o"))
+    e = ei.value
+    assert "'keep' carries the tile made at" in e.what and "in an inner loop" in e.what
+    assert e.where.endswith(f":{line_of(outer_carry.pyfunc, '<- made')}:13")

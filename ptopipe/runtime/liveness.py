@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import CompileError
 from ..ir.nodes import Assign, Call, For, If, Var, calls, stmt_exprs, walk
 from ..ir.types import TileValueType
 
@@ -33,6 +34,7 @@ class Storage:
     start: int                 # position of the defining statement
     end: int                   # last position it may be read (>= start)
     loop: "For | None"         # the innermost loop around the definition
+    loops: tuple = ()          # every loop around the definition, outermost first
     copies: int = 1
     loc: object = None
 
@@ -92,7 +94,8 @@ class _Liveness:
         if isinstance(s, Assign):
             v = s.value
             if owns_storage(v):
-                self.storages[s.var.name] = Storage(s.var.name, v.type, p, p, loop, loc=s.loc)
+                self.storages[s.var.name] = Storage(s.var.name, v.type, p, p, loop, tuple(self.loops),
+                                                   loc=s.loc)
                 self.refs[s.var.name] = frozenset((s.var.name,))
             elif isinstance(v, Var):
                 self.refs[s.var.name] = self.refs.get(v.name, frozenset())
@@ -124,7 +127,7 @@ class _Liveness:
         for x in e.args:                    # and its other operands
             self.read(x, p)
         key = ("call", id(e))
-        self.storages[key] = Storage(key, e.type, p, p, loop, loc=e.loc)
+        self.storages[key] = Storage(key, e.type, p, p, loop, tuple(self.loops), loc=e.loc)
         self.open_temps.append(key)
 
     def read_exprs(self, exprs, p: int) -> None:
@@ -201,6 +204,34 @@ def _carry_depths(loop: For, refs: dict, storages: dict, copy_of: dict) -> dict:
     return depth
 
 
+def _check_outer_carry(loops, lv, storages: dict) -> None:
+    """A tile made in an inner loop and carried by an outer loop's iter_arg is read after the
+    inner loop made it anew: buffers used in turn per execution cannot keep it (the inner
+    loop runs its statement several times per outer iteration)."""
+    reads = {}
+    for name, pos, _ in lv.uses:
+        root = name
+        while root in lv.copy_of:
+            root = lv.copy_of[root]
+        reads.setdefault(root, []).append(pos)
+    for loop in loops:
+        first, last = lv.span[id(loop)]
+        for p in loop.iter_args:
+            for key in lv.refs.get(p.name, ()):
+                st = storages.get(key)
+                if st is None or loop not in st.loops or st.loop is loop:
+                    continue
+                if any(st.start < pos <= last for pos in reads.get(p.name, ())):
+                    name = p.name.rstrip("0123456789").rstrip("_") or p.name
+                    raise CompileError(
+                        f"'{name}' carries the tile made at {st.loc} in an inner loop into the next "
+                        f"iteration of the loop at {loop.loc}, and is read after that inner loop has "
+                        "made the tile again (both would be the same buffer)",
+                        where=str(st.loc) if st.loc else None,
+                        fix="keep a copy in a tile of its own before the inner loop runs again (for a "
+                            "Vec tile: kept = pl.move(t, space=pl.Vec)), or read it before that loop")
+
+
 def analyse(fn_body) -> dict:
     """``{storage key: Storage}`` with live spans and copies for one function body."""
     lv = _Liveness()
@@ -208,6 +239,7 @@ def analyse(fn_body) -> dict:
     refs, storages, span = lv.refs, lv.storages, lv.span
     _aliases(fn_body, refs, lv.copy_of)
     loops = [s for s in walk(fn_body) if isinstance(s, For)]
+    _check_outer_carry(loops, lv, storages)
     carried = {}                                   # var name -> {storage key: iterations back}
     after = {}          # loop result -> {storage key: iterations before the last it was made}
     for loop in loops:
