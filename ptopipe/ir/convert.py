@@ -7,8 +7,9 @@ that evaluates it (post-order, so evaluation order is kept): a named tree value 
 the variable's, a nested expression an unnamed value.  Every op gets the node's location.
 
 ``to_tree(op)`` reverses it: an unnamed value with exactly one use in the same block is
-inlined back into its user's expression; any other value becomes an ``Assign`` (named
-after its hint, or ``_tN`` when it has none).  For a program built by ``to_ops`` this
+inlined back into its user's expression when that keeps the evaluation order (the
+inlined values are the latest pending ones, in operand order); any other value becomes an
+``Assign`` (named after its hint, or ``_tN`` when it has none).  For a program built by ``to_ops`` this
 gives back a tree ``==`` to the original.
 """
 from __future__ import annotations
@@ -216,6 +217,8 @@ class _ToTree:
         out, pending, term = [], {}, ()
         for op in block:
             name = op.name
+            if pending and op.operands:
+                self.settle(op, pending, out)
             mark = len(out)
             if name in ("pl.yield",):
                 term = tuple(self.ref(v, pending) for v in op.operands)
@@ -250,6 +253,18 @@ class _ToTree:
                 out[mark:mark] = early
                 pending.clear()
         return tuple(out), term
+
+    def settle(self, op, pending: dict, out: list) -> None:
+        """Inlining ``op``'s pending operands keeps the evaluation order only when they
+        are the most recent pending values, in operand order; else materialise them all."""
+        mine = [v for v in op.operands if v in pending]
+        if not mine:
+            return
+        keys = list(pending)
+        if keys[len(keys) - len(mine):] != mine:
+            for v, e in pending.items():
+                out.append(Assign(self.define(v), e, e.loc))
+            pending.clear()
 
     def loop(self, op, pending):
         start, stop, step, *inits = (self.ref(v, pending) for v in op.operands)

@@ -336,3 +336,34 @@ class Region:
             dest.add_block(nb)
             for op in b:
                 nb.append(op.clone(value_map))
+
+
+class Builder:
+    """Creates ops at an insertion point: the end of ``block``, or before ``before``
+    (``Builder.at_end(block)``, ``Builder.before(op)``, ``Builder.after(op)``)."""
+    __slots__ = ("block", "anchor")
+
+    def __init__(self, block: Block, anchor: "Operation | None" = None):
+        self.block, self.anchor = block, anchor
+
+    @classmethod
+    def at_end(cls, block: Block) -> "Builder":
+        return cls(block)
+
+    @classmethod
+    def before(cls, op: Operation) -> "Builder":
+        return cls(op.parent, op)
+
+    @classmethod
+    def after(cls, op: Operation) -> "Builder":
+        return cls(op.parent, op.next) if op.next is not None else cls(op.parent)
+
+    def insert(self, op: Operation) -> Operation:
+        if self.anchor is None:
+            return self.block.append(op)
+        return self.anchor.insert_before(op)
+
+    def create(self, name: str, operands=(), result_types=(), attributes=None, regions=(),
+               loc: Loc | None = None, result_names=None) -> Operation:
+        return self.insert(Operation(name, operands, result_types, attributes, regions, loc,
+                                     result_names))
