@@ -11,7 +11,8 @@
 from .asm_parser import parse_ir, parse_ops
 from .asm_printer import print_ir
 from .convert import to_ops, to_tree
-from .core import Block, BlockArgument, Builder, Operation, OpResult, Region, Use, Value
+from .core import (Block, BlockArgument, Builder, Operation, OpResult, Region, Use, Value,
+                   gc_paused)
 from .equality import first_difference, structural_equal
 from .op_verifier import verify_ops
 from .opdefs import OPDEFS, OpDef, lookup_op
@@ -24,7 +25,7 @@ from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, Scalar
                     TileValueType, Type)
 from .verifier import verify
 
-__all__ = ["Block", "BlockArgument", "Builder", "OPDEFS", "OpDef", "OpResult", "Operation", "Region", "Use",
+__all__ = ["Block", "BlockArgument", "Builder", "gc_paused", "OPDEFS", "OpDef", "OpResult", "Operation", "Region", "Use",
            "Value", "lookup_op", "parse_ir", "parse_ops", "print_ir", "to_ops", "to_tree",
            "verify_ops",
            "AUTO", "Assign", "BOOL", "BinOp", "BufferAttr", "BufferType", "Call", "Const", "Expr",

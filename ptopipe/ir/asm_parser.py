@@ -15,7 +15,7 @@ import json
 import re
 
 from ..errors import ParseError
-from .core import Block, Operation, Region
+from .core import Block, Operation, Region, gc_paused
 from .nodes import Loc
 from .text import enum_value, parse_type
 
@@ -287,13 +287,13 @@ def _ts(t) -> str:
 
 def parse_ops(text: str, filename: str = "<ir>") -> list:
     """All top-level ops of ``text``."""
-    return _Parser(text, filename).top()
+    with gc_paused():
+        return _Parser(text, filename).top()
 
 
 def parse_ir(text: str, filename: str = "<ir>") -> Operation:
     """The one top-level op of ``text`` (usually a ``pl.program``)."""
-    p = _Parser(text, filename)
-    ops = p.top()
+    ops = parse_ops(text, filename)
     if len(ops) != 1:
         raise ParseError(f"expected exactly one top-level op, found {len(ops)}",
                          where=f"{filename}:1:1", fix="wrap the functions in one pl.program op")

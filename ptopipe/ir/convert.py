@@ -15,7 +15,7 @@ gives back a tree ``==`` to the original.
 from __future__ import annotations
 
 from ..errors import CompileError
-from .core import Block, Operation, Region
+from .core import Block, Operation, Region, gc_paused
 from .nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, Function, If,
                     ImportPeerBuffer, Program, ReserveBuffer, Return, UnaryOp, Var)
 from .opdefs import ARITH_BINARY, ARITH_UNARY, CALL_OPS, SCALAR_BINOPS, SCALAR_UNOPS, operand_groups
@@ -150,8 +150,9 @@ def function_to_op(fn: Function) -> Operation:
 def to_ops(program: Program) -> Operation:
     """The op IR (a ``pl.program`` op) of a tree-IR Program."""
     top = Block()
-    for fn in program.functions:
-        top.append(function_to_op(fn))
+    with gc_paused():
+        for fn in program.functions:
+            top.append(function_to_op(fn))
     return Operation("pl.program", (), (), {"sym_name": program.name}, (Region([top]),))
 
 

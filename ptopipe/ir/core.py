@@ -9,7 +9,8 @@ This module owns the *structure* and the rewriting API, nothing op-specific:
 * rewriting: :meth:`Block.append` / :meth:`Operation.insert_before` / ``insert_after`` /
   :meth:`Operation.erase` (refuses while a result is still used) /
   :meth:`Operation.replace_with` / :meth:`Operation.set_operand`;
-* cloning with a value map: :meth:`Operation.clone`, :meth:`Region.clone_into`.
+* cloning with a value map: :meth:`Operation.clone`, :meth:`Region.clone_into`;
+* building: :class:`Builder` (create ops at an insertion point), :func:`gc_paused`.
 
 Operations in a block form a doubly-linked list, so inserting and erasing are O(1).  Op
 definitions (what an op name means, its verifier) are in :mod:`.opdefs`; the textual
@@ -18,8 +19,26 @@ dict beyond the attributes, to keep 20k-op programs cheap.
 """
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
+
 from ..errors import CompileError
 from .nodes import Loc
+
+
+@contextmanager
+def gc_paused():
+    """Pause Python's cyclic garbage collector while building many IR objects (a parse,
+    a conversion, a pass over a large program).  Every object made stays alive, so the
+    collections a build would trigger only rescan the growing IR - work that makes large
+    builds super-linear.  The previous GC state is restored on exit."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class Use:
