@@ -5,7 +5,9 @@
     region  := { [^label [( %a : type, ... )] :] op* (^label ... op*)* }
 
 A value must be defined before it is used (and is visible in nested regions, not outside
-its own); a signature's operand types must be the operands' types.  Every error is a
+its own); a signature's operand types must be the operands' types.  An op's location
+is its ``loc("file":line:col)`` suffix, or else its own position in the parsed text
+(``loc(unknown)``: none), so that verifying parsed IR points into the text.  Every error is a
 :class:`~ptopipe.errors.ParseError` at ``file:line:col`` saying what was expected.  The
 result is not verified: call :func:`~.op_verifier.verify_ops` on it.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 
 from ..errors import ParseError
 from .core import Block, Operation, Region, gc_paused
@@ -53,6 +56,15 @@ class _Parser:
         self.kinds, self.vals, self.poss = kinds, vals, poss
         self.i = 0
         self.scope = {}
+        self.line_starts = None
+
+    def text_loc(self, i: int) -> Loc:
+        """The location of token ``i`` in the text (an op's loc when it has no loc(...))."""
+        if self.line_starts is None:
+            self.line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        pos = self.poss[i]
+        line = bisect_right(self.line_starts, pos)
+        return Loc(self.file, line, pos - self.line_starts[line - 1] + 1)
 
     # -- errors and tokens --------------------------------------------------------------------
     def where(self, i: int) -> str:
@@ -178,6 +190,7 @@ class _Parser:
 
     # -- ops and regions -----------------------------------------------------------------------
     def op(self, added: list) -> Operation:
+        first = self.i
         res_toks = []
         if self.kinds[self.i] == "val":
             res_toks.append(self.i)
@@ -226,12 +239,13 @@ class _Parser:
         if len(out_types) != len(res_toks):
             raise self.error(f"{name} defines {len(res_toks)} result name(s) but its signature "
                              f"has {len(out_types)} result type(s)", sig_tok)
-        loc = None
         if self.kinds[self.i] == "loc":
             m = _LOC.fullmatch(self.vals[self.i])
-            if m is not None:
-                loc = Loc(json.loads(m.group(1)), int(m.group(2)), int(m.group(3)))
+            loc = None if m is None else Loc(json.loads(m.group(1)), int(m.group(2)),
+                                             int(m.group(3)))
             self.i += 1
+        else:
+            loc = self.text_loc(first)
         op = Operation(name, operands, out_types, attrs, regions, loc)
         for tok, r in zip(res_toks, op.results):
             self.define(r, tok, added)

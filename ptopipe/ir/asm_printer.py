@@ -10,7 +10,8 @@
 
 Values print as ``%<name hint>`` (made unique within a function by a ``_N`` suffix) or
 ``%<number>`` when they have no hint; a function's values are named independently of the
-others.  With ``locs=True`` each op ends with ``loc("file":line:col)``.  The parser
+others.  With ``locs=True`` each op ends with ``loc("file":line:col)`` (``loc(unknown)``
+when it has none).  The parser
 (:mod:`.asm_parser`) reads this back into a structurally equal IR.
 """
 from __future__ import annotations
@@ -74,8 +75,10 @@ class _Printer:
         else:
             sig += "(" + ", ".join([type_str(r.type) for r in rs]) + ")"
         tail = f" : {sig}"
-        if self.locs and op.loc is not None:
-            tail += f" loc({json.dumps(op.loc.file)}:{op.loc.line}:{op.loc.col})"
+        if self.locs:
+            loc = op.loc
+            tail += " loc(unknown)" if loc is None else \
+                f" loc({json.dumps(loc.file)}:{loc.line}:{loc.col})"
         if not op.regions:
             out.append(head + tail)
         else:
