@@ -164,3 +164,212 @@ def test_first_difference_says_where_and_what():
     # True is not 1
     c = parse_ir(text.replace("{value = 0}", "{value = false}", 1))
     assert "attribute value = 0 != False" in first_difference(a, c)
+
+
+# -- the verifier: one test per error, message and location --------------------------------------
+PARAMS = "%x: tensor<16x32xf32>, %fifo: tensor<8192xu8>"
+C = """%c0 = pl.const() {value = 0} : () -> index
+%c1 = pl.const() {value = 1} : () -> index
+%c4 = pl.const() {value = 4} : () -> index
+"""
+LOAD = ("%t = pl.load(%x, %c0, %c0) {shape = [16, 32], space = #space.Vec} : "
+        "(tensor<16x32xf32>, index, index) -> tile<16x32xf32,Vec>\n")
+INIT = ("pl.aiv_initialize_pipe(%fifo, %c0, %c0) {dir_mask = #dir.DIR_C2V, slot_size = 2048, "
+        "slot_num = none} : (tensor<8192xu8>, index, index) -> ()\n")
+RESERVE = ('%buf = pl.reserve_buffer() {name = "ring", size = 4096, base = #pl.AUTO, '
+           'memory_space = "UB"} : () -> buffer<reserve>\n')
+TPOP = ("%p = pl.tpop(%buf) {type = tile<16x32xf32,Vec>, split = 0, direction = #dir.DIR_C2V} : "
+        "(buffer<reserve>) -> tile<16x32xf32,Vec>\n")
+LOOP = "pl.for(%c0, %c4, %c1) ({\n^bb0(%i: index):\n{body}  pl.yield() : () -> ()\n}}) : (index, index, index) -> ()\n"
+
+
+def _loop(body: str) -> str:
+    return LOOP.replace("{body}", body).replace("}})", "})")
+
+
+def _program(body: str, kind="AIV", params=PARAMS) -> str:
+    lines = [f"  {ln}" if ln else ln for ln in body.splitlines()]
+    return ('pl.program() {sym_name = "p"} ({\n'
+            f'pl.func() {{sym_name = "k", kind = #kind.{kind}}} ({{\n^bb0({params}):\n'
+            + "\n".join(lines) + "\n}) : () -> ()\n}) : () -> ()\n")
+
+
+def _where_marked(text: str) -> str:
+    for n, ln in enumerate(text.splitlines(), 1):
+        if "// HERE" in ln:
+            return f"t.ir:{n}:{len(ln) - len(ln.lstrip()) + 1}"
+    raise AssertionError("no // HERE marker")
+
+
+VERIFIER_ERRORS = {
+    "unknown op": ("pl.frobnicate() : () -> ()  // HERE", "unknown op 'pl.frobnicate'"),
+    "terminator not last": (C + _loop("  pl.yield() : () -> ()  // HERE\n"),
+                            "pl.yield must be the last op of its block"),
+    "for operands": (C + "pl.for(%c0, %c4) ({  // HERE\n^bb0(%i: index):\n  pl.yield() : () -> ()\n"
+                     "}) : (index, index) -> ()", "pl.for takes start, stop, step and one init per result"),
+    "for bound": (C + "pl.for(%x, %c4, %c1) ({  // HERE\n^bb0(%i: index):\n  pl.yield() : () -> ()\n"
+                  "}) : (tensor<16x32xf32>, index, index) -> ()", "loop start is a GM tensor 16x32 f32"),
+    "for block args": (C + "pl.for(%c0, %c4, %c1) ({  // HERE\n^bb0(%i: index, %j: index):\n"
+                       "  pl.yield() : () -> ()\n}) : (index, index, index) -> ()",
+                       "takes the loop variable and 0 loop-carried value(s): 1 block argument(s), got 2"),
+    "loop variable": (C + "pl.for(%c0, %c4, %c1) ({  // HERE\n^bb0(%i: tensor<4xf32>):\n"
+                      "  pl.yield() : () -> ()\n}) : (index, index, index) -> ()",
+                      "the loop variable is a GM tensor 4 f32"),
+    "carried type": (C + "%r = pl.for(%c0, %c4, %c1, %c0) ({  // HERE\n^bb0(%i: index, %a: index):\n"
+                     "  pl.yield(%a) : (index) -> ()\n}) : (index, index, index, index) -> f32",
+                     "loop-carried value 0: init is index scalar, block argument index scalar, result f32 scalar"),
+    "missing yield": (C + "pl.for(%c0, %c4, %c1) ({\n^bb0(%i: index):\n"
+                      "  %j = arith.add(%i, %c1) : (index, index) -> index  // HERE\n"
+                      "}) : (index, index, index) -> ()", "the body of pl.for must end with pl.yield"),
+    "yield count": (C + "%r = pl.for(%c0, %c4, %c1, %c0) ({\n^bb0(%i: index, %a: index):\n"
+                    "  pl.yield() : () -> ()  // HERE\n}) : (index, index, index, index) -> index",
+                    "the body of pl.for yields 0 value(s) but the op has 1 result(s)"),
+    "yield type": (C + "%b = arith.lt(%c0, %c1) : (index, index) -> bool\n"
+                   "%r = pl.if(%b) ({\n  pl.yield(%c0) : (index) -> ()\n}, {\n"
+                   "  %f = pl.const() {value = 1.0} : () -> f32\n  pl.yield(%f) : (f32) -> ()  // HERE\n"
+                   "}) : (bool) -> index",
+                   "the else region of pl.if yields f32 scalar as value 0, but result 0 is index scalar"),
+    "if condition": ("pl.if(%x) ({  // HERE\n  pl.yield() : () -> ()\n}, {\n  pl.yield() : () -> ()\n"
+                     "}) : (tensor<16x32xf32>) -> ()", "if condition is a GM tensor 16x32 f32"),
+    "if block args": (C + "pl.if(%c0) ({  // HERE\n^bb0(%z: index):\n  pl.yield() : () -> ()\n}, {\n"
+                      "  pl.yield() : () -> ()\n}) : (index) -> ()",
+                      "the then region of pl.if takes no block arguments"),
+    "one block": (C + "pl.if(%c0) ({  // HERE\n  pl.yield() : () -> ()\n^bb1:\n  pl.yield() : () -> ()\n"
+                  "}, {\n  pl.yield() : () -> ()\n}) : (index) -> ()",
+                  "pl.if region 0 must hold exactly one block, has 2"),
+    "return placement": (C + _loop("  pl.return() : () -> ()  // HERE\n"),
+                         "pl.return must be the last op of its block"),
+    "return in a loop": (C + "pl.for(%c0, %c4, %c1) ({\n^bb0(%i: index):\n  pl.return() : () -> ()  // HERE\n"
+                         "}) : (index, index, index) -> ()",
+                         "the body of pl.for must end with pl.yield"),
+    "kernel returns values": (C + "pl.return(%c0) : (index) -> ()  // HERE",
+                              "AIC/AIV kernels return no values"),
+    "yield outside": ("pl.yield() : () -> ()  // HERE",
+                      "pl.yield must be the last op of a pl.for / pl.if region"),
+    "reserve in a loop": (C + _loop("  " + RESERVE.rstrip() + "  // HERE\n"),
+                          "reserve_buffer inside a loop or branch"),
+    "reserve size": ('%b = pl.reserve_buffer() {name = "r", size = 0, base = #pl.AUTO, memory_space = "UB"}'
+                     ' : () -> buffer<reserve>  // HERE',
+                     "reserve_buffer size must be a positive number of bytes, got 0"),
+    "reserve base": ('%b = pl.reserve_buffer() {name = "r", size = 64, base = 3, memory_space = "UB"}'
+                     ' : () -> buffer<reserve>  // HERE',
+                     "reserve_buffer base 3 is not a 32-byte aligned address"),
+    "reserve type": ('%b = pl.reserve_buffer() {name = "r", size = 64, base = 0, memory_space = "UB"}'
+                     ' : () -> buffer<import>  // HERE', "reserve_buffer result has type"),
+    "reserve attribute": ('%b = pl.reserve_buffer() {name = "r", size = 64, memory_space = "UB"}'
+                          ' : () -> buffer<reserve>  // HERE',
+                          "pl.reserve_buffer needs attribute 'base'"),
+    "import in a loop": (C + _loop('  %b = pl.import_peer_buffer() {name = "r", peer_func = "c"} : () -> '
+                                   'buffer<import>  // HERE\n'), "import_peer_buffer inside a loop or branch"),
+    "import type": ('%b = pl.import_peer_buffer() {name = "r", peer_func = "c"} : () -> buffer<reserve>  // HERE',
+                    "import_peer_buffer result has type"),
+    "buffer attribute": (C + '%b = pl.buffer_attr(%c0) {attr = "base"} : (index) -> index  // HERE',
+                         "'.base' of index scalar"),
+    "buffer attribute type": (RESERVE + '%b = pl.buffer_attr(%buf) {attr = "base"} : (buffer<reserve>) -> '
+                              'f32  // HERE', "buffer .base is an index, not f32 scalar"),
+    "const type": ("%n = pl.const() {value = 1.5} : () -> none  // HERE", "constant 1.5 cannot have type None"),
+    "copy type": (C + "%b = pl.copy(%c0) : (index) -> f32  // HERE",
+                  "pl.copy of a index scalar yields f32 scalar"),
+    "arith on a tile": (C + LOAD + "%u = arith.add(%t, %t) : (tile<16x32xf32,Vec>, tile<16x32xf32,Vec>) -> "
+                        "index  // HERE", "operator + on a Vec tile 16x32 f32"),
+    "arith result": (C + "%b = arith.lt(%c0, %c1) : (index, index) -> index  // HERE",
+                     "arith.lt produces bool scalar but the IR says index scalar"),
+    "op operands": (C + LOAD + "%m = pl.exp() : () -> tile<16x32xf32,Vec>  // HERE",
+                    "pl.exp takes 1 operand(s), got 0"),
+    "op attribute": (C + "%t = pl.load(%x, %c0, %c0) {shape = [16, 32]} : (tensor<16x32xf32>, index, index) -> "
+                     "tile<16x32xf32,Vec>  // HERE", "pl.load needs attribute 'space'"),
+    "op typing rule": ("%e = pl.exp(%x) : (tensor<16x32xf32>) -> tile<16x32xf32,Vec>  // HERE",
+                       "exp: 'a' must be a tile, got GM tensor 16x32 f32"),
+    "op result type": (C + "%t = pl.load(%x, %c0, %c0) {shape = [16, 32], space = #space.Vec} : "
+                       "(tensor<16x32xf32>, index, index) -> tile<16x32xf16,Vec>  // HERE",
+                       "load produces Vec tile 16x32 f32 but the IR says Vec tile 16x32 f16"),
+    "nested program": ('pl.program() {sym_name = "q"} ({  // HERE\n}) : () -> ()',
+                       "pl.program must be the top-level op"),
+    "nested func": ('pl.func() {sym_name = "q", kind = #kind.AIV} ({  // HERE\n}) : () -> ()',
+                    "pl.func must be directly inside a pl.program"),
+    "space in a Vector function": (C + "%t = pl.load(%x, %c0, %c0) {shape = [16, 32], space = #space.Mat} : "
+                                   "(tensor<16x32xf32>, index, index) -> tile<16x32xf32,Mat>  // HERE",
+                                   "%t is a Mat tile 16x32 f32 in Vector function k; a Vector core has only UB"),
+    "init in a loop": (C + _loop("  " + INIT.rstrip() + "  // HERE\n"),
+                       "aiv_initialize_pipe inside a loop or branch"),
+    "init twice": (C + INIT + INIT.rstrip() + "  // HERE", "the pipe is initialised twice in k"),
+    "pop before init": (C + RESERVE + TPOP.rstrip() + "  // HERE", "tpop before the pipe is initialised"),
+    "no direction": (C + RESERVE + INIT + TPOP + '%n = pl.const() {value = none} : () -> none\n'
+                     'pl.tfree(%buf, %n) {direction = none} : (buffer<reserve>, none) -> ()  // HERE',
+                     "tfree without a direction"),
+}
+
+
+@pytest.mark.parametrize("case", list(VERIFIER_ERRORS))
+def test_each_verifier_error_names_the_op_and_its_location(case):
+    body, message = VERIFIER_ERRORS[case]
+    text = _program(body)
+    top = parse_ir(text, "t.ir")
+    with pytest.raises(CompileError) as ei:
+        verify_ops(top)
+    assert message in ei.value.what, ei.value.what
+    assert ei.value.where == _where_marked(text)
+
+
+PROGRAM_ERRORS = {
+    "Cube tile space": ("AIC", C + "%t = pl.load(%x, %c0, %c0) {shape = [16, 32], space = #space.Vec} : "
+                        "(tensor<16x32xf32>, index, index) -> tile<16x32xf32,Vec>  // HERE",
+                        "in Cube function k; the Cube core has no UB"),
+    "function kind": ("AIV", "", "pl.func kind must be a function kind, got 3"),
+    "parameter type": ("AIV", "", "parameter %b is a <reserve buffer>"),
+    "program content": ("AIV", "", "a pl.program holds pl.func ops, not pl.const"),
+}
+
+
+def test_program_level_verifier_errors():
+    kind, body, msg = PROGRAM_ERRORS["Cube tile space"]
+    text = _program(body, kind)
+    with pytest.raises(CompileError, match=msg) as ei:
+        verify_ops(parse_ir(text, "t.ir"))
+    assert ei.value.where == _where_marked(text)
+    bad_kind = _program("").replace("#kind.AIV", "3")
+    with pytest.raises(CompileError, match=PROGRAM_ERRORS["function kind"][2]) as ei:
+        verify_ops(parse_ir(bad_kind, "t.ir"))
+    assert ei.value.where == "t.ir:2:1"
+    bad_param = _program("", params="%b: buffer<reserve>")
+    with pytest.raises(CompileError, match=PROGRAM_ERRORS["parameter type"][2]) as ei:
+        verify_ops(parse_ir(bad_param, "t.ir"))
+    assert ei.value.where == "t.ir:2:1"
+    stray = _program("").replace("}) : () -> ()\n}) : () -> ()\n",
+                                 "}) : () -> ()\n%z = pl.const() {value = 0} : () -> index\n}) : () -> ()\n")
+    with pytest.raises(CompileError, match=PROGRAM_ERRORS["program content"][2]) as ei:
+        verify_ops(parse_ir(stray, "t.ir"))
+    assert ei.value.where == "t.ir:6:1"
+
+
+def _simple():
+    return parse_ir(_program(C + LOAD + "%e = pl.exp(%t) : (tile<16x32xf32,Vec>) -> tile<16x32xf32,Vec>\n"
+                             "pl.store(%e, %c0, %c0, %x) : (tile<16x32xf32,Vec>, index, index, "
+                             "tensor<16x32xf32>) -> ()"), "t.ir")
+
+
+def _op(top, name):
+    return next(o for o in top.walk() if o.name == name)
+
+
+def test_use_before_definition_and_double_definition_via_the_api():
+    top = _simple()
+    verify_ops(top)
+    exp, load = _op(top, "pl.exp"), _op(top, "pl.load")
+    load.move_after(exp)                      # the load now comes after its user
+    with pytest.raises(CompileError, match=r"pl.exp uses %t \(operand 0\) before it is defined") as ei:
+        verify_ops(top)
+    assert ei.value.where == "t.ir:8:3"
+    top = _simple()
+    exp = _op(top, "pl.exp")
+    twin = exp.clone()
+    twin.results = exp.results                # the same value defined by two ops
+    exp.insert_after(twin)
+    with pytest.raises(CompileError, match="%e is defined twice") as ei:
+        verify_ops(top)
+    assert ei.value.where == "t.ir:8:3"
+    top = _simple()
+    exp = _op(top, "pl.exp")
+    exp.parent = Block()
+    with pytest.raises(CompileError, match="pl.exp is linked into a block that is not its parent"):
+        verify_ops(top)
