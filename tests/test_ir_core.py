@@ -373,3 +373,148 @@ def test_use_before_definition_and_double_definition_via_the_api():
     exp.parent = Block()
     with pytest.raises(CompileError, match="pl.exp is linked into a block that is not its parent"):
         verify_ops(top)
+
+
+# -- the rewriting API --------------------------------------------------------------------------
+def test_replace_all_uses_with_moves_every_use():
+    top = _simple()
+    load, exp, store = _op(top, "pl.load"), _op(top, "pl.exp"), _op(top, "pl.store")
+    t, e = load.result, exp.result
+    assert [u.owner for u in t.uses] == [exp] and [u.owner for u in e.uses] == [store]
+    e.replace_all_uses_with(t)
+    assert store.operands[0] is t and not e.uses
+    assert sorted(u.owner.name for u in t.uses) == ["pl.exp", "pl.store"]
+    exp.erase()                                       # now unused: erasing is allowed
+    assert not any(u.owner is exp for u in t.uses)
+    assert exp.parent is None
+    verify_ops(top)
+    assert "pl.exp" not in print_ir(top) and "pl.store(%t, %c0, %c0, %x)" in print_ir(top)
+
+
+def test_erasing_an_op_whose_result_is_used_is_refused():
+    top = _simple()
+    load = _op(top, "pl.load")
+    with pytest.raises(CompileError, match=r"cannot erase pl.load: its result %t is still used by "
+                                           r"pl.exp") as ei:
+        load.erase()
+    assert ei.value.where == "t.ir:7:3" and "replace_all_uses_with" in ei.value.fix
+    assert load.parent is not None                    # nothing changed
+    verify_ops(top)
+
+
+def test_insert_before_after_set_operand_and_replace_with():
+    top = _simple()
+    load, exp, store = _op(top, "pl.load"), _op(top, "pl.exp"), _op(top, "pl.store")
+    b = Builder.after(exp)
+    relu = b.create("pl.relu", [exp.result], [TILE], loc=Loc("new.py", 1, 1))
+    store.set_operand(0, relu.result)
+    assert [u.owner for u in exp.result.uses] == [relu] and relu.result.uses[0].owner is store
+    neg = Operation("pl.neg", [load.result], [TILE])
+    exp.replace_with(neg)                             # relu now reads the neg
+    assert relu.operands[0] is neg.result and exp.parent is None
+    first = Operation("pl.const", (), [INDEX], {"value": 7})
+    load.insert_before(first)
+    names = [o.name for o in load.parent]
+    assert names[names.index("pl.load") - 1] == "pl.const" and names[-3:] == ["pl.neg", "pl.relu", "pl.store"]
+    verify_ops(top)
+    with pytest.raises(CompileError, match="already in a block"):
+        store.insert_after(first)
+
+
+def test_clone_a_region_with_a_value_map():
+    prog = to_ops(pl.parse(NATURAL, filename="k.py"))
+    loop = _op(prog, "pl.for")
+    outer_init = loop.operands[3]
+    # clone the loop into a fresh block: the init comes from a new value via the map
+    dest = Block([TILE])
+    vm = {outer_init: dest.args[0]}
+    copy = dest.append(loop.clone(vm))
+    assert copy.operands[3] is dest.args[0] and copy.operands[:3] == loop.operands[:3]
+    assert vm[loop.results[0]] is copy.results[0]
+    body, cbody = loop.regions[0].block, copy.regions[0].block
+    assert all(vm[a] is b for a, b in zip(body.args, cbody.args))
+    assert structural_equal(loop, copy) is False      # different init value ...
+    assert "operand 3" in first_difference(loop, copy)
+    # ... but everything inside corresponds, and the copy is independent of the original
+    orig_ops, copy_ops = list(loop.walk()), list(copy.walk())
+    assert [o.name for o in orig_ops] == [o.name for o in copy_ops]
+    assert not set(map(id, orig_ops)) & set(map(id, copy_ops))
+    inner = next(o for o in copy.walk() if o.name == "pl.exp")
+    assert inner.operands[0].owner.parent_op is not loop  # remapped into the copy
+    same = loop.clone()                                # no map: outer operands kept
+    assert same.operands == loop.operands and first_difference(loop, same) is None
+    # a region clone: Region.clone_into
+    r = Region()
+    loop.regions[0].clone_into(r, {})
+    assert len(r.blocks) == 1 and [o.name for o in r.block] == [o.name for o in body]
+
+
+def test_walk_is_pre_order_into_regions():
+    prog = to_ops(pl.parse(NATURAL, filename="k.py"))
+    names = [o.name for o in prog.walk()]
+    assert names[:2] == ["pl.program", "pl.func"]
+    i_for, i_if = names.index("pl.for"), names.index("pl.if")
+    assert i_for < i_if and names.index("pl.exp") > i_if
+    assert count_ops(prog) == len(names)
+
+
+# -- malformed text is a ParseError at line:col ------------------------------------------------------
+GOOD = _program(C + LOAD)
+PARSE_ERRORS = [
+    ("%t = pl.exp(%nope)", "use of undefined value %nope", 1, 13),
+    ("%c0 = pl.const() {value = 0} : () -> index", "redefinition of %c0", 1, 1),
+    ("%a = pl.const() {value = 0} : () -> tile<16xf32,Vec>", "a tile type is tile<RxCxdtype,Space[,Layout]>", 1, 37),
+    ("%a = pl.const() {value = 0} : () -> tile<16x16xf32,Vex>", "unknown memory space or layout 'Vex'", 1, 37),
+    ("%a = pl.const() {value = 0} -> index", "expected ':' before the type signature of pl.const", 1, 29),
+    ("%a = pl.const() {value = @} : () -> index", "expected an attribute value, found '@'", 1, 26),
+    ("%a = pl.const() {value = #sapce.Vec} : () -> index", "unknown attribute family '#sapce'", 1, 26),
+    ("%a = pl.const() {value = #space.Vek} : () -> index", "'Vek' is not a member of #space", 1, 26),
+    ("%a = pl.const() {value = 0, value = 1} : () -> index", "attribute 'value' is given twice", 1, 29),
+    ("%e = pl.exp(%t) : (index) -> tile<16x32xf32,Vec>", "%t has type tile<16x32xf32,Vec> but the signature "
+                                                        "of pl.exp says index", 1, 13),
+    ("%e = pl.exp(%t) : () -> tile<16x32xf32,Vec>", "pl.exp has 1 operand(s) but its signature lists 0", 1, 19),
+    ("%e, %f = pl.exp(%t) : (tile<16x32xf32,Vec>) -> tile<16x32xf32,Vec>",
+     "pl.exp defines 2 result name(s) but its signature has 1 result type(s)", 1, 23),
+    ("= pl.exp(%t)", "expected an op name (e.g. pl.matmul), found '='", 1, 1),
+    ("pl.for(%c0, %c4, %c1) ({\n^bb0(%i index):", "expected ':' after the block argument name", 2, 9),
+]
+
+
+@pytest.mark.parametrize("line,msg,dline,col", PARSE_ERRORS, ids=[p[1][:40] for p in PARSE_ERRORS])
+def test_malformed_text_is_a_parse_error_at_line_and_column(line, msg, dline, col):
+    text = GOOD.replace(LOAD.strip(), LOAD.strip() + "\n" + line)
+    first = text[:text.rindex(line)].count("\n") + 1    # the line the snippet starts on
+    with pytest.raises(ParseError) as ei:
+        parse_ir(text, "bad.ir")
+    assert msg in ei.value.what, ei.value.what
+    assert ei.value.where == f"bad.ir:{first + dline - 1}:{col}"
+
+
+def test_unclosed_regions_and_stray_characters():
+    with pytest.raises(ParseError, match="unclosed region") as ei:
+        parse_ir(GOOD.rsplit("})", 1)[0], "u.ir")
+    assert re.fullmatch(r"u\.ir:\d+:\d+", ei.value.where) and ei.value.fix
+    with pytest.raises(ParseError, match="expected a value \\(%name\\), found '\\?'") as ei:
+        parse_ir(GOOD.replace("pl.load(%x", "pl.load(?"), "u.ir")
+    assert ei.value.where == "u.ir:7:16"
+    with pytest.raises(ParseError, match="expected exactly one top-level op, found 2"):
+        parse_ir(GOOD + GOOD)
+    with pytest.raises(ParseError, match="found 0"):
+        parse_ir("// only a comment\n")
+
+
+# -- generated programs (hypothesis) ------------------------------------------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(8, 160), seed=st.integers(0, 2 ** 32 - 1))
+def test_generated_programs_round_trip(n, seed):
+    prog = generate(n, seed)
+    verify_ops(prog)
+    text = print_ir(prog, locs=True)
+    again = parse_ir(text)
+    verify_ops(again)
+    assert first_difference(prog, again) is None and print_ir(again, locs=True) == text
+    tree = to_tree(prog)                               # ops -> tree -> ops
+    back = to_ops(tree)
+    verify_ops(back)
+    assert first_difference(prog, back) is None
+    assert to_tree(back) == tree
