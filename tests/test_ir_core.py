@@ -477,6 +477,8 @@ PARSE_ERRORS = [
      "pl.exp defines 2 result name(s) but its signature has 1 result type(s)", 1, 23),
     ("= pl.exp(%t)", "expected an op name (e.g. pl.matmul), found '='", 1, 1),
     ("pl.for(%c0, %c4, %c1) ({\n^bb0(%i index):", "expected ':' after the block argument name", 2, 9),
+    ("pl.for(%c0, %c4, %c1) ({\n^bb0(%i: index):\n  pl.yield() : () -> ()\n}) : (index, index, index) -> ()\n"
+     "%k = arith.add(%i, %c1) : (index, index) -> index", "use of undefined value %i", 5, 16),
 ]
 
 
@@ -501,6 +503,25 @@ def test_unclosed_regions_and_stray_characters():
         parse_ir(GOOD + GOOD)
     with pytest.raises(ParseError, match="found 0"):
         parse_ir("// only a comment\n")
+
+
+def test_names_are_scoped_to_their_region_and_made_unique_when_printed():
+    both = ("%b = arith.lt(%c0, %c1) : (index, index) -> bool\n"
+            "%r = pl.if(%b) ({\n  %v = pl.const() {value = 1} : () -> index\n  pl.yield(%v) : (index) -> ()\n"
+            "}, {\n  %v = pl.const() {value = 2} : () -> index\n  pl.yield(%v) : (index) -> ()\n"
+            "}) : (bool) -> index")
+    top = parse_ir(_program(C + both), "t.ir")         # %v in each branch: no clash
+    verify_ops(top)
+    top = _simple()
+    exp = _op(top, "pl.exp")
+    twin = exp.insert_after(Operation("pl.exp", [exp.result], [TILE], result_names=["e"]))
+    third = twin.insert_after(Operation("pl.exp", [twin.result], [TILE], result_names=["e"]))
+    _op(top, "pl.store").set_operand(0, third.result)
+    text = print_ir(top)
+    assert "%e = pl.exp(%t)" in text and "%e_1 = pl.exp(%e)" in text and "%e_2 = pl.exp(%e_1)" in text
+    assert "pl.store(%e_2," in text
+    again = parse_ir(text)
+    assert first_difference(top, again) is None and print_ir(again) == text
 
 
 # -- generated programs (hypothesis) ------------------------------------------------------------
