@@ -283,6 +283,9 @@ VERIFIER_ERRORS = {
     "op result type": (C + "%t = pl.load(%x, %c0, %c0) {shape = [16, 32], space = #space.Vec} : "
                        "(tensor<16x32xf32>, index, index) -> tile<16x32xf16,Vec>  // HERE",
                        "load produces Vec tile 16x32 f32 but the IR says Vec tile 16x32 f16"),
+    "constant operand rule": ("%c9 = pl.const() {value = 9} : () -> index\n"
+                              "pl.record_event(%c9) {src = #pipe.PIPE_MTE2, dst = #pipe.PIPE_V} : (index) -> ()  // HERE",
+                              "record_event: event id 9 is not EVENT_ID0..EVENT_ID7"),
     "nested program": ('pl.program() {sym_name = "q"} ({  // HERE\n}) : () -> ()',
                        "pl.program must be the top-level op"),
     "nested func": ('pl.func() {sym_name = "q", kind = #kind.AIV} ({  // HERE\n}) : () -> ()',
@@ -340,6 +343,18 @@ def test_program_level_verifier_errors():
     with pytest.raises(CompileError, match=PROGRAM_ERRORS["program content"][2]) as ei:
         verify_ops(parse_ir(stray, "t.ir"))
     assert ei.value.where == "t.ir:6:1"
+
+
+def test_typing_rules_see_constant_operands_as_constants():
+    """A null GM pointer (A5) is a pl.const none: the init rule accepts it as it does in the
+    DSL; a tensor-typed value is needed otherwise."""
+    init = INIT.replace("(%fifo, ", "(%null, ").replace("(tensor<8192xu8>, ", "(none, ")
+    verify_ops(parse_ir(_program(C + "%null = pl.const() {value = none} : () -> none\n" + init)))
+    other = _program(C + "%null = pl.copy(%c0) : (index) -> index\n" +
+                     init.replace("(none, ", "(index, ").rstrip() + "  // HERE")
+    with pytest.raises(CompileError, match="gm_slot_buffer must be a GM tensor parameter") as ei:
+        verify_ops(parse_ir(other, "t.ir"))
+    assert ei.value.where == _where_marked(other)
 
 
 def _simple():
