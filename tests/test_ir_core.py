@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import os
 import re
+import textwrap
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -554,3 +555,27 @@ def test_generated_programs_round_trip(n, seed):
     verify_ops(back)
     assert first_difference(prog, back) is None
     assert to_tree(back) == tree
+
+
+DOC_SRC = """
+import ptopipe.language as pl
+
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32], n: pl.Scalar[pl.index]):
+    t = pl.load(x, [0, 0], [16, 32])
+    for i in pl.range(n):
+        t = t + 1.0
+        if i > 2:
+            t = pl.exp(t)
+    pl.store(t, [0, 0], x)
+"""
+
+
+def test_the_docs_show_what_the_printer_prints():
+    with open(os.path.join(ROOT, "docs", "ir.md"), encoding="utf-8") as f:
+        doc = f.read()
+    shown = re.search(r"```\n(%t_5 = pl.for.*?)```", doc, re.S).group(1)
+    text = print_ir(to_ops(pl.parse(DOC_SRC, "k.py")), locs=True)
+    assert textwrap.indent(shown, "    ") in text
+    changed = parse_ir(text.replace("{value = 1.0}", "{value = 2.0}"))
+    assert f"`{first_difference(parse_ir(text), changed)}`" in doc
