@@ -1,8 +1,21 @@
-"""ir: the IR of ptopipe kernels - nodes (Program, Function, statements, expressions,
-ReserveBuffer / ImportPeerBuffer), types, the op table, a printer to DSL source,
-structural equality and a verifier.  The DSL parser that builds it is in
-:mod:`ptopipe.language`."""
+"""ir: the IR of ptopipe kernels.
+
+* the statement tree (nodes: Program, Function, statements, expressions, ReserveBuffer /
+  ImportPeerBuffer) that the DSL parser (:mod:`ptopipe.language`) builds and the runtime
+  interprets, with its printer to DSL source and its verifier;
+* the op/region IR (core: Operation / Block / Region / Value with uses and a rewriting
+  API; opdefs: every op once, derived from the op table; op_verifier; asm_printer /
+  asm_parser: the MLIR-like text form), and convert: tree <-> ops;
+* types, the op table (ops) and structural equality (up to value renaming for ops).
+"""
+from .asm_parser import parse_ir, parse_ops
+from .asm_printer import print_ir
+from .convert import to_ops, to_tree
+from .core import (Block, BlockArgument, Builder, Operation, OpResult, Region, Use, Value,
+                   gc_paused)
 from .equality import first_difference, structural_equal
+from .op_verifier import verify_ops
+from .opdefs import OPDEFS, OpDef, lookup_op
 from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList, ExprStmt, For,
                     Function, FunctionKind, If, ImportPeerBuffer, Loc, Program, ReserveBuffer,
                     Return, Stmt, UnaryOp, Var, walk)
@@ -12,7 +25,10 @@ from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, Scalar
                     TileValueType, Type)
 from .verifier import verify
 
-__all__ = ["AUTO", "Assign", "BOOL", "BinOp", "BufferAttr", "BufferType", "Call", "Const", "Expr",
+__all__ = ["Block", "BlockArgument", "Builder", "gc_paused", "OPDEFS", "OpDef", "OpResult", "Operation", "Region", "Use",
+           "Value", "lookup_op", "parse_ir", "parse_ops", "print_ir", "to_ops", "to_tree",
+           "verify_ops",
+           "AUTO", "Assign", "BOOL", "BinOp", "BufferAttr", "BufferType", "Call", "Const", "Expr",
            "ExprList", "ExprStmt", "For", "Function", "FunctionKind", "INDEX", "If",
            "ImportPeerBuffer", "Loc", "MemorySpace", "NONE", "NoneType", "OPS", "OpSpec",
            "Program", "ReserveBuffer", "Return", "ScalarType", "Stmt", "TensorType", "TileValueType",

@@ -16,6 +16,7 @@ from ..ir.nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, 
                         Function, FunctionKind, If, ImportPeerBuffer, Loc, ReserveBuffer, Return,
                         UnaryOp, Var)
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
+from ..ir.opdefs import scalar_result_type, unary_result_type
 from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
 from ..ir.types import (BOOL, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
@@ -531,7 +532,7 @@ class FunctionParser:
             if isinstance(v, Const):
                 return Const(-v.value if op == "-" else (not v.value), v.type if op == "-" else BOOL,
                              self.loc(node))
-            return UnaryOp(op, v, v.type if op == "-" else BOOL, self.loc(node))
+            return UnaryOp(op, v, unary_result_type(op, v.type), self.loc(node))
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.err(node, "chained comparisons are not supported", "use `and`")
@@ -579,10 +580,7 @@ class FunctionParser:
                 raise self.err(node, "division by zero in a constant expression") from None
             return self.constant(val, node)
         if rtype is None:
-            rtype = lhs.type if lhs.type == rhs.type else (
-                ScalarType("f32") if "f32" in (lhs.type.dtype, rhs.type.dtype) else INDEX)
-            if op == "/":
-                rtype = ScalarType("f32")
+            rtype = scalar_result_type(op, lhs.type, rhs.type)
         return BinOp(op, lhs, rhs, rtype, self.loc(node))
 
     def binop(self, node, astop, lhs, rhs):

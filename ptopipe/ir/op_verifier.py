@@ -1,0 +1,133 @@
+"""The verifier of the op/region IR.
+
+Generic rules, checked in one linear walk: every op is defined (:mod:`.opdefs`), every
+operand is defined before its use and visible there (SSA dominance: defined earlier in
+the same block or in an enclosing one; a function sees no value of another), a value
+is defined once, terminators
+(``pl.yield`` / ``pl.return``) only end a block.  Then each op's own verifier
+(operand / result / region shapes, types, yields vs results, the op table's typing rule
+for tile and cross-core ops), and the per-core rules of a function: tiles in the core's
+memory spaces, the pipe initialised once at the top and before any cross-core op.
+
+``verify_ops(top)`` raises :class:`~ptopipe.errors.CompileError` at the first problem,
+with the op's source location.
+"""
+from __future__ import annotations
+
+from ..errors import CompileError
+from .nodes import FunctionKind
+from .opdefs import OPDEFS
+from .ops import CROSS_CORE, INIT_OPS
+from .types import MemorySpace, TileValueType, describe
+
+
+class _Ctx:
+    __slots__ = ("kind", "func", "inited")
+
+    def __init__(self):
+        self.kind = FunctionKind.InCore
+        self.func = None
+        self.inited = False
+
+    @staticmethod
+    def error(msg: str, op, fix: str | None = None) -> CompileError:
+        loc = getattr(op, "loc", None)
+        return CompileError(msg, where=str(loc) if loc else None, fix=fix)
+
+
+def _vname(v) -> str:
+    return f"%{v.name}" if v.name else f"%<{type(v).__name__} {getattr(v, 'index', '?')}>"
+
+
+def _check_space(ctx: _Ctx, t, op, what: str) -> None:
+    if t.__class__ is not TileValueType:
+        return
+    if ctx.kind is FunctionKind.AIV and t.space is not MemorySpace.Vec:
+        raise ctx.error(f"{what} is a {describe(t)} in Vector function {ctx.func}; a Vector core "
+                        "has only UB (Vec tiles)", op,
+                        "do Cube work (Mat/Left/Right/Acc tiles) in the AIC function")
+    if ctx.kind is FunctionKind.AIC and t.space is MemorySpace.Vec:
+        raise ctx.error(f"{what} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
+                        "no UB", op, "do Vector work (Vec tiles) in the AIV function")
+
+
+def _core_rules(ctx: _Ctx, op, top: bool) -> None:
+    name = op.name
+    if name in _INIT:
+        if not top:
+            raise ctx.error(f"{name[3:]} inside a loop or branch", op,
+                            "initialise the pipe once, at the top of the kernel")
+        if ctx.inited:
+            raise ctx.error(f"the pipe is initialised twice in {ctx.func}", op,
+                            "call *_initialize_pipe once per kernel (it sets up both directions)")
+        ctx.inited = True
+    elif name in _CROSS:
+        if not ctx.inited:
+            raise ctx.error(f"{name[3:]} before the pipe is initialised", op,
+                            f"call {'aic' if ctx.kind is FunctionKind.AIC else 'aiv'}"
+                            "_initialize_pipe(...) first")
+        if ctx.kind in (FunctionKind.AIC, FunctionKind.AIV) and \
+                op.attributes.get("direction") is None:
+            raise ctx.error(f"{name[3:]} without a direction", op)
+
+
+_INIT = {f"pl.{n}" for n in INIT_OPS}
+_CROSS = {f"pl.{n}" for n in CROSS_CORE}
+
+
+def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
+    added = []
+    for a in block.args:
+        if a in visible:
+            raise ctx.error(f"{_vname(a)} is defined twice", block.parent.parent)
+        _check_space(ctx, a.type, block.parent.parent, _vname(a))
+        visible.add(a)
+        added.append(a)
+    op = block.first
+    while op is not None:
+        d = OPDEFS.get(op.name)
+        if d is None:
+            raise ctx.error(f"unknown op {op.name!r}", op, "see ptopipe.ir.opdefs.OPDEFS")
+        if op.parent is not block:
+            raise ctx.error(f"{op.name} is linked into a block that is not its parent", op)
+        for i, v in enumerate(op.operands):
+            if v not in visible:
+                raise ctx.error(f"{op.name} uses {_vname(v)} (operand {i}) before it is defined "
+                                "or outside its scope", op,
+                                "define it earlier (values defined inside a loop or branch are "
+                                "not visible outside it unless yielded)")
+        if d.terminator and op.next is not None:
+            raise ctx.error(f"{op.name} must be the last op of its block", op)
+        if op.name == "pl.func":
+            ctx.kind, ctx.func, ctx.inited = op.attributes.get("kind"), \
+                op.attributes.get("sym_name"), False
+        d.verify(op, ctx)
+        if ctx.func is not None:
+            _core_rules(ctx, op, top)
+        for r in op.regions:
+            for b in r.blocks:
+                _block(ctx, b, visible, op.name == "pl.func")
+        for res in op.results:
+            if res in visible:
+                raise ctx.error(f"{_vname(res)} is defined twice", op)
+            _check_space(ctx, res.type, op, _vname(res))
+            visible.add(res)
+            added.append(res)
+        op = op.next
+    for v in added:
+        visible.discard(v)
+
+
+def verify_ops(top) -> None:
+    """Verify ``top`` (a ``pl.program`` op, or any op) and everything nested in it."""
+    d = OPDEFS.get(top.name)
+    if d is None:
+        raise _Ctx.error(f"unknown op {top.name!r}", top)
+    ctx = _Ctx()
+    if top.name == "pl.func":
+        ctx.kind, ctx.func = top.attributes.get("kind"), top.attributes.get("sym_name")
+    if top.name != "pl.func" or top.parent is not None:
+        d.verify(top, ctx)
+    for r in top.regions:
+        for b in r.blocks:
+            _block(ctx, b, set(), top.name == "pl.func")
