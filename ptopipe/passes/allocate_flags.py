@@ -93,7 +93,7 @@ def run(program, ctx):
                                                       len(ways(init)) == 2)
                     raise error(f"flags run out between {name!r} and {peer!r}: {msg}", init,
                                 f"{fix}; or fewer pipes / a smaller slot_num")
-                attrs[f"{way.lower()}_flags"] = [min(ready, free), top - 1]
+                attrs[f"{way.lower()}_flags"] = (min(ready, free), top - 1)
                 next_id = max(next_id, top)
             init.attributes.update(attrs)
             other.attributes.update(attrs)
