@@ -176,11 +176,10 @@ def _names(*exprs) -> tuple:
     return tuple(e.name for e in exprs if isinstance(e, Var))
 
 
-def _carry_depths(loop: For, refs: dict, storages: dict, copy_of: dict) -> dict:
+def _carry_depths(loop: For, refs: dict, own: set, copy_of: dict) -> dict:
     """For ``loop``'s iter_args: ``{iter_arg name: {storage key: iterations back}}`` - how
-    many iterations ago the storage's defining statement (inside ``loop``) produced the
-    value the iter_arg carries."""
-    own = {k for k, st in storages.items() if st.loop is loop}
+    many iterations ago the storage's defining statement (``own``: the storages defined
+    directly in ``loop``) produced the value the iter_arg carries."""
     depth: dict = {p.name: {} for p in loop.iter_args}
     for _ in range(len(loop.iter_args) + 1):
         for p, y in zip(loop.iter_args, loop.yields):
@@ -210,8 +209,11 @@ def analyse(fn_body) -> dict:
     loops = [s for s in walk(fn_body) if isinstance(s, For)]
     carried = {}                                   # var name -> {storage key: iterations back}
     after = {}          # loop result -> {storage key: iterations before the last it was made}
+    by_loop = {}                                   # id(loop) -> keys of the storages it defines
+    for k, st in storages.items():
+        by_loop.setdefault(id(st.loop), set()).add(k)
     for loop in loops:
-        depth = _carry_depths(loop, refs, storages, lv.copy_of)
+        depth = _carry_depths(loop, refs, by_loop.get(id(loop), set()), lv.copy_of)
         carried.update(depth)
         for y, r in zip(loop.yields, loop.results):
             src = y.name if isinstance(y, Var) else None
