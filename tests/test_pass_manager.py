@@ -269,3 +269,10 @@ def test_kernelset_compiles_mixed_programs_per_platform(registry):
             res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
             np.testing.assert_allclose(res.outputs["out"], c2v_golden(args)["out"])
     assert ks.compiled({}, "a5").program.functions[1].kind is FunctionKind.AIV
+
+
+def test_cli_compile_of_a_file_without_dsl(capsys):
+    path = os.path.join(EXAMPLES, "..", "scenarios", "s1_cv_split.py")
+    rc, out, err = _cli(capsys, "compile", path)
+    assert rc == 1 and "Traceback" not in err
+    assert "defines no DSL program" in err

@@ -348,3 +348,20 @@ def test_validate_reserve_exceeds_sram():
     assert e.what == ("reserve_buffer 'ring' [0x0, 0x32000) does not fit a2a3's UB "
                       "(196608 bytes)")
     _at(e, vector, "reserve")
+
+
+@pytest.mark.parametrize("side", ["vector", "cube"])
+def test_validate_local_ring_without_its_buffer(side):
+    cube, vector = c2v_pair()
+    op = to_ops(unverified(cube, vector))
+    init = init_ops(_fn(op, side))[0]
+    c = Operation("pl.const", (), [ptopipe.ir.INDEX], {"value": 0}, (), init.loc, [None])
+    init.insert_before(c)
+    init.set_operand(1, c.results[0])                 # c2v_consumer_buf=0, not buf.base
+    validate.run(op, PassContext("a2a3"))             # a GM ring needs no local buffer
+    e = _validate(op, "a5")
+    role = "consumer" if side == "vector" else "producer"
+    assert e.what == f"the C2V ring's {role} '{side}' passes no buffer as c2v_consumer_buf"
+    assert e.fix.endswith("reserve_buffer(...).base" if side == "vector" else
+                          "import_peer_buffer(...).base")
+    _at(e, vector if side == "vector" else cube, "vinit" if side == "vector" else "cinit")
