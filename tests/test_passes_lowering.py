@@ -16,7 +16,7 @@ from ptopipe.ir.nodes import AUTO
 from ptopipe.passes import PassContext, PassManager, allocate_flags, lower_platform, resolve_peers, validate
 from ptopipe.passes.util import functions, init_ops, top_ops
 from ptopipe.runtime import KernelSet
-from ptopipe.runtime.layout import plan_program
+from ptopipe.ir.layout import plan_program
 
 from markers import line_of
 from pass_kernels import SLOT, c2v_args, c2v_golden, c2v_pair, unverified

@@ -1,7 +1,7 @@
 """ResolvePeerBuffers: every ring buffer's base becomes a compile-time constant.
 
 Requires: nothing (a ``base=pl.AUTO`` still unresolved - no AllocateMemoryAddr pass ran -
-is resolved here by the one allocator, :func:`ptopipe.runtime.layout.plan_function`, the
+is resolved here by the one allocator, :func:`ptopipe.ir.layout.plan_function`, the
 same placement the runtime makes).
 Produces: ``peers-resolved`` - every ``pl.reserve_buffer`` has an integer ``base``; every
 ``pl.import_peer_buffer`` carries the ``base`` and ``size`` of the reserve it names in its
@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..ir.convert import op_to_function
 from ..ir.core import Operation
 from ..ir.nodes import AUTO
-from ..runtime.layout import plan_function
+from ..ir.layout import plan_function
 from .util import error, func_name, functions, init_ops, ring_buffer, top_ops, ways
 
 NAME = "resolve-peers"

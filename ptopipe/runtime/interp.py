@@ -19,7 +19,7 @@ from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprSt
                         Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
-from .layout import FunctionLayout
+from ..ir.layout import FunctionLayout
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.nodes import Assign, Call, For, If, Var, calls, stmt_exprs, walk
-from ..ir.types import TileValueType
+from .nodes import Assign, Call, For, If, Var, calls, stmt_exprs, walk
+from .types import TileValueType
 
 
 @dataclass

@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir.nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer
+from .nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer
 from ..arch.vocab import ALIGNMENT as ALIGN
 from .liveness import analyse
 
