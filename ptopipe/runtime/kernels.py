@@ -3,7 +3,8 @@ from an IR Program (or from a builder ``build(**params) -> Program`` specialised
 by the run's arguments), so DSL kernels run exactly like hand-written ones.
 
 A program holding mixed ``@pl.incore`` functions is compiled first, for the platform of
-the run (the pass pipeline of :mod:`ptopipe.passes`, default passes)."""
+the run, by :data:`MIXED_COMPILER` (the package facade installs the default pass
+pipeline of :mod:`ptopipe.passes`, a layer the runtime cannot import)."""
 from __future__ import annotations
 
 import inspect
@@ -12,7 +13,7 @@ from ..errors import ConfigError
 from ..ir.nodes import FunctionKind, Program
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
-from .layout import plan_program
+from ..ir.layout import plan_program
 
 
 def has_mixed(program: Program) -> bool:
@@ -20,10 +21,22 @@ def has_mixed(program: Program) -> bool:
     return any(f.kind is FunctionKind.InCore for f in program.functions)
 
 
+#: ``compile(program, platform) -> Program`` splitting mixed functions (set by ``ptopipe``)
+MIXED_COMPILER = None
+
+
+def install_mixed_compiler(fn) -> None:
+    """Make ``fn(program, platform) -> Program`` the compiler of mixed programs."""
+    global MIXED_COMPILER
+    MIXED_COMPILER = fn
+
+
 def compile_mixed(program: Program, platform) -> Program:
-    """``program`` through the default pass pipeline for ``platform``."""
-    from ..passes import compile_program    # passes build on the runtime's allocator
-    return compile_program(program, platform)[1]
+    """``program`` through the compiler for ``platform``."""
+    if MIXED_COMPILER is None:
+        raise ConfigError(f"program {program.name!r} holds mixed @pl.incore functions but no "
+                          "compiler is installed", fix="import ptopipe (it installs the pass pipeline)")
+    return MIXED_COMPILER(program, platform)
 
 
 class _Compiled:
