@@ -226,20 +226,26 @@ def test_lower_a2a3_warns_and_adds_gm_slot_buffer():
                "'v2c_slot_buffer' of 'vector'" in w for w in ctx.warnings)
 
 
-def test_lower_a2a3_new_gm_parameter_runs():
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_lower_gm_slot_buffer_none_runs(platform):
+    """A pair written with gm_slot_buffer=None: A2A3 gets a new GM parameter, A5 needs none."""
     cube, vector = c2v_pair()
     op = to_ops(unverified(cube, vector))
-    for f in functions(op):                       # gm_slot_buffer=None, as on A5
+    for f in functions(op):
         init = init_ops(f)[0]
         c = Operation("pl.const", (), [ptopipe.ir.NONE], {"value": None}, (), init.loc, [None])
         init.insert_before(c)
         init.set_operand(0, c.results[0])
-    op = PassManager(round_trip=True).run(op, PassContext("a2a3"))
+    op = PassManager(round_trip=True).run(op, PassContext(platform))
+    added = [a.name for f in functions(op) for a in f.regions[0].blocks[0].args
+             if a.name == "gm_slot_buffer"]
+    assert added == (["gm_slot_buffer"] * 2 if platform == "a2a3" else [])
     ks = KernelSet(to_tree(op))
     for protocol in PROTOCOLS:
-        args = c2v_args(np.random.default_rng(2), fifo_name="gm_slot_buffer")
-        args["fifo"] = ptopipe.gm_buffer(2 * SLOT)        # the old parameter is still declared
-        res = ptopipe.run(ks.aic, ks.aiv, args, platform="a2a3", protocol=protocol)
+        args = c2v_args(np.random.default_rng(2))          # "fifo": still declared, unused
+        if added:
+            args["gm_slot_buffer"] = ptopipe.gm_buffer(2 * SLOT)
+        res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
         np.testing.assert_allclose(res.outputs["out"], c2v_golden(args)["out"])
 
 
