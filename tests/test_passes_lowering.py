@@ -300,9 +300,12 @@ def test_validate_one_init_per_direction():
 def test_validate_reserve_size():
     cube, vector = c2v_pair(size=3 * SLOT)
     e = _validate(unverified(cube, vector))
-    assert e.what == ("reserve_buffer 'ring' has 6144 bytes but its pipe needs SLOT_NUM * SLOT_SIZE "
-                      "= 2 * 2048 = 4096")
-    assert e.fix == "size=SLOT_NUM * SLOT_SIZE = 4096, or slot_num=3"
+    assert e.what == ("reserve_buffer 'ring' has 6144 bytes but the pipe that uses it needs "
+                      "SLOT_NUM * SLOT_SIZE = 2 * 2048 = 4096")
+    assert e.fix == ("reserve_buffer(name='ring', size=SLOT_NUM * SLOT_SIZE, ...), or give the pipe "
+                     "slot_num=3")
+    assert e.details.startswith("pipe initialised at ") and \
+        f":{line_of(vector.pyfunc, 'vinit')}:" in e.details
     _at(e, vector, "reserve")
 
 
@@ -351,7 +354,7 @@ def test_validate_reserve_exceeds_sram():
         init_ops(f)[0].attributes["slot_size"] = big
     validate.run(op, PassContext("a5"))                 # fits A5's 256 KiB UB
     e = _validate(op, "a2a3")
-    assert e.what == ("reserve_buffer 'ring' [0x0, 0x32000) does not fit a2a3's UB "
+    assert e.what == ("reserve_buffer 'ring' of 204800 bytes at 0x0 does not fit a2a3's UB "
                       "(196608 bytes)")
     _at(e, vector, "reserve")
 

@@ -14,7 +14,9 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``;
 * a ring in the wrong memory: the C2V ring must be in UB (the Vector core's), the V2C ring
   in L1 (the Cube's);
-* reserve_buffer size != SLOT_NUM * SLOT_SIZE (for a seed-003 direction);
+* reserve_buffer size != SLOT_NUM * SLOT_SIZE (for a seed-003 direction);  this rule and
+  the SRAM fit below are worded by :mod:`ptopipe.ir.layout`, as the runtime's own checks
+  of kernels that run without compiling;
 * a GM_SLOT_BUFFER smaller than the GM rings need (SLOT_NUM * SLOT_SIZE per direction);
 * import <-> reserve: an import whose peer or reserve does not exist, a reserve no
   function imports;
@@ -23,6 +25,7 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
 from __future__ import annotations
 
 from ..arch import MemSpace
+from ..ir.layout import reserve_fit_problem, ring_size_problem
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import TensorType
 from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
@@ -87,13 +90,10 @@ def _check_init(f, init, plat, seen: dict) -> None:
                         f"{buf.attributes['name']!r} is in {space}", buf,
                         f"reserve the {way} ring in the {'Vector' if way == 'C2V' else 'Cube'} "
                         "function that TPOPs from it")
-        if not gm_requested(init) and buf.attributes["size"] != n * size:
-            fix = f"size=SLOT_NUM * SLOT_SIZE = {n * size}"
-            if buf.attributes["size"] % size == 0:
-                fix += f", or slot_num={buf.attributes['size'] // size}"
-            raise error(f"reserve_buffer {buf.attributes['name']!r} has {buf.attributes['size']} "
-                        f"bytes but its pipe needs SLOT_NUM * SLOT_SIZE = {n} * {size} = "
-                        f"{n * size}", buf, fix, details=f"pipe initialised at {init.loc}")
+        bad = None if gm_requested(init) else ring_size_problem(
+            buf.attributes["name"], buf.attributes["size"], n, size)
+        if bad is not None:
+            raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:
         need = n * size * len(ways(init))
         t = init.operands[GM_ARG].type
@@ -123,8 +123,7 @@ def _check_buffers(name, f, funcs, plat) -> None:
         if a["memory_space"] is None:
             continue
         base = 0 if a["base"] is AUTO else a["base"]
-        have = plat.mem_size(MemSpace(a["memory_space"]))
-        if base + a["size"] > have:
-            raise error(f"reserve_buffer {a['name']!r} [{base:#x}, {base + a['size']:#x}) does not "
-                        f"fit {plat.name}'s {a['memory_space']} ({have} bytes)", r,
-                        "reserve SLOT_NUM * SLOT_SIZE bytes with fewer or smaller slots")
+        bad = reserve_fit_problem(a["name"], base, a["size"], plat.name, a["memory_space"],
+                                  plat.mem_size(MemSpace(a["memory_space"])))
+        if bad is not None:
+            raise error(bad[0], r, bad[1])
