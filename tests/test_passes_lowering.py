@@ -219,6 +219,7 @@ def test_lower_a2a3_warns_and_adds_gm_slot_buffer():
         if f.attributes["kind"] is not FunctionKind.Group:
             init, = init_ops(f)
             assert init.operands[0] is gm[0] and init.attributes["ring_bytes"] == need
+            assert init.attributes["slot_num"] == 4 and init.attributes["ring"] == "gm"  # seed 003
     assert len(ctx.warnings) == 4
     assert any("the C2V ring is in GM_SLOT_BUFFER (65536 bytes), not in reserve_buffer "
                "'c2v_slot_buffer' of 'vector'" in w for w in ctx.warnings)
