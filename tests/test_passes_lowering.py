@@ -375,3 +375,22 @@ def test_validate_local_ring_without_its_buffer(side):
     assert e.fix.endswith("reserve_buffer(...).base" if side == "vector" else
                           "import_peer_buffer(...).base")
     _at(e, vector if side == "vector" else cube, "vinit" if side == "vector" else "cinit")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_allocated_flags_are_the_ones_the_run_binds(platform, protocol):
+    """AllocateFlags agrees with the simulator: the flag ids the compiled pipe's rings use
+    at run time are the ones recorded on its inits."""
+    sc, v, prog = _example("s4_both_ways.py", "ud")
+    op, _ctx = _compile(prog, platform, protocol=protocol)
+    flags = _flags(op)["cube"]
+    args = sc.make_args(np.random.default_rng(0), **sc.params(v))
+    ks = KernelSet(to_tree(op))
+    res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
+    chans = {ch.way: ch for ch in res.cluster.shared["channels"].values()}
+    assert set(chans) == {"C2V", "V2C"}
+    for way, ch in chans.items():
+        used = ((ch.ready_id, ch.ready_id + ch.slot_num - 1) if protocol == "spec"
+                else (ch.ready_id, ch.free_id))
+        assert flags[f"{way.lower()}_flags"] == used, way
