@@ -249,6 +249,8 @@ def test_run_of_a_mixed_file_compiles_first(tmp_path, capsys, registry):
     for platform in ("a2a3", "a5"):
         rc, out, err = _cli(capsys, "run", str(path), "--platform", platform, "--quiet")
         assert rc == 0 and "PASS mixed[default]" in out, err
+        rc, out, err = _cli(capsys, "check", str(path), "--platform", platform, "--schedules", "2")
+        assert rc == 0 and "mixed[default]" in out and "FAIL" not in out, (out, err)
     rc, out, err = _cli(capsys, "compile", str(path), "--platform", "a5")
     assert rc == 0 and "kind = #kind.AIV" in out and "#kind.InCore" not in out
 
