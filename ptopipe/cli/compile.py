@@ -53,7 +53,7 @@ def programs_of(mod, variant: str | None = None) -> list:
         sc = next((s for s in scenarios if s.aic is ks.aic or s.aiv is ks.aiv), None)
         if sc is not None:
             add(ks.source(**sc.args(pick_variants(sc, variant)[0])))
-        elif not ks._params:
+        elif not ks.params:
             add(ks.source())
     if not found:
         fns = [v.ir for v in values if isinstance(v, DSLFunction)]

@@ -118,6 +118,11 @@ class KernelSet:
     def program(self, **args) -> Program:
         return self.compiled(args).program
 
+    @property
+    def params(self) -> tuple:
+        """The run arguments a builder source takes (empty for a Program)."""
+        return self._params
+
     def source(self, **args) -> Program:
         """The program as written (before any compilation) for a run with ``args``."""
         if self._source is not None:
