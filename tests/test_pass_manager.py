@@ -58,6 +58,12 @@ def test_a_pass_registered_later_runs_by_name(registry):
     assert seen == ["a5"] and all(f.attributes["tagged"] for f in functions(op))
 
 
+def test_register_refuses_what_is_not_a_pass(registry):
+    with pytest.raises(CompileError) as ei:
+        register(SimpleNamespace(NAME="x"))
+    assert "is not a pass" in ei.value.what and "run(program, ctx)" in ei.value.fix
+
+
 def test_unknown_pass_lists_the_known_ones():
     with pytest.raises(CompileError) as ei:
         PassManager("resolve-peers,allocate-flag")
@@ -271,6 +277,14 @@ def test_kernelset_compiles_mixed_programs_per_platform(registry):
             res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
             np.testing.assert_allclose(res.outputs["out"], c2v_golden(args)["out"])
     assert ks.compiled({}, "a5").program.functions[1].kind is FunctionKind.AIV
+
+
+def test_cli_compile_variant(capsys):
+    path = os.path.join(EXAMPLES, "s1_cv_split.py")
+    rc, out, err = _cli(capsys, "compile", path, "--variant", "f16_lr_d1_m16", "--emit", "dsl")
+    assert rc == 0 and "pl.Tensor[[16, 32], pl.f16]" in out and "slot_num=1" in out
+    rc, out, err = _cli(capsys, "compile", path, "--variant", "nope")
+    assert rc == 1 and "has no variant 'nope'" in err
 
 
 def test_cli_compile_of_a_file_without_dsl(capsys):

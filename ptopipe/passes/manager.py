@@ -47,6 +47,11 @@ REGISTRY: dict = {}
 def register(p) -> PassInfo:
     """Register a pass module / object (``NAME``, ``REQUIRES``, ``PRODUCES``, ``run``) or a
     :class:`PassInfo`; a later registration of the same NAME replaces the earlier one."""
+    if not isinstance(p, PassInfo) and not (isinstance(getattr(p, "NAME", None), str)
+                                            and callable(getattr(p, "run", None))):
+        raise CompileError(f"{p!r} is not a pass", where="pipeline",
+                           fix="a pass has NAME (a string), REQUIRES, PRODUCES and "
+                               "run(program, ctx) -> program")
     info = p if isinstance(p, PassInfo) else PassInfo(
         p.NAME, p.run, tuple(getattr(p, "REQUIRES", ())), tuple(getattr(p, "PRODUCES", ())),
         (getattr(p, "__doc__", "") or "").strip().split("\n")[0])
