@@ -1,4 +1,4 @@
-"""AllocateMemoryAddr for DSL kernels (runtime/liveness.py, runtime/layout.py): tiles share
+"""AllocateMemoryAddr for DSL kernels (ir/liveness.py, ir/layout.py): tiles share
 memory only when their lifetimes do not overlap, a loop that keeps an older tile value
 reads that value (not the one produced after it), overflowing memory and overlapping
 literal reserve_buffers are reported, and random kernels with loop-carried rebinding match

@@ -15,7 +15,7 @@ from .. import __version__
 from .common import validate
 from .errors import report_exception
 
-SUBCOMMANDS = ["run", "check", "trace", "sweep"]
+SUBCOMMANDS = ["run", "check", "trace", "sweep", "compile"]
 
 
 def build_parser() -> argparse.ArgumentParser:

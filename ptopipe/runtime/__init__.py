@@ -5,7 +5,7 @@ cluster through :mod:`ptopipe.isa`, with DSL source lines in every error and rep
 """
 from .interp import Interpreter
 from .kernels import KernelSet, kernels, run
-from .layout import FunctionLayout, plan_function, plan_program, resolve_program
+from ..ir.layout import FunctionLayout, plan_function, plan_program, resolve_program
 
 __all__ = ["FunctionLayout", "Interpreter", "KernelSet", "kernels", "plan_function",
            "plan_program", "resolve_program", "run"]

@@ -19,7 +19,7 @@ from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprSt
                         Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
-from .layout import FunctionLayout
+from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
@@ -274,12 +274,10 @@ class Interpreter:
 
     def check_fits(self, r: ReserveBuffer) -> None:
         mem = self.core.memory(MemSpace(r.memory_space), lambda: f"reserve_buffer {r.name!r}")
-        base = self.layout.buffers[r.var.name][0]
-        if base + r.size > mem.size:
-            raise ConfigError(f"reserve_buffer {r.name!r} of {r.size} bytes at {base:#x} does not fit "
-                              f"{self.core.name}'s {mem.space.value} ({mem.size} bytes)",
-                              where=str(self.where(r)),
-                              fix="reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")
+        bad = reserve_fit_problem(r.name, self.layout.buffers[r.var.name][0], r.size, self.core.name,
+                                  mem.space.value, mem.size)
+        if bad is not None:
+            raise ConfigError(bad[0], where=str(self.where(r)), fix=bad[1])
 
     def check_tiles_fit(self) -> None:
         """The tiles live at one time (AllocateMemoryAddr's peak) must fit each memory."""
@@ -295,14 +293,10 @@ class Interpreter:
                         "reused after its last read)")
 
     def check_ring_size(self, r: ReserveBuffer | None, slot_num: int, slot_size: int, c: Call) -> None:
-        if r is None or r.size == slot_num * slot_size:
-            return
-        raise ConfigError(f"reserve_buffer {r.name!r} has {r.size} bytes but the pipe that uses it "
-                          f"needs SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {slot_num * slot_size}",
-                          where=str(self.where(r)), details=f"pipe initialised at {self.where(c)}",
-                          fix=f"reserve_buffer(name={r.name!r}, size=SLOT_NUM * SLOT_SIZE, ...)" +
-                              (f", or give the pipe slot_num={r.size // slot_size}"
-                               if r.size % slot_size == 0 and r.size // slot_size > 0 else ""))
+        bad = None if r is None else ring_size_problem(r.name, r.size, slot_num, slot_size)
+        if bad is not None:
+            raise ConfigError(bad[0], where=str(self.where(r)),
+                              details=f"pipe initialised at {self.where(c)}", fix=bad[1])
 
     def _tmp(self, c: Call):
         key = ("call", id(c))

@@ -1,6 +1,10 @@
 """Kernel callables for ``ptopipe.run(aic=..., aiv=...)`` and :class:`ptopipe.Scenario`
 from an IR Program (or from a builder ``build(**params) -> Program`` specialised per run
-by the run's arguments), so DSL kernels run exactly like hand-written ones."""
+by the run's arguments), so DSL kernels run exactly like hand-written ones.
+
+A program holding mixed ``@pl.incore`` functions is compiled first, for the platform of
+the run, by :data:`MIXED_COMPILER` (the package facade installs the default pass
+pipeline of :mod:`ptopipe.passes`, a layer the runtime cannot import)."""
 from __future__ import annotations
 
 import inspect
@@ -9,7 +13,30 @@ from ..errors import ConfigError
 from ..ir.nodes import FunctionKind, Program
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
-from .layout import plan_program
+from ..ir.layout import plan_program
+
+
+def has_mixed(program: Program) -> bool:
+    """Does ``program`` hold a mixed ``@pl.incore`` function (one the compiler splits)?"""
+    return any(f.kind is FunctionKind.InCore for f in program.functions)
+
+
+#: ``compile(program, platform) -> Program`` splitting mixed functions (set by ``ptopipe``)
+MIXED_COMPILER = None
+
+
+def install_mixed_compiler(fn) -> None:
+    """Make ``fn(program, platform) -> Program`` the compiler of mixed programs."""
+    global MIXED_COMPILER
+    MIXED_COMPILER = fn
+
+
+def compile_mixed(program: Program, platform) -> Program:
+    """``program`` through the compiler for ``platform``."""
+    if MIXED_COMPILER is None:
+        raise ConfigError(f"program {program.name!r} holds mixed @pl.incore functions but no "
+                          "compiler is installed", fix="import ptopipe (it installs the pass pipeline)")
+    return MIXED_COMPILER(program, platform)
 
 
 class _Compiled:
@@ -42,10 +69,11 @@ class KernelSet:
     def __init__(self, source):
         self._cache = {}
         if isinstance(source, Program):
-            self._static = _Compiled(source)
+            self._static = None if has_mixed(source) else _Compiled(source)
+            self._source = source
             self._params = ()
         elif callable(source):
-            self._static = None
+            self._static = self._source = None
             self._builder = source
             self._params = tuple(inspect.signature(source).parameters)
         else:
@@ -53,9 +81,13 @@ class KernelSet:
         self.aic = self._callable(FunctionKind.AIC)
         self.aiv = self._callable(FunctionKind.AIV)
 
-    def compiled(self, args: dict) -> _Compiled:
+    def compiled(self, args: dict, platform=None) -> _Compiled:
+        """The program of a run with ``args`` (mixed functions compiled for ``platform``,
+        default the running core's)."""
         if self._static is not None:
             return self._static
+        if self._source is not None:          # a Program with mixed functions
+            return self._mixed(self._source, (), platform)
         missing = [p for p in self._params if p not in args]
         if missing:
             raise ConfigError(f"the kernel builder {self._builder.__name__} needs "
@@ -68,11 +100,34 @@ class KernelSet:
             if not isinstance(prog, Program):
                 raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
                                   f"{type(prog).__name__}")
+            if has_mixed(prog):
+                return self._mixed(prog, key, platform)
             c = self._cache[key] = _Compiled(prog)
+        return c
+
+    def _mixed(self, prog: Program, key: tuple, platform) -> _Compiled:
+        if platform is None:
+            from ..isa import current_core
+            platform = current_core().cluster.platform
+        name = getattr(platform, "name", platform)
+        c = self._cache.get((name, key))
+        if c is None:
+            c = self._cache[(name, key)] = _Compiled(compile_mixed(prog, platform))
         return c
 
     def program(self, **args) -> Program:
         return self.compiled(args).program
+
+    @property
+    def params(self) -> tuple:
+        """The run arguments a builder source takes (empty for a Program)."""
+        return self._params
+
+    def source(self, **args) -> Program:
+        """The program as written (before any compilation) for a run with ``args``."""
+        if self._source is not None:
+            return self._source
+        return self._builder(**{p: args[p] for p in self._params})
 
     def _callable(self, kind: FunctionKind):
         def kernel(**args):

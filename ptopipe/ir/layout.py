@@ -17,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir.nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer
+from .nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer
 from ..arch.vocab import ALIGNMENT as ALIGN
 from .liveness import analyse
 
@@ -130,3 +130,28 @@ def resolve_program(program: Program) -> Program:
                      if isinstance(s, ReserveBuffer) else s for s in fn.body)
         fns.append(dataclasses.replace(fn, body=body))
     return dataclasses.replace(program, functions=tuple(fns))
+
+
+# -- seed 003's rules on a reserved ring (one wording for the runtime's and Validate's checks) --
+def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int) -> tuple | None:
+    """``(what, fix)`` when reserve_buffer ``name`` of ``size`` bytes is not the
+    SLOT_NUM * SLOT_SIZE its pipe needs, else None."""
+    need = slot_num * slot_size
+    if size == need:
+        return None
+    fix = f"reserve_buffer(name={name!r}, size=SLOT_NUM * SLOT_SIZE, ...)"
+    if size % slot_size == 0 and size // slot_size > 0:
+        fix += f", or give the pipe slot_num={size // slot_size}"
+    return (f"reserve_buffer {name!r} has {size} bytes but the pipe that uses it needs "
+            f"SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {need}", fix)
+
+
+def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,
+                        have: int) -> tuple | None:
+    """``(what, fix)`` when reserve_buffer ``name`` at ``base`` overruns ``owner``'s
+    ``space`` of ``have`` bytes, else None."""
+    if base + size <= have:
+        return None
+    return (f"reserve_buffer {name!r} of {size} bytes at {base:#x} does not fit {owner}'s "
+            f"{space} ({have} bytes)",
+            "reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")

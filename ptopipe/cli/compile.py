@@ -1,0 +1,82 @@
+"""``ptopipe compile FILE``: run the pass pipeline on the DSL programs of a kernel file and
+print the result (op IR text, or DSL source with ``--emit dsl``).
+
+The programs of a file: its module-level ``pl.program(...)`` objects, the programs its
+``KernelSet`` builders make for a Scenario variant (``--variant``), else one program of
+its ``@pl`` kernels.  Warnings of the passes go to stderr."""
+from __future__ import annotations
+
+import sys
+
+from ..errors import ConfigError
+from ..ir import Program, print_ir, to_source
+from ..language.frontend import DSLFunction
+from ..runtime import KernelSet
+from ..isa.launch import Scenario
+from .loader import load_module, pick_variants
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compile", help="compile the DSL programs of a kernel file and print them")
+    p.add_argument("file", help="kernel file (.py with pl.program(...), a KernelSet or @pl kernels)")
+    p.add_argument("--platform", default="a2a3", choices=["a2a3", "a5"],
+                   help="platform to lower for (default a2a3)")
+    p.add_argument("--protocol", default="spec", choices=["spec", "pto-isa", "pto-isa-head"],
+                   help="ring protocol whose flag numbering AllocateFlags follows (default spec)")
+    p.add_argument("--passes", default=None, metavar="P1,P2,...",
+                   help="the pipeline (default: every registered pass in pipeline order)")
+    p.add_argument("--print-after-all", action="store_true",
+                   help="print the IR after each pass")
+    p.add_argument("--emit", default="ir", choices=["ir", "dsl"],
+                   help="print the result as op IR text (default) or as pl DSL source")
+    p.add_argument("--variant", default=None,
+                   help="the Scenario variant whose parameters a program builder gets "
+                        "(default: the scenario's default)")
+    p.set_defaults(func=main)
+
+
+def programs_of(mod, variant: str | None = None) -> list:
+    """The tree-IR Programs a loaded kernel module defines (see the module doc)."""
+    found, seen = [], set()
+
+    def add(p):
+        if id(p) not in seen:
+            seen.add(id(p))
+            found.append(p)
+
+    values = list(vars(mod).values())
+    for v in values:
+        if isinstance(v, Program):
+            add(v)
+    scenarios = [v for v in values if isinstance(v, Scenario)]
+    for ks in (v for v in values if isinstance(v, KernelSet)):
+        sc = next((s for s in scenarios if s.aic is ks.aic or s.aiv is ks.aiv), None)
+        if sc is not None:
+            add(ks.source(**sc.args(pick_variants(sc, variant)[0])))
+        elif not ks.params:
+            add(ks.source())
+    if not found:
+        fns = [v.ir for v in values if isinstance(v, DSLFunction)]
+        if fns:
+            add(Program(getattr(mod, "__name__", "program").removeprefix("ptopipe_kernel_"),
+                        tuple(fns)))
+    return found
+
+
+def main(args) -> int:
+    from ..passes import compile_program
+    mod = load_module(args.file)
+    progs = programs_of(mod, args.variant)
+    if not progs:
+        raise ConfigError(f"{args.file} defines no DSL program",
+                          fix="define pl.program(...) of @pl kernels (or @pl kernels / a KernelSet)")
+    for prog in progs:
+        if args.print_after_all:
+            print(f"// ===== {prog.name} =====")
+        op, tree, warnings = compile_program(prog, args.platform, args.passes,
+                                             protocol=args.protocol,
+                                             print_after_all=args.print_after_all, stream=sys.stdout)
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        print(print_ir(op) if args.emit == "ir" else to_source(tree))
+    return 0

@@ -1,0 +1,113 @@
+"""AllocateFlags: cross-core flag ids for every pipe, per Vector-Cube peer and direction.
+
+Requires: nothing.  Produces: ``flags-allocated`` - each pipe init carries ``flag_id``
+(its TPipe FlagID) and, per ring, ``c2v_flags`` / ``v2c_flags`` = [first, last] flag id
+the ring uses; the AIC and AIV inits of one pipe carry the same values.
+
+The ids follow the protocol model's numbering (:meth:`ProtocolModel.flag_ids`; seed 003,
+the default: ready[tag] = free[tag] = FlagID + tag, the V2C ring after the C2V ring's
+SLOT_NUM flags - one direction uses flags 0..7, both directions 0..3 and 4..7).  The pipes
+of one peer take consecutive ranges in the AIC function's order; the runtime binds a
+function's one pipe with FlagID 0, which is what the first pipe of a peer gets.
+
+Errors (CompileError at the init's DSL line): an init with no matching init (same
+direction) in its peer; the two ends of a pipe disagreeing on DIR_MASK, SLOT_SIZE or
+SLOT_NUM; flags running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
+"""
+from __future__ import annotations
+
+from ..arch.vocab import Protocol
+from ..ir.nodes import FunctionKind
+from ..isa.pipe.protocol import model_for, platform_kind
+from .util import error, func_name, functions, init_ops, platform_of, slot_num, top_ops, ways
+
+NAME = "allocate-flags"
+REQUIRES = ()
+PRODUCES = ("flags-allocated",)
+
+
+def _peer_of(f, funcs: dict) -> str | None:
+    """The name of ``f``'s peer: named by its imports, or importing its reserves, or the one
+    function of the other core kind."""
+    me = func_name(f)
+    for imp in top_ops(f, "pl.import_peer_buffer"):
+        if imp.attributes["peer_func"] in funcs:
+            return imp.attributes["peer_func"]
+    mine = {r.attributes["name"] for r in top_ops(f, "pl.reserve_buffer")}
+    for name, g in funcs.items():
+        for imp in top_ops(g, "pl.import_peer_buffer"):
+            if imp.attributes["peer_func"] == me and imp.attributes["name"] in mine:
+                return name
+    other = FunctionKind.AIV if f.attributes["kind"] is FunctionKind.AIC else FunctionKind.AIC
+    cands = [n for n, g in funcs.items() if g.attributes["kind"] is other]
+    return cands[0] if len(cands) == 1 else None
+
+
+def _describe(init, n: int) -> str:
+    return (f"{init.name[3:]}({'|'.join(ways(init)) or init.attributes['dir_mask']}, "
+            f"slot_size={init.attributes['slot_size']}, slot_num={n})")
+
+
+def run(program, ctx):
+    plat = platform_of(ctx)
+    model = model_for(Protocol(getattr(ctx, "protocol", "spec") or "spec"), platform_kind(plat))
+    limit = model.flag_limit(plat)
+    funcs = {func_name(f): f for f in functions(program)}
+    matched = set()
+    for name, cube in funcs.items():
+        if cube.attributes["kind"] is not FunctionKind.AIC:
+            continue
+        inits = init_ops(cube)
+        if not inits:
+            continue
+        peer = _peer_of(cube, funcs)
+        if peer is None:
+            raise error(f"the pipe of Cube function {name!r} has no Vector peer in the program",
+                        inits[0], "put the @pl.aiv function that imports / reserves its rings in "
+                                  "the program")
+        vec_inits = {ways(i): i for i in init_ops(funcs[peer])}
+        next_id = 0
+        for init in inits:
+            n = slot_num(init, plat)
+            other = vec_inits.pop(ways(init), None)
+            if other is None:
+                raise error(f"{_describe(init, n)} in {name!r} has no matching "
+                            f"aiv_initialize_pipe of the same direction in its peer {peer!r}",
+                            init, f"initialise the same pipe in {peer!r}")
+            m = slot_num(other, plat)
+            for what, a, b in (("DIR_MASK", init.attributes["dir_mask"], other.attributes["dir_mask"]),
+                               ("SLOT_SIZE", init.attributes["slot_size"], other.attributes["slot_size"]),
+                               ("SLOT_NUM", n, m)):
+                if a != b:
+                    raise error(f"the two ends of a pipe disagree on {what}: {peer!r} says {b}, "
+                                f"{name!r} says {a}", other,
+                                f"give both initialize_pipe calls the same {what}",
+                                details=f"{name!r} initialises the pipe at {init.loc}")
+            flag_id = next_id
+            attrs = {"flag_id": flag_id}
+            for k, way in enumerate(ways(init)):
+                ready, free = model.flag_ids(flag_id, k, n)
+                top = model.flags_top(ready, free, n)
+                if top > limit:
+                    msg, fix = model.flag_range_error(way, ready, free, flag_id, n, plat,
+                                                      len(ways(init)) == 2)
+                    raise error(f"flags run out between {name!r} and {peer!r}: {msg}", init,
+                                f"{fix}; or fewer pipes / a smaller slot_num")
+                attrs[f"{way.lower()}_flags"] = (min(ready, free), top - 1)
+                next_id = max(next_id, top)
+            init.attributes.update(attrs)
+            other.attributes.update(attrs)
+            matched.add(other)
+        for rest in vec_inits.values():
+            raise error(f"{_describe(rest, slot_num(rest, plat))} in {peer!r} has no matching "
+                        f"aic_initialize_pipe of the same direction in its peer {name!r}", rest,
+                        f"initialise the same pipe in {name!r}")
+    for name, vec in funcs.items():
+        if vec.attributes["kind"] is FunctionKind.AIV:
+            for init in init_ops(vec):
+                if init not in matched:
+                    raise error(f"{_describe(init, slot_num(init, plat))} in {name!r} has no "
+                                "matching aic_initialize_pipe in a Cube function", init,
+                                "initialise the same pipe in the Cube function that pushes to / "
+                                "pops from this one")
+    return program

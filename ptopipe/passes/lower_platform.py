@@ -1,0 +1,87 @@
+"""LowerPlatform: the pipes of a program for one platform (``ctx.platform``).
+
+Requires: ``peers-resolved``, ``flags-allocated``.  Produces: ``platform-lowered``
+(the ``pl.program`` gets ``platform = "<name>"``; every pipe init an explicit
+``slot_num`` and ``ring = "gm" | "local"``).
+
+* A2A3 (rings in GM), and a ``*_GM`` direction on any platform: the ring is in
+  GM_SLOT_BUFFER, ``SLOT_NUM * SLOT_SIZE`` bytes per direction (``2 * SLOT_NUM *
+  SLOT_SIZE`` when bidirectional, recorded as ``ring_bytes``).  An init whose
+  ``gm_slot_buffer`` is ``None`` gets a new ``gm_slot_buffer`` tensor parameter of that
+  size on its function, and so does every Group function of the program.  The
+  reserve_buffer / import_peer_buffer no longer hold the ring: a warning
+  (``ctx.warnings``) says so.  They stay in the IR because TPUSH / TPOP / TFREE name
+  them as the pipe's handle, and the consumer's reserved region stays the staging area a
+  GM-ring TPOP lands in (its base is the init's resolved consumer-buffer argument).
+* A5 (consumer-local rings): each ring lives in its consumer's reserved buffer; the
+  resolved CONSUMER_BUFFER_BASE is the init's constant argument (ResolvePeerBuffers)
+  and its size ``SLOT_NUM * SLOT_SIZE`` is explicit through ``slot_num``.
+
+Errors: none of its own (a ring that does not fit is Validate's).
+"""
+from __future__ import annotations
+
+from ..ir.nodes import FunctionKind
+from ..ir.types import TensorType
+from .util import (GM_ARG, entry, functions, init_ops, platform_of, ring_buffer, ring_in_gm,
+                   slot_num, ways)
+
+NAME = "lower-platform"
+REQUIRES = ("peers-resolved", "flags-allocated")
+PRODUCES = ("platform-lowered",)
+
+GM_PARAM = "gm_slot_buffer"
+
+
+def _is_null(v) -> bool:
+    d = getattr(v, "op", None)
+    return d is not None and d.name == "pl.const" and d.attributes["value"] in (None, 0)
+
+
+def _add_param(f, nbytes: int):
+    block = entry(f)
+    names = {a.name for a in block.args}
+    name, k = GM_PARAM, 1
+    while name in names:
+        name, k = f"{GM_PARAM}_{k}", k + 1
+    return block.add_arg(TensorType((nbytes,), "u8"), name)
+
+
+def run(program, ctx):
+    plat = platform_of(ctx)
+    program.attributes["platform"] = plat.name
+    gm_bytes = 0
+    for f in functions(program):
+        for init in init_ops(f):
+            n = slot_num(init, plat)
+            size = init.attributes["slot_size"]
+            in_gm = ring_in_gm(init, plat)
+            init.attributes["slot_num"] = n
+            init.attributes["ring"] = "gm" if in_gm else "local"
+            if not in_gm:
+                continue
+            need = n * size * len(ways(init))
+            init.attributes["ring_bytes"] = need
+            gm_bytes = max(gm_bytes, need)
+            if _is_null(init.operands[GM_ARG]):
+                old = init.operands[GM_ARG].op
+                init.set_operand(GM_ARG, _add_param(f, need))
+                if not old.results[0].uses:
+                    old.erase()
+            for way in ways(init):
+                buf = ring_buffer(f, init, way)
+                if buf is None:
+                    continue
+                role = "reserve_buffer" if buf.name == "pl.reserve_buffer" else "import_peer_buffer"
+                what = ("stays only as the TPOP staging area and the pipe handle"
+                        if role == "reserve_buffer" else "stays only as the TPUSH pipe handle")
+                ctx.warnings.append(
+                    f"{buf.loc}: {plat.name}: the {way} ring is in GM_SLOT_BUFFER ({need} bytes), "
+                    f"not in {role} {buf.attributes['name']!r} of {f.attributes['sym_name']!r}, "
+                    f"which {what}")
+    if gm_bytes:
+        for f in functions(program):
+            if f.attributes["kind"] is FunctionKind.Group and not any(
+                    a.name and a.name.startswith(GM_PARAM) for a in entry(f).args):
+                _add_param(f, gm_bytes)
+    return program

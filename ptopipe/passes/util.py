@@ -1,0 +1,132 @@
+"""What the seed-003 passes share: finding functions, pipe inits and ring buffers in a
+``pl.program`` op, the rings (ways) of a DIR_MASK, and a CompileError at an op's DSL
+location.  No policy lives here: flag ids come from the protocol model
+(:mod:`ptopipe.isa.pipe.protocol`), SLOT_NUM defaults and memory sizes from the
+platform (:mod:`ptopipe.arch`)."""
+from __future__ import annotations
+
+from ..arch import MemSpace, get_platform
+from ..arch.vocab import Direction
+from ..errors import CompileError
+from ..ir.core import Operation
+from ..ir.nodes import AUTO, FunctionKind
+from ..ir.ops import INIT_OPS
+from ..ir.types import INDEX
+
+#: op names of the two pipe initialisations
+INIT_NAMES = tuple(f"pl.{n}" for n in INIT_OPS)
+#: seed 003's DIR_MASK values, and the *_GM forms (ring asked for in GM explicitly)
+SEED_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
+GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
+           Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
+#: operand index of each consumer buffer argument of an init op (after gm_slot_buffer)
+GM_ARG, C2V_ARG, V2C_ARG = 0, 1, 2
+#: the memory a consumer-local ring lives in: C2V in the Vector core's UB, V2C in the Cube's L1
+RING_SPACE = {"C2V": MemSpace.UB, "V2C": MemSpace.L1}
+
+
+def error(msg: str, op, fix: str | None = None, details: str | None = None) -> CompileError:
+    loc = getattr(op, "loc", None)
+    return CompileError(msg, where=str(loc) if loc else None, fix=fix, details=details)
+
+
+def platform_of(ctx):
+    return get_platform(getattr(ctx, "platform", None) or "a2a3")
+
+
+def functions(program: Operation) -> list:
+    return list(program.regions[0].blocks[0])
+
+
+def func_name(f: Operation) -> str:
+    return f.attributes["sym_name"]
+
+
+def entry(f: Operation):
+    return f.regions[0].blocks[0]
+
+
+def top_ops(f: Operation, *names) -> list:
+    return [op for op in entry(f) if op.name in names]
+
+
+def init_ops(f: Operation) -> list:
+    """The pipe initialisations of function ``f`` (the verifier keeps them top level)."""
+    return top_ops(f, *INIT_NAMES)
+
+
+def seed_dir(op: Operation) -> Direction | None:
+    """The seed 003 DIR_MASK of an init (a *_GM form mapped to its plain mask), or None."""
+    d = op.attributes["dir_mask"]
+    try:
+        d = Direction(d)
+    except ValueError:
+        return None
+    return GM_DIRS.get(d, d) if d in SEED_DIRS or d in GM_DIRS else None
+
+
+def ways(op: Operation) -> tuple:
+    """The rings ("C2V", "V2C") an init binds, in flag order."""
+    d = seed_dir(op)
+    if d is None:
+        return ()
+    return tuple(w for w, bit in (("C2V", Direction.DIR_C2V), ("V2C", Direction.DIR_V2C)) if d & bit)
+
+
+def gm_requested(op: Operation) -> bool:
+    """The init asks for its rings in GM explicitly (a *_GM direction)."""
+    try:
+        return Direction(op.attributes["dir_mask"]) in GM_DIRS
+    except ValueError:
+        return False
+
+
+def slot_num(op: Operation, plat) -> int:
+    """SLOT_NUM of an init: its own ``slot_num``, else the platform's seed-003 default."""
+    n = op.attributes.get("slot_num")
+    return n if n is not None else plat.slot_num_for(len(ways(op)) == 2)
+
+
+def way_operand(way: str) -> int:
+    return C2V_ARG if way == "C2V" else V2C_ARG
+
+
+def consumer_kind(way: str) -> FunctionKind:
+    return FunctionKind.AIV if way == "C2V" else FunctionKind.AIC
+
+
+def ring_buffer(f: Operation, init: Operation, way: str) -> Operation | None:
+    """The reserve_buffer / import_peer_buffer op holding ``way``'s ring for ``init``: the
+    buffer whose ``.base`` is the init's argument, else (after ResolvePeerBuffers folded
+    the base to a constant) the buffer named by the init's ``<way>_ring`` attribute."""
+    v = init.operands[way_operand(way)]
+    d = getattr(v, "op", None)
+    if d is not None and d.name == "pl.buffer_attr":
+        b = getattr(d.operands[0], "op", None)
+        if b is not None:
+            return b
+    name = init.attributes.get(f"{way.lower()}_ring")
+    if name is None:
+        return None
+    for b in top_ops(f, "pl.reserve_buffer", "pl.import_peer_buffer"):
+        if b.attributes["name"] == name:
+            return b
+    return None
+
+
+def const_before(anchor: Operation, value, type=INDEX, name: str | None = None):
+    """A ``pl.const`` inserted before ``anchor``; returns its value."""
+    op = Operation("pl.const", (), [type], {"value": value}, (), anchor.loc, [name])
+    anchor.insert_before(op)
+    return op.results[0]
+
+
+def resolved_base(buf: Operation):
+    """A buffer op's base: an int once resolved, else None."""
+    b = buf.attributes.get("base")
+    return None if b is None or b is AUTO else b
+
+
+def ring_in_gm(init: Operation, plat) -> bool:
+    """Are ``init``'s rings in GM (the platform's rule, or a *_GM direction)?"""
+    return plat.ring_in_gm or gm_requested(init)

@@ -1,0 +1,129 @@
+"""Validate: seed 003's static rules on a program of AIC / AIV kernels (any stage: a
+hand-written pair, or the pipeline's lowered output).
+
+Requires: nothing.  Produces: ``validated``.
+
+Errors (CompileError at the DSL line of the op at fault), in the order checked:
+
+* a mixed ``@pl.incore`` function is still in the program (nothing split it);
+* DIR_MASK not in {DIR_C2V (1), DIR_V2C (2), DIR_C2V | DIR_V2C (3)} (or their ``*_GM``
+  forms, a ring asked for in GM);
+* SLOT_SIZE <= 0;
+* a second init of the same direction in one function;
+* a consumer-local ring (A5) without its buffer: the consumer's ring argument is not a
+  ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``;
+* a ring in the wrong memory: the C2V ring must be in UB (the Vector core's), the V2C ring
+  in L1 (the Cube's);
+* reserve_buffer size != SLOT_NUM * SLOT_SIZE (for a seed-003 direction);  this rule and
+  the SRAM fit below are worded by :mod:`ptopipe.ir.layout`, as the runtime's own checks
+  of kernels that run without compiling;
+* a GM_SLOT_BUFFER smaller than the GM rings need (SLOT_NUM * SLOT_SIZE per direction);
+* import <-> reserve: an import whose peer or reserve does not exist, a reserve no
+  function imports;
+* a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform.
+"""
+from __future__ import annotations
+
+from ..arch import MemSpace
+from ..ir.layout import reserve_fit_problem, ring_size_problem
+from ..ir.nodes import AUTO, FunctionKind
+from ..ir.types import TensorType
+from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
+                   init_ops,
+                   platform_of, ring_buffer, ring_in_gm, seed_dir, slot_num, top_ops, ways)
+
+NAME = "validate"
+REQUIRES = ()
+PRODUCES = ("validated",)
+
+
+def run(program, ctx):
+    plat = platform_of(ctx)
+    funcs = {func_name(f): f for f in functions(program)}
+    for name, f in funcs.items():
+        if f.attributes["kind"] is FunctionKind.InCore:
+            raise error(f"mixed @pl.incore function {name!r} was not split into an AIC and an AIV "
+                        "kernel", f, "run the expand-mixed pass first (ptopipe compile runs it "
+                                     "when it is registered), or write @pl.aic / @pl.aiv kernels")
+        seen = {}
+        for init in init_ops(f):
+            _check_init(f, init, plat, seen)
+    for name, f in funcs.items():
+        _check_buffers(name, f, funcs, plat)
+    return program
+
+
+def _check_init(f, init, plat, seen: dict) -> None:
+    a = init.attributes
+    if seed_dir(init) is None:
+        raise error(f"DIR_MASK {a['dir_mask']!r} is not a seed 003 direction", init,
+                    "use DIR_C2V (1), DIR_V2C (2) or DIR_C2V | DIR_V2C (3)")
+    if not isinstance(a["slot_size"], int) or a["slot_size"] <= 0:
+        raise error(f"SLOT_SIZE {a['slot_size']!r} must be a positive number of bytes", init,
+                    "SLOT_SIZE is the bytes of the largest tile crossing the ring")
+    name = func_name(f)
+    for way in ways(init):
+        if way in seen:
+            raise error(f"the {way} direction is initialised twice in {name!r}", init,
+                        "initialise each direction once per function (one init with "
+                        "DIR_C2V | DIR_V2C for both)", details=f"first initialised at {seen[way].loc}")
+        seen[way] = init
+    n, size = slot_num(init, plat), a["slot_size"]
+    in_gm = ring_in_gm(init, plat)
+    for way in ways(init):
+        buf = ring_buffer(f, init, way)
+        consumer = f.attributes["kind"] is consumer_kind(way)
+        want = "pl.reserve_buffer" if consumer else "pl.import_peer_buffer"
+        if buf is None or buf.name != want:
+            if in_gm and buf is None:
+                continue                  # a GM ring needs no local buffer
+            got = f"{buf.name[3:]} {buf.attributes['name']!r}" if buf is not None else "no buffer"
+            raise error(f"the {way} ring's {'consumer' if consumer else 'producer'} {name!r} "
+                        f"passes {got} as {way.lower()}_consumer_buf", init,
+                        f"pass {'the ring it reserves' if consumer else 'the imported peer ring'}: "
+                        f"{want[3:]}(...).base")
+        if not consumer:
+            continue
+        space = buf.attributes["memory_space"]
+        if space is not None and space != RING_SPACE[way].value:
+            raise error(f"the {way} ring must be in {RING_SPACE[way].value} but reserve_buffer "
+                        f"{buf.attributes['name']!r} is in {space}", buf,
+                        f"reserve the {way} ring in the {'Vector' if way == 'C2V' else 'Cube'} "
+                        "function that TPOPs from it")
+        bad = None if gm_requested(init) else ring_size_problem(
+            buf.attributes["name"], buf.attributes["size"], n, size)
+        if bad is not None:
+            raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
+    if in_gm:
+        need = n * size * len(ways(init))
+        t = init.operands[GM_ARG].type
+        if isinstance(t, TensorType) and t.nbytes < need:
+            raise error(f"GM_SLOT_BUFFER of {t.nbytes} bytes is smaller than the GM ring"
+                        f"{'s' if len(ways(init)) == 2 else ''} it holds: {len(ways(init))} * "
+                        f"SLOT_NUM * SLOT_SIZE = {need} bytes", init,
+                        f"pass a GM tensor of at least {need} bytes")
+
+
+def _check_buffers(name, f, funcs, plat) -> None:
+    for imp in top_ops(f, "pl.import_peer_buffer"):
+        a = imp.attributes
+        peer = funcs.get(a["peer_func"])
+        names = {r.attributes["name"] for r in top_ops(peer, "pl.reserve_buffer")} if peer else set()
+        if a["name"] not in names:
+            raise error(f"import_peer_buffer {a['name']!r} has no matching reserve_buffer in "
+                        f"{a['peer_func']!r}", imp,
+                        f"reserve {a['name']!r} in {a['peer_func']!r} (the consumer of the ring)")
+    for r in top_ops(f, "pl.reserve_buffer"):
+        a = r.attributes
+        if not any(imp.attributes["peer_func"] == name and imp.attributes["name"] == a["name"]
+                   for g in funcs.values() for imp in top_ops(g, "pl.import_peer_buffer")):
+            raise error(f"reserve_buffer {a['name']!r} of {name!r} is imported by no function",
+                        r, f"import it in the producer: pl.import_peer_buffer(name={a['name']!r}, "
+                           f"peer_func={name})")
+        if a["memory_space"] is None:
+            continue
+        base = 0 if a["base"] is AUTO else a["base"]
+        bad = reserve_fit_problem(a["name"], base, a["size"], plat.name, a["memory_space"],
+                                  plat.mem_size(MemSpace(a["memory_space"])))
+        if bad is not None:
+            raise error(bad[0], r, bad[1])
