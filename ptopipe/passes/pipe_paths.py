@@ -145,7 +145,7 @@ class Explorer:
             for d, held in q.held.items():
                 for s in held:
                     self.report("missing_tfree", s.op,
-                                f"the TPOP{_at(s)} is never freed{_on(q, end=True)}: the "
+                                f"the TPOP{_at(s)} is never freed{_on(q, end=True)}: "
                                 f"{self._who()} ends holding its slot",
                                 "TFREE every popped slot on every path (after its last use)")
         return paths
