@@ -577,3 +577,71 @@ def _test_programs():
 def test_the_correct_dsl_kernels_of_the_tests_are_clean():
     for name, prog in _test_programs():
         assert verify_pipes.verify(to_ops(prog), "a2a3") == [], name
+
+
+# -- ptopipe check --static ------------------------------------------------------------------
+BUGGY_FILE = '''
+import ptopipe.language as pl
+
+SLOT = 16 * 32 * 4
+
+
+@pl.aiv
+def vector(out: pl.Tensor[[32, 32], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=2 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=2)
+    sub = pl.get_subblockid()
+    for i in pl.range(2):
+        t = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        pl.TFREE(buf)
+        pl.store(t, [i * 16 + sub * 8, 0], out)
+
+
+@pl.aic
+def cube(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+         fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    peer = pl.import_peer_buffer(name="ring", peer_func=vector)
+    pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                           slot_num=2)
+    a0 = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+    b0 = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+    for i in pl.range(2):
+        pl.TPUSH(pl.matmul(a0, b0), peer, split=pl.TILE_UP_DOWN)
+
+
+PROGRAM = pl.program(cube, vector, name="buggy")
+'''
+
+
+def test_check_static_prints_each_finding_at_the_dsl_line_and_exits_1(tmp_path, capsys):
+    from ptopipe.cli import main
+    f = tmp_path / "buggy.py"
+    f.write_text(BUGGY_FILE)
+    assert main(["check", "--static", str(f)]) == 1
+    out, err = capsys.readouterr()
+    assert "FAIL buggy on a2a3: VerifyPipes found 1 cross-core protocol error(s)" in out
+    store = BUGGY_FILE.splitlines().index("        pl.store(t, [i * 16 + sub * 8, 0], out)") + 1
+    assert "error: CompileError: pl.store uses %t" in err and f"at {f}:{store}:9" in err
+    assert "fix: move the TFREE after the last use of %t" in err
+
+
+def test_check_static_passes_a_clean_file_and_every_example_variant(tmp_path, capsys):
+    from ptopipe.cli import main
+    f = tmp_path / "fixed.py"
+    f.write_text(BUGGY_FILE.replace(
+        "        pl.TFREE(buf)\n        pl.store(t, [i * 16 + sub * 8, 0], out)",
+        "        pl.store(t, [i * 16 + sub * 8, 0], out)\n        pl.TFREE(buf)"))
+    assert main(["check", "--static", str(f), "--platform", "a5"]) == 0
+    assert "PASS buggy on a5: VerifyPipes (static, every path) found no cross-core protocol error" \
+        in capsys.readouterr().out
+    assert main(["check", "--static", os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
+                 "--variant", "all"]) == 0
+    # 25 variants, 24 distinct programs ("default" is f32_ud_d4_m64): each verified once
+    assert capsys.readouterr().out.count("PASS dsl_s1_cv_split[") == 24
+
+
+def test_check_static_on_a_file_without_dsl_programs_says_so(capsys):
+    from ptopipe.cli import main
+    assert main(["check", "--static", os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")]) == 1
+    assert "defines no DSL program" in capsys.readouterr().err
