@@ -645,3 +645,91 @@ def test_check_static_on_a_file_without_dsl_programs_says_so(capsys):
     from ptopipe.cli import main
     assert main(["check", "--static", os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")]) == 1
     assert "defines no DSL program" in capsys.readouterr().err
+
+
+# -- the other per-kernel findings: a TFREE with nothing held, a TFREE naming a younger tile,
+# -- a TALLOCed GM slot written after its TPUSH (the address flow of S5) -----------------------
+@pl.aiv
+def extra_free(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(4):
+        part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        pl.store(part, [i * TM + sub * HR, 0], out)
+        pl.TFREE(buf)
+    pl.TFREE(buf)                                                                  # EXTRA
+
+
+@pl.aiv
+def free_order(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(2):
+        x = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        y = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        s = pl.add(x, y)
+        pl.TFREE(buf, y)                                                           # ORDER
+        pl.TFREE(buf, x)
+        pl.store(s, [i * TM + sub * HR, 0], out)
+
+
+def test_a_tfree_with_no_held_slot_is_found_after_the_loop():
+    err = only(c2v_cube(extra_free), extra_free)
+    assert_at(err, extra_free, "EXTRA", "pl.TFREE")
+    assert err.what == "TFREE of the C2V ring with no popped slot held"
+
+
+def test_a_tfree_naming_a_younger_tile_than_the_oldest_held_is_found():
+    err = only(c2v_cube(free_order), free_order)
+    assert_at(err, free_order, "ORDER", "pl.TFREE")
+    assert "TFREE names %y" in err.what and "but frees the oldest held slot" in err.what
+    assert "in the order they were popped" in err.fix
+
+
+@pl.aiv
+def gm_vec(out: pl.Tensor[[2 * TM, N], pl.f32], fifo: pl.Tensor[[4 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4096, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V_GM, SLOT, fifo, c2v_consumer_buf=buf.base,
+                           v2c_consumer_buf=0, slot_num=2)
+    sub = pl.get_subblockid()
+    for t in pl.range(2):
+        half = pl.TPOP(buf, pl.Tensor[[HR, N], pl.f32], split=pl.TILE_UP_DOWN)
+        x = pl.load(half, [0, 0], [HR, N])
+        pl.store(x, [t * TM + sub * HR, 0], out)
+        pl.TFREE(buf, half)
+
+
+def gm_cube(late_store):
+    @pl.aic
+    def cube(a: pl.Tensor[[TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],
+             fifo: pl.Tensor[[4 * SLOT], pl.u8]):
+        peer = pl.import_peer_buffer(name="ring", peer_func="vec")
+        pl.aic_initialize_pipe(pl.DIR_C2V_GM, SLOT, fifo, c2v_consumer_buf=peer.base,
+                               v2c_consumer_buf=0, slot_num=2)
+        a0 = pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left)
+        b0 = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+        acc = pl.matmul(a0, b0)
+        for t in pl.range(2):
+            slot = pl.TALLOC(peer, pl.Tensor[[TM, N], pl.f32], split=pl.TILE_UP_DOWN)
+            if late_store:
+                pl.TPUSH(slot, peer)
+                pl.store(acc, [0, 0], slot)                                        # LATE
+            else:
+                pl.store(acc, [0, 0], slot)
+                pl.TPUSH(slot, peer)
+    cube.peer_is_vec = True
+    return cube
+
+
+def test_the_address_flow_is_clean_and_a_slot_written_after_its_tpush_is_found():
+    assert findings(gm_cube(False), gm_vec) == []
+    cube = gm_cube(True)
+    err = only(cube, gm_vec)
+    assert_at(err, cube, "LATE", "pl.store")
+    assert "pl.store uses %slot (TALLOCed by the TALLOC at line" in err.what
+    assert "after its TPUSH at line" in err.what
+    assert "write the slot before its TPUSH" in err.fix
