@@ -733,3 +733,27 @@ def test_the_address_flow_is_clean_and_a_slot_written_after_its_tpush_is_found()
     assert "pl.store uses %slot (TALLOCed by the TALLOC at line" in err.what
     assert "after its TPUSH at line" in err.what
     assert "write the slot before its TPUSH" in err.fix
+
+
+@pl.aiv
+def many_branches(out: pl.Tensor[[12 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+                  flag: pl.Scalar[pl.index]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(12):
+        part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        if flag > i:
+            o = pl.muls(part, 2.0)
+        else:
+            o = pl.adds(part, 1.0)
+        pl.TFREE(buf)
+        pl.store(o, [i * TM + sub * HR, 0], out)
+
+
+def test_branches_that_leave_the_pipes_alike_merge_so_paths_do_not_multiply():
+    """12 unknown conditions in a row: 4096 paths unless the two sides of each if merge."""
+    warnings = []
+    assert findings(c2v_cube(many_branches, n=12), many_branches, warnings=warnings) == []
+    assert warnings == []
