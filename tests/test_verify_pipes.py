@@ -250,7 +250,7 @@ def _c2v_args(n=4, depth=4):
                 out=np.zeros((n * TM, N), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT))
 
 
-@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")])
 def test_the_split_mismatch_the_verifier_finds_is_also_a_runtime_protocol_error(platform, protocol):
     with pytest.raises(PtoPipeError, match="TFREE .* gives split TILE_LEFT_RIGHT"):
         dsl_run(program(c2v_cube(split_free), split_free, name="sm"), _c2v_args(),
@@ -757,3 +757,27 @@ def test_branches_that_leave_the_pipes_alike_merge_so_paths_do_not_multiply():
     warnings = []
     assert findings(c2v_cube(many_branches, n=12), many_branches, warnings=warnings) == []
     assert warnings == []
+
+
+def _kernel_set(fn):
+    """The KernelSet behind a DSL kernel callable (``KernelSet.aic`` / ``.aiv``), or None."""
+    from ptopipe.runtime import KernelSet
+    for cell in getattr(fn, "__closure__", None) or ():
+        if isinstance(cell.cell_contents, KernelSet):
+            return cell.cell_contents
+    return None
+
+
+def test_every_dsl_kernel_of_the_clean_corpus_is_clean():
+    """tests/corpus.py's CLEAN_KERNELS (correct by their own dynamic runs): the DSL ones."""
+    import corpus
+    checked = []
+    for _m, k in corpus.all_clean_kernels():
+        ks = _kernel_set(k.scenario.aic)
+        if ks is None:
+            continue
+        prog = ks.program(**k.scenario.args(k.variant))
+        for plat in {p for p, _ in k.combos}:
+            assert verify_pipes.verify(to_ops(prog), plat) == [], (k.name, plat)
+        checked.append(k.name)
+    assert len(checked) >= 3, checked
