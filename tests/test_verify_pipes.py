@@ -781,3 +781,55 @@ def test_every_dsl_kernel_of_the_clean_corpus_is_clean():
             assert verify_pipes.verify(to_ops(prog), plat) == [], (k.name, plat)
         checked.append(k.name)
     assert len(checked) >= 3, checked
+
+
+@pl.aiv
+def pop_in_both_branches(out: pl.Tensor[[12 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+                         flag: pl.Scalar[pl.index]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(12):
+        if flag > i:
+            x = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+            o = pl.muls(x, 2.0)
+            pl.TFREE(buf)
+        else:
+            y = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+            o = pl.adds(y, 1.0)
+            pl.TFREE(buf)
+        pl.store(o, [i * TM + sub * HR, 0], out)
+
+
+def test_branches_that_pop_and_free_alike_merge_too():
+    warnings = []
+    assert findings(c2v_cube(pop_in_both_branches, n=12), pop_in_both_branches,
+                    warnings=warnings) == []
+    assert warnings == []
+
+
+@pl.aiv
+def unknown_alias(bias: pl.Tensor[[4 * TM, N], pl.f32], out: pl.Tensor[[4 * TM, N], pl.f32],
+                  fifo: pl.Tensor[[8 * SLOT], pl.u8], flag: pl.Scalar[pl.index]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(4):
+        part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        b = pl.load(bias, [i * TM + sub * HR, 0], [HR, N])
+        if flag > 0:                                                               # ALIAS-IF
+            keep = part
+        else:
+            keep = b
+        pl.TFREE(buf)
+        o = pl.sub(keep, b)                                                        # UNKNOWN-USE
+        pl.store(o, [i * TM + sub * HR, 0], out)
+
+
+def test_an_if_result_that_may_be_the_popped_tile_is_not_merged_away():
+    err = only(c2v_cube(unknown_alias), unknown_alias)
+    assert_at(err, unknown_alias, "UNKNOWN-USE", "pl.sub")
+    assert "uses %keep" in err.what
+    assert f"the then branch of the if at line {line_of(unknown_alias.pyfunc, 'ALIAS-IF')}" in err.what
