@@ -77,11 +77,6 @@ class Path:
         p.yielded = self.yielded
         return p
 
-    def pipe_key(self):
-        return (tuple(sorted((d, tuple(s.uid for s in h)) for d, h in self.held.items())),
-                tuple(sorted(self.dead)),
-                tuple(sorted((d, tuple(id(e) for e in ev)) for d, ev in self.events.items())))
-
     def where(self) -> str:
         """The path in words: the current loop iterations, then the branches taken."""
         parts = list(self.loops) + [b for b in self.branches[-3:]]
@@ -307,10 +302,10 @@ class Explorer:
             t.facts[c], e.facts[c] = True, False
             t.branches = p.branches + (f"the then branch of the if at {line(op)}{_in_loops(p)}",)
             e.branches = p.branches + (f"the else branch of the if at {line(op)}{_in_loops(p)}",)
-            base_branches = p.branches
+            base_branches, mark = p.branches, Slot._n
             tq = self.block(then_b, [t])
             eq = self.block(else_b, [e])
-            out.extend(self._merge(op, c, tq, eq, base_branches))
+            out.extend(self._merge(op, c, tq, eq, base_branches, mark))
         if len(out) > MAX_PATHS:
             raise Incomplete(f"more than {MAX_PATHS} paths")
         return out
@@ -319,14 +314,17 @@ class Explorer:
         for r, v in zip(op.results, p.yielded or ()):
             p.env[r] = v
 
-    def _merge(self, op, cond, tq: list, eq: list, base_branches) -> list:
+    def _merge(self, op, cond, tq: list, eq: list, base_branches, mark: int) -> list:
+        """Merge a then-path with an else-path that leaves the pipes alike (see
+        :func:`_alike`); the if-results that differ become one unknown (never a Slot:
+        two different tiles do not merge)."""
         for r in tq + eq:
             self._results(op, r)
         out, rest = [], list(eq)
         for t in tq:
-            key = t.pipe_key()
             for i, e in enumerate(rest):
-                if e.pipe_key() == key and _facts_but(t, cond) == _facts_but(e, cond):
+                if _alike(t, e, mark) and _facts_but(t, cond) == _facts_but(e, cond) \
+                        and self._joinable(op, t, e):
                     del rest[i]
                     for r in op.results:
                         a, b = t.env.get(r), e.env.get(r)
@@ -337,6 +335,14 @@ class Explorer:
                     break
             out.append(t)
         return out + rest
+
+    @staticmethod
+    def _joinable(op, t: Path, e: Path) -> bool:
+        for r in op.results:
+            a, b = t.env.get(r), e.env.get(r)
+            if a is not b and (a.__class__ is Slot or b.__class__ is Slot):
+                return False
+        return True
 
     def for_(self, op, paths: list) -> list:
         body = op.regions[0].block
@@ -430,6 +436,28 @@ class Explorer:
                             f"slot(s) of the {_dir(d)} ring than it pops; its trip count is not "
                             "known statically, so a later iteration frees a slot never popped",
                             "pair every TFREE in the loop with a TPOP in the same iteration")
+
+
+def _alike(t: Path, e: Path, mark: int) -> bool:
+    """Two paths leave the pipes alike: the same held slots (a slot popped before the fork
+    by identity, one popped in the branch by op type and split), the same push / pop
+    sequences (events after the fork compared by type and split), and the same slots
+    from before the fork ended (freed / pushed)."""
+    if t.held.keys() != e.held.keys() or t.events.keys() != e.events.keys():
+        return False
+    for d, h in t.held.items():
+        g = e.held[d]
+        if len(h) != len(g) or any(a is not b and (a.uid <= mark or b.uid <= mark or
+                                                   a.type != b.type or a.split != b.split)
+                                   for a, b in zip(h, g)):
+            return False
+    for d, ev in t.events.items():
+        fv = e.events[d]
+        if len(ev) != len(fv) or any(a is not b and (a.type != b.type or a.split != b.split
+                                                     or a.op is None or b.op is None)
+                                     for a, b in zip(ev, fv)):
+            return False
+    return ({u for u in t.dead if u <= mark} == {u for u in e.dead if u <= mark})
 
 
 def _facts_but(p: Path, cond) -> dict:
