@@ -11,7 +11,7 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
 
 * ``pl.if`` on a known condition runs one branch; on a symbol the path forks, each side
   remembering the symbol's value (a *fact*), so a later test of the same symbol is known;
-  after the if, the two sides merge again when their pipe state is the same.
+  after the if, the two sides merge again when they leave the pipes alike (:func:`_alike`).
 * ``pl.for`` with constant bounds is unrolled (each iteration named in findings); a loop
   without pipe ops whose unrolling would cost more than :data:`SUMMARY_OPS` op steps runs
   once with an unknown loop variable.  A loop with unknown bounds runs twice with unknown
