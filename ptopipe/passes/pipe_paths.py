@@ -91,7 +91,7 @@ def is_sym(v) -> bool:
     return v.__class__ is tuple
 
 
-def _ordinal(k: int) -> str:
+def ordinal(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
@@ -105,19 +105,6 @@ _ARITH = {
 }
 
 
-def has_pipe_ops(op, _cache={}) -> bool:
-    """Whether a pipe op (TPUSH/TPOP/TFREE/TALLOC) is nested in ``op``."""
-    k = id(op)
-    r = _cache.get(k)
-    if r is None or r[0] is not op:
-        r = _cache[k] = (op, any(o.name in PIPE_OPS for o in op.walk()))
-    return r[1]
-
-
-def op_count(op) -> int:
-    return sum(1 for _ in op.walk())
-
-
 class Explorer:
     """Explores one function (``fn``: a ``pl.func`` op) for one lane (0 / 1 for an AIV
     function, None for AIC); ``report(kind, op, msg, fix)`` receives findings,
@@ -128,6 +115,15 @@ class Explorer:
         self.kind = fn.attributes["kind"]
         self.steps = 0
         self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
+        self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
+
+    def loop_info(self, op) -> tuple:
+        """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
+        r = self._loops.get(id(op))
+        if r is None:
+            ops = list(op.walk())
+            r = self._loops[id(op)] = (any(o.name in PIPE_OPS for o in ops), len(ops))
+        return r
 
     # -- entry ---------------------------------------------------------------------------
     def run(self) -> list:
@@ -352,12 +348,13 @@ class Explorer:
             lo, hi, st = (p.env.get(v) for v in op.operands[:3])
             inits = [p.env.get(v) for v in op.operands[3:]]
             known = all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, st)) and st != 0
+            pipes, size = self.loop_info(op)
             if known:
                 trips = range(lo, hi, st)
-                if has_pipe_ops(op) or len(trips) * op_count(op) <= SUMMARY_OPS:
+                if pipes or len(trips) * size <= SUMMARY_OPS:
                     out.extend(self._unroll(op, body, p, trips, inits))
                     continue
-            out.extend(self._summary(op, body, p, inits, twice=not known and has_pipe_ops(op)))
+            out.extend(self._summary(op, body, p, inits, twice=not known and pipes))
         return out
 
     def _bind(self, body, p: Path, iv, carried) -> None:
@@ -492,4 +489,4 @@ def lanes_of(fn) -> tuple:
     return (0, 1) if fn.attributes["kind"] is FunctionKind.AIV else (None,)
 
 
-__all__ = ["Explorer", "Incomplete", "Path", "Slot", "Event", "lanes_of", "line", "_ordinal"]
+__all__ = ["Explorer", "Incomplete", "Path", "Slot", "Event", "lanes_of", "line", "ordinal"]

@@ -34,7 +34,7 @@ from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
-from .pipe_paths import Explorer, Incomplete, _ordinal, lanes_of, line
+from .pipe_paths import Explorer, Incomplete, ordinal, lanes_of, line
 
 NAME = "verify-pipes"
 REQUIRES = ()
@@ -186,8 +186,8 @@ class _Verifier:
             wa, wb = _whole(a, pfn), _whole(b, cfn)
             if wa != wb or a.split != b.split:
                 self.finding("fifo_type", b.op,
-                             f"the {_ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
-                             f"{_ev_where(b)} takes {_desc(b, wb)} but the {_ordinal(k + 1)} "
+                             f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
+                             f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "
                              f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, pushes "
                              f"{_desc(a, wa)}: a ring delivers tiles in push order",
                              "pop the type the matching push sends (same dtype and split; a "
@@ -199,11 +199,11 @@ class _Verifier:
         n, m = len(pe), len(ce)
         if n > m:
             ev = pe[m]
-            msg = (f"this TPUSH (the {_ordinal(m + 1)} to the {_dir(d)} ring{_ev_where(ev)}) is "
+            msg = (f"this TPUSH (the {ordinal(m + 1)} to the {_dir(d)} ring{_ev_where(ev)}) is "
                    f"never popped: {who_p} pushes {n} tile(s) but {who_c} pops {m}")
         else:
             ev = ce[n]
-            msg = (f"this TPOP (the {_ordinal(n + 1)} of the {_dir(d)} ring{_ev_where(ev)}) has no "
+            msg = (f"this TPOP (the {ordinal(n + 1)} of the {_dir(d)} ring{_ev_where(ev)}) has no "
                    f"matching TPUSH and waits forever: {who_p} pushes {n} tile(s) but {who_c} "
                    f"pops {m}")
         self.finding("count", ev.op, msg,
