@@ -833,3 +833,15 @@ def test_an_if_result_that_may_be_the_popped_tile_is_not_merged_away():
     assert_at(err, unknown_alias, "UNKNOWN-USE", "pl.sub")
     assert "uses %keep" in err.what
     assert f"the then branch of the if at line {line_of(unknown_alias.pyfunc, 'ALIAS-IF')}" in err.what
+
+
+def test_check_static_json_lists_the_findings_per_program(tmp_path, capsys):
+    import json
+    from ptopipe.cli import main
+    f = tmp_path / "buggy.py"
+    f.write_text(BUGGY_FILE)
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["program"] == "buggy" and rep["platform"] == "a2a3" and rep["warnings"] == []
+    (fd,) = rep["findings"]
+    assert fd["error"] == "CompileError" and fd["what"].startswith("pl.store uses %t")

@@ -66,14 +66,15 @@ class Path:
         self.loops, self.branches = (), ()
         self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
         self.dead: dict = {}          # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH")
-        self.events: dict = {}        # direction -> tuple of Events
+        self.events: dict = {}        # direction -> list of Events (copied on fork)
         self.yielded = None
 
     def fork(self) -> "Path":
         p = Path.__new__(Path)
         p.env, p.facts = dict(self.env), dict(self.facts)
         p.loops, p.branches = self.loops, self.branches
-        p.held, p.dead, p.events = dict(self.held), dict(self.dead), dict(self.events)
+        p.held, p.dead = dict(self.held), dict(self.dead)
+        p.events = {d: list(ev) for d, ev in self.events.items()}
         p.yielded = self.yielded
         return p
 
@@ -230,7 +231,7 @@ class Explorer:
         p.env[op.results[0]] = s
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
-        p.events[d] = p.events.get(d, ()) + (Event(op, at["type"], at["split"], p.where()),)
+        p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where()))
         n = self.slot_num(d)
         if len(held) > n:
             self.report("too_many_pops", op,
@@ -274,7 +275,7 @@ class Explorer:
             p.dead[v.uid] = (op, p.where(), "TPUSH")
         else:
             ty, split = op.operands[0].type, at["split"]
-        p.events[d] = p.events.get(d, ()) + (Event(op, ty, split, p.where()),)
+        p.events.setdefault(d, []).append(Event(op, ty, split, p.where()))
 
     # -- control flow ----------------------------------------------------------------------
     def if_(self, op, paths: list) -> list:
@@ -413,7 +414,7 @@ class Explorer:
                 for d, ev in q.events.items():
                     if len(ev) != n_events.get(d, 0):
                         self.unknown_counts.setdefault(d, op)
-                        q.events[d] = ev + (Event(None, None, None, q.where(), loop=op),)
+                        ev.append(Event(None, None, None, q.where(), loop=op))
             res.append(q)
         return res
 

@@ -136,7 +136,7 @@ class _Verifier:
             for p1 in lanes[1][0]:
                 if not _compatible(p0, p1):
                     continue
-                e0, e1 = p0.events.get(d, ()), p1.events.get(d, ())
+                e0, e1 = p0.events.get(d, []), p1.events.get(d, [])
                 if _unknown(e0) or _unknown(e1) or len(e0) == len(e1):
                     continue
                 longer, lane, other = (e0, 0, 1) if len(e0) > len(e1) else (e1, 1, 0)
@@ -165,7 +165,7 @@ class _Verifier:
                     for cp in cpaths:
                         if not _compatible(pp, cp):
                             continue
-                        pe, ce = pp.events.get(d, ()), cp.events.get(d, ())
+                        pe, ce = pp.events.get(d, []), cp.events.get(d, [])
                         if _unknown(pe) or _unknown(ce):
                             loop = next(e.loop for e in pe + ce if e.op is None)
                             self.warn(f"VerifyPipes: the {_dir(d)} push/pop counts depend on the "
