@@ -23,6 +23,8 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
 """
 from __future__ import annotations
 
+from itertools import count
+
 from ..ir.nodes import FunctionKind
 from ..ir.types import TensorType
 
@@ -30,6 +32,7 @@ MAX_PATHS = 128
 MAX_STEPS = 400_000
 SUMMARY_OPS = 20_000
 PIPE_OPS = ("pl.tpush", "pl.tpop", "pl.tfree", "pl.talloc")
+_fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
 
 
 class Incomplete(Exception):
@@ -214,14 +217,14 @@ class Explorer:
 
     def arith(self, fn: str, args: list, p: Path):
         if any(a is None for a in args):
-            return ("opaque", fn, id(args))
+            return ("opaque", fn, next(_fresh))
         if any(is_sym(a) for a in args):
             s = (fn, *args)
             return p.facts.get(s, s)
         try:
             return _ARITH[fn](*args)
         except (ZeroDivisionError, KeyError):
-            return ("opaque", fn, *args)
+            return ("opaque", fn, next(_fresh))
 
     # -- pipe ops --------------------------------------------------------------------------
     def tpop(self, op, p: Path) -> None:
@@ -286,7 +289,7 @@ class Explorer:
             self.check_uses(op, p)
             c = p.env.get(cond_v)
             if c is None:
-                c = ("opaque", id(cond_v))
+                c = ("opaque", next(_fresh))
             if is_sym(c):
                 c = p.facts.get(c, c)
             if not is_sym(c):
@@ -326,7 +329,7 @@ class Explorer:
                     for r in op.results:
                         a, b = t.env.get(r), e.env.get(r)
                         if a is not b and a != b:
-                            t.env[r] = ("join", id(op), r.index, id(t))
+                            t.env[r] = ("join", line(op), next(_fresh))
                     t.facts.pop(cond, None)
                     t.branches = base_branches
                     break
@@ -388,7 +391,7 @@ class Explorer:
         """A loop run with unknown loop variables: once (no pipe ops), or a first and a later
         iteration (pipe ops under unknown bounds), checking the held queue is balanced."""
         outer = p.loops
-        carried_names = [("carried", id(op), j) for j in range(len(inits))]
+        carried_names = [("carried", line(op), next(_fresh)) for _ in inits]
         live = [(p, inits)]
         n_events = {d: len(ev) for d, ev in p.events.items()}
         for k in range(2 if twice else 1):
@@ -398,7 +401,7 @@ class Explorer:
                                     "known statically)") if twice else
                                    f"an iteration of the loop at {line(op)}",)
                 before = {d: len(h) for d, h in q.held.items()}
-                self._bind(body, q, ("iv", id(op), k), carried if k == 0 else
+                self._bind(body, q, ("iv", line(op), next(_fresh)), carried if k == 0 else
                            [c if c.__class__ is Slot else n for c, n in zip(carried, carried_names)])
                 for r in self.block(body, [q]):
                     if twice:
@@ -409,7 +412,7 @@ class Explorer:
         for q, carried in live:
             q.loops = outer
             for r, v in zip(op.results, carried):
-                q.env[r] = v if v.__class__ is Slot else ("result", id(op), r.index)
+                q.env[r] = v if v.__class__ is Slot else ("result", line(op), next(_fresh))
             if twice:
                 for d, ev in q.events.items():
                     if len(ev) != n_events.get(d, 0):
