@@ -429,12 +429,13 @@ def test_branches_on_the_same_kernel_parameter_are_paired_across_the_kernels():
     assert findings(correlated_cube, correlated_vec) == []
 
 
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
-def test_the_correlated_kernel_runs_clean_both_ways(platform):
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"),
+                                               ("a5", "pto-isa")])
+def test_the_correlated_kernel_runs_clean_both_ways(platform, protocol):
     for flag in (0, 1):
         args = dict(_c2v_args(), flag=flag)
         res = dsl_run(pl.program(correlated_cube, correlated_vec, name="corr"), args,
-                      platform=platform)
+                      platform=platform, protocol=protocol)
         a, b = args["a"], args["b"]
         want = np.tile(2 * (a @ b), (4, 1)) if flag else np.zeros((4 * TM, N), np.float32)
         if flag:
