@@ -11,13 +11,16 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
 
 * ``pl.if`` on a known condition runs one branch; on a symbol the path forks, each side
   remembering the symbol's value (a *fact*), so a later test of the same symbol is known;
-  after the if, the two sides merge again when they leave the pipes alike (:func:`_alike`).
+  after the if, the two sides merge again when they leave the pipes alike (:func:`.pipe_state.alike`).
 * ``pl.for`` with constant bounds is unrolled (each iteration named in findings); a loop
   without pipe ops whose unrolling would cost more than :data:`SUMMARY_OPS` op steps runs
   once with an unknown loop variable.  A loop with unknown bounds runs twice with unknown
   loop variables (a "first" and a "later" iteration); a body that does not leave the
   held-slot queue as long as it found it is a finding (the ring would wrap or starve after
   enough iterations), and the pipe counts of its directions become unknown.
+
+The path state (:class:`~.pipe_state.Path`, slots, events) and the merge rule live in
+:mod:`.pipe_state`.
 * Limits: :data:`MAX_PATHS` live paths and :data:`MAX_STEPS` op steps per function and
   lane; beyond them the exploration stops with a warning (:class:`Incomplete`).
 """
@@ -25,78 +28,15 @@ from __future__ import annotations
 
 from itertools import count
 
-from ..ir.nodes import FunctionKind
 from ..ir.types import TensorType
+from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_but, in_loops,
+                         is_sym, line, on, pop_site, split_name)
 
 MAX_PATHS = 128
 MAX_STEPS = 400_000
 SUMMARY_OPS = 20_000
 PIPE_OPS = ("pl.tpush", "pl.tpop", "pl.tfree", "pl.talloc")
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
-
-
-class Incomplete(Exception):
-    """The exploration of a function passed :data:`MAX_PATHS` or :data:`MAX_STEPS`."""
-
-
-class Slot:
-    """One dynamic TPOP (``kind`` "pop") or TALLOC ("alloc"): the op, its type and split,
-    where it happened (``where``: the loop iterations / branches around it)."""
-    __slots__ = ("op", "type", "split", "kind", "where", "uid")
-    _n = 0
-
-    def __init__(self, op, type, split, kind, where):
-        Slot._n += 1
-        self.op, self.type, self.split, self.kind, self.where, self.uid = op, type, split, kind, where, Slot._n
-
-
-class Event:
-    """A push (producer) or pop (consumer) in a path's sequence for one direction; an
-    ``op`` of None with ``loop`` set marks "an unknown number of them" (a loop whose trip
-    count is not known statically)."""
-    __slots__ = ("op", "type", "split", "where", "loop")
-
-    def __init__(self, op, type, split, where, loop=None):
-        self.op, self.type, self.split, self.where, self.loop = op, type, split, where, loop
-
-
-class Path:
-    """One path through the function: values, facts, loop/branch context, pipe state."""
-    __slots__ = ("env", "facts", "loops", "branches", "held", "dead", "events", "yielded")
-
-    def __init__(self):
-        self.env, self.facts = {}, {}
-        self.loops, self.branches = (), ()
-        self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
-        self.dead: dict = {}          # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH")
-        self.events: dict = {}        # direction -> list of Events (copied on fork)
-        self.yielded = None
-
-    def fork(self) -> "Path":
-        p = Path.__new__(Path)
-        p.env, p.facts = dict(self.env), dict(self.facts)
-        p.loops, p.branches = self.loops, self.branches
-        p.held, p.dead = dict(self.held), dict(self.dead)
-        p.events = {d: list(ev) for d, ev in self.events.items()}
-        p.yielded = self.yielded
-        return p
-
-    def where(self) -> str:
-        """The path in words: the current loop iterations, then the branches taken."""
-        parts = list(self.loops) + [b for b in self.branches[-3:]]
-        return ", ".join(parts)
-
-
-def line(op) -> str:
-    return f"line {op.loc.line}" if op is not None and op.loc is not None else "an unknown line"
-
-
-def is_sym(v) -> bool:
-    return v.__class__ is tuple
-
-
-def ordinal(k: int) -> str:
-    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
 _ARITH = {
@@ -140,7 +80,7 @@ class Explorer:
             for d, held in q.held.items():
                 for s in held:
                     self.report("missing_tfree", s.op,
-                                f"the TPOP{_at(s)} is never freed{_on(q, end=True)}: "
+                                f"the TPOP{pop_site(s)} is never freed{on(q, end=True)}: "
                                 f"{self._who()} ends holding its slot",
                                 "TFREE every popped slot on every path (after its last use)")
         return paths
@@ -187,7 +127,7 @@ class Explorer:
                 src = "popped" if s.kind == "pop" else "TALLOCed"
                 self.report("use_after_free", op,
                             f"{op.name} uses {nm} ({src} by the {'TPOP' if s.kind == 'pop' else 'TALLOC'}"
-                            f"{_at(s)}) after its {what} at {line(end_op)}{_on(p)}",
+                            f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}",
                             f"move the {what} after the last use of {nm}" if what == "TFREE" else
                             "write the slot before its TPUSH (TPUSH hands it to the consumer)")
 
@@ -238,8 +178,8 @@ class Explorer:
         n = self.slot_num(d)
         if len(held) > n:
             self.report("too_many_pops", op,
-                        f"this TPOP holds {len(held)} slots of the {_dir(d)} ring at once, more than "
-                        f"its SLOT_NUM {n}{_on(p)} (oldest held: TPOP{_at(held[0])}): the producer "
+                        f"this TPOP holds {len(held)} slots of the {dir_name(d)} ring at once, more than "
+                        f"its SLOT_NUM {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): the producer "
                         f"can never fill slot {n + 1}, so the TPOP waits forever",
                         f"TFREE a slot before popping another (at most {n} popped and not freed), "
                         "or raise slot_num in the *_initialize_pipe calls")
@@ -250,7 +190,7 @@ class Explorer:
         held = p.held.get(d, ())
         if not held:
             self.report("free_without_pop", op,
-                        f"TFREE of the {_dir(d)} ring with no popped slot held{_on(p)}",
+                        f"TFREE of the {dir_name(d)} ring with no popped slot held{on(p)}",
                         "call TFREE exactly once after each TPOP")
             return
         s = held[0]
@@ -258,14 +198,14 @@ class Explorer:
         split = at.get("split")
         if split is not None and split != s.split:
             self.report("split_mismatch", op,
-                        f"TFREE gives split {_split(split)} but the TPOP{_at(s)} whose slot it "
-                        f"frees used {_split(s.split)}{_on(p)}",
-                        f"give TFREE the split of its TPOP (split={_split(s.split)}) or none")
+                        f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
+                        f"frees used {split_name(s.split)}{on(p)}",
+                        f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none")
         obj = p.env.get(op.operands[1]) if len(op.operands) > 1 else None
         if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:
             self.report("free_order", op,
-                        f"TFREE names %{op.operands[1].name} (TPOP{_at(obj)}) but frees the oldest "
-                        f"held slot, from the TPOP{_at(s)}{_on(p)}",
+                        f"TFREE names %{op.operands[1].name} (TPOP{pop_site(obj)}) but frees the oldest "
+                        f"held slot, from the TPOP{pop_site(s)}{on(p)}",
                         "TFREE the popped slots in the order they were popped")
         p.dead[s.uid] = (op, p.where(), "TFREE")
 
@@ -300,8 +240,8 @@ class Explorer:
                 continue
             t, e = p.fork(), p
             t.facts[c], e.facts[c] = True, False
-            t.branches = p.branches + (f"the then branch of the if at {line(op)}{_in_loops(p)}",)
-            e.branches = p.branches + (f"the else branch of the if at {line(op)}{_in_loops(p)}",)
+            t.branches = p.branches + (f"the then branch of the if at {line(op)}{in_loops(p)}",)
+            e.branches = p.branches + (f"the else branch of the if at {line(op)}{in_loops(p)}",)
             base_branches, mark = p.branches, Slot._n
             tq = self.block(then_b, [t])
             eq = self.block(else_b, [e])
@@ -316,14 +256,14 @@ class Explorer:
 
     def _merge(self, op, cond, tq: list, eq: list, base_branches, mark: int) -> list:
         """Merge a then-path with an else-path that leaves the pipes alike (see
-        :func:`_alike`); the if-results that differ become one unknown (never a Slot:
+        :func:`.pipe_state.alike`); the if-results that differ become one unknown (never a Slot:
         two different tiles do not merge)."""
         for r in tq + eq:
             self._results(op, r)
         out, rest = [], list(eq)
         for t in tq:
             for i, e in enumerate(rest):
-                if _alike(t, e, mark) and _facts_but(t, cond) == _facts_but(e, cond) \
+                if alike(t, e, mark) and facts_but(t, cond) == facts_but(e, cond) \
                         and self._joinable(op, t, e):
                     del rest[i]
                     for r in op.results:
@@ -428,69 +368,16 @@ class Explorer:
                 s = h[-1]
                 self.report("unbounded_pops", s.op,
                             f"each iteration of the loop at {line(op)} leaves {len(h) - n0} more "
-                            f"slot(s) of the {_dir(d)} ring held (TPOP{_at(s)}); its trip count is "
+                            f"slot(s) of the {dir_name(d)} ring held (TPOP{pop_site(s)}); its trip count is "
                             "not known statically, so the outstanding pops can exceed SLOT_NUM",
                             "TFREE in the same iteration every slot the iteration pops")
             elif len(h) < n0:
                 self.report("unbounded_frees", op,
                             f"each iteration of the loop at {line(op)} frees {n0 - len(h)} more "
-                            f"slot(s) of the {_dir(d)} ring than it pops; its trip count is not "
+                            f"slot(s) of the {dir_name(d)} ring than it pops; its trip count is not "
                             "known statically, so a later iteration frees a slot never popped",
                             "pair every TFREE in the loop with a TPOP in the same iteration")
 
 
-def _alike(t: Path, e: Path, mark: int) -> bool:
-    """Two paths leave the pipes alike: the same held slots (a slot popped before the fork
-    by identity, one popped in the branch by op type and split), the same push / pop
-    sequences (events after the fork compared by type and split), and the same slots
-    from before the fork ended (freed / pushed)."""
-    if t.held.keys() != e.held.keys() or t.events.keys() != e.events.keys():
-        return False
-    for d, h in t.held.items():
-        g = e.held[d]
-        if len(h) != len(g) or any(a is not b and (a.uid <= mark or b.uid <= mark or
-                                                   a.type != b.type or a.split != b.split)
-                                   for a, b in zip(h, g)):
-            return False
-    for d, ev in t.events.items():
-        fv = e.events[d]
-        if len(ev) != len(fv) or any(a is not b and (a.type != b.type or a.split != b.split
-                                                     or a.op is None or b.op is None)
-                                     for a, b in zip(ev, fv)):
-            return False
-    return ({u for u in t.dead if u <= mark} == {u for u in e.dead if u <= mark})
 
-
-def _facts_but(p: Path, cond) -> dict:
-    return {k: v for k, v in p.facts.items() if k != cond}
-
-
-def _in_loops(p: Path) -> str:
-    return f" in {', '.join(p.loops)}" if p.loops else ""
-
-
-def _on(p: Path, end: bool = False) -> str:
-    w = p.where()
-    if not w:
-        return ""
-    return f" (on the path through {w})" if end else f" (in {w})"
-
-
-def _at(s) -> str:
-    return f" at {line(s.op)}" + (f" ({s.where})" if s.where else "")
-
-
-def _dir(d) -> str:
-    return getattr(d, "name", str(d)).replace("DIR_", "")
-
-
-def _split(s) -> str:
-    return getattr(s, "name", str(s))
-
-
-def lanes_of(fn) -> tuple:
-    """The lanes a function runs on: both Vector sub-blocks for AIV, one Cube (None)."""
-    return (0, 1) if fn.attributes["kind"] is FunctionKind.AIV else (None,)
-
-
-__all__ = ["Explorer", "Incomplete", "Path", "Slot", "Event", "lanes_of", "line", "ordinal"]
+__all__ = ["Explorer", "Incomplete"]

@@ -34,7 +34,8 @@ from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
-from .pipe_paths import Explorer, Incomplete, ordinal, lanes_of, line
+from .pipe_paths import Explorer, Incomplete
+from .pipe_state import lanes_of, line, ordinal
 
 NAME = "verify-pipes"
 REQUIRES = ()
