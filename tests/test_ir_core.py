@@ -299,7 +299,7 @@ VERIFIER_ERRORS = {
     "init twice": (C + INIT + INIT.rstrip() + "  // HERE", "the pipe is initialised twice in k"),
     "pop before init": (C + RESERVE + TPOP.rstrip() + "  // HERE", "tpop before the pipe is initialised"),
     "no direction": (C + RESERVE + INIT + TPOP + '%n = pl.const() {value = none} : () -> none\n'
-                     'pl.tfree(%buf, %n) {direction = none} : (buffer<reserve>, none) -> ()  // HERE',
+                     'pl.tfree(%buf, %n) {direction = none, split = none} : (buffer<reserve>, none) -> ()  // HERE',
                      "tfree without a direction"),
 }
 

@@ -38,6 +38,9 @@ def add_parser(sub) -> None:
                    help="run without the race, slot-reuse and leak checkers: an unordered access then "
                         "shows as the wrong result the explored schedules give (docs/schedules.md)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.add_argument("--static", action="store_true",
+                   help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "
+                        "on every path (VerifyPipes, docs/passes/verify_pipes.md)")
     add_sync(p)
     bounds.add_arguments(p)
     add_launches(p)
@@ -62,6 +65,9 @@ def _progress_done() -> None:
 
 
 def main(args) -> int:
+    if args.static:
+        from . import static
+        return static.main(args)
     if not args.json:
         return _check(args, [])
     reports = []

@@ -461,8 +461,9 @@ _op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", 0),
               ("direction", "dir", None)], _tpush, dsl="TPUSH", doc="producer push")
 _op("tpop", [("buf", "value"), ("type", "type"), ("split", "split", 0),
              ("direction", "dir", None)], _tpop, dsl="TPOP", doc="consumer pop (slot held)")
-_op("tfree", [("buf", "value"), ("obj", "value", None), ("direction", "dir", None)], _tfree,
-    dsl="TFREE", doc="consumer release of the oldest held slot")
+_op("tfree", [("buf", "value"), ("obj", "value", None), ("direction", "dir", None),
+              ("split", "split", None)], _tfree,
+    dsl="TFREE", doc="consumer release of the oldest held slot (split: its TPOP's, if given)")
 _op("talloc", [("buf", "value"), ("type", "type"), ("split", "split", 0),
                ("direction", "dir", None)], _talloc, dsl="TALLOC",
     doc="address flow: allocate the next slot as a GM tensor view")

@@ -261,9 +261,9 @@ class Interpreter:
             return obj
         if op == "tfree":
             if a[1] is None:
-                isa.TFREE(self.pipe)
+                isa.TFREE(self.pipe, None, at.get("split"))
             else:
-                isa.TFREE(self.pipe, a[1])
+                isa.TFREE(self.pipe, a[1], at.get("split"))
             return None
         if op == "talloc":
             t = at["type"]

@@ -1,0 +1,383 @@
+"""Path exploration of one kernel function for :mod:`.verify_pipes`: a symbolic execution
+of the op IR that records, per path, what the function does on each pipe direction.
+
+Values are abstract: a scalar is a Python number / bool when it is known at compile time
+(constants, arithmetic on them, loop variables of unrolled loops, ``get_subblockid()`` of
+the lane being explored), else a *symbol* - a tuple naming where it comes from (``("param",
+name)`` for a kernel scalar parameter, ``("arith.gt", a, b)`` for an expression on
+symbols ...).  Equal symbols are the same unknown, also across the two kernels (a scalar
+parameter of both is one symbol).  A popped tile (TPOP) or TALLOCed slot is a :class:`Slot`;
+copies, loop-carried values and if-results carry the Slot along (aliases).
+
+* ``pl.if`` on a known condition runs one branch; on a symbol the path forks, each side
+  remembering the symbol's value (a *fact*), so a later test of the same symbol is known;
+  after the if, the two sides merge again when they leave the pipes alike (:func:`.pipe_state.alike`).
+* ``pl.for`` with constant bounds is unrolled (each iteration named in findings); a loop
+  without pipe ops whose unrolling would cost more than :data:`SUMMARY_OPS` op steps runs
+  once with an unknown loop variable.  A loop with unknown bounds runs twice with unknown
+  loop variables (a "first" and a "later" iteration); a body that does not leave the
+  held-slot queue as long as it found it is a finding (the ring would wrap or starve after
+  enough iterations), and the pipe counts of its directions become unknown.
+
+The path state (:class:`~.pipe_state.Path`, slots, events) and the merge rule live in
+:mod:`.pipe_state`.
+* Limits: :data:`MAX_PATHS` live paths and :data:`MAX_STEPS` op steps per function and
+  lane; beyond them the exploration stops with a warning (:class:`Incomplete`).
+"""
+from __future__ import annotations
+
+from itertools import count
+
+from ..ir.types import TensorType
+from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_but, in_loops,
+                         is_sym, line, on, pop_site, split_name)
+
+MAX_PATHS = 128
+MAX_STEPS = 400_000
+SUMMARY_OPS = 20_000
+PIPE_OPS = ("pl.tpush", "pl.tpop", "pl.tfree", "pl.talloc")
+_fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
+
+
+_ARITH = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "div": lambda a, b: a / b,
+    "bitor": lambda a, b: a | b, "bitand": lambda a, b: a & b, "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "and": lambda a, b: bool(a and b),
+    "or": lambda a, b: bool(a or b), "neg": lambda a: -a, "not": lambda a: not a,
+}
+
+
+class Explorer:
+    """Explores one function (``fn``: a ``pl.func`` op) for one lane (0 / 1 for an AIV
+    function, None for AIC); ``report(kind, op, msg, fix)`` receives findings,
+    ``slot_num(direction)`` gives a direction's SLOT_NUM."""
+
+    def __init__(self, fn, lane, slot_num, report):
+        self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
+        self.kind = fn.attributes["kind"]
+        self.steps = 0
+        self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
+        self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
+
+    def loop_info(self, op) -> tuple:
+        """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
+        r = self._loops.get(id(op))
+        if r is None:
+            ops = list(op.walk())
+            r = self._loops[id(op)] = (any(o.name in PIPE_OPS for o in ops), len(ops))
+        return r
+
+    # -- entry ---------------------------------------------------------------------------
+    def run(self) -> list:
+        p = Path()
+        body = self.fn.regions[0].block
+        for a in body.args:
+            p.env[a] = ("param", a.name) if not isinstance(a.type, TensorType) else None
+        paths = self.block(body, [p])
+        for q in paths:
+            for d, held in q.held.items():
+                for s in held:
+                    self.report("missing_tfree", s.op,
+                                f"the TPOP{pop_site(s)} is never freed{on(q, end=True)}: "
+                                f"{self._who()} ends holding its slot",
+                                "TFREE every popped slot on every path (after its last use)")
+        return paths
+
+    def _who(self) -> str:
+        name = self.fn.attributes["sym_name"]
+        return name if self.lane is None else f"{name} (lane AIV{self.lane})"
+
+    # -- blocks and ops ------------------------------------------------------------------
+    def block(self, block, paths: list) -> list:
+        for op in block:
+            if op.name == "pl.yield":
+                for p in paths:
+                    p.yielded = [p.env.get(v) for v in op.operands]
+                continue
+            paths = self.op(op, paths)
+        return paths
+
+    def op(self, op, paths: list) -> list:
+        self.steps += len(paths)
+        if self.steps > MAX_STEPS:
+            raise Incomplete(f"more than {MAX_STEPS} op steps")
+        name = op.name
+        if name == "pl.if":
+            return self.if_(op, paths)
+        if name == "pl.for":
+            return self.for_(op, paths)
+        for p in paths:
+            self.check_uses(op, p)
+            self.step(op, p)
+        return paths
+
+    def check_uses(self, op, p: Path) -> None:
+        if op.name == "pl.copy":
+            return
+        env, dead = p.env, p.dead
+        for v in op.operands:
+            s = env.get(v)
+            if s.__class__ is Slot and s.uid in dead:
+                end_op, end_where, what = dead[s.uid]
+                if op.name == "pl.tfree" and what == "TFREE":
+                    continue      # a second TFREE naming the object: counted as a TFREE
+                nm = f"%{v.name}" if v.name else "a value"
+                src = "popped" if s.kind == "pop" else "TALLOCed"
+                self.report("use_after_free", op,
+                            f"{op.name} uses {nm} ({src} by the {'TPOP' if s.kind == 'pop' else 'TALLOC'}"
+                            f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}",
+                            f"move the {what} after the last use of {nm}" if what == "TFREE" else
+                            "write the slot before its TPUSH (TPUSH hands it to the consumer)")
+
+    def step(self, op, p: Path) -> None:
+        name, env = op.name, p.env
+        if name == "pl.const":
+            env[op.results[0]] = op.attributes["value"]
+        elif name.startswith("arith."):
+            env[op.results[0]] = self.arith(name[6:], [env.get(v) for v in op.operands], p)
+        elif name == "pl.copy":
+            env[op.results[0]] = env.get(op.operands[0])
+        elif name == "pl.get_subblockid":
+            env[op.results[0]] = self.lane if self.lane is not None else ("subblock",)
+        elif name == "pl.buffer_attr":
+            env[op.results[0]] = ("buffer_attr", id(op))
+        elif name == "pl.tpop":
+            self.tpop(op, p)
+        elif name == "pl.tfree":
+            self.tfree(op, p)
+        elif name == "pl.talloc":
+            at = op.attributes
+            env[op.results[0]] = Slot(op, at["type"], at["split"], "alloc", p.where())
+        elif name == "pl.tpush":
+            self.tpush(op, p)
+        elif name == "pl.return":
+            pass
+
+    def arith(self, fn: str, args: list, p: Path):
+        if any(a is None for a in args):
+            return ("opaque", fn, next(_fresh))
+        if any(is_sym(a) for a in args):
+            s = (fn, *args)
+            return p.facts.get(s, s)
+        try:
+            return _ARITH[fn](*args)
+        except (ZeroDivisionError, KeyError):
+            return ("opaque", fn, next(_fresh))
+
+    # -- pipe ops --------------------------------------------------------------------------
+    def tpop(self, op, p: Path) -> None:
+        at = op.attributes
+        d = at["direction"]
+        s = Slot(op, at["type"], at["split"], "pop", p.where())
+        p.env[op.results[0]] = s
+        held = p.held.get(d, ()) + (s,)
+        p.held[d] = held
+        p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where()))
+        n = self.slot_num(d)
+        if len(held) > n:
+            self.report("too_many_pops", op,
+                        f"this TPOP holds {len(held)} slots of the {dir_name(d)} ring at once, more than "
+                        f"its SLOT_NUM {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): the producer "
+                        f"can never fill slot {n + 1}, so the TPOP waits forever",
+                        f"TFREE a slot before popping another (at most {n} popped and not freed), "
+                        "or raise slot_num in the *_initialize_pipe calls")
+
+    def tfree(self, op, p: Path) -> None:
+        at = op.attributes
+        d = at["direction"]
+        held = p.held.get(d, ())
+        if not held:
+            self.report("free_without_pop", op,
+                        f"TFREE of the {dir_name(d)} ring with no popped slot held{on(p)}",
+                        "call TFREE exactly once after each TPOP")
+            return
+        s = held[0]
+        p.held[d] = held[1:]
+        split = at.get("split")
+        if split is not None and split != s.split:
+            self.report("split_mismatch", op,
+                        f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
+                        f"frees used {split_name(s.split)}{on(p)}",
+                        f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none")
+        obj = p.env.get(op.operands[1]) if len(op.operands) > 1 else None
+        if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:
+            self.report("free_order", op,
+                        f"TFREE names %{op.operands[1].name} (TPOP{pop_site(obj)}) but frees the oldest "
+                        f"held slot, from the TPOP{pop_site(s)}{on(p)}",
+                        "TFREE the popped slots in the order they were popped")
+        p.dead[s.uid] = (op, p.where(), "TFREE")
+
+    def tpush(self, op, p: Path) -> None:
+        at = op.attributes
+        d = at["direction"]
+        v = p.env.get(op.operands[0])
+        if v.__class__ is Slot and v.kind == "alloc":
+            ty, split = v.type, v.split
+            p.dead[v.uid] = (op, p.where(), "TPUSH")
+        else:
+            ty, split = op.operands[0].type, at["split"]
+        p.events.setdefault(d, []).append(Event(op, ty, split, p.where()))
+
+    # -- control flow ----------------------------------------------------------------------
+    def if_(self, op, paths: list) -> list:
+        cond_v = op.operands[0]
+        out = []
+        then_b, else_b = op.regions[0].block, op.regions[1].block
+        for p in paths:
+            self.check_uses(op, p)
+            c = p.env.get(cond_v)
+            if c is None:
+                c = ("opaque", next(_fresh))
+            if is_sym(c):
+                c = p.facts.get(c, c)
+            if not is_sym(c):
+                q = self.block(then_b if c else else_b, [p])
+                for r in q:
+                    self._results(op, r)
+                out.extend(q)
+                continue
+            t, e = p.fork(), p
+            t.facts[c], e.facts[c] = True, False
+            t.branches = p.branches + (f"the then branch of the if at {line(op)}{in_loops(p)}",)
+            e.branches = p.branches + (f"the else branch of the if at {line(op)}{in_loops(p)}",)
+            base_branches, mark = p.branches, Slot._n
+            tq = self.block(then_b, [t])
+            eq = self.block(else_b, [e])
+            out.extend(self._merge(op, c, tq, eq, base_branches, mark))
+        if len(out) > MAX_PATHS:
+            raise Incomplete(f"more than {MAX_PATHS} paths")
+        return out
+
+    def _results(self, op, p: Path) -> None:
+        for r, v in zip(op.results, p.yielded or ()):
+            p.env[r] = v
+
+    def _merge(self, op, cond, tq: list, eq: list, base_branches, mark: int) -> list:
+        """Merge a then-path with an else-path that leaves the pipes alike (see
+        :func:`.pipe_state.alike`); the if-results that differ become one unknown (never a Slot:
+        two different tiles do not merge)."""
+        for r in tq + eq:
+            self._results(op, r)
+        out, rest = [], list(eq)
+        for t in tq:
+            for i, e in enumerate(rest):
+                if alike(t, e, mark) and facts_but(t, cond) == facts_but(e, cond) \
+                        and self._joinable(op, t, e):
+                    del rest[i]
+                    for r in op.results:
+                        a, b = t.env.get(r), e.env.get(r)
+                        if a is not b and a != b:
+                            t.env[r] = ("join", line(op), next(_fresh))
+                    t.facts.pop(cond, None)
+                    t.branches = base_branches
+                    break
+            out.append(t)
+        return out + rest
+
+    @staticmethod
+    def _joinable(op, t: Path, e: Path) -> bool:
+        for r in op.results:
+            a, b = t.env.get(r), e.env.get(r)
+            if a is not b and (a.__class__ is Slot or b.__class__ is Slot):
+                return False
+        return True
+
+    def for_(self, op, paths: list) -> list:
+        body = op.regions[0].block
+        out = []
+        for p in paths:
+            self.check_uses(op, p)
+            lo, hi, st = (p.env.get(v) for v in op.operands[:3])
+            inits = [p.env.get(v) for v in op.operands[3:]]
+            known = all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, st)) and st != 0
+            pipes, size = self.loop_info(op)
+            if known:
+                trips = range(lo, hi, st)
+                if pipes or len(trips) * size <= SUMMARY_OPS:
+                    out.extend(self._unroll(op, body, p, trips, inits))
+                    continue
+            out.extend(self._summary(op, body, p, inits, twice=not known and pipes))
+        return out
+
+    def _bind(self, body, p: Path, iv, carried) -> None:
+        p.env[body.args[0]] = iv
+        for a, v in zip(body.args[1:], carried):
+            p.env[a] = v
+
+    def _unroll(self, op, body, p: Path, trips, inits) -> list:
+        live = [(p, inits)]
+        outer = p.loops
+        for k, i in enumerate(trips):
+            nxt = []
+            for q, carried in live:
+                q.loops = outer + (f"iteration {k + 1} (i={i}) of the loop at {line(op)}",)
+                self._bind(body, q, i, carried)
+                for r in self.block(body, [q]):
+                    nxt.append((r, r.yielded or []))
+            if len(nxt) > MAX_PATHS:
+                raise Incomplete(f"more than {MAX_PATHS} paths")
+            live = nxt
+        res = []
+        for q, carried in live:
+            q.loops = outer
+            for r, v in zip(op.results, carried):
+                q.env[r] = v
+            res.append(q)
+        return res
+
+    def _summary(self, op, body, p: Path, inits, twice: bool) -> list:
+        """A loop run with unknown loop variables: once (no pipe ops), or a first and a later
+        iteration (pipe ops under unknown bounds), checking the held queue is balanced."""
+        outer = p.loops
+        carried_names = [("carried", line(op), next(_fresh)) for _ in inits]
+        live = [(p, inits)]
+        n_events = {d: len(ev) for d, ev in p.events.items()}
+        for k in range(2 if twice else 1):
+            nxt = []
+            for q, carried in live:
+                q.loops = outer + ((f"an iteration of the loop at {line(op)} (trip count not "
+                                    "known statically)") if twice else
+                                   f"an iteration of the loop at {line(op)}",)
+                before = {d: len(h) for d, h in q.held.items()}
+                self._bind(body, q, ("iv", line(op), next(_fresh)), carried if k == 0 else
+                           [c if c.__class__ is Slot else n for c, n in zip(carried, carried_names)])
+                for r in self.block(body, [q]):
+                    if twice:
+                        self._balanced(op, r, before)
+                    nxt.append((r, r.yielded or []))
+            live = nxt
+        res = []
+        for q, carried in live:
+            q.loops = outer
+            for r, v in zip(op.results, carried):
+                q.env[r] = v if v.__class__ is Slot else ("result", line(op), next(_fresh))
+            if twice:
+                for d, ev in q.events.items():
+                    if len(ev) != n_events.get(d, 0):
+                        self.unknown_counts.setdefault(d, op)
+                        ev.append(Event(None, None, None, q.where(), loop=op))
+            res.append(q)
+        return res
+
+    def _balanced(self, op, p: Path, before: dict) -> None:
+        for d, h in p.held.items():
+            n0 = before.get(d, 0)
+            if len(h) > n0:
+                s = h[-1]
+                self.report("unbounded_pops", s.op,
+                            f"each iteration of the loop at {line(op)} leaves {len(h) - n0} more "
+                            f"slot(s) of the {dir_name(d)} ring held (TPOP{pop_site(s)}); its trip count is "
+                            "not known statically, so the outstanding pops can exceed SLOT_NUM",
+                            "TFREE in the same iteration every slot the iteration pops")
+            elif len(h) < n0:
+                self.report("unbounded_frees", op,
+                            f"each iteration of the loop at {line(op)} frees {n0 - len(h)} more "
+                            f"slot(s) of the {dir_name(d)} ring than it pops; its trip count is not "
+                            "known statically, so a later iteration frees a slot never popped",
+                            "pair every TFREE in the loop with a TPOP in the same iteration")
+
+
+
+__all__ = ["Explorer", "Incomplete"]

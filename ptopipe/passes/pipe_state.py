@@ -1,0 +1,127 @@
+"""The state of one explored path for :mod:`.pipe_paths` / :mod:`.verify_pipes`: popped
+and TALLOCed slots (:class:`Slot`), the push / pop sequence of a direction
+(:class:`Event`), a path (:class:`Path`: values, facts, held slots, ended slots, events),
+when two paths leave the pipes alike (:func:`alike`), and the wording of paths in
+findings."""
+from __future__ import annotations
+
+from ..ir.nodes import FunctionKind
+
+
+class Incomplete(Exception):
+    """The exploration of a function passed its path or step limit
+    (:data:`.pipe_paths.MAX_PATHS`, :data:`.pipe_paths.MAX_STEPS`)."""
+
+
+class Slot:
+    """One dynamic TPOP (``kind`` "pop") or TALLOC ("alloc"): the op, its type and split,
+    where it happened (``where``: the loop iterations / branches around it)."""
+    __slots__ = ("op", "type", "split", "kind", "where", "uid")
+    _n = 0
+
+    def __init__(self, op, type, split, kind, where):
+        Slot._n += 1
+        self.op, self.type, self.split, self.kind, self.where, self.uid = op, type, split, kind, where, Slot._n
+
+
+class Event:
+    """A push (producer) or pop (consumer) in a path's sequence for one direction; an
+    ``op`` of None with ``loop`` set marks "an unknown number of them" (a loop whose trip
+    count is not known statically)."""
+    __slots__ = ("op", "type", "split", "where", "loop")
+
+    def __init__(self, op, type, split, where, loop=None):
+        self.op, self.type, self.split, self.where, self.loop = op, type, split, where, loop
+
+
+class Path:
+    """One path through the function: values, facts, loop/branch context, pipe state."""
+    __slots__ = ("env", "facts", "loops", "branches", "held", "dead", "events", "yielded")
+
+    def __init__(self):
+        self.env, self.facts = {}, {}
+        self.loops, self.branches = (), ()
+        self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
+        self.dead: dict = {}          # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH")
+        self.events: dict = {}        # direction -> list of Events (copied on fork)
+        self.yielded = None
+
+    def fork(self) -> "Path":
+        p = Path.__new__(Path)
+        p.env, p.facts = dict(self.env), dict(self.facts)
+        p.loops, p.branches = self.loops, self.branches
+        p.held, p.dead = dict(self.held), dict(self.dead)
+        p.events = {d: list(ev) for d, ev in self.events.items()}
+        p.yielded = self.yielded
+        return p
+
+    def where(self) -> str:
+        """The path in words: the current loop iterations, then the branches taken."""
+        parts = list(self.loops) + [b for b in self.branches[-3:]]
+        return ", ".join(parts)
+
+
+def line(op) -> str:
+    return f"line {op.loc.line}" if op is not None and op.loc is not None else "an unknown line"
+
+
+def is_sym(v) -> bool:
+    return v.__class__ is tuple
+
+
+def ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+def alike(t: Path, e: Path, mark: int) -> bool:
+    """Two paths leave the pipes alike: the same held slots (a slot popped before the fork
+    by identity, one popped in the branch by op type and split), the same push / pop
+    sequences (events after the fork compared by type and split), and the same slots
+    from before the fork ended (freed / pushed)."""
+    if t.held.keys() != e.held.keys() or t.events.keys() != e.events.keys():
+        return False
+    for d, h in t.held.items():
+        g = e.held[d]
+        if len(h) != len(g) or any(a is not b and (a.uid <= mark or b.uid <= mark or
+                                                   a.type != b.type or a.split != b.split)
+                                   for a, b in zip(h, g)):
+            return False
+    for d, ev in t.events.items():
+        fv = e.events[d]
+        if len(ev) != len(fv) or any(a is not b and (a.type != b.type or a.split != b.split
+                                                     or a.op is None or b.op is None)
+                                     for a, b in zip(ev, fv)):
+            return False
+    return ({u for u in t.dead if u <= mark} == {u for u in e.dead if u <= mark})
+
+
+def facts_but(p: Path, cond) -> dict:
+    return {k: v for k, v in p.facts.items() if k != cond}
+
+
+def in_loops(p: Path) -> str:
+    return f" in {', '.join(p.loops)}" if p.loops else ""
+
+
+def on(p: Path, end: bool = False) -> str:
+    w = p.where()
+    if not w:
+        return ""
+    return f" (on the path through {w})" if end else f" (in {w})"
+
+
+def pop_site(s) -> str:
+    return f" at {line(s.op)}" + (f" ({s.where})" if s.where else "")
+
+
+def dir_name(d) -> str:
+    return getattr(d, "name", str(d)).replace("DIR_", "")
+
+
+def split_name(s) -> str:
+    return getattr(s, "name", str(s))
+
+
+def lanes_of(fn) -> tuple:
+    """The lanes a function runs on: both Vector sub-blocks for AIV, one Cube (None)."""
+    return (0, 1) if fn.attributes["kind"] is FunctionKind.AIV else (None,)

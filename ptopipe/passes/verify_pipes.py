@@ -1,0 +1,252 @@
+"""VerifyPipes - the static cross-core protocol verifier (issue 11, pass 3; seed 003).
+
+Requires: a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
+hand-written DSL pair through ``ir.convert.to_ops``, or the compiler's output).  Produces:
+the program unchanged, with the property ``pipes_verified``.  Runs nothing: it explores
+every path of every kernel symbolically (:mod:`.pipe_paths`: constant loops unrolled,
+branches on unknown conditions taken both ways, each AIV function once per Vector lane
+with ``get_subblockid()`` known) and proves, per pipe direction and per path:
+
+* every TPOP is freed before the ring wraps: at most SLOT_NUM popped slots held at once
+  (SLOT_NUM from the ``*_initialize_pipe`` op, else the platform's seed 003 default);
+* no popped tile (or TALLOCed slot) is used after its TFREE (TPUSH), following copies,
+  loop-carried values and if-results;
+* a TFREE's ``split=`` equals its TPOP's; a TFREE naming a tile frees that tile's slot;
+* no TPOP stays unfreed at the end of a path (a missing TFREE), and no TFREE frees
+  nothing;
+* for static trip counts: the producer pushes as many tiles as each consumer lane pops
+  (AIV producers: per lane), and the k-th push's tile matches the k-th pop's (FIFO order:
+  dtype, split and whole-slot shape; an AIV side's tile is its part of the slot);
+* both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers).
+
+Paths of the two kernels are paired when their facts about shared unknowns (a scalar
+parameter both kernels take) agree.  Where a count depends on a loop whose trip count
+is not known statically, the count and FIFO checks of that direction are skipped, with a
+warning saying so.  Errors: :class:`~ptopipe.errors.CompileError` at the DSL line:col of
+the op, naming the path (loop iterations, branches) and a fix; :func:`verify` returns all
+findings, :func:`run` raises the first with the others as details.
+"""
+from __future__ import annotations
+
+from ..arch.platform import get_platform
+from ..arch.vocab import Direction, TileSplitAxis
+from ..errors import CompileError
+from ..ir.nodes import FunctionKind
+from ..ir.types import TensorType
+from ..isa.pipe.geometry import full_shape
+from .pipe_paths import Explorer, Incomplete
+from .pipe_state import lanes_of, line, ordinal
+
+NAME = "verify-pipes"
+REQUIRES = ()
+PRODUCES = ("pipes_verified",)
+
+C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
+_BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
+_INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
+
+
+def run(program, ctx):
+    """The pass: raise the first finding (the others in its details); else return
+    ``program`` unchanged."""
+    found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None))
+    if found:
+        first = found[0]
+        for e in found[1:]:
+            first.add_detail(f"also: {e.what} (at {e.where})")
+        first.findings = [e.to_dict() for e in found]
+        raise first
+    return program
+
+
+def verify(program, platform="a2a3", warnings: list | None = None) -> list:
+    """Every finding of ``program`` (a ``pl.program`` op) as CompileErrors, in the order
+    found; messages about skipped checks go to ``warnings``."""
+    return _Verifier(program, get_platform(platform), warnings).verify()
+
+
+class _Verifier:
+    def __init__(self, program, plat, warnings):
+        self.program, self.plat = program, plat
+        self.warnings = warnings if warnings is not None else []
+        self.findings, self.seen = [], set()
+
+    def finding(self, kind, op, msg, fix) -> None:
+        key = (kind, id(op))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.findings.append(CompileError(msg, where=str(op.loc) if op is not None and op.loc else None,
+                                          fix=fix))
+
+    def warn(self, msg: str) -> None:
+        if msg not in self.warnings:
+            self.warnings.append(msg)
+
+    def verify(self) -> list:
+        funcs = [f for f in self.program.regions[0].block if f.name == "pl.func"]
+        explored = {}
+        for fn in funcs:
+            slot_num = self.slot_nums(fn)
+            lanes = {}
+            try:
+                for lane in lanes_of(fn):
+                    ex = Explorer(fn, lane, slot_num, self.finding)
+                    lanes[lane] = (ex.run(), ex)
+            except Incomplete as e:
+                self.warn(f"VerifyPipes: {fn.attributes['sym_name']} not fully verified ({e}); "
+                          "its cross-core counts are not checked")
+                continue
+            explored[fn.attributes["sym_name"]] = (fn, lanes)
+        self.cross(funcs, explored)
+        return self.findings
+
+    def slot_nums(self, fn):
+        """``direction -> SLOT_NUM`` for ``fn``: its init op's slot_num, else seed 003's
+        default on the platform (8 one way, 4 per direction both ways)."""
+        init = next((op for op in fn.regions[0].block if op.name in _INITS), None)
+        if init is None:
+            n = self.plat.slot_num_for(False)
+        else:
+            at = init.attributes
+            n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
+        return lambda d: n
+
+    # -- the two kernels together ------------------------------------------------------
+    def cross(self, funcs, explored) -> None:
+        aic = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIC]
+        aiv = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIV]
+        if len(aic) != 1 or len(aiv) != 1:
+            if aic and aiv:
+                self.warn(f"VerifyPipes: {len(aic)} AIC and {len(aiv)} AIV functions; push/pop "
+                          "counts are checked for one AIC + one AIV pair only")
+            return
+        c, v = (explored.get(f.attributes["sym_name"]) for f in (aic[0], aiv[0]))
+        if c is None or v is None:
+            return
+        for d in (C2V, V2C):
+            prod, cons = (c, v) if d == C2V else (v, c)
+            if self.lanes_agree(d, v) is False:
+                continue
+            self.counts(d, prod, cons)
+
+    def lanes_agree(self, d, side):
+        """No-split pipes: both Vector lanes transfer the same number of tiles."""
+        fn, lanes = side
+        for p0 in lanes[0][0]:
+            for p1 in lanes[1][0]:
+                if not _compatible(p0, p1):
+                    continue
+                e0, e1 = p0.events.get(d, []), p1.events.get(d, [])
+                if _unknown(e0) or _unknown(e1) or len(e0) == len(e1):
+                    continue
+                longer, lane, other = (e0, 0, 1) if len(e0) > len(e1) else (e1, 1, 0)
+                ev = longer[min(len(e0), len(e1))]
+                if ev.split != TileSplitAxis.TILE_NO_SPLIT:
+                    continue
+                what = "TPOP" if ev.op.name == "pl.tpop" else "TPUSH"
+                self.finding("absent_lane", ev.op,
+                             f"lane AIV{other} does not take part in this {what} of the no-split "
+                             f"{_dir(d)} pipe: {fn.attributes['sym_name']} transfers {len(longer)} "
+                             f"tile(s) on lane AIV{lane} but {min(len(e0), len(e1))} on lane "
+                             f"AIV{other}{_ev_where(ev)}; with TILE_NO_SPLIT both Vector lanes take "
+                             "part in every handshake (lane 1 replays it)",
+                             f"run the {what} on both lanes (do not guard it with "
+                             "get_subblockid()), or split the tile (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
+                return False
+        return True
+
+    def counts(self, d, prod, cons) -> None:
+        pfn, plans = prod
+        cfn, clans = cons
+        pname, cname = pfn.attributes["sym_name"], cfn.attributes["sym_name"]
+        for plane, (ppaths, _) in plans.items():
+            for clane, (cpaths, _) in clans.items():
+                for pp in ppaths:
+                    for cp in cpaths:
+                        if not _compatible(pp, cp):
+                            continue
+                        pe, ce = pp.events.get(d, []), cp.events.get(d, [])
+                        if _unknown(pe) or _unknown(ce):
+                            loop = next(e.loop for e in pe + ce if e.op is None)
+                            self.warn(f"VerifyPipes: the {_dir(d)} push/pop counts depend on the "
+                                      f"loop at {line(loop)}, whose trip count is not known "
+                                      "statically (a kernel scalar parameter); count and FIFO type "
+                                      "checks of that pipe skipped")
+                            continue
+                        who_p = _who(pname, plane)
+                        who_c = _who(cname, clane)
+                        if self.fifo(d, pe, ce, who_p, who_c, pfn, cfn):
+                            return
+                        if len(pe) != len(ce):
+                            self.count_mismatch(d, pe, ce, who_p, who_c)
+                            return
+
+    def fifo(self, d, pe, ce, who_p, who_c, pfn, cfn) -> bool:
+        for k, (a, b) in enumerate(zip(pe, ce)):
+            wa, wb = _whole(a, pfn), _whole(b, cfn)
+            if wa != wb or a.split != b.split:
+                self.finding("fifo_type", b.op,
+                             f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
+                             f"{_ev_where(b)} takes {_desc(b, wb)} but the {ordinal(k + 1)} "
+                             f"TPUSH in {who_p}, at {line(a.op)}{_ev_where(a)}, pushes "
+                             f"{_desc(a, wa)}: a ring delivers tiles in push order",
+                             "pop the type the matching push sends (same dtype and split; a "
+                             "Vector core's tile is its part of the slot), or reorder the pushes")
+                return True
+        return False
+
+    def count_mismatch(self, d, pe, ce, who_p, who_c) -> None:
+        n, m = len(pe), len(ce)
+        if n > m:
+            ev = pe[m]
+            msg = (f"this TPUSH (the {ordinal(m + 1)} to the {_dir(d)} ring{_ev_where(ev)}) is "
+                   f"never popped: {who_p} pushes {n} tile(s) but {who_c} pops {m}")
+        else:
+            ev = ce[n]
+            msg = (f"this TPOP (the {ordinal(n + 1)} of the {_dir(d)} ring{_ev_where(ev)}) has no "
+                   f"matching TPUSH and waits forever: {who_p} pushes {n} tile(s) but {who_c} "
+                   f"pops {m}")
+        self.finding("count", ev.op, msg,
+                     "make the consumer TPOP once per TPUSH of the producer (the same trip counts "
+                     "and branch conditions on both sides)")
+
+
+def _compatible(p, q) -> bool:
+    f, g = p.facts, q.facts
+    if len(g) < len(f):
+        f, g = g, f
+    return all(g.get(k, v) == v for k, v in f.items())
+
+
+def _unknown(events) -> bool:
+    return any(e.op is None for e in events)
+
+
+def _whole(ev, fn):
+    """(flow, dtype, shape of the whole slot tile) of a push / pop event; the Vector side's
+    tile is its part of the slot."""
+    t = ev.type
+    shape = tuple(t.shape)
+    if fn.attributes["kind"] is FunctionKind.AIV and len(shape) >= 2:
+        shape = shape[:-2] + full_shape(ev.split, shape[-2], shape[-1])
+    return (isinstance(t, TensorType), t.dtype, shape)
+
+
+def _desc(ev, whole) -> str:
+    t = ev.type
+    kind = "GM slot" if whole[0] else "tile"
+    return (f"a {kind} {'x'.join(map(str, t.shape))} {t.dtype} (split "
+            f"{getattr(ev.split, 'name', ev.split)}, whole slot {'x'.join(map(str, whole[2]))})")
+
+
+def _who(name, lane) -> str:
+    return name if lane is None else f"{name} (lane AIV{lane})"
+
+
+def _ev_where(ev) -> str:
+    return f", in {ev.where}" if ev.where else ""
+
+
+def _dir(d) -> str:
+    return d.name.replace("DIR_", "")
