@@ -40,7 +40,8 @@ def _prog():
 
 
 def test_default_pipeline_is_the_registered_passes_in_order():
-    assert default_pipeline() == ("resolve-peers", "allocate-flags", "lower-platform", "validate")
+    assert default_pipeline() == ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform",
+                                  "validate")
 
 
 def test_a_pass_registered_later_runs_by_name(registry):
@@ -70,7 +71,7 @@ def test_unknown_pass_lists_the_known_ones():
     e = ei.value
     assert e.what == "unknown pass 'allocate-flag'"
     assert e.fix == ("use one of the registered passes: allocate-flags, lower-platform, "
-                     "resolve-peers, validate")
+                     "resolve-peers, validate, verify-pipes")
     with pytest.raises(CompileError, match="empty pass name"):
         PassManager("resolve-peers,,validate")
 
@@ -148,7 +149,8 @@ def test_print_after_all():
     assert heads == [f"// -----// IR Dump After {n} //----- //" for n in default_pipeline()]
     dumps = text.split("// -----// IR Dump After ")[1:]
     assert structural_equal(parse_ir(dumps[-1].split("\n", 1)[1]), op)
-    assert "flag_id" not in dumps[0] and "flag_id" in dumps[1]
+    k = default_pipeline().index("allocate-flags")
+    assert "flag_id" not in dumps[k - 1] and "flag_id" in dumps[k]
 
 
 # -- ptopipe compile --------------------------------------------------------------------------------

@@ -506,7 +506,7 @@ def test_run_raises_the_first_finding_with_the_others_as_details_and_returns_a_c
     assert "uses %part" in ei.value.what and ei.value.findings
     clean = to_ops(program(c2v_cube(pops_three, n=3), pops_three))
     assert verify_pipes.run(clean, ctx) is clean
-    assert verify_pipes.NAME == "verify-pipes" and "pipes_verified" in verify_pipes.PRODUCES
+    assert verify_pipes.NAME == "verify-pipes" and "pipes-verified" in verify_pipes.PRODUCES
 
 
 def test_slot_num_defaults_to_the_platforms_seed_003_depth():

@@ -2,7 +2,7 @@
 
 Requires: a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
 hand-written DSL pair through ``ir.convert.to_ops``, or the compiler's output).  Produces:
-the program unchanged, with the property ``pipes_verified``.  Runs nothing: it explores
+the program unchanged, with the property ``pipes-verified``.  Runs nothing: it explores
 every path of every kernel symbolically (:mod:`.pipe_paths`: constant loops unrolled,
 branches on unknown conditions taken both ways, each AIV function once per Vector lane
 with ``get_subblockid()`` known) and proves, per pipe direction and per path:
@@ -39,7 +39,7 @@ from .pipe_state import lanes_of, line, ordinal
 
 NAME = "verify-pipes"
 REQUIRES = ()
-PRODUCES = ("pipes_verified",)
+PRODUCES = ("pipes-verified",)
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 _BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
