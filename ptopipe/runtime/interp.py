@@ -71,6 +71,7 @@ class Interpreter:
         self.tiles = {}
         for name, (mem, addr) in self.layout.tiles.items():
             self.tiles[name] = addr
+        self.check_tiles_fit()
         self.reserves = {s.var.name: s for s in self.fn.body if s.__class__ is ReserveBuffer}
         for r in self.reserves.values():
             if r.memory_space:
@@ -180,10 +181,23 @@ class Interpreter:
     def dest_tile(self, dest: str, t: TileValueType):
         tile = self.env.get(("tile", dest))
         if tile is None:
+            addrs = self.layout.rotations.get(dest)
+            if addrs is not None:           # several buffers, used in turn (liveness.py)
+                return self._rotated(dest, t, addrs)
             tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                             addr=self.tiles[dest], name=dest, layout=t.layout)
             self.env[("tile", dest)] = tile
         return tile
+
+    def _rotated(self, dest: str, t: TileValueType, addrs: tuple):
+        key = ("rotation", dest)
+        ring = self.env.get(key)
+        if ring is None:
+            ring = self.env[key] = [[isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
+                                              addr=a, name=dest, layout=t.layout) for a in addrs], 0]
+        tiles, k = ring
+        ring[1] = (k + 1) % len(tiles)
+        return tiles[k]
 
     def gm_view(self, gt, ttype: TensorType, offs, window):
         shape = ttype.shape
@@ -266,6 +280,19 @@ class Interpreter:
                               f"{self.core.name}'s {mem.space.value} ({mem.size} bytes)",
                               where=str(self.where(r)),
                               fix="reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")
+
+    def check_tiles_fit(self) -> None:
+        """The tiles live at one time (AllocateMemoryAddr's peak) must fit each memory."""
+        for space, peak in self.layout.peak.items():
+            mem = self.core.memory(MemSpace(space), lambda: f"the tiles of {self.fn.name}")
+            if peak > mem.size:
+                raise ConfigError(
+                    f"the tiles of {self.fn.name} need {peak} bytes of {space} at their peak but "
+                    f"{self.core.name} has {mem.size} bytes", where=str(self.where(self.fn)),
+                    details="tiles that are live at the same time cannot share memory "
+                            f"(overflow by {peak - mem.size} bytes)",
+                    fix="use smaller tiles, or keep fewer of them live at once (a tile's memory is "
+                        "reused after its last read)")
 
     def check_ring_size(self, r: ReserveBuffer | None, slot_num: int, slot_size: int, c: Call) -> None:
         if r is None or r.size == slot_num * slot_size:

@@ -1,12 +1,15 @@
-"""The memory plan of manual kernels: a static address for every tile-producing
-statement, and the resolution of ``pl.AUTO`` reserve_buffer bases and of
-``import_peer_buffer`` (the peer's resolved base).
+"""AllocateMemoryAddr for DSL kernels: an address for every tile a function produces, the
+resolution of ``pl.AUTO`` reserve_buffer bases, and of ``import_peer_buffer`` (the peer's
+resolved base).
 
-Deliberately minimal (the automatic passes own real allocation): tiles are placed
-one after another per memory space, skipping literal reserve_buffer regions; AUTO
-buffers go after the tiles of their space.  Tiles popped by TPOP need no storage (they
-bind to a ring slot or the staging area inside the reserved buffer); loop-carried and
-branch values alias the storage of the value they carry.
+Tiles share memory when their lifetimes do not overlap (:mod:`.liveness`): storage is
+placed first-fit, in order of first definition, at the lowest aligned address free of
+every storage live at the same time and of every literal reserve_buffer region; a
+statement whose older value is still read when it runs again gets several buffers, used
+in turn.  AUTO buffers go after the peak of the tiles of their space.  Tiles popped by
+TPOP need no storage (they bind to a ring slot or the staging area inside the reserved
+buffer); loop-carried and branch values alias the storage of the value they carry.
+Two literal reserve_buffer regions that overlap are a CompileError naming both.
 """
 from __future__ import annotations
 
@@ -14,10 +17,9 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir.nodes import (AUTO, Assign, Call, Function, ImportPeerBuffer, Program, ReserveBuffer,
-                        calls, stmt_exprs, walk)
+from ..ir.nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer
 from ..arch.vocab import ALIGNMENT as ALIGN
-from ..ir.types import TileValueType
+from .liveness import analyse
 
 
 def _align(x: int) -> int:
@@ -30,9 +32,13 @@ class FunctionLayout:
     temps: dict = field(default_factory=dict)      # id(nested Call) -> (memory, addr)
     buffers: dict = field(default_factory=dict)    # buffer var name -> (base, size)
     by_name: dict = field(default_factory=dict)    # reserve_buffer name -> (base, size)
+    # var name -> the addresses of its buffers when its statement needs several (used in
+    # turn); the first is ``tiles[name][1]``
+    rotations: dict = field(default_factory=dict)
+    peak: dict = field(default_factory=dict)       # memory -> bytes up to the highest tile end
 
 
-def _first_fit(start: int, size: int, taken: list) -> int:
+def _first_fit(start: int, size: int, taken) -> int:
     addr = _align(start)
     moved = True
     while moved:
@@ -44,37 +50,54 @@ def _first_fit(start: int, size: int, taken: list) -> int:
     return addr
 
 
+def _fixed_regions(reserves) -> dict:
+    """memory -> [(lo, hi)] of the literal-base reserve_buffers; overlapping ones raise."""
+    fixed, owner = {}, {}
+    for r in reserves:
+        if r.base is AUTO or not r.memory_space:
+            continue
+        lo, hi = r.base, r.base + r.size
+        for (a, b), other in zip(fixed.get(r.memory_space, []), owner.get(r.memory_space, [])):
+            if lo < b and a < hi:
+                raise CompileError(
+                    f"reserve_buffer {r.name!r} [{lo:#x}, {hi:#x}) overlaps reserve_buffer "
+                    f"{other.name!r} [{a:#x}, {b:#x}) in {r.memory_space}",
+                    where=str(r.loc) if r.loc else None,
+                    details=f"{other.name!r} is reserved at {other.loc}",
+                    fix="give one of them a base outside the other, or base=pl.AUTO")
+        fixed.setdefault(r.memory_space, []).append((lo, hi))
+        owner.setdefault(r.memory_space, []).append(r)
+    return fixed
+
+
 def plan_function(fn: Function) -> FunctionLayout:
     lay = FunctionLayout()
     reserves = [s for s in fn.body if isinstance(s, ReserveBuffer)]
-    fixed = {}     # memory -> [(lo, hi)]
-    for r in reserves:
-        if r.base is not AUTO and r.memory_space:
-            fixed.setdefault(r.memory_space, []).append((r.base, r.base + r.size))
-    top = {}
-
-    def place(t: TileValueType):
-        mem = t.space.mem_space.value
-        addr = _first_fit(top.get(mem, 0), t.nbytes, fixed.get(mem, []))
-        top[mem] = addr + t.nbytes
-        return mem, addr
-
-    for s in walk(fn.body):
-        for e in stmt_exprs(s):
-            for c in calls(e):
-                if c is e and isinstance(s, Assign):
-                    continue
-                if isinstance(c.type, TileValueType) and c.op != "tpop":
-                    lay.temps[id(c)] = place(c.type)     # a nested op's result
-        if isinstance(s, Assign) and isinstance(s.var.type, TileValueType) and \
-                isinstance(s.value, Call) and s.value.op != "tpop":
-            lay.tiles[s.var.name] = place(s.var.type)
+    fixed = _fixed_regions(reserves)
+    live = []             # (end, memory, lo, hi) of placed storage still live
+    for st in sorted(analyse(fn.body).values(), key=lambda st: st.start):
+        mem = st.type.space.mem_space.value
+        live = [x for x in live if x[0] >= st.start]
+        size = st.type.nbytes
+        addrs = []
+        for _ in range(st.copies):
+            taken = fixed.get(mem, []) + [(lo, hi) for _e, m, lo, hi in live if m == mem]
+            addr = _first_fit(0, size, taken)
+            live.append((st.end, mem, addr, addr + size))
+            addrs.append(addr)
+            lay.peak[mem] = max(lay.peak.get(mem, 0), addr + size)
+        if isinstance(st.key, tuple):
+            lay.temps[st.key[1]] = (mem, addrs[0])
+        else:
+            lay.tiles[st.key] = (mem, addrs[0])
+            if len(addrs) > 1:
+                lay.rotations[st.key] = tuple(addrs)
     for r in reserves:
         base = r.base
         if base is AUTO:
             mem = r.memory_space
             taken = fixed.setdefault(mem, [])
-            base = _first_fit(top.get(mem, 0), r.size, taken)
+            base = _first_fit(lay.peak.get(mem, 0), r.size, taken)
             taken.append((base, base + r.size))
         lay.buffers[r.var.name] = (base, r.size)
         lay.by_name[r.name] = (base, r.size)

@@ -1,0 +1,151 @@
+"""Per-tile stream speed, measured side by side in one run (issue 13).
+
+The kernel: the Cube streams --tiles tiles of 16x16 f32 to the Vector side (C2V); per tile
+it does TLOAD -> TMOV -> TMATMUL (16^3) -> TPUSH, and each Vector lane TPOP -> TMULS ->
+TSTORE -> TFREE.  UP_DOWN sends each of the two lanes its 8-row half; NO_SPLIT sends the
+whole tile to one lane.  out = (x @ I) * 3.
+
+Beside it, a plain-numpy loop doing the same per-tile copies and math on preallocated
+buffers (L1, L0A/L0B/L0C, the ring slots, each lane's staging slot and result tile).  The
+two alternate, so both see the same machine state; each keeps its best of --repeat.
+
+Prints per-tile microseconds and the ratio simulator / numpy loop, checkers off and on,
+for both splits, and exits 1 when a ratio misses its target (<= 2.5 checkers off, <= 3.5
+checkers on).
+
+Usage:  python benchmarks/stream_speed.py [--tiles 20000] [--repeat 3] [--platform a2a3|a5]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import ptopipe
+from ptopipe.isa import *  # noqa: F403
+
+T = 16
+SLOT = T * T * 4
+DEPTH = 4
+TARGET = {False: 2.5, True: 3.5}
+
+
+def _pipe(split):
+    peers = (0, 1) if split == TILE_UP_DOWN else (0,)
+    return TPipe(0, DIR_C2V, SLOT, DEPTH, peers=peers)
+
+
+def cube(x, eye, fifo, tiles, split):
+    pipe = _pipe(split)(fifo, 0x0, 0)
+    x_l1 = Tile(TileType.Mat, float32, T, T, addr=0x0)
+    e_l1 = Tile(TileType.Mat, float32, T, T, addr=SLOT)
+    x_l0 = Tile(TileType.Left, float32, T, T, addr=0x0)
+    e_l0 = Tile(TileType.Right, float32, T, T, addr=0x0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+    TLOAD(e_l1, eye)
+    TMOV(e_l0, e_l1)
+    src = GlobalTensor(x.data(), (T, T))
+    for i in range(tiles):
+        src.assign(x.data() + i * T * T)
+        TLOAD(x_l1, src)
+        TMOV(x_l0, x_l1)
+        TMATMUL(acc, x_l0, e_l0)
+        TPUSH(pipe, acc, split)
+
+
+def vector(out, fifo, tiles, split):
+    sub = get_subblockid()
+    rows = T // 2 if split == TILE_UP_DOWN else T
+    pipe = _pipe(split)(fifo, 0x0, 0)
+    part = Tile(TileType.Vec, float32, rows, T)
+    o_ub = Tile(TileType.Vec, float32, rows, T, addr=2 * SLOT)   # after the 2-slot staging ring
+    dst = GlobalTensor(out.data(), (rows, T))
+    for i in range(tiles):
+        TPOP(pipe, part, split)
+        TMULS(o_ub, part, 3.0)
+        dst.assign(out.data() + (i * T + sub * rows) * T)
+        TSTORE(dst, o_ub)
+        TFREE(pipe, split)
+
+
+def numpy_loop(x, eye, out, tiles, lanes, local_slots=2):
+    """The kernel's tile operations on plain numpy buffers, in the same order."""
+    rows = T // lanes
+    l1_x, l1_e = np.empty((T, T), np.float32), np.empty((T, T), np.float32)
+    l0a, l0b, acc = np.empty_like(l1_x), np.empty_like(l1_x), np.empty_like(l1_x)
+    ring = [np.empty_like(l1_x) for _ in range(DEPTH)]
+    vec = [([np.empty((rows, T), np.float32) for _ in range(local_slots)],
+            np.empty((rows, T), np.float32)) for _ in range(lanes)]
+    np.copyto(l1_e, eye)
+    np.copyto(l0b, l1_e)
+    for i in range(tiles):
+        np.copyto(l1_x, x[i * T:(i + 1) * T])           # TLOAD
+        np.copyto(l0a, l1_x)                            # TMOV L1 -> L0A
+        np.matmul(l0a, l0b, out=acc)                    # TMATMUL
+        slot = ring[i % DEPTH]
+        np.copyto(slot, acc)                            # TPUSH into the ring slot
+        for sub, (staging, o_ub) in enumerate(vec):
+            part = staging[i % local_slots]
+            np.copyto(part, slot[sub * rows:(sub + 1) * rows])      # TPOP its part
+            np.multiply(part, 3.0, out=o_ub)                         # TMULS
+            np.copyto(out[i * T + sub * rows:i * T + (sub + 1) * rows], o_ub)  # TSTORE
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tiles", type=int, default=20000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--platform", default="a2a3", choices=("a2a3", "a5"))
+    ns = ap.parse_args()
+    n = ns.tiles
+    rng = np.random.default_rng(0)
+    x = rng.integers(-100, 100, (n * T, T)).astype(np.float32)
+    eye = np.eye(T, dtype=np.float32)
+    missed = []
+    rows_out = []
+    for split, name, lanes in ((TILE_UP_DOWN, "UP_DOWN", 2), (TILE_NO_SPLIT, "NO_SPLIT", 1)):
+        args = dict(x=x, eye=eye, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT),
+                    tiles=n, split=split)
+        kernels = (vector, vector) if lanes == 2 else (vector, None)
+        ref = np.zeros_like(x)
+        t_np = float("inf")
+        t_sim = {False: float("inf"), True: float("inf")}
+        for _ in range(ns.repeat):
+            t_np = min(t_np, timed(lambda: numpy_loop(x, eye, ref, n, lanes)))
+            for checks in (False, True):
+                res = ptopipe.run(cube, kernels, args, checks=checks, platform=ns.platform)
+                t_sim[checks] = min(t_sim[checks], res.summary.wall_seconds)
+                if not np.array_equal(res.outputs["out"], x * 3):
+                    print(f"{name}: simulated result differs from numpy")
+                    return 1
+        if not np.array_equal(ref, x * 3):
+            print(f"{name}: numpy loop result wrong")
+            return 1
+        for checks in (False, True):
+            ratio = t_sim[checks] / t_np
+            ok = ratio <= TARGET[checks]
+            rows_out.append((name, checks, t_sim[checks] / n * 1e6, t_np / n * 1e6, ratio, ok))
+            if not ok:
+                missed.append(f"{name} checkers {'on' if checks else 'off'}: ratio {ratio:.2f} "
+                              f"> {TARGET[checks]}")
+    print(f"stream of {n} tiles of {T}x{T} f32, C2V, platform {ns.platform} (best of {ns.repeat})")
+    print(f"{'split':9} {'checkers':8} {'sim us/tile':>11} {'numpy us/tile':>13} {'ratio':>6}  target")
+    for name, checks, us_sim, us_np, ratio, ok in rows_out:
+        print(f"{name:9} {'on' if checks else 'off':8} {us_sim:11.1f} {us_np:13.1f} {ratio:6.2f}  "
+              f"<= {TARGET[checks]} {'OK' if ok else 'MISSED'}")
+    if missed:
+        print("MISSED TARGET: " + "; ".join(missed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
