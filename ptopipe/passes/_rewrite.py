@@ -70,9 +70,11 @@ def set_operands(op: Operation, values) -> None:
 
 def strip_yields(op: Operation, drop: set) -> None:
     """First half of dropping the loop-carried values / branch results at indices ``drop``
-    of a ``pl.for`` / ``pl.if``: its yields stop yielding them (so the values' defining ops
-    can be erased)."""
+    of a ``pl.for`` / ``pl.if``: its yields stop yielding them and a loop stops taking their
+    inits (so the values' defining ops can be erased)."""
     keep = [i for i in range(len(op.results)) if i not in drop]
+    if op.name == "pl.for":
+        set_operands(op, op.operands[:3] + [op.operands[3 + i] for i in keep])
     for r in op.regions:
         for b in r.blocks:
             y = b.last
@@ -80,11 +82,10 @@ def strip_yields(op: Operation, drop: set) -> None:
 
 
 def remove_carried(op: Operation, drop: set) -> None:
-    """Second half: remove the results (and, for a loop, the inits and block arguments) at
-    ``drop``; they must be unused by now."""
+    """Second half: remove the results (and, for a loop, the block arguments) at ``drop``;
+    they must be unused by now."""
     keep = [i for i in range(len(op.results)) if i not in drop]
     if op.name == "pl.for":
-        set_operands(op, op.operands[:3] + [op.operands[3 + i] for i in keep])
         body = op.regions[0].blocks[0]
         for i in drop:
             if body.args[1 + i].uses:
