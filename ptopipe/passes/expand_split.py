@@ -5,7 +5,7 @@ function, and ``pl.get_subblockid()`` says which half is its own).
 
 Every Vec tile value is retyped to its half; GM loads into Vec and stores from Vec get
 their offset on the split axis moved by ``sub * half`` and their shape halved;
-``pl.fill`` and ``pl.tpop`` get the halved shape.  Errors: a Vec tile whose extent on the
+``pl.full`` and ``pl.tpop`` get the halved shape.  Errors: a Vec tile whose extent on the
 split axis does not halve (odd, or 1 as the per-row result of a reduction under
 TILE_LEFT_RIGHT), a reduction across the split axis (a per-row reduction under
 TILE_LEFT_RIGHT, a per-column one under TILE_UP_DOWN: each core would see half a row /
@@ -81,7 +81,7 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
                 r.type = _half(r.type, axis, op, _vname(r))
         if name == "pl.tpop" and _is_vec(op.attributes["type"]):
             op.attributes["type"] = op.results[0].type
-        elif name == "pl.fill":
+        elif name == "pl.full":
             op.attributes["shape"] = op.results[0].type.shape
         elif name == "pl.load" and _is_vec(op.results[0].type):
             if len(op.operands) != 3:
