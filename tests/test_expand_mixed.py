@@ -1,0 +1,338 @@
+"""ExpandMixedKernel + InsertTfree: the mixed examples (examples/mixed) compile and run on
+both platforms and protocols with the checkers on and match numpy; the pipes they get
+(DIR_MASK, SLOT_SIZE, SLOT_NUM); the compile errors at their DSL line; TFREE placement on
+the printed IR; the compiled S1's cycles against the hand-written pair."""
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import ptopipe.language as pl
+from ptopipe import CompileError
+from ptopipe.errors import MismatchError
+from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops
+from ptopipe.passes.pipeline_min import compile_ops, compile_program
+
+from markers import line_of
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _load(rel):
+    spec = importlib.util.spec_from_file_location(rel.replace("/", "_")[:-3], ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MIXED = {n: _load(f"examples/mixed/{n}.py") for n in
+         ("s1_cv_split", "s4_both_ways", "s3_vc_dequant", "fa_forward", "s6_stream_both")}
+RUNS = [(n, v, plat, proto) for n, m in MIXED.items() for v in m.SCENARIO.variants
+        for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")]
+
+
+@pytest.mark.parametrize("name,variant,platform,protocol", RUNS)
+def test_mixed_example_matches_numpy(name, variant, platform, protocol, no_hang):
+    res = MIXED[name].SCENARIO.check(variant, platform, protocol)     # checkers on by default
+    assert res.summary.cycles > 0
+
+
+def test_a_wrong_golden_is_caught():
+    """The runs above compare against numpy: a golden off by one element fails."""
+    m = MIXED["s1_cv_split"]
+    sc = m.SCENARIO
+
+    def bad(args, **kw):
+        out = m.golden(args, **kw)["out"].copy()
+        out[5, 3] += 1
+        return {"out": out}
+    sc2 = type(sc)(sc.name, sc.aic, sc.aiv, sc.make_args, bad, sc.variants)
+    with pytest.raises(MismatchError):
+        sc2.check("default")
+
+
+def _fn(prog, kind):
+    return [f for f in prog.functions if f.kind is kind]
+
+
+def _init(fn):
+    from ptopipe.ir.nodes import ExprStmt
+    return next(s.value for s in fn.body if isinstance(s, ExprStmt)
+                and s.value.op.endswith("initialize_pipe"))
+
+
+@pytest.mark.parametrize("name,params,mask,slot_size,slot_num", [
+    ("s1_cv_split", dict(M=64, split=pl.TILE_UP_DOWN, slot_num=None), pl.DIR_C2V, 16 * 32 * 4, 8),
+    ("s1_cv_split", dict(M=64, split=pl.TILE_UP_DOWN, slot_num=2), pl.DIR_C2V, 16 * 32 * 4, 2),
+    ("s3_vc_dequant", dict(K=128, N=32, qtype="i8", split=pl.TILE_UP_DOWN), pl.DIR_V2C,
+     64 * 32 * 4, 2),
+    ("s4_both_ways", dict(split=pl.TILE_UP_DOWN), pl.DIR_BOTH, 16 * 128 * 4, 4),
+    ("fa_forward", dict(SQ=32, SK=64), pl.DIR_BOTH, 16 * 32 * 4, 4),
+])
+def test_pipe_parameters(name, params, mask, slot_size, slot_num):
+    """DIR_MASK from the boundaries, SLOT_SIZE = the largest crossing tile, SLOT_NUM 8 one
+    way / 4 both ways (seed 003) or the decorator's; both kernels agree."""
+    prog = MIXED[name].KERNELS.program(**params)
+    aic, = _fn(prog, FunctionKind.AIC)
+    aiv, = _fn(prog, FunctionKind.AIV)
+    group, = _fn(prog, FunctionKind.Group)
+    for f in (aic, aiv):
+        c = _init(f)
+        assert (c.attr("dir_mask"), c.attr("slot_size"), c.attr("slot_num")) == \
+            (mask, slot_size, slot_num), f.name
+    assert [c.value.attr("callee") for c in group.body] == [aic.name, aiv.name]
+
+
+def test_compiled_program_round_trips():
+    """The compiled program prints as DSL source and as IR text and reads back equal."""
+    prog = MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT)
+    assert pl.parse(print_program(prog)) == prog
+    ops = to_ops(prog)
+    assert structural_equal(parse_ir(print_ir(ops)), ops)
+
+
+def test_compiled_s1_cycles_within_10_percent_of_hand_written(capsys):
+    hand = _load("examples/dsl/s1_cv_split.py").SCENARIO
+    mixed = MIXED["s1_cv_split"].SCENARIO
+    for platform in ("a2a3", "a5"):
+        for protocol in ("spec", "pto-isa"):
+            h = hand.check("f32_ud_d4_m64", platform, protocol).summary.cycles
+            c = mixed.check("default", platform, protocol).summary.cycles
+            with capsys.disabled():
+                print(f"\nS1 M=64 UD depth 4 f32 {platform}/{protocol}: hand-written {h} cycles, "
+                      f"compiled {c} cycles ({c / h:.3f}x)")
+            assert abs(c - h) <= 0.1 * h
+
+
+def test_incore_options_round_trip():
+    src = ("import ptopipe.language as pl\n\n@pl.incore(split=pl.TILE_LEFT_RIGHT, slot_num=2)\n"
+           "def k(a: pl.Tensor[[16, 16], pl.f32]):\n    x = pl.load(a, [0, 0], [16, 16])\n"
+           "    pl.store(x, [0, 0], a)\n\nprogram = pl.program(k, name='p')\n")
+    prog = pl.parse(src)
+    f = prog.functions[0]
+    assert (f.split, f.slot_num) == (pl.TILE_LEFT_RIGHT, 2)
+    assert print_program(prog) == src
+    ops = to_ops(prog)
+    assert "split = #split.TILE_LEFT_RIGHT, slot_num = 2" in print_ir(ops)
+    assert structural_equal(parse_ir(print_ir(ops)), ops)
+
+
+def test_bad_incore_options():
+    with pytest.raises(CompileError, match="slot_num=0.*positive"):
+        pl.incore(slot_num=0)
+    with pytest.raises(CompileError, match="not a split mode"):
+        pl.incore(split=7)
+
+
+def test_pure_vector_function_becomes_aiv_unsplit():
+    @pl.incore(split=pl.TILE_LEFT_RIGHT)
+    def only_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f32]):
+        pl.store(pl.adds(pl.load(x, [0, 0], [16, 32]), 1.0), [0, 0], y)
+
+    prog = compile_program(pl.program(only_vec))
+    f, = prog.functions
+    assert (f.kind, f.split, f.name) == (FunctionKind.AIV, None, "only_vec")
+    assert "[16, 32]" in print_program(prog)           # not halved
+
+
+# -- errors -------------------------------------------------------------------------------
+def _where(fn, marker):
+    return f"{fn.pyfunc.__code__.co_filename}:{line_of(fn.pyfunc, marker)}:"
+
+
+def test_cross_core_move_only_in_a_mixed_function():
+    with pytest.raises(CompileError, match="move from Acc to Vec is not a local path") as e:
+        @pl.aic
+        def cube(a: pl.Tensor[[16, 16], pl.f32]):
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            acc = pl.matmul(t, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right))
+            v = pl.move(acc, space=pl.Vec)  # HERE
+    assert f":{line_of(test_cross_core_move_only_in_a_mixed_function, 'HERE')}:" in e.value.where
+
+
+def test_bad_boundary_move():
+    """Vec -> Acc is no boundary: across cores only Acc -> Vec and Vec -> Mat/Left/Right."""
+    with pytest.raises(CompileError, match="move from Vec to Acc is not a local path") as e:
+        @pl.incore
+        def mixed(a: pl.Tensor[[16, 16], pl.f32]):
+            x = pl.load(a, [0, 0], [16, 16])
+            y = pl.move(x, space=pl.Acc)  # BAD
+    assert "Acc->Vec (C2V)" in e.value.fix
+    assert f":{line_of(test_bad_boundary_move, 'BAD')}:" in e.value.where
+
+
+def _cube_vec_loop():
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        n = pl.get_subblockid() + 1
+        for i in pl.range(n):  # LOOP
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            v = pl.move(pl.matmul(t, r), space=pl.Vec)
+            pl.store(v, [0, 0], out)
+    return k
+
+
+def test_loop_bound_computed_on_one_side_only():
+    k = _cube_vec_loop()
+    with pytest.raises(CompileError, match="the loop bound 'n' is computed on the Vector side "
+                                           "only .*pl.get_subblockid.*Cube work") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "LOOP"))
+
+
+def test_gm_tensor_written_by_cube_read_by_vector():
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], tmp: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        pl.store(pl.matmul(t, r), [0, 0], tmp)
+        x = pl.load(tmp, [0, 0], [16, 16])  # READ
+        pl.store(pl.adds(x, 1.0), [0, 0], out)
+
+    with pytest.raises(CompileError, match="GM tensor 'tmp' is written by the Cube .* read by "
+                                           "the Vector") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "READ"))
+
+
+def _softmaxish(split):
+    @pl.incore(split=split)
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        m = pl.row_max(s)  # REDUCE
+        pl.store(pl.row_expand_sub(s, m), [0, 0], out)
+    return k
+
+
+def test_reduction_across_the_split_axis():
+    k = _softmaxish(pl.TILE_LEFT_RIGHT)
+    with pytest.raises(CompileError, match="pl.row_max is a per-row reduction, but split "
+                                           "TILE_LEFT_RIGHT") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "REDUCE"))
+    compile_program(pl.program(_softmaxish(pl.TILE_UP_DOWN)))      # fine when split by rows
+
+
+def test_no_split_is_refused():
+    k = _softmaxish(pl.TILE_NO_SPLIT)
+    with pytest.raises(CompileError, match="TILE_NO_SPLIT is not supported"):
+        compile_program(pl.program(k))
+
+
+def test_odd_extent_cannot_be_split():
+    @pl.incore(split=pl.TILE_LEFT_RIGHT)
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32]):
+        x = pl.load(b, [0, 0], [16, 15])  # ODD
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        pl.store(s, [0, 0], out)
+        pl.store(x, [0, 0], out)
+
+    with pytest.raises(CompileError, match="'x' .*16x15.* cannot be split TILE_LEFT_RIGHT: its 15 "
+                                           "columns do not halve") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "ODD"))
+
+
+def test_popped_tile_carried_to_next_iteration():
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        z = pl.full([16, 16], pl.f32, 0.0)
+        for i, (prev,) in pl.range(2, init_values=(z,)):
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            s = pl.move(pl.matmul(t, r), space=pl.Vec)  # POP
+            pl.store(pl.add(prev, s), [0, 0], out)
+            last = pl.yield_(s)
+
+    with pytest.raises(CompileError, match="popped here .* is yielded out of its loop body") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "POP"))
+
+
+# -- TFREE placement ----------------------------------------------------------------------
+def _func_text(ops, kind):
+    text = print_ir(ops)
+    start = text.index(f"kind = #kind.{kind}")
+    end = text.find("pl.func()", start)
+    return text[start:end if end > 0 else len(text)]
+
+
+def _in_order(text, *needles):
+    pos = 0
+    for n in needles:
+        i = text.find(n, pos)
+        assert i >= 0, f"{n!r} not found after offset {pos} in:\n{text}"
+        pos = i + len(n)
+
+
+def test_tfree_after_last_use_through_aliases():
+    """The popped tile flows through a copy and an if-result; the TFREE follows the last
+    use of the if-result, not the first use of the tile."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32], flag: pl.Scalar[pl.index]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        first = pl.adds(s, 1.0)
+        alias = s
+        if flag > 0:
+            sel = pl.yield_(alias)
+        else:
+            sel = pl.yield_(first)
+        bv = pl.load(b, [0, 0], [16, 16])
+        marker = pl.muls(bv, 2.0)
+        o = pl.sub(sel, marker)
+        pl.store(o, [0, 0], out)
+
+    text = _func_text(compile_ops(pl.program(k)), "AIV")
+    _in_order(text, "pl.tpop", "pl.adds", "pl.copy", "pl.if", "pl.muls", "%o = pl.sub",
+              "pl.tfree", "pl.store")
+    assert text.count("pl.tfree") == 1
+
+
+def test_tfree_before_the_yield_and_in_pop_order():
+    """In a loop body the TFREE goes after the last use and before the body's yield; two
+    pops of one ring are freed in pop order even when the first is used longer."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        for i in pl.range(2):
+            s1 = pl.move(pl.matmul(t, r), space=pl.Vec)
+            s2 = pl.move(pl.matmul(t, r), space=pl.Vec)
+            u2 = pl.adds(s2, 1.0)
+            u1 = pl.add(s1, u2)
+            pl.store(u1, [0, 0], out)
+
+    text = _func_text(compile_ops(pl.program(k)), "AIV")
+    body = text[text.index("pl.for"):]
+    _in_order(body, "%s1 = pl.tpop", "%s2 = pl.tpop", "%u2 = pl.adds", "%u1 = pl.add",
+              "pl.tfree", "pl.tfree", "pl.store", "pl.yield")
+    assert body.count("pl.tfree") == 2
+
+
+def test_tfree_after_a_loop_using_the_tile():
+    """A popped tile passed into a loop as its init is used by the whole loop."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        for i, (acc,) in pl.range(3, init_values=(s,)):
+            nxt = pl.adds(acc, 1.0)
+            res = pl.yield_(nxt)
+        done = pl.muls(res, 2.0)
+        pl.store(done, [0, 0], out)
+
+    text = _func_text(compile_ops(pl.program(k)), "AIV")
+    _in_order(text, "pl.tpop", "pl.for", "pl.adds", "pl.yield", "%done = pl.muls", "pl.tfree",
+              "pl.store")
