@@ -1,11 +1,13 @@
 """A minimal compile pipeline (to be replaced by the PassManager): tree Program -> op IR ->
 ExpandMixedKernel -> InsertTfree -> verify_ops -> tree Program, ready for the runtime
-(``ptopipe.runtime.KernelSet`` / ``kernels``)."""
+(``ptopipe.runtime.KernelSet`` / ``kernels``: a builder returns ``compile_program(...)``,
+and the run's args get the compiled kernels' ``gm_slot_buffer`` from :func:`with_slot_buffer`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..ir.convert import to_ops, to_tree
+from ..isa.launch import gm_buffer
 from ..ir.nodes import Program
 from ..ir.op_verifier import verify_ops
 from ..ir.verifier import verify
@@ -45,3 +47,12 @@ def gm_slot_bytes(program: Program) -> int:
             if p.name.startswith(expand_mixed.GM_PARAM):
                 return p.type.shape[0]
     return 0
+
+
+def with_slot_buffer(program: Program, args: dict) -> dict:
+    """``args`` plus a zeroed ``gm_slot_buffer`` of the size the compiled ``program``'s
+    kernels take (none when they use no pipe)."""
+    n = gm_slot_bytes(program)
+    if n:
+        args[expand_mixed.GM_PARAM] = gm_buffer(n)
+    return args
