@@ -1,5 +1,5 @@
 """A minimal compile pipeline (to be replaced by the PassManager): tree Program -> op IR ->
-ExpandMixedKernel -> InsertTfree -> verify_ops -> tree Program, ready for the runtime
+ExpandMixedKernel -> InsertTfree -> SkewPushAhead -> verify_ops (after each) -> tree Program, ready for the runtime
 (``ptopipe.runtime.KernelSet`` / ``kernels``: a builder returns ``compile_program(...)``,
 and the run's args get the compiled kernels' ``gm_slot_buffer`` from :func:`with_slot_buffer`)."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ from ..isa.launch import gm_buffer
 from ..ir.nodes import Program
 from ..ir.op_verifier import verify_ops
 from ..ir.verifier import verify
-from . import expand_mixed, insert_tfree
+from . import expand_mixed, insert_tfree, skew_push_ahead
 
-PASSES = (expand_mixed, insert_tfree)
+PASSES = (expand_mixed, insert_tfree, skew_push_ahead)
 
 
 @dataclass
