@@ -367,3 +367,37 @@ def test_tfree_after_a_loop_using_the_tile():
     text = _func_text(compile_ops(pl.program(k)), "AIV")
     _in_order(text, "pl.tpop", "pl.for", "pl.adds", "pl.yield", "%done = pl.muls", "pl.tfree",
               "pl.store")
+
+
+def _run_compiled(prog, args, platform, protocol):
+    from ptopipe import run
+    from ptopipe.passes.pipeline_min import with_slot_buffer
+    from ptopipe.runtime import kernels
+    aic, aiv = kernels(prog)
+    return run(aic, aiv, with_slot_buffer(prog, args), platform=platform, protocol=protocol)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_converting_c2v_move_pops_then_casts(platform, protocol, no_hang):
+    """pl.move(acc, space=pl.Vec, dtype=pl.f16): the f32 accumulator crosses, the Vector
+    side casts its half."""
+    @pl.incore(split=pl.TILE_LEFT_RIGHT)
+    def k(a: pl.Tensor[[16, 16], pl.f16], b: pl.Tensor[[16, 32], pl.f16],
+          out: pl.Tensor[[16, 32], pl.f16]):
+        x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        y = pl.move(pl.load(b, [0, 0], [16, 32], space=pl.Mat), space=pl.Right)
+        h = pl.move(pl.matmul(x, y), space=pl.Vec, dtype=pl.f16)
+        pl.store(pl.adds(h, 1.0), [0, 0], out)
+
+    prog = compile_program(pl.program(k))
+    src = print_program(prog)
+    _in_order(src, "def k_aiv", "h = pl.cast(pl.TPOP(c2v_buf, pl.Tile[[16, 16], pl.f32, pl.Vec]",
+              "pl.f16)", "pl.TFREE(")
+    rng = np.random.default_rng(1)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 32)).astype(np.float16)
+    res = _run_compiled(prog, dict(a=a, b=b, out=np.zeros((16, 32), np.float16)), platform,
+                        protocol)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16) + np.float16(1)
+    np.testing.assert_array_equal(res["out"], want)
