@@ -401,3 +401,39 @@ def test_converting_c2v_move_pops_then_casts(platform, protocol, no_hang):
                         protocol)
     want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16) + np.float16(1)
     np.testing.assert_array_equal(res["out"], want)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_branches_and_results_on_both_sides(platform, protocol, no_hang):
+    """A branch on a scalar parameter holds Cube and Vector work and yields a tile of each
+    side; each kernel keeps its own branch results, both evaluate the condition."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32], out2: pl.Tensor[[16, 16], pl.f32],
+          flag: pl.Scalar[pl.index]):
+        x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        if flag > 0:
+            acc1 = pl.matmul(x, y)
+            v1 = pl.adds(pl.load(b, [0, 0], [16, 16]), 1.0)
+            acc, v = pl.yield_(acc1, v1)
+        else:
+            acc2 = pl.matmul(x, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right))
+            v2 = pl.muls(pl.load(b, [0, 0], [16, 16]), 2.0)
+            acc, v = pl.yield_(acc2, v2)
+        pl.store(acc, [0, 0], out2)
+        r = pl.move(acc, space=pl.Vec)
+        pl.store(pl.add(r, v), [0, 0], out)
+
+    prog = compile_program(pl.program(k))
+    rng = np.random.default_rng(2)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    for flag in (0, 1):
+        res = _run_compiled(prog, dict(a=a, b=b, out=np.zeros((16, 16), np.float32),
+                                       out2=np.zeros((16, 16), np.float32), flag=flag),
+                            platform, protocol)
+        v, mm = (b + 1, a @ b) if flag else (b * 2, a @ a)
+        np.testing.assert_array_equal(res["out2"], mm)
+        np.testing.assert_array_equal(res["out"], mm + v)
