@@ -437,3 +437,28 @@ def test_branches_and_results_on_both_sides(platform, protocol, no_hang):
         v, mm = (b + 1, a @ b) if flag else (b * 2, a @ a)
         np.testing.assert_array_equal(res["out2"], mm)
         np.testing.assert_array_equal(res["out"], mm + v)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_mixed_function_without_boundary(platform, no_hang):
+    """Cube and Vector work that never cross: an AIC and an AIV function without a pipe,
+    the Vector work still split between the two Vector cores."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          mm: pl.Tensor[[16, 16], pl.f32], plus: pl.Tensor[[16, 16], pl.f32]):
+        x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        pl.store(pl.matmul(x, y), [0, 0], mm)
+        pl.store(pl.adds(pl.load(b, [0, 0], [16, 16]), 1.0), [0, 0], plus)
+
+    prog = compile_program(pl.program(k))
+    src = print_program(prog)
+    assert "initialize_pipe" not in src and "gm_slot_buffer" not in src
+    assert "[8, 16]" in src
+    rng = np.random.default_rng(3)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    res = _run_compiled(prog, dict(a=a, b=b, mm=np.zeros((16, 16), np.float32),
+                                   plus=np.zeros((16, 16), np.float32)), platform, "spec")
+    np.testing.assert_array_equal(res["mm"], a @ b)
+    np.testing.assert_array_equal(res["plus"], b + 1)

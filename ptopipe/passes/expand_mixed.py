@@ -139,7 +139,7 @@ class _Expander:
         self.prune(fn, side)
         if side == CUBE:
             _taint_check(fn)
-        elif plan.dirs:
+        elif plan.split is not TileSplitAxis.TILE_NO_SPLIT:
             split_vector_function(fn, plan.split, init, fresh(names, "sub"))
         drop_unused_args(entry, keep=(gm,) if gm is not None else ())
         return fn

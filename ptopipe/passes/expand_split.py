@@ -17,7 +17,7 @@ from ..arch.vocab import TileSplitAxis
 from ..ir.core import Operation
 from ..ir.ops import COL_REDUCE, ROW_REDUCE
 from ..ir.types import INDEX, MemorySpace, TileValueType
-from ._rewrite import const, err, set_operands
+from ._rewrite import const, dce, err, set_operands
 
 AXIS = {TileSplitAxis.TILE_UP_DOWN: 0, TileSplitAxis.TILE_LEFT_RIGHT: 1}
 _AXIS_WORD = ("rows", "columns")
@@ -46,20 +46,26 @@ def _vname(v) -> str:
 def _shift(op: Operation, index: int, sub, half: int) -> None:
     """Operand ``index`` of ``op`` (an offset) += sub * half, with new ops before ``op``."""
     c = op.insert_before(const(half, op.loc))
-    m = op.insert_before(Operation("arith.mul", (sub, c.results[0]), [INDEX], {}, (), op.loc))
-    a = op.insert_before(Operation("arith.add", (op.operands[index], m.results[0]), [INDEX], {},
-                                   (), op.loc))
+    new = op.insert_before(Operation("arith.mul", (sub, c.results[0]), [INDEX], {}, (), op.loc))
+    off = op.operands[index]
+    d = getattr(off, "op", None)
+    if not (d is not None and d.name == "pl.const" and d.attributes["value"] == 0):
+        new = op.insert_before(Operation("arith.add", (off, new.results[0]), [INDEX], {}, (),
+                                         op.loc))
     ops = list(op.operands)
-    ops[index] = a.results[0]
+    ops[index] = new.results[0]
     set_operands(op, ops)
 
 
 def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name: str) -> None:
     """Slice the AIV function ``fn`` for ``split``; ``pl.get_subblockid()`` is inserted
-    after ``sub_anchor`` (the pipe initialisation)."""
+    after ``sub_anchor`` (the pipe initialisation), or first when it is None."""
     axis = AXIS[split]
-    sub_op = sub_anchor.insert_after(Operation("pl.get_subblockid", (), [INDEX], {}, (),
-                                               sub_anchor.loc, [sub_name]))
+    sub_op = Operation("pl.get_subblockid", (), [INDEX], {}, (), fn.loc, [sub_name])
+    if sub_anchor is not None:
+        sub_anchor.insert_after(sub_op)
+    else:
+        fn.regions[0].blocks[0].prepend(sub_op)
     sub = sub_op.results[0]
     for op in list(fn.walk()):
         if op is fn:
@@ -96,3 +102,4 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
                 raise err("a Vector store to a tensor that is not 2-D cannot be split between the "
                           "Vector cores", op, "store to a 2-D tensor")
             _shift(op, 1 + axis, sub, op.operands[0].type.shape[axis])
+    dce(fn)                    # the offsets a shift replaced
