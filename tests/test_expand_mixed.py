@@ -462,3 +462,38 @@ def test_mixed_function_without_boundary(platform, no_hang):
                                    plus=np.zeros((16, 16), np.float32)), platform, "spec")
     np.testing.assert_array_equal(res["mm"], a @ b)
     np.testing.assert_array_equal(res["plus"], b + 1)
+
+
+def _strip_tfrees(body):
+    from dataclasses import replace
+
+    from ptopipe.ir.nodes import ExprStmt, For, If
+    out = []
+    for s in body:
+        if isinstance(s, ExprStmt) and s.value.op == "tfree":
+            continue
+        if isinstance(s, For):
+            s = replace(s, body=_strip_tfrees(s.body))
+        elif isinstance(s, If):
+            s = replace(s, then_body=_strip_tfrees(s.then_body),
+                        else_body=_strip_tfrees(s.else_body))
+        out.append(s)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("rel,params", [
+    ("examples/dsl/s1_cv_split.py", dict(M=64, depth=4, split=pl.TILE_UP_DOWN, dtype="f32")),
+    ("examples/dsl/s4_both_ways.py", dict(split=pl.TILE_LEFT_RIGHT)),
+])
+def test_insert_tfree_puts_back_the_hand_written_tfrees(rel, params):
+    """Strip the TFREEs of a hand-written pair: InsertTfree puts each back where the
+    programmer wrote it."""
+    from dataclasses import replace
+
+    from ptopipe.ir import to_tree
+    from ptopipe.passes import insert_tfree
+    prog = _load(rel).KERNELS.program(**params)
+    stripped = replace(prog, functions=tuple(replace(f, body=_strip_tfrees(f.body))
+                                             for f in prog.functions))
+    assert stripped != prog
+    assert to_tree(insert_tfree.run(to_ops(stripped))) == prog
