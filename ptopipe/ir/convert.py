@@ -143,8 +143,12 @@ def function_to_op(fn: Function) -> Operation:
     for p, a in zip(fn.params, entry.args):
         conv.env[p.name] = a
     conv.body(fn.body, entry)
-    return Operation("pl.func", (), (), {"sym_name": fn.name, "kind": fn.kind},
-                     (Region([entry]),), fn.loc)
+    attrs = {"sym_name": fn.name, "kind": fn.kind}
+    if fn.split is not None:
+        attrs["split"] = fn.split
+    if fn.slot_num is not None:
+        attrs["slot_num"] = fn.slot_num
+    return Operation("pl.func", (), (), attrs, (Region([entry]),), fn.loc)
 
 
 def to_ops(program: Program) -> Operation:
@@ -292,7 +296,9 @@ def op_to_function(op: Operation) -> Function:
     entry = op.regions[0].blocks[0]
     params = tuple(conv.define(a) for a in entry.args)
     body, _ = conv.block(entry)
-    return Function(op.attributes["sym_name"], op.attributes["kind"], params, body, op.loc)
+    at = op.attributes
+    return Function(at["sym_name"], at["kind"], params, body, op.loc, at.get("split"),
+                    at.get("slot_num"))
 
 
 def to_tree(top: Operation) -> Program:

@@ -202,11 +202,15 @@ class ImportPeerBuffer(Stmt):
 # -- functions ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Function:
+    """A kernel.  ``split`` / ``slot_num`` are the ``@pl.incore(split=..., slot_num=...)``
+    options of a mixed function (None: not given; ExpandMixedKernel picks the defaults)."""
     name: str
     kind: FunctionKind
     params: tuple         # Vars (TensorType or ScalarType)
     body: tuple
     loc: Loc = _loc()
+    split: Any = None     # a TileSplitAxis or None
+    slot_num: Any = None  # an int or None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ REQUIRED = object()
 
 # attribute kinds: "shape" (tuple of ints), "dtype" (str), "space" (MemorySpace),
 # "split" (int), "dir" (int), "int" (int or None), "type" (a Tensor/Tile Type),
-# "layout" (a TileLayout or None: the space's default), "pipe" (a SyncPipe: pl.PIPE_MTE2 ...).
+# "layout" (a TileLayout or None: the space's default), "pipe" (a SyncPipe: pl.PIPE_MTE2 ...),
+# "symbol" (a function's name: a str, or the @pl kernel itself in DSL source).
 # operand kinds: "value" (an expression), "values" (a list of expressions).
 OPERAND_KINDS = ("value", "values")
 
@@ -204,12 +205,24 @@ def _store(kind, a, at):
     return NONE
 
 
+#: the moves that cross from one core to the other in a mixed (InCore) function: each is a
+#: boundary ExpandMixedKernel turns into TPUSH / TPOP (Acc -> Vec: C2V, Vec -> Mat/Left/Right: V2C)
+BOUNDARY_MOVES = {(MemorySpace.Acc, MemorySpace.Vec): Direction.DIR_C2V,
+                  (MemorySpace.Vec, MemorySpace.Mat): Direction.DIR_V2C,
+                  (MemorySpace.Vec, MemorySpace.Left): Direction.DIR_V2C,
+                  (MemorySpace.Vec, MemorySpace.Right): Direction.DIR_V2C}
+
+
 def _move(kind, a, at):
     t = _tile(a, "tile")
     space, dtype = at["space"], at["dtype"] or t.dtype
-    if (t.space, space) not in MOVES:
+    crossing = kind is FunctionKind.InCore and (t.space, space) in BOUNDARY_MOVES
+    if (t.space, space) not in MOVES and not crossing:
+        cross = ("; across cores (in a mixed @pl.incore function): Acc->Vec (C2V), "
+                 "Vec->Mat/Left/Right (V2C)" if kind is FunctionKind.InCore
+                 else "; across cores use TPUSH/TPOP")
         raise OpError(f"move from {t.space.value} to {space.value} is not a local path",
-                      f"valid: {MOVE_PATHS}; across cores use TPUSH/TPOP", "space")
+                      f"valid: {MOVE_PATHS}{cross}", "space")
     if dtype != t.dtype and t.space is not CONVERTS_FROM:
         raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
                       "dtype")
@@ -495,6 +508,23 @@ _op("wait_event", _EVENT, _event, doc="wait_flag(src, dst, event_id): hold dst u
 _op("barrier", [("pipe", "pipe", SyncPipe.PIPE_ALL)], _barrier,
     doc="pipe_barrier(pipe): PIPE_ALL orders everything after everything before")
 EVENT_OPS = ("record_event", "wait_event", "barrier")
+
+# -- a Group function's calls of its AIC and AIV kernels (what ExpandMixedKernel emits)
+def _call(kind, a, at):
+    if kind is not FunctionKind.Group:
+        raise OpError(f"pl.call in a{'n' if kind in (FunctionKind.AIC, FunctionKind.AIV, FunctionKind.InCore) else ''}"
+                      f" {kind.value.upper()} function: only a Group function calls kernels",
+                      'write the call in a @pl.incore(core="group") function', "callee")
+    if not isinstance(at["callee"], str) or not at["callee"]:
+        raise OpError("pl.call needs the callee's name", param="callee")
+    for x in a["args"].items:
+        if not isinstance(_t(x), (TensorType, ScalarType)):
+            raise OpError("pl.call passes GM tensors and scalars", param="args")
+    return NONE
+
+
+_op("call", [("callee", "symbol"), ("args", "values")], _call,
+    doc="a Group function's call of one of its kernels (callee = the function's name)")
 
 CROSS_CORE = ("tpush", "tpop", "tfree", "talloc")
 INIT_OPS = ("aic_initialize_pipe", "aiv_initialize_pipe")

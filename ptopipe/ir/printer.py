@@ -145,7 +145,12 @@ def print_body(body, kind, depth: int) -> list:
 
 def print_function(f: Function) -> str:
     params = ", ".join(f"{p.name}: {p.type}" for p in f.params)
-    lines = [_DECOR[f.kind], f"def {f.name}({params}):"]
+    deco = _DECOR[f.kind]
+    opts = ([f"split=pl.{SPLITS[f.split]}"] if f.split is not None else []) + \
+        ([f"slot_num={f.slot_num}"] if f.slot_num is not None else [])
+    if opts:
+        deco += f"({', '.join(opts)})"
+    lines = [deco, f"def {f.name}({params}):"]
     lines += print_body(f.body, f.kind, 1) or [f"{_IND}pass"]
     return "\n".join(lines) + "\n"
 

@@ -5,9 +5,11 @@ verified IR Program, resolving ``import_peer_buffer`` peers), and ``pl.parse(tex
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import textwrap
 
+from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import Function, FunctionKind, Program
 from ..ir.verifier import verify
@@ -76,23 +78,51 @@ def parse_function(fn, kind: FunctionKind) -> Function:
 
 
 class Decorator:
-    """``@pl.aic``, ``@pl.aiv``, ``@pl.incore`` and ``@pl.incore(core="aic" | "aiv")``."""
+    """``@pl.aic``, ``@pl.aiv``, ``@pl.incore``, ``@pl.incore(core="aic" | "aiv")`` and, for a
+    mixed function, ``@pl.incore(split=pl.TILE_UP_DOWN | pl.TILE_LEFT_RIGHT, slot_num=N)``
+    (both optional: ExpandMixedKernel defaults to TILE_UP_DOWN and seed 003's SLOT_NUM)."""
 
-    def __init__(self, kind: FunctionKind, name: str):
+    def __init__(self, kind: FunctionKind, name: str, split=None, slot_num=None):
         self.kind = kind
         self.name = name
+        self.split = split
+        self.slot_num = slot_num
 
-    def __call__(self, fn=None, *, core: str | None = None):
+    def options(self, split=None, slot_num=None) -> "Decorator":
+        """This decorator with the mixed-function options checked and set."""
+        if split is not None:
+            if isinstance(split, bool) or not isinstance(split, int) or \
+                    int(split) not in tuple(TileSplitAxis):
+                raise CompileError(f"@pl.{self.name}(split={split!r}) is not a split mode",
+                                   fix="use pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT or pl.TILE_NO_SPLIT")
+            split = TileSplitAxis(split)
+        if slot_num is not None and (isinstance(slot_num, bool) or not isinstance(slot_num, int)
+                                     or slot_num < 1):
+            raise CompileError(f"@pl.{self.name}(slot_num={slot_num!r}) must be a positive integer",
+                               fix="e.g. slot_num=4")
+        if (split is not None or slot_num is not None) and self.kind is not FunctionKind.InCore:
+            raise CompileError(f"split= / slot_num= are options of a mixed @pl.incore function, "
+                               f"not of a {self.kind.value} one",
+                               fix="drop them, or write the function as one mixed @pl.incore")
+        return Decorator(self.kind, self.name, split, slot_num)
+
+    def __call__(self, fn=None, *, core: str | None = None, split=None, slot_num=None):
         if fn is None:
-            if core is None:
-                return self
-            if core not in _CORES:
-                raise CompileError(f"unknown core {core!r} in @pl.{self.name}(core=...)",
-                                   fix=f"use one of: {', '.join(_CORES)}")
-            return Decorator(_CORES[core], self.name)
+            dec = self
+            if core is not None:
+                if core not in _CORES:
+                    raise CompileError(f"unknown core {core!r} in @pl.{self.name}(core=...)",
+                                       fix=f"use one of: {', '.join(_CORES)}")
+                dec = Decorator(_CORES[core], self.name)
+            return dec.options(split, slot_num)
         if not callable(fn):
             raise CompileError(f"@pl.{self.name} decorates a function, got {fn!r}")
-        return DSLFunction(fn, parse_function(fn, self.kind))
+        return DSLFunction(fn, self.apply(parse_function(fn, self.kind)))
+
+    def apply(self, f: Function) -> Function:
+        if self.split is None and self.slot_num is None:
+            return f
+        return dataclasses.replace(f, split=self.split, slot_num=self.slot_num)
 
     def __repr__(self) -> str:
         return f"<pl.{self.name} decorator ({self.kind.value})>"
@@ -135,7 +165,7 @@ def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> 
     funcs, order, name = {}, None, "program"
     for node in mod.body:
         if isinstance(node, ast.FunctionDef):
-            kind = FunctionKind.InCore
+            kind, deco = FunctionKind.InCore, None
             for d in node.decorator_list:
                 try:
                     dec = eval(compile(ast.Expression(d), filename, "eval"), dict(ns))  # noqa: S307
@@ -143,8 +173,9 @@ def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> 
                     raise error(src, d, f"bad decorator: {e}", "use @pl.aic, @pl.aiv or @pl.incore")
                 if not isinstance(dec, Decorator):
                     raise error(src, d, "kernels are decorated with @pl.aic, @pl.aiv or @pl.incore")
-                kind = dec.kind
-            funcs[node.name] = FunctionParser(node, kind, ns, src).parse()
+                kind, deco = dec.kind, dec
+            f = FunctionParser(node, kind, ns, src).parse()
+            funcs[node.name] = deco.apply(f) if deco is not None else f
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
                 ast.unparse(node.value.func) == "pl.program":
             order = []

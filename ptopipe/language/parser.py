@@ -702,6 +702,11 @@ class FunctionParser:
             if v is None or isinstance(v, TileLayout):
                 return v
             bad = "a tile layout: pl.ND, pl.DN, pl.NZ, pl.ZN or pl.ZZ"
+        elif k == "symbol":
+            name = getattr(getattr(v, "ir", None), "name", v)
+            if isinstance(name, str) and name:
+                return name
+            bad = "a function: a @pl kernel or its name"
         elif k == "type":
             if isinstance(v, (TileValueType, TensorType)):
                 return v

@@ -1,0 +1,284 @@
+"""ExpandMixedKernel (issue 11, pass 1; seed 003 "Compiler Toolchain Implications" point 2):
+one mixed ``@pl.incore`` function -> an AIC function, an AIV function and a Group function
+calling both, communicating through TPUSH / TPOP.
+
+Requires: the op IR of a verified program (``to_ops``).  Produces: ``"no-mixed-functions"``
+(no InCore function left) and ``"pipes-declared"`` (each ring a ``reserve_buffer(base=AUTO)``
+in its consumer, an ``import_peer_buffer`` in its producer and one ``*_initialize_pipe`` per
+kernel).  TFREEs are NOT placed here: InsertTfree does that.
+
+Classification (by the tile types an op touches): a tile in Vec (UB) is Vector, one in
+Mat/Left/Right/Acc is Cube, so ``pl.matmul`` is Cube, a load goes by its target space, a
+store by its source tile; a ``pl.move`` from one side to the other is a *boundary*:
+Acc -> Vec is C2V, Vec -> Mat/Left/Right is V2C.  Scalars and control flow are shared: both
+kernels get a copy, and each drops the other side's ops, loop-carried values and results
+(then unused scalars and empty loops / branches).  A boundary becomes TPUSH on the producer
+and TPOP on the consumer (a V2C tile bound for Left/Right is popped into Mat, then moved).
+DIR_MASK is 1 / 2 / 3; SLOT_SIZE the largest crossing tile (whole, in bytes, aligned);
+SLOT_NUM 8 for one direction, 4 per direction for both (seed 003), or
+``@pl.incore(slot_num=N)``.  Both kernels take a ``gm_slot_buffer`` GM parameter of
+SLOT_NUM * SLOT_SIZE bytes per direction (the A2A3 ring; the A5 rings are the reserved
+buffers) and the tensors they use.
+
+Split: ``@pl.incore(split=...)``, default TILE_UP_DOWN (a cluster has two Vector cores and
+seed 003's split consumer gives each a half; the hand-written pairs do the same); see
+:mod:`.expand_split`.  TILE_NO_SPLIT is refused (not implemented: lane 1 would have to replay
+the handshakes on zero valid shape).  A function with only Cube (only Vector) work becomes
+an AIC (AIV) function, unsplit.
+
+Errors (CompileError at the DSL line): a loop bound or branch condition computed on the
+Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM tensor written
+on one side and read on the other (no synchronisation-only pipe token yet); TILE_NO_SPLIT;
+the split errors of :mod:`.expand_split`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from ..ir.core import Block, Operation, Region
+from ..ir.nodes import AUTO, FunctionKind
+from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
+from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
+                       fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,
+                       strip_yields)
+from .expand_split import split_vector_function
+
+NAME = "expand-mixed"
+REQUIRES = ()
+PRODUCES = ("no-mixed-functions", "pipes-declared")
+
+C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
+#: seed 003: SLOT_NUM for one direction / per direction when both are used
+SLOT_NUM_ONE_WAY, SLOT_NUM_BOTH_WAYS = 8, 4
+DEFAULT_SPLIT = TileSplitAxis.TILE_UP_DOWN
+RING_NAME = {C2V: "c2v_slot_buffer", V2C: "v2c_slot_buffer"}
+GM_PARAM = "gm_slot_buffer"
+_STRUCTURAL = ("pl.for", "pl.if", "pl.yield", "pl.return")
+
+
+def tile_bytes(t: TileValueType) -> int:
+    return t.shape[0] * t.shape[1] * np.dtype(np_dtype(t.dtype)).itemsize
+
+
+class PipePlan:
+    """What the pipes of one mixed function look like."""
+
+    def __init__(self, fn: Operation):
+        self.boundaries = [op for op in fn.walk() if is_boundary(op)]
+        self.dirs = {boundary_direction(op) for op in self.boundaries}
+        self.mask = Direction(sum(int(d) for d in self.dirs)) if self.dirs else None
+        at = fn.attributes
+        self.split = at.get("split") if at.get("split") is not None else DEFAULT_SPLIT
+        both = len(self.dirs) == 2
+        self.slot_num = at.get("slot_num") or (SLOT_NUM_BOTH_WAYS if both else SLOT_NUM_ONE_WAY)
+        size = max((tile_bytes(op.operands[0].type) for op in self.boundaries), default=0)
+        self.slot_size = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * self.slot_size
+
+
+def _check_gm_sides(fn: Operation) -> None:
+    """A GM tensor written on one side and read on the other cannot be ordered (yet)."""
+    writes = {}
+    reads = []
+    for op in fn.walk():
+        if op.name == "pl.store":
+            writes.setdefault(op.operands[-1], (side_of_type(op.operands[0].type), op))
+        elif op.name == "pl.load":
+            reads.append((op.operands[0], side_of_type(op.results[0].type), op))
+    for t, side, op in reads:
+        w = writes.get(t)
+        if w is not None and w[0] != side:
+            raise err(f"GM tensor '{t.name}' is written by the {w[0]} (pl.store at {w[1].loc}) and "
+                      f"read by the {side} here: ExpandMixedKernel cannot order the two cores "
+                      "through GM (no synchronisation-only pipe token)", op,
+                      "pass the tile across with pl.move (Acc -> Vec, Vec -> Mat) instead of a GM "
+                      "round trip, or write the AIC / AIV pair by hand")
+
+
+def _taint_check(fn: Operation) -> None:
+    """In the AIC copy nothing but scalar arithmetic may depend on ``pl.get_subblockid()``
+    (a Vector-only value): a loop bound or branch condition computed from it is an error."""
+    tainted = set()
+    for op in fn.walk():
+        bad = next((v for v in op.operands if v in tainted), None)
+        if op.name == "pl.get_subblockid" or (bad is not None and (
+                op.name in PURE or op.name.startswith("arith."))):
+            tainted.update(op.results)
+        elif bad is not None:
+            i = op.operands.index(bad)
+            what = {"pl.for": "loop bound" if i < 3 else "loop-carried value",
+                    "pl.if": "branch condition"}.get(op.name, f"operand of {op.name}")
+            where = {"pl.for": "the loop", "pl.if": "the branch"}.get(op.name, "it")
+            raise err(f"the {what} '{bad.name or '?'}' is computed on the Vector side only (from "
+                      f"pl.get_subblockid()), but {where} also holds Cube work", op,
+                      "compute loop bounds and branch conditions from parameters and loop "
+                      "variables (both kernels replicate them), not from pl.get_subblockid()")
+
+
+class _Expander:
+    def __init__(self, fn: Operation, plan: PipePlan, aic: str, aiv: str):
+        self.fn, self.plan, self.aic, self.aiv = fn, plan, aic, aiv
+
+    def kernel(self, side: str) -> Operation:
+        plan, src = self.plan, self.fn.regions[0].blocks[0]
+        entry = Block([a.type for a in src.args], [a.name for a in src.args])
+        vm = dict(zip(src.args, entry.args))
+        for op in src:
+            entry.append(op.clone(vm))
+        kind = FunctionKind.AIC if side == CUBE else FunctionKind.AIV
+        name = self.aic if side == CUBE else self.aiv
+        fn = Operation("pl.func", (), (), {"sym_name": name, "kind": kind}, (Region([entry]),),
+                       self.fn.loc)
+        names = names_in(fn)
+        gm = entry.add_arg(TensorType((plan.gm_bytes,), "u8"), fresh(names, GM_PARAM)) \
+            if plan.dirs else None
+        bufs, init = self.pipe_setup(entry, side, gm, names) if plan.dirs else ({}, None)
+        for op in [o for o in fn.walk() if is_boundary(o)]:
+            self.boundary(op, side, bufs)
+        self.prune(fn, side)
+        if side == CUBE:
+            _taint_check(fn)
+        elif plan.split is not TileSplitAxis.TILE_NO_SPLIT:
+            split_vector_function(fn, plan.split, init, fresh(names, "sub"))
+        drop_unused_args(entry, keep=(gm,) if gm is not None else ())
+        return fn
+
+    def pipe_setup(self, entry: Block, side: str, gm, names: set):
+        """reserve_buffer for each ring this side consumes, import_peer_buffer for each it
+        produces into, then ``*_initialize_pipe`` (as the hand-written DSL pairs do)."""
+        plan, loc = self.plan, self.fn.loc
+        consumes = V2C if side == CUBE else C2V
+        peer = self.aiv if side == CUBE else self.aic
+        ops, bufs, base = [], {}, {}
+        order = [d for d in (consumes, Direction(3 - int(consumes))) if d in plan.dirs]
+        for d in order:
+            if d == consumes:
+                op = Operation("pl.reserve_buffer", (), [BufferType("reserve")],
+                               {"name": RING_NAME[d], "size": plan.slot_num * plan.slot_size,
+                                "base": AUTO, "memory_space": "L1" if side == CUBE else "UB"},
+                               (), loc, [fresh(names, f"{RING_NAME[d][:3]}_buf")])
+            else:
+                op = Operation("pl.import_peer_buffer", (), [BufferType("import")],
+                               {"name": RING_NAME[d], "peer_func": peer}, (), loc,
+                               [fresh(names, f"{RING_NAME[d][:3]}_peer")])
+            ops.append(op)
+            bufs[d] = op.results[0]
+        for d in (C2V, V2C):
+            if d in bufs:
+                ops.append(Operation("pl.buffer_attr", (bufs[d],), [INDEX], {"attr": "base"}, (), loc))
+            else:
+                ops.append(const(0, loc))
+            base[d] = ops[-1].results[0]
+        init = Operation("pl.aic_initialize_pipe" if side == CUBE else "pl.aiv_initialize_pipe",
+                         (gm, base[C2V], base[V2C]), [],
+                         {"dir_mask": plan.mask, "slot_size": plan.slot_size,
+                          "slot_num": plan.slot_num}, (), loc)
+        ops.append(init)
+        for op in reversed(ops):
+            entry.prepend(op)
+        return bufs, init
+
+    def boundary(self, op: Operation, side: str, bufs: dict) -> None:
+        """The move ``op`` as this side's TPUSH (producer) or TPOP (consumer)."""
+        d = boundary_direction(op)
+        src, dst = op.operands[0], op.results[0]
+        producer = CUBE if d == C2V else VECTOR
+        split = self.plan.split
+        if side == producer:
+            op.insert_before(Operation("pl.tpush", (src, bufs[d]), [],
+                                       {"split": split, "direction": d}, (), op.loc))
+            return                    # the move itself goes with the other side's ops
+        st, dt = src.type, dst.type
+        space = MemorySpace.Vec if d == C2V else MemorySpace.Mat
+        ptype = TileValueType(st.shape, st.dtype, space)
+        last = pop = op.insert_before(Operation(
+            "pl.tpop", (bufs[d],), [ptype], {"type": ptype, "split": split, "direction": d},
+            (), op.loc, [dst.name if ptype == dt else None]))
+        if d == C2V and dt.dtype != st.dtype:
+            last = op.insert_before(Operation("pl.cast", (pop.results[0],), [dt],
+                                              {"dtype": dt.dtype}, (), op.loc, [dst.name]))
+        elif d == V2C and dt.space is not MemorySpace.Mat:
+            last = op.insert_before(Operation(
+                "pl.move", (pop.results[0],), [dt],
+                {"space": dt.space, "dtype": None, "layout": op.attributes.get("layout")},
+                (), op.loc, [dst.name]))
+        dst.replace_all_uses_with(last.results[0])
+        op.erase()
+
+    def prune(self, fn: Operation, side: str) -> None:
+        """Drop the other side's ops, loop-carried values and results, then dead code."""
+        other = VECTOR if side == CUBE else CUBE
+        drops = {}
+        for op in fn.walk():
+            if op.name in ("pl.for", "pl.if"):
+                drop = {i for i, r in enumerate(op.results) if side_of_type(r.type) == other}
+                if drop:
+                    drops[op] = drop
+                    strip_yields(op, drop)
+        for op in reversed(list(fn.walk())):
+            if op is not fn and op.name not in _STRUCTURAL and other in op_sides(op):
+                op.erase()
+        for op, drop in drops.items():
+            remove_carried(op, drop)
+        dce(fn)
+
+    def group(self, kernels) -> Operation:
+        src = self.fn.regions[0].blocks[0]
+        entry = Block([a.type for a in src.args], [a.name for a in src.args])
+        by_name = {a.name: a for a in entry.args}
+        for k in kernels:
+            for a in k.regions[0].blocks[0].args:
+                if a.name not in by_name:           # the GM slot buffer
+                    by_name[a.name] = entry.add_arg(a.type, a.name)
+        for k in kernels:
+            args = [by_name[a.name] for a in k.regions[0].blocks[0].args]
+            entry.append(Operation("pl.call", args, [], {"callee": k.attributes["sym_name"]},
+                                   (), self.fn.loc))
+        return Operation("pl.func", (), (), {"sym_name": self.fn.attributes["sym_name"],
+                                             "kind": FunctionKind.Group}, (Region([entry]),),
+                         self.fn.loc)
+
+
+def _sides(fn: Operation) -> set:
+    out = set()
+    for op in fn.walk():
+        if not is_boundary(op):
+            out |= op_sides(op)
+    return out
+
+
+def expand_function(fn: Operation, taken: set) -> list:
+    """The functions replacing the mixed function ``fn``."""
+    plan = PipePlan(fn)
+    if plan.split is TileSplitAxis.TILE_NO_SPLIT and plan.dirs:
+        raise err(f"{fn.attributes['sym_name']}: split=pl.TILE_NO_SPLIT is not supported by "
+                  "ExpandMixedKernel yet (both Vector lanes would have to take part in every "
+                  "handshake)", fn, "use split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT")
+    _check_gm_sides(fn)
+    sides = _sides(fn)
+    name = fn.attributes["sym_name"]
+    if not plan.dirs and len(sides) < 2:
+        fn.attributes["kind"] = FunctionKind.AIC if sides == {CUBE} else FunctionKind.AIV
+        fn.attributes.pop("split", None)
+        fn.attributes.pop("slot_num", None)
+        return [fn]
+    aic, aiv = fresh(taken, f"{name}_aic"), fresh(taken, f"{name}_aiv")
+    ex = _Expander(fn, plan, aic, aiv)
+    kernels = [ex.kernel(CUBE), ex.kernel(VECTOR)]
+    return kernels + [ex.group(kernels)]
+
+
+def run(program: Operation, ctx=None) -> Operation:
+    top = program.regions[0].blocks[0]
+    taken = {f.attributes["sym_name"] for f in top}
+    for fn in list(top):
+        if fn.attributes.get("kind") is not FunctionKind.InCore:
+            continue
+        new = expand_function(fn, taken)
+        if new == [fn]:
+            continue
+        for f in new:
+            fn.insert_before(f)
+        fn.erase()
+    return program

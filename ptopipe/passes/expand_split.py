@@ -1,0 +1,105 @@
+"""ExpandMixedKernel, split modes: make the AIV function of an expanded mixed function work
+on its half of every Vector tile (seed 003 split consumer: TILE_UP_DOWN halves the rows,
+TILE_LEFT_RIGHT the columns; each of the two Vector cores of a cluster runs the same
+function, and ``pl.get_subblockid()`` says which half is its own).
+
+Every Vec tile value is retyped to its half; GM loads into Vec and stores from Vec get
+their offset on the split axis moved by ``sub * half`` and their shape halved;
+``pl.full`` and ``pl.tpop`` get the halved shape.  Errors: a Vec tile whose extent on the
+split axis does not halve (odd, or 1 as the per-row result of a reduction under
+TILE_LEFT_RIGHT), a reduction across the split axis (a per-row reduction under
+TILE_LEFT_RIGHT, a per-column one under TILE_UP_DOWN: each core would see half a row /
+column), a Vec load / store of a tensor that is not 2-D.
+"""
+from __future__ import annotations
+
+from ..arch.vocab import TileSplitAxis
+from ..ir.core import Operation
+from ..ir.ops import COL_REDUCE, ROW_REDUCE
+from ..ir.types import INDEX, MemorySpace, TileValueType
+from ._rewrite import const, dce, err, set_operands
+
+AXIS = {TileSplitAxis.TILE_UP_DOWN: 0, TileSplitAxis.TILE_LEFT_RIGHT: 1}
+_AXIS_WORD = ("rows", "columns")
+
+
+def _half(t: TileValueType, axis: int, op, what: str) -> TileValueType:
+    n = t.shape[axis]
+    if n % 2:
+        mode = "TILE_UP_DOWN" if axis == 0 else "TILE_LEFT_RIGHT"
+        raise err(f"{what} ({t.shape[0]}x{t.shape[1]} {t.dtype}) cannot be split {mode}: its "
+                  f"{n} {_AXIS_WORD[axis]} do not halve between the two Vector cores", op,
+                  "use an even extent on the split axis, or the other split mode "
+                  "(@pl.incore(split=...))")
+    shape = (n // 2, t.shape[1]) if axis == 0 else (t.shape[0], n // 2)
+    return TileValueType(shape, t.dtype, t.space, t.layout)
+
+
+def _is_vec(t) -> bool:
+    return t.__class__ is TileValueType and t.space is MemorySpace.Vec
+
+
+def _vname(v) -> str:
+    return f"'{v.name}'" if v.name else "a Vector tile"
+
+
+def _shift(op: Operation, index: int, sub, half: int) -> None:
+    """Operand ``index`` of ``op`` (an offset) += sub * half, with new ops before ``op``."""
+    c = op.insert_before(const(half, op.loc))
+    new = op.insert_before(Operation("arith.mul", (sub, c.results[0]), [INDEX], {}, (), op.loc))
+    off = op.operands[index]
+    d = getattr(off, "op", None)
+    if not (d is not None and d.name == "pl.const" and d.attributes["value"] == 0):
+        new = op.insert_before(Operation("arith.add", (off, new.results[0]), [INDEX], {}, (),
+                                         op.loc))
+    ops = list(op.operands)
+    ops[index] = new.results[0]
+    set_operands(op, ops)
+
+
+def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name: str) -> None:
+    """Slice the AIV function ``fn`` for ``split``; ``pl.get_subblockid()`` is inserted
+    after ``sub_anchor`` (the pipe initialisation), or first when it is None."""
+    axis = AXIS[split]
+    sub_op = Operation("pl.get_subblockid", (), [INDEX], {}, (), fn.loc, [sub_name])
+    if sub_anchor is not None:
+        sub_anchor.insert_after(sub_op)
+    else:
+        fn.regions[0].blocks[0].prepend(sub_op)
+    sub = sub_op.results[0]
+    for op in list(fn.walk()):
+        if op is fn:
+            continue
+        name = op.name
+        if (name[3:] in ROW_REDUCE and axis == 1) or (name[3:] in COL_REDUCE and axis == 0):
+            what = "per-row" if name[3:] in ROW_REDUCE else "per-column"
+            raise err(f"{name} is a {what} reduction, but split "
+                      f"{'TILE_LEFT_RIGHT' if axis else 'TILE_UP_DOWN'} gives each Vector core "
+                      f"half of every {'row' if axis else 'column'}", op,
+                      f"use @pl.incore(split=pl.{'TILE_UP_DOWN' if axis else 'TILE_LEFT_RIGHT'})")
+        for r in op.regions:
+            for b in r.blocks:
+                for a in b.args:
+                    if _is_vec(a.type):
+                        a.type = _half(a.type, axis, op, _vname(a))
+        for r in op.results:
+            if _is_vec(r.type):
+                r.type = _half(r.type, axis, op, _vname(r))
+        if name == "pl.tpop" and _is_vec(op.attributes["type"]):
+            op.attributes["type"] = op.results[0].type
+        elif name == "pl.full":
+            op.attributes["shape"] = op.results[0].type.shape
+        elif name == "pl.load" and _is_vec(op.results[0].type):
+            if len(op.operands) != 3:
+                raise err("a Vector load of a tensor that is not 2-D cannot be split between the "
+                          "Vector cores", op, "load from a 2-D tensor")
+            shape = list(op.attributes["shape"])
+            shape[axis] = op.results[0].type.shape[axis]
+            op.attributes["shape"] = tuple(shape)
+            _shift(op, 1 + axis, sub, shape[axis])
+        elif name == "pl.store" and _is_vec(op.operands[0].type):
+            if len(op.operands) != 4:
+                raise err("a Vector store to a tensor that is not 2-D cannot be split between the "
+                          "Vector cores", op, "store to a 2-D tensor")
+            _shift(op, 1 + axis, sub, op.operands[0].type.shape[axis])
+    dce(fn)                    # the offsets a shift replaced

@@ -1,0 +1,138 @@
+"""SkewPushAhead: let a kernel that pushes into one ring and pops the answer from the other
+in the same loop iteration run LAG iterations ahead with its pushes, as the hand-written
+S4 / S6 kernels do.  Without it each iteration waits for the peer's round trip (push i,
+then pop i), so the two cores never overlap.
+
+Requires: ``"tfree-inserted"`` (runs after InsertTfree: the TFREEs move with their pops).
+Produces: ``"push-ahead"``.
+
+A ``pl.for`` of an AIC / AIV function is skewed when its body (no loop-carried values,
+start 0, step 1) is a *push part* followed by a *pop part*: the push part is every op up to
+the last ``pl.tpush`` and holds no ``pl.tpop`` and no GM store; the pop part holds no
+``pl.tpush`` and uses, of the push part's values, only scalars (recomputed for its own
+iteration).  The loop becomes::
+
+    for i in pl.range(n + LAG):
+        if i < n:          push part (iteration i)
+        j = i - LAG
+        if j >= 0:         pop part (iteration j)
+
+LAG = min(2, SLOT_NUM - 1) of the pipe (SLOT_NUM per direction): the kernel is never more
+than LAG tiles ahead, so neither ring can fill up while the peer waits for the other one
+(no deadlock).  Loops of any other shape are left alone.
+"""
+from __future__ import annotations
+
+from ..ir.core import Block, Operation, Region
+from ..ir.nodes import FunctionKind
+from ..ir.types import BOOL, INDEX
+from ._rewrite import const
+
+NAME = "skew-push-ahead"
+REQUIRES = ("tfree-inserted",)
+PRODUCES = ("push-ahead",)
+MAX_LAG = 2
+
+
+def _const_value(v):
+    op = getattr(v, "op", None)
+    return op.attributes.get("value") if op is not None and op.name == "pl.const" else None
+
+
+def _split(body: Block):
+    """(push part, pop part) of a loop body, or None when it has another shape."""
+    ops = [o for o in body if o.name != "pl.yield"]
+    last_push = max((k for k, o in enumerate(ops) if o.name == "pl.tpush"), default=None)
+    if last_push is None:
+        return None
+    push, pop = ops[:last_push + 1], ops[last_push + 1:]
+    nested = lambda part, name: any(x.name == name for o in part for x in o.walk())  # noqa: E731
+    if nested(push, "pl.tpop") or nested(push, "pl.store") or nested(pop, "pl.tpush") \
+            or not nested(pop, "pl.tpop"):
+        return None
+    inside = {x for o in push for x in o.walk()}
+    for o in pop:
+        for x in o.walk():
+            for v in x.operands:
+                d = getattr(v, "op", None)
+                if d in inside and not (d.name == "pl.const" or d.name.startswith("arith.")):
+                    return None
+    return push, pop
+
+
+def _scalar_deps(pop, push) -> list:
+    """The scalar ops of the push part whose values the pop part uses (in order)."""
+    inside = {x: k for k, x in enumerate(push)}
+    need, work = set(), [v for o in pop for x in o.walk() for v in x.operands]
+    while work:
+        d = getattr(work.pop(), "op", None)
+        if d in inside and d not in need:
+            need.add(d)
+            work.extend(d.operands)
+    return sorted(need, key=inside.get)
+
+
+def _guarded(block: Block, cond, ops, vm: dict, loc) -> None:
+    then = Block()
+    for o in ops:
+        then.append(o.clone(vm))
+    then.append(Operation("pl.yield", (), (), {}, (), loc))
+    els = Block()
+    els.append(Operation("pl.yield", (), (), {}, (), loc))
+    block.append(Operation("pl.if", (cond,), (), {}, (Region([then]), Region([els])), loc))
+
+
+def skew(loop: Operation, lag: int) -> bool:
+    if loop.results or len(loop.operands) != 3 or _const_value(loop.operands[0]) != 0 \
+            or _const_value(loop.operands[2]) != 1:
+        return False
+    old = loop.regions[0].blocks[0]
+    parts = _split(old)
+    if parts is None:
+        return False
+    push, pop = parts
+    loc, n = loop.loc, loop.operands[1]
+    lag_c = loop.insert_before(const(lag, loc)).results[0]
+    stop = loop.insert_before(Operation("arith.add", (n, lag_c), [INDEX], {}, (), loc)).results[0]
+    body = Block([INDEX], [old.args[0].name])
+    i = body.args[0]
+    lt = body.append(Operation("arith.lt", (i, n), [BOOL], {}, (), loc)).results[0]
+    _guarded(body, lt, push, {old.args[0]: i}, loc)
+    lag_b = body.append(const(lag, loc)).results[0]
+    j = body.append(Operation("arith.sub", (i, lag_b), [INDEX], {}, (), loc,
+                              [f"{old.args[0].name or 'i'}_lag"])).results[0]
+    zero = body.append(const(0, loc)).results[0]
+    ge = body.append(Operation("arith.ge", (j, zero), [BOOL], {}, (), loc)).results[0]
+    _guarded(body, ge, _scalar_deps(pop, push) + pop, {old.args[0]: j}, loc)
+    body.append(Operation("pl.yield", (), (), {}, (), loc))
+    new = Operation("pl.for", (loop.operands[0], stop, loop.operands[2]), (), {},
+                    (Region([body]),), loc)
+    loop.insert_before(new)
+    loop.erase()
+    return True
+
+
+def _lag(fn: Operation) -> int:
+    for op in fn.regions[0].blocks[0]:
+        if op.name in ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe"):
+            return min(MAX_LAG, (op.attributes.get("slot_num") or 1) - 1)
+    return 0
+
+
+def run(program: Operation, ctx=None) -> Operation:
+    for fn in program.regions[0].blocks[0]:
+        if fn.attributes.get("kind") not in (FunctionKind.AIC, FunctionKind.AIV):
+            continue
+        lag = _lag(fn)
+        if lag < 1:
+            continue
+        seen, changed = set(), True
+        while changed:                 # a skewed loop is replaced: walk the new tree again
+            changed = False
+            for op in fn.walk():
+                if op.name == "pl.for" and op not in seen:
+                    seen.add(op)
+                    if skew(op, lag):
+                        changed = True
+                        break
+    return program

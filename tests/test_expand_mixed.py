@@ -1,0 +1,499 @@
+"""ExpandMixedKernel + InsertTfree: the mixed examples (examples/mixed) compile and run on
+both platforms and protocols with the checkers on and match numpy; the pipes they get
+(DIR_MASK, SLOT_SIZE, SLOT_NUM); the compile errors at their DSL line; TFREE placement on
+the printed IR; the compiled S1's cycles against the hand-written pair."""
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import ptopipe.language as pl
+from ptopipe import CompileError
+from ptopipe.errors import MismatchError
+from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops
+from ptopipe.passes.pipeline_min import compile_ops, compile_program
+
+from markers import line_of
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _load(rel):
+    spec = importlib.util.spec_from_file_location(rel.replace("/", "_")[:-3], ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MIXED = {n: _load(f"examples/mixed/{n}.py") for n in
+         ("s1_cv_split", "s4_both_ways", "s3_vc_dequant", "fa_forward", "s6_stream_both")}
+RUNS = [(n, v, plat, proto) for n, m in MIXED.items() for v in m.SCENARIO.variants
+        for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")]
+
+
+@pytest.mark.parametrize("name,variant,platform,protocol", RUNS)
+def test_mixed_example_matches_numpy(name, variant, platform, protocol, no_hang):
+    res = MIXED[name].SCENARIO.check(variant, platform, protocol)     # checkers on by default
+    assert res.summary.cycles > 0
+
+
+def test_a_wrong_golden_is_caught():
+    """The runs above compare against numpy: a golden off by one element fails."""
+    m = MIXED["s1_cv_split"]
+    sc = m.SCENARIO
+
+    def bad(args, **kw):
+        out = m.golden(args, **kw)["out"].copy()
+        out[5, 3] += 1
+        return {"out": out}
+    sc2 = type(sc)(sc.name, sc.aic, sc.aiv, sc.make_args, bad, sc.variants)
+    with pytest.raises(MismatchError):
+        sc2.check("default")
+
+
+def _fn(prog, kind):
+    return [f for f in prog.functions if f.kind is kind]
+
+
+def _init(fn):
+    from ptopipe.ir.nodes import ExprStmt
+    return next(s.value for s in fn.body if isinstance(s, ExprStmt)
+                and s.value.op.endswith("initialize_pipe"))
+
+
+@pytest.mark.parametrize("name,params,mask,slot_size,slot_num", [
+    ("s1_cv_split", dict(M=64, split=pl.TILE_UP_DOWN, slot_num=None), pl.DIR_C2V, 16 * 32 * 4, 8),
+    ("s1_cv_split", dict(M=64, split=pl.TILE_UP_DOWN, slot_num=2), pl.DIR_C2V, 16 * 32 * 4, 2),
+    ("s3_vc_dequant", dict(K=128, N=32, qtype="i8", split=pl.TILE_UP_DOWN), pl.DIR_V2C,
+     64 * 32 * 4, 2),
+    ("s4_both_ways", dict(split=pl.TILE_UP_DOWN), pl.DIR_BOTH, 16 * 128 * 4, 4),
+    ("fa_forward", dict(SQ=32, SK=64), pl.DIR_BOTH, 16 * 32 * 4, 4),
+])
+def test_pipe_parameters(name, params, mask, slot_size, slot_num):
+    """DIR_MASK from the boundaries, SLOT_SIZE = the largest crossing tile, SLOT_NUM 8 one
+    way / 4 both ways (seed 003) or the decorator's; both kernels agree."""
+    prog = MIXED[name].KERNELS.program(**params)
+    aic, = _fn(prog, FunctionKind.AIC)
+    aiv, = _fn(prog, FunctionKind.AIV)
+    group, = _fn(prog, FunctionKind.Group)
+    for f in (aic, aiv):
+        c = _init(f)
+        assert (c.attr("dir_mask"), c.attr("slot_size"), c.attr("slot_num")) == \
+            (mask, slot_size, slot_num), f.name
+    assert [c.value.attr("callee") for c in group.body] == [aic.name, aiv.name]
+
+
+def test_compiled_program_round_trips():
+    """The compiled program prints as DSL source and as IR text and reads back equal."""
+    prog = MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT)
+    assert pl.parse(print_program(prog)) == prog
+    ops = to_ops(prog)
+    assert structural_equal(parse_ir(print_ir(ops)), ops)
+
+
+BENCH = _load("benchmarks/mixed_vs_hand.py")
+
+
+@pytest.mark.parametrize("pair", BENCH.PAIRS, ids=lambda p: f"{p[0].split('/')[-2]}-{p[1]}")
+def test_compiled_cycles_within_10_percent_of_hand_written(pair, capsys):
+    """Schedule quality: the compiled kernel's simulated cycles are within 10% of the
+    hand-written kernel of the same scenario and shape (S1 the DSL pair, S4 needs
+    SkewPushAhead), printed side by side."""
+    hand, hv, mixed, mv = pair
+    h_sc, m_sc = _load(hand).SCENARIO, MIXED[mixed.split("/")[-1][:-3]].SCENARIO
+    for platform in ("a2a3", "a5"):
+        for protocol in ("spec", "pto-isa"):
+            h = h_sc.check(hv, platform, protocol).summary.cycles
+            c = m_sc.check(mv, platform, protocol).summary.cycles
+            with capsys.disabled():
+                print(f"\n{hand} [{hv}] {platform}/{protocol}: hand-written {h} cycles, "
+                      f"compiled {c} cycles ({c / h:.3f}x)")
+            assert abs(c - h) <= 0.1 * h
+
+
+def test_push_ahead_skews_only_push_then_pop_loops():
+    """S4's Vector loop runs 2 tiles ahead with its pushes; S1's (pops only) is untouched;
+    with one slot per ring there is no room to run ahead."""
+    s4 = print_program(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_UP_DOWN))
+    _in_order(s4, "def s4_aiv", "for i in pl.range(", "if i < ", "pl.TPUSH(", "i_lag = i - 2",
+              "if i_lag >= 0:", "pl.TPOP(", "pl.TFREE(", "pl.store(")
+    s1 = print_program(MIXED["s1_cv_split"].KERNELS.program(M=64, split=pl.TILE_UP_DOWN,
+                                                             slot_num=4))
+    assert "_lag" not in s1
+
+    def round_trip(slots):
+        @pl.incore(slot_num=slots)
+        def k(a: pl.Tensor[[64, 16], pl.f32], d: pl.Tensor[[16, 16], pl.f32],
+              out: pl.Tensor[[64, 16], pl.f32]):
+            d_l0 = pl.move(pl.load(d, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            for i in pl.range(4):
+                x = pl.move(pl.load(a, [i * 16, 0], [16, 16]), space=pl.Left)
+                r = pl.move(pl.matmul(x, d_l0), space=pl.Vec)
+                pl.store(r, [i * 16, 0], out)
+        return print_program(compile_program(pl.program(k)))
+    assert "i_lag = i - 1" in round_trip(2)
+    assert "_lag" not in round_trip(1)
+
+
+def test_incore_options_round_trip():
+    src = ("import ptopipe.language as pl\n\n@pl.incore(split=pl.TILE_LEFT_RIGHT, slot_num=2)\n"
+           "def k(a: pl.Tensor[[16, 16], pl.f32]):\n    x = pl.load(a, [0, 0], [16, 16])\n"
+           "    pl.store(x, [0, 0], a)\n\nprogram = pl.program(k, name='p')\n")
+    prog = pl.parse(src)
+    f = prog.functions[0]
+    assert (f.split, f.slot_num) == (pl.TILE_LEFT_RIGHT, 2)
+    assert print_program(prog) == src
+    ops = to_ops(prog)
+    assert "split = #split.TILE_LEFT_RIGHT, slot_num = 2" in print_ir(ops)
+    assert structural_equal(parse_ir(print_ir(ops)), ops)
+
+
+def test_bad_incore_options():
+    with pytest.raises(CompileError, match="slot_num=0.*positive"):
+        pl.incore(slot_num=0)
+    with pytest.raises(CompileError, match="not a split mode"):
+        pl.incore(split=7)
+
+
+def test_pure_vector_function_becomes_aiv_unsplit():
+    @pl.incore(split=pl.TILE_LEFT_RIGHT)
+    def only_vec(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f32]):
+        pl.store(pl.adds(pl.load(x, [0, 0], [16, 32]), 1.0), [0, 0], y)
+
+    prog = compile_program(pl.program(only_vec))
+    f, = prog.functions
+    assert (f.kind, f.split, f.name) == (FunctionKind.AIV, None, "only_vec")
+    assert "[16, 32]" in print_program(prog)           # not halved
+
+
+# -- errors -------------------------------------------------------------------------------
+def _where(fn, marker):
+    return f"{fn.pyfunc.__code__.co_filename}:{line_of(fn.pyfunc, marker)}:"
+
+
+def test_cross_core_move_only_in_a_mixed_function():
+    with pytest.raises(CompileError, match="move from Acc to Vec is not a local path") as e:
+        @pl.aic
+        def cube(a: pl.Tensor[[16, 16], pl.f32]):
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            acc = pl.matmul(t, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right))
+            v = pl.move(acc, space=pl.Vec)  # HERE
+    assert f":{line_of(test_cross_core_move_only_in_a_mixed_function, 'HERE')}:" in e.value.where
+
+
+def test_bad_boundary_move():
+    """Vec -> Acc is no boundary: across cores only Acc -> Vec and Vec -> Mat/Left/Right."""
+    with pytest.raises(CompileError, match="move from Vec to Acc is not a local path") as e:
+        @pl.incore
+        def mixed(a: pl.Tensor[[16, 16], pl.f32]):
+            x = pl.load(a, [0, 0], [16, 16])
+            y = pl.move(x, space=pl.Acc)  # BAD
+    assert "Acc->Vec (C2V)" in e.value.fix
+    assert f":{line_of(test_bad_boundary_move, 'BAD')}:" in e.value.where
+
+
+def _cube_vec_loop():
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        n = pl.get_subblockid() + 1
+        for i in pl.range(n):  # LOOP
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            v = pl.move(pl.matmul(t, r), space=pl.Vec)
+            pl.store(v, [0, 0], out)
+    return k
+
+
+def test_loop_bound_computed_on_one_side_only():
+    k = _cube_vec_loop()
+    with pytest.raises(CompileError, match="the loop bound 'n' is computed on the Vector side "
+                                           "only .*pl.get_subblockid.*Cube work") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "LOOP"))
+
+
+def test_gm_tensor_written_by_cube_read_by_vector():
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], tmp: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        pl.store(pl.matmul(t, r), [0, 0], tmp)
+        x = pl.load(tmp, [0, 0], [16, 16])  # READ
+        pl.store(pl.adds(x, 1.0), [0, 0], out)
+
+    with pytest.raises(CompileError, match="GM tensor 'tmp' is written by the Cube .* read by "
+                                           "the Vector") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "READ"))
+
+
+def _softmaxish(split):
+    @pl.incore(split=split)
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        m = pl.row_max(s)  # REDUCE
+        pl.store(pl.row_expand_sub(s, m), [0, 0], out)
+    return k
+
+
+def test_reduction_across_the_split_axis():
+    k = _softmaxish(pl.TILE_LEFT_RIGHT)
+    with pytest.raises(CompileError, match="pl.row_max is a per-row reduction, but split "
+                                           "TILE_LEFT_RIGHT") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "REDUCE"))
+    compile_program(pl.program(_softmaxish(pl.TILE_UP_DOWN)))      # fine when split by rows
+
+
+def test_no_split_is_refused():
+    k = _softmaxish(pl.TILE_NO_SPLIT)
+    with pytest.raises(CompileError, match="TILE_NO_SPLIT is not supported"):
+        compile_program(pl.program(k))
+
+
+def test_odd_extent_cannot_be_split():
+    @pl.incore(split=pl.TILE_LEFT_RIGHT)
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32]):
+        x = pl.load(b, [0, 0], [16, 15])  # ODD
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        pl.store(s, [0, 0], out)
+        pl.store(x, [0, 0], out)
+
+    with pytest.raises(CompileError, match="'x' .*16x15.* cannot be split TILE_LEFT_RIGHT: its 15 "
+                                           "columns do not halve") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "ODD"))
+
+
+def test_popped_tile_carried_to_next_iteration():
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        z = pl.full([16, 16], pl.f32, 0.0)
+        for i, (prev,) in pl.range(2, init_values=(z,)):
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            s = pl.move(pl.matmul(t, r), space=pl.Vec)  # POP
+            pl.store(pl.add(prev, s), [0, 0], out)
+            last = pl.yield_(s)
+
+    with pytest.raises(CompileError, match="popped here .* is yielded out of its loop body") as e:
+        compile_program(pl.program(k))
+    assert e.value.where.startswith(_where(k, "POP"))
+
+
+# -- TFREE placement ----------------------------------------------------------------------
+def _func_text(ops, kind):
+    text = print_ir(ops)
+    start = text.index(f"kind = #kind.{kind}")
+    end = text.find("pl.func()", start)
+    return text[start:end if end > 0 else len(text)]
+
+
+def _in_order(text, *needles):
+    pos = 0
+    for n in needles:
+        i = text.find(n, pos)
+        assert i >= 0, f"{n!r} not found after offset {pos} in:\n{text}"
+        pos = i + len(n)
+
+
+def test_tfree_after_last_use_through_aliases():
+    """The popped tile flows through a copy and an if-result; the TFREE follows the last
+    use of the if-result, not the first use of the tile."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32], flag: pl.Scalar[pl.index]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        first = pl.adds(s, 1.0)
+        alias = s
+        if flag > 0:
+            sel = pl.yield_(alias)
+        else:
+            sel = pl.yield_(first)
+        bv = pl.load(b, [0, 0], [16, 16])
+        marker = pl.muls(bv, 2.0)
+        o = pl.sub(sel, marker)
+        pl.store(o, [0, 0], out)
+
+    text = _func_text(compile_ops(pl.program(k)), "AIV")
+    _in_order(text, "pl.tpop", "pl.adds", "pl.copy", "pl.if", "pl.muls", "%o = pl.sub",
+              "pl.tfree", "pl.store")
+    assert text.count("pl.tfree") == 1
+
+
+def test_tfree_before_the_yield_and_in_pop_order():
+    """In a loop body the TFREE goes after the last use and before the body's yield; two
+    pops of one ring are freed in pop order even when the first is used longer."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        for i in pl.range(2):
+            s1 = pl.move(pl.matmul(t, r), space=pl.Vec)
+            s2 = pl.move(pl.matmul(t, r), space=pl.Vec)
+            u2 = pl.adds(s2, 1.0)
+            u1 = pl.add(s1, u2)
+            pl.store(u1, [0, 0], out)
+
+    text = _func_text(compile_ops(pl.program(k)), "AIV")
+    body = text[text.index("pl.for"):]
+    _in_order(body, "%s1 = pl.tpop", "%s2 = pl.tpop", "%u2 = pl.adds", "%u1 = pl.add",
+              "pl.tfree", "pl.tfree", "pl.store", "pl.yield")
+    assert body.count("pl.tfree") == 2
+
+
+def test_tfree_after_a_loop_using_the_tile():
+    """A popped tile passed into a loop as its init is used by the whole loop."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        s = pl.move(pl.matmul(t, r), space=pl.Vec)
+        for i, (acc,) in pl.range(3, init_values=(s,)):
+            nxt = pl.adds(acc, 1.0)
+            res = pl.yield_(nxt)
+        done = pl.muls(res, 2.0)
+        pl.store(done, [0, 0], out)
+
+    text = _func_text(compile_ops(pl.program(k)), "AIV")
+    _in_order(text, "pl.tpop", "pl.for", "pl.adds", "pl.yield", "%done = pl.muls", "pl.tfree",
+              "pl.store")
+
+
+def _run_compiled(prog, args, platform, protocol):
+    from ptopipe import run
+    from ptopipe.passes.pipeline_min import with_slot_buffer
+    from ptopipe.runtime import kernels
+    aic, aiv = kernels(prog)
+    return run(aic, aiv, with_slot_buffer(prog, args), platform=platform, protocol=protocol)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_converting_c2v_move_pops_then_casts(platform, protocol, no_hang):
+    """pl.move(acc, space=pl.Vec, dtype=pl.f16): the f32 accumulator crosses, the Vector
+    side casts its half."""
+    @pl.incore(split=pl.TILE_LEFT_RIGHT)
+    def k(a: pl.Tensor[[16, 16], pl.f16], b: pl.Tensor[[16, 32], pl.f16],
+          out: pl.Tensor[[16, 32], pl.f16]):
+        x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        y = pl.move(pl.load(b, [0, 0], [16, 32], space=pl.Mat), space=pl.Right)
+        h = pl.move(pl.matmul(x, y), space=pl.Vec, dtype=pl.f16)
+        pl.store(pl.adds(h, 1.0), [0, 0], out)
+
+    prog = compile_program(pl.program(k))
+    src = print_program(prog)
+    _in_order(src, "def k_aiv", "h = pl.cast(pl.TPOP(c2v_buf, pl.Tile[[16, 16], pl.f32, pl.Vec]",
+              "pl.f16)", "pl.TFREE(")
+    rng = np.random.default_rng(1)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 32)).astype(np.float16)
+    res = _run_compiled(prog, dict(a=a, b=b, out=np.zeros((16, 32), np.float16)), platform,
+                        protocol)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16) + np.float16(1)
+    np.testing.assert_array_equal(res["out"], want)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_branches_and_results_on_both_sides(platform, protocol, no_hang):
+    """A branch on a scalar parameter holds Cube and Vector work and yields a tile of each
+    side; each kernel keeps its own branch results, both evaluate the condition."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32], out2: pl.Tensor[[16, 16], pl.f32],
+          flag: pl.Scalar[pl.index]):
+        x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        if flag > 0:
+            acc1 = pl.matmul(x, y)
+            v1 = pl.adds(pl.load(b, [0, 0], [16, 16]), 1.0)
+            acc, v = pl.yield_(acc1, v1)
+        else:
+            acc2 = pl.matmul(x, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right))
+            v2 = pl.muls(pl.load(b, [0, 0], [16, 16]), 2.0)
+            acc, v = pl.yield_(acc2, v2)
+        pl.store(acc, [0, 0], out2)
+        r = pl.move(acc, space=pl.Vec)
+        pl.store(pl.add(r, v), [0, 0], out)
+
+    prog = compile_program(pl.program(k))
+    rng = np.random.default_rng(2)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    for flag in (0, 1):
+        res = _run_compiled(prog, dict(a=a, b=b, out=np.zeros((16, 16), np.float32),
+                                       out2=np.zeros((16, 16), np.float32), flag=flag),
+                            platform, protocol)
+        v, mm = (b + 1, a @ b) if flag else (b * 2, a @ a)
+        np.testing.assert_array_equal(res["out2"], mm)
+        np.testing.assert_array_equal(res["out"], mm + v)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_mixed_function_without_boundary(platform, no_hang):
+    """Cube and Vector work that never cross: an AIC and an AIV function without a pipe,
+    the Vector work still split between the two Vector cores."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          mm: pl.Tensor[[16, 16], pl.f32], plus: pl.Tensor[[16, 16], pl.f32]):
+        x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        pl.store(pl.matmul(x, y), [0, 0], mm)
+        pl.store(pl.adds(pl.load(b, [0, 0], [16, 16]), 1.0), [0, 0], plus)
+
+    prog = compile_program(pl.program(k))
+    src = print_program(prog)
+    assert "initialize_pipe" not in src and "gm_slot_buffer" not in src
+    assert "[8, 16]" in src
+    rng = np.random.default_rng(3)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    res = _run_compiled(prog, dict(a=a, b=b, mm=np.zeros((16, 16), np.float32),
+                                   plus=np.zeros((16, 16), np.float32)), platform, "spec")
+    np.testing.assert_array_equal(res["mm"], a @ b)
+    np.testing.assert_array_equal(res["plus"], b + 1)
+
+
+def _strip_tfrees(body):
+    from dataclasses import replace
+
+    from ptopipe.ir.nodes import ExprStmt, For, If
+    out = []
+    for s in body:
+        if isinstance(s, ExprStmt) and s.value.op == "tfree":
+            continue
+        if isinstance(s, For):
+            s = replace(s, body=_strip_tfrees(s.body))
+        elif isinstance(s, If):
+            s = replace(s, then_body=_strip_tfrees(s.then_body),
+                        else_body=_strip_tfrees(s.else_body))
+        out.append(s)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("rel,params", [
+    ("examples/dsl/s1_cv_split.py", dict(M=64, depth=4, split=pl.TILE_UP_DOWN, dtype="f32")),
+    ("examples/dsl/s4_both_ways.py", dict(split=pl.TILE_LEFT_RIGHT)),
+])
+def test_insert_tfree_puts_back_the_hand_written_tfrees(rel, params):
+    """Strip the TFREEs of a hand-written pair: InsertTfree puts each back where the
+    programmer wrote it."""
+    from dataclasses import replace
+
+    from ptopipe.ir import to_tree
+    from ptopipe.passes import insert_tfree
+    prog = _load(rel).KERNELS.program(**params)
+    stripped = replace(prog, functions=tuple(replace(f, body=_strip_tfrees(f.body))
+                                             for f in prog.functions))
+    assert stripped != prog
+    assert to_tree(insert_tfree.run(to_ops(stripped))) == prog
