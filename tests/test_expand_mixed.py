@@ -12,7 +12,17 @@ import ptopipe.language as pl
 from ptopipe import CompileError
 from ptopipe.errors import MismatchError
 from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops
-from ptopipe.passes.pipeline_min import compile_ops, compile_program
+from ptopipe.passes import compile_program as _compile
+
+FRONT = "expand-mixed,insert-tfree,skew-push-ahead"     # the platform-independent half
+
+
+def compile_ops(program):
+    return _compile(program, "a2a3", FRONT)[0]
+
+
+def compile_program(program):
+    return _compile(program, "a2a3", FRONT)[1]
 
 from markers import line_of
 
@@ -371,7 +381,7 @@ def test_tfree_after_a_loop_using_the_tile():
 
 def _run_compiled(prog, args, platform, protocol):
     from ptopipe import run
-    from ptopipe.passes.pipeline_min import with_slot_buffer
+    from ptopipe.passes.slot_buffer import with_slot_buffer
     from ptopipe.runtime import kernels
     aic, aiv = kernels(prog)
     return run(aic, aiv, with_slot_buffer(prog, args), platform=platform, protocol=protocol)

@@ -40,8 +40,8 @@ def _prog():
 
 
 def test_default_pipeline_is_the_registered_passes_in_order():
-    assert default_pipeline() == ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform",
-                                  "validate")
+    assert default_pipeline() == ("expand-mixed", "insert-tfree", "skew-push-ahead", "verify-pipes",
+                                  "resolve-peers", "allocate-flags", "lower-platform", "validate")
 
 
 def test_a_pass_registered_later_runs_by_name(registry):
@@ -70,8 +70,8 @@ def test_unknown_pass_lists_the_known_ones():
         PassManager("resolve-peers,allocate-flag")
     e = ei.value
     assert e.what == "unknown pass 'allocate-flag'"
-    assert e.fix == ("use one of the registered passes: allocate-flags, lower-platform, "
-                     "resolve-peers, validate, verify-pipes")
+    assert e.fix == ("use one of the registered passes: allocate-flags, expand-mixed, insert-tfree, "
+                     "lower-platform, resolve-peers, skew-push-ahead, validate, verify-pipes")
     with pytest.raises(CompileError, match="empty pass name"):
         PassManager("resolve-peers,,validate")
 
@@ -231,29 +231,11 @@ MIXED = textwrap.dedent('''
 ''')
 
 
-def _expand_pure_vector(program, ctx):
-    """A stand-in for ExpandMixedKernel on a pure-Vector @pl.incore function: it becomes the
-    AIV kernel (its rings in UB)."""
-    for f in functions(program):
-        if f.attributes["kind"] is FunctionKind.InCore:
-            f.attributes["kind"] = FunctionKind.AIV
-            for r in top_ops(f, "pl.reserve_buffer"):
-                r.attributes["memory_space"] = "UB"
-    return program
-
-
 def test_run_of_a_mixed_file_compiles_first(tmp_path, capsys, registry):
+    """run / check / compile a file whose Vector kernel is a pure-Vector @pl.incore function:
+    ExpandMixedKernel makes it the AIV kernel, for each platform."""
     path = tmp_path / "mixed.py"
     path.write_text(MIXED)
-    line = MIXED.splitlines().index(next(ln for ln in MIXED.splitlines() if ln.endswith("# mixed"))) + 1
-    # nothing splits the mixed function yet: a clean error at its line
-    rc, out, err = _cli(capsys, "run", str(path))
-    assert rc == 1 and "Traceback" not in err
-    assert "mixed @pl.incore function 'vector' was not split into an AIC and an AIV kernel" in err
-    assert f"mixed.py:{line}:1" in err
-    rc, out, err = _cli(capsys, "compile", str(path))
-    assert rc == 1 and "was not split" in err
-    register(PassInfo("expand-mixed", _expand_pure_vector, (), ("split",)))
     for platform in ("a2a3", "a5"):
         rc, out, err = _cli(capsys, "run", str(path), "--platform", platform, "--quiet")
         assert rc == 0 and "PASS mixed[default]" in out, err
@@ -264,7 +246,6 @@ def test_run_of_a_mixed_file_compiles_first(tmp_path, capsys, registry):
 
 
 def test_kernelset_compiles_mixed_programs_per_platform(registry):
-    register(PassInfo("expand-mixed", _expand_pure_vector, (), ("split",)))
     cube, vector = c2v_pair()
     prog = unverified(cube, vector)
     from ptopipe.ir import Function, Program

@@ -12,7 +12,7 @@ import numpy as np
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.passes.pipeline_min import compile_program, with_slot_buffer
+from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import KernelSet
 
 D, TQ, TK = 32, 16, 32
@@ -44,7 +44,7 @@ def build(SQ, SK):
                 m1, l1, o1 = pl.yield_(m_new, l_new, o_new)
             pl.store(pl.row_expand_div(o1, l1), [qi * TQ, 0], out)
 
-    return compile_program(pl.program(fa, name=f"fa_forward_q{SQ}_k{SK}"))
+    return pl.program(fa, name=f"fa_forward_q{SQ}_k{SK}")
 
 
 KERNELS = KernelSet(build)
@@ -55,7 +55,7 @@ def make_args(rng, SQ=32, SK=64):
     args = dict(q=rng.standard_normal((SQ, D)).astype(np.float32), kt=np.ascontiguousarray(k.T),
                 v=rng.standard_normal((SK, D)).astype(np.float32),
                 out=np.zeros((SQ, D), np.float32), SQ=SQ, SK=SK)
-    return with_slot_buffer(KERNELS.program(**args), args)
+    return with_slot_buffer(KERNELS.source(**args), args)
 
 
 def golden(args, **_):

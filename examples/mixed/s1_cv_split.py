@@ -10,7 +10,7 @@ import numpy as np
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.passes.pipeline_min import compile_program, with_slot_buffer
+from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import KernelSet
 
 TM, K, N = 16, 32, 32
@@ -31,7 +31,7 @@ def build(M, split, slot_num):
             o = pl.add(part, bv)
             pl.store(o, [i * TM, 0], out)
 
-    return compile_program(pl.program(s1, name=f"s1_mixed_m{M}"))
+    return pl.program(s1, name=f"s1_mixed_m{M}")
 
 
 KERNELS = KernelSet(build)
@@ -42,7 +42,7 @@ def make_args(rng, M=64, split=pl.TILE_UP_DOWN, slot_num=4):
                 b=rng.integers(-3, 4, (K, N)).astype(np.float32),
                 bias=rng.integers(-8, 9, (M, N)).astype(np.float32),
                 out=np.zeros((M, N), np.float32), M=M, split=split, slot_num=slot_num)
-    return with_slot_buffer(KERNELS.program(**args), args)
+    return with_slot_buffer(KERNELS.source(**args), args)
 
 
 def golden(args, **_):

@@ -11,7 +11,7 @@ import numpy as np
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.passes.pipeline_min import compile_program, with_slot_buffer
+from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import KernelSet
 
 M, TK = 16, 64
@@ -38,7 +38,7 @@ def build(K, N, qtype, split):
             total = pl.yield_(acc_next)
         pl.store(total, [0, 0], out)
 
-    return compile_program(pl.program(s3, name=f"s3_mixed_{qtype}_k{K}_n{N}"))
+    return pl.program(s3, name=f"s3_mixed_{qtype}_k{K}_n{N}")
 
 
 KERNELS = KernelSet(build)
@@ -49,7 +49,7 @@ def make_args(rng, K=128, N=32, qtype="i8", split=pl.TILE_UP_DOWN):
     args = dict(a=rng.integers(-3, 4, (M, K)).astype(np.float32),
                 q=rng.integers(-8, 9, (K, N)).astype(qt),
                 out=np.zeros((M, N), np.float32), K=K, N=N, qtype=qtype, split=split)
-    return with_slot_buffer(KERNELS.program(**args), args)
+    return with_slot_buffer(KERNELS.source(**args), args)
 
 
 def golden(args, **_):

@@ -10,7 +10,7 @@ import numpy as np
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.passes.pipeline_min import compile_program, with_slot_buffer
+from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import KernelSet
 
 M, K, N = 128, 64, 128
@@ -35,7 +35,7 @@ def build(split):
             o = pl.sub(res, fv)
             pl.store(o, [i * TM, 0], out)
 
-    return compile_program(pl.program(s4, name="s4_mixed"))
+    return pl.program(s4, name="s4_mixed")
 
 
 KERNELS = KernelSet(build)
@@ -47,7 +47,7 @@ def make_args(rng, split=pl.TILE_UP_DOWN):
                 d=rng.integers(-3, 4, (K, N)).astype(np.float32),
                 f=rng.integers(-50, 51, (M, N)).astype(np.float32),
                 out=np.zeros((M, N), np.float32), split=split)
-    return with_slot_buffer(KERNELS.program(**args), args)
+    return with_slot_buffer(KERNELS.source(**args), args)
 
 
 def golden(args, **_):

@@ -11,7 +11,7 @@ import numpy as np
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.passes.pipeline_min import compile_program, with_slot_buffer
+from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import KernelSet
 
 M, K, N = 32, 64, 512
@@ -30,7 +30,7 @@ def build(split):
             c = pl.load(c_prev, [0, j * TN], [M, TN])
             pl.store(pl.add(r, c), [0, j * TN], out)
 
-    return compile_program(pl.program(s6, name="s6_mixed"))
+    return pl.program(s6, name="s6_mixed")
 
 
 KERNELS = KernelSet(build)
@@ -41,7 +41,7 @@ def make_args(rng, split=pl.TILE_LEFT_RIGHT):
                 b=rng.integers(-3, 4, (K, N)).astype(np.float32),
                 c_prev=rng.integers(-9, 10, (M, N)).astype(np.float32),
                 out=np.zeros((M, N), np.float32), split=split)
-    return with_slot_buffer(KERNELS.program(**args), args)
+    return with_slot_buffer(KERNELS.source(**args), args)
 
 
 def golden(args, **_):

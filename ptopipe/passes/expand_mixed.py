@@ -259,7 +259,11 @@ def expand_function(fn: Operation, taken: set) -> list:
     sides = _sides(fn)
     name = fn.attributes["sym_name"]
     if not plan.dirs and len(sides) < 2:
-        fn.attributes["kind"] = FunctionKind.AIC if sides == {CUBE} else FunctionKind.AIV
+        kind = FunctionKind.AIC if sides == {CUBE} else FunctionKind.AIV
+        fn.attributes["kind"] = kind
+        for r in fn.regions[0].blocks[0]:           # its own rings now live in its core's memory
+            if r.name == "pl.reserve_buffer" and not r.attributes.get("memory_space"):
+                r.attributes["memory_space"] = "L1" if kind is FunctionKind.AIC else "UB"
         fn.attributes.pop("split", None)
         fn.attributes.pop("slot_num", None)
         return [fn]

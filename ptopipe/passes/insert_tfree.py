@@ -88,7 +88,7 @@ def place_tfree(pop: Operation, after: dict) -> Operation:
         last = prev
     z = const(None, pop.loc)
     free = Operation("pl.tfree", (ring, z.results[0]), [],
-                     {"direction": pop.attributes.get("direction")}, (), pop.loc)
+                     {"direction": pop.attributes.get("direction"), "split": None}, (), pop.loc)
     if last is block.last and last.name in ("pl.yield", "pl.return"):
         last.insert_before(z)
         last.insert_before(free)

@@ -115,8 +115,9 @@ class KernelSet:
             c = self._cache[(name, key)] = _Compiled(compile_mixed(prog, platform))
         return c
 
-    def program(self, **args) -> Program:
-        return self.compiled(args).program
+    def program(self, platform="a2a3", **args) -> Program:
+        """The program a run with ``args`` on ``platform`` executes (mixed functions compiled)."""
+        return self.compiled(args, platform).program
 
     @property
     def params(self) -> tuple:

@@ -1,0 +1,30 @@
+"""The ``gm_slot_buffer`` argument of compiled kernels: ExpandMixedKernel gives both kernels
+of a mixed function a GM slot-buffer parameter (the A2A3 ring; A5 ignores it), so a run's
+args need a zeroed buffer of the size the compiled program declares."""
+from __future__ import annotations
+
+from ..ir.nodes import FunctionKind, Program
+from ..isa.launch import gm_buffer
+from .expand_mixed import GM_PARAM
+
+
+def gm_slot_bytes(program: Program) -> int:
+    """The size of the ``gm_slot_buffer`` argument a compiled program's kernels take (0:
+    none).  A program that still holds mixed functions is compiled first."""
+    if any(f.kind is FunctionKind.InCore for f in program.functions):
+        from .manager import compile_program
+        program = compile_program(program, "a2a3")[1]
+    for f in program.functions:
+        for p in f.params:
+            if p.name.startswith(GM_PARAM):
+                return p.type.shape[0]
+    return 0
+
+
+def with_slot_buffer(program: Program, args: dict) -> dict:
+    """``args`` plus a zeroed ``gm_slot_buffer`` of the size ``program``'s kernels take
+    (none when they use no pipe)."""
+    n = gm_slot_bytes(program)
+    if n:
+        args[GM_PARAM] = gm_buffer(n)
+    return args
