@@ -6,7 +6,10 @@ Tiles share memory when their lifetimes do not overlap (:mod:`.liveness`): stora
 placed first-fit, in order of first definition, at the lowest aligned address free of
 every storage live at the same time and of every literal reserve_buffer region; a
 statement whose older value is still read when it runs again gets several buffers, used
-in turn.  AUTO buffers go after the peak of the tiles of their space.  Tiles popped by
+in turn.  AUTO buffers go after the peak of the tiles of their space.  A function that orders its
+pipes with events (``pl.record_event`` / ``wait_event`` / ``barrier``: manual
+synchronisation) gets no sharing: a reuse the user cannot see would need an event the user
+cannot write.  Tiles popped by
 TPOP need no storage (they bind to a ring slot or the staging area inside the reserved
 buffer); loop-carried and branch values alias the storage of the value they carry.
 Two literal reserve_buffer regions that overlap are a CompileError naming both.
@@ -17,9 +20,11 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from .nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer
+from .nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer, calls, stmt_exprs, walk
 from ..arch.vocab import ALIGNMENT as ALIGN
 from .liveness import analyse
+
+_EVENT_OPS = ("record_event", "wait_event", "barrier")
 
 
 def _align(x: int) -> int:
@@ -75,9 +80,11 @@ def plan_function(fn: Function) -> FunctionLayout:
     reserves = [s for s in fn.body if isinstance(s, ReserveBuffer)]
     fixed = _fixed_regions(reserves)
     live = []             # (end, memory, lo, hi) of placed storage still live
+    manual = any(c.op in _EVENT_OPS for s in walk(fn.body) for e in stmt_exprs(s) for c in calls(e))
     for st in sorted(analyse(fn.body).values(), key=lambda st: st.start):
         mem = st.type.space.mem_space.value
-        live = [x for x in live if x[0] >= st.start]
+        if not manual:                  # manual sync: no sharing (see the module docstring)
+            live = [x for x in live if x[0] >= st.start]
         size = st.type.nbytes
         addrs = []
         for _ in range(st.copies):

@@ -12,10 +12,14 @@ defined before the loop keeps it live to the loop's end (the next iteration read
 again); storage defined in a loop and carried to the next iteration is live through the
 whole loop.
 
-A carried value read *after* its producing statement ran again in the next iteration
-(``prev = cur`` with ``cur = pl.load(...)`` and a later read of ``prev``) would see the
-new value if both lived in one buffer: such a statement gets ``copies`` > 1 buffers, used
-in turn by successive executions (the value carried ``d`` iterations back needs ``d + 1``).
+How many buffers a statement needs comes from an abstract run of the function over
+*instances* (:class:`_Instances`): every value that may hold a tile made by statement ``D``
+counts how many times ``D`` may have run again since that tile was made (loops run to a
+fixpoint, branches joined).  A read of a value whose count may be ``n`` needs ``D`` to have
+``n + 1`` buffers, used in turn by its successive executions (``prev = cur`` with ``cur =
+pl.load(...)`` and a later read of ``prev`` needs 2).  A count without bound (a tile kept
+under a condition, or carried out of an inner loop that may run again) is a CompileError
+at the read: no number of buffers keeps it, the kernel must copy the tile it keeps.
 """
 from __future__ import annotations
 
@@ -62,24 +66,30 @@ class _Liveness:
 
     def stmt(self, s) -> None:
         loop = self.loops[-1] if self.loops else None
+        if isinstance(s, For):              # tile expressions among the inits: before the loop
+            for e in s.inits:
+                self.temps(e, None, loop)
         if isinstance(s, (For, If)):
             p = self.pos
             self.pos += 1
+            for key in self.open_temps:
+                self.storages[key].end = p
+            self.open_temps = []
         if isinstance(s, For):
             self.read_exprs((s.start, s.stop, s.step) + tuple(s.inits), p)
             self.loops.append(s)
             self.body(s.body)
+            self.yields(s.yields, s)
             last = self.pos - 1
-            self.read_exprs(s.yields, last)
             self.loops.pop()
             self.span[id(s)] = (p, max(p, last))
             return
         if isinstance(s, If):
             self.read_exprs((s.cond,), p)
             self.body(s.then_body)
-            self.read_exprs(s.then_yields, self.pos - 1)
+            self.yields(s.then_yields, loop)
             self.body(s.else_body)
-            self.read_exprs(s.else_yields, self.pos - 1)
+            self.yields(s.else_yields, loop)
             return
         exprs = stmt_exprs(s)
         top = s.value if isinstance(s, Assign) else None
@@ -100,6 +110,17 @@ class _Liveness:
             elif isinstance(v, Var):
                 self.refs[s.var.name] = self.refs.get(v.name, frozenset())
                 self.copy_of[s.var.name] = v.name
+
+    def yields(self, ys, loop) -> None:
+        """A body's yields, evaluated at its end (tile expressions among them made there)."""
+        for e in ys:
+            self.temps(e, None, loop)
+        p = self.pos
+        self.pos += 1
+        self.read_exprs(ys, p)
+        for key in self.open_temps:
+            self.storages[key].end = p
+        self.open_temps = []
 
     def temps(self, e, top, loop) -> None:
         """Positions and storage for the nested ops of ``e`` (post-order): a nested op's
@@ -151,85 +172,220 @@ class _Liveness:
                 self.read(x, p)
 
 
+def _src(e):
+    """What a yielded / init expression refers to: a variable, or a nested op's storage."""
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Call) and owns_storage(e):
+        return ("call", id(e))
+    return None
+
+
 def _aliases(fn_body, refs: dict, copy_of: dict) -> None:
     """Loop iter_args / results, branch results and ``y = x`` refer to what flows into them
     (to a fixpoint: a yield may refer back to its own iter_arg)."""
-    flows = [(y, (x,)) for y, x in copy_of.items()]      # (target var, source var names)
+    flows = [(y, (x,)) for y, x in copy_of.items()]      # (target var, source names / keys)
     for s in walk(fn_body):
         if isinstance(s, For):
             for p, init, y, r in zip(s.iter_args, s.inits, s.yields, s.results):
-                flows.append((p.name, _names(init, y)))
-                flows.append((r.name, _names(init, y)))
+                flows.append((p.name, (_src(init), _src(y))))
+                flows.append((r.name, (_src(init), _src(y))))
         elif isinstance(s, If):
             for r, a, b in zip(s.results, s.then_yields, s.else_yields):
-                flows.append((r.name, _names(a, b)))
+                flows.append((r.name, (_src(a), _src(b))))
     changed = True
     while changed:
         changed = False
         for target, srcs in flows:
             new = refs.get(target, frozenset())
             for name in srcs:
-                new = new | refs.get(name, frozenset())
+                if name is not None:
+                    new = new | refs.get(name, frozenset())
             if new != refs.get(target, frozenset()):
                 refs[target] = new
                 changed = True
 
 
-def _names(*exprs) -> tuple:
-    return tuple(e.name for e in exprs if isinstance(e, Var))
+_UNBOUNDED = 8                                   # a count this high has no bound
 
 
-def _carry_depths(loop: For, refs: dict, storages: dict, copy_of: dict) -> dict:
-    """For ``loop``'s iter_args: ``{iter_arg name: {storage key: iterations back}}`` - how
-    many iterations ago the storage's defining statement (inside ``loop``) produced the
-    value the iter_arg carries."""
-    own = {k for k, st in storages.items() if st.loop is loop}
-    depth: dict = {p.name: {} for p in loop.iter_args}
-    for _ in range(len(loop.iter_args) + 1):
-        for p, y in zip(loop.iter_args, loop.yields):
-            if not isinstance(y, Var):
-                continue
-            d = dict(depth[p.name])
-            src = y.name
-            while src in copy_of and src not in depth:
-                src = copy_of[src]
-            if src in depth:                    # carries another iter_arg: one more back
-                for k, n in depth[src].items():
-                    d[k] = max(d.get(k, 0), n + 1)
+def _dsl_name(name: str) -> str:
+    """The DSL variable of an SSA name (``keep_2`` -> ``keep``)."""
+    return name.rstrip("0123456789").rstrip("_") or name
+
+
+class _Instances:
+    """The abstract run behind ``copies``: ``state[D][v] = n`` when variable (or temp) ``v``
+    may hold a tile made by storage ``D`` that ``D``'s statement may have overwritten ``n``
+    times since (saturating at _UNBOUNDED).  Defining a variable replaces what it held
+    (SSA); a loop runs to a fixpoint of its head state, the join of the entry and the back
+    edge; ``need[D]`` is the largest count a read sees."""
+
+    def __init__(self, storages: dict):
+        self.storages = storages
+        self.need: dict = {}
+        self.inner: dict = {}          # id(For) -> names and temp keys defined in its body
+        self.loc = None                # the statement being run (for errors)
+
+    def body(self, stmts, state: dict) -> dict:
+        for s in stmts:
+            state = self.stmt(s, state)
+        return state
+
+    def stmt(self, s, state: dict) -> dict:
+        self.loc = s.loc
+        if isinstance(s, For):
+            for e in (s.start, s.stop, s.step):
+                self.expr(e, state)
+            srcs = [self.value(e, state) for e in s.inits]
+            entry = _copy(state)
+            for p, src in zip(s.iter_args, srcs):
+                _define(entry, p.name, state, src)
+            inner = self.inner.get(id(s))
+            if inner is None:
+                inner = self.inner[id(s)] = _defined_in(s.body) - {p.name for p in s.iter_args}
+            head = entry
+            while True:
+                end = self.body(s.body, _copy(head))
+                ys = [self.value(e, end) for e in s.yields]
+                back = _copy(end)
+                for p, y in zip(s.iter_args, ys):
+                    _define(back, p.name, end, y)
+                _kill(back, inner)          # the body's own values end with the iteration
+                nxt = _join(entry, back)
+                if nxt == head:
+                    break
+                head = nxt
+            out = _copy(head)
+            for r, p in zip(s.results, s.iter_args):
+                _define(out, r.name, head, p.name)
+            return out
+        if isinstance(s, If):
+            self.expr(s.cond, state)
+            outs = []
+            for body, ys in ((s.then_body, s.then_yields), (s.else_body, s.else_yields)):
+                out = self.body(body, _copy(state))
+                vals = [self.value(e, out) for e in ys]
+                for r, v in zip(s.results, vals):
+                    _define(out, r.name, out, v)
+                outs.append(out)
+            return _join(outs[0], outs[1])
+        if isinstance(s, Assign):
+            v = s.value
+            if isinstance(v, Var):
+                _define(state, s.var.name, state, v.name)
+            elif owns_storage(v):
+                for a in v.args:
+                    self.expr(a, state)
+                _run(state, s.var.name, s.var.name)
             else:
-                for k in refs.get(y.name, ()):
-                    if k in own:
-                        d[k] = max(d.get(k, 0), 1)
-            depth[p.name] = d
-    return depth
+                self.expr(v, state)
+            return state
+        for e in stmt_exprs(s):
+            self.expr(e, state)
+        return state
 
+    def value(self, e, state: dict):
+        """Evaluate a forwarded expression (an init / a yield): a variable is passed on, a
+        nested op runs; returns what the target will refer to."""
+        if isinstance(e, Var):
+            return e.name
+        self.expr(e, state)
+        return _src(e)
 
-def _check_outer_carry(loops, lv, storages: dict) -> None:
-    """A tile made in an inner loop and carried by an outer loop's iter_arg is read after the
-    inner loop made it anew: buffers used in turn per execution cannot keep it (the inner
-    loop runs its statement several times per outer iteration)."""
-    reads = {}
-    for name, pos, _ in lv.uses:
-        root = name
-        while root in lv.copy_of:
-            root = lv.copy_of[root]
-        reads.setdefault(root, []).append(pos)
-    for loop in loops:
-        first, last = lv.span[id(loop)]
-        for p in loop.iter_args:
-            for key in lv.refs.get(p.name, ()):
-                st = storages.get(key)
-                if st is None or loop not in st.loops or st.loop is loop:
-                    continue
-                if any(st.start < pos <= last for pos in reads.get(p.name, ())):
-                    name = p.name.rstrip("0123456789").rstrip("_") or p.name
+    def expr(self, e, state: dict) -> None:
+        """Reads of ``e`` (and runs of the nested ops that make tiles in it)."""
+        if isinstance(e, Var):
+            self.read(e.name, state)
+            return
+        if isinstance(e, Call):
+            for a in e.args:
+                self.expr(a, state)
+            if owns_storage(e):
+                key = ("call", id(e))
+                if key in self.storages:
+                    _run(state, key, key)
+            return
+        for x in getattr(e, "items", ()) or ():
+            self.expr(x, state)
+        for name in ("lhs", "rhs", "operand"):
+            x = getattr(e, name, None)
+            if x is not None:
+                self.expr(x, state)
+
+    def read(self, name, state: dict) -> None:
+        for d, holders in state.items():
+            n = holders.get(name)
+            if n:
+                if n >= _UNBOUNDED:
+                    st = self.storages[d]
                     raise CompileError(
-                        f"'{name}' carries the tile made at {st.loc} in an inner loop into the next "
-                        f"iteration of the loop at {loop.loc}, and is read after that inner loop has "
-                        "made the tile again (both would be the same buffer)",
-                        where=str(st.loc) if st.loc else None,
-                        fix="keep a copy in a tile of its own before the inner loop runs again (for a "
-                            "Vec tile: kept = pl.move(t, space=pl.Vec)), or read it before that loop")
+                        f"'{_dsl_name(name)}' may hold the tile made at {st.loc} any number of "
+                        "executions ago, and that statement has run again since: its buffer is "
+                        "reused, so the value read here may be gone",
+                        where=str(self.loc) if self.loc else None,
+                        fix="copy the tile you keep into a tile of its own when you keep it (for a Vec "
+                            "tile: kept = pl.move(t, space=pl.Vec)), or read it before the statement "
+                            "runs again")
+                if n > self.need.get(d, 0):
+                    self.need[d] = n
+
+
+def _run(state: dict, key, holder) -> None:
+    """Storage ``key``'s statement runs: every tile it made before is one run older; its
+    result (``holder``) holds the new one."""
+    holders = state.get(key)
+    if holders:
+        for h in holders:
+            if holders[h] < _UNBOUNDED:
+                holders[h] += 1
+    else:
+        holders = state[key] = {}
+    holders[holder] = 0
+
+
+def _defined_in(body) -> set:
+    out = set()
+    for s in walk(body):
+        if isinstance(s, Assign):
+            out.add(s.var.name)
+        elif isinstance(s, For):
+            out.update(v.name for v in s.iter_args + s.results)
+        elif isinstance(s, If):
+            out.update(v.name for v in s.results)
+        for e in stmt_exprs(s) + (tuple(s.yields) if isinstance(s, For) else ()):
+            for c in calls(e):
+                out.add(("call", id(c)))
+    return out
+
+
+def _copy(state: dict) -> dict:
+    return {d: dict(h) for d, h in state.items()}
+
+
+def _join(a: dict, b: dict) -> dict:
+    out = _copy(a)
+    for d, h in b.items():
+        o = out.setdefault(d, {})
+        for v, n in h.items():
+            if n > o.get(v, -1):
+                o[v] = n
+    return out
+
+
+def _kill(state: dict, names) -> None:
+    for h in state.values():
+        for v in names:
+            h.pop(v, None)
+
+
+def _define(dst: dict, target, src: dict, value) -> None:
+    """SSA definition: ``target`` holds what ``value`` holds in ``src`` (and nothing else)."""
+    held = [(d, h[value]) for d, h in src.items() if value in h] if value is not None else []
+    for h in dst.values():
+        h.pop(target, None)
+    for d, n in held:
+        dst.setdefault(d, {})[target] = n
 
 
 def analyse(fn_body) -> dict:
@@ -237,20 +393,14 @@ def analyse(fn_body) -> dict:
     lv = _Liveness()
     lv.body(fn_body)
     refs, storages, span = lv.refs, lv.storages, lv.span
+    for key in storages:
+        if isinstance(key, tuple):
+            refs[key] = frozenset((key,))
     _aliases(fn_body, refs, lv.copy_of)
-    loops = [s for s in walk(fn_body) if isinstance(s, For)]
-    _check_outer_carry(loops, lv, storages)
-    carried = {}                                   # var name -> {storage key: iterations back}
-    after = {}          # loop result -> {storage key: iterations before the last it was made}
-    for loop in loops:
-        depth = _carry_depths(loop, refs, storages, lv.copy_of)
-        carried.update(depth)
-        for y, r in zip(loop.yields, loop.results):
-            src = y.name if isinstance(y, Var) else None
-            while src in lv.copy_of and src not in depth:
-                src = lv.copy_of[src]
-            if src in depth:
-                after[r.name] = depth[src]
+    inst = _Instances(storages)
+    inst.body(fn_body, {})
+    for d, n in inst.need.items():
+        storages[d].copies = n + 1
     for name, pos, enclosing in lv.uses:
         for key in refs.get(name, ()):
             st = storages.get(key)
@@ -263,27 +413,14 @@ def analyse(fn_body) -> dict:
                     end = max(end, last)
             if end > st.end:
                 st.end = end
-            src = name
-            while src in lv.copy_of and src not in carried:
-                src = lv.copy_of[src]
-            back = carried.get(src, {}).get(key, 0)
-            res = name
-            while res in lv.copy_of and res not in after:
-                res = lv.copy_of[res]
-            if after.get(res, {}).get(key, 0):
-                # read after the loop: the last iteration made the storage anew
-                st.copies = max(st.copies, after[res][key] + 1)
-            if back and pos > st.start and st.loop is not None:
-                # an older value of the storage is read after it is produced anew
-                first, last = span[id(st.loop)]
-                if pos <= last:
-                    st.copies = max(st.copies, back + 1)
-    for loop in loops:                          # carried into the next iteration
-        first, last = span[id(loop)]
-        for y in loop.yields:
-            if isinstance(y, Var):
-                for key in refs.get(y.name, ()):
+    for s in walk(fn_body):                     # carried: live through the loop (and after it)
+        if isinstance(s, For):
+            first, last = span[id(s)]
+            for e in tuple(s.yields) + tuple(s.inits):
+                for key in refs.get(_src(e), ()) if _src(e) is not None else ():
                     st = storages.get(key)
                     if st is not None and first <= st.start <= last:
                         st.start, st.end = first, max(st.end, last)
+                    elif st is not None:        # an init: read by the loop's iter_arg
+                        st.end = max(st.end, last)
     return storages
