@@ -81,7 +81,10 @@ class _Gen:
         inner = Builder.at_end(body)
         got = self.body(inner, [body.args[1]], scalars + [body.args[0]], x, y, depth + 1,
                         min(room - 6, self.rng.randrange(4, 40)))
-        self.op(inner, "pl.yield", (got[-1],), [])
+        # the carried tile is made last in each iteration, so the iter_arg always holds the
+        # newest one (a kept tile of unbounded age is a CompileError of AllocateMemoryAddr)
+        fresh = self.op(inner, "pl.adds", (got[-1], self.const(inner, 0.0, F32)), [TILE]).result
+        self.op(inner, "pl.yield", (fresh,), [])
         return self.op(b, "pl.for", (lo, hi, st, init), [TILE], None, (Region([body]),)).result
 
     def branch(self, b, tiles, scalars, x, y, depth, room):

@@ -299,3 +299,31 @@ def test_manual_sync_kernels_get_no_hidden_reuse():
     res = _run(manual, X, sync="manual")
     np.testing.assert_array_equal(res.outputs["out"][:16], X[:16] * 2)
     np.testing.assert_array_equal(res.outputs["out"][16:32], X[16:32])
+
+
+@pl.incore
+def too_big_mixed(x: pl.Tensor[[384, 128], pl.f32], out: pl.Tensor[[384, 128], pl.f32]):  # <- fn
+    a = pl.load(x, [0, 0], [128, 128])
+    b = pl.load(x, [128, 0], [128, 128])
+    c = pl.load(x, [256, 0], [128, 128])
+    d = a + b
+    e = d + c
+    pl.store(e + a + b + c + d, [0, 0], out)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_allocate_memory_pass_reports_overflow_at_compile_time(platform):
+    """The allocate-memory pass checks the tiles against the platform's memory when the
+    program is compiled (before any run), with the bytes needed and available."""
+    from ptopipe.passes import compile_program
+    with pytest.raises(CompileError) as ei:
+        compile_program(pl.program(too_big_mixed, name="big"), platform)
+    e = ei.value
+    avail = {"a2a3": 192 * 1024, "a5": 256 * 1024}[platform]
+    assert f"need {6 * 64 * 1024} bytes of UB at their peak but {platform} has {avail} bytes" \
+        in e.what
+    assert e.where.endswith(f":{line_of(too_big_mixed.pyfunc, '<- fn')}:1")
+    # the pass is what reports it: without it the pipeline compiles and the run fails instead
+    from ptopipe.passes import default_pipeline
+    rest = ",".join(p for p in default_pipeline() if p != "allocate-memory")
+    compile_program(pl.program(too_big_mixed, name="big"), platform, rest)

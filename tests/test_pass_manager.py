@@ -41,7 +41,8 @@ def _prog():
 
 def test_default_pipeline_is_the_registered_passes_in_order():
     assert default_pipeline() == ("expand-mixed", "insert-tfree", "skew-push-ahead", "verify-pipes",
-                                  "resolve-peers", "allocate-flags", "lower-platform", "validate")
+                                  "allocate-memory", "resolve-peers", "allocate-flags",
+                                  "lower-platform", "validate")
 
 
 def test_a_pass_registered_later_runs_by_name(registry):
@@ -70,7 +71,8 @@ def test_unknown_pass_lists_the_known_ones():
         PassManager("resolve-peers,allocate-flag")
     e = ei.value
     assert e.what == "unknown pass 'allocate-flag'"
-    assert e.fix == ("use one of the registered passes: allocate-flags, expand-mixed, insert-tfree, "
+    assert e.fix == ("use one of the registered passes: allocate-flags, allocate-memory, expand-mixed, "
+                     "insert-tfree, "
                      "lower-platform, resolve-peers, skew-push-ahead, validate, verify-pipes")
     with pytest.raises(CompileError, match="empty pass name"):
         PassManager("resolve-peers,,validate")

@@ -40,7 +40,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--static", action="store_true",
                    help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "
-                        "on every path (VerifyPipes, docs/passes/verify_pipes.md)")
+                        "on every path (VerifyPipes, docs/passes/verify-pipes.md)")
     add_sync(p)
     bounds.add_arguments(p)
     add_launches(p)

@@ -58,11 +58,21 @@ class _Liveness:
         self.uses: list = []          # (var name, position, loops enclosing the read)
         self.copy_of: dict = {}       # var name -> var name, for ``y = x``
         self.open_temps: list = []    # nested-op results not yet read by their consumer
+        self.defined_at: dict = {}    # var name -> position of its definition
+        self.top_pos: dict = {}       # id(top-level statement) -> its last position
+        self.depth = 0                # nesting in loops and branches
 
     # -- pass 1: positions, storages, alias sets, reads ---------------------------------
     def body(self, stmts) -> None:
         for s in stmts:
             self.stmt(s)
+            if self.depth == 0:
+                self.top_pos[id(s)] = self.pos - 1
+
+    def nested(self, stmts) -> None:
+        self.depth += 1
+        self.body(stmts)
+        self.depth -= 1
 
     def stmt(self, s) -> None:
         loop = self.loops[-1] if self.loops else None
@@ -77,19 +87,25 @@ class _Liveness:
             self.open_temps = []
         if isinstance(s, For):
             self.read_exprs((s.start, s.stop, s.step) + tuple(s.inits), p)
+            for v in s.iter_args:
+                self.defined_at[v.name] = p
             self.loops.append(s)
-            self.body(s.body)
+            self.nested(s.body)
             self.yields(s.yields, s)
             last = self.pos - 1
             self.loops.pop()
             self.span[id(s)] = (p, max(p, last))
+            for v in s.results:
+                self.defined_at[v.name] = last
             return
         if isinstance(s, If):
             self.read_exprs((s.cond,), p)
-            self.body(s.then_body)
+            self.nested(s.then_body)
             self.yields(s.then_yields, loop)
-            self.body(s.else_body)
+            self.nested(s.else_body)
             self.yields(s.else_yields, loop)
+            for v in s.results:
+                self.defined_at[v.name] = self.pos - 1
             return
         exprs = stmt_exprs(s)
         top = s.value if isinstance(s, Assign) else None
@@ -102,6 +118,7 @@ class _Liveness:
             self.storages[key].end = p
         self.open_temps = []
         if isinstance(s, Assign):
+            self.defined_at[s.var.name] = p
             v = s.value
             if owns_storage(v):
                 self.storages[s.var.name] = Storage(s.var.name, v.type, p, p, loop, tuple(self.loops),
@@ -215,22 +232,49 @@ def _dsl_name(name: str) -> str:
 
 
 class _Instances:
-    """The abstract run behind ``copies``: ``state[D][v] = n`` when variable (or temp) ``v``
-    may hold a tile made by storage ``D`` that ``D``'s statement may have overwritten ``n``
-    times since (saturating at _UNBOUNDED).  Defining a variable replaces what it held
-    (SSA); a loop runs to a fixpoint of its head state, the join of the entry and the back
-    edge; ``need[D]`` is the largest count a read sees."""
+    """The abstract run behind ``copies``: ``state[v] = {D: n}`` when the alias ``v`` (a copy,
+    an iter_arg, a loop or branch result) may hold a tile made by storage ``D`` whose
+    statement may have overwritten it ``n`` times since (saturating at _UNBOUNDED); a
+    statement's own result holds its newest tile (``{D: 0}``, not stored).  Defining an
+    alias replaces what it held (SSA); a loop runs to a fixpoint of its head state, the
+    join of the entry and the back edge; ``need[D]`` is the largest count a read sees.
+    Aliases past their last read are dropped between top-level statements (``ends``), so
+    the state stays as small as what is live."""
 
-    def __init__(self, storages: dict):
+    def __init__(self, storages: dict, ends: dict):
         self.storages = storages
+        self.ends = ends
         self.need: dict = {}
         self.inner: dict = {}          # id(For) -> names and temp keys defined in its body
         self.loc = None                # the statement being run (for errors)
+
+    def top(self, stmts, positions: dict) -> None:
+        state = {}
+        for s in stmts:
+            state = self.stmt(s, state)
+            p = positions.get(id(s))
+            if p is not None:
+                for v in [v for v in state if self.ends.get(v, -1) <= p]:
+                    del state[v]
 
     def body(self, stmts, state: dict) -> dict:
         for s in stmts:
             state = self.stmt(s, state)
         return state
+
+    def held(self, state: dict, v) -> dict:
+        h = state.get(v)
+        if h is not None:
+            return h
+        return {v: 0} if v in self.storages else {}
+
+    def define(self, dst: dict, target, src: dict, value) -> None:
+        """SSA definition of the alias ``target``: it holds what ``value`` holds in ``src``."""
+        h = self.held(src, value) if value is not None else {}
+        if h:
+            dst[target] = dict(h)
+        else:
+            dst.pop(target, None)
 
     def stmt(self, s, state: dict) -> dict:
         self.loc = s.loc
@@ -240,7 +284,7 @@ class _Instances:
             srcs = [self.value(e, state) for e in s.inits]
             entry = _copy(state)
             for p, src in zip(s.iter_args, srcs):
-                _define(entry, p.name, state, src)
+                self.define(entry, p.name, state, src)
             inner = self.inner.get(id(s))
             if inner is None:
                 inner = self.inner[id(s)] = _defined_in(s.body) - {p.name for p in s.iter_args}
@@ -250,15 +294,18 @@ class _Instances:
                 ys = [self.value(e, end) for e in s.yields]
                 back = _copy(end)
                 for p, y in zip(s.iter_args, ys):
-                    _define(back, p.name, end, y)
-                _kill(back, inner)          # the body's own values end with the iteration
+                    self.define(back, p.name, end, y)
+                for v in inner:             # the body's own values end with the iteration
+                    back.pop(v, None)
                 nxt = _join(entry, back)
                 if nxt == head:
                     break
                 head = nxt
             out = _copy(head)
             for r, p in zip(s.results, s.iter_args):
-                _define(out, r.name, head, p.name)
+                self.define(out, r.name, head, p.name)
+            for p in s.iter_args:
+                out.pop(p.name, None)
             return out
         if isinstance(s, If):
             self.expr(s.cond, state)
@@ -267,17 +314,17 @@ class _Instances:
                 out = self.body(body, _copy(state))
                 vals = [self.value(e, out) for e in ys]
                 for r, v in zip(s.results, vals):
-                    _define(out, r.name, out, v)
+                    self.define(out, r.name, out, v)
                 outs.append(out)
             return _join(outs[0], outs[1])
         if isinstance(s, Assign):
             v = s.value
             if isinstance(v, Var):
-                _define(state, s.var.name, state, v.name)
+                self.define(state, s.var.name, state, v.name)
             elif owns_storage(v):
                 for a in v.args:
                     self.expr(a, state)
-                _run(state, s.var.name, s.var.name)
+                _run(state, s.var.name)
             else:
                 self.expr(v, state)
             return state
@@ -304,7 +351,7 @@ class _Instances:
             if owns_storage(e):
                 key = ("call", id(e))
                 if key in self.storages:
-                    _run(state, key, key)
+                    _run(state, key)
             return
         for x in getattr(e, "items", ()) or ():
             self.expr(x, state)
@@ -314,8 +361,10 @@ class _Instances:
                 self.expr(x, state)
 
     def read(self, name, state: dict) -> None:
-        for d, holders in state.items():
-            n = holders.get(name)
+        h = state.get(name)
+        if not h:
+            return
+        for d, n in h.items():
             if n:
                 if n >= _UNBOUNDED:
                     st = self.storages[d]
@@ -331,17 +380,13 @@ class _Instances:
                     self.need[d] = n
 
 
-def _run(state: dict, key, holder) -> None:
-    """Storage ``key``'s statement runs: every tile it made before is one run older; its
-    result (``holder``) holds the new one."""
-    holders = state.get(key)
-    if holders:
-        for h in holders:
-            if holders[h] < _UNBOUNDED:
-                holders[h] += 1
-    else:
-        holders = state[key] = {}
-    holders[holder] = 0
+def _run(state: dict, key) -> None:
+    """Storage ``key``'s statement runs: every alias holding a tile it made before now holds
+    one that is one run older (its own result holds the new one)."""
+    for h in state.values():
+        n = h.get(key)
+        if n is not None and n < _UNBOUNDED:
+            h[key] = n + 1
 
 
 def _defined_in(body) -> set:
@@ -353,39 +398,21 @@ def _defined_in(body) -> set:
             out.update(v.name for v in s.iter_args + s.results)
         elif isinstance(s, If):
             out.update(v.name for v in s.results)
-        for e in stmt_exprs(s) + (tuple(s.yields) if isinstance(s, For) else ()):
-            for c in calls(e):
-                out.add(("call", id(c)))
     return out
 
 
 def _copy(state: dict) -> dict:
-    return {d: dict(h) for d, h in state.items()}
+    return {v: dict(h) for v, h in state.items()}
 
 
 def _join(a: dict, b: dict) -> dict:
     out = _copy(a)
-    for d, h in b.items():
-        o = out.setdefault(d, {})
-        for v, n in h.items():
-            if n > o.get(v, -1):
-                o[v] = n
+    for v, h in b.items():
+        o = out.setdefault(v, {})
+        for d, n in h.items():
+            if n > o.get(d, -1):
+                o[d] = n
     return out
-
-
-def _kill(state: dict, names) -> None:
-    for h in state.values():
-        for v in names:
-            h.pop(v, None)
-
-
-def _define(dst: dict, target, src: dict, value) -> None:
-    """SSA definition: ``target`` holds what ``value`` holds in ``src`` (and nothing else)."""
-    held = [(d, h[value]) for d, h in src.items() if value in h] if value is not None else []
-    for h in dst.values():
-        h.pop(target, None)
-    for d, n in held:
-        dst.setdefault(d, {})[target] = n
 
 
 def analyse(fn_body) -> dict:
@@ -397,8 +424,16 @@ def analyse(fn_body) -> dict:
         if isinstance(key, tuple):
             refs[key] = frozenset((key,))
     _aliases(fn_body, refs, lv.copy_of)
-    inst = _Instances(storages)
-    inst.body(fn_body, {})
+    ends = {}                                   # name -> last position it may be read
+    for name, pos, enclosing in lv.uses:
+        for loop in enclosing:
+            first, last = span[id(loop)]
+            if lv.defined_at.get(name, -1) < first:
+                pos = max(pos, last)
+        if pos > ends.get(name, -1):
+            ends[name] = pos
+    inst = _Instances(storages, ends)
+    inst.top(fn_body, lv.top_pos)
     for d, n in inst.need.items():
         storages[d].copies = n + 1
     for name, pos, enclosing in lv.uses:
