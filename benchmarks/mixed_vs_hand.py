@@ -1,6 +1,6 @@
 """Schedule quality of the compiled mixed examples: simulated cycles of each
-examples/mixed kernel (one @pl.incore function, compiled by ExpandMixedKernel ->
-InsertTfree -> SkewPushAhead) next to the hand-written kernel of the same scenario and
+examples/mixed kernel (one @pl.incore function, compiled by the default pass pipeline for
+the platform) next to the hand-written kernel of the same scenario and
 shape, per platform and protocol.  Target (issue 11): within 10%; exits 1 when missed.
 The flash-attention example has no hand-written counterpart and is not listed.
 
