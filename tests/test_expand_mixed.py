@@ -8,7 +8,9 @@ import pathlib
 import numpy as np
 import pytest
 
+import ptopipe
 import ptopipe.language as pl
+from ptopipe.runtime import KernelSet
 from ptopipe import CompileError
 from ptopipe.errors import MismatchError
 from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops
@@ -507,3 +509,36 @@ def test_insert_tfree_puts_back_the_hand_written_tfrees(rel, params):
                                              for f in prog.functions))
     assert stripped != prog
     assert to_tree(insert_tfree.run(to_ops(stripped))) == prog
+
+
+RM, RK, RT = 16, 16, 4
+
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def gm_readback(a: pl.Tensor[[RT * RM, RK], pl.f32], w: pl.Tensor[[RK, RK], pl.f32],
+                out: pl.Tensor[[RM, RK], pl.f32]):
+    wl = pl.move(pl.load(w, [0, 0], [RK, RK], space=pl.Mat), space=pl.Right)
+    for i in pl.range(RT):
+        prev = pl.load(out, [0, 0], [RM, RK])          # what the previous iteration stored
+        x = pl.add(prev, pl.load(a, [i * RM, 0], [RM, RK]))
+        r = pl.move(pl.matmul(pl.move(x, space=pl.Left), wl), space=pl.Vec)
+        pl.store(r, [0, 0], out)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_loop_reading_back_what_it_stored_is_not_pushed_ahead(platform, protocol):
+    """SkewPushAhead leaves a loop alone when its push part loads a GM tensor its pop part
+    stores: skewed, iteration i's load would run before iteration i-2's store."""
+    from ptopipe.passes.slot_buffer import with_slot_buffer
+    prog = pl.program(gm_readback, name="readback")
+    ks = KernelSet(prog)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2, 3, (RT * RM, RK)).astype(np.float32)
+    w = rng.integers(-1, 2, (RK, RK)).astype(np.float32)
+    args = with_slot_buffer(prog, dict(a=a, w=w, out=np.zeros((RM, RK), np.float32)))
+    res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
+    s = np.zeros((RM, RK), np.float32)
+    for i in range(RT):
+        s = (s + a[i * RM:(i + 1) * RM]) @ w
+    np.testing.assert_array_equal(res.outputs["out"], s)

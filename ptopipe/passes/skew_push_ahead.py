@@ -8,7 +8,8 @@ Produces: ``"push-ahead"``.
 
 A ``pl.for`` of an AIC / AIV function is skewed when its body (no loop-carried values,
 start 0, step 1) is a *push part* followed by a *pop part*: the push part is every op up to
-the last ``pl.tpush`` and holds no ``pl.tpop`` and no GM store; the pop part holds no
+the last ``pl.tpush`` and holds no ``pl.tpop`` and no GM store, and loads no GM tensor the
+pop part stores (a read-after-write across iterations); the pop part holds no
 ``pl.tpush`` and uses, of the push part's values, only scalars (recomputed for its own
 iteration).  The loop becomes::
 
@@ -49,6 +50,11 @@ def _split(body: Block):
     nested = lambda part, name: any(x.name == name for o in part for x in o.walk())  # noqa: E731
     if nested(push, "pl.tpop") or nested(push, "pl.store") or nested(pop, "pl.tpush") \
             or not nested(pop, "pl.tpop"):
+        return None
+    # a GM tensor the pop part stores and the push part loads: skewed, iteration i's load
+    # would run before iteration i - LAG's store (a read-after-write across iterations)
+    loaded = {x.operands[0] for o in push for x in o.walk() if x.name == "pl.load"}
+    if any(x.operands[-1] in loaded for o in pop for x in o.walk() if x.name == "pl.store"):
         return None
     inside = {x for o in push for x in o.walk()}
     for o in pop:
