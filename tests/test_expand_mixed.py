@@ -223,22 +223,6 @@ def test_loop_bound_computed_on_one_side_only():
     assert e.value.where.startswith(_where(k, "LOOP"))
 
 
-def test_gm_tensor_written_by_cube_read_by_vector():
-    @pl.incore
-    def k(a: pl.Tensor[[16, 16], pl.f32], tmp: pl.Tensor[[16, 16], pl.f32],
-          out: pl.Tensor[[16, 16], pl.f32]):
-        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
-        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
-        pl.store(pl.matmul(t, r), [0, 0], tmp)
-        x = pl.load(tmp, [0, 0], [16, 16])  # READ
-        pl.store(pl.adds(x, 1.0), [0, 0], out)
-
-    with pytest.raises(CompileError, match="GM tensor 'tmp' is written by the Cube .* read by "
-                                           "the Vector") as e:
-        compile_program(pl.program(k))
-    assert e.value.where.startswith(_where(k, "READ"))
-
-
 def _softmaxish(split):
     @pl.incore(split=split)
     def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):

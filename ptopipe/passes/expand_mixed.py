@@ -26,9 +26,12 @@ seed 003's split consumer gives each a half; the hand-written pairs do the same)
 the handshakes on zero valid shape).  A function with only Cube (only Vector) work becomes
 an AIC (AIV) function, unsplit.
 
+A GM tensor written on one side and read on the other gets a synchronisation token (a
+boundary move of the stored tile right after the store, see :mod:`.gm_tokens`).
+
 Errors (CompileError at the DSL line): a loop bound or branch condition computed on the
-Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM tensor written
-on one side and read on the other (no synchronisation-only pipe token yet); TILE_NO_SPLIT;
+Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM tensor read
+before the other side writes it in program order (:mod:`.gm_tokens`); TILE_NO_SPLIT;
 the split errors of :mod:`.expand_split`.
 """
 from __future__ import annotations
@@ -43,6 +46,7 @@ from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_
                        fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,
                        strip_yields)
 from .expand_split import split_vector_function
+from .gm_tokens import insert_gm_tokens
 
 NAME = "expand-mixed"
 REQUIRES = ()
@@ -75,25 +79,6 @@ class PipePlan:
         size = max((tile_bytes(op.operands[0].type) for op in self.boundaries), default=0)
         self.slot_size = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
         self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * self.slot_size
-
-
-def _check_gm_sides(fn: Operation) -> None:
-    """A GM tensor written on one side and read on the other cannot be ordered (yet)."""
-    writes = {}
-    reads = []
-    for op in fn.walk():
-        if op.name == "pl.store":
-            writes.setdefault(op.operands[-1], (side_of_type(op.operands[0].type), op))
-        elif op.name == "pl.load":
-            reads.append((op.operands[0], side_of_type(op.results[0].type), op))
-    for t, side, op in reads:
-        w = writes.get(t)
-        if w is not None and w[0] != side:
-            raise err(f"GM tensor '{t.name}' is written by the {w[0]} (pl.store at {w[1].loc}) and "
-                      f"read by the {side} here: ExpandMixedKernel cannot order the two cores "
-                      "through GM (no synchronisation-only pipe token)", op,
-                      "pass the tile across with pl.move (Acc -> Vec, Vec -> Mat) instead of a GM "
-                      "round trip, or write the AIC / AIV pair by hand")
 
 
 def _taint_check(fn: Operation) -> None:
@@ -250,12 +235,12 @@ def _sides(fn: Operation) -> set:
 
 def expand_function(fn: Operation, taken: set) -> list:
     """The functions replacing the mixed function ``fn``."""
+    insert_gm_tokens(fn)
     plan = PipePlan(fn)
     if plan.split is TileSplitAxis.TILE_NO_SPLIT and plan.dirs:
         raise err(f"{fn.attributes['sym_name']}: split=pl.TILE_NO_SPLIT is not supported by "
                   "ExpandMixedKernel yet (both Vector lanes would have to take part in every "
                   "handshake)", fn, "use split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT")
-    _check_gm_sides(fn)
     sides = _sides(fn)
     name = fn.attributes["sym_name"]
     if not plan.dirs and len(sides) < 2:
