@@ -37,7 +37,8 @@ def _load(rel):
 
 
 MIXED = {n: _load(f"examples/mixed/{n}.py") for n in
-         ("s1_cv_split", "s4_both_ways", "s3_vc_dequant", "fa_forward", "s6_stream_both")}
+         ("s1_cv_split", "s2_cv_nosplit", "s4_both_ways", "s3_vc_dequant", "fa_forward",
+          "s6_stream_both")}
 RUNS = [(n, v, plat, proto) for n, m in MIXED.items() for v in m.SCENARIO.variants
         for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")]
 
@@ -241,12 +242,6 @@ def test_reduction_across_the_split_axis():
         compile_program(pl.program(k))
     assert e.value.where.startswith(_where(k, "REDUCE"))
     compile_program(pl.program(_softmaxish(pl.TILE_UP_DOWN)))      # fine when split by rows
-
-
-def test_no_split_is_refused():
-    k = _softmaxish(pl.TILE_NO_SPLIT)
-    with pytest.raises(CompileError, match="TILE_NO_SPLIT is not supported"):
-        compile_program(pl.program(k))
 
 
 def test_odd_extent_cannot_be_split():

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from ..arch.platform import get_platform
+from ..arch.vocab import ALIGNMENT, Direction, Protocol, TileSplitAxis
+from ..isa.pipe.protocol import model_for, platform_kind
 from ..ir.core import Block, Operation, Region
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
@@ -102,8 +104,10 @@ def _taint_check(fn: Operation) -> None:
 
 
 class _Expander:
-    def __init__(self, fn: Operation, plan: PipePlan, aic: str, aiv: str):
+    def __init__(self, fn: Operation, plan: PipePlan, aic: str, aiv: str, one_lane: bool):
         self.fn, self.plan, self.aic, self.aiv = fn, plan, aic, aiv
+        self.no_split = plan.split is TileSplitAxis.TILE_NO_SPLIT
+        self.one_lane = one_lane and self.no_split
 
     def kernel(self, side: str) -> Operation:
         plan, src = self.plan, self.fn.regions[0].blocks[0]
@@ -124,7 +128,9 @@ class _Expander:
         self.prune(fn, side)
         if side == CUBE:
             _taint_check(fn)
-        elif plan.split is not TileSplitAxis.TILE_NO_SPLIT:
+        elif self.no_split:                 # whole tiles on AIV0; AIV1 replays or idles
+            fn.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
+        else:
             split_vector_function(fn, plan.split, init, fresh(names, "sub"))
         drop_unused_args(entry, keep=(gm,) if gm is not None else ())
         return fn
@@ -158,7 +164,8 @@ class _Expander:
         init = Operation("pl.aic_initialize_pipe" if side == CUBE else "pl.aiv_initialize_pipe",
                          (gm, base[C2V], base[V2C]), [],
                          {"dir_mask": plan.mask, "slot_size": plan.slot_size,
-                          "slot_num": plan.slot_num}, (), loc)
+                          "slot_num": plan.slot_num, "lanes": 1 if self.one_lane else None},
+                         (), loc)
         ops.append(init)
         for op in reversed(ops):
             entry.prepend(op)
@@ -233,14 +240,11 @@ def _sides(fn: Operation) -> set:
     return out
 
 
-def expand_function(fn: Operation, taken: set) -> list:
-    """The functions replacing the mixed function ``fn``."""
+def expand_function(fn: Operation, taken: set, one_lane: bool = False) -> list:
+    """The functions replacing the mixed function ``fn``; ``one_lane``: a TILE_NO_SPLIT
+    pipe has AIV0 as its only lane (the protocol model's ``nosplit_lane0``)."""
     insert_gm_tokens(fn)
     plan = PipePlan(fn)
-    if plan.split is TileSplitAxis.TILE_NO_SPLIT and plan.dirs:
-        raise err(f"{fn.attributes['sym_name']}: split=pl.TILE_NO_SPLIT is not supported by "
-                  "ExpandMixedKernel yet (both Vector lanes would have to take part in every "
-                  "handshake)", fn, "use split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT")
     sides = _sides(fn)
     name = fn.attributes["sym_name"]
     if not plan.dirs and len(sides) < 2:
@@ -253,18 +257,27 @@ def expand_function(fn: Operation, taken: set) -> list:
         fn.attributes.pop("slot_num", None)
         return [fn]
     aic, aiv = fresh(taken, f"{name}_aic"), fresh(taken, f"{name}_aiv")
-    ex = _Expander(fn, plan, aic, aiv)
+    ex = _Expander(fn, plan, aic, aiv, one_lane)
     kernels = [ex.kernel(CUBE), ex.kernel(VECTOR)]
     return kernels + [ex.group(kernels)]
 
 
+def one_lane_no_split(ctx) -> bool:
+    """Does a TILE_NO_SPLIT transfer have one lane (AIV0) on ``ctx``'s platform and
+    protocol?  pto-isa on A5: yes; A2A3 and seed 003: both lanes take part."""
+    plat = get_platform(getattr(ctx, "platform", "a2a3") or "a2a3")
+    proto = Protocol(getattr(ctx, "protocol", "spec") or "spec")
+    return model_for(proto, platform_kind(plat)).nosplit_lane0
+
+
 def run(program: Operation, ctx=None) -> Operation:
+    one_lane = one_lane_no_split(ctx)
     top = program.regions[0].blocks[0]
     taken = {f.attributes["sym_name"] for f in top}
     for fn in list(top):
         if fn.attributes.get("kind") is not FunctionKind.InCore:
             continue
-        new = expand_function(fn, taken)
+        new = expand_function(fn, taken, one_lane)
         if new == [fn]:
             continue
         for f in new:
