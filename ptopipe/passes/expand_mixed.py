@@ -22,17 +22,20 @@ buffers) and the tensors they use.
 
 Split: ``@pl.incore(split=...)``, default TILE_UP_DOWN (a cluster has two Vector cores and
 seed 003's split consumer gives each a half; the hand-written pairs do the same); see
-:mod:`.expand_split`.  TILE_NO_SPLIT is refused (not implemented: lane 1 would have to replay
-the handshakes on zero valid shape).  A function with only Cube (only Vector) work becomes
-an AIC (AIV) function, unsplit.
+:mod:`.expand_split`.  TILE_NO_SPLIT: the AIV function keeps whole tiles and is marked
+``split=TILE_NO_SPLIT`` (``@pl.aiv(split=pl.TILE_NO_SPLIT)``): AIV0 does the work and AIV1
+replays every handshake on empty valid shapes (A2A3; A5 under seed 003), or, where the
+protocol model says a NO_SPLIT transfer has one lane (``nosplit_lane0``: pto-isa on A5,
+decided from ``ctx.platform`` and ``ctx.protocol``), both ``*_initialize_pipe`` ops get
+``lanes=1`` (AIV0 the only peer) and AIV1 runs nothing.  A function with only Cube (only
+Vector) work becomes an AIC (AIV) function, unsplit.
 
 A GM tensor written on one side and read on the other gets a synchronisation token (a
 boundary move of the stored tile right after the store, see :mod:`.gm_tokens`).
 
 Errors (CompileError at the DSL line): a loop bound or branch condition computed on the
 Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM tensor read
-before the other side writes it in program order (:mod:`.gm_tokens`); TILE_NO_SPLIT;
-the split errors of :mod:`.expand_split`.
+before the other side writes it in program order (:mod:`.gm_tokens`); the split errors of :mod:`.expand_split`.
 """
 from __future__ import annotations
 
