@@ -342,7 +342,7 @@ def _init(core):
         sn = at["slot_num"]
         if sn is not None and sn < 1:
             raise OpError(f"slot_num {sn} must be >= 1", param="slot_num")
-        if at["lanes"] not in (None, 1, 2):
+        if at.get("lanes") not in (None, 1, 2):
             raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
                           param="lanes")
         g = _t(a["gm_slot_buffer"])
