@@ -58,14 +58,14 @@ def _args_v2c(rng):
 
 
 def _run(prog, args, platform, protocol):
-    tree = compile_program(prog, platform)[1]
+    tree = compile_program(prog, platform, protocol=protocol)[1]
     aic, aiv = kernels(tree)
     return ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform,
                        protocol=protocol)
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
-@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT])
+@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT, pl.TILE_NO_SPLIT])
 def test_cube_writes_vector_reads_gm(platform, protocol, split, no_hang):
     args = _args_c2v(np.random.default_rng(1))
     r = _run(cube_to_vector(split), args, platform, protocol)     # checkers on
