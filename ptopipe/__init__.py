@@ -18,11 +18,11 @@ from .runtime.kernels import install_mixed_compiler as _install
 __version__ = "0.1.0"
 
 
-def _compile_mixed(program, platform):
+def _compile_mixed(program, platform, protocol="spec"):
     """The default pass pipeline for the runtime's mixed programs (the facade wires the two
     layers: the runtime cannot import the passes)."""
     from .passes import compile_program
-    return compile_program(program, platform)[1]
+    return compile_program(program, platform, protocol=protocol)[1]
 
 
 _install(_compile_mixed)

@@ -39,7 +39,8 @@ def _load(rel):
 
 
 MIXED = {n: _load(f"examples/mixed/{n}.py") for n in
-         ("s1_cv_split", "s4_both_ways", "s3_vc_dequant", "fa_forward", "s6_stream_both")}
+         ("s1_cv_split", "s2_cv_nosplit", "s4_both_ways", "s3_vc_dequant", "fa_forward",
+          "s6_stream_both")}
 RUNS = [(n, v, plat, proto) for n, m in MIXED.items() for v in m.SCENARIO.variants
         for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")]
 
@@ -225,22 +226,6 @@ def test_loop_bound_computed_on_one_side_only():
     assert e.value.where.startswith(_where(k, "LOOP"))
 
 
-def test_gm_tensor_written_by_cube_read_by_vector():
-    @pl.incore
-    def k(a: pl.Tensor[[16, 16], pl.f32], tmp: pl.Tensor[[16, 16], pl.f32],
-          out: pl.Tensor[[16, 16], pl.f32]):
-        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
-        r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
-        pl.store(pl.matmul(t, r), [0, 0], tmp)
-        x = pl.load(tmp, [0, 0], [16, 16])  # READ
-        pl.store(pl.adds(x, 1.0), [0, 0], out)
-
-    with pytest.raises(CompileError, match="GM tensor 'tmp' is written by the Cube .* read by "
-                                           "the Vector") as e:
-        compile_program(pl.program(k))
-    assert e.value.where.startswith(_where(k, "READ"))
-
-
 def _softmaxish(split):
     @pl.incore(split=split)
     def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
@@ -259,12 +244,6 @@ def test_reduction_across_the_split_axis():
         compile_program(pl.program(k))
     assert e.value.where.startswith(_where(k, "REDUCE"))
     compile_program(pl.program(_softmaxish(pl.TILE_UP_DOWN)))      # fine when split by rows
-
-
-def test_no_split_is_refused():
-    k = _softmaxish(pl.TILE_NO_SPLIT)
-    with pytest.raises(CompileError, match="TILE_NO_SPLIT is not supported"):
-        compile_program(pl.program(k))
 
 
 def test_odd_extent_cannot_be_split():

@@ -342,6 +342,9 @@ def _init(core):
         sn = at["slot_num"]
         if sn is not None and sn < 1:
             raise OpError(f"slot_num {sn} must be >= 1", param="slot_num")
+        if at.get("lanes") not in (None, 1, 2):
+            raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
+                          param="lanes")
         g = _t(a["gm_slot_buffer"])
         if not (isinstance(g, TensorType) or (isinstance(a["gm_slot_buffer"], Const)
                                                and a["gm_slot_buffer"].value in (None, 0))):
@@ -467,7 +470,7 @@ ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
 _INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
          ("c2v_consumer_buf", "value", 0), ("v2c_consumer_buf", "value", 0),
-         ("slot_num", "int", None)]
+         ("slot_num", "int", None), ("lanes", "int", None)]
 _op("aic_initialize_pipe", _INIT, _init("aic"), doc="seed 003 Cube pipe initialisation")
 _op("aiv_initialize_pipe", _INIT, _init("aiv"), doc="seed 003 Vector pipe initialisation")
 _op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", 0),

@@ -100,10 +100,14 @@ class Decorator:
                                      or slot_num < 1):
             raise CompileError(f"@pl.{self.name}(slot_num={slot_num!r}) must be a positive integer",
                                fix="e.g. slot_num=4")
-        if (split is not None or slot_num is not None) and self.kind is not FunctionKind.InCore:
+        no_split_aiv = self.kind is FunctionKind.AIV and split is TileSplitAxis.TILE_NO_SPLIT \
+            and slot_num is None          # a no-split AIV kernel: lane 1 replays (docs/layouts.md)
+        if (split is not None or slot_num is not None) and self.kind is not FunctionKind.InCore \
+                and not no_split_aiv:
             raise CompileError(f"split= / slot_num= are options of a mixed @pl.incore function, "
                                f"not of a {self.kind.value} one",
-                               fix="drop them, or write the function as one mixed @pl.incore")
+                               fix="drop them, or write the function as one mixed @pl.incore "
+                                   "(an @pl.aiv function takes split=pl.TILE_NO_SPLIT alone)")
         return Decorator(self.kind, self.name, split, slot_num)
 
     def __call__(self, fn=None, *, core: str | None = None, split=None, slot_num=None):

@@ -22,20 +22,28 @@ buffers) and the tensors they use.
 
 Split: ``@pl.incore(split=...)``, default TILE_UP_DOWN (a cluster has two Vector cores and
 seed 003's split consumer gives each a half; the hand-written pairs do the same); see
-:mod:`.expand_split`.  TILE_NO_SPLIT is refused (not implemented: lane 1 would have to replay
-the handshakes on zero valid shape).  A function with only Cube (only Vector) work becomes
-an AIC (AIV) function, unsplit.
+:mod:`.expand_split`.  TILE_NO_SPLIT: the AIV function keeps whole tiles and is marked
+``split=TILE_NO_SPLIT`` (``@pl.aiv(split=pl.TILE_NO_SPLIT)``): AIV0 does the work and AIV1
+replays every handshake on empty valid shapes (A2A3; A5 under seed 003), or, where the
+protocol model says a NO_SPLIT transfer has one lane (``nosplit_lane0``: pto-isa on A5,
+decided from ``ctx.platform`` and ``ctx.protocol``), both ``*_initialize_pipe`` ops get
+``lanes=1`` (AIV0 the only peer) and AIV1 runs nothing.  A function with only Cube (only
+Vector) work becomes an AIC (AIV) function, unsplit.
+
+A GM tensor written on one side and read on the other gets a synchronisation token (a
+boundary move of the stored tile right after the store, see :mod:`.gm_tokens`).
 
 Errors (CompileError at the DSL line): a loop bound or branch condition computed on the
-Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM tensor written
-on one side and read on the other (no synchronisation-only pipe token yet); TILE_NO_SPLIT;
-the split errors of :mod:`.expand_split`.
+Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM tensor read
+before the other side writes it in program order (:mod:`.gm_tokens`); the split errors of :mod:`.expand_split`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from ..arch.platform import get_platform
+from ..arch.vocab import ALIGNMENT, Direction, Protocol, TileSplitAxis
+from ..isa.pipe.protocol import model_for, platform_kind
 from ..ir.core import Block, Operation, Region
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
@@ -43,6 +51,7 @@ from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_
                        fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,
                        strip_yields)
 from .expand_split import split_vector_function
+from .gm_tokens import insert_gm_tokens
 
 NAME = "expand-mixed"
 REQUIRES = ()
@@ -77,25 +86,6 @@ class PipePlan:
         self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * self.slot_size
 
 
-def _check_gm_sides(fn: Operation) -> None:
-    """A GM tensor written on one side and read on the other cannot be ordered (yet)."""
-    writes = {}
-    reads = []
-    for op in fn.walk():
-        if op.name == "pl.store":
-            writes.setdefault(op.operands[-1], (side_of_type(op.operands[0].type), op))
-        elif op.name == "pl.load":
-            reads.append((op.operands[0], side_of_type(op.results[0].type), op))
-    for t, side, op in reads:
-        w = writes.get(t)
-        if w is not None and w[0] != side:
-            raise err(f"GM tensor '{t.name}' is written by the {w[0]} (pl.store at {w[1].loc}) and "
-                      f"read by the {side} here: ExpandMixedKernel cannot order the two cores "
-                      "through GM (no synchronisation-only pipe token)", op,
-                      "pass the tile across with pl.move (Acc -> Vec, Vec -> Mat) instead of a GM "
-                      "round trip, or write the AIC / AIV pair by hand")
-
-
 def _taint_check(fn: Operation) -> None:
     """In the AIC copy nothing but scalar arithmetic may depend on ``pl.get_subblockid()``
     (a Vector-only value): a loop bound or branch condition computed from it is an error."""
@@ -117,8 +107,10 @@ def _taint_check(fn: Operation) -> None:
 
 
 class _Expander:
-    def __init__(self, fn: Operation, plan: PipePlan, aic: str, aiv: str):
+    def __init__(self, fn: Operation, plan: PipePlan, aic: str, aiv: str, one_lane: bool):
         self.fn, self.plan, self.aic, self.aiv = fn, plan, aic, aiv
+        self.no_split = plan.split is TileSplitAxis.TILE_NO_SPLIT
+        self.one_lane = one_lane and self.no_split
 
     def kernel(self, side: str) -> Operation:
         plan, src = self.plan, self.fn.regions[0].blocks[0]
@@ -139,7 +131,9 @@ class _Expander:
         self.prune(fn, side)
         if side == CUBE:
             _taint_check(fn)
-        elif plan.split is not TileSplitAxis.TILE_NO_SPLIT:
+        elif self.no_split:                 # whole tiles on AIV0; AIV1 replays or idles
+            fn.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
+        else:
             split_vector_function(fn, plan.split, init, fresh(names, "sub"))
         drop_unused_args(entry, keep=(gm,) if gm is not None else ())
         return fn
@@ -173,7 +167,8 @@ class _Expander:
         init = Operation("pl.aic_initialize_pipe" if side == CUBE else "pl.aiv_initialize_pipe",
                          (gm, base[C2V], base[V2C]), [],
                          {"dir_mask": plan.mask, "slot_size": plan.slot_size,
-                          "slot_num": plan.slot_num}, (), loc)
+                          "slot_num": plan.slot_num, "lanes": 1 if self.one_lane else None},
+                         (), loc)
         ops.append(init)
         for op in reversed(ops):
             entry.prepend(op)
@@ -248,14 +243,11 @@ def _sides(fn: Operation) -> set:
     return out
 
 
-def expand_function(fn: Operation, taken: set) -> list:
-    """The functions replacing the mixed function ``fn``."""
+def expand_function(fn: Operation, taken: set, one_lane: bool = False) -> list:
+    """The functions replacing the mixed function ``fn``; ``one_lane``: a TILE_NO_SPLIT
+    pipe has AIV0 as its only lane (the protocol model's ``nosplit_lane0``)."""
+    insert_gm_tokens(fn)
     plan = PipePlan(fn)
-    if plan.split is TileSplitAxis.TILE_NO_SPLIT and plan.dirs:
-        raise err(f"{fn.attributes['sym_name']}: split=pl.TILE_NO_SPLIT is not supported by "
-                  "ExpandMixedKernel yet (both Vector lanes would have to take part in every "
-                  "handshake)", fn, "use split=pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT")
-    _check_gm_sides(fn)
     sides = _sides(fn)
     name = fn.attributes["sym_name"]
     if not plan.dirs and len(sides) < 2:
@@ -268,18 +260,27 @@ def expand_function(fn: Operation, taken: set) -> list:
         fn.attributes.pop("slot_num", None)
         return [fn]
     aic, aiv = fresh(taken, f"{name}_aic"), fresh(taken, f"{name}_aiv")
-    ex = _Expander(fn, plan, aic, aiv)
+    ex = _Expander(fn, plan, aic, aiv, one_lane)
     kernels = [ex.kernel(CUBE), ex.kernel(VECTOR)]
     return kernels + [ex.group(kernels)]
 
 
+def one_lane_no_split(ctx) -> bool:
+    """Does a TILE_NO_SPLIT transfer have one lane (AIV0) on ``ctx``'s platform and
+    protocol?  pto-isa on A5: yes; A2A3 and seed 003: both lanes take part."""
+    plat = get_platform(getattr(ctx, "platform", "a2a3") or "a2a3")
+    proto = Protocol(getattr(ctx, "protocol", "spec") or "spec")
+    return model_for(proto, platform_kind(plat)).nosplit_lane0
+
+
 def run(program: Operation, ctx=None) -> Operation:
+    one_lane = one_lane_no_split(ctx)
     top = program.regions[0].blocks[0]
     taken = {f.attributes["sym_name"] for f in top}
     for fn in list(top):
         if fn.attributes.get("kind") is not FunctionKind.InCore:
             continue
-        new = expand_function(fn, taken)
+        new = expand_function(fn, taken, one_lane)
         if new == [fn]:
             continue
         for f in new:

@@ -123,5 +123,10 @@ def split_name(s) -> str:
 
 
 def lanes_of(fn) -> tuple:
-    """The lanes a function runs on: both Vector sub-blocks for AIV, one Cube (None)."""
-    return (0, 1) if fn.attributes["kind"] is FunctionKind.AIV else (None,)
+    """The lanes a function runs on: both Vector sub-blocks for AIV (AIV0 only when its
+    pipe is initialised with ``lanes=1``: AIV1 runs nothing), one Cube (None)."""
+    if fn.attributes["kind"] is not FunctionKind.AIV:
+        return (None,)
+    one = any(op.attributes.get("lanes") == 1 for op in fn.regions[0].blocks[0]
+              if op.name == "pl.aiv_initialize_pipe")
+    return (0,) if one else (0, 1)

@@ -133,6 +133,8 @@ class _Verifier:
     def lanes_agree(self, d, side):
         """No-split pipes: both Vector lanes transfer the same number of tiles."""
         fn, lanes = side
+        if 1 not in lanes:                  # a one-lane pipe (lanes=1): AIV1 takes no part
+            return True
         for p0 in lanes[0][0]:
             for p1 in lanes[1][0]:
                 if not _compatible(p0, p1):

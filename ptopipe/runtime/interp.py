@@ -4,6 +4,13 @@ and the TPUSH/TPOP protocol).
 
 Before each statement the core's ``loc_override`` is set to the statement's DSL source
 location, so every ISA error, checker report and deadlock report names the DSL line.
+
+An AIV function with ``split=TILE_NO_SPLIT`` (``@pl.aiv(split=pl.TILE_NO_SPLIT)``, what
+ExpandMixedKernel emits for a no-split mixed function) works on whole tiles on AIV0.  On
+AIV1 it replays the same sequence with every tile's valid shape empty (no byte moved, no
+element computed, every handshake made: the A2A3 no-split replay of docs/layouts.md),
+unless its pipes are initialised with ``lanes=1`` (AIV0 their only peer, pto-isa's A5
+NO_SPLIT): then AIV1 runs nothing.
 """
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ import numpy as np
 from ..isa.tensor import _contiguous
 from .. import isa
 from ..arch import MemSpace
-from ..arch.vocab import Direction
+from ..arch.vocab import Direction, TileSplitAxis
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
@@ -37,6 +44,16 @@ _LOCAL_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
 _BOTH_DIRS = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
 _GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
             Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
+
+
+#: the valid shape of every tile lane 1 of a TILE_NO_SPLIT AIV function creates (docs/layouts.md)
+_EMPTY = {"valid_rows": 0, "valid_cols": 0}
+
+
+def _one_lane(s) -> bool:
+    """Is ``s`` a pipe initialisation whose only Vector lane is AIV0 (``lanes=1``)?"""
+    return s.__class__ is ExprStmt and s.value.__class__ is Call and \
+        s.value.op.endswith("initialize_pipe") and s.value.attr("lanes") == 1
 
 
 class _Return(Exception):
@@ -76,6 +93,11 @@ class Interpreter:
         for r in self.reserves.values():
             if r.memory_space:
                 self.check_fits(r)
+        self.empty = {}
+        if self.fn.split is TileSplitAxis.TILE_NO_SPLIT and isa.get_subblockid() == 1:
+            if any(_one_lane(s) for s in self.fn.body):
+                return                  # the pipes' only lane is AIV0: lane 1 takes no part
+            self.empty = _EMPTY         # lane 1 replays every handshake on empty valid shapes
         try:
             self.block(self.fn.body)
         except _Return:
@@ -185,7 +207,7 @@ class Interpreter:
             if addrs is not None:           # several buffers, used in turn (liveness.py)
                 return self._rotated(dest, t, addrs)
             tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                            addr=self.tiles[dest], name=dest, layout=t.layout)
+                            addr=self.tiles[dest], name=dest, layout=t.layout, **self.empty)
             self.env[("tile", dest)] = tile
         return tile
 
@@ -194,7 +216,8 @@ class Interpreter:
         ring = self.env.get(key)
         if ring is None:
             ring = self.env[key] = [[isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                                              addr=a, name=dest, layout=t.layout) for a in addrs], 0]
+                                              addr=a, name=dest, layout=t.layout, **self.empty)
+                                     for a in addrs], 0]
         tiles, k = ring
         ring[1] = (k + 1) % len(tiles)
         return tiles[k]
@@ -254,7 +277,7 @@ class Interpreter:
             t = at["type"]
             if isinstance(t, TileValueType):
                 obj = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                               name=dest, layout=t.layout)
+                               name=dest, layout=t.layout, **self.empty)
             else:
                 obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
             isa.TPOP(self.pipe, obj, at["split"])
@@ -305,7 +328,7 @@ class Interpreter:
             t = c.type
             _mem, addr = self.layout.temps[id(c)]
             tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                            addr=addr, name=f"<{c.op} result>", layout=t.layout)
+                            addr=addr, name=f"<{c.op} result>", layout=t.layout, **self.empty)
             self.env[key] = tile
         return tile
 
@@ -320,10 +343,11 @@ class Interpreter:
                     self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c)
         if plat.ring_in_gm:
             dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
+        peers = (0,) if at.get("lanes") == 1 else (0, 1)
         if slot_num is None and dir_mask in _LOCAL_DIRS:
             fn = isa.aic_initialize_pipe if op == "aic_initialize_pipe" else isa.aiv_initialize_pipe
-            self.pipe = fn(isa.Direction(dir_mask), slot_size, gm, c2v, v2c)
+            self.pipe = fn(isa.Direction(dir_mask), slot_size, gm, c2v, v2c, peers)
         else:
             n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
-            self.pipe = isa.TPipe(0, isa.Direction(dir_mask), slot_size, n)(gm, c2v, v2c)
+            self.pipe = isa.TPipe(0, isa.Direction(dir_mask), slot_size, n, peers=peers)(gm, c2v, v2c)
         return None

@@ -21,22 +21,23 @@ def has_mixed(program: Program) -> bool:
     return any(f.kind is FunctionKind.InCore for f in program.functions)
 
 
-#: ``compile(program, platform) -> Program`` splitting mixed functions (set by ``ptopipe``)
+#: ``compile(program, platform, protocol) -> Program`` splitting mixed functions (set by ``ptopipe``)
 MIXED_COMPILER = None
 
 
 def install_mixed_compiler(fn) -> None:
-    """Make ``fn(program, platform) -> Program`` the compiler of mixed programs."""
+    """Make ``fn(program, platform, protocol) -> Program`` the compiler of mixed programs."""
     global MIXED_COMPILER
     MIXED_COMPILER = fn
 
 
-def compile_mixed(program: Program, platform) -> Program:
-    """``program`` through the compiler for ``platform``."""
+def compile_mixed(program: Program, platform, protocol="spec") -> Program:
+    """``program`` through the compiler for ``platform`` and ``protocol`` (the name of a
+    ``ptopipe.run(protocol=...)``: a TILE_NO_SPLIT pipe has one lane under pto-isa on A5)."""
     if MIXED_COMPILER is None:
         raise ConfigError(f"program {program.name!r} holds mixed @pl.incore functions but no "
                           "compiler is installed", fix="import ptopipe (it installs the pass pipeline)")
-    return MIXED_COMPILER(program, platform)
+    return MIXED_COMPILER(program, platform, protocol)
 
 
 class _Compiled:
@@ -81,13 +82,13 @@ class KernelSet:
         self.aic = self._callable(FunctionKind.AIC)
         self.aiv = self._callable(FunctionKind.AIV)
 
-    def compiled(self, args: dict, platform=None) -> _Compiled:
-        """The program of a run with ``args`` (mixed functions compiled for ``platform``,
-        default the running core's)."""
+    def compiled(self, args: dict, platform=None, protocol=None) -> _Compiled:
+        """The program of a run with ``args`` (mixed functions compiled for ``platform`` and
+        ``protocol``, default the running cluster's; outside a run, spec)."""
         if self._static is not None:
             return self._static
         if self._source is not None:          # a Program with mixed functions
-            return self._mixed(self._source, (), platform)
+            return self._mixed(self._source, (), platform, protocol)
         missing = [p for p in self._params if p not in args]
         if missing:
             raise ConfigError(f"the kernel builder {self._builder.__name__} needs "
@@ -101,23 +102,28 @@ class KernelSet:
                 raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
                                   f"{type(prog).__name__}")
             if has_mixed(prog):
-                return self._mixed(prog, key, platform)
+                return self._mixed(prog, key, platform, protocol)
             c = self._cache[key] = _Compiled(prog)
         return c
 
-    def _mixed(self, prog: Program, key: tuple, platform) -> _Compiled:
+    def _mixed(self, prog: Program, key: tuple, platform, protocol) -> _Compiled:
         if platform is None:
             from ..isa import current_core
-            platform = current_core().cluster.platform
+            cluster = current_core().cluster
+            platform = cluster.platform
+            if protocol is None:
+                protocol = cluster.shared.get("protocol")
+        protocol = getattr(protocol, "value", protocol) or "spec"
         name = getattr(platform, "name", platform)
-        c = self._cache.get((name, key))
+        c = self._cache.get((name, protocol, key))
         if c is None:
-            c = self._cache[(name, key)] = _Compiled(compile_mixed(prog, platform))
+            c = self._cache[(name, protocol, key)] = _Compiled(compile_mixed(prog, platform, protocol))
         return c
 
-    def program(self, platform="a2a3", **args) -> Program:
-        """The program a run with ``args`` on ``platform`` executes (mixed functions compiled)."""
-        return self.compiled(args, platform).program
+    def program(self, platform="a2a3", protocol="spec", **args) -> Program:
+        """The program a run with ``args`` on ``platform`` under ``protocol`` executes (mixed
+        functions compiled)."""
+        return self.compiled(args, platform, protocol).program
 
     @property
     def params(self) -> tuple:

@@ -1,0 +1,116 @@
+"""ExpandMixedKernel's GM synchronisation tokens: a GM tensor the Cube writes and the
+Vector reads (and the reverse) inside one mixed function is ordered by a token push /
+pop; runs clean (no DataRaceError, checkers on) and matches numpy on both platforms and
+protocols; without the token the race checker reports the race; the unorderable case
+(a read before the other side's write) is a CompileError at the read."""
+import numpy as np
+import pytest
+
+import ptopipe
+import ptopipe.language as pl
+from ptopipe import CompileError, DataRaceError
+from ptopipe.ir import print_program
+from ptopipe.passes import compile_program
+from ptopipe.passes import expand_mixed
+from ptopipe.passes.slot_buffer import with_slot_buffer
+from ptopipe.runtime import kernels
+
+from markers import line_of
+
+COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+
+
+def cube_to_vector(split=pl.TILE_UP_DOWN):
+    @pl.incore(split=split)
+    def c2v(a: pl.Tensor[[64, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+            tmp: pl.Tensor[[64, 16], pl.f32], out: pl.Tensor[[64, 16], pl.f32]):
+        r = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        for i in pl.range(4):
+            t = pl.move(pl.load(a, [i * 16, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            pl.store(pl.matmul(t, r), [i * 16, 0], tmp)           # Cube writes tmp
+            x = pl.load(tmp, [i * 16, 0], [16, 16])                 # Vector reads it
+            pl.store(pl.adds(x, 1.0), [i * 16, 0], out)
+    return pl.program(c2v)
+
+
+def vector_to_cube():
+    @pl.incore
+    def v2c(x: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+            tmp: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+        v = pl.muls(pl.load(x, [0, 0], [16, 16]), 2.0)
+        pl.store(v, [0, 0], tmp)                                    # Vector writes tmp
+        t = pl.move(pl.load(tmp, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)   # Cube reads
+        r = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        pl.store(pl.matmul(t, r), [0, 0], out)
+    return pl.program(v2c)
+
+
+def _args_c2v(rng):
+    return dict(a=rng.integers(-3, 4, (64, 16)).astype(np.float32),
+                b=rng.integers(-3, 4, (16, 16)).astype(np.float32),
+                tmp=np.zeros((64, 16), np.float32), out=np.zeros((64, 16), np.float32))
+
+
+def _args_v2c(rng):
+    return dict(x=rng.integers(-3, 4, (16, 16)).astype(np.float32),
+                b=rng.integers(-3, 4, (16, 16)).astype(np.float32),
+                tmp=np.zeros((16, 16), np.float32), out=np.zeros((16, 16), np.float32))
+
+
+def _run(prog, args, platform, protocol):
+    tree = compile_program(prog, platform, protocol=protocol)[1]
+    aic, aiv = kernels(tree)
+    return ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform,
+                       protocol=protocol)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT, pl.TILE_NO_SPLIT])
+def test_cube_writes_vector_reads_gm(platform, protocol, split, no_hang):
+    args = _args_c2v(np.random.default_rng(1))
+    r = _run(cube_to_vector(split), args, platform, protocol)     # checkers on
+    np.testing.assert_array_equal(r.outputs["tmp"], args["a"] @ args["b"])
+    np.testing.assert_array_equal(r.outputs["out"], args["a"] @ args["b"] + 1)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_vector_writes_cube_reads_gm(platform, protocol, no_hang):
+    args = _args_v2c(np.random.default_rng(2))
+    r = _run(vector_to_cube(), args, platform, protocol)
+    np.testing.assert_array_equal(r.outputs["out"], (args["x"] * 2) @ args["b"])
+
+
+def test_the_token_is_a_push_after_the_store_and_a_pop_before_the_load():
+    text = print_program(compile_program(cube_to_vector(), "a2a3")[1])
+    aic, aiv = text.split("@pl.aiv")[0], text.split("@pl.aiv")[1].split("@pl.incore")[0]
+    assert aic.index("pl.store(_t0, [i * 16, 0], tmp)") < aic.index("pl.TPUSH(_t0")
+    assert aiv.index("tmp_token = pl.TPOP(") < aiv.index("pl.TFREE(") < aiv.index("pl.load(tmp")
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_without_the_token_the_race_checker_reports_it(platform, protocol, monkeypatch, no_hang):
+    """The guard of the tests above: with the token pass disabled the same kernel is a
+    DataRaceError (the Vector's load is not ordered after the Cube's store)."""
+    monkeypatch.setattr(expand_mixed, "insert_gm_tokens", lambda fn: [])
+    with pytest.raises(DataRaceError):
+        _run(cube_to_vector(), _args_c2v(np.random.default_rng(1)), platform, protocol)
+
+
+def test_read_before_the_other_sides_write_cannot_be_ordered():
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], tmp: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32]):
+        for i in pl.range(2):
+            x = pl.load(tmp, [0, 0], [16, 16])  # READ
+            pl.store(pl.adds(x, 1.0), [0, 0], out)
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            pl.store(pl.matmul(t, r), [0, 0], tmp)  # WRITE
+
+    with pytest.raises(CompileError, match="GM tensor 'tmp' is read by the Vector here before "
+                                           "the Cube writes it .*cannot order a read that comes "
+                                           "first") as e:
+        compile_program(pl.program(k), "a2a3")
+    f = k.pyfunc.__code__.co_filename
+    assert e.value.where.startswith(f"{f}:{line_of(k.pyfunc, 'READ')}:")
+    assert f":{line_of(k.pyfunc, 'WRITE')}:" in e.value.what
