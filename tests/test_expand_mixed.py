@@ -16,7 +16,7 @@ from ptopipe.errors import MismatchError
 from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops
 from ptopipe.passes import compile_program as _compile
 
-FRONT = "expand-mixed,insert-tfree,skew-push-ahead"     # the platform-independent half
+from ptopipe.passes import FRONT_END as FRONT                # the platform-independent half
 
 
 def compile_ops(program):
@@ -521,3 +521,114 @@ def test_a_loop_reading_back_what_it_stored_is_not_pushed_ahead(platform, protoc
     for i in range(RT):
         s = (s + a[i * RM:(i + 1) * RM]) @ w
     np.testing.assert_array_equal(res.outputs["out"], s)
+
+
+PM, PN = 32, 64
+
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def vec_only(x: pl.Tensor[[PM, PN], pl.f32], out: pl.Tensor[[PM, PN], pl.f32]):
+    for i in pl.range(2):
+        t = pl.load(x, [i * 16, 0], [16, PN])
+        pl.store(pl.row_expand_sub(t, pl.row_max(t)), [i * 16, 0], out)
+
+
+@pl.incore
+def cube_only(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+              out: pl.Tensor[[16, 32], pl.f32]):
+    acc = pl.matmul(pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left),
+                    pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right))
+    pl.store(acc, [0, 0], out)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_pure_vector_and_pure_cube_functions_run(platform):
+    """A mixed function with work on one side only runs on that core: a Vector one is split
+    between the two Vector cores (no duplicate GM writes), a Cube one leaves them idle."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((PM, PN)).astype(np.float32)
+    ks = KernelSet(pl.program(vec_only, name="v"))
+    res = ptopipe.run(ks.aic, ks.aiv, dict(x=x, out=np.zeros_like(x)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], x - x.max(1, keepdims=True))
+    a = rng.integers(-3, 4, (16, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 32)).astype(np.float32)
+    ks = KernelSet(pl.program(cube_only, name="c"))
+    res = ptopipe.run(ks.aic, ks.aiv, dict(a=a, b=b, out=np.zeros((16, 32), np.float32)),
+                      platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], a @ b)
+
+
+@pl.incore
+def returns_a_tile(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    return t                                                  # <- return
+
+
+def test_a_mixed_function_returning_a_value_is_told_to_store_it():
+    with pytest.raises(CompileError) as ei:
+        compile_program(pl.program(returns_a_tile, name="r"))
+    e = ei.value
+    assert "a kernel returns no value" in e.what and "pl.store the tile" in e.fix
+    assert e.where.endswith(f":{line_of(returns_a_tile.pyfunc, '<- return')}:5")
+
+
+TWO_C2V = '''
+import ptopipe.language as pl
+
+@pl.incore(split=pl.TILE_UP_DOWN, slot_num=1)
+def k(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+      out: pl.Tensor[[16, 32], pl.f32]):
+    bl = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+    for i in pl.range(2):
+        al = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+        x = pl.move(pl.matmul(al, bl), space=pl.Vec)
+        y = pl.move(pl.matmul(al, bl), space=pl.Vec)
+        pl.store(pl.add(x, y), [0, 0], out)
+
+program = pl.program(k, name="two")
+'''
+
+
+def test_check_static_verifies_what_a_mixed_function_becomes(tmp_path, capsys):
+    """--static on a file of mixed functions verifies the compiled kernels: two tiles held
+    at once with slot_num=1 can never both arrive (found without running)."""
+    from ptopipe.cli import main as cli_main
+    path = tmp_path / "two.py"
+    path.write_text(TWO_C2V)
+    rc = cli_main(["check", "--static", str(path)])
+    out, err = capsys.readouterr()
+    assert rc == 1 and "FAIL two on a2a3" in out, (out, err)
+    assert "holds 2 slots of the C2V ring at once, more than its SLOT_NUM 1" in err
+    assert "slot_num= of the *_initialize_pipe calls, or of @pl.incore" in err
+
+
+FM, FK, FN = 128, 64, 128
+
+
+@pl.incore(split=pl.TILE_UP_DOWN, slot_num=3)
+def fits_a5_only(a: pl.Tensor[[FM, FK], pl.f32], b: pl.Tensor[[FK, FN], pl.f32],
+                 out: pl.Tensor[[FM, FN], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [FM, FK], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [FK, FN], space=pl.Mat), space=pl.Right)
+    v = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    pl.store(pl.adds(v, 1.0), [0, 0], out)
+
+
+def test_slot_buffer_sizing_does_not_compile_for_another_platform():
+    """with_slot_buffer sizes the GM ring from the expanded kernels only: a program whose
+    rings fit A5's UB but not A2A3's runs on A5 (and A2A3's own compile reports it)."""
+    from ptopipe.passes.slot_buffer import with_slot_buffer
+    prog = pl.program(fits_a5_only, name="a5only")
+    rng = np.random.default_rng(4)
+    a = rng.integers(-3, 4, (FM, FK)).astype(np.float32)
+    b = rng.integers(-3, 4, (FK, FN)).astype(np.float32)
+    args = with_slot_buffer(prog, dict(a=a, b=b, out=np.zeros((FM, FN), np.float32)))
+    ks = KernelSet(prog)
+    res = ptopipe.run(ks.aic, ks.aiv, args, platform="a5")
+    np.testing.assert_array_equal(res.outputs["out"], a @ b + 1)
+    with pytest.raises(CompileError, match="does not fit a2a3's UB"):
+        compile_program_for(prog, "a2a3")
+
+
+def compile_program_for(program, platform):
+    return _compile(program, platform)[1]

@@ -195,7 +195,7 @@ def test_more_outstanding_pops_than_slots_is_found_at_the_pop_that_overflows():
     assert_at(err, three_held, "THIRD", "pl.TPOP")
     assert "holds 3 slots of the C2V ring at once, more than its SLOT_NUM 2" in err.what
     assert "iteration 1 (i=0)" in err.what
-    assert "raise slot_num" in err.fix
+    assert "raise SLOT_NUM" in err.fix
 
 
 def test_the_same_kernel_with_three_slots_is_clean():

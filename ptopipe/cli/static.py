@@ -10,12 +10,12 @@ import json
 import sys
 
 from ..arch.platform import get_platform
-from ..errors import ConfigError
+from ..errors import CompileError, ConfigError
 from ..ir.convert import to_ops
 from ..ir.nodes import Program
 from ..isa.launch import Scenario
-from ..passes import verify_pipes
-from ..runtime.kernels import KernelSet
+from ..passes import FRONT_END, PassContext, PassManager, verify_pipes
+from ..runtime.kernels import KernelSet, has_mixed
 from .common import target
 from .errors import color, report_exception
 from .loader import load_module, pick_variants
@@ -41,8 +41,8 @@ def programs(path: str, variant: str | None) -> list:
             args = sc.args(var)
             for ks in sets:
                 try:
-                    prog = ks.program(**args)
-                except ConfigError:
+                    prog = ks.source(**args)
+                except (ConfigError, KeyError):
                     continue            # this builder is not the scenario's
                 add(f"{sc.name}[{var}]", prog, sc)
     if not found:
@@ -57,7 +57,17 @@ def main(args) -> int:
     for label, prog, sc in programs(args.file, args.variant):
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         warnings: list = []
-        found = verify_pipes.verify(to_ops(prog), plat, warnings)
+        op = to_ops(prog)
+        if has_mixed(prog):         # mixed @pl.incore functions: verify the kernels they become
+            protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
+            try:
+                op = PassManager(FRONT_END).run(op, PassContext(plat, protocol, warnings))
+            except CompileError as e:
+                found = [e]
+            else:
+                found = verify_pipes.verify(op, plat, warnings)
+        else:
+            found = verify_pipes.verify(op, plat, warnings)
         reports.append({"program": label, "platform": plat.name,
                         "findings": [e.to_dict() for e in found], "warnings": warnings})
         if args.json:

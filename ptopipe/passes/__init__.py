@@ -3,12 +3,12 @@
 PassManager that runs them (:mod:`.manager`); docs/passes/README.md lists the pipeline."""
 from . import (allocate_flags, allocate_memory, expand_mixed, insert_tfree, lower_platform, resolve_peers,
                skew_push_ahead, validate, verify_pipes)
-from .manager import (CANONICAL_ORDER, REGISTRY, PassContext, PassInfo, PassManager,
+from .manager import (CANONICAL_ORDER, FRONT_END, REGISTRY, PassContext, PassInfo, PassManager,
                       compile_program, default_pipeline, parse_pipeline, register)
 
 for _p in (expand_mixed, insert_tfree, skew_push_ahead, verify_pipes, allocate_memory, resolve_peers,
            allocate_flags, lower_platform, validate):
     register(_p)
 
-__all__ = ["CANONICAL_ORDER", "PassContext", "PassInfo", "PassManager", "REGISTRY",
+__all__ = ["CANONICAL_ORDER", "FRONT_END", "PassContext", "PassInfo", "PassManager", "REGISTRY",
            "compile_program", "default_pipeline", "parse_pipeline", "register", "verify_pipes"]

@@ -50,6 +50,7 @@ from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType
 from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
                        fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,
                        strip_yields)
+from ..ir.ops import CROSS_CORE, INIT_OPS
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 
@@ -243,9 +244,17 @@ def _sides(fn: Operation) -> set:
     return out
 
 
+_CROSS_CORE = tuple(f"pl.{n}" for n in CROSS_CORE + INIT_OPS)     # a function's own pipe ops
+
+
 def expand_function(fn: Operation, taken: set, one_lane: bool = False) -> list:
     """The functions replacing the mixed function ``fn``; ``one_lane``: a TILE_NO_SPLIT
     pipe has AIV0 as its only lane (the protocol model's ``nosplit_lane0``)."""
+    for op in fn.walk():
+        if op.name == "pl.return" and op.operands:
+            raise err(f"{fn.attributes['sym_name']}: a kernel returns no value (its results go to GM "
+                      "tensors)", op, "pl.store the tile to an output tensor parameter instead of "
+                      "returning it")
     insert_gm_tokens(fn)
     plan = PipePlan(fn)
     sides = _sides(fn)
@@ -256,6 +265,14 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False) -> list:
         for r in fn.regions[0].blocks[0]:           # its own rings now live in its core's memory
             if r.name == "pl.reserve_buffer" and not r.attributes.get("memory_space"):
                 r.attributes["memory_space"] = "L1" if kind is FunctionKind.AIC else "UB"
+        own_pipes = any(o.name in _CROSS_CORE for o in fn.walk())
+        if kind is FunctionKind.AIV and not own_pipes:
+            # both Vector cores run it: each takes its half (or, NO_SPLIT, AIV1 replays empty)
+            if plan.split is TileSplitAxis.TILE_NO_SPLIT:
+                fn.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
+                fn.attributes.pop("slot_num", None)
+                return [fn]
+            split_vector_function(fn, plan.split, None, fresh(names_in(fn), "sub"))
         fn.attributes.pop("split", None)
         fn.attributes.pop("slot_num", None)
         return [fn]

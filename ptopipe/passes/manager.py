@@ -27,6 +27,9 @@ from ..ir import first_difference, parse_ir, print_ir, structural_equal, to_ops,
 from ..ir.core import gc_paused
 
 #: the pipeline of issue 11, in order; :data:`DEFAULT_PIPELINE` keeps the registered ones
+#: the passes that turn mixed functions into AIC / AIV kernels, before any platform lowering
+FRONT_END = ("expand-mixed", "insert-tfree", "skew-push-ahead")
+
 CANONICAL_ORDER = ("expand-mixed", "insert-tfree", "skew-push-ahead", "verify-pipes", "allocate-memory",
                    "resolve-peers", "allocate-flags", "lower-platform", "validate")
 

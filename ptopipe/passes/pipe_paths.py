@@ -182,7 +182,8 @@ class Explorer:
                         f"its SLOT_NUM {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): the producer "
                         f"can never fill slot {n + 1}, so the TPOP waits forever",
                         f"TFREE a slot before popping another (at most {n} popped and not freed), "
-                        "or raise slot_num in the *_initialize_pipe calls")
+                        "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
+                        "@pl.incore for a mixed function)")
 
     def tfree(self, op, p: Path) -> None:
         at = op.attributes

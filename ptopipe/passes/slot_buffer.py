@@ -10,10 +10,11 @@ from .expand_mixed import GM_PARAM
 
 def gm_slot_bytes(program: Program) -> int:
     """The size of the ``gm_slot_buffer`` argument a compiled program's kernels take (0:
-    none).  A program that still holds mixed functions is compiled first."""
+    none).  A program that still holds mixed functions is expanded first (the front end of
+    the pipeline: the size does not depend on the platform)."""
     if any(f.kind is FunctionKind.InCore for f in program.functions):
-        from .manager import compile_program
-        program = compile_program(program, "a2a3")[1]
+        from .manager import FRONT_END, compile_program
+        program = compile_program(program, "a2a3", FRONT_END)[1]
     for f in program.functions:
         for p in f.params:
             if p.name.startswith(GM_PARAM):

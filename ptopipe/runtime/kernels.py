@@ -43,12 +43,17 @@ def compile_mixed(program: Program, platform, protocol="spec") -> Program:
 class _Compiled:
     """A program with its memory plan, ready to interpret."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, compiled_from_mixed: bool = False):
         self.program = program
         self.layouts = plan_program(program)
+        self.compiled_from_mixed = compiled_from_mixed
 
     def function(self, kind: FunctionKind):
+        """The one function of ``kind`` (None when a compiled mixed function needed only the
+        other core: a pure-Cube or pure-Vector kernel)."""
         fns = program_functions(self.program, kind)
+        if not fns and self.compiled_from_mixed and self.program.functions:
+            return None
         if len(fns) != 1:
             raise ConfigError(f"program {self.program.name!r} has {len(fns)} {kind.value.upper()} "
                               "functions; the runtime runs exactly one per core",
@@ -69,6 +74,7 @@ class KernelSet:
 
     def __init__(self, source):
         self._cache = {}
+        self._built = {}            # parameter values -> the builder's program, as written
         if isinstance(source, Program):
             self._static = None if has_mixed(source) else _Compiled(source)
             self._source = source
@@ -117,7 +123,7 @@ class KernelSet:
         name = getattr(platform, "name", platform)
         c = self._cache.get((name, protocol, key))
         if c is None:
-            c = self._cache[(name, protocol, key)] = _Compiled(compile_mixed(prog, platform, protocol))
+            c = self._cache[(name, protocol, key)] = _Compiled(compile_mixed(prog, platform, protocol), True)
         return c
 
     def program(self, platform="a2a3", protocol="spec", **args) -> Program:
@@ -131,16 +137,22 @@ class KernelSet:
         return self._params
 
     def source(self, **args) -> Program:
-        """The program as written (before any compilation) for a run with ``args``."""
+        """The program as written (before any compilation) for a run with ``args`` (built
+        once per parameter set)."""
         if self._source is not None:
             return self._source
-        return self._builder(**{p: args[p] for p in self._params})
+        key = tuple(args[p] for p in self._params)
+        prog = self._built.get(key)
+        if prog is None:
+            prog = self._built[key] = self._builder(**{p: args[p] for p in self._params})
+        return prog
 
     def _callable(self, kind: FunctionKind):
         def kernel(**args):
             comp = self.compiled(args)
             fn = comp.function(kind)
-            Interpreter(fn, comp.layouts[fn.name]).run(args)
+            if fn is not None:
+                Interpreter(fn, comp.layouts[fn.name]).run(args)
         kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
         return kernel
 

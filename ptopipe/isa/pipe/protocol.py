@@ -185,10 +185,14 @@ class SpecModel(ProtocolModel):
 
     def flag_range_error(self, way, ready_id, free_id, flag_id, slot_num, plat, both):
         limit = self.flag_limit(plat)
+        if both:        # the C2V ring's flags come first, then the V2C ring's
+            fix = (f"a pipe both ways numbers its flags C2V ring then V2C ring: use FlagID + 2 * SlotNum "
+                   f"<= {limit} (SlotNum {plat.slot_num_bidirectional} per direction, the seed-003 "
+                   "default for both ways; slot_num= of the init calls or of @pl.incore)")
+        else:
+            fix = f"use FlagID + SlotNum <= {limit} (slot_num= of the init calls or of @pl.incore)"
         return (f"{way} ring uses flags {ready_id}..{ready_id + slot_num - 1} (FlagID {flag_id}, "
-                f"SlotNum {slot_num}) but a peer has only {limit} flags per direction",
-                f"use FlagID + SlotNum <= {limit} per direction (SlotNum {plat.slot_num_bidirectional} "
-                "per direction when bidirectional)")
+                f"SlotNum {slot_num}) but a peer has only {limit} flags per direction", fix)
 
     def sync_period(self, cfg):
         return 1
