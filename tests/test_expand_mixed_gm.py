@@ -114,3 +114,31 @@ def test_read_before_the_other_sides_write_cannot_be_ordered():
     f = k.pyfunc.__code__.co_filename
     assert e.value.where.startswith(f"{f}:{line_of(k.pyfunc, 'READ')}:")
     assert f":{line_of(k.pyfunc, 'WRITE')}:" in e.value.what
+
+
+WM, WK, WN = 16, 32, 32
+
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def both_write(a: pl.Tensor[[WM, WK], pl.f32], b: pl.Tensor[[WK, WN], pl.f32],
+               c: pl.Tensor[[WM, WN], pl.f32], out: pl.Tensor[[WM, WN], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [WM, WK], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [WK, WN], space=pl.Mat), space=pl.Right)
+    pl.store(pl.matmul(al, bl), [0, 0], out)                      # the Cube writes first
+    pl.store(pl.adds(pl.load(c, [0, 0], [WM, WN]), 1.0), [0, 0], out)   # then the Vector
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_both_sides_writing_one_tensor_are_ordered(platform, protocol):
+    """A GM tensor both sides write: a token after the earlier write orders the later one
+    (no race; the later write wins, as in program order)."""
+    prog = pl.program(both_write, name="ww")
+    rng = np.random.default_rng(6)
+    args = with_slot_buffer(prog, dict(a=rng.integers(-3, 4, (WM, WK)).astype(np.float32),
+                                       b=rng.integers(-3, 4, (WK, WN)).astype(np.float32),
+                                       c=rng.integers(-3, 4, (WM, WN)).astype(np.float32),
+                                       out=np.zeros((WM, WN), np.float32)))
+    aic, aiv = kernels(prog)
+    res = ptopipe.run(aic, aiv, args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], args["c"] + 1)

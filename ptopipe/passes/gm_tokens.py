@@ -1,7 +1,8 @@
 """ExpandMixedKernel, GM synchronisation tokens (issue 11, pass 1): a GM tensor written by
-one side of a mixed function and read by the other is ordered through the pipe.
+one side of a mixed function and read (or written again) by the other is ordered through
+the pipe.
 
-After each such ``pl.store`` the pass inserts a *token*: a boundary ``pl.move`` of the
+After each such ``pl.store`` (for two writes: after the earlier one) the pass inserts a *token*: a boundary ``pl.move`` of the
 stored tile to the other side (Acc -> Vec: C2V, Vec -> Mat: V2C).  ExpandMixedKernel turns
 it into a TPUSH on the writer, right after the store, and a TPOP on the reader at the same
 point of the shared program order, before the read; the popped tile is not used, so
@@ -55,6 +56,10 @@ def insert_gm_tokens(fn: Operation) -> list:
                           "read the tensor after the other side's pl.store, or pass the tile "
                           "across with pl.move (Acc -> Vec, Vec -> Mat) instead of a GM round trip")
             if w not in need:
+                need.append(w)
+    for ws in writes.values():              # both sides write it: the earlier write first
+        for wside, w in ws:
+            if w not in need and any(s != wside and order[o] > order[w] for s, o in ws):
                 need.append(w)
     names = names_in(fn) if need else set()
     tokens = []
