@@ -224,6 +224,19 @@ def test_loop_bound_computed_on_one_side_only():
                                            "only .*pl.get_subblockid.*Cube work") as e:
         compile_program(pl.program(k))
     assert e.value.where.startswith(_where(k, "LOOP"))
+    # an unnamed bound is shown as the expression that made it
+    src = ('''import ptopipe.language as pl
+
+@pl.incore
+def k(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+    for i in pl.range(pl.get_subblockid() + 1):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        v = pl.move(pl.matmul(t, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)),
+                    space=pl.Vec)
+        pl.store(v, [0, 0], out)
+''')
+    with pytest.raises(CompileError, match=r"the loop bound 'pl.get_subblockid\(\) \+ 1'"):
+        compile_program(pl.parse(src))
 
 
 def _softmaxish(split):
@@ -632,3 +645,15 @@ def test_slot_buffer_sizing_does_not_compile_for_another_platform():
 
 def compile_program_for(program, platform):
     return _compile(program, platform)[1]
+
+
+def test_a_run_without_the_slot_buffer_is_told_how_to_add_it():
+    from ptopipe import ConfigError
+    prog = pl.program(fits_a5_only, name="noslot")
+    ks = KernelSet(prog)
+    z = np.zeros((FM, FK), np.float32)
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(ks.aic, ks.aiv, dict(a=z, b=np.zeros((FK, FN), np.float32),
+                                         out=np.zeros((FM, FN), np.float32)), platform="a5")
+    assert "needs argument 'gm_slot_buffer'" in ei.value.what
+    assert "with_slot_buffer(program, args)" in ei.value.fix

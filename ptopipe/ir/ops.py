@@ -531,6 +531,8 @@ _op("call", [("callee", "symbol"), ("args", "values")], _call,
 
 CROSS_CORE = ("tpush", "tpop", "tfree", "talloc")
 INIT_OPS = ("aic_initialize_pipe", "aiv_initialize_pipe")
+#: the GM slot-buffer parameter ExpandMixedKernel gives a compiled mixed function's kernels
+GM_SLOT_PARAM = "gm_slot_buffer"
 PRODUCER_OPS = ("tpush", "talloc")
 CONSUMER_OPS = ("tpop", "tfree")
 

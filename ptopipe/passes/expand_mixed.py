@@ -50,7 +50,8 @@ from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType
 from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
                        fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,
                        strip_yields)
-from ..ir.ops import CROSS_CORE, INIT_OPS
+from ..ir.opdefs import ARITH_BINARY
+from ..ir.ops import CROSS_CORE, GM_SLOT_PARAM, INIT_OPS
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 
@@ -63,7 +64,7 @@ C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 SLOT_NUM_ONE_WAY, SLOT_NUM_BOTH_WAYS = 8, 4
 DEFAULT_SPLIT = TileSplitAxis.TILE_UP_DOWN
 RING_NAME = {C2V: "c2v_slot_buffer", V2C: "v2c_slot_buffer"}
-GM_PARAM = "gm_slot_buffer"
+GM_PARAM = GM_SLOT_PARAM
 _STRUCTURAL = ("pl.for", "pl.if", "pl.yield", "pl.return")
 
 
@@ -101,7 +102,7 @@ def _taint_check(fn: Operation) -> None:
             what = {"pl.for": "loop bound" if i < 3 else "loop-carried value",
                     "pl.if": "branch condition"}.get(op.name, f"operand of {op.name}")
             where = {"pl.for": "the loop", "pl.if": "the branch"}.get(op.name, "it")
-            raise err(f"the {what} '{bad.name or '?'}' is computed on the Vector side only (from "
+            raise err(f"the {what} '{_expr_text(bad)}' is computed on the Vector side only (from "
                       f"pl.get_subblockid()), but {where} also holds Cube work", op,
                       "compute loop bounds and branch conditions from parameters and loop "
                       "variables (both kernels replicate them), not from pl.get_subblockid()")
@@ -242,6 +243,21 @@ def _sides(fn: Operation) -> set:
         if not is_boundary(op):
             out |= op_sides(op)
     return out
+
+
+def _expr_text(v, depth: int = 4) -> str:
+    """A scalar value as the DSL expression that made it (``sb + 1``), for messages."""
+    if v.name is not None or depth == 0:
+        return v.name or "..."
+    op = v.op
+    if op.name == "pl.const":
+        return repr(op.attributes.get("value"))
+    if op.name in ARITH_BINARY:
+        a, b = (_expr_text(x, depth - 1) for x in op.operands)
+        return f"{a} {ARITH_BINARY[op.name]} {b}"
+    if op.name == "pl.get_subblockid":
+        return "pl.get_subblockid()"
+    return f"<{op.name}>"
 
 
 _CROSS_CORE = tuple(f"pl.{n}" for n in CROSS_CORE + INIT_OPS)     # a function's own pipe ops

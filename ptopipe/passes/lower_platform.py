@@ -22,6 +22,7 @@ Errors: none of its own (a ring that does not fit is Validate's).
 from __future__ import annotations
 
 from ..ir.nodes import FunctionKind
+from ..ir.ops import GM_SLOT_PARAM
 from ..ir.types import TensorType
 from .util import (GM_ARG, entry, functions, init_ops, platform_of, ring_buffer, ring_in_gm,
                    slot_num, ways)
@@ -30,7 +31,7 @@ NAME = "lower-platform"
 REQUIRES = ("peers-resolved", "flags-allocated")
 PRODUCES = ("platform-lowered",)
 
-GM_PARAM = "gm_slot_buffer"
+GM_PARAM = GM_SLOT_PARAM          # the GM slot-buffer parameter added on A2A3
 
 
 def _is_null(v) -> bool:

@@ -105,9 +105,13 @@ class Interpreter:
 
     def bind_param(self, p: Var, args: dict):
         if p.name not in args:
+            fix = f"add {p.name!r} to the run's args"
+            if p.name.startswith(irops.GM_SLOT_PARAM):     # ExpandMixedKernel's ring parameter
+                fix = ("a compiled mixed function takes a GM slot buffer (the A2A3 ring; A5 does not "
+                       "touch it): args = ptopipe.passes.slot_buffer.with_slot_buffer(program, args) "
+                       "adds one of the right size")
             raise ConfigError(f"kernel {self.fn.name} needs argument {p.name!r}",
-                              where=str(self.where(self.fn)),
-                              fix=f"add {p.name!r} to the run's args")
+                              where=str(self.where(self.fn)), fix=fix)
         v = args[p.name]
         t = p.type
         if isinstance(t, TensorType):
