@@ -24,7 +24,7 @@ from typing import Callable
 from ..arch.vocab import ALIGNMENT
 from .nodes import AUTO, Const, FunctionKind
 from .ops import OPS, OpError
-from .types import (BOOL, INDEX, NONE, BufferType, NoneType, ScalarType, TensorType, TileValueType,
+from .types import (BOOL, INDEX, NONE, BufferType, NoneType, ScalarType, TensorType,
                     describe)
 
 #: scalar operator (DSL / tree spelling) -> arith op name suffix
