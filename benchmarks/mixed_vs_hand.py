@@ -2,7 +2,6 @@
 examples/mixed kernel (one @pl.incore function, compiled by the default pass pipeline for
 the platform) next to the hand-written kernel of the same scenario and
 shape, per platform and protocol.  Target (issue 11): within 10%; exits 1 when missed.
-The flash-attention example has no hand-written counterpart and is not listed.
 
 Usage:  python benchmarks/mixed_vs_hand.py
 """
@@ -26,6 +25,8 @@ PAIRS = [
     ("examples/dsl/s4_both_ways.py", "lr", "examples/mixed/s4_both_ways.py", "lr"),
     ("examples/scenarios/s6_stream_both.py", "default", "examples/mixed/s6_stream_both.py",
      "default"),
+    ("examples/dsl/fa_forward.py", "default", "examples/mixed/fa_forward.py", "default"),
+    ("examples/dsl/fa_forward.py", "s128", "examples/mixed/fa_forward.py", "s128"),
 ]
 
 
