@@ -19,6 +19,12 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    "float_loop_bound": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    for i in pl.range(@@2.5):
+        pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], x)
+''',
     "unknown_op": '''
 @pl.aiv
 def k(x: pl.Tensor[[16, 32], pl.f32]):

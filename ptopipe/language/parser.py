@@ -18,7 +18,7 @@ from ..ir.nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, 
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
 from ..ir.opdefs import scalar_result_type, unary_result_type
 from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
-from ..ir.types import (BOOL, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
+from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType
 
@@ -383,6 +383,10 @@ class FunctionParser:
         for a, b in zip(it.args, bounds):
             if not isinstance(b.type, ScalarType):
                 raise self.err(a, f"loop bound is a {describe(b.type)}", "loop bounds are scalars")
+            if b.type.dtype in FLOAT_DTYPES:
+                raise self.err(a, f"loop bound is a {b.type.dtype} scalar: a trip count is a whole number",
+                               "use an integer (e.g. int(...) of the value when the kernel is built), "
+                               "or an index expression")
         one = Const(1, INDEX)
         start, stop, step = (Const(0, INDEX), bounds[0], one) if len(bounds) == 1 else \
             (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else one)
