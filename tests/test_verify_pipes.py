@@ -846,3 +846,46 @@ def test_check_static_json_lists_the_findings_per_program(tmp_path, capsys):
     assert rep["program"] == "buggy" and rep["platform"] == "a2a3" and rep["warnings"] == []
     (fd,) = rep["findings"]
     assert fd["error"] == "CompileError" and fd["what"].startswith("pl.store uses %t")
+
+
+# -- a loop's inits are passed on, not read ---------------------------------------------------
+@pl.aiv
+def peeled(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)             # the first iteration, peeled
+    o = pl.adds(part, 1.0)
+    pl.TFREE(buf)
+    pl.store(o, [sub * HR, 0], out)
+    for i in pl.range(1, 4):                                    # part / o are rebound: carried
+        part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        o = pl.adds(part, 1.0)
+        pl.TFREE(buf)
+        pl.store(o, [i * TM + sub * HR, 0], out)
+
+
+@pl.aiv
+def freed_into_loop(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+    pl.TFREE(buf)
+    for i, (q,) in pl.range(4, init_values=(part,)):
+        pl.store(q, [i * TM + sub * HR, 0], out)                            # READ-FREED
+        nq = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        o = pl.adds(nq, 1.0)
+        pl.TFREE(buf)
+        q2 = pl.yield_(o)
+
+
+def test_a_freed_tile_among_loop_inits_is_only_a_finding_where_the_loop_reads_it():
+    """Peeling the first iteration rebinds the popped tile's name, which makes the freed tile
+    an init of the loop: passing it on is not a use.  Reading it through the iter_arg is."""
+    assert findings(c2v_cube("vec", n=4), peeled) == []
+    err = only(c2v_cube("vec", n=5), freed_into_loop)
+    assert_at(err, freed_into_loop, "READ-FREED", "pl.store")
+    assert "after its TFREE" in err.what

@@ -113,11 +113,11 @@ class Explorer:
             self.step(op, p)
         return paths
 
-    def check_uses(self, op, p: Path) -> None:
+    def check_uses(self, op, p: Path, operands=None) -> None:
         if op.name == "pl.copy":
             return
         env, dead = p.env, p.dead
-        for v in op.operands:
+        for v in (op.operands if operands is None else operands):
             s = env.get(v)
             if s.__class__ is Slot and s.uid in dead:
                 end_op, end_where, what = dead[s.uid]
@@ -289,7 +289,9 @@ class Explorer:
         body = op.regions[0].block
         out = []
         for p in paths:
-            self.check_uses(op, p)
+            # the bounds are read here; the inits are only passed on to the iter_args (a freed
+            # tile among them is reported where the loop reads it, as an alias)
+            self.check_uses(op, p, op.operands[:3])
             lo, hi, st = (p.env.get(v) for v in op.operands[:3])
             inits = [p.env.get(v) for v in op.operands[3:]]
             known = all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, st)) and st != 0
