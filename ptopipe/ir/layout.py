@@ -162,3 +162,16 @@ def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,
     return (f"reserve_buffer {name!r} of {size} bytes at {base:#x} does not fit {owner}'s "
             f"{space} ({have} bytes)",
             "reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")
+
+
+def tiles_fit_problem(fn_name: str, space: str, peak: int, owner: str,
+                      have: int) -> tuple | None:
+    """``(what, details, fix)`` when the tiles of ``fn_name`` live at one time (the
+    allocator's ``peak`` in ``space``) overrun ``owner``'s ``have`` bytes, else None."""
+    if peak <= have:
+        return None
+    return (f"the tiles of {fn_name} need {peak} bytes of {space} at their peak but {owner} has "
+            f"{have} bytes",
+            f"tiles live at the same time cannot share memory (overflow by {peak - have} bytes)",
+            "use smaller tiles, or keep fewer of them live at once (a tile's memory is reused "
+            "after its last read)")

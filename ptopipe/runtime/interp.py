@@ -26,7 +26,7 @@ from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprSt
                         Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
-from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem
+from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
@@ -310,14 +310,9 @@ class Interpreter:
         """The tiles live at one time (AllocateMemoryAddr's peak) must fit each memory."""
         for space, peak in self.layout.peak.items():
             mem = self.core.memory(MemSpace(space), lambda: f"the tiles of {self.fn.name}")
-            if peak > mem.size:
-                raise ConfigError(
-                    f"the tiles of {self.fn.name} need {peak} bytes of {space} at their peak but "
-                    f"{self.core.name} has {mem.size} bytes", where=str(self.where(self.fn)),
-                    details="tiles that are live at the same time cannot share memory "
-                            f"(overflow by {peak - mem.size} bytes)",
-                    fix="use smaller tiles, or keep fewer of them live at once (a tile's memory is "
-                        "reused after its last read)")
+            bad = tiles_fit_problem(self.fn.name, space, peak, self.core.name, mem.size)
+            if bad is not None:
+                raise ConfigError(bad[0], where=str(self.where(self.fn)), details=bad[1], fix=bad[2])
 
     def check_ring_size(self, r: ReserveBuffer | None, slot_num: int, slot_size: int, c: Call) -> None:
         bad = None if r is None else ring_size_problem(r.name, r.size, slot_num, slot_size)
