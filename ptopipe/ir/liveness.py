@@ -212,14 +212,19 @@ def analyse(fn_body) -> dict:
         if isinstance(key, tuple):
             refs[key] = frozenset((key,))
     _aliases(fn_body, refs, lv.copy_of)
-    ends = {}                                   # name -> last position it may be read
-    for name, pos, enclosing in lv.uses:
+
+    def read_end(pos: int, defined: int, enclosing) -> int:
+        """A read at ``pos`` of something defined at ``defined``: read in a loop, defined
+        before it, it is read again until the loop's end."""
         for loop in enclosing:
             first, last = span[id(loop)]
-            if lv.defined_at.get(name, -1) < first:
+            if defined < first:
                 pos = max(pos, last)
-        if pos > ends.get(name, -1):
-            ends[name] = pos
+        return pos
+
+    ends = {}                                   # name -> last position it may be read
+    for name, pos, enclosing in lv.uses:
+        ends[name] = max(ends.get(name, -1), read_end(pos, lv.defined_at.get(name, -1), enclosing))
     inst = Instances(storages, ends)
     inst.top(fn_body, lv.top_pos)
     for d, n in inst.need.items():
@@ -227,15 +232,8 @@ def analyse(fn_body) -> dict:
     for name, pos, enclosing in lv.uses:
         for key in refs.get(name, ()):
             st = storages.get(key)
-            if st is None:
-                continue
-            end = pos
-            for loop in enclosing:              # read in a loop, defined before it
-                first, last = span[id(loop)]
-                if st.start < first:
-                    end = max(end, last)
-            if end > st.end:
-                st.end = end
+            if st is not None:
+                st.end = max(st.end, read_end(pos, st.start, enclosing))
     for s in walk(fn_body):                     # carried: live through the loop (and after it)
         if isinstance(s, For):
             first, last = span[id(s)]
