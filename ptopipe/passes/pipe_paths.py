@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from itertools import count
 
+from ..ir.ops import CROSS_CORE
 from ..ir.types import TensorType
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
@@ -35,7 +36,7 @@ from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_b
 MAX_PATHS = 128
 MAX_STEPS = 400_000
 SUMMARY_OPS = 20_000
-PIPE_OPS = ("pl.tpush", "pl.tpop", "pl.tfree", "pl.talloc")
+PIPE_OPS = tuple(f"pl.{n}" for n in CROSS_CORE)        # tpush, tpop, tfree, talloc
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
 
 
