@@ -204,7 +204,7 @@ class _Kernel:
         else:
             raise _err(f"{op.name}: the allocator gave its tile result no address", op,
                        "compile the program with allocate-memory in the pipeline")
-        name = self.names[v] = self.fresh(tname or v.name or "t")
+        name = self.names[v] = self.fresh(tname or v.name or "tmp")
         self.decls.append(f"    {self.ttype(v.type)} {name};")
         if rot is None:
             self.decls.append(f"    TASSIGN({name}, {addr:#x});  // {mem}")
