@@ -88,6 +88,16 @@ def test_pipe_template_arguments_are_the_init_attributes(example, platform):
         assert gm == (gm_param if a["ring"] == "gm" else "nullptr")
 
 
+def test_pipe_arguments_are_read_from_the_attributes_not_derived():
+    """Another flag base, slot count and direction in the init op: the C++ follows them."""
+    (prog,) = programs_of(load_module(S1))
+    op, _t, _w = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
+    for f in kernels(op):
+        init_op(f).attributes.update(flag_id=6, slot_num=3, dir_mask=Direction.DIR_C2V_GM)
+    cpp = write_cpp(op, "a2a3")
+    assert cpp.count("using Pipe = TPipe<6, Direction::DIR_C2V_GM, 2048, 3, 3, false>;") == 2
+
+
 def expected_calls(block) -> list:
     """The pto-isa calls of a kernel body, from its op IR (pre-order)."""
     names = {"pl.tpush": "TPUSH", "pl.tpop": "TPOP", "pl.tfree": "TFREE", "pl.talloc": "TALLOC",
@@ -225,10 +235,11 @@ def test_an_op_the_writer_cannot_express_is_a_compile_error_at_its_line():
     aiv = kernels(op)[1]
     loop = next(o for o in aiv.regions[0].blocks[0] if o.name == "pl.for")
     tpop = next(o for o in loop.walk() if o.name == "pl.tpop")
-    tpop.insert_before(Operation("pl.mystery", (), (), {}, (), tpop.loc))
+    # a call of a kernel from a kernel: valid IR (it has a tree form), no pto-isa C++
+    tpop.insert_before(Operation("pl.call", (), (), {"callee": "s1_aic"}, (), tpop.loc))
     with pytest.raises(CompileError) as e:
         write_cpp(op, "a2a3")
-    assert "pl.mystery" in e.value.what
+    assert e.value.what == "pl.call has no pto-isa C++ form in the C++ writer"
     assert e.value.where == str(tpop.loc) and tpop.loc.line > 0
 
 
