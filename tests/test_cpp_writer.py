@@ -268,3 +268,32 @@ def test_uncompiled_or_other_platform_program_is_refused():
     op, _cpp = compiled(S1, "a5")
     with pytest.raises(CompileError, match="compiled for a5, not a2a3"):
         write_cpp(op, "a2a3")
+
+
+def test_tfree_without_a_split_needs_one_pop_split():
+    """FA's Vector TFREEs carry no split: they take the TPOPs' one; two splits on the same
+    ring leave the TFREE ambiguous - a CompileError at the TFREE's line."""
+    (prog,) = programs_of(load_module(FA))
+    op, _t, _w = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
+    aiv = kernels(op)[1]
+    pops = [o for o in aiv.walk() if o.name == "pl.tpop"]
+    tfree = next(o for o in aiv.walk() if o.name == "pl.tfree")
+    assert tfree.attributes["split"] is None and len(pops) == 2
+    pops[1].attributes["split"] = TileSplitAxis.TILE_LEFT_RIGHT
+    with pytest.raises(CompileError) as e:
+        write_cpp(op, "a2a3")
+    assert e.value.what == ("TFREE without a split in fa_aiv, whose TPOPs of DIR_C2V use 2 "
+                            "different splits")
+    assert e.value.where == str(tfree.loc)
+
+
+def test_two_programs_in_one_unit_define_the_helpers_once(tmp_path):
+    if CXX is None:
+        pytest.skip("no C++ compiler on this machine")
+    _op, s1 = compiled(S1, "a2a3")
+    _op, s4 = compiled(S4, "a5")
+    src = tmp_path / "two.cpp"
+    src.write_text(s1 + s4)
+    r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", "-I", MOCK, str(src)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[:2000]

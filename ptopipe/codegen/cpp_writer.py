@@ -38,6 +38,8 @@ PRELUDE = """#include <pto/pto-inst.hpp>
 
 using namespace pto;
 
+#ifndef PTOPIPE_INDEX_HELPERS
+#define PTOPIPE_INDEX_HELPERS
 // Python's floor division and modulo on index values (C++ truncates towards zero)
 AICORE inline int64_t ptopipe_floordiv(int64_t a, int64_t b)
 {
@@ -50,6 +52,7 @@ AICORE inline int64_t ptopipe_mod(int64_t a, int64_t b)
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+#endif
 """
 
 
