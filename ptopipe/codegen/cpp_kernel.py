@@ -268,8 +268,9 @@ class KernelWriter:
         gm_s = f"(__gm__ void *){self.gm_ptr(gm)}" if a["ring"] == "gm" and gm is not None \
             else "(__gm__ void *)nullptr"
         ring = "GM slot buffer" if a["ring"] == "gm" else "consumer-local rings"
-        return [f"{ind}// {op.name[3:]}: {ring}, flags {a.get('c2v_flags') or ''}"
-                f"{' ' + str(a.get('v2c_flags')) if a.get('v2c_flags') else ''}".rstrip(),
+        flags = "".join(f", {w} flags {tuple(a[w + '_flags'])}" for w in ("c2v", "v2c")
+                        if a.get(w + "_flags"))
+        return [f"{ind}// {op.name[3:]}: {ring}{flags}",
                 f"{ind}using {self.pipe[0]} = TPipe<{', '.join(targs)}>;",
                 f"{ind}{self.pipe[0]} {pipe_var}({gm_s}, {self.expr(g['c2v_consumer_buf'])}, "
                 f"{self.expr(g['v2c_consumer_buf'])});"]
