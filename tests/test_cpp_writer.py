@@ -297,3 +297,53 @@ def test_two_programs_in_one_unit_define_the_helpers_once(tmp_path):
     r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", "-I", MOCK, str(src)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[:2000]
+
+
+def _branchy():
+    """A mixed kernel with a scalar parameter, a branch yielding a tile on the Cube side, a
+    loop carrying a scalar and floor division in an index."""
+    import ptopipe.language as pl
+
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32], flag: pl.Scalar[pl.index]):
+        x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+        y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        if flag > 0:
+            acc1 = pl.matmul(x, y)
+            acc = pl.yield_(acc1)
+        else:
+            acc2 = pl.matmul(x, pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right))
+            acc = pl.yield_(acc2)
+        r = pl.move(acc, space=pl.Vec)
+        for i, (row,) in pl.range(2, init_values=(0,)):
+            v = pl.load(b, [row // 2, 0], [8, 16])
+            pl.store(pl.add(v, v), [row // 2, 0], out)
+            (row_out,) = pl.yield_(row + 8)
+        pl.store(pl.add(r, r), [0, 0], out)
+    return pl.program(k, name="branchy")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_branch_results_carried_scalars_and_index_math(platform, tmp_path):
+    op, _t, _w = compile_program(_branchy(), platform)
+    cpp = write_cpp(op, platform)
+    aic, aiv = section(cpp, "k_aic"), section(cpp, "k_aiv")
+    assert "int64_t flag," in cpp
+    assert re.search(r"if \(\(flag > 0\)\) \{\n\s+TMATMUL\(acc1, x, y\);\n\s+acc = acc1;\n\s+\} else \{", aic)
+    assert re.search(r"TMATMUL\(acc2, x, \w+\);\n\s+acc = acc2;\n\s+\}\n\s+TPUSH<", aic)
+    assert "TileAcc_16x16_f32 acc;\n" in aic and "TASSIGN(acc," not in aic   # a handle, no storage
+    assert re.search(r"int64_t row = 0;\n\s+for \(int64_t i = 0; i < 2; i \+= 1\) \{", aiv)
+    assert "ptopipe_floordiv(row, 2)" in aiv and re.search(r"row = \(row \+ 8\);\n\s+\}", aiv)
+    for f in kernels(op):                          # every stored tile at the allocator's address
+        lay = plan_function(op_to_function(f))
+        got = dict(ASSIGN.findall(section(cpp, f.attributes["sym_name"])))
+        assert {n: int(a, 16) for n, a in got.items() if n in lay.tiles} == \
+            {n: a for n, (_m, a) in lay.tiles.items()}
+    assert _balanced(cpp)
+    if CXX is not None:
+        src = tmp_path / "k.cpp"
+        src.write_text(cpp)
+        r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", "-I", MOCK, str(src)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr[:2000]
