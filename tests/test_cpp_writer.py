@@ -31,6 +31,10 @@ S1, S4, FA = (os.path.join(ROOT, "examples", "mixed", f + ".py")
 S2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
 S5 = os.path.join(ROOT, "examples", "dsl", "s5_subtile_gm.py")     # no mixed S5 exists
 CHECKED = {"s1": S1, "s4": S4, "s5": S5, "fa": FA}
+# the structure checks run on every other example too (mixed and hand-written pairs)
+ALL = dict(CHECKED, **{f"{d}/{f[:-3]}": os.path.join(ROOT, "examples", d, f)
+                       for d in ("mixed", "dsl") for f in sorted(os.listdir(os.path.join(ROOT, "examples", d)))
+                       if f.endswith(".py") and os.path.join(ROOT, "examples", d, f) not in CHECKED.values()})
 PLATFORMS = ("a2a3", "a5")
 CXX = shutil.which("g++") or shutil.which("clang++")
 
@@ -66,9 +70,9 @@ PIPE = re.compile(r"using Pipe = TPipe<(\d+), Direction::(\w+), (\d+), (\d+), (\
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize("example", sorted(CHECKED))
+@pytest.mark.parametrize("example", sorted(ALL))
 def test_pipe_template_arguments_are_the_init_attributes(example, platform):
-    op, cpp = compiled(CHECKED[example], platform)
+    op, cpp = compiled(ALL[example], platform)
     for f in kernels(op):
         a = init_op(f).attributes
         m = PIPE.search(section(cpp, f.attributes["sym_name"]))
@@ -110,9 +114,9 @@ CALL = re.compile(r"\b(T(?!ASSIGN\b)[A-Z_]+|set_flag|wait_flag|pipe_barrier)\s*[
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize("example", sorted(CHECKED))
+@pytest.mark.parametrize("example", sorted(ALL))
 def test_call_sequence_of_each_kernel_is_its_op_sequence(example, platform):
-    op, cpp = compiled(CHECKED[example], platform)
+    op, cpp = compiled(ALL[example], platform)
     for f in kernels(op):
         got = CALL.findall(section(cpp, f.attributes["sym_name"]))
         want = expected_calls(list(f.regions[0].blocks[0]))
@@ -135,9 +139,9 @@ ROTATION = re.compile(r"const uint32_t (\w+)_addrs\[\d+\] = \{([^}]*)\};")
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize("example", sorted(CHECKED))
+@pytest.mark.parametrize("example", sorted(ALL))
 def test_tassign_addresses_are_the_allocators(example, platform):
-    op, cpp = compiled(CHECKED[example], platform)
+    op, cpp = compiled(ALL[example], platform)
     for f in kernels(op):
         lay = plan_function(op_to_function(f))
         text = section(cpp, f.attributes["sym_name"])
