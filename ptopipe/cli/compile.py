@@ -1,5 +1,6 @@
 """``ptopipe compile FILE``: run the pass pipeline on the DSL programs of a kernel file and
-print the result (op IR text, or DSL source with ``--emit dsl``).
+print the result (op IR text, DSL source with ``--emit dsl``, pto-isa C++ with ``--emit cpp``),
+or write it to ``-o FILE`` atomically (:func:`ptopipe.report._io.write_atomic`).
 
 The programs of a file: its module-level ``pl.program(...)`` objects, the programs its
 ``KernelSet`` builders make for a Scenario variant (``--variant``), else one program of
@@ -27,8 +28,11 @@ def add_parser(sub) -> None:
                    help="the pipeline (default: every registered pass in pipeline order)")
     p.add_argument("--print-after-all", action="store_true",
                    help="print the IR after each pass")
-    p.add_argument("--emit", default="ir", choices=["ir", "dsl"],
-                   help="print the result as op IR text (default) or as pl DSL source")
+    p.add_argument("--emit", default="ir", choices=["ir", "dsl", "cpp"],
+                   help="print the result as op IR text (default), as pl DSL source or as "
+                        "pto-isa C++ (docs/cpp.md)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write the result to FILE (atomically) instead of stdout")
     p.add_argument("--variant", default=None,
                    help="the Scenario variant whose parameters a program builder gets "
                         "(default: the scenario's default)")
@@ -63,13 +67,25 @@ def programs_of(mod, variant: str | None = None) -> list:
     return found
 
 
+def _emit(kind: str, op, tree, platform: str) -> str:
+    if kind == "cpp":
+        from ..codegen import write_cpp
+        return write_cpp(op, platform)
+    return print_ir(op) if kind == "ir" else to_source(tree)
+
+
 def main(args) -> int:
     from ..passes import compile_program
+    from ..report._io import check_output, write_atomic
+    out = getattr(args, "output", None)
+    if out is not None:
+        check_output(out)                  # a bad -o fails before the compile, not after
     mod = load_module(args.file)
     progs = programs_of(mod, args.variant)
     if not progs:
         raise ConfigError(f"{args.file} defines no DSL program",
                           fix="define pl.program(...) of @pl kernels (or @pl kernels / a KernelSet)")
+    texts = []
     for prog in progs:
         if args.print_after_all:
             print(f"// ===== {prog.name} =====")
@@ -78,5 +94,10 @@ def main(args) -> int:
                                              print_after_all=args.print_after_all, stream=sys.stdout)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        print(print_ir(op) if args.emit == "ir" else to_source(tree))
+        texts.append(_emit(args.emit, op, tree, args.platform))
+    if out is None:
+        for t in texts:
+            print(t)
+    else:
+        write_atomic(out, "\n".join(t if t.endswith("\n") else t + "\n" for t in texts))
     return 0

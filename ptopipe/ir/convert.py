@@ -162,10 +162,11 @@ def to_ops(program: Program) -> Operation:
 
 # -- ops -> tree -----------------------------------------------------------------------------
 class _ToTree:
-    def __init__(self, names: set):
+    def __init__(self, names: set, record: dict | None = None):
         self.names = names       # every name hint of the function (for fresh names)
         self.var = {}            # Value -> Var
         self.n = 0
+        self.record = record     # if given: Value -> its tree node (the Var, else the Call)
 
     def fresh(self, v) -> Var:
         while True:
@@ -215,6 +216,8 @@ class _ToTree:
     def define(self, v, var: Var | None = None) -> Var:
         var = var or (Var(v.name, v.type) if v.name else self.fresh(v))
         self.var[v] = var
+        if self.record is not None:
+            self.record[v] = var
         return var
 
     def block(self, block) -> tuple:
@@ -244,6 +247,8 @@ class _ToTree:
             else:
                 e = self.expr(op, pending)
                 r = op.results[0] if op.results else None
+                if r is not None and self.record is not None:
+                    self.record[r] = e
                 if r is None or (r.name is None and not r.uses):
                     out.append(ExprStmt(e, op.loc))
                 elif r.name is None and len(r.uses) == 1 and r.uses[0].owner.parent is block:
@@ -288,11 +293,15 @@ class _ToTree:
         return If(cond, then, els, tys, eys, results, op.loc)
 
 
-def op_to_function(op: Operation) -> Function:
+def op_to_function(op: Operation, record: dict | None = None) -> Function:
+    """The tree-IR Function of a ``pl.func`` op.  ``record``, if given, is filled with
+    every op result's tree node: its :class:`Var` when it became a variable, else the
+    nested :class:`Call` it was inlined as (what :func:`.layout.plan_function` keys tile
+    addresses by: ``tiles[var.name]`` / ``temps[id(call)]``)."""
     names = {v.name for o in op.walk() for v in o.results if v.name}
     names |= {a.name for o in op.walk() for r in o.regions for b in r.blocks for a in b.args
               if a.name}
-    conv = _ToTree(names)
+    conv = _ToTree(names, record)
     entry = op.regions[0].blocks[0]
     params = tuple(conv.define(a) for a in entry.args)
     body, _ = conv.block(entry)

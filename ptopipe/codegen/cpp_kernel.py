@@ -1,0 +1,398 @@
+"""One AIC / AIV kernel as a pto-isa C++ function (see :mod:`.cpp_writer` for the whole
+translation unit and the mapping rules): tile declarations with their TASSIGNs at the
+allocator's addresses, the TPipe from the init op's attributes, and the body - tile ops,
+cross-core ops, events, ``for`` / ``if`` and scalar index math.  A kernel op the writer
+cannot express raises a CompileError naming the op and its DSL line.
+"""
+from __future__ import annotations
+
+from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.vocab import Direction, TileSplitAxis
+from ..errors import CompileError
+from ..ir.convert import op_to_function
+from ..ir.layout import plan_function
+from ..ir.nodes import Call, FunctionKind, Var
+from ..ir.opdefs import ARITH_BINARY, ARITH_UNARY, CALL_OPS, operand_groups
+from ..ir.types import ScalarType, TensorType, TileValueType
+from . import cpp_types as T
+
+BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
+INIT_OPS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
+CROSS_OPS = {"pl.tpush": "TPUSH", "pl.tpop": "TPOP", "pl.tfree": "TFREE", "pl.talloc": "TALLOC"}
+_CMP = {"and": "&&", "or": "||"}
+
+
+def err(msg: str, op, fix: str | None = None) -> CompileError:
+    """A CompileError at ``op``'s DSL line."""
+    loc = getattr(op, "loc", None)
+    return CompileError(msg, where=str(loc) if loc else None, fix=fix)
+
+
+def params(f) -> tuple:
+    """(block arguments, C++ names) of a function's parameters."""
+    args = f.regions[0].blocks[0].args
+    names = [T.ident(a.name or f"arg{i}") for i, a in enumerate(args)]
+    return args, names
+
+
+class KernelWriter:
+    """One AIC / AIV kernel function."""
+
+    def __init__(self, f, called: bool):
+        self.f, self.called = f, called
+        self.name = f.attributes["sym_name"]
+        self.record = {}
+        self.lay = plan_function(op_to_function(f, self.record))
+        self.names = {}            # Value -> C++ name (tiles, GM values, named scalars)
+        self.used = set()
+        self.aliases = {}          # C++ type -> alias name
+        self.alias_lines = []
+        self.decls = []            # tile variable declarations + TASSIGNs (function top)
+        self.buffers = {}          # buffer Value -> (base, size)
+        self.pipe = None
+        self.ngm = 0
+        self.pops = {}             # direction -> {splits of its TPOPs}
+        self.splits = set()
+        for op in f.walk():
+            if op.name in CROSS_OPS and op.attributes.get("split") is not None:
+                self.splits.add(TileSplitAxis(op.attributes["split"]))
+            if op.name == "pl.tpop":
+                self.pops.setdefault(op.attributes["direction"], set()).add(op.attributes["split"])
+
+    # -- names and types ---------------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        base = T.ident(hint)
+        name, k = base, 1
+        while name in self.used:
+            name, k = f"{base}_{k}", k + 1
+        self.used.add(name)
+        return name
+
+    def alias(self, cpp_type: str, hint: str) -> str:
+        a = self.aliases.get(cpp_type)
+        if a is None:
+            a = self.aliases[cpp_type] = self.fresh(hint)
+            self.alias_lines.append(f"    using {a} = {cpp_type};")
+        return a
+
+    def ttype(self, t) -> str:
+        if isinstance(t, TileValueType):
+            return self.alias(T.tile_type(t), T.tile_alias(t))
+        if isinstance(t, TensorType):
+            return self.alias(T.tensor_global(t), f"Gm_{'x'.join(map(str, t.shape))}_{t.dtype}")
+        raise CompileError(f"type {t} has no pto-isa C++ object type")
+
+    def tree_name(self, v) -> str | None:
+        node = self.record.get(v)
+        return node.name if isinstance(node, Var) else None
+
+    def handle(self, v, hint: str) -> str:
+        """Declare (at the top) a tile variable for ``v`` with no address of its own."""
+        name = self.names[v] = self.fresh(self.tree_name(v) or v.name or hint)
+        self.decls.append(f"    {self.ttype(v.type)} {name};")
+        return name
+
+    def define(self, v, op, ind: str) -> tuple:
+        """(C++ name of tile result ``v``, lines to emit at its definition)."""
+        if v in self.names:
+            return self.names[v], []
+        node = self.record.get(v)
+        tname = node.name if isinstance(node, Var) else None
+        if tname is not None and tname in self.lay.tiles:
+            mem, addr = self.lay.tiles[tname]
+            rot = self.lay.rotations.get(tname)
+        elif isinstance(node, Call) and id(node) in self.lay.temps:
+            mem, addr = self.lay.temps[id(node)]
+            rot = None
+        else:
+            raise err(f"{op.name}: the allocator gave its tile result no address", op,
+                      "compile the program with allocate-memory in the pipeline")
+        name = self.names[v] = self.fresh(tname or v.name or "tmp")
+        self.decls.append(f"    {self.ttype(v.type)} {name};")
+        if rot is None:
+            self.decls.append(f"    TASSIGN({name}, {addr:#x});  // {mem}")
+            return name, []
+        table, turn = self.fresh(name + "_addrs"), self.fresh(name + "_turn")
+        self.decls += [f"    const uint32_t {table}[{len(rot)}] = {{{', '.join(f'{a:#x}' for a in rot)}}};"
+                       f"  // {mem}: {len(rot)} buffers used in turn",
+                       f"    uint32_t {turn} = 0;"]
+        return name, [f"{ind}TASSIGN({name}, {table}[{turn}]);",
+                      f"{ind}{turn} = ({turn} + 1) % {len(rot)};"]
+
+    # -- scalar expressions ------------------------------------------------------------------
+    def expr(self, v) -> str:
+        name = self.names.get(v)
+        if name is not None:
+            return name
+        op = getattr(v, "op", None)
+        if op is None:
+            raise CompileError(f"value %{v.name or '?'} is used before it is defined in {self.name}")
+        n, a = op.name, op.attributes
+        if n == "pl.const":
+            return T.literal(a["value"], v.type)
+        if n in ARITH_BINARY:
+            sym = ARITH_BINARY[n]
+            x, y = (self.expr(o) for o in op.operands)
+            if sym == "//":
+                return f"ptopipe_floordiv({x}, {y})"
+            if sym == "%":
+                return f"ptopipe_mod({x}, {y})"
+            if sym == "/":
+                return f"(static_cast<float>({x}) / static_cast<float>({y}))"
+            return f"({x} {_CMP.get(sym, sym)} {y})"
+        if n in ARITH_UNARY:
+            return f"({'!' if ARITH_UNARY[n] == 'not' else '-'}{self.expr(op.operands[0])})"
+        if n == "pl.get_subblockid":
+            return "static_cast<int64_t>(get_subblockid())"
+        if n == "pl.buffer_attr":
+            base, size = self.buffers[op.operands[0]]
+            return str(base if a["attr"] == "base" else size)
+        if n == "pl.copy":
+            return self.expr(op.operands[0])
+        raise err(f"{n} result used as a scalar has no C++ expression", op)
+
+    def gm_ptr(self, v) -> str:
+        """A ``__gm__ T*`` expression for a tensor value (a parameter or a GM slot)."""
+        name = self.names[v]
+        return name if getattr(v, "op", None) is None else f"{name}.data()"
+
+    def window(self, tensor, offsets, window, op, ind) -> tuple:
+        """(lines declaring a GlobalTensor window, its name) at ``offsets`` of ``tensor``."""
+        t = tensor.type
+        terms = []
+        for o, s in zip(offsets, T.strides(t.shape)):
+            e = self.expr(o)
+            if e != "0":
+                terms.append(e if s == 1 else f"{e} * {s}")
+        gtype = self.alias(T.global_type(t.dtype, window, t.shape),
+                           f"Gm_{'x'.join(map(str, window))}_{t.dtype}")
+        g = self.fresh(f"gm{self.ngm}")
+        self.ngm += 1
+        ptr = self.gm_ptr(tensor) + (f" + ({' + '.join(terms)})" if terms else "")
+        return [f"{ind}{gtype} {g}({ptr});"], g
+
+    # -- statements --------------------------------------------------------------------------
+    def write(self) -> str:
+        args, names = params(self.f)
+        for a, n in zip(args, names):
+            self.used.add(n)
+            self.names[a] = n
+        body = []
+        ops = list(self.f.regions[0].blocks[0])
+        one_lane = any(op.name in INIT_OPS and op.attributes.get("lanes") == 1 for op in ops)
+        guard = one_lane and self.f.attributes["kind"] is FunctionKind.AIV
+        ind = "        " if guard else "    "
+        for op in ops:
+            body += self.op(op, ind)
+        head = "AICORE inline void" if self.called else 'extern "C" __global__ AICORE void'
+        lines = [f"// {self.f.attributes['kind'].value.upper()} kernel {self.name!r}",
+                 f"{head} {T.ident(self.name)}("
+                 + ", ".join(T.param_decl(n, a.type) for a, n in zip(args, names)) + ")", "{"]
+        lines += self.alias_lines + self.decls
+        if guard:
+            lines += ["    // lanes = 1 (A5 pto-isa no-split pipe): AIV0 is the only peer, AIV1 runs nothing",
+                      "    if (get_subblockid() == 0) {"] + body + ["    }"]
+        else:
+            lines += body
+        return "\n".join(lines + ["}", ""])
+
+    def block(self, blk, ind) -> list:
+        out = []
+        for op in blk:
+            out += self.op(op, ind)
+        return out
+
+    def op(self, op, ind) -> list:
+        n, a = op.name, op.attributes
+        if n == "pl.yield":
+            return []                               # written by the loop / branch (yields)
+        if n in ("pl.const", "pl.buffer_attr") or n in ARITH_BINARY or n in ARITH_UNARY \
+                or n == "pl.get_subblockid":
+            r = op.results[0]
+            if r.name is None or isinstance(r.type, TileValueType):
+                return []                           # inlined where used
+            e = self.expr(r)
+            name = self.names[r] = self.fresh(r.name)
+            return [f"{ind}const {T.scalar_ctype(r.type)} {name} = {e};"]
+        if n == "pl.copy":
+            src = op.operands[0]
+            if src in self.names:
+                self.names[op.results[0]] = self.names[src]
+            return []
+        if n in ("pl.reserve_buffer", "pl.import_peer_buffer"):
+            base, size = a.get("base"), a.get("size")
+            if not isinstance(base, int) or not isinstance(size, int):
+                raise err(f"{n} {a['name']!r} has no resolved base/size", op,
+                          "compile the program (allocate-memory, resolve-peers)")
+            self.buffers[op.results[0]] = (base, size)
+            where = a.get("memory_space") or f"peer {a.get('peer_func')}"
+            return [f"{ind}// {n[3:]} {a['name']!r}: {where} [{base:#x}, {base + size:#x})"]
+        if n in INIT_OPS:
+            return self.init(op, ind)
+        if n in CROSS_OPS:
+            return self.cross(op, ind)
+        if n == "pl.for":
+            return self.loop(op, ind)
+        if n == "pl.if":
+            return self.branch(op, ind)
+        if n == "pl.return":
+            if op.operands:
+                raise err("a kernel returns no values", op)
+            return [f"{ind}return;"]
+        if n in ("pl.record_event", "pl.wait_event"):
+            fn = "set_flag" if n == "pl.record_event" else "wait_flag"
+            ev = op.operands[0]
+            e = self.expr(ev)
+            ev_s = f"EVENT_ID{e}" if e.isdigit() else f"static_cast<event_t>({e})"
+            return [f"{ind}{fn}({a['src'].value}, {a['dst'].value}, {ev_s});"]
+        if n == "pl.barrier":
+            return [f"{ind}pipe_barrier({a['pipe'].value});"]
+        return self.tile_op(op, ind)
+
+    def init(self, op, ind) -> list:
+        if self.pipe is not None:
+            raise err(f"a second pipe initialisation in {self.name}: one TPipe per kernel", op)
+        a = op.attributes
+        for k in ("flag_id", "slot_num", "slot_size", "ring"):
+            if a.get(k) is None:
+                raise err(f"{op.name} has no {k} attribute", op,
+                          "compile the program (allocate-flags and lower-platform set it)")
+        g = operand_groups(CALL_OPS[op.name], op.operands)
+        nosplit = bool(self.splits) and self.splits == {TileSplitAxis.TILE_NO_SPLIT}
+        targs = [str(a["flag_id"]), T.direction_name(a["dir_mask"]), str(a["slot_size"]),
+                 str(a["slot_num"]), str(a["slot_num"]), "true" if nosplit else "false"]
+        self.pipe = self.fresh("Pipe")
+        pipe_var = self.fresh("pipe")
+        self.pipe = (self.pipe, pipe_var)
+        gm = g["gm_slot_buffer"]
+        gm_s = f"(__gm__ void *){self.gm_ptr(gm)}" if a["ring"] == "gm" and gm is not None \
+            else "(__gm__ void *)nullptr"
+        ring = "GM slot buffer" if a["ring"] == "gm" else "consumer-local rings"
+        flags = "".join(f", {w} flags {tuple(a[w + '_flags'])}" for w in ("c2v", "v2c")
+                        if a.get(w + "_flags"))
+        return [f"{ind}// {op.name[3:]}: {ring}{flags}",
+                f"{ind}using {self.pipe[0]} = TPipe<{', '.join(targs)}>;",
+                f"{ind}{self.pipe[0]} {pipe_var}({gm_s}, {self.expr(g['c2v_consumer_buf'])}, "
+                f"{self.expr(g['v2c_consumer_buf'])});"]
+
+    def cross(self, op, ind) -> list:
+        if self.pipe is None:
+            raise err(f"{CROSS_OPS[op.name]} before the pipe initialisation of {self.name}", op)
+        ptype, pvar = self.pipe
+        a, name = op.attributes, CROSS_OPS[op.name]
+        split = a.get("split")
+        if split is None and op.name == "pl.tfree":
+            splits = self.pops.get(a["direction"], set())
+            if len(splits) != 1:
+                raise err(f"TFREE without a split in {self.name}, whose TPOPs of "
+                          f"{Direction(a['direction']).name} use {len(splits)} different splits", op,
+                          "give the TFREE the split of its TPOP")
+            split = next(iter(splits))
+        if split is None:
+            raise err(f"{name} in {self.name} has no split", op, "give it split=pl.TILE_...")
+        sp = T.split_name(split)
+        if op.name == "pl.tfree":
+            obj = op.operands[1] if len(op.operands) > 1 else None
+            if obj is not None and isinstance(obj.type, TensorType):
+                return [f"{ind}TFREE<{ptype}, {self.ttype(obj.type)}, {sp}>({pvar}, {self.names[obj]});"]
+            return [f"{ind}TFREE<{ptype}, {sp}>({pvar});"]
+        if op.name == "pl.tpush":
+            v = op.operands[0]
+            return [f"{ind}TPUSH<{ptype}, {self.ttype(v.type)}, {sp}>({pvar}, {self.names[v]});"]
+        r = op.results[0]
+        if isinstance(r.type, TileValueType):     # TPOP of a tile: bound to its slot by TPOP
+            tname = self.handle(r, "popped")
+            return [f"{ind}TPOP<{ptype}, {self.ttype(r.type)}, {sp}>({pvar}, {tname});"]
+        gt = self.ttype(r.type)                   # a GM slot (TALLOC / TPOP of a tensor)
+        var = self.names[r] = self.fresh(r.name or "slot")
+        return [f"{ind}{gt} {var};", f"{ind}{name}<{ptype}, {gt}, {sp}>({pvar}, {var});"]
+
+    def tile_op(self, op, ind) -> list:
+        n = op.name
+        spec = CALL_OPS.get(n)
+        if spec is None or not n.startswith("pl."):
+            raise err(f"{n} has no pto-isa C++ form in the C++ writer", op)
+        g = operand_groups(spec, op.operands)
+        if n == "pl.store":
+            tile, tensor = g["tile"], g["tensor"]
+            lines, gm = self.window(tensor, g["offsets"], tile.type.shape, op, ind)
+            return lines + [f"{ind}TSTORE({gm}, {self.names[tile]});"]
+        d = BY_DSL.get(n[3:])
+        if d is None or not op.results:
+            raise err(f"{n} has no pto-isa C++ form in the C++ writer", op)
+        r = op.results[0]
+        dst, pre = self.define(r, op, ind)
+        if n == "pl.load":
+            t = g["tensor"]
+            lines, gm = self.window(t, g["offsets"], op.attributes["shape"], op, ind)
+            return pre + lines + [f"{ind}TLOAD({dst}, {gm});"]
+        args = []
+        for p in spec.operands:
+            v = g[p.name]
+            if isinstance(v, list):
+                raise err(f"{n}: list operand {p.name!r} has no C++ form", op)
+            args.append(self.names[v] if isinstance(v.type, TileValueType) else self.expr(v))
+        if n == "pl.cast":
+            args.append("RoundMode::CAST_RINT")
+        return pre + [f"{ind}{d.name}({', '.join([dst] + args)});"]
+
+    # -- control flow ------------------------------------------------------------------------
+    def carried(self, v, init: str | None, ind, hint) -> list:
+        """Declare the variable of a loop-carried / branch value ``v``; lines before the op."""
+        if isinstance(v.type, TileValueType):
+            name = self.handle(v, hint)
+            return [f"{ind}{name} = {init};"] if init is not None else []
+        if isinstance(v.type, ScalarType):
+            name = self.names[v] = self.fresh(self.tree_name(v) or v.name or hint)
+            return [f"{ind}{T.scalar_ctype(v.type)} {name}" + (f" = {init};" if init else "{};")]
+        raise CompileError(f"a loop-carried / branch {v.type} value has no C++ form in {self.name}")
+
+    def value(self, v) -> str:
+        return self.names[v] if isinstance(v.type, (TileValueType, TensorType)) else self.expr(v)
+
+    def yields(self, blk, targets, ind) -> list:
+        term = list(blk)[-1] if len(list(blk)) else None
+        if term is None or term.name != "pl.yield" or len(term.operands) != len(targets):
+            return []
+        srcs = [self.value(v) for v in term.operands]
+        pairs = [(t, s) for t, s in zip(targets, srcs) if t != s]
+        if any(s in targets for _t, s in pairs):  # a swap: read every value first
+            tmps = [self.fresh(t + "_next") for t, _s in pairs]
+            return ([f"{ind}auto {m} = {s};" for m, (_t, s) in zip(tmps, pairs)]
+                    + [f"{ind}{t} = {m};" for m, (t, _s) in zip(tmps, pairs)])
+        return [f"{ind}{t} = {s};" for t, s in pairs]
+
+    def loop(self, op, ind) -> list:
+        start, stop, step, *inits = op.operands
+        blk = op.regions[0].blocks[0]
+        iv, *iters = blk.args
+        out = []
+        for a, init in zip(iters, inits):
+            out += self.carried(a, self.value(init), ind, "carried")
+        for r, a in zip(op.results, iters):
+            self.names[r] = self.names[a]
+        ivn = self.names[iv] = self.fresh(self.tree_name(iv) or iv.name or "i")
+        st = self.expr(step)
+        cond = f"{ivn} < {self.expr(stop)}"
+        if not st.lstrip("-").isdigit():
+            cond = f"({st} > 0 ? {ivn} < {self.expr(stop)} : {ivn} > {self.expr(stop)})"
+        elif int(st) <= 0:
+            raise err(f"a loop with step {st}: only positive constant steps have a C++ for", op)
+        out.append(f"{ind}for (int64_t {ivn} = {self.expr(start)}; {cond}; {ivn} += {st}) {{")
+        out += self.block(blk, ind + "    ")
+        out += self.yields(blk, [self.names[a] for a in iters], ind + "    ")
+        return out + [f"{ind}}}"]
+
+    def branch(self, op, ind) -> list:
+        out = []
+        for r in op.results:
+            out += self.carried(r, None, ind, "result")
+        targets = [self.names[r] for r in op.results]
+        out.append(f"{ind}if ({self.expr(op.operands[0])}) {{")
+        then, els = (rg.blocks[0] for rg in op.regions)
+        out += self.block(then, ind + "    ") + self.yields(then, targets, ind + "    ")
+        body = self.block(els, ind + "    ") + self.yields(els, targets, ind + "    ")
+        if body:
+            out += [f"{ind}}} else {{"] + body
+        return out + [f"{ind}}}"]
+

@@ -1,0 +1,115 @@
+"""The pto-isa C++ writer: a compiled op program (``compile_program(tree, platform)[0]``) as
+one C++ translation unit for the pto-isa headers.
+
+* each AIC / AIV kernel is one ``AICORE`` function (``__global__`` unless a Group calls it);
+  a Group is a ``__global__ AICORE`` entry calling its Cube kernel under ``__DAV_CUBE__`` and
+  its Vector kernel under ``__DAV_VEC__``;
+* the pipe: ``using Pipe = TPipe<FlagBase, Direction::D, SlotSize, SlotNum, LocalSlotNum,
+  NoSplit>; Pipe pipe(gm, c2v_buf, v2c_buf);`` - FlagBase, direction, sizes and the ring
+  come from the ``*_initialize_pipe`` attributes the passes wrote (``flag_id``, ``dir_mask``,
+  ``slot_size``, ``slot_num``, ``ring``, ``lanes``); LocalSlotNum is SlotNum (the reserve_buffer
+  holds SlotNum slots); the GM slot buffer is passed for a ``ring = "gm"`` pipe (A2A3, A5 GM
+  directions), ``nullptr`` for consumer-local rings (A5); NoSplit is true when every
+  cross-core op of the kernel is TILE_NO_SPLIT.  A pipe with ``lanes = 1`` (A5 pto-isa no-split)
+  runs its Vector body under ``if (get_subblockid() == 0)``.
+* tiles: one ``Tile<...>`` variable per stored tile value, ``TASSIGN``ed at the address of
+  the one allocator (:func:`ptopipe.ir.layout.plan_function` on ``op_to_function`` of the
+  kernel - the placement allocate-memory checks and the runtime uses); a value with several
+  buffers (``rotations``) is re-assigned in turn at its definition; popped tiles get no
+  address (TPOP binds them to the slot); loop-carried / branch tiles are handles re-bound
+  with ``=``.
+* body: TLOAD / TSTORE through ``GlobalTensor`` windows, TMOV / TEXTRACT / TMATMUL[_ACC] /
+  the element-wise ops (their pto-isa names from the op catalogue, :mod:`ptopipe.arch.catalogue`),
+  TPUSH / TPOP / TFREE / TALLOC, ``set_flag`` / ``wait_flag`` / ``pipe_barrier``, ``for`` / ``if``
+  and scalar index math (``//`` and ``%`` with Python's floor semantics).
+
+An op the writer cannot express raises a CompileError naming the op and its DSL line.
+One kernel function is written by :mod:`.cpp_kernel`; spelling (types, template arguments)
+lives in :mod:`.cpp_types`; docs/cpp.md has the table.
+"""
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..ir.nodes import FunctionKind
+from . import cpp_types as T
+from .cpp_kernel import KernelWriter, err, params
+
+PRELUDE = """#include <pto/pto-inst.hpp>
+
+using namespace pto;
+
+#ifndef PTOPIPE_INDEX_HELPERS
+#define PTOPIPE_INDEX_HELPERS
+// Python's floor division and modulo on index values (C++ truncates towards zero)
+AICORE inline int64_t ptopipe_floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+AICORE inline int64_t ptopipe_mod(int64_t a, int64_t b)
+{
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+#endif
+"""
+
+
+def _funcs(program_op) -> list:
+    if program_op.name != "pl.program":
+        raise CompileError(f"write_cpp takes a compiled pl.program op, got {program_op.name}")
+    return list(program_op.regions[0].blocks[0])
+
+
+def write_cpp(program_op, platform=None) -> str:
+    """The pto-isa C++ source of a compiled program (see the module doc).  ``platform`` (a
+    name or a Platform; default: the program's ``platform`` attribute) must be the one the
+    program was compiled for."""
+    want = getattr(platform, "name", platform)
+    have = program_op.attributes.get("platform")
+    if have is None:
+        raise CompileError("write_cpp needs a compiled program (no platform attribute: "
+                           "LowerPlatform has not run)",
+                           fix="compile it first: compile_program(tree, platform)")
+    if want is not None and want != have:
+        raise CompileError(f"the program was compiled for {have}, not {want}",
+                           fix=f"compile it with platform={want!r}, or write it for {have}")
+    fns = _funcs(program_op)
+    kinds = {f.attributes["sym_name"]: f.attributes["kind"] for f in fns}
+    called = {op.attributes["callee"] for f in fns if kinds[f.attributes["sym_name"]] is FunctionKind.Group
+              for op in f.walk() if op.name == "pl.call"}
+    out = [f"// pto-isa C++ of program {program_op.attributes['sym_name']!r} for {have}, "
+           "written by ptopipe (ptopipe compile --emit cpp)", PRELUDE]
+    for f in fns:
+        kind = f.attributes["kind"]
+        if kind in (FunctionKind.AIC, FunctionKind.AIV):
+            out.append(KernelWriter(f, f.attributes["sym_name"] in called).write())
+        elif kind is FunctionKind.Group:
+            out.append(_group(f, kinds))
+        else:
+            raise err(f"function {f.attributes['sym_name']!r} is a {kind.value} function: only "
+                      "AIC, AIV and Group functions have pto-isa C++", f,
+                      "compile the program (ExpandMixedKernel splits mixed functions)")
+    return "\n".join(out)
+
+
+def _group(f, kinds) -> str:
+    args, names = params(f)
+    env = dict(zip(args, names))
+    lines = [f'extern "C" __global__ AICORE void {T.ident(f.attributes["sym_name"])}('
+             + ", ".join(T.param_decl(n, a.type) for a, n in zip(args, names)) + ")", "{"]
+    for op in f.regions[0].blocks[0]:
+        if op.name == "pl.return" and not op.operands:
+            continue
+        if op.name != "pl.call":
+            raise err(f"{op.name} in Group {f.attributes['sym_name']!r}: a Group only calls its "
+                      "kernels", op)
+        callee = op.attributes["callee"]
+        guard = {FunctionKind.AIC: "__DAV_CUBE__", FunctionKind.AIV: "__DAV_VEC__"}.get(kinds.get(callee))
+        if guard is None or any(v not in env for v in op.operands):
+            raise err(f"call of {callee!r} in Group {f.attributes['sym_name']!r} cannot be written "
+                      "(the callee is not an AIC / AIV kernel, or an argument is not a parameter)", op)
+        lines += [f"#if defined({guard})",
+                  f"    {T.ident(callee)}({', '.join(env[v] for v in op.operands)});", "#endif"]
+    return "\n".join(lines + ["}", ""])

@@ -1,0 +1,94 @@
+// A tiny stand-in for pto-isa's <pto/pto-inst.hpp>, written for ptopipe's tests (not pto-isa code):
+// just enough declarations for `g++ -fsyntax-only` to type-check the C++ that ptopipe's C++ writer
+// emits - template parameter kinds and order, argument counts, and the tile locations the
+// cross-core and Cube ops accept.
+#pragma once
+#include <cstdint>
+
+#define AICORE
+#define __global__
+#define __gm__
+
+struct half { half() = default; half(float) {} };
+struct bfloat16_t { bfloat16_t() = default; bfloat16_t(float) {} };
+
+enum pipe_t { PIPE_S, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_M, PIPE_V, PIPE_FIX, PIPE_ALL };
+enum event_t { EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
+inline void set_flag(pipe_t, pipe_t, event_t) {}
+inline void wait_flag(pipe_t, pipe_t, event_t) {}
+inline void pipe_barrier(pipe_t) {}
+inline uint32_t get_subblockid() { return 0; }
+
+namespace pto {
+enum class TileType { Vec, Mat, Left, Right, Acc, Bias };
+enum class BLayout { RowMajor, ColMajor };
+enum class SLayout { NoneBox, RowMajor, ColMajor };
+enum class TileSplitAxis { TILE_NO_SPLIT, TILE_UP_DOWN, TILE_LEFT_RIGHT };
+enum class RoundMode { CAST_NONE, CAST_RINT };
+enum Direction : uint8_t { DIR_C2V = 1, DIR_V2C = 2, DIR_BOTH = 3, DIR_V2C_CTRL = 4,
+                           DIR_C2V_GM = 5, DIR_V2C_GM = 6, DIR_BOTH_GM = 7 };
+
+template <TileType L, typename T, int R, int C, BLayout B = BLayout::RowMajor, int VR = R, int VC = C,
+          SLayout S = SLayout::NoneBox, int F = 512>
+struct Tile {
+    static_assert(R > 0 && C > 0 && VR <= R && VC <= C, "tile shape");
+    static constexpr TileType Loc = L;
+    using DType = T;
+    T *data() { return nullptr; }
+};
+
+template <int... N> struct Shape { static_assert(sizeof...(N) == 5, "Shape has 5 dims"); };
+template <int... N> struct Stride { static_assert(sizeof...(N) == 5, "Stride has 5 dims"); };
+template <typename T, typename Sh, typename St> struct GlobalTensor {
+    static constexpr bool is_global = true;
+    GlobalTensor() = default;
+    explicit GlobalTensor(T *p) : p_(p) {}
+    T *data() { return p_; }
+    T *p_ = nullptr;
+};
+
+template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum = 2,
+          bool IsNoSplit = false>
+struct TPipe {
+    static_assert(DirType >= 1 && DirType <= 7, "direction");
+    static_assert(SlotNum >= 1 && LocalSlotNum >= 1, "slots");
+    TPipe(void *gm, uint32_t c2v, uint32_t v2c) {}
+};
+
+template <typename X> struct is_gt { static constexpr bool value = false; };
+template <typename T, typename A, typename B> struct is_gt<GlobalTensor<T, A, B>> { static constexpr bool value = true; };
+
+template <typename X> void TASSIGN(X &, uint64_t) {}
+template <typename Tl, typename G> void TLOAD(Tl &t, G &g) {
+    static_assert(is_gt<G>::value && (Tl::Loc == TileType::Vec || Tl::Loc == TileType::Mat), "TLOAD");
+}
+template <typename G, typename Tl> void TSTORE(G &g, Tl &t) { static_assert(is_gt<G>::value, "TSTORE"); }
+template <typename D, typename S> void TMOV(D &, S &) {}
+template <typename D, typename S> void TEXTRACT(D &, S &, int64_t, int64_t) {}
+template <typename C, typename A, typename B> void TMATMUL(C &, A &, B &) {
+    static_assert(C::Loc == TileType::Acc && A::Loc == TileType::Left && B::Loc == TileType::Right, "TMATMUL");
+}
+template <typename C, typename I, typename A, typename B> void TMATMUL_ACC(C &, I &, A &, B &) {
+    static_assert(C::Loc == TileType::Acc && A::Loc == TileType::Left && B::Loc == TileType::Right, "TMATMUL_ACC");
+}
+#define PTO_MOCK_BINARY(OP) template <typename D, typename A, typename B> void OP(D &, A &, B &) {}
+#define PTO_MOCK_SCALAR(OP) template <typename D, typename A, typename S> void OP(D &, A &, S) {}
+#define PTO_MOCK_UNARY(OP) template <typename D, typename A> void OP(D &, A &) {}
+PTO_MOCK_BINARY(TADD) PTO_MOCK_BINARY(TSUB) PTO_MOCK_BINARY(TMUL) PTO_MOCK_BINARY(TDIV)
+PTO_MOCK_BINARY(TMAX) PTO_MOCK_BINARY(TMIN)
+PTO_MOCK_BINARY(TROWEXPANDADD) PTO_MOCK_BINARY(TROWEXPANDSUB) PTO_MOCK_BINARY(TROWEXPANDMUL)
+PTO_MOCK_BINARY(TROWEXPANDDIV)
+PTO_MOCK_SCALAR(TADDS) PTO_MOCK_SCALAR(TSUBS) PTO_MOCK_SCALAR(TMULS) PTO_MOCK_SCALAR(TDIVS)
+PTO_MOCK_SCALAR(TMAXS) PTO_MOCK_SCALAR(TMINS) PTO_MOCK_SCALAR(TCVT)
+PTO_MOCK_UNARY(TEXP) PTO_MOCK_UNARY(TLOG) PTO_MOCK_UNARY(TSQRT) PTO_MOCK_UNARY(TRSQRT)
+PTO_MOCK_UNARY(TABS) PTO_MOCK_UNARY(TNEG) PTO_MOCK_UNARY(TRELU) PTO_MOCK_UNARY(TRECIP)
+PTO_MOCK_UNARY(TROWSUM) PTO_MOCK_UNARY(TROWMAX) PTO_MOCK_UNARY(TROWMIN) PTO_MOCK_UNARY(TCOLSUM)
+PTO_MOCK_UNARY(TCOLMAX)
+template <typename D, typename S> void TEXPANDS(D &, S) {}
+
+template <typename P, typename X, TileSplitAxis S> void TPUSH(P &, X &) {}
+template <typename P, typename X, TileSplitAxis S> void TPOP(P &, X &) {}
+template <typename P, typename X, TileSplitAxis S> void TALLOC(P &, X &) { static_assert(is_gt<X>::value, "TALLOC"); }
+template <typename P, TileSplitAxis S> void TFREE(P &) {}
+template <typename P, typename X, TileSplitAxis S> void TFREE(P &, X &) { static_assert(is_gt<X>::value, "TFREE"); }
+}  // namespace pto
