@@ -34,11 +34,16 @@ kernel.  It reports no errors.
 """
 from __future__ import annotations
 
+from ..arch import MemSpace
+from ..errors import CompileError
+from ..ir.convert import op_to_function
 from ..ir.core import Block, Operation, Region
+from ..ir.layout import plan_function
 from ..ir.nodes import FunctionKind
 from ..ir.types import BOOL, INDEX
 from . import loop_stages as ls
-from ._rewrite import const, fresh
+from ._rewrite import PURE, const, fresh
+from .util import platform_of, top_ops
 
 NAME = "pipeline-cross-core-loops"
 REQUIRES = ("tfree-inserted",)
@@ -241,6 +246,7 @@ class _Plan:
             [o for o in epi_ops]
         loop.erase()
         _rename(made)
+        _dce(made)
 
 
 def _rename(made: list) -> None:
@@ -261,6 +267,19 @@ def _rename(made: list) -> None:
             for v in vals:
                 if v.name:
                     v.name = fresh(used, v.name)
+
+
+def _dce(made: list) -> None:
+    """Erase the pure scalar ops among the copies whose results nobody uses (a stage that
+    does not read the loop variable leaves its ``t + 1`` unused)."""
+    changed = True
+    while changed:
+        changed = False
+        for o in reversed([x for m in made for x in m.walk()]):
+            if o.parent is not None and (o.name in PURE or o.name.startswith("arith.")) \
+                    and not any(r.uses for r in o.results):
+                o.erase()
+                changed = True
 
 
 def _pipe_dirs_outside(fn, loop) -> set:
@@ -318,21 +337,53 @@ def _slot_num(fn) -> int:
     return 0
 
 
-def run(program: Operation, ctx=None) -> Operation:
+def fits(fn, plat) -> bool:
+    """The allocator still places every tile and AUTO ring of ``fn`` (a handed-over tile
+    lives one iteration longer)."""
+    try:
+        lay = plan_function(op_to_function(fn))
+    except CompileError:
+        return False
+    if any(peak > plat.mem_size(MemSpace(sp)) for sp, peak in lay.peak.items()):
+        return False
+    for r in top_ops(fn, "pl.reserve_buffer"):
+        a = r.attributes
+        base, size = lay.by_name.get(a["name"], (None, None))
+        if a["memory_space"] is not None and isinstance(base, int) \
+                and base + size > plat.mem_size(MemSpace(a["memory_space"])):
+            return False
+    return True
+
+
+def _pair(program, group):
     fns = {f.attributes.get("sym_name"): f for f in program.regions[0].blocks[0]}
-    for g in fns.values():
-        if g.attributes.get("kind") is not FunctionKind.Group:
-            continue
-        called = [fns.get(o.attributes.get("callee")) for o in g.walk() if o.name == "pl.call"]
-        aic = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIC]
-        aiv = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIV]
-        if len(aic) != 1 or len(aiv) != 1:
-            continue
-        slots = min(_slot_num(aic[0]), _slot_num(aiv[0]))
-        if slots < 1:
-            continue
-        cv = _candidates(aiv[0])
-        for key, lc in _candidates(aic[0]).items():
-            if key in cv:
-                pipeline_pair(aic[0], aiv[0], lc, cv[key], slots)
+    called = [fns.get(o.attributes.get("callee")) for o in group.walk() if o.name == "pl.call"]
+    aic = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIC]
+    aiv = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIV]
+    return (aic[0], aiv[0]) if len(aic) == 1 and len(aiv) == 1 else None
+
+
+def run(program: Operation, ctx=None) -> Operation:
+    plat = platform_of(ctx)
+    groups = [g for g in program.regions[0].blocks[0]
+              if g.attributes.get("kind") is FunctionKind.Group]
+    for g in groups:
+        tried = set()
+        while True:
+            pair = _pair(program, g)
+            if pair is None:
+                break
+            aic, aiv = pair
+            slots = min(_slot_num(aic), _slot_num(aiv))
+            cv = _candidates(aiv)
+            todo = [(k, lc) for k, lc in _candidates(aic).items() if k in cv and k not in tried]
+            if slots < 1 or not todo:
+                break
+            key, lc = todo[0]
+            tried.add(key)
+            keep = (aic.clone(), aiv.clone())
+            if pipeline_pair(aic, aiv, lc, cv[key], slots) and not (fits(aic, plat) and
+                                                                    fits(aiv, plat)):
+                aic.replace_with(keep[0])          # a handed-over tile does not fit: undo
+                aiv.replace_with(keep[1])
     return program
