@@ -13,7 +13,7 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe.ir import print_ir, structural_equal
 from ptopipe.passes import FRONT_END, PassContext, PassManager, compile_program
-from ptopipe.passes import loop_stages as ls
+from ptopipe.passes import loop_stages as ls, pipeline_loops
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import kernels
 from ptopipe.ir import to_ops
@@ -212,7 +212,7 @@ def test_fa_forward_pipelined_ir():
     """FA: the Cube pushes S(t+1) before it pops P(t); the Vector pushes P(t+1) before it
     pops P(t) V and carries alpha for it; prologue and epilogue around each loop."""
     fa = _load("examples/mixed/fa_forward.py")
-    op = compile_program(fa.KERNELS.program(SQ=32, SK=64), "a2a3", FRONT_END)[0]
+    op = compile_program(fa.KERNELS.source(SQ=32, SK=64), "a2a3", FRONT_END)[0]
     aic, aiv = _func_text(op, "AIC"), _func_text(op, "AIV")
     inner = aic[aic.index("^bb0(%j"):]
     assert inner.index("pl.tpush") < inner.index("pl.tpop")
@@ -226,7 +226,7 @@ def test_fa_forward_pipelined_ir():
 def test_fa_round_trips_through_the_text_form():
     fa = _load("examples/mixed/fa_forward.py")
     PassManager(list(FRONT_END) + ["verify-pipes"], round_trip=True).run(
-        to_ops(fa.KERNELS.program(SQ=64, SK=128)), PassContext("a5"))
+        to_ops(fa.KERNELS.source(SQ=64, SK=128)), PassContext("a5"))
 
 
 @pytest.mark.parametrize("name,variant", [("s4_both_ways", "ud"), ("s4_both_ways", "lr"),
@@ -309,6 +309,33 @@ def test_unsafe_loops_untouched(variant):
     carries; a popped tile used by stage 1 (its TFREE would move); one iteration; the
     pipe used after the loop."""
     assert not _fires(_fa_like(variant))
+
+
+def _pair_pipelines(program) -> bool:
+    """pipeline_pair itself (without run's fallback of undoing a rewrite that does not fit
+    memory) on the loop pair of a compiled one-loop kernel."""
+    op = compile_program(program, "a2a3", WITHOUT)[0]
+    fns = {f.attributes["sym_name"]: f for f in op.regions[0].blocks[0]}
+    aic, aiv = fns["k_aic"], fns["k_aiv"]
+    (key, lc), = pipeline_loops._candidates(aic).items()
+    return pipeline_loops.pipeline_pair(aic, aiv, lc, pipeline_loops._candidates(aiv)[key], 4)
+
+
+@pytest.mark.parametrize("variant", UNSAFE)
+def test_unsafe_pairs_refused_by_the_analysis(variant):
+    assert not _pair_pipelines(_fa_like(variant))
+    assert _pair_pipelines(_fa_like("plain"))
+
+
+def test_a_rewrite_that_does_not_fit_is_undone(monkeypatch):
+    """When the allocator cannot place the handed-over tiles the loops stay as they were."""
+    fa = _load("examples/mixed/fa_forward.py")
+    prog = fa.KERNELS.source(SQ=32, SK=64)
+    assert _fires(prog)
+    monkeypatch.setattr(pipeline_loops, "fits", lambda fn, plat: False)
+    assert not _fires(prog)
+    op = compile_program(prog, "a2a3")[0]                 # the whole pipeline still verifies
+    assert "alpha_ahead" not in print_ir(op)
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
