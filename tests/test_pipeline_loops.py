@@ -349,6 +349,39 @@ def test_fa_like_variants_match_numpy(variant, platform, protocol, no_hang):
     np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-5, atol=1e-5)
 
 
+def two_round_trips():
+    """Two round trips per iteration: the Cube waits for P (cut 1), the Vector for P W
+    (cut 2) - with those cuts the Vector would push P(t+1) before Q(t) while the Cube pops
+    P(t), Q(t), P(t+1): the V2C FIFO order breaks, so the pair stays as it is."""
+    @pl.incore(split=pl.TILE_UP_DOWN)
+    def k(x: pl.Tensor[[64, 16], pl.f32], w: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32]):
+        w_r = pl.move(pl.load(w, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        o0 = pl.full([16, 16], pl.f32, 0.0)
+        for i, (o,) in pl.range(4, init_values=(o0,)):
+            xi = pl.move(pl.load(x, [i * 16, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            s = pl.move(pl.matmul(xi, w_r), space=pl.Vec)
+            pw = pl.move(pl.matmul(pl.move(pl.muls(s, 0.5), space=pl.Left), w_r), space=pl.Vec)
+            qw = pl.move(pl.matmul(pl.move(pl.adds(pw, 1.0), space=pl.Left), w_r), space=pl.Vec)
+            o1 = pl.yield_(pl.add(o, qw))
+        pl.store(o1, [0, 0], out)
+    return pl.program(k)
+
+
+def test_fifo_order_refusal_on_a_kernel():
+    assert not _pair_pipelines(two_round_trips()) and not _fires(two_round_trips())
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_two_round_trips_match_numpy(platform, protocol, no_hang):
+    rng = np.random.default_rng(9)
+    args = dict(x=_rand(rng, 64, 16), w=_rand(rng, 16, 16), out=np.zeros((16, 16), np.float32))
+    w = args["w"].astype(np.float64)
+    want = sum(((0.5 * (args["x"][16 * i:16 * (i + 1)] @ w)) @ w + 1) @ w for i in range(4))
+    r = _run(two_round_trips(), args, platform, protocol)
+    np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-5, atol=1e-5)
+
+
 # -- the event analysis ------------------------------------------------------------------------
 C2V, V2C = "c2v", "v2c"
 CUBE_FA = [(0, "push", C2V), (1, "pop", V2C), (2, "free", V2C), (3, "push", C2V)]
