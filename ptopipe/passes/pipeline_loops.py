@@ -30,7 +30,9 @@ for trip counts 1 .. 2 SLOT_NUM + 2); the function uses the loop's pipes outside
 a TFREE would land in another stage than its TPOP, or a popped tile (or a copy / move of
 it) would be handed over; stage 0 uses a value stage 1 carries; a GM tensor is stored in
 one stage and read or written in the other, or stored in the loop and accessed by the peer
-kernel.  It reports no errors.
+kernel.  When the allocator can no longer place the tiles of both kernels (a handed-over
+tile lives one iteration longer) both kernels are restored.  It reports no errors.
+docs/passes/pipeline-cross-core-loops.md.
 """
 from __future__ import annotations
 
