@@ -223,10 +223,13 @@ def test_fa_forward_pipelined_ir():
     assert aiv.count("pl.tpop") == 4
 
 
-def test_fa_round_trips_through_the_text_form():
-    fa = _load("examples/mixed/fa_forward.py")
+@pytest.mark.parametrize("which", ["fa", "scalar_trip", "cube_carried"])
+def test_pipelined_ir_round_trips_through_the_text_form(which):
+    """print -> parse -> structurally equal after every pass, VerifyPipes on the result."""
+    prog = {"fa": lambda: _load("examples/mixed/fa_forward.py").KERNELS.source(SQ=64, SK=128),
+            "scalar_trip": scalar_trip, "cube_carried": cube_carried}[which]()
     PassManager(list(FRONT_END) + ["verify-pipes"], round_trip=True).run(
-        to_ops(fa.KERNELS.source(SQ=64, SK=128)), PassContext("a5"))
+        to_ops(prog), PassContext("a5"))
 
 
 @pytest.mark.parametrize("name,variant", [("s4_both_ways", "ud"), ("s4_both_ways", "lr"),
