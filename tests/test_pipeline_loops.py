@@ -148,6 +148,31 @@ def two_pushes(split=pl.TILE_UP_DOWN):
     return pl.program(k)
 
 
+def causal():
+    """A nested loop whose trip count is the outer loop variable + 1 (1, 2, 3 at run time:
+    guarded, the guard inside the outer loop); each outer iteration stores its rows."""
+    @pl.incore(split=pl.TILE_UP_DOWN)
+    def k(x: pl.Tensor[[48, 16], pl.f32], w: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[48, 16], pl.f32]):
+        w_r = pl.move(pl.load(w, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        for q in pl.range(3):
+            o0 = pl.full([16, 16], pl.f32, 0.0)
+            for j, (o,) in pl.range(q + 1, init_values=(o0,)):
+                xj = pl.move(pl.load(x, [j * 16, 0], [16, 16], space=pl.Mat), space=pl.Left)
+                s = pl.move(pl.matmul(xj, w_r), space=pl.Vec)
+                pv = pl.move(pl.matmul(pl.move(pl.muls(s, 0.5), space=pl.Left), w_r),
+                             space=pl.Vec)
+                o1 = pl.yield_(pl.add(o, pv))
+            pl.store(o1, [q * 16, 0], out)
+    return pl.program(k)
+
+
+def causal_golden(a):
+    w = a["w"].astype(np.float64)
+    blocks = [(0.5 * (a["x"][16 * j:16 * (j + 1)] @ w)) @ w for j in range(3)]
+    return np.concatenate([sum(blocks[:q + 1]) for q in range(3)])
+
+
 def _rand(rng, *shape):
     return rng.integers(-3, 4, shape).astype(np.float32) / 4
 
@@ -158,6 +183,10 @@ CASES = {
     "cube_carried_ud": (lambda: cube_carried(pl.TILE_UP_DOWN, 3), dict(x=(48, 16), w=(16, 16),
                                                                        v=(16, 16)),
                         lambda a: {"out": cube_carried_golden(a, 3)}),
+    "cube_carried_nosplit": (lambda: cube_carried(pl.TILE_NO_SPLIT, 2),
+                             dict(x=(32, 16), w=(16, 16), v=(16, 16)),
+                             lambda a: {"out": cube_carried_golden(a, 2)}),
+    "causal": (causal, dict(x=(48, 16), w=(16, 16)), lambda a: {"out": causal_golden(a)}),
     "vector_round_trip": (vector_round_trip, dict(x=(48, 16), a=(16, 16)),
                           lambda a: {"out": sum(a["a"] @ (a["x"][16 * i:16 * (i + 1)] + 1)
                                                 for i in range(3))}),
@@ -167,7 +196,7 @@ CASES = {
                        [(0.5 * (a["x"][16 * i:16 * (i + 1)] @ (a["w"] + a["w2"]))) @ a["w"] + 1
                         for i in range(1, 4)])}),
 }
-OUT_SHAPE = {"two_pushes": (64, 16)}
+OUT_SHAPE = {"two_pushes": (64, 16), "causal": (48, 16)}
 
 
 @pytest.mark.parametrize("name", list(CASES))
