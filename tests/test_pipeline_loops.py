@@ -15,7 +15,8 @@ from ptopipe.ir import print_ir, structural_equal
 from ptopipe.passes import FRONT_END, PassContext, PassManager, compile_program
 from ptopipe.passes import loop_stages as ls, pipeline_loops
 from ptopipe.passes.slot_buffer import with_slot_buffer
-from ptopipe.runtime import kernels
+from ptopipe.isa.explore import explore
+from ptopipe.runtime import KernelSet, kernels
 from ptopipe.ir import to_ops
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -214,6 +215,24 @@ def test_pipelined_kernels_match_numpy(name, platform, protocol, no_hang):
     want = golden(args)["out"]
     r = _run(build(), args, platform, protocol)
     np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["causal", "cube_carried_lr"])
+def test_pipelined_kernels_under_explored_schedules(name, no_hang):
+    """Other interleavings of the cores (ptopipe check's exploration) give the same result
+    and no checker report."""
+    build, shapes, golden = CASES[name]
+    ks = KernelSet(lambda: build())
+
+    def make_args(rng):
+        a = {k: _rand(rng, *s) for k, s in shapes.items()}
+        a["out"] = np.zeros(OUT_SHAPE.get(name, (16, 16)), np.float32)
+        return with_slot_buffer(ks.source(), a)
+    sc = ptopipe.Scenario(f"pipelined_{name}", ks.aic, ks.aiv, make_args, golden,
+                          {"default": {}}, rtol=1e-5, atol=1e-5)
+    for platform, protocol in (("a2a3", "spec"), ("a5", "pto-isa")):
+        r = explore(sc, schedules=6, platform=platform, protocol=protocol)
+        assert (r.passed, r.runs, r.failures) == (7, 7, [])
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
