@@ -14,7 +14,8 @@ the producer matches the k-th pop on the consumer.
   new order equal the pops in the consumer's new order, (iteration, k) for (iteration, k).
 * :func:`runs_to_completion`: both cores' new event orders run on rings of SLOT_NUM slots
   (a push waits for a free slot, a pop for a pushed tile, a TFREE frees the oldest popped
-  one) for trip counts 1 .. 2 SLOT_NUM + 2 without a deadlock.
+  one) for trip counts 1 .. 2 SLOT_NUM + 2, and two executions back to back, without a
+  deadlock.
 """
 from __future__ import annotations
 
@@ -99,29 +100,42 @@ def fifo_consistent(evs_pair, cuts, prod: dict) -> bool:
 
 
 def runs_to_completion(evs_pair, cuts, slot_num: int) -> bool:
-    for n in range(1, 2 * slot_num + 3):
-        progs = [skewed(evs_pair[s], cuts[s], n) for s in (0, 1)]
-        pc = [0, 0]
-        pushed, popped, freed = {}, {}, {}
-        while pc[0] < len(progs[0]) or pc[1] < len(progs[1]):
-            moved = False
-            for s in (0, 1):
-                while pc[s] < len(progs[s]):
-                    _, kind, d = progs[s][pc[s]]
-                    if kind == "push":
-                        if pushed.get(d, 0) - freed.get(d, 0) >= slot_num:
-                            break
-                        pushed[d] = pushed.get(d, 0) + 1
-                    elif kind == "pop":
-                        if popped.get(d, 0) >= pushed.get(d, 0):
-                            break
-                        popped[d] = popped.get(d, 0) + 1
-                    else:
-                        if freed.get(d, 0) >= popped.get(d, 0):
-                            return False
-                        freed[d] = freed.get(d, 0) + 1
-                    pc[s] += 1
-                    moved = True
-            if not moved:
+    """Both cores' new orders run to the end on rings of ``slot_num`` slots for every trip
+    count 1 .. 2 ``slot_num`` + 2, and for two executions of the loop back to back with
+    any two of those trip counts (an enclosing loop runs it again while the peer may still
+    be finishing the previous execution)."""
+    top = 2 * slot_num + 2
+    orders = {n: [skewed(evs_pair[s], cuts[s], n) for s in (0, 1)] for n in range(1, top + 1)}
+    for n1 in range(1, top + 1):
+        for n2 in range(1, top + 1):
+            a, b = orders[n1], orders[n2]
+            if not _simulate([a[0] + b[0], a[1] + b[1]], slot_num):
                 return False
+    return all(_simulate(orders[n], slot_num) for n in orders)
+
+
+def _simulate(progs, slot_num: int) -> bool:
+    pc = [0, 0]
+    pushed, popped, freed = {}, {}, {}
+    while pc[0] < len(progs[0]) or pc[1] < len(progs[1]):
+        moved = False
+        for s in (0, 1):
+            while pc[s] < len(progs[s]):
+                _, kind, d = progs[s][pc[s]]
+                if kind == "push":
+                    if pushed.get(d, 0) - freed.get(d, 0) >= slot_num:
+                        break
+                    pushed[d] = pushed.get(d, 0) + 1
+                elif kind == "pop":
+                    if popped.get(d, 0) >= pushed.get(d, 0):
+                        break
+                    popped[d] = popped.get(d, 0) + 1
+                else:
+                    if freed.get(d, 0) >= popped.get(d, 0):
+                        return False
+                    freed[d] = freed.get(d, 0) + 1
+                pc[s] += 1
+                moved = True
+        if not moved:
+            return False
     return True

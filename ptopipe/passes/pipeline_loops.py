@@ -5,7 +5,7 @@ the Vector pushes P(t+1) before it waits for P(t) V).
 
 Requires: ``"tfree-inserted"`` (TFREEs move with their pops).  Produces: ``"loops-pipelined"``.
 
-Loops pair up by source location (ExpandMixedKernel replicates a mixed loop into both
+Loops pair up by source location (none: not paired; ExpandMixedKernel replicates a mixed loop into both
 kernels; its ancestors' locations must agree too) and must have the same trip count
 (start, stop as equal expressions of constants / parameters / enclosing loop variables;
 step 1).  Each body is cut by :mod:`.loop_stages` (before its first round-trip pop; a side
@@ -26,7 +26,7 @@ A loop pair is left untouched (never a wrong result) when: no side waits for a r
 a constant trip count below 2; the step is not 1; a body holds a pipe op or GM store in a
 nested region, an event / call op or a TALLOC; the new push order of a direction is not the
 pop order of its consumer (FIFO); the new orders could deadlock on SLOT_NUM slots (checked
-for trip counts 1 .. 2 SLOT_NUM + 2); the function uses the loop's pipes outside the loop;
+for trip counts 1 .. 2 SLOT_NUM + 2, also two executions back to back); the function uses the loop's pipes outside the loop;
 a TFREE would land in another stage than its TPOP, or a popped tile (or a copy / move of
 it) would be handed over; stage 0 uses a value stage 1 carries; a GM tensor is stored in
 one stage and read or written in the other, or stored in the loop and accessed by the peer
@@ -84,7 +84,8 @@ def _candidates(fn) -> dict:
     """loc path -> the pl.for ops of ``fn`` with pipe ops directly in their body."""
     out = {}
     for op in fn.walk():
-        if op.name == "pl.for" and any(o.name in ls.PIPE_EVENTS for o in op.regions[0].blocks[0]):
+        if op.name == "pl.for" and op.loc is not None and \
+                any(o.name in ls.PIPE_EVENTS for o in op.regions[0].blocks[0]):
             out.setdefault(_loc_path(op), []).append(op)
     return {k: v[0] for k, v in out.items() if len(v) == 1}
 
