@@ -291,46 +291,57 @@ def _pipe_dirs_outside(fn, loop) -> set:
             if o.name in ls.PIPE_EVENTS and o not in inside}
 
 
-def pipeline_pair(aic, aiv, lc, lv, slot_num: int) -> bool:
-    """Pipeline the paired loops ``lc`` (of ``aic``) and ``lv`` (of ``aiv``); False (nothing
-    changed) when it is not provably safe or gains nothing."""
+def plan_pair(aic, aiv, lc, lv, slot_num: int):
+    """The rewrite of the paired loops ``lc`` (of ``aic``) and ``lv`` (of ``aiv``): a
+    ``(plans, static)`` to :func:`apply`, or None when it is not provably safe or gains
+    nothing."""
     fns, loops = (aic, aiv), (lc, lv)
     if len(lc.operands) < 3 or len(lv.operands) < 3:
-        return False
+        return None
     keys = [tuple(_key(v, f) for v in lp.operands[:3]) for f, lp in zip(fns, loops)]
     if None in keys[0] or keys[0] != keys[1] or keys[0][2] != ("const", 1):
-        return False
+        return None
     static = keys[0][0][0] == "const" and keys[0][1][0] == "const"
     if static and keys[0][1][1] - keys[0][0][1] < 2:
-        return False
+        return None
     bodies = [_body(lp) for lp in loops]
     for ops in bodies:
         for o in ops:
             if o.name in _UNSAFE or any(x.name in _UNSAFE or x.name in ls.PIPE_EVENTS
                                         or x.name == "pl.store" for x in _nested(o)):
-                return False
+                return None
     evs = [ls.events(ops) for ops in bodies]
     prod = ls.matched(*evs)
     if prod is None:
-        return False
+        return None
     for f, lp in zip(fns, loops):
         if _pipe_dirs_outside(f, lp) & set(prod):
-            return False
+            return None
     for s, f in enumerate(fns):                # stored here, touched by the peer: a GM token
         stored = {v.name for v in _gm(bodies[s], "pl.store")}
         other = fns[1 - s]
         if stored & {v.name for v in _gm([other], "pl.store") | _gm([other], "pl.load")}:
-            return False
+            return None
     cuts = [ls.round_trip_cut(s, evs, prod) for s in (0, 1)]
     if cuts == [None, None] or not ls.fifo_consistent(evs, cuts, prod) \
             or not ls.runs_to_completion(evs, cuts, slot_num):
-        return False
+        return None
     plans = [_Plan(lp, c) for lp, c in zip(loops, cuts) if c is not None]
-    if not all(p.check() for p in plans):
-        return False
+    return (plans, static) if all(p.check() for p in plans) else None
+
+
+def apply(plan) -> None:
+    plans, static = plan
     for p in plans:
         p.rewrite(static)
-    return True
+
+
+def pipeline_pair(aic, aiv, lc, lv, slot_num: int) -> bool:
+    """Plan and apply; False (nothing changed) when :func:`plan_pair` refuses."""
+    plan = plan_pair(aic, aiv, lc, lv, slot_num)
+    if plan is not None:
+        apply(plan)
+    return plan is not None
 
 
 def _slot_num(fn) -> int:
@@ -384,9 +395,12 @@ def run(program: Operation, ctx=None) -> Operation:
                 break
             key, lc = todo[0]
             tried.add(key)
+            plan = plan_pair(aic, aiv, lc, cv[key], slots)
+            if plan is None:
+                continue
             keep = (aic.clone(), aiv.clone())
-            if pipeline_pair(aic, aiv, lc, cv[key], slots) and not (fits(aic, plat) and
-                                                                    fits(aiv, plat)):
+            apply(plan)
+            if not (fits(aic, plat) and fits(aiv, plat)):
                 aic.replace_with(keep[0])          # a handed-over tile does not fit: undo
                 aiv.replace_with(keep[1])
     return program
