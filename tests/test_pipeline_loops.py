@@ -389,6 +389,19 @@ def test_a_rewrite_that_does_not_fit_is_undone(monkeypatch):
     assert "alpha_ahead" not in print_ir(op)
 
 
+def test_fits_asks_the_allocator():
+    from types import SimpleNamespace
+    from ptopipe.arch import get_platform
+    op = compile_program(_load("examples/mixed/fa_forward.py").KERNELS.source(SQ=32, SK=64),
+                         "a2a3", FRONT_END)[0]
+    fns = [f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] != "fa"]
+    assert all(pipeline_loops.fits(f, get_platform("a2a3")) for f in fns)
+    rings_out = SimpleNamespace(mem_size=lambda space: 6144)   # tiles fit (peak <= 5280)
+    assert not any(pipeline_loops.fits(f, rings_out) for f in fns)
+    tiles_out = SimpleNamespace(mem_size=lambda space: 5000)   # the AIV's tiles need 5280
+    assert not pipeline_loops.fits(fns[1], tiles_out)
+
+
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 @pytest.mark.parametrize("variant", ["plain"] + UNSAFE)
 def test_fa_like_variants_match_numpy(variant, platform, protocol, no_hang):
