@@ -398,7 +398,7 @@ def test_fits_asks_the_allocator():
     assert all(pipeline_loops.fits(f, get_platform("a2a3")) for f in fns)
     rings_out = SimpleNamespace(mem_size=lambda space: 6144)   # tiles fit (peak <= 5280)
     assert not any(pipeline_loops.fits(f, rings_out) for f in fns)
-    tiles_out = SimpleNamespace(mem_size=lambda space: 5000)   # AIV tiles need 5280 (AUTO ring after)
+    tiles_out = SimpleNamespace(mem_size=lambda space: 5000)   # AIV tiles: 5280, ring after
     assert not pipeline_loops.fits(fns[1], tiles_out)
 
 

@@ -5,11 +5,12 @@ the Vector pushes P(t+1) before it waits for P(t) V).
 
 Requires: ``"tfree-inserted"`` (TFREEs move with their pops).  Produces: ``"loops-pipelined"``.
 
-Loops pair up by source location (none: not paired; ExpandMixedKernel replicates a mixed loop into both
-kernels; its ancestors' locations must agree too) and must have the same trip count
-(start, stop as equal expressions of constants / parameters / enclosing loop variables;
-step 1).  Each body is cut by :mod:`.loop_stages` (before its first round-trip pop; a side
-with none is left as it is) into stage 0 and stage 1, and becomes::
+Loops pair up by source location (ExpandMixedKernel replicates a mixed loop into both
+kernels; its ancestors' locations must agree too; a loop without one is not paired) and
+must have the same trip count (start, stop as equal expressions of constants / parameters /
+enclosing loop variables; step 1).  Each body is cut by :mod:`.loop_stages` (before its
+first round-trip pop; a side with none is left as it is) into stage 0 and stage 1, and
+becomes::
 
     stage 0 (iteration start)                                   # prologue
     for t in range(start, stop - 1) iter_args(stage-0 carried, stage-1 carried, handed over):
@@ -26,13 +27,14 @@ A loop pair is left untouched (never a wrong result) when: no side waits for a r
 a constant trip count below 2; the step is not 1; a body holds a pipe op or GM store in a
 nested region, an event / call op or a TALLOC; the new push order of a direction is not the
 pop order of its consumer (FIFO); the new orders could deadlock on SLOT_NUM slots (checked
-for trip counts 1 .. 2 SLOT_NUM + 2, also two executions back to back); the function uses the loop's pipes outside the loop;
-a TFREE would land in another stage than its TPOP, or a popped tile (or a copy / move of
-it) would be handed over; stage 0 uses a value stage 1 carries; a GM tensor is stored in
-one stage and read or written in the other, or stored in the loop and accessed by the peer
-kernel.  When the allocator can no longer place the tiles of both kernels (a handed-over
-tile lives one iteration longer) both kernels are restored.  It reports no errors.
-docs/passes/pipeline-cross-core-loops.md.
+for trip counts 1 .. 2 SLOT_NUM + 2, also two executions back to back); the function uses
+the loop's pipes outside the loop; a TFREE would land in another stage than its TPOP, or a
+popped tile (or a copy / move of it) would be handed over; stage 0 uses a value stage 1
+carries; a GM tensor is stored in one stage and read or written in the other, or stored in
+the loop and accessed by the peer kernel.  When the allocator can no longer place the tiles
+of both kernels (a handed-over tile lives one iteration longer) both kernels are restored.
+It reports no errors.
+See docs/passes/pipeline-cross-core-loops.md.
 """
 from __future__ import annotations
 
@@ -63,7 +65,8 @@ def _key(v, fn):
         if blk is fn.regions[0].blocks[0]:
             return ("arg", v.name)
         p = blk.parent.parent if blk.parent is not None else None
-        return ("iv", _loc_path(p)) if p is not None and p.name == "pl.for" and v.index == 0 else None
+        is_iv = p is not None and p.name == "pl.for" and v.index == 0
+        return ("iv", _loc_path(p)) if is_iv else None
     if op.name == "pl.const":
         return ("const", op.attributes.get("value"))
     if op.name.startswith("arith."):
@@ -130,11 +133,13 @@ class _Plan:
         if any(v in late for x in s0set for v in x.operands):
             return False
         # TFREEs in the stage of their TPOPs; no GM dependence between the stages
-        for d in {o.attributes.get("direction") for o in self.s0 if o.name == "pl.tpop"} | \
-                {o.attributes.get("direction") for o in self.s0 if o.name == "pl.tfree"}:
-            if sum(o.name == "pl.tpop" and o.attributes.get("direction") == d for o in self.s0) != \
-                    sum(o.name == "pl.tfree" and o.attributes.get("direction") == d for o in self.s0):
-                return False
+        held = {}
+        for o in self.s0:
+            if o.name in ("pl.tpop", "pl.tfree"):
+                d = o.attributes.get("direction")
+                held[d] = held.get(d, 0) + (1 if o.name == "pl.tpop" else -1)
+        if any(held.values()):
+            return False
         st0, st1 = _gm(self.s0, "pl.store"), _gm(self.s1, "pl.store")
         if st0 & (st1 | _gm(self.s1, "pl.load")) or st1 & (st0 | _gm(self.s0, "pl.load")):
             return False
@@ -199,7 +204,8 @@ class _Plan:
             outer, guard = loop.parent, None
             add = loop.insert_before
         else:
-            cond = loop.insert_before(Operation("arith.lt", (lo, hi), [BOOL], {}, (), loc)).results[0]
+            lt = Operation("arith.lt", (lo, hi), [BOOL], {}, (), loc)
+            cond = loop.insert_before(lt).results[0]
             outer = Block()
             guard = Operation("pl.if", (cond,), [r.type for r in loop.results], {},
                               (Region([outer]), Region([Block()])), loc,
