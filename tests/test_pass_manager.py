@@ -40,7 +40,8 @@ def _prog():
 
 
 def test_default_pipeline_is_the_registered_passes_in_order():
-    assert default_pipeline() == ("expand-mixed", "insert-tfree", "skew-push-ahead", "verify-pipes",
+    assert default_pipeline() == ("expand-mixed", "insert-tfree", "skew-push-ahead",
+                                  "pipeline-cross-core-loops", "verify-pipes",
                                   "allocate-memory", "resolve-peers", "allocate-flags",
                                   "lower-platform", "validate")
 
@@ -73,7 +74,8 @@ def test_unknown_pass_lists_the_known_ones():
     assert e.what == "unknown pass 'allocate-flag'"
     assert e.fix == ("use one of the registered passes: allocate-flags, allocate-memory, expand-mixed, "
                      "insert-tfree, "
-                     "lower-platform, resolve-peers, skew-push-ahead, validate, verify-pipes")
+                     "lower-platform, pipeline-cross-core-loops, resolve-peers, skew-push-ahead, validate, "
+                     "verify-pipes")
     with pytest.raises(CompileError, match="empty pass name"):
         PassManager("resolve-peers,,validate")
 

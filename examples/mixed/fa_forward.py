@@ -4,7 +4,8 @@ the Vector side runs the online softmax (running row max m, row sum l, rescaled 
 loop-carried Vec tiles), P = exp(S - m) crosses back to the Cube (V2C) for P V, and P V
 crosses to the Vector side again (C2V), which accumulates O.  Both directions: DIR_MASK 3.
 The keys are passed transposed (kt = K^T, D x S) so that K^T loads straight into Right.
-out = softmax(Q K^T / sqrt(D)) V.
+out = softmax(Q K^T / sqrt(D)) V.  The compiler's PipelineCrossCoreLoops runs both sides of
+the key loop one block ahead, as the hand-written pair examples/dsl/fa_forward.py does.
 
 Run:  ptopipe run examples/mixed/fa_forward.py [--platform a5] [--variant s128]
 """

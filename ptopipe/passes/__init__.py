@@ -1,12 +1,12 @@
 """passes: the compiler passes over the op/region IR (one module per pass, each with
 ``NAME``, ``REQUIRES``, ``PRODUCES`` and ``run(program, ctx) -> program``) and the
 PassManager that runs them (:mod:`.manager`); docs/passes/README.md lists the pipeline."""
-from . import (allocate_flags, allocate_memory, expand_mixed, insert_tfree, lower_platform, resolve_peers,
-               skew_push_ahead, validate, verify_pipes)
+from . import (allocate_flags, allocate_memory, expand_mixed, insert_tfree, lower_platform, pipeline_loops,
+               resolve_peers, skew_push_ahead, validate, verify_pipes)
 from .manager import (CANONICAL_ORDER, FRONT_END, REGISTRY, PassContext, PassInfo, PassManager,
                       compile_program, default_pipeline, parse_pipeline, register)
 
-for _p in (expand_mixed, insert_tfree, skew_push_ahead, verify_pipes, allocate_memory, resolve_peers,
+for _p in (expand_mixed, insert_tfree, skew_push_ahead, pipeline_loops, verify_pipes, allocate_memory, resolve_peers,
            allocate_flags, lower_platform, validate):
     register(_p)
 

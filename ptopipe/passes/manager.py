@@ -28,9 +28,10 @@ from ..ir.core import gc_paused
 
 #: the pipeline of issue 11, in order; :data:`DEFAULT_PIPELINE` keeps the registered ones
 #: the passes that turn mixed functions into AIC / AIV kernels, before any platform lowering
-FRONT_END = ("expand-mixed", "insert-tfree", "skew-push-ahead")
+FRONT_END = ("expand-mixed", "insert-tfree", "skew-push-ahead", "pipeline-cross-core-loops")
 
-CANONICAL_ORDER = ("expand-mixed", "insert-tfree", "skew-push-ahead", "verify-pipes", "allocate-memory",
+CANONICAL_ORDER = ("expand-mixed", "insert-tfree", "skew-push-ahead", "pipeline-cross-core-loops",
+                   "verify-pipes", "allocate-memory",
                    "resolve-peers", "allocate-flags", "lower-platform", "validate")
 
 

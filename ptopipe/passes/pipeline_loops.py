@@ -1,0 +1,412 @@
+"""PipelineCrossCoreLoops: software-pipeline (skew by one stage) a loop that the AIC and the
+AIV kernel of a Group both run, so that neither core idles through a round trip - as the
+hand-written flash-attention pair does (the Cube pushes S(t+1) before it waits for P(t);
+the Vector pushes P(t+1) before it waits for P(t) V).
+
+Requires: ``"tfree-inserted"`` (TFREEs move with their pops).  Produces: ``"loops-pipelined"``.
+
+Loops pair up by source location (ExpandMixedKernel replicates a mixed loop into both
+kernels; its ancestors' locations must agree too; a loop without one is not paired) and
+must have the same trip count (start, stop as equal expressions of constants / parameters /
+enclosing loop variables; step 1).  Each body is cut by :mod:`.loop_stages` (before its
+first round-trip pop; a side with none is left as it is) into stage 0 and stage 1, and
+becomes::
+
+    stage 0 (iteration start)                                   # prologue
+    for t in range(start, stop - 1) iter_args(stage-0 carried, stage-1 carried, handed over):
+        stage 0 (iteration t + 1); stage 1 (iteration t)        # steady state
+    stage 1 (iteration stop - 1)                                # epilogue
+
+A loop-carried value yielded by stage 1 stays carried; one yielded by stage 0 is carried one
+iteration ahead; a stage-0 value (or the stage-0 view of a carried value) that stage 1 uses
+is *handed over* as an extra loop-carried value, scalar index arithmetic is recomputed.
+With a trip count that is not a constant the whole is guarded by ``if start < stop``
+(else the loop's results are its inits).  Both kernels are rewritten, or neither.
+
+A loop pair is left untouched (never a wrong result) when: no side waits for a round trip;
+a constant trip count below 2; the step is not 1; a body holds a pipe op or GM store in a
+nested region, an event / call op or a TALLOC; the new push order of a direction is not the
+pop order of its consumer (FIFO); the new orders could deadlock on SLOT_NUM slots (checked
+for trip counts 1 .. 2 SLOT_NUM + 2, also two executions back to back); the function uses
+the loop's pipes outside the loop; a TFREE would land in another stage than its TPOP, or a
+popped tile (or a copy / move of it) would be handed over; stage 0 uses a value stage 1
+carries; a GM tensor is stored in one stage and read or written in the other, or stored in
+the loop and accessed by the peer kernel.  When the allocator can no longer place the tiles
+of both kernels (a handed-over tile lives one iteration longer) both kernels are restored.
+It reports no errors.
+See docs/passes/pipeline-cross-core-loops.md.
+"""
+from __future__ import annotations
+
+from ..arch import MemSpace
+from ..errors import CompileError
+from ..ir.convert import op_to_function
+from ..ir.core import Block, Operation, Region
+from ..ir.layout import plan_function
+from ..ir.nodes import FunctionKind
+from ..ir.types import BOOL, INDEX
+from . import loop_stages as ls
+from ._rewrite import PURE, const, fresh
+from .util import platform_of, top_ops
+
+NAME = "pipeline-cross-core-loops"
+REQUIRES = ("tfree-inserted",)
+PRODUCES = ("loops-pipelined",)
+
+_UNSAFE = ("pl.call", "pl.talloc", "pl.record_event", "pl.wait_event", "pl.barrier")
+_ALIASING = ("pl.copy", "pl.move")
+
+
+def _key(v, fn):
+    """A comparable form of a trip-count operand, or None."""
+    op = getattr(v, "op", None)
+    if op is None:
+        blk = v.block
+        if blk is fn.regions[0].blocks[0]:
+            return ("arg", v.name)
+        p = blk.parent.parent if blk.parent is not None else None
+        is_iv = p is not None and p.name == "pl.for" and v.index == 0
+        return ("iv", _loc_path(p)) if is_iv else None
+    if op.name == "pl.const":
+        return ("const", op.attributes.get("value"))
+    if op.name.startswith("arith."):
+        ks = tuple(_key(x, fn) for x in op.operands)
+        return None if None in ks else (op.name,) + ks
+    return None
+
+
+def _loc_path(op) -> tuple:
+    out = []
+    while op is not None and op.name != "pl.func":
+        out.append((op.name, op.loc))
+        op = op.parent_op
+    return tuple(out)
+
+
+def _candidates(fn) -> dict:
+    """loc path -> the pl.for ops of ``fn`` with pipe ops directly in their body."""
+    out = {}
+    for op in fn.walk():
+        if op.name == "pl.for" and op.loc is not None and \
+                any(o.name in ls.PIPE_EVENTS for o in op.regions[0].blocks[0]):
+            out.setdefault(_loc_path(op), []).append(op)
+    return {k: v[0] for k, v in out.items() if len(v) == 1}
+
+
+def _nested(op):
+    return (x for x in op.walk() if x is not op)
+
+
+def _body(loop) -> list:
+    return [o for o in loop.regions[0].blocks[0] if o.name != "pl.yield"]
+
+
+def _gm(ops, name) -> set:
+    return {x.operands[-1 if name == "pl.store" else 0] for o in ops for x in o.walk()
+            if x.name == name}
+
+
+class _Plan:
+    """One side's stages and what crosses between them."""
+
+    def __init__(self, loop, cut):
+        self.loop, self.body = loop, loop.regions[0].blocks[0]
+        ops = _body(loop)
+        self.s0, self.s1 = ops[:cut], ops[cut:]
+        self.yields = list(self.body.last.operands)
+        self.iv, self.carried = self.body.args[0], self.body.args[1:]
+
+    def check(self) -> bool:
+        s0set = {x for o in self.s0 for x in o.walk()}
+        s1set = {x for o in self.s1 for x in o.walk()}
+        # yields: by stage; a carried value passed on as another one is not handled
+        self.stage_of = []
+        for k, y in enumerate(self.yields):
+            d = getattr(y, "op", None)
+            if d is None:
+                if y in self.body.args and y is not self.carried[k]:
+                    return False
+                self.stage_of.append(0)
+            else:
+                self.stage_of.append(1 if d in s1set else 0)
+        late = {self.carried[k] for k, s in enumerate(self.stage_of) if s == 1}
+        if any(v in late for x in s0set for v in x.operands):
+            return False
+        # TFREEs in the stage of their TPOPs; no GM dependence between the stages
+        held = {}
+        for o in self.s0:
+            if o.name in ("pl.tpop", "pl.tfree"):
+                d = o.attributes.get("direction")
+                held[d] = held.get(d, 0) + (1 if o.name == "pl.tpop" else -1)
+        if any(held.values()):
+            return False
+        st0, st1 = _gm(self.s0, "pl.store"), _gm(self.s1, "pl.store")
+        if st0 & (st1 | _gm(self.s1, "pl.load")) or st1 & (st0 | _gm(self.s0, "pl.load")):
+            return False
+        # what stage 1 takes from stage 0: recomputed scalars or handed-over values
+        popped = set()
+        for o in self.s0:
+            for x in o.walk():
+                if x.name == "pl.tpop" or (x.name in _ALIASING and x.operands[0] in popped):
+                    popped.update(x.results)
+        early = {self.carried[k] for k, s in enumerate(self.stage_of) if s == 0}
+        self.recompute, self.handed = [], []
+        need = [v for o in self.s1 for x in o.walk() for v in x.operands]
+        need += [y for y, s in zip(self.yields, self.stage_of) if s == 1]
+        seen = set()
+        while need:
+            v = need.pop(0)
+            if v in seen:
+                continue
+            seen.add(v)
+            d = getattr(v, "op", None)
+            if v in popped:
+                return False
+            if v in early:
+                self.handed.append(v)
+            elif d is None or d not in s0set:
+                continue
+            elif d.name == "pl.const" or (d.name.startswith("arith.") and
+                                          all(x not in early for x in d.operands)):
+                if d not in self.recompute:
+                    self.recompute.append(d)
+                need.extend(d.operands)
+            else:
+                self.handed.append(v)
+        order = {o: k for k, o in enumerate(self.s0)}
+        self.recompute.sort(key=order.get)
+        return True
+
+    # -- rewriting ---------------------------------------------------------------------------
+    def _stage0(self, block, iv, carried0) -> tuple:
+        vm = {self.iv: iv}
+        for k, s in enumerate(self.stage_of):
+            if s == 0:
+                vm[self.carried[k]] = carried0[k]
+        for o in self.s0:
+            block.append(o.clone(vm))
+        ys = [vm.get(self.yields[k], self.yields[k]) for k, s in enumerate(self.stage_of) if s == 0]
+        return ys, [vm.get(v, v) for v in self.handed]
+
+    def _stage1(self, block, iv, carried1, handed) -> list:
+        vm = {self.iv: iv}
+        late = [k for k, s in enumerate(self.stage_of) if s == 1]
+        vm.update({self.carried[k]: c for k, c in zip(late, carried1)})
+        vm.update(dict(zip(self.handed, handed)))
+        for o in self.recompute + self.s1:
+            block.append(o.clone(vm))
+        return [vm.get(self.yields[k], self.yields[k]) for k in late]
+
+    def rewrite(self, static: bool) -> None:
+        loop, loc = self.loop, self.loop.loc
+        lo, hi, inits = loop.operands[0], loop.operands[1], loop.operands[3:]
+        if static:
+            outer, guard = loop.parent, None
+            add = loop.insert_before
+        else:
+            lt = Operation("arith.lt", (lo, hi), [BOOL], {}, (), loc)
+            cond = loop.insert_before(lt).results[0]
+            outer = Block()
+            guard = Operation("pl.if", (cond,), [r.type for r in loop.results], {},
+                              (Region([outer]), Region([Block()])), loc,
+                              [r.name for r in loop.results])
+            loop.insert_before(guard)
+            guard.regions[1].blocks[0].append(Operation("pl.yield", inits, (), {}, (), loc))
+            add = outer.append
+        early = [k for k, s in enumerate(self.stage_of) if s == 0]
+        late = [k for k, s in enumerate(self.stage_of) if s == 1]
+        pro = Block()
+        a0, hand = self._stage0(pro, lo, {k: inits[k] for k in early})
+        pro_ops = list(pro)
+        for o in pro_ops:
+            add(o.detach())
+        one = add(const(1, loc)).results[0]
+        last = add(Operation("arith.sub", (hi, one), [INDEX], {}, (), loc)).results[0]
+        a1 = [inits[k] for k in late]
+        ca = a0 + a1 + hand
+        body = Block([INDEX] + [v.type for v in ca],
+                     [self.iv.name] + [self.carried[k].name for k in early + late] +
+                     [f"{v.name or 'v'}_ahead" for v in self.handed])
+        t = body.args[0]
+        n0, n1 = len(a0), len(a1)
+        one_b = body.append(const(1, loc)).results[0]
+        nxt = body.append(Operation("arith.add", (t, one_b), [INDEX], {}, (), loc)).results[0]
+        y0, h0 = self._stage0(body, nxt, dict(zip(early, body.args[1:1 + n0])))
+        y1 = self._stage1(body, t, body.args[1 + n0:1 + n0 + n1], body.args[1 + n0 + n1:])
+        body.append(Operation("pl.yield", y0 + y1 + h0, (), {}, (), loc))
+        new = add(Operation("pl.for", [lo, last, loop.operands[2]] + ca, [v.type for v in ca], {},
+                            (Region([body]),), loc))
+        epi = Block()
+        f1 = self._stage1(epi, last, new.results[n0:n0 + n1], new.results[n0 + n1:])
+        epi_ops = list(epi)
+        for o in epi_ops:
+            add(o.detach())
+        finals = [None] * len(self.stage_of)
+        for k, r in zip(early, new.results[:n0]):
+            finals[k] = r
+        for k, r in zip(late, f1):
+            finals[k] = r
+        if guard is not None:
+            add(Operation("pl.yield", finals, (), {}, (), loc))
+            finals = guard.results
+        for old, f in zip(loop.results, finals):
+            old.replace_all_uses_with(f)
+        made = [guard] if guard is not None else list(pro_ops) + [one.op, last.op, new] + \
+            [o for o in epi_ops]
+        loop.erase()
+        _rename(made)
+        _dce(made)
+
+
+def _rename(made: list) -> None:
+    """Fresh names for the copies: the tree IR names variables, and a stage copied into the
+    prologue must not share its name (hence its storage) with the same stage in the loop."""
+    mine = {x for o in made for x in o.walk()}
+    fn = made[0]
+    while fn.name != "pl.func":
+        fn = fn.parent_op
+    used = set()
+    for o in fn.walk():
+        if o not in mine:
+            used.update(r.name for r in o.results if r.name)
+            used.update(a.name for r in o.regions for b in r.blocks for a in b.args if a.name)
+    for o in made:
+        for x in o.walk():
+            vals = list(x.results) + [a for r in x.regions for b in r.blocks for a in b.args]
+            for v in vals:
+                if v.name:
+                    v.name = fresh(used, v.name)
+
+
+def _dce(made: list) -> None:
+    """Erase the pure scalar ops among the copies whose results nobody uses (a stage that
+    does not read the loop variable leaves its ``t + 1`` unused)."""
+    changed = True
+    while changed:
+        changed = False
+        for o in reversed([x for m in made for x in m.walk()]):
+            if o.parent is not None and (o.name in PURE or o.name.startswith("arith.")) \
+                    and not any(r.uses for r in o.results):
+                o.erase()
+                changed = True
+
+
+def _pipe_dirs_outside(fn, loop) -> set:
+    inside = set(loop.walk())
+    return {o.attributes.get("direction") for o in fn.walk()
+            if o.name in ls.PIPE_EVENTS and o not in inside}
+
+
+def plan_pair(aic, aiv, lc, lv, slot_num: int):
+    """The rewrite of the paired loops ``lc`` (of ``aic``) and ``lv`` (of ``aiv``): a
+    ``(plans, static)`` to :func:`apply`, or None when it is not provably safe or gains
+    nothing."""
+    fns, loops = (aic, aiv), (lc, lv)
+    if len(lc.operands) < 3 or len(lv.operands) < 3:
+        return None
+    keys = [tuple(_key(v, f) for v in lp.operands[:3]) for f, lp in zip(fns, loops)]
+    if None in keys[0] or keys[0] != keys[1] or keys[0][2] != ("const", 1):
+        return None
+    static = keys[0][0][0] == "const" and keys[0][1][0] == "const"
+    if static and keys[0][1][1] - keys[0][0][1] < 2:
+        return None
+    bodies = [_body(lp) for lp in loops]
+    for ops in bodies:
+        for o in ops:
+            if o.name in _UNSAFE or any(x.name in _UNSAFE or x.name in ls.PIPE_EVENTS
+                                        or x.name == "pl.store" for x in _nested(o)):
+                return None
+    evs = [ls.events(ops) for ops in bodies]
+    prod = ls.matched(*evs)
+    if prod is None:
+        return None
+    for f, lp in zip(fns, loops):
+        if _pipe_dirs_outside(f, lp) & set(prod):
+            return None
+    for s, f in enumerate(fns):                # stored here, touched by the peer: a GM token
+        stored = {v.name for v in _gm(bodies[s], "pl.store")}
+        other = fns[1 - s]
+        if stored & {v.name for v in _gm([other], "pl.store") | _gm([other], "pl.load")}:
+            return None
+    cuts = [ls.round_trip_cut(s, evs, prod) for s in (0, 1)]
+    if cuts == [None, None] or not ls.fifo_consistent(evs, cuts, prod) \
+            or not ls.runs_to_completion(evs, cuts, slot_num):
+        return None
+    plans = [_Plan(lp, c) for lp, c in zip(loops, cuts) if c is not None]
+    return (plans, static) if all(p.check() for p in plans) else None
+
+
+def apply(plan) -> None:
+    plans, static = plan
+    for p in plans:
+        p.rewrite(static)
+
+
+def pipeline_pair(aic, aiv, lc, lv, slot_num: int) -> bool:
+    """Plan and apply; False (nothing changed) when :func:`plan_pair` refuses."""
+    plan = plan_pair(aic, aiv, lc, lv, slot_num)
+    if plan is not None:
+        apply(plan)
+    return plan is not None
+
+
+def _slot_num(fn) -> int:
+    for op in fn.regions[0].blocks[0]:
+        if op.name in ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe"):
+            return op.attributes.get("slot_num") or 1
+    return 0
+
+
+def fits(fn, plat) -> bool:
+    """The allocator still places every tile and AUTO ring of ``fn`` (a handed-over tile
+    lives one iteration longer)."""
+    try:
+        lay = plan_function(op_to_function(fn))
+    except CompileError:
+        return False
+    if any(peak > plat.mem_size(MemSpace(sp)) for sp, peak in lay.peak.items()):
+        return False
+    for r in top_ops(fn, "pl.reserve_buffer"):
+        a = r.attributes
+        base, size = lay.by_name.get(a["name"], (None, None))
+        if a["memory_space"] is not None and isinstance(base, int) \
+                and base + size > plat.mem_size(MemSpace(a["memory_space"])):
+            return False
+    return True
+
+
+def _pair(program, group):
+    fns = {f.attributes.get("sym_name"): f for f in program.regions[0].blocks[0]}
+    called = [fns.get(o.attributes.get("callee")) for o in group.walk() if o.name == "pl.call"]
+    aic = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIC]
+    aiv = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIV]
+    return (aic[0], aiv[0]) if len(aic) == 1 and len(aiv) == 1 else None
+
+
+def run(program: Operation, ctx=None) -> Operation:
+    plat = platform_of(ctx)
+    groups = [g for g in program.regions[0].blocks[0]
+              if g.attributes.get("kind") is FunctionKind.Group]
+    for g in groups:
+        tried = set()
+        while True:
+            pair = _pair(program, g)
+            if pair is None:
+                break
+            aic, aiv = pair
+            slots = min(_slot_num(aic), _slot_num(aiv))
+            cv = _candidates(aiv)
+            todo = [(k, lc) for k, lc in _candidates(aic).items() if k in cv and k not in tried]
+            if slots < 1 or not todo:
+                break
+            key, lc = todo[0]
+            tried.add(key)
+            plan = plan_pair(aic, aiv, lc, cv[key], slots)
+            if plan is None:
+                continue
+            keep = (aic.clone(), aiv.clone())
+            apply(plan)
+            if not (fits(aic, plat) and fits(aiv, plat)):
+                aic.replace_with(keep[0])          # a handed-over tile does not fit: undo
+                aiv.replace_with(keep[1])
+    return program
