@@ -96,20 +96,104 @@ def test_without_the_token_the_race_checker_reports_it(platform, protocol, monke
         _run(cube_to_vector(), _args_c2v(np.random.default_rng(1)), platform, protocol)
 
 
-def test_read_before_the_other_sides_write_cannot_be_ordered():
+def read_then_write():
+    """The Vector reads tmp, then the Cube overwrites it, in a loop: iteration i reads what
+    iteration i-1 wrote (write-after-read and read-after-write across the cores)."""
     @pl.incore
     def k(a: pl.Tensor[[16, 16], pl.f32], tmp: pl.Tensor[[16, 16], pl.f32],
-          out: pl.Tensor[[16, 16], pl.f32]):
+          out: pl.Tensor[[32, 16], pl.f32]):
         for i in pl.range(2):
             x = pl.load(tmp, [0, 0], [16, 16])  # READ
-            pl.store(pl.adds(x, 1.0), [0, 0], out)
+            pl.store(pl.adds(x, 1.0), [i * 16, 0], out)
             t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
             r = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
             pl.store(pl.matmul(t, r), [0, 0], tmp)  # WRITE
+    return k
 
-    with pytest.raises(CompileError, match="GM tensor 'tmp' is read by the Vector here before "
-                                           "the Cube writes it .*cannot order a read that comes "
-                                           "first") as e:
+
+def scratch_reused(direction, split=pl.TILE_UP_DOWN):
+    """One GM scratch tile written by one side and read by the other in every iteration: the
+    next iteration's write must wait for this iteration's read (write-after-read)."""
+    if direction == "c2v":
+        @pl.incore(split=split)
+        def k(a: pl.Tensor[[64, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+              mid: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[64, 16], pl.f32]):
+            r = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            for i in pl.range(4):
+                t = pl.move(pl.load(a, [i * 16, 0], [16, 16], space=pl.Mat), space=pl.Left)
+                pl.store(pl.matmul(t, r), [0, 0], mid)
+                pl.store(pl.adds(pl.load(mid, [0, 0], [16, 16]), 1.0), [i * 16, 0], out)
+    else:
+        @pl.incore(split=split)
+        def k(a: pl.Tensor[[64, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+              mid: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[64, 16], pl.f32]):
+            r = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+            for i in pl.range(4):
+                pl.store(pl.adds(pl.load(a, [i * 16, 0], [16, 16]), 1.0), [0, 0], mid)
+                t = pl.move(pl.load(mid, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+                pl.store(pl.matmul(t, r), [i * 16, 0], out)
+    return pl.program(k)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT, pl.TILE_NO_SPLIT])
+@pytest.mark.parametrize("direction", ["c2v", "v2c"])
+def test_a_gm_scratch_reused_every_iteration_is_ordered(direction, split, platform, protocol,
+                                                        no_hang):
+    args = _args_c2v(np.random.default_rng(3))
+    args["mid"] = args.pop("tmp")[:16]
+    r = _run(scratch_reused(direction, split), args, platform, protocol)     # checkers on
+    want = args["a"] @ args["b"] + 1 if direction == "c2v" else (args["a"] + 1) @ args["b"]
+    np.testing.assert_array_equal(r.outputs["out"], want)
+
+
+def test_the_write_after_read_token_follows_the_read_and_the_cubes_matmul():
+    """The Vector's token follows its load of mid; the Cube's (it can push Acc tiles only)
+    follows the matmul made from its load of mid."""
+    for direction, side, after in (("c2v", "@pl.aiv", "pl.load(mid"), ("v2c", "@pl.aic", "pl.matmul(")):
+        text = print_program(compile_program(scratch_reused(direction), "a5")[1])
+        kernel = text.split(side)[1].split("\n@")[0]
+        assert "pl.TPUSH(" in kernel[kernel.index(after):], direction
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_without_the_loop_carried_token_the_reused_scratch_races(platform, protocol,
+                                                                monkeypatch, no_hang):
+    """The guard of the test above: ordering only later-in-program-order accesses (not the
+    next iteration's) leaves the Cube's next store racing with the Vector's load."""
+    from ptopipe.passes import gm_tokens
+    monkeypatch.setattr(gm_tokens, "_loops", lambda op: set())
+    args = _args_c2v(np.random.default_rng(3))
+    args["mid"] = args.pop("tmp")[:16]
+    with pytest.raises(DataRaceError):
+        _run(scratch_reused("c2v"), args, platform, protocol)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_read_before_the_other_sides_write_sees_the_older_value(platform, protocol, no_hang):
+    rng = np.random.default_rng(4)
+    args = dict(a=rng.integers(-3, 4, (16, 16)).astype(np.float32),
+                tmp=rng.integers(-3, 4, (16, 16)).astype(np.float32),
+                out=np.zeros((32, 16), np.float32))
+    r = _run(pl.program(read_then_write()), dict(args), platform, protocol)
+    np.testing.assert_array_equal(r.outputs["out"][:16], args["tmp"] + 1)
+    np.testing.assert_array_equal(r.outputs["out"][16:], args["a"] @ args["a"] + 1)
+    np.testing.assert_array_equal(r.outputs["tmp"], args["a"] @ args["a"])
+
+
+def test_a_cube_read_no_token_can_follow_is_an_error_at_the_read():
+    """The Cube pushes Acc tiles only: a Cube load the Vector overwrites before any Acc tile
+    is made from it cannot be ordered."""
+    @pl.incore
+    def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[16, 16], pl.f32]):
+        t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)  # READ
+        pl.store(pl.full([16, 16], pl.f32, 0.0), [0, 0], a)  # WRITE
+        r = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        pl.store(pl.matmul(t, r), [0, 0], out)
+
+    with pytest.raises(CompileError, match="GM tensor 'a' is read here by the Cube from a Mat "
+                                           "tile and written later by the other side") as e:
         compile_program(pl.program(k), "a2a3")
     f = k.pyfunc.__code__.co_filename
     assert e.value.where.startswith(f"{f}:{line_of(k.pyfunc, 'READ')}:")

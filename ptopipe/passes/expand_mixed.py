@@ -30,12 +30,13 @@ decided from ``ctx.platform`` and ``ctx.protocol``), both ``*_initialize_pipe`` 
 ``lanes=1`` (AIV0 the only peer) and AIV1 runs nothing.  A function with only Cube (only
 Vector) work becomes an AIC (AIV) function, unsplit.
 
-A GM tensor written on one side and read on the other gets a synchronisation token (a
-boundary move of the stored tile right after the store, see :mod:`.gm_tokens`).
+A GM tensor one side writes and the other reads or writes gets synchronisation tokens (a
+boundary move after each access the other side's later access must wait for, see
+:mod:`.gm_tokens`).
 
 Errors (CompileError at the DSL line): a loop bound or branch condition computed on the
-Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM tensor read
-before the other side writes it in program order (:mod:`.gm_tokens`); the split errors of :mod:`.expand_split`.
+Vector side only (from ``pl.get_subblockid()``) controlling Cube work; a GM access no
+token can follow (:mod:`.gm_tokens`); the split errors of :mod:`.expand_split`.
 """
 from __future__ import annotations
 

@@ -1,21 +1,27 @@
-"""ExpandMixedKernel, GM synchronisation tokens (issue 11, pass 1): a GM tensor written by
-one side of a mixed function and read (or written again) by the other is ordered through
-the pipe.
+"""ExpandMixedKernel, GM synchronisation tokens (issue 11, pass 1): a GM tensor one side of
+a mixed function writes and the other side reads or writes is ordered through the pipe.
 
-After each such ``pl.store`` (for two writes: after the earlier one) the pass inserts a *token*: a boundary ``pl.move`` of the
-stored tile to the other side (Acc -> Vec: C2V, Vec -> Mat: V2C).  ExpandMixedKernel turns
-it into a TPUSH on the writer, right after the store, and a TPOP on the reader at the same
-point of the shared program order, before the read; the popped tile is not used, so
-InsertTfree frees it at once.  The simulator orders the writer's TSTORE before its TPUSH
-(both on the writer core, the push after the store in program order) and the TPOP before
-the reader's TLOAD, so the race checker sees the write happen-before the read.  The token
-moves the stored tile through a ring slot (SLOT_SIZE covers it): the data itself still goes
-through GM.
+A *token* is a boundary ``pl.move`` of a tile to the other side (Acc -> Vec: C2V; Vec ->
+Mat: V2C), inserted right after a GM access.  ExpandMixedKernel turns it into a TPUSH on the
+accessing core, after the access, and a TPOP on the other core at the same point of the
+shared program order; the popped tile is not used, so InsertTfree frees it at once.  The
+token moves a tile through a ring slot (SLOT_SIZE covers it): the data itself still goes
+through GM.  Because both cores meet at the token's point of the program, every access of
+the other core that comes later in program order is ordered after the access.
 
-Errors (CompileError at the DSL line): a read that comes before the other side's write in
-program order (in a loop body: the read of one iteration would race with the write of the
-same iteration, no push can order a read before a later write); a write whose stored tile
-cannot cross (the Cube stores from Acc only can be pushed; the Vector from Vec).
+A token follows an access when the other side makes a conflicting access (not read/read)
+to the same tensor *later*: later in program order, or in a later iteration of a loop
+around both.  So a write is followed by one when the other side reads or writes the
+tensor later (read-after-write, write-after-write) and a read by one when the other side
+writes it later (write-after-read: a GM scratch tensor reused every iteration).  A store's
+token carries the stored tile; a load's carries the loaded tile, which the push reads, so
+the push comes after the load has finished.  The Cube's TPUSH takes an Acc tile only: a
+Cube load (into Mat) is followed instead by a token after the first op of the same block
+that makes an Acc tile from the loaded one (its ``pl.matmul``), which has read the load's
+data by then.
+
+Errors (CompileError at the DSL line): an access no token can follow - its tile cannot
+cross, and no Acc tile is made from it before the other side's access.
 """
 from __future__ import annotations
 
@@ -23,59 +29,89 @@ from ..ir.core import Operation
 from ..ir.types import MemorySpace, TileValueType
 from ._rewrite import err, fresh, names_in, side_of_type
 
-#: the stored tile's space -> the space its token moves to (a boundary move)
+#: the carried tile's space -> the space its token moves to (a boundary move)
 TOKEN_TARGET = {MemorySpace.Acc: MemorySpace.Vec, MemorySpace.Vec: MemorySpace.Mat}
 
 
-def _accesses(fn: Operation):
-    writes, reads = {}, []
-    order = {}
-    for i, op in enumerate(fn.walk()):
-        order[op] = i
+def _loops(op: Operation) -> set:
+    out, p = set(), op.parent_op
+    while p is not None:
+        if p.name == "pl.for":
+            out.add(p)
+        p = p.parent_op
+    return out
+
+
+def _accesses(fn: Operation) -> list:
+    """(tensor, side, op, is_write, carried tile) per GM access, in program order."""
+    out = []
+    for op in fn.walk():
         if op.name == "pl.store":
-            writes.setdefault(op.operands[-1], []).append((side_of_type(op.operands[0].type), op))
+            out.append((op.operands[-1], side_of_type(op.operands[0].type), op, True, op.operands[0]))
         elif op.name == "pl.load":
-            reads.append((op.operands[0], side_of_type(op.results[0].type), op))
-    return writes, reads, order
+            out.append((op.operands[0], side_of_type(op.results[0].type), op, False, op.results[0]))
+    return out
+
+
+def _later_conflicts(a, accesses, order, loops) -> list:
+    """The accesses of the other side that conflict with ``a`` and may run after it."""
+    t, side, op, write, _ = a
+    return [(op2, write2) for t2, side2, op2, write2, _ in accesses
+            if t2 is t and side2 != side and (write or write2)
+            and (order[op2] > order[op] or loops[op] & loops[op2])]
+
+
+def _carrier(op: Operation, tile, before):
+    """The op after which a token can follow the access ``op`` of ``tile``, and the tile it
+    carries: ``op`` itself when ``tile`` can cross, else the first later op of the same
+    block that makes a crossing tile from ``tile`` (data flow), and comes before the op
+    ``before`` (None: anywhere in the block)."""
+    if TOKEN_TARGET.get(tile.type.space) is not None:
+        return op, tile
+    made, nxt = {tile}, op.next
+    while nxt is not None and not (before is not None and nxt.is_ancestor_of(before)):
+        if any(v in made for v in nxt.operands):
+            made.update(nxt.results)
+            for r in nxt.results:
+                if TOKEN_TARGET.get(getattr(r.type, "space", None)) is not None:
+                    return nxt, r
+        nxt = nxt.next
+    return None
 
 
 def insert_gm_tokens(fn: Operation) -> list:
-    """Insert a token move after every store whose tensor the other side reads later;
-    returns the token moves (in program order)."""
-    writes, reads, order = _accesses(fn)
-    need = []
-    for t, side, rd in reads:
-        for wside, w in writes.get(t, ()):
-            if wside == side:
-                continue
-            if order[w] > order[rd]:
-                raise err(f"GM tensor '{t.name}' is read by the {side} here before the {wside} "
-                          f"writes it (pl.store at {w.loc}): a synchronisation token pushed after "
-                          "the write cannot order a read that comes first in program order (in a "
-                          "loop, the read would race with the same iteration's write)", rd,
-                          "read the tensor after the other side's pl.store, or pass the tile "
-                          "across with pl.move (Acc -> Vec, Vec -> Mat) instead of a GM round trip")
-            if w not in need:
-                need.append(w)
-    for ws in writes.values():              # both sides write it: the earlier write first
-        for wside, w in ws:
-            if w not in need and any(s != wside and order[o] > order[w] for s, o in ws):
-                need.append(w)
+    """Insert a token move after every GM access the other side's later conflicting access
+    must wait for; returns the token moves (in program order)."""
+    accesses = _accesses(fn)
+    order = {a[2]: i for i, a in enumerate(accesses)}
+    loops = {a[2]: _loops(a[2]) for a in accesses}
+    need = {}
+    for a in accesses:
+        later = _later_conflicts(a, accesses, order, loops)
+        if not later:
+            continue
+        t, side, op, write, tile = a
+        after = [c for c in later if order[c[0]] > order[op]]    # the token must come first
+        other, other_writes = after[0] if after else later[0]
+        at = _carrier(op, tile, other if after else None)
+        if at is None:
+            what = "written" if write else "read"
+            raise err(f"GM tensor '{t.name}' is {what} here by the {side} from a "
+                      f"{tile.type.space.name} tile and {'written' if other_writes else 'read'} "
+                      f"later by the other side (pl.{'store' if other_writes else 'load'} at "
+                      f"{other.loc}): only an Acc tile (Cube) or a Vec tile (Vector) can carry the "
+                      "synchronisation token that orders the two, and none is made from this "
+                      "one before that access", op,
+                      "let the other side use a separate GM tensor, or pass the tile across "
+                      "with pl.move (Acc -> Vec, Vec -> Mat) instead of a GM round trip")
+        need.setdefault(at[0], (t, at[1]))       # one token per point is enough
     names = names_in(fn) if need else set()
     tokens = []
-    for w in sorted(need, key=order.__getitem__):
-        src = w.operands[0].type
-        target = TOKEN_TARGET.get(src.space)
-        if target is None:
-            raise err(f"GM tensor '{w.operands[-1].name}' is written here from a {src.space.name} "
-                      "tile and read by the other side: only an Acc tile (Cube) or a Vec tile "
-                      "(Vector) can carry the synchronisation token across", w,
-                      "store from an Acc tile on the Cube side")
-        ttype = TileValueType(src.shape, src.dtype, target)
-        tok = Operation("pl.move", (w.operands[0],), [ttype],
-                        {"space": target, "dtype": None, "layout": None}, (), w.loc,
-                        [fresh(names, f"{w.operands[-1].name or 'gm'}_token")])
-        w.insert_after(tok)
+    for op, (t, tile) in need.items():
+        ttype = TileValueType(tile.type.shape, tile.type.dtype, TOKEN_TARGET[tile.type.space])
+        tok = Operation("pl.move", (tile,), [ttype],
+                        {"space": ttype.space, "dtype": None, "layout": None}, (), op.loc,
+                        [fresh(names, f"{t.name or 'gm'}_token")])
+        op.insert_after(tok)
         tokens.append(tok)
     return tokens
-
