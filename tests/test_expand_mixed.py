@@ -657,3 +657,18 @@ def test_a_run_without_the_slot_buffer_is_told_how_to_add_it():
                                          out=np.zeros((FM, FN), np.float32)), platform="a5")
     assert "needs argument 'gm_slot_buffer'" in ei.value.what
     assert "with_slot_buffer(program, args)" in ei.value.fix
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_compiled_mixed_function_refuses_the_manual_sync_mode(platform, no_hang):
+    """The compiler inserts no set_flag / wait_flag: under sync='manual' the compiled S1
+    would report races the kernel as written does not have - a ConfigError at the mixed
+    function instead."""
+    from ptopipe.errors import ConfigError
+    m = MIXED["s1_cv_split"]
+    with pytest.raises(ConfigError, match="compiled from a mixed @pl.incore function.*manual "
+                                          "synchronisation mode") as e:
+        m.SCENARIO.run("default" if "default" in m.SCENARIO.variants else next(iter(m.SCENARIO.variants)),
+                       platform, "spec", sync="manual")
+    assert e.value.where.startswith(f"{ROOT / 'examples/mixed/s1_cv_split.py'}:21:")
+    assert "--sync auto" in e.value.fix

@@ -150,11 +150,27 @@ class KernelSet:
     def _callable(self, kind: FunctionKind):
         def kernel(**args):
             comp = self.compiled(args)
+            if comp.compiled_from_mixed:
+                _refuse_manual_sync(comp.program)
             fn = comp.function(kind)
             if fn is not None:
                 Interpreter(fn, comp.layouts[fn.name]).run(args)
         kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
         return kernel
+
+
+def _refuse_manual_sync(program: Program) -> None:
+    """A compiled mixed function orders its cores' pipes through the scoreboard: the
+    compiler inserts no set_flag / wait_flag, so the manual synchronisation mode would
+    report races the kernel as written does not have."""
+    from ..isa import current_core
+    if current_core().cluster.manual_sync:
+        fn = program.functions[0]
+        raise ConfigError(f"program '{program.name}' was compiled from a mixed @pl.incore "
+                          "function, which gets no set_flag / wait_flag events: it cannot run "
+                          "in the manual synchronisation mode", where=str(fn.loc),
+                          fix="run it with --sync auto (the default), or hand-write the AIC / "
+                              "AIV pair with its own events")
 
 
 def kernels(source) -> tuple:
