@@ -7,7 +7,9 @@ Produces: ``peers-resolved`` - every ``pl.reserve_buffer`` has an integer ``base
 ``pl.import_peer_buffer`` carries the ``base`` and ``size`` of the reserve it names in its
 peer function (cross-function constant propagation); every ``buf.base`` / ``buf.size``
 (``pl.buffer_attr``) is folded to a ``pl.const``; each pipe init records which buffer
-holds each of its rings (``c2v_ring`` / ``v2c_ring`` = the buffer's name).
+holds each of its rings (``c2v_ring`` / ``v2c_ring`` = the buffer's name) - also when the
+init passes the ring's base as a literal address (a lowered program printed and read back:
+the buffer of that kind whose resolved base it is).
 Errors (CompileError at the import's DSL line): an import whose ``peer_func`` is not a
 function of the program; an import naming a buffer its peer does not reserve.
 """
@@ -17,7 +19,8 @@ from ..ir.convert import op_to_function
 from ..ir.core import Operation
 from ..ir.nodes import AUTO
 from ..ir.layout import plan_function
-from .util import error, func_name, functions, init_ops, ring_buffer, top_ops, ways
+from .util import (consumer_kind, error, func_name, functions, init_ops, ring_buffer, top_ops,
+                   way_operand, ways)
 
 NAME = "resolve-peers"
 REQUIRES = ()
@@ -55,11 +58,23 @@ def run(program, ctx):
     for f in funcs.values():
         for init in init_ops(f):
             for way in ways(init):
-                b = ring_buffer(f, init, way)
+                b = ring_buffer(f, init, way) or _buffer_at(f, init, way)
                 if b is not None:
                     init.attributes[f"{way.lower()}_ring"] = b.attributes["name"]
         _fold_buffer_attrs(f)
     return program
+
+
+def _buffer_at(f, init, way: str):
+    """The buffer holding ``way``'s ring when ``init`` passes its base as a literal address:
+    the reserve (consumer) / import (producer) of ``f`` whose resolved base it is."""
+    d = getattr(init.operands[way_operand(way)], "op", None)
+    if d is None or d.name != "pl.const" or not isinstance(d.attributes["value"], int):
+        return None
+    kind = ("pl.reserve_buffer" if f.attributes["kind"] is consumer_kind(way)
+            else "pl.import_peer_buffer")
+    return next((b for b in top_ops(f, kind) if b.attributes.get("base") == d.attributes["value"]),
+                None)
 
 
 def _fold_buffer_attrs(f) -> None:
