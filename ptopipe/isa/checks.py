@@ -147,7 +147,7 @@ class KernelChecks(HappensBefore):
                     "(the same bytes)")
             fix = ("split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its "
                    "part), or let one lane replay the handshake with an empty valid shape (SetValid(0, 0)), "
-                   "or give the pipe one lane (peers=(0,))")
+                   "or give the pipe one lane (peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe)")
         elif a["access"] == b["access"] == "write":
             what = (f"slot {tag} of {pipe} written twice with no order between the writes: {a['core']} "
                     f"{a['op']} and {b['core']} {b['op']} write the same bytes")

@@ -79,7 +79,8 @@ def place_tfree(pop: Operation, after: dict) -> Operation:
             if anc.name == "pl.yield":
                 raise err(f"the tile popped here (%{pop.results[0].name or '?'}) is yielded out "
                           "of its loop body / branch: its TFREE cannot be placed once per TPOP",
-                          pop, "pop it again in each iteration, or copy it with an op first")
+                          pop, "pop it again in each iteration, or carry a copy made by an op that "
+                               "writes a new tile (e.g. pl.muls(tile, 1.0))")
             if pos[anc] > pos[last]:
                 last = anc
     ring = pop.operands[0]

@@ -111,7 +111,8 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
         "id + 16 (setIntraBlockBySplit / waitIntraBlockBySplit), so AIV1's side of the handshake is lost "
         f"(a wait that never returns, or a slot reused before AIV1 freed it){alloc}",
         where=_loc(core),
-        fix="bind a NO_SPLIT pipe with peers=(0,) on A5, or split the tile between both Vector cores "
+        fix="give a NO_SPLIT pipe one lane on A5 (peers=(0,) on an ISA TPipe, lanes=1 on a DSL "
+            "initialize_pipe), or split the tile between both Vector cores "
             "(TILE_UP_DOWN / TILE_LEFT_RIGHT)")
 
 
@@ -128,4 +129,5 @@ def check_lanes_split(core, ch, split, op: str) -> None:
             where=_loc(core),
             fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
                 "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
-                "split), or give the pipe one lane (peers=(0,), TMPipe V2C2_VECS)")
+                "split), or give the pipe one lane (peers=(0,) on an ISA TPipe, lanes=1 on a DSL "
+                "initialize_pipe; TMPipe V2C2_VECS)")
