@@ -702,3 +702,85 @@ def _load_path(path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+HM, HK, HN = 16, 32, 32
+
+
+def held_over_inner_pops(split=pl.TILE_UP_DOWN, inner="loop"):
+    """A popped tile r is still used after an inner loop / branch pops (and frees) more
+    tiles of the same ring; a ring frees its slots oldest first."""
+    if inner == "loop":
+        @pl.incore(split=split, slot_num=2)
+        def held(a: pl.Tensor[[HM, HK], pl.f32], b: pl.Tensor[[HK, HN], pl.f32],
+                 out: pl.Tensor[[HM, HN], pl.f32], n: pl.Scalar[pl.index]):
+            bl = pl.move(pl.load(b, [0, 0], [HK, HN], space=pl.Mat), space=pl.Right)
+            al = pl.move(pl.load(a, [0, 0], [HM, HK], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.matmul(al, bl), space=pl.Vec)
+            s0 = pl.full([HM, HN], pl.f32, 0.0)
+            for j, (s,) in pl.range(n, init_values=(s0,)):
+                t = pl.move(pl.matmul(al, bl), space=pl.Vec)
+                s1 = pl.yield_(pl.add(s, t))
+            pl.store(pl.add(s1, r), [0, 0], out)
+    else:
+        @pl.incore(split=split, slot_num=2)
+        def held(a: pl.Tensor[[HM, HK], pl.f32], b: pl.Tensor[[HK, HN], pl.f32],
+                 out: pl.Tensor[[HM, HN], pl.f32], n: pl.Scalar[pl.index]):
+            bl = pl.move(pl.load(b, [0, 0], [HK, HN], space=pl.Mat), space=pl.Right)
+            al = pl.move(pl.load(a, [0, 0], [HM, HK], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.matmul(al, bl), space=pl.Vec)
+            s0 = pl.full([HM, HN], pl.f32, 0.0)
+            if n > 0:
+                t = pl.move(pl.matmul(al, bl), space=pl.Vec)
+                s1 = pl.yield_(pl.add(s0, t))
+            else:
+                s1 = pl.yield_(s0)
+            pl.store(pl.add(s1, r), [0, 0], out)
+    return pl.program(held)
+
+
+@pytest.mark.parametrize("platform,protocol", [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")])
+@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT])
+@pytest.mark.parametrize("inner,n", [("loop", 3), ("loop", 0), ("if", 1), ("if", 0)])
+def test_a_tile_held_over_inner_pops_of_its_ring_is_copied_out(inner, n, split, platform,
+                                                              protocol, no_hang):
+    from ptopipe.passes import compile_program as full
+    from ptopipe.runtime import kernels
+    rng = np.random.default_rng(7)
+    args = dict(a=rng.integers(-3, 4, (HM, HK)).astype(np.float32),
+                b=rng.integers(-3, 4, (HK, HN)).astype(np.float32),
+                out=np.zeros((HM, HN), np.float32), n=n)
+    _op, tree, _w = full(held_over_inner_pops(split, inner), platform, protocol=protocol)
+    aic, aiv = kernels(tree)
+    from ptopipe.passes.slot_buffer import with_slot_buffer
+    res = ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform, protocol=protocol)
+    k = n if inner == "loop" else min(n, 1)
+    np.testing.assert_array_equal(res.outputs["out"], (k + 1) * (args["a"] @ args["b"]))
+
+
+def test_the_held_tile_is_copied_right_after_its_pop_and_its_slot_freed():
+    text = print_program(compile_program(held_over_inner_pops()))
+    aiv = text.split("@pl.aiv")[1].split("\n@")[0]
+    pop = aiv.index("r = pl.TPOP(")
+    assert aiv.index("r_held = pl.move(r, pl.Vec)", pop) < aiv.index("pl.TFREE(", pop) < aiv.index("pl.range(", pop)
+    assert "pl.add(s1, r_held)" in aiv
+
+
+def test_a_cube_tile_held_over_inner_pops_of_its_ring_is_an_error_at_its_pop():
+    @pl.incore
+    def v2c_held(x: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32],
+                 out: pl.Tensor[[16, 16], pl.f32]):
+        bl = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        r = pl.move(pl.muls(pl.load(x, [0, 0], [16, 16]), 2.0), space=pl.Mat)  # HELD
+        for j in pl.range(2):
+            t = pl.move(pl.load(x, [0, 0], [16, 16]), space=pl.Mat)
+            pl.store(pl.matmul(pl.move(t, space=pl.Left), bl), [0, 0], out)
+        pl.store(pl.matmul(pl.move(r, space=pl.Left), bl), [0, 0], out)
+
+    with pytest.raises(CompileError, match="the tile popped here \\('r'\\) is still used after a "
+                                           "later TPOP of the same ring .* is freed inside its "
+                                           "loop / branch") as e:
+        compile_program(pl.program(v2c_held))
+    f = v2c_held.pyfunc.__code__.co_filename
+    assert e.value.where.startswith(f"{f}:{line_of(v2c_held.pyfunc, 'HELD')}:")
+    assert "pl.move(..., space=pl.Left)" in e.value.fix

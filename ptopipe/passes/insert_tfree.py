@@ -10,15 +10,20 @@ followed: ``pl.copy`` results, a loop's block argument and result when it is a l
 the result of a ``pl.if`` that yields it.  The TFREE goes into the TPOP's block, right after
 the last op of that block that uses an alias (itself or inside its regions); when that op
 is the block's terminator (the alias is yielded) the TFREE goes right before it.  TFREEs of
-one ring in one block keep the TPOPs' order (a TFREE releases the oldest held slot).
+one ring in one block keep the TPOPs' order (a TFREE releases the oldest held slot).  A
+popped tile still used after a later TPOP of the same ring inside a loop / branch (whose
+TFREE runs there, first) is copied right after its TPOP (a Vec -> Vec ``pl.move``), so its
+own slot is freed at once and the copy is held instead.
 
-Errors: a popped tile that outlives its block (yielded to the next loop iteration or out of
+Errors: a popped tile that is not in Vec and is held across a later TPOP of its ring inside
+a loop / branch (it cannot be copied in its space); a popped tile that outlives its block (yielded to the next loop iteration or out of
 the loop / branch that popped it): one TFREE per TPOP on every path cannot be placed.
 """
 from __future__ import annotations
 
 from ..ir.core import Operation
 from ..ir.nodes import FunctionKind
+from ..ir.types import MemorySpace
 from ._rewrite import const, err
 
 NAME = "insert-tfree"
@@ -63,6 +68,44 @@ def _position(block) -> dict:
     return {o: i for i, o in enumerate(block)}
 
 
+def _pop_inside(pop: Operation, last: Operation, ring):
+    """A TPOP of ``ring`` inside a region of an op between ``pop`` and ``last`` (its last
+    use): that TPOP's TFREE runs inside the region, while ``pop``'s tile is still held."""
+    op = pop.next
+    while op is not None:
+        if op.regions:
+            for o in op.walk():
+                if o is not op and o.name == "pl.tpop" and o.operands[0] is ring:
+                    return o
+        if op is last:
+            return None
+        op = op.next
+    return None
+
+
+def _copy_out(pop: Operation, inner: Operation) -> Operation:
+    """A ring frees its slots oldest first: the TFREE of ``inner`` (popped later, freed in
+    its region) would release ``pop``'s slot while its tile is still used.  A popped Vec
+    tile is copied right after the TPOP (a Vec -> Vec TMOV) and every use reads the copy,
+    so ``pop``'s TFREE follows the copy; returns the copy.  Any other tile is an error."""
+    v = pop.results[0]
+    name = (v.name or "?").split("_")[0] if v.name and v.name[-1].isdigit() else (v.name or "?")
+    if v.type.space is not MemorySpace.Vec:
+        raise err(f"the tile popped here ('{name}') is still used after a later TPOP of the same "
+                  f"ring (at {inner.loc}) is freed inside its loop / branch, and a ring frees its "
+                  "slots oldest first: that TFREE would release this tile's slot", pop,
+                  f"move '{name}' to another tile right after it crosses (e.g. pl.move(..., "
+                  "space=pl.Left)) and use that, or pop the inner tiles after its last use")
+    uses = list(v.uses)
+    copy = Operation("pl.move", (v,), [v.type], {"space": MemorySpace.Vec, "dtype": None,
+                                                "layout": None}, (), pop.loc,
+                     [f"{v.name or 'popped'}_held"])
+    for u in uses:
+        u.owner.set_operand(u.index, copy.results[0])
+    pop.insert_after(copy)
+    return copy
+
+
 def place_tfree(pop: Operation, after: dict) -> Operation:
     """Insert the TFREE of ``pop``; ``after`` maps (block, ring) to the last TFREE placed there."""
     block = pop.parent
@@ -84,6 +127,9 @@ def place_tfree(pop: Operation, after: dict) -> Operation:
             if pos[anc] > pos[last]:
                 last = anc
     ring = pop.operands[0]
+    inner = _pop_inside(pop, last, ring)
+    if inner is not None:
+        last = _copy_out(pop, inner)
     prev = after.get((block, ring))
     if prev is not None and pos.get(prev, -1) > pos[last]:
         last = prev
