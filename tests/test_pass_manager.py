@@ -152,7 +152,7 @@ def test_print_after_all():
     dumps = text.split("// -----// IR Dump After ")[1:]
     assert structural_equal(parse_ir(dumps[-1].split("\n", 1)[1]), op)
     k = default_pipeline().index("allocate-flags")
-    assert "flag_id" not in dumps[k - 1] and "flag_id" in dumps[k]
+    assert "flag_id = 0" not in dumps[k - 1] and "flag_id = 0" in dumps[k]
 
 
 # -- ptopipe compile --------------------------------------------------------------------------------

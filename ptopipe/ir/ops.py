@@ -39,6 +39,13 @@ INIT_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH, Direction
              Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
 
 
+def init_ways(dir_mask) -> tuple:
+    """The one-way directions (DIR_C2V, DIR_V2C) a pipe initialisation with ``dir_mask`` of
+    :data:`INIT_DIRS` sets up, in flag order (a *_GM form as its plain mask).  A function
+    initialises each direction once (seed 003: one init per direction per function)."""
+    return tuple(w for w in (C2V, V2C) if int(dir_mask) & 3 & w)
+
+
 class OpError(Exception):
     def __init__(self, msg: str, fix: str | None = None, param: str | None = None):
         super().__init__(msg)
@@ -470,7 +477,7 @@ ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
 _INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
          ("c2v_consumer_buf", "value", 0), ("v2c_consumer_buf", "value", 0),
-         ("slot_num", "int", None), ("lanes", "int", None)]
+         ("slot_num", "int", None), ("lanes", "int", None), ("flag_id", "int", None)]
 _op("aic_initialize_pipe", _INIT, _init("aic"), doc="seed 003 Cube pipe initialisation")
 _op("aiv_initialize_pipe", _INIT, _init("aiv"), doc="seed 003 Vector pipe initialisation")
 _op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", 0),
