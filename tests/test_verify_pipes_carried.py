@@ -110,3 +110,70 @@ def test_carried_pop_runs(platform):
     res = run(pl.program(cube, vector("ok"), name="carried"), args, platform=platform)
     want = args["a"] @ args["b"] + 1.0
     np.testing.assert_array_equal(res.outputs["out"][:6 * TM], want[:6 * TM])
+
+
+# -- the same pattern written as one mixed function: InsertTfree frees the carried slot -----
+def mixed(variant="ok"):
+    """``variant``: "ok"; "read-after" (the tile popped before the loop read after it);
+    "pop-after" (the body pops the ring again after the carried pop); "not-popped" (the
+    loop's init is a Vector tile, not a popped one)."""
+    read_after, pop_after, not_popped = (variant == v for v in ("read-after", "pop-after",
+                                                                "not-popped"))
+
+    @pl.incore(split=pl.TILE_UP_DOWN, slot_num=4)
+    def hold(a: pl.Tensor[[M, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],
+             out: pl.Tensor[[M, N], pl.f32], n: pl.Scalar[pl.index]):
+        b0 = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+        a0 = pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left)
+        first = pl.move(pl.matmul(a0, b0), space=pl.Vec)                        # FIRST
+        if not_popped:
+            first = pl.full([TM, N], pl.f32, 0.0)
+        for i, (prev,) in pl.range(1, n, init_values=(first,)):
+            o = pl.adds(prev, 1.0)
+            pl.store(o, [(i - 1) * TM, 0], out)
+            ai = pl.move(pl.load(a, [i * TM, 0], [TM, K], space=pl.Mat), space=pl.Left)
+            nxt = pl.move(pl.matmul(ai, b0), space=pl.Vec)                      # CARRIED
+            if pop_after:
+                extra = pl.move(pl.matmul(ai, b0), space=pl.Vec)                # AGAIN
+                pl.store(extra, [(i - 1) * TM, 0], out)
+            last = pl.yield_(nxt)
+        o2 = pl.adds(last, 1.0)
+        pl.store(o2, [(n - 1) * TM, 0], out)
+        if read_after:
+            pl.store(first, [0, 0], out)                                        # READ-AFTER
+    return hold
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_mixed_carried_pop_compiles_and_runs(platform, protocol):
+    from ptopipe.passes import compile_program
+    from ptopipe.passes.slot_buffer import with_slot_buffer
+    prog = pl.program(mixed(), name="carried_mixed")
+    op, _tree, _w = compile_program(prog, platform, protocol=protocol)    # VerifyPipes included
+    rng = np.random.default_rng(1)
+    args = dict(a=rng.integers(-3, 4, (M, K)).astype(np.float32),
+                b=rng.integers(-3, 4, (K, N)).astype(np.float32),
+                out=np.zeros((M, N), np.float32), n=6)
+    res = run(prog, with_slot_buffer(prog, args), platform=platform, protocol=protocol)
+    want = args["a"] @ args["b"] + 1.0
+    np.testing.assert_array_equal(res.outputs["out"][:6 * TM], want[:6 * TM])
+    assert not res.outputs["out"][6 * TM:].any()
+
+
+@pytest.mark.parametrize("variant, marker, text", [
+    ("read-after", "FIRST", "is carried into the loop at"),
+    ("pop-after", "CARRIED", "is carried to the next iteration but the body pops the same ring "
+                             "again after it"),
+    ("not-popped", "CARRIED", "is yielded out of its loop body / branch"),
+])
+def test_mixed_carried_pop_errors(variant, marker, text):
+    from ptopipe.passes import compile_program
+    fn = mixed(variant)
+    with pytest.raises(CompileError) as ei:
+        compile_program(pl.program(fn, name="carried_mixed"), "a2a3")
+    e = ei.value
+    assert text in e.what, e.what
+    assert _line(e) == line_of(mixed, marker)
+    if variant == "not-popped":
+        assert "pop the first tile before the loop and pass it as the loop's init" in e.fix
