@@ -17,6 +17,8 @@ column), a Vec load / store of a tensor that is not 2-D.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..arch.vocab import TileSplitAxis
 from ..ir.core import Operation
 from ..ir.ops import COL_REDUCE, ROW_REDUCE
@@ -80,6 +82,13 @@ def _shift(op: Operation, index: int, sub, half: int) -> None:
     set_operands(op, ops)
 
 
+def _mark(op: Operation, split, half: int) -> None:
+    """Record on ``op``'s location that it now moves one Vector core's ``half`` (runtime
+    errors then quote the offsets and window as written, and the lane)."""
+    if op.loc is not None:
+        op.loc = replace(op.loc, lane_split=(split, half))
+
+
 def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name: str) -> None:
     """Slice the AIV function ``fn`` for ``split``; ``pl.get_subblockid()`` is inserted
     after ``sub_anchor`` (the pipe initialisation), or first when it is None."""
@@ -125,9 +134,11 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
             shape[axis] = op.results[0].type.shape[axis]
             op.attributes["shape"] = tuple(shape)
             _shift(op, 1 + axis, sub, shape[axis])
+            _mark(op, split, shape[axis])
         elif name == "pl.store" and _is_vec(op.operands[0].type):
             if len(op.operands) != 4:
                 raise err("a Vector store to a tensor that is not 2-D cannot be split between the "
                           "Vector cores", op, "store to a 2-D tensor")
             _shift(op, 1 + axis, sub, op.operands[0].type.shape[axis])
+            _mark(op, split, op.operands[0].type.shape[axis])
     dce(fn)                    # the offsets a shift replaced

@@ -57,6 +57,29 @@ def _one_lane(s) -> bool:
         s.value.op.endswith("initialize_pipe") and s.value.attr("lanes") == 1
 
 
+def _out_of_bounds(name: str, shape, offs: list, window: list, c, where: str):
+    """The error of a GM window outside its tensor; for a load / store a split mode sliced
+    for one Vector core (``Loc.lane_split``), in the coordinates of the statement as written,
+    naming the lane and its slice."""
+    split = getattr(getattr(c, "loc", None), "lane_split", None)
+    fix = f"keep every offset + window within {name}'s shape"
+    if split is None or len(offs) < 2:
+        return MemoryConflictError(f"access out of bounds: offsets {offs} + window {window} exceed "
+                                   f"{name!r} of shape {list(shape)}", where=where, fix=fix)
+    mode, half = split
+    axis = len(offs) - 2 + (0 if mode is TileSplitAxis.TILE_UP_DOWN else 1)
+    lane = isa.get_subblockid()
+    user_offs, user_win = list(offs), list(window)
+    user_offs[axis] -= lane * half
+    user_win[axis] = 2 * half
+    word = "rows" if mode is TileSplitAxis.TILE_UP_DOWN else "columns"
+    return MemoryConflictError(
+        f"access out of bounds: offsets {user_offs} + window {user_win} exceed {name!r} of shape "
+        f"{list(shape)}", where=where, fix=fix,
+        details=f"split {mode.name}: Vector core AIV{lane} moves its half, {word} "
+                f"[{offs[axis]}, {offs[axis] + half}) (offsets {offs} + window {window})")
+
+
 class _Return(Exception):
     pass
 
@@ -228,17 +251,15 @@ class Interpreter:
         ring[1] = (k + 1) % len(tiles)
         return tiles[k]
 
-    def gm_view(self, gt, ttype: TensorType, offs, window):
+    def gm_view(self, gt, ttype: TensorType, offs, window, c: Call = None):
         shape = ttype.shape
         name = gt.name or "tensor"
         if len(offs) != len(shape):
             raise KernelError(f"{len(offs)} offsets for {name!r} of rank {len(shape)}",
                               where=str(self.core.where()), fix="give one offset per dimension")
         if any(o < 0 or o + w > n for o, w, n in zip(offs, window, shape)):
-            raise MemoryConflictError(
-                f"access out of bounds: offsets {list(map(int, offs))} + window {list(window)} exceed "
-                f"{name!r} of shape {list(shape)}", where=str(self.core.where()),
-                fix=f"keep every offset + window within {name}'s shape")
+            raise _out_of_bounds(name, shape, [int(o) for o in offs], list(window), c,
+                                 str(self.core.where()))
         strides = _contiguous(shape)
         off = sum(int(o) * st for o, st in zip(offs, strides))
         return isa.GlobalTensor(gt.data() + off, tuple(window), strides)
@@ -254,14 +275,14 @@ class Interpreter:
             return out
         if op == "load":
             out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TLOAD(out, self.gm_view(a[0], c.args[0].type, a[1], at["shape"]))
+            isa.TLOAD(out, self.gm_view(a[0], c.args[0].type, a[1], at["shape"], c))
             return out
         if op == "store":
             tile, offs, gt = a
             ttype = c.args[2].type
             r, col = c.args[0].type.shape
             window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
-            isa.TSTORE(self.gm_view(gt, ttype, offs, window), tile)
+            isa.TSTORE(self.gm_view(gt, ttype, offs, window, c), tile)
             return None
         if op == "get_subblockid":
             return isa.get_subblockid()
