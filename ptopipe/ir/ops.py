@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVE_PATHS, MOVES, STORE_SRC,
-                              matmul_dtype_fix, scalar_error)
+from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
+                              scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileSplitAxis
 from .nodes import Const, FunctionKind
-from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType,
-                    TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
+from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
+                    ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
 
 REQUIRED = object()
 
@@ -220,16 +220,24 @@ BOUNDARY_MOVES = {(MemorySpace.Acc, MemorySpace.Vec): Direction.DIR_C2V,
                   (MemorySpace.Vec, MemorySpace.Right): Direction.DIR_V2C}
 
 
+#: the local moves of the IR: the catalogue's TMOV paths between IR tile spaces - the one
+#: table that decides a ``pl.move``'s legality, and the one its error lists
+LOCAL_MOVES = {(s, d): pipe for (s, d), pipe in MOVES.items()
+               if s in TILE_SPACES and d in TILE_SPACES}
+LOCAL_MOVE_PATHS = ", ".join(f"{s.value}->{d.value}" for s, d in LOCAL_MOVES)
+BOUNDARY_PATHS = ", ".join(f"{s.value}->{d.value} ({w.name[4:]})"
+                          for (s, d), w in BOUNDARY_MOVES.items())
+
+
 def _move(kind, a, at):
     t = _tile(a, "tile")
     space, dtype = at["space"], at["dtype"] or t.dtype
     crossing = kind is FunctionKind.InCore and (t.space, space) in BOUNDARY_MOVES
-    if (t.space, space) not in MOVES and not crossing:
-        cross = ("; across cores (in a mixed @pl.incore function): Acc->Vec (C2V), "
-                 "Vec->Mat/Left/Right (V2C)" if kind is FunctionKind.InCore
-                 else "; across cores use TPUSH/TPOP")
+    if (t.space, space) not in LOCAL_MOVES and not crossing:
+        cross = (f"; across cores (in a mixed @pl.incore function): {BOUNDARY_PATHS}"
+                 if kind is FunctionKind.InCore else "; across cores use TPUSH/TPOP")
         raise OpError(f"move from {t.space.value} to {space.value} is not a local path",
-                      f"valid: {MOVE_PATHS}{cross}", "space")
+                      f"valid: {LOCAL_MOVE_PATHS}{cross}", "space")
     if dtype != t.dtype and t.space is not CONVERTS_FROM:
         raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
                       "dtype")
