@@ -78,3 +78,40 @@ def test_direction_initialised_twice():
     assert ei.value.what == "the C2V direction is initialised twice in vector"
     assert ei.value.where.split(":")[-2] == str(line_of(vector.pyfunc, "again"))
     assert "one init with DIR_C2V | DIR_V2C" in ei.value.fix
+
+
+def test_negative_flag_id():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vector(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[8192], pl.u8]):
+            buf = pl.reserve_buffer(name="ring", size=4096, base=pl.AUTO)
+            pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base,
+                                   slot_num=2, flag_id=-1)  # NEG
+    assert ei.value.what == "pl.aiv_initialize_pipe: flag_id=-1 must be a FlagID >= 0"
+    assert ei.value.where.split(":")[-2] == str(line_of(test_negative_flag_id, "NEG"))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_explicit_flag_ids_are_bound(platform):
+    """A hand-written pair giving its pipes FlagIDs (flag_id=, here the other way round
+    than the default numbering) runs on those flags."""
+    import dataclasses
+    prog = T.build(vector_c2v_first=True)
+
+    def with_ids(fn):
+        body = []
+        for s in fn.body:
+            c = getattr(s, "value", None)
+            if getattr(c, "op", "").endswith("initialize_pipe"):
+                fid = 4 if dict(c.attrs)["dir_mask"] == pl.DIR_C2V else 0
+                c = dataclasses.replace(c, attrs=tuple((k, fid if k == "flag_id" else v)
+                                                       for k, v in c.attrs))
+                s = dataclasses.replace(s, value=c)
+            body.append(s)
+        return dataclasses.replace(fn, body=tuple(body))
+
+    prog = dataclasses.replace(prog, functions=tuple(with_ids(f) for f in prog.functions))
+    args = T.make_args(np.random.default_rng(4))
+    res = run(prog, args, platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], T.golden(args))
+    assert {w: r for w, (r, _f) in _bound_flags(res).items()} == {"C2V": 4, "V2C": 0}

@@ -357,6 +357,11 @@ def _init(core):
         sn = at["slot_num"]
         if sn is not None and sn < 1:
             raise OpError(f"slot_num {sn} must be >= 1", param="slot_num")
+        fid = at.get("flag_id")
+        if fid is not None and (isinstance(fid, bool) or not isinstance(fid, int) or fid < 0):
+            raise OpError(f"flag_id={fid!r} must be a FlagID >= 0",
+                          "leave it out: AllocateFlags (or the runtime, for a kernel run "
+                          "uncompiled) numbers the pipes", "flag_id")
         if at.get("lanes") not in (None, 1, 2):
             raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
                           param="lanes")
