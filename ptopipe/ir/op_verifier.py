@@ -7,7 +7,7 @@ is defined once, terminators
 (``pl.yield`` / ``pl.return``) only end a block.  Then each op's own verifier
 (operand / result / region shapes, types, yields vs results, the op table's typing rule
 for tile and cross-core ops), and the per-core rules of a function: tiles in the core's
-memory spaces, the pipe initialised once at the top and before any cross-core op.
+memory spaces, each pipe direction initialised once at the top and before any cross-core op.
 
 ``verify_ops(top)`` raises :class:`~ptopipe.errors.CompileError` at the first problem,
 with the op's source location.
