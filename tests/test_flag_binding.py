@@ -115,3 +115,30 @@ def test_explicit_flag_ids_are_bound(platform):
     res = run(prog, args, platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], T.golden(args))
     assert {w: r for w, (r, _f) in _bound_flags(res).items()} == {"C2V": 4, "V2C": 0}
+
+
+def test_cross_core_op_on_a_direction_never_initialised():
+    @pl.aic
+    def cube(fifo: pl.Tensor[[8192], pl.u8]):
+        buf = pl.reserve_buffer(name="v2c", size=4096, base=pl.AUTO)
+        pl.aic_initialize_pipe(pl.DIR_V2C, 2048, fifo, v2c_consumer_buf=buf.base, slot_num=2)
+        t = pl.TPOP(buf, pl.Tile[[16, 32], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)
+        pl.TFREE(buf)
+
+    @pl.aiv
+    def vector(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[8192], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=4096, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base, slot_num=2)
+        out = pl.import_peer_buffer(name="v2c", peer_func=cube)
+        t = pl.load(x, [0, 0], [8, 32])
+        pl.TPUSH(t, out, split=pl.TILE_UP_DOWN)  # PUSH
+        r = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        pl.TFREE(buf)
+
+    with pytest.raises(CompileError) as ei:
+        pl.program(cube, vector, name="undeclared")
+    assert ei.value.what == ("TPUSH on the V2C direction, which no initialize_pipe of vector "
+                             "sets up")
+    assert ei.value.fix == "initialise the pipe with DIR_V2C (or DIR_C2V | DIR_V2C)"
+    assert ei.value.where.split(":")[-2] == str(line_of(
+        test_cross_core_op_on_a_direction_never_initialised, "PUSH"))
