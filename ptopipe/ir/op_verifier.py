@@ -59,7 +59,8 @@ def _core_rules(ctx: _Ctx, op, top: bool) -> None:
                             "initialise the pipe once, at the top of the kernel")
         for way in init_ways(op.attributes["dir_mask"]):
             if way in ctx.inited:
-                e = ctx.error(f"the {way.name[4:]} direction is initialised twice in {ctx.func}", op,
+                e = ctx.error(f"the {way.name[4:]} direction is initialised twice in "
+                              f"{ctx.func}", op,
                               "initialise each direction once per kernel (one init with "
                               "DIR_C2V | DIR_V2C for both)")
                 e.details = f"first initialised at {ctx.inited[way].loc}"

@@ -13,8 +13,8 @@ from ..errors import CompileError
 from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                     Function, FunctionKind, If, ImportPeerBuffer, Program, ReserveBuffer, Return,
                     UnaryOp, Var, calls, stmt_exprs, walk)
-from .ops import (C2V, V2C, CONSUMER_OPS, CROSS_CORE, INIT_OPS, PRODUCER_OPS, OpError, infer, init_ways,
-                  lookup)
+from .ops import (C2V, V2C, CONSUMER_OPS, CROSS_CORE, INIT_OPS, PRODUCER_OPS, OpError, infer,
+                  init_ways, lookup)
 from .types import BufferType, MemorySpace, ScalarType, TensorType, TileValueType, describe
 
 SPACE_OF_KIND = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}

@@ -57,11 +57,12 @@ def _kept(t, axis: int) -> bool:
 
 def _kept_error(op, t: TileValueType, axis: int, doing: str):
     mode, word = ("TILE_LEFT_RIGHT", "row") if axis else ("TILE_UP_DOWN", "column")
+    other = "TILE_UP_DOWN" if axis else "TILE_LEFT_RIGHT"
     return err(f"{doing} a per-{word} tile ({t.shape[0]}x{t.shape[1]} {t.dtype}) under split "
                f"{mode}: both Vector cores hold all of it (it is not split), so both would "
                f"{'push' if op.name == 'pl.tpush' else 'write'} the same data", op,
                f"expand it over the {word}s first (pl.row_expand_* with a tile of the full "
-               f"shape) or use @pl.incore(split=pl.{'TILE_UP_DOWN' if axis else 'TILE_LEFT_RIGHT'})")
+               f"shape) or use @pl.incore(split=pl.{other})")
 
 
 def _vname(v) -> str:

@@ -354,13 +354,15 @@ class Interpreter:
     def pipe_of(self, producer: bool):
         """The pipe of the direction this core produces into (TPUSH, TALLOC) or consumes from
         (TPOP, TFREE): the Cube produces C2V, a Vector core V2C."""
-        way = Direction.DIR_C2V if producer == (self.fn.kind is FunctionKind.AIC) else Direction.DIR_V2C
+        aic = self.fn.kind is FunctionKind.AIC
+        way = Direction.DIR_C2V if producer == aic else Direction.DIR_V2C
         pipe = self.pipes.get(way)
         if pipe is None:
             raise KernelError(f"{'TPUSH' if producer else 'TPOP'} on the {way.name[4:]} direction, "
                               f"which no initialize_pipe of {self.fn.name} has set up",
                               where=str(self.core.where()),
-                              fix=f"initialise the pipe with DIR_{way.name[4:]} (or DIR_C2V | DIR_V2C) first")
+                              fix=f"initialise the pipe with DIR_{way.name[4:]} (or DIR_C2V | "
+                                  "DIR_V2C) first")
         return pipe
 
     def init_pipe(self, op: str, a, at, c: Call):
