@@ -22,6 +22,10 @@ class Loc:
     file: str
     line: int
     col: int = 1
+    #: a GM load / store sliced for one Vector core by a split mode (ExpandMixedKernel):
+    #: (TileSplitAxis, the per-core extent on the split axis), so a runtime error can speak
+    #: in the coordinates of the statement as written; None for everything else
+    lane_split: tuple | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"

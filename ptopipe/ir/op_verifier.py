@@ -7,7 +7,7 @@ is defined once, terminators
 (``pl.yield`` / ``pl.return``) only end a block.  Then each op's own verifier
 (operand / result / region shapes, types, yields vs results, the op table's typing rule
 for tile and cross-core ops), and the per-core rules of a function: tiles in the core's
-memory spaces, the pipe initialised once at the top and before any cross-core op.
+memory spaces, each pipe direction initialised once at the top and before any cross-core op.
 
 ``verify_ops(top)`` raises :class:`~ptopipe.errors.CompileError` at the first problem,
 with the op's source location.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..errors import CompileError
 from .nodes import FunctionKind
 from .opdefs import OPDEFS
-from .ops import CROSS_CORE, INIT_OPS
+from .ops import C2V, CROSS_CORE, INIT_OPS, V2C, init_ways
 from .types import MemorySpace, TileValueType, describe
 
 
@@ -27,7 +27,7 @@ class _Ctx:
     def __init__(self):
         self.kind = FunctionKind.InCore
         self.func = None
-        self.inited = False
+        self.inited = {}              # direction -> the init that sets it up
 
     @staticmethod
     def error(msg: str, op, fix: str | None = None) -> CompileError:
@@ -57,10 +57,15 @@ def _core_rules(ctx: _Ctx, op, top: bool) -> None:
         if not top:
             raise ctx.error(f"{name[3:]} inside a loop or branch", op,
                             "initialise the pipe once, at the top of the kernel")
-        if ctx.inited:
-            raise ctx.error(f"the pipe is initialised twice in {ctx.func}", op,
-                            "call *_initialize_pipe once per kernel (it sets up both directions)")
-        ctx.inited = True
+        for way in init_ways(op.attributes["dir_mask"]):
+            if way in ctx.inited:
+                e = ctx.error(f"the {way.name[4:]} direction is initialised twice in "
+                              f"{ctx.func}", op,
+                              "initialise each direction once per kernel (one init with "
+                              "DIR_C2V | DIR_V2C for both)")
+                e.details = f"first initialised at {ctx.inited[way].loc}"
+                raise e
+            ctx.inited[way] = op
     elif name in _CROSS:
         if not ctx.inited:
             raise ctx.error(f"{name[3:]} before the pipe is initialised", op,
@@ -69,6 +74,11 @@ def _core_rules(ctx: _Ctx, op, top: bool) -> None:
         if ctx.kind in (FunctionKind.AIC, FunctionKind.AIV) and \
                 op.attributes.get("direction") is None:
             raise ctx.error(f"{name[3:]} without a direction", op)
+        d = op.attributes.get("direction")
+        if d is not None and d in (C2V, V2C) and d not in ctx.inited:
+            raise ctx.error(f"{name[3:]} on the {d.name[4:]} direction, which no initialize_pipe "
+                            f"of {ctx.func} sets up", op,
+                            f"initialise the pipe with DIR_{d.name[4:]} (or DIR_C2V | DIR_V2C)")
 
 
 _INIT = {f"pl.{n}" for n in INIT_OPS}
@@ -100,7 +110,7 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
             raise ctx.error(f"{op.name} must be the last op of its block", op)
         if op.name == "pl.func":
             ctx.kind, ctx.func, ctx.inited = op.attributes.get("kind"), \
-                op.attributes.get("sym_name"), False
+                op.attributes.get("sym_name"), {}
         d.verify(op, ctx)
         if ctx.func is not None:
             _core_rules(ctx, op, top)

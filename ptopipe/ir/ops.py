@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVE_PATHS, MOVES, STORE_SRC,
-                              matmul_dtype_fix, scalar_error)
+from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
+                              scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileSplitAxis
 from .nodes import Const, FunctionKind
-from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType,
-                    TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
+from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
+                    ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
 
 REQUIRED = object()
 
@@ -37,6 +37,13 @@ DIRS = {d: d.name for d in Direction}
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 INIT_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH, Direction.DIR_C2V_GM,
              Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
+
+
+def init_ways(dir_mask) -> tuple:
+    """The one-way directions (DIR_C2V, DIR_V2C) a pipe initialisation with ``dir_mask`` of
+    :data:`INIT_DIRS` sets up, in flag order (a *_GM form as its plain mask).  A function
+    initialises each direction once (seed 003: one init per direction per function)."""
+    return tuple(w for w in (C2V, V2C) if int(dir_mask) & 3 & w)
 
 
 class OpError(Exception):
@@ -213,16 +220,24 @@ BOUNDARY_MOVES = {(MemorySpace.Acc, MemorySpace.Vec): Direction.DIR_C2V,
                   (MemorySpace.Vec, MemorySpace.Right): Direction.DIR_V2C}
 
 
+#: the local moves of the IR: the catalogue's TMOV paths between IR tile spaces - the one
+#: table that decides a ``pl.move``'s legality, and the one its error lists
+LOCAL_MOVES = {(s, d): pipe for (s, d), pipe in MOVES.items()
+               if s in TILE_SPACES and d in TILE_SPACES}
+LOCAL_MOVE_PATHS = ", ".join(f"{s.value}->{d.value}" for s, d in LOCAL_MOVES)
+BOUNDARY_PATHS = ", ".join(f"{s.value}->{d.value} ({w.name[4:]})"
+                          for (s, d), w in BOUNDARY_MOVES.items())
+
+
 def _move(kind, a, at):
     t = _tile(a, "tile")
     space, dtype = at["space"], at["dtype"] or t.dtype
     crossing = kind is FunctionKind.InCore and (t.space, space) in BOUNDARY_MOVES
-    if (t.space, space) not in MOVES and not crossing:
-        cross = ("; across cores (in a mixed @pl.incore function): Acc->Vec (C2V), "
-                 "Vec->Mat/Left/Right (V2C)" if kind is FunctionKind.InCore
-                 else "; across cores use TPUSH/TPOP")
+    if (t.space, space) not in LOCAL_MOVES and not crossing:
+        cross = (f"; across cores (in a mixed @pl.incore function): {BOUNDARY_PATHS}"
+                 if kind is FunctionKind.InCore else "; across cores use TPUSH/TPOP")
         raise OpError(f"move from {t.space.value} to {space.value} is not a local path",
-                      f"valid: {MOVE_PATHS}{cross}", "space")
+                      f"valid: {LOCAL_MOVE_PATHS}{cross}", "space")
     if dtype != t.dtype and t.space is not CONVERTS_FROM:
         raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
                       "dtype")
@@ -342,6 +357,11 @@ def _init(core):
         sn = at["slot_num"]
         if sn is not None and sn < 1:
             raise OpError(f"slot_num {sn} must be >= 1", param="slot_num")
+        fid = at.get("flag_id")
+        if fid is not None and (isinstance(fid, bool) or not isinstance(fid, int) or fid < 0):
+            raise OpError(f"flag_id={fid!r} must be a FlagID >= 0",
+                          "leave it out: AllocateFlags (or the runtime, for a kernel run "
+                          "uncompiled) numbers the pipes", "flag_id")
         if at.get("lanes") not in (None, 1, 2):
             raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
                           param="lanes")
@@ -470,7 +490,7 @@ ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
 _INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
          ("c2v_consumer_buf", "value", 0), ("v2c_consumer_buf", "value", 0),
-         ("slot_num", "int", None), ("lanes", "int", None)]
+         ("slot_num", "int", None), ("lanes", "int", None), ("flag_id", "int", None)]
 _op("aic_initialize_pipe", _INIT, _init("aic"), doc="seed 003 Cube pipe initialisation")
 _op("aiv_initialize_pipe", _INIT, _init("aiv"), doc="seed 003 Vector pipe initialisation")
 _op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", 0),

@@ -16,6 +16,11 @@ from ..arch.dtypes import as_dtype, short_name
 from ..arch.vocab import TileLayout
 from ..arch.vocab import TileType as MemorySpace
 
+#: the spaces an IR (DSL) tile lives in: ``pl.Vec``, ``pl.Mat``, ``pl.Left``, ``pl.Right``,
+#: ``pl.Acc`` - no Bias tile (no IR op reads one; the ISA's TMOV Mat->Bias stays ISA-only)
+TILE_SPACES = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right,
+               MemorySpace.Acc)
+
 #: element dtypes of the IR, in DSL spelling (``pl.f16`` ...)
 DTYPES = ("f16", "f32", "bf16", "i8", "u8", "i16", "i32", "u32", "i64", "index", "bool")
 FLOAT_DTYPES = ("f16", "f32", "bf16")

@@ -13,15 +13,16 @@ from ..errors import CompileError
 from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                     Function, FunctionKind, If, ImportPeerBuffer, Program, ReserveBuffer, Return,
                     UnaryOp, Var, calls, stmt_exprs, walk)
-from .ops import CONSUMER_OPS, CROSS_CORE, INIT_OPS, PRODUCER_OPS, OpError, infer, lookup
+from .ops import (C2V, V2C, CONSUMER_OPS, CROSS_CORE, INIT_OPS, PRODUCER_OPS, OpError, infer,
+                  init_ways, lookup)
 from .types import BufferType, MemorySpace, ScalarType, TensorType, TileValueType, describe
 
 SPACE_OF_KIND = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}
 
 
-def _err(msg: str, node, fix: str | None = None) -> CompileError:
+def _err(msg: str, node, fix: str | None = None, details: str | None = None) -> CompileError:
     loc = getattr(node, "loc", None)
-    return CompileError(msg, where=str(loc) if loc else None, fix=fix)
+    return CompileError(msg, where=str(loc) if loc else None, fix=fix, details=details)
 
 
 class _FunctionVerifier:
@@ -29,7 +30,7 @@ class _FunctionVerifier:
         self.fn = fn
         self.kind = fn.kind
         self.defined: dict = {}       # name -> Var (SSA: each name defined once)
-        self.inited = False
+        self.inited = {}              # direction -> the init that sets it up
 
     def define(self, v: Var, node) -> None:
         if v.name in self.defined:
@@ -110,6 +111,11 @@ class _FunctionVerifier:
             if self.kind in (FunctionKind.AIC, FunctionKind.AIV) and \
                     attrs.get("direction") is None:
                 raise _err(f"{spec.dsl} without a direction", where)
+            d = attrs.get("direction")
+            if d is not None and d in (C2V, V2C) and d not in self.inited:
+                raise _err(f"{spec.dsl} on the {d.name[4:]} direction, which no initialize_pipe "
+                           f"of {self.fn.name} sets up", where,
+                           f"initialise the pipe with DIR_{d.name[4:]} (or DIR_C2V | DIR_V2C)")
 
     # -- statements ---------------------------------------------------------------------
     def body(self, body, scope: set, top: bool) -> None:
@@ -127,10 +133,14 @@ class _FunctionVerifier:
                     if not top:
                         raise _err(f"{s.value.op} inside a loop or branch", s,
                                    "initialise the pipe once, at the top of the kernel")
-                    if self.inited:
-                        raise _err(f"the pipe is initialised twice in {self.fn.name}", s,
-                                   "call *_initialize_pipe once per kernel (it sets up both directions)")
-                    self.inited = True
+                    for way in init_ways(dict(s.value.attrs)["dir_mask"]):
+                        if way in self.inited:
+                            raise _err(f"the {way.name[4:]} direction is initialised twice in "
+                                       f"{self.fn.name}", s,
+                                       "initialise each direction once per kernel (one init with "
+                                       "DIR_C2V | DIR_V2C for both)",
+                                       details=f"first initialised at {self.inited[way].loc}")
+                        self.inited[way] = s
             elif isinstance(s, For):
                 self.loop(s, scope)
             elif isinstance(s, If):

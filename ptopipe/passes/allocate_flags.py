@@ -7,8 +7,9 @@ the ring uses; the AIC and AIV inits of one pipe carry the same values.
 The ids follow the protocol model's numbering (:meth:`ProtocolModel.flag_ids`; seed 003,
 the default: ready[tag] = free[tag] = FlagID + tag, the V2C ring after the C2V ring's
 SLOT_NUM flags - one direction uses flags 0..7, both directions 0..3 and 4..7).  The pipes
-of one peer take consecutive ranges in the AIC function's order; the runtime binds a
-function's one pipe with FlagID 0, which is what the first pipe of a peer gets.
+of one peer take consecutive ranges (:meth:`ProtocolModel.next_flag_id`) in the AIC
+function's order; the runtime binds each pipe with the ``flag_id`` its init carries (a
+hand-written kernel run without this pass: the same numbering, in its init order).
 
 Errors (CompileError at the init's DSL line): an init with no matching init (same
 direction) in its peer; the two ends of a pipe disagreeing on DIR_MASK, SLOT_SIZE or
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from ..arch.vocab import Protocol
 from ..ir.nodes import FunctionKind
-from ..isa.pipe.protocol import model_for, platform_kind
+from ..isa.pipe.protocol import FIRST_FLAG_ID, model_for, platform_kind
 from .util import error, func_name, functions, init_ops, platform_of, slot_num, top_ops, ways
 
 NAME = "allocate-flags"
@@ -66,7 +67,7 @@ def run(program, ctx):
                         inits[0], "put the @pl.aiv function that imports / reserves its rings in "
                                   "the program")
         vec_inits = {ways(i): i for i in init_ops(funcs[peer])}
-        next_id = 0
+        next_id = FIRST_FLAG_ID
         for init in inits:
             n = slot_num(init, plat)
             other = vec_inits.pop(ways(init), None)
@@ -94,7 +95,7 @@ def run(program, ctx):
                     raise error(f"flags run out between {name!r} and {peer!r}: {msg}", init,
                                 f"{fix}; or fewer pipes / a smaller slot_num")
                 attrs[f"{way.lower()}_flags"] = (min(ready, free), top - 1)
-                next_id = max(next_id, top)
+            next_id = model.next_flag_id(flag_id, len(ways(init)), n)
             init.attributes.update(attrs)
             other.attributes.update(attrs)
             matched.add(other)

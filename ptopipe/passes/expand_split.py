@@ -5,13 +5,19 @@ function, and ``pl.get_subblockid()`` says which half is its own).
 
 Every Vec tile value is retyped to its half; GM loads into Vec and stores from Vec get
 their offset on the split axis moved by ``sub * half`` and their shape halved;
-``pl.full`` and ``pl.tpop`` get the halved shape.  Errors: a Vec tile whose extent on the
-split axis does not halve (odd, or 1 as the per-row result of a reduction under
-TILE_LEFT_RIGHT), a reduction across the split axis (a per-row reduction under
+``pl.full`` and ``pl.tpop`` get the halved shape.  A Vec tile of extent 1 on the split
+axis - the [M, 1] per-row operand of a ``row_expand_*`` under TILE_LEFT_RIGHT (a [1, N]
+one under TILE_UP_DOWN) - is *kept whole*: each Vector core holds all its rows (columns),
+next to half the columns (rows) of the [M, N] operand, and loads all of it.  Errors: a
+Vec tile whose extent on the split axis does not halve (odd, above 1), a kept tile that
+crosses to the Cube or is stored (both Vector cores hold it: both would push / write the
+same data), a reduction across the split axis (a per-row reduction under
 TILE_LEFT_RIGHT, a per-column one under TILE_UP_DOWN: each core would see half a row /
 column), a Vec load / store of a tensor that is not 2-D.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..arch.vocab import TileSplitAxis
 from ..ir.core import Operation
@@ -39,6 +45,26 @@ def _is_vec(t) -> bool:
     return t.__class__ is TileValueType and t.space is MemorySpace.Vec
 
 
+def _split_type(t: TileValueType, axis: int, op, what: str) -> TileValueType:
+    """``t`` on one Vector core: halved on ``axis``, or whole when its extent there is 1."""
+    return t if t.shape[axis] == 1 and op.name != "pl.tpop" else _half(t, axis, op, what)
+
+
+def _kept(t, axis: int) -> bool:
+    """Is ``t`` a Vec tile every Vector core holds whole (extent 1 on the split axis)?"""
+    return _is_vec(t) and t.shape[axis] == 1
+
+
+def _kept_error(op, t: TileValueType, axis: int, doing: str):
+    mode, word = ("TILE_LEFT_RIGHT", "row") if axis else ("TILE_UP_DOWN", "column")
+    other = "TILE_UP_DOWN" if axis else "TILE_LEFT_RIGHT"
+    return err(f"{doing} a per-{word} tile ({t.shape[0]}x{t.shape[1]} {t.dtype}) under split "
+               f"{mode}: both Vector cores hold all of it (it is not split), so both would "
+               f"{'push' if op.name == 'pl.tpush' else 'write'} the same data", op,
+               f"expand it over the {word}s first (pl.row_expand_* with a tile of the full "
+               f"shape) or use @pl.incore(split=pl.{other})")
+
+
 def _vname(v) -> str:
     return f"'{v.name}'" if v.name else "a Vector tile"
 
@@ -55,6 +81,13 @@ def _shift(op: Operation, index: int, sub, half: int) -> None:
     ops = list(op.operands)
     ops[index] = new.results[0]
     set_operands(op, ops)
+
+
+def _mark(op: Operation, split, half: int) -> None:
+    """Record on ``op``'s location that it now moves one Vector core's ``half`` (runtime
+    errors then quote the offsets and window as written, and the lane)."""
+    if op.loc is not None:
+        op.loc = replace(op.loc, lane_split=(split, half))
 
 
 def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name: str) -> None:
@@ -81,14 +114,19 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
             for b in r.blocks:
                 for a in b.args:
                     if _is_vec(a.type):
-                        a.type = _half(a.type, axis, op, _vname(a))
+                        a.type = _split_type(a.type, axis, op, _vname(a))
         for r in op.results:
             if _is_vec(r.type):
-                r.type = _half(r.type, axis, op, _vname(r))
+                r.type = _split_type(r.type, axis, op, _vname(r))
         if name == "pl.tpop" and _is_vec(op.attributes["type"]):
             op.attributes["type"] = op.results[0].type
         elif name == "pl.full":
             op.attributes["shape"] = op.results[0].type.shape
+        elif name in ("pl.store", "pl.tpush") and _kept(op.operands[0].type, axis):
+            raise _kept_error(op, op.operands[0].type, axis,
+                              "storing" if name == "pl.store" else "passing to the Cube")
+        elif name == "pl.load" and _kept(op.results[0].type, axis):
+            pass                                # every Vector core loads all of it
         elif name == "pl.load" and _is_vec(op.results[0].type):
             if len(op.operands) != 3:
                 raise err("a Vector load of a tensor that is not 2-D cannot be split between the "
@@ -97,9 +135,11 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
             shape[axis] = op.results[0].type.shape[axis]
             op.attributes["shape"] = tuple(shape)
             _shift(op, 1 + axis, sub, shape[axis])
+            _mark(op, split, shape[axis])
         elif name == "pl.store" and _is_vec(op.operands[0].type):
             if len(op.operands) != 4:
                 raise err("a Vector store to a tensor that is not 2-D cannot be split between the "
                           "Vector cores", op, "store to a 2-D tensor")
             _shift(op, 1 + axis, sub, op.operands[0].type.shape[axis])
+            _mark(op, split, op.operands[0].type.shape[axis])
     dce(fn)                    # the offsets a shift replaced

@@ -15,13 +15,25 @@ popped tile still used after a later TPOP of the same ring inside a loop / branc
 TFREE runs there, first) is copied right after its TPOP (a Vec -> Vec ``pl.move``), so its
 own slot is freed at once and the copy is held instead.
 
+A *carried* slot - a tile popped before a loop, passed in as the loop's init, and in the
+body used, then replaced by a tile popped from the same ring that the body yields (pop
+before the loop; in the loop: use the previous tile, pop the next, carry it) - is freed
+once per TPOP too: in the body after the last use of the carried iter_arg (the slot the
+previous iteration, or the pop before the loop, popped), and after the loop after the last
+use of the loop's result (the last slot popped; the first one if the loop runs no
+iteration).  The carried pop must be the body's last pop of that ring (a TFREE releases the
+oldest held slot), and the tile popped before the loop may not be read after the loop
+(its slot is freed in the first iteration).
+
 Errors: a popped tile that is not in Vec and is held across a later TPOP of its ring inside
-a loop / branch (it cannot be copied in its space); a popped tile that outlives its block (yielded to the next loop iteration or out of
-the loop / branch that popped it): one TFREE per TPOP on every path cannot be placed.
+a loop / branch (it cannot be copied in its space); a popped tile that outlives its block
+otherwise (yielded out of a branch, out of a loop without being a carried slot as above, or
+used outside the block that popped it): one TFREE per TPOP on every path cannot be placed;
+the message says how to rewrite it.
 """
 from __future__ import annotations
 
-from ..ir.core import Operation
+from ..ir.core import Operation, OpResult
 from ..ir.nodes import FunctionKind
 from ..ir.types import MemorySpace
 from ._rewrite import const, err
@@ -68,6 +80,109 @@ def _position(block) -> dict:
     return {o: i for i, o in enumerate(block)}
 
 
+_CARRY_FIX = ("to carry a popped tile into the next iteration, pop the first tile before the "
+              "loop and pass it as the loop's init; in the body use it, pop the next tile from "
+              "the same ring (the body's last pop of it) and yield that one - or copy the tile "
+              "with an op (e.g. pl.adds(t, 0.0)) and carry the copy")
+
+
+def _name(pop: Operation) -> str:
+    return f"%{pop.results[0].name or '?'}"
+
+
+def carried_pop(loop: Operation, k: int, ring):
+    """The TPOP of ``ring`` in ``loop``'s body whose tile the body yields as iter_arg ``k``
+    (a carried slot), or None."""
+    body = loop.regions[0].blocks[0]
+    v = body.last.operands[k]
+    while isinstance(v, OpResult) and v.op.name == "pl.copy" and v.op.parent is body:
+        v = v.op.operands[0]
+    if isinstance(v, OpResult) and v.op.name == "pl.tpop" and v.op.parent is body and \
+            v.op.operands[0] is ring:
+        return v.op
+    return None
+
+
+def _last_use(pop: Operation, values, block):
+    """The last op of ``block`` using one of ``values`` (aliases of ``pop``'s tile), or None;
+    errors for a use that escapes ``block``."""
+    pos = _position(block)
+    ancs = [_ancestor_in(u.owner, block) for a in values for u in a.uses]
+    if any(anc is not None and anc.name == "pl.yield" for anc in ancs):
+        raise err(f"the tile popped here ({_name(pop)}) is yielded out of its loop body / branch: "
+                  "its TFREE cannot be placed once per TPOP", pop,
+                  "pop it again in each iteration; " + _CARRY_FIX)
+    if None in ancs:
+        raise err(f"the tile popped here ({_name(pop)}) is used outside the block that popped "
+                  "it: its TFREE cannot be placed once per TPOP", pop,
+                  "use the popped tile (or a copy made with an op) inside the loop / branch "
+                  "that pops it; " + _CARRY_FIX)
+    return max(ancs, key=pos.__getitem__, default=None)
+
+
+def _insert_free(pop: Operation, block, last, after: dict) -> Operation:
+    ring = pop.operands[0]
+    pos = _position(block)
+    prev = after.get((block, ring))
+    if last is None or (prev is not None and pos.get(prev, -1) > pos[last]):
+        last = prev
+    z = const(None, pop.loc)
+    free = Operation("pl.tfree", (ring, z.results[0]), [],
+                     {"direction": pop.attributes.get("direction"), "split": None}, (), pop.loc)
+    if last is None:
+        block.prepend(free)
+        block.prepend(z)
+    elif last is block.last and last.name in ("pl.yield", "pl.return"):
+        last.insert_before(z)
+        last.insert_before(free)
+    else:
+        last.insert_after(z)
+        z.insert_after(free)
+    after[(block, ring)] = free
+    return free
+
+
+def _carried_loop(pop: Operation):
+    """(loop, k, carried TPOP) when ``pop``'s tile is the init ``k`` of a loop of its block
+    whose body carries a slot of the same ring, else None."""
+    ring = pop.operands[0]
+    for a in aliases(pop.results[0]):
+        for u in a.uses:
+            o = u.owner
+            if o.name == "pl.for" and u.index >= 3 and o.parent is pop.parent:
+                inner = carried_pop(o, u.index - 3, ring)
+                if inner is not None:
+                    return o, u.index - 3, inner
+    return None
+
+
+def _place_carried(pop: Operation, loop: Operation, k: int, inner: Operation, after: dict,
+                   handled: set) -> None:
+    """The TFREEs of a carried slot (see the module doc)."""
+    block, body = pop.parent, loop.regions[0].blocks[0]
+    ring = pop.operands[0]
+    later = [o for top in body for o in top.walk()
+             if o.name == "pl.tpop" and o.operands[0] is ring][-1]
+    if later is not inner:
+        raise err(f"the tile popped here ({_name(inner)}) is carried to the next iteration but "
+                  f"the body pops the same ring again after it (at {later.loc}): a TFREE releases "
+                  "the oldest held slot, so the carried slot would be freed in its place", inner,
+                  "make the carried TPOP the body's last TPOP of its ring")
+    pos = _position(block)
+    for a in aliases(pop.results[0]) - aliases(loop.results[k]) - {body.args[1 + k]}:
+        for u in a.uses:
+            anc = _ancestor_in(u.owner, block)
+            if anc is not None and pos[anc] > pos[loop]:
+                raise err(f"the tile popped here ({_name(pop)}) is carried into the loop at "
+                          f"{loop.loc}, which frees its slot in the first iteration, but it is "
+                          f"read after the loop (at {u.owner.loc})", pop,
+                          "read the loop's result after the loop (the last tile carried), or "
+                          "copy the tile with an op before the loop")
+    _insert_free(pop, body, _last_use(pop, aliases(body.args[1 + k]), body), after)
+    _insert_free(pop, block, _last_use(pop, aliases(loop.results[k]), block) or loop, after)
+    handled.add(inner)
+
+
 def _pop_inside(pop: Operation, last: Operation, ring):
     """A TPOP of ``ring`` inside a region of an op between ``pop`` and ``last`` (its last
     use): that TPOP's TFREE runs inside the region, while ``pop``'s tile is still held."""
@@ -109,41 +224,11 @@ def _copy_out(pop: Operation, inner: Operation) -> Operation:
 def place_tfree(pop: Operation, after: dict) -> Operation:
     """Insert the TFREE of ``pop``; ``after`` maps (block, ring) to the last TFREE placed there."""
     block = pop.parent
-    pos = _position(block)
-    last = pop
-    for a in aliases(pop.results[0]):
-        for u in a.uses:
-            anc = _ancestor_in(u.owner, block)
-            if anc is None:
-                raise err(f"the tile popped here (%{pop.results[0].name or '?'}) is used outside "
-                          "the block that popped it: its TFREE cannot be placed once per TPOP",
-                          pop, "use the popped tile (or a copy made with an op) inside the loop / "
-                               "branch that pops it")
-            if anc.name == "pl.yield":
-                raise err(f"the tile popped here (%{pop.results[0].name or '?'}) is yielded out "
-                          "of its loop body / branch: its TFREE cannot be placed once per TPOP",
-                          pop, "pop it again in each iteration, or carry a copy made by an op that "
-                               "writes a new tile (e.g. pl.muls(tile, 1.0))")
-            if pos[anc] > pos[last]:
-                last = anc
-    ring = pop.operands[0]
-    inner = _pop_inside(pop, last, ring)
+    last = _last_use(pop, aliases(pop.results[0]), block) or pop
+    inner = _pop_inside(pop, last, pop.operands[0])
     if inner is not None:
         last = _copy_out(pop, inner)
-    prev = after.get((block, ring))
-    if prev is not None and pos.get(prev, -1) > pos[last]:
-        last = prev
-    z = const(None, pop.loc)
-    free = Operation("pl.tfree", (ring, z.results[0]), [],
-                     {"direction": pop.attributes.get("direction"), "split": None}, (), pop.loc)
-    if last is block.last and last.name in ("pl.yield", "pl.return"):
-        last.insert_before(z)
-        last.insert_before(free)
-    else:
-        last.insert_after(z)
-        z.insert_after(free)
-    after[(block, ring)] = free
-    return free
+    return _insert_free(pop, block, last, after)
 
 
 def run(program: Operation, ctx=None) -> Operation:
@@ -152,8 +237,12 @@ def run(program: Operation, ctx=None) -> Operation:
             continue
         ops = list(fn.walk())
         freed = {o.operands[0] for o in ops if o.name == "pl.tfree"}
-        after = {}
+        after, handled = {}, set()
         for op in ops:
-            if op.name == "pl.tpop" and op.operands[0] not in freed:
-                place_tfree(op, after)
+            if op.name == "pl.tpop" and op.operands[0] not in freed and op not in handled:
+                carried = _carried_loop(op)
+                if carried is None:
+                    place_tfree(op, after)
+                else:
+                    _place_carried(op, *carried, after, handled)
     return program

@@ -8,11 +8,14 @@ Requires: ``peers-resolved``, ``flags-allocated``.  Produces: ``platform-lowered
   GM_SLOT_BUFFER, ``SLOT_NUM * SLOT_SIZE`` bytes per direction (``2 * SLOT_NUM *
   SLOT_SIZE`` when bidirectional, recorded as ``ring_bytes``).  An init whose
   ``gm_slot_buffer`` is ``None`` gets a new ``gm_slot_buffer`` tensor parameter of that
-  size on its function, and so does every Group function of the program.  The
-  reserve_buffer / import_peer_buffer no longer hold the ring: a warning
-  (``ctx.warnings``) says so.  They stay in the IR because TPUSH / TPOP / TFREE name
-  them as the pipe's handle, and the consumer's reserved region stays the staging area a
-  GM-ring TPOP lands in (its base is the init's resolved consumer-buffer argument).
+  size on its function, and so does every Group function of the program; for a function
+  that did not declare one (ExpandMixedKernel's functions do) a warning (``ctx.warnings``)
+  says the kernel's signature grew and what to pass.  The reserve_buffer /
+  import_peer_buffer no longer hold the ring - seed 003's A2A3 behaviour, the same
+  program being right for A5, so no warning - but stay in the IR because TPUSH / TPOP /
+  TFREE name them as the pipe's handle, and the consumer's reserved region stays the
+  staging area a GM-ring TPOP lands in (its base is the init's resolved consumer-buffer
+  argument).
 * A5 (consumer-local rings): each ring lives in its consumer's reserved buffer; the
   resolved CONSUMER_BUFFER_BASE is the init's constant argument (ResolvePeerBuffers)
   and its size ``SLOT_NUM * SLOT_SIZE`` is explicit through ``slot_num``.
@@ -24,8 +27,7 @@ from __future__ import annotations
 from ..ir.nodes import FunctionKind
 from ..ir.ops import GM_SLOT_PARAM
 from ..ir.types import TensorType
-from .util import (GM_ARG, entry, functions, init_ops, platform_of, ring_buffer, ring_in_gm,
-                   slot_num, ways)
+from .util import GM_ARG, entry, functions, init_ops, platform_of, ring_in_gm, slot_num, ways
 
 NAME = "lower-platform"
 REQUIRES = ("peers-resolved", "flags-allocated")
@@ -66,20 +68,15 @@ def run(program, ctx):
             gm_bytes = max(gm_bytes, need)
             if _is_null(init.operands[GM_ARG]):
                 old = init.operands[GM_ARG].op
-                init.set_operand(GM_ARG, _add_param(f, need))
+                param = _add_param(f, need)
+                init.set_operand(GM_ARG, param)
                 if not old.results[0].uses:
                     old.erase()
-            for way in ways(init):
-                buf = ring_buffer(f, init, way)
-                if buf is None:
-                    continue
-                role = "reserve_buffer" if buf.name == "pl.reserve_buffer" else "import_peer_buffer"
-                what = ("stays only as the TPOP staging area and the pipe handle"
-                        if role == "reserve_buffer" else "stays only as the TPUSH pipe handle")
                 ctx.warnings.append(
-                    f"{buf.loc}: {plat.name}: the {way} ring is in GM_SLOT_BUFFER ({need} bytes), "
-                    f"not in {role} {buf.attributes['name']!r} of {f.attributes['sym_name']!r}, "
-                    f"which {what}")
+                    f"{init.loc}: {plat.name}: {f.attributes['sym_name']!r} initialises its pipe "
+                    f"with no GM_SLOT_BUFFER, but {plat.name} rings live in GM: the kernel now "
+                    f"takes a parameter {param.name!r} of {need} bytes - pass "
+                    f"{param.name}=ptopipe.gm_buffer({need}) when running it")
     if gm_bytes:
         for f in functions(program):
             if f.attributes["kind"] is FunctionKind.Group and not any(

@@ -23,9 +23,10 @@ from ..arch.vocab import Direction, TileSplitAxis
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
-                        Function, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
+                        Function, FunctionKind, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
+from ..isa.pipe.protocol import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
@@ -56,6 +57,29 @@ def _one_lane(s) -> bool:
         s.value.op.endswith("initialize_pipe") and s.value.attr("lanes") == 1
 
 
+def _out_of_bounds(name: str, shape, offs: list, window: list, c, where: str):
+    """The error of a GM window outside its tensor; for a load / store a split mode sliced
+    for one Vector core (``Loc.lane_split``), in the coordinates of the statement as written,
+    naming the lane and its slice."""
+    split = getattr(getattr(c, "loc", None), "lane_split", None)
+    fix = f"keep every offset + window within {name}'s shape"
+    if split is None or len(offs) < 2:
+        return MemoryConflictError(f"access out of bounds: offsets {offs} + window {window} exceed "
+                                   f"{name!r} of shape {list(shape)}", where=where, fix=fix)
+    mode, half = split
+    axis = len(offs) - 2 + (0 if mode is TileSplitAxis.TILE_UP_DOWN else 1)
+    lane = isa.get_subblockid()
+    user_offs, user_win = list(offs), list(window)
+    user_offs[axis] -= lane * half
+    user_win[axis] = 2 * half
+    word = "rows" if mode is TileSplitAxis.TILE_UP_DOWN else "columns"
+    return MemoryConflictError(
+        f"access out of bounds: offsets {user_offs} + window {user_win} exceed {name!r} of shape "
+        f"{list(shape)}", where=where, fix=fix,
+        details=f"split {mode.name}: Vector core AIV{lane} moves its half, {word} "
+                f"[{offs[axis]}, {offs[axis] + half}) (offsets {offs} + window {window})")
+
+
 class _Return(Exception):
     pass
 
@@ -81,7 +105,8 @@ class Interpreter:
     def run(self, args: dict) -> None:
         self.core = isa.current_core()
         self.env = {}
-        self.pipe = None
+        self.pipes = {}             # DIR_C2V / DIR_V2C -> the pipe bound for that direction
+        self.next_flag = FIRST_FLAG_ID
         self.core.loc_override = self.where(self.fn)
         for p in self.fn.params:
             self.env[p.name] = self.bind_param(p, args)
@@ -226,17 +251,15 @@ class Interpreter:
         ring[1] = (k + 1) % len(tiles)
         return tiles[k]
 
-    def gm_view(self, gt, ttype: TensorType, offs, window):
+    def gm_view(self, gt, ttype: TensorType, offs, window, c: Call = None):
         shape = ttype.shape
         name = gt.name or "tensor"
         if len(offs) != len(shape):
             raise KernelError(f"{len(offs)} offsets for {name!r} of rank {len(shape)}",
                               where=str(self.core.where()), fix="give one offset per dimension")
         if any(o < 0 or o + w > n for o, w, n in zip(offs, window, shape)):
-            raise MemoryConflictError(
-                f"access out of bounds: offsets {list(map(int, offs))} + window {list(window)} exceed "
-                f"{name!r} of shape {list(shape)}", where=str(self.core.where()),
-                fix=f"keep every offset + window within {name}'s shape")
+            raise _out_of_bounds(name, shape, [int(o) for o in offs], list(window), c,
+                                 str(self.core.where()))
         strides = _contiguous(shape)
         off = sum(int(o) * st for o, st in zip(offs, strides))
         return isa.GlobalTensor(gt.data() + off, tuple(window), strides)
@@ -252,14 +275,14 @@ class Interpreter:
             return out
         if op == "load":
             out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TLOAD(out, self.gm_view(a[0], c.args[0].type, a[1], at["shape"]))
+            isa.TLOAD(out, self.gm_view(a[0], c.args[0].type, a[1], at["shape"], c))
             return out
         if op == "store":
             tile, offs, gt = a
             ttype = c.args[2].type
             r, col = c.args[0].type.shape
             window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
-            isa.TSTORE(self.gm_view(gt, ttype, offs, window), tile)
+            isa.TSTORE(self.gm_view(gt, ttype, offs, window, c), tile)
             return None
         if op == "get_subblockid":
             return isa.get_subblockid()
@@ -275,7 +298,7 @@ class Interpreter:
             isa.pipe_barrier(at["pipe"])
             return None
         if op == "tpush":
-            isa.TPUSH(self.pipe, a[0], at["split"])
+            isa.TPUSH(self.pipe_of(True), a[0], at["split"])
             return None
         if op == "tpop":
             t = at["type"]
@@ -284,18 +307,15 @@ class Interpreter:
                                name=dest, layout=t.layout, **self.empty)
             else:
                 obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
-            isa.TPOP(self.pipe, obj, at["split"])
+            isa.TPOP(self.pipe_of(False), obj, at["split"])
             return obj
         if op == "tfree":
-            if a[1] is None:
-                isa.TFREE(self.pipe, None, at.get("split"))
-            else:
-                isa.TFREE(self.pipe, a[1], at.get("split"))
+            isa.TFREE(self.pipe_of(False), a[1], at.get("split"))
             return None
         if op == "talloc":
             t = at["type"]
             gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
-            isa.TALLOC(self.pipe, gt, at["split"])
+            isa.TALLOC(self.pipe_of(True), gt, at["split"])
             return gt
         raise KernelError(f"the runtime cannot execute op {op!r}", where=str(self.core.where()))
 
@@ -331,6 +351,20 @@ class Interpreter:
             self.env[key] = tile
         return tile
 
+    def pipe_of(self, producer: bool):
+        """The pipe of the direction this core produces into (TPUSH, TALLOC) or consumes from
+        (TPOP, TFREE): the Cube produces C2V, a Vector core V2C."""
+        aic = self.fn.kind is FunctionKind.AIC
+        way = Direction.DIR_C2V if producer == aic else Direction.DIR_V2C
+        pipe = self.pipes.get(way)
+        if pipe is None:
+            raise KernelError(f"{'TPUSH' if producer else 'TPOP'} on the {way.name[4:]} direction, "
+                              f"which no initialize_pipe of {self.fn.name} has set up",
+                              where=str(self.core.where()),
+                              fix=f"initialise the pipe with DIR_{way.name[4:]} (or DIR_C2V | "
+                                  "DIR_V2C) first")
+        return pipe
+
     def init_pipe(self, op: str, a, at, c: Call):
         dir_mask, slot_size, slot_num = at["dir_mask"], at["slot_size"], at["slot_num"]
         gm, c2v, v2c = a[0], int(a[1] or 0), int(a[2] or 0)
@@ -343,10 +377,16 @@ class Interpreter:
         if plat.ring_in_gm:
             dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
         peers = (0,) if at.get("lanes") == 1 else (0, 1)
-        if slot_num is None and dir_mask in _LOCAL_DIRS:
-            fn = isa.aic_initialize_pipe if op == "aic_initialize_pipe" else isa.aiv_initialize_pipe
-            self.pipe = fn(isa.Direction(dir_mask), slot_size, gm, c2v, v2c, peers)
-        else:
-            n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
-            self.pipe = isa.TPipe(0, isa.Direction(dir_mask), slot_size, n, peers=peers)(gm, c2v, v2c)
+        n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
+        # AllocateFlags' FlagID; a kernel run without it: the same numbering, in init order
+        flag_id = at.get("flag_id")
+        if flag_id is None:
+            flag_id = self.next_flag
+        ways = irops.init_ways(dir_mask)
+        self.next_flag = cluster_model(self.core.cluster).next_flag_id(flag_id, len(ways), n)
+        # seed 003's init (isa.aic_initialize_pipe) hands a consumer-local ring no GM buffer
+        buf = None if slot_num is None and dir_mask in _LOCAL_DIRS and not plat.ring_in_gm else gm
+        pipe = isa.TPipe(flag_id, isa.Direction(dir_mask), slot_size, n, peers=peers)(buf, c2v, v2c)
+        for way in ways:
+            self.pipes[way] = pipe
         return None

@@ -15,7 +15,7 @@ from ptopipe.arch.costs import CostTable
 from ptopipe.arch.dtypes import as_dtype
 from ptopipe.ir import ops as irops
 from ptopipe.ir.ops import OpError
-from ptopipe.ir.types import MemorySpace, TileValueType
+from ptopipe.ir.types import TILE_SPACES, MemorySpace, TileValueType
 from ptopipe.language.surface import STUBS
 from ptopipe.runtime import interp
 
@@ -88,11 +88,15 @@ def _isa_move_ok(src: TileType, dst: TileType, platform="a2a3") -> bool:
 
 
 def test_isa_and_ir_accept_exactly_the_catalogue_moves():
+    """The ISA takes every catalogue move; the IR those between its tile spaces (no Bias)."""
     for src in TileType:
         for dst in TileType:
             want = (src, dst) in catalogue.MOVES
-            assert _ir_move_ok(src, dst) == want, (src, dst)
             assert _isa_move_ok(src, dst) == want, (src, dst)
+            assert _ir_move_ok(src, dst) == (want and src in TILE_SPACES and dst in TILE_SPACES), \
+                (src, dst)
+    assert (TileType.Mat, TileType.Bias) in catalogue.MOVES
+    assert not _ir_move_ok(TileType.Mat, TileType.Bias)
 
 
 # -- the scalar rule: the ISA's fast path agrees with the catalogue's rule ------------------------
@@ -186,3 +190,31 @@ def test_isa_and_ir_apply_the_catalogue_dtype_rule(op):
         want = op.dtype_error(as_dtype(dtype)) is None
         assert _isa_accepts(op, dtype) == want, (op.name, dtype)
         assert _ir_accepts(op, dtype) == want, (op.name, dtype)
+
+
+def test_move_error_lists_exactly_the_legal_moves():
+    """A DSL move off the table: the fix lists the IR's move table (no Mat->Bias, which the
+    IR refuses) and, in a mixed function, the boundary moves - each from its table."""
+    from markers import line_of
+    from ptopipe.errors import CompileError
+    with pytest.raises(CompileError) as ei:
+        @pl.aic
+        def cube(a: pl.Tensor[[16, 16], pl.f32]):
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            u = pl.move(t, space=pl.Right)  # BAD-MOVE
+    e = ei.value
+    assert e.what == "pl.move: move from Left to Right is not a local path"
+    assert e.fix == ("valid: Mat->Left, Mat->Right, Acc->Mat, Vec->Vec; across cores use "
+                     "TPUSH/TPOP")
+    assert e.where.split(":")[-2] == str(line_of(test_move_error_lists_exactly_the_legal_moves,
+                                                 "BAD-MOVE"))
+    listed = {tuple(p.split("->")) for p in e.fix[len("valid: "):].split(";")[0].split(", ")}
+    assert listed == {(s.value, d.value) for s, d in irops.LOCAL_MOVES}
+    with pytest.raises(CompileError) as ei:
+        @pl.incore
+        def mixed(a: pl.Tensor[[16, 16], pl.f32]):
+            t = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            u = pl.move(t, space=pl.Vec)  # BAD-CROSS
+    assert ei.value.fix == ("valid: Mat->Left, Mat->Right, Acc->Mat, Vec->Vec; across cores "
+                            "(in a mixed @pl.incore function): Acc->Vec (C2V), Vec->Mat (V2C), "
+                            "Vec->Left (V2C), Vec->Right (V2C)")

@@ -22,6 +22,10 @@ from dataclasses import dataclass, replace
 
 from ...arch.vocab import Direction, FIFOType, Protocol
 
+#: the FlagID of the first pipe of a Vector-Cube peer (seed 003: one direction uses flags
+#: 0..7, both directions 0..3 and 4..7)
+FIRST_FLAG_ID = 0
+
 
 @dataclass(frozen=True)
 class ProtocolModel:
@@ -86,6 +90,13 @@ class ProtocolModel:
                          plat, both: bool) -> tuple:
         """(message, fix) of a way whose flags do not fit the platform."""
         raise NotImplementedError
+
+    def next_flag_id(self, flag_id: int, n_ways: int, slot_num: int) -> int:
+        """The FlagID of the next pipe of the same Vector-Cube peer after a pipe with
+        ``flag_id`` and ``n_ways`` rings of ``slot_num`` slots: the pipes of a peer take
+        consecutive flag ranges, the first starting at :data:`FIRST_FLAG_ID`."""
+        return max(self.flags_top(*self.flag_ids(flag_id, k, slot_num), slot_num)
+                   for k in range(n_ways))
 
     # -- credits and notifications ------------------------------------------------------
     def sync_period(self, cfg) -> int:
