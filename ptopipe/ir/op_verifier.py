@@ -22,12 +22,13 @@ from .types import MemorySpace, TileValueType, describe
 
 
 class _Ctx:
-    __slots__ = ("kind", "func", "inited")
+    __slots__ = ("kind", "func", "inited", "memo")
 
     def __init__(self):
         self.kind = FunctionKind.InCore
         self.func = None
         self.inited = {}              # direction -> the init that sets it up
+        self.memo = set()             # keys of table-derived ops verified in this walk (opdefs)
 
     @staticmethod
     def error(msg: str, op, fix: str | None = None) -> CompileError:
@@ -128,12 +129,15 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
         visible.discard(v)
 
 
-def verify_ops(top) -> None:
-    """Verify ``top`` (a ``pl.program`` op, or any op) and everything nested in it."""
+def verify_ops(top, memo: bool = True) -> None:
+    """Verify ``top`` (a ``pl.program`` op, or any op) and everything nested in it.
+    ``memo=False`` checks every table-derived op from scratch (the memo's reference)."""
     d = OPDEFS.get(top.name)
     if d is None:
         raise _Ctx.error(f"unknown op {top.name!r}", top)
     ctx = _Ctx()
+    if not memo:
+        ctx.memo = None
     if top.name == "pl.func":
         ctx.kind, ctx.func = top.attributes.get("kind"), top.attributes.get("sym_name")
     if top.name != "pl.func" or top.parent is not None:

@@ -310,12 +310,38 @@ def _typing_arg(v):
     return v
 
 
+def _operand_key(v):
+    d = getattr(v, "op", None)
+    if d is not None and d.name == "pl.const":
+        return v.type, d.attributes["value"]
+    return v.type
+
+
 def _derived(spec):
     fixed = sum(1 for p in spec.operands if p.kind == "value")
     variadic = any(p.kind == "values" for p in spec.operands)
     attr_names = tuple(p.name for p in spec.attr_params)
 
     def verify(op, ctx):
+        # Memo (one verify_ops walk, ctx.memo): the typing rule reads only the op's name,
+        # the core kind, its operands' types and constant values, its attributes and result
+        # types, so an op whose key was verified in this walk verifies again.  Unhashable
+        # attributes (lists) skip the memo.
+        memo = getattr(ctx, "memo", None)
+        key = None
+        if memo is not None:
+            try:
+                key = (op.name, ctx.kind, tuple(_operand_key(v) for v in op.operands),
+                       tuple(op.attributes.items()), tuple(r.type for r in op.results))
+                if key in memo:
+                    return
+            except TypeError:
+                key = None
+        _verify(op, ctx)
+        if key is not None:
+            memo.add(key)
+
+    def _verify(op, ctx):
         n = len(op.operands)
         if n < fixed or (n != fixed and not variadic):
             raise ctx.error(f"{op.name} takes {fixed}{'+' if variadic else ''} operand(s), got {n}",
