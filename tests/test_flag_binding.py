@@ -142,3 +142,57 @@ def test_cross_core_op_on_a_direction_never_initialised():
     assert ei.value.fix == "initialise the pipe with DIR_V2C (or DIR_C2V | DIR_V2C)"
     assert ei.value.where.split(":")[-2] == str(line_of(
         test_cross_core_op_on_a_direction_never_initialised, "PUSH"))
+
+
+def _given_ids(prog, ids: dict):
+    """``prog`` with ``flag_id=`` set on its inits: ids[(function name, dir_mask)]."""
+    import dataclasses
+
+    def fn_with(fn):
+        body = []
+        for s in fn.body:
+            c = getattr(s, "value", None)
+            key = (fn.name, dict(getattr(c, "attrs", ())).get("dir_mask"))
+            if getattr(c, "op", "").endswith("initialize_pipe") and key in ids:
+                c = dataclasses.replace(c, attrs=tuple((k, ids[key] if k == "flag_id" else v)
+                                                       for k, v in c.attrs))
+                s = dataclasses.replace(s, value=c)
+            body.append(s)
+        return dataclasses.replace(fn, body=tuple(body))
+    return dataclasses.replace(prog, functions=tuple(fn_with(f) for f in prog.functions))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_allocate_flags_keeps_given_flag_ids_and_numbers_the_rest_around_them(platform):
+    """The C2V pipe given flag_id=4 on both ends keeps it through the whole pipeline (by
+    default it is the first pipe, flag 0); the V2C pipe (no flag_id) is numbered from 0;
+    the compiled program runs on those flags."""
+    prog = _given_ids(T.build(), {("cube", pl.DIR_C2V): 4, ("vector", pl.DIR_C2V): 4})
+    op, tree, _w = compile_program(prog, platform)
+    ids = {f.attributes["sym_name"]: sorted((i.attributes["dir_mask"], i.attributes["flag_id"])
+                                            for i in init_ops(f)) for f in functions(op)}
+    assert ids == {"cube": [(pl.DIR_C2V, 4), (pl.DIR_V2C, 0)],
+                   "vector": [(pl.DIR_C2V, 4), (pl.DIR_V2C, 0)]}
+    args = T.make_args(np.random.default_rng(5))
+    res = run(tree, args, platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], T.golden(args))
+    assert {w: r for w, (r, _f) in _bound_flags(res).items()} == {"C2V": 4, "V2C": 0}
+
+
+def test_the_two_ends_giving_different_flag_ids_is_an_error_at_the_vector_init():
+    prog = _given_ids(T.build(), {("cube", pl.DIR_V2C): 0, ("vector", pl.DIR_V2C): 4})
+    with pytest.raises(CompileError) as ei:
+        compile_program(prog, "a5")
+    assert ei.value.what == ("the two ends of a pipe disagree on flag_id: 'vector' says 4, "
+                             "'cube' says 0")
+    assert ei.value.where.split(":")[-2] == str(line_of(T.build, "vinit"))
+
+
+def test_given_flag_ids_whose_flags_overlap_are_an_error():
+    """flag_id=2 for the V2C pipe overlaps the C2V pipe's flags 0..3 (SLOT_NUM 4)."""
+    prog = _given_ids(T.build(), {("cube", pl.DIR_C2V): 0, ("vector", pl.DIR_C2V): 0,
+                                  ("cube", pl.DIR_V2C): 2, ("vector", pl.DIR_V2C): 2})
+    with pytest.raises(CompileError) as ei:
+        compile_program(prog, "a5")
+    assert ei.value.what.startswith("flag_id=2 of this pipe uses flags 2..5, which overlap "
+                                    "flags 0..3 of the pipe initialised at ")

@@ -4,7 +4,8 @@ Requires: nothing.  Produces: ``flags-allocated`` - each pipe init carries ``fla
 (its TPipe FlagID) and, per ring, ``c2v_flags`` / ``v2c_flags`` = [first, last] flag id
 the ring uses; the AIC and AIV inits of one pipe carry the same values.
 
-The ids follow the protocol model's numbering (:meth:`ProtocolModel.flag_ids`; seed 003,
+A pipe whose inits give ``flag_id=`` (hand-written) keeps it; the others are numbered
+around it.  The ids follow the protocol model's numbering (:meth:`ProtocolModel.flag_ids`; seed 003,
 the default: ready[tag] = free[tag] = FlagID + tag, the V2C ring after the C2V ring's
 SLOT_NUM flags - one direction uses flags 0..7, both directions 0..3 and 4..7).  The pipes
 of one peer take consecutive ranges (:meth:`ProtocolModel.next_flag_id`) in the AIC
@@ -13,7 +14,8 @@ hand-written kernel run without this pass: the same numbering, in its init order
 
 Errors (CompileError at the init's DSL line): an init with no matching init (same
 direction) in its peer; the two ends of a pipe disagreeing on DIR_MASK, SLOT_SIZE or
-SLOT_NUM; flags running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
+SLOT_NUM or on a given flag_id; a given flag_id whose flags overlap another pipe's; flags
+running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
 """
 from __future__ import annotations
 
@@ -49,6 +51,22 @@ def _describe(init, n: int) -> str:
             f"slot_size={init.attributes['slot_size']}, slot_num={n})")
 
 
+def _flags(model, flag_id, init, n, plat, limit, name, peer):
+    """The init attributes of a pipe at ``flag_id`` and the [first, last] flags of its rings."""
+    attrs, spans = {"flag_id": flag_id}, []
+    for k, way in enumerate(ways(init)):
+        ready, free = model.flag_ids(flag_id, k, n)
+        top = model.flags_top(ready, free, n)
+        if top > limit:
+            msg, fix = model.flag_range_error(way, ready, free, flag_id, n, plat,
+                                              len(ways(init)) == 2)
+            raise error(f"flags run out between {name!r} and {peer!r}: {msg}", init,
+                        f"{fix}; or fewer pipes / a smaller slot_num")
+        attrs[f"{way.lower()}_flags"] = (min(ready, free), top - 1)
+        spans.append((min(ready, free), top - 1))
+    return attrs, spans
+
+
 def run(program, ctx):
     plat = platform_of(ctx)
     model = model_for(Protocol(getattr(ctx, "protocol", "spec") or "spec"), platform_kind(plat))
@@ -67,8 +85,8 @@ def run(program, ctx):
                         inits[0], "put the @pl.aiv function that imports / reserves its rings in "
                                   "the program")
         vec_inits = {ways(i): i for i in init_ops(funcs[peer])}
-        next_id = FIRST_FLAG_ID
-        for init in inits:
+        next_id, used = FIRST_FLAG_ID, []          # used: (first, last flag, init) per ring
+        for init in sorted(inits, key=lambda i: i.attributes.get("flag_id") is None):
             n = slot_num(init, plat)
             other = vec_inits.pop(ways(init), None)
             if other is None:
@@ -84,18 +102,30 @@ def run(program, ctx):
                                 f"{name!r} says {a}", other,
                                 f"give both initialize_pipe calls the same {what}",
                                 details=f"{name!r} initialises the pipe at {init.loc}")
-            flag_id = next_id
-            attrs = {"flag_id": flag_id}
-            for k, way in enumerate(ways(init)):
-                ready, free = model.flag_ids(flag_id, k, n)
-                top = model.flags_top(ready, free, n)
-                if top > limit:
-                    msg, fix = model.flag_range_error(way, ready, free, flag_id, n, plat,
-                                                      len(ways(init)) == 2)
-                    raise error(f"flags run out between {name!r} and {peer!r}: {msg}", init,
-                                f"{fix}; or fewer pipes / a smaller slot_num")
-                attrs[f"{way.lower()}_flags"] = (min(ready, free), top - 1)
-            next_id = model.next_flag_id(flag_id, len(ways(init)), n)
+            given = {i.attributes.get("flag_id") for i in (init, other)} - {None}
+            if len(given) == 2:
+                raise error(f"the two ends of a pipe disagree on flag_id: {peer!r} says "
+                            f"{other.attributes['flag_id']}, {name!r} says "
+                            f"{init.attributes['flag_id']}", other,
+                            "give both initialize_pipe calls the same flag_id (or none: "
+                            "AllocateFlags numbers the pipes)", details=f"{name!r} initialises "
+                            f"the pipe at {init.loc}")
+            flag_id = next(iter(given)) if given else next_id
+            while True:
+                attrs, spans = _flags(model, flag_id, init, n, plat, limit, name, peer)
+                clash = next((u for u in used if any(lo <= u[1] and u[0] <= hi for lo, hi in spans)), None)
+                if clash is None:
+                    break
+                if given:
+                    raise error(f"flag_id={flag_id} of this pipe uses flags {spans[0][0]}.."
+                                f"{spans[-1][1]}, which overlap flags {clash[0]}..{clash[1]} of "
+                                f"the pipe initialised at {clash[2].loc}", init,
+                                "give the pipes disjoint flag ids (or leave flag_id out: "
+                                "AllocateFlags numbers the pipes)")
+                flag_id += 1
+            used.extend((lo, hi, init) for lo, hi in spans)
+            if not given:
+                next_id = model.next_flag_id(flag_id, len(ways(init)), n)
             init.attributes.update(attrs)
             other.attributes.update(attrs)
             matched.add(other)
