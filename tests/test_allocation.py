@@ -327,3 +327,27 @@ def test_allocate_memory_pass_reports_overflow_at_compile_time(platform):
     from ptopipe.passes import default_pipeline
     rest = ",".join(p for p in default_pipeline() if p != "allocate-memory")
     compile_program(pl.program(too_big_mixed, name="big"), platform, rest)
+
+
+def test_a_row_reduction_gets_a_scratch_tile_live_while_it_runs():
+    """pto-isa's TROWSUM / TROWMAX / TROWMIN take a scratch tile the size of their source:
+    the allocator places one per reduction (assigned or nested), disjoint from the op's
+    source and result, and reuses its bytes once the op has run."""
+    @pl.aiv
+    def k(x: pl.Tensor[[16, 32], pl.f32], out: pl.Tensor[[16, 1], pl.f32]):
+        t = pl.load(x, [0, 0], [16, 32])
+        s = pl.row_sum(t)
+        m = pl.row_max(pl.exp(t))
+        pl.store(pl.add(pl.add(s, m), pl.row_min(t)), [0, 0], out)
+
+    lay = plan_program(pl.program(k))["k"]
+    size = 16 * 32 * 4
+
+    def span(addr, n):
+        return set(range(addr, addr + n))
+    assert {"s", "m"} <= set(lay.scratch) and len(lay.scratch) == 3     # + the nested row_min
+    _m, s_tmp = lay.scratch["s"]
+    assert not span(s_tmp, size) & (span(lay.tiles["t"][1], size) | span(lay.tiles["s"][1], 64))
+    _m, m_tmp = lay.scratch["m"]
+    assert not span(m_tmp, size) & (span(lay.tiles["m"][1], 64) | span(lay.tiles["t"][1], size))
+    assert lay.peak["UB"] >= 3 * size                 # t, exp(t) and row_max's scratch at once

@@ -151,7 +151,7 @@ def test_tassign_addresses_are_the_allocators(example, platform):
         for name, (_mem, addr) in lay.tiles.items():
             if name not in lay.rotations:
                 assert got[name] == addr, (f.attributes["sym_name"], name)
-        temps = sorted(a for _m, a in lay.temps.values())
+        temps = sorted(a for _m, a in list(lay.temps.values()) + list(lay.scratch.values()))
         named = {n for n in lay.tiles if n not in lay.rotations}
         assert sorted(a for n, a in got.items() if n not in named) == temps
         assert len(got) == len(named) + len(temps)
@@ -353,3 +353,18 @@ def test_branch_results_carried_scalars_and_index_math(platform, tmp_path):
         r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", "-I", MOCK, str(src)],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr[:2000]
+
+
+def test_row_reductions_take_the_allocators_scratch_tile():
+    """pto-isa's TROWMAX / TROWSUM take a scratch tile (``TROWSUM(dst, src, tmp)``): FA's
+    Vector kernel passes one of its source's type, TASSIGNed where the allocator put it."""
+    op, cpp = compiled(FA, "a5")
+    text = section(cpp, "fa_aiv")
+    lay = plan_function(op_to_function(kernels(op)[1]))
+    calls = re.findall(r"(TROW(?:SUM|MAX|MIN))\((\w+), (\w+), (\w+)\);", text)
+    assert calls and len(calls) == len(lay.scratch)
+    assigned = {n: int(a, 16) for n, a in ASSIGN.findall(text)}
+    for _op, _dst, src, tmp in calls:
+        assert "_tmp" in tmp and tmp != src
+        assert re.search(rf"(\w+) {tmp};", text).group(1) == re.search(rf"(\w+) {src};", text).group(1)
+    assert sorted(assigned[t] for *_x, t in calls) == sorted(a for _m, a in lay.scratch.values())

@@ -38,6 +38,8 @@ class OpDef:
     cost: tuple | None = None    # vector ops: (cycles per 256-B repeat, head, tail)
     dsl: str | None = None       # its ``pl.<dsl>`` spelling, if the DSL has it
     doc: str = ""
+    scratch: bool = False        # pto-isa takes a scratch tile the size of the source
+                                 # (``TROWSUM(dst, src, tmp)``); the allocator places it
 
     def dtype_error(self, dtype: np.dtype) -> "tuple[str, str] | None":
         """(what, fix) if this op does not take ``dtype`` tiles, else None."""
@@ -193,9 +195,9 @@ _DEFS = (
     OpDef("TNEG", "unary", _V, neg, cost=_S1, dsl="neg"),
     OpDef("TRELU", "unary", _V, relu, cost=_S1, dsl="relu"),
     OpDef("TRECIP", "unary", _V, recip, FLOAT, _S2, dsl="recip"),
-    OpDef("TROWSUM", "row_reduce", _V, np.sum, cost=(7, 26, 18), dsl="row_sum"),
-    OpDef("TROWMAX", "row_reduce", _V, np.max, cost=(7, 14, 18), dsl="row_max"),
-    OpDef("TROWMIN", "row_reduce", _V, np.min, cost=(7, 14, 18), dsl="row_min"),
+    OpDef("TROWSUM", "row_reduce", _V, np.sum, cost=(7, 26, 18), dsl="row_sum", scratch=True),
+    OpDef("TROWMAX", "row_reduce", _V, np.max, cost=(7, 14, 18), dsl="row_max", scratch=True),
+    OpDef("TROWMIN", "row_reduce", _V, np.min, cost=(7, 14, 18), dsl="row_min", scratch=True),
     OpDef("TCOLSUM", "col_reduce", _V, np.sum, cost=(7, 26, 18), dsl="col_sum"),
     OpDef("TCOLMAX", "col_reduce", _V, np.max, cost=(7, 14, 18), dsl="col_max"),
     OpDef("TROWEXPANDADD", "row_expand", _V, np.add, cost=_S2, dsl="row_expand_add"),

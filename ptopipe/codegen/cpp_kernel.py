@@ -334,7 +334,21 @@ class KernelWriter:
             args.append(self.names[v] if isinstance(v.type, TileValueType) else self.expr(v))
         if n == "pl.cast":
             args.append("RoundMode::CAST_RINT")
+        if d.scratch:
+            args.append(self.scratch_tile(op, r, next(iter(g.values()))))
         return pre + [f"{ind}{d.name}({', '.join([dst] + args)});"]
+
+    def scratch_tile(self, op, r, src) -> str:
+        """The scratch tile the allocator placed for ``op`` (pto-isa's ``tmp`` operand)."""
+        node = self.record.get(r)
+        owner = node.name if isinstance(node, Var) else id(node)
+        if owner not in self.lay.scratch:
+            raise err(f"{op.name}: the allocator gave its scratch tile no address", op,
+                      "compile the program with allocate-memory in the pipeline")
+        mem, addr = self.lay.scratch[owner]
+        name = self.fresh(f"{r.name or 'reduce'}_tmp")
+        self.decls += [f"    {self.ttype(src.type)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
+        return name
 
     # -- control flow ------------------------------------------------------------------------
     def carried(self, v, init: str | None, ind, hint) -> list:

@@ -9,7 +9,8 @@ statement whose older value is still read when it runs again gets several buffer
 in turn.  AUTO buffers go after the peak of the tiles of their space.  A function that orders its
 pipes with events (``pl.record_event`` / ``wait_event`` / ``barrier``: manual
 synchronisation) gets no sharing: a reuse the user cannot see would need an event the user
-cannot write.  Tiles popped by
+cannot write.  An op whose pto-isa form takes a scratch tile (``pl.row_sum``: ``TROWSUM(dst,
+src, tmp)``) gets one the size of its source, live while it runs (``scratch``).  Tiles popped by
 TPOP need no storage (they bind to a ring slot or the staging area inside the reserved
 buffer); loop-carried and branch values alias the storage of the value they carry.
 Two literal reserve_buffer regions that overlap are a CompileError naming both.
@@ -35,6 +36,8 @@ def _align(x: int) -> int:
 class FunctionLayout:
     tiles: dict = field(default_factory=dict)      # tile var name -> (memory, addr)
     temps: dict = field(default_factory=dict)      # id(nested Call) -> (memory, addr)
+    # the var an op with a scratch tile assigns (or id() of a nested such op) -> (memory, addr)
+    scratch: dict = field(default_factory=dict)
     buffers: dict = field(default_factory=dict)    # buffer var name -> (base, size)
     by_name: dict = field(default_factory=dict)    # reserve_buffer name -> (base, size)
     # var name -> the addresses of its buffers when its statement needs several (used in
@@ -94,7 +97,7 @@ def plan_function(fn: Function) -> FunctionLayout:
             addrs.append(addr)
             lay.peak[mem] = max(lay.peak.get(mem, 0), addr + size)
         if isinstance(st.key, tuple):
-            lay.temps[st.key[1]] = (mem, addrs[0])
+            (lay.scratch if st.key[0] == "scratch" else lay.temps)[st.key[1]] = (mem, addrs[0])
         else:
             lay.tiles[st.key] = (mem, addrs[0])
             if len(addrs) > 1:

@@ -1,5 +1,6 @@
 """Liveness of tile storage in one DSL function: for every statement that produces a tile
-into storage of its own (``x = pl.add(...)``, a nested op's temporary), the span of
+into storage of its own (``x = pl.add(...)``, a nested op's temporary, the scratch tile of
+an op that takes one - ``pl.row_sum``), the span of
 program positions during which that storage may still be read, and how many copies of it
 a loop needs.
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from .instances import Instances, alias_source, owns_storage
 from .nodes import Assign, Call, For, If, Var, stmt_exprs, walk
+from .ops import SCRATCH_OPS
 from .types import TileValueType
 
 
@@ -112,6 +114,7 @@ class _Liveness:
             if owns_storage(v):
                 self.storages[s.var.name] = Storage(s.var.name, v.type, p, p, loop, tuple(self.loops),
                                                    loc=s.loc)
+                self.scratch(v, s.var.name, p, loop)
                 self.refs[s.var.name] = frozenset((s.var.name,))
             elif isinstance(v, Var):
                 self.refs[s.var.name] = self.refs.get(v.name, frozenset())
@@ -156,6 +159,16 @@ class _Liveness:
         key = ("call", id(e))
         self.storages[key] = Storage(key, e.type, p, p, loop, tuple(self.loops), loc=e.loc)
         self.open_temps.append(key)
+        self.scratch(e, id(e), p, loop)
+
+    def scratch(self, c: Call, owner, p: int, loop) -> None:
+        """The scratch tile of an op that takes one (``SCRATCH_OPS``: the size of its
+        source), live only while the op runs at ``p``; keyed ``("scratch", owner)`` - the
+        var the op assigns, or id() of a nested op."""
+        if c.op in SCRATCH_OPS and isinstance(c.args[0].type, TileValueType):
+            key = ("scratch", owner)
+            self.storages[key] = Storage(key, c.args[0].type, p, p, loop, tuple(self.loops),
+                                         loc=c.loc)
 
     def read_exprs(self, exprs, p: int) -> None:
         for e in exprs:

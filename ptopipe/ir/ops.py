@@ -481,6 +481,9 @@ for _d in CATALOGUE.values():
         _op(_d.dsl, _params, _with_rules(_d, _infer),
             doc=_d.doc or f"{_what} ({_d.name})")
         ISA_NAMES[_d.dsl] = _d.name
+#: DSL names of the ops whose pto-isa form takes a scratch tile the size of their source
+#: (operand 0); the allocator gives it storage live while the op runs
+SCRATCH_OPS = frozenset(d.dsl for d in CATALOGUE.values() if d.dsl is not None and d.scratch)
 _by = {}
 for _d in CATALOGUE.values():
     if _d.dsl is not None:
