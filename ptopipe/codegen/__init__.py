@@ -1,0 +1,10 @@
+"""codegen: ptopipe programs as text for the real PTO toolchain.
+
+``.pto`` (PTO-AS, the MLIR ``pto`` dialect ptoas reads): :func:`write_pto` prints a compiled
+``pl.program`` op, :func:`read_pto` reads PTO-AS text (what the writer prints, and the
+subset of ptoas's frontend tests documented in docs/pto.md) back into the op IR.
+"""
+from .pto_writer import write_pto
+from .pto_reader import read_pto
+
+__all__ = ["read_pto", "write_pto"]

@@ -1,0 +1,411 @@
+"""The ops of the ``.pto`` reader: one handler per PTO-AS op name, each parsing the op's
+operands / attributes / types with the cursor and appending the ptopipe IR ops it means to
+the current block.  Tile writes go through :meth:`Scope`-aware ``write`` / ``read`` (the
+destination-passing -> value rules of :mod:`.pto_reader`).  Pipe ops: the seed-003 forms
+(``aic_/aiv_initialize_pipe``, ``tpush_to_*``, ``tpop_from_*``, ``tfree_from_*``) and the
+lower-level ``initialize_l2g2l_pipe`` / ``initialize_l2l_pipe`` / ``tpush`` / ``tpop`` /
+``tfree`` on a ``!pto.pipe`` handle.
+"""
+from __future__ import annotations
+
+from ..ir.core import Block, Operation, Region
+from ..ir.nodes import AUTO, FunctionKind
+from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
+from ..ir.ops import C2V, OPS, REQUIRED, V2C
+from ..ir.types import BOOL, INDEX, NONE, BufferType, ScalarType, TensorType, TileValueType, describe
+from ..arch.vocab import Direction
+from .pto_syntax import (ARITH_OF, CMP_OF, IR_OP_OF_PTO, LOGIC, MEM_OF_ADDRESS_SPACE, PIPES,
+                         SPLIT_OF)
+
+_SYM = {v: k for k, v in SCALAR_BINOPS.items()}
+_USYM = {v: k for k, v in SCALAR_UNOPS.items()}
+
+
+class Unwritten:
+    """An ``alloc_tile`` / ``declare_tile`` buffer nothing has written yet."""
+    __slots__ = ("type", "tok", "addr")
+
+    def __init__(self, type, tok, addr=None):
+        self.type, self.tok, self.addr = type, tok, addr
+
+
+class Scope:
+    """One region's names; ``loop`` for an scf.for body.  ``outer_writes``: names of outer
+    buffers written here (name -> token); ``outer_reads``: outer buffers read here."""
+
+    def __init__(self, block, loop: bool = False):
+        self.block, self.loop = block, loop
+        self.vars, self.outer_writes, self.outer_reads = {}, {}, set()
+        self.stale = {}
+
+
+def _depth(fs, name):
+    for i in range(len(fs.scopes) - 1, -1, -1):
+        if name in fs.scopes[i].vars:
+            return i
+    return None
+
+
+def lookup(r, fs, tok):
+    d = _depth(fs, tok.text)
+    if d is None:
+        raise r.c.error(f"use of undefined value {tok.text}", tok, "define it before this use")
+    return d, fs.scopes[d].vars[tok.text]
+
+
+def read(r, fs, tok, want=None):
+    """The current IR value of name ``tok`` (a value, or a buffer's last write)."""
+    d, b = lookup(r, fs, tok)
+    if isinstance(b, Unwritten):
+        raise r.c.error(f"{tok.text} is read before anything writes it", tok,
+                        f"write it first (its pto.alloc_tile is at line {b.tok.line})")
+    for s in fs.scopes[d:]:
+        w = s.stale.get(tok.text)
+        if w is not None:
+            raise r.c.error(f"{tok.text} is read after the region that wrote it at line "
+                            f"{w.line}:{w.col}", tok,
+                            "carry the value out of the scf.for / scf.if with iter_args / scf.yield")
+    if not hasattr(b, "uses"):
+        raise r.c.error(f"{tok.text} is not a value here", tok)
+    if isinstance(b.type, TileValueType):
+        for s in fs.scopes[d + 1:]:
+            s.outer_reads.add(tok.text)
+    if want == "tile" and not isinstance(b.type, TileValueType):
+        raise r.c.error(f"{tok.text} is a {describe(b.type)}, not a tile", tok)
+    return b
+
+
+def write(r, fs, tok, value) -> None:
+    """Name ``tok`` (a buffer) now holds ``value``."""
+    d, b = lookup(r, fs, tok)
+    old = b.type if hasattr(b, "type") else None
+    if not isinstance(old, TileValueType):
+        raise r.c.error(f"{tok.text} is not a tile buffer (outs(...) takes pto.alloc_tile results)", tok)
+    if old != value.type:
+        raise r.c.error(f"type mismatch: {tok.text} is a {describe(old)} but the op writes a "
+                        f"{describe(value.type)}", tok)
+    cur = len(fs.scopes) - 1
+    for s in fs.scopes[d + 1:]:
+        if s.loop and tok.text in s.outer_reads:
+            raise r.c.error(f"{tok.text} is read in this scf.for body before it is written: the "
+                            "value is carried from one iteration to the next through the buffer",
+                            tok, "pass it through iter_args and scf.yield")
+    fs.scopes[cur].vars[tok.text] = value
+    fs.scopes[cur].stale.pop(tok.text, None)
+    if d < cur:
+        fs.scopes[cur].outer_writes[tok.text] = tok
+    if value.name is None:
+        value.name = tok.text[1:]
+
+
+def emit(r, fs, name, operands, types, attrs, loc, names=None, regions=()):
+    op = Operation(name, operands, types, attrs, regions, loc, names)
+    fs.scopes[-1].block.append(op)
+    return op
+
+
+def _hint(t: str):
+    h = t[1:]
+    return None if h.isdigit() or "#" in h else h
+
+
+def _check_results(r, opt, results, n):
+    if len(results) != n:
+        raise r.c.error(f"{opt.text} has {n} result{'s' if n != 1 else ''}, got {len(results)}", opt)
+
+
+def _typed_operand(r, fs, want_tile=False):
+    t = r.c.kind("value", "an operand %name")
+    return t, read(r, fs, t, "tile" if want_tile else None)
+
+
+def _check_type(r, tok, v, pt):
+    ok = (pt.kind == "tile" and v.type == pt.ir) or \
+         (pt.kind == "scalar" and isinstance(v.type, ScalarType) and v.type.dtype == pt.dtype) or \
+         (pt.kind in ("view", "ptr") and isinstance(v.type, TensorType) and v.type.dtype == pt.dtype) or \
+         (pt.kind == "scalar" and isinstance(v.type, BufferType) and pt.dtype == "i32")
+    if not ok:
+        raise r.c.error(f"type mismatch: {tok.text} is a {describe(v.type)}, the op says "
+                        f"{pt.ir if pt.ir is not None else pt.dtype}", tok)
+
+
+def ins_outs(r, fs, key):
+    """``key(%a, %b : T1, T2)`` -> [(token, binding, PType)]."""
+    c = r.c
+    c.expect(key, "")
+    c.expect("(", f"after {key}")
+    toks = []
+    while not c.at(":"):
+        toks.append(c.kind("value", f"an operand of {key}(...)"))
+        if not c.at(":"):
+            c.expect(",", f"between {key} operands")
+    c.expect(":")
+    types = [c.type_()]
+    while c.accept(","):
+        types.append(c.type_())
+    c.expect(")", f"closing {key}(...)")
+    if len(types) != len(toks):
+        raise c.error(f"{key}(...) has {len(toks)} operands but {len(types)} types", toks[0])
+    return list(zip(toks, types))
+
+
+# -- scalars and structure -------------------------------------------------------------------------
+def h_constant(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    vt = c.peek()
+    c.next()
+    c.expect(":", "before the constant's type")
+    pt = c.type_()
+    if pt.kind != "scalar":
+        raise c.error("arith.constant takes a scalar type", vt)
+    if vt.text in ("true", "false"):
+        v = vt.text == "true"
+    else:
+        try:
+            v = int(vt.text)
+        except ValueError:
+            try:
+                v = float(vt.text)
+            except ValueError:
+                raise c.error(f"bad number {vt.text!r}", vt) from None
+            if pt.dtype not in ("f16", "f32", "bf16"):
+                raise c.error(f"a float constant {vt.text} of integer type {pt.dtype}", vt)
+    if pt.dtype == "bool" and not isinstance(v, bool):
+        raise c.error(f"an i1 constant is true or false, got {vt.text}", vt)
+    rt, name = results[0]
+    op = emit(r, fs, "pl.const", (), [ScalarType(pt.dtype)], {"value": v}, loc, [_hint(name)])
+    fs.made_consts.append(op)
+    fs.const_values[op.results[0]] = v
+    r.define(fs, rt, name, op.results[0])
+
+
+def h_arith(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    pred = None
+    if opt.text in ("arith.cmpi", "arith.cmpf"):
+        pt = c.next()
+        pred = CMP_OF.get((opt.text, pt.text))
+        if pred is None:
+            raise c.error(f"unknown {opt.text} predicate {pt.text!r}", pt)
+        c.expect(",", "after the predicate")
+    toks = [c.kind("value", "an operand")]
+    while c.accept(","):
+        toks.append(c.kind("value", "an operand"))
+    c.expect(":", "before the type")
+    declared = c.type_()
+    xs = [read(r, fs, t) for t in toks]
+    for t, x in zip(toks, xs):
+        if not isinstance(x.type, ScalarType):
+            raise c.error(f"{t.text} is a {describe(x.type)}, not a scalar", t)
+    if pred is not None:
+        k = pred
+    elif opt.text in LOGIC.values() and xs[0].type == BOOL:
+        k = "and" if opt.text == "arith.andi" else "or"
+    else:
+        k = ARITH_OF[opt.text]
+    unary = k in _USYM
+    if len(xs) != (1 if unary else 2):
+        raise c.error(f"{opt.text} takes {1 if unary else 2} operand(s), got {len(xs)}", opt)
+    if unary:
+        rt = BOOL if k == "not" else xs[0].type
+    else:
+        rt = scalar_result_type(_SYM[k], xs[0].type, xs[1].type)
+    shown = xs[0].type if pred is not None else rt
+    if declared.kind != "scalar" or declared.dtype != shown.dtype:
+        raise c.error(f"type mismatch: {opt.text} on these operands is {shown.dtype}, the op says "
+                      f"{declared.dtype}", opt)
+    rtok, name = results[0]
+    op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
+    r.define(fs, rtok, name, op.results[0])
+
+
+def _region_end(r, fs, scope, n_results, opt):
+    """After a region's body: its yield (appended if absent and nothing is yielded)."""
+    last = scope.block.last
+    if last is None or last.name != "pl.yield":
+        if n_results:
+            raise r.c.error(f"this {opt.text} region must end with scf.yield of {n_results} value(s)", opt)
+        scope.block.append(Operation("pl.yield", (), (), {}, (), None))
+        scope.block.last.loc = r.loc(opt)
+    elif len(last.operands) != n_results:
+        raise r.c.error(f"scf.yield gives {len(last.operands)} value(s); the {opt.text} has "
+                        f"{n_results} result(s)", opt)
+
+
+def _pop(fs, scope):
+    fs.scopes.pop()
+    outer = fs.scopes[-1]
+    top = len(fs.scopes) - 1
+    for name, tok in scope.outer_writes.items():
+        outer.stale[name] = tok
+        d = _depth(fs, name)
+        if d is not None and d < top:
+            outer.outer_writes.setdefault(name, tok)
+
+
+def h_for(r, fs, opt, results, loc):
+    c = r.c
+    ivt = c.kind("value", "the loop variable")
+    c.expect("=")
+    lb = read(r, fs, c.kind("value", "the lower bound"))
+    c.expect("to")
+    ub = read(r, fs, c.kind("value", "the upper bound"))
+    c.expect("step")
+    st = read(r, fs, c.kind("value", "the step"))
+    iters, types = [], []
+    if c.accept("iter_args"):
+        c.expect("(")
+        while not c.accept(")"):
+            a = c.kind("value", "an iter_arg")
+            c.expect("=")
+            iters.append((a, read(r, fs, c.kind("value", "an initial value"))))
+            if not c.at(")"):
+                c.expect(",")
+        c.expect("->", "before the loop's result types")
+        c.expect("(")
+        while not c.accept(")"):
+            types.append(c.type_())
+            if not c.at(")"):
+                c.expect(",")
+        if len(types) != len(iters):
+            raise c.error(f"{len(iters)} iter_args but {len(types)} result types", opt)
+    _check_results(r, opt, results, len(iters))
+    irt = []
+    for (a, x), pt in zip(iters, types):
+        _check_type(r, a, x, pt)
+        irt.append(x.type)
+    body = Block([INDEX] + irt, [_hint(ivt.text)] + [_hint(a.text) for a, _ in iters])
+    op = emit(r, fs, "pl.for", [lb, ub, st] + [x for _, x in iters], irt, {}, loc,
+              [_hint(n) for _, n in results], [Region([body])])
+    scope = Scope(body, loop=True)
+    fs.scopes.append(scope)
+    r.define(fs, ivt, ivt.text, body.args[0])
+    for (a, _), arg in zip(iters, body.args[1:]):
+        r.define(fs, a, a.text, arg)
+    c.expect("{", "opening the loop body")
+    r.body(fs, scope)
+    _region_end(r, fs, scope, len(iters), opt)
+    _pop(fs, scope)
+    for (rt, name), v in zip(results, op.results):
+        r.define(fs, rt, name, v)
+
+
+def h_if(r, fs, opt, results, loc):
+    c = r.c
+    ct = c.kind("value", "the condition")
+    cond = read(r, fs, ct)
+    types = []
+    if c.accept("->"):
+        c.expect("(")
+        while not c.accept(")"):
+            types.append(c.type_())
+            if not c.at(")"):
+                c.expect(",")
+    _check_results(r, opt, results, len(types))
+    blocks = [Block(), Block()]
+    irt = [pt.ir if pt.kind == "tile" else ScalarType(pt.dtype) for pt in types]
+    op = emit(r, fs, "pl.if", [cond], irt, {}, loc, [_hint(n) for _, n in results],
+              [Region([b]) for b in blocks])
+    for i, b in enumerate(blocks):
+        if i == 1 and not c.accept("else"):
+            if types:
+                raise c.error("scf.if with results needs an else region", opt)
+            b.append(Operation("pl.yield", (), (), {}, (), loc))
+            break
+        scope = Scope(b)
+        fs.scopes.append(scope)
+        c.expect("{", "opening the region")
+        r.body(fs, scope)
+        _region_end(r, fs, scope, len(types), opt)
+        _pop(fs, scope)
+    for b in blocks:
+        for t, y in zip(irt, b.last.operands):
+            if t != y.type:
+                raise c.error(f"type mismatch: scf.yield gives a {describe(y.type)} for a "
+                              f"{describe(t)} result of scf.if", opt)
+    for (rt, name), v in zip(results, op.results):
+        r.define(fs, rt, name, v)
+
+
+def h_yield(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 0)
+    xs = []
+    if c.peek().kind == "value":
+        toks = [c.kind("value", "a value")]
+        while c.accept(","):
+            toks.append(c.kind("value", "a value"))
+        c.expect(":", "before the yielded types")
+        types = [c.type_()]
+        while c.accept(","):
+            types.append(c.type_())
+        if len(types) != len(toks):
+            raise c.error(f"scf.yield of {len(toks)} values with {len(types)} types", opt)
+        for t, pt in zip(toks, types):
+            v = read(r, fs, t)
+            _check_type(r, t, v, pt)
+            xs.append(v)
+    emit(r, fs, "pl.yield", xs, [], {}, loc)
+    if not c.at("}"):
+        raise c.error("scf.yield must be the last op of its region", c.peek())
+
+
+def h_call(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 0)
+    if fs.kind is not FunctionKind.Group:
+        raise c.error("func.call in a kernel: only the pto.entry function calls kernels", opt)
+    callee = c.kind("symbol", "the callee @name")
+    c.expect("(")
+    toks = []
+    while not c.accept(")"):
+        toks.append(c.kind("value", "an argument"))
+        if not c.at(")"):
+            c.expect(",")
+    c.expect(":")
+    c.expect("(")
+    n = 0
+    while not c.accept(")"):
+        c.type_()
+        n += 1
+        if not c.at(")"):
+            c.expect(",")
+    c.expect("->")
+    c.expect("(")
+    c.expect(")", "(kernels return nothing)")
+    if n != len(toks):
+        raise c.error(f"func.call with {len(toks)} arguments but {n} types", opt)
+    emit(r, fs, "pl.call", [read(r, fs, t) for t in toks], [], {"callee": callee.text[1:]}, loc)
+
+
+def h_copy(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 1)
+    t, x = _typed_operand(r, fs)
+    r.c.expect(":")
+    _check_type(r, t, x, r.c.type_())
+    rt, name = results[0]
+    op = emit(r, fs, "pl.copy", [x], [x.type], {}, loc, [_hint(name)])
+    r.define(fs, rt, name, op.results[0])
+
+
+from .pto_tile_ops import (generic_tile_op, h_alloc, h_event, h_barrier, h_partition, h_subblock,  # noqa: E402
+                           h_tload, h_tstore, h_view)
+from .pto_pipe_ops import PIPE_HANDLERS  # noqa: E402
+
+HANDLERS = {
+    "arith.constant": h_constant, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
+    "func.call": h_call, "ptopipe.copy": h_copy,
+    "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
+    "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
+    "pto.tload": h_tload, "pto.tstore": h_tstore,
+    "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
+    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier,
+    **PIPE_HANDLERS,
+}
+for _n in list(ARITH_OF) + list(LOGIC.values()) + ["arith.cmpi", "arith.cmpf"]:
+    HANDLERS[_n] = h_arith
+
+__all__ = ["HANDLERS", "Scope", "generic_tile_op", "IR_OP_OF_PTO", "OPS", "REQUIRED", "AUTO",
+           "C2V", "V2C", "NONE", "MEM_OF_ADDRESS_SPACE", "PIPES", "SPLIT_OF", "Direction"]
