@@ -27,8 +27,10 @@ def add_parser(sub) -> None:
                    help="the pipeline (default: every registered pass in pipeline order)")
     p.add_argument("--print-after-all", action="store_true",
                    help="print the IR after each pass")
-    p.add_argument("--emit", default="ir", choices=["ir", "dsl"],
-                   help="print the result as op IR text (default) or as pl DSL source")
+    p.add_argument("--emit", default="ir", choices=["ir", "dsl", "pto"],
+                   help="print the result as op IR text (default), pl DSL source or PTO-AS (.pto)")
+    p.add_argument("-o", dest="out", default=None, metavar="FILE",
+                   help="write the result to FILE (atomically) instead of stdout")
     p.add_argument("--variant", default=None,
                    help="the Scenario variant whose parameters a program builder gets "
                         "(default: the scenario's default)")
@@ -70,6 +72,7 @@ def main(args) -> int:
     if not progs:
         raise ConfigError(f"{args.file} defines no DSL program",
                           fix="define pl.program(...) of @pl kernels (or @pl kernels / a KernelSet)")
+    texts = []
     for prog in progs:
         if args.print_after_all:
             print(f"// ===== {prog.name} =====")
@@ -78,5 +81,14 @@ def main(args) -> int:
                                              print_after_all=args.print_after_all, stream=sys.stdout)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        print(print_ir(op) if args.emit == "ir" else to_source(tree))
+        if args.emit == "pto":
+            from ..codegen import write_pto
+            texts.append(write_pto(op, args.platform))
+        else:
+            texts.append((print_ir(op) if args.emit == "ir" else to_source(tree)) + "\n")
+    if args.out:
+        from ..report._io import write_atomic
+        write_atomic(args.out, "".join(texts))
+    else:
+        sys.stdout.write("".join(texts))
     return 0

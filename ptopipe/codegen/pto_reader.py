@@ -300,11 +300,18 @@ class Reader:
         return TensorType((n * attrs["slot_size"] * ways // itemsize(ptr_dtype),), ptr_dtype)
 
 
-def read_pto(text: str, filename: str = "<pto>", platform=None):
+def read_pto(text: str, filename: str = "<pto>", platform=None, addrs: list | None = None):
     """PTO-AS ``text`` -> a verified ``pl.program`` op (locations are ``filename``:line:col).
-    ``platform`` (a name) is used when the module carries no ``pto.target_arch``."""
+    ``platform`` (a name) is used when the module carries no ``pto.target_arch``.  ``addrs``
+    (a list) receives ``(function, addr, nbytes, space, "file:line:col")`` for every tile
+    placed with ``pto.alloc_tile addr = ...`` (the IR does not carry fixed addresses)."""
     with gc_paused():
-        prog = Reader(text, filename, platform).module()
+        rd = Reader(text, filename, platform)
+        prog = rd.module()
+    if addrs is not None:
+        for fs in rd.funcs.values():
+            for a, n, sp, tok in fs.explicit_addrs:
+                addrs.append((fs.name, a, n, sp, f"{filename}:{tok.line}:{tok.col}"))
     try:
         verify_ops(prog)
     except CompileError as e:
