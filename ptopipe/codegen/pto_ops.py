@@ -56,15 +56,15 @@ def lookup(r, fs, tok):
 def read(r, fs, tok, want=None):
     """The current IR value of name ``tok`` (a value, or a buffer's last write)."""
     d, b = lookup(r, fs, tok)
-    if isinstance(b, Unwritten):
-        raise r.c.error(f"{tok.text} is read before anything writes it", tok,
-                        f"write it first (its pto.alloc_tile is at line {b.tok.line})")
     for s in fs.scopes[d:]:
         w = s.stale.get(tok.text)
         if w is not None:
             raise r.c.error(f"{tok.text} is read after the region that wrote it at line "
                             f"{w.line}:{w.col}", tok,
                             "carry the value out of the scf.for / scf.if with iter_args / scf.yield")
+    if isinstance(b, Unwritten):
+        raise r.c.error(f"{tok.text} is read before anything writes it", tok,
+                        f"write it first (its pto.alloc_tile is at line {b.tok.line})")
     if not hasattr(b, "uses"):
         raise r.c.error(f"{tok.text} is not a value here", tok)
     if isinstance(b.type, TileValueType):

@@ -1,0 +1,191 @@
+"""Bad .pto input: malformed text is a ParseError at its line:col (never a traceback or a
+hang); what ptoas accepts but is unsafe is reported by ptopipe at the .pto line; the CLI
+prints one clear error and exits non-zero."""
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ptopipe.cli import main as cli_main
+from ptopipe.cli.pto import load_pto
+from ptopipe.codegen import read_pto
+from ptopipe.errors import CompileError, ParseError, PtoPipeError
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GOOD = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+GOOD5 = (ROOT / "tests" / "pto" / "interleaved_dyn_a5.pto").read_text()
+LINES = GOOD.splitlines()
+
+
+def _line(text, needle, k=0):
+    hits = [i + 1 for i, ln in enumerate(text.splitlines()) if needle in ln]
+    return hits[k]
+
+
+def _sub(old, new, text=GOOD, count=1):
+    assert old in text, old
+    return text.replace(old, new, count)
+
+
+VEC8 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
+        "slayout=none_box, fractal=512, pad=0>")
+MALFORMED = {
+    "truncated": (GOOD[:GOOD.index("scf.for %i = %c0 to %c2 step %c1 {\n      %t")], "never closed"),
+    "unknown op": (_sub("pto.tmov ins", "pto.tmove ins"), "unknown operation 'pto.tmove'"),
+    "bad attribute": (_sub("slot_size = 1024", "slot_size = big"), "bad attribute value 'big'"),
+    "tile_buf key order": (_sub("rows=8, cols=16", "cols=16, rows=8"), "tile_buf key 'cols' out of order"),
+    "type mismatch": (_sub(f"pto.tstore ins(%o : {VEC8})", f"pto.tstore ins(%o : {VEC8.replace('f32', 'f16', 1)})"),
+                      "type mismatch"),
+    "missing peer": (_sub("peer_func = @vector", "peer_func = @vectr"), "peer_func @vectr is not a kernel"),
+    "undefined value": (_sub("arith.addi %r0, %r1", "arith.addi %r0, %r9"), "use of undefined value %r9"),
+    "duplicate name": (_sub("%r1 = arith.muli %sub", "%r0 = arith.muli %sub"), "%r0 defined twice"),
+    "unbalanced braces": (_sub("      pto.tpush_to_aiv", "      scf.if %c1 {\n      pto.tpush_to_aiv"), "never closed"),
+    "bad integer": (_sub("%c16 = arith.constant 16 : index", "%c16 = arith.constant 1x6 : index"), "bad number '1x6'"),
+    "unknown address space": (_sub("#pto.address_space<vec>", "#pto.address_space<ub>"), "unknown address space 'ub'"),
+    "unknown tile loc": (_sub("loc=vec", "loc=ub"), "unknown tile address space 'ub'"),
+    "wrong operand count": (_sub("pto.tadd ins(%t, %bv : " + VEC8 + ", " + VEC8 + ")", "pto.tadd ins(%t : " + VEC8 + ")"),
+                            "pto.tadd takes 2 operand(s)"),
+    "missing kernel_kind": (_sub(" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}", ""), "has no pto.kernel_kind"),
+    "bad split value": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 3}"), "bad split value 3"),
+    "missing consumer buffer": (_sub(", v2c_consumer_buf = %c0_i32 : i32)", ")"), "needs v2c_consumer_buf"),
+    "unknown type": (_sub("-> i32", "-> i33"), "unknown element type 'i33'"),
+    "unterminated string": (_sub('name = "c2v_fifo", size', 'name = "c2v_fifo, size'), "unterminated string"),
+    "stray character": (_sub("%c0 = arith", "%c0 = ^arith"), "unexpected character '^'"),
+    "read before write": (_sub("pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%bv",
+                               "pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%o"),
+                          "%bv is read before anything writes it"),
+    "tile written in a loop read after it": (_sub("      pto.tstore ins(%o : " + VEC8 + ") outs(%po : !pto.partition_tensor_view<8x16xf32>)\n    }\n",
+                                                  "    }\n    %po2 = pto.partition_view %out_view, offsets = [%c0, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n    pto.tstore ins(%o : " + VEC8 + ") outs(%po2 : !pto.partition_tensor_view<8x16xf32>)\n"),
+                                             "%o is read after the region that wrote it"),
+    "cube op in vector kernel": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aiv {split = 1}"),
+                                 "pto.tfree_from_aiv in a vector kernel"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_pto_is_a_parse_error_at_its_line(kind):
+    text, msg = MALFORMED[kind]
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    err = e.value
+    assert msg in err.what, err.what
+    assert err.where.startswith("bad.pto:")
+    line = int(err.where.split(":")[1])
+    assert 1 <= line <= len(text.splitlines()) + 1
+    if kind not in ("truncated", "unbalanced braces", "missing peer", "tile written in a loop read after it"):
+        # the error is on the line the edit changed
+        good, bad = GOOD.splitlines(), text.splitlines()
+        first = next(i for i, (a, b) in enumerate(zip(good, bad)) if a != b) + 1
+        assert line in (first - 1, first, first + 1), (line, first, err.where)   # an op may span 2 lines
+
+
+def test_error_lines_of_structural_cases():
+    _, _ = MALFORMED["missing peer"]
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["missing peer"][0], "bad.pto")
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'import_reserved_buffer')}:5"
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["tile written in a loop read after it"][0], "bad.pto")
+    assert "iter_args" in e.value.fix
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["unbalanced braces"][0], "bad.pto")
+    assert e.value.where == "bad.pto:2:44"       # the '{' that the extra '{' leaves unclosed: the module's
+    assert "never closed" in e.value.what
+
+
+def test_loop_carried_through_a_buffer_is_refused():
+    text = _sub("      %t = pto.tpop_from_aic", "      pto.tadd ins(%o, %o : " + VEC8 + ", " + VEC8 + ") outs(%o : " + VEC8 + ")\n      %t = pto.tpop_from_aic")
+    text = _sub("    scf.for %i = %c0 to %c2 step %c1 {\n      pto.tadd",
+                "    %pz = pto.partition_view %out_view, offsets = [%c0, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n"
+                "    pto.tload ins(%pz : !pto.partition_tensor_view<8x16xf32>) outs(%o : " + VEC8 + ")\n"
+                "    scf.for %i = %c0 to %c2 step %c1 {\n      pto.tadd", text)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "carried from one iteration to the next" in e.value.what
+
+
+# -- unsafe but accepted by ptoas: reported by ptopipe at the .pto line ---------------------------
+def _load(text, platform="a2a3"):
+    return load_pto("u.pto", platform, "spec", text=text)
+
+
+def test_tfree_split_differs_from_its_tpop():
+    text = _sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "split" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tfree_from_aic')}:")
+
+
+def test_missing_tfree():
+    text = _sub("      pto.tfree_from_aic {split = 1}\n", "")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "never freed" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tpop_from_aic')}:")
+
+
+def test_reserve_size_is_not_slot_num_times_slot_size():
+    text = _sub("size = 4096", "size = 3072")
+    with pytest.raises(CompileError) as e:
+        _load(text, "a5")
+    assert "4096" in e.value.what or "SLOT_NUM" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.reserve_buffer')}:")
+
+
+def test_popped_tile_larger_than_slot_size():
+    text = GOOD.replace("slot_size = 1024", "slot_size = 256").replace("size = 4096", "size = 1024")
+    with pytest.raises(PtoPipeError) as e:
+        _load(text)
+    assert "needs a 1024-byte slot but the pipe's slot_size is 256" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tpush_to_aiv')}:")
+
+
+def test_reserve_overlapping_an_explicit_alloc_tile_addr():
+    text = _sub('auto = true} -> i32', 'auto = false, base = 0} -> i32')
+    text = _sub("    %bv = pto.alloc_tile : ", "    %c2048_i64 = arith.constant 2048 : i64\n    %bv = pto.alloc_tile addr = %c2048_i64 : ", text)
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "overlaps the tile placed at addr 2048" in e.value.what
+    assert e.value.where == f"u.pto:{_line(text, '%bv = pto.alloc_tile')}:5"
+    ok = text.replace("base = 0}", "base = 65536}")
+    _load(ok)
+
+
+# -- CLI ------------------------------------------------------------------------------------------------
+def test_cli_run_pto_writes_output(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    bias = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    for n, v in (("a", a), ("b", b), ("bias", bias), ("out", np.zeros((32, 16), np.float32))):
+        np.save(tmp_path / f"{n}.npy", v)
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    code = cli_main(["run", f] + [f"--input={n}={tmp_path / (n + '.npy')}" for n in ("a", "b", "bias", "out")]
+                    + [f"--output=out={tmp_path / 'res.npy'}"])
+    assert code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a @ b + bias)
+    assert cli_main(["check", f]) == 0
+
+
+def test_cli_bad_pto_is_one_clear_error(tmp_path):
+    p = tmp_path / "bad.pto"
+    p.write_text(MALFORMED["unknown op"][0])
+    r = subprocess.run([sys.executable, "-m", "ptopipe", "check", str(p)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    assert "unknown operation 'pto.tmove'" in r.stderr
+    assert f"bad.pto:{_line(p.read_text(), 'pto.tmove')}:" in r.stderr
+
+
+def test_cli_compile_emit_pto_to_file(tmp_path):
+    out = tmp_path / "s1.pto"
+    assert cli_main(["compile", str(ROOT / "examples" / "mixed" / "s1_cv_split.py"), "--emit", "pto",
+                     "--platform", "a5", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("module @") and 'pto.target_arch = "a5"' in text
+    read_pto(text, str(out))
+    assert [x.name for x in tmp_path.iterdir()] == ["s1.pto"]     # no temporary left behind
