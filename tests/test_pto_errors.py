@@ -32,7 +32,7 @@ def _sub(old, new, text=GOOD, count=1):
 VEC8 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
         "slayout=none_box, fractal=512, pad=0>")
 MALFORMED = {
-    "truncated": (GOOD[:GOOD.index("scf.for %i = %c0 to %c2 step %c1 {\n      %t")], "never closed"),
+    "truncated": (GOOD[:GOOD.index("scf.for %i = %c0 to %c2 step %c1 {\n      %t")], "truncated"),
     "unknown op": (_sub("pto.tmov ins", "pto.tmove ins"), "unknown operation 'pto.tmove'"),
     "bad attribute": (_sub("slot_size = 1024", "slot_size = big"), "bad attribute value 'big'"),
     "tile_buf key order": (_sub("rows=8, cols=16", "cols=16, rows=8"), "tile_buf key 'cols' out of order"),
@@ -91,8 +91,14 @@ def test_error_lines_of_structural_cases():
     assert "iter_args" in e.value.fix
     with pytest.raises(ParseError) as e:
         read_pto(MALFORMED["unbalanced braces"][0], "bad.pto")
-    assert e.value.where == "bad.pto:2:44"       # the '{' that the extra '{' leaves unclosed: the module's
-    assert "never closed" in e.value.what
+    cube = LINES[_line(GOOD, "func.func private @cube") - 1]
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'func.func private @cube')}:{len(cube)}"
+    assert "never closed before the next func.func at line" in e.value.what
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["truncated"][0], "bad.pto")
+    vec = LINES[_line(GOOD, "func.func private @vector") - 1]
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'func.func private @vector')}:{len(vec)}"
+    assert "never closed before the end of the file (truncated?)" in e.value.what
 
 
 def test_loop_carried_through_a_buffer_is_refused():
@@ -189,3 +195,37 @@ def test_cli_compile_emit_pto_to_file(tmp_path):
     assert text.startswith("module @") and 'pto.target_arch = "a5"' in text
     read_pto(text, str(out))
     assert [x.name for x in tmp_path.iterdir()] == ["s1.pto"]     # no temporary left behind
+
+
+def test_mutated_pto_gives_only_ptopipe_errors():
+    """Truncations and random token edits of the hand-written files: each reads, or raises a
+    PtoPipeError with a location - never another exception, never a hang."""
+    import random
+    rng = random.Random(0)
+    toks = ["{", "}", "(", ")", "%x", "=", ",", ":", "<", ">", "->", "0", "-1", '"', "@f",
+            "!pto.tile_buf", "#pto.x", "?", "x", "scf.for", "i32", ""]
+    n_err = 0
+    for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
+        text = p.read_text()
+        cands = [text[:i] for i in range(0, len(text), 211)]
+        for _ in range(70):
+            i = rng.randrange(len(text))
+            cands.append(text[:i] + rng.choice(toks) + text[i + rng.randrange(1, 12):])
+        for t in cands:
+            try:
+                read_pto(t, "m.pto")
+            except PtoPipeError as e:
+                n_err += 1
+                assert e.where and e.where.startswith("m.pto:"), e
+    assert n_err > 250
+
+
+def test_cli_run_pto_input_errors(tmp_path, capsys):
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    assert cli_main(["run", f]) != 0
+    assert "no input for parameter 'a'" in capsys.readouterr().err
+    np.save(tmp_path / "a.npy", np.zeros((4, 4), np.float32))
+    assert cli_main(["run", f, f"--input=a={tmp_path / 'a.npy'}"]) != 0
+    assert "--input a: float32[4, 4] but the kernel takes f32[32, 16]" in capsys.readouterr().err
+    assert cli_main(["run", f, f"--input=zz={tmp_path / 'a.npy'}"]) != 0
+    assert "the kernel has no parameter 'zz'" in capsys.readouterr().err

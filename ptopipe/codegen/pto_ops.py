@@ -1,21 +1,18 @@
 """The ops of the ``.pto`` reader: one handler per PTO-AS op name, each parsing the op's
 operands / attributes / types with the cursor and appending the ptopipe IR ops it means to
-the current block.  Tile writes go through :meth:`Scope`-aware ``write`` / ``read`` (the
-destination-passing -> value rules of :mod:`.pto_reader`).  Pipe ops: the seed-003 forms
-(``aic_/aiv_initialize_pipe``, ``tpush_to_*``, ``tpop_from_*``, ``tfree_from_*``) and the
-lower-level ``initialize_l2g2l_pipe`` / ``initialize_l2l_pipe`` / ``tpush`` / ``tpop`` /
-``tfree`` on a ``!pto.pipe`` handle.
+the current block.  This module owns the name scopes (:class:`Scope`, ``read`` /
+``write``: the destination-passing -> value rules of :mod:`.pto_reader`), ``ins(...)`` /
+``outs(...)`` lists, and the scalar and structural ops (``arith``, ``scf.for`` / ``scf.if`` /
+``scf.yield``, ``func.call``); tile ops are in :mod:`.pto_tile_ops`, pipe ops in
+:mod:`.pto_pipe_ops` / :mod:`.pto_pipe_handle`; the op-name table in :mod:`.pto_reader`.
 """
 from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
-from ..ir.nodes import AUTO, FunctionKind
+from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
-from ..ir.ops import C2V, OPS, REQUIRED, V2C
-from ..ir.types import BOOL, INDEX, NONE, BufferType, ScalarType, TensorType, TileValueType, describe
-from ..arch.vocab import Direction
-from .pto_syntax import (ARITH_OF, CMP_OF, IR_OP_OF_PTO, LOGIC, MEM_OF_ADDRESS_SPACE, PIPES,
-                         SPLIT_OF)
+from ..ir.types import BOOL, INDEX, BufferType, ScalarType, TensorType, TileValueType, describe
+from .pto_syntax import ARITH_OF, CMP_OF, LOGIC
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
 _USYM = {v: k for k, v in SCALAR_UNOPS.items()}
@@ -388,24 +385,3 @@ def h_copy(r, fs, opt, results, loc):
     rt, name = results[0]
     op = emit(r, fs, "pl.copy", [x], [x.type], {}, loc, [_hint(name)])
     r.define(fs, rt, name, op.results[0])
-
-
-from .pto_tile_ops import (generic_tile_op, h_alloc, h_event, h_barrier, h_partition, h_subblock,  # noqa: E402
-                           h_tload, h_tstore, h_view)
-from .pto_pipe_ops import PIPE_HANDLERS  # noqa: E402
-
-HANDLERS = {
-    "arith.constant": h_constant, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
-    "func.call": h_call, "ptopipe.copy": h_copy,
-    "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
-    "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
-    "pto.tload": h_tload, "pto.tstore": h_tstore,
-    "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
-    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier,
-    **PIPE_HANDLERS,
-}
-for _n in list(ARITH_OF) + list(LOGIC.values()) + ["arith.cmpi", "arith.cmpf"]:
-    HANDLERS[_n] = h_arith
-
-__all__ = ["HANDLERS", "Scope", "generic_tile_op", "IR_OP_OF_PTO", "OPS", "REQUIRED", "AUTO",
-           "C2V", "V2C", "NONE", "MEM_OF_ADDRESS_SPACE", "PIPES", "SPLIT_OF", "Direction"]

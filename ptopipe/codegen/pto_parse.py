@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ParseError
-from ..ir.types import TileValueType
 from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS, tile_type)
 
 
@@ -297,4 +296,3 @@ class Cursor:
         return v
 
 
-__all__ = ["Cursor", "PType", "TileValueType"]

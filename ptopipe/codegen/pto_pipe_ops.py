@@ -1,31 +1,22 @@
-"""Cross-core ops of the ``.pto`` reader: ``pto.reserve_buffer`` /
+"""Cross-core ops of the ``.pto`` reader (seed-003 forms): ``pto.reserve_buffer`` /
 ``pto.import_reserved_buffer``, ``pto.aic_/aiv_initialize_pipe`` (both consumer-buffer
 operands; ``gm_slot_buffer`` optional), ``tpush_to_aiv|aic``, ``tpop_from_aic|aiv`` (with
 optional dynamic valid shape ``(%vr, %vc)``: read, not modelled - the whole tile is popped),
-``tfree_from_aic|aiv``, ptopipe's ``talloc_to_aiv|aic`` (address flow), and the lower-level
-``initialize_l2g2l_pipe`` / ``initialize_l2l_pipe`` with ``tpush`` / ``tpop`` / ``tfree``
-on the ``!pto.pipe`` handle.  Each becomes the seed-003 op of ptopipe's IR; the
-direction follows from the op name (or, on a handle, from the kernel's core).
+``tfree_from_aic|aiv`` and ptopipe's ``talloc_to_aiv|aic`` (address flow).  Each becomes
+the seed-003 op of ptopipe's IR; the direction follows from the op name.  The lower-level
+forms on a ``!pto.pipe`` handle are in :mod:`.pto_pipe_handle`.
 """
 from __future__ import annotations
 
 from ..arch.vocab import Direction
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
-from ..ir.types import INDEX, NONE, BufferType, ScalarType, TensorType, TileValueType
-from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read, write
+from ..ir.types import INDEX, NONE, BufferType, TensorType
+from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
 from .pto_syntax import MEM_OF_ADDRESS_SPACE, SPLIT_OF
 
 _INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "id", "nosplit", "flag_base",
               "ptopipe.lanes")
-
-
-class Pipe:
-    """A lower-level ``!pto.pipe`` handle."""
-    __slots__ = ("dirs",)
-
-    def __init__(self, dirs):
-        self.dirs = dirs
 
 
 def _need(r, attrs, key, opt, kind=int):
@@ -110,7 +101,7 @@ def _consumer_operand(r, fs, tok, way, loc):
 def _init_attrs(r, attrs, opt):
     _unknown(r, attrs, _INIT_KEYS, opt)
     d = _need(r, attrs, "dir_mask", opt)
-    if d not in (1, 2, 3, 5, 6, 7):
+    if isinstance(d, bool) or d not in (1, 2, 3, 5, 6, 7):
         raise r.c.error(f"bad dir_mask {d}: expected 1 (C2V), 2 (V2C) or 3 (both); "
                         "ptopipe also reads 5 / 6 / 7 (the same, ring in GM)",
                         attrs["dir_mask"][1])
@@ -121,6 +112,8 @@ def _init_attrs(r, attrs, opt):
 
 
 def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok):
+    """The function's init op: ``gm`` (a pointer parameter, else a null constant) and each
+    direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction)."""
     if fs.init is not None:
         raise r.c.error("a second pipe initialisation in this kernel", opt,
                         "ptopipe runs one pipe per kernel: one init with dir_mask = 3 for both ways")
@@ -129,18 +122,25 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok):
     if gm_tok is not None:
         _, g = lookup(r, fs, gm_tok)
         if g in fs.untyped:
-            g.type = r.gm_slot_type(fs, None, gm_tok, g.type.dtype, attrs)
+            g.type = r.gm_slot_type(g.type.dtype, attrs)
             del fs.untyped[g]
         gm = read(r, fs, gm_tok)
         if not isinstance(gm.type, TensorType):
             raise r.c.error(f"gm_slot_buffer {gm_tok.text} is not a !pto.ptr parameter", gm_tok)
     else:
         gm = emit(r, fs, "pl.const", [], [NONE], {"value": None}, loc).results[0]
-    a, ra = _consumer_operand(r, fs, c2v_tok, "c2v", loc)
-    b, rb = _consumer_operand(r, fs, v2c_tok, "v2c", loc)
+    ops, bufs = [], []
+    for tok, way in ((c2v_tok, "c2v"), (v2c_tok, "v2c")):
+        if tok is None:
+            ops.append(emit(r, fs, "pl.const", [], [INDEX], {"value": 0}, loc).results[0])
+            bufs.append(None)
+        else:
+            v, b = _consumer_operand(r, fs, tok, way, loc)
+            ops.append(v)
+            bufs.append(b)
     name = "pl.aic_initialize_pipe" if fs.kind is FunctionKind.AIC else "pl.aiv_initialize_pipe"
-    fs.init = emit(r, fs, name, [gm, a, b], [], attrs, loc)
-    fs.rings = {C2V: ra, V2C: rb}
+    fs.init = emit(r, fs, name, [gm] + ops, [], attrs, loc)
+    fs.rings = {C2V: bufs[0], V2C: bufs[1]}
 
 
 def h_init(r, fs, opt, results, loc):
@@ -290,135 +290,6 @@ def h_talloc(r, fs, opt, results, loc):
     _result(r, fs, results, op)
 
 
-# -- the lower-level forms on a !pto.pipe handle -------------------------------------------------------
-def h_low_init(r, fs, opt, results, loc):
-    c = r.c
-    _check_results(r, opt, results, 1)
-    attrs = _init_attrs(r, c.attr_dict(), opt)
-    c.expect("(", "opening the pipe's operands")
-    toks = []
-    while not c.accept(")"):
-        toks.append((c.kind("value", "an operand"), None))
-        c.expect(":")
-        toks[-1] = (toks[-1][0], c.type_())
-        if not c.at(")"):
-            c.expect(",")
-    gm = None
-    if opt.text == "pto.initialize_l2g2l_pipe":
-        if not toks or toks[0][1].kind != "ptr":
-            raise c.error("initialize_l2g2l_pipe takes the GM address (!pto.ptr) first", opt)
-        gm, toks = toks[0][0], toks[1:]
-    d = int(attrs["dir_mask"]) & 3
-    need = 2 if d == 3 else 1
-    if len(toks) != need:
-        raise c.error(f"{opt.text} with dir_mask = {d} takes {need} local buffer operand(s), got {len(toks)}", opt)
-    zero = None
-    if need == 1:
-        zero = r.c.toks[r.c.i - 1]
-    c.expect("->")
-    c.type_()
-    locals_ = [t for t, _ in toks]
-    if d == 1:
-        c2v, v2c = locals_[0], None
-    elif d == 2:
-        c2v, v2c = None, locals_[0]
-    else:
-        c2v, v2c = locals_
-    _low_make(r, fs, opt, loc, attrs, gm, c2v, v2c)
-    rt, name = results[0]
-    r.define(fs, rt, name, Pipe(d))
-
-
-def _low_make(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok):
-    """The init op of a lower-level pipe (an absent direction's buffer is a 0)."""
-    from .pto_ops import emit as _emit
-    if fs.init is not None:
-        raise r.c.error("a second pipe in this kernel", opt, "ptopipe runs one pipe per kernel")
-    if gm_tok is not None:
-        _, g = lookup(r, fs, gm_tok)
-        if g in fs.untyped:
-            g.type = r.gm_slot_type(fs, None, gm_tok, g.type.dtype, attrs)
-            del fs.untyped[g]
-        gm = read(r, fs, gm_tok)
-    else:
-        gm = _emit(r, fs, "pl.const", [], [NONE], {"value": None}, loc).results[0]
-    ops, bufs = [], []
-    for tok in (c2v_tok, v2c_tok):
-        if tok is None:
-            ops.append(_emit(r, fs, "pl.const", [], [INDEX], {"value": 0}, loc).results[0])
-            bufs.append(None)
-        else:
-            from .pto_pipe_ops import _consumer_operand as co
-            v, b = co(r, fs, tok, "local", loc)
-            ops.append(v)
-            bufs.append(b)
-    name = "pl.aic_initialize_pipe" if fs.kind is FunctionKind.AIC else "pl.aiv_initialize_pipe"
-    fs.init = _emit(r, fs, name, [gm] + ops, [], attrs, loc)
-    fs.rings = {C2V: bufs[0], V2C: bufs[1]}
-
-
-def _handle(r, fs, tok):
-    _, p = lookup(r, fs, tok)
-    if not isinstance(p, Pipe):
-        raise r.c.error(f"{tok.text} is not a !pto.pipe handle", tok)
-    return p
-
-
-def h_low_push(r, fs, opt, results, loc):
-    c = r.c
-    _check_results(r, opt, results, 0)
-    c.expect("(")
-    t = c.kind("value", "the tile")
-    c.expect(",")
-    _handle(r, fs, c.kind("value", "the pipe"))
-    c.expect(":")
-    pt = c.type_()
-    c.expect(",")
-    c.type_()
-    c.expect(")")
-    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
-    d = C2V if fs.kind is FunctionKind.AIC else V2C
-    v = read(r, fs, t)
-    _check_type(r, t, v, pt)
-    emit(r, fs, "pl.tpush", [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
-
-
-def h_low_pop(r, fs, opt, results, loc):
-    c = r.c
-    _check_results(r, opt, results, 0)
-    c.expect("(")
-    t = c.kind("value", "the destination tile")
-    c.expect(",")
-    _handle(r, fs, c.kind("value", "the pipe"))
-    c.expect(":")
-    c.type_()
-    c.expect(",")
-    c.type_()
-    c.expect(")")
-    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
-    d = V2C if fs.kind is FunctionKind.AIC else C2V
-    _, b = lookup(r, fs, t)
-    ty = b.type
-    if not isinstance(ty, TileValueType):
-        raise c.error(f"{t.text} is not a tile buffer", t)
-    op = emit(r, fs, "pl.tpop", [_ring(r, fs, d, "consumer", opt)], [ty],
-              {"type": ty, "split": split, "direction": d}, loc, [t.text[1:]])
-    write(r, fs, t, op.results[0])
-
-
-def h_low_free(r, fs, opt, results, loc):
-    c = r.c
-    _check_results(r, opt, results, 0)
-    c.expect("(")
-    _handle(r, fs, c.kind("value", "the pipe"))
-    c.expect(":")
-    c.type_()
-    c.expect(")")
-    attrs = c.attr_dict() if c.at("{") else {}
-    d = V2C if fs.kind is FunctionKind.AIC else C2V
-    _free(r, fs, d, _split(r, attrs, opt, required=False), opt, loc)
-
-
 PIPE_HANDLERS = {
     "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
     "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
@@ -426,8 +297,4 @@ PIPE_HANDLERS = {
     "pto.tpop_from_aic": h_tpop, "pto.tpop_from_aiv": h_tpop,
     "pto.tfree_from_aic": h_tfree, "pto.tfree_from_aiv": h_tfree,
     "pto.talloc_to_aiv": h_talloc, "pto.talloc_to_aic": h_talloc,
-    "pto.initialize_l2g2l_pipe": h_low_init, "pto.initialize_l2l_pipe": h_low_init,
-    "pto.tpush": h_low_push, "pto.tpop": h_low_pop, "pto.tfree": h_low_free,
 }
-
-__all__ = ["PIPE_HANDLERS", "ScalarType"]

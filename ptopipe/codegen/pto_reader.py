@@ -23,9 +23,26 @@ from ..ir.nodes import FunctionKind, Loc
 from ..ir.op_verifier import verify_ops
 from ..ir.types import ScalarType, TensorType, itemsize
 from .pto_lexer import tokenize
-from .pto_ops import HANDLERS, Scope, generic_tile_op
+from .pto_ops import (Scope, h_arith, h_call, h_constant, h_copy, h_for, h_if, h_yield)
+from .pto_pipe_handle import HANDLE_HANDLERS
+from .pto_pipe_ops import PIPE_HANDLERS
+from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_partition, h_subblock,
+                           h_tload, h_tstore, h_view)
 from .pto_parse import Cursor
-from .pto_syntax import IR_OP_OF_PTO, KIND_OF, PLATFORM_OF_ARCH
+from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF
+
+#: PTO-AS op name -> its handler (the tile ops of the op table: ``generic_tile_op``)
+HANDLERS = {
+    "arith.constant": h_constant, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
+    "func.call": h_call, "ptopipe.copy": h_copy,
+    "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
+    "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
+    "pto.tload": h_tload, "pto.tstore": h_tstore,
+    "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
+    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier,
+    **PIPE_HANDLERS, **HANDLE_HANDLERS,
+    **{n: h_arith for n in list(ARITH_OF) + list(LOGIC.values()) + ["arith.cmpi", "arith.cmpf"]},
+}
 
 
 class FuncState:
@@ -114,13 +131,18 @@ class Reader:
             if c.peek().kind == "eof":
                 raise c.error("truncated func.func header", c.toks[start])
             c.next()
-        open_tok, depth = c.next(), 1
-        while depth:
+        opens = [c.next()]
+        while opens:
             t = c.next()
-            if t.kind == "eof":
-                raise c.error("unbalanced braces: this '{' is never closed", open_tok,
-                              "close every region with '}'")
-            depth += (t.text == "{") - (t.text == "}")
+            if t.kind == "eof" or (t.text == "func.func" and t.kind == "word"):
+                where = "the end of the file (truncated?)" if t.kind == "eof" else \
+                    f"the next func.func at line {t.line}"
+                raise c.error(f"unbalanced braces: this '{{' is never closed before {where}",
+                              opens[-1], "close every region and function with '}'")
+            if t.text == "{":
+                opens.append(t)
+            elif t.text == "}":
+                opens.pop()
         return start
 
     # -- functions ---------------------------------------------------------------------------
@@ -175,7 +197,6 @@ class Reader:
         block = Block(types, [pt.text[1:] for pt, _ in params])
         attrs = {"sym_name": name, "kind": kind}
         if split is not None:
-            from .pto_syntax import SPLIT_OF
             attrs["split"] = SPLIT_OF.get(split, split)
         op = Operation("pl.func", (), (), attrs, [Region([block])], self.loc(ft))
         fs = FuncState(name, kind, op, block, name_t)
@@ -293,7 +314,7 @@ class Reader:
                     raise ParseError(f"func.call @{callee.name}: argument {v.name} does not match "
                                      f"parameter {p.name} ({p.type})", where=str(op.loc))
 
-    def gm_slot_type(self, fs: FuncState, init, ptr_tok, ptr_dtype: str, attrs: dict) -> TensorType:
+    def gm_slot_type(self, ptr_dtype: str, attrs: dict) -> TensorType:
         """The shape of a ``gm_slot_buffer`` pointer with no view: the rings it holds."""
         ways = 2 if int(attrs["dir_mask"]) & 3 == 3 else 1
         n = attrs.get("slot_num") or get_platform(self.platform or "a2a3").slot_num_for(ways == 2)

@@ -8,7 +8,7 @@ the ``outs`` tile), ``get_subblockid`` and the intra-core events.
 from __future__ import annotations
 
 from ..ir.ops import OPS, REQUIRED
-from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
+from ..ir.types import INDEX, TensorType, TileValueType, describe
 from .pto_ops import Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read, write
 from .pto_syntax import IR_OP_OF_PTO, PIPES
 
@@ -281,4 +281,3 @@ def h_barrier(r, fs, opt, results, loc):
     emit(r, fs, "pl.barrier", [], [], {"pipe": p}, loc)
 
 
-__all__ = ["Part", "View", "ScalarType"]
