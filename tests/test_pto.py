@@ -92,6 +92,10 @@ def test_written_text_spelling():
            "v_col=128, blayout=col_major, slayout=row_major, fractal=1024, pad=0>) {split = 1}" in text
     assert "pto.tpop_from_aiv {split = 1} -> !pto.tile_buf<loc=mat" in text
     assert "scf.for %" in text
+    assert "pto.tfree_from_aiv {split = 1}" in text          # InsertTfree's split=None, spelled out
+    s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3")[0])
+    assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
+    assert "gm_slot_buffer = %gm_slot_buffer : !pto.ptr<ui8>" in s1 and 'pto.target_arch = "a3"' in s1
 
 
 def _inputs(op):

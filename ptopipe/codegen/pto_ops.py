@@ -377,6 +377,25 @@ def h_call(r, fs, opt, results, loc):
     emit(r, fs, "pl.call", [read(r, fs, t) for t in toks], [], {"callee": callee.text[1:]}, loc)
 
 
+def h_index_cast(r, fs, opt, results, loc):
+    """``%y = arith.index_cast %x : i64 to index`` of an index value (e.g. the i64 that
+    ptoas's ``pto.get_subblock_idx`` gives): %y names the same IR value."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    t = c.kind("value", "the cast value")
+    c.expect(":")
+    src = c.type_()
+    c.expect("to")
+    dst = c.type_()
+    x = read(r, fs, t)
+    if src.kind != "scalar" or dst.kind != "scalar" or dst.dtype != "index" \
+            or not (isinstance(x.type, ScalarType) and x.type.dtype == "index"):
+        raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an index value "
+                      f"({t.text} is a {describe(x.type)})", opt)
+    rt, name = results[0]
+    r.define(fs, rt, name, x)
+
+
 def h_copy(r, fs, opt, results, loc):
     _check_results(r, opt, results, 1)
     t, x = _typed_operand(r, fs)

@@ -21,9 +21,11 @@ from ..errors import CompileError, ParseError
 from ..ir.core import Block, Operation, Region, gc_paused
 from ..ir.nodes import FunctionKind, Loc
 from ..ir.op_verifier import verify_ops
+from ..ir.ops import C2V, V2C
 from ..ir.types import ScalarType, TensorType, itemsize
 from .pto_lexer import tokenize
-from .pto_ops import (Scope, h_arith, h_call, h_constant, h_copy, h_for, h_if, h_yield)
+from .pto_ops import (Scope, h_arith, h_call, h_constant, h_copy, h_for, h_if, h_index_cast,
+                      h_yield)
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
 from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_partition, h_subblock,
@@ -34,7 +36,7 @@ from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH
 #: PTO-AS op name -> its handler (the tile ops of the op table: ``generic_tile_op``)
 HANDLERS = {
     "arith.constant": h_constant, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
-    "func.call": h_call, "ptopipe.copy": h_copy,
+    "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
     "pto.tload": h_tload, "pto.tstore": h_tstore,
@@ -58,6 +60,22 @@ class FuncState:
         self.init = None               # the function's pipe init op
         self.rings = {}                # Direction -> buffer Value (reserve / import)
         self.explicit_addrs = []       # (addr, nbytes, space, token) of alloc_tile addr = ...
+
+
+def canonical_tfree_splits(f) -> None:
+    """A TFREE whose split equals the split of every TPOP of its direction in the function
+    frees with its TPOP's split: the IR's ``split = None`` (what InsertTfree makes and the
+    writer spells out).  A TFREE whose split differs from them keeps it (VerifyPipes reports it)."""
+    ops = list(f.walk())
+    for d in (C2V, V2C):
+        splits = {o.attributes["split"] for o in ops
+                  if o.name == "pl.tpop" and o.attributes["direction"] == d}
+        if len(splits) != 1:
+            continue
+        s = splits.pop()
+        for o in ops:
+            if o.name == "pl.tfree" and o.attributes["direction"] == d and o.attributes["split"] == s:
+                o.attributes["split"] = None
 
 
 class Reader:
@@ -214,6 +232,7 @@ class Reader:
         for k in fs.made_consts:
             if not k.results[0].uses:
                 k.erase()
+        canonical_tfree_splits(fs.op)
 
     def body(self, fs: FuncState, scope, func_body: bool = False) -> None:
         """Statements up to the closing '}' (consumed)."""

@@ -211,8 +211,10 @@ class _Writer:
                            f"dst = #pto.pipe<{a['dst'].value}>}}")
         elif n == "pl.barrier":
             self.line(ind, f"pto.barrier {{pipe = #pto.pipe<{op.attributes['pipe'].value}>}}")
-        elif n == "pl.get_subblockid":
-            self.line(ind, f"{st.bind(op.results[0])} = pto.get_subblockid -> index")
+        elif n == "pl.get_subblockid":          # ptoas: an i64, cast to index
+            raw = st.fresh(f"{op.results[0].name or 'sub'}_i64")
+            self.line(ind, f"{raw} = pto.get_subblock_idx")
+            self.line(ind, f"{st.bind(op.results[0])} = arith.index_cast {raw} : i64 to index")
         elif n == "pl.copy":
             x = op.operands[0]
             self.line(ind, f"{st.bind(op.results[0])} = ptopipe.copy {st[x]} : {type_str(x.type)}")
@@ -284,6 +286,8 @@ class _Writer:
         peer = {C2V: "aiv", V2C: "aic"}[d]      # producer side's peer
         me = {C2V: "aic", V2C: "aiv"}[d]        # consumer side's peer
         split = a.get("split")
+        if split is None and op.name == "pl.tfree":
+            split = self._pop_split(op, d)
         sattr = "" if split is None else f" {{split = {int(split)}}}"
         n = op.name
         if n == "pl.tpush":
@@ -297,6 +301,17 @@ class _Writer:
             r = op.results[0]
             what = "tpop_from_" + me if n == "pl.tpop" else "talloc_to_" + peer
             self.line(ind, f"{st.bind(r)} = pto.{what}{sattr} -> {type_str(r.type)}")
+
+    @staticmethod
+    def _pop_split(op, d):
+        """The split of every TPOP of direction ``d`` in ``op``'s function, if they agree
+        (a TFREE with no split frees with its TPOP's; ptoas wants it spelled)."""
+        f = op
+        while f.name != "pl.func":
+            f = f.parent_op
+        splits = {o.attributes["split"] for o in f.walk()
+                  if o.name == "pl.tpop" and o.attributes["direction"] == d}
+        return splits.pop() if len(splits) == 1 else None
 
     def _view_of(self, st: _Func, v) -> str:
         return st.views.get(v) or st[v]
