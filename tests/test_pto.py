@@ -111,7 +111,8 @@ FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "both_ways_a5.pto": lambda a: a["x"] @ a["b"],
          "interleaved_dyn_a5.pto": lambda a: np.concatenate(
              [(a["a"][32 * i:32 * i + 16] + a["a"][32 * i + 16:32 * i + 32]) @ a["b"] for i in range(2)]),
-         "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"]}
+         "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "accumulate_a3.pto": lambda a: a["a"] @ a["b"]}
 RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
         if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
 
@@ -123,6 +124,22 @@ def test_hand_written_pto_matches_numpy(name, platform, protocol):
     args = _inputs(op)
     res = run(tree, args, platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
+
+
+def test_accumulator_buffer_is_carried_through_the_loop():
+    """accumulate_a3.pto's %acc (read by tmatmul.acc before the body writes it) becomes an
+    iter_arg of the pl.for; the push after the loop sends the loop's result."""
+    from ptopipe.codegen import read_pto
+    op = read_pto((ROOT / "tests" / "pto" / "accumulate_a3.pto").read_text(), "acc.pto")
+    cube = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "cube")
+    loop = next(o for o in cube.walk() if o.name == "pl.for")
+    assert len(loop.operands) == 4 and len(loop.results) == 1
+    assert loop.operands[3].owner.name == "pl.matmul"
+    push = next(o for o in cube.walk() if o.name == "pl.tpush")
+    assert push.operands[0] is loop.results[0]
+    body = loop.regions[0].blocks[0]
+    acc_op = next(o for o in body if o.name == "pl.matmul_acc")
+    assert acc_op.operands[0] is body.args[1] and body.last.operands[0] is acc_op.results[0]
 
 
 def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():

@@ -101,15 +101,14 @@ def test_error_lines_of_structural_cases():
     assert "never closed before the end of the file (truncated?)" in e.value.what
 
 
-def test_loop_carried_through_a_buffer_is_refused():
+def test_loop_carried_buffer_never_written_before_the_loop():
+    """A buffer the loop body reads before writing it is carried through the loop
+    (tests/test_pto.py); with nothing written before the loop it has no first value."""
     text = _sub("      %t = pto.tpop_from_aic", "      pto.tadd ins(%o, %o : " + VEC8 + ", " + VEC8 + ") outs(%o : " + VEC8 + ")\n      %t = pto.tpop_from_aic")
-    text = _sub("    scf.for %i = %c0 to %c2 step %c1 {\n      pto.tadd",
-                "    %pz = pto.partition_view %out_view, offsets = [%c0, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n"
-                "    pto.tload ins(%pz : !pto.partition_tensor_view<8x16xf32>) outs(%o : " + VEC8 + ")\n"
-                "    scf.for %i = %c0 to %c2 step %c1 {\n      pto.tadd", text)
     with pytest.raises(ParseError) as e:
         read_pto(text, "bad.pto")
-    assert "carried from one iteration to the next" in e.value.what
+    assert "%o is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what
+    assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%o, %o')}:20"
 
 
 # -- unsafe but accepted by ptoas: reported by ptopipe at the .pto line ---------------------------

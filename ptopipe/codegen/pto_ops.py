@@ -8,10 +8,10 @@ the current block.  This module owns the name scopes (:class:`Scope`, ``read`` /
 """
 from __future__ import annotations
 
-from ..ir.core import Block, Operation, Region
+from ..ir.core import Operation
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
-from ..ir.types import BOOL, INDEX, BufferType, ScalarType, TensorType, TileValueType, describe
+from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from .pto_syntax import ARITH_OF, CMP_OF, LOGIC
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
@@ -216,137 +216,6 @@ def h_arith(r, fs, opt, results, loc):
     rtok, name = results[0]
     op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
     r.define(fs, rtok, name, op.results[0])
-
-
-def _region_end(r, fs, scope, n_results, opt):
-    """After a region's body: its yield (appended if absent and nothing is yielded)."""
-    last = scope.block.last
-    if last is None or last.name != "pl.yield":
-        if n_results:
-            raise r.c.error(f"this {opt.text} region must end with scf.yield of {n_results} value(s)", opt)
-        scope.block.append(Operation("pl.yield", (), (), {}, (), None))
-        scope.block.last.loc = r.loc(opt)
-    elif len(last.operands) != n_results:
-        raise r.c.error(f"scf.yield gives {len(last.operands)} value(s); the {opt.text} has "
-                        f"{n_results} result(s)", opt)
-
-
-def _pop(fs, scope):
-    fs.scopes.pop()
-    outer = fs.scopes[-1]
-    top = len(fs.scopes) - 1
-    for name, tok in scope.outer_writes.items():
-        outer.stale[name] = tok
-        d = _depth(fs, name)
-        if d is not None and d < top:
-            outer.outer_writes.setdefault(name, tok)
-
-
-def h_for(r, fs, opt, results, loc):
-    c = r.c
-    ivt = c.kind("value", "the loop variable")
-    c.expect("=")
-    lb = read(r, fs, c.kind("value", "the lower bound"))
-    c.expect("to")
-    ub = read(r, fs, c.kind("value", "the upper bound"))
-    c.expect("step")
-    st = read(r, fs, c.kind("value", "the step"))
-    iters, types = [], []
-    if c.accept("iter_args"):
-        c.expect("(")
-        while not c.accept(")"):
-            a = c.kind("value", "an iter_arg")
-            c.expect("=")
-            iters.append((a, read(r, fs, c.kind("value", "an initial value"))))
-            if not c.at(")"):
-                c.expect(",")
-        c.expect("->", "before the loop's result types")
-        c.expect("(")
-        while not c.accept(")"):
-            types.append(c.type_())
-            if not c.at(")"):
-                c.expect(",")
-        if len(types) != len(iters):
-            raise c.error(f"{len(iters)} iter_args but {len(types)} result types", opt)
-    _check_results(r, opt, results, len(iters))
-    irt = []
-    for (a, x), pt in zip(iters, types):
-        _check_type(r, a, x, pt)
-        irt.append(x.type)
-    body = Block([INDEX] + irt, [_hint(ivt.text)] + [_hint(a.text) for a, _ in iters])
-    op = emit(r, fs, "pl.for", [lb, ub, st] + [x for _, x in iters], irt, {}, loc,
-              [_hint(n) for _, n in results], [Region([body])])
-    scope = Scope(body, loop=True)
-    fs.scopes.append(scope)
-    r.define(fs, ivt, ivt.text, body.args[0])
-    for (a, _), arg in zip(iters, body.args[1:]):
-        r.define(fs, a, a.text, arg)
-    c.expect("{", "opening the loop body")
-    r.body(fs, scope)
-    _region_end(r, fs, scope, len(iters), opt)
-    _pop(fs, scope)
-    for (rt, name), v in zip(results, op.results):
-        r.define(fs, rt, name, v)
-
-
-def h_if(r, fs, opt, results, loc):
-    c = r.c
-    ct = c.kind("value", "the condition")
-    cond = read(r, fs, ct)
-    types = []
-    if c.accept("->"):
-        c.expect("(")
-        while not c.accept(")"):
-            types.append(c.type_())
-            if not c.at(")"):
-                c.expect(",")
-    _check_results(r, opt, results, len(types))
-    blocks = [Block(), Block()]
-    irt = [pt.ir if pt.kind == "tile" else ScalarType(pt.dtype) for pt in types]
-    op = emit(r, fs, "pl.if", [cond], irt, {}, loc, [_hint(n) for _, n in results],
-              [Region([b]) for b in blocks])
-    for i, b in enumerate(blocks):
-        if i == 1 and not c.accept("else"):
-            if types:
-                raise c.error("scf.if with results needs an else region", opt)
-            b.append(Operation("pl.yield", (), (), {}, (), loc))
-            break
-        scope = Scope(b)
-        fs.scopes.append(scope)
-        c.expect("{", "opening the region")
-        r.body(fs, scope)
-        _region_end(r, fs, scope, len(types), opt)
-        _pop(fs, scope)
-    for b in blocks:
-        for t, y in zip(irt, b.last.operands):
-            if t != y.type:
-                raise c.error(f"type mismatch: scf.yield gives a {describe(y.type)} for a "
-                              f"{describe(t)} result of scf.if", opt)
-    for (rt, name), v in zip(results, op.results):
-        r.define(fs, rt, name, v)
-
-
-def h_yield(r, fs, opt, results, loc):
-    c = r.c
-    _check_results(r, opt, results, 0)
-    xs = []
-    if c.peek().kind == "value":
-        toks = [c.kind("value", "a value")]
-        while c.accept(","):
-            toks.append(c.kind("value", "a value"))
-        c.expect(":", "before the yielded types")
-        types = [c.type_()]
-        while c.accept(","):
-            types.append(c.type_())
-        if len(types) != len(toks):
-            raise c.error(f"scf.yield of {len(toks)} values with {len(types)} types", opt)
-        for t, pt in zip(toks, types):
-            v = read(r, fs, t)
-            _check_type(r, t, v, pt)
-            xs.append(v)
-    emit(r, fs, "pl.yield", xs, [], {}, loc)
-    if not c.at("}"):
-        raise c.error("scf.yield must be the last op of its region", c.peek())
 
 
 def h_call(r, fs, opt, results, loc):

@@ -24,8 +24,8 @@ from ..ir.op_verifier import verify_ops
 from ..ir.ops import C2V, V2C
 from ..ir.types import ScalarType, TensorType, itemsize
 from .pto_lexer import tokenize
-from .pto_ops import (Scope, h_arith, h_call, h_constant, h_copy, h_for, h_if, h_index_cast,
-                      h_yield)
+from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast
+from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
 from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_partition, h_subblock,
