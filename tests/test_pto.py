@@ -150,3 +150,27 @@ def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
     with pytest.raises(ProtocolError) as e:
         run(tree, _inputs(op), platform=plat, protocol="pto-isa")
     assert "NO_SPLIT" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
+
+
+def test_buffer_written_in_an_if_is_a_result_of_the_if():
+    """c2v_split_a3.pto with ``scf.if %is0 { pto.tmuls ins(%o, %two) outs(%o) }`` before the
+    store: %o after the if is the pl.if's result (AIV0's rows doubled)."""
+    V = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
+         "slayout=none_box, fractal=512, pad=0>")
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    store = f"      pto.tstore ins(%o : {V})"
+    assert store in text
+    text = text.replace(store, "      %is0 = arith.cmpi eq, %sub, %c0 : index\n"
+                               "      %two = arith.constant 2.0 : f32\n"
+                               f"      scf.if %is0 {{\n        pto.tmuls ins(%o, %two : {V}, f32) outs(%o : {V})\n      }}\n"
+                        + store)
+    for platform in ("a2a3", "a5"):
+        op, tree, _, plat = load_pto("if.pto", platform, "spec", text=text)
+        iff = next(o for o in op.walk() if o.name == "pl.if")
+        assert len(iff.results) == 1 and iff.regions[1].blocks[0].last.operands[0].owner.name == "pl.add"
+        args = _inputs(op)
+        res = run(tree, args, platform=plat)
+        want = args["a"] @ args["b"] + args["bias"]
+        for i in range(2):
+            want[16 * i:16 * i + 8] *= 2
+        np.testing.assert_array_equal(res.outputs["out"], want)

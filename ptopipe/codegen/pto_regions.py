@@ -113,21 +113,27 @@ def h_if(r, fs, opt, results, loc):
             if not c.at(")"):
                 c.expect(",")
     _check_results(r, opt, results, len(types))
+    carried = if_buffers(r, fs)
     blocks = [Block(), Block()]
     irt = [pt.ir if pt.kind == "tile" else ScalarType(pt.dtype) for pt in types]
-    op = emit(r, fs, "pl.if", [cond], irt, {}, loc, [_hint(n) for _, n in results],
+    op = emit(r, fs, "pl.if", [cond], irt + [t for _, t, _ in carried], {}, loc,
+              [_hint(n) for _, n in results] + [f"{t.text[1:]}_sel" for t, _, _ in carried],
               [Region([b]) for b in blocks])
     for i, b in enumerate(blocks):
         if i == 1 and not c.accept("else"):
             if types:
                 raise c.error("scf.if with results needs an else region", opt)
-            b.append(Operation("pl.yield", (), (), {}, (), loc))
+            b.append(Operation("pl.yield", [v for _, _, v in carried], (), {}, (), loc))
             break
         scope = Scope(b)
         fs.scopes.append(scope)
         c.expect("{", "opening the region")
         r.body(fs, scope)
         _region_end(r, fs, scope, len(types), opt)
+        if carried:
+            y = b.last
+            y.replace_with(Operation("pl.yield", list(y.operands) + [read(r, fs, t) for t, _, _ in carried],
+                                     (), {}, (), y.loc))
         _pop(fs, scope)
     for b in blocks:
         for t, y in zip(irt, b.last.operands):
@@ -136,6 +142,60 @@ def h_if(r, fs, opt, results, loc):
                               f"{describe(t)} result of scf.if", opt)
     for (rt, name), v in zip(results, op.results):
         r.define(fs, rt, name, v)
+    for (t, _, _), v in zip(carried, op.results[len(types):]):
+        write(r, fs, t, v)
+
+
+def _writes(toks, i) -> tuple:
+    """(names written in the region whose '{' is toks[i], index after its '}')."""
+    depth, parens, outs_at, out = 0, 0, None, {}
+    while True:
+        t = toks[i]
+        if t.kind == "eof":
+            return out, None
+        if t.text in ("{", "}"):
+            depth += 1 if t.text == "{" else -1
+            if depth == 0:
+                return out, i + 1
+        elif t.text in ("(", ")"):
+            parens += 1 if t.text == "(" else -1
+            if outs_at is not None and parens == outs_at:
+                outs_at = None
+        elif t.kind == "word" and t.text == "outs" and toks[i + 1].text == "(":
+            outs_at = parens
+        elif t.kind == "value" and (outs_at is not None or
+                                    (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop")):
+            out.setdefault(t.text, t)
+        i += 1
+
+
+def if_buffers(r, fs) -> list:
+    """``(token, type, value before)`` of the outer tile buffers an scf.if (from the cursor's
+    '{') writes: they become results of the pl.if, each branch yielding its last value (the
+    value before, in a branch that does not write it).  A buffer with no value before the if
+    is carried only when both branches write it."""
+    toks = r.c.toks
+    if toks[r.c.i].text != "{":
+        return []
+    then_w, nxt = _writes(toks, r.c.i)
+    else_w = {}
+    if nxt is not None and toks[nxt].text == "else" and toks[nxt + 1].text == "{":
+        else_w, _ = _writes(toks, nxt + 1)
+    out = []
+    for name, t in {**then_w, **else_w}.items():
+        d = _depth(fs, name)
+        if d is None:
+            continue
+        b = fs.scopes[d].vars[name]
+        typ = getattr(b, "type", None)
+        if not isinstance(typ, TileValueType):
+            continue
+        if isinstance(b, Unwritten):
+            if name in then_w and name in else_w:
+                out.append((t, typ, None))
+            continue
+        out.append((t, typ, b))
+    return out
 
 
 def h_yield(r, fs, opt, results, loc):
