@@ -59,6 +59,14 @@ MALFORMED = {
     "tile written in a loop read after it": (_sub("      pto.tstore ins(%o : " + VEC8 + ") outs(%po : !pto.partition_tensor_view<8x16xf32>)\n    }\n",
                                                   "    }\n    %po2 = pto.partition_view %out_view, offsets = [%c0, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n    pto.tstore ins(%o : " + VEC8 + ") outs(%po2 : !pto.partition_tensor_view<8x16xf32>)\n"),
                                              "%o is read after the region that wrote it"),
+    "split of the wrong kind": (_sub("pto.tpush_to_aiv(", "pto.tpush_to_aiv(").replace(
+        "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = [1, 2]}"), "bad split value [1, 2]"),
+    "address space of the wrong kind": (_sub("location = #pto.address_space<vec>", 'location = "vec"'),
+                                        "bad attribute location: expected #pto.address_space<...>"),
+    "auto of the wrong kind": (_sub("auto = true", "auto = 1"), "bad attribute auto = 1: expected true or false"),
+    "slot_num of the wrong kind": (_sub("slot_num = 4", 'slot_num = "4"'), "bad attribute slot_num = '4': expected an integer"),
+    "kernel_kind without a value": (_sub("pto.kernel_kind = #pto.kernel_kind<vector>", "pto.kernel_kind"),
+                                    "bad attribute pto.kernel_kind: expected #pto.kernel_kind<...>"),
     "cube op in vector kernel": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aiv {split = 1}"),
                                  "pto.tfree_from_aiv in a vector kernel"),
 }
@@ -217,6 +225,30 @@ def test_mutated_pto_gives_only_ptopipe_errors():
                 n_err += 1
                 assert e.where and e.where.startswith("m.pto:"), e
     assert n_err > 250
+
+
+def test_mutated_attribute_values_give_only_ptopipe_errors():
+    """Every ``key = value`` of the hand-written files replaced by values of other kinds
+    (bool, list, string, enum, negative, huge ...): read and the static passes raise only
+    PtoPipeErrors."""
+    import random
+    import re
+    rng = random.Random(1)
+    vals = ["true", "[1, 2]", '"a3"', "#pto.x<y>", "<vec>", "-5", "0", "3.5", "@f", "99999"]
+    for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
+        text = p.read_text()
+        spots = [m.start(1) for m in re.finditer(r"= ([^,}\s]+)", text)]
+        for k in range(60):
+            i = rng.choice(spots)
+            j = i + len(re.match(r"[^,}\s]+", text[i:]).group())
+            t = text[:i] + rng.choice(vals) + text[j:]
+            try:
+                if k % 4:
+                    read_pto(t, "m.pto")
+                else:
+                    load_pto("m.pto", None, "spec", text=t)
+            except PtoPipeError as e:
+                assert e.where, e
 
 
 def test_cli_run_pto_input_errors(tmp_path, capsys):

@@ -140,6 +140,15 @@ class Cursor:
                 self.expect(",", "between attributes")
         return out
 
+    def enum_attr(self, attrs: dict, key: str, family: str, default=None):
+        """``key = #family<v>`` (or ``<v>``) of an attribute dict -> (v, token)."""
+        if key not in attrs:
+            return default
+        v, t = attrs[key]
+        if not (isinstance(v, tuple) and v[0] in (family, "")):
+            raise self.error(f"bad attribute {key}: expected {family}<...>", t)
+        return v[1], t
+
     # -- types ------------------------------------------------------------------------------
     def dtype(self, text: str, t) -> str:
         d = IR_DTYPE.get(text)

@@ -48,12 +48,15 @@ def h_reserve(r, fs, opt, results, loc):
     _unknown(r, attrs, ("name", "size", "location", "auto", "base"), opt)
     name = _need(r, attrs, "name", opt, str)
     size = _need(r, attrs, "size", opt)
-    (fam, sp), lt = attrs.get("location", (("", "vec" if fs.kind is FunctionKind.AIV else "mat"), opt))
+    sp, lt = r.c.enum_attr(attrs, "location", "#pto.address_space",
+                           ("vec" if fs.kind is FunctionKind.AIV else "mat", opt))
     mem = MEM_OF_ADDRESS_SPACE.get(sp)
-    if mem is None or fam not in ("", "#pto.address_space"):
+    if mem is None:
         raise r.c.error(f"unknown address space {sp!r} for a reserve_buffer", lt,
                         "use #pto.address_space<vec> (Vector) or <mat> (Cube)")
     auto = attrs.get("auto", (True, None))[0]
+    if not isinstance(auto, bool):
+        raise r.c.error(f"bad attribute auto = {auto!r}: expected true or false", attrs["auto"][1])
     if auto is True and "base" in attrs:
         raise r.c.error("reserve_buffer with auto = true takes no base", attrs["base"][1],
                         "drop base, or say auto = false")
@@ -106,8 +109,8 @@ def _init_attrs(r, attrs, opt):
                         "ptopipe also reads 5 / 6 / 7 (the same, ring in GM)",
                         attrs["dir_mask"][1])
     out = {"dir_mask": Direction(d), "slot_size": _need(r, attrs, "slot_size", opt),
-           "slot_num": attrs["slot_num"][0] if "slot_num" in attrs else None,
-           "lanes": attrs["ptopipe.lanes"][0] if "ptopipe.lanes" in attrs else None}
+           "slot_num": _need(r, attrs, "slot_num", opt) if "slot_num" in attrs else None,
+           "lanes": _need(r, attrs, "ptopipe.lanes", opt) if "ptopipe.lanes" in attrs else None}
     return out
 
 
@@ -178,7 +181,7 @@ def _split(r, attrs, opt, required=True):
             raise r.c.error(f"{opt.text} needs {{split = 0|1|2}}", opt)
         return None
     v, t = attrs["split"]
-    if isinstance(v, bool) or v not in SPLIT_OF:
+    if isinstance(v, bool) or not isinstance(v, int) or v not in SPLIT_OF:
         raise r.c.error(f"bad split value {v!r}: 0 (no split), 1 (up/down) or 2 (left/right)", t)
     return SPLIT_OF[v]
 

@@ -101,7 +101,7 @@ class Reader:
                 attrs = c.attr_dict()
                 if "pto.target_arch" in attrs:
                     v, t = attrs["pto.target_arch"]
-                    if v not in PLATFORM_OF_ARCH:
+                    if not isinstance(v, str) or v not in PLATFORM_OF_ARCH:
                         raise c.error(f"unknown pto.target_arch {v!r}", t, 'use "a3" or "a5"')
                     self.platform = self.platform or PLATFORM_OF_ARCH[v]
             open_tok = c.expect("{", "opening the module")
@@ -189,14 +189,16 @@ class Reader:
         if "pto.entry" in attrs:
             kind = FunctionKind.Group
         elif "pto.kernel_kind" in attrs:
-            (fam, v), t = attrs["pto.kernel_kind"]
+            v, t = c.enum_attr(attrs, "pto.kernel_kind", "#pto.kernel_kind")
             kind = KIND_OF.get(v)
-            if fam != "#pto.kernel_kind" or kind is None:
+            if kind is None:
                 raise c.error(f"unknown kernel kind {v!r}", t, "use #pto.kernel_kind<cube> or <vector>")
         if kind is None:
             raise c.error(f"func.func @{name} has no pto.kernel_kind (and is not the pto.entry)", name_t,
                           "add attributes {pto.kernel_kind = #pto.kernel_kind<cube>} or <vector>")
         split = attrs.get("ptopipe.split", (None,))[0]
+        if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split not in SPLIT_OF):
+            raise c.error(f"bad split value {split!r}: 0, 1 or 2", attrs["ptopipe.split"][1])
         return name, kind, params, ft, name_t, split
 
     def function(self, h) -> None:
@@ -215,7 +217,7 @@ class Reader:
         block = Block(types, [pt.text[1:] for pt, _ in params])
         attrs = {"sym_name": name, "kind": kind}
         if split is not None:
-            attrs["split"] = SPLIT_OF.get(split, split)
+            attrs["split"] = SPLIT_OF[split]
         op = Operation("pl.func", (), (), attrs, [Region([block])], self.loc(ft))
         fs = FuncState(name, kind, op, block, name_t)
         for (pt, ty), a in zip(params, block.args):

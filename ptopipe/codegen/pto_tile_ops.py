@@ -253,7 +253,7 @@ def h_subblock(r, fs, opt, results, loc):
 def _pipe_attr(r, attrs, key, opt):
     if key not in attrs:
         raise r.c.error(f"{opt.text} needs {key} = #pto.pipe<PIPE_...>", opt)
-    (fam, v), t = attrs[key]
+    v, t = r.c.enum_attr(attrs, key, "#pto.pipe")
     p = PIPES.get(v)
     if p is None:
         raise r.c.error(f"unknown pipe {v!r}", t, f"use one of {', '.join(PIPES)}")
