@@ -96,6 +96,8 @@ def test_written_text_spelling():
     s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3")[0])
     assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
     assert "gm_slot_buffer = %gm_slot_buffer : !pto.ptr<ui8>" in s1 and 'pto.target_arch = "a3"' in s1
+    s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5")[0])
+    assert s2.count("slot_num = 8, nosplit = true}") == 2 and "ptopipe.split" not in s2
 
 
 def _inputs(op):
@@ -112,7 +114,8 @@ FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "interleaved_dyn_a5.pto": lambda a: np.concatenate(
              [(a["a"][32 * i:32 * i + 16] + a["a"][32 * i + 16:32 * i + 32]) @ a["b"] for i in range(2)]),
          "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
-         "accumulate_a3.pto": lambda a: a["a"] @ a["b"]}
+         "accumulate_a3.pto": lambda a: a["a"] @ a["b"],
+         "nosplit_c2v_a5.pto": lambda a: a["a"] @ a["b"] + a["bias"]}
 RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
         if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
 
@@ -140,6 +143,18 @@ def test_accumulator_buffer_is_carried_through_the_loop():
     body = loop.regions[0].blocks[0]
     acc_op = next(o for o in body if o.name == "pl.matmul_acc")
     assert acc_op.operands[0] is body.args[1] and body.last.operands[0] is acc_op.results[0]
+
+
+def test_nosplit_pipe_is_a_no_split_vector_kernel():
+    """``nosplit = true`` makes the Vector kernel ptopipe's TILE_NO_SPLIT kernel (whole tiles
+    on AIV0); under pto-isa on A5 its pipes get lanes=1 (AIV1 runs nothing)."""
+    from ptopipe.arch.vocab import TileSplitAxis
+    path = str(ROOT / "tests" / "pto" / "nosplit_c2v_a5.pto")
+    for proto, lanes in (("spec", None), ("pto-isa", 1)):
+        op = load_pto(path, "a5", proto)[0]
+        vec = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
+        assert vec.attributes["split"] is TileSplitAxis.TILE_NO_SPLIT
+        assert {o.attributes["lanes"] for o in op.walk() if o.name.endswith("initialize_pipe")} == {lanes}
 
 
 def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():

@@ -41,10 +41,38 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     op = read_pto(text, path, platform, addrs=addrs)
     plat = platform or op.attributes.get("platform") or "a2a3"
     ctx = PassContext(platform=plat, protocol=protocol)
+    one_lane_nosplit(op, ctx)
     op = PassManager(list(PTO_PASSES)).run(op, ctx)
     check_explicit_addrs(op, addrs)
     check_slot_fit(op)
     return op, to_tree(op), ctx.warnings, plat
+
+
+def one_lane_nosplit(op, ctx) -> None:
+    """Where the protocol model gives a TILE_NO_SPLIT transfer one lane (pto-isa on A5), the
+    pipes of a ``nosplit`` pair get ``lanes=1`` (AIV0 their only peer), as ExpandMixedKernel
+    gives a compiled no-split function's."""
+    from ..arch.vocab import TileSplitAxis
+    from ..ir.nodes import FunctionKind
+    from ..passes.expand_mixed import one_lane_no_split
+    if not one_lane_no_split(ctx):
+        return
+    funcs = list(op.regions[0].blocks[0])
+    aiv = {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
+           and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT}
+    pair = set(aiv)
+    for f in funcs:
+        for o in f.regions[0].blocks[0]:
+            if o.name == "pl.import_peer_buffer":
+                if f.attributes["sym_name"] in aiv:
+                    pair.add(o.attributes["peer_func"])
+                elif o.attributes["peer_func"] in aiv:
+                    pair.add(f.attributes["sym_name"])
+    for f in funcs:
+        if f.attributes["sym_name"] in pair:
+            for o in f.regions[0].blocks[0]:
+                if o.name.endswith("initialize_pipe") and o.attributes.get("lanes") is None:
+                    o.attributes["lanes"] = 1
 
 
 def check_explicit_addrs(op, addrs) -> None:

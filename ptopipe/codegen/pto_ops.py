@@ -78,7 +78,7 @@ def write(r, fs, tok, value) -> None:
     old = b.type if hasattr(b, "type") else None
     if not isinstance(old, TileValueType):
         raise r.c.error(f"{tok.text} is not a tile buffer (outs(...) takes pto.alloc_tile results)", tok)
-    if old != value.type:
+    if not same_tile(old, value.type):
         raise r.c.error(f"type mismatch: {tok.text} is a {describe(old)} but the op writes a "
                         f"{describe(value.type)}", tok)
     cur = len(fs.scopes) - 1
@@ -116,8 +116,17 @@ def _typed_operand(r, fs, want_tile=False):
     return t, read(r, fs, t, "tile" if want_tile else None)
 
 
+def same_tile(a, b) -> bool:
+    """Tile types equal up to layout.  A layout only says how a tile's matrix is placed (TLOAD,
+    TMOV and the element-wise ops keep the matrix), so the layout a ``.pto`` type declares is
+    checked where an op takes it (``pto.tmov`` to a layout) and otherwise not enforced: ptoas
+    files declare e.g. col_major Mat tiles that ptopipe's TLOAD gives in the default layout."""
+    return a == b or (isinstance(a, TileValueType) and isinstance(b, TileValueType)
+                      and (a.shape, a.dtype, a.space) == (b.shape, b.dtype, b.space))
+
+
 def _check_type(r, tok, v, pt):
-    ok = (pt.kind == "tile" and v.type == pt.ir) or \
+    ok = (pt.kind == "tile" and same_tile(v.type, pt.ir)) or \
          (pt.kind == "scalar" and isinstance(v.type, ScalarType) and v.type.dtype == pt.dtype) or \
          (pt.kind in ("view", "ptr") and isinstance(v.type, TensorType) and v.type.dtype == pt.dtype) or \
          (pt.kind == "scalar" and isinstance(v.type, BufferType) and pt.dtype == "i32")

@@ -25,7 +25,7 @@ class Pipe:
 def h_low_init(r, fs, opt, results, loc):
     c = r.c
     _check_results(r, opt, results, 1)
-    attrs = _init_attrs(r, c.attr_dict(), opt)
+    attrs, nosplit = _init_attrs(r, c.attr_dict(), opt)
     c.expect("(", "opening the pipe's operands")
     toks = []
     while not c.accept(")"):
@@ -52,7 +52,7 @@ def h_low_init(r, fs, opt, results, loc):
         c2v, v2c = None, locals_[0]
     else:
         c2v, v2c = locals_
-    _make_init(r, fs, opt, loc, attrs, gm, c2v, v2c)
+    _make_init(r, fs, opt, loc, attrs, gm, c2v, v2c, nosplit)
     rt, name = results[0]
     r.define(fs, rt, name, Pipe(d))
 

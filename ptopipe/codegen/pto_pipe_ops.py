@@ -8,7 +8,7 @@ forms on a ``!pto.pipe`` handle are in :mod:`.pto_pipe_handle`.
 """
 from __future__ import annotations
 
-from ..arch.vocab import Direction
+from ..arch.vocab import Direction, TileSplitAxis
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import INDEX, NONE, BufferType, TensorType
@@ -111,10 +111,13 @@ def _init_attrs(r, attrs, opt):
     out = {"dir_mask": Direction(d), "slot_size": _need(r, attrs, "slot_size", opt),
            "slot_num": _need(r, attrs, "slot_num", opt) if "slot_num" in attrs else None,
            "lanes": _need(r, attrs, "ptopipe.lanes", opt) if "ptopipe.lanes" in attrs else None}
-    return out
+    nosplit = attrs.get("nosplit", (False, None))
+    if not isinstance(nosplit[0], bool):
+        raise r.c.error(f"bad attribute nosplit = {nosplit[0]!r}: expected true or false", nosplit[1])
+    return out, nosplit[0]
 
 
-def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok):
+def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
     """The function's init op: ``gm`` (a pointer parameter, else a null constant) and each
     direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction)."""
     if fs.init is not None:
@@ -143,6 +146,8 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok):
             bufs.append(b)
     name = "pl.aic_initialize_pipe" if fs.kind is FunctionKind.AIC else "pl.aiv_initialize_pipe"
     fs.init = emit(r, fs, name, [gm] + ops, [], attrs, loc)
+    if nosplit and fs.kind is FunctionKind.AIV:     # whole tiles on AIV0 (ptopipe's NO_SPLIT kernel)
+        fs.op.attributes.setdefault("split", TileSplitAxis.TILE_NO_SPLIT)
     fs.rings = {C2V: bufs[0], V2C: bufs[1]}
 
 
@@ -153,7 +158,7 @@ def h_init(r, fs, opt, results, loc):
     if opt.text != want:
         raise c.error(f"{opt.text} in a {'cube' if fs.kind is FunctionKind.AIC else 'vector'} kernel",
                       opt, f"use {want}")
-    attrs = _init_attrs(r, c.attr_dict(), opt)
+    attrs, nosplit = _init_attrs(r, c.attr_dict(), opt)
     c.expect("(", "opening the init's operands")
     got = {}
     while not c.accept(")"):
@@ -172,7 +177,7 @@ def h_init(r, fs, opt, results, loc):
         if k not in got:
             raise c.error(f"{opt.text} needs {k} (an arith.constant 0 : i32 for an unused direction)", opt)
     _make_init(r, fs, opt, loc, attrs, got.get("gm_slot_buffer"), got["c2v_consumer_buf"],
-               got["v2c_consumer_buf"])
+               got["v2c_consumer_buf"], nosplit)
 
 
 def _split(r, attrs, opt, required=True):

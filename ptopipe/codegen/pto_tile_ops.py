@@ -7,9 +7,11 @@ the ``outs`` tile), ``get_subblockid`` and the intra-core events.
 """
 from __future__ import annotations
 
-from ..ir.ops import OPS, REQUIRED
+from ..ir.opdefs import OperandView, operand_groups
+from ..ir.ops import OPS, REQUIRED, OpError
 from ..ir.types import INDEX, TensorType, TileValueType, describe
-from .pto_ops import Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read, write
+from .pto_ops import (Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
+                      same_tile, write)
 from .pto_syntax import IR_OP_OF_PTO, PIPES
 
 
@@ -188,6 +190,7 @@ def h_tload(r, fs, opt, results, loc):
     tok, tt = _outs_tile(r, fs, outs, opt)
     if tuple(part.shape) != tt.shape and len(part.shape) == 2:
         raise r.c.error(f"type mismatch: the view is {part.shape}, the tile {tt.shape}", tok)
+    tt = TileValueType(tt.shape, tt.dtype, tt.space)        # TLOAD gives the default layout
     op = emit(r, fs, "pl.load", [part.tensor] + part.offsets, [tt],
               {"shape": tuple(part.shape), "space": tt.space}, loc, [tok.text[1:]])
     write(r, fs, tok, op.results[0])
@@ -237,8 +240,20 @@ def generic_tile_op(r, fs, opt, results, loc):
             attrs[p.name] = p.default
         else:
             raise r.c.error(f"{opt.text}: ptopipe cannot derive {p.name!r}", opt)
-    op = emit(r, fs, f"pl.{spec.name}", xs, [out], attrs, loc, [tok.text[1:]])
+    op = emit(r, fs, f"pl.{spec.name}", xs, [_result_type(spec, fs, xs, attrs, out)], attrs, loc,
+              [tok.text[1:]])
     write(r, fs, tok, op.results[0])
+
+
+def _result_type(spec, fs, xs, attrs, out):
+    """The op's own result type when it differs from the declared ``outs`` tile only in
+    layout (see ``same_tile``), else the declared one (the verifier then names a real clash)."""
+    args = {k: OperandView(v) if isinstance(v, list) else v for k, v in operand_groups(spec, xs).items()}
+    try:
+        t = spec.infer(fs.kind, args, attrs)
+    except OpError:
+        return out
+    return t if same_tile(t, out) else out
 
 
 def h_subblock(r, fs, opt, results, loc):

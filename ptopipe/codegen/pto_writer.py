@@ -13,6 +13,7 @@ platform passes re-derive what the text does not carry: flag ids, ring placement
 from __future__ import annotations
 
 from ..errors import CompileError
+from ..arch.vocab import TileSplitAxis
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
@@ -88,6 +89,7 @@ class _Writer:
 
     # -- module / functions ------------------------------------------------------------------
     def program(self, prog, platform) -> str:
+        self.nosplit = _nosplit_functions(prog)
         plat = platform or prog.attributes.get("platform")
         attrs = f' attributes {{pto.target_arch = "{ARCH_OF_PLATFORM[plat]}"}}' if plat else ""
         self.line("", f"module @{prog.attributes['sym_name']}{attrs} {{")
@@ -109,8 +111,9 @@ class _Writer:
             raise _err(f"function {f.attributes['sym_name']!r} is a {kind.value} function; "
                        "PTO-AS has cube and vector kernels and their entry", f,
                        "compile the program first (ptopipe compile), which splits mixed functions")
-        if f.attributes.get("split") is not None:
-            attrs += f", ptopipe.split = {int(f.attributes['split'])}"
+        split = f.attributes.get("split")
+        if split is not None and not (split is TileSplitAxis.TILE_NO_SPLIT and kind is FunctionKind.AIV):
+            attrs += f", ptopipe.split = {int(split)}"
         self.line(_IND, f"func.func {vis}@{f.attributes['sym_name']}({params}) attributes {{{attrs}}} {{")
         ind = _IND * 2
         if kind is not FunctionKind.Group:
@@ -276,6 +279,8 @@ class _Writer:
         attrs = f"dir_mask = {int(a['dir_mask'])}, slot_size = {a['slot_size']}"
         if a.get("slot_num") is not None:
             attrs += f", slot_num = {a['slot_num']}"
+        if f.attributes["sym_name"] in self.nosplit:
+            attrs += ", nosplit = true"
         if a.get("lanes") is not None:
             attrs += f", ptopipe.lanes = {a['lanes']}"
         self.line(ind, f"pto.{op.name[3:]} {{{attrs}}} ({', '.join(parts)})")
@@ -371,6 +376,23 @@ class _Writer:
             self.line(ind, "} else {")
             self.block(els, st, ind + _IND)
         self.line(ind, "}")
+
+
+def _nosplit_functions(prog) -> set:
+    """The AIV kernels marked ``split=TILE_NO_SPLIT`` (whole tiles on AIV0: a ``nosplit``
+    pipe) and the Cube kernels whose pipes they share."""
+    funcs = list(prog.regions[0].blocks[0])
+    aiv = {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
+           and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT}
+    out = set(aiv)
+    for f in funcs:
+        for o in f.regions[0].blocks[0]:
+            if o.name == "pl.import_peer_buffer":
+                if o.attributes["peer_func"] in aiv:
+                    out.add(f.attributes["sym_name"])
+                if f.attributes["sym_name"] in aiv:
+                    out.add(o.attributes["peer_func"])
+    return out
 
 
 def write_pto(program, platform=None) -> str:
