@@ -180,7 +180,22 @@ def test_cli_run_pto_writes_output(tmp_path):
                     + [f"--output=out={tmp_path / 'res.npy'}"])
     assert code == 0
     np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a @ b + bias)
-    assert cli_main(["check", f]) == 0
+    assert cli_main(["check", f, "--schedules", "3"]) == 0
+    assert cli_main(["check", "--static", f]) == 0
+
+
+def test_cli_check_pto_reports_a_protocol_error(capsys):
+    """both_ways_a5.pto under pto-isa on A5 (a NO_SPLIT transfer with two lanes): exit 1,
+    the error at the .pto line, also as JSON."""
+    f = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
+    assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "ProtocolError" in err and "both_ways_a5.pto:30:5" in err
+    assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2", "--json"]) == 1
+    import json
+    rep = json.loads(capsys.readouterr().out)
+    assert rep[0]["failure"]["error"] == "ProtocolError" and rep[0]["failure"]["where"].endswith(":30:5")
+    assert cli_main(["check", f, "--protocol", "spec", "--schedules", "2"]) == 0
 
 
 def test_cli_bad_pto_is_one_clear_error(tmp_path):

@@ -67,9 +67,9 @@ def _progress_done() -> None:
 
 
 def main(args) -> int:
-    if args.file.endswith(".pto"):
-        from .pto import run_pto
-        return run_pto(args, check=True)
+    if args.static and args.file.endswith(".pto"):
+        from .pto import static_pto
+        return static_pto(args)
     if args.static:
         from . import static
         return static.main(args)
@@ -171,7 +171,12 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
 
 def _check(args, reports: list) -> int:
     status = 0
-    for sc in load_scenarios(args.file):
+    if args.file.endswith(".pto"):
+        from .pto import pto_scenario
+        scenarios = [pto_scenario(args)]
+    else:
+        scenarios = load_scenarios(args.file)
+    for sc in scenarios:
         plat, protocol = target(args, sc)
         platform = plat.name
         for v in pick_variants(sc, args.variant):

@@ -1,13 +1,15 @@
 """``.pto`` files on the command line: ``ptopipe run kernel.pto --input a=a.npy ...
-[--output out=out.npy]`` and ``ptopipe check kernel.pto``.
+[--output out=out.npy]``, ``ptopipe check kernel.pto [--schedules N ...]`` and
+``ptopipe check --static kernel.pto``.
 
 :func:`load_pto` reads the file (:func:`ptopipe.codegen.read_pto`), runs the static passes
 a hand-written pair gets (VerifyPipes, ResolvePeerBuffers, AllocateFlags, LowerPlatform,
 Validate) and the one check PTO-AS adds: a reserve_buffer overlapping a tile placed with
 ``pto.alloc_tile addr = ...``.  Every error points at the ``.pto`` line:col.  ``run``
 simulates the program with the given inputs (a missing ``gm_slot_buffer*`` parameter is
-zero-filled) and writes ``--output`` arrays atomically; ``check`` runs it once more with
-zero-filled missing inputs and every checker on.
+zero-filled) and writes ``--output`` arrays atomically.  ``check`` wraps the program in a
+:class:`~ptopipe.Scenario` (missing inputs zero-filled, no golden: the checkers judge) and
+explores schedules like ``check`` of a ``.py`` file; ``--static`` stops after the passes.
 """
 from __future__ import annotations
 
@@ -171,14 +173,49 @@ def make_inputs(op, pairs, zero_fill: bool) -> dict:
     return args
 
 
-def run_pto(args, check: bool = False) -> int:
-    from ..runtime import run as run_program
-    from .errors import color
-    protocol = args.protocol or "spec"
-    op, tree, warnings, plat = load_pto(args.file, args.platform, protocol)
+def _target(args, path):
+    """(platform name or None: the file's pto.target_arch, protocol) of a command on a .pto file."""
+    return getattr(args, "platform", None), getattr(args, "protocol", None) or "spec"
+
+
+def pto_scenario(args):
+    """The .pto file of ``args`` as a Scenario (one 'default' variant) for ``check``."""
+    from ..isa.launch import Scenario
+    from ..runtime import kernels
+    platform, protocol = _target(args, args.file)
+    op, tree, warnings, plat = load_pto(args.file, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=check)
+    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=True)
+    aic, aiv = kernels(tree)
+
+    def make_args(rng):
+        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    return Scenario(os.path.basename(args.file), aic, aiv, make_args, lambda a: {},
+                    platform=plat, protocol=protocol)
+
+
+def static_pto(args) -> int:
+    """``check --static kernel.pto``: the reader and the static passes, nothing run."""
+    from .errors import color
+    platform, protocol = _target(args, args.file)
+    _, _, warnings, plat = load_pto(args.file, platform, protocol)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
+          "verified statically (VerifyPipes, Validate, ring and address checks)")
+    return 0
+
+
+def run_pto(args) -> int:
+    """``run kernel.pto``: simulate with the given inputs, write the ``--output`` arrays."""
+    from ..runtime import run as run_program
+    from .errors import color
+    platform, protocol = _target(args, args.file)
+    op, tree, warnings, plat = load_pto(args.file, platform, protocol)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=False)
     res = run_program(tree, inputs, platform=plat, protocol=protocol)
     outs = {}
     for p in getattr(args, "output", None) or []:
@@ -191,7 +228,7 @@ def run_pto(args, check: bool = False) -> int:
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
         write_atomic(file, buf.getvalue())
-    what = "checked: no protocol error, race or leak" if check else "ran"
-    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): {what}")
+    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): ran"
+          + (f", wrote {', '.join(outs)}" if outs else ""))
     print("  " + res.summary.format().replace("\n", "\n  "))
     return 0
