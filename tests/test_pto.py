@@ -115,7 +115,8 @@ FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
              [(a["a"][32 * i:32 * i + 16] + a["a"][32 * i + 16:32 * i + 32]) @ a["b"] for i in range(2)]),
          "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "accumulate_a3.pto": lambda a: a["a"] @ a["b"],
-         "nosplit_c2v_a5.pto": lambda a: a["a"] @ a["b"] + a["bias"]}
+         "nosplit_c2v_a5.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"]}
 RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
         if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
 

@@ -89,6 +89,37 @@ def test_malformed_pto_is_a_parse_error_at_its_line(kind):
         assert line in (first - 1, first, first + 1), (line, first, err.where)   # an op may span 2 lines
 
 
+SLOTID = (ROOT / "tests" / "pto" / "lowlevel_slotid_a3.pto").read_text()
+FIFO = "      %t = pto.get_fifo_tile(%pipe, %sid : !pto.pipe, index) -> "
+
+
+@pytest.mark.parametrize("edit,msg,at", [
+    (lambda t: t.replace(FIFO, FIFO.replace("%t =", "%t2 =") + VEC8 + "\n" + FIFO, 1),
+     "a second pto.get_fifo_tile of slot %sid", "%t = pto.get_fifo_tile"),
+    (lambda t: t.replace("      pto.tfree(%pipe, %sid", "      pto.tfree(%pipe, %sid : !pto.pipe, index) {split = 1}\n"
+                         "      pto.tfree(%pipe, %sid", 1), "slot %sid freed twice", "pto.tfree(%pipe, %sid"),
+    (lambda t: t.replace(FIFO, "      pto.tfree(%pipe, %sid : !pto.pipe, index) {split = 1}\n" + FIFO, 1),
+     "pto.tfree of slot %sid before its pto.get_fifo_tile", "pto.tfree(%pipe, %sid"),
+    (lambda t: t.replace("%sid = pto.tpop(%pipe : !pto.pipe) {split = 1} -> index",
+                         "%sid = pto.tpop(%pipe : !pto.pipe) {split = 1} -> index\n      scf.if %c1 {", 1)
+     .replace(FIFO + VEC8, FIFO + VEC8 + "\n      }", 1),
+     "outside the block of its pto.tpop", "pto.get_fifo_tile"),
+])
+def test_slot_id_misuse(edit, msg, at):
+    text = edit(SLOTID)
+    assert text != SLOTID
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "s.pto")
+    assert msg in e.value.what, e.value.what
+    assert int(e.value.where.split(":")[1]) in [i + 1 for i, ln in enumerate(text.splitlines()) if at in ln]
+
+
+def test_parameter_attribute_dicts_are_read():
+    text = GOOD.replace("%bias: !pto.ptr<f32>, %out", "%bias: !pto.ptr<f32> {pto.note = 1}, %out", 1)
+    assert text != GOOD
+    read_pto(text, "p.pto")
+
+
 def test_error_lines_of_structural_cases():
     _, _ = MALFORMED["missing peer"]
     with pytest.raises(ParseError) as e:

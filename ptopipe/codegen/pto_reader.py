@@ -142,12 +142,17 @@ class Reader:
     def skip_func(self) -> int:
         c = self.c
         start = c.i
-        while not c.at("{") or c.peek(-1).text == "attributes":
-            if c.at("{"):
+        parens = 0
+        while True:                             # the header: '{' in it are attribute dicts
+            t = c.peek()
+            if t.kind == "eof":
+                raise c.error("truncated func.func header", c.toks[start])
+            if t.text == "{":
+                if parens == 0 and c.peek(-1).text != "attributes":
+                    break
                 c.attr_dict()
                 continue
-            if c.peek().kind == "eof":
-                raise c.error("truncated func.func header", c.toks[start])
+            parens += (t.text == "(") - (t.text == ")")
             c.next()
         opens = [c.next()]
         while opens:
