@@ -6,13 +6,12 @@ comments are skipped.  A character no token starts with is a ParseError at its p
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import ParseError
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str        # "value" "symbol" "hash" "bang" "string" "word" "punct" "eof"
     text: str
     line: int
