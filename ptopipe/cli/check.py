@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
                    help="run without the race, slot-reuse and leak checkers: an unordered access then "
                         "shows as the wrong result the explored schedules give (docs/schedules.md)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="(.pto files) a parameter's array (others are zero-filled); repeatable")
     p.add_argument("--static", action="store_true",
                    help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "
                         "on every path (VerifyPipes, docs/passes/verify-pipes.md)")
@@ -65,6 +67,9 @@ def _progress_done() -> None:
 
 
 def main(args) -> int:
+    if args.static and args.file.endswith(".pto"):
+        from .pto import static_pto
+        return static_pto(args)
     if args.static:
         from . import static
         return static.main(args)
@@ -166,7 +171,12 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
 
 def _check(args, reports: list) -> int:
     status = 0
-    for sc in load_scenarios(args.file):
+    if args.file.endswith(".pto"):
+        from .pto import pto_scenario
+        scenarios = [pto_scenario(args)]
+    else:
+        scenarios = load_scenarios(args.file)
+    for sc in scenarios:
         plat, protocol = target(args, sc)
         platform = plat.name
         for v in pick_variants(sc, args.variant):

@@ -1,5 +1,6 @@
 """``ptopipe compile FILE``: run the pass pipeline on the DSL programs of a kernel file and
-print the result (op IR text, DSL source with ``--emit dsl``, pto-isa C++ with ``--emit cpp``),
+print the result (op IR text, DSL source with ``--emit dsl``, PTO-AS with ``--emit pto``,
+pto-isa C++ with ``--emit cpp``),
 or write it to ``-o FILE`` atomically (:func:`ptopipe.report._io.write_atomic`).
 
 The programs of a file: its module-level ``pl.program(...)`` objects, the programs its
@@ -28,9 +29,9 @@ def add_parser(sub) -> None:
                    help="the pipeline (default: every registered pass in pipeline order)")
     p.add_argument("--print-after-all", action="store_true",
                    help="print the IR after each pass")
-    p.add_argument("--emit", default="ir", choices=["ir", "dsl", "cpp"],
-                   help="print the result as op IR text (default), as pl DSL source or as "
-                        "pto-isa C++ (docs/cpp.md)")
+    p.add_argument("--emit", default="ir", choices=["ir", "dsl", "pto", "cpp"],
+                   help="print the result as op IR text (default), as pl DSL source, as PTO-AS "
+                        "(.pto, docs/pto.md) or as pto-isa C++ (docs/cpp.md)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write the result to FILE (atomically) instead of stdout")
     p.add_argument("--variant", default=None,
@@ -71,6 +72,9 @@ def _emit(kind: str, op, tree, platform: str) -> str:
     if kind == "cpp":
         from ..codegen import write_cpp
         return write_cpp(op, platform)
+    if kind == "pto":
+        from ..codegen import write_pto
+        return write_pto(op, platform)
     return print_ir(op) if kind == "ir" else to_source(tree)
 
 

@@ -30,6 +30,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a kernel and check it against its numpy golden")
     add_common(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="(.pto files) the array or scalar of a kernel parameter; repeatable")
+    p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
+                   help="(.pto files) write a tensor parameter's final contents; repeatable")
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="write a self-contained HTML report (profile + swimlane SVG)")
@@ -44,6 +48,9 @@ def _preview(a: np.ndarray) -> str:
 
 
 def main(args) -> int:
+    if args.file.endswith(".pto"):
+        from .pto import run_pto
+        return run_pto(args)
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
     def one(sc, v):

@@ -496,14 +496,14 @@ _INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
          ("slot_num", "int", None), ("lanes", "int", None), ("flag_id", "int", None)]
 _op("aic_initialize_pipe", _INIT, _init("aic"), doc="seed 003 Cube pipe initialisation")
 _op("aiv_initialize_pipe", _INIT, _init("aiv"), doc="seed 003 Vector pipe initialisation")
-_op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", 0),
+_op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", TileSplitAxis.TILE_NO_SPLIT),
               ("direction", "dir", None)], _tpush, dsl="TPUSH", doc="producer push")
-_op("tpop", [("buf", "value"), ("type", "type"), ("split", "split", 0),
+_op("tpop", [("buf", "value"), ("type", "type"), ("split", "split", TileSplitAxis.TILE_NO_SPLIT),
              ("direction", "dir", None)], _tpop, dsl="TPOP", doc="consumer pop (slot held)")
 _op("tfree", [("buf", "value"), ("obj", "value", None), ("direction", "dir", None),
               ("split", "split", None)], _tfree,
     dsl="TFREE", doc="consumer release of the oldest held slot (split: its TPOP's, if given)")
-_op("talloc", [("buf", "value"), ("type", "type"), ("split", "split", 0),
+_op("talloc", [("buf", "value"), ("type", "type"), ("split", "split", TileSplitAxis.TILE_NO_SPLIT),
                ("direction", "dir", None)], _talloc, dsl="TALLOC",
     doc="address flow: allocate the next slot as a GM tensor view")
 

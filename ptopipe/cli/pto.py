@@ -1,0 +1,234 @@
+"""``.pto`` files on the command line: ``ptopipe run kernel.pto --input a=a.npy ...
+[--output out=out.npy]``, ``ptopipe check kernel.pto [--schedules N ...]`` and
+``ptopipe check --static kernel.pto``.
+
+:func:`load_pto` reads the file (:func:`ptopipe.codegen.read_pto`), runs the static passes
+a hand-written pair gets (VerifyPipes, ResolvePeerBuffers, AllocateFlags, LowerPlatform,
+Validate) and the one check PTO-AS adds: a reserve_buffer overlapping a tile placed with
+``pto.alloc_tile addr = ...``.  Every error points at the ``.pto`` line:col.  ``run``
+simulates the program with the given inputs (a missing ``gm_slot_buffer*`` parameter is
+zero-filled) and writes ``--output`` arrays atomically.  ``check`` wraps the program in a
+:class:`~ptopipe.Scenario` (missing inputs zero-filled, no golden: the checkers judge) and
+explores schedules like ``check`` of a ``.py`` file; ``--static`` stops after the passes.
+"""
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+import numpy as np
+
+from ..errors import CompileError, ConfigError
+from ..ir import to_tree
+from ..ir.types import TensorType, np_dtype
+from ..report._io import write_atomic
+
+#: what a .pto program goes through before it runs (it is already split into kernels)
+PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform", "validate")
+_MEM = {"Vec": "UB", "Mat": "L1"}
+
+
+def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None):
+    """``path`` through the reader and the static passes: ``(op program, tree, warnings, platform)``."""
+    from ..codegen import read_pto
+    from ..passes import PassManager
+    from ..passes.manager import PassContext
+    if text is None:
+        if not os.path.exists(path):
+            raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    addrs = []
+    op = read_pto(text, path, platform, addrs=addrs)
+    plat = platform or op.attributes.get("platform") or "a2a3"
+    ctx = PassContext(platform=plat, protocol=protocol)
+    one_lane_nosplit(op, ctx)
+    op = PassManager(list(PTO_PASSES)).run(op, ctx)
+    check_explicit_addrs(op, addrs)
+    check_slot_fit(op)
+    return op, to_tree(op), ctx.warnings, plat
+
+
+def one_lane_nosplit(op, ctx) -> None:
+    """Where the protocol model gives a TILE_NO_SPLIT transfer one lane (pto-isa on A5), the
+    pipes of a ``nosplit`` pair get ``lanes=1`` (AIV0 their only peer), as ExpandMixedKernel
+    gives a compiled no-split function's."""
+    from ..arch.vocab import TileSplitAxis
+    from ..ir.nodes import FunctionKind
+    from ..passes.expand_mixed import one_lane_no_split
+    if not one_lane_no_split(ctx):
+        return
+    funcs = list(op.regions[0].blocks[0])
+    aiv = {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
+           and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT}
+    pair = set(aiv)
+    for f in funcs:
+        for o in f.regions[0].blocks[0]:
+            if o.name == "pl.import_peer_buffer":
+                if f.attributes["sym_name"] in aiv:
+                    pair.add(o.attributes["peer_func"])
+                elif o.attributes["peer_func"] in aiv:
+                    pair.add(f.attributes["sym_name"])
+    for f in funcs:
+        if f.attributes["sym_name"] in pair:
+            for o in f.regions[0].blocks[0]:
+                if o.name.endswith("initialize_pipe") and o.attributes.get("lanes") is None:
+                    o.attributes["lanes"] = 1
+
+
+def check_explicit_addrs(op, addrs) -> None:
+    """A reserve_buffer's [base, base + size) overlapping a tile ``pto.alloc_tile`` placed
+    at a fixed address in the same memory of the same kernel (ptoas accepts it)."""
+    for f in op.regions[0].blocks[0]:
+        name = f.attributes["sym_name"]
+        for r in f.regions[0].blocks[0]:
+            if r.name != "pl.reserve_buffer":
+                continue
+            a = r.attributes
+            lo, hi = a["base"], a["base"] + a["size"]
+            for fn, addr, nbytes, space, loc in addrs:
+                if fn == name and _MEM.get(space.value) == a["memory_space"] and addr < hi and lo < addr + nbytes:
+                    raise CompileError(
+                        f"reserve_buffer {a['name']!r} [{lo}, {hi}) overlaps the tile placed at "
+                        f"addr {addr} ({nbytes} bytes, [{addr}, {addr + nbytes})) in {a['memory_space']}",
+                        where=loc, fix="move the tile (alloc_tile addr) or the ring (reserve_buffer base) "
+                                       "so the two ranges are disjoint; ptoas does not check this")
+
+
+def check_slot_fit(op) -> None:
+    """A pushed or popped tile whose whole slot (both halves of a split Vector-side tile)
+    exceeds the pipe's slot_size (ptoas accepts it; the ring's next slot is overwritten)."""
+    from ..ir.nodes import FunctionKind
+    for f in op.regions[0].blocks[0]:
+        inits = [o for o in f.regions[0].blocks[0] if o.name.endswith("initialize_pipe")]
+        if not inits:
+            continue
+        size = inits[0].attributes["slot_size"]
+        for o in f.walk():
+            if o.name not in ("pl.tpush", "pl.tpop"):
+                continue
+            t = o.operands[0].type if o.name == "pl.tpush" else o.results[0].type
+            split = o.attributes.get("split")
+            whole = t.nbytes * (2 if split and f.attributes["kind"] is FunctionKind.AIV else 1)
+            if whole > size:
+                what = "pushed" if o.name == "pl.tpush" else "popped"
+                raise CompileError(f"the {what} tile needs a {whole}-byte slot but the pipe's slot_size "
+                                   f"is {size}", where=str(o.loc),
+                                   fix=f"raise slot_size to {whole} (and the reserve_buffer size to "
+                                       "SLOT_NUM times it), or move a smaller tile")
+
+
+def _entry_params(op):
+    fs = list(op.regions[0].blocks[0])
+    from ..ir.nodes import FunctionKind
+    groups = [f for f in fs if f.attributes["kind"] is FunctionKind.Group]
+    f = groups[0] if groups else fs[0]
+    seen, out = set(), []
+    for g in ([f] if groups else fs):
+        for a in g.regions[0].blocks[0].args:
+            if a.name not in seen:
+                seen.add(a.name)
+                out.append(a)
+    return out
+
+
+def make_inputs(op, pairs, zero_fill: bool) -> dict:
+    """``name=file.npy`` pairs -> the run's arguments, checked against the parameters."""
+    given = {}
+    for p in pairs or []:
+        name, sep, file = p.partition("=")
+        if not sep or not name or not file:
+            raise ConfigError(f"--input {p!r} is not NAME=FILE.npy", where="option --input",
+                              fix="e.g. --input a=a.npy")
+        try:
+            given[name] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"cannot load {file}: {e}", where="option --input",
+                              fix="give a .npy file written by numpy.save") from None
+    args = {}
+    params = _entry_params(op)
+    names = {a.name for a in params}
+    for k in given:
+        if k not in names:
+            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
+                              fix=f"parameters: {', '.join(sorted(names))}")
+    for a in params:
+        t = a.type
+        if a.name in given:
+            v = given[a.name]
+            if isinstance(t, TensorType):
+                if tuple(v.shape) != tuple(t.shape) or v.dtype != np_dtype(t.dtype):
+                    raise ConfigError(f"--input {a.name}: {v.dtype}{list(v.shape)} but the kernel takes "
+                                      f"{t.dtype}{list(t.shape)}", where="option --input",
+                                      fix="save the array with that shape and dtype")
+                args[a.name] = np.ascontiguousarray(v)
+            else:
+                args[a.name] = v.item()
+        elif isinstance(t, TensorType) and (zero_fill or a.name.startswith("gm_slot_buffer")):
+            args[a.name] = np.zeros(t.shape, np_dtype(t.dtype))
+        else:
+            raise ConfigError(f"no input for parameter {a.name!r}", where="option --input",
+                              fix=f"add --input {a.name}=FILE.npy")
+    return args
+
+
+def _target(args, path):
+    """(platform name or None: the file's pto.target_arch, protocol) of a command on a .pto file."""
+    return getattr(args, "platform", None), getattr(args, "protocol", None) or "spec"
+
+
+def pto_scenario(args):
+    """The .pto file of ``args`` as a Scenario (one 'default' variant) for ``check``."""
+    from ..isa.launch import Scenario
+    from ..runtime import kernels
+    platform, protocol = _target(args, args.file)
+    op, tree, warnings, plat = load_pto(args.file, platform, protocol)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=True)
+    aic, aiv = kernels(tree)
+
+    def make_args(rng):
+        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    return Scenario(os.path.basename(args.file), aic, aiv, make_args, lambda a: {},
+                    platform=plat, protocol=protocol)
+
+
+def static_pto(args) -> int:
+    """``check --static kernel.pto``: the reader and the static passes, nothing run."""
+    from .errors import color
+    platform, protocol = _target(args, args.file)
+    _, _, warnings, plat = load_pto(args.file, platform, protocol)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
+          "verified statically (VerifyPipes, Validate, ring and address checks)")
+    return 0
+
+
+def run_pto(args) -> int:
+    """``run kernel.pto``: simulate with the given inputs, write the ``--output`` arrays."""
+    from ..runtime import run as run_program
+    from .errors import color
+    platform, protocol = _target(args, args.file)
+    op, tree, warnings, plat = load_pto(args.file, platform, protocol)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=False)
+    res = run_program(tree, inputs, platform=plat, protocol=protocol)
+    outs = {}
+    for p in getattr(args, "output", None) or []:
+        name, sep, file = p.partition("=")
+        if not sep or name not in res.outputs:
+            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME a tensor parameter",
+                              where="option --output", fix=f"names: {', '.join(sorted(res.outputs))}")
+        outs[file] = res.outputs[name]
+    for file, arr in outs.items():
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        write_atomic(file, buf.getvalue())
+    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): ran"
+          + (f", wrote {', '.join(outs)}" if outs else ""))
+    print("  " + res.summary.format().replace("\n", "\n  "))
+    return 0

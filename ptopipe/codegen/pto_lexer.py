@@ -1,0 +1,57 @@
+"""Tokens of PTO-AS text (MLIR syntax): SSA names ``%x`` (``%r#0``), symbols ``@f``,
+attribute / type aliases ``#pto.x`` / ``!pto.x``, strings, bare words (identifiers,
+numbers, shapes such as ``16x32xf32``) and punctuation, each with its line:col.  ``//``
+comments are skipped.  A character no token starts with is a ParseError at its position.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..errors import ParseError
+
+
+class Token(NamedTuple):
+    kind: str        # "value" "symbol" "hash" "bang" "string" "word" "punct" "eof"
+    text: str
+    line: int
+    col: int
+
+
+_SPEC = [
+    ("ws", r"[ \t\r]+"),
+    ("nl", r"\n"),
+    ("comment", r"//[^\n]*"),
+    ("value", r"%[A-Za-z0-9_$.#-]+"),
+    ("symbol", r"@[A-Za-z0-9_$.]+"),
+    ("hash", r"#[A-Za-z_][A-Za-z0-9_.]*"),
+    ("bang", r"![A-Za-z_][A-Za-z0-9_.]*"),
+    ("string", r'"(?:[^"\\\n]|\\.)*"'),
+    ("badstring", r'"[^\n]*'),
+    ("arrow", r"->"),
+    ("word", r"-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+|-?\d[A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_.$]*"),
+    ("punct", r"[(){}\[\]<>=,:?*+]"),
+]
+_RE = re.compile("|".join(f"(?P<{n}>{p})" for n, p in _SPEC))
+
+
+def tokenize(text: str, filename: str) -> list:
+    out, line, start, pos = [], 1, 0, 0
+    n = len(text)
+    while pos < n:
+        m = _RE.match(text, pos)
+        if m is None:
+            raise ParseError(f"unexpected character {text[pos]!r}", where=f"{filename}:{line}:{pos - start + 1}",
+                             fix="PTO-AS is MLIR text: check for a stray character")
+        kind = m.lastgroup
+        col = pos - start + 1
+        if kind == "nl":
+            line, start = line + 1, m.end()
+        elif kind == "badstring":
+            raise ParseError("unterminated string", where=f"{filename}:{line}:{col}",
+                             fix='close the string with " on the same line')
+        elif kind not in ("ws", "comment"):
+            out.append(Token("punct" if kind == "arrow" else kind, m.group(), line, col))
+        pos = m.end()
+    out.append(Token("eof", "", line, pos - start + 1))
+    return out

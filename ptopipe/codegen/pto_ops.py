@@ -1,0 +1,284 @@
+"""The ops of the ``.pto`` reader: one handler per PTO-AS op name, each parsing the op's
+operands / attributes / types with the cursor and appending the ptopipe IR ops it means to
+the current block.  This module owns the name scopes (:class:`Scope`, ``read`` /
+``write``: the destination-passing -> value rules of :mod:`.pto_reader`), ``ins(...)`` /
+``outs(...)`` lists, and the scalar and structural ops (``arith``, ``scf.for`` / ``scf.if`` /
+``scf.yield``, ``func.call``); tile ops are in :mod:`.pto_tile_ops`, pipe ops in
+:mod:`.pto_pipe_ops` / :mod:`.pto_pipe_handle`; the op-name table in :mod:`.pto_reader`.
+"""
+from __future__ import annotations
+
+from ..ir.core import Operation
+from ..ir.nodes import FunctionKind
+from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
+from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
+from .pto_syntax import ARITH_OF, CMP_OF, LOGIC
+
+_SYM = {v: k for k, v in SCALAR_BINOPS.items()}
+_USYM = {v: k for k, v in SCALAR_UNOPS.items()}
+
+
+class Unwritten:
+    """An ``alloc_tile`` / ``declare_tile`` buffer nothing has written yet."""
+    __slots__ = ("type", "tok", "addr")
+
+    def __init__(self, type, tok, addr=None):
+        self.type, self.tok, self.addr = type, tok, addr
+
+
+class Scope:
+    """One region's names; ``loop`` for an scf.for body.  ``outer_writes``: names of outer
+    buffers written here (name -> token); ``outer_reads``: outer buffers read here."""
+
+    def __init__(self, block, loop: bool = False):
+        self.block, self.loop = block, loop
+        self.vars, self.outer_writes, self.outer_reads = {}, {}, set()
+        self.stale = {}
+
+
+def _depth(fs, name):
+    for i in range(len(fs.scopes) - 1, -1, -1):
+        if name in fs.scopes[i].vars:
+            return i
+    return None
+
+
+def lookup(r, fs, tok):
+    d = _depth(fs, tok.text)
+    if d is None:
+        raise r.c.error(f"use of undefined value {tok.text}", tok, "define it before this use")
+    return d, fs.scopes[d].vars[tok.text]
+
+
+def read(r, fs, tok, want=None):
+    """The current IR value of name ``tok`` (a value, or a buffer's last write)."""
+    d, b = lookup(r, fs, tok)
+    for s in fs.scopes[d:]:
+        w = s.stale.get(tok.text)
+        if w is not None:
+            raise r.c.error(f"{tok.text} is read after the region that wrote it at line "
+                            f"{w.line}:{w.col}", tok,
+                            "carry the value out of the scf.for / scf.if with iter_args / scf.yield")
+    if isinstance(b, Unwritten):
+        raise r.c.error(f"{tok.text} is read before anything writes it", tok,
+                        f"write it first (its pto.alloc_tile is at line {b.tok.line})")
+    if not hasattr(b, "uses"):
+        raise r.c.error(f"{tok.text} is not a value here", tok)
+    if isinstance(b.type, TileValueType):
+        for s in fs.scopes[d + 1:]:
+            s.outer_reads.add(tok.text)
+    if want == "tile" and not isinstance(b.type, TileValueType):
+        raise r.c.error(f"{tok.text} is a {describe(b.type)}, not a tile", tok)
+    return b
+
+
+def write(r, fs, tok, value) -> None:
+    """Name ``tok`` (a buffer) now holds ``value``."""
+    d, b = lookup(r, fs, tok)
+    old = b.type if hasattr(b, "type") else None
+    if not isinstance(old, TileValueType):
+        raise r.c.error(f"{tok.text} is not a tile buffer (outs(...) takes pto.alloc_tile results)", tok)
+    if not same_tile(old, value.type):
+        raise r.c.error(f"type mismatch: {tok.text} is a {describe(old)} but the op writes a "
+                        f"{describe(value.type)}", tok)
+    cur = len(fs.scopes) - 1
+    for s in fs.scopes[d + 1:]:
+        if s.loop and tok.text in s.outer_reads:
+            raise r.c.error(f"{tok.text} is read in this scf.for body before it is written: the "
+                            "value is carried from one iteration to the next through the buffer",
+                            tok, "pass it through iter_args and scf.yield")
+    fs.scopes[cur].vars[tok.text] = value
+    fs.scopes[cur].stale.pop(tok.text, None)
+    if d < cur:
+        fs.scopes[cur].outer_writes[tok.text] = tok
+    if value.name is None:
+        value.name = tok.text[1:]
+
+
+def emit(r, fs, name, operands, types, attrs, loc, names=None, regions=()):
+    op = Operation(name, operands, types, attrs, regions, loc, names)
+    fs.scopes[-1].block.append(op)
+    return op
+
+
+def _hint(t: str):
+    h = t[1:]
+    return None if h.isdigit() or "#" in h else h
+
+
+def _check_results(r, opt, results, n):
+    if len(results) != n:
+        raise r.c.error(f"{opt.text} has {n} result{'s' if n != 1 else ''}, got {len(results)}", opt)
+
+
+def _typed_operand(r, fs, want_tile=False):
+    t = r.c.kind("value", "an operand %name")
+    return t, read(r, fs, t, "tile" if want_tile else None)
+
+
+def same_tile(a, b) -> bool:
+    """Tile types equal up to layout.  A layout only says how a tile's matrix is placed (TLOAD,
+    TMOV and the element-wise ops keep the matrix), so the layout a ``.pto`` type declares is
+    checked where an op takes it (``pto.tmov`` to a layout) and otherwise not enforced: ptoas
+    files declare e.g. col_major Mat tiles that ptopipe's TLOAD gives in the default layout."""
+    return a == b or (isinstance(a, TileValueType) and isinstance(b, TileValueType)
+                      and (a.shape, a.dtype, a.space) == (b.shape, b.dtype, b.space))
+
+
+def _check_type(r, tok, v, pt):
+    ok = (pt.kind == "tile" and same_tile(v.type, pt.ir)) or \
+         (pt.kind == "scalar" and isinstance(v.type, ScalarType) and v.type.dtype == pt.dtype) or \
+         (pt.kind in ("view", "ptr") and isinstance(v.type, TensorType) and v.type.dtype == pt.dtype) or \
+         (pt.kind == "scalar" and isinstance(v.type, BufferType) and pt.dtype == "i32")
+    if not ok:
+        raise r.c.error(f"type mismatch: {tok.text} is a {describe(v.type)}, the op says "
+                        f"{pt.ir if pt.ir is not None else pt.dtype}", tok)
+
+
+def ins_outs(r, fs, key):
+    """``key(%a, %b : T1, T2)`` -> [(token, binding, PType)]."""
+    c = r.c
+    c.expect(key, "")
+    c.expect("(", f"after {key}")
+    toks = []
+    while not c.at(":"):
+        toks.append(c.kind("value", f"an operand of {key}(...)"))
+        if not c.at(":"):
+            c.expect(",", f"between {key} operands")
+    c.expect(":")
+    types = [c.type_()]
+    while c.accept(","):
+        types.append(c.type_())
+    c.expect(")", f"closing {key}(...)")
+    if len(types) != len(toks):
+        raise c.error(f"{key}(...) has {len(toks)} operands but {len(types)} types", toks[0])
+    return list(zip(toks, types))
+
+
+# -- scalars and structure -------------------------------------------------------------------------
+def h_constant(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    vt = c.peek()
+    c.next()
+    c.expect(":", "before the constant's type")
+    pt = c.type_()
+    if pt.kind != "scalar":
+        raise c.error("arith.constant takes a scalar type", vt)
+    if vt.text in ("true", "false"):
+        v = vt.text == "true"
+    else:
+        try:
+            v = int(vt.text)
+        except ValueError:
+            try:
+                v = float(vt.text)
+            except ValueError:
+                raise c.error(f"bad number {vt.text!r}", vt) from None
+            if pt.dtype not in ("f16", "f32", "bf16"):
+                raise c.error(f"a float constant {vt.text} of integer type {pt.dtype}", vt)
+    if pt.dtype == "bool" and not isinstance(v, bool):
+        raise c.error(f"an i1 constant is true or false, got {vt.text}", vt)
+    rt, name = results[0]
+    op = emit(r, fs, "pl.const", (), [ScalarType(pt.dtype)], {"value": v}, loc, [_hint(name)])
+    fs.made_consts.append(op)
+    fs.const_values[op.results[0]] = v
+    r.define(fs, rt, name, op.results[0])
+
+
+def h_arith(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    pred = None
+    if opt.text in ("arith.cmpi", "arith.cmpf"):
+        pt = c.next()
+        pred = CMP_OF.get((opt.text, pt.text))
+        if pred is None:
+            raise c.error(f"unknown {opt.text} predicate {pt.text!r}", pt)
+        c.expect(",", "after the predicate")
+    toks = [c.kind("value", "an operand")]
+    while c.accept(","):
+        toks.append(c.kind("value", "an operand"))
+    c.expect(":", "before the type")
+    declared = c.type_()
+    xs = [read(r, fs, t) for t in toks]
+    for t, x in zip(toks, xs):
+        if not isinstance(x.type, ScalarType):
+            raise c.error(f"{t.text} is a {describe(x.type)}, not a scalar", t)
+    if pred is not None:
+        k = pred
+    elif opt.text in LOGIC.values() and xs[0].type == BOOL:
+        k = "and" if opt.text == "arith.andi" else "or"
+    else:
+        k = ARITH_OF[opt.text]
+    unary = k in _USYM
+    if len(xs) != (1 if unary else 2):
+        raise c.error(f"{opt.text} takes {1 if unary else 2} operand(s), got {len(xs)}", opt)
+    if unary:
+        rt = BOOL if k == "not" else xs[0].type
+    else:
+        rt = scalar_result_type(_SYM[k], xs[0].type, xs[1].type)
+    shown = xs[0].type if pred is not None else rt
+    if declared.kind != "scalar" or declared.dtype != shown.dtype:
+        raise c.error(f"type mismatch: {opt.text} on these operands is {shown.dtype}, the op says "
+                      f"{declared.dtype}", opt)
+    rtok, name = results[0]
+    op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
+    r.define(fs, rtok, name, op.results[0])
+
+
+def h_call(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 0)
+    if fs.kind is not FunctionKind.Group:
+        raise c.error("func.call in a kernel: only the pto.entry function calls kernels", opt)
+    callee = c.kind("symbol", "the callee @name")
+    c.expect("(")
+    toks = []
+    while not c.accept(")"):
+        toks.append(c.kind("value", "an argument"))
+        if not c.at(")"):
+            c.expect(",")
+    c.expect(":")
+    c.expect("(")
+    n = 0
+    while not c.accept(")"):
+        c.type_()
+        n += 1
+        if not c.at(")"):
+            c.expect(",")
+    c.expect("->")
+    c.expect("(")
+    c.expect(")", "(kernels return nothing)")
+    if n != len(toks):
+        raise c.error(f"func.call with {len(toks)} arguments but {n} types", opt)
+    emit(r, fs, "pl.call", [read(r, fs, t) for t in toks], [], {"callee": callee.text[1:]}, loc)
+
+
+def h_index_cast(r, fs, opt, results, loc):
+    """``%y = arith.index_cast %x : i64 to index`` of an index value (e.g. the i64 that
+    ptoas's ``pto.get_subblock_idx`` gives): %y names the same IR value."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    t = c.kind("value", "the cast value")
+    c.expect(":")
+    src = c.type_()
+    c.expect("to")
+    dst = c.type_()
+    x = read(r, fs, t)
+    if src.kind != "scalar" or dst.kind != "scalar" or dst.dtype != "index" \
+            or not (isinstance(x.type, ScalarType) and x.type.dtype == "index"):
+        raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an index value "
+                      f"({t.text} is a {describe(x.type)})", opt)
+    rt, name = results[0]
+    r.define(fs, rt, name, x)
+
+
+def h_copy(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 1)
+    t, x = _typed_operand(r, fs)
+    r.c.expect(":")
+    _check_type(r, t, x, r.c.type_())
+    rt, name = results[0]
+    op = emit(r, fs, "pl.copy", [x], [x.type], {}, loc, [_hint(name)])
+    r.define(fs, rt, name, op.results[0])

@@ -1,0 +1,308 @@
+"""Cross-core ops of the ``.pto`` reader (seed-003 forms): ``pto.reserve_buffer`` /
+``pto.import_reserved_buffer``, ``pto.aic_/aiv_initialize_pipe`` (both consumer-buffer
+operands; ``gm_slot_buffer`` optional), ``tpush_to_aiv|aic``, ``tpop_from_aic|aiv`` (with
+optional dynamic valid shape ``(%vr, %vc)``: read, not modelled - the whole tile is popped),
+``tfree_from_aic|aiv`` and ptopipe's ``talloc_to_aiv|aic`` (address flow).  Each becomes
+the seed-003 op of ptopipe's IR; the direction follows from the op name.  The lower-level
+forms on a ``!pto.pipe`` handle are in :mod:`.pto_pipe_handle`.
+"""
+from __future__ import annotations
+
+from ..arch.vocab import Direction, TileSplitAxis
+from ..ir.nodes import AUTO, FunctionKind
+from ..ir.ops import C2V, V2C
+from ..ir.types import INDEX, NONE, BufferType, TensorType
+from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
+from .pto_syntax import MEM_OF_ADDRESS_SPACE, SPLIT_OF
+
+_INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "id", "nosplit", "flag_base",
+              "ptopipe.lanes")
+
+
+def _need(r, attrs, key, opt, kind=int):
+    if key not in attrs:
+        raise r.c.error(f"{opt.text} needs the attribute {key}", opt)
+    v, t = attrs[key]
+    if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
+        raise r.c.error(f"bad attribute {key} = {v!r}: expected an integer", t)
+    if kind is str and not isinstance(v, str):
+        raise r.c.error(f"bad attribute {key} = {v!r}: expected a string", t)
+    return v
+
+
+def _unknown(r, attrs, allowed, opt):
+    for k, (_, t) in attrs.items():
+        if k not in allowed:
+            raise r.c.error(f"unknown attribute {k!r} of {opt.text}", t,
+                            f"{opt.text} takes {', '.join(allowed)}")
+
+
+def _result(r, fs, results, op):
+    rt, name = results[0]
+    r.define(fs, rt, name, op.results[0])
+
+
+def h_reserve(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 1)
+    attrs = r.c.attr_dict()
+    _unknown(r, attrs, ("name", "size", "location", "auto", "base"), opt)
+    name = _need(r, attrs, "name", opt, str)
+    size = _need(r, attrs, "size", opt)
+    sp, lt = r.c.enum_attr(attrs, "location", "#pto.address_space",
+                           ("vec" if fs.kind is FunctionKind.AIV else "mat", opt))
+    mem = MEM_OF_ADDRESS_SPACE.get(sp)
+    if mem is None:
+        raise r.c.error(f"unknown address space {sp!r} for a reserve_buffer", lt,
+                        "use #pto.address_space<vec> (Vector) or <mat> (Cube)")
+    auto = attrs.get("auto", (True, None))[0]
+    if not isinstance(auto, bool):
+        raise r.c.error(f"bad attribute auto = {auto!r}: expected true or false", attrs["auto"][1])
+    if auto is True and "base" in attrs:
+        raise r.c.error("reserve_buffer with auto = true takes no base", attrs["base"][1],
+                        "drop base, or say auto = false")
+    if auto is False and "base" not in attrs:
+        raise r.c.error("reserve_buffer with auto = false needs a base", attrs["auto"][1])
+    base = AUTO if auto is True else _need(r, attrs, "base", opt)
+    if fs.kind is FunctionKind.Group:
+        raise r.c.error("pto.reserve_buffer in the entry function", opt, "reserve in a kernel")
+    r.c.expect("->")
+    r.c.type_()
+    op = emit(r, fs, "pl.reserve_buffer", [], [BufferType("reserve")],
+              {"name": name, "size": size, "base": base, "memory_space": mem}, loc, [_hint(results[0][1])])
+    _result(r, fs, results, op)
+
+
+def h_import(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 1)
+    attrs = r.c.attr_dict()
+    _unknown(r, attrs, ("name", "peer_func"), opt)
+    name = _need(r, attrs, "name", opt, str)
+    peer = _need(r, attrs, "peer_func", opt, None)
+    if not (isinstance(peer, tuple) and peer[0] == "@"):
+        raise r.c.error("peer_func must be a function symbol @name", attrs["peer_func"][1])
+    r.c.expect("->")
+    r.c.type_()
+    op = emit(r, fs, "pl.import_peer_buffer", [], [BufferType("import")],
+              {"name": name, "peer_func": peer[1]}, loc, [_hint(results[0][1])])
+    _result(r, fs, results, op)
+
+
+def _consumer_operand(r, fs, tok, way, loc):
+    """An init's consumer-buffer operand: ``buf.base`` of a reserve / import, or 0."""
+    v = read(r, fs, tok)
+    if isinstance(v.type, BufferType):
+        op = emit(r, fs, "pl.buffer_attr", [v], [INDEX], {"attr": "base"}, loc)
+        return op.results[0], v
+    if fs.const_values.get(v) == 0 and not isinstance(fs.const_values.get(v), bool):
+        op = emit(r, fs, "pl.const", [], [INDEX], {"value": 0}, loc)
+        return op.results[0], None
+    raise r.c.error(f"{way}_consumer_buf {tok.text} is neither a reserve / import buffer nor 0", tok,
+                    "pass the pto.reserve_buffer / import_reserved_buffer result, or "
+                    "arith.constant 0 : i32 for an unused direction")
+
+
+def _init_attrs(r, attrs, opt):
+    _unknown(r, attrs, _INIT_KEYS, opt)
+    d = _need(r, attrs, "dir_mask", opt)
+    if isinstance(d, bool) or d not in (1, 2, 3, 5, 6, 7):
+        raise r.c.error(f"bad dir_mask {d}: expected 1 (C2V), 2 (V2C) or 3 (both); "
+                        "ptopipe also reads 5 / 6 / 7 (the same, ring in GM)",
+                        attrs["dir_mask"][1])
+    out = {"dir_mask": Direction(d), "slot_size": _need(r, attrs, "slot_size", opt),
+           "slot_num": _need(r, attrs, "slot_num", opt) if "slot_num" in attrs else None,
+           "lanes": _need(r, attrs, "ptopipe.lanes", opt) if "ptopipe.lanes" in attrs else None}
+    nosplit = attrs.get("nosplit", (False, None))
+    if not isinstance(nosplit[0], bool):
+        raise r.c.error(f"bad attribute nosplit = {nosplit[0]!r}: expected true or false", nosplit[1])
+    return out, nosplit[0]
+
+
+def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
+    """The function's init op: ``gm`` (a pointer parameter, else a null constant) and each
+    direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction)."""
+    if fs.init is not None:
+        raise r.c.error("a second pipe initialisation in this kernel", opt,
+                        "ptopipe runs one pipe per kernel: one init with dir_mask = 3 for both ways")
+    if fs.kind is FunctionKind.Group:
+        raise r.c.error("pipe initialisation in the entry function", opt)
+    if gm_tok is not None:
+        _, g = lookup(r, fs, gm_tok)
+        if g in fs.untyped:
+            g.type = r.gm_slot_type(g.type.dtype, attrs)
+            del fs.untyped[g]
+        gm = read(r, fs, gm_tok)
+        if not isinstance(gm.type, TensorType):
+            raise r.c.error(f"gm_slot_buffer {gm_tok.text} is not a !pto.ptr parameter", gm_tok)
+    else:
+        gm = emit(r, fs, "pl.const", [], [NONE], {"value": None}, loc).results[0]
+    ops, bufs = [], []
+    for tok, way in ((c2v_tok, "c2v"), (v2c_tok, "v2c")):
+        if tok is None:
+            ops.append(emit(r, fs, "pl.const", [], [INDEX], {"value": 0}, loc).results[0])
+            bufs.append(None)
+        else:
+            v, b = _consumer_operand(r, fs, tok, way, loc)
+            ops.append(v)
+            bufs.append(b)
+    name = "pl.aic_initialize_pipe" if fs.kind is FunctionKind.AIC else "pl.aiv_initialize_pipe"
+    fs.init = emit(r, fs, name, [gm] + ops, [], attrs, loc)
+    if nosplit and fs.kind is FunctionKind.AIV:     # whole tiles on AIV0 (ptopipe's NO_SPLIT kernel)
+        fs.op.attributes.setdefault("split", TileSplitAxis.TILE_NO_SPLIT)
+    fs.rings = {C2V: bufs[0], V2C: bufs[1]}
+
+
+def h_init(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 0)
+    want = "pto.aic_initialize_pipe" if fs.kind is FunctionKind.AIC else "pto.aiv_initialize_pipe"
+    if opt.text != want:
+        raise c.error(f"{opt.text} in a {'cube' if fs.kind is FunctionKind.AIC else 'vector'} kernel",
+                      opt, f"use {want}")
+    attrs, nosplit = _init_attrs(r, c.attr_dict(), opt)
+    c.expect("(", "opening the init's operands")
+    got = {}
+    while not c.accept(")"):
+        k = c.next()
+        if k.text not in ("gm_slot_buffer", "c2v_consumer_buf", "v2c_consumer_buf", "gm_slot_tensor"):
+            raise c.error(f"unknown operand {k.text!r} of {opt.text}", k,
+                          "operands: gm_slot_buffer, c2v_consumer_buf, v2c_consumer_buf")
+        c.expect("=")
+        vt = c.kind("value", f"the {k.text} value")
+        c.expect(":")
+        c.type_()
+        got[k.text] = vt
+        if not c.at(")"):
+            c.expect(",")
+    for k in ("c2v_consumer_buf", "v2c_consumer_buf"):
+        if k not in got:
+            raise c.error(f"{opt.text} needs {k} (an arith.constant 0 : i32 for an unused direction)", opt)
+    _make_init(r, fs, opt, loc, attrs, got.get("gm_slot_buffer"), got["c2v_consumer_buf"],
+               got["v2c_consumer_buf"], nosplit)
+
+
+def _split(r, attrs, opt, required=True):
+    if "split" not in attrs:
+        if required:
+            raise r.c.error(f"{opt.text} needs {{split = 0|1|2}}", opt)
+        return None
+    v, t = attrs["split"]
+    if isinstance(v, bool) or not isinstance(v, int) or v not in SPLIT_OF:
+        raise r.c.error(f"bad split value {v!r}: 0 (no split), 1 (up/down) or 2 (left/right)", t)
+    return SPLIT_OF[v]
+
+
+def _ring(r, fs, d, role, opt):
+    if fs.init is None:
+        raise r.c.error(f"{opt.text} before the pipe is initialised", opt,
+                        "initialise the pipe at the top of the kernel")
+    buf = fs.rings.get(d)
+    kind = "import" if role == "producer" else "reserve"
+    if buf is None or buf.type.kind != kind:
+        what = "pto.import_reserved_buffer" if kind == "import" else "pto.reserve_buffer"
+        raise r.c.error(f"{opt.text}: the pipe's {d.name[4:]} consumer buffer is not a {what}", opt,
+                        f"pass the {what} result as {d.name[4:].lower()}_consumer_buf of the init")
+    return buf
+
+
+_DIR = {"aiv": C2V, "aic": V2C}         # tpush_to_X / talloc_to_X: the direction to X
+_POP = {"aic": C2V, "aiv": V2C}         # tpop_from_X / tfree_from_X
+
+
+def _core_check(r, fs, d, role, opt):
+    prod = FunctionKind.AIC if d is C2V else FunctionKind.AIV
+    me = prod if role == "producer" else (FunctionKind.AIV if prod is FunctionKind.AIC else FunctionKind.AIC)
+    if fs.kind is not me:
+        raise r.c.error(f"{opt.text} in a {'cube' if fs.kind is FunctionKind.AIC else 'vector'} kernel",
+                        opt, f"it belongs in the {'cube' if me is FunctionKind.AIC else 'vector'} kernel")
+
+
+def h_tpush(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 0)
+    d = _DIR[opt.text.rsplit("_", 1)[1]]
+    _core_check(r, fs, d, "producer", opt)
+    c.expect("(")
+    t = c.kind("value", "the pushed tile")
+    c.expect(":")
+    pt = c.type_()
+    c.expect(")")
+    v = read(r, fs, t)
+    _check_type(r, t, v, pt)
+    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    emit(r, fs, "pl.tpush", [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
+
+
+def _pop_type(r, pt, tok):
+    if pt.kind == "tile":
+        return pt.ir
+    if pt.kind == "view" and None not in pt.shape:
+        return TensorType(tuple(pt.shape), pt.dtype)
+    raise r.c.error("a popped value is a !pto.tile_buf (or a static !pto.tensor_view)", tok)
+
+
+def h_tpop(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    d = _POP[opt.text.rsplit("_", 1)[1]]
+    _core_check(r, fs, d, "consumer", opt)
+    if c.accept("("):                       # dynamic valid shape: read, not modelled
+        read(r, fs, c.kind("value", "the valid rows"))
+        c.expect(",")
+        read(r, fs, c.kind("value", "the valid columns"))
+        c.expect(")")
+    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    c.expect("->", "before the popped tile's type")
+    tt = c.peek()
+    ty = _pop_type(r, c.type_(), tt)
+    op = emit(r, fs, "pl.tpop", [_ring(r, fs, d, "consumer", opt)], [ty],
+              {"type": ty, "split": split, "direction": d}, loc, [_hint(results[0][1])])
+    _result(r, fs, results, op)
+
+
+def _free(r, fs, d, split, opt, loc, obj=None):
+    if obj is None:
+        obj = emit(r, fs, "pl.const", [], [NONE], {"value": None}, loc).results[0]
+    emit(r, fs, "pl.tfree", [_ring(r, fs, d, "consumer", opt), obj], [],
+         {"direction": d, "split": split}, loc)
+
+
+def h_tfree(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 0)
+    d = _POP[opt.text.rsplit("_", 1)[1]]
+    _core_check(r, fs, d, "consumer", opt)
+    obj = None
+    if r.c.accept("("):                     # ptopipe: TFREE naming the popped value it frees
+        t = r.c.kind("value", "the freed tile")
+        r.c.expect(":")
+        pt = r.c.type_()
+        r.c.expect(")")
+        obj = read(r, fs, t)
+        _check_type(r, t, obj, pt)
+    attrs = r.c.attr_dict() if r.c.at("{") else {}
+    _free(r, fs, d, _split(r, attrs, opt, required=False), opt, loc, obj)
+
+
+def h_talloc(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    d = _DIR[opt.text.rsplit("_", 1)[1]]
+    _core_check(r, fs, d, "producer", opt)
+    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    c.expect("->")
+    tt = c.peek()
+    ty = _pop_type(r, c.type_(), tt)
+    if not isinstance(ty, TensorType):
+        raise c.error("talloc gives a !pto.tensor_view<...> (the slot in GM)", tt)
+    op = emit(r, fs, "pl.talloc", [_ring(r, fs, d, "producer", opt)], [ty],
+              {"type": ty, "split": split, "direction": d}, loc, [_hint(results[0][1])])
+    _result(r, fs, results, op)
+
+
+PIPE_HANDLERS = {
+    "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
+    "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
+    "pto.tpush_to_aiv": h_tpush, "pto.tpush_to_aic": h_tpush,
+    "pto.tpop_from_aic": h_tpop, "pto.tpop_from_aiv": h_tpop,
+    "pto.tfree_from_aic": h_tfree, "pto.tfree_from_aiv": h_tfree,
+    "pto.talloc_to_aiv": h_talloc, "pto.talloc_to_aic": h_talloc,
+}

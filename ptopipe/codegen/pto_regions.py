@@ -1,0 +1,267 @@
+"""Regions of the ``.pto`` reader: ``scf.for`` (with ``iter_args``), ``scf.if`` / ``else``,
+``scf.yield``, and the buffers a loop carries.
+
+A buffer (``pto.alloc_tile``) of an outer scope that a loop body reads before it writes it
+holds a value carried from one iteration to the next (an accumulator: ``pto.tmatmul.acc
+ins(%acc, ...) outs(%acc)``).  The IR carries loop values explicitly, so such a buffer
+becomes an extra iter_arg of the ``pl.for`` (found by a look-ahead over the body's tokens
+before the body is read): initial value its value before the loop, yielded its value at the
+end of the body, and after the loop it holds the loop's result.  Other writes of an outer
+buffer inside a region are region-local; reading such a buffer after the region is a
+ParseError (:mod:`.pto_ops` ``read``).
+"""
+from __future__ import annotations
+
+from ..ir.core import Block, Operation, Region
+from ..ir.types import INDEX, ScalarType, TileValueType, describe
+from .pto_ops import Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit, read, write
+
+
+def _region_end(r, fs, scope, n_results, opt):
+    """After a region's body: its yield (appended if absent and nothing is yielded)."""
+    last = scope.block.last
+    if last is None or last.name != "pl.yield":
+        if n_results:
+            raise r.c.error(f"this {opt.text} region must end with scf.yield of {n_results} value(s)", opt)
+        scope.block.append(Operation("pl.yield", (), (), {}, (), None))
+        scope.block.last.loc = r.loc(opt)
+    elif len(last.operands) != n_results:
+        raise r.c.error(f"scf.yield gives {len(last.operands)} value(s); the {opt.text} has "
+                        f"{n_results} result(s)", opt)
+
+
+def _pop(fs, scope):
+    fs.scopes.pop()
+    outer = fs.scopes[-1]
+    top = len(fs.scopes) - 1
+    for name, tok in scope.outer_writes.items():
+        outer.stale[name] = tok
+        d = _depth(fs, name)
+        if d is not None and d < top:
+            outer.outer_writes.setdefault(name, tok)
+
+
+def h_for(r, fs, opt, results, loc):
+    c = r.c
+    ivt = c.kind("value", "the loop variable")
+    c.expect("=")
+    lb = read(r, fs, c.kind("value", "the lower bound"))
+    c.expect("to")
+    ub = read(r, fs, c.kind("value", "the upper bound"))
+    c.expect("step")
+    st = read(r, fs, c.kind("value", "the step"))
+    iters, types = [], []
+    if c.accept("iter_args"):
+        c.expect("(")
+        while not c.accept(")"):
+            a = c.kind("value", "an iter_arg")
+            c.expect("=")
+            iters.append((a, read(r, fs, c.kind("value", "an initial value"))))
+            if not c.at(")"):
+                c.expect(",")
+        c.expect("->", "before the loop's result types")
+        c.expect("(")
+        while not c.accept(")"):
+            types.append(c.type_())
+            if not c.at(")"):
+                c.expect(",")
+        if len(types) != len(iters):
+            raise c.error(f"{len(iters)} iter_args but {len(types)} result types", opt)
+    _check_results(r, opt, results, len(iters))
+    irt = []
+    for (a, x), pt in zip(iters, types):
+        _check_type(r, a, x, pt)
+        irt.append(x.type)
+    carried = [(t, read(r, fs, t)) for t in carried_buffers(r, fs)]
+    ctypes = [v.type for _, v in carried]
+    body = Block([INDEX] + irt + ctypes, [_hint(ivt.text)] + [_hint(a.text) for a, _ in iters]
+                 + [f"{t.text[1:]}_iter" for t, _ in carried])
+    op = emit(r, fs, "pl.for", [lb, ub, st] + [x for _, x in iters] + [v for _, v in carried],
+              irt + ctypes, {}, loc, [_hint(n) for _, n in results] + [f"{t.text[1:]}_out" for t, _ in carried],
+              [Region([body])])
+    scope = Scope(body, loop=True)
+    fs.scopes.append(scope)
+    r.define(fs, ivt, ivt.text, body.args[0])
+    for (a, _), arg in zip(iters, body.args[1:]):
+        r.define(fs, a, a.text, arg)
+    for (t, _), arg in zip(carried, body.args[1 + len(iters):]):
+        scope.vars[t.text] = arg                # the buffer's value in this iteration
+    c.expect("{", "opening the loop body")
+    r.body(fs, scope)
+    _region_end(r, fs, scope, len(iters), opt)
+    if carried:
+        y = body.last
+        ends = [read(r, fs, t) for t, _ in carried]
+        new = Operation("pl.yield", list(y.operands) + ends, (), {}, (), y.loc)
+        y.replace_with(new)
+    _pop(fs, scope)
+    for (rt, name), v in zip(results, op.results):
+        r.define(fs, rt, name, v)
+    for (t, _), v in zip(carried, op.results[len(iters):]):
+        write(r, fs, t, v)
+
+
+def h_if(r, fs, opt, results, loc):
+    c = r.c
+    ct = c.kind("value", "the condition")
+    cond = read(r, fs, ct)
+    types = []
+    if c.accept("->"):
+        c.expect("(")
+        while not c.accept(")"):
+            types.append(c.type_())
+            if not c.at(")"):
+                c.expect(",")
+    _check_results(r, opt, results, len(types))
+    carried = if_buffers(r, fs)
+    blocks = [Block(), Block()]
+    irt = [pt.ir if pt.kind == "tile" else ScalarType(pt.dtype) for pt in types]
+    op = emit(r, fs, "pl.if", [cond], irt + [t for _, t, _ in carried], {}, loc,
+              [_hint(n) for _, n in results] + [f"{t.text[1:]}_sel" for t, _, _ in carried],
+              [Region([b]) for b in blocks])
+    for i, b in enumerate(blocks):
+        if i == 1 and not c.accept("else"):
+            if types:
+                raise c.error("scf.if with results needs an else region", opt)
+            b.append(Operation("pl.yield", [v for _, _, v in carried], (), {}, (), loc))
+            break
+        scope = Scope(b)
+        fs.scopes.append(scope)
+        c.expect("{", "opening the region")
+        r.body(fs, scope)
+        _region_end(r, fs, scope, len(types), opt)
+        if carried:
+            y = b.last
+            y.replace_with(Operation("pl.yield", list(y.operands) + [read(r, fs, t) for t, _, _ in carried],
+                                     (), {}, (), y.loc))
+        _pop(fs, scope)
+    for b in blocks:
+        for t, y in zip(irt, b.last.operands):
+            if t != y.type:
+                raise c.error(f"type mismatch: scf.yield gives a {describe(y.type)} for a "
+                              f"{describe(t)} result of scf.if", opt)
+    for (rt, name), v in zip(results, op.results):
+        r.define(fs, rt, name, v)
+    for (t, _, _), v in zip(carried, op.results[len(types):]):
+        write(r, fs, t, v)
+
+
+def _writes(toks, i) -> tuple:
+    """(names written in the region whose '{' is toks[i], index after its '}')."""
+    depth, parens, outs_at, out = 0, 0, None, {}
+    while True:
+        t = toks[i]
+        if t.kind == "eof":
+            return out, None
+        if t.text in ("{", "}"):
+            depth += 1 if t.text == "{" else -1
+            if depth == 0:
+                return out, i + 1
+        elif t.text in ("(", ")"):
+            parens += 1 if t.text == "(" else -1
+            if outs_at is not None and parens == outs_at:
+                outs_at = None
+        elif t.kind == "word" and t.text == "outs" and toks[i + 1].text == "(":
+            outs_at = parens
+        elif t.kind == "value" and (outs_at is not None or
+                                    (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop")):
+            out.setdefault(t.text, t)
+        i += 1
+
+
+def if_buffers(r, fs) -> list:
+    """``(token, type, value before)`` of the outer tile buffers an scf.if (from the cursor's
+    '{') writes: they become results of the pl.if, each branch yielding its last value (the
+    value before, in a branch that does not write it).  A buffer with no value before the if
+    is carried only when both branches write it."""
+    toks = r.c.toks
+    if toks[r.c.i].text != "{":
+        return []
+    then_w, nxt = _writes(toks, r.c.i)
+    else_w = {}
+    if nxt is not None and toks[nxt].text == "else" and toks[nxt + 1].text == "{":
+        else_w, _ = _writes(toks, nxt + 1)
+    out = []
+    for name, t in {**then_w, **else_w}.items():
+        d = _depth(fs, name)
+        if d is None:
+            continue
+        b = fs.scopes[d].vars[name]
+        typ = getattr(b, "type", None)
+        if not isinstance(typ, TileValueType):
+            continue
+        if isinstance(b, Unwritten):
+            if name in then_w and name in else_w:
+                out.append((t, typ, None))
+            continue
+        out.append((t, typ, b))
+    return out
+
+
+def h_yield(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 0)
+    xs = []
+    if c.peek().kind == "value":
+        toks = [c.kind("value", "a value")]
+        while c.accept(","):
+            toks.append(c.kind("value", "a value"))
+        c.expect(":", "before the yielded types")
+        types = [c.type_()]
+        while c.accept(","):
+            types.append(c.type_())
+        if len(types) != len(toks):
+            raise c.error(f"scf.yield of {len(toks)} values with {len(types)} types", opt)
+        for t, pt in zip(toks, types):
+            v = read(r, fs, t)
+            _check_type(r, t, v, pt)
+            xs.append(v)
+    emit(r, fs, "pl.yield", xs, [], {}, loc)
+    if not c.at("}"):
+        raise c.error("scf.yield must be the last op of its region", c.peek())
+
+
+
+
+def carried_buffers(r, fs) -> list:
+    """Tokens of the outer tile buffers the loop body (from the cursor's '{') reads before it
+    writes them, in order of first use.  A write is a name in ``outs(...)`` or the
+    destination of a DPS ``pto.tpop(%t, %pipe)``; a name followed by '=' is a definition."""
+    toks, i = r.c.toks, r.c.i
+    if toks[i].text != "{":
+        return []
+    depth, parens, outs_at = 0, 0, None
+    first, writes = {}, set()
+    while True:
+        t = toks[i]
+        if t.kind == "eof":
+            return []                            # the body's own parse reports it
+        if t.text in ("{", "}"):
+            depth += 1 if t.text == "{" else -1
+            if depth == 0:
+                break
+        elif t.text in ("(", ")"):
+            parens += 1 if t.text == "(" else -1
+            if outs_at is not None and parens == outs_at:
+                outs_at = None
+        elif t.kind == "word" and t.text == "outs" and toks[i + 1].text == "(":
+            outs_at = parens                    # until the matching ')'
+        elif t.kind == "value" and toks[i + 1].text != "=":
+            write = outs_at is not None or (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop")
+            if write:
+                writes.add(t.text)
+            first.setdefault(t.text, (t, write))
+        i += 1
+    out = []
+    for name, (t, is_write) in first.items():
+        d = _depth(fs, name)
+        if is_write or name not in writes or d is None:
+            continue
+        b = fs.scopes[d].vars[name]
+        if not isinstance(getattr(b, "type", None), TileValueType):
+            continue
+        if isinstance(b, Unwritten):
+            raise r.c.error(f"{name} is read in this scf.for body before it is written, and nothing "
+                            "writes it before the loop", t, "write it before the loop")
+        out.append(t)
+    return out

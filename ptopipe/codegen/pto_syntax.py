@@ -1,0 +1,99 @@
+"""PTO-AS (``.pto``) spellings: the one place the writer and the reader share.
+
+Owns: the ``!pto.tile_buf<...>`` long form (key order, address spaces, layouts, default
+fractal / pad), the short form's positional parts, ``#pto.address_space<...>``,
+``#pto.kernel_kind<...>``, ``pto.target_arch`` values, split numbering 0/1/2
+(:class:`~ptopipe.arch.vocab.TileSplitAxis`), the MLIR spelling of element types, the
+``pto.t*`` names of ptopipe's tile ops and the ``arith`` names of its scalar ops.
+Facts follow ptoas's frontend tests (hw-native-sys/PTOAS ``test/basic/*.pto``).
+"""
+from __future__ import annotations
+
+from ..arch.vocab import DEFAULT_LAYOUT, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis
+from ..ir.nodes import FunctionKind
+from ..ir.ops import ISA_NAMES
+from ..ir.types import MemorySpace, TileValueType
+
+#: tile_buf ``loc=`` <-> where the tile lives
+LOC_OF_SPACE = {MemorySpace.Vec: "vec", MemorySpace.Mat: "mat", MemorySpace.Left: "left",
+                MemorySpace.Right: "right", MemorySpace.Acc: "acc", MemorySpace.Bias: "bias"}
+SPACE_OF_LOC = {v: k for k, v in LOC_OF_SPACE.items()}
+#: ``#pto.address_space<...>`` of a reserve_buffer <-> the IR's memory_space
+ADDRESS_SPACE_OF_MEM = {"UB": "vec", "L1": "mat"}
+MEM_OF_ADDRESS_SPACE = {v: k for k, v in ADDRESS_SPACE_OF_MEM.items()}
+#: the long form's keys, in the one order ptoas accepts
+TILE_KEYS = ("loc", "dtype", "rows", "cols", "v_row", "v_col", "blayout", "slayout", "fractal", "pad")
+BLAYOUT_NAMES = {BLayout.RowMajor: "row_major", BLayout.ColMajor: "col_major"}
+SLAYOUT_NAMES = {SLayout.NoneBox: "none_box", SLayout.RowMajor: "row_major",
+                 SLayout.ColMajor: "col_major"}
+BLAYOUT_OF = {v: k for k, v in BLAYOUT_NAMES.items()}
+SLAYOUT_OF = {v: k for k, v in SLAYOUT_NAMES.items()}
+#: func attribute ``pto.kernel_kind = #pto.kernel_kind<...>``
+KIND_NAMES = {FunctionKind.AIC: "cube", FunctionKind.AIV: "vector"}
+KIND_OF = {v: k for k, v in KIND_NAMES.items()}
+#: module attribute ``pto.target_arch`` <-> platform name
+ARCH_OF_PLATFORM = {"a2a3": "a3", "a5": "a5"}
+PLATFORM_OF_ARCH = {"a3": "a2a3", "a2": "a2a3", "a2a3": "a2a3", "a5": "a5"}
+#: ``{split = N}``: 0 / 1 / 2 = TILE_NO_SPLIT / TILE_UP_DOWN / TILE_LEFT_RIGHT
+SPLIT_OF = {int(s): s for s in TileSplitAxis}
+PIPES = {p.value: p for p in SyncPipe}
+#: IR dtype <-> MLIR element type
+MLIR_DTYPE = {"f16": "f16", "f32": "f32", "bf16": "bf16", "i8": "i8", "u8": "ui8", "i16": "i16",
+              "i32": "i32", "u32": "ui32", "i64": "i64", "index": "index", "bool": "i1"}
+IR_DTYPE = {v: k for k, v in MLIR_DTYPE.items()}
+FLOATS = ("f16", "f32", "bf16")
+
+#: ptopipe tile op (op-table name) <-> PTO-AS op name (``pto.`` + the ISA name)
+PTO_OP = {dsl: "pto." + isa.lower() for dsl, isa in ISA_NAMES.items()}
+PTO_OP["matmul_acc"] = "pto.tmatmul.acc"
+IR_OP_OF_PTO = {v: k for k, v in PTO_OP.items()}
+IR_OP_OF_PTO["pto.tmatmul_acc"] = "matmul_acc"
+
+#: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
+#: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``
+ARITH = {"add": ("arith.addi", "arith.addf"), "sub": ("arith.subi", "arith.subf"),
+         "mul": ("arith.muli", "arith.mulf"), "floordiv": ("arith.floordivsi", None),
+         "mod": ("arith.remsi", "arith.remf"), "div": (None, "arith.divf"),
+         "bitor": ("arith.ori", None), "bitand": ("arith.andi", None),
+         "neg": ("arith.negi", "arith.negf"), "not": ("arith.xori", None)}
+CMP = {"eq": ("eq", "oeq"), "ne": ("ne", "one"), "lt": ("slt", "olt"), "le": ("sle", "ole"),
+       "gt": ("sgt", "ogt"), "ge": ("sge", "oge")}
+#: logical and/or on i1 (the IR's ``and`` / ``or``)
+LOGIC = {"and": "arith.andi", "or": "arith.ori"}
+ARITH_OF = {}
+for _k, (_i, _f) in ARITH.items():
+    for _n in (_i, _f):
+        if _n is not None:
+            ARITH_OF.setdefault(_n, _k)
+CMP_OF = {}
+for _k, (_i, _f) in CMP.items():
+    CMP_OF[("arith.cmpi", _i)] = _k
+    CMP_OF[("arith.cmpf", _f)] = _k
+
+
+def layout_of(t: TileValueType) -> TileLayout:
+    return t.layout if t.layout is not None else DEFAULT_LAYOUT[t.space]
+
+
+def fractal_of(t: TileValueType) -> int:
+    """The ``fractal=`` value ptoas prints: 1024 for Acc, else 512."""
+    return 1024 if t.space is MemorySpace.Acc else 512
+
+
+def tile_buf(t: TileValueType) -> str:
+    """The long form, keys in :data:`TILE_KEYS` order."""
+    lay = layout_of(t)
+    r, c = t.shape
+    return (f"!pto.tile_buf<loc={LOC_OF_SPACE[t.space]}, dtype={MLIR_DTYPE[t.dtype]}, rows={r}, "
+            f"cols={c}, v_row={r}, v_col={c}, blayout={BLAYOUT_NAMES[lay.blayout]}, "
+            f"slayout={SLAYOUT_NAMES[lay.slayout]}, fractal={fractal_of(t)}, pad=0>")
+
+
+def tile_type(shape, dtype: str, space: MemorySpace, blayout: BLayout | None,
+              slayout: SLayout | None) -> TileValueType:
+    """The IR tile type of a tile_buf: the space's default layout is ``layout=None``."""
+    d = DEFAULT_LAYOUT[space]
+    b = d.blayout if blayout is None else blayout
+    s = d.slayout if slayout is None else slayout
+    lay = TileLayout.of(b, s)
+    return TileValueType(tuple(shape), dtype, space, None if lay is d else lay)

@@ -1,0 +1,298 @@
+"""Tile and GM-view ops of the ``.pto`` reader: ``pto.make_tensor_view`` (gives a
+``!pto.ptr`` parameter its shape), ``pto.partition_view`` (a load / store window),
+``pto.alloc_tile`` / ``declare_tile`` (a buffer), ``pto.tload`` / ``pto.tstore``, the
+element-wise / matmul / move ops in their ``ins(...) outs(...)`` form (one handler for
+every op of the op table: attributes such as ``space`` / ``dtype`` / ``shape`` are read off
+the ``outs`` tile), ``get_subblockid`` and the intra-core events.
+"""
+from __future__ import annotations
+
+from ..ir.opdefs import OperandView, operand_groups
+from ..ir.ops import OPS, REQUIRED, OpError
+from ..ir.types import INDEX, TensorType, TileValueType, describe
+from .pto_ops import (Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
+                      same_tile, write)
+from .pto_syntax import IR_OP_OF_PTO, PIPES
+
+
+class View:
+    """A ``pto.make_tensor_view`` of a tensor parameter."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+class Part:
+    """A ``pto.partition_view``: the tensor, the offset values and the window shape."""
+    __slots__ = ("tensor", "offsets", "shape", "tok")
+
+    def __init__(self, tensor, offsets, shape, tok):
+        self.tensor, self.offsets, self.shape, self.tok = tensor, offsets, shape, tok
+
+
+def _value_list(r, fs, what):
+    c = r.c
+    c.expect("[", f"opening {what}")
+    toks = []
+    while not c.accept("]"):
+        toks.append(c.kind("value", f"a value in {what}"))
+        if not c.at("]"):
+            c.expect(",", f"between {what}")
+    return toks
+
+
+def _static(r, fs, toks, what):
+    out = []
+    for t in toks:
+        v = read(r, fs, t)
+        if v not in fs.const_values:
+            raise r.c.error(f"{what} {t.text} is not an arith.constant", t,
+                            "give the static shape in the view's type instead")
+        out.append(fs.const_values[v])
+    return tuple(out)
+
+
+def h_view(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    pt = c.kind("value", "the tensor pointer")
+    _, p = lookup(r, fs, pt)
+    if p not in fs.untyped and not (hasattr(p, "type") and isinstance(p.type, TensorType)
+                                    and p.owner is fs.block):
+        raise c.error(f"{pt.text} is not a !pto.ptr parameter of this kernel", pt)
+    c.expect(",")
+    c.expect("shape")
+    c.expect("=")
+    shape_t = _value_list(r, fs, "shape")
+    c.expect(",")
+    c.expect("strides")
+    c.expect("=")
+    strides_t = _value_list(r, fs, "strides")
+    c.expect(":", "before the view type")
+    vt = c.peek()
+    ty = c.type_()
+    if ty.kind != "view":
+        raise c.error("pto.make_tensor_view gives a !pto.tensor_view<...>", vt)
+    if len(shape_t) != len(ty.shape) or len(strides_t) != len(ty.shape):
+        raise c.error(f"a {len(ty.shape)}-D view needs {len(ty.shape)} shape and stride values", opt)
+    shape = ty.shape if None not in ty.shape else _static(r, fs, shape_t, "shape")
+    for t in shape_t + strides_t:
+        read(r, fs, t)
+    want = TensorType(tuple(shape), ty.dtype)
+    if p in fs.untyped:
+        if p.type.dtype != ty.dtype:
+            raise c.error(f"type mismatch: {pt.text} points to {p.type.dtype}, the view is {ty.dtype}", vt)
+        p.type = want
+        del fs.untyped[p]
+    elif p.type != want:
+        raise c.error(f"{pt.text} already has a view of another shape", pt)
+    rt, name = results[0]
+    r.define(fs, rt, name, View(p))
+
+
+def _tensor_of(r, fs, tok):
+    _, b = lookup(r, fs, tok)
+    if isinstance(b, View):
+        return b.tensor
+    v = read(r, fs, tok)
+    if not isinstance(v.type, TensorType):
+        raise r.c.error(f"{tok.text} is a {describe(v.type)}, not a tensor view", tok)
+    return v
+
+
+def h_partition(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    vt = c.kind("value", "the tensor view")
+    ten = _tensor_of(r, fs, vt)
+    c.expect(",")
+    c.expect("offsets")
+    c.expect("=")
+    offs_t = _value_list(r, fs, "offsets")
+    c.expect(",")
+    c.expect("sizes")
+    c.expect("=")
+    sizes_t = _value_list(r, fs, "sizes")
+    c.expect(":")
+    c.type_()
+    c.expect("->")
+    ptt = c.peek()
+    ty = c.type_()
+    if ty.kind != "part":
+        raise c.error("pto.partition_view gives a !pto.partition_tensor_view<...>", ptt)
+    n = len(ten.type.shape)
+    if len(offs_t) != n or len(sizes_t) != n or len(ty.shape) != n:
+        raise c.error(f"a partition of a {n}-D tensor needs {n} offsets and {n} sizes", opt)
+    shape = ty.shape if None not in ty.shape else _static(r, fs, sizes_t, "size")
+    offs = [read(r, fs, t) for t in offs_t]
+    for t in sizes_t:
+        read(r, fs, t)
+    rt, name = results[0]
+    r.define(fs, rt, name, Part(ten, offs, tuple(shape), rt))
+
+
+def h_alloc(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 1)
+    addr = None
+    if c.accept("addr"):
+        c.expect("=")
+        at = c.kind("value", "the address")
+        av = read(r, fs, at)
+        if av not in fs.const_values:
+            raise c.error("alloc_tile addr must be an arith.constant", at)
+        addr = fs.const_values[av]
+    if c.accept("valid_row"):
+        c.expect("=")
+        read(r, fs, c.kind("value", "the valid rows"))
+        c.expect("valid_col")
+        c.expect("=")
+        read(r, fs, c.kind("value", "the valid columns"))
+    if opt.text == "pto.declare_tile":
+        c.expect("->", "before the tile type")
+    else:
+        c.expect(":", "before the tile type")
+    tt = c.peek()
+    ty = c.type_()
+    if ty.kind != "tile":
+        raise c.error(f"{opt.text} makes a !pto.tile_buf", tt)
+    rt, name = results[0]
+    if addr is not None:
+        fs.explicit_addrs.append((addr, ty.ir.nbytes, ty.ir.space, rt))
+    r.define(fs, rt, name, Unwritten(ty.ir, rt, addr))
+
+
+def _outs_tile(r, fs, outs, opt):
+    if len(outs) != 1:
+        raise r.c.error(f"{opt.text} writes one tile: outs(%t : !pto.tile_buf<...>)", opt)
+    tok, pt = outs[0]
+    if pt.kind != "tile":
+        raise r.c.error(f"outs of {opt.text} is a tile buffer", tok)
+    _, b = lookup(r, fs, tok)
+    have = b.type if hasattr(b, "type") else None
+    if have != pt.ir:
+        raise r.c.error(f"type mismatch: {tok.text} is a {describe(have) if have else 'view'}, "
+                        f"the op says {describe(pt.ir)}", tok)
+    return tok, pt.ir
+
+
+def h_tload(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 0)
+    ins = ins_outs(r, fs, "ins")
+    outs = ins_outs(r, fs, "outs")
+    if len(ins) != 1:
+        raise r.c.error("pto.tload reads one partition view", opt)
+    pv_t, _ = ins[0]
+    _, part = lookup(r, fs, pv_t)
+    if not isinstance(part, Part):
+        raise r.c.error(f"{pv_t.text} is not a pto.partition_view", pv_t)
+    tok, tt = _outs_tile(r, fs, outs, opt)
+    if tuple(part.shape) != tt.shape and len(part.shape) == 2:
+        raise r.c.error(f"type mismatch: the view is {part.shape}, the tile {tt.shape}", tok)
+    tt = TileValueType(tt.shape, tt.dtype, tt.space)        # TLOAD gives the default layout
+    op = emit(r, fs, "pl.load", [part.tensor] + part.offsets, [tt],
+              {"shape": tuple(part.shape), "space": tt.space}, loc, [tok.text[1:]])
+    write(r, fs, tok, op.results[0])
+
+
+def h_tstore(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 0)
+    ins = ins_outs(r, fs, "ins")
+    outs = ins_outs(r, fs, "outs")
+    if len(ins) != 1 or len(outs) != 1:
+        raise r.c.error("pto.tstore ins(%tile) outs(%partition_view)", opt)
+    (tt, tp), (pv_t, _) = ins[0], outs[0]
+    tile = read(r, fs, tt, "tile")
+    _check_type(r, tt, tile, tp)
+    _, part = lookup(r, fs, pv_t)
+    if not isinstance(part, Part):
+        raise r.c.error(f"{pv_t.text} is not a pto.partition_view", pv_t)
+    emit(r, fs, "pl.store", [tile] + part.offsets + [part.tensor], [], {}, loc)
+
+
+def generic_tile_op(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 0)
+    ins = ins_outs(r, fs, "ins")
+    outs = ins_outs(r, fs, "outs")
+    spec = OPS[IR_OP_OF_PTO[opt.text]]
+    want = [p for p in spec.operands]
+    if len(ins) != len(want):
+        raise r.c.error(f"{opt.text} takes {len(want)} operand(s) in ins(...), got {len(ins)}", opt)
+    xs = []
+    for t, pt in ins:
+        v = read(r, fs, t)
+        _check_type(r, t, v, pt)
+        xs.append(v)
+    tok, out = _outs_tile(r, fs, outs, opt)
+    attrs = {}
+    for p in spec.attr_params:
+        if p.kind == "shape":
+            attrs[p.name] = tuple(out.shape)
+        elif p.kind == "space":
+            attrs[p.name] = out.space
+        elif p.kind == "layout":
+            attrs[p.name] = out.layout
+        elif p.kind == "dtype":
+            same = xs and isinstance(xs[0].type, TileValueType) and xs[0].type.dtype == out.dtype
+            attrs[p.name] = None if (spec.name == "move" and same) else out.dtype
+        elif p.default is not REQUIRED:
+            attrs[p.name] = p.default
+        else:
+            raise r.c.error(f"{opt.text}: ptopipe cannot derive {p.name!r}", opt)
+    op = emit(r, fs, f"pl.{spec.name}", xs, [_result_type(spec, fs, xs, attrs, out)], attrs, loc,
+              [tok.text[1:]])
+    write(r, fs, tok, op.results[0])
+
+
+def _result_type(spec, fs, xs, attrs, out):
+    """The op's own result type when it differs from the declared ``outs`` tile only in
+    layout (see ``same_tile``), else the declared one (the verifier then names a real clash)."""
+    args = {k: OperandView(v) if isinstance(v, list) else v for k, v in operand_groups(spec, xs).items()}
+    try:
+        t = spec.infer(fs.kind, args, attrs)
+    except OpError:
+        return out
+    return t if same_tile(t, out) else out
+
+
+def h_subblock(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 1)
+    if r.c.accept("->") or r.c.accept(":"):
+        r.c.type_()
+    rt, name = results[0]
+    op = emit(r, fs, "pl.get_subblockid", [], [INDEX], {}, loc, [_hint(name)])
+    r.define(fs, rt, name, op.results[0])
+
+
+def _pipe_attr(r, attrs, key, opt):
+    if key not in attrs:
+        raise r.c.error(f"{opt.text} needs {key} = #pto.pipe<PIPE_...>", opt)
+    v, t = r.c.enum_attr(attrs, key, "#pto.pipe")
+    p = PIPES.get(v)
+    if p is None:
+        raise r.c.error(f"unknown pipe {v!r}", t, f"use one of {', '.join(PIPES)}")
+    return p
+
+
+def h_event(r, fs, opt, results, loc):
+    c = r.c
+    _check_results(r, opt, results, 0)
+    c.expect("(")
+    et = c.kind("value", "the event id")
+    c.expect(":")
+    c.type_()
+    c.expect(")")
+    e = read(r, fs, et)
+    attrs = c.attr_dict()
+    emit(r, fs, f"pl.{opt.text[4:]}", [e], [],
+         {"src": _pipe_attr(r, attrs, "src", opt), "dst": _pipe_attr(r, attrs, "dst", opt)}, loc)
+
+
+def h_barrier(r, fs, opt, results, loc):
+    _check_results(r, opt, results, 0)
+    attrs = r.c.attr_dict() if r.c.at("{") else {}
+    p = _pipe_attr(r, attrs, "pipe", opt) if "pipe" in attrs else PIPES["PIPE_ALL"]
+    emit(r, fs, "pl.barrier", [], [], {"pipe": p}, loc)
+
+

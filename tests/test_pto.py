@@ -1,0 +1,192 @@
+"""PTO-AS (.pto): every compiled example (examples/mixed, examples/dsl; a2a3 and a5) is
+written, read back and, after the platform passes, structurally equal to the compiled
+program; the re-read program runs on the simulated cluster (both platforms, both
+protocols) and matches numpy; hand-written files in tests/pto run and match numpy."""
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import ptopipe  # noqa: F401  (installs the mixed compiler)
+from ptopipe.cli.compile import programs_of
+from ptopipe.cli.pto import PTO_PASSES, load_pto, make_inputs
+from ptopipe.codegen import read_pto, write_pto
+from ptopipe.errors import ProtocolError
+from ptopipe.ir import first_difference, structural_equal, to_tree
+from ptopipe.isa.launch import compare_launches, data_rng
+from ptopipe.passes import PassManager, compile_program
+from ptopipe.passes.manager import PassContext
+from ptopipe.runtime import run
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
+                  for p in (ROOT / "examples" / d).glob("*.py"))
+
+
+def _load(rel):
+    spec = importlib.util.spec_from_file_location("pto_" + rel.replace("/", "_")[:-3], ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MODS = {rel: _load(rel) for rel in EXAMPLES}
+
+
+def _program(mod, variant="default"):
+    sc = mod.SCENARIO
+    params = sc.params(variant)
+    args = sc.make_args(data_rng(0), **params)
+    return mod.KERNELS.source(**{p: args[p] for p in mod.KERNELS.params}), args, sc.golden(args, **params)
+
+
+def _reread(op, platform, protocol="spec"):
+    back = read_pto(write_pto(op), "k.pto")
+    return PassManager(list(PTO_PASSES)).run(back, PassContext(platform=platform, protocol=protocol))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", EXAMPLES)
+def test_round_trip_is_structurally_equal(rel, platform):
+    prog = programs_of(MODS[rel])[0]
+    op = compile_program(prog, platform)[0]
+    back = _reread(op, platform)
+    assert structural_equal(op, back), first_difference(op, back)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", [r for r in EXAMPLES if hasattr(MODS[r], "KERNELS")])
+def test_reread_program_matches_numpy(rel, platform, protocol):
+    mod = MODS[rel]
+    prog, args, expected = _program(mod)
+    op = compile_program(prog, platform, protocol=protocol)[0]
+    back = _reread(op, platform, protocol)
+    sc = mod.SCENARIO
+    kw = {"sync": sc.sync} if sc.sync else {}
+    res = run(to_tree(back), args, platform=platform, protocol=protocol, **kw)
+    compare_launches(res, expected, sc.rtol, sc.atol, rel)
+
+
+def test_a_wrong_result_is_caught():
+    """The comparison above fails on a program whose re-read text computes something else."""
+    mod = MODS["examples/mixed/s1_cv_split.py"]
+    prog, args, expected = _program(mod)
+    text = write_pto(compile_program(prog, "a2a3")[0]).replace("pto.tadd ins", "pto.tsub ins")
+    back = PassManager(list(PTO_PASSES)).run(read_pto(text, "k.pto"), PassContext(platform="a2a3"))
+    res = run(to_tree(back), args, platform="a2a3")
+    assert not np.allclose(res.outputs["out"], expected["out"])
+
+
+def test_written_text_spelling():
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    text = write_pto(op)
+    assert 'module @' in text and 'pto.target_arch = "a5"' in text
+    assert "attributes {pto.kernel_kind = #pto.kernel_kind<cube>}" in text
+    assert "attributes {pto.entry}" in text and "func.call @" in text
+    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4} (" in text
+    assert "c2v_consumer_buf = %c2v_peer : i32, v2c_consumer_buf = %v2c_buf : i32)" in text
+    assert "location = #pto.address_space<mat>, auto = false, base = " in text
+    assert "pto.tpush_to_aiv(%acc : !pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=128, v_row=16, " \
+           "v_col=128, blayout=col_major, slayout=row_major, fractal=1024, pad=0>) {split = 1}" in text
+    assert "pto.tpop_from_aiv {split = 1} -> !pto.tile_buf<loc=mat" in text
+    assert "scf.for %" in text
+    assert "pto.tfree_from_aiv {split = 1}" in text          # InsertTfree's split=None, spelled out
+    s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3")[0])
+    assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
+    assert "gm_slot_buffer = %gm_slot_buffer : !pto.ptr<ui8>" in s1 and 'pto.target_arch = "a3"' in s1
+    s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5")[0])
+    assert s2.count(", nosplit = true} (") == 2 and "ptopipe.split" not in s2
+
+
+def _inputs(op):
+    args = make_inputs(op, [], zero_fill=True)
+    rng = np.random.default_rng(1)
+    for k, v in args.items():
+        if k != "out" and not k.startswith("gm_slot"):
+            args[k] = rng.integers(-3, 4, v.shape).astype(v.dtype)
+    return args
+
+
+FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "both_ways_a5.pto": lambda a: a["x"] @ a["b"],
+         "interleaved_dyn_a5.pto": lambda a: np.concatenate(
+             [(a["a"][32 * i:32 * i + 16] + a["a"][32 * i + 16:32 * i + 32]) @ a["b"] for i in range(2)]),
+         "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "accumulate_a3.pto": lambda a: a["a"] @ a["b"],
+         "nosplit_c2v_a5.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"]}
+RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
+        if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
+
+
+@pytest.mark.parametrize("name,platform,protocol", RUNS)
+def test_hand_written_pto_matches_numpy(name, platform, protocol):
+    path = str(ROOT / "tests" / "pto" / name)
+    op, tree, _, plat = load_pto(path, platform, protocol)
+    args = _inputs(op)
+    res = run(tree, args, platform=plat, protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
+
+
+def test_accumulator_buffer_is_carried_through_the_loop():
+    """accumulate_a3.pto's %acc (read by tmatmul.acc before the body writes it) becomes an
+    iter_arg of the pl.for; the push after the loop sends the loop's result."""
+    from ptopipe.codegen import read_pto
+    op = read_pto((ROOT / "tests" / "pto" / "accumulate_a3.pto").read_text(), "acc.pto")
+    cube = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "cube")
+    loop = next(o for o in cube.walk() if o.name == "pl.for")
+    assert len(loop.operands) == 4 and len(loop.results) == 1
+    assert loop.operands[3].owner.name == "pl.matmul"
+    push = next(o for o in cube.walk() if o.name == "pl.tpush")
+    assert push.operands[0] is loop.results[0]
+    body = loop.regions[0].blocks[0]
+    acc_op = next(o for o in body if o.name == "pl.matmul_acc")
+    assert acc_op.operands[0] is body.args[1] and body.last.operands[0] is acc_op.results[0]
+
+
+def test_nosplit_pipe_is_a_no_split_vector_kernel():
+    """``nosplit = true`` makes the Vector kernel ptopipe's TILE_NO_SPLIT kernel (whole tiles
+    on AIV0); under pto-isa on A5 its pipes get lanes=1 (AIV1 runs nothing)."""
+    from ptopipe.arch.vocab import TileSplitAxis
+    path = str(ROOT / "tests" / "pto" / "nosplit_c2v_a5.pto")
+    for proto, lanes in (("spec", None), ("pto-isa", 1)):
+        op = load_pto(path, "a5", proto)[0]
+        vec = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
+        assert vec.attributes["split"] is TileSplitAxis.TILE_NO_SPLIT
+        assert {o.attributes["lanes"] for o in op.walk() if o.name.endswith("initialize_pipe")} == {lanes}
+
+
+def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
+    """pto-isa's A5 NO_SPLIT has one lane: the C2V TILE_NO_SPLIT push of both_ways_a5.pto
+    loses AIV1's handshake - reported at the push's .pto line."""
+    path = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
+    op, tree, _, plat = load_pto(path, "a5", "pto-isa")
+    with pytest.raises(ProtocolError) as e:
+        run(tree, _inputs(op), platform=plat, protocol="pto-isa")
+    assert "NO_SPLIT" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
+
+
+def test_buffer_written_in_an_if_is_a_result_of_the_if():
+    """c2v_split_a3.pto with ``scf.if %is0 { pto.tmuls ins(%o, %two) outs(%o) }`` before the
+    store: %o after the if is the pl.if's result (AIV0's rows doubled)."""
+    V = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
+         "slayout=none_box, fractal=512, pad=0>")
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    store = f"      pto.tstore ins(%o : {V})"
+    assert store in text
+    text = text.replace(store, "      %is0 = arith.cmpi eq, %sub, %c0 : index\n"
+                               "      %two = arith.constant 2.0 : f32\n"
+                               f"      scf.if %is0 {{\n        pto.tmuls ins(%o, %two : {V}, f32) outs(%o : {V})\n      }}\n"
+                        + store)
+    for platform in ("a2a3", "a5"):
+        op, tree, _, plat = load_pto("if.pto", platform, "spec", text=text)
+        iff = next(o for o in op.walk() if o.name == "pl.if")
+        assert len(iff.results) == 1 and iff.regions[1].blocks[0].last.operands[0].owner.name == "pl.add"
+        args = _inputs(op)
+        res = run(tree, args, platform=plat)
+        want = args["a"] @ args["b"] + args["bias"]
+        for i in range(2):
+            want[16 * i:16 * i + 8] *= 2
+        np.testing.assert_array_equal(res.outputs["out"], want)

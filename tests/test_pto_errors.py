@@ -1,0 +1,308 @@
+"""Bad .pto input: malformed text is a ParseError at its line:col (never a traceback or a
+hang); what ptoas accepts but is unsafe is reported by ptopipe at the .pto line; the CLI
+prints one clear error and exits non-zero."""
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ptopipe.cli import main as cli_main
+from ptopipe.cli.pto import load_pto
+from ptopipe.codegen import read_pto
+from ptopipe.errors import CompileError, ParseError, PtoPipeError
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GOOD = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+GOOD5 = (ROOT / "tests" / "pto" / "interleaved_dyn_a5.pto").read_text()
+LINES = GOOD.splitlines()
+
+
+def _line(text, needle, k=0):
+    hits = [i + 1 for i, ln in enumerate(text.splitlines()) if needle in ln]
+    return hits[k]
+
+
+def _sub(old, new, text=GOOD, count=1):
+    assert old in text, old
+    return text.replace(old, new, count)
+
+
+VEC8 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
+        "slayout=none_box, fractal=512, pad=0>")
+MALFORMED = {
+    "truncated": (GOOD[:GOOD.index("scf.for %i = %c0 to %c2 step %c1 {\n      %t")], "truncated"),
+    "unknown op": (_sub("pto.tmov ins", "pto.tmove ins"), "unknown operation 'pto.tmove'"),
+    "bad attribute": (_sub("slot_size = 1024", "slot_size = big"), "bad attribute value 'big'"),
+    "tile_buf key order": (_sub("rows=8, cols=16", "cols=16, rows=8"), "tile_buf key 'cols' out of order"),
+    "type mismatch": (_sub(f"pto.tstore ins(%o : {VEC8})", f"pto.tstore ins(%o : {VEC8.replace('f32', 'f16', 1)})"),
+                      "type mismatch"),
+    "missing peer": (_sub("peer_func = @vector", "peer_func = @vectr"), "peer_func @vectr is not a kernel"),
+    "undefined value": (_sub("arith.addi %r0, %r1", "arith.addi %r0, %r9"), "use of undefined value %r9"),
+    "duplicate name": (_sub("%r1 = arith.muli %sub", "%r0 = arith.muli %sub"), "%r0 defined twice"),
+    "unbalanced braces": (_sub("      pto.tpush_to_aiv", "      scf.if %c1 {\n      pto.tpush_to_aiv"), "never closed"),
+    "bad integer": (_sub("%c16 = arith.constant 16 : index", "%c16 = arith.constant 1x6 : index"), "bad number '1x6'"),
+    "unknown address space": (_sub("#pto.address_space<vec>", "#pto.address_space<ub>"), "unknown address space 'ub'"),
+    "unknown tile loc": (_sub("loc=vec", "loc=ub"), "unknown tile address space 'ub'"),
+    "wrong operand count": (_sub("pto.tadd ins(%t, %bv : " + VEC8 + ", " + VEC8 + ")", "pto.tadd ins(%t : " + VEC8 + ")"),
+                            "pto.tadd takes 2 operand(s)"),
+    "missing kernel_kind": (_sub(" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}", ""), "has no pto.kernel_kind"),
+    "bad split value": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 3}"), "bad split value 3"),
+    "missing consumer buffer": (_sub(", v2c_consumer_buf = %c0_i32 : i32)", ")"), "needs v2c_consumer_buf"),
+    "unknown type": (_sub("-> i32", "-> i33"), "unknown element type 'i33'"),
+    "unterminated string": (_sub('name = "c2v_fifo", size', 'name = "c2v_fifo, size'), "unterminated string"),
+    "stray character": (_sub("%c0 = arith", "%c0 = ^arith"), "unexpected character '^'"),
+    "read before write": (_sub("pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%bv",
+                               "pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%o"),
+                          "%bv is read before anything writes it"),
+    "tile written in a loop read after it": (_sub("      pto.tstore ins(%o : " + VEC8 + ") outs(%po : !pto.partition_tensor_view<8x16xf32>)\n    }\n",
+                                                  "    }\n    %po2 = pto.partition_view %out_view, offsets = [%c0, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n    pto.tstore ins(%o : " + VEC8 + ") outs(%po2 : !pto.partition_tensor_view<8x16xf32>)\n"),
+                                             "%o is read after the region that wrote it"),
+    "split of the wrong kind": (_sub("pto.tpush_to_aiv(", "pto.tpush_to_aiv(").replace(
+        "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = [1, 2]}"), "bad split value [1, 2]"),
+    "address space of the wrong kind": (_sub("location = #pto.address_space<vec>", 'location = "vec"'),
+                                        "bad attribute location: expected #pto.address_space<...>"),
+    "auto of the wrong kind": (_sub("auto = true", "auto = 1"), "bad attribute auto = 1: expected true or false"),
+    "slot_num of the wrong kind": (_sub("slot_num = 4", 'slot_num = "4"'), "bad attribute slot_num = '4': expected an integer"),
+    "kernel_kind without a value": (_sub("pto.kernel_kind = #pto.kernel_kind<vector>", "pto.kernel_kind"),
+                                    "bad attribute pto.kernel_kind: expected #pto.kernel_kind<...>"),
+    "cube op in vector kernel": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aiv {split = 1}"),
+                                 "pto.tfree_from_aiv in a vector kernel"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_pto_is_a_parse_error_at_its_line(kind):
+    text, msg = MALFORMED[kind]
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    err = e.value
+    assert msg in err.what, err.what
+    assert err.where.startswith("bad.pto:")
+    line = int(err.where.split(":")[1])
+    assert 1 <= line <= len(text.splitlines()) + 1
+    if kind not in ("truncated", "unbalanced braces", "missing peer", "tile written in a loop read after it"):
+        # the error is on the line the edit changed
+        good, bad = GOOD.splitlines(), text.splitlines()
+        first = next(i for i, (a, b) in enumerate(zip(good, bad)) if a != b) + 1
+        assert line in (first - 1, first, first + 1), (line, first, err.where)   # an op may span 2 lines
+
+
+SLOTID = (ROOT / "tests" / "pto" / "lowlevel_slotid_a3.pto").read_text()
+FIFO = "      %t = pto.get_fifo_tile(%pipe, %sid : !pto.pipe, index) -> "
+
+
+@pytest.mark.parametrize("edit,msg,at", [
+    (lambda t: t.replace(FIFO, FIFO.replace("%t =", "%t2 =") + VEC8 + "\n" + FIFO, 1),
+     "a second pto.get_fifo_tile of slot %sid", "%t = pto.get_fifo_tile"),
+    (lambda t: t.replace("      pto.tfree(%pipe, %sid", "      pto.tfree(%pipe, %sid : !pto.pipe, index) {split = 1}\n"
+                         "      pto.tfree(%pipe, %sid", 1), "slot %sid freed twice", "pto.tfree(%pipe, %sid"),
+    (lambda t: t.replace(FIFO, "      pto.tfree(%pipe, %sid : !pto.pipe, index) {split = 1}\n" + FIFO, 1),
+     "pto.tfree of slot %sid before its pto.get_fifo_tile", "pto.tfree(%pipe, %sid"),
+    (lambda t: t.replace("%sid = pto.tpop(%pipe : !pto.pipe) {split = 1} -> index",
+                         "%sid = pto.tpop(%pipe : !pto.pipe) {split = 1} -> index\n      scf.if %c1 {", 1)
+     .replace(FIFO + VEC8, FIFO + VEC8 + "\n      }", 1),
+     "outside the block of its pto.tpop", "pto.get_fifo_tile"),
+])
+def test_slot_id_misuse(edit, msg, at):
+    text = edit(SLOTID)
+    assert text != SLOTID
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "s.pto")
+    assert msg in e.value.what, e.value.what
+    assert int(e.value.where.split(":")[1]) in [i + 1 for i, ln in enumerate(text.splitlines()) if at in ln]
+
+
+def test_parameter_attribute_dicts_are_read():
+    text = GOOD.replace("%bias: !pto.ptr<f32>, %out", "%bias: !pto.ptr<f32> {pto.note = 1}, %out", 1)
+    assert text != GOOD
+    read_pto(text, "p.pto")
+
+
+def test_error_lines_of_structural_cases():
+    _, _ = MALFORMED["missing peer"]
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["missing peer"][0], "bad.pto")
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'import_reserved_buffer')}:5"
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["tile written in a loop read after it"][0], "bad.pto")
+    assert "iter_args" in e.value.fix
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["unbalanced braces"][0], "bad.pto")
+    cube = LINES[_line(GOOD, "func.func private @cube") - 1]
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'func.func private @cube')}:{len(cube)}"
+    assert "never closed before the next func.func at line" in e.value.what
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["truncated"][0], "bad.pto")
+    vec = LINES[_line(GOOD, "func.func private @vector") - 1]
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'func.func private @vector')}:{len(vec)}"
+    assert "never closed before the end of the file (truncated?)" in e.value.what
+
+
+def test_loop_carried_buffer_never_written_before_the_loop():
+    """A buffer the loop body reads before writing it is carried through the loop
+    (tests/test_pto.py); with nothing written before the loop it has no first value."""
+    text = _sub("      %t = pto.tpop_from_aic", "      pto.tadd ins(%o, %o : " + VEC8 + ", " + VEC8 + ") outs(%o : " + VEC8 + ")\n      %t = pto.tpop_from_aic")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "%o is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what
+    assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%o, %o')}:20"
+
+
+# -- unsafe but accepted by ptoas: reported by ptopipe at the .pto line ---------------------------
+def _load(text, platform="a2a3"):
+    return load_pto("u.pto", platform, "spec", text=text)
+
+
+def test_tfree_split_differs_from_its_tpop():
+    text = _sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "split" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tfree_from_aic')}:")
+
+
+def test_missing_tfree():
+    text = _sub("      pto.tfree_from_aic {split = 1}\n", "")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "never freed" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tpop_from_aic')}:")
+
+
+def test_reserve_size_is_not_slot_num_times_slot_size():
+    text = _sub("size = 4096", "size = 3072")
+    with pytest.raises(CompileError) as e:
+        _load(text, "a5")
+    assert "4096" in e.value.what or "SLOT_NUM" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.reserve_buffer')}:")
+
+
+def test_popped_tile_larger_than_slot_size():
+    text = GOOD.replace("slot_size = 1024", "slot_size = 256").replace("size = 4096", "size = 1024")
+    with pytest.raises(PtoPipeError) as e:
+        _load(text)
+    assert "needs a 1024-byte slot but the pipe's slot_size is 256" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tpush_to_aiv')}:")
+
+
+def test_reserve_overlapping_an_explicit_alloc_tile_addr():
+    text = _sub('auto = true} -> i32', 'auto = false, base = 0} -> i32')
+    text = _sub("    %bv = pto.alloc_tile : ", "    %c2048_i64 = arith.constant 2048 : i64\n    %bv = pto.alloc_tile addr = %c2048_i64 : ", text)
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "overlaps the tile placed at addr 2048" in e.value.what
+    assert e.value.where == f"u.pto:{_line(text, '%bv = pto.alloc_tile')}:5"
+    ok = text.replace("base = 0}", "base = 65536}")
+    _load(ok)
+
+
+# -- CLI ------------------------------------------------------------------------------------------------
+def test_cli_run_pto_writes_output(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    bias = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    for n, v in (("a", a), ("b", b), ("bias", bias), ("out", np.zeros((32, 16), np.float32))):
+        np.save(tmp_path / f"{n}.npy", v)
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    code = cli_main(["run", f] + [f"--input={n}={tmp_path / (n + '.npy')}" for n in ("a", "b", "bias", "out")]
+                    + [f"--output=out={tmp_path / 'res.npy'}"])
+    assert code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a @ b + bias)
+    assert cli_main(["check", f, "--schedules", "3"]) == 0
+    assert cli_main(["check", "--static", f]) == 0
+
+
+def test_cli_check_pto_reports_a_protocol_error(capsys):
+    """both_ways_a5.pto under pto-isa on A5 (a NO_SPLIT transfer with two lanes): exit 1,
+    the error at the .pto line, also as JSON."""
+    f = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
+    assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "ProtocolError" in err and "both_ways_a5.pto:30:5" in err
+    assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2", "--json"]) == 1
+    import json
+    rep = json.loads(capsys.readouterr().out)
+    assert rep[0]["failure"]["error"] == "ProtocolError" and rep[0]["failure"]["where"].endswith(":30:5")
+    assert cli_main(["check", f, "--protocol", "spec", "--schedules", "2"]) == 0
+
+
+def test_cli_bad_pto_is_one_clear_error(tmp_path):
+    p = tmp_path / "bad.pto"
+    p.write_text(MALFORMED["unknown op"][0])
+    r = subprocess.run([sys.executable, "-m", "ptopipe", "check", str(p)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    assert "unknown operation 'pto.tmove'" in r.stderr
+    assert f"bad.pto:{_line(p.read_text(), 'pto.tmove')}:" in r.stderr
+
+
+def test_cli_compile_emit_pto_to_file(tmp_path):
+    out = tmp_path / "s1.pto"
+    assert cli_main(["compile", str(ROOT / "examples" / "mixed" / "s1_cv_split.py"), "--emit", "pto",
+                     "--platform", "a5", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("module @") and 'pto.target_arch = "a5"' in text
+    read_pto(text, str(out))
+    assert [x.name for x in tmp_path.iterdir()] == ["s1.pto"]     # no temporary left behind
+
+
+def test_mutated_pto_gives_only_ptopipe_errors():
+    """Truncations and random token edits of the hand-written files: each reads, or raises a
+    PtoPipeError with a location - never another exception, never a hang."""
+    import random
+    rng = random.Random(0)
+    toks = ["{", "}", "(", ")", "%x", "=", ",", ":", "<", ">", "->", "0", "-1", '"', "@f",
+            "!pto.tile_buf", "#pto.x", "?", "x", "scf.for", "i32", ""]
+    n_err = 0
+    for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
+        text = p.read_text()
+        cands = [text[:i] for i in range(0, len(text), 211)]
+        for _ in range(70):
+            i = rng.randrange(len(text))
+            cands.append(text[:i] + rng.choice(toks) + text[i + rng.randrange(1, 12):])
+        for t in cands:
+            try:
+                read_pto(t, "m.pto")
+            except PtoPipeError as e:
+                n_err += 1
+                assert e.where and e.where.startswith("m.pto:"), e
+    assert n_err > 250
+
+
+def test_mutated_attribute_values_give_only_ptopipe_errors():
+    """Every ``key = value`` of the hand-written files replaced by values of other kinds
+    (bool, list, string, enum, negative, huge ...): read and the static passes raise only
+    PtoPipeErrors."""
+    import random
+    import re
+    rng = random.Random(1)
+    vals = ["true", "[1, 2]", '"a3"', "#pto.x<y>", "<vec>", "-5", "0", "3.5", "@f", "99999"]
+    for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
+        text = p.read_text()
+        spots = [m.start(1) for m in re.finditer(r"= ([^,}\s]+)", text)]
+        for k in range(60):
+            i = rng.choice(spots)
+            j = i + len(re.match(r"[^,}\s]+", text[i:]).group())
+            t = text[:i] + rng.choice(vals) + text[j:]
+            try:
+                if k % 4:
+                    read_pto(t, "m.pto")
+                else:
+                    load_pto("m.pto", None, "spec", text=t)
+            except PtoPipeError as e:
+                assert e.where, e
+
+
+def test_cli_run_pto_input_errors(tmp_path, capsys):
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    assert cli_main(["run", f]) != 0
+    assert "no input for parameter 'a'" in capsys.readouterr().err
+    np.save(tmp_path / "a.npy", np.zeros((4, 4), np.float32))
+    assert cli_main(["run", f, f"--input=a={tmp_path / 'a.npy'}"]) != 0
+    assert "--input a: float32[4, 4] but the kernel takes f32[32, 16]" in capsys.readouterr().err
+    assert cli_main(["run", f, f"--input=zz={tmp_path / 'a.npy'}"]) != 0
+    assert "the kernel has no parameter 'zz'" in capsys.readouterr().err
