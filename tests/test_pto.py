@@ -85,7 +85,7 @@ def test_written_text_spelling():
     assert 'module @' in text and 'pto.target_arch = "a5"' in text
     assert "attributes {pto.kernel_kind = #pto.kernel_kind<cube>}" in text
     assert "attributes {pto.entry}" in text and "func.call @" in text
-    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4} (" in text
+    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4, id = 0} (" in text
     assert "c2v_consumer_buf = %c2v_peer : i32, v2c_consumer_buf = %v2c_buf : i32)" in text
     assert "location = #pto.address_space<mat>, auto = false, base = " in text
     assert "pto.tpush_to_aiv(%acc : !pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=128, v_row=16, " \
@@ -190,3 +190,16 @@ def test_buffer_written_in_an_if_is_a_result_of_the_if():
         for i in range(2):
             want[16 * i:16 * i + 8] *= 2
         np.testing.assert_array_equal(res.outputs["out"], want)
+
+
+def test_a_pipes_flag_id_round_trips_as_id():
+    """AllocateFlags' flag_id is written as the init's ``id`` (newer ptoas) and read back."""
+    from ptopipe.passes.util import functions, init_ops
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    for f in functions(op):
+        for init in init_ops(f):
+            init.attributes["flag_id"] = 2
+    text = write_pto(op)
+    assert text.count(", id = 2} (") == 2
+    back = read_pto(text, "k.pto")
+    assert [i.attributes["flag_id"] for f in functions(back) for i in init_ops(f)] == [2, 2]
