@@ -117,7 +117,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     for s in slots:
         lay = s.layout
         if lay is not ok and lay is not None and lay != ok:
-            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc, tile.layout)
+            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc, tile.layout,
+                         (tile.valid_rows, tile.valid_cols))
             p.ok_layout = lay
     if p.srcs is not None:                         # GM ring: load into the tile
         b = tile.binding
