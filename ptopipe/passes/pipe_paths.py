@@ -175,7 +175,7 @@ class Explorer:
         p.env[op.results[0]] = s
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
-        p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where()))
+        p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where(), iters=p.iters))
         n = self.slot_num(d)
         if len(held) > n:
             self.report("too_many_pops", op,
@@ -220,7 +220,7 @@ class Explorer:
             p.dead[v.uid] = (op, p.where(), "TPUSH")
         else:
             ty, split = op.operands[0].type, at["split"]
-        p.events.setdefault(d, []).append(Event(op, ty, split, p.where()))
+        p.events.setdefault(d, []).append(Event(op, ty, split, p.where(), iters=p.iters))
 
     # -- control flow ----------------------------------------------------------------------
     def if_(self, op, paths: list) -> list:
@@ -312,11 +312,12 @@ class Explorer:
 
     def _unroll(self, op, body, p: Path, trips, inits) -> list:
         live = [(p, inits)]
-        outer = p.loops
+        outer, outer_iters = p.loops, p.iters
         for k, i in enumerate(trips):
             nxt = []
             for q, carried in live:
                 q.loops = outer + (f"iteration {k + 1} (i={i}) of the loop at {line(op)}",)
+                q.iters = outer_iters + ((id(op), k),)
                 self._bind(body, q, i, carried)
                 for r in self.block(body, [q]):
                     nxt.append((r, r.yielded or []))
@@ -325,7 +326,7 @@ class Explorer:
             live = nxt
         res = []
         for q, carried in live:
-            q.loops = outer
+            q.loops, q.iters = outer, outer_iters
             for r, v in zip(op.results, carried):
                 q.env[r] = v
             res.append(q)

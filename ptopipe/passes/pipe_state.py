@@ -27,20 +27,23 @@ class Slot:
 class Event:
     """A push (producer) or pop (consumer) in a path's sequence for one direction; an
     ``op`` of None with ``loop`` set marks "an unknown number of them" (a loop whose trip
-    count is not known statically)."""
-    __slots__ = ("op", "type", "split", "where", "loop")
+    count is not known statically); ``iters``: the iteration numbers of the unrolled loops
+    around it, outermost first, as (id of the loop op, iteration) (to find the iteration
+    whose counts differ)."""
+    __slots__ = ("op", "type", "split", "where", "loop", "iters")
 
-    def __init__(self, op, type, split, where, loop=None):
+    def __init__(self, op, type, split, where, loop=None, iters=()):
         self.op, self.type, self.split, self.where, self.loop = op, type, split, where, loop
+        self.iters = iters
 
 
 class Path:
     """One path through the function: values, facts, loop/branch context, pipe state."""
-    __slots__ = ("env", "facts", "loops", "branches", "held", "dead", "events", "yielded")
+    __slots__ = ("env", "facts", "loops", "iters", "branches", "held", "dead", "events", "yielded")
 
     def __init__(self):
         self.env, self.facts = {}, {}
-        self.loops, self.branches = (), ()
+        self.loops, self.iters, self.branches = (), (), ()
         self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
         self.dead: dict = {}          # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH")
         self.events: dict = {}        # direction -> list of Events (copied on fork)
@@ -49,7 +52,7 @@ class Path:
     def fork(self) -> "Path":
         p = Path.__new__(Path)
         p.env, p.facts = dict(self.env), dict(self.facts)
-        p.loops, p.branches = self.loops, self.branches
+        p.loops, p.iters, p.branches = self.loops, self.iters, self.branches
         p.held, p.dead = dict(self.held), dict(self.dead)
         p.events = {d: list(ev) for d, ev in self.events.items()}
         p.yielded = self.yielded

@@ -200,18 +200,46 @@ class _Verifier:
 
     def count_mismatch(self, d, pe, ce, who_p, who_c) -> None:
         n, m = len(pe), len(ce)
+        ev = _unmatched(pe, ce)
         if n > m:
-            ev = pe[m]
-            msg = (f"this TPUSH (the {ordinal(m + 1)} to the {_dir(d)} ring{_ev_where(ev)}) is "
+            msg = (f"this TPUSH (the {ordinal(pe.index(ev) + 1)} to the {_dir(d)} ring{_ev_where(ev)}) is "
                    f"never popped: {who_p} pushes {n} tile(s) but {who_c} pops {m}")
         else:
-            ev = ce[n]
-            msg = (f"this TPOP (the {ordinal(n + 1)} of the {_dir(d)} ring{_ev_where(ev)}) has no "
+            msg = (f"this TPOP (the {ordinal(ce.index(ev) + 1)} of the {_dir(d)} ring{_ev_where(ev)}) has no "
                    f"matching TPUSH and waits forever: {who_p} pushes {n} tile(s) but {who_c} "
                    f"pops {m}")
         self.finding("count", ev.op, msg,
                      "make the consumer TPOP once per TPUSH of the producer (the same trip counts "
                      "and branch conditions on both sides)")
+
+
+def _unmatched(pe, ce, depth: int = 0):
+    """The push or pop that makes the counts differ: the two sequences are cut into the
+    iterations of their loops (level ``depth``, outermost first); in the first iteration
+    whose counts differ (when both sides run as many iterations) the search goes one level
+    deeper; at the bottom, the first event past the other side's count."""
+    gp, gc = _runs(pe, depth), _runs(ce, depth)
+    if len(gp) == len(gc) and len(gp) > 1:
+        for (kp, a), (kc, b) in zip(gp, gc):
+            if len(a) != len(b):
+                if kp and kc:
+                    return _unmatched(a, b, depth + 1)
+                pe, ce = a, b
+                break
+    return pe[len(ce)] if len(pe) > len(ce) else ce[len(pe)]
+
+
+def _runs(events, depth: int) -> list:
+    """``events`` cut into runs of one iteration of the level-``depth`` loop around them:
+    ``[(in a loop at that level, [events])]``."""
+    runs, key = [], object()
+    for e in events:
+        k = e.iters[:depth + 1] if len(e.iters) > depth else ("out", e.iters)
+        if k != key:
+            runs.append((len(e.iters) > depth, []))
+            key = k
+        runs[-1][1].append(e)
+    return runs
 
 
 def _compatible(p, q) -> bool:
