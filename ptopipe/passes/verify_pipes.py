@@ -17,7 +17,9 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * for static trip counts: the producer pushes as many tiles as each consumer lane pops
   (AIV producers: per lane), and the k-th push's tile matches the k-th pop's (FIFO order:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot);
-* both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers).
+* both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers);
+* both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
+  (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs).
 
 Paths of the two kernels are paired when their facts about shared unknowns (a scalar
 parameter both kernels take) agree.  Where a count depends on a loop whose trip count
@@ -32,6 +34,7 @@ from ..arch.platform import get_platform
 from ..arch.vocab import Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
+from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
 from .pipe_paths import Explorer, Incomplete
@@ -85,6 +88,9 @@ class _Verifier:
 
     def verify(self) -> list:
         funcs = [f for f in self.program.regions[0].block if f.name == "pl.func"]
+        for m in pipe_config_mismatches(self.program, self.plat):
+            self.findings.append(CompileError(m.what, where=str(m.culprit.init.loc), details=m.details,
+                                              fix=m.fix))
         explored = {}
         for fn in funcs:
             slot_num = self.slot_nums(fn)
