@@ -3,7 +3,8 @@ AIC and the AIV function of a ``pl.program`` op that bind the same ring (C2V / V
 give the same DIR_MASK, SLOT_SIZE, SLOT_NUM (the platform's seed 003 default when not
 given) and lanes (``lanes=1``: a one-lane no-split pipe).  Checked statically by
 VerifyPipes (a CompileError) and, for hand-written kernels run without compiling, by the
-runtime before it runs (a ConfigError): the finding is worded here, once.
+runtime before it runs (a ConfigError): the finding is worded here, once.  Also the one
+place an init's LocalSlotNum is read (:func:`local_slot_num`).
 
 The finding is reported at the init of the side that differs: the side whose SLOT_SIZE
 cannot hold the largest tile crossing the ring (the whole slot tile of a Vector core's
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch.vocab import Direction
+from ..isa.pipe.config import LOCAL_SLOT_NUM
 from ..isa.pipe.geometry import full_shape
 from .nodes import FunctionKind
 from .types import itemsize
@@ -62,6 +64,16 @@ class ConfigMismatch:
     @property
     def details(self) -> str:
         return f"the other end: {self.other.func}'s init at {self.other.init.loc}"
+
+
+def local_slot_num(attrs) -> int:
+    """LocalSlotNum of an init's attributes: the staging slots a GM-ring consumer holds its
+    popped tiles in (A2A3), so the most popped tiles it holds at once.  ``local_slot_num=``
+    when given (ExpandMixedKernel gives SLOT_NUM: its reserve_buffer holds SLOT_NUM slots),
+    else pto-isa's default :data:`~ptopipe.isa.pipe.config.LOCAL_SLOT_NUM`.  The simulator
+    stages that many, VerifyPipes bounds the held pops by it and the C++ writer prints it."""
+    n = attrs.get("local_slot_num")
+    return LOCAL_SLOT_NUM if n is None else n
 
 
 def pipe_config_mismatches(program, plat) -> list:

@@ -169,7 +169,8 @@ class _Expander:
         init = Operation("pl.aic_initialize_pipe" if side == CUBE else "pl.aiv_initialize_pipe",
                          (gm, base[C2V], base[V2C]), [],
                          {"dir_mask": plan.mask, "slot_size": plan.slot_size,
-                          "slot_num": plan.slot_num, "lanes": 1 if self.one_lane else None},
+                          "slot_num": plan.slot_num, "lanes": 1 if self.one_lane else None,
+                          "local_slot_num": plan.slot_num},
                          (), loc)
         ops.append(init)
         for op in reversed(ops):

@@ -53,7 +53,8 @@ _ARITH = {
 class Explorer:
     """Explores one function (``fn``: a ``pl.func`` op) for one lane (0 / 1 for an AIV
     function, None for AIC); ``report(kind, op, msg, fix)`` receives findings,
-    ``slot_num(direction)`` gives a direction's SLOT_NUM."""
+    ``slot_num(direction)`` gives a direction's :class:`~.pipe_state.HoldLimit` (SLOT_NUM,
+    or the LocalSlotNum of a GM ring's staging)."""
 
     def __init__(self, fn, lane, slot_num, report):
         self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
@@ -176,15 +177,16 @@ class Explorer:
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
         p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where(), iters=p.iters))
-        n = self.slot_num(d)
+        lim = self.slot_num(d)
+        n = lim.n
         if len(held) > n:
             self.report("too_many_pops", op,
                         f"this TPOP holds {len(held)} slots of the {dir_name(d)} ring at once, more than "
-                        f"its SLOT_NUM {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): the producer "
-                        f"can never fill slot {n + 1}, so the TPOP waits forever",
+                        f"its {lim.name} {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): "
+                        + (f"the producer can never fill slot {n + 1}, so the TPOP waits forever"
+                           if lim.name == "SLOT_NUM" else lim.why),
                         f"TFREE a slot before popping another (at most {n} popped and not freed), "
-                        "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
-                        "@pl.incore for a mixed function)")
+                        + lim.fix)
 
     def tfree(self, op, p: Path) -> None:
         at = op.attributes

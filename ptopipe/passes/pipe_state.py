@@ -5,12 +5,26 @@ when two paths leave the pipes alike (:func:`alike`), and the wording of paths i
 findings."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir.nodes import FunctionKind
 
 
 class Incomplete(Exception):
     """The exploration of a function passed its path or step limit
     (:data:`.pipe_paths.MAX_PATHS`, :data:`.pipe_paths.MAX_STEPS`)."""
+
+
+@dataclass(frozen=True)
+class HoldLimit:
+    """The most popped slots of a direction a consumer may hold at once: ``n``, named
+    ``name`` ("SLOT_NUM", or "LocalSlotNum" for the staging ring of a GM ring), why more
+    fail and how to raise it (the end of a finding's fix)."""
+    n: int
+    name: str = "SLOT_NUM"
+    why: str = ""
+    fix: str = ("or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
+                "@pl.incore for a mixed function)")
 
 
 class Slot:

@@ -34,11 +34,12 @@ from ..arch.platform import get_platform
 from ..arch.vocab import Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
-from ..ir.pipe_config import pipe_config_mismatches
+from ..ir.pipe_config import local_slot_num, pipe_config_mismatches
+from ..isa.pipe.config import LOCAL_SLOT_NUM
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
 from .pipe_paths import Explorer, Incomplete
-from .pipe_state import lanes_of, line, ordinal
+from .pipe_state import HoldLimit, lanes_of, line, ordinal
 
 NAME = "verify-pipes"
 REQUIRES = ()
@@ -46,6 +47,7 @@ PRODUCES = ("pipes-verified",)
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 _BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
+_GM_DIRS = (Direction.DIR_C2V_GM, Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
 _INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 
 
@@ -108,15 +110,27 @@ class _Verifier:
         return self.findings
 
     def slot_nums(self, fn):
-        """``direction -> SLOT_NUM`` for ``fn``: its init op's slot_num, else seed 003's
-        default on the platform (8 one way, 4 per direction both ways)."""
+        """``direction -> HoldLimit`` for ``fn``: its init op's slot_num, else seed 003's
+        default on the platform (8 one way, 4 per direction both ways); for a ring in GM
+        at most its LocalSlotNum (the consumer stages each popped tile in one of that many
+        slots of its reserve_buffer)."""
         init = next((op for op in fn.regions[0].block if op.name in _INITS), None)
         if init is None:
             n = self.plat.slot_num_for(False)
-        else:
-            at = init.attributes
-            n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
-        return lambda d: n
+            return lambda d: HoldLimit(n)
+        at = init.attributes
+        n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
+        local = local_slot_num(at)
+        if not (self.plat.ring_in_gm or at["dir_mask"] in _GM_DIRS) or local >= n:
+            return lambda d: HoldLimit(n)
+        core = "aiv" if fn.attributes["kind"] is FunctionKind.AIV else "aic"
+        lim = HoldLimit(local, "LocalSlotNum",
+                        f"on {self.plat.name} the ring is in GM and a TPOP stages its tile in one of "
+                        f"LocalSlotNum {local} slots of the consumer's reserve_buffer, so the next TPOP "
+                        "overwrites a tile still held",
+                        f"or give pl.{core}_initialize_pipe local_slot_num=<tiles held at once> (at "
+                        f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})")
+        return lambda d: lim
 
     # -- the two kernels together ------------------------------------------------------
     def cross(self, funcs, explored) -> None:

@@ -27,6 +27,7 @@ from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprSt
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
+from ..ir.pipe_config import local_slot_num
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
@@ -343,10 +344,11 @@ class Interpreter:
         if plat.ring_in_gm:
             dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
         peers = (0,) if at.get("lanes") == 1 else (0, 1)
-        if slot_num is None and dir_mask in _LOCAL_DIRS:
+        local = local_slot_num(at)
+        if slot_num is None and dir_mask in _LOCAL_DIRS and at.get("local_slot_num") is None:
             fn = isa.aic_initialize_pipe if op == "aic_initialize_pipe" else isa.aiv_initialize_pipe
             self.pipe = fn(isa.Direction(dir_mask), slot_size, gm, c2v, v2c, peers)
         else:
             n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
-            self.pipe = isa.TPipe(0, isa.Direction(dir_mask), slot_size, n, peers=peers)(gm, c2v, v2c)
+            self.pipe = isa.TPipe(0, isa.Direction(dir_mask), slot_size, n, local, peers=peers)(gm, c2v, v2c)
         return None

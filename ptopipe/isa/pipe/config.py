@@ -13,6 +13,11 @@ from ..context import current_core
 from ..tile import Tile, TileType
 
 
+#: pto-isa ``TPipe``'s default LocalSlotNum: the staging slots a GM-ring consumer holds popped
+#: tiles in (A2A3), so at most that many popped tiles are held at once
+LOCAL_SLOT_NUM = 2
+
+
 @dataclass(frozen=True)
 class TPipe:
     """``TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum>`` - a pipe type.
@@ -25,7 +30,7 @@ class TPipe:
     direction: Direction
     slot_size: int
     slot_num: int
-    local_slot_num: int = 2
+    local_slot_num: int = LOCAL_SLOT_NUM
     peers: tuple = (0, 1)
     sync_period: int | None = None   # None: the pto-isa rule; TMPipe sets FiFoSyncT
     fifo: FIFOType | None = None     # TMPipe's FIFO kind; None: implied by the direction
