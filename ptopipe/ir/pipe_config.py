@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch.vocab import Direction
-from ..isa.pipe.config import LOCAL_SLOT_NUM
-from ..isa.pipe.geometry import full_shape
+from ..arch.vocab import LOCAL_SLOT_NUM, Direction, TileSplitAxis
 from .nodes import FunctionKind
 from .types import itemsize
 
@@ -70,7 +68,7 @@ def local_slot_num(attrs) -> int:
     """LocalSlotNum of an init's attributes: the staging slots a GM-ring consumer holds its
     popped tiles in (A2A3), so the most popped tiles it holds at once.  ``local_slot_num=``
     when given (ExpandMixedKernel gives SLOT_NUM: its reserve_buffer holds SLOT_NUM slots),
-    else pto-isa's default :data:`~ptopipe.isa.pipe.config.LOCAL_SLOT_NUM`.  The simulator
+    else pto-isa's default :data:`~ptopipe.arch.vocab.LOCAL_SLOT_NUM`.  The simulator
     stages that many, VerifyPipes bounds the held pops by it and the C++ writer prints it."""
     n = attrs.get("local_slot_num")
     return LOCAL_SLOT_NUM if n is None else n
@@ -135,9 +133,11 @@ def _largest(f, kind) -> int:
         shape = getattr(t, "shape", None)
         if shape is None or len(shape) != 2:
             continue
-        if kind is FunctionKind.AIV:
-            shape = full_shape(op.attributes.get("split") or 0, *shape)
-        best = max(best, shape[0] * shape[1] * itemsize(t.dtype))
+        n = shape[0] * shape[1] * itemsize(t.dtype)
+        split = op.attributes.get("split") or TileSplitAxis.TILE_NO_SPLIT
+        if kind is FunctionKind.AIV and split != TileSplitAxis.TILE_NO_SPLIT:
+            n *= 2                      # a Vector core's tile is its half of the slot tile
+        best = max(best, n)
     return best
 
 

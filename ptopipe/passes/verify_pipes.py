@@ -31,11 +31,10 @@ findings, :func:`run` raises the first with the others as details.
 from __future__ import annotations
 
 from ..arch.platform import get_platform
-from ..arch.vocab import Direction, TileSplitAxis
+from ..arch.vocab import LOCAL_SLOT_NUM, Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import local_slot_num, pipe_config_mismatches
-from ..isa.pipe.config import LOCAL_SLOT_NUM
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
 from .pipe_paths import Explorer, Incomplete

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...arch.vocab import C2V, V2C, Direction, FIFOType, VecCubeRatio
+from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, VecCubeRatio
 from ...errors import ConfigError
 from ...sim import CoreKind
 from ..context import current_core
 from ..tile import Tile, TileType
-
-
-#: pto-isa ``TPipe``'s default LocalSlotNum: the staging slots a GM-ring consumer holds popped
-#: tiles in (A2A3), so at most that many popped tiles are held at once
-LOCAL_SLOT_NUM = 2
 
 
 @dataclass(frozen=True)
