@@ -126,9 +126,12 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
                  layout: TileLayout | None = None, valid: tuple | None = None) -> None:
     """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) in ``layout``, valid
     region ``valid`` (default: the whole tile), must match what the producer pushed into
-    ``slot``: dtype, static shape, valid shape (static vs static, valid vs valid; an empty
-    consumer valid region is the no-split lane-1 replay and matches any), split mode (either
-    direction) and tile layout."""
+    ``slot``: dtype, the valid region (what the slot holds: the producer's valid region,
+    packed; the static shapes may differ - a padded producer tile, a consumer tile sized to
+    the data - as long as the slot holds the tile, which the pop plan checks; an empty
+    consumer valid region is the no-split lane-1 replay and matches any), split mode
+    (either direction) and tile layout.  The message gives both tiles' static and valid
+    shapes."""
     lay = slot.layout
     if lay is None:
         return
@@ -144,12 +147,12 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
             f"{ch.name})",
             where=where, details=f"TPUSH at {slot.push_loc}\n{op} at {where}",
             fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis")
-    if ch.way == C2V:
-        ok = full_shape(split, rows, cols) == (prow, pcol) and \
-            (vrow * vcol == 0 or full_shape(split, vrow, vcol) == (pvrow, pvcol))
+    if vrow * vcol == 0:
+        ok = True                   # the lane-1 replay: reads nothing
+    elif ch.way == C2V:
+        ok = full_shape(split, vrow, vcol) == (pvrow, pvcol)
     else:
-        ok = full_shape(psplit, prow, pcol) == (rows, cols) and \
-            (vrow * vcol == 0 or full_shape(psplit, pvrow, pvcol) == (vrow, vcol))
+        ok = full_shape(psplit, pvrow, pvcol) == (vrow, vcol)
     if not (ok and pdtype == dtype):
         cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
         prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name})"
@@ -157,7 +160,7 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
             f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
             f"of slot {slot.tag}", where=where,
             details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
-            fix="producer and consumer must agree on dtype, static shape, valid shape and split mode "
+            fix="producer and consumer must agree on dtype, valid shape and split mode "
                 "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout:
