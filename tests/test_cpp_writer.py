@@ -78,8 +78,13 @@ def test_pipe_template_arguments_are_the_init_attributes(example, platform):
         m = PIPE.search(section(cpp, f.attributes["sym_name"]))
         assert m, f.attributes["sym_name"]
         flag, d, size, num, local, nosplit, gm, c2v, v2c = m.groups()
+        # LocalSlotNum: the init's local_slot_num (ExpandMixedKernel gives SLOT_NUM, its reserve
+        # holds that many), else pto-isa's default 2 - what the simulator stages
+        want_local = a["local_slot_num"] if a.get("local_slot_num") is not None else 2
+        if example.startswith("mixed/"):
+            assert want_local == a["slot_num"]
         assert (int(flag), d, int(size), int(num), int(local)) == \
-            (a["flag_id"], Direction(a["dir_mask"]).name, a["slot_size"], a["slot_num"], a["slot_num"])
+            (a["flag_id"], Direction(a["dir_mask"]).name, a["slot_size"], a["slot_num"], want_local)
         splits = {o.attributes["split"] for o in f.walk()
                   if o.name in ("pl.tpush", "pl.tpop", "pl.talloc") and o.attributes["split"] is not None}
         assert nosplit == ("true" if splits == {TileSplitAxis.TILE_NO_SPLIT} else "false")
@@ -97,9 +102,9 @@ def test_pipe_arguments_are_read_from_the_attributes_not_derived():
     (prog,) = programs_of(load_module(S1))
     op, _t, _w = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
     for f in kernels(op):
-        init_op(f).attributes.update(flag_id=6, slot_num=3, dir_mask=Direction.DIR_C2V_GM)
+        init_op(f).attributes.update(flag_id=6, slot_num=3, local_slot_num=1, dir_mask=Direction.DIR_C2V_GM)
     cpp = write_cpp(op, "a2a3")
-    assert cpp.count("using Pipe = TPipe<6, Direction::DIR_C2V_GM, 2048, 3, 3, false>;") == 2
+    assert cpp.count("using Pipe = TPipe<6, Direction::DIR_C2V_GM, 2048, 3, 1, false>;") == 2
 
 
 def expected_calls(block) -> list:

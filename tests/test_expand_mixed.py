@@ -639,7 +639,7 @@ def test_slot_buffer_sizing_does_not_compile_for_another_platform():
     ks = KernelSet(prog)
     res = ptopipe.run(ks.aic, ks.aiv, args, platform="a5")
     np.testing.assert_array_equal(res.outputs["out"], a @ b + 1)
-    with pytest.raises(CompileError, match="does not fit a2a3's UB"):
+    with pytest.raises(CompileError, match="does not fit the Vector core's UB on a2a3"):
         compile_program_for(prog, "a2a3")
 
 

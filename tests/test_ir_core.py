@@ -176,7 +176,8 @@ C = """%c0 = pl.const() {value = 0} : () -> index
 LOAD = ("%t = pl.load(%x, %c0, %c0) {shape = [16, 32], space = #space.Vec} : "
         "(tensor<16x32xf32>, index, index) -> tile<16x32xf32,Vec>\n")
 INIT = ("pl.aiv_initialize_pipe(%fifo, %c0, %c0) {dir_mask = #dir.DIR_C2V, slot_size = 2048, "
-        "slot_num = none, lanes = none, flag_id = none} : (tensor<8192xu8>, index, index) -> ()\n")
+        "slot_num = none, lanes = none, flag_id = none, local_slot_num = none} : "
+        "(tensor<8192xu8>, index, index) -> ()\n")
 RESERVE = ('%buf = pl.reserve_buffer() {name = "ring", size = 4096, base = #pl.AUTO, '
            'memory_space = "UB"} : () -> buffer<reserve>\n')
 TPOP = ("%p = pl.tpop(%buf) {type = tile<16x32xf32,Vec>, split = 0, direction = #dir.DIR_C2V} : "

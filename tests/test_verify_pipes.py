@@ -93,7 +93,7 @@ def leak_on_else(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT]
                  flag: pl.Scalar[pl.index]):
     buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
     pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
-                           slot_num=4)
+                           slot_num=4, local_slot_num=4)      # a2a3: up to 4 held on the else path
     sub = pl.get_subblockid()
     for i in pl.range(4):
         part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)                           # POP
@@ -199,12 +199,13 @@ def test_more_outstanding_pops_than_slots_is_found_at_the_pop_that_overflows():
 
 
 def test_the_same_kernel_with_three_slots_is_clean():
-    """With SLOT_NUM 3 the three pops held at once fit."""
+    """With SLOT_NUM 3 (and LocalSlotNum 3: a2a3 stages the popped tiles) the three pops
+    held at once fit."""
     @pl.aiv
     def three_ok(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
         buf = pl.reserve_buffer(name="ring", size=3 * SLOT, base=pl.AUTO)
         pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base,
-                               v2c_consumer_buf=0, slot_num=3)
+                               v2c_consumer_buf=0, slot_num=3, local_slot_num=3)
         sub = pl.get_subblockid()
         for i in pl.range(2):
             x = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
@@ -514,7 +515,8 @@ def test_slot_num_defaults_to_the_platforms_seed_003_depth():
     @pl.aiv
     def nine(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
         buf = pl.reserve_buffer(name="ring", size=8 * SLOT, base=pl.AUTO)
-        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               local_slot_num=8)
         for i in pl.range(9):
             t = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)                          # NINTH
         for i in pl.range(9):

@@ -228,3 +228,8 @@ PIPE_MTE3, PIPE_M, PIPE_V = SyncPipe.PIPE_MTE3, SyncPipe.PIPE_M, SyncPipe.PIPE_V
 PIPE_FIX, PIPE_ALL = SyncPipe.PIPE_FIX, SyncPipe.PIPE_ALL
 (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3,
  EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7) = tuple(EventID)
+
+
+#: pto-isa ``TPipe``'s default LocalSlotNum: the staging slots a GM-ring consumer holds popped
+#: tiles in (A2A3), so at most that many popped tiles are held at once
+LOCAL_SLOT_NUM = 2

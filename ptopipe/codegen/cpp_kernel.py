@@ -11,6 +11,7 @@ from ..arch.vocab import Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.convert import op_to_function
 from ..ir.layout import plan_function
+from ..ir.pipe_config import local_slot_num
 from ..ir.nodes import Call, FunctionKind, Var
 from ..ir.opdefs import ARITH_BINARY, ARITH_UNARY, CALL_OPS, operand_groups
 from ..ir.types import ScalarType, TensorType, TileValueType
@@ -260,7 +261,7 @@ class KernelWriter:
         g = operand_groups(CALL_OPS[op.name], op.operands)
         nosplit = bool(self.splits) and self.splits == {TileSplitAxis.TILE_NO_SPLIT}
         targs = [str(a["flag_id"]), T.direction_name(a["dir_mask"]), str(a["slot_size"]),
-                 str(a["slot_num"]), str(a["slot_num"]), "true" if nosplit else "false"]
+                 str(a["slot_num"]), str(local_slot_num(a)), "true" if nosplit else "false"]
         self.pipe = self.fresh("Pipe")
         pipe_var = self.fresh("pipe")
         self.pipe = (self.pipe, pipe_var)

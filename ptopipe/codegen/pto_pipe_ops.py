@@ -111,7 +111,9 @@ def _init_attrs(r, attrs, opt):
     out = {"dir_mask": Direction(d), "slot_size": _need(r, attrs, "slot_size", opt),
            "slot_num": _need(r, attrs, "slot_num", opt) if "slot_num" in attrs else None,
            "lanes": _need(r, attrs, "ptopipe.lanes", opt) if "ptopipe.lanes" in attrs else None,
-           "flag_id": _need(r, attrs, "id", opt) if "id" in attrs else None}
+           "flag_id": _need(r, attrs, "id", opt) if "id" in attrs else None,
+           "local_slot_num": (_need(r, attrs, "local_slot_num", opt) if "local_slot_num" in attrs
+                              else None)}
     nosplit = attrs.get("nosplit", (False, None))
     if not isinstance(nosplit[0], bool):
         raise r.c.error(f"bad attribute nosplit = {nosplit[0]!r}: expected true or false", nosplit[1])

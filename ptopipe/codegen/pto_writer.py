@@ -279,6 +279,8 @@ class _Writer:
         attrs = f"dir_mask = {int(a['dir_mask'])}, slot_size = {a['slot_size']}"
         if a.get("slot_num") is not None:
             attrs += f", slot_num = {a['slot_num']}"
+        if a.get("local_slot_num") is not None:
+            attrs += f", local_slot_num = {a['local_slot_num']}"
         if a.get("flag_id") is not None:
             attrs += f", id = {a['flag_id']}"
         if f.attributes["sym_name"] in self.nosplit:

@@ -162,9 +162,12 @@ def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,
     ``space`` of ``have`` bytes, else None."""
     if base + size <= have:
         return None
-    return (f"reserve_buffer {name!r} of {size} bytes at {base:#x} does not fit {owner}'s "
-            f"{space} ({have} bytes)",
-            "reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")
+    what = (f"reserve_buffer {name!r} of {size} bytes at {base:#x} does not fit {owner}'s "
+            f"{space} ({have} bytes)")
+    if size <= have:            # the size fits: the base is too high
+        return (what, f"lower its base: {size} bytes fit at a base up to {have - size:#x} (or "
+                      "base=pl.AUTO)")
+    return (what, "reserve SLOT_NUM * SLOT_SIZE bytes (smaller slots or fewer of them)")
 
 
 def tiles_fit_problem(fn_name: str, space: str, peak: int, owner: str,

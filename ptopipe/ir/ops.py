@@ -362,6 +362,11 @@ def _init(core):
             raise OpError(f"flag_id={fid!r} must be a FlagID >= 0",
                           "leave it out: AllocateFlags (or the runtime, for a kernel run "
                           "uncompiled) numbers the pipes", "flag_id")
+        lsn = at.get("local_slot_num")
+        if lsn is not None and (lsn < 1 or (sn is not None and lsn > sn)):
+            raise OpError(f"local_slot_num {lsn} must be >= 1 and at most slot_num {sn} (the "
+                          "reserve_buffer of SLOT_NUM * SLOT_SIZE bytes holds the staging slots)",
+                          param="local_slot_num")
         if at.get("lanes") not in (None, 1, 2):
             raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
                           param="lanes")
@@ -493,7 +498,8 @@ ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
 _INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
          ("c2v_consumer_buf", "value", 0), ("v2c_consumer_buf", "value", 0),
-         ("slot_num", "int", None), ("lanes", "int", None), ("flag_id", "int", None)]
+         ("slot_num", "int", None), ("lanes", "int", None), ("flag_id", "int", None),
+         ("local_slot_num", "int", None)]
 _op("aic_initialize_pipe", _INIT, _init("aic"), doc="seed 003 Cube pipe initialisation")
 _op("aiv_initialize_pipe", _INIT, _init("aiv"), doc="seed 003 Vector pipe initialisation")
 _op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", TileSplitAxis.TILE_NO_SPLIT),

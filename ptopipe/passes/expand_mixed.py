@@ -171,7 +171,7 @@ class _Expander:
                          (gm, base[C2V], base[V2C]), [],
                          {"dir_mask": plan.mask, "slot_size": plan.slot_size,
                           "slot_num": plan.slot_num, "lanes": 1 if self.one_lane else None,
-                          "flag_id": None},
+                          "flag_id": None, "local_slot_num": plan.slot_num},
                          (), loc)
         ops.append(init)
         for op in reversed(ops):

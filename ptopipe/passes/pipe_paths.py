@@ -53,7 +53,8 @@ _ARITH = {
 class Explorer:
     """Explores one function (``fn``: a ``pl.func`` op) for one lane (0 / 1 for an AIV
     function, None for AIC); ``report(kind, op, msg, fix)`` receives findings,
-    ``slot_num(direction)`` gives a direction's SLOT_NUM."""
+    ``slot_num(direction)`` gives a direction's :class:`~.pipe_state.HoldLimit` (SLOT_NUM,
+    or the LocalSlotNum of a GM ring's staging)."""
 
     def __init__(self, fn, lane, slot_num, report):
         self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
@@ -175,16 +176,17 @@ class Explorer:
         p.env[op.results[0]] = s
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
-        p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where()))
-        n = self.slot_num(d)
+        p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where(), iters=p.iters))
+        lim = self.slot_num(d)
+        n = lim.n
         if len(held) > n:
             self.report("too_many_pops", op,
                         f"this TPOP holds {len(held)} slots of the {dir_name(d)} ring at once, more than "
-                        f"its SLOT_NUM {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): the producer "
-                        f"can never fill slot {n + 1}, so the TPOP waits forever",
+                        f"its {lim.name} {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): "
+                        + (f"the producer can never fill slot {n + 1}, so the TPOP waits forever"
+                           if lim.name == "SLOT_NUM" else lim.why),
                         f"TFREE a slot before popping another (at most {n} popped and not freed), "
-                        "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
-                        "@pl.incore for a mixed function)")
+                        + lim.fix)
 
     def tfree(self, op, p: Path) -> None:
         at = op.attributes
@@ -220,7 +222,7 @@ class Explorer:
             p.dead[v.uid] = (op, p.where(), "TPUSH")
         else:
             ty, split = op.operands[0].type, at["split"]
-        p.events.setdefault(d, []).append(Event(op, ty, split, p.where()))
+        p.events.setdefault(d, []).append(Event(op, ty, split, p.where(), iters=p.iters))
 
     # -- control flow ----------------------------------------------------------------------
     def if_(self, op, paths: list) -> list:
@@ -312,11 +314,12 @@ class Explorer:
 
     def _unroll(self, op, body, p: Path, trips, inits) -> list:
         live = [(p, inits)]
-        outer = p.loops
+        outer, outer_iters = p.loops, p.iters
         for k, i in enumerate(trips):
             nxt = []
             for q, carried in live:
                 q.loops = outer + (f"iteration {k + 1} (i={i}) of the loop at {line(op)}",)
+                q.iters = outer_iters + ((id(op), k),)
                 self._bind(body, q, i, carried)
                 for r in self.block(body, [q]):
                     nxt.append((r, r.yielded or []))
@@ -325,7 +328,7 @@ class Explorer:
             live = nxt
         res = []
         for q, carried in live:
-            q.loops = outer
+            q.loops, q.iters = outer, outer_iters
             for r, v in zip(op.results, carried):
                 q.env[r] = v
             res.append(q)

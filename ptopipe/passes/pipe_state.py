@@ -5,12 +5,26 @@ when two paths leave the pipes alike (:func:`alike`), and the wording of paths i
 findings."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir.nodes import FunctionKind
 
 
 class Incomplete(Exception):
     """The exploration of a function passed its path or step limit
     (:data:`.pipe_paths.MAX_PATHS`, :data:`.pipe_paths.MAX_STEPS`)."""
+
+
+@dataclass(frozen=True)
+class HoldLimit:
+    """The most popped slots of a direction a consumer may hold at once: ``n``, named
+    ``name`` ("SLOT_NUM", or "LocalSlotNum" for the staging ring of a GM ring), why more
+    fail and how to raise it (the end of a finding's fix)."""
+    n: int
+    name: str = "SLOT_NUM"
+    why: str = ""
+    fix: str = ("or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
+                "@pl.incore for a mixed function)")
 
 
 class Slot:
@@ -27,20 +41,23 @@ class Slot:
 class Event:
     """A push (producer) or pop (consumer) in a path's sequence for one direction; an
     ``op`` of None with ``loop`` set marks "an unknown number of them" (a loop whose trip
-    count is not known statically)."""
-    __slots__ = ("op", "type", "split", "where", "loop")
+    count is not known statically); ``iters``: the iteration numbers of the unrolled loops
+    around it, outermost first, as (id of the loop op, iteration) (to find the iteration
+    whose counts differ)."""
+    __slots__ = ("op", "type", "split", "where", "loop", "iters")
 
-    def __init__(self, op, type, split, where, loop=None):
+    def __init__(self, op, type, split, where, loop=None, iters=()):
         self.op, self.type, self.split, self.where, self.loop = op, type, split, where, loop
+        self.iters = iters
 
 
 class Path:
     """One path through the function: values, facts, loop/branch context, pipe state."""
-    __slots__ = ("env", "facts", "loops", "branches", "held", "dead", "events", "yielded")
+    __slots__ = ("env", "facts", "loops", "iters", "branches", "held", "dead", "events", "yielded")
 
     def __init__(self):
         self.env, self.facts = {}, {}
-        self.loops, self.branches = (), ()
+        self.loops, self.iters, self.branches = (), (), ()
         self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
         self.dead: dict = {}          # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH")
         self.events: dict = {}        # direction -> list of Events (copied on fork)
@@ -49,7 +66,7 @@ class Path:
     def fork(self) -> "Path":
         p = Path.__new__(Path)
         p.env, p.facts = dict(self.env), dict(self.facts)
-        p.loops, p.branches = self.loops, self.branches
+        p.loops, p.iters, p.branches = self.loops, self.iters, self.branches
         p.held, p.dead = dict(self.held), dict(self.dead)
         p.events = {d: list(ev) for d, ev in self.events.items()}
         p.yielded = self.yielded

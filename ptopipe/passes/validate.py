@@ -28,6 +28,7 @@ from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import TensorType
+from .expand_mixed import RING_NAME
 from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
                    init_ops,
                    platform_of, ring_buffer, ring_in_gm, seed_dir, slot_num, top_ops, ways)
@@ -48,8 +49,10 @@ def run(program, ctx):
         seen = {}
         for init in init_ops(f):
             _check_init(f, init, plat, seen)
+    made = {c.attributes["callee"]: g_name for g_name, g in funcs.items()
+            if g.attributes["kind"] is FunctionKind.Group for c in g.walk() if c.name == "pl.call"}
     for name, f in funcs.items():
-        _check_buffers(name, f, funcs, plat)
+        _check_buffers(name, f, funcs, plat, made.get(name))
     return program
 
 
@@ -104,7 +107,9 @@ def _check_init(f, init, plat, seen: dict) -> None:
                         f"pass a GM tensor of at least {need} bytes")
 
 
-def _check_buffers(name, f, funcs, plat) -> None:
+def _check_buffers(name, f, funcs, plat, mixed: str | None = None) -> None:
+    """``mixed``: the @pl.incore function ExpandMixedKernel made ``f`` from (its rings are
+    the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles)."""
     for imp in top_ops(f, "pl.import_peer_buffer"):
         a = imp.attributes
         peer = funcs.get(a["peer_func"])
@@ -123,7 +128,29 @@ def _check_buffers(name, f, funcs, plat) -> None:
         if a["memory_space"] is None:
             continue
         base = 0 if a["base"] is AUTO else a["base"]
-        bad = reserve_fit_problem(a["name"], base, a["size"], plat.name, a["memory_space"],
-                                  plat.mem_size(MemSpace(a["memory_space"])))
+        have = plat.mem_size(MemSpace(a["memory_space"]))
+        bad = reserve_fit_problem(a["name"], base, a["size"], plat.name, a["memory_space"], have)
+        if bad is not None and mixed is not None and a["name"] in RING_NAME.values():
+            raise _compiler_ring_too_big(f, r, mixed, base, have, plat)
         if bad is not None:
             raise error(bad[0], r, bad[1])
+
+
+def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat):
+    """The ring ExpandMixedKernel reserved for ``mixed`` does not fit: say so in the user's
+    terms (the function's slot_num= and its crossing tiles), at the function's line."""
+    a = r.attributes
+    way = next(w for w, n in RING_NAME.items() if n == a["name"])
+    way = way.name.replace("DIR_", "")
+    init = next(i for i in init_ops(f) if way in ways(i))
+    n, size = slot_num(init, plat), init.attributes["slot_size"]
+    fits = (have - base) // size
+    core = "Vector core's UB" if a["memory_space"] == "UB" else "Cube's L1"
+    fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
+           if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
+                             f"crossing) does not fit at {base:#x}")
+    return error(f"the {way} ring of the mixed function {mixed!r} (SLOT_NUM {n} * SLOT_SIZE {size} = "
+                 f"{a['size']} bytes at {base:#x}, SLOT_SIZE the largest tile crossing {way}) does not "
+                 f"fit the {core} on {plat.name} ({have} bytes)", r, fix,
+                 details="ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
+                         "for each ring (docs/passes/expand-mixed.md)")

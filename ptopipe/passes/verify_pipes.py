@@ -17,7 +17,9 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * for static trip counts: the producer pushes as many tiles as each consumer lane pops
   (AIV producers: per lane), and the k-th push's tile matches the k-th pop's (FIFO order:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot);
-* both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers).
+* both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers);
+* both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
+  (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs).
 
 Paths of the two kernels are paired when their facts about shared unknowns (a scalar
 parameter both kernels take) agree.  Where a count depends on a loop whose trip count
@@ -29,13 +31,14 @@ findings, :func:`run` raises the first with the others as details.
 from __future__ import annotations
 
 from ..arch.platform import get_platform
-from ..arch.vocab import Direction, TileSplitAxis
+from ..arch.vocab import LOCAL_SLOT_NUM, Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
+from ..ir.pipe_config import local_slot_num, pipe_config_mismatches
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
 from .pipe_paths import Explorer, Incomplete
-from .pipe_state import lanes_of, line, ordinal
+from .pipe_state import HoldLimit, lanes_of, line, ordinal
 
 NAME = "verify-pipes"
 REQUIRES = ()
@@ -43,6 +46,7 @@ PRODUCES = ("pipes-verified",)
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 _BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
+_GM_DIRS = (Direction.DIR_C2V_GM, Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
 _INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 
 
@@ -85,6 +89,9 @@ class _Verifier:
 
     def verify(self) -> list:
         funcs = [f for f in self.program.regions[0].block if f.name == "pl.func"]
+        for m in pipe_config_mismatches(self.program, self.plat):
+            self.findings.append(CompileError(m.what, where=str(m.culprit.init.loc), details=m.details,
+                                              fix=m.fix))
         explored = {}
         for fn in funcs:
             slot_num = self.slot_nums(fn)
@@ -102,15 +109,27 @@ class _Verifier:
         return self.findings
 
     def slot_nums(self, fn):
-        """``direction -> SLOT_NUM`` for ``fn``: its init op's slot_num, else seed 003's
-        default on the platform (8 one way, 4 per direction both ways)."""
+        """``direction -> HoldLimit`` for ``fn``: its init op's slot_num, else seed 003's
+        default on the platform (8 one way, 4 per direction both ways); for a ring in GM
+        at most its LocalSlotNum (the consumer stages each popped tile in one of that many
+        slots of its reserve_buffer)."""
         init = next((op for op in fn.regions[0].block if op.name in _INITS), None)
         if init is None:
             n = self.plat.slot_num_for(False)
-        else:
-            at = init.attributes
-            n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
-        return lambda d: n
+            return lambda d: HoldLimit(n)
+        at = init.attributes
+        n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
+        local = local_slot_num(at)
+        if not (self.plat.ring_in_gm or at["dir_mask"] in _GM_DIRS) or local >= n:
+            return lambda d: HoldLimit(n)
+        core = "aiv" if fn.attributes["kind"] is FunctionKind.AIV else "aic"
+        lim = HoldLimit(local, "LocalSlotNum",
+                        f"on {self.plat.name} the ring is in GM and a TPOP stages its tile in one of "
+                        f"LocalSlotNum {local} slots of the consumer's reserve_buffer, so the next TPOP "
+                        "overwrites a tile still held",
+                        f"or give pl.{core}_initialize_pipe local_slot_num=<tiles held at once> (at "
+                        f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})")
+        return lambda d: lim
 
     # -- the two kernels together ------------------------------------------------------
     def cross(self, funcs, explored) -> None:
@@ -200,18 +219,46 @@ class _Verifier:
 
     def count_mismatch(self, d, pe, ce, who_p, who_c) -> None:
         n, m = len(pe), len(ce)
+        ev = _unmatched(pe, ce)
         if n > m:
-            ev = pe[m]
-            msg = (f"this TPUSH (the {ordinal(m + 1)} to the {_dir(d)} ring{_ev_where(ev)}) is "
+            msg = (f"this TPUSH (the {ordinal(pe.index(ev) + 1)} to the {_dir(d)} ring{_ev_where(ev)}) is "
                    f"never popped: {who_p} pushes {n} tile(s) but {who_c} pops {m}")
         else:
-            ev = ce[n]
-            msg = (f"this TPOP (the {ordinal(n + 1)} of the {_dir(d)} ring{_ev_where(ev)}) has no "
+            msg = (f"this TPOP (the {ordinal(ce.index(ev) + 1)} of the {_dir(d)} ring{_ev_where(ev)}) has no "
                    f"matching TPUSH and waits forever: {who_p} pushes {n} tile(s) but {who_c} "
                    f"pops {m}")
         self.finding("count", ev.op, msg,
                      "make the consumer TPOP once per TPUSH of the producer (the same trip counts "
                      "and branch conditions on both sides)")
+
+
+def _unmatched(pe, ce, depth: int = 0):
+    """The push or pop that makes the counts differ: the two sequences are cut into the
+    iterations of their loops (level ``depth``, outermost first); in the first iteration
+    whose counts differ (when both sides run as many iterations) the search goes one level
+    deeper; at the bottom, the first event past the other side's count."""
+    gp, gc = _runs(pe, depth), _runs(ce, depth)
+    if len(gp) == len(gc) and len(gp) > 1:
+        for (kp, a), (kc, b) in zip(gp, gc):
+            if len(a) != len(b):
+                if kp and kc:
+                    return _unmatched(a, b, depth + 1)
+                pe, ce = a, b
+                break
+    return pe[len(ce)] if len(pe) > len(ce) else ce[len(pe)]
+
+
+def _runs(events, depth: int) -> list:
+    """``events`` cut into runs of one iteration of the level-``depth`` loop around them:
+    ``[(in a loop at that level, [events])]``."""
+    runs, key = [], object()
+    for e in events:
+        k = e.iters[:depth + 1] if len(e.iters) > depth else ("out", e.iters)
+        if k != key:
+            runs.append((len(e.iters) > depth, []))
+            key = k
+        runs[-1][1].append(e)
+    return runs
 
 
 def _compatible(p, q) -> bool:

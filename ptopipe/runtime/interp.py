@@ -28,6 +28,7 @@ from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..isa.pipe.protocol import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
+from ..ir.pipe_config import local_slot_num
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
@@ -386,7 +387,8 @@ class Interpreter:
         self.next_flag = cluster_model(self.core.cluster).next_flag_id(flag_id, len(ways), n)
         # seed 003's init (isa.aic_initialize_pipe) hands a consumer-local ring no GM buffer
         buf = None if slot_num is None and dir_mask in _LOCAL_DIRS and not plat.ring_in_gm else gm
-        pipe = isa.TPipe(flag_id, isa.Direction(dir_mask), slot_size, n, peers=peers)(buf, c2v, v2c)
+        pipe = isa.TPipe(flag_id, isa.Direction(dir_mask), slot_size, n, local_slot_num(at),
+                          peers=peers)(buf, c2v, v2c)
         for way in ways:
             self.pipes[way] = pipe
         return None

@@ -14,6 +14,8 @@ from ..ir.nodes import FunctionKind, Program
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
 from ..ir.layout import plan_program
+from ..ir.convert import to_ops
+from ..ir.pipe_config import pipe_config_mismatches
 
 
 def has_mixed(program: Program) -> bool:
@@ -47,6 +49,17 @@ class _Compiled:
         self.program = program
         self.layouts = plan_program(program)
         self.compiled_from_mixed = compiled_from_mixed
+        self._pipes_checked = set()
+
+    def check_pipe_configs(self, platform) -> None:
+        """Hand-written kernels: both ends of each pipe declare the same configuration
+        (:mod:`ptopipe.ir.pipe_config`), a ConfigError at the init that differs, before the
+        kernels run (the binding would blame a symptom: a reserve size, a slot overrun)."""
+        if self.compiled_from_mixed or platform.name in self._pipes_checked:
+            return
+        self._pipes_checked.add(platform.name)
+        for m in pipe_config_mismatches(to_ops(self.program), platform):
+            raise ConfigError(m.what, where=str(m.culprit.init.loc), details=m.details, fix=m.fix)
 
     def function(self, kind: FunctionKind):
         """The one function of ``kind`` (None when a compiled mixed function needed only the
@@ -152,6 +165,8 @@ class KernelSet:
             comp = self.compiled(args)
             if comp.compiled_from_mixed:
                 _refuse_manual_sync(comp.program)
+            from ..isa import current_core
+            comp.check_pipe_configs(current_core().cluster.platform)
             fn = comp.function(kind)
             if fn is not None:
                 Interpreter(fn, comp.layouts[fn.name]).run(args)

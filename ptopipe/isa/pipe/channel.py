@@ -25,7 +25,7 @@ class Slot:
         self.tag = tag
         self.gen = 0
         self.state = "free"     # free | written | held
-        self.layout = None      # (dtype, rows, cols, split, TileLayout) of the last push (None: empty)
+        self.layout = None      # (dtype, valid rows, valid cols, split, TileLayout, rows, cols) of the last push (None: empty)
         self.push_loc = None
         self.pop_loc = None
         self.free_gen = -1      # the generation the latest TFREE ended, and that TFREE's line

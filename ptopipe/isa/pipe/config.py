@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...arch.vocab import C2V, V2C, Direction, FIFOType, VecCubeRatio
+from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, VecCubeRatio
 from ...errors import ConfigError
 from ...sim import CoreKind
 from ..context import current_core
@@ -25,7 +25,7 @@ class TPipe:
     direction: Direction
     slot_size: int
     slot_num: int
-    local_slot_num: int = 2
+    local_slot_num: int = LOCAL_SLOT_NUM
     peers: tuple = (0, 1)
     sync_period: int | None = None   # None: the pto-isa rule; TMPipe sets FiFoSyncT
     fifo: FIFOType | None = None     # TMPipe's FIFO kind; None: implied by the direction

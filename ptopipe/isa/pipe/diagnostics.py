@@ -208,7 +208,8 @@ def slot_use_after_free(tile, core) -> ProtocolError:
         # a GM ring's staging buffer has LocalSlotNum places: a later TPOP reuses one even
         # where the protocol (pto-isa) already freed the GM slot inside the first TPOP
         fix=("finish reading the popped tile before TFREE (and before a later TPOP reuses its staging "
-             "place: LocalSlotNum bounds the popped tiles held at once), or copy it (TMOV) to a tile "
+             "place: LocalSlotNum bounds the popped tiles held at once; declare more with the 5th TPipe "
+             "parameter, or local_slot_num= on pl.*_initialize_pipe), or copy it (TMOV) to a tile "
              "of your own") if staged else
             ("finish reading the popped tile before its TFREE (the tile is the ring slot itself, which "
              "the producer may refill at once), or copy it (TMOV) to a tile of your own"),

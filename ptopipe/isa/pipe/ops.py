@@ -117,7 +117,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     for s in slots:
         lay = s.layout
         if lay is not ok and lay is not None and lay != ok:
-            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc, tile.layout)
+            check_layout(core, ch, s, tile.dtype, tile.rows, tile.cols, split, "TPOP", loc, tile.layout,
+                         (tile.valid_rows, tile.valid_cols))
             p.ok_layout = lay
     if p.srcs is not None:                         # GM ring: load into the tile
         b = tile.binding
@@ -175,9 +176,31 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
         stage = side.stage_slots = [StageSlot(k, side, base + k * ch.slot_size) for k in range(n)]
         reserve(core, tile.space, base, n * ch.slot_size, f"{ch.name} local staging")
     s = stage[i % len(stage)]
+    if side.held:
+        _check_stage_free(core, ch, side, tile, s, len(stage))
     bind(tile, core, s.addr)
     s.gen += 1
     tile.binding = (s, s.gen)
+
+
+def _check_stage_free(core, ch: Channel, side: Side, tile: Tile, s, n: int) -> None:
+    """Staging slot ``s`` must not hold a tile popped earlier and not yet freed: with every
+    one of the ``n`` (LocalSlotNum) staging slots held, this TPOP would overwrite one.  (A
+    tile popped again since holds nothing any more: nothing can read its old copy.)  Where
+    the TPOP frees its slot itself (pto-isa, GM ring) nothing is held: reading an
+    overwritten staged tile is reported at the read, as a use after free."""
+    held = [h[2] for h in side.held if h[6] is not None and h[6][0] is s and h[6][1] == s.gen
+            and h[1] is not tile and h[1].binding is h[6]]
+    if held:
+        raise ProtocolError(
+            f"TPOP on {core.name} holds more popped tiles of {ch.name} than its LocalSlotNum {n}: "
+            f"the tile is staged in staging slot {s.tag}, which still holds the tile popped at "
+            f"{held[0]} (not yet freed)", where=_loc(core),
+            details=f"LocalSlotNum {n} staging slots of SlotSize {ch.slot_size} in the consumer's "
+                    f"{tile.space.value} (the ring is in GM)",
+            fix=f"TFREE a tile before popping another (at most {n} held), or declare LocalSlotNum = "
+                "the tiles held at once (pl.*_initialize_pipe(local_slot_num=...), the 5th TPipe "
+                "parameter; at most SlotNum: the reserve_buffer holds the staging slots)")
 
 
 def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:

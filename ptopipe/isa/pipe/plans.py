@@ -89,9 +89,10 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
     else:
         unit, dst_space = PipeUnit.MTE3, ("GM" if ch.in_gm else "L1")
     # what the slot holds: an empty tile writes nothing (no layout to match); C2V goes through
-    # the FIX pipe, which writes the Acc's fractal (NZ) data out row-major (ND)
+    # the FIX pipe, which writes the Acc's fractal (NZ) data out row-major (ND); the static
+    # shape last (the valid shape is what was written)
     layout = None if nbytes == 0 else \
-        (tile.dtype, rows, cols, split, TileLayout.ND if ch.way == C2V else tile.layout)
+        (tile.dtype, rows, cols, split, TileLayout.ND if ch.way == C2V else tile.layout, tile.rows, tile.cols)
     return PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes), layout)
 
 
@@ -108,26 +109,35 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
         return PopPlan(None, core.costs.flag_op)
     gm = core.cluster.gm
     srcs = []
+    # the producer wrote its valid region packed (push_plan): read this consumer's part of it
+    vrows, vcols = (rows, cols) if tile.empty else (tile.valid_rows, tile.valid_cols)
     for tag in range(ch.slot_num):
         if ch.way == C2V:
-            full = full_shape(split, rows, cols)
-            off = part_offset(split, core.subblock, rows, cols, item)
-            v = ch.view(gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (rows, cols), (full[1], 1))
+            full = full_shape(split, vrows, vcols)
+            off = part_offset(split, core.subblock, vrows, vcols, item)
+            v = ch.view(gm, ch.gm_base + tag * ch.slot_size + off, tile.dtype, (vrows, vcols), (full[1], 1))
         else:
-            v = ch.view(gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (rows, cols))
+            v = ch.view(gm, ch.gm_base + tag * ch.slot_size, tile.dtype, (vrows, vcols))
         srcs.append(v[:tile.valid_rows, :tile.valid_cols])
     return PopPlan(srcs, core.costs.move("GM", tile.sname, 0 if tile.empty else rows * cols * item))
 
 
 def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, loc=None,
-                 layout: TileLayout | None = None) -> None:
-    """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) in ``layout`` must
-    match what the producer pushed into ``slot``: dtype, shape, split mode (either
-    direction) and tile layout."""
+                 layout: TileLayout | None = None, valid: tuple | None = None) -> None:
+    """The consumer's ``rows x cols`` ``dtype`` tile (its ``split`` part) in ``layout``, valid
+    region ``valid`` (default: the whole tile), must match what the producer pushed into
+    ``slot``: dtype, the valid region (what the slot holds: the producer's valid region,
+    packed; the static shapes may differ - a padded producer tile, a consumer tile sized to
+    the data - as long as the slot holds the tile, which the pop plan checks; an empty
+    consumer valid region is the no-split lane-1 replay and matches any), split mode
+    (either direction) and tile layout.  The message gives both tiles' static and valid
+    shapes."""
     lay = slot.layout
     if lay is None:
         return
-    pdtype, prow, pcol, psplit = lay[:4]
+    pdtype, pvrow, pvcol, psplit = lay[:4]
+    prow, pcol = lay[5:7]
+    vrow, vcol = valid if valid is not None else (rows, cols)
     where = str(loc or core.where())
     if psplit != split:
         producer = "the Cube" if ch.way == C2V else "a Vector core"
@@ -137,18 +147,20 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
             f"{ch.name})",
             where=where, details=f"TPUSH at {slot.push_loc}\n{op} at {where}",
             fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis")
-    if ch.way == C2V:
-        ok = pdtype == dtype and full_shape(split, rows, cols) == (prow, pcol)
+    if vrow * vcol == 0:
+        ok = True                   # the lane-1 replay: reads nothing
+    elif ch.way == C2V:
+        ok = full_shape(split, vrow, vcol) == (pvrow, pvcol)
     else:
-        ok = pdtype == dtype and full_shape(psplit, prow, pcol) == (rows, cols)
-    if not ok:
-        cons = f"{rows}x{cols} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
-        prod = f"{prow}x{pcol} {pdtype.name} ({TileSplitAxis(psplit).name})"
+        ok = full_shape(psplit, pvrow, pvcol) == (vrow, vcol)
+    if not (ok and pdtype == dtype):
+        cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
+        prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name})"
         raise ProtocolError(
             f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
             f"of slot {slot.tag}", where=where,
             details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
-            fix="producer and consumer must agree on dtype, shape and split mode "
+            fix="producer and consumer must agree on dtype, valid shape and split mode "
                 "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout:
@@ -171,6 +183,11 @@ def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: 
         f"but {pusher} pushed {pushed.name} data (TPUSH at {slot.push_loc})",
         where=where, details=f"TPUSH at {slot.push_loc} ({pushed.name})\n{op} at {where} ({popped.name})",
         fix=fix)
+
+
+def _valid(vrow: int, vcol: int, rows: int, cols: int) -> str:
+    """' valid 12x32' when a tile's valid region is not the whole tile, else ''."""
+    return "" if (vrow, vcol) == (rows, cols) else f" valid {vrow}x{vcol}"
 
 
 def _a(layout: TileLayout) -> str:

@@ -1,0 +1,178 @@
+"""Both ends of a pipe agree on its configuration: the ``*_initialize_pipe`` ops of the
+AIC and the AIV function of a ``pl.program`` op that bind the same ring (C2V / V2C) must
+give the same DIR_MASK, SLOT_SIZE, SLOT_NUM (the platform's seed 003 default when not
+given) and lanes (``lanes=1``: a one-lane no-split pipe).  Checked statically by
+VerifyPipes (a CompileError) and, for hand-written kernels run without compiling, by the
+runtime before it runs (a ConfigError): the finding is worded here, once.  Also the one
+place an init's LocalSlotNum is read (:func:`local_slot_num`).
+
+The finding is reported at the init of the side that differs: the side whose SLOT_SIZE
+cannot hold the largest tile crossing the ring (the whole slot tile of a Vector core's
+part), else the side whose SLOT_NUM * SLOT_SIZE is not the size of the consumer's
+reserve_buffer when the other side's is, else the producer (the consumer reserves the
+ring, so its declaration is the reference)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..arch.vocab import LOCAL_SLOT_NUM, Direction, TileSplitAxis
+from .nodes import FunctionKind
+from .types import itemsize
+
+_INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
+_BITS = (("C2V", Direction.DIR_C2V), ("V2C", Direction.DIR_V2C))
+_GM = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
+       Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
+
+
+@dataclass(frozen=True)
+class PipeEnd:
+    """One function's binding of one ring: its init op and the configuration it gives."""
+    func: str
+    kind: FunctionKind
+    init: object            # the *_initialize_pipe op
+    dir_mask: int
+    slot_size: int
+    slot_num: int
+    lanes: int | None
+    largest: int            # bytes of the largest whole slot tile it pushes / pops (0: none)
+    reserve: int | None     # the consumer's reserve_buffer size for this ring (None: none)
+
+
+@dataclass(frozen=True)
+class ConfigMismatch:
+    """The ends of ``way``'s ring disagree on ``field``: ``culprit`` differs from ``other``."""
+    way: str
+    field: str
+    culprit: PipeEnd
+    other: PipeEnd
+
+    @property
+    def what(self) -> str:
+        c, o = self.culprit, self.other
+        return (f"the two ends of the {self.way} pipe disagree on {self.field}: {c.func} "
+                f"({c.kind.value.upper()}) declares {_value(c, self.field)} but {o.func} "
+                f"({o.kind.value.upper()}) declares {_value(o, self.field)}")
+
+    @property
+    def fix(self) -> str:
+        return (f"give both *_initialize_pipe calls of the {self.way} pipe the same {self.field} "
+                f"({_knob(self.field)}), e.g. {_value(self.other, self.field)} here as in {self.other.func}")
+
+    @property
+    def details(self) -> str:
+        return f"the other end: {self.other.func}'s init at {self.other.init.loc}"
+
+
+def local_slot_num(attrs) -> int:
+    """LocalSlotNum of an init's attributes: the staging slots a GM-ring consumer holds its
+    popped tiles in (A2A3), so the most popped tiles it holds at once.  ``local_slot_num=``
+    when given (ExpandMixedKernel gives SLOT_NUM: its reserve_buffer holds SLOT_NUM slots),
+    else pto-isa's default :data:`~ptopipe.arch.vocab.LOCAL_SLOT_NUM`.  The simulator
+    stages that many, VerifyPipes bounds the held pops by it and the C++ writer prints it."""
+    n = attrs.get("local_slot_num")
+    return LOCAL_SLOT_NUM if n is None else n
+
+
+def pipe_config_mismatches(program, plat) -> list:
+    """The :class:`ConfigMismatch` of every ring of ``program`` (a ``pl.program`` op) whose
+    two ends disagree, for a program of one AIC and one AIV function (else none)."""
+    funcs = [f for f in program.regions[0].blocks[0] if f.name == "pl.func"]
+    aic = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIC]
+    aiv = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIV]
+    if len(aic) != 1 or len(aiv) != 1:
+        return []
+    out = []
+    for way, bit in _BITS:
+        ends = [_end(f, way, bit, plat) for f in (aic[0], aiv[0])]
+        if None in ends:
+            continue
+        prod, cons = ends if way == "C2V" else ends[::-1]
+        for field in ("dir_mask", "slot_size", "slot_num", "lanes"):
+            if getattr(prod, field) != getattr(cons, field):
+                c = _culprit(field, prod, cons)
+                out.append(ConfigMismatch(way, field, c, cons if c is prod else prod))
+                break
+    return out
+
+
+def _end(f, way: str, bit, plat) -> PipeEnd | None:
+    init = next((op for op in f.regions[0].blocks[0] if op.name in _INITS
+                 and _covers(op.attributes["dir_mask"], bit)), None)
+    if init is None:
+        return None
+    at = init.attributes
+    d = Direction(at["dir_mask"])
+    both = _GM.get(d, d) == Direction.DIR_BOTH
+    n = at.get("slot_num")
+    kind = f.attributes["kind"]
+    consumer = (kind is FunctionKind.AIV) == (way == "C2V")
+    return PipeEnd(f.attributes["sym_name"], kind, init, int(d), at["slot_size"],
+                   n if n is not None else plat.slot_num_for(both), at.get("lanes"),
+                   _largest(f, kind), _reserve(init, way) if consumer else None)
+
+
+def _covers(mask, bit) -> bool:
+    try:
+        d = Direction(mask)
+    except ValueError:
+        return False
+    return bool(_GM.get(d, d) & bit)
+
+
+def _largest(f, kind) -> int:
+    """Bytes of the largest whole slot tile ``f`` pushes or pops (either direction)."""
+    best = 0
+    for op in f.walk():
+        if op.name == "pl.tpop" or op.name == "pl.talloc":
+            t = op.attributes["type"]
+        elif op.name == "pl.tpush":
+            t = op.operands[0].type
+        else:
+            continue
+        shape = getattr(t, "shape", None)
+        if shape is None or len(shape) != 2:
+            continue
+        n = shape[0] * shape[1] * itemsize(t.dtype)
+        split = op.attributes.get("split") or TileSplitAxis.TILE_NO_SPLIT
+        if kind is FunctionKind.AIV and split != TileSplitAxis.TILE_NO_SPLIT:
+            n *= 2                      # a Vector core's tile is its half of the slot tile
+        best = max(best, n)
+    return best
+
+
+def _reserve(init, way: str) -> int | None:
+    v = init.operands[1 if way == "C2V" else 2]
+    d = getattr(v, "op", None)
+    if d is not None and d.name == "pl.buffer_attr":
+        b = getattr(d.operands[0], "op", None)
+        if b is not None and b.name == "pl.reserve_buffer":
+            return b.attributes["size"]
+    return None
+
+
+def _culprit(field: str, prod: PipeEnd, cons: PipeEnd) -> PipeEnd:
+    if field == "slot_size":
+        need = max(prod.largest, cons.largest)
+        small = [e for e in (prod, cons) if e.slot_size < need]
+        if len(small) == 1:
+            return small[0]
+    if field in ("slot_size", "slot_num") and cons.reserve is not None:
+        fits = [e for e in (prod, cons) if e.slot_num * e.slot_size == cons.reserve]
+        if len(fits) == 1:
+            return cons if fits[0] is prod else prod
+    return prod
+
+
+def _value(e: PipeEnd, field: str) -> str:
+    v = getattr(e, field)
+    if field == "dir_mask":
+        return Direction(v).name
+    if field == "lanes":
+        return "lanes=1" if v == 1 else "both lanes"
+    return f"{field.upper()} {v}"
+
+
+def _knob(field: str) -> str:
+    return {"dir_mask": "the DIR_MASK argument", "slot_size": "the SLOT_SIZE argument",
+            "slot_num": "slot_num=", "lanes": "lanes="}[field]
