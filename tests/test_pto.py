@@ -85,7 +85,7 @@ def test_written_text_spelling():
     assert 'module @' in text and 'pto.target_arch = "a5"' in text
     assert "attributes {pto.kernel_kind = #pto.kernel_kind<cube>}" in text
     assert "attributes {pto.entry}" in text and "func.call @" in text
-    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4, id = 0} (" in text
+    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4, local_slot_num = 4, id = 0} (" in text
     assert "c2v_consumer_buf = %c2v_peer : i32, v2c_consumer_buf = %v2c_buf : i32)" in text
     assert "location = #pto.address_space<mat>, auto = false, base = " in text
     assert "pto.tpush_to_aiv(%acc : !pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=128, v_row=16, " \
