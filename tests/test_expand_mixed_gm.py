@@ -226,3 +226,52 @@ def test_both_sides_writing_one_tensor_are_ordered(platform, protocol):
     aic, aiv = kernels(prog)
     res = ptopipe.run(aic, aiv, args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], args["c"] + 1)
+
+
+RN = 4
+
+
+def gm_recurrence(split=pl.TILE_UP_DOWN):
+    """buf[i+1] = 0.5 * (buf[i] @ w) + 1: the Cube loads row block i, the Vector stores row
+    block i + 1, which the Cube loads in the next iteration (a GM token orders them)."""
+    @pl.incore(split=split, slot_num=2)
+    def rec(buf: pl.Tensor[[(RN + 1) * 16, 16], pl.f32], w: pl.Tensor[[16, 16], pl.f32]):
+        w_r = pl.move(pl.load(w, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        for i in pl.range(RN):
+            bi = pl.move(pl.load(buf, [i * 16, 0], [16, 16], space=pl.Mat), space=pl.Left)
+            r = pl.move(pl.matmul(bi, w_r), space=pl.Vec)
+            pl.store(pl.adds(pl.muls(r, 0.5), 1.0), [(i + 1) * 16, 0], buf)
+    return pl.program(rec)
+
+
+def _rec_args(rng):
+    buf = np.zeros(((RN + 1) * 16, 16), np.float32)
+    buf[:16] = rng.integers(-2, 3, (16, 16))
+    return dict(buf=buf, w=(rng.integers(-2, 3, (16, 16)) / 4).astype(np.float32))
+
+
+def _rec_golden(args):
+    b, w = args["buf"].astype(np.float64).copy(), args["w"].astype(np.float64)
+    for i in range(RN):
+        b[(i + 1) * 16:(i + 2) * 16] = 0.5 * (b[i * 16:(i + 1) * 16] @ w) + 1
+    return b
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT])
+def test_a_gm_recurrence_across_the_cores_is_not_skewed(split, platform, protocol, no_hang):
+    """SkewPushAhead must not run the Cube's loads ahead of the Vector's stores it waits for
+    through the GM token (it did: a DataRaceError, wrong numbers with the checkers off)."""
+    args = _rec_args(np.random.default_rng(8))
+    r = _run(gm_recurrence(split), dict(args), platform, protocol)
+    np.testing.assert_allclose(r.outputs["buf"], _rec_golden(args), rtol=1e-5)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_skewing_the_gm_recurrence_races(platform, protocol, monkeypatch, no_hang):
+    """The guard of the test above: without the peer-store check SkewPushAhead skews the
+    Cube's loop and the race checker reports the load racing the Vector's store."""
+    from ptopipe.passes import skew_push_ahead
+    monkeypatch.setattr(skew_push_ahead, "_stores", lambda fn: set())
+    with pytest.raises(DataRaceError):
+        _run(gm_recurrence(), _rec_args(np.random.default_rng(8)), platform, protocol)

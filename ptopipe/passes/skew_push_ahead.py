@@ -9,7 +9,8 @@ Produces: ``"push-ahead"``.
 A ``pl.for`` of an AIC / AIV function is skewed when its body (no loop-carried values,
 start 0, step 1) is a *push part* followed by a *pop part*: the push part is every op up to
 the last ``pl.tpush`` and holds no ``pl.tpop`` and no GM store, and loads no GM tensor the
-pop part stores (a read-after-write across iterations); the pop part holds no
+pop part or another kernel of the program stores (a read-after-write across iterations,
+ordered by a GM token the pop part pops); the pop part holds no
 ``pl.tpush`` and uses, of the push part's values, only scalars (recomputed for its own
 iteration).  The loop becomes::
 
@@ -40,8 +41,9 @@ def _const_value(v):
     return op.attributes.get("value") if op is not None and op.name == "pl.const" else None
 
 
-def _split(body: Block):
-    """(push part, pop part) of a loop body, or None when it has another shape."""
+def _split(body: Block, peer_stores=frozenset()):
+    """(push part, pop part) of a loop body, or None when it has another shape.
+    ``peer_stores``: names of the GM tensors another kernel of the program stores."""
     ops = [o for o in body if o.name != "pl.yield"]
     last_push = max((k for k, o in enumerate(ops) if o.name == "pl.tpush"), default=None)
     if last_push is None:
@@ -55,6 +57,10 @@ def _split(body: Block):
     # would run before iteration i - LAG's store (a read-after-write across iterations)
     loaded = {x.operands[0] for o in push for x in o.walk() if x.name == "pl.load"}
     if any(x.operands[-1] in loaded for o in pop for x in o.walk() if x.name == "pl.store"):
+        return None
+    # ... or the peer stores (ordered by a GM token popped in the pop part: skewed, the load
+    # of iteration i would run before the token of iteration i - 1 arrives)
+    if any(t.name in peer_stores for t in loaded):
         return None
     inside = {x for o in push for x in o.walk()}
     for o in pop:
@@ -88,12 +94,12 @@ def _guarded(block: Block, cond, ops, vm: dict, loc) -> None:
     block.append(Operation("pl.if", (cond,), (), {}, (Region([then]), Region([els])), loc))
 
 
-def skew(loop: Operation, lag: int) -> bool:
+def skew(loop: Operation, lag: int, peer_stores=frozenset()) -> bool:
     if loop.results or len(loop.operands) != 3 or _const_value(loop.operands[0]) != 0 \
             or _const_value(loop.operands[2]) != 1:
         return False
     old = loop.regions[0].blocks[0]
-    parts = _split(old)
+    parts = _split(old, peer_stores)
     if parts is None:
         return False
     push, pop = parts
@@ -125,10 +131,15 @@ def _lag(fn: Operation) -> int:
     return 0
 
 
+def _stores(fn: Operation) -> set:
+    return {x.operands[-1].name for x in fn.walk() if x.name == "pl.store"}
+
+
 def run(program: Operation, ctx=None) -> Operation:
-    for fn in program.regions[0].blocks[0]:
-        if fn.attributes.get("kind") not in (FunctionKind.AIC, FunctionKind.AIV):
-            continue
+    kernels = [fn for fn in program.regions[0].blocks[0]
+               if fn.attributes.get("kind") in (FunctionKind.AIC, FunctionKind.AIV)]
+    for fn in kernels:
+        peer_stores = set().union(*(_stores(g) for g in kernels if g is not fn))
         lag = _lag(fn)
         if lag < 1:
             continue
@@ -138,7 +149,7 @@ def run(program: Operation, ctx=None) -> Operation:
             for op in fn.walk():
                 if op.name == "pl.for" and op not in seen:
                     seen.add(op)
-                    if skew(op, lag):
+                    if skew(op, lag, peer_stores):
                         changed = True
                         break
     return program
