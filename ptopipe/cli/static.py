@@ -58,16 +58,16 @@ def main(args) -> int:
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         warnings: list = []
         op = to_ops(prog)
+        protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
         if has_mixed(prog):         # mixed @pl.incore functions: verify the kernels they become
-            protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
             try:
                 op = PassManager(FRONT_END).run(op, PassContext(plat, protocol, warnings))
             except CompileError as e:
                 found = [e]
             else:
-                found = verify_pipes.verify(op, plat, warnings)
+                found = verify_pipes.verify(op, plat, warnings, protocol)
         else:
-            found = verify_pipes.verify(op, plat, warnings)
+            found = verify_pipes.verify(op, plat, warnings, protocol)
         reports.append({"program": label, "platform": plat.name,
                         "findings": [e.to_dict() for e in found], "warnings": warnings})
         if args.json:

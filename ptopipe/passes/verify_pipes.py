@@ -31,12 +31,13 @@ findings, :func:`run` raises the first with the others as details.
 from __future__ import annotations
 
 from ..arch.platform import get_platform
-from ..arch.vocab import LOCAL_SLOT_NUM, Direction, TileSplitAxis
+from ..arch.vocab import LOCAL_SLOT_NUM, Direction, Protocol, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import local_slot_num, pipe_config_mismatches
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
+from ..isa.pipe.protocol import model_for, platform_kind
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import HoldLimit, lanes_of, line, ordinal
 
@@ -53,7 +54,8 @@ _INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 def run(program, ctx):
     """The pass: raise the first finding (the others in its details); else return
     ``program`` unchanged."""
-    found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None))
+    found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None),
+                   getattr(ctx, "protocol", "spec") or "spec")
     if found:
         first = found[0]
         for e in found[1:]:
@@ -63,15 +65,17 @@ def run(program, ctx):
     return program
 
 
-def verify(program, platform="a2a3", warnings: list | None = None) -> list:
-    """Every finding of ``program`` (a ``pl.program`` op) as CompileErrors, in the order
-    found; messages about skipped checks go to ``warnings``."""
-    return _Verifier(program, get_platform(platform), warnings).verify()
+def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec") -> list:
+    """Every finding of ``program`` (a ``pl.program`` op) under ``protocol`` as
+    CompileErrors, in the order found; messages about skipped checks go to ``warnings``."""
+    return _Verifier(program, get_platform(platform), warnings, protocol).verify()
 
 
 class _Verifier:
-    def __init__(self, program, plat, warnings):
+    def __init__(self, program, plat, warnings, protocol="spec"):
         self.program, self.plat = program, plat
+        self.protocol = Protocol(getattr(protocol, "value", protocol))
+        self.model = model_for(self.protocol, platform_kind(plat))
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
 
@@ -120,7 +124,19 @@ class _Verifier:
         at = init.attributes
         n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
         local = local_slot_num(at)
-        if not (self.plat.ring_in_gm or at["dir_mask"] in _GM_DIRS) or local >= n:
+        in_gm = self.plat.ring_in_gm or at["dir_mask"] in _GM_DIRS
+        held = self.model.held_limit(n, in_gm)
+        if held < n:
+            sp = n - held + 1
+            lim = HoldLimit(held, "pto-isa held-slot limit (SLOT_NUM - SyncPeriod + 1)",
+                            f"under {self.protocol.value} the consumer signals a free every "
+                            f"SyncPeriod {sp} TFREEs and the producer waits for one every {sp} "
+                            f"pushes after the first SLOT_NUM {n}, so a TPOP holding more slots "
+                            "waits for a push the producer cannot make (a hang on the device)",
+                            "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
+                            "@pl.incore for a mixed function)")
+            return lambda d: lim
+        if not in_gm or local >= n:
             return lambda d: HoldLimit(n)
         core = "aiv" if fn.attributes["kind"] is FunctionKind.AIV else "aic"
         lim = HoldLimit(local, "LocalSlotNum",

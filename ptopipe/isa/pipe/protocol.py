@@ -104,6 +104,12 @@ class ProtocolModel:
         1 for a pto-isa TMPipe, whose FiFoSyncT the protocol never reads)."""
         raise NotImplementedError
 
+    def held_limit(self, slot_num: int, ring_in_gm: bool) -> int:
+        """The most slots of a ring a consumer may hold at a TPOP (the popped one included)
+        before the TPOP waits forever for a push the producer cannot make: SLOT_NUM, unless
+        frees reach the producer in batches (pto-isa's SyncPeriod)."""
+        return slot_num
+
     def startup_credits(self, slot_num: int, cfg=None) -> int:
         """Free SETs the consumer posts on each link when it binds (a pipe of ``cfg``;
         ``Channel.startup_credits`` holds the decision for a bound ring)."""
@@ -244,8 +250,20 @@ class PtoIsaModel(ProtocolModel):
     def sync_period(self, cfg):
         if self.tmpipe_rendezvous and cfg.fifo is not None:
             return 1                        # a TMPipe frees every release; FiFoSyncT is unused
-        n = cfg.slot_num
-        return cfg.sync_period or (n if n <= 2 else n // 2)
+        return cfg.sync_period or self.default_sync_period(cfg.slot_num)
+
+    @staticmethod
+    def default_sync_period(n: int) -> int:
+        return n if n <= 2 else n // 2
+
+    def held_limit(self, slot_num, ring_in_gm):
+        # push i (i >= SLOT_NUM, i % SP == 0) waits for a free SET, which the consumer sends
+        # every SP-th TFREE: popping tile p while holding h others, it has freed p - h, so
+        # the SETs cover the waits for every p only if h <= SLOT_NUM - SP.  A GM ring's tile
+        # TPOP frees inside the TPOP (holding costs no ring slot).
+        if ring_in_gm:
+            return slot_num
+        return slot_num - self.default_sync_period(slot_num) + 1
 
     def startup_credits(self, slot_num, cfg=None):
         # TPipe: none, the shouldWaitFree window gives the start-up capacity (A5: pto-isa's
