@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arch.vocab import LOCAL_SLOT_NUM, Direction
 from ..ir.nodes import FunctionKind
+from ..ir.pipe_config import local_slot_num
+
+_BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
+_GM_DIRS = (Direction.DIR_C2V_GM, Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
 
 
 class Incomplete(Exception):
@@ -25,6 +30,39 @@ class HoldLimit:
     why: str = ""
     fix: str = ("or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
                 "@pl.incore for a mixed function)")
+
+
+def hold_limit(at, kind, plat, model, protocol: str) -> HoldLimit:
+    """The HoldLimit of a kernel whose pipe init has attributes ``at`` (None: no init) on
+    ``plat`` under the protocol ``model``: its slot_num, else seed 003's default on the
+    platform (8 one way, 4 per direction both ways); under pto-isa on a consumer-local ring
+    at most SLOT_NUM - SyncPeriod + 1 (:meth:`ProtocolModel.held_limit`); for a ring in GM
+    at most its LocalSlotNum (the consumer stages each popped tile in one of that many
+    slots of its reserve_buffer).  VerifyPipes checks it; InsertTfree keeps within it."""
+    if at is None:
+        return HoldLimit(plat.slot_num_for(False))
+    n = at.get("slot_num") or plat.slot_num_for(at["dir_mask"] in _BOTH)
+    local = local_slot_num(at)
+    in_gm = plat.ring_in_gm or at["dir_mask"] in _GM_DIRS
+    held = model.held_limit(n, in_gm)
+    if held < n:
+        sp = n - held + 1
+        return HoldLimit(held, "pto-isa held-slot limit (SLOT_NUM - SyncPeriod + 1)",
+                         f"under {protocol} the consumer signals a free every SyncPeriod {sp} "
+                         f"TFREEs and the producer waits for one every {sp} pushes after the first "
+                         f"SLOT_NUM {n}, so a TPOP holding more slots waits for a push the "
+                         "producer cannot make (a hang on the device)",
+                         "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
+                         "@pl.incore for a mixed function)")
+    if not in_gm or local >= n:
+        return HoldLimit(n)
+    core = "aiv" if kind is FunctionKind.AIV else "aic"
+    return HoldLimit(local, "LocalSlotNum",
+                     f"on {plat.name} the ring is in GM and a TPOP stages its tile in one of "
+                     f"LocalSlotNum {local} slots of the consumer's reserve_buffer, so the next TPOP "
+                     "overwrites a tile still held",
+                     f"or give pl.{core}_initialize_pipe local_slot_num=<tiles held at once> (at "
+                     f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})")
 
 
 class Slot:

@@ -31,23 +31,21 @@ findings, :func:`run` raises the first with the others as details.
 from __future__ import annotations
 
 from ..arch.platform import get_platform
-from ..arch.vocab import LOCAL_SLOT_NUM, Direction, Protocol, TileSplitAxis
+from ..arch.vocab import Direction, Protocol, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
-from ..ir.pipe_config import local_slot_num, pipe_config_mismatches
+from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
 from ..isa.pipe.protocol import model_for, platform_kind
 from .pipe_paths import Explorer, Incomplete
-from .pipe_state import HoldLimit, lanes_of, line, ordinal
+from .pipe_state import hold_limit, lanes_of, line, ordinal
 
 NAME = "verify-pipes"
 REQUIRES = ()
 PRODUCES = ("pipes-verified",)
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
-_BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
-_GM_DIRS = (Direction.DIR_C2V_GM, Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
 _INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 
 
@@ -113,38 +111,10 @@ class _Verifier:
         return self.findings
 
     def slot_nums(self, fn):
-        """``direction -> HoldLimit`` for ``fn``: its init op's slot_num, else seed 003's
-        default on the platform (8 one way, 4 per direction both ways); for a ring in GM
-        at most its LocalSlotNum (the consumer stages each popped tile in one of that many
-        slots of its reserve_buffer)."""
+        """``direction -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit`)."""
         init = next((op for op in fn.regions[0].block if op.name in _INITS), None)
-        if init is None:
-            n = self.plat.slot_num_for(False)
-            return lambda d: HoldLimit(n)
-        at = init.attributes
-        n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
-        local = local_slot_num(at)
-        in_gm = self.plat.ring_in_gm or at["dir_mask"] in _GM_DIRS
-        held = self.model.held_limit(n, in_gm)
-        if held < n:
-            sp = n - held + 1
-            lim = HoldLimit(held, "pto-isa held-slot limit (SLOT_NUM - SyncPeriod + 1)",
-                            f"under {self.protocol.value} the consumer signals a free every "
-                            f"SyncPeriod {sp} TFREEs and the producer waits for one every {sp} "
-                            f"pushes after the first SLOT_NUM {n}, so a TPOP holding more slots "
-                            "waits for a push the producer cannot make (a hang on the device)",
-                            "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
-                            "@pl.incore for a mixed function)")
-            return lambda d: lim
-        if not in_gm or local >= n:
-            return lambda d: HoldLimit(n)
-        core = "aiv" if fn.attributes["kind"] is FunctionKind.AIV else "aic"
-        lim = HoldLimit(local, "LocalSlotNum",
-                        f"on {self.plat.name} the ring is in GM and a TPOP stages its tile in one of "
-                        f"LocalSlotNum {local} slots of the consumer's reserve_buffer, so the next TPOP "
-                        "overwrites a tile still held",
-                        f"or give pl.{core}_initialize_pipe local_slot_num=<tiles held at once> (at "
-                        f"most its slot_num {n}; the default is {LOCAL_SLOT_NUM})")
+        lim = hold_limit(None if init is None else init.attributes, fn.attributes["kind"],
+                         self.plat, self.model, self.protocol.value)
         return lambda d: lim
 
     # -- the two kernels together ------------------------------------------------------
