@@ -585,33 +585,31 @@ def test_a_mixed_function_returning_a_value_is_told_to_store_it():
     assert e.where.endswith(f":{line_of(returns_a_tile.pyfunc, '<- return')}:5")
 
 
-TWO_C2V = '''
+TWO_V2C = '''
 import ptopipe.language as pl
 
 @pl.incore(split=pl.TILE_UP_DOWN, slot_num=1)
-def k(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
-      out: pl.Tensor[[16, 32], pl.f32]):
-    bl = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+def k(x: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
     for i in pl.range(2):
-        al = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
-        x = pl.move(pl.matmul(al, bl), space=pl.Vec)
-        y = pl.move(pl.matmul(al, bl), space=pl.Vec)
-        pl.store(pl.add(x, y), [0, 0], out)
+        a = pl.move(pl.load(x, [0, 0], [16, 16]), space=pl.Mat)
+        b = pl.move(pl.muls(pl.load(x, [0, 0], [16, 16]), 2.0), space=pl.Mat)
+        pl.store(pl.matmul(pl.move(a, space=pl.Left), pl.move(b, space=pl.Right)), [0, 0], out)
 
 program = pl.program(k, name="two")
 '''
 
 
 def test_check_static_verifies_what_a_mixed_function_becomes(tmp_path, capsys):
-    """--static on a file of mixed functions verifies the compiled kernels: two tiles held
-    at once with slot_num=1 can never both arrive (found without running)."""
+    """--static on a file of mixed functions verifies the compiled kernels: two Cube tiles
+    held at once with slot_num=1 (Mat tiles: InsertTfree cannot copy one out) can never
+    both arrive (found without running)."""
     from ptopipe.cli import main as cli_main
     path = tmp_path / "two.py"
-    path.write_text(TWO_C2V)
+    path.write_text(TWO_V2C)
     rc = cli_main(["check", "--static", str(path)])
     out, err = capsys.readouterr()
     assert rc == 1 and "FAIL two on a2a3" in out, (out, err)
-    assert "holds 2 slots of the C2V ring at once, more than its SLOT_NUM 1" in err
+    assert "holds 2 slots of the V2C ring at once, more than its SLOT_NUM 1" in err
     assert "slot_num= of the *_initialize_pipe calls, or of @pl.incore" in err
 
 

@@ -3,13 +3,15 @@
 most SLOT_NUM - SyncPeriod + 1 slots, the popped one included; holding more hangs (the
 simulator's DeadlockError, an AICPU timeout on the device).  VerifyPipes reports it at the
 TPOP, statically, for the protocol of the compile / check; spec, A2A3 (a GM ring's TPOP
-frees inside the TPOP) and a larger SLOT_NUM stay clean."""
+frees inside the TPOP) and a larger SLOT_NUM stay clean.  InsertTfree copies a popped Vec
+tile that would be held past the limit, so a compiled Vector kernel keeps within it."""
 import numpy as np
 import pytest
 
 import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, DeadlockError
+from ptopipe.ir import print_program
 from ptopipe.passes import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import kernels
@@ -20,6 +22,7 @@ N = 3
 
 
 def hold_while_popping(slot_num):
+    """The Vector holds s1 while it pops s2 (C2V, Vec tiles: InsertTfree can copy s1)."""
     @pl.incore(slot_num=slot_num)
     def k(x: pl.Tensor[[N * 16, 16], pl.f32], w: pl.Tensor[[16, 16], pl.f32],
           out: pl.Tensor[[N * 16, 16], pl.f32], out0: pl.Tensor[[N * 16, 16], pl.f32]):
@@ -34,6 +37,25 @@ def hold_while_popping(slot_num):
     return k
 
 
+def cube_holds(slot_num):
+    """Per iteration the Cube pops c (freed after its move), then holds a while it pops b
+    (V2C, Mat tiles: no copy in Mat).  At SLOT_NUM 2 under pto-isa the pop of b in the
+    first iteration is tile 2 with one free done: the producer waits for a free SET that the
+    consumer sends only at its second TFREE, after this pop."""
+    @pl.incore(slot_num=slot_num)
+    def k(x: pl.Tensor[[N * 16, 16], pl.f32], w: pl.Tensor[[16, 16], pl.f32],
+          out: pl.Tensor[[N * 16, 16], pl.f32], out0: pl.Tensor[[N * 16, 16], pl.f32]):
+        w_r = pl.move(pl.load(w, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+        for i in pl.range(N):
+            c = pl.move(pl.load(x, [i * 16, 0], [16, 16]), space=pl.Mat)
+            pl.store(pl.matmul(pl.move(c, space=pl.Left), w_r), [i * 16, 0], out0)
+            a = pl.move(pl.load(x, [i * 16, 0], [16, 16]), space=pl.Mat)
+            b = pl.move(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), 2.0), space=pl.Mat)  # SECOND
+            pl.store(pl.matmul(pl.move(a, space=pl.Left), pl.move(b, space=pl.Right)),
+                     [i * 16, 0], out)
+    return k
+
+
 def _args():
     rng = np.random.default_rng(9)
     return dict(x=rng.integers(-2, 3, (N * 16, 16)).astype(np.float32),
@@ -41,11 +63,27 @@ def _args():
                 out=np.zeros((N * 16, 16), np.float32), out0=np.zeros((N * 16, 16), np.float32))
 
 
-def test_holding_a_slot_while_popping_at_slot_num_2_is_an_error_under_pto_isa_on_a5():
-    k = hold_while_popping(2)
+def _cube_args():
+    return _args()
+
+
+def _cube_want(args):
+    x = args["x"].reshape(N, 16, 16)
+    return np.concatenate([xi @ (2 * xi) for xi in x])
+
+
+def _run(k, args, platform, protocol, passes=None):
+    tree = compile_program(pl.program(k), platform, passes, protocol=protocol)[1]
+    aic, aiv = kernels(tree)
+    return ptopipe.run(aic, aiv, with_slot_buffer(tree, dict(args)), platform=platform,
+                       protocol=protocol)
+
+
+def test_holding_a_cube_slot_while_popping_at_slot_num_2_is_an_error_under_pto_isa_on_a5():
+    k = cube_holds(2)
     with pytest.raises(CompileError) as e:
         compile_program(pl.program(k), "a5", protocol="pto-isa")
-    assert e.value.what.startswith("this TPOP holds 2 slots of the C2V ring at once, more than its "
+    assert e.value.what.startswith("this TPOP holds 2 slots of the V2C ring at once, more than its "
                                    "pto-isa held-slot limit (SLOT_NUM - SyncPeriod + 1) 1")
     assert "a free every SyncPeriod 2 TFREEs" in e.value.what
     assert e.value.where.split(":")[-2] == str(line_of(k.pyfunc, "SECOND"))
@@ -54,21 +92,80 @@ def test_holding_a_slot_while_popping_at_slot_num_2_is_an_error_under_pto_isa_on
 
 @pytest.mark.parametrize("platform,protocol,slot_num", [("a5", "spec", 2), ("a2a3", "pto-isa", 2),
                                                          ("a5", "pto-isa", 4), ("a5", "pto-isa", 3)])
-def test_the_same_kernel_is_clean_and_right_where_the_hold_fits(platform, protocol, slot_num, no_hang):
-    prog = pl.program(hold_while_popping(slot_num))
-    tree = compile_program(prog, platform, protocol=protocol)[1]
-    args = _args()
-    aic, aiv = kernels(tree)
-    res = ptopipe.run(aic, aiv, with_slot_buffer(tree, dict(args)), platform=platform, protocol=protocol)
-    np.testing.assert_array_equal(res.outputs["out"], 2 * (args["x"] @ args["w"]))
+def test_the_cube_kernel_is_clean_and_right_where_the_hold_fits(platform, protocol, slot_num, no_hang):
+    args = _cube_args()
+    res = _run(cube_holds(slot_num), args, platform, protocol)
+    np.testing.assert_array_equal(res.outputs["out"], _cube_want(args))
+    np.testing.assert_array_equal(res.outputs["out0"], args["x"] @ args["w"])
 
 
 def test_what_the_finding_prevents_is_a_hang(no_hang):
-    """The guard: compiled without VerifyPipes, the kernel deadlocks on A5 under pto-isa."""
+    """The guard: compiled without VerifyPipes, the Cube kernel deadlocks on A5 (pto-isa)."""
     from ptopipe.passes.manager import CANONICAL_ORDER
-    prog = pl.program(hold_while_popping(2))
     passes = [p for p in CANONICAL_ORDER if p != "verify-pipes"]
-    tree = compile_program(prog, "a5", passes, protocol="pto-isa")[1]
-    aic, aiv = kernels(tree)
     with pytest.raises(DeadlockError):
-        ptopipe.run(aic, aiv, with_slot_buffer(tree, _args()), platform="a5", protocol="pto-isa")
+        _run(cube_holds(2), _cube_args(), "a5", "pto-isa", passes)
+
+
+@pytest.mark.parametrize("platform,protocol", [("a5", "pto-isa"), ("a5", "spec"), ("a2a3", "spec"),
+                                               ("a2a3", "pto-isa")])
+@pytest.mark.parametrize("slot_num", [1, 2])
+def test_a_vector_tile_held_past_the_limit_is_copied_out(slot_num, platform, protocol, no_hang):
+    """InsertTfree keeps within the hold limit: s1, held while s2 is popped, is copied right
+    after its TPOP when the ring cannot hold both (slot_num 1; slot_num 2 under pto-isa on
+    A5), and the kernel runs and matches numpy."""
+    k = hold_while_popping(slot_num)
+    text = print_program(compile_program(pl.program(k), platform, protocol=protocol)[1])
+    limit = 1 if slot_num == 1 or (platform, protocol) == ("a5", "pto-isa") else 2
+    assert ("s1_held = pl.move(s1, pl.Vec)" in text) == (limit < 2)
+    args = _args()
+    res = _run(k, args, platform, protocol)
+    np.testing.assert_array_equal(res.outputs["out"], 2 * (args["x"] @ args["w"]))
+
+
+def aligned_holds(slot_num):
+    """Per iteration the Cube holds a while it pops b, and frees both: at SLOT_NUM 2 under
+    pto-isa each pop of b is an odd tile, which the producer pushes without waiting - no
+    hang, and no finding, also when the trip count is a scalar parameter."""
+    @pl.incore(slot_num=slot_num)
+    def k(x: pl.Tensor[[N * 16, 16], pl.f32], out: pl.Tensor[[N * 16, 16], pl.f32],
+          n: pl.Scalar[pl.index]):
+        for i in pl.range(n):
+            a = pl.move(pl.load(x, [i * 16, 0], [16, 16]), space=pl.Mat)
+            b = pl.move(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), 2.0), space=pl.Mat)
+            pl.store(pl.matmul(pl.move(a, space=pl.Left), pl.move(b, space=pl.Right)),
+                     [i * 16, 0], out)
+    return k
+
+
+def scalar_trip_cube_holds():
+    """cube_holds with a scalar trip count: the pops of a later iteration are counted as
+    tile base + j * 3 + offset for every j, and the hang of the first is still found."""
+    @pl.incore(slot_num=2)
+    def k(x: pl.Tensor[[N * 16, 16], pl.f32], out: pl.Tensor[[N * 16, 16], pl.f32],
+          n: pl.Scalar[pl.index]):
+        for i in pl.range(n):
+            c = pl.move(pl.load(x, [i * 16, 0], [16, 16]), space=pl.Mat)
+            pl.store(pl.matmul(pl.move(c, space=pl.Left), pl.move(c, space=pl.Right)),
+                     [i * 16, 0], out)
+            a = pl.move(pl.load(x, [i * 16, 0], [16, 16]), space=pl.Mat)
+            b = pl.move(pl.muls(pl.load(x, [i * 16, 0], [16, 16]), 2.0), space=pl.Mat)  # SECOND
+            pl.store(pl.matmul(pl.move(a, space=pl.Left), pl.move(b, space=pl.Right)),
+                     [i * 16, 0], out)
+    return k
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_holds_aligned_with_the_sync_period_are_clean(n, no_hang):
+    args = dict(x=_args()["x"], out=np.zeros((N * 16, 16), np.float32), n=n)
+    res = _run(aligned_holds(2), args, "a5", "pto-isa")
+    want = _cube_want(args)
+    np.testing.assert_array_equal(res.outputs["out"][:n * 16], want[:n * 16])
+
+
+def test_a_hang_in_a_loop_of_unknown_trip_count_is_found():
+    k = scalar_trip_cube_holds()
+    with pytest.raises(CompileError) as e:
+        compile_program(pl.program(k), "a5", protocol="pto-isa")
+    assert "pto-isa held-slot limit" in e.value.what
+    assert e.value.where.split(":")[-2] == str(line_of(k.pyfunc, "SECOND"))

@@ -13,7 +13,10 @@ is the block's terminator (the alias is yielded) the TFREE goes right before it.
 one ring in one block keep the TPOPs' order (a TFREE releases the oldest held slot).  A
 popped tile still used after a later TPOP of the same ring inside a loop / branch (whose
 TFREE runs there, first) is copied right after its TPOP (a Vec -> Vec ``pl.move``), so its
-own slot is freed at once and the copy is held instead.
+own slot is freed at once and the copy is held instead.  So is one held across more later
+TPOPs of its ring in its block than the ring lets a kernel hold (the platform's and
+protocol's hold limit, :func:`.pipe_state.hold_limit`: SLOT_NUM, pto-isa's SLOT_NUM -
+SyncPeriod + 1, a GM ring's LocalSlotNum).
 
 A *carried* slot - a tile popped before a loop, passed in as the loop's init, and in the
 body used, then replaced by a tile popped from the same ring that the body yields (pop
@@ -35,8 +38,14 @@ from __future__ import annotations
 
 from ..ir.core import Operation, OpResult
 from ..ir.nodes import FunctionKind
+from ..arch.vocab import Protocol
 from ..ir.types import MemorySpace
+from ..isa.pipe.protocol import model_for, platform_kind
 from ._rewrite import const, err
+from .pipe_state import hold_limit
+from .util import platform_of
+
+_INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 
 NAME = "insert-tfree"
 REQUIRES = ("pipes-declared",)
@@ -221,20 +230,51 @@ def _copy_out(pop: Operation, inner: Operation) -> Operation:
     return copy
 
 
-def place_tfree(pop: Operation, after: dict) -> Operation:
-    """Insert the TFREE of ``pop``; ``after`` maps (block, ring) to the last TFREE placed there."""
+def _pops_until(pop: Operation, last: Operation, ring) -> list:
+    """The TPOPs of ``ring`` after ``pop`` up to ``last`` in ``pop``'s block (none nested)."""
+    out, op = [], pop.next
+    while op is not None:
+        if op.name == "pl.tpop" and op.operands[0] is ring:
+            out.append(op)
+        if op is last:
+            break
+        op = op.next
+    return out
+
+
+def place_tfree(pop: Operation, after: dict, limit: int | None = None) -> Operation:
+    """Insert the TFREE of ``pop``; ``after`` maps (block, ring) to the last TFREE placed there.
+    ``limit``: the most slots of a ring the kernel may hold at a TPOP (``hold_limit``)."""
     block = pop.parent
     last = _last_use(pop, aliases(pop.results[0]), block) or pop
-    inner = _pop_inside(pop, last, pop.operands[0])
+    ring = pop.operands[0]
+    inner = _pop_inside(pop, last, ring)
     if inner is not None:
         last = _copy_out(pop, inner)
+    elif limit is not None and pop.results[0].type.space is MemorySpace.Vec:
+        later = _pops_until(pop, last, ring)
+        if len(later) + 1 > limit:          # held across more pops than the ring allows
+            last = _copy_out(pop, later[0])
     return _insert_free(pop, block, last, after)
+
+
+def _limit(fn: Operation, ctx) -> int | None:
+    """The hold limit of ``fn``'s pipe for the compile's platform and protocol."""
+    if ctx is None:
+        return None
+    plat = platform_of(ctx)
+    protocol = getattr(ctx, "protocol", "spec") or "spec"
+    init = next((o for o in fn.regions[0].blocks[0] if o.name in _INITS), None)
+    model = model_for(Protocol(protocol), platform_kind(plat))
+    return hold_limit(None if init is None else init.attributes, fn.attributes["kind"], plat,
+                      model, protocol).n
 
 
 def run(program: Operation, ctx=None) -> Operation:
     for fn in program.regions[0].blocks[0]:
         if fn.attributes.get("kind") not in (FunctionKind.AIC, FunctionKind.AIV):
             continue
+        limit = _limit(fn, ctx)
         ops = list(fn.walk())
         freed = {o.operands[0] for o in ops if o.name == "pl.tfree"}
         after, handled = {}, set()
@@ -242,7 +282,7 @@ def run(program: Operation, ctx=None) -> Operation:
             if op.name == "pl.tpop" and op.operands[0] not in freed and op not in handled:
                 carried = _carried_loop(op)
                 if carried is None:
-                    place_tfree(op, after)
+                    place_tfree(op, after, limit)
                 else:
                     _place_carried(op, *carried, after, handled)
     return program

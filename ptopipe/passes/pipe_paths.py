@@ -179,7 +179,18 @@ class Explorer:
         p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where(), iters=p.iters))
         lim = self.slot_num(d)
         n = lim.n
-        if len(held) > n:
+        if lim.exact is not None and p.counted is True:
+            over = lim.exact(len(p.events[d]) - 1, len(held) - 1)
+        elif lim.exact is not None and isinstance(p.counted, dict) and d in p.counted:
+            # a later iteration of a loop of unknown trip count: this pop is tile
+            # base + k * per + offset for every k >= 1 (per: the pops of one iteration)
+            base, per = p.counted[d]
+            offset = len(p.events[d]) - 1 - base - per
+            ks = range(1, (lim.n + 2 * max(per, 1)) // max(per, 1) + 2 * n + 2) if per else (1,)
+            over = any(lim.exact(base + k * per + offset, len(held) - 1) for k in ks)
+        else:
+            over = len(held) > n
+        if over:
             self.report("too_many_pops", op,
                         f"this TPOP holds {len(held)} slots of the {dir_name(d)} ring at once, more than "
                         f"its {lim.name} {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): "
@@ -344,6 +355,10 @@ class Explorer:
         for k in range(2 if twice else 1):
             nxt = []
             for q, carried in live:
+                if twice and k == 1:      # a later iteration: tile base + j * per + offset,
+                    # j >= 1 (the first iteration's pops were counted exactly from the entry)
+                    q.counted = ({d: (n_events.get(d, 0), len(ev) - n_events.get(d, 0))
+                                  for d, ev in q.events.items()} if q.counted is True else False)
                 q.loops = outer + ((f"an iteration of the loop at {line(op)} (trip count not "
                                     "known statically)") if twice else
                                    f"an iteration of the loop at {line(op)}",)
@@ -358,6 +373,8 @@ class Explorer:
         res = []
         for q, carried in live:
             q.loops = outer
+            if twice:
+                q.counted = False         # after it: the number of pops is not known
             for r, v in zip(op.results, carried):
                 q.env[r] = v if v.__class__ is Slot else ("result", line(op), next(_fresh))
             if twice:

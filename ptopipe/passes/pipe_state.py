@@ -24,12 +24,15 @@ class Incomplete(Exception):
 class HoldLimit:
     """The most popped slots of a direction a consumer may hold at once: ``n``, named
     ``name`` ("SLOT_NUM", or "LocalSlotNum" for the staging ring of a GM ring), why more
-    fail and how to raise it (the end of a finding's fix)."""
+    fail and how to raise it (the end of a finding's fix).  ``exact``: when the number of
+    earlier pops on a path is known, ``exact(pops_before, others_held)`` says whether this
+    TPOP waits forever (pto-isa's SyncPeriod: ``n`` is then the bound for any count)."""
     n: int
     name: str = "SLOT_NUM"
     why: str = ""
     fix: str = ("or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
                 "@pl.incore for a mixed function)")
+    exact: object = None
 
 
 def hold_limit(at, kind, plat, model, protocol: str) -> HoldLimit:
@@ -53,7 +56,8 @@ def hold_limit(at, kind, plat, model, protocol: str) -> HoldLimit:
                          f"SLOT_NUM {n}, so a TPOP holding more slots waits for a push the "
                          "producer cannot make (a hang on the device)",
                          "or raise SLOT_NUM (slot_num= of the *_initialize_pipe calls, or of "
-                         "@pl.incore for a mixed function)")
+                         "@pl.incore for a mixed function)",
+                         exact=lambda pops, others: model.pop_waits_forever(n, pops, others))
     if not in_gm or local >= n:
         return HoldLimit(n)
     core = "aiv" if kind is FunctionKind.AIV else "aic"
@@ -91,9 +95,13 @@ class Event:
 
 class Path:
     """One path through the function: values, facts, loop/branch context, pipe state."""
-    __slots__ = ("env", "facts", "loops", "iters", "branches", "held", "dead", "events", "yielded")
+    __slots__ = ("env", "facts", "loops", "iters", "branches", "held", "dead", "events", "yielded",
+                 "counted")
 
     def __init__(self):
+        # the pops so far: counted exactly (True), per direction (base, per iteration) in a
+        # later iteration of a loop of unknown trip count (a dict), or not known (False)
+        self.counted = True
         self.env, self.facts = {}, {}
         self.loops, self.iters, self.branches = (), (), ()
         self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
@@ -108,6 +116,7 @@ class Path:
         p.held, p.dead = dict(self.held), dict(self.dead)
         p.events = {d: list(ev) for d, ev in self.events.items()}
         p.yielded = self.yielded
+        p.counted = self.counted
         return p
 
     def where(self) -> str:

@@ -265,6 +265,15 @@ class PtoIsaModel(ProtocolModel):
             return slot_num
         return slot_num - self.default_sync_period(slot_num) + 1
 
+    def pop_waits_forever(self, slot_num: int, pops: int, others: int) -> bool:
+        """On a consumer-local ring: does the TPOP of tile ``pops`` (0-based), made while
+        ``others`` popped slots are held, wait for a push that can never come?  Push i waits
+        for a free SET when ``i >= SLOT_NUM and i % SP == 0`` (every push after the first
+        for SLOT_NUM 1); the consumer has sent ``(pops - others) // SP`` SETs."""
+        sp = self.default_sync_period(slot_num)
+        waits = 0 if pops < slot_num else pops // sp - (slot_num - 1) // sp
+        return others >= slot_num or (pops - others) // sp < waits
+
     def startup_credits(self, slot_num, cfg=None):
         # TPipe: none, the shouldWaitFree window gives the start-up capacity (A5: pto-isa's
         # protocol of local no-split FIFOs; the newest code's GM/split constructor credits are
