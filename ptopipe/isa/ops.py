@@ -20,7 +20,7 @@ from ..arch.catalogue import (ANY, CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM,
 from ..errors import KernelError
 from ..sim import schedule as _sched
 from ..sim.trace import MatmulArgs, TileArgs
-from .context import current_core
+from .context import _getcurrent, current_core
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Tile, TileLayout, TileType
@@ -142,7 +142,10 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
 
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     """GM -> local tile (MTE2).  ``src`` is seen as a (d0*d1*d2*d3) x d4 matrix."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TLOAD)
     if events:
@@ -171,7 +174,10 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
 
 def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3)."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TSTORE)
     if events:
@@ -212,7 +218,10 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
 
     The two tiles may differ in layout (ND <-> NZ ...): TMOV converts, the logical matrix is
     kept (e.g. a Vec ND tile into a Vec NZ tile before a V2C TPUSH to an NZ Mat tile)."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if events:
         TSYNC(*events)
     s = _valid(src, core, "TMOV source")
@@ -339,7 +348,10 @@ def _mm_issue(core, op, a, b, c, srcs, A, B):
 
 def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     """c = a @ b  (Left x Right -> Acc, f16/bf16/f32 -> f32, int8 -> int32)."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
@@ -429,7 +441,10 @@ def _binary(op):
     name, ufunc, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        try:
+            core = _getcurrent().core    # current_core(), inline (hot path)
+        except AttributeError:
+            core = current_core()        # raises: not inside a running kernel
         if events:
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
@@ -447,13 +462,20 @@ def _scalar(op):
     name, fn, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src: Tile, scalar, *events) -> Event:
-        core = current_core()
+        try:
+            core = _getcurrent().core    # current_core(), inline (hot path)
+        except AttributeError:
+            core = current_core()        # raises: not inside a running kernel
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
-        core.pending.append((fn, a, _scalar_value(core, name, dst, scalar), d))
+        try:                              # _scalar_value's memo hit, inline
+            v = _SCALARS.get((dst.dtype, scalar.__class__, scalar))
+        except TypeError:
+            v = None
+        core.pending.append((fn, a, _scalar_value(core, name, dst, scalar) if v is None else v, d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
     instr.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
     return instr
@@ -463,7 +485,10 @@ def _unary(op):
     name, fn, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
-        core = current_core()
+        try:
+            core = _getcurrent().core    # current_core(), inline (hot path)
+        except AttributeError:
+            core = current_core()        # raises: not inside a running kernel
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
