@@ -77,7 +77,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
     chk = core.cluster.checker
     if chk is not None:
-        chk.ring_access(core, ch, tag, True, "TPUSH", loc, *src.shape, tile.dtype.itemsize, split)
+        chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.valid_rows, tile.valid_cols, tile.item, split)
     end = core.issue_r(p.unit, p.cost, tile, "TPUSH",
                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
@@ -168,7 +168,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         core.pending.append((setitem, tile._valid, Ellipsis, p.srcs[tag]))
         chk = core.cluster.checker
         if chk is not None:
-            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
+            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.item, split)
         end = core.issue_w(PipeUnit.MTE2, p.cost, tile, "TPOP",
                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
@@ -269,7 +269,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
-                        held_obj.dtype.itemsize, 0)
+                        held_obj.item, 0)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
