@@ -28,7 +28,7 @@ DEPTH = 4
 
 def _kernels(rows, cols, vrows, vcols, split, n, stride, bad_at):
     """A per-tile C2V stream: the Cube pushes from two Acc tiles in turn (one push/pop plan,
-    two source arrays), each lane pops, scales and stores its part into rows of ``stride`` elements.
+    two source arrays; one tile moves to another address half-way), each lane pops, scales and stores its part into rows of ``stride`` elements.
     The lanes store side by side (strided GM regions that interleave without overlapping);
     ``bad_at``: at that tile lane 1 stores where lane 0 does (a race, checkers on)."""
     slot = rows * cols * 4
@@ -51,6 +51,8 @@ def _kernels(rows, cols, vrows, vcols, split, n, stride, bad_at):
         TMOV(e_l0, e_l1)
         src = GlobalTensor(x.data(), (vrows, vcols), (cols, 1))
         for i in range(n):
+            if i == n // 2:
+                TASSIGN(accs[0], 2 * slot)   # the same tile and plan, another source array
             src.assign(x.data() + i * rows * cols)
             TLOAD(x_l1, src)
             TMOV(x_l0, x_l1)

@@ -66,14 +66,14 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     p = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
         plan(core, ch, tile, split, push_plan)
     tag = producer_wait(core, ch, side, "TPUSH")
-    # the queued copies of every tag, made once per source array: a slot view and the part
-    # of ``src`` that goes to it depend only on the plan (channel, geometry, split) and on
-    # the array object ``src`` (a view always shows the same bytes), which is the guard
-    w = p.writes
-    if w is None or w[0] is not src or not REPLAY:
-        w = p.writes = (src, [[(setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer))
-                               for dst, peer in d] for d in p.dsts])
-    core.pending.extend(w[1][tag])
+    # the queued copies of every tag, made once per tile and source array: a slot view and
+    # the part of ``src`` that goes to it depend only on the plan (channel, geometry, split:
+    # ``p``) and on the array object ``src`` (a view always shows the same bytes) - the guard
+    w = tile._push
+    if w is None or w[0] is not p or w[1] is not src or not REPLAY:
+        w = tile._push = (p, src, [[(setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer))
+                                    for dst, peer in d] for d in p.dsts])
+    core.pending.extend(w[2][tag])
     mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
     chk = core.cluster.checker
     if chk is not None:

@@ -23,11 +23,10 @@ def _loc(core) -> str:
 
 class PushPlan:
     """What a TPUSH of one tile geometry does, worked out (and checked) once per channel."""
-    __slots__ = ("dsts", "unit", "cost", "layout", "writes")
+    __slots__ = ("dsts", "unit", "cost", "layout")
 
     def __init__(self, dsts, unit, cost, layout):
         self.dsts, self.unit, self.cost, self.layout = dsts, unit, cost, layout
-        self.writes = None      # TPUSH's queued copies per tag, for one source array (pipe/ops.py)
 
 
 class PopPlan:
