@@ -5,8 +5,8 @@ source array and TPOP's re-binding to its next staging slot; ``ptopipe.isa.check
 the checked GM access's region and location computed inline).  The same random per-tile
 stream kernels run with the switches on and off must give the same outputs, cycles, full
 traces and the same errors (class, message, line) - also for a misuse that appears only at
-the Nth execution of an instruction site.  A run raises the collector's older thresholds
-and gives the caller's back, whether it ends normally or with an error.
+the Nth execution of an instruction site.  A checked run raises the collector's older
+thresholds and gives the caller's back, whether it ends normally or with an error.
 """
 import gc
 
@@ -183,7 +183,7 @@ def test_out_of_bounds_store_at_the_last_tile(fast):
     assert "GM" in str(ei.value)
 
 
-def test_run_raises_older_gc_thresholds_and_restores_them():
+def test_checked_run_raises_older_gc_thresholds_and_restores_them():
     seen = []
 
     def vec(out):
@@ -202,7 +202,9 @@ def test_run_raises_older_gc_thresholds_and_restores_them():
         with pytest.raises(PtoPipeError):
             ptopipe.run(None, (bad, None), dict(out=np.zeros((4, 8), np.float32)))
         assert gc.get_threshold() == (500, 7, 9)
+        ptopipe.run(None, (vec, None), dict(out=np.zeros((1, 8), np.float32)), checks=False)
+        assert gc.get_threshold() == (500, 7, 9)
     finally:
         gc.set_threshold(*before)
     g = cluster_mod._GC_OLDER
-    assert seen == [(500, g, g), (500, g, g)]
+    assert seen == [(500, g, g), (500, g, g), (500, 7, 9)]     # unchanged without the checkers
