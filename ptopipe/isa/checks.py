@@ -11,9 +11,17 @@ from __future__ import annotations
 from ..arch import MemSpace
 from ..arch.vocab import C2V, V2C
 from ..errors import ProtocolError
-from ..sim.race import HappensBefore, _loc, _ranges, overlap, region_of_rows
+import sys
+
+from ..sim.location import _internal
+from ..sim.race import HappensBefore, _loc, _ranges, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
 from .pipe.geometry import part_rows, part_shape
+
+
+# KernelChecks.gm_access computes the region and location inline while this is True; tests
+# turn it off to compare with HappensBefore.gm_access (tests/test_speed_paths.py)
+INLINE_GM = True
 
 
 class KernelChecks(HappensBefore):
@@ -25,6 +33,7 @@ class KernelChecks(HappensBefore):
         self._slot_state: dict = {}     # (memory, pipe, tag) -> latest record per core and kind
         self._rings: dict = {}          # id(memory) -> [(lo, hi, id(channel), slot state, memory)]
         self._shared_rings: set = set() # channels whose ring bytes user GlobalTensors touched
+        self._ring_span: dict = {}      # id(memory) -> [lowest, highest) byte of its rings' slots
 
     def gm_access(self, core, gt, write: bool, op: str, where=None) -> None:
         p = gt.ptr
@@ -38,7 +47,34 @@ class KernelChecks(HappensBefore):
                 fix="finish every TLOAD/TSTORE on the popped slot before TFREE",
                 findings=[{"kind": "use_after_free", "slot": p.slot.tag, "pipe": p.pipe, "op": op,
                            "where": str(core.where()), "popped_at": str(p.slot.pop_loc)}])
-        super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2))
+        # HappensBefore.gm_access (where, gm_region, region_of_rows), inline: the hot path of
+        # every checked TLOAD / TSTORE.  The same region and location token as those give:
+        # a row-major tensor's region is rows of cols*itemsize bytes every row-stride bytes
+        # (contiguous when the stride is at most the row); test_speed_paths compares both.
+        if not INLINE_GM:
+            return super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2))
+        g = gt._geom2
+        if g is not None and g[2] and g[1][1] == gt.dtype.itemsize:
+            (rows, cols), (rs, cs), _ = g
+            lo = p.addr
+            rowlen = cols * cs
+            if rows == 1 or 0 <= rs <= rowlen:
+                hi, strided = lo + (rows - 1) * (rs if rs > 0 else 0) + rowlen, None
+            else:
+                hi, strided = lo + (rows - 1) * rs + rowlen, (lo, rows, rowlen, rs)
+        else:
+            reg = gm_region(gt)
+            if reg is None:
+                return
+            lo, hi, strided = reg
+        if where is None:
+            where = core.loc_override
+            if where is None:
+                f = sys._getframe(2)          # gm_access <- TLOAD / TSTORE <- the kernel line
+                code = f.f_code
+                where = (code, f.f_lineno) if _internal.get(id(code)) is False else self.where(core, 2)
+        # described only if a race is reported (gt's address may change after this access)
+        self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p))
 
     def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
                     item: int, split) -> None:
@@ -80,6 +116,8 @@ class KernelChecks(HappensBefore):
                 base = ch.gm_base if ch.in_gm else ch.local_base
                 lo, hi = base + tag * ch.slot_size, base + (tag + 1) * ch.slot_size
                 self._rings.setdefault(id(mem), []).append((lo, hi, id(ch), state, mem))
+                span = self._ring_span.setdefault(id(mem), [lo, hi])
+                span[0], span[1] = min(span[0], lo), max(span[1], hi)
                 pages = self.mems.get(id(mem), ())
                 if any(pg in pages for pg in range(lo >> 12, ((hi - 1) >> 12) + 1)):
                     self._shared_rings.add(id(ch))      # user accesses came first
@@ -88,7 +126,8 @@ class KernelChecks(HappensBefore):
 
     def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None) -> None:
         rings = self._rings.get(id(mem)) if ring is None else None
-        if rings:
+        # an access outside the span of every ring slot of the memory touches none of them
+        if rings and lo < self._ring_span[id(mem)][1] and self._ring_span[id(mem)][0] < hi:
             c = core.index
             vc = core.vclock
             rec = (lo, hi, rows, c, vc[c], write, op, where, label, ring)

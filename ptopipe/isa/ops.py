@@ -20,7 +20,7 @@ from ..arch.catalogue import (ANY, CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM,
 from ..errors import KernelError
 from ..sim import schedule as _sched
 from ..sim.trace import MatmulArgs, TileArgs
-from .context import current_core
+from .context import _getcurrent, current_core
 from .events import Event, TSYNC, new_event
 from .tensor import GlobalTensor
 from .tile import Tile, TileLayout, TileType
@@ -142,7 +142,10 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
 
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     """GM -> local tile (MTE2).  ``src`` is seen as a (d0*d1*d2*d3) x d4 matrix."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TLOAD)
     if events:
@@ -157,21 +160,24 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     if src.dtype != dst.dtype:
         raise _err(core, f"TLOAD: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "TLOAD does not convert; load then TCVT")
-    if v.ndim == 2:
+    if src._mat2:                                      # v is 2-D (GlobalTensor.matrix)
         core.pending.append((setitem, d, _ALL, v))     # the copy, queued (Cluster.sync)
     else:
         core.pending.append((np.copyto, d.reshape(src.shape), v))   # splits rows: a view
     chk = core.cluster.checker
     if chk is not None:
         chk.gm_access(core, src, False, "TLOAD")
-    end = core.issue_w(_MTE2, core.costs.move("GM", dst.sname, d.nbytes), dst,
+    end = core.issue_w(_MTE2, core.costs.move("GM", dst.sname, dst.valid_rows * dst.valid_cols * dst.item), dst,
                        "TLOAD", TileArgs(d.shape, dst.dtype) if core.trace is not None else None)
     return new_event(("TLOAD", core, end))
 
 
 def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     """Local tile -> GM (Acc via FIX, with dtype conversion; Vec/Mat via MTE3)."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TSTORE)
     if events:
@@ -186,7 +192,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
-    if v.ndim == 2:
+    if dst._mat2:                                      # v is 2-D (GlobalTensor.matrix)
         core.pending.append((setitem, v, _ALL, s))     # Acc -> f16 converts (FIX)
     else:
         core.pending.append((_copy_unsafe, v, s.reshape(dst.shape)))
@@ -194,7 +200,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     if chk is not None:
         chk.gm_access(core, dst, True, "TSTORE")
     pipe = STORE_PIPE[src.loc]
-    end = core.issue_r(pipe, core.costs.move(src.sname, "GM", s.size * dst.dtype.itemsize), src,
+    end = core.issue_r(pipe, core.costs.move(src.sname, "GM", src.valid_rows * src.valid_cols * dst.item), src,
                         "TSTORE", TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TSTORE", core, end))
 
@@ -212,7 +218,10 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
 
     The two tiles may differ in layout (ND <-> NZ ...): TMOV converts, the logical matrix is
     kept (e.g. a Vec ND tile into a Vec NZ tile before a V2C TPUSH to an NZ Mat tile)."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if events:
         TSYNC(*events)
     s = _valid(src, core, "TMOV source")
@@ -229,8 +238,8 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
                        "only Acc -> Mat converts; use TCVT on vector tiles")
     core.pending.append((setitem, d, _ALL, s))        # Acc -> Mat converts (FIX)
     costs = core.costs
-    cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.dtype.itemsize) if pipe is _V
-            else costs.move(src.sname, dst.sname, s.nbytes))
+    cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.item) if pipe is _V
+            else costs.move(src.sname, dst.sname, src.valid_rows * src.valid_cols * src.item))
     end = core.issue_rw(pipe, cost, src, dst, "TMOV",
                         TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     return new_event(("TMOV", core, end))
@@ -328,7 +337,7 @@ def _ufunc_into(ufunc, a, b, d):
 
 def _mm_issue(core, op, a, b, c, srcs, A, B):
     m, k, n = a.valid_rows, a.valid_cols, b.valid_cols
-    cost = core.costs.matmul(m, k, n, a.dtype.itemsize)
+    cost = core.costs.matmul(m, k, n, a.item)
     args = MatmulArgs(m, k, n) if core.trace is not None else None
     if srcs is None:
         end = core.issue_rrw(_M, cost, a, b, c, op, args)
@@ -339,7 +348,10 @@ def _mm_issue(core, op, a, b, c, srcs, A, B):
 
 def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     """c = a @ b  (Left x Right -> Acc, f16/bf16/f32 -> f32, int8 -> int32)."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (hot path)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
@@ -429,7 +441,10 @@ def _binary(op):
     name, ufunc, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
-        core = current_core()
+        try:
+            core = _getcurrent().core    # current_core(), inline (hot path)
+        except AttributeError:
+            core = current_core()        # raises: not inside a running kernel
         if events:
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
@@ -438,7 +453,7 @@ def _binary(op):
         if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b, d))
-        return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
     instr.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
     return instr
 
@@ -447,14 +462,21 @@ def _scalar(op):
     name, fn, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src: Tile, scalar, *events) -> Event:
-        core = current_core()
+        try:
+            core = _getcurrent().core    # current_core(), inline (hot path)
+        except AttributeError:
+            core = current_core()        # raises: not inside a running kernel
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
-        core.pending.append((fn, a, _scalar_value(core, name, dst, scalar), d))
-        return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
+        try:                              # _scalar_value's memo hit, inline
+            v = _SCALARS.get((dst.dtype, scalar.__class__, scalar))
+        except TypeError:
+            v = None
+        core.pending.append((fn, a, _scalar_value(core, name, dst, scalar) if v is None else v, d))
+        return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
     instr.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
     return instr
 
@@ -463,14 +485,17 @@ def _unary(op):
     name, fn, rule = op.name, op.kernel, op.dtypes
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
-        core = current_core()
+        try:
+            core = _getcurrent().core    # current_core(), inline (hot path)
+        except AttributeError:
+            core = current_core()        # raises: not inside a running kernel
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
         core.pending.append((fn, a, d))
-        return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
     instr.__doc__ = f"{name}(dst, src): element-wise unary op ({fn.__name__})."
     return instr
 
@@ -499,7 +524,7 @@ def _row_reduce(op):
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         core.pending.append((_row_reduce_into, fn, a, d))
-        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
     instr.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
     return instr
 
@@ -518,7 +543,7 @@ def _col_reduce(op):
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
         core.pending.append((_col_reduce_into, fn, a, d))
-        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.dtype.itemsize)
+        return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
     instr.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
     return instr
 
@@ -541,7 +566,7 @@ def _row_expand(op):
         if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
             _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
-        return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
+        return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
     instr.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
     return instr
 
@@ -557,7 +582,7 @@ def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
         raise _err(core, f"TROWEXPAND: dst has {d.shape[0]} rows, src has {a.shape[0]}")
     _same_dtype(core, "TROWEXPAND", dst, src)
     core.pending.append((setitem, d, _ALL, a[:, :1]))
-    return _vec_issue(core, "TROWEXPAND", dst, src, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
+    return _vec_issue(core, "TROWEXPAND", dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
 
 
 def TEXPANDS(dst: Tile, scalar, *events) -> Event:
@@ -567,7 +592,7 @@ def TEXPANDS(dst: Tile, scalar, *events) -> Event:
         TSYNC(*events)
     d = arr(dst, core)
     core.pending.append((setitem, d, _ALL, _scalar_value(core, "TEXPANDS", dst, scalar)))
-    return _vec_issue(core, "TEXPANDS", dst, None, None, dst.valid_rows, dst.valid_cols, dst.dtype.itemsize)
+    return _vec_issue(core, "TEXPANDS", dst, None, None, dst.valid_rows, dst.valid_cols, dst.item)
 
 
 def TCVT(dst: Tile, src: Tile, *events) -> Event:
@@ -579,7 +604,7 @@ def TCVT(dst: Tile, src: Tile, *events) -> Event:
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
     core.pending.append((_copy_unsafe, d, a))
-    return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.dtype.itemsize, dst.dtype.itemsize))
+    return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
 
 
 # the catalogue's vector instructions of the generic forms, one module-level name each

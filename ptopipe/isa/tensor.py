@@ -96,7 +96,7 @@ def _geom2(shape, stride, item):
 
 class GlobalTensor:
     __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "_cache_gm", "rows", "cols",
-                 "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n")
+                 "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n", "item", "_mat2")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
         if isinstance(ptr_or_dtype, GMPtr):
@@ -118,8 +118,10 @@ class GlobalTensor:
         self.rows = s[0] * s[1] * s[2] * s[3]
         self.cols = s[4]
         self.shape2 = (self.rows, self.cols)      # the rows x cols matrix tile moves see
+        self.item = self.dtype.itemsize     # plain ints / bools for the hot paths (see Tile.item)
         self._geom2 = _geom2(s, self.stride, self.dtype.itemsize)
         g = self._geom2
+        self._mat2 = g is not None and g[2] != 0     # matrix() gives a 2-D view (else the 5-D one)
         # views at whole-row steps are slices of a row grid of GM (see matrix()): the row
         # stride in bytes (0: no grid), and the grid for one GM buffer and phase
         self._rb = g[1][0] if g is not None and g[2] and g[1][0] > 0 else 0

@@ -40,7 +40,7 @@ class Tile:
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
-                 "binding", "name", "space", "sname", "_views", "_plan", "sig")
+                 "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout | None = None, valid_rows: int | None = None,
@@ -51,6 +51,7 @@ class Tile:
                               fix="use TileType.Vec / Mat / Left / Right / Acc")
         self.loc = loc
         self.dtype = element_type(dtype)
+        self.item = self.dtype.itemsize     # a plain int: hot paths read it (a numpy attribute is slow)
         self.rows, self.cols = int(rows), int(cols)
         if self.rows <= 0 or self.cols <= 0:
             raise KernelError(f"tile shape must be positive, got {rows}x{cols}")
@@ -75,6 +76,7 @@ class Tile:
         self.sname = self.space.value   # plain string: cost-table key on the hot path
         self._views = None      # (core index, addr) -> (full, valid): re-binding to ring slots is hot
         self._plan = None       # the isa layer's cached TPUSH/TPOP plan for this tile
+        self._push = None       # TPUSH's queued copies from this tile: (plan, source array, per tag)
         if addr is not None:
             TASSIGN(self, addr)
 
@@ -237,6 +239,7 @@ def _adopt(tile: Tile, core) -> None:
     if old is not None and old.cluster is not core.cluster:
         tile._views = None
         tile._plan = None
+        tile._push = None
         tile.binding = None
         tile.ready_at = tile.read_end = 0
 

@@ -11,6 +11,7 @@ names every blocked core, what it waits for, and the wait-for chain.
 """
 from __future__ import annotations
 
+import gc
 from collections import deque
 from functools import partial
 from itertools import starmap
@@ -35,6 +36,15 @@ from .schedule import SET, RandomPolicy, SchedulePolicy
 from .trace import Signal
 
 _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anything
+
+# With the checkers on, a run builds many long-lived containers (happens-before records per
+# page, slot state) that never form reference cycles; the collector's older generations would
+# rescan all of them again and again (a quarter of a long checked stream).  Such a run keeps
+# the youngest generation's threshold (young cycles are still collected) and raises the older
+# ones' to at least this; the caller's thresholds come back when the run ends.  Without the
+# checkers the defaults are kept: there they cost less than raising them (S7: ~10% fewer
+# interpreter instructions per tile).  tests/test_speed_paths.py checks all three.
+_GC_OLDER = 1000
 
 _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
           CoreKind.AIV: (MemSpace.UB,)}
@@ -186,6 +196,9 @@ class Cluster:
                 core.clock += pol.skew[core.index]
         dog = Watchdog(self, self.timeout)
         dog.start()
+        gc_thresholds = gc.get_threshold()
+        if self.checker is not None:
+            gc.set_threshold(gc_thresholds[0], *(max(t, _GC_OLDER) for t in gc_thresholds[1:]))
         try:
             cores, ready_state = self.cores, CoreState.READY
             while True:
@@ -240,6 +253,7 @@ class Cluster:
             self.ended = True
             self.sync()        # a data-plane error of a clean run: raised here, located
         finally:
+            gc.set_threshold(*gc_thresholds)
             for c in self.cores:
                 if c.glet is not None and not c.glet.dead:
                     c.glet.throw()   # GreenletExit: unwind the suspended kernel quietly

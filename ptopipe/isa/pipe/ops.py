@@ -16,7 +16,7 @@ from ...errors import ProtocolError
 from ...sim import schedule as _sched
 from ...sim.location import caller_loc
 from ...sim.trace import RingArgs
-from ..context import current_core
+from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
 from ..ops import arr
 from ..regions import reserve
@@ -29,12 +29,21 @@ from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import _args, _here, _loc, mark_written, producer_record, producer_wait, release, wait
 
 
+# The replayed fast paths below (TPUSH's queued copies per source array, TPOP's re-binding to
+# its next staging slot) are taken while this is True; tests turn it off to compare every
+# result, trace and error with the slow path (tests/test_speed_paths.py).
+REPLAY = True
+
+
 def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
 
     With a GlobalTensor instead of a tile (address flow), commit the oldest TALLOCed slot."""
     # the common prologue, inline: it is a good part of the cost of the hottest instructions
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (the prologue, see TPUSH)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TPUSH)
     loc = core.loc_override or caller_loc(2)          # caller_loc <- TPUSH <- kernel
@@ -57,12 +66,18 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     p = c[3] if c is not None and c[0] is ch and c[1] is split and c[2] is core else \
         plan(core, ch, tile, split, push_plan)
     tag = producer_wait(core, ch, side, "TPUSH")
-    for dst, peer in p.dsts[tag]:
-        core.pending.append((setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer)))
+    # the queued copies of every tag, made once per tile and source array: a slot view and
+    # the part of ``src`` that goes to it depend only on the plan (channel, geometry, split:
+    # ``p``) and on the array object ``src`` (a view always shows the same bytes) - the guard
+    w = tile._push
+    if w is None or w[0] is not p or w[1] is not src or not REPLAY:
+        w = tile._push = (p, src, [[(setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer))
+                                    for dst, peer in d] for d in p.dsts])
+    core.pending.extend(w[2][tag])
     mark_written(core, ch, side, tag, p.layout, "TPUSH", loc)
     chk = core.cluster.checker
     if chk is not None:
-        chk.ring_access(core, ch, tag, True, "TPUSH", loc, *src.shape, tile.dtype.itemsize, split)
+        chk.ring_access(core, ch, tag, True, "TPUSH", loc, tile.valid_rows, tile.valid_cols, tile.item, split)
     end = core.issue_r(p.unit, p.cost, tile, "TPUSH",
                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
@@ -75,7 +90,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
 
     With a GlobalTensor (address flow) assign the slot address to it instead.  On a
     DIR_V2C_CTRL pipe, returns the control value."""
-    core = current_core()                              # the prologue, inline (see TPUSH)
+    try:
+        core = _getcurrent().core        # current_core(), inline (the prologue, see TPUSH)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TPOP)
     loc = core.loc_override or caller_loc(2)
@@ -126,7 +144,20 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         # TPOP (it is not the user's to place); checked first: it is the common case
         if (b is not None and b[0].__class__ is StageSlot and b[0].side is side) or ch.always_stage \
                 or tile.addr is None:
-            _bind_staging(core, ch, side, tile, i)
+            st = side.stage_slots
+            v = None
+            if st is not None and tile.core is core and REPLAY:
+                # _bind_staging + tile.bind for a tile bound here before, inline: the views of
+                # its next staging slot are in the tile's view cache (same key as bind's)
+                s = st[i % len(st)]
+                v = tile._views.get((core.index, s.addr, tile.valid_rows, tile.valid_cols))
+            if v is None:
+                _bind_staging(core, ch, side, tile, i)
+            else:
+                tile._addr = s.addr
+                tile.mem, tile._full, tile._valid = v
+                s.gen += 1
+                tile.binding = (s, s.gen)
             stage = tile.binding
         else:
             stage = None
@@ -138,7 +169,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         core.pending.append((setitem, tile._valid, Ellipsis, p.srcs[tag]))
         chk = core.cluster.checker
         if chk is not None:
-            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.dtype.itemsize, split)
+            chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.item, split)
         end = core.issue_w(PipeUnit.MTE2, p.cost, tile, "TPOP",
                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
@@ -226,7 +257,10 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
 
     A ``split`` given must be the one its TPOP used.  Where the protocol frees inside the
     tile TPOP (pto-isa, GM ring), the tile-flow TFREE is a no-op."""
-    core = current_core()
+    try:
+        core = _getcurrent().core        # current_core(), inline (the prologue, see TPUSH)
+    except AttributeError:
+        core = current_core()            # raises: not inside a running kernel
     if core.policy is not None:                       # an exploring run: a choice point
         core.cluster.visible(core, _sched.TFREE)
     if obj is not None or pipe.__class__ is not PipeHandle:
@@ -244,8 +278,8 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
         _free_popped(core, ch, side, split)
         if ch.tfree_frees:                 # pto-isa A5: TFREE_IMPL(pipe) notifies again
             return _free_again(core, ch, side)
-        _, end = core.issue(PipeUnit.S, 0, (), (), "TFREE",
-                            RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
+        end = core.issue_s(PipeUnit.S, 0, "TFREE",
+                           RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
         return new_event(("TFREE", core, end))
     if not side.held:
         raise ProtocolError(f"TFREE on {core.name} with no held slot of {ch.name}",
@@ -258,7 +292,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
-                        held_obj.dtype.itemsize, 0)
+                        held_obj.item, 0)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
