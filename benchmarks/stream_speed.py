@@ -18,13 +18,16 @@ Usage:  python benchmarks/stream_speed.py [--tiles 20000] [--repeat 3] [--platfo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 import numpy as np
 
-import ptopipe
-from ptopipe.isa import *  # noqa: F403
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # this checkout
+
+import ptopipe  # noqa: E402
+from ptopipe.isa import *  # noqa: F403,E402
 
 T = 16
 SLOT = T * T * 4
