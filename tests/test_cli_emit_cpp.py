@@ -20,9 +20,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 S1 = os.path.join(ROOT, "examples", "mixed", "s1_cv_split.py")
 
 
-def _want(platform: str) -> str:
+def _want(platform: str, protocol: str = "pto-isa") -> str:
+    """The C++ is pto-isa C++: --emit cpp compiles for the pto-isa protocol by default."""
     (prog,) = programs_of(load_module(S1))
-    op, _t, _w = compile_program(prog, platform)
+    op, _t, _w = compile_program(prog, platform, protocol=protocol)
     return write_cpp(op, platform)
 
 
@@ -37,6 +38,23 @@ def test_emit_cpp_to_a_file(tmp_path, platform):
 def test_emit_cpp_to_stdout(capsys):
     assert cli_main(["compile", S1, "--emit", "cpp"]) == 0
     assert capsys.readouterr().out == _want("a2a3") + "\n"
+    assert cli_main(["compile", S1, "--emit", "cpp", "--protocol", "spec"]) == 0
+    assert capsys.readouterr().out == _want("a2a3", "spec") + "\n"
+
+
+def test_emit_cpp_of_a_no_split_kernel_guards_the_one_lane_on_a5(capsys):
+    """pto-isa C++ by default: A5's NO_SPLIT pipe has one lane and AIV1 runs nothing."""
+    s2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
+    assert cli_main(["compile", s2, "--emit", "cpp", "--platform", "a5"]) == 0
+    assert "if (get_subblockid() == 0) {" in capsys.readouterr().out
+
+
+def test_emit_cpp_of_a_pto_file_follows_its_target(tmp_path, capsys):
+    """A .pto file goes through the platform passes of its pto.target_arch to C++."""
+    pto = os.path.join(ROOT, "tests", "pto", "nosplit_c2v_a5.pto")
+    assert cli_main(["compile", pto, "--emit", "cpp"]) == 0
+    out = capsys.readouterr().out
+    assert "for a5" in out.splitlines()[0] and "TPipe<" in out
 
 
 def test_an_existing_target_keeps_its_mode_and_is_replaced_whole(tmp_path):

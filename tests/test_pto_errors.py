@@ -207,8 +207,8 @@ def test_cli_run_pto_writes_output(tmp_path):
     for n, v in (("a", a), ("b", b), ("bias", bias), ("out", np.zeros((32, 16), np.float32))):
         np.save(tmp_path / f"{n}.npy", v)
     f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
-    code = cli_main(["run", f] + [f"--input={n}={tmp_path / (n + '.npy')}" for n in ("a", "b", "bias", "out")]
-                    + [f"--output=out={tmp_path / 'res.npy'}"])
+    code = cli_main(["run", f] + [f"--input={n}={tmp_path / (n + '.npy')}" for n in ("a", "b", "bias")]
+                    + [f"--output=out={tmp_path / 'res.npy'}"])     # an output needs no input
     assert code == 0
     np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a @ b + bias)
     assert cli_main(["check", f, "--schedules", "3"]) == 0
@@ -306,3 +306,26 @@ def test_cli_run_pto_input_errors(tmp_path, capsys):
     assert "--input a: float32[4, 4] but the kernel takes f32[32, 16]" in capsys.readouterr().err
     assert cli_main(["run", f, f"--input=zz={tmp_path / 'a.npy'}"]) != 0
     assert "the kernel has no parameter 'zz'" in capsys.readouterr().err
+
+
+def test_a_pto_file_that_is_not_utf8_is_a_parse_error_at_the_byte(tmp_path, capsys):
+    p = tmp_path / "bin.pto"
+    text = GOOD.encode()
+    k = text.index(b"pto.tload")
+    p.write_bytes(text[:k] + b"\xff" + text[k:])
+    assert cli_main(["check", "--static", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "ParseError: byte 0xff is not UTF-8 text" in err
+    assert f"bin.pto:{_line(GOOD, 'pto.tload')}:" in err and "Traceback" not in err
+
+
+def test_regions_nested_past_the_recursion_limit_are_a_parse_error(tmp_path, capsys):
+    depth = sys.getrecursionlimit()
+    body = "".join("  " * i + "scf.if %c {\n" for i in range(depth)) + "".join(
+        "  " * i + "}\n" for i in reversed(range(depth)))
+    p = tmp_path / "deep.pto"
+    p.write_text("module {\n  func.func @k(%c: i1) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {\n"
+                 + body + "    return\n  }\n}\n")
+    assert cli_main(["check", "--static", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "ParseError: regions nest deeper than the reader follows" in err and "Traceback" not in err

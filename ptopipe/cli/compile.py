@@ -20,11 +20,13 @@ from .loader import load_module, pick_variants
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compile", help="compile the DSL programs of a kernel file and print them")
-    p.add_argument("file", help="kernel file (.py with pl.program(...), a KernelSet or @pl kernels)")
-    p.add_argument("--platform", default="a2a3", choices=["a2a3", "a5"],
-                   help="platform to lower for (default a2a3)")
-    p.add_argument("--protocol", default="spec", choices=["spec", "pto-isa", "pto-isa-head"],
-                   help="ring protocol whose flag numbering AllocateFlags follows (default spec)")
+    p.add_argument("file", help="kernel file (.py with pl.program(...), a KernelSet or @pl kernels; "
+                                "or a .pto file, through the platform passes)")
+    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
+                   help="platform to lower for (default a2a3; a .pto file's pto.target_arch)")
+    p.add_argument("--protocol", default=None, choices=["spec", "pto-isa", "pto-isa-head"],
+                   help="ring protocol the kernels are compiled for (flag numbering, hold limits, "
+                        "the A5 no-split lane; default: pto-isa with --emit cpp, else spec)")
     p.add_argument("--passes", default=None, metavar="P1,P2,...",
                    help="the pipeline (default: every registered pass in pipeline order)")
     p.add_argument("--print-after-all", action="store_true",
@@ -80,10 +82,19 @@ def _emit(kind: str, op, tree, platform: str) -> str:
 
 def main(args) -> int:
     from ..passes import compile_program
-    from ..report._io import check_output, write_atomic
+    from ..report._io import check_output
     out = getattr(args, "output", None)
     if out is not None:
         check_output(out)                  # a bad -o fails before the compile, not after
+    protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
+    if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
+        from .pto import load_pto
+        op, tree, warnings, plat = load_pto(args.file, args.platform, protocol)
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        texts = [_emit(args.emit, op, tree, plat)]
+        return _write(texts, out)
+    platform = args.platform or "a2a3"
     mod = load_module(args.file)
     progs = programs_of(mod, args.variant)
     if not progs:
@@ -93,12 +104,17 @@ def main(args) -> int:
     for prog in progs:
         if args.print_after_all:
             print(f"// ===== {prog.name} =====")
-        op, tree, warnings = compile_program(prog, args.platform, args.passes,
-                                             protocol=args.protocol,
+        op, tree, warnings = compile_program(prog, platform, args.passes,
+                                             protocol=protocol,
                                              print_after_all=args.print_after_all, stream=sys.stdout)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        texts.append(_emit(args.emit, op, tree, args.platform))
+        texts.append(_emit(args.emit, op, tree, platform))
+    return _write(texts, out)
+
+
+def _write(texts: list, out) -> int:
+    from ..report._io import write_atomic
     if out is None:
         for t in texts:
             print(t)

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from ..errors import CompileError, ConfigError
+from ..errors import CompileError, ConfigError, ParseError
 from ..ir import to_tree
 from ..ir.types import TensorType, np_dtype
 from ..report._io import write_atomic
@@ -37,10 +37,21 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     if text is None:
         if not os.path.exists(path):
             raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+            raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}:{col}",
+                             fix="a .pto file is UTF-8 MLIR text") from None
     addrs = []
-    op = read_pto(text, path, platform, addrs=addrs)
+    try:
+        op = read_pto(text, path, platform, addrs=addrs)
+    except RecursionError:
+        raise ParseError("regions nest deeper than the reader follows", where=path,
+                         fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
     plat = platform or op.attributes.get("platform") or "a2a3"
     ctx = PassContext(platform=plat, protocol=protocol)
     one_lane_nosplit(op, ctx)
@@ -133,8 +144,9 @@ def _entry_params(op):
     return out
 
 
-def make_inputs(op, pairs, zero_fill: bool) -> dict:
-    """``name=file.npy`` pairs -> the run's arguments, checked against the parameters."""
+def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
+    """``name=file.npy`` pairs -> the run's arguments, checked against the parameters; a
+    tensor without one is zeros when ``zero_fill`` or its name is in ``fill`` (an output)."""
     given = {}
     for p in pairs or []:
         name, sep, file = p.partition("=")
@@ -165,7 +177,8 @@ def make_inputs(op, pairs, zero_fill: bool) -> dict:
                 args[a.name] = np.ascontiguousarray(v)
             else:
                 args[a.name] = v.item()
-        elif isinstance(t, TensorType) and (zero_fill or a.name.startswith("gm_slot_buffer")):
+        elif isinstance(t, TensorType) and (zero_fill or a.name in fill
+                                            or a.name.startswith("gm_slot_buffer")):
             args[a.name] = np.zeros(t.shape, np_dtype(t.dtype))
         else:
             raise ConfigError(f"no input for parameter {a.name!r}", where="option --input",
@@ -215,7 +228,8 @@ def run_pto(args) -> int:
     op, tree, warnings, plat = load_pto(args.file, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=False)
+    written = {p.partition("=")[0] for p in getattr(args, "output", None) or []}
+    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=False, fill=written)
     res = run_program(tree, inputs, platform=plat, protocol=protocol)
     outs = {}
     for p in getattr(args, "output", None) or []:
