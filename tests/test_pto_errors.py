@@ -329,3 +329,17 @@ def test_regions_nested_past_the_recursion_limit_are_a_parse_error(tmp_path, cap
     assert cli_main(["check", "--static", str(p)]) == 1
     err = capsys.readouterr().err
     assert "ParseError: regions nest deeper than the reader follows" in err and "Traceback" not in err
+
+
+def test_pipe_ends_disagreeing_with_an_explicit_gm_slot_buffer_are_reported_at_the_init():
+    """An a3 file passing %gm_slot_buffer: each kernel sizes it from its own init, so ends
+    that disagree (slot_num 4 vs 2) are the pipe-config finding at the init, not a
+    func.call argument mismatch in the entry."""
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    lines = text.splitlines()
+    k = next(i for i, ln in enumerate(lines) if "pto.aiv_initialize_pipe {dir_mask = 1, slot_size = 1024, slot_num = 4}" in ln)
+    lines[k] = lines[k].replace("slot_num = 4", "slot_num = 2")
+    with pytest.raises(CompileError) as e:
+        _load("\n".join(lines) + "\n")
+    assert "the two ends of the C2V pipe disagree on slot_num" in e.value.what
+    assert e.value.where.split(":")[1] in (str(k + 1), str(_line(text, "pto.aic_initialize_pipe")))

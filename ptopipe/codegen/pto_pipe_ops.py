@@ -132,6 +132,7 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
         _, g = lookup(r, fs, gm_tok)
         if g in fs.untyped:
             g.type = r.gm_slot_type(g.type.dtype, attrs)
+            r.gm_sized.add(g)
             del fs.untyped[g]
         gm = read(r, fs, gm_tok)
         if not isinstance(gm.type, TensorType):

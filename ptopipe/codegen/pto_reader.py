@@ -84,6 +84,7 @@ class Reader:
         self.file = filename
         self.platform = platform
         self.funcs = {}                # name -> FuncState
+        self.gm_sized = set()          # pointer parameters sized from their kernel's pipe init
         self.order = []
 
     def loc(self, t) -> Loc:
@@ -336,9 +337,28 @@ class Reader:
                 if v in fs.untyped:
                     v.type = p.type
                     del fs.untyped[v]
+                elif p in self.gm_sized and self._gm_widen(fs, v, p):
+                    pass
                 elif v.type != p.type:
                     raise ParseError(f"func.call @{callee.name}: argument {v.name} does not match "
                                      f"parameter {p.name} ({p.type})", where=str(op.loc))
+
+    def _gm_widen(self, fs, v, p) -> bool:
+        """A GM slot buffer sized from each kernel's pipe init (``gm_sized``) passed by the
+        entry to kernels whose inits disagree: the argument and every kernel parameter it is
+        passed to take the larger size (the disagreement is VerifyPipes' finding, at the
+        init).  False when the types differ otherwise."""
+        if not (isinstance(v.type, TensorType) and isinstance(p.type, TensorType)
+                and v.type.dtype == p.type.dtype and len(v.type.shape) == len(p.type.shape) == 1):
+            return False
+        big = max(v.type, p.type, key=lambda t: t.shape[0])
+        v.type = big
+        for op in fs.block:
+            if op.name == "pl.call" and op.attributes["callee"] in self.funcs:
+                for a, q in zip(op.operands, self.funcs[op.attributes["callee"]].block.args):
+                    if a is v and q in self.gm_sized:
+                        q.type = big
+        return True
 
     def gm_slot_type(self, ptr_dtype: str, attrs: dict) -> TensorType:
         """The shape of a ``gm_slot_buffer`` pointer with no view: the rings it holds."""
