@@ -116,7 +116,8 @@ FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "accumulate_a3.pto": lambda a: a["a"] @ a["b"],
          "nosplit_c2v_a5.pto": lambda a: a["a"] @ a["b"] + a["bias"],
-         "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"]}
+         "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "if_else_read_a3.pto": lambda a: a["a"][:16] @ a["b"] + a["a"][16:] @ a["b"]}
 RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
         if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
 

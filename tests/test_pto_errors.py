@@ -150,6 +150,17 @@ def test_loop_carried_buffer_never_written_before_the_loop():
     assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%o, %o')}:20"
 
 
+def test_buffer_read_in_the_else_branch_with_nothing_written_before_the_loop():
+    """tests/pto/if_else_read_a3.pto (then-branch writes %s, else-branch reads it; carried by
+    the loop) without its init before the loop: the else-branch's read is the error."""
+    text = (ROOT / "tests" / "pto" / "if_else_read_a3.pto").read_text()
+    text = _sub("    pto.texpands ins(%f0 : f32) outs(%s : !pto.tile_buf<vec, 16x8xf32>)\n", "", text)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "%s is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what
+    assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%s, %t')}:22"
+
+
 # -- unsafe but accepted by ptoas: reported by ptopipe at the .pto line ---------------------------
 def _load(text, platform="a2a3"):
     return load_pto("u.pto", platform, "spec", text=text)
