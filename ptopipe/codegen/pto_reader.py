@@ -34,6 +34,8 @@ from .pto_parse import Cursor
 from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF
 
 #: PTO-AS op name -> its handler (the tile ops of the op table: ``generic_tile_op``)
+UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothing uses
+
 HANDLERS = {
     "arith.constant": h_constant, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
     "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
@@ -315,12 +317,20 @@ class Reader:
                                          fix="name the peer's pto.reserve_buffer")
             if fs.kind is FunctionKind.Group:
                 self.entry_types(fs)
-            for a, t in fs.untyped.items():
+        for fs in self.funcs.values():
+            for a, t in list(fs.untyped.items()):
+                if not a.uses:                      # unused (ptoas accepts it): a placeholder
+                    a.type = TensorType(UNUSED_PTR_SHAPE, a.type.dtype)
+                    del fs.untyped[a]
+                    continue
                 raise self.c.error(f"the shape of tensor parameter {t.text} is unknown", t,
                                    f"give it a view: pto.make_tensor_view {t.text}, shape = [...], "
                                    "strides = [...] : !pto.tensor_view<RxCxdtype>")
 
     def entry_types(self, fs: FuncState) -> None:
+        """The entry's pointer parameters take the types of the kernel parameters they are
+        passed to; a kernel's unused pointer parameter takes its argument's type."""
+        unused = []
         for op in fs.block:
             if op.name != "pl.call":
                 continue
@@ -333,12 +343,23 @@ class Reader:
                 raise ParseError(f"func.call @{callee.name} passes {len(op.operands)} arguments; "
                                  f"it takes {len(params)}", where=str(op.loc))
             for v, p in zip(op.operands, params):
-                if v in fs.untyped:
+                if p in callee.untyped and not p.uses:
+                    unused.append((v, callee, p))  # takes the argument's type (below)
+                elif v in fs.untyped:
                     v.type = p.type
                     del fs.untyped[v]
                 elif v.type != p.type:
                     raise ParseError(f"func.call @{callee.name}: argument {v.name} does not match "
                                      f"parameter {p.name} ({p.type})", where=str(op.loc))
+        for v, callee, p in unused:
+            if v in fs.untyped:                   # no kernel uses it
+                v.type = TensorType(UNUSED_PTR_SHAPE, v.type.dtype)
+                del fs.untyped[v]
+            if v.type.dtype != p.type.dtype:
+                raise ParseError(f"func.call @{callee.name}: argument {v.name} does not match "
+                                 f"parameter {p.name} ({p.type})", where=str(v.uses[0].owner.loc))
+            p.type = v.type
+            del callee.untyped[p]
 
     def gm_slot_type(self, ptr_dtype: str, attrs: dict) -> TensorType:
         """The shape of a ``gm_slot_buffer`` pointer with no view: the rings it holds."""
