@@ -234,3 +234,34 @@ def test_unused_pointer_parameters_are_accepted():
         args = _inputs(op)
         res = run(tree, args, platform=plat)
         np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
+
+
+def _ptoas_spellings(text):
+    """c2v_split_a3.pto in other spellings ptoas accepts: partition_view with no ``->`` result
+    type, integer attributes typed ``: i32``, and the AIV row offset by ``arith.select``."""
+    import re
+    text, n = re.subn(r"(pto\.partition_view .*) -> !pto\.partition_tensor_view<[^>]*>", r"\1", text)
+    assert n == 4
+    for old, new in (("{dir_mask = 1, slot_size = 1024, slot_num = 4}", "{dir_mask = 1 : i32, slot_size = 1024 : i32, slot_num = 4 : i64}"),
+                     ("      %r1 = arith.muli %sub, %c8 : index\n",
+                      "      %is1 = arith.cmpi eq, %sub, %c1 : index\n      %r1 = arith.select %is1, %c8, %c0 : index\n")):
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select():
+    """The spellings of :func:`_ptoas_spellings` read as the plain file does (select as a
+    pl.if yielding one of its operands) and the kernel matches numpy."""
+    text = _ptoas_spellings((ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text())
+    op = read_pto(text, "s.pto")
+    vec = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
+    sel = next(o for o in vec.walk() if o.name == "pl.if")
+    assert [b.last.operands[0].owner.attributes["value"] for r in sel.regions for b in r.blocks] == [8, 0]
+    assert {i.attributes["slot_num"] for i in op.walk() if i.name.endswith("initialize_pipe")} == {4}
+    for platform in ("a2a3", "a5"):
+        for protocol in ("spec", "pto-isa"):
+            op, tree, _, plat = load_pto("s.pto", platform, protocol, text=text)
+            args = _inputs(op)
+            res = run(tree, args, platform=plat, protocol=protocol)
+            np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])

@@ -89,6 +89,31 @@ def test_malformed_pto_is_a_parse_error_at_its_line(kind):
         assert line in (first - 1, first, first + 1), (line, first, err.where)   # an op may span 2 lines
 
 
+PB = "%pb = pto.partition_view %bias_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32>"
+SEL = "      %is1 = arith.cmpi eq, %sub, %c1 : index\n      %r1 = arith.select "
+
+
+@pytest.mark.parametrize("old,new,msg,at", [
+    (PB + " -> !pto.partition_tensor_view<8x16xf32>", PB.replace("sizes = [%c8", "sizes = [%row"),
+     "size %row is not an arith.constant, and this pto.partition_view has no result type", "sizes = [%row"),
+    ("slot_size = 1024, slot_num = 4}\n      (gm_slot_buffer = %gm_slot_buffer : !pto.ptr<f32>, c2v_consumer_buf = %c2v_local",
+     "slot_size = 1024, slot_num = 4 : f32}\n      (gm_slot_buffer = %gm_slot_buffer : !pto.ptr<f32>, c2v_consumer_buf = %c2v_local",
+     "bad attribute type 'f32' for 4", "pto.aiv_initialize_pipe"),
+    ("      %r1 = arith.muli %sub, %c8 : index", "      %r1 = arith.select %sub, %c8, %c0 : index",
+     "%sub is a", "%r1 = arith.select"),
+    ("      %r1 = arith.muli %sub, %c8 : index", SEL + "%is1, %c8, %c0_i32 : index",
+     "type mismatch: %c0_i32 is a", "%r1 = arith.select"),
+])
+def test_ptoas_spellings_errors_at_their_line(old, new, msg, at):
+    """Errors in the ptoas spellings the reader accepts (partition_view with no result type,
+    typed integer attributes, arith.select) are at the line of the op."""
+    text = _sub(old, new)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert msg in e.value.what, e.value.what
+    assert e.value.where.startswith(f"bad.pto:{_line(text, at)}:"), e.value.where
+
+
 SLOTID = (ROOT / "tests" / "pto" / "lowlevel_slotid_a3.pto").read_text()
 FIFO = "      %t = pto.get_fifo_tile(%pipe, %sid : !pto.pipe, index) -> "
 

@@ -5,6 +5,8 @@ Every malformed piece is a ParseError at its token's line:col saying what was ex
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from ..errors import ParseError
@@ -109,15 +111,29 @@ class Cursor:
             if t.text in ("true", "false"):
                 return t.text == "true", t
             try:
-                return int(t.text), t
+                return self._typed(int(t.text), t), t
             except ValueError:
                 pass
             try:
-                return float(t.text), t
+                return self._typed(float(t.text), t), t
             except ValueError:
                 raise self.error(f"bad attribute value {t.text!r}", t,
                                  "attribute values are integers, strings, true/false or #pto.<kind><...>") from None
         raise self.error(f"expected an attribute value, got {t.text or 'the end of the file'!r}", t)
+
+    def _typed(self, v, t):
+        """A number attribute's optional MLIR type, ``3 : i32`` / ``0.5 : f32`` (read and
+        checked: an integer takes an integer type or ``index``, a float a float type)."""
+        if not (self.at(":") and self.peek(1).kind == "word"):
+            return v
+        self.next()
+        tt = self.next()
+        ok = (re.fullmatch(r"(?:[su]?i\d+|index)", tt.text) if isinstance(v, int)
+              else re.fullmatch(r"(?:f\d+|bf16)", tt.text))
+        if not ok:
+            raise self.error(f"bad attribute type {tt.text!r} for {t.text}", tt,
+                             "an integer takes : i32 / i64 / index, a float : f16 / f32")
+        return v
 
     def attr_dict(self) -> dict:
         """``{k = v, flag, ...}`` -> {key: (value, key token)}; a duplicate key is an error."""

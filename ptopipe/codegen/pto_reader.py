@@ -24,7 +24,7 @@ from ..ir.op_verifier import verify_ops
 from ..ir.ops import C2V, V2C
 from ..ir.types import ScalarType, TensorType, itemsize
 from .pto_lexer import tokenize
-from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast
+from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select
 from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
@@ -33,11 +33,11 @@ from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_parti
 from .pto_parse import Cursor
 from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF
 
-#: PTO-AS op name -> its handler (the tile ops of the op table: ``generic_tile_op``)
 UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothing uses
 
+#: PTO-AS op name -> its handler (the tile ops of the op table: ``generic_tile_op``)
 HANDLERS = {
-    "arith.constant": h_constant, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
+    "arith.constant": h_constant, "arith.select": h_select, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
     "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
