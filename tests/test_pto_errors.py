@@ -114,6 +114,26 @@ def test_ptoas_spellings_errors_at_their_line(old, new, msg, at):
     assert e.value.where.startswith(f"bad.pto:{_line(text, at)}:"), e.value.where
 
 
+def test_op_table_errors_name_the_op_once():
+    """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
+    ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""
+    text = _sub("%out_view = pto.make_tensor_view %out, shape = [%c32, %c16], strides = [%c16, %c1] : !pto.tensor_view<32x16xf32>",
+                "%out_view = pto.make_tensor_view %out, shape = [%c32, %c8], strides = [%c8, %c1] : !pto.tensor_view<32x8xf32>")
+    text = _sub("%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32>",
+                "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x8xf32>", text)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert e.value.what == "store: a 8x16 tile does not fit tensor 32x8", e.value.what
+    assert e.value.where.startswith(f"bad.pto:{_line(text, 'pto.tstore ins(%o')}:")
+    import ptopipe.language as pl
+    with pytest.raises(CompileError) as e:
+        @pl.aiv
+        def k(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 8], pl.f32]):
+            t = pl.load(x, [0, 0], [16, 32])
+            pl.store(t, [0, 0], y)
+    assert e.value.what == "pl.store: a 16x32 tile does not fit tensor 16x8", e.value.what
+
+
 SLOTID = (ROOT / "tests" / "pto" / "lowlevel_slotid_a3.pto").read_text()
 FIFO = "      %t = pto.get_fifo_tile(%pipe, %sid : !pto.pipe, index) -> "
 
