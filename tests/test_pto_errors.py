@@ -114,6 +114,17 @@ def test_ptoas_spellings_errors_at_their_line(old, new, msg, at):
     assert e.value.where.startswith(f"bad.pto:{_line(text, at)}:"), e.value.where
 
 
+def test_a_missing_token_at_the_end_of_a_line_is_reported_on_that_line():
+    """``expected ':'`` for an op whose type is missing points just after the op's last token
+    (its line), not at the next line's first token."""
+    text = _sub("%row = arith.addi %r0, %r1 : index", "%row = arith.addi %r0, %r1")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    ln = _line(text, "%row = arith.addi %r0, %r1")
+    col = text.splitlines()[ln - 1].index("%r1") + 4
+    assert "expected ':'" in e.value.what and e.value.where == f"bad.pto:{ln}:{col}", e.value
+
+
 def test_op_table_errors_name_the_op_once():
     """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
     ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""

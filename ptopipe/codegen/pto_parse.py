@@ -57,15 +57,23 @@ class Cursor:
         t = self.peek()
         if not self.at(text):
             got = "the end of the file" if t.kind == "eof" else repr(t.text)
-            raise self.error(f"expected '{text}'{' ' + what if what else ''}, got {got}", t)
+            raise self.error(f"expected '{text}'{' ' + what if what else ''}, got {got}", self._missing(t))
         return self.next()
 
     def kind(self, kind: str, what: str):
         t = self.peek()
         if t.kind != kind:
             got = "the end of the file" if t.kind == "eof" else repr(t.text)
-            raise self.error(f"expected {what}, got {got}", t)
+            raise self.error(f"expected {what}, got {got}", self._missing(t))
         return self.next()
+
+    def _missing(self, t):
+        """Where a token missing before ``t`` is reported: just after the previous token
+        when ``t`` starts a later line (the op that lacks it ends there)."""
+        if self.i == 0 or t.kind == "eof":
+            return t
+        p = self.toks[self.i - 1]
+        return t if p.line == t.line else p._replace(col=p.col + len(p.text))
 
     def integer(self, what: str) -> int:
         t = self.peek()
