@@ -116,7 +116,9 @@ FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
          "accumulate_a3.pto": lambda a: a["a"] @ a["b"],
          "nosplit_c2v_a5.pto": lambda a: a["a"] @ a["b"] + a["bias"],
-         "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"]}
+         "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "if_else_read_a3.pto": lambda a: a["a"][:16] @ a["b"] + a["a"][16:] @ a["b"],
+         "unused_ptr_param_a5.pto": lambda a: a["x1"] @ a["x2"]}
 RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
         if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
 
@@ -203,3 +205,63 @@ def test_a_pipes_flag_id_round_trips_as_id():
     assert text.count(", id = 2} (") == 2
     back = read_pto(text, "k.pto")
     assert [i.attributes["flag_id"] for f in functions(back) for i in init_ops(f)] == [2, 2]
+
+
+def test_unused_pointer_parameters_are_accepted():
+    """ptoas accepts a pointer parameter nothing uses: c2v_split_a3.pto's cube gets an unused
+    ``%w: !pto.ptr<f16>`` (a placeholder 1-element tensor) and its vector an unused ``%a``
+    (the entry's %a: the type the cube gives it); the kernel still matches numpy."""
+    from ptopipe.ir.types import TensorType
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    P = "!pto.ptr<f32>"
+    for old, new in (
+            (f"%gm_slot_buffer: {P}) attributes {{pto.entry}}", f"%gm_slot_buffer: {P}, %w: !pto.ptr<f16>) attributes {{pto.entry}}"),
+            ("func.call @cube(%a, %b, %gm_slot_buffer) : (", "func.call @cube(%a, %b, %gm_slot_buffer, %w) : ("),
+            (f"{P}, {P}, {P}) -> ()\n    func.call @vector", f"{P}, {P}, {P}, !pto.ptr<f16>) -> ()\n    func.call @vector"),
+            ("func.call @vector(%bias, %out, %gm_slot_buffer) : (", "func.call @vector(%bias, %out, %gm_slot_buffer, %a) : ("),
+            (f"{P}, {P}, {P}) -> ()\n    return", f"{P}, {P}, {P}, {P}) -> ()\n    return"),
+            (f"@cube(%a: {P}, %b: {P}, %gm_slot_buffer: {P})", f"@cube(%a: {P}, %b: {P}, %gm_slot_buffer: {P}, %w: !pto.ptr<f16>)"),
+            (f"%gm_slot_buffer: {P}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}}",
+             f"%gm_slot_buffer: {P}, %a: {P}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}}")):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    op = read_pto(text, "u.pto")
+    params = {f.attributes["sym_name"]: f.regions[0].blocks[0].args for f in op.regions[0].blocks[0]}
+    assert params["cube"][3].type == TensorType((1,), "f16") == params["entry"][5].type
+    assert params["vector"][3].type == params["cube"][0].type == params["entry"][0].type == TensorType((32, 16), "f32")
+    for platform in ("a2a3", "a5"):
+        op, tree, _, plat = load_pto("u.pto", platform, "spec", text=text)
+        args = _inputs(op)
+        res = run(tree, args, platform=plat)
+        np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
+
+
+def _ptoas_spellings(text):
+    """c2v_split_a3.pto in other spellings ptoas accepts: partition_view with no ``->`` result
+    type, integer attributes typed ``: i32``, and the AIV row offset by ``arith.select``."""
+    import re
+    text, n = re.subn(r"(pto\.partition_view .*) -> !pto\.partition_tensor_view<[^>]*>", r"\1", text)
+    assert n == 4
+    for old, new in (("{dir_mask = 1, slot_size = 1024, slot_num = 4}", "{dir_mask = 1 : i32, slot_size = 1024 : i32, slot_num = 4 : i64}"),
+                     ("      %r1 = arith.muli %sub, %c8 : index\n",
+                      "      %is1 = arith.cmpi eq, %sub, %c1 : index\n      %r1 = arith.select %is1, %c8, %c0 : index\n")):
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select():
+    """The spellings of :func:`_ptoas_spellings` read as the plain file does (select as a
+    pl.if yielding one of its operands) and the kernel matches numpy."""
+    text = _ptoas_spellings((ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text())
+    op = read_pto(text, "s.pto")
+    vec = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
+    sel = next(o for o in vec.walk() if o.name == "pl.if")
+    assert [b.last.operands[0].owner.attributes["value"] for r in sel.regions for b in r.blocks] == [8, 0]
+    assert {i.attributes["slot_num"] for i in op.walk() if i.name.endswith("initialize_pipe")} == {4}
+    for platform in ("a2a3", "a5"):
+        for protocol in ("spec", "pto-isa"):
+            op, tree, _, plat = load_pto("s.pto", platform, protocol, text=text)
+            args = _inputs(op)
+            res = run(tree, args, platform=plat, protocol=protocol)
+            np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])

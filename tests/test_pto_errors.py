@@ -89,6 +89,62 @@ def test_malformed_pto_is_a_parse_error_at_its_line(kind):
         assert line in (first - 1, first, first + 1), (line, first, err.where)   # an op may span 2 lines
 
 
+PB = "%pb = pto.partition_view %bias_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32>"
+SEL = "      %is1 = arith.cmpi eq, %sub, %c1 : index\n      %r1 = arith.select "
+
+
+@pytest.mark.parametrize("old,new,msg,at", [
+    (PB + " -> !pto.partition_tensor_view<8x16xf32>", PB.replace("sizes = [%c8", "sizes = [%row"),
+     "size %row is not an arith.constant, and this pto.partition_view has no result type", "sizes = [%row"),
+    ("slot_size = 1024, slot_num = 4}\n      (gm_slot_buffer = %gm_slot_buffer : !pto.ptr<f32>, c2v_consumer_buf = %c2v_local",
+     "slot_size = 1024, slot_num = 4 : f32}\n      (gm_slot_buffer = %gm_slot_buffer : !pto.ptr<f32>, c2v_consumer_buf = %c2v_local",
+     "bad attribute type 'f32' for 4", "pto.aiv_initialize_pipe"),
+    ("      %r1 = arith.muli %sub, %c8 : index", "      %r1 = arith.select %sub, %c8, %c0 : index",
+     "%sub is a", "%r1 = arith.select"),
+    ("      %r1 = arith.muli %sub, %c8 : index", SEL + "%is1, %c8, %c0_i32 : index",
+     "type mismatch: %c0_i32 is a", "%r1 = arith.select"),
+])
+def test_ptoas_spellings_errors_at_their_line(old, new, msg, at):
+    """Errors in the ptoas spellings the reader accepts (partition_view with no result type,
+    typed integer attributes, arith.select) are at the line of the op."""
+    text = _sub(old, new)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert msg in e.value.what, e.value.what
+    assert e.value.where.startswith(f"bad.pto:{_line(text, at)}:"), e.value.where
+
+
+def test_a_missing_token_at_the_end_of_a_line_is_reported_on_that_line():
+    """``expected ':'`` for an op whose type is missing points just after the op's last token
+    (its line), not at the next line's first token."""
+    text = _sub("%row = arith.addi %r0, %r1 : index", "%row = arith.addi %r0, %r1")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    ln = _line(text, "%row = arith.addi %r0, %r1")
+    col = text.splitlines()[ln - 1].index("%r1") + 4
+    assert "expected ':'" in e.value.what and e.value.where == f"bad.pto:{ln}:{col}", e.value
+
+
+def test_op_table_errors_name_the_op_once():
+    """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
+    ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""
+    text = _sub("%out_view = pto.make_tensor_view %out, shape = [%c32, %c16], strides = [%c16, %c1] : !pto.tensor_view<32x16xf32>",
+                "%out_view = pto.make_tensor_view %out, shape = [%c32, %c8], strides = [%c8, %c1] : !pto.tensor_view<32x8xf32>")
+    text = _sub("%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32>",
+                "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x8xf32>", text)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert e.value.what == "store: a 8x16 tile does not fit tensor 32x8", e.value.what
+    assert e.value.where.startswith(f"bad.pto:{_line(text, 'pto.tstore ins(%o')}:")
+    import ptopipe.language as pl
+    with pytest.raises(CompileError) as e:
+        @pl.aiv
+        def k(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 8], pl.f32]):
+            t = pl.load(x, [0, 0], [16, 32])
+            pl.store(t, [0, 0], y)
+    assert e.value.what == "pl.store: a 16x32 tile does not fit tensor 16x8", e.value.what
+
+
 SLOTID = (ROOT / "tests" / "pto" / "lowlevel_slotid_a3.pto").read_text()
 FIFO = "      %t = pto.get_fifo_tile(%pipe, %sid : !pto.pipe, index) -> "
 
@@ -148,6 +204,17 @@ def test_loop_carried_buffer_never_written_before_the_loop():
         read_pto(text, "bad.pto")
     assert "%o is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what
     assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%o, %o')}:20"
+
+
+def test_buffer_read_in_the_else_branch_with_nothing_written_before_the_loop():
+    """tests/pto/if_else_read_a3.pto (then-branch writes %s, else-branch reads it; carried by
+    the loop) without its init before the loop: the else-branch's read is the error."""
+    text = (ROOT / "tests" / "pto" / "if_else_read_a3.pto").read_text()
+    text = _sub("    pto.texpands ins(%f0 : f32) outs(%s : !pto.tile_buf<vec, 16x8xf32>)\n", "", text)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "%s is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what
+    assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%s, %t')}:22"
 
 
 # -- unsafe but accepted by ptoas: reported by ptopipe at the .pto line ---------------------------

@@ -8,7 +8,7 @@ the current block.  This module owns the name scopes (:class:`Scope`, ``read`` /
 """
 from __future__ import annotations
 
-from ..ir.core import Operation
+from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
@@ -224,6 +224,35 @@ def h_arith(r, fs, opt, results, loc):
                       f"{declared.dtype}", opt)
     rtok, name = results[0]
     op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
+    r.define(fs, rtok, name, op.results[0])
+
+
+def h_select(r, fs, opt, results, loc):
+    """``%r = arith.select %cond, %a, %b : T`` (scalars) -> a ``pl.if`` whose branches yield
+    %a / %b (the IR has no select op)."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    toks = [c.kind("value", "the condition")]
+    for what in ("the true value", "the false value"):
+        c.expect(",", f"before {what}")
+        toks.append(c.kind("value", what))
+    c.expect(":", "before the type")
+    tt = c.peek()
+    declared = c.type_()
+    cond, a, b = [read(r, fs, t) for t in toks]
+    if cond.type != BOOL:
+        raise c.error(f"{toks[0].text} is a {describe(cond.type)}, not an i1 condition", toks[0])
+    if declared.kind != "scalar":
+        raise c.error("arith.select of tiles or tensors is not read: give a scalar type", tt)
+    for t, x in zip(toks[1:], (a, b)):
+        if not isinstance(x.type, ScalarType) or x.type.dtype != declared.dtype:
+            raise c.error(f"type mismatch: {t.text} is a {describe(x.type)}, the op says "
+                          f"{declared.dtype}", t)
+    blocks = [Block(), Block()]
+    for blk, v in zip(blocks, (a, b)):
+        blk.append(Operation("pl.yield", [v], (), {}, (), loc))
+    rtok, name = results[0]
+    op = emit(r, fs, "pl.if", [cond], [a.type], {}, loc, [_hint(name)], [Region([x]) for x in blocks])
     r.define(fs, rtok, name, op.results[0])
 
 

@@ -5,6 +5,8 @@ Every malformed piece is a ParseError at its token's line:col saying what was ex
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from ..errors import ParseError
@@ -55,15 +57,23 @@ class Cursor:
         t = self.peek()
         if not self.at(text):
             got = "the end of the file" if t.kind == "eof" else repr(t.text)
-            raise self.error(f"expected '{text}'{' ' + what if what else ''}, got {got}", t)
+            raise self.error(f"expected '{text}'{' ' + what if what else ''}, got {got}", self._missing(t))
         return self.next()
 
     def kind(self, kind: str, what: str):
         t = self.peek()
         if t.kind != kind:
             got = "the end of the file" if t.kind == "eof" else repr(t.text)
-            raise self.error(f"expected {what}, got {got}", t)
+            raise self.error(f"expected {what}, got {got}", self._missing(t))
         return self.next()
+
+    def _missing(self, t):
+        """Where a token missing before ``t`` is reported: just after the previous token
+        when ``t`` starts a later line (the op that lacks it ends there)."""
+        if self.i == 0 or t.kind == "eof":
+            return t
+        p = self.toks[self.i - 1]
+        return t if p.line == t.line else p._replace(col=p.col + len(p.text))
 
     def integer(self, what: str) -> int:
         t = self.peek()
@@ -109,15 +119,29 @@ class Cursor:
             if t.text in ("true", "false"):
                 return t.text == "true", t
             try:
-                return int(t.text), t
+                return self._typed(int(t.text), t), t
             except ValueError:
                 pass
             try:
-                return float(t.text), t
+                return self._typed(float(t.text), t), t
             except ValueError:
                 raise self.error(f"bad attribute value {t.text!r}", t,
                                  "attribute values are integers, strings, true/false or #pto.<kind><...>") from None
         raise self.error(f"expected an attribute value, got {t.text or 'the end of the file'!r}", t)
+
+    def _typed(self, v, t):
+        """A number attribute's optional MLIR type, ``3 : i32`` / ``0.5 : f32`` (read and
+        checked: an integer takes an integer type or ``index``, a float a float type)."""
+        if not (self.at(":") and self.peek(1).kind == "word"):
+            return v
+        self.next()
+        tt = self.next()
+        ok = (re.fullmatch(r"(?:[su]?i\d+|index)", tt.text) if isinstance(v, int)
+              else re.fullmatch(r"(?:f\d+|bf16)", tt.text))
+        if not ok:
+            raise self.error(f"bad attribute type {tt.text!r} for {t.text}", tt,
+                             "an integer takes : i32 / i64 / index, a float : f16 / f32")
+        return v
 
     def attr_dict(self) -> dict:
         """``{k = v, flag, ...}`` -> {key: (value, key token)}; a duplicate key is an error."""

@@ -24,7 +24,7 @@ from ..ir.op_verifier import verify_ops
 from ..ir.ops import C2V, V2C
 from ..ir.types import ScalarType, TensorType, itemsize
 from .pto_lexer import tokenize
-from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast
+from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select
 from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
@@ -33,9 +33,11 @@ from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_parti
 from .pto_parse import Cursor
 from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF
 
+UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothing uses
+
 #: PTO-AS op name -> its handler (the tile ops of the op table: ``generic_tile_op``)
 HANDLERS = {
-    "arith.constant": h_constant, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
+    "arith.constant": h_constant, "arith.select": h_select, "scf.for": h_for, "scf.if": h_if, "scf.yield": h_yield,
     "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
@@ -316,12 +318,20 @@ class Reader:
                                          fix="name the peer's pto.reserve_buffer")
             if fs.kind is FunctionKind.Group:
                 self.entry_types(fs)
-            for a, t in fs.untyped.items():
+        for fs in self.funcs.values():
+            for a, t in list(fs.untyped.items()):
+                if not a.uses:                      # unused (ptoas accepts it): a placeholder
+                    a.type = TensorType(UNUSED_PTR_SHAPE, a.type.dtype)
+                    del fs.untyped[a]
+                    continue
                 raise self.c.error(f"the shape of tensor parameter {t.text} is unknown", t,
                                    f"give it a view: pto.make_tensor_view {t.text}, shape = [...], "
                                    "strides = [...] : !pto.tensor_view<RxCxdtype>")
 
     def entry_types(self, fs: FuncState) -> None:
+        """The entry's pointer parameters take the types of the kernel parameters they are
+        passed to; a kernel's unused pointer parameter takes its argument's type."""
+        unused = []
         for op in fs.block:
             if op.name != "pl.call":
                 continue
@@ -334,7 +344,9 @@ class Reader:
                 raise ParseError(f"func.call @{callee.name} passes {len(op.operands)} arguments; "
                                  f"it takes {len(params)}", where=str(op.loc))
             for v, p in zip(op.operands, params):
-                if v in fs.untyped:
+                if p in callee.untyped and not p.uses:
+                    unused.append((v, callee, p))  # takes the argument's type (below)
+                elif v in fs.untyped:
                     v.type = p.type
                     del fs.untyped[v]
                 elif p in self.gm_sized and self._gm_widen(fs, v, p):
@@ -342,6 +354,15 @@ class Reader:
                 elif v.type != p.type:
                     raise ParseError(f"func.call @{callee.name}: argument {v.name} does not match "
                                      f"parameter {p.name} ({p.type})", where=str(op.loc))
+        for v, callee, p in unused:
+            if v in fs.untyped:                   # no kernel uses it
+                v.type = TensorType(UNUSED_PTR_SHAPE, v.type.dtype)
+                del fs.untyped[v]
+            if v.type.dtype != p.type.dtype:
+                raise ParseError(f"func.call @{callee.name}: argument {v.name} does not match "
+                                 f"parameter {p.name} ({p.type})", where=str(v.uses[0].owner.loc))
+            p.type = v.type
+            del callee.untyped[p]
 
     def _gm_widen(self, fs, v, p) -> bool:
         """A GM slot buffer sized from each kernel's pipe init (``gm_sized``) passed by the

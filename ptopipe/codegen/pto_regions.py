@@ -1,8 +1,8 @@
 """Regions of the ``.pto`` reader: ``scf.for`` (with ``iter_args``), ``scf.if`` / ``else``,
 ``scf.yield``, and the buffers a loop carries.
 
-A buffer (``pto.alloc_tile``) of an outer scope that a loop body reads before it writes it
-holds a value carried from one iteration to the next (an accumulator: ``pto.tmatmul.acc
+A buffer (``pto.alloc_tile``) of an outer scope that a loop body reads on some path before
+it writes it (the two branches of an scf.if are separate paths) holds a value carried from one iteration to the next (an accumulator: ``pto.tmatmul.acc
 ins(%acc, ...) outs(%acc)``).  The IR carries loop values explicitly, so such a buffer
 becomes an extra iter_arg of the ``pl.for`` (found by a look-ahead over the body's tokens
 before the body is read): initial value its value before the loop, yielded its value at the
@@ -119,7 +119,11 @@ def h_if(r, fs, opt, results, loc):
     op = emit(r, fs, "pl.if", [cond], irt + [t for _, t, _ in carried], {}, loc,
               [_hint(n) for _, n in results] + [f"{t.text[1:]}_sel" for t, _, _ in carried],
               [Region([b]) for b in blocks])
+    outer = fs.scopes[-1]
+    before, stale = dict(outer.stale), {}
     for i, b in enumerate(blocks):
+        stale.update(outer.stale)
+        outer.stale = dict(before)           # the then-branch's writes are not seen by the else
         if i == 1 and not c.accept("else"):
             if types:
                 raise c.error("scf.if with results needs an else region", opt)
@@ -135,6 +139,8 @@ def h_if(r, fs, opt, results, loc):
             y.replace_with(Operation("pl.yield", list(y.operands) + [read(r, fs, t) for t, _, _ in carried],
                                      (), {}, (), y.loc))
         _pop(fs, scope)
+    stale.update(outer.stale)
+    outer.stale = stale
     for b in blocks:
         for t, y in zip(irt, b.last.operands):
             if t != y.type:
@@ -223,39 +229,68 @@ def h_yield(r, fs, opt, results, loc):
 
 
 
-def carried_buffers(r, fs) -> list:
-    """Tokens of the outer tile buffers the loop body (from the cursor's '{') reads before it
-    writes them, in order of first use.  A write is a name in ``outs(...)`` or the
-    destination of a DPS ``pto.tpop(%t, %pipe)``; a name followed by '=' is a definition."""
-    toks, i = r.c.toks, r.c.i
-    if toks[i].text != "{":
-        return []
-    depth, parens, outs_at = 0, 0, None
-    first, writes = {}, set()
+def _exposed(toks, i, written, first, allw) -> int:
+    """Scan the region whose '{' is toks[i] with the names ``written`` before it (updated in
+    place to those written on every path through it); record in ``first`` (name -> token, in
+    order) each name some path reads before writing it, in ``allw`` every name written.  A write is a name in ``outs(...)``
+    or the destination of a DPS ``pto.tpop(%t, %pipe)``; a name followed by '=' is a
+    definition.  An scf.if's branches are scanned apart (a name is written after the if when
+    both branches write it); an scf.for body may run no iteration (its writes do not count
+    after it).  Returns the index after the region's '}' (None at eof)."""
+    depth, parens, outs_at, pending = 0, 0, None, None
     while True:
         t = toks[i]
         if t.kind == "eof":
-            return []                            # the body's own parse reports it
+            return None
+        if t.text == "{" and pending is not None and depth == 1:
+            kind, pending = pending, None
+            w1 = set(written)
+            nxt = _exposed(toks, i, w1, first, allw)
+            if nxt is None:
+                return None
+            if kind == "scf.if":
+                if toks[nxt].text == "else" and toks[nxt + 1].text == "{":
+                    w2 = set(written)
+                    nxt = _exposed(toks, nxt + 1, w2, first, allw)
+                    if nxt is None:
+                        return None
+                    written |= w1 & w2
+            i = nxt
+            continue
         if t.text in ("{", "}"):
             depth += 1 if t.text == "{" else -1
             if depth == 0:
-                break
+                return i + 1
         elif t.text in ("(", ")"):
             parens += 1 if t.text == "(" else -1
             if outs_at is not None and parens == outs_at:
                 outs_at = None
+        elif t.kind == "word" and t.text in ("scf.if", "scf.for"):
+            pending = t.text
         elif t.kind == "word" and t.text == "outs" and toks[i + 1].text == "(":
             outs_at = parens                    # until the matching ')'
         elif t.kind == "value" and toks[i + 1].text != "=":
-            write = outs_at is not None or (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop")
-            if write:
-                writes.add(t.text)
-            first.setdefault(t.text, (t, write))
+            if outs_at is not None or (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop"):
+                written.add(t.text)
+                allw.add(t.text)
+            elif t.text not in written:
+                first.setdefault(t.text, t)
         i += 1
+
+
+def carried_buffers(r, fs) -> list:
+    """Tokens of the outer tile buffers the loop body (from the cursor's '{') reads on some
+    path before it writes them (:func:`_exposed`) and writes somewhere, in order of first use."""
+    toks, i = r.c.toks, r.c.i
+    if toks[i].text != "{":
+        return []
+    first, allw = {}, set()
+    if _exposed(toks, i, set(), first, allw) is None:
+        return []                                # the body's own parse reports it
     out = []
-    for name, (t, is_write) in first.items():
+    for name, t in first.items():
         d = _depth(fs, name)
-        if is_write or name not in writes or d is None:
+        if d is None or name not in allw:
             continue
         b = fs.scopes[d].vars[name]
         if not isinstance(getattr(b, "type", None), TileValueType):

@@ -116,15 +116,25 @@ def h_partition(r, fs, opt, results, loc):
     sizes_t = _value_list(r, fs, "sizes")
     c.expect(":")
     c.type_()
-    c.expect("->")
-    ptt = c.peek()
-    ty = c.type_()
-    if ty.kind != "part":
-        raise c.error("pto.partition_view gives a !pto.partition_tensor_view<...>", ptt)
     n = len(ten.type.shape)
-    if len(offs_t) != n or len(sizes_t) != n or len(ty.shape) != n:
+    if len(offs_t) != n or len(sizes_t) != n:
         raise c.error(f"a partition of a {n}-D tensor needs {n} offsets and {n} sizes", opt)
-    shape = ty.shape if None not in ty.shape else _static(r, fs, sizes_t, "size")
+    if c.accept("->"):
+        ptt = c.peek()
+        ty = c.type_()
+        if ty.kind != "part":
+            raise c.error("pto.partition_view gives a !pto.partition_tensor_view<...>", ptt)
+        if len(ty.shape) != n:
+            raise c.error(f"a partition of a {n}-D tensor needs {n} offsets and {n} sizes", opt)
+        shape = ty.shape if None not in ty.shape else _static(r, fs, sizes_t, "size")
+    else:                                   # no result type (ptoas infers it): constant sizes
+        for t in sizes_t:
+            v = read(r, fs, t)
+            if v not in fs.const_values:
+                raise c.error(f"size {t.text} is not an arith.constant, and this pto.partition_view "
+                              "has no result type", t, "give the static shape in its type: "
+                              "-> !pto.partition_tensor_view<RxCxdtype>")
+        shape = _static(r, fs, sizes_t, "size")
     offs = [read(r, fs, t) for t in offs_t]
     for t in sizes_t:
         read(r, fs, t)

@@ -353,7 +353,7 @@ def _derived(spec):
         try:
             t = spec.infer(ctx.kind, args, op.attributes)
         except OpError as e:
-            raise ctx.error(f"{spec.dsl}: {e.msg}", op, e.fix) from None
+            raise ctx.error(e.about(spec.dsl), op, e.fix) from None
         got = [r.type for r in op.results]
         want = [] if t is NONE else [t]
         if got != want:

@@ -51,6 +51,12 @@ class OpError(Exception):
         super().__init__(msg)
         self.msg, self.fix, self.param = msg, fix, param
 
+    def about(self, dsl: str, name: str | None = None) -> str:
+        """``name: msg`` for op ``dsl`` (``name`` defaults to it), the message's own leading
+        ``dsl: `` dropped so the op is named once."""
+        msg = self.msg[len(dsl) + 2:] if self.msg.startswith(dsl + ": ") else self.msg
+        return f"{name or dsl}: {msg}"
+
 
 @dataclass(frozen=True)
 class Param:

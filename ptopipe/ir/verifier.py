@@ -100,7 +100,7 @@ class _FunctionVerifier:
         try:
             t = infer(spec, self.kind, args, attrs)
         except OpError as e:
-            raise _err(f"{spec.dsl}: {e.msg}", where, e.fix) from None
+            raise _err(e.about(spec.dsl), where, e.fix) from None
         if t != c.type:
             raise _err(f"{spec.dsl} produces {describe(t)} but the IR says {describe(c.type)}", where)
         if c.op in CROSS_CORE:

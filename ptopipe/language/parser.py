@@ -734,7 +734,7 @@ class FunctionParser:
                               "Mat/Left/Right/Acc tiles", "space")
         except OpError as e:
             at = nodes.get(e.param, node)
-            raise self.err(at, f"pl.{spec.dsl}: {e.msg}", e.fix) from None
+            raise self.err(at, e.about(spec.dsl, f"pl.{spec.dsl}"), e.fix) from None
         ordered = tuple((p.name, attrs[p.name]) for p in spec.attr_params)
         return Call(spec.name, tuple(args[p.name] for p in spec.operands), ordered, t,
                     self.loc(node))

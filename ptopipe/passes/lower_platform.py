@@ -8,7 +8,9 @@ Requires: ``peers-resolved``, ``flags-allocated``.  Produces: ``platform-lowered
   GM_SLOT_BUFFER, ``SLOT_NUM * SLOT_SIZE`` bytes per direction (``2 * SLOT_NUM *
   SLOT_SIZE`` when bidirectional, recorded as ``ring_bytes``).  An init whose
   ``gm_slot_buffer`` is ``None`` gets a new ``gm_slot_buffer`` tensor parameter of that
-  size on its function, and so does every Group function of the program; for a function
+  size on its function (one it declares but does not use - a ``.pto`` kernel - is taken and
+  retyped; a Group's GM parameter then takes the type of the kernel parameters it is passed
+  to), and so does every Group function of the program; for a function
   that did not declare one (ExpandMixedKernel's functions do) a warning (``ctx.warnings``)
   says the kernel's signature grew and what to pass.  The reserve_buffer /
   import_peer_buffer no longer hold the ring - seed 003's A2A3 behaviour, the same
@@ -43,6 +45,10 @@ def _is_null(v) -> bool:
 
 def _add_param(f, nbytes: int):
     block = entry(f)
+    for a in block.args:
+        if a.name == GM_PARAM and not a.uses:     # declared, unused (a .pto kernel): take it
+            a.type = TensorType((nbytes,), "u8")
+            return a
     names = {a.name for a in block.args}
     name, k = GM_PARAM, 1
     while name in names:
@@ -78,8 +84,23 @@ def run(program, ctx):
                     f"takes a parameter {param.name!r} of {need} bytes - pass "
                     f"{param.name}=ptopipe.gm_buffer({need}) when running it")
     if gm_bytes:
+        kernels = {f.attributes["sym_name"]: f for f in functions(program)}
         for f in functions(program):
-            if f.attributes["kind"] is FunctionKind.Group and not any(
-                    a.name and a.name.startswith(GM_PARAM) for a in entry(f).args):
+            if f.attributes["kind"] is not FunctionKind.Group:
+                continue
+            gm = [a for a in entry(f).args if a.name and a.name.startswith(GM_PARAM)]
+            if not gm:
                 _add_param(f, gm_bytes)
+            for a in gm:
+                _as_passed(a, kernels)
     return program
+
+
+def _as_passed(a, kernels) -> None:
+    """A Group's GM parameter takes the type of the kernel parameters it is passed to (one
+    that was declared unused has just been given the ring's)."""
+    if not a.uses or any(u.owner.name != "pl.call" for u in a.uses):
+        return
+    ts = {entry(kernels[u.owner.attributes["callee"]]).args[u.index].type for u in a.uses}
+    if len(ts) == 1:
+        a.type = ts.pop()
