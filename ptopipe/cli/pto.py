@@ -65,22 +65,12 @@ def one_lane_nosplit(op, ctx) -> None:
     """Where the protocol model gives a TILE_NO_SPLIT transfer one lane (pto-isa on A5), the
     pipes of a ``nosplit`` pair get ``lanes=1`` (AIV0 their only peer), as ExpandMixedKernel
     gives a compiled no-split function's."""
-    from ..arch.vocab import TileSplitAxis
-    from ..ir.nodes import FunctionKind
+    from ..codegen.pto_writer import nosplit_functions
     from ..passes.expand_mixed import one_lane_no_split
     if not one_lane_no_split(ctx):
         return
     funcs = list(op.regions[0].blocks[0])
-    aiv = {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
-           and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT}
-    pair = set(aiv)
-    for f in funcs:
-        for o in f.regions[0].blocks[0]:
-            if o.name == "pl.import_peer_buffer":
-                if f.attributes["sym_name"] in aiv:
-                    pair.add(o.attributes["peer_func"])
-                elif o.attributes["peer_func"] in aiv:
-                    pair.add(f.attributes["sym_name"])
+    pair = nosplit_functions(op)
     for f in funcs:
         if f.attributes["sym_name"] in pair:
             for o in f.regions[0].blocks[0]:

@@ -89,7 +89,7 @@ class _Writer:
 
     # -- module / functions ------------------------------------------------------------------
     def program(self, prog, platform) -> str:
-        self.nosplit = _nosplit_functions(prog)
+        self.nosplit = nosplit_functions(prog)
         plat = platform or prog.attributes.get("platform")
         attrs = f' attributes {{pto.target_arch = "{ARCH_OF_PLATFORM[plat]}"}}' if plat else ""
         self.line("", f"module @{prog.attributes['sym_name']}{attrs} {{")
@@ -382,7 +382,7 @@ class _Writer:
         self.line(ind, "}")
 
 
-def _nosplit_functions(prog) -> set:
+def nosplit_functions(prog) -> set:
     """The AIV kernels marked ``split=TILE_NO_SPLIT`` (whole tiles on AIV0: a ``nosplit``
     pipe) and the Cube kernels whose pipes they share."""
     funcs = list(prog.regions[0].blocks[0])
