@@ -174,6 +174,7 @@ class Explorer:
         d = at["direction"]
         s = Slot(op, at["type"], at["split"], "pop", p.where())
         p.env[op.results[0]] = s
+        p.trace.append(("pop", d, op))
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
         p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where(), iters=p.iters))
@@ -203,6 +204,7 @@ class Explorer:
         at = op.attributes
         d = at["direction"]
         held = p.held.get(d, ())
+        p.trace.append(("free", d, op))
         if not held:
             self.report("free_without_pop", op,
                         f"TFREE of the {dir_name(d)} ring with no popped slot held{on(p)}",
@@ -234,6 +236,7 @@ class Explorer:
         else:
             ty, split = op.operands[0].type, at["split"]
         p.events.setdefault(d, []).append(Event(op, ty, split, p.where(), iters=p.iters))
+        p.trace.append(("push", d, op))
 
     # -- control flow ----------------------------------------------------------------------
     def if_(self, op, paths: list) -> list:

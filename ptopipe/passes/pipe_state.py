@@ -96,12 +96,13 @@ class Event:
 class Path:
     """One path through the function: values, facts, loop/branch context, pipe state."""
     __slots__ = ("env", "facts", "loops", "iters", "branches", "held", "dead", "events", "yielded",
-                 "counted")
+                 "counted", "trace")
 
     def __init__(self):
         # the pops so far: counted exactly (True), per direction (base, per iteration) in a
         # later iteration of a loop of unknown trip count (a dict), or not known (False)
         self.counted = True
+        self.trace: list = []         # (kind "push"/"pop"/"free", direction, op) in order
         self.env, self.facts = {}, {}
         self.loops, self.iters, self.branches = (), (), ()
         self.held: dict = {}          # direction -> tuple of held pop Slots (oldest first)
@@ -117,6 +118,7 @@ class Path:
         p.events = {d: list(ev) for d, ev in self.events.items()}
         p.yielded = self.yielded
         p.counted = self.counted
+        p.trace = list(self.trace)
         return p
 
     def where(self) -> str:

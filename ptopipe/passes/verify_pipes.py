@@ -19,7 +19,10 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot);
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
-  (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs).
+  (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
+* when each core has one path (no loop of unknown trip count, no branch on data), the
+  cores' push / pop / free orders complete when run against each other (no two cores
+  waiting for each other forever, :mod:`.pipe_deadlock`; reported at each stuck op).
 
 Paths of the two kernels are paired when their facts about shared unknowns (a scalar
 parameter both kernels take) agree.  Where a count depends on a loop whose trip count
@@ -38,6 +41,7 @@ from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType
 from ..isa.pipe.geometry import full_shape
 from ..isa.pipe.protocol import model_for, platform_kind
+from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
 
@@ -47,6 +51,7 @@ PRODUCES = ("pipes-verified",)
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 _INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
+_BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
 
 
 def run(program, ctx):
@@ -134,6 +139,40 @@ class _Verifier:
             if self.lanes_agree(d, v) is False:
                 continue
             self.counts(d, prod, cons)
+        if not self.findings:
+            self.deadlock(c, v)
+
+    def deadlock(self, c, v) -> None:
+        """The cores' pipe op orders run against each other (:mod:`.pipe_deadlock`)."""
+        (cfn, clanes), (vfn, vlanes) = c, v
+        traces, names = {}, {}
+        for fn, lanes in ((cfn, clanes), (vfn, vlanes)):
+            for lane, (paths, _) in lanes.items():
+                if len(paths) != 1 or paths[0].counted is not True:
+                    return
+                traces[lane] = paths[0].trace
+                names[lane] = _who(fn.attributes["sym_name"], lane)
+        init = next((op for op in cfn.regions[0].block if op.name in _INITS), None)
+        if init is None or not any(traces.values()):
+            return
+        at = init.attributes
+        n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
+        stuck = stuck_cores(traces, tuple(k for k in vlanes), {C2V: n, V2C: n})
+        if not stuck:
+            return
+        waits = {core: (f"{names[core]} waits in the {'TPOP' if kind == 'pop' else 'TPUSH'} of the "
+                        f"{_dir(d)} ring at {line(op)} "
+                        + ("for a tile not yet pushed" if kind == "pop" else "for a free slot"))
+                 for core, (kind, d, op) in stuck.items()}
+        for core, (kind, d, op) in stuck.items():
+            others = "; ".join(w for k, w in waits.items() if k != core) or \
+                "the other cores have finished"
+            self.finding("deadlock", op,
+                         f"the cores wait for each other forever: {waits[core]}, while {others} "
+                         "(a hang on the device)",
+                         "reorder the pushes and pops so that each TPOP's tile is pushed before "
+                         "the pushing core waits for anything (push first, then pop the answer), "
+                         "or give the ring more slots")
 
     def lanes_agree(self, d, side):
         """No-split pipes: both Vector lanes transfer the same number of tiles."""
