@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 # id(code object) -> True if it belongs to ptopipe.  Keyed by id: hashing a code object
 # hashes its constants, names and bytecode on every lookup.  Every classified code object
 # is kept alive (_codes), so that an id is never reused for another one.
@@ -54,7 +54,9 @@ def _is_internal(code) -> bool:
     r = _internal.get(id(code))
     if r is None:
         fn = code.co_filename
-        r = _internal[id(code)] = fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+        # a package imported through a path like "benchmarks/.." has unnormalised file names
+        r = _internal[id(code)] = fn.startswith("<frozen") or \
+            os.path.realpath(fn).startswith(_PKG_DIR)
         _codes.append(code)
     return r
 

@@ -1,0 +1,57 @@
+"""Errors name the kernel's line: ``sim.location`` tells ptopipe's own frames from the
+user's by the real path of their file, so a package imported through an unnormalised path
+(``benchmarks/..``, a symlink) is still internal, and a user directory whose name merely
+starts like the package's (``ptopipe_kernels/``) is not."""
+import os
+
+import ptopipe
+from ptopipe.sim import location
+
+
+def _code(path: str):
+    return compile("x = 1", path, "exec")
+
+
+def test_package_files_reached_through_dot_dot_are_internal():
+    pkg = os.path.dirname(os.path.realpath(ptopipe.__file__))
+    via = os.path.join(pkg, "sim", "..", "isa", "ops.py")
+    assert location._is_internal(_code(via))
+    assert location._is_internal(_code(os.path.join(pkg, "sim", "core.py")))
+
+
+def test_a_user_directory_named_like_the_package_is_not_internal():
+    pkg = os.path.dirname(os.path.realpath(ptopipe.__file__))
+    assert not location._is_internal(_code(pkg + "_kernels" + os.sep + "k.py"))
+    assert not location._is_internal(_code("/tmp/ptopipe-fuzz-x/k.py"))
+
+
+def test_a_kernel_error_names_the_kernel_line_when_ptopipe_is_imported_via_dot_dot(tmp_path):
+    """End to end: a subprocess imports ptopipe through ``<repo>/tests/..`` and runs a
+    kernel with a double TFREE; the error's location is the kernel file's line."""
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.realpath(ptopipe.__file__)))
+    k = tmp_path / "k.py"
+    k.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.join(repo, 'tests', '..')!r})\n"
+        "import ptopipe\n"
+        "from ptopipe.isa import *\n"
+        "def cube(fifo):\n"
+        "    pipe = TPipe(0, DIR_C2V, 2048, 2)(fifo, 0x8000)\n"
+        "    acc = Tile(TileType.Acc, float32, 16, 32, addr=0)\n"
+        "    TPUSH(pipe, acc, TileSplitAxis.TILE_UP_DOWN)\n"
+        "def vector(fifo):\n"
+        "    pipe = TPipe(0, DIR_C2V, 2048, 2)(fifo, 0x8000)\n"
+        "    t = Tile(TileType.Vec, float32, 8, 32)\n"
+        "    TPOP(pipe, t, TileSplitAxis.TILE_UP_DOWN)\n"
+        "    TFREE(pipe)\n"
+        "    TFREE(pipe)  # SECOND\n"
+        "try:\n"
+        "    ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(4096)))\n"
+        "except ptopipe.PtoPipeError as e:\n"
+        "    print('WHERE', e.where)\n")
+    r = subprocess.run([sys.executable, str(k)], capture_output=True, text=True, timeout=60,
+                       cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": ""})
+    assert "WHERE" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("k.py:14"), r.stdout
