@@ -43,9 +43,8 @@ from ..ir.types import MemorySpace
 from ..isa.pipe.protocol import model_for, platform_kind
 from ._rewrite import const, err
 from .pipe_state import hold_limit
-from .util import platform_of
+from .util import init_ops, platform_of
 
-_INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 
 NAME = "insert-tfree"
 REQUIRES = ("pipes-declared",)
@@ -264,9 +263,9 @@ def _limit(fn: Operation, ctx) -> int | None:
         return None
     plat = platform_of(ctx)
     protocol = getattr(ctx, "protocol", "spec") or "spec"
-    init = next((o for o in fn.regions[0].blocks[0] if o.name in _INITS), None)
+    init = next(iter(init_ops(fn)), None)
     model = model_for(Protocol(protocol), platform_kind(plat))
-    return hold_limit(None if init is None else init.attributes, fn.attributes["kind"], plat,
+    return hold_limit(init, fn.attributes["kind"], plat,
                       model, protocol).n
 
 

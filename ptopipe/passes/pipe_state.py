@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch.vocab import LOCAL_SLOT_NUM, Direction
+from ..arch.vocab import LOCAL_SLOT_NUM
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import local_slot_num
-
-_BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
-_GM_DIRS = (Direction.DIR_C2V_GM, Direction.DIR_V2C_GM, Direction.DIR_BOTH_GM)
+from .util import ring_in_gm, slot_num
 
 
 class Incomplete(Exception):
@@ -35,18 +33,18 @@ class HoldLimit:
     exact: object = None
 
 
-def hold_limit(at, kind, plat, model, protocol: str) -> HoldLimit:
-    """The HoldLimit of a kernel whose pipe init has attributes ``at`` (None: no init) on
+def hold_limit(init, kind, plat, model, protocol: str) -> HoldLimit:
+    """The HoldLimit of a kernel whose pipe init is ``init`` (None: no init) on
     ``plat`` under the protocol ``model``: its slot_num, else seed 003's default on the
     platform (8 one way, 4 per direction both ways); under pto-isa on a consumer-local ring
     at most SLOT_NUM - SyncPeriod + 1 (:meth:`ProtocolModel.held_limit`); for a ring in GM
     at most its LocalSlotNum (the consumer stages each popped tile in one of that many
     slots of its reserve_buffer).  VerifyPipes checks it; InsertTfree keeps within it."""
-    if at is None:
+    if init is None:
         return HoldLimit(plat.slot_num_for(False))
-    n = at.get("slot_num") or plat.slot_num_for(at["dir_mask"] in _BOTH)
-    local = local_slot_num(at)
-    in_gm = plat.ring_in_gm or at["dir_mask"] in _GM_DIRS
+    n = slot_num(init, plat)
+    local = local_slot_num(init.attributes)
+    in_gm = ring_in_gm(init, plat)
     held = model.held_limit(n, in_gm)
     if held < n:
         sp = n - held + 1

@@ -44,14 +44,13 @@ from ..isa.pipe.protocol import model_for, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
+from .util import init_ops, slot_num
 
 NAME = "verify-pipes"
 REQUIRES = ()
 PRODUCES = ("pipes-verified",)
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
-_INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
-_BOTH = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
 
 
 def run(program, ctx):
@@ -117,8 +116,8 @@ class _Verifier:
 
     def slot_nums(self, fn):
         """``direction -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit`)."""
-        init = next((op for op in fn.regions[0].block if op.name in _INITS), None)
-        lim = hold_limit(None if init is None else init.attributes, fn.attributes["kind"],
+        init = next(iter(init_ops(fn)), None)
+        lim = hold_limit(init, fn.attributes["kind"],
                          self.plat, self.model, self.protocol.value)
         return lambda d: lim
 
@@ -152,11 +151,10 @@ class _Verifier:
                     return
                 traces[lane] = paths[0].trace
                 names[lane] = _who(fn.attributes["sym_name"], lane)
-        init = next((op for op in cfn.regions[0].block if op.name in _INITS), None)
+        init = next(iter(init_ops(cfn)), None)
         if init is None or not any(traces.values()):
             return
-        at = init.attributes
-        n = at.get("slot_num") or self.plat.slot_num_for(at["dir_mask"] in _BOTH)
+        n = slot_num(init, self.plat)
         stuck = stuck_cores(traces, tuple(k for k in vlanes), {C2V: n, V2C: n})
         if not stuck:
             return
