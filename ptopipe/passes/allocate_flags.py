@@ -19,10 +19,10 @@ running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
 """
 from __future__ import annotations
 
-from ..arch.vocab import Protocol
 from ..ir.nodes import FunctionKind
-from ..isa.pipe.protocol import FIRST_FLAG_ID, model_for, platform_kind
-from .util import error, func_name, functions, init_ops, platform_of, slot_num, top_ops, ways
+from ..isa.pipe.protocol import FIRST_FLAG_ID
+from .util import (error, func_name, functions, init_ops, platform_of, protocol_model, slot_num,
+                   top_ops, ways)
 
 NAME = "allocate-flags"
 REQUIRES = ()
@@ -69,7 +69,7 @@ def _flags(model, flag_id, init, n, plat, limit, name, peer):
 
 def run(program, ctx):
     plat = platform_of(ctx)
-    model = model_for(Protocol(getattr(ctx, "protocol", "spec") or "spec"), platform_kind(plat))
+    model = protocol_model(ctx)
     limit = model.flag_limit(plat)
     funcs = {func_name(f): f for f in functions(program)}
     matched = set()

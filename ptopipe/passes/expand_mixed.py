@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arch.platform import get_platform
-from ..arch.vocab import ALIGNMENT, Direction, Protocol, TileSplitAxis
-from ..isa.pipe.protocol import model_for, platform_kind
+from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
 from ..ir.core import Block, Operation, Region
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
@@ -55,6 +53,7 @@ from ..ir.opdefs import ARITH_BINARY
 from ..ir.ops import CROSS_CORE, GM_SLOT_PARAM, INIT_OPS
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
+from .util import protocol_model
 
 NAME = "expand-mixed"
 REQUIRES = ()
@@ -303,9 +302,7 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False) -> list:
 def one_lane_no_split(ctx) -> bool:
     """Does a TILE_NO_SPLIT transfer have one lane (AIV0) on ``ctx``'s platform and
     protocol?  pto-isa on A5: yes; A2A3 and seed 003: both lanes take part."""
-    plat = get_platform(getattr(ctx, "platform", "a2a3") or "a2a3")
-    proto = Protocol(getattr(ctx, "protocol", "spec") or "spec")
-    return model_for(proto, platform_kind(plat)).nosplit_lane0
+    return protocol_model(ctx).nosplit_lane0
 
 
 def run(program: Operation, ctx=None) -> Operation:

@@ -38,12 +38,10 @@ from __future__ import annotations
 
 from ..ir.core import Operation, OpResult
 from ..ir.nodes import FunctionKind
-from ..arch.vocab import Protocol
 from ..ir.types import MemorySpace
-from ..isa.pipe.protocol import model_for, platform_kind
 from ._rewrite import const, err
 from .pipe_state import hold_limit
-from .util import init_ops, platform_of
+from .util import init_ops, platform_of, protocol_model, protocol_of
 
 
 NAME = "insert-tfree"
@@ -261,12 +259,8 @@ def _limit(fn: Operation, ctx) -> int | None:
     """The hold limit of ``fn``'s pipe for the compile's platform and protocol."""
     if ctx is None:
         return None
-    plat = platform_of(ctx)
-    protocol = getattr(ctx, "protocol", "spec") or "spec"
-    init = next(iter(init_ops(fn)), None)
-    model = model_for(Protocol(protocol), platform_kind(plat))
-    return hold_limit(init, fn.attributes["kind"], plat,
-                      model, protocol).n
+    return hold_limit(next(iter(init_ops(fn)), None), fn.attributes["kind"], platform_of(ctx),
+                      protocol_model(ctx), protocol_of(ctx)).n
 
 
 def run(program: Operation, ctx=None) -> Operation:

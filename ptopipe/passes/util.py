@@ -34,6 +34,19 @@ def platform_of(ctx):
     return get_platform(getattr(ctx, "platform", None) or "a2a3")
 
 
+def protocol_of(ctx) -> str:
+    """The ring protocol a compile targets (``ctx.protocol``; seed 003's "spec" by default)."""
+    return getattr(getattr(ctx, "protocol", None), "value", getattr(ctx, "protocol", None)) or "spec"
+
+
+def protocol_model(ctx):
+    """The :class:`~ptopipe.isa.pipe.protocol.ProtocolModel` of ``ctx``'s protocol on its
+    platform (flag numbering, hold limits, the A5 no-split lane)."""
+    from ..arch.vocab import Protocol
+    from ..isa.pipe.protocol import model_for, platform_kind
+    return model_for(Protocol(protocol_of(ctx)), platform_kind(platform_of(ctx)))
+
+
 def functions(program: Operation) -> list:
     return list(program.regions[0].blocks[0])
 
