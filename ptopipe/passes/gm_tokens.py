@@ -53,11 +53,12 @@ def _accesses(fn: Operation) -> list:
     return out
 
 
-def _later_conflicts(a, accesses, order, loops) -> list:
-    """The accesses of the other side that conflict with ``a`` and may run after it."""
+def _later_conflicts(a, same_tensor, order, loops) -> list:
+    """The accesses of the other side (among ``same_tensor``'s) that conflict with ``a`` and
+    may run after it."""
     t, side, op, write, _ = a
-    return [(op2, write2) for t2, side2, op2, write2, _ in accesses
-            if t2 is t and side2 != side and (write or write2)
+    return [(op2, write2) for _t, side2, op2, write2, _ in same_tensor
+            if side2 != side and (write or write2)
             and (order[op2] > order[op] or loops[op] & loops[op2])]
 
 
@@ -85,9 +86,12 @@ def insert_gm_tokens(fn: Operation) -> list:
     accesses = _accesses(fn)
     order = {a[2]: i for i, a in enumerate(accesses)}
     loops = {a[2]: _loops(a[2]) for a in accesses}
+    by_tensor = {}
+    for a in accesses:
+        by_tensor.setdefault(a[0], []).append(a)
     need = {}
     for a in accesses:
-        later = _later_conflicts(a, accesses, order, loops)
+        later = _later_conflicts(a, by_tensor[a[0]], order, loops)
         if not later:
             continue
         t, side, op, write, tile = a
