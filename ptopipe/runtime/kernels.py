@@ -11,6 +11,7 @@ import inspect
 
 from ..errors import ConfigError
 from ..ir.nodes import FunctionKind, Program
+from ..isa import current_core
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
 from ..ir.layout import plan_program
@@ -51,11 +52,26 @@ class _Compiled:
         self.compiled_from_mixed = compiled_from_mixed
         self._pipes_checked = set()
 
-    def check_pipe_configs(self, platform) -> None:
-        """Hand-written kernels: both ends of each pipe declare the same configuration
-        (:mod:`ptopipe.ir.pipe_config`), a ConfigError at the init that differs, before the
-        kernels run (the binding would blame a symptom: a reserve size, a slot overrun)."""
-        if self.compiled_from_mixed or platform.name in self._pipes_checked:
+    def check_run(self, cluster) -> None:
+        """Before a kernel of this program runs on ``cluster``.  A program compiled from a
+        mixed function orders its cores' pipes through the scoreboard (the compiler inserts
+        no set_flag / wait_flag), so the manual synchronisation mode would report races the
+        kernel as written does not have: a ConfigError.  Hand-written kernels: both ends of
+        each pipe declare the same configuration (:mod:`ptopipe.ir.pipe_config`), a
+        ConfigError at the init that differs (the binding would blame a symptom: a reserve
+        size, a slot overrun)."""
+        if self.compiled_from_mixed:
+            if cluster.manual_sync:
+                fn = self.program.functions[0]
+                raise ConfigError(f"program '{self.program.name}' was compiled from a mixed "
+                                  "@pl.incore function, which gets no set_flag / wait_flag events: "
+                                  "it cannot run in the manual synchronisation mode",
+                                  where=str(fn.loc),
+                                  fix="run it with --sync auto (the default), or hand-write the "
+                                      "AIC / AIV pair with its own events")
+            return
+        platform = cluster.platform
+        if platform.name in self._pipes_checked:
             return
         self._pipes_checked.add(platform.name)
         for m in pipe_config_mismatches(to_ops(self.program), platform):
@@ -127,7 +143,6 @@ class KernelSet:
 
     def _mixed(self, prog: Program, key: tuple, platform, protocol) -> _Compiled:
         if platform is None:
-            from ..isa import current_core
             cluster = current_core().cluster
             platform = cluster.platform
             if protocol is None:
@@ -163,29 +178,12 @@ class KernelSet:
     def _callable(self, kind: FunctionKind):
         def kernel(**args):
             comp = self.compiled(args)
-            if comp.compiled_from_mixed:
-                _refuse_manual_sync(comp.program)
-            from ..isa import current_core
-            comp.check_pipe_configs(current_core().cluster.platform)
+            comp.check_run(current_core().cluster)
             fn = comp.function(kind)
             if fn is not None:
                 Interpreter(fn, comp.layouts[fn.name]).run(args)
         kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
         return kernel
-
-
-def _refuse_manual_sync(program: Program) -> None:
-    """A compiled mixed function orders its cores' pipes through the scoreboard: the
-    compiler inserts no set_flag / wait_flag, so the manual synchronisation mode would
-    report races the kernel as written does not have."""
-    from ..isa import current_core
-    if current_core().cluster.manual_sync:
-        fn = program.functions[0]
-        raise ConfigError(f"program '{program.name}' was compiled from a mixed @pl.incore "
-                          "function, which gets no set_flag / wait_flag events: it cannot run "
-                          "in the manual synchronisation mode", where=str(fn.loc),
-                          fix="run it with --sync auto (the default), or hand-write the AIC / "
-                              "AIV pair with its own events")
 
 
 def kernels(source) -> tuple:
