@@ -2,8 +2,10 @@
 running on, through :mod:`ptopipe.isa` (the one implementation of tiles, moves, compute
 and the TPUSH/TPOP protocol).
 
-Before each statement the core's ``loc_override`` is set to the statement's DSL source
-location, so every ISA error, checker report and deadlock report names the DSL line.
+The interpreter owns a run's state (arguments, tiles, GM views, pipes, layout checks); the
+function's statements are compiled to Python closures once per run (:mod:`.closures`), and
+before each statement the core's ``loc_override`` is set to its DSL source location, so every
+ISA error, checker report and deadlock report names the DSL line.
 
 An AIV function with ``split=TILE_NO_SPLIT`` (``@pl.aiv(split=pl.TILE_NO_SPLIT)``, what
 ExpandMixedKernel emits for a no-split mixed function) works on whole tiles on AIV0.  On
@@ -22,24 +24,14 @@ from ..arch import MemSpace
 from ..arch.vocab import Direction, TileSplitAxis
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
-from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
-                        Function, FunctionKind, If, ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
+from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, FunctionKind, ReserveBuffer, Var
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..isa.pipe.protocol import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
+from .closures import Compiler, FunctionReturn, run_steps
 
-_PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-       "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
-       "|": lambda a, b: a | b, "&": lambda a, b: a & b, "==": lambda a, b: a == b,
-       "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-       ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
-       "or": lambda a, b: a or b}
-# the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
-# (operands in IR order are the ISA's after the destination); load and store build GM views
-_TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
-                if dsl not in ("load", "store")}
 # *_GM directions: the plain ones on platforms whose rings are in GM
 # seed 003's DIR_MASK values (the C2V and V2C bits); a ring both ways takes SlotNum per direction
 _LOCAL_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
@@ -79,10 +71,6 @@ def _out_of_bounds(name: str, shape, offs: list, window: list, c, where: str):
         f"{list(shape)}", where=where, fix=fix,
         details=f"split {mode.name}: Vector core AIV{lane} moves its half, {word} "
                 f"[{offs[axis]}, {offs[axis] + half}) (offsets {offs} + window {window})")
-
-
-class _Return(Exception):
-    pass
 
 
 class Interpreter:
@@ -125,8 +113,8 @@ class Interpreter:
                 return                  # the pipes' only lane is AIV0: lane 1 takes no part
             self.empty = _EMPTY         # lane 1 replays every handshake on empty valid shapes
         try:
-            self.block(self.fn.body)
-        except _Return:
+            run_steps(self.core, Compiler(self).block(self.fn.body))
+        except FunctionReturn:
             pass
 
     def bind_param(self, p: Var, args: dict):
@@ -158,77 +146,6 @@ class Interpreter:
             return v
         raise ConfigError(f"argument {p.name!r} of {self.fn.name} must be a scalar, got "
                           f"{type(v).__name__}", where=str(self.where(self.fn)))
-
-    # -- statements ---------------------------------------------------------------------------
-    def block(self, body) -> None:
-        core = self.core
-        env = self.env
-        for s in body:
-            core.loc_override = self.where(s)
-            cls = s.__class__
-            if cls is Assign:
-                env[s.var.name] = self.eval(s.value, s.var.name)
-            elif cls is ExprStmt:
-                self.eval(s.value, None)
-            elif cls is For:
-                self.loop(s)
-            elif cls is If:
-                c = self.eval(s.cond, None)
-                body, ys = (s.then_body, s.then_yields) if c else (s.else_body, s.else_yields)
-                self.block(body)
-                core.loc_override = self.where(s)
-                vals = [self.eval(y, None) for y in ys]
-                for r, v in zip(s.results, vals):
-                    env[r.name] = v
-            elif cls is ReserveBuffer or cls is ImportPeerBuffer:
-                env[s.var.name] = self.layout.buffers[s.var.name]
-            elif cls is Return:
-                raise _Return()
-            else:
-                raise KernelError(f"cannot execute {cls.__name__}", where=str(self.where(s)))
-
-    def loop(self, s: For) -> None:
-        env = self.env
-        start, stop, step = (int(self.eval(e, None)) for e in (s.start, s.stop, s.step))
-        if step == 0:
-            raise KernelError(f"pl.range({start}, {stop}, 0): a loop with step 0 never ends",
-                              where=str(self.where(s)), fix="give the loop a non-zero step")
-        vals = [self.eval(e, None) for e in s.inits]
-        names = [v.name for v in s.iter_args]
-        for i in range(start, stop, step):
-            env[s.var.name] = i
-            for n, v in zip(names, vals):
-                env[n] = v
-            self.block(s.body)
-            vals = [self.eval(y, None) for y in s.yields]
-        for r, v in zip(s.results, vals):
-            env[r.name] = v
-
-    # -- expressions ----------------------------------------------------------------------------
-    def eval(self, e, dest):
-        cls = e.__class__
-        if cls is Var:
-            return self.env[e.name]
-        if cls is Const:
-            return e.value
-        if cls is Call:
-            return self.call(e, dest)
-        if cls is BinOp:
-            lhs, rhs = self.eval(e.lhs, None), self.eval(e.rhs, None)
-            try:
-                return _PY[e.op](lhs, rhs)
-            except ZeroDivisionError:
-                raise KernelError(f"division by zero: {lhs} {e.op} {rhs}", where=str(self.core.where()),
-                                  fix="guard the divisor (it is 0 for this run's arguments)") from None
-        if cls is UnaryOp:
-            v = self.eval(e.operand, None)
-            return -v if e.op == "-" else (not v)
-        if cls is BufferAttr:
-            base, size = self.env[e.buffer.name]
-            return base if e.attr == "base" else size
-        if cls is ExprList:
-            return [self.eval(x, None) for x in e.items]
-        raise KernelError(f"cannot evaluate {cls.__name__}")
 
     def dest_tile(self, dest: str, t: TileValueType):
         tile = self.env.get(("tile", dest))
@@ -264,61 +181,6 @@ class Interpreter:
         strides = _contiguous(shape)
         off = sum(int(o) * st for o, st in zip(offs, strides))
         return isa.GlobalTensor(gt.data() + off, tuple(window), strides)
-
-    def call(self, c: Call, dest):
-        op = c.op
-        a = [self.eval(x, None) for x in c.args]
-        at = dict(c.attrs)
-        fn = _TILE_RESULT.get(op)
-        if fn is not None:
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            fn(out, *a)
-            return out
-        if op == "load":
-            out = self.dest_tile(dest, c.type) if dest else self._tmp(c)
-            isa.TLOAD(out, self.gm_view(a[0], c.args[0].type, a[1], at["shape"], c))
-            return out
-        if op == "store":
-            tile, offs, gt = a
-            ttype = c.args[2].type
-            r, col = c.args[0].type.shape
-            window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
-            isa.TSTORE(self.gm_view(gt, ttype, offs, window, c), tile)
-            return None
-        if op == "get_subblockid":
-            return isa.get_subblockid()
-        if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
-            return self.init_pipe(op, a, at, c)
-        if op == "record_event":
-            isa.set_flag(at["src"], at["dst"], a[0])
-            return None
-        if op == "wait_event":
-            isa.wait_flag(at["src"], at["dst"], a[0])
-            return None
-        if op == "barrier":
-            isa.pipe_barrier(at["pipe"])
-            return None
-        if op == "tpush":
-            isa.TPUSH(self.pipe_of(True), a[0], at["split"])
-            return None
-        if op == "tpop":
-            t = at["type"]
-            if isinstance(t, TileValueType):
-                obj = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                               name=dest, layout=t.layout, **self.empty)
-            else:
-                obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
-            isa.TPOP(self.pipe_of(False), obj, at["split"])
-            return obj
-        if op == "tfree":
-            isa.TFREE(self.pipe_of(False), a[1], at.get("split"))
-            return None
-        if op == "talloc":
-            t = at["type"]
-            gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
-            isa.TALLOC(self.pipe_of(True), gt, at["split"])
-            return gt
-        raise KernelError(f"the runtime cannot execute op {op!r}", where=str(self.core.where()))
 
     def check_fits(self, r: ReserveBuffer) -> None:
         mem = self.core.memory(MemSpace(r.memory_space), lambda: f"reserve_buffer {r.name!r}")

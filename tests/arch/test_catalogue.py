@@ -17,7 +17,7 @@ from ptopipe.ir import ops as irops
 from ptopipe.ir.ops import OpError
 from ptopipe.ir.types import TILE_SPACES, MemorySpace, TileValueType
 from ptopipe.language.surface import STUBS
-from ptopipe.runtime import interp
+from ptopipe.runtime import closures
 
 CAT = catalogue.OPS
 
@@ -50,7 +50,7 @@ def test_ir_specs_dsl_stubs_and_dispatch_are_derived():
         assert irops.ISA_NAMES[name] == op.name
         assert STUBS[name].op == name and getattr(pl, name) is STUBS[name]
         if op.form not in ("load", "store"):
-            assert interp._TILE_RESULT[name] is getattr(isa, op.name)
+            assert closures._TILE_RESULT[name] is getattr(isa, op.name)
     assert irops.BINARY == {n: o.name for n, o in dsl.items() if o.form == "binary"}
 
 
