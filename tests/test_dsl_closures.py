@@ -1,7 +1,8 @@
 """DSL functions run as compiled closures (ptopipe.runtime.closures, issue 13).
 
 A load / store site re-points its GlobalTensor instead of building a new one per execution
-(``closures.REUSE_VIEWS``).  Random loops of loads and stores at computed offsets - with an
+(``closures.REUSE_VIEWS``), and the tiles a TPOP site makes share their views of memory
+(``closures.SHARE_VIEWS``).  Random loops of loads and stores at computed offsets - with an
 ``if`` between two offsets, and a store out of bounds or racing with the other lane at the
 Nth iteration - give the same outputs, cycles, traces and errors (class, message, line) with
 the reuse on and off; so do tensors popped in the address flow (a new tensor object at the
@@ -53,8 +54,8 @@ def _args(R, C, n):
 
 
 def _outcome(reuse, prog, args, **kw):
-    old = closures.REUSE_VIEWS
-    closures.REUSE_VIEWS = reuse
+    old = closures.REUSE_VIEWS, closures.SHARE_VIEWS
+    closures.REUSE_VIEWS = closures.SHARE_VIEWS = reuse
     try:
         res = dsl_run(prog, {k: v.copy() for k, v in args.items()}, trace=True, **kw)
         return ("ok", {k: v.tobytes() for k, v in res.outputs.items()}, res.summary.cycles,
@@ -62,7 +63,7 @@ def _outcome(reuse, prog, args, **kw):
     except PtoPipeError as e:
         return ("error", type(e).__name__, str(e), e.where)
     finally:
-        closures.REUSE_VIEWS = old
+        closures.REUSE_VIEWS, closures.SHARE_VIEWS = old
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -146,3 +147,61 @@ def test_address_flow_loads_through_one_site_match(platform):
     assert fast == _outcome(False, _address_flow(n), args, platform=platform)
     y = np.frombuffer(fast[1]["y"], np.float32).reshape(n * 16, 32)
     assert np.array_equal(y, 2 * args["x"])
+
+
+def _ring(n, held):
+    """The Cube pushes row block ``i`` of x (C2V, UP_DOWN); each Vector lane pops its half -
+    ``held`` tiles at once from one site each (staging slots in turn, views shared per
+    site) - sums them, frees them and stores the sum."""
+    @pl.aiv
+    def vec(y: pl.Tensor[[n * 16, 32], pl.f32], fifo: pl.Tensor[[8192], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=8192, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base, slot_num=4)
+        sub = pl.get_subblockid()
+        for i in pl.range(n // held):
+            a = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+            if held == 2:
+                b = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+                s = pl.add(a, b)
+                pl.TFREE(buf)
+            else:
+                s = pl.add(a, a)
+            pl.TFREE(buf)
+            pl.store(s, [i * 16 + sub * 8, 0], y)
+
+    @pl.aic
+    def cube(x: pl.Tensor[[n * 16, 32], pl.f32], fifo: pl.Tensor[[8192], pl.u8]):
+        peer = pl.import_peer_buffer(name="ring", peer_func=vec)
+        pl.aic_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=peer.base, slot_num=4)
+        e = pl.load(x, [0, 0], [32, 32], space=pl.Mat)
+        r = pl.move(e, space=pl.Right)
+        for i in pl.range(n):
+            t = pl.load(x, [i * 16, 0], [16, 32], space=pl.Mat)
+            acc = pl.matmul(pl.move(t, space=pl.Left), r)
+            pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vec, name="ring")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("held", [1, 2])
+def test_popped_tiles_sharing_site_views_match(platform, protocol, held):
+    n = 8
+    x = np.zeros((n * 16, 32), np.float32)
+    x[:32] = np.eye(32, dtype=np.float32)             # rows 0..31: I, so x @ x[:32] == x
+    x[32:] = np.random.default_rng(5).integers(-9, 9, (n * 16 - 32, 32))
+    args = dict(x=x, y=np.zeros_like(x), fifo=np.zeros(8192, np.uint8))
+    fast = _outcome(True, _ring(n, held), args, platform=platform, protocol=protocol, checks=True)
+    assert fast == _outcome(False, _ring(n, held), args, platform=platform, protocol=protocol, checks=True)
+    assert fast[0] == "ok", fast
+    m = x @ x[:32]
+    want = np.zeros_like(x)
+    for i in range(n // held):
+        for sub in (0, 1):
+            rows = slice(i * 16 + sub * 8, i * 16 + sub * 8 + 8)
+            if held == 1:
+                want[rows] = 2 * m[i * 16 + sub * 8:i * 16 + sub * 8 + 8]
+            else:
+                want[rows] = m[2 * i * 16 + sub * 8:2 * i * 16 + sub * 8 + 8] + \
+                    m[(2 * i + 1) * 16 + sub * 8:(2 * i + 1) * 16 + sub * 8 + 8]
+    assert np.array_equal(np.frombuffer(fast[1]["y"], np.float32).reshape(x.shape), want)

@@ -43,9 +43,10 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
 # (operands in IR order are the ISA's after the destination); load and store build GM views
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
                 if dsl not in ("load", "store")}
-# a load / store site re-points its GlobalTensor while this is True; tests turn it off to
-# compare with a view built per execution (tests/test_dsl_closures.py)
-REUSE_VIEWS = True
+# a load / store site re-points its GlobalTensor, and the tiles a TPOP site makes share
+# their views of memory, while these are True; tests turn them off to compare with views
+# built per execution (tests/test_dsl_closures.py)
+REUSE_VIEWS = SHARE_VIEWS = True
 
 
 class FunctionReturn(Exception):
@@ -174,6 +175,14 @@ class Compiler:
                                   fix="guard the divisor (it is 0 for this run's arguments)") from None
         return binop
 
+    def pipe(self, producer: bool):
+        """A callable giving the pipe a TPUSH / TALLOC (producer) or TPOP / TFREE site uses:
+        its direction is static, the pipe is the one initialised last for it (``pipe_of``
+        raises when there is none)."""
+        it = self.it
+        get, way = it.pipes.get, it.way_of(producer)
+        return lambda: get(way) or it.pipe_of(producer)
+
     def out_tile(self, c: Call, dest):
         """A callable giving the call's destination tile (made at its first execution)."""
         it = self.it
@@ -182,7 +191,7 @@ class Compiler:
         return partial(it.dest_tile, dest, c.type)
 
     def call(self, c: Call, dest):
-        op, it = c.op, self.it
+        op = c.op
         args = [self.expr(x, None) for x in c.args]
         at = dict(c.attrs)
         fn = _TILE_RESULT.get(op)
@@ -218,16 +227,20 @@ class Compiler:
         if op == "store":
             return self.store(c, args)
         if op == "tpush":
+            producer = self.pipe(True)
+
             def tpush():
                 a = [f() for f in args]
-                isa.TPUSH(it.pipe_of(True), a[0], at["split"])
+                isa.TPUSH(producer(), a[0], at["split"])
             return tpush
         if op == "tpop":
             return self.tpop(args, at, dest)
         if op == "tfree":
+            consumer = self.pipe(False)
+
             def tfree():
                 a = [f() for f in args]
-                isa.TFREE(it.pipe_of(False), a[1], at.get("split"))
+                isa.TFREE(consumer(), a[1], at.get("split"))
             return tfree
         return self.rare(c, op, args, at, dest)
 
@@ -259,15 +272,23 @@ class Compiler:
         return call
 
     def tpop(self, args: list, at: dict, dest):
-        it, t, split = self.it, at["type"], at["split"]
+        """A TPOP makes a new tile (or tensor) every execution: each popped value is its own
+        (a tile popped earlier may still be held, or read after its TFREE and reported).
+        The tiles of one site share their views of memory (``Tile._views``: per core,
+        address and valid shape; the site's tiles have one dtype and shape), so a pop into
+        a staging slot used before binds without building views."""
+        it, t, split, consumer = self.it, at["type"], at["split"], self.pipe(False)
         if isinstance(t, TileValueType):
             space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.shape[:2], t.layout
+            views = {}
 
             def tpop():
                 for f in args:
                     f()
                 obj = isa.Tile(space, dtype, rows, cols, name=dest, layout=layout, **it.empty)
-                isa.TPOP(it.pipe_of(False), obj, split)
+                if SHARE_VIEWS:
+                    obj._views = views
+                isa.TPOP(consumer(), obj, split)
                 return obj
             return tpop
 
@@ -275,7 +296,7 @@ class Compiler:
             for f in args:
                 f()
             obj = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
-            isa.TPOP(it.pipe_of(False), obj, split)
+            isa.TPOP(consumer(), obj, split)
             return obj
         return tpop_address
 
@@ -288,6 +309,25 @@ class Compiler:
         window = tuple(window)
         rank = len(shape)
         dims = tuple(zip(window, shape, strides))
+
+        if rank == 2 and len(window) == 2:
+            (w0, n0, s0), (w1, n1, s1) = dims
+
+            def view(gt, offs):
+                if len(offs) != 2:
+                    return it.gm_view(gt, ttype, offs, window, c)      # raises: the offsets' rank
+                o0, o1 = offs
+                if o0 < 0 or o0 + w0 > n0 or o1 < 0 or o1 + w1 > n1:
+                    return it.gm_view(gt, ttype, offs, window, c)      # raises: out of bounds
+                off = int(o0) * s0 + int(o1) * s1
+                if site[0] is gt and REUSE_VIEWS:
+                    v = site[1]
+                    v.assign(gt.data() + off)
+                    return v
+                v = isa.GlobalTensor(gt.data() + off, window, strides)
+                site[0], site[1] = gt, v
+                return v
+            return view
 
         def view(gt, offs):
             if len(offs) != rank or len(window) != rank:

@@ -214,11 +214,14 @@ class Interpreter:
             self.env[key] = tile
         return tile
 
+    def way_of(self, producer: bool) -> Direction:
+        """The direction this core produces into (TPUSH, TALLOC) or consumes from (TPOP,
+        TFREE): the Cube produces C2V, a Vector core V2C."""
+        return Direction.DIR_C2V if producer == (self.fn.kind is FunctionKind.AIC) else Direction.DIR_V2C
+
     def pipe_of(self, producer: bool):
-        """The pipe of the direction this core produces into (TPUSH, TALLOC) or consumes from
-        (TPOP, TFREE): the Cube produces C2V, a Vector core V2C."""
-        aic = self.fn.kind is FunctionKind.AIC
-        way = Direction.DIR_C2V if producer == aic else Direction.DIR_V2C
+        """The pipe of ``way_of(producer)``; a KernelError when no init has set it up."""
+        way = self.way_of(producer)
         pipe = self.pipes.get(way)
         if pipe is None:
             raise KernelError(f"{'TPUSH' if producer else 'TPOP'} on the {way.name[4:]} direction, "
