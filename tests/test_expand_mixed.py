@@ -782,3 +782,40 @@ def test_a_cube_tile_held_over_inner_pops_of_its_ring_is_an_error_at_its_pop():
     f = v2c_held.pyfunc.__code__.co_filename
     assert e.value.where.startswith(f"{f}:{line_of(v2c_held.pyfunc, 'HELD')}:")
     assert "pl.move(..., space=pl.Left)" in e.value.fix
+
+
+def test_explored_schedules_build_and_compile_a_mixed_program_once(monkeypatch):
+    """``check`` runs a scenario once per explored schedule: its builder runs once per
+    parameter set, the front end that sizes the slot buffer once per program, and the
+    pipeline once per platform and protocol - not once per run and kernel."""
+    from ptopipe.isa.explore import explore
+    from ptopipe.passes import manager, slot_buffer
+    import sys
+    kernels = sys.modules["ptopipe.runtime.kernels"]   # (the package exports a function of that name)
+    builds, compiles, pipelines = [], [], []
+
+    def build(SQ):
+        builds.append(SQ)
+        return pl.program(fits_a5_only, name=f"once{SQ}")
+
+    real = manager.compile_program
+    monkeypatch.setattr(manager, "compile_program",
+                        lambda *a, **k: compiles.append(a[1:]) or real(*a, **k))
+    mixed = kernels.MIXED_COMPILER
+    monkeypatch.setattr(kernels, "MIXED_COMPILER", lambda *a: pipelines.append(a[1:]) or mixed(*a))
+    ks = KernelSet(build)
+    rng = np.random.default_rng(4)
+    a = rng.integers(-3, 4, (FM, FK)).astype(np.float32)
+    b = rng.integers(-3, 4, (FK, FN)).astype(np.float32)
+
+    def make_args(_rng, SQ=1):
+        args = dict(a=a, b=b, out=np.zeros((FM, FN), np.float32), SQ=SQ)
+        return slot_buffer.with_slot_buffer(ks.source(**args), args)
+
+    scen = ptopipe.Scenario("once", ks.aic, ks.aiv, make_args, lambda args, **_: {"out": a @ b + 1},
+                            {"default": dict(SQ=1)})
+    res = explore(scen, schedules=6, platform="a5")
+    assert res.ok, res
+    assert builds == [1]
+    assert compiles == [("a2a3", manager.FRONT_END)]     # sizing the slot buffer
+    assert len(pipelines) == 1 and pipelines[0][1] == "spec", pipelines

@@ -132,7 +132,7 @@ class KernelSet:
         key = tuple(args[p] for p in self._params)
         c = self._cache.get(key)
         if c is None:
-            prog = self._builder(**{p: args[p] for p in self._params})
+            prog = self.source(**args)        # built once per parameter set
             if not isinstance(prog, Program):
                 raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
                                   f"{type(prog).__name__}")
