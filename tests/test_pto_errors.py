@@ -69,6 +69,12 @@ MALFORMED = {
                                     "bad attribute pto.kernel_kind: expected #pto.kernel_kind<...>"),
     "cube op in vector kernel": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aiv {split = 1}"),
                                  "pto.tfree_from_aiv in a vector kernel"),
+    "missing return": ("    return\n".join(GOOD.rsplit("    return\n", 1)[:1]) + GOOD.rsplit("    return\n", 1)[1],
+                       "function @vector does not end with 'return'"),
+    "partition size differs from its type": (
+        _sub("sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>",
+             "sizes = [%c16, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>"),
+        "partition size %c16 = 16 differs from the result type's 8"),
 }
 
 
@@ -410,3 +416,14 @@ def test_pipe_ends_disagreeing_with_an_explicit_gm_slot_buffer_are_reported_at_t
         _load("\n".join(lines) + "\n")
     assert "the two ends of the C2V pipe disagree on slot_num" in e.value.what
     assert e.value.where.split(":")[1] in (str(k + 1), str(_line(text, "pto.aic_initialize_pipe")))
+
+
+def test_a_negative_constant_partition_size_is_a_parse_error_at_the_partition():
+    """A size that is an arith.constant below 1 (ptoas takes it; the run would report an
+    out-of-bounds access, or nothing) is reported where the partition uses it."""
+    text = _sub("%c8 = arith.constant 8 : index", "%c8 = arith.constant -8 : index", GOOD)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "partition size %c8 = -8 is not a positive size" in e.value.what
+    line = int(e.value.where.split(":")[1])
+    assert "pto.partition_view" in text.splitlines()[line - 1] and "%c8" in text.splitlines()[line - 1]

@@ -247,7 +247,8 @@ class Reader:
     def body(self, fs: FuncState, scope, func_body: bool = False) -> None:
         """Statements up to the closing '}' (consumed)."""
         c = self.c
-        while not c.accept("}"):
+        returned = False
+        while not c.at("}"):
             t = c.peek()
             if t.kind == "eof":
                 raise c.error("unexpected end of file: a '}' is missing (truncated file?)", t,
@@ -258,8 +259,13 @@ class Reader:
                     raise c.error("'return' inside a region", t, "use scf.yield to end a region")
                 if not c.at("}"):
                     raise c.error("'return' must be the last op of the function", c.peek())
+                returned = True
                 continue
             self.statement(fs)
+        end = c.next()
+        if func_body and not returned:
+            raise c.error(f"function @{fs.name} does not end with 'return' (an MLIR block needs "
+                          "a terminator)", end, "add 'return' as the last op of the function")
 
     def statement(self, fs: FuncState) -> None:
         c = self.c

@@ -136,8 +136,16 @@ def h_partition(r, fs, opt, results, loc):
                               "-> !pto.partition_tensor_view<RxCxdtype>")
         shape = _static(r, fs, sizes_t, "size")
     offs = [read(r, fs, t) for t in offs_t]
-    for t in sizes_t:
-        read(r, fs, t)
+    for t, dim in zip(sizes_t, shape):
+        v = fs.const_values.get(read(r, fs, t))
+        if v is None:
+            continue
+        if isinstance(v, bool) or v <= 0:
+            raise c.error(f"partition size {t.text} = {v} is not a positive size", t,
+                          "give each partition size a positive arith.constant")
+        if v != dim:
+            raise c.error(f"partition size {t.text} = {v} differs from the result type's {dim}", t,
+                          "make the sizes and the !pto.partition_tensor_view shape agree")
     rt, name = results[0]
     r.define(fs, rt, name, Part(ten, offs, tuple(shape), rt))
 
