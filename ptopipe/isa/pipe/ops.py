@@ -139,11 +139,10 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                          (tile.valid_rows, tile.valid_cols))
             p.ok_layout = lay
     if p.srcs is not None:                         # GM ring: load into the tile
-        b = tile.binding
-        # a tile that got its address from this consumer's staging is staged anew by every
-        # TPOP (it is not the user's to place); checked first: it is the common case
-        if (b is not None and b[0].__class__ is StageSlot and b[0].side is side) or ch.always_stage \
-                or tile.addr is None:
+        # a tile that got its address from a ring (this consumer's staging, or another
+        # pipe's slot or staging: TASSIGN clears the binding) is staged anew by every TPOP
+        # (it is not the user's to place); checked first: it is the common case
+        if tile.binding is not None or ch.always_stage or tile.addr is None:
             st = side.stage_slots
             v = None
             if st is not None and tile.core is core and REPLAY:
