@@ -19,6 +19,19 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    # "/" where "//" was meant: the offset would be truncated at run time (fresh9 b30)
+    "float_load_offset": '''
+@pl.aic
+def k(x: pl.Tensor[[64, 32], pl.f32]):
+    for i in pl.range(3):
+        t = pl.load(x, @@[(i * 18) / 4, 0], [16, 32], space=pl.Mat)
+''',
+    "float_store_offset": '''
+@pl.aiv
+def k(x: pl.Tensor[[64, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(t, @@[1.5, 0], x)
+''',
     "float_loop_bound": '''
 @pl.aiv
 def k(x: pl.Tensor[[16, 32], pl.f32]):
@@ -281,3 +294,12 @@ def test_calling_a_pl_op_from_python_is_a_compile_error():
 def test_bad_annotation_is_a_compile_error():
     with pytest.raises(CompileError, match="bad type annotation"):
         pl.Tensor[[0, 4], pl.f32]
+
+
+def test_a_float_gm_offset_says_to_use_floor_division():
+    for name, op in (("float_load_offset", "pl.load"), ("float_store_offset", "pl.store")):
+        text, _, _ = _case(CASES[name])
+        with pytest.raises(CompileError) as ei:
+            pl.parse(text, filename="f.py")
+        assert f"{op}: offset 0 is a f32 scalar, but GM offsets are element indices" in ei.value.what
+        assert "// (floor division)" in ei.value.fix

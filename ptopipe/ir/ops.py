@@ -174,6 +174,18 @@ def _infer_dir(kind: FunctionKind, attrs, role: str) -> int:
 
 
 # -- data movement ----------------------------------------------------------------------------
+def _offsets(op: str, offs) -> None:
+    """GM offsets are element indices: integer scalars (a float one - ``/`` where ``//`` was
+    meant - would be truncated silently at run time)."""
+    for k, o in enumerate(offs):
+        t = _t(o)
+        if not isinstance(t, ScalarType):
+            raise OpError(f"{op} offsets must be scalars", param="offsets")
+        if t.dtype in FLOAT_DTYPES:
+            raise OpError(f"{op}: offset {k} is a {t.dtype} scalar, but GM offsets are element "
+                          "indices", "use // (floor division) for index arithmetic, not /", "offsets")
+
+
 def _load(kind, a, at):
     t = _tensor(a, "tensor")
     offs, shape, space = a["offsets"].items, at["shape"], at["space"]
@@ -183,9 +195,7 @@ def _load(kind, a, at):
     if len(shape) != len(t.shape):
         raise OpError(f"load: shape has {len(shape)} dims for a {len(t.shape)}-D tensor",
                       "give one extent per tensor dimension", "shape")
-    for o in offs:
-        if not isinstance(_t(o), ScalarType):
-            raise OpError("load offsets must be scalars", param="offsets")
+    _offsets("load", offs)
     for s, ts in zip(shape, t.shape):
         if s <= 0 or s > ts:
             raise OpError(f"load: extent {s} does not fit tensor dimension {ts}", param="shape")
@@ -205,6 +215,7 @@ def _store(kind, a, at):
     if len(offs) != len(t.shape):
         raise OpError(f"store: {len(offs)} offsets for a {len(t.shape)}-D tensor",
                       "give one offset per tensor dimension", "offsets")
+    _offsets("store", offs)
     if tile.dtype != t.dtype and tile.space is not CONVERTS_FROM:
         raise OpError(f"store: tile is {tile.dtype} but the tensor is {t.dtype}",
                       "only Acc tiles convert on store; pl.cast(x, dtype) first", "tile")
