@@ -819,3 +819,28 @@ def test_explored_schedules_build_and_compile_a_mixed_program_once(monkeypatch):
     assert builds == [1]
     assert compiles == [("a2a3", manager.FRONT_END)]     # sizing the slot buffer
     assert len(pipelines) == 1 and pipelines[0][1] == "spec", pipelines
+
+
+def _two_row_program(M, N, split):
+    @pl.incore(split=split)
+    def thin(a: pl.Tensor[[M, 16], pl.f32], b: pl.Tensor[[16, N], pl.f32],
+             out: pl.Tensor[[M, N], pl.f32]):
+        al = pl.move(pl.load(a, [0, 0], [M, 16], space=pl.Mat), space=pl.Left)
+        bl = pl.move(pl.load(b, [0, 0], [16, N], space=pl.Mat), space=pl.Right)
+        r = pl.move(pl.matmul(al, bl), space=pl.Vec)
+        pl.store(pl.adds(r, 1.0), [0, 0], out)
+    return pl.program(thin, name="thin")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("M,N,split", [(2, 32, pl.TILE_UP_DOWN), (16, 2, pl.TILE_LEFT_RIGHT)])
+def test_a_split_giving_each_core_one_row_or_column(M, N, split, platform, no_hang):
+    """Two rows under TILE_UP_DOWN (two columns under TILE_LEFT_RIGHT) give each Vector core
+    a half of extent 1: a split tile, stored by each core - not a per-row tile kept whole,
+    which was a false CompileError (fresh9 b15)."""
+    rng = np.random.default_rng(M + N)
+    a = rng.integers(-3, 4, (M, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, N)).astype(np.float32)
+    res = _run_compiled(_two_row_program(M, N, split), dict(a=a, b=b, out=np.zeros((M, N), np.float32)),
+                        platform, "spec")
+    np.testing.assert_array_equal(res.outputs["out"], a @ b + 1)

@@ -45,14 +45,15 @@ def _is_vec(t) -> bool:
     return t.__class__ is TileValueType and t.space is MemorySpace.Vec
 
 
-def _split_type(t: TileValueType, axis: int, op, what: str) -> TileValueType:
-    """``t`` on one Vector core: halved on ``axis``, or whole when its extent there is 1."""
-    return t if t.shape[axis] == 1 and op.name != "pl.tpop" else _half(t, axis, op, what)
-
-
-def _kept(t, axis: int) -> bool:
-    """Is ``t`` a Vec tile every Vector core holds whole (extent 1 on the split axis)?"""
-    return _is_vec(t) and t.shape[axis] == 1
+def _split_value(v, axis: int, op, kept: set) -> None:
+    """Give Vec value ``v`` its type on one Vector core: halved on ``axis``, or whole - and
+    recorded in ``kept`` - when its extent there is 1 as written (a half of extent 1, e.g.
+    of a 2-row tile under TILE_UP_DOWN, is a split tile like any other)."""
+    t = v.type
+    if t.shape[axis] == 1 and op.name != "pl.tpop":
+        kept.add(id(v))
+    else:
+        v.type = _half(t, axis, op, _vname(v))
 
 
 def _kept_error(op, t: TileValueType, axis: int, doing: str):
@@ -100,6 +101,7 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
     else:
         fn.regions[0].blocks[0].prepend(sub_op)
     sub = sub_op.results[0]
+    kept = set()                # ids of the Vec values every Vector core holds whole
     for op in list(fn.walk()):
         if op is fn:
             continue
@@ -114,18 +116,18 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
             for b in r.blocks:
                 for a in b.args:
                     if _is_vec(a.type):
-                        a.type = _split_type(a.type, axis, op, _vname(a))
+                        _split_value(a, axis, op, kept)
         for r in op.results:
             if _is_vec(r.type):
-                r.type = _split_type(r.type, axis, op, _vname(r))
+                _split_value(r, axis, op, kept)
         if name == "pl.tpop" and _is_vec(op.attributes["type"]):
             op.attributes["type"] = op.results[0].type
         elif name == "pl.full":
             op.attributes["shape"] = op.results[0].type.shape
-        elif name in ("pl.store", "pl.tpush") and _kept(op.operands[0].type, axis):
+        elif name in ("pl.store", "pl.tpush") and id(op.operands[0]) in kept:
             raise _kept_error(op, op.operands[0].type, axis,
                               "storing" if name == "pl.store" else "passing to the Cube")
-        elif name == "pl.load" and _kept(op.results[0].type, axis):
+        elif name == "pl.load" and id(op.results[0]) in kept:
             pass                                # every Vector core loads all of it
         elif name == "pl.load" and _is_vec(op.results[0].type):
             if len(op.operands) != 3:
