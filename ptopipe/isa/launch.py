@@ -171,7 +171,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     addrs, end = gm_layout([a.nbytes for a in arrays.values()])
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
-        kargs[name] = GlobalTensor(GMPtr(addr, a.dtype), a.shape, name=name)
+        kargs[name] = GlobalTensor(GMPtr(addr, a.dtype, (addr, addr + a.nbytes, name)), a.shape, name=name)
     gm_args = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
     prev, rows, per_launch, wall = None, [], [], 0.0
     for k in range(1, int(launches) + 1):

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError, KernelError
+from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
+from ..sim.location import user_loc
 from .context import here
 
 
@@ -32,24 +33,31 @@ _new_ptr = object.__new__
 
 
 class GMPtr:
-    """A typed GM address (``__gm__ T*``).  ``+``/``-`` move by elements."""
-    __slots__ = ("addr", "dtype")
+    """A typed GM address (``__gm__ T*``).  ``+``/``-`` move by elements.
 
-    def __init__(self, addr: int, dtype):
+    ``bounds`` is ``(lo, hi, name)``: the GM bytes of the run argument the pointer was
+    derived from (``x.data() + n`` keeps them), so that a tile move through it past the
+    argument - an off-by-one loop walking into the next tensor, which GM itself holds - is
+    reported (:meth:`GlobalTensor.matrix`); None for an address made from an integer."""
+    __slots__ = ("addr", "dtype", "bounds")
+
+    def __init__(self, addr: int, dtype, bounds: tuple | None = None):
         self.addr = int(addr)
         self.dtype = as_dtype(dtype)
+        self.bounds = bounds
 
     def __add__(self, n: int) -> "GMPtr":
         p = _new_ptr(GMPtr)
         p.addr = self.addr + int(n) * self.dtype.itemsize
         p.dtype = self.dtype
+        p.bounds = self.bounds
         return p
 
     def __sub__(self, n: int) -> "GMPtr":
-        return GMPtr(self.addr - int(n) * self.dtype.itemsize, self.dtype)
+        return GMPtr(self.addr - int(n) * self.dtype.itemsize, self.dtype, self.bounds)
 
     def cast(self, dtype) -> "GMPtr":
-        return GMPtr(self.addr, element_type(dtype))
+        return GMPtr(self.addr, element_type(dtype), self.bounds)
 
     def __repr__(self) -> str:
         return f"GMPtr({self.addr:#x}, {self.dtype.name})"
@@ -163,9 +171,12 @@ class GlobalTensor:
         row grid of GM, which is cheaper than building a view.  When the outer dimensions
         cannot be merged into rows without a copy, the 5-D view is returned instead
         (callers then reshape the tile side)."""
-        addr = self.ptr.addr
+        p = self.ptr
+        addr = p.addr
         if self._cache_key == addr and self._cache_gm is gm:
             return self._view
+        if p.bounds is not None:
+            self._within(p)
         rb = self._rb
         if rb:
             row, ph = divmod(addr, rb)
@@ -187,6 +198,27 @@ class GlobalTensor:
         self._cache_key = addr
         self._cache_gm = gm
         return v
+
+    def _within(self, p: GMPtr) -> None:
+        """Raise if the bytes of this view at ``p`` leave the run argument ``p`` points into."""
+        lo, hi, name = p.bounds
+        g = self._geom2
+        if g is not None:
+            extent = g[2]
+        else:
+            item = self.dtype.itemsize
+            extent = 0 if 0 in self.shape else \
+                item + sum((n - 1) * st * item for n, st in zip(self.shape, self.stride))
+        if extent and (p.addr < lo or p.addr + extent > hi):
+            loc = user_loc()
+            item = self.dtype.itemsize
+            raise MemoryConflictError(
+                f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
+                f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
+                f"(elements {(p.addr - lo) // item} to {(p.addr + extent - lo) // item - 1} of "
+                f"{(hi - lo) // item})", where=str(loc) if loc is not None else None,
+                fix=f"keep the view within '{name}': check the loop bound and the offset added to "
+                    f"{name}.data()")
 
     def _set_grid(self, gm, phase: int) -> None:
         """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any view at
