@@ -104,7 +104,8 @@ def _geom2(shape, stride, item):
 
 class GlobalTensor:
     __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "_cache_gm", "rows", "cols",
-                 "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n", "item", "_mat2")
+                 "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n", "item", "_mat2",
+                 "_extent")
 
     def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
         if isinstance(ptr_or_dtype, GMPtr):
@@ -130,6 +131,9 @@ class GlobalTensor:
         self._geom2 = _geom2(s, self.stride, self.dtype.itemsize)
         g = self._geom2
         self._mat2 = g is not None and g[2] != 0     # matrix() gives a 2-D view (else the 5-D one)
+        item = self.dtype.itemsize                  # the bytes a view spans (0: none)
+        self._extent = g[2] if g is not None else 0 if 0 in s else \
+            item + sum((n - 1) * st * item for n, st in zip(s, self.stride))
         # views at whole-row steps are slices of a row grid of GM (see matrix()): the row
         # stride in bytes (0: no grid), and the grid for one GM buffer and phase
         self._rb = g[1][0] if g is not None and g[2] and g[1][0] > 0 else 0
@@ -175,8 +179,9 @@ class GlobalTensor:
         addr = p.addr
         if self._cache_key == addr and self._cache_gm is gm:
             return self._view
-        if p.bounds is not None:
-            self._within(p)
+        b = p.bounds
+        if b is not None and (addr < b[0] or addr + self._extent > b[1]) and self._extent:
+            self._out_of_bounds(p)
         rb = self._rb
         if rb:
             row, ph = divmod(addr, rb)
@@ -199,26 +204,19 @@ class GlobalTensor:
         self._cache_gm = gm
         return v
 
-    def _within(self, p: GMPtr) -> None:
-        """Raise if the bytes of this view at ``p`` leave the run argument ``p`` points into."""
+    def _out_of_bounds(self, p: GMPtr):
+        """The bytes of this view at ``p`` leave the run argument ``p`` points into."""
         lo, hi, name = p.bounds
-        g = self._geom2
-        if g is not None:
-            extent = g[2]
-        else:
-            item = self.dtype.itemsize
-            extent = 0 if 0 in self.shape else \
-                item + sum((n - 1) * st * item for n, st in zip(self.shape, self.stride))
-        if extent and (p.addr < lo or p.addr + extent > hi):
-            loc = user_loc()
-            item = self.dtype.itemsize
-            raise MemoryConflictError(
-                f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
-                f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
-                f"(elements {(p.addr - lo) // item} to {(p.addr + extent - lo) // item - 1} of "
-                f"{(hi - lo) // item})", where=str(loc) if loc is not None else None,
-                fix=f"keep the view within '{name}': check the loop bound and the offset added to "
-                    f"{name}.data()")
+        extent = self._extent
+        loc = user_loc()
+        item = self.dtype.itemsize
+        raise MemoryConflictError(
+            f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
+            f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
+            f"(elements {(p.addr - lo) // item} to {(p.addr + extent - lo) // item - 1} of "
+            f"{(hi - lo) // item})", where=str(loc) if loc is not None else None,
+            fix=f"keep the view within '{name}': check the loop bound and the offset added to "
+                f"{name}.data()")
 
     def _set_grid(self, gm, phase: int) -> None:
         """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any view at
