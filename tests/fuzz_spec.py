@@ -32,7 +32,9 @@ OPS = {"TADDS": ("s", lambda a, s: a + s), "TSUBS": ("s", lambda a, s: a - s),
        # two-instruction ops, only on 32-bit tiles (the C2V side): TROWSUM into a scratch
        # column then TROWEXPANDADD; TCVT to the other 32-bit type and back
        "ROWADD": ("x", lambda a: a + a.sum(axis=1, keepdims=True, dtype=a.dtype)),
-       "CVT": ("c", lambda a: a.astype(np.int32 if a.dtype.kind == "f" else np.float32).astype(a.dtype))}
+       "CVT": ("c", lambda a: (np.clip(np.nan_to_num(np.rint(a.astype(np.float64))), -2**31, 2**31 - 1)
+                              .astype(np.int32) if a.dtype.kind == "f" else a.astype(np.float32))
+               .astype(a.dtype))}       # TCVT float -> int: CAST_RINT, saturated, NaN 0
 WIDE_ONLY = {"ROWADD", "CVT"}
 MUTATIONS = ("drop_tfree", "double_tfree", "extra_tpop", "extra_tpush", "free_before_use",
              "wrong_split", "wrong_dtype", "skip_peer", "bad_op")

@@ -223,6 +223,18 @@ class SyncMode(Enum):
     __hash__ = object.__hash__
 
 
+class RoundMode(Enum):
+    """pto-isa's ``RoundMode`` of ``TCVT``: how a float becomes an integer (the DSL's ``pl.cast``
+    and the C++ writer use CAST_RINT).  CAST_NONE truncates as CAST_TRUNC does."""
+    CAST_RINT = "rint"        # to nearest, ties to even
+    CAST_ROUND = "round"      # to nearest, ties away from zero
+    CAST_FLOOR = "floor"
+    CAST_CEIL = "ceil"
+    CAST_TRUNC = "trunc"
+    CAST_NONE = "none"
+    CAST_ODD = "odd"          # von Neumann rounding (not modelled: a TCVT with it is an error)
+
+
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2
 PIPE_MTE3, PIPE_M, PIPE_V = SyncPipe.PIPE_MTE3, SyncPipe.PIPE_M, SyncPipe.PIPE_V
 PIPE_FIX, PIPE_ALL = SyncPipe.PIPE_FIX, SyncPipe.PIPE_ALL

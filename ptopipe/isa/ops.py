@@ -15,6 +15,7 @@ from operator import setitem
 import numpy as np
 
 from ..arch import PipeUnit
+from ..arch.vocab import RoundMode
 from ..arch.catalogue import (ANY, CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
                               STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, scalar_error)
 from ..errors import KernelError
@@ -595,15 +596,47 @@ def TEXPANDS(dst: Tile, scalar, *events) -> Event:
     return _vec_issue(core, "TEXPANDS", dst, None, None, dst.valid_rows, dst.valid_cols, dst.item)
 
 
-def TCVT(dst: Tile, src: Tile, *events) -> Event:
-    """Convert src to dst's dtype (round to nearest)."""
+_ROUNDERS = {RoundMode.CAST_RINT: np.rint, RoundMode.CAST_FLOOR: np.floor, RoundMode.CAST_CEIL: np.ceil,
+             RoundMode.CAST_TRUNC: np.trunc, RoundMode.CAST_NONE: np.trunc,
+             RoundMode.CAST_ROUND: lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x)}
+
+
+def _to_int(d, a, rounder, lo, hi):
+    """A float array into an integer one: rounded, NaN as 0, saturated to [lo, hi] (in
+    float64, which holds every int32 bound exactly)."""
+    x = rounder(a.astype(np.float64))
+    np.nan_to_num(x, copy=False, nan=0.0)
+    np.clip(x, lo, hi, out=x)
+    np.copyto(d, x, casting="unsafe")
+
+
+def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, *events) -> Event:
+    """Convert src to dst's dtype.  A float becomes an integer rounded by ``mode`` (pto-isa's
+    RoundMode; default CAST_RINT: to nearest, ties to even) and saturated to the integer's
+    range (NaN: 0), as the vector unit converts; float to float rounds to nearest, integer to
+    float is exact or rounds to nearest, integer to integer keeps the low bits."""
     core = current_core()
+    if mode.__class__ is not RoundMode:       # TCVT(dst, src, event, ...): no mode given
+        events, mode = (mode,) + events, RoundMode.CAST_RINT
     if events:
         TSYNC(*events)
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
-    core.pending.append((_copy_unsafe, d, a))
+    if src.dtype.kind in "fV":                # float16/32, bfloat16 and float8 (ml_dtypes: "V")
+        if dst.dtype.kind in "iu":
+            if mode is RoundMode.CAST_ODD:
+                raise _err(core, "TCVT: RoundMode.CAST_ODD is not modelled",
+                           "use CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL or CAST_TRUNC")
+            info = np.iinfo(dst.dtype)
+            core.pending.append((_to_int, d, a, _ROUNDERS[mode], info.min, info.max))
+        elif mode is not RoundMode.CAST_RINT:
+            raise _err(core, f"TCVT {src.dtype.name} -> {dst.dtype.name} with {mode.name}: only "
+                             "CAST_RINT is modelled between float types", "use RoundMode.CAST_RINT")
+        else:
+            core.pending.append((_copy_unsafe, d, a))
+    else:
+        core.pending.append((_copy_unsafe, d, a))
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
 
 
