@@ -50,6 +50,22 @@ def plan(core, ch, tile: Tile, split, make):
     return p
 
 
+def _halves(core, ch, tile: Tile, split, op: str) -> None:
+    """The Cube's whole tile of a split transfer must halve between the two Vector cores:
+    an odd extent on the split axis would give them parts that match no consumer tile."""
+    axis = {TileSplitAxis.TILE_UP_DOWN: 0, TileSplitAxis.TILE_LEFT_RIGHT: 1}.get(split)
+    if axis is None:
+        return
+    n = (tile.valid_rows, tile.valid_cols)[axis]
+    if n % 2:
+        word = ("rows", "columns")[axis]
+        raise ProtocolError(
+            f"{op} {split.name} of {tile.describe()} on {ch.name}: its {n} valid {word} do not "
+            "halve between the two Vector cores", where=_loc(core),
+            fix=f"give the tile an even number of valid {word} (pad the tail tile), or use "
+                f"{'TILE_LEFT_RIGHT' if axis == 0 else 'TILE_UP_DOWN'} / TILE_NO_SPLIT")
+
+
 def push_plan(core, ch, tile: Tile, split) -> PushPlan:
     shape = (tile.valid_rows, tile.valid_cols)
     want = TileType.Acc if ch.way == C2V else TileType.Vec
@@ -59,6 +75,8 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
                             fix="TMATMUL into an Acc tile" if want is TileType.Acc else "push a Vec tile")
     item = tile.dtype.itemsize
     rows, cols = shape
+    if ch.way == C2V:
+        _halves(core, ch, tile, split, "TPUSH")
     nbytes = rows * cols * item
     full = full_shape(split, rows, cols) if ch.way == V2C else (rows, cols)
     if full[0] * full[1] * item > ch.slot_size:
@@ -102,6 +120,8 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
         raise ProtocolError(f"TPOP on {ch.way}: the consumer tile must be {want.value}, got {tile.describe()}",
                             where=_loc(core))
     rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
+    if ch.way == V2C:
+        _halves(core, ch, tile, split, "TPOP")
     if rows * cols * item > ch.slot_size:        # also: a staging slot is SlotSize bytes
         raise ProtocolError(f"TPOP of {tile.describe()} does not fit SlotSize {ch.slot_size} of {ch.name}",
                             where=_loc(core), fix="pop tiles of the pushed shape")
