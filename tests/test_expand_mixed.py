@@ -844,3 +844,42 @@ def test_a_split_giving_each_core_one_row_or_column(M, N, split, platform, no_ha
     res = _run_compiled(_two_row_program(M, N, split), dict(a=a, b=b, out=np.zeros((M, N), np.float32)),
                         platform, "spec")
     np.testing.assert_array_equal(res.outputs["out"], a @ b + 1)
+
+
+def _carried_slot_program(T, slot_num):
+    M = T * 16
+
+    @pl.incore(split=pl.TILE_UP_DOWN, slot_num=slot_num)
+    def cs(a: pl.Tensor[[M, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32], out: pl.Tensor[[M, 32], pl.f32]):
+        bl = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+        a0 = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+        r0 = pl.move(pl.matmul(a0, bl), space=pl.Vec)
+        for i, (prev,) in pl.range(1, T, init_values=(r0,)):
+            ai = pl.move(pl.load(a, [i * 16, 0], [16, 32], space=pl.Mat), space=pl.Left)
+            cur = pl.move(pl.matmul(ai, bl), space=pl.Vec)
+            pl.store(pl.add(prev, cur), [(i - 1) * 16, 0], out)
+            last = pl.yield_(cur)
+        pl.store(pl.muls(last, 2.0), [(T - 1) * 16, 0], out)
+    return pl.program(cs, name="carried")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_carried_slot_beyond_the_hold_limit_carries_copies(platform, protocol, no_hang):
+    """A tile popped in one iteration and used in the next (a carried slot) is held while the
+    body pops the next one: two slots, more than pto-isa's held-slot limit on A5 with
+    SLOT_NUM 2 (SLOT_NUM - SyncPeriod + 1 = 1).  InsertTfree then copies each popped tile out
+    and frees its slot at once, and the loop carries the copies (fresh9 c12: the compiler
+    emitted a program its own VerifyPipes rejected)."""
+    T = 5
+    prog = _carried_slot_program(T, 2)
+    rng = np.random.default_rng(12)
+    a = rng.integers(-3, 4, (T * 16, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 32)).astype(np.float32)
+    res = _run_compiled(prog, dict(a=a, b=b, out=np.zeros((T * 16, 32), np.float32)), platform, protocol)
+    r = a @ b
+    want = np.vstack([r[:-16] + r[16:], 2 * r[-16:]])
+    np.testing.assert_array_equal(res.outputs["out"], want)
+    text = print_program(_compile(prog, platform, protocol=protocol)[1])
+    copies = text.count("_held = pl.move(")
+    assert copies == (2 if (platform, protocol) == ("a5", "pto-isa") else 0), text

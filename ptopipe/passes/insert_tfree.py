@@ -276,6 +276,13 @@ def run(program: Operation, ctx=None) -> Operation:
                 carried = _carried_loop(op)
                 if carried is None:
                     place_tfree(op, after, limit)
+                elif limit is not None and limit < 2:
+                    # the carried slot is held while the body pops the next one: more than
+                    # the ring allows (pto-isa's SyncPeriod on A5): carry copies instead
+                    inner = carried[2]
+                    for p in (op, inner):
+                        _insert_free(p, p.parent, _copy_out(p, inner), after)
+                    handled.add(inner)
                 else:
                     _place_carried(op, *carried, after, handled)
     return program
