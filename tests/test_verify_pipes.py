@@ -623,7 +623,7 @@ def test_check_static_prints_each_finding_at_the_dsl_line_and_exits_1(tmp_path, 
     f.write_text(BUGGY_FILE)
     assert main(["check", "--static", str(f)]) == 1
     out, err = capsys.readouterr()
-    assert "FAIL buggy on a2a3: VerifyPipes found 1 cross-core protocol error(s)" in out
+    assert "FAIL buggy on a2a3: VerifyPipes found 1 error(s) without running" in out
     store = BUGGY_FILE.splitlines().index("        pl.store(t, [i * 16 + sub * 8, 0], out)") + 1
     assert "error: CompileError: pl.store uses %t" in err and f"at {f}:{store}:9" in err
     assert "fix: move the TFREE after the last use of %t" in err
@@ -891,3 +891,84 @@ def test_a_freed_tile_among_loop_inits_is_only_a_finding_where_the_loop_reads_it
     err = only(c2v_cube("vec", n=5), freed_into_loop)
     assert_at(err, freed_into_loop, "READ-FREED", "pl.store")
     assert "after its TFREE" in err.what
+
+
+DEEP_FILE = '''
+import ptopipe.language as pl
+
+
+@pl.incore(split=pl.TILE_UP_DOWN, slot_num=SLOTS)
+def deep(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+         out: pl.Tensor[[16, 32], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+    pl.store(pl.adds(pl.move(pl.matmul(al, bl), space=pl.Vec), 1.0), [0, 0], out)
+
+
+PROGRAM = pl.program(deep, name="deep")
+'''
+
+SMALL_RESERVE_FILE = '''
+import ptopipe.language as pl
+
+SLOT = 16 * 32 * 4
+
+
+@pl.aiv
+def vector(out: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[2 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=2)
+    t = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+    pl.store(t, [pl.get_subblockid() * 8, 0], out)
+    pl.TFREE(buf)
+
+
+@pl.aic
+def cube(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+         fifo: pl.Tensor[[2 * SLOT], pl.u8]):
+    peer = pl.import_peer_buffer(name="ring", peer_func=vector)
+    pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                           slot_num=2)
+    al = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+    pl.TPUSH(pl.matmul(al, bl), peer, split=pl.TILE_UP_DOWN)
+
+
+PROGRAM = pl.program(cube, vector, name="small")
+'''
+
+
+@pytest.mark.parametrize("text,protocol,what,line", [
+    (DEEP_FILE.replace("SLOTS", "15"), "pto-isa", "SLOT_NUM 15 exceeds the FIFO depth limit 8 of a2a3 under "
+     "pto-isa", "@pl.incore"),
+    (SMALL_RESERVE_FILE, "spec", "reserve_buffer 'ring' has 2048 bytes but the pipe that uses it needs "
+     "SLOT_NUM * SLOT_SIZE = 2 * 2048 = 4096", "pl.reserve_buffer")])
+def test_check_static_runs_the_compilers_checks_after_verify_pipes(tmp_path, capsys, text, protocol, what, line):
+    """--static found no cross-core error in these, then a run failed: a SlotNum beyond
+    pto-isa's FIFO depth (fresh9 b31) and a reserve_buffer smaller than SLOT_NUM * SLOT_SIZE
+    (fresh8 e10).  The compiler's own checks run after VerifyPipes and report them."""
+    from ptopipe.cli import main
+    f = tmp_path / "k.py"
+    f.write_text(text)
+    assert main(["check", "--static", str(f), "--protocol", protocol]) == 1
+    out, err = capsys.readouterr()
+    assert "error(s) without running" in out and what in err, (out, err)
+    want = next(i for i, ln in enumerate(text.splitlines(), 1) if line in ln)
+    assert f"at {f}:{want}:" in err or f"at {f}:{want + 1}:" in err, err
+
+
+def test_compile_keeps_slot_num_within_ptoisa_fifo_depth(tmp_path):
+    """pto-isa's FIFO holds at most 8 slots on A2A3: 8 compiles, 9 is a CompileError."""
+    from ptopipe.passes import compile_program
+
+    def program(n):
+        f = tmp_path / f"deep{n}.py"
+        f.write_text(DEEP_FILE.replace("SLOTS", str(n)))
+        spec = importlib.util.spec_from_file_location(f"deep{n}", f)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.PROGRAM
+    compile_program(program(8), "a2a3", protocol="pto-isa")
+    with pytest.raises(CompileError, match="SLOT_NUM 9 exceeds the FIFO depth limit 8"):
+        compile_program(program(9), "a2a3", protocol="pto-isa")

@@ -10,7 +10,11 @@ from ..errors import PtoPipeError
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def color(text: str, code: str, stream=sys.stderr) -> str:
+def color(text: str, code: str, stream=None) -> str:
+    """``text`` in ANSI colour ``code`` when ``stream`` (default: the current sys.stderr,
+    looked up at the call) is a terminal and NO_COLOR is not set."""
+    if stream is None:
+        stream = sys.stderr
     if stream.isatty() and not os.environ.get("NO_COLOR"):
         return f"\033[{code}m{text}\033[0m"
     return text

@@ -1,6 +1,8 @@
 """``ptopipe check --static FILE``: run the static cross-core protocol verifier
 (:mod:`ptopipe.passes.verify_pipes`) on the DSL programs of a kernel file, without
-running them.  The programs are the file's ``pl.program(...)`` values and, per scenario
+running them, then - when it finds nothing - the rest of the compiler's checks (memory
+plan, peer buffers, flags, platform lowering, Validate: a ring or reserve that does not fit
+or a SlotNum beyond the protocol's FIFO depth is found before a run would fail on it).  The programs are the file's ``pl.program(...)`` values and, per scenario
 variant, what its ``KernelSet`` builders make of the variant's arguments.  Prints every
 finding like the dynamic checkers print an error (what, where, fix), or a PASS line per
 program; exit code 1 on a finding."""
@@ -15,6 +17,10 @@ from ..ir.convert import to_ops
 from ..ir.nodes import Program
 from ..isa.launch import Scenario
 from ..passes import FRONT_END, PassContext, PassManager, verify_pipes
+from ..passes.manager import CANONICAL_ORDER
+
+#: the passes after VerifyPipes (their checks run once it has found nothing)
+BACK_END = CANONICAL_ORDER[CANONICAL_ORDER.index("verify-pipes") + 1:]
 from ..runtime.kernels import KernelSet, has_mixed
 from .common import target
 from .errors import color, report_exception
@@ -59,15 +65,15 @@ def main(args) -> int:
         warnings: list = []
         op = to_ops(prog)
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
-        if has_mixed(prog):         # mixed @pl.incore functions: verify the kernels they become
-            try:
-                op = PassManager(FRONT_END).run(op, PassContext(plat, protocol, warnings))
-            except CompileError as e:
-                found = [e]
-            else:
-                found = verify_pipes.verify(op, plat, warnings, protocol)
-        else:
+        ctx = PassContext(plat, protocol, warnings)
+        try:
+            if has_mixed(prog):     # mixed @pl.incore functions: verify the kernels they become
+                op = PassManager(FRONT_END).run(op, ctx)
             found = verify_pipes.verify(op, plat, warnings, protocol)
+            if not found:
+                PassManager(FRONT_END + BACK_END).run(op, ctx)
+        except CompileError as e:
+            found = [e]
         reports.append({"program": label, "platform": plat.name,
                         "findings": [e.to_dict() for e in found], "warnings": warnings})
         if args.json:
@@ -77,11 +83,11 @@ def main(args) -> int:
             print(f"  note: {w}", file=sys.stderr)
         if not found:
             print(f"{color('PASS', '1;32', sys.stdout)} {label} on {plat.name}: VerifyPipes (static, "
-                  "every path) found no cross-core protocol error")
+                  "every path) found no cross-core protocol error, and the compiler's checks passed")
             continue
         status = 1
         print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {plat.name}: VerifyPipes found "
-              f"{len(found)} cross-core protocol error(s) without running", flush=True)
+              f"{len(found)} error(s) without running", flush=True)
         for e in found:
             report_exception(e)
     if args.json:

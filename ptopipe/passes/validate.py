@@ -30,8 +30,8 @@ from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import TensorType
 from .expand_mixed import RING_NAME
 from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
-                   init_ops,
-                   platform_of, ring_buffer, ring_in_gm, seed_dir, slot_num, top_ops, ways)
+                   init_ops, platform_of, protocol_model, ring_buffer, ring_in_gm, seed_dir,
+                   slot_num, top_ops, ways)
 
 NAME = "validate"
 REQUIRES = ()
@@ -40,6 +40,8 @@ PRODUCES = ("validated",)
 
 def run(program, ctx):
     plat = platform_of(ctx)
+    # the most slots a ring may have: pto-isa bounds the FIFO depth (TPipe static_assert)
+    depth = plat.max_fifo_depth if protocol_model(ctx).depth_limited else None
     funcs = {func_name(f): f for f in functions(program)}
     for name, f in funcs.items():
         if f.attributes["kind"] is FunctionKind.InCore:
@@ -48,15 +50,15 @@ def run(program, ctx):
                                      "when it is registered), or write @pl.aic / @pl.aiv kernels")
         seen = {}
         for init in init_ops(f):
-            _check_init(f, init, plat, seen)
+            _check_init(f, init, plat, seen, depth)
     made = {c.attributes["callee"]: g_name for g_name, g in funcs.items()
             if g.attributes["kind"] is FunctionKind.Group for c in g.walk() if c.name == "pl.call"}
     for name, f in funcs.items():
-        _check_buffers(name, f, funcs, plat, made.get(name))
+        _check_buffers(name, f, funcs, plat, made.get(name), depth)
     return program
 
 
-def _check_init(f, init, plat, seen: dict) -> None:
+def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
     a = init.attributes
     if seed_dir(init) is None:
         raise error(f"DIR_MASK {a['dir_mask']!r} is not a seed 003 direction", init,
@@ -72,6 +74,10 @@ def _check_init(f, init, plat, seen: dict) -> None:
                         "DIR_C2V | DIR_V2C for both)", details=f"first initialised at {seen[way].loc}")
         seen[way] = init
     n, size = slot_num(init, plat), a["slot_size"]
+    if depth is not None and n > depth:
+        raise error(f"SLOT_NUM {n} exceeds the FIFO depth limit {depth} of {plat.name} under "
+                    "pto-isa", init, f"use at most {depth} slots (slot_num= of the *_initialize_pipe "
+                    "calls, or of @pl.incore for a mixed function)")
     in_gm = ring_in_gm(init, plat)
     for way in ways(init):
         buf = ring_buffer(f, init, way)
@@ -107,7 +113,7 @@ def _check_init(f, init, plat, seen: dict) -> None:
                         f"pass a GM tensor of at least {need} bytes")
 
 
-def _check_buffers(name, f, funcs, plat, mixed: str | None = None) -> None:
+def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None) -> None:
     """``mixed``: the @pl.incore function ExpandMixedKernel made ``f`` from (its rings are
     the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles)."""
     for imp in top_ops(f, "pl.import_peer_buffer"):
@@ -131,12 +137,12 @@ def _check_buffers(name, f, funcs, plat, mixed: str | None = None) -> None:
         have = plat.mem_size(MemSpace(a["memory_space"]))
         bad = reserve_fit_problem(a["name"], base, a["size"], plat.name, a["memory_space"], have)
         if bad is not None and mixed is not None and a["name"] in RING_NAME.values():
-            raise _compiler_ring_too_big(f, r, mixed, base, have, plat)
+            raise _compiler_ring_too_big(f, r, mixed, base, have, plat, depth)
         if bad is not None:
             raise error(bad[0], r, bad[1])
 
 
-def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat):
+def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: int | None):
     """The ring ExpandMixedKernel reserved for ``mixed`` does not fit: say so in the user's
     terms (the function's slot_num= and its crossing tiles), at the function's line."""
     a = r.attributes
@@ -145,6 +151,8 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat):
     init = next(i for i in init_ops(f) if way in ways(i))
     n, size = slot_num(init, plat), init.attributes["slot_size"]
     fits = (have - base) // size
+    if depth is not None:
+        fits = min(fits, depth)
     core = "Vector core's UB" if a["memory_space"] == "UB" else "Cube's L1"
     fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
            if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
