@@ -427,3 +427,15 @@ def test_a_negative_constant_partition_size_is_a_parse_error_at_the_partition():
     assert "partition size %c8 = -8 is not a positive size" in e.value.what
     line = int(e.value.where.split(":")[1])
     assert "pto.partition_view" in text.splitlines()[line - 1] and "%c8" in text.splitlines()[line - 1]
+
+
+def test_nosplit_true_on_a_split_pipe_is_a_parse_error_at_the_split():
+    """nosplit = true makes the kernel the no-split one (whole tiles on AIV0): a tpop with
+    split = 1 on it gave AIV1 empty tiles and wrong output rows silently (fresh10 u44)."""
+    text = GOOD.replace("pto.aiv_initialize_pipe {dir_mask = 1", "pto.aiv_initialize_pipe {dir_mask = 1, nosplit = true", 1)
+    assert text != GOOD
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "with split = 1 on a pipe initialised with nosplit = true" in e.value.what
+    line = int(e.value.where.split(":")[1])
+    assert "split = 1" in text.splitlines()[line - 1]

@@ -79,7 +79,7 @@ def h_low_push(r, fs, opt, results, loc):
     c.expect(",")
     c.type_()
     c.expect(")")
-    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
     d = C2V if fs.kind is FunctionKind.AIC else V2C
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
@@ -105,7 +105,7 @@ def h_low_pop(r, fs, opt, results, loc):
         c.expect(":")
         c.type_()
         c.expect(")")
-        split = _split(r, c.attr_dict() if c.at("{") else {}, opt, required=False)
+        split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt, required=False)
         c.expect("->")
         c.type_()
         rt, name = results[0]
@@ -120,7 +120,7 @@ def h_low_pop(r, fs, opt, results, loc):
     c.expect(",")
     c.type_()
     c.expect(")")
-    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
     d = V2C if fs.kind is FunctionKind.AIC else C2V
     _, b = lookup(r, fs, t)
     ty = b.type
@@ -194,7 +194,7 @@ def h_low_free(r, fs, opt, results, loc):
     c.expect(")")
     attrs = c.attr_dict() if c.at("{") else {}
     d = V2C if fs.kind is FunctionKind.AIC else C2V
-    _free(r, fs, d, _split(r, attrs, opt, required=False), opt, loc)
+    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc)
 
 
 HANDLE_HANDLERS = {

@@ -150,6 +150,8 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
             bufs.append(b)
     name = "pl.aic_initialize_pipe" if fs.kind is FunctionKind.AIC else "pl.aiv_initialize_pipe"
     fs.init = emit(r, fs, name, [gm] + ops, [], attrs, loc)
+    if nosplit:
+        fs.nosplit = opt
     if nosplit and fs.kind is FunctionKind.AIV:     # whole tiles on AIV0 (ptopipe's NO_SPLIT kernel)
         fs.op.attributes.setdefault("split", TileSplitAxis.TILE_NO_SPLIT)
     fs.rings = {C2V: bufs[0], V2C: bufs[1]}
@@ -184,7 +186,7 @@ def h_init(r, fs, opt, results, loc):
                got["v2c_consumer_buf"], nosplit)
 
 
-def _split(r, attrs, opt, required=True):
+def _split(r, fs, attrs, opt, required=True):
     if "split" not in attrs:
         if required:
             raise r.c.error(f"{opt.text} needs {{split = 0|1|2}}", opt)
@@ -192,6 +194,11 @@ def _split(r, attrs, opt, required=True):
     v, t = attrs["split"]
     if isinstance(v, bool) or not isinstance(v, int) or v not in SPLIT_OF:
         raise r.c.error(f"bad split value {v!r}: 0 (no split), 1 (up/down) or 2 (left/right)", t)
+    if v and fs.nosplit is not None:
+        raise r.c.error(f"{opt.text} with split = {v} on a pipe initialised with nosplit = true (line "
+                        f"{fs.nosplit.line}): a no-split pipe moves whole tiles to AIV0 only", t,
+                        "give every tpush / tpop / tfree of the pipe split = 0, or drop nosplit = true "
+                        "from both inits to split the tiles between the Vector cores")
     return SPLIT_OF[v]
 
 
@@ -232,7 +239,7 @@ def h_tpush(r, fs, opt, results, loc):
     c.expect(")")
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
-    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
     emit(r, fs, "pl.tpush", [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
 
 
@@ -254,7 +261,7 @@ def h_tpop(r, fs, opt, results, loc):
         c.expect(",")
         read(r, fs, c.kind("value", "the valid columns"))
         c.expect(")")
-    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
     c.expect("->", "before the popped tile's type")
     tt = c.peek()
     ty = _pop_type(r, c.type_(), tt)
@@ -283,7 +290,7 @@ def h_tfree(r, fs, opt, results, loc):
         obj = read(r, fs, t)
         _check_type(r, t, obj, pt)
     attrs = r.c.attr_dict() if r.c.at("{") else {}
-    _free(r, fs, d, _split(r, attrs, opt, required=False), opt, loc, obj)
+    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc, obj)
 
 
 def h_talloc(r, fs, opt, results, loc):
@@ -291,7 +298,7 @@ def h_talloc(r, fs, opt, results, loc):
     _check_results(r, opt, results, 1)
     d = _DIR[opt.text.rsplit("_", 1)[1]]
     _core_check(r, fs, d, "producer", opt)
-    split = _split(r, c.attr_dict() if c.at("{") else {}, opt)
+    split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
     c.expect("->")
     tt = c.peek()
     ty = _pop_type(r, c.type_(), tt)
