@@ -439,3 +439,17 @@ def test_nosplit_true_on_a_split_pipe_is_a_parse_error_at_the_split():
     assert "with split = 1 on a pipe initialised with nosplit = true" in e.value.what
     line = int(e.value.where.split(":")[1])
     assert "split = 1" in text.splitlines()[line - 1]
+
+
+def test_tstore_of_a_tile_larger_than_its_view_is_a_parse_error_at_the_view():
+    """pto.tstore wrote the whole tile past a smaller partition view, silently (fresh10 u50);
+    pto.tload already reported the same mismatch."""
+    old = "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>"
+    new = "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c8] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x8xf32>"
+    text = _sub(old, new).replace("outs(%po : !pto.partition_tensor_view<8x16xf32>)",
+                                  "outs(%po : !pto.partition_tensor_view<8x8xf32>)")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "type mismatch: the view is (8, 8), the tile (8, 16)" in e.value.what
+    line = int(e.value.where.split(":")[1])
+    assert "pto.tstore" in text.splitlines()[line - 1]

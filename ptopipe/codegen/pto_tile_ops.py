@@ -226,6 +226,12 @@ def h_tstore(r, fs, opt, results, loc):
     _, part = lookup(r, fs, pv_t)
     if not isinstance(part, Part):
         raise r.c.error(f"{pv_t.text} is not a pto.partition_view", pv_t)
+    shape = getattr(tile.type, "shape", None)
+    if len(part.shape) == 2 and shape is not None and tuple(part.shape) != tuple(shape):
+        raise r.c.error(f"type mismatch: the view is {tuple(part.shape)}, the tile {tuple(shape)}: "
+                        "the store would write the whole tile", pv_t,
+                        "store into a partition view of the tile's shape (ptopipe reads v_row=? / "
+                        "v_col=? but moves the whole tile)")
     emit(r, fs, "pl.store", [tile] + part.offsets + [part.tensor], [], {}, loc)
 
 
