@@ -82,7 +82,8 @@ def write_cpp(program_op, platform=None) -> str:
               for op in f.walk() if op.name == "pl.call"}
     out = [f"// pto-isa C++ of program {program_op.attributes['sym_name']!r} for {have}, "
            "written by ptopipe (ptopipe compile --emit cpp)", PRELUDE]
-    for f in fns:
+    # the kernels first: a Group entry calls them (a .pto file may define its entry first)
+    for f in sorted(fns, key=lambda f: f.attributes["kind"] is FunctionKind.Group):
         kind = f.attributes["kind"]
         if kind in (FunctionKind.AIC, FunctionKind.AIV):
             out.append(KernelWriter(f, f.attributes["sym_name"] in called).write())
