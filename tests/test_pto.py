@@ -265,3 +265,19 @@ def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select()
             args = _inputs(op)
             res = run(tree, args, platform=plat, protocol=protocol)
             np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tmp_path):
+    """`compile k_a5.pto --emit pto --platform a2a3` gives the kernels a gm_slot_buffer
+    parameter; the entry's func.calls must pass it (ptopipe rejected its own output:
+    fresh10), and the written file runs to the same numbers."""
+    from ptopipe.cli import main as cli_main
+    out = tmp_path / "k.pto"
+    assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
+                     "--platform", platform, "-o", str(out)]) == 0
+    op, tree, _, plat = load_pto(str(out), platform, "spec")
+    args = _inputs(op)
+    res = run(tree, args, platform=plat, protocol="spec")
+    np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))

@@ -10,7 +10,8 @@ Requires: ``peers-resolved``, ``flags-allocated``.  Produces: ``platform-lowered
   ``gm_slot_buffer`` is ``None`` gets a new ``gm_slot_buffer`` tensor parameter of that
   size on its function (one it declares but does not use - a ``.pto`` kernel - is taken and
   retyped; a Group's GM parameter then takes the type of the kernel parameters it is passed
-  to), and so does every Group function of the program; for a function
+  to), and so does every Group function of the program, whose calls of a kernel that grew the
+  parameter pass it its own; for a function
   that did not declare one (ExpandMixedKernel's functions do) a warning (``ctx.warnings``)
   says the kernel's signature grew and what to pass.  The reserve_buffer /
   import_peer_buffer no longer hold the ring - seed 003's A2A3 behaviour, the same
@@ -29,6 +30,7 @@ from __future__ import annotations
 from ..ir.nodes import FunctionKind
 from ..ir.ops import GM_SLOT_PARAM
 from ..ir.types import TensorType
+from ._rewrite import set_operands
 from .util import GM_ARG, entry, functions, init_ops, platform_of, ring_in_gm, slot_num, ways
 
 NAME = "lower-platform"
@@ -60,6 +62,7 @@ def run(program, ctx):
     plat = platform_of(ctx)
     program.attributes["platform"] = plat.name
     gm_bytes = 0
+    grown = set()             # kernels given a new trailing GM parameter (their calls pass one)
     for f in functions(program):
         for init in init_ops(f):
             n = slot_num(init, plat)
@@ -74,7 +77,10 @@ def run(program, ctx):
             gm_bytes = max(gm_bytes, need)
             if _is_null(init.operands[GM_ARG]):
                 old = init.operands[GM_ARG].op
+                nargs = len(entry(f).args)
                 param = _add_param(f, need)
+                if len(entry(f).args) > nargs:
+                    grown.add(f.attributes["sym_name"])
                 init.set_operand(GM_ARG, param)
                 if not old.results[0].uses:
                     old.erase()
@@ -90,7 +96,10 @@ def run(program, ctx):
                 continue
             gm = [a for a in entry(f).args if a.name and a.name.startswith(GM_PARAM)]
             if not gm:
-                _add_param(f, gm_bytes)
+                gm = [_add_param(f, gm_bytes)]
+            for call in [op for op in f.walk() if op.name == "pl.call"]:
+                if call.attributes["callee"] in grown:       # pass the entry's slot buffer
+                    set_operands(call, list(call.operands) + [gm[0]])
             for a in gm:
                 _as_passed(a, kernels)
     return program
