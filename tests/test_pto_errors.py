@@ -453,3 +453,22 @@ def test_tstore_of_a_tile_larger_than_its_view_is_a_parse_error_at_the_view():
     assert "type mismatch: the view is (8, 8), the tile (8, 16)" in e.value.what
     line = int(e.value.where.split(":")[1])
     assert "pto.tstore" in text.splitlines()[line - 1]
+
+
+def test_cli_run_pto_honours_the_run_options(tmp_path, capsys):
+    """run k.pto ignored --until-cycle, --timeout, --launches, --sync, --report and --variant
+    (fresh10): each now acts as it does for a Python kernel file."""
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    ins = []
+    for n, shape in (("a", (32, 16)), ("b", (16, 16)), ("bias", (32, 16))):
+        np.save(tmp_path / f"{n}.npy", np.ones(shape, np.float32))
+        ins.append(f"--input={n}={tmp_path / (n + '.npy')}")
+    out = [f"--output=out={tmp_path / 'o.npy'}"]
+    assert cli_main(["run", f, *ins, *out, "--until-cycle", "50"]) == 1
+    assert "BudgetError" in capsys.readouterr().err
+    assert cli_main(["run", f, *ins, *out, "--launches", "2"]) == 0
+    assert "launch" in capsys.readouterr().out
+    assert cli_main(["run", f, *ins, *out, "--report", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").stat().st_size > 0
+    assert cli_main(["run", f, *ins, *out, "--variant", "big"]) == 1
+    assert "a .pto file has one variant" in capsys.readouterr().err

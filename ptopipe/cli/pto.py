@@ -23,6 +23,8 @@ from ..errors import CompileError, ConfigError, ParseError
 from ..ir import to_tree
 from ..ir.types import TensorType, np_dtype
 from ..report._io import write_atomic
+from . import bounds
+from .common import launch_kwargs, sync_kwargs
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
 PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform", "validate")
@@ -220,7 +222,19 @@ def run_pto(args) -> int:
         print(f"warning: {w}", file=sys.stderr)
     written = {p.partition("=")[0] for p in getattr(args, "output", None) or []}
     inputs = make_inputs(op, getattr(args, "input", None), zero_fill=False, fill=written)
-    res = run_program(tree, inputs, platform=plat, protocol=protocol)
+    variant = getattr(args, "variant", None)
+    if variant not in (None, "default", "all"):
+        raise ConfigError(f"--variant {variant!r}: a .pto file has one variant, 'default'",
+                          where="option --variant", fix="drop --variant")
+    reports = getattr(args, "report", None) or getattr(args, "png", None)
+    res = run_program(tree, inputs, platform=plat, protocol=protocol,
+                      **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
+                      **sync_kwargs(args), **launch_kwargs(args))
+    if reports:
+        from types import SimpleNamespace
+        from .trace import write_reports
+        write_reports(res, SimpleNamespace(**{**vars(args), "variant": "default"}),
+                      SimpleNamespace(name=os.path.basename(args.file)), "default")
     outs = {}
     for p in getattr(args, "output", None) or []:
         name, sep, file = p.partition("=")
