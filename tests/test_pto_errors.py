@@ -472,3 +472,15 @@ def test_cli_run_pto_honours_the_run_options(tmp_path, capsys):
     assert (tmp_path / "r.html").stat().st_size > 0
     assert cli_main(["run", f, *ins, *out, "--variant", "big"]) == 1
     assert "a .pto file has one variant" in capsys.readouterr().err
+
+
+def test_cli_output_paths_are_checked(tmp_path, capsys):
+    """An empty output name was a FileNotFoundError naming a temporary file, and -o naming
+    the input overwrote the kernel source with the output (fresh10)."""
+    src = tmp_path / "k.pto"
+    src.write_text(GOOD)
+    assert cli_main(["compile", str(src), "--emit", "pto", "-o", str(src)]) == 1
+    assert "is the input file" in capsys.readouterr().err and src.read_text() == GOOD
+    assert cli_main(["compile", str(src), "--emit", "pto", "-o", ""]) == 1
+    err = capsys.readouterr().err
+    assert "no output file name in ''" in err and "FileNotFoundError" not in err

@@ -8,6 +8,7 @@ The programs of a file: its module-level ``pl.program(...)`` objects, the progra
 its ``@pl`` kernels.  Warnings of the passes go to stderr."""
 from __future__ import annotations
 
+import os
 import sys
 
 from ..errors import ConfigError
@@ -86,6 +87,9 @@ def main(args) -> int:
     out = getattr(args, "output", None)
     if out is not None:
         check_output(out)                  # a bad -o fails before the compile, not after
+        if os.path.exists(out) and os.path.samefile(out, args.file):
+            raise ConfigError(f"-o {out} is the input file: the output would overwrite the source",
+                              where="option -o", fix="write the output to another file")
     protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
         from .pto import load_pto

@@ -68,6 +68,8 @@ def check_output(path: str) -> None:
 
 def _target_mode(path: str) -> int:
     """The permission bits the written file gets; raises ConfigError for a bad target."""
+    if not path or path.endswith(os.sep):
+        raise ConfigError(f"no output file name in {path!r}", fix="give a file path, e.g. out.npy")
     d = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ConfigError(f"cannot write {path}: it is a directory, not a file",
