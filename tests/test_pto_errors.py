@@ -484,3 +484,37 @@ def test_cli_output_paths_are_checked(tmp_path, capsys):
     assert cli_main(["compile", str(src), "--emit", "pto", "-o", ""]) == 1
     err = capsys.readouterr().err
     assert "no output file name in ''" in err and "FileNotFoundError" not in err
+
+
+def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
+    """A scalar input is checked against its parameter (a 2.5 trip count ran 2 iterations; a
+    [3] array and True were accepted), and a bf16 tensor is read and written as its bits
+    (a bf16 .npy loads as |V2, which the kernel's bf16 parameter refused: fresh10)."""
+    import ml_dtypes
+    from ptopipe.cli.pto import make_inputs
+    op, _tree, _w, _p = load_pto(str(ROOT / "tests" / "pto" / "c2v_split_a3.pto"))
+    for name, v, msg in (("n", np.array(2.5), "float64 value 2.5 for the index parameter"),
+                         ("n", np.array([3]), "a [1] array for a scalar parameter"),
+                         ("n", np.array(True), "bool value True for the index parameter")):
+        np.save(tmp_path / "n.npy", v)
+        from ptopipe.ir.types import INDEX
+        from ptopipe.cli.pto import _scalar
+        with pytest.raises(PtoPipeError) as e:
+            _scalar(name, INDEX, np.load(tmp_path / "n.npy"))
+        assert msg in e.value.what, e.value.what
+    assert _scalar("n", INDEX, np.array(3)) == 3
+    # bf16 bits in, bf16 bits out: a bf16 kernel parameter takes a uint16 or |V2 array
+    x = np.arange(6, dtype=np.float32).astype(ml_dtypes.bfloat16).reshape(2, 3)
+    np.save(tmp_path / "x.npy", x)
+    assert np.load(tmp_path / "x.npy").dtype.kind == "V"
+    from ptopipe.ir.types import TensorType
+    from ptopipe.cli import pto as cli_pto
+
+    class _Param:
+        name, type = "x", TensorType((2, 3), "bf16")
+    monkeypatch.setattr(cli_pto, "_entry_params", lambda op: [_Param()])
+    for f, arr in (("x.npy", x), ("bits.npy", x.view(np.uint16))):
+        np.save(tmp_path / f, arr)
+        got = make_inputs(op, [f"x={tmp_path / f}"], zero_fill=False)["x"]
+        assert got.dtype == np.dtype(ml_dtypes.bfloat16)
+        assert np.array_equal(got.view(np.uint16), x.view(np.uint16))

@@ -162,13 +162,17 @@ def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
         if a.name in given:
             v = given[a.name]
             if isinstance(t, TensorType):
-                if tuple(v.shape) != tuple(t.shape) or v.dtype != np_dtype(t.dtype):
+                want = np_dtype(t.dtype)
+                if want.kind == "V" and v.dtype.kind in "Vu" and v.dtype.itemsize == want.itemsize:
+                    v = v.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
+                if tuple(v.shape) != tuple(t.shape) or v.dtype != want:
                     raise ConfigError(f"--input {a.name}: {v.dtype}{list(v.shape)} but the kernel takes "
                                       f"{t.dtype}{list(t.shape)}", where="option --input",
-                                      fix="save the array with that shape and dtype")
+                                      fix="save the array with that shape and dtype (a bf16 / float8 "
+                                          "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
                 args[a.name] = np.ascontiguousarray(v)
             else:
-                args[a.name] = v.item()
+                args[a.name] = _scalar(a.name, t, v)
         elif isinstance(t, TensorType) and (zero_fill or a.name in fill
                                             or a.name.startswith("gm_slot_buffer")):
             args[a.name] = np.zeros(t.shape, np_dtype(t.dtype))
@@ -176,6 +180,24 @@ def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
             raise ConfigError(f"no input for parameter {a.name!r}", where="option --input",
                               fix=f"add --input {a.name}=FILE.npy")
     return args
+
+
+def _scalar(name: str, t, v):
+    """A 0-d ``--input`` array as the value of a scalar parameter of type ``t``: an index or
+    integer parameter takes an integer (a 2.5 trip count would run 2 iterations)."""
+    dt = getattr(t, "dtype", None)
+    if v.ndim != 0:
+        raise ConfigError(f"--input {name}: a {list(v.shape)} array for a scalar parameter",
+                          where="option --input", fix="save a 0-d array: np.save(f, np.array(value))")
+    if dt in ("index",) or (dt or "").startswith(("i", "u")):
+        if v.dtype.kind not in "iu":
+            raise ConfigError(f"--input {name}: a {v.dtype} value {v.item()!r} for the {dt} parameter "
+                              f"{name!r}", where="option --input",
+                              fix="save an integer: np.save(f, np.array(3))")
+    elif v.dtype.kind not in "iuf":
+        raise ConfigError(f"--input {name}: a {v.dtype} value for the {dt} parameter {name!r}",
+                          where="option --input", fix="save a number: np.save(f, np.array(1.5))")
+    return v.item()
 
 
 def _target(args, path):
@@ -241,7 +263,10 @@ def run_pto(args) -> int:
         if not sep or name not in res.outputs:
             raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME a tensor parameter",
                               where="option --output", fix=f"names: {', '.join(sorted(res.outputs))}")
-        outs[file] = res.outputs[name]
+        arr = res.outputs[name]
+        if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
+            arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])
+        outs[file] = arr
     for file, arr in outs.items():
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
