@@ -184,7 +184,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         if checks or record_writes:
             cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
             if cluster.manual_sync:
-                watch_gm(cluster.checker)
+                watch_gm(cluster)
         if prev is None:
             for (name, a), addr in zip(arrays.items(), addrs):
                 cluster.gm.buf[addr:addr + a.nbytes] = a.reshape(-1).view(np.uint8)

@@ -165,11 +165,14 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
         core.pending.append((setitem, d, _ALL, v))     # the copy, queued (Cluster.sync)
     else:
         core.pending.append((np.copyto, d.reshape(src.shape), v))   # splits rows: a view
-    chk = core.cluster.checker
-    if chk is not None:
-        chk.gm_access(core, src, False, "TLOAD")
+    ps = core.psync
+    if ps is not None and ps.gm_watch:   # manual mode: checked against the core's other pipes
+        ps.gm_note(src, False, "TLOAD")
     end = core.issue_w(_MTE2, core.costs.move("GM", dst.sname, dst.valid_rows * dst.valid_cols * dst.item), dst,
                        "TLOAD", TileArgs(d.shape, dst.dtype) if core.trace is not None else None)
+    chk = core.cluster.checker
+    if chk is not None:                  # (a SET orders the access once it has completed: end)
+        chk.gm_access(core, src, False, "TLOAD", None, end)
     return new_event(("TLOAD", core, end))
 
 
@@ -197,12 +200,15 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
         core.pending.append((setitem, v, _ALL, s))     # Acc -> f16 converts (FIX)
     else:
         core.pending.append((_copy_unsafe, v, s.reshape(dst.shape)))
-    chk = core.cluster.checker
-    if chk is not None:
-        chk.gm_access(core, dst, True, "TSTORE")
+    ps = core.psync
+    if ps is not None and ps.gm_watch:
+        ps.gm_note(dst, True, "TSTORE")
     pipe = STORE_PIPE[src.loc]
     end = core.issue_r(pipe, core.costs.move(src.sname, "GM", src.valid_rows * src.valid_cols * dst.item), src,
                         "TSTORE", TileArgs(s.shape, src.dtype) if core.trace is not None else None)
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.gm_access(core, dst, True, "TSTORE", None, end)
     return new_event(("TSTORE", core, end))
 
 

@@ -146,7 +146,7 @@ class Cluster:
                 t = flag.arrivals[-1]
             flag.arrivals.append(t)
         if self.checker is not None:
-            flag.set_clocks.append(self.checker.on_set(sender))
+            flag.set_clocks.append(self.checker.on_set(sender, at))
         if self.signals is not None:
             self.signals.append(Signal(sender.index, flag, at))
         w = flag.waiter

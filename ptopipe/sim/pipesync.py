@@ -74,6 +74,7 @@ class PipeSync:
         self.gm_bufs: dict = {}      # GM region key -> _Buf (manual mode, checkers on)
         self.gm_pages: dict = {}     # 4 KiB page -> [_Buf]
         self.gm_next = None          # the GM bytes of the TLOAD / TSTORE being issued
+        self.gm_watch = False        # TLOAD / TSTORE note their GM bytes (watch_gm)
         if manual:
             core.issue = self.issue
             core.issue_w = self.issue_w
@@ -356,16 +357,13 @@ def event_leaks(cluster) -> list:
     return out
 
 
-def watch_gm(checker) -> None:
-    """Manual mode with the checkers on: every TLOAD / TSTORE the happens-before checker sees
-    is also checked against the other pipes of its core (GM bytes written by a TSTORE and
-    read back by a TLOAD need an event too).  Wraps the checker's ``gm_access``."""
-    inner = checker.gm_access
-
-    def gm_access(core, gt, write, op, where=None):
-        inner(core, gt, write, op, where)
-        core.psync.gm_note(gt, write, op)
-    checker.gm_access = gm_access
+def watch_gm(cluster) -> None:
+    """Manual mode with the checkers on: every TLOAD / TSTORE is also checked against the
+    other pipes of its core (GM bytes written by a TSTORE and read back by a TLOAD need an
+    event too): the instruction notes its GM bytes (``gm_note``) before it issues."""
+    for core in cluster.cores:
+        if core.psync is not None:
+            core.psync.gm_watch = True
 
 
 def psync(core) -> PipeSync:

@@ -23,6 +23,7 @@ from .location import SourceLoc, _is_internal, user_loc
 
 _SHIFT = 12                     # 4 KiB pages
 _PRUNE_AT = 16                  # regions per page bucket before dead ones are dropped
+_INFLIGHT_AT = 256              # in-flight GM accesses of a core before the done ones are dropped
 _LIVE = (CoreState.READY, CoreState.RUNNING, CoreState.BLOCKED)
 
 
@@ -139,12 +140,36 @@ class HappensBefore:
         self.dirty = True
         if n == 3:
             self.join = self._join3
+        # per core: its GM accesses with their completion cycle, not yet known complete at
+        # one of its SETs - (end, page bucket dict, key, bucket, record) (see on_set)
+        self.inflight = [[] for _ in range(n)]
 
     # -- vector clocks (hooks called by the cluster and the cores) -------------------
-    def on_set(self, sender):
+    def on_set(self, sender, at=None):
+        """``sender`` SETs a flag at cycle ``at``: returns the vector clock the SET carries.
+
+        A SET orders only what has *completed* by its time: a GM access still in flight on
+        another pipe (a TSTORE on MTE3 when the ring's SET comes from FIX) is moved to the
+        epoch after this SET, so a core that waits for it is not ordered after that access
+        - on the device it may still read stale data or overwrite bytes being loaded.  A
+        later SET at or after the access's end covers it.  (Sound for SETs whose times rise
+        in program order, as the scoreboard issues them on one core.)"""
         vc = sender.vclock
         snap = tuple(vc)
-        vc[sender.index] += 1
+        c = sender.index
+        new = vc[c] = vc[c] + 1
+        fl = self.inflight[c]
+        if fl and at is not None:
+            keep = []
+            for end, d, key, bucket, rec in fl:
+                if end <= at or d.get(key) is not rec:    # complete, or replaced / pruned
+                    continue
+                rec = rec[:4] + (new,) + rec[5:10] + ((end, at),)    # + why: still in flight
+                d[key] = rec
+                if bucket[0] < new:
+                    bucket[0] = new
+                keep.append((end, d, key, bucket, rec))
+            self.inflight[c] = keep
         return snap
 
     def join(self, core, vc) -> None:
@@ -191,8 +216,9 @@ class HappensBefore:
             return user_loc(f)
         return (code, f.f_lineno)
 
-    def gm_access(self, core, gt, write: bool, op: str, where=None) -> None:
-        """A TLOAD (read) / TSTORE (write) through GlobalTensor ``gt`` (exact bytes)."""
+    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None) -> None:
+        """A TLOAD (read) / TSTORE (write) through GlobalTensor ``gt`` (exact bytes) that
+        completes at cycle ``end``."""
         reg = gm_region(gt)
         if reg is None:
             return
@@ -200,11 +226,12 @@ class HappensBefore:
             where = self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
         label = (gt, gt.ptr)
-        self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label)
+        self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label, None, end)
 
     def access(self, core, mem, lo: int, hi: int, rows, write: bool, op: str, where,
-               label=None, ring=None) -> None:
-        """Record an access of bytes [lo, hi) (``rows`` refines them) of memory ``mem``.
+               label=None, ring=None, end=None) -> None:
+        """Record an access of bytes [lo, hi) (``rows`` refines them) of memory ``mem``,
+        complete at cycle ``end`` (None: ordered by the protocol that made it).
 
         A page holds, per core and kind (read/write), the latest record per exact region
         and the newest epoch among them: if that epoch is ordered before this core, every
@@ -233,13 +260,21 @@ class HappensBefore:
                             raise self.race(core, mem, rec, r)
             bucket = page[mine]
             if bucket is None:
-                page[mine] = [epoch, {key: rec}]
+                bucket = page[mine] = [epoch, {key: rec}]
+                d = bucket[1]
             else:
-                bucket[0] = epoch
+                if bucket[0] < epoch:
+                    bucket[0] = epoch
                 d = bucket[1]
                 d[key] = rec
                 if len(d) > _PRUNE_AT:
                     self._prune(c, d)
+            if end is not None:
+                fl = self.inflight[c]
+                fl.append((end, d, key, bucket, rec))
+                if len(fl) > _INFLIGHT_AT:      # bounded: what the next SET would drop anyway
+                    clock = core.clock          # (a SET is at or after the issue clock)
+                    fl[:] = [x for x in fl if x[0] > clock and x[1].get(x[2]) is x[4]]
 
     def _prune(self, k: int, d: dict) -> None:
         """Drop records of core ``k`` ordered before every live core's current point."""
@@ -251,7 +286,7 @@ class HappensBefore:
 
     # -- reporting -----------------------------------------------------------------------
     def describe(self, mem, rec) -> dict:
-        lo, hi, rows, c, epoch, write, op, where, label, ring = rec
+        lo, hi, rows, c, epoch, write, op, where, label, ring = rec[:10]
         if isinstance(label, tuple):
             gt, ptr = label
             label = gt.describe(ptr)
@@ -275,13 +310,20 @@ class HappensBefore:
 
         lo, hi = max(a["lo"], b["lo"]), min(a["hi"], b["hi"])
         other = b["core"]
+        why = [f"overlap within [{lo:#x}, {hi:#x}); no flag SET->WAIT chain orders "
+               f"{other}'s access before {a['core']}'s"]
+        fix = (f"order the two accesses with the protocol: e.g. {other} TPUSH / SET after its "
+               f"access and {a['core']} TPOP / WAIT before its own, or use disjoint buffers")
+        if len(prev) > 10:              # the other access was still in flight at the SET
+            end, at = prev[10]
+            why.append(f"{other}'s {b['op']} completes at cycle {end}, after the SET at cycle {at} "
+                       f"that follows it in {other}'s program: a SET orders only what has completed "
+                       "by its time, and this access runs on another pipe than the signal")
+            fix = (f"make {other}'s signal wait for its {b['op']}: pipe_barrier(PIPE_ALL) (or a "
+                   f"set_flag / wait_flag from the {b['op']}'s pipe to the signalling one) between "
+                   "them")
         return DataRaceError(
             f"data race ({kind}) on {mem.label}: {a['core']} {a['op']} and {other} {b['op']} touch the "
             f"same bytes with no happens-before order",
-            where=a["where"],
-            details="\n".join([line(a), line(b),
-                               f"overlap within [{lo:#x}, {hi:#x}); no flag SET->WAIT chain orders "
-                               f"{other}'s access before {a['core']}'s"]),
-            fix=f"order the two accesses with the protocol: e.g. {other} TPUSH / SET after its "
-                f"access and {a['core']} TPOP / WAIT before its own, or use disjoint buffers",
+            where=a["where"], details="\n".join([line(a), line(b)] + why), fix=fix,
             findings=[{"kind": "data_race", "type": kind, "access": a, "other": b}])

@@ -4,6 +4,7 @@ per the protocol model).  Used by the tile flow (:mod:`.ops`) and the address / 
 flows (:mod:`.flows`)."""
 from __future__ import annotations
 
+from ...arch import PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc
@@ -84,8 +85,12 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
         s.state = "free"
         s.gen += 1
     at = core.clock
-    if obj.__class__ is Tile and obj.read_end > at:
-        at = obj.read_end
+    if obj.__class__ is Tile:
+        if obj.read_end > at:
+            at = obj.read_end
+    elif obj is not None:     # the address flow: the slot was read / written through GM views
+        pf = core.pipe_free   # by TLOADs / TSTOREs: signal after they complete (as push_commit)
+        at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])
     if read_end is not None and read_end > at:
         at = read_end
     k = side.freed
