@@ -214,6 +214,8 @@ def _claim_flags(core, ch: Channel) -> None:
         free = [cluster.flag(cons, prod, ch.free_id + t) for t in range(count)]
         for f in ready + free:
             if f.owner is not None and f.owner is not ch:
+                if f.owner is _other_end(core, ch):
+                    raise _flag_mismatch(core, ch, f.owner)
                 raise ConfigError(
                     f"{ch.name} and {f.owner.name} share {f.name}",
                     where=_loc(core),
@@ -233,6 +235,27 @@ def _flag_range(ch: Channel) -> str:
     top = ch.model.flags_top(ch.ready_id, ch.free_id, ch.slot_num)
     lo = min(ch.ready_id, ch.free_id)
     return f"{ch.name} uses {lo}..{top - 1}" if top - 1 > lo else f"{ch.name} uses {lo}"
+
+
+def _other_end(core, ch: Channel):
+    """A pipe of ``ch``'s direction and peers bound so far only by the *other* end (never by
+    ``core``) - with ``ch``'s FlagID differing, most likely the same pipe: the two ends
+    disagree on its FlagID (asked only when their flags or rings collide)."""
+    role = "producer" if (ch.way == C2V) == (core.kind is CoreKind.AIC) else "consumer"
+    for o in channels(core.cluster).values():
+        if o is not ch and o.way == ch.way and o.peers == ch.peers and o.sides \
+                and core.index not in o.sides and all(sd.role != role for sd in o.sides.values()):
+            return o
+    return None
+
+
+def _flag_mismatch(core, ch: Channel, other: Channel) -> ConfigError:
+    side = next(iter(other.sides.values()))
+    return ConfigError(
+        f"the two ends of the {ch.way} pipe use different FlagIDs: {side.core.name} bound FlagID "
+        f"{other.ready_id} at {side.bound_at}, {core.name} binds FlagID {ch.ready_id}",
+        where=_loc(core), details=f"their flags or rings collide: {_flag_range(other)}, {_flag_range(ch)}",
+        fix="producer and consumer must give the pipe the same FlagID (the TPipe's first parameter)")
 
 
 def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
@@ -325,4 +348,8 @@ def _reserve_rings(core, ch: Channel) -> None:
                 where=_loc(core),
                 fix=(f"use a consumer buffer base <= {cap - size:#x}" if size <= cap else
                      f"the ring alone needs {size} bytes: use fewer or smaller slots"))
+        o = _other_end(core, ch)
+        if o is not None and o.local_base is not None and \
+                o.local_base < ch.local_base + size and ch.local_base < o.local_base + o.slot_num * o.slot_size:
+            raise _flag_mismatch(core, ch, o)
         reserve(c, space, ch.local_base, size, f"{ch.name} ring", _loc(core))   # the binding's line

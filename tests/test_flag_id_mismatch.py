@@ -1,0 +1,50 @@
+"""The two ends of one pipe giving it different FlagIDs (fresh8 b02) is reported as that
+on every platform and protocol - not as two pipes sharing a flag ("give them disjoint
+FlagID ranges", which would not fix it) or two rings overlapping (A5)."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.errors import ConfigError, DeadlockError
+from ptopipe.isa import *  # noqa: F403
+from markers import line_of
+
+SLOT = 16 * 32 * 4
+
+
+def kernels(aic_id, aiv_id):
+    def cube(x, fifo):
+        pipe = TPipe(aic_id, DIR_C2V, SLOT, 4)(fifo, 0x10000, 0)        # AIC
+        m = Tile(TileType.Mat, float32, 16, 32, addr=0)
+        a = Tile(TileType.Left, float32, 16, 32, addr=0)
+        b = Tile(TileType.Right, float32, 32, 32, addr=0)
+        acc = Tile(TileType.Acc, float32, 16, 32, addr=0)
+        TLOAD(m, x)
+        TMOV(a, m)
+        TMATMUL(acc, a, b)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vector(out, fifo):
+        pipe = TPipe(aiv_id, DIR_C2V, SLOT, 4)(fifo, 0x10000, 0)        # AIV
+        t = Tile(TileType.Vec, float32, 8, 32)
+        TPOP(pipe, t, TILE_UP_DOWN)
+        TSTORE(GlobalTensor(out.data() + get_subblockid() * 8 * 32, (8, 32)), t)
+        TFREE(pipe)
+    return cube, vector
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("ids", [(2, 3), (0, 4)])
+def test_two_flag_ids_for_one_pipe(platform, protocol, ids, no_hang):
+    cube, vector = kernels(*ids)
+    args = dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                fifo=ptopipe.gm_buffer(8 * SLOT))
+    with pytest.raises((ConfigError, DeadlockError)) as ei:
+        ptopipe.run(cube, vector, args, platform=platform, protocol=protocol)
+    e = ei.value
+    text = str(e)
+    assert "use different FlagIDs" in text, text
+    assert "disjoint FlagID ranges" not in text and "overlaps" not in e.what
+    if isinstance(e, ConfigError):
+        assert e.where.endswith(f":{line_of(kernels, 'AIV')}") and "same FlagID" in e.fix
