@@ -23,6 +23,7 @@ from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .golden import compare, compare_launches
 from .pipe import Protocol, leaks
+from .pipe.diagnostics import unpaired_frees
 from .pipe.teardown import (TEARDOWN_LEAK_FIX, carried_credit, describe_row, explain_carried, ledger,
                             teardown)
 from .tensor import GlobalTensor, GMPtr
@@ -245,6 +246,7 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
         _raise_leaks(events, EVENT_LEAK_FIX, "event leak", "event_leak")
     extra = teardown(cluster, k)
     flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
+    flag_warnings = list(flag_warnings) + unpaired_frees(cluster)
     if not final:
         flag_warnings, flag_errors, extra = list(flag_warnings) + list(flag_errors) + extra, (), []
     if (extra or flag_errors) and leak_check:

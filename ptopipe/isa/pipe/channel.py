@@ -47,7 +47,8 @@ class Side:
     """One core's cursors on one channel (the AIC, or one AIV peer)."""
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
-                 "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end")
+                 "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
+                 "self_freed")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -64,6 +65,8 @@ class Side:
         # its split and ends the staged copy's lifetime; ``tfrees`` counts those TFREEs
         self.popped: list = []
         self.tfrees = 0
+        self.extra_free = None           # the first TFREE with no TPOP to pair (pto-isa GM rings)
+        self.self_freed = 0              # tile TPOPs that freed their slot themselves (pto-isa GM rings)
         self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
         self.allocate = True             # setAllocateStatus
         self.record = True               # setRecordStatus

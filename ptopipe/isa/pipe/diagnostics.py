@@ -240,3 +240,28 @@ def leaks(cluster, unpopped: bool = True) -> list:
                          "with no data replays it with an empty valid shape)")
                     out.append((f"slot {s.tag} of {ch.name} was pushed but {who} never popped it{why}", s.push_loc))
     return out
+
+
+def unpaired_frees(cluster) -> list:
+    """Portability warnings where the TPOP frees its slot itself (pto-isa, GM ring: the
+    TFREE is a no-op there): TPOPs with no TFREE, and TFREEs with no TPOP, run on this
+    platform but hang or break on A5 and under the spec protocol."""
+    out = []
+    for ch in cluster.shared.get("channels", {}).values():
+        if not ch.pop_frees:
+            continue
+        for side in ch.sides.values():
+            if side.role != "consumer":
+                continue
+            where = f"harmless here (pto-isa's TPOP frees the GM slot on {cluster.platform.name}) but " \
+                    "a slot never freed on A5 and under the spec protocol"
+            n = side.self_freed
+            if side.tfrees < n:
+                loc = side.popped[-(n - side.tfrees)][2] if n - side.tfrees <= len(side.popped) else None
+                out.append((f"{n - side.tfrees} of {n} TPOPs of {ch.name} on "
+                            f"{side.core.name} have no TFREE: {where}", loc))
+            elif side.extra_free is not None:
+                out.append((f"{side.core.name} TFREEs {ch.name} {side.tfrees} times after {n} "
+                            f"TPOPs: the extra TFREE is a no-op here but a misuse on A5 and under the "
+                            "spec protocol", side.extra_free))
+    return out

@@ -189,6 +189,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         release(core, ch, side, tag, read_end, tile)      # pto-isa A2A3: TPOP frees inside
         popped = side.popped
         popped.append((i, split, loc, stage))             # for its (no-op) TFREE
+        side.self_freed += 1
         if len(popped) > _POPPED_MAX:
             del popped[0]
     else:
@@ -330,6 +331,8 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
     and the staged copy of the tile ends here."""
     j = side.tfrees
     side.tfrees = j + 1
+    if j >= side.self_freed and side.extra_free is None:    # no TPOP to pair (a portability warning)
+        side.extra_free = core.loc_override or caller_loc(3)   # <- _free_popped <- TFREE <- kernel
     popped = side.popped
     while popped and popped[0][0] < j:
         del popped[0]
