@@ -2,6 +2,7 @@
 hang); what ptoas accepts but is unsafe is reported by ptopipe at the .pto line; the CLI
 prints one clear error and exits non-zero."""
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -518,3 +519,24 @@ def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
         got = make_inputs(op, [f"x={tmp_path / f}"], zero_fill=False)["x"]
         assert got.dtype == np.dtype(ml_dtypes.bfloat16)
         assert np.array_equal(got.view(np.uint16), x.view(np.uint16))
+
+
+def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang):
+    """The tree runs a TPOP whose tile one tmov reads as one statement: the deadlock of the
+    TPOP named the tmov's line (fresh9 p6).  Each op now runs at its own .pto line."""
+    from ptopipe.errors import DeadlockError
+    from ptopipe.cli.pto import make_inputs
+    from ptopipe.runtime import run
+    path = ROOT / "tests" / "pto_broken" / "both_pop_first_a3.pto"
+    text = path.read_text()
+    op, tree, _w, plat = load_pto(str(path))
+    import tempfile, os
+    with tempfile.TemporaryDirectory() as d:
+        np.save(os.path.join(d, "T.npy"), np.array(3))
+        args = make_inputs(op, [f"T={os.path.join(d, 'T.npy')}"], zero_fill=True)
+    with pytest.raises(DeadlockError) as e:
+        run(tree, args, platform=plat)
+    lines = text.splitlines()
+    tpop = next(i for i, ln in enumerate(lines, 1) if "pto.tpop_from_aiv" in ln)
+    assert "pto.tmov" in lines[tpop + 1] or "pto.tmov" in lines[tpop]     # read by the next ops
+    assert re.search(rf"AIC   TPOP   at \S*both_pop_first_a3.pto:{tpop}:", str(e.value)), str(e.value)

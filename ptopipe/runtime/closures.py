@@ -6,7 +6,8 @@ instead of walking the tree (no dispatch on node classes, no attribute dictionar
 GM-view construction per executed statement).  The semantics are the tree walk's:
 
 - before each statement the core's ``loc_override`` is set to the statement's DSL line
-  (after an ``if``'s branch, to the ``if``'s line again for its yields);
+  (after an ``if``'s branch, to the ``if``'s line again for its yields); an op nested in a
+  statement's expression, and the op reading its result, run at their own lines;
 - values live in one ``env`` dict by name; a call evaluates its operands left to right
   before it creates its destination tile or does its work;
 - a destination tile is made at its first execution (an error making it - the tile does
@@ -75,10 +76,17 @@ class Compiler:
         self.it = interp
         self.core = interp.core
         self.env = interp.env
+        self.stmt_loc = None        # the location of the statement being compiled
 
     # -- statements -------------------------------------------------------------------------
     def block(self, body) -> list:
-        return [(self.it.where(s), self.stmt(s)) for s in body]
+        out = []
+        for s in body:
+            loc = self.it.where(s)
+            saved, self.stmt_loc = self.stmt_loc, loc
+            out.append((loc, self.stmt(s)))
+            self.stmt_loc = saved
+        return out
 
     def stmt(self, s):
         env, cls = self.env, s.__class__
@@ -193,6 +201,20 @@ class Compiler:
     def call(self, c: Call, dest):
         op = c.op
         args = [self.expr(x, None) for x in c.args]
+        own = self.it.where(c)
+        stmt = self.stmt_loc
+        other_line = own is not None and stmt is not None and (own.line, own.file) != (stmt.line, stmt.file)
+        if args and stmt is not None and (other_line or any(x.__class__ is Call for x in c.args)):
+            # an op nested in a statement on another line (a TPOP read by a move: one statement
+            # of the tree made from two .pto ops) runs at its own line, and its parent at its
+            # own again: the loc is set once the operands - nested ops included - are evaluated
+            last, core, here = args[-1], self.core, own if other_line else stmt
+
+            def located():
+                v = last()
+                core.loc_override = here
+                return v
+            args[-1] = located
         at = dict(c.attrs)
         fn = _TILE_RESULT.get(op)
         if fn is not None:
