@@ -883,3 +883,22 @@ def test_a_carried_slot_beyond_the_hold_limit_carries_copies(platform, protocol,
     text = print_program(_compile(prog, platform, protocol=protocol)[1])
     copies = text.count("_held = pl.move(")
     assert copies == (2 if (platform, protocol) == ("a5", "pto-isa") else 0), text
+
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def manual_lane_offset(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+                       c: pl.Tensor[[64, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32]):
+    bl = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+    al = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+    r = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    cv = pl.load(c, [pl.get_subblockid() * 8, 0], [16, 32])                  # LANE
+    pl.store(pl.add(r, cv), [0, 0], out)
+
+
+def test_a_manual_lane_offset_in_a_split_mixed_function_is_a_compile_error():
+    """A hand-written kernel's habit - adding get_subblockid() * half to a Vec offset - in a
+    split mixed function shifted AIV1's load twice, silently (fresh9 b38)."""
+    with pytest.raises(CompileError) as e:
+        _compile(pl.program(manual_lane_offset, name="lane"), "a2a3")
+    assert "its offset uses pl.get_subblockid()" in e.value.what and "shifted twice" in e.value.what
+    assert e.value.where.split(":")[-2] == str(line_of(manual_lane_offset.pyfunc, "LANE"))

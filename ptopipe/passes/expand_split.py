@@ -70,8 +70,29 @@ def _vname(v) -> str:
     return f"'{v.name}'" if v.name else "a Vector tile"
 
 
+def _lane_offset(v, mine) -> bool:
+    """Does value ``v`` (an offset) depend on a ``pl.get_subblockid()`` the user wrote (not
+    ``mine``, the one this pass inserts)?"""
+    seen, todo = set(), [v]
+    while todo:
+        d = getattr(todo.pop(), "op", None)
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        if d.name == "pl.get_subblockid" and d is not mine:
+            return True
+        todo.extend(d.operands)
+    return False
+
+
 def _shift(op: Operation, index: int, sub, half: int) -> None:
     """Operand ``index`` of ``op`` (an offset) += sub * half, with new ops before ``op``."""
+    if _lane_offset(op.operands[index], sub.op):
+        raise err(f"{op.name}: its offset uses pl.get_subblockid(), but a split mixed function is "
+                  "written for the whole tile - the compiler moves every Vector load / store to "
+                  "its core's half itself, so this offset would be shifted twice", op,
+                  "drop the pl.get_subblockid() term: give the offsets of the whole tile (or "
+                  "hand-write the AIV kernel with @pl.aiv)")
     c = op.insert_before(const(half, op.loc))
     new = op.insert_before(Operation("arith.mul", (sub, c.results[0]), [INDEX], {}, (), op.loc))
     off = op.operands[index]
