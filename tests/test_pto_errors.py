@@ -540,3 +540,8 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang):
     tpop = next(i for i, ln in enumerate(lines, 1) if "pto.tpop_from_aiv" in ln)
     assert "pto.tmov" in lines[tpop + 1] or "pto.tmov" in lines[tpop]     # read by the next ops
     assert re.search(rf"AIC   TPOP   at \S*both_pop_first_a3.pto:{tpop}:", str(e.value)), str(e.value)
+
+
+def test_a_utf8_byte_order_mark_is_skipped():
+    """An editor's BOM made the file a ParseError at 1:1 (fresh10 m17)."""
+    read_pto("\ufeff" + GOOD, "bom.pto")

@@ -400,6 +400,8 @@ def read_pto(text: str, filename: str = "<pto>", platform=None, addrs: list | No
     ``platform`` (a name) is used when the module carries no ``pto.target_arch``.  ``addrs``
     (a list) receives ``(function, addr, nbytes, space, "file:line:col")`` for every tile
     placed with ``pto.alloc_tile addr = ...`` (the IR does not carry fixed addresses)."""
+    if text.startswith("\ufeff"):          # a UTF-8 byte order mark (some editors write one)
+        text = text[1:]
     with gc_paused():
         rd = Reader(text, filename, platform)
         prog = rd.module()
