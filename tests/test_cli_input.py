@@ -210,3 +210,14 @@ def test_check_json_reports_a_bad_option_as_json(capsys):
     assert code == 1 and "at option --schedules" in err
     (rep,) = json.loads(out)
     assert rep["failure"]["error"] == "ConfigError" and rep["failure"]["where"] == "option --schedules"
+
+
+def test_output_piped_into_a_reader_that_stops_early_is_not_an_error():
+    """`ptopipe run k.py | head -1` printed "error: BrokenPipeError" and exited 1 after a PASS."""
+    p = subprocess.Popen([sys.executable, "-m", "ptopipe", "run", S1], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    p.stdout.close()                      # the reader goes away
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 0, err
+    assert first.startswith("PASS") and "BrokenPipe" not in err and "error" not in err, err

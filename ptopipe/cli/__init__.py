@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from .. import __version__
@@ -42,6 +43,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:               # the reader went away (`ptopipe run k.py | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit flush
+        return 0
     except BaseException as e:  # noqa: BLE001 - the CLI must never show a traceback
         if isinstance(e, SystemExit):
             raise
