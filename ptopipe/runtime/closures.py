@@ -61,6 +61,19 @@ def _raiser(make):
     return fail
 
 
+def _site_view(site: list, gt, off: int, window: tuple, strides: tuple):
+    """The GlobalTensor of a load / store site ``site`` (``[tensor, view]``) at element
+    offset ``off`` of tensor ``gt``: the site's view re-pointed while ``gt`` is the tensor it
+    was made for, else a new one."""
+    if site[0] is gt and REUSE_VIEWS:
+        v = site[1]
+        v.assign(gt.data() + off)
+        return v
+    v = isa.GlobalTensor(gt.data() + off, window, strides)
+    site[0], site[1] = gt, v
+    return v
+
+
 def run_steps(core, steps) -> None:
     """Execute compiled statements in order, each at its DSL line."""
     for loc, step in steps:
@@ -341,14 +354,7 @@ class Compiler:
                 o0, o1 = offs
                 if o0 < 0 or o0 + w0 > n0 or o1 < 0 or o1 + w1 > n1:
                     return it.gm_view(gt, ttype, offs, window, c)      # raises: out of bounds
-                off = int(o0) * s0 + int(o1) * s1
-                if site[0] is gt and REUSE_VIEWS:
-                    v = site[1]
-                    v.assign(gt.data() + off)
-                    return v
-                v = isa.GlobalTensor(gt.data() + off, window, strides)
-                site[0], site[1] = gt, v
-                return v
+                return _site_view(site, gt, int(o0) * s0 + int(o1) * s1, window, strides)
             return view
 
         def view(gt, offs):
@@ -359,13 +365,7 @@ class Compiler:
                 if o < 0 or o + w > n:
                     return it.gm_view(gt, ttype, offs, window, c)  # raises: out of bounds
                 off += int(o) * st
-            if site[0] is gt and REUSE_VIEWS:
-                v = site[1]
-                v.assign(gt.data() + off)
-                return v
-            v = isa.GlobalTensor(gt.data() + off, window, strides)
-            site[0], site[1] = gt, v
-            return v
+            return _site_view(site, gt, off, window, strides)
         return view
 
     def load(self, c: Call, args: list, at: dict, dest):
