@@ -545,3 +545,12 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang):
 def test_a_utf8_byte_order_mark_is_skipped():
     """An editor's BOM made the file a ParseError at 1:1 (fresh10 m17)."""
     read_pto("\ufeff" + GOOD, "bom.pto")
+
+
+def test_a_constant_step_of_zero_is_a_parse_error_at_the_step():
+    """`scf.for ... step %c0` passed --static and failed only in the run (fresh7 m32)."""
+    text = _sub("scf.for %i = %c0 to %c2 step %c1 {", "scf.for %i = %c0 to %c2 step %c0 {")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "s.pto")
+    assert "scf.for step %c0 = 0: the loop never ends" in e.value.what
+    assert int(e.value.where.split(":")[1]) == _line(text, "step %c0 {")

@@ -49,7 +49,13 @@ def h_for(r, fs, opt, results, loc):
     c.expect("to")
     ub = read(r, fs, c.kind("value", "the upper bound"))
     c.expect("step")
-    st = read(r, fs, c.kind("value", "the step"))
+    st_t = c.kind("value", "the step")
+    st = read(r, fs, st_t)
+    k = fs.const_values.get(st)
+    if k is not None and not isinstance(k, bool) and k <= 0:
+        raise c.error(f"scf.for step {st_t.text} = {k}: the loop never ends" if k == 0 else
+                      f"scf.for step {st_t.text} = {k}: scf.for needs a positive step", st_t,
+                      "give the loop a positive step")
     iters, types = [], []
     if c.accept("iter_args"):
         c.expect("(")
