@@ -554,3 +554,11 @@ def test_a_constant_step_of_zero_is_a_parse_error_at_the_step():
         read_pto(text, "s.pto")
     assert "scf.for step %c0 = 0: the loop never ends" in e.value.what
     assert int(e.value.where.split(":")[1]) == _line(text, "step %c0 {")
+
+
+def test_alloc_tile_with_valid_operands_and_their_type():
+    """ptoas spells `alloc_tile valid_row = %r valid_col = %c : !pto.tile_buf<...>, index`
+    (PTOAS test/basic/index_input_compat_i32.pto); the trailing type was a ParseError."""
+    old = "%o = pto.alloc_tile : " + VEC8
+    new = "%o = pto.alloc_tile valid_row = %c8 valid_col = %c16 : " + VEC8 + ", index"
+    read_pto(_sub(old, new), "v.pto")

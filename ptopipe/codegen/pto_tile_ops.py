@@ -161,7 +161,8 @@ def h_alloc(r, fs, opt, results, loc):
         if av not in fs.const_values:
             raise c.error("alloc_tile addr must be an arith.constant", at)
         addr = fs.const_values[av]
-    if c.accept("valid_row"):
+    dyn = c.accept("valid_row")
+    if dyn:
         c.expect("=")
         read(r, fs, c.kind("value", "the valid rows"))
         c.expect("valid_col")
@@ -175,6 +176,8 @@ def h_alloc(r, fs, opt, results, loc):
     ty = c.type_()
     if ty.kind != "tile":
         raise c.error(f"{opt.text} makes a !pto.tile_buf", tt)
+    if dyn and c.accept(","):       # ptoas also spells the valid operands' type (index / i32)
+        c.type_()
     rt, name = results[0]
     if addr is not None:
         fs.explicit_addrs.append((addr, ty.ir.nbytes, ty.ir.space, rt))
