@@ -562,3 +562,14 @@ def test_alloc_tile_with_valid_operands_and_their_type():
     old = "%o = pto.alloc_tile : " + VEC8
     new = "%o = pto.alloc_tile valid_row = %c8 valid_col = %c16 : " + VEC8 + ", index"
     read_pto(_sub(old, new), "v.pto")
+
+
+def test_flag_base_is_the_pipes_flag_id_and_both_ends_must_agree():
+    """flag_base was read and ignored, so two ends with different flag_base passed (fresh10 u41)."""
+    from ptopipe.errors import CompileError
+    text = GOOD.replace("pto.aic_initialize_pipe {dir_mask = 1", "pto.aic_initialize_pipe {dir_mask = 1, flag_base = 0", 1)
+    text = text.replace("pto.aiv_initialize_pipe {dir_mask = 1", "pto.aiv_initialize_pipe {dir_mask = 1, flag_base = 4", 1)
+    assert text.count("flag_base") == 2
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "disagree on flag_id" in e.value.what

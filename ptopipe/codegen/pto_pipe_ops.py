@@ -111,7 +111,9 @@ def _init_attrs(r, attrs, opt):
     out = {"dir_mask": Direction(d), "slot_size": _need(r, attrs, "slot_size", opt),
            "slot_num": _need(r, attrs, "slot_num", opt) if "slot_num" in attrs else None,
            "lanes": _need(r, attrs, "ptopipe.lanes", opt) if "ptopipe.lanes" in attrs else None,
-           "flag_id": _need(r, attrs, "id", opt) if "id" in attrs else None,
+           # the pipe's first flag: `id`, or the lower-level spelling `flag_base`
+           "flag_id": (_need(r, attrs, "id", opt) if "id" in attrs else
+                       _need(r, attrs, "flag_base", opt) if "flag_base" in attrs else None),
            "local_slot_num": (_need(r, attrs, "local_slot_num", opt) if "local_slot_num" in attrs
                               else None)}
     nosplit = attrs.get("nosplit", (False, None))
