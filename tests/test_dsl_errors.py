@@ -303,3 +303,20 @@ def test_a_float_gm_offset_says_to_use_floor_division():
             pl.parse(text, filename="f.py")
         assert f"{op}: offset 0 is a f32 scalar, but GM offsets are element indices" in ei.value.what
         assert "// (floor division)" in ei.value.fix
+
+
+def test_a_dtype_rule_error_names_the_op_once():
+    """'pl.exp: pl.exp: TEXP ...' and '(the tile is int32) (the tile is i32)' (fresh9 b10/b37)."""
+    src = HEAD + '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.i32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.exp(t), [0, 0], x)
+'''
+    with pytest.raises(CompileError) as ei:
+        pl.parse(src, filename="e.py")
+    assert ei.value.what == "pl.exp: TEXP works on float tiles, not int32", ei.value.what
+    src = src.replace("pl.exp(t)", "pl.adds(t, 1.5)")
+    with pytest.raises(CompileError) as ei:
+        pl.parse(src, filename="e.py")
+    assert ei.value.what == "pl.adds: the scalar 1.5 is not an integer (the tile is int32)", ei.value.what

@@ -484,13 +484,12 @@ def _with_rules(op, infer_fn):
         d = np_dtype(t.dtype)
         bad = op.dtype_error(d)
         if bad is not None:
-            raise OpError(f"pl.{op.dsl}: {bad[0]}", bad[1], "a")
+            raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")
         p = "value" if op.form == "fill" else "scalar"
         if p in a and isinstance(a[p], Const):
             why = scalar_error(d, a[p].value)
             if why is not None:
-                raise OpError(f"pl.{op.dsl}: {why} (the tile is {t.dtype})",
-                              f"pass a scalar that {t.dtype} can hold", p)
+                raise OpError(f"{op.dsl}: {why}", f"pass a scalar that {t.dtype} can hold", p)
         return t
     return infer_checked
 
