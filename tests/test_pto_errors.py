@@ -573,3 +573,15 @@ def test_flag_base_is_the_pipes_flag_id_and_both_ends_must_agree():
     with pytest.raises(CompileError) as e:
         _load(text)
     assert "disagree on flag_id" in e.value.what
+
+
+def test_a_tpop_whose_split_differs_from_its_push_and_tfree_is_the_error():
+    """The TPOP alone says split 2 (its TPUSH and TFREE say 1): the error was the TFREE's
+    "split differs from its TPOP", with the TPOP only under also (fresh10 u05)."""
+    from ptopipe.errors import CompileError
+    pop = next(ln for ln in LINES if "pto.tpop_from_aic" in ln)
+    text = _sub(pop, pop.replace("{split = 1}", "{split = 2}"))
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "a ring delivers tiles in push order" in e.value.what, e.value.what
+    assert int(e.value.where.split(":")[1]) == _line(text, "pto.tpop_from_aic")

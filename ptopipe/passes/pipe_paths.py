@@ -217,7 +217,7 @@ class Explorer:
             self.report("split_mismatch", op,
                         f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
                         f"frees used {split_name(s.split)}{on(p)}",
-                        f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none")
+                        f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none", s.op)
         obj = p.env.get(op.operands[1]) if len(op.operands) > 1 else None
         if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:
             self.report("free_order", op,

@@ -67,6 +67,15 @@ def run(program, ctx):
     return program
 
 
+def _culprit_first(found: list) -> list:
+    """A TPOP whose tile disagrees with its TPUSH (``fifo_type``) is the culprit when the
+    TFREE of its slot disagrees with it too (``split_mismatch``: the TFREE matches the
+    push): that finding goes first, so the error names the TPOP's line."""
+    first = [e for e in found if getattr(e, "kind", None) == "fifo_type" and any(
+        getattr(g, "kind", None) == "split_mismatch" and getattr(g, "pop", None) is e.op for g in found)]
+    return first + [e for e in found if e not in first] if first else found
+
+
 def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec") -> list:
     """Every finding of ``program`` (a ``pl.program`` op) under ``protocol`` as
     CompileErrors, in the order found; messages about skipped checks go to ``warnings``."""
@@ -81,13 +90,15 @@ class _Verifier:
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
 
-    def finding(self, kind, op, msg, fix) -> None:
+    def finding(self, kind, op, msg, fix, pop=None) -> None:
+        """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about)."""
         key = (kind, id(op))
         if key in self.seen:
             return
         self.seen.add(key)
-        self.findings.append(CompileError(msg, where=str(op.loc) if op is not None and op.loc else None,
-                                          fix=fix))
+        e = CompileError(msg, where=str(op.loc) if op is not None and op.loc else None, fix=fix)
+        e.kind, e.op, e.pop = kind, op, pop
+        self.findings.append(e)
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:
@@ -112,7 +123,7 @@ class _Verifier:
                 continue
             explored[fn.attributes["sym_name"]] = (fn, lanes)
         self.cross(funcs, explored)
-        return self.findings
+        return _culprit_first(self.findings)
 
     def slot_nums(self, fn):
         """``direction -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit`)."""
