@@ -393,3 +393,37 @@ def test_row_reductions_take_the_allocators_scratch_tile():
         assert "_tmp" in tmp and tmp != src
         assert re.search(rf"(\w+) {tmp};", text).group(1) == re.search(rf"(\w+) {src};", text).group(1)
     assert sorted(assigned[t] for *_x, t in calls) == sorted(a for _m, a in lay.scratch.values())
+
+
+NARROW = '''
+import ptopipe.language as pl
+
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def narrow(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 5], pl.f32], out: pl.Tensor[[16, 5], pl.f32],
+           m: pl.Tensor[[16, 1], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [32, 5], space=pl.Mat), space=pl.Right)
+    r = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    pl.store(pl.adds(r, 1.0), [0, 0], out)
+    pl.store(pl.row_max(r), [0, 0], m)
+
+
+PROGRAM = pl.program(narrow, name="narrow")
+'''
+
+
+def test_narrow_tiles_are_declared_padded_to_32_byte_rows(tmp_path):
+    """pto-isa static_asserts Cols * sizeof(T) % 32 == 0 for a row-major unboxed tile: a
+    16x5 f32 tile or a row reduction's [8, 1] column is declared with padded Cols and its
+    valid shape (fresh9 c22 / c07), and the allocator keeps the padded bytes free."""
+    src = tmp_path / "narrow.py"
+    src.write_text(NARROW)
+    for plat in PLATFORMS:
+        _op, cpp = compiled(str(src), plat)
+        assert "float, 8, 8, BLayout::RowMajor, 8, 5>" in cpp, cpp       # each core's 8x5 half
+        assert "float, 8, 8, BLayout::RowMajor, 8, 1>" in cpp             # the row_max column
+        if CXX is not None:
+            out = tmp_path / f"n_{plat}.cpp"
+            out.write_text(cpp)
+            _type_checks(out)

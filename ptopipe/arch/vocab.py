@@ -114,6 +114,20 @@ DEFAULT_LAYOUT = {TileType.Vec: TileLayout.ND, TileType.Mat: TileLayout.ND, Tile
                   TileType.Right: TileLayout.ZN, TileType.Acc: TileLayout.NZ, TileType.Bias: TileLayout.ND}
 
 
+def static_shape(layout: TileLayout, rows: int, cols: int, itemsize: int) -> tuple:
+    """The static (Rows, Cols) pto-isa declares for a ``rows x cols`` tile of ``layout``:
+    an unboxed tile's rows (ND) or columns (DN) span whole 32-byte blocks (pto_tile.hpp
+    ``static_assert``s ``Cols * sizeof(T) % 32 == 0`` for RowMajor / NoneBox, ``Rows * ...``
+    for ColMajor), so a narrower tile - the [M, 1] column of a row reduction - is declared
+    padded, with the valid shape the data's.  Boxed (fractal) layouts are kept as they are."""
+    per = ALIGNMENT // itemsize if ALIGNMENT % itemsize == 0 else 1
+    if layout is TileLayout.ND:
+        return rows, -(-cols // per) * per
+    if layout is TileLayout.DN:
+        return -(-rows // per) * per, cols
+    return rows, cols
+
+
 class PipeUnit(IntEnum):
     """The in-order pipes of a core (an IntEnum so that per-pipe state is a plain list)."""
     S = 0        # scalar / control, flag set/wait

@@ -65,7 +65,8 @@ def tile_type(t: TileValueType) -> str:
     """``Tile<TileType::X, T, R, C, BLayout::B, R, C[, SLayout::S, fractal]>`` of a tile type."""
     r, c = t.shape
     lay = t.layout if t.layout is not None else DEFAULT_LAYOUT[t.space]
-    head = (f"Tile<TileType::{t.space.value}, {ctype(t.dtype)}, {r}, {c}, "
+    sr, sc = t.static_shape             # padded to whole 32-byte rows (ND) / columns (DN)
+    head = (f"Tile<TileType::{t.space.value}, {ctype(t.dtype)}, {sr}, {sc}, "
             f"BLayout::{lay.blayout.value}, {r}, {c}")
     if lay.slayout is SLayout.NoneBox:
         return head + ">"

@@ -88,7 +88,7 @@ def plan_function(fn: Function) -> FunctionLayout:
         mem = st.type.space.mem_space.value
         if not manual:                  # manual sync: no sharing (see the module docstring)
             live = [x for x in live if x[0] >= st.start]
-        size = st.type.nbytes
+        size = st.type.footprint          # pto-isa's static shape (a padded row) - see cpp_types
         addrs = []
         for _ in range(st.copies):
             taken = fixed.get(mem, []) + [(lo, hi) for _e, m, lo, hi in live if m == mem]

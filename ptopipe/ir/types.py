@@ -13,7 +13,7 @@ import numpy as np
 
 from ..arch import catalogue
 from ..arch.dtypes import as_dtype, short_name
-from ..arch.vocab import TileLayout
+from ..arch.vocab import DEFAULT_LAYOUT, TileLayout, static_shape
 from ..arch.vocab import TileType as MemorySpace
 
 #: the spaces an IR (DSL) tile lives in: ``pl.Vec``, ``pl.Mat``, ``pl.Left``, ``pl.Right``,
@@ -88,6 +88,18 @@ class TileValueType(Type):
     @property
     def nbytes(self) -> int:
         return self.shape[0] * self.shape[1] * itemsize(self.dtype)
+
+    @property
+    def static_shape(self) -> tuple:
+        """(Rows, Cols) as pto-isa declares the tile (:func:`ptopipe.arch.vocab.static_shape`)."""
+        lay = self.layout if self.layout is not None else DEFAULT_LAYOUT[self.space]
+        return static_shape(lay, self.shape[0], self.shape[1], itemsize(self.dtype))
+
+    @property
+    def footprint(self) -> int:
+        """The bytes the tile occupies in its memory: its static shape's."""
+        r, c = self.static_shape
+        return r * c * itemsize(self.dtype)
 
     def __str__(self) -> str:
         lay = f", pl.{self.layout.name}" if self.layout is not None else ""

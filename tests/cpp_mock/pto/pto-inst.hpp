@@ -32,6 +32,11 @@ template <TileType L, typename T, int R, int C, BLayout B = BLayout::RowMajor, i
           SLayout S = SLayout::NoneBox, int F = 512>
 struct Tile {
     static_assert(R > 0 && C > 0 && VR <= R && VC <= C, "tile shape");
+    // pto_tile.hpp: an unboxed tile's rows (RowMajor) / columns (ColMajor) are whole 32-byte blocks
+    static_assert(S != SLayout::NoneBox || B != BLayout::RowMajor || C * sizeof(T) % 32 == 0,
+                  "RowMajor NoneBox tile: Cols * sizeof(T) must be a multiple of 32");
+    static_assert(S != SLayout::NoneBox || B != BLayout::ColMajor || R * sizeof(T) % 32 == 0,
+                  "ColMajor NoneBox tile: Rows * sizeof(T) must be a multiple of 32");
     static constexpr TileType Loc = L;
     using DType = T;
     T *data() { return nullptr; }
