@@ -48,3 +48,32 @@ def test_two_flag_ids_for_one_pipe(platform, protocol, ids, no_hang):
     assert "disjoint FlagID ranges" not in text and "overlaps" not in e.what
     if isinstance(e, ConfigError):
         assert e.where.endswith(f":{line_of(kernels, 'AIV')}") and "same FlagID" in e.fix
+
+
+def lane_skips():
+    def cube(fifo):
+        pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, 0x20000)
+        m = Tile(TileType.Mat, float32, 16, 32)
+        for _ in range(3):
+            TPOP(pipe, m, TILE_UP_DOWN)                                 # WAIT
+            TFREE(pipe)
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, 0x20000)
+        h = Tile(TileType.Vec, float32, 8, 32, addr=0)
+        TEXPANDS(h, 1.0)
+        for _ in range(3 - get_subblockid()):                          # AIV1 pushes one fewer
+            TPUSH(pipe, h, TILE_UP_DOWN)
+    return cube, vector
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_lane_that_returns_early_is_named_in_the_fix(platform, no_hang):
+    """AIV1 skipping its last push: the fix said the blocked cores wait on different pipes
+    and asked about FlagIDs (fresh8 b09)."""
+    cube, vector = lane_skips()
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform=platform)
+    fix = ei.value.fix
+    assert "from AIV1, whose kernel returned" in fix and "both Vector lanes" in fix, fix
+    assert "different pipes" not in fix

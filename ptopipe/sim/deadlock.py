@@ -94,7 +94,8 @@ def explain(cluster, blocked) -> DeadlockError:
              "flag_count": w.flag.count, "pipe": getattr(ch, "name", None),
              "direction": getattr(ch, "way", None), "holds": held,
              "sync_period": sync, "pending_frees": _pending_frees(ch, w, sync),
-             "sender_blocked": w.flag.sender.state is CoreState.BLOCKED}
+             "sender_blocked": w.flag.sender.state is CoreState.BLOCKED,
+             "sender_done": w.flag.sender.state is CoreState.DONE}
         entries.append(e)
         pipe = f" on {e['pipe']}" if e["pipe"] else ""
         lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
@@ -154,6 +155,14 @@ def _hint(entries) -> str:
                 f"notifies only every {e['sync_period']} TFREEs (SyncPeriod), and {e['flag_from']} "
                 f"{'is blocked' if e['sender_blocked'] else 'ended'} before its next one: free earlier, "
                 "deepen the ring, or give the pipe sync_period=1")
+    done = [e for e in entries if e.get("sender_done") and not e["pending_frees"]]
+    if done:
+        e = done[0]
+        pair = "TPOPs matches the number of TPUSHes" if e["signal"] == "ready" else \
+            "TFREEs matches the number of TPOPs"
+        return (f"{e['core']} waits for {e['waits']} from {e['flag_from']}, whose kernel returned: "
+                f"check that the number of {pair} on every core and both Vector lanes (a "
+                "lane-dependent trip count or an early return?)")
     if len(pipes) > 1:
         return ("the blocked cores wait on different pipes (" + ", ".join(sorted(pipes)) + "): check that "
                 "producer and consumer use the same FlagID, direction and SlotNum")
