@@ -95,7 +95,8 @@ def explain(cluster, blocked) -> DeadlockError:
              "direction": getattr(ch, "way", None), "holds": held,
              "sync_period": sync, "pending_frees": _pending_frees(ch, w, sync),
              "sender_blocked": w.flag.sender.state is CoreState.BLOCKED,
-             "sender_done": w.flag.sender.state is CoreState.DONE}
+             "sender_done": w.flag.sender.state is CoreState.DONE,
+             "unpushed": _unpushed(ch, w.flag.sender)}
         entries.append(e)
         pipe = f" on {e['pipe']}" if e["pipe"] else ""
         lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
@@ -130,6 +131,13 @@ def explain(cluster, blocked) -> DeadlockError:
         findings=findings)
 
 
+def _unpushed(ch, sender):
+    """Where ``sender`` TALLOCed a slot of ``ch`` it never TPUSHed (the address flow), or None."""
+    side = getattr(ch, "sides", {}).get(sender.index)
+    pending = getattr(side, "pending_alloc", None)
+    return str(pending[0][2]) if pending else None
+
+
 def _pending_frees(ch, w, sync: int) -> int:
     """TFREEs the waited-for consumer made that a sparse (pto-isa) notification has not
     announced yet: the producer's wait needs ``sync - pending`` more."""
@@ -158,6 +166,9 @@ def _hint(entries) -> str:
     done = [e for e in entries if e.get("sender_done") and not e["pending_frees"]]
     if done:
         e = done[0]
+        if e.get("unpushed"):
+            return (f"{e['flag_from']} TALLOCed a slot of {e['pipe']} at {e['unpushed']} and returned without "
+                    "its TPUSH: commit every TALLOCed slot with TPUSH(pipe, tensor)")
         pair = "TPOPs matches the number of TPUSHes" if e["signal"] == "ready" else \
             "TFREEs matches the number of TPOPs"
         return (f"{e['core']} waits for {e['waits']} from {e['flag_from']}, whose kernel returned: "

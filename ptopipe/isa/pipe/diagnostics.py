@@ -132,7 +132,9 @@ def ring_state(ch) -> dict:
     for s in ch.sides.values():
         d = {"core": s.core.name, "role": s.role}
         if s.role == "producer":
-            d.update(pushed=s.index, next_tag=s.index % n, allocated=[t for t, _, _ in s.pending_alloc])
+            # a TALLOC takes its slot (advances the index) before its TPUSH commits it
+            d.update(pushed=s.index - len(s.pending_alloc), next_tag=s.index % n,
+                     allocated=[t for t, _, _ in s.pending_alloc])
         else:
             d.update(popped=s.index, freed=s.freed, pop_tag=s.index % n,
                      free_tag=(s.held[0][0] if s.held else s.index % n),

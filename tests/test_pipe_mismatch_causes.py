@@ -1,6 +1,7 @@
-"""The two ends of one pipe giving it different FlagIDs (fresh8 b02) is reported as that
-on every platform and protocol - not as two pipes sharing a flag ("give them disjoint
-FlagID ranges", which would not fix it) or two rings overlapping (A5)."""
+"""The two ends of a pipe disagreeing, reported as the cause (fresh8 b02 / b09 / b30): two
+FlagIDs for one pipe - not "two pipes share a flag" or "rings overlap" - on every platform
+and protocol; a lane returning early, and a TALLOC never pushed, named in the deadlock's
+fix rather than "the blocked cores wait on different pipes"."""
 import numpy as np
 import pytest
 
@@ -77,3 +78,29 @@ def test_a_lane_that_returns_early_is_named_in_the_fix(platform, no_hang):
     fix = ei.value.fix
     assert "from AIV1, whose kernel returned" in fix and "both Vector lanes" in fix, fix
     assert "different pipes" not in fix
+
+
+def talloc_not_pushed():
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x10000, 0)
+        g = GlobalTensor(float32, (16, 32))
+        TALLOC(pipe, g)                                                  # TALLOC
+        TSTORE(g, Tile(TileType.Mat, float32, 16, 32, addr=0))
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x10000, 0)
+        g = GlobalTensor(float32, (16, 32))
+        TPOP(pipe, g)
+        TFREE(pipe, g)
+    return cube, (vector, None)
+
+
+def test_a_talloc_never_pushed_is_named_in_the_deadlock(no_hang):
+    """The ring state said "pushed 1" for a TALLOC with no TPUSH, and the fix did not name the
+    TALLOC (fresh8 b30)."""
+    cube, aiv = talloc_not_pushed()
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(cube, aiv, dict(fifo=ptopipe.gm_buffer(2 * SLOT)))
+    e = ei.value
+    assert "producer: pushed 0, next tag 1, TALLOCed [0]" in e.details
+    assert f":{line_of(talloc_not_pushed, 'TALLOC')} and returned without its TPUSH" in e.fix, e.fix
