@@ -585,3 +585,13 @@ def test_a_tpop_whose_split_differs_from_its_push_and_tfree_is_the_error():
         _load(text)
     assert "a ring delivers tiles in push order" in e.value.what, e.value.what
     assert int(e.value.where.split(":")[1]) == _line(text, "pto.tpop_from_aic")
+
+
+def test_findings_name_the_loop_variable_as_written():
+    """'iteration 1 (i=0)' was printed for a `%j` loop too (fresh10)."""
+    from ptopipe.errors import CompileError
+    pop = next(ln for ln in LINES if "pto.tpop_from_aic" in ln)
+    text = _sub(pop, pop.replace("{split = 1}", "{split = 2}")).replace("%i ", "%j ").replace("%i,", "%j,")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "(j=0)" in e.value.what and "(i=" not in e.value.what, e.value.what

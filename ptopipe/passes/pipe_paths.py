@@ -328,11 +328,12 @@ class Explorer:
 
     def _unroll(self, op, body, p: Path, trips, inits) -> list:
         live = [(p, inits)]
+        iv = body.args[0].name or "i"           # the loop variable as the source names it
         outer, outer_iters = p.loops, p.iters
         for k, i in enumerate(trips):
             nxt = []
             for q, carried in live:
-                q.loops = outer + (f"iteration {k + 1} (i={i}) of the loop at {line(op)}",)
+                q.loops = outer + (f"iteration {k + 1} ({iv}={i}) of the loop at {line(op)}",)
                 q.iters = outer_iters + ((id(op), k),)
                 self._bind(body, q, i, carried)
                 for r in self.block(body, [q]):
