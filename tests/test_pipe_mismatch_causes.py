@@ -104,3 +104,18 @@ def test_a_talloc_never_pushed_is_named_in_the_deadlock(no_hang):
     e = ei.value
     assert "producer: pushed 0, next tag 1, TALLOCed [0]" in e.details
     assert f":{line_of(talloc_not_pushed, 'TALLOC')} and returned without its TPUSH" in e.fix, e.fix
+
+
+def test_a_golden_mismatch_under_the_default_schedule_says_default():
+    """The headline read "(schedule None)" (fresh8 #12)."""
+    from ptopipe.errors import MismatchError
+    from ptopipe.isa.explore import run_schedule
+    cube, vector = kernels(0, 0)
+
+    def make_args(_rng):
+        return dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                    fifo=ptopipe.gm_buffer(8 * SLOT))
+    scen = ptopipe.Scenario("wrong", cube, vector, make_args, lambda a, **_: {"out": np.full((16, 32), 7.0, np.float32)})
+    with pytest.raises(MismatchError) as ei:
+        run_schedule(scen)
+    assert "(schedule default)" in str(ei.value) and "None" not in ei.value.what

@@ -136,7 +136,7 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
             run_kwargs.setdefault("launches", target.launches)
         res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
         compare_launches(res, expected, target.rtol, target.atol,
-                         f"{target.name}[{variant}] (schedule {spec})",
+                         f"{target.name}[{variant}] (schedule {spec if spec is not None else 'default'})",
                          rerun=lambda: run(target.aic, target.aiv, target.make_args(data_rng(data_seed), **params),
                                            platform=plat, protocol=protocol,
                                            schedule=spec.policy() if spec is not None else None,
