@@ -595,3 +595,19 @@ def test_findings_name_the_loop_variable_as_written():
     with pytest.raises(CompileError) as e:
         _load(text)
     assert "(j=0)" in e.value.what and "(i=" not in e.value.what, e.value.what
+
+
+def test_a_branch_that_pops_without_tfree_is_named():
+    """The then-branch pops without a TFREE; in a later iteration the else-branch's TFREE
+    frees that slot (the oldest), and the else-branch's own TPOP ends held.  The error named
+    that last TPOP; it now names the then-branch TPOP and why (fresh10 u33)."""
+    from ptopipe.errors import CompileError
+    path = ROOT / "tests" / "pto_broken" / "tfree_missing_then_a5.pto"
+    text = path.read_text()
+    with pytest.raises(CompileError) as e:
+        load_pto(str(path))
+    lines = text.splitlines()
+    first_if = next(i for i, ln in enumerate(lines, 1) if "scf.if" in ln)
+    then_pop = next(i for i, ln in enumerate(lines, 1) if i > first_if and "tpop_from_aic" in ln)
+    assert "has no TFREE on its branch" in e.value.what and "in the other branch of the same if" in e.value.what
+    assert int(e.value.where.split(":")[-2]) == then_pop

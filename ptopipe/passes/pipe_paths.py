@@ -80,7 +80,17 @@ class Explorer:
         paths = self.block(body, [p])
         for q in paths:
             for d, held in q.held.items():
+                cross = q.cross.get(d)
                 for s in held:
+                    if cross is not None:      # a branch pops without a TFREE: another frees it
+                        free, first = cross
+                        self.report("missing_tfree", first.op,
+                                    f"the TPOP{pop_site(first)} has no TFREE on its branch: the TFREE at "
+                                    f"{line(free)}, in the other branch of the same if, freed its slot "
+                                    f"instead (a TFREE frees the oldest held slot), and the TPOP"
+                                    f"{pop_site(s)} is never freed{on(q, end=True)}",
+                                    "TFREE every popped slot on every path (after its last use)")
+                        break
                     self.report("missing_tfree", s.op,
                                 f"the TPOP{pop_site(s)} is never freed{on(q, end=True)}: "
                                 f"{self._who()} ends holding its slot",
@@ -212,6 +222,8 @@ class Explorer:
             return
         s = held[0]
         p.held[d] = held[1:]
+        if d not in p.cross and _sibling_branches(s.op, op):
+            p.cross[d] = (op, s)                      # for the leak report: the culprit branch
         split = at.get("split")
         if split is not None and split != s.split:
             self.report("split_mismatch", op,
@@ -409,3 +421,22 @@ class Explorer:
 
 
 __all__ = ["Explorer", "Incomplete"]
+
+
+def _branches(op) -> dict:
+    """id(if op) -> the region index of each ``pl.if`` around ``op``."""
+    out = {}
+    while op is not None:
+        block = op.parent
+        region = block.parent if block is not None else None
+        owner = region.parent if region is not None else None
+        if owner is not None and owner.name == "pl.if":
+            out[id(owner)] = owner.regions.index(region)
+        op = owner
+    return out
+
+
+def _sibling_branches(a, b) -> bool:
+    """Are ops ``a`` and ``b`` in different branches of one ``pl.if``?"""
+    ba, bb = _branches(a), _branches(b)
+    return any(k in bb and bb[k] != r for k, r in ba.items())

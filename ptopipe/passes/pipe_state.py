@@ -94,7 +94,7 @@ class Event:
 class Path:
     """One path through the function: values, facts, loop/branch context, pipe state."""
     __slots__ = ("env", "facts", "loops", "iters", "branches", "held", "dead", "events", "yielded",
-                 "counted", "trace")
+                 "counted", "trace", "cross")
 
     def __init__(self):
         # the pops so far: counted exactly (True), per direction (base, per iteration) in a
@@ -107,6 +107,9 @@ class Path:
         self.dead: dict = {}          # Slot uid -> (op that ended it, where, "TFREE"/"TPUSH")
         self.events: dict = {}        # direction -> list of Events (copied on fork)
         self.yielded = None
+        # direction -> (TFREE, the popped Slot it freed) the first time a TFREE frees a slot
+        # popped in the other branch of an if (for the leak report; not a fact: paths merge)
+        self.cross: dict = {}
 
     def fork(self) -> "Path":
         p = Path.__new__(Path)
@@ -117,6 +120,7 @@ class Path:
         p.yielded = self.yielded
         p.counted = self.counted
         p.trace = list(self.trace)
+        p.cross = dict(self.cross)
         return p
 
     def where(self) -> str:
