@@ -40,8 +40,7 @@ PRODUCES = ("validated",)
 
 def run(program, ctx):
     plat = platform_of(ctx)
-    # the most slots a ring may have: pto-isa bounds the FIFO depth (TPipe static_assert)
-    depth = plat.max_fifo_depth if protocol_model(ctx).depth_limited else None
+    depth = protocol_model(ctx).fifo_depth(plat)     # the most slots a ring may have
     funcs = {func_name(f): f for f in functions(program)}
     for name, f in funcs.items():
         if f.attributes["kind"] is FunctionKind.InCore:

@@ -97,8 +97,9 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     ways = _ways(direction)
     both = len(ways) == 2
     n = cfg.slot_num
-    if n > plat.max_fifo_depth and model.depth_limited:
-        raise ConfigError(f"SlotNum {n} exceeds the FIFO depth limit {plat.max_fifo_depth} of {plat.name}",
+    depth = model.fifo_depth(plat)
+    if depth is not None and n > depth:
+        raise ConfigError(f"SlotNum {n} exceeds the FIFO depth limit {depth} of {plat.name}",
                           where=_loc(core))
     fifo = cfg.fifo
     if fifo in (FIFOType.VEC_FIFO, FIFOType.MAT_FIFO):

@@ -110,6 +110,12 @@ class ProtocolModel:
         frees reach the producer in batches (pto-isa's SyncPeriod)."""
         return slot_num
 
+    def fifo_depth(self, plat) -> int | None:
+        """The most slots a ring may have on ``plat`` under this protocol (pto-isa's TPipe
+        static_asserts the platform's FIFO depth), None for no limit.  The runtime binding
+        and Validate both ask here."""
+        return plat.max_fifo_depth if self.depth_limited else None
+
     def startup_credits(self, slot_num: int, cfg=None) -> int:
         """Free SETs the consumer posts on each link when it binds (a pipe of ``cfg``;
         ``Channel.startup_credits`` holds the decision for a bound ring)."""
