@@ -67,11 +67,13 @@ def main(args) -> int:
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
         ctx = PassContext(plat, protocol, warnings)
         try:
+            front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
             if has_mixed(prog):     # mixed @pl.incore functions: verify the kernels they become
-                op = PassManager(FRONT_END).run(op, ctx)
+                op = front.run(op, ctx)
+                rest, have = BACK_END, {x for p in front.passes for x in p.produces}
             found = verify_pipes.verify(op, plat, warnings, protocol)
-            if not found:
-                PassManager(FRONT_END + BACK_END).run(op, ctx)
+            if not found:           # the rest of the compile (the front end runs once)
+                PassManager(rest, available=have).run(op, ctx)
         except CompileError as e:
             found = [e]
         reports.append({"program": label, "platform": plat.name,
