@@ -189,7 +189,7 @@ def _scalar(name: str, t, v):
     if v.ndim != 0:
         raise ConfigError(f"--input {name}: a {list(v.shape)} array for a scalar parameter",
                           where="option --input", fix="save a 0-d array: np.save(f, np.array(value))")
-    if dt in ("index",) or (dt or "").startswith(("i", "u")):
+    if dt == "index" or (dt or "").startswith(("i", "u")):
         if v.dtype.kind not in "iu":
             raise ConfigError(f"--input {name}: a {v.dtype} value {v.item()!r} for the {dt} parameter "
                               f"{name!r}", where="option --input",
@@ -253,10 +253,8 @@ def run_pto(args) -> int:
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
                       **sync_kwargs(args), **launch_kwargs(args))
     if reports:
-        from types import SimpleNamespace
         from .trace import write_reports
-        write_reports(res, SimpleNamespace(**{**vars(args), "variant": "default"}),
-                      SimpleNamespace(name=os.path.basename(args.file)), "default")
+        write_reports(res, args, os.path.basename(args.file), "default")
     outs = {}
     for p in getattr(args, "output", None) or []:
         name, sep, file = p.partition("=")

@@ -61,7 +61,7 @@ def main(args) -> int:
         label = f"{sc.name}[{v}]" + (" (manual sync)" if res.cluster.manual_sync else "")
         if reports:             # written before the golden check: useful on a mismatch too
             from .trace import write_reports
-            write_reports(res, args, sc, v)
+            write_reports(res, args, sc.name, v)
         compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                          rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
                                               **bounds.run_kwargs(args), **sync_kwargs(args))[0])

@@ -59,12 +59,13 @@ def main(args) -> int:
     return run_each(jobs, one)
 
 
-def write_reports(res, args, sc, variant) -> None:
-    """``run --report/--png``: write the HTML report and/or the PNG swimlane of one run."""
+def write_reports(res, args, name: str, variant) -> None:
+    """``run --report/--png``: write the HTML report and/or the PNG swimlane of one run of
+    scenario (or file) ``name``."""
     from ..report import write_png
     many = args.variant == "all"
-    tag = f"{sc.name}.{variant}" if many else variant
-    title = f"ptopipe {sc.name}[{variant}]"
+    tag = f"{name}.{variant}" if many else variant
+    title = f"ptopipe {name}[{variant}]"
     if args.report:
         print(f"wrote {write_html(res, _out(args.report, tag, many), title)}")
     if args.png:

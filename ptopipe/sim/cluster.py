@@ -304,7 +304,7 @@ class Cluster:
             try:
                 with _errstate(all="ignore"):     # see sim/dataplane.py
                     _drain(starmap(call, it))      # fn(*args) for each, in a C loop
-            except (PtoPipeError, Abort):          # a bound (the watchdog) stopped the run here
+            except PtoPipeError:                   # a bound (the watchdog) stopped the run here
                 raise
             except Exception as e:                 # the failing operation: the one before `it`
                 raise data_error(ops, len(ops) - 1 - sum(1 for _ in it), marks, e) from e
