@@ -31,6 +31,15 @@ class Part:
         self.tensor, self.offsets, self.shape, self.tok = tensor, offsets, shape, tok
 
 
+def _keyed_list(r, fs, key):
+    """``, key = [%a, %b, ...]`` -> the value tokens."""
+    c = r.c
+    c.expect(",")
+    c.expect(key)
+    c.expect("=")
+    return _value_list(r, fs, key)
+
+
 def _value_list(r, fs, what):
     c = r.c
     c.expect("[", f"opening {what}")
@@ -61,14 +70,8 @@ def h_view(r, fs, opt, results, loc):
     if p not in fs.untyped and not (hasattr(p, "type") and isinstance(p.type, TensorType)
                                     and p.owner is fs.block):
         raise c.error(f"{pt.text} is not a !pto.ptr parameter of this kernel", pt)
-    c.expect(",")
-    c.expect("shape")
-    c.expect("=")
-    shape_t = _value_list(r, fs, "shape")
-    c.expect(",")
-    c.expect("strides")
-    c.expect("=")
-    strides_t = _value_list(r, fs, "strides")
+    shape_t = _keyed_list(r, fs, "shape")
+    strides_t = _keyed_list(r, fs, "strides")
     c.expect(":", "before the view type")
     vt = c.peek()
     ty = c.type_()
@@ -106,14 +109,8 @@ def h_partition(r, fs, opt, results, loc):
     _check_results(r, opt, results, 1)
     vt = c.kind("value", "the tensor view")
     ten = _tensor_of(r, fs, vt)
-    c.expect(",")
-    c.expect("offsets")
-    c.expect("=")
-    offs_t = _value_list(r, fs, "offsets")
-    c.expect(",")
-    c.expect("sizes")
-    c.expect("=")
-    sizes_t = _value_list(r, fs, "sizes")
+    offs_t = _keyed_list(r, fs, "offsets")
+    sizes_t = _keyed_list(r, fs, "sizes")
     c.expect(":")
     c.type_()
     n = len(ten.type.shape)
