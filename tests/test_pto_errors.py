@@ -521,7 +521,7 @@ def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
         assert np.array_equal(got.view(np.uint16), x.view(np.uint16))
 
 
-def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang):
+def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path):
     """The tree runs a TPOP whose tile one tmov reads as one statement: the deadlock of the
     TPOP named the tmov's line (fresh9 p6).  Each op now runs at its own .pto line."""
     from ptopipe.errors import DeadlockError
@@ -530,10 +530,8 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang):
     path = ROOT / "tests" / "pto_broken" / "both_pop_first_a3.pto"
     text = path.read_text()
     op, tree, _w, plat = load_pto(str(path))
-    import tempfile, os
-    with tempfile.TemporaryDirectory() as d:
-        np.save(os.path.join(d, "T.npy"), np.array(3))
-        args = make_inputs(op, [f"T={os.path.join(d, 'T.npy')}"], zero_fill=True)
+    np.save(tmp_path / "T.npy", np.array(3))
+    args = make_inputs(op, [f"T={tmp_path / 'T.npy'}"], zero_fill=True)
     with pytest.raises(DeadlockError) as e:
         run(tree, args, platform=plat)
     lines = text.splitlines()
