@@ -569,7 +569,6 @@ def _test_programs():
     import test_runtime_dsl as rt
     return [("runtime_dsl acc", pl.program(rt.acc_cube, rt.acc_vec, name="kacc")),
             ("layouts convert", test_layouts._dsl_program(True)[0]),
-            ("layouts plain", test_layouts._dsl_program(False)[0]),
             ("events ok", test_events._dsl_program("ok")),
             ("bad_input ring", test_bad_input._ring_program(8 * SLOT)[0]),
             ("both ways", pl.program(*both_ways(4, 4), name="bw")),
@@ -580,6 +579,37 @@ def _test_programs():
 def test_the_correct_dsl_kernels_of_the_tests_are_clean():
     for name, prog in _test_programs():
         assert verify_pipes.verify(to_ops(prog), "a2a3") == [], name
+
+
+# -- the layout a TPUSH leaves in the slot is the layout the TPOP reads ----------------------------
+@pl.aiv
+def nz_popper(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(4):
+        t = pl.TPOP(buf, pl.Tile[[HR, N], pl.f32, pl.Vec, pl.NZ], split=pl.TILE_UP_DOWN)  # NZ-POP
+        pl.store(t, [i * TM + sub * HR, 0], out)
+        pl.TFREE(buf, split=pl.TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_pop_in_another_layout_than_the_slot_holds_is_found_at_the_tpop(platform):
+    import test_layouts
+    # C2V: the FIX pipe writes the Acc's NZ data out as ND; popping it as NZ is wrong
+    err = only(c2v_cube(nz_popper), nz_popper, platform=platform)
+    assert where(nz_popper, "NZ-POP") in err.where
+    assert "pops an NZ tile, but the slot holds ND data" in err.what
+    assert "its NZ Acc tile, which the FIX pipe writes out as ND" in err.what
+    assert "pop into an ND Vec tile" in err.fix
+    # V2C: a Vec ND tile pushed, popped into an NZ Mat tile; the same error the run gives
+    prog, cube, vec = test_layouts._dsl_program(False)
+    (err,) = verify_pipes.verify(to_ops(prog), platform)
+    assert f"test_layouts.py:{line_of(cube.pyfunc, 'DSL-POP')}:" in err.where
+    assert f"at line {line_of(vec.pyfunc, 'DSL-PUSH')}" in err.what and "an ND Vec tile" in err.what
+    assert "TMOV the Vec tile into an NZ Vec tile" in err.fix
+    assert verify_pipes.verify(to_ops(test_layouts._dsl_program(True)[0]), platform) == []
 
 
 # -- ptopipe check --static ------------------------------------------------------------------

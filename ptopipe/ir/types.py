@@ -90,10 +90,14 @@ class TileValueType(Type):
         return self.shape[0] * self.shape[1] * itemsize(self.dtype)
 
     @property
+    def effective_layout(self) -> TileLayout:
+        """The layout the tile has: ``layout``, else its space's default."""
+        return self.layout if self.layout is not None else DEFAULT_LAYOUT[self.space]
+
+    @property
     def static_shape(self) -> tuple:
         """(Rows, Cols) as pto-isa declares the tile (:func:`ptopipe.arch.vocab.static_shape`)."""
-        lay = self.layout if self.layout is not None else DEFAULT_LAYOUT[self.space]
-        return static_shape(lay, self.shape[0], self.shape[1], itemsize(self.dtype))
+        return static_shape(self.effective_layout, self.shape[0], self.shape[1], itemsize(self.dtype))
 
     @property
     def footprint(self) -> int:

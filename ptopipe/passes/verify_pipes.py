@@ -16,7 +16,8 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   nothing;
 * for static trip counts: the producer pushes as many tiles as each consumer lane pops
   (AIV producers: per lane), and the k-th push's tile matches the k-th pop's (FIFO order:
-  dtype, split and whole-slot shape; an AIV side's tile is its part of the slot);
+  dtype, split and whole-slot shape; an AIV side's tile is its part of the slot) and is
+  popped in the layout the push leaves in the slot (``geometry.slot_layout``);
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
@@ -34,12 +35,13 @@ findings, :func:`run` raises the first with the others as details.
 from __future__ import annotations
 
 from ..arch.platform import get_platform
-from ..arch.vocab import Direction, Protocol, TileSplitAxis
+from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType
-from ..isa.pipe.geometry import full_shape
+from ..isa.pipe.geometry import full_shape, slot_layout
+from ..isa.pipe.plans import a_layout
 from ..isa.pipe.protocol import model_for, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
@@ -249,6 +251,17 @@ class _Verifier:
                              "pop the type the matching push sends (same dtype and split; a "
                              "Vector core's tile is its part of the slot), or reorder the pushes")
                 return True
+            if not wa[0] and not wb[0]:
+                pushed, popped = slot_layout(_dir(d), a.type.effective_layout), b.type.effective_layout
+                if pushed is not popped:
+                    self.finding("layout", b.op,
+                                 f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
+                                 f"{_ev_where(b)} pops an {popped.name} tile, but the slot holds "
+                                 f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
+                                 f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
+                                 "consumer would read the bytes in the wrong order",
+                                 _layout_fix(d, pushed, popped))
+                    return True
         return False
 
     def count_mismatch(self, d, pe, ce, who_p, who_c) -> None:
@@ -314,6 +327,21 @@ def _whole(ev, fn):
     if fn.attributes["kind"] is FunctionKind.AIV and len(shape) >= 2:
         shape = shape[:-2] + full_shape(ev.split, shape[-2], shape[-1])
     return (isinstance(t, TensorType), t.dtype, shape)
+
+
+def _layout_desc(d, t) -> str:
+    lay = t.effective_layout
+    if d == C2V and lay is not TileLayout.ND:
+        return f"its {lay.name} {t.space.name} tile, which the FIX pipe writes out as ND"
+    return f"{a_layout(lay)} {t.space.name} tile"
+
+
+def _layout_fix(d, pushed, popped) -> str:
+    if d == V2C:
+        return (f"TMOV the Vec tile into {a_layout(popped)} Vec tile (TMOV converts layouts) and "
+                f"TPUSH that, or pop into {a_layout(pushed)} Mat tile")
+    return (f"pop into {a_layout(pushed)} Vec tile (the Cube's TPUSH writes ND) and TMOV it to "
+            f"{popped.name} if you need that layout")
 
 
 def _desc(ev, whole) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...arch.vocab import TileSplitAxis
+from ...arch.vocab import C2V, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..context import here
 
@@ -26,6 +26,14 @@ def full_shape(split, rows: int, cols: int) -> tuple:
     if split == _LEFT_RIGHT:
         return rows, cols * 2
     return rows, cols
+
+
+def slot_layout(way: str, layout: TileLayout) -> TileLayout:
+    """The layout of the data a TPUSH of a tile in ``layout`` leaves in a ``way`` ("C2V" /
+    "V2C") slot: C2V
+    goes through the FIX pipe, which writes the Acc's fractal (NZ) data out row-major (ND);
+    V2C copies the Vec tile as it is.  A TPOP must pop this layout."""
+    return TileLayout.ND if way == C2V else layout
 
 
 def part_shape(split, rows: int, cols: int) -> tuple:

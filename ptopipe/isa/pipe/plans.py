@@ -13,7 +13,7 @@ from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from .geometry import full_shape, part_offset, part_shape
+from .geometry import full_shape, part_offset, part_shape, slot_layout
 from .steps import check_nosplit_lanes
 
 
@@ -106,11 +106,10 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
         unit, dst_space = PipeUnit.FIX, ("GM" if ch.in_gm else "UB")
     else:
         unit, dst_space = PipeUnit.MTE3, ("GM" if ch.in_gm else "L1")
-    # what the slot holds: an empty tile writes nothing (no layout to match); C2V goes through
-    # the FIX pipe, which writes the Acc's fractal (NZ) data out row-major (ND); the static
+    # what the slot holds: an empty tile writes nothing (no layout to match); the static
     # shape last (the valid shape is what was written)
     layout = None if nbytes == 0 else \
-        (tile.dtype, rows, cols, split, TileLayout.ND if ch.way == C2V else tile.layout, tile.rows, tile.cols)
+        (tile.dtype, rows, cols, split, slot_layout(ch.way, tile.layout), tile.rows, tile.cols)
     return PushPlan(dsts, unit, core.costs.move(tile.sname, dst_space, nbytes), layout)
 
 
@@ -191,15 +190,15 @@ def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: 
     """A tile pushed in one layout and popped in another: the consumer would read the
     bytes of the logical matrix in the wrong order (silently wrong numbers on the device)."""
     if ch.way == V2C:
-        fix = (f"TMOV the Vec tile into {_a(popped)} Vec tile (TMOV converts layouts) and TPUSH that, "
-               f"or pop into {_a(pushed)} Mat tile")
+        fix = (f"TMOV the Vec tile into {a_layout(popped)} Vec tile (TMOV converts layouts) and TPUSH that, "
+               f"or pop into {a_layout(pushed)} Mat tile")
         pusher = "a Vector core"
     else:
         fix = (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into "
-               f"{_a(pushed)} Vec tile and TMOV it to {popped.name} if you need that layout")
+               f"{a_layout(pushed)} Vec tile and TMOV it to {popped.name} if you need that layout")
         pusher = "the Cube"
     return ProtocolError(
-        f"{op} on {core.name} at {where} pops {_a(popped)} tile from slot {slot.tag} of {ch.name}, "
+        f"{op} on {core.name} at {where} pops {a_layout(popped)} tile from slot {slot.tag} of {ch.name}, "
         f"but {pusher} pushed {pushed.name} data (TPUSH at {slot.push_loc})",
         where=where, details=f"TPUSH at {slot.push_loc} ({pushed.name})\n{op} at {where} ({popped.name})",
         fix=fix)
@@ -210,6 +209,6 @@ def _valid(vrow: int, vcol: int, rows: int, cols: int) -> str:
     return "" if (vrow, vcol) == (rows, cols) else f" valid {vrow}x{vcol}"
 
 
-def _a(layout: TileLayout) -> str:
+def a_layout(layout: TileLayout) -> str:
     """'an NZ' / 'a ZN': the layout's name with its article."""
     return ("an " if layout.name[0] == "N" else "a ") + layout.name
