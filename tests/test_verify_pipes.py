@@ -390,6 +390,40 @@ def test_a_no_split_pipe_with_lane_1_missing_is_found_at_the_push_lane_1_skips()
     assert "both lanes" in err.fix
 
 
+def _both_lanes(no_split: bool):
+    deco = pl.aiv(split=pl.TILE_NO_SPLIT) if no_split else pl.aiv
+
+    @deco
+    def both_lanes(x: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.import_peer_buffer(name="ring", peer_func=nosplit_cube)
+        pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base,
+                               slot_num=4)
+        for i in pl.range(4):
+            t = pl.load(x, [i * TM, 0], [TM, N])
+            pl.TPUSH(t, buf)                                                       # BOTH-PUSH
+    return both_lanes
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_both_lanes_pushing_a_no_split_tile_is_found_at_the_push_as_the_run_finds_it(platform):
+    vec = _both_lanes(False)
+    err = only(nosplit_cube, vec, platform=platform)
+    assert_at(err, vec, "BOTH-PUSH", "pl.TPUSH")
+    assert "both Vector lanes write the whole slot in this TPUSH of the no-split V2C pipe" in err.what
+    assert "nosplit = true" in err.fix and "pl.TILE_NO_SPLIT" in err.fix
+    x = np.arange(4 * TM * N, dtype=np.float32).reshape(4 * TM, N)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT))
+    with pytest.raises(PtoPipeError) as ei:
+        dsl_run(pl.program(nosplit_cube, vec, name="both"), dict(args), platform=platform)
+    assert "written by both producer lanes" in str(ei.value)
+    assert f":{line_of(vec.pyfunc, 'BOTH-PUSH')}:" in ei.value.where
+    # marked no-split, lane 1 replays on empty tiles: clean, and the data arrive once
+    ok = _both_lanes(True)
+    assert findings(nosplit_cube, ok, platform=platform) == []
+    res = dsl_run(pl.program(nosplit_cube, ok, name="both_ok"), dict(args), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], x)
+
+
 # -- what is not a finding ----------------------------------------------------------------------
 @pl.aiv
 def correlated_vec(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],

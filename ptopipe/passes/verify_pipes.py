@@ -18,7 +18,8 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   (AIV producers: per lane), and the k-th push's tile matches the k-th pop's (FIFO order:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot) and is
   popped in the layout the push leaves in the slot (``geometry.slot_layout``);
-* both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers);
+* both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers), and
+  only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
 * when each core has one path (no loop of unknown trip count, no branch on data), the
@@ -210,6 +211,27 @@ class _Verifier:
                              "part in every handshake (lane 1 replays it)",
                              f"run the {what} on both lanes (do not guard it with "
                              "get_subblockid()), or split the tile (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
+                return False
+        if d == V2C and fn.attributes.get("split") is not TileSplitAxis.TILE_NO_SPLIT:
+            return self.one_writer(fn, lanes)
+        return True
+
+    def one_writer(self, fn, lanes) -> bool:
+        """V2C no-split pipes of two lanes: only one lane writes a slot.  Lane AIV1 of a
+        function not marked no-split pushes its data too: both write the whole slot."""
+        for p1 in lanes[1][0]:
+            ev = next((e for e in p1.events.get(V2C, []) if e.op is not None
+                       and e.split == TileSplitAxis.TILE_NO_SPLIT), None)
+            if ev is not None:
+                self.finding("both_lanes_write", ev.op,
+                             f"both Vector lanes write the whole slot in this TPUSH of the no-split "
+                             f"V2C pipe{_ev_where(ev)}: {fn.attributes['sym_name']} runs on AIV0 and "
+                             "AIV1, and a TILE_NO_SPLIT tile is the whole slot (a race on the same "
+                             "bytes)",
+                             "split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each "
+                             "lane pushes its part), or mark the vector kernel no-split "
+                             "(@pl.aiv(split=pl.TILE_NO_SPLIT); in a .pto, nosplit = true on its "
+                             "initialize_pipe): AIV1 then replays each handshake with an empty tile")
                 return False
         return True
 
