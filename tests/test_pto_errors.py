@@ -609,3 +609,15 @@ def test_a_branch_that_pops_without_tfree_is_named():
     then_pop = next(i for i, ln in enumerate(lines, 1) if i > first_if and "tpop_from_aic" in ln)
     assert "has no TFREE on its branch" in e.value.what and "in the other branch of the same if" in e.value.what
     assert int(e.value.where.split(":")[-2]) == then_pop
+
+
+def test_a_func_call_type_list_must_say_the_arguments_types():
+    """A call's type list disagreeing with the entry's parameter passed --static (fresh10 m26)."""
+    old = "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>,"
+    text = _sub(old, "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f16>,")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "call.pto")
+    assert "argument %out is declared !pto.ptr<f32> but the call's type list says !pto.ptr<f16>" in e.value.what
+    line = _line(text, "func.call @vector")
+    assert e.value.where == f"call.pto:{line}:{text.splitlines()[line - 1].index('!pto.ptr<f16>') + 1}"
+    assert "write !pto.ptr<f32> for %out" in e.value.fix

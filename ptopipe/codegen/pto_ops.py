@@ -12,7 +12,7 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
-from .pto_syntax import ARITH_OF, CMP_OF, LOGIC
+from .pto_syntax import ARITH_OF, CMP_OF, LOGIC, MLIR_DTYPE
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
 _USYM = {v: k for k, v in SCALAR_UNOPS.items()}
@@ -270,18 +270,43 @@ def h_call(r, fs, opt, results, loc):
             c.expect(",")
     c.expect(":")
     c.expect("(")
-    n = 0
+    types = []
     while not c.accept(")"):
-        c.type_()
-        n += 1
+        types.append((c.peek(), c.type_()))
         if not c.at(")"):
             c.expect(",")
     c.expect("->")
     c.expect("(")
     c.expect(")", "(kernels return nothing)")
-    if n != len(toks):
-        raise c.error(f"func.call with {len(toks)} arguments but {n} types", opt)
-    emit(r, fs, "pl.call", [read(r, fs, t) for t in toks], [], {"callee": callee.text[1:]}, loc)
+    if len(types) != len(toks):
+        raise c.error(f"func.call with {len(toks)} arguments but {len(types)} types", opt)
+    args = [read(r, fs, t) for t in toks]
+    for v, (at, pt) in zip(args, types):
+        _check_call_type(c, v, at, pt)
+    emit(r, fs, "pl.call", args, [], {"callee": callee.text[1:]}, loc)
+
+
+def _check_call_type(c, v, at, pt) -> None:
+    """A func.call's type list says what each argument is: a pointer's element type, a
+    scalar's type.  ``v`` is the entry's own parameter (its declared type)."""
+    vt = v.type
+    if pt.kind == "ptr":
+        ok = isinstance(vt, TensorType) and vt.dtype == pt.dtype
+    elif pt.kind == "scalar":
+        ok = isinstance(vt, ScalarType) and vt.dtype == pt.dtype
+    else:
+        ok = False
+    if not ok:
+        have = _spelled(isinstance(vt, TensorType), getattr(vt, "dtype", None)) or describe(vt)
+        said = _spelled(pt.kind == "ptr", pt.dtype) or pt.kind
+        raise c.error(f"func.call: argument %{v.name} is declared {have} but the call's type list "
+                      f"says {said}", at, f"write {have} for %{v.name} in the type list")
+
+
+def _spelled(ptr: bool, dtype) -> str | None:
+    if dtype not in MLIR_DTYPE:
+        return None
+    return f"!pto.ptr<{MLIR_DTYPE[dtype]}>" if ptr else MLIR_DTYPE[dtype]
 
 
 def h_index_cast(r, fs, opt, results, loc):
