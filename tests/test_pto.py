@@ -281,3 +281,28 @@ def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tm
     args = _inputs(op)
     res = run(tree, args, platform=plat, protocol="spec")
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
+    """`arith.index_cast %n : i32 to index` of an i32 kernel parameter (ptoas's spelling of a
+    runtime trip count) was a ParseError (fresh10 g01).  It runs n iterations, and the .pto
+    ptopipe writes casts the i32 again before the scf.for (bounds are index)."""
+    path = str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto")
+    op, tree, _, plat = load_pto(path, platform, protocol)
+    rng = np.random.default_rng(3)
+    a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    np.save(tmp_path / "n.npy", np.int32(3))
+    args = make_inputs(op, [f"n={tmp_path / 'n.npy'}"], zero_fill=True)
+    args.update(a=a, b=b)
+    res = run(tree, args, platform=plat, protocol=protocol)
+    want = np.zeros((64, 16), np.float32)
+    want[:48] = a[:48].astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(res.outputs["out"], want)
+    text = write_pto(op)
+    assert text.count("%n_idx = arith.index_cast %n : i32 to index\n    scf.for %i = %c0 to %n_idx") == 2
+    op2, tree2, _, _ = load_pto("back.pto", platform, protocol, text=text)
+    res2 = run(tree2, dict(args, out=np.zeros_like(want)), platform=plat, protocol=protocol)
+    np.testing.assert_array_equal(res2.outputs["out"], want)

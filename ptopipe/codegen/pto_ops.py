@@ -309,9 +309,13 @@ def _spelled(ptr: bool, dtype) -> str | None:
     return f"!pto.ptr<{MLIR_DTYPE[dtype]}>" if ptr else MLIR_DTYPE[dtype]
 
 
+_INDEX_CASTS = ("index", "i64", "i32", "i16", "u32", "u16")
+
+
 def h_index_cast(r, fs, opt, results, loc):
-    """``%y = arith.index_cast %x : i64 to index`` of an index value (e.g. the i64 that
-    ptoas's ``pto.get_subblock_idx`` gives): %y names the same IR value."""
+    """``%y = arith.index_cast %x : i64 to index`` of an integer value (the i64 that
+    ptoas's ``pto.get_subblock_idx`` gives, an ``i32`` kernel parameter): %y names the same
+    IR value (integer scalars are exact Python ints in the run)."""
     c = r.c
     _check_results(r, opt, results, 1)
     t = c.kind("value", "the cast value")
@@ -321,8 +325,9 @@ def h_index_cast(r, fs, opt, results, loc):
     dst = c.type_()
     x = read(r, fs, t)
     if src.kind != "scalar" or dst.kind != "scalar" or dst.dtype != "index" \
-            or not (isinstance(x.type, ScalarType) and x.type.dtype == "index"):
-        raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an index value "
+            or not (isinstance(x.type, ScalarType) and x.type.dtype in _INDEX_CASTS) \
+            or x.type.dtype not in ("index", src.dtype):
+        raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an integer value "
                       f"({t.text} is a {describe(x.type)})", opt)
     rt, name = results[0]
     r.define(fs, rt, name, x)

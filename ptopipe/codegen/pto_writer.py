@@ -358,11 +358,22 @@ class _Writer:
     def _results(self, op, st: _Func) -> str:
         return ", ".join(st.bind(r) for r in op.results) + " = " if op.results else ""
 
+    def _index(self, x, st: _Func, ind: str) -> str:
+        """``x`` as an index value: an integer scalar of another type (an ``i32`` kernel
+        parameter) is cast first (scf.for bounds are ``index``)."""
+        t = x.type
+        if not isinstance(t, ScalarType) or t.dtype in ("index", "f32", "bool"):
+            return st[x]
+        y = st.fresh(f"{x.name or 'n'}_idx")
+        self.line(ind, f"{y} = arith.index_cast {st[x]} : {MLIR_DTYPE[t.dtype]} to index")
+        return y
+
     def for_(self, op, st: _Func, ind: str) -> None:
         lb, ub, step, *inits = op.operands
         body = op.regions[0].blocks[0]
         iv, *iters = body.args
-        head = f"scf.for {st.bind(iv)} = {st[lb]} to {st[ub]} step {st[step]}"
+        lb, ub, step = (self._index(x, st, ind) for x in (lb, ub, step))
+        head = f"scf.for {st.bind(iv)} = {lb} to {ub} step {step}"
         if iters:
             pairs = ", ".join(f"{st.bind(a)} = {st[x]}" for a, x in zip(iters, inits))
             head += f" iter_args({pairs}) -> ({', '.join(type_str(r.type) for r in op.results)})"

@@ -9,8 +9,10 @@
 #define __global__
 #define __gm__
 
-struct half { half() = default; half(float) {} };
-struct bfloat16_t { bfloat16_t() = default; bfloat16_t(float) {} };
+// 16-bit floats: two bytes, as on the device (the tile alignment asserts use sizeof)
+struct half { unsigned short bits; half() = default; half(float) : bits(0) {} };
+struct bfloat16_t { unsigned short bits; bfloat16_t() = default; bfloat16_t(float) : bits(0) {} };
+static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "16-bit floats");
 
 enum pipe_t { PIPE_S, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_M, PIPE_V, PIPE_FIX, PIPE_ALL };
 enum event_t { EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
