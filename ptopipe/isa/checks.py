@@ -17,6 +17,7 @@ from ..sim.location import _internal
 from ..sim.race import HappensBefore, _loc, _ranges, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
 from .pipe.geometry import part_rows, part_shape
+from .pipe.steps import ONE_LANE
 
 
 # KernelChecks.gm_access computes the region and location inline while this is True; tests
@@ -187,7 +188,7 @@ class KernelChecks(HappensBefore):
                     "(the same bytes)")
             fix = ("split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each lane pushes its "
                    "part), or let one lane replay the handshake with an empty valid shape (SetValid(0, 0)), "
-                   "or give the pipe one lane (peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe)")
+                   f"or give the pipe one lane ({ONE_LANE})")
         elif a["access"] == b["access"] == "write":
             what = (f"slot {tag} of {pipe} written twice with no order between the writes: {a['core']} "
                     f"{a['op']} and {b['core']} {b['op']} write the same bytes")

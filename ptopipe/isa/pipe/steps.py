@@ -13,6 +13,10 @@ from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from .diagnostics import overwrite_error
 
+#: how each front end gives a pipe one Vector lane (AIV0), for fix texts
+ONE_LANE = ("peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe; in a .pto, nosplit = true "
+            "on both initialize_pipe ops")
+
 
 def _loc(core) -> str:
     return str(core.where())
@@ -116,8 +120,7 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
         "id + 16 (setIntraBlockBySplit / waitIntraBlockBySplit), so AIV1's side of the handshake is lost "
         f"(a wait that never returns, or a slot reused before AIV1 freed it){alloc}",
         where=_loc(core),
-        fix="give a NO_SPLIT pipe one lane on A5 (peers=(0,) on an ISA TPipe, lanes=1 on a DSL "
-            "initialize_pipe), or split the tile between both Vector cores "
+        fix=f"give a NO_SPLIT pipe one lane on A5 ({ONE_LANE}), or split the tile between both Vector cores "
             "(TILE_UP_DOWN / TILE_LEFT_RIGHT)")
 
 
@@ -134,5 +137,4 @@ def check_lanes_split(core, ch, split, op: str) -> None:
             where=_loc(core),
             fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
                 "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
-                "split), or give the pipe one lane (peers=(0,) on an ISA TPipe, lanes=1 on a DSL "
-                "initialize_pipe; TMPipe V2C2_VECS)")
+                f"split), or give the pipe one lane ({ONE_LANE}; TMPipe V2C2_VECS)")
