@@ -12,7 +12,7 @@ import pytest
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.codegen.cpp_writer import write_cpp
-from ptopipe.errors import CompileError, ProtocolError
+from ptopipe.errors import CompileError, ConfigError, ProtocolError
 from ptopipe.ir.convert import to_ops
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.manager import compile_program
@@ -29,11 +29,12 @@ HERE = os.path.abspath(__file__)
 PAIRS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 
 
-def hand_written(local=None):
-    """Three tiles popped and held at once per iteration; ``local`` the AIV's local_slot_num."""
+def hand_written(local=None, reserved=SN):
+    """Three tiles popped and held at once per iteration; ``local`` the AIV's local_slot_num,
+    ``reserved`` the slots its reserve_buffer holds."""
     @pl.aiv
     def vector(out: pl.Tensor[[T * TM, N], pl.f32], fifo: pl.Tensor[[SN * SLOT], pl.u8]):
-        buf = pl.reserve_buffer(name="c2v", size=SN * SLOT, base=pl.AUTO)
+        buf = pl.reserve_buffer(name="c2v", size=reserved * SLOT, base=pl.AUTO)  # RESERVE
         pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
                                slot_num=SN, local_slot_num=local)
         sub = pl.get_subblockid()
@@ -124,6 +125,31 @@ def test_local_slot_num_three_is_clean_and_exact(platform, protocol):
     args = _args()
     res = dsl_run(prog, args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], _golden(args))
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_gm_ring_reserve_may_hold_only_the_staging_slots(protocol):
+    """A2A3: the ring is in GM and the consumer's reserve holds its LocalSlotNum staging
+    slots only (pto-isa's TPipe<..., 8, 2> of the manual FA; the .pto PTOAS writes, PTOAS
+    #629): LOCAL_SLOT_NUM * SLOT_SIZE bytes are enough there (fresh11 r18).  On A5 the ring
+    itself is in that buffer: SLOT_NUM * SLOT_SIZE, reported at the reserve."""
+    prog, vector = hand_written(local=3, reserved=3)
+    assert verify_pipes.verify(to_ops(prog), "a2a3") == []
+    compile_program(prog, "a2a3", protocol=protocol)
+    args = _args()
+    res = dsl_run(prog, args, platform="a2a3", protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], _golden(args))
+    for prog, _ in (hand_written(local=3, reserved=3), hand_written(local=3, reserved=2)):
+        with pytest.raises(ConfigError) as ei:
+            dsl_run(prog, _args(), platform="a5", protocol=protocol)
+        assert "needs SLOT_NUM * SLOT_SIZE = 4 * 2048 = 8192" in ei.value.what
+        assert f"{os.path.basename(HERE)}:{line_of(vector.pyfunc, 'RESERVE')}:" in ei.value.where
+    with pytest.raises(ConfigError) as ei:           # two staging slots for LocalSlotNum 3: too few
+        dsl_run(hand_written(local=3, reserved=2)[0], _args(), platform="a2a3", protocol=protocol)
+    assert "(or, its ring being in GM, LOCAL_SLOT_NUM * SLOT_SIZE = 3 * 2048 = 6144 staging bytes)" \
+        in ei.value.what
+    with pytest.raises(CompileError, match="LOCAL_SLOT_NUM"):
+        compile_program(hand_written(local=3, reserved=2)[0], "a2a3", protocol=protocol)
 
 
 def test_local_slot_num_above_slot_num_is_rejected_at_the_init():

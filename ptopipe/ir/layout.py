@@ -143,17 +143,25 @@ def resolve_program(program: Program) -> Program:
 
 
 # -- seed 003's rules on a reserved ring (one wording for the runtime's and Validate's checks) --
-def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int) -> tuple | None:
+def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
+                      staged: int | None = None) -> tuple | None:
     """``(what, fix)`` when reserve_buffer ``name`` of ``size`` bytes is not the
-    SLOT_NUM * SLOT_SIZE its pipe needs, else None."""
+    SLOT_NUM * SLOT_SIZE its pipe needs, else None.  ``staged``: the LOCAL_SLOT_NUM an init
+    gives a ring that lives in GM (A2A3): the consumer's buffer then holds only the staging
+    slots, and LOCAL_SLOT_NUM * SLOT_SIZE bytes are enough (pto-isa's ``TPipe<..., SlotNum,
+    LocalSlotNum>``, the ``.pto`` PTOAS writes)."""
     need = slot_num * slot_size
-    if size == need:
+    if size == need or (staged is not None and size == staged * slot_size):
         return None
     fix = f"reserve_buffer(name={name!r}, size=SLOT_NUM * SLOT_SIZE, ...)"
     if size % slot_size == 0 and size // slot_size > 0:
         fix += f", or give the pipe slot_num={size // slot_size}"
-    return (f"reserve_buffer {name!r} has {size} bytes but the pipe that uses it needs "
-            f"SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {need}", fix)
+    what = (f"reserve_buffer {name!r} has {size} bytes but the pipe that uses it needs "
+            f"SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {need}")
+    if staged is not None and staged != slot_num:
+        what += (f" (or, its ring being in GM, LOCAL_SLOT_NUM * SLOT_SIZE = {staged} * {slot_size} = "
+                 f"{staged * slot_size} staging bytes)")
+    return what, fix
 
 
 def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,

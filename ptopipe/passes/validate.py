@@ -99,7 +99,8 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                         f"reserve the {way} ring in the {'Vector' if way == 'C2V' else 'Cube'} "
                         "function that TPOPs from it")
         bad = None if gm_requested(init) else ring_size_problem(
-            buf.attributes["name"], buf.attributes["size"], n, size)
+            buf.attributes["name"], buf.attributes["size"], n, size,
+            init.attributes.get("local_slot_num") if in_gm else None)
         if bad is not None:
             raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:

@@ -197,8 +197,9 @@ class Interpreter:
             if bad is not None:
                 raise ConfigError(bad[0], where=str(self.where(self.fn)), details=bad[1], fix=bad[2])
 
-    def check_ring_size(self, r: ReserveBuffer | None, slot_num: int, slot_size: int, c: Call) -> None:
-        bad = None if r is None else ring_size_problem(r.name, r.size, slot_num, slot_size)
+    def check_ring_size(self, r: ReserveBuffer | None, slot_num: int, slot_size: int, c: Call,
+                        staged: int | None) -> None:
+        bad = None if r is None else ring_size_problem(r.name, r.size, slot_num, slot_size, staged)
         if bad is not None:
             raise ConfigError(bad[0], where=str(self.where(r)),
                               details=f"pipe initialised at {self.where(c)}", fix=bad[1])
@@ -237,9 +238,10 @@ class Interpreter:
         plat = self.core.cluster.platform
         if dir_mask in _LOCAL_DIRS:     # a consumer-local ring: the buffer holds every slot
             n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
+            staged = at.get("local_slot_num") if plat.ring_in_gm else None
             for bit, arg in ((Direction.DIR_C2V, c.args[1]), (Direction.DIR_V2C, c.args[2])):
                 if dir_mask & bit and arg.__class__ is BufferAttr:
-                    self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c)
+                    self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c, staged)
         if plat.ring_in_gm:
             dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
         peers = (0,) if at.get("lanes") == 1 else (0, 1)
