@@ -61,3 +61,35 @@ def test_paired_tfrees_give_no_warning():
     res = ptopipe.run(cube, aiv, dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
                                       fifo=ptopipe.gm_buffer(4 * SLOT), n=3), platform="a2a3", protocol="pto-isa")
     assert not [w for w, _ in res.summary.leaks if "TFREE" in w], res.summary.leaks
+
+
+def test_check_prints_the_portability_warning(tmp_path, capsys):
+    """`ptopipe check` passes such a kernel on A2A3/pto-isa but shows the warning with its
+    line (it printed a bare PASS: fresh11 r04, fresh12 b03, fresh13 b02), also in --json."""
+    import json
+    import pathlib
+
+    from ptopipe.cli import main as cli_main
+    src = pathlib.Path(__file__).read_text().split("\n\n\n@pytest")[0]
+    f = tmp_path / "k.py"
+    f.write_text(src + '''
+
+
+def _args(rng, mistake="missing"):
+    return dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=3)
+
+
+_cube, _aiv = kernels("missing")
+SCENARIO = ptopipe.Scenario("noop", _cube, _aiv, _args, lambda a, **_: {}, {"default": {}})
+''')
+    assert cli_main(["check", str(f), "--platform", "a2a3", "--protocol", "pto-isa", "--schedules", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "no checker report, 1 warning(s):" in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  warning: ")]
+    assert "1 of 3 TPOPs of C2V pipe FlagID 0 (peers AIV0) on AIV0 have no TFREE" in line
+    assert line.endswith(f"k.py:{line_of(kernels, 'POP')})")
+    assert cli_main(["check", str(f), "--platform", "a2a3", "--protocol", "pto-isa", "--schedules", "2",
+                     "--json"]) == 0
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["warnings"][0]["where"].endswith(f"k.py:{line_of(kernels, 'POP')}")

@@ -185,12 +185,16 @@ def _check(args, reports: list) -> int:
             res = _explore(sc, v, args, plat, protocol, label)
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
                    "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
-                   "distinct": res.distinct, "complete": res.complete}
+                   "distinct": res.distinct, "complete": res.complete,
+                   "warnings": [{"what": w, "where": str(loc) if loc else None} for w, loc in res.warnings]}
             if res.ok:
                 if not args.json:
                     print(f"{color('PASS', '1;32', sys.stdout)} {label}: default schedule + "
                           f"{_explored(res, args)}, "
-                          + ("right results (checkers off)" if args.no_checks else "no checker report"))
+                          + ("right results (checkers off)" if args.no_checks else "no checker report")
+                          + (f", {len(res.warnings)} warning(s):" if res.warnings else ""))
+                    for what, loc in res.warnings:
+                        print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
             else:
                 status = 1
                 seed, err = res.first

@@ -86,6 +86,7 @@ class ExploreResult:
     digests: set = field(default_factory=set)      # one per distinct explored interleaving
     complete: bool = False              # exhaustive: every schedule within the bound ran
     events: int = 0                     # visible events of the last explored run
+    warnings: list = field(default_factory=list)   # the default schedule's [(what, loc)]
 
     @property
     def ok(self) -> bool:
@@ -204,8 +205,11 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
         last["policy"] = pol
         key = s.seed if s is not None and s.mode == "random" else s
         try:
-            run_schedule(target, s, variant, platform, protocol, data_seed, args, policy=pol, **run_kwargs)
+            res = run_schedule(target, s, variant, platform, protocol, data_seed, args, policy=pol,
+                               **run_kwargs)
             out.passed += 1
+            if s is None:
+                out.warnings = list(res.summary.leaks)
         except PtoPipeError as e:
             e.findings.append({"kind": "schedule", "seed": key if key is None or isinstance(key, int) else str(key)})
             out.failures.append((key, e))
