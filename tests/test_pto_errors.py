@@ -257,7 +257,8 @@ def test_popped_tile_larger_than_slot_size():
     text = GOOD.replace("slot_size = 1024", "slot_size = 256").replace("size = 4096", "size = 1024")
     with pytest.raises(PtoPipeError) as e:
         _load(text)
-    assert "needs a 1024-byte slot but the pipe's slot_size is 256" in e.value.what
+    assert "this TPUSH moves Acc tile 16x16 f32 (1024 bytes) but the C2V ring's SLOT_SIZE is 256 bytes" \
+        in e.value.what
     assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tpush_to_aiv')}:")
 
 

@@ -1036,3 +1036,44 @@ def test_compile_keeps_slot_num_within_ptoisa_fifo_depth(tmp_path):
     compile_program(program(8), "a2a3", protocol="pto-isa")
     with pytest.raises(CompileError, match="SLOT_NUM 9 exceeds the FIFO depth limit 8"):
         compile_program(program(9), "a2a3", protocol="pto-isa")
+
+
+# -- SLOT_SIZE too small for the tiles a ring moves (fresh12 b09: found only by the run) ---------
+def _small_slot_pair(slot):
+    @pl.aic
+    def cube(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=2 * slot, base=pl.AUTO)
+        pl.aic_initialize_pipe(pl.DIR_V2C, slot, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base,
+                               slot_num=2)
+        t = pl.TPOP(buf, pl.Tile[[TM, N], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)   # SMALL-POP
+        pl.store(t, [0, 0], out)
+        pl.TFREE(buf, split=pl.TILE_UP_DOWN)
+
+    @pl.aiv
+    def vec(x: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        peer = pl.import_peer_buffer(name="ring", peer_func=cube)
+        pl.aiv_initialize_pipe(pl.DIR_V2C, slot, fifo, c2v_consumer_buf=0, v2c_consumer_buf=peer.base,
+                               slot_num=2)
+        sub = pl.get_subblockid()
+        pl.TPUSH(pl.load(x, [sub * HR, 0], [HR, N]), peer, split=pl.TILE_UP_DOWN)      # SMALL-PUSH
+    return cube, vec
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(platform):
+    cube, vec = _small_slot_pair(HR * N * 4)           # one lane's half: the slot holds both
+    found = verify_pipes.verify(to_ops(pl.program(cube, vec, name="small")), platform)
+    assert [e.where.split(":")[-2] for e in found] == \
+        [str(line_of(cube.pyfunc, "SMALL-POP")), str(line_of(vec.pyfunc, "SMALL-PUSH"))]
+    assert "this TPOP moves Mat tile 16x32 f32 (2048 bytes) but the V2C ring's SLOT_SIZE is 1024" \
+        in found[0].what
+    assert "this TPUSH moves Vec tile 8x32 f32 (2048 bytes, a 16x32 slot)" in found[1].what
+    assert "declare SLOT_SIZE 2048" in found[1].fix
+    x = np.arange(TM * N, dtype=np.float32).reshape(TM, N)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT))
+    with pytest.raises(PtoPipeError, match="does not fit SlotSize 1024"):     # the run agrees
+        dsl_run(pl.program(cube, vec, name="small"), dict(args), platform=platform)
+    cube, vec = _small_slot_pair(TM * N * 4)
+    assert verify_pipes.verify(to_ops(pl.program(cube, vec, name="fits")), platform) == []
+    res = dsl_run(pl.program(cube, vec, name="fits"), dict(args, out=np.zeros_like(x)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], x)

@@ -59,7 +59,6 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     one_lane_nosplit(op, ctx)
     op = PassManager(list(PTO_PASSES)).run(op, ctx)
     check_explicit_addrs(op, addrs)
-    check_slot_fit(op)
     return op, to_tree(op), ctx.warnings, plat
 
 
@@ -97,29 +96,6 @@ def check_explicit_addrs(op, addrs) -> None:
                         f"addr {addr} ({nbytes} bytes, [{addr}, {addr + nbytes})) in {a['memory_space']}",
                         where=loc, fix="move the tile (alloc_tile addr) or the ring (reserve_buffer base) "
                                        "so the two ranges are disjoint; ptoas does not check this")
-
-
-def check_slot_fit(op) -> None:
-    """A pushed or popped tile whose whole slot (both halves of a split Vector-side tile)
-    exceeds the pipe's slot_size (ptoas accepts it; the ring's next slot is overwritten)."""
-    from ..ir.nodes import FunctionKind
-    for f in op.regions[0].blocks[0]:
-        inits = [o for o in f.regions[0].blocks[0] if o.name.endswith("initialize_pipe")]
-        if not inits:
-            continue
-        size = inits[0].attributes["slot_size"]
-        for o in f.walk():
-            if o.name not in ("pl.tpush", "pl.tpop"):
-                continue
-            t = o.operands[0].type if o.name == "pl.tpush" else o.results[0].type
-            split = o.attributes.get("split")
-            whole = t.nbytes * (2 if split and f.attributes["kind"] is FunctionKind.AIV else 1)
-            if whole > size:
-                what = "pushed" if o.name == "pl.tpush" else "popped"
-                raise CompileError(f"the {what} tile needs a {whole}-byte slot but the pipe's slot_size "
-                                   f"is {size}", where=str(o.loc),
-                                   fix=f"raise slot_size to {whole} (and the reserve_buffer size to "
-                                       "SLOT_NUM times it), or move a smaller tile")
 
 
 def _entry_params(op):

@@ -20,6 +20,7 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
   popped in the layout the push leaves in the slot (``geometry.slot_layout``);
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers), and
   only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split);
+* every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
 * when each core has one path (no loop of unknown trip count, no branch on data), the
@@ -40,7 +41,7 @@ from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import pipe_config_mismatches
-from ..ir.types import TensorType
+from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..isa.pipe.geometry import full_shape, slot_layout
 from ..isa.pipe.plans import a_layout
 from ..isa.pipe.protocol import model_for, platform_kind
@@ -114,6 +115,7 @@ class _Verifier:
                                               fix=m.fix))
         explored = {}
         for fn in funcs:
+            self.slots_fit(fn)
             slot_num = self.slot_nums(fn)
             lanes = {}
             try:
@@ -127,6 +129,36 @@ class _Verifier:
             explored[fn.attributes["sym_name"]] = (fn, lanes)
         self.cross(funcs, explored)
         return _culprit_first(self.findings)
+
+    def slots_fit(self, fn) -> None:
+        """Every tile a TPUSH / TPOP moves fits its ring's SLOT_SIZE (the whole slot tile: a
+        Vector core's part of a split transfer is half of it)."""
+        sizes = {}
+        for init in init_ops(fn):
+            for d in (C2V, V2C):
+                if init.attributes["dir_mask"] & int(d) and isinstance(init.attributes["slot_size"], int):
+                    sizes[d] = (init.attributes["slot_size"], init)
+        for op in fn.walk():
+            if op.name not in ("pl.tpush", "pl.tpop"):
+                continue
+            at = op.attributes
+            t = op.operands[0].type if op.name == "pl.tpush" else op.results[0].type
+            got = sizes.get(at["direction"])
+            if got is None or not isinstance(t, TileValueType):
+                continue
+            shape = tuple(t.shape)
+            if fn.attributes["kind"] is FunctionKind.AIV:
+                shape = full_shape(at.get("split"), *shape)
+            need = shape[0] * shape[1] * itemsize(t.dtype)
+            if need > got[0]:
+                what = "TPUSH" if op.name == "pl.tpush" else "TPOP"
+                whole = f", a {shape[0]}x{shape[1]} slot" if shape != tuple(t.shape) else ""
+                self.finding("slot_size", op,
+                             f"this {what} moves {describe(t)} ({need} bytes{whole}) but the "
+                             f"{_dir(at['direction'])} ring's SLOT_SIZE is {got[0]} bytes (init at "
+                             f"{line(got[1])})",
+                             f"declare SLOT_SIZE {need} (or more) on both *_initialize_pipe calls, "
+                             "or move smaller tiles")
 
     def slot_nums(self, fn):
         """``direction -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit`)."""
