@@ -708,6 +708,77 @@ def test_check_static_passes_a_clean_file_and_every_example_variant(tmp_path, ca
     assert capsys.readouterr().out.count("PASS dsl_s1_cv_split[") == 24
 
 
+SCALAR_FILE = '''
+import numpy as np
+import ptopipe
+import ptopipe.language as pl
+from ptopipe.runtime import KernelSet
+
+SLOT = 16 * 32 * 4
+
+
+def build(n, twice):
+    @pl.aiv
+    def vector(out: pl.Tensor[[32, 32], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+               n: pl.Scalar[pl.index]):
+        buf = pl.reserve_buffer(name="ring", size=2 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        sub = pl.get_subblockid()
+        for i in pl.range(n):
+            t = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+            pl.store(t, [sub * 8, 0], out)
+            pl.TFREE(buf)
+            if twice:
+                u = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)  # SECOND
+                pl.store(u, [16 + sub * 8, 0], out)
+                pl.TFREE(buf)
+
+    @pl.aic
+    def cube(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+             fifo: pl.Tensor[[8 * SLOT], pl.u8], n: pl.Scalar[pl.index]):
+        peer = pl.import_peer_buffer(name="ring", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        a0 = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+        b0 = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+        for i in pl.range(n):
+            pl.TPUSH(pl.matmul(a0, b0), peer, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vector, name="scalar_n")
+
+
+KERNELS = KernelSet(build)
+
+
+def make_args(rng, n=3, twice=True):
+    return dict(a=np.ones((16, 32), np.float32), b=np.ones((32, 32), np.float32),
+                out=np.zeros((32, 32), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT), n=n, twice=twice)
+
+
+SCENARIO = ptopipe.Scenario("scalar_n", KERNELS.aic, KERNELS.aiv, make_args, lambda a, **_: {},
+                            {"default": {}, "none": dict(n=0), "once": dict(twice=False)})
+'''
+
+
+def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, capsys):
+    """A trip count given at run time (`pl.range(n)`, n a scalar parameter) made --static skip
+    its count and FIFO checks and PASS kernels every run rejects (fresh12 b01..b21): a
+    scenario variant's scalar arguments are now the values it verifies with."""
+    from ptopipe.cli import main
+    f = tmp_path / "scalar.py"
+    f.write_text(SCALAR_FILE)
+    assert main(["check", "--static", str(f)]) == 1
+    out, err = capsys.readouterr()
+    assert "FAIL scalar_n[default] on a2a3: VerifyPipes found 1 error(s)" in out
+    second = next(i + 1 for i, ln in enumerate(SCALAR_FILE.splitlines()) if "# SECOND" in ln)
+    assert f"at {f}:{second}:" in err and "cube pushes 3 tile(s) but vector (lane AIV0) pops 6" in err
+    for v, n in (("none", 0), ("once", 3)):
+        assert main(["check", "--static", str(f), "--variant", v]) == 0
+        assert (f"PASS scalar_n[{v}] on a2a3: VerifyPipes (static, every path with n={n} (the "
+                "variant's)) found no cross-core protocol error, and the compiler's checks passed") \
+            in capsys.readouterr().out
+
+
 def test_check_static_on_a_file_without_dsl_programs_says_so(capsys):
     from ptopipe.cli import main
     assert main(["check", "--static", os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")]) == 1

@@ -205,8 +205,10 @@ def static_pto(args) -> int:
     _, _, warnings, plat = load_pto(args.file, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    skipped = any("skipped" in w or "not fully verified" in w for w in warnings)
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
-          "verified statically (VerifyPipes, Validate, ring and address checks)")
+          "verified statically (VerifyPipes, Validate, ring and address checks)"
+          + ("; some checks skipped (see the warnings): `ptopipe check` runs it" if skipped else ""))
     return 0
 
 

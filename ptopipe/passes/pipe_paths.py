@@ -54,10 +54,12 @@ class Explorer:
     """Explores one function (``fn``: a ``pl.func`` op) for one lane (0 / 1 for an AIV
     function, None for AIC); ``report(kind, op, msg, fix)`` receives findings,
     ``slot_num(direction)`` gives a direction's :class:`~.pipe_state.HoldLimit` (SLOT_NUM,
-    or the LocalSlotNum of a GM ring's staging)."""
+    or the LocalSlotNum of a GM ring's staging); ``known``: values of scalar parameters
+    (by name) to explore with instead of unknowns (a scenario variant's arguments)."""
 
-    def __init__(self, fn, lane, slot_num, report):
+    def __init__(self, fn, lane, slot_num, report, known=None):
         self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
+        self.known = known or {}
         self.kind = fn.attributes["kind"]
         self.steps = 0
         self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
@@ -76,7 +78,10 @@ class Explorer:
         p = Path()
         body = self.fn.regions[0].block
         for a in body.args:
-            p.env[a] = ("param", a.name) if not isinstance(a.type, TensorType) else None
+            if isinstance(a.type, TensorType):
+                p.env[a] = None
+            else:
+                p.env[a] = self.known.get(a.name, ("param", a.name))
         paths = self.block(body, [p])
         for q in paths:
             for d, held in q.held.items():

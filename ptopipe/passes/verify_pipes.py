@@ -80,15 +80,17 @@ def _culprit_first(found: list) -> list:
     return first + [e for e in found if e not in first] if first else found
 
 
-def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec") -> list:
+def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec",
+           known: dict | None = None) -> list:
     """Every finding of ``program`` (a ``pl.program`` op) under ``protocol`` as
-    CompileErrors, in the order found; messages about skipped checks go to ``warnings``."""
-    return _Verifier(program, get_platform(platform), warnings, protocol).verify()
+    CompileErrors, in the order found; messages about skipped checks go to ``warnings``.
+    ``known``: scalar parameter values (by name) to verify with; others are unknowns."""
+    return _Verifier(program, get_platform(platform), warnings, protocol, known).verify()
 
 
 class _Verifier:
-    def __init__(self, program, plat, warnings, protocol="spec"):
-        self.program, self.plat = program, plat
+    def __init__(self, program, plat, warnings, protocol="spec", known=None):
+        self.program, self.plat, self.known = program, plat, known
         self.protocol = Protocol(getattr(protocol, "value", protocol))
         self.model = model_for(self.protocol, platform_kind(plat))
         self.warnings = warnings if warnings is not None else []
@@ -120,7 +122,7 @@ class _Verifier:
             lanes = {}
             try:
                 for lane in lanes_of(fn):
-                    ex = Explorer(fn, lane, slot_num, self.finding)
+                    ex = Explorer(fn, lane, slot_num, self.finding, self.known)
                     lanes[lane] = (ex.run(), ex)
             except Incomplete as e:
                 self.warn(f"VerifyPipes: {fn.attributes['sym_name']} not fully verified ({e}); "
