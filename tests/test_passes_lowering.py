@@ -385,7 +385,13 @@ def test_validate_local_ring_without_its_buffer(side):
     c = Operation("pl.const", (), [ptopipe.ir.INDEX], {"value": 0}, (), init.loc, [None])
     init.insert_before(c)
     init.set_operand(1, c.results[0])                 # c2v_consumer_buf=0, not buf.base
-    validate.run(op, PassContext("a2a3"))             # a GM ring needs no local buffer
+    if side == "cube":
+        validate.run(op, PassContext("a2a3"))         # a GM ring's producer needs no local buffer
+    else:                                             # its consumer stages each popped tile there
+        e = _validate(op, "a2a3")
+        assert e.what.startswith("the C2V ring's consumer 'vector' passes 0 as c2v_consumer_buf, but "
+                                 "its ring is in GM and each popped tile is staged in UB")
+        _at(e, vector, "vinit")
     e = _validate(op, "a5")
     role = "consumer" if side == "vector" else "producer"
     assert e.what == f"the C2V ring's {role} '{side}' passes no buffer as c2v_consumer_buf"

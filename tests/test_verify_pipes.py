@@ -687,7 +687,7 @@ def test_check_static_prints_each_finding_at_the_dsl_line_and_exits_1(tmp_path, 
     f.write_text(BUGGY_FILE)
     assert main(["check", "--static", str(f)]) == 1
     out, err = capsys.readouterr()
-    assert "FAIL buggy on a2a3: VerifyPipes found 1 error(s) without running" in out
+    assert "FAIL buggy on a2a3: the static checks found 1 error(s) without running" in out
     store = BUGGY_FILE.splitlines().index("        pl.store(t, [i * 16 + sub * 8, 0], out)") + 1
     assert "error: CompileError: pl.store uses %t" in err and f"at {f}:{store}:9" in err
     assert "fix: move the TFREE after the last use of %t" in err
@@ -769,7 +769,7 @@ def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, cap
     f.write_text(SCALAR_FILE)
     assert main(["check", "--static", str(f)]) == 1
     out, err = capsys.readouterr()
-    assert "FAIL scalar_n[default] on a2a3: VerifyPipes found 1 error(s)" in out
+    assert "FAIL scalar_n[default] on a2a3: the static checks found 1 error(s)" in out
     second = next(i + 1 for i, ln in enumerate(SCALAR_FILE.splitlines()) if "# SECOND" in ln)
     assert f"at {f}:{second}:" in err and "cube pushes 3 tile(s) but vector (lane AIV0) pops 6" in err
     for v, n in (("none", 0), ("once", 3)):

@@ -107,7 +107,7 @@ def main(args) -> int:
                   + ", and the compiler's checks passed")
             continue
         status = 1
-        print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {plat.name}: VerifyPipes found "
+        print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {plat.name}: the static checks found "
               f"{len(found)} error(s) without running", flush=True)
         for e in found:
             report_exception(e)

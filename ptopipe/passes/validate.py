@@ -83,8 +83,15 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
         consumer = f.attributes["kind"] is consumer_kind(way)
         want = "pl.reserve_buffer" if consumer else "pl.import_peer_buffer"
         if buf is None or buf.name != want:
+            if in_gm and buf is None and not (consumer and _stages(f, way)):
+                continue                  # a GM ring needs no local buffer, but for staging
             if in_gm and buf is None:
-                continue                  # a GM ring needs no local buffer
+                raise error(f"the {way} ring's consumer {name!r} passes 0 as "
+                            f"{way.lower()}_consumer_buf, but its ring is in GM and each popped tile "
+                            f"is staged in {RING_SPACE[way].value} at that address: at 0x0, over the "
+                            "tiles placed there", init,
+                            f"reserve the staging slots (reserve_buffer, LOCAL_SLOT_NUM * SLOT_SIZE "
+                            f"bytes or more) and pass its .base as {way.lower()}_consumer_buf")
             got = f"{buf.name[3:]} {buf.attributes['name']!r}" if buf is not None else "no buffer"
             raise error(f"the {way} ring's {'consumer' if consumer else 'producer'} {name!r} "
                         f"passes {got} as {way.lower()}_consumer_buf", init,
@@ -162,3 +169,11 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
                  f"fit the {core} on {plat.name} ({have} bytes)", r, fix,
                  details="ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
                          "for each ring (docs/passes/expand-mixed.md)")
+
+
+def _stages(f, way) -> bool:
+    """Does ``f`` pop tiles of the ``way`` ring (staged in its local memory on a GM ring)?
+    A TPOP of a GM slot (the address flow) reads GM in place."""
+    from ..ir.types import TileValueType
+    return any(o.name == "pl.tpop" and o.attributes["direction"].name[4:] == way
+               and isinstance(o.results[0].type, TileValueType) for o in f.walk())
