@@ -571,6 +571,38 @@ def test_pure_vector_and_pure_cube_functions_run(platform):
     np.testing.assert_array_equal(res.outputs["out"], a @ b)
 
 
+def _odd_rows(rows, by_hand=False):
+    @pl.incore(split=pl.TILE_UP_DOWN)
+    def odd(x: pl.Tensor[[3 * rows, 64], pl.f32], out: pl.Tensor[[3 * rows, 64], pl.f32]):
+        for i in pl.range(3):
+            a = pl.load(x, [i * rows, 0], [rows, 64])                        # ODD-LOAD
+            if by_hand:
+                a = pl.adds(a, pl.get_subblockid() * 0.0)
+            pl.store(pl.relu(pl.muls(a, 2.0)), [i * rows, 0], out)
+    return odd
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_a_vector_only_function_whose_tiles_do_not_halve_runs_whole_on_aiv0(platform, rows):
+    """pypto clears the split of a pure AIV function (pypto #841 / PR #842): a 3-row or
+    1-row tile under UP_DOWN was a CompileError (fresh11 r09); nothing crosses cores, so
+    it now runs whole on AIV0 (AIV1 replays empty), with a note."""
+    warnings = []
+    op, _tree, _ = _compile(pl.program(_odd_rows(rows), name="odd"), platform, warnings=warnings)
+    (f,) = [g for g in op.regions[0].blocks[0]]
+    assert f.attributes["kind"] is FunctionKind.AIV and f.attributes["split"] is pl.TILE_NO_SPLIT
+    assert any("odd: Vector-only work kept whole on AIV0 (split TILE_UP_DOWN does not apply" in w
+               for w in warnings), warnings
+    x = np.arange(3 * rows * 64, dtype=np.float32).reshape(3 * rows, 64) - 50
+    ks = KernelSet(pl.program(_odd_rows(rows), name="odd"))
+    res = ptopipe.run(ks.aic, ks.aiv, dict(x=x, out=np.zeros_like(x)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], np.maximum(x * 2, 0))
+    with pytest.raises(CompileError, match="do not halve") as ei:     # split by hand: stands
+        _compile(pl.program(_odd_rows(3, by_hand=True), name="odd"), platform)
+    assert ei.value.where.endswith(f":{line_of(_odd_rows, 'ODD-LOAD')}:13")
+
+
 @pl.incore
 def returns_a_tile(x: pl.Tensor[[16, 32], pl.f32]):
     t = pl.load(x, [0, 0], [16, 32])

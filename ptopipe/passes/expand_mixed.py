@@ -28,7 +28,8 @@ replays every handshake on empty valid shapes (A2A3; A5 under seed 003), or, whe
 protocol model says a NO_SPLIT transfer has one lane (``nosplit_lane0``: pto-isa on A5,
 decided from ``ctx.platform`` and ``ctx.protocol``), both ``*_initialize_pipe`` ops get
 ``lanes=1`` (AIV0 the only peer) and AIV1 runs nothing.  A function with only Cube (only
-Vector) work becomes an AIC (AIV) function, unsplit.
+Vector) work becomes an AIC (AIV) function; a Vector-only one is split as asked, or run whole
+on AIV0 when its tiles do not split (:func:`_split_or_whole`).
 
 A GM tensor one side writes and the other reads or writes gets synchronisation tokens (a
 boundary move after each access the other side's later access must wait for, see
@@ -43,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from ..errors import CompileError
 from ..ir.core import Block, Operation, Region
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
@@ -264,9 +266,30 @@ def _expr_text(v, depth: int = 4) -> str:
 _CROSS_CORE = tuple(f"pl.{n}" for n in CROSS_CORE + INIT_OPS)     # a function's own pipe ops
 
 
-def expand_function(fn: Operation, taken: set, one_lane: bool = False) -> list:
+def _split_or_whole(fn: Operation, split, warn) -> bool:
+    """Split the pure-Vector function ``fn`` between the two Vector cores; False (``fn``
+    unchanged) when its tiles do not split (an odd extent, a one-row store ...): nothing
+    crosses cores, so it runs whole on AIV0 instead - pypto clears the split of a pure AIV
+    function (pypto #841).  A function using ``pl.get_subblockid()`` splits by hand: its
+    errors stand."""
+    trial = fn.clone()
+    try:
+        split_vector_function(trial, split, None, fresh(names_in(fn), "sub"))
+    except CompileError as e:
+        if any(o.name == "pl.get_subblockid" for o in fn.walk()):
+            raise
+        if warn is not None:
+            warn(f"{fn.attributes['sym_name']}: Vector-only work kept whole on AIV0 (split "
+                 f"{split.name} does not apply: {e.what})")
+        return False
+    split_vector_function(fn, split, None, fresh(names_in(fn), "sub"))
+    return True
+
+
+def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None) -> list:
     """The functions replacing the mixed function ``fn``; ``one_lane``: a TILE_NO_SPLIT
-    pipe has AIV0 as its only lane (the protocol model's ``nosplit_lane0``)."""
+    pipe has AIV0 as its only lane (the protocol model's ``nosplit_lane0``); ``warn(msg)``
+    receives notes (a Vector-only function kept whole)."""
     for op in fn.walk():
         if op.name == "pl.return" and op.operands:
             raise err(f"{fn.attributes['sym_name']}: a kernel returns no value (its results go to GM "
@@ -285,11 +308,10 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False) -> list:
         own_pipes = any(o.name in _CROSS_CORE for o in fn.walk())
         if kind is FunctionKind.AIV and not own_pipes:
             # both Vector cores run it: each takes its half (or, NO_SPLIT, AIV1 replays empty)
-            if plan.split is TileSplitAxis.TILE_NO_SPLIT:
+            if plan.split is TileSplitAxis.TILE_NO_SPLIT or not _split_or_whole(fn, plan.split, warn):
                 fn.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
                 fn.attributes.pop("slot_num", None)
                 return [fn]
-            split_vector_function(fn, plan.split, None, fresh(names_in(fn), "sub"))
         fn.attributes.pop("split", None)
         fn.attributes.pop("slot_num", None)
         return [fn]
@@ -312,7 +334,8 @@ def run(program: Operation, ctx=None) -> Operation:
     for fn in list(top):
         if fn.attributes.get("kind") is not FunctionKind.InCore:
             continue
-        new = expand_function(fn, taken, one_lane)
+        warnings = getattr(ctx, "warnings", None)
+        new = expand_function(fn, taken, one_lane, warnings.append if warnings is not None else None)
         if new == [fn]:
             continue
         for f in new:
