@@ -244,3 +244,55 @@ def test_dsl_in_bounds_variants_run():
     for vec, r in ((oob_vec, 0), (step_vec, 1), (div_vec, 32)):      # 16 // 32 == 0
         res = dsl_run(pl.program(nop_cube, vec, name="p"), _dsl_args(r))
         assert np.array_equal(res.outputs["y"], np.ones((32, 32), np.float32))
+
+
+# -- a scenario's own mistakes: a ConfigError at the user's def / Scenario line (fresh13 #5) --
+SCENARIO_SRC = '''
+import numpy as np
+import ptopipe
+
+
+def cube(x, out):
+    pass
+
+
+def make_args(rng, n=1):
+    return {ARGS}
+
+
+def golden(args, **_):
+    return {GOLDEN}
+
+
+SCENARIO = ptopipe.Scenario("sc", {AIC}, None, make_args, golden, {VARIANTS})
+'''
+_OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", GOLDEN="{'out': args['out']}",
+           AIC="cube", VARIANTS="{'default': {}}")
+
+
+@pytest.mark.parametrize("edit,text,marker", [
+    (dict(AIC="42"), "scenario 'sc': aic is 42, not a kernel function", "SCENARIO ="),
+    (dict(ARGS="[1, 2]"), "make_args returned a list, not the dict of kernel arguments", "def make_args"),
+    (dict(GOLDEN="None"), "golden returned a NoneType, not the dict of expected outputs", "def golden"),
+    (dict(GOLDEN="{'outt': args['out']}"), "golden names 'outt', which make_args does not give", "def golden"),
+    (dict(VARIANTS="{'default': {'m': 2}}"),
+     "variant 'default' of scenario 'sc' gives make_args ['m']: got an unexpected keyword argument 'm'",
+     "def make_args")])
+def test_a_scenario_mistake_is_a_config_error_at_its_line(tmp_path, capsys, edit, text, marker):
+    from ptopipe.cli import main
+    src = _fill({**_OK, **edit})
+    f = tmp_path / "sc.py"
+    f.write_text(src)
+    assert main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    line = next(i + 1 for i, ln in enumerate(src.splitlines()) if ln.startswith(marker))
+    assert f"error: ConfigError: " in err and text in err and f"at {f}:{line}\n" in err, err
+    f.write_text(_fill(_OK))                              # the same file, correct: runs
+    assert main(["run", str(f)]) == 0
+
+
+def _fill(values):
+    src = SCENARIO_SRC
+    for k, v in values.items():
+        src = src.replace("{" + k + "}", v)
+    return src

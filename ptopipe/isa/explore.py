@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ..arch import get_platform
 from ..errors import ConfigError, PtoPipeError
 from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_children
-from .launch import Scenario, compare_launches, data_rng, run
+from .launch import Scenario, compare_launches, run
 
 MODES = ("random", "pct", "exhaustive")
 DEFAULT_DEPTH = {"random": 0, "pct": 3, "exhaustive": 2}
@@ -129,8 +129,8 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
     plat = _platform_for(platform, spec.seed if spec is not None and spec.mode == "random" else None)
     if isinstance(target, Scenario):
         params = target.params(variant)
-        a = target.make_args(data_rng(data_seed), **params)
-        expected = target.golden(a, **params)
+        a = target.inputs(params, data_seed, variant)
+        expected = target.expected(a, params)
         if run_kwargs.get("sync") is None:
             run_kwargs["sync"] = target.sync
         if target.launches is not None:
@@ -138,7 +138,7 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
         res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
         compare_launches(res, expected, target.rtol, target.atol,
                          f"{target.name}[{variant}] (schedule {spec if spec is not None else 'default'})",
-                         rerun=lambda: run(target.aic, target.aiv, target.make_args(data_rng(data_seed), **params),
+                         rerun=lambda: run(target.aic, target.aiv, target.inputs(params, data_seed, variant),
                                            platform=plat, protocol=protocol,
                                            schedule=spec.policy() if spec is not None else None,
                                            **{**run_kwargs, "record_writes": True}))

@@ -300,6 +300,19 @@ class Scenario:
     launches: int | None = None   # launches per run (``run(launches=K)``) unless --launches overrides
 
     def __post_init__(self):
+        kernels = {"aic": self.aic, "aiv": self.aiv}
+        if isinstance(self.aiv, (tuple, list)):
+            kernels = {"aic": self.aic, **{f"aiv[{i}]": k for i, k in enumerate(self.aiv)}}
+        for what, k in kernels.items():
+            if k is not None and not callable(k):
+                raise ConfigError(f"scenario {self.name!r}: {what} is {k!r}, not a kernel function",
+                                  where=_caller(), fix="pass the kernel function (or None for a core "
+                                                       "that runs nothing)")
+        for what in ("make_args", "golden"):
+            if not callable(getattr(self, what)):
+                raise ConfigError(f"scenario {self.name!r}: {what} is {getattr(self, what)!r}, not a "
+                                  "function", where=_caller(),
+                                  fix=f"pass {what}({'rng' if what == 'make_args' else 'args'}, **params)")
         v = self.variants
         if v is None:       # no parameter sets: one run with make_args' own defaults
             object.__setattr__(self, "variants", {"default": {}})
@@ -316,7 +329,40 @@ class Scenario:
         return "default" if "default" in self.variants else next(iter(self.variants))
 
     def args(self, variant: str, seed: int = 0) -> dict:
-        return self.make_args(data_rng(seed), **self.params(variant))
+        return self.inputs(self.params(variant), seed, variant)
+
+    def inputs(self, params: dict, seed: int = 0, variant: str | None = None) -> dict:
+        """``make_args(rng, **params)``, checked: it takes these parameters and returns the
+        kernel's arguments as a dict."""
+        where = f"variant {variant!r} of " if variant else ""
+        try:
+            inspect.signature(self.make_args).bind(None, **params)
+        except TypeError as e:
+            raise ConfigError(f"{where}scenario {self.name!r} gives make_args {sorted(params)}: {e}",
+                              where=_def_loc(self.make_args),
+                              fix="give the variant only parameters make_args takes") from None
+        except ValueError:
+            pass                                    # no signature to check (a builtin)
+        a = self.make_args(data_rng(seed), **params)
+        if not isinstance(a, dict):
+            raise ConfigError(f"scenario {self.name!r}: make_args returned a {type(a).__name__}, not the "
+                              "dict of kernel arguments", where=_def_loc(self.make_args),
+                              fix="return dict(a=..., out=..., ...): one entry per kernel parameter")
+        return a
+
+    def expected(self, args: dict, params: dict) -> dict:
+        """``golden(args, **params)``, checked: a dict naming arguments of the kernel."""
+        e = self.golden(args, **params)
+        if not isinstance(e, dict):
+            raise ConfigError(f"scenario {self.name!r}: golden returned a {type(e).__name__}, not the "
+                              "dict of expected outputs", where=_def_loc(self.golden),
+                              fix="return {'out': expected_array, ...}")
+        bad = [k for k in e if k not in args]
+        if bad:
+            raise ConfigError(f"scenario {self.name!r}: golden names {', '.join(map(repr, bad))}, which "
+                              f"make_args does not give (arguments: {', '.join(args)})",
+                              where=_def_loc(self.golden), fix="name the output arguments the kernel writes")
+        return e
 
     def params(self, variant: str) -> dict:
         if variant not in self.variants:
@@ -328,8 +374,8 @@ class Scenario:
             **run_kwargs) -> "tuple[RunResult, dict]":
         """Run one variant; returns (result, expected)."""
         params = self.params(variant)
-        args = self.make_args(data_rng(seed), **params)
-        expected = self.golden(args, **params)
+        args = self.inputs(params, seed, variant)
+        expected = self.expected(args, params)
         if run_kwargs.get("sync") is None:
             run_kwargs["sync"] = self.sync
         if self.launches is not None:
@@ -353,6 +399,12 @@ def data_rng(seed) -> np.random.Generator:
         raise ConfigError(f"data seed {seed!r} is not a non-negative integer", where="seed",
                           fix="use a seed >= 0 (e.g. --seed 0)")
     return np.random.default_rng(int(seed))
+
+
+def _def_loc(fn) -> str | None:
+    """file:line of the def of a scenario function."""
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
 
 
 def _caller() -> str | None:

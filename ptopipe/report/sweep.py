@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, PtoPipeError
-from ..isa.launch import Scenario, compare, data_rng, run
+from ..isa.launch import Scenario, compare, run
 from ._io import save_png
 
 
@@ -143,8 +143,8 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
         sc = pick_scenario(loader(path), scenario)
         p = dict(sc.params(variant))
         p.update(params)
-        args = sc.make_args(data_rng(seed), **p)
-        expected = sc.golden(args, **p)
+        args = sc.inputs(p, seed, variant)
+        expected = sc.expected(args, p)
         res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, sync=sc.sync,
                   **(bounds or {}))
         compare(res.outputs, expected, sc.rtol, sc.atol, f"{sc.name}{params}")
