@@ -158,7 +158,7 @@ class GlobalTensor:
 
     def assign(self, ptr: GMPtr) -> None:
         if ptr.dtype != self.dtype:
-            ptr = GMPtr(ptr.addr, self.dtype, ptr.bounds)
+            ptr = GMPtr(ptr.addr, self.dtype)
         self.ptr = ptr
 
     @property

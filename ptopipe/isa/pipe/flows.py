@@ -108,13 +108,25 @@ class SlotBounds:
         return " and ".join(out)
 
 
+_NO_SPLIT = TileSplitAxis.TILE_NO_SPLIT
+
+
 def slot_bounds(ch: Channel, tag: int, op: str, split, sub: int, gt: GlobalTensor) -> tuple:
     """The :attr:`GMPtr.bounds` of the pointer ``op`` hands out for slot ``tag`` of ``ch``:
     the slot, or (``split`` not NO_SPLIT) the hull of lane ``sub``'s part of it - the rows of
-    ``gt``'s shape at the part's row stride (:func:`part_rows`), clipped to the slot."""
+    ``gt``'s shape at the part's row stride (:func:`part_rows`), clipped to the slot.  Made
+    once per slot, lane and geometry (``ch.bounds``)."""
+    key = (op, tag) if split is _NO_SPLIT else (op, tag, split, sub, gt.shape, gt.stride, gt.item)
+    b = ch.bounds.get(key)
+    if b is None:
+        b = ch.bounds[key] = _slot_bounds(ch, tag, op, split, sub, gt)
+    return b
+
+
+def _slot_bounds(ch: Channel, tag: int, op: str, split, sub: int, gt: GlobalTensor) -> tuple:
     slot_lo = ch.gm_base + tag * ch.slot_size
     slot_hi = slot_lo + ch.slot_size
-    if split is TileSplitAxis.TILE_NO_SPLIT:
+    if split is _NO_SPLIT:
         lo, hi, part = slot_lo, slot_hi, ""
     else:
         rows, cols, item = gt.shape[3], gt.shape[4], gt.item
