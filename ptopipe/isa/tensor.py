@@ -216,7 +216,7 @@ class GlobalTensor:
         item = self.dtype.itemsize
         if name.__class__ is not str:           # a TALLOCed / popped slot: it words the report
             what, fix = name.explain(self.describe(), p.addr, extent)
-            raise MemoryConflictError(what, where=str(loc) if loc is not None else None, fix=fix)
+            raise MemoryConflictError(what, where=here() or (str(loc) if loc is not None else None), fix=fix)
         raise MemoryConflictError(
             f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
             f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
