@@ -231,3 +231,32 @@ def test_a_cast_popped_pointer_still_sees_its_tfree():
         ptopipe.run(cube, (vector, None), dict(fifo=gm_buffer(DEPTH * SLOT)))
     assert ei.value.where.endswith(f":{line_of(test_a_cast_popped_pointer_still_sees_its_tfree, 'UAF')}")
     assert "use after free" in ei.value.what and "slot 0" in ei.value.what
+
+
+def test_a_store_past_a_dir_both_gm_c2v_ring_names_the_v2c_ring_it_reaches():
+    """DIR_BOTH_GM (A5, spec: pto-isa rejects it at binding) puts the V2C ring right after the
+    C2V ring in the slot buffer: a store past the C2V ring lands in it."""
+    def cube(fifo, x):
+        pipe = TPipe(0, DIR_BOTH_GM, SLOT, DEPTH)(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        TLOAD(m, GlobalTensor(x.data(), (T, T)))
+        TALLOC(pipe, g, TILE_UP_DOWN)
+        TSTORE(GlobalTensor(g.data() + DEPTH * T * T, (T, T)), m)                 # BOTH
+        TPUSH(pipe, g, TILE_UP_DOWN)
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_BOTH_GM, SLOT, DEPTH)(fifo, 0, 0)
+        g = GlobalTensor(float32, (H, T))
+        TPOP(pipe, g, TILE_UP_DOWN)
+        TFREE(pipe, g, TILE_UP_DOWN)
+
+    fn = test_a_store_past_a_dir_both_gm_c2v_ring_names_the_v2c_ring_it_reaches
+    (f, _), _ = gm_layout([2 * DEPTH * SLOT, T * T * 4])
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(cube, vector, dict(fifo=gm_buffer(2 * DEPTH * SLOT), x=np.ones((T, T), np.float32)),
+                    platform="a5", protocol="spec")
+    e = ei.value
+    assert e.where.endswith(f":{line_of(fn, 'BOTH')}"), e.where
+    assert e.what.endswith(f"it reaches past the ring [{f:#x}, {f + DEPTH * SLOT:#x}) into the GM ring of V2C "
+                           f"pipe FlagID 2 (peers AIV0,AIV1) [{f + DEPTH * SLOT:#x}, {f + 2 * DEPTH * SLOT:#x})"), e.what
