@@ -78,18 +78,18 @@ class SlotBounds:
         reach = self._reach(addr, end)
         if reach:
             what += f"; it reaches {reach}"
-        nxt = "TALLOC" if self.op == "TALLOC" else "TPOP"
         if self.part:
             fix = (f"keep the view within this lane's part: {self.part} is [{self.lo:#x}, {self.hi:#x}) "
                    f"({self.hi - self.lo} bytes) of the slot; the other lane's part is its own")
         else:
             fix = (f"keep the view within the slot's SlotSize {self.slot_size} bytes: offsets added to the "
                    f"{self.op}'s tensor .data() stay below it, and the next tile goes through the next "
-                   f"{nxt} (the ring, not the pointer, moves to the next slot)")
+                   f"{self.op} (the ring, not the pointer, moves to the next slot)")
         return what, fix
 
     def _reach(self, lo: int, hi: int) -> str:
-        """The other slots of the ring and the run arguments ``[lo, hi)`` overlaps."""
+        """The other slots of the ring, the other GM rings and the run arguments ``[lo, hi)``
+        overlaps."""
         out = []
         n = (self.ring_hi - self.ring_lo) // self.slot_size
         slots = [t for t in range(n) if t != self.tag and lo < self.ring_lo + (t + 1) * self.slot_size
