@@ -38,7 +38,10 @@ class GMPtr:
     ``bounds`` is ``(lo, hi, name)``: the GM bytes of the run argument the pointer was
     derived from (``x.data() + n`` keeps them), so that a tile move through it past the
     argument - an off-by-one loop walking into the next tensor, which GM itself holds - is
-    reported (:meth:`GlobalTensor.matrix`); None for an address made from an integer."""
+    reported (:meth:`GlobalTensor.matrix`); None for an address made from an integer.  For
+    a pointer handed out by TALLOC / TPOP(GlobalTensor) ``lo, hi`` are its ring slot (or
+    the lane's split part of it) and ``name`` is not a string but an object whose
+    ``explain(view, addr, extent)`` words the report (:class:`~ptopipe.isa.pipe.flows.SlotBounds`)."""
     __slots__ = ("addr", "dtype", "bounds")
 
     def __init__(self, addr: int, dtype, bounds: tuple | None = None):
@@ -205,11 +208,15 @@ class GlobalTensor:
         return v
 
     def _out_of_bounds(self, p: GMPtr):
-        """The bytes of this view at ``p`` leave the run argument ``p`` points into."""
+        """The bytes of this view at ``p`` leave the run argument (or the ring slot) ``p``
+        points into."""
         lo, hi, name = p.bounds
         extent = self._extent
         loc = user_loc()
         item = self.dtype.itemsize
+        if name.__class__ is not str:           # a TALLOCed / popped slot: it words the report
+            what, fix = name.explain(self.describe(), p.addr, extent)
+            raise MemoryConflictError(what, where=here() or (str(loc) if loc is not None else None), fix=fix)
         raise MemoryConflictError(
             f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
             f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "

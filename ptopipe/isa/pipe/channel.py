@@ -105,6 +105,7 @@ class Channel:
     name: str = ""
     _views: dict = field(default_factory=dict)
     plans: dict = field(default_factory=dict)   # per tile geometry: checked push/pop plans
+    bounds: dict = field(default_factory=dict)  # the slot / part bounds of address-flow pointers (flows.slot_bounds)
 
     def __post_init__(self):
         m = self.model

@@ -1,9 +1,14 @@
 """The address flow (TALLOC -> TSTORE... -> TPUSH(GlobalTensor); TPOP(GlobalTensor) ->
 TLOAD... -> TFREE) and the control flow of a DIR_V2C_CTRL pipe (one 32-bit value per
 slot), plus :class:`SlotPtr`, the GM pointer a popped slot hands out so that an access
-after TFREE is reported as a use-after-free.
+after TFREE is reported as a use-after-free, and :class:`SlotBounds`: a TALLOCed or popped
+slot's pointer is bounded by its slot (or its lane's split part), so that a view past it -
+into the next slot, past the ring into the next argument - is a MemoryConflictError at the
+access (the check is :meth:`GlobalTensor.matrix`'s, as for a run argument's pointer).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,30 +18,128 @@ from ...errors import ProtocolError
 from ...sim import schedule as _sched
 from ...sim.location import caller_loc
 from ...sim.trace import RingArgs
-from ..context import current_core
+from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
 from ..ops import arr
 from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
-from .geometry import parse_split, part_offset
+from .geometry import parse_split, part_offset, part_rows
 from .steps import _args, _loc, check_lanes_split, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
 
 class SlotPtr(GMPtr):
     """A GM pointer into a ring slot popped in the address flow; remembers the slot's
-    generation so that an access after TFREE is a use-after-free.  ``+``/``-`` keep it."""
+    generation so that an access after TFREE is a use-after-free.  ``+``/``-``/``cast``
+    keep it (and its bounds)."""
     __slots__ = ("slot", "gen", "pipe")
 
-    def __init__(self, addr: int, dtype, slot, gen: int, pipe: str):
-        super().__init__(addr, dtype)
+    def __init__(self, addr: int, dtype, slot, gen: int, pipe: str, bounds: tuple | None = None):
+        super().__init__(addr, dtype, bounds)
         self.slot, self.gen, self.pipe = slot, gen, pipe
 
     def __add__(self, n: int) -> "SlotPtr":
-        return SlotPtr(self.addr + int(n) * self.dtype.itemsize, self.dtype, self.slot, self.gen, self.pipe)
+        return SlotPtr(self.addr + int(n) * self.dtype.itemsize, self.dtype, self.slot, self.gen, self.pipe,
+                       self.bounds)
 
     def __sub__(self, n: int) -> "SlotPtr":
         return self + (-int(n))
+
+    def cast(self, dtype) -> "SlotPtr":
+        p = GMPtr.cast(self, dtype)
+        return SlotPtr(p.addr, p.dtype, self.slot, self.gen, self.pipe, self.bounds)
+
+
+@dataclass(frozen=True)
+class SlotBounds:
+    """What a pointer handed out by ``op`` (TALLOC / TPOP) may touch: slot ``tag`` of
+    ``pipe`` (``[lo, hi)``: the slot, or the lane's ``part`` of it), in its ring
+    ``[ring_lo, ring_hi)``.  The ``name`` of such a pointer's :attr:`GMPtr.bounds`; it
+    words the report when a view through the pointer leaves ``[lo, hi)``."""
+    op: str
+    pipe: str
+    tag: int
+    slot_lo: int
+    slot_size: int
+    ring_lo: int
+    ring_hi: int
+    lo: int
+    hi: int
+    part: str = ""          # e.g. "AIV1's TILE_UP_DOWN part"; "" for the whole slot
+
+    def explain(self, view: str, addr: int, extent: int) -> tuple:
+        """(what, fix) of a MemoryConflictError for ``view`` covering ``[addr, addr+extent)``."""
+        end = addr + extent
+        slot = f"slot {self.tag} [{self.slot_lo:#x}, {self.slot_lo + self.slot_size:#x}) of {self.pipe}"
+        home = f"{self.part} [{self.lo:#x}, {self.hi:#x}) of {slot}" if self.part else slot
+        what = (f"access out of bounds: {view} covers GM [{addr:#x}, {end:#x}), outside {home}, "
+                f"which its pointer comes from ({self.op}): bytes {addr - self.lo} to {end - self.lo - 1} "
+                f"of its {self.hi - self.lo}")
+        reach = self._reach(addr, end)
+        if reach:
+            what += f"; it reaches {reach}"
+        if self.part:
+            fix = (f"keep the view within this lane's part: {self.part} is [{self.lo:#x}, {self.hi:#x}) "
+                   f"({self.hi - self.lo} bytes) of the slot; the other lane's part is its own")
+        else:
+            fix = (f"keep the view within the slot's SlotSize {self.slot_size} bytes: offsets added to the "
+                   f"{self.op}'s tensor .data() stay below it, and the next tile goes through the next "
+                   f"{self.op} (the ring, not the pointer, moves to the next slot)")
+        return what, fix
+
+    def _reach(self, lo: int, hi: int) -> str:
+        """The other slots of the ring, the other GM rings and the run arguments ``[lo, hi)``
+        overlaps."""
+        out = []
+        n = (self.ring_hi - self.ring_lo) // self.slot_size
+        slots = [t for t in range(n) if t != self.tag and lo < self.ring_lo + (t + 1) * self.slot_size
+                 and self.ring_lo + t * self.slot_size < hi]
+        if slots:
+            out.append(f"into slot{'s' if len(slots) > 1 else ''} {', '.join(map(str, slots))} of the ring")
+        elif self.part and self.slot_lo < hi and lo < self.slot_lo + self.slot_size:
+            out.append("into the other lane's part of the slot")
+        if lo < self.ring_lo or hi > self.ring_hi:
+            c = getattr(_getcurrent(), "core", None)
+            shared = c.cluster.shared if c is not None else {}
+            hit = [f"the GM ring of {o.name} [{o.gm_base:#x}, {o.gm_base + o.slot_num * o.slot_size:#x})"
+                   for o in shared.get("channels", {}).values()
+                   if o.in_gm and o.gm_base is not None and o.name != self.pipe
+                   and lo < o.gm_base + o.slot_num * o.slot_size and o.gm_base < hi]
+            hit += [f"argument {name!r} [{alo:#x}, {ahi:#x})" for name, alo, ahi in shared.get("gm_args", ())
+                    if lo < ahi and alo < hi and not (alo <= self.ring_lo and self.ring_hi <= ahi)]
+            past = f"past the ring [{self.ring_lo:#x}, {self.ring_hi:#x})"
+            out.append(f"{past} into {', '.join(hit)}" if hit else past)
+        return " and ".join(out)
+
+
+_NO_SPLIT = TileSplitAxis.TILE_NO_SPLIT
+
+
+def slot_bounds(ch: Channel, tag: int, op: str, split, sub: int, gt: GlobalTensor) -> tuple:
+    """The :attr:`GMPtr.bounds` of the pointer ``op`` hands out for slot ``tag`` of ``ch``:
+    the slot, or (``split`` not NO_SPLIT) the hull of lane ``sub``'s part of it - the rows of
+    ``gt``'s shape at the part's row stride (:func:`part_rows`), clipped to the slot.  Made
+    once per slot, lane and geometry (``ch.bounds``)."""
+    key = (op, tag) if split is _NO_SPLIT else (op, tag, split, sub, gt.shape, gt.stride, gt.item)
+    b = ch.bounds.get(key)
+    if b is None:
+        b = ch.bounds[key] = _slot_bounds(ch, tag, op, split, sub, gt)
+    return b
+
+
+def _slot_bounds(ch: Channel, tag: int, op: str, split, sub: int, gt: GlobalTensor) -> tuple:
+    slot_lo = ch.gm_base + tag * ch.slot_size
+    slot_hi = slot_lo + ch.slot_size
+    if split is _NO_SPLIT:
+        lo, hi, part = slot_lo, slot_hi, ""
+    else:
+        rows, cols, item = gt.shape[3], gt.shape[4], gt.item
+        off, rstride = part_rows(split, sub, rows, cols, item)
+        lo = slot_lo + off
+        hi = min(slot_hi, lo + max((rows - 1) * rstride + cols * item, gt._extent))
+        part = f"AIV{sub}'s {split.name} part"
+    return (lo, hi, SlotBounds(op, ch.name, tag, slot_lo, ch.slot_size, ch.gm_base,
+                               ch.gm_base + ch.slot_num * ch.slot_size, lo, hi, part))
 
 
 def _enter(pipe, obj, split, events, role: str, op: str):
@@ -103,7 +206,9 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     off = 0
     if ch.way == V2C:
         off = part_offset(split, core.subblock, gm_tensor.shape[3], gm_tensor.shape[4], gm_tensor.dtype.itemsize)
-    gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype))
+    bounds = slot_bounds(ch, tag, "TALLOC", split if ch.way == V2C else TileSplitAxis.TILE_NO_SPLIT,
+                         core.subblock, gm_tensor)
+    gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype, bounds))
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
@@ -121,7 +226,9 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
         off = part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
     slots = side.slots[tag]
     slot = slots[0]
-    gt.assign(SlotPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype, slot, slot.gen, ch.name))
+    bounds = slot_bounds(ch, tag, "TPOP", split if ch.way == C2V else TileSplitAxis.TILE_NO_SPLIT,
+                         core.subblock, gt)
+    gt.assign(SlotPtr(ch.gm_base + tag * ch.slot_size + off, gt.dtype, slot, slot.gen, ch.name, bounds))
     for s in slots:
         s.state = "held"
         s.pop_loc = loc
