@@ -134,16 +134,23 @@ def _never_pushed(cluster, waits):
                     "fix": (f"check that {prod.name} pushes to the pipe {c.name} pops (a wrong pipe handle, "
                             "FlagID or id on one side?) and that both sides use their pipes in the same order")}
         d, ps, cs = full[0]
-        cause += (f"; {d.name} holds {_pushed(ps) - cs.index} tile(s) {prod.name} pushed that {c.name} has "
-                  f"not popped ({prod.name} pushed {_pushed(ps)}, {c.name} popped {cs.index})")
+        # where the tiles nobody pops were pushed: the suspect TPUSH
+        lane = d.slots[c.subblock if c.kind is CoreKind.AIV else prod.subblock]
+        n = _pushed(ps) - cs.index
+        locs = list(dict.fromkeys(str(sl.push_loc) for k in range(n)
+                                  for sl in (lane[(cs.index + k) % d.slot_num],)
+                                  if sl.state == "written" and sl.push_loc is not None))
+        at = f" (TPUSH at {', '.join(locs)})" if locs else ""
+        cause += (f"; {d.name} holds {n} tile(s) {prod.name} pushed{at} that {c.name} has not popped "
+                  f"({prod.name} pushed {_pushed(ps)}, {c.name} popped {cs.index})")
         if cs.held:
             cause += f" and {c.name} holds slot {cs.held[0][0]} of it (TPOP at {cs.held[0][2]}, no TFREE yet)"
+        push = f"the TPUSH at {', '.join(locs)}" if locs else f"{prod.name}'s TPUSHes to {d.name}"
         fix = (f"{prod.name} never pushes to {ch.name} before it needs {c.name} to make room in {d.name}: "
-               f"likely one side names the wrong pipe (a wrong pipe handle, FlagID or id) - make "
-               f"{prod.name}'s TPUSH at {prod.where()} and {c.name}'s TPOP at {c.where()} use the pipe they "
-               f"mean; if the order is intended, pop the pipes in the order {prod.name} pushes them "
-               f"({d.name}, SlotNum {d.slot_num}, cannot hold what {prod.name} pushes before its first "
-               f"push to {ch.name})")
+               f"likely one side names the wrong pipe (a wrong pipe handle, FlagID or id) - check that {push} "
+               f"and {c.name}'s TPOP at {c.where()} use the pipe they mean; if the order is intended, pop the "
+               f"pipes in the order {prod.name} pushes them ({d.name}, SlotNum {d.slot_num}, cannot hold what "
+               f"{prod.name} pushes before its first push to {ch.name})")
         return {"cause": cause, "fix": fix}
     return None
 
