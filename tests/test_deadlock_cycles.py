@@ -80,7 +80,7 @@ def test_both_sides_popping_first_is_a_cycle_of_tpops(platform, protocol, no_han
     err, cause = _deadlock(pop_first_cube, pop_first_vec, dict(fifo=ptopipe.gm_buffer(4 * SLOT)),
                            platform, protocol, pop_first_cube, "pf-cube-pop")
     assert cause.startswith("a cycle of TPOPs: each blocked core is a consumer waiting for data its blocked "
-                            "peer would push only after its own TPOP"), cause
+                            "peer would push only after its own TPOP returns, if at all"), cause
     assert f"AIC's TPOP at tests/{_at(pop_first_cube, 'pf-cube-pop')} waits for data on V2C pipe FlagID 2" in cause
     assert f"AIV0's TPOP at tests/{_at(pop_first_vec, 'pf-vec-pop')} waits for data on C2V pipe FlagID 0" in cause
     # per-core counts: nothing moved on either pipe; AIV1 is in the same place as AIV0

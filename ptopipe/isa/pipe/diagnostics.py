@@ -1,8 +1,9 @@
 """What the pipe layer tells the user: the ring state (for deadlock reports and
-``describe_state``), what a blocked core holds, a lane that never takes part in a pipe's
-handshakes (deadlock diagnosis), slot misuse errors (overwrite while in use, use after
-free) and the leaks at kernel end (held slots, uncommitted TALLOCs, data pushed but never
-popped)."""
+``describe_state``), what a blocked core holds, the culprit of a deadlock (a lane that never
+takes part in a pipe's handshakes, a wait-for cycle of TPOPs or of TPUSHes on full rings, a
+TPOP on a pipe never pushed, a withheld or held free credit), slot misuse errors (overwrite
+while in use, use after free) and the leaks at kernel end (held slots, uncommitted TALLOCs,
+data pushed but never popped)."""
 from __future__ import annotations
 
 from ...arch.vocab import C2V
@@ -105,7 +106,7 @@ def _pop_cycle(waits):
             else f"popped {ch.sides[c.index].index} from {ch.name}" for ch in chans if c.index in ch.sides)
     per_core = _lanes((c, counts(c)) for c, *_ in waits)
     return {"cause": ("a cycle of TPOPs: each blocked core is a consumer waiting for data its blocked peer "
-                      "would push only after its own TPOP - " + ", ".join(what) + "; so far " +
+                      "would push only after its own TPOP returns, if at all - " + ", ".join(what) + "; so far " +
                       "; ".join(per_core)),
             "fix": ("push before popping what the other side needs: TPUSH the tile your peer waits for "
                     "before the TPOP of a tile that peer produces only afterwards; where a TPUSH or TPOP "
