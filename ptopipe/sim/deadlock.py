@@ -114,6 +114,10 @@ def explain(cluster, blocked) -> DeadlockError:
             lines.append(text)
     findings = [dict(kind="blocked", **e) for e in entries]
     findings.append({"kind": "wait_for", "text": chain, "steps": steps, "cycle": cycle})
+    # the rings a blocked core waits on, per pipe: the two ways of one bidirectional pipe
+    # share its configuration (``cfg``), so they are one pipe to the user
+    pipes = {getattr(c.waiting.info.get("channel"), "cfg", None) or e["pipe"] for c, e in zip(blocked, entries)
+             if e["pipe"]}
     fix, what, where = None, None, entries[0]["where"]
     for hinter in cluster.hinters:
         found = hinter(cluster, blocked)
@@ -127,7 +131,7 @@ def explain(cluster, blocked) -> DeadlockError:
             break
     what = what or f"{len(blocked)} core(s) blocked forever ({', '.join(c.name for c in blocked)})"
     return DeadlockError(
-        f"deadlock: {what}", where=where, details="\n".join(lines), fix=fix or _hint(entries),
+        f"deadlock: {what}", where=where, details="\n".join(lines), fix=fix or _hint(entries, len(pipes)),
         findings=findings)
 
 
@@ -147,7 +151,7 @@ def _pending_frees(ch, w, sync: int) -> int:
     return getattr(side, "freed", 0) % sync if side is not None else 0
 
 
-def _hint(entries) -> str:
+def _hint(entries, n_pipes: int) -> str:
     held = [h for e in entries for h in e["holds"]]
     free_waits = [e for e in entries if e["signal"] == "free"]
     if free_waits and held:
@@ -174,7 +178,7 @@ def _hint(entries) -> str:
         return (f"{e['core']} waits for {e['waits']} from {e['flag_from']}, whose kernel returned: "
                 f"check that the number of {pair} on every core and both Vector lanes (a "
                 "lane-dependent trip count or an early return?)")
-    if len(pipes) > 1:
+    if n_pipes > 1:
         return ("the blocked cores wait on different pipes (" + ", ".join(sorted(pipes)) + "): check that "
                 "producer and consumer use the same FlagID, direction and SlotNum")
     if free_waits:

@@ -1,8 +1,9 @@
 """What the pipe layer tells the user: the ring state (for deadlock reports and
-``describe_state``), what a blocked core holds, a lane that never takes part in a pipe's
-handshakes (deadlock diagnosis), slot misuse errors (overwrite while in use, use after
-free) and the leaks at kernel end (held slots, uncommitted TALLOCs, data pushed but never
-popped)."""
+``describe_state``), what a blocked core holds, the culprit of a deadlock (a lane that never
+takes part in a pipe's handshakes, a wait-for cycle of TPOPs or of TPUSHes on full rings, a
+TPOP on a pipe never pushed, a withheld or held free credit), slot misuse errors (overwrite
+while in use, use after free) and the leaks at kernel end (held slots, uncommitted TALLOCs,
+data pushed but never popped)."""
 from __future__ import annotations
 
 from ...arch.vocab import C2V
@@ -39,21 +40,164 @@ def holdings(cluster, core) -> list:
 
 def deadlock_cause(cluster, blocked):
     """The culprit of a deadlock on the rings, as ``dict(cause=, fix=)`` (plus ``where`` and
-    ``finding`` when it heads the report), or None: the lane that never takes part (runs no
-    kernel, never binds the pipe, or binds another FlagID), the free credit withheld by the
-    protocol's notification rule (with its arithmetic), or the TPOP whose TFREE the blocked
-    push waits for (the oldest slot the waited-for consumer holds on that pipe)."""
+    ``finding`` when it heads the report), or None, in this order: the lane that never takes
+    part (runs no kernel, never binds the pipe, or binds another FlagID); a cycle of TPOPs
+    (each consumer waits for data its peer pushes only after its own TPOP); a TPOP on a pipe
+    that never had a TPUSH while the producer is stuck elsewhere (a wrong pipe on one side);
+    a cycle of TPUSHes on full rings; the free credit withheld by the protocol's
+    notification rule (with its arithmetic), or the TPOP whose TFREE the blocked push waits
+    for (the oldest slot the waited-for consumer holds on that pipe)."""
+    waits = []
     for c in blocked:
         w = c.waiting
         ch, signal = w.info.get("channel"), w.info.get("signal")
         if ch is None or signal not in ("ready", "free") or not hasattr(ch, "sides"):
             continue
-        other = w.flag.sender
-        found = _absent_lane(cluster, ch, c, other, w) or \
-            (_free_culprit(ch, c, other) if signal == "free" else None)
+        waits.append((c, w, ch, signal, w.flag.sender))
+    for c, w, ch, _signal, other in waits:
+        found = _absent_lane(cluster, ch, c, other, w)
+        if found:
+            return found
+    # every blocked core waits on a ring, on a peer that is blocked too: a wait-for cycle
+    cycle = len(waits) == len(blocked) and all(o.state is CoreState.BLOCKED for *_, o in waits)
+    found = (_pop_cycle(waits) if cycle else None) or _never_pushed(cluster, waits) or \
+        (_full_cycle(waits) if cycle else None)
+    if found:
+        return found
+    for c, _w, ch, signal, other in waits:
+        found = _free_culprit(ch, c, other) if signal == "free" else None
         if found:
             return found
     return None
+
+
+def _pushed(side) -> int:
+    """Tiles ``side`` (a producer) has pushed; a TALLOC takes its slot before its TPUSH."""
+    return side.index - len(side.pending_alloc)
+
+
+def _lanes(items) -> list:
+    """``[(core, text(name))]`` -> texts, where cores whose texts differ only in their own
+    name (the two Vector lanes, typically) are said once: "AIV0 ... (likewise AIV1)"."""
+    groups = {}
+    for core, text in items:
+        groups.setdefault(text("\0"), (text, []))[1].append(core.name)
+    return [text(names[0]) + (f" (likewise {', '.join(names[1:])})" if names[1:] else "")
+            for text, names in groups.values()]
+
+
+def _op(core) -> str:
+    return core.waiting.what.split()[0]
+
+
+def _pop_cycle(waits):
+    """Every blocked core is in a TPOP, waiting for data a blocked peer would push only after
+    its own TPOP returns: TPOPs ordered before the TPUSHes the other side needs, or a branch
+    that skips a TPUSH (or TPOP) on one side only."""
+    if not all(s == "ready" for _c, _w, _ch, s, _o in waits):
+        return None
+    what = _lanes((c, lambda n, c=c, ch=ch, o=o: f"{n}'s TPOP at {c.where()} waits for data on {ch.name} "
+                                                 f"from {o.name}") for c, _w, ch, _s, o in waits)
+    chans = list({id(ch): ch for _c, _w, ch, _s, _o in waits}.values())
+
+    def counts(c):
+        return lambda n: f"{n} " + " and ".join(
+            f"pushed {_pushed(ch.sides[c.index])} to {ch.name}" if ch.sides[c.index].role == "producer"
+            else f"popped {ch.sides[c.index].index} from {ch.name}" for ch in chans if c.index in ch.sides)
+    per_core = _lanes((c, counts(c)) for c, *_ in waits)
+    return {"cause": ("a cycle of TPOPs: each blocked core is a consumer waiting for data its blocked peer "
+                      "would push only after its own TPOP returns, if at all - " + ", ".join(what) + "; so far " +
+                      "; ".join(per_core)),
+            "fix": ("push before popping what the other side needs: TPUSH the tile your peer waits for "
+                    "before the TPOP of a tile that peer produces only afterwards; where a TPUSH or TPOP "
+                    "sits under a branch (or a loop), make both sides' conditions and counts agree, so "
+                    "every pipe gets as many TPOPs as TPUSHes")}
+
+
+def _never_pushed(cluster, waits):
+    """A TPOP waits on a pipe its producer has never pushed to, while that producer is blocked
+    (typically pushing a pipe whose tiles the waiting consumer has not popped): one side names
+    the wrong pipe (handle, FlagID or id), or the two sides use the pipes in different orders."""
+    for c, _w, ch, signal, prod in waits:
+        pside = ch.sides.get(prod.index)
+        if signal != "ready" or pside is None or pside.index or prod.state is not CoreState.BLOCKED:
+            continue
+        pch = prod.waiting.info.get("channel")
+        cause = (f"{c.name}'s TPOP at {c.where()} waits on {ch.name}, which has had no TPUSH at all "
+                 f"({prod.name} pushed 0 to it), and {prod.name} is blocked in its {_op(prod)} at "
+                 f"{prod.where()}" + (f" on {pch.name}" if pch is not None and pch is not ch else ""))
+        full = [(d, d.sides[prod.index], d.sides[c.index]) for d in cluster.shared.get("channels", {}).values()
+                if d is not ch and prod.index in d.sides and c.index in d.sides
+                and d.sides[prod.index].role == "producer" and d.sides[c.index].role == "consumer"]
+        full = [(d, ps, cs) for d, ps, cs in full if _pushed(ps) > cs.index or cs.held]
+        if not full:
+            return {"cause": cause,
+                    "fix": (f"check that {prod.name} pushes to the pipe {c.name} pops (a wrong pipe handle, "
+                            "FlagID or id on one side?) and that both sides use their pipes in the same order")}
+        d, ps, cs = full[0]
+        # where the tiles nobody pops were pushed: the suspect TPUSH
+        lane = d.slots[c.subblock if c.kind is CoreKind.AIV else prod.subblock]
+        n = _pushed(ps) - cs.index
+        locs = list(dict.fromkeys(str(sl.push_loc) for k in range(n)
+                                  for sl in (lane[(cs.index + k) % d.slot_num],)
+                                  if sl.state == "written" and sl.push_loc is not None))
+        at = f" (TPUSH at {', '.join(locs)})" if locs else ""
+        cause += (f"; {d.name} holds {n} tile(s) {prod.name} pushed{at} that {c.name} has not popped "
+                  f"({prod.name} pushed {_pushed(ps)}, {c.name} popped {cs.index})")
+        if cs.held:
+            cause += f" and {c.name} holds slot {cs.held[0][0]} of it (TPOP at {cs.held[0][2]}, no TFREE yet)"
+        push = f"the TPUSH at {', '.join(locs)}" if locs else f"{prod.name}'s TPUSHes to {d.name}"
+        fix = (f"{prod.name} never pushes to {ch.name} before it needs {c.name} to make room in {d.name}: "
+               f"likely one side names the wrong pipe (a wrong pipe handle, FlagID or id) - check that {push} "
+               f"and {c.name}'s TPOP at {c.where()} use the pipe they mean; if the order is intended, pop the "
+               f"pipes in the order {prod.name} pushes them ({d.name}, SlotNum {d.slot_num}, cannot hold what "
+               f"{prod.name} pushes before its first push to {ch.name})")
+        return {"cause": cause, "fix": fix}
+    return None
+
+
+def _full_cycle(waits):
+    """Every blocked core is in a TPUSH, waiting for a free slot its blocked peer would give
+    only after its own TPUSH returns, and at least one of those rings is really full (its
+    consumer has freed nothing the producer could use): the producers run more tiles ahead
+    than the rings hold.  Only then is a credit withheld by the notification rule (pto-isa
+    SyncPeriod) on another ring not named as the cause: a smaller period releases no slot of
+    the full ring.  Rings where a consumer holds popped slots are left to
+    :func:`_free_culprit` (a missing or late TFREE)."""
+    if not all(s == "free" for _c, _w, _ch, s, _o in waits):
+        return None
+    edges = []
+    for c, _w, ch, _s, cons in waits:
+        pside, cside = ch.sides.get(c.index), ch.sides.get(cons.index)
+        if pside is None or cside is None or cside.held:
+            return None
+        i = _pushed(pside)
+        edges.append((c, ch, cons, i, cside, i - cside.freed >= ch.slot_num))
+    if not any(e[5] for e in edges):
+        return None                       # no ring is full: the notification rule withholds
+
+    def state(c, ch, cons, i, cside, full):
+        if full:
+            return lambda n: (f"{n}'s TPUSH at {c.where()} waits for a free slot of {ch.name} (SlotNum "
+                              f"{ch.slot_num} full: {n} pushed {i}, {cons.name} popped {cside.index})")
+        k = cside.freed % ch.sync_period
+        return lambda n: (f"{n}'s TPUSH at {c.where()} waits for a free slot of {ch.name} ({n} pushed {i}, "
+                          f"{cons.name} popped and freed {cside.freed}, {i - cside.freed} of SlotNum "
+                          f"{ch.slot_num} slots in use; SyncPeriod {ch.sync_period} has not announced {k} "
+                          f"of those TFREEs)")
+    what = _lanes((e[0], state(*e)) for e in edges)
+    notes = _lanes((c, lambda n, c=c, ch=ch, k=cside.freed % ch.sync_period:
+                    f"sync_period=1 would let {n} push {k} more tile(s) into {ch.name}, which breaks the cycle "
+                    f"only if {n} then pops before it pushes again")
+                   for c, ch, _cons, _i, cside, full in edges if not full)
+    chans = list({id(e[1]): e[1] for e in edges}.values())
+    one = len({ch.way for ch in chans}) == 2 and len({ch.cfg for ch in chans}) == 1
+    return {"cause": ("both producers are blocked on full rings" +
+                      (" of the two ways (C2V and V2C) of one DIR_BOTH pipe" if one else "") +
+                      ", each consumer would pop only after its own blocked TPUSH - " + ", ".join(what)),
+            "fix": ("deepen the rings (a larger SlotNum) or pop before pushing more (reduce the lag): a side "
+                    "must TPOP its peer's tiles before it has pushed SlotNum tiles the peer has not freed"
+                    + "".join(f"; {n}" for n in notes))}
 
 
 def _absent_lane(cluster, ch, core, other, w):
