@@ -25,6 +25,7 @@ _STALLS = ("ready", "free", "event", "idle")
 _BOUND = {"M": "Cube-bound", "V": "Vector-bound", "MTE2": "Load-bound (MTE2, GM->local)",
           "MTE3": "Store-bound (MTE3, UB->GM/L1)", "MTE1": "Move-bound (MTE1, L1->L0)",
           "FIX": "Fixpipe-bound (FIX, L0C out)", "S": "Scalar-bound"}
+_CHAIN = 0.85              # a core active this much with no pipe >= 60%: dependency-bound
 _WAITS = {"ready": "waits for data (ready)", "free": "waits for free slots",
           "event": "waits on events"}
 
@@ -169,6 +170,17 @@ def bottleneck(prof: Profile, latency: int = 0) -> str:
     core, pipe, u = best
     if u >= 0.6:
         return f"{_BOUND.get(pipe, pipe + '-bound')}: {core} {pipe} pipe busy {u:.0%}"
+    # no pipe saturated, but one core always has an instruction in flight: its pipes take
+    # turns - a chain of dependent instructions (TMATMUL -> TPUSH on one Acc tile ...)
+    if prof.exact:
+        c = max(prof.cores.values(), key=lambda c: c.active)
+        if c.active >= _CHAIN * prof.cycles:
+            top = sorted(c.utilisation.items(), key=lambda kv: -kv[1])[:2]
+            pipes = " and ".join(f"{p} {v:.0%}" for p, v in top)
+            return (f"Dependency-bound: {c.name} is active {c.active / prof.cycles:.0%} of the time but "
+                    f"no pipe is saturated ({pipes}): its instructions wait for each other in one "
+                    "chain - double-buffer the tiles they share (e.g. two Acc tiles) so the pipes "
+                    "overlap")
     worst = None
     for c in prof.cores.values():
         for k in ("ready", "free", "event"):

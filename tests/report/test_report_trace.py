@@ -167,3 +167,55 @@ def test_trace_cli_error_is_readable(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ptopipe.cli", "trace", str(tmp_path / "nope.py")],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def _chain_kernels(accs, K=64, slot=16 * 32 * 4):
+    """TMATMUL then TPUSH of the same Acc tile (``accs`` = 1: the FIX pipe's TPUSH waits for
+    the matmul, the next matmul waits for the TPUSH), 64 tiles into an 8-slot ring."""
+    from ptopipe.isa import (DIR_C2V, TFREE, TLOAD, TMATMUL, TMOV, TPOP, TPUSH, TSTORE, GlobalTensor,
+                             Tile, TileType, TPipe, float32)
+
+    def cube(a, b, fifo, n):
+        pipe = TPipe(0, DIR_C2V, slot, 8, peers=(0,))(fifo, 0x10000, 0)
+        ma, mb = Tile(TileType.Mat, float32, 16, K, addr=0), Tile(TileType.Mat, float32, K, 32, addr=0x8000)
+        left, right = Tile(TileType.Left, float32, 16, K, addr=0), Tile(TileType.Right, float32, K, 32, addr=0)
+        acc = [Tile(TileType.Acc, float32, 16, 32, addr=k * slot) for k in range(accs)]
+        TLOAD(ma, a)
+        TLOAD(mb, b)
+        TMOV(left, ma)
+        TMOV(right, mb)
+        for i in range(n):
+            TMATMUL(acc[i % accs], left, right)
+            TPUSH(pipe, acc[i % accs])
+
+    def vector(out, fifo, n):
+        pipe = TPipe(0, DIR_C2V, slot, 8, peers=(0,))(fifo, 0x10000, 0)
+        t = Tile(TileType.Vec, float32, 16, 32)
+        for i in range(n):
+            TPOP(pipe, t)
+            if i == n - 1:
+                TSTORE(GlobalTensor(out.data(), (16, 32)), t)
+            TFREE(pipe)
+    return cube, (vector, None)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_chain_of_dependent_instructions_is_named_not_latency(platform):
+    """No pipe saturated, yet the AIC always busy: its TMATMUL and TPUSH take turns on one
+    Acc tile.  It was called latency-bound (fresh13 c01); double-buffering the Acc is the cure."""
+    import numpy as np
+
+    import ptopipe
+    args = dict(a=np.ones((16, 64), np.float32), b=np.ones((64, 32), np.float32),
+                out=np.zeros((16, 32), np.float32), n=64)
+    one = ptopipe.run(*_chain_kernels(1), dict(args, fifo=ptopipe.gm_buffer(8 * 2048)), platform=platform,
+                      trace=True)
+    np.testing.assert_array_equal(one.outputs["out"], np.full((16, 32), 64, np.float32))
+    prof = profile(one)
+    assert prof.bottleneck.startswith("Dependency-bound: AIC is active 96% of the time but no pipe is "
+                                      "saturated (FIX 53% and M 39%)"), prof.bottleneck
+    assert "double-buffer" in prof.bottleneck
+    two = ptopipe.run(*_chain_kernels(2), dict(args, fifo=ptopipe.gm_buffer(8 * 2048)), platform=platform,
+                      trace=True)
+    assert two.summary.cycles < 0.8 * one.summary.cycles
+    assert profile(two).bottleneck.startswith("Fixpipe-bound")
