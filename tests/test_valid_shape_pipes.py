@@ -109,5 +109,26 @@ def test_valid_shape_mismatch_names_both_valid_regions(platform, protocol):
                     args=_args(np.random.default_rng(3)), platform=platform, protocol=protocol)
     msg = str(ei.value)
     assert "the consumer tile 16x32 float32 (TILE_NO_SPLIT) does not match the pushed tile " \
-           "16x32 valid 12x32 float32 (TILE_NO_SPLIT)" in msg, msg
+           "16x32 valid 12x32 float32 (TILE_NO_SPLIT) of slot " in msg and "it should pop a valid 12x32 float32" in msg, msg
     assert ei.value.where.endswith(f"{HERE}:{line_of(vector_whole_valid, '<- whole-valid TPOP')}"), msg
+
+
+def vector_split_unset(out, fifo):
+    """Each lane pops its 8-row half without SetValid: the 12-row tail needs 6 valid rows."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, TM // 2, N)
+    for r0 in range(0, M, TM):
+        TPOP(pipe, t, TILE_UP_DOWN)                                    # <- unset TPOP
+        TFREE(pipe)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_split_valid_mismatch_says_the_part_to_pop(platform):
+    """The message gives the valid region the lane should pop (fresh11 r19: it named only the
+    two tiles)."""
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(aic=_cube(TILE_UP_DOWN, (0, 1)), aiv=vector_split_unset,
+                    args=_args(np.random.default_rng(3)), platform=platform)
+    assert ei.value.what.endswith("of slot 2: it should pop a valid 6x32 float32 (its part of the pushed "
+                                  "valid region)"), ei.value.what
+    assert ei.value.where.endswith(f"{HERE}:{line_of(vector_split_unset, '<- unset TPOP')}")

@@ -175,9 +175,12 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
     if not (ok and pdtype == dtype):
         cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
         prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name})"
+        want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
         raise ProtocolError(
             f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
-            f"of slot {slot.tag}", where=where,
+            f"of slot {slot.tag}: it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
+            + (" (its part of the pushed valid region)" if ch.way == C2V and want != (pvrow, pvcol) else ""),
+            where=where,
             details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
             fix="producer and consumer must agree on dtype, valid shape and split mode "
                 "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
