@@ -196,3 +196,20 @@ def test_given_flag_ids_whose_flags_overlap_are_an_error():
         compile_program(prog, "a5")
     assert ei.value.what.startswith("flag_id=2 of this pipe uses flags 2..5, which overlap "
                                     "flags 0..3 of the pipe initialised at ")
+
+
+def test_negative_isa_flag_id_says_flag_ids_start_at_0():
+    """An ISA TPipe with FlagID -1 was told 'FlagID + SlotNum <= 8', which -1 already
+    satisfies (fresh13 b28)."""
+    import ptopipe
+    from ptopipe.isa import DIR_C2V, TPipe
+
+    def cube(fifo):
+        TPipe(-1, DIR_C2V, 2048, 4, peers=(0,))(fifo, 0x10000, 0)             # NEG-ISA
+
+    def vector(fifo):
+        TPipe(-1, DIR_C2V, 2048, 4, peers=(0,))(fifo, 0x10000, 0)
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(cube, (vector, None), dict(fifo=ptopipe.gm_buffer(4 * 2048)))
+    assert ei.value.fix.startswith("a FlagID is a flag number, 0 or more; use FlagID + SlotNum <= 8")
+    assert ei.value.where.endswith(f":{line_of(test_negative_isa_flag_id_says_flag_ids_start_at_0, 'NEG-ISA')}")

@@ -170,3 +170,13 @@ def test_m15_to_m18_messages_name_the_cause():
     e18 = _run("m18_drain_leak.py", "a5")
     assert "keeps 1 credit after the teardown drain (sent 32 / consumed 30 / drained 1)" in str(e18)
     assert "setAllocateStatus" in e18.fix and "TFREE" not in e18.fix
+
+
+def test_m7_leak_gives_the_pop_and_free_counts():
+    """A held slot at kernel end says how many TPOPs and TFREEs ran (fresh13 b03: 1500 and
+    1499 say the loop skipped one TFREE)."""
+    err = _run("m7_leak.py", "a2a3")
+    assert re.search(r"ends holding slot \d+ of .* \(TPOP without TFREE: (\d+) TPOPs, (\d+) TFREEs\)",
+                     str(err)), str(err)
+    pops, frees = map(int, re.search(r"(\d+) TPOPs, (\d+) TFREEs", str(err)).groups())
+    assert pops == frees + 1

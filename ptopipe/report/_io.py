@@ -75,6 +75,12 @@ def _target_mode(path: str) -> int:
         raise ConfigError(f"cannot write {path}: it is a directory, not a file",
                           fix="name a file, for example one inside that directory")
     if not os.path.isdir(d):
+        up = d
+        while up and not os.path.exists(up):
+            up = os.path.dirname(up)
+        if up and not os.path.isdir(up):
+            raise ConfigError(f"cannot write {path}: {up} is a file, not a directory",
+                              fix="choose an output path inside a directory")
         raise ConfigError(f"cannot write {path}: directory {d} does not exist",
                           fix="create the directory or choose another output path")
     try:

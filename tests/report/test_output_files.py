@@ -95,6 +95,9 @@ def test_streamed_write_is_atomic(tmp_path, exc):
 def test_missing_directory(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         write_atomic(str(tmp_path / "nope" / "t.json"), "x")
+    (tmp_path / "afile").write_text("x")           # a file where a directory should be
+    with pytest.raises(ConfigError, match="afile is a file, not a directory"):
+        write_atomic(str(tmp_path / "afile" / "deeper" / "t.json"), "x")
 
 
 def test_unwritable_directory(tmp_path):

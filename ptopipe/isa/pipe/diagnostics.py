@@ -371,8 +371,8 @@ def leaks(cluster, unpopped: bool = True) -> list:
     for ch in cluster.shared.get("channels", {}).values():
         for side in ch.sides.values():
             for h in side.held:
-                out.append((f"{side.core.name} ends holding slot {h[0]} of {ch.name} (TPOP without TFREE)",
-                            h[2]))
+                out.append((f"{side.core.name} ends holding slot {h[0]} of {ch.name} (TPOP without TFREE: "
+                            f"{side.index} TPOPs, {side.freed} TFREEs)", h[2]))
             for tag, _gt, loc in side.pending_alloc:
                 out.append((f"{side.core.name} ends with slot {tag} of {ch.name} TALLOCed but never TPUSHed", loc))
         for p in ch.peers if unpopped else ():

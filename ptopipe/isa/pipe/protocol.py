@@ -214,6 +214,8 @@ class SpecModel(ProtocolModel):
                    "default for both ways; slot_num= of the init calls or of @pl.incore)")
         else:
             fix = f"use FlagID + SlotNum <= {limit} (slot_num= of the init calls or of @pl.incore)"
+        if flag_id < 0:
+            fix = f"a FlagID is a flag number, 0 or more; {fix}"
         return (f"{way} ring uses flags {ready_id}..{ready_id + slot_num - 1} (FlagID {flag_id}, "
                 f"SlotNum {slot_num}) but a peer has only {limit} flags per direction", fix)
 
