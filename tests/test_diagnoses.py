@@ -285,6 +285,7 @@ def test_use_after_tfree_reported_on_every_platform(platform, protocol, no_hang)
                   protocol=protocol)
     assert err.what.startswith("use after free") and f"TFREE at tests/{_at(uaf_vec, 'uaf-free')}" in err.what
     assert ("LocalSlotNum" in err.fix) == (platform == "a2a3"), err.fix     # staging only on A2A3
+    assert f"popped at tests/{_at(uaf_vec, 'uaf-pop')}" in err.details, err.details   # A2A3 too
 
 
 def uaf_addr_vec(out, fifo):

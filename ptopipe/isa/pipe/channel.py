@@ -35,12 +35,13 @@ class Slot:
 class StageSlot(Slot):
     """One slot of a consumer's local staging ring (A2A3 GM rings: pto-isa LocalSlotNum),
     where a popped tile without an address of its own is loaded."""
-    __slots__ = ("side", "addr")
+    __slots__ = ("side", "addr", "pop_gen")
 
     def __init__(self, tag: int, side: "Side", addr: int):
         super().__init__(tag)
         self.side = side
         self.addr = addr
+        self.pop_gen = None              # the generation whose TPOP pop_loc is (checkers on)
 
 
 class Side:

@@ -345,7 +345,9 @@ def slot_use_after_free(tile, core) -> ProtocolError:
         cause = f"released by the TFREE at {slot.free_loc}"
     else:
         cause = "reused by a later TPOP" if staged else "released (TFREE) or reused"
-    popped = f"popped at {slot.pop_loc}" if slot.pop_loc and not staged else None
+    # a staging slot's pop_loc is its latest TPOP's: this tile's if that TPOP made generation gen
+    mine = not staged or slot.pop_gen == gen
+    popped = f"popped at {slot.pop_loc}" if slot.pop_loc and mine else None
     return ProtocolError(
         f"use after free: {tile.describe()} holds {what}, {cause} since it was popped",
         where=str(core.where()),

@@ -169,6 +169,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         chk = core.cluster.checker
         if chk is not None:
             chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.item, split)
+            if stage is not None:          # for a use-after-free report of the staged copy
+                stage[0].pop_loc, stage[0].pop_gen = loc, stage[1]
         end = core.issue_w(PipeUnit.MTE2, p.cost, tile, "TPOP",
                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
