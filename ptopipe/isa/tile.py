@@ -41,7 +41,7 @@ class Tile:
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
-                 "hbw", "hbr")
+                 "hbw", "hbu")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout | None = None, valid_rows: int | None = None,
@@ -78,7 +78,7 @@ class Tile:
         self._views = None      # (core index, addr) -> (full, valid): re-binding to ring slots is hot
         self._plan = None       # the isa layer's cached TPUSH/TPOP plan for this tile
         self._push = None       # TPUSH's queued copies from this tile: (plan, source array, per tag)
-        self.hbw = self.hbr = None   # sim.porder: what happens before its last write / its reads
+        self.hbw = self.hbu = None   # sim.porder: what happens before its last write / its uses
         if addr is not None:
             TASSIGN(self, addr)
 
@@ -238,7 +238,7 @@ def _adopt(tile: Tile, core) -> None:
     belongs to that run's cluster (views of its memories, push/pop plan, slot binding,
     scoreboard times); views of another core of the same run stay (keyed per core).  The
     happens-before vectors (sim.porder) belong to one core's pipes: dropped on any move."""
-    tile.hbw = tile.hbr = None
+    tile.hbw = tile.hbu = None
     old = tile.core
     if old is not None and old.cluster is not core.cluster:
         tile._views = None

@@ -15,9 +15,9 @@ scoreboard's waits on a tile's last writer (read / write after write) and on its
 (write after read), set_flag -> wait_flag, pipe_barrier(PIPE_ALL), TSYNC (a TSYNC on an
 event is taken as a barrier of all pipes, as in manual mode).  A GM pipe runs in order, so
 every instruction of pipe ``g`` ending at or before ``hb[p][g]`` happens before too.  A tile
-carries ``hbw``, the vector of its last write (that write included), and ``hbr``, the join
-of its readers' (None: nothing known).  ``last`` is the vector of the instruction issued
-last.  An access on GM pipe ``g`` ending at cycle ``E`` is ordered before a SET carrying
+carries ``hbw``, the vector of its last write (that write included), and ``hbu``, that
+joined with its readers' since (what a write of it waits for; None: nothing known).
+``last`` is the vector of the instruction issued last.  An access on GM pipe ``g`` ending at cycle ``E`` is ordered before a SET carrying
 vector ``v`` iff ``v[g] >= E`` (see :meth:`~ptopipe.sim.race.HappensBefore.on_set`).
 """
 from __future__ import annotations
@@ -39,6 +39,11 @@ def join(a, b):
         return a
     if a is None:
         return b
+    return _join(a, b)
+
+
+def _join(a, b):
+    """``join`` of two vectors that are not None."""
     a0, a1, a2 = a
     b0, b1, b2 = b
     if a0 >= b0 and a1 >= b1 and a2 >= b2:
@@ -46,6 +51,11 @@ def join(a, b):
     if b0 >= a0 and b1 >= a1 and b2 >= a2:
         return b
     return (a0 if a0 > b0 else b0, a1 if a1 > b1 else b1, a2 if a2 > b2 else b2)
+
+
+def _stamp(h, g, end):
+    """``h`` with entry ``g`` set to ``end`` (the instruction's own end on its GM pipe)."""
+    return (end, h[1], h[2]) if g == 0 else (h[0], end, h[2]) if g == 1 else (h[0], h[1], end)
 
 
 class PipeOrder:
@@ -61,59 +71,91 @@ class PipeOrder:
         core.issue_rw, core.issue_rrw, core.issue_s = self.issue_rw, self.issue_rrw, self.issue_s
         core.porder = self
 
-    def _done(self, pipe, end, h):
-        """The instruction on ``pipe`` ending at ``end`` had ``h`` before it: its own vector."""
+    # The wrappers below: an instruction's vector is its pipe's joined with the vectors of
+    # what the scoreboard makes it wait for - a tile it reads: its last write (``hbw``); a
+    # tile it writes: its last write and the reads since (``hbu``) - stamped with its own
+    # end on a GM pipe; it becomes the pipe's and the written tile's, and joins the read
+    # tiles' ``hbu``.  (Joins are skipped inline where nothing can be new: the hot path.)
+    def issue_w(self, pipe, cost, d, name, args=None) -> int:
+        end = self._w(pipe, cost, d, name, args)
+        hb = self.hb
+        h = hb[pipe]
+        x = d.hbu
+        if x is not h and x is not None:
+            h = _join(h, x)
         g = SLOT[pipe]
         if g is not None and h[g] < end:
             h = (end, h[1], h[2]) if g == 0 else (h[0], end, h[2]) if g == 1 else (h[0], h[1], end)
-        self.hb[pipe] = self.last = h
-        return h
-
-    def issue_w(self, pipe, cost, d, name, args=None) -> int:
-        end = self._w(pipe, cost, d, name, args)
-        d.hbw = self._done(pipe, end, join(join(self.hb[pipe], d.hbr), d.hbw))
+        hb[pipe] = self.last = d.hbw = d.hbu = h
         return end
 
     def issue_r(self, pipe, cost, s, name, args=None) -> int:
         end = self._r(pipe, cost, s, name, args)
-        h = self._done(pipe, end, join(self.hb[pipe], s.hbw))
-        s.hbr = join(s.hbr, h)
+        hb = self.hb
+        h = hb[pipe]
+        w = s.hbw
+        if w is not h and w is not None:
+            h = _join(h, w)
+        g = SLOT[pipe]
+        if g is not None and h[g] < end:
+            h = (end, h[1], h[2]) if g == 0 else (h[0], end, h[2]) if g == 1 else (h[0], h[1], end)
+        hb[pipe] = self.last = h
+        x = s.hbu
+        s.hbu = h if x is w or x is None else _join(x, h)     # (h includes w)
         return end
 
     def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
         end = self._rw(pipe, cost, s, d, name, args)
-        h = self._done(pipe, end, join(join(join(self.hb[pipe], s.hbw), d.hbr), d.hbw))
-        s.hbr = join(s.hbr, h)
-        d.hbw = h
+        hb = self.hb
+        h = hb[pipe]
+        w = s.hbw
+        if w is not h and w is not None:
+            h = _join(h, w)
+        x = d.hbu
+        if x is not h and x is not None:
+            h = _join(h, x)
+        g = SLOT[pipe]
+        if g is not None and h[g] < end:
+            h = (end, h[1], h[2]) if g == 0 else (h[0], end, h[2]) if g == 1 else (h[0], h[1], end)
+        hb[pipe] = self.last = d.hbw = d.hbu = h
+        x = s.hbu
+        s.hbu = h if x is w or x is None else _join(x, h)
         return end
 
     def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
         end = self._rrw(pipe, cost, s0, s1, d, name, args)
-        h = join(join(self.hb[pipe], s0.hbw), s1.hbw)
-        h = self._done(pipe, end, join(join(h, d.hbr), d.hbw))
-        s0.hbr = join(s0.hbr, h)
-        s1.hbr = join(s1.hbr, h)
-        d.hbw = h
-        return end
+        return self._after(pipe, end, (s0, s1), (d,))
 
     def issue_s(self, pipe, cost, name, args=None) -> int:
         end = self._s(pipe, cost, name, args)
-        self._done(pipe, end, self.hb[pipe])
+        h = self.hb[pipe]
+        g = SLOT[pipe]
+        if g is not None and h[g] < end:
+            h = self.hb[pipe] = _stamp(h, g, end)
+        self.last = h
         return end
 
     def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
         start, end = self._issue(pipe, cost, srcs, dsts, name, args)
+        return start, self._after(pipe, end, srcs, dsts)
+
+    def _after(self, pipe, end, srcs, dsts) -> int:
+        """The general form of the wrappers: an instruction on ``pipe`` reading ``srcs``,
+        writing ``dsts``, ending at ``end`` (returned)."""
         h = self.hb[pipe]
         for s in srcs:
             h = join(h, s.hbw)
         for d in dsts:
-            h = join(join(h, d.hbr), d.hbw)
-        h = self._done(pipe, end, h)
+            h = join(h, d.hbu)
+        g = SLOT[pipe]
+        if g is not None and h[g] < end:
+            h = _stamp(h, g, end)
+        self.hb[pipe] = self.last = h
         for s in srcs:
-            s.hbr = join(s.hbr, h)
+            s.hbu = join(s.hbu, h)
         for d in dsts:
-            d.hbw = h
-        return start, end
+            d.hbw = d.hbu = h
+        return end
 
     # -- intra-core synchronisation --------------------------------------------------------
     def fence(self, pipe=None) -> None:

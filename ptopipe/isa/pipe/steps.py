@@ -98,7 +98,7 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
         if obj.read_end > at:
             at = obj.read_end
         if po is not None:    # after the popped tile's readers
-            order = join(order, obj.hbr)
+            order = join(order, obj.hbu)
     elif obj is not None:     # the address flow: the slot was read / written through GM views
         pf = core.pipe_free   # by TLOADs / TSTOREs: signal after they complete (as push_commit)
         at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])
