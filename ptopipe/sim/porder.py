@@ -124,7 +124,26 @@ class PipeOrder:
 
     def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
         end = self._rrw(pipe, cost, s0, s1, d, name, args)
-        return self._after(pipe, end, (s0, s1), (d,))
+        hb = self.hb
+        h = hb[pipe]
+        w0 = s0.hbw
+        if w0 is not h and w0 is not None:
+            h = _join(h, w0)
+        w1 = s1.hbw
+        if w1 is not h and w1 is not None:
+            h = _join(h, w1)
+        x = d.hbu
+        if x is not h and x is not None:
+            h = _join(h, x)
+        g = SLOT[pipe]
+        if g is not None and h[g] < end:
+            h = (end, h[1], h[2]) if g == 0 else (h[0], end, h[2]) if g == 1 else (h[0], h[1], end)
+        hb[pipe] = self.last = d.hbw = d.hbu = h
+        x = s0.hbu
+        s0.hbu = h if x is w0 or x is None else _join(x, h)
+        x = s1.hbu
+        s1.hbu = h if x is w1 or x is None else _join(x, h)
+        return end
 
     def issue_s(self, pipe, cost, name, args=None) -> int:
         end = self._s(pipe, cost, name, args)
