@@ -182,10 +182,8 @@ class PipeOrder:
         later instruction of the core (pipe_barrier(PIPE_ALL), TSYNC)."""
         hb = self.hb
         if pipe is None:
-            m = ZERO
-            for h in hb:
-                m = join(m, h)
-            hb[:] = [m] * len(hb)
+            if hb.count(hb[0]) != len(hb):      # (else: nothing new since the last fence)
+                hb[:] = [tuple(map(max, *hb))] * len(hb)
         else:
             v = hb[pipe]
             hb[:] = [join(h, v) for h in hb]
