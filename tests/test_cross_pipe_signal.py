@@ -1,4 +1,4 @@
-"""A SET orders only what has completed by its time (fresh8 x08 / x11).
+"""A SET orders only the accesses ordered before it on its core (fresh8 x08 / x11).
 
 The Cube stores a GM workspace (MTE3) and signals "ready" with a TPUSH of another tile on
 the FIX pipe; nothing makes the FIX pipe wait for MTE3, so the SET goes out before the
@@ -81,7 +81,8 @@ def test_a_store_still_in_flight_at_the_signal_races_with_the_reader(platform, p
     e = ei.value
     assert e.where.endswith(f":{line_of(kernels, 'READ')}"), e.where
     assert f":{line_of(kernels, 'WRITE')}" in e.details
-    assert "AIC's TSTORE completes at cycle" in e.details and "a SET orders only what has completed" in e.details
+    assert "AIC's TSTORE runs on PIPE_MTE3 and completes at cycle" in e.details
+    assert "a SET orders only the accesses of its own pipe" in e.details
     assert "pipe_barrier(PIPE_ALL)" in e.fix
 
 

@@ -19,6 +19,7 @@ from ptopipe.cli.loader import load_scenarios
 from ptopipe.errors import LeakError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.runtime import KernelSet
+from ptopipe.sim.core import Core
 from markers import line_of
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -305,10 +306,18 @@ def test_an_unknown_sync_mode_is_a_config_error():
 
 
 def test_the_default_mode_keeps_the_scoreboard_issue_path():
-    res = _vec_only(barrier_kernel(PIPE_ALL), sync=None)
+    res = _vec_only(barrier_kernel(PIPE_ALL), sync=None, checks=False)
     core = res.cluster.aiv0
     assert "issue_w" not in vars(core) and core.psync is not None and not core.psync.manual
+    assert core.porder is None
+    # the race checker wraps the issue methods in place (sim.porder: the pipes' causal order)
+    res = _vec_only(barrier_kernel(PIPE_ALL), sync=None)
+    core = res.cluster.aiv0
+    assert vars(core)["issue_w"] == core.porder.issue_w and core.porder._w.__func__ is Core.issue_w
     res = _vec_only(barrier_kernel(PIPE_ALL), sync="manual")
+    core = res.cluster.aiv0
+    assert vars(core)["issue_w"] == core.porder.issue_w and core.porder._w == core.psync.issue_w
+    res = _vec_only(barrier_kernel(PIPE_ALL), sync="manual", checks=False)
     assert vars(res.cluster.aiv0)["issue_w"] == res.cluster.aiv0.psync.issue_w
 
 

@@ -168,9 +168,9 @@ def _run_logged(monkeypatch, seed):
     log = []
     set_flag, wait_flag = Cluster.set_flag, Core.wait_flag
 
-    def logged_set(self, sender, flag, at):
+    def logged_set(self, sender, flag, at, order=None):
         log.append((sender.name, "SET", flag.sender.name, flag.receiver.name, flag.id))
-        return set_flag(self, sender, flag, at)
+        return set_flag(self, sender, flag, at, order)
 
     def logged_wait(self, flag, what, info=None):
         arrival = wait_flag(self, flag, what, info)

@@ -23,6 +23,8 @@ def cube(x, mid, fifo, tiles):
     for i in range(tiles):
         TLOAD(a, GlobalTensor(x.data() + i * T * T, (T, T)))
         TSTORE(GlobalTensor(mid.data() + i * T * T, (T, T)), a)      # M29: mid[i] stored
+        set_flag(PIPE_MTE3, PIPE_FIX, EVENT_ID0)                      # (the FIX signal waits
+        wait_flag(PIPE_MTE3, PIPE_FIX, EVENT_ID0)                     #  for the MTE3 store)
         TPUSH(pipe, note)                                             # then signalled
 
 

@@ -36,7 +36,7 @@ class KernelChecks(HappensBefore):
         self._shared_rings: set = set() # channels whose ring bytes user GlobalTensors touched
         self._ring_span: dict = {}      # id(memory) -> [lowest, highest) byte of its rings' slots
 
-    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None) -> None:
+    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
         p = gt.ptr
         if p.__class__ is SlotPtr and p.slot.gen != p.gen:
             sl = p.slot
@@ -54,7 +54,7 @@ class KernelChecks(HappensBefore):
         # (contiguous when the stride is at most the row); test_speed_paths compares both.
         if not INLINE_GM:
             return super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2),
-                                     end)
+                                     end, pipe)
         g = gt._geom2
         if g is not None and g[2] and g[1][1] == gt.dtype.itemsize:
             (rows, cols), (rs, cs), _ = g
@@ -76,7 +76,7 @@ class KernelChecks(HappensBefore):
                 code = f.f_code
                 where = (code, f.f_lineno) if _internal.get(id(code)) is False else self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
-        self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end)
+        self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe)
 
     def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
                     item: int, split) -> None:
@@ -126,7 +126,8 @@ class KernelChecks(HappensBefore):
             out.append((mem, reg[0], reg[1], reg[2], (ch.name, tag), state, checks, id(ch)))
         return out
 
-    def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None, end=None) -> None:
+    def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None, end=None,
+               pipe=None) -> None:
         rings = self._rings.get(id(mem)) if ring is None else None
         # an access outside the span of every ring slot of the memory touches none of them
         if rings and lo < self._ring_span[id(mem)][1] and self._ring_span[id(mem)][0] < hi:
@@ -140,7 +141,7 @@ class KernelChecks(HappensBefore):
                         r = state[b]
                         if r is not None and r[4] > vc[k] and overlap(lo, hi, rows, r[0], r[1], r[2]):
                             raise self.race(core, mem, rec, r)
-        super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end)
+        super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe)
 
     def _slot_regions(self, core, ch, tag, write, rows, cols, item, split) -> list:
         cl = self.cluster
@@ -222,8 +223,9 @@ class WriteRecorder(KernelChecks):
         super().__init__(cluster)
         self.writes: list = []          # (lo, hi, rows, core, op, where, ring), oldest first
 
-    def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None, end=None) -> None:
-        super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end)
+    def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None, end=None,
+               pipe=None) -> None:
+        super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe)
         if write and ring is None and mem is self.cluster.gm:
             self.writes.append((lo, hi, rows, core.name, op, where, None))
 

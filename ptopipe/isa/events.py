@@ -62,6 +62,8 @@ def TSYNC(*events) -> None:
                 raise KernelError(f"TSYNC<{e.value}>() only supports vector-pipeline ops",
                                   where=str(core.where()), fix="use TSYNC(event) for other pipes")
             t = core.pipe_free[e.pipe]
+            if core.porder is not None:         # (the race checker) V's work before all
+                core.porder.fence(e.pipe)
         elif isinstance(e, Event):
             if e.core is not core:
                 if e.core.cluster is not core.cluster:
@@ -75,6 +77,8 @@ def TSYNC(*events) -> None:
             ps = core.psync
             if ps is not None and ps.manual:    # manual sync: waiting on an event orders
                 ps.fence()                      # every pipe after it (conservatively: all)
+            if core.porder is not None:         # (the race checker: the same)
+                core.porder.fence()
         elif e is None:
             continue
         else:

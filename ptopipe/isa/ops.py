@@ -171,8 +171,8 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     end = core.issue_w(_MTE2, core.costs.move("GM", dst.sname, dst.valid_rows * dst.valid_cols * dst.item), dst,
                        "TLOAD", TileArgs(d.shape, dst.dtype) if core.trace is not None else None)
     chk = core.cluster.checker
-    if chk is not None:                  # (a SET orders the access once it has completed: end)
-        chk.gm_access(core, src, False, "TLOAD", None, end)
+    if chk is not None:                  # (a SET orders it once it is ordered before it: sim.porder)
+        chk.gm_access(core, src, False, "TLOAD", None, end, _MTE2)
     return new_event(("TLOAD", core, end))
 
 
@@ -208,7 +208,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
                         "TSTORE", TileArgs(s.shape, src.dtype) if core.trace is not None else None)
     chk = core.cluster.checker
     if chk is not None:
-        chk.gm_access(core, dst, True, "TSTORE", None, end)
+        chk.gm_access(core, dst, True, "TSTORE", None, end, pipe)
     return new_event(("TSTORE", core, end))
 
 

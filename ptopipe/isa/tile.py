@@ -40,7 +40,8 @@ class Tile:
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
-                 "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push")
+                 "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
+                 "hbw", "hbu")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout | None = None, valid_rows: int | None = None,
@@ -77,6 +78,7 @@ class Tile:
         self._views = None      # (core index, addr) -> (full, valid): re-binding to ring slots is hot
         self._plan = None       # the isa layer's cached TPUSH/TPOP plan for this tile
         self._push = None       # TPUSH's queued copies from this tile: (plan, source array, per tag)
+        self.hbw = self.hbu = None   # sim.porder: what happens before its last write / its uses
         if addr is not None:
             TASSIGN(self, addr)
 
@@ -234,7 +236,9 @@ def _is_int(v) -> bool:
 def _adopt(tile: Tile, core) -> None:
     """First binding of ``tile`` on ``core``: if it was bound in another run, drop all that
     belongs to that run's cluster (views of its memories, push/pop plan, slot binding,
-    scoreboard times); views of another core of the same run stay (keyed per core)."""
+    scoreboard times); views of another core of the same run stay (keyed per core).  The
+    happens-before vectors (sim.porder) belong to one core's pipes: dropped on any move."""
+    tile.hbw = tile.hbu = None
     old = tile.core
     if old is not None and old.cluster is not core.cluster:
         tile._views = None

@@ -131,8 +131,10 @@ class Cluster:
             f = self._flags[key] = Flag(sender, receiver, fid)
         return f
 
-    def set_flag(self, sender: Core, flag: Flag, at: int) -> None:
-        """SET: increment the counter; the signal reaches the receiver at ``at + latency``."""
+    def set_flag(self, sender: Core, flag: Flag, at: int, order=None) -> None:
+        """SET: increment the counter; the signal reaches the receiver at ``at + latency``.
+        ``order``: what happens before the SET on the sender (sim.porder vector; None: the
+        instruction issued last, which the SET follows)."""
         if flag.count >= self._counter_max:
             raise overflow_error(flag, self._counter_max)
         flag.count += 1
@@ -146,7 +148,7 @@ class Cluster:
                 t = flag.arrivals[-1]
             flag.arrivals.append(t)
         if self.checker is not None:
-            flag.set_clocks.append(self.checker.on_set(sender, at))
+            flag.set_clocks.append(self.checker.on_set(sender, at, order))
         if self.signals is not None:
             self.signals.append(Signal(sender.index, flag, at))
         w = flag.waiter

@@ -109,6 +109,7 @@ class Core:
         # (applies the queued data operations) and the one over the budget
         self.limit = -1 if self.trace is not None or self.until is not None else min(self.budget, SYNC_EVERY)
         self.vclock = None  # happens-before vector clock (checkers)
+        self.porder = None  # causal order of its pipes (sim.porder; with the race checker)
         self.psync = None   # intra-core event flags (sim.pipesync), made on first use
         # an exploring run's schedule policy (None by default): the ISA calls
         # ``cluster.visible(core, kind)`` at every GM / ring access when it is set

@@ -4,8 +4,9 @@ pto-isa's ``set_flag(src, dst, event_id)`` / ``wait_flag(src, dst, event_id)`` o
 pipes of one core: the set fires when every earlier instruction of ``src`` has completed,
 the wait holds ``dst`` until a set of the same (src, dst, event_id) has fired and consumes
 it.  :class:`PipeSync` is that state of one core (``core.psync``): per (src, dst, id) the
-sets not yet consumed (a FIFO of tokens, each with the set's time, its line and - in
-manual mode - the src pipe's vector clock), in both modes:
+sets not yet consumed (a FIFO of tokens, each with the set's time, its line, in manual
+mode the src pipe's vector clock and with the race checker its sim.porder vector), in both
+modes:
 
 * a wait with no pending set is a hang: nothing later in program order can run before it
   on that pipe, so it is reported at once (:class:`DeadlockError` at the wait's line);
@@ -66,7 +67,7 @@ class PipeSync:
     def __init__(self, core, manual: bool):
         self.core = core
         self.manual = manual
-        self.pending: dict = {}      # (src, dst, id) -> deque of (at, vc snapshot, set loc)
+        self.pending: dict = {}      # (src, dst, id) -> deque of (at, vc snapshot, set loc, porder)
         self.counts: dict = {}       # (src, dst, id) -> [sets, waits] so far
         self.last_wait: dict = {}    # (src, dst, id) -> loc of the last wait that consumed a set
         self.vc = [[0] * _N for _ in range(_N)]
@@ -93,7 +94,9 @@ class PipeSync:
         if q is None:
             q = self.pending[key] = deque()
             self.counts[key] = [0, 0]
-        q.append((at, tuple(self.vc[src]) if self.manual else None, loc))
+        po = core.porder          # (the race checker: src's happens-before vector)
+        q.append((at, tuple(self.vc[src]) if self.manual else None, loc,
+                  po.hb[src] if po is not None else None))
         self.counts[key][0] += 1
 
     def wait(self, src: PipeUnit, dst: PipeUnit, eid: int, loc) -> None:
@@ -103,7 +106,7 @@ class PipeSync:
         q = self.pending.get(key)
         if not q:
             raise self.hang(key, loc)
-        at, snap, _set_loc = q.popleft()
+        at, snap, _set_loc, order = q.popleft()
         self.counts[key][1] += 1
         self.last_wait[key] = loc
         pf = core.pipe_free
@@ -114,6 +117,8 @@ class PipeSync:
             for i in range(_N):
                 if snap[i] > m[i]:
                     m[i] = snap[i]
+        if order is not None:
+            core.porder.wait(dst, order)
         core.issue_s(dst, 0, "wait_flag")
 
     def barrier(self, unit: "PipeUnit | None") -> None:
@@ -124,6 +129,8 @@ class PipeSync:
             core.hold(max(core.pipe_free), "event", "pipe_barrier(PIPE_ALL)")
             if self.manual:
                 self.fence()
+            if core.porder is not None:
+                core.porder.fence()
             core.issue_s(PipeUnit.S, 0, "pipe_barrier")
         else:
             core.issue_s(unit, 0, "pipe_barrier")

@@ -20,6 +20,7 @@ import sys
 from ..errors import DataRaceError
 from .core import CoreState
 from .location import SourceLoc, _is_internal, user_loc
+from .porder import GM_PIPES, SLOT, PipeOrder
 
 _SHIFT = 12                     # 4 KiB pages
 _PRUNE_AT = 16                  # regions per page bucket before dead ones are dropped
@@ -140,35 +141,48 @@ class HappensBefore:
         self.dirty = True
         if n == 3:
             self.join = self._join3
-        # per core: its GM accesses with their completion cycle, not yet known complete at
-        # one of its SETs - (end, page bucket dict, key, bucket, record) (see on_set)
+        # per core: its GM accesses not yet ordered before one of its SETs - (end cycle,
+        # GM pipe entry, page bucket dict, key, bucket, record) (see on_set)
         self.inflight = [[] for _ in range(n)]
+        self.inflight_at = [_INFLIGHT_AT] * n
+        if cluster.timing:              # the causal order of each core's pipes (sim.porder)
+            for c in cluster.cores:
+                if c.porder is None:
+                    PipeOrder(c)
 
     # -- vector clocks (hooks called by the cluster and the cores) -------------------
-    def on_set(self, sender, at=None):
+    def on_set(self, sender, at=None, order=None):
         """``sender`` SETs a flag at cycle ``at``: returns the vector clock the SET carries.
 
-        A SET orders only what has *completed* by its time: a GM access still in flight on
-        another pipe (a TSTORE on MTE3 when the ring's SET comes from FIX) is moved to the
-        epoch after this SET, so a core that waits for it is not ordered after that access
-        - on the device it may still read stale data or overwrite bytes being loaded.  A
-        later SET at or after the access's end covers it.  (Sound for SETs whose times rise
-        in program order, as the scoreboard issues them on one core.)"""
+        A SET orders an earlier GM access of its core only if the access happens before it
+        *on that core* (``order``: the SET's :mod:`~ptopipe.sim.porder` vector, by default
+        that of the instruction issued last): the same pipe, or a tile dependency, event or
+        barrier chain to the SET's pipe - not merely an earlier end cycle.  A TLOAD still
+        running on MTE2 when MTE3 signals "done" (or a TSTORE on MTE3 when the ring's SET
+        comes from FIX) is moved to the epoch after this SET, so a core that waits for it
+        is not ordered after that access: on the device it may read stale data or
+        overwrite bytes being loaded.  A later SET it happens before covers it.  (Without
+        timing - a functional run, in program order - a SET covers what ended by ``at``.)"""
         vc = sender.vclock
         snap = tuple(vc)
         c = sender.index
         new = vc[c] = vc[c] + 1
         fl = self.inflight[c]
         if fl and at is not None:
+            if order is None and sender.porder is not None:
+                order = sender.porder.last
             keep = []
-            for end, d, key, bucket, rec in fl:
-                if end <= at or d.get(key) is not rec:    # complete, or replaced / pruned
+            for x in fl:
+                end, g, d, key, bucket, rec = x
+                if d.get(key) is not rec:                 # replaced / pruned
                     continue
-                rec = rec[:4] + (new,) + rec[5:10] + ((end, at),)    # + why: still in flight
+                if order[g] >= end if order is not None else end <= at:   # ordered before
+                    continue
+                rec = rec[:4] + (new,) + rec[5:10] + ((end, at, g),)    # + why: not ordered
                 d[key] = rec
                 if bucket[0] < new:
                     bucket[0] = new
-                keep.append((end, d, key, bucket, rec))
+                keep.append((end, g, d, key, bucket, rec))
             self.inflight[c] = keep
         return snap
 
@@ -216,9 +230,9 @@ class HappensBefore:
             return user_loc(f)
         return (code, f.f_lineno)
 
-    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None) -> None:
-        """A TLOAD (read) / TSTORE (write) through GlobalTensor ``gt`` (exact bytes) that
-        completes at cycle ``end``."""
+    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
+        """A TLOAD (read) / TSTORE (write) through GlobalTensor ``gt`` (exact bytes) on GM
+        pipe ``pipe`` that completes at cycle ``end``."""
         reg = gm_region(gt)
         if reg is None:
             return
@@ -226,12 +240,13 @@ class HappensBefore:
             where = self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
         label = (gt, gt.ptr)
-        self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label, None, end)
+        self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label, None, end, pipe)
 
     def access(self, core, mem, lo: int, hi: int, rows, write: bool, op: str, where,
-               label=None, ring=None, end=None) -> None:
+               label=None, ring=None, end=None, pipe=None) -> None:
         """Record an access of bytes [lo, hi) (``rows`` refines them) of memory ``mem``,
-        complete at cycle ``end`` (None: ordered by the protocol that made it).
+        complete at cycle ``end`` on GM pipe ``pipe`` (``end`` None: ordered by the protocol
+        that made it).
 
         A page holds, per core and kind (read/write), the latest record per exact region
         and the newest epoch among them: if that epoch is ordered before this core, every
@@ -271,10 +286,20 @@ class HappensBefore:
                     self._prune(c, d)
             if end is not None:
                 fl = self.inflight[c]
-                fl.append((end, d, key, bucket, rec))
-                if len(fl) > _INFLIGHT_AT:      # bounded: what the next SET would drop anyway
-                    clock = core.clock          # (a SET is at or after the issue clock)
-                    fl[:] = [x for x in fl if x[0] > clock and x[1].get(x[2]) is x[4]]
+                fl.append((end, SLOT[pipe] if pipe is not None else None, d, key, bucket, rec))
+                if len(fl) > self.inflight_at[c]:
+                    self._prune_inflight(core, fl)
+
+    def _prune_inflight(self, core, fl: list) -> None:
+        """Drop what every later SET of ``core`` would drop: replaced records, and accesses
+        ordered before the next instruction of every pipe (without timing: ended by the
+        issue clock).  What stays is still live and unordered: the bound grows with it."""
+        po = core.porder
+        floor = po.floor() if po is not None else None
+        clock = core.clock
+        fl[:] = [x for x in fl if x[2].get(x[3]) is x[5]
+                 and not (floor[x[1]] >= x[0] if floor is not None and x[1] is not None else x[0] <= clock)]
+        self.inflight_at[core.index] = max(_INFLIGHT_AT, 2 * len(fl))
 
     def _prune(self, k: int, d: dict) -> None:
         """Drop records of core ``k`` ordered before every live core's current point."""
@@ -314,14 +339,17 @@ class HappensBefore:
                f"{other}'s access before {a['core']}'s"]
         fix = (f"order the two accesses with the protocol: e.g. {other} TPUSH / SET after its "
                f"access and {a['core']} TPOP / WAIT before its own, or use disjoint buffers")
-        if len(prev) > 10:              # the other access was still in flight at the SET
-            end, at = prev[10]
-            why.append(f"{other}'s {b['op']} completes at cycle {end}, after the SET at cycle {at} "
-                       f"that follows it in {other}'s program: a SET orders only what has completed "
-                       "by its time, and this access runs on another pipe than the signal")
+        if len(prev) > 10:              # the other access was not ordered before the SET
+            end, at, g = prev[10]
+            pipe = f"PIPE_{GM_PIPES[g].name}" if g is not None else "its pipe"
+            why.append(f"{other}'s {b['op']} runs on {pipe} and completes at cycle {end}; the SET at "
+                       f"cycle {at} that follows it in {other}'s program does not wait for it: a SET "
+                       f"orders only the accesses of its own pipe and those a tile dependency, "
+                       f"set_flag / wait_flag or pipe_barrier orders before it, whatever their "
+                       f"timing - on the device the signal may overtake the {b['op']}")
             fix = (f"make {other}'s signal wait for its {b['op']}: pipe_barrier(PIPE_ALL) (or a "
-                   f"set_flag / wait_flag from the {b['op']}'s pipe to the signalling one) between "
-                   "them")
+                   f"set_flag / wait_flag from {pipe} to the signalling pipe) between them"
+                   + (f", or push a tile computed from the loaded one" if b["access"] == "read" else ""))
         return DataRaceError(
             f"data race ({kind}) on {mem.label}: {a['core']} {a['op']} and {other} {b['op']} touch the "
             f"same bytes with no happens-before order",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...arch import MemSpace
+from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import C2V, V2C, Direction, FIFOType
 from ...errors import ConfigError, MemoryConflictError
 from ...sim import CoreKind
@@ -174,10 +174,12 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     if role == "consumer":
         # the consumer's start-up credits (seed 003: every slot pre-signalled free)
         credits = ch.startup_credits
+        po = core.porder       # (the race checker: sent from the scalar pipe)
+        order = po.hb[PipeUnit.S] if po is not None else None
         for p in side.links:
             flags = ch.free_flags[p]
             for j in range(credits):
-                cluster.set_flag(core, flags[j % len(flags)], core.clock)
+                cluster.set_flag(core, flags[j % len(flags)], core.clock, order)
     return ch
 
 

@@ -17,6 +17,7 @@ from ...arch.vocab import V2C, C2V, TileSplitAxis
 from ...errors import ProtocolError
 from ...sim import schedule as _sched
 from ...sim.location import caller_loc
+from ...sim.porder import join
 from ...sim.trace import RingArgs
 from ..context import _getcurrent, current_core
 from ..events import Event, TSYNC, new_event
@@ -182,7 +183,9 @@ def push_commit(core, ch: Channel, side: Side) -> Event:
                         RingArgs(ch.name, tag, None, "commit") if core.trace is not None else None)
     # the data were written by TSTOREs: signal after they complete
     t = max(end, max(core.pipe_free[PipeUnit.FIX], core.pipe_free[PipeUnit.MTE3]))
-    producer_record(core, side, tag, t)
+    po = core.porder
+    producer_record(core, side, tag, t, None if po is None else
+                    join(join(po.last, po.hb[PipeUnit.FIX]), po.hb[PipeUnit.MTE3]))
     return new_event(("TPUSH", core, t))
 
 

@@ -8,6 +8,7 @@ from ...arch import PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc
+from ...sim.porder import join
 from ..context import current_core
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
@@ -63,11 +64,13 @@ def producer_wait(core, ch: Channel, side: Side, op: str) -> int:
     return tag
 
 
-def producer_record(core, side: Side, tag: int, at: int) -> None:
+def producer_record(core, side: Side, tag: int, at: int, order=None) -> None:
+    """Signal ready for slot ``tag`` at cycle ``at``; ``order``: what happens before the
+    SET (sim.porder; None: the instruction issued last)."""
     if side.record:
         set_flag = core.cluster.set_flag
         for f in side.ready_flags[tag]:
-            set_flag(core, f, at)
+            set_flag(core, f, at, order)
 
 
 def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc) -> None:
@@ -89,12 +92,18 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
         s.state = "free"
         s.gen += 1
     at = core.clock
+    po = core.porder          # (the race checker: what happens before the free SET)
+    order = po.last if po is not None else None
     if obj.__class__ is Tile:
         if obj.read_end > at:
             at = obj.read_end
+        if po is not None:    # after the popped tile's readers
+            order = join(order, obj.hbu)
     elif obj is not None:     # the address flow: the slot was read / written through GM views
         pf = core.pipe_free   # by TLOADs / TSTOREs: signal after they complete (as push_commit)
         at = max(at, pf[PipeUnit.MTE2], pf[PipeUnit.MTE3])
+        if po is not None:
+            order = join(join(order, po.hb[PipeUnit.MTE2]), po.hb[PipeUnit.MTE3])
     if read_end is not None and read_end > at:
         at = read_end
     k = side.freed
@@ -102,7 +111,7 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
     if side.free and (ch.wait_every or ch.model.consumer_frees(ch, k)):
         set_flag = core.cluster.set_flag
         for f in side.free_flags[tag]:
-            set_flag(core, f, at)
+            set_flag(core, f, at, order)
 
 
 def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
