@@ -310,11 +310,13 @@ def test_the_default_mode_keeps_the_scoreboard_issue_path():
     core = res.cluster.aiv0
     assert "issue_w" not in vars(core) and core.psync is not None and not core.psync.manual
     assert core.porder is None
-    # the race checker wraps the issue methods in place (sim.porder: the pipes' causal order)
-    res = _vec_only(barrier_kernel(PIPE_ALL), sync=None)
+    res = _vec_only(barrier_kernel(PIPE_ALL), sync=None)        # checkers on, completion-time rule
+    assert "issue_w" not in vars(res.cluster.aiv0) and res.cluster.aiv0.porder is None
+    # the causal race order wraps the issue methods in place (sim.porder: the pipes' order)
+    res = _vec_only(barrier_kernel(PIPE_ALL), sync=None, causal=True)
     core = res.cluster.aiv0
     assert vars(core)["issue_w"] == core.porder.issue_w and core.porder._w.__func__ is Core.issue_w
-    res = _vec_only(barrier_kernel(PIPE_ALL), sync="manual")
+    res = _vec_only(barrier_kernel(PIPE_ALL), sync="manual", causal=True)
     core = res.cluster.aiv0
     assert vars(core)["issue_w"] == core.porder.issue_w and core.porder._w == core.psync.issue_w
     res = _vec_only(barrier_kernel(PIPE_ALL), sync="manual", checks=False)

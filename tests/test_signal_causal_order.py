@@ -7,7 +7,8 @@ the load before the token's signal, the Cube's next TSTORE to the workspace race
 past the load's end in the simulated timing.  Ordering the load before the signal - a
 pipe_barrier(PIPE_ALL), a token computed from the loaded tile (a dependency chain), or in
 manual sync mode a set_flag / wait_flag from MTE2 to V before the token is written - is
-clean and equal to numpy.
+clean and equal to numpy.  The causal order is ``run(causal=True)``, what ``ptopipe check``
+uses; a plain run keeps the (cheaper) completion-time rule and passes b01c's shape.
 """
 import numpy as np
 import pytest
@@ -141,7 +142,7 @@ COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 def test_a_load_not_ordered_before_the_token_races_whatever_its_timing(platform, protocol):
     vector = vector_kernel(None)
     with pytest.raises(DataRaceError) as ei:
-        ptopipe.run(cube, (vector, None), _args(), platform=platform, protocol=protocol)
+        ptopipe.run(cube, (vector, None), _args(), platform=platform, protocol=protocol, causal=True)
     e = ei.value
     assert e.where.endswith(f":{line_of(cube, 'STORE')}"), e.where
     assert f":{line_of(vector, 'LOAD')}" in e.details
@@ -153,7 +154,8 @@ def test_a_load_not_ordered_before_the_token_races_whatever_its_timing(platform,
 @pytest.mark.parametrize("order", ["barrier", "chain"])
 def test_a_load_ordered_before_the_token_is_clean(platform, protocol, order):
     args = _args()
-    res = ptopipe.run(cube, (vector_kernel(order), None), args, platform=platform, protocol=protocol)
+    res = ptopipe.run(cube, (vector_kernel(order), None), args, platform=platform, protocol=protocol,
+                      causal=True)
     a, b = args["a"], args["b"]
     want = np.concatenate([a[i * T:(i + 1) * T] @ b + 1 for i in range(TILES)])
     np.testing.assert_array_equal(res.outputs["out"], want)
@@ -165,12 +167,26 @@ def test_manual_sync_an_event_before_the_token_orders_the_load(platform, protoco
     args = _args(T)
     del args["b"]
     res = ptopipe.run(manual_cube, (manual_vector_kernel(True), None), args, platform=platform,
-                      protocol=protocol, sync="manual")
+                      protocol=protocol, sync="manual", causal=True)
     np.testing.assert_array_equal(res.outputs["out"], args["a"] + 1)
     args = _args(T)
     del args["b"]
     vector = manual_vector_kernel(False)
     with pytest.raises(DataRaceError) as ei:
-        ptopipe.run(manual_cube, (vector, None), args, platform=platform, protocol=protocol, sync="manual")
+        ptopipe.run(manual_cube, (vector, None), args, platform=platform, protocol=protocol, sync="manual",
+                    causal=True)
     assert ei.value.where.endswith(f":{line_of(manual_cube, 'MSTORE')}"), ei.value.where
     assert f":{line_of(vector, 'MLOAD')}" in ei.value.details
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_plain_run_keeps_the_completion_time_rule_and_check_finds_the_race(platform, tmp_path, capsys):
+    """run() without causal=True: the load finished before the signal in the simulated
+    timing, so it is covered (the cheaper rule of a plain run); `ptopipe check` (explore)
+    turns the causal order on and reports the race at the Cube's store."""
+    from ptopipe.isa.explore import explore
+    vector = vector_kernel(None)
+    ptopipe.run(cube, (vector, None), _args(), platform=platform)
+    res = explore((cube, (vector, None)), schedules=1, platform=platform, args=_args())
+    (_, e), = res.failures
+    assert isinstance(e, DataRaceError) and e.where.endswith(f":{line_of(cube, 'STORE')}"), e

@@ -120,7 +120,7 @@ def _explore(sc, v, args, platform, protocol, label):
 
 
 def _run_kwargs(args) -> dict:
-    kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args)}
+    kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args), "causal": True}
     if getattr(args, "no_checks", False):
         kw["checks"] = False
     return kw

@@ -229,7 +229,8 @@ def run_pto(args) -> int:
     reports = getattr(args, "report", None) or getattr(args, "png", None)
     res = run_program(tree, inputs, platform=plat, protocol=protocol,
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                      **sync_kwargs(args), **launch_kwargs(args))
+                      **sync_kwargs(args), **launch_kwargs(args),
+                      causal=getattr(args, "causal", False))
     if reports:
         from .trace import write_reports
         write_reports(res, args, os.path.basename(args.file), "default")

@@ -184,7 +184,8 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
             protocol="spec", data_seed: int = 0, args: dict | None = None, stop_on_first: bool = True,
             include_default: bool = True, progress=None, mode: str = "random", depth: int | None = None,
             **run_kwargs) -> ExploreResult:
-    """Run the default schedule and up to ``schedules`` explored ones of ``mode``.
+    """Run the default schedule and up to ``schedules`` explored ones of ``mode``, with the
+    race checker's causal order on (``causal=False`` in ``run_kwargs``: completion times).
 
     ``progress(done, total)``, if given, is called before each run."""
     if mode not in MODES:
@@ -194,6 +195,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
     if mode != "random" and depth < 1:
         raise ConfigError(f"--depth {depth}: {mode} needs a depth >= 1", where="option --depth",
                           fix=f"e.g. --depth {DEFAULT_DEPTH[mode]}")
+    run_kwargs.setdefault("causal", True)      # the stricter race order (isa.launch.run)
     out = ExploreResult(mode=mode)
     total = schedules + (1 if include_default else 0)
     last: dict = {"complete": False}

@@ -116,7 +116,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | None = None, record_writes: bool = False, sync: str | None = None,
-        launches: int = 1, schedule=None) -> RunResult:
+        launches: int = 1, schedule=None, causal: bool = False) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -134,6 +134,12 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``checks=True`` (default) turns on the happens-before race checker, slot-reuse and
     use-after-free checks of the address flow, and leak checks at kernel end
     (:mod:`ptopipe.isa.checks`); ``leak_check=False`` reports leaks as summary warnings.
+    ``causal=True`` makes the race checker stricter: a core's GM access is ordered before its
+    cross-core SET only if it happens before it on the core (same pipe, a tile dependency,
+    an event or a barrier: :mod:`ptopipe.sim.porder`), not merely because it finished
+    earlier in the simulated timing - a TLOAD on MTE2 followed by a TPUSH that does not wait
+    for it is a race however the cycles fall (docs/events.md).  ``ptopipe check`` and
+    :func:`~ptopipe.isa.explore.explore` turn it on; it costs about 25% of a checked run.
     ``record_writes=True`` (implies checks) also logs every GM write, for
     :func:`compare`'s explanation of a mismatch (slower; off by default).
     ``sync="manual"`` runs in the manual synchronisation mode: the pipes of a core are
@@ -182,6 +188,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         cluster.shared["protocol"] = proto
         # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
         cluster.shared["gm_args"] = gm_args
+        cluster.causal = causal and timing
         if checks or record_writes:
             cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
             if cluster.manual_sync:

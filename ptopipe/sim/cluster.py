@@ -86,6 +86,7 @@ class Cluster:
         self._latency = self.platform.cross_core_latency     # read on every SET
         self._counter_max = self.platform.flag_counter_max
         self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
+        self.causal = False          # the race checker orders GM accesses causally (isa.launch.run)
         self.trace = [] if trace else None          # read by the cores: set before them
         # data operations on the memories, queued in issue order and applied by sync();
         # marks: (queue position, core) where each core's run of queued operations starts

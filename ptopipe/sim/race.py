@@ -145,7 +145,7 @@ class HappensBefore:
         # GM pipe entry, page bucket dict, key, bucket, record) (see on_set)
         self.inflight = [[] for _ in range(n)]
         self.inflight_at = [_INFLIGHT_AT] * n
-        if cluster.timing:              # the causal order of each core's pipes (sim.porder)
+        if cluster.causal:              # the causal order of each core's pipes (sim.porder)
             for c in cluster.cores:
                 if c.porder is None:
                     PipeOrder(c)
