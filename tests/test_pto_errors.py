@@ -622,3 +622,33 @@ def test_a_func_call_type_list_must_say_the_arguments_types():
     line = _line(text, "func.call @vector")
     assert e.value.where == f"call.pto:{line}:{text.splitlines()[line - 1].index('!pto.ptr<f16>') + 1}"
     assert "write !pto.ptr<f32> for %out" in e.value.fix
+
+
+def test_check_static_takes_trip_counts_from_the_scalar_inputs(tmp_path, capsys):
+    """A .pto whose loops run a scalar parameter's count: --static skipped its count checks
+    and passed a vector loop starting at 1 (fresh14 b03); --input n=... now gives the count,
+    as `run` and `check` would use it.  A value the i32 cannot hold, or an empty .npy, is a
+    clean error."""
+    text = (ROOT / "tests" / "pto" / "i32_trip_count_a3.pto").read_text()
+    vec = text.index("func.func private @vector")
+    bad = text[:vec] + text[vec:].replace("scf.for %i = %c0 to %n_idx", "scf.for %i = %c1 to %n_idx", 1)
+    f = tmp_path / "k.pto"
+    f.write_text(bad)
+    assert cli_main(["check", "--static", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "some checks skipped (see the warnings; --input NAME=n.npy gives a trip count)" in out
+    np.save(tmp_path / "n.npy", np.int32(3))
+    assert cli_main(["check", "--static", str(f), "--input", f"n={tmp_path / 'n.npy'}"]) == 1
+    err = capsys.readouterr().err
+    push = _line(bad, "pto.tpush_to_aiv")
+    assert "cube pushes 3 tile(s) but vector (lane AIV0) pops 2" in err and f"k.pto:{push}:" in err
+    f.write_text(text)
+    assert cli_main(["check", "--static", str(f), "--input", f"n={tmp_path / 'n.npy'}"]) == 0
+    assert "verified statically with n=3 (--input)" in capsys.readouterr().out
+    np.save(tmp_path / "big.npy", np.int64(2 ** 40))
+    (tmp_path / "empty.npy").write_bytes(b"")
+    for name, text_ in (("big.npy", "does not fit the i32 parameter 'n' (-2147483648..2147483647)"),
+                        ("empty.npy", "cannot load")):
+        assert cli_main(["check", str(f), "--schedules", "1", "--input", f"n={tmp_path / name}"]) == 1
+        err = capsys.readouterr().err
+        assert "error: ConfigError: " in err and text_ in err and "Traceback" not in err, err

@@ -31,8 +31,10 @@ PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform
 _MEM = {"Vec": "UB", "Mat": "L1"}
 
 
-def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None):
-    """``path`` through the reader and the static passes: ``(op program, tree, warnings, platform)``."""
+def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
+             scalars: dict | None = None):
+    """``path`` through the reader and the static passes: ``(op program, tree, warnings, platform)``;
+    ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``)."""
     from ..codegen import read_pto
     from ..passes import PassManager
     from ..passes.manager import PassContext
@@ -55,7 +57,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
         raise ParseError("regions nest deeper than the reader follows", where=path,
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
     plat = platform or op.attributes.get("platform") or "a2a3"
-    ctx = PassContext(platform=plat, protocol=protocol)
+    ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
     one_lane_nosplit(op, ctx)
     op = PassManager(list(PTO_PASSES)).run(op, ctx)
     check_explicit_addrs(op, addrs)
@@ -112,9 +114,8 @@ def _entry_params(op):
     return out
 
 
-def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
-    """``name=file.npy`` pairs -> the run's arguments, checked against the parameters; a
-    tensor without one is zeros when ``zero_fill`` or its name is in ``fill`` (an output)."""
+def load_inputs(pairs) -> dict:
+    """``name=file.npy`` pairs -> ``{name: array}`` as saved (unchecked)."""
     given = {}
     for p in pairs or []:
         name, sep, file = p.partition("=")
@@ -123,9 +124,21 @@ def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
                               fix="e.g. --input a=a.npy")
         try:
             given[name] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"cannot load {file}: {e}", where="option --input",
+        except (OSError, ValueError, EOFError) as e:
+            raise ConfigError(f"cannot load {file}: {e or 'the file is empty'}", where="option --input",
                               fix="give a .npy file written by numpy.save") from None
+    return given
+
+
+def scalar_inputs(pairs) -> dict:
+    """The integer scalars among ``--input`` pairs: what VerifyPipes may take a trip count to be."""
+    return {k: v.item() for k, v in load_inputs(pairs).items() if v.ndim == 0 and v.dtype.kind in "iu"}
+
+
+def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
+    """``name=file.npy`` pairs -> the run's arguments, checked against the parameters; a
+    tensor without one is zeros when ``zero_fill`` or its name is in ``fill`` (an output)."""
+    given = load_inputs(pairs)
     args = {}
     params = _entry_params(op)
     names = {a.name for a in params}
@@ -170,6 +183,11 @@ def _scalar(name: str, t, v):
             raise ConfigError(f"--input {name}: a {v.dtype} value {v.item()!r} for the {dt} parameter "
                               f"{name!r}", where="option --input",
                               fix="save an integer: np.save(f, np.array(3))")
+        info = np.iinfo(np.int64 if dt == "index" else np_dtype(dt))
+        if not info.min <= v.item() <= info.max:
+            raise ConfigError(f"--input {name}: {v.item()} does not fit the {dt} parameter {name!r} "
+                              f"({info.min}..{info.max})", where="option --input",
+                              fix=f"give a value in {info.min}..{info.max}")
     elif v.dtype.kind not in "iuf":
         raise ConfigError(f"--input {name}: a {v.dtype} value for the {dt} parameter {name!r}",
                           where="option --input", fix="save a number: np.save(f, np.array(1.5))")
@@ -202,13 +220,16 @@ def static_pto(args) -> int:
     """``check --static kernel.pto``: the reader and the static passes, nothing run."""
     from .errors import color
     platform, protocol = _target(args, args.file)
-    _, _, warnings, plat = load_pto(args.file, platform, protocol)
+    scalars = scalar_inputs(getattr(args, "input", None))
+    _, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     skipped = any("skipped" in w or "not fully verified" in w for w in warnings)
+    given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (--input)" if scalars else ""
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
-          "verified statically (VerifyPipes, Validate, ring and address checks)"
-          + ("; some checks skipped (see the warnings): `ptopipe check` runs it" if skipped else ""))
+          f"verified statically{given} (VerifyPipes, Validate, ring and address checks)"
+          + ("; some checks skipped (see the warnings; --input NAME=n.npy gives a trip count): "
+             "`ptopipe check` runs it" if skipped else ""))
     return 0
 
 

@@ -72,10 +72,12 @@ def default_pipeline() -> tuple:
 class PassContext:
     """What a pass sees besides the program: the target ``platform`` (a Platform or its
     name), the ``protocol`` whose flag numbering AllocateFlags follows, and ``warnings``
-    (messages a pass appends)."""
+    (messages a pass appends); ``scalars``: values of scalar kernel parameters the static
+    checks may assume (a run's arguments; VerifyPipes then counts loops of those trip counts)."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
+    scalars: dict = field(default_factory=dict)
 
 
 def _lookup(name: str) -> PassInfo:

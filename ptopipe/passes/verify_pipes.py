@@ -61,7 +61,7 @@ def run(program, ctx):
     """The pass: raise the first finding (the others in its details); else return
     ``program`` unchanged."""
     found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None),
-                   getattr(ctx, "protocol", "spec") or "spec")
+                   getattr(ctx, "protocol", "spec") or "spec", getattr(ctx, "scalars", None))
     if found:
         first = found[0]
         for e in found[1:]:
