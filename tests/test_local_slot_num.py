@@ -148,8 +148,13 @@ def test_a_gm_ring_reserve_may_hold_only_the_staging_slots(protocol):
         assert f"{os.path.basename(HERE)}:{line_of(vector.pyfunc, 'RESERVE')}:" in ei.value.where
     with pytest.raises(ConfigError) as ei:           # two staging slots for LocalSlotNum 3: too few
         dsl_run(hand_written(local=3, reserved=2)[0], _args(), platform="a2a3", protocol=protocol)
-    assert "(or, its ring being in GM, LOCAL_SLOT_NUM * SLOT_SIZE = 3 * 2048 = 6144 staging bytes)" \
-        in ei.value.what
+    assert "(its ring being in GM, at least LOCAL_SLOT_NUM * SLOT_SIZE = 3 * 2048 = 6144 staging bytes, " \
+           "at most 8192)" in ei.value.what
+    assert "or give the init local_slot_num=2" in ei.value.fix
+    # no local_slot_num given: seed 003's rule, the reserve holds SLOT_NUM slots
+    with pytest.raises(ConfigError) as ei:
+        dsl_run(hand_written(local=None, reserved=2)[0], _args(), platform="a2a3", protocol="spec")
+    assert ei.value.what.endswith("needs SLOT_NUM * SLOT_SIZE = 4 * 2048 = 8192")
     with pytest.raises(CompileError, match="LOCAL_SLOT_NUM"):
         compile_program(hand_written(local=3, reserved=2)[0], "a2a3", protocol=protocol)
 

@@ -146,21 +146,28 @@ def resolve_program(program: Program) -> Program:
 def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
                       staged: int | None = None) -> tuple | None:
     """``(what, fix)`` when reserve_buffer ``name`` of ``size`` bytes is not the
-    SLOT_NUM * SLOT_SIZE its pipe needs, else None.  ``staged``: the LOCAL_SLOT_NUM an init
-    gives a ring that lives in GM (A2A3): the consumer's buffer then holds only the staging
-    slots, and LOCAL_SLOT_NUM * SLOT_SIZE bytes are enough (pto-isa's ``TPipe<..., SlotNum,
-    LocalSlotNum>``, the ``.pto`` PTOAS writes)."""
+    SLOT_NUM * SLOT_SIZE its pipe needs, else None.  ``staged``: the LocalSlotNum an init
+    gives explicitly to a ring that lives in GM (A2A3): the consumer's buffer then holds only
+    the staging slots, and
+    any size from LOCAL_SLOT_NUM * SLOT_SIZE up to SLOT_NUM * SLOT_SIZE is enough (pto-isa's
+    ``TPipe<..., SlotNum, LocalSlotNum>``, the ``.pto`` PTOAS writes)."""
     need = slot_num * slot_size
-    if size == need or (staged is not None and size == staged * slot_size):
+    if size == need or (staged is not None and staged * slot_size <= size <= need):
         return None
+    what = (f"reserve_buffer {name!r} has {size} bytes but the pipe that uses it needs "
+            f"SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {need}")
+    if staged is not None:
+        low = staged * slot_size
+        what += (f" (its ring being in GM, at least LOCAL_SLOT_NUM * SLOT_SIZE = {staged} * {slot_size} = "
+                 f"{low} staging bytes, at most {need})")
+        fix = (f"reserve_buffer(name={name!r}, size=LOCAL_SLOT_NUM * SLOT_SIZE, ...): {low} bytes for "
+               f"LocalSlotNum {staged}")
+        if size % slot_size == 0 and 0 < size // slot_size < slot_num:
+            fix += f", or give the init local_slot_num={size // slot_size}"
+        return what, fix
     fix = f"reserve_buffer(name={name!r}, size=SLOT_NUM * SLOT_SIZE, ...)"
     if size % slot_size == 0 and size // slot_size > 0:
         fix += f", or give the pipe slot_num={size // slot_size}"
-    what = (f"reserve_buffer {name!r} has {size} bytes but the pipe that uses it needs "
-            f"SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {need}")
-    if staged is not None and staged != slot_num:
-        what += (f" (or, its ring being in GM, LOCAL_SLOT_NUM * SLOT_SIZE = {staged} * {slot_size} = "
-                 f"{staged * slot_size} staging bytes)")
     return what, fix
 
 

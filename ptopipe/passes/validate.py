@@ -27,7 +27,7 @@ from __future__ import annotations
 from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
 from ..ir.nodes import AUTO, FunctionKind
-from ..ir.types import TensorType
+from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
 from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
                    init_ops, platform_of, protocol_model, ring_buffer, ring_in_gm, seed_dir,
@@ -90,8 +90,8 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                             f"{way.lower()}_consumer_buf, but its ring is in GM and each popped tile "
                             f"is staged in {RING_SPACE[way].value} at that address: at 0x0, over the "
                             "tiles placed there", init,
-                            f"reserve the staging slots (reserve_buffer, LOCAL_SLOT_NUM * SLOT_SIZE "
-                            f"bytes or more) and pass its .base as {way.lower()}_consumer_buf")
+                            f"reserve the staging slots (reserve_buffer of LOCAL_SLOT_NUM * SLOT_SIZE "
+                            f"bytes) and pass its .base as {way.lower()}_consumer_buf")
             got = f"{buf.name[3:]} {buf.attributes['name']!r}" if buf is not None else "no buffer"
             raise error(f"the {way} ring's {'consumer' if consumer else 'producer'} {name!r} "
                         f"passes {got} as {way.lower()}_consumer_buf", init,
@@ -107,7 +107,7 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                         "function that TPOPs from it")
         bad = None if gm_requested(init) else ring_size_problem(
             buf.attributes["name"], buf.attributes["size"], n, size,
-            init.attributes.get("local_slot_num") if in_gm else None)
+            init.attributes.get("local_slot_num") if in_gm else None)   # explicit: staging only
         if bad is not None:
             raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:
@@ -174,6 +174,5 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
 def _stages(f, way) -> bool:
     """Does ``f`` pop tiles of the ``way`` ring (staged in its local memory on a GM ring)?
     A TPOP of a GM slot (the address flow) reads GM in place."""
-    from ..ir.types import TileValueType
     return any(o.name == "pl.tpop" and o.attributes["direction"].name[4:] == way
                and isinstance(o.results[0].type, TileValueType) for o in f.walk())

@@ -238,6 +238,7 @@ class Interpreter:
         plat = self.core.cluster.platform
         if dir_mask in _LOCAL_DIRS:     # a consumer-local ring: the buffer holds every slot
             n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
+            # an explicit LocalSlotNum says the reserve holds the staging slots only
             staged = at.get("local_slot_num") if plat.ring_in_gm else None
             for bit, arg in ((Direction.DIR_C2V, c.args[1]), (Direction.DIR_V2C, c.args[2])):
                 if dir_mask & bit and arg.__class__ is BufferAttr:
