@@ -652,3 +652,13 @@ def test_check_static_takes_trip_counts_from_the_scalar_inputs(tmp_path, capsys)
         assert cli_main(["check", str(f), "--schedules", "1", "--input", f"n={tmp_path / name}"]) == 1
         err = capsys.readouterr().err
         assert "error: ConfigError: " in err and text_ in err and "Traceback" not in err, err
+
+
+def test_an_index_cast_whose_type_list_disagrees_with_the_value_names_both_types():
+    text = (ROOT / "tests" / "pto" / "i32_trip_count_a3.pto").read_text()
+    bad = text.replace("arith.index_cast %n : i32 to index", "arith.index_cast %n : i64 to index", 1)
+    with pytest.raises(ParseError) as e:
+        read_pto(bad, "c.pto")
+    assert e.value.what == "arith.index_cast: %n is i32 but the cast says i64"
+    assert int(e.value.where.split(":")[1]) == _line(bad, "arith.index_cast %n : i64")
+    assert "arith.index_cast %n : i32 to index" in e.value.fix

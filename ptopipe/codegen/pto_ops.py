@@ -12,7 +12,7 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
-from .pto_syntax import ARITH_OF, CMP_OF, LOGIC, MLIR_DTYPE
+from .pto_syntax import ARITH_OF, CMP_OF, INT_DTYPES, LOGIC, MLIR_DTYPE
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
 _USYM = {v: k for k, v in SCALAR_UNOPS.items()}
@@ -309,9 +309,6 @@ def _spelled(ptr: bool, dtype) -> str | None:
     return f"!pto.ptr<{MLIR_DTYPE[dtype]}>" if ptr else MLIR_DTYPE[dtype]
 
 
-_INDEX_CASTS = ("index", "i64", "i32", "i16", "u32", "u16")
-
-
 def h_index_cast(r, fs, opt, results, loc):
     """``%y = arith.index_cast %x : i64 to index`` of an integer value (the i64 that
     ptoas's ``pto.get_subblock_idx`` gives, an ``i32`` kernel parameter): %y names the same
@@ -325,10 +322,13 @@ def h_index_cast(r, fs, opt, results, loc):
     dst = c.type_()
     x = read(r, fs, t)
     if src.kind != "scalar" or dst.kind != "scalar" or dst.dtype != "index" \
-            or not (isinstance(x.type, ScalarType) and x.type.dtype in _INDEX_CASTS) \
-            or x.type.dtype not in ("index", src.dtype):
+            or not (isinstance(x.type, ScalarType) and x.type.dtype in INT_DTYPES):
         raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an integer value "
                       f"({t.text} is a {describe(x.type)})", opt)
+    if x.type.dtype not in ("index", src.dtype):
+        raise c.error(f"arith.index_cast: {t.text} is {MLIR_DTYPE[x.type.dtype]} but the cast says "
+                      f"{MLIR_DTYPE.get(src.dtype, src.dtype)}", opt,
+                      f"write `arith.index_cast {t.text} : {MLIR_DTYPE[x.type.dtype]} to index`")
     rt, name = results[0]
     r.define(fs, rt, name, x)
 

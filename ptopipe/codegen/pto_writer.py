@@ -17,8 +17,8 @@ from ..arch.vocab import TileSplitAxis
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
-from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CMP, FLOATS, KIND_NAMES,
-                         LOGIC, MLIR_DTYPE, PTO_OP, tile_buf)
+from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CMP, FLOATS, INT_DTYPES,
+                         KIND_NAMES, LOGIC, MLIR_DTYPE, PTO_OP, tile_buf)
 
 _IND = "  "
 _INIT = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
@@ -362,7 +362,7 @@ class _Writer:
         """``x`` as an index value: an integer scalar of another type (an ``i32`` kernel
         parameter) is cast first (scf.for bounds are ``index``)."""
         t = x.type
-        if not isinstance(t, ScalarType) or t.dtype in ("index", "f32", "bool"):
+        if not isinstance(t, ScalarType) or t.dtype == "index" or t.dtype not in INT_DTYPES:
             return st[x]
         y = st.fresh(f"{x.name or 'n'}_idx")
         self.line(ind, f"{y} = arith.index_cast {st[x]} : {MLIR_DTYPE[t.dtype]} to index")

@@ -84,6 +84,11 @@ class Side:
         self.free_flags: list = []
         self.slots: list = []
 
+    @property
+    def pushed(self) -> int:
+        """Tiles a producer side has pushed (a TALLOC takes its slot before its TPUSH)."""
+        return self.index - len(self.pending_alloc)
+
 
 @dataclass
 class Channel:
@@ -131,12 +136,12 @@ class Channel:
     # ``tiles`` counts slot fills; the others count instructions summed over the cores
     @property
     def tiles(self) -> int:
-        return max((s.index - len(s.pending_alloc) for s in self.sides.values() if s.role == "producer"),
+        return max((s.pushed for s in self.sides.values() if s.role == "producer"),
                    default=0)
 
     @property
     def pushes(self) -> int:
-        return sum(s.index - len(s.pending_alloc) for s in self.sides.values() if s.role == "producer")
+        return sum(s.pushed for s in self.sides.values() if s.role == "producer")
 
     @property
     def pops(self) -> int:

@@ -71,11 +71,6 @@ def deadlock_cause(cluster, blocked):
     return None
 
 
-def _pushed(side) -> int:
-    """Tiles ``side`` (a producer) has pushed; a TALLOC takes its slot before its TPUSH."""
-    return side.index - len(side.pending_alloc)
-
-
 def _lanes(items) -> list:
     """``[(core, text(name))]`` -> texts, where cores whose texts differ only in their own
     name (the two Vector lanes, typically) are said once: "AIV0 ... (likewise AIV1)"."""
@@ -102,7 +97,7 @@ def _pop_cycle(waits):
 
     def counts(c):
         return lambda n: f"{n} " + " and ".join(
-            f"pushed {_pushed(ch.sides[c.index])} to {ch.name}" if ch.sides[c.index].role == "producer"
+            f"pushed {ch.sides[c.index].pushed} to {ch.name}" if ch.sides[c.index].role == "producer"
             else f"popped {ch.sides[c.index].index} from {ch.name}" for ch in chans if c.index in ch.sides)
     per_core = _lanes((c, counts(c)) for c, *_ in waits)
     return {"cause": ("a cycle of TPOPs: each blocked core is a consumer waiting for data its blocked peer "
@@ -120,7 +115,7 @@ def _never_pushed(cluster, waits):
     the wrong pipe (handle, FlagID or id), or the two sides use the pipes in different orders."""
     for c, _w, ch, signal, prod in waits:
         pside = ch.sides.get(prod.index)
-        if signal != "ready" or pside is None or pside.index or prod.state is not CoreState.BLOCKED:
+        if signal != "ready" or pside is None or pside.pushed or prod.state is not CoreState.BLOCKED:
             continue
         pch = prod.waiting.info.get("channel")
         cause = (f"{c.name}'s TPOP at {c.where()} waits on {ch.name}, which has had no TPUSH at all "
@@ -129,7 +124,7 @@ def _never_pushed(cluster, waits):
         full = [(d, d.sides[prod.index], d.sides[c.index]) for d in cluster.shared.get("channels", {}).values()
                 if d is not ch and prod.index in d.sides and c.index in d.sides
                 and d.sides[prod.index].role == "producer" and d.sides[c.index].role == "consumer"]
-        full = [(d, ps, cs) for d, ps, cs in full if _pushed(ps) > cs.index or cs.held]
+        full = [(d, ps, cs) for d, ps, cs in full if ps.pushed > cs.index or cs.held]
         if not full:
             return {"cause": cause,
                     "fix": (f"check that {prod.name} pushes to the pipe {c.name} pops (a wrong pipe handle, "
@@ -137,13 +132,13 @@ def _never_pushed(cluster, waits):
         d, ps, cs = full[0]
         # where the tiles nobody pops were pushed: the suspect TPUSH
         lane = d.slots[c.subblock if c.kind is CoreKind.AIV else prod.subblock]
-        n = _pushed(ps) - cs.index
+        n = ps.pushed - cs.index
         locs = list(dict.fromkeys(str(sl.push_loc) for k in range(n)
                                   for sl in (lane[(cs.index + k) % d.slot_num],)
                                   if sl.state == "written" and sl.push_loc is not None))
         at = f" (TPUSH at {', '.join(locs)})" if locs else ""
         cause += (f"; {d.name} holds {n} tile(s) {prod.name} pushed{at} that {c.name} has not popped "
-                  f"({prod.name} pushed {_pushed(ps)}, {c.name} popped {cs.index})")
+                  f"({prod.name} pushed {ps.pushed}, {c.name} popped {cs.index})")
         if cs.held:
             cause += f" and {c.name} holds slot {cs.held[0][0]} of it (TPOP at {cs.held[0][2]}, no TFREE yet)"
         push = f"the TPUSH at {', '.join(locs)}" if locs else f"{prod.name}'s TPUSHes to {d.name}"
@@ -171,7 +166,7 @@ def _full_cycle(waits):
         pside, cside = ch.sides.get(c.index), ch.sides.get(cons.index)
         if pside is None or cside is None or cside.held:
             return None
-        i = _pushed(pside)
+        i = pside.pushed
         edges.append((c, ch, cons, i, cside, i - cside.freed >= ch.slot_num))
     if not any(e[5] for e in edges):
         return None                       # no ring is full: the notification rule withholds
@@ -251,7 +246,7 @@ def _free_culprit(ch, core, cons):
     pside, cside = ch.sides.get(core.index), ch.sides.get(cons.index)
     if pside is None or cside is None:
         return None
-    i = pside.index - len(pside.pending_alloc)
+    i = pside.pushed
     withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name)
     if withheld:
         state = ("is blocked at " + str(cons.where())) if cons.state.value == "blocked" else "has ended"
@@ -277,7 +272,7 @@ def ring_state(ch) -> dict:
         d = {"core": s.core.name, "role": s.role}
         if s.role == "producer":
             # a TALLOC takes its slot (advances the index) before its TPUSH commits it
-            d.update(pushed=s.index - len(s.pending_alloc), next_tag=s.index % n,
+            d.update(pushed=s.pushed, next_tag=s.index % n,
                      allocated=[t for t, _, _ in s.pending_alloc])
         else:
             d.update(popped=s.index, freed=s.freed, pop_tag=s.index % n,

@@ -93,7 +93,7 @@ def teardown(cluster, launch: int = 1) -> list:
         for side in ch.sides.values():
             if side.role != "producer":
                 continue
-            pushed = side.index - len(side.pending_alloc)
+            pushed = side.pushed
             need = model.teardown_drain(ch, pushed)
             end = side.scope_end
             for p, f in _free_links(ch, side):
