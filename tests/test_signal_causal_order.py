@@ -147,6 +147,7 @@ def test_a_load_not_ordered_before_the_token_races_whatever_its_timing(platform,
     assert e.where.endswith(f":{line_of(cube, 'STORE')}"), e.where
     assert f":{line_of(vector, 'LOAD')}" in e.details
     assert "AIV0's TLOAD runs on PIPE_MTE2" in e.details
+    assert "a SET orders only the accesses of its own pipe" in e.details        # the causal rule
     assert "pipe_barrier(PIPE_ALL)" in e.fix and "computed from the loaded one" in e.fix
 
 

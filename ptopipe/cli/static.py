@@ -39,8 +39,9 @@ def programs(path: str, variant: str | None) -> list:
     found, seen = [], set()
 
     def add(label, prog, sc, scalars=None):
+        names = _scalar_params(prog)
         scalars = {k: v for k, v in (scalars or {}).items()
-                   if isinstance(v, (int, float, np.integer, np.floating))}
+                   if k in names and isinstance(v, (int, float, np.integer, np.floating))}
         key = (id(prog), tuple(sorted(scalars.items())))
         if key not in seen:
             seen.add(key)
@@ -65,10 +66,9 @@ def programs(path: str, variant: str | None) -> list:
     return found
 
 
-def _scalar_params(op) -> set:
-    """Names of the scalar parameters of ``op``'s functions."""
-    return {a.name for f in op.regions[0].blocks[0] for a in f.regions[0].blocks[0].args
-            if not isinstance(a.type, TensorType)}
+def _scalar_params(prog: Program) -> set:
+    """Names of the scalar parameters of ``prog``'s functions."""
+    return {p.name for f in prog.functions for p in f.params if not isinstance(p.type, TensorType)}
 
 
 def main(args) -> int:
@@ -77,7 +77,6 @@ def main(args) -> int:
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         warnings: list = []
         op = to_ops(prog)
-        scalars = {k: v for k, v in scalars.items() if k in _scalar_params(op)}
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
         ctx = PassContext(plat, protocol, warnings)
         try:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from ..arch.vocab import DEFAULT_LAYOUT, Direction, SLayout, TileSplitAxis
+from ..arch.vocab import Direction, SLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.types import ScalarType, TensorType, TileValueType
 
@@ -64,7 +64,7 @@ def ident(name: str) -> str:
 def tile_type(t: TileValueType) -> str:
     """``Tile<TileType::X, T, R, C, BLayout::B, R, C[, SLayout::S, fractal]>`` of a tile type."""
     r, c = t.shape
-    lay = t.layout if t.layout is not None else DEFAULT_LAYOUT[t.space]
+    lay = t.effective_layout
     sr, sc = t.static_shape             # padded to whole 32-byte rows (ND) / columns (DN)
     head = (f"Tile<TileType::{t.space.value}, {ctype(t.dtype)}, {sr}, {sc}, "
             f"BLayout::{lay.blayout.value}, {r}, {c}")

@@ -74,10 +74,6 @@ for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpf", _f)] = _k
 
 
-def layout_of(t: TileValueType) -> TileLayout:
-    return t.layout if t.layout is not None else DEFAULT_LAYOUT[t.space]
-
-
 def fractal_of(t: TileValueType) -> int:
     """The ``fractal=`` value ptoas prints: 1024 for Acc, else 512."""
     return 1024 if t.space is MemorySpace.Acc else 512
@@ -85,7 +81,7 @@ def fractal_of(t: TileValueType) -> int:
 
 def tile_buf(t: TileValueType) -> str:
     """The long form, keys in :data:`TILE_KEYS` order."""
-    lay = layout_of(t)
+    lay = t.effective_layout
     r, c = t.shape
     return (f"!pto.tile_buf<loc={LOC_OF_SPACE[t.space]}, dtype={MLIR_DTYPE[t.dtype]}, rows={r}, "
             f"cols={c}, v_row={r}, v_col={c}, blayout={BLAYOUT_NAMES[lay.blayout]}, "

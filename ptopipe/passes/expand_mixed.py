@@ -266,24 +266,22 @@ def _expr_text(v, depth: int = 4) -> str:
 _CROSS_CORE = tuple(f"pl.{n}" for n in CROSS_CORE + INIT_OPS)     # a function's own pipe ops
 
 
-def _split_or_whole(fn: Operation, split, warn) -> bool:
-    """Split the pure-Vector function ``fn`` between the two Vector cores; False (``fn``
-    unchanged) when its tiles do not split (an odd extent, a one-row store ...): nothing
-    crosses cores, so it runs whole on AIV0 instead - pypto clears the split of a pure AIV
-    function (pypto #841).  A function using ``pl.get_subblockid()`` splits by hand: its
-    errors stand."""
-    trial = fn.clone()
+def _split_or_whole(fn: Operation, split, warn) -> Operation | None:
+    """The pure-Vector function ``fn`` split between the two Vector cores (a new function);
+    None when its tiles do not split (an odd extent, a one-row store ...): nothing crosses
+    cores, so it runs whole on AIV0 instead - pypto clears the split of a pure AIV function
+    (pypto #841).  A function using ``pl.get_subblockid()`` splits by hand: its errors stand."""
+    split_fn = fn.clone()
     try:
-        split_vector_function(trial, split, None, fresh(names_in(fn), "sub"))
+        split_vector_function(split_fn, split, None, fresh(names_in(fn), "sub"))
     except CompileError as e:
         if any(o.name == "pl.get_subblockid" for o in fn.walk()):
             raise
         if warn is not None:
             warn(f"{fn.attributes['sym_name']}: Vector-only work kept whole on AIV0 (split "
                  f"{split.name} does not apply: {e.what})")
-        return False
-    split_vector_function(fn, split, None, fresh(names_in(fn), "sub"))
-    return True
+        return None
+    return split_fn
 
 
 def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None) -> list:
@@ -308,10 +306,13 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None
         own_pipes = any(o.name in _CROSS_CORE for o in fn.walk())
         if kind is FunctionKind.AIV and not own_pipes:
             # both Vector cores run it: each takes its half (or, NO_SPLIT, AIV1 replays empty)
-            if plan.split is TileSplitAxis.TILE_NO_SPLIT or not _split_or_whole(fn, plan.split, warn):
+            split_fn = None if plan.split is TileSplitAxis.TILE_NO_SPLIT else \
+                _split_or_whole(fn, plan.split, warn)
+            if split_fn is None:
                 fn.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
                 fn.attributes.pop("slot_num", None)
                 return [fn]
+            fn = split_fn
         fn.attributes.pop("split", None)
         fn.attributes.pop("slot_num", None)
         return [fn]

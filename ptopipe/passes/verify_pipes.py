@@ -43,7 +43,7 @@ from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..isa.pipe.geometry import full_shape, slot_layout
-from ..isa.pipe.plans import a_layout
+from ..isa.pipe.plans import a_layout, layout_fix
 from ..isa.pipe.protocol import model_for, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
@@ -316,7 +316,7 @@ class _Verifier:
                                  f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
                                  f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
                                  "consumer would read the bytes in the wrong order",
-                                 _layout_fix(d, pushed, popped))
+                                 layout_fix(_dir(d), pushed, popped))
                     return True
         return False
 
@@ -390,14 +390,6 @@ def _layout_desc(d, t) -> str:
     if d == C2V and lay is not TileLayout.ND:
         return f"its {lay.name} {t.space.name} tile, which the FIX pipe writes out as ND"
     return f"{a_layout(lay)} {t.space.name} tile"
-
-
-def _layout_fix(d, pushed, popped) -> str:
-    if d == V2C:
-        return (f"TMOV the Vec tile into {a_layout(popped)} Vec tile (TMOV converts layouts) and "
-                f"TPUSH that, or pop into {a_layout(pushed)} Mat tile")
-    return (f"pop into {a_layout(pushed)} Vec tile (the Cube's TPUSH writes ND) and TMOV it to "
-            f"{popped.name} if you need that layout")
 
 
 def _desc(ev, whole) -> str:

@@ -143,7 +143,7 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
         sc = pick_scenario(loader(path), scenario)
         p = dict(sc.params(variant))
         p.update(params)
-        args = sc.inputs(p, seed, variant)
+        args = sc.inputs(p, seed, None if params else variant)   # a sweep axis: not the variant's
         expected = sc.expected(args, p)
         res = run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol, sync=sc.sync,
                   **(bounds or {}))

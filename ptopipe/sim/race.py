@@ -176,7 +176,7 @@ class HappensBefore:
                 end, g, d, key, bucket, rec = x
                 if d.get(key) is not rec:                 # replaced / pruned
                     continue
-                if order[g] >= end if order is not None else end <= at:   # ordered before
+                if order[g] >= end if order is not None and g is not None else end <= at:   # ordered before
                     continue
                 rec = rec[:4] + (new,) + rec[5:10] + ((end, at, g),)    # + why: not ordered
                 d[key] = rec
@@ -342,14 +342,17 @@ class HappensBefore:
         if len(prev) > 10:              # the other access was not ordered before the SET
             end, at, g = prev[10]
             pipe = f"PIPE_{GM_PIPES[g].name}" if g is not None else "its pipe"
+            rule = ("a SET orders only the accesses of its own pipe and those a tile dependency, "
+                    "set_flag / wait_flag or pipe_barrier orders before it, whatever their timing"
+                    if self.cluster.causal else
+                    "it was still running when the SET was sent (`ptopipe check` also finds such a "
+                    "signal when the access happens to finish first)")
             why.append(f"{other}'s {b['op']} runs on {pipe} and completes at cycle {end}; the SET at "
-                       f"cycle {at} that follows it in {other}'s program does not wait for it: a SET "
-                       f"orders only the accesses of its own pipe and those a tile dependency, "
-                       f"set_flag / wait_flag or pipe_barrier orders before it, whatever their "
-                       f"timing - on the device the signal may overtake the {b['op']}")
+                       f"cycle {at} that follows it in {other}'s program does not wait for it: {rule} "
+                       f"- on the device the signal may overtake the {b['op']}")
             fix = (f"make {other}'s signal wait for its {b['op']}: pipe_barrier(PIPE_ALL) (or a "
                    f"set_flag / wait_flag from {pipe} to the signalling pipe) between them"
-                   + (f", or push a tile computed from the loaded one" if b["access"] == "read" else ""))
+                   + (", or push a tile computed from the loaded one" if b["access"] == "read" else ""))
         return DataRaceError(
             f"data race ({kind}) on {mem.label}: {a['core']} {a['op']} and {other} {b['op']} touch the "
             f"same bytes with no happens-before order",

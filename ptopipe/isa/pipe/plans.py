@@ -192,14 +192,8 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
 def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: str, where: str):
     """A tile pushed in one layout and popped in another: the consumer would read the
     bytes of the logical matrix in the wrong order (silently wrong numbers on the device)."""
-    if ch.way == V2C:
-        fix = (f"TMOV the Vec tile into {a_layout(popped)} Vec tile (TMOV converts layouts) and TPUSH that, "
-               f"or pop into {a_layout(pushed)} Mat tile")
-        pusher = "a Vector core"
-    else:
-        fix = (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into "
-               f"{a_layout(pushed)} Vec tile and TMOV it to {popped.name} if you need that layout")
-        pusher = "the Cube"
+    pusher = "a Vector core" if ch.way == V2C else "the Cube"
+    fix = layout_fix(ch.way, pushed, popped)
     return ProtocolError(
         f"{op} on {core.name} at {where} pops {a_layout(popped)} tile from slot {slot.tag} of {ch.name}, "
         f"but {pusher} pushed {pushed.name} data (TPUSH at {slot.push_loc})",
@@ -210,6 +204,16 @@ def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: 
 def _valid(vrow: int, vcol: int, rows: int, cols: int) -> str:
     """' valid 12x32' when a tile's valid region is not the whole tile, else ''."""
     return "" if (vrow, vcol) == (rows, cols) else f" valid {vrow}x{vcol}"
+
+
+def layout_fix(way: str, pushed: TileLayout, popped: TileLayout) -> str:
+    """How to pop a ``way`` ("C2V" / "V2C") slot holding ``pushed`` data into a ``popped``
+    tile (the run's and VerifyPipes' fix)."""
+    if way == V2C:
+        return (f"TMOV the Vec tile into {a_layout(popped)} Vec tile (TMOV converts layouts) and TPUSH "
+                f"that, or pop into {a_layout(pushed)} Mat tile")
+    return (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into "
+            f"{a_layout(pushed)} Vec tile and TMOV it to {popped.name} if you need that layout")
 
 
 def a_layout(layout: TileLayout) -> str:
