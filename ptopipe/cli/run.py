@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument("--causal", action="store_true",
                    help="order each core's GM accesses before its cross-core signals by causality, "
-                        "not by the simulated timing, as `check` does (stricter race check, ~25%% slower)")
+                        "not by the simulated timing, as `check` does (stricter race check, 25-30%% slower)")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="(.pto files) the array or scalar of a kernel parameter; repeatable")
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",

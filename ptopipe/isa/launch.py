@@ -139,7 +139,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     an event or a barrier: :mod:`ptopipe.sim.porder`), not merely because it finished
     earlier in the simulated timing - a TLOAD on MTE2 followed by a TPUSH that does not wait
     for it is a race however the cycles fall (docs/events.md).  ``ptopipe check`` and
-    :func:`~ptopipe.isa.explore.explore` turn it on; it costs about 25% of a checked run.
+    :func:`~ptopipe.isa.explore.explore` turn it on; it costs 25-30% of a checked run.
     ``record_writes=True`` (implies checks) also logs every GM write, for
     :func:`compare`'s explanation of a mismatch (slower; off by default).
     ``sync="manual"`` runs in the manual synchronisation mode: the pipes of a core are

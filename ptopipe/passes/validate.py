@@ -11,10 +11,12 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
 * SLOT_SIZE <= 0;
 * a second init of the same direction in one function;
 * a consumer-local ring (A5) without its buffer: the consumer's ring argument is not a
-  ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``;
+  ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``; a GM ring's
+  (A2A3) consumer that pops tiles but passes 0: its staging slots would sit at address 0;
 * a ring in the wrong memory: the C2V ring must be in UB (the Vector core's), the V2C ring
   in L1 (the Cube's);
-* reserve_buffer size != SLOT_NUM * SLOT_SIZE (for a seed-003 direction);  this rule and
+* reserve_buffer size != SLOT_NUM * SLOT_SIZE (for a seed-003 direction; a GM ring whose
+  init gives ``local_slot_num`` may reserve from LOCAL_SLOT_NUM * SLOT_SIZE up to that);  this rule and
   the SRAM fit below are worded by :mod:`ptopipe.ir.layout`, as the runtime's own checks
   of kernels that run without compiling;
 * a GM_SLOT_BUFFER smaller than the GM rings need (SLOT_NUM * SLOT_SIZE per direction);
