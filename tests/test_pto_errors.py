@@ -662,3 +662,19 @@ def test_an_index_cast_whose_type_list_disagrees_with_the_value_names_both_types
     assert e.value.what == "arith.index_cast: %n is i32 but the cast says i64"
     assert int(e.value.where.split(":")[1]) == _line(bad, "arith.index_cast %n : i64")
     assert "arith.index_cast %n : i32 to index" in e.value.fix
+
+
+def test_an_entry_parameter_of_another_element_type_than_its_kernel_parameter():
+    """The entry's %out is f32 (and its call says so) but @vector takes bf16: MLIR's call
+    verifier rejects it; it passed --static and then asked for a bf16 input (fresh14 m22)."""
+    text = (ROOT / "tests" / "pto_broken" / "entry_param_dtype_a5.pto").read_text()
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "m.pto")
+    assert e.value.what == ("func.call @vector: argument %out is declared !pto.ptr<f32> but parameter "
+                            "%out is !pto.ptr<bf16>")
+    assert int(e.value.where.split(":")[1]) == _line(text, "func.call @vector")
+    fixed = text.replace("%out: !pto.ptr<f32>, %n: i32) attributes {pto.entry}",
+                         "%out: !pto.ptr<bf16>, %n: i32) attributes {pto.entry}").replace(
+        "func.call @vector(%bias, %out, %n) : (!pto.ptr<f32>, !pto.ptr<f32>, i32)",
+        "func.call @vector(%bias, %out, %n) : (!pto.ptr<f32>, !pto.ptr<bf16>, i32)")
+    read_pto(fixed, "m.pto")
