@@ -306,3 +306,20 @@ def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
     op2, tree2, _, _ = load_pto("back.pto", platform, protocol, text=text)
     res2 = run(tree2, dict(args, out=np.zeros_like(want)), platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res2.outputs["out"], want)
+
+
+def test_with_slot_buffer_makes_the_declared_element_type():
+    """A .pto whose gm_slot_buffer is !pto.ptr<f32>: with_slot_buffer (what the A2A3 warning
+    recommends) gave a uint8 buffer, which the kernel then rejected (fresh14 #9)."""
+    from ptopipe.passes.slot_buffer import gm_slot_bytes, with_slot_buffer
+    op, tree, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
+    args = with_slot_buffer(tree, {})
+    buf = args["gm_slot_buffer"]
+    assert buf.dtype == np.float32 and buf.nbytes == gm_slot_bytes(tree) > 0
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    res = run(tree, dict(args, a=a, b=b, n=2, out=np.zeros((64, 16), np.float32)), platform=plat)
+    want = np.zeros((64, 16), np.float32)
+    want[:32] = a[:32].astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(res.outputs["out"], want)

@@ -5,42 +5,50 @@ from __future__ import annotations
 
 from weakref import WeakKeyDictionary
 
+import numpy as np
+
 from ..ir.nodes import FunctionKind, Program
-from ..isa.launch import gm_buffer
+from ..ir.types import np_dtype
 from .expand_mixed import GM_PARAM
 
 
-# program -> its gm_slot_bytes: a memo of a pure function of an immutable value (programs
-# are frozen; equal programs - locations aside - declare equal buffers), so that a scenario's
-# make_args, called once per explored schedule, expands its program once
-_SLOT_BYTES: "WeakKeyDictionary[Program, int]" = WeakKeyDictionary()
+# program -> the type of its gm_slot_buffer parameter: a memo of a pure function of an
+# immutable value (programs are frozen; equal programs - locations aside - declare equal
+# buffers), so that a scenario's make_args, called once per explored schedule, expands its
+# program once
+_SLOT_TYPE: "WeakKeyDictionary[Program, object]" = WeakKeyDictionary()
+
+
+def slot_buffer_type(program: Program):
+    """The TensorType of the ``gm_slot_buffer`` parameter a compiled program's kernels take
+    (None: none).  A program that still holds mixed functions is expanded first (the front
+    end of the pipeline: the buffer does not depend on the platform)."""
+    if program not in _SLOT_TYPE:
+        _SLOT_TYPE[program] = _slot_type(program)
+    return _SLOT_TYPE[program]
 
 
 def gm_slot_bytes(program: Program) -> int:
-    """The size of the ``gm_slot_buffer`` argument a compiled program's kernels take (0:
-    none).  A program that still holds mixed functions is expanded first (the front end of
-    the pipeline: the size does not depend on the platform)."""
-    n = _SLOT_BYTES.get(program)
-    if n is None:
-        n = _SLOT_BYTES[program] = _slot_bytes(program)
-    return n
+    """The bytes of that parameter (0: none)."""
+    t = slot_buffer_type(program)
+    return t.nbytes if t is not None else 0
 
 
-def _slot_bytes(program: Program) -> int:
+def _slot_type(program: Program):
     if any(f.kind is FunctionKind.InCore for f in program.functions):
         from .manager import FRONT_END, compile_program
         program = compile_program(program, "a2a3", FRONT_END)[1]
     for f in program.functions:
         for p in f.params:
             if p.name.startswith(GM_PARAM):
-                return p.type.shape[0]
-    return 0
+                return p.type
+    return None
 
 
 def with_slot_buffer(program: Program, args: dict) -> dict:
-    """``args`` plus a zeroed ``gm_slot_buffer`` of the size ``program``'s kernels take
-    (none when they use no pipe)."""
-    n = gm_slot_bytes(program)
-    if n:
-        args[GM_PARAM] = gm_buffer(n)
+    """``args`` plus a zeroed ``gm_slot_buffer`` of the shape and element type ``program``'s
+    kernels declare (none when they use no pipe)."""
+    t = slot_buffer_type(program)
+    if t is not None:
+        args[GM_PARAM] = np.zeros(t.shape, np_dtype(t.dtype))
     return args
