@@ -678,3 +678,18 @@ def test_an_entry_parameter_of_another_element_type_than_its_kernel_parameter():
         "func.call @vector(%bias, %out, %n) : (!pto.ptr<f32>, !pto.ptr<f32>, i32)",
         "func.call @vector(%bias, %out, %n) : (!pto.ptr<f32>, !pto.ptr<bf16>, i32)")
     read_pto(fixed, "m.pto")
+
+
+def test_static_findings_on_a_pto_name_its_ops_as_the_file_writes_them():
+    """VerifyPipes words its findings for the DSL (`pl.add uses %t`); on a .pto they name the
+    PTO-AS op (`pto.tadd`) and init (fresh14 #8)."""
+    lines = GOOD.splitlines(keepends=True)
+    free = next(i for i, ln in enumerate(lines) if "pto.tfree_from_aic {split = 1}" in ln)
+    add = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("pto.tadd ins(%t, %bv"))
+    assert free > add
+    lines.insert(add, lines.pop(free))                          # TFREE before the tadd reads %t
+    text = "".join(lines)
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert e.value.what.startswith("pto.tadd uses %t (popped by the TPOP at line"), e.value.what
+    assert "pl." not in str(e.value)

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 
 import numpy as np
 
-from ..errors import CompileError, ConfigError, ParseError
+from ..codegen.pto_syntax import PTO_OP
+from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
 from ..ir import to_tree
 from ..ir.types import TensorType, np_dtype
 from ..report._io import write_atomic
@@ -59,9 +61,35 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     plat = platform or op.attributes.get("platform") or "a2a3"
     ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
     one_lane_nosplit(op, ctx)
-    op = PassManager(list(PTO_PASSES)).run(op, ctx)
+    try:
+        op = PassManager(list(PTO_PASSES)).run(op, ctx)
+    except PtoPipeError as e:
+        raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)
-    return op, to_tree(op), ctx.warnings, plat
+    return op, to_tree(op), [pto_words(w) for w in ctx.warnings], plat
+
+
+def _pto_word(m) -> str:
+    name = m.group(1)
+    if name in PTO_OP:
+        return PTO_OP[name]
+    return f"pto.{name}" if name in _PTO_SAME else m.group(0)
+
+
+#: DSL ops whose PTO-AS spelling is ``pto.<name>`` too
+_PTO_SAME = ("aic_initialize_pipe", "aiv_initialize_pipe", "reserve_buffer")
+
+
+def pto_words(text: str | None) -> str | None:
+    """A message of the passes (worded for the DSL: ``pl.add``, ``pl.aiv_initialize_pipe``)
+    in a ``.pto`` user's words (``pto.tadd``, ``pto.aiv_initialize_pipe``)."""
+    return re.sub(r"\bpl\.(\w+)", _pto_word, text) if text else text
+
+
+def in_pto_words(e: PtoPipeError) -> PtoPipeError:
+    e.what, e.fix, e.details = pto_words(e.what), pto_words(e.fix), pto_words(e.details)
+    e.args = (e.render(),)
+    return e
 
 
 def one_lane_nosplit(op, ctx) -> None:
