@@ -11,7 +11,8 @@ Quick start::
 from .arch import A2A3, A5, Platform, get_platform
 from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
                      MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
-from .isa.launch import RunResult, RunSummary, Scenario, compare, gm_buffer, run
+from .isa.launch import RunResult, RunSummary, compare, gm_buffer, run
+from .isa.scenario import Scenario
 
 from .runtime.kernels import install_mixed_compiler as _install
 

@@ -14,7 +14,8 @@ from ptopipe.cli.pto import PTO_PASSES, load_pto, make_inputs
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.errors import ProtocolError
 from ptopipe.ir import first_difference, structural_equal, to_tree
-from ptopipe.isa.launch import compare_launches, data_rng
+from ptopipe.isa.launch import compare_launches
+from ptopipe.isa.scenario import data_rng
 from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
 from ptopipe.runtime import run

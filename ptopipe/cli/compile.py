@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ..ir import Program, print_ir, to_source
 from ..language.frontend import DSLFunction
 from ..runtime import KernelSet
-from ..isa.launch import Scenario
+from ..isa.scenario import Scenario
 from .loader import load_module, pick_variants
 
 

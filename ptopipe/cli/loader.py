@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..errors import ConfigError
-from ..isa.launch import Scenario
+from ..isa.scenario import Scenario
 
 
 def load_module(path: str):

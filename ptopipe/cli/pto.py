@@ -229,7 +229,7 @@ def _target(args, path):
 
 def pto_scenario(args):
     """The .pto file of ``args`` as a Scenario (one 'default' variant) for ``check``."""
-    from ..isa.launch import Scenario
+    from ..isa.scenario import Scenario
     from ..runtime import kernels
     platform, protocol = _target(args, args.file)
     op, tree, warnings, plat = load_pto(args.file, platform, protocol)

@@ -18,7 +18,7 @@ from ..errors import CompileError, ConfigError
 from ..ir.convert import to_ops
 from ..ir.nodes import Program
 from ..ir.types import TensorType
-from ..isa.launch import Scenario
+from ..isa.scenario import Scenario
 from ..passes import FRONT_END, PassContext, PassManager, verify_pipes
 from ..passes.manager import CANONICAL_ORDER
 

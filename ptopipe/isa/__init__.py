@@ -8,7 +8,8 @@ from .context import current_core, get_block_idx, get_subblockid, is_cube, platf
 from ..arch.dtypes import (bfloat16, float8_e4m3, float8_e5m2, float16, float32, half, int8, int16,
                      int32, int64, uint8, uint32)
 from .events import TSYNC, Event, Op
-from .launch import RunResult, RunSummary, Scenario, compare, gm_buffer, run
+from .launch import RunResult, RunSummary, compare, gm_buffer, run
+from .scenario import Scenario
 from .ops import *  # noqa: F401,F403
 from .ops import __all__ as _ops_all
 from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL, DIR_V2C_GM,

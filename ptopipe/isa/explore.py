@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from ..arch import get_platform
 from ..errors import ConfigError, PtoPipeError
 from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_children
-from .launch import Scenario, compare_launches, run
+from .launch import compare_launches, run
+from .scenario import Scenario
 
 MODES = ("random", "pct", "exhaustive")
 DEFAULT_DEPTH = {"random": 0, "pct": 3, "exhaustive": 2}

@@ -15,7 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, PtoPipeError
-from ..isa.launch import Scenario, compare, run
+from ..isa.launch import compare, run
+from ..isa.scenario import Scenario
 from ._io import save_png
 
 

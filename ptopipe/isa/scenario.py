@@ -1,0 +1,151 @@
+"""The :class:`Scenario` bundle - what ``ptopipe run / check / sweep FILE`` runs: the kernels,
+``make_args`` (their inputs), ``golden`` (the expected outputs) and named parameter sets
+(variants), each checked where a user writes them (a ConfigError at their line)."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ConfigError
+from .golden import compare_launches
+from .launch import RunResult, run
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A runnable kernel with its inputs and numpy golden - what ``ptopipe run FILE`` runs.
+
+    ``make_args(rng, **params)`` builds the ``args`` dict; ``golden(args, **params)`` returns
+    the expected outputs ``{name: array}``.  ``variants`` name parameter sets (None: one
+    ``"default"`` run with make_args' own defaults)."""
+    name: str
+    aic: Callable | None
+    aiv: object
+    make_args: Callable
+    golden: Callable
+    variants: dict | None = None
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    doc: str = ""
+    platform: str | None = None   # the scenario's platform / protocol: what `ptopipe run/check/
+    protocol: str | None = None   # trace/sweep` use unless an option overrides them (None: defaults)
+    sync: str | None = None       # "manual": run in the manual synchronisation mode (None: auto)
+    launches: int | None = None   # launches per run (``run(launches=K)``) unless --launches overrides
+
+    def __post_init__(self):
+        kernels = {"aic": self.aic, "aiv": self.aiv}
+        if isinstance(self.aiv, (tuple, list)):
+            kernels = {"aic": self.aic, **{f"aiv[{i}]": k for i, k in enumerate(self.aiv)}}
+        for what, k in kernels.items():
+            if k is not None and not callable(k):
+                raise ConfigError(f"scenario {self.name!r}: {what} is {k!r}, not a kernel function",
+                                  where=_caller(), fix="pass the kernel function (or None for a core "
+                                                       "that runs nothing)")
+        for what in ("make_args", "golden"):
+            if not callable(getattr(self, what)):
+                raise ConfigError(f"scenario {self.name!r}: {what} is {getattr(self, what)!r}, not a "
+                                  "function", where=_caller(),
+                                  fix=f"pass {what}({'rng' if what == 'make_args' else 'args'}, **params)")
+        v = self.variants
+        if v is None:       # no parameter sets: one run with make_args' own defaults
+            object.__setattr__(self, "variants", {"default": {}})
+        elif (not isinstance(v, dict) or not v
+              or not all(isinstance(k, str) and k and isinstance(p, dict) for k, p in v.items())):
+            raise ConfigError(f"scenario {self.name!r}: variants must be a non-empty dict "
+                              f"{{name: {{make_args parameter: value}}}}, got {v!r}", where=_caller(),
+                              fix="leave variants out for one 'default' run with make_args' defaults, "
+                                  "or write variants={'default': {}}")
+
+    @property
+    def default_variant(self) -> str:
+        """``'default'`` if there is one, else the first variant."""
+        return "default" if "default" in self.variants else next(iter(self.variants))
+
+    def args(self, variant: str, seed: int = 0) -> dict:
+        return self.inputs(self.params(variant), seed, variant)
+
+    def inputs(self, params: dict, seed: int = 0, variant: str | None = None) -> dict:
+        """``make_args(rng, **params)``, checked: it takes these parameters and returns the
+        kernel's arguments as a dict."""
+        where = f"variant {variant!r} of " if variant else ""
+        try:
+            inspect.signature(self.make_args).bind(None, **params)
+        except TypeError as e:
+            raise ConfigError(f"{where}scenario {self.name!r} gives make_args {sorted(params)}: {e}",
+                              where=_def_loc(self.make_args),
+                              fix="give the variant only parameters make_args takes") from None
+        except ValueError:
+            pass                                    # no signature to check (a builtin)
+        a = self.make_args(data_rng(seed), **params)
+        if not isinstance(a, dict):
+            raise ConfigError(f"scenario {self.name!r}: make_args returned a {type(a).__name__}, not the "
+                              "dict of kernel arguments", where=_def_loc(self.make_args),
+                              fix="return dict(a=..., out=..., ...): one entry per kernel parameter")
+        return a
+
+    def expected(self, args: dict, params: dict) -> dict:
+        """``golden(args, **params)``, checked: a dict naming arguments of the kernel."""
+        e = self.golden(args, **params)
+        if not isinstance(e, dict):
+            raise ConfigError(f"scenario {self.name!r}: golden returned a {type(e).__name__}, not the "
+                              "dict of expected outputs", where=_def_loc(self.golden),
+                              fix="return {'out': expected_array, ...}")
+        bad = [k for k in e if k not in args]
+        if bad:
+            raise ConfigError(f"scenario {self.name!r}: golden names {', '.join(map(repr, bad))}, which "
+                              f"make_args does not give (arguments: {', '.join(args)})",
+                              where=_def_loc(self.golden), fix="name the output arguments the kernel writes")
+        return e
+
+    def params(self, variant: str) -> dict:
+        if variant not in self.variants:
+            raise ConfigError(f"scenario {self.name} has no variant {variant!r}",
+                              fix=f"choose one of: {', '.join(self.variants)}")
+        return dict(self.variants[variant])
+
+    def run(self, variant: str = "default", platform="a2a3", protocol="spec", seed: int = 0,
+            **run_kwargs) -> "tuple[RunResult, dict]":
+        """Run one variant; returns (result, expected)."""
+        params = self.params(variant)
+        args = self.inputs(params, seed, variant)
+        expected = self.expected(args, params)
+        if run_kwargs.get("sync") is None:
+            run_kwargs["sync"] = self.sync
+        if self.launches is not None:
+            run_kwargs.setdefault("launches", self.launches)
+        res = run(self.aic, self.aiv, args, platform=platform, protocol=protocol, **run_kwargs)
+        return res, expected
+
+    def check(self, variant: str = "default", platform="a2a3", protocol="spec", seed: int = 0,
+              **run_kwargs) -> RunResult:
+        """Run one variant and raise :class:`MismatchError` if it differs from the golden."""
+        res, expected = self.run(variant, platform, protocol, seed, **run_kwargs)
+        compare_launches(res, expected, self.rtol, self.atol, f"{self.name}[{variant}]",
+                         rerun=lambda: self.run(variant, platform, protocol, seed,
+                                                **{**run_kwargs, "record_writes": True})[0])
+        return res
+
+
+def data_rng(seed) -> np.random.Generator:
+    """The input-data generator of a Scenario run (``seed``: a non-negative integer)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"data seed {seed!r} is not a non-negative integer", where="seed",
+                          fix="use a seed >= 0 (e.g. --seed 0)")
+    return np.random.default_rng(int(seed))
+
+
+def _def_loc(fn) -> str | None:
+    """file:line of the def of a scenario function."""
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
+
+
+def _caller() -> str | None:
+    """file:line of the first frame outside this module (the user's ``Scenario(...)``)."""
+    f = inspect.currentframe()
+    while f is not None and (f.f_code.co_filename in (__file__, "<string>")):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
