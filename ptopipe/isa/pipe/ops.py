@@ -296,9 +296,9 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
                         held_obj.item, 0)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
-    end = core.issue_s(PipeUnit.MTE2 if ch.in_gm else PipeUnit.S, core.costs.flag_op, "TFREE",
+    end = core.issue_s(ch.model.free_pipe(ch), core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
-    release(core, ch, side, tag, read_end, held_obj)
+    release(core, ch, side, tag, read_end, held_obj, end)
     if chk is not None:
         # the generation this TFREE ended and its line, for a use-after-free report (only
         # with the checkers on: the hot path without them stays as it was)

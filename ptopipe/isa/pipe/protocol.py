@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ...arch import PipeUnit
 from ...arch.vocab import Direction, FIFOType, Protocol
 
 #: the FlagID of the first pipe of a Vector-Cube peer (seed 003: one direction uses flags
@@ -137,6 +138,16 @@ class ProtocolModel:
     def consumer_frees(self, ch, k: int) -> bool:
         """Does release ``k`` send a free SET?"""
         return True
+
+    def free_pipe(self, ch) -> PipeUnit:
+        """The pipe a consumer's TFREE signals from (pto-isa ``Consumer::free``): MTE2 for a
+        ring in GM; for a consumer-local ring the pipe that used the slot last - V for a C2V
+        ring in UB, MTE1 for a V2C ring in L1 (A5 ``set_intra_block(PIPE_V)`` /
+        ``setIntraBlockBySplit<PIPE_MTE1>``).  A pipe is an in-order queue: the free follows
+        that pipe's earlier work."""
+        if ch.in_gm:
+            return PipeUnit.MTE2
+        return PipeUnit.V if ch.way == "C2V" else PipeUnit.MTE1
 
     def slots_per_free(self, ch) -> int:
         """Slots one free SET releases (for the report's occupancy)."""

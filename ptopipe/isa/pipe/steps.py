@@ -87,12 +87,13 @@ def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc) 
         s.push_loc = loc
 
 
-def release(core, ch: Channel, side: Side, tag: int, read_end, obj) -> None:
-    """Mark slot ``tag`` free for this consumer and signal the producer per the protocol."""
+def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int = 0) -> None:
+    """Mark slot ``tag`` free for this consumer and signal the producer per the protocol
+    (``issued``: the end of the TFREE instruction on its pipe, a floor of the SET's time)."""
     for s in side.slots[tag]:
         s.state = "free"
         s.gen += 1
-    at = core.clock
+    at = core.clock if core.clock > issued else issued
     po = core.porder          # (the race checker: what happens before the free SET)
     order = po.last if po is not None else None
     if obj.__class__ is Tile:
