@@ -756,7 +756,8 @@ def make_args(rng, n=3, twice=True):
 
 
 SCENARIO = ptopipe.Scenario("scalar_n", KERNELS.aic, KERNELS.aiv, make_args, lambda a, **_: {},
-                            {"default": {}, "none": dict(n=0), "once": dict(twice=False)})
+                            {"default": {}, "none": dict(n=0), "once": dict(twice=False),
+                             "npint": dict(n=np.int64(3))})
 '''
 
 
@@ -772,6 +773,8 @@ def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, cap
     assert "FAIL scalar_n[default] on a2a3: the static checks found 1 error(s)" in out
     second = next(i + 1 for i, ln in enumerate(SCALAR_FILE.splitlines()) if "# SECOND" in ln)
     assert f"at {f}:{second}:" in err and "cube pushes 3 tile(s) but vector (lane AIV0) pops 6" in err
+    assert main(["check", "--static", str(f), "--variant", "npint"]) == 1      # a numpy integer too
+    assert "cube pushes 3 tile(s) but vector (lane AIV0) pops 6" in capsys.readouterr().err
     for v, n in (("none", 0), ("once", 3)):
         assert main(["check", "--static", str(f), "--variant", v]) == 0
         assert (f"PASS scalar_n[{v}] on a2a3: VerifyPipes (static, every path with n={n} (the "

@@ -40,7 +40,7 @@ def programs(path: str, variant: str | None) -> list:
 
     def add(label, prog, sc, scalars=None):
         names = _scalar_params(prog)
-        scalars = {k: v for k, v in (scalars or {}).items()
+        scalars = {k: v.item() if isinstance(v, np.generic) else v for k, v in (scalars or {}).items()
                    if k in names and isinstance(v, (int, float, np.integer, np.floating))}
         key = (id(prog), tuple(sorted(scalars.items())))
         if key not in seen:
