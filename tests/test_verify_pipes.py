@@ -1151,3 +1151,41 @@ def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(
     assert verify_pipes.verify(to_ops(pl.program(cube, vec, name="fits")), platform) == []
     res = dsl_run(pl.program(cube, vec, name="fits"), dict(args, out=np.zeros_like(x)), platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], x)
+
+
+def test_lanes_1_on_a_function_not_marked_no_split_is_found_at_the_init():
+    """AIV1 runs a plain @pl.aiv function too and binds its lanes=1 pipe: every run failed
+    with 'AIV1 binds a pipe whose peers are (0,)' while --static passed (fresh15 d4)."""
+    from ptopipe.passes.manager import compile_program
+
+    @pl.aic
+    def one_lane_cube(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aic_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0, v2c_consumer_buf=buf.base,
+                               slot_num=4, lanes=1)
+        for i in pl.range(4):
+            t = pl.TPOP(buf, pl.Tile[[TM, N], pl.f32, pl.Mat])
+            pl.store(t, [i * TM, 0], out)
+            pl.TFREE(buf)
+
+    def vec_kernel(deco):
+        @deco
+        def lane0(x: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+            buf = pl.import_peer_buffer(name="ring", peer_func=one_lane_cube)
+            pl.aiv_initialize_pipe(pl.DIR_V2C, SLOT, fifo, c2v_consumer_buf=0,      # ONE-LANE
+                                   v2c_consumer_buf=buf.base, slot_num=4, lanes=1)
+            for i in pl.range(4):
+                pl.TPUSH(pl.load(x, [i * TM, 0], [TM, N]), buf)
+        return lane0
+    bad = vec_kernel(pl.aiv)
+    with pytest.raises(CompileError) as ei:
+        compile_program(pl.program(one_lane_cube, bad, name="l1"), "a2a3")
+    assert "lanes=1 makes AIV0 the only Vector lane of this pipe, but 'lane0' runs on AIV1 too" in ei.value.what
+    assert f":{line_of(bad.pyfunc, 'ONE-LANE')}:" in ei.value.where
+    assert "@pl.aiv(split=pl.TILE_NO_SPLIT)" in ei.value.fix
+    good = vec_kernel(pl.aiv(split=pl.TILE_NO_SPLIT))
+    compile_program(pl.program(one_lane_cube, good, name="l1"), "a2a3")
+    x = np.arange(4 * TM * N, dtype=np.float32).reshape(4 * TM, N)
+    res = dsl_run(pl.program(one_lane_cube, good, name="l1"),
+                  dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT)))
+    np.testing.assert_array_equal(res.outputs["out"], x)

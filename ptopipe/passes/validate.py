@@ -9,6 +9,7 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
 * DIR_MASK not in {DIR_C2V (1), DIR_V2C (2), DIR_C2V | DIR_V2C (3)} (or their ``*_GM``
   forms, a ring asked for in GM);
 * SLOT_SIZE <= 0;
+* ``lanes=1`` on an AIV function not marked no-split (AIV1 would run it and bind the pipe);
 * a second init of the same direction in one function;
 * a consumer-local ring (A5) without its buffer: the consumer's ring argument is not a
   ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``; a GM ring's
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
+from ..arch.vocab import TileSplitAxis
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
@@ -68,6 +70,12 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
         raise error(f"SLOT_SIZE {a['slot_size']!r} must be a positive number of bytes", init,
                     "SLOT_SIZE is the bytes of the largest tile crossing the ring")
     name = func_name(f)
+    if a.get("lanes") == 1 and f.attributes["kind"] is FunctionKind.AIV \
+            and f.attributes.get("split") is not TileSplitAxis.TILE_NO_SPLIT:
+        raise error(f"lanes=1 makes AIV0 the only Vector lane of this pipe, but {name!r} runs on "
+                    "AIV1 too (it is not marked no-split) and AIV1 would bind the pipe", init,
+                    f"mark {name!r} @pl.aiv(split=pl.TILE_NO_SPLIT): AIV0 does its work and AIV1 runs "
+                    "nothing; or drop lanes=1 and let both lanes take part")
     for way in ways(init):
         if way in seen:
             raise error(f"the {way} direction is initialised twice in {name!r}", init,

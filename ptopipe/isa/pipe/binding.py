@@ -93,7 +93,9 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
         raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
-                          fix="add this sub-block to peers= or do not bind the pipe on this core")
+                          fix="add this sub-block to peers= or do not bind the pipe on this core (a DSL "
+                              "function with lanes=1: mark it @pl.aiv(split=pl.TILE_NO_SPLIT), so that "
+                              "AIV1 runs nothing)")
     ways = _ways(direction)
     both = len(ways) == 2
     n = cfg.slot_num
