@@ -89,3 +89,19 @@ def test_the_free_pipe_per_ring():
         assert model.free_pipe(Ch("C2V", False)) is PipeUnit.V
         assert model.free_pipe(Ch("V2C", False)) is PipeUnit.MTE1
         assert model.free_pipe(Ch("C2V", True)) is PipeUnit.MTE2
+
+
+def test_a2a3_pto_isa_no_op_tfree_orders_nothing_and_the_race_says_so():
+    """pto-isa on A2A3 frees a GM slot inside the TPOP: the TFREE after the load signals
+    nothing, so the producer's next store races the load (fresh15 c2 f4: the fix only said
+    'TPUSH / SET after its access', which the kernel seemed to do).  Under the spec protocol
+    the free is set from MTE2 after the load: clean."""
+    args = _args()
+    res = ptopipe.run(cube, (vector_kernel(True), None), args, platform="a2a3", protocol="spec")
+    np.testing.assert_array_equal(res.outputs["out"], args["a"] + 1)
+    ex = explore((cube, (vector_kernel(True), None)), schedules=1, platform="a2a3", protocol="pto-isa",
+                 args=_args())
+    (_, e), = ex.failures
+    assert isinstance(e, DataRaceError) and e.where.endswith(f":{line_of(cube, 'CSTORE')}"), e
+    assert "AIV0's TFREE of C2V pipe FlagID 0 (peers AIV0) signals nothing here (pto-isa on a2a3" in e.fix
+    assert "send a separate 'done' token" in e.fix

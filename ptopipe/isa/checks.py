@@ -20,6 +20,12 @@ from .pipe.geometry import part_rows, part_shape
 from .pipe.steps import ONE_LANE
 
 
+def ch_protocol(cluster) -> str:
+    """'pto-isa on a2a3': the run's protocol and platform, for messages."""
+    p = cluster.shared.get("protocol")
+    return f"{getattr(p, 'value', p)} on {cluster.platform.name}"
+
+
 # KernelChecks.gm_access computes the region and location inline while this is True; tests
 # turn it off to compare with HappensBefore.gm_access (tests/test_speed_paths.py)
 INLINE_GM = True
@@ -175,7 +181,19 @@ class KernelChecks(HappensBefore):
     def race_error(self, core, mem, a, b, cur, prev):
         ring = cur[9] or prev[9]
         if ring is None:
-            return super().race_error(core, mem, a, b, cur, prev)
+            e = super().race_error(core, mem, a, b, cur, prev)
+            # a consumer whose TFREE is a no-op (pto-isa, GM ring: the TPOP freed the slot):
+            # a TFREE after its access signals nothing, so it orders nothing
+            noop = sorted({ch.name for ch in self.cluster.shared.get("channels", {}).values()
+                           if ch.pop_frees and not ch.tfree_frees
+                           and any(sd.core.name == b["core"] and sd.role == "consumer"
+                                   for sd in ch.sides.values())})
+            if noop:
+                e.fix = (f"{e.fix}.  Note: {b['core']}'s TFREE of {', '.join(noop)} signals nothing here "
+                         f"({ch_protocol(self.cluster)} frees a GM slot inside its TPOP), so it cannot "
+                         "order the access: send a separate 'done' token (a TPUSH the peer pops) after it")
+                e.args = (e.render(),)
+            return e
         pipe, tag = ring
         w, r = (a, b) if a["access"] == "write" else (b, a)
         ch = next((c for c in self.cluster.shared.get("channels", {}).values() if c.name == pipe), None)
