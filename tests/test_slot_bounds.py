@@ -260,3 +260,22 @@ def test_a_store_past_a_dir_both_gm_c2v_ring_names_the_v2c_ring_it_reaches():
     assert e.where.endswith(f":{line_of(fn, 'BOTH')}"), e.where
     assert e.what.endswith(f"it reaches past the ring [{f:#x}, {f + DEPTH * SLOT:#x}) into the GM ring of V2C "
                            f"pipe FlagID 2 (peers AIV0,AIV1) [{f + DEPTH * SLOT:#x}, {f + 2 * DEPTH * SLOT:#x})"), e.what
+
+
+def _whole_slot_talloc(x, fifo, tiles):
+    pipe = TPipe(0, _dir("V2C"), SLOT, DEPTH)(fifo, 0, 0)
+    g = GlobalTensor(float32, (T, T))                  # the whole slot tile, not the lane's part
+    TALLOC(pipe, g, TILE_UP_DOWN)                      # WHOLE_TALLOC
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_split_talloc_of_the_whole_slot_shape_is_reported_at_the_talloc(platform, protocol):
+    """A split TALLOC hands a lane its part: given the whole slot's shape, lane 1's part lay
+    past the slot and the store was reported with an empty part (fresh15 c3)."""
+    cube, _ = _v2c(TILE_UP_DOWN, None)
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, _whole_slot_talloc, _args(), platform=platform, protocol=protocol)
+    e = ei.value
+    assert e.where.endswith(f"test_slot_bounds.py:{line_of(_whole_slot_talloc, 'WHOLE_TALLOC')}"), e.where
+    assert "two 16x16 parts make a 32x16 slot (2048 bytes) but SlotSize is 1024" in e.what
+    assert "give TALLOC the lane's part (8x16" in e.fix

@@ -25,7 +25,7 @@ from ..ops import arr
 from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
-from .geometry import parse_split, part_offset, part_rows
+from .geometry import full_shape, parse_split, part_offset, part_rows, part_shape
 from .steps import _args, _loc, check_lanes_split, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
 
@@ -204,6 +204,16 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
                             f"SlotSize {ch.slot_size}", where=_loc(core))
     if ch.way == V2C:
         check_lanes_split(core, ch, split, "TALLOC")
+        rows, cols = gm_tensor.shape[3], gm_tensor.shape[4]
+        full = full_shape(parse_split(split), rows, cols)
+        if full != (rows, cols) and full[0] * full[1] * gm_tensor.dtype.itemsize > ch.slot_size:
+            part = part_shape(parse_split(split), rows, cols)
+            raise ProtocolError(
+                f"TALLOC {parse_split(split).name} of {gm_tensor.describe()}: a split TALLOC hands each "
+                f"lane its part of the slot, and two {rows}x{cols} parts make a {full[0]}x{full[1]} slot "
+                f"({full[0] * full[1] * gm_tensor.dtype.itemsize} bytes) but SlotSize is {ch.slot_size}",
+                where=_loc(core), fix=f"give TALLOC the lane's part ({part[0]}x{part[1]}, half the slot "
+                                      "tile), or TILE_NO_SPLIT for the whole slot")
     tag = producer_wait(core, ch, side, "TALLOC")
     check_nosplit_lanes(core, ch, split, "TALLOC")
     off = 0
