@@ -1138,11 +1138,11 @@ def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(
     cube, vec = _small_slot_pair(HR * N * 4)           # one lane's half: the slot holds both
     found = verify_pipes.verify(to_ops(pl.program(cube, vec, name="small")), platform)
     assert [e.where.split(":")[-2] for e in found] == \
-        [str(line_of(cube.pyfunc, "SMALL-POP")), str(line_of(vec.pyfunc, "SMALL-PUSH"))]
+        [str(line_of(vec.pyfunc, "SMALL-PUSH")), str(line_of(cube.pyfunc, "SMALL-POP"))]   # the push first
     assert "this TPOP moves Mat tile 16x32 f32 (2048 bytes) but the V2C ring's SLOT_SIZE is 1024" \
-        in found[0].what
-    assert "this TPUSH moves Vec tile 8x32 f32 (2048 bytes, a 16x32 slot)" in found[1].what
-    assert "declare SLOT_SIZE 2048" in found[1].fix
+        in found[1].what
+    assert "this TPUSH moves Vec tile 8x32 f32 (2048 bytes, a 16x32 slot)" in found[0].what
+    assert "declare SLOT_SIZE 2048" in found[0].fix
     x = np.arange(TM * N, dtype=np.float32).reshape(TM, N)
     args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT))
     with pytest.raises(PtoPipeError, match="does not fit SlotSize 1024"):     # the run agrees

@@ -115,9 +115,11 @@ class _Verifier:
         for m in pipe_config_mismatches(self.program, self.plat):
             self.findings.append(CompileError(m.what, where=str(m.culprit.init.loc), details=m.details,
                                               fix=m.fix))
+        for kind in ("pl.tpush", "pl.tpop"):        # the push first, as the run reports it
+            for fn in funcs:
+                self.slots_fit(fn, kind)
         explored = {}
         for fn in funcs:
-            self.slots_fit(fn)
             slot_num = self.slot_nums(fn)
             lanes = {}
             try:
@@ -132,16 +134,16 @@ class _Verifier:
         self.cross(funcs, explored)
         return _culprit_first(self.findings)
 
-    def slots_fit(self, fn) -> None:
-        """Every tile a TPUSH / TPOP moves fits its ring's SLOT_SIZE (the whole slot tile: a
-        Vector core's part of a split transfer is half of it)."""
+    def slots_fit(self, fn, kind: str) -> None:
+        """Every tile a ``kind`` op (TPUSH / TPOP) moves fits its ring's SLOT_SIZE (the whole
+        slot tile: a Vector core's part of a split transfer is half of it)."""
         sizes = {}
         for init in init_ops(fn):
             for d in (C2V, V2C):
                 if init.attributes["dir_mask"] & int(d) and isinstance(init.attributes["slot_size"], int):
                     sizes[d] = (init.attributes["slot_size"], init)
         for op in fn.walk():
-            if op.name not in ("pl.tpush", "pl.tpop"):
+            if op.name != kind:
                 continue
             at = op.attributes
             t = op.operands[0].type if op.name == "pl.tpush" else op.results[0].type
