@@ -12,7 +12,7 @@ import ptopipe  # noqa: F401  (installs the mixed compiler)
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.pto import PTO_PASSES, load_pto, make_inputs
 from ptopipe.codegen import read_pto, write_pto
-from ptopipe.errors import ProtocolError
+from ptopipe.errors import CompileError, ProtocolError
 from ptopipe.ir import first_difference, structural_equal, to_tree
 from ptopipe.isa.launch import compare_launches
 from ptopipe.isa.scenario import data_rng
@@ -165,7 +165,10 @@ def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
     """pto-isa's A5 NO_SPLIT has one lane: the C2V TILE_NO_SPLIT push of both_ways_a5.pto
     loses AIV1's handshake - reported at the push's .pto line."""
     path = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
-    op, tree, _, plat = load_pto(path, "a5", "pto-isa")
+    with pytest.raises(CompileError) as e:                     # the static passes find it
+        load_pto(path, "a5", "pto-isa")
+    assert "a NO_SPLIT transfer has one lane" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
+    op, tree, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
     with pytest.raises(ProtocolError) as e:
         run(tree, _inputs(op), platform=plat, protocol="pto-isa")
     assert "NO_SPLIT" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")

@@ -296,11 +296,11 @@ def test_cli_check_pto_reports_a_protocol_error(capsys):
     f = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
     assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2"]) == 1
     err = capsys.readouterr().err
-    assert "ProtocolError" in err and "both_ways_a5.pto:30:5" in err
+    assert "CompileError" in err and "both_ways_a5.pto:30:5" in err       # found by the static passes
     assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2", "--json"]) == 1
     import json
     rep = json.loads(capsys.readouterr().out)
-    assert rep[0]["failure"]["error"] == "ProtocolError" and rep[0]["failure"]["where"].endswith(":30:5")
+    assert rep[0]["failure"]["error"] == "CompileError" and rep[0]["failure"]["where"].endswith(":30:5")
     assert cli_main(["check", f, "--protocol", "spec", "--schedules", "2"]) == 0
 
 

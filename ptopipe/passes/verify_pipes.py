@@ -45,6 +45,7 @@ from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..isa.pipe.geometry import full_shape, slot_layout
 from ..isa.pipe.plans import a_layout, layout_fix
 from ..isa.pipe.protocol import model_for, platform_kind
+from ..isa.pipe.steps import ONE_LANE
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
@@ -185,7 +186,7 @@ class _Verifier:
             return
         for d in (C2V, V2C):
             prod, cons = (c, v) if d == C2V else (v, c)
-            if self.lanes_agree(d, v) is False:
+            if self.nosplit_two_lanes(d, prod, v) is False or self.lanes_agree(d, v) is False:
                 continue
             self.counts(d, prod, cons)
         if not self.findings:
@@ -250,6 +251,29 @@ class _Verifier:
                 return False
         if d == V2C and fn.attributes.get("split") is not TileSplitAxis.TILE_NO_SPLIT:
             return self.one_writer(fn, lanes)
+        return True
+
+    def nosplit_two_lanes(self, d, prod, vec) -> bool:
+        """pto-isa on A5 gives a TILE_NO_SPLIT transfer one lane, AIV0 (the protocol model's
+        ``nosplit_lane0``): on a pipe with AIV1 as a peer the first NO_SPLIT push breaks the
+        handshake, where the run reports it (``isa.pipe.steps.check_nosplit_lanes``)."""
+        fn, lanes = vec
+        if not self.model.nosplit_lane0 or 1 not in lanes:
+            return True
+        pfn, plans = prod
+        for p0 in next(iter(plans.values()))[0]:
+            ev = next((e for e in p0.events.get(d, []) if e.op is not None
+                       and e.split == TileSplitAxis.TILE_NO_SPLIT), None)
+            if ev is not None:
+                what = "TPOP" if ev.op.name == "pl.tpop" else "TPUSH"
+                self.finding("nosplit_lanes", ev.op,
+                             f"this {what} moves a TILE_NO_SPLIT tile on the {_dir(d)} pipe of "
+                             f"{pfn.attributes['sym_name']}, whose lanes are AIV0 and AIV1, but in "
+                             f"{self.protocol.value} on {self.plat.name} a NO_SPLIT transfer has one lane, "
+                             "AIV0: AIV1's side of the handshake is lost (a hang or a slot reused early)",
+                             f"give the pipe one lane ({ONE_LANE}), or split the tile between the "
+                             "lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
+                return False
         return True
 
     def one_writer(self, fn, lanes) -> bool:
