@@ -129,20 +129,12 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
         policy = spec.policy()
     plat = _platform_for(platform, spec.seed if spec is not None and spec.mode == "random" else None)
     if isinstance(target, Scenario):
-        params = target.params(variant)
-        a = target.inputs(params, data_seed, variant)
-        expected = target.expected(a, params)
-        if run_kwargs.get("sync") is None:
-            run_kwargs["sync"] = target.sync
-        if target.launches is not None:
-            run_kwargs.setdefault("launches", target.launches)
-        res = run(target.aic, target.aiv, a, platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
+        res, expected = target.run(variant, plat, protocol, data_seed, schedule=policy, **run_kwargs)
         compare_launches(res, expected, target.rtol, target.atol,
                          f"{target.name}[{variant}] (schedule {spec if spec is not None else 'default'})",
-                         rerun=lambda: run(target.aic, target.aiv, target.inputs(params, data_seed, variant),
-                                           platform=plat, protocol=protocol,
-                                           schedule=spec.policy() if spec is not None else None,
-                                           **{**run_kwargs, "record_writes": True}))
+                         rerun=lambda: target.run(variant, plat, protocol, data_seed,
+                                                  schedule=spec.policy() if spec is not None else None,
+                                                  **{**run_kwargs, "record_writes": True})[0])
         return res
     aic, aiv = target
     return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
