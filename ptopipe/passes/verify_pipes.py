@@ -338,7 +338,7 @@ class _Verifier:
                 if pushed is not popped:
                     self.finding("layout", b.op,
                                  f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
-                                 f"{_ev_where(b)} pops an {popped.name} tile, but the slot holds "
+                                 f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "
                                  f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
                                  f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
                                  "consumer would read the bytes in the wrong order",
