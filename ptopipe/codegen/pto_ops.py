@@ -12,7 +12,7 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
-from .pto_syntax import ARITH_OF, CMP_OF, INT_DTYPES, LOGIC, MLIR_DTYPE
+from .pto_syntax import ARITH_OF, CMP_OF, INT_DTYPES, LOGIC, MLIR_DTYPE, ptr_type
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
 _USYM = {v: k for k, v in SCALAR_UNOPS.items()}
@@ -306,7 +306,7 @@ def _check_call_type(c, v, at, pt) -> None:
 def _spelled(ptr: bool, dtype) -> str | None:
     if dtype not in MLIR_DTYPE:
         return None
-    return f"!pto.ptr<{MLIR_DTYPE[dtype]}>" if ptr else MLIR_DTYPE[dtype]
+    return ptr_type(dtype) if ptr else MLIR_DTYPE[dtype]
 
 
 def h_index_cast(r, fs, opt, results, loc):

@@ -31,7 +31,7 @@ from .pto_pipe_ops import PIPE_HANDLERS
 from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_partition, h_subblock,
                            h_tload, h_tstore, h_view)
 from .pto_parse import Cursor
-from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, MLIR_DTYPE, PLATFORM_OF_ARCH, SPLIT_OF
+from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF, ptr_type
 
 UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothing uses
 
@@ -357,7 +357,7 @@ class Reader:
                     if isinstance(v.type, TensorType) and isinstance(p.type, TensorType) \
                             and v.type.dtype != p.type.dtype:
                         raise ParseError(f"func.call @{callee.name}: argument %{v.name} is declared "
-                                         f"{_ptr(v.type)} but parameter %{p.name} is {_ptr(p.type)}",
+                                         f"{ptr_type(v.type.dtype)} but parameter %{p.name} is {ptr_type(p.type.dtype)}",
                                          where=str(op.loc), fix="declare the entry parameter with the "
                                          "kernel parameter's element type")
                     v.type = p.type
@@ -420,7 +420,3 @@ def read_pto(text: str, filename: str = "<pto>", platform=None, addrs: list | No
     except CompileError as e:
         raise ParseError(e.what, where=e.where, fix=e.fix, details=e.details) from None
     return prog
-
-
-def _ptr(t) -> str:
-    return f"!pto.ptr<{MLIR_DTYPE.get(t.dtype, t.dtype)}>"

@@ -42,6 +42,11 @@ MLIR_DTYPE = {"f16": "f16", "f32": "f32", "bf16": "bf16", "i8": "i8", "u8": "ui8
               "i32": "i32", "u32": "ui32", "i64": "i64", "index": "index", "bool": "i1"}
 IR_DTYPE = {v: k for k, v in MLIR_DTYPE.items()}
 FLOATS = ("f16", "f32", "bf16")
+def ptr_type(dtype: str) -> str:
+    """``!pto.ptr<f32>``: a GM pointer parameter's PTO-AS type for the IR ``dtype``."""
+    return f"!pto.ptr<{MLIR_DTYPE.get(dtype, dtype)}>"
+
+
 #: integer scalar types: what `arith.index_cast` reads to an index, and casts an integer loop
 #: bound of another type back to one (the writer)
 INT_DTYPES = ("index", "i64", "i32", "u32", "i16", "i8", "u8")

@@ -18,7 +18,7 @@ from ..ir.nodes import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CMP, FLOATS, INT_DTYPES,
-                         KIND_NAMES, LOGIC, MLIR_DTYPE, PTO_OP, tile_buf)
+                         KIND_NAMES, LOGIC, MLIR_DTYPE, PTO_OP, ptr_type, tile_buf)
 
 _IND = "  "
 _INIT = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
@@ -43,7 +43,7 @@ def type_str(t) -> str:
 
 
 def _param_type(t) -> str:
-    return f"!pto.ptr<{MLIR_DTYPE[t.dtype]}>" if isinstance(t, TensorType) else type_str(t)
+    return ptr_type(t.dtype) if isinstance(t, TensorType) else type_str(t)
 
 
 def _lit(v, t) -> str:
