@@ -123,6 +123,7 @@ class Channel:
         self.pop_frees = m.frees_in_pop and self.in_gm
         self.always_stage = m.always_stage
         self.tfree_frees = self.pop_frees and m.tfree_after_pop_frees   # pto-isa A5: frees twice
+        self.free_pipe = m.free_pipe(self)          # the pipe a consumer's TFREE signals from
 
     @property
     def protocol(self):

@@ -296,7 +296,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
         chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
                         held_obj.item, 0)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
-    end = core.issue_s(ch.model.free_pipe(ch), core.costs.flag_op, "TFREE",
+    end = core.issue_s(ch.free_pipe, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
     release(core, ch, side, tag, read_end, held_obj, end)
     if chk is not None:
