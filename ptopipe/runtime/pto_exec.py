@@ -520,6 +520,7 @@ class Layout:
     reserves: dict = field(default_factory=dict)       # (func, name) -> (addr, size, loc)
     sites: dict = field(default_factory=dict)          # id(stmt) -> addr
     tops: dict = field(default_factory=dict)           # (core kind, TileType) -> next free byte
+    active: dict = field(default_factory=dict)         # (core kind, TileType) -> [(lo, hi, last use)]
 
 
 def _align(n: int, a: int = TILE_ALIGN) -> int:
@@ -527,9 +528,14 @@ def _align(n: int, a: int = TILE_ALIGN) -> int:
 
 
 def plan_layout(prog: Program, platform) -> Layout:
-    """Place every reserve buffer (explicit ``base`` kept, else packed from 0) and every
-    alloc site without an address (after the reserves and the explicit tiles of its kind)."""
+    """Place every reserve buffer (an explicit ``base`` kept, else packed from 0) and every
+    alloc site without an address, first fit by liveness (PlanMemory's job in ptoas): a
+    site's tile lives from its statement to its last use, to the end of every loop that
+    uses it without defining it.  Each function's tiles get their own arena, above the
+    reserves and the explicitly placed tiles of its memory, so a callee never lands on its
+    caller's tiles."""
     lay = Layout()
+    fixed = {}                                   # (kind, loc) -> [(lo, hi)] never reused
     for f in prog.funcs.values():
         kind = f.kind or "?"
         for s in _walk(f.body):
@@ -539,29 +545,81 @@ def plan_layout(prog: Program, platform) -> Layout:
                 loc = _space_attr(s, "location") or (TileType.Vec if f.kind != "cube" else TileType.Mat)
                 base = s.attr("base")
                 auto = s.attr("auto")
+                key = (kind, loc)
                 if base is not None and not (auto and auto[0].text == "true"):
                     addr = int(base[0].text)
                 else:
-                    key = (kind, loc)
                     addr = lay.tops.get(key, 0)
-                    lay.tops[key] = _align(addr + size)
                 lay.reserves[(f.name, name)] = (addr, size, loc)
-                key = (kind, loc)
+                fixed.setdefault(key, []).append((addr, addr + size))
                 lay.tops[key] = max(lay.tops.get(key, 0), _align(addr + size))
     for f in prog.funcs.values():
         kind = f.kind or "?"
-        for s in _walk(f.body):
-            if s.name in ("pto.alloc_tile", "memref.alloc") and s.attr("addr") is None:
-                tys = s.types()
-                spec = prog.types.parse(tys[-1]) if tys else None
-                spec = spec[1] if isinstance(spec, tuple) else spec
-                if not isinstance(spec, TileSpec):
+        order, ranges = _live_ranges(f, prog)
+        for s, (lo, hi) in sorted(ranges.items(), key=lambda kv: kv[1][0]):
+            spec = order[s]
+            key = (kind, spec.loc)
+            base = lay.tops.get(key, 0)
+            taken = [(a, b) for a, b, end in lay.active.get(key, []) if end >= lo]
+            addr = base
+            for a, b in sorted(taken + fixed.get(key, [])):
+                if addr + spec.nbytes <= a or addr >= b:
                     continue
-                key = (kind, spec.loc)
-                addr = lay.tops.get(key, 0)
-                lay.sites[id(s)] = addr
-                lay.tops[key] = _align(addr + spec.nbytes)
+                addr = max(addr, _align(b))
+            lay.sites[s] = addr
+            lay.active.setdefault(key, []).append((addr, addr + spec.nbytes, hi))
+        for key, items in lay.active.items():        # the next function's arena starts above
+            if items:
+                lay.tops[key] = max(lay.tops.get(key, 0), _align(max(b for _, b, _ in items)))
+        lay.active.clear()
     return lay
+
+
+def _live_ranges(f: Func, prog: Program) -> tuple:
+    """Per alloc site without ``addr`` (by ``id(stmt)``): its TileSpec and its live range
+    ``(first, last)`` in the function's pre-order statement numbering."""
+    index, loops_of, span = {}, {}, {}
+    uses = {}
+    k = 0
+
+    def visit(stmts, loops):
+        nonlocal k
+        for s in stmts:
+            i = index[id(s)] = k
+            k += 1
+            loops_of[id(s)] = loops
+            for t in s.toks:
+                if t.kind == "value":
+                    uses.setdefault(t.text.split("#")[0], []).append(id(s))
+            inner = loops + ((id(s),) if s.name in ("scf.for", "scf.while") else ())
+            for r in s.regions:
+                for b in r:
+                    visit(b.stmts, inner)
+            span[id(s)] = (i, k - 1)
+    visit(f.body, ())
+    specs, ranges = {}, {}
+    for s in _walk(f.body):
+        if s.name not in ("pto.alloc_tile", "memref.alloc") or s.attr("addr") is not None or not s.results:
+            continue
+        tys = s.types() or _arrow_type(s)
+        try:
+            spec = prog.types.parse(tys[-1]) if tys else None
+        except ParseError:
+            continue
+        spec = spec[1] if isinstance(spec, tuple) else spec
+        if not isinstance(spec, TileSpec):
+            continue
+        lo = index[id(s)]
+        hi = lo
+        mine = set(loops_of[id(s)])
+        for u in uses.get(s.results[0], []):
+            hi = max(hi, span[u][1])
+            for loop in loops_of[u]:
+                if loop not in mine:
+                    hi = max(hi, span[loop][1])
+        specs[id(s)] = spec
+        ranges[id(s)] = (lo, hi)
+    return specs, ranges
 
 
 def _str_attr(s: Stmt, key: str, prog: Program) -> str:
@@ -594,10 +652,17 @@ def _space_attr(s: Stmt, key: str):
 
 # -- op handlers ------------------------------------------------------------------------------------
 def _res_type(ex, s: Stmt):
-    tys = s.types()
+    """The op's result type: after its top-level ``:`` (``: T`` / ``: (A) -> T``) or, with
+    no ``:``, after its last top-level ``->``."""
+    tys = s.types() or _arrow_type(s)
     if not tys:
-        raise ex.perr(s.tok, f"{s.name} needs its result type after ':'")
+        raise ex.perr(s.tok, f"{s.name} needs its result type (': T' or '-> T')")
     return ex.prog.types.parse(tys[-1])
+
+
+def _arrow_type(s: Stmt) -> list:
+    parts = split_top(s.toks, ("->",))
+    return [parts[-1]] if len(parts) > 1 else []
 
 
 def h_constant(ex, fr, s):
@@ -895,6 +960,7 @@ def h_tassign(ex, fr, s):
     vs = s.values()
     t = ex.val(fr, vs[0])
     isa.TASSIGN(t, ex.ival(fr, vs[1]))
+    return t
 
 
 def h_set_validshape(ex, fr, s):
@@ -927,6 +993,13 @@ def _attr_args(ex, s: Stmt) -> list:
     return out
 
 
+#: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
+#: may add pto-isa scratch tiles after them (``pto.trsqrt ins(%src, %tmp)``), which the
+#: simulator does not need
+ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3, "row_bcast": 2,
+         "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
+
+
 def op_catalogue(ex, fr, s):
     """``pto.tX ins(srcs...) outs(dsts...)`` -> ``isa.TX(*dsts, *srcs, *attrs)``."""
     name = _catalogue_name(s.name)
@@ -935,7 +1008,49 @@ def op_catalogue(ex, fr, s):
         raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
     operands = [ex.val(fr, t) for t in s.values(outs)] + \
         [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    op = CATALOGUE[name]
+    n = ARITY.get(op.form)
+    if n is not None and len(operands) > n:
+        extra = operands[n:]
+        if all(isinstance(x, isa.Tile) for x in extra):
+            operands = operands[:n]
+    if op.form == "scalar" and len(operands) == 3 and not isinstance(operands[1], isa.Tile) \
+            and isinstance(operands[2], isa.Tile):
+        raise ex.perr(s.tok, f"{s.name} with the scalar first (scalar {s.name[5:]} tile) is not supported",
+                      f"write {s.name} ins(%tile, %scalar) (tile {s.name[5:]} scalar)")
     return getattr(isa, name)(*operands, *_attr_args(ex, s))
+
+
+def h_eventid_array(ex, fr, s):
+    """``pto.declare_eventid_array -> !pto.eventid_array<N>``: N event ids, 0 until set."""
+    ty = _arrow_type(s) or s.types()
+    n = int(re.search(r"<(\d+)>", "".join(t.text for t in ty[-1])).group(1)) if ty else 8
+    return [[0] * n]                       # one result: the array
+
+
+def _array_index(ex, fr, s):
+    vs = s.values()
+    arr, idx = ex.val(fr, vs[0]), ex.ival(fr, vs[1])
+    if not 0 <= idx < len(arr):
+        raise ex.err(s, f"{s.name}: index {idx} of an event-id array of {len(arr)}")
+    return arr, idx, vs
+
+
+def h_eventid_get(ex, fr, s):
+    arr, idx, _ = _array_index(ex, fr, s)
+    return arr[idx]
+
+
+def h_eventid_set(ex, fr, s):
+    arr, idx, vs = _array_index(ex, fr, s)
+    arr[idx] = ex.ival(fr, vs[2])
+
+
+def h_section(ex, fr, s):
+    """``pto.section.cube { ... }`` / ``pto.section.vector { ... }``: the region runs on that
+    kind of core only (ptoas's ``#if defined(__DAV_CUBE__)`` / ``__DAV_VEC__``)."""
+    if _kind_runs_here("cube" if s.name.endswith("cube") else "vector", ex.core_name):
+        ex.block(fr, s.regions[0][0].stmts)
 
 
 def h_subblock(ex, fr, s):
@@ -960,21 +1075,30 @@ def h_tprint(ex, fr, s):
             text = f"[{core.name} {ex.where(s)}] {v.text} = {np.array2string(arr, threshold=64)}"
         else:
             text = f"[{core.name} {ex.where(s)}] {v.text} = {x}"
-        ex.printed.append((core.now(), core.name, text))
+        ex.printed.append((core.clock, core.name, text))
 
 
 _PIPE_RE = re.compile(r"PIPE_[A-Z0-9]+")
 _EVENT_RE = re.compile(r"EVENT_ID(\d+)")
+#: ptoas's SyncOpType (``#pto.pipe_event_type<...>`` / ``#pto.sync_op_type<...>``) -> the pipe
+#: it runs on (PTOAS ``mapSyncOpTypeToPipe``)
+SYNC_OP_PIPE = {"TLOAD": "PIPE_MTE2", "TSTORE_VEC": "PIPE_MTE3", "TSTORE_ACC": "PIPE_FIX",
+                "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
+                "TMOV_M2V": "PIPE_V", "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M", "TVEC": "PIPE_V",
+                "TVECWAIT_EVENT": "PIPE_V"}
+_OP_TYPE_RE = re.compile(r"(?:pipe_event_type|sync_op_type)<(\w+)>")
 
 
 def h_event(ex, fr, s):
     text = " ".join(t.text for t in s.toks)
+    text = _OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), text.replace(" ", ""))
     pipes = _PIPE_RE.findall(text)
     src = s.attr("src")
     dst = s.attr("dst")
     if src and dst:
-        pipes = [_PIPE_RE.search("".join(t.text for t in src)).group(0),
-                 _PIPE_RE.search("".join(t.text for t in dst)).group(0)]
+        ends = [_OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), "".join(t.text for t in x))
+                for x in (src, dst)]
+        pipes = [m.group(0) for m in (_PIPE_RE.search(e) for e in ends) if m]
     if s.name in ("pto.barrier", "pto.pipe_barrier"):
         isa.pipe_barrier(SyncPipe(pipes[0] if pipes else "PIPE_ALL"))
         return None
@@ -986,6 +1110,9 @@ def h_event(ex, fr, s):
         eid = int(m.group(1))
     elif vals:
         eid = ex.ival(fr, vals[-1])
+        if not 0 <= eid < 8:
+            raise ex.err(s, f"{s.name}: event id {eid} ({vals[-1].text}) is not EVENT_ID0..7",
+                         "use an event id from 0 to 7")
     else:
         raise ex.perr(s.tok, f"{s.name} needs an event id")
     fn = isa.set_flag if s.name in ("pto.record_event", "pto.set_flag", "pto.set_flag_dyn") else isa.wait_flag
@@ -1031,8 +1158,8 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     from ..isa.pipe.protocol import cluster_model
     ex.next_flag = cluster_model(ex.core.cluster).next_flag_id(flag, len(ways), n)
     mask = dir_mask
-    if plat.ring_in_gm and gm is not None:
-        mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)
+    if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
+        mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)      # A5: a ring asked for in GM
     buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
     peers = (0,) if one_lane else (0, 1)
     cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
@@ -1142,6 +1269,8 @@ HANDLERS = {
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,
     "pto.pipe_barrier": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
     "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
+    "pto.declare_eventid_array": h_eventid_array, "pto.eventid_array_get": h_eventid_get,
+    "pto.eventid_array_set": h_eventid_set, "pto.section.cube": h_section, "pto.section.vector": h_section,
     "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
     "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
     "pto.initialize_l2g2l_pipe": h_init, "pto.initialize_l2l_pipe": h_init,
@@ -1215,6 +1344,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
     """The kernel arguments by parameter name: the given inputs, else seeded random arrays
     (pointer parameters: sized by their largest static tensor view) and notes saying so."""
     args, notes = {}, []
+    extents = _param_extents(prog, inputs)
     params = {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -1254,12 +1384,16 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
             n = int(np.prod(shape))
         else:
             d = ty[1]
-            n = _ptr_extent(prog, key, inputs) or 0
+            n = extents.get((fname, "%" + key), 0)
             shape = (n,)
             if n == 0:
-                raise ConfigError(f"the size of parameter %{key} is not known statically",
-                                  where=f"{prog.path}:{tok.line}:{tok.col}",
-                                  fix=f"give --input {key}=FILE.npy (or a static shape in its make_tensor_view)")
+                if any(t.text == "%" + key for f in prog.funcs.values() for st in _walk(f.body)
+                       for t in st.toks):
+                    raise ConfigError(f"the size of parameter %{key} is not known statically",
+                                      where=f"{prog.path}:{tok.line}:{tok.col}",
+                                      fix=f"give --input {key}=FILE.npy (or a static shape in its "
+                                          "make_tensor_view)")
+                shape = (1,)                 # a pointer nothing reads: one element stands for it
         args[key] = _random(rng, d, shape)
         notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
     return args, notes
@@ -1275,42 +1409,67 @@ def _random(rng, d, shape):
     return rng.uniform(-1.0, 1.0, size=shape).astype(d)
 
 
-def _ptr_extent(prog: Program, key: str, inputs: dict) -> int | None:
-    """Elements a pointer parameter needs: the largest extent of its static tensor views (in
-    any function; a view of a parameter passed on through func.call is followed by name)."""
-    best = None
+def _param_extents(prog: Program, inputs: dict) -> dict:
+    """(function, parameter name) -> elements a pointer parameter needs: the largest extent
+    of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
+    x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need."""
+    ext = {}
+
+    def need(key, n):
+        ext[key] = max(ext.get(key, 0), n)
+
     for f in prog.funcs.values():
         consts = {}
+        ptypes = {p[0]: p[1] for p in f.params}
         for s in _walk(f.body):
             if s.name == "arith.constant" and s.results and s.toks:
                 try:
                     consts[s.results[0]] = int(s.toks[0].text)
                 except ValueError:
                     pass
-            if s.name != "pto.make_tensor_view":
-                continue
             vs = s.values()
-            if not vs or vs[0].text != "%" + key:
-                continue
-            def nums(k):
-                out = []
-                for t in (s.attr(k) or [])[1:-1]:
-                    if t.kind == "value":
-                        v = consts.get(t.text)
-                        if v is None and t.text[1:] in inputs:
-                            v = int(np.asarray(inputs[t.text[1:]]).reshape(-1)[0])
-                        out.append(v)
-                    elif t.kind == "word":
-                        out.append(int(t.text))
-                return out
-            shape, strides = nums("shape"), nums("strides")
-            if not shape or any(x is None for x in shape):
-                continue
-            if not strides or any(x is None for x in strides):
-                strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
-            ext = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
-            best = max(best or 0, ext)
-    return best
+            if s.name == "pto.make_tensor_view" and vs and vs[0].text in ptypes:
+                def nums(k):
+                    out = []
+                    for t in (s.attr(k) or [])[1:-1]:
+                        if t.kind == "value":
+                            v = consts.get(t.text)
+                            if v is None and t.text[1:] in inputs:
+                                v = int(np.asarray(inputs[t.text[1:]]).reshape(-1)[0])
+                            out.append(v)
+                        elif t.kind == "word":
+                            out.append(int(t.text))
+                    return out
+                shape, strides = nums("shape"), nums("strides")
+                if not shape or any(x is None for x in shape):
+                    continue
+                if not strides or any(x is None for x in strides):
+                    strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+                need((f.name, vs[0].text), 1 + sum((n - 1) * st for n, st in zip(shape, strides)))
+            elif "initialize" in s.name and "pipe" in s.name:
+                gm = s.attr("gm_slot_buffer")
+                gm = gm[0] if gm else (vs[0] if s.name == "pto.initialize_l2g2l_pipe" and vs else None)
+                if gm is not None and gm.kind == "value" and gm.text in ptypes:
+                    ty = ptypes[gm.text]
+                    item = ty[1].itemsize if isinstance(ty, tuple) and isinstance(ty[1], np.dtype) else 1
+                    d = _int_attr(s, "dir_mask", prog)
+                    n = _int_attr(s, "slot_num", prog, 0) or 8
+                    ways = 2 if d & 3 == 3 else 1
+                    need((f.name, gm.text), -(-_int_attr(s, "slot_size", prog) * n * ways // item))
+    changed = True
+    while changed:                          # callers need what their callees need
+        changed = False
+        for f in prog.funcs.values():
+            for s in _walk(f.body):
+                if s.name != "func.call":
+                    continue
+                callee = prog.funcs[next(t for t in s.toks if t.kind == "symbol").text[1:]]
+                for a, p in zip(s.values(), callee.params):
+                    n = ext.get((callee.name, p[0]), 0)
+                    if n > ext.get((f.name, a.text), 0):
+                        ext[(f.name, a.text)] = n
+                        changed = True
+    return ext
 
 
 def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
