@@ -17,8 +17,8 @@ from .isa.scenario import Scenario
 
 def run_pto(path=None, **kwargs):
     """Run a ``.pto`` (PTO-AS) file on the simulated cluster with buffer semantics, as
-    ptoas's C++ would run on the device: :func:`ptopipe.runtime.pto_exec.run_pto`."""
-    from .runtime.pto_exec import run_pto as _run_pto
+    ptoas's C++ would run on the device: :func:`ptopipe.codegen.pto_exec.run_pto`."""
+    from .codegen.pto_exec import run_pto as _run_pto
     return _run_pto(path, **kwargs)
 
 

@@ -36,8 +36,8 @@ from ..arch import dtypes as dt
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import (BLayout, Direction, RoundMode, SLayout, SyncPipe, TileSplitAxis, TileType)
 from ..errors import ConfigError, KernelError, ParseError
-from ..codegen.pto_lexer import Token
-from ..codegen.pto_tree import Stmt, parse_tree, split_top
+from .pto_lexer import Token
+from .pto_tree import Stmt, parse_tree, split_top
 from ..sim.location import SourceLoc
 
 # -- types ----------------------------------------------------------------------------------
@@ -59,6 +59,10 @@ ROUND = {"ROUND": RoundMode.CAST_ROUND, "RINT": RoundMode.CAST_RINT, "FLOOR": Ro
 _INT_BITS = re.compile(r"^(u|ui|si|i)(\d+)$")
 _SHAPE = re.compile(r"^((?:\d+|\?)x)+")
 TILE_ALIGN = 32          # bytes: placed tiles start on a 32-byte boundary (UB / L1 block)
+
+
+def _dtype_name(d) -> str:
+    return next(k for k, v in ELEMENT.items() if v == d)
 
 
 def _text(toks) -> str:
@@ -102,6 +106,11 @@ class ScalarT:
     @property
     def is_float(self) -> bool:
         return self.bits is None
+
+
+def _int_range(t: ScalarT) -> tuple:
+    b = t.bits
+    return (-(1 << (b - 1)), (1 << (b - 1)) - 1) if t.signed else (0, (1 << b) - 1)
 
 
 def wrap(v: int, t: ScalarT) -> int:
@@ -189,13 +198,25 @@ class _Types:
         return ("memref", spec, shape, space)
 
     def tile_buf(self, inner, tok):
+        """The long form ``<loc=vec, dtype=f32, rows=16, ...>`` or the short one
+        ``<vec, 16x32xf32[, key=value...]>`` (``valid=RxC`` included)."""
         kv = {}
-        for g in split_top(inner):
+        for i, g in enumerate(split_top(inner)):
             if len(g) >= 3 and g[1].text == "=":
                 kv[g[0].text] = "".join(t.text for t in g[2:])
+            elif i == 0 and len(g) == 1:
+                kv["loc"] = g[0].text
+            elif i == 1 and g:
+                shape, d = self.shaped(g, g[0])
+                if len(shape) != 2 or None in shape:
+                    raise self.err(f"a tile is 2-D and static, got {_text(g)!r}", g[0])
+                kv["rows"], kv["cols"], kv["dtype"] = str(shape[0]), str(shape[1]), _dtype_name(d)
             elif g:
-                raise self.err(f"!pto.tile_buf part {_text(g)!r} is not supported (ptopipe reads the "
-                               "key=value form: loc=vec, dtype=f32, rows=16, ...)", g[0])
+                raise self.err(f"!pto.tile_buf part {_text(g)!r} is not supported", g[0],
+                               fix="write <loc=vec, dtype=f32, rows=16, cols=16, ...> or <vec, 16x16xf32>")
+        if "valid" in kv:
+            v = kv.pop("valid").split("x")
+            kv["v_row"], kv["v_col"] = v[0], v[1] if len(v) > 1 else kv.get("cols", "?")
         try:
             loc = LOC[kv["loc"]]
             d = self.element(kv["dtype"], tok)
@@ -317,7 +338,7 @@ def _walk(stmts):
 def _check_ops(f: Func, funcs: dict, types: _Types) -> None:
     for s in _walk(f.body):
         if s.name not in HANDLERS and _catalogue_name(s.name) is None:
-            raise types.err(f"{s.name} is not supported by ptopipe's .pto executor", s.tok,
+            raise types.err(f"unknown operation {s.name!r}: ptopipe does not support it", s.tok,
                             fix="rewrite it with supported ops, or report it so it can be added "
                                 "(docs/pto.md lists what is read)")
         if s.name == "func.call":
@@ -440,8 +461,9 @@ class Frame:
 class Executor:
     """Executes a :class:`Program` on one core of a running cluster."""
 
-    def __init__(self, prog: Program, core_name: str, plan: "Layout"):
+    def __init__(self, prog: Program, core_name: str, plan: "Layout", one_lane: bool = False):
         self.prog, self.core_name, self.layout = prog, core_name, plan
+        self.one_lane = one_lane        # every pipe moves whole tiles through AIV0 only (A5)
         self.core = None
         self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
         self.next_flag = 0
@@ -575,9 +597,10 @@ def plan_layout(prog: Program, platform) -> Layout:
     return lay
 
 
-def _live_ranges(f: Func, prog: Program) -> tuple:
-    """Per alloc site without ``addr`` (by ``id(stmt)``): its TileSpec and its live range
-    ``(first, last)`` in the function's pre-order statement numbering."""
+def _live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
+    """Per alloc site without ``addr`` (with one, when ``placed``), by ``id(stmt)``: its
+    TileSpec and its live range ``(first, last)`` in the function's pre-order statement
+    numbering."""
     index, loops_of, span = {}, {}, {}
     uses = {}
     k = 0
@@ -599,7 +622,8 @@ def _live_ranges(f: Func, prog: Program) -> tuple:
     visit(f.body, ())
     specs, ranges = {}, {}
     for s in _walk(f.body):
-        if s.name not in ("pto.alloc_tile", "memref.alloc") or s.attr("addr") is not None or not s.results:
+        if s.name not in ("pto.alloc_tile", "memref.alloc") or (s.attr("addr") is not None) != placed \
+                or not s.results:
             continue
         tys = s.types() or _arrow_type(s)
         try:
@@ -620,6 +644,43 @@ def _live_ranges(f: Func, prog: Program) -> tuple:
         specs[id(s)] = spec
         ranges[id(s)] = (lo, hi)
     return specs, ranges
+
+
+def alias_notes(prog: Program) -> list:
+    """Tiles placed at explicit addresses (``alloc_tile addr = %c``) that overlap while both
+    are live: on the device the later one's writes clobber the earlier one, and so they do
+    here.  The same range named twice (one buffer, two names: an in-place op) is not one."""
+    notes = []
+    for f in prog.funcs.values():
+        consts = {}
+        for s in _walk(f.body):
+            if s.name == "arith.constant" and s.results and s.toks:
+                try:
+                    consts[s.results[0]] = int(s.toks[0].text)
+                except ValueError:
+                    pass
+        specs, ranges = _live_ranges(f, prog, placed=True)
+        sites = {id(s): s for s in _walk(f.body)}
+        placed = []
+        for k, spec in specs.items():
+            a = sites[k].attr("addr")[0].text
+            if a in consts:
+                placed.append((k, spec, consts[a]))
+        for i, (k1, t1, a1) in enumerate(placed):
+            for k2, t2, a2 in placed[i + 1:]:
+                if t1.loc is not t2.loc or (a1, t1.nbytes) == (a2, t2.nbytes):
+                    continue
+                if a1 + t1.nbytes <= a2 or a2 + t2.nbytes <= a1:
+                    continue
+                (lo1, hi1), (lo2, hi2) = ranges[k1], ranges[k2]
+                if hi1 < lo2 or hi2 < lo1:
+                    continue
+                s1, s2 = sites[k1], sites[k2]
+                notes.append(f"{s2.where(prog.path)}: tile {s2.results[0]} [{a2}, {a2 + t2.nbytes}) of "
+                             f"{t2.loc.value} overlaps {s1.results[0]} [{a1}, {a1 + t1.nbytes}) "
+                             f"(line {s1.tok.line}) while both are live: writes to one change the other, "
+                             "as on the device")
+    return notes
 
 
 def _str_attr(s: Stmt, key: str, prog: Program) -> str:
@@ -1151,7 +1212,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     plat = ex.core.cluster.platform
     both = dir_mask in (3, 7)
     n = slot_num or plat.slot_num_for(both)
-    one_lane = bool(nosplit) and not both and plat.name == "a5"
+    one_lane = ex.one_lane or (bool(nosplit) and not both and plat.name == "a5")
     if flag is None:
         flag = ex.next_flag
     ways = [d for d in (Direction.DIR_C2V, Direction.DIR_V2C) if dir_mask & int(d)]
@@ -1344,7 +1405,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
     """The kernel arguments by parameter name: the given inputs, else seeded random arrays
     (pointer parameters: sized by their largest static tensor view) and notes saying so."""
     args, notes = {}, []
-    extents = _param_extents(prog, inputs)
+    extents, natural = _param_extents(prog, inputs)
     params = {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -1358,15 +1419,32 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
                         raise ConfigError(f"--input {key}: a scalar parameter ({ty.name}) got an array "
                                           f"of shape {v.shape}", fix="give one value")
                     v = v.reshape(()).item()
-                args[key] = v if ty.is_float else wrap(int(v), ty)
+                if not ty.is_float:
+                    if isinstance(v, float) and not v.is_integer():
+                        raise ConfigError(f"--input {key}: {v!r} for the {ty.name} parameter {key!r}",
+                                          where="option --input", fix="save an integer: np.save(f, np.array(3))")
+                    lo, hi = _int_range(ty)
+                    if not lo <= int(v) <= hi:
+                        raise ConfigError(f"--input {key}: {int(v)} does not fit the {ty.name} parameter "
+                                          f"{key!r} ({lo}..{hi})", where="option --input",
+                                          fix=f"give a value in {lo}..{hi}")
+                args[key] = v if ty.is_float else int(v)
             else:
                 want = ty[1] if isinstance(ty, tuple) else None
                 want = want if isinstance(want, np.dtype) else (want.dtype if isinstance(want, TileSpec) else None)
-                a = np.asarray(v)
-                if want is not None and a.dtype != want:
-                    raise ConfigError(f"--input {key}: the array is {a.dtype}, the parameter is {want}",
-                                      where=f"{prog.path}:{tok.line}:{tok.col}",
-                                      fix=f"save the array as {want}")
+                a = np.ascontiguousarray(v)
+                if want is not None and want.kind == "V" and a.dtype.kind in "Vu" and \
+                        a.dtype.itemsize == want.itemsize:
+                    a = a.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
+                need = extents.get((fname, "%" + key), 0) if isinstance(ty, tuple) and ty[0] == "ptr" else \
+                    int(np.prod(ty[2])) if isinstance(ty, tuple) and ty[0] == "memref" else 0
+                if (want is not None and a.dtype != want) or a.size < need:
+                    shape = natural.get((fname, "%" + key)) or (ty[2] if ty[0] == "memref" else (need,))
+                    raise ConfigError(f"--input {key}: {a.dtype}{list(a.shape)} but the kernel takes "
+                                      f"{_dtype_name(want) if want is not None else '?'}{list(shape)}",
+                                      where="option --input",
+                                      fix="save the array with that shape and dtype (a bf16 / float8 "
+                                          "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
                 args[key] = a
             continue
         if isinstance(ty, ScalarT):
@@ -1385,10 +1463,10 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
         else:
             d = ty[1]
             n = extents.get((fname, "%" + key), 0)
-            shape = (n,)
+            shape = natural.get((fname, "%" + key)) or (n,)       # a dense view's shape, else flat
             if n == 0:
-                if any(t.text == "%" + key for f in prog.funcs.values() for st in _walk(f.body)
-                       for t in st.toks):
+                if any(t.text == "%" + key for st in _walk(prog.funcs[fname].body) for t in st.toks
+                       if st.name != "func.call"):
                     raise ConfigError(f"the size of parameter %{key} is not known statically",
                                       where=f"{prog.path}:{tok.line}:{tok.col}",
                                       fix=f"give --input {key}=FILE.npy (or a static shape in its "
@@ -1413,10 +1491,12 @@ def _param_extents(prog: Program, inputs: dict) -> dict:
     """(function, parameter name) -> elements a pointer parameter needs: the largest extent
     of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
     x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need."""
-    ext = {}
+    ext, shapes = {}, {}
 
-    def need(key, n):
-        ext[key] = max(ext.get(key, 0), n)
+    def need(key, n, shape=None):
+        if n > ext.get(key, 0):
+            ext[key] = n
+            shapes[key] = shape
 
     for f in prog.funcs.values():
         consts = {}
@@ -1445,7 +1525,9 @@ def _param_extents(prog: Program, inputs: dict) -> dict:
                     continue
                 if not strides or any(x is None for x in strides):
                     strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
-                need((f.name, vs[0].text), 1 + sum((n - 1) * st for n, st in zip(shape, strides)))
+                dense = list(strides) == list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+                need((f.name, vs[0].text), 1 + sum((n - 1) * st for n, st in zip(shape, strides)),
+                     tuple(shape) if dense else None)
             elif "initialize" in s.name and "pipe" in s.name:
                 gm = s.attr("gm_slot_buffer")
                 gm = gm[0] if gm else (vs[0] if s.name == "pto.initialize_l2g2l_pipe" and vs else None)
@@ -1468,43 +1550,63 @@ def _param_extents(prog: Program, inputs: dict) -> dict:
                     n = ext.get((callee.name, p[0]), 0)
                     if n > ext.get((f.name, a.text), 0):
                         ext[(f.name, a.text)] = n
+                        shapes[(f.name, a.text)] = shapes.get((callee.name, p[0]))
                         changed = True
-    return ext
+    return ext, shapes
 
 
-def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
-            inputs: dict | None = None, platform: str | None = None, protocol: str = "spec",
-            data_seed: int = 0, **run_kwargs) -> PtoRun:
-    """Read a ``.pto`` file (or ``text``) and run it on the simulated cluster.
+@dataclass
+class PtoLaunch:
+    """A read ``.pto`` ready to run: the kernels per core, their arguments, the platform, the
+    function run and the notes on what was decided.  ``prints`` collects what ``pto.tprint``
+    prints (cycle, core, text) during the runs of these kernels."""
+    aic: object
+    aiv: object
+    args: dict
+    platform: str
+    func: str
+    notes: list
+    prints: list
+    program: Program
 
-    ``func`` picks the function to run (default: the ``pto.entry``, else the one function
-    nothing calls, else a cube + vector pair); ``inputs`` maps parameter names (without
-    ``%``) to numpy arrays / scalars; parameters not given get seeded random data
-    (``data_seed``) or 0 for scalars, each listed in the result's ``notes``.  The platform is
-    ``platform``, else the module's ``pto.target_arch``, else A2A3.  Other keywords go to
-    :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
-    :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
-    from ..codegen.pto_syntax import PLATFORM_OF_ARCH
+
+def read_text(path: str) -> str:
+    """The UTF-8 text of a ``.pto`` file (a ConfigError / ParseError naming it otherwise)."""
+    if os.path.isdir(path):
+        raise ConfigError(f"{path} is a directory, not a .pto file", fix="give the path of a .pto file")
+    if not os.path.isfile(path):
+        raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}:{col}",
+                         fix="a .pto file is UTF-8 MLIR text") from None
+
+
+def prepare(path: str | None = None, *, text: str | None = None, func: str | None = None,
+            inputs: dict | None = None, platform: str | None = None, data_seed: int = 0) -> PtoLaunch:
+    """Read a ``.pto`` file (or ``text``) and make its kernels and arguments (see
+    :func:`run_pto`)."""
+    from .pto_syntax import PLATFORM_OF_ARCH
     if text is None:
         if path is None:
             raise ConfigError("run_pto needs a path or text=")
-        if not os.path.isfile(path):
-            raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = raw.count(b"\n", 0, e.start) + 1
-            raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}",
-                             fix="a .pto file is UTF-8 MLIR text") from None
+        text = read_text(path)
     path = path or "<pto>"
     prog = read_program(text, path)
-    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or \
-        ("a5" if re.search(r"(^|[_/.-])a5([_/.-]|$)", os.path.basename(path)) else "a2a3")
+    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or "a2a3"
     top = choose_top(prog, func)
     tops = top.split("+")
     inputs = dict(inputs or {})
+    known = {p[0][1:] for t in tops for p in prog.funcs[t].params}
+    for k in inputs:
+        if k not in known:
+            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
+                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
     rng = np.random.default_rng(data_seed)
     args, notes = param_arrays(prog, tops, inputs, rng)
     from ..arch import get_platform
@@ -1524,10 +1626,11 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
                     prog.funcs[c].kind = prog.funcs[c].kind or next(iter(kinds[t]))
     prints: list = []
     one_lane = plat == "a5" and _one_lane(prog, reach)
+    notes.extend(alias_notes(prog))
 
     def kernel_for(core_name):
         def kernel(**kw):
-            ex = Executor(prog, core_name, layout)
+            ex = Executor(prog, core_name, layout, one_lane)
             ex.core = isa.current_core()
             ex.printed = prints
             for t in tops:
@@ -1547,14 +1650,33 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
         aiv = (kernel_for("aiv0"), kernel_for("aiv1") if pipes and not one_lane else None)
         if not pipes:
             notes.append("a Vector kernel without cross-core pipes: run on AIV0")
-    kw = dict(run_kwargs)
-    res = isa.run(aic=aic, aiv=aiv, args=args, platform=plat, protocol=protocol, **kw)
-    prints.sort(key=lambda p: (p[0], p[1]))
+        elif one_lane:
+            notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
+                         "on AIV0, as ptoas guards them with get_subblockid() == 0")
+    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog)
+
+
+def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
+            inputs: dict | None = None, platform: str | None = None, protocol: str = "spec",
+            data_seed: int = 0, **run_kwargs) -> PtoRun:
+    """Read a ``.pto`` file (or ``text``) and run it on the simulated cluster.
+
+    ``func`` picks the function to run (default: the ``pto.entry``, else the one function
+    nothing calls, else a cube + vector pair); ``inputs`` maps parameter names (without
+    ``%``) to numpy arrays / scalars; parameters not given get seeded random data
+    (``data_seed``) or 0 for scalars, each listed in the result's ``notes``.  The platform is
+    ``platform``, else the module's ``pto.target_arch``, else A2A3.  Other keywords go to
+    :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
+    :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
+    pl = prepare(path, text=text, func=func, inputs=inputs, platform=platform, data_seed=data_seed)
+    res = isa.run(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
+                  **run_kwargs)
+    pl.prints.sort(key=lambda p: (p[0], p[1]))
     outputs = res.outputs
     for k, a in list(outputs.items()):
-        if k in inputs and isinstance(inputs[k], np.ndarray):
+        if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
             outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
-    return PtoRun(res, top, notes, [p[2] for p in prints])
+    return PtoRun(res, pl.func, pl.notes, [p[2] for p in pl.prints])
 
 
 def _one_lane(prog: Program, names) -> bool:
