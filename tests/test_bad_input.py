@@ -296,3 +296,52 @@ def _fill(values):
     for k, v in values.items():
         src = src.replace("{" + k + "}", v)
     return src
+
+
+# -- the command line: what a new user may type ---------------------------------------------
+COMMANDS = ["run", "check", "trace", "sweep", "compile"]
+
+
+def _cli(argv, capsys) -> tuple:
+    """(exit status, stdout, stderr) of the CLI run in-process; never a traceback."""
+    from ptopipe.cli import main
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def _error(err: str, cls: str = "ConfigError") -> tuple:
+    """(what, where) of the one error the CLI printed on stderr."""
+    head, *rest = err.splitlines()
+    assert head.startswith(f"error: {cls}: "), err
+    where = next((ln.removeprefix("  at ") for ln in rest if ln.startswith("  at ")), None)
+    assert any(ln.startswith("  fix: ") for ln in rest), err
+    return head.removeprefix(f"error: {cls}: "), where
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+@pytest.mark.parametrize("name", ["kernels", "k.py", "k.pto"])
+def test_a_directory_as_the_kernel_is_a_config_error(cmd, name, tmp_path, capsys):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "s1.py").write_text("")
+    code, out, err = _cli([cmd, d], capsys)
+    what, where = _error(err)
+    assert code == 1 and what == f"{d} is a directory, not a kernel file" and where == "argument FILE"
+    assert f"e.g. {d / 's1.py'}" in err
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+@pytest.mark.parametrize("data, text, line", [
+    (b"import numpy\n\x00\x01\x02", "it holds binary data (a NUL byte at offset 13)", 2),
+    (b"\xb1\x9c\xff\x00", "it holds binary data (a NUL byte at offset 3)", 1),
+    (b"\xb1\x9cz = 1\n", "byte 0xb1 at offset 0 is not utf-8 text", 1),
+    (b"x = 1\ny = 2\n\xe9t\xe9 = 3\n", "byte 0xe9 at offset 12 is not utf-8 text", 3),
+], ids=["nul", "nul_first_line", "not_utf8_first_line", "latin1"])
+def test_a_binary_file_as_the_kernel_is_a_config_error_at_its_line(cmd, data, text, line, tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_bytes(data)
+    code, out, err = _cli([cmd, f], capsys)
+    what, where = _error(err)
+    assert code == 1 and what == f"{f} is not Python source: {text}" and where == f"{f}:{line}"

@@ -9,6 +9,7 @@ from ..arch import get_platform
 from ..arch.vocab import Protocol, SyncMode
 from ..errors import ConfigError
 from .errors import color, report_exception
+from .loader import check_kernel_file
 
 #: the values of --protocol: the protocol vocabulary's own
 PROTOCOLS = [p.value for p in Protocol]
@@ -25,7 +26,8 @@ _LOWER_BOUNDS = {
 
 
 def validate(args) -> None:
-    """Reject option values no run can use, naming the option (before any kernel runs)."""
+    """Reject option values no run can use, naming the option, and a FILE argument that is
+    not a readable file (before any kernel runs)."""
     for name, (low, what) in _LOWER_BOUNDS.items():
         v = getattr(args, name, None)
         if v is not None and v < low:
@@ -37,6 +39,8 @@ def validate(args) -> None:
         raise ConfigError("--variant is empty", where="option --variant",
                           fix="name a variant, write --variant all, or leave the option out "
                               "for the scenario's default")
+    if getattr(args, "file", None) is not None:
+        check_kernel_file(args.file)
 
 
 def target(args, sc) -> tuple:
