@@ -3,9 +3,12 @@
 Every error carries *what* went wrong, *where* (kernel file:line, DSL line:col, or a
 config field) and *how to fix it*; ``str(err)`` renders all three so that the CLI can
 print it without a traceback.  This module sits below every layer: all of them raise
-these classes.
+these classes (and locate a user's own exception with :func:`user_frame`).
 """
 from __future__ import annotations
+
+import os
+import traceback
 
 
 class PtoPipeError(Exception):
@@ -89,3 +92,15 @@ class ParseError(PtoPipeError):
 
 class MismatchError(PtoPipeError):
     """A kernel's results differ from its numpy golden."""
+
+
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_frame(e: BaseException):
+    """The innermost traceback frame of ``e`` outside the ptopipe package (and Python's
+    frozen import machinery) - the kernel or scenario line that raised an exception
+    ptopipe did not make - or None."""
+    user = [f for f in traceback.extract_tb(e.__traceback__)
+            if not f.filename.startswith((_PKG, "<frozen"))]
+    return user[-1] if user else None

@@ -345,3 +345,48 @@ def test_a_binary_file_as_the_kernel_is_a_config_error_at_its_line(cmd, data, te
     code, out, err = _cli([cmd, f], capsys)
     what, where = _error(err)
     assert code == 1 and what == f"{f} is not Python source: {text}" and where == f"{f}:{line}"
+
+
+S1 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                  "examples", "scenarios", "s1_cv_split.py")
+
+
+def _src_line(path, marker: str) -> int:
+    with open(path, encoding="utf-8") as f:
+        return next(i for i, t in enumerate(f, 1) if marker in t)
+
+
+def _note(out: str, k: int) -> tuple:
+    """(text, (file, line)) of note [k] under a sweep table: 'ERROR: what at file:line'."""
+    line = next(ln for ln in out.splitlines() if ln.startswith(f"[{k}] "))
+    text, _, where = line.rpartition(" at ")
+    return text, _at(where)
+
+
+def test_sweep_of_a_negative_depth_names_the_gm_buffer_line(capsys):
+    code, out, err = _cli(["sweep", S1, "--param", "depth=-1,2", "--workers", "1"], capsys)
+    assert code == 1 and "FAILED [1]" in out and "* best: depth=2" in out
+    text, at = _note(out, 1)
+    assert text == "[1] depth=-1: ConfigError: gm_buffer(-2048): a buffer size is a non-negative " \
+                   "integer number of bytes"
+    assert at == (S1, _src_line(S1, "fifo=gm_buffer(depth * SLOT)"))
+
+
+@pytest.mark.parametrize("n", [-1, 2.5, True, "64"])
+def test_gm_buffer_of_a_bad_size_is_a_config_error_at_its_line(n):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.gm_buffer(n)                             # GM-BUFFER
+    assert ei.value.what.startswith(f"gm_buffer({n!r}): a buffer size is") and ei.value.fix
+    marker = "# GM" + "-BUFFER"                          # (this line must not match itself)
+    assert _at(ei.value.where) == _line(test_gm_buffer_of_a_bad_size_is_a_config_error_at_its_line, marker)
+    assert ptopipe.gm_buffer(np.int64(0)).shape == (0,) and ptopipe.gm_buffer(8).nbytes == 8
+
+
+def test_sweep_row_of_a_python_error_in_make_args_names_its_line(tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_text(_fill({**_OK, "ARGS": "dict(x=np.zeros(n, np.float32), out=np.zeros(4, np.float32))"}))
+    code, out, _ = _cli(["sweep", f, "--param", "n=-1,4", "--workers", "1"], capsys)
+    assert code == 1
+    text, at = _note(out, 1)
+    assert text == "[1] n=-1: ValueError: negative dimensions are not allowed"
+    assert at == (str(f), _src_line(f, "return dict(x=np.zeros(n"))

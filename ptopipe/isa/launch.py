@@ -31,7 +31,13 @@ from .tensor import GlobalTensor, GMPtr
 
 def gm_buffer(nbytes: int) -> np.ndarray:
     """A zeroed GM buffer argument of ``nbytes`` bytes (e.g. a GM_SLOT_BUFFER)."""
-    return np.zeros(int(nbytes), dtype=np.uint8)
+    n = nbytes if isinstance(nbytes, (int, np.integer)) and not isinstance(nbytes, bool) else None
+    if n is None or n < 0:
+        from ..sim.location import user_loc
+        raise ConfigError(f"gm_buffer({nbytes!r}): a buffer size is a non-negative integer number of bytes",
+                          where=str(user_loc() or "gm_buffer"),
+                          fix="give the size in bytes, e.g. gm_buffer(slot_num * slot_size) with slot_num >= 1")
+    return np.zeros(int(n), dtype=np.uint8)
 
 
 def _protocol(p) -> Protocol:

@@ -14,7 +14,7 @@ import itertools
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError, PtoPipeError
+from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.launch import compare, run
 from ..isa.scenario import Scenario
 from ._io import save_png
@@ -161,7 +161,8 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
         row.error = f"{type(e).__name__}: {str(e).splitlines()[0]}" + (f" at {e.where}" if e.where else "")
     except Exception as e:  # noqa: BLE001 - a user kernel may raise anything
         row.ok = False
-        row.error = f"{type(e).__name__}: {e}"
+        f = user_frame(e)
+        row.error = f"{type(e).__name__}: {e}" + (f" at {f.filename}:{f.lineno}" if f else "")
     return row
 
 
@@ -205,7 +206,7 @@ def format_table(rows: list) -> str:
     for r in rows:
         cells = ["*" if r.best else ""] + [_fmt(r.params[n]) for n in pnames]
         if r.ok:
-            cells += [str(r.cycles), f"{r.cycles / best.cycles:.2f}x" if best else "-"]
+            cells += [str(r.cycles), _ratio(r.cycles, best.cycles) if best else "-"]
             cells += [f"{r.utilisation[c]:.0%} {r.busiest[c]}" if c in r.utilisation else "-" for c in cores]
         else:
             notes.append(f"[{len(notes) + 1}] {', '.join(f'{k}={_fmt(v)}' for k, v in r.params.items())}: "
@@ -219,6 +220,13 @@ def format_table(rows: list) -> str:
         lines.append(f"* best: {', '.join(f'{k}={_fmt(v)}' for k, v in best.params.items())} "
                      f"({best.cycles} cycles)")
     return "\n".join(lines + notes)
+
+
+def _ratio(cycles: int, best: int) -> str:
+    """'1.25x': ``cycles`` against the best row's (a kernel that issues nothing takes 0)."""
+    if best == 0:
+        return "1.00x" if cycles == 0 else "-"
+    return f"{cycles / best:.2f}x"
 
 
 def _shorten(text: str, width: int = 160) -> str:
