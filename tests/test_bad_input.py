@@ -390,3 +390,16 @@ def test_sweep_row_of_a_python_error_in_make_args_names_its_line(tmp_path, capsy
     text, at = _note(out, 1)
     assert text == "[1] n=-1: ValueError: negative dimensions are not allowed"
     assert at == (str(f), _src_line(f, "return dict(x=np.zeros(n"))
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["run", "--input", "a=a.npy"], "--input"),
+    (["run", "--output", "out=out.npy"], "--output"),
+    (["check", "--input", "a=a.npy", "--schedules", "1"], "--input"),
+    (["check", "--static", "--input", "a=a.npy"], "--input"),
+], ids=["run_input", "run_output", "check_input", "check_static_input"])
+def test_pto_parameter_options_for_a_python_kernel_are_a_config_error(argv, option, capsys):
+    code, out, err = _cli([argv[0], S1, *argv[1:]], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out
+    assert what == f"{option} is for .pto kernels, and {S1} is a Python kernel" and where == f"option {option}"

@@ -43,6 +43,25 @@ def validate(args) -> None:
         check_kernel_file(args.file)
 
 
+_PTO_ONLY_FIX = {
+    "input": "drop --input: a .py kernel's arguments are what its make_args returns for the variant "
+             "(--variant) and data seed (--seed)",
+    "output": "drop --output: a .py kernel's results are checked against its golden and printed; "
+              "to keep them, call ptopipe.run(...) or SCENARIO.run(...) and save .outputs",
+}
+
+
+def refuse_pto_options(args, *options: str) -> None:
+    """``--input`` / ``--output`` name a .pto kernel's parameters: for a .py kernel, whose
+    arguments come from its Scenario, they are a ConfigError rather than silently unused."""
+    if args.file.endswith(".pto"):
+        return
+    for opt in options:
+        if getattr(args, opt, None):
+            raise ConfigError(f"--{opt} is for .pto kernels, and {args.file} is a Python kernel",
+                              where=f"option --{opt}", fix=_PTO_ONLY_FIX[opt])
+
+
 def target(args, sc) -> tuple:
     """(platform, protocol) of a run of ``sc``: option > the Scenario's own > default.
     The platform is a Platform object (with ``--latency`` applied, if the command has it)."""
