@@ -12,7 +12,7 @@ import pytest
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe import ConfigError, KernelError, MemoryConflictError
+from ptopipe import CompileError, ConfigError, KernelError, MemoryConflictError
 from ptopipe.isa import (TASSIGN, TLOAD, TSTORE, GlobalTensor, Tile, TileType, float32,
                          get_subblockid)
 from ptopipe.runtime import run as dsl_run
@@ -65,6 +65,18 @@ def k_setvalid_negative(x):
     t.SetValid(4, -1)                                    # VALID-NEG
 
 
+def k_tile_fractional(x):
+    Tile(TileType.Vec, float32, 8.5, 32, addr=0)         # TILE-FRAC
+
+
+def k_tile_negative(x):
+    Tile(TileType.Vec, float32, 8, -32)                  # TILE-NEG
+
+
+def k_tile_valid_fractional(x):
+    Tile(TileType.Vec, float32, 8, 32, valid_rows=7.5)   # TILE-VALID
+
+
 def k_unknown_dtype(x):
     Tile(TileType.Vec, "f33", 4, 8, addr=0)              # BAD-DTYPE
 
@@ -81,6 +93,9 @@ def k_unknown_dtype_gt(x):
     (k_setvalid_big, "# VALID-BIG", "SetValid(5, 8) on Vec tile float32 4x8"),
     (k_setvalid_negative, "# VALID-NEG", "SetValid(4, -1)"),
     (k_unknown_dtype, "# BAD-DTYPE", "unknown element type 'f33'"),
+    (k_tile_fractional, "# TILE-FRAC", "Tile shape 8.5x32: a tile's rows and cols are positive integers"),
+    (k_tile_negative, "# TILE-NEG", "Tile shape 8x-32: a tile's rows and cols are positive integers"),
+    (k_tile_valid_fractional, "# TILE-VALID", "valid region 7.5x32 does not fit tile 8x32"),
     (k_unknown_dtype_gt, "# BAD-DTYPE-GT", "unknown element type 'float33'"),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
 def test_isa_misuse_is_a_located_kernel_error(kernel, marker, text, platform):
@@ -403,3 +418,37 @@ def test_pto_parameter_options_for_a_python_kernel_are_a_config_error(argv, opti
     what, where = _error(err)
     assert code == 1 and "PASS" not in out
     assert what == f"{option} is for .pto kernels, and {S1} is a Python kernel" and where == f"option {option}"
+
+
+def test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line():
+    with pytest.raises(KernelError, match=r"Tile shape 0x16: a tile's rows and cols") as ei:
+        Tile(TileType.Vec, float32, 0, 16)               # OUTSIDE
+    marker = "# OUT" + "SIDE"                            # (this line must not match itself)
+    assert _at(ei.value.where) == _line(test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line, marker)
+
+
+DECORATED = '''
+import ptopipe.language as pl
+
+
+@pl.incore({OPTIONS})
+def mixed(x: pl.Tensor[[16, 32], pl.f32]):
+    pass
+'''
+
+
+@pytest.mark.parametrize("options, text", [
+    ("slot_num=0", "@pl.incore(slot_num=0) must be a positive integer"),
+    ("slot_num=2.5", "@pl.incore(slot_num=2.5) must be a positive integer"),
+    ("split=7", "@pl.incore(split=7) is not a split mode"),
+    ("core='cube'", "unknown core 'cube' in @pl.incore(core=...)"),
+])
+def test_a_bad_dsl_decorator_option_is_a_compile_error_at_its_line(options, text, tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_text(DECORATED.replace("{OPTIONS}", options))
+    code, _, err = _cli(["compile", f], capsys)
+    what, where = _error(err, "CompileError")
+    assert code == 1 and what == text and where == f"{f}:{_src_line(f, '@pl.incore')}"
+    with pytest.raises(CompileError) as ei:              # the DSL text reader: the same message
+        pl.parse(DECORATED.replace("{OPTIONS}", options))
+    assert ei.value.what == text and ei.value.where == "<dsl>:5:2"
