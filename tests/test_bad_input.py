@@ -452,3 +452,39 @@ def test_a_bad_dsl_decorator_option_is_a_compile_error_at_its_line(options, text
     with pytest.raises(CompileError) as ei:              # the DSL text reader: the same message
         pl.parse(DECORATED.replace("{OPTIONS}", options))
     assert ei.value.what == text and ei.value.where == "<dsl>:5:2"
+
+
+PTO_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pto", "c2v_split_a3.pto")
+
+
+def test_a_text_file_given_as_npy_input_names_the_file(tmp_path, capsys):
+    f = tmp_path / "a.npy"
+    f.write_text("1.0 2.0 3.0\n4.0 5.0 6.0\n")
+    code, out, err = _cli(["run", PTO_KERNEL, "--input", f"a={f}"], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out and where == "option --input"
+    assert what == f"cannot load {f}: it is a text file (it starts with '1.0 2.0 3.0'), not a .npy file"
+    assert "pickle" not in err and "numpy.loadtxt" in err
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda f: np.save(f, np.array([1, "a", None], dtype=object), allow_pickle=True),
+     "it holds Python objects (a pickled object array), not numbers"),
+    (lambda f: open(f, "wb").write(b""), "the file is empty"),
+    (lambda f: open(f, "wb").write(bytes(range(256))), "it is not a .npy file (no NUMPY header)"),
+    (lambda f: open(f, "wb").write("é".encode() * 40), "it is a text file (it starts with '" + "é" * 32 + "')"),
+    (lambda f: (np.savez(f, a=np.zeros(2)), os.replace(f + ".npz", f)),
+     "it is a .npz archive (several arrays), not a .npy file"),
+    (lambda f: (np.save(f, np.zeros(4)), os.truncate(f, os.path.getsize(f) - 8)),
+     "the .npy data is damaged"),
+], ids=["pickled", "empty", "binary", "text_cut_char", "npz", "truncated"])
+def test_a_file_that_is_not_a_numeric_npy_is_a_config_error_saying_what_it_is(make, why, tmp_path):
+    from ptopipe.cli.common import read_npy
+    f = str(tmp_path / "x.npy")
+    make(f)
+    with pytest.raises(ConfigError) as ei:
+        read_npy(f, "--input")
+    assert ei.value.what.startswith(f"cannot load {f}: {why}") and ei.value.where == "option --input"
+    assert "pickle=" not in str(ei.value)
+    np.save(f, np.arange(3.0))
+    assert np.array_equal(read_npy(f, "--input"), np.arange(3.0))
