@@ -488,3 +488,42 @@ def test_a_file_that_is_not_a_numeric_npy_is_a_config_error_saying_what_it_is(ma
     assert "pickle=" not in str(ei.value)
     np.save(f, np.arange(3.0))
     assert np.array_equal(read_npy(f, "--input"), np.arange(3.0))
+
+
+NESTED = '''
+import numpy as np
+import ptopipe
+from ptopipe.isa import *
+
+
+def copy(x, out):
+    sub = get_subblockid()
+    t = Tile(TileType.Vec, float32, 1, 8, addr=0)
+    TLOAD(t, GlobalTensor(x.data() + sub * 8, (1, 8)))
+    TSTORE(GlobalTensor(out.data() + sub * 8, (1, 8)), t)
+
+
+def outer(x, out):
+    ptopipe.run(None, copy, dict(x=np.ones(16, np.float32), out=np.zeros(16, np.float32)))   # INNER
+    copy(x, out)
+
+
+def make_args(rng):
+    return dict(x=rng.standard_normal(16).astype(np.float32), out=np.zeros(16, np.float32))
+
+
+SCENARIO = ptopipe.Scenario("nested", None, outer, make_args, lambda args: {"out": args["x"]})
+'''
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_a_run_started_inside_a_kernel_is_a_config_error_at_the_inner_call(cmd, tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_text(NESTED)
+    code, out, err = _cli([cmd, f, "--schedules", "2"] if cmd == "check" else [cmd, f], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out
+    assert what == "ptopipe.run was called inside a running kernel (on AIV0)"
+    assert where == f"{f}:{_src_line(f, '# INNER')}"
+    f.write_text(NESTED.replace("    ptopipe.run(None, copy", "    (None, copy"))    # no nested run: passes
+    assert _cli([cmd, f], capsys)[0] == 0

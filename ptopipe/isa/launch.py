@@ -21,6 +21,7 @@ from ..errors import ConfigError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
+from .context import refuse_nested_run
 from .golden import compare, compare_launches
 from .pipe import Protocol, leaks
 from .pipe.diagnostics import unpaired_frees
@@ -164,6 +165,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
     """
+    refuse_nested_run()
     args = dict(args or {})
     if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
         raise ConfigError(f"launches={launches!r} is not a number of launches", where="launches",
