@@ -527,3 +527,44 @@ def test_a_run_started_inside_a_kernel_is_a_config_error_at_the_inner_call(cmd, 
     assert where == f"{f}:{_src_line(f, '# INNER')}"
     f.write_text(NESTED.replace("    ptopipe.run(None, copy", "    (None, copy"))    # no nested run: passes
     assert _cli([cmd, f], capsys)[0] == 0
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# imported while ptopipe starts up (numpy's dtypes for bf16 / fp8): here it presses Ctrl-C
+SIGINT_AT_IMPORT = '''
+import os, signal, time
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(30)
+raise RuntimeError("SIGINT did not stop the import")
+'''
+CONSOLE_SCRIPT = "import sys\nfrom ptopipe.cli import main\nsys.exit(main())\n"   # as pip writes it
+
+
+def _interrupting_env(tmp_path) -> dict:
+    (tmp_path / "ml_dtypes.py").write_text(SIGINT_AT_IMPORT)
+    (tmp_path / "ptopipe").write_text(CONSOLE_SCRIPT)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
+
+
+@pytest.mark.parametrize("how", [["-m", "ptopipe"], ["-m", "ptopipe.cli"], ["{script}"]],
+                         ids=["python_m_ptopipe", "python_m_ptopipe_cli", "console_script"])
+def test_ctrl_c_while_the_command_starts_up_is_one_line_and_exit_130(how, tmp_path):
+    import subprocess
+    import sys
+    env = _interrupting_env(tmp_path)
+    argv = [a.replace("{script}", str(tmp_path / "ptopipe")) for a in how]
+    r = subprocess.run([sys.executable, *argv, "run", S1], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (130, "", "interrupted\n")
+
+
+def test_importing_ptopipe_as_a_library_leaves_ctrl_c_alone(tmp_path):
+    import subprocess
+    import sys
+    env = _interrupting_env(tmp_path)
+    r = subprocess.run([sys.executable, "-c", "import ptopipe"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 130 and r.stderr.rstrip().endswith("KeyboardInterrupt")
+    probe = "import signal, ptopipe; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.stdout == "True\n"
