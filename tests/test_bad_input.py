@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -568,3 +569,60 @@ def test_importing_ptopipe_as_a_library_leaves_ctrl_c_alone(tmp_path):
     probe = "import signal, ptopipe; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
     r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.stdout == "True\n"
+
+
+# -- -o / --output on a symbolic link: the link stays, its target is written --------------
+DSL_S1 = os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py")
+
+
+def _tmp_files(*dirs) -> list:
+    return [n for d in dirs for n in os.listdir(d) if n.endswith(".tmp")]
+
+
+def test_output_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path, capsys):
+    real = tmp_path / "real"
+    real.mkdir()
+    target = real / "out.ir"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "out.ir"
+    link.symlink_to(os.path.join("real", "out.ir"))            # a relative link
+    code, _, err = _cli(["compile", DSL_S1, "-o", link], capsys)
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == os.path.join("real", "out.ir")
+    assert target.read_text().startswith("pl.program()")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert _tmp_files(tmp_path, real) == []
+    from ptopipe.report._io import write_atomic                 # the library call: the same
+    write_atomic(str(link), b"bytes")
+    assert link.is_symlink() and target.read_bytes() == b"bytes"
+
+
+def test_output_through_a_symlink_to_a_read_only_file_is_refused(tmp_path, capsys):
+    target = tmp_path / "keep.ir"
+    target.write_text("keep me")
+    target.chmod(0o444)
+    link = tmp_path / "out.ir"
+    link.symlink_to(target)
+    code, out, err = _cli(["compile", DSL_S1, "-o", link], capsys)
+    what, _ = _error(err)
+    assert code == 1 and out == ""
+    assert what == f"cannot write {link} (a link to {target}): the file exists and is read-only"
+    assert f"chmod u+w {target}" in err
+    assert link.is_symlink() and target.read_text() == "keep me" and _tmp_files(tmp_path) == []
+
+
+def test_output_through_a_dangling_or_looping_symlink(tmp_path):
+    from ptopipe.report._io import write_atomic
+    link = tmp_path / "new.ir"
+    link.symlink_to(tmp_path / "made.ir")                       # no target yet: it is created
+    write_atomic(str(link), "x")
+    assert link.is_symlink() and (tmp_path / "made.ir").read_text() == "x"
+    loop = tmp_path / "loop.ir"
+    loop.symlink_to(loop)
+    with pytest.raises(ConfigError, match=f"cannot write {loop}"):
+        write_atomic(str(loop), "x")
+    gone = tmp_path / "gone.ir"
+    gone.symlink_to(tmp_path / "nodir" / "x.ir")
+    with pytest.raises(ConfigError, match=r"\(a link to .*x\.ir\): directory .*nodir does not exist"):
+        write_atomic(str(gone), "x")
