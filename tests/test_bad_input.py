@@ -626,3 +626,16 @@ def test_output_through_a_dangling_or_looping_symlink(tmp_path):
     gone.symlink_to(tmp_path / "nodir" / "x.ir")
     with pytest.raises(ConfigError, match=r"\(a link to .*x\.ir\): directory .*nodir does not exist"):
         write_atomic(str(gone), "x")
+
+
+@pytest.mark.parametrize("argv, option, text", [
+    (["--seed", "-1"], "--seed", "--seed -1 is not a seed"),
+    (["--replay", "random:-1"], "--replay", "bad schedule 'random:-1': the seed -1 is negative"),
+    (["--replay", "pct:-2:3:10"], "--replay", "bad schedule 'pct:-2:3:10': the seed -2 is negative"),
+    (["--replay", "pct:1:0:10"], "--replay", "bad schedule 'pct:1:0:10': the depth 0 is not >= 1"),
+    (["--replay", "pct:1:3:-1"], "--replay", "bad schedule 'pct:1:3:-1': the event count -1 is negative"),
+], ids=["seed", "replay_random", "replay_pct_seed", "replay_pct_depth", "replay_pct_k"])
+def test_a_negative_schedule_seed_is_refused_however_it_is_given(argv, option, text, capsys):
+    code, out, err = _cli(["check", S1, *argv], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out and what == text and where == f"option {option}"
