@@ -639,3 +639,15 @@ def test_a_negative_schedule_seed_is_refused_however_it_is_given(argv, option, t
     code, out, err = _cli(["check", S1, *argv], capsys)
     what, where = _error(err)
     assert code == 1 and "PASS" not in out and what == text and where == f"option {option}"
+
+
+@pytest.mark.parametrize("argv, text", [
+    ([], "nothing to sweep: no --param given"),
+    (["--param", "depth=,"], "bad --param 'depth=,'"),
+], ids=["no_param", "no_values"])
+def test_a_sweep_with_nothing_to_vary_is_a_config_error(argv, text, capsys):
+    code, out, err = _cli(["sweep", S1, *argv, "--workers", "1"], capsys)
+    what, where = _error(err)
+    assert code == 1 and out == "" and what == text and where == "option --param"
+    if not argv:
+        assert "--param M=V1,V2 (its parameters: M, depth, split, dtype)" in err

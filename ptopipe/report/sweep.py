@@ -54,9 +54,11 @@ def parse_params(specs) -> dict:
     for spec in specs or ():
         name, eq, values = spec.partition("=")
         name = name.strip()
-        if not eq or not name.isidentifier() or not values.strip():
-            raise ConfigError(f"bad --param {spec!r}", fix="write --param name=v1,v2,... (e.g. depth=1,2,4,8)")
-        out[name] = [parse_value(v) for v in values.split(",") if v.strip()]
+        vals = [parse_value(v) for v in values.split(",") if v.strip()]
+        if not eq or not name.isidentifier() or not vals:
+            raise ConfigError(f"bad --param {spec!r}", where="option --param",
+                              fix="write --param name=v1,v2,... (e.g. depth=1,2,4,8)")
+        out[name] = vals
     return out
 
 
@@ -171,9 +173,14 @@ def sweep(loader, path: str, params: dict, variant: str = "default", scenario: s
           bounds: dict | None = None) -> list:
     """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked."""
     sc = pick_scenario(loader(path), scenario)
+    if not params:
+        names = [n for n in inspect.signature(sc.make_args).parameters if n != "rng"]
+        raise ConfigError("nothing to sweep: no --param given", where="option --param",
+                          fix=(f"name a make_args parameter of {sc.name} and its values, e.g. --param "
+                               f"{names[0]}=V1,V2 (its parameters: {', '.join(names)})" if names
+                               else f"give {sc.name}'s make_args keyword parameters to vary")
+                              + f"; `ptopipe run` runs the one configuration of variant {variant}")
     configs = grid(check_params(sc, variant, params))
-    if not configs:
-        raise ConfigError("nothing to sweep", fix="give at least one --param name=v1,v2")
     if workers <= 1 or len(configs) == 1:
         rows = [run_config(loader, path, sc.name, variant, c, platform, protocol, seed, bounds)
                 for c in configs]
