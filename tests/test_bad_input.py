@@ -651,3 +651,41 @@ def test_a_sweep_with_nothing_to_vary_is_a_config_error(argv, text, capsys):
     assert code == 1 and out == "" and what == text and where == "option --param"
     if not argv:
         assert "--param M=V1,V2 (its parameters: M, depth, split, dtype)" in err
+
+
+# -- the docs name only commands the CLI has ------------------------------------------------
+def _doc_files() -> list:
+    import glob
+    return [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
+                                                               recursive=True))
+
+
+def test_the_docs_name_only_real_subcommands():
+    """`ptopipe X` in code, and a bare `x` listed with one (`ptopipe check` / `x`), is a
+    subcommand; an API is written as one (`explore()`, `ptopipe.run`)."""
+    import re
+    from ptopipe.cli import SUBCOMMANDS
+    bad = []
+    listed = re.compile(r"`ptopipe [a-z][^`]*`((?:\s*(?:/|,|\(and|\(or|and|or)\s*`[^`]+`)+)")
+    for path in _doc_files():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        code = re.findall(r"`([^`\n]+)`", text) + [ln for b in re.findall(r"```[^\n]*\n(.*?)```", text, re.S)
+                                                   for ln in b.splitlines()]
+        for snippet in code:
+            m = re.match(r"\s*(?:\$\s+)?ptopipe\s+([a-z][\w-]*)", snippet)
+            if m and m.group(1) not in SUBCOMMANDS:
+                bad.append(f"{os.path.relpath(path, ROOT)}: `{snippet}`")
+        for m in listed.finditer(text):
+            for word in re.findall(r"`([^`]+)`", m.group(1)):
+                if re.fullmatch(r"[a-z][\w-]*", word) and word not in SUBCOMMANDS:
+                    bad.append(f"{os.path.relpath(path, ROOT)}: `{word}` listed as a command")
+    assert not bad, bad
+
+
+def test_explore_is_an_option_of_check_not_a_command(capsys):
+    with pytest.raises(SystemExit) as ei:
+        _cli(["explore", S1], capsys)
+    assert ei.value.code == 2 and "invalid choice: 'explore'" in capsys.readouterr().err
+    code, out, _ = _cli(["check", S1, "--explore", "pct", "--schedules", "2"], capsys)
+    assert code == 0 and "2 explored schedules (pct" in out
