@@ -1,5 +1,6 @@
 """Loading a kernel file: a Python file that defines a ``SCENARIO`` (a
-:class:`ptopipe.Scenario`), or several ``Scenario`` objects."""
+:class:`ptopipe.Scenario`), or several ``Scenario`` objects; and refusing, with the file
+named, a FILE argument that is no kernel file (missing, a directory, binary data)."""
 from __future__ import annotations
 
 import importlib.util
