@@ -3,11 +3,13 @@
 Every error carries *what* went wrong, *where* (kernel file:line, DSL line:col, or a
 config field) and *how to fix it*; ``str(err)`` renders all three so that the CLI can
 print it without a traceback.  This module sits below every layer: all of them raise
-these classes (and locate a user's own exception with :func:`user_frame`).
+these classes (and find the user's line: :func:`user_frame` of an exception, :func:`user_line`
+of a call).
 """
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 
 
@@ -104,3 +106,12 @@ def user_frame(e: BaseException):
     user = [f for f in traceback.extract_tb(e.__traceback__)
             if not f.filename.startswith((_PKG, "<frozen"))]
     return user[-1] if user else None
+
+
+def user_line() -> str | None:
+    """``file:line`` of the innermost frame of the running stack outside ptopipe: the user's
+    line that called into it (e.g. a decorator with a bad option), or None."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith((_PKG, "<frozen")):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None

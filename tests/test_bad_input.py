@@ -418,14 +418,16 @@ def test_pto_parameter_options_for_a_python_kernel_are_a_config_error(argv, opti
     code, out, err = _cli([argv[0], S1, *argv[1:]], capsys)
     what, where = _error(err)
     assert code == 1 and "PASS" not in out
-    assert what == f"{option} is for .pto kernels, and {S1} is a Python kernel" and where == f"option {option}"
+    assert what == f"{option} is for .pto kernels, and {S1} is a Python kernel"
+    assert where == f"option {option}"
 
 
 def test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line():
     with pytest.raises(KernelError, match=r"Tile shape 0x16: a tile's rows and cols") as ei:
         Tile(TileType.Vec, float32, 0, 16)               # OUTSIDE
     marker = "# OUT" + "SIDE"                            # (this line must not match itself)
-    assert _at(ei.value.where) == _line(test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line, marker)
+    test = test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line
+    assert _at(ei.value.where) == _line(test, marker)
 
 
 DECORATED = '''
@@ -473,7 +475,8 @@ def test_a_text_file_given_as_npy_input_names_the_file(tmp_path, capsys):
      "it holds Python objects (a pickled object array), not numbers"),
     (lambda f: open(f, "wb").write(b""), "the file is empty"),
     (lambda f: open(f, "wb").write(bytes(range(256))), "it is not a .npy file (no NUMPY header)"),
-    (lambda f: open(f, "wb").write("é".encode() * 40), "it is a text file (it starts with '" + "é" * 32 + "')"),
+    (lambda f: open(f, "wb").write("é".encode() * 40),
+     "it is a text file (it starts with '" + "é" * 32 + "')"),
     (lambda f: (np.savez(f, a=np.zeros(2)), os.replace(f + ".npz", f)),
      "it is a .npz archive (several arrays), not a .npy file"),
     (lambda f: (np.save(f, np.zeros(4)), os.truncate(f, os.path.getsize(f) - 8)),

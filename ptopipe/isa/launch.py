@@ -37,7 +37,7 @@ def gm_buffer(nbytes: int) -> np.ndarray:
         from ..sim.location import user_loc
         raise ConfigError(f"gm_buffer({nbytes!r}): a buffer size is a non-negative integer number of bytes",
                           where=str(user_loc() or "gm_buffer"),
-                          fix="give the size in bytes, e.g. gm_buffer(slot_num * slot_size) with slot_num >= 1")
+                          fix="give the size in bytes, e.g. gm_buffer(slot_num * slot_size), slot_num >= 1")
     return np.zeros(int(n), dtype=np.uint8)
 
 
