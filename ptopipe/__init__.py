@@ -8,6 +8,10 @@ Quick start::
     res = ptopipe.run(aic=cube_kernel, aiv=vector_kernel, args={...}, platform="a2a3")
     res.outputs["out"], res.summary.format()
 """
+from ._startup import guard as _guard
+
+_guard()            # first: Ctrl-C while the ptopipe command imports is one line, not a traceback
+
 from .arch import A2A3, A5, Platform, get_platform
 from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
                      MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)

@@ -26,7 +26,7 @@ from ..ir import to_tree
 from ..ir.types import TensorType, np_dtype
 from ..report._io import write_atomic
 from . import bounds
-from .common import launch_kwargs, sync_kwargs
+from .common import launch_kwargs, read_npy, sync_kwargs
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
 PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform", "validate")
@@ -150,11 +150,7 @@ def load_inputs(pairs) -> dict:
         if not sep or not name or not file:
             raise ConfigError(f"--input {p!r} is not NAME=FILE.npy", where="option --input",
                               fix="e.g. --input a=a.npy")
-        try:
-            given[name] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as e:
-            raise ConfigError(f"cannot load {file}: {e or 'the file is empty'}", where="option --input",
-                              fix="give a .npy file written by numpy.save") from None
+        given[name] = read_npy(file, "--input")
     return given
 
 
