@@ -35,7 +35,7 @@ from .. import isa
 from ..arch import dtypes as dt
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import (BLayout, Direction, RoundMode, SLayout, SyncPipe, TileSplitAxis, TileType)
-from ..errors import ConfigError, KernelError, ParseError
+from ..errors import ConfigError, KernelError, ParseError, PtoPipeError
 from .pto_lexer import Token
 from .pto_tree import Stmt, parse_tree, split_top
 from ..sim.location import SourceLoc
@@ -295,6 +295,15 @@ def _func(s: Stmt, types: _Types) -> Func:
 
 def read_program(text: str, path: str = "<pto>") -> Program:
     """``text`` as a :class:`Program` (syntax, functions, every op known: ParseError else)."""
+    try:
+        return _read_program(text, path)
+    except SYNTAX_SLIPS as e:
+        if isinstance(e, PtoPipeError):
+            raise
+        raise malformed(e, path) from None
+
+
+def _read_program(text: str, path: str) -> Program:
     types = _Types(path)
     top = parse_tree(text, path)
     funcs, arch = {}, None
@@ -494,10 +503,12 @@ class Executor:
         for s in stmts:
             core.loc_override = SourceLoc(path, s.tok.line, s.tok.col, fr.f.name)
             h = HANDLERS.get(s.name)
-            if h is None:
-                res = op_catalogue(self, fr, s)
-            else:
-                res = h(self, fr, s)
+            try:
+                res = op_catalogue(self, fr, s) if h is None else h(self, fr, s)
+            except SYNTAX_SLIPS as e:
+                if isinstance(e, PtoPipeError):
+                    raise
+                raise malformed(e, path) from None
             if s.name == "scf.yield" or s.name == "scf.condition":
                 return res
             if s.results:
@@ -1341,6 +1352,28 @@ HANDLERS = {
 }
 
 
+# -- malformed operands -------------------------------------------------------------------------------
+#: what reading an op's tokens raises when they are not spelled as the handler expects
+SYNTAX_SLIPS = (IndexError, KeyError, ValueError, TypeError, AttributeError, StopIteration)
+
+
+def malformed(e: Exception, path: str) -> ParseError:
+    """A ParseError for an op whose operands did not read (``e`` raised while a handler or an
+    analysis looked at a statement ``s``): located at the innermost such statement."""
+    tb, stmt = e.__traceback__, None
+    while tb is not None:
+        cand = tb.tb_frame.f_locals.get("s")
+        if isinstance(cand, Stmt):
+            stmt = cand
+        tb = tb.tb_next
+    where = stmt.where(path) if stmt is not None else path
+    what = stmt.name if stmt is not None else "the file"
+    return ParseError(f"{what}: its operands, attributes or types do not read as ptoas writes them "
+                      f"({type(e).__name__}: {e})", where=where,
+                      fix="check the op's spelling against ptoas's: operands, ins(...) / outs(...), "
+                          "attribute names and values, the type after ':'")
+
+
 # -- running a file --------------------------------------------------------------------------------
 @dataclass
 class PtoRun:
@@ -1597,6 +1630,16 @@ def prepare(path: str | None = None, *, text: str | None = None, func: str | Non
             raise ConfigError("run_pto needs a path or text=")
         text = read_text(path)
     path = path or "<pto>"
+    try:
+        return _prepare(path, text, func, inputs, platform, data_seed)
+    except SYNTAX_SLIPS as e:
+        if isinstance(e, PtoPipeError):
+            raise
+        raise malformed(e, path) from None
+
+
+def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
+    from .pto_syntax import PLATFORM_OF_ARCH
     prog = read_program(text, path)
     plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or "a2a3"
     top = choose_top(prog, func)
