@@ -2,16 +2,29 @@
 occupies, its cost entry, the dtypes it takes, its typing rule and its numpy kernel.
 
 Everything else is derived from it: the ISA instructions and their operand checks
-(``isa/ops.py``), the vector cost table (``costs.py``), the ``TSYNC<Op>`` vocabulary
-(``isa/events.py``), the IR op specs and DSL stubs (``ir/ops.py``, ``language/surface.py``)
-and the interpreter's dispatch (``runtime/interp.py``).  Pure data and small numpy
-functions; no simulator state.
+(``isa/ops.py``, ``isa/vector.py``, ``isa/layout_ops.py``, ``isa/debug.py``), the vector
+cost table (``costs.py``), the ``TSYNC<Op>`` vocabulary (``isa/events.py``), the IR op
+specs and DSL stubs (``ir/ops.py``, ``language/surface.py``) and the interpreter's
+dispatch (``runtime/interp.py``).  Pure data and small numpy functions; no simulator state.
 
-Forms (the operands, in ISA order): ``binary`` (dst, src0, src1), ``scalar`` (dst, src,
-scalar), ``unary`` (dst, src), ``row_reduce`` / ``col_reduce`` (dst, src), ``row_expand``
-(dst, src0, per-row src1), ``row_bcast`` (dst, per-row src), ``fill`` (dst, scalar),
-``convert`` (dst, src), ``matmul`` / ``matmul_acc`` / ``matmul_bias`` (Cube), and the
-data movements ``load``, ``store``, ``move``, ``extract``.
+Forms (the operands, in ISA order = pto-isa's C++ order = PTO-AS ``outs(...)`` then
+``ins(...)``): ``binary`` (dst, src0, src1[, tmp]), ``scalar`` (dst, src, scalar[, tmp]),
+``unary`` (dst, src), ``ternary`` (dst, src0, src1, src2), ``scalar_ternary`` (dst, src0,
+scalar, src1), ``axpy`` (dst, src, scalar: dst += scalar * src), ``row_reduce`` (dst,
+src[, tmp]) / ``col_reduce`` (dst, src), ``row_arg`` / ``col_arg`` ([dst_val,] dst_idx,
+src[, tmp]), ``row_expand`` (dst, src0, per-row src1), ``col_expand`` (dst, src0,
+per-column src1), ``row_bcast`` / ``col_bcast`` (dst, per-row / per-column src),
+``compare`` (dst mask, src0, src1, mode), ``compare_scalar`` (dst mask, src, scalar or
+tile, mode), ``select`` (dst, mask, src0, src1[, tmp]), ``select_scalar`` (dst, mask, src[,
+tmp], scalar), ``part`` (dst, src0, src1 over the union of their valid regions), ``fill``
+(dst, scalar), ``convert`` (dst, src), ``matmul`` / ``matmul_acc`` / ``matmul_bias``
+(Cube), the data movements ``load``, ``store``, ``move``, ``extract``, and the forms one
+instruction has alone (``TCONCAT``, ``TTRANS``, ``TPRINT`` ...: form = its own name).
+
+A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is packed as
+pto-isa's CPU model packs it: row ``i`` of the source in row ``i`` of the mask, bit ``j``
+of the row in word ``j // w`` at bit ``j % w`` (least significant first), ``w`` the bit
+width of the mask tile's dtype (u8 or u32); the hardware's packing is target-defined.
 """
 from __future__ import annotations
 
@@ -21,10 +34,48 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import PipeUnit, TileType
+from .vocab import CmpMode, PipeUnit, PlatformID, TileType
 
-ANY, FLOAT, INT = "any", "float", "int"      # dtype rules
+ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
 _INT_KINDS = "iub"                           # numpy kinds of integer (and bool) dtypes
+_A2A3, _A5 = PlatformID.PLATFORM_A2A3, PlatformID.PLATFORM_A5
+
+
+def platform_label(platform) -> str:
+    """``"A2A3"`` / ``"A5"``: how a message names a platform id."""
+    return PlatformID(platform).name[len("PLATFORM_"):]
+
+
+@dataclass(frozen=True)
+class Types:
+    """The element types an op takes on each platform (pto-isa's ``static_assert``s, which
+    differ between A2A3 and A5 for many ops).  The IR, which knows no platform, takes what
+    either platform takes; an instruction takes what its run's platform takes.  Types
+    ptopipe has no dtype for (uint16, uint64) are left out."""
+    a2a3: frozenset
+    a5: frozenset
+
+    def on(self, platform=None) -> frozenset:
+        """The dtypes of ``platform`` (a PlatformID), or of either platform (None)."""
+        if platform is None:
+            return self.a2a3 | self.a5
+        return self.a5 if platform == _A5 else self.a2a3
+
+
+def types(a2a3: str, a5: str | None = None) -> Types:
+    """``types("f16 f32", a5="+ bf16")``: short dtype names per platform; ``a5`` defaults to
+    the A2A3 set, and ``"+ ..."`` extends it."""
+    base = frozenset(dt.as_dtype(n) for n in a2a3.split())
+    if a5 is None:
+        return Types(base, base)
+    names = a5.split()
+    if names and names[0] == "+":
+        return Types(base, base | frozenset(dt.as_dtype(n) for n in names[1:]))
+    return Types(base, frozenset(dt.as_dtype(n) for n in names))
+
+
+def _names(ds) -> str:
+    return ", ".join(sorted(dt.short_name(d) for d in ds))
 
 
 @dataclass(frozen=True)
@@ -34,23 +85,47 @@ class OpDef:
     form: str                    # operand form (see the module docstring)
     pipe: PipeUnit | None        # the pipe it occupies; None: routed by operand locations
     kernel: object = None        # the numpy function the op applies (per form)
-    dtypes: str = ANY            # ANY, FLOAT (float tiles only) or INT (integer tiles only)
+    dtypes: object = ANY         # ANY, FLOAT (float tiles only), INT (integer tiles only) or
+                                 # a Types (the dtypes of each platform)
     cost: tuple | None = None    # vector ops: (cycles per 256-B repeat, head, tail)
     dsl: str | None = None       # its ``pl.<dsl>`` spelling, if the DSL has it
     doc: str = ""
     scratch: bool = False        # pto-isa takes a scratch tile the size of the source
                                  # (``TROWSUM(dst, src, tmp)``); the allocator places it
+    tmp: bool = False            # pto-isa takes a scratch ``tmp`` tile of its own shape
+                                 # (used on A2A3 only); the ISA takes it, optionally
+    nonneg_scalar: bool = False  # the scalar operand must be >= 0 (shift counts)
 
-    def dtype_error(self, dtype: np.dtype) -> "tuple[str, str] | None":
-        """(what, fix) if this op does not take ``dtype`` tiles, else None."""
-        is_int = np.dtype(dtype).kind in _INT_KINDS
+    def dtype_error(self, dtype: np.dtype, platform=None) -> "tuple[str, str] | None":
+        """(what, fix) if this op does not take ``dtype`` tiles on ``platform`` (a
+        PlatformID; None: on either platform), else None."""
+        d = np.dtype(dtype)
+        is_int = d.kind in _INT_KINDS
         if self.dtypes == FLOAT and is_int:
-            return (f"{self.name} works on float tiles, not {np.dtype(dtype).name}",
+            return (f"{self.name} works on float tiles, not {d.name}",
                     f"convert with TCVT (pl.cast) to f16/f32 first, then {self.name}")
         if self.dtypes == INT and not is_int:
-            return (f"{self.name} works on integer tiles, not {np.dtype(dtype).name}",
+            return (f"{self.name} works on integer tiles, not {d.name}",
                     "convert with TCVT (pl.cast) to an integer dtype first")
+        if isinstance(self.dtypes, Types):
+            ok = self.dtypes.on(platform)
+            if d in ok:
+                return None
+            on = "" if platform is None else f" on {platform_label(platform)}"
+            fix = f"convert with TCVT (pl.cast) to one of {_names(ok)} first"
+            other = _A5 if platform == _A2A3 else _A2A3
+            if platform is not None and d in self.dtypes.on(other):
+                fix += f" ({platform_label(other)} takes {d.name})"
+            return f"{self.name} takes {_names(ok)} tiles{on}, not {d.name}", fix
         return None
+
+    def allowed(self) -> "tuple | None":
+        """Per PlatformID, the set of the catalogue's tile dtypes this op takes (None: any) -
+        the ISA's fast check; a dtype outside it is judged by :meth:`dtype_error`."""
+        if self.dtypes == ANY:
+            return None
+        return tuple(frozenset(d for d in KNOWN_DTYPES if self.dtype_error(d, p) is None)
+                     for p in PlatformID)
 
 
 # -- typing rules --------------------------------------------------------------------------
@@ -84,6 +159,8 @@ def _range(d: np.dtype) -> tuple:
 SCALAR_RANGE = {d: _range(d) for d in {dt.float16, dt.float32, dt.bfloat16, dt.float8_e4m3,
                                        dt.float8_e5m2, dt.int8, dt.uint8, dt.int16, dt.int32,
                                        dt.uint32, dt.int64}}
+#: the tile dtypes the catalogue's rules are stated over
+KNOWN_DTYPES = frozenset(SCALAR_RANGE)
 
 
 def scalar_error(dtype: np.dtype, scalar) -> str | None:
@@ -102,6 +179,21 @@ def scalar_error(dtype: np.dtype, scalar) -> str | None:
     elif np.isfinite(scalar) and not lo <= float(scalar) <= hi:
         return f"the scalar {scalar!r} overflows {d.name} (largest {hi:.6g})"
     return None
+
+
+def op_scalar_error(op: OpDef, dtype: np.dtype, scalar) -> str | None:
+    """:func:`scalar_error`, plus the op's own scalar rule (a shift count is not negative)."""
+    bad = scalar_error(dtype, scalar)
+    if bad is None and op.nonneg_scalar and scalar < 0:
+        return f"the scalar {scalar!r} is negative; {op.name} shifts by 0 or more bits"
+    return bad
+
+
+#: CmpMode -> the numpy comparison it makes
+COMPARE = {CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
+           CmpMode.LE: np.less_equal, CmpMode.GT: np.greater, CmpMode.GE: np.greater_equal}
+#: the dtypes of a predicate mask tile (TCMP / TCMPS output, TSEL / TSELS input)
+MASK_DTYPES = (dt.uint8, dt.uint32)
 
 
 # -- numpy kernels (names show in error messages) ---------------------------------------------
@@ -161,11 +253,154 @@ def recip(a, d):
     np.divide(1, a, out=d, casting="unsafe")
 
 
+def not_(a, d):
+    np.invert(a, out=d)
+
+
+def ands(a, s, d):
+    np.bitwise_and(a, s, out=d)
+
+
+def ors(a, s, d):
+    np.bitwise_or(a, s, out=d)
+
+
+def xors(a, s, d):
+    np.bitwise_xor(a, s, out=d)
+
+
+def shls(a, s, d):
+    np.left_shift(a, s, out=d)
+
+
+def shrs(a, s, d):
+    np.right_shift(a, s, out=d)
+
+
+def _no_int_zero(b) -> None:
+    """Integer division by zero: pto-isa's CPU model asserts, the device is target-defined -
+    an error here, never a silent 0 (a float divisor of 0 gives NaN / inf, as IEEE says)."""
+    if np.asarray(b).dtype.kind in "iu" and not np.all(b):
+        raise DataFault("integer division by zero (a divisor element is 0)",
+                        "keep integer divisors non-zero (the device's result is undefined), or "
+                        "divide in float (TCVT) where 0 gives inf / NaN")
+
+
+def _wide(x):
+    """``x`` in float64: pto-isa computes the float remainders in double, then rounds once."""
+    return np.asarray(x, dtype=np.float64)
+
+
+def rem(a, b, out):
+    """Remainder with the sign of the divisor: ``a - floor(a / b) * b`` (TREM / TREMS)."""
+    _no_int_zero(b)
+    if out.dtype.kind in "iu":
+        np.remainder(a, b, out=out)
+    else:
+        np.copyto(out, np.remainder(_wide(a), _wide(b)), casting="unsafe")
+
+
+def fmod(a, b, out):
+    """Remainder with the sign of the dividend: C's ``fmod`` / ``%`` (TFMOD / TFMODS)."""
+    _no_int_zero(b)
+    if out.dtype.kind in "iu":
+        np.fmod(a, b, out=out)
+    else:
+        np.copyto(out, np.fmod(_wide(a), _wide(b)), casting="unsafe")
+
+
+def div_trunc(a, b, out):
+    """Division as the vector unit divides: floats by IEEE, integers toward zero (C's ``/``)."""
+    if out.dtype.kind not in "iu":
+        np.divide(a, b, out=out)
+        return
+    _no_int_zero(b)
+    q = np.trunc(_wide(a) / _wide(b))
+    np.copyto(out, q, casting="unsafe")
+
+
+def prelu(a, b, out):
+    """``a > 0 ? a : a * b`` (TPRELU: a per-element slope)."""
+    np.copyto(out, np.where(a > 0, a, a * b), casting="unsafe")
+
+
+def lrelu(a, s, d):
+    """``a > 0 ? a : a * slope`` (TLRELU: a scalar slope)."""
+    np.copyto(d, np.where(a > 0, a, a * s), casting="unsafe")
+
+
+def addc(a, b, c, d):
+    np.add(np.add(a, b), c, out=d)
+
+
+def subc(a, b, c, d):
+    np.add(np.subtract(a, b), c, out=d)
+
+
+def addsc(a, s, b, d):
+    np.add(np.add(a, s), b, out=d)
+
+
+def subsc(a, s, b, d):
+    np.add(np.subtract(a, s), b, out=d)
+
+
+def axpy(a, s, d):
+    """``d = s * a + d``; an f16 ``a`` into an f32 ``d`` is widened first (TAXPY)."""
+    np.add(np.multiply(a.astype(d.dtype), d.dtype.type(s)), d, out=d)
+
+
+def pack_mask(p, d) -> None:
+    """The predicate ``p`` (bool, rows x cols) packed into mask ``d`` (see the module
+    docstring); the rest of ``d``'s valid region is zeroed."""
+    rows, cols = p.shape
+    bits = 8 * d.dtype.itemsize
+    words = -(-cols // bits)
+    packed = np.packbits(p, axis=1, bitorder="little")          # rows x ceil(cols / 8) bytes
+    pad = words * d.dtype.itemsize - packed.shape[1]
+    if pad:
+        packed = np.pad(packed, ((0, 0), (0, pad)))
+    d[...] = 0
+    d[:rows, :words] = packed.view(d.dtype.newbyteorder("<"))
+
+
+def unpack_mask(m, rows: int, cols: int):
+    """The rows x cols predicate a mask ``m`` holds (the inverse of :func:`pack_mask`)."""
+    words = -(-cols // (8 * m.dtype.itemsize))
+    raw = np.ascontiguousarray(m[:rows, :words]).astype(m.dtype.newbyteorder("<")).view(np.uint8)
+    return np.unpackbits(raw, axis=1, bitorder="little")[:, :cols].astype(bool)
+
+
+def compare(a, b, mode, d):
+    """``d`` = the packed predicate ``a <mode> b`` (TCMP; TCMPS with ``b`` a scalar)."""
+    pack_mask(COMPARE[mode](a, b), d)
+
+
+def select(m, a, b, d):
+    """``d = mask ? a : b`` per element (TSEL; TSELS with ``b`` a scalar)."""
+    np.copyto(d, np.where(unpack_mask(m, *d.shape), a, b), casting="unsafe")
+
+
+def _prod(a, axis):
+    """A product in the tile's dtype (integers wrap, as the vector unit's multiply does)."""
+    return np.multiply.reduce(a, axis=axis, dtype=a.dtype)
+
+
 # -- the instructions ---------------------------------------------------------------------------
 _V, _M = PipeUnit.V, PipeUnit.M
 _S1, _S2, _S4, _E2 = (1, 12, 14), (2, 14, 18), (4, 14, 18), (2, 14, 17)
 # vector costs calibrated on PLATFORMS.md's measured single ops (see costs.py): slope 1 for
-# scalar-operand and copy-like ops, 2 binary / transcendental / convert, 4 divide, 7 reductions
+# scalar-operand and copy-like ops, 2 binary / transcendental / convert, 4 divide and two-op
+# forms, 7 reductions (ops PLATFORMS.md does not measure take the class of their shape)
+_BITS = types("i8 u8 i16 i32 u32")                       # TAND/TOR/TXOR/TNOT and scalar forms
+_SHIFT = types("i8 u8 i16 i32 u32", a5="+ i64")          # TSHL/TSHR
+_SHIFTS = types("i16 i32 u32", a5="i8 u8 i16 i32 u32 i64")   # TSHLS/TSHRS
+_REM = types("f32 i32", a5="f16 f32 i16 i32 u32 i64")    # TREM/TREMS
+_B32 = types("i8 u8 i16 i32 u32 f16 bf16 f32", a5="+ i64")   # b8/b16/b32 (A5: b64) copies
+_COLX = types("f16 f32 i16 i32", a5="+ u32 bf16 i8 u8")  # TCOLEXPAND*/TROWEXPANDMAX/MIN
+_ROWARG = types("f16 f32 i16 i32", a5="f16 bf16 f32 i16 i32 u32")   # TROWARGMAX/MIN sources
+_PART = types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32")   # TPARTADD/MAX/MIN
+_COLARG = types("f16 f32 u32", a5="i8 u8 i16 i32 u32 f16 f32")      # TCOLARGMAX/MIN sources
 _DEFS = (
     OpDef("TLOAD", "load", PipeUnit.MTE2, dsl="load", doc="GM -> tile (TLOAD)"),
     OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
@@ -208,6 +443,81 @@ _DEFS = (
     OpDef("TEXPANDS", "fill", _V, cost=_S1, dsl="full",
           doc="a Vec tile filled with a scalar (TEXPANDS)"),
     OpDef("TCVT", "convert", _V, cost=_S2, dsl="cast", doc="dtype conversion (TCVT)"),
+    # -- integer / bitwise (pto-isa: 1-, 2- and 4-byte integers; A5 shifts also 8-byte)
+    OpDef("TAND", "binary", _V, np.bitwise_and, _BITS, _S2, dsl="and_"),
+    OpDef("TOR", "binary", _V, np.bitwise_or, _BITS, _S2, dsl="or_"),
+    OpDef("TXOR", "binary", _V, np.bitwise_xor, _BITS, _S2, dsl="xor", scratch=True),
+    OpDef("TSHL", "binary", _V, np.left_shift, _SHIFT, _S2, dsl="shl"),
+    OpDef("TSHR", "binary", _V, np.right_shift, _SHIFT, _S2, dsl="shr"),
+    OpDef("TNOT", "unary", _V, not_, _BITS, _S1, dsl="not_"),
+    OpDef("TANDS", "scalar", _V, ands, _BITS, _S1, dsl="ands"),
+    OpDef("TORS", "scalar", _V, ors, _BITS, _S1, dsl="ors"),
+    OpDef("TXORS", "scalar", _V, xors, _BITS, _S1, dsl="xors", scratch=True),
+    OpDef("TSHLS", "scalar", _V, shls, _SHIFTS, _S1, dsl="shls", nonneg_scalar=True),
+    OpDef("TSHRS", "scalar", _V, shrs, _SHIFTS, _S1, dsl="shrs", nonneg_scalar=True),
+    OpDef("TREM", "binary", _V, rem, _REM, _S4, tmp=True,
+          doc="remainder with the divisor's sign (TREM)"),
+    OpDef("TREMS", "scalar", _V, rem, _REM, _S4, dsl="rems", scratch=True,
+          doc="remainder by a scalar, with the divisor's sign (TREMS)"),
+    OpDef("TFMOD", "binary", _V, fmod, types("f32", a5="f16 f32 i16 i32 u32"), _S4, dsl="fmod",
+          doc="remainder with the dividend's sign (TFMOD)"),
+    OpDef("TFMODS", "scalar", _V, fmod, types("f32", a5="f16 f32 i16 i32 u32"), _S4, dsl="fmods",
+          doc="remainder by a scalar, with the dividend's sign (TFMODS)"),
+    # -- activations, three-operand and fused forms
+    OpDef("TPRELU", "binary", _V, prelu, types("f16 f32"), _S2, tmp=True,
+          doc="src0 > 0 ? src0 : src0 * src1 (TPRELU)"),
+    OpDef("TLRELU", "scalar", _V, lrelu, types("f16 f32"), _S1, dsl="lrelu",
+          doc="src > 0 ? src : src * slope (TLRELU)"),
+    OpDef("TADDC", "ternary", _V, addc, cost=_S4, dsl="addc", doc="src0 + src1 + src2 (TADDC)"),
+    OpDef("TSUBC", "ternary", _V, subc, cost=_S4, dsl="subc", doc="src0 - src1 + src2 (TSUBC)"),
+    OpDef("TADDSC", "scalar_ternary", _V, addsc, types("i16 i32 f16 f32"), _S2, dsl="addsc",
+          doc="src0 + scalar + src1 (TADDSC)"),
+    OpDef("TSUBSC", "scalar_ternary", _V, subsc, types("i16 i32 f16 f32"), _S2, dsl="subsc",
+          doc="src0 - scalar + src1 (TSUBSC)"),
+    OpDef("TAXPY", "axpy", _V, axpy, types("f16 f32"), _S2,
+          doc="dst = scalar * src + dst, in place (TAXPY)"),
+    # -- compare and select (packed predicate masks)
+    OpDef("TCMP", "compare", _V, compare, types("i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"),
+          _S2, doc="packed mask of src0 <mode> src1 (TCMP)"),
+    OpDef("TCMPS", "compare_scalar", _V, compare,
+          types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1,
+          doc="packed mask of src <mode> scalar (TCMPS)"),
+    OpDef("TSEL", "select", _V, select, types("i16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64"), _S2,
+          tmp=True, doc="mask ? src0 : src1 (TSEL)"),
+    OpDef("TSELS", "select_scalar", _V, select,
+          types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 i32 u32 i64 f16 f32"), _S1, tmp=True,
+          doc="mask ? src : scalar (TSELS)"),
+    # -- broadcasts along columns, and the rest of the row / column families
+    OpDef("TCOLEXPAND", "col_bcast", _V, dtypes=_B32, cost=_S1, doc="dst[:, j] = src[0, j]"),
+    OpDef("TCOLEXPANDADD", "col_expand", _V, np.add, _COLX, _S2, dsl="col_expand_add"),
+    OpDef("TCOLEXPANDSUB", "col_expand", _V, np.subtract, _COLX, _S2, dsl="col_expand_sub"),
+    OpDef("TCOLEXPANDMUL", "col_expand", _V, np.multiply, _COLX, _S2, dsl="col_expand_mul"),
+    OpDef("TCOLEXPANDDIV", "col_expand", _V, div_trunc, types("f16 f32", a5="+ i8 u8 i16 i32 u32 bf16"),
+          _S4, dsl="col_expand_div"),
+    OpDef("TCOLEXPANDMAX", "col_expand", _V, np.maximum, _COLX, _S2, dsl="col_expand_max"),
+    OpDef("TCOLEXPANDMIN", "col_expand", _V, np.minimum, _COLX, _S2, dsl="col_expand_min"),
+    OpDef("TROWEXPANDMAX", "row_expand", _V, np.maximum, _COLX, _S2, dsl="row_expand_max"),
+    OpDef("TROWEXPANDMIN", "row_expand", _V, np.minimum, _COLX, _S2, dsl="row_expand_min"),
+    OpDef("TCOLMIN", "col_reduce", _V, np.min, types("f16 f32 i16 i32", a5="+ i8 u8 u32 i64 bf16"),
+          (7, 14, 18), dsl="col_min"),
+    OpDef("TROWPROD", "row_reduce", _V, _prod, types("f16 f32 i16 i32"), (7, 14, 18),
+          dsl="row_prod", scratch=True),
+    OpDef("TCOLPROD", "col_reduce", _V, _prod, types("f16 f32 i16 i32", a5="+ u32 bf16"),
+          (7, 14, 18), dsl="col_prod"),
+    OpDef("TROWARGMAX", "row_arg", _V, np.argmax, _ROWARG, (7, 14, 18), tmp=True,
+          doc="column index (and value) of each row's maximum (TROWARGMAX)"),
+    OpDef("TROWARGMIN", "row_arg", _V, np.argmin, _ROWARG, (7, 14, 18), tmp=True,
+          doc="column index (and value) of each row's minimum (TROWARGMIN)"),
+    OpDef("TCOLARGMAX", "col_arg", _V, np.argmax, _COLARG, (7, 14, 18), tmp=True,
+          doc="row index (and value) of each column's maximum (TCOLARGMAX)"),
+    OpDef("TCOLARGMIN", "col_arg", _V, np.argmin, _COLARG, (7, 14, 18), tmp=True,
+          doc="row index (and value) of each column's minimum (TCOLARGMIN)"),
+    # -- part ops: over the union of two valid regions (one of them dst's)
+    OpDef("TPARTADD", "part", _V, np.add, _PART, _S2, doc="src0 + src1 where both are valid (TPARTADD)"),
+    OpDef("TPARTMUL", "part", _V, np.multiply, types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 f16 bf16 f32"),
+          _S2, doc="src0 * src1 where both are valid (TPARTMUL)"),
+    OpDef("TPARTMAX", "part", _V, np.maximum, _PART, _S2, doc="max where both are valid (TPARTMAX)"),
+    OpDef("TPARTMIN", "part", _V, np.minimum, _PART, _S2, doc="min where both are valid (TPARTMIN)"),
 )
 OPS: dict = {op.name: op for op in _DEFS}
 
@@ -232,12 +542,29 @@ STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
 STORE_PIPE = {t: PipeUnit.FIX if t is TileType.Acc else PipeUnit.MTE3 for t in STORE_SRC}
 
 
-def kernel_op(fn) -> OpDef | None:
-    """The op whose numpy kernel is ``fn`` (to name an op in an error raised inside it)."""
-    return _BY_KERNEL.get(fn)
+def kernel_op(fn) -> str | None:
+    """The name(s) of the op(s) whose numpy kernel is the function ``fn`` ("TREM / TREMS"),
+    to name an op in an error raised inside it; None for a numpy ufunc (shared by many)
+    and anything else."""
+    try:
+        return _BY_KERNEL.get(fn)
+    except TypeError:                         # unhashable: an array operand
+        return None
 
 
-_BY_KERNEL = {}
+_BY_KERNEL: dict = {}
 for _op in _DEFS:
-    if _op.kernel is not None and _op.form in ("scalar", "unary"):
-        _BY_KERNEL[_op.kernel] = _op
+    if _op.kernel is not None and not isinstance(_op.kernel, np.ufunc):
+        _BY_KERNEL[_op.kernel] = (_BY_KERNEL[_op.kernel] + " / " if _op.kernel in _BY_KERNEL
+                                  else "") + _op.name
+del _op
+
+
+class DataFault(ArithmeticError):
+    """A value an op's result is undefined for, met when its numpy work runs (an integer
+    divisor of 0: pto-isa's CPU model asserts, the device is target-defined).  ``fix``
+    replaces the data plane's generic advice (the operands were fine when issued)."""
+
+    def __init__(self, msg: str, fix: str):
+        super().__init__(msg)
+        self.fix = fix

@@ -1,8 +1,8 @@
 """The vocabulary shared by every layer: memories and where a tile lives (``MemSpace``,
 ``TileType``), the pipes of a core (``PipeUnit``), the buffer alignment, pipe directions,
 tile layouts (``BLayout`` / ``SLayout`` and the named ``TileLayout`` they make, with a
-default per ``TileType``), split axes, FIFO kinds, the protocol selector and the two ring
-ways.  Pure data (enums and
+default per ``TileType``), split axes, FIFO kinds, the protocol selector, the two ring
+ways, the platform ids and the enum attributes of tile ops (``RoundMode``, ``CmpMode``).  Pure data (enums and
 constants); ``isa`` re-exports them for kernels, ``ir`` and ``language`` use them without
 importing ``isa``."""
 from __future__ import annotations
@@ -128,6 +128,13 @@ def static_shape(layout: TileLayout, rows: int, cols: int, itemsize: int) -> tup
     return rows, cols
 
 
+class PlatformID(IntEnum):
+    """Compile-time platform constant of seed 003 (``PLATFORM_ID``); also the key of the op
+    catalogue's per-platform dtype sets."""
+    PLATFORM_A2A3 = 0
+    PLATFORM_A5 = 1
+
+
 class PipeUnit(IntEnum):
     """The in-order pipes of a core (an IntEnum so that per-pipe state is a plain list)."""
     S = 0        # scalar / control, flag set/wait
@@ -247,6 +254,17 @@ class RoundMode(Enum):
     CAST_TRUNC = "trunc"
     CAST_NONE = "none"
     CAST_ODD = "odd"          # von Neumann rounding (not modelled: a TCVT with it is an error)
+
+
+class CmpMode(IntEnum):
+    """pto-isa's ``CmpMode`` of ``TCMP`` / ``TCMPS`` (its numbering): the comparison whose
+    truth each bit of the packed predicate mask holds."""
+    EQ = 0
+    NE = 1
+    LT = 2
+    LE = 3
+    GT = 4
+    GE = 5
 
 
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2
