@@ -34,7 +34,7 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import CmpMode, PipeUnit, PlatformID, TileType
+from .vocab import CmpMode, PadValue, PipeUnit, PlatformID, TileType
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
 _INT_KINDS = "iub"                           # numpy kinds of integer (and bool) dtypes
@@ -112,6 +112,10 @@ class OpDef:
             if d in ok:
                 return None
             on = "" if platform is None else f" on {platform_label(platform)}"
+            if not ok:
+                other = platform_label(_A5 if platform == _A2A3 else _A2A3)
+                return (f"{self.name} is not implemented{on} (pto-isa has it on {other} only)",
+                        f"run the kernel on {other}, or leave {self.name} out on this platform")
             fix = f"convert with TCVT (pl.cast) to one of {_names(ok)} first"
             other = _A5 if platform == _A2A3 else _A2A3
             if platform is not None and d in self.dtypes.on(other):
@@ -381,6 +385,92 @@ def select(m, a, b, d):
     np.copyto(d, np.where(unpack_mask(m, *d.shape), a, b), casting="unsafe")
 
 
+def concat(a, b, d):
+    """``d[:, :ca] = a``, ``d[:, ca:ca + cb] = b`` (TCONCAT, along columns)."""
+    ca, cb = a.shape[1], b.shape[1]
+    left, right = a.copy(), b.copy()           # d may alias a source
+    d[:, :ca] = left
+    d[:, ca:ca + cb] = right
+
+
+def trans(a, d):
+    """``d[j, i] = a[i, j]`` over ``a``'s valid region (TTRANS)."""
+    d[:a.shape[1], :a.shape[0]] = a.T.copy()
+
+
+def pad_value(pad, dtype: np.dtype):
+    """The fill of a ``pad`` (a PadValue, or a number: pto-isa's custom pad) in ``dtype``."""
+    d = np.dtype(dtype)
+    if pad is PadValue.Zero:
+        return d.type(0)
+    if d.kind in _INT_KINDS:
+        info = np.iinfo(d)
+        return d.type(info.max if pad is PadValue.Max else info.min) if isinstance(pad, PadValue) \
+            else d.type(pad)
+    if isinstance(pad, PadValue):
+        return d.type(np.inf if pad is PadValue.Max else -np.inf)
+    return d.type(pad)
+
+
+def fill_pad(a, fill, d):
+    """``d`` (a whole tile) = ``a`` where ``a`` is valid, ``fill`` elsewhere (TFILLPAD)."""
+    out = np.full(d.shape, fill, d.dtype)
+    out[:a.shape[0], :a.shape[1]] = a
+    d[...] = out
+
+
+def ci(start: int, descending: bool, d):
+    """``d[0, k] = start + k`` (``start - k`` descending) over the valid columns (TCI)."""
+    k = np.arange(d.shape[1], dtype=np.int64)
+    v = start - k if descending else start + k
+    np.copyto(d[:1], v[None, :] if d.dtype.kind in "iu" else v[None, :].astype(np.float64),
+              casting="unsafe")
+
+
+def tri(diagonal: int, upper: bool, d):
+    """A triangular 0/1 mask: lower ``j <= i + diagonal``, upper ``j >= i + diagonal`` (TTRI)."""
+    i = np.arange(d.shape[0])[:, None]
+    j = np.arange(d.shape[1])[None, :]
+    np.copyto(d, (j >= i + diagonal) if upper else (j <= i + diagonal), casting="unsafe")
+
+
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_W = (np.uint64(0x9E3779B9), np.uint64(0xBB67AE85))
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+def philox(counters, key, rounds: int):
+    """Philox-4x32 (Salmon et al. 2011) of each counter column: ``counters`` is 4 x n words
+    (uint64 arrays holding 32-bit values), ``key`` two words; returns the 4 x n outputs."""
+    c0, c1, c2, c3 = counters
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    for _ in range(rounds):
+        p0, p1 = c0 * _PHILOX_M[0], c2 * _PHILOX_M[1]        # 32 x 32 -> 64 bits: exact
+        c0, c1, c2, c3 = (p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & _U32, (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & _U32
+        k0, k1 = (k0 + _PHILOX_W[0]) & _U32, (k1 + _PHILOX_W[1]) & _U32
+    return c0, c1, c2, c3
+
+
+def random(key, counter, rounds: int, row_stride: int, d):
+    """TRANDOM as pto-isa's CPU model lays Philox out: per 4 x 256-byte repeat block of a row,
+    lane ``l`` of the 64 lanes takes counter ``base + l`` and writes its 4 outputs to columns
+    ``block + r * 64 + l``; ``base`` (128 bits) advances by ``row_stride / 4`` per block."""
+    rows, cols = d.shape
+    lanes = 256 // d.dtype.itemsize
+    per = 4 * lanes
+    blocks = -(-cols // per)
+    step = np.arange(rows * blocks, dtype=np.uint64)[:, None] * np.uint64(row_stride // 4)
+    off = (step + np.arange(lanes, dtype=np.uint64)[None, :]).reshape(-1)
+    words, carry = [], off
+    for w in counter:                                # the 128-bit add, word by word
+        t = np.uint64(w) + carry
+        words.append(t & _U32)
+        carry = t >> np.uint64(32)
+    out = np.stack(philox(words, key, rounds))      # 4 x (rows * blocks * lanes)
+    out = out.reshape(4, rows, blocks, lanes).transpose(1, 2, 0, 3).reshape(rows, blocks * per)
+    d[...] = out[:, :cols].astype(np.uint32).view(d.dtype)      # int32: the same bits
+
+
 def _prod(a, axis):
     """A product in the tile's dtype (integers wrap, as the vector unit's multiply does)."""
     return np.multiply.reduce(a, axis=axis, dtype=a.dtype)
@@ -400,6 +490,7 @@ _B32 = types("i8 u8 i16 i32 u32 f16 bf16 f32", a5="+ i64")   # b8/b16/b32 (A5: b
 _COLX = types("f16 f32 i16 i32", a5="+ u32 bf16 i8 u8")  # TCOLEXPAND*/TROWEXPANDMAX/MIN
 _ROWARG = types("f16 f32 i16 i32", a5="f16 bf16 f32 i16 i32 u32")   # TROWARGMAX/MIN sources
 _PART = types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32")   # TPARTADD/MAX/MIN
+_CAT = types("i8 u8 i16 i32 u32 f16 bf16 f32")          # TCONCAT/TTRANS/TFILLPAD: b8/b16/b32
 _COLARG = types("f16 f32 u32", a5="i8 u8 i16 i32 u32 f16 f32")      # TCOLARGMAX/MIN sources
 _DEFS = (
     OpDef("TLOAD", "load", PipeUnit.MTE2, dsl="load", doc="GM -> tile (TLOAD)"),
@@ -518,6 +609,27 @@ _DEFS = (
           _S2, doc="src0 * src1 where both are valid (TPARTMUL)"),
     OpDef("TPARTMAX", "part", _V, np.maximum, _PART, _S2, doc="max where both are valid (TPARTMAX)"),
     OpDef("TPARTMIN", "part", _V, np.minimum, _PART, _S2, doc="min where both are valid (TPARTMIN)"),
+    # -- layout and generation
+    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1, doc="src0 | src1 along columns (TCONCAT)"),
+    OpDef("TTRANS", "TTRANS", _V, trans, _CAT, _S2, tmp=True, doc="dst = src transposed (TTRANS)"),
+    OpDef("TRESHAPE", "TRESHAPE", None, doc="the same bytes as another tile shape / dtype (TRESHAPE)"),
+    OpDef("TFILLPAD", "fillpad", _V, fill_pad, _CAT, _S1,
+          doc="src in its valid region, the pad value in the rest of dst (TFILLPAD)"),
+    OpDef("TFILLPAD_EXPAND", "fillpad", _V, fill_pad, _CAT, _S1,
+          doc="TFILLPAD into a larger destination tile (TFILLPAD_EXPAND)"),
+    OpDef("TFILLPAD_INPLACE", "fillpad", _V, fill_pad, _CAT, _S1,
+          doc="TFILLPAD of a tile onto itself (TFILLPAD_INPLACE)"),
+    OpDef("TCI", "TCI", _V, ci, types("i16 i32 u32 f16 bf16 f32", a5="i16 i32 u32"), _S1, tmp=True,
+          doc="dst[0, k] = start +/- k (TCI)"),
+    OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1,
+          doc="a lower / upper triangular 0/1 mask (TTRI)"),
+    OpDef("TINSERT", "TINSERT", None, doc="src into dst at (row, col): TEXTRACT's inverse (TINSERT)"),
+    # -- memory hints and debugging
+    OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
+    OpDef("TRANDOM", "TRANDOM", _V, random, types("", a5="i32 u32"), _S2,
+          doc="Philox-4x32 random words from a key and a counter (TRANDOM)"),
+    OpDef("TPRINT", "TPRINT", PipeUnit.S, doc="print a tile or GM tensor, in simulated time (TPRINT)"),
+    OpDef("TTRAP", "TTRAP", PipeUnit.S, doc="stop the kernel with an error (pto.trap)"),
 )
 OPS: dict = {op.name: op for op in _DEFS}
 
@@ -536,6 +648,16 @@ MOVE_PATHS = ", ".join(f"{s.value}->{d.value}" for s, d in MOVES)
 CONVERTS_FROM = TileType.Acc             # the tile type whose moves and stores convert (FIX)
 LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
+
+
+#: the data paths of TINSERT: (source, destination) -> (pipe, platform ids that have it); Acc
+#: -> Mat converts on FIX as TMOV does, Vec -> Vec copies on V (A5).  pto-isa's A5 Acc -> Vec
+#: and Vec -> Mat insertions cross the simulated cores' memories and are not modelled.
+INSERT_PATHS = {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
+                (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A5,))}
+#: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
+INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
+                   _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
 
 
 #: the pipe of a TSTORE by source tile type: from L0C on FIX (converting), else on MTE3

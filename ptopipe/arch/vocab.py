@@ -2,7 +2,8 @@
 ``TileType``), the pipes of a core (``PipeUnit``), the buffer alignment, pipe directions,
 tile layouts (``BLayout`` / ``SLayout`` and the named ``TileLayout`` they make, with a
 default per ``TileType``), split axes, FIFO kinds, the protocol selector, the two ring
-ways, the platform ids and the enum attributes of tile ops (``RoundMode``, ``CmpMode``).  Pure data (enums and
+ways, the platform ids and the enum attributes of tile ops (``RoundMode``, ``CmpMode``,
+``PadValue``, ``PrintFormat``).  Pure data (enums and
 constants); ``isa`` re-exports them for kernels, ``ir`` and ``language`` use them without
 importing ``isa``."""
 from __future__ import annotations
@@ -265,6 +266,33 @@ class CmpMode(IntEnum):
     LE = 3
     GT = 4
     GE = 5
+
+
+class PadValue(Enum):
+    """pto-isa's ``PadValue`` of ``TFILLPAD``: what fills a tile outside the source's valid
+    region (Max / Min: +inf / -inf for floats, the integer's largest / smallest value; a
+    plain number is pto-isa's custom pad)."""
+    Zero = "zero"
+    Max = "max"
+    Min = "min"
+
+    __hash__ = object.__hash__
+
+
+class PrintFormat(IntEnum):
+    """pto-isa's ``PrintFormat`` of ``TPRINT``: the printf width and precision of each value
+    (integers: the width only)."""
+    Width8_Precision4 = 0
+    Width8_Precision2 = 1
+    Width10_Precision6 = 2
+
+    @property
+    def width(self) -> int:
+        return 10 if self is PrintFormat.Width10_Precision6 else 8
+
+    @property
+    def precision(self) -> int:
+        return (4, 2, 6)[self]
 
 
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2

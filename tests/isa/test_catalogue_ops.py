@@ -5,6 +5,8 @@ select through packed masks, column broadcasts, the row / column reduction famil
 arg-reductions and the part ops; and the dtype rule of each platform refusing a dtype."""
 from __future__ import annotations
 
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -17,7 +19,6 @@ from ptopipe.isa import *  # noqa: F403
 pytestmark = pytest.mark.usefixtures("no_hang")
 PLATFORMS = ["a2a3", "a5"]
 BF16 = ml_dtypes.bfloat16
-HERE = "test_catalogue_ops.py"
 
 
 def run_tiles(platform, call, ins, outs, valid=None):
@@ -74,12 +75,12 @@ def close(got, want, dtype):
                                    rtol=tol, atol=tol)
 
 
-def rejects(platform, call, ins, outs, *words):
-    """The instruction is refused at issue with a KernelError located in this file."""
+def rejects(platform, call, ins, outs, *words, valid=None):
+    """The instruction is refused at issue with a KernelError located in ``call``'s file."""
     with pytest.raises(KernelError) as ei:
-        run_tiles(platform, call, ins, outs)
+        run_tiles(platform, call, ins, outs, valid)
     e = ei.value
-    assert e.where and HERE in e.where, e
+    assert e.where and os.path.basename(call.__code__.co_filename) in e.where, e
     for w in words:
         assert w in str(e), (w, str(e))
     return e
