@@ -34,7 +34,7 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import CmpMode, PadValue, PipeUnit, PlatformID, TileType
+from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileType
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
 _INT_KINDS = "iub"                           # numpy kinds of integer (and bool) dtypes
@@ -471,6 +471,70 @@ def random(key, counter, rounds: int, row_stride: int, d):
     d[...] = out[:, :cols].astype(np.uint32).view(d.dtype)      # int32: the same bits
 
 
+def pattern_takes(pattern: MaskPattern, n: int):
+    """The bool mask of the ``n`` positions a MaskPattern takes (of each 2 or 4, counting
+    from the right of its bit string: P0101 takes positions 0, 2, 4 ...)."""
+    k = np.arange(n)
+    if pattern is MaskPattern.P1111:
+        return np.ones(n, bool)
+    if pattern <= MaskPattern.P1010:
+        return k % 2 == int(pattern) - int(MaskPattern.P0101)
+    return k % 4 == int(pattern) - int(MaskPattern.P0001)
+
+
+def gather_index(a_full, idx, d):
+    """``d[r, c] = a_full.flat[idx[r, c]]`` (row-major over the whole source tile), 0 for an
+    index outside it (TGATHER's index form, as pto-isa's CPU model)."""
+    flat = a_full.reshape(-1)
+    i = idx.astype(np.int64)
+    ok = (i >= 0) & (i < flat.size)
+    d[...] = np.where(ok, flat[np.where(ok, i, 0)], 0)
+
+
+def scatter_index(s, idx, d_full):
+    """``d_full.flat[idx[r, c]] = s[r, c]`` in row-major order (the last write of an index
+    wins); an index outside the destination tile is an error (TSCATTER's index form)."""
+    i = idx.astype(np.int64).reshape(-1)
+    if i.size and (i.min() < 0 or i.max() >= d_full.size):
+        bad = int(i[(i < 0) | (i >= d_full.size)][0])
+        raise DataFault(f"TSCATTER index {bad} is outside the {d_full.shape[0]}x{d_full.shape[1]} "
+                        "destination tile", "keep every index in 0 .. rows * cols - 1 of dst")
+    d_full.reshape(-1)[i] = s.reshape(-1)
+
+
+def sort32(s, idx, d):
+    """Per row, each block of 32 (value, index) pairs sorted by value descending, ties by the
+    smaller index, written as 8-byte tuples [value, index] (a 2-byte value zero-padded to 4
+    bytes) - TSORT32 as pto-isa's CPU model sorts."""
+    rows, cols = s.shape
+    out = np.zeros((rows, cols, 8), np.uint8)
+    for b in range(0, cols, 32):
+        v, i = s[:, b:b + 32], idx[:, b:b + 32].astype(np.uint32)
+        order = np.lexsort((i, -v.astype(np.float64)), axis=1)
+        vs = np.take_along_axis(v, order, axis=1)
+        out[:, b:b + 32, :s.itemsize] = vs.view(np.uint8).reshape(rows, -1, s.itemsize)
+        out[:, b:b + 32, 4:] = np.take_along_axis(i, order, axis=1).view(np.uint8).reshape(rows, -1, 4)
+    d[:, :cols * 8 // d.itemsize] = out.reshape(rows, cols * 8).view(d.dtype)
+
+
+def quant_int8(x, scale, offset, d):
+    """``d = clip(rint(x * scale[i] (+ offset[i])))`` per row ``i`` into int8 (symmetric) or
+    uint8 (with the offset): TQUANT's INT8 forms, the scale tile holding 1 / scale as in
+    pto-isa's CPU model."""
+    y = x.astype(np.float32) * scale[:, :1].astype(np.float32)
+    if offset is not None:
+        y = y + offset[:, :1].astype(np.float32)
+    info = np.iinfo(d.dtype)
+    d[...] = np.clip(np.rint(y), info.min, info.max).astype(d.dtype)
+
+
+def dequant(q, scale, offset, d):
+    """``d[i, j] = (q[i, j] - offset[i, p]) * scale[i, p]``, ``p = min(j, params' cols - 1)``
+    (per-row parameters: TDEQUANT)."""
+    p = np.minimum(np.arange(q.shape[1]), scale.shape[1] - 1)
+    np.multiply(q.astype(np.float32) - offset[:, p], scale[:, p], out=d)
+
+
 def _prod(a, axis):
     """A product in the tile's dtype (integers wrap, as the vector unit's multiply does)."""
     return np.multiply.reduce(a, axis=axis, dtype=a.dtype)
@@ -624,6 +688,16 @@ _DEFS = (
     OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1,
           doc="a lower / upper triangular 0/1 mask (TTRI)"),
     OpDef("TINSERT", "TINSERT", None, doc="src into dst at (row, col): TEXTRACT's inverse (TINSERT)"),
+    OpDef("TGATHER", "TGATHER", _V, gather_index, _B32, _S2, tmp=True,
+          doc="dst = src elements by index, or the elements a MaskPattern takes (TGATHER)"),
+    OpDef("TSCATTER", "TSCATTER", _V, scatter_index, _B32, _S2,
+          doc="src elements to dst positions by index, or where a MaskPattern takes (TSCATTER)"),
+    OpDef("TSORT32", "TSORT32", _V, sort32, types("f16 f32"), (7, 14, 18), tmp=True,
+          doc="(value, index) pairs sorted per block of 32, descending (TSORT32)"),
+    OpDef("TQUANT", "TQUANT", _V, quant_int8, types("f32"), _S4, tmp=True,
+          doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms)"),
+    OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4,
+          doc="int8 / int16 -> f32: (src - offset) * scale per row (TDEQUANT)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
     OpDef("TRANDOM", "TRANDOM", _V, random, types("", a5="i32 u32"), _S2,

@@ -3,7 +3,7 @@
 tile layouts (``BLayout`` / ``SLayout`` and the named ``TileLayout`` they make, with a
 default per ``TileType``), split axes, FIFO kinds, the protocol selector, the two ring
 ways, the platform ids and the enum attributes of tile ops (``RoundMode``, ``CmpMode``,
-``PadValue``, ``PrintFormat``).  Pure data (enums and
+``PadValue``, ``PrintFormat``, ``MaskPattern``, ``GatherAxis``, ``QuantType``).  Pure data (enums and
 constants); ``isa`` re-exports them for kernels, ``ir`` and ``language`` use them without
 importing ``isa``."""
 from __future__ import annotations
@@ -293,6 +293,34 @@ class PrintFormat(IntEnum):
     @property
     def precision(self) -> int:
         return (4, 2, 6)[self]
+
+
+class MaskPattern(IntEnum):
+    """pto-isa's ``MaskPattern`` of the mask forms of ``TGATHER`` / ``TSCATTER``: which
+    elements of each group of 2 or 4 are taken (P0101: the first of each 2, P1000: the
+    fourth of each 4; read right to left), or all (P1111)."""
+    P0101 = 1
+    P1010 = 2
+    P0001 = 3
+    P0010 = 4
+    P0100 = 5
+    P1000 = 6
+    P1111 = 7
+
+
+class GatherAxis(IntEnum):
+    """pto-isa's ``GatherAxis`` (``ScatterAxis``): a mask gather / scatter picks columns of
+    each row (ROW) or whole rows (COL)."""
+    GATHER_ROW = 0
+    GATHER_COL = 1
+
+
+class QuantType(IntEnum):
+    """pto-isa's ``QuantType`` of ``TQUANT`` (the MX formats are not modelled)."""
+    MXFP8 = 0
+    MXFP4_E2M1 = 1
+    INT8_SYM = 2
+    INT8_ASYM = 3
 
 
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2

@@ -1,6 +1,7 @@
 """Tile instructions that rearrange or generate data rather than compute element-wise:
-TCONCAT, TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND / _INPLACE forms), TCI, TTRI, TRANDOM
-and TINSERT (the inverse of TEXTRACT).
+TCONCAT, TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND / _INPLACE forms), TCI, TTRI, TRANDOM,
+TINSERT (the inverse of TEXTRACT), TGATHER / TSCATTER (by index or by MaskPattern) and
+TSORT32.
 
 Each is defined in the op catalogue (:mod:`ptopipe.arch.catalogue`: numpy kernel, dtype
 rule per platform, cost class) and checked here when issued; arguments follow pto-isa's
@@ -14,8 +15,9 @@ from operator import setitem
 import numpy as np
 
 from ..arch import PipeUnit
-from ..arch.catalogue import INSERT_CONVERTS, INSERT_PATHS, OPS, pad_value, platform_label
-from ..arch.vocab import PadValue, PlatformID, TileLayout
+from ..arch import dtypes as dt
+from ..arch.catalogue import INSERT_CONVERTS, INSERT_PATHS, OPS, pad_value, pattern_takes, platform_label
+from ..arch.vocab import GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
 from .context import current_core
 from .events import Event, TSYNC, new_event
 from ..sim.trace import TileArgs
@@ -294,5 +296,159 @@ def TINSERT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *event
     return new_event(("TINSERT", core, end))
 
 
-__all__ = ["TCI", "TCONCAT", "TFILLPAD", "TFILLPAD_EXPAND", "TFILLPAD_INPLACE", "TINSERT",
+# -- TGATHER / TSCATTER / TSORT32 ------------------------------------------------------------
+_GATHER, _SCATTER, _SORT = OPS["TGATHER"], OPS["TSCATTER"], OPS["TSORT32"]
+_GATHER_OK, _SCATTER_OK, _SORT_OK = _GATHER.allowed(), _SCATTER.allowed(), _SORT.allowed()
+_INDEX = (dt.int32, dt.uint32)
+
+
+def _pattern(core, name: str, rest: tuple, mask_pattern, axis):
+    """(MaskPattern, GatherAxis, events) of a mask-form call: the enums may come positionally."""
+    if rest and isinstance(rest[0], MaskPattern):
+        mask_pattern, rest = rest[0], rest[1:]
+    if rest and isinstance(rest[0], GatherAxis):
+        axis, rest = rest[0], rest[1:]
+    try:
+        return MaskPattern(mask_pattern), GatherAxis(axis), rest
+    except ValueError:
+        raise _err(core, f"{name}: mask_pattern={mask_pattern!r}, axis={axis!r} are not a MaskPattern "
+                         "and a GatherAxis") from None
+
+
+def _index_tile(core, name: str, idx: Tile, rows: int, cols: int) -> np.ndarray:
+    i = _vec(core, name, idx)[0]
+    if idx.dtype not in _INDEX:
+        raise _err(core, f"{name}: the index tile {idx.describe()} is {idx.dtype.name}; indices are "
+                         "int32 or uint32", "declare the index tile as int32")
+    if i.shape[0] < rows or i.shape[1] < cols:
+        raise _err(core, f"{name}: the index tile's valid region {i.shape[0]}x{i.shape[1]} does not "
+                         f"cover the {rows}x{cols} elements", "give one index per element")
+    return i[:rows, :cols]
+
+
+def _bitcast(core, name: str, dst: Tile, src: Tile) -> None:
+    if dst.item != src.item:
+        raise _err(core, f"{name}: {dst.dtype.name} and {src.dtype.name} differ in size",
+                   "give dst an element type of the source's size")
+
+
+def _mask_gather(src_a, pattern, axis, dst_full) -> None:
+    if axis is GatherAxis.GATHER_ROW:
+        taken = src_a[:, pattern_takes(pattern, src_a.shape[1])].reshape(-1)
+        dst_full.reshape(-1)[:taken.size] = taken.view(dst_full.dtype)
+    else:
+        taken = src_a[pattern_takes(pattern, src_a.shape[0])]
+        dst_full[:taken.shape[0], :taken.shape[1]] = taken.view(dst_full.dtype)
+
+
+def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
+            axis=GatherAxis.GATHER_ROW) -> Event:
+    """By index: ``TGATHER(dst, src, indices[, tmp])``: dst[r, c] = src.flat[indices[r, c]]
+    (row-major over the whole src tile; 0 outside it).  By pattern: ``TGATHER(dst, src,
+    mask_pattern, axis)``: the src elements (GATHER_ROW: columns, GATHER_COL: rows) the
+    pattern takes, packed from dst's start."""
+    core = current_core()
+    tiles, rest = _tiles_then(rest)
+    if tiles:
+        idx, tmp = tiles[0], (tiles[1] if len(tiles) > 1 else None)
+        _sync(rest)
+        d, _ = _vec(core, "TGATHER", dst, src)
+        if src.dtype != dst.dtype:
+            _same_dtype(core, "TGATHER", dst, src)
+        _rule(core, _GATHER, dst, _GATHER_OK)
+        i = _index_tile(core, "TGATHER", idx, *d.shape)
+        core.pending.append((_GATHER.kernel, src._full, i, d))
+        return _issue(core, "TGATHER", [dst], [src, idx], tmp, *d.shape, dst.item)
+    pattern, axis, events = _pattern(core, "TGATHER", rest, mask_pattern, axis)
+    _sync(events)
+    a, _ = _vec(core, "TGATHER", src, dst)
+    full = dst._full
+    _bitcast(core, "TGATHER", dst, src)
+    _rule(core, _GATHER, src, _GATHER_OK)
+    along = a.shape[1] if axis is GatherAxis.GATHER_ROW else a.shape[0]
+    n = int(pattern_takes(pattern, along).sum())
+    need = n * a.shape[0] if axis is GatherAxis.GATHER_ROW else n
+    room = full.size if axis is GatherAxis.GATHER_ROW else dst.rows
+    if need > room or (axis is GatherAxis.GATHER_COL and a.shape[1] > dst.cols):
+        raise _err(core, f"TGATHER: {pattern.name} takes {need} {'elements' if axis is GatherAxis.GATHER_ROW else 'rows'}"
+                         f" of the {a.shape[0]}x{a.shape[1]} source; {dst.describe()} holds {room}",
+                   "give dst room for what the pattern takes")
+    core.pending.append((_mask_gather, a, pattern, axis, full))
+    return _issue(core, "TGATHER", [dst], [src], None, *a.shape, src.item)
+
+
+def _mask_scatter(src_full, pattern, axis, d) -> None:
+    rows, cols = d.shape
+    out = np.zeros(d.shape, d.dtype)
+    if axis is GatherAxis.GATHER_ROW:
+        take = np.broadcast_to(pattern_takes(pattern, cols), d.shape)
+        out[take] = src_full.reshape(-1)[:int(take.sum())].view(d.dtype)
+    else:
+        take = pattern_takes(pattern, rows)
+        out[take] = src_full[:int(take.sum()), :cols].view(d.dtype)
+    d[...] = out
+
+
+def TSCATTER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
+             axis=GatherAxis.GATHER_ROW) -> Event:
+    """By index: ``TSCATTER(dst, src, indexes)``: dst.flat[indexes[r, c]] = src[r, c] over the
+    index tile's valid region (row-major over the whole dst tile).  By pattern:
+    ``TSCATTER(dst, src, mask_pattern, axis)``: dst's valid region takes src's elements in
+    order where the pattern takes (columns of each row, or whole rows), 0 elsewhere."""
+    core = current_core()
+    tiles, rest = _tiles_then(rest)
+    if tiles:
+        idx = tiles[0]
+        _sync(rest)
+        _, s = _vec(core, "TSCATTER", dst, src)
+        if src.dtype != dst.dtype:
+            _same_dtype(core, "TSCATTER", dst, src)
+        _rule(core, _SCATTER, dst, _SCATTER_OK)
+        iv = _vec(core, "TSCATTER", idx)[0]
+        i = _index_tile(core, "TSCATTER", idx, *iv.shape)
+        if s.shape[0] < i.shape[0] or s.shape[1] < i.shape[1]:
+            raise _err(core, f"TSCATTER: the source's valid region {s.shape[0]}x{s.shape[1]} does not "
+                             f"cover the {i.shape[0]}x{i.shape[1]} indexes", "give one source element per index")
+        core.pending.append((_SCATTER.kernel, s[:i.shape[0], :i.shape[1]], i, dst._full))
+        return _issue(core, "TSCATTER", [dst], [src, idx], None, *i.shape, dst.item)
+    pattern, axis, events = _pattern(core, "TSCATTER", rest, mask_pattern, axis)
+    _sync(events)
+    d, _ = _vec(core, "TSCATTER", dst, src)
+    _bitcast(core, "TSCATTER", dst, src)
+    _rule(core, _SCATTER, dst, _SCATTER_OK)
+    along = d.shape[1] if axis is GatherAxis.GATHER_ROW else d.shape[0]
+    n = int(pattern_takes(pattern, along).sum())
+    if (n * d.shape[0] if axis is GatherAxis.GATHER_ROW else n * d.shape[1]) > src.rows * src.cols \
+            or (axis is GatherAxis.GATHER_COL and d.shape[1] > src.cols):
+        raise _err(core, f"TSCATTER: {pattern.name} places more elements than {src.describe()} holds",
+                   "give src what the pattern places")
+    core.pending.append((_mask_scatter, src._full, pattern, axis, d))
+    return _issue(core, "TSCATTER", [dst], [src], None, *d.shape, dst.item)
+
+
+def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> Event:
+    """Per row, each block of 32 src values with their idx (uint32) sorted by value,
+    descending (ties: the smaller index first), into dst as 8-byte [value, index] tuples
+    (dst: 2 (f32) or 4 (f16) columns per source column).  No wait events (pto-isa's
+    TSORT32 does not sync); without ``tmp`` the valid columns are a multiple of 32."""
+    core = current_core()
+    d, s, i = _vec(core, "TSORT32", dst, src, idx)
+    if src.dtype != dst.dtype:
+        _same_dtype(core, "TSORT32", dst, src)
+    _rule(core, _SORT, src, _SORT_OK)
+    if idx.dtype != dt.uint32 or i.shape[0] < s.shape[0] or i.shape[1] < s.shape[1]:
+        raise _err(core, f"TSORT32: the index tile {idx.describe()} must be uint32 with a valid region "
+                         f"covering the {s.shape[0]}x{s.shape[1]} values", "one uint32 index per value")
+    if tmp is None and s.shape[1] % 32:
+        raise _err(core, f"TSORT32: {s.shape[1]} valid columns are not whole blocks of 32; the "
+                         "form without tmp sorts whole blocks", "pass a tmp tile (TSORT32(dst, src, idx, tmp))")
+    width = s.shape[1] * 8 // dst.item
+    if d.shape[0] < s.shape[0] or d.shape[1] < width:
+        raise _err(core, f"TSORT32: dst's valid region {d.shape[0]}x{d.shape[1]} cannot hold "
+                         f"{s.shape[0]}x{s.shape[1]} 8-byte tuples", f"give dst {width} valid columns")
+    core.pending.append((_SORT.kernel, s, i[:s.shape[0], :s.shape[1]], d[:s.shape[0]]))
+    return _issue(core, "TSORT32", [dst], [src, idx], tmp, *s.shape, src.item)
+
+
+__all__ = ["TGATHER", "TSCATTER", "TSORT32", "TCI", "TCONCAT", "TFILLPAD", "TFILLPAD_EXPAND", "TFILLPAD_INPLACE", "TINSERT",
            "TRANDOM", "TRESHAPE", "TTRANS", "TTRI"]

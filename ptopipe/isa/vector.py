@@ -16,8 +16,8 @@ from operator import setitem
 import numpy as np
 
 from ..arch import dtypes as dt
-from ..arch.catalogue import MASK_DTYPES, by_form
-from ..arch.vocab import CmpMode, PlatformID
+from ..arch.catalogue import MASK_DTYPES, OPS, by_form
+from ..arch.vocab import CmpMode, PlatformID, QuantType
 from .context import current_core
 from .events import Event, TSYNC
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value,
@@ -399,6 +399,75 @@ def _part(op):
     return instr
 
 
+# -- quantisation ---------------------------------------------------------------------------------
+_QUANT, _DEQUANT = OPS["TQUANT"], OPS["TDEQUANT"]
+_QUANT_OK, _DEQUANT_OK = _QUANT.allowed(), _DEQUANT.allowed()
+
+
+def _params(core, name: str, rows: int, *tiles) -> list:
+    """The per-row f32 parameter tiles (scale, offset): one row per data row."""
+    arrays = _vec(core, name, *tiles)
+    for t, p in zip(tiles, arrays):
+        if t.dtype != dt.float32 or p.shape[0] != rows or p.shape[1] < 1:
+            raise _err(core, f"{name}: the parameter tile {t.describe()} (valid {p.shape[0]}x{p.shape[1]}) "
+                             f"must be float32 with one row per data row ({rows})",
+                       "give scale / offset as float32 tiles of rows x 1")
+    return arrays
+
+
+def TQUANT(dst: Tile, src: Tile, scale: Tile, *rest, quant_type=None) -> Event:
+    """pto-isa's INT8 TQUANT: ``dst = clip(rint(src * scale[i] (+ offset[i])))`` per row i;
+    ``TQUANT(dst, src, scale[, tmp][, offset])``: int8 dst (INT8_SYM, no offset) or uint8
+    dst (INT8_ASYM, with the offset).  ``scale`` holds the inverse scale (the multiplier),
+    as in pto-isa's CPU model; src is f32.  The MX formats are not modelled."""
+    core = current_core()
+    tiles, events = _tiles_then(rest)
+    _sync(events)
+    qt = (QuantType.INT8_ASYM if dst.dtype == dt.uint8 else QuantType.INT8_SYM) if quant_type is None \
+        else quant_type
+    if not isinstance(qt, QuantType) or qt not in (QuantType.INT8_SYM, QuantType.INT8_ASYM):
+        raise _err(core, f"TQUANT: quant_type {qt!r} is not modelled", "use QuantType.INT8_SYM or INT8_ASYM")
+    if len(tiles) > 2:
+        raise _err(core, f"TQUANT takes (dst, src, scale[, tmp][, offset]), got {3 + len(tiles)} tiles")
+    # one tile after scale: the offset of INT8_ASYM, the tmp of INT8_SYM (pto-isa's overloads)
+    tmp, offset = tiles if len(tiles) == 2 else \
+        ((None, tiles[0]) if qt is QuantType.INT8_ASYM else (tiles[0], None)) if tiles else (None, None)
+    if qt is QuantType.INT8_SYM and (dst.dtype != dt.int8 or offset is not None):
+        raise _err(core, f"TQUANT INT8_SYM writes int8 with no offset, not {dst.describe()}"
+                         f"{' with an offset' if offset is not None else ''}",
+                   "declare dst as int8 and leave out the offset (or use INT8_ASYM into uint8)")
+    if qt is QuantType.INT8_ASYM and (dst.dtype != dt.uint8 or offset is None):
+        raise _err(core, f"TQUANT INT8_ASYM writes uint8 with an offset tile, not {dst.describe()}"
+                         f"{'' if offset is not None else ' without one'}",
+                   "declare dst as uint8 and pass the offset tile")
+    d, a = _vec(core, "TQUANT", dst, src)
+    if a.shape != d.shape:
+        _same_shape(core, "TQUANT", ("dst", d), ("src", a))
+    _rule(core, _QUANT, src, _QUANT_OK)
+    ps = _params(core, "TQUANT", a.shape[0], *([scale] if offset is None else [scale, offset]))
+    core.pending.append((_QUANT.kernel, a, ps[0], ps[1] if offset is not None else None, d))
+    srcs = [src, scale] + ([offset] if offset is not None else [])
+    return _issue(core, "TQUANT", [dst], srcs, tmp, *d.shape, src.item)
+
+
+def TDEQUANT(dst: Tile, src: Tile, scale: Tile, offset: Tile, *events) -> Event:
+    """``dst[i, j] = (src[i, j] - offset[i]) * scale[i]``: int8 / int16 src to f32 dst with
+    per-row f32 parameters (a parameter tile with several columns: column min(j, cols - 1))."""
+    core = current_core()
+    _sync(events)
+    d, a = _vec(core, "TDEQUANT", dst, src)
+    if a.shape != d.shape:
+        _same_shape(core, "TDEQUANT", ("dst", d), ("src", a))
+    _rule(core, _DEQUANT, src, _DEQUANT_OK)
+    if dst.dtype != dt.float32:
+        raise _err(core, f"TDEQUANT writes float32, not {dst.describe()}", "declare dst as float32")
+    s, o = _params(core, "TDEQUANT", a.shape[0], scale, offset)
+    if s.shape != o.shape:
+        _same_shape(core, "TDEQUANT", ("scale", s), ("offset", o))
+    core.pending.append((_DEQUANT.kernel, a, s, o, d))
+    return _issue(core, "TDEQUANT", [dst], [src, scale, offset], None, *d.shape, dst.item)
+
+
 _BUILD = {"ternary": _ternary, "scalar_ternary": _scalar_ternary, "axpy": _axpy,
           "compare": _compare, "compare_scalar": _compare_scalar, "select": _select,
           "select_scalar": _select_scalar, "col_expand": _col_expand, "col_bcast": _col_bcast,
@@ -408,5 +477,5 @@ for _op in by_form(*_BUILD):
     _fn.__name__ = _fn.__qualname__ = _op.name
     _fn.__module__ = __name__
     globals()[_op.name] = _fn
-__all__ = [_op.name for _op in by_form(*_BUILD)]
+__all__ = [_op.name for _op in by_form(*_BUILD)] + ["TDEQUANT", "TQUANT"]
 del _op, _fn

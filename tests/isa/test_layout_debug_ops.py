@@ -298,3 +298,106 @@ def test_tprefetch_changes_nothing_but_occupies_mte2(platform):
         np.testing.assert_array_equal(r["out"], x)
     busy = [r.summary.cores["AIV0"]["busy"]["MTE2"] for r in runs]
     assert busy[1] == 2 * busy[0] > 0
+
+
+# -- TGATHER / TSCATTER / TSORT32 ----------------------------------------------------------------
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype", [np.float16, np.int32])
+def test_gather_and_scatter_by_index(platform, dtype):
+    rng = np.random.default_rng(7)
+    src = rand(rng, dtype, (8, 32))
+    idx = rng.integers(0, 8 * 32, (4, 16)).astype(np.int32)
+    idx[0, :2], idx[3, 15] = (-1, 8 * 32), 8 * 32 + 7                   # outside src: 0
+    perm = rng.permutation(8 * 32)[:4 * 16].reshape(4, 16).astype(np.uint32)
+
+    def call(o, i):
+        TGATHER(o[0], i[0], i[1], o[2])                 # with pto-isa's tmp operand
+        TSCATTER(o[1], i[2], i[3])
+    got = run_tiles(platform, call, [src, idx, src[:4, :16].copy(), perm],
+                    [((4, 16), dtype), np.zeros((8, 32), dtype), ((4, 16), dtype)])
+    flat = src.reshape(-1)
+    ok = (idx >= 0) & (idx < flat.size)
+    np.testing.assert_array_equal(got[0], np.where(ok, flat[np.where(ok, idx, 0)], 0))
+    want = np.zeros(8 * 32, dtype)
+    want[perm.reshape(-1)] = src[:4, :16].reshape(-1)
+    np.testing.assert_array_equal(got[1], want.reshape(8, 32))
+    bad = perm.copy()
+    bad[1, 2] = 9999
+    with pytest.raises(KernelError) as ei:
+        run_tiles(platform, lambda o, i: TSCATTER(o[0], i[0], i[1]), [src[:4, :16].copy(), bad],
+                  [((8, 32), dtype)])
+    assert "index 9999 is outside" in ei.value.what
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_gather_and_scatter_by_mask_pattern(platform):
+    src = np.arange(8 * 32, dtype=np.float32).reshape(8, 32)
+
+    def call(o, i):
+        TGATHER(o[0], i[0], MaskPattern.P0101)                          # every other column
+        TGATHER(o[1], i[0], MaskPattern.P0010, GatherAxis.GATHER_COL)   # rows 1, 5
+        TSCATTER(o[2], o[1], mask_pattern=MaskPattern.P1000, axis=GatherAxis.GATHER_COL)
+        TGATHER(o[3], i[0], mask_pattern=MaskPattern.P1000)             # columns 3, 7, ...
+    got = run_tiles(platform, call, [src], [((8, 16), np.float32), ((2, 32), np.float32),
+                                            ((8, 32), np.float32), ((4, 16), np.int32)])
+    np.testing.assert_array_equal(got[0], src[:, 0::2])
+    np.testing.assert_array_equal(got[1], src[[1, 5]])
+    want = np.zeros((8, 32), np.float32)
+    want[[3, 7]] = src[[1, 5]]
+    np.testing.assert_array_equal(got[2], want)
+    np.testing.assert_array_equal(got[3].reshape(-1)[:64], src[:, 3::4].reshape(-1).view(np.int32))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_sort32_blocks_of_value_index_pairs(platform, dtype):
+    rng = np.random.default_rng(8)
+    v = rng.integers(-5, 5, (2, 80)).astype(dtype)          # ties: the smaller index first
+    idx = np.tile(np.arange(80, dtype=np.uint32), (2, 1)) + 1000
+    per = 8 // np.dtype(dtype).itemsize
+
+    def call(o, i):
+        TSORT32(o[0], i[0], i[1], o[1])                     # 80 columns: a tail of 16
+    got = run_tiles(platform, call, [v, idx], [((2, 80 * per), dtype), ((2, 96), dtype)])[0]
+    tuples = got.view(np.uint8).reshape(2, 80, 8)
+    for r in range(2):
+        for b in range(0, 80, 32):
+            pairs = sorted(zip(v[r, b:b + 32].tolist(), idx[r, b:b + 32].tolist()), key=lambda p: (-p[0], p[1]))
+            vals = tuples[r, b:b + len(pairs), :np.dtype(dtype).itemsize].copy().view(dtype).reshape(-1)
+            ids = tuples[r, b:b + len(pairs), 4:].copy().view(np.uint32).reshape(-1)
+            assert vals.tolist() == [p[0] for p in pairs] and ids.tolist() == [p[1] for p in pairs]
+    rejects(platform, lambda o, i: TSORT32(o[0], i[0], i[1]), [v, idx], [((2, 80 * per), dtype)],
+            "not whole blocks of 32")
+
+
+# -- TQUANT / TDEQUANT -----------------------------------------------------------------------------
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_int8_quantise_and_dequantise(platform):
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-3, 3, (8, 32)).astype(np.float32)
+    inv = rng.uniform(20, 40, (8, 8)).astype(np.float32)   # the multiplier 1 / scale, per row
+    zp = rng.integers(100, 150, (8, 8)).astype(np.float32)
+
+    def call(o, i):
+        TQUANT(o[0], i[0], i[1])                            # INT8_SYM
+        TQUANT(o[1], i[0], i[1], o[4], i[2])                # INT8_ASYM, with pto-isa's tmp
+        TDEQUANT(o[2], o[0], i[3], i[4])
+        TDEQUANT(o[3], i[5], i[3], i[2])                    # int16 codes, a zero point
+    scale = (1 / inv).astype(np.float32)
+    zero = np.zeros_like(zp)
+    codes = rng.integers(-300, 300, (8, 32)).astype(np.int16)
+    got = run_tiles(platform, call, [x, inv, zp, scale, zero, codes],
+                    [((8, 32), np.int8), ((8, 32), np.uint8), ((8, 32), np.float32), ((8, 32), np.float32),
+                     ((8, 32), np.float32)], valid={1: (8, 1), 2: (8, 1), 3: (8, 1), 4: (8, 1)})
+    q_sym = np.clip(np.rint(x * inv[:, :1]), -128, 127)
+    q_asym = np.clip(np.rint(x * inv[:, :1] + zp[:, :1]), 0, 255)
+    np.testing.assert_array_equal(got[0], q_sym.astype(np.int8))
+    np.testing.assert_array_equal(got[1], q_asym.astype(np.uint8))
+    np.testing.assert_allclose(got[2], q_sym * scale[:, :1], rtol=1e-6)
+    np.testing.assert_allclose(got[3], (codes - zp[:, :1]) * scale[:, :1], rtol=1e-6)
+    np.testing.assert_allclose(got[2], x, atol=0.5 / 20)      # the round trip, within a step
+    rejects(platform, lambda o, i: TQUANT(o[0], i[0], i[1]), [x, inv], [((8, 32), np.uint8)],
+            "INT8_ASYM writes uint8 with an offset tile")
+    u8 = q_asym.astype(np.uint8)                                # pto-isa dequantises S8 / S16 only
+    rejects(platform, lambda o, i: TDEQUANT(o[0], i[0], i[1], i[1]), [u8, scale],
+            [((8, 32), np.float32)], "TDEQUANT takes", "not uint8")
