@@ -409,6 +409,52 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
 
+def _gemv_check(core, op: str, a: Tile, b: Tile) -> None:
+    """pto-isa's GEMV shape: one row of ``a`` (m = 1), k and n (b's valid shape) in 1 .. 4095."""
+    if a.valid_rows != 1 or not (1 <= b.valid_rows <= 4095 and 1 <= b.valid_cols <= 4095):
+        raise _err(core, f"{op}: m = {a.valid_rows}, k = {b.valid_rows}, n = {b.valid_cols}; a GEMV "
+                         "multiplies one row (m = 1) by a k x n matrix with k, n in 1 .. 4095",
+                   "give a one valid row, or use TMATMUL for m > 1")
+
+
+def TGEMV(c: Tile, a: Tile, b: Tile, *events) -> Event:
+    """c[0, :] = a[0, :] @ b: TMATMUL with one row (Left 1 x K, Right K x N, Acc 1 x N)."""
+    core = current_core()
+    if events:
+        TSYNC(*events)
+    A, B, C, acc = _mm_operands(core, "TGEMV", c, a, b)
+    _gemv_check(core, "TGEMV", a, b)
+    core.pending.append((_product_into, A, B, acc, C))
+    return _mm_issue(core, "TGEMV", a, b, c, None, A, B)
+
+
+def TGEMV_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
+    """c_out = c_in + a @ b with one row (TMATMUL_ACC's GEMV)."""
+    core = current_core()
+    if events:
+        TSYNC(*events)
+    A, B, C, acc = _mm_operands(core, "TGEMV_ACC", c_out, a, b)
+    _gemv_check(core, "TGEMV_ACC", a, b)
+    Ci = arr(c_in, core, "TGEMV_ACC accumulator input")
+    _same_shape(core, "TGEMV_ACC", ("c_out", C), ("c_in", Ci))
+    core.pending.append((_product_acc, Ci, A, B, acc, C))
+    return _mm_issue(core, "TGEMV_ACC", a, b, c_out, (a, b, c_in), A, B)
+
+
+def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
+    """c = a @ b + bias with one row (TMATMUL_BIAS's GEMV; bias 1 x N)."""
+    core = current_core()
+    if events:
+        TSYNC(*events)
+    A, B, C, acc = _mm_operands(core, "TGEMV_BIAS", c, a, b)
+    _gemv_check(core, "TGEMV_BIAS", a, b)
+    Bi = arr(bias, core, "TGEMV_BIAS bias")
+    if Bi.shape[-1] != C.shape[1]:
+        raise _err(core, f"TGEMV_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
+    core.pending.append((_product_bias, A, B, Bi, acc, C))
+    return _mm_issue(core, "TGEMV_BIAS", a, b, c, (a, b, bias), A, B)
+
+
 # -- vector -------------------------------------------------------------------------------
 def _not_vec(core, name, tiles) -> KernelError:
     bad = next(t for t in tiles if t.loc is not TileType.Vec)

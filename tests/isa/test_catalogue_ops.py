@@ -463,3 +463,53 @@ def test_part_op_needs_one_source_covering_dst(platform):
         s1 = Tile(TileType.Vec, np.float32, 8, 32, addr=i[0].addr, valid_rows=8, valid_cols=16)
         TPARTADD(o[0], s0, s1)
     rejects(platform, call, [a], [(a.shape, np.float32)], "cover dst exactly")
+
+
+# -- GEMV (Cube) -------------------------------------------------------------------------------
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype,acc", [(np.float16, np.float32), (np.int8, np.int32)])
+def test_gemv_family(platform, dtype, acc):
+    rng = np.random.default_rng(16)
+    a = rng.integers(-4, 4, (1, 32)).astype(dtype)
+    b = rng.integers(-4, 4, (32, 16)).astype(dtype)
+    c0 = rng.integers(-9, 9, (1, 16)).astype(acc)
+
+    def k(a, b, c0, out, out_acc, out_bias):
+        a1 = Tile(TileType.Mat, dtype, 16, 32, addr=0x0, valid_rows=1)
+        b1 = Tile(TileType.Mat, dtype, 32, 16, addr=0x800)
+        c1 = Tile(TileType.Mat, acc, 16, 16, addr=0x1000, valid_rows=1)
+        a0 = Tile(TileType.Left, dtype, 16, 32, addr=0x0, valid_rows=1)
+        b0 = Tile(TileType.Right, dtype, 32, 16, addr=0x0)
+        bias = Tile(TileType.Bias, acc, 1, 16, addr=0x0)
+        c = Tile(TileType.Acc, acc, 16, 16, addr=0x0, valid_rows=1)
+        ci = Tile(TileType.Acc, acc, 16, 16, addr=0x400, valid_rows=1)
+        TLOAD(a1, a)
+        TLOAD(b1, b)
+        TLOAD(c1, c0)
+        TMOV(a0, a1)
+        TMOV(b0, b1)
+        TMOV(bias, c1)
+        TGEMV(c, a0, b0)
+        TSTORE(out, c)
+        TGEMV_BIAS(ci, a0, b0, bias)
+        TSTORE(out_bias, ci)
+        TGEMV_ACC(ci, c, a0, b0)                     # c + a @ b
+        TSTORE(out_acc, ci)
+    z = np.zeros((1, 16), acc)
+    res = ptopipe.run(aic=k, platform=platform, args=dict(a=a, b=b, c0=c0, out=z, out_acc=z.copy(),
+                                                          out_bias=z.copy()))
+    prod = a.astype(acc) @ b.astype(acc)
+    np.testing.assert_array_equal(res["out"], prod)
+    np.testing.assert_array_equal(res["out_acc"], 2 * prod)
+    np.testing.assert_array_equal(res["out_bias"], prod + c0)
+
+
+def test_gemv_takes_one_row():
+    def k():
+        a0 = Tile(TileType.Left, float16, 16, 32, addr=0x0, valid_rows=2)
+        b0 = Tile(TileType.Right, float16, 32, 16, addr=0x0)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0x0, valid_rows=2)
+        TGEMV(c, a0, b0)
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=k)
+    assert "m = 2" in ei.value.what and "TMATMUL" in ei.value.fix
