@@ -17,9 +17,10 @@ per-column src1), ``row_bcast`` / ``col_bcast`` (dst, per-row / per-column src),
 ``compare`` (dst mask, src0, src1, mode), ``compare_scalar`` (dst mask, src, scalar or
 tile, mode), ``select`` (dst, mask, src0, src1[, tmp]), ``select_scalar`` (dst, mask, src[,
 tmp], scalar), ``part`` (dst, src0, src1 over the union of their valid regions), ``fill``
-(dst, scalar), ``convert`` (dst, src), ``matmul`` / ``matmul_acc`` / ``matmul_bias``
-(Cube), the data movements ``load``, ``store``, ``move``, ``extract``, and the forms one
-instruction has alone (``TCONCAT``, ``TTRANS``, ``TPRINT`` ...: form = its own name).
+(dst, scalar), ``fillpad`` (dst, src, pad), ``convert`` (dst, src), ``matmul`` /
+``matmul_acc`` / ``matmul_bias`` (Cube: TMATMUL*, TGEMV*), the data movements ``load``,
+``store``, ``move``, ``extract``, and the forms one instruction has alone (``TCONCAT``,
+``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
 
 A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is packed as
 pto-isa's CPU model packs it: row ``i`` of the source in row ``i`` of the mask, bit ``j``
@@ -451,7 +452,7 @@ def philox(counters, key, rounds: int):
     return c0, c1, c2, c3
 
 
-def random(key, counter, rounds: int, row_stride: int, d):
+def random_words(key, counter, rounds: int, row_stride: int, d):
     """TRANDOM as pto-isa's CPU model lays Philox out: per 4 x 256-byte repeat block of a row,
     lane ``l`` of the 64 lanes takes counter ``base + l`` and writes its 4 outputs to columns
     ``block + r * 64 + l``; ``base`` (128 bits) advances by ``row_stride / 4`` per block."""
@@ -703,7 +704,7 @@ _DEFS = (
           doc="int8 / int16 -> f32: (src - offset) * scale per row (TDEQUANT)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
-    OpDef("TRANDOM", "TRANDOM", _V, random, types("", a5="i32 u32"), _S2,
+    OpDef("TRANDOM", "TRANDOM", _V, random_words, types("", a5="i32 u32"), _S2,
           doc="Philox-4x32 random words from a key and a counter (TRANDOM)"),
     OpDef("TPRINT", "TPRINT", PipeUnit.S, doc="print a tile or GM tensor, in simulated time (TPRINT)"),
     OpDef("TTRAP", "TTRAP", PipeUnit.S, doc="stop the kernel with an error (pto.trap)"),

@@ -240,7 +240,7 @@ def TRANDOM(dst: Tile, *args, rounds: int = 10) -> Event:
     (``key``: 2 words, ``counter``: 4 words, as pto-isa's TRandomKey / TRandomCounter) or
     ``TRANDOM(dst, k0, k1, c0, c1, c2, c3)`` (PTO-AS ``pto.trandom``'s operands);
     ``rounds`` 7 or 10.  The same key and counter give the same words, run after run; the
-    words are laid out as pto-isa's CPU model lays them (:func:`~ptopipe.arch.catalogue.random`)."""
+    words are laid out as pto-isa's CPU model lays them (:func:`~ptopipe.arch.catalogue.random_words`)."""
     core = current_core()
     k = 2 if len(args) >= 2 and not np.isscalar(args[0]) else 6
     operands, events = args[:k], args[k:]

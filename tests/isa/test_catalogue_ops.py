@@ -13,8 +13,11 @@ import pytest
 
 import ptopipe
 import ptopipe.isa as isa
+import ptopipe.language as pl
 from ptopipe import KernelError
+from ptopipe.errors import CompileError
 from ptopipe.isa import *  # noqa: F403
+from ptopipe.runtime import run as dsl_run
 
 pytestmark = pytest.mark.usefixtures("no_hang")
 PLATFORMS = ["a2a3", "a5"]
@@ -513,3 +516,45 @@ def test_gemv_takes_one_row():
     with pytest.raises(KernelError) as ei:
         ptopipe.run(aic=k)
     assert "m = 2" in ei.value.what and "TMATMUL" in ei.value.fix
+
+
+# -- the pl DSL: the ops of the derived forms run through the IR interpreter ---------------------
+def _dsl_program():
+    @pl.aic
+    def cube(x: pl.Tensor[[16, 32], pl.i32]):
+        pass
+
+    @pl.aiv
+    def vec(x: pl.Tensor[[16, 32], pl.i32], z: pl.Tensor[[16, 32], pl.i32],
+            y: pl.Tensor[[16, 32], pl.i32], w: pl.Tensor[[16, 32], pl.i32], v: pl.Tensor[[16, 1], pl.i32]):
+        if pl.get_subblockid() == 0:
+            a = pl.load(x, [0, 0], [16, 32])
+            b = pl.load(z, [0, 0], [16, 32])
+            c = pl.xor(pl.and_(a, b), pl.shls(a, 2))
+            d = pl.addc(c, a, b)
+            e = pl.col_expand_max(d, pl.col_min(a))
+            pl.store(pl.rems(e, 7), [0, 0], y)
+            pl.store(pl.not_(pl.subsc(a, 3, b)), [0, 0], w)
+            pl.store(pl.row_prod(pl.ands(a, 3)), [0, 0], v)
+    return pl.program(cube, vec, name="int_ops")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_dsl_runs_the_catalogue_ops_of_derived_forms(platform):
+    rng = np.random.default_rng(17)
+    x, z = (rng.integers(-100, 100, (16, 32)).astype(np.int32) for _ in range(2))
+    res = dsl_run(_dsl_program(), dict(x=x, z=z, y=np.zeros_like(x), w=np.zeros_like(x),
+                                       v=np.zeros((16, 1), np.int32)), platform=platform)
+    d = ((x & z) ^ (x << 2)) + x + z
+    np.testing.assert_array_equal(res["y"], np.remainder(np.maximum(d, x.min(axis=0)), 7))
+    np.testing.assert_array_equal(res["w"], ~((x - 3) + z))
+    np.testing.assert_array_equal(res["v"][:, 0], np.multiply.reduce(x & 3, axis=1, dtype=np.int32))
+
+
+def test_dsl_refuses_a_dtype_the_op_refuses():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec(x: pl.Tensor[[16, 32], pl.f32]):
+            a = pl.load(x, [0, 0], [16, 32])
+            b = pl.and_(a, a)  # F32-AND
+    assert "TAND takes" in ei.value.what and "not float32" in ei.value.what, ei.value
