@@ -518,6 +518,61 @@ def sort32(s, idx, d):
     d[:, :cols * 8 // d.itemsize] = out.reshape(rows, cols * 8).view(d.dtype)
 
 
+def _pairs(a) -> tuple:
+    """(values, 8-byte tuples) of a one-row tile of [value, index] tuples (TSORT32's output)."""
+    per = 8 // a.itemsize
+    n = a.shape[1] // per
+    row = np.ascontiguousarray(a[0, :n * per])
+    return row.reshape(n, per)[:, 0].tolist(), row.view(np.uint8).reshape(n, 8)
+
+
+def _merge(lists: list, limit: int, exhausted: bool) -> tuple:
+    """pto-isa's ``vmrgsort4`` merge: repeatedly take the head with the largest value (ties:
+    the lowest list), at most ``limit`` tuples; with ``exhausted``, stop once a list runs out.
+    Returns (the tuples taken, how many of each list)."""
+    taken, heads = [], [0] * len(lists)
+    while len(taken) < limit:
+        pick, best = -1, None
+        for k, (vals, _) in enumerate(lists):
+            h = heads[k]
+            if h < len(vals) and (pick < 0 or vals[h] > best):
+                pick, best = k, vals[h]
+        if pick < 0:
+            break
+        taken.append(lists[pick][1][heads[pick]])
+        heads[pick] += 1
+        if exhausted and any(h == len(vals) for h, (vals, _) in zip(heads, lists)):
+            break
+    return taken, heads
+
+
+def _put_pairs(d, taken: list) -> None:
+    if taken:
+        n = len(taken) * 8 // d.itemsize
+        d[0, :n] = np.stack(taken).reshape(-1).view(d.dtype)
+
+
+def mrgsort_blocks(s, block_len: int, d) -> None:
+    """TMRGSORT(dst, src, blockLen): each group of 4 blocks of ``block_len`` elements of the
+    one-row ``s`` merged into the same columns of ``d`` (its valid columns bound the groups)."""
+    group = 4 * block_len
+    for base in range(0, d.shape[1] - group + 1, group):
+        lists = [_pairs(s[:, base + b * block_len:base + (b + 1) * block_len]) for b in range(4)]
+        taken, _ = _merge(lists, sum(len(v) for v, _ in lists), False)
+        _put_pairs(d[:, base:base + group], taken)
+
+
+def mrgsort_lists(srcs: list, exhausted: bool, executed, d) -> None:
+    """TMRGSORT(dst, executed, tmp, src0, src1[, src2, src3]): 2 to 4 sorted lists merged
+    into ``d`` (up to its valid tuples); ``executed`` gets how many of each list were taken."""
+    lists = [_pairs(a) for a in srcs]
+    taken, heads = _merge(lists, d.shape[1] * d.itemsize // 8, exhausted)
+    _put_pairs(d, taken)
+    heads += [0] * (4 - len(heads))
+    (executed.mrgSortList0, executed.mrgSortList1, executed.mrgSortList2,
+     executed.mrgSortList3) = heads
+
+
 def quant_int8(x, scale, offset, d):
     """``d = clip(rint(x * scale[i] (+ offset[i])))`` per row ``i`` into int8 (symmetric) or
     uint8 (with the offset): TQUANT's INT8 forms, the scale tile holding 1 / scale as in
@@ -698,6 +753,8 @@ _DEFS = (
           doc="src elements to dst positions by index, or where a MaskPattern takes (TSCATTER)"),
     OpDef("TSORT32", "TSORT32", _V, sort32, types("f16 f32"), (7, 14, 18), tmp=True,
           doc="(value, index) pairs sorted per block of 32, descending (TSORT32)"),
+    OpDef("TMRGSORT", "TMRGSORT", _V, mrgsort_lists, types("f16 f32"), (7, 14, 18), tmp=True,
+          doc="merge sorted (value, index) lists, descending (TMRGSORT)"),
     OpDef("TQUANT", "TQUANT", _V, quant_int8, types("f32"), _S4, tmp=True,
           doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms)"),
     OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4,

@@ -1,7 +1,7 @@
 """Tile instructions that rearrange or generate data rather than compute element-wise:
 TCONCAT, TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND / _INPLACE forms), TCI, TTRI, TRANDOM,
-TINSERT (the inverse of TEXTRACT), TGATHER / TSCATTER (by index or by MaskPattern) and
-TSORT32.
+TINSERT (the inverse of TEXTRACT), TGATHER / TSCATTER (by index or by MaskPattern),
+TSORT32 and TMRGSORT.
 
 Each is defined in the op catalogue (:mod:`ptopipe.arch.catalogue`: numpy kernel, dtype
 rule per platform, cost class) and checked here when issued; arguments follow pto-isa's
@@ -10,13 +10,15 @@ TFILLPAD's pad value) are keyword or positional arguments after the operands.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import setitem
 
 import numpy as np
 
 from ..arch import PipeUnit
 from ..arch import dtypes as dt
-from ..arch.catalogue import INSERT_CONVERTS, INSERT_PATHS, OPS, pad_value, pattern_takes, platform_label
+from ..arch.catalogue import (INSERT_CONVERTS, INSERT_PATHS, OPS, mrgsort_blocks, pad_value, pattern_takes,
+                              platform_label)
 from ..arch.vocab import GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
 from .context import current_core
 from .events import Event, TSYNC, new_event
@@ -450,5 +452,71 @@ def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> Event:
     return _issue(core, "TSORT32", [dst], [src, idx], tmp, *s.shape, src.item)
 
 
-__all__ = ["TGATHER", "TSCATTER", "TSORT32", "TCI", "TCONCAT", "TFILLPAD", "TFILLPAD_EXPAND", "TFILLPAD_INPLACE", "TINSERT",
+@dataclass
+class MrgSortExecutedNumList:
+    """pto-isa's ``MrgSortExecutedNumList``: how many tuples a multi-list TMRGSORT took from
+    each of its lists (set when the TMRGSORT has executed)."""
+    mrgSortList0: int = 0
+    mrgSortList1: int = 0
+    mrgSortList2: int = 0
+    mrgSortList3: int = 0
+
+
+_MRG = OPS["TMRGSORT"]
+_MRG_OK = _MRG.allowed()
+
+
+def _one_row(core, tiles) -> None:
+    for t in tiles:
+        if t.rows != 1:
+            raise _err(core, f"TMRGSORT: {t.describe()} has {t.rows} rows; its lists are one-row tiles",
+                       "declare every TMRGSORT tile with Rows == 1")
+
+
+def TMRGSORT(dst: Tile, *args, exhausted: bool = False) -> Event:
+    """Merge sorted lists of 8-byte [value, index] tuples (TSORT32's output) into dst,
+    descending by value (ties: the earlier list): ``TMRGSORT(dst, src, block_len)`` merges
+    each 4 consecutive blocks of ``block_len`` elements of src; ``TMRGSORT(dst, executed,
+    tmp, src0, src1[, src2, src3], exhausted=False)`` merges 2 to 4 lists into dst's valid
+    tuples and records how many of each it took in ``executed`` (a MrgSortExecutedNumList;
+    with ``exhausted`` it stops when a list runs out)."""
+    core = current_core()
+    if len(args) >= 2 and args[0].__class__ is Tile and not isinstance(args[1], Tile):
+        src, block_len, events = args[0], args[1], args[2:]
+        _sync(events)
+        d, s = _vec(core, "TMRGSORT", dst, src)
+        _one_row(core, (dst, src))
+        if src.dtype != dst.dtype:
+            _same_dtype(core, "TMRGSORT", dst, src)
+        _rule(core, _MRG, dst, _MRG_OK)
+        if isinstance(block_len, bool) or not isinstance(block_len, (int, np.integer)) or block_len <= 0 \
+                or block_len % 64 or s.shape[1] % (4 * block_len) or not 1 <= s.shape[1] // (4 * block_len) <= 255:
+            raise _err(core, f"TMRGSORT: block_len {block_len!r} with {s.shape[1]} valid source columns: "
+                             "block_len is a multiple of 64 and the columns 1 to 255 groups of 4 blocks",
+                       "pass a block_len that divides the source into groups of 4 blocks")
+        core.pending.append((mrgsort_blocks, s, int(block_len), d))
+        return _issue(core, "TMRGSORT", [dst], [src], None, *s.shape, src.item)
+    tiles, events = _tiles_then(args[1:]) if args else ((), ())
+    executed = args[0] if args else None
+    if not hasattr(executed, "mrgSortList0") or not 3 <= len(tiles) <= 5:
+        raise _err(core, "TMRGSORT takes (dst, src, block_len) or (dst, executed, tmp, src0, src1[, "
+                         "src2, src3])", "pass a MrgSortExecutedNumList, the tmp tile and 2 to 4 lists")
+    _sync(events)
+    tmp, srcs = tiles[0], tiles[1:]
+    arrays = _vec(core, "TMRGSORT", dst, tmp, *srcs)
+    d, lists = arrays[0], arrays[2:]
+    _one_row(core, (dst, tmp) + srcs)
+    if any(t.dtype != dst.dtype for t in (tmp,) + srcs):
+        _same_dtype(core, "TMRGSORT", dst, tmp, *srcs)
+    _rule(core, _MRG, dst, _MRG_OK)
+    if tmp.cols < sum(t.cols for t in srcs):
+        raise _err(core, f"TMRGSORT: tmp has {tmp.cols} columns; the lists have "
+                         f"{sum(t.cols for t in srcs)}", "give tmp the lists' total columns")
+    core.pending.append((_MRG.kernel, lists, bool(exhausted), executed, d))
+    ev = _issue(core, "TMRGSORT", [dst], list(srcs), tmp, 1, sum(a.shape[1] for a in lists), dst.item)
+    core.cluster.sync()              # ``executed`` holds the counts when TMRGSORT returns
+    return ev
+
+
+__all__ = ["MrgSortExecutedNumList", "TMRGSORT", "TGATHER", "TSCATTER", "TSORT32", "TCI", "TCONCAT", "TFILLPAD", "TFILLPAD_EXPAND", "TFILLPAD_INPLACE", "TINSERT",
            "TRANDOM", "TRESHAPE", "TTRANS", "TTRI"]

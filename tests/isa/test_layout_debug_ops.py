@@ -401,3 +401,49 @@ def test_int8_quantise_and_dequantise(platform):
     u8 = q_asym.astype(np.uint8)                                # pto-isa dequantises S8 / S16 only
     rejects(platform, lambda o, i: TDEQUANT(o[0], i[0], i[1], i[1]), [u8, scale],
             [((8, 32), np.float32)], "TDEQUANT takes", "not uint8")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_mrgsort_merges_sorted_blocks_and_lists(platform):
+    rng = np.random.default_rng(10)
+    v = rng.permutation(512).astype(np.float32)[:128].reshape(1, 128) - 256    # distinct values
+    idx = np.arange(128, dtype=np.uint32).reshape(1, 128)
+
+    def tuples_of(a):
+        t = a.view(np.uint8).reshape(-1, 8)
+        return t[:, :4].copy().view(np.float32).reshape(-1), t[:, 4:].copy().view(np.uint32).reshape(-1)
+
+    def call(o, i):
+        TSORT32(o[0], i[0], i[1])                   # 4 sorted blocks of 32 pairs
+        TMRGSORT(o[1], o[0], 64)                    # one 4-way merge: 128 sorted pairs
+    got = run_tiles(platform, call, [v, idx], [((1, 256), np.float32)] * 2)
+    vals, ids = tuples_of(got[1])
+    order = np.argsort(-v[0], kind="stable")
+    np.testing.assert_array_equal(vals, v[0, order])
+    np.testing.assert_array_equal(ids, order)
+
+    hi = np.sort(rng.uniform(10, 20, 32)).astype(np.float32)[::-1].reshape(1, 32)
+    lo = np.sort(rng.uniform(0, 5, 32)).astype(np.float32)[::-1].reshape(1, 32)
+    ix = np.arange(32, dtype=np.uint32).reshape(1, 32)
+    counts = {}
+
+    def merge(o, i):
+        TSORT32(o[0], i[0], i[2])
+        TSORT32(o[1], i[1], i[2])
+        part = Tile(TileType.Vec, float32, 1, 128, addr=o[3].addr, valid_cols=80)    # 40 pairs
+        ex = MrgSortExecutedNumList()
+        TMRGSORT(part, ex, o[2], o[1], o[0])         # lo first: ties would go to lo
+        counts["all"] = ex
+        ex2 = MrgSortExecutedNumList()
+        TMRGSORT(o[4], ex2, o[2], o[0], o[1], exhausted=True)
+        counts["exhausted"] = ex2
+    got = run_tiles(platform, merge, [hi, lo, ix],
+                    [((1, 64), np.float32)] * 2 + [((1, 128), np.float32)] * 3)
+    vals, _ = tuples_of(got[3][:, :80])
+    np.testing.assert_array_equal(vals, np.concatenate([hi[0], lo[0, :8]]))
+    assert (counts["all"].mrgSortList0, counts["all"].mrgSortList1) == (8, 32)
+    assert (counts["exhausted"].mrgSortList0, counts["exhausted"].mrgSortList1) == (32, 0)
+    vals, _ = tuples_of(got[4][:, :64])
+    np.testing.assert_array_equal(vals, hi[0])
+    rejects(platform, lambda o, i: TMRGSORT(o[1], o[0], 48), [v], [((1, 256), np.float32)] * 2,
+            "multiple of 64")
