@@ -2,16 +2,30 @@
 occupies, its cost entry, the dtypes it takes, its typing rule and its numpy kernel.
 
 Everything else is derived from it: the ISA instructions and their operand checks
-(``isa/ops.py``), the vector cost table (``costs.py``), the ``TSYNC<Op>`` vocabulary
-(``isa/events.py``), the IR op specs and DSL stubs (``ir/ops.py``, ``language/surface.py``)
-and the interpreter's dispatch (``runtime/interp.py``).  Pure data and small numpy
-functions; no simulator state.
+(``isa/ops.py``, ``isa/vector.py``, ``isa/layout_ops.py``, ``isa/debug.py``), the vector
+cost table (``costs.py``), the ``TSYNC<Op>`` vocabulary (``isa/events.py``), the IR op
+specs and DSL stubs (``ir/ops.py``, ``language/surface.py``) and the interpreter's
+dispatch (``runtime/interp.py``).  Pure data and small numpy functions; no simulator state.
 
-Forms (the operands, in ISA order): ``binary`` (dst, src0, src1), ``scalar`` (dst, src,
-scalar), ``unary`` (dst, src), ``row_reduce`` / ``col_reduce`` (dst, src), ``row_expand``
-(dst, src0, per-row src1), ``row_bcast`` (dst, per-row src), ``fill`` (dst, scalar),
-``convert`` (dst, src), ``matmul`` / ``matmul_acc`` / ``matmul_bias`` (Cube), and the
-data movements ``load``, ``store``, ``move``, ``extract``.
+Forms (the operands, in ISA order = pto-isa's C++ order = PTO-AS ``outs(...)`` then
+``ins(...)``): ``binary`` (dst, src0, src1[, tmp]), ``scalar`` (dst, src, scalar[, tmp]),
+``unary`` (dst, src), ``ternary`` (dst, src0, src1, src2), ``scalar_ternary`` (dst, src0,
+scalar, src1), ``axpy`` (dst, src, scalar: dst += scalar * src), ``row_reduce`` (dst,
+src[, tmp]) / ``col_reduce`` (dst, src), ``row_arg`` / ``col_arg`` ([dst_val,] dst_idx,
+src[, tmp]), ``row_expand`` (dst, src0, per-row src1), ``col_expand`` (dst, src0,
+per-column src1), ``row_bcast`` / ``col_bcast`` (dst, per-row / per-column src),
+``compare`` (dst mask, src0, src1, mode), ``compare_scalar`` (dst mask, src, scalar or
+tile, mode), ``select`` (dst, mask, src0, src1[, tmp]), ``select_scalar`` (dst, mask, src[,
+tmp], scalar), ``part`` (dst, src0, src1 over the union of their valid regions), ``fill``
+(dst, scalar), ``fillpad`` (dst, src, pad), ``convert`` (dst, src), ``matmul`` /
+``matmul_acc`` / ``matmul_bias`` (Cube: TMATMUL*, TGEMV*), the data movements ``load``,
+``store``, ``move``, ``extract``, and the forms one instruction has alone (``TCONCAT``,
+``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
+
+A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is packed as
+pto-isa's CPU model packs it: row ``i`` of the source in row ``i`` of the mask, bit ``j``
+of the row in word ``j // w`` at bit ``j % w`` (least significant first), ``w`` the bit
+width of the mask tile's dtype (u8 or u32); the hardware's packing is target-defined.
 """
 from __future__ import annotations
 
@@ -21,10 +35,48 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import PipeUnit, TileType
+from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileType
 
-ANY, FLOAT, INT = "any", "float", "int"      # dtype rules
+ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
 _INT_KINDS = "iub"                           # numpy kinds of integer (and bool) dtypes
+_A2A3, _A5 = PlatformID.PLATFORM_A2A3, PlatformID.PLATFORM_A5
+
+
+def platform_label(platform) -> str:
+    """``"A2A3"`` / ``"A5"``: how a message names a platform id."""
+    return PlatformID(platform).name[len("PLATFORM_"):]
+
+
+@dataclass(frozen=True)
+class Types:
+    """The element types an op takes on each platform (pto-isa's ``static_assert``s, which
+    differ between A2A3 and A5 for many ops).  The IR, which knows no platform, takes what
+    either platform takes; an instruction takes what its run's platform takes.  Types
+    ptopipe has no dtype for (uint16, uint64) are left out."""
+    a2a3: frozenset
+    a5: frozenset
+
+    def on(self, platform=None) -> frozenset:
+        """The dtypes of ``platform`` (a PlatformID), or of either platform (None)."""
+        if platform is None:
+            return self.a2a3 | self.a5
+        return self.a5 if platform == _A5 else self.a2a3
+
+
+def types(a2a3: str, a5: str | None = None) -> Types:
+    """``types("f16 f32", a5="+ bf16")``: short dtype names per platform; ``a5`` defaults to
+    the A2A3 set, and ``"+ ..."`` extends it."""
+    base = frozenset(dt.as_dtype(n) for n in a2a3.split())
+    if a5 is None:
+        return Types(base, base)
+    names = a5.split()
+    if names and names[0] == "+":
+        return Types(base, base | frozenset(dt.as_dtype(n) for n in names[1:]))
+    return Types(base, frozenset(dt.as_dtype(n) for n in names))
+
+
+def _names(ds) -> str:
+    return ", ".join(sorted(dt.short_name(d) for d in ds))
 
 
 @dataclass(frozen=True)
@@ -34,23 +86,51 @@ class OpDef:
     form: str                    # operand form (see the module docstring)
     pipe: PipeUnit | None        # the pipe it occupies; None: routed by operand locations
     kernel: object = None        # the numpy function the op applies (per form)
-    dtypes: str = ANY            # ANY, FLOAT (float tiles only) or INT (integer tiles only)
+    dtypes: object = ANY         # ANY, FLOAT (float tiles only), INT (integer tiles only) or
+                                 # a Types (the dtypes of each platform)
     cost: tuple | None = None    # vector ops: (cycles per 256-B repeat, head, tail)
     dsl: str | None = None       # its ``pl.<dsl>`` spelling, if the DSL has it
     doc: str = ""
     scratch: bool = False        # pto-isa takes a scratch tile the size of the source
                                  # (``TROWSUM(dst, src, tmp)``); the allocator places it
+    tmp: bool = False            # pto-isa takes a scratch ``tmp`` tile of its own shape
+                                 # (used on A2A3 only); the ISA takes it, optionally
+    nonneg_scalar: bool = False  # the scalar operand must be >= 0 (shift counts)
 
-    def dtype_error(self, dtype: np.dtype) -> "tuple[str, str] | None":
-        """(what, fix) if this op does not take ``dtype`` tiles, else None."""
-        is_int = np.dtype(dtype).kind in _INT_KINDS
+    def dtype_error(self, dtype: np.dtype, platform=None) -> "tuple[str, str] | None":
+        """(what, fix) if this op does not take ``dtype`` tiles on ``platform`` (a
+        PlatformID; None: on either platform), else None."""
+        d = np.dtype(dtype)
+        is_int = d.kind in _INT_KINDS
         if self.dtypes == FLOAT and is_int:
-            return (f"{self.name} works on float tiles, not {np.dtype(dtype).name}",
+            return (f"{self.name} works on float tiles, not {d.name}",
                     f"convert with TCVT (pl.cast) to f16/f32 first, then {self.name}")
         if self.dtypes == INT and not is_int:
-            return (f"{self.name} works on integer tiles, not {np.dtype(dtype).name}",
+            return (f"{self.name} works on integer tiles, not {d.name}",
                     "convert with TCVT (pl.cast) to an integer dtype first")
+        if isinstance(self.dtypes, Types):
+            ok = self.dtypes.on(platform)
+            if d in ok:
+                return None
+            on = "" if platform is None else f" on {platform_label(platform)}"
+            if not ok:
+                other = platform_label(_A5 if platform == _A2A3 else _A2A3)
+                return (f"{self.name} is not implemented{on} (pto-isa has it on {other} only)",
+                        f"run the kernel on {other}, or leave {self.name} out on this platform")
+            fix = f"convert with TCVT (pl.cast) to one of {_names(ok)} first"
+            other = _A5 if platform == _A2A3 else _A2A3
+            if platform is not None and d in self.dtypes.on(other):
+                fix += f" ({platform_label(other)} takes {d.name})"
+            return f"{self.name} takes {_names(ok)} tiles{on}, not {d.name}", fix
         return None
+
+    def allowed(self) -> "tuple | None":
+        """Per PlatformID, the set of the catalogue's tile dtypes this op takes (None: any) -
+        the ISA's fast check; a dtype outside it is judged by :meth:`dtype_error`."""
+        if self.dtypes == ANY:
+            return None
+        return tuple(frozenset(d for d in KNOWN_DTYPES if self.dtype_error(d, p) is None)
+                     for p in PlatformID)
 
 
 # -- typing rules --------------------------------------------------------------------------
@@ -84,6 +164,8 @@ def _range(d: np.dtype) -> tuple:
 SCALAR_RANGE = {d: _range(d) for d in {dt.float16, dt.float32, dt.bfloat16, dt.float8_e4m3,
                                        dt.float8_e5m2, dt.int8, dt.uint8, dt.int16, dt.int32,
                                        dt.uint32, dt.int64}}
+#: the tile dtypes the catalogue's rules are stated over
+KNOWN_DTYPES = frozenset(SCALAR_RANGE)
 
 
 def scalar_error(dtype: np.dtype, scalar) -> str | None:
@@ -102,6 +184,21 @@ def scalar_error(dtype: np.dtype, scalar) -> str | None:
     elif np.isfinite(scalar) and not lo <= float(scalar) <= hi:
         return f"the scalar {scalar!r} overflows {d.name} (largest {hi:.6g})"
     return None
+
+
+def op_scalar_error(op: OpDef, dtype: np.dtype, scalar) -> str | None:
+    """:func:`scalar_error`, plus the op's own scalar rule (a shift count is not negative)."""
+    bad = scalar_error(dtype, scalar)
+    if bad is None and op.nonneg_scalar and scalar < 0:
+        return f"the scalar {scalar!r} is negative; {op.name} shifts by 0 or more bits"
+    return bad
+
+
+#: CmpMode -> the numpy comparison it makes
+COMPARE = {CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
+           CmpMode.LE: np.less_equal, CmpMode.GT: np.greater, CmpMode.GE: np.greater_equal}
+#: the dtypes of a predicate mask tile (TCMP / TCMPS output, TSEL / TSELS input)
+MASK_DTYPES = (dt.uint8, dt.uint32)
 
 
 # -- numpy kernels (names show in error messages) ---------------------------------------------
@@ -161,11 +258,360 @@ def recip(a, d):
     np.divide(1, a, out=d, casting="unsafe")
 
 
+def not_(a, d):
+    np.invert(a, out=d)
+
+
+def ands(a, s, d):
+    np.bitwise_and(a, s, out=d)
+
+
+def ors(a, s, d):
+    np.bitwise_or(a, s, out=d)
+
+
+def xors(a, s, d):
+    np.bitwise_xor(a, s, out=d)
+
+
+def shls(a, s, d):
+    np.left_shift(a, s, out=d)
+
+
+def shrs(a, s, d):
+    np.right_shift(a, s, out=d)
+
+
+def _no_int_zero(b) -> None:
+    """Integer division by zero: pto-isa's CPU model asserts, the device is target-defined -
+    an error here, never a silent 0 (a float divisor of 0 gives NaN / inf, as IEEE says)."""
+    if np.asarray(b).dtype.kind in "iu" and not np.all(b):
+        raise DataFault("integer division by zero (a divisor element is 0)",
+                        "keep integer divisors non-zero (the device's result is undefined), or "
+                        "divide in float (TCVT) where 0 gives inf / NaN")
+
+
+def _wide(x):
+    """``x`` in float64: pto-isa computes the float remainders in double, then rounds once."""
+    return np.asarray(x, dtype=np.float64)
+
+
+def rem(a, b, out):
+    """Remainder with the sign of the divisor: ``a - floor(a / b) * b`` (TREM / TREMS)."""
+    _no_int_zero(b)
+    if out.dtype.kind in "iu":
+        np.remainder(a, b, out=out)
+    else:
+        np.copyto(out, np.remainder(_wide(a), _wide(b)), casting="unsafe")
+
+
+def fmod(a, b, out):
+    """Remainder with the sign of the dividend: C's ``fmod`` / ``%`` (TFMOD / TFMODS)."""
+    _no_int_zero(b)
+    if out.dtype.kind in "iu":
+        np.fmod(a, b, out=out)
+    else:
+        np.copyto(out, np.fmod(_wide(a), _wide(b)), casting="unsafe")
+
+
+def div_trunc(a, b, out):
+    """Division as the vector unit divides: floats by IEEE, integers toward zero (C's ``/``)."""
+    if out.dtype.kind not in "iu":
+        np.divide(a, b, out=out)
+        return
+    _no_int_zero(b)
+    q = np.trunc(_wide(a) / _wide(b))
+    np.copyto(out, q, casting="unsafe")
+
+
+def prelu(a, b, out):
+    """``a > 0 ? a : a * b`` (TPRELU: a per-element slope)."""
+    np.copyto(out, np.where(a > 0, a, a * b), casting="unsafe")
+
+
+def lrelu(a, s, d):
+    """``a > 0 ? a : a * slope`` (TLRELU: a scalar slope)."""
+    np.copyto(d, np.where(a > 0, a, a * s), casting="unsafe")
+
+
+def addc(a, b, c, d):
+    np.add(np.add(a, b), c, out=d)
+
+
+def subc(a, b, c, d):
+    np.add(np.subtract(a, b), c, out=d)
+
+
+def addsc(a, s, b, d):
+    np.add(np.add(a, s), b, out=d)
+
+
+def subsc(a, s, b, d):
+    np.add(np.subtract(a, s), b, out=d)
+
+
+def axpy(a, s, d):
+    """``d = s * a + d``; an f16 ``a`` into an f32 ``d`` is widened first (TAXPY)."""
+    np.add(np.multiply(a.astype(d.dtype), d.dtype.type(s)), d, out=d)
+
+
+def pack_mask(p, d) -> None:
+    """The predicate ``p`` (bool, rows x cols) packed into mask ``d`` (see the module
+    docstring); the rest of ``d``'s valid region is zeroed."""
+    rows, cols = p.shape
+    bits = 8 * d.dtype.itemsize
+    words = -(-cols // bits)
+    packed = np.packbits(p, axis=1, bitorder="little")          # rows x ceil(cols / 8) bytes
+    pad = words * d.dtype.itemsize - packed.shape[1]
+    if pad:
+        packed = np.pad(packed, ((0, 0), (0, pad)))
+    d[...] = 0
+    d[:rows, :words] = packed.view(d.dtype.newbyteorder("<"))
+
+
+def unpack_mask(m, rows: int, cols: int):
+    """The rows x cols predicate a mask ``m`` holds (the inverse of :func:`pack_mask`)."""
+    words = -(-cols // (8 * m.dtype.itemsize))
+    raw = np.ascontiguousarray(m[:rows, :words]).astype(m.dtype.newbyteorder("<")).view(np.uint8)
+    return np.unpackbits(raw, axis=1, bitorder="little")[:, :cols].astype(bool)
+
+
+def compare(a, b, mode, d):
+    """``d`` = the packed predicate ``a <mode> b`` (TCMP; TCMPS with ``b`` a scalar)."""
+    pack_mask(COMPARE[mode](a, b), d)
+
+
+def select(m, a, b, d):
+    """``d = mask ? a : b`` per element (TSEL; TSELS with ``b`` a scalar)."""
+    np.copyto(d, np.where(unpack_mask(m, *d.shape), a, b), casting="unsafe")
+
+
+def concat(a, b, d):
+    """``d[:, :ca] = a``, ``d[:, ca:ca + cb] = b`` (TCONCAT, along columns)."""
+    ca, cb = a.shape[1], b.shape[1]
+    left, right = a.copy(), b.copy()           # d may alias a source
+    d[:, :ca] = left
+    d[:, ca:ca + cb] = right
+
+
+def trans(a, d):
+    """``d[j, i] = a[i, j]`` over ``a``'s valid region (TTRANS)."""
+    d[:a.shape[1], :a.shape[0]] = a.T.copy()
+
+
+def pad_value(pad, dtype: np.dtype):
+    """The fill of a ``pad`` (a PadValue, or a number: pto-isa's custom pad) in ``dtype``."""
+    d = np.dtype(dtype)
+    if pad is PadValue.Zero:
+        return d.type(0)
+    if d.kind in _INT_KINDS:
+        info = np.iinfo(d)
+        return d.type(info.max if pad is PadValue.Max else info.min) if isinstance(pad, PadValue) \
+            else d.type(pad)
+    if isinstance(pad, PadValue):
+        return d.type(np.inf if pad is PadValue.Max else -np.inf)
+    return d.type(pad)
+
+
+def fill_pad(a, fill, d):
+    """``d`` (a whole tile) = ``a`` where ``a`` is valid, ``fill`` elsewhere (TFILLPAD)."""
+    out = np.full(d.shape, fill, d.dtype)
+    out[:a.shape[0], :a.shape[1]] = a
+    d[...] = out
+
+
+def ci(start: int, descending: bool, d):
+    """``d[0, k] = start + k`` (``start - k`` descending) over the valid columns (TCI)."""
+    k = np.arange(d.shape[1], dtype=np.int64)
+    v = start - k if descending else start + k
+    np.copyto(d[:1], v[None, :] if d.dtype.kind in "iu" else v[None, :].astype(np.float64),
+              casting="unsafe")
+
+
+def tri(diagonal: int, upper: bool, d):
+    """A triangular 0/1 mask: lower ``j <= i + diagonal``, upper ``j >= i + diagonal`` (TTRI)."""
+    i = np.arange(d.shape[0])[:, None]
+    j = np.arange(d.shape[1])[None, :]
+    np.copyto(d, (j >= i + diagonal) if upper else (j <= i + diagonal), casting="unsafe")
+
+
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_W = (np.uint64(0x9E3779B9), np.uint64(0xBB67AE85))
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+def philox(counters, key, rounds: int):
+    """Philox-4x32 (Salmon et al. 2011) of each counter column: ``counters`` is 4 x n words
+    (uint64 arrays holding 32-bit values), ``key`` two words; returns the 4 x n outputs."""
+    c0, c1, c2, c3 = counters
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    for _ in range(rounds):
+        p0, p1 = c0 * _PHILOX_M[0], c2 * _PHILOX_M[1]        # 32 x 32 -> 64 bits: exact
+        c0, c1, c2, c3 = (p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & _U32, (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & _U32
+        k0, k1 = (k0 + _PHILOX_W[0]) & _U32, (k1 + _PHILOX_W[1]) & _U32
+    return c0, c1, c2, c3
+
+
+def random_words(key, counter, rounds: int, row_stride: int, d):
+    """TRANDOM as pto-isa's CPU model lays Philox out: per 4 x 256-byte repeat block of a row,
+    lane ``l`` of the 64 lanes takes counter ``base + l`` and writes its 4 outputs to columns
+    ``block + r * 64 + l``; ``base`` (128 bits) advances by ``row_stride / 4`` per block."""
+    rows, cols = d.shape
+    lanes = 256 // d.dtype.itemsize
+    per = 4 * lanes
+    blocks = -(-cols // per)
+    step = np.arange(rows * blocks, dtype=np.uint64)[:, None] * np.uint64(row_stride // 4)
+    off = (step + np.arange(lanes, dtype=np.uint64)[None, :]).reshape(-1)
+    words, carry = [], off
+    for w in counter:                                # the 128-bit add, word by word
+        t = np.uint64(w) + carry
+        words.append(t & _U32)
+        carry = t >> np.uint64(32)
+    out = np.stack(philox(words, key, rounds))      # 4 x (rows * blocks * lanes)
+    out = out.reshape(4, rows, blocks, lanes).transpose(1, 2, 0, 3).reshape(rows, blocks * per)
+    d[...] = out[:, :cols].astype(np.uint32).view(d.dtype)      # int32: the same bits
+
+
+def pattern_takes(pattern: MaskPattern, n: int):
+    """The bool mask of the ``n`` positions a MaskPattern takes (of each 2 or 4, counting
+    from the right of its bit string: P0101 takes positions 0, 2, 4 ...)."""
+    k = np.arange(n)
+    if pattern is MaskPattern.P1111:
+        return np.ones(n, bool)
+    if pattern <= MaskPattern.P1010:
+        return k % 2 == int(pattern) - int(MaskPattern.P0101)
+    return k % 4 == int(pattern) - int(MaskPattern.P0001)
+
+
+def gather_index(a_full, idx, d):
+    """``d[r, c] = a_full.flat[idx[r, c]]`` (row-major over the whole source tile), 0 for an
+    index outside it (TGATHER's index form, as pto-isa's CPU model)."""
+    flat = a_full.reshape(-1)
+    i = idx.astype(np.int64)
+    ok = (i >= 0) & (i < flat.size)
+    d[...] = np.where(ok, flat[np.where(ok, i, 0)], 0)
+
+
+def scatter_index(s, idx, d_full):
+    """``d_full.flat[idx[r, c]] = s[r, c]`` in row-major order (the last write of an index
+    wins); an index outside the destination tile is an error (TSCATTER's index form)."""
+    i = idx.astype(np.int64).reshape(-1)
+    if i.size and (i.min() < 0 or i.max() >= d_full.size):
+        bad = int(i[(i < 0) | (i >= d_full.size)][0])
+        raise DataFault(f"TSCATTER index {bad} is outside the {d_full.shape[0]}x{d_full.shape[1]} "
+                        "destination tile", "keep every index in 0 .. rows * cols - 1 of dst")
+    d_full.reshape(-1)[i] = s.reshape(-1)
+
+
+def sort32(s, idx, d):
+    """Per row, each block of 32 (value, index) pairs sorted by value descending, ties by the
+    smaller index, written as 8-byte tuples [value, index] (a 2-byte value zero-padded to 4
+    bytes) - TSORT32 as pto-isa's CPU model sorts."""
+    rows, cols = s.shape
+    out = np.zeros((rows, cols, 8), np.uint8)
+    for b in range(0, cols, 32):
+        v, i = s[:, b:b + 32], idx[:, b:b + 32].astype(np.uint32)
+        order = np.lexsort((i, -v.astype(np.float64)), axis=1)
+        vs = np.take_along_axis(v, order, axis=1)
+        out[:, b:b + 32, :s.itemsize] = vs.view(np.uint8).reshape(rows, -1, s.itemsize)
+        out[:, b:b + 32, 4:] = np.take_along_axis(i, order, axis=1).view(np.uint8).reshape(rows, -1, 4)
+    d[:, :cols * 8 // d.itemsize] = out.reshape(rows, cols * 8).view(d.dtype)
+
+
+def _pairs(a) -> tuple:
+    """(values, 8-byte tuples) of a one-row tile of [value, index] tuples (TSORT32's output)."""
+    per = 8 // a.itemsize
+    n = a.shape[1] // per
+    row = np.ascontiguousarray(a[0, :n * per])
+    return row.reshape(n, per)[:, 0].tolist(), row.view(np.uint8).reshape(n, 8)
+
+
+def _merge(lists: list, limit: int, exhausted: bool) -> tuple:
+    """pto-isa's ``vmrgsort4`` merge: repeatedly take the head with the largest value (ties:
+    the lowest list), at most ``limit`` tuples; with ``exhausted``, stop once a list runs out.
+    Returns (the tuples taken, how many of each list)."""
+    taken, heads = [], [0] * len(lists)
+    while len(taken) < limit:
+        pick, best = -1, None
+        for k, (vals, _) in enumerate(lists):
+            h = heads[k]
+            if h < len(vals) and (pick < 0 or vals[h] > best):
+                pick, best = k, vals[h]
+        if pick < 0:
+            break
+        taken.append(lists[pick][1][heads[pick]])
+        heads[pick] += 1
+        if exhausted and any(h == len(vals) for h, (vals, _) in zip(heads, lists)):
+            break
+    return taken, heads
+
+
+def _put_pairs(d, taken: list) -> None:
+    if taken:
+        n = len(taken) * 8 // d.itemsize
+        d[0, :n] = np.stack(taken).reshape(-1).view(d.dtype)
+
+
+def mrgsort_blocks(s, block_len: int, d) -> None:
+    """TMRGSORT(dst, src, blockLen): each group of 4 blocks of ``block_len`` elements of the
+    one-row ``s`` merged into the same columns of ``d`` (its valid columns bound the groups)."""
+    group = 4 * block_len
+    for base in range(0, d.shape[1] - group + 1, group):
+        lists = [_pairs(s[:, base + b * block_len:base + (b + 1) * block_len]) for b in range(4)]
+        taken, _ = _merge(lists, sum(len(v) for v, _ in lists), False)
+        _put_pairs(d[:, base:base + group], taken)
+
+
+def mrgsort_lists(srcs: list, exhausted: bool, executed, d) -> None:
+    """TMRGSORT(dst, executed, tmp, src0, src1[, src2, src3]): 2 to 4 sorted lists merged
+    into ``d`` (up to its valid tuples); ``executed`` gets how many of each list were taken."""
+    lists = [_pairs(a) for a in srcs]
+    taken, heads = _merge(lists, d.shape[1] * d.itemsize // 8, exhausted)
+    _put_pairs(d, taken)
+    heads += [0] * (4 - len(heads))
+    (executed.mrgSortList0, executed.mrgSortList1, executed.mrgSortList2,
+     executed.mrgSortList3) = heads
+
+
+def quant_int8(x, scale, offset, d):
+    """``d = clip(rint(x * scale[i] (+ offset[i])))`` per row ``i`` into int8 (symmetric) or
+    uint8 (with the offset): TQUANT's INT8 forms, the scale tile holding 1 / scale as in
+    pto-isa's CPU model."""
+    y = x.astype(np.float32) * scale[:, :1].astype(np.float32)
+    if offset is not None:
+        y = y + offset[:, :1].astype(np.float32)
+    info = np.iinfo(d.dtype)
+    d[...] = np.clip(np.rint(y), info.min, info.max).astype(d.dtype)
+
+
+def dequant(q, scale, offset, d):
+    """``d[i, j] = (q[i, j] - offset[i, p]) * scale[i, p]``, ``p = min(j, params' cols - 1)``
+    (per-row parameters: TDEQUANT)."""
+    p = np.minimum(np.arange(q.shape[1]), scale.shape[1] - 1)
+    np.multiply(q.astype(np.float32) - offset[:, p], scale[:, p], out=d)
+
+
+def _prod(a, axis):
+    """A product in the tile's dtype (integers wrap, as the vector unit's multiply does)."""
+    return np.multiply.reduce(a, axis=axis, dtype=a.dtype)
+
+
 # -- the instructions ---------------------------------------------------------------------------
 _V, _M = PipeUnit.V, PipeUnit.M
 _S1, _S2, _S4, _E2 = (1, 12, 14), (2, 14, 18), (4, 14, 18), (2, 14, 17)
 # vector costs calibrated on PLATFORMS.md's measured single ops (see costs.py): slope 1 for
-# scalar-operand and copy-like ops, 2 binary / transcendental / convert, 4 divide, 7 reductions
+# scalar-operand and copy-like ops, 2 binary / transcendental / convert, 4 divide and two-op
+# forms, 7 reductions (ops PLATFORMS.md does not measure take the class of their shape)
+_BITS = types("i8 u8 i16 i32 u32")                       # TAND/TOR/TXOR/TNOT and scalar forms
+_SHIFT = types("i8 u8 i16 i32 u32", a5="+ i64")          # TSHL/TSHR
+_SHIFTS = types("i16 i32 u32", a5="i8 u8 i16 i32 u32 i64")   # TSHLS/TSHRS
+_REM = types("f32 i32", a5="f16 f32 i16 i32 u32 i64")    # TREM/TREMS
+_B32 = types("i8 u8 i16 i32 u32 f16 bf16 f32", a5="+ i64")   # b8/b16/b32 (A5: b64) copies
+_COLX = types("f16 f32 i16 i32", a5="+ u32 bf16 i8 u8")  # TCOLEXPAND*/TROWEXPANDMAX/MIN
+_ROWARG = types("f16 f32 i16 i32", a5="f16 bf16 f32 i16 i32 u32")   # TROWARGMAX/MIN sources
+_PART = types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32")   # TPARTADD/MAX/MIN
+_CAT = types("i8 u8 i16 i32 u32 f16 bf16 f32")          # TCONCAT/TTRANS/TFILLPAD: b8/b16/b32
+_COLARG = types("f16 f32 u32", a5="i8 u8 i16 i32 u32 f16 f32")      # TCOLARGMAX/MIN sources
 _DEFS = (
     OpDef("TLOAD", "load", PipeUnit.MTE2, dsl="load", doc="GM -> tile (TLOAD)"),
     OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
@@ -175,6 +621,9 @@ _DEFS = (
     OpDef("TMATMUL", "matmul", _M, dsl="matmul", doc="a @ b (TMATMUL)"),
     OpDef("TMATMUL_ACC", "matmul_acc", _M, dsl="matmul_acc", doc="acc + a @ b (TMATMUL_ACC)"),
     OpDef("TMATMUL_BIAS", "matmul_bias", _M, doc="a @ b + bias (TMATMUL_BIAS)"),
+    OpDef("TGEMV", "matmul", _M, doc="one row a @ b (TGEMV)"),
+    OpDef("TGEMV_ACC", "matmul_acc", _M, doc="acc + one row a @ b (TGEMV_ACC)"),
+    OpDef("TGEMV_BIAS", "matmul_bias", _M, doc="one row a @ b + bias (TGEMV_BIAS)"),
     OpDef("TADD", "binary", _V, np.add, cost=_S2, dsl="add"),
     OpDef("TSUB", "binary", _V, np.subtract, cost=_S2, dsl="sub"),
     OpDef("TMUL", "binary", _V, np.multiply, cost=_S2, dsl="mul"),
@@ -208,6 +657,114 @@ _DEFS = (
     OpDef("TEXPANDS", "fill", _V, cost=_S1, dsl="full",
           doc="a Vec tile filled with a scalar (TEXPANDS)"),
     OpDef("TCVT", "convert", _V, cost=_S2, dsl="cast", doc="dtype conversion (TCVT)"),
+    # -- integer / bitwise (pto-isa: 1-, 2- and 4-byte integers; A5 shifts also 8-byte)
+    OpDef("TAND", "binary", _V, np.bitwise_and, _BITS, _S2, dsl="and_"),
+    OpDef("TOR", "binary", _V, np.bitwise_or, _BITS, _S2, dsl="or_"),
+    OpDef("TXOR", "binary", _V, np.bitwise_xor, _BITS, _S2, dsl="xor", scratch=True),
+    OpDef("TSHL", "binary", _V, np.left_shift, _SHIFT, _S2, dsl="shl"),
+    OpDef("TSHR", "binary", _V, np.right_shift, _SHIFT, _S2, dsl="shr"),
+    OpDef("TNOT", "unary", _V, not_, _BITS, _S1, dsl="not_"),
+    OpDef("TANDS", "scalar", _V, ands, _BITS, _S1, dsl="ands"),
+    OpDef("TORS", "scalar", _V, ors, _BITS, _S1, dsl="ors"),
+    OpDef("TXORS", "scalar", _V, xors, _BITS, _S1, dsl="xors", scratch=True),
+    OpDef("TSHLS", "scalar", _V, shls, _SHIFTS, _S1, dsl="shls", nonneg_scalar=True),
+    OpDef("TSHRS", "scalar", _V, shrs, _SHIFTS, _S1, dsl="shrs", nonneg_scalar=True),
+    OpDef("TREM", "binary", _V, rem, _REM, _S4, tmp=True,
+          doc="remainder with the divisor's sign (TREM)"),
+    OpDef("TREMS", "scalar", _V, rem, _REM, _S4, dsl="rems", scratch=True,
+          doc="remainder by a scalar, with the divisor's sign (TREMS)"),
+    OpDef("TFMOD", "binary", _V, fmod, types("f32", a5="f16 f32 i16 i32 u32"), _S4, dsl="fmod",
+          doc="remainder with the dividend's sign (TFMOD)"),
+    OpDef("TFMODS", "scalar", _V, fmod, types("f32", a5="f16 f32 i16 i32 u32"), _S4, dsl="fmods",
+          doc="remainder by a scalar, with the dividend's sign (TFMODS)"),
+    # -- activations, three-operand and fused forms
+    OpDef("TPRELU", "binary", _V, prelu, types("f16 f32"), _S2, tmp=True,
+          doc="src0 > 0 ? src0 : src0 * src1 (TPRELU)"),
+    OpDef("TLRELU", "scalar", _V, lrelu, types("f16 f32"), _S1, dsl="lrelu",
+          doc="src > 0 ? src : src * slope (TLRELU)"),
+    OpDef("TADDC", "ternary", _V, addc, cost=_S4, dsl="addc", doc="src0 + src1 + src2 (TADDC)"),
+    OpDef("TSUBC", "ternary", _V, subc, cost=_S4, dsl="subc", doc="src0 - src1 + src2 (TSUBC)"),
+    OpDef("TADDSC", "scalar_ternary", _V, addsc, types("i16 i32 f16 f32"), _S2, dsl="addsc",
+          doc="src0 + scalar + src1 (TADDSC)"),
+    OpDef("TSUBSC", "scalar_ternary", _V, subsc, types("i16 i32 f16 f32"), _S2, dsl="subsc",
+          doc="src0 - scalar + src1 (TSUBSC)"),
+    OpDef("TAXPY", "axpy", _V, axpy, types("f16 f32"), _S2,
+          doc="dst = scalar * src + dst, in place (TAXPY)"),
+    # -- compare and select (packed predicate masks)
+    OpDef("TCMP", "compare", _V, compare, types("i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"),
+          _S2, doc="packed mask of src0 <mode> src1 (TCMP)"),
+    OpDef("TCMPS", "compare_scalar", _V, compare,
+          types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1,
+          doc="packed mask of src <mode> scalar (TCMPS)"),
+    OpDef("TSEL", "select", _V, select, types("i16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64"), _S2,
+          tmp=True, doc="mask ? src0 : src1 (TSEL)"),
+    OpDef("TSELS", "select_scalar", _V, select,
+          types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 i32 u32 i64 f16 f32"), _S1, tmp=True,
+          doc="mask ? src : scalar (TSELS)"),
+    # -- broadcasts along columns, and the rest of the row / column families
+    OpDef("TCOLEXPAND", "col_bcast", _V, dtypes=_B32, cost=_S1, doc="dst[:, j] = src[0, j]"),
+    OpDef("TCOLEXPANDADD", "col_expand", _V, np.add, _COLX, _S2, dsl="col_expand_add"),
+    OpDef("TCOLEXPANDSUB", "col_expand", _V, np.subtract, _COLX, _S2, dsl="col_expand_sub"),
+    OpDef("TCOLEXPANDMUL", "col_expand", _V, np.multiply, _COLX, _S2, dsl="col_expand_mul"),
+    OpDef("TCOLEXPANDDIV", "col_expand", _V, div_trunc, types("f16 f32", a5="+ i8 u8 i16 i32 u32 bf16"),
+          _S4, dsl="col_expand_div"),
+    OpDef("TCOLEXPANDMAX", "col_expand", _V, np.maximum, _COLX, _S2, dsl="col_expand_max"),
+    OpDef("TCOLEXPANDMIN", "col_expand", _V, np.minimum, _COLX, _S2, dsl="col_expand_min"),
+    OpDef("TROWEXPANDMAX", "row_expand", _V, np.maximum, _COLX, _S2, dsl="row_expand_max"),
+    OpDef("TROWEXPANDMIN", "row_expand", _V, np.minimum, _COLX, _S2, dsl="row_expand_min"),
+    OpDef("TCOLMIN", "col_reduce", _V, np.min, types("f16 f32 i16 i32", a5="+ i8 u8 u32 i64 bf16"),
+          (7, 14, 18), dsl="col_min"),
+    OpDef("TROWPROD", "row_reduce", _V, _prod, types("f16 f32 i16 i32"), (7, 14, 18),
+          dsl="row_prod", scratch=True),
+    OpDef("TCOLPROD", "col_reduce", _V, _prod, types("f16 f32 i16 i32", a5="+ u32 bf16"),
+          (7, 14, 18), dsl="col_prod"),
+    OpDef("TROWARGMAX", "row_arg", _V, np.argmax, _ROWARG, (7, 14, 18), tmp=True,
+          doc="column index (and value) of each row's maximum (TROWARGMAX)"),
+    OpDef("TROWARGMIN", "row_arg", _V, np.argmin, _ROWARG, (7, 14, 18), tmp=True,
+          doc="column index (and value) of each row's minimum (TROWARGMIN)"),
+    OpDef("TCOLARGMAX", "col_arg", _V, np.argmax, _COLARG, (7, 14, 18), tmp=True,
+          doc="row index (and value) of each column's maximum (TCOLARGMAX)"),
+    OpDef("TCOLARGMIN", "col_arg", _V, np.argmin, _COLARG, (7, 14, 18), tmp=True,
+          doc="row index (and value) of each column's minimum (TCOLARGMIN)"),
+    # -- part ops: over the union of two valid regions (one of them dst's)
+    OpDef("TPARTADD", "part", _V, np.add, _PART, _S2, doc="src0 + src1 where both are valid (TPARTADD)"),
+    OpDef("TPARTMUL", "part", _V, np.multiply, types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 f16 bf16 f32"),
+          _S2, doc="src0 * src1 where both are valid (TPARTMUL)"),
+    OpDef("TPARTMAX", "part", _V, np.maximum, _PART, _S2, doc="max where both are valid (TPARTMAX)"),
+    OpDef("TPARTMIN", "part", _V, np.minimum, _PART, _S2, doc="min where both are valid (TPARTMIN)"),
+    # -- layout and generation
+    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1, doc="src0 | src1 along columns (TCONCAT)"),
+    OpDef("TTRANS", "TTRANS", _V, trans, _CAT, _S2, tmp=True, doc="dst = src transposed (TTRANS)"),
+    OpDef("TRESHAPE", "TRESHAPE", None, doc="the same bytes as another tile shape / dtype (TRESHAPE)"),
+    OpDef("TFILLPAD", "fillpad", _V, fill_pad, _CAT, _S1,
+          doc="src in its valid region, the pad value in the rest of dst (TFILLPAD)"),
+    OpDef("TFILLPAD_EXPAND", "fillpad", _V, fill_pad, _CAT, _S1,
+          doc="TFILLPAD into a larger destination tile (TFILLPAD_EXPAND)"),
+    OpDef("TFILLPAD_INPLACE", "fillpad", _V, fill_pad, _CAT, _S1,
+          doc="TFILLPAD of a tile onto itself (TFILLPAD_INPLACE)"),
+    OpDef("TCI", "TCI", _V, ci, types("i16 i32 u32 f16 bf16 f32", a5="i16 i32 u32"), _S1, tmp=True,
+          doc="dst[0, k] = start +/- k (TCI)"),
+    OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1,
+          doc="a lower / upper triangular 0/1 mask (TTRI)"),
+    OpDef("TINSERT", "TINSERT", None, doc="src into dst at (row, col): TEXTRACT's inverse (TINSERT)"),
+    OpDef("TGATHER", "TGATHER", _V, gather_index, _B32, _S2, tmp=True,
+          doc="dst = src elements by index, or the elements a MaskPattern takes (TGATHER)"),
+    OpDef("TSCATTER", "TSCATTER", _V, scatter_index, _B32, _S2,
+          doc="src elements to dst positions by index, or where a MaskPattern takes (TSCATTER)"),
+    OpDef("TSORT32", "TSORT32", _V, sort32, types("f16 f32"), (7, 14, 18), tmp=True,
+          doc="(value, index) pairs sorted per block of 32, descending (TSORT32)"),
+    OpDef("TMRGSORT", "TMRGSORT", _V, mrgsort_lists, types("f16 f32"), (7, 14, 18), tmp=True,
+          doc="merge sorted (value, index) lists, descending (TMRGSORT)"),
+    OpDef("TQUANT", "TQUANT", _V, quant_int8, types("f32"), _S4, tmp=True,
+          doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms)"),
+    OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4,
+          doc="int8 / int16 -> f32: (src - offset) * scale per row (TDEQUANT)"),
+    # -- memory hints and debugging
+    OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),
+    OpDef("TRANDOM", "TRANDOM", _V, random_words, types("", a5="i32 u32"), _S2,
+          doc="Philox-4x32 random words from a key and a counter (TRANDOM)"),
+    OpDef("TPRINT", "TPRINT", PipeUnit.S, doc="print a tile or GM tensor, in simulated time (TPRINT)"),
+    OpDef("TTRAP", "TTRAP", PipeUnit.S, doc="stop the kernel with an error (pto.trap)"),
 )
 OPS: dict = {op.name: op for op in _DEFS}
 
@@ -228,16 +785,43 @@ LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
 
 
+#: the data paths of TINSERT: (source, destination) -> (pipe, platform ids that have it); Acc
+#: -> Mat converts on FIX as TMOV does, Vec -> Vec copies on V (A5).  pto-isa's A5 Acc -> Vec
+#: and Vec -> Mat insertions cross the simulated cores' memories and are not modelled.
+INSERT_PATHS = {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
+                (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A5,))}
+#: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
+INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
+                   _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
+
+
 #: the pipe of a TSTORE by source tile type: from L0C on FIX (converting), else on MTE3
 STORE_PIPE = {t: PipeUnit.FIX if t is TileType.Acc else PipeUnit.MTE3 for t in STORE_SRC}
 
 
-def kernel_op(fn) -> OpDef | None:
-    """The op whose numpy kernel is ``fn`` (to name an op in an error raised inside it)."""
-    return _BY_KERNEL.get(fn)
+def kernel_op(fn) -> str | None:
+    """The name(s) of the op(s) whose numpy kernel is the function ``fn`` ("TREM / TREMS"),
+    to name an op in an error raised inside it; None for a numpy ufunc (shared by many)
+    and anything else."""
+    try:
+        return _BY_KERNEL.get(fn)
+    except TypeError:                         # unhashable: an array operand
+        return None
 
 
-_BY_KERNEL = {}
+_BY_KERNEL: dict = {}
 for _op in _DEFS:
-    if _op.kernel is not None and _op.form in ("scalar", "unary"):
-        _BY_KERNEL[_op.kernel] = _op
+    if _op.kernel is not None and not isinstance(_op.kernel, np.ufunc):
+        _BY_KERNEL[_op.kernel] = (_BY_KERNEL[_op.kernel] + " / " if _op.kernel in _BY_KERNEL
+                                  else "") + _op.name
+del _op
+
+
+class DataFault(ArithmeticError):
+    """A value an op's result is undefined for, met when its numpy work runs (an integer
+    divisor of 0: pto-isa's CPU model asserts, the device is target-defined).  ``fix``
+    replaces the data plane's generic advice (the operands were fine when issued)."""
+
+    def __init__(self, msg: str, fix: str):
+        super().__init__(msg)
+        self.fix = fix

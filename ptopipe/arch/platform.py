@@ -9,19 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 from ..errors import ConfigError
 from .costs import CostTable
-from .vocab import ALIGNMENT, MemSpace
+from .vocab import ALIGNMENT, MemSpace, PlatformID  # noqa: F401  (PlatformID re-exported)
 
 KiB = 1024
-
-
-class PlatformID(IntEnum):
-    """Compile-time platform constant of seed 003 (``PLATFORM_ID``)."""
-    PLATFORM_A2A3 = 0
-    PLATFORM_A5 = 1
 
 
 @dataclass(frozen=True)

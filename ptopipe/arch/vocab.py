@@ -1,8 +1,9 @@
 """The vocabulary shared by every layer: memories and where a tile lives (``MemSpace``,
 ``TileType``), the pipes of a core (``PipeUnit``), the buffer alignment, pipe directions,
 tile layouts (``BLayout`` / ``SLayout`` and the named ``TileLayout`` they make, with a
-default per ``TileType``), split axes, FIFO kinds, the protocol selector and the two ring
-ways.  Pure data (enums and
+default per ``TileType``), split axes, FIFO kinds, the protocol selector, the two ring
+ways, the platform ids and the enum attributes of tile ops (``RoundMode``, ``CmpMode``,
+``PadValue``, ``PrintFormat``, ``MaskPattern``, ``GatherAxis``, ``QuantType``).  Pure data (enums and
 constants); ``isa`` re-exports them for kernels, ``ir`` and ``language`` use them without
 importing ``isa``."""
 from __future__ import annotations
@@ -128,6 +129,13 @@ def static_shape(layout: TileLayout, rows: int, cols: int, itemsize: int) -> tup
     return rows, cols
 
 
+class PlatformID(IntEnum):
+    """Compile-time platform constant of seed 003 (``PLATFORM_ID``); also the key of the op
+    catalogue's per-platform dtype sets."""
+    PLATFORM_A2A3 = 0
+    PLATFORM_A5 = 1
+
+
 class PipeUnit(IntEnum):
     """The in-order pipes of a core (an IntEnum so that per-pipe state is a plain list)."""
     S = 0        # scalar / control, flag set/wait
@@ -247,6 +255,72 @@ class RoundMode(Enum):
     CAST_TRUNC = "trunc"
     CAST_NONE = "none"
     CAST_ODD = "odd"          # von Neumann rounding (not modelled: a TCVT with it is an error)
+
+
+class CmpMode(IntEnum):
+    """pto-isa's ``CmpMode`` of ``TCMP`` / ``TCMPS`` (its numbering): the comparison whose
+    truth each bit of the packed predicate mask holds."""
+    EQ = 0
+    NE = 1
+    LT = 2
+    LE = 3
+    GT = 4
+    GE = 5
+
+
+class PadValue(Enum):
+    """pto-isa's ``PadValue`` of ``TFILLPAD``: what fills a tile outside the source's valid
+    region (Max / Min: +inf / -inf for floats, the integer's largest / smallest value; a
+    plain number is pto-isa's custom pad)."""
+    Zero = "zero"
+    Max = "max"
+    Min = "min"
+
+    __hash__ = object.__hash__
+
+
+class PrintFormat(IntEnum):
+    """pto-isa's ``PrintFormat`` of ``TPRINT``: the printf width and precision of each value
+    (integers: the width only)."""
+    Width8_Precision4 = 0
+    Width8_Precision2 = 1
+    Width10_Precision6 = 2
+
+    @property
+    def width(self) -> int:
+        return 10 if self is PrintFormat.Width10_Precision6 else 8
+
+    @property
+    def precision(self) -> int:
+        return (4, 2, 6)[self]
+
+
+class MaskPattern(IntEnum):
+    """pto-isa's ``MaskPattern`` of the mask forms of ``TGATHER`` / ``TSCATTER``: which
+    elements of each group of 2 or 4 are taken (P0101: the first of each 2, P1000: the
+    fourth of each 4; read right to left), or all (P1111)."""
+    P0101 = 1
+    P1010 = 2
+    P0001 = 3
+    P0010 = 4
+    P0100 = 5
+    P1000 = 6
+    P1111 = 7
+
+
+class GatherAxis(IntEnum):
+    """pto-isa's ``GatherAxis`` (``ScatterAxis``): a mask gather / scatter picks columns of
+    each row (ROW) or whole rows (COL)."""
+    GATHER_ROW = 0
+    GATHER_COL = 1
+
+
+class QuantType(IntEnum):
+    """pto-isa's ``QuantType`` of ``TQUANT`` (the MX formats are not modelled)."""
+    MXFP8 = 0
+    MXFP4_E2M1 = 1
+    INT8_SYM = 2
+    INT8_ASYM = 3
 
 
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2

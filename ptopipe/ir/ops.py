@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
-                              scalar_error)
+                              op_scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileSplitAxis
 from .nodes import Const, FunctionKind
@@ -338,6 +338,30 @@ def _row_expand(kind, a, at):
     return x
 
 
+def _ternary(kind, a, at):
+    x = _tile(a, "a", VEC)
+    _same(x, _tile(a, "b", VEC), "element-wise op", "b")
+    _same(x, _tile(a, "c", VEC), "element-wise op", "c")
+    return x
+
+
+def _scalar_ternary(kind, a, at):
+    x = _tile(a, "a", VEC)
+    _scalar(a, "scalar")
+    _same(x, _tile(a, "b", VEC), "element-wise op", "b")
+    return x
+
+
+def _col_expand(kind, a, at):
+    x = _tile(a, "a", VEC)
+    c = _tile(a, "col", VEC)
+    if c.shape[1] != x.shape[1] or c.dtype != x.dtype:
+        raise OpError(f"column-expand: per-column operand {describe(c)} does not match {describe(x)}",
+                      "the second operand needs one column per column of the first (e.g. pl.col_sum)",
+                      "col")
+    return x
+
+
 def _full(kind, a, at):
     _scalar(a, "value")
     shape = at["shape"]
@@ -467,6 +491,10 @@ _FORMS = {
     "row_reduce": ([("a", "value")], _row_reduce, "per-row reduction"),
     "col_reduce": ([("a", "value")], _col_reduce, "per-column reduction"),
     "row_expand": ([("a", "value"), ("row", "value")], _row_expand, "row broadcast"),
+    "col_expand": ([("a", "value"), ("col", "value")], _col_expand, "column broadcast"),
+    "ternary": ([("a", "value"), ("b", "value"), ("c", "value")], _ternary, "three-operand"),
+    "scalar_ternary": ([("a", "value"), ("scalar", "value"), ("b", "value")], _scalar_ternary,
+                       "with a scalar and a second tile"),
     "fill": ([("shape", "shape"), ("dtype", "dtype"), ("value", "value")], _full, ""),
     "convert": ([("a", "value"), ("dtype", "dtype")], _cast, ""),
 }
@@ -476,7 +504,8 @@ def _with_rules(op, infer_fn):
     """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on the result's dtype, which
     is the operands' for every vector form) and, for a constant scalar operand, its value
     rule: the same checks the instruction makes when it is issued."""
-    if op.form not in ("binary", "scalar", "unary", "row_expand", "fill"):
+    if op.form not in ("binary", "scalar", "unary", "row_expand", "col_expand", "ternary",
+                       "scalar_ternary", "row_reduce", "col_reduce", "fill"):
         return infer_fn
 
     def infer_checked(kind, a, at):
@@ -487,7 +516,7 @@ def _with_rules(op, infer_fn):
             raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")
         p = "value" if op.form == "fill" else "scalar"
         if p in a and isinstance(a[p], Const):
-            why = scalar_error(d, a[p].value)
+            why = op_scalar_error(op, d, a[p].value)
             if why is not None:
                 raise OpError(f"{op.dsl}: {why}", f"pass a scalar that {t.dtype} can hold", p)
         return t

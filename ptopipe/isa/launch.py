@@ -17,6 +17,7 @@ import numpy as np
 
 from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
+from .debug import flush_prints, prints
 from ..errors import ConfigError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
 from ..sim.pipesync import event_leaks, watch_gm
@@ -115,6 +116,11 @@ class RunResult:
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
+
+    @property
+    def prints(self) -> list:
+        """The texts the (last launch's) TPRINTs printed, in simulated-time order."""
+        return prints(self.cluster)
 
 
 def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
@@ -222,6 +228,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
             if launches > 1:
                 e.add_detail(f"(in launch {k} of {launches})")
             raise
+        finally:
+            flush_prints(cluster)       # TPRINT's output, also of a run that failed
         rows.extend(ledger(cluster, k))
         if launches > 1:
             per_launch.append({name: cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape).copy()

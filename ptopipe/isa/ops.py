@@ -15,9 +15,10 @@ from operator import setitem
 import numpy as np
 
 from ..arch import PipeUnit
-from ..arch.vocab import RoundMode
-from ..arch.catalogue import (ANY, CONVERTS_FROM, FLOAT, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
-                              STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, scalar_error)
+from ..arch.vocab import PlatformID, RoundMode
+from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
+                              STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, op_scalar_error,
+                              scalar_error)
 from ..errors import KernelError
 from ..sim import schedule as _sched
 from ..sim.trace import MatmulArgs, TileArgs
@@ -27,6 +28,7 @@ from .tensor import GlobalTensor
 from .tile import Tile, TileLayout, TileType
 
 _V, _M, _MTE2 = PipeUnit.V, PipeUnit.M, PipeUnit.MTE2
+_A2A3 = PlatformID.PLATFORM_A2A3
 _ALL = Ellipsis     # d[...] = s: an assignment casts like copyto(casting="unsafe")
 _VEC = TileType.Vec
 _NZ, _ZN, _ZZ = TileLayout.NZ, TileLayout.ZN, TileLayout.ZZ
@@ -87,10 +89,23 @@ def _same_dtype(core, op: str, *tiles) -> None:
 
 
 def _dtype_check(core, op, tile: Tile) -> None:
-    """Raise if the catalogue's dtype rule of ``op`` rejects ``tile`` (slow path)."""
-    bad = op.dtype_error(tile.dtype)
+    """Raise if the catalogue's dtype rule of ``op`` rejects ``tile`` on this run's platform
+    (the slow path of the instructions' inline ``dtype not in allowed[platform]``)."""
+    bad = op.dtype_error(tile.dtype, core.cluster.platform.id)
     if bad is not None:
         raise _err(core, f"{bad[0]} ({tile.describe()})", bad[1])
+
+
+def _tmp_tile(core, name: str, tmp, writes: list) -> None:
+    """pto-isa's ``tmp`` operand (``TXOR(dst, src0, src1, tmp)``): a Vec tile of this core;
+    A2A3 computes through it (it is written, ``writes`` gets it), A5 ignores it."""
+    if tmp is None:
+        return
+    arr(tmp, core, f"{name} tmp")
+    if tmp.loc is not _VEC:
+        raise _not_vec(core, name, [tmp])
+    if core.cluster.platform.id is _A2A3:
+        writes.append(tmp)
 
 
 # (dtype, scalar class, scalar) -> the checked numpy scalar.  A memo of a pure function of
@@ -394,6 +409,52 @@ def TMATMUL_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     return _mm_issue(core, "TMATMUL_BIAS", a, b, c, (a, b, bias), A, B)
 
 
+def _gemv_check(core, op: str, a: Tile, b: Tile) -> None:
+    """pto-isa's GEMV shape: one row of ``a`` (m = 1), k and n (b's valid shape) in 1 .. 4095."""
+    if a.valid_rows != 1 or not (1 <= b.valid_rows <= 4095 and 1 <= b.valid_cols <= 4095):
+        raise _err(core, f"{op}: m = {a.valid_rows}, k = {b.valid_rows}, n = {b.valid_cols}; a GEMV "
+                         "multiplies one row (m = 1) by a k x n matrix with k, n in 1 .. 4095",
+                   "give a one valid row, or use TMATMUL for m > 1")
+
+
+def TGEMV(c: Tile, a: Tile, b: Tile, *events) -> Event:
+    """c[0, :] = a[0, :] @ b: TMATMUL with one row (Left 1 x K, Right K x N, Acc 1 x N)."""
+    core = current_core()
+    if events:
+        TSYNC(*events)
+    A, B, C, acc = _mm_operands(core, "TGEMV", c, a, b)
+    _gemv_check(core, "TGEMV", a, b)
+    core.pending.append((_product_into, A, B, acc, C))
+    return _mm_issue(core, "TGEMV", a, b, c, None, A, B)
+
+
+def TGEMV_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
+    """c_out = c_in + a @ b with one row (TMATMUL_ACC's GEMV)."""
+    core = current_core()
+    if events:
+        TSYNC(*events)
+    A, B, C, acc = _mm_operands(core, "TGEMV_ACC", c_out, a, b)
+    _gemv_check(core, "TGEMV_ACC", a, b)
+    Ci = arr(c_in, core, "TGEMV_ACC accumulator input")
+    _same_shape(core, "TGEMV_ACC", ("c_out", C), ("c_in", Ci))
+    core.pending.append((_product_acc, Ci, A, B, acc, C))
+    return _mm_issue(core, "TGEMV_ACC", a, b, c_out, (a, b, c_in), A, B)
+
+
+def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
+    """c = a @ b + bias with one row (TMATMUL_BIAS's GEMV; bias 1 x N)."""
+    core = current_core()
+    if events:
+        TSYNC(*events)
+    A, B, C, acc = _mm_operands(core, "TGEMV_BIAS", c, a, b)
+    _gemv_check(core, "TGEMV_BIAS", a, b)
+    Bi = arr(bias, core, "TGEMV_BIAS bias")
+    if Bi.shape[-1] != C.shape[1]:
+        raise _err(core, f"TGEMV_BIAS: bias has {Bi.shape[-1]} columns, result has {C.shape[1]}")
+    core.pending.append((_product_bias, A, B, Bi, acc, C))
+    return _mm_issue(core, "TGEMV_BIAS", a, b, c, (a, b, bias), A, B)
+
+
 # -- vector -------------------------------------------------------------------------------
 def _not_vec(core, name, tiles) -> KernelError:
     bad = next(t for t in tiles if t.loc is not TileType.Vec)
@@ -444,52 +505,102 @@ def _elementwise(core, name: str, dst: Tile, src: Tile, src1: Tile | None = None
     return d, a, b
 
 
+def _split_tmp(rest: tuple):
+    """(tmp, events) of an instruction's trailing arguments: a leading Tile is its ``tmp``."""
+    if rest and rest[0].__class__ is Tile:
+        return rest[0], rest[1:]
+    return None, rest
+
+
+def _vec_issue_tmp(core, name, dst, s0, s1, tmp):
+    """``_vec_issue`` of an op given a ``tmp`` tile (written on A2A3: ``_tmp_tile``)."""
+    writes = [dst]
+    _tmp_tile(core, name, tmp, writes)
+    if len(writes) == 1:
+        return _vec_issue(core, name, dst, s0, s1, dst.valid_rows, dst.valid_cols, dst.item)
+    srcs = [t for t in (s0, s1) if t is not None]
+    return vec_issue_n(core, name, writes, srcs, dst.valid_rows, dst.valid_cols, dst.item)
+
+
+def vec_issue_n(core, name, dsts, srcs, rows, cols, itemsize):
+    """Issue a vector op writing the tiles ``dsts`` from the tiles ``srcs`` (any number of
+    each; the fixed-arity ``_vec_issue`` is the hot path of the common ones)."""
+    tiles = list(dsts) + list(srcs)
+    if any(t.loc is not _VEC for t in tiles):
+        raise _not_vec(core, name, tiles)
+    pf = core.pipe_free[_V]
+    head = (pf <= core.clock or any(d.read_end > pf or d.ready_at > pf for d in dsts)
+            or any(s.ready_at > pf for s in srcs))
+    cost = core.costs.vector_op(name, rows, cols, itemsize, head)
+    args = TileArgs((rows, cols), dsts[0].dtype) if core.trace is not None else None
+    _, end = core.issue(_V, cost, tuple(srcs), tuple(dsts), name, args)
+    return new_event((name, core, end))
+
+
 def _binary(op):
-    name, ufunc, rule = op.name, op.kernel, op.dtypes
+    name, ufunc, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp or op.scratch
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         try:
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        tmp = None
+        if takes_tmp and events:
+            tmp, events = _split_tmp(events)
         if events:
             TSYNC(*events)
         d, a, b = _elementwise(core, name, dst, src0, src1)
-        # the catalogue's dtype rule inline (FLOAT rejects integer tiles, INT the others);
-        # _dtype_check raises with the reason - test_catalogue checks it matches dtype_error
-        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+        # the catalogue's dtype rule inline; _dtype_check raises with the reason
+        # (test_catalogue checks the ISA and the rule agree)
+        if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b, d))
+        if tmp is not None:
+            return _vec_issue_tmp(core, name, dst, src0, src1, tmp)
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
-    instr.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1), element-wise."
+    sig = "dst, src0, src1, tmp" if takes_tmp else "dst, src0, src1"
+    instr.__doc__ = f"{name}({sig}): dst = {ufunc.__name__}(src0, src1), element-wise."
     return instr
 
 
 def _scalar(op):
-    name, fn, rule = op.name, op.kernel, op.dtypes
+    name, fn, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp or op.scratch
+    nonneg = op.nonneg_scalar
 
     def instr(dst: Tile, src: Tile, scalar, *events) -> Event:
         try:
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        tmp = None
+        if takes_tmp and events:
+            tmp, events = _split_tmp(events)
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
-        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+        if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
         try:                              # _scalar_value's memo hit, inline
             v = _SCALARS.get((dst.dtype, scalar.__class__, scalar))
         except TypeError:
             v = None
-        core.pending.append((fn, a, _scalar_value(core, name, dst, scalar) if v is None else v, d))
+        if v is None:
+            v = _scalar_value(core, name, dst, scalar)
+        if nonneg and v < 0:
+            raise _err(core, f"{name}: {op_scalar_error(op, dst.dtype, scalar)} ({dst.describe()})",
+                       "pass a shift count >= 0")
+        core.pending.append((fn, a, v, d))
+        if tmp is not None:
+            return _vec_issue_tmp(core, name, dst, src, None, tmp)
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
-    instr.__doc__ = f"{name}(dst, src, scalar): element-wise with a scalar operand."
+    sig = "dst, src, scalar, tmp" if takes_tmp else "dst, src, scalar"
+    instr.__doc__ = f"{name}({sig}): element-wise with a scalar operand ({fn.__name__})."
     return instr
 
 
 def _unary(op):
-    name, fn, rule = op.name, op.kernel, op.dtypes
+    name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
         try:
@@ -499,7 +610,7 @@ def _unary(op):
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
-        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+        if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
         core.pending.append((fn, a, d))
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
@@ -518,7 +629,7 @@ def _col_reduce_into(fn, a, d):
 
 
 def _row_reduce(op):
-    name, fn = op.name, op.kernel
+    name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src: Tile, tmp: Tile | None = None, *events) -> Event:
         core = current_core()
@@ -530,14 +641,21 @@ def _row_reduce(op):
                        "the result tile needs one row per source row (valid cols >= 1)")
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
+        if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
+            _dtype_check(core, op, src)
         core.pending.append((_row_reduce_into, fn, a, d))
+        writes = [dst]
+        if tmp.__class__ is Tile:
+            _tmp_tile(core, name, tmp, writes)
+        if len(writes) > 1:
+            return vec_issue_n(core, name, writes, [src], src.valid_rows, src.valid_cols, src.item)
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
     instr.__doc__ = f"{name}(dst, src[, tmp]): dst[:, 0] = {fn.__name__} of each row of src."
     return instr
 
 
 def _col_reduce(op):
-    name, fn = op.name, op.kernel
+    name, fn, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
         core = current_core()
@@ -549,6 +667,8 @@ def _col_reduce(op):
             raise _err(core, f"{name}: dst has {d.shape[1]} valid cols, src has {a.shape[1]}")
         if src.dtype != dst.dtype:
             _same_dtype(core, name, dst, src)
+        if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
+            _dtype_check(core, op, src)
         core.pending.append((_col_reduce_into, fn, a, d))
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
     instr.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
@@ -556,7 +676,7 @@ def _col_reduce(op):
 
 
 def _row_expand(op):
-    name, ufunc, rule = op.name, op.kernel, op.dtypes
+    name, ufunc, ok = op.name, op.kernel, op.allowed()
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
@@ -570,7 +690,7 @@ def _row_expand(op):
                              f"{b.shape} do not agree", "src1 needs one row per dst row")
         if not (src0.dtype == src1.dtype == dst.dtype):
             _same_dtype(core, name, dst, src0, src1)
-        if rule is not ANY and (dst.dtype.kind in "iub") is (rule is FLOAT):
+        if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)

@@ -24,9 +24,10 @@ from .location import SourceLoc, user_loc
 def describe_work(entry: tuple) -> str:
     """What a queued ``(fn, *args)`` does, for an error message."""
     fn = entry[0]
-    op = kernel_op(fn)
-    if op is not None:
-        return f"the numpy work of {op.name}"
+    for a in entry:                  # the queued function, or the op kernel it applies
+        ops = kernel_op(a)
+        if ops is not None:
+            return f"the numpy work of {ops}"
     for a in entry[1:]:
         if isinstance(a, np.ufunc):
             return f"the numpy work of an element-wise op (np.{a.__name__})"
@@ -69,5 +70,6 @@ def data_error(ops: list, k: int, marks: list, exc: BaseException) -> KernelErro
                 "so the failing instruction is at or before this line of that core (set "
                 "PTOPIPE_SYNC_EVERY=1 to apply each instruction's work when it is issued: the "
                 "error then names its exact line)",
-        fix="check the operands' dtypes and values of the instruction; this should have been "
-            "caught when it was issued - please report it")
+        fix=getattr(exc, "fix", None) or (
+            "check the operands' dtypes and values of the instruction; this should have been "
+            "caught when it was issued - please report it"))

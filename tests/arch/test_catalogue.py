@@ -10,7 +10,7 @@ import ptopipe
 import ptopipe.isa as isa
 import ptopipe.language as pl
 from ptopipe import KernelError
-from ptopipe.arch import PipeUnit, TileType, catalogue
+from ptopipe.arch import PipeUnit, PlatformID, TileType, catalogue
 from ptopipe.arch.costs import CostTable
 from ptopipe.arch.dtypes import as_dtype
 from ptopipe.ir import ops as irops
@@ -143,13 +143,14 @@ def test_matmul_inputs_have_an_accumulator(name):
 
 
 # -- the dtype rules: the ISA, the IR and the catalogue agree, and nothing fails later ---------
-_VECTOR_FORMS = ("binary", "scalar", "unary", "row_expand", "row_reduce", "col_reduce", "convert")
+_VECTOR_FORMS = ("binary", "scalar", "unary", "row_expand", "row_reduce", "col_reduce", "convert",
+                 "col_expand", "ternary", "scalar_ternary", "part")
 _TILE_DTYPES = ["f16", "f32", "bf16", "i8", "u8", "i16", "i32"]
 
 
-def _isa_accepts(op, dtype) -> bool:
-    """Run ``op`` on ``dtype`` tiles end to end (the queued work applied and stored): True if
-    it runs, False if it is rejected at issue; anything else fails the test."""
+def _isa_accepts(op, dtype, platform) -> bool:
+    """Run ``op`` on ``dtype`` tiles on ``platform`` end to end (the queued work applied and
+    stored): True if it runs, False if it is rejected at issue; anything else fails the test."""
     fn = getattr(isa, op.name)
     dt = as_dtype(dtype)
 
@@ -162,11 +163,15 @@ def _isa_accepts(op, dtype) -> bool:
             fn(a, r)
         elif op.form == "scalar":
             fn(a, r, 2)
+        elif op.form == "ternary":
+            fn(a, a, r, r)
+        elif op.form == "scalar_ternary":
+            fn(a, a, 2, r)
         else:
             fn(a, a, r)
         isa.TSTORE(isa.GlobalTensor(out.data(), (16, 16)), a)
     try:
-        ptopipe.run(aiv=(k, None), args={"out": np.zeros((16, 16), dt)})
+        ptopipe.run(aiv=(k, None), args={"out": np.zeros((16, 16), dt)}, platform=platform)
         return True
     except KernelError as e:
         assert op.name in e.what and e.where and "test_catalogue.py" in e.where, e
@@ -175,7 +180,8 @@ def _isa_accepts(op, dtype) -> bool:
 
 def _ir_accepts(op, dtype) -> bool:
     arg = type("V", (), {"type": TileValueType((16, 16), dtype, MemorySpace.Vec)})()
-    args = {"a": arg, "b": arg, "row": arg, "scalar": type("S", (), {"type": irops.INDEX})()}
+    args = {"a": arg, "b": arg, "c": arg, "row": arg, "col": arg,
+            "scalar": type("S", (), {"type": irops.INDEX})()}
     try:
         irops.OPS[op.dsl].infer(None, args, {"dtype": dtype})
         return True
@@ -186,10 +192,14 @@ def _ir_accepts(op, dtype) -> bool:
 @pytest.mark.parametrize("op", [o for o in CAT.values() if o.form in _VECTOR_FORMS],
                          ids=lambda o: o.name)
 def test_isa_and_ir_apply_the_catalogue_dtype_rule(op):
+    """The ISA takes a dtype on a platform iff the catalogue's rule for that platform does;
+    the IR (no platform) iff either platform does."""
     for dtype in _TILE_DTYPES:
-        want = op.dtype_error(as_dtype(dtype)) is None
-        assert _isa_accepts(op, dtype) == want, (op.name, dtype)
-        assert _ir_accepts(op, dtype) == want, (op.name, dtype)
+        for platform in PlatformID:
+            want = op.dtype_error(as_dtype(dtype), platform) is None
+            assert _isa_accepts(op, dtype, platform.name[9:].lower()) == want, (op.name, dtype, platform)
+        if op.dsl is not None:
+            assert _ir_accepts(op, dtype) == (op.dtype_error(as_dtype(dtype)) is None), (op.name, dtype)
 
 
 def test_move_error_lists_exactly_the_legal_moves():

@@ -1,0 +1,522 @@
+"""Tile instructions that rearrange or generate data rather than compute element-wise:
+TCONCAT, TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND / _INPLACE forms), TCI, TTRI, TRANDOM,
+TINSERT (the inverse of TEXTRACT), TGATHER / TSCATTER (by index or by MaskPattern),
+TSORT32 and TMRGSORT.
+
+Each is defined in the op catalogue (:mod:`ptopipe.arch.catalogue`: numpy kernel, dtype
+rule per platform, cost class) and checked here when issued; arguments follow pto-isa's
+C++ order, enum template parameters (TCI's ``descending``, TTRI's ``upper_or_lower``,
+TFILLPAD's pad value) are keyword or positional arguments after the operands.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import setitem
+
+import numpy as np
+
+from ..arch import PipeUnit
+from ..arch import dtypes as dt
+from ..arch.catalogue import (INSERT_CONVERTS, INSERT_PATHS, OPS, mrgsort_blocks, pad_value, pattern_takes,
+                              platform_label)
+from ..arch.vocab import GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
+from .context import current_core
+from .events import Event, TSYNC, new_event
+from ..sim.trace import TileArgs
+from .ops import _err, _same_dtype, _scalar_value, _tmp_tile, _valid, arr, vec_issue_n
+from .tile import Tile, TileType
+from .vector import _rule, _tiles_then, _vec
+
+_VEC = TileType.Vec
+
+
+def _sync(events) -> None:
+    if events:
+        TSYNC(*events)
+
+
+def _issue(core, name, dsts, srcs, tmp, rows, cols, itemsize) -> Event:
+    writes = list(dsts)
+    _tmp_tile(core, name, tmp, writes)
+    return vec_issue_n(core, name, writes, srcs, rows, cols, itemsize)
+
+
+def _full(core, t: Tile, what: str) -> np.ndarray:
+    """The whole static rows x cols view of tile ``t`` (bound on this core)."""
+    arr(t, core, what)
+    return t._full
+
+
+# -- TCONCAT / TTRANS ----------------------------------------------------------------------------
+_CONCAT = OPS["TCONCAT"]
+
+
+def TCONCAT(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+    """dst[i, :c0] = src0[i, :], dst[i, c0:c0 + c1] = src1[i, :] (c0, c1: the sources' valid
+    columns).  On A5 dst's valid columns must be c0 + c1; on A2A3 they fit its static columns."""
+    core = current_core()
+    _sync(events)
+    d, a, b = _vec(core, "TCONCAT", dst, src0, src1)
+    if not (src0.dtype == src1.dtype == dst.dtype):
+        _same_dtype(core, "TCONCAT", dst, src0, src1)
+    _rule(core, _CONCAT, dst, _CONCAT_OK)
+    c0, c1 = a.shape[1], b.shape[1]
+    rows_ok = a.shape[0] == b.shape[0] == d.shape[0]
+    a5 = core.cluster.platform.id is PlatformID.PLATFORM_A5
+    cols_ok = d.shape[1] == c0 + c1 if a5 else c0 + c1 <= dst.cols
+    if not (rows_ok and cols_ok):
+        need = f"{c0 + c1} valid columns" if a5 else f"at most {dst.cols} columns (its static width)"
+        raise _err(core, f"TCONCAT: dst {d.shape[0]}x{d.shape[1]}, src0 {a.shape[0]}x{c0} and src1 "
+                         f"{b.shape[0]}x{c1} do not concatenate: the rows must agree and the "
+                         f"columns make {c0 + c1}; on {platform_label(core.cluster.platform.id)} "
+                         f"dst takes {need}", "give dst the sources' rows and their total columns")
+    out = dst._full[:d.shape[0], :c0 + c1]
+    core.pending.append((_CONCAT.kernel, a, b, out))
+    return _issue(core, "TCONCAT", [dst], [src0, src1], None, d.shape[0], c0 + c1, dst.item)
+
+
+_CONCAT_OK = _CONCAT.allowed()
+_TRANS = OPS["TTRANS"]
+_TRANS_OK = _TRANS.allowed()
+
+
+def TTRANS(dst: Tile, src: Tile, *rest) -> Event:
+    """dst[j, i] = src[i, j] over src's R x C valid region (dst's valid region at least
+    C x R); pto-isa's ``tmp`` tile may follow src."""
+    core = current_core()
+    tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
+    _sync(events)
+    d, a = _vec(core, "TTRANS", dst, src)
+    if src.dtype != dst.dtype:
+        _same_dtype(core, "TTRANS", dst, src)
+    _rule(core, _TRANS, src, _TRANS_OK)
+    r, c = a.shape
+    if d.shape[0] < c or d.shape[1] < r:
+        raise _err(core, f"TTRANS: a {r}x{c} source transposes to {c}x{r}, but dst's valid region is "
+                         f"{d.shape[0]}x{d.shape[1]}", f"give dst a {c}x{r} valid region")
+    core.pending.append((_TRANS.kernel, a, d))
+    return _issue(core, "TTRANS", [dst], [src], tmp, r, c, src.item)
+
+
+# -- TRESHAPE ----------------------------------------------------------------------------------
+def _copy_bytes(s, d) -> None:
+    np.copyto(d.reshape(-1).view(np.uint8), s.reshape(-1).view(np.uint8))
+
+
+def TRESHAPE(dst: Tile, src: Tile, *events) -> Event:
+    """dst holds src's bytes seen as dst's shape and dtype (same tile type, same byte size,
+    both fractal or both not).  On A2A3 pto-isa aliases dst to src's storage: a dst at src's
+    address moves nothing; elsewhere the bytes are copied (pto-isa's CPU model)."""
+    core = current_core()
+    _sync(events)
+    s, d = _full(core, src, "TRESHAPE source"), _full(core, dst, "TRESHAPE destination")
+    if src.loc is not dst.loc:
+        raise _err(core, f"TRESHAPE from a {src.loc.value} tile to a {dst.loc.value} tile",
+                   "reshape within one tile type; TMOV moves between them")
+    if src.nbytes != dst.nbytes:
+        raise _err(core, f"TRESHAPE: {src.describe()} has {src.nbytes} bytes, {dst.describe()} "
+                         f"{dst.nbytes}", "give both tiles the same rows * cols * element size")
+    if src.layout.fractal != dst.layout.fractal:
+        raise _err(core, f"TRESHAPE between a fractal ({TileLayout.NZ.name}-like) and a plain layout: "
+                         f"{src.layout.name} -> {dst.layout.name}",
+                   "reshape between two fractal or two plain layouts; TMOV converts layouts")
+    same = dst.addr == src.addr
+    if not same:
+        core.pending.append((_copy_bytes, s, d))
+    pipe = PipeUnit.V if src.loc is _VEC else PipeUnit.MTE1
+    cost = 0 if same else core.costs.move(src.sname, dst.sname, src.nbytes)
+    args = TileArgs(dst.shape, dst.dtype) if core.trace is not None else None
+    _, end = core.issue(pipe, cost, (src,), (dst,), "TRESHAPE", args)
+    return new_event(("TRESHAPE", core, end))
+
+
+# -- TFILLPAD ----------------------------------------------------------------------------------
+def _fillpad(name: str):
+    op = OPS[name]
+    ok = op.allowed()
+
+    def instr(dst: Tile, src: Tile, pad=PadValue.Zero, *events) -> Event:
+        core = current_core()
+        if pad.__class__ is Event:
+            events, pad = (pad,) + events, PadValue.Zero
+        _sync(events)
+        a = _vec(core, name, src)[0]
+        d = _full(core, dst, f"{name} destination")
+        if dst.loc is not _VEC:
+            _vec(core, name, dst)
+        if src.dtype != dst.dtype:
+            _same_dtype(core, name, dst, src)
+        _rule(core, op, dst, ok)
+        shapes = f"dst {dst.rows}x{dst.cols}, src {src.rows}x{src.cols}"
+        if name == "TFILLPAD" and dst.shape != src.shape:
+            raise _err(core, f"TFILLPAD: the static shapes differ ({shapes})",
+                       "use TFILLPAD_EXPAND for a larger destination")
+        if name == "TFILLPAD_EXPAND" and (dst.rows < src.rows or dst.cols < src.cols):
+            raise _err(core, f"TFILLPAD_EXPAND: dst is smaller than src ({shapes})",
+                       "the destination's static shape must cover the source's")
+        if name == "TFILLPAD_INPLACE" and (dst.addr != src.addr or dst.shape != src.shape):
+            raise _err(core, f"TFILLPAD_INPLACE: dst and src are not one tile ({dst.describe()}, "
+                             f"{src.describe()})", "pass the same storage as dst and src")
+        if not (isinstance(pad, PadValue) or (isinstance(pad, (int, float, np.number))
+                                              and not isinstance(pad, bool))):
+            raise _err(core, f"{name}: pad {pad!r} is not a PadValue or a number",
+                       "pass PadValue.Zero / Max / Min or a number")
+        fill = pad_value(pad, dst.dtype) if isinstance(pad, PadValue) else _scalar_value(core, name, dst, pad)
+        core.pending.append((op.kernel, a, fill, d))
+        return _issue(core, name, [dst], [src], None, dst.rows, dst.cols, dst.item)
+    instr.__doc__ = f"{name}(dst, src, pad=PadValue.Zero): the whole dst tile = src in src's valid " \
+                    "region, the pad value elsewhere (Max / Min: +/-inf for floats, the integer " \
+                    "limits; a number: a custom pad)."
+    instr.__name__ = instr.__qualname__ = name
+    return instr
+
+
+TFILLPAD = _fillpad("TFILLPAD")
+TFILLPAD_EXPAND = _fillpad("TFILLPAD_EXPAND")
+TFILLPAD_INPLACE = _fillpad("TFILLPAD_INPLACE")
+
+
+# -- TCI / TTRI ----------------------------------------------------------------------------------
+_CI = OPS["TCI"]
+_CI_OK = _CI.allowed()
+
+
+def TCI(dst: Tile, start, *rest, descending: bool = False) -> Event:
+    """dst[0, k] = start + k (start - k if ``descending``) for the valid columns of a one-row
+    tile; pto-isa's ``tmp`` tile (A2A3's vectorised form) may follow ``start``."""
+    core = current_core()
+    if rest and isinstance(rest[0], (bool, np.bool_)):
+        descending, rest = bool(rest[0]), rest[1:]
+    tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
+    _sync(events)
+    d = _vec(core, "TCI", dst)[0]
+    _rule(core, _CI, dst, _CI_OK)
+    if dst.rows != 1:
+        raise _err(core, f"TCI: {dst.describe()} has {dst.rows} rows; pto-isa generates the "
+                         "sequence along one row (Rows == 1)", "declare dst with one row")
+    v = _scalar_value(core, "TCI", dst, start)
+    if d.size:
+        core.pending.append((_CI.kernel, v.item(), bool(descending), d))
+    return _issue(core, "TCI", [dst], [], tmp, *d.shape, dst.item)
+
+
+_TRI = OPS["TTRI"]
+_TRI_OK = _TRI.allowed()
+
+
+def TTRI(dst: Tile, diagonal: int, upper_or_lower: int = 0, *events) -> Event:
+    """A 0/1 mask over dst's valid region: lower (``upper_or_lower=0``) 1 where
+    ``j <= i + diagonal``; upper (1) 1 where ``j >= i + diagonal``."""
+    core = current_core()
+    if upper_or_lower.__class__ is Event:
+        events, upper_or_lower = (upper_or_lower,) + events, 0
+    _sync(events)
+    d = _vec(core, "TTRI", dst)[0]
+    _rule(core, _TRI, dst, _TRI_OK)
+    if upper_or_lower not in (0, 1) or isinstance(diagonal, bool) or \
+            not isinstance(diagonal, (int, np.integer)):
+        raise _err(core, f"TTRI: upper_or_lower={upper_or_lower!r} must be 0 (lower) or 1 (upper) "
+                         f"and diagonal={diagonal!r} an integer")
+    core.pending.append((_TRI.kernel, int(diagonal), bool(upper_or_lower), d))
+    return _issue(core, "TTRI", [dst], [], None, *d.shape, dst.item)
+
+
+# -- TRANDOM ------------------------------------------------------------------------------------
+_RANDOM = OPS["TRANDOM"]
+_RANDOM_OK = _RANDOM.allowed()
+
+
+def _words(core, what: str, value, n: int) -> tuple:
+    try:
+        words = tuple(int(w) for w in value)
+    except TypeError:
+        words = ()
+    if len(words) != n or any(not 0 <= w < 1 << 32 for w in words):
+        raise _err(core, f"TRANDOM: the {what} {value!r} is not {n} 32-bit words",
+                   f"pass the {what} as {n} integers in 0 .. 2**32 - 1")
+    return words
+
+
+def TRANDOM(dst: Tile, *args, rounds: int = 10) -> Event:
+    """Philox-4x32 random words into dst's valid region: ``TRANDOM(dst, key, counter)``
+    (``key``: 2 words, ``counter``: 4 words, as pto-isa's TRandomKey / TRandomCounter) or
+    ``TRANDOM(dst, k0, k1, c0, c1, c2, c3)`` (PTO-AS ``pto.trandom``'s operands);
+    ``rounds`` 7 or 10.  The same key and counter give the same words, run after run; the
+    words are laid out as pto-isa's CPU model lays them (:func:`~ptopipe.arch.catalogue.random_words`)."""
+    core = current_core()
+    k = 2 if len(args) >= 2 and not np.isscalar(args[0]) else 6
+    operands, events = args[:k], args[k:]
+    _sync(events)
+    if k == 2:
+        key, counter = _words(core, "key", operands[0], 2), _words(core, "counter", operands[1], 4)
+    else:
+        ws = _words(core, "key and counter", operands, 6)
+        key, counter = ws[:2], ws[2:]
+    d = _vec(core, "TRANDOM", dst)[0]
+    _rule(core, _RANDOM, dst, _RANDOM_OK)
+    if rounds not in (7, 10):
+        raise _err(core, f"TRANDOM: rounds={rounds!r}; pto-isa runs 7 or 10 rounds", "pass rounds=10 or 7")
+    if d.size:
+        core.pending.append((_RANDOM.kernel, key, counter, int(rounds), dst.cols, d))
+    return _issue(core, "TRANDOM", [dst], [], None, *d.shape, dst.item)
+
+
+# -- TINSERT -----------------------------------------------------------------------------------
+def TINSERT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
+    """dst[index_row + i, index_col + j] = src[i, j] over src's valid region (TEXTRACT's
+    inverse): Acc -> Mat on FIX, converting f32 to f16 / bf16 (A5 also f32 -> f32, i32 ->
+    i32); Vec -> Vec on V, same dtype (A5)."""
+    core = current_core()
+    _sync(events)
+    s = _valid(src, core, "TINSERT source")
+    d = _full(core, dst, "TINSERT destination")
+    pid = core.cluster.platform.id
+    path = INSERT_PATHS.get((src.loc, dst.loc))
+    if path is None or pid not in path[1]:
+        have = ", ".join(f"{a.value}->{b.value}" for (a, b), (_, on) in INSERT_PATHS.items() if pid in on)
+        raise _err(core, f"TINSERT from {src.loc.value} to {dst.loc.value} is not a path on "
+                         f"{platform_label(pid)}", f"paths modelled there: {have}")
+    pipe = path[0]
+    if src.loc is TileType.Acc:
+        outs = INSERT_CONVERTS[pid].get(src.dtype, ())
+        if dst.dtype not in outs:
+            raise _err(core, f"TINSERT: an {src.dtype.name} accumulator does not insert into a "
+                             f"{dst.dtype.name} Mat tile on {platform_label(pid)}",
+                       "Mat dtypes it takes: " + (", ".join(o.name for o in outs) or "none"))
+    elif src.dtype != dst.dtype:
+        _same_dtype(core, "TINSERT", dst, src)
+    r, c = s.shape
+    index_row, index_col = int(index_row), int(index_col)
+    if index_row < 0 or index_col < 0 or index_row + r > dst.rows or index_col + c > dst.cols:
+        raise _err(core, f"TINSERT block {r}x{c} at ({index_row}, {index_col}) is outside the "
+                         f"{dst.rows}x{dst.cols} destination")
+    core.pending.append((setitem, d, (slice(index_row, index_row + r), slice(index_col, index_col + c)), s))
+    cost = (core.costs.vector_op("TINSERT", r, c, src.item) if pipe is PipeUnit.V
+            else core.costs.move(src.sname, dst.sname, r * c * dst.item))
+    args = TileArgs((r, c), dst.dtype) if core.trace is not None else None
+    _, end = core.issue(pipe, cost, (src,), (dst,), "TINSERT", args)
+    return new_event(("TINSERT", core, end))
+
+
+# -- TGATHER / TSCATTER / TSORT32 ------------------------------------------------------------
+_GATHER, _SCATTER, _SORT = OPS["TGATHER"], OPS["TSCATTER"], OPS["TSORT32"]
+_GATHER_OK, _SCATTER_OK, _SORT_OK = _GATHER.allowed(), _SCATTER.allowed(), _SORT.allowed()
+_INDEX = (dt.int32, dt.uint32)
+
+
+def _pattern(core, name: str, rest: tuple, mask_pattern, axis):
+    """(MaskPattern, GatherAxis, events) of a mask-form call: the enums may come positionally."""
+    if rest and isinstance(rest[0], MaskPattern):
+        mask_pattern, rest = rest[0], rest[1:]
+    if rest and isinstance(rest[0], GatherAxis):
+        axis, rest = rest[0], rest[1:]
+    try:
+        return MaskPattern(mask_pattern), GatherAxis(axis), rest
+    except ValueError:
+        raise _err(core, f"{name}: mask_pattern={mask_pattern!r}, axis={axis!r} are not a MaskPattern "
+                         "and a GatherAxis") from None
+
+
+def _index_tile(core, name: str, idx: Tile, rows: int, cols: int) -> np.ndarray:
+    i = _vec(core, name, idx)[0]
+    if idx.dtype not in _INDEX:
+        raise _err(core, f"{name}: the index tile {idx.describe()} is {idx.dtype.name}; indices are "
+                         "int32 or uint32", "declare the index tile as int32")
+    if i.shape[0] < rows or i.shape[1] < cols:
+        raise _err(core, f"{name}: the index tile's valid region {i.shape[0]}x{i.shape[1]} does not "
+                         f"cover the {rows}x{cols} elements", "give one index per element")
+    return i[:rows, :cols]
+
+
+def _bitcast(core, name: str, dst: Tile, src: Tile) -> None:
+    if dst.item != src.item:
+        raise _err(core, f"{name}: {dst.dtype.name} and {src.dtype.name} differ in size",
+                   "give dst an element type of the source's size")
+
+
+def _mask_gather(src_a, pattern, axis, dst_full) -> None:
+    if axis is GatherAxis.GATHER_ROW:
+        taken = src_a[:, pattern_takes(pattern, src_a.shape[1])].reshape(-1)
+        dst_full.reshape(-1)[:taken.size] = taken.view(dst_full.dtype)
+    else:
+        taken = src_a[pattern_takes(pattern, src_a.shape[0])]
+        dst_full[:taken.shape[0], :taken.shape[1]] = taken.view(dst_full.dtype)
+
+
+def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
+            axis=GatherAxis.GATHER_ROW) -> Event:
+    """By index: ``TGATHER(dst, src, indices[, tmp])``: dst[r, c] = src.flat[indices[r, c]]
+    (row-major over the whole src tile; 0 outside it).  By pattern: ``TGATHER(dst, src,
+    mask_pattern, axis)``: the src elements (GATHER_ROW: columns, GATHER_COL: rows) the
+    pattern takes, packed from dst's start."""
+    core = current_core()
+    tiles, rest = _tiles_then(rest)
+    if tiles:
+        idx, tmp = tiles[0], (tiles[1] if len(tiles) > 1 else None)
+        _sync(rest)
+        d, _ = _vec(core, "TGATHER", dst, src)
+        if src.dtype != dst.dtype:
+            _same_dtype(core, "TGATHER", dst, src)
+        _rule(core, _GATHER, dst, _GATHER_OK)
+        i = _index_tile(core, "TGATHER", idx, *d.shape)
+        core.pending.append((_GATHER.kernel, src._full, i, d))
+        return _issue(core, "TGATHER", [dst], [src, idx], tmp, *d.shape, dst.item)
+    pattern, axis, events = _pattern(core, "TGATHER", rest, mask_pattern, axis)
+    _sync(events)
+    a, _ = _vec(core, "TGATHER", src, dst)
+    full = dst._full
+    _bitcast(core, "TGATHER", dst, src)
+    _rule(core, _GATHER, src, _GATHER_OK)
+    along = a.shape[1] if axis is GatherAxis.GATHER_ROW else a.shape[0]
+    n = int(pattern_takes(pattern, along).sum())
+    need = n * a.shape[0] if axis is GatherAxis.GATHER_ROW else n
+    room = full.size if axis is GatherAxis.GATHER_ROW else dst.rows
+    if need > room or (axis is GatherAxis.GATHER_COL and a.shape[1] > dst.cols):
+        raise _err(core, f"TGATHER: {pattern.name} takes {need} {'elements' if axis is GatherAxis.GATHER_ROW else 'rows'}"
+                         f" of the {a.shape[0]}x{a.shape[1]} source; {dst.describe()} holds {room}",
+                   "give dst room for what the pattern takes")
+    core.pending.append((_mask_gather, a, pattern, axis, full))
+    return _issue(core, "TGATHER", [dst], [src], None, *a.shape, src.item)
+
+
+def _mask_scatter(src_full, pattern, axis, d) -> None:
+    rows, cols = d.shape
+    out = np.zeros(d.shape, d.dtype)
+    if axis is GatherAxis.GATHER_ROW:
+        take = np.broadcast_to(pattern_takes(pattern, cols), d.shape)
+        out[take] = src_full.reshape(-1)[:int(take.sum())].view(d.dtype)
+    else:
+        take = pattern_takes(pattern, rows)
+        out[take] = src_full[:int(take.sum()), :cols].view(d.dtype)
+    d[...] = out
+
+
+def TSCATTER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
+             axis=GatherAxis.GATHER_ROW) -> Event:
+    """By index: ``TSCATTER(dst, src, indexes)``: dst.flat[indexes[r, c]] = src[r, c] over the
+    index tile's valid region (row-major over the whole dst tile).  By pattern:
+    ``TSCATTER(dst, src, mask_pattern, axis)``: dst's valid region takes src's elements in
+    order where the pattern takes (columns of each row, or whole rows), 0 elsewhere."""
+    core = current_core()
+    tiles, rest = _tiles_then(rest)
+    if tiles:
+        idx = tiles[0]
+        _sync(rest)
+        _, s = _vec(core, "TSCATTER", dst, src)
+        if src.dtype != dst.dtype:
+            _same_dtype(core, "TSCATTER", dst, src)
+        _rule(core, _SCATTER, dst, _SCATTER_OK)
+        iv = _vec(core, "TSCATTER", idx)[0]
+        i = _index_tile(core, "TSCATTER", idx, *iv.shape)
+        if s.shape[0] < i.shape[0] or s.shape[1] < i.shape[1]:
+            raise _err(core, f"TSCATTER: the source's valid region {s.shape[0]}x{s.shape[1]} does not "
+                             f"cover the {i.shape[0]}x{i.shape[1]} indexes", "give one source element per index")
+        core.pending.append((_SCATTER.kernel, s[:i.shape[0], :i.shape[1]], i, dst._full))
+        return _issue(core, "TSCATTER", [dst], [src, idx], None, *i.shape, dst.item)
+    pattern, axis, events = _pattern(core, "TSCATTER", rest, mask_pattern, axis)
+    _sync(events)
+    d, _ = _vec(core, "TSCATTER", dst, src)
+    _bitcast(core, "TSCATTER", dst, src)
+    _rule(core, _SCATTER, dst, _SCATTER_OK)
+    along = d.shape[1] if axis is GatherAxis.GATHER_ROW else d.shape[0]
+    n = int(pattern_takes(pattern, along).sum())
+    if (n * d.shape[0] if axis is GatherAxis.GATHER_ROW else n * d.shape[1]) > src.rows * src.cols \
+            or (axis is GatherAxis.GATHER_COL and d.shape[1] > src.cols):
+        raise _err(core, f"TSCATTER: {pattern.name} places more elements than {src.describe()} holds",
+                   "give src what the pattern places")
+    core.pending.append((_mask_scatter, src._full, pattern, axis, d))
+    return _issue(core, "TSCATTER", [dst], [src], None, *d.shape, dst.item)
+
+
+def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> Event:
+    """Per row, each block of 32 src values with their idx (uint32) sorted by value,
+    descending (ties: the smaller index first), into dst as 8-byte [value, index] tuples
+    (dst: 2 (f32) or 4 (f16) columns per source column).  No wait events (pto-isa's
+    TSORT32 does not sync); without ``tmp`` the valid columns are a multiple of 32."""
+    core = current_core()
+    d, s, i = _vec(core, "TSORT32", dst, src, idx)
+    if src.dtype != dst.dtype:
+        _same_dtype(core, "TSORT32", dst, src)
+    _rule(core, _SORT, src, _SORT_OK)
+    if idx.dtype != dt.uint32 or i.shape[0] < s.shape[0] or i.shape[1] < s.shape[1]:
+        raise _err(core, f"TSORT32: the index tile {idx.describe()} must be uint32 with a valid region "
+                         f"covering the {s.shape[0]}x{s.shape[1]} values", "one uint32 index per value")
+    if tmp is None and s.shape[1] % 32:
+        raise _err(core, f"TSORT32: {s.shape[1]} valid columns are not whole blocks of 32; the "
+                         "form without tmp sorts whole blocks", "pass a tmp tile (TSORT32(dst, src, idx, tmp))")
+    width = s.shape[1] * 8 // dst.item
+    if d.shape[0] < s.shape[0] or d.shape[1] < width:
+        raise _err(core, f"TSORT32: dst's valid region {d.shape[0]}x{d.shape[1]} cannot hold "
+                         f"{s.shape[0]}x{s.shape[1]} 8-byte tuples", f"give dst {width} valid columns")
+    core.pending.append((_SORT.kernel, s, i[:s.shape[0], :s.shape[1]], d[:s.shape[0]]))
+    return _issue(core, "TSORT32", [dst], [src, idx], tmp, *s.shape, src.item)
+
+
+@dataclass
+class MrgSortExecutedNumList:
+    """pto-isa's ``MrgSortExecutedNumList``: how many tuples a multi-list TMRGSORT took from
+    each of its lists (set when the TMRGSORT has executed)."""
+    mrgSortList0: int = 0
+    mrgSortList1: int = 0
+    mrgSortList2: int = 0
+    mrgSortList3: int = 0
+
+
+_MRG = OPS["TMRGSORT"]
+_MRG_OK = _MRG.allowed()
+
+
+def _one_row(core, tiles) -> None:
+    for t in tiles:
+        if t.rows != 1:
+            raise _err(core, f"TMRGSORT: {t.describe()} has {t.rows} rows; its lists are one-row tiles",
+                       "declare every TMRGSORT tile with Rows == 1")
+
+
+def TMRGSORT(dst: Tile, *args, exhausted: bool = False) -> Event:
+    """Merge sorted lists of 8-byte [value, index] tuples (TSORT32's output) into dst,
+    descending by value (ties: the earlier list): ``TMRGSORT(dst, src, block_len)`` merges
+    each 4 consecutive blocks of ``block_len`` elements of src; ``TMRGSORT(dst, executed,
+    tmp, src0, src1[, src2, src3], exhausted=False)`` merges 2 to 4 lists into dst's valid
+    tuples and records how many of each it took in ``executed`` (a MrgSortExecutedNumList;
+    with ``exhausted`` it stops when a list runs out)."""
+    core = current_core()
+    if len(args) >= 2 and args[0].__class__ is Tile and not isinstance(args[1], Tile):
+        src, block_len, events = args[0], args[1], args[2:]
+        _sync(events)
+        d, s = _vec(core, "TMRGSORT", dst, src)
+        _one_row(core, (dst, src))
+        if src.dtype != dst.dtype:
+            _same_dtype(core, "TMRGSORT", dst, src)
+        _rule(core, _MRG, dst, _MRG_OK)
+        if isinstance(block_len, bool) or not isinstance(block_len, (int, np.integer)) or block_len <= 0 \
+                or block_len % 64 or s.shape[1] % (4 * block_len) or not 1 <= s.shape[1] // (4 * block_len) <= 255:
+            raise _err(core, f"TMRGSORT: block_len {block_len!r} with {s.shape[1]} valid source columns: "
+                             "block_len is a multiple of 64 and the columns 1 to 255 groups of 4 blocks",
+                       "pass a block_len that divides the source into groups of 4 blocks")
+        core.pending.append((mrgsort_blocks, s, int(block_len), d))
+        return _issue(core, "TMRGSORT", [dst], [src], None, *s.shape, src.item)
+    tiles, events = _tiles_then(args[1:]) if args else ((), ())
+    executed = args[0] if args else None
+    if not hasattr(executed, "mrgSortList0") or not 3 <= len(tiles) <= 5:
+        raise _err(core, "TMRGSORT takes (dst, src, block_len) or (dst, executed, tmp, src0, src1[, "
+                         "src2, src3])", "pass a MrgSortExecutedNumList, the tmp tile and 2 to 4 lists")
+    _sync(events)
+    tmp, srcs = tiles[0], tiles[1:]
+    arrays = _vec(core, "TMRGSORT", dst, tmp, *srcs)
+    d, lists = arrays[0], arrays[2:]
+    _one_row(core, (dst, tmp) + srcs)
+    if any(t.dtype != dst.dtype for t in (tmp,) + srcs):
+        _same_dtype(core, "TMRGSORT", dst, tmp, *srcs)
+    _rule(core, _MRG, dst, _MRG_OK)
+    if tmp.cols < sum(t.cols for t in srcs):
+        raise _err(core, f"TMRGSORT: tmp has {tmp.cols} columns; the lists have "
+                         f"{sum(t.cols for t in srcs)}", "give tmp the lists' total columns")
+    core.pending.append((_MRG.kernel, lists, bool(exhausted), executed, d))
+    ev = _issue(core, "TMRGSORT", [dst], list(srcs), tmp, 1, sum(a.shape[1] for a in lists), dst.item)
+    core.cluster.sync()              # ``executed`` holds the counts when TMRGSORT returns
+    return ev
+
+
+__all__ = ["MrgSortExecutedNumList", "TMRGSORT", "TGATHER", "TSCATTER", "TSORT32", "TCI", "TCONCAT", "TFILLPAD", "TFILLPAD_EXPAND", "TFILLPAD_INPLACE", "TINSERT",
+           "TRANDOM", "TRESHAPE", "TTRANS", "TTRI"]

@@ -1,0 +1,481 @@
+"""Vector instructions of the op catalogue's forms beyond :mod:`.ops`' element-wise ones:
+three-operand and fused forms (TADDC, TADDSC, TAXPY), compare and select through packed
+predicate masks (TCMP, TCMPS, TSEL, TSELS), column broadcasts (TCOLEXPAND*), the
+arg-reductions (TROWARGMAX ...) and the part ops (TPARTADD ...).
+
+Built from the catalogue (:mod:`ptopipe.arch.catalogue`) as the element-wise instructions
+are: each checks its operands when issued (Vec tiles of this core, valid shapes, the
+dtype rule of the run's platform, scalar values), queues its numpy work and occupies the
+V pipe for its cost.  Arguments follow pto-isa's C++ order (destinations, sources,
+scalars, ``tmp``), then wait events.
+"""
+from __future__ import annotations
+
+from operator import setitem
+
+import numpy as np
+
+from ..arch import dtypes as dt
+from ..arch.catalogue import MASK_DTYPES, OPS, by_form
+from ..arch.vocab import CmpMode, PlatformID, QuantType
+from .context import current_core
+from .events import Event, TSYNC
+from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value,
+                  _tmp_tile, arr, vec_issue_n)
+from .tile import Tile
+
+_A2A3 = PlatformID.PLATFORM_A2A3
+_INDEX_DTYPES = (dt.int32, dt.uint32)
+
+
+def _tiles_then(args: tuple):
+    """(the leading Tile arguments, the rest) of a variadic instruction call."""
+    k = 0
+    while k < len(args) and args[k].__class__ is Tile:
+        k += 1
+    return args[:k], args[k:]
+
+
+def _vec(core, name: str, *tiles) -> list:
+    """The valid-region arrays of ``tiles`` (all Vec tiles of this core)."""
+    arrays = [arr(t, core) for t in tiles]
+    if any(t.loc is not _VEC for t in tiles):
+        raise _not_vec(core, name, list(tiles))
+    return arrays
+
+
+def _rule(core, op, tile: Tile, ok) -> None:
+    if ok is not None and tile.dtype not in ok[core.cluster.platform.id]:
+        _dtype_check(core, op, tile)
+
+
+def _same(core, name: str, dst: Tile, d, **srcs) -> None:
+    """Every source in ``srcs`` (role -> (tile, array)) has ``dst``'s valid shape and dtype."""
+    pairs = [("dst", d)] + [(role, a) for role, (_, a) in srcs.items()]
+    if any(a.shape != d.shape for _, a in pairs):
+        _same_shape(core, name, *pairs)
+    tiles = [dst] + [t for t, _ in srcs.values()]
+    if any(t.dtype != dst.dtype for t in tiles):
+        _same_dtype(core, name, *tiles)
+
+
+def _sync(events) -> None:
+    if events:
+        TSYNC(*events)
+
+
+def _issue(core, name, dsts, srcs, tmp, rows, cols, itemsize) -> Event:
+    writes = list(dsts)
+    _tmp_tile(core, name, tmp, writes)
+    return vec_issue_n(core, name, writes, srcs, rows, cols, itemsize)
+
+
+# -- three-operand and fused forms -------------------------------------------------------------
+def _ternary(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, src1: Tile, src2: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a, b, c = _vec(core, name, dst, src0, src1, src2)
+        _same(core, name, dst, d, src0=(src0, a), src1=(src1, b), src2=(src2, c))
+        _rule(core, op, dst, ok)
+        core.pending.append((fn, a, b, c, d))
+        return _issue(core, name, [dst], [src0, src1, src2], None, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, src0, src1, src2): {op.doc or fn.__name__}, element-wise."
+    return instr
+
+
+def _scalar_ternary(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, scalar, src1: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a, b = _vec(core, name, dst, src0, src1)
+        _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))
+        _rule(core, op, dst, ok)
+        core.pending.append((fn, a, _scalar_value(core, name, dst, scalar), b, d))
+        return _issue(core, name, [dst], [src0, src1], None, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, src0, scalar, src1): {op.doc or fn.__name__}, element-wise."
+    return instr
+
+
+def _axpy(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, scalar, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a = _vec(core, name, dst, src0)
+        if a.shape != d.shape:
+            _same_shape(core, name, ("dst", d), ("src0", a))
+        _rule(core, op, dst, ok)
+        if src0.dtype != dst.dtype and not (dst.dtype == dt.float32 and src0.dtype == dt.float16):
+            raise _err(core, f"{name}: src0 is {src0.dtype.name} but dst is {dst.dtype.name}; "
+                             "TAXPY accumulates f16 into f16, f32 into f32, or f16 into f32",
+                       "convert src0 with TCVT first")
+        core.pending.append((fn, a, _scalar_value(core, name, src0, scalar), d))
+        return _issue(core, name, [dst], [src0, dst], None, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, src0, scalar): dst = scalar * src0 + dst (an f16 src0 may " \
+                    "accumulate into an f32 dst)."
+    return instr
+
+
+# -- compare and select ------------------------------------------------------------------------
+def cmp_mode(core, name: str, mode) -> CmpMode:
+    """``mode`` as a CmpMode: a member, its pto-isa number or its name (``"lt"``)."""
+    if mode.__class__ is CmpMode:
+        return mode
+    try:
+        if isinstance(mode, str):
+            return CmpMode[mode.upper()]
+        if isinstance(mode, (int, np.integer)) and not isinstance(mode, bool):
+            return CmpMode(int(mode))
+    except (KeyError, ValueError):
+        pass
+    raise _err(core, f"{name}: {mode!r} is not a compare mode",
+               f"pass one of {', '.join('CmpMode.' + m.name for m in CmpMode)}")
+
+
+def _mask_words(core, name: str, mask: Tile, m, rows: int, cols: int, role: str) -> None:
+    """``mask`` can hold the packed predicate of a rows x cols source (module catalogue)."""
+    if mask.dtype not in MASK_DTYPES:
+        raise _err(core, f"{name}: the {role} {mask.describe()} is {mask.dtype.name}; predicate masks "
+                         "are u8 or u32 words", "declare the mask tile as uint8 or uint32")
+    words = -(-cols // (8 * mask.item))
+    if m.shape[0] < rows or m.shape[1] < words:
+        raise _err(core, f"{name}: the {role} {mask.describe()} has a {m.shape[0]}x{m.shape[1]} valid "
+                         f"region; a {rows}x{cols} predicate needs {rows}x{words} "
+                         f"{mask.dtype.name} words", "give the mask one row per source row and "
+                         f"ceil(cols / {8 * mask.item}) valid columns")
+
+
+def _int32_eq_only(core, name: str, src: Tile, mode: CmpMode) -> None:
+    """pto-isa on A2A3 compares int32 tiles with EQ whatever the mode: an error, not EQ."""
+    if mode is not CmpMode.EQ and src.dtype == dt.int32 and core.cluster.platform.id is _A2A3:
+        raise _err(core, f"{name}: {mode.name} on int32 tiles: pto-isa on A2A3 compares int32 with "
+                         "EQ only (other modes fall back to EQ)",
+                   "compare f32 copies (TCVT), or use CmpMode.EQ")
+
+
+def _compare(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, src1: Tile, mode=CmpMode.EQ, *events) -> Event:
+        core = current_core()
+        if mode.__class__ is Event:               # TCMP(dst, a, b, event, ...): no mode given
+            events, mode = (mode,) + events, CmpMode.EQ
+        _sync(events)
+        mode = cmp_mode(core, name, mode)
+        m, a, b = _vec(core, name, dst, src0, src1)
+        if a.shape != b.shape or src0.dtype != src1.dtype:
+            _same(core, name, src0, a, src1=(src1, b))
+        _rule(core, op, src0, ok)
+        _mask_words(core, name, dst, m, *a.shape, "destination")
+        _int32_eq_only(core, name, src0, mode)
+        core.pending.append((fn, a, b, mode, m))
+        return _issue(core, name, [dst], [src0, src1], None, *a.shape, src0.item)
+    instr.__doc__ = f"{name}(dst, src0, src1, mode=CmpMode.EQ): the packed predicate mask of " \
+                    "src0 <mode> src1 (bit j of row i: element (i, j))."
+    return instr
+
+
+def _compare_scalar(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, src1, mode=CmpMode.EQ, *events) -> Event:
+        core = current_core()
+        if mode.__class__ is Event:
+            events, mode = (mode,) + events, CmpMode.EQ
+        _sync(events)
+        mode = cmp_mode(core, name, mode)
+        m, a = _vec(core, name, dst, src0)
+        srcs = [src0]
+        if src1.__class__ is Tile:                # the tile form: its element (0, 0)
+            b = _vec(core, name, src1)[0]
+            if src1.dtype != src0.dtype:
+                _same_dtype(core, name, src0, src1)
+            if b.size == 0:
+                raise _err(core, f"{name}: {src1.describe()} has an empty valid region; the tile "
+                                 "form compares with its element (0, 0)")
+            b = b[:1, :1]
+            srcs.append(src1)
+        else:
+            b = _scalar_value(core, name, src0, src1)
+        _rule(core, op, src0, ok)
+        _mask_words(core, name, dst, m, *a.shape, "destination")
+        _int32_eq_only(core, name, src0, mode)
+        core.pending.append((fn, a, b, mode, m))
+        return _issue(core, name, [dst], srcs, None, *a.shape, src0.item)
+    instr.__doc__ = f"{name}(dst, src0, scalar_or_tile, mode=CmpMode.EQ): the packed predicate " \
+                    "mask of src0 <mode> scalar (a tile: its element (0, 0))."
+    return instr
+
+
+def _select(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, mask: Tile, src0: Tile, src1: Tile, *rest) -> Event:
+        core = current_core()
+        tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
+        _sync(events)
+        d, m, a, b = _vec(core, name, dst, mask, src0, src1)
+        _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))
+        _rule(core, op, dst, ok)
+        _mask_words(core, name, mask, m, *d.shape, "mask")
+        core.pending.append((fn, m, a, b, d))
+        return _issue(core, name, [dst], [mask, src0, src1], tmp, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, mask, src0, src1[, tmp]): dst = mask ? src0 : src1 per element."
+    return instr
+
+
+def _select_scalar(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, mask: Tile, src: Tile, *rest) -> Event:
+        core = current_core()
+        tmp = None
+        if rest and rest[0].__class__ is Tile:    # pto-isa's order: tmp, then the scalar
+            tmp, rest = rest[0], rest[1:]
+        if not rest:
+            raise _err(core, f"{name} needs a scalar: {name}(dst, mask, src, tmp, scalar)")
+        scalar, events = rest[0], rest[1:]
+        _sync(events)
+        d, m, a = _vec(core, name, dst, mask, src)
+        _same(core, name, dst, d, src=(src, a))
+        _rule(core, op, dst, ok)
+        _mask_words(core, name, mask, m, *d.shape, "mask")
+        core.pending.append((fn, m, a, _scalar_value(core, name, dst, scalar), d))
+        return _issue(core, name, [dst], [mask, src], tmp, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, mask, src, tmp, scalar): dst = mask ? src : scalar per element " \
+                    "(tmp may be left out)."
+    return instr
+
+
+# -- column broadcasts -------------------------------------------------------------------------
+def _col_expand(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a, b = _vec(core, name, dst, src0, src1)
+        if a.shape != d.shape or b.shape[1] != d.shape[1] or (b.shape[0] < 1 and d.size):
+            raise _err(core, f"{name}: dst {d.shape}, src0 {a.shape} and per-column src1 {b.shape} "
+                             "do not agree", "src1 needs one column per dst column (row 0 is used)")
+        if not (src0.dtype == src1.dtype == dst.dtype):
+            _same_dtype(core, name, dst, src0, src1)
+        _rule(core, op, dst, ok)
+        core.pending.append((_col_expand_into, fn, a, b, d))
+        return _issue(core, name, [dst], [src0, src1], None, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, src0, src1): dst[i, j] = {fn.__name__}(src0[i, j], src1[0, j])."
+    return instr
+
+
+def _col_expand_into(fn, a, b, d):
+    if d.size:
+        fn(a, b[:1, :], out=d)
+
+
+def _col_bcast(op):
+    name, ok = op.name, op.allowed()
+
+    def instr(dst: Tile, src: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a = _vec(core, name, dst, src)
+        if a.shape[1] != d.shape[1] or (a.shape[0] < 1 and d.size):
+            raise _err(core, f"{name}: dst has {d.shape[1]} valid cols, src {a.shape[0]}x{a.shape[1]}",
+                       "src needs one column per dst column (row 0 is broadcast)")
+        if src.dtype != dst.dtype:
+            _same_dtype(core, name, dst, src)
+        _rule(core, op, dst, ok)
+        if d.size:
+            core.pending.append((setitem, d, _ALL, a[:1, :]))
+        return _issue(core, name, [dst], [src], None, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, src): dst[i, j] = src[0, j]."
+    return instr
+
+
+# -- arg-reductions ----------------------------------------------------------------------------
+def _arg_into(fn, axis: int, a, idx, val) -> None:
+    if a.size == 0:
+        return                      # an empty valid region reduces nothing
+    i = fn(a, axis=axis)
+    if axis == 1:
+        idx[:, 0] = i
+        if val is not None:
+            val[:, 0] = a[np.arange(a.shape[0]), i]
+    else:
+        idx[0, :] = i
+        if val is not None:
+            val[0, :] = a[i, np.arange(a.shape[1])]
+
+
+def _arg(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+    axis = 1 if op.form == "row_arg" else 0
+    what = "row" if axis == 1 else "column"
+
+    def instr(*args) -> Event:
+        core = current_core()
+        tiles, events = _tiles_then(args)
+        if len(tiles) not in (2, 3, 4):
+            raise _err(core, f"{name} takes (dst, src, tmp) or (dst_val, dst_idx, src, tmp), got "
+                             f"{len(tiles)} tiles")
+        if len(tiles) == 4:
+            val, idx, src, tmp = tiles
+        elif len(tiles) == 3:
+            val, (idx, src, tmp) = None, tiles
+        else:
+            val, (idx, src), tmp = None, tiles, None
+        _sync(events)
+        outs = [idx] if val is None else [val, idx]
+        arrays = _vec(core, name, src, *outs)
+        a, outs_a = arrays[0], arrays[1:]
+        _rule(core, op, src, ok)
+        i = outs_a[-1]
+        for t, o in zip(outs, outs_a):
+            # one result per source row (column), in column (row) 0 of the result tile
+            if o.shape[1 - axis] != a.shape[1 - axis] or (a.size and o.shape[axis] < 1):
+                want = (a.shape[0], 1) if axis == 1 else (1, a.shape[1])
+                raise _err(core, f"{name}: {t.describe()} has a {o.shape[0]}x{o.shape[1]} valid region; "
+                                 f"the {what} results of a {a.shape[0]}x{a.shape[1]} source need "
+                                 f"{want[0]}x{want[1]}", f"one result per source {what}")
+        idx_ok = _INDEX_DTYPES
+        if val is not None and axis == 0 and src.item == 2:
+            idx_ok = (dt.int16,)            # pto-isa: a 2-byte source's value+index form
+        if idx.dtype not in idx_ok:
+            raise _err(core, f"{name}: the index tile {idx.describe()} is {idx.dtype.name}; "
+                             f"indices are {' or '.join(d.name for d in idx_ok)}",
+                       f"declare the index tile as {idx_ok[0].name}")
+        if val is not None and val.dtype != src.dtype:
+            raise _err(core, f"{name}: the value tile is {val.dtype.name} but the source is "
+                             f"{src.dtype.name}", "declare the value tile with the source's dtype")
+        core.pending.append((_arg_into, fn, axis, a, i, None if val is None else outs_a[0]))
+        return _issue(core, name, outs, [src], tmp, *a.shape, src.item)
+    instr.__doc__ = (f"{name}(dst_idx, src, tmp) or {name}(dst_val, dst_idx, src, tmp): the "
+                     f"{'column' if axis == 1 else 'row'} index of each {what}'s "
+                     f"{'maximum' if fn is np.argmax else 'minimum'} (the first on ties), and "
+                     "its value; tmp may be left out.")
+    return instr
+
+
+# -- part ops ----------------------------------------------------------------------------------
+def _part_into(fn, a, b, d) -> None:
+    """``fn`` where both sources are valid; elsewhere in ``d`` the one valid source."""
+    out = np.empty(d.shape, d.dtype)
+    ra, ca = a.shape
+    rb, cb = b.shape
+    out[:ra, :ca] = a
+    out[:rb, :cb] = b
+    r, c = min(ra, rb), min(ca, cb)
+    out[:r, :c] = fn(a[:r, :c], b[:r, :c])
+    d[...] = out
+
+
+def _part(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a, b = _vec(core, name, dst, src0, src1)
+        if not (src0.dtype == src1.dtype == dst.dtype):
+            _same_dtype(core, name, dst, src0, src1)
+        _rule(core, op, dst, ok)
+        fits = all(x.shape[0] <= d.shape[0] and x.shape[1] <= d.shape[1] for x in (a, b))
+        if d.size and (not fits or (a.shape != d.shape and b.shape != d.shape)):
+            raise _err(core, f"{name}: valid regions dst {d.shape[0]}x{d.shape[1]}, src0 "
+                             f"{a.shape[0]}x{a.shape[1]}, src1 {b.shape[0]}x{b.shape[1]}: one source "
+                             "must cover dst exactly and the other fit inside it",
+                       "give one source dst's valid shape")
+        if d.size:
+            core.pending.append((_part_into, fn, a, b, d))
+        return _issue(core, name, [dst], [src0, src1], None, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, src0, src1): {fn.__name__} where both sources are valid, the " \
+                    "valid one elsewhere in dst's valid region."
+    return instr
+
+
+# -- quantisation ---------------------------------------------------------------------------------
+_QUANT, _DEQUANT = OPS["TQUANT"], OPS["TDEQUANT"]
+_QUANT_OK, _DEQUANT_OK = _QUANT.allowed(), _DEQUANT.allowed()
+
+
+def _params(core, name: str, rows: int, *tiles) -> list:
+    """The per-row f32 parameter tiles (scale, offset): one row per data row."""
+    arrays = _vec(core, name, *tiles)
+    for t, p in zip(tiles, arrays):
+        if t.dtype != dt.float32 or p.shape[0] != rows or p.shape[1] < 1:
+            raise _err(core, f"{name}: the parameter tile {t.describe()} (valid {p.shape[0]}x{p.shape[1]}) "
+                             f"must be float32 with one row per data row ({rows})",
+                       "give scale / offset as float32 tiles of rows x 1")
+    return arrays
+
+
+def TQUANT(dst: Tile, src: Tile, scale: Tile, *rest, quant_type=None) -> Event:
+    """pto-isa's INT8 TQUANT: ``dst = clip(rint(src * scale[i] (+ offset[i])))`` per row i;
+    ``TQUANT(dst, src, scale[, tmp][, offset])``: int8 dst (INT8_SYM, no offset) or uint8
+    dst (INT8_ASYM, with the offset).  ``scale`` holds the inverse scale (the multiplier),
+    as in pto-isa's CPU model; src is f32.  The MX formats are not modelled."""
+    core = current_core()
+    tiles, events = _tiles_then(rest)
+    _sync(events)
+    qt = (QuantType.INT8_ASYM if dst.dtype == dt.uint8 else QuantType.INT8_SYM) if quant_type is None \
+        else quant_type
+    if not isinstance(qt, QuantType) or qt not in (QuantType.INT8_SYM, QuantType.INT8_ASYM):
+        raise _err(core, f"TQUANT: quant_type {qt!r} is not modelled", "use QuantType.INT8_SYM or INT8_ASYM")
+    if len(tiles) > 2:
+        raise _err(core, f"TQUANT takes (dst, src, scale[, tmp][, offset]), got {3 + len(tiles)} tiles")
+    # one tile after scale: the offset of INT8_ASYM, the tmp of INT8_SYM (pto-isa's overloads)
+    tmp, offset = tiles if len(tiles) == 2 else \
+        ((None, tiles[0]) if qt is QuantType.INT8_ASYM else (tiles[0], None)) if tiles else (None, None)
+    if qt is QuantType.INT8_SYM and (dst.dtype != dt.int8 or offset is not None):
+        raise _err(core, f"TQUANT INT8_SYM writes int8 with no offset, not {dst.describe()}"
+                         f"{' with an offset' if offset is not None else ''}",
+                   "declare dst as int8 and leave out the offset (or use INT8_ASYM into uint8)")
+    if qt is QuantType.INT8_ASYM and (dst.dtype != dt.uint8 or offset is None):
+        raise _err(core, f"TQUANT INT8_ASYM writes uint8 with an offset tile, not {dst.describe()}"
+                         f"{'' if offset is not None else ' without one'}",
+                   "declare dst as uint8 and pass the offset tile")
+    d, a = _vec(core, "TQUANT", dst, src)
+    if a.shape != d.shape:
+        _same_shape(core, "TQUANT", ("dst", d), ("src", a))
+    _rule(core, _QUANT, src, _QUANT_OK)
+    ps = _params(core, "TQUANT", a.shape[0], *([scale] if offset is None else [scale, offset]))
+    core.pending.append((_QUANT.kernel, a, ps[0], ps[1] if offset is not None else None, d))
+    srcs = [src, scale] + ([offset] if offset is not None else [])
+    return _issue(core, "TQUANT", [dst], srcs, tmp, *d.shape, src.item)
+
+
+def TDEQUANT(dst: Tile, src: Tile, scale: Tile, offset: Tile, *events) -> Event:
+    """``dst[i, j] = (src[i, j] - offset[i]) * scale[i]``: int8 / int16 src to f32 dst with
+    per-row f32 parameters (a parameter tile with several columns: column min(j, cols - 1))."""
+    core = current_core()
+    _sync(events)
+    d, a = _vec(core, "TDEQUANT", dst, src)
+    if a.shape != d.shape:
+        _same_shape(core, "TDEQUANT", ("dst", d), ("src", a))
+    _rule(core, _DEQUANT, src, _DEQUANT_OK)
+    if dst.dtype != dt.float32:
+        raise _err(core, f"TDEQUANT writes float32, not {dst.describe()}", "declare dst as float32")
+    s, o = _params(core, "TDEQUANT", a.shape[0], scale, offset)
+    if s.shape != o.shape:
+        _same_shape(core, "TDEQUANT", ("scale", s), ("offset", o))
+    core.pending.append((_DEQUANT.kernel, a, s, o, d))
+    return _issue(core, "TDEQUANT", [dst], [src, scale, offset], None, *d.shape, dst.item)
+
+
+_BUILD = {"ternary": _ternary, "scalar_ternary": _scalar_ternary, "axpy": _axpy,
+          "compare": _compare, "compare_scalar": _compare_scalar, "select": _select,
+          "select_scalar": _select_scalar, "col_expand": _col_expand, "col_bcast": _col_bcast,
+          "row_arg": _arg, "col_arg": _arg, "part": _part}
+for _op in by_form(*_BUILD):
+    _fn = _BUILD[_op.form](_op)
+    _fn.__name__ = _fn.__qualname__ = _op.name
+    _fn.__module__ = __name__
+    globals()[_op.name] = _fn
+__all__ = [_op.name for _op in by_form(*_BUILD)] + ["TDEQUANT", "TQUANT"]
+del _op, _fn
