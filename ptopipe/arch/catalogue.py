@@ -197,8 +197,9 @@ def op_scalar_error(op: OpDef, dtype: np.dtype, scalar) -> str | None:
 #: CmpMode -> the numpy comparison it makes
 COMPARE = {CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
            CmpMode.LE: np.less_equal, CmpMode.GT: np.greater, CmpMode.GE: np.greater_equal}
-#: the dtypes of a predicate mask tile (TCMP / TCMPS output, TSEL / TSELS input)
-MASK_DTYPES = (dt.uint8, dt.uint32)
+#: the dtypes of a predicate mask tile (TCMP / TCMPS output, TSEL / TSELS input): words of
+#: bits, so a signed word type holds the same bits (ptoas reads an i8 mask as well)
+MASK_DTYPES = (dt.uint8, dt.uint32, dt.int8, dt.int32)
 
 
 # -- numpy kernels (names show in error messages) ---------------------------------------------
@@ -780,6 +781,10 @@ MOVES = {(TileType.Mat, TileType.Left): PipeUnit.MTE1, (TileType.Mat, TileType.R
          (TileType.Mat, TileType.Bias): PipeUnit.MTE1, (TileType.Acc, TileType.Mat): PipeUnit.FIX,
          (TileType.Vec, TileType.Vec): PipeUnit.V}
 MOVE_PATHS = ", ".join(f"{s.value}->{d.value}" for s, d in MOVES)
+#: A5 only: the Cube's FIX pipe writes L0C into a Vector core's UB (pto-isa ``TMOV`` Acc -> Vec,
+#: ``AccToVecMode``).  A tile in UB is on the Cube only in a program that uses both kinds
+#: of tiles on one core (pto-isa's CPU simulator runs such a program; the device cannot).
+A5_MOVES = {(TileType.Acc, TileType.Vec): PipeUnit.FIX}
 CONVERTS_FROM = TileType.Acc             # the tile type whose moves and stores convert (FIX)
 LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
@@ -787,12 +792,22 @@ STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
 
 #: the data paths of TINSERT: (source, destination) -> (pipe, platform ids that have it); Acc
 #: -> Mat converts on FIX as TMOV does, Vec -> Vec copies on V (A5).  pto-isa's A5 Acc -> Vec
-#: and Vec -> Mat insertions cross the simulated cores' memories and are not modelled.
-INSERT_PATHS = {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
+#: and Vec -> Mat insertions join memories of two cores: they run on a core holding both
+#: (see A5_MOVES), else the tile that is not on the core is reported.
+INSERT_PATHS = {(TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
+                (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,)),
+                (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
                 (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A5,))}
 #: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
 INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
                    _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
+#: the data paths of TEXTRACT (pto-isa's ISA page): (source, destination) -> (pipe, platform ids)
+EXTRACT_PATHS = {(TileType.Mat, TileType.Left): (PipeUnit.MTE1, (_A2A3, _A5)),
+                 (TileType.Mat, TileType.Right): (PipeUnit.MTE1, (_A2A3, _A5)),
+                 (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A2A3, _A5)),
+                 (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A5,)),
+                 (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
+                 (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,))}
 
 
 #: the pipe of a TSTORE by source tile type: from L0C on FIX (converting), else on MTE3

@@ -34,7 +34,8 @@ import numpy as np
 from .. import isa
 from ..arch import dtypes as dt
 from ..arch.catalogue import OPS as CATALOGUE
-from ..arch.vocab import (BLayout, Direction, RoundMode, SLayout, SyncPipe, TileSplitAxis, TileType)
+from ..arch.vocab import (BLayout, Direction, MaskPattern, MemSpace, RoundMode, SLayout, SyncPipe,
+                          TileSplitAxis, TileType)
 from ..errors import ConfigError, KernelError, ParseError, PtoPipeError
 from .pto_lexer import Token
 from .pto_tree import Stmt, parse_tree, split_top
@@ -310,7 +311,7 @@ def _read_program(text: str, path: str) -> Program:
     stmts = []
     for s in top:
         if s.name in ("module", "builtin.module"):
-            m = re.search(r'target_arch\s*=\s*"(\w+)"', " ".join(t.text for t in s.toks))
+            m = re.search(r'target_arch"?\s*=\s*"(\w+)"', " ".join(t.text for t in s.toks))
             arch = m.group(1) if m else arch
             for r in s.regions:
                 for b in r:
@@ -395,21 +396,25 @@ def _tile_locs(f: Func, funcs: dict, seen=None) -> dict:
     return out
 
 
-def implied_kind(f: Func, funcs: dict, path: str) -> str:
-    """'cube' or 'vector' for a function without ``pto.kernel_kind``."""
+MIXED = "mixed"      # the kind of a function that uses Cube and Vector tiles
+
+
+def implied_kind(f: Func, funcs: dict, path: str) -> tuple:
+    """``(kind, warning)`` of a function without ``pto.kernel_kind``: 'cube' or 'vector' by
+    its tiles; :data:`MIXED` with a warning when it uses both (no core of the device holds
+    both: it runs on one core given both kinds of memory, as pto-isa's CPU simulator runs it)."""
     locs = _tile_locs(f, funcs)
     cube = [s for k, s in locs.items() if k in CUBE_LOCS]
     vec = locs.get(TileType.Vec)
     if cube and vec:
         c = cube[0]
-        raise ConfigError(
-            f"@{f.name} uses Cube tiles ({c.name} at line {c.tok.line}) and Vector tiles "
-            f"({vec.name} at line {vec.tok.line}): no core of the device holds both",
-            where=f"{path}:{f.stmt.tok.line}:{f.stmt.tok.col}",
-            fix="split it into a cube and a vector function joined by a pipe "
-                "(pto.aic_initialize_pipe / tpush_to_aiv / tpop_from_aic), or write it as a mixed "
-                "@pl.incore function and let `ptopipe compile` split it")
-    return "cube" if cube else "vector"
+        return MIXED, (
+            f"{path}:{f.stmt.tok.line}:{f.stmt.tok.col}: @{f.name} uses Cube tiles ({c.name} at line "
+            f"{c.tok.line}) and Vector tiles ({vec.name} at line {vec.tok.line}); no core of the device "
+            "holds both, so it runs on one core given both kinds of memory, as pto-isa's CPU simulator "
+            "runs it. On the device, split it into a cube and a vector function joined by a pipe "
+            "(or write it as a mixed @pl.incore function and let `ptopipe compile` split it)")
+    return ("cube" if cube else "vector"), None
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -960,7 +965,7 @@ def h_call(ex, fr, s):
 
 
 def _kind_runs_here(kind: str, core_name: str) -> bool:
-    return (kind == "cube") == (core_name == "aic")
+    return (kind in ("cube", MIXED)) == (core_name == "aic")
 
 
 def h_view(ex, fr, s):
@@ -1051,6 +1056,19 @@ def h_io(ex, fr, s):
     return isa.TSTORE(dst, src)
 
 
+def _attr_kwargs(ex, s: Stmt) -> dict:
+    """Op attributes a catalogue instruction takes as keywords (``maskPattern``)."""
+    out = {}
+    v = s.attr("maskPattern")
+    if v:
+        m = re.search(r"<(\w+)>", "".join(t.text for t in v))
+        try:
+            out["mask_pattern"] = MaskPattern[m.group(1)]
+        except (AttributeError, KeyError):
+            raise ex.perr(v[0], f"maskPattern {''.join(t.text for t in v)} is not a mask pattern") from None
+    return out
+
+
 def _attr_args(ex, s: Stmt) -> list:
     """Op attributes a catalogue instruction takes after its operands (rounding mode)."""
     out = []
@@ -1088,9 +1106,27 @@ def op_catalogue(ex, fr, s):
             operands = operands[:n]
     if op.form == "scalar" and len(operands) == 3 and not isinstance(operands[1], isa.Tile) \
             and isinstance(operands[2], isa.Tile):
-        raise ex.perr(s.tok, f"{s.name} with the scalar first (scalar {s.name[5:]} tile) is not supported",
-                      f"write {s.name} ins(%tile, %scalar) (tile {s.name[5:]} scalar)")
-    return getattr(isa, name)(*operands, *_attr_args(ex, s))
+        return _scalar_first(ex, s, name, *operands)
+    return getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s))
+
+
+#: scalar-first forms ``s op tile`` of the catalogue's scalar ops: the tile op that gives
+#: them once the destination holds the scalar (``TDIVS(dst, s, src)``: dst = s / src)
+_SCALAR_FIRST = {"TDIVS": "TDIV", "TSUBS": "TSUB", "TADDS": "TADD", "TMULS": "TMUL",
+                 "TMAXS": "TMAX", "TMINS": "TMIN"}
+
+
+def _scalar_first(ex, s, name, dst, scalar, src):
+    """``pto.tdivs ins(%s, %tile)``: dst = scalar / tile, as the destination filled with the
+    scalar, then the tile op (exact: the scalar is a value of the tile's dtype)."""
+    if name not in _SCALAR_FIRST:
+        raise ex.perr(s.tok, f"{s.name} with the scalar first is not supported",
+                      f"write {s.name} ins(%tile, %scalar)")
+    if dst is src:
+        raise ex.err(s, f"{s.name} scalar-first in place (the destination is the source)",
+                     "write the result to another tile")
+    isa.TEXPANDS(dst, scalar)
+    return getattr(isa, _SCALAR_FIRST[name])(dst, dst, src)
 
 
 def h_eventid_array(ex, fr, s):
@@ -1123,6 +1159,82 @@ def h_section(ex, fr, s):
     kind of core only (ptoas's ``#if defined(__DAV_CUBE__)`` / ``__DAV_VEC__``)."""
     if _kind_runs_here("cube" if s.name.endswith("cube") else "vector", ex.core_name):
         ex.block(fr, s.regions[0][0].stmts)
+
+
+def h_addptr(ex, fr, s):
+    """``%q = pto.addptr %p, %n``: the GM pointer ``n`` elements on (bounded by its tensor)."""
+    vs = s.values()
+    base = ex.val(fr, vs[0])
+    ptr = base.data() if isinstance(base, isa.GlobalTensor) else base
+    return ptr + ex.ival(fr, vs[1])
+
+
+def _colon_list(ex, fr, s, key):
+    """``key: [%a, 4, ...]`` of ``memref.reinterpret_cast`` -> the integers."""
+    toks = s.toks
+    for i, t in enumerate(toks[:-2]):
+        if t.text == key and toks[i + 1].text == ":" and toks[i + 2].text == "[":
+            out, j = [], i + 3
+            while toks[j].text != "]":
+                if toks[j].kind == "value":
+                    out.append(ex.ival(fr, toks[j]))
+                elif toks[j].kind == "word":
+                    out.append(int(toks[j].text))
+                j += 1
+            return out
+    raise ex.perr(s.tok, f"{s.name} needs {key}: [...]")
+
+
+def h_reinterpret(ex, fr, s):
+    """``memref.reinterpret_cast %m to offset: [o], sizes: [...], strides: [...]``: a GM
+    window of the memref's tensor (elements from its base), as a partition view is."""
+    base = ex.val(fr, s.values()[0])
+    if not isinstance(base, isa.GlobalTensor):
+        raise ex.perr(s.tok, "memref.reinterpret_cast of a tile is not supported (GM memrefs only)")
+    (off,), sizes, strides = (_colon_list(ex, fr, s, k) for k in ("offset", "sizes", "strides"))
+    return isa.GlobalTensor(base.data() + off, tuple(sizes), tuple(strides), name=base.name)
+
+
+def h_bind_tile(ex, fr, s):
+    """``%v = pto.bind_tile %buf, %rows, %cols {config}``: the buffer as a tile whose valid
+    region is rows x cols (the same bytes)."""
+    vs = s.values()
+    src = ex.val(fr, vs[0])
+    t = isa.Tile(src.loc, src.dtype, src.rows, src.cols, layout=src.layout, addr=src.addr,
+                 name=s.results[0] if s.results else None)
+    if len(vs) >= 3:
+        t.SetValid(ex.ival(fr, vs[1]), ex.ival(fr, vs[2]))
+    return t
+
+
+def h_reshape(ex, fr, s):
+    """``pto.treshape ins(%src) outs(%dst)``, or the SSA form ``%r = pto.treshape %src : A -> B``:
+    a tile of type B over the source's bytes (TRESHAPE reinterprets, it does not copy)."""
+    if s.group("outs") is not None:
+        return op_catalogue(ex, fr, s)
+    src = ex.val(fr, s.values()[0])
+    spec = _res_type(ex, s)
+    if not isinstance(spec, TileSpec):
+        raise ex.perr(s.tok, "pto.treshape gives a !pto.tile_buf")
+    dst = _tile_of(ex, s, spec, src.addr, fr)
+    isa.TRESHAPE(dst, src)
+    return dst
+
+
+def h_set_ffts(ex, fr, s):
+    """``pto.set_ffts %base``: A2A3's FFTS base address for cross-core flags.  The simulated
+    cluster's flags need no address; the operand is read (it must be defined)."""
+    for v in s.values():
+        ex.val(fr, v)
+
+
+def h_buffer_token(ex, fr, s):
+    """``pto.get_buf`` / ``pto.rls_buf [op type, id]``: A5's buffer tokens between two pipes
+    of a core.  The scoreboard already orders every same-core dependency (``sync=auto``), so
+    the tokens add no order the run lacks; their operands are checked."""
+    text = "".join(t.text for t in s.toks)
+    if not _OP_TYPE_RE.search(text) and not _PIPE_RE.search(text):
+        raise ex.perr(s.tok, f"{s.name} needs a pipe or sync op type, e.g. [#pto.pipe_event_type<TLOAD>, 0]")
 
 
 def h_subblock(ex, fr, s):
@@ -1341,6 +1453,8 @@ HANDLERS = {
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,
     "pto.pipe_barrier": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
     "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
+    "pto.set_ffts": h_set_ffts, "pto.treshape": h_reshape, "pto.addptr": h_addptr, "memref.reinterpret_cast": h_reinterpret,
+    "pto.bind_tile": h_bind_tile, "pto.get_buf": h_buffer_token, "pto.rls_buf": h_buffer_token,
     "pto.declare_eventid_array": h_eventid_array, "pto.eventid_array_get": h_eventid_get,
     "pto.eventid_array_set": h_eventid_set, "pto.section.cube": h_section, "pto.section.vector": h_section,
     "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
@@ -1494,7 +1608,8 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
             if any(x is None for x in shape):
                 raise ConfigError(f"parameter %{key} has a dynamic memref shape",
                                   where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give --input {key}=FILE.npy")
-            n = int(np.prod(shape))
+            n = max(int(np.prod(shape)), extents.get((fname, "%" + key), 0))
+            shape = shape if n == int(np.prod(shape)) else (n,)      # a slot buffer the ring needs
         else:
             d = ty[1]
             n = extents.get((fname, "%" + key), 0)
@@ -1655,6 +1770,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                               fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
     rng = np.random.default_rng(data_seed)
     args, notes = param_arrays(prog, tops, inputs, rng)
+    warnings = []
     from ..arch import get_platform
     layout = plan_layout(prog, get_platform(plat))
     reach = [n for t in tops for n in _reachable(prog, t)]
@@ -1666,20 +1782,32 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             kinds[t] = {f.kind}
         else:
             callee_kinds = {prog.funcs[c].kind for c in _reachable(prog, t) if prog.funcs[c].kind}
-            kinds[t] = callee_kinds or {implied_kind(f, prog.funcs, path)}
-            if not callee_kinds:
-                for c in _reachable(prog, t):
-                    prog.funcs[c].kind = prog.funcs[c].kind or next(iter(kinds[t]))
+            if callee_kinds:                # an entry: each callee runs on its kernels' cores
+                kinds[t] = callee_kinds
+                continue
+            kind, warning = implied_kind(f, prog.funcs, path)
+            if warning:
+                warnings.append(warning)
+            kinds[t] = {kind}
+            for c in _reachable(prog, t):   # its kind-less callees run where it runs
+                prog.funcs[c].kind = prog.funcs[c].kind or kind
     prints: list = []
     one_lane = plat == "a5" and _one_lane(prog, reach)
+    mixed = any(MIXED in k for k in kinds.values())
+    if mixed and pipes:
+        raise ConfigError(f"@{top} uses Cube and Vector tiles and cross-core pipes",
+                          where=f"{path}:{prog.funcs[tops[0]].stmt.tok.line}",
+                          fix="give each function of a pipe its pto.kernel_kind (cube / vector)")
 
     def kernel_for(core_name):
         def kernel(**kw):
             ex = Executor(prog, core_name, layout, one_lane)
             ex.core = isa.current_core()
+            if mixed:
+                ex.core.add_memory(MemSpace.UB)
             ex.printed = prints
             for t in tops:
-                if core_name == "aic" and "cube" not in kinds[t]:
+                if core_name == "aic" and "cube" not in kinds[t] and MIXED not in kinds[t]:
                     continue
                 if core_name != "aic" and "vector" not in kinds[t]:
                     continue
@@ -1689,7 +1817,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
         return kernel
 
     all_kinds = set().union(*kinds.values())
-    aic = kernel_for("aic") if "cube" in all_kinds else None
+    aic = kernel_for("aic") if "cube" in all_kinds or mixed else None
     aiv = None
     if "vector" in all_kinds:
         aiv = (kernel_for("aiv0"), kernel_for("aiv1") if pipes and not one_lane else None)
@@ -1698,7 +1826,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
         elif one_lane:
             notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
                          "on AIV0, as ptoas guards them with get_subblockid() == 0")
-    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog, alias_notes(prog))
+    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog, warnings + alias_notes(prog))
 
 
 def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,

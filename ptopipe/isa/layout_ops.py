@@ -231,10 +231,10 @@ def _words(core, what: str, value, n: int) -> tuple:
         words = tuple(int(w) for w in value)
     except TypeError:
         words = ()
-    if len(words) != n or any(not 0 <= w < 1 << 32 for w in words):
+    if len(words) != n or any(not -(1 << 31) <= w < 1 << 32 for w in words):
         raise _err(core, f"TRANDOM: the {what} {value!r} is not {n} 32-bit words",
-                   f"pass the {what} as {n} integers in 0 .. 2**32 - 1")
-    return words
+                   f"pass the {what} as {n} integers in 0 .. 2**32 - 1 (an i32 may be negative)")
+    return tuple(w & 0xFFFFFFFF for w in words)      # an i32 word's bits
 
 
 def TRANDOM(dst: Tile, *args, rounds: int = 10) -> Event:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..arch import PipeUnit
 from ..arch.vocab import PlatformID, RoundMode
-from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
+from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
                               STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, op_scalar_error,
                               scalar_error)
 from ..errors import KernelError
@@ -249,6 +249,8 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
     s = _valid(src, core, "TMOV source")
     d = _valid(dst, core, "TMOV destination")
     pipe = MOVES.get((src.loc, dst.loc))
+    if pipe is None and core.cluster.platform.name == "a5":
+        pipe = A5_MOVES.get((src.loc, dst.loc))
     if pipe is None:
         raise _err(core, f"TMOV from {src.loc.value} to {dst.loc.value} is not a local path",
                    f"valid: {MOVE_PATHS}; across cores use TPUSH/TPOP")
@@ -268,25 +270,31 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
 
 
 def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
-    """Copy the block of ``src`` (Mat) starting at (row, col) into ``dst`` (Left/Right)."""
+    """Copy the block of ``src`` starting at (row, col) into ``dst``: Mat -> Left / Right
+    (MTE1), Vec -> Vec (V); on A5 also Acc -> Mat / Vec (FIX) and Vec -> Mat
+    (:data:`~ptopipe.arch.catalogue.EXTRACT_PATHS`)."""
     core = current_core()
     if events:
         TSYNC(*events)
     s = arr(src, core, "TEXTRACT source")
     d = arr(dst, core, "TEXTRACT destination")
     index_row, index_col = int(index_row), int(index_col)
-    if src.loc is not TileType.Mat or (dst.loc is not TileType.Left and dst.loc is not TileType.Right):
-        _need_loc(core, src, (TileType.Mat,), "TEXTRACT", "source")
-        _need_loc(core, dst, (TileType.Left, TileType.Right), "TEXTRACT", "destination")
+    path = EXTRACT_PATHS.get((src.loc, dst.loc))
+    if path is None or core.cluster.platform.id not in path[1]:
+        here = [f"{a.value}->{b.value}" for (a, b), (_, on) in EXTRACT_PATHS.items()
+                if core.cluster.platform.id in on]
+        raise _err(core, f"TEXTRACT from {src.loc.value} to {dst.loc.value} is not a path on "
+                         f"{core.cluster.platform.name}", f"paths there: {', '.join(here)}")
     r, c = d.shape
     if index_row < 0 or index_col < 0 or index_row + r > s.shape[0] or index_col + c > s.shape[1]:
         raise _err(core, f"TEXTRACT block {r}x{c} at ({index_row}, {index_col}) is outside the "
                          f"{s.shape[0]}x{s.shape[1]} source")
-    if dst.dtype != src.dtype:
+    if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
         _same_dtype(core, "TEXTRACT", dst, src)
     core.pending.append((setitem, d, _ALL, s[index_row:index_row + r, index_col:index_col + c]))
-    cost = core.costs.move(src.sname, dst.sname, d.size * d.itemsize)
-    _, end = core.issue(PipeUnit.MTE1, cost, (src,), (dst,), "TEXTRACT",
+    cost = (core.costs.vector_op("TEXTRACT", r, c, src.item) if path[0] is PipeUnit.V
+            else core.costs.move(src.sname, dst.sname, d.size * d.itemsize))
+    _, end = core.issue(path[0], cost, (src,), (dst,), "TEXTRACT",
                         TileArgs(d.shape, dst.dtype) if core.trace is not None else None)
     return new_event(("TEXTRACT", core, end))
 

@@ -142,7 +142,7 @@ def _mask_words(core, name: str, mask: Tile, m, rows: int, cols: int, role: str)
     """``mask`` can hold the packed predicate of a rows x cols source (module catalogue)."""
     if mask.dtype not in MASK_DTYPES:
         raise _err(core, f"{name}: the {role} {mask.describe()} is {mask.dtype.name}; predicate masks "
-                         "are u8 or u32 words", "declare the mask tile as uint8 or uint32")
+                         "are 8- or 32-bit words", "declare the mask tile as uint8 or uint32")
     words = -(-cols // (8 * mask.item))
     if m.shape[0] < rows or m.shape[1] < words:
         raise _err(core, f"{name}: the {role} {mask.describe()} has a {m.shape[0]}x{m.shape[1]} valid "

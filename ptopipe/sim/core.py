@@ -129,6 +129,14 @@ class Core:
         return f"<Core {self.name} {self.state.value}>"
 
     # -- memories ---------------------------------------------------------------------
+    def add_memory(self, space: MemSpace) -> None:
+        """Give this core a memory of the platform it does not have on the device - the
+        single core of a program that uses Cube and Vector tiles, as pto-isa's CPU simulator
+        runs one (all memories in one address space per kind)."""
+        if space not in self.memories:
+            from .memory import Memory
+            self.memories[space] = Memory(space, self.cluster.platform.mem_size(space), self.name)
+
     def memory(self, space: MemSpace, what: str = "tile"):
         if space is MemSpace.GM:
             return self.cluster.gm

@@ -314,7 +314,7 @@ def test_int32_compare_modes_per_platform(platform):
 def test_compare_checks_its_mask_and_mode(platform):
     a = np.zeros((8, 32), np.float32)
     rejects(platform, lambda o, i: TCMP(o[0], i[0], i[0]), [a], [((8, 32), np.float32)],
-            "predicate masks are u8 or u32")
+            "predicate masks are 8- or 32-bit words")
     rejects(platform, lambda o, i: TCMP(o[0], i[0], i[0]), [a], [((4, 32), np.uint8)], "8x4")
     rejects(platform, lambda o, i: TCMP(o[0], i[0], i[0], "approx"), [a], [((8, 32), np.uint8)],
             "not a compare mode")
