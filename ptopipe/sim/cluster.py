@@ -26,11 +26,12 @@ from numpy import errstate as _errstate
 
 from ..arch import MemSpace, Platform, get_platform
 from ..arch.vocab import SyncMode
-from ..errors import ConfigError, DeadlockError, PtoPipeError
+from ..errors import ConfigError, DeadlockError, KernelError, PtoPipeError
 from .bounds import Abort, Watchdog, check_bounds
 from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
+from .location import raised_at
 from .memory import Memory
 from .schedule import SET, RandomPolicy, SchedulePolicy
 from .trace import Signal
@@ -48,6 +49,24 @@ _GC_OLDER = 1000
 
 _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
           CoreKind.AIV: (MemSpace.UB,)}
+
+
+# what leaves a kernel as it is: errors, a Ctrl-C, the unwinding of a suspended kernel, the
+# watchdog's interrupts; any other BaseException is the kernel's mistake (kernel_exit)
+_PASS_THROUGH = (Exception, KeyboardInterrupt, greenlet.GreenletExit, Abort)
+
+
+def kernel_exit(core: Core, fn, e: BaseException) -> KernelError:
+    """The KernelError of a kernel that raised a BaseException which is not an error, e.g.
+    SystemExit from ``sys.exit()``: it would end the program, silently and with its exit
+    status, in the middle of the run; located at the kernel line that raised it."""
+    call = f"{type(e).__name__}({', '.join(map(repr, e.args))})"
+    how = " (sys.exit)" if isinstance(e, SystemExit) else ""
+    where = raised_at(e.__traceback__) or core.loc_override
+    return KernelError(f"the kernel {getattr(fn, '__name__', fn)} on {core.name} raised {call}{how}: a kernel "
+                       "cannot end the program or the run", where=str(where) if where else None,
+                       fix="return from the kernel function to end it early; raise an exception "
+                           "(e.g. ValueError) to report a failure")
 
 
 def sync_mode(s) -> SyncMode:
@@ -264,7 +283,12 @@ class Cluster:
     @staticmethod
     def _body(core: Core, fn, kwargs):
         def body():
-            fn(**kwargs)
+            try:
+                fn(**kwargs)
+            except _PASS_THROUGH:
+                raise
+            except BaseException as e:          # e.g. sys.exit(): it must not end the program
+                raise kernel_exit(core, fn, e) from e
             core.state = CoreState.DONE
             core.waiting = None
         return body

@@ -72,6 +72,18 @@ def user_loc(frame=None) -> SourceLoc | None:
     return None
 
 
+def raised_at(tb) -> SourceLoc | None:
+    """The innermost frame outside ptopipe in traceback ``tb``: the kernel line where an
+    exception was raised, or where an interrupt stopped the kernel (None: no such frame)."""
+    loc = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not _is_internal(code):
+            loc = SourceLoc(code.co_filename, tb.tb_lineno, None, code.co_name)
+        tb = tb.tb_next
+    return loc
+
+
 def caller_loc(depth: int = 2) -> SourceLoc | None:
     """Location of the kernel line that called an ISA function (``depth`` frames up).
 
