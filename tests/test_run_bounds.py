@@ -1,6 +1,7 @@
 """The wall-clock bound holds wherever a run is and whatever its kernel does: a kernel
 blocked in ``time.sleep``, a run started from a thread other than the main one (a Python
-loop, an instruction loop); a kernel calling ``sys.exit`` is a KernelError at its line,
+loop, an instruction loop), many launches (one bound for all of them, and for the whole
+command on the command line); a kernel calling ``sys.exit`` is a KernelError at its line,
 not the end of the program.  After the error no thread, greenlet or interrupt is left."""
 from __future__ import annotations
 
@@ -239,6 +240,44 @@ def test_runs_in_two_threads_at_once_each_have_their_bound():
     assert short[0] < long_[0] < 2.5
 
 
+# -- launches ---------------------------------------------------------------------------------
+def spins_a_while():
+    one_add()
+    end = time.perf_counter() + 0.2
+    while time.perf_counter() < end:  # SPIN
+        pass
+
+
+def test_the_timeout_covers_all_launches_together():
+    """Each launch takes 0.2 s: with a bound per launch, 40 launches would run 8 s."""
+    t0 = time.perf_counter()
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(spins_a_while, None), launches=40, timeout=0.5)
+    assert time.perf_counter() - t0 < 2
+    err = ei.value
+    assert "timeout=0.5 s" in err.what
+    assert_at(err, spins_a_while, "SPIN")
+    assert "of 40)" in err.details
+
+
+def test_many_short_launches_stop_at_the_timeout():
+    t0 = time.perf_counter()
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(one_add, None), launches=100_000, timeout=0.5)
+    assert time.perf_counter() - t0 < 2.5
+    assert "timeout=0.5 s" in ei.value.what and "of 100000" in str(ei.value)
+
+
+def test_a_run_whose_shared_deadline_passed_does_not_start():
+    limit = bounds.Deadline(0.2, scope="command")
+    ptopipe.run(aiv=(one_add, None), timeout=limit)
+    time.sleep(0.25)
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(one_add, None), timeout=limit)
+    assert ei.value.what == ("the command did not finish within --timeout 0.2 s of wall-clock time: "
+                             "it passed before this run started")
+
+
 # -- a kernel that would end the program ------------------------------------------------------
 def exits_0():
     one_add()
@@ -379,4 +418,24 @@ def test_cli_run_reports_the_kernel_line(kernel_file, argv, error, marker):
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert f"error: {error}" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert f"sleepy_kernel.py:{_marker_line(marker)}" in p.stderr, p.stderr
+    assert took < 8
+
+
+def test_cli_timeout_bounds_the_whole_command(kernel_file):
+    """--launches 100000 with --timeout 1: the command ends after about one second."""
+    p, took = _cli("run", kernel_file, "--launches", "100000", "--timeout", "1")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "error: BudgetError: the command did not finish within --timeout 1 s" in p.stderr, p.stderr
+    assert "of 100000" in p.stderr and "Traceback" not in p.stderr
+    assert took < 8
+
+
+def test_cli_timeout_bounds_every_run_of_the_command_together(kernel_file):
+    """check runs the default schedule and 2 explored ones, 0.6 s each: with --timeout 1
+    for the whole command, the second run is stopped."""
+    p, took = _cli("check", kernel_file, "--variant", "slow", "--schedules", "2", "--timeout", "1")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    out = p.stdout + p.stderr
+    assert "BudgetError" in out and "the command did not finish within --timeout 1 s" in out, out
+    assert f"sleepy_kernel.py:{_marker_line('SLOW')}" in out and "Traceback" not in out, out
     assert took < 8
