@@ -18,7 +18,8 @@ import pytest
 import ptopipe
 import ptopipe.language as pl
 from ptopipe import BudgetError, KernelError
-from ptopipe.isa import (DIR_V2C, TADDS, TFREE, TPipe, TPOP, TILE_NO_SPLIT, Tile, TileType, float32)
+from ptopipe.isa import (DIR_V2C, TADDS, TFREE, TPipe, TPOP, TILE_NO_SPLIT, Tile, TileType, current_core,
+                         float32)
 from ptopipe.isa.tensor import GlobalTensor, GMPtr
 from ptopipe.runtime import kernels
 from ptopipe.sim import Cluster
@@ -240,6 +241,37 @@ def test_runs_in_two_threads_at_once_each_have_their_bound():
     assert short[0] < long_[0] < 2.5
 
 
+# -- the kernel line, not a library's -------------------------------------------------------
+def spins_forever():
+    while True:
+        pass
+
+
+def waits_in_a_library():
+    """Calls into ptopipe, which calls code outside ptopipe (here: queued data work; in
+    real runs numpy's) that never returns: the kernel's line is the one reported."""
+    one_add()
+    cl = current_core().cluster
+    cl.pending.append((spins_forever,))
+    cl.sync()  # SYNC
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_an_interrupt_inside_a_library_ptopipe_called_names_the_kernel_line(where):
+    def go():
+        return ptopipe.run(aiv=(waits_in_a_library, None), timeout=0.4)
+    if where == "main":
+        with pytest.raises(BudgetError) as ei:
+            go()
+        err = ei.value
+    else:
+        err = _in_thread(go).get("error")
+        assert isinstance(err, BudgetError), repr(err)
+    assert_at(err, waits_in_a_library, "SYNC")
+    aiv0 = next(ln for ln in err.details.splitlines() if ln.startswith("AIV0"))
+    assert f"{HERE}:{line_of(waits_in_a_library, 'SYNC')}" in aiv0
+
+
 # -- launches ---------------------------------------------------------------------------------
 def spins_a_while():
     one_add()
@@ -314,6 +346,24 @@ def test_a_kernel_ending_the_program_is_a_kernel_error(kernel, shown, where):
         assert isinstance(err, KernelError), repr(err)
     assert err.what == f"the kernel {kernel.__name__} on AIV0 raised {shown}: a kernel cannot end the program or the run"
     assert_at(err, kernel, "EXIT")
+
+
+def halts():
+    raise Halt("from a library")
+
+
+def exits_in_a_library():
+    one_add()
+    cl = current_core().cluster
+    cl.pending.append((halts,))
+    cl.sync()  # EXIT
+
+
+def test_an_exit_inside_a_library_ptopipe_called_names_the_kernel_line():
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aiv=(exits_in_a_library, None))
+    assert "raised Halt('from a library')" in ei.value.what
+    assert_at(ei.value, exits_in_a_library, "EXIT")
 
 
 def test_a_keyboard_interrupt_in_a_kernel_is_still_one():

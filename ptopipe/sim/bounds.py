@@ -28,8 +28,10 @@ except ImportError:     # pragma: no cover
 import threading
 import time
 
+import greenlet
+
 from ..errors import BudgetError, ConfigError
-from .location import raised_at
+from .location import raised_at, stopped_at
 
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
 DEFAULT_TIMEOUT = 60.0          # seconds of wall-clock time per run
@@ -267,7 +269,7 @@ class Watchdog:
     def _handler(self, signum, frame) -> None:
         if self.fired:
             if self.armed:
-                err = timed_out(self.cluster, self.deadline)
+                err = timed_out(self.cluster, self.deadline, self._at(stopped_at(frame), greenlet.getcurrent()))
                 raise err if self.fired == 1 else Abort(err)
             return                    # the run is ending anyway
         prev = self._prev             # a real Ctrl-C
@@ -284,11 +286,16 @@ class Watchdog:
             return e.error
         if not isinstance(e, Expired):
             return None
+        return timed_out(self.cluster, self.deadline, self._at(raised_at(e.__traceback__), None))
+
+    def _at(self, loc, glet) -> dict:
+        """For :func:`core_states`: ``loc`` is where the running core's kernel stopped, if it
+        ran in greenlet ``glet`` (None: its greenlet was unwound) - not a frame of a library
+        ptopipe called (a kernel of the DSL: its statement's line)."""
         from .core import CoreState
-        loc = raised_at(e.__traceback__)
-        at = {c: c.loc_override or loc for c in self.cluster.cores
-              if c.state is CoreState.RUNNING and c.glet is not None and c.glet.dead}
-        return timed_out(self.cluster, self.deadline, at)
+        return {c: c.loc_override or loc for c in self.cluster.cores
+                if c.state is CoreState.RUNNING and c.glet is not None
+                and (c.glet is glet if glet is not None else c.glet.dead)}
 
     def stop(self) -> None:
         if not self._active:
