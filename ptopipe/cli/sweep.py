@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
-    bounds.add_arguments(p)
+    bounds.add_arguments(p, per_row=True)
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also plot cycles per configuration "
                                                                   "(needs matplotlib)")
     p.set_defaults(func=main)

@@ -20,6 +20,7 @@ from ..arch.dtypes import is_element_type
 from .debug import flush_prints, prints
 from ..errors import ConfigError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
+from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .context import refuse_nested_run
@@ -128,7 +129,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         schedule_seed: int | None = None, trace: bool = False, leak_check: bool = True,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
-        timeout: float | None = None, record_writes: bool = False, sync: str | None = None,
+        timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
         launches: int = 1, schedule=None, causal: bool = False) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
@@ -143,7 +144,13 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     BudgetError naming each core's kernel line stops a run past ``max_instructions`` per
     core (instructions, TSYNCs and flag waits; None: 50,000,000), past ``until_cycle``
     simulated cycles (None: no such bound) or after ``timeout`` seconds of wall-clock time
-    (None: 60 s; ``math.inf``: none; only when run from the main thread).
+    for the whole call, all launches together (None: 60 s; ``math.inf``: none; a
+    :class:`~ptopipe.sim.bounds.Deadline` shares one bound between several calls).  The
+    timeout stops a kernel looping in pure Python, from any thread; on the main thread
+    also one blocked in a call such as ``time.sleep`` (elsewhere such a call is stopped
+    when it returns: only the main thread receives signals).  A kernel raising a
+    BaseException that is not an error, e.g. ``sys.exit()``'s SystemExit, is a KernelError
+    at that line (a KeyboardInterrupt still propagates).
     ``checks=True`` (default) turns on the happens-before race checker, slot-reuse and
     use-after-free checks of the address flow, and leak checks at kernel end
     (:mod:`ptopipe.isa.checks`); ``leak_check=False`` reports leaks as summary warnings.
@@ -178,6 +185,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                           fix="give launches >= 1 (1: one launch)")
     plat = get_platform(platform)
     proto = _protocol(protocol)
+    limit = deadline(timeout)          # one wall-clock bound for all the launches
     if aic is None and aiv is None:
         raise ConfigError("run() needs at least one kernel", fix="pass aic=... and/or aiv=...")
     arrays = {k: np.ascontiguousarray(v) for k, v in args.items() if isinstance(v, np.ndarray)}
@@ -196,9 +204,11 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     gm_args = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
     prev, rows, per_launch, wall = None, [], [], 0.0
     for k in range(1, int(launches) + 1):
+        if limit.passed():             # (a bound shared with earlier runs, or between launches)
+            raise expired_before(limit, f"launch {k} of {launches}" if launches > 1 else "this run")
         cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                           max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                          timeout=timeout, sync=sync, schedule=schedule)
+                          timeout=limit, sync=sync, schedule=schedule)
         cluster.shared["protocol"] = proto
         # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
         cluster.shared["gm_args"] = gm_args

@@ -6,8 +6,10 @@
 * the simulated time, ``until_cycle``: no instruction may end after that cycle, nor a
   TSYNC take the issue clock past it (off unless asked for; then every instruction is
   checked, which costs a little);
-* the wall-clock time, ``timeout`` seconds: a watchdog thread interrupts the main thread,
-  which stops even a kernel looping in pure Python without any instruction.
+* the wall-clock time, a :class:`Deadline` (``timeout`` seconds) for a whole ``run`` call
+  (all its launches) or a whole command (every run it makes): a watchdog thread stops the
+  thread running the kernels when it passes, even in a kernel that loops in pure Python
+  without any instruction, or (on the main thread) waits in a call such as ``time.sleep``.
 
 Passing a bound raises :class:`~ptopipe.errors.BudgetError` naming every core and the
 kernel line it was at.  A core blocked forever is not a bound: that is a DeadlockError,
@@ -26,15 +28,59 @@ except ImportError:     # pragma: no cover
 import threading
 import time
 
+import greenlet
+
 from ..errors import BudgetError, ConfigError
+from .location import raised_at, stopped_at
 
 DEFAULT_MAX_INSTRUCTIONS = 50_000_000
 DEFAULT_TIMEOUT = 60.0          # seconds of wall-clock time per run
 _REFIRE = 0.5                   # seconds between interrupts once the timeout has passed
 
 
+class Deadline:
+    """A wall-clock bound: ``seconds`` from when it was made, shared by everything it
+    bounds.  ``run`` makes one per call, so that all its launches share it; the command
+    line makes one per command (``scope="command"``), so that every run of it does."""
+    __slots__ = ("seconds", "at", "scope")
+
+    def __init__(self, seconds: float, scope: str = "run"):
+        self.seconds = float(seconds)
+        self.at = time.monotonic() + self.seconds     # inf: never
+        self.scope = scope
+
+    @property
+    def name(self) -> str:
+        """The bound as the user gave it: ``timeout=10 s`` (a run) or ``--timeout 10 s``."""
+        return f"--timeout {self.seconds:g} s" if self.scope == "command" else f"timeout={self.seconds:g} s"
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+    @property
+    def fix(self) -> str:
+        if self.scope == "command":
+            return ("raise --timeout SECONDS if the command is just long: it bounds the whole command "
+                    "(every variant, schedule and launch it runs)")
+        return "raise timeout= (or --timeout SECONDS) if the run is just long"
+
+
+def deadline(timeout) -> Deadline:
+    """The Deadline of ``timeout`` seconds from now (None: the default; ``math.inf``: no
+    wall-clock bound); a Deadline is kept as it is (it runs already)."""
+    if isinstance(timeout, Deadline):
+        return timeout
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ConfigError(f"timeout={timeout!r} is not a positive number of seconds",
+                          fix=f"give seconds > 0 (None: the default {DEFAULT_TIMEOUT:g} s; "
+                              "math.inf: no wall-clock bound)")
+    return Deadline(timeout)
+
+
 def check_bounds(max_instructions, until_cycle, timeout) -> tuple:
-    """Validated ``(max_instructions, until_cycle, timeout)``; None means the default
+    """Validated ``(max_instructions, until_cycle, Deadline)``; None means the default
     (until_cycle: no simulated-time bound; timeout ``math.inf``: no watchdog)."""
     if max_instructions is None:
         max_instructions = DEFAULT_MAX_INSTRUCTIONS
@@ -46,17 +92,12 @@ def check_bounds(max_instructions, until_cycle, timeout) -> tuple:
                                     or until_cycle <= 0):
         raise ConfigError(f"until_cycle={until_cycle!r} is not a positive cycle count",
                           fix="give a positive int, or None for no simulated-time bound")
-    if timeout is None:
-        timeout = DEFAULT_TIMEOUT
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ConfigError(f"timeout={timeout!r} is not a positive number of seconds",
-                          fix=f"give seconds > 0 (None: the default {DEFAULT_TIMEOUT:g} s; "
-                              "math.inf: no wall-clock bound)")
-    return max_instructions, until_cycle, float(timeout)
+    return max_instructions, until_cycle, deadline(timeout)
 
 
-def core_states(cluster) -> str:
-    """One line per core: its state, kernel line, instructions and issue clock."""
+def core_states(cluster, at: dict | None = None) -> str:
+    """One line per core: its state, kernel line, instructions and issue clock.  ``at``:
+    where the kernels whose greenlet an interrupt unwound stopped (they have no frame left)."""
     from .core import CoreState
     lines = []
     for c in cluster.cores:
@@ -70,7 +111,8 @@ def core_states(cluster) -> str:
         if c.state is CoreState.BLOCKED and c.waiting is not None:
             what = f"blocked in {c.waiting.what or 'a WAIT'} on {c.waiting.flag.name}"
         n = c.instructions
-        lines.append(f"{c.name:5s} {what} at {c.where()} ({n} instruction{'s' * (n != 1)}, "
+        where = (at or {}).get(c) or c.where()
+        lines.append(f"{c.name:5s} {what} at {where} ({n} instruction{'s' * (n != 1)}, "
                      f"issue clock {c.clock})")
     return "\n".join(lines)
 
@@ -96,71 +138,138 @@ def past_until(core, cycle: int) -> BudgetError:
                         "the kernel may loop forever; raise until_cycle= (or --until-cycle) if it is just long")
 
 
-def timed_out(cluster, timeout: float) -> BudgetError:
-    """The error of a run stopped by the watchdog (built in the main thread)."""
+def timed_out(cluster, limit: Deadline, at: dict | None = None) -> BudgetError:
+    """The error of a run stopped by the watchdog (built in the run's thread; ``at`` as
+    for :func:`core_states`)."""
     from .core import CoreState
     cores = [c for c in cluster.cores if c.state not in (CoreState.IDLE, CoreState.DONE)]
     running = [c for c in cores if c.state is CoreState.RUNNING] or cores
-    where = str(running[0].where()) if running else None
+    where = None
+    if running:
+        where = str((at or {}).get(running[0]) or running[0].where())
     return BudgetError(
-        f"the run did not finish within timeout={timeout:g} s of wall-clock time",
-        where=where, details=core_states(cluster),
-        fix="a kernel may loop forever, e.g. a Python loop that issues no instruction; "
-            "raise timeout= (or --timeout SECONDS) if the run is just long",
-        findings=[{"kind": "budget", "bound": "timeout", "limit": timeout,
+        f"the {limit.scope} did not finish within {limit.name} of wall-clock time",
+        where=where, details=core_states(cluster, at),
+        fix="a kernel may loop forever (e.g. a Python loop that issues no instruction) or wait "
+            f"(e.g. time.sleep); {limit.fix}",
+        findings=[{"kind": "budget", "bound": "timeout", "limit": limit.seconds,
                    "core": running[0].name if running else None, "where": where}])
 
 
+def expired_before(limit: Deadline, what: str) -> BudgetError:
+    """The error of a run whose wall-clock bound passed before ``what`` started (a launch,
+    a run of a command): no kernel was running."""
+    return BudgetError(f"the {limit.scope} did not finish within {limit.name} of wall-clock time: "
+                       f"it passed before {what} started", fix=limit.fix,
+                       findings=[{"kind": "budget", "bound": "timeout", "limit": limit.seconds,
+                                  "core": None, "where": None}])
+
+
 class Abort(BaseException):
-    """The watchdog's second and later interrupts: not an Exception, so that a kernel that
-    swallowed the BudgetError (``except Exception``) is stopped all the same; the cluster
-    turns it back into the BudgetError it carries."""
+    """The watchdog's second and later interrupts of the main thread: not an Exception,
+    so that a kernel that swallowed the BudgetError (``except Exception``) is stopped all
+    the same; the cluster turns it back into the BudgetError it carries."""
 
     def __init__(self, error: BudgetError):
         super().__init__(error.what)
         self.error = error
 
 
+class Expired(BaseException):
+    """The watchdog's interrupt of a run off the main thread, raised by the interpreter in
+    the run's thread (``PyThreadState_SetAsyncExc``) at its next bytecode boundary; the
+    cluster turns it into the located BudgetError (:meth:`Watchdog.error`)."""
+
+
+_set_async_exc = None       # PyThreadState_SetAsyncExc through ctypes, loaded on first use
+
+
+def _async_exc():
+    """``PyThreadState_SetAsyncExc(thread_id, exception_class_or_None)``, or None where the
+    interpreter has none (then a run off the main thread has no wall-clock bound)."""
+    global _set_async_exc
+    if _set_async_exc is None:
+        try:
+            import ctypes
+            f = ctypes.pythonapi.PyThreadState_SetAsyncExc
+            # the class by address (None: NULL, no exception): the interpreter takes its own
+            # reference, and Expired lives as long as this module
+            f.argtypes = (ctypes.c_ulong, ctypes.c_void_p)
+            f.restype = ctypes.c_int
+        except (ImportError, AttributeError):     # pragma: no cover - not CPython
+            f = False
+        _set_async_exc = f
+    return _set_async_exc or None
+
+
+_pthread_kill = getattr(signal, "pthread_kill", None)
+
+
 class Watchdog:
-    """Interrupts the main thread when a run takes longer than ``timeout`` seconds.
+    """Stops the thread of a run whose Deadline has passed.
 
     One daemon thread per process (:class:`_Watcher`) waits for the deadline of the run
-    being watched and then simulates a SIGINT (``_thread.interrupt_main``); the run's own
-    SIGINT handler turns it into a located BudgetError, raised wherever the main thread is
-    (inside a kernel's greenlet, in the scheduler).  A real Ctrl-C goes to the previous
-    handler (KeyboardInterrupt, as without ptopipe).  ``stop()`` ends the watch under the
-    watcher's lock, so no interrupt is asked for after it; one asked for just before is
-    consumed by the still-installed handler (``signal.signal`` runs pending handlers
-    before it replaces one) and ignored.
+    being watched, then interrupts the run's thread, and again every _REFIRE seconds
+    until the run stops the watch (should a kernel swallow the error):
 
-    Only the main thread can receive signals: a run started from another thread has the
-    instruction and time bounds but no watchdog."""
+    * on the main thread, with a SIGINT sent to it (``signal.pthread_kill``): the run's own
+      SIGINT handler turns it into a located BudgetError, raised wherever the thread is
+      (inside a kernel's greenlet, in the scheduler), and the signal also ends a call
+      blocked in the kernel (``time.sleep``, a read: EINTR).  A real Ctrl-C goes to the
+      previous handler (KeyboardInterrupt, as without ptopipe);
+    * on any other thread (or where no SIGINT handler can be set), with an :class:`Expired`
+      exception the interpreter raises in that thread at its next bytecode: a Python loop
+      stops at once, a call blocked outside Python when it returns (only the main thread
+      receives signals).
 
-    def __init__(self, cluster, timeout: float):
+    Neither costs the running kernels anything: the watcher thread sleeps until the
+    deadline.  ``stop()`` ends the watch under the watcher's lock, so that no interrupt is
+    asked for after it, and drops one asked for just before (a pending signal is consumed
+    by the still-installed handler, which ignores it; a pending Expired is cleared)."""
+
+    def __init__(self, cluster, limit: Deadline):
         self.cluster = cluster
-        self.timeout = timeout
-        self.deadline = 0.0
+        self.deadline = limit
+        self.due = 0.0                  # when the next interrupt is asked for
         self.fired = 0                  # interrupts asked for
         self.armed = False
-        self.outer = None               # the watch of an enclosing run (nested runs)
+        self.thread = None              # the run's thread id
+        self.kick = None                # asks for one interrupt (the watcher thread calls it)
         self._prev = None
         self._active = False
+        self._signal = False            # interrupts by SIGINT (else by Expired)
 
     def start(self) -> None:
-        if math.isinf(self.timeout) or threading.current_thread() is not threading.main_thread():
+        if math.isinf(self.deadline.at):
             return
-        try:
-            self._prev = _set_handler(signal.SIGINT, self._handler)
-        except (ValueError, OSError):       # e.g. an embedded interpreter without signals
-            return
+        self.thread = threading.get_ident()
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._prev = _set_handler(signal.SIGINT, self._handler)
+                self._signal = self._active = True      # (stop() restores the handler from here on)
+            except (ValueError, OSError):   # e.g. an embedded interpreter without signals
+                pass
+        if self._signal:
+            self.kick = self._interrupt_main
+        else:
+            set_exc = _async_exc()
+            if set_exc is None:             # pragma: no cover - not CPython
+                return
+            self.kick = lambda: set_exc(self.thread, id(Expired))
         self.armed = self._active = True
-        self.deadline = time.monotonic() + self.timeout
+        self.due = self.deadline.at
         _WATCHER.arm(self)
+
+    def _interrupt_main(self) -> None:
+        if _pthread_kill is not None:
+            _pthread_kill(self.thread, signal.SIGINT)
+        else:                               # pragma: no cover - no pthreads (Windows)
+            _thread.interrupt_main()
 
     def _handler(self, signum, frame) -> None:
         if self.fired:
             if self.armed:
-                err = timed_out(self.cluster, self.timeout)
+                err = timed_out(self.cluster, self.deadline, self._at(stopped_at(frame), greenlet.getcurrent()))
                 raise err if self.fired == 1 else Abort(err)
             return                    # the run is ending anyway
         prev = self._prev             # a real Ctrl-C
@@ -169,59 +278,109 @@ class Watchdog:
         elif prev != signal.SIG_IGN:
             raise KeyboardInterrupt
 
+    def error(self, e: BaseException) -> BudgetError | None:
+        """The BudgetError of the run stopped by ``e`` if ``e`` is one of the watchdog's
+        interrupts (else None).  An Expired unwound the running core's greenlet: the kernel
+        line it stopped at is the innermost frame of its traceback outside ptopipe."""
+        if isinstance(e, Abort):
+            return e.error
+        if not isinstance(e, Expired):
+            return None
+        return timed_out(self.cluster, self.deadline, self._at(raised_at(e.__traceback__), None))
+
+    def _at(self, loc, glet) -> dict:
+        """For :func:`core_states`: ``loc`` is where the running core's kernel stopped, if it
+        ran in greenlet ``glet`` (None: its greenlet was unwound) - not a frame of a library
+        ptopipe called (a kernel of the DSL: its statement's line)."""
+        from .core import CoreState
+        return {c: c.loc_override or loc for c in self.cluster.cores
+                if c.state is CoreState.RUNNING and c.glet is not None
+                and (c.glet is glet if glet is not None else c.glet.dead)}
+
     def stop(self) -> None:
         if not self._active:
             return
-        self._active = self.armed = False
-        _WATCHER.disarm(self)
-        prev = self._prev if self._prev is not None else signal.SIG_DFL   # None: not set from Python
-        _set_handler(signal.SIGINT, prev)           # runs a pending interrupt first (ignored)
+        self.armed = False
+        if self._signal:
+            self._active = False
+            _WATCHER.disarm(self)
+            prev = self._prev if self._prev is not None else signal.SIG_DFL   # None: not set from Python
+            _set_handler(signal.SIGINT, prev)       # runs a pending interrupt first (ignored)
+            return
+        while self._active:
+            try:
+                _WATCHER.disarm(self)   # under the watcher's lock: no interrupt asked for after it
+                if self.fired:
+                    # one asked for before the lock was taken is normally raised by now (the
+                    # interpreter checks after each C call); drop one still pending all the same
+                    _async_exc()(self.thread, None)
+                self._active = False
+            except Expired:             # raised before it was dropped: dropped all the same
+                pass
 
 
 class _Watcher:
-    """The watchdog thread: started once, it sleeps until the deadline of the watched run
-    (re-armed per run without starting a thread, which can take milliseconds on a loaded
-    machine) and interrupts the main thread when it passes, then every _REFIRE seconds
-    (should a kernel swallow the error) until the run stops the watch."""
+    """The watchdog thread: started once, it sleeps until the earliest deadline of the
+    watched runs (re-armed per run without starting a thread, which can take milliseconds
+    on a loaded machine; several threads may run at once) and interrupts a run's thread
+    when its deadline passes, then every _REFIRE seconds (should a kernel swallow the
+    error) until the run stops its watch."""
 
     def __init__(self):
         self._cond = threading.Condition()
-        self._dog = None
+        self._dogs = []                 # the armed watches
         self._thread = None
         self._wake_at = math.inf        # when the thread wakes next (inf: when notified)
 
+    # arm and disarm run in the run's thread, where the watchdog's Expired may be raised at
+    # any bytecode boundary, e.g. just after the lock was taken: the lock is released in a
+    # finally clause whatever happened (a ``with`` block would keep it, and the watcher and
+    # every later run would wait for it forever)
     def arm(self, dog: Watchdog) -> None:
-        with self._cond:
-            dog.outer, self._dog = self._dog, dog
+        cond = self._cond
+        try:
+            cond.acquire()
+            self._dogs.append(dog)
             if self._thread is None or not self._thread.is_alive():    # first run, or after fork
                 self._thread = threading.Thread(target=self._loop, name="ptopipe-watchdog", daemon=True)
                 self._thread.start()
-            if dog.deadline < self._wake_at:
+            if dog.due < self._wake_at:
                 # wake it to wait for this deadline; else it wakes earlier anyway and sees this
                 # run (runs in a row cost no thread switch)
-                self._cond.notify()
+                cond.notify()
+        finally:
+            if cond._is_owned():
+                cond.release()
 
     def disarm(self, dog: Watchdog) -> None:
-        with self._cond:
-            if self._dog is dog:
-                self._dog = dog.outer
+        cond = self._cond
+        try:
+            cond.acquire()
+            if dog in self._dogs:
+                self._dogs.remove(dog)
+        finally:
+            if cond._is_owned():
+                cond.release()
 
     def _loop(self) -> None:
         with self._cond:
             while True:
-                dog = self._dog
-                if dog is None:
+                dogs = self._dogs
+                if not dogs:
                     self._wake_at = math.inf
                     self._cond.wait()
                     continue
                 now = time.monotonic()
-                if now < dog.deadline:
-                    self._wake_at = dog.deadline
-                    self._cond.wait(dog.deadline - now)
+                due = min(d.due for d in dogs)
+                if now < due:
+                    self._wake_at = due
+                    self._cond.wait(due - now)
                     continue
-                dog.fired += 1
-                _thread.interrupt_main()
-                dog.deadline = now + _REFIRE
+                for dog in dogs:
+                    if dog.due <= now:
+                        dog.fired += 1
+                        dog.kick()
+                        dog.due = now + _REFIRE
 
 
 _WATCHER = _Watcher()

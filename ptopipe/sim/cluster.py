@@ -26,11 +26,12 @@ from numpy import errstate as _errstate
 
 from ..arch import MemSpace, Platform, get_platform
 from ..arch.vocab import SyncMode
-from ..errors import ConfigError, DeadlockError, PtoPipeError
-from .bounds import Abort, Watchdog, check_bounds
+from ..errors import ConfigError, DeadlockError, KernelError, PtoPipeError
+from .bounds import Abort, Expired, Watchdog, check_bounds
 from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
+from .location import raised_at
 from .memory import Memory
 from .schedule import SET, RandomPolicy, SchedulePolicy
 from .trace import Signal
@@ -48,6 +49,24 @@ _GC_OLDER = 1000
 
 _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
           CoreKind.AIV: (MemSpace.UB,)}
+
+
+# what leaves a kernel as it is: errors, a Ctrl-C, the unwinding of a suspended kernel, the
+# watchdog's interrupts; any other BaseException is the kernel's mistake (kernel_exit)
+_PASS_THROUGH = (Exception, KeyboardInterrupt, greenlet.GreenletExit, Abort, Expired)
+
+
+def kernel_exit(core: Core, fn, e: BaseException) -> KernelError:
+    """The KernelError of a kernel that raised a BaseException which is not an error, e.g.
+    SystemExit from ``sys.exit()``: it would end the program, silently and with its exit
+    status, in the middle of the run; located at the kernel line that raised it."""
+    call = f"{type(e).__name__}({', '.join(map(repr, e.args))})"
+    how = " (sys.exit)" if isinstance(e, SystemExit) else ""
+    where = raised_at(e.__traceback__) or core.loc_override
+    return KernelError(f"the kernel {getattr(fn, '__name__', fn)} on {core.name} raised {call}{how}: a kernel "
+                       "cannot end the program or the run", where=str(where) if where else None,
+                       fix="return from the kernel function to end it early; raise an exception "
+                           "(e.g. ValueError) to report a failure")
 
 
 def sync_mode(s) -> SyncMode:
@@ -80,9 +99,11 @@ class Cluster:
         self.platform = get_platform(platform)
         # manual synchronisation (sim.pipesync): read by the cores, set before them
         self.manual_sync = sync_mode(sync) is SyncMode.MANUAL
-        # the bounds of the run (sim.bounds): None means the default
-        self.max_instructions, self.until_cycle, self.timeout = check_bounds(
+        # the bounds of the run (sim.bounds): None means the default; ``timeout`` may be a
+        # Deadline shared with other runs (the launches of one run, the runs of a command)
+        self.max_instructions, self.until_cycle, self.deadline = check_bounds(
             max_instructions, until_cycle, timeout)
+        self.timeout = self.deadline.seconds
         self._latency = self.platform.cross_core_latency     # read on every SET
         self._counter_max = self.platform.flag_counter_max
         self.timing = bool(timing)   # False: functional run only (no costs, no scoreboard)
@@ -197,12 +218,12 @@ class Cluster:
         if pol is not None and pol.skew is not None:
             for core in kernels:                     # lane skew: per-core start offsets
                 core.clock += pol.skew[core.index]
-        dog = Watchdog(self, self.timeout)
-        dog.start()
+        dog = Watchdog(self, self.deadline)
         gc_thresholds = gc.get_threshold()
         if self.checker is not None:
             gc.set_threshold(gc_thresholds[0], *(max(t, _GC_OLDER) for t in gc_thresholds[1:]))
         try:
+            dog.start()              # (in the try: its interrupt may come at once)
             cores, ready_state = self.cores, CoreState.READY
             while True:
                 if pol is None:        # the ready core with the smallest clock (ties: index)
@@ -235,8 +256,8 @@ class Cluster:
         except BaseException as e:
             dog.stop()               # no interrupt from here on
             self.ended = True
-            # the watchdog again (a kernel swallowed its BudgetError): raise the located error
-            err = e.error if isinstance(e, Abort) else e
+            # the watchdog's interrupt: raise its located BudgetError
+            err = dog.error(e) or e
             # apply what was queued (reports read the memories), but an error doing so must
             # not replace the one propagating (e.g. a DeadlockError): it is added to its details
             # (shown by str() and the CLI; a note where the error is not ours, Python >= 3.11)
@@ -264,7 +285,12 @@ class Cluster:
     @staticmethod
     def _body(core: Core, fn, kwargs):
         def body():
-            fn(**kwargs)
+            try:
+                fn(**kwargs)
+            except _PASS_THROUGH:
+                raise
+            except BaseException as e:          # e.g. sys.exit(): it must not end the program
+                raise kernel_exit(core, fn, e) from e
             core.state = CoreState.DONE
             core.waiting = None
         return body

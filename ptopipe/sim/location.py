@@ -72,6 +72,42 @@ def user_loc(frame=None) -> SourceLoc | None:
     return None
 
 
+def _kernel_part(frames) -> SourceLoc | None:
+    """Of ``frames`` - ``(code, line)`` from the outermost inward, starting inside ptopipe
+    (a run, a kernel's greenlet) - the innermost of the first ones outside ptopipe: the
+    kernel and the functions of its own it called, not a library ptopipe called in turn
+    (e.g. numpy while applying queued data work)."""
+    loc = None
+    for code, line in frames:
+        if _is_internal(code):
+            if loc is not None:
+                break
+        else:
+            loc = SourceLoc(code.co_filename, line, None, code.co_name)
+    return loc
+
+
+def raised_at(tb) -> SourceLoc | None:
+    """The kernel line an exception propagating through a run left from: traceback ``tb``
+    starts in ptopipe (None: no kernel frame in it, e.g. a DSL kernel's)."""
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+        tb = tb.tb_next
+    return _kernel_part(frames)
+
+
+def stopped_at(frame) -> SourceLoc | None:
+    """The kernel line of a kernel's greenlet whose innermost frame is ``frame`` (e.g. the
+    frame a signal interrupted)."""
+    frames = []
+    while frame is not None:
+        frames.append((frame.f_code, frame.f_lineno))
+        frame = frame.f_back
+    frames.reverse()
+    return _kernel_part(frames)
+
+
 def caller_loc(depth: int = 2) -> SourceLoc | None:
     """Location of the kernel line that called an ISA function (``depth`` frames up).
 
