@@ -14,6 +14,14 @@ from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, Dead
 from .isa.launch import RunResult, RunSummary, compare, gm_buffer, run
 from .isa.scenario import Scenario
 
+
+def run_pto(path=None, **kwargs):
+    """Run a ``.pto`` (PTO-AS) file on the simulated cluster with buffer semantics, as
+    ptoas's C++ would run on the device: :func:`ptopipe.runtime.pto_exec.run_pto`."""
+    from .runtime.pto_exec import run_pto as _run_pto
+    return _run_pto(path, **kwargs)
+
+
 from .runtime.kernels import install_mixed_compiler as _install
 
 __version__ = "0.1.0"
@@ -31,4 +39,4 @@ _install(_compile_mixed)
 __all__ = ["A2A3", "A5", "BudgetError", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
            "KernelError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",
            "ProtocolError", "PtoPipeError", "RunResult", "RunSummary", "Scenario", "__version__",
-           "compare", "get_platform", "gm_buffer", "run"]
+           "compare", "get_platform", "gm_buffer", "run", "run_pto"]

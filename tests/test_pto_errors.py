@@ -53,7 +53,7 @@ MALFORMED = {
     "missing consumer buffer": (_sub(", v2c_consumer_buf = %c0_i32 : i32)", ")"), "needs v2c_consumer_buf"),
     "unknown type": (_sub("-> i32", "-> i33"), "unknown element type 'i33'"),
     "unterminated string": (_sub('name = "c2v_fifo", size', 'name = "c2v_fifo, size'), "unterminated string"),
-    "stray character": (_sub("%c0 = arith", "%c0 = ^arith"), "unexpected character '^'"),
+    "stray character": (_sub("%c0 = arith", "%c0 = $arith"), "unexpected character '$'"),
     "read before write": (_sub("pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%bv",
                                "pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%o"),
                           "%bv is read before anything writes it"),

@@ -1,5 +1,5 @@
 """Tokens of PTO-AS text (MLIR syntax): SSA names ``%x`` (``%r#0``), symbols ``@f``,
-attribute / type aliases ``#pto.x`` / ``!pto.x``, strings, bare words (identifiers,
+block labels ``^bb0``, attribute / type aliases ``#pto.x`` / ``!pto.x``, strings, bare words (identifiers,
 numbers, shapes such as ``16x32xf32``) and punctuation, each with its line:col.  ``//``
 comments are skipped.  A character no token starts with is a ParseError at its position.
 """
@@ -12,7 +12,7 @@ from ..errors import ParseError
 
 
 class Token(NamedTuple):
-    kind: str        # "value" "symbol" "hash" "bang" "string" "word" "punct" "eof"
+    kind: str        # "value" "symbol" "label" "hash" "bang" "string" "word" "punct" "eof"
     text: str
     line: int
     col: int
@@ -24,6 +24,7 @@ _SPEC = [
     ("comment", r"//[^\n]*"),
     ("value", r"%[A-Za-z0-9_$.#-]+"),
     ("symbol", r"@[A-Za-z0-9_$.]+"),
+    ("label", r"\^[A-Za-z0-9_$.]+"),
     ("hash", r"#[A-Za-z_][A-Za-z0-9_.]*"),
     ("bang", r"![A-Za-z_][A-Za-z0-9_.]*"),
     ("string", r'"(?:[^"\\\n]|\\.)*"'),

@@ -1,0 +1,1413 @@
+"""Run PTO-AS (``.pto``) as ptoas reads it: buffer semantics, on the simulated cluster.
+
+A ``pto.alloc_tile`` (``declare_tile``, ``memref.alloc``) is a buffer at an address - the
+one it names (``addr = %c``) or one this executor places - and every op reads and writes
+buffers through :mod:`ptopipe.isa`, exactly as the pto-isa C++ that ptoas emits does.  So
+tiles that overlap alias as on the device, an accumulator read before anything wrote it
+holds what its memory holds, and every checker of the ISA layer (deadlocks, protocol
+misuse, slot use-after-free, races, leaks) runs on the file, reported at its line:col.
+
+The file is read by :mod:`ptopipe.codegen.pto_tree` (syntax only) and checked here before
+anything runs: every op must be one this executor knows (else a ParseError naming it at
+its line), every value defined before use.  What runs where:
+
+- a function with ``pto.kernel_kind`` runs on its core (vector: AIV0, and AIV1 too when the
+  program has a cross-core pipe that is not one-lane); an entry (``pto.entry``, or a
+  function calling kernels) runs on every core, each ``func.call`` of a kernel on that
+  kernel's cores only, as ptoas's ``#if defined(__DAV_CUBE__)`` guards do;
+- a function without a kind runs on the core its tiles imply (Vec -> a Vector core, Mat /
+  Left / Right / Acc / Bias -> the Cube); one that needs both is refused, naming a tile of
+  each (the device has no core that holds both).
+
+Ops of the op catalogue run generically: ``pto.tX ins(a, b, s) outs(d) {attrs}`` is
+``isa.TX(d, a, b, s)``.  Scalars follow MLIR: ``iN`` arithmetic wraps at N bits, ``index``
+is 64-bit, comparisons and divisions are signed unless the op says ``u``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import isa
+from ..arch import dtypes as dt
+from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.vocab import (BLayout, Direction, RoundMode, SLayout, SyncPipe, TileSplitAxis, TileType)
+from ..errors import ConfigError, KernelError, ParseError
+from ..codegen.pto_lexer import Token
+from ..codegen.pto_tree import Stmt, parse_tree, split_top
+from ..sim.location import SourceLoc
+
+# -- types ----------------------------------------------------------------------------------
+#: MLIR element type -> numpy dtype
+ELEMENT = {"f32": dt.float32, "f16": dt.float16, "bf16": dt.bfloat16, "f64": np.dtype(np.float64),
+           "i8": dt.int8, "i16": dt.int16, "i32": dt.int32, "i64": dt.int64,
+           "ui8": dt.uint8, "ui16": np.dtype(np.uint16), "ui32": dt.uint32, "ui64": np.dtype(np.uint64),
+           "u8": dt.uint8, "u16": np.dtype(np.uint16), "u32": dt.uint32, "u64": np.dtype(np.uint64),
+           "si8": dt.int8, "si16": dt.int16, "si32": dt.int32, "si64": dt.int64,
+           "f8E4M3FN": dt.float8_e4m3, "f8E5M2": dt.float8_e5m2, "i1": np.dtype(np.bool_)}
+LOC = {"vec": TileType.Vec, "ub": TileType.Vec, "mat": TileType.Mat, "l1": TileType.Mat,
+       "left": TileType.Left, "right": TileType.Right, "acc": TileType.Acc, "bias": TileType.Bias}
+CUBE_LOCS = (TileType.Mat, TileType.Left, TileType.Right, TileType.Acc, TileType.Bias)
+BLAYOUT = {"row_major": BLayout.RowMajor, "col_major": BLayout.ColMajor}
+SLAYOUT = {"none_box": SLayout.NoneBox, "row_major": SLayout.RowMajor, "col_major": SLayout.ColMajor}
+ROUND = {"ROUND": RoundMode.CAST_ROUND, "RINT": RoundMode.CAST_RINT, "FLOOR": RoundMode.CAST_FLOOR,
+         "CEIL": RoundMode.CAST_CEIL, "TRUNC": RoundMode.CAST_TRUNC, "NONE": RoundMode.CAST_NONE,
+         "ODD": RoundMode.CAST_ODD, "CAST_ROUND": RoundMode.CAST_ROUND, "CAST_RINT": RoundMode.CAST_RINT}
+_INT_BITS = re.compile(r"^(u|ui|si|i)(\d+)$")
+_SHAPE = re.compile(r"^((?:\d+|\?)x)+")
+TILE_ALIGN = 32          # bytes: placed tiles start on a 32-byte boundary (UB / L1 block)
+
+
+def _text(toks) -> str:
+    return "".join(t.text if t.kind != "punct" or t.text not in (",",) else ", " for t in toks)
+
+
+@dataclass(frozen=True)
+class TileSpec:
+    """A tile buffer's static type: location, dtype, shape, valid shape (None: dynamic),
+    block / scalar layouts."""
+    loc: TileType
+    dtype: np.dtype
+    rows: int
+    cols: int
+    v_rows: int | None
+    v_cols: int | None
+    blayout: BLayout | None = None
+    slayout: SLayout | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.cols * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class ScalarT:
+    """A scalar type: ``index``, ``iN`` / ``uiN``, a float."""
+    name: str
+
+    @property
+    def bits(self) -> int | None:
+        if self.name == "index":
+            return 64
+        m = _INT_BITS.match(self.name)
+        return int(m.group(2)) if m else None
+
+    @property
+    def signed(self) -> bool:
+        return not self.name.startswith("u")
+
+    @property
+    def is_float(self) -> bool:
+        return self.bits is None
+
+
+def wrap(v: int, t: ScalarT) -> int:
+    """``v`` wrapped to ``t``'s width (two's complement for signed types; i1 is 0/1)."""
+    b = t.bits
+    if b is None:
+        return v
+    if b == 1:
+        return int(v) & 1
+    v = int(v) & ((1 << b) - 1)
+    if t.signed and v >= 1 << (b - 1):
+        v -= 1 << b
+    return v
+
+
+class _Types:
+    """Parse type token lists of one file (errors at the token)."""
+
+    def __init__(self, f: str):
+        self.f = f
+
+    def err(self, msg, tok, fix="check the type's spelling against ptoas's") -> ParseError:
+        return ParseError(msg, where=f"{self.f}:{tok.line}:{tok.col}", fix=fix)
+
+    def element(self, text: str, tok) -> np.dtype:
+        d = ELEMENT.get(text)
+        if d is None:
+            raise self.err(f"element type {text!r} is not supported", tok,
+                           fix=f"use one of {', '.join(sorted(ELEMENT))}")
+        return d
+
+    def parse(self, toks):
+        """A type: TileSpec, ScalarT, ('ptr', dtype), ('view', dtype, rank), ('part', dtype, shape),
+        ('memref', TileSpec | dtype, shape, space), ('pipe',), ('event',)."""
+        if not toks:
+            raise ParseError("a type is missing", where=self.f)
+        t0 = toks[0]
+        if t0.kind == "word" and t0.text in ("index", "f16", "f32", "bf16", "f64") or \
+                (t0.kind == "word" and _INT_BITS.match(t0.text)):
+            return ScalarT(t0.text)
+        name = t0.text
+        inner = toks[2:-1] if len(toks) > 2 and toks[1].text == "<" else []
+        if name == "!pto.tile_buf":
+            return self.tile_buf(inner, t0)
+        if name == "!pto.ptr":
+            return ("ptr", self.element(_text(inner[:1]), t0))
+        if name in ("!pto.tensor_view", "!pto.partition_tensor_view"):
+            shape, d = self.shaped(inner, t0)
+            return ("view" if name == "!pto.tensor_view" else "part", d, shape)
+        if name == "memref":
+            return self.memref(inner, t0)
+        if name in ("!pto.pipe",):
+            return ("pipe",)
+        if name.startswith("!pto."):
+            return ("opaque", name)
+        raise self.err(f"type {_text(toks)!r} is not supported", t0)
+
+    def shaped(self, inner, tok):
+        """``16x512xbf16`` / ``?x?xf32`` -> (shape with None for ?, dtype)."""
+        text = "".join(t.text for t in inner).split(",")[0]
+        parts = text.split("x")
+        if len(parts) < 1:
+            raise self.err(f"bad shaped type {text!r}", tok)
+        d = self.element(parts[-1], tok)
+        shape = tuple(None if p == "?" else int(p) for p in parts[:-1] if p != "")
+        return shape, d
+
+    def memref(self, inner, tok):
+        groups = split_top(inner)
+        shape, d = self.shaped(groups[0], tok)
+        space = "gm"
+        for g in groups[1:]:
+            s = "".join(t.text for t in g)
+            m = re.search(r"address_space<(\w+)>", s)
+            if m:
+                space = m.group(1)
+        if space == "gm":
+            return ("memref", d, shape, "gm")
+        loc = LOC.get(space)
+        if loc is None:
+            raise self.err(f"memref address space {space!r} is not supported", tok,
+                           fix="use gm, vec, mat, left, right, acc or bias")
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        spec = TileSpec(loc, d, rows, shape[-1], rows, shape[-1])
+        return ("memref", spec, shape, space)
+
+    def tile_buf(self, inner, tok):
+        kv = {}
+        for g in split_top(inner):
+            if len(g) >= 3 and g[1].text == "=":
+                kv[g[0].text] = "".join(t.text for t in g[2:])
+            elif g:
+                raise self.err(f"!pto.tile_buf part {_text(g)!r} is not supported (ptopipe reads the "
+                               "key=value form: loc=vec, dtype=f32, rows=16, ...)", g[0])
+        try:
+            loc = LOC[kv["loc"]]
+            d = self.element(kv["dtype"], tok)
+            rows, cols = int(kv["rows"]), int(kv["cols"])
+        except KeyError as e:
+            raise self.err(f"!pto.tile_buf without {e.args[0]!s}", tok,
+                           fix="give loc, dtype, rows and cols") from None
+        except ValueError:
+            raise self.err("!pto.tile_buf rows / cols must be integers", tok) from None
+        vr, vc = kv.get("v_row", str(rows)), kv.get("v_col", str(cols))
+        b = BLAYOUT.get(kv.get("blayout", ""), None)
+        s = SLAYOUT.get(kv.get("slayout", ""), None)
+        return TileSpec(loc, d, rows, cols, None if vr == "?" else int(vr), None if vc == "?" else int(vc), b, s)
+
+
+# -- the program ------------------------------------------------------------------------------
+@dataclass
+class Func:
+    """A ``func.func``: name, parameters (name, type), kind ('cube' / 'vector' / None),
+    entry flag, body statements."""
+    name: str
+    params: list
+    kind: str | None
+    entry: bool
+    body: list
+    stmt: Stmt
+    calls: list = field(default_factory=list)          # callee names, in order
+
+
+@dataclass
+class Program:
+    """A read ``.pto`` file."""
+    path: str
+    funcs: dict
+    arch: str | None
+    types: _Types
+
+
+def _func(s: Stmt, types: _Types) -> Func:
+    toks = s.toks
+    i = 0
+    while i < len(toks) and toks[i].kind != "symbol":
+        i += 1
+    if i == len(toks):
+        raise types.err("func.func without a @name", s.tok)
+    name = toks[i].text[1:]
+    params = []
+    if i + 1 < len(toks) and toks[i + 1].text == "(":
+        depth, j = 0, i + 1
+        for j in range(i + 1, len(toks)):
+            if toks[j].text in ("(", "[", "<", "{"):
+                depth += 1
+            elif toks[j].text in (")", "]", ">", "}"):
+                depth -= 1
+                if depth == 0:
+                    break
+        for g in split_top(toks[i + 2:j]):
+            if not g:
+                continue
+            if g[0].kind != "value" or len(g) < 3 or g[1].text != ":":
+                raise types.err(f"function parameter {_text(g)!r} is not '%name: type'", g[0])
+            ty = g[2:]
+            if ty and ty[-1].text == "}":                 # parameter attributes {..}
+                k = max(idx for idx, t in enumerate(ty) if t.text == "{")
+                ty = ty[:k]
+            params.append((g[0].text, types.parse(ty), g[0]))
+    text = " ".join(t.text for t in toks)
+    m = re.search(r"kernel_kind\s*=\s*#pto\.kernel_kind\s*<\s*(\w+)\s*>", text)
+    kind = m.group(1) if m else None
+    if kind not in (None, "cube", "vector"):
+        raise types.err(f"kernel kind {kind!r} is not supported", s.tok, fix="use cube or vector")
+    entry = bool(re.search(r"\bpto\.entry\b", text))
+    body = s.regions[0][0].stmts if s.regions else []
+    return Func(name, params, kind, entry, body, s)
+
+
+def read_program(text: str, path: str = "<pto>") -> Program:
+    """``text`` as a :class:`Program` (syntax, functions, every op known: ParseError else)."""
+    types = _Types(path)
+    top = parse_tree(text, path)
+    funcs, arch = {}, None
+    stmts = []
+    for s in top:
+        if s.name in ("module", "builtin.module"):
+            m = re.search(r'target_arch\s*=\s*"(\w+)"', " ".join(t.text for t in s.toks))
+            arch = m.group(1) if m else arch
+            for r in s.regions:
+                for b in r:
+                    stmts.extend(b.stmts)
+        else:
+            stmts.append(s)
+    for s in stmts:
+        if s.name == "func.func":
+            f = _func(s, types)
+            if f.name in funcs:
+                raise types.err(f"function @{f.name} defined twice", s.tok)
+            funcs[f.name] = f
+        elif s.name.startswith("pto.") and not s.results:
+            continue                       # module-level markers (e.g. pto.tile_buf_config)
+        else:
+            raise types.err(f"{s.name} at module level is not supported", s.tok,
+                            fix="put operations inside a func.func")
+    if not funcs:
+        raise ParseError("the file defines no func.func", where=path,
+                         fix="a .pto file holds a module of func.func kernels")
+    for f in funcs.values():
+        _check_ops(f, funcs, types)
+    return Program(path, funcs, arch, types)
+
+
+def _walk(stmts):
+    for s in stmts:
+        yield s
+        for r in s.regions:
+            for b in r:
+                yield from _walk(b.stmts)
+
+
+def _check_ops(f: Func, funcs: dict, types: _Types) -> None:
+    for s in _walk(f.body):
+        if s.name not in HANDLERS and _catalogue_name(s.name) is None:
+            raise types.err(f"{s.name} is not supported by ptopipe's .pto executor", s.tok,
+                            fix="rewrite it with supported ops, or report it so it can be added "
+                                "(docs/pto.md lists what is read)")
+        if s.name == "func.call":
+            sym = next((t for t in s.toks if t.kind == "symbol"), None)
+            if sym is None or sym.text[1:] not in funcs:
+                raise types.err(f"func.call of {sym.text if sym else '?'}, which the file does not define",
+                                s.tok, fix="define the callee in the same module")
+            f.calls.append(sym.text[1:])
+
+
+def _catalogue_name(name: str) -> str | None:
+    """``pto.tadd`` -> ``TADD``; ``pto.tmatmul.acc`` -> ``TMATMUL_ACC`` if the catalogue
+    (and so :mod:`ptopipe.isa`) has it."""
+    if not name.startswith("pto.t"):
+        return None
+    isa_name = name[4:].replace(".", "_").upper()
+    return isa_name if isa_name in CATALOGUE and hasattr(isa, isa_name) else None
+
+
+# -- kinds and cores -----------------------------------------------------------------------------
+def _tile_locs(f: Func, funcs: dict, seen=None) -> dict:
+    """TileType -> the first statement making a tile of it (in f and its callees)."""
+    seen = set() if seen is None else seen
+    if f.name in seen:
+        return {}
+    seen.add(f.name)
+    out = {}
+    for s in _walk(f.body):
+        if s.name in ("pto.alloc_tile", "pto.declare_tile", "memref.alloc", "pto.tpop_from_aic",
+                      "pto.tpop_from_aiv"):
+            for ty in s.types():
+                if ty and ty[0].text in ("!pto.tile_buf", "memref"):
+                    try:
+                        spec = _Types("").parse(ty)
+                    except ParseError:
+                        continue
+                    spec = spec[1] if isinstance(spec, tuple) else spec
+                    if isinstance(spec, TileSpec):
+                        out.setdefault(spec.loc, s)
+        elif s.name == "func.call":
+            callee = funcs[next(t for t in s.toks if t.kind == "symbol").text[1:]]
+            if callee.kind is None:
+                for k, v in _tile_locs(callee, funcs, seen).items():
+                    out.setdefault(k, v)
+    return out
+
+
+def implied_kind(f: Func, funcs: dict, path: str) -> str:
+    """'cube' or 'vector' for a function without ``pto.kernel_kind``."""
+    locs = _tile_locs(f, funcs)
+    cube = [s for k, s in locs.items() if k in CUBE_LOCS]
+    vec = locs.get(TileType.Vec)
+    if cube and vec:
+        c = cube[0]
+        raise ConfigError(
+            f"@{f.name} uses Cube tiles ({c.name} at line {c.tok.line}) and Vector tiles "
+            f"({vec.name} at line {vec.tok.line}): no core of the device holds both",
+            where=f"{path}:{f.stmt.tok.line}:{f.stmt.tok.col}",
+            fix="split it into a cube and a vector function joined by a pipe "
+                "(pto.aic_initialize_pipe / tpush_to_aiv / tpop_from_aic), or write it as a mixed "
+                "@pl.incore function and let `ptopipe compile` split it")
+    return "cube" if cube else "vector"
+
+
+# -- values ------------------------------------------------------------------------------------
+class View:
+    """A ``pto.make_tensor_view``: the GM tensor's base pointer, shape, strides (elements)."""
+    __slots__ = ("ptr", "dtype", "shape", "strides", "name")
+
+    def __init__(self, ptr, dtype, shape, strides, name):
+        self.ptr, self.dtype, self.shape, self.strides, self.name = ptr, dtype, shape, strides, name
+
+
+class Reserved:
+    """A ``pto.reserve_buffer`` / ``import_reserved_buffer`` result: its local address."""
+    __slots__ = ("addr", "name", "size")
+
+    def __init__(self, addr, name, size):
+        self.addr, self.name, self.size = addr, name, size
+
+    def __int__(self):
+        return self.addr
+
+
+class PipeVal:
+    """A pipe bound on this core (the init's result or the function's implicit pipe)."""
+    __slots__ = ("handle", "dirs", "one_lane")
+
+    def __init__(self, handle, dirs, one_lane):
+        self.handle, self.dirs, self.one_lane = handle, dirs, one_lane
+
+
+class _Return(Exception):
+    def __init__(self, values):
+        self.values = values
+
+
+_ALL_SLOTS = 1 << 62
+
+
+@dataclass
+class RunPlan:
+    """What runs on which core, decided once per program."""
+    top: str
+    cores: dict                         # 'aic' / 'aiv0' / 'aiv1' -> True
+    notes: list
+
+
+# -- the executor ------------------------------------------------------------------------------
+class Frame:
+    """One function's execution on one core."""
+
+    def __init__(self, ex: "Executor", f: Func, args: list):
+        self.ex, self.f = ex, f
+        self.env = {}
+        for (name, _ty, _tok), a in zip(f.params, args):
+            self.env[name] = a
+
+
+class Executor:
+    """Executes a :class:`Program` on one core of a running cluster."""
+
+    def __init__(self, prog: Program, core_name: str, plan: "Layout"):
+        self.prog, self.core_name, self.layout = prog, core_name, plan
+        self.core = None
+        self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
+        self.next_flag = 0
+        self.printed = []
+
+    # -- errors / locations
+    def where(self, s: Stmt) -> str:
+        return s.where(self.prog.path)
+
+    def err(self, s: Stmt, msg: str, fix: str | None = None) -> KernelError:
+        return KernelError(msg, where=self.where(s), fix=fix)
+
+    def perr(self, tok, msg, fix=None) -> ParseError:
+        return ParseError(msg, where=f"{self.prog.path}:{tok.line}:{tok.col}", fix=fix)
+
+    # -- running
+    def call(self, f: Func, args: list):
+        fr = Frame(self, f, args)
+        try:
+            self.block(fr, f.body)
+        except _Return as r:
+            return r.values
+        return []
+
+    def block(self, fr: Frame, stmts, block_args=None):
+        core = self.core
+        path = self.prog.path
+        for s in stmts:
+            core.loc_override = SourceLoc(path, s.tok.line, s.tok.col, fr.f.name)
+            h = HANDLERS.get(s.name)
+            if h is None:
+                res = op_catalogue(self, fr, s)
+            else:
+                res = h(self, fr, s)
+            if s.name == "scf.yield" or s.name == "scf.condition":
+                return res
+            if s.results:
+                if res is None:
+                    res = []
+                elif not isinstance(res, list):
+                    res = [res]
+                if len(res) != len(s.results):
+                    raise self.err(s, f"{s.name} gives {len(res)} values for {len(s.results)} results")
+                for n, v in zip(s.results, res):
+                    fr.env[n] = v
+                if s.result_group is not None:
+                    fr.env[s.result_group] = res[0]
+        return None
+
+    def val(self, fr: Frame, tok: Token):
+        try:
+            return fr.env[tok.text]
+        except KeyError:
+            raise self.perr(tok, f"{tok.text} is used before it is defined in @{fr.f.name}",
+                            "define the value before this op (SSA values are visible after their "
+                            "definition, in the same or an enclosing region)") from None
+
+    def ival(self, fr: Frame, tok: Token) -> int:
+        v = self.val(fr, tok)
+        if isinstance(v, Reserved):
+            return v.addr
+        if isinstance(v, (bool, np.bool_)):
+            return int(v)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            return int(v)
+        raise self.perr(tok, f"{tok.text} is not an integer here (it is {type(v).__name__})")
+
+
+# -- tile placement ------------------------------------------------------------------------------
+@dataclass
+class Layout:
+    """Addresses the executor gives: reserve buffers by (function, name) and tiles placed
+    per allocation site (one address per ``alloc_tile`` statement without ``addr``)."""
+    reserves: dict = field(default_factory=dict)       # (func, name) -> (addr, size, loc)
+    sites: dict = field(default_factory=dict)          # id(stmt) -> addr
+    tops: dict = field(default_factory=dict)           # (core kind, TileType) -> next free byte
+
+
+def _align(n: int, a: int = TILE_ALIGN) -> int:
+    return (n + a - 1) // a * a
+
+
+def plan_layout(prog: Program, platform) -> Layout:
+    """Place every reserve buffer (explicit ``base`` kept, else packed from 0) and every
+    alloc site without an address (after the reserves and the explicit tiles of its kind)."""
+    lay = Layout()
+    for f in prog.funcs.values():
+        kind = f.kind or "?"
+        for s in _walk(f.body):
+            if s.name == "pto.reserve_buffer":
+                name = _str_attr(s, "name", prog)
+                size = _int_attr(s, "size", prog)
+                loc = _space_attr(s, "location") or (TileType.Vec if f.kind != "cube" else TileType.Mat)
+                base = s.attr("base")
+                auto = s.attr("auto")
+                if base is not None and not (auto and auto[0].text == "true"):
+                    addr = int(base[0].text)
+                else:
+                    key = (kind, loc)
+                    addr = lay.tops.get(key, 0)
+                    lay.tops[key] = _align(addr + size)
+                lay.reserves[(f.name, name)] = (addr, size, loc)
+                key = (kind, loc)
+                lay.tops[key] = max(lay.tops.get(key, 0), _align(addr + size))
+    for f in prog.funcs.values():
+        kind = f.kind or "?"
+        for s in _walk(f.body):
+            if s.name in ("pto.alloc_tile", "memref.alloc") and s.attr("addr") is None:
+                tys = s.types()
+                spec = prog.types.parse(tys[-1]) if tys else None
+                spec = spec[1] if isinstance(spec, tuple) else spec
+                if not isinstance(spec, TileSpec):
+                    continue
+                key = (kind, spec.loc)
+                addr = lay.tops.get(key, 0)
+                lay.sites[id(s)] = addr
+                lay.tops[key] = _align(addr + spec.nbytes)
+    return lay
+
+
+def _str_attr(s: Stmt, key: str, prog: Program) -> str:
+    v = s.attr(key)
+    if not v or v[0].kind != "string":
+        raise ParseError(f"{s.name} needs {key} = \"...\"", where=s.where(prog.path))
+    return v[0].text[1:-1]
+
+
+def _int_attr(s: Stmt, key: str, prog: Program, default=None) -> int:
+    v = s.attr(key)
+    if not v:
+        if default is not None:
+            return default
+        raise ParseError(f"{s.name} needs the attribute {key}", where=s.where(prog.path))
+    try:
+        return int(v[0].text)
+    except ValueError:
+        raise ParseError(f"{s.name}: {key} = {v[0].text} is not an integer",
+                         where=f"{prog.path}:{v[0].line}:{v[0].col}") from None
+
+
+def _space_attr(s: Stmt, key: str):
+    v = s.attr(key)
+    if not v:
+        return None
+    m = re.search(r"<(\w+)>", "".join(t.text for t in v))
+    return LOC.get(m.group(1)) if m else None
+
+
+# -- op handlers ------------------------------------------------------------------------------------
+def _res_type(ex, s: Stmt):
+    tys = s.types()
+    if not tys:
+        raise ex.perr(s.tok, f"{s.name} needs its result type after ':'")
+    return ex.prog.types.parse(tys[-1])
+
+
+def h_constant(ex, fr, s):
+    toks = s.toks
+    if not toks:
+        raise ex.perr(s.tok, "arith.constant without a value")
+    v = toks[0].text
+    ty = ScalarT(toks[2].text) if len(toks) >= 3 and toks[1].text == ":" else ScalarT("i1")
+    if v in ("true", "false"):
+        return 1 if v == "true" else 0
+    if v.startswith("dense"):
+        raise ex.perr(toks[0], "arith.constant dense<...> is not supported")
+    try:
+        if ty.is_float:
+            return float(v) if not v.startswith("0x") else float(np.frombuffer(
+                int(v, 16).to_bytes(ELEMENT[ty.name].itemsize, "little"), ELEMENT[ty.name])[0])
+        return wrap(int(v, 0) if v.startswith("0x") else int(float(v)) if "." in v or "e" in v else int(v), ty)
+    except (ValueError, KeyError):
+        raise ex.perr(toks[0], f"arith.constant value {v!r} is not a {ty.name}") from None
+
+
+_INT_OPS = {
+    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
+    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b, "arith.xori": lambda a, b: a ^ b,
+    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
+}
+_FLOAT_OPS = {
+    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b, "arith.mulf": lambda a, b: a * b,
+    "arith.divf": lambda a, b: a / b if b != 0 else (np.inf if a > 0 else -np.inf if a < 0 else np.nan),
+    "arith.maximumf": max, "arith.minimumf": min, "arith.maxnumf": max, "arith.minnumf": min,
+    "arith.remf": lambda a, b: float(np.fmod(a, b)),
+}
+_CMPI = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b,
+         "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+         "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b,
+         "uge": lambda a, b: a >= b}
+_CMPF = {"oeq": "eq", "one": "ne", "olt": "slt", "ole": "sle", "ogt": "sgt", "oge": "sge",
+         "ueq": "eq", "une": "ne", "ult": "slt", "ule": "sle", "ugt": "sgt", "uge": "sge"}
+
+
+def _scalar_type(ex, s: Stmt) -> ScalarT:
+    tys = s.types()
+    if not tys:
+        raise ex.perr(s.tok, f"{s.name} needs its type after ':'")
+    t = ex.prog.types.parse(tys[-1])
+    if not isinstance(t, ScalarT):
+        raise ex.perr(s.tok, f"{s.name} on a {t} value is not supported (scalars only)")
+    return t
+
+
+def _unsigned(v: int, t: ScalarT) -> int:
+    b = t.bits or 64
+    return int(v) & ((1 << b) - 1)
+
+
+def h_arith(ex, fr, s):
+    name = s.name
+    ops = s.values()
+    t = _scalar_type(ex, s)
+    if name in ("arith.cmpi", "arith.cmpf"):
+        pred = s.toks[0].text
+        a, b = ex.val(fr, ops[0]), ex.val(fr, ops[1])
+        if name == "arith.cmpf":
+            if pred in ("false", "true"):
+                return int(pred == "true")
+            if (a != a or b != b):
+                return int(pred.startswith("u") or pred == "une")
+            pred = _CMPF.get(pred)
+            if pred is None:
+                raise ex.perr(s.toks[0], f"arith.cmpf predicate {s.toks[0].text} is not supported")
+        elif pred.startswith("u"):
+            a, b = _unsigned(a, t), _unsigned(b, t)
+        f = _CMPI.get(pred)
+        if f is None:
+            raise ex.perr(s.toks[0], f"arith.cmpi predicate {pred} is not supported")
+        return int(f(a, b))
+    if name in ("arith.negf",):
+        return -ex.val(fr, ops[0])
+    if name == "arith.select":
+        c, a, b = (ex.val(fr, o) for o in ops[:3])
+        return a if c else b
+    if name in _FLOAT_OPS:
+        return float(_FLOAT_OPS[name](float(ex.val(fr, ops[0])), float(ex.val(fr, ops[1]))))
+    a, b = ex.ival(fr, ops[0]), ex.ival(fr, ops[1])
+    if name in _INT_OPS:
+        if name in ("arith.maxui", "arith.minui"):
+            a, b = _unsigned(a, t), _unsigned(b, t)
+        return wrap(_INT_OPS[name](a, b), t)
+    if name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
+                "arith.ceildivsi", "arith.ceildivui"):
+        if b == 0:
+            raise ex.err(s, f"{name}: division by zero ({ops[1].text} is 0)",
+                         "guard the division; the device result is undefined")
+        if name.endswith("ui"):
+            a, b = _unsigned(a, t), _unsigned(b, t)
+        if name in ("arith.divsi", "arith.divui"):
+            q = abs(a) // abs(b)
+            return wrap(q if (a >= 0) == (b >= 0) else -q, t)
+        if name in ("arith.remsi", "arith.remui"):
+            r = abs(a) % abs(b)
+            return wrap(r if a >= 0 else -r, t)
+        if name == "arith.floordivsi":
+            return wrap(a // b, t)
+        return wrap(-((-a) // b), t)
+    if name in ("arith.shli", "arith.shrsi", "arith.shrui"):
+        bits = t.bits or 64
+        if not 0 <= b < bits:
+            raise ex.err(s, f"{name}: shift by {b} of a {bits}-bit value",
+                         f"shift by 0..{bits - 1}; a larger shift is poison in MLIR")
+        if name == "arith.shli":
+            return wrap(a << b, t)
+        if name == "arith.shrsi":
+            return wrap(a >> b, t)
+        return wrap(_unsigned(a, t) >> b, t)
+    raise ex.perr(s.tok, f"{name} is not supported")
+
+
+def h_cast(ex, fr, s):
+    """index_cast / extsi / extui / trunci / sitofp / uitofp / fptosi / fptoui / extf / truncf /
+    bitcast-free conversions: ``op %v : T1 to T2``."""
+    v = ex.val(fr, s.values()[0])
+    toks = s.toks
+    k = max(i for i, t in enumerate(toks) if t.text == "to")
+    src = ex.prog.types.parse(split_top(toks[toks.index(next(t for t in toks if t.text == ":")) + 1:k])[0])
+    dst = ex.prog.types.parse(toks[k + 1:])
+    n = s.name
+    if n in ("arith.extui", "arith.index_castui", "arith.uitofp"):
+        v = _unsigned(v, src)
+    if isinstance(dst, ScalarT) and dst.is_float:
+        d = ELEMENT.get(dst.name, np.dtype(np.float64))
+        return float(np.asarray(v, dtype=np.float64).astype(d))
+    if n in ("arith.fptosi", "arith.fptoui"):
+        if not np.isfinite(v):
+            raise ex.err(s, f"{n} of {v}: not a finite value")
+        v = int(np.trunc(v))
+    return wrap(int(v), dst)
+
+
+def h_for(ex, fr, s):
+    toks = s.toks
+    iv = toks[0]
+    k = [i for i, t in enumerate(toks) if t.text in ("=", "to", "step")]
+    lo = ex.ival(fr, toks[k[0] + 1])
+    hi = ex.ival(fr, toks[k[1] + 1])
+    st = ex.ival(fr, toks[k[2] + 1])
+    if st <= 0:
+        raise ex.err(s, f"scf.for step {st} is not positive", "give a step >= 1")
+    inits = []
+    grp = s.group("iter_args")
+    names = []
+    if grp:
+        for g in split_top(grp):
+            names.append(g[0].text)
+            inits.append(ex.val(fr, g[2]))
+    body = s.regions[0][0]
+    vals = inits
+    for i in range(lo, hi, st):
+        fr.env[iv.text] = i
+        for n, v in zip(names, vals):
+            fr.env[n] = v
+        out = ex.block(fr, body.stmts)
+        vals = out if out is not None else vals
+    return list(vals) if names else None
+
+
+def h_if(ex, fr, s):
+    c = ex.val(fr, s.values()[0])
+    branch = s.regions[0] if c else (s.regions[1] if len(s.regions) > 1 else None)
+    if branch is None:
+        return None if not s.results else []
+    out = ex.block(fr, branch[0].stmts)
+    return out
+
+
+def h_while(ex, fr, s):
+    toks = s.toks
+    grp = toks[1:next(i for i, t in enumerate(toks) if t.text == ")")] if toks and toks[0].text == "(" else []
+    names, vals = [], []
+    for g in split_top(grp):
+        names.append(g[0].text)
+        vals.append(ex.val(fr, g[2]))
+    before, after = s.regions[0], s.regions[1]
+    guard = 0
+    while True:
+        for n, v in zip(names, vals):
+            fr.env[n] = v
+        bb = before[0]
+        for (n, _t), v in zip(bb.args, vals):
+            fr.env[n] = v
+        cond, passed = ex.block(fr, bb.stmts)
+        if not cond:
+            return passed
+        ab = after[-1]
+        for (n, _t), v in zip(ab.args, passed):
+            fr.env[n] = v
+        vals = ex.block(fr, ab.stmts) or []
+        guard += 1
+
+
+def h_condition(ex, fr, s):
+    vs = s.values()
+    return ex.val(fr, vs[0]), [ex.val(fr, v) for v in vs[1:]]
+
+
+def h_yield(ex, fr, s):
+    return [ex.val(fr, v) for v in s.values()]
+
+
+def h_return(ex, fr, s):
+    raise _Return([ex.val(fr, v) for v in s.values()])
+
+
+def h_call(ex, fr, s):
+    sym = next(t for t in s.toks if t.kind == "symbol")
+    callee = ex.prog.funcs[sym.text[1:]]
+    args = [ex.val(fr, v) for v in s.values()]
+    if len(args) != len(callee.params):
+        raise ex.perr(sym, f"func.call {sym.text} passes {len(args)} arguments; @{callee.name} "
+                           f"takes {len(callee.params)}")
+    if callee.kind is not None and not _kind_runs_here(callee.kind, ex.core_name):
+        return [None] * len(s.results)
+    return ex.call(callee, args)
+
+
+def _kind_runs_here(kind: str, core_name: str) -> bool:
+    return (kind == "cube") == (core_name == "aic")
+
+
+def h_view(ex, fr, s):
+    vs = s.values()
+    base = ex.val(fr, vs[0])
+    ty = _res_type(ex, s)
+    shape = [ex.ival(fr, t) for t in (s.attr("shape") or [])[1:-1] if t.kind == "value"] or \
+        [int(t.text) for t in (s.attr("shape") or [])[1:-1] if t.kind == "word"]
+    strides_t = s.attr("strides")
+    strides = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
+               for t in (strides_t or [])[1:-1] if t.kind in ("value", "word")]
+    if not strides:
+        strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+    ptr = base.data() if isinstance(base, isa.GlobalTensor) else base
+    return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text)
+
+
+def h_partition(ex, fr, s):
+    vs = s.values()
+    v = ex.val(fr, vs[0])
+    offs = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
+            for t in (s.attr("offsets") or [])[1:-1] if t.kind in ("value", "word")]
+    sizes = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
+             for t in (s.attr("sizes") or [])[1:-1] if t.kind in ("value", "word")]
+    if not isinstance(v, View):
+        raise ex.perr(vs[0], f"pto.partition_view of {vs[0].text}, which is not a tensor view")
+    if len(offs) != len(v.shape) or len(sizes) != len(v.shape):
+        raise ex.perr(s.tok, f"pto.partition_view: {len(offs)} offsets and {len(sizes)} sizes for a "
+                             f"rank-{len(v.shape)} view", "give one offset and one size per dimension")
+    for o, z, n in zip(offs, sizes, v.shape):
+        if o < 0 or z < 0 or o + z > n:
+            raise ex.err(s, f"pto.partition_view of {v.name}: window offsets {offs} sizes {sizes} "
+                            f"leave the view's shape {list(v.shape)}",
+                         "keep offset + size within each dimension")
+    off = sum(o * st for o, st in zip(offs, v.strides))
+    return isa.GlobalTensor(v.ptr + off, tuple(sizes), tuple(v.strides), name=v.name)
+
+
+def _tile_of(ex, s, spec: TileSpec, addr, fr):
+    vr = spec.v_rows if spec.v_rows is not None else spec.rows
+    vc = spec.v_cols if spec.v_cols is not None else spec.cols
+    if spec.v_rows is None or spec.v_cols is None:
+        vrt, vct = s.attr("valid_row"), s.attr("valid_col")
+        if vrt:
+            vr = ex.ival(fr, vrt[0])
+        if vct:
+            vc = ex.ival(fr, vct[0])
+    name = s.results[0] if s.results else None
+    return isa.Tile(spec.loc, spec.dtype, spec.rows, spec.cols, blayout=spec.blayout, slayout=spec.slayout,
+                    valid_rows=vr, valid_cols=vc, addr=addr, name=name)
+
+
+def h_alloc(ex, fr, s):
+    spec = _res_type(ex, s)
+    if isinstance(spec, tuple) and spec[0] == "memref":
+        spec = spec[1]
+        if not isinstance(spec, TileSpec):
+            raise ex.perr(s.tok, "memref.alloc in GM is not supported", "pass GM memory as a parameter")
+    if not isinstance(spec, TileSpec):
+        raise ex.perr(s.tok, f"{s.name} needs a !pto.tile_buf type")
+    a = s.attr("addr")
+    addr = ex.ival(fr, a[0]) if a else ex.layout.sites.get(id(s))
+    if s.name == "pto.declare_tile":
+        addr = None
+    return _tile_of(ex, s, spec, addr, fr)
+
+
+def h_tassign(ex, fr, s):
+    vs = s.values()
+    t = ex.val(fr, vs[0])
+    isa.TASSIGN(t, ex.ival(fr, vs[1]))
+
+
+def h_set_validshape(ex, fr, s):
+    vs = s.values()
+    t = ex.val(fr, vs[0])
+    t.SetValid(ex.ival(fr, vs[1]), ex.ival(fr, vs[2]))
+
+
+def h_io(ex, fr, s):
+    ins, outs = s.group("ins"), s.group("outs")
+    if ins is None or outs is None:
+        raise ex.perr(s.tok, f"{s.name} needs ins(...) outs(...)")
+    src, dst = ex.val(fr, s.values(ins)[0]), ex.val(fr, s.values(outs)[0])
+    if s.name == "pto.tload":
+        return isa.TLOAD(dst, src)
+    return isa.TSTORE(dst, src)
+
+
+def _attr_args(ex, s: Stmt) -> list:
+    """Op attributes a catalogue instruction takes after its operands (rounding mode)."""
+    out = []
+    for key in ("rmode", "round_mode", "mode"):
+        v = s.attr(key)
+        if v:
+            m = re.search(r"(CAST_)?([A-Z]+)\s*>?$", "".join(t.text for t in v).rstrip(">"))
+            rm = ROUND.get(m.group(2)) if m else None
+            if rm is None:
+                raise ex.perr(v[0], f"{key} {''.join(t.text for t in v)} is not supported")
+            out.append(rm)
+    return out
+
+
+def op_catalogue(ex, fr, s):
+    """``pto.tX ins(srcs...) outs(dsts...)`` -> ``isa.TX(*dsts, *srcs, *attrs)``."""
+    name = _catalogue_name(s.name)
+    ins, outs = s.group("ins"), s.group("outs")
+    if outs is None:
+        raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
+    operands = [ex.val(fr, t) for t in s.values(outs)] + \
+        [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    return getattr(isa, name)(*operands, *_attr_args(ex, s))
+
+
+def h_subblock(ex, fr, s):
+    return isa.get_subblockid()
+
+
+def h_block_idx(ex, fr, s):
+    return 0
+
+
+def h_block_num(ex, fr, s):
+    return 1
+
+
+def h_tprint(ex, fr, s):
+    vs = s.values(s.group("ins")) if s.group("ins") else s.values()
+    for v in vs:
+        x = ex.val(fr, v)
+        core = ex.core
+        if isinstance(x, isa.Tile):
+            arr = x.array.copy()
+            text = f"[{core.name} {ex.where(s)}] {v.text} = {np.array2string(arr, threshold=64)}"
+        else:
+            text = f"[{core.name} {ex.where(s)}] {v.text} = {x}"
+        ex.printed.append((core.now(), core.name, text))
+
+
+_PIPE_RE = re.compile(r"PIPE_[A-Z0-9]+")
+_EVENT_RE = re.compile(r"EVENT_ID(\d+)")
+
+
+def h_event(ex, fr, s):
+    text = " ".join(t.text for t in s.toks)
+    pipes = _PIPE_RE.findall(text)
+    src = s.attr("src")
+    dst = s.attr("dst")
+    if src and dst:
+        pipes = [_PIPE_RE.search("".join(t.text for t in src)).group(0),
+                 _PIPE_RE.search("".join(t.text for t in dst)).group(0)]
+    if s.name in ("pto.barrier", "pto.pipe_barrier"):
+        isa.pipe_barrier(SyncPipe(pipes[0] if pipes else "PIPE_ALL"))
+        return None
+    if len(pipes) < 2:
+        raise ex.perr(s.tok, f"{s.name} needs a source and a destination pipe")
+    m = _EVENT_RE.search(text)
+    vals = s.values()
+    if m:
+        eid = int(m.group(1))
+    elif vals:
+        eid = ex.ival(fr, vals[-1])
+    else:
+        raise ex.perr(s.tok, f"{s.name} needs an event id")
+    fn = isa.set_flag if s.name in ("pto.record_event", "pto.set_flag", "pto.set_flag_dyn") else isa.wait_flag
+    fn(SyncPipe(pipes[0]), SyncPipe(pipes[1]), eid)
+    return None
+
+
+# -- pipes ---------------------------------------------------------------------------------------
+def h_reserve(ex, fr, s):
+    name = _str_attr(s, "name", ex.prog)
+    addr, size, _loc = ex.layout.reserves[(fr.f.name, name)]
+    return Reserved(addr, name, size)
+
+
+def h_import(ex, fr, s):
+    name = _str_attr(s, "name", ex.prog)
+    peer = s.attr("peer_func")
+    if not peer or peer[0].kind != "symbol":
+        raise ex.perr(s.tok, "pto.import_reserved_buffer needs peer_func = @function")
+    key = (peer[0].text[1:], name)
+    if key not in ex.layout.reserves:
+        raise ex.perr(peer[0], f"@{key[0]} reserves no buffer named {name!r}",
+                      "name a pto.reserve_buffer of the peer function")
+    addr, size, _ = ex.layout.reserves[key]
+    return Reserved(addr, name, size)
+
+
+def _named_operand(ex, fr, s, key):
+    v = s.attr(key)
+    if not v:
+        return None
+    return ex.val(fr, v[0]) if v[0].kind == "value" else int(v[0].text)
+
+
+def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit):
+    plat = ex.core.cluster.platform
+    both = dir_mask in (3, 7)
+    n = slot_num or plat.slot_num_for(both)
+    one_lane = bool(nosplit) and not both and plat.name == "a5"
+    if flag is None:
+        flag = ex.next_flag
+    ways = [d for d in (Direction.DIR_C2V, Direction.DIR_V2C) if dir_mask & int(d)]
+    from ..isa.pipe.protocol import cluster_model
+    ex.next_flag = cluster_model(ex.core.cluster).next_flag_id(flag, len(ways), n)
+    mask = dir_mask
+    if plat.ring_in_gm and gm is not None:
+        mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)
+    buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
+    peers = (0,) if one_lane else (0, 1)
+    cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
+                    isa.TPipe.__dataclass_fields__["local_slot_num"].default, peers=peers)
+    handle = cfg(buf, int(c2v or 0), int(v2c or 0))
+    pv = PipeVal(handle, ways, one_lane)
+    for w in ways:
+        ex.pipes[w] = pv
+    return pv
+
+
+def h_init(ex, fr, s):
+    dir_mask = _int_attr(s, "dir_mask", ex.prog)
+    slot_size = _int_attr(s, "slot_size", ex.prog)
+    slot_num = _int_attr(s, "slot_num", ex.prog, 0) or None
+    local = _int_attr(s, "local_slot_num", ex.prog, 0) or None
+    fid = s.attr("id") or s.attr("flag_base")
+    flag = int(fid[0].text) if fid else None
+    ns = s.attr("nosplit")
+    nosplit = bool(ns and ns[0].text == "true")
+    if s.name in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
+        vs = [t for t in s.values()]
+        vals = [ex.val(fr, v) for v in vs]
+        gm = vals[0] if s.name == "pto.initialize_l2g2l_pipe" and vals else None
+        locals_ = vals[1:] if gm is not None else vals
+        c2v = locals_[0] if dir_mask & 1 and locals_ else 0
+        v2c = locals_[-1] if dir_mask & 2 and locals_ else 0
+    else:
+        gm = _named_operand(ex, fr, s, "gm_slot_buffer")
+        c2v = _named_operand(ex, fr, s, "c2v_consumer_buf")
+        v2c = _named_operand(ex, fr, s, "v2c_consumer_buf")
+    return _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit)
+
+
+def _split(ex, s) -> TileSplitAxis:
+    v = s.attr("split")
+    try:
+        return TileSplitAxis(int(v[0].text)) if v else TileSplitAxis.TILE_NO_SPLIT
+    except ValueError:
+        raise ex.perr(v[0], f"split = {v[0].text}: expected 0 (no split), 1 (up/down) or 2 (left/right)") from None
+
+
+def _pipe(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:
+    if handle_tok is not None:
+        pv = ex.val(fr, handle_tok)
+        if isinstance(pv, PipeVal):
+            return pv
+    pv = ex.pipes.get(way)
+    if pv is None:
+        raise ex.err(s, f"{s.name} on the {way.name[4:]} direction, which no pipe init of "
+                        f"@{fr.f.name} has set up", "initialise the pipe first")
+    return pv
+
+
+def _way(ex, producer: bool) -> Direction:
+    cube = ex.core_name == "aic"
+    return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
+
+
+def h_push(ex, fr, s):
+    vs = s.values()
+    tile = ex.val(fr, vs[0])
+    pv = _pipe(ex, fr, s, _way(ex, True), vs[1] if len(vs) > 1 else None)
+    return isa.TPUSH(pv.handle, tile, _split(ex, s))
+
+
+def h_pop(ex, fr, s):
+    pv = _pipe(ex, fr, s, _way(ex, False), next(iter(s.values()), None) if s.name == "pto.tpop" else None)
+    if s.name == "pto.tpop" and not s.results:
+        tile = ex.val(fr, s.values()[0])
+        pv = _pipe(ex, fr, s, _way(ex, False), s.values()[1])
+        isa.TPOP(pv.handle, tile, _split(ex, s))
+        return None
+    spec = _res_type(ex, s)
+    if not isinstance(spec, TileSpec):
+        raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf")
+    tile = _tile_of(ex, s, spec, None, fr)
+    vs = s.values()
+    if spec.v_rows is None and vs:
+        tile.SetValid(ex.ival(fr, vs[-2]), ex.ival(fr, vs[-1]))
+    isa.TPOP(pv.handle, tile, _split(ex, s))
+    return tile
+
+
+def h_free(ex, fr, s):
+    vs = s.values()
+    pv = _pipe(ex, fr, s, _way(ex, False), vs[0] if vs else None)
+    return isa.TFREE(pv.handle, None, _split(ex, s))
+
+
+HANDLERS = {
+    "arith.constant": h_constant, "arith.select": h_arith, "arith.cmpi": h_arith, "arith.cmpf": h_arith,
+    **{n: h_arith for n in list(_INT_OPS) + list(_FLOAT_OPS) + [
+        "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+        "arith.ceildivui", "arith.shli", "arith.shrsi", "arith.shrui", "arith.negf"]},
+    **{n: h_cast for n in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
+                           "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+                           "arith.extf", "arith.truncf")},
+    "scf.for": h_for, "scf.if": h_if, "scf.while": h_while, "scf.condition": h_condition,
+    "scf.yield": h_yield, "func.return": h_return, "return": h_return, "func.call": h_call,
+    "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
+    "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc, "memref.alloc": h_alloc,
+    "pto.tassign": h_tassign, "pto.set_validshape": h_set_validshape,
+    "pto.tload": h_io, "pto.tstore": h_io, "pto.tprint": h_tprint,
+    "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
+    "pto.get_block_idx": h_block_idx, "pto.get_block_num": h_block_num,
+    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,
+    "pto.pipe_barrier": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
+    "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
+    "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
+    "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
+    "pto.initialize_l2g2l_pipe": h_init, "pto.initialize_l2l_pipe": h_init,
+    "pto.tpush_to_aiv": h_push, "pto.tpush_to_aic": h_push, "pto.tpush": h_push,
+    "pto.tpop_from_aic": h_pop, "pto.tpop_from_aiv": h_pop, "pto.tpop": h_pop,
+    "pto.tfree_from_aic": h_free, "pto.tfree_from_aiv": h_free, "pto.tfree": h_free,
+}
+
+
+# -- running a file --------------------------------------------------------------------------------
+@dataclass
+class PtoRun:
+    """What :func:`run_pto` returns: the run's result, the function run, the notes on what was
+    decided (random inputs, cores), and what ``pto.tprint`` printed in simulated order."""
+    result: object
+    func: str
+    notes: list
+    prints: list
+
+    @property
+    def outputs(self) -> dict:
+        return self.result.outputs
+
+    @property
+    def summary(self):
+        return self.result.summary
+
+
+def _has_pipes(prog: Program, names) -> bool:
+    for n in names:
+        for s in _walk(prog.funcs[n].body):
+            if "initialize" in s.name and "pipe" in s.name:
+                return True
+    return False
+
+
+def _reachable(prog: Program, top: str) -> list:
+    out, todo = [], [top]
+    while todo:
+        n = todo.pop()
+        if n in out:
+            continue
+        out.append(n)
+        todo.extend(prog.funcs[n].calls)
+    return out
+
+
+def choose_top(prog: Program, func: str | None) -> str:
+    if func is not None:
+        f = func.lstrip("@")
+        if f not in prog.funcs:
+            raise ConfigError(f"--func {func}: the file defines no such function",
+                              where=prog.path, fix=f"choose one of {', '.join(prog.funcs)}")
+        return f
+    entries = [f.name for f in prog.funcs.values() if f.entry]
+    if len(entries) == 1:
+        return entries[0]
+    called = {c for f in prog.funcs.values() for c in f.calls}
+    roots = [f.name for f in prog.funcs.values() if f.name not in called]
+    if len(roots) == 1:
+        return roots[0]
+    kinds = {f.kind for f in prog.funcs.values()}
+    if roots and len(roots) == 2 and kinds >= {"cube", "vector"} and \
+            {prog.funcs[r].kind for r in roots} == {"cube", "vector"}:
+        return "+".join(roots)
+    raise ConfigError(f"{prog.path} has {len(roots)} top-level functions ({', '.join(roots)}) and no pto.entry",
+                      where=prog.path, fix="choose one with --func NAME (ptopipe.run_pto(..., func=NAME))")
+
+
+def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
+    """The kernel arguments by parameter name: the given inputs, else seeded random arrays
+    (pointer parameters: sized by their largest static tensor view) and notes saying so."""
+    args, notes = {}, []
+    params = {}
+    for n in top_funcs:
+        for name, ty, tok in prog.funcs[n].params:
+            params.setdefault(name[1:], (ty, tok, n))
+    for key, (ty, tok, fname) in params.items():
+        if key in inputs:
+            v = inputs[key]
+            if isinstance(ty, ScalarT):
+                if isinstance(v, np.ndarray):
+                    if v.size != 1:
+                        raise ConfigError(f"--input {key}: a scalar parameter ({ty.name}) got an array "
+                                          f"of shape {v.shape}", fix="give one value")
+                    v = v.reshape(()).item()
+                args[key] = v if ty.is_float else wrap(int(v), ty)
+            else:
+                want = ty[1] if isinstance(ty, tuple) else None
+                want = want if isinstance(want, np.dtype) else (want.dtype if isinstance(want, TileSpec) else None)
+                a = np.asarray(v)
+                if want is not None and a.dtype != want:
+                    raise ConfigError(f"--input {key}: the array is {a.dtype}, the parameter is {want}",
+                                      where=f"{prog.path}:{tok.line}:{tok.col}",
+                                      fix=f"save the array as {want}")
+                args[key] = a
+            continue
+        if isinstance(ty, ScalarT):
+            args[key] = 0.0 if ty.is_float else 0
+            notes.append(f"scalar parameter {key} ({ty.name}) not given: 0 (give --input {key}=VALUE)")
+            continue
+        if not isinstance(ty, tuple) or ty[0] not in ("ptr", "memref"):
+            raise ConfigError(f"parameter %{key} of @{fname} has a type ptopipe cannot make data for",
+                              where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give --input {key}=FILE.npy")
+        if ty[0] == "memref":
+            d, shape = ty[1], ty[2]
+            if any(x is None for x in shape):
+                raise ConfigError(f"parameter %{key} has a dynamic memref shape",
+                                  where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give --input {key}=FILE.npy")
+            n = int(np.prod(shape))
+        else:
+            d = ty[1]
+            n = _ptr_extent(prog, key, inputs) or 0
+            shape = (n,)
+            if n == 0:
+                raise ConfigError(f"the size of parameter %{key} is not known statically",
+                                  where=f"{prog.path}:{tok.line}:{tok.col}",
+                                  fix=f"give --input {key}=FILE.npy (or a static shape in its make_tensor_view)")
+        args[key] = _random(rng, d, shape)
+        notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
+    return args, notes
+
+
+def _random(rng, d, shape):
+    d = np.dtype(d)
+    if d.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(d)
+    if d.kind in "iu":
+        info = np.iinfo(d)
+        return rng.integers(max(info.min, -8), min(info.max, 8) + 1, size=shape).astype(d)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(d)
+
+
+def _ptr_extent(prog: Program, key: str, inputs: dict) -> int | None:
+    """Elements a pointer parameter needs: the largest extent of its static tensor views (in
+    any function; a view of a parameter passed on through func.call is followed by name)."""
+    best = None
+    for f in prog.funcs.values():
+        consts = {}
+        for s in _walk(f.body):
+            if s.name == "arith.constant" and s.results and s.toks:
+                try:
+                    consts[s.results[0]] = int(s.toks[0].text)
+                except ValueError:
+                    pass
+            if s.name != "pto.make_tensor_view":
+                continue
+            vs = s.values()
+            if not vs or vs[0].text != "%" + key:
+                continue
+            def nums(k):
+                out = []
+                for t in (s.attr(k) or [])[1:-1]:
+                    if t.kind == "value":
+                        v = consts.get(t.text)
+                        if v is None and t.text[1:] in inputs:
+                            v = int(np.asarray(inputs[t.text[1:]]).reshape(-1)[0])
+                        out.append(v)
+                    elif t.kind == "word":
+                        out.append(int(t.text))
+                return out
+            shape, strides = nums("shape"), nums("strides")
+            if not shape or any(x is None for x in shape):
+                continue
+            if not strides or any(x is None for x in strides):
+                strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+            ext = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
+            best = max(best or 0, ext)
+    return best
+
+
+def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
+            inputs: dict | None = None, platform: str | None = None, protocol: str = "spec",
+            data_seed: int = 0, **run_kwargs) -> PtoRun:
+    """Read a ``.pto`` file (or ``text``) and run it on the simulated cluster.
+
+    ``func`` picks the function to run (default: the ``pto.entry``, else the one function
+    nothing calls, else a cube + vector pair); ``inputs`` maps parameter names (without
+    ``%``) to numpy arrays / scalars; parameters not given get seeded random data
+    (``data_seed``) or 0 for scalars, each listed in the result's ``notes``.  The platform is
+    ``platform``, else the module's ``pto.target_arch``, else A2A3.  Other keywords go to
+    :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
+    :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
+    from ..codegen.pto_syntax import PLATFORM_OF_ARCH
+    if text is None:
+        if path is None:
+            raise ConfigError("run_pto needs a path or text=")
+        if not os.path.isfile(path):
+            raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}",
+                             fix="a .pto file is UTF-8 MLIR text") from None
+    path = path or "<pto>"
+    prog = read_program(text, path)
+    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or \
+        ("a5" if re.search(r"(^|[_/.-])a5([_/.-]|$)", os.path.basename(path)) else "a2a3")
+    top = choose_top(prog, func)
+    tops = top.split("+")
+    inputs = dict(inputs or {})
+    rng = np.random.default_rng(data_seed)
+    args, notes = param_arrays(prog, tops, inputs, rng)
+    from ..arch import get_platform
+    layout = plan_layout(prog, get_platform(plat))
+    reach = [n for t in tops for n in _reachable(prog, t)]
+    pipes = _has_pipes(prog, reach)
+    kinds = {}
+    for t in tops:
+        f = prog.funcs[t]
+        if f.kind is not None:
+            kinds[t] = {f.kind}
+        else:
+            callee_kinds = {prog.funcs[c].kind for c in _reachable(prog, t) if prog.funcs[c].kind}
+            kinds[t] = callee_kinds or {implied_kind(f, prog.funcs, path)}
+            if not callee_kinds:
+                for c in _reachable(prog, t):
+                    prog.funcs[c].kind = prog.funcs[c].kind or next(iter(kinds[t]))
+    prints: list = []
+    one_lane = plat == "a5" and _one_lane(prog, reach)
+
+    def kernel_for(core_name):
+        def kernel(**kw):
+            ex = Executor(prog, core_name, layout)
+            ex.core = isa.current_core()
+            ex.printed = prints
+            for t in tops:
+                if core_name == "aic" and "cube" not in kinds[t]:
+                    continue
+                if core_name != "aic" and "vector" not in kinds[t]:
+                    continue
+                f = prog.funcs[t]
+                ex.call(f, [kw.get(p[0][1:]) for p in f.params])
+        kernel.__name__ = f"{top}@{core_name}"
+        return kernel
+
+    all_kinds = set().union(*kinds.values())
+    aic = kernel_for("aic") if "cube" in all_kinds else None
+    aiv = None
+    if "vector" in all_kinds:
+        aiv = (kernel_for("aiv0"), kernel_for("aiv1") if pipes and not one_lane else None)
+        if not pipes:
+            notes.append("a Vector kernel without cross-core pipes: run on AIV0")
+    kw = dict(run_kwargs)
+    res = isa.run(aic=aic, aiv=aiv, args=args, platform=plat, protocol=protocol, **kw)
+    prints.sort(key=lambda p: (p[0], p[1]))
+    outputs = res.outputs
+    for k, a in list(outputs.items()):
+        if k in inputs and isinstance(inputs[k], np.ndarray):
+            outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
+    return PtoRun(res, top, notes, [p[2] for p in prints])
+
+
+def _one_lane(prog: Program, names) -> bool:
+    """A5: pipes whose ops say ``split = 0`` (or an init says ``nosplit = true``) move whole
+    tiles through AIV0 only (ptoas guards them with ``get_subblockid() == 0``)."""
+    split0 = nosplit = False
+    for n in names:
+        for s in _walk(prog.funcs[n].body):
+            if "initialize" in s.name and "pipe" in s.name:
+                ns = s.attr("nosplit")
+                nosplit |= bool(ns and ns[0].text == "true")
+            if s.name.startswith(("pto.tpush", "pto.tpop", "pto.tfree")):
+                sp = s.attr("split")
+                split0 |= bool(sp and sp[0].text == "0") or not sp
+    return nosplit or split0
