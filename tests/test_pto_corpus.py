@@ -25,7 +25,7 @@ sys.path.insert(0, str(CORPUS))
 from goldens import GOLDENS  # noqa: E402
 
 FILES = sorted(CORPUS.glob("*.pto"))
-HEADER = re.compile(r"^// ptopipe: platform=(a2a3|a5) level=(level[123]) func=([\w.$-]+)$", re.M)
+HEADER = re.compile(r"^// ptopipe: platform=(a2a3|a5) level=(level[123]) func=([\w.$+-]+)$", re.M)
 PTOAS_LINE = re.compile(r"^// ptoas: --pto-arch=(a3|a5) --pto-level=(level[123]) accepts this file$", re.M)
 PIPE = re.compile(r"pto\.(aic|aiv)_initialize_pipe|pto\.initialize_l2g?2l_pipe")
 PARAM = re.compile(r"%(\w+)\s*:\s*(!pto\.ptr<(\w+)>|memref<[\dx?]*x(\w+)\b[^>]*>|index|i\d+)")
@@ -39,11 +39,15 @@ def header(path: Path):
 
 
 def signature(text: str, func: str) -> dict:
-    """Parameter name -> element type ('f32', ...) or scalar type ('index', 'i32') of @func."""
-    m = re.search(r"func\.func (?:private )?@" + re.escape(func) + r"\((.*?)\)\s*(?:->|attributes|\{)",
-                  text, re.S)
-    assert m, f"no function @{func}"
-    return {n: (ptr or mem or whole) for n, whole, ptr, mem in PARAM.findall(m.group(1))}
+    """Parameter name -> element type ('f32', ...) or scalar type ('index', 'i32') of @func
+    (``a+b``: a Cube / Vector pair without an entry, its parameters merged by name)."""
+    sig = {}
+    for name in func.split("+"):
+        m = re.search(r"func\.func (?:private )?@" + re.escape(name) + r"\((.*?)\)\s*(?:->|attributes|\{)",
+                      text, re.S)
+        assert m, f"no function @{name}"
+        sig.update({n: (ptr or mem or whole) for n, whole, ptr, mem in PARAM.findall(m.group(1))})
+    return sig
 
 
 CASES = [pytest.param(p, proto, id=f"{p.stem}-{proto}") for p in FILES
@@ -63,13 +67,13 @@ def test_corpus_is_complete():
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_golden_inputs_match_the_signature(path):
-    """A golden gives every non-ring parameter with the declared dtype (ints for scalars) and
-    names only parameters; it expects only outputs it was given buffers for."""
+    """A golden gives every parameter with the declared dtype (ints for scalars) and names only
+    parameters; it expects only outputs it was given buffers for."""
     text, _, _, func = header(path)
     sig = signature(text, func)
     g = GOLDENS[path.stem]
     inputs = g.inputs(path.stem)
-    assert set(inputs) == {n for n in sig if not n.startswith("gm_slot_buffer")}, sorted(sig)
+    assert set(inputs) == set(sig), sorted(sig)
     for name, v in inputs.items():
         if sig[name] in ("index",) or re.fullmatch(r"i\d+", sig[name]) and not isinstance(v, np.ndarray):
             assert isinstance(v, int), (name, v)

@@ -6,8 +6,9 @@ type and the shape of the tensor view the kernel reads or writes, output buffers
 (a kernel that writes part of an output leaves the rest zero), integer scalar parameters
 (``index`` / ``iN``) as Python ints - and ``expect(inputs)``: the outputs the kernel must
 produce, keyed by parameter name, computed with plain numpy from the inputs alone.
-``gm_slot_buffer`` parameters (the A2A3 GM ring of a cross-core pipe) are the executor's
-scratch and are not given.  Tolerances are per file: exact for integers, loose for f16/bf16.
+``gm_slot_buffer`` (the A2A3 GM ring of a cross-core pipe) is given as zeros of 8 slots of the
+pipe's ``slot_size`` - what pto-isa's RingFIFO addresses (SLOT_NUM x SLOT_SIZE, both directions of
+a DIR_BOTH pipe included).  Tolerances are per file: exact for integers, loose for f16/bf16.
 """
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ def ints(rng, dtype, lo, hi, *shape):
 
 def zeros(*shape, dtype=F32):
     return np.zeros(shape, dtype)
+
+
+def ring(slot_size: int, dtype=F32):
+    """A zeroed GM slot buffer for a pipe of ``slot_size`` bytes: 8 slots."""
+    return np.zeros(8 * slot_size // np.dtype(dtype).itemsize, dtype)
 
 
 def softmax(s):
@@ -461,6 +467,445 @@ def _entry_helper_out(i):
     return {"out": i["x"][r:r + 16] - F32.type(1.0)}
 
 
+def _optional_bias_in(rng):
+    return {"arg0": f32(rng, 16, 16), "arg1": f32(rng, 16, 16), "arg2": zeros(16, 16), "arg3": 1, "arg4": 1}
+
+
+def _optional_bias_out(i):
+    y = i["arg0"] + i["arg1"] if i["arg3"] else i["arg0"].copy()
+    return {"arg2": -y if i["arg4"] else y}
+
+
+def _row_stats_in(rng):
+    return {"arg0": f32(rng, 16, 64, lo=-3, hi=3), "arg1": zeros(16, 1), "arg2": zeros(16, 1)}
+
+
+def _row_stats_out(i):
+    x = i["arg0"]
+    mx = x.max(axis=1, keepdims=True)
+    return {"arg1": mx, "arg2": (mx + np.log(np.exp(x - mx).sum(axis=1, keepdims=True))).astype(F32)}
+
+
+# -- single-core Cube kernels -------------------------------------------------------------------
+def _gemm_f32_in(rng):
+    return {"a": f32(rng, 32, 32), "b": f32(rng, 32, 16), "c": zeros(32, 16)}
+
+
+def _gemm_f32_out(i):
+    return {"c": mm(i["a"], i["b"])}
+
+
+def _gemm_half_in(rng):
+    return {"x": f32(rng, 16, 32).astype(F16), "w": f32(rng, 32, 32).astype(F16), "y": zeros(16, 32)}
+
+
+def _gemm_half_out(i):
+    return {"y": mm(i["x"], i["w"])}
+
+
+def _gemm_bf16_in(rng):
+    return {"a": f32(rng, 16, 64).astype(BF16), "b": f32(rng, 64, 32).astype(BF16), "out": zeros(16, 32)}
+
+
+def _gemm_bf16_out(i):
+    return {"out": mm(i["a"], i["b"])}
+
+
+def _gemm_int8_in(rng):
+    return {"a": ints(rng, I8, -128, 127, 16, 64), "b": ints(rng, I8, -128, 127, 64, 32),
+            "acc_out": zeros(16, 32, dtype=I32)}
+
+
+def _gemm_int8_out(i):
+    return {"acc_out": mm(i["a"], i["b"])}
+
+
+def _proj_ksplit_in(rng):
+    return {"arg0": f32(rng, 16, 128).astype(BF16), "arg1": f32(rng, 128, 64).astype(BF16),
+            "arg2": zeros(16, 64), "arg3": 1}
+
+
+def _proj_ksplit_out(i):
+    n = i["arg3"]
+    out = np.zeros((16, 64), F32)
+    out[:, 32 * n:32 * n + 32] = mm(i["arg0"], i["arg1"][:, 32 * n:32 * n + 32])
+    return {"arg2": out}
+
+
+def _gemm_k_loop_in(rng):
+    return {"a": f32(rng, 32, 64).astype(F16), "b": f32(rng, 64, 16).astype(F16), "c": zeros(32, 16)}
+
+
+def _gemm_k_loop_out(i):
+    return {"c": mm(i["a"], i["b"])}
+
+
+def _linear_bias_in(rng):
+    return {"x": f32(rng, 16, 32), "w": f32(rng, 32, 32), "bias": f32(rng, 1, 32), "y": zeros(16, 32)}
+
+
+def _linear_bias_out(i):
+    return {"y": mm(i["x"], i["w"]) + i["bias"]}
+
+
+def _linear_bias_k_in(rng):
+    return {"x": f32(rng, 16, 64), "w": f32(rng, 64, 16), "bias": f32(rng, 1, 16), "y": zeros(16, 16)}
+
+
+def _linear_bias_k_out(i):
+    return {"y": mm(i["x"], i["w"]) + i["bias"]}
+
+
+def _tiled_gemm_in(rng):
+    return {"a": f32(rng, 32, 32), "b": f32(rng, 32, 32), "c": zeros(32, 32)}
+
+
+def _tiled_gemm_out(i):
+    return {"c": mm(i["a"], i["b"])}
+
+
+def _block_at_in(rng):
+    return {"x": f32(rng, 48, 32).astype(F16), "w": f32(rng, 32, 64).astype(F16), "out": zeros(48, 64),
+            "row0": 16, "nb": 3}
+
+
+def _block_at_out(i):
+    r, c = i["row0"], 16 * i["nb"]
+    out = np.zeros((48, 64), F32)
+    out[r:r + 16, c:c + 16] = mm(i["x"][r:r + 16], i["w"][:, c:c + 16])
+    return {"out": out}
+
+
+def _gemm_synced_in(rng):
+    return {"a": f32(rng, 16, 64), "b": f32(rng, 64, 16), "c": zeros(16, 16)}
+
+
+def _gemm_synced_out(i):
+    return {"c": mm(i["a"], i["b"])}
+
+
+def _guarded_proj_in(rng):
+    return {"arg0": f32(rng, 16, 32), "arg1": f32(rng, 32, 128), "arg2": zeros(16, 128), "arg3": 1, "arg4": 5}
+
+
+def _guarded_proj_out(i):
+    out = np.zeros((16, 128), F32)
+    for ob in range(4):
+        b = 2 * i["arg3"] + ob
+        if b < i["arg4"]:
+            out[:, 16 * b:16 * b + 16] = mm(i["arg0"], i["arg1"][:, 16 * b:16 * b + 16])
+    return {"arg2": out}
+
+
+def _gram_in(rng):
+    return {"a": f32(rng, 16, 16), "b": f32(rng, 16, 16), "ab": zeros(16, 16), "ba": zeros(16, 16)}
+
+
+def _gram_out(i):
+    return {"ab": mm(i["a"], i["b"]), "ba": mm(i["b"], i["a"])}
+
+
+def _scores_block_in(rng):
+    return {"q": f32(rng, 16, 32).astype(F16), "kt": f32(rng, 32, 32).astype(F16), "s": zeros(16, 32)}
+
+
+def _scores_block_out(i):
+    return {"s": mm(i["q"], i["kt"])}
+
+
+def _carried_offset_in(rng):
+    return {"a": f32(rng, 16, 96), "b": f32(rng, 96, 16), "c": zeros(16, 16), "nk": 3}
+
+
+def _carried_offset_out(i):
+    k = 32 * i["nk"]
+    return {"c": mm(i["a"][:, :k], i["b"][:k])}
+
+
+def _memref_gemm_in(rng):
+    return {"a": f32(rng, 16, 32), "b": f32(rng, 32, 16), "c": zeros(16, 16)}
+
+
+def _memref_gemm_out(i):
+    return {"c": mm(i["a"], i["b"])}
+
+
+# -- cross-core (TPUSH / TPOP) kernels ------------------------------------------------------------
+def _proj_residual_in(rng):
+    return {"x": f32(rng, 16, 32), "w": f32(rng, 32, 16), "r": f32(rng, 16, 16), "out": zeros(16, 16),
+            "gm_slot_buffer": ring(1024)}
+
+
+def _proj_residual_out(i):
+    return {"out": mm(i["x"], i["w"]) + i["r"]}
+
+
+def _wide_relu_in(rng):
+    return {"x": f32(rng, 16, 16), "w": f32(rng, 16, 32), "out": zeros(16, 32), "gm_slot_buffer": ring(2048)}
+
+
+def _wide_relu_out(i):
+    return {"out": 2 * np.maximum(mm(i["x"], i["w"]), 0)}
+
+
+def _whole_scale_in(rng):
+    return {"a": f32(rng, 16, 16), "b": f32(rng, 16, 16), "y": zeros(16, 16), "gm_slot_buffer": ring(1024)}
+
+
+def _whole_scale_out(i):
+    return {"y": 0.5 * mm(i["a"], i["b"])}
+
+
+def _scaled_rows_in(rng):
+    return {"x": f32(rng, 16, 16), "w": f32(rng, 16, 16), "y": zeros(16, 16), "gm_slot_buffer": ring(1024)}
+
+
+def _scaled_rows_out(i):
+    return {"y": mm(2 * i["x"], i["w"])}
+
+
+def _bias_then_mm_in(rng):
+    return {"x": f32(rng, 16, 16), "b": f32(rng, 1, 16), "w": f32(rng, 16, 16), "z": zeros(16, 16),
+            "gm_slot_buffer": ring(1024)}
+
+
+def _bias_then_mm_out(i):
+    return {"z": mm(i["x"] + i["b"], i["w"])}
+
+
+def _mlp_residual_in(rng):
+    return {"x": f32(rng, 16, 16), "w": f32(rng, 16, 16), "out": zeros(16, 16), "gm_slot_buffer": ring(1024)}
+
+
+def _mlp_residual_out(i):
+    return {"out": mm(np.maximum(i["x"], 0), i["w"]) + i["x"]}
+
+
+def _stream_blocks_in(rng):
+    return {"a": f32(rng, 192, 16), "b": f32(rng, 16, 16), "out": zeros(192, 16), "gm_slot_buffer": ring(1024)}
+
+
+def _stream_blocks_out(i):
+    trip = np.repeat(np.arange(12, dtype=F32), 16)[:, None]
+    return {"out": mm(i["a"], i["b"]) + trip}
+
+
+def _ffn_gate_up_in(rng):
+    return {"x": f32(rng, 16, 32).astype(BF16), "wg": f32(rng, 32, 32, lo=-0.5, hi=0.5).astype(BF16),
+            "wu": f32(rng, 32, 32, lo=-0.5, hi=0.5).astype(BF16), "h": zeros(16, 32, dtype=BF16),
+            "gm_slot_buffer": ring(2048)}
+
+
+def _ffn_gate_up_out(i):
+    g, u = mm(i["x"], i["wg"]), mm(i["x"], i["wu"])
+    return {"h": (g * sigmoid(g) * u).astype(BF16)}
+
+
+def _attention_block_in(rng):
+    return {"q": f32(rng, 16, 32), "kt": f32(rng, 32, 32), "v": f32(rng, 32, 32), "o": zeros(16, 32),
+            "gm_slot_buffer": ring(2048)}
+
+
+def _attention_block_out(i):
+    return {"o": mm(softmax(0.25 * mm(i["q"], i["kt"])), i["v"])}
+
+
+def _leaky_stream_in(rng):
+    return {"a": f32(rng, 16, 16), "b": f32(rng, 16, 32), "out": zeros(16, 32), "gm_slot_buffer": ring(1024)}
+
+
+def _leaky_stream_out(i):
+    h = mm(i["a"], i["b"])
+    return {"out": np.maximum(h, F32.type(0.1) * h)}
+
+
+def _rowscale_in(rng):
+    return {"gm_slot_buffer": ring(1024), "a": f32(rng, 16, 16), "b": f32(rng, 16, 16), "out": zeros(16, 16)}
+
+
+def _rowscale_out(i):
+    g = mm(i["a"], i["b"])
+    return {"out": g / np.abs(g).max(axis=1, keepdims=True)}
+
+
+def _lowlevel_pipe_in(rng):
+    return {"gm_slot_buffer": ring(1024), "a": f32(rng, 16, 16), "b": f32(rng, 16, 16), "out": zeros(16, 16)}
+
+
+def _lowlevel_pipe_out(i):
+    return {"out": mm(i["a"], i["b"]) + F32.type(1.0)}
+
+
+def _ksum_colnorm_in(rng):
+    return {"a": f32(rng, 16, 32).astype(F16), "b": f32(rng, 32, 32).astype(F16), "out": zeros(16, 32),
+            "gm_slot_buffer": ring(2048)}
+
+
+def _ksum_colnorm_out(i):
+    g = mm(i["a"], i["b"])
+    return {"out": g - g.max(axis=0, keepdims=True)}
+
+
+def _halves_to_cube_in(rng):
+    return {"x": f32(rng, 16, 16, lo=-1, hi=1), "w": f32(rng, 16, 16), "y": zeros(16, 16),
+            "gm_slot_buffer": ring(1024)}
+
+
+def _halves_to_cube_out(i):
+    return {"y": mm(np.exp(i["x"]), i["w"])}
+
+
+def _roundtrip_whole_in(rng):
+    return {"x": f32(rng, 16, 16), "w": f32(rng, 16, 16), "d": zeros(16, 16), "gm_slot_buffer": ring(1024)}
+
+
+def _roundtrip_whole_out(i):
+    return {"d": mm(3 * i["x"], i["w"]) - i["x"]}
+
+
+def _gated_proj_in(rng):
+    return {"x": f32(rng, 32, 32), "w": f32(rng, 32, 16), "g": f32(rng, 32, 16), "out": zeros(32, 16)}
+
+
+def _gated_proj_out(i):
+    return {"out": mm(i["x"], i["w"]) * i["g"]}
+
+
+def _softplus_in(rng):
+    return {"a": f32(rng, 16, 16).astype(F16), "b": f32(rng, 16, 32).astype(F16), "out": zeros(16, 32)}
+
+
+def _softplus_out(i):
+    return {"out": np.log1p(np.exp(mm(i["a"], i["b"]))).astype(F32)}
+
+
+def _scores_softmax_in(rng):
+    return {"q": f32(rng, 16, 16), "kt": f32(rng, 16, 32), "p": zeros(16, 32)}
+
+
+def _scores_softmax_out(i):
+    return {"p": softmax(mm(i["q"], i["kt"]))}
+
+
+def _squares_mm_in(rng):
+    return {"x": f32(rng, 32, 16), "w": f32(rng, 16, 16), "y": zeros(32, 16)}
+
+
+def _squares_mm_out(i):
+    return {"y": mm(i["x"] * i["x"], i["w"])}
+
+
+def _colhalves_in(rng):
+    return {"x": f32(rng, 16, 32).astype(F16), "w": f32(rng, 32, 16).astype(F16), "y": zeros(16, 16)}
+
+
+def _colhalves_out(i):
+    return {"y": mm(i["x"] + F16.type(1.0), i["w"])}
+
+
+def _normalized_query_in(rng):
+    return {"q": away(rng, 16, 16), "k": f32(rng, 16, 16), "z": zeros(16, 16)}
+
+
+def _normalized_query_out(i):
+    q = i["q"]
+    return {"z": mm(q / np.abs(q).sum(axis=1, keepdims=True), i["k"])}
+
+
+def _norm_project_in(rng):
+    return {"x": f32(rng, 32, 16), "w": f32(rng, 16, 16), "out": zeros(32, 16)}
+
+
+def _norm_project_out(i):
+    return {"out": mm(0.5 * i["x"], i["w"]) - i["x"]}
+
+
+def _twice_transform_in(rng):
+    return {"x": f32(rng, 16, 16), "m": f32(rng, 16, 16), "out": zeros(16, 16)}
+
+
+def _twice_transform_out(i):
+    return {"out": 2 * mm(np.exp(-i["x"] * i["x"]), i["m"])}
+
+
+def _running_rowsum_in(rng):
+    return {"a": f32(rng, 16, 160), "b": f32(rng, 160, 16), "out": zeros(16, 16)}
+
+
+def _running_rowsum_out(i):
+    return {"out": mm(i["a"], i["b"])}
+
+
+def _fixed_bias_in(rng):
+    return {"out": zeros(16, 64), "a": f32(rng, 16, 32), "b": f32(rng, 32, 64), "bias": f32(rng, 16, 64)}
+
+
+def _fixed_bias_out(i):
+    return {"out": mm(i["a"], i["b"]) + i["bias"]}
+
+
+def _ffn_two_layer_in(rng):
+    return {"x": f32(rng, 32, 16), "w1": f32(rng, 16, 32), "w2": f32(rng, 32, 16), "y": zeros(32, 16)}
+
+
+def _ffn_two_layer_out(i):
+    h = mm(i["x"], i["w1"])
+    return {"y": mm(h * sigmoid(h), i["w2"])}
+
+
+def _flash_attention_in(rng):
+    return {"q": f32(rng, 32, 32), "kt": f32(rng, 32, 32), "v": f32(rng, 32, 32), "out": zeros(32, 32)}
+
+
+def _flash_attention_out(i):
+    return {"out": mm(softmax(0.125 * mm(i["q"], i["kt"])), i["v"])}
+
+
+def _pair_a5_in(rng):
+    return {"u": f32(rng, 16, 16), "t": f32(rng, 32, 16), "out": zeros(32, 16)}
+
+
+def _pair_a5_out(i):
+    return {"out": -mm(i["t"], i["u"])}
+
+
+def _pair_difference_in(rng):
+    return {"x": f32(rng, 128, 16), "w": f32(rng, 16, 16), "out": zeros(64, 16)}
+
+
+def _pair_difference_out(i):
+    p = mm(i["x"], i["w"]).reshape(4, 2, 16, 16)
+    return {"out": (p[:, 0] - p[:, 1]).reshape(64, 16)}
+
+
+def _w8a8_in(rng):
+    return {"qa": ints(rng, I8, -128, 127, 16, 64), "qb": ints(rng, I8, -128, 127, 64, 32),
+            "scale": f32(rng, 1, 32, lo=1e-4, hi=1e-3), "y": zeros(16, 32)}
+
+
+def _w8a8_out(i):
+    return {"y": mm(i["qa"], i["qb"]).astype(F32) * i["scale"]}
+
+
+def _gqa_in(rng):
+    return {"q": f32(rng, 32, 16).astype(F16), "kt": f32(rng, 16, 32).astype(F16), "p": zeros(32, 32), "heads": 2}
+
+
+def _gqa_out(i):
+    p = np.zeros((32, 32), F32)
+    for h in range(i["heads"]):
+        p[16 * h:16 * h + 16] = softmax(mm(i["q"][16 * h:16 * h + 16], i["kt"]))
+    return {"p": p}
+
+
+def _lane0_in(rng):
+    return {"a": f32(rng, 16, 16), "b": f32(rng, 16, 16), "out": zeros(16, 16)}
+
+
+def _lane0_out(i):
+    return {"out": mm(i["a"], i["b"]) + F32.type(2.0)}
+
+
 LOOSE16 = dict(rtol=2e-3, atol=2e-3)
 BF16_TOL = dict(rtol=2e-2, atol=2e-2)
 
@@ -505,4 +950,54 @@ GOLDENS: dict[str, Golden] = {
     "v_online_update_a3": Golden(_online_in, _online_out),
     "v_tmov_layouts_a3": Golden(_layout_trip_in, _layout_trip_out),
     "v_entry_helper_a5": Golden(_entry_helper_in, _entry_helper_out),
+    "v_i1_flags_a3": Golden(_optional_bias_in, _optional_bias_out),
+    "v_alias_stats_level3_a5": Golden(_row_stats_in, _row_stats_out),
+    "c_mm_f32_a3": Golden(_gemm_f32_in, _gemm_f32_out, rtol=1e-4, atol=1e-4),
+    "c_mm_f16_a5": Golden(_gemm_half_in, _gemm_half_out, rtol=1e-4, atol=1e-4),
+    "c_mm_bf16_a3": Golden(_gemm_bf16_in, _gemm_bf16_out, rtol=1e-4, atol=1e-4),
+    "c_mm_i8_a5": Golden(_gemm_int8_in, _gemm_int8_out),
+    "c_mm_ksplit_level3_a3": Golden(_proj_ksplit_in, _proj_ksplit_out, rtol=1e-4, atol=1e-4),
+    "c_mm_first_k_if_a5": Golden(_gemm_k_loop_in, _gemm_k_loop_out, rtol=1e-4, atol=1e-4),
+    "c_mm_bias_a3": Golden(_linear_bias_in, _linear_bias_out, rtol=1e-4, atol=1e-4),
+    "c_mm_bias_first_k_a5": Golden(_linear_bias_k_in, _linear_bias_k_out, rtol=1e-4, atol=1e-4),
+    "c_mm_tiles2d_a3": Golden(_tiled_gemm_in, _tiled_gemm_out, rtol=1e-4, atol=1e-4),
+    "c_mm_param_offsets_a5": Golden(_block_at_in, _block_at_out, rtol=1e-4, atol=1e-4),
+    "c_mm_sync_flags_a3": Golden(_gemm_synced_in, _gemm_synced_out, rtol=1e-4, atol=1e-4),
+    "c_mm_if_yield_views_a3": Golden(_guarded_proj_in, _guarded_proj_out, rtol=1e-4, atol=1e-4),
+    "c_mm_entry_a5": Golden(_gram_in, _gram_out, rtol=1e-4, atol=1e-4),
+    "c_mm_level3_f16_a5": Golden(_scores_block_in, _scores_block_out, rtol=1e-4, atol=1e-4),
+    "c_mm_iter_args_a3": Golden(_carried_offset_in, _carried_offset_out, rtol=1e-4, atol=1e-4),
+    "c_mm_memref_a3": Golden(_memref_gemm_in, _memref_gemm_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_split1_residual_a3": Golden(_proj_residual_in, _proj_residual_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_split2_relu_a3": Golden(_wide_relu_in, _wide_relu_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_nosplit_a3": Golden(_whole_scale_in, _whole_scale_out, rtol=1e-4, atol=1e-4),
+    "x_v2c_split1_a3": Golden(_scaled_rows_in, _scaled_rows_out, rtol=1e-4, atol=1e-4),
+    "x_v2c_nosplit_a3": Golden(_bias_then_mm_in, _bias_then_mm_out, rtol=1e-4, atol=1e-4),
+    "x_both_split1_a3": Golden(_mlp_residual_in, _mlp_residual_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_loop_ring_a3": Golden(_stream_blocks_in, _stream_blocks_out, rtol=1e-4, atol=1e-4),
+    "x_ffn_silu_bf16_a3": Golden(_ffn_gate_up_in, _ffn_gate_up_out, **BF16_TOL),
+    "x_fa_block_both_a3": Golden(_attention_block_in, _attention_block_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_level3_a3": Golden(_leaky_stream_in, _leaky_stream_out, rtol=1e-4, atol=1e-4),
+    "x_pair_no_entry_a3": Golden(_rowscale_in, _rowscale_out, rtol=1e-4, atol=1e-4),
+    "x_internal_pipe_a3": Golden(_lowlevel_pipe_in, _lowlevel_pipe_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_kloop_split2_a3": Golden(_ksum_colnorm_in, _ksum_colnorm_out, rtol=1e-4, atol=1e-4),
+    "x_v2c_split2_a3": Golden(_halves_to_cube_in, _halves_to_cube_out, rtol=1e-4, atol=1e-4),
+    "x_both_nosplit_a3": Golden(_roundtrip_whole_in, _roundtrip_whole_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_split1_gate_a5": Golden(_gated_proj_in, _gated_proj_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_split2_softplus_a5": Golden(_softplus_in, _softplus_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_nosplit_softmax_a5": Golden(_scores_softmax_in, _scores_softmax_out, rtol=1e-4, atol=1e-5),
+    "x_v2c_split1_nz_a5": Golden(_squares_mm_in, _squares_mm_out, rtol=1e-4, atol=1e-4),
+    "x_v2c_split2_nz_a5": Golden(_colhalves_in, _colhalves_out, rtol=1e-3, atol=1e-3),
+    "x_v2c_nosplit_nz_a5": Golden(_normalized_query_in, _normalized_query_out, rtol=1e-4, atol=1e-4),
+    "x_both_split1_a5": Golden(_norm_project_in, _norm_project_out, rtol=1e-4, atol=1e-4),
+    "x_both_nosplit_a5": Golden(_twice_transform_in, _twice_transform_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_loop_ring_a5": Golden(_running_rowsum_in, _running_rowsum_out, rtol=1e-4, atol=1e-4),
+    "x_c2v_level3_a5": Golden(_fixed_bias_in, _fixed_bias_out, rtol=1e-4, atol=1e-4),
+    "x_ffn_both_a5": Golden(_ffn_two_layer_in, _ffn_two_layer_out, rtol=1e-4, atol=1e-4),
+    "x_fa_online_a5": Golden(_flash_attention_in, _flash_attention_out, rtol=1e-4, atol=1e-4),
+    "x_pair_no_entry_a5": Golden(_pair_a5_in, _pair_a5_out, rtol=1e-4, atol=1e-4),
+    "x_interleaved_pops_a5": Golden(_pair_difference_in, _pair_difference_out, rtol=1e-4, atol=1e-4),
+    "x_i8_dequant_a5": Golden(_w8a8_in, _w8a8_out, rtol=1e-5, atol=1e-5),
+    "x_gqa_heads_a5": Golden(_gqa_in, _gqa_out, rtol=1e-4, atol=1e-5),
+    "x_nosplit_guarded_a5": Golden(_lane0_in, _lane0_out, rtol=1e-4, atol=1e-4),
 }
