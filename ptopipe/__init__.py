@@ -8,6 +8,10 @@ Quick start::
     res = ptopipe.run(aic=cube_kernel, aiv=vector_kernel, args={...}, platform="a2a3")
     res.outputs["out"], res.summary.format()
 """
+from ._startup import guard as _guard
+
+_guard()            # first: Ctrl-C while the ptopipe command imports is one line, not a traceback
+
 from .arch import A2A3, A5, Platform, get_platform
 from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
                      MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
@@ -17,8 +21,8 @@ from .isa.scenario import Scenario
 
 def run_pto(path=None, **kwargs):
     """Run a ``.pto`` (PTO-AS) file on the simulated cluster with buffer semantics, as
-    ptoas's C++ would run on the device: :func:`ptopipe.runtime.pto_exec.run_pto`."""
-    from .runtime.pto_exec import run_pto as _run_pto
+    ptoas's C++ would run on the device: :func:`ptopipe.codegen.pto_exec.run_pto`."""
+    from .codegen.pto_exec import run_pto as _run_pto
     return _run_pto(path, **kwargs)
 
 

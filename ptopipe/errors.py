@@ -3,9 +3,14 @@
 Every error carries *what* went wrong, *where* (kernel file:line, DSL line:col, or a
 config field) and *how to fix it*; ``str(err)`` renders all three so that the CLI can
 print it without a traceback.  This module sits below every layer: all of them raise
-these classes.
+these classes (and find the user's line: :func:`user_frame` of an exception, :func:`user_line`
+of a call).
 """
 from __future__ import annotations
+
+import os
+import sys
+import traceback
 
 
 class PtoPipeError(Exception):
@@ -89,3 +94,24 @@ class ParseError(PtoPipeError):
 
 class MismatchError(PtoPipeError):
     """A kernel's results differ from its numpy golden."""
+
+
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_frame(e: BaseException):
+    """The innermost traceback frame of ``e`` outside the ptopipe package (and Python's
+    frozen import machinery) - the kernel or scenario line that raised an exception
+    ptopipe did not make - or None."""
+    user = [f for f in traceback.extract_tb(e.__traceback__)
+            if not f.filename.startswith((_PKG, "<frozen"))]
+    return user[-1] if user else None
+
+
+def user_line() -> str | None:
+    """``file:line`` of the innermost frame of the running stack outside ptopipe: the user's
+    line that called into it (e.g. a decorator with a bad option), or None."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith((_PKG, "<frozen")):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import inspect
 import os
+import stat
 
 import numpy as np
 import pytest
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe import ConfigError, KernelError, MemoryConflictError
+from ptopipe import CompileError, ConfigError, KernelError, MemoryConflictError
 from ptopipe.isa import (TASSIGN, TLOAD, TSTORE, GlobalTensor, Tile, TileType, float32,
                          get_subblockid)
 from ptopipe.runtime import run as dsl_run
@@ -65,6 +66,18 @@ def k_setvalid_negative(x):
     t.SetValid(4, -1)                                    # VALID-NEG
 
 
+def k_tile_fractional(x):
+    Tile(TileType.Vec, float32, 8.5, 32, addr=0)         # TILE-FRAC
+
+
+def k_tile_negative(x):
+    Tile(TileType.Vec, float32, 8, -32)                  # TILE-NEG
+
+
+def k_tile_valid_fractional(x):
+    Tile(TileType.Vec, float32, 8, 32, valid_rows=7.5)   # TILE-VALID
+
+
 def k_unknown_dtype(x):
     Tile(TileType.Vec, "f33", 4, 8, addr=0)              # BAD-DTYPE
 
@@ -81,6 +94,9 @@ def k_unknown_dtype_gt(x):
     (k_setvalid_big, "# VALID-BIG", "SetValid(5, 8) on Vec tile float32 4x8"),
     (k_setvalid_negative, "# VALID-NEG", "SetValid(4, -1)"),
     (k_unknown_dtype, "# BAD-DTYPE", "unknown element type 'f33'"),
+    (k_tile_fractional, "# TILE-FRAC", "Tile shape 8.5x32: a tile's rows and cols are positive integers"),
+    (k_tile_negative, "# TILE-NEG", "Tile shape 8x-32: a tile's rows and cols are positive integers"),
+    (k_tile_valid_fractional, "# TILE-VALID", "valid region 7.5x32 does not fit tile 8x32"),
     (k_unknown_dtype_gt, "# BAD-DTYPE-GT", "unknown element type 'float33'"),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
 def test_isa_misuse_is_a_located_kernel_error(kernel, marker, text, platform):
@@ -296,3 +312,383 @@ def _fill(values):
     for k, v in values.items():
         src = src.replace("{" + k + "}", v)
     return src
+
+
+# -- the command line: what a new user may type ---------------------------------------------
+COMMANDS = ["run", "check", "trace", "sweep", "compile"]
+
+
+def _cli(argv, capsys) -> tuple:
+    """(exit status, stdout, stderr) of the CLI run in-process; never a traceback."""
+    from ptopipe.cli import main
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def _error(err: str, cls: str = "ConfigError") -> tuple:
+    """(what, where) of the one error the CLI printed on stderr."""
+    head, *rest = err.splitlines()
+    assert head.startswith(f"error: {cls}: "), err
+    where = next((ln.removeprefix("  at ") for ln in rest if ln.startswith("  at ")), None)
+    assert any(ln.startswith("  fix: ") for ln in rest), err
+    return head.removeprefix(f"error: {cls}: "), where
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+@pytest.mark.parametrize("name", ["kernels", "k.py", "k.pto"])
+def test_a_directory_as_the_kernel_is_a_config_error(cmd, name, tmp_path, capsys):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "s1.py").write_text("")
+    code, out, err = _cli([cmd, d], capsys)
+    what, where = _error(err)
+    assert code == 1 and what == f"{d} is a directory, not a kernel file" and where == "argument FILE"
+    assert f"e.g. {d / 's1.py'}" in err
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+@pytest.mark.parametrize("data, text, line", [
+    (b"import numpy\n\x00\x01\x02", "it holds binary data (a NUL byte at offset 13)", 2),
+    (b"\xb1\x9c\xff\x00", "it holds binary data (a NUL byte at offset 3)", 1),
+    (b"\xb1\x9cz = 1\n", "byte 0xb1 at offset 0 is not utf-8 text", 1),
+    (b"x = 1\ny = 2\n\xe9t\xe9 = 3\n", "byte 0xe9 at offset 12 is not utf-8 text", 3),
+], ids=["nul", "nul_first_line", "not_utf8_first_line", "latin1"])
+def test_a_binary_file_as_the_kernel_is_a_config_error_at_its_line(cmd, data, text, line, tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_bytes(data)
+    code, out, err = _cli([cmd, f], capsys)
+    what, where = _error(err)
+    assert code == 1 and what == f"{f} is not Python source: {text}" and where == f"{f}:{line}"
+
+
+S1 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                  "examples", "scenarios", "s1_cv_split.py")
+
+
+def _src_line(path, marker: str) -> int:
+    with open(path, encoding="utf-8") as f:
+        return next(i for i, t in enumerate(f, 1) if marker in t)
+
+
+def _note(out: str, k: int) -> tuple:
+    """(text, (file, line)) of note [k] under a sweep table: 'ERROR: what at file:line'."""
+    line = next(ln for ln in out.splitlines() if ln.startswith(f"[{k}] "))
+    text, _, where = line.rpartition(" at ")
+    return text, _at(where)
+
+
+def test_sweep_of_a_negative_depth_names_the_gm_buffer_line(capsys):
+    code, out, err = _cli(["sweep", S1, "--param", "depth=-1,2", "--workers", "1"], capsys)
+    assert code == 1 and "FAILED [1]" in out and "* best: depth=2" in out
+    text, at = _note(out, 1)
+    assert text == "[1] depth=-1: ConfigError: gm_buffer(-2048): a buffer size is a non-negative " \
+                   "integer number of bytes"
+    assert at == (S1, _src_line(S1, "fifo=gm_buffer(depth * SLOT)"))
+
+
+@pytest.mark.parametrize("n", [-1, 2.5, True, "64"])
+def test_gm_buffer_of_a_bad_size_is_a_config_error_at_its_line(n):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.gm_buffer(n)                             # GM-BUFFER
+    assert ei.value.what.startswith(f"gm_buffer({n!r}): a buffer size is") and ei.value.fix
+    marker = "# GM" + "-BUFFER"                          # (this line must not match itself)
+    assert _at(ei.value.where) == _line(test_gm_buffer_of_a_bad_size_is_a_config_error_at_its_line, marker)
+    assert ptopipe.gm_buffer(np.int64(0)).shape == (0,) and ptopipe.gm_buffer(8).nbytes == 8
+
+
+def test_sweep_row_of_a_python_error_in_make_args_names_its_line(tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_text(_fill({**_OK, "ARGS": "dict(x=np.zeros(n, np.float32), out=np.zeros(4, np.float32))"}))
+    code, out, _ = _cli(["sweep", f, "--param", "n=-1,4", "--workers", "1"], capsys)
+    assert code == 1
+    text, at = _note(out, 1)
+    assert text == "[1] n=-1: ValueError: negative dimensions are not allowed"
+    assert at == (str(f), _src_line(f, "return dict(x=np.zeros(n"))
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["run", "--input", "a=a.npy"], "--input"),
+    (["run", "--output", "out=out.npy"], "--output"),
+    (["check", "--input", "a=a.npy", "--schedules", "1"], "--input"),
+    (["check", "--static", "--input", "a=a.npy"], "--input"),
+], ids=["run_input", "run_output", "check_input", "check_static_input"])
+def test_pto_parameter_options_for_a_python_kernel_are_a_config_error(argv, option, capsys):
+    code, out, err = _cli([argv[0], S1, *argv[1:]], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out
+    assert what == f"{option} is for .pto kernels, and {S1} is a Python kernel"
+    assert where == f"option {option}"
+
+
+def test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line():
+    with pytest.raises(KernelError, match=r"Tile shape 0x16: a tile's rows and cols") as ei:
+        Tile(TileType.Vec, float32, 0, 16)               # OUTSIDE
+    marker = "# OUT" + "SIDE"                            # (this line must not match itself)
+    test = test_a_tile_made_outside_a_kernel_with_a_bad_shape_names_the_line
+    assert _at(ei.value.where) == _line(test, marker)
+
+
+DECORATED = '''
+import ptopipe.language as pl
+
+
+@pl.incore({OPTIONS})
+def mixed(x: pl.Tensor[[16, 32], pl.f32]):
+    pass
+'''
+
+
+@pytest.mark.parametrize("options, text", [
+    ("slot_num=0", "@pl.incore(slot_num=0) must be a positive integer"),
+    ("slot_num=2.5", "@pl.incore(slot_num=2.5) must be a positive integer"),
+    ("split=7", "@pl.incore(split=7) is not a split mode"),
+    ("core='cube'", "unknown core 'cube' in @pl.incore(core=...)"),
+])
+def test_a_bad_dsl_decorator_option_is_a_compile_error_at_its_line(options, text, tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_text(DECORATED.replace("{OPTIONS}", options))
+    code, _, err = _cli(["compile", f], capsys)
+    what, where = _error(err, "CompileError")
+    assert code == 1 and what == text and where == f"{f}:{_src_line(f, '@pl.incore')}"
+    with pytest.raises(CompileError) as ei:              # the DSL text reader: the same message
+        pl.parse(DECORATED.replace("{OPTIONS}", options))
+    assert ei.value.what == text and ei.value.where == "<dsl>:5:2"
+
+
+PTO_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pto", "c2v_split_a3.pto")
+
+
+def test_a_text_file_given_as_npy_input_names_the_file(tmp_path, capsys):
+    f = tmp_path / "a.npy"
+    f.write_text("1.0 2.0 3.0\n4.0 5.0 6.0\n")
+    code, out, err = _cli(["run", PTO_KERNEL, "--input", f"a={f}"], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out and where == "option --input"
+    assert what == f"cannot load {f}: it is a text file (it starts with '1.0 2.0 3.0'), not a .npy file"
+    assert "pickle" not in err and "numpy.loadtxt" in err
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda f: np.save(f, np.array([1, "a", None], dtype=object), allow_pickle=True),
+     "it holds Python objects (a pickled object array), not numbers"),
+    (lambda f: open(f, "wb").write(b""), "the file is empty"),
+    (lambda f: open(f, "wb").write(bytes(range(256))), "it is not a .npy file (no NUMPY header)"),
+    (lambda f: open(f, "wb").write("é".encode() * 40),
+     "it is a text file (it starts with '" + "é" * 32 + "')"),
+    (lambda f: (np.savez(f, a=np.zeros(2)), os.replace(f + ".npz", f)),
+     "it is a .npz archive (several arrays), not a .npy file"),
+    (lambda f: (np.save(f, np.zeros(4)), os.truncate(f, os.path.getsize(f) - 8)),
+     "the .npy data is damaged"),
+], ids=["pickled", "empty", "binary", "text_cut_char", "npz", "truncated"])
+def test_a_file_that_is_not_a_numeric_npy_is_a_config_error_saying_what_it_is(make, why, tmp_path):
+    from ptopipe.cli.common import read_npy
+    f = str(tmp_path / "x.npy")
+    make(f)
+    with pytest.raises(ConfigError) as ei:
+        read_npy(f, "--input")
+    assert ei.value.what.startswith(f"cannot load {f}: {why}") and ei.value.where == "option --input"
+    assert "pickle=" not in str(ei.value)
+    np.save(f, np.arange(3.0))
+    assert np.array_equal(read_npy(f, "--input"), np.arange(3.0))
+
+
+NESTED = '''
+import numpy as np
+import ptopipe
+from ptopipe.isa import *
+
+
+def copy(x, out):
+    sub = get_subblockid()
+    t = Tile(TileType.Vec, float32, 1, 8, addr=0)
+    TLOAD(t, GlobalTensor(x.data() + sub * 8, (1, 8)))
+    TSTORE(GlobalTensor(out.data() + sub * 8, (1, 8)), t)
+
+
+def outer(x, out):
+    ptopipe.run(None, copy, dict(x=np.ones(16, np.float32), out=np.zeros(16, np.float32)))   # INNER
+    copy(x, out)
+
+
+def make_args(rng):
+    return dict(x=rng.standard_normal(16).astype(np.float32), out=np.zeros(16, np.float32))
+
+
+SCENARIO = ptopipe.Scenario("nested", None, outer, make_args, lambda args: {"out": args["x"]})
+'''
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_a_run_started_inside_a_kernel_is_a_config_error_at_the_inner_call(cmd, tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_text(NESTED)
+    code, out, err = _cli([cmd, f, "--schedules", "2"] if cmd == "check" else [cmd, f], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out
+    assert what == "ptopipe.run was called inside a running kernel (on AIV0)"
+    assert where == f"{f}:{_src_line(f, '# INNER')}"
+    f.write_text(NESTED.replace("    ptopipe.run(None, copy", "    (None, copy"))    # no nested run: passes
+    assert _cli([cmd, f], capsys)[0] == 0
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# imported while ptopipe starts up (numpy's dtypes for bf16 / fp8): here it presses Ctrl-C
+SIGINT_AT_IMPORT = '''
+import os, signal, time
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(30)
+raise RuntimeError("SIGINT did not stop the import")
+'''
+CONSOLE_SCRIPT = "import sys\nfrom ptopipe.cli import main\nsys.exit(main())\n"   # as pip writes it
+
+
+def _interrupting_env(tmp_path) -> dict:
+    (tmp_path / "ml_dtypes.py").write_text(SIGINT_AT_IMPORT)
+    (tmp_path / "ptopipe").write_text(CONSOLE_SCRIPT)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
+
+
+@pytest.mark.parametrize("how", [["-m", "ptopipe"], ["-m", "ptopipe.cli"], ["{script}"]],
+                         ids=["python_m_ptopipe", "python_m_ptopipe_cli", "console_script"])
+def test_ctrl_c_while_the_command_starts_up_is_one_line_and_exit_130(how, tmp_path):
+    import subprocess
+    import sys
+    env = _interrupting_env(tmp_path)
+    argv = [a.replace("{script}", str(tmp_path / "ptopipe")) for a in how]
+    r = subprocess.run([sys.executable, *argv, "run", S1], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (130, "", "interrupted\n")
+
+
+def test_importing_ptopipe_as_a_library_leaves_ctrl_c_alone(tmp_path):
+    import subprocess
+    import sys
+    env = _interrupting_env(tmp_path)
+    r = subprocess.run([sys.executable, "-c", "import ptopipe"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 130 and r.stderr.rstrip().endswith("KeyboardInterrupt")
+    probe = "import signal, ptopipe; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.stdout == "True\n"
+
+
+# -- -o / --output on a symbolic link: the link stays, its target is written --------------
+DSL_S1 = os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py")
+
+
+def _tmp_files(*dirs) -> list:
+    return [n for d in dirs for n in os.listdir(d) if n.endswith(".tmp")]
+
+
+def test_output_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path, capsys):
+    real = tmp_path / "real"
+    real.mkdir()
+    target = real / "out.ir"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "out.ir"
+    link.symlink_to(os.path.join("real", "out.ir"))            # a relative link
+    code, _, err = _cli(["compile", DSL_S1, "-o", link], capsys)
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == os.path.join("real", "out.ir")
+    assert target.read_text().startswith("pl.program()")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert _tmp_files(tmp_path, real) == []
+    from ptopipe.report._io import write_atomic                 # the library call: the same
+    write_atomic(str(link), b"bytes")
+    assert link.is_symlink() and target.read_bytes() == b"bytes"
+
+
+def test_output_through_a_symlink_to_a_read_only_file_is_refused(tmp_path, capsys):
+    target = tmp_path / "keep.ir"
+    target.write_text("keep me")
+    target.chmod(0o444)
+    link = tmp_path / "out.ir"
+    link.symlink_to(target)
+    code, out, err = _cli(["compile", DSL_S1, "-o", link], capsys)
+    what, _ = _error(err)
+    assert code == 1 and out == ""
+    assert what == f"cannot write {link} (a link to {target}): the file exists and is read-only"
+    assert f"chmod u+w {target}" in err
+    assert link.is_symlink() and target.read_text() == "keep me" and _tmp_files(tmp_path) == []
+
+
+def test_output_through_a_dangling_or_looping_symlink(tmp_path):
+    from ptopipe.report._io import write_atomic
+    link = tmp_path / "new.ir"
+    link.symlink_to(tmp_path / "made.ir")                       # no target yet: it is created
+    write_atomic(str(link), "x")
+    assert link.is_symlink() and (tmp_path / "made.ir").read_text() == "x"
+    loop = tmp_path / "loop.ir"
+    loop.symlink_to(loop)
+    with pytest.raises(ConfigError, match=f"cannot write {loop}"):
+        write_atomic(str(loop), "x")
+    gone = tmp_path / "gone.ir"
+    gone.symlink_to(tmp_path / "nodir" / "x.ir")
+    with pytest.raises(ConfigError, match=r"\(a link to .*x\.ir\): directory .*nodir does not exist"):
+        write_atomic(str(gone), "x")
+
+
+@pytest.mark.parametrize("argv, option, text", [
+    (["--seed", "-1"], "--seed", "--seed -1 is not a seed"),
+    (["--replay", "random:-1"], "--replay", "bad schedule 'random:-1': the seed -1 is negative"),
+    (["--replay", "pct:-2:3:10"], "--replay", "bad schedule 'pct:-2:3:10': the seed -2 is negative"),
+    (["--replay", "pct:1:0:10"], "--replay", "bad schedule 'pct:1:0:10': the depth 0 is not >= 1"),
+    (["--replay", "pct:1:3:-1"], "--replay", "bad schedule 'pct:1:3:-1': the event count -1 is negative"),
+], ids=["seed", "replay_random", "replay_pct_seed", "replay_pct_depth", "replay_pct_k"])
+def test_a_negative_schedule_seed_is_refused_however_it_is_given(argv, option, text, capsys):
+    code, out, err = _cli(["check", S1, *argv], capsys)
+    what, where = _error(err)
+    assert code == 1 and "PASS" not in out and what == text and where == f"option {option}"
+
+
+@pytest.mark.parametrize("argv, text", [
+    ([], "nothing to sweep: no --param given"),
+    (["--param", "depth=,"], "bad --param 'depth=,'"),
+], ids=["no_param", "no_values"])
+def test_a_sweep_with_nothing_to_vary_is_a_config_error(argv, text, capsys):
+    code, out, err = _cli(["sweep", S1, *argv, "--workers", "1"], capsys)
+    what, where = _error(err)
+    assert code == 1 and out == "" and what == text and where == "option --param"
+    if not argv:
+        assert "--param M=V1,V2 (its parameters: M, depth, split, dtype)" in err
+
+
+# -- the docs name only commands the CLI has ------------------------------------------------
+def _doc_files() -> list:
+    import glob
+    return [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"),
+                                                               recursive=True))
+
+
+def test_the_docs_name_only_real_subcommands():
+    """`ptopipe X` in code, and a bare `x` listed with one (`ptopipe check` / `x`), is a
+    subcommand; an API is written as one (`explore()`, `ptopipe.run`)."""
+    import re
+    from ptopipe.cli import SUBCOMMANDS
+    bad = []
+    listed = re.compile(r"`ptopipe [a-z][^`]*`((?:\s*(?:/|,|\(and|\(or|and|or)\s*`[^`]+`)+)")
+    for path in _doc_files():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        code = re.findall(r"`([^`\n]+)`", text) + [ln for b in re.findall(r"```[^\n]*\n(.*?)```", text, re.S)
+                                                   for ln in b.splitlines()]
+        for snippet in code:
+            m = re.match(r"\s*(?:\$\s+)?ptopipe\s+([a-z][\w-]*)", snippet)
+            if m and m.group(1) not in SUBCOMMANDS:
+                bad.append(f"{os.path.relpath(path, ROOT)}: `{snippet}`")
+        for m in listed.finditer(text):
+            for word in re.findall(r"`([^`]+)`", m.group(1)):
+                if re.fullmatch(r"[a-z][\w-]*", word) and word not in SUBCOMMANDS:
+                    bad.append(f"{os.path.relpath(path, ROOT)}: `{word}` listed as a command")
+    assert not bad, bad
+
+
+def test_explore_is_an_option_of_check_not_a_command(capsys):
+    with pytest.raises(SystemExit) as ei:
+        _cli(["explore", S1], capsys)
+    assert ei.value.code == 2 and "invalid choice: 'explore'" in capsys.readouterr().err
+    code, out, _ = _cli(["check", S1, "--explore", "pct", "--schedules", "2"], capsys)
+    assert code == 0 and "2 explored schedules (pct" in out

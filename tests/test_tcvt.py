@@ -59,10 +59,47 @@ def test_unmodelled_modes_are_reported_at_their_line():
         TCVT(h, a)                                      # float narrowing: CAST_RINT, fine
         if out.GetShape(3) == 1:
             TCVT(b, a, RoundMode.CAST_ODD)              # ODD
-        TCVT(h, a, RoundMode.CAST_FLOOR)                # FLOOR16
+        TCVT(h, a, RoundMode.CAST_ODD)                  # ODD16
     for rows, marker, text in ((1, "ODD", "CAST_ODD is not modelled"),
-                               (2, "FLOOR16", "only CAST_RINT is modelled between float types")):
+                               (2, "ODD16", "von Neumann rounding is not modelled")):
         with pytest.raises(KernelError) as ei:
             ptopipe.run(None, (vec, None), dict(x=X, out=np.zeros((rows, 32), np.int32)))
         assert text in ei.value.what and ei.value.fix
         assert ei.value.where.endswith(f":{line_of(vec, marker)}"), ei.value.where
+
+
+@pytest.mark.parametrize("dtype", [np.float16, bfloat16])
+@pytest.mark.parametrize("mode", [RoundMode.CAST_ROUND, RoundMode.CAST_FLOOR, RoundMode.CAST_CEIL,
+                                  RoundMode.CAST_TRUNC, RoundMode.CAST_RINT])
+def test_float_narrowing_rounds_by_mode(dtype, mode):
+    """f32 -> f16 / bf16 under each RoundMode, against numpy's nextafter neighbours of the
+    nearest-even result: ties (exact halfway values) and both signs included."""
+    rng = np.random.default_rng(3)
+    ulp16 = 2.0 ** -10 if dtype is np.float16 else 2.0 ** -7
+    base = rng.uniform(-4, 4, 64).astype(np.float32)
+    ties = np.array([1 + ulp16 / 2, -(1 + ulp16 / 2), 1 + 3 * ulp16 / 2, 2 + ulp16, -0.0, 0.0], np.float32)
+    x = np.concatenate([base, ties, np.zeros(128 - 64 - len(ties), np.float32)]).reshape(4, 32)
+
+    def vec(src, out):
+        a = Tile(TileType.Vec, float32, 4, 32, addr=0)
+        h = Tile(TileType.Vec, dtype, 4, 32, addr=0x400)
+        TLOAD(a, src)
+        TCVT(h, a, mode)
+        TSTORE(out, h)
+    got = ptopipe.run(None, (vec, None), dict(src=x, out=np.zeros((4, 32), dtype))).outputs["out"]
+    x64 = x.astype(np.float64)
+    near = x.astype(dtype)
+    lo = np.where(near.astype(np.float64) > x64, np.nextafter(near, np.array(-np.inf, dtype)), near)
+    hi = np.where(near.astype(np.float64) < x64, np.nextafter(near, np.array(np.inf, dtype)), near)
+    if mode is RoundMode.CAST_FLOOR:
+        want = lo
+    elif mode is RoundMode.CAST_CEIL:
+        want = hi
+    elif mode is RoundMode.CAST_TRUNC:
+        want = np.where(x64 < 0, hi, lo)
+    elif mode is RoundMode.CAST_ROUND:
+        dlo, dhi = x64 - lo.astype(np.float64), hi.astype(np.float64) - x64
+        want = np.where(dlo < dhi, lo, np.where(dhi < dlo, hi, np.where(x64 < 0, lo, hi)))
+    else:
+        want = near
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))

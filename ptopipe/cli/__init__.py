@@ -13,6 +13,7 @@ import os
 import sys
 
 from .. import __version__
+from .._startup import interrupted, release
 from .common import validate
 from .errors import report_exception
 
@@ -32,17 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    release()                               # Ctrl-C from here on: the KeyboardInterrupt below
+    args = None
     try:
+        parser = build_parser()             # (imports every subcommand)
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         validate(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return interrupted()
     except BrokenPipeError:               # the reader went away (`ptopipe run k.py | head`)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit flush
         return 0

@@ -9,7 +9,7 @@ import sys
 
 from ..errors import ConfigError
 from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
-from .common import PROTOCOLS, add_launches, add_sync, launch_kwargs, sync_kwargs, target
+from .common import PROTOCOLS, add_launches, add_sync, launch_kwargs, refuse_pto_options, sync_kwargs, target
 from .errors import color, describe_exception, report_exception
 from . import bounds
 from .loader import load_scenarios, pick_variants
@@ -67,6 +67,7 @@ def _progress_done() -> None:
 
 
 def main(args) -> int:
+    refuse_pto_options(args, "input")
     if args.static and args.file.endswith(".pto"):
         from .pto import static_pto
         return static_pto(args)

@@ -1,14 +1,19 @@
-"""What the subcommands share: validating option values, the platform and protocol a
-run uses (an explicit option, else the Scenario's own ``platform=`` / ``protocol=``, else
-a2a3 / spec), and running every picked variant with a summary of the failures."""
+"""What the subcommands share: validating option values, reading a ``.npy`` an option
+names, the platform and protocol a run uses (an explicit option, else the Scenario's own
+``platform=`` / ``protocol=``, else a2a3 / spec), and running every picked variant with a
+summary of the failures."""
 from __future__ import annotations
 
+import codecs
 import sys
+
+import numpy as np
 
 from ..arch import get_platform
 from ..arch.vocab import Protocol, SyncMode
 from ..errors import ConfigError
 from .errors import color, report_exception
+from .loader import check_kernel_file
 
 #: the values of --protocol: the protocol vocabulary's own
 PROTOCOLS = [p.value for p in Protocol]
@@ -25,7 +30,8 @@ _LOWER_BOUNDS = {
 
 
 def validate(args) -> None:
-    """Reject option values no run can use, naming the option (before any kernel runs)."""
+    """Reject option values no run can use, naming the option, and a FILE argument that is
+    not a readable file (before any kernel runs)."""
     for name, (low, what) in _LOWER_BOUNDS.items():
         v = getattr(args, name, None)
         if v is not None and v < low:
@@ -37,6 +43,63 @@ def validate(args) -> None:
         raise ConfigError("--variant is empty", where="option --variant",
                           fix="name a variant, write --variant all, or leave the option out "
                               "for the scenario's default")
+    if getattr(args, "file", None) is not None:
+        check_kernel_file(args.file)
+
+
+_PTO_ONLY_FIX = {
+    "input": "drop --input: a .py kernel's arguments are what its make_args returns for the variant "
+             "(--variant) and data seed (--seed)",
+    "output": "drop --output: a .py kernel's results are checked against its golden and printed; "
+              "to keep them, call ptopipe.run(...) or SCENARIO.run(...) and save .outputs",
+}
+
+
+def refuse_pto_options(args, *options: str) -> None:
+    """``--input`` / ``--output`` name a .pto kernel's parameters: for a .py kernel, whose
+    arguments come from its Scenario, they are a ConfigError rather than silently unused."""
+    if args.file.endswith(".pto"):
+        return
+    for opt in options:
+        if getattr(args, opt, None):
+            raise ConfigError(f"--{opt} is for .pto kernels, and {args.file} is a Python kernel",
+                              where=f"option --{opt}", fix=_PTO_ONLY_FIX[opt])
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_SAVE_FIX = "write it with numpy.save(path, array) (a numeric array)"
+
+
+def read_npy(file: str, option: str) -> np.ndarray:
+    """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names; a file
+    that is not one (text, an ``.npz`` archive, a pickled object array, a truncated file) is
+    a ConfigError saying what the file is instead."""
+    def bad(why: str, fix: str = _SAVE_FIX) -> ConfigError:
+        return ConfigError(f"cannot load {file}: {why}", where=f"option {option}", fix=fix)
+    try:
+        with open(file, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise bad(e.strerror or str(e), "give the path of a .npy file") from None
+    if not head.startswith(_NPY_MAGIC):
+        if not head:
+            raise bad("the file is empty")
+        if head.startswith(b"PK\x03\x04"):
+            raise bad("it is a .npz archive (several arrays), not a .npy file",
+                      "save the one array with numpy.save(path, np.load(archive)[name])")
+        text = codecs.getincrementaldecoder("utf-8")("replace").decode(head)   # a cut last char: dropped
+        if "\ufffd" in text or not all(c.isprintable() or c in "\t\r\n" for c in text):
+            raise bad("it is not a .npy file (no NUMPY header)")
+        raise bad(f"it is a text file (it starts with {text.splitlines()[0][:32]!r}), not a .npy file",
+                  "convert it: numpy.save(path, numpy.loadtxt(textfile, dtype=...))")
+    try:
+        return np.load(file, allow_pickle=False)
+    except ValueError as e:
+        if "pickle" in str(e):
+            raise bad("it holds Python objects (a pickled object array), not numbers") from None
+        raise bad(f"the .npy data is damaged ({e})") from None
+    except (OSError, EOFError) as e:
+        raise bad(f"the .npy data is truncated or damaged ({e or 'ends early'})") from None
 
 
 def target(args, sc) -> tuple:

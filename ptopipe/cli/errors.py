@@ -5,9 +5,7 @@ import os
 import sys
 import traceback
 
-from ..errors import PtoPipeError
-
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ..errors import PtoPipeError, user_frame
 
 
 def color(text: str, code: str, stream=None) -> str:
@@ -20,17 +18,11 @@ def color(text: str, code: str, stream=None) -> str:
     return text
 
 
-def _user_frame(e: BaseException):
-    """The innermost traceback frame outside the ptopipe package (the kernel, the scenario)."""
-    user = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(_PKG)]
-    return user[-1] if user else None
-
-
 def describe_exception(e: BaseException) -> dict:
     """``e`` as structured data (``PtoPipeError.to_dict`` keys) for ``--json`` output."""
     if isinstance(e, PtoPipeError):
         return e.to_dict()
-    f = _user_frame(e)
+    f = user_frame(e)
     return {"error": type(e).__name__, "what": str(e), "where": f"{f.filename}:{f.lineno}" if f else None,
             "fix": None, "details": None, "findings": []}
 
@@ -44,7 +36,7 @@ def report_exception(e: BaseException) -> int:
             print(rest, file=sys.stderr)
         return 1
     # an exception raised by user code (the kernel, the scenario file): show where it is
-    f = _user_frame(e)
+    f = user_frame(e)
     print(color(f"error: {type(e).__name__}: ", "1;31") + str(e), file=sys.stderr)
     if f:
         print(f"  at {f.filename}:{f.lineno}", file=sys.stderr)

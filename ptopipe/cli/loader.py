@@ -1,5 +1,6 @@
 """Loading a kernel file: a Python file that defines a ``SCENARIO`` (a
-:class:`ptopipe.Scenario`), or several ``Scenario`` objects."""
+:class:`ptopipe.Scenario`), or several ``Scenario`` objects; and refusing, with the file
+named, a FILE argument that is no kernel file (missing, a directory, binary data)."""
 from __future__ import annotations
 
 import importlib.util
@@ -10,11 +11,66 @@ from ..errors import ConfigError
 from ..isa.scenario import Scenario
 
 
-def load_module(path: str):
+def check_kernel_file(path: str) -> None:
+    """Raise a ConfigError naming ``path`` unless it is a readable regular file: what every
+    subcommand checks before it reads its FILE argument (a .py or a .pto kernel)."""
     if not os.path.exists(path):
-        raise ConfigError(f"no such file: {path}", fix="give the path of a kernel .py file")
+        raise ConfigError(f"no such file: {path}", where="argument FILE",
+                          fix="give the path of a kernel .py (or .pto) file")
+    if os.path.isdir(path):
+        inside = sorted(f for f in os.listdir(path) if f.endswith((".py", ".pto")))[:3]
+        raise ConfigError(f"{path} is a directory, not a kernel file", where="argument FILE",
+                          fix="give one kernel file" + (f", e.g. {os.path.join(path, inside[0])}"
+                                                        if inside else " (a .py or .pto file)"))
+    if not os.path.isfile(path):
+        raise ConfigError(f"{path} is not a regular file", where="argument FILE",
+                          fix="give the path of a kernel .py (or .pto) file")
+    if not os.access(path, os.R_OK):
+        raise ConfigError(f"cannot read {path}: permission denied", where="argument FILE",
+                          fix=f"make it readable (chmod u+r {path})")
+
+
+def _check_source(path: str) -> None:
+    """Refuse a file that is not Python source text (a .pyc, an image, a file in another
+    encoding) before Python compiles it: its SyntaxError would name no line, or advise
+    fixing the syntax of binary data."""
+    with open(path, "rb") as f:
+        data = f.read()
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ConfigError(f"{path} is not Python source: it holds binary data (a NUL byte at offset {nul})",
+                          where=f"{path}:{_line_at(data, nul)}",
+                          fix="give the kernel's .py source file, not a compiled or binary file")
+    try:
+        importlib.util.decode_source(data)
+        return
+    except UnicodeDecodeError as e:
+        start, encoding = e.start, e.encoding
+    except SyntaxError as e:           # the first two lines: no text, or an unknown coding
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as u:
+            start, encoding = u.start, "utf-8"
+        else:
+            line = next((i for i, t in enumerate(data.splitlines()[:2], 1) if b"coding" in t), 1)
+            raise ConfigError(f"{path} is not Python source: {e.msg}",
+                              where=f"{path}:{line}",
+                              fix="declare an encoding Python knows, e.g. '# -*- coding: utf-8 -*-'") from None
+    raise ConfigError(f"{path} is not Python source: byte {data[start]:#04x} at offset {start} "
+                      f"is not {encoding} text", where=f"{path}:{_line_at(data, start)}",
+                      fix="give the kernel's .py source file, saved as UTF-8 text")
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def load_module(path: str):
+    check_kernel_file(path)
     if not path.endswith(".py"):
-        raise ConfigError(f"{path} is not a Python file", fix="kernel files are .py files defining SCENARIO")
+        raise ConfigError(f"{path} is not a Python file", where="argument FILE",
+                          fix="kernel files are .py files defining SCENARIO")
+    _check_source(path)
     name = "ptopipe_kernel_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -24,7 +80,8 @@ def load_module(path: str):
     try:
         spec.loader.exec_module(mod)
     except SyntaxError as e:
-        raise ConfigError(f"syntax error in {path}: {e.msg}", where=f"{e.filename}:{e.lineno}",
+        raise ConfigError(f"syntax error in {path}: {e.msg}",
+                          where=f"{e.filename or path}:{e.lineno}" if e.lineno else path,
                           fix="fix the Python syntax") from None
     finally:
         if sys.path and sys.path[0] == d:

@@ -26,7 +26,7 @@ from ..ir import to_tree
 from ..ir.types import TensorType, np_dtype
 from ..report._io import write_atomic
 from . import bounds
-from .common import launch_kwargs, sync_kwargs
+from .common import launch_kwargs, read_npy, sync_kwargs
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
 PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform", "validate")
@@ -150,11 +150,7 @@ def load_inputs(pairs) -> dict:
         if not sep or not name or not file:
             raise ConfigError(f"--input {p!r} is not NAME=FILE.npy", where="option --input",
                               fix="e.g. --input a=a.npy")
-        try:
-            given[name] = np.load(file, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as e:
-            raise ConfigError(f"cannot load {file}: {e or 'the file is empty'}", where="option --input",
-                              fix="give a .npy file written by numpy.save") from None
+        given[name] = read_npy(file, "--input")
     return given
 
 
@@ -227,21 +223,50 @@ def _target(args, path):
     return getattr(args, "platform", None), getattr(args, "protocol", None) or "spec"
 
 
-def pto_scenario(args):
-    """The .pto file of ``args`` as a Scenario (one 'default' variant) for ``check``."""
-    from ..isa.scenario import Scenario
-    from ..runtime import kernels
+def static_front(args, platform, protocol):
+    """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
+    file (a finding of the passes is raised as today), ``([], reason)`` when it cannot express
+    the file (the run then has the executor's checks only, and says so)."""
+    scalars = scalar_inputs(getattr(args, "input", None))
+    try:
+        _, _, warnings, _ = load_pto(args.file, platform, protocol, scalars=scalars)
+    except ParseError as e:
+        from ..codegen.pto_exec import read_program, read_text
+        try:
+            read_program(read_text(args.file), args.file)
+        except ParseError:
+            raise e from None                  # neither reads it: the value IR reader's words
+        return [], e.what
+    return warnings, None
+
+
+def _launch(args, fill_zero: bool = False):
+    """The executor's kernels for ``args.file`` with the ``--input`` arrays."""
+    from ..codegen.pto_exec import prepare
     platform, protocol = _target(args, args.file)
-    op, tree, warnings, plat = load_pto(args.file, platform, protocol)
+    warnings, skipped = static_front(args, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=True)
-    aic, aiv = kernels(tree)
+    pl = prepare(args.file, inputs=load_inputs(getattr(args, "input", None)), platform=platform,
+                 data_seed=getattr(args, "data_seed", None) or 0)
+    if skipped:
+        pl.notes.insert(0, f"static pipe verification skipped (the value IR cannot express this file: "
+                           f"{skipped}); the run's checkers still apply")
+    return pl, protocol
+
+
+def pto_scenario(args):
+    """The .pto file of ``args`` as a Scenario (one 'default' variant) for ``check``: the
+    executor's kernels, the ``--input`` arrays, seeded random data for the others."""
+    from ..isa.scenario import Scenario
+    pl, protocol = _launch(args)
+    for n in pl.notes:
+        print(f"note: {n}", file=sys.stderr)
 
     def make_args(rng):
-        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
-    return Scenario(os.path.basename(args.file), aic, aiv, make_args, lambda a: {},
-                    platform=plat, protocol=protocol)
+        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
+    return Scenario(os.path.basename(args.file), pl.aic, pl.aiv, make_args, lambda a: {},
+                    platform=pl.platform, protocol=protocol)
 
 
 def static_pto(args) -> int:
@@ -262,24 +287,19 @@ def static_pto(args) -> int:
 
 
 def run_pto(args) -> int:
-    """``run kernel.pto``: simulate with the given inputs, write the ``--output`` arrays."""
-    from ..runtime import run as run_program
+    """``run kernel.pto``: simulate with the given inputs (seeded random data for the others,
+    said in a note), write the ``--output`` arrays atomically."""
+    from ..isa import run as run_kernels
     from .errors import color
-    platform, protocol = _target(args, args.file)
-    op, tree, warnings, plat = load_pto(args.file, platform, protocol)
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    written = {p.partition("=")[0] for p in getattr(args, "output", None) or []}
-    inputs = make_inputs(op, getattr(args, "input", None), zero_fill=False, fill=written)
+    pl, protocol = _launch(args)
     variant = getattr(args, "variant", None)
     if variant not in (None, "default", "all"):
         raise ConfigError(f"--variant {variant!r}: a .pto file has one variant, 'default'",
                           where="option --variant", fix="drop --variant")
     reports = getattr(args, "report", None) or getattr(args, "png", None)
-    res = run_program(tree, inputs, platform=plat, protocol=protocol,
+    res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                      **sync_kwargs(args), **launch_kwargs(args),
-                      causal=getattr(args, "causal", False))
+                      **sync_kwargs(args), **launch_kwargs(args), causal=getattr(args, "causal", False))
     if reports:
         from .trace import write_reports
         write_reports(res, args, os.path.basename(args.file), "default")
@@ -297,7 +317,11 @@ def run_pto(args) -> int:
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
         write_atomic(file, buf.getvalue())
-    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): ran"
-          + (f", wrote {', '.join(outs)}" if outs else ""))
+    for n in pl.notes:
+        print(f"note: {n}")
+    for _cycle, _core, text in sorted(pl.prints, key=lambda p: (p[0], p[1])):
+        print(text)
+    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
+          f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else ""))
     print("  " + res.summary.format().replace("\n", "\n  "))
     return 0

@@ -7,7 +7,8 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import PROTOCOLS, add_launches, add_sync, launch_kwargs, run_each, sync_kwargs, target
+from .common import (PROTOCOLS, add_launches, add_sync, launch_kwargs, refuse_pto_options, run_each,
+                     sync_kwargs, target)
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -54,6 +55,7 @@ def main(args) -> int:
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)
+    refuse_pto_options(args, "input", "output")
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
     def one(sc, v):

@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("sweep", help="run a kernel over a grid of parameters and compare cycles")
     p.add_argument("file", help="kernel file (.py defining SCENARIO)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
-                   help="a make_args parameter and its values (repeatable), e.g. depth=1,2,4,8")
+                   help="a make_args parameter and its values (at least one; repeatable), e.g. depth=1,2,4,8")
     p.add_argument("--variant", default=None, help="variant giving the other parameters (default 'default')")
     p.add_argument("--scenario", default=None, help="scenario name if the file defines several")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],

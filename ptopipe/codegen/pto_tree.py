@@ -1,7 +1,7 @@
 """The statement structure of PTO-AS text as ptoas reads it: a tree of :class:`Stmt` - one
 MLIR operation each, with its result names, op name, its own tokens and its regions.
 
-This is the syntax-level view the buffer-semantics executor (:mod:`ptopipe.runtime.pto_exec`)
+This is the syntax-level view the buffer-semantics executor (:mod:`ptopipe.codegen.pto_exec`)
 walks.  It knows no op: the operand order, ``ins(...)`` / ``outs(...)`` groups, attribute
 dictionaries, ``key = value`` pairs and types are found in a statement's tokens wherever
 MLIR's custom and generic syntaxes put them (:class:`Stmt` has the lookups), so spelling

@@ -2,13 +2,15 @@
 
 ISA functions are called from kernels running in a core's greenlet; the running core is
 found from the greenlet, so kernels stay plain functions without a ``ctx`` argument.
+A run is started from host code only: :func:`refuse_nested_run` is what ``run`` checks.
 """
 from __future__ import annotations
 
 import greenlet
 
-from ..errors import KernelError
+from ..errors import ConfigError, KernelError
 from ..sim import Core, CoreKind
+from ..sim.location import user_loc
 
 _getcurrent = greenlet.getcurrent
 
@@ -48,3 +50,16 @@ def platform_id():
 
 def is_cube() -> bool:
     return current_core().kind is CoreKind.AIC
+
+
+def refuse_nested_run() -> None:
+    """A ConfigError at the calling line if a kernel is running here: a run started inside
+    a kernel would run a second cluster inside one core's turn of the first (its clock,
+    flags and checkers stopped mid-instruction), which no device does."""
+    core = getattr(_getcurrent(), "core", None)
+    if core is not None:
+        loc = user_loc()
+        raise ConfigError(f"ptopipe.run was called inside a running kernel (on {core.name})",
+                          where=str(loc) if loc is not None else None,
+                          fix="start runs from host code, one after another (a kernel calls ISA "
+                              "instructions; to share work, call a plain Python function)")

@@ -53,22 +53,39 @@ class ScheduleSpec:
 
     @classmethod
     def parse(cls, text: str) -> "ScheduleSpec":
+        """The schedule ``text`` names (as a failure prints it); a ConfigError for anything
+        else, a negative seed included, as ``--seed`` refuses one."""
         mode, _, rest = str(text).partition(":")
+        spec = None
         try:
             if mode == "random":
-                return cls("random", int(rest))
-            if mode == "pct":
+                spec = cls("random", int(rest))
+            elif mode == "pct":
                 seed, depth, k = (int(x) for x in rest.split(":"))
-                return cls("pct", seed, depth, k)
-            if mode == "exhaustive":
+                spec = cls("pct", seed, depth, k)
+            elif mode == "exhaustive":
                 devs = tuple(tuple(int(x) for x in item.split("=")) for item in rest.split(",") if item)
-                if any(len(d) != 2 or d[0] < 0 or d[1] < 1 for d in devs):
-                    raise ValueError(rest)
-                return cls("exhaustive", deviations=tuple(sorted(devs)))
+                if all(len(d) == 2 for d in devs):
+                    spec = cls("exhaustive", deviations=tuple(sorted(devs)))
         except ValueError:
             pass
-        raise ConfigError(f"bad schedule {text!r}", where="option --replay",
-                          fix="use what a failure printed: random:SEED, pct:SEED:DEPTH:K or exhaustive:P=J,...")
+        why = "" if spec is None else spec._out_of_range()
+        if spec is None or why:
+            raise ConfigError(f"bad schedule {text!r}" + (f": {why}" if why else ""), where="option --replay",
+                              fix="use what a failure printed: random:SEED, pct:SEED:DEPTH:K or "
+                                  "exhaustive:P=J,... (SEED, K, P >= 0; DEPTH, J >= 1)")
+        return spec
+
+    def _out_of_range(self) -> str:
+        """What is out of range in a parsed spec ('' if nothing)."""
+        if self.seed < 0:
+            return f"the seed {self.seed} is negative"
+        if self.mode == "pct" and self.depth < 1:
+            return f"the depth {self.depth} is not >= 1"
+        if self.k < 0:
+            return f"the event count {self.k} is negative"
+        bad = next((d for d in self.deviations if d[0] < 0 or d[1] < 1), None)
+        return f"deviation {bad[0]}={bad[1]} is not a choice point >= 0 taking an option >= 1" if bad else ""
 
     def policy(self):
         if self.mode == "random":

@@ -21,6 +21,7 @@ from ..errors import ConfigError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, gm_layout
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
+from .context import refuse_nested_run
 from .golden import compare, compare_launches
 from .pipe import Protocol, leaks
 from .pipe.diagnostics import unpaired_frees
@@ -31,7 +32,13 @@ from .tensor import GlobalTensor, GMPtr
 
 def gm_buffer(nbytes: int) -> np.ndarray:
     """A zeroed GM buffer argument of ``nbytes`` bytes (e.g. a GM_SLOT_BUFFER)."""
-    return np.zeros(int(nbytes), dtype=np.uint8)
+    n = nbytes if isinstance(nbytes, (int, np.integer)) and not isinstance(nbytes, bool) else None
+    if n is None or n < 0:
+        from ..sim.location import user_loc
+        raise ConfigError(f"gm_buffer({nbytes!r}): a buffer size is a non-negative integer number of bytes",
+                          where=str(user_loc() or "gm_buffer"),
+                          fix="give the size in bytes, e.g. gm_buffer(slot_num * slot_size), slot_num >= 1")
+    return np.zeros(int(n), dtype=np.uint8)
 
 
 def _protocol(p) -> Protocol:
@@ -158,6 +165,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
     """
+    refuse_nested_run()
     args = dict(args or {})
     if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
         raise ConfigError(f"launches={launches!r} is not a number of launches", where="launches",

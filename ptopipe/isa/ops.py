@@ -616,6 +616,43 @@ def _to_int(d, a, rounder, lo, hi):
     np.copyto(d, x, casting="unsafe")
 
 
+def _adjacent(y: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """The float next to each ``y`` of its own dtype, upwards where ``up`` (else downwards):
+    one step of the sign-magnitude bit pattern (zeros step to the smallest subnormal)."""
+    u = y.view(np.dtype(f"u{y.dtype.itemsize}"))
+    neg = np.signbit(y.astype(np.float32))
+    away = up != neg                       # the step grows the magnitude
+    out = np.where(away, u + 1, u - 1).astype(u.dtype)
+    zero = y.astype(np.float32) == 0
+    if zero.any():
+        sign = np.array(1 << (8 * y.dtype.itemsize - 1), dtype=u.dtype)
+        out = np.where(zero, np.where(up, np.array(1, u.dtype), sign | np.array(1, u.dtype)), out)
+    return out.view(y.dtype)
+
+
+def _to_float(d, a, mode: RoundMode) -> None:
+    """A float array into a narrower float dtype rounded by ``mode``: nearest-even first,
+    then one step where the mode wants the other neighbour (FLOOR / CEIL / TRUNC by the
+    side the exact value lies on, ROUND: ties away from zero).  float64 holds every source
+    value and both neighbours exactly, so the comparisons are exact."""
+    x = a.astype(np.float64)
+    y = a.astype(d.dtype)
+    yd = y.astype(np.float64)
+    if mode is RoundMode.CAST_FLOOR:
+        fix, up = yd > x, np.zeros(x.shape, bool)
+    elif mode is RoundMode.CAST_CEIL:
+        fix, up = yd < x, np.ones(x.shape, bool)
+    elif mode is RoundMode.CAST_TRUNC:
+        fix, up = np.abs(yd) > np.abs(x), x < 0
+    else:                                   # CAST_ROUND: a tie goes to the larger magnitude
+        other = _adjacent(y, yd < x).astype(np.float64)
+        fix = (np.abs(x - yd) == np.abs(other - x)) & (np.abs(yd) < np.abs(x))
+        up = yd < x
+    with np.errstate(invalid="ignore"):
+        fix &= np.isfinite(x)
+    d[...] = np.where(fix, _adjacent(y, up), y)
+
+
 def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, *events) -> Event:
     """Convert src to dst's dtype.  A float becomes an integer rounded by ``mode`` (pto-isa's
     RoundMode; default CAST_RINT: to nearest, ties to even) and saturated to the integer's
@@ -636,11 +673,15 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, *events) -
                            "use CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL or CAST_TRUNC")
             info = np.iinfo(dst.dtype)
             core.pending.append((_to_int, d, a, _ROUNDERS[mode], info.min, info.max))
-        elif mode is not RoundMode.CAST_RINT:
-            raise _err(core, f"TCVT {src.dtype.name} -> {dst.dtype.name} with {mode.name}: only "
-                             "CAST_RINT is modelled between float types", "use RoundMode.CAST_RINT")
+        elif mode is RoundMode.CAST_ODD:
+            raise _err(core, f"TCVT {src.dtype.name} -> {dst.dtype.name} with CAST_ODD: von Neumann "
+                             "rounding is not modelled", "use CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL "
+                                                         "or CAST_TRUNC")
+        elif mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE) or dst.dtype.itemsize >= src.dtype.itemsize \
+                and dst.dtype.kind == "f" and src.dtype.kind == "f":
+            core.pending.append((_copy_unsafe, d, a))        # exact widening, or nearest-even
         else:
-            core.pending.append((_copy_unsafe, d, a))
+            core.pending.append((_to_float, d, a, mode))
     else:
         core.pending.append((_copy_unsafe, d, a))
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))

@@ -221,7 +221,7 @@ class GlobalTensor:
             f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
             f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
             f"(elements {(p.addr - lo) // item} to {(p.addr + extent - lo) // item - 1} of "
-            f"{(hi - lo) // item})", where=str(loc) if loc is not None else None,
+            f"{(hi - lo) // item})", where=here() or (str(loc) if loc is not None else None),
             fix=f"keep the view within '{name}': check the loop bound and the offset added to "
                 f"{name}.data()")
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..arch.vocab import DEFAULT_LAYOUT, TILE_SPACE, BLayout, SLayout, TileLayout, TileType  # noqa: F401
 from ..errors import KernelError
+from ..sim.location import user_loc
 from .context import current_core, here
 from .regions import register_tile
 from .tensor import GlobalTensor, GMPtr, element_type
@@ -48,19 +49,24 @@ class Tile:
                  valid_cols: int | None = None, slayout: SLayout | None = None,
                  addr: int | None = None, name: str | None = None, layout: TileLayout | None = None):
         if not isinstance(loc, TileType):
-            raise KernelError(f"Tile location must be a TileType, got {loc!r}",
+            raise KernelError(f"Tile location must be a TileType, got {loc!r}", where=_site(),
                               fix="use TileType.Vec / Mat / Left / Right / Acc")
         self.loc = loc
         self.dtype = element_type(dtype)
         self.item = self.dtype.itemsize     # a plain int: hot paths read it (a numpy attribute is slow)
+        if not (_is_int(rows) and _is_int(cols) and rows > 0 and cols > 0):
+            raise KernelError(f"Tile shape {rows!r}x{cols!r}: a tile's rows and cols are positive integers",
+                              where=_site(),
+                              fix="give the static shape as whole numbers > 0, e.g. Tile(TileType.Vec, "
+                                  "float32, 16, 32) (use // for a computed size)")
         self.rows, self.cols = int(rows), int(cols)
-        if self.rows <= 0 or self.cols <= 0:
-            raise KernelError(f"tile shape must be positive, got {rows}x{cols}")
-        self.valid_rows = self.rows if valid_rows is None else int(valid_rows)
-        self.valid_cols = self.cols if valid_cols is None else int(valid_cols)
-        if not (0 <= self.valid_rows <= self.rows and 0 <= self.valid_cols <= self.cols):
-            raise KernelError(f"valid region {self.valid_rows}x{self.valid_cols} does not fit "
-                              f"tile {self.rows}x{self.cols}")
+        vr = self.rows if valid_rows is None else valid_rows
+        vc = self.cols if valid_cols is None else valid_cols
+        if not (_is_int(vr) and _is_int(vc) and 0 <= vr <= self.rows and 0 <= vc <= self.cols):
+            raise KernelError(f"valid region {vr!r}x{vc!r} does not fit tile {self.rows}x{self.cols}",
+                              where=_site(),
+                              fix=f"give integer valid_rows 0..{self.rows} and valid_cols 0..{self.cols}")
+        self.valid_rows, self.valid_cols = int(vr), int(vc)
         self.sig = (self.valid_rows, self.valid_cols, self.dtype)   # what element-wise ops compare
         self.layout = _layout(loc, blayout, slayout, layout)
         self.blayout, self.slayout = self.layout.value
@@ -188,12 +194,12 @@ def _layout(loc: TileType, blayout, slayout, layout) -> TileLayout:
     the TileType's default."""
     if layout is not None:
         if not isinstance(layout, TileLayout):
-            raise KernelError(f"Tile layout must be a TileLayout, got {layout!r}",
+            raise KernelError(f"Tile layout must be a TileLayout, got {layout!r}", where=_site(),
                               fix="use TileLayout.ND / DN / NZ / ZN / ZZ")
         if (blayout is not None and blayout is not layout.blayout) or \
                 (slayout is not None and slayout is not layout.slayout):
             raise KernelError(f"Tile layout={layout.name} contradicts blayout={blayout} / slayout={slayout}",
-                              fix="give either layout= or blayout/slayout")
+                              where=_site(), fix="give either layout= or blayout/slayout")
         return layout
     if blayout is None and slayout is None:
         return DEFAULT_LAYOUT[loc]
@@ -201,11 +207,11 @@ def _layout(loc: TileType, blayout, slayout, layout) -> TileLayout:
     s = SLayout.NoneBox if slayout is None else slayout
     if not isinstance(b, BLayout) or not isinstance(s, SLayout):
         raise KernelError(f"Tile blayout/slayout must be BLayout/SLayout members, got {blayout!r}, {slayout!r}",
-                          fix="e.g. blayout=BLayout.ColMajor, slayout=SLayout.RowMajor (NZ)")
+                          where=_site(), fix="e.g. blayout=BLayout.ColMajor, slayout=SLayout.RowMajor (NZ)")
     try:
         return TileLayout.of(b, s)
     except KeyError:
-        raise KernelError(f"BLayout.{b.value} with SLayout.{s.value} is not a tile layout",
+        raise KernelError(f"BLayout.{b.value} with SLayout.{s.value} is not a tile layout", where=_site(),
                           fix="use ND (RowMajor/NoneBox), DN (ColMajor/NoneBox), NZ (ColMajor/RowMajor), "
                               "ZN (RowMajor/ColMajor) or ZZ (RowMajor/RowMajor)") from None
 
@@ -227,6 +233,16 @@ def bind(tile: Tile, core, addr: int) -> None:
     tile._addr = addr
     tile.core = core
     tile.mem, tile._full, tile._valid = v
+
+
+def _site() -> str | None:
+    """The line constructing a tile: the running kernel's, else (a tile made outside a run)
+    the first line outside ptopipe."""
+    w = here()
+    if w is None:
+        loc = user_loc()
+        w = str(loc) if loc is not None else None
+    return w
 
 
 def _is_int(v) -> bool:

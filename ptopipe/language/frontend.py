@@ -10,7 +10,7 @@ import inspect
 import textwrap
 
 from ..arch.vocab import TileSplitAxis
-from ..errors import CompileError
+from ..errors import CompileError, user_line
 from ..ir.nodes import Function, FunctionKind, Program
 from ..ir.verifier import verify
 from .parser import FunctionParser, Source, error
@@ -94,18 +94,19 @@ class Decorator:
             if isinstance(split, bool) or not isinstance(split, int) or \
                     int(split) not in tuple(TileSplitAxis):
                 raise CompileError(f"@pl.{self.name}(split={split!r}) is not a split mode",
+                                   where=user_line(),
                                    fix="use pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT or pl.TILE_NO_SPLIT")
             split = TileSplitAxis(split)
         if slot_num is not None and (isinstance(slot_num, bool) or not isinstance(slot_num, int)
                                      or slot_num < 1):
             raise CompileError(f"@pl.{self.name}(slot_num={slot_num!r}) must be a positive integer",
-                               fix="e.g. slot_num=4")
+                               where=user_line(), fix="e.g. slot_num=4")
         no_split_aiv = self.kind is FunctionKind.AIV and split is TileSplitAxis.TILE_NO_SPLIT \
             and slot_num is None          # a no-split AIV kernel: lane 1 replays (docs/layouts.md)
         if (split is not None or slot_num is not None) and self.kind is not FunctionKind.InCore \
                 and not no_split_aiv:
             raise CompileError(f"split= / slot_num= are options of a mixed @pl.incore function, "
-                               f"not of a {self.kind.value} one",
+                               f"not of a {self.kind.value} one", where=user_line(),
                                fix="drop them, or write the function as one mixed @pl.incore "
                                    "(an @pl.aiv function takes split=pl.TILE_NO_SPLIT alone)")
         return Decorator(self.kind, self.name, split, slot_num)
@@ -116,11 +117,12 @@ class Decorator:
             if core is not None:
                 if core not in _CORES:
                     raise CompileError(f"unknown core {core!r} in @pl.{self.name}(core=...)",
-                                       fix=f"use one of: {', '.join(_CORES)}")
+                                       where=user_line(), fix=f"use one of: {', '.join(_CORES)}")
                 dec = Decorator(_CORES[core], self.name)
             return dec.options(split, slot_num)
         if not callable(fn):
-            raise CompileError(f"@pl.{self.name} decorates a function, got {fn!r}")
+            raise CompileError(f"@pl.{self.name} decorates a function, got {fn!r}", where=user_line(),
+                               fix=f"write @pl.{self.name} on the line above a def")
         return DSLFunction(fn, self.apply(parse_function(fn, self.kind)))
 
     def apply(self, f: Function) -> Function:
@@ -173,6 +175,8 @@ def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> 
             for d in node.decorator_list:
                 try:
                     dec = eval(compile(ast.Expression(d), filename, "eval"), dict(ns))  # noqa: S307
+                except CompileError as e:        # a bad option: its own message, at the decorator
+                    raise error(src, d, e.what, e.fix) from None
                 except Exception as e:
                     raise error(src, d, f"bad decorator: {e}", "use @pl.aic, @pl.aiv or @pl.incore")
                 if not isinstance(dec, Decorator):

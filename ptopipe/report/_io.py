@@ -6,6 +6,10 @@ sees one.  The target is checked first - a directory or a read-only file is refu
 :class:`ConfigError` naming it (a read-only file is never replaced behind the user's back).
 A new file gets the permissions any program would give it (``0666 & ~umask``); an existing
 file keeps its own mode (``mkstemp`` alone would make every output 0600).
+
+A symbolic link as the target stays a link: the data is written (atomically, next to it) to
+the file the link points at, which keeps its mode and is refused if read-only, as if it had
+been named itself; replacing the link with a plain file would cut it off from its target.
 """
 from __future__ import annotations
 
@@ -41,19 +45,19 @@ def atomic_open(path: str, binary: bool = False):
     on an error or an interrupt the target is left as it was.  For output streamed in
     pieces (the Chrome trace of a long run), so it never has to be held in memory."""
     path = os.fspath(path)
-    mode = _target_mode(path)
-    d = os.path.dirname(os.path.abspath(path))
+    target, mode = _target(path)
+    d = os.path.dirname(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=d)
     except OSError as e:
-        raise ConfigError(f"cannot write {path}: cannot create a file in directory {d} "
+        raise ConfigError(f"cannot write {_named(path, target)}: cannot create a file in directory {d} "
                           f"({e.strerror})",
                           fix="make the directory writable or choose another output path") from None
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
             yield f
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -63,36 +67,47 @@ def atomic_open(path: str, binary: bool = False):
 def check_output(path: str) -> None:
     """Raise the ConfigError writing ``path`` would raise (a directory, a read-only file, a
     missing directory): lets a command refuse a bad ``-o`` before a long run, not after."""
-    _target_mode(os.fspath(path))
+    _target(os.fspath(path))
 
 
-def _target_mode(path: str) -> int:
-    """The permission bits the written file gets; raises ConfigError for a bad target."""
+def _named(path: str, target: str) -> str:
+    """``path`` as a message names it: with the file it links to, if it is a link."""
+    return path if target == os.path.abspath(path) else f"{path} (a link to {target})"
+
+
+def _target(path: str) -> tuple:
+    """(the file to replace: ``path`` or, for a symbolic link, the file it points at, and the
+    permission bits the written file gets); raises ConfigError for a bad target."""
     if not path or path.endswith(os.sep):
         raise ConfigError(f"no output file name in {path!r}", fix="give a file path, e.g. out.npy")
-    d = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ConfigError(f"cannot write {path}: it is a directory, not a file",
+    target = os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
+    name = _named(path, target)
+    d = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise ConfigError(f"cannot write {name}: it is a directory, not a file",
                           fix="name a file, for example one inside that directory")
     if not os.path.isdir(d):
         up = d
         while up and not os.path.exists(up):
             up = os.path.dirname(up)
         if up and not os.path.isdir(up):
-            raise ConfigError(f"cannot write {path}: {up} is a file, not a directory",
+            raise ConfigError(f"cannot write {name}: {up} is a file, not a directory",
                               fix="choose an output path inside a directory")
-        raise ConfigError(f"cannot write {path}: directory {d} does not exist",
+        raise ConfigError(f"cannot write {name}: directory {d} does not exist",
                           fix="create the directory or choose another output path")
     try:
-        st = os.stat(path)
+        st = os.stat(target)
     except FileNotFoundError:
         umask = os.umask(0)       # reading the umask means setting it; put it straight back
         os.umask(umask)
-        return 0o666 & ~umask
+        return target, 0o666 & ~umask
+    except OSError as e:          # e.g. a link that points back at itself
+        raise ConfigError(f"cannot write {name}: {e.strerror}",
+                          fix="point the link at a file, or choose another output path") from None
     mode = stat.S_IMODE(st.st_mode)
     # no write bit at all counts as read-only even for root, who may write anything
-    if not mode & 0o222 or not os.access(path, os.W_OK):
-        raise ConfigError(f"cannot write {path}: the file exists and is read-only",
-                          fix=f"make it writable (chmod u+w {path}), delete it, "
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        raise ConfigError(f"cannot write {name}: the file exists and is read-only",
+                          fix=f"make it writable (chmod u+w {target}), delete it, "
                               "or choose another output path")
-    return mode
+    return target, mode

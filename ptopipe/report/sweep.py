@@ -14,7 +14,7 @@ import itertools
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError, PtoPipeError
+from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.launch import compare, run
 from ..isa.scenario import Scenario
 from ._io import save_png
@@ -54,9 +54,11 @@ def parse_params(specs) -> dict:
     for spec in specs or ():
         name, eq, values = spec.partition("=")
         name = name.strip()
-        if not eq or not name.isidentifier() or not values.strip():
-            raise ConfigError(f"bad --param {spec!r}", fix="write --param name=v1,v2,... (e.g. depth=1,2,4,8)")
-        out[name] = [parse_value(v) for v in values.split(",") if v.strip()]
+        vals = [parse_value(v) for v in values.split(",") if v.strip()]
+        if not eq or not name.isidentifier() or not vals:
+            raise ConfigError(f"bad --param {spec!r}", where="option --param",
+                              fix="write --param name=v1,v2,... (e.g. depth=1,2,4,8)")
+        out[name] = vals
     return out
 
 
@@ -161,7 +163,8 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
         row.error = f"{type(e).__name__}: {str(e).splitlines()[0]}" + (f" at {e.where}" if e.where else "")
     except Exception as e:  # noqa: BLE001 - a user kernel may raise anything
         row.ok = False
-        row.error = f"{type(e).__name__}: {e}"
+        f = user_frame(e)
+        row.error = f"{type(e).__name__}: {e}" + (f" at {f.filename}:{f.lineno}" if f else "")
     return row
 
 
@@ -170,9 +173,14 @@ def sweep(loader, path: str, params: dict, variant: str = "default", scenario: s
           bounds: dict | None = None) -> list:
     """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked."""
     sc = pick_scenario(loader(path), scenario)
+    if not params:
+        names = [n for n in inspect.signature(sc.make_args).parameters if n != "rng"]
+        raise ConfigError("nothing to sweep: no --param given", where="option --param",
+                          fix=(f"name a make_args parameter of {sc.name} and its values, e.g. --param "
+                               f"{names[0]}=V1,V2 (its parameters: {', '.join(names)})" if names
+                               else f"give {sc.name}'s make_args keyword parameters to vary")
+                              + f"; `ptopipe run` runs the one configuration of variant {variant}")
     configs = grid(check_params(sc, variant, params))
-    if not configs:
-        raise ConfigError("nothing to sweep", fix="give at least one --param name=v1,v2")
     if workers <= 1 or len(configs) == 1:
         rows = [run_config(loader, path, sc.name, variant, c, platform, protocol, seed, bounds)
                 for c in configs]
@@ -205,7 +213,7 @@ def format_table(rows: list) -> str:
     for r in rows:
         cells = ["*" if r.best else ""] + [_fmt(r.params[n]) for n in pnames]
         if r.ok:
-            cells += [str(r.cycles), f"{r.cycles / best.cycles:.2f}x" if best else "-"]
+            cells += [str(r.cycles), _ratio(r.cycles, best.cycles) if best else "-"]
             cells += [f"{r.utilisation[c]:.0%} {r.busiest[c]}" if c in r.utilisation else "-" for c in cores]
         else:
             notes.append(f"[{len(notes) + 1}] {', '.join(f'{k}={_fmt(v)}' for k, v in r.params.items())}: "
@@ -219,6 +227,13 @@ def format_table(rows: list) -> str:
         lines.append(f"* best: {', '.join(f'{k}={_fmt(v)}' for k, v in best.params.items())} "
                      f"({best.cycles} cycles)")
     return "\n".join(lines + notes)
+
+
+def _ratio(cycles: int, best: int) -> str:
+    """'1.25x': ``cycles`` against the best row's (a kernel that issues nothing takes 0)."""
+    if best == 0:
+        return "1.00x" if cycles == 0 else "-"
+    return f"{cycles / best:.2f}x"
 
 
 def _shorten(text: str, width: int = 160) -> str:

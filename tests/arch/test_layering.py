@@ -7,7 +7,7 @@ import pathlib
 import ptopipe
 
 PKG = pathlib.Path(ptopipe.__file__).parent
-RANK = {"errors": -1, "arch": 0, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4,
+RANK = {"errors": -1, "_startup": -1, "arch": 0, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4,
         "codegen": 4, "runtime": 4, "report": 5, "cli": 6}
 
 

@@ -35,9 +35,9 @@ from .. import isa
 from ..arch import dtypes as dt
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import (BLayout, Direction, RoundMode, SLayout, SyncPipe, TileSplitAxis, TileType)
-from ..errors import ConfigError, KernelError, ParseError
-from ..codegen.pto_lexer import Token
-from ..codegen.pto_tree import Stmt, parse_tree, split_top
+from ..errors import ConfigError, KernelError, ParseError, PtoPipeError
+from .pto_lexer import Token
+from .pto_tree import Stmt, parse_tree, split_top
 from ..sim.location import SourceLoc
 
 # -- types ----------------------------------------------------------------------------------
@@ -59,6 +59,10 @@ ROUND = {"ROUND": RoundMode.CAST_ROUND, "RINT": RoundMode.CAST_RINT, "FLOOR": Ro
 _INT_BITS = re.compile(r"^(u|ui|si|i)(\d+)$")
 _SHAPE = re.compile(r"^((?:\d+|\?)x)+")
 TILE_ALIGN = 32          # bytes: placed tiles start on a 32-byte boundary (UB / L1 block)
+
+
+def _dtype_name(d) -> str:
+    return next(k for k, v in ELEMENT.items() if v == d)
 
 
 def _text(toks) -> str:
@@ -102,6 +106,11 @@ class ScalarT:
     @property
     def is_float(self) -> bool:
         return self.bits is None
+
+
+def _int_range(t: ScalarT) -> tuple:
+    b = t.bits
+    return (-(1 << (b - 1)), (1 << (b - 1)) - 1) if t.signed else (0, (1 << b) - 1)
 
 
 def wrap(v: int, t: ScalarT) -> int:
@@ -189,13 +198,25 @@ class _Types:
         return ("memref", spec, shape, space)
 
     def tile_buf(self, inner, tok):
+        """The long form ``<loc=vec, dtype=f32, rows=16, ...>`` or the short one
+        ``<vec, 16x32xf32[, key=value...]>`` (``valid=RxC`` included)."""
         kv = {}
-        for g in split_top(inner):
+        for i, g in enumerate(split_top(inner)):
             if len(g) >= 3 and g[1].text == "=":
                 kv[g[0].text] = "".join(t.text for t in g[2:])
+            elif i == 0 and len(g) == 1:
+                kv["loc"] = g[0].text
+            elif i == 1 and g:
+                shape, d = self.shaped(g, g[0])
+                if len(shape) != 2 or None in shape:
+                    raise self.err(f"a tile is 2-D and static, got {_text(g)!r}", g[0])
+                kv["rows"], kv["cols"], kv["dtype"] = str(shape[0]), str(shape[1]), _dtype_name(d)
             elif g:
-                raise self.err(f"!pto.tile_buf part {_text(g)!r} is not supported (ptopipe reads the "
-                               "key=value form: loc=vec, dtype=f32, rows=16, ...)", g[0])
+                raise self.err(f"!pto.tile_buf part {_text(g)!r} is not supported", g[0],
+                               fix="write <loc=vec, dtype=f32, rows=16, cols=16, ...> or <vec, 16x16xf32>")
+        if "valid" in kv:
+            v = kv.pop("valid").split("x")
+            kv["v_row"], kv["v_col"] = v[0], v[1] if len(v) > 1 else kv.get("cols", "?")
         try:
             loc = LOC[kv["loc"]]
             d = self.element(kv["dtype"], tok)
@@ -274,6 +295,15 @@ def _func(s: Stmt, types: _Types) -> Func:
 
 def read_program(text: str, path: str = "<pto>") -> Program:
     """``text`` as a :class:`Program` (syntax, functions, every op known: ParseError else)."""
+    try:
+        return _read_program(text, path)
+    except SYNTAX_SLIPS as e:
+        if isinstance(e, PtoPipeError):
+            raise
+        raise malformed(e, path) from None
+
+
+def _read_program(text: str, path: str) -> Program:
     types = _Types(path)
     top = parse_tree(text, path)
     funcs, arch = {}, None
@@ -317,7 +347,7 @@ def _walk(stmts):
 def _check_ops(f: Func, funcs: dict, types: _Types) -> None:
     for s in _walk(f.body):
         if s.name not in HANDLERS and _catalogue_name(s.name) is None:
-            raise types.err(f"{s.name} is not supported by ptopipe's .pto executor", s.tok,
+            raise types.err(f"unknown operation {s.name!r}: ptopipe does not support it", s.tok,
                             fix="rewrite it with supported ops, or report it so it can be added "
                                 "(docs/pto.md lists what is read)")
         if s.name == "func.call":
@@ -440,8 +470,9 @@ class Frame:
 class Executor:
     """Executes a :class:`Program` on one core of a running cluster."""
 
-    def __init__(self, prog: Program, core_name: str, plan: "Layout"):
+    def __init__(self, prog: Program, core_name: str, plan: "Layout", one_lane: bool = False):
         self.prog, self.core_name, self.layout = prog, core_name, plan
+        self.one_lane = one_lane        # every pipe moves whole tiles through AIV0 only (A5)
         self.core = None
         self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
         self.next_flag = 0
@@ -472,10 +503,12 @@ class Executor:
         for s in stmts:
             core.loc_override = SourceLoc(path, s.tok.line, s.tok.col, fr.f.name)
             h = HANDLERS.get(s.name)
-            if h is None:
-                res = op_catalogue(self, fr, s)
-            else:
-                res = h(self, fr, s)
+            try:
+                res = op_catalogue(self, fr, s) if h is None else h(self, fr, s)
+            except SYNTAX_SLIPS as e:
+                if isinstance(e, PtoPipeError):
+                    raise
+                raise malformed(e, path) from None
             if s.name == "scf.yield" or s.name == "scf.condition":
                 return res
             if s.results:
@@ -520,6 +553,7 @@ class Layout:
     reserves: dict = field(default_factory=dict)       # (func, name) -> (addr, size, loc)
     sites: dict = field(default_factory=dict)          # id(stmt) -> addr
     tops: dict = field(default_factory=dict)           # (core kind, TileType) -> next free byte
+    active: dict = field(default_factory=dict)         # (core kind, TileType) -> [(lo, hi, last use)]
 
 
 def _align(n: int, a: int = TILE_ALIGN) -> int:
@@ -527,9 +561,14 @@ def _align(n: int, a: int = TILE_ALIGN) -> int:
 
 
 def plan_layout(prog: Program, platform) -> Layout:
-    """Place every reserve buffer (explicit ``base`` kept, else packed from 0) and every
-    alloc site without an address (after the reserves and the explicit tiles of its kind)."""
+    """Place every reserve buffer (an explicit ``base`` kept, else packed from 0) and every
+    alloc site without an address, first fit by liveness (PlanMemory's job in ptoas): a
+    site's tile lives from its statement to its last use, to the end of every loop that
+    uses it without defining it.  Each function's tiles get their own arena, above the
+    reserves and the explicitly placed tiles of its memory, so a callee never lands on its
+    caller's tiles."""
     lay = Layout()
+    fixed = {}                                   # (kind, loc) -> [(lo, hi)] never reused
     for f in prog.funcs.values():
         kind = f.kind or "?"
         for s in _walk(f.body):
@@ -539,29 +578,120 @@ def plan_layout(prog: Program, platform) -> Layout:
                 loc = _space_attr(s, "location") or (TileType.Vec if f.kind != "cube" else TileType.Mat)
                 base = s.attr("base")
                 auto = s.attr("auto")
+                key = (kind, loc)
                 if base is not None and not (auto and auto[0].text == "true"):
                     addr = int(base[0].text)
                 else:
-                    key = (kind, loc)
                     addr = lay.tops.get(key, 0)
-                    lay.tops[key] = _align(addr + size)
                 lay.reserves[(f.name, name)] = (addr, size, loc)
-                key = (kind, loc)
+                fixed.setdefault(key, []).append((addr, addr + size))
                 lay.tops[key] = max(lay.tops.get(key, 0), _align(addr + size))
     for f in prog.funcs.values():
         kind = f.kind or "?"
-        for s in _walk(f.body):
-            if s.name in ("pto.alloc_tile", "memref.alloc") and s.attr("addr") is None:
-                tys = s.types()
-                spec = prog.types.parse(tys[-1]) if tys else None
-                spec = spec[1] if isinstance(spec, tuple) else spec
-                if not isinstance(spec, TileSpec):
+        order, ranges = _live_ranges(f, prog)
+        for s, (lo, hi) in sorted(ranges.items(), key=lambda kv: kv[1][0]):
+            spec = order[s]
+            key = (kind, spec.loc)
+            base = lay.tops.get(key, 0)
+            taken = [(a, b) for a, b, end in lay.active.get(key, []) if end >= lo]
+            addr = base
+            for a, b in sorted(taken + fixed.get(key, [])):
+                if addr + spec.nbytes <= a or addr >= b:
                     continue
-                key = (kind, spec.loc)
-                addr = lay.tops.get(key, 0)
-                lay.sites[id(s)] = addr
-                lay.tops[key] = _align(addr + spec.nbytes)
+                addr = max(addr, _align(b))
+            lay.sites[s] = addr
+            lay.active.setdefault(key, []).append((addr, addr + spec.nbytes, hi))
+        for key, items in lay.active.items():        # the next function's arena starts above
+            if items:
+                lay.tops[key] = max(lay.tops.get(key, 0), _align(max(b for _, b, _ in items)))
+        lay.active.clear()
     return lay
+
+
+def _live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
+    """Per alloc site without ``addr`` (with one, when ``placed``), by ``id(stmt)``: its
+    TileSpec and its live range ``(first, last)`` in the function's pre-order statement
+    numbering."""
+    index, loops_of, span = {}, {}, {}
+    uses = {}
+    k = 0
+
+    def visit(stmts, loops):
+        nonlocal k
+        for s in stmts:
+            i = index[id(s)] = k
+            k += 1
+            loops_of[id(s)] = loops
+            for t in s.toks:
+                if t.kind == "value":
+                    uses.setdefault(t.text.split("#")[0], []).append(id(s))
+            inner = loops + ((id(s),) if s.name in ("scf.for", "scf.while") else ())
+            for r in s.regions:
+                for b in r:
+                    visit(b.stmts, inner)
+            span[id(s)] = (i, k - 1)
+    visit(f.body, ())
+    specs, ranges = {}, {}
+    for s in _walk(f.body):
+        if s.name not in ("pto.alloc_tile", "memref.alloc") or (s.attr("addr") is not None) != placed \
+                or not s.results:
+            continue
+        tys = s.types() or _arrow_type(s)
+        try:
+            spec = prog.types.parse(tys[-1]) if tys else None
+        except ParseError:
+            continue
+        spec = spec[1] if isinstance(spec, tuple) else spec
+        if not isinstance(spec, TileSpec):
+            continue
+        lo = index[id(s)]
+        hi = lo
+        mine = set(loops_of[id(s)])
+        for u in uses.get(s.results[0], []):
+            hi = max(hi, span[u][1])
+            for loop in loops_of[u]:
+                if loop not in mine:
+                    hi = max(hi, span[loop][1])
+        specs[id(s)] = spec
+        ranges[id(s)] = (lo, hi)
+    return specs, ranges
+
+
+def alias_notes(prog: Program) -> list:
+    """Tiles placed at explicit addresses (``alloc_tile addr = %c``) that overlap while both
+    are live: on the device the later one's writes clobber the earlier one, and so they do
+    here.  The same range named twice (one buffer, two names: an in-place op) is not one."""
+    notes = []
+    for f in prog.funcs.values():
+        consts = {}
+        for s in _walk(f.body):
+            if s.name == "arith.constant" and s.results and s.toks:
+                try:
+                    consts[s.results[0]] = int(s.toks[0].text)
+                except ValueError:
+                    pass
+        specs, ranges = _live_ranges(f, prog, placed=True)
+        sites = {id(s): s for s in _walk(f.body)}
+        placed = []
+        for k, spec in specs.items():
+            a = sites[k].attr("addr")[0].text
+            if a in consts:
+                placed.append((k, spec, consts[a]))
+        for i, (k1, t1, a1) in enumerate(placed):
+            for k2, t2, a2 in placed[i + 1:]:
+                if t1.loc is not t2.loc or (a1, t1.nbytes) == (a2, t2.nbytes):
+                    continue
+                if a1 + t1.nbytes <= a2 or a2 + t2.nbytes <= a1:
+                    continue
+                (lo1, hi1), (lo2, hi2) = ranges[k1], ranges[k2]
+                if hi1 < lo2 or hi2 < lo1:
+                    continue
+                s1, s2 = sites[k1], sites[k2]
+                notes.append(f"{s2.where(prog.path)}: tile {s2.results[0]} [{a2}, {a2 + t2.nbytes}) of "
+                             f"{t2.loc.value} overlaps {s1.results[0]} [{a1}, {a1 + t1.nbytes}) "
+                             f"(line {s1.tok.line}) while both are live: writes to one change the other, "
+                             "as on the device")
+    return notes
 
 
 def _str_attr(s: Stmt, key: str, prog: Program) -> str:
@@ -594,10 +724,17 @@ def _space_attr(s: Stmt, key: str):
 
 # -- op handlers ------------------------------------------------------------------------------------
 def _res_type(ex, s: Stmt):
-    tys = s.types()
+    """The op's result type: after its top-level ``:`` (``: T`` / ``: (A) -> T``) or, with
+    no ``:``, after its last top-level ``->``."""
+    tys = s.types() or _arrow_type(s)
     if not tys:
-        raise ex.perr(s.tok, f"{s.name} needs its result type after ':'")
+        raise ex.perr(s.tok, f"{s.name} needs its result type (': T' or '-> T')")
     return ex.prog.types.parse(tys[-1])
+
+
+def _arrow_type(s: Stmt) -> list:
+    parts = split_top(s.toks, ("->",))
+    return [parts[-1]] if len(parts) > 1 else []
 
 
 def h_constant(ex, fr, s):
@@ -895,6 +1032,7 @@ def h_tassign(ex, fr, s):
     vs = s.values()
     t = ex.val(fr, vs[0])
     isa.TASSIGN(t, ex.ival(fr, vs[1]))
+    return t
 
 
 def h_set_validshape(ex, fr, s):
@@ -927,6 +1065,13 @@ def _attr_args(ex, s: Stmt) -> list:
     return out
 
 
+#: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
+#: may add pto-isa scratch tiles after them (``pto.trsqrt ins(%src, %tmp)``), which the
+#: simulator does not need
+ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3, "row_bcast": 2,
+         "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
+
+
 def op_catalogue(ex, fr, s):
     """``pto.tX ins(srcs...) outs(dsts...)`` -> ``isa.TX(*dsts, *srcs, *attrs)``."""
     name = _catalogue_name(s.name)
@@ -935,7 +1080,49 @@ def op_catalogue(ex, fr, s):
         raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
     operands = [ex.val(fr, t) for t in s.values(outs)] + \
         [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    op = CATALOGUE[name]
+    n = ARITY.get(op.form)
+    if n is not None and len(operands) > n:
+        extra = operands[n:]
+        if all(isinstance(x, isa.Tile) for x in extra):
+            operands = operands[:n]
+    if op.form == "scalar" and len(operands) == 3 and not isinstance(operands[1], isa.Tile) \
+            and isinstance(operands[2], isa.Tile):
+        raise ex.perr(s.tok, f"{s.name} with the scalar first (scalar {s.name[5:]} tile) is not supported",
+                      f"write {s.name} ins(%tile, %scalar) (tile {s.name[5:]} scalar)")
     return getattr(isa, name)(*operands, *_attr_args(ex, s))
+
+
+def h_eventid_array(ex, fr, s):
+    """``pto.declare_eventid_array -> !pto.eventid_array<N>``: N event ids, 0 until set."""
+    ty = _arrow_type(s) or s.types()
+    n = int(re.search(r"<(\d+)>", "".join(t.text for t in ty[-1])).group(1)) if ty else 8
+    return [[0] * n]                       # one result: the array
+
+
+def _array_index(ex, fr, s):
+    vs = s.values()
+    arr, idx = ex.val(fr, vs[0]), ex.ival(fr, vs[1])
+    if not 0 <= idx < len(arr):
+        raise ex.err(s, f"{s.name}: index {idx} of an event-id array of {len(arr)}")
+    return arr, idx, vs
+
+
+def h_eventid_get(ex, fr, s):
+    arr, idx, _ = _array_index(ex, fr, s)
+    return arr[idx]
+
+
+def h_eventid_set(ex, fr, s):
+    arr, idx, vs = _array_index(ex, fr, s)
+    arr[idx] = ex.ival(fr, vs[2])
+
+
+def h_section(ex, fr, s):
+    """``pto.section.cube { ... }`` / ``pto.section.vector { ... }``: the region runs on that
+    kind of core only (ptoas's ``#if defined(__DAV_CUBE__)`` / ``__DAV_VEC__``)."""
+    if _kind_runs_here("cube" if s.name.endswith("cube") else "vector", ex.core_name):
+        ex.block(fr, s.regions[0][0].stmts)
 
 
 def h_subblock(ex, fr, s):
@@ -960,21 +1147,30 @@ def h_tprint(ex, fr, s):
             text = f"[{core.name} {ex.where(s)}] {v.text} = {np.array2string(arr, threshold=64)}"
         else:
             text = f"[{core.name} {ex.where(s)}] {v.text} = {x}"
-        ex.printed.append((core.now(), core.name, text))
+        ex.printed.append((core.clock, core.name, text))
 
 
 _PIPE_RE = re.compile(r"PIPE_[A-Z0-9]+")
 _EVENT_RE = re.compile(r"EVENT_ID(\d+)")
+#: ptoas's SyncOpType (``#pto.pipe_event_type<...>`` / ``#pto.sync_op_type<...>``) -> the pipe
+#: it runs on (PTOAS ``mapSyncOpTypeToPipe``)
+SYNC_OP_PIPE = {"TLOAD": "PIPE_MTE2", "TSTORE_VEC": "PIPE_MTE3", "TSTORE_ACC": "PIPE_FIX",
+                "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
+                "TMOV_M2V": "PIPE_V", "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M", "TVEC": "PIPE_V",
+                "TVECWAIT_EVENT": "PIPE_V"}
+_OP_TYPE_RE = re.compile(r"(?:pipe_event_type|sync_op_type)<(\w+)>")
 
 
 def h_event(ex, fr, s):
     text = " ".join(t.text for t in s.toks)
+    text = _OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), text.replace(" ", ""))
     pipes = _PIPE_RE.findall(text)
     src = s.attr("src")
     dst = s.attr("dst")
     if src and dst:
-        pipes = [_PIPE_RE.search("".join(t.text for t in src)).group(0),
-                 _PIPE_RE.search("".join(t.text for t in dst)).group(0)]
+        ends = [_OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), "".join(t.text for t in x))
+                for x in (src, dst)]
+        pipes = [m.group(0) for m in (_PIPE_RE.search(e) for e in ends) if m]
     if s.name in ("pto.barrier", "pto.pipe_barrier"):
         isa.pipe_barrier(SyncPipe(pipes[0] if pipes else "PIPE_ALL"))
         return None
@@ -986,6 +1182,9 @@ def h_event(ex, fr, s):
         eid = int(m.group(1))
     elif vals:
         eid = ex.ival(fr, vals[-1])
+        if not 0 <= eid < 8:
+            raise ex.err(s, f"{s.name}: event id {eid} ({vals[-1].text}) is not EVENT_ID0..7",
+                         "use an event id from 0 to 7")
     else:
         raise ex.perr(s.tok, f"{s.name} needs an event id")
     fn = isa.set_flag if s.name in ("pto.record_event", "pto.set_flag", "pto.set_flag_dyn") else isa.wait_flag
@@ -1024,15 +1223,15 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     plat = ex.core.cluster.platform
     both = dir_mask in (3, 7)
     n = slot_num or plat.slot_num_for(both)
-    one_lane = bool(nosplit) and not both and plat.name == "a5"
+    one_lane = ex.one_lane or (bool(nosplit) and not both and plat.name == "a5")
     if flag is None:
         flag = ex.next_flag
     ways = [d for d in (Direction.DIR_C2V, Direction.DIR_V2C) if dir_mask & int(d)]
     from ..isa.pipe.protocol import cluster_model
     ex.next_flag = cluster_model(ex.core.cluster).next_flag_id(flag, len(ways), n)
     mask = dir_mask
-    if plat.ring_in_gm and gm is not None:
-        mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)
+    if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
+        mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)      # A5: a ring asked for in GM
     buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
     peers = (0,) if one_lane else (0, 1)
     cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
@@ -1142,6 +1341,8 @@ HANDLERS = {
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,
     "pto.pipe_barrier": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
     "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
+    "pto.declare_eventid_array": h_eventid_array, "pto.eventid_array_get": h_eventid_get,
+    "pto.eventid_array_set": h_eventid_set, "pto.section.cube": h_section, "pto.section.vector": h_section,
     "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
     "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
     "pto.initialize_l2g2l_pipe": h_init, "pto.initialize_l2l_pipe": h_init,
@@ -1149,6 +1350,28 @@ HANDLERS = {
     "pto.tpop_from_aic": h_pop, "pto.tpop_from_aiv": h_pop, "pto.tpop": h_pop,
     "pto.tfree_from_aic": h_free, "pto.tfree_from_aiv": h_free, "pto.tfree": h_free,
 }
+
+
+# -- malformed operands -------------------------------------------------------------------------------
+#: what reading an op's tokens raises when they are not spelled as the handler expects
+SYNTAX_SLIPS = (IndexError, KeyError, ValueError, TypeError, AttributeError, StopIteration)
+
+
+def malformed(e: Exception, path: str) -> ParseError:
+    """A ParseError for an op whose operands did not read (``e`` raised while a handler or an
+    analysis looked at a statement ``s``): located at the innermost such statement."""
+    tb, stmt = e.__traceback__, None
+    while tb is not None:
+        cand = tb.tb_frame.f_locals.get("s")
+        if isinstance(cand, Stmt):
+            stmt = cand
+        tb = tb.tb_next
+    where = stmt.where(path) if stmt is not None else path
+    what = stmt.name if stmt is not None else "the file"
+    return ParseError(f"{what}: its operands, attributes or types do not read as ptoas writes them "
+                      f"({type(e).__name__}: {e})", where=where,
+                      fix="check the op's spelling against ptoas's: operands, ins(...) / outs(...), "
+                          "attribute names and values, the type after ':'")
 
 
 # -- running a file --------------------------------------------------------------------------------
@@ -1215,6 +1438,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
     """The kernel arguments by parameter name: the given inputs, else seeded random arrays
     (pointer parameters: sized by their largest static tensor view) and notes saying so."""
     args, notes = {}, []
+    extents, natural = _param_extents(prog, inputs)
     params = {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -1228,15 +1452,32 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
                         raise ConfigError(f"--input {key}: a scalar parameter ({ty.name}) got an array "
                                           f"of shape {v.shape}", fix="give one value")
                     v = v.reshape(()).item()
-                args[key] = v if ty.is_float else wrap(int(v), ty)
+                if not ty.is_float:
+                    if isinstance(v, float) and not v.is_integer():
+                        raise ConfigError(f"--input {key}: {v!r} for the {ty.name} parameter {key!r}",
+                                          where="option --input", fix="save an integer: np.save(f, np.array(3))")
+                    lo, hi = _int_range(ty)
+                    if not lo <= int(v) <= hi:
+                        raise ConfigError(f"--input {key}: {int(v)} does not fit the {ty.name} parameter "
+                                          f"{key!r} ({lo}..{hi})", where="option --input",
+                                          fix=f"give a value in {lo}..{hi}")
+                args[key] = v if ty.is_float else int(v)
             else:
                 want = ty[1] if isinstance(ty, tuple) else None
                 want = want if isinstance(want, np.dtype) else (want.dtype if isinstance(want, TileSpec) else None)
-                a = np.asarray(v)
-                if want is not None and a.dtype != want:
-                    raise ConfigError(f"--input {key}: the array is {a.dtype}, the parameter is {want}",
-                                      where=f"{prog.path}:{tok.line}:{tok.col}",
-                                      fix=f"save the array as {want}")
+                a = np.ascontiguousarray(v)
+                if want is not None and want.kind == "V" and a.dtype.kind in "Vu" and \
+                        a.dtype.itemsize == want.itemsize:
+                    a = a.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
+                need = extents.get((fname, "%" + key), 0) if isinstance(ty, tuple) and ty[0] == "ptr" else \
+                    int(np.prod(ty[2])) if isinstance(ty, tuple) and ty[0] == "memref" else 0
+                if (want is not None and a.dtype != want) or a.size < need:
+                    shape = natural.get((fname, "%" + key)) or (ty[2] if ty[0] == "memref" else (need,))
+                    raise ConfigError(f"--input {key}: {a.dtype}{list(a.shape)} but the kernel takes "
+                                      f"{_dtype_name(want) if want is not None else '?'}{list(shape)}",
+                                      where="option --input",
+                                      fix="save the array with that shape and dtype (a bf16 / float8 "
+                                          "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
                 args[key] = a
             continue
         if isinstance(ty, ScalarT):
@@ -1254,12 +1495,16 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
             n = int(np.prod(shape))
         else:
             d = ty[1]
-            n = _ptr_extent(prog, key, inputs) or 0
-            shape = (n,)
+            n = extents.get((fname, "%" + key), 0)
+            shape = natural.get((fname, "%" + key)) or (n,)       # a dense view's shape, else flat
             if n == 0:
-                raise ConfigError(f"the size of parameter %{key} is not known statically",
-                                  where=f"{prog.path}:{tok.line}:{tok.col}",
-                                  fix=f"give --input {key}=FILE.npy (or a static shape in its make_tensor_view)")
+                if any(t.text == "%" + key for st in _walk(prog.funcs[fname].body) for t in st.toks
+                       if st.name != "func.call"):
+                    raise ConfigError(f"the size of parameter %{key} is not known statically",
+                                      where=f"{prog.path}:{tok.line}:{tok.col}",
+                                      fix=f"give --input {key}=FILE.npy (or a static shape in its "
+                                          "make_tensor_view)")
+                shape = (1,)                 # a pointer nothing reads: one element stands for it
         args[key] = _random(rng, d, shape)
         notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
     return args, notes
@@ -1275,77 +1520,136 @@ def _random(rng, d, shape):
     return rng.uniform(-1.0, 1.0, size=shape).astype(d)
 
 
-def _ptr_extent(prog: Program, key: str, inputs: dict) -> int | None:
-    """Elements a pointer parameter needs: the largest extent of its static tensor views (in
-    any function; a view of a parameter passed on through func.call is followed by name)."""
-    best = None
+def _param_extents(prog: Program, inputs: dict) -> dict:
+    """(function, parameter name) -> elements a pointer parameter needs: the largest extent
+    of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
+    x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need."""
+    ext, shapes = {}, {}
+
+    def need(key, n, shape=None):
+        if n > ext.get(key, 0):
+            ext[key] = n
+            shapes[key] = shape
+
     for f in prog.funcs.values():
         consts = {}
+        ptypes = {p[0]: p[1] for p in f.params}
         for s in _walk(f.body):
             if s.name == "arith.constant" and s.results and s.toks:
                 try:
                     consts[s.results[0]] = int(s.toks[0].text)
                 except ValueError:
                     pass
-            if s.name != "pto.make_tensor_view":
-                continue
             vs = s.values()
-            if not vs or vs[0].text != "%" + key:
-                continue
-            def nums(k):
-                out = []
-                for t in (s.attr(k) or [])[1:-1]:
-                    if t.kind == "value":
-                        v = consts.get(t.text)
-                        if v is None and t.text[1:] in inputs:
-                            v = int(np.asarray(inputs[t.text[1:]]).reshape(-1)[0])
-                        out.append(v)
-                    elif t.kind == "word":
-                        out.append(int(t.text))
-                return out
-            shape, strides = nums("shape"), nums("strides")
-            if not shape or any(x is None for x in shape):
-                continue
-            if not strides or any(x is None for x in strides):
-                strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
-            ext = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
-            best = max(best or 0, ext)
-    return best
+            if s.name == "pto.make_tensor_view" and vs and vs[0].text in ptypes:
+                def nums(k):
+                    out = []
+                    for t in (s.attr(k) or [])[1:-1]:
+                        if t.kind == "value":
+                            v = consts.get(t.text)
+                            if v is None and t.text[1:] in inputs:
+                                v = int(np.asarray(inputs[t.text[1:]]).reshape(-1)[0])
+                            out.append(v)
+                        elif t.kind == "word":
+                            out.append(int(t.text))
+                    return out
+                shape, strides = nums("shape"), nums("strides")
+                if not shape or any(x is None for x in shape):
+                    continue
+                if not strides or any(x is None for x in strides):
+                    strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+                dense = list(strides) == list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+                need((f.name, vs[0].text), 1 + sum((n - 1) * st for n, st in zip(shape, strides)),
+                     tuple(shape) if dense else None)
+            elif "initialize" in s.name and "pipe" in s.name:
+                gm = s.attr("gm_slot_buffer")
+                gm = gm[0] if gm else (vs[0] if s.name == "pto.initialize_l2g2l_pipe" and vs else None)
+                if gm is not None and gm.kind == "value" and gm.text in ptypes:
+                    ty = ptypes[gm.text]
+                    item = ty[1].itemsize if isinstance(ty, tuple) and isinstance(ty[1], np.dtype) else 1
+                    d = _int_attr(s, "dir_mask", prog)
+                    n = _int_attr(s, "slot_num", prog, 0) or 8
+                    ways = 2 if d & 3 == 3 else 1
+                    need((f.name, gm.text), -(-_int_attr(s, "slot_size", prog) * n * ways // item))
+    changed = True
+    while changed:                          # callers need what their callees need
+        changed = False
+        for f in prog.funcs.values():
+            for s in _walk(f.body):
+                if s.name != "func.call":
+                    continue
+                callee = prog.funcs[next(t for t in s.toks if t.kind == "symbol").text[1:]]
+                for a, p in zip(s.values(), callee.params):
+                    n = ext.get((callee.name, p[0]), 0)
+                    if n > ext.get((f.name, a.text), 0):
+                        ext[(f.name, a.text)] = n
+                        shapes[(f.name, a.text)] = shapes.get((callee.name, p[0]))
+                        changed = True
+    return ext, shapes
 
 
-def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
-            inputs: dict | None = None, platform: str | None = None, protocol: str = "spec",
-            data_seed: int = 0, **run_kwargs) -> PtoRun:
-    """Read a ``.pto`` file (or ``text``) and run it on the simulated cluster.
+@dataclass
+class PtoLaunch:
+    """A read ``.pto`` ready to run: the kernels per core, their arguments, the platform, the
+    function run and the notes on what was decided.  ``prints`` collects what ``pto.tprint``
+    prints (cycle, core, text) during the runs of these kernels."""
+    aic: object
+    aiv: object
+    args: dict
+    platform: str
+    func: str
+    notes: list
+    prints: list
+    program: Program
 
-    ``func`` picks the function to run (default: the ``pto.entry``, else the one function
-    nothing calls, else a cube + vector pair); ``inputs`` maps parameter names (without
-    ``%``) to numpy arrays / scalars; parameters not given get seeded random data
-    (``data_seed``) or 0 for scalars, each listed in the result's ``notes``.  The platform is
-    ``platform``, else the module's ``pto.target_arch``, else A2A3.  Other keywords go to
-    :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
-    :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
-    from ..codegen.pto_syntax import PLATFORM_OF_ARCH
+
+def read_text(path: str) -> str:
+    """The UTF-8 text of a ``.pto`` file (a ConfigError / ParseError naming it otherwise)."""
+    if os.path.isdir(path):
+        raise ConfigError(f"{path} is a directory, not a .pto file", fix="give the path of a .pto file")
+    if not os.path.isfile(path):
+        raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}:{col}",
+                         fix="a .pto file is UTF-8 MLIR text") from None
+
+
+def prepare(path: str | None = None, *, text: str | None = None, func: str | None = None,
+            inputs: dict | None = None, platform: str | None = None, data_seed: int = 0) -> PtoLaunch:
+    """Read a ``.pto`` file (or ``text``) and make its kernels and arguments (see
+    :func:`run_pto`)."""
+    from .pto_syntax import PLATFORM_OF_ARCH
     if text is None:
         if path is None:
             raise ConfigError("run_pto needs a path or text=")
-        if not os.path.isfile(path):
-            raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = raw.count(b"\n", 0, e.start) + 1
-            raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}",
-                             fix="a .pto file is UTF-8 MLIR text") from None
+        text = read_text(path)
     path = path or "<pto>"
+    try:
+        return _prepare(path, text, func, inputs, platform, data_seed)
+    except SYNTAX_SLIPS as e:
+        if isinstance(e, PtoPipeError):
+            raise
+        raise malformed(e, path) from None
+
+
+def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
+    from .pto_syntax import PLATFORM_OF_ARCH
     prog = read_program(text, path)
-    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or \
-        ("a5" if re.search(r"(^|[_/.-])a5([_/.-]|$)", os.path.basename(path)) else "a2a3")
+    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or "a2a3"
     top = choose_top(prog, func)
     tops = top.split("+")
     inputs = dict(inputs or {})
+    known = {p[0][1:] for t in tops for p in prog.funcs[t].params}
+    for k in inputs:
+        if k not in known:
+            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
+                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
     rng = np.random.default_rng(data_seed)
     args, notes = param_arrays(prog, tops, inputs, rng)
     from ..arch import get_platform
@@ -1365,10 +1669,11 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
                     prog.funcs[c].kind = prog.funcs[c].kind or next(iter(kinds[t]))
     prints: list = []
     one_lane = plat == "a5" and _one_lane(prog, reach)
+    notes.extend(alias_notes(prog))
 
     def kernel_for(core_name):
         def kernel(**kw):
-            ex = Executor(prog, core_name, layout)
+            ex = Executor(prog, core_name, layout, one_lane)
             ex.core = isa.current_core()
             ex.printed = prints
             for t in tops:
@@ -1388,14 +1693,33 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
         aiv = (kernel_for("aiv0"), kernel_for("aiv1") if pipes and not one_lane else None)
         if not pipes:
             notes.append("a Vector kernel without cross-core pipes: run on AIV0")
-    kw = dict(run_kwargs)
-    res = isa.run(aic=aic, aiv=aiv, args=args, platform=plat, protocol=protocol, **kw)
-    prints.sort(key=lambda p: (p[0], p[1]))
+        elif one_lane:
+            notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
+                         "on AIV0, as ptoas guards them with get_subblockid() == 0")
+    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog)
+
+
+def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
+            inputs: dict | None = None, platform: str | None = None, protocol: str = "spec",
+            data_seed: int = 0, **run_kwargs) -> PtoRun:
+    """Read a ``.pto`` file (or ``text``) and run it on the simulated cluster.
+
+    ``func`` picks the function to run (default: the ``pto.entry``, else the one function
+    nothing calls, else a cube + vector pair); ``inputs`` maps parameter names (without
+    ``%``) to numpy arrays / scalars; parameters not given get seeded random data
+    (``data_seed``) or 0 for scalars, each listed in the result's ``notes``.  The platform is
+    ``platform``, else the module's ``pto.target_arch``, else A2A3.  Other keywords go to
+    :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
+    :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
+    pl = prepare(path, text=text, func=func, inputs=inputs, platform=platform, data_seed=data_seed)
+    res = isa.run(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
+                  **run_kwargs)
+    pl.prints.sort(key=lambda p: (p[0], p[1]))
     outputs = res.outputs
     for k, a in list(outputs.items()):
-        if k in inputs and isinstance(inputs[k], np.ndarray):
+        if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
             outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
-    return PtoRun(res, top, notes, [p[2] for p in prints])
+    return PtoRun(res, pl.func, pl.notes, [p[2] for p in pl.prints])
 
 
 def _one_lane(prog: Program, names) -> bool:

@@ -1,0 +1,445 @@
+"""The PTO-AS executor (buffer semantics): what ptoas's C++ does on the device, run on the
+simulated cluster - scalar arithmetic of every width, control flow, tile placement and
+aliasing, kernel-kind choice, and errors at the file's line:col."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ptopipe
+from ptopipe.codegen.pto_exec import (TileSpec, _live_ranges, plan_layout, read_program, run_pto)
+from ptopipe.codegen.pto_tree import parse_tree
+from ptopipe.errors import ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
+
+
+def vec_t(r, c, d="f32", loc="vec"):
+    return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+            "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, l in enumerate(text.splitlines(), 1) if needle in l)
+
+
+def vector_kernel(body: str, params: str = "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>", attrs: str = "") -> str:
+    return f"""module {{
+  func.func @k({params}){attrs} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+{body}
+    return
+  }}
+}}
+"""
+
+
+IO = f"""    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] {{layout = #pto.layout<nd>}} : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %t = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {vec_t(16, 16)})
+"""
+STORE = f"    pto.tstore ins(%t : {vec_t(16, 16)}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)\n"
+X = np.arange(256, dtype=np.float32).reshape(16, 16) / 7
+
+
+def run_vec(body: str, **kw):
+    return run_pto(text=vector_kernel(IO + body + STORE), inputs=dict(x=X, y=np.zeros_like(X)), **kw)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_kindless_vector_function_runs_on_a_vector_core(platform):
+    body = f"    %s = arith.constant 2.5 : f32\n    pto.tmuls ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})\n"
+    r = run_vec(body, platform=platform)
+    np.testing.assert_allclose(r.outputs["y"], X * 2.5, rtol=1e-6)
+    assert r.func == "k" and any("AIV0" in n for n in r.notes)
+
+
+INT_CASES = [
+    # (op, type, a, b, expected) - MLIR semantics: signed division truncates, iN wraps
+    ("arith.divsi", "i32", -7, 2, -3), ("arith.remsi", "i32", -7, 2, -1),
+    ("arith.floordivsi", "i32", -7, 2, -4), ("arith.ceildivsi", "i32", 7, 2, 4),
+    ("arith.divui", "i8", -2, 3, 84), ("arith.remui", "i8", -1, 10, 5),
+    ("arith.addi", "i8", 127, 1, -128), ("arith.muli", "i16", 300, 300, 24464),
+    ("arith.shli", "i8", 1, 7, -128), ("arith.shrsi", "i8", -128, 7, -1), ("arith.shrui", "i8", -128, 7, 1),
+    ("arith.maxui", "i32", -1, 5, -1), ("arith.minsi", "i64", -1, 5, -1), ("arith.xori", "i1", 1, 1, 0),
+    ("arith.subi", "index", 3, 5, -2),
+]
+
+
+@pytest.mark.parametrize("op,ty,a,b,want", INT_CASES)
+def test_integer_arithmetic_follows_mlir(op, ty, a, b, want):
+    """The result drives a store offset, so a wrong value shows as a wrong output row."""
+    body = f"""    %a = arith.constant {a} : {ty}
+    %b = arith.constant {b} : {ty}
+    %r = {op} %a, %b : {ty}
+    %r64 = arith.extsi %r : {ty} to i64
+    %w = arith.constant {want} : {ty}
+    %w64 = arith.extsi %w : {ty} to i64
+    %eq = arith.cmpi eq, %r64, %w64 : i64
+    %bad = arith.constant 100.0 : f32
+    scf.if %eq {{
+    }} else {{
+      pto.tadds ins(%t, %bad : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    }}
+""" if ty != "i1" else f"""    %a = arith.constant true
+    %r = {op} %a, %a : i1
+    %bad = arith.constant 100.0 : f32
+    scf.if %r {{
+      pto.tadds ins(%t, %bad : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    }}
+"""
+    np.testing.assert_array_equal(run_vec(body).outputs["y"], X)
+
+
+def test_division_by_zero_is_an_error_at_its_line():
+    body = "    %z = arith.constant 0 : i32\n    %q = arith.divsi %z, %z : i32\n"
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0))
+    assert e.value.where == f"<pto>:{line_of(text, 'arith.divsi')}:10" and "division by zero" in e.value.what
+
+
+def test_scf_while_with_block_labels_and_if_results():
+    """A while loop (before / after regions, ^bb0 arguments) adding 1.0 per trip: 5 trips."""
+    body = f"""    %c5 = arith.constant 5 : index
+    %one = arith.constant 1.0 : f32
+    %true = arith.constant true
+    %fin:2 = scf.while (%i = %c0, %go = %true) : (index, i1) -> (index, i1) {{
+      %lt = arith.cmpi slt, %i, %c5 : index
+      %more = arith.andi %lt, %go : i1
+      scf.condition(%more) %i, %go : index, i1
+    }} do {{
+    ^bb0(%j: index, %g: i1):
+      pto.tadds ins(%t, %one : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+      %n = arith.addi %j, %c1 : index
+      %r = scf.if %g -> (i1) {{
+        scf.yield %g : i1
+      }} else {{
+        scf.yield %g : i1
+      }}
+      scf.yield %n, %r : index, i1
+    }}
+"""
+    np.testing.assert_allclose(run_vec(body).outputs["y"], X + 5, rtol=1e-6)
+
+
+def test_for_loop_iter_args_carry_scalars():
+    body = f"""    %c4 = arith.constant 4 : index
+    %h = arith.constant 0.5 : f32
+    %z = arith.constant 0.0 : f32
+    %sum = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %z) -> (f32) {{
+      %n = arith.addf %acc, %h : f32
+      scf.yield %n : f32
+    }}
+    pto.tadds ins(%t, %sum : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+"""
+    np.testing.assert_allclose(run_vec(body).outputs["y"], X + 2.0, rtol=1e-6)
+
+
+def test_tiles_at_overlapping_explicit_addresses_alias_and_are_named():
+    """Two tiles placed over each other: the second load overwrites the first (the device
+    does the same), and the run's notes name both tiles and lines."""
+    text = vector_kernel(f"""    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %a0 = arith.constant 0 : i64
+    %a512 = arith.constant 512 : i64
+    %a = pto.alloc_tile addr = %a0 : {vec_t(16, 16)}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%a : {vec_t(16, 16)})
+    %b = pto.alloc_tile addr = %a512 : {vec_t(16, 16)}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%b : {vec_t(16, 16)})
+    %s = arith.constant 1.0 : f32
+    pto.tadds ins(%b, %s : {vec_t(16, 16)}, f32) outs(%b : {vec_t(16, 16)})
+    pto.tstore ins(%a : {vec_t(16, 16)}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
+""")
+    r = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    want = X.copy()
+    want[8:] = X[:8] + 1           # %b starts 512 bytes (8 rows of 64 B) into %a and holds x + 1
+    np.testing.assert_allclose(r.outputs["y"], want, rtol=1e-6)
+    note = next(n for n in r.notes if "overlaps" in n)
+    assert note.startswith(f"<pto>:{line_of(text, '%b = pto.alloc_tile')}:") and "%a [0, 1024)" in note
+
+
+def test_the_same_buffer_under_two_names_is_no_overlap():
+    text = vector_kernel(f"""    %a0 = arith.constant 0 : i64
+    %a = pto.alloc_tile addr = %a0 : {vec_t(16, 16)}
+    %b = pto.alloc_tile addr = %a0 : {vec_t(16, 16)}
+    %s = arith.constant 1.0 : f32
+    pto.texpands ins(%s : f32) outs(%a : {vec_t(16, 16)})
+    pto.tadds ins(%a, %s : {vec_t(16, 16)}, f32) outs(%b : {vec_t(16, 16)})
+""", params="")
+    assert not any("overlaps" in n for n in run_pto(text=text).notes)
+
+
+def test_unsupported_op_is_a_parse_error_naming_it_before_anything_runs():
+    text = vector_kernel(IO + "    pto.tfrobnicate ins(%t : f32) outs(%t : f32)\n" + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X))
+    assert "unknown operation 'pto.tfrobnicate'" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, 'tfrobnicate')}:5"
+
+
+def test_use_before_definition_is_a_parse_error_at_the_use():
+    text = vector_kernel(f"    pto.tadds ins(%nope, %nope : {vec_t(16, 16)}, f32) outs(%nope : {vec_t(16, 16)})\n",
+                         params="")
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text)
+    assert "%nope is used before it is defined" in e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(text, '%nope')}:")
+
+
+def test_a_function_needing_both_cores_is_refused_naming_a_tile_of_each():
+    text = vector_kernel(f"""    %m = pto.alloc_tile : {vec_t(16, 16, loc='mat')}
+    %v = pto.alloc_tile : {vec_t(16, 16)}
+""", params="")
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text)
+    assert f"line {line_of(text, '%m =')}" in e.value.what and f"line {line_of(text, '%v =')}" in e.value.what
+    assert "no core of the device holds both" in e.value.what
+
+
+def test_several_top_functions_need_func_and_func_picks_one():
+    one = vector_kernel(IO + STORE)
+    text = one.replace("  func.func @k(", "  func.func @other(%q: !pto.ptr<f32>) {\n    return\n  }\n  func.func @k(")
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X))
+    assert "--func" in e.value.fix
+    r = run_pto(text=text, func="k", inputs=dict(x=X, y=np.zeros_like(X)))
+    np.testing.assert_array_equal(r.outputs["y"], X)
+    with pytest.raises(ConfigError):
+        run_pto(text=text, func="missing")
+
+
+def test_tprint_prints_in_simulated_order():
+    body = f"""    %s = arith.constant 1.0 : f32
+    %c3 = arith.constant 3 : i32
+    pto.tprint ins(%c3 : i32)
+    pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    pto.tprint ins(%t : {vec_t(16, 16)})
+"""
+    r = run_vec(body)
+    assert len(r.prints) == 2 and r.prints[0].endswith("%c3 = 3") and "%t = [[" in r.prints[1]
+    assert f"{X[0, 0] + 1:.5g}"[:4] in r.prints[1]
+
+
+def test_event_ids_from_an_array_pair_sets_and_waits():
+    """A set and a wait of different ids taken from an event-id array: the wait hangs."""
+    def text(set_id, wait_id):
+        return vector_kernel(f"""    %arr = pto.declare_eventid_array -> !pto.eventid_array<2>
+    %i0 = arith.constant 0 : index
+    %e1 = arith.constant {set_id} : index
+    %e2 = arith.constant {wait_id} : index
+    pto.eventid_array_set %arr[%i0], %e1 : !pto.eventid_array<2>
+    %a = pto.eventid_array_get %arr[%i0] : !pto.eventid_array<2>
+    pto.set_flag_dyn [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, %a]
+    pto.wait_flag_dyn [#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, %e2]
+    %b = pto.alloc_tile : {vec_t(1, 16)}
+""", params="")
+    run_pto(text=text(1, 1))
+    bad = text(1, 2)
+    with pytest.raises(DeadlockError) as e:
+        run_pto(text=bad)
+    assert e.value.where.endswith(f":{line_of(bad, 'wait_flag_dyn')}:5")
+
+
+def test_record_event_takes_ptoas_sync_op_types():
+    body = f"""    pto.record_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]
+    pto.wait_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]
+    pto.barrier <PIPE_ALL>
+"""
+    np.testing.assert_array_equal(run_vec(body).outputs["y"], X)
+
+
+def cube_vector_pair(platform_split: int, arch: str) -> str:
+    """A Cube matmul pushed to both Vector cores (split 1: up / down halves)."""
+    acc = "!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=1024, pad=0>"
+    mat = "!pto.tile_buf<loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
+    left = "!pto.tile_buf<loc=left, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=512, pad=0>"
+    right = "!pto.tile_buf<loc=right, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=row_major, slayout=col_major, fractal=512, pad=0>"
+    half = vec_t(8, 16)
+    gm = "gm_slot_buffer = %buf : !pto.ptr<f32>, " if arch == "a3" else ""
+    return f"""module attributes {{pto.target_arch = "{arch}"}} {{
+  func.func @mm(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>, %buf: !pto.ptr<f32>) attributes {{pto.entry}} {{
+    func.call @cube(%a, %b, %out, %buf) : (!pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    func.call @vector(%a, %b, %out, %buf) : (!pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    return
+  }}
+  func.func private @cube(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>, %buf: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %z = arith.constant 0 : i32
+    %imp = pto.import_reserved_buffer {{name = "ring", peer_func = @vector}} -> i32
+    pto.aic_initialize_pipe {{dir_mask = 1, slot_size = 1024}} ({gm}c2v_consumer_buf = %imp : i32, v2c_consumer_buf = %z : i32)
+    %av = pto.make_tensor_view %a, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %bv = pto.make_tensor_view %b, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %ap = pto.partition_view %av, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %bp = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %am = pto.alloc_tile : {mat}
+    %bm = pto.alloc_tile : {mat}
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x16xf32>) outs(%am : {mat})
+    pto.tload ins(%bp : !pto.partition_tensor_view<16x16xf32>) outs(%bm : {mat})
+    %al = pto.alloc_tile : {left}
+    %br = pto.alloc_tile : {right}
+    pto.tmov ins(%am : {mat}) outs(%al : {left})
+    pto.tmov ins(%bm : {mat}) outs(%br : {right})
+    %acc = pto.alloc_tile : {acc}
+    pto.tmatmul ins(%al, %br : {left}, {right}) outs(%acc : {acc})
+    pto.tpush_to_aiv(%acc : {acc}) {{split = {platform_split}}}
+    return
+  }}
+  func.func private @vector(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>, %buf: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %z = arith.constant 0 : i32
+    %ring = pto.reserve_buffer {{name = "ring", size = 8192, location = #pto.address_space<vec>, auto = false, base = 0}} -> i32
+    pto.aiv_initialize_pipe {{dir_mask = 1, slot_size = 1024}} ({gm}c2v_consumer_buf = %ring : i32, v2c_consumer_buf = %z : i32)
+    %sb = pto.get_subblock_idx
+    %row = arith.muli %sb, %c8 : index
+    %ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %op = pto.partition_view %ov, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+    %t = pto.tpop_from_aic {{split = {platform_split}}} -> {half}
+    %two = arith.constant 2.0 : f32
+    %r = pto.alloc_tile : {half}
+    pto.tmuls ins(%t, %two : {half}, f32) outs(%r : {half})
+    pto.tfree_from_aic {{split = {platform_split}}}
+    pto.tstore ins(%r : {half}) outs(%op : !pto.partition_tensor_view<8x16xf32>)
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_cube_vector_pair_through_the_ring_matches_numpy(arch, protocol):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=cube_vector_pair(1, arch), protocol=protocol,
+                inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    assert r.func == "mm"
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+def test_a_missing_tfree_is_reported_at_the_pop(arch):
+    text = cube_vector_pair(1, arch).replace("    pto.tfree_from_aic {split = 1}\n", "")
+    with pytest.raises(PtoPipeError) as e:
+        run_pto(text=text, inputs=dict(a=X, b=X, out=X * 0))
+    assert f":{line_of(text, 'pto.tpop_from_aic')}:" in str(e.value)
+
+
+def test_missing_inputs_get_seeded_data_and_notes_and_the_same_seed_the_same_run():
+    text = cube_vector_pair(1, "a5")
+    r1, r2 = run_pto(text=text, data_seed=4), run_pto(text=text, data_seed=4)
+    np.testing.assert_array_equal(r1.outputs["out"], r2.outputs["out"])
+    assert r1.summary.cycles == r2.summary.cycles
+    assert any(n.startswith("a: seeded random float32[16, 16]") for n in r1.notes)
+    assert not np.array_equal(run_pto(text=text, data_seed=5).outputs["out"], r1.outputs["out"])
+
+
+def test_an_input_of_the_wrong_size_or_dtype_is_refused():
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=vector_kernel(IO + STORE), inputs=dict(x=np.zeros((4, 4), np.float32)))
+    assert "float32[4, 4] but the kernel takes f32[16, 16]" in e.value.what
+    with pytest.raises(ConfigError):
+        run_pto(text=vector_kernel(IO + STORE), inputs=dict(x=X.astype(np.float16)))
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=vector_kernel(IO + STORE), inputs=dict(zz=X))
+    assert "no parameter 'zz'" in e.value.what
+
+
+# -- placement ---------------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 8), st.integers(0, 6)), min_size=1, max_size=12),
+       st.booleans())
+def test_placed_tiles_never_overlap_while_both_are_live(tiles, in_loop):
+    """Random allocation sites (rows, how many statements later their last use comes), some
+    in a loop using a tile from before it: no two tiles live at once share a byte."""
+    lines, uses = [], []
+    for i, (rows, later) in enumerate(tiles):
+        lines.append(f"    %t{i} = pto.alloc_tile : {vec_t(rows * 8, 16)}")
+        uses.append((i + later, i))
+    n = len(tiles)
+    for k in range(n + 6):
+        for at, i in uses:
+            if at == k:
+                lines.append(f"    pto.texpands ins(%f : f32) outs(%t{i} : {vec_t(tiles[i][0] * 8, 16)})")
+    if in_loop:
+        lines.append("    scf.for %i = %c0 to %c16 step %c1 {")
+        lines.append(f"      %u = pto.alloc_tile : {vec_t(8, 16)}")
+        lines.append(f"      pto.texpands ins(%f : f32) outs(%t0 : {vec_t(tiles[0][0] * 8, 16)})")
+        lines.append("    }")
+    text = vector_kernel("    %f = arith.constant 1.0 : f32\n" + "\n".join(lines) + "\n", params="")
+    prog = read_program(text)
+    f = prog.funcs["k"]
+    lay = plan_layout(prog, ptopipe.get_platform("a5"))
+    specs, ranges = _live_ranges(f, prog)
+    items = [(lay.sites[k], lay.sites[k] + specs[k].nbytes, *ranges[k]) for k in specs]
+    for i, (a1, b1, lo1, hi1) in enumerate(items):
+        assert a1 % 32 == 0
+        for a2, b2, lo2, hi2 in items[i + 1:]:
+            if not (hi1 < lo2 or hi2 < lo1):
+                assert b1 <= a2 or b2 <= a1, (items, text)
+    run_pto(text=text)
+
+
+# -- the syntax tree ---------------------------------------------------------------------------------
+def test_statements_split_as_ptoas_prints_them():
+    text = """module {
+  func.func @f(%a: index,
+               %b: index) attributes {pto.entry} {
+    %r:2 = scf.while (%i = %a, %j = %b)
+        : (index, index) -> (index, index) {
+      %c = arith.cmpi slt, %i, %j : index
+      scf.condition(%c) %i, %j : index, index
+    } do {
+    ^bb0(%x: index, %y: index):
+      scf.yield %x, %y : index, index
+    }
+    pto.aic_initialize_pipe {dir_mask = 1, slot_size = 1024}
+      (c2v_consumer_buf = %a : i32,
+       v2c_consumer_buf = %b : i32)
+    return
+  }
+}
+"""
+    (mod,) = parse_tree(text)
+    (f,) = mod.regions[0][0].stmts
+    w, init, ret = f.regions[0][0].stmts
+    assert w.results == ["%r#0", "%r#1"] and w.name == "scf.while" and len(w.regions) == 2
+    assert w.regions[1][-1].label == "^bb0" and w.regions[1][-1].args == [("%x", "index"), ("%y", "index")]
+    assert init.name == "pto.aic_initialize_pipe" and init.attr("slot_size")[0].text == "1024"
+    assert [t.text for t in init.attr("v2c_consumer_buf")] == ["%b", ":", "i32"] and ret.name == "return"
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ("  func.func @f() {\n    return\n", "'}' missing at the end of the file"),
+    ("  }\n", "'}' closes no region"),
+    ("  func.func @f() {\n    %x = \n  }\n", "expected an operation name"),
+])
+def test_malformed_nesting_is_a_parse_error_at_line_col(bad, msg):
+    with pytest.raises(ParseError) as e:
+        parse_tree("module {\n" + bad + "}\n", "m.pto")
+    assert msg in e.value.what and e.value.where.startswith("m.pto:")
+
+
+@settings(max_examples=int(__import__("os").environ.get("PTO_FUZZ_EXAMPLES", 60)), deadline=None)
+@given(st.data())
+def test_mutated_real_style_text_gives_only_ptopipe_errors(data):
+    """Truncations and token edits of a cross-core file: read and run, or a PtoPipeError."""
+    text = cube_vector_pair(1, "a5")
+    k = data.draw(st.integers(0, len(text) - 1))
+    junk = data.draw(st.sampled_from(["", "{", "}", "(", "%", "%zz", "@q", "=", ":", "\n", "pto.tadd",
+                                      "^bb1:", "<", ">", "1x", "-> i32", ","]))
+    cut = data.draw(st.integers(0, 40))
+    mutated = text[:k] + junk + text[k + cut:]
+    try:
+        run_pto(text=mutated, timeout=10)
+    except PtoPipeError as e:
+        assert e.where or isinstance(e, ConfigError)
