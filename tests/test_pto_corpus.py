@@ -8,6 +8,8 @@ Each file starts with a header the harness reads::
 
 Files with a cross-core pipe run under both protocols ("spec", "pto-isa"); the others once.
 With ``PTOAS=/path/to/ptoas`` set, the files are also re-checked against the real assembler.
+Files the executor does not run yet are listed in ``EXECUTOR_GAPS`` with the cause: they are
+strict xfails, so a fix turns them into failures until their entry is removed.
 """
 import os
 import re
@@ -50,7 +52,48 @@ def signature(text: str, func: str) -> dict:
     return sig
 
 
-CASES = [pytest.param(p, proto, id=f"{p.stem}-{proto}") for p in FILES
+_OP = "the executor does not read pto.{}"
+_DIR_BOTH_RING = ("a DIR_BOTH GM ring is sized 2 x 8 slots; ptoas's frontend gives DIR_BOTH 4 slots per "
+                  "direction (8 x slot_size bytes, the zeroed buffer the golden passes)")
+_A2A3_V2C_ND = ("A2A3 V2C: a Vector TPUSH of an ND tile popped as an NZ mat tile is refused; pto-isa TLOADs "
+                "the ND GM slot into the NZ tile (a2a3 popMatTileFromGMFiFo), as ptoas's "
+                "tpush_tpop_frontend_lowering_a3 writes it")
+_A2A3_NOSPLIT = ("A2A3 nosplit pipe runs AIV1 too (write/write race / both lanes push the whole slot); "
+                 "pto-isa's TILE_NO_SPLIT is the one-lane AIV0 mode, as the executor treats it on A5")
+#: file stem -> why ptopipe.run_pto cannot run it yet (first error; later causes after ' + ')
+EXECUTOR_GAPS = {
+    "v_colmax_colmin_a5": _OP.format("tcolmin"),
+    "v_f16_rowsum_a5": _OP.format("treshape"),
+    "v_layernorm_a5": _OP.format("treshape"),
+    "v_online_update_a3": _OP.format("treshape"),
+    "v_rowmax_rowmin_a5": _OP.format("treshape"),
+    "x_fa_online_a5": _OP.format("treshape"),
+    "v_int8_dequant_a5": _OP.format("tcolexpandmul"),
+    "v_rmsnorm_bf16_level3_a3": _OP.format("tcolexpandmul"),
+    "v_rope_halves_a3": _OP.format("tcolexpandmul"),
+    "x_i8_dequant_a5": _OP.format("tcolexpandmul"),
+    "x_c2v_kloop_split2_a3": _OP.format("tcolexpandsub"),
+    "x_v2c_nosplit_a3": _OP.format("tcolexpand") + " + " + _A2A3_NOSPLIT,
+    "v_masked_softmax_validshape_a3": _OP.format("tfillpad"),
+    "v_record_wait_event_a5": _OP.format("barrier_sync"),
+    "v_scalar_clamp_a5": "pto.tdivs with the scalar first (scalar / tile) is refused",
+    "v_i1_flags_a3": "an i1 parameter given 1 is refused as out of range (-1..0)",
+    "x_both_split1_a3": _DIR_BOTH_RING + " + " + _A2A3_V2C_ND,
+    "x_fa_block_both_a3": _DIR_BOTH_RING + " + " + _A2A3_V2C_ND,
+    "x_both_nosplit_a3": _DIR_BOTH_RING + " + " + _A2A3_NOSPLIT,
+    "x_v2c_split1_a3": _A2A3_V2C_ND,
+    "x_v2c_split2_a3": _A2A3_V2C_ND,
+    "x_c2v_nosplit_a3": _A2A3_NOSPLIT,
+}
+
+
+def _case(path, protocol):
+    gap = EXECUTOR_GAPS.get(path.stem)
+    marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
+    return pytest.param(path, protocol, id=f"{path.stem}-{protocol}", marks=marks)
+
+
+CASES = [_case(p, proto) for p in FILES
          for proto in (("spec", "pto-isa") if PIPE.search(p.read_text()) else ("spec",))]
 
 
@@ -59,6 +102,7 @@ def test_corpus_is_complete():
     assert len(FILES) >= 80, len(FILES)
     names = {p.stem for p in FILES}
     assert names == set(GOLDENS), (sorted(names - set(GOLDENS)), sorted(set(GOLDENS) - names))
+    assert set(EXECUTOR_GAPS) <= names, sorted(set(EXECUTOR_GAPS) - names)
     for p in FILES:
         text, platform, level, _ = header(p)
         arch, ptoas_level = PTOAS_LINE.search(text).groups()

@@ -458,11 +458,11 @@ def _layout_trip_out(i):
     return {"out": i["x"] + i["x"]}
 
 
-def _entry_helper_in(rng):
+def _entry_call_in(rng):
     return {"x": f32(rng, 32, 16), "out": zeros(16, 16), "blk": 0}
 
 
-def _entry_helper_out(i):
+def _entry_call_out(i):
     r = 16 * ((i["blk"] + 1) % 2)
     return {"out": i["x"][r:r + 16] - F32.type(1.0)}
 
@@ -949,7 +949,7 @@ GOLDENS: dict[str, Golden] = {
     "v_f16_rowsum_a5": Golden(_half_mean_in, _half_mean_out, rtol=1e-2, atol=1e-2),
     "v_online_update_a3": Golden(_online_in, _online_out),
     "v_tmov_layouts_a3": Golden(_layout_trip_in, _layout_trip_out),
-    "v_entry_helper_a5": Golden(_entry_helper_in, _entry_helper_out),
+    "v_entry_scalar_call_a5": Golden(_entry_call_in, _entry_call_out),
     "v_i1_flags_a3": Golden(_optional_bias_in, _optional_bias_out),
     "v_alias_stats_level3_a5": Golden(_row_stats_in, _row_stats_out),
     "c_mm_f32_a3": Golden(_gemm_f32_in, _gemm_f32_out, rtol=1e-4, atol=1e-4),
