@@ -9,7 +9,8 @@ import sys
 
 from ..errors import ConfigError
 from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
-from .common import PROTOCOLS, add_launches, add_sync, launch_kwargs, refuse_pto_options, sync_kwargs, target
+from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, launch_kwargs, refuse_pto_options,
+                     sync_kwargs, target)
 from .errors import color, describe_exception, report_exception
 from . import bounds
 from .loader import load_scenarios, pick_variants
@@ -39,7 +40,9 @@ def add_parser(sub) -> None:
                         "shows as the wrong result the explored schedules give (docs/schedules.md)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="(.pto files) a parameter's array (others are zero-filled); repeatable")
+                   help="(.pto files) a parameter's array or scalar (others get seeded random data, "
+                        "scalars 0); repeatable")
+    add_pto_func(p)
     p.add_argument("--static", action="store_true",
                    help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "
                         "on every path (VerifyPipes, docs/passes/verify-pipes.md)")
@@ -67,7 +70,7 @@ def _progress_done() -> None:
 
 
 def main(args) -> int:
-    refuse_pto_options(args, "input")
+    refuse_pto_options(args, "input", "func")
     if args.static and args.file.endswith(".pto"):
         from .pto import static_pto
         return static_pto(args)

@@ -52,7 +52,14 @@ _PTO_ONLY_FIX = {
              "(--variant) and data seed (--seed)",
     "output": "drop --output: a .py kernel's results are checked against its golden and printed; "
               "to keep them, call ptopipe.run(...) or SCENARIO.run(...) and save .outputs",
+    "func": "drop --func: a .py kernel's functions are the ones its SCENARIO names",
 }
+
+
+def add_pto_func(p) -> None:
+    p.add_argument("--func", dest="pto_func", default=None, metavar="NAME",
+                   help="(.pto files) the function to run (default: the pto.entry, else the one "
+                        "function no other calls, else the cube + vector pair)")
 
 
 def refuse_pto_options(args, *options: str) -> None:
@@ -61,7 +68,7 @@ def refuse_pto_options(args, *options: str) -> None:
     if args.file.endswith(".pto"):
         return
     for opt in options:
-        if getattr(args, opt, None):
+        if getattr(args, "pto_func" if opt == "func" else opt, None):
             raise ConfigError(f"--{opt} is for .pto kernels, and {args.file} is a Python kernel",
                               where=f"option --{opt}", fix=_PTO_ONLY_FIX[opt])
 

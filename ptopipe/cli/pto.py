@@ -247,8 +247,12 @@ def _launch(args, fill_zero: bool = False):
     warnings, skipped = static_front(args, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    seed = getattr(args, "data_seed", None)
     pl = prepare(args.file, inputs=load_inputs(getattr(args, "input", None)), platform=platform,
-                 data_seed=getattr(args, "data_seed", None) or 0)
+                 func=getattr(args, "pto_func", None),
+                 data_seed=(seed if seed is not None else getattr(args, "seed", None)) or 0)
+    for w in pl.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     if skipped:
         pl.notes.insert(0, f"static pipe verification skipped (the value IR cannot express this file: "
                            f"{skipped}); the run's checkers still apply")

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (PROTOCOLS, add_launches, add_sync, launch_kwargs, refuse_pto_options, run_each,
-                     sync_kwargs, target)
+from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, launch_kwargs, refuse_pto_options,
+                     run_each, sync_kwargs, target)
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
                    help="(.pto files) the array or scalar of a kernel parameter; repeatable")
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="(.pto files) write a tensor parameter's final contents; repeatable")
+    add_pto_func(p)
+    p.add_argument("--data-seed", dest="seed", type=int, help="the same as --seed")
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="write a self-contained HTML report (profile + swimlane SVG)")
@@ -55,7 +57,7 @@ def main(args) -> int:
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)
-    refuse_pto_options(args, "input", "output")
+    refuse_pto_options(args, "input", "output", "func")
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
     def one(sc, v):

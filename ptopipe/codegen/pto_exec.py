@@ -1378,11 +1378,13 @@ def malformed(e: Exception, path: str) -> ParseError:
 @dataclass
 class PtoRun:
     """What :func:`run_pto` returns: the run's result, the function run, the notes on what was
-    decided (random inputs, cores), and what ``pto.tprint`` printed in simulated order."""
+    decided (random inputs, cores), what ``pto.tprint`` printed in simulated order, and the
+    warnings (tiles at explicit addresses that overlap while live)."""
     result: object
     func: str
     notes: list
     prints: list
+    warnings: list
 
     @property
     def outputs(self) -> dict:
@@ -1601,6 +1603,7 @@ class PtoLaunch:
     notes: list
     prints: list
     program: Program
+    warnings: list = field(default_factory=list)     # likely bugs the run itself does not stop at
 
 
 def read_text(path: str) -> str:
@@ -1669,7 +1672,6 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                     prog.funcs[c].kind = prog.funcs[c].kind or next(iter(kinds[t]))
     prints: list = []
     one_lane = plat == "a5" and _one_lane(prog, reach)
-    notes.extend(alias_notes(prog))
 
     def kernel_for(core_name):
         def kernel(**kw):
@@ -1696,7 +1698,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
         elif one_lane:
             notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
                          "on AIV0, as ptoas guards them with get_subblockid() == 0")
-    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog)
+    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog, alias_notes(prog))
 
 
 def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
@@ -1719,7 +1721,7 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
     for k, a in list(outputs.items()):
         if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
             outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
-    return PtoRun(res, pl.func, pl.notes, [p[2] for p in pl.prints])
+    return PtoRun(res, pl.func, pl.notes, [p[2] for p in pl.prints], pl.warnings)
 
 
 def _one_lane(prog: Program, names) -> bool:

@@ -159,7 +159,7 @@ def test_tiles_at_overlapping_explicit_addresses_alias_and_are_named():
     want = X.copy()
     want[8:] = X[:8] + 1           # %b starts 512 bytes (8 rows of 64 B) into %a and holds x + 1
     np.testing.assert_allclose(r.outputs["y"], want, rtol=1e-6)
-    note = next(n for n in r.notes if "overlaps" in n)
+    note = next(n for n in r.warnings if "overlaps" in n)
     assert note.startswith(f"<pto>:{line_of(text, '%b = pto.alloc_tile')}:") and "%a [0, 1024)" in note
 
 
@@ -171,7 +171,7 @@ def test_the_same_buffer_under_two_names_is_no_overlap():
     pto.texpands ins(%s : f32) outs(%a : {vec_t(16, 16)})
     pto.tadds ins(%a, %s : {vec_t(16, 16)}, f32) outs(%b : {vec_t(16, 16)})
 """, params="")
-    assert not any("overlaps" in n for n in run_pto(text=text).notes)
+    assert not run_pto(text=text).warnings
 
 
 def test_unsupported_op_is_a_parse_error_naming_it_before_anything_runs():
