@@ -105,6 +105,13 @@ def test_v2c_nz_with_tmov_is_clean_and_exact(platform, protocol, no_hang):
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_v2c_nd_push_into_nz_pop_names_both_lines(platform, protocol, no_hang):
     args = _nz_args(np.random.default_rng(2))
+    if platform == "a2a3":
+        # the GM ring holds ND rows and the Cube's TPOP TLOADs them into its NZ tile,
+        # converting (pto-isa a2a3 popMatTileFromGMFiFo): clean and exact
+        r = run(nz_cube, (nz_vector, None), dict(args, convert=False), platform=platform, protocol=protocol)
+        want = np.concatenate([args["a"] @ (args["x"][k * T:(k + 1) * T] + k) for k in range(3)])
+        np.testing.assert_array_equal(r.outputs["out"], want)
+        return
     with pytest.raises(ProtocolError) as ei:
         run(nz_cube, (nz_vector, None), dict(args, convert=False), platform=platform, protocol=protocol)
     err = ei.value
@@ -359,6 +366,10 @@ def test_dsl_layouts(platform, no_hang):
     res = run_dsl(prog, dict(args), platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["x"])
     prog, cube, vec = _dsl_program(False)
+    if platform == "a2a3":          # a GM ring: the Cube's TPOP converts the ND rows it loads
+        res = run_dsl(prog, dict(args, out=np.zeros((T, T), np.float32)), platform=platform)
+        np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["x"])
+        return
     with pytest.raises(ProtocolError) as ei:
         run_dsl(prog, dict(args, out=np.zeros((T, T), np.float32)), platform=platform)
 

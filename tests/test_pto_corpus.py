@@ -52,37 +52,13 @@ def signature(text: str, func: str) -> dict:
     return sig
 
 
-_OP = "the executor does not read pto.{}"
-_DIR_BOTH_RING = ("a DIR_BOTH GM ring is sized 2 x 8 slots; ptoas's frontend gives DIR_BOTH 4 slots per "
-                  "direction (8 x slot_size bytes, the zeroed buffer the golden passes)")
-_A2A3_V2C_ND = ("A2A3 V2C: a Vector TPUSH of an ND tile popped as an NZ mat tile is refused; pto-isa TLOADs "
-                "the ND GM slot into the NZ tile (a2a3 popMatTileFromGMFiFo), as ptoas's "
-                "tpush_tpop_frontend_lowering_a3 writes it")
-_A2A3_NOSPLIT = ("A2A3 nosplit pipe runs AIV1 too (write/write race / both lanes push the whole slot); "
-                 "pto-isa's TILE_NO_SPLIT is the one-lane AIV0 mode, as the executor treats it on A5")
-#: file stem -> why ptopipe.run_pto cannot run it yet (first error; later causes after ' + ')
+_A2A3_NOSPLIT = ("both Vector cores run the NO_SPLIT transfer on A2A3 (ptoas guards it with "
+                 "get_subblockid() == 0 on A5 only; pto-isa's a2a3 pushVec2GMFiFo: 'TILE_NO_SPLIT: single "
+                 "writer'), so both lanes write the same slot / output: ptopipe reports it")
+#: file stem -> why ptopipe.run_pto does not match its golden (a finding ptopipe reports)
 EXECUTOR_GAPS = {
-    "v_colmax_colmin_a5": _OP.format("tcolmin"),
-    "v_f16_rowsum_a5": _OP.format("treshape"),
-    "v_layernorm_a5": _OP.format("treshape"),
-    "v_online_update_a3": _OP.format("treshape"),
-    "v_rowmax_rowmin_a5": _OP.format("treshape"),
-    "x_fa_online_a5": _OP.format("treshape"),
-    "v_int8_dequant_a5": _OP.format("tcolexpandmul"),
-    "v_rmsnorm_bf16_level3_a3": _OP.format("tcolexpandmul"),
-    "v_rope_halves_a3": _OP.format("tcolexpandmul"),
-    "x_i8_dequant_a5": _OP.format("tcolexpandmul"),
-    "x_c2v_kloop_split2_a3": _OP.format("tcolexpandsub"),
-    "x_v2c_nosplit_a3": _OP.format("tcolexpand") + " + " + _A2A3_NOSPLIT,
-    "v_masked_softmax_validshape_a3": _OP.format("tfillpad"),
-    "v_record_wait_event_a5": _OP.format("barrier_sync"),
-    "v_scalar_clamp_a5": "pto.tdivs with the scalar first (scalar / tile) is refused",
-    "v_i1_flags_a3": "an i1 parameter given 1 is refused as out of range (-1..0)",
-    "x_both_split1_a3": _DIR_BOTH_RING + " + " + _A2A3_V2C_ND,
-    "x_fa_block_both_a3": _DIR_BOTH_RING + " + " + _A2A3_V2C_ND,
-    "x_both_nosplit_a3": _DIR_BOTH_RING + " + " + _A2A3_NOSPLIT,
-    "x_v2c_split1_a3": _A2A3_V2C_ND,
-    "x_v2c_split2_a3": _A2A3_V2C_ND,
+    "x_v2c_nosplit_a3": _A2A3_NOSPLIT,
+    "x_both_nosplit_a3": _A2A3_NOSPLIT,
     "x_c2v_nosplit_a3": _A2A3_NOSPLIT,
 }
 

@@ -637,8 +637,13 @@ def test_a_pop_in_another_layout_than_the_slot_holds_is_found_at_the_tpop(platfo
     assert "pops an NZ tile, but the slot holds ND data" in err.what
     assert "its NZ Acc tile, which the FIX pipe writes out as ND" in err.what
     assert "pop into an ND Vec tile" in err.fix
-    # V2C: a Vec ND tile pushed, popped into an NZ Mat tile; the same error the run gives
+    # V2C: a Vec ND tile pushed, popped into an NZ Mat tile; the same error the run gives on
+    # A5 (a local L1 ring holds the bytes as pushed).  In A2A3's GM ring the pop TLOADs the ND
+    # rows into the NZ tile (pto-isa popMatTileFromGMFiFo), which converts: no finding.
     prog, cube, vec = test_layouts._dsl_program(False)
+    if platform == "a2a3":
+        assert verify_pipes.verify(to_ops(prog), platform) == []
+        return
     (err,) = verify_pipes.verify(to_ops(prog), platform)
     assert f"test_layouts.py:{line_of(cube.pyfunc, 'DSL-POP')}:" in err.where
     assert f"at line {line_of(vec.pyfunc, 'DSL-PUSH')}" in err.what and "an ND Vec tile" in err.what

@@ -34,7 +34,7 @@ import numpy as np
 from .. import isa
 from ..arch import dtypes as dt
 from ..arch.catalogue import OPS as CATALOGUE
-from ..arch.vocab import (BLayout, Direction, MaskPattern, MemSpace, RoundMode, SLayout, SyncPipe,
+from ..arch.vocab import (BLayout, Direction, MaskPattern, MemSpace, PadValue, RoundMode, SLayout, SyncPipe,
                           TileSplitAxis, TileType)
 from ..errors import ConfigError, KernelError, ParseError, PtoPipeError
 from .pto_lexer import Token
@@ -57,6 +57,9 @@ SLAYOUT = {"none_box": SLayout.NoneBox, "row_major": SLayout.RowMajor, "col_majo
 ROUND = {"ROUND": RoundMode.CAST_ROUND, "RINT": RoundMode.CAST_RINT, "FLOOR": RoundMode.CAST_FLOOR,
          "CEIL": RoundMode.CAST_CEIL, "TRUNC": RoundMode.CAST_TRUNC, "NONE": RoundMode.CAST_NONE,
          "ODD": RoundMode.CAST_ODD, "CAST_ROUND": RoundMode.CAST_ROUND, "CAST_RINT": RoundMode.CAST_RINT}
+#: tile_buf ``pad=`` (PTOAS PadValue: 0 null, 1 zero, 2 max, 3 min) -> what TFILLPAD fills with
+PAD = {"1": PadValue.Zero, "2": PadValue.Max, "3": PadValue.Min, "zero": PadValue.Zero,
+       "max": PadValue.Max, "min": PadValue.Min}
 _INT_BITS = re.compile(r"^(u|ui|si|i)(\d+)$")
 _SHAPE = re.compile(r"^((?:\d+|\?)x)+")
 TILE_ALIGN = 32          # bytes: placed tiles start on a 32-byte boundary (UB / L1 block)
@@ -82,6 +85,7 @@ class TileSpec:
     v_cols: int | None
     blayout: BLayout | None = None
     slayout: SLayout | None = None
+    pad: PadValue | None = None       # ``pad=`` (TFILLPAD fills with it); None: Null
 
     @property
     def nbytes(self) -> int:
@@ -111,6 +115,8 @@ class ScalarT:
 
 def _int_range(t: ScalarT) -> tuple:
     b = t.bits
+    if b == 1:
+        return 0, 1                 # i1: false / true
     return (-(1 << (b - 1)), (1 << (b - 1)) - 1) if t.signed else (0, (1 << b) - 1)
 
 
@@ -230,7 +236,9 @@ class _Types:
         vr, vc = kv.get("v_row", str(rows)), kv.get("v_col", str(cols))
         b = BLAYOUT.get(kv.get("blayout", ""), None)
         s = SLAYOUT.get(kv.get("slayout", ""), None)
-        return TileSpec(loc, d, rows, cols, None if vr == "?" else int(vr), None if vc == "?" else int(vc), b, s)
+        pad = PAD.get(kv.get("pad", "0"))
+        return TileSpec(loc, d, rows, cols, None if vr == "?" else int(vr), None if vc == "?" else int(vc), b, s,
+                        pad)
 
 
 # -- the program ------------------------------------------------------------------------------
@@ -482,6 +490,7 @@ class Executor:
         self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
         self.next_flag = 0
         self.printed = []
+        self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
 
     # -- errors / locations
     def where(self, s: Stmt) -> str:
@@ -1014,8 +1023,11 @@ def _tile_of(ex, s, spec: TileSpec, addr, fr):
         if vct:
             vc = ex.ival(fr, vct[0])
     name = s.results[0] if s.results else None
-    return isa.Tile(spec.loc, spec.dtype, spec.rows, spec.cols, blayout=spec.blayout, slayout=spec.slayout,
-                    valid_rows=vr, valid_cols=vc, addr=addr, name=name)
+    t = isa.Tile(spec.loc, spec.dtype, spec.rows, spec.cols, blayout=spec.blayout, slayout=spec.slayout,
+                 valid_rows=vr, valid_cols=vc, addr=addr, name=name)
+    if spec.pad is not None:
+        ex.pad_of[id(t)] = spec.pad
+    return t
 
 
 def h_alloc(ex, fr, s):
@@ -1107,6 +1119,8 @@ def op_catalogue(ex, fr, s):
     if op.form == "scalar" and len(operands) == 3 and not isinstance(operands[1], isa.Tile) \
             and isinstance(operands[2], isa.Tile):
         return _scalar_first(ex, s, name, *operands)
+    if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
+        operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
     return getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s))
 
 
@@ -1283,7 +1297,10 @@ def h_event(ex, fr, s):
         ends = [_OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), "".join(t.text for t in x))
                 for x in (src, dst)]
         pipes = [m.group(0) for m in (_PIPE_RE.search(e) for e in ends) if m]
-    if s.name in ("pto.barrier", "pto.pipe_barrier"):
+    if s.name in ("pto.barrier", "pto.pipe_barrier", "pto.barrier_sync"):
+        if not pipes:               # ``pto.barrier_sync[<TVEC>]``: a sync op type
+            m = re.search(r"<(\w+)>", text)
+            pipes = [SYNC_OP_PIPE.get(m.group(1), "PIPE_ALL")] if m else []
         isa.pipe_barrier(SyncPipe(pipes[0] if pipes else "PIPE_ALL"))
         return None
     if len(pipes) < 2:
@@ -1451,7 +1468,7 @@ HANDLERS = {
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
     "pto.get_block_idx": h_block_idx, "pto.get_block_num": h_block_num,
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,
-    "pto.pipe_barrier": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
+    "pto.pipe_barrier": h_event, "pto.barrier_sync": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
     "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
     "pto.set_ffts": h_set_ffts, "pto.treshape": h_reshape, "pto.addptr": h_addptr, "memref.reinterpret_cast": h_reinterpret,
     "pto.bind_tile": h_bind_tile, "pto.get_buf": h_buffer_token, "pto.rls_buf": h_buffer_token,
@@ -1550,11 +1567,11 @@ def choose_top(prog: Program, func: str | None) -> str:
                       where=prog.path, fix="choose one with --func NAME (ptopipe.run_pto(..., func=NAME))")
 
 
-def param_arrays(prog: Program, top_funcs, inputs: dict, rng) -> tuple:
+def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple:
     """The kernel arguments by parameter name: the given inputs, else seeded random arrays
     (pointer parameters: sized by their largest static tensor view) and notes saying so."""
     args, notes = {}, []
-    extents, natural = _param_extents(prog, inputs)
+    extents, natural = _param_extents(prog, inputs, platform)
     params = {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -1637,7 +1654,7 @@ def _random(rng, d, shape):
     return rng.uniform(-1.0, 1.0, size=shape).astype(d)
 
 
-def _param_extents(prog: Program, inputs: dict) -> dict:
+def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
     """(function, parameter name) -> elements a pointer parameter needs: the largest extent
     of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
     x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need."""
@@ -1685,8 +1702,8 @@ def _param_extents(prog: Program, inputs: dict) -> dict:
                     ty = ptypes[gm.text]
                     item = ty[1].itemsize if isinstance(ty, tuple) and isinstance(ty[1], np.dtype) else 1
                     d = _int_attr(s, "dir_mask", prog)
-                    n = _int_attr(s, "slot_num", prog, 0) or 8
                     ways = 2 if d & 3 == 3 else 1
+                    n = _int_attr(s, "slot_num", prog, 0) or platform.slot_num_for(ways == 2)
                     need((f.name, gm.text), -(-_int_attr(s, "slot_size", prog) * n * ways // item))
     changed = True
     while changed:                          # callers need what their callees need
@@ -1769,9 +1786,9 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
                               fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
     rng = np.random.default_rng(data_seed)
-    args, notes = param_arrays(prog, tops, inputs, rng)
-    warnings = []
     from ..arch import get_platform
+    args, notes = param_arrays(prog, tops, inputs, rng, get_platform(plat))
+    warnings = []
     layout = plan_layout(prog, get_platform(plat))
     reach = [n for t in tops for n in _reachable(prog, t)]
     pipes = _has_pipes(prog, reach)

@@ -42,7 +42,7 @@ from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType, TileValueType, describe, itemsize
-from ..isa.pipe.geometry import full_shape, slot_layout
+from ..isa.pipe.geometry import full_shape, pop_converts, slot_layout
 from ..isa.pipe.plans import a_layout, layout_fix
 from ..isa.pipe.protocol import model_for, platform_kind
 from ..isa.pipe.steps import ONE_LANE
@@ -335,7 +335,7 @@ class _Verifier:
                 return True
             if not wa[0] and not wb[0]:
                 pushed, popped = slot_layout(_dir(d), a.type.effective_layout), b.type.effective_layout
-                if pushed is not popped:
+                if pushed is not popped and not pop_converts(_dir(d), self.plat.ring_in_gm):
                     self.finding("layout", b.op,
                                  f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
                                  f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...arch.vocab import C2V, TileLayout, TileSplitAxis
+from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..context import here
 
@@ -34,6 +34,16 @@ def slot_layout(way: str, layout: TileLayout) -> TileLayout:
     goes through the FIX pipe, which writes the Acc's fractal (NZ) data out row-major (ND);
     V2C copies the Vec tile as it is.  A TPOP must pop this layout."""
     return TileLayout.ND if way == C2V else layout
+
+
+def pop_converts(way: str, in_gm: bool) -> bool:
+    """Does a TPOP of a ``way`` ring read the slot in any tile layout?  A V2C ring in GM:
+    the Vector core's TPUSH stores its tile to the slot as ND rows and the Cube's TPOP TLOADs
+    them into its Mat tile, converting to the tile's layout (pto-isa a2a3
+    ``pushVec2GMFiFo`` / ``popMatTileFromGMFiFo``).  A local ring (A5 UB / L1) copies the
+    bytes as they are, and a C2V pop of a Vec tile takes the slot's ND rows, so there the
+    layouts must agree (:func:`slot_layout`)."""
+    return in_gm and way == V2C
 
 
 def part_shape(split, rows: int, cols: int) -> tuple:

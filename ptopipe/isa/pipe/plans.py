@@ -13,7 +13,7 @@ from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from .geometry import full_shape, part_offset, part_shape, slot_layout
+from .geometry import full_shape, part_offset, part_shape, pop_converts, slot_layout
 from .steps import check_nosplit_lanes
 
 
@@ -185,7 +185,7 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
             fix="producer and consumer must agree on dtype, valid shape and split mode "
                 "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
     play = lay[4] if len(lay) > 4 else None
-    if layout is not None and play is not None and play is not layout:
+    if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
         raise layout_mismatch(core, ch, slot, play, layout, op, where)
 
 
