@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CompileError
-from ..arch.vocab import TileSplitAxis
+from ..arch.vocab import Direction, TileSplitAxis
 from ..arch import get_platform
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import local_slot_num
@@ -23,7 +23,7 @@ from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CMP, FLOATS, INT_DTYPES,
-                         CARRY, EVENT_IDS, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
+                         CARRY, EVENT_IDS, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP, PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 
 _IND = "  "
@@ -109,6 +109,11 @@ class _Func:
 class _Writer:
     def __init__(self):
         self.out = []
+        self.notes = {}             # what -> where: ptopipe spellings ptoas does not take
+
+    def note(self, op, what: str) -> None:
+        """``op`` is written in a spelling of ptopipe's that ptoas rejects (``what``)."""
+        self.notes.setdefault(what, str(op.loc) if op.loc else None)
 
     def ty(self, t) -> str:
         return type_str(t, self.plat)
@@ -286,6 +291,7 @@ class _Writer:
             self.line(ind, f"pto.tmov ins({st[x]} : {t}) outs({res} : {t}) {{{NAMED_COPY}}}")
         elif n == "pl.copy":
             x = op.operands[0]
+            self.note(op, f"a named copy of a {x.type} value is ptopipe.copy, ptopipe's own op")
             self.line(ind, f"{st.bind(op.results[0])} = ptopipe.copy {st[x]} : {self.ty(x.type)}")
         elif n in ("pl.load", "pl.store"):
             self.load_store(op, st, ind)
@@ -345,6 +351,8 @@ class _Writer:
         gm = op.operands[0]
         gm_arg = f"{st[gm]} : {_param_type(gm.type)}" if isinstance(gm.type, TensorType) else None
         sp = ring_spelling(op, self.plat, f.attributes["sym_name"] in self.nosplit)
+        for what in sp.unsupported:
+            self.note(op, what)
         trailing = list(sp.extra)
         if sp.form == "frontend":
             parts = ([f"gm_slot_buffer = {gm_arg}"] if gm_arg else []) + \
@@ -378,6 +386,10 @@ class _Writer:
         sattr = "" if split is None else f" {{split = {int(split)}}}"
         n = op.name
         h = st.pipe                             # the !pto.pipe handle, when the init made one
+        if not all(isinstance(v.type, (TileValueType, BufferType, NoneType))
+                   for v in list(op.operands) + list(op.results)) or n == "pl.talloc":
+            self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
+                          "TFREE naming its tile) is ptopipe's: ptoas moves tiles")
         if n == "pl.tpush":
             t = op.operands[0]
             if h is not None and isinstance(t.type, TileValueType):
@@ -390,6 +402,9 @@ class _Writer:
                 self.line(ind, f"pto.tfree({h} : !pto.pipe){sattr}")
                 return
             tile = "" if isinstance(obj.type, NoneType) else f"({st[obj]} : {self.ty(obj.type)})"
+            if tile:
+                self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
+                              "TFREE naming its tile) is ptopipe's: ptoas moves tiles")
             self.line(ind, f"pto.tfree_from_{me}{tile}{sattr}")
         elif n == "pl.tpop" and h is not None and isinstance(op.results[0].type, TileValueType):
             r = op.results[0]
@@ -502,6 +517,7 @@ class RingSpelling:
     form: str
     block: str
     extra: tuple
+    unsupported: tuple = ()     # why ptoas rejects it (a ring it cannot build)
 
 
 def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
@@ -533,15 +549,22 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
         if lsn != flsn:
             extra.append(f"ptopipe.local_slot_num = {lsn}")
         return RingSpelling("frontend", head + ns, tuple(extra))
+    bad = []
+    if n not in PTOAS_SLOT_NUMS:
+        bad.append(f"ptoas builds rings of SLOT_NUM {' or '.join(map(str, PTOAS_SLOT_NUMS))} "
+                   f"only: this ring has {n} slots")
+    if gm_dir:
+        bad.append(f"a ring in GM by its direction ({Direction(mask).name}) is ptopipe's: "
+                   "ptoas's dir_mask is 1, 2 or 3")
     if in_gm:
         if lsn is None:
             extra.append("ptopipe.default_local_slot_num")
         block = f"{head}, slot_num = {n}, local_slot_num = {local_slot_num(a)}, flag_base = {flag}{ns}"
-        return RingSpelling("pto.initialize_l2g2l_pipe", block, tuple(extra))
+        return RingSpelling("pto.initialize_l2g2l_pipe", block, tuple(extra), tuple(bad))
     if lsn is not None:
         extra.append(f"ptopipe.local_slot_num = {lsn}")
     return RingSpelling("pto.initialize_l2l_pipe", f"{head}, slot_num = {n}, flag_base = {flag}{ns}",
-                        tuple(extra))
+                        tuple(extra), tuple(bad))
 
 
 def nosplit_functions(prog) -> set:
@@ -561,9 +584,15 @@ def nosplit_functions(prog) -> set:
     return out
 
 
-def write_pto(program, platform=None) -> str:
+def write_pto(program, platform=None, notes: list | None = None) -> str:
     """``program`` (a compiled ``pl.program`` op) as PTO-AS text; ``platform`` (a name)
-    overrides the program's ``platform`` attribute for ``pto.target_arch``."""
+    overrides the program's ``platform`` attribute for ``pto.target_arch``.  ``notes`` (a
+    list) receives ``(what, where)`` for each thing written in a spelling of ptopipe's that
+    ptoas rejects (a ring ptoas cannot build, the address flow...)."""
     if getattr(platform, "name", None):
         platform = platform.name
-    return _Writer().program(program, platform)
+    w = _Writer()
+    text = w.program(program, platform)
+    if notes is not None:
+        notes.extend(w.notes.items())
+    return text
