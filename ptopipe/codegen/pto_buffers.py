@@ -185,20 +185,26 @@ def _adopt(block, pairs, p) -> None:
 
 
 def _stage(op, p, block) -> None:
-    """Carry moves before ``op`` read their sources before any of them writes: a source that
-    lives in a buffer another move of the list writes goes through a staging buffer first."""
-    moves = p.copies.get(op)
-    if not moves:
+    """Order the carry moves before ``op`` so that none overwrites a buffer a later move
+    still reads (a parallel copy); a cycle of them (a swap) goes through a staging buffer."""
+    pending = list(p.copies.get(op, ()))
+    if len(pending) < 2:
         return
-    dests = {b for _, b in moves}
-    first, rest = [], []
-    for src, dst in moves:
-        held = p.home.get(src)
-        if held in dests and held is not dst:
+
+    def held(src):
+        return src if isinstance(src, Buf) else p.home.get(src)
+
+    out = []
+    while pending:
+        for m in pending:
+            if not any(held(o[0]) is m[1] for o in pending if o is not m):
+                out.append(m)
+                pending.remove(m)
+                break
+        else:                               # every move's buffer is read by another: a cycle
+            src, dst = pending[0]
             tmp = Buf(src.type, "staged")
             p.declare.setdefault(op, []).append(tmp)
-            first.append((src, tmp))
-            rest.append((tmp, dst))
-        else:
-            rest.append((src, dst))
-    p.copies[op] = first + rest
+            out.append((src, tmp))
+            pending[0] = (tmp, dst)
+    p.copies[op] = out
