@@ -1,7 +1,8 @@
 """The ``.pto`` ptopipe writes, through the real assembler (``PTOAS=/path/to/ptoas``; skipped
 when unset, e.g. ``PTOAS=../shared/tools/ptoas``).
 
-For every compiled example (examples/mixed, examples/dsl) on A2A3 and A5, ptoas
+For every compiled example (examples/mixed, examples/dsl; each Scenario variant) on A2A3 and
+A5, ptoas
 (``--pto-arch=a3|a5``, its default level2) accepts the file - or rejects it where the writer
 said it would (``write_pto``'s notes: a ring of a SlotNum ptoas does not build, the address
 flow) - and the ``TPipe<FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit>`` of each
@@ -29,6 +30,8 @@ pytestmark = pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
                   for p in (ROOT / "examples" / d).glob("*.py"))
+#: every Scenario variant of every example (ring depths, splits, shapes, dtypes)
+CASES = [(rel, v) for rel in EXAMPLES for v in load_module(str(ROOT / rel)).SCENARIO.variants]
 ARCH = {"a2a3": "a3", "a5": "a5"}
 #: a reason the writer notes -> what ptoas says when it rejects the file for it
 REJECTS = {"SLOT_NUM": "expects 'slot_num' to be 4 or 8",
@@ -51,20 +54,26 @@ def tpipes(cpp: str) -> dict:
     return out
 
 
+def four_slots(text: str) -> str:
+    """``text`` with every ring of 4 slots (LocalSlotNum at most 4): a SlotNum ptoas builds."""
+    text = re.sub(r"(?<!local_)slot_num = \d+", "slot_num = 4", text)
+    return re.sub(r"local_slot_num = (\d+)", lambda m: f"local_slot_num = {min(int(m.group(1)), 4)}", text)
+
+
 def run_ptoas(pto: pathlib.Path, platform: str, *extra) -> subprocess.CompletedProcess:
     cpp = pto.with_suffix(".cpp")
     return subprocess.run([PTOAS, f"--pto-arch={ARCH[platform]}", *extra, str(pto), "-o", str(cpp)],
                           capture_output=True, text=True, timeout=300)
 
 
-def _compiled(rel, platform):
-    return compile_program(programs_of(load_module(str(ROOT / rel)))[0], platform)[0]
+def _compiled(rel, platform, variant=None):
+    return compile_program(programs_of(load_module(str(ROOT / rel)), variant)[0], platform)[0]
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
-@pytest.mark.parametrize("rel", EXAMPLES)
-def test_ptoas_takes_the_written_pto_and_builds_the_simulated_ring(rel, platform, tmp_path):
-    op = _compiled(rel, platform)
+@pytest.mark.parametrize("rel,variant", CASES)
+def test_ptoas_takes_the_written_pto_and_builds_the_simulated_ring(rel, variant, platform, tmp_path):
+    op = _compiled(rel, platform, variant)
     notes = []
     pto = tmp_path / "k.pto"
     pto.write_text(write_pto(op, platform, notes))
@@ -73,6 +82,10 @@ def test_ptoas_takes_the_written_pto_and_builds_the_simulated_ring(rel, platform
         assert r.returncode != 0, f"{rel}: ptoas took a .pto the writer noted {notes}"
         said = [REJECTS[k] for k in REJECTS if any(k in what for what, _ in notes)]
         assert any(s in r.stderr for s in said), (notes, r.stderr[-1500:])
+        if all("SLOT_NUM" in what for what, _ in notes):    # the rest of the file is ptoas's
+            pto.write_text(four_slots(pto.read_text()))
+            r = run_ptoas(pto, platform)
+            assert r.returncode == 0, f"{rel} with a 4-slot ring:\n{r.stderr[-3000:]}"
         return
     assert r.returncode == 0, f"{rel} on {platform}: ptoas rejected the .pto:\n{r.stderr[-3000:]}"
     got = tpipes(pto.with_suffix(".cpp").read_text())
@@ -103,5 +116,7 @@ def test_a_ring_ptoas_cannot_build_is_noted_and_rejected(tmp_path):
     assert [w for w, _ in notes] == ["ptoas builds rings of SLOT_NUM 4 or 8 only: this ring has 2 slots"]
     r = run_ptoas(pto, "a2a3")
     assert r.returncode != 0 and "expects 'slot_num' to be 4 or 8" in r.stderr
-    pto.write_text(pto.read_text().replace("slot_num = 2, local_slot_num = 2", "slot_num = 4, local_slot_num = 4"))
+    assert "slot_num = 2, local_slot_num = 2" in pto.read_text()
+    pto.write_text(four_slots(pto.read_text()))
+    assert "slot_num = 4, local_slot_num = 2" in pto.read_text()
     assert run_ptoas(pto, "a2a3").returncode == 0       # that was the only obstacle
