@@ -72,8 +72,8 @@ def h_reserve(r, fs, opt, results, loc):
         extra = r.c.attr_dict()
         _unknown(r, extra, (PTOPIPE_BASE,), opt)
         if auto is not True:
-            raise r.c.error(f"{PTOPIPE_BASE} on a reserve_buffer with auto = false", extra[PTOPIPE_BASE][1],
-                            "give the base once: base = N")
+            raise r.c.error(f"{PTOPIPE_BASE} on a reserve_buffer with auto = false",
+                            extra[PTOPIPE_BASE][1], "give the base once: base = N")
         base = _need(r, extra, PTOPIPE_BASE, opt)
     if fs.kind is FunctionKind.Group:
         raise r.c.error("pto.reserve_buffer in the entry function", opt, "reserve in a kernel")

@@ -3,9 +3,13 @@
 Owns: the ``!pto.tile_buf<...>`` long form (key order, address spaces, layouts, default
 fractal / pad), the short form's positional parts, ``#pto.address_space<...>``,
 ``#pto.kernel_kind<...>``, ``pto.target_arch`` values, split numbering 0/1/2
-(:class:`~ptopipe.arch.vocab.TileSplitAxis`), the MLIR spelling of element types, the
-``pto.t*`` names of ptopipe's tile ops and the ``arith`` names of its scalar ops.
-Facts follow ptoas's frontend tests (hw-native-sys/PTOAS ``test/basic/*.pto``).
+(:class:`~ptopipe.arch.vocab.TileSplitAxis`), the MLIR spelling of element types and float
+literals, the ``pto.t*`` names of ptopipe's tile ops (and which take a scratch tile) and the
+``arith`` names of its scalar ops, event ids; and what ptoas makes of a spelling: the ring its
+frontend init builds, the SlotNums it builds, the blayout it gives Left tiles; the ``ptopipe.*``
+attributes ptoas keeps and ignores.
+Facts follow ptoas's frontend tests and sources (hw-native-sys/PTOAS ``test/basic/*.pto``,
+``include/PTO/IR/PTOOps.td``, ``lib/PTO``).
 """
 from __future__ import annotations
 

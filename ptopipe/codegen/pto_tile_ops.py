@@ -12,7 +12,8 @@ from ..ir.ops import OPS, REQUIRED, OpError
 from ..ir.types import INDEX, TensorType, TileValueType, describe
 from .pto_ops import (Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import CARRY, EVENT_IDS, IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_OPTIONAL, SCRATCH_REQUIRED
+from .pto_syntax import (CARRY, EVENT_IDS, IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_OPTIONAL,
+                         SCRATCH_REQUIRED)
 
 
 class View:

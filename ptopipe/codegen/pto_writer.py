@@ -9,6 +9,12 @@ its kernel, and each load / store goes through a ``pto.partition_view``.  Kernel
 calling them with ``func.call``.  Spellings come from :mod:`.pto_syntax`; the reader
 (:mod:`.pto_reader`) reads this text back to a structurally equal program (after the
 platform passes re-derive what the text does not carry: flag ids, ring placement).
+
+The text is for ptoas (0.27, ``--pto-level=level2``) and means there the ring ptopipe
+simulates: each pipe init in the spelling whose ``TPipe`` ptoas builds is the IR's
+(:func:`ring_spelling`), reserves placed by ptoas (``auto = true``), the tiles a loop carries
+or a branch yields in buffers written in place (:mod:`.pto_buffers`).  What ptoas has no
+spelling for is written in ptopipe's and reported in ``write_pto``'s notes.
 """
 from __future__ import annotations
 
@@ -22,8 +28,9 @@ from ..ir.pipe_config import local_slot_num
 from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
-from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CMP, FLOATS, INT_DTYPES,
-                         CARRY, EVENT_IDS, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP, PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
+from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, EVENT_IDS,
+                         FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
+                         PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 
 _IND = "  "
