@@ -4,6 +4,7 @@ program; the re-read program runs on the simulated cluster (both platforms, both
 protocols) and matches numpy; hand-written files in tests/pto run and match numpy."""
 import importlib.util
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -86,9 +87,13 @@ def test_written_text_spelling():
     assert 'module @' in text and 'pto.target_arch = "a5"' in text
     assert "attributes {pto.kernel_kind = #pto.kernel_kind<cube>}" in text
     assert "attributes {pto.entry}" in text and "func.call @" in text
-    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4, local_slot_num = 4, id = 0} (" in text
-    assert "c2v_consumer_buf = %c2v_peer : i32, v2c_consumer_buf = %v2c_buf : i32)" in text
-    assert "location = #pto.address_space<mat>, auto = false, base = " in text
+    # a ring ptoas's frontend builds as it is (SlotNum 4 both ways, FlagID 0): its spelling,
+    # with the IR's LocalSlotNum (unused by an A5 consumer-local ring) for ptopipe only
+    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192} (" in text
+    assert "c2v_consumer_buf = %c2v_peer : i32, v2c_consumer_buf = %v2c_buf : i32) " \
+           "{ptopipe.local_slot_num = 4}\n" in text
+    # ptoas places the ring (level2); ptopipe's placement goes along for the reader
+    assert re.search(r"location = #pto\.address_space<mat>, auto = true\} \{ptopipe\.base = \d+\} -> i32", text)
     assert "pto.tpush_to_aiv(%acc : !pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=128, v_row=16, " \
            "v_col=128, blayout=col_major, slayout=row_major, fractal=1024, pad=0>) {split = 1}" in text
     assert "pto.tpop_from_aiv {split = 1} -> !pto.tile_buf<loc=mat" in text
@@ -96,7 +101,11 @@ def test_written_text_spelling():
     assert "pto.tfree_from_aiv {split = 1}" in text          # InsertTfree's split=None, spelled out
     s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3")[0])
     assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
-    assert "gm_slot_buffer = %gm_slot_buffer : !pto.ptr<ui8>" in s1 and 'pto.target_arch = "a3"' in s1
+    # SlotNum 4 one way is not the frontend's 8: the lower-level init, in GM on A2A3
+    assert "%pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 2048, slot_num = 4, " \
+           "local_slot_num = 4, flag_base = 0} (%gm_slot_buffer : !pto.ptr<ui8>, %c2v_peer : i32) " \
+           "-> !pto.pipe" in s1 and 'pto.target_arch = "a3"' in s1
+    assert "pto.tpop(%part, %pipe : !pto.tile_buf<loc=vec" in s1 and "pto.tfree(%pipe : !pto.pipe) {split = 1}" in s1
     s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5")[0])
     assert s2.count(", nosplit = true} (") == 2 and "ptopipe.split" not in s2
 
@@ -198,15 +207,17 @@ def test_buffer_written_in_an_if_is_a_result_of_the_if():
         np.testing.assert_array_equal(res.outputs["out"], want)
 
 
-def test_a_pipes_flag_id_round_trips_as_id():
-    """AllocateFlags' flag_id is written as the init's ``id`` (newer ptoas) and read back."""
+def test_a_pipes_flag_id_round_trips_as_flag_base():
+    """AllocateFlags' flag_id: ptoas's frontend init fixes FlagID 0, so a pipe on another
+    flag is written as the lower-level init with its ``flag_base``, and read back."""
     from ptopipe.passes.util import functions, init_ops
     op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
     for f in functions(op):
         for init in init_ops(f):
             init.attributes["flag_id"] = 2
     text = write_pto(op)
-    assert text.count(", id = 2} (") == 2
+    assert text.count("= pto.initialize_l2l_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4, "
+                      "flag_base = 2} (") == 2
     back = read_pto(text, "k.pto")
     assert [i.attributes["flag_id"] for f in functions(back) for i in init_ops(f)] == [2, 2]
 

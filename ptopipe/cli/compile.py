@@ -77,7 +77,12 @@ def _emit(kind: str, op, tree, platform: str) -> str:
         return write_cpp(op, platform)
     if kind == "pto":
         from ..codegen import write_pto
-        return write_pto(op, platform)
+        notes = []
+        text = write_pto(op, platform, notes)
+        for what, where in notes:
+            print(f"warning: ptoas will reject this .pto: {what}" + (f" (at {where})" if where else ""),
+                  file=sys.stderr)
+        return text
     return print_ir(op) if kind == "ir" else to_source(tree)
 
 

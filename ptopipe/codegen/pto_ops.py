@@ -12,7 +12,7 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
-from .pto_syntax import ARITH_OF, CMP_OF, INT_DTYPES, LOGIC, MLIR_DTYPE, ptr_type
+from .pto_syntax import ARITH_OF, CMP_OF, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE, float_of_literal, ptr_type
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
 _USYM = {v: k for k, v in SCALAR_UNOPS.items()}
@@ -172,10 +172,10 @@ def h_constant(r, fs, opt, results, loc):
             v = int(vt.text)
         except ValueError:
             try:
-                v = float(vt.text)
+                v = float_of_literal(vt.text, pt.dtype) if pt.dtype in FLOATS else float(vt.text)
             except ValueError:
                 raise c.error(f"bad number {vt.text!r}", vt) from None
-            if pt.dtype not in ("f16", "f32", "bf16"):
+            if pt.dtype not in FLOATS:
                 raise c.error(f"a float constant {vt.text} of integer type {pt.dtype}", vt)
     if pt.dtype == "bool" and not isinstance(v, bool):
         raise c.error(f"an i1 constant is true or false, got {vt.text}", vt)

@@ -26,6 +26,7 @@ class PType:
 class Cursor:
     def __init__(self, toks, filename: str):
         self.toks, self.i, self.file = toks, 0, filename
+        self.platform = None        # the module's target (a Left tile's blayout follows it)
 
     def peek(self, k: int = 0):
         return self.toks[min(self.i + k, len(self.toks) - 1)]
@@ -312,7 +313,7 @@ class Cursor:
             else:
                 lay.append(None)
         try:
-            ir = tile_type((r, c), dt, space, *lay)
+            ir = tile_type((r, c), dt, space, *lay, platform=self.platform)
         except KeyError:
             raise self.error(f"blayout={vals['blayout'][0]} with slayout={vals['slayout'][0]} "
                              "is no tile layout", vals["blayout"][1]) from None

@@ -14,7 +14,7 @@ from ..ir.nodes import FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import TileValueType
 from .pto_ops import _check_results, _check_type, emit, lookup, read, write
-from .pto_pipe_ops import _free, _init_attrs, _make_init, _ring, _split
+from .pto_pipe_ops import _free, _init_attrs, _make_init, _ring, _split, _trailing
 
 
 class Pipe:
@@ -46,6 +46,14 @@ def h_low_init(r, fs, opt, results, loc):
     need = 2 if d == 3 else 1
     if len(toks) != need:
         raise c.error(f"{opt.text} with dir_mask = {d} takes {need} local buffer operand(s), got {len(toks)}", opt)
+    if gm is not None and attrs["local_slot_num"] is None:
+        attrs["local_slot_num"] = attrs["slot_num"]     # ptoas: LocalSlotNum defaults to SlotNum
+    named = _trailing(r, attrs, opt)
+    if named is not None:
+        if gm is not None:
+            raise c.error("ptopipe.gm_slot_buffer on an initialize_l2g2l_pipe, which takes its GM "
+                          "address as an operand", opt)
+        gm = named
     c.expect("->")
     c.type_()
     locals_ = [t for t, _ in toks]

@@ -12,11 +12,16 @@ from ..arch.vocab import Direction, TileSplitAxis
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import INDEX, NONE, BufferType, TensorType
+from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
-from .pto_syntax import MEM_OF_ADDRESS_SPACE, SPLIT_OF
+from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_OF, frontend_ring
 
 _INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "id", "nosplit", "flag_base",
               "ptopipe.lanes")
+#: what ptopipe's writer adds after an init's operands (ptoas keeps and ignores it): facts of
+#: the IR no ptoas spelling carries (pto_writer.ring_spelling)
+_TRAILING_KEYS = ("ptopipe.lanes", "ptopipe.local_slot_num", "ptopipe.default_local_slot_num",
+                  "ptopipe.gm_slot_buffer")
 
 
 def _need(r, attrs, key, opt, kind=int):
@@ -63,6 +68,13 @@ def h_reserve(r, fs, opt, results, loc):
     if auto is False and "base" not in attrs:
         raise r.c.error("reserve_buffer with auto = false needs a base", attrs["auto"][1])
     base = AUTO if auto is True else _need(r, attrs, "base", opt)
+    if r.c.at("{"):                         # ptopipe's writer: where ptopipe placed it
+        extra = r.c.attr_dict()
+        _unknown(r, extra, (PTOPIPE_BASE,), opt)
+        if auto is not True:
+            raise r.c.error(f"{PTOPIPE_BASE} on a reserve_buffer with auto = false",
+                            extra[PTOPIPE_BASE][1], "give the base once: base = N")
+        base = _need(r, extra, PTOPIPE_BASE, opt)
     if fs.kind is FunctionKind.Group:
         raise r.c.error("pto.reserve_buffer in the entry function", opt, "reserve in a kernel")
     r.c.expect("->")
@@ -120,6 +132,33 @@ def _init_attrs(r, attrs, opt):
     if not isinstance(nosplit[0], bool):
         raise r.c.error(f"bad attribute nosplit = {nosplit[0]!r}: expected true or false", nosplit[1])
     return out, nosplit[0]
+
+
+def _trailing(r, attrs: dict, opt):
+    """The optional ``{ptopipe.* ...}`` after an init's operands, applied to ``attrs``;
+    returns the GM parameter token ``ptopipe.gm_slot_buffer`` names (else None)."""
+    c = r.c
+    if not c.at("{"):
+        return None
+    extra = c.attr_dict()
+    _unknown(r, extra, _TRAILING_KEYS, opt)
+    if "ptopipe.lanes" in extra:
+        attrs["lanes"] = _need(r, extra, "ptopipe.lanes", opt)
+    if "ptopipe.local_slot_num" in extra and "ptopipe.default_local_slot_num" in extra:
+        raise c.error("ptopipe.local_slot_num and ptopipe.default_local_slot_num together",
+                      extra["ptopipe.default_local_slot_num"][1], "keep one of them")
+    if "ptopipe.local_slot_num" in extra:
+        attrs["local_slot_num"] = _need(r, extra, "ptopipe.local_slot_num", opt)
+    if "ptopipe.default_local_slot_num" in extra:
+        v, t = extra["ptopipe.default_local_slot_num"]
+        if v is not True:
+            raise c.error("ptopipe.default_local_slot_num takes no value", t)
+        attrs["local_slot_num"] = None
+    if "ptopipe.gm_slot_buffer" not in extra:
+        return None
+    name = _need(r, extra, "ptopipe.gm_slot_buffer", opt, str)
+    t = extra["ptopipe.gm_slot_buffer"][1]
+    return Token("value", "%" + name, t.line, t.col)
 
 
 def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
@@ -184,6 +223,12 @@ def h_init(r, fs, opt, results, loc):
     for k in ("c2v_consumer_buf", "v2c_consumer_buf"):
         if k not in got:
             raise c.error(f"{opt.text} needs {k} (an arith.constant 0 : i32 for an unused direction)", opt)
+    if all(attrs[k] is None for k in ("slot_num", "local_slot_num", "flag_id")):
+        # ptoas's spelling: the ring its frontend builds (SlotNum left to lower-platform's
+        # default, which is the same number)
+        attrs["local_slot_num"] = frontend_ring(attrs["dir_mask"], r.platform)[1]
+    if _trailing(r, attrs, opt) is not None:
+        raise c.error("ptopipe.gm_slot_buffer on an init that names its gm_slot_buffer operand", opt)
     _make_init(r, fs, opt, loc, attrs, got.get("gm_slot_buffer"), got["c2v_consumer_buf"],
                got["v2c_consumer_buf"], nosplit)
 

@@ -28,7 +28,7 @@ from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast, h
 from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
-from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_partition, h_subblock,
+from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_flag, h_partition, h_subblock,
                            h_tload, h_tstore, h_view)
 from .pto_parse import Cursor
 from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF, ptr_type
@@ -44,6 +44,7 @@ HANDLERS = {
     "pto.tload": h_tload, "pto.tstore": h_tstore,
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier,
+    "pto.set_flag": h_flag, "pto.wait_flag": h_flag, "pto.set_flag_dyn": h_flag, "pto.wait_flag_dyn": h_flag,
     **PIPE_HANDLERS, **HANDLE_HANDLERS,
     **{n: h_arith for n in list(ARITH_OF) + list(LOGIC.values()) + ["arith.cmpi", "arith.cmpf"]},
 }
@@ -81,6 +82,27 @@ def canonical_tfree_splits(f) -> None:
                 o.attributes["split"] = None
 
 
+def unique_names(f) -> None:
+    """Value names unique in the function, as the op IR keeps them (a tree ``Var`` per name):
+    the values one buffer holds in turn are named after it, so the second and later take
+    ``name_1``, ``name_2`` ... in program order."""
+    used, dups = set(), []
+    for op in f.walk():
+        vals = list(op.results) + [a for r in op.regions for b in r.blocks for a in b.args]
+        for v in vals:
+            if v.name is None:
+                continue
+            if v.name in used:
+                dups.append(v)
+            used.add(v.name)
+    for v in dups:
+        k = 1
+        while f"{v.name}_{k}" in used:
+            k += 1
+        v.name = f"{v.name}_{k}"
+        used.add(v.name)
+
+
 class Reader:
     def __init__(self, text: str, filename: str, platform=None):
         self.c = Cursor(tokenize(text, filename), filename)
@@ -109,6 +131,7 @@ class Reader:
                         raise c.error(f"unknown pto.target_arch {v!r}", t, 'use "a3" or "a5"')
                     self.platform = self.platform or PLATFORM_OF_ARCH[v]
             open_tok = c.expect("{", "opening the module")
+        c.platform = self.platform
         spans = []
         while not (c.at("}") if wrapped else c.peek().kind == "eof"):
             t = c.peek()
@@ -244,6 +267,7 @@ class Reader:
             if not k.results[0].uses:
                 k.erase()
         canonical_tfree_splits(fs.op)
+        unique_names(fs.op)
 
     def body(self, fs: FuncState, scope, func_body: bool = False) -> None:
         """Statements up to the closing '}' (consumed)."""

@@ -6,7 +6,10 @@ it writes it (the two branches of an scf.if are separate paths) holds a value ca
 ins(%acc, ...) outs(%acc)``).  The IR carries loop values explicitly, so such a buffer
 becomes an extra iter_arg of the ``pl.for`` (found by a look-ahead over the body's tokens
 before the body is read): initial value its value before the loop, yielded its value at the
-end of the body, and after the loop it holds the loop's result.  Other writes of an outer
+end of the body, and after the loop it holds the loop's result.  An outer buffer an scf.if
+writes becomes a result of the ``pl.if``.  Several buffers one op carries are its iter_args /
+results in the order they are declared (ptopipe's writer spells a tile iter_arg / if result
+so, :mod:`.pto_buffers`).  Other writes of an outer
 buffer inside a region are region-local; reading such a buffer after the region is a
 ParseError (:mod:`.pto_ops` ``read``).
 """
@@ -207,7 +210,14 @@ def if_buffers(r, fs) -> list:
                 out.append((t, typ, None))
             continue
         out.append((t, typ, b))
-    return out
+    return sorted(out, key=lambda x: _declared(fs, x[0].text))
+
+
+def _declared(fs, name) -> tuple:
+    """Where buffer ``name`` is declared: buffers carried by one op are its iter_args /
+    results in this order (ptopipe's writer declares them in the op's order)."""
+    t = fs.defined[name]
+    return t.line, t.col
 
 
 def h_yield(r, fs, opt, results, loc):
@@ -305,4 +315,4 @@ def carried_buffers(r, fs) -> list:
             raise r.c.error(f"{name} is read in this scf.for body before it is written, and nothing "
                             "writes it before the loop", t, "write it before the loop")
         out.append(t)
-    return out
+    return sorted(out, key=lambda t: _declared(fs, t.text))

@@ -3,12 +3,21 @@
 Owns: the ``!pto.tile_buf<...>`` long form (key order, address spaces, layouts, default
 fractal / pad), the short form's positional parts, ``#pto.address_space<...>``,
 ``#pto.kernel_kind<...>``, ``pto.target_arch`` values, split numbering 0/1/2
-(:class:`~ptopipe.arch.vocab.TileSplitAxis`), the MLIR spelling of element types, the
-``pto.t*`` names of ptopipe's tile ops and the ``arith`` names of its scalar ops.
-Facts follow ptoas's frontend tests (hw-native-sys/PTOAS ``test/basic/*.pto``).
+(:class:`~ptopipe.arch.vocab.TileSplitAxis`), the MLIR spelling of element types and float
+literals, the ``pto.t*`` names of ptopipe's tile ops (and which take a scratch tile) and the
+``arith`` names of its scalar ops, event ids; and what ptoas makes of a spelling: the ring its
+frontend init builds, the SlotNums it builds, the blayout it gives Left tiles; the ``ptopipe.*``
+attributes ptoas keeps and ignores.
+Facts follow ptoas's frontend tests and sources (hw-native-sys/PTOAS ``test/basic/*.pto``,
+``include/PTO/IR/PTOOps.td``, ``lib/PTO``).
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from ..arch import get_platform
 from ..arch.vocab import DEFAULT_LAYOUT, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis
 from ..ir.nodes import FunctionKind
 from ..ir.ops import ISA_NAMES
@@ -57,6 +66,21 @@ PTO_OP["matmul_acc"] = "pto.tmatmul.acc"
 IR_OP_OF_PTO = {v: k for k, v in PTO_OP.items()}
 IR_OP_OF_PTO["pto.tmatmul_acc"] = "matmul_acc"
 
+#: the trailing attribute of a ``pto.reserve_buffer {..., auto = true}``: the base ptopipe
+#: placed the ring at (ptoas's PlanMemory places it itself)
+PTOPIPE_BASE = "ptopipe.base"
+#: the attribute of the writer's ``pto.tmov`` of a loop / branch value into the buffer that
+#: carries it (pto_buffers): the reader takes the buffer to hold the moved value, no op
+CARRY = "ptopipe.carry"
+#: the attribute of the ``pto.tmov`` that spells the IR's named copy ``pl.copy`` of a tile
+NAMED_COPY = "ptopipe.copy"
+
+#: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
+#: sources (PTOAS PTOOps.td): required by the row reductions, optional for the row
+#: broadcasts.  The writer passes one where ptoas requires it; the reader takes and ignores it.
+SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum")
+SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub")
+
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
 #: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``
 ARITH = {"add": ("arith.addi", "arith.addf"), "sub": ("arith.subi", "arith.subf"),
@@ -79,14 +103,81 @@ for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpf", _f)] = _k
 
 
+#: the SlotNums ptoas builds a ring of (PTOAS PTO.cpp verifyPipeShape)
+PTOAS_SLOT_NUMS = (4, 8)
+
+
+def frontend_ring(dir_mask: int, platform) -> tuple:
+    """``(SLOT_NUM, local_slot_num)`` of the ring ptoas builds from a ``pto.aic_/aiv_initialize_pipe``
+    whose attribute block gives only ``dir_mask``, ``slot_size`` (and ``nosplit``), in the IR's
+    terms.  PTOAS's PTOLowerFrontendPipeOps fixes SlotNum at seed 003's default (8 one way, 4
+    both ways) and its ResolveReservedBuffers the FlagID at 0; on A2A3 the ring is an
+    ``initialize_l2g2l_pipe`` whose LocalSlotNum is that SlotNum, on A5 an
+    ``initialize_l2l_pipe``, printed with pto-isa's default LocalSlotNum (``None``: an A5
+    consumer-local ring stages nothing)."""
+    plat = get_platform(platform or "a2a3")
+    n = plat.slot_num_for(int(dir_mask) & 3 == 3)
+    return n, (n if plat.ring_in_gm else None)
+
+
+#: the bits of a float constant MLIR has no decimal spelling for (``arith.constant 0x7F800000 : f32``)
+_FLOAT_BITS = {"f32": (32, "<f4", "<u4"), "f16": (16, "<f2", "<u2"), "bf16": (16, None, "<u2")}
+
+
+def float_literal(v: float, dtype: str) -> str:
+    """``v`` as an MLIR float literal of ``dtype``: a decimal with a point (``-1.0e+30``, not
+    Python's ``-1e+30``, which MLIR does not read as a float), or for inf / nan the type's
+    bits in hex."""
+    if math.isfinite(v):
+        s = repr(float(v))
+        mant, e, exp = s.partition("e")
+        return (mant if "." in mant else mant + ".0") + (e + exp if e else "")
+    width, fmt, _ = _FLOAT_BITS[dtype]
+    if fmt is None:                     # bf16: the high half of the f32 bits
+        bits = int(np.array(v, "<f4").view("<u4")) >> 16
+    else:
+        bits = int(np.array(v, fmt).view(f"<u{width // 8}"))
+    return f"0x{bits:0{width // 4}X}"
+
+
+def float_of_literal(text: str, dtype: str) -> float:
+    """The value of an MLIR float literal of ``dtype`` (decimal, or hex bits); ValueError if
+    it is neither."""
+    if not text.lower().startswith(("0x", "-0x")):
+        return float(text)
+    bits = int(text, 16)
+    width, fmt, _ = _FLOAT_BITS[dtype]
+    if bits < 0 or bits >= 1 << width:
+        raise ValueError(text)
+    if fmt is None:
+        return float(np.array(bits << 16, "<u4").view("<f4"))
+    return float(np.array(bits, f"<u{width // 8}").view(fmt))
+
+
+#: event ids of ``pto.set_flag`` / ``pto.wait_flag`` (``#pto.event<EVENT_ID0>`` ...)
+EVENT_IDS = range(8)
+
+
 def fractal_of(t: TileValueType) -> int:
     """The ``fractal=`` value ptoas prints: 1024 for Acc, else 512."""
     return 1024 if t.space is MemorySpace.Acc else 512
 
 
-def tile_buf(t: TileValueType) -> str:
-    """The long form, keys in :data:`TILE_KEYS` order."""
+#: the blayout ptoas gives every Left tile, whatever the text says (PTOAS PTOTypeDefs.cpp
+#: resolveTileBufBLayout): pto-isa's TileLeft is ZZ on A2A3 and NZ on A5
+LEFT_BLAYOUT = {"a2a3": BLayout.RowMajor, "a5": BLayout.ColMajor}
+
+
+def _left_blayout(platform) -> BLayout | None:
+    return LEFT_BLAYOUT[get_platform(platform).name] if platform else None
+
+
+def tile_buf(t: TileValueType, platform=None) -> str:
+    """The long form, keys in :data:`TILE_KEYS` order; a Left tile in the default layout has
+    the ``platform``'s Left blayout (:data:`LEFT_BLAYOUT`)."""
     lay = t.effective_layout
+    if t.space is MemorySpace.Left and t.layout is None and platform:
+        lay = TileLayout.of(_left_blayout(platform), lay.slayout)
     r, c = t.shape
     return (f"!pto.tile_buf<loc={LOC_OF_SPACE[t.space]}, dtype={MLIR_DTYPE[t.dtype]}, rows={r}, "
             f"cols={c}, v_row={r}, v_col={c}, blayout={BLAYOUT_NAMES[lay.blayout]}, "
@@ -94,10 +185,17 @@ def tile_buf(t: TileValueType) -> str:
 
 
 def tile_type(shape, dtype: str, space: MemorySpace, blayout: BLayout | None,
-              slayout: SLayout | None) -> TileValueType:
-    """The IR tile type of a tile_buf: the space's default layout is ``layout=None``."""
+              slayout: SLayout | None, platform=None) -> TileValueType:
+    """The IR tile type of a tile_buf: the space's default layout is ``layout=None``.  On a
+    known ``platform`` a Left tile's blayout is the platform's, as ptoas reads it
+    (:data:`LEFT_BLAYOUT`): in the default slayout it is the default layout."""
     d = DEFAULT_LAYOUT[space]
-    b = d.blayout if blayout is None else blayout
     s = d.slayout if slayout is None else slayout
+    if space is MemorySpace.Left and platform:
+        if s is d.slayout:
+            return TileValueType(tuple(shape), dtype, space, None)
+        blayout = _left_blayout(platform)
+    b = d.blayout if blayout is None else blayout
     lay = TileLayout.of(b, s)
     return TileValueType(tuple(shape), dtype, space, None if lay is d else lay)
+

@@ -12,7 +12,8 @@ from ..ir.ops import OPS, REQUIRED, OpError
 from ..ir.types import INDEX, TensorType, TileValueType, describe
 from .pto_ops import (Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import IR_OP_OF_PTO, PIPES
+from .pto_syntax import (CARRY, EVENT_IDS, IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_OPTIONAL,
+                         SCRATCH_REQUIRED)
 
 
 class View:
@@ -239,8 +240,21 @@ def generic_tile_op(r, fs, opt, results, loc):
     _check_results(r, opt, results, 0)
     ins = ins_outs(r, fs, "ins")
     outs = ins_outs(r, fs, "outs")
+    marks = r.c.attr_dict() if r.c.at("{") else {}
+    if opt.text == "pto.tmov" and (CARRY in marks or NAMED_COPY in marks):
+        _marked_move(r, fs, opt, ins, outs, marks, loc)
+        return
+    if marks:
+        k, (_, t) = next(iter(marks.items()))
+        raise r.c.error(f"unknown attribute {k!r} of {opt.text}", t,
+                        f"ptopipe reads {{{CARRY}}} and {{{NAMED_COPY}}} on a pto.tmov")
     spec = OPS[IR_OP_OF_PTO[opt.text]]
     want = [p for p in spec.operands]
+    if len(ins) == len(want) + 1 and opt.text in SCRATCH_REQUIRED + SCRATCH_OPTIONAL:
+        t, pt = ins.pop()                   # ptoas's scratch tile: no value of the IR
+        _, b = lookup(r, fs, t)
+        if not isinstance(getattr(b, "type", None), TileValueType):
+            raise r.c.error(f"the scratch operand {t.text} of {opt.text} is not a tile buffer", t)
     if len(ins) != len(want):
         raise r.c.error(f"{opt.text} takes {len(want)} operand(s) in ins(...), got {len(ins)}", opt)
     xs = []
@@ -266,6 +280,30 @@ def generic_tile_op(r, fs, opt, results, loc):
             raise r.c.error(f"{opt.text}: ptopipe cannot derive {p.name!r}", opt)
     op = emit(r, fs, f"pl.{spec.name}", xs, [_result_type(spec, fs, xs, attrs, out)], attrs, loc,
               [tok.text[1:]])
+    write(r, fs, tok, op.results[0])
+
+
+def _marked_move(r, fs, opt, ins, outs, marks, loc):
+    """``pto.tmov ins(%x) outs(%b) {ptopipe.carry}``: ptopipe's writer moving a loop / branch
+    value into the buffer that carries it - %b now holds %x's value, no IR op;
+    ``{ptopipe.copy}``: the IR's named copy (``pl.copy``) of %x into %b."""
+    c = r.c
+    if len(marks) != 1 or next(iter(marks.values()))[0] is not True:
+        k, (_, t) = next(iter(marks.items()))
+        raise c.error(f"{opt.text} takes one of {{{CARRY}}} / {{{NAMED_COPY}}}, without a value", t)
+    if len(ins) != 1:
+        raise c.error(f"{opt.text} moves one tile: ins(%t : !pto.tile_buf<...>)", opt)
+    t, pt = ins[0]
+    v = read(r, fs, t, "tile")
+    _check_type(r, t, v, pt)
+    tok, out = _outs_tile(r, fs, outs, opt)
+    if not same_tile(v.type, out):
+        raise c.error(f"{opt.text} {{{next(iter(marks))}}} of a {describe(v.type)} into a "
+                      f"{describe(out)}: a carried value keeps its type", tok)
+    if CARRY in marks:
+        write(r, fs, tok, v)
+        return
+    op = emit(r, fs, "pl.copy", [v], [v.type], {}, loc, [tok.text[1:]])
     write(r, fs, tok, op.results[0])
 
 
@@ -313,9 +351,38 @@ def h_event(r, fs, opt, results, loc):
          {"src": _pipe_attr(r, attrs, "src", opt), "dst": _pipe_attr(r, attrs, "dst", opt)}, loc)
 
 
-def h_barrier(r, fs, opt, results, loc):
+def h_flag(r, fs, opt, results, loc):
+    """``pto.set_flag[#pto.pipe<S>, #pto.pipe<D>, #pto.event<EVENT_IDn>]`` (``wait_flag``), or
+    the ``_dyn`` forms whose event id is an index value: the IR's record_event / wait_event."""
+    c = r.c
     _check_results(r, opt, results, 0)
-    attrs = r.c.attr_dict() if r.c.at("{") else {}
+    c.expect("[", f"after {opt.text}")
+    src = _pipe_attr(r, {"src": c.attr_value()}, "src", opt)
+    c.expect(",", "between the pipes")
+    dst = _pipe_attr(r, {"dst": c.attr_value()}, "dst", opt)
+    c.expect(",", "before the event id")
+    if opt.text.endswith("_dyn"):
+        e = read(r, fs, c.kind("value", "the event id"))
+    else:
+        (fam, v), t = c.attr_value()
+        if fam not in ("#pto.event", "") or not v.startswith("EVENT_ID") or not v[8:].isdigit() \
+                or int(v[8:]) not in EVENT_IDS:
+            raise c.error(f"bad event {v!r}", t, f"use #pto.event<EVENT_ID0> .. <EVENT_ID{EVENT_IDS[-1]}>")
+        e = emit(r, fs, "pl.const", [], [INDEX], {"value": int(v[8:])}, loc).results[0]
+    c.expect("]")
+    name = "pl.record_event" if opt.text.startswith("pto.set_flag") else "pl.wait_event"
+    emit(r, fs, name, [e], [], {"src": src, "dst": dst}, loc)
+
+
+def h_barrier(r, fs, opt, results, loc):
+    """``pto.barrier #pto.pipe<P>`` (ptoas), or ``{pipe = #pto.pipe<P>}``; no pipe: PIPE_ALL."""
+    _check_results(r, opt, results, 0)
+    if r.c.at("{"):
+        attrs = r.c.attr_dict()
+    elif r.c.peek().kind == "hash" or r.c.at("<"):
+        attrs = {"pipe": r.c.attr_value()}
+    else:
+        attrs = {}
     p = _pipe_attr(r, attrs, "pipe", opt) if "pipe" in attrs else PIPES["PIPE_ALL"]
     emit(r, fs, "pl.barrier", [], [], {"pipe": p}, loc)
 

@@ -9,30 +9,43 @@ its kernel, and each load / store goes through a ``pto.partition_view``.  Kernel
 calling them with ``func.call``.  Spellings come from :mod:`.pto_syntax`; the reader
 (:mod:`.pto_reader`) reads this text back to a structurally equal program (after the
 platform passes re-derive what the text does not carry: flag ids, ring placement).
+
+The text is for ptoas (0.27, ``--pto-level=level2``) and means there the ring ptopipe
+simulates: each pipe init in the spelling whose ``TPipe`` ptoas builds is the IR's
+(:func:`ring_spelling`), reserves placed by ptoas (``auto = true``), the tiles a loop carries
+or a branch yields in buffers written in place (:mod:`.pto_buffers`).  What ptoas has no
+spelling for is written in ptopipe's and reported in ``write_pto``'s notes.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import CompileError
-from ..arch.vocab import TileSplitAxis
-from ..ir.nodes import AUTO, FunctionKind
+from ..arch.vocab import Direction, TileSplitAxis
+from ..arch import get_platform
+from ..ir.nodes import FunctionKind
+from ..ir.pipe_config import local_slot_num
 from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
-from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CMP, FLOATS, INT_DTYPES,
-                         KIND_NAMES, LOGIC, MLIR_DTYPE, PTO_OP, ptr_type, tile_buf)
+from .pto_buffers import Buf, BufferPlan, plan_buffers
+from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, EVENT_IDS,
+                         FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
+                         PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
+                         frontend_ring, ptr_type, tile_buf)
 
 _IND = "  "
 _INIT = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
-_DPS_SKIP = ("pl.load", "pl.store", "pl.tpop", "pl.talloc")
+_EVENTS = ("pl.record_event", "pl.wait_event")
 
 
 def _err(msg: str, op, fix: str | None = None) -> CompileError:
     return CompileError(msg, where=str(op.loc) if op.loc else None, fix=fix)
 
 
-def type_str(t) -> str:
-    """A value's type as PTO-AS spells it."""
+def type_str(t, platform=None) -> str:
+    """A value's type as PTO-AS spells it (a Left tile's blayout is ``platform``'s)."""
     if isinstance(t, TileValueType):
-        return tile_buf(t)
+        return tile_buf(t, platform)
     if isinstance(t, TensorType):
         return f"!pto.tensor_view<{'x'.join(map(str, t.shape))}x{MLIR_DTYPE[t.dtype]}>"
     if isinstance(t, ScalarType):
@@ -49,7 +62,16 @@ def _param_type(t) -> str:
 def _lit(v, t) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    return repr(v) if isinstance(v, float) else str(v)
+    return float_literal(v, t.dtype) if isinstance(v, float) else str(v)
+
+
+def _static_event(v):
+    """The event id ``v`` holds when it is a constant ptoas spells as ``EVENT_IDn``, else None."""
+    d = getattr(v, "op", None)
+    if d is None or d.name != "pl.const":
+        return None
+    k = d.attributes["value"]
+    return k if isinstance(k, int) and not isinstance(k, bool) and k in EVENT_IDS else None
 
 
 class _Func:
@@ -58,6 +80,9 @@ class _Func:
     def __init__(self):
         self.names, self.used, self.n = {}, set(), 0
         self.views, self.cints = {}, {}
+        self.pipe = None            # the ``!pto.pipe`` handle of the function's lower-level init
+        self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
+        self.bufs = {}              # Buf -> its SSA name, once declared
 
     def fresh(self, hint: str | None) -> str:
         if hint is None:
@@ -76,6 +101,14 @@ class _Func:
         s = self.names[v] = self.fresh(v.name)
         return s
 
+    def home(self, v) -> str | None:
+        """The name of the planned buffer ``v`` lives in (None: its own)."""
+        b = self.plan.home.get(v)
+        if b is None:
+            return None
+        s = self.names[v] = self.bufs[b]
+        return s
+
     def __getitem__(self, v) -> str:
         return self.names[v]
 
@@ -83,6 +116,14 @@ class _Func:
 class _Writer:
     def __init__(self):
         self.out = []
+        self.notes = {}             # what -> where: ptopipe spellings ptoas does not take
+
+    def note(self, op, what: str) -> None:
+        """``op`` is written in a spelling of ptopipe's that ptoas rejects (``what``)."""
+        self.notes.setdefault(what, str(op.loc) if op.loc else None)
+
+    def ty(self, t) -> str:
+        return type_str(t, self.plat)
 
     def line(self, ind: str, text: str) -> None:
         self.out.append(ind + text)
@@ -91,6 +132,7 @@ class _Writer:
     def program(self, prog, platform) -> str:
         self.nosplit = nosplit_functions(prog)
         plat = platform or prog.attributes.get("platform")
+        self.plat = get_platform(plat or "a2a3")
         attrs = f' attributes {{pto.target_arch = "{ARCH_OF_PLATFORM[plat]}"}}' if plat else ""
         self.line("", f"module @{prog.attributes['sym_name']}{attrs} {{")
         for f in prog.regions[0].blocks[0]:
@@ -117,6 +159,7 @@ class _Writer:
         self.line(_IND, f"func.func {vis}@{f.attributes['sym_name']}({params}) attributes {{{attrs}}} {{")
         ind = _IND * 2
         if kind is not FunctionKind.Group:
+            st.plan = plan_buffers(f)
             self.views(f, block, st, ind)
         self.block(block, st, ind)
         self.line(ind, "return")
@@ -144,7 +187,7 @@ class _Writer:
                 shape = ", ".join(st.cints[s] for s in a.type.shape)
                 strides = ", ".join(st.cints[s] for s in self._strides(a.type.shape))
                 self.line(ind, f"{v} = pto.make_tensor_view {st[a]}, shape = [{shape}], "
-                               f"strides = [{strides}] : {type_str(a.type)}")
+                               f"strides = [{strides}] : {self.ty(a.type)}")
 
     @staticmethod
     def _strides(shape) -> list:
@@ -156,7 +199,26 @@ class _Writer:
 
     def block(self, block, st: _Func, ind: str) -> None:
         for op in block:
+            self.before(op, st, ind)
             self.op(op, st, ind)
+
+    def before(self, op, st: _Func, ind: str) -> None:
+        """The buffers the plan declares before ``op`` and its carry moves there."""
+        for b in st.plan.declare.get(op, ()):
+            st.bufs[b] = st.fresh(b.hint)
+            self.line(ind, f"{st.bufs[b]} = pto.alloc_tile : {self.ty(b.type)}")
+        for src, dst in st.plan.copies.get(op, ()):
+            s = st.bufs[src] if isinstance(src, Buf) else st[src]
+            t = self.ty(dst.type)
+            self.line(ind, f"pto.tmov ins({s} : {t}) outs({st.bufs[dst]} : {t}) {{{CARRY}}}")
+
+    def dest(self, r, st: _Func, ind: str) -> str:
+        """The ``outs`` buffer of tile result ``r``: its planned one, else a new alloc_tile."""
+        name = st.home(r)
+        if name is None:
+            name = st.bind(r)
+            self.line(ind, f"{name} = pto.alloc_tile : {self.ty(r.type)}")
+        return name
 
     # -- ops ---------------------------------------------------------------------------------
     def _skip_const(self, op) -> bool:
@@ -166,6 +228,7 @@ class _Writer:
         return bool(r.uses) and all(
             (u.owner.name in _INIT and u.index > 0)
             or (isinstance(r.type, NoneType) and u.owner.name in ("pl.tfree",) + _INIT)
+            or (u.owner.name in _EVENTS and _static_event(r) is not None)
             for u in r.uses)
 
     def op(self, op, st: _Func, ind: str) -> None:
@@ -178,27 +241,32 @@ class _Writer:
                 raise _err("a None constant used other than as a TFREE object or a null "
                            "GM pointer has no PTO-AS spelling", op)
             v = op.attributes["value"]
-            self.line(ind, f"{st.bind(r)} = arith.constant {_lit(v, r.type)} : {type_str(r.type)}")
+            self.line(ind, f"{st.bind(r)} = arith.constant {_lit(v, r.type)} : {self.ty(r.type)}")
         elif n.startswith("arith."):
             self.arith(op, st, ind)
         elif n == "pl.for":
             self.for_(op, st, ind)
         elif n == "pl.if":
             self.if_(op, st, ind)
-        elif n == "pl.yield":
-            if op.operands:
-                self.line(ind, f"scf.yield {', '.join(st[v] for v in op.operands)} : "
-                               f"{', '.join(type_str(v.type) for v in op.operands)}")
+        elif n == "pl.yield":               # a tile is yielded through its buffer
+            xs = [v for v in op.operands if not isinstance(v.type, TileValueType)]
+            if xs:
+                self.line(ind, f"scf.yield {', '.join(st[v] for v in xs)} : "
+                               f"{', '.join(self.ty(v.type) for v in xs)}")
         elif n == "pl.call":
             args = ", ".join(st[v] for v in op.operands)
             tys = ", ".join(_param_type(v.type) for v in op.operands)
             self.line(ind, f"func.call @{op.attributes['callee']}({args}) : ({tys}) -> ()")
         elif n == "pl.reserve_buffer":
+            # auto = true: ptoas's PlanMemory (--pto-level=level2, its default) places every
+            # local buffer and rejects a fixed base; the base ptopipe placed the ring at (its
+            # tile layout differs from ptoas's) goes along for the reader
             a = op.attributes
             loc = ADDRESS_SPACE_OF_MEM[a["memory_space"]]
-            place = "auto = true" if a["base"] is AUTO else f"auto = false, base = {a['base']}"
+            base = f" {{{PTOPIPE_BASE} = {a['base']}}}" if isinstance(a["base"], int) else ""
             self.line(ind, f'{st.bind(op.results[0])} = pto.reserve_buffer {{name = "{a["name"]}", '
-                           f"size = {a['size']}, location = #pto.address_space<{loc}>, {place}}} -> i32")
+                           f"size = {a['size']}, location = #pto.address_space<{loc}>, auto = true}}"
+                           f"{base} -> i32")
         elif n == "pl.import_peer_buffer":
             a = op.attributes
             self.line(ind, f'{st.bind(op.results[0])} = pto.import_reserved_buffer {{name = "{a["name"]}", '
@@ -208,19 +276,30 @@ class _Writer:
         elif n in ("pl.tpush", "pl.tpop", "pl.tfree", "pl.talloc"):
             self.cross(op, st, ind)
         elif n in ("pl.record_event", "pl.wait_event"):
+            # ptoas's set_flag / wait_flag: a constant event id as #pto.event<EVENT_IDn>,
+            # another as the index operand of the _dyn form
             a = op.attributes
-            e = op.operands[0]
-            self.line(ind, f"pto.{n[3:]}({st[e]} : {type_str(e.type)}) {{src = #pto.pipe<{a['src'].value}>, "
-                           f"dst = #pto.pipe<{a['dst'].value}>}}")
+            name = "pto.set_flag" if n == "pl.record_event" else "pto.wait_flag"
+            pipes = f"#pto.pipe<{a['src'].value}>, #pto.pipe<{a['dst'].value}>"
+            k = _static_event(op.operands[0])
+            if k is not None:
+                self.line(ind, f"{name}[{pipes}, #pto.event<EVENT_ID{k}>]")
+            else:
+                self.line(ind, f"{name}_dyn [{pipes}, {self._index(op.operands[0], st, ind)}]")
         elif n == "pl.barrier":
-            self.line(ind, f"pto.barrier {{pipe = #pto.pipe<{op.attributes['pipe'].value}>}}")
+            self.line(ind, f"pto.barrier #pto.pipe<{op.attributes['pipe'].value}>")
         elif n == "pl.get_subblockid":          # ptoas: an i64, cast to index
             raw = st.fresh(f"{op.results[0].name or 'sub'}_i64")
             self.line(ind, f"{raw} = pto.get_subblock_idx")
             self.line(ind, f"{st.bind(op.results[0])} = arith.index_cast {raw} : i64 to index")
+        elif n == "pl.copy" and isinstance(op.operands[0].type, TileValueType):
+            x, t = op.operands[0], self.ty(op.operands[0].type)
+            res = self.dest(op.results[0], st, ind)
+            self.line(ind, f"pto.tmov ins({st[x]} : {t}) outs({res} : {t}) {{{NAMED_COPY}}}")
         elif n == "pl.copy":
             x = op.operands[0]
-            self.line(ind, f"{st.bind(op.results[0])} = ptopipe.copy {st[x]} : {type_str(x.type)}")
+            self.note(op, f"a named copy of a {x.type} value is ptopipe.copy, ptopipe's own op")
+            self.line(ind, f"{st.bind(op.results[0])} = ptopipe.copy {st[x]} : {self.ty(x.type)}")
         elif n in ("pl.load", "pl.store"):
             self.load_store(op, st, ind)
         elif n[3:] in PTO_OP:
@@ -238,15 +317,18 @@ class _Writer:
         res = st.bind(op.results[0])
         if k in CMP:
             pred = CMP[k][1 if fl else 0]
-            self.line(ind, f"{res} = arith.{'cmpf' if fl else 'cmpi'} {pred}, {args} : {type_str(t)}")
+            self.line(ind, f"{res} = arith.{'cmpf' if fl else 'cmpi'} {pred}, {args} : {self.ty(t)}")
             return
         if k in LOGIC:
             name = LOGIC[k]
         else:
             name = ARITH[k][1 if fl else 0] or ARITH[k][0] or ARITH[k][1]
-        self.line(ind, f"{res} = {name} {args} : {type_str(op.results[0].type)}")
+        self.line(ind, f"{res} = {name} {args} : {self.ty(op.results[0].type)}")
 
     def init(self, op, st: _Func, ind: str) -> None:
+        """The pipe init in the spelling whose ring ptoas builds is the one the IR describes
+        (:func:`ring_spelling`); what ptoas does not read but the IR holds goes into the
+        op's trailing attribute dictionary as ``ptopipe.*`` (ptoas keeps and ignores it)."""
         a = op.attributes
         f = op
         while f.name != "pl.func":
@@ -255,10 +337,7 @@ class _Writer:
         for o in f.regions[0].blocks[0]:
             if o.name in ("pl.reserve_buffer", "pl.import_peer_buffer"):
                 bufs[o.attributes["name"]] = o.results[0]
-        parts = []
-        gm = op.operands[0]
-        if isinstance(gm.type, TensorType):
-            parts.append(f"gm_slot_buffer = {st[gm]} : {_param_type(gm.type)}")
+        way_args = {}
         for i, way in ((1, "c2v"), (2, "v2c")):
             v = op.operands[i]
             d = getattr(v, "op", None)
@@ -268,26 +347,40 @@ class _Writer:
             elif a.get(f"{way}_ring") in bufs:
                 buf = bufs[a[f"{way}_ring"]]
             if buf is not None:
-                parts.append(f"{way}_consumer_buf = {st[buf]} : i32")
+                way_args[way] = f"{st[buf]} : i32"
             elif d is not None and d.name == "pl.const" and d.attributes["value"] in (0, None):
                 z = st.fresh("c0_i32")
                 self.line(ind, f"{z} = arith.constant 0 : i32")
-                parts.append(f"{way}_consumer_buf = {z} : i32")
+                way_args[way] = f"{z} : i32"
             else:
                 raise _err(f"the {way.upper()} consumer buffer of this pipe init is neither a "
                            "reserve / import buffer nor 0", op)
-        attrs = f"dir_mask = {int(a['dir_mask'])}, slot_size = {a['slot_size']}"
-        if a.get("slot_num") is not None:
-            attrs += f", slot_num = {a['slot_num']}"
-        if a.get("local_slot_num") is not None:
-            attrs += f", local_slot_num = {a['local_slot_num']}"
-        if a.get("flag_id") is not None:
-            attrs += f", id = {a['flag_id']}"
-        if f.attributes["sym_name"] in self.nosplit:
-            attrs += ", nosplit = true"
-        if a.get("lanes") is not None:
-            attrs += f", ptopipe.lanes = {a['lanes']}"
-        self.line(ind, f"pto.{op.name[3:]} {{{attrs}}} ({', '.join(parts)})")
+        gm = op.operands[0]
+        gm_arg = f"{st[gm]} : {_param_type(gm.type)}" if isinstance(gm.type, TensorType) else None
+        sp = ring_spelling(op, self.plat, f.attributes["sym_name"] in self.nosplit)
+        for what in sp.unsupported:
+            self.note(op, what)
+        trailing = list(sp.extra)
+        if sp.form == "frontend":
+            parts = ([f"gm_slot_buffer = {gm_arg}"] if gm_arg else []) + \
+                [f"{w}_consumer_buf = {way_args[w]}" for w in ("c2v", "v2c")]
+            head, tail = f"pto.{op.name[3:]} {{{sp.block}}} ({', '.join(parts)})", ""
+        else:
+            mask = int(a["dir_mask"]) & 3
+            locals_ = [way_args["c2v"], way_args["v2c"]] if mask == 3 else \
+                [way_args["c2v" if mask == 1 else "v2c"]]
+            if sp.form == "pto.initialize_l2g2l_pipe":
+                if gm_arg is None:
+                    raise _err("a ring in GM needs its GM slot buffer, but this pipe init has none", op,
+                               "lower the program for its platform first (ptopipe compile)")
+                locals_.insert(0, gm_arg)
+            elif gm_arg is not None:        # unused by a consumer-local ring; the IR names it
+                trailing.append(f'ptopipe.gm_slot_buffer = "{st[gm][1:]}"')
+            st.pipe = st.fresh("pipe")
+            head = f"{st.pipe} = {sp.form} {{{sp.block}}} ({', '.join(locals_)})"
+            tail = " -> !pto.pipe"
+        extra = f" {{{', '.join(trailing)}}}" if trailing else ""
+        self.line(ind, head + extra + tail)
 
     def cross(self, op, st: _Func, ind: str) -> None:
         a = op.attributes
@@ -299,17 +392,36 @@ class _Writer:
             split = self._pop_split(op, d)
         sattr = "" if split is None else f" {{split = {int(split)}}}"
         n = op.name
+        h = st.pipe                             # the !pto.pipe handle, when the init made one
+        if not all(isinstance(v.type, (TileValueType, BufferType, NoneType))
+                   for v in list(op.operands) + list(op.results)) or n == "pl.talloc":
+            self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
+                          "TFREE naming its tile) is ptopipe's: ptoas moves tiles")
         if n == "pl.tpush":
             t = op.operands[0]
-            self.line(ind, f"pto.tpush_to_{peer}({st[t]} : {type_str(t.type)}){sattr}")
+            if h is not None and isinstance(t.type, TileValueType):
+                self.line(ind, f"pto.tpush({st[t]}, {h} : {self.ty(t.type)}, !pto.pipe){sattr}")
+            else:
+                self.line(ind, f"pto.tpush_to_{peer}({st[t]} : {self.ty(t.type)}){sattr}")
         elif n == "pl.tfree":
             obj = op.operands[1]
-            tile = "" if isinstance(obj.type, NoneType) else f"({st[obj]} : {type_str(obj.type)})"
+            if h is not None and isinstance(obj.type, NoneType):
+                self.line(ind, f"pto.tfree({h} : !pto.pipe){sattr}")
+                return
+            tile = "" if isinstance(obj.type, NoneType) else f"({st[obj]} : {self.ty(obj.type)})"
+            if tile:
+                self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
+                              "TFREE naming its tile) is ptopipe's: ptoas moves tiles")
             self.line(ind, f"pto.tfree_from_{me}{tile}{sattr}")
+        elif n == "pl.tpop" and h is not None and isinstance(op.results[0].type, TileValueType):
+            r = op.results[0]
+            res, t = st.bind(r), self.ty(r.type)
+            self.line(ind, f"{res} = pto.declare_tile -> {t}")
+            self.line(ind, f"pto.tpop({res}, {h} : {t}, !pto.pipe){sattr}")
         else:
             r = op.results[0]
             what = "tpop_from_" + me if n == "pl.tpop" else "talloc_to_" + peer
-            self.line(ind, f"{st.bind(r)} = pto.{what}{sattr} -> {type_str(r.type)}")
+            self.line(ind, f"{st.bind(r)} = pto.{what}{sattr} -> {self.ty(r.type)}")
 
     @staticmethod
     def _pop_split(op, d):
@@ -337,26 +449,32 @@ class _Writer:
         ptype = f"!pto.partition_tensor_view<{'x'.join(map(str, shape))}x{MLIR_DTYPE[ten.type.dtype]}>"
         self.line(ind, f"{pv} = pto.partition_view {self._view_of(st, ten)}, offsets = "
                        f"[{', '.join(st[o] for o in offs)}], sizes = [{', '.join(st.cints[s] for s in shape)}]"
-                       f" : {type_str(ten.type)} -> {ptype}")
+                       f" : {self.ty(ten.type)} -> {ptype}")
         if load:
             r = op.results[0]
-            res = st.bind(r)
-            self.line(ind, f"{res} = pto.alloc_tile : {type_str(r.type)}")
-            self.line(ind, f"pto.tload ins({pv} : {ptype}) outs({res} : {type_str(r.type)})")
+            res = self.dest(r, st, ind)
+            self.line(ind, f"pto.tload ins({pv} : {ptype}) outs({res} : {self.ty(r.type)})")
         else:
-            self.line(ind, f"pto.tstore ins({st[tile]} : {type_str(tile.type)}) outs({pv} : {ptype})")
+            self.line(ind, f"pto.tstore ins({st[tile]} : {self.ty(tile.type)}) outs({pv} : {ptype})")
 
     def tile_op(self, op, st: _Func, ind: str) -> None:
-        ins = ", ".join(st[v] for v in op.operands)
-        tys = ", ".join(type_str(v.type) for v in op.operands)
+        name = PTO_OP[op.name[3:]]
+        ins = [st[v] for v in op.operands]
+        tys = [self.ty(v.type) for v in op.operands]
+        if name in SCRATCH_REQUIRED:
+            tmp = st.fresh("tmp")
+            self.line(ind, f"{tmp} = pto.alloc_tile : {tys[0]}")
+            ins.append(tmp)
+            tys.append(tys[0])
         r = op.results[0]
-        res = st.bind(r)
-        self.line(ind, f"{res} = pto.alloc_tile : {type_str(r.type)}")
-        self.line(ind, f"{PTO_OP[op.name[3:]]} ins({ins} : {tys}) outs({res} : {type_str(r.type)})")
+        res = self.dest(r, st, ind)
+        self.line(ind, f"{name} ins({', '.join(ins)} : {', '.join(tys)}) outs({res} : {self.ty(r.type)})")
 
     # -- regions -----------------------------------------------------------------------------
     def _results(self, op, st: _Func) -> str:
-        return ", ".join(st.bind(r) for r in op.results) + " = " if op.results else ""
+        """``%a, %b = `` for the results spelled as results (a tile result is its buffer)."""
+        xs = [st.bind(r) for r in op.results if st.home(r) is None]
+        return ", ".join(xs) + " = " if xs else ""
 
     def _index(self, x, st: _Func, ind: str) -> str:
         """``x`` as an index value: an integer scalar of another type (an ``i32`` kernel
@@ -374,23 +492,86 @@ class _Writer:
         iv, *iters = body.args
         lb, ub, step = (self._index(x, st, ind) for x in (lb, ub, step))
         head = f"scf.for {st.bind(iv)} = {lb} to {ub} step {step}"
-        if iters:
-            pairs = ", ".join(f"{st.bind(a)} = {st[x]}" for a, x in zip(iters, inits))
-            head += f" iter_args({pairs}) -> ({', '.join(type_str(r.type) for r in op.results)})"
+        pairs = [(a, x, r) for a, x, r in zip(iters, inits, op.results) if st.home(a) is None]
+        if pairs:
+            head += (f" iter_args({', '.join(f'{st.bind(a)} = {st[x]}' for a, x, _ in pairs)}) -> "
+                     f"({', '.join(self.ty(r.type) for _, _, r in pairs)})")
         self.line(ind, self._results(op, st) + head + " {")
         self.block(body, st, ind + _IND)
         self.line(ind, "}")
 
     def if_(self, op, st: _Func, ind: str) -> None:
         c = op.operands[0]
-        rt = f" -> ({', '.join(type_str(r.type) for r in op.results)})" if op.results else ""
+        res = self._results(op, st)
+        typed = [r for r in op.results if st.home(r) is None]
+        rt = f" -> ({', '.join(self.ty(r.type) for r in typed)})" if typed else ""
         then, els = (r.blocks[0] for r in op.regions)
-        self.line(ind, f"{self._results(op, st)}scf.if {st[c]}{rt} {{")
+        self.line(ind, f"{res}scf.if {st[c]}{rt} {{")
         self.block(then, st, ind + _IND)
-        if op.results or els.first is not els.last:
-            self.line(ind, "} else {")
-            self.block(els, st, ind + _IND)
+        mark = len(self.out)
+        self.line(ind, "} else {")
+        self.block(els, st, ind + _IND)
+        if len(self.out) == mark + 1:       # nothing in the else branch: no else
+            self.out.pop()
         self.line(ind, "}")
+
+
+@dataclass(frozen=True)
+class RingSpelling:
+    """How the writer spells one pipe init: ``form`` is ``"frontend"``
+    (``pto.aic_/aiv_initialize_pipe``) or the lower-level op name; ``block`` the attribute
+    block ptoas reads; ``extra`` the ``ptopipe.*`` entries of the trailing dictionary."""
+    form: str
+    block: str
+    extra: tuple
+    unsupported: tuple = ()     # why ptoas rejects it (a ring it cannot build)
+
+
+def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
+    """The spelling of ``init`` (a compiled ``pl.*_initialize_pipe``) under which ptoas builds
+    the ring the IR describes - ``TPipe<FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit>``.
+
+    ptoas's frontend op fixes SlotNum, FlagID and LocalSlotNum (:func:`.pto_syntax.frontend_ring`),
+    so it is written only for a ring that has them; any other ring is an explicit
+    ``pto.initialize_l2g2l_pipe`` (a ring in GM: A2A3, or a ``*_GM`` direction) or
+    ``pto.initialize_l2l_pipe`` (A5's consumer-local ring), which take SlotNum, LocalSlotNum
+    (l2g2l only) and the FlagID (``flag_base``).  The IR's facts no ptoas spelling carries
+    go to ``extra``: ``ptopipe.lanes``; a LocalSlotNum on an A5 consumer-local ring, which
+    stages nothing (``ptopipe.local_slot_num``); an l2g2l ring whose IR left LocalSlotNum
+    to pto-isa's default (``ptopipe.default_local_slot_num``: the reserve then holds
+    SLOT_NUM slots, the seed 003 rule).  The reader reverses this (:mod:`.pto_pipe_ops`)."""
+    plat = get_platform(platform)
+    a = init.attributes
+    mask = int(a["dir_mask"])
+    n = a.get("slot_num")
+    n = plat.slot_num_for(mask & 3 == 3) if n is None else n
+    lsn, flag = a.get("local_slot_num"), a.get("flag_id") or 0
+    gm_dir = mask > 3
+    in_gm = plat.ring_in_gm or gm_dir
+    fn, flsn = frontend_ring(mask, plat)
+    extra = [] if a.get("lanes") is None else [f"ptopipe.lanes = {a['lanes']}"]
+    ns = ", nosplit = true" if nosplit else ""
+    head = f"dir_mask = {mask}, slot_size = {a['slot_size']}"
+    if not gm_dir and n == fn and flag == 0 and (lsn == flsn or not in_gm):
+        if lsn != flsn:
+            extra.append(f"ptopipe.local_slot_num = {lsn}")
+        return RingSpelling("frontend", head + ns, tuple(extra))
+    bad = []
+    if n not in PTOAS_SLOT_NUMS:
+        bad.append(f"ptoas builds rings of SLOT_NUM {' or '.join(map(str, PTOAS_SLOT_NUMS))} "
+                   f"only: this ring has {n} slots")
+    if gm_dir:
+        bad.append(f"a ring in GM by its direction ({Direction(mask).name}) is ptopipe's: "
+                   "ptoas's dir_mask is 1, 2 or 3")
+    if in_gm:
+        if lsn is None:
+            extra.append("ptopipe.default_local_slot_num")
+        block = f"{head}, slot_num = {n}, local_slot_num = {local_slot_num(a)}, flag_base = {flag}{ns}"
+        return RingSpelling("pto.initialize_l2g2l_pipe", block, tuple(extra), tuple(bad))
+    if lsn is not None:
+        extra.append(f"ptopipe.local_slot_num = {lsn}")
+    return RingSpelling("pto.initialize_l2l_pipe", f"{head}, slot_num = {n}, flag_base = {flag}{ns}",
+                        tuple(extra), tuple(bad))
 
 
 def nosplit_functions(prog) -> set:
@@ -410,9 +591,15 @@ def nosplit_functions(prog) -> set:
     return out
 
 
-def write_pto(program, platform=None) -> str:
+def write_pto(program, platform=None, notes: list | None = None) -> str:
     """``program`` (a compiled ``pl.program`` op) as PTO-AS text; ``platform`` (a name)
-    overrides the program's ``platform`` attribute for ``pto.target_arch``."""
+    overrides the program's ``platform`` attribute for ``pto.target_arch``.  ``notes`` (a
+    list) receives ``(what, where)`` for each thing written in a spelling of ptopipe's that
+    ptoas rejects (a ring ptoas cannot build, the address flow...)."""
     if getattr(platform, "name", None):
         platform = platform.name
-    return _Writer().program(program, platform)
+    w = _Writer()
+    text = w.program(program, platform)
+    if notes is not None:
+        notes.extend(w.notes.items())
+    return text
