@@ -1,10 +1,12 @@
-"""M22: a Vector core pushes an ND (row-major) Vec tile into a V2C ring whose consumer,
-the Cube, pops it as an NZ (fractal) Mat tile.  On the device the Cube reads the row-major
-bytes as 16x8 fractal blocks: silently wrong numbers.  Reported at the TPOP, naming the
-TPUSH; the fix is a TMOV of the Vec tile into an NZ Vec tile before the TPUSH (TMOV
-converts layouts, keeping the matrix).
+"""M22 (A5): a Vector core pushes an ND (row-major) Vec tile into a V2C ring whose consumer,
+the Cube, pops it as an NZ (fractal) Mat tile.  A5's ring is in the Cube's L1 and holds the
+bytes as pushed: the Cube reads the row-major bytes as 16x8 fractal blocks, silently wrong
+numbers.  Reported at the TPOP, naming the TPUSH; the fix is a TMOV of the Vec tile into an
+NZ Vec tile before the TPUSH (TMOV converts layouts, keeping the matrix).  On A2A3 the same
+kernel is correct: the ring is in GM and the Cube's TPOP TLOADs the ND rows into its NZ
+tile, converting (pto-isa a2a3 ``popMatTileFromGMFiFo``).
 
-Run:  ptopipe check examples/misuse/m22_layout_nd_into_nz.py [--platform a5]
+Run:  ptopipe check examples/misuse/m22_layout_nd_into_nz.py --platform a5
 """
 from ptopipe.isa import *
 from _common import DEPTH, SLOT, T, scenario
