@@ -176,8 +176,8 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
 def _check(args, reports: list) -> int:
     status = 0
     if args.file.endswith(".pto"):
-        from .pto import pto_scenario
-        scenarios = [pto_scenario(args)]
+        from .pto import pto_scenarios
+        scenarios = pto_scenarios(args)
     else:
         scenarios = load_scenarios(args.file)
     for sc in scenarios:

@@ -95,18 +95,48 @@ def in_pto_words(e: PtoPipeError) -> PtoPipeError:
 def one_lane_nosplit(op, ctx) -> None:
     """Where the protocol model gives a TILE_NO_SPLIT transfer one lane (pto-isa on A5), the
     pipes of a ``nosplit`` pair get ``lanes=1`` (AIV0 their only peer), as ExpandMixedKernel
-    gives a compiled no-split function's."""
+    gives a compiled no-split function's; on A5 so do the pipes whose ops all say ``split = 0``
+    (ptoas runs them on AIV0 only, whatever the protocol model)."""
+    from ..arch.vocab import TileSplitAxis
     from ..codegen.pto_writer import nosplit_functions
+    from ..ir.nodes import FunctionKind
     from ..passes.expand_mixed import one_lane_no_split
-    if not one_lane_no_split(ctx):
-        return
     funcs = list(op.regions[0].blocks[0])
-    pair = nosplit_functions(op)
+    pair = nosplit_functions(op) if one_lane_no_split(ctx) else set()
+    if ctx.platform == "a5":
+        whole = whole_tile_pairs(funcs)
+        pair |= whole
+        for f in funcs:             # the Vector kernel runs on AIV0 only (AIV1 skips its body)
+            if f.attributes["sym_name"] in whole and f.attributes["kind"] is FunctionKind.AIV:
+                f.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
     for f in funcs:
         if f.attributes["sym_name"] in pair:
             for o in f.regions[0].blocks[0]:
                 if o.name.endswith("initialize_pipe") and o.attributes.get("lanes") is None:
                     o.attributes["lanes"] = 1
+
+
+def whole_tile_pairs(funcs) -> set:
+    """The Vector kernels whose every TPUSH / TPOP / TFREE says ``split = 0`` (without a
+    ``nosplit`` init: ptoas lowers such ops on A5 to one lane, under ``get_subblockid() == 0``)
+    and the Cube kernels they share a pipe with."""
+    from ..ir.nodes import FunctionKind
+    aiv = set()
+    for f in funcs:
+        if f.attributes["kind"] is not FunctionKind.AIV or f.attributes.get("split") is not None:
+            continue                # a nosplit init's kernel: the protocol model decides its lanes
+        splits = [o.attributes.get("split") for o in f.walk() if o.name in ("pl.tpush", "pl.tpop", "pl.tfree")]
+        if splits and all(s in (None, 0) for s in splits) and any(s == 0 for s in splits):
+            aiv.add(f.attributes["sym_name"])
+    out = set(aiv)
+    for f in funcs:
+        for o in f.regions[0].blocks[0]:
+            if o.name == "pl.import_peer_buffer":
+                if o.attributes["peer_func"] in aiv:
+                    out.add(f.attributes["sym_name"])
+                if f.attributes["sym_name"] in aiv:
+                    out.add(o.attributes["peer_func"])
+    return out
 
 
 def check_explicit_addrs(op, addrs) -> None:
@@ -232,45 +262,58 @@ def static_front(args, platform, protocol):
         _, _, warnings, _ = load_pto(args.file, platform, protocol, scalars=scalars)
     except ParseError as e:
         from ..codegen.pto_exec import read_program, read_text
-        try:
-            read_program(read_text(args.file), args.file)
-        except ParseError:
-            raise e from None                  # neither reads it: the value IR reader's words
+        read_program(read_text(args.file), args.file)   # neither reads it: the executor's words
         return [], e.what
     return warnings, None
 
 
-def _launch(args, fill_zero: bool = False):
-    """The executor's kernels for ``args.file`` with the ``--input`` arrays."""
-    from ..codegen.pto_exec import prepare
+def _launches(args) -> tuple:
+    """``(launches, protocol)``: the executor's kernels and arguments for ``args.file`` with the
+    ``--input`` arrays, one per function run - ``--func``'s, else the entry, else each
+    function nothing calls (several only without ``--output``)."""
+    from ..codegen.pto_exec import prepare, read_program, read_text, top_functions
     platform, protocol = _target(args, args.file)
     warnings, skipped = static_front(args, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     seed = getattr(args, "data_seed", None)
-    pl = prepare(args.file, inputs=load_inputs(getattr(args, "input", None)), platform=platform,
-                 func=getattr(args, "pto_func", None),
-                 data_seed=(seed if seed is not None else getattr(args, "seed", None)) or 0)
-    for w in pl.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    if skipped:
-        pl.notes.insert(0, f"static pipe verification skipped (the value IR cannot express this file: "
-                           f"{skipped}); the run's checkers still apply")
-    return pl, protocol
+    func = getattr(args, "pto_func", None)
+    funcs = [func] if func is not None else top_functions(read_program(read_text(args.file), args.file))
+    if len(funcs) > 1 and getattr(args, "output", None):
+        raise ConfigError(f"{args.file} has {len(funcs)} top-level functions ({', '.join(funcs)}) and no "
+                          "pto.entry: --output needs one", where="option --output",
+                          fix="choose the function with --func NAME")
+    inputs = load_inputs(getattr(args, "input", None))
+    out = []
+    for f in funcs:
+        pl = prepare(args.file, inputs=inputs, platform=platform, func=f,
+                     data_seed=(seed if seed is not None else getattr(args, "seed", None)) or 0)
+        for w in pl.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        if skipped:
+            pl.notes.insert(0, f"static pipe verification skipped (the value IR cannot express this "
+                               f"file: {skipped}); the run's checkers still apply")
+        out.append(pl)
+    return out, protocol
 
 
-def pto_scenario(args):
-    """The .pto file of ``args`` as a Scenario (one 'default' variant) for ``check``: the
-    executor's kernels, the ``--input`` arrays, seeded random data for the others."""
+def pto_scenarios(args) -> list:
+    """The .pto file of ``args`` as Scenarios (one per function run, a 'default' variant each)
+    for ``check``: the executor's kernels, the ``--input`` arrays, seeded random data for the
+    others."""
     from ..isa.scenario import Scenario
-    pl, protocol = _launch(args)
-    for n in pl.notes:
-        print(f"note: {n}", file=sys.stderr)
+    launches, protocol = _launches(args)
+    out = []
+    for pl in launches:
+        for n in pl.notes:
+            print(f"note: {n}", file=sys.stderr)
 
-    def make_args(rng):
-        return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
-    return Scenario(os.path.basename(args.file), pl.aic, pl.aiv, make_args, lambda a: {},
-                    platform=pl.platform, protocol=protocol)
+        def make_args(rng, pl=pl):
+            return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
+        name = os.path.basename(args.file) + ("" if len(launches) == 1 else f"@{pl.func}")
+        out.append(Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
+                            protocol=protocol))
+    return out
 
 
 def static_pto(args) -> int:
@@ -278,7 +321,10 @@ def static_pto(args) -> int:
     from .errors import color
     platform, protocol = _target(args, args.file)
     scalars = scalar_inputs(getattr(args, "input", None))
-    _, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
+    try:
+        _, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
+    except ParseError as e:
+        return _static_unexpressed(args, e, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     skipped = any("skipped" in w or "not fully verified" in w for w in warnings)
@@ -290,16 +336,41 @@ def static_pto(args) -> int:
     return 0
 
 
+def _static_unexpressed(args, why: ParseError, platform, protocol) -> int:
+    """``check --static`` of a file the static verifier's value IR cannot express (``why``):
+    a file without cross-core pipes has nothing to prove (PASS, saying so); one with pipes is
+    NOT VERIFIED (exit 1) - never a PASS for what was not proved."""
+    from ..codegen.pto_exec import has_pipes, read_program, read_text
+    from .errors import color
+    prog = read_program(read_text(args.file), args.file)    # unreadable: the executor's ParseError
+    name = os.path.basename(args.file)
+    plat = platform or {"a3": "a2a3"}.get(prog.arch or "", prog.arch) or "a2a3"
+    if not has_pipes(prog, list(prog.funcs)):
+        print(f"{color('PASS', '1;32', sys.stdout)} {name} on {plat} ({protocol}): no cross-core pipes, "
+              "nothing to verify statically (`ptopipe check` runs it with every checker)")
+        return 0
+    print(f"{color('NOT VERIFIED', '1;33', sys.stdout)} {name} on {plat} ({protocol}): the static verifier "
+          f"cannot express this file ({why.what}, at {why.where}); `ptopipe check {args.file}` runs it "
+          "with every checker")
+    return 1
+
+
 def run_pto(args) -> int:
     """``run kernel.pto``: simulate with the given inputs (seeded random data for the others,
     said in a note), write the ``--output`` arrays atomically."""
-    from ..isa import run as run_kernels
-    from .errors import color
-    pl, protocol = _launch(args)
     variant = getattr(args, "variant", None)
     if variant not in (None, "default", "all"):
         raise ConfigError(f"--variant {variant!r}: a .pto file has one variant, 'default'",
                           where="option --variant", fix="drop --variant")
+    launches, protocol = _launches(args)
+    for pl in launches:
+        _run_one(args, pl, protocol)
+    return 0
+
+
+def _run_one(args, pl, protocol) -> None:
+    from ..isa import run as run_kernels
+    from .errors import color
     reports = getattr(args, "report", None) or getattr(args, "png", None)
     res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
@@ -328,4 +399,3 @@ def run_pto(args) -> int:
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
           f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else ""))
     print("  " + res.summary.format().replace("\n", "\n  "))
-    return 0

@@ -306,6 +306,9 @@ def read_program(text: str, path: str = "<pto>") -> Program:
     """``text`` as a :class:`Program` (syntax, functions, every op known: ParseError else)."""
     try:
         return _read_program(text, path)
+    except RecursionError:
+        raise ParseError("regions nest deeper than the reader follows", where=path,
+                         fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
     except SYNTAX_SLIPS as e:
         if isinstance(e, PtoPipeError):
             raise
@@ -1526,7 +1529,8 @@ class PtoRun:
         return self.result.summary
 
 
-def _has_pipes(prog: Program, names) -> bool:
+def has_pipes(prog: Program, names) -> bool:
+    """Does any of the functions ``names`` initialise a cross-core pipe?"""
     for n in names:
         for s in _walk(prog.funcs[n].body):
             if "initialize" in s.name and "pipe" in s.name:
@@ -1545,24 +1549,31 @@ def _reachable(prog: Program, top: str) -> list:
     return out
 
 
+def top_functions(prog: Program) -> list:
+    """What runs when no function is named: ``[the entry]``, else the functions nothing
+    calls - a cube + vector pair without an entry as one ``"cube+vector"`` item."""
+    entries = [f.name for f in prog.funcs.values() if f.entry]
+    if len(entries) == 1:
+        return entries
+    called = {c for f in prog.funcs.values() for c in f.calls}
+    roots = [f.name for f in prog.funcs.values() if f.name not in called]
+    if len(roots) == 2 and {prog.funcs[r].kind for r in roots} == {"cube", "vector"}:
+        return ["+".join(roots)]
+    return roots
+
+
 def choose_top(prog: Program, func: str | None) -> str:
+    """The function ``func`` names, else the one :func:`top_functions` gives (a ConfigError
+    listing them when there are several)."""
     if func is not None:
         f = func.lstrip("@")
         if f not in prog.funcs:
             raise ConfigError(f"--func {func}: the file defines no such function",
                               where=prog.path, fix=f"choose one of {', '.join(prog.funcs)}")
         return f
-    entries = [f.name for f in prog.funcs.values() if f.entry]
-    if len(entries) == 1:
-        return entries[0]
-    called = {c for f in prog.funcs.values() for c in f.calls}
-    roots = [f.name for f in prog.funcs.values() if f.name not in called]
+    roots = top_functions(prog)
     if len(roots) == 1:
         return roots[0]
-    kinds = {f.kind for f in prog.funcs.values()}
-    if roots and len(roots) == 2 and kinds >= {"cube", "vector"} and \
-            {prog.funcs[r].kind for r in roots} == {"cube", "vector"}:
-        return "+".join(roots)
     raise ConfigError(f"{prog.path} has {len(roots)} top-level functions ({', '.join(roots)}) and no pto.entry",
                       where=prog.path, fix="choose one with --func NAME (ptopipe.run_pto(..., func=NAME))")
 
@@ -1791,7 +1802,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
     warnings = []
     layout = plan_layout(prog, get_platform(plat))
     reach = [n for t in tops for n in _reachable(prog, t)]
-    pipes = _has_pipes(prog, reach)
+    pipes = has_pipes(prog, reach)
     kinds = {}
     for t in tops:
         f = prog.funcs[t]

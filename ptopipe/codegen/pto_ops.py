@@ -219,7 +219,11 @@ def h_arith(r, fs, opt, results, loc):
     else:
         rt = scalar_result_type(_SYM[k], xs[0].type, xs[1].type)
     shown = xs[0].type if pred is not None else rt
-    if declared.kind != "scalar" or declared.dtype != shown.dtype:
+    # an index and an integer type agree: the reader types ptoas's i64 ``get_subblock_idx``
+    # (and index_casts) as index, and integer scalars are exact Python ints in the run
+    index_int = declared.kind == "scalar" and "index" in (declared.dtype, shown.dtype) \
+        and {declared.dtype, shown.dtype} <= set(INT_DTYPES)
+    if declared.kind != "scalar" or (declared.dtype != shown.dtype and not index_int):
         raise c.error(f"type mismatch: {opt.text} on these operands is {shown.dtype}, the op says "
                       f"{declared.dtype}", opt)
     rtok, name = results[0]

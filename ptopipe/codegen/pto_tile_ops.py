@@ -73,6 +73,12 @@ def h_view(r, fs, opt, results, loc):
         raise c.error(f"{pt.text} is not a !pto.ptr parameter of this kernel", pt)
     shape_t = _keyed_list(r, fs, "shape")
     strides_t = _keyed_list(r, fs, "strides")
+    if c.at("{"):                       # ``{layout = #pto.layout<nd>}``: the IR's views are ND
+        lay = c.enum_attr(c.attr_dict(), "layout", "#pto.layout", ("nd", None))
+        if lay[0] != "nd":
+            raise c.error(f"a {lay[0]} tensor view is not expressible in the static verifier's IR "
+                          "(its views are dense row-major)", lay[1] or opt,
+                          "`ptopipe run` / `ptopipe check` run the file with buffer semantics")
     c.expect(":", "before the view type")
     vt = c.peek()
     ty = c.type_()
@@ -372,6 +378,17 @@ def h_flag(r, fs, opt, results, loc):
     c.expect("]")
     name = "pl.record_event" if opt.text.startswith("pto.set_flag") else "pl.wait_event"
     emit(r, fs, name, [e], [], {"src": src, "dst": dst}, loc)
+
+
+def h_tprint(r, fs, opt, results, loc):
+    """``pto.tprint ins(%v : T) [{attrs}]``: a debug print.  The static view keeps no op for it
+    (it orders and moves nothing across cores); its operand must be defined, and the run
+    (:mod:`.pto_exec`) prints it."""
+    _check_results(r, opt, results, 0)
+    for tok, _ty in ins_outs(r, fs, "ins"):
+        lookup(r, fs, tok)
+    if r.c.at("{"):
+        r.c.attr_dict()
 
 
 def h_barrier(r, fs, opt, results, loc):

@@ -161,7 +161,9 @@ class _Verifier:
                 self.finding("slot_size", op,
                              f"this {what} moves {describe(t)} ({need} bytes{whole}) but the "
                              f"{_dir(at['direction'])} ring's SLOT_SIZE is {got[0]} bytes (init at "
-                             f"{line(got[1])})",
+                             f"{line(got[1])}); a slot holds the whole static tile whatever its valid "
+                             "region (a popped tile is bound at its slot and spans the next slots if "
+                             "larger; ptoas does not check this)",
                              f"declare SLOT_SIZE {need} (or more) on both *_initialize_pipe calls, "
                              "or move smaller tiles")
 

@@ -1,0 +1,179 @@
+"""``ptopipe run | check [--static] k.pto`` on PTO-AS as pypto and ptoas write it: the static
+verifier in front where its value IR expresses the file, the buffer-semantics executor for the
+run, and a clear status where the static verifier cannot follow."""
+import sys
+
+import numpy as np
+import pytest
+
+from ptopipe.cli import main as cli_main
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from test_pto_exec import MAT, cube_vector_pair, line_of, vec_t  # noqa: E402
+
+
+def write(tmp_path, text, name="k.pto"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+A5_WHOLE_TILE = cube_vector_pair(0, "a5").replace("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16",
+                                                   "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16") \
+    .replace("sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>",
+             "sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>") \
+    .replace("!pto.partition_tensor_view<8x16xf32>)", "!pto.partition_tensor_view<16x16xf32>)") \
+    .replace("%row = arith.muli %sb, %c8 : index", "%row = arith.muli %sb, %c0 : index")
+
+
+def test_a5_split_0_pipes_run_on_aiv0_only_statically_and_in_the_run(tmp_path, capsys):
+    """ptoas guards A5 TPUSH / TPOP / TFREE of split 0 (no ``nosplit``) with
+    get_subblockid() == 0: one lane.  Both the static verifier and the run agree (no
+    'both Vector lanes write the whole slot' finding) and the result is numpy's."""
+    f = write(tmp_path, A5_WHOLE_TILE)
+    assert cli_main(["check", "--static", f]) == 0
+    assert "verified statically" in capsys.readouterr().out
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    for n, v in (("a", a), ("b", b)):
+        np.save(tmp_path / f"{n}.npy", v)
+    assert cli_main(["run", f, f"--input=a={tmp_path / 'a.npy'}", f"--input=b={tmp_path / 'b.npy'}",
+                     f"--output=out={tmp_path / 'o.npy'}"]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    assert "runs on AIV0" in capsys.readouterr().out
+
+
+def test_static_reads_views_with_a_layout_attribute_and_tprint(tmp_path, capsys):
+    text = cube_vector_pair(1, "a3").replace("strides = [%c16, %c1] :", "strides = [%c16, %c1] {layout = #pto.layout<nd>} :")
+    text = text.replace("    pto.tfree_from_aic {split = 1}\n",
+                        f"    pto.tprint ins(%r : {vec_t(8, 16)})\n    pto.tfree_from_aic {{split = 1}}\n")
+    assert "{layout = #pto.layout<nd>}" in text and "pto.tprint" in text
+    assert cli_main(["check", "--static", write(tmp_path, text)]) == 0
+    assert "verified statically" in capsys.readouterr().out
+
+
+def test_static_on_a_file_its_ir_cannot_express(tmp_path, capsys):
+    """A DN view is not in the value IR: a pipe-less file passes (nothing cross-core to prove),
+    a file with pipes is NOT VERIFIED (exit 1) and says what and where; `check` runs both."""
+    text = cube_vector_pair(1, "a3").replace(
+        "%ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] :",
+        "%ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] {layout = #pto.layout<dn>} :")
+    f = write(tmp_path, text)
+    assert cli_main(["check", "--static", f]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("NOT VERIFIED k.pto") and f"k.pto:{line_of(text, '%ov = ')}:" in out
+    assert cli_main(["check", f, "--schedules", "2"]) == 0
+    single = f"""module {{
+  func.func @v(%x: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c1, %c16] {{layout = #pto.layout<dn>}} : !pto.tensor_view<?x?xf32>
+    %t = pto.alloc_tile : {vec_t(16, 16)}
+    return
+  }}
+}}
+"""
+    assert cli_main(["check", "--static", write(tmp_path, single, "s.pto")]) == 0
+    assert "no cross-core pipes, nothing to verify statically" in capsys.readouterr().out
+
+
+def test_run_without_func_runs_each_top_function_and_output_needs_one(tmp_path, capsys):
+    one = f"""  func.func @{{n}}(%x: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %t = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {vec_t(16, 16)})
+    return
+  }}
+"""
+    f = write(tmp_path, "module {\n" + one.replace("{n}", "first") + one.replace("{n}", "second") + "}\n")
+    assert cli_main(["run", f]) == 0
+    out = capsys.readouterr().out
+    assert "PASS k.pto @first" in out and "PASS k.pto @second" in out
+    assert cli_main(["run", f, f"--output=x={tmp_path / 'x.npy'}"]) == 1
+    assert "--output needs one" in capsys.readouterr().err
+    assert cli_main(["run", f, "--func", "second", f"--output=x={tmp_path / 'x.npy'}"]) == 0
+    assert cli_main(["check", f, "--schedules", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "k.pto@first[default]" in out and "k.pto@second[default]" in out
+
+
+def test_an_unsupported_op_is_named_at_its_line_by_run_check_and_static(tmp_path, capsys):
+    text = cube_vector_pair(1, "a5").replace("    %two = arith.constant 2.0 : f32\n",
+                                             "    %two = arith.constant 2.0 : f32\n    pto.tfancy ins(%t : f32)\n")
+    f = write(tmp_path, text)
+    for cmd in (["run", f], ["check", f], ["check", "--static", f]):
+        assert cli_main(cmd) == 1
+        err = capsys.readouterr().err
+        assert "unknown operation 'pto.tfancy'" in err and f"k.pto:{line_of(text, 'pto.tfancy')}:5" in err
+        assert "Traceback" not in err
+
+
+def test_a_mat_tile_in_a_vector_kernel_is_an_error_at_the_op(tmp_path, capsys):
+    """A kernel_kind says the core: a Mat tile in a vector kernel has no memory there."""
+    text = f"""module {{
+  func.func @v() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %m = pto.alloc_tile : {MAT}
+    return
+  }}
+}}
+"""
+    assert cli_main(["run", write(tmp_path, text)]) == 1
+    err = capsys.readouterr().err
+    assert "AIV0 has no L1" in err and f"k.pto:{line_of(text, '%m =')}:" in err
+
+
+def v2c_whole_tile() -> str:
+    """A5: AIV0 (ptoas's get_subblockid() == 0 guard) pushes a whole 16x16 Vec tile, split 0,
+    and the Cube pops it into a Mat tile and stores it."""
+    mat_nd = MAT.replace("blayout=col_major, slayout=row_major", "blayout=row_major, slayout=none_box")
+    return f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @pair(%x: !pto.ptr<f32>, %out: !pto.ptr<f32>) attributes {{pto.entry}} {{
+    func.call @cube(%x, %out) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    func.call @vector(%x, %out) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    return
+  }}
+  func.func private @cube(%x: !pto.ptr<f32>, %out: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %z = arith.constant 0 : i32
+    %ring = pto.reserve_buffer {{name = "ring", size = 8192, location = #pto.address_space<mat>, auto = false, base = 0}} -> i32
+    pto.aic_initialize_pipe {{dir_mask = 2, slot_size = 1024}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %ring : i32)
+    %t = pto.tpop_from_aiv {{split = 0}} -> {mat_nd}
+    %ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %op = pto.partition_view %ov, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    pto.tstore ins(%t : {mat_nd}) outs(%op : !pto.partition_tensor_view<16x16xf32>)
+    pto.tfree_from_aiv {{split = 0}}
+    return
+  }}
+  func.func private @vector(%x: !pto.ptr<f32>, %out: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %z = arith.constant 0 : i32
+    %imp = pto.import_reserved_buffer {{name = "ring", peer_func = @cube}} -> i32
+    pto.aiv_initialize_pipe {{dir_mask = 2, slot_size = 1024}} (c2v_consumer_buf = %z : i32, v2c_consumer_buf = %imp : i32)
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %v = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%v : {vec_t(16, 16)})
+    pto.tpush_to_aic(%v : {vec_t(16, 16)}) {{split = 0}}
+    return
+  }}
+}}
+"""
+
+
+def test_a5_v2c_split_0_push_is_one_lane_not_both_lanes_on_one_slot(tmp_path, capsys):
+    f = write(tmp_path, v2c_whole_tile())
+    assert cli_main(["check", "--static", f]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    np.save(tmp_path / "x.npy", x)
+    assert cli_main(["run", f, f"--input=x={tmp_path / 'x.npy'}", f"--output=out={tmp_path / 'o.npy'}"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), x)
