@@ -1567,6 +1567,8 @@ def choose_top(prog: Program, func: str | None) -> str:
     listing them when there are several)."""
     if func is not None:
         f = func.lstrip("@")
+        if all(p in prog.funcs for p in f.split("+")):       # a cube+vector pair (top_functions)
+            return f
         if f not in prog.funcs:
             raise ConfigError(f"--func {func}: the file defines no such function",
                               where=prog.path, fix=f"choose one of {', '.join(prog.funcs)}")
