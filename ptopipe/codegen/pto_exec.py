@@ -37,7 +37,7 @@ from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import (BLayout, Direction, MaskPattern, MemSpace, PadValue, RoundMode, SLayout, SyncPipe,
                           TileSplitAxis, TileType)
 from ..errors import ConfigError, KernelError, ParseError, PtoPipeError
-from .pto_lexer import Token
+from .pto_lexer import Token, tokenize
 from .pto_tree import Stmt, parse_tree, split_top
 from ..sim.location import SourceLoc
 
@@ -138,6 +138,24 @@ class _Types:
 
     def __init__(self, f: str):
         self.f = f
+        self._specs = {}                # type text -> TileSpec / memref tuple / None
+
+    def spec_of(self, s: Stmt):
+        """The tile buffer type an allocating / popping op gives (a TileSpec, or the memref
+        tuple whose [1] is one), from its type text, parsed once per distinct text; None if
+        it names none."""
+        text = s.result_type_text()
+        if text is None:
+            return None
+        if text not in self._specs:
+            toks = tokenize(text, self.f)[:-1]
+            try:
+                self._specs[text] = self.parse(toks) if toks else None
+            except ParseError:
+                self._specs[text] = None
+        spec = self._specs[text]
+        spec = spec[1] if isinstance(spec, tuple) and spec[0] == "memref" else spec
+        return spec if isinstance(spec, TileSpec) else None
 
     def err(self, msg, tok, fix="check the type's spelling against ptoas's") -> ParseError:
         return ParseError(msg, where=f"{self.f}:{tok.line}:{tok.col}", fix=fix)
@@ -363,11 +381,11 @@ def _check_ops(f: Func, funcs: dict, types: _Types) -> None:
                             fix="rewrite it with supported ops, or report it so it can be added "
                                 "(docs/pto.md lists what is read)")
         if s.name == "func.call":
-            sym = next((t for t in s.toks if t.kind == "symbol"), None)
-            if sym is None or sym.text[1:] not in funcs:
-                raise types.err(f"func.call of {sym.text if sym else '?'}, which the file does not define",
+            sym = s.symbol()
+            if sym is None or sym not in funcs:
+                raise types.err(f"func.call of @{sym or '?'}, which the file does not define",
                                 s.tok, fix="define the callee in the same module")
-            f.calls.append(sym.text[1:])
+            f.calls.append(sym)
 
 
 def _catalogue_name(name: str) -> str | None:
@@ -380,7 +398,7 @@ def _catalogue_name(name: str) -> str | None:
 
 
 # -- kinds and cores -----------------------------------------------------------------------------
-def _tile_locs(f: Func, funcs: dict, seen=None) -> dict:
+def _tile_locs(f: Func, funcs: dict, types: "_Types", seen=None) -> dict:
     """TileType -> the first statement making a tile of it (in f and its callees)."""
     seen = set() if seen is None else seen
     if f.name in seen:
@@ -390,19 +408,13 @@ def _tile_locs(f: Func, funcs: dict, seen=None) -> dict:
     for s in _walk(f.body):
         if s.name in ("pto.alloc_tile", "pto.declare_tile", "memref.alloc", "pto.tpop_from_aic",
                       "pto.tpop_from_aiv"):
-            for ty in s.types():
-                if ty and ty[0].text in ("!pto.tile_buf", "memref"):
-                    try:
-                        spec = _Types("").parse(ty)
-                    except ParseError:
-                        continue
-                    spec = spec[1] if isinstance(spec, tuple) else spec
-                    if isinstance(spec, TileSpec):
-                        out.setdefault(spec.loc, s)
+            spec = types.spec_of(s)
+            if spec is not None:
+                out.setdefault(spec.loc, s)
         elif s.name == "func.call":
-            callee = funcs[next(t for t in s.toks if t.kind == "symbol").text[1:]]
+            callee = funcs[s.symbol()]
             if callee.kind is None:
-                for k, v in _tile_locs(callee, funcs, seen).items():
+                for k, v in _tile_locs(callee, funcs, types, seen).items():
                     out.setdefault(k, v)
     return out
 
@@ -410,11 +422,11 @@ def _tile_locs(f: Func, funcs: dict, seen=None) -> dict:
 MIXED = "mixed"      # the kind of a function that uses Cube and Vector tiles
 
 
-def implied_kind(f: Func, funcs: dict, path: str) -> tuple:
+def implied_kind(f: Func, funcs: dict, path: str, types: "_Types") -> tuple:
     """``(kind, warning)`` of a function without ``pto.kernel_kind``: 'cube' or 'vector' by
     its tiles; :data:`MIXED` with a warning when it uses both (no core of the device holds
     both: it runs on one core given both kinds of memory, as pto-isa's CPU simulator runs it)."""
-    locs = _tile_locs(f, funcs)
+    locs = _tile_locs(f, funcs, types)
     cube = [s for k, s in locs.items() if k in CUBE_LOCS]
     vec = locs.get(TileType.Vec)
     if cube and vec:
@@ -606,21 +618,25 @@ def plan_layout(prog: Program, platform) -> Layout:
     for f in prog.funcs.values():
         kind = f.kind or "?"
         order, ranges = _live_ranges(f, prog)
+        arena = {}                                   # (kind, loc) -> the top of this function's tiles
         for s, (lo, hi) in sorted(ranges.items(), key=lambda kv: kv[1][0]):
             spec = order[s]
             key = (kind, spec.loc)
             base = lay.tops.get(key, 0)
-            taken = [(a, b) for a, b, end in lay.active.get(key, []) if end >= lo]
+            # sites come in order of their first statement: a tile dead before this one
+            # starts is dead for every later one too, and leaves the list for good
+            live = lay.active[key] = [x for x in lay.active.get(key, []) if x[2] >= lo]
+            taken = [(a, b) for a, b, _ in live]
             addr = base
             for a, b in sorted(taken + fixed.get(key, [])):
                 if addr + spec.nbytes <= a or addr >= b:
                     continue
                 addr = max(addr, _align(b))
             lay.sites[s] = addr
-            lay.active.setdefault(key, []).append((addr, addr + spec.nbytes, hi))
-        for key, items in lay.active.items():        # the next function's arena starts above
-            if items:
-                lay.tops[key] = max(lay.tops.get(key, 0), _align(max(b for _, b, _ in items)))
+            lay.active[key].append((addr, addr + spec.nbytes, hi))
+            arena[key] = max(arena.get(key, 0), addr + spec.nbytes)
+        for key, top in arena.items():               # the next function's arena starts above
+            lay.tops[key] = max(lay.tops.get(key, 0), _align(top))
         lay.active.clear()
     return lay
 
@@ -639,9 +655,8 @@ def _live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
             i = index[id(s)] = k
             k += 1
             loops_of[id(s)] = loops
-            for t in s.toks:
-                if t.kind == "value":
-                    uses.setdefault(t.text.split("#")[0], []).append(id(s))
+            for v in s.used():
+                uses.setdefault(v.split("#")[0], []).append(id(s))
             inner = loops + ((id(s),) if s.name in ("scf.for", "scf.while") else ())
             for r in s.regions:
                 for b in r:
@@ -650,16 +665,11 @@ def _live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
     visit(f.body, ())
     specs, ranges = {}, {}
     for s in _walk(f.body):
-        if s.name not in ("pto.alloc_tile", "memref.alloc") or (s.attr("addr") is not None) != placed \
+        if s.name not in ("pto.alloc_tile", "memref.alloc") or s.has_key("addr") != placed \
                 or not s.results:
             continue
-        tys = s.types() or _arrow_type(s)
-        try:
-            spec = prog.types.parse(tys[-1]) if tys else None
-        except ParseError:
-            continue
-        spec = spec[1] if isinstance(spec, tuple) else spec
-        if not isinstance(spec, TileSpec):
+        spec = prog.types.spec_of(s)
+        if spec is None:
             continue
         lo = index[id(s)]
         hi = lo
@@ -682,9 +692,9 @@ def alias_notes(prog: Program) -> list:
     for f in prog.funcs.values():
         consts = {}
         for s in _walk(f.body):
-            if s.name == "arith.constant" and s.results and s.toks:
+            if s.name == "arith.constant" and s.results:
                 try:
-                    consts[s.results[0]] = int(s.toks[0].text)
+                    consts[s.results[0]] = int(s.text().split(":")[0])
                 except ValueError:
                     pass
         specs, ranges = _live_ranges(f, prog, placed=True)
@@ -1645,7 +1655,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
             n = extents.get((fname, "%" + key), 0)
             shape = natural.get((fname, "%" + key)) or (n,)       # a dense view's shape, else flat
             if n == 0:
-                if any(t.text == "%" + key for st in _walk(prog.funcs[fname].body) for t in st.toks
+                if any("%" + key in st.used() for st in _walk(prog.funcs[fname].body)
                        if st.name != "func.call"):
                     raise ConfigError(f"the size of parameter %{key} is not known statically",
                                       where=f"{prog.path}:{tok.line}:{tok.col}",
@@ -1682,11 +1692,14 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
         consts = {}
         ptypes = {p[0]: p[1] for p in f.params}
         for s in _walk(f.body):
-            if s.name == "arith.constant" and s.results and s.toks:
+            if s.name == "arith.constant" and s.results:
                 try:
-                    consts[s.results[0]] = int(s.toks[0].text)
+                    consts[s.results[0]] = int(s.text().split(":")[0])
                 except ValueError:
                     pass
+                continue
+            if s.name != "pto.make_tensor_view" and not ("initialize" in s.name and "pipe" in s.name):
+                continue
             vs = s.values()
             if s.name == "pto.make_tensor_view" and vs and vs[0].text in ptypes:
                 def nums(k):
@@ -1815,7 +1828,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             if callee_kinds:                # an entry: each callee runs on its kernels' cores
                 kinds[t] = callee_kinds
                 continue
-            kind, warning = implied_kind(f, prog.funcs, path)
+            kind, warning = implied_kind(f, prog.funcs, path, prog.types)
             if warning:
                 warnings.append(warning)
             kinds[t] = {kind}

@@ -40,15 +40,57 @@ class Block:
     args: list = field(default_factory=list)     # (name, type text)
 
 
-@dataclass
 class Stmt:
-    """One operation: ``%r0, %r1 = name <toks> { region } ...``."""
-    name: str
-    results: list            # result names (``%x``; ``%x:2`` gives ``%x#0``, ``%x#1``)
-    toks: list               # the op's own tokens after its name (regions excluded)
-    regions: list            # list of lists of Blocks
-    tok: Token               # the op name's token (its line:col)
-    result_group: str | None = None     # ``%x`` of ``%x:2 = ...``
+    """One operation: ``%r0, %r1 = name <toks> { region } ...``.  Its own tokens (after its
+    name, regions excluded, a ``{}`` token marking each region's place) are made from its
+    source pieces on first use: a reader that only needs op names, results and value uses
+    never tokenizes the types."""
+    __slots__ = ("name", "results", "regions", "tok", "result_group", "_pieces", "_toks", "filename")
+
+    def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
+                 result_group: str | None = None, filename: str = "<pto>"):
+        self.name, self.results, self.regions, self.tok = name, results, regions, tok
+        self.result_group = result_group
+        self._pieces = pieces              # [(line, col, text) | (line, col, None): a region]
+        self._toks = None
+        self.filename = filename
+
+    @property
+    def toks(self) -> list:
+        if self._toks is None:
+            out = []
+            for line, col, text in self._pieces:
+                if text is None:
+                    out.append(Token("punct", "{}", line, col))
+                    continue
+                for t in tokenize(text, self.filename)[:-1]:
+                    out.append(Token(t.kind, t.text, line, t.col + col - 1))
+            self._toks = out
+        return self._toks
+
+    def text(self) -> str:
+        """The op's own source text (regions left out): what :meth:`values` scans."""
+        return " ".join(p[2] for p in self._pieces if p[2] is not None)
+
+    def used(self) -> list:
+        """The SSA names the op's own text mentions (cheap: no tokens)."""
+        return _VALUE.findall(self.text())
+
+    def has_key(self, key: str) -> bool:
+        """Does the op's text say ``key = ...`` (cheap: no tokens)?"""
+        return re.search(r"\b" + re.escape(key) + r"\s*=", self.text()) is not None
+
+    def symbol(self) -> str | None:
+        """The first ``@name`` of the op's text (a callee, a peer function)."""
+        m = _SYMBOL.search(self.text())
+        return m.group(1) if m else None
+
+    def result_type_text(self) -> str | None:
+        """The type after the op's last ``: `` or ``-> `` that starts a tile or memref type
+        (``pto.alloc_tile ... : !pto.tile_buf<...>``, ``memref.alloc() : memref<...>``)."""
+        t = self.text()
+        k = max(t.rfind(": !"), t.rfind(": memref<"), t.rfind("-> !"), t.rfind("-> memref<"))
+        return t[k + 2:].strip() if k >= 0 else None
 
     # -- lookups over the op's tokens -------------------------------------------------------
     def values(self, toks=None) -> list:
@@ -150,144 +192,192 @@ def split_top(toks, seps=(",",)) -> list:
     return out
 
 
+_VALUE = re.compile(r"%[A-Za-z0-9_$.#-]+")
+_SYMBOL = re.compile(r"@([A-Za-z0-9_$.]+)")
+#: the start of an operation: ``%a, %b:2 = name``, ``name``, ``"generic.name"(``
+_STMT = re.compile(r'\s*(?P<res>(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*,\s*)*%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?)'
+                   r'\s*=\s*|\s*')
+_NAME = re.compile(r'(?P<q>"?)(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)(?P=q)')
+_STARTS = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*[,=]|"[A-Za-z_][\w.$]*"\s*\(|[a-z_][a-z0-9_]*'
+                     r'(?:\.[a-z0-9_]+)+\b|return\b|module\b|\}|\^)')
+_LABEL = re.compile(r"\s*(\^[A-Za-z0-9_$.]+)\s*(\(([^)]*)\))?\s*:\s*$")
+
+
+def _depth(text: str, filename: str, line: int) -> int:
+    """Brackets opened minus closed in ``text`` (``->`` is no bracket); exact through the
+    tokenizer when the text holds a string or a comment."""
+    if '"' in text or "/" in text:
+        d = 0
+        for t in tokenize(text, f"{filename}:{line}")[:-1]:
+            if t.kind == "punct":
+                d += (t.text in _OPEN) - (t.text in _CLOSE)
+        return d
+    return (text.count("(") + text.count("[") + text.count("{") + text.count("<")
+            - text.count(")") - text.count("]") - text.count("}") - text.count(">") + text.count("->"))
+
+
+def _code(text: str) -> str:
+    """``text`` without a trailing ``//`` comment (outside strings)."""
+    if "//" not in text:
+        return text
+    if '"' not in text:
+        return text[:text.index("//")]
+    quoted = False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and text.startswith("//", i):
+            return text[:i]
+    return text
+
+
 class _Reader:
+    """PTO-AS as ptoas prints it, a line at a time: an operation starts a line, and goes on
+    while a bracket is open or the next line does not start an operation; a region-holding
+    op's line ending in ``{`` opens a region, a line starting with ``}`` closes it."""
+
     def __init__(self, text: str, filename: str):
         self.f = filename
-        self.toks = tokenize(text, filename)
-        self.i = 0
+        for m in re.finditer(r"[^\x09\x0a\x0d\x20-\x7e\x80-\U0010ffff]", text):
+            line = text.count("\n", 0, m.start()) + 1
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            raise ParseError(f"unexpected character {m.group()!r}", where=f"{filename}:{line}:{col}",
+                             fix="PTO-AS is MLIR text: check for a stray character")
+        self.lines = [_code(l).rstrip() for l in text.split("\n")]
+        self.i = 0                       # the current line (0-based)
+        self.col = 0                     # where on it reading goes on
 
-    def err(self, msg: str, tok: Token, fix: str = "check the nesting of { } in the file") -> ParseError:
-        return ParseError(msg, where=f"{self.f}:{tok.line}:{tok.col}", fix=fix)
+    def err(self, msg: str, line: int, col: int, fix: str = "check the nesting of { } in the file") -> ParseError:
+        return ParseError(msg, where=f"{self.f}:{line}:{col}", fix=fix)
 
-    def peek(self, k: int = 0) -> Token:
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
+    def rest(self) -> str:
+        return self.lines[self.i][self.col:] if self.i < len(self.lines) else ""
 
-    def starts_stmt(self, j: int) -> bool:
-        """Does token ``j`` start an operation (or a block label / a region's end)?"""
-        t = self.toks[j]
-        if t.kind == "eof" or t.text in ("}", "^") or t.kind == "label":
-            return True
-        if t.kind == "value":
-            n = self.toks[j + 1] if j + 1 < len(self.toks) else t
-            return n.text in ("=", ",") or (n.text == ":" and self.toks[j + 2].kind == "word"
-                                            and self.toks[j + 2].text.isdigit()
-                                            and self.toks[j + 3].text in ("=", ","))
-        if t.kind == "word":
-            return t.text in ("return", "module") or bool(_OP_NAME.match(t.text))
-        return t.kind == "string" and self.toks[j + 1].text == "("
+    def skip_blank(self) -> None:
+        while self.i < len(self.lines) and not self.rest().strip():
+            self.i, self.col = self.i + 1, 0
+
+    def starts_stmt(self, text: str) -> bool:
+        return bool(_STARTS.match(text))
 
     def block_items(self, top: bool) -> list:
         """Blocks up to the region's ``}`` (not consumed) or the end of the text."""
         blocks = [Block()]
         while True:
-            t = self.peek()
-            if t.kind == "eof":
+            self.skip_blank()
+            if self.i >= len(self.lines):
                 if not top:
-                    raise self.err("the region is not closed: '}' missing at the end of the file", t)
+                    n = len(self.lines)
+                    raise self.err("the region is not closed: '}' missing at the end of the file", n,
+                                   len(self.lines[-1]) + 1 if self.lines else 1)
                 return blocks
-            if t.text == "}":
+            r = self.rest()
+            lead = len(r) - len(r.lstrip())
+            if r.lstrip().startswith("}"):
                 if top:
-                    raise self.err("'}' closes no region", t)
+                    raise self.err("'}' closes no region", self.i + 1, self.col + lead + 1)
+                self.col += lead
                 return blocks
-            if t.kind == "label":
+            if r.lstrip().startswith("^"):
                 blocks.append(self.label())
                 continue
             blocks[-1].stmts.append(self.stmt())
 
     def label(self) -> Block:
-        t = self.toks[self.i]
-        self.i += 1
-        b = Block(label=t.text)
-        if self.peek().text == "(":
-            toks = _balanced(self.toks, self.i)
-            self.i += len(toks)
-            for part in split_top(toks[1:-1]):
-                if part and part[0].kind == "value":
-                    b.args.append((part[0].text, " ".join(x.text for x in part[2:])))
-        if self.peek().text != ":":
-            raise self.err(f"expected ':' after the block label {t.text}", self.peek(),
+        r = self.rest()
+        m = _LABEL.match(r)
+        line, col = self.i + 1, self.col + len(r) - len(r.lstrip()) + 1
+        if m is None:
+            raise self.err(f"expected ':' after the block label {r.strip().split('(')[0]}", line, col,
                            fix="a block label reads ^bb0(%arg: type):")
-        self.i += 1
+        b = Block(label=m.group(1))
+        for part in (m.group(3) or "").split(","):
+            if ":" in part:
+                name, ty = part.split(":", 1)
+                b.args.append((name.strip(), ty.strip()))
+        self.i, self.col = self.i + 1, 0
         return b
 
     def stmt(self) -> Stmt:
+        r = self.rest()
+        line = self.i + 1
+        m = _STMT.match(r)
         results, group = [], None
-        t = self.peek()
-        if t.kind == "value":
-            while True:
-                v = self.toks[self.i]
-                if v.kind != "value":
-                    raise self.err(f"expected a result name, got {v.text!r}", v,
-                                   fix="results read %a, %b = op ...")
-                self.i += 1
-                if self.peek().text == ":" and self.peek(1).text.isdigit():
-                    n = int(self.peek(1).text)
-                    group = v.text
-                    results.extend(f"{v.text}#{k}" for k in range(n))
-                    self.i += 2
+        if m.group("res"):
+            for part in m.group("res").split(","):
+                name, _, n = part.strip().partition(":")
+                name = name.strip()
+                if n.strip():
+                    group = name
+                    results.extend(f"{name}#{k}" for k in range(int(n)))
                 else:
-                    results.append(v.text)
-                if self.peek().text == ",":
-                    self.i += 1
-                    continue
-                break
-            if self.peek().text != "=":
-                raise self.err(f"expected '=' after the results, got {self.peek().text!r}", self.peek(),
-                               fix="an operation with results reads %r = op ...")
-            self.i += 1
-        nt = self.toks[self.i]
-        if nt.kind == "string":
-            name = nt.text[1:-1]
-        elif nt.kind == "word":
-            name = nt.text
-        else:
-            raise self.err(f"expected an operation name, got {nt.text or 'the end of the file'!r}", nt,
+                    results.append(name)
+        at = m.end()
+        nm = _NAME.match(r, at)
+        if nm is None:
+            what = r[at:].split()[0] if r[at:].strip() else ""
+            if not what and m.group("res"):
+                self.i, self.col = self.i + 1, 0        # `%r =` then the name on the next line?
+                self.skip_blank()
+                if self.i >= len(self.lines):
+                    raise self.err("expected an operation name, got the end of the file", line, len(r) + 1,
+                                   fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
+                raise self.err(f"expected an operation name, got {self.rest().strip()[:20]!r}", self.i + 1,
+                               len(self.rest()) - len(self.rest().lstrip()) + 1,
+                               fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
+            raise self.err(f"expected an operation name, got {what[:20]!r}", line, self.col + at + 1,
                            fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
-        self.i += 1
-        own, regions, depth = [], [], 0
-        holds_regions = name in REGION_OPS
+        name = nm.group("name")
+        ntok = Token("string" if nm.group("q") else "word", nm.group(0), line, self.col + nm.start() + 1)
+        holds = name in REGION_OPS
+        pieces, regions, depth = [], [], 0
+        self.col += nm.end()
         while True:
-            t = self.toks[self.i]
-            if t.kind == "eof":
-                if depth:
-                    raise self.err(f"{name}: a bracket opened here is never closed", nt)
-                break
-            if depth == 0 and own and t.line != own[-1].line and self.starts_stmt(self.i):
-                break
-            if depth == 0 and not own and t.line != nt.line and self.starts_stmt(self.i):
-                break
-            if depth == 0 and t.text == "}":
-                break
-            if t.kind == "punct" and t.text == "{" and depth == 0 and holds_regions and \
-                    self._region_brace(self.i):
-                self.i += 1
-                blocks = self.block_items(top=False)
-                self.i += 1                      # the region's '}'
-                regions.append(blocks)
-                own.append(Token("punct", "{}", t.line, t.col))    # marks the region's place
+            text = self.rest()
+            line, col = self.i + 1, self.col + 1
+            opened = False
+            empty = re.search(r"\{\s*\}\s*$", text) if holds else None
+            if empty and depth + _depth(text[:empty.start()], self.f, line) == 0:
+                body = text[:empty.start()]            # ``} else { }``: an empty region
+                if body.strip():
+                    pieces.append((line, col, body))
+                pieces.append((line, col + empty.start(), None))
+                regions.append([Block()])
+                self.i, self.col, depth = self.i + 1, 0, 0
+                nxt = self.i
+                while nxt < len(self.lines) and not self.lines[nxt].strip():
+                    nxt += 1
+                if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
+                    break
                 continue
-            if t.kind == "punct":
-                if t.text in _OPEN:
-                    depth += 1
-                elif t.text in _CLOSE:
-                    depth -= 1
-                    if depth < 0:
-                        raise self.err(f"unbalanced {t.text!r}", t)
-            own.append(t)
-            self.i += 1
-        return Stmt(name, results, own, regions, nt, group)
-
-    def _region_brace(self, i: int) -> bool:
-        """A ``{`` of a region op opens a region when it ends its line, or is an empty
-        region ``{ }`` ending its line or followed by ``else`` / ``do`` (an attribute
-        dictionary such as ``attributes {pto.entry}`` stays on its line)."""
-        t, n = self.toks[i], self.toks[i + 1]
-        if n.line != t.line:
-            return True
-        if n.text != "}":
-            return False
-        after = self.toks[i + 2]
-        return after.line != n.line or after.text in ("else", "do") or after.kind == "eof"
+            if holds and text.rstrip().endswith("{"):
+                body = text.rstrip()[:-1]
+                if depth + _depth(body, self.f, line) == 0:
+                    if body.strip():
+                        pieces.append((line, col, body))
+                    pieces.append((line, col + len(body), None))
+                    self.i, self.col, depth = self.i + 1, 0, 0
+                    regions.append(self.block_items(top=False))
+                    self.col += 1                        # the region's '}'
+                    opened = True
+            if opened:
+                continue
+            if text.strip():
+                pieces.append((line, col, text))
+                depth += _depth(text, self.f, line)
+                if depth < 0:
+                    raise self.err(f"{name}: a bracket closes that no bracket opened", line, col)
+            self.i, self.col = self.i + 1, 0
+            if depth > 0:
+                if self.i >= len(self.lines):
+                    raise self.err(f"{name}: a bracket opened here is never closed", ntok.line, ntok.col)
+                continue
+            nxt = self.i
+            while nxt < len(self.lines) and not self.lines[nxt].strip():
+                nxt += 1
+            if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
+                break
+        return Stmt(name, results, pieces, regions, ntok, group, self.f)
 
 
 def parse_tree(text: str, filename: str = "<pto>") -> list:
