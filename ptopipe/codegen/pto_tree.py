@@ -27,7 +27,6 @@ from .pto_lexer import Token, tokenize
 REGION_OPS = frozenset({"module", "builtin.module", "func.func", "scf.for", "scf.if", "scf.while",
                         "scf.execute_region", "scf.parallel", "scf.forall", "pto.section.cube",
                         "pto.section.vector", "pto.section"})
-_OP_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z0-9_]+)+$")
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 
