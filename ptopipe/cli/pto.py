@@ -120,6 +120,7 @@ def whole_tile_pairs(funcs) -> set:
     """The Vector kernels whose every TPUSH / TPOP / TFREE says ``split = 0`` (without a
     ``nosplit`` init: ptoas lowers such ops on A5 to one lane, under ``get_subblockid() == 0``)
     and the Cube kernels they share a pipe with."""
+    from ..codegen.pto_writer import with_peers
     from ..ir.nodes import FunctionKind
     aiv = set()
     for f in funcs:
@@ -128,15 +129,7 @@ def whole_tile_pairs(funcs) -> set:
         splits = [o.attributes.get("split") for o in f.walk() if o.name in ("pl.tpush", "pl.tpop", "pl.tfree")]
         if splits and all(s in (None, 0) for s in splits) and any(s == 0 for s in splits):
             aiv.add(f.attributes["sym_name"])
-    out = set(aiv)
-    for f in funcs:
-        for o in f.regions[0].blocks[0]:
-            if o.name == "pl.import_peer_buffer":
-                if o.attributes["peer_func"] in aiv:
-                    out.add(f.attributes["sym_name"])
-                if f.attributes["sym_name"] in aiv:
-                    out.add(o.attributes["peer_func"])
-    return out
+    return with_peers(funcs, aiv)
 
 
 def check_explicit_addrs(op, addrs) -> None:

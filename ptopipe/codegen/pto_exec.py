@@ -374,6 +374,18 @@ def _walk(stmts):
                 yield from _walk(b.stmts)
 
 
+def int_constants(f: Func) -> dict:
+    """The integer ``arith.constant`` values of a function, by result name."""
+    out = {}
+    for s in _walk(f.body):
+        if s.name == "arith.constant" and s.results:
+            try:
+                out[s.results[0]] = int(s.text().split(":")[0])
+            except ValueError:
+                pass
+    return out
+
+
 def _check_ops(f: Func, funcs: dict, types: _Types) -> None:
     for s in _walk(f.body):
         if s.name not in HANDLERS and _catalogue_name(s.name) is None:
@@ -690,13 +702,7 @@ def alias_notes(prog: Program) -> list:
     here.  The same range named twice (one buffer, two names: an in-place op) is not one."""
     notes = []
     for f in prog.funcs.values():
-        consts = {}
-        for s in _walk(f.body):
-            if s.name == "arith.constant" and s.results:
-                try:
-                    consts[s.results[0]] = int(s.text().split(":")[0])
-                except ValueError:
-                    pass
+        consts = int_constants(f)
         specs, ranges = _live_ranges(f, prog, placed=True)
         sites = {id(s): s for s in _walk(f.body)}
         placed = []
@@ -1689,15 +1695,9 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
             shapes[key] = shape
 
     for f in prog.funcs.values():
-        consts = {}
+        consts = int_constants(f)
         ptypes = {p[0]: p[1] for p in f.params}
         for s in _walk(f.body):
-            if s.name == "arith.constant" and s.results:
-                try:
-                    consts[s.results[0]] = int(s.text().split(":")[0])
-                except ValueError:
-                    pass
-                continue
             if s.name != "pto.make_tensor_view" and not ("initialize" in s.name and "pipe" in s.name):
                 continue
             vs = s.values()

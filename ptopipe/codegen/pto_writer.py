@@ -578,15 +578,20 @@ def nosplit_functions(prog) -> set:
     """The AIV kernels marked ``split=TILE_NO_SPLIT`` (whole tiles on AIV0: a ``nosplit``
     pipe) and the Cube kernels whose pipes they share."""
     funcs = list(prog.regions[0].blocks[0])
-    aiv = {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
-           and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT}
-    out = set(aiv)
+    return with_peers(funcs, {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
+                              and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT})
+
+
+def with_peers(funcs, names: set) -> set:
+    """``names`` and the functions sharing a pipe with one of them (an import_peer_buffer
+    of one names the other)."""
+    out = set(names)
     for f in funcs:
         for o in f.regions[0].blocks[0]:
             if o.name == "pl.import_peer_buffer":
-                if o.attributes["peer_func"] in aiv:
+                if o.attributes["peer_func"] in names:
                     out.add(f.attributes["sym_name"])
-                if f.attributes["sym_name"] in aiv:
+                if f.attributes["sym_name"] in names:
                     out.add(o.attributes["peer_func"])
     return out
 

@@ -21,24 +21,14 @@ from ..arch.catalogue import (INSERT_CONVERTS, INSERT_PATHS, OPS, mrgsort_blocks
                               platform_label)
 from ..arch.vocab import GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
 from .context import current_core
-from .events import Event, TSYNC, new_event
+from .events import Event, new_event
 from ..sim.trace import TileArgs
-from .ops import _err, _same_dtype, _scalar_value, _tmp_tile, _valid, arr, vec_issue_n
+from .ops import _err, _same_dtype, _scalar_value, _sync, _tmp_tile, _valid, arr, vec_issue_n
 from .tile import Tile, TileType
-from .vector import _rule, _tiles_then, _vec
+from .vector import _issue, _rule, _tiles_then, _vec
 
 _VEC = TileType.Vec
 
-
-def _sync(events) -> None:
-    if events:
-        TSYNC(*events)
-
-
-def _issue(core, name, dsts, srcs, tmp, rows, cols, itemsize) -> Event:
-    writes = list(dsts)
-    _tmp_tile(core, name, tmp, writes)
-    return vec_issue_n(core, name, writes, srcs, rows, cols, itemsize)
 
 
 def _full(core, t: Tile, what: str) -> np.ndarray:

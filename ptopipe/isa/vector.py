@@ -19,8 +19,8 @@ from ..arch import dtypes as dt
 from ..arch.catalogue import MASK_DTYPES, OPS, by_form
 from ..arch.vocab import CmpMode, PlatformID, QuantType
 from .context import current_core
-from .events import Event, TSYNC
-from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value,
+from .events import Event
+from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
                   _tmp_tile, arr, vec_issue_n)
 from .tile import Tile
 
@@ -57,11 +57,6 @@ def _same(core, name: str, dst: Tile, d, **srcs) -> None:
     tiles = [dst] + [t for t, _ in srcs.values()]
     if any(t.dtype != dst.dtype for t in tiles):
         _same_dtype(core, name, *tiles)
-
-
-def _sync(events) -> None:
-    if events:
-        TSYNC(*events)
 
 
 def _issue(core, name, dsts, srcs, tmp, rows, cols, itemsize) -> Event:
