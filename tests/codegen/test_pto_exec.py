@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ptopipe
-from ptopipe.codegen.pto_exec import (TileSpec, _live_ranges, plan_layout, read_program, run_pto)
+from ptopipe.codegen.pto_exec import (TileSpec, live_ranges, plan_layout, read_program, run_pto)
 from ptopipe.codegen.pto_tree import parse_tree
 from ptopipe.errors import ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
 
@@ -403,7 +403,7 @@ def test_placed_tiles_never_overlap_while_both_are_live(tiles, in_loop):
     prog = read_program(text)
     f = prog.funcs["k"]
     lay = plan_layout(prog, ptopipe.get_platform("a5"))
-    specs, ranges = _live_ranges(f, prog)
+    specs, ranges = live_ranges(f, prog)
     items = [(lay.sites[k], lay.sites[k] + specs[k].nbytes, *ranges[k]) for k in specs]
     for i, (a1, b1, lo1, hi1) in enumerate(items):
         assert a1 % 32 == 0

@@ -1,0 +1,143 @@
+"""The executor: a function's statements run in order on one core of a running cluster, each
+through its handler (:data:`HANDLERS`, else the op catalogue's generic form), with the core's
+source location set to the statement's line:col so every ISA error and checker report names it."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import KernelError, ParseError, PtoPipeError
+from ...sim.location import SourceLoc
+from ..pto_lexer import Token
+from ..pto_tree import Stmt
+from .control_ops import h_call, h_condition, h_for, h_if, h_return, h_while, h_yield
+from .pipe_ops import h_free, h_import, h_init, h_pop, h_push, h_reserve
+from .placement import Layout
+from .program import Func, Program, SYNTAX_SLIPS, malformed
+from .scalar_ops import FLOAT_OPS, INT_OPS, h_arith, h_cast, h_constant
+from .sync_ops import (h_buffer_token, h_event, h_eventid_array, h_eventid_get, h_eventid_set, h_section,
+                       h_set_ffts)
+from .tile_ops import (h_addptr, h_alloc, h_bind_tile, h_block_idx, h_block_num, h_io, h_partition,
+                       h_reinterpret, h_reshape, h_set_validshape, h_subblock, h_tassign, h_tprint, h_view,
+                       op_catalogue)
+from .values import Reserved, Return
+
+
+class Frame:
+    """One function's execution on one core."""
+
+    def __init__(self, ex: "Executor", f: Func, args: list):
+        self.ex, self.f = ex, f
+        self.env = {}
+        for (name, _ty, _tok), a in zip(f.params, args):
+            self.env[name] = a
+
+
+class Executor:
+    """Executes a :class:`Program` on one core of a running cluster."""
+
+    def __init__(self, prog: Program, core_name: str, plan: "Layout", one_lane: bool = False):
+        self.prog, self.core_name, self.layout = prog, core_name, plan
+        self.one_lane = one_lane        # every pipe moves whole tiles through AIV0 only (A5)
+        self.core = None
+        self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
+        self.next_flag = 0
+        self.printed = []
+        self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
+
+    # -- errors / locations
+    def where(self, s: Stmt) -> str:
+        return s.where(self.prog.path)
+
+    def err(self, s: Stmt, msg: str, fix: str | None = None) -> KernelError:
+        return KernelError(msg, where=self.where(s), fix=fix)
+
+    def perr(self, tok, msg, fix=None) -> ParseError:
+        return ParseError(msg, where=f"{self.prog.path}:{tok.line}:{tok.col}", fix=fix)
+
+    # -- running
+    def call(self, f: Func, args: list):
+        fr = Frame(self, f, args)
+        try:
+            self.block(fr, f.body)
+        except Return as r:
+            return r.values
+        return []
+
+    def block(self, fr: Frame, stmts, block_args=None):
+        core = self.core
+        path = self.prog.path
+        for s in stmts:
+            core.loc_override = SourceLoc(path, s.tok.line, s.tok.col, fr.f.name)
+            h = HANDLERS.get(s.name)
+            try:
+                res = op_catalogue(self, fr, s) if h is None else h(self, fr, s)
+            except SYNTAX_SLIPS as e:
+                if isinstance(e, PtoPipeError):
+                    raise
+                raise malformed(e, path) from None
+            if s.name == "scf.yield" or s.name == "scf.condition":
+                return res
+            if s.results:
+                if res is None:
+                    res = []
+                elif not isinstance(res, list):
+                    res = [res]
+                if len(res) != len(s.results):
+                    raise self.err(s, f"{s.name} gives {len(res)} values for {len(s.results)} results")
+                for n, v in zip(s.results, res):
+                    fr.env[n] = v
+                if s.result_group is not None:
+                    fr.env[s.result_group] = res[0]
+        return None
+
+    def val(self, fr: Frame, tok: Token):
+        try:
+            return fr.env[tok.text]
+        except KeyError:
+            raise self.perr(tok, f"{tok.text} is used before it is defined in @{fr.f.name}",
+                            "define the value before this op (SSA values are visible after their "
+                            "definition, in the same or an enclosing region)") from None
+
+    def ival(self, fr: Frame, tok: Token) -> int:
+        v = self.val(fr, tok)
+        if isinstance(v, Reserved):
+            return v.addr
+        if isinstance(v, (bool, np.bool_)):
+            return int(v)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            return int(v)
+        raise self.perr(tok, f"{tok.text} is not an integer here (it is {type(v).__name__})")
+
+
+HANDLERS = {
+    "arith.constant": h_constant, "arith.select": h_arith, "arith.cmpi": h_arith, "arith.cmpf": h_arith,
+    **{n: h_arith for n in list(INT_OPS) + list(FLOAT_OPS) + [
+        "arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+        "arith.ceildivui", "arith.shli", "arith.shrsi", "arith.shrui", "arith.negf"]},
+    **{n: h_cast for n in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
+                           "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+                           "arith.extf", "arith.truncf")},
+    "scf.for": h_for, "scf.if": h_if, "scf.while": h_while, "scf.condition": h_condition,
+    "scf.yield": h_yield, "func.return": h_return, "return": h_return, "func.call": h_call,
+    "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
+    "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc, "memref.alloc": h_alloc,
+    "pto.tassign": h_tassign, "pto.set_validshape": h_set_validshape,
+    "pto.tload": h_io, "pto.tstore": h_io, "pto.tprint": h_tprint,
+    "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
+    "pto.get_block_idx": h_block_idx, "pto.get_block_num": h_block_num,
+    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,
+    "pto.pipe_barrier": h_event, "pto.barrier_sync": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
+    "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
+    "pto.set_ffts": h_set_ffts, "pto.treshape": h_reshape, "pto.addptr": h_addptr, "memref.reinterpret_cast": h_reinterpret,
+    "pto.bind_tile": h_bind_tile, "pto.get_buf": h_buffer_token, "pto.rls_buf": h_buffer_token,
+    "pto.declare_eventid_array": h_eventid_array, "pto.eventid_array_get": h_eventid_get,
+    "pto.eventid_array_set": h_eventid_set, "pto.section.cube": h_section, "pto.section.vector": h_section,
+    "pto.reserve_buffer": h_reserve, "pto.import_reserved_buffer": h_import,
+    "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
+    "pto.initialize_l2g2l_pipe": h_init, "pto.initialize_l2l_pipe": h_init,
+    "pto.tpush_to_aiv": h_push, "pto.tpush_to_aic": h_push, "pto.tpush": h_push,
+    "pto.tpop_from_aic": h_pop, "pto.tpop_from_aiv": h_pop, "pto.tpop": h_pop,
+    "pto.tfree_from_aic": h_free, "pto.tfree_from_aiv": h_free, "pto.tfree": h_free,
+}

@@ -1,0 +1,318 @@
+"""Running a file: the kernel arguments (given inputs, else seeded random data sized from the
+program), which function runs on which core, and :func:`run_pto`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ... import isa
+from ...arch import get_platform
+from ...arch.vocab import MemSpace
+from ...errors import ConfigError, PtoPipeError
+from ..pto_syntax import PLATFORM_OF_ARCH
+from .executor import Executor
+from .placement import alias_notes, plan_layout
+from .program import (MIXED, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
+                      int_constants, malformed, reachable, read_text, walk, whole_tile_lanes)
+from .reader import read_program
+from .types import ScalarT, TileSpec, dtype_name, int_range
+
+
+@dataclass
+class PtoRun:
+    """What :func:`run_pto` returns: the run's result, the function run, the notes on what was
+    decided (random inputs, cores), what ``pto.tprint`` printed in simulated order, and the
+    warnings (tiles at explicit addresses that overlap while live)."""
+    result: object
+    func: str
+    notes: list
+    prints: list
+    warnings: list
+
+    @property
+    def outputs(self) -> dict:
+        return self.result.outputs
+
+    @property
+    def summary(self):
+        return self.result.summary
+
+
+def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple:
+    """The kernel arguments by parameter name: the given inputs, else seeded random arrays
+    (pointer parameters: sized by their largest static tensor view) and notes saying so."""
+    args, notes = {}, []
+    extents, natural = _param_extents(prog, inputs, platform)
+    params = {}
+    for n in top_funcs:
+        for name, ty, tok in prog.funcs[n].params:
+            params.setdefault(name[1:], (ty, tok, n))
+    for key, (ty, tok, fname) in params.items():
+        if key in inputs:
+            v = inputs[key]
+            if isinstance(ty, ScalarT):
+                if isinstance(v, np.ndarray):
+                    if v.size != 1:
+                        raise ConfigError(f"--input {key}: a scalar parameter ({ty.name}) got an array "
+                                          f"of shape {v.shape}", fix="give one value")
+                    v = v.reshape(()).item()
+                if not ty.is_float:
+                    if isinstance(v, float) and not v.is_integer():
+                        raise ConfigError(f"--input {key}: {v!r} for the {ty.name} parameter {key!r}",
+                                          where="option --input", fix="save an integer: np.save(f, np.array(3))")
+                    lo, hi = int_range(ty)
+                    if not lo <= int(v) <= hi:
+                        raise ConfigError(f"--input {key}: {int(v)} does not fit the {ty.name} parameter "
+                                          f"{key!r} ({lo}..{hi})", where="option --input",
+                                          fix=f"give a value in {lo}..{hi}")
+                args[key] = v if ty.is_float else int(v)
+            else:
+                want = ty[1] if isinstance(ty, tuple) else None
+                want = want if isinstance(want, np.dtype) else (want.dtype if isinstance(want, TileSpec) else None)
+                a = np.ascontiguousarray(v)
+                if want is not None and want.kind == "V" and a.dtype.kind in "Vu" and \
+                        a.dtype.itemsize == want.itemsize:
+                    a = a.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
+                need = extents.get((fname, "%" + key), 0) if isinstance(ty, tuple) and ty[0] == "ptr" else \
+                    int(np.prod(ty[2])) if isinstance(ty, tuple) and ty[0] == "memref" else 0
+                if (want is not None and a.dtype != want) or a.size < need:
+                    shape = natural.get((fname, "%" + key)) or (ty[2] if ty[0] == "memref" else (need,))
+                    raise ConfigError(f"--input {key}: {a.dtype}{list(a.shape)} but the kernel takes "
+                                      f"{dtype_name(want) if want is not None else '?'}{list(shape)}",
+                                      where="option --input",
+                                      fix="save the array with that shape and dtype (a bf16 / float8 "
+                                          "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
+                args[key] = a
+            continue
+        if isinstance(ty, ScalarT):
+            args[key] = 0.0 if ty.is_float else 0
+            notes.append(f"scalar parameter {key} ({ty.name}) not given: 0 (give --input {key}=VALUE)")
+            continue
+        if not isinstance(ty, tuple) or ty[0] not in ("ptr", "memref"):
+            raise ConfigError(f"parameter %{key} of @{fname} has a type ptopipe cannot make data for",
+                              where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give --input {key}=FILE.npy")
+        if ty[0] == "memref":
+            d, shape = ty[1], ty[2]
+            if any(x is None for x in shape):
+                raise ConfigError(f"parameter %{key} has a dynamic memref shape",
+                                  where=f"{prog.path}:{tok.line}:{tok.col}", fix=f"give --input {key}=FILE.npy")
+            n = max(int(np.prod(shape)), extents.get((fname, "%" + key), 0))
+            shape = shape if n == int(np.prod(shape)) else (n,)      # a slot buffer the ring needs
+        else:
+            d = ty[1]
+            n = extents.get((fname, "%" + key), 0)
+            shape = natural.get((fname, "%" + key)) or (n,)       # a dense view's shape, else flat
+            if n == 0:
+                if any("%" + key in st.used() for st in walk(prog.funcs[fname].body)
+                       if st.name != "func.call"):
+                    raise ConfigError(f"the size of parameter %{key} is not known statically",
+                                      where=f"{prog.path}:{tok.line}:{tok.col}",
+                                      fix=f"give --input {key}=FILE.npy (or a static shape in its "
+                                          "make_tensor_view)")
+                shape = (1,)                 # a pointer nothing reads: one element stands for it
+        args[key] = _random(rng, d, shape)
+        notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
+    return args, notes
+
+
+def _random(rng, d, shape):
+    d = np.dtype(d)
+    if d.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(d)
+    if d.kind in "iu":
+        info = np.iinfo(d)
+        return rng.integers(max(info.min, -8), min(info.max, 8) + 1, size=shape).astype(d)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(d)
+
+
+def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
+    """(function, parameter name) -> elements a pointer parameter needs: the largest extent
+    of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
+    x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need."""
+    ext, shapes = {}, {}
+
+    def need(key, n, shape=None):
+        if n > ext.get(key, 0):
+            ext[key] = n
+            shapes[key] = shape
+
+    for f in prog.funcs.values():
+        consts = int_constants(f)
+        ptypes = {p[0]: p[1] for p in f.params}
+        for s in walk(f.body):
+            if s.name != "pto.make_tensor_view" and not ("initialize" in s.name and "pipe" in s.name):
+                continue
+            vs = s.values()
+            if s.name == "pto.make_tensor_view" and vs and vs[0].text in ptypes:
+                def nums(k):
+                    out = []
+                    for t in (s.attr(k) or [])[1:-1]:
+                        if t.kind == "value":
+                            v = consts.get(t.text)
+                            if v is None and t.text[1:] in inputs:
+                                v = int(np.asarray(inputs[t.text[1:]]).reshape(-1)[0])
+                            out.append(v)
+                        elif t.kind == "word":
+                            out.append(int(t.text))
+                    return out
+                shape, strides = nums("shape"), nums("strides")
+                if not shape or any(x is None for x in shape):
+                    continue
+                if not strides or any(x is None for x in strides):
+                    strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+                dense = list(strides) == list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+                need((f.name, vs[0].text), 1 + sum((n - 1) * st for n, st in zip(shape, strides)),
+                     tuple(shape) if dense else None)
+            elif "initialize" in s.name and "pipe" in s.name:
+                gm = s.attr("gm_slot_buffer")
+                gm = gm[0] if gm else (vs[0] if s.name == "pto.initialize_l2g2l_pipe" and vs else None)
+                if gm is not None and gm.kind == "value" and gm.text in ptypes:
+                    ty = ptypes[gm.text]
+                    item = ty[1].itemsize if isinstance(ty, tuple) and isinstance(ty[1], np.dtype) else 1
+                    d = int_attr(s, "dir_mask", prog)
+                    ways = 2 if d & 3 == 3 else 1
+                    n = int_attr(s, "slot_num", prog, 0) or platform.slot_num_for(ways == 2)
+                    need((f.name, gm.text), -(-int_attr(s, "slot_size", prog) * n * ways // item))
+    changed = True
+    while changed:                          # callers need what their callees need
+        changed = False
+        for f in prog.funcs.values():
+            for s in walk(f.body):
+                if s.name != "func.call":
+                    continue
+                callee = prog.funcs[next(t for t in s.toks if t.kind == "symbol").text[1:]]
+                for a, p in zip(s.values(), callee.params):
+                    n = ext.get((callee.name, p[0]), 0)
+                    if n > ext.get((f.name, a.text), 0):
+                        ext[(f.name, a.text)] = n
+                        shapes[(f.name, a.text)] = shapes.get((callee.name, p[0]))
+                        changed = True
+    return ext, shapes
+
+
+@dataclass
+class PtoLaunch:
+    """A read ``.pto`` ready to run: the kernels per core, their arguments, the platform, the
+    function run and the notes on what was decided.  ``prints`` collects what ``pto.tprint``
+    prints (cycle, core, text) during the runs of these kernels."""
+    aic: object
+    aiv: object
+    args: dict
+    platform: str
+    func: str
+    notes: list
+    prints: list
+    program: Program
+    warnings: list = field(default_factory=list)     # likely bugs the run itself does not stop at
+
+
+def prepare(path: str | None = None, *, text: str | None = None, func: str | None = None,
+            inputs: dict | None = None, platform: str | None = None, data_seed: int = 0) -> PtoLaunch:
+    """Read a ``.pto`` file (or ``text``) and make its kernels and arguments (see
+    :func:`run_pto`)."""
+    if text is None:
+        if path is None:
+            raise ConfigError("run_pto needs a path or text=")
+        text = read_text(path)
+    path = path or "<pto>"
+    try:
+        return _prepare(path, text, func, inputs, platform, data_seed)
+    except SYNTAX_SLIPS as e:
+        if isinstance(e, PtoPipeError):
+            raise
+        raise malformed(e, path) from None
+
+
+def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
+    prog = read_program(text, path)
+    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or "a2a3"
+    top = choose_top(prog, func)
+    tops = top.split("+")
+    inputs = dict(inputs or {})
+    known = {p[0][1:] for t in tops for p in prog.funcs[t].params}
+    for k in inputs:
+        if k not in known:
+            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
+                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
+    rng = np.random.default_rng(data_seed)
+    args, notes = param_arrays(prog, tops, inputs, rng, get_platform(plat))
+    warnings = []
+    layout = plan_layout(prog, get_platform(plat))
+    reach = [n for t in tops for n in reachable(prog, t)]
+    pipes = has_pipes(prog, reach)
+    kinds = {}
+    for t in tops:
+        f = prog.funcs[t]
+        if f.kind is not None:
+            kinds[t] = {f.kind}
+        else:
+            callee_kinds = {prog.funcs[c].kind for c in reachable(prog, t) if prog.funcs[c].kind}
+            if callee_kinds:                # an entry: each callee runs on its kernels' cores
+                kinds[t] = callee_kinds
+                continue
+            kind, warning = implied_kind(f, prog.funcs, path, prog.types)
+            if warning:
+                warnings.append(warning)
+            kinds[t] = {kind}
+            for c in reachable(prog, t):   # its kind-less callees run where it runs
+                prog.funcs[c].kind = prog.funcs[c].kind or kind
+    prints: list = []
+    one_lane = plat == "a5" and whole_tile_lanes(prog, reach)
+    mixed = any(MIXED in k for k in kinds.values())
+    if mixed and pipes:
+        raise ConfigError(f"@{top} uses Cube and Vector tiles and cross-core pipes",
+                          where=f"{path}:{prog.funcs[tops[0]].stmt.tok.line}",
+                          fix="give each function of a pipe its pto.kernel_kind (cube / vector)")
+
+    def kernel_for(core_name):
+        def kernel(**kw):
+            ex = Executor(prog, core_name, layout, one_lane)
+            ex.core = isa.current_core()
+            if mixed:
+                ex.core.add_memory(MemSpace.UB)
+            ex.printed = prints
+            for t in tops:
+                if core_name == "aic" and "cube" not in kinds[t] and MIXED not in kinds[t]:
+                    continue
+                if core_name != "aic" and "vector" not in kinds[t]:
+                    continue
+                f = prog.funcs[t]
+                ex.call(f, [kw.get(p[0][1:]) for p in f.params])
+        kernel.__name__ = f"{top}@{core_name}"
+        return kernel
+
+    all_kinds = set().union(*kinds.values())
+    aic = kernel_for("aic") if "cube" in all_kinds or mixed else None
+    aiv = None
+    if "vector" in all_kinds:
+        aiv = (kernel_for("aiv0"), kernel_for("aiv1") if pipes and not one_lane else None)
+        if not pipes:
+            notes.append("a Vector kernel without cross-core pipes: run on AIV0")
+        elif one_lane:
+            notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
+                         "on AIV0, as ptoas guards them with get_subblockid() == 0")
+    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog, warnings + alias_notes(prog))
+
+
+def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
+            inputs: dict | None = None, platform: str | None = None, protocol: str = "spec",
+            data_seed: int = 0, **run_kwargs) -> PtoRun:
+    """Read a ``.pto`` file (or ``text``) and run it on the simulated cluster.
+
+    ``func`` picks the function to run (default: the ``pto.entry``, else the one function
+    nothing calls, else a cube + vector pair); ``inputs`` maps parameter names (without
+    ``%``) to numpy arrays / scalars; parameters not given get seeded random data
+    (``data_seed``) or 0 for scalars, each listed in the result's ``notes``.  The platform is
+    ``platform``, else the module's ``pto.target_arch``, else A2A3.  Other keywords go to
+    :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
+    :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
+    pl = prepare(path, text=text, func=func, inputs=inputs, platform=platform, data_seed=data_seed)
+    res = isa.run(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
+                  **run_kwargs)
+    pl.prints.sort(key=lambda p: (p[0], p[1]))
+    outputs = res.outputs
+    for k, a in list(outputs.items()):
+        if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
+            outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
+    return PtoRun(res, pl.func, pl.notes, [p[2] for p in pl.prints], pl.warnings)

@@ -1,0 +1,140 @@
+"""Cross-core pipes: ``reserve_buffer`` / ``import_reserved_buffer``, the pipe inits
+(``aic_/aiv_initialize_pipe``, ``initialize_l2g2l_pipe`` / ``l2l``), and TPUSH / TPOP / TFREE
+in both spellings, on the pipe of the way this core produces into or consumes from."""
+from __future__ import annotations
+
+from ... import isa
+from ...arch.vocab import Direction, TileSplitAxis
+from ...isa.pipe.protocol import cluster_model
+from .program import int_attr, res_type, str_attr
+from .tile_ops import tile_of
+from .types import TileSpec
+from .values import PipeVal, Reserved
+
+
+def h_reserve(ex, fr, s):
+    name = str_attr(s, "name", ex.prog)
+    addr, size, _loc = ex.layout.reserves[(fr.f.name, name)]
+    return Reserved(addr, name, size)
+
+
+def h_import(ex, fr, s):
+    name = str_attr(s, "name", ex.prog)
+    peer = s.attr("peer_func")
+    if not peer or peer[0].kind != "symbol":
+        raise ex.perr(s.tok, "pto.import_reserved_buffer needs peer_func = @function")
+    key = (peer[0].text[1:], name)
+    if key not in ex.layout.reserves:
+        raise ex.perr(peer[0], f"@{key[0]} reserves no buffer named {name!r}",
+                      "name a pto.reserve_buffer of the peer function")
+    addr, size, _ = ex.layout.reserves[key]
+    return Reserved(addr, name, size)
+
+
+def _named_operand(ex, fr, s, key):
+    v = s.attr(key)
+    if not v:
+        return None
+    return ex.val(fr, v[0]) if v[0].kind == "value" else int(v[0].text)
+
+
+def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit):
+    plat = ex.core.cluster.platform
+    both = dir_mask in (3, 7)
+    n = slot_num or plat.slot_num_for(both)
+    one_lane = ex.one_lane or (bool(nosplit) and not both and plat.name == "a5")
+    if flag is None:
+        flag = ex.next_flag
+    ways = [d for d in (Direction.DIR_C2V, Direction.DIR_V2C) if dir_mask & int(d)]
+    ex.next_flag = cluster_model(ex.core.cluster).next_flag_id(flag, len(ways), n)
+    mask = dir_mask
+    if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
+        mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)      # A5: a ring asked for in GM
+    buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
+    peers = (0,) if one_lane else (0, 1)
+    cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
+                    isa.TPipe.__dataclass_fields__["local_slot_num"].default, peers=peers)
+    handle = cfg(buf, int(c2v or 0), int(v2c or 0))
+    pv = PipeVal(handle, ways, one_lane)
+    for w in ways:
+        ex.pipes[w] = pv
+    return pv
+
+
+def h_init(ex, fr, s):
+    dir_mask = int_attr(s, "dir_mask", ex.prog)
+    slot_size = int_attr(s, "slot_size", ex.prog)
+    slot_num = int_attr(s, "slot_num", ex.prog, 0) or None
+    local = int_attr(s, "local_slot_num", ex.prog, 0) or None
+    fid = s.attr("id") or s.attr("flag_base")
+    flag = int(fid[0].text) if fid else None
+    ns = s.attr("nosplit")
+    nosplit = bool(ns and ns[0].text == "true")
+    if s.name in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
+        vs = [t for t in s.values()]
+        vals = [ex.val(fr, v) for v in vs]
+        gm = vals[0] if s.name == "pto.initialize_l2g2l_pipe" and vals else None
+        locals_ = vals[1:] if gm is not None else vals
+        c2v = locals_[0] if dir_mask & 1 and locals_ else 0
+        v2c = locals_[-1] if dir_mask & 2 and locals_ else 0
+    else:
+        gm = _named_operand(ex, fr, s, "gm_slot_buffer")
+        c2v = _named_operand(ex, fr, s, "c2v_consumer_buf")
+        v2c = _named_operand(ex, fr, s, "v2c_consumer_buf")
+    return _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit)
+
+
+def split_axis(ex, s) -> TileSplitAxis:
+    v = s.attr("split")
+    try:
+        return TileSplitAxis(int(v[0].text)) if v else TileSplitAxis.TILE_NO_SPLIT
+    except ValueError:
+        raise ex.perr(v[0], f"split = {v[0].text}: expected 0 (no split), 1 (up/down) or 2 (left/right)") from None
+
+
+def pipe_of(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:
+    if handle_tok is not None:
+        pv = ex.val(fr, handle_tok)
+        if isinstance(pv, PipeVal):
+            return pv
+    pv = ex.pipes.get(way)
+    if pv is None:
+        raise ex.err(s, f"{s.name} on the {way.name[4:]} direction, which no pipe init of "
+                        f"@{fr.f.name} has set up", "initialise the pipe first")
+    return pv
+
+
+def way_of(ex, producer: bool) -> Direction:
+    cube = ex.core_name == "aic"
+    return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
+
+
+def h_push(ex, fr, s):
+    vs = s.values()
+    tile = ex.val(fr, vs[0])
+    pv = pipe_of(ex, fr, s, way_of(ex, True), vs[1] if len(vs) > 1 else None)
+    return isa.TPUSH(pv.handle, tile, split_axis(ex, s))
+
+
+def h_pop(ex, fr, s):
+    pv = pipe_of(ex, fr, s, way_of(ex, False), next(iter(s.values()), None) if s.name == "pto.tpop" else None)
+    if s.name == "pto.tpop" and not s.results:
+        tile = ex.val(fr, s.values()[0])
+        pv = pipe_of(ex, fr, s, way_of(ex, False), s.values()[1])
+        isa.TPOP(pv.handle, tile, split_axis(ex, s))
+        return None
+    spec = res_type(ex, s)
+    if not isinstance(spec, TileSpec):
+        raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf")
+    tile = tile_of(ex, s, spec, None, fr)
+    vs = s.values()
+    if spec.v_rows is None and vs:
+        tile.SetValid(ex.ival(fr, vs[-2]), ex.ival(fr, vs[-1]))
+    isa.TPOP(pv.handle, tile, split_axis(ex, s))
+    return tile
+
+
+def h_free(ex, fr, s):
+    vs = s.values()
+    pv = pipe_of(ex, fr, s, way_of(ex, False), vs[0] if vs else None)
+    return isa.TFREE(pv.handle, None, split_axis(ex, s))

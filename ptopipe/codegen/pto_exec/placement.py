@@ -1,0 +1,153 @@
+"""Where tiles without an address go (``pto.alloc_tile`` with no ``addr``, ``memref.alloc``):
+reserve buffers first (an explicit ``base`` kept), then first fit by liveness, one arena per
+function (ptoas's PlanMemory does this job for the device).  Also the warning for tiles
+placed at explicit addresses that overlap while both are live."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...arch.vocab import TileType
+from .program import Func, Program, int_attr, int_constants, space_attr, str_attr, walk
+
+
+TILE_ALIGN = 32          # bytes: placed tiles start on a 32-byte boundary (UB / L1 block)
+
+
+@dataclass
+class Layout:
+    """Addresses the executor gives: reserve buffers by (function, name) and tiles placed
+    per allocation site (one address per ``alloc_tile`` statement without ``addr``)."""
+    reserves: dict = field(default_factory=dict)       # (func, name) -> (addr, size, loc)
+    sites: dict = field(default_factory=dict)          # id(stmt) -> addr
+    tops: dict = field(default_factory=dict)           # (core kind, TileType) -> next free byte
+    active: dict = field(default_factory=dict)         # (core kind, TileType) -> [(lo, hi, last use)]
+
+
+def _align(n: int, a: int = TILE_ALIGN) -> int:
+    return (n + a - 1) // a * a
+
+
+def plan_layout(prog: Program, platform) -> Layout:
+    """Place every reserve buffer (an explicit ``base`` kept, else packed from 0) and every
+    alloc site without an address, first fit by liveness (PlanMemory's job in ptoas): a
+    site's tile lives from its statement to its last use, to the end of every loop that
+    uses it without defining it.  Each function's tiles get their own arena, above the
+    reserves and the explicitly placed tiles of its memory, so a callee never lands on its
+    caller's tiles."""
+    lay = Layout()
+    fixed = {}                                   # (kind, loc) -> [(lo, hi)] never reused
+    for f in prog.funcs.values():
+        kind = f.kind or "?"
+        for s in walk(f.body):
+            if s.name == "pto.reserve_buffer":
+                name = str_attr(s, "name", prog)
+                size = int_attr(s, "size", prog)
+                loc = space_attr(s, "location") or (TileType.Vec if f.kind != "cube" else TileType.Mat)
+                base = s.attr("base")
+                auto = s.attr("auto")
+                key = (kind, loc)
+                if base is not None and not (auto and auto[0].text == "true"):
+                    addr = int(base[0].text)
+                else:
+                    addr = lay.tops.get(key, 0)
+                lay.reserves[(f.name, name)] = (addr, size, loc)
+                fixed.setdefault(key, []).append((addr, addr + size))
+                lay.tops[key] = max(lay.tops.get(key, 0), _align(addr + size))
+    for f in prog.funcs.values():
+        kind = f.kind or "?"
+        order, ranges = live_ranges(f, prog)
+        arena = {}                                   # (kind, loc) -> the top of this function's tiles
+        for s, (lo, hi) in sorted(ranges.items(), key=lambda kv: kv[1][0]):
+            spec = order[s]
+            key = (kind, spec.loc)
+            base = lay.tops.get(key, 0)
+            # sites come in order of their first statement: a tile dead before this one
+            # starts is dead for every later one too, and leaves the list for good
+            live = lay.active[key] = [x for x in lay.active.get(key, []) if x[2] >= lo]
+            taken = [(a, b) for a, b, _ in live]
+            addr = base
+            for a, b in sorted(taken + fixed.get(key, [])):
+                if addr + spec.nbytes <= a or addr >= b:
+                    continue
+                addr = max(addr, _align(b))
+            lay.sites[s] = addr
+            lay.active[key].append((addr, addr + spec.nbytes, hi))
+            arena[key] = max(arena.get(key, 0), addr + spec.nbytes)
+        for key, top in arena.items():               # the next function's arena starts above
+            lay.tops[key] = max(lay.tops.get(key, 0), _align(top))
+        lay.active.clear()
+    return lay
+
+
+def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
+    """Per alloc site without ``addr`` (with one, when ``placed``), by ``id(stmt)``: its
+    TileSpec and its live range ``(first, last)`` in the function's pre-order statement
+    numbering."""
+    index, loops_of, span = {}, {}, {}
+    uses = {}
+    k = 0
+
+    def visit(stmts, loops):
+        nonlocal k
+        for s in stmts:
+            i = index[id(s)] = k
+            k += 1
+            loops_of[id(s)] = loops
+            for v in s.used():
+                uses.setdefault(v.split("#")[0], []).append(id(s))
+            inner = loops + ((id(s),) if s.name in ("scf.for", "scf.while") else ())
+            for r in s.regions:
+                for b in r:
+                    visit(b.stmts, inner)
+            span[id(s)] = (i, k - 1)
+    visit(f.body, ())
+    specs, ranges = {}, {}
+    for s in walk(f.body):
+        if s.name not in ("pto.alloc_tile", "memref.alloc") or s.has_key("addr") != placed \
+                or not s.results:
+            continue
+        spec = prog.types.spec_of(s)
+        if spec is None:
+            continue
+        lo = index[id(s)]
+        hi = lo
+        mine = set(loops_of[id(s)])
+        for u in uses.get(s.results[0], []):
+            hi = max(hi, span[u][1])
+            for loop in loops_of[u]:
+                if loop not in mine:
+                    hi = max(hi, span[loop][1])
+        specs[id(s)] = spec
+        ranges[id(s)] = (lo, hi)
+    return specs, ranges
+
+
+def alias_notes(prog: Program) -> list:
+    """Tiles placed at explicit addresses (``alloc_tile addr = %c``) that overlap while both
+    are live: on the device the later one's writes clobber the earlier one, and so they do
+    here.  The same range named twice (one buffer, two names: an in-place op) is not one."""
+    notes = []
+    for f in prog.funcs.values():
+        consts = int_constants(f)
+        specs, ranges = live_ranges(f, prog, placed=True)
+        sites = {id(s): s for s in walk(f.body)}
+        placed = []
+        for k, spec in specs.items():
+            a = sites[k].attr("addr")[0].text
+            if a in consts:
+                placed.append((k, spec, consts[a]))
+        for i, (k1, t1, a1) in enumerate(placed):
+            for k2, t2, a2 in placed[i + 1:]:
+                if t1.loc is not t2.loc or (a1, t1.nbytes) == (a2, t2.nbytes):
+                    continue
+                if a1 + t1.nbytes <= a2 or a2 + t2.nbytes <= a1:
+                    continue
+                (lo1, hi1), (lo2, hi2) = ranges[k1], ranges[k2]
+                if hi1 < lo2 or hi2 < lo1:
+                    continue
+                s1, s2 = sites[k1], sites[k2]
+                notes.append(f"{s2.where(prog.path)}: tile {s2.results[0]} [{a2}, {a2 + t2.nbytes}) of "
+                             f"{t2.loc.value} overlaps {s1.results[0]} [{a1}, {a1 + t1.nbytes}) "
+                             f"(line {s1.tok.line}) while both are live: writes to one change the other, "
+                             "as on the device")
+    return notes

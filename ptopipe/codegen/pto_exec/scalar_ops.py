@@ -1,0 +1,151 @@
+"""Scalar ``arith`` ops with MLIR semantics: ``iN`` wraps at N bits, ``index`` is 64-bit,
+``divsi`` / ``remsi`` truncate toward zero, ``u``-predicates and ``*ui`` ops read unsigned;
+division by zero and over-wide shifts are errors at their line."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..pto_tree import Stmt, split_top
+from .types import ELEMENT, ScalarT, wrap
+
+
+def h_constant(ex, fr, s):
+    toks = s.toks
+    if not toks:
+        raise ex.perr(s.tok, "arith.constant without a value")
+    v = toks[0].text
+    ty = ScalarT(toks[2].text) if len(toks) >= 3 and toks[1].text == ":" else ScalarT("i1")
+    if v in ("true", "false"):
+        return 1 if v == "true" else 0
+    if v.startswith("dense"):
+        raise ex.perr(toks[0], "arith.constant dense<...> is not supported")
+    try:
+        if ty.is_float:
+            return float(v) if not v.startswith("0x") else float(np.frombuffer(
+                int(v, 16).to_bytes(ELEMENT[ty.name].itemsize, "little"), ELEMENT[ty.name])[0])
+        return wrap(int(v, 0) if v.startswith("0x") else int(float(v)) if "." in v or "e" in v else int(v), ty)
+    except (ValueError, KeyError):
+        raise ex.perr(toks[0], f"arith.constant value {v!r} is not a {ty.name}") from None
+
+
+INT_OPS = {
+    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
+    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b, "arith.xori": lambda a, b: a ^ b,
+    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
+}
+
+
+FLOAT_OPS = {
+    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b, "arith.mulf": lambda a, b: a * b,
+    "arith.divf": lambda a, b: a / b if b != 0 else (np.inf if a > 0 else -np.inf if a < 0 else np.nan),
+    "arith.maximumf": max, "arith.minimumf": min, "arith.maxnumf": max, "arith.minnumf": min,
+    "arith.remf": lambda a, b: float(np.fmod(a, b)),
+}
+
+
+_CMPI = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b,
+         "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+         "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b,
+         "uge": lambda a, b: a >= b}
+
+
+_CMPF = {"oeq": "eq", "one": "ne", "olt": "slt", "ole": "sle", "ogt": "sgt", "oge": "sge",
+         "ueq": "eq", "une": "ne", "ult": "slt", "ule": "sle", "ugt": "sgt", "uge": "sge"}
+
+
+def _scalar_type(ex, s: Stmt) -> ScalarT:
+    tys = s.types()
+    if not tys:
+        raise ex.perr(s.tok, f"{s.name} needs its type after ':'")
+    t = ex.prog.types.parse(tys[-1])
+    if not isinstance(t, ScalarT):
+        raise ex.perr(s.tok, f"{s.name} on a {t} value is not supported (scalars only)")
+    return t
+
+
+def _unsigned(v: int, t: ScalarT) -> int:
+    b = t.bits or 64
+    return int(v) & ((1 << b) - 1)
+
+
+def h_arith(ex, fr, s):
+    name = s.name
+    ops = s.values()
+    t = _scalar_type(ex, s)
+    if name in ("arith.cmpi", "arith.cmpf"):
+        pred = s.toks[0].text
+        a, b = ex.val(fr, ops[0]), ex.val(fr, ops[1])
+        if name == "arith.cmpf":
+            if pred in ("false", "true"):
+                return int(pred == "true")
+            if (a != a or b != b):
+                return int(pred.startswith("u") or pred == "une")
+            pred = _CMPF.get(pred)
+            if pred is None:
+                raise ex.perr(s.toks[0], f"arith.cmpf predicate {s.toks[0].text} is not supported")
+        elif pred.startswith("u"):
+            a, b = _unsigned(a, t), _unsigned(b, t)
+        f = _CMPI.get(pred)
+        if f is None:
+            raise ex.perr(s.toks[0], f"arith.cmpi predicate {pred} is not supported")
+        return int(f(a, b))
+    if name in ("arith.negf",):
+        return -ex.val(fr, ops[0])
+    if name == "arith.select":
+        c, a, b = (ex.val(fr, o) for o in ops[:3])
+        return a if c else b
+    if name in FLOAT_OPS:
+        return float(FLOAT_OPS[name](float(ex.val(fr, ops[0])), float(ex.val(fr, ops[1]))))
+    a, b = ex.ival(fr, ops[0]), ex.ival(fr, ops[1])
+    if name in INT_OPS:
+        if name in ("arith.maxui", "arith.minui"):
+            a, b = _unsigned(a, t), _unsigned(b, t)
+        return wrap(INT_OPS[name](a, b), t)
+    if name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi",
+                "arith.ceildivsi", "arith.ceildivui"):
+        if b == 0:
+            raise ex.err(s, f"{name}: division by zero ({ops[1].text} is 0)",
+                         "guard the division; the device result is undefined")
+        if name.endswith("ui"):
+            a, b = _unsigned(a, t), _unsigned(b, t)
+        if name in ("arith.divsi", "arith.divui"):
+            q = abs(a) // abs(b)
+            return wrap(q if (a >= 0) == (b >= 0) else -q, t)
+        if name in ("arith.remsi", "arith.remui"):
+            r = abs(a) % abs(b)
+            return wrap(r if a >= 0 else -r, t)
+        if name == "arith.floordivsi":
+            return wrap(a // b, t)
+        return wrap(-((-a) // b), t)
+    if name in ("arith.shli", "arith.shrsi", "arith.shrui"):
+        bits = t.bits or 64
+        if not 0 <= b < bits:
+            raise ex.err(s, f"{name}: shift by {b} of a {bits}-bit value",
+                         f"shift by 0..{bits - 1}; a larger shift is poison in MLIR")
+        if name == "arith.shli":
+            return wrap(a << b, t)
+        if name == "arith.shrsi":
+            return wrap(a >> b, t)
+        return wrap(_unsigned(a, t) >> b, t)
+    raise ex.perr(s.tok, f"{name} is not supported")
+
+
+def h_cast(ex, fr, s):
+    """index_cast / extsi / extui / trunci / sitofp / uitofp / fptosi / fptoui / extf / truncf /
+    bitcast-free conversions: ``op %v : T1 to T2``."""
+    v = ex.val(fr, s.values()[0])
+    toks = s.toks
+    k = max(i for i, t in enumerate(toks) if t.text == "to")
+    src = ex.prog.types.parse(split_top(toks[toks.index(next(t for t in toks if t.text == ":")) + 1:k])[0])
+    dst = ex.prog.types.parse(toks[k + 1:])
+    n = s.name
+    if n in ("arith.extui", "arith.index_castui", "arith.uitofp"):
+        v = _unsigned(v, src)
+    if isinstance(dst, ScalarT) and dst.is_float:
+        d = ELEMENT.get(dst.name, np.dtype(np.float64))
+        return float(np.asarray(v, dtype=np.float64).astype(d))
+    if n in ("arith.fptosi", "arith.fptoui"):
+        if not np.isfinite(v):
+            raise ex.err(s, f"{n} of {v}: not a finite value")
+        v = int(np.trunc(v))
+    return wrap(int(v), dst)

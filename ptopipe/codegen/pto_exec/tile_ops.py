@@ -1,0 +1,269 @@
+"""Tile and GM-view ops: tensor / partition views, ``alloc_tile`` / ``declare_tile`` /
+``memref.alloc`` buffers (valid shapes, explicit addresses), ``tload`` / ``tstore``, every
+catalogue instruction in its ``ins(...) outs(...)`` form (``isa.TX(outs..., ins..., attrs...)``),
+the scalar-first forms, reinterpretations (``treshape``, ``bind_tile``, ``reinterpret_cast``,
+``addptr``), ``tprint`` and the block / sub-block ids."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ... import isa
+from ...arch.catalogue import OPS as CATALOGUE
+from ...arch.vocab import MaskPattern
+from ..pto_tree import Stmt
+from .program import catalogue_name, res_type
+from .types import ROUND, TileSpec
+from .values import View
+
+
+def h_view(ex, fr, s):
+    vs = s.values()
+    base = ex.val(fr, vs[0])
+    ty = res_type(ex, s)
+    shape = [ex.ival(fr, t) for t in (s.attr("shape") or [])[1:-1] if t.kind == "value"] or \
+        [int(t.text) for t in (s.attr("shape") or [])[1:-1] if t.kind == "word"]
+    strides_t = s.attr("strides")
+    strides = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
+               for t in (strides_t or [])[1:-1] if t.kind in ("value", "word")]
+    if not strides:
+        strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
+    ptr = base.data() if isinstance(base, isa.GlobalTensor) else base
+    return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text)
+
+
+def h_partition(ex, fr, s):
+    vs = s.values()
+    v = ex.val(fr, vs[0])
+    offs = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
+            for t in (s.attr("offsets") or [])[1:-1] if t.kind in ("value", "word")]
+    sizes = [ex.ival(fr, t) if t.kind == "value" else int(t.text)
+             for t in (s.attr("sizes") or [])[1:-1] if t.kind in ("value", "word")]
+    if not isinstance(v, View):
+        raise ex.perr(vs[0], f"pto.partition_view of {vs[0].text}, which is not a tensor view")
+    if len(offs) != len(v.shape) or len(sizes) != len(v.shape):
+        raise ex.perr(s.tok, f"pto.partition_view: {len(offs)} offsets and {len(sizes)} sizes for a "
+                             f"rank-{len(v.shape)} view", "give one offset and one size per dimension")
+    for o, z, n in zip(offs, sizes, v.shape):
+        if o < 0 or z < 0 or o + z > n:
+            raise ex.err(s, f"pto.partition_view of {v.name}: window offsets {offs} sizes {sizes} "
+                            f"leave the view's shape {list(v.shape)}",
+                         "keep offset + size within each dimension")
+    off = sum(o * st for o, st in zip(offs, v.strides))
+    return isa.GlobalTensor(v.ptr + off, tuple(sizes), tuple(v.strides), name=v.name)
+
+
+def tile_of(ex, s, spec: TileSpec, addr, fr):
+    vr = spec.v_rows if spec.v_rows is not None else spec.rows
+    vc = spec.v_cols if spec.v_cols is not None else spec.cols
+    if spec.v_rows is None or spec.v_cols is None:
+        vrt, vct = s.attr("valid_row"), s.attr("valid_col")
+        if vrt:
+            vr = ex.ival(fr, vrt[0])
+        if vct:
+            vc = ex.ival(fr, vct[0])
+    name = s.results[0] if s.results else None
+    t = isa.Tile(spec.loc, spec.dtype, spec.rows, spec.cols, blayout=spec.blayout, slayout=spec.slayout,
+                 valid_rows=vr, valid_cols=vc, addr=addr, name=name)
+    if spec.pad is not None:
+        ex.pad_of[id(t)] = spec.pad
+    return t
+
+
+def h_alloc(ex, fr, s):
+    spec = res_type(ex, s)
+    if isinstance(spec, tuple) and spec[0] == "memref":
+        spec = spec[1]
+        if not isinstance(spec, TileSpec):
+            raise ex.perr(s.tok, "memref.alloc in GM is not supported", "pass GM memory as a parameter")
+    if not isinstance(spec, TileSpec):
+        raise ex.perr(s.tok, f"{s.name} needs a !pto.tile_buf type")
+    a = s.attr("addr")
+    addr = ex.ival(fr, a[0]) if a else ex.layout.sites.get(id(s))
+    if s.name == "pto.declare_tile":
+        addr = None
+    return tile_of(ex, s, spec, addr, fr)
+
+
+def h_tassign(ex, fr, s):
+    vs = s.values()
+    t = ex.val(fr, vs[0])
+    isa.TASSIGN(t, ex.ival(fr, vs[1]))
+    return t
+
+
+def h_set_validshape(ex, fr, s):
+    vs = s.values()
+    t = ex.val(fr, vs[0])
+    t.SetValid(ex.ival(fr, vs[1]), ex.ival(fr, vs[2]))
+
+
+def h_io(ex, fr, s):
+    ins, outs = s.group("ins"), s.group("outs")
+    if ins is None or outs is None:
+        raise ex.perr(s.tok, f"{s.name} needs ins(...) outs(...)")
+    src, dst = ex.val(fr, s.values(ins)[0]), ex.val(fr, s.values(outs)[0])
+    if s.name == "pto.tload":
+        return isa.TLOAD(dst, src)
+    return isa.TSTORE(dst, src)
+
+
+def _attr_kwargs(ex, s: Stmt) -> dict:
+    """Op attributes a catalogue instruction takes as keywords (``maskPattern``)."""
+    out = {}
+    v = s.attr("maskPattern")
+    if v:
+        m = re.search(r"<(\w+)>", "".join(t.text for t in v))
+        try:
+            out["mask_pattern"] = MaskPattern[m.group(1)]
+        except (AttributeError, KeyError):
+            raise ex.perr(v[0], f"maskPattern {''.join(t.text for t in v)} is not a mask pattern") from None
+    return out
+
+
+def _attr_args(ex, s: Stmt) -> list:
+    """Op attributes a catalogue instruction takes after its operands (rounding mode)."""
+    out = []
+    for key in ("rmode", "round_mode", "mode"):
+        v = s.attr(key)
+        if v:
+            m = re.search(r"(CAST_)?([A-Z]+)\s*>?$", "".join(t.text for t in v).rstrip(">"))
+            rm = ROUND.get(m.group(2)) if m else None
+            if rm is None:
+                raise ex.perr(v[0], f"{key} {''.join(t.text for t in v)} is not supported")
+            out.append(rm)
+    return out
+
+
+#: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
+#: may add pto-isa scratch tiles after them (``pto.trsqrt ins(%src, %tmp)``), which the
+#: simulator does not need
+ARITY = {"binary": 3, "scalar": 3, "unary": 2, "col_reduce": 2, "row_expand": 3, "row_bcast": 2,
+         "fill": 2, "convert": 2, "matmul": 3, "matmul_acc": 4, "matmul_bias": 4, "move": 2}
+
+
+def op_catalogue(ex, fr, s):
+    """``pto.tX ins(srcs...) outs(dsts...)`` -> ``isa.TX(*dsts, *srcs, *attrs)``."""
+    name = catalogue_name(s.name)
+    ins, outs = s.group("ins"), s.group("outs")
+    if outs is None:
+        raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
+    operands = [ex.val(fr, t) for t in s.values(outs)] + \
+        [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    op = CATALOGUE[name]
+    n = ARITY.get(op.form)
+    if n is not None and len(operands) > n:
+        extra = operands[n:]
+        if all(isinstance(x, isa.Tile) for x in extra):
+            operands = operands[:n]
+    if op.form == "scalar" and len(operands) == 3 and not isinstance(operands[1], isa.Tile) \
+            and isinstance(operands[2], isa.Tile):
+        return _scalar_first(ex, s, name, *operands)
+    if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
+        operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
+    return getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s))
+
+
+#: scalar-first forms ``s op tile`` of the catalogue's scalar ops: the tile op that gives
+#: them once the destination holds the scalar (``TDIVS(dst, s, src)``: dst = s / src)
+_SCALAR_FIRST = {"TDIVS": "TDIV", "TSUBS": "TSUB", "TADDS": "TADD", "TMULS": "TMUL",
+                 "TMAXS": "TMAX", "TMINS": "TMIN"}
+
+
+def _scalar_first(ex, s, name, dst, scalar, src):
+    """``pto.tdivs ins(%s, %tile)``: dst = scalar / tile, as the destination filled with the
+    scalar, then the tile op (exact: the scalar is a value of the tile's dtype)."""
+    if name not in _SCALAR_FIRST:
+        raise ex.perr(s.tok, f"{s.name} with the scalar first is not supported",
+                      f"write {s.name} ins(%tile, %scalar)")
+    if dst is src:
+        raise ex.err(s, f"{s.name} scalar-first in place (the destination is the source)",
+                     "write the result to another tile")
+    isa.TEXPANDS(dst, scalar)
+    return getattr(isa, _SCALAR_FIRST[name])(dst, dst, src)
+
+
+def h_addptr(ex, fr, s):
+    """``%q = pto.addptr %p, %n``: the GM pointer ``n`` elements on (bounded by its tensor)."""
+    vs = s.values()
+    base = ex.val(fr, vs[0])
+    ptr = base.data() if isinstance(base, isa.GlobalTensor) else base
+    return ptr + ex.ival(fr, vs[1])
+
+
+def _colon_list(ex, fr, s, key):
+    """``key: [%a, 4, ...]`` of ``memref.reinterpret_cast`` -> the integers."""
+    toks = s.toks
+    for i, t in enumerate(toks[:-2]):
+        if t.text == key and toks[i + 1].text == ":" and toks[i + 2].text == "[":
+            out, j = [], i + 3
+            while toks[j].text != "]":
+                if toks[j].kind == "value":
+                    out.append(ex.ival(fr, toks[j]))
+                elif toks[j].kind == "word":
+                    out.append(int(toks[j].text))
+                j += 1
+            return out
+    raise ex.perr(s.tok, f"{s.name} needs {key}: [...]")
+
+
+def h_reinterpret(ex, fr, s):
+    """``memref.reinterpret_cast %m to offset: [o], sizes: [...], strides: [...]``: a GM
+    window of the memref's tensor (elements from its base), as a partition view is."""
+    base = ex.val(fr, s.values()[0])
+    if not isinstance(base, isa.GlobalTensor):
+        raise ex.perr(s.tok, "memref.reinterpret_cast of a tile is not supported (GM memrefs only)")
+    (off,), sizes, strides = (_colon_list(ex, fr, s, k) for k in ("offset", "sizes", "strides"))
+    return isa.GlobalTensor(base.data() + off, tuple(sizes), tuple(strides), name=base.name)
+
+
+def h_bind_tile(ex, fr, s):
+    """``%v = pto.bind_tile %buf, %rows, %cols {config}``: the buffer as a tile whose valid
+    region is rows x cols (the same bytes)."""
+    vs = s.values()
+    src = ex.val(fr, vs[0])
+    t = isa.Tile(src.loc, src.dtype, src.rows, src.cols, layout=src.layout, addr=src.addr,
+                 name=s.results[0] if s.results else None)
+    if len(vs) >= 3:
+        t.SetValid(ex.ival(fr, vs[1]), ex.ival(fr, vs[2]))
+    return t
+
+
+def h_reshape(ex, fr, s):
+    """``pto.treshape ins(%src) outs(%dst)``, or the SSA form ``%r = pto.treshape %src : A -> B``:
+    a tile of type B over the source's bytes (TRESHAPE reinterprets, it does not copy)."""
+    if s.group("outs") is not None:
+        return op_catalogue(ex, fr, s)
+    src = ex.val(fr, s.values()[0])
+    spec = res_type(ex, s)
+    if not isinstance(spec, TileSpec):
+        raise ex.perr(s.tok, "pto.treshape gives a !pto.tile_buf")
+    dst = tile_of(ex, s, spec, src.addr, fr)
+    isa.TRESHAPE(dst, src)
+    return dst
+
+
+def h_subblock(ex, fr, s):
+    return isa.get_subblockid()
+
+
+def h_block_idx(ex, fr, s):
+    return 0
+
+
+def h_block_num(ex, fr, s):
+    return 1
+
+
+def h_tprint(ex, fr, s):
+    vs = s.values(s.group("ins")) if s.group("ins") else s.values()
+    for v in vs:
+        x = ex.val(fr, v)
+        core = ex.core
+        if isinstance(x, isa.Tile):
+            arr = x.array.copy()
+            text = f"[{core.name} {ex.where(s)}] {v.text} = {np.array2string(arr, threshold=64)}"
+        else:
+            text = f"[{core.name} {ex.where(s)}] {v.text} = {x}"
+        ex.printed.append((core.clock, core.name, text))

@@ -1,0 +1,245 @@
+"""The types of PTO-AS as the executor reads them: element types, ``!pto.tile_buf<...>`` (long
+and short forms) as a :class:`TileSpec`, scalar types with MLIR's integer widths
+(:class:`ScalarT`, :func:`wrap`), pointers, tensor / partition views, ``memref``; parsed once
+per distinct spelling (:meth:`TypeReader.spec_of`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...arch import dtypes as dt
+from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileType
+from ...errors import ParseError
+from ..pto_lexer import tokenize
+from ..pto_tree import Stmt, split_top
+
+
+#: MLIR element type -> numpy dtype
+ELEMENT = {"f32": dt.float32, "f16": dt.float16, "bf16": dt.bfloat16, "f64": np.dtype(np.float64),
+           "i8": dt.int8, "i16": dt.int16, "i32": dt.int32, "i64": dt.int64,
+           "ui8": dt.uint8, "ui16": np.dtype(np.uint16), "ui32": dt.uint32, "ui64": np.dtype(np.uint64),
+           "u8": dt.uint8, "u16": np.dtype(np.uint16), "u32": dt.uint32, "u64": np.dtype(np.uint64),
+           "si8": dt.int8, "si16": dt.int16, "si32": dt.int32, "si64": dt.int64,
+           "f8E4M3FN": dt.float8_e4m3, "f8E5M2": dt.float8_e5m2, "i1": np.dtype(np.bool_)}
+
+
+LOC = {"vec": TileType.Vec, "ub": TileType.Vec, "mat": TileType.Mat, "l1": TileType.Mat,
+       "left": TileType.Left, "right": TileType.Right, "acc": TileType.Acc, "bias": TileType.Bias}
+
+
+CUBE_LOCS = (TileType.Mat, TileType.Left, TileType.Right, TileType.Acc, TileType.Bias)
+
+
+BLAYOUT = {"row_major": BLayout.RowMajor, "col_major": BLayout.ColMajor}
+
+
+SLAYOUT = {"none_box": SLayout.NoneBox, "row_major": SLayout.RowMajor, "col_major": SLayout.ColMajor}
+
+
+ROUND = {"ROUND": RoundMode.CAST_ROUND, "RINT": RoundMode.CAST_RINT, "FLOOR": RoundMode.CAST_FLOOR,
+         "CEIL": RoundMode.CAST_CEIL, "TRUNC": RoundMode.CAST_TRUNC, "NONE": RoundMode.CAST_NONE,
+         "ODD": RoundMode.CAST_ODD, "CAST_ROUND": RoundMode.CAST_ROUND, "CAST_RINT": RoundMode.CAST_RINT}
+
+
+#: tile_buf ``pad=`` (PTOAS PadValue: 0 null, 1 zero, 2 max, 3 min) -> what TFILLPAD fills with
+PAD = {"1": PadValue.Zero, "2": PadValue.Max, "3": PadValue.Min, "zero": PadValue.Zero,
+       "max": PadValue.Max, "min": PadValue.Min}
+
+
+_INT_BITS = re.compile(r"^(u|ui|si|i)(\d+)$")
+
+
+def dtype_name(d) -> str:
+    return next(k for k, v in ELEMENT.items() if v == d)
+
+
+def tokens_text(toks) -> str:
+    return "".join(t.text if t.kind != "punct" or t.text not in (",",) else ", " for t in toks)
+
+
+@dataclass(frozen=True)
+class TileSpec:
+    """A tile buffer's static type: location, dtype, shape, valid shape (None: dynamic),
+    block / scalar layouts."""
+    loc: TileType
+    dtype: np.dtype
+    rows: int
+    cols: int
+    v_rows: int | None
+    v_cols: int | None
+    blayout: BLayout | None = None
+    slayout: SLayout | None = None
+    pad: PadValue | None = None       # ``pad=`` (TFILLPAD fills with it); None: Null
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.cols * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class ScalarT:
+    """A scalar type: ``index``, ``iN`` / ``uiN``, a float."""
+    name: str
+
+    @property
+    def bits(self) -> int | None:
+        if self.name == "index":
+            return 64
+        m = _INT_BITS.match(self.name)
+        return int(m.group(2)) if m else None
+
+    @property
+    def signed(self) -> bool:
+        return not self.name.startswith("u")
+
+    @property
+    def is_float(self) -> bool:
+        return self.bits is None
+
+
+def int_range(t: ScalarT) -> tuple:
+    b = t.bits
+    if b == 1:
+        return 0, 1                 # i1: false / true
+    return (-(1 << (b - 1)), (1 << (b - 1)) - 1) if t.signed else (0, (1 << b) - 1)
+
+
+def wrap(v: int, t: ScalarT) -> int:
+    """``v`` wrapped to ``t``'s width (two's complement for signed types; i1 is 0/1)."""
+    b = t.bits
+    if b is None:
+        return v
+    if b == 1:
+        return int(v) & 1
+    v = int(v) & ((1 << b) - 1)
+    if t.signed and v >= 1 << (b - 1):
+        v -= 1 << b
+    return v
+
+
+class TypeReader:
+    """Parse type token lists of one file (errors at the token)."""
+
+    def __init__(self, f: str):
+        self.f = f
+        self._specs = {}                # type text -> TileSpec / memref tuple / None
+
+    def spec_of(self, s: Stmt):
+        """The tile buffer type an allocating / popping op gives (a TileSpec, or the memref
+        tuple whose [1] is one), from its type text, parsed once per distinct text; None if
+        it names none."""
+        text = s.result_type_text()
+        if text is None:
+            return None
+        if text not in self._specs:
+            toks = tokenize(text, self.f)[:-1]
+            try:
+                self._specs[text] = self.parse(toks) if toks else None
+            except ParseError:
+                self._specs[text] = None
+        spec = self._specs[text]
+        spec = spec[1] if isinstance(spec, tuple) and spec[0] == "memref" else spec
+        return spec if isinstance(spec, TileSpec) else None
+
+    def err(self, msg, tok, fix="check the type's spelling against ptoas's") -> ParseError:
+        return ParseError(msg, where=f"{self.f}:{tok.line}:{tok.col}", fix=fix)
+
+    def element(self, text: str, tok) -> np.dtype:
+        d = ELEMENT.get(text)
+        if d is None:
+            raise self.err(f"element type {text!r} is not supported", tok,
+                           fix=f"use one of {', '.join(sorted(ELEMENT))}")
+        return d
+
+    def parse(self, toks):
+        """A type: TileSpec, ScalarT, ('ptr', dtype), ('view', dtype, rank), ('part', dtype, shape),
+        ('memref', TileSpec | dtype, shape, space), ('pipe',), ('event',)."""
+        if not toks:
+            raise ParseError("a type is missing", where=self.f)
+        t0 = toks[0]
+        if t0.kind == "word" and t0.text in ("index", "f16", "f32", "bf16", "f64") or \
+                (t0.kind == "word" and _INT_BITS.match(t0.text)):
+            return ScalarT(t0.text)
+        name = t0.text
+        inner = toks[2:-1] if len(toks) > 2 and toks[1].text == "<" else []
+        if name == "!pto.tile_buf":
+            return self.tile_buf(inner, t0)
+        if name == "!pto.ptr":
+            return ("ptr", self.element(tokens_text(inner[:1]), t0))
+        if name in ("!pto.tensor_view", "!pto.partition_tensor_view"):
+            shape, d = self.shaped(inner, t0)
+            return ("view" if name == "!pto.tensor_view" else "part", d, shape)
+        if name == "memref":
+            return self.memref(inner, t0)
+        if name in ("!pto.pipe",):
+            return ("pipe",)
+        if name.startswith("!pto."):
+            return ("opaque", name)
+        raise self.err(f"type {tokens_text(toks)!r} is not supported", t0)
+
+    def shaped(self, inner, tok):
+        """``16x512xbf16`` / ``?x?xf32`` -> (shape with None for ?, dtype)."""
+        text = "".join(t.text for t in inner).split(",")[0]
+        parts = text.split("x")
+        if len(parts) < 1:
+            raise self.err(f"bad shaped type {text!r}", tok)
+        d = self.element(parts[-1], tok)
+        shape = tuple(None if p == "?" else int(p) for p in parts[:-1] if p != "")
+        return shape, d
+
+    def memref(self, inner, tok):
+        groups = split_top(inner)
+        shape, d = self.shaped(groups[0], tok)
+        space = "gm"
+        for g in groups[1:]:
+            s = "".join(t.text for t in g)
+            m = re.search(r"address_space<(\w+)>", s)
+            if m:
+                space = m.group(1)
+        if space == "gm":
+            return ("memref", d, shape, "gm")
+        loc = LOC.get(space)
+        if loc is None:
+            raise self.err(f"memref address space {space!r} is not supported", tok,
+                           fix="use gm, vec, mat, left, right, acc or bias")
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        spec = TileSpec(loc, d, rows, shape[-1], rows, shape[-1])
+        return ("memref", spec, shape, space)
+
+    def tile_buf(self, inner, tok):
+        """The long form ``<loc=vec, dtype=f32, rows=16, ...>`` or the short one
+        ``<vec, 16x32xf32[, key=value...]>`` (``valid=RxC`` included)."""
+        kv = {}
+        for i, g in enumerate(split_top(inner)):
+            if len(g) >= 3 and g[1].text == "=":
+                kv[g[0].text] = "".join(t.text for t in g[2:])
+            elif i == 0 and len(g) == 1:
+                kv["loc"] = g[0].text
+            elif i == 1 and g:
+                shape, d = self.shaped(g, g[0])
+                if len(shape) != 2 or None in shape:
+                    raise self.err(f"a tile is 2-D and static, got {tokens_text(g)!r}", g[0])
+                kv["rows"], kv["cols"], kv["dtype"] = str(shape[0]), str(shape[1]), dtype_name(d)
+            elif g:
+                raise self.err(f"!pto.tile_buf part {tokens_text(g)!r} is not supported", g[0],
+                               fix="write <loc=vec, dtype=f32, rows=16, cols=16, ...> or <vec, 16x16xf32>")
+        if "valid" in kv:
+            v = kv.pop("valid").split("x")
+            kv["v_row"], kv["v_col"] = v[0], v[1] if len(v) > 1 else kv.get("cols", "?")
+        try:
+            loc = LOC[kv["loc"]]
+            d = self.element(kv["dtype"], tok)
+            rows, cols = int(kv["rows"]), int(kv["cols"])
+        except KeyError as e:
+            raise self.err(f"!pto.tile_buf without {e.args[0]!s}", tok,
+                           fix="give loc, dtype, rows and cols") from None
+        except ValueError:
+            raise self.err("!pto.tile_buf rows / cols must be integers", tok) from None
+        vr, vc = kv.get("v_row", str(rows)), kv.get("v_col", str(cols))
+        b = BLAYOUT.get(kv.get("blayout", ""), None)
+        s = SLAYOUT.get(kv.get("slayout", ""), None)
+        pad = PAD.get(kv.get("pad", "0"))
+        return TileSpec(loc, d, rows, cols, None if vr == "?" else int(vr), None if vc == "?" else int(vc), b, s,
+                        pad)
