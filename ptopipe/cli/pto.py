@@ -387,8 +387,6 @@ def _run_one(args, pl, protocol) -> None:
         write_atomic(file, buf.getvalue())
     for n in pl.notes:
         print(f"note: {n}")
-    for _cycle, _core, text in sorted(pl.prints, key=lambda p: (p[0], p[1])):
-        print(text)
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
           f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else ""))
     print("  " + res.summary.format().replace("\n", "\n  "))

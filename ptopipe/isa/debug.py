@@ -1,4 +1,5 @@
-"""Debugging and hint instructions: TPRINT (print a tile or a GM tensor), TTRAP (stop with
+"""Debugging and hint instructions: TPRINT (print a tile or a GM tensor), PRINT (a formatted
+scalar), TTRAP (stop with
 an error, PTO-AS ``pto.trap``) and TPREFETCH (a GM prefetch hint: no data changes).
 
 TPRINT prints what the tile holds when the instruction executes in simulated time: like
@@ -79,6 +80,22 @@ def TPRINT(src, *rest, fmt: PrintFormat = PrintFormat.Width8_Precision4) -> Even
     else:
         end = core.issue_s(PipeUnit.S, cost, "TPRINT")
     return new_event(("TPRINT", core, end))
+
+
+def PRINT(fmt: str, *values) -> Event:
+    """A formatted scalar print (PTO-AS ``pto.print ins("fmt", %v)``, the kernel's
+    ``printf``): C-style ``fmt`` (``%d``, ``%f``, ``%.3f``, ``%x``, ...) with ``values``, in the
+    same simulated-time-ordered stream as TPRINT's."""
+    core = current_core()
+    try:
+        text = fmt % tuple(values) if "%" in fmt else " ".join([fmt, *map(str, values)])
+    except (TypeError, ValueError) as e:
+        raise _err(core, f"print: format {fmt!r} does not take {values!r} ({e})",
+                   "one %-conversion per value, of its kind (%d for integers, %f for floats)") from None
+    log = core.cluster.shared.setdefault(_PRINTS, [])
+    log.append(((core.clock, core.index, len(log)), text.rstrip("\n")))
+    end = core.issue_s(PipeUnit.S, core.costs.scalar_op, "PRINT")
+    return new_event(("PRINT", core, end))
 
 
 def prints(cluster) -> list:

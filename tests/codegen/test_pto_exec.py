@@ -237,16 +237,54 @@ def test_several_top_functions_need_func_and_func_picks_one():
         run_pto(text=text, func="missing")
 
 
-def test_tprint_prints_in_simulated_order():
+def test_tprint_and_print_come_out_in_simulated_order(capsys):
     body = f"""    %s = arith.constant 1.0 : f32
     %c3 = arith.constant 3 : i32
-    pto.tprint ins(%c3 : i32)
+    pto.print ins("n = %d", %c3 : i32)
     pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
     pto.tprint ins(%t : {vec_t(16, 16)})
 """
     r = run_vec(body)
-    assert len(r.prints) == 2 and r.prints[0].endswith("%c3 = 3") and "%t = [[" in r.prints[1]
-    assert f"{X[0, 0] + 1:.5g}"[:4] in r.prints[1]
+    assert len(r.prints) == 2 and r.prints[0] == "n = 3" and r.prints[1].startswith("TPRINT 16x16")
+    assert r.prints[1].splitlines()[1].split()[:2] == [f"{X[0, 0] + 1:.4f}", f"{X[0, 1] + 1:.4f}"]
+    assert capsys.readouterr().out.startswith("n = 3\nTPRINT 16x16")   # printed when the run ends
+
+
+def test_tile_elements_and_gm_scalars():
+    """tgetval / tsetval (row-major element of a tile), load_scalar / store_scalar (one GM
+    element), get_tensor_view_dim: x[0, 5] * 2 is written to y's element 3 and to the tile's
+    element 0; the tile is stored."""
+    body = f"""    %c5 = arith.constant 5 : index
+    %c3 = arith.constant 3 : index
+    %two = arith.constant 2.0 : f32
+    %v = pto.tgetval ins(%t, %c5 : {vec_t(16, 16)}, index) outs : f32
+    %w = arith.mulf %v, %two : f32
+    pto.tsetval ins(%c0, %w : index, f32) outs(%t : {vec_t(16, 16)})
+    %g = pto.load_scalar %x[%c5] : !pto.ptr<f32> -> f32
+    %n = pto.get_tensor_view_dim %xv, %c1 : !pto.tensor_view<?x?xf32> -> index
+    %nf = arith.index_cast %n : index to i64
+    %nff = arith.sitofp %nf : i64 to f32
+    %u = arith.addf %g, %nff : f32
+"""
+    tail = "    pto.store_scalar %u, %y[%c3] : !pto.ptr<f32>, f32\n"
+    text = vector_kernel(IO + body + STORE + tail)
+    r = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    want = X.copy()
+    want[0, 0] = X[0, 5] * 2
+    want[0, 3] = X[0, 5] + 16
+    np.testing.assert_allclose(r.outputs["y"], want, rtol=1e-6)
+    bad = vector_kernel(IO + "    %c999 = arith.constant 999 : index\n"
+                        "    %g = pto.load_scalar %x[%c999] : !pto.ptr<f32> -> f32\n")
+    with pytest.raises(PtoPipeError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=X))
+    assert "outside the argument" in e.value.what and f":{line_of(bad, 'load_scalar')}:" in e.value.where
+
+
+def test_trap_stops_at_its_line():
+    text = vector_kernel(IO + "    pto.trap\n" + STORE)
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X))
+    assert e.value.where.endswith(f":{line_of(text, 'pto.trap')}:5")
 
 
 def test_event_ids_from_an_array_pair_sets_and_waits():

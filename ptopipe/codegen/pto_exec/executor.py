@@ -16,9 +16,10 @@ from .program import Func, Program, SYNTAX_SLIPS, malformed
 from .scalar_ops import FLOAT_OPS, INT_OPS, h_arith, h_cast, h_constant
 from .sync_ops import (h_buffer_token, h_event, h_eventid_array, h_eventid_get, h_eventid_set, h_section,
                        h_set_ffts)
-from .tile_ops import (h_addptr, h_alloc, h_bind_tile, h_block_idx, h_block_num, h_io, h_partition,
-                       h_reinterpret, h_reshape, h_set_validshape, h_subblock, h_tassign, h_tprint, h_view,
-                       op_catalogue)
+from .tile_ops import (h_addptr, h_alloc, h_bind_tile, h_bitcast, h_block_idx, h_block_num, h_getval,
+                       h_io, h_load_scalar, h_partition, h_pointer_cast, h_print, h_reinterpret,
+                       h_reshape, h_set_validshape, h_setval, h_store_scalar, h_subblock,
+                       h_subblock_num, h_tassign, h_tprint, h_trap, h_view, h_view_dim, op_catalogue)
 from .values import Reserved, Return
 
 
@@ -41,7 +42,6 @@ class Executor:
         self.core = None
         self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
         self.next_flag = 0
-        self.printed = []
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
 
     # -- errors / locations
@@ -124,7 +124,10 @@ HANDLERS = {
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc, "memref.alloc": h_alloc,
     "pto.tassign": h_tassign, "pto.set_validshape": h_set_validshape,
-    "pto.tload": h_io, "pto.tstore": h_io, "pto.tprint": h_tprint,
+    "pto.tload": h_io, "pto.tstore": h_io, "pto.tprint": h_tprint, "pto.print": h_print, "pto.trap": h_trap,
+    "pto.get_tensor_view_dim": h_view_dim, "pto.get_subblock_num": h_subblock_num, "pto.bitcast": h_bitcast,
+    "pto.pointer_cast": h_pointer_cast, "pto.tgetval": h_getval, "pto.tsetval": h_setval,
+    "pto.load_scalar": h_load_scalar, "pto.store_scalar": h_store_scalar,
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
     "pto.get_block_idx": h_block_idx, "pto.get_block_num": h_block_num,
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,

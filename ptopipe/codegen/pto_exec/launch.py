@@ -194,15 +194,13 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
 @dataclass
 class PtoLaunch:
     """A read ``.pto`` ready to run: the kernels per core, their arguments, the platform, the
-    function run and the notes on what was decided.  ``prints`` collects what ``pto.tprint``
-    prints (cycle, core, text) during the runs of these kernels."""
+    function run and the notes on what was decided."""
     aic: object
     aiv: object
     args: dict
     platform: str
     func: str
     notes: list
-    prints: list
     program: Program
     warnings: list = field(default_factory=list)     # likely bugs the run itself does not stop at
 
@@ -257,7 +255,6 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             kinds[t] = {kind}
             for c in reachable(prog, t):   # its kind-less callees run where it runs
                 prog.funcs[c].kind = prog.funcs[c].kind or kind
-    prints: list = []
     one_lane = plat == "a5" and whole_tile_lanes(prog, reach)
     mixed = any(MIXED in k for k in kinds.values())
     if mixed and pipes:
@@ -271,7 +268,6 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             ex.core = isa.current_core()
             if mixed:
                 ex.core.add_memory(MemSpace.UB)
-            ex.printed = prints
             for t in tops:
                 if core_name == "aic" and "cube" not in kinds[t] and MIXED not in kinds[t]:
                     continue
@@ -292,7 +288,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
         elif one_lane:
             notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
                          "on AIV0, as ptoas guards them with get_subblockid() == 0")
-    return PtoLaunch(aic, aiv, args, plat, top, notes, prints, prog, warnings + alias_notes(prog))
+    return PtoLaunch(aic, aiv, args, plat, top, notes, prog, warnings + alias_notes(prog))
 
 
 def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
@@ -310,9 +306,8 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
     pl = prepare(path, text=text, func=func, inputs=inputs, platform=platform, data_seed=data_seed)
     res = isa.run(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                   **run_kwargs)
-    pl.prints.sort(key=lambda p: (p[0], p[1]))
     outputs = res.outputs
     for k, a in list(outputs.items()):
         if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
             outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
-    return PtoRun(res, pl.func, pl.notes, [p[2] for p in pl.prints], pl.warnings)
+    return PtoRun(res, pl.func, pl.notes, res.prints, pl.warnings)

@@ -11,7 +11,9 @@ import numpy as np
 
 from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
+from ...arch import PipeUnit
 from ...arch.vocab import MaskPattern
+from ...errors import MemoryConflictError
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, TileSpec
@@ -257,13 +259,133 @@ def h_block_num(ex, fr, s):
 
 
 def h_tprint(ex, fr, s):
+    """``pto.tprint ins(%tile[, %gm_tmp])``: TPRINT, in the run's simulated-time-ordered prints."""
     vs = s.values(s.group("ins")) if s.group("ins") else s.values()
-    for v in vs:
-        x = ex.val(fr, v)
-        core = ex.core
-        if isinstance(x, isa.Tile):
-            arr = x.array.copy()
-            text = f"[{core.name} {ex.where(s)}] {v.text} = {np.array2string(arr, threshold=64)}"
-        else:
-            text = f"[{core.name} {ex.where(s)}] {v.text} = {x}"
-        ex.printed.append((core.clock, core.name, text))
+    return isa.TPRINT(*[ex.val(fr, v) for v in vs])
+
+
+def h_print(ex, fr, s):
+    """``pto.print ins("fmt", %scalar : T)``: the kernel's printf, in the same stream."""
+    ins = s.group("ins") or s.toks
+    fmt = next((t.text[1:-1].encode().decode("unicode_escape") for t in ins if t.kind == "string"), None)
+    if fmt is None:
+        raise ex.perr(s.tok, 'pto.print needs a format string: ins("x = %d", %v : i32)')
+    return isa.PRINT(fmt, *[ex.val(fr, v) for v in s.values(ins)])
+
+
+def h_trap(ex, fr, s):
+    """``pto.trap``: stop the kernel with a KernelError at this line."""
+    isa.TTRAP()
+
+
+def h_view_dim(ex, fr, s):
+    """``%n = pto.get_tensor_view_dim %view, %dim``: the view's extent in that dimension."""
+    vs = s.values()
+    v, d = ex.val(fr, vs[0]), ex.ival(fr, vs[1])
+    shape = v.shape if isinstance(v, View) else getattr(v, "shape", ())
+    if not 0 <= d < len(shape):
+        raise ex.err(s, f"pto.get_tensor_view_dim: dimension {d} of a rank-{len(shape)} view")
+    return int(shape[d])
+
+
+def h_subblock_num(ex, fr, s):
+    """``pto.get_subblock_num``: the Vector sub-blocks of the cluster (2)."""
+    return 2
+
+
+def h_bitcast(ex, fr, s):
+    """``%r = pto.bitcast %tile : A -> B``: the same bytes as a tile of type B."""
+    src = ex.val(fr, s.values()[0])
+    spec = res_type(ex, s)
+    if not isinstance(spec, TileSpec) or not isinstance(src, isa.Tile):
+        raise ex.perr(s.tok, "pto.bitcast reinterprets a tile as a !pto.tile_buf")
+    if spec.nbytes > src.nbytes:
+        raise ex.err(s, f"pto.bitcast to {spec.rows}x{spec.cols} {spec.dtype.name} ({spec.nbytes} bytes) "
+                        f"of {src.describe()} ({src.nbytes} bytes): larger than its source")
+    return tile_of(ex, s, spec, src.addr, fr)
+
+
+def h_pointer_cast(ex, fr, s):
+    """``%m = pto.pointer_cast(%addr[, %valid_row, %valid_col]) : memref<...>``: a buffer at a
+    fixed local address (what ptoas's PlanMemory leaves in level-3 code)."""
+    vs = s.values()
+    spec = res_type(ex, s)
+    spec = spec[1] if isinstance(spec, tuple) and spec[0] == "memref" else spec
+    if not isinstance(spec, TileSpec) or not vs:
+        raise ex.perr(s.tok, "pto.pointer_cast gives a local memref / tile at an address")
+    t = tile_of(ex, s, spec, ex.ival(fr, vs[0]), fr)
+    if len(vs) >= 3:
+        t.SetValid(ex.ival(fr, vs[1]), ex.ival(fr, vs[2]))
+    return t
+
+
+def _element(ex, s, t, offset: int):
+    if not isinstance(t, isa.Tile):
+        raise ex.perr(s.tok, f"{s.name} reads an element of a tile")
+    if not 0 <= offset < t.rows * t.cols:
+        raise ex.err(s, f"{s.name}: offset {offset} is outside {t.describe()} ({t.rows * t.cols} elements)",
+                     "give an offset in 0 .. rows * cols - 1 (row-major)")
+
+
+def h_getval(ex, fr, s):
+    """``%v = pto.tgetval ins(%tile, %offset)``: element ``offset`` of the tile (row-major), after
+    every queued write to it (a scalar read on the S pipe)."""
+    vs = s.values(s.group("ins") or s.toks)
+    t, off = ex.val(fr, vs[0]), ex.ival(fr, vs[1])
+    _element(ex, s, t, off)
+    ex.core.issue(PipeUnit.S, ex.core.costs.scalar_op, (t,), (), "TGETVAL", None)
+    v = t.full.reshape(-1)[off]
+    return float(v) if t.dtype.kind not in "iub" else int(v)
+
+
+def _set_element(full, offset, value):
+    full.reshape(-1)[offset] = value
+
+
+def h_setval(ex, fr, s):
+    """``pto.tsetval ins(%offset, %value) outs(%tile)``: element ``offset`` of the tile (row-major)
+    = value, in issue order with the tile's other writes."""
+    off, val = (ex.val(fr, v) for v in s.values(s.group("ins")))
+    t = ex.val(fr, s.values(s.group("outs"))[0])
+    _element(ex, s, t, int(off))
+    core = ex.core
+    core.pending.append((_set_element, t.full, int(off), val))
+    core.issue(PipeUnit.S, core.costs.scalar_op, (), (t,), "TSETVAL", None)
+
+
+def _gm_element(ex, s, ptr, offset: int):
+    """The GM address of element ``offset`` past ``ptr`` (a GMPtr or a tensor), bounds-checked
+    against the argument it points into."""
+    p = ptr.data() if isinstance(ptr, isa.GlobalTensor) else ptr
+    if not isinstance(p, isa.GMPtr):
+        raise ex.perr(s.tok, f"{s.name} takes a GM pointer or memref")
+    q = p + offset
+    lo, hi = (p.bounds[0], p.bounds[1]) if p.bounds else (None, None)
+    if lo is not None and not lo <= q.addr <= hi - q.dtype.itemsize:
+        raise MemoryConflictError(f"{s.name}: element {offset} is outside the argument "
+                                  f"{p.bounds[2]!r} ({(hi - lo) // q.dtype.itemsize} elements)",
+                                  where=ex.where(s), fix="keep the offset within the tensor")
+    return q
+
+
+def h_load_scalar(ex, fr, s):
+    """``%v = pto.load_scalar %ptr[%off]``: one GM element read by the scalar unit (the race
+    checker does not see scalar GM accesses)."""
+    vs = s.values()
+    q = _gm_element(ex, s, ex.val(fr, vs[0]), ex.ival(fr, vs[1]))
+    gm = ex.core.cluster.gm
+    ex.core.cluster.sync()
+    ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "LOAD_SCALAR")
+    v = gm.view(q.addr, q.dtype, (1,))[0]
+    return float(v) if q.dtype.kind not in "iub" else int(v)
+
+
+def h_store_scalar(ex, fr, s):
+    """``pto.store_scalar %v, %ptr[%off]``: one GM element written by the scalar unit (in issue
+    order with queued work; the race checker does not see scalar GM accesses)."""
+    vs = s.values()
+    val = ex.val(fr, vs[0])
+    q = _gm_element(ex, s, ex.val(fr, vs[1]), ex.ival(fr, vs[2]))
+    view = ex.core.cluster.gm.view(q.addr, q.dtype, (1,))
+    ex.core.pending.append((_set_element, view, 0, val))
+    ex.core.issue_s(PipeUnit.S, ex.core.costs.scalar_op, "STORE_SCALAR")
