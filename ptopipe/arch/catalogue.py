@@ -618,7 +618,8 @@ _DEFS = (
     OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
     OpDef("TMOV", "move", None, cost=_S1, dsl="move", doc="local move (TMOV)"),
     OpDef("TEXTRACT", "extract", PipeUnit.MTE1, dsl="extract",
-          doc="block of a Mat tile (TEXTRACT)"),
+          doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec; A5 also Acc -> Mat / Vec, "
+              "Vec -> Mat (EXTRACT_PATHS)"),
     OpDef("TMATMUL", "matmul", _M, dsl="matmul", doc="a @ b (TMATMUL)"),
     OpDef("TMATMUL_ACC", "matmul_acc", _M, dsl="matmul_acc", doc="acc + a @ b (TMATMUL_ACC)"),
     OpDef("TMATMUL_BIAS", "matmul_bias", _M, doc="a @ b + bias (TMATMUL_BIAS)"),

@@ -61,8 +61,22 @@ def ptr_type(dtype: str) -> str:
 INT_DTYPES = ("index", "i64", "i32", "u32", "i16", "i8", "u8")
 
 #: ptopipe tile op (op-table name) <-> PTO-AS op name (``pto.`` + the ISA name)
-PTO_OP = {dsl: "pto." + isa.lower() for dsl, isa in ISA_NAMES.items()}
-PTO_OP["matmul_acc"] = "pto.tmatmul.acc"
+def pto_op_name(isa_name: str) -> str:
+    """The PTO-AS op of an instruction: ``pto.`` + its name in lower case, the matmul / gemv
+    variants dotted (``TMATMUL_ACC`` -> ``pto.tmatmul.acc``, ``TFILLPAD_INPLACE`` ->
+    ``pto.tfillpad_inplace``)."""
+    low = isa_name.lower()
+    if low.startswith(("tmatmul_", "tgemv_")):
+        low = low.replace("_", ".")
+    return "pto." + low
+
+
+def isa_name_of(op_name: str) -> str:
+    """The instruction a PTO-AS op names (:func:`pto_op_name`'s inverse)."""
+    return op_name[4:].replace(".", "_").upper()
+
+
+PTO_OP = {dsl: pto_op_name(isa) for dsl, isa in ISA_NAMES.items()}
 IR_OP_OF_PTO = {v: k for k, v in PTO_OP.items()}
 IR_OP_OF_PTO["pto.tmatmul_acc"] = "matmul_acc"
 

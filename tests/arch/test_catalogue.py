@@ -228,3 +228,18 @@ def test_move_error_lists_exactly_the_legal_moves():
     assert ei.value.fix == ("valid: Mat->Left, Mat->Right, Acc->Mat, Vec->Vec; across cores "
                             "(in a mixed @pl.incore function): Acc->Vec (C2V), Vec->Mat (V2C), "
                             "Vec->Left (V2C), Vec->Right (V2C)")
+
+
+def test_the_isa_reference_page_is_the_catalogues():
+    """docs/isa.md is made from the catalogue (``python -m ptopipe.report.isa_reference >
+    docs/isa.md``): every instruction, its .pto spelling the executor reads back."""
+    import os
+    from ptopipe.codegen.pto_exec.program import catalogue_name
+    from ptopipe.codegen.pto_syntax import pto_op_name
+    from ptopipe.report.isa_reference import page
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "isa.md")
+    with open(path, encoding="utf-8") as f:
+        assert f.read() == page(), "docs/isa.md is stale: python -m ptopipe.report.isa_reference > docs/isa.md"
+    for name in catalogue.OPS:
+        assert catalogue_name(pto_op_name(name)) == name
+        assert f"| `{name}` | `{pto_op_name(name)}` |" in page()

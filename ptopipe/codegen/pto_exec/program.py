@@ -12,6 +12,7 @@ from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch.vocab import TileType
 from ...errors import ConfigError, ParseError
+from ..pto_syntax import isa_name_of
 from ..pto_tree import Stmt, split_top
 from .types import CUBE_LOCS, LOC, TypeReader, tokens_text
 
@@ -101,7 +102,7 @@ def catalogue_name(name: str) -> str | None:
     (and so :mod:`ptopipe.isa`) has it."""
     if not name.startswith("pto.t"):
         return None
-    isa_name = name[4:].replace(".", "_").upper()
+    isa_name = isa_name_of(name)
     return isa_name if isa_name in CATALOGUE and hasattr(isa, isa_name) else None
 
 

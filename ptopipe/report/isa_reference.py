@@ -1,0 +1,68 @@
+"""The ISA reference page (``docs/isa.md``), made from the op catalogue: every tile
+instruction with its spellings (ISA / C++, ``.pto``, ``pl`` DSL), operand form, pipe, the
+dtypes each platform takes and its vector cost.  ``python -m ptopipe.report.isa_reference``
+prints the page; a test keeps the committed page equal to it, so the page cannot drift from
+what ptopipe runs.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..arch.catalogue import OPS
+from ..arch.platform import PlatformID
+from ..codegen.pto_syntax import pto_op_name
+
+#: operand form -> the operands, as the ISA takes them (destination first)
+FORMS = {
+    "binary": "dst, src0, src1", "scalar": "dst, src, scalar", "unary": "dst, src",
+    "row_reduce": "dst, src[, tmp]", "col_reduce": "dst, src", "row_expand": "dst, src0, src1 (per row)",
+    "row_bcast": "dst, src (per row)", "fill": "dst, scalar", "convert": "dst, src[, RoundMode]",
+    "matmul": "c, a, b", "matmul_acc": "c_out, c_in, a, b", "matmul_bias": "c, a, b, bias",
+    "load": "tile, GlobalTensor", "store": "GlobalTensor, tile", "move": "dst, src",
+    "extract": "dst, src, row, col",
+}
+
+
+def _dtypes(op) -> str:
+    allowed = op.allowed()
+    if allowed is None:
+        return "any"
+    a2, a5 = (sorted(d.name for d in allowed[p]) for p in (PlatformID.PLATFORM_A2A3, PlatformID.PLATFORM_A5))
+    if a2 == a5:
+        return ", ".join(a2) or "-"
+    return f"A2A3: {', '.join(a2) or '-'}; A5: {', '.join(a5) or '-'}"
+
+
+def _cost(op) -> str:
+    if op.cost is None:
+        return "by path / bytes" if op.pipe is None or op.form in ("load", "store", "move", "extract") \
+            else "platform table"
+    per, head, tail = op.cost
+    return f"{per} / 256 B + {head} + {tail}"
+
+
+def page() -> str:
+    """The whole page, one row per instruction in catalogue order."""
+    rows = ["# ISA reference", "",
+            "Every tile instruction ptopipe runs, made from the op catalogue "
+            "(`ptopipe/arch/catalogue.py`; `python -m ptopipe.report.isa_reference` prints this page).",
+            "The ISA / C++ name is the pto-isa function (`TADD(dst, src0, src1)`; `from ptopipe.isa "
+            "import *`), `.pto` the PTO-AS op (`pto.tadd ins(src0, src1) outs(dst)`: `outs` then `ins` "
+            "are the ISA's operands), DSL the `pl.<name>` of the `pl` language where it has one.  "
+            "Cost: the vector unit's cycles per 256-byte repeat + head + tail (PLATFORMS.md); "
+            "moves cost by path and bytes.  Semantics are pto-isa's ISA pages (`docs/isa/` in "
+            "hw-native-sys/pto-isa), checked against numpy in `tests/isa/`.", "",
+            "| ISA / C++ | .pto | DSL | operands | pipe | dtypes | cost | what |",
+            "|---|---|---|---|---|---|---|---|"]
+    for op in OPS.values():
+        pto = pto_op_name(op.name)
+        dsl = f"`pl.{op.dsl}`" if op.dsl else ""
+        pipe = op.pipe.name if op.pipe is not None else "by operands"
+        what = " ".join(op.doc.split()).replace("|", "\\|")
+        rows.append(f"| `{op.name}` | `{pto}` | {dsl} | {FORMS.get(op.form, op.form)} | {pipe} | "
+                    f"{_dtypes(op)} | {_cost(op)} | {what} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(page())
