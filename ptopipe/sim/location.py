@@ -108,6 +108,18 @@ def stopped_at(frame) -> SourceLoc | None:
     return _kernel_part(frames)
 
 
+def running_loc() -> SourceLoc | None:
+    """Where the running kernel is: its core's location (an interpreter's explicit one, else
+    the kernel's frame), else - outside a kernel - the first frame outside ptopipe."""
+    import greenlet
+    core = getattr(greenlet.getcurrent(), "core", None)
+    if core is not None:
+        loc = core.where()
+        if loc is not None:
+            return loc
+    return user_loc(sys._getframe(1))
+
+
 def caller_loc(depth: int = 2) -> SourceLoc | None:
     """Location of the kernel line that called an ISA function (``depth`` frames up).
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..arch import MemSpace
 from ..errors import MemoryConflictError
-from .location import user_loc
+from .location import running_loc
 
 
 _PAGE = 4096
@@ -59,7 +59,7 @@ class Memory:
         if addr < 0 or addr + nbytes > self.size:
             if callable(what):
                 what = what()
-            loc = user_loc()      # the kernel line (only computed on error)
+            loc = running_loc()   # the kernel line (only computed on error)
             raise MemoryConflictError(
                 f"{what} of {nbytes} bytes at {self.label}[{addr:#x}] is outside "
                 f"{self.label} (size {self.size:#x} = {self.size} bytes)",

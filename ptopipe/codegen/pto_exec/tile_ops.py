@@ -12,7 +12,7 @@ import numpy as np
 from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
-from ...arch.vocab import MaskPattern
+from ...arch.vocab import CmpMode, MaskPattern
 from ...errors import MemoryConflictError
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
@@ -112,8 +112,17 @@ def h_io(ex, fr, s):
 
 
 def _attr_kwargs(ex, s: Stmt) -> dict:
-    """Op attributes a catalogue instruction takes as keywords (``maskPattern``)."""
+    """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``)."""
     out = {}
+    for key in ("cmpMode", "cmp_mode"):
+        v = s.attr(key)
+        if v:
+            m = re.search(r"(?:cmp\s*)?(\w+)>$", "".join(t.text + " " for t in v).strip().replace(" >", ">"))
+            try:
+                out["mode"] = CmpMode[m.group(1).upper()]
+            except (AttributeError, KeyError):
+                raise ex.perr(v[0], f"{key} {' '.join(t.text for t in v)} is not a compare mode",
+                              "use eq, ne, lt, le, gt or ge") from None
     v = s.attr("maskPattern")
     if v:
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))
