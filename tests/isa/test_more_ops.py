@@ -1,7 +1,7 @@
 """The catalogue's power, fused, part-arg, exp-difference, pair-sum, interleave, histogram,
 block-gather and sub-view instructions, run end to end on a Vector core of both platforms
 (GM -> tile -> op -> GM) and compared with plain numpy; each platform's dtype rule refusing
-a dtype at the kernel line."""
+a dtype at the kernel line; and one .pto text per family run through the PTO-AS executor."""
 from __future__ import annotations
 
 import ml_dtypes
@@ -373,6 +373,136 @@ def test_subview_is_a_view_of_the_source(platform):
     def narrower(o, i):
         TSUBVIEW(Tile(TileType.Vec, np.int32, 4, 16), i[0], 0, 8)
     rejects(platform, narrower, [a], [(a.shape, np.int32)], "same element type and static columns")
+
+
+# -- the PTO-AS executor reaches each family -----------------------------------------------------------
+def tile_t(r, c, d="f32", vr=None, vc=None):
+    return (f"!pto.tile_buf<loc=vec, dtype={d}, rows={r}, cols={c}, v_row={vr or r}, v_col={vc or c}, "
+            "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+
+
+def pto_kernel(args: dict, body: str) -> str:
+    """A vector function loading each of ``args`` (name -> (rows, cols, dtype)) into tile
+    ``%t_<name>``, running ``body``, and storing every tile back."""
+    params = ", ".join(f"%{n}: !pto.ptr<{d}>" for n, (_, _, d) in args.items())
+    lines = ["    %c0 = arith.constant 0 : index", "    %c1 = arith.constant 1 : index"]
+    for n, (r, c, d) in args.items():
+        v = f"!pto.partition_tensor_view<{r}x{c}x{d}>"
+        lines += [f"    %cr_{n} = arith.constant {r} : index", f"    %cc_{n} = arith.constant {c} : index",
+                  f"    %v_{n} = pto.make_tensor_view %{n}, shape = [%cr_{n}, %cc_{n}], strides = [%cc_{n}, %c1] "
+                  f": !pto.tensor_view<?x?x{d}>",
+                  f"    %p_{n} = pto.partition_view %v_{n}, offsets = [%c0, %c0], sizes = [%cr_{n}, %cc_{n}] "
+                  f": !pto.tensor_view<?x?x{d}> -> {v}",
+                  f"    %t_{n} = pto.alloc_tile : {tile_t(r, c, d)}",
+                  f"    pto.tload ins(%p_{n} : {v}) outs(%t_{n} : {tile_t(r, c, d)})"]
+    stores = [f"    pto.tstore ins(%t_{n} : {tile_t(r, c, d)}) outs(%p_{n} : !pto.partition_tensor_view<{r}x{c}x{d}>)"
+              for n, (r, c, d) in args.items()]
+    return "module {\n  func.func @k(" + params + ") {\n" + "\n".join(lines) + "\n" + body + \
+        "\n".join(stores) + "\n    return\n  }\n}\n"
+
+
+def run_text(args: dict, body: str, inputs: dict, platform: str) -> dict:
+    return ptopipe.run_pto(text=pto_kernel(args, body), inputs=inputs, platform=platform).outputs
+
+
+T8 = tile_t(8, 32)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_pto_pow_and_fused_families(platform):
+    rng = np.random.default_rng(14)
+    a, b, c = rand(rng, np.float32, lo=0.5, hi=2), rand(rng, np.float32, lo=-2, hi=2), rand(rng, np.float32)
+    args = {n: (8, 32, "f32") for n in ("a", "b", "c", "p", "q", "r", "s", "tmp")}
+    body = f"""    %two = arith.constant 2.0 : f32
+    pto.tpow ins(%t_a, %t_b, %t_tmp : {T8}, {T8}, {T8}) outs(%t_p : {T8})
+    pto.tpows ins(%t_a, %two, %t_tmp : {T8}, f32, {T8}) outs(%t_q : {T8})
+    pto.tsubrelu ins(%t_b, %t_c : {T8}, {T8}) outs(%t_r : {T8})
+    pto.tfusedmuladd ins(%t_a, %t_b : {T8}, {T8}) outs(%t_c : {T8})
+    pto.tmuladddst ins(%t_a, %t_b : {T8}, {T8}) outs(%t_s : {T8})
+"""
+    z = np.zeros_like(a)
+    out = run_text(args, body, dict(a=a, b=b, c=c, p=z, q=z, r=z, s=np.ones_like(a), tmp=z), platform)
+    np.testing.assert_allclose(out["p"], np.power(a.astype(np.float64), b), rtol=1e-6)
+    np.testing.assert_allclose(out["q"], a.astype(np.float64) ** 2, rtol=1e-6)
+    np.testing.assert_array_equal(out["r"], np.maximum(b - c, 0))
+    np.testing.assert_allclose(out["c"], a * c + b, rtol=1e-6)
+    np.testing.assert_allclose(out["s"], a * b + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_pto_part_arg_expdif_and_pair_sum_families(platform):
+    rng = np.random.default_rng(15)
+    v0, v1, r = rand(rng, np.float32), rand(rng, np.float32), rand(rng, np.float32, (8, 8), -3, 3)
+    i0 = np.arange(256, dtype=np.int32).reshape(8, 32)
+    args = {"v0": (8, 32, "f32"), "v1": (8, 32, "f32"), "i0": (8, 32, "i32"), "i1": (8, 32, "i32"),
+            "dv": (8, 32, "f32"), "di": (8, 32, "i32"), "r": (8, 8, "f32"), "e": (8, 32, "f32"),
+            "ps": (8, 32, "f32")}
+    I8 = tile_t(8, 32, "i32")
+    body = f"""    pto.tpartargmin ins(%t_v0, %t_v1, %t_i0, %t_i1 : {T8}, {T8}, {I8}, {I8}) outs(%t_dv, %t_di : {T8}, {I8})
+    pto.trowexpandexpdif ins(%t_v0, %t_r : {T8}, {tile_t(8, 8)}) outs(%t_e : {T8})
+    pto.tpairreducesum ins(%t_v1 : {T8}) outs(%t_ps : {T8})
+"""
+    z = np.zeros_like(v0)
+    out = run_text(args, body, dict(v0=v0, v1=v1, i0=i0, i1=i0 + 500, dv=z, di=i0 * 0, r=r, e=z, ps=z),
+                   platform)
+    one = v1 < v0
+    np.testing.assert_array_equal(out["dv"], np.where(one, v1, v0))
+    np.testing.assert_array_equal(out["di"], np.where(one, i0 + 500, i0))
+    np.testing.assert_allclose(out["e"], np.exp((v0 - r[:, :1]).astype(np.float64)), rtol=1e-6)
+    want = np.zeros_like(v1)
+    want[:, :16] = v1[:, 0::2] + v1[:, 1::2]
+    np.testing.assert_array_equal(out["ps"], want)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_pto_conversion_and_gather_families(platform):
+    rng = np.random.default_rng(16)
+    f, g = rand(rng, np.float32), rand(rng, np.float32)
+    x, y = rand(rng, np.int32, lo=-9000, hi=9000), rand(rng, np.int32, lo=-9000, hi=9000)
+    offs = (rng.integers(0, 32, (8, 32)) * 32).astype(np.uint32)
+    args = {"f": (8, 32, "f32"), "g": (8, 32, "f32"), "h": (8, 32, "f16"), "x": (8, 32, "i32"),
+            "y": (8, 32, "i32"), "q": (8, 32, "f16"), "tmp": (8, 32, "i32"), "o": (8, 32, "ui32"),
+            "gb": (8, 32, "f32")}
+    F16, I8 = tile_t(8, 32, "f16"), tile_t(8, 32, "i32")
+    body = f"""    %s = arith.constant 0.125 : f32
+    pto.taddreluconv ins(%t_f, %t_g : {T8}, {T8}) outs(%t_h : {F16})
+    pto.tadddeqrelu ins(%t_x, %t_y, %s, %t_tmp : {I8}, {I8}, f32, {I8}) outs(%t_q : {F16})
+    pto.tgatherb ins(%t_f, %t_o : {T8}, {tile_t(8, 32, "ui32")}) outs(%t_gb : {T8})
+"""
+    z16 = np.zeros((8, 32), np.float16)
+    out = run_text(args, body, dict(f=f, g=g, h=z16, x=x, y=y, q=z16, tmp=x * 0, o=offs, gb=f * 0), platform)
+    np.testing.assert_array_equal(out["h"], np.maximum(f + g, 0).astype(np.float16))
+    np.testing.assert_array_equal(out["q"], np.maximum((x + y).astype(np.float32) * np.float32(0.125), 0)
+                                  .astype(np.float16))
+    blocks = f.reshape(-1, 8)                          # 32-byte blocks of 8 floats
+    np.testing.assert_array_equal(out["gb"], blocks[offs[:, :4] // 32].reshape(8, 32))
+
+
+def test_pto_interleave_and_histogram_families_on_a5():
+    rng = np.random.default_rng(17)
+    a, b = rand(rng, np.int16, (4, 32)), rand(rng, np.int16, (4, 32))
+    u = rng.integers(0, 1 << 16, (4, 64)).astype(np.uint16)
+    idx = (u[:, :1] >> 8).astype(np.uint8)
+    args = {"a": (4, 32, "i16"), "b": (4, 32, "i16"), "x": (4, 32, "i16"), "y": (4, 32, "i16"),
+            "p": (4, 32, "i16"), "q": (4, 32, "i16"), "u": (4, 64, "ui16"), "ix": (4, 1, "ui8"),
+            "hm": (4, 256, "ui32"), "hl": (4, 256, "ui32")}
+    S, U, IX, H = tile_t(4, 32, "i16"), tile_t(4, 64, "ui16"), tile_t(4, 1, "ui8"), tile_t(4, 256, "ui32")
+    body = f"""    pto.tinterleave ins(%t_a, %t_b : {S}, {S}) outs(%t_x, %t_y : {S}, {S})
+    pto.tdeinterleave ins(%t_x, %t_y : {S}, {S}) outs(%t_p, %t_q : {S}, {S})
+    pto.thistogram ins(%t_u, %t_ix : {U}, {IX}) outs(%t_hm : {H})
+    pto.thistogram ins(%t_u, %t_ix : {U}, {IX}) outs(%t_hl : {H}) {{isMSB = false}}
+"""
+    z, zh = np.zeros_like(a), np.zeros((4, 256), np.uint32)
+    out = run_text(args, body, dict(a=a, b=b, x=z, y=z, p=z, q=z, u=u, ix=idx, hm=zh, hl=zh), "a5")
+    stream = np.empty((4, 64), np.int16)
+    stream[:, 0::2], stream[:, 1::2] = a, b
+    np.testing.assert_array_equal(out["x"], stream[:, :32])
+    np.testing.assert_array_equal(out["y"], stream[:, 32:])
+    np.testing.assert_array_equal(out["p"], a)
+    np.testing.assert_array_equal(out["q"], b)
+    every = np.ones(u.shape, bool)
+    np.testing.assert_array_equal(out["hm"], cumulative_hist(u >> 8, every))
+    np.testing.assert_array_equal(out["hl"], cumulative_hist(u & 0xFF, (u >> 8) == idx))
 
 
 # -- operand rules each instruction checks when issued ------------------------------------------------
