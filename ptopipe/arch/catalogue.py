@@ -16,7 +16,10 @@ src[, tmp]), ``row_expand`` (dst, src0, per-row src1), ``col_expand`` (dst, src0
 per-column src1), ``row_bcast`` / ``col_bcast`` (dst, per-row / per-column src),
 ``compare`` (dst mask, src0, src1, mode), ``compare_scalar`` (dst mask, src, scalar or
 tile, mode), ``select`` (dst, mask, src0, src1[, tmp]), ``select_scalar`` (dst, mask, src[,
-tmp], scalar), ``part`` (dst, src0, src1 over the union of their valid regions), ``fill``
+tmp], scalar), ``part`` (dst, src0, src1 over the union of their valid regions),
+``part_arg`` (dst_val, src0_val, src1_val, dst_idx, src0_idx, src1_idx: ``part`` with
+indices), ``dst_binary`` (dst, src0, src1: dst is read too, TFUSEDMULADD), ``pow`` (dst,
+base, exp[, tmp]) / ``pows`` (dst, base, scalar[, tmp]), ``fill``
 (dst, scalar), ``fillpad`` (dst, src, pad), ``convert`` (dst, src), ``matmul`` /
 ``matmul_acc`` / ``matmul_bias`` (Cube: TMATMUL*, TGEMV*), the data movements ``load``,
 ``store``, ``move``, ``extract``, and the forms one instruction has alone (``TCONCAT``,
@@ -52,7 +55,8 @@ class Types:
     """The element types an op takes on each platform (pto-isa's ``static_assert``s, which
     differ between A2A3 and A5 for many ops).  The IR, which knows no platform, takes what
     either platform takes; an instruction takes what its run's platform takes.  Types
-    ptopipe has no dtype for (uint16, uint64) are left out."""
+    ptopipe has no short dtype name for (uint16, uint64) are left out, except THISTOGRAM's
+    uint16 source (the only one ptoas accepts)."""
     a2a3: frozenset
     a5: frozenset
 
@@ -597,6 +601,168 @@ def _prod(a, axis):
     return np.multiply.reduce(a, axis=axis, dtype=a.dtype)
 
 
+def subrelu(a, b, out):
+    """``max(src0 - src1, 0)``, the difference rounded in the tile's dtype (TSUBRELU)."""
+    np.maximum(np.subtract(a, b), 0, out=out, casting="unsafe")
+
+
+# the fused forms round the product to the tile's dtype, then the sum (pto-isa's CPU model)
+def mul_add_dst(a, b, d):
+    """``dst = src0 * src1 + dst`` (TMULADDDST)."""
+    np.add(np.multiply(a, b), d, out=d)
+
+
+def fused_mul_add(a, b, d):
+    """``dst = src0 * dst + src1`` (TFUSEDMULADD)."""
+    np.add(np.multiply(a, d), b, out=d)
+
+
+def fused_mul_add_relu(a, b, d):
+    """``dst = max(src0 * dst + src1, 0)`` (TFUSEDMULADDRELU)."""
+    np.maximum(np.add(np.multiply(a, d), b), 0, out=d, casting="unsafe")
+
+
+def _int_power(base, e, dtype) -> np.ndarray:
+    """``base ** e`` in ``dtype``'s wrapping arithmetic (pto-isa's ``integer_pow``): ``e == 0``
+    or ``base == 1`` give 1; a negative ``e`` gives 0, except for ``base == -1`` (+/-1 by the
+    parity of ``e``); otherwise square-and-multiply modulo 2**64, of which ``dtype`` keeps the
+    low bits (those of a product in any narrower word)."""
+    b = np.asarray(base).astype(np.int64)
+    e = np.broadcast_to(np.asarray(e).astype(np.int64), b.shape)
+    result = np.ones(b.shape, np.uint64)
+    sq = b.view(np.uint64).copy()
+    k = np.where(e > 0, e, 0).view(np.uint64).copy()
+    with np.errstate(over="ignore"):
+        while k.any():
+            odd = (k & np.uint64(1)).astype(bool)
+            result = np.where(odd, result * sq, result)
+            sq = sq * sq
+            k >>= np.uint64(1)
+    out = result.view(np.int64)
+    out = np.where(e < 0, np.where(b == -1, np.where(e % 2 == 0, 1, -1), 0), out)
+    out = np.where((e == 0) | (b == 1), 1, out)
+    return out.astype(np.uint64).astype(dtype)     # the low bits, as the word wraps
+
+
+def power(a, b, out):
+    """``out = a ** b`` per element (TPOW; TPOWS with a scalar ``b``): integers as pto-isa's
+    ``integer_pow``; floats as ``pow`` in double rounded to the dtype (f16 through float32,
+    as pto-isa's CPU model rounds it; bf16 likewise), NaN for a negative base with a
+    non-integer exponent."""
+    if out.dtype.kind in _INT_KINDS:
+        np.copyto(out, _int_power(a, b, out.dtype))
+        return
+    with np.errstate(all="ignore"):
+        r = np.power(_wide(a), _wide(b))
+    if out.dtype.itemsize < 4:
+        r = r.astype(np.float32)
+    np.copyto(out, r, casting="unsafe")
+
+
+def exp_dif(a, b, out):
+    """``exp(src0 - src1)``: the difference in the tile's dtype, its exponential rounded once
+    (TROWEXPANDEXPDIF / TCOLEXPANDEXPDIF, with ``b`` one value per row / column)."""
+    with np.errstate(over="ignore"):
+        np.copyto(out, np.exp(_wide(np.subtract(a, b))), casting="unsafe")
+
+
+def pair_sum(a, d):
+    """``d[i, k] = a[i, 2k] + a[i, 2k + 1]`` for ``k < ceil(cols / 2)`` (an odd last element
+    adds 0), the rest of ``d``'s valid columns 0 (TPAIRREDUCESUM, as its ISA page and
+    pto-isa's CPU model define it)."""
+    rows, cols = a.shape
+    half = -(-cols // 2)
+    pairs = np.zeros((rows, 2 * half), a.dtype)
+    pairs[:, :cols] = a
+    out = np.zeros(d.shape, d.dtype)
+    out[:, :half] = pairs[:, 0::2] + pairs[:, 1::2]
+    d[...] = out
+
+
+def interleave(s0, s1, d0, d1):
+    """The row streams ``s0[0], s1[0], s0[1], s1[1], ...`` split in halves: the first into
+    ``d0``, the second into ``d1`` (TINTERLEAVE)."""
+    rows, cols = s0.shape
+    stream = np.empty((rows, 2 * cols), s0.dtype)
+    stream[:, 0::2], stream[:, 1::2] = s0, s1
+    d0[...], d1[...] = stream[:, :cols], stream[:, cols:]
+
+
+def deinterleave(s0, s1, d0, d1):
+    """The even elements of each row stream into ``d0``, the odd into ``d1``; the stream is
+    ``s0`` followed by ``s1`` (or ``s0`` alone: the single-source form) (TDEINTERLEAVE)."""
+    stream = s0 if s1 is None else np.concatenate([s0, s1], axis=1)
+    even, odd = stream[:, 0::2].copy(), stream[:, 1::2].copy()
+    d0[...], d1[...] = even, odd
+
+
+def _saturate(x, dtype: np.dtype):
+    """Float64 ``x`` into ``dtype`` as the vector unit's saturating conversions: to nearest
+    (ties to even), clamped to the dtype's finite range (integers: NaN as 0)."""
+    d = np.dtype(dtype)
+    if d.kind in _INT_KINDS:
+        info = np.iinfo(d)
+        return np.clip(np.nan_to_num(np.rint(x)), info.min, info.max).astype(d)
+    big = float(ml_dtypes.finfo(d).max)
+    return np.clip(x, -big, big).astype(d)
+
+
+#: TADDRELUCONV's source dtype -> its destination dtype
+ADD_RELU_CONV = {dt.float32: dt.float16, dt.float16: dt.int8, dt.int16: dt.int8}
+
+
+def add_relu_conv(a, b, d):
+    """``d = convert(max(a + b, 0))``: the sum in the sources' dtype, then a saturating
+    conversion to nearest (TADDRELUCONV)."""
+    d[...] = _saturate(_wide(np.maximum(np.add(a, b), 0)), d.dtype)
+
+
+def add_deq_relu(a, b, scale, d):
+    """``d = f16(max((a + b) * scale, 0))``: the int32 sum (wrapping) as float32 times the
+    float32 scale, saturated to f16's range (TADDDEQRELU)."""
+    y = np.maximum(np.add(a, b).astype(np.float32) * np.float32(scale), np.float32(0))
+    d[...] = _saturate(y.astype(np.float64), d.dtype)
+
+
+def histogram(src, idx, byte: int, d):
+    """Per row, the cumulative histogram of ``byte`` (0: bits 7-0) of the elements that pass
+    the filter: ``d[i, b]`` = how many of row ``i`` have that byte <= ``b``.  A uint16 source:
+    byte 1 unfiltered, byte 0 of the elements whose byte 1 is ``idx[i, 0]`` (one filter per
+    row); a uint32 source: the elements whose upper bytes equal ``idx[0, 0]`` (byte 3),
+    ``idx[1, 0]`` (byte 2), ``idx[2, 0]`` (byte 1), as many as there are bytes above
+    ``byte`` (shared by all rows).  THISTOGRAM as pto-isa's CPU model and its A5 kernel
+    (``chistv2``, a cumulative histogram) count it."""
+    rows, cols = src.shape
+    v = src.astype(np.uint32)
+    keep = np.ones(v.shape, bool)
+    if src.dtype.itemsize == 2:
+        if byte == 0:
+            keep = (v >> np.uint32(8)) == idx[:rows, :1].astype(np.uint32)
+    else:
+        for k, f in zip(range(3, byte, -1), idx[:3 - byte, 0]):
+            keep &= ((v >> np.uint32(8 * k)) & np.uint32(0xFF)) == f
+    key = ((v >> np.uint32(8 * byte)) & np.uint32(0xFF)).astype(np.int64) + \
+        256 * np.arange(rows, dtype=np.int64)[:, None]
+    counts = np.bincount(key[keep], minlength=rows * 256).reshape(rows, 256)
+    d[:, :256] = np.cumsum(counts, axis=1).astype(d.dtype)
+
+
+def gather_blocks(src_bytes, offsets, d):
+    """``d``'s row ``i``, 32-byte block ``c``: the 32 bytes of the source tile at byte offset
+    ``offsets[i, c]`` (TGATHERB, as pto-isa's CPU model gathers); an offset whose block is not
+    inside the source tile is an error."""
+    rows = d.shape[0]
+    blocks = d.shape[1] * d.itemsize // 32
+    off = offsets[:rows, :blocks].astype(np.int64)
+    bad = (off < 0) | (off + 32 > src_bytes.size)
+    if bad.any():
+        o = int(off[bad][0])
+        raise DataFault(f"TGATHERB offset {o} reads a 32-byte block outside the {src_bytes.size}-byte "
+                        "source tile", f"keep every offset in 0 .. {src_bytes.size - 32}")
+    picked = src_bytes[off[..., None] + np.arange(32)]            # rows x blocks x 32
+    d[...] = picked.reshape(rows, blocks * 32).view(d.dtype)
+
+
 # -- the instructions ---------------------------------------------------------------------------
 _V, _M = PipeUnit.V, PipeUnit.M
 _S1, _S2, _S4, _E2 = (1, 12, 14), (2, 14, 18), (4, 14, 18), (2, 14, 17)
@@ -613,6 +779,13 @@ _ROWARG = types("f16 f32 i16 i32", a5="f16 bf16 f32 i16 i32 u32")   # TROWARGMAX
 _PART = types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32")   # TPARTADD/MAX/MIN
 _CAT = types("i8 u8 i16 i32 u32 f16 bf16 f32")          # TCONCAT/TTRANS/TFILLPAD: b8/b16/b32
 _COLARG = types("f16 f32 u32", a5="i8 u8 i16 i32 u32 f16 f32")      # TCOLARGMAX/MIN sources
+_U16 = np.dtype(np.uint16)     # no short name, but a tile dtype (a .pto file's ui16)
+_POW = types("i8 u8 i16 i32 u32 f32", a5="i8 u8 i16 i32 u32 f16 f32")   # TPOW/TPOWS (DEFAULT)
+#: TPOW / TPOWS with PowAlgorithm.HIGH_PRECISION (A5: floats only, bf16 too; A2A3 ignores it)
+POW_HIGH_PRECISION = types("i8 u8 i16 i32 u32 f32", a5="f16 bf16 f32")
+_A5_B32 = types("", a5="i8 u8 i16 i32 u32 f16 bf16 f32")     # TINTERLEAVE/TDEINTERLEAVE (A5 only)
+#: TPARTARGMAX / TPARTARGMIN: value dtype -> the index dtypes it pairs with
+PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
     OpDef("TLOAD", "load", PipeUnit.MTE2, dsl="load", doc="GM -> tile (TLOAD)"),
     OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
@@ -734,6 +907,32 @@ _DEFS = (
           _S2, doc="src0 * src1 where both are valid (TPARTMUL)"),
     OpDef("TPARTMAX", "part", _V, np.maximum, _PART, _S2, doc="max where both are valid (TPARTMAX)"),
     OpDef("TPARTMIN", "part", _V, np.minimum, _PART, _S2, doc="min where both are valid (TPARTMIN)"),
+    OpDef("TPARTARGMAX", "part_arg", _V, np.greater, types("f16 f32"), _S4,
+          doc="max and its index where both are valid, src0 on ties (TPARTARGMAX)"),
+    OpDef("TPARTARGMIN", "part_arg", _V, np.less, types("f16 f32"), _S4,
+          doc="min and its index where both are valid, src0 on ties (TPARTARGMIN)"),
+    # -- fused arithmetic, power, exp-differences, pair sums
+    OpDef("TSUBRELU", "binary", _V, subrelu, types("f16 f32"), _S2, doc="max(src0 - src1, 0) (TSUBRELU)"),
+    OpDef("TMULADDDST", "dst_binary", _V, mul_add_dst, types("f16 f32"), _S4,
+          doc="dst = src0 * src1 + dst (TMULADDDST)"),
+    OpDef("TFUSEDMULADD", "dst_binary", _V, fused_mul_add, types("f16 f32"), _S4,
+          doc="dst = src0 * dst + src1 (TFUSEDMULADD)"),
+    OpDef("TFUSEDMULADDRELU", "dst_binary", _V, fused_mul_add_relu, types("f16 f32"), _S4,
+          doc="dst = max(src0 * dst + src1, 0) (TFUSEDMULADDRELU)"),
+    OpDef("TPOW", "pow", _V, power, _POW, _S4, tmp=True, doc="base ** exp per element (TPOW)"),
+    OpDef("TPOWS", "pows", _V, power, _POW, _S4, tmp=True, doc="base ** scalar per element (TPOWS)"),
+    OpDef("TROWEXPANDEXPDIF", "row_expand", _V, exp_dif, types("f16 f32"), _S4, tmp=True,
+          doc="exp(src0 - src1[i, 0]) per row (TROWEXPANDEXPDIF)"),
+    OpDef("TCOLEXPANDEXPDIF", "col_expand", _V, exp_dif, types("f16 f32"), _S4,
+          doc="exp(src0 - src1[0, j]) per column (TCOLEXPANDEXPDIF)"),
+    OpDef("TPAIRREDUCESUM", "unary", _V, pair_sum, types("f16 f32"), _S2,
+          doc="sums of adjacent pairs into the lower half of each row (TPAIRREDUCESUM)"),
+    OpDef("TADDRELUCONV", "TADDRELUCONV", _V, add_relu_conv, types("f16 f32 i16"), _S2,
+          doc="convert(max(src0 + src1, 0)): f32 -> f16, f16 / i16 -> i8 (TADDRELUCONV)"),
+    OpDef("TADDDEQRELU", "TADDDEQRELU", _V, add_deq_relu, types("i32"), _S4, tmp=True,
+          doc="f16(max((src0 + src1) * deqScale, 0)) of int32 sources (TADDDEQRELU)"),
+    OpDef("THISTOGRAM", "THISTOGRAM", _V, histogram, Types(frozenset(), frozenset({dt.uint32, _U16})), (7, 14, 18),
+          doc="cumulative per-row counts of one byte of each element (THISTOGRAM)"),
     # -- layout and generation
     OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1, doc="src0 | src1 along columns (TCONCAT)"),
     OpDef("TTRANS", "TTRANS", _V, trans, _CAT, _S2, tmp=True, doc="dst = src transposed (TTRANS)"),
@@ -753,6 +952,13 @@ _DEFS = (
           doc="dst = src elements by index, or the elements a MaskPattern takes (TGATHER)"),
     OpDef("TSCATTER", "TSCATTER", _V, scatter_index, _B32, _S2,
           doc="src elements to dst positions by index, or where a MaskPattern takes (TSCATTER)"),
+    OpDef("TINTERLEAVE", "TINTERLEAVE", _V, interleave, _A5_B32, _S2,
+          doc="two tiles' elements alternated, split into two tiles (TINTERLEAVE)"),
+    OpDef("TDEINTERLEAVE", "TDEINTERLEAVE", _V, deinterleave, _A5_B32, _S2,
+          doc="the even and the odd elements of a stream into two tiles (TDEINTERLEAVE)"),
+    OpDef("TGATHERB", "TGATHERB", _V, gather_blocks, _CAT, _S2,
+          doc="32-byte blocks of src at byte offsets (TGATHERB)"),
+    OpDef("TSUBVIEW", "TSUBVIEW", None, doc="a tile over a sub-block of another tile's storage (TSUBVIEW)"),
     OpDef("TSORT32", "TSORT32", _V, sort32, types("f16 f32"), (7, 14, 18), tmp=True,
           doc="(value, index) pairs sorted per block of 32, descending (TSORT32)"),
     OpDef("TMRGSORT", "TMRGSORT", _V, mrgsort_lists, types("f16 f32"), (7, 14, 18), tmp=True,

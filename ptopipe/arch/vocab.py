@@ -323,6 +323,23 @@ class QuantType(IntEnum):
     INT8_ASYM = 3
 
 
+class PowAlgorithm(IntEnum):
+    """pto-isa's ``PowAlgorithm`` of ``TPOW`` / ``TPOWS``: the A5 algorithm (HIGH_PRECISION
+    is the one that takes bf16; A2A3 ignores the choice).  The results are modelled exactly
+    either way."""
+    DEFAULT = 0
+    HIGH_PRECISION = 1
+
+
+class HistByte(IntEnum):
+    """pto-isa's ``HistByte`` of ``THISTOGRAM``: the byte of each element counted (BYTE_0 the
+    least significant)."""
+    BYTE_0 = 0
+    BYTE_1 = 1
+    BYTE_2 = 2
+    BYTE_3 = 3
+
+
 PIPE_S, PIPE_MTE1, PIPE_MTE2 = SyncPipe.PIPE_S, SyncPipe.PIPE_MTE1, SyncPipe.PIPE_MTE2
 PIPE_MTE3, PIPE_M, PIPE_V = SyncPipe.PIPE_MTE3, SyncPipe.PIPE_M, SyncPipe.PIPE_V
 PIPE_FIX, PIPE_ALL = SyncPipe.PIPE_FIX, SyncPipe.PIPE_ALL

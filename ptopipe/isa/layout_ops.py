@@ -1,7 +1,8 @@
 """Tile instructions that rearrange or generate data rather than compute element-wise:
 TCONCAT, TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND / _INPLACE forms), TCI, TTRI, TRANDOM,
 TINSERT (the inverse of TEXTRACT), TGATHER / TSCATTER (by index or by MaskPattern),
-TSORT32 and TMRGSORT.
+TGATHERB (32-byte blocks by byte offset), TSORT32, TMRGSORT, TINTERLEAVE / TDEINTERLEAVE,
+and TSUBVIEW (a tile bound over part of another's storage).
 
 Each is defined in the op catalogue (:mod:`ptopipe.arch.catalogue`: numpy kernel, dtype
 rule per platform, cost class) and checked here when issued; arguments follow pto-isa's
@@ -24,7 +25,7 @@ from .context import current_core
 from .events import Event, new_event
 from ..sim.trace import TileArgs
 from .ops import _err, _same_dtype, _scalar_value, _sync, _tmp_tile, _valid, arr, vec_issue_n
-from .tile import Tile, TileType
+from .tile import TASSIGN, Tile, TileType
 from .vector import _issue, _rule, _tiles_then, _vec
 
 _VEC = TileType.Vec
@@ -508,5 +509,141 @@ def TMRGSORT(dst: Tile, *args, exhausted: bool = False) -> Event:
     return ev
 
 
+# -- TINTERLEAVE / TDEINTERLEAVE -------------------------------------------------------------------
+_INTLV, _DINTLV = OPS["TINTERLEAVE"], OPS["TDEINTERLEAVE"]
+_INTLV_OK, _DINTLV_OK = _INTLV.allowed(), _DINTLV.allowed()
+
+
+def _pairs_shape(core, name: str, tiles, arrays, shape, why: str) -> None:
+    """Every tile of ``tiles`` has the valid ``shape`` and the first tile's dtype."""
+    if any(a.shape != shape for a in arrays) or any(t.dtype != tiles[0].dtype for t in tiles):
+        if any(t.dtype != tiles[0].dtype for t in tiles):
+            _same_dtype(core, name, *tiles)
+        desc = ", ".join(f"{a.shape[0]}x{a.shape[1]}" for a in arrays)
+        raise _err(core, f"{name}: valid regions {desc}; {why}", "give the tiles the valid shapes pto-isa checks")
+
+
+def TINTERLEAVE(dst1: Tile, dst0: Tile, src1: Tile, src0: Tile, *events) -> Event:
+    """pto-isa's order ``(dst1, dst0, src1, src0)``: each row's stream src0[0], src1[0],
+    src0[1], src1[1], ... split in halves, the first into dst0, the second into dst1.  All
+    four tiles have one valid shape with an even number of columns (A5 only)."""
+    core = current_core()
+    _sync(events)
+    d1, d0, s1, s0 = _vec(core, "TINTERLEAVE", dst1, dst0, src1, src0)
+    _rule(core, _INTLV, dst0, _INTLV_OK)
+    _pairs_shape(core, "TINTERLEAVE", (dst0, dst1, src0, src1), (d0, d1, s0, s1), d0.shape,
+                 "all four tiles take dst0's valid shape")
+    if d0.shape[1] % 2:
+        raise _err(core, f"TINTERLEAVE: {d0.shape[1]} valid columns; pto-isa interleaves an even number",
+                   "give the tiles an even number of valid columns")
+    core.pending.append((_INTLV.kernel, s0, s1, d0, d1))
+    return _issue(core, "TINTERLEAVE", [dst0, dst1], [src0, src1], None, *d0.shape, dst0.item)
+
+
+def TDEINTERLEAVE(dst1: Tile, dst0: Tile, *args) -> Event:
+    """pto-isa's order: ``TDEINTERLEAVE(dst1, dst0, src1, src0)`` (two sources, the first and
+    the second half of each row's stream; all four of one valid shape, even columns) or
+    ``TDEINTERLEAVE(dst1, dst0, src)`` (one source of 2C valid columns, dst0 and dst1 of C):
+    the stream's even elements into dst0, its odd elements into dst1 (A5 only)."""
+    core = current_core()
+    tiles, events = _tiles_then(args)
+    if len(tiles) not in (1, 2):
+        raise _err(core, f"TDEINTERLEAVE takes (dst1, dst0, src1, src0) or (dst1, dst0, src), got "
+                         f"{2 + len(tiles)} tiles")
+    _sync(events)
+    d1, d0 = _vec(core, "TDEINTERLEAVE", dst1, dst0)
+    srcs = _vec(core, "TDEINTERLEAVE", *tiles)
+    _rule(core, _DINTLV, dst0, _DINTLV_OK)
+    if len(tiles) == 2:
+        (src1, src0), (s1, s0) = tiles, srcs
+        _pairs_shape(core, "TDEINTERLEAVE", (dst0, dst1, src0, src1), (d0, d1, s0, s1), d0.shape,
+                     "all four tiles take dst0's valid shape")
+        if d0.shape[1] % 2:
+            raise _err(core, f"TDEINTERLEAVE: {d0.shape[1]} valid columns; pto-isa de-interleaves an "
+                             "even number", "give the tiles an even number of valid columns")
+        core.pending.append((_DINTLV.kernel, s0, s1, d0, d1))
+        return _issue(core, "TDEINTERLEAVE", [dst0, dst1], [src0, src1], None, *d0.shape, dst0.item)
+    (src,), (s,) = tiles, srcs
+    half = (s.shape[0], s.shape[1] // 2)
+    _pairs_shape(core, "TDEINTERLEAVE", (dst0, dst1, src), (d0, d1), half,
+                 f"dst0 and dst1 take half the source's {s.shape[0]}x{s.shape[1]}")
+    if s.shape[1] % 2:
+        raise _err(core, f"TDEINTERLEAVE: the source has {s.shape[1]} valid columns; the single-source "
+                         "form splits an even number", "give the source an even number of valid columns")
+    core.pending.append((_DINTLV.kernel, s, None, d0, d1))
+    return _issue(core, "TDEINTERLEAVE", [dst0, dst1], [src], None, *s.shape, src.item)
+
+
+# -- TGATHERB ------------------------------------------------------------------------------------
+_GATHERB = OPS["TGATHERB"]
+_GATHERB_OK = _GATHERB.allowed()
+
+
+def _tile_bytes(core, t: Tile) -> np.ndarray:
+    """The bytes of ``t``'s whole static tile (a view of its memory)."""
+    arr(t, core)
+    return t._full.reshape(-1).view(np.uint8)
+
+
+def TGATHERB(dst: Tile, src: Tile, offset: Tile, *events) -> Event:
+    """Block gather: 32-byte block ``c`` of dst's row ``i`` = the 32 bytes of src's tile at byte
+    offset ``offset[i, c]`` (uint32 / int32).  dst's valid row is a whole number of 32-byte
+    blocks; an offset whose block leaves the src tile is an error (target-defined in
+    pto-isa)."""
+    core = current_core()
+    _sync(events)
+    d, _, o = _vec(core, "TGATHERB", dst, src, offset)
+    _rule(core, _GATHERB, dst, _GATHERB_OK)
+    _rule(core, _GATHERB, src, _GATHERB_OK)
+    row_bytes = d.shape[1] * dst.item
+    if row_bytes % 32:
+        raise _err(core, f"TGATHERB: dst's valid row is {row_bytes} bytes ({d.shape[1]} x {dst.dtype.name}), "
+                         "not whole 32-byte blocks", "give dst valid columns of a multiple of 32 bytes")
+    blocks = row_bytes // 32
+    if offset.dtype not in _INDEX or o.shape[0] < d.shape[0] or o.shape[1] < blocks:
+        raise _err(core, f"TGATHERB: the offset tile {offset.describe()} (valid {o.shape[0]}x{o.shape[1]}) "
+                         f"must be uint32 / int32 with one byte offset per 32-byte block: "
+                         f"{d.shape[0]}x{blocks}", f"give offset a {d.shape[0]}x{blocks} valid region")
+    core.pending.append((_GATHERB.kernel, _tile_bytes(core, src), o, d))
+    return _issue(core, "TGATHERB", [dst], [src, offset], None, *d.shape, dst.item)
+
+
+# -- TSUBVIEW ------------------------------------------------------------------------------------
+def TSUBVIEW(dst: Tile, src: Tile, row_idx: int, col_idx: int) -> None:
+    """Bind ``dst`` over ``src``'s storage from element (row_idx, col_idx): a view, no data
+    moves and no pipe is used (pto-isa ``TASSIGN(dst, src.data() + offset)``).  So that
+    ``dst[i, j]`` is ``src[row_idx + i, col_idx + j]``, both tiles are plain row-major (ND) with
+    the same static columns and element type, dst's valid region fits in src's from that
+    element, and the byte offset keeps TASSIGN's alignment."""
+    core = current_core()
+    arr(src, core, "TSUBVIEW source")
+    if not isinstance(dst, Tile):
+        raise _err(core, f"TSUBVIEW destination must be a Tile, got {type(dst).__name__}")
+    if isinstance(row_idx, bool) or isinstance(col_idx, bool) or \
+            not isinstance(row_idx, (int, np.integer)) or not isinstance(col_idx, (int, np.integer)):
+        raise _err(core, f"TSUBVIEW: row_idx={row_idx!r}, col_idx={col_idx!r} are not integers")
+    r, c = int(row_idx), int(col_idx)
+    if dst.loc is not src.loc:
+        raise _err(core, f"TSUBVIEW of a {src.loc.value} tile as a {dst.loc.value} tile",
+                   "the view has the source's TileType")
+    nd = TileLayout.ND
+    if src.layout is not nd or dst.layout is not nd or dst.cols != src.cols or dst.dtype != src.dtype:
+        raise _err(core, f"TSUBVIEW: {dst.describe()} over {src.describe()}: a sub-tile view needs both "
+                         f"tiles ND with the same element type and static columns (the row stride)",
+                   f"declare dst as {src.dtype.name} with {src.cols} columns, layout ND")
+    if r < 0 or c < 0 or r + dst.valid_rows > src.valid_rows or c + dst.valid_cols > src.valid_cols \
+            or r * src.cols + c + dst.rows * dst.cols > src.rows * src.cols:
+        raise _err(core, f"TSUBVIEW: a {dst.valid_rows}x{dst.valid_cols} valid view ({dst.rows}x{dst.cols} "
+                         f"tile) at ({r}, {c}) does not fit {src.describe()} (valid {src.valid_rows}x"
+                         f"{src.valid_cols})", "keep the view inside the source's valid region and tile")
+    offset = (r * src.cols + c) * src.item
+    align = core.cluster.platform.alignment
+    if (src.addr + offset) % align:
+        raise _err(core, f"TSUBVIEW at ({r}, {c}) starts {offset} bytes into {src.describe()}, not "
+                         f"{align}-byte aligned", f"start the view at a column whose byte offset is a "
+                                                   f"multiple of {align}")
+    TASSIGN(dst, src.addr + offset)
+
+
 __all__ = ["MrgSortExecutedNumList", "TMRGSORT", "TGATHER", "TSCATTER", "TSORT32", "TCI", "TCONCAT", "TFILLPAD", "TFILLPAD_EXPAND", "TFILLPAD_INPLACE", "TINSERT",
-           "TRANDOM", "TRESHAPE", "TTRANS", "TTRI"]
+           "TRANDOM", "TRESHAPE", "TTRANS", "TTRI", "TDEINTERLEAVE", "TGATHERB", "TINTERLEAVE", "TSUBVIEW"]

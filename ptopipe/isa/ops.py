@@ -684,10 +684,13 @@ def _col_reduce(op):
 
 
 def _row_expand(op):
-    name, ufunc, ok = op.name, op.kernel, op.allowed()
+    name, ufunc, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
     def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
         core = current_core()
+        tmp = None
+        if takes_tmp and events:
+            tmp, events = _split_tmp(events)
         if events:
             TSYNC(*events)
         a = arr(src0, core)
@@ -701,8 +704,11 @@ def _row_expand(op):
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
+        if tmp is not None:
+            return _vec_issue_tmp(core, name, dst, src0, src1, tmp)
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
-    instr.__doc__ = f"{name}(dst, src0, src1): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
+    sig = "dst, src0, src1[, tmp]" if takes_tmp else "dst, src0, src1"
+    instr.__doc__ = f"{name}({sig}): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
     return instr
 
 

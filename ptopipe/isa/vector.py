@@ -1,7 +1,9 @@
 """Vector instructions of the op catalogue's forms beyond :mod:`.ops`' element-wise ones:
-three-operand and fused forms (TADDC, TADDSC, TAXPY), compare and select through packed
-predicate masks (TCMP, TCMPS, TSEL, TSELS), column broadcasts (TCOLEXPAND*), the
-arg-reductions (TROWARGMAX ...) and the part ops (TPARTADD ...).
+three-operand and fused forms (TADDC, TADDSC, TAXPY, TMULADDDST, TFUSEDMULADD[RELU]),
+powers (TPOW, TPOWS), compare and select through packed predicate masks (TCMP, TCMPS,
+TSEL, TSELS), column broadcasts (TCOLEXPAND*), the arg-reductions (TROWARGMAX ...), the
+part ops (TPARTADD ..., TPARTARGMAX / MIN), quantisation (TQUANT, TDEQUANT, TADDDEQRELU,
+TADDRELUCONV) and THISTOGRAM.
 
 Built from the catalogue (:mod:`ptopipe.arch.catalogue`) as the element-wise instructions
 are: each checks its operands when issued (Vec tiles of this core, valid shapes, the
@@ -11,13 +13,15 @@ scalars, ``tmp``), then wait events.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from operator import setitem
 
 import numpy as np
 
 from ..arch import dtypes as dt
-from ..arch.catalogue import MASK_DTYPES, OPS, by_form
-from ..arch.vocab import CmpMode, PlatformID, QuantType
+from ..arch.catalogue import (ADD_RELU_CONV, MASK_DTYPES, OPS, PART_ARG_INDEX, POW_HIGH_PRECISION, by_form,
+                              scalar_error)
+from ..arch.vocab import CmpMode, HistByte, PlatformID, PowAlgorithm, QuantType
 from .context import current_core
 from .events import Event
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
@@ -463,14 +467,244 @@ def TDEQUANT(dst: Tile, src: Tile, scale: Tile, offset: Tile, *events) -> Event:
     return _issue(core, "TDEQUANT", [dst], [src, scale, offset], None, *d.shape, dst.item)
 
 
+# -- forms that read their destination: dst = f(src0, src1, dst) ----------------------------------
+def _dst_binary(op):
+    name, fn, ok = op.name, op.kernel, op.allowed()
+
+    def instr(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        d, a, b = _vec(core, name, dst, src0, src1)
+        _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))
+        _rule(core, op, dst, ok)
+        core.pending.append((fn, a, b, d))
+        return _issue(core, name, [dst], [src0, src1, dst], None, *d.shape, dst.item)
+    instr.__doc__ = f"{name}(dst, src0, src1): {op.doc}; the product is rounded to the " \
+                    "tile's dtype, then the sum."
+    return instr
+
+
+# -- TPOW / TPOWS ------------------------------------------------------------------------------
+def _pow_rule(core, op, dst: Tile, algorithm) -> None:
+    """The dtype rule of ``algorithm`` (A5's HIGH_PRECISION takes floats only, bf16 too)."""
+    try:
+        algo = PowAlgorithm(algorithm)
+    except ValueError:
+        raise _err(core, f"{op.name}: algorithm {algorithm!r} is not a PowAlgorithm",
+                   "pass PowAlgorithm.DEFAULT or PowAlgorithm.HIGH_PRECISION") from None
+    rules = {PowAlgorithm.DEFAULT: op, PowAlgorithm.HIGH_PRECISION: replace(op, dtypes=POW_HIGH_PRECISION)}
+    plat = core.cluster.platform.id
+    bad = rules[algo].dtype_error(dst.dtype, plat)
+    if bad is not None:
+        other = next(a for a in rules if a is not algo)
+        fix = bad[1]
+        if rules[other].dtype_error(dst.dtype, plat) is None:
+            fix = f"use algorithm=PowAlgorithm.{other.name} (it takes {dst.dtype.name}), or {fix}"
+        raise _err(core, f"{bad[0]} with PowAlgorithm.{algo.name} ({dst.describe()})", fix)
+
+
+def _pow_tmp(core, name: str, dst: Tile, d, tmp) -> None:
+    """A2A3 computes a float power through ``tmp``: it needs dst's dtype and valid region."""
+    if tmp is None or core.cluster.platform.id is not _A2A3 or dst.dtype.kind in "iu":
+        return
+    t = _vec(core, name, tmp)[0]
+    if tmp.dtype != dst.dtype or t.shape[0] < d.shape[0] or t.shape[1] < d.shape[1]:
+        raise _err(core, f"{name}: the tmp tile {tmp.describe()} (valid {t.shape[0]}x{t.shape[1]}) "
+                         f"must be {dst.dtype.name} with dst's {d.shape[0]}x{d.shape[1]} valid region "
+                         "(A2A3 computes a float power through it)",
+                   "give tmp dst's dtype and valid shape")
+
+
+def TPOW(dst: Tile, base: Tile, exp: Tile, *rest, algorithm=PowAlgorithm.DEFAULT) -> Event:
+    """``dst = base ** exp`` per element; pto-isa's ``tmp`` tile may follow ``exp``.  Integers
+    wrap (a negative exponent gives 0, or +/-1 for a base of -1); floats are ``pow`` rounded
+    to the dtype (:func:`~ptopipe.arch.catalogue.power`)."""
+    core = current_core()
+    tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
+    _sync(events)
+    d, a, b = _vec(core, "TPOW", dst, base, exp)
+    _same(core, "TPOW", dst, d, base=(base, a), exp=(exp, b))
+    _pow_rule(core, _POW, dst, algorithm)
+    _pow_tmp(core, "TPOW", dst, d, tmp)
+    core.pending.append((_POW.kernel, a, b, d))
+    return _issue(core, "TPOW", [dst], [base, exp], tmp, *d.shape, dst.item)
+
+
+def TPOWS(dst: Tile, base: Tile, exp, *rest, algorithm=PowAlgorithm.DEFAULT) -> Event:
+    """``dst = base ** exp`` per element with a scalar exponent (a value of dst's dtype);
+    pto-isa's ``tmp`` tile may follow it.  See :func:`TPOW`."""
+    core = current_core()
+    tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
+    _sync(events)
+    d, a = _vec(core, "TPOWS", dst, base)
+    _same(core, "TPOWS", dst, d, base=(base, a))
+    _pow_rule(core, _POWS, dst, algorithm)
+    _pow_tmp(core, "TPOWS", dst, d, tmp)
+    core.pending.append((_POWS.kernel, a, _scalar_value(core, "TPOWS", dst, exp), d))
+    return _issue(core, "TPOWS", [dst], [base], tmp, *d.shape, dst.item)
+
+
+_POW, _POWS = OPS["TPOW"], OPS["TPOWS"]
+
+
+# -- TPARTARGMAX / TPARTARGMIN -------------------------------------------------------------------
+def _part_arg_into(take1, v0, v1, i0, i1, dv, di) -> None:
+    """(value, index) of src0 / src1 where each alone is valid; where both are, src1's where
+    ``take1(src1, src0)`` holds (so src0 wins ties)."""
+    vals, idxs = np.empty(dv.shape, dv.dtype), np.empty(di.shape, di.dtype)
+    for v, i in ((v0, i0), (v1, i1)):
+        vals[:v.shape[0], :v.shape[1]] = v
+        idxs[:i.shape[0], :i.shape[1]] = i
+    r, c = min(v0.shape[0], v1.shape[0]), min(v0.shape[1], v1.shape[1])
+    one = take1(v1[:r, :c], v0[:r, :c])
+    vals[:r, :c] = np.where(one, v1[:r, :c], v0[:r, :c])
+    idxs[:r, :c] = np.where(one, i1[:r, :c], i0[:r, :c])
+    dv[...], di[...] = vals, idxs
+
+
+def _part_arg(op):
+    name, ok = op.name, op.allowed()
+    what = "maximum" if op.kernel is np.greater else "minimum"
+
+    def instr(dst_val: Tile, src0_val: Tile, src1_val: Tile, dst_idx: Tile, src0_idx: Tile,
+              src1_idx: Tile, *events) -> Event:
+        core = current_core()
+        _sync(events)
+        dv, v0, v1, di, i0, i1 = _vec(core, name, dst_val, src0_val, src1_val, dst_idx, src0_idx, src1_idx)
+        if not (src0_val.dtype == src1_val.dtype == dst_val.dtype):
+            _same_dtype(core, name, dst_val, src0_val, src1_val)
+        _rule(core, op, dst_val, ok)
+        want = PART_ARG_INDEX[dst_val.dtype]
+        if not (src0_idx.dtype == src1_idx.dtype == dst_idx.dtype) or dst_idx.dtype not in want:
+            raise _err(core, f"{name}: index tiles {dst_idx.dtype.name}, {src0_idx.dtype.name}, "
+                             f"{src1_idx.dtype.name}; {dst_val.dtype.name} values take "
+                             f"{' / '.join(d.name for d in want)} indices, all three the same",
+                       f"declare the three index tiles as {want[-1].name}")
+        for role, v, i in (("dst", dv, di), ("src0", v0, i0), ("src1", v1, i1)):
+            if v.shape != i.shape:
+                raise _err(core, f"{name}: the {role} value tile's valid region {v.shape[0]}x{v.shape[1]} "
+                                 f"differs from its index tile's {i.shape[0]}x{i.shape[1]}",
+                           "give each value tile and its index tile the same valid shape")
+        cover = (max(v0.shape[0], v1.shape[0]), max(v0.shape[1], v1.shape[1]))
+        if dv.shape != cover or cover not in (v0.shape, v1.shape) or not dv.size:
+            raise _err(core, f"{name}: valid regions dst {dv.shape[0]}x{dv.shape[1]}, src0 "
+                             f"{v0.shape[0]}x{v0.shape[1]}, src1 {v1.shape[0]}x{v1.shape[1]}: one source "
+                             "must cover dst exactly (not empty) and the other fit inside it",
+                       "give one source dst's valid shape")
+        core.pending.append((_part_arg_into, op.kernel, v0, v1, i0, i1, dv, di))
+        return _issue(core, name, [dst_val, dst_idx], [src0_val, src1_val, src0_idx, src1_idx], None,
+                      *dv.shape, dst_val.item)
+    instr.__doc__ = (f"{name}(dst_val, src0_val, src1_val, dst_idx, src0_idx, src1_idx): per element "
+                     f"the {what} of src0 and src1 and its index where both are valid (src0's on "
+                     "ties, as both devices' kernels select), the valid one's elsewhere.")
+    return instr
+
+
+# -- TADDRELUCONV / TADDDEQRELU -----------------------------------------------------------------
+_ARC, _ADR = OPS["TADDRELUCONV"], OPS["TADDDEQRELU"]
+_ARC_OK, _ADR_OK = _ARC.allowed(), _ADR.allowed()
+
+
+def TADDRELUCONV(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+    """``dst = convert(max(src0 + src1, 0))``: f32 -> f16, f16 -> i8 or i16 -> i8, the sum in
+    the sources' dtype and a saturating conversion to nearest (ties to even)."""
+    core = current_core()
+    _sync(events)
+    d, a, b = _vec(core, "TADDRELUCONV", dst, src0, src1)
+    _same(core, "TADDRELUCONV", src0, a, src1=(src1, b))
+    if a.shape != d.shape or not d.size:
+        _same_shape(core, "TADDRELUCONV", ("dst", d), ("src0", a))
+        raise _err(core, f"TADDRELUCONV: an empty valid region ({d.shape[0]}x{d.shape[1]})",
+                   "pto-isa requires valid rows and cols > 0")
+    _rule(core, _ARC, src0, _ARC_OK)
+    if ADD_RELU_CONV[src0.dtype] != dst.dtype:
+        pairs = ", ".join(f"{s.name} -> {t.name}" for s, t in ADD_RELU_CONV.items())
+        raise _err(core, f"TADDRELUCONV: {src0.dtype.name} sources into a {dst.dtype.name} dst; the pairs "
+                         f"are {pairs}", f"declare dst as {ADD_RELU_CONV[src0.dtype].name}")
+    core.pending.append((_ARC.kernel, a, b, d))
+    return _issue(core, "TADDRELUCONV", [dst], [src0, src1], None, *d.shape, src0.item)
+
+
+def TADDDEQRELU(dst: Tile, src0: Tile, src1: Tile, deq_scale, *rest) -> Event:
+    """``dst = f16(max((src0 + src1) * deq_scale, 0))``: int32 sources, a float scale, an f16
+    dst (saturated to its range); pto-isa's int32 ``tmp`` tile may follow the scale (A2A3
+    adds into it)."""
+    core = current_core()
+    tmp, events = (rest[0], rest[1:]) if rest and rest[0].__class__ is Tile else (None, rest)
+    _sync(events)
+    d, a, b = _vec(core, "TADDDEQRELU", dst, src0, src1)
+    _same(core, "TADDDEQRELU", src0, a, src1=(src1, b))
+    if a.shape != d.shape or not d.size:
+        _same_shape(core, "TADDDEQRELU", ("dst", d), ("src0", a))
+        raise _err(core, f"TADDDEQRELU: an empty valid region ({d.shape[0]}x{d.shape[1]})",
+                   "pto-isa requires valid rows and cols > 0")
+    _rule(core, _ADR, src0, _ADR_OK)
+    if dst.dtype != dt.float16:
+        raise _err(core, f"TADDDEQRELU writes float16, not {dst.describe()}", "declare dst as float16")
+    if tmp is not None and tmp.dtype != dt.int32:
+        raise _err(core, f"TADDDEQRELU: the tmp tile {tmp.describe()} must be int32", "declare tmp as int32")
+    bad = scalar_error(dt.float32, deq_scale)
+    if bad is not None:
+        raise _err(core, f"TADDDEQRELU: deqScale: {bad}", "pass a float32 value as deqScale")
+    scale = np.float32(deq_scale)
+    core.pending.append((_ADR.kernel, a, b, scale, d))
+    return _issue(core, "TADDDEQRELU", [dst], [src0, src1], tmp, *d.shape, src0.item)
+
+
+# -- THISTOGRAM ----------------------------------------------------------------------------------
+_HIST = OPS["THISTOGRAM"]
+_HIST_OK = _HIST.allowed()
+
+
+def THISTOGRAM(dst: Tile, src: Tile, idx: Tile, byte=None, *events) -> Event:
+    """Per valid row of ``src`` (uint16 or uint32), the cumulative histogram of byte ``byte``
+    (a HistByte; default the source's most significant) into ``dst`` (uint32, the source's
+    rows, >= 256 valid columns): ``dst[i, b]`` counts the row's elements whose byte is <= ``b``
+    among those the filter bytes of ``idx`` (uint8) pass - uint16: BYTE_1 unfiltered, BYTE_0
+    where byte 1 equals ``idx[i, 0]``; uint32: upper bytes equal to ``idx[0, 0]`` (byte 3),
+    ``idx[1, 0]`` (byte 2), ``idx[2, 0]`` (byte 1), 3 - byte rows (none for BYTE_3).
+    A5 only, as in pto-isa."""
+    core = current_core()
+    if byte.__class__ is Event:
+        events, byte = (byte,) + events, None
+    _sync(events)
+    d, a, i = _vec(core, "THISTOGRAM", dst, src, idx)
+    _rule(core, _HIST, src, _HIST_OK)
+    wide = src.item == 4
+    try:
+        k = (HistByte.BYTE_3 if wide else HistByte.BYTE_1) if byte is None else HistByte(byte)
+    except ValueError:
+        raise _err(core, f"THISTOGRAM: byte {byte!r} is not a HistByte",
+                   "pass HistByte.BYTE_0 .. BYTE_3") from None
+    if not wide and k > HistByte.BYTE_1:
+        raise _err(core, f"THISTOGRAM: {k.name} of a uint16 source (it has bytes 0 and 1)",
+                   "pass HistByte.BYTE_1 (the upper byte) or BYTE_0")
+    if dst.dtype != dt.uint32 or idx.dtype != dt.uint8:
+        raise _err(core, f"THISTOGRAM: dst {dst.describe()} and idx {idx.describe()}: the bins are "
+                         "uint32, the filter bytes uint8", "declare dst as uint32 and idx as uint8")
+    if d.shape[0] != a.shape[0] or d.shape[1] < 256:
+        raise _err(core, f"THISTOGRAM: dst's valid region {d.shape[0]}x{d.shape[1]} must have the "
+                         f"source's {a.shape[0]} rows and at least 256 columns (one bin per byte value)",
+                   f"give dst a {a.shape[0]}x256 valid region")
+    need = (3 - int(k)) if wide else (a.shape[0] if k is HistByte.BYTE_0 else 0)
+    if need and (i.shape[0] < need or i.shape[1] < 1):
+        what = f"the {need} filter rows (bytes 3 .. {int(k) + 1})" if wide else "one filter byte per source row"
+        raise _err(core, f"THISTOGRAM {k.name}: idx's valid region {i.shape[0]}x{i.shape[1]} holds fewer than "
+                         f"{what}", f"give idx {need} valid rows, the filter byte in column 0")
+    core.pending.append((_HIST.kernel, a, i, int(k), d))
+    return _issue(core, "THISTOGRAM", [dst], [src, idx], None, *a.shape, src.item)
+
+
 _BUILD = {"ternary": _ternary, "scalar_ternary": _scalar_ternary, "axpy": _axpy,
           "compare": _compare, "compare_scalar": _compare_scalar, "select": _select,
           "select_scalar": _select_scalar, "col_expand": _col_expand, "col_bcast": _col_bcast,
-          "row_arg": _arg, "col_arg": _arg, "part": _part}
+          "row_arg": _arg, "col_arg": _arg, "part": _part, "dst_binary": _dst_binary,
+          "part_arg": _part_arg}
 for _op in by_form(*_BUILD):
     _fn = _BUILD[_op.form](_op)
     _fn.__name__ = _fn.__qualname__ = _op.name
     _fn.__module__ = __name__
     globals()[_op.name] = _fn
-__all__ = [_op.name for _op in by_form(*_BUILD)] + ["TDEQUANT", "TQUANT"]
+__all__ = [_op.name for _op in by_form(*_BUILD)] + ["TADDDEQRELU", "TADDRELUCONV", "TDEQUANT",
+                                                     "THISTOGRAM", "TPOW", "TPOWS", "TQUANT"]
 del _op, _fn

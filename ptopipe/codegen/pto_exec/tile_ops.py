@@ -12,7 +12,7 @@ import numpy as np
 from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
-from ...arch.vocab import CmpMode, MaskPattern
+from ...arch.vocab import CmpMode, HistByte, MaskPattern
 from ...errors import MemoryConflictError
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
@@ -112,8 +112,12 @@ def h_io(ex, fr, s):
 
 
 def _attr_kwargs(ex, s: Stmt) -> dict:
-    """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``)."""
+    """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``,
+    ``isMSB``)."""
     out = {}
+    v = s.attr("isMSB")                       # THISTOGRAM: the source's upper byte, or byte 0
+    if v and v[0].text == "false":
+        out["byte"] = HistByte.BYTE_0
     for key in ("cmpMode", "cmp_mode"):
         v = s.attr(key)
         if v:
@@ -147,6 +151,16 @@ def _attr_args(ex, s: Stmt) -> list:
     return out
 
 
+#: catalogue instructions whose pto-isa argument order is not outs(...) then ins(...): their
+#: operands from (outs, ins) - two destinations each
+CPP_ORDER = {
+    "TINTERLEAVE": lambda o, i: [o[1], o[0], *reversed(i)],      # (dst1, dst0, src1, src0)
+    "TDEINTERLEAVE": lambda o, i: [o[1], o[0], *reversed(i)],    # (dst1, dst0, src1, src0 | src)
+    "TPARTARGMAX": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    # (dstVal, src0Val, src1Val,
+    "TPARTARGMIN": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    #  dstIdx, src0Idx, src1Idx)
+}
+
+
 #: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
 #: may add pto-isa scratch tiles after them (``pto.trsqrt ins(%src, %tmp)``), which the
 #: simulator does not need
@@ -160,8 +174,10 @@ def op_catalogue(ex, fr, s):
     ins, outs = s.group("ins"), s.group("outs")
     if outs is None:
         raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
-    operands = [ex.val(fr, t) for t in s.values(outs)] + \
-        [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    dsts = [ex.val(fr, t) for t in s.values(outs)]
+    srcs = [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    order = CPP_ORDER.get(name)
+    operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
     n = ARITY.get(op.form)
     if n is not None and len(operands) > n:
