@@ -271,15 +271,23 @@ def _launches(args) -> tuple:
         print(f"warning: {w}", file=sys.stderr)
     seed = getattr(args, "data_seed", None)
     func = getattr(args, "pto_func", None)
-    funcs = [func] if func is not None else top_functions(read_program(read_text(args.file), args.file))
+    prog = read_program(read_text(args.file), args.file)
+    funcs = [func] if func is not None else top_functions(prog)
     if len(funcs) > 1 and getattr(args, "output", None):
         raise ConfigError(f"{args.file} has {len(funcs)} top-level functions ({', '.join(funcs)}) and no "
                           "pto.entry: --output needs one", where="option --output",
                           fix="choose the function with --func NAME")
     inputs = load_inputs(getattr(args, "input", None))
+    params = {f: {p[0][1:] for part in f.split("+") for p in prog.funcs[part].params} for f in funcs}
+    known = set().union(*params.values()) if params else set()
+    for k in inputs:
+        if k not in known:
+            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
+                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
     out = []
     for f in funcs:
-        pl = prepare(args.file, inputs=inputs, platform=platform, func=f,
+        mine = {k: v for k, v in inputs.items() if k in params[f]}
+        pl = prepare(args.file, inputs=mine, platform=platform, func=f,
                      data_seed=(seed if seed is not None else getattr(args, "seed", None)) or 0)
         for w in pl.warnings:
             print(f"warning: {w}", file=sys.stderr)

@@ -143,6 +143,8 @@ def ins_outs(r, fs, key):
     toks = []
     while not c.at(":"):
         toks.append(c.kind("value", f"an operand of {key}(...)"))
+        if c.at("{"):               # ``ins(%x{rmode = ...} : T)``: an operand's attributes, as
+            c.attr_dict()           # pypto writes a cast's rounding (no protocol meaning)
         if not c.at(":"):
             c.expect(",", f"between {key} operands")
     c.expect(":")

@@ -47,7 +47,8 @@ def test_static_reads_views_with_a_layout_attribute_and_tprint(tmp_path, capsys)
     text = cube_vector_pair(1, "a3").replace("strides = [%c16, %c1] :", "strides = [%c16, %c1] {layout = #pto.layout<nd>} :")
     text = text.replace("    pto.tfree_from_aic {split = 1}\n",
                         f"    pto.tprint ins(%r : {vec_t(8, 16)})\n    pto.tfree_from_aic {{split = 1}}\n")
-    assert "{layout = #pto.layout<nd>}" in text and "pto.tprint" in text
+    text = text.replace("pto.tmuls ins(%t, %two", "pto.tmuls ins(%t{rmode = #pto<round_mode ROUND>}, %two")
+    assert "{layout = #pto.layout<nd>}" in text and "pto.tprint" in text and "{rmode" in text
     assert cli_main(["check", "--static", write(tmp_path, text)]) == 0
     assert "verified statically" in capsys.readouterr().out
 
@@ -94,6 +95,19 @@ def test_run_without_func_runs_each_top_function_and_output_needs_one(tmp_path, 
     assert cli_main(["run", f]) == 0
     out = capsys.readouterr().out
     assert "PASS k.pto @first" in out and "PASS k.pto @second" in out
+    two = f.replace("k.pto", "two.pto")
+    with open(two, "w") as fh:                         # the second function's parameter is %y
+        fh.write(open(f).read().replace("func.func @second(%x", "func.func @second(%y")
+                 .replace("%xv = pto.make_tensor_view %x,", "%xv = pto.make_tensor_view %x,", 1))
+    text = open(two).read()
+    i = text.index("@second")
+    with open(two, "w") as fh:
+        fh.write(text[:i] + text[i:].replace("pto.make_tensor_view %x,", "pto.make_tensor_view %y,"))
+    np.save(tmp_path / "y.npy", np.ones((16, 16), np.float32))
+    assert cli_main(["run", two, f"--input=y={tmp_path / 'y.npy'}"]) == 0     # y is @second's only
+    assert "note: x: seeded random" in capsys.readouterr().out
+    assert cli_main(["run", two, f"--input=q={tmp_path / 'y.npy'}"]) == 1
+    assert "the kernel has no parameter 'q'" in capsys.readouterr().err
     assert cli_main(["run", f, f"--output=x={tmp_path / 'x.npy'}"]) == 1
     assert "--output needs one" in capsys.readouterr().err
     assert cli_main(["run", f, "--func", "second", f"--output=x={tmp_path / 'x.npy'}"]) == 0

@@ -505,3 +505,51 @@ def test_mutated_real_style_text_gives_only_ptopipe_errors(data):
         run_pto(text=mutated, timeout=10)
     except PtoPipeError as e:
         assert e.where or isinstance(e, ConfigError)
+
+
+@pytest.mark.parametrize("mode,fn", [("gt", np.greater), ("lt", np.less), ("eq", np.equal)])
+def test_compare_modes_reach_the_compare(mode, fn):
+    """``{cmpMode = #pto<cmp MODE>}`` selects the comparison: the mask picks x where x MODE 3."""
+    mask = "!pto.tile_buf<loc=vec, dtype=ui8, rows=16, cols=32, v_row=16, v_col=32, blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    body = f"""    %thr = arith.constant 3.0 : f32
+    %zero = arith.constant 0.0 : f32
+    %m = pto.alloc_tile : {mask}
+    pto.tcmps ins(%t, %thr {{cmpMode = #pto<cmp {mode}>}} : {vec_t(16, 16)}, f32) outs(%m : {mask})
+    %tmp = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tsels ins(%m, %t, %tmp, %zero : {mask}, {vec_t(16, 16)}, {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+"""
+    np.testing.assert_array_equal(run_vec(body).outputs["y"], np.where(fn(X, 3.0), X, 0))
+
+
+def test_a_function_of_sections_runs_each_section_on_its_kind_of_core():
+    """No kernel_kind, a cube section (x @ x stored to y) and a vector section (y + 1 stored
+    to x, after a flag from nothing - the two run on different cores): both run."""
+    text = vector_kernel(f"""    pto.section.cube {{
+      %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+      %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+      %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+      %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+      %m = pto.alloc_tile : {MAT}
+      pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%m : {MAT})
+      %l = pto.alloc_tile : {LEFT}
+      %r = pto.alloc_tile : {RIGHT}
+      pto.tmov ins(%m : {MAT}) outs(%l : {LEFT})
+      pto.tmov ins(%m : {MAT}) outs(%r : {RIGHT})
+      %acc = pto.alloc_tile : {ACC}
+      pto.tmatmul ins(%l, %r : {LEFT}, {RIGHT}) outs(%acc : {ACC})
+      pto.tstore ins(%acc : {ACC}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
+    }}
+    pto.section.vector {{
+      %zv = pto.make_tensor_view %z, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+      %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+      %v = pto.alloc_tile : {vec_t(16, 16)}
+      pto.tload ins(%zp : !pto.partition_tensor_view<16x16xf32>) outs(%v : {vec_t(16, 16)})
+      %one = arith.constant 1.0 : f32
+      pto.tadds ins(%v, %one : {vec_t(16, 16)}, f32) outs(%v : {vec_t(16, 16)})
+      pto.tstore ins(%v : {vec_t(16, 16)}) outs(%zp : !pto.partition_tensor_view<16x16xf32>)
+    }}
+""", params="%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %z: !pto.ptr<f32>")
+    r = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X), z=X.copy()))
+    np.testing.assert_allclose(r.outputs["y"], X @ X, rtol=1e-4)
+    np.testing.assert_allclose(r.outputs["z"], X + 1, rtol=1e-6)
+    assert not r.warnings

@@ -249,6 +249,10 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             if callee_kinds:                # an entry: each callee runs on its kernels' cores
                 kinds[t] = callee_kinds
                 continue
+            if any(s.name.startswith("pto.section.") for c in reachable(prog, t)
+                   for s in walk(prog.funcs[c].body)):
+                kinds[t] = {"cube", "vector"}   # every core runs it; each section on its kind
+                continue
             kind, warning = implied_kind(f, prog.funcs, path, prog.types)
             if warning:
                 warnings.append(warning)
