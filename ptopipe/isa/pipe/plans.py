@@ -183,7 +183,9 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
             where=where,
             details=f"pushed at {slot.push_loc}" if slot.push_loc else None,
             fix="producer and consumer must agree on dtype, valid shape and split mode "
-                "(UP_DOWN halves rows, LEFT_RIGHT halves columns)")
+                "(UP_DOWN halves rows, LEFT_RIGHT halves columns)"
+                + ("; a GM ring's pop reads the slot with the consumer's valid columns as its row "
+                   "stride (pto-isa a2a3), so another valid shape reads the rows misaligned" if ch.in_gm else ""))
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
         raise layout_mismatch(core, ch, slot, play, layout, op, where)
