@@ -323,11 +323,16 @@ def static_pto(args) -> int:
     platform, protocol = _target(args, args.file)
     scalars = scalar_inputs(getattr(args, "input", None))
     try:
-        _, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
+        op, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
     except ParseError as e:
         return _static_unexpressed(args, e, platform, protocol)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
+        print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
+              "no cross-core pipes, nothing to verify statically (`ptopipe check` runs it with every "
+              "checker)")
+        return 0
     skipped = any("skipped" in w or "not fully verified" in w for w in warnings)
     given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (--input)" if scalars else ""
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
@@ -393,6 +398,8 @@ def _run_one(args, pl, protocol) -> None:
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
         write_atomic(file, buf.getvalue())
+    for w in dict.fromkeys(pl.run_warnings):
+        print(f"warning: {w}", file=sys.stderr)
     for n in pl.notes:
         print(f"note: {n}")
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "

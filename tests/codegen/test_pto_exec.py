@@ -553,3 +553,26 @@ def test_a_function_of_sections_runs_each_section_on_its_kind_of_core():
     np.testing.assert_allclose(r.outputs["y"], X @ X, rtol=1e-4)
     np.testing.assert_allclose(r.outputs["z"], X + 1, rtol=1e-6)
     assert not r.warnings
+
+
+def test_a_tile_read_before_anything_wrote_it_is_a_warning_at_the_read():
+    """A bias added before it is loaded: the run computes what the device would (here x + 0),
+    and warns at the add, once; the same bytes written under another name (an in-place alias
+    at one address) count as written."""
+    text = vector_kernel(IO + f"""    %b = pto.alloc_tile : {vec_t(16, 16)}
+    pto.tadd ins(%t, %b : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%b : {vec_t(16, 16)})
+""" + STORE)
+    r = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    (w,) = r.warnings
+    assert w.startswith(f"<pto>:{line_of(text, 'pto.tadd')}:5: pto.tadd reads %b") and "before anything wrote" in w
+    alias = vector_kernel(IO + f"""    %a0 = arith.constant 4096 : i64
+    %u = pto.alloc_tile addr = %a0 : {vec_t(16, 16)}
+    %v = pto.alloc_tile addr = %a0 : {vec_t(16, 16)}
+    %one = arith.constant 1.0 : f32
+    pto.texpands ins(%one : f32) outs(%u : {vec_t(16, 16)})
+    pto.tadd ins(%t, %v : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})
+""" + STORE)
+    r = run_pto(text=alias, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert not r.warnings
+    np.testing.assert_allclose(r.outputs["y"], X + 1, rtol=1e-6)

@@ -10,7 +10,7 @@ from ...sim.location import SourceLoc
 from ..pto_lexer import Token
 from ..pto_tree import Stmt
 from .control_ops import h_call, h_condition, h_for, h_if, h_return, h_while, h_yield
-from .pipe_ops import h_free, h_import, h_init, h_pop, h_push, h_reserve
+from .pipe_ops import h_fifo_tile, h_free, h_import, h_init, h_pop, h_push, h_reserve
 from .placement import Layout
 from .program import Func, Program, SYNTAX_SLIPS, malformed
 from .scalar_ops import FLOAT_OPS, INT_OPS, h_arith, h_cast, h_constant
@@ -20,6 +20,7 @@ from .tile_ops import (h_addptr, h_alloc, h_bind_tile, h_bitcast, h_block_idx, h
                        h_io, h_load_scalar, h_partition, h_pointer_cast, h_print, h_reinterpret,
                        h_reshape, h_set_validshape, h_setval, h_store_scalar, h_subblock,
                        h_subblock_num, h_tassign, h_tprint, h_trap, h_view, h_view_dim, op_catalogue)
+from .written import Written
 from .values import Reserved, Return
 
 
@@ -42,6 +43,9 @@ class Executor:
         self.core = None
         self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
         self.next_flag = 0
+        self.slot_ids = {}              # id(pipe) -> slot ids popped and not freed, in pop order
+        self.written = Written()        # which local bytes the kernel wrote (reads before: warned)
+        self.warnings = []              # findings the run goes on after (the launch's list)
         self.pad_of = {}                # id(tile) -> its type's PadValue (what TFILLPAD fills with)
 
     # -- errors / locations
@@ -141,6 +145,6 @@ HANDLERS = {
     "pto.aic_initialize_pipe": h_init, "pto.aiv_initialize_pipe": h_init,
     "pto.initialize_l2g2l_pipe": h_init, "pto.initialize_l2l_pipe": h_init,
     "pto.tpush_to_aiv": h_push, "pto.tpush_to_aic": h_push, "pto.tpush": h_push,
-    "pto.tpop_from_aic": h_pop, "pto.tpop_from_aiv": h_pop, "pto.tpop": h_pop,
+    "pto.tpop_from_aic": h_pop, "pto.get_fifo_tile": h_fifo_tile, "pto.tpop_from_aiv": h_pop, "pto.tpop": h_pop,
     "pto.tfree_from_aic": h_free, "pto.tfree_from_aiv": h_free, "pto.tfree": h_free,
 }

@@ -203,6 +203,7 @@ class PtoLaunch:
     notes: list
     program: Program
     warnings: list = field(default_factory=list)     # likely bugs the run itself does not stop at
+    run_warnings: list = field(default_factory=list)  # the same, found by the runs (once each)
 
 
 def prepare(path: str | None = None, *, text: str | None = None, func: str | None = None,
@@ -266,9 +267,12 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                           where=f"{path}:{prog.funcs[tops[0]].stmt.tok.line}",
                           fix="give each function of a pipe its pto.kernel_kind (cube / vector)")
 
+    run_warnings = []                   # what the runs of these kernels find and go on after
+
     def kernel_for(core_name):
         def kernel(**kw):
             ex = Executor(prog, core_name, layout, one_lane)
+            ex.warnings = run_warnings
             ex.core = isa.current_core()
             if mixed:
                 ex.core.add_memory(MemSpace.UB)
@@ -292,7 +296,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
         elif one_lane:
             notes.append("A5 pipes that move whole tiles (split = 0 / nosplit): the Vector kernel runs "
                          "on AIV0, as ptoas guards them with get_subblockid() == 0")
-    return PtoLaunch(aic, aiv, args, plat, top, notes, prog, warnings + alias_notes(prog))
+    return PtoLaunch(aic, aiv, args, plat, top, notes, prog, warnings + alias_notes(prog), run_warnings)
 
 
 def run_pto(path: str | None = None, *, text: str | None = None, func: str | None = None,
@@ -314,4 +318,4 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
     for k, a in list(outputs.items()):
         if k in (inputs or {}) and isinstance(inputs[k], np.ndarray):
             outputs[k] = a.reshape(np.asarray(inputs[k]).shape)
-    return PtoRun(res, pl.func, pl.notes, res.prints, pl.warnings)
+    return PtoRun(res, pl.func, pl.notes, res.prints, pl.warnings + list(dict.fromkeys(pl.run_warnings)))

@@ -104,25 +104,57 @@ def pipe_of(ex, fr, s, way: Direction, handle_tok=None) -> PipeVal:
     return pv
 
 
-def way_of(ex, producer: bool) -> Direction:
+#: the core a directional pipe op belongs on: ``tpush_to_aiv`` / ``tpop_from_aiv`` /
+#: ``tfree_from_aiv`` are the Cube's, the ``*_aic`` ones a Vector core's
+_OP_CORE = {"pto.tpush_to_aiv": "cube", "pto.tpop_from_aiv": "cube", "pto.tfree_from_aiv": "cube",
+            "pto.tpush_to_aic": "vector", "pto.tpop_from_aic": "vector", "pto.tfree_from_aic": "vector"}
+
+
+def way_of(ex, s, producer: bool) -> Direction:
+    """The ring this core produces into (the Cube: C2V) or consumes from, checking that a
+    directional op (``tpush_to_aiv``...) is on the core it names."""
     cube = ex.core_name == "aic"
+    want = _OP_CORE.get(s.name)
+    if want is not None and (want == "cube") != cube:
+        side = "the Cube" if want == "cube" else "a Vector core"
+        raise ex.err(s, f"{s.name} is {side}'s op, but it runs on {ex.core.name}",
+                     f"move it into the {want} kernel (pto.kernel_kind = #pto.kernel_kind<{want}>); "
+                     "this side's op names the other core (tpush_to_aic / tpop_from_aiv ...)")
     return Direction.DIR_C2V if producer == cube else Direction.DIR_V2C
 
 
 def h_push(ex, fr, s):
     vs = s.values()
     tile = ex.val(fr, vs[0])
-    pv = pipe_of(ex, fr, s, way_of(ex, True), vs[1] if len(vs) > 1 else None)
+    pv = pipe_of(ex, fr, s, way_of(ex, s, True), vs[1] if len(vs) > 1 else None)
+    ex.written.read(ex, s, tile, ex.warnings)
     return isa.TPUSH(pv.handle, tile, split_axis(ex, s))
 
 
+class SlotId:
+    """``%sid = pto.tpop(%pipe) -> index``: a slot popped in the slot-id form; its tile comes
+    from ``pto.get_fifo_tile(%pipe, %sid)`` (the TPOP happens there, as its consumer tile is
+    known) and ``pto.tfree(%pipe, %sid)`` frees it."""
+    __slots__ = ("pipe", "split", "tile", "where", "freed")
+
+    def __init__(self, pipe, split, where):
+        self.pipe, self.split, self.tile, self.where, self.freed = pipe, split, None, where, None
+
+
 def h_pop(ex, fr, s):
-    pv = pipe_of(ex, fr, s, way_of(ex, False), next(iter(s.values()), None) if s.name == "pto.tpop" else None)
-    if s.name == "pto.tpop" and not s.results:
-        tile = ex.val(fr, s.values()[0])
-        pv = pipe_of(ex, fr, s, way_of(ex, False), s.values()[1])
-        isa.TPOP(pv.handle, tile, split_axis(ex, s))
-        return None
+    if s.name == "pto.tpop":
+        vs = s.values()
+        if not s.results:                          # pto.tpop(%tile, %pipe): destination passing
+            pv = pipe_of(ex, fr, s, way_of(ex, s, False), vs[1] if len(vs) > 1 else None)
+            tile = ex.val(fr, vs[0])
+            isa.TPOP(pv.handle, tile, split_axis(ex, s))
+            ex.written.wrote(tile)
+            return None
+        pv = pipe_of(ex, fr, s, way_of(ex, s, False), vs[0] if vs else None)
+        sid = SlotId(pv, split_axis(ex, s), ex.where(s))     # %sid = pto.tpop(%pipe) -> index
+        ex.slot_ids.setdefault(id(pv), []).append(sid)
+        return sid
+    pv = pipe_of(ex, fr, s, way_of(ex, s, False))
     spec = res_type(ex, s)
     if not isinstance(spec, TileSpec):
         raise ex.perr(s.tok, f"{s.name} gives a !pto.tile_buf")
@@ -131,10 +163,42 @@ def h_pop(ex, fr, s):
     if spec.v_rows is None and vs:
         tile.SetValid(ex.ival(fr, vs[-2]), ex.ival(fr, vs[-1]))
     isa.TPOP(pv.handle, tile, split_axis(ex, s))
+    ex.written.wrote(tile)
     return tile
+
+
+def h_fifo_tile(ex, fr, s):
+    """``%t = pto.get_fifo_tile(%pipe, %sid) -> T``: the popped slot's tile (the TPOP)."""
+    vs = s.values()
+    sid = ex.val(fr, vs[1]) if len(vs) > 1 else None
+    if not isinstance(sid, SlotId):
+        raise ex.perr(s.tok, "pto.get_fifo_tile needs the slot id a pto.tpop(%pipe) gave")
+    if sid.tile is not None:
+        raise ex.err(s, "pto.get_fifo_tile of a slot whose tile was taken already",
+                     "take each popped slot's tile once")
+    spec = res_type(ex, s)
+    if not isinstance(spec, TileSpec):
+        raise ex.perr(s.tok, "pto.get_fifo_tile gives a !pto.tile_buf")
+    sid.tile = tile_of(ex, s, spec, None, fr)
+    isa.TPOP(sid.pipe.handle, sid.tile, sid.split)
+    ex.written.wrote(sid.tile)
+    return sid.tile
 
 
 def h_free(ex, fr, s):
     vs = s.values()
-    pv = pipe_of(ex, fr, s, way_of(ex, False), vs[0] if vs else None)
+    pv = pipe_of(ex, fr, s, way_of(ex, s, False), vs[0] if vs else None)
+    sid = ex.val(fr, vs[1]) if len(vs) > 1 else None
+    if isinstance(sid, SlotId):                    # pto.tfree(%pipe, %sid): that slot, once
+        if sid.freed is not None:
+            raise ex.err(s, f"pto.tfree of slot {vs[1].text} again: it was freed at {sid.freed}",
+                         "free each popped slot once")
+        held = ex.slot_ids.get(id(sid.pipe), [])
+        if held and held[0] is not sid:
+            raise ex.err(s, f"pto.tfree of slot {vs[1].text} (popped at {sid.where}) before the older slot "
+                            f"popped at {held[0].where}: a ring frees its slots in pop order",
+                         "free the slots in the order they were popped")
+        if held:
+            held.pop(0)
+        sid.freed = ex.where(s)
     return isa.TFREE(pv.handle, None, split_axis(ex, s))

@@ -1,0 +1,54 @@
+"""Which local bytes a core's kernel has written, to name a tile read before anything wrote
+it: the simulator's memories start at zero, so such a read gives zeros here and stale data on
+the device - a bias added before it is loaded, an accumulator never initialised.
+
+A tile counts as written whole by any op that writes it (TLOAD, an op's ``outs``, TPOP's
+binding); a read is judged over the tile's whole static bytes, so another name for the same
+bytes (an in-place alias at one address) counts too.  A finding is a warning, once per op
+and tile: the run goes on and computes what the device would.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from ... import isa
+
+
+class Written:
+    """Written byte ranges per memory of one core: sorted, disjoint ``[lo, hi)`` lists."""
+
+    def __init__(self):
+        self.ranges = {}                 # memory space -> [[lo, hi], ...]
+        self.reported = set()
+
+    def wrote(self, tile) -> None:
+        if not isinstance(tile, isa.Tile) or tile.addr is None:
+            return
+        merged = [tile.addr, tile.addr + tile.nbytes]
+        keep = []
+        for r in self.ranges.get(tile.space, []):
+            if r[1] < merged[0] or r[0] > merged[1]:
+                keep.append(r)
+            else:                               # overlapping or touching: one range
+                merged = [min(merged[0], r[0]), max(merged[1], r[1])]
+        keep.append(merged)
+        keep.sort()
+        self.ranges[tile.space] = keep
+
+    def covered(self, tile) -> bool:
+        rs = self.ranges.get(tile.space, [])
+        lo, hi = tile.addr, tile.addr + tile.nbytes
+        i = bisect_right(rs, [lo, float("inf")]) - 1
+        return i >= 0 and rs[i][0] <= lo and rs[i][1] >= hi
+
+    def read(self, ex, s, tile, warnings: list) -> None:
+        """Warn (once per op and tile) when ``tile`` is read with bytes nothing wrote."""
+        if not isinstance(tile, isa.Tile) or tile.addr is None or self.covered(tile):
+            return
+        key = (id(s), tile.name)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        warnings.append(f"{ex.where(s)}: {s.name} reads {tile.name or 'a tile'} ({tile.describe()}) before "
+                        "anything wrote its bytes: it holds what the memory held (zeros in the "
+                        "simulator, stale data on the device)")
