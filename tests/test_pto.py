@@ -160,10 +160,11 @@ def test_accumulator_buffer_is_carried_through_the_loop():
 
 def test_nosplit_pipe_is_a_no_split_vector_kernel():
     """``nosplit = true`` makes the Vector kernel ptopipe's TILE_NO_SPLIT kernel (whole tiles
-    on AIV0); under pto-isa on A5 its pipes get lanes=1 (AIV1 runs nothing)."""
+    on AIV0); on A5 its pipes get lanes=1 under either protocol model (AIV1 runs nothing: ptoas
+    guards the pipe ops with get_subblockid() == 0)."""
     from ptopipe.arch.vocab import TileSplitAxis
     path = str(ROOT / "tests" / "pto" / "nosplit_c2v_a5.pto")
-    for proto, lanes in (("spec", None), ("pto-isa", 1)):
+    for proto, lanes in (("spec", 1), ("pto-isa", 1)):
         op = load_pto(path, "a5", proto)[0]
         vec = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
         assert vec.attributes["split"] is TileSplitAxis.TILE_NO_SPLIT

@@ -102,8 +102,9 @@ def one_lane_nosplit(op, ctx) -> None:
     from ..ir.nodes import FunctionKind
     from ..passes.expand_mixed import one_lane_no_split
     funcs = list(op.regions[0].blocks[0])
-    pair = nosplit_functions(op) if one_lane_no_split(ctx) else set()
-    if ctx.platform == "a5":
+    a5 = ctx.platform == "a5"
+    pair = nosplit_functions(op) if one_lane_no_split(ctx) or a5 else set()   # ptoas: AIV0 only on A5
+    if a5:
         whole = whole_tile_pairs(funcs)
         pair |= whole
         for f in funcs:             # the Vector kernel runs on AIV0 only (AIV1 skips its body)
@@ -247,15 +248,20 @@ def _target(args, path):
 
 
 def static_front(args, platform, protocol):
+    """:func:`static_findings` of ``args.file`` with the integer ``--input`` scalars."""
+    return static_findings(args.file, platform, protocol, scalar_inputs(getattr(args, "input", None)))
+
+
+def static_findings(path: str, platform, protocol, scalars: dict | None = None,
+                    text: str | None = None) -> tuple:
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
-    file (a finding of the passes is raised as today), ``([], reason)`` when it cannot express
-    the file (the run then has the executor's checks only, and says so)."""
-    scalars = scalar_inputs(getattr(args, "input", None))
+    file (a finding of the passes is raised), ``([], reason)`` when it cannot express the file
+    (the run then has the executor's checks only, and says so)."""
     try:
-        _, _, warnings, _ = load_pto(args.file, platform, protocol, scalars=scalars)
+        _, _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
     except ParseError as e:
         from ..codegen.pto_exec import read_program, read_text
-        read_program(read_text(args.file), args.file)   # neither reads it: the executor's words
+        read_program(text if text is not None else read_text(path), path)   # the executor's words
         return [], e.what
     return warnings, None
 
