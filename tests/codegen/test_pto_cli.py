@@ -191,3 +191,17 @@ def test_a5_v2c_split_0_push_is_one_lane_not_both_lanes_on_one_slot(tmp_path, ca
     np.save(tmp_path / "x.npy", x)
     assert cli_main(["run", f, f"--input=x={tmp_path / 'x.npy'}", f"--output=out={tmp_path / 'o.npy'}"]) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), x)
+
+
+def test_the_library_runs_the_static_verifier_first_as_the_cli_does():
+    """A reserve smaller than its ring: ptopipe.run_pto raises the static finding at the
+    reserve, as `ptopipe run` does; static=False runs the file with the run's checkers only."""
+    import ptopipe
+    from ptopipe.errors import CompileError
+    text = cube_vector_pair(1, "a5").replace("size = 8192, location", "size = 2048, location")
+    with pytest.raises(CompileError) as e:
+        ptopipe.run_pto(text=text)
+    assert "reserve_buffer 'ring' has 2048 bytes" in e.value.what
+    assert f":{line_of(text, 'pto.reserve_buffer')}:" in e.value.where
+    with pytest.raises(ptopipe.PtoPipeError):
+        ptopipe.run_pto(text=text, static=False)     # the run meets the small ring too
