@@ -66,6 +66,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     except PtoPipeError as e:
         raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)
+    check_entry_launches(op)
     return op, to_tree(op), [pto_words(w) for w in ctx.warnings], plat
 
 
@@ -131,6 +132,42 @@ def whole_tile_pairs(funcs) -> set:
         if splits and all(s in (None, 0) for s in splits) and any(s == 0 for s in splits):
             aiv.add(f.attributes["sym_name"])
     return with_peers(funcs, aiv)
+
+
+def check_entry_launches(op) -> None:
+    """An entry launches each kernel of a pipe once: a kernel with a pipe init that the entry
+    never calls leaves its peer waiting forever, one called twice initialises its pipe twice
+    (ptoas accepts both)."""
+    from ..ir.nodes import FunctionKind
+    funcs = list(op.regions[0].blocks[0])
+    entries = [f for f in funcs if f.attributes["kind"] is FunctionKind.Group]
+    if len(entries) != 1:
+        return
+    calls = {}
+    for o in entries[0].walk():
+        if o.name == "pl.call":
+            calls.setdefault(o.attributes["callee"], []).append(o)
+    piped = [f for f in funcs if f.attributes["kind"] is not FunctionKind.Group
+             and any(o.name.endswith("initialize_pipe") for o in f.walk())]
+    if not any(f.attributes["sym_name"] in calls for f in piped):
+        return                          # the entry launches none of them: nothing to compare
+    entry = entries[0].attributes["sym_name"]
+    for f in piped:
+        name = f.attributes["sym_name"]
+        sites = calls.get(name, [])
+        if not sites:
+            raise CompileError(f"@{name} initialises a cross-core pipe but the entry @{entry} never "
+                               "calls it: its peer waits on the pipe forever", where=_loc(f),
+                               fix=f"call @{name} from @{entry} (func.call), once")
+        if len(sites) > 1:
+            raise CompileError(f"the entry @{entry} calls @{name} {len(sites)} times: each call "
+                               "initialises its pipe again and pushes / pops its tiles again",
+                               where=_loc(sites[1]), details=f"first call at {_loc(sites[0])}",
+                               fix=f"call @{name} once (loop inside the kernel instead)")
+
+
+def _loc(op) -> str | None:
+    return str(op.loc) if op.loc else None
 
 
 def check_explicit_addrs(op, addrs) -> None:

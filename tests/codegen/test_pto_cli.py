@@ -205,3 +205,20 @@ def test_the_library_runs_the_static_verifier_first_as_the_cli_does():
     assert f":{line_of(text, 'pto.reserve_buffer')}:" in e.value.where
     with pytest.raises(ptopipe.PtoPipeError):
         ptopipe.run_pto(text=text, static=False)     # the run meets the small ring too
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+def test_an_entry_must_launch_each_pipe_kernel_once(tmp_path, capsys, arch):
+    text = cube_vector_pair(1, arch)
+    never = text.replace("    func.call @vector(%a, %b, %out, %buf) : (!pto.ptr<f32>, !pto.ptr<f32>, "
+                         "!pto.ptr<f32>, !pto.ptr<f32>) -> ()\n", "")
+    call = "    func.call @cube(%a, %b, %out, %buf) : (!pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>, !pto.ptr<f32>) -> ()\n"
+    twice = text.replace(call, call + call)
+    assert never != text and twice != text
+    for bad, what, line in ((never, "never calls it", line_of(never, "func.func private @vector")),
+                            (twice, "calls @cube 2 times", line_of(twice, call.strip()) + 1)):
+        f = write(tmp_path, bad)
+        for cmd in (["check", "--static", f], ["run", f]):
+            assert cli_main(cmd) == 1
+            err = capsys.readouterr().err
+            assert what in err and f"k.pto:{line}:" in err, err

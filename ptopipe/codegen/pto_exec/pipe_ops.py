@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import isa
 from ...arch.vocab import Direction, TileSplitAxis
+from ...errors import ConfigError
 from ...isa.pipe.protocol import cluster_model
 from .program import int_attr, res_type, str_attr
 from .tile_ops import tile_of
@@ -81,7 +82,16 @@ def h_init(ex, fr, s):
         gm = _named_operand(ex, fr, s, "gm_slot_buffer")
         c2v = _named_operand(ex, fr, s, "c2v_consumer_buf")
         v2c = _named_operand(ex, fr, s, "v2c_consumer_buf")
-    return _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit)
+    try:
+        return _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v2c, nosplit)
+    except ConfigError as e:
+        if "flags per direction" in (e.what or ""):   # the DSL's fix does not apply to a .pto
+            e.fix = ("a .pto's ring has ptoas's SlotNum (8 one way, 4 both ways); under the spec model "
+                     "each slot has a flag of its own, so the pipes of one direction share 8 flags - "
+                     "run it with --protocol pto-isa (counter flags: two per ring), or give the "
+                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num)")
+            e.args = (e.render(),)
+        raise
 
 
 def split_axis(ex, s) -> TileSplitAxis:
