@@ -399,7 +399,7 @@ class Reader:
                 raise ParseError(f"func.call @{callee.name}: argument {v.name} does not match "
                                  f"parameter {p.name} ({p.type})", where=str(v.uses[0].owner.loc))
             p.type = v.type
-            del callee.untyped[p]
+            callee.untyped.pop(p, None)           # a kernel the entry calls twice: once
 
     def _gm_widen(self, fs, v, p) -> bool:
         """A GM slot buffer sized from each kernel's pipe init (``gm_sized``) passed by the
