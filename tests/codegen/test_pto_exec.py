@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ptopipe
-from ptopipe.codegen.pto_exec import (TileSpec, live_ranges, plan_layout, read_program, run_pto)
+from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
 from ptopipe.codegen.pto_tree import parse_tree
 from ptopipe.errors import ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
 
@@ -197,20 +197,22 @@ RIGHT = "!pto.tile_buf<loc=right, dtype=f32, rows=16, cols=16, v_row=16, v_col=1
 ACC = "!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=1024, pad=0>"
 
 
+def square_x_into_y(indent: str) -> str:
+    """Cube ops: the partition %xp loaded to L1, moved to L0A / L0B, x @ x into L0C, stored to %yp."""
+    ops = [f"%m = pto.alloc_tile : {MAT}",
+           f"pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%m : {MAT})",
+           f"%l = pto.alloc_tile : {LEFT}", f"%r = pto.alloc_tile : {RIGHT}",
+           f"pto.tmov ins(%m : {MAT}) outs(%l : {LEFT})", f"pto.tmov ins(%m : {MAT}) outs(%r : {RIGHT})",
+           f"%acc = pto.alloc_tile : {ACC}", f"pto.tmatmul ins(%l, %r : {LEFT}, {RIGHT}) outs(%acc : {ACC})",
+           f"pto.tstore ins(%acc : {ACC}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)"]
+    return "".join(indent + o + "\n" for o in ops)
+
+
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_a_function_using_both_kinds_of_tiles_runs_on_one_core_with_a_warning(platform):
     """x @ x through the Cube, stored, loaded into a Vec tile and doubled: what pto-isa's CPU
     simulator computes; the warning names a tile of each kind (no device core holds both)."""
-    text = vector_kernel(IO + f"""    %m = pto.alloc_tile : {MAT}
-    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%m : {MAT})
-    %l = pto.alloc_tile : {LEFT}
-    %r = pto.alloc_tile : {RIGHT}
-    pto.tmov ins(%m : {MAT}) outs(%l : {LEFT})
-    pto.tmov ins(%m : {MAT}) outs(%r : {RIGHT})
-    %acc = pto.alloc_tile : {ACC}
-    pto.tmatmul ins(%l, %r : {LEFT}, {RIGHT}) outs(%acc : {ACC})
-    pto.tstore ins(%acc : {ACC}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
-    pto.barrier <PIPE_ALL>
+    text = vector_kernel(IO + f"""{square_x_into_y("    ")}    pto.barrier <PIPE_ALL>
     pto.tload ins(%yp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {vec_t(16, 16)})
     %two = arith.constant 2.0 : f32
     pto.tmuls ins(%t, %two : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
@@ -308,7 +310,7 @@ def test_event_ids_from_an_array_pair_sets_and_waits():
 
 
 def test_record_event_takes_ptoas_sync_op_types():
-    body = f"""    pto.record_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]
+    body = """    pto.record_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]
     pto.wait_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]
     pto.barrier <PIPE_ALL>
 """
@@ -529,16 +531,7 @@ def test_a_function_of_sections_runs_each_section_on_its_kind_of_core():
       %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
       %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
       %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
-      %m = pto.alloc_tile : {MAT}
-      pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%m : {MAT})
-      %l = pto.alloc_tile : {LEFT}
-      %r = pto.alloc_tile : {RIGHT}
-      pto.tmov ins(%m : {MAT}) outs(%l : {LEFT})
-      pto.tmov ins(%m : {MAT}) outs(%r : {RIGHT})
-      %acc = pto.alloc_tile : {ACC}
-      pto.tmatmul ins(%l, %r : {LEFT}, {RIGHT}) outs(%acc : {ACC})
-      pto.tstore ins(%acc : {ACC}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
-    }}
+{square_x_into_y("      ")}    }}
     pto.section.vector {{
       %zv = pto.make_tensor_view %z, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
       %zp = pto.partition_view %zv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
