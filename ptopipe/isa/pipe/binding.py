@@ -120,7 +120,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         gm_addr, gm_size = _gm_addr(gm_slot_buffer, core, "pipe binding")
         need = n * cfg.slot_size * len(ways)
         if gm_size is None:
-            _check_gm_argument(core, cfg, gm_addr, need, ways)
+            _check_gm_argument(core, cfg, gm_addr, need, ways, getattr(gm_slot_buffer, "bounds", None))
         if gm_size is not None and gm_size < need:
             raise ConfigError(f"GM_SLOT_BUFFER holds {gm_size} bytes but the ring needs {need} "
                               f"({len(ways)} x SlotNum {n} x SlotSize {cfg.slot_size})", where=_loc(core),
@@ -284,12 +284,16 @@ def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
                     "(GM pointer offsets count elements of the buffer's dtype: bytes for gm_buffer)")
 
 
-def _check_gm_argument(core, cfg: TPipe, addr: int, need: int, ways) -> None:
+def _check_gm_argument(core, cfg: TPipe, addr: int, need: int, ways, bounds=None) -> None:
     """A GM_SLOT_BUFFER given as a raw pointer: its rings must stay inside the kernel
-    argument the pointer points into (``run`` records the arguments' GM extents), else they
-    overwrite the next tensor without any flag saying so."""
+    argument the pointer points into (``run`` records the arguments' GM extents; a pointer
+    derived from an argument carries that argument as its ``bounds``, even once moved past
+    it), else they overwrite the next tensor without any flag saying so."""
     args = core.cluster.shared.get("gm_args", ())
-    home = next(((name, lo, hi) for name, lo, hi in args if lo <= addr < hi), None)
+    if bounds is not None and isinstance(bounds[2], str):
+        home = (bounds[2], bounds[0], bounds[1])
+    else:
+        home = next(((name, lo, hi) for name, lo, hi in args if lo <= addr < hi), None)
     if home is None or addr + need <= home[2]:
         return
     name, lo, hi = home
