@@ -344,6 +344,10 @@ def test_a_directory_as_the_kernel_is_a_config_error(cmd, name, tmp_path, capsys
     (d / "s1.py").write_text("")
     code, out, err = _cli([cmd, d], capsys)
     what, where = _error(err)
+    if cmd == "check":                  # check takes a kernel library: one with no kernel in it
+        assert code == 1 and what == f"{d} holds no kernel file (.pto, or .py defining SCENARIO)"
+        assert where == "argument PATH"
+        return
     assert code == 1 and what == f"{d} is a directory, not a kernel file" and where == "argument FILE"
     assert f"e.g. {d / 's1.py'}" in err
 

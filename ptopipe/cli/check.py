@@ -5,6 +5,7 @@ schedule that replays it: ``--replay SPEC``), the distinct interleavings covered
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..errors import ConfigError
@@ -19,7 +20,11 @@ from .loader import load_scenarios, pick_variants
 def add_parser(sub) -> None:
     p = sub.add_parser("check", help="check a kernel for deadlocks, protocol misuse, races and leaks "
                                      "under many schedules")
-    p.add_argument("file", help="kernel file (.py defining SCENARIO)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="kernel file (.py defining SCENARIO, or .pto), or several files and directories "
+                        "(a kernel library: every .pto and SCENARIO .py in them, one summary table)")
+    p.add_argument("--junit", default=None, metavar="OUT.xml",
+                   help="write the results as JUnit XML (one test case per kernel variant)")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, choices=PROTOCOLS,
@@ -70,13 +75,30 @@ def _progress_done() -> None:
 
 
 def main(args) -> int:
+    if args.file is None:                 # several paths, or a directory: a kernel library
+        from .library import check_library
+        return check_library(args, _check_file)
+    if args.junit:
+        from .library import check_library
+        return check_library(args, _check_file)
+    return _check_file(args, None)
+
+
+def _check_file(args, reports) -> int:
+    """``check`` of one kernel file; ``reports`` (a list) collects its rows (a library)."""
+    if reports is not None:
+        refuse_pto_options(args, "input", "func")
+        if args.static:
+            rc = main_static(args)
+            reports.append({"scenario": os.path.basename(args.file), "variant": "static",
+                            "platform": args.platform, "protocol": args.protocol, "runs": 0,
+                            "passed": 0, "failure": None if rc == 0 else
+                            {"error": "NotVerified", "what": "not verified statically", "where": args.file}})
+            return rc
+        return _check(args, reports)
     refuse_pto_options(args, "input", "func")
-    if args.static and args.file.endswith(".pto"):
-        from .pto import static_pto
-        return static_pto(args)
     if args.static:
-        from . import static
-        return static.main(args)
+        return main_static(args)
     if not args.json:
         return _check(args, [])
     reports = []
@@ -87,6 +109,15 @@ def main(args) -> int:
         status = 1
     print(json.dumps(reports, indent=2, default=str))
     return status
+
+
+def main_static(args) -> int:
+    """``check --static``: the static verifier only."""
+    if args.file.endswith(".pto"):
+        from .pto import static_pto
+        return static_pto(args)
+    from . import static
+    return static.main(args)
 
 
 def error_report(e: BaseException) -> dict:
@@ -218,7 +249,7 @@ def _check(args, reports: list) -> int:
                           "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
             reports.append(rep)
     failed = [f"{r['scenario']}[{r['variant']}]" for r in reports if r["failure"]]
-    if len(reports) > 1 and not args.json:
+    if len(reports) > 1 and not args.json and not getattr(args, "library", False):
         print(f"{len(failed)} of {len(reports)} variants failed: {', '.join(failed)}" if failed else
               f"all {len(reports)} variants passed")
     return status

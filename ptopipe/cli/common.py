@@ -5,6 +5,7 @@ summary of the failures."""
 from __future__ import annotations
 
 import codecs
+import os
 import sys
 
 import numpy as np
@@ -43,6 +44,9 @@ def validate(args) -> None:
         raise ConfigError("--variant is empty", where="option --variant",
                           fix="name a variant, write --variant all, or leave the option out "
                               "for the scenario's default")
+    paths = getattr(args, "paths", None)
+    if paths is not None:                 # `check PATH...`: one file, or a kernel library
+        args.file = paths[0] if len(paths) == 1 and not os.path.isdir(paths[0]) else None
     if getattr(args, "file", None) is not None:
         check_kernel_file(args.file)
 

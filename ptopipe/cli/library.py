@@ -1,0 +1,109 @@
+"""``ptopipe check PATH...`` over a kernel library: files and directories (every ``.pto``
+and every ``.py`` that defines a ``SCENARIO``, not ``_``-prefixed), each checked as
+``ptopipe check FILE`` would, one summary table at the end, ``--junit OUT.xml`` for CI
+systems, exit status 1 if anything failed.  A file that cannot be read is a failed row, and
+the library goes on."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from xml.sax.saxutils import quoteattr
+
+from ..errors import ConfigError, PtoPipeError
+from ..report._io import write_atomic
+from .errors import color, describe_exception, report_exception
+from .loader import check_kernel_file
+
+
+def kernel_files(paths) -> list:
+    """The kernel files ``paths`` name, in order: a file as given, a directory's kernels
+    (sorted, recursively); a path that is neither is a ConfigError."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                for f in sorted(files):
+                    path = os.path.join(root, f)
+                    if f.startswith("_"):
+                        continue
+                    if f.endswith(".pto") or (f.endswith(".py") and _defines_scenario(path)):
+                        found.append(path)
+            if not found:
+                raise ConfigError(f"{p} holds no kernel file (.pto, or .py defining SCENARIO)",
+                                  where="argument PATH", fix="give a kernel library directory or files")
+            out.extend(found)
+        else:
+            check_kernel_file(p)
+            out.append(p)
+    return out
+
+
+def _defines_scenario(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "SCENARIO" in f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def check_library(args, check_one) -> int:
+    """``check_one(file_args, reports)`` for each kernel file, a summary table, JUnit XML."""
+    files = kernel_files(args.paths)
+    reports = []
+    for f in files:
+        fargs = argparse.Namespace(**vars(args))
+        fargs.file, fargs.library = f, True
+        before = len(reports)
+        try:
+            check_one(fargs, reports)
+        except PtoPipeError as e:
+            if not args.json:
+                print(f"{color('FAIL', '1;31', sys.stdout)} {f}: {type(e).__name__}", flush=True)
+                report_exception(e)
+            reports.append({"scenario": os.path.basename(f), "variant": "-", "platform": args.platform,
+                            "protocol": args.protocol, "runs": 0, "passed": 0,
+                            "failure": describe_exception(e)})
+        for r in reports[before:]:
+            r["file"] = f
+    if not args.json:
+        print(summary(reports))
+    if getattr(args, "junit", None):
+        write_atomic(args.junit, junit(reports).encode())
+    return 1 if any(r["failure"] for r in reports) else 0
+
+
+def summary(reports: list) -> str:
+    """The table: one row per file x scenario variant x platform / protocol."""
+    rows = [("file", "kernel", "platform", "result", "schedules")]
+    for r in reports:
+        fail = r["failure"]
+        rows.append((r.get("file", ""), f"{r['scenario']}[{r['variant']}]",
+                     f"{r.get('platform') or '-'}/{r.get('protocol') or '-'}",
+                     f"FAIL {fail['error']}" if fail else "PASS", str(r.get("runs", 0))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    failed = sum(1 for r in reports if r["failure"])
+    lines.append(f"{failed} of {len(reports)} failed" if failed else f"all {len(reports)} passed")
+    return "\n".join(lines)
+
+
+def junit(reports: list) -> str:
+    """JUnit XML: a test case per row (class: the file), a failure with the error's first line."""
+    cases = []
+    for r in reports:
+        name = quoteattr(f"{r['scenario']}[{r['variant']}] {r.get('platform') or '-'}/{r.get('protocol') or '-'}")
+        head = f'    <testcase classname={quoteattr(r.get("file", ""))} name={name}>'
+        fail = r["failure"]
+        if fail:
+            msg = f"{fail['error']}: {fail['what']}" + (f" at {fail['where']}" if fail.get("where") else "")
+            cases.append(f"{head}\n      <failure message={quoteattr(msg)} type={quoteattr(fail['error'])}/>\n"
+                         "    </testcase>")
+        else:
+            cases.append(head + "</testcase>")
+    failures = sum(1 for r in reports if r["failure"])
+    return ('<?xml version="1.0" encoding="utf-8"?>\n'
+            f'<testsuites>\n  <testsuite name="ptopipe check" tests="{len(reports)}" failures="{failures}">\n'
+            + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n")
