@@ -13,6 +13,7 @@ from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
 from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, launch_kwargs, refuse_pto_options,
                      sync_kwargs, target)
 from .errors import color, describe_exception, report_exception
+from .progress import Progress
 from . import bounds
 from .loader import load_scenarios, pick_variants
 
@@ -55,23 +56,6 @@ def add_parser(sub) -> None:
     bounds.add_arguments(p)
     add_launches(p)
     p.set_defaults(func=main)
-
-
-def _progress(label: str):
-    """A one-line 'schedule k/N' display on an interactive terminal (nothing in logs)."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\r  {label}: schedule {done + 1}/{total}\033[K")
-        sys.stderr.flush()
-    return show
-
-
-def _progress_done() -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
 
 
 def main(args) -> int:
@@ -128,12 +112,13 @@ def error_report(e: BaseException) -> dict:
 
 def _explore(sc, v, args, platform, protocol, label):
     """explore(), with an exception a kernel raises (not a PtoPipeError) as a failure too."""
-    show, at = _progress(label), [0]
+    at, bar = [0], []
 
     def progress(done: int, total: int) -> None:
         at[0] = done                    # run 0 is the default schedule, run k seed + k - 1
-        if show:
-            show(done, total)
+        if not bar:
+            bar.append(Progress(f"{label}: schedules", total))
+        bar[0].step(done)
     try:
         if args.replay is not None:
             return _replay(sc, v, args, platform, protocol, progress)
@@ -151,7 +136,8 @@ def _explore(sc, v, args, platform, protocol, label):
         res.failures.append((getattr(e, "ptopipe_schedule", None), e))
         return res
     finally:
-        _progress_done()
+        if bar:
+            bar[0].close()
 
 
 def _run_kwargs(args) -> dict:

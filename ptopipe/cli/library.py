@@ -14,6 +14,7 @@ from ..errors import ConfigError, PtoPipeError
 from ..report._io import write_atomic
 from .errors import color, describe_exception, report_exception
 from .loader import check_kernel_file
+from .progress import Progress
 
 
 def kernel_files(paths) -> list:
@@ -53,7 +54,9 @@ def check_library(args, check_one) -> int:
     """``check_one(file_args, reports)`` for each kernel file, a summary table, JUnit XML."""
     files = kernel_files(args.paths)
     reports = []
-    for f in files:
+    bar = Progress("kernel files", len(files))
+    for i, f in enumerate(files):
+        bar.step(i)
         fargs = argparse.Namespace(**vars(args))
         fargs.file, fargs.library = f, True
         before = len(reports)
@@ -68,6 +71,7 @@ def check_library(args, check_one) -> int:
                             "failure": describe_exception(e)})
         for r in reports[before:]:
             r["file"] = f
+    bar.close()
     if not args.json:
         print(summary(reports))
     if getattr(args, "junit", None):

@@ -7,6 +7,7 @@ from ..report.sweep import format_table, parse_params, pick_scenario, sweep, wri
 from .common import PROTOCOLS, target
 from . import bounds
 from .loader import load_scenarios
+from .progress import Progress
 
 
 def add_parser(sub) -> None:
@@ -34,8 +35,16 @@ def main(args) -> int:
     sc = pick_scenario(load_scenarios(args.file), args.scenario)
     variant = args.variant or sc.default_variant
     platform, protocol = target(args, sc)
-    rows = sweep(load_scenarios, args.file, params, variant, sc.name, platform, protocol, args.seed,
-                 args.workers, bounds=bounds.run_kwargs(args))
+    bar = Progress(f"sweep of {sc.name}", 1)
+
+    def progress(done, total):
+        bar.total = total
+        bar.step(done)
+    try:
+        rows = sweep(load_scenarios, args.file, params, variant, sc.name, platform, protocol, args.seed,
+                     args.workers, bounds=bounds.run_kwargs(args), progress=progress)
+    finally:
+        bar.close()
     print(f"sweep of {sc.name} (variant {variant}, {platform.name}, {protocol}): "
           f"{len(rows)} configurations")
     print(format_table(rows))

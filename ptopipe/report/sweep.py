@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import inspect
 import itertools
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, PtoPipeError, user_frame
@@ -170,8 +170,9 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
 
 def sweep(loader, path: str, params: dict, variant: str = "default", scenario: str | None = None,
           platform="a2a3", protocol="spec", seed: int = 0, workers: int = 2,
-          bounds: dict | None = None) -> list:
-    """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked."""
+          bounds: dict | None = None, progress=None) -> list:
+    """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked.
+    ``progress(done, total)``, if given, is called as configurations finish."""
     sc = pick_scenario(loader(path), scenario)
     if not params:
         names = [n for n in inspect.signature(sc.make_args).parameters if n != "rng"]
@@ -181,13 +182,18 @@ def sweep(loader, path: str, params: dict, variant: str = "default", scenario: s
                                else f"give {sc.name}'s make_args keyword parameters to vary")
                               + f"; `ptopipe run` runs the one configuration of variant {variant}")
     configs = grid(check_params(sc, variant, params))
+    tell = progress or (lambda done, total: None)
     if workers <= 1 or len(configs) == 1:
-        rows = [run_config(loader, path, sc.name, variant, c, platform, protocol, seed, bounds)
-                for c in configs]
+        rows = []
+        for c in configs:
+            tell(len(rows), len(configs))
+            rows.append(run_config(loader, path, sc.name, variant, c, platform, protocol, seed, bounds))
     else:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             futs = [ex.submit(run_config, loader, path, sc.name, variant, c, platform, protocol, seed,
                               bounds) for c in configs]
+            for k, _ in enumerate(as_completed(futs)):
+                tell(k + 1, len(configs))
             rows = [f.result() for f in futs]
     good = [r for r in rows if r.ok]
     if good:
