@@ -2,6 +2,7 @@
 reserved ring buffers, bound pipes, and a ``return`` in flight."""
 from __future__ import annotations
 
+
 class View:
     """A ``pto.make_tensor_view``: the GM tensor's base pointer, shape, strides (elements)."""
     __slots__ = ("ptr", "dtype", "shape", "strides", "name")
@@ -30,5 +31,7 @@ class PipeVal:
 
 
 class Return(Exception):
+    """A ``return`` in flight: unwinds the function's statements with its values."""
+
     def __init__(self, values):
         self.values = values
