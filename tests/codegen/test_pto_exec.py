@@ -569,3 +569,16 @@ def test_a_tile_read_before_anything_wrote_it_is_a_warning_at_the_read():
     r = run_pto(text=alias, inputs=dict(x=X, y=np.zeros_like(X)))
     assert not r.warnings
     np.testing.assert_allclose(r.outputs["y"], X + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_pipe_init_that_runs_twice_is_reported_at_the_init(arch, protocol):
+    text = cube_vector_pair(1, arch)
+    init = next(ln for ln in text.splitlines() if "pto.aiv_initialize_pipe" in ln)
+    text = text.replace(init, "    %c2 = arith.constant 2 : index\n    scf.for %i = %c0 to %c2 step %c1 {\n"
+                              f"  {init}\n    }}")
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
+    assert "runs a second time on aiv0" in e.value.what
+    assert e.value.where.endswith(f":{line_of(text, 'pto.aiv_initialize_pipe')}:7")

@@ -43,6 +43,7 @@ class Executor:
         self.core = None
         self.pipes = {}                 # Direction (C2V / V2C) -> PipeVal
         self.next_flag = 0
+        self.inited = set()             # locations of the pipe inits this core has run
         self.slot_ids = {}              # id(pipe) -> slot ids popped and not freed, in pop order
         self.written = Written()        # which local bytes the kernel wrote (reads before: warned)
         self.warnings = []              # findings the run goes on after (the launch's list)

@@ -63,6 +63,15 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
 
 
 def h_init(ex, fr, s):
+    where = ex.where(s)
+    if where in ex.inited:
+        raise ConfigError(
+            f"the pipe init at {where} runs a second time on {ex.core_name}: it sits in a loop, or "
+            f"the function that holds it is called more than once, so every run sets up one more "
+            f"ring (flags and slot buffer of its own) next to the rings of the earlier runs",
+            where=where, fix="initialise each pipe once per kernel: move the init out of the loop, "
+                             "or call the function that holds it once (the entry's kernel calls)")
+    ex.inited.add(where)
     dir_mask = int_attr(s, "dir_mask", ex.prog)
     slot_size = int_attr(s, "slot_size", ex.prog)
     slot_num = int_attr(s, "slot_num", ex.prog, 0) or None
