@@ -832,6 +832,7 @@ _DEFS = (
     OpDef("TEXPANDS", "fill", _V, cost=_S1, dsl="full",
           doc="a Vec tile filled with a scalar (TEXPANDS)"),
     OpDef("TCVT", "convert", _V, cost=_S2, dsl="cast", doc="dtype conversion (TCVT)"),
+    OpDef("TPACK", "convert", _V, cost=_S2, doc="element-wise static_cast into a narrower type"),
     # -- integer / bitwise (pto-isa: 1-, 2- and 4-byte integers; A5 shifts also 8-byte)
     OpDef("TAND", "binary", _V, np.bitwise_and, _BITS, _S2, dsl="and_"),
     OpDef("TOR", "binary", _V, np.bitwise_or, _BITS, _S2, dsl="or_"),

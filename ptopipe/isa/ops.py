@@ -821,6 +821,24 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, *events) -
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
 
 
+def TPACK(dst: Tile, src: Tile, *events) -> Event:
+    """Pack src's valid region into dst's element type, each element as C++'s ``static_cast``
+    converts it (pto-isa's CPU model of TPACK): an integer keeps its low bits, a float becomes
+    an integer toward zero (saturated; NaN: 0), a float narrows to the nearest."""
+    core = current_core()
+    if events:
+        TSYNC(*events)
+    a = arr(src, core)
+    d = arr(dst, core)
+    _same_shape(core, "TPACK", ("dst", d), ("src", a))
+    if src.dtype.kind in "fV" and dst.dtype.kind in "iu":
+        info = np.iinfo(dst.dtype)
+        core.pending.append((_to_int, d, a, _ROUNDERS[RoundMode.CAST_TRUNC], info.min, info.max))
+    else:
+        core.pending.append((_copy_unsafe, d, a))
+    return _vec_issue(core, "TPACK", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
+
+
 # the catalogue's vector instructions of the generic forms, one module-level name each
 # (TADD, TADDS, TEXP, TROWSUM, TROWEXPANDSUB, ...)
 _BUILD = {"binary": _binary, "scalar": _scalar, "unary": _unary, "row_reduce": _row_reduce,

@@ -582,3 +582,21 @@ def test_a_pipe_init_that_runs_twice_is_reported_at_the_init(arch, protocol):
         run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
     assert "runs a second time on aiv0" in e.value.what
     assert e.value.where.endswith(f":{line_of(text, 'pto.aiv_initialize_pipe')}:7")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_tpack_converts_as_static_cast(platform):
+    """f32 -> i32 toward zero, i32 -> i16 keeping the low bits (then back to f32 to store)."""
+    i32, i16 = vec_t(16, 16, "i32"), vec_t(16, 16, "i16")
+    body = (f"    %s = arith.constant -3.0e5 : f32\n    %k = arith.constant 3.3e2 : f32\n"
+            f"    pto.tmuls ins(%t, %k : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})\n"
+            f"    pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})\n"
+            f"    %w = pto.alloc_tile : {i32}\n    %n = pto.alloc_tile : {i16}\n"
+            f"    pto.tpack ins(%t : {vec_t(16, 16)}) outs(%w : {i32})\n"
+            f"    pto.tpack ins(%w : {i32}) outs(%n : {i16})\n"
+            f"    pto.tsync ins(%x, %y : !pto.ptr<f32>, !pto.ptr<f32>)\n"
+            f"    pto.tcvt ins(%n : {i16}) outs(%t : {vec_t(16, 16)})\n")
+    r = run_vec(body, platform=platform)
+    v = X * np.float32(330) + np.float32(-3e5)
+    want = np.trunc(v).astype(np.int32).astype(np.int16).astype(np.float32)
+    np.testing.assert_array_equal(r.outputs["y"], want)

@@ -135,7 +135,7 @@ HANDLERS = {
     "pto.load_scalar": h_load_scalar, "pto.store_scalar": h_store_scalar,
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
     "pto.get_block_idx": h_block_idx, "pto.get_block_num": h_block_num,
-    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event,
+    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_event, "pto.tsync": h_event,
     "pto.pipe_barrier": h_event, "pto.barrier_sync": h_event, "pto.set_flag": h_event, "pto.wait_flag": h_event,
     "pto.set_flag_dyn": h_event, "pto.wait_flag_dyn": h_event,
     "pto.set_ffts": h_set_ffts, "pto.treshape": h_reshape, "pto.addptr": h_addptr, "memref.reinterpret_cast": h_reinterpret,

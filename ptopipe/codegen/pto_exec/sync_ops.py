@@ -1,5 +1,5 @@
 """Intra-core synchronisation: ``record_event`` / ``wait_event`` / ``set_flag[_dyn]`` /
-``wait_flag[_dyn]`` / ``barrier`` / ``barrier_sync`` (pipes named directly or as ptoas's sync op
+``wait_flag[_dyn]`` / ``barrier`` / ``barrier_sync`` / ``tsync`` (pipes named directly or as ptoas's sync op
 types), event-id arrays, ``pto.section.cube`` / ``.vector``, and the ops that add no order the
 simulator lacks (``set_ffts``, ``get_buf`` / ``rls_buf``)."""
 from __future__ import annotations
@@ -86,6 +86,9 @@ def h_event(ex, fr, s):
         ends = [_OP_TYPE_RE.sub(lambda m: SYNC_OP_PIPE.get(m.group(1), m.group(0)), "".join(t.text for t in x))
                 for x in (src, dst)]
         pipes = [m.group(0) for m in (_PIPE_RE.search(e) for e in ends) if m]
+    if s.name == "pto.tsync":       # TSYNC(operands...): waits for their pending work; a
+        isa.pipe_barrier(SyncPipe("PIPE_ALL"))   # barrier on every pipe is at least that strong
+        return None
     if s.name in ("pto.barrier", "pto.pipe_barrier", "pto.barrier_sync"):
         if not pipes:               # ``pto.barrier_sync[<TVEC>]``: a sync op type
             m = re.search(r"<(\w+)>", text)
