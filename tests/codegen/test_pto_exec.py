@@ -600,3 +600,31 @@ def test_tpack_converts_as_static_cast(platform):
     v = X * np.float32(330) + np.float32(-3e5)
     want = np.trunc(v).astype(np.int32).astype(np.int16).astype(np.float32)
     np.testing.assert_array_equal(r.outputs["y"], want)
+
+
+def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
+    """MLIR visibility: %k of the first loop's body is not visible in the second loop (ptoas:
+    use of undeclared SSA value name); an iter_arg, the induction variable and an enclosing
+    region's values are."""
+    body = f"""    %c2 = arith.constant 2 : index
+    %s = arith.constant 1.0 : f32
+    scf.for %i = %c0 to %c2 step %c1 {{
+      %k = arith.muli %i, %c16 : index
+      pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    }}
+    %n = scf.for %j = %c0 to %c2 step %c1 iter_args(%a = %c0) -> (index) {{
+      %m = arith.addi %a, %j : index
+      scf.if %c1 {{
+        %q = arith.addi %m, %k : index
+      }}
+      scf.yield %m : index
+    }}
+"""
+    text = vector_kernel(IO + body.replace("%m, %k", "%m, %c1") + STORE)
+    np.testing.assert_allclose(run_pto(text=text, inputs=dict(x=X, y=X * 0)).outputs["y"], X + 2, rtol=1e-6)
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0))
+    assert "%k is used outside the region that defines it" in e.value.what
+    ln = line_of(text, "%q = ")
+    assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('%k') + 1}"

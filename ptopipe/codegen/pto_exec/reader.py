@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ...errors import ParseError, PtoPipeError
-from ..pto_tree import parse_tree
+from ..pto_tree import Block, parse_tree
 from .executor import HANDLERS
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
 from .types import TypeReader
@@ -55,6 +55,7 @@ def _read_program(text: str, path: str) -> Program:
                          fix="a .pto file holds a module of func.func kernels")
     for f in funcs.values():
         _check_ops(f, funcs, types)
+        _check_scopes(f, types)
     return Program(path, funcs, arch, types)
 
 
@@ -70,3 +71,70 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> None:
                 raise types.err(f"func.call of @{sym or '?'}, which the file does not define",
                                 s.tok, fix="define the callee in the same module")
             f.calls.append(sym)
+
+
+#: ``%x = ...`` inside an op's own text: a name its regions define (an ``scf.for``'s induction
+#: variable and ``iter_args``, an ``scf.while``'s arguments)
+_INTRODUCED = re.compile(r"(%[A-Za-z0-9_$.-]+)\s*=(?!=)")
+
+
+def _check_scopes(f: Func, types: TypeReader) -> None:
+    """Every value an op uses is one its region can see: a parameter, or defined in the same
+    region or an enclosing one (MLIR's visibility, which ptoas enforces: "use of undeclared
+    SSA value name").  The blocks of one region see each other's values (their order in a
+    CFG is the runtime's check); a value of a sibling region - an earlier loop's body - is a
+    ParseError at the use, before anything runs."""
+    visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
+
+    def region(blocks, introduced):
+        added = [n for n in introduced if n not in visible]
+        for b in blocks:
+            added.extend(a[0] for a in b.args if a[0] not in visible)
+            for s in b.stmts:
+                added.extend(r for r in s.results if r not in visible)
+        visible.update(added)
+        for b in blocks:
+            for s in b.stmts:
+                own = _INTRODUCED.findall(s.text()) if s.regions else ()
+                for use in s.used():
+                    name = use.split("#")[0]
+                    if name not in visible and name not in own:
+                        _out_of_scope(f, types, s, name)
+                for r in s.regions:
+                    region(r, own)
+        visible.difference_update(added)
+
+    region([Block(stmts=f.body)], ())
+
+
+def _out_of_scope(f: Func, types: TypeReader, s, name: str) -> None:
+    """The ParseError for ``name`` used in ``s`` where it is not visible - if some region of
+    the function defines it (an undefined name is the run's error at its use)."""
+    for d, around in _with_parent(f.body, f.stmt):
+        if name in d.results or d.regions and name in _INTRODUCED.findall(d.text()):
+            around = d if name not in d.results else around
+            raise ParseError(
+                f"{name} is used outside the region that defines it (at {d.tok.line}:{d.tok.col}, "
+                f"inside the {around.name} at {around.tok.line}:{around.tok.col}): a value is "
+                f"visible only in its own region and the regions nested in it",
+                where=_use_where(types.f, s, name),
+                fix="use a value defined in this region or an enclosing one (ptoas refuses this "
+                    "use too: use of undeclared SSA value name)")
+
+
+def _with_parent(stmts, parent):
+    for s in stmts:
+        yield s, parent
+        for r in s.regions:
+            for b in r:
+                yield from _with_parent(b.stmts, s)
+
+
+def _use_where(path: str, s, name: str) -> str:
+    """line:col of ``name``'s first use in ``s``'s own text (the op's, if not found)."""
+    pat = re.compile(re.escape(name) + r"(?![A-Za-z0-9_$.-])")
+    for line, col, text in s._pieces:
+        m = pat.search(text) if text is not None else None
+        if m:
+            return f"{path}:{line}:{col + m.start()}"
+    return f"{path}:{s.tok.line}:{s.tok.col}"
