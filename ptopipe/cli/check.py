@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 from ..errors import ConfigError
@@ -190,20 +191,27 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
     return f"{base} --replay {seed}"
 
 
+def _at(warning: str) -> tuple:
+    """``"file:line:col: what"`` (an executor's run warning) as ``(what, where)``."""
+    m = re.match(r"(.*?:\d+:\d+): (.*)", warning, re.S)
+    return (m.group(2), m.group(1)) if m else (warning, None)
+
+
 def _check(args, reports: list) -> int:
     status = 0
     if args.file.endswith(".pto"):
         from .pto import pto_scenarios
         scenarios = pto_scenarios(args)
     else:
-        scenarios = load_scenarios(args.file)
-    for sc in scenarios:
+        scenarios = [(sc, []) for sc in load_scenarios(args.file)]
+    for sc, run_warnings in scenarios:
         plat, protocol = target(args, sc)
         platform = plat.name
         for v in pick_variants(sc, args.variant):
             manual = (getattr(args, "sync", None) or sc.sync) == "manual"
             label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
             res = _explore(sc, v, args, plat, protocol, label)
+            res.warnings = [_at(w) for w in dict.fromkeys(run_warnings)] + list(res.warnings)
             rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
                    "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
                    "distinct": res.distinct, "complete": res.complete,

@@ -342,9 +342,10 @@ def _launches(args) -> tuple:
 
 
 def pto_scenarios(args) -> list:
-    """The .pto file of ``args`` as Scenarios (one per function run, a 'default' variant each)
-    for ``check``: the executor's kernels, the ``--input`` arrays, seeded random data for the
-    others."""
+    """The .pto file of ``args`` as ``(Scenario, run warnings)`` pairs (one per function run, a
+    'default' variant each) for ``check``: the executor's kernels, the ``--input`` arrays,
+    seeded random data for the others; the list the runs' executors add their warnings to
+    (reads before writes: what the run finds and goes on after)."""
     from ..isa.scenario import Scenario
     launches, protocol = _launches(args)
     out = []
@@ -355,8 +356,8 @@ def pto_scenarios(args) -> list:
         def make_args(rng, pl=pl):
             return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
         name = os.path.basename(args.file) + ("" if len(launches) == 1 else f"@{pl.func}")
-        out.append(Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
-                            protocol=protocol))
+        out.append((Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
+                             protocol=protocol), pl.run_warnings))
     return out
 
 

@@ -218,7 +218,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
         key = s.seed if s is not None and s.mode == "random" else s
         try:
             res = run_schedule(target, s, variant, platform, protocol, data_seed, args, policy=pol,
-                               **run_kwargs)
+                               **{"echo_prints": s is None, **run_kwargs})   # prints: the default schedule's
             out.passed += 1
             if s is None:
                 out.warnings = list(res.summary.leaks)

@@ -130,7 +130,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
-        launches: int = 1, schedule=None, causal: bool = False) -> RunResult:
+        launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -165,6 +165,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``sync="manual"`` runs in the manual synchronisation mode: the pipes of a core are
     ordered only by ``set_flag`` / ``wait_flag`` / ``pipe_barrier`` (docs/events.md);
     None / ``"auto"`` (default): the scoreboard orders every same-core dependency.
+    ``echo_prints=False`` keeps TPRINT / PRINT texts in the result (``prints``) without
+    writing them to stdout (``check`` echoes only its default schedule's).
 
     ``launches=K`` runs the kernels K times back to back on one cluster, as the device does
     when the next launch reuses the FlagIDs: GM, local memories and the cross-core flag
@@ -239,7 +241,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                 e.add_detail(f"(in launch {k} of {launches})")
             raise
         finally:
-            flush_prints(cluster)       # TPRINT's output, also of a run that failed
+            if echo_prints:
+                flush_prints(cluster)   # TPRINT's output, also of a run that failed
         rows.extend(ledger(cluster, k))
         if launches > 1:
             per_launch.append({name: cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape).copy()

@@ -1,6 +1,7 @@
 """``ptopipe run | check [--static] k.pto`` on PTO-AS as pypto and ptoas write it: the static
 verifier in front where its value IR expresses the file, the buffer-semantics executor for the
 run, and a clear status where the static verifier cannot follow."""
+import json
 import sys
 
 import numpy as np
@@ -237,3 +238,24 @@ def test_a_gm_ring_moved_past_its_buffer_is_blamed_on_that_buffer(tmp_path, caps
     assert cli_main(["run", write(tmp_path, text)]) == 1
     err = capsys.readouterr().err
     assert "runs past the end of its GM argument 'buf'" in err, err
+
+
+def test_check_reports_the_runs_warnings_and_prints_only_the_default_schedules_output(tmp_path, capsys):
+    """``check`` shows what the run finds and goes on after (a tile read before anything wrote
+    it, at its line) in its PASS, and its --json; a print comes out once, not once per schedule."""
+    from test_pto_exec import IO, STORE, vector_kernel
+    text = vector_kernel(IO + f"""    %b = pto.alloc_tile : {vec_t(16, 16)}
+    %c3 = arith.constant 3 : i32
+    pto.print ins("n = %d", %c3 : i32)
+    pto.tadd ins(%t, %b : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})
+""" + STORE)
+    f = write(tmp_path, text)
+    at = f"k.pto:{line_of(text, 'pto.tadd')}:5"
+    assert cli_main(["check", f, "--schedules", "4"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("n = 3") == 1
+    assert "1 warning(s)" in out and "pto.tadd reads %b" in out and f"({f.rsplit('/', 1)[0]}/{at})" in out
+    assert cli_main(["check", f, "--schedules", "4", "--json"]) == 0
+    out = capsys.readouterr().out
+    (rep,) = json.loads(out[out.index("["):])
+    assert rep["warnings"][0]["where"].endswith(at) and "reads %b" in rep["warnings"][0]["what"]
