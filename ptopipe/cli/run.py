@@ -34,8 +34,9 @@ def add_parser(sub) -> None:
     p.add_argument("--causal", action="store_true",
                    help="order each core's GM accesses before its cross-core signals by causality, "
                         "not by the simulated timing, as `check` does (stricter race check, 25-30%% slower)")
-    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="(.pto files) the array or scalar of a kernel parameter; repeatable")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
+                   help="(.pto files) the array of a kernel parameter (a .npy file), or a scalar "
+                        "parameter's value (a .npy file or a number: n=5, x=-1.5); repeatable")
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="(.pto files) write a tensor parameter's final contents; repeatable")
     add_pto_func(p)

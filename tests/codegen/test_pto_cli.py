@@ -9,7 +9,7 @@ import pytest
 from ptopipe.cli import main as cli_main
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from test_pto_exec import MAT, cube_vector_pair, line_of, vec_t  # noqa: E402
+from test_pto_exec import IO, MAT, STORE, X, cube_vector_pair, line_of, vec_t, vector_kernel  # noqa: E402
 
 
 def write(tmp_path, text, name="k.pto"):
@@ -237,3 +237,30 @@ def test_a_gm_ring_moved_past_its_buffer_is_blamed_on_that_buffer(tmp_path, caps
     assert cli_main(["run", write(tmp_path, text)]) == 1
     err = capsys.readouterr().err
     assert "runs past the end of its GM argument 'buf'" in err, err
+
+
+def test_a_scalar_input_may_be_a_number_typed_by_its_parameter(tmp_path, capsys):
+    """``--input n=3`` / ``s=-1.5`` give scalar parameters on the command line (the note for a
+    missing scalar says ``--input n=VALUE``); the parameter's type decides the value's (an
+    integer for an f32 is a float, 1.5 for an index is refused); a .npy still works, and a
+    number for a tensor parameter is refused."""
+    text = vector_kernel(IO + f"""    scf.for %i = %c0 to %n step %c1 {{
+      pto.tmuls ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    }}
+""" + STORE, params="%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %s: f32, %n: index")
+    f = write(tmp_path, text)
+    np.save(tmp_path / "x.npy", X)
+    o, xin = tmp_path / "o.npy", f"--input=x={tmp_path / 'x.npy'}"
+    for s, n, want in (("-1.5", "3", X * -1.5 ** 3), ("-2", "2", X * 4), ("0.5", "0", X), ("1e1", "1", X * 10)):
+        assert cli_main(["run", f, xin, "--input", f"s={s}", "--input", f"n={n}", f"--output=y={o}"]) == 0
+        np.testing.assert_allclose(np.load(o), want, rtol=1e-6)
+    np.save(tmp_path / "n.npy", np.array(2))
+    assert cli_main(["run", f, xin, "--input", "s=3", f"--input=n={tmp_path / 'n.npy'}", f"--output=y={o}"]) == 0
+    np.testing.assert_allclose(np.load(o), X * 9, rtol=1e-6)
+    capsys.readouterr()
+    assert cli_main(["run", f, xin, "--input", "s=1", "--input", "n=1.5"]) == 1
+    assert "--input n: 1.5 for the index parameter 'n'" in capsys.readouterr().err
+    assert cli_main(["run", f, "--input", "x=2", "--input", "n=1"]) == 1
+    assert "--input x: a number for a tensor parameter" in capsys.readouterr().err
+    assert cli_main(["run", f, xin]) == 0
+    assert "give --input n=VALUE" in capsys.readouterr().out
