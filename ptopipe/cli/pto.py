@@ -346,6 +346,7 @@ def _launches(args) -> tuple:
     ``--input`` arrays, one per function run - ``--func``'s, else the entry, else each
     function nothing calls (several only without ``--output``)."""
     from ..codegen.pto_exec import prepare, read_program, read_text, top_functions
+    from ..codegen.pto_exec.program import choose_top
     platform, protocol = _target(args, args.file)
     warnings, skipped = static_front(args, platform, protocol)
     for w in warnings:
@@ -353,7 +354,7 @@ def _launches(args) -> tuple:
     seed = getattr(args, "data_seed", None)
     func = getattr(args, "pto_func", None)
     prog = read_program(read_text(args.file), args.file)
-    funcs = [func] if func is not None else top_functions(prog)
+    funcs = [choose_top(prog, func)] if func is not None else top_functions(prog)
     if len(funcs) > 1 and getattr(args, "output", None):
         raise ConfigError(f"{args.file} has {len(funcs)} top-level functions ({', '.join(funcs)}) and no "
                           "pto.entry: --output needs one", where="option --output",

@@ -264,3 +264,16 @@ def test_a_scalar_input_may_be_a_number_typed_by_its_parameter(tmp_path, capsys)
     assert "--input x: a number for a tensor parameter" in capsys.readouterr().err
     assert cli_main(["run", f, xin]) == 0
     assert "give --input n=VALUE" in capsys.readouterr().out
+
+
+def test_func_naming_no_function_lists_the_files_functions(tmp_path, capsys):
+    """``--func nope`` was a raw KeyError: now a ConfigError at the option naming the file's
+    functions and how to pick one, for run and check alike."""
+    f = write(tmp_path, vector_kernel(IO + STORE).replace(
+        "  func.func @k(", "  func.func private @helper(%q: i32) {\n    return\n  }\n  func.func @k("))
+    for cmd in (["run", f, "--func", "nope"], ["check", f, "--func", "@nope", "--schedules", "1"]):
+        assert cli_main(cmd) == 1
+        err = capsys.readouterr().err
+        assert "ConfigError: --func" in err and "defines no function 'nope'; it defines @helper, @k" in err
+        assert "at option --func" in err and "--func NAME" in err and "Traceback" not in err
+    assert cli_main(["run", f, "--func", "k"]) == 0
