@@ -14,8 +14,8 @@ from .errors import color
 from .loader import load_scenarios, pick_variants
 
 
-def add_common(p) -> None:
-    p.add_argument("file", help="kernel file (.py defining SCENARIO)")
+def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> None:
+    p.add_argument("file", help=file_help)
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, choices=PROTOCOLS,
@@ -28,8 +28,10 @@ def add_common(p) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="run a kernel and check it against its numpy golden")
-    add_common(p)
+    p = sub.add_parser("run", help="run a kernel (a .py: checked against its numpy golden; a .pto: "
+                                   "with the given or seeded inputs)")
+    add_common(p, "kernel file: a .py defining SCENARIO (run and checked against its numpy golden), "
+                  "or a .pto PTO-AS file (run with --input / --output arrays)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument("--causal", action="store_true",
                    help="order each core's GM accesses before its cross-core signals by causality, "

@@ -277,3 +277,13 @@ def test_func_naming_no_function_lists_the_files_functions(tmp_path, capsys):
         assert "ConfigError: --func" in err and "defines no function 'nope'; it defines @helper, @k" in err
         assert "at option --func" in err and "--func NAME" in err and "Traceback" not in err
     assert cli_main(["run", f, "--func", "k"]) == 0
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_help_says_the_file_may_be_a_pto_file(cmd, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli_main([cmd, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    positional = out[out.index("positional arguments:"):out.index("options:")]
+    assert ".py defining SCENARIO" in positional and ".pto" in positional
