@@ -484,8 +484,10 @@ def _run_one(args, pl, protocol) -> None:
         write_atomic(file, buf.getvalue())
     for w in dict.fromkeys(pl.run_warnings):
         print(f"warning: {w}", file=sys.stderr)
-    for n in pl.notes:
+    quiet = getattr(args, "quiet", False)          # as for a .py kernel: the PASS line only
+    for n in [] if quiet else pl.notes:
         print(f"note: {n}")
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
           f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else ""))
-    print("  " + res.summary.format().replace("\n", "\n  "))
+    if not quiet:
+        print("  " + res.summary.format().replace("\n", "\n  "))

@@ -287,3 +287,15 @@ def test_help_says_the_file_may_be_a_pto_file(cmd, capsys):
     out = capsys.readouterr().out
     positional = out[out.index("positional arguments:"):out.index("options:")]
     assert ".py defining SCENARIO" in positional and ".pto" in positional
+
+
+def test_quiet_prints_only_the_pass_line_of_a_pto_run(tmp_path, capsys):
+    """``--quiet`` (the summary line only, as for a .py kernel) left every note and the
+    per-core summary in a .pto run's output."""
+    f = write(tmp_path, vector_kernel(IO + STORE))
+    assert cli_main(["run", f]) == 0
+    loud = capsys.readouterr().out
+    assert "note: x: seeded random" in loud and "AIV0" in loud
+    assert cli_main(["run", f, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [next(ln for ln in loud.splitlines() if ln.startswith("PASS k.pto @k"))]
