@@ -46,9 +46,10 @@ def add_parser(sub) -> None:
                    help="run without the race, slot-reuse and leak checkers: an unordered access then "
                         "shows as the wrong result the explored schedules give (docs/schedules.md)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="(.pto files) a parameter's array or scalar (others get seeded random data, "
-                        "scalars 0); repeatable")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
+                   help="(.pto files) a parameter's array (a .npy file) or a scalar parameter's value "
+                        "(a .npy file or a number: n=5, x=-1.5); others get seeded random data, "
+                        "scalars 0; repeatable")
     add_pto_func(p)
     p.add_argument("--static", action="store_true",
                    help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "

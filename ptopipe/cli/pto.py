@@ -203,16 +203,54 @@ def _entry_params(op):
     return out
 
 
-def load_inputs(pairs) -> dict:
-    """``name=file.npy`` pairs -> ``{name: array}`` as saved (unchecked)."""
+#: a number on the command line (``--input n=5``, ``-3``, ``1.5``, ``1e-3``)
+_NUMBER = re.compile(r"[+-]?(\d+|(\d+\.\d*|\.\d+)([eE][+-]?\d+)?|\d+[eE][+-]?\d+)")
+
+
+def literal(text: str):
+    """``text`` as an int or a float if it is a decimal number, else None (a file name)."""
+    if not _NUMBER.fullmatch(text):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def load_inputs(pairs, literals: set | None = None) -> dict:
+    """``name=file.npy`` / ``name=NUMBER`` pairs -> ``{name: array}`` as saved, a number as a 0-d
+    array (int64 or float64; the parameter's type decides its value's type), unchecked; the
+    names given a number are added to ``literals``."""
     given = {}
     for p in pairs or []:
         name, sep, file = p.partition("=")
         if not sep or not name or not file:
-            raise ConfigError(f"--input {p!r} is not NAME=FILE.npy", where="option --input",
-                              fix="e.g. --input a=a.npy")
-        given[name] = read_npy(file, "--input")
+            raise ConfigError(f"--input {p!r} is not NAME=FILE.npy or NAME=NUMBER", where="option --input",
+                              fix="e.g. --input a=a.npy, or --input n=5 for a scalar parameter")
+        num = literal(file)
+        if num is None:
+            given[name] = read_npy(file, "--input")
+            continue
+        arr = np.array(num)
+        if arr.dtype == object:
+            raise ConfigError(f"--input {name}={file}: the number does not fit 64 bits", where="option --input",
+                              fix="give a scalar parameter a value its type holds")
+        given[name] = arr
+        if literals is not None:
+            literals.add(name)
     return given
+
+
+def refuse_number_for_tensor(prog, funcs, literals: set) -> None:
+    """A number given (``--input NAME=NUMBER``) for a pointer / memref parameter: a ConfigError."""
+    from ..codegen.pto_exec.types import ScalarT
+    for f in funcs:
+        for part in f.split("+"):
+            for name, ty, _tok in prog.funcs[part].params:
+                if name[1:] in literals and not isinstance(ty, ScalarT):
+                    raise ConfigError(f"--input {name[1:]}: a number for a tensor parameter",
+                                      where="option --input",
+                                      fix=f"give an array: --input {name[1:]}=FILE.npy (numpy.save)")
 
 
 def scalar_inputs(pairs) -> dict:
@@ -267,7 +305,7 @@ def _scalar(name: str, t, v):
         if v.dtype.kind not in "iu":
             raise ConfigError(f"--input {name}: a {v.dtype} value {v.item()!r} for the {dt} parameter "
                               f"{name!r}", where="option --input",
-                              fix="save an integer: np.save(f, np.array(3))")
+                              fix=f"give an integer: --input {name}=3 (or a .npy of one)")
         info = np.iinfo(np.int64 if dt == "index" else np_dtype(dt))
         if not info.min <= v.item() <= info.max:
             raise ConfigError(f"--input {name}: {v.item()} does not fit the {dt} parameter {name!r} "
@@ -275,7 +313,7 @@ def _scalar(name: str, t, v):
                               fix=f"give a value in {info.min}..{info.max}")
     elif v.dtype.kind not in "iuf":
         raise ConfigError(f"--input {name}: a {v.dtype} value for the {dt} parameter {name!r}",
-                          where="option --input", fix="save a number: np.save(f, np.array(1.5))")
+                          where="option --input", fix=f"give a number: --input {name}=1.5 (or a .npy of one)")
     return v.item()
 
 
@@ -308,6 +346,7 @@ def _launches(args) -> tuple:
     ``--input`` arrays, one per function run - ``--func``'s, else the entry, else each
     function nothing calls (several only without ``--output``)."""
     from ..codegen.pto_exec import prepare, read_program, read_text, top_functions
+    from ..codegen.pto_exec.program import choose_top
     platform, protocol = _target(args, args.file)
     warnings, skipped = static_front(args, platform, protocol)
     for w in warnings:
@@ -315,12 +354,14 @@ def _launches(args) -> tuple:
     seed = getattr(args, "data_seed", None)
     func = getattr(args, "pto_func", None)
     prog = read_program(read_text(args.file), args.file)
-    funcs = [func] if func is not None else top_functions(prog)
+    funcs = [choose_top(prog, func)] if func is not None else top_functions(prog)
     if len(funcs) > 1 and getattr(args, "output", None):
         raise ConfigError(f"{args.file} has {len(funcs)} top-level functions ({', '.join(funcs)}) and no "
                           "pto.entry: --output needs one", where="option --output",
                           fix="choose the function with --func NAME")
-    inputs = load_inputs(getattr(args, "input", None))
+    literals = set()
+    inputs = load_inputs(getattr(args, "input", None), literals)
+    refuse_number_for_tensor(prog, funcs, literals)
     params = {f: {p[0][1:] for part in f.split("+") for p in prog.funcs[part].params} for f in funcs}
     known = set().union(*params.values()) if params else set()
     for k in inputs:
@@ -444,8 +485,10 @@ def _run_one(args, pl, protocol) -> None:
         write_atomic(file, buf.getvalue())
     for w in dict.fromkeys(pl.run_warnings):
         print(f"warning: {w}", file=sys.stderr)
-    for n in pl.notes:
+    quiet = getattr(args, "quiet", False)          # as for a .py kernel: the PASS line only
+    for n in [] if quiet else pl.notes:
         print(f"note: {n}")
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
           f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else ""))
-    print("  " + res.summary.format().replace("\n", "\n  "))
+    if not quiet:
+        print("  " + res.summary.format().replace("\n", "\n  "))

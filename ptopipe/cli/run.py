@@ -14,8 +14,8 @@ from .errors import color
 from .loader import load_scenarios, pick_variants
 
 
-def add_common(p) -> None:
-    p.add_argument("file", help="kernel file (.py defining SCENARIO)")
+def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> None:
+    p.add_argument("file", help=file_help)
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, choices=PROTOCOLS,
@@ -28,14 +28,17 @@ def add_common(p) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="run a kernel and check it against its numpy golden")
-    add_common(p)
+    p = sub.add_parser("run", help="run a kernel (a .py: checked against its numpy golden; a .pto: "
+                                   "with the given or seeded inputs)")
+    add_common(p, "kernel file: a .py defining SCENARIO (run and checked against its numpy golden), "
+                  "or a .pto PTO-AS file (run with --input / --output arrays)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument("--causal", action="store_true",
                    help="order each core's GM accesses before its cross-core signals by causality, "
                         "not by the simulated timing, as `check` does (stricter race check, 25-30%% slower)")
-    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="(.pto files) the array or scalar of a kernel parameter; repeatable")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
+                   help="(.pto files) the array of a kernel parameter (a .npy file), or a scalar "
+                        "parameter's value (a .npy file or a number: n=5, x=-1.5); repeatable")
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="(.pto files) write a tensor parameter's final contents; repeatable")
     add_pto_func(p)

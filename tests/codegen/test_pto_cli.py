@@ -10,7 +10,7 @@ import pytest
 from ptopipe.cli import main as cli_main
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from test_pto_exec import MAT, cube_vector_pair, line_of, vec_t  # noqa: E402
+from test_pto_exec import IO, MAT, STORE, X, cube_vector_pair, line_of, vec_t, vector_kernel  # noqa: E402
 
 
 def write(tmp_path, text, name="k.pto"):
@@ -259,3 +259,65 @@ def test_check_reports_the_runs_warnings_and_prints_only_the_default_schedules_o
     out = capsys.readouterr().out
     (rep,) = json.loads(out[out.index("["):])
     assert rep["warnings"][0]["where"].endswith(at) and "reads %b" in rep["warnings"][0]["what"]
+
+
+def test_a_scalar_input_may_be_a_number_typed_by_its_parameter(tmp_path, capsys):
+    """``--input n=3`` / ``s=-1.5`` give scalar parameters on the command line (the note for a
+    missing scalar says ``--input n=VALUE``); the parameter's type decides the value's (an
+    integer for an f32 is a float, 1.5 for an index is refused); a .npy still works, and a
+    number for a tensor parameter is refused."""
+    text = vector_kernel(IO + f"""    scf.for %i = %c0 to %n step %c1 {{
+      pto.tmuls ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    }}
+""" + STORE, params="%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %s: f32, %n: index")
+    f = write(tmp_path, text)
+    np.save(tmp_path / "x.npy", X)
+    o, xin = tmp_path / "o.npy", f"--input=x={tmp_path / 'x.npy'}"
+    for s, n, want in (("-1.5", "3", X * -1.5 ** 3), ("-2", "2", X * 4), ("0.5", "0", X), ("1e1", "1", X * 10)):
+        assert cli_main(["run", f, xin, "--input", f"s={s}", "--input", f"n={n}", f"--output=y={o}"]) == 0
+        np.testing.assert_allclose(np.load(o), want, rtol=1e-6)
+    np.save(tmp_path / "n.npy", np.array(2))
+    assert cli_main(["run", f, xin, "--input", "s=3", f"--input=n={tmp_path / 'n.npy'}", f"--output=y={o}"]) == 0
+    np.testing.assert_allclose(np.load(o), X * 9, rtol=1e-6)
+    capsys.readouterr()
+    assert cli_main(["run", f, xin, "--input", "s=1", "--input", "n=1.5"]) == 1
+    assert "--input n: 1.5 for the index parameter 'n'" in capsys.readouterr().err
+    assert cli_main(["run", f, "--input", "x=2", "--input", "n=1"]) == 1
+    assert "--input x: a number for a tensor parameter" in capsys.readouterr().err
+    assert cli_main(["run", f, xin]) == 0
+    assert "give --input n=VALUE" in capsys.readouterr().out
+
+
+def test_func_naming_no_function_lists_the_files_functions(tmp_path, capsys):
+    """``--func nope`` was a raw KeyError: now a ConfigError at the option naming the file's
+    functions and how to pick one, for run and check alike."""
+    f = write(tmp_path, vector_kernel(IO + STORE).replace(
+        "  func.func @k(", "  func.func private @helper(%q: i32) {\n    return\n  }\n  func.func @k("))
+    for cmd in (["run", f, "--func", "nope"], ["check", f, "--func", "@nope", "--schedules", "1"]):
+        assert cli_main(cmd) == 1
+        err = capsys.readouterr().err
+        assert "ConfigError: --func" in err and "defines no function 'nope'; it defines @helper, @k" in err
+        assert "at option --func" in err and "--func NAME" in err and "Traceback" not in err
+    assert cli_main(["run", f, "--func", "k"]) == 0
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_help_says_the_file_may_be_a_pto_file(cmd, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli_main([cmd, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    positional = out[out.index("positional arguments:"):out.index("options:")]
+    assert ".py defining SCENARIO" in positional and ".pto" in positional
+
+
+def test_quiet_prints_only_the_pass_line_of_a_pto_run(tmp_path, capsys):
+    """``--quiet`` (the summary line only, as for a .py kernel) left every note and the
+    per-core summary in a .pto run's output."""
+    f = write(tmp_path, vector_kernel(IO + STORE))
+    assert cli_main(["run", f]) == 0
+    loud = capsys.readouterr().out
+    assert "note: x: seeded random" in loud and "AIV0" in loud
+    assert cli_main(["run", f, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [next(ln for ln in loud.splitlines() if ln.startswith("PASS k.pto @k"))]

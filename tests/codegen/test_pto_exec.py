@@ -182,6 +182,48 @@ def test_unsupported_op_is_a_parse_error_naming_it_before_anything_runs():
     assert e.value.where == f"<pto>:{line_of(text, 'tfrobnicate')}:5"
 
 
+@pytest.mark.parametrize("indirect", [False, True])
+def test_a_recursive_call_is_a_parse_error_at_the_call_before_anything_runs(indirect, capsys):
+    """ptoas refuses recursion ("recursive function calls are not supported"); the executor
+    says so at the call closing the cycle, not with Python's RecursionError mid-run."""
+    callee = "h" if indirect else "k"
+    helper = """  func.func private @h(%a: i32) {
+    func.call @k(%a) : (i32) -> ()
+    return
+  }
+""" if indirect else ""
+    text = f"""module {{
+  func.func @k(%a: i32) attributes {{pto.entry}} {{
+    pto.print ins("ran %d", %a : i32)
+    func.call @{callee}(%a) : (i32) -> ()
+    return
+  }}
+{helper}}}
+"""
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(a=np.array(1, np.int32)))
+    assert "recursive function calls are not supported" in e.value.what
+    where = line_of(text, "func.call @k(") if indirect else line_of(text, f"func.call @{callee}(")
+    assert e.value.where == f"<pto>:{where}:5"
+    assert "ran" not in capsys.readouterr().out
+
+
+def test_tgather_compare_form_is_a_parse_error_before_anything_runs(capsys):
+    i32, u8 = vec_t(16, 16, "i32"), vec_t(16, 16, "ui8")
+    text = vector_kernel(IO + f"""    pto.print ins("ran")
+    %s = arith.constant 0.0 : f32
+    %tmp = pto.alloc_tile : {u8}
+    %d = pto.alloc_tile : {i32}
+    %cd = pto.alloc_tile : {i32}
+    pto.tgather ins(%t, %s, %tmp : {vec_t(16, 16)}, f32, {u8}) outs(%d, %cd : {i32}, {i32}) {{offset = 7 : i32}}
+""" + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X))
+    assert "pto.tgather's compare form" in e.value.what and "not supported" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.tgather')}:5"
+    assert "ran" not in capsys.readouterr().out
+
+
 def test_use_before_definition_is_a_parse_error_at_the_use():
     text = vector_kernel(f"    pto.tadds ins(%nope, %nope : {vec_t(16, 16)}, f32) outs(%nope : {vec_t(16, 16)})\n",
                          params="")

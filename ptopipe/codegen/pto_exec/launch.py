@@ -60,13 +60,14 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
                 if not ty.is_float:
                     if isinstance(v, float) and not v.is_integer():
                         raise ConfigError(f"--input {key}: {v!r} for the {ty.name} parameter {key!r}",
-                                          where="option --input", fix="save an integer: np.save(f, np.array(3))")
+                                          where="option --input",
+                                          fix=f"give an integer: --input {key}=3 (or a .npy of one)")
                     lo, hi = int_range(ty)
                     if not lo <= int(v) <= hi:
                         raise ConfigError(f"--input {key}: {int(v)} does not fit the {ty.name} parameter "
                                           f"{key!r} ({lo}..{hi})", where="option --input",
                                           fix=f"give a value in {lo}..{hi}")
-                args[key] = v if ty.is_float else int(v)
+                args[key] = float(v) if ty.is_float else int(v)      # the parameter's type decides
             else:
                 want = ty[1] if isinstance(ty, tuple) else None
                 want = want if isinstance(want, np.dtype) else (want.dtype if isinstance(want, TileSpec) else None)

@@ -256,8 +256,11 @@ def choose_top(prog: Program, func: str | None) -> str:
         if all(p in prog.funcs for p in f.split("+")):       # a cube+vector pair (top_functions)
             return f
         if f not in prog.funcs:
-            raise ConfigError(f"--func {func}: the file defines no such function",
-                              where=prog.path, fix=f"choose one of {', '.join(prog.funcs)}")
+            tops = [t for t in top_functions(prog) if t not in prog.funcs]     # a cube+vector pair
+            raise ConfigError(f"--func {func}: {prog.path} defines no function {f!r}; it defines "
+                              f"{', '.join('@' + n for n in prog.funcs)}", where="option --func",
+                              fix="pick one with --func NAME (ptopipe.run_pto(..., func=NAME))"
+                                  + (f", or the pair: --func {tops[0]}" if tops else ""))
         return f
     roots = top_functions(prog)
     if len(roots) == 1:
