@@ -670,3 +670,22 @@ def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     assert "%k is used outside the region that defines it" in e.value.what
     ln = line_of(text, "%q = ")
     assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('%k') + 1}"
+
+
+def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():
+    """The device does not check a partition window against its view: rows 1..16 of a 16-row
+    view read the argument's next row (a warning at the partition_view); past the argument
+    itself the run stops at the load."""
+    text = vector_kernel(IO.replace("offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> "
+                                    "!pto.partition_tensor_view<16x16xf32>\n    %yp",
+                                    "offsets = [%r, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> "
+                                    "!pto.partition_tensor_view<16x16xf32>\n    %yp", 1) + STORE,
+                         params="%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %r: index")
+    big = np.arange(17 * 16, dtype=np.float32).reshape(17, 16)
+    r = run_pto(text=text, inputs=dict(x=big, y=X * 0, r=1))
+    np.testing.assert_array_equal(r.outputs["y"], big[1:])
+    (w,) = [w for w in r.warnings if "leave the view's shape" in w]
+    assert w.startswith(f"<pto>:{line_of(text, '%xp = pto.partition_view')}:")
+    with pytest.raises(PtoPipeError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0, r=1))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tload')}:")
