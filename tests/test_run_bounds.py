@@ -434,9 +434,13 @@ KERNEL = textwrap.dedent('''\
         return {"out": np.full((8, 8), 2.0, np.float32)}
 
 
+    def other_lane():  # a second core: check explores schedules of two
+        pass
+
+
     VARIANTS = {"default": dict(mode="ok"), "sleep": dict(mode="sleep"), "exit": dict(mode="exit"),
                 "slow": dict(mode="slow")}
-    SCENARIO = ptopipe.Scenario("sleepy", None, (vector, None), make_args, golden, VARIANTS)
+    SCENARIO = ptopipe.Scenario("sleepy", None, (vector, other_lane), make_args, golden, VARIANTS)
 ''')
 
 

@@ -292,3 +292,18 @@ def test_correct_kernels_clean_under_every_mode(name, no_hang):
         res = explore(sc, schedules=2, seed=3, platform=combo[0], protocol=combo[1], mode=mode,
                       include_default=mode == "random")
         assert res.ok, f"{mode} on {combo}: {res.first}"
+
+
+def _double_vec(x, out):
+    v = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+    TLOAD(v, x)
+    TADD(v, v, v)
+    TSTORE(out, v)
+
+
+def test_one_core_has_one_interleaving_and_explores_nothing():
+    args = {"x": np.ones((16, 16), np.float32), "out": np.zeros((16, 16), np.float32)}
+    res = explore((None, (_double_vec, None)), schedules=20, args=args)
+    assert res.ok and res.one_core and res.complete and res.runs == 1
+    two = explore((_racy_cube, (_racy_vec, None)), schedules=3, args=_racy_args(), checks=False)
+    assert not two.one_core and two.runs == 4

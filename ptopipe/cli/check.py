@@ -176,6 +176,8 @@ def _replay(sc, v, args, platform, protocol, progress):
 
 def _explored(res: ExploreResult, args) -> str:
     """'200 explored schedules (pct, 187 distinct interleavings)' for the summary line."""
+    if res.one_core:
+        return "no explored schedules (one core ran: nothing to interleave)"
     n = res.runs - 1
     what = f"{n} explored schedule{'s' if n != 1 else ''}"
     extra = f", bound {args.depth or 2} exhausted" if res.complete else ""

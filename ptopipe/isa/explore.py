@@ -105,6 +105,8 @@ class ExploreResult:
     complete: bool = False              # exhaustive: every schedule within the bound ran
     events: int = 0                     # visible events of the last explored run
     warnings: list = field(default_factory=list)   # the default schedule's [(what, loc)]
+    one_core: bool = False              # only one core ran under the default schedule: every
+                                        # schedule is the same interleaving, none was explored
 
     @property
     def ok(self) -> bool:
@@ -196,6 +198,8 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
             **run_kwargs) -> ExploreResult:
     """Run the default schedule and up to ``schedules`` explored ones of ``mode``, with the
     race checker's causal order on (``causal=False`` in ``run_kwargs``: completion times).
+    When only one core runs, the default schedule is the only interleaving: nothing more is
+    run (``one_core``, ``complete``).
 
     ``progress(done, total)``, if given, is called before each run."""
     if mode not in MODES:
@@ -222,6 +226,9 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
             out.passed += 1
             if s is None:
                 out.warnings = list(res.summary.leaks)
+                if sum(c["state"] != "idle" for c in res.summary.cores.values()) <= 1:
+                    out.one_core = last["complete"] = True     # nothing to interleave
+                    break
         except PtoPipeError as e:
             e.findings.append({"kind": "schedule", "seed": key if key is None or isinstance(key, int) else str(key)})
             out.failures.append((key, e))
