@@ -1,6 +1,8 @@
 """The PTO-AS executor (buffer semantics): what ptoas's C++ does on the device, run on the
 simulated cluster - scalar arithmetic of every width, control flow, tile placement and
 aliasing, kernel-kind choice, and errors at the file's line:col."""
+import pathlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -689,3 +691,15 @@ def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():
     with pytest.raises(PtoPipeError) as e:
         run_pto(text=text, inputs=dict(x=X, y=X * 0, r=1))
     assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tload')}:")
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_the_two_ends_of_a_pipe_naming_different_flag_ids_is_a_config_error_at_the_init(protocol):
+    """Cube flag_base 0, Vector flag_base 2: each end waits on flags the other never sets."""
+    good = (pathlib.Path(__file__).parents[1] / "pto_corpus" / "x_internal_pipe_a3.pto").read_text()
+    vec_init = good.index("%pipe = pto.initialize_l2g2l_pipe", good.index("func.func @lowlevel_pipe_vector"))
+    text = good[:vec_init] + good[vec_init:].replace("flag_base = 0", "flag_base = 2", 1)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
+    assert "two ends name different FlagIDs" in e.value.what and "the Cube end FlagID 0" in e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(text, '%pipe = pto.initialize_l2g2l_pipe')}:")

@@ -12,6 +12,7 @@ from ...arch.vocab import MemSpace
 from ...errors import ConfigError, PtoPipeError
 from ..pto_syntax import PLATFORM_OF_ARCH
 from .executor import Executor
+from .pipe_ops import check_flag_ids
 from .placement import alias_notes, plan_layout
 from .program import (MIXED, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
                       int_constants, malformed, reachable, read_text, walk, whole_tile_lanes)
@@ -261,6 +262,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             kinds[t] = {kind}
             for c in reachable(prog, t):   # its kind-less callees run where it runs
                 prog.funcs[c].kind = prog.funcs[c].kind or kind
+    check_flag_ids(prog, reach)
     one_lane = plat == "a5" and whole_tile_lanes(prog, reach)
     mixed = any(MIXED in k for k in kinds.values())
     if mixed and pipes:

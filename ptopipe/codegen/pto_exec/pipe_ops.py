@@ -7,7 +7,7 @@ from ... import isa
 from ...arch.vocab import Direction, TileSplitAxis
 from ...errors import ConfigError
 from ...isa.pipe.protocol import cluster_model
-from .program import int_attr, res_type, str_attr
+from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import tile_of
 from .types import TileSpec
 from .values import PipeVal, Reserved
@@ -98,7 +98,9 @@ def h_init(ex, fr, s):
             e.fix = ("a .pto's ring has ptoas's SlotNum (8 one way, 4 both ways); under the spec model "
                      "each slot has a flag of its own, so the pipes of one direction share 8 flags - "
                      "run it with --protocol pto-isa (counter flags: two per ring), or give the "
-                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num)")
+                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num)"
+                     + (f"; and check that both ends name FlagID {flag} (id / flag_base): ends with "
+                        "different FlagIDs never meet" if flag is not None else ""))
             e.args = (e.render(),)
         raise
 
@@ -221,3 +223,41 @@ def h_free(ex, fr, s):
             held.pop(0)
         sid.freed = ex.where(s)
     return isa.TFREE(pv.handle, None, split_axis(ex, s))
+
+
+INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.initialize_l2g2l_pipe",
+            "pto.initialize_l2l_pipe")
+
+
+def check_flag_ids(prog, names) -> None:
+    """The two ends of a pipe name the same FlagID: where the Cube's and the Vector's inits of
+    one direction both give ``id`` / ``flag_base``, a FlagID one side names and the other does
+    not is a ConfigError at that init (on the device each end waits on its own flags: a hang)."""
+    ends = {}                                    # (direction bit, kind) -> {flag: stmt}
+    for n in dict.fromkeys(names):
+        f = prog.funcs[n]
+        for s in walk(f.body):
+            if s.name not in INIT_OPS:
+                continue
+            fid = s.attr("id") or s.attr("flag_base")
+            kind = {"pto.aic_initialize_pipe": "cube", "pto.aiv_initialize_pipe": "vector"}.get(s.name, f.kind)
+            if not fid or kind not in ("cube", "vector"):
+                continue
+            mask = int_attr(s, "dir_mask", prog)
+            for bit in (1, 2):
+                if mask & bit:
+                    ends.setdefault((bit, kind), {}).setdefault(int(fid[0].text), s)
+    for bit, way in ((1, "C2V"), (2, "V2C")):
+        cube, vec = ends.get((bit, "cube"), {}), ends.get((bit, "vector"), {})
+        if not cube or not vec or set(cube) == set(vec):
+            continue
+        lone = sorted([(s.tok.line, flag, "Cube", vec) for flag, s in cube.items() if flag not in vec]
+                      + [(s.tok.line, flag, "Vector", cube) for flag, s in vec.items() if flag not in cube])
+        line, flag, side, other = lone[0]
+        s = (cube if side == "Cube" else vec)[flag]
+        o = next(iter(other.values()))
+        raise ConfigError(
+            f"the {way} pipe's two ends name different FlagIDs: the {side} end FlagID {flag}, the other "
+            f"end {', '.join(map(str, sorted(other)))} (at {o.tok.line}:{o.tok.col}) - each end would "
+            f"wait on flags the other never sets (a hang on the device)",
+            where=s.where(prog.path), fix="give both inits of the pipe the same id / flag_base")
