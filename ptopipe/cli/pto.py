@@ -332,11 +332,14 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
     file (a finding of the passes is raised), ``([], reason)`` when it cannot express the file
     (the run then has the executor's checks only, and says so)."""
+    from ..codegen.pto_exec import read_program, read_text
+    from ..codegen.pto_syntax import run_line_platform
+    text = text if text is not None else read_text(path)
+    platform = platform or run_line_platform(text)
     try:
         _, _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
     except ParseError as e:
-        from ..codegen.pto_exec import read_program, read_text
-        read_program(text if text is not None else read_text(path), path)   # the executor's words
+        read_program(text, path)        # the executor's words
         return [], e.what
     return warnings, None
 
@@ -405,7 +408,10 @@ def pto_scenarios(args) -> list:
 def static_pto(args) -> int:
     """``check --static kernel.pto``: the reader and the static passes, nothing run."""
     from .errors import color
+    from ..codegen.pto_exec import read_text
+    from ..codegen.pto_syntax import run_line_platform
     platform, protocol = _target(args, args.file)
+    platform = platform or run_line_platform(read_text(args.file))
     scalars = scalar_inputs(getattr(args, "input", None))
     try:
         op, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)

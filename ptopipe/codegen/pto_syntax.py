@@ -14,6 +14,7 @@ Facts follow ptoas's frontend tests and sources (hw-native-sys/PTOAS ``test/basi
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -43,6 +44,15 @@ KIND_OF = {v: k for k, v in KIND_NAMES.items()}
 #: module attribute ``pto.target_arch`` <-> platform name
 ARCH_OF_PLATFORM = {"a2a3": "a3", "a5": "a5"}
 PLATFORM_OF_ARCH = {"a3": "a2a3", "a2": "a2a3", "a2a3": "a2a3", "a5": "a5"}
+
+
+def run_line_platform(text: str) -> str | None:
+    """The platform a file's lit ``// RUN: ptoas --pto-arch=a5 ...`` line names, when its module
+    carries no ``pto.target_arch`` (ptoas's own test files say their arch only there), else None."""
+    if re.search(r"pto\.target_arch", text):
+        return None
+    m = re.search(r"^\s*//\s*RUN:.*?--pto-arch[= ](\w+)", text[:4096], re.M)
+    return PLATFORM_OF_ARCH.get(m.group(1)) if m else None
 #: ``{split = N}``: 0 / 1 / 2 = TILE_NO_SPLIT / TILE_UP_DOWN / TILE_LEFT_RIGHT
 SPLIT_OF = {int(s): s for s in TileSplitAxis}
 PIPES = {p.value: p for p in SyncPipe}

@@ -321,3 +321,20 @@ def test_quiet_prints_only_the_pass_line_of_a_pto_run(tmp_path, capsys):
     assert cli_main(["run", f, "--quiet"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines() == [next(ln for ln in loud.splitlines() if ln.startswith("PASS k.pto @k"))]
+
+
+@pytest.mark.parametrize("spelling", ["--pto-arch=a5", "--pto-arch a5"])
+def test_a_file_without_target_arch_runs_on_its_run_lines_arch(tmp_path, capsys, spelling):
+    """ptoas's test files name their arch only in the lit RUN line: an A5 pair (rings in UB,
+    no GM slot buffer) runs on A5 from it, statically and in the run, and says so."""
+    text = f"// RUN: ptoas {spelling} %s | FileCheck %s\n" + cube_vector_pair(1, "a5").replace(
+        ' attributes {pto.target_arch = "a5"}', "", 1)
+    f = write(tmp_path, text)
+    assert cli_main(["check", "--static", f]) == 0
+    assert "on a5 (spec): verified statically" in capsys.readouterr().out
+    assert cli_main(["run", f]) == 0
+    out = capsys.readouterr().out
+    assert "note: platform a5: the file's RUN line's --pto-arch" in out and "@mm on a5 (spec): ran" in out
+    assert cli_main(["run", f, "--platform", "a2a3"]) == 1      # A2A3 rings need the GM buffer
+    import ptopipe
+    assert ptopipe.run_pto(f).summary.platform == "a5"

@@ -10,7 +10,7 @@ from ... import isa
 from ...arch import get_platform
 from ...arch.vocab import MemSpace
 from ...errors import ConfigError, PtoPipeError
-from ..pto_syntax import PLATFORM_OF_ARCH
+from ..pto_syntax import PLATFORM_OF_ARCH, run_line_platform
 from .executor import Executor
 from .pipe_ops import check_flag_ids
 from .placement import alias_notes, plan_layout
@@ -227,7 +227,9 @@ def prepare(path: str | None = None, *, text: str | None = None, func: str | Non
 
 def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
     prog = read_program(text, path)
-    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None) or "a2a3"
+    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None)
+    run_line = None if plat else run_line_platform(text)
+    plat = plat or run_line or "a2a3"
     top = choose_top(prog, func)
     tops = top.split("+")
     inputs = dict(inputs or {})
@@ -238,6 +240,8 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                               fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
     rng = np.random.default_rng(data_seed)
     args, notes = param_arrays(prog, tops, inputs, rng, get_platform(plat))
+    if run_line:
+        notes.insert(0, f"platform {plat}: the file's RUN line's --pto-arch (it has no pto.target_arch)")
     warnings = []
     layout = plan_layout(prog, get_platform(plat))
     reach = [n for t in tops for n in reachable(prog, t)]
@@ -311,7 +315,8 @@ def run_pto(path: str | None = None, *, text: str | None = None, func: str | Non
     nothing calls, else a cube + vector pair); ``inputs`` maps parameter names (without
     ``%``) to numpy arrays / scalars; parameters not given get seeded random data
     (``data_seed``) or 0 for scalars, each listed in the result's ``notes``.  The platform is
-    ``platform``, else the module's ``pto.target_arch``, else A2A3.  Other keywords go to
+    ``platform``, else the module's ``pto.target_arch``, else the arch of its lit ``// RUN:`` line's
+    ``--pto-arch`` (ptoas's test files), else A2A3.  Other keywords go to
     :func:`ptopipe.run` (``schedule_seed``, ``timeout``, ``checks``, ...).  Errors are
     :class:`~ptopipe.PtoPipeError` subclasses at the file's line:col."""
     pl = prepare(path, text=text, func=func, inputs=inputs, platform=platform, data_seed=data_seed)
