@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 import ptopipe
 from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
 from ptopipe.codegen.pto_tree import parse_tree
-from ptopipe.errors import ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
+from ptopipe.errors import CompileError, ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
 
 
 def vec_t(r, c, d="f32", loc="vec"):
@@ -703,3 +703,15 @@ def test_the_two_ends_of_a_pipe_naming_different_flag_ids_is_a_config_error_at_t
         run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
     assert "two ends name different FlagIDs" in e.value.what and "the Cube end FlagID 0" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, '%pipe = pto.initialize_l2g2l_pipe')}:")
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+def test_a_reserve_smaller_than_the_ring_is_a_compile_error_at_the_init(arch):
+    """The run itself checks the consumer's reserve against SLOT_NUM x SLOT_SIZE (files the
+    static verifier cannot express get it too), naming the reserve and the init's line."""
+    text = cube_vector_pair(1, arch).replace("size = 8192", "size = 4096")
+    with pytest.raises(CompileError) as e:
+        run_pto(text=text, inputs=dict(a=X, b=X, out=X * 0))
+    assert "reserve_buffer 'ring' has 4096 bytes but the pipe that uses it needs" in e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.aic_initialize_pipe')}:")
+    assert "slot_num = 4" in e.value.fix

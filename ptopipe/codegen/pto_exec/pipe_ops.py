@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ... import isa
 from ...arch.vocab import Direction, TileSplitAxis
-from ...errors import ConfigError
+from ...errors import CompileError, ConfigError
+from ...ir.layout import ring_size_problem
 from ...isa.pipe.protocol import cluster_model
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import tile_of
@@ -52,6 +53,15 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
         mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)      # A5: a ring asked for in GM
     buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
+    for way, local_buf in ((Direction.DIR_C2V, c2v), (Direction.DIR_V2C, v2c)):
+        if way in ways and isinstance(local_buf, Reserved):
+            bad = ring_size_problem(local_buf.name, local_buf.size, n, slot_size,
+                                    staged=local if buf is not None else None)
+            if bad is not None:
+                k = local_buf.size // slot_size
+                raise CompileError(bad[0], where=ex.where(s), fix=(
+                    f"size the pto.reserve_buffer named \"{local_buf.name}\" as the ring needs"
+                    + (f", or give the init slot_num = {k}" if k and local_buf.size % slot_size == 0 else "")))
     peers = (0,) if one_lane else (0, 1)
     cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
                     isa.TPipe.__dataclass_fields__["local_slot_num"].default, peers=peers)
