@@ -41,3 +41,24 @@ def test_a_library_that_passes_exits_0(tmp_path, capsys):
     assert cli_main(["check", os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
                      os.path.join(CORPUS, "v_softmax_rows_a3.pto"), "--schedules", "1"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("all 2 passed")
+
+
+def test_a_pass_with_warnings_says_so_in_the_table_and_junit_and_stderr_names_each_file(tmp_path, capsys):
+    """A file whose run warns (a tile read before anything wrote it) passes, and the table,
+    the last line and JUnit's system-err say it; each file's messages follow its name."""
+    good = open(os.path.join(CORPUS, "v_softmax_rows_a3.pto")).read()
+    (tmp_path / "ok.pto").write_text(good)
+    load = next(ln for ln in good.splitlines() if "pto.tload" in ln)
+    (tmp_path / "warn.pto").write_text(good.replace(load, "", 1))      # the input tile never loaded
+    xml = tmp_path / "out.xml"
+    assert cli_main(["check", str(tmp_path), "--schedules", "1", "--junit", str(xml)]) == 0
+    cap = capsys.readouterr()
+    table = cap.out[cap.out.index("file "):].splitlines()
+    rows = {ln.split()[0]: ln for ln in table[1:-1]}
+    assert rows[str(tmp_path / "ok.pto")].split()[-2:] == ["PASS", "1"]      # one core: one schedule
+    assert "PASS, 1 warning" in rows[str(tmp_path / "warn.pto")]
+    assert table[-1] == "all 2 passed; 1 passed with warnings (see above)"
+    cases = {c.get("classname"): c for c in ET.parse(xml).getroot().find("testsuite")}
+    assert "before anything wrote" in cases[str(tmp_path / "warn.pto")].find("system-err").text
+    assert cases[str(tmp_path / "ok.pto")].find("system-err") is None
+    assert cap.err.index(f"-- {tmp_path / 'ok.pto'}") < cap.err.index(f"-- {tmp_path / 'warn.pto'}")

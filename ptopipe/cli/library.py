@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from xml.sax.saxutils import quoteattr
+from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import ConfigError, PtoPipeError
 from ..report._io import write_atomic
@@ -60,6 +60,8 @@ def check_library(args, check_one) -> int:
         fargs = argparse.Namespace(**vars(args))
         fargs.file, fargs.library = f, True
         before = len(reports)
+        if not args.json:               # the file the notes / warnings below belong to
+            print(f"-- {f}", file=sys.stderr, flush=True)
         try:
             check_one(fargs, reports)
         except PtoPipeError as e:
@@ -86,12 +88,19 @@ def summary(reports: list) -> str:
         fail = r["failure"]
         rows.append((r.get("file", ""), f"{r['scenario']}[{r['variant']}]",
                      f"{r.get('platform') or '-'}/{r.get('protocol') or '-'}",
-                     f"FAIL {fail['error']}" if fail else "PASS", str(r.get("runs", 0))))
+                     f"FAIL {fail['error']}" if fail else _passed(r), str(r.get("runs", 0))))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     failed = sum(1 for r in reports if r["failure"])
-    lines.append(f"{failed} of {len(reports)} failed" if failed else f"all {len(reports)} passed")
+    warned = sum(1 for r in reports if not r["failure"] and r.get("warnings"))
+    lines.append((f"{failed} of {len(reports)} failed" if failed else f"all {len(reports)} passed")
+                 + (f"; {warned} passed with warnings (see above)" if warned else ""))
     return "\n".join(lines)
+
+
+def _passed(r: dict) -> str:
+    n = len(r.get("warnings") or ())
+    return f"PASS, {n} warning{'s' if n != 1 else ''}" if n else "PASS"
 
 
 def junit(reports: list) -> str:
@@ -105,6 +114,10 @@ def junit(reports: list) -> str:
             msg = f"{fail['error']}: {fail['what']}" + (f" at {fail['where']}" if fail.get("where") else "")
             cases.append(f"{head}\n      <failure message={quoteattr(msg)} type={quoteattr(fail['error'])}/>\n"
                          "    </testcase>")
+        elif r.get("warnings"):                 # a pass the run warned about: shown, not failed
+            text = "\n".join("warning: " + w["what"] + (f" ({w['where']})" if w.get("where") else "")
+                             for w in r["warnings"])
+            cases.append(f"{head}\n      <system-err>{escape(text)}</system-err>\n    </testcase>")
         else:
             cases.append(head + "</testcase>")
     failures = sum(1 for r in reports if r["failure"])
