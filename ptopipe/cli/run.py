@@ -22,7 +22,9 @@ def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> Non
                    help="ring protocol model: seed 003 'spec' or pto-isa's C++ behaviour "
                         "(default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
-    p.add_argument("--seed", type=int, default=0, help="input data seed (default 0; the same as --data-seed - check's --seed is its first schedule seed)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="input data seed (default 0; the same as --data-seed - check's --seed is its "
+                        "first schedule seed)")
     add_sync(p)
     bounds.add_arguments(p)
 
