@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from ptopipe.arch.catalogue import OPS as CATALOGUE
-from ptopipe.arch.vocab import Direction, TileSplitAxis
+from ptopipe.arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
@@ -83,8 +83,13 @@ def test_pipe_template_arguments_are_the_init_attributes(example, platform):
         want_local = a["local_slot_num"] if a.get("local_slot_num") is not None else 2
         if example.startswith("mixed/"):
             assert want_local == a["slot_num"]
+        # a *_GM direction is A5's (pto-isa declares it under PTO_NPU_ARCH_A5): on A2A3, whose
+        # rings are in GM anyway, it is spelled as the plain direction
+        want_dir = Direction(a["dir_mask"])
+        if platform == "a2a3":
+            want_dir = PLAIN_DIRECTION.get(want_dir, want_dir)
         assert (int(flag), d, int(size), int(num), int(local)) == \
-            (a["flag_id"], Direction(a["dir_mask"]).name, a["slot_size"], a["slot_num"], want_local)
+            (a["flag_id"], want_dir.name, a["slot_size"], a["slot_num"], want_local)
         splits = {o.attributes["split"] for o in f.walk()
                   if o.name in ("pl.tpush", "pl.tpop", "pl.talloc") and o.attributes["split"] is not None}
         assert nosplit == ("true" if splits == {TileSplitAxis.TILE_NO_SPLIT} else "false")
@@ -102,9 +107,18 @@ def test_pipe_arguments_are_read_from_the_attributes_not_derived():
     (prog,) = programs_of(load_module(S1))
     op, _t, _w = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
     for f in kernels(op):
-        init_op(f).attributes.update(flag_id=6, slot_num=3, local_slot_num=1, dir_mask=Direction.DIR_C2V_GM)
+        init_op(f).attributes.update(flag_id=6, slot_num=3, local_slot_num=1, dir_mask=Direction.DIR_BOTH)
     cpp = write_cpp(op, "a2a3")
-    assert cpp.count("using Pipe = TPipe<6, Direction::DIR_C2V_GM, 2048, 3, 1, false>;") == 2
+    assert cpp.count("using Pipe = TPipe<6, Direction::DIR_BOTH, 2048, 3, 1, false>;") == 2
+
+
+@pytest.mark.parametrize("platform,spelled", [("a2a3", "DIR_C2V"), ("a5", "DIR_C2V_GM")])
+def test_a_gm_direction_is_spelled_as_the_platform_has_it(platform, spelled):
+    """pto-isa declares the *_GM directions for A5 only (fifo.hpp, under PTO_NPU_ARCH_A5): on
+    A2A3, whose rings are in GM anyway, DIR_C2V_GM is written DIR_C2V, as the simulator runs it."""
+    op, cpp = compiled(S5, platform)
+    assert {init_op(f).attributes["dir_mask"] for f in kernels(op)} == {Direction.DIR_C2V_GM}
+    assert cpp.count(f"Direction::{spelled}, ") == 2 and cpp.count("Direction::") == 2
 
 
 def expected_calls(block) -> list:
@@ -115,7 +129,8 @@ def expected_calls(block) -> list:
     return [names[o.name] for op in block for o in op.walk() if o.name in names]
 
 
-CALL = re.compile(r"\b(T(?!ASSIGN\b)[A-Z_]+|set_flag|wait_flag|pipe_barrier)\s*[<(]")
+# TASSIGN binds and TRESHAPE re-views a tile (no op of the IR): not calls
+CALL = re.compile(r"\b(T(?!ASSIGN\b|RESHAPE\b)[A-Z_]+|set_flag|wait_flag|pipe_barrier)\s*[<(]")
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -186,10 +201,32 @@ def test_a2a3_and_a5_differ_in_the_ring_and_the_no_split_lane():
     assert "get_subblockid() == 0" not in section(a5_nosplit, "s2_aic")
     for plat, proto in (("a2a3", "pto-isa"), ("a5", "spec")):       # both lanes take part
         _op, cpp = compiled(S2, plat, proto)
-        assert "get_subblockid() == 0" not in cpp
+        aiv = section(cpp, "s2_aiv")
+        assert "if (get_subblockid() == 0) {" not in cpp
+        assert "const bool data_lane = get_subblockid() == 0;" in aiv
+        # ... in every handshake, but AIV1 loads, computes and stores nothing (the lane-1 replay)
+        calls = {name: block for name, block in enclosing_blocks(aiv)}
+        assert calls and {n for n in calls if calls[n] == "if (data_lane) {"} == {"TLOAD", "TADD", "TSTORE"}
+        assert calls["TPOP"].startswith("for (") and calls["TFREE"].startswith("for (")
+        assert "data_lane" not in section(cpp, "s2_aic")
     _op, s5 = compiled(S5, "a5")                   # an A5 GM-ring direction keeps the GM buffer
     assert "TPipe<0, Direction::DIR_C2V_GM, 262144, 2, 2, false>" in s5
     assert "Pipe pipe((__gm__ void *)fifo, " in s5
+
+
+def enclosing_blocks(body: str) -> list:
+    """[(call name, the opening line of the innermost block around it)] of a kernel body."""
+    out, stack = [], []
+    for line in body.splitlines():
+        line = line.strip()
+        m = CALL.search(line)
+        if m:
+            out.append((m.group(1), stack[-1] if stack else ""))
+        if line.endswith("{"):
+            stack.append(line)
+        elif line == "}" and stack:
+            stack.pop()
+    return out
 
 
 def _balanced(text: str) -> bool:
@@ -225,9 +262,12 @@ def test_every_example_is_balanced_and_type_checks_against_the_mock(example, tmp
 
 def _type_checks(src):
     """``src`` compiles against the mock as the host pass and as each core's pass (the
-    compiler defines __DAV_CUBE__ / __DAV_VEC__ per core: the entry's calls sit under them)."""
+    compiler defines __DAV_CUBE__ / __DAV_VEC__ per core: the entry's calls sit under them),
+    for the platform its first line names (A5: PTO_NPU_ARCH_A5, which declares the *_GM
+    directions)."""
+    arch = ["-DPTO_NPU_ARCH_A5"] if " for a5, " in src.read_text().splitlines()[0] else []
     for define in ([], ["-D__DAV_CUBE__"], ["-D__DAV_VEC__"]):
-        r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", *define, "-I", MOCK, str(src)],
+        r = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", *arch, *define, "-I", MOCK, str(src)],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, (define, r.stderr[:2000])
 
@@ -421,14 +461,15 @@ PROGRAM = pl.program(narrow, name="narrow")
 
 def test_narrow_tiles_are_declared_padded_to_32_byte_rows(tmp_path):
     """pto-isa static_asserts Cols * sizeof(T) % 32 == 0 for a row-major unboxed tile: a
-    16x5 f32 tile or a row reduction's [8, 1] column is declared with padded Cols and its
-    valid shape (fresh9 c22 / c07), and the allocator keeps the padded bytes free."""
+    16x5 f32 tile is declared with padded Cols and its valid shape (fresh9 c22 / c07), and the
+    allocator keeps the padded bytes free.  A row reduction's [8, 1] column is DN: one 32-byte
+    column (TROWMAX writes a DN dst with Cols == 1)."""
     src = tmp_path / "narrow.py"
     src.write_text(NARROW)
     for plat in PLATFORMS:
         _op, cpp = compiled(str(src), plat)
         assert "float, 8, 8, BLayout::RowMajor, 8, 5>" in cpp, cpp       # each core's 8x5 half
-        assert "float, 8, 8, BLayout::RowMajor, 8, 1>" in cpp             # the row_max column
+        assert "float, 8, 1, BLayout::ColMajor, 8, 1>" in cpp             # the row_max column
         if CXX is not None:
             out = tmp_path / f"n_{plat}.cpp"
             out.write_text(cpp)

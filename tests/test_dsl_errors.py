@@ -19,6 +19,22 @@ def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
 '''
 
 CASES = {
+    # pto-isa's TROWEXPAND* take the per-row operand as a one-column DN tile (mode 1): an ND
+    # column, or a wider tile (whose column 0 alone would be used), is told at the operand
+    "row_expand_nd_column": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    r = pl.move(pl.row_max(t), space=pl.Vec, layout=pl.ND)
+    pl.store(pl.row_expand_sub(t, @@r), [0, 0], x)
+''',
+    "row_expand_wide_row_operand": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    r = pl.load(x, [0, 0], [16, 8])
+    pl.store(pl.row_expand_mul(t, @@r), [0, 0], x)
+''',
     # "/" where "//" was meant: the offset would be truncated at run time (fresh9 b30)
     "float_load_offset": '''
 @pl.aic

@@ -151,6 +151,14 @@ def accum_dtype(d) -> np.dtype | None:
     return MATMUL_ACCUM.get(np.dtype(d))
 
 
+#: the forms whose pto-isa NPU implementations and ptoas verifiers take RowMajor Vec tiles only
+#: (TADD / TMAX / TMULS / TEXP ... ``static_assert`` isRowMajor; ptoas: "expects src0, src1, and
+#: dst to use row-major layout", TEXPANDS "expects vec dst to use row-major layout on A2/A3"):
+#: on DN [R, 1] columns the writers run them on the columns' ND [1, R] row views (TRESHAPE,
+#: as PyPTO's kernels do)
+ROW_MAJOR_FORMS = ("binary", "scalar", "unary", "fill")
+
+
 def matmul_dtype_fix() -> str:
     names = ", ".join(sorted({d.name for d in MATMUL_ACCUM}))
     return f"Cube inputs are {names}; convert with TCVT (pl.cast) first"

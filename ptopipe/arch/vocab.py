@@ -110,9 +110,31 @@ _LAYOUT_OF = {l.value: l for l in TileLayout}
 
 #: a tile's layout when its declaration gives none: pto-isa's aliases (``TileLeft`` ZZ on
 #: A2A3, ``TileRight`` ZN, ``TileAcc`` NZ); Vec, Mat and Bias tiles default to ND as pto-isa's
-#: ``Tile<...>`` template does (a Mat tile is NZ only when declared so)
+#: ``Tile<...>`` template does (a Mat tile is NZ only when declared so).  A one-column Vec
+#: tile is the exception: :func:`default_layout`.
 DEFAULT_LAYOUT = {TileType.Vec: TileLayout.ND, TileType.Mat: TileLayout.ND, TileType.Left: TileLayout.ZZ,
                   TileType.Right: TileLayout.ZN, TileType.Acc: TileLayout.NZ, TileType.Bias: TileLayout.ND}
+
+#: the layout of pto-isa's ``TileLeft`` per platform: ZZ on A2A3, NZ on A5 (ptoas gives every
+#: Left tile this blayout, PTOAS PTOTypeDefs.cpp resolveTileBufBLayout).  A Left tile declared
+#: without a layout is written (C++, PTO-AS) in its platform's; the simulator holds the
+#: logical matrix either way.
+LEFT_LAYOUT = {"a2a3": TileLayout.ZZ, "a5": TileLayout.NZ}
+
+
+def default_layout(loc: TileType, rows: int, cols: int, platform: str | None = None) -> TileLayout:
+    """The layout of a ``rows x cols`` tile of ``loc`` declared without one: DEFAULT_LAYOUT of
+    its TileType, except that a one-column Vec tile - the per-row operand of the row
+    reductions and row expansions - is DN (one value per row, the rows contiguous): pto-isa's
+    TROWEXPAND* take that operand ColMajor with one valid column (or RowMajor with a whole
+    32-byte block of valid columns per row, which a [R, 1] value is not), and TROWSUM /
+    TROWMAX / TROWMIN write a DN dst with Cols == 1 (docs/isa/TROWEXPANDADD.md, TROWSUM.md).
+    With a ``platform`` name a Left tile has that platform's layout (:data:`LEFT_LAYOUT`)."""
+    if loc is TileType.Vec and cols == 1:
+        return TileLayout.DN
+    if loc is TileType.Left and platform is not None:
+        return LEFT_LAYOUT[platform]
+    return DEFAULT_LAYOUT[loc]
 
 
 def static_shape(layout: TileLayout, rows: int, cols: int, itemsize: int) -> tuple:
@@ -160,6 +182,13 @@ class Direction(IntEnum):
     DIR_C2V_GM = 5
     DIR_V2C_GM = 6
     DIR_BOTH_GM = 7
+
+
+#: a ``*_GM`` direction -> the plain direction with the same ways: what a ``*_GM`` pipe is on a
+#: platform whose rings are in GM anyway (A2A3 has no ``*_GM`` values: pto-isa type.hpp
+#: declares them under PTO_NPU_ARCH_A5 only)
+PLAIN_DIRECTION = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
+                   Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
 
 
 class TileSplitAxis(IntEnum):

@@ -3,10 +3,19 @@ translation unit and the mapping rules): tile declarations with their TASSIGNs a
 allocator's addresses, the TPipe from the init op's attributes, and the body - tile ops,
 cross-core ops, events, ``for`` / ``if`` and scalar index math.  A kernel op the writer
 cannot express raises a CompileError naming the op and its DSL line.
+
+Two things the simulator does that the C++ says explicitly: an element-wise op on DN
+``[R, 1]`` columns runs on their ND ``[1, R]`` row views (TRESHAPE; pto-isa's NPU element-wise
+ops take RowMajor tiles only), and AIV1 of a TILE_NO_SPLIT function with two lanes (the A2A3
+lane-1 replay, docs/layouts.md) runs its data ops under ``if (get_subblockid() == 0)``: it
+takes part in every TPUSH / TPOP / TFREE handshake but loads, computes and stores nothing,
+as the simulator runs it on empty valid shapes.
 """
 from __future__ import annotations
 
+from ..arch import get_platform
 from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..arch.vocab import Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.convert import op_to_function
@@ -21,6 +30,7 @@ BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
 INIT_OPS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 CROSS_OPS = {"pl.tpush": "TPUSH", "pl.tpop": "TPOP", "pl.tfree": "TFREE", "pl.talloc": "TALLOC"}
 _CMP = {"and": "&&", "or": "||"}
+
 
 
 def err(msg: str, op, fix: str | None = None) -> CompileError:
@@ -39,8 +49,10 @@ def params(f) -> tuple:
 class KernelWriter:
     """One AIC / AIV kernel function."""
 
-    def __init__(self, f, called: bool):
+    def __init__(self, f, called: bool, platform: str | None = None):
         self.f, self.called = f, called
+        self.platform = platform
+        self.gm_directions = get_platform(platform).gm_directions if platform else True
         self.name = f.attributes["sym_name"]
         self.record = {}
         self.lay = plan_function(op_to_function(f, self.record))
@@ -54,6 +66,8 @@ class KernelWriter:
         self.ngm = 0
         self.pops = {}             # direction -> {splits of its TPOPs}
         self.splits = set()
+        self.views = {}            # C++ name of a DN column tile -> its row view's name
+        self.data_lane = None      # the lane-0 condition of a two-lane TILE_NO_SPLIT AIV kernel
         for op in f.walk():
             if op.name in CROSS_OPS and op.attributes.get("split") is not None:
                 self.splits.add(TileSplitAxis(op.attributes["split"]))
@@ -78,7 +92,7 @@ class KernelWriter:
 
     def ttype(self, t) -> str:
         if isinstance(t, TileValueType):
-            return self.alias(T.tile_type(t), T.tile_alias(t))
+            return self.alias(T.tile_type(t, self.platform), T.tile_alias(t))
         if isinstance(t, TensorType):
             return self.alias(T.tensor_global(t), f"Gm_{'x'.join(map(str, t.shape))}_{t.dtype}")
         raise CompileError(f"type {t} has no pto-isa C++ object type")
@@ -181,8 +195,14 @@ class KernelWriter:
         body = []
         ops = list(self.f.regions[0].blocks[0])
         one_lane = any(op.name in INIT_OPS and op.attributes.get("lanes") == 1 for op in ops)
-        guard = one_lane and self.f.attributes["kind"] is FunctionKind.AIV
+        aiv = self.f.attributes["kind"] is FunctionKind.AIV
+        guard = one_lane and aiv
         ind = "        " if guard else "    "
+        if aiv and not one_lane and self.f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT:
+            self.data_lane = self.fresh("data_lane")
+            body += ["    // TILE_NO_SPLIT with two lanes: AIV1 takes part in every handshake but loads,",
+                     "    // computes and stores nothing (the simulator's lane-1 replay on empty valid shapes)",
+                     f"    const bool {self.data_lane} = get_subblockid() == 0;"]
         for op in ops:
             body += self.op(op, ind)
         head = "AICORE inline void" if self.called else 'extern "C" __global__ AICORE void'
@@ -260,7 +280,7 @@ class KernelWriter:
                           "compile the program (allocate-flags and lower-platform set it)")
         g = operand_groups(CALL_OPS[op.name], op.operands)
         nosplit = bool(self.splits) and self.splits == {TileSplitAxis.TILE_NO_SPLIT}
-        targs = [str(a["flag_id"]), T.direction_name(a["dir_mask"]), str(a["slot_size"]),
+        targs = [str(a["flag_id"]), T.direction_name(a["dir_mask"], self.gm_directions), str(a["slot_size"]),
                  str(a["slot_num"]), str(local_slot_num(a)), "true" if nosplit else "false"]
         self.pipe = self.fresh("Pipe")
         pipe_var = self.fresh("pipe")
@@ -309,6 +329,12 @@ class KernelWriter:
         return [f"{ind}{gt} {var};", f"{ind}{name}<{ptype}, {gt}, {sp}>({pvar}, {var});"]
 
     def tile_op(self, op, ind) -> list:
+        if self.data_lane is None:
+            return self.data_op(op, ind)
+        lines = self.data_op(op, ind + "    ")
+        return [f"{ind}if ({self.data_lane}) {{"] + lines + [f"{ind}}}"]
+
+    def data_op(self, op, ind) -> list:
         n = op.name
         spec = CALL_OPS.get(n)
         if spec is None or not n.startswith("pl."):
@@ -327,17 +353,35 @@ class KernelWriter:
             t = g["tensor"]
             lines, gm = self.window(t, g["offsets"], op.attributes["shape"], op, ind)
             return pre + lines + [f"{ind}TLOAD({dst}, {gm});"]
-        args = []
+        args, tiles = [], [r]
         for p in spec.operands:
             v = g[p.name]
             if isinstance(v, list):
                 raise err(f"{n}: list operand {p.name!r} has no C++ form", op)
-            args.append(self.names[v] if isinstance(v.type, TileValueType) else self.expr(v))
+            if isinstance(v.type, TileValueType):
+                tiles.append(v)
+                args.append(self.names[v])
+            else:
+                args.append(self.expr(v))
+        if d.form in ROW_MAJOR_FORMS and all(v.type.is_column for v in tiles):
+            pre += [f"{ind}TRESHAPE({self.row_view(v)}, {self.names[v]});" for v in tiles]
+            dst = self.views[dst]
+            args = [self.views.get(a, a) for a in args]
         if n == "pl.cast":
             args.append("RoundMode::CAST_RINT")
         if d.scratch:
             args.append(self.scratch_tile(op, r, next(iter(g.values()))))
         return pre + [f"{ind}{d.name}({', '.join([dst] + args)});"]
+
+    def row_view(self, v) -> str:
+        """The ND [1, R] row view variable of DN column tile ``v`` (declared once)."""
+        name = self.names[v]
+        view = self.views.get(name)
+        if view is None:
+            view = self.views[name] = self.fresh(name + "_row")
+            t = v.type
+            self.decls.append(f"    {self.alias(T.tile_type(t.row_view()), f'Row_1x{t.shape[0]}_{t.dtype}')} {view};")
+        return view
 
     def scratch_tile(self, op, r, src) -> str:
         """The scratch tile the allocator placed for ``op`` (pto-isa's ``tmp`` operand)."""

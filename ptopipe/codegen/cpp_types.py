@@ -1,8 +1,9 @@
 """How ptopipe's IR types and enums are spelled in pto-isa C++: element types, ``Tile<...>``,
 ``GlobalTensor<...>`` windows, ``TPipe<...>`` template arguments, split axes, pipes and
 identifiers.  Pure spelling: every value comes from an IR type or an op attribute (the
-layouts from :data:`ptopipe.arch.vocab.DEFAULT_LAYOUT`, the pipe parameters from the
-``*_initialize_pipe`` attributes the passes wrote); nothing here is re-derived.
+layouts from :func:`ptopipe.arch.vocab.default_layout` - a one-column Vec tile DN, a Left
+tile ZZ on A2A3 and NZ on A5 -, the pipe parameters from the ``*_initialize_pipe``
+attributes the passes wrote); nothing here is re-derived.
 
 pto-isa facts used (read in hw-native-sys/pto-isa, never copied):
 ``include/pto/cpu/TPush.hpp`` - ``template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize,
@@ -17,6 +18,10 @@ R, C>, pto::Stride<1, 1, 1, C, 1>>`` built from a ``__gm__ T*``, ``TASSIGN(tile,
 ``TLOAD(tile, g)`` / ``TSTORE(g, tile)`` / ``TMOV`` / ``TMATMUL(acc, a, b)``, ``TALLOC`` of a
 GlobalTensor slot, ``set_flag`` / ``wait_flag(PIPE_A, PIPE_B, EVENT_IDn)``,
 ``__global__ AICORE void k(__gm__ T* ...)`` and ``__DAV_CUBE__`` / ``__DAV_VEC__`` sections;
+``include/pto/common/fifo.hpp`` - the ``*_GM`` directions exist under PTO_NPU_ARCH_A5 only;
+``docs/isa/TRESHAPE.md`` / ``include/pto/npu/a2a3/TReshape.hpp`` - TRESHAPE re-views a tile's
+bytes in another shape of the same size (as PyPTO's kernels view a DN [R, 1] column as an ND
+[1, R] row for the element-wise ops, which pto-isa's NPU headers take RowMajor only);
 pto_tile.hpp (as quoted in PTO-ISA docs) - ``TileAcc`` is ``BLayout::ColMajor`` /
 ``SLayout::RowMajor`` with fractal 1024 (``TileConfig::fractalCSize``), other boxed tiles 512;
 ``include/pto/common/type.hpp`` - ``Direction::DIR_C2V_GM`` / ``DIR_V2C_GM`` / ``DIR_BOTH_GM``
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-from ..arch.vocab import Direction, SLayout, TileSplitAxis
+from ..arch.vocab import PLAIN_DIRECTION, Direction, SLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.types import ScalarType, TensorType, TileValueType
 
@@ -61,10 +66,10 @@ def ident(name: str) -> str:
     return s + "_" if s in CPP_WORDS else s
 
 
-def tile_type(t: TileValueType) -> str:
+def tile_type(t: TileValueType, platform: str | None = None) -> str:
     """``Tile<TileType::X, T, R, C, BLayout::B, R, C[, SLayout::S, fractal]>`` of a tile type."""
     r, c = t.shape
-    lay = t.effective_layout
+    lay = t.written_layout(platform)
     sr, sc = t.static_shape             # padded to whole 32-byte rows (ND) / columns (DN)
     head = (f"Tile<TileType::{t.space.value}, {ctype(t.dtype)}, {sr}, {sc}, "
             f"BLayout::{lay.blayout.value}, {r}, {c}")
@@ -122,8 +127,14 @@ def split_name(split) -> str:
     return f"TileSplitAxis::{TileSplitAxis(split).name}"
 
 
-def direction_name(d) -> str:
-    return f"Direction::{Direction(d).name}"
+def direction_name(d, gm_directions: bool = True) -> str:
+    """``Direction::X`` of a dir_mask; where the platform has no ``*_GM`` values
+    (``gm_directions`` False: A2A3, whose rings are in GM anyway) a ``*_GM`` direction is
+    spelled as its plain one (:data:`ptopipe.arch.vocab.PLAIN_DIRECTION`)."""
+    d = Direction(d)
+    if not gm_directions:
+        d = PLAIN_DIRECTION.get(d, d)
+    return f"Direction::{d.name}"
 
 
 def scalar_ctype(t) -> str:

@@ -86,7 +86,7 @@ def write_cpp(program_op, platform=None) -> str:
     for f in sorted(fns, key=lambda f: f.attributes["kind"] is FunctionKind.Group):
         kind = f.attributes["kind"]
         if kind in (FunctionKind.AIC, FunctionKind.AIV):
-            out.append(KernelWriter(f, f.attributes["sym_name"] in called).write())
+            out.append(KernelWriter(f, f.attributes["sym_name"] in called, have).write())
         elif kind is FunctionKind.Group:
             out.append(_group(f, kinds))
         else:

@@ -26,6 +26,16 @@ class Unwritten:
         self.type, self.tok, self.addr = type, tok, addr
 
 
+class RowView:
+    """``%v = pto.treshape %col``: the ND [1, R] row view of the DN [R, 1] column buffer
+    ``%col`` (``tok``), as ptopipe's writer spells an op ptoas takes on row-major tiles only;
+    ``ins`` / ``outs`` naming %v read / write %col (``ptype``: its type)."""
+    __slots__ = ("tok", "ptype")
+
+    def __init__(self, tok, ptype):
+        self.tok, self.ptype = tok, ptype
+
+
 class Scope:
     """One region's names; ``loop`` for an scf.for body.  ``outer_writes``: names of outer
     buffers written here (name -> token); ``outer_reads``: outer buffers read here."""
@@ -154,7 +164,17 @@ def ins_outs(r, fs, key):
     c.expect(")", f"closing {key}(...)")
     if len(types) != len(toks):
         raise c.error(f"{key}(...) has {len(toks)} operands but {len(types)} types", toks[0])
-    return list(zip(toks, types))
+    out = []
+    for t, ty in zip(toks, types):
+        d = _depth(fs, t.text)
+        b = fs.scopes[d].vars[t.text] if d is not None else None
+        if isinstance(b, RowView):          # the row view names its column
+            if ty.ir != b.ptype.ir.row_view():
+                raise c.error(f"{t.text} is the row view {describe(b.ptype.ir.row_view())}, the op "
+                              f"says {describe(ty.ir) if ty.ir else ty.kind}", t)
+            t, ty = t._replace(text=b.tok.text), b.ptype
+        out.append((t, ty))
+    return out
 
 
 # -- scalars and structure -------------------------------------------------------------------------

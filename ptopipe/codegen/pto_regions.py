@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.types import INDEX, ScalarType, TileValueType, describe
-from .pto_ops import Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit, read, write
+from .pto_ops import RowView, Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit, read, write
 
 
 def _region_end(r, fs, scope, n_results, opt):
@@ -161,13 +161,23 @@ def h_if(r, fs, opt, results, loc):
         write(r, fs, t, v)
 
 
-def _writes(toks, i) -> tuple:
-    """(names written in the region whose '{' is toks[i], index after its '}')."""
+def _row_views(fs) -> dict:
+    """{row view name: its column's name} of the views made so far (:class:`RowView`)."""
+    return {n: b.tok.text for sc in fs.scopes for n, b in sc.vars.items() if isinstance(b, RowView)}
+
+
+def _writes(toks, i, views) -> tuple:
+    """(names written in the region whose '{' is toks[i], index after its '}'); writing a
+    row view (``views``, updated with those made in the region) writes its column."""
     depth, parens, outs_at, out = 0, 0, None, {}
     while True:
         t = toks[i]
         if t.kind == "eof":
             return out, None
+        if t.kind == "value" and toks[i + 1].text == "=" and toks[i + 2].text == "pto.treshape":
+            views[t.text] = toks[i + 3].text
+            i += 4
+            continue
         if t.text in ("{", "}"):
             depth += 1 if t.text == "{" else -1
             if depth == 0:
@@ -180,7 +190,8 @@ def _writes(toks, i) -> tuple:
             outs_at = parens
         elif t.kind == "value" and (outs_at is not None or
                                     (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop")):
-            out.setdefault(t.text, t)
+            name = views.get(t.text, t.text)
+            out.setdefault(name, t._replace(text=name))
         i += 1
 
 
@@ -192,10 +203,11 @@ def if_buffers(r, fs) -> list:
     toks = r.c.toks
     if toks[r.c.i].text != "{":
         return []
-    then_w, nxt = _writes(toks, r.c.i)
+    views = _row_views(fs)
+    then_w, nxt = _writes(toks, r.c.i, views)
     else_w = {}
     if nxt is not None and toks[nxt].text == "else" and toks[nxt + 1].text == "{":
-        else_w, _ = _writes(toks, nxt + 1)
+        else_w, _ = _writes(toks, nxt + 1, views)
     out = []
     for name, t in {**then_w, **else_w}.items():
         d = _depth(fs, name)
@@ -245,12 +257,14 @@ def h_yield(r, fs, opt, results, loc):
 
 
 
-def _exposed(toks, i, written, first, allw) -> int:
+def _exposed(toks, i, written, first, allw, views) -> int:
     """Scan the region whose '{' is toks[i] with the names ``written`` before it (updated in
     place to those written on every path through it); record in ``first`` (name -> token, in
     order) each name some path reads before writing it, in ``allw`` every name written.  A write is a name in ``outs(...)``
     or the destination of a DPS ``pto.tpop(%t, %pipe)``; a name followed by '=' is a
-    definition.  An scf.if's branches are scanned apart (a name is written after the if when
+    definition.  A row view (``%v = pto.treshape %col``, recorded in ``views``) names its
+    column: reading or writing %v reads or writes %col, and making it does neither.  An
+    scf.if's branches are scanned apart (a name is written after the if when
     both branches write it); an scf.for body may run no iteration (its writes do not count
     after it).  Returns the index after the region's '}' (None at eof)."""
     depth, parens, outs_at, pending = 0, 0, None, None
@@ -258,16 +272,20 @@ def _exposed(toks, i, written, first, allw) -> int:
         t = toks[i]
         if t.kind == "eof":
             return None
+        if t.kind == "value" and toks[i + 1].text == "=" and toks[i + 2].text == "pto.treshape":
+            views[t.text] = toks[i + 3].text
+            i += 4
+            continue
         if t.text == "{" and pending is not None and depth == 1:
             kind, pending = pending, None
             w1 = set(written)
-            nxt = _exposed(toks, i, w1, first, allw)
+            nxt = _exposed(toks, i, w1, first, allw, views)
             if nxt is None:
                 return None
             if kind == "scf.if":
                 if toks[nxt].text == "else" and toks[nxt + 1].text == "{":
                     w2 = set(written)
-                    nxt = _exposed(toks, nxt + 1, w2, first, allw)
+                    nxt = _exposed(toks, nxt + 1, w2, first, allw, views)
                     if nxt is None:
                         return None
                     written |= w1 & w2
@@ -286,11 +304,12 @@ def _exposed(toks, i, written, first, allw) -> int:
         elif t.kind == "word" and t.text == "outs" and toks[i + 1].text == "(":
             outs_at = parens                    # until the matching ')'
         elif t.kind == "value" and toks[i + 1].text != "=":
+            name = views.get(t.text, t.text)
             if outs_at is not None or (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop"):
-                written.add(t.text)
-                allw.add(t.text)
-            elif t.text not in written:
-                first.setdefault(t.text, t)
+                written.add(name)
+                allw.add(name)
+            elif name not in written:
+                first.setdefault(name, t._replace(text=name))
         i += 1
 
 
@@ -301,7 +320,7 @@ def carried_buffers(r, fs) -> list:
     if toks[i].text != "{":
         return []
     first, allw = {}, set()
-    if _exposed(toks, i, set(), first, allw) is None:
+    if _exposed(toks, i, set(), first, allw, _row_views(fs)) is None:
         return []                                # the body's own parse reports it
     out = []
     for name, t in first.items():

@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from ..arch import get_platform
-from ..arch.vocab import DEFAULT_LAYOUT, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis
+from ..arch.vocab import LEFT_LAYOUT, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, default_layout
 from ..ir.nodes import FunctionKind
 from ..ir.ops import ISA_NAMES
 from ..ir.types import MemorySpace, TileValueType
@@ -187,21 +187,15 @@ def fractal_of(t: TileValueType) -> int:
     return 1024 if t.space is MemorySpace.Acc else 512
 
 
-#: the blayout ptoas gives every Left tile, whatever the text says (PTOAS PTOTypeDefs.cpp
-#: resolveTileBufBLayout): pto-isa's TileLeft is ZZ on A2A3 and NZ on A5
-LEFT_BLAYOUT = {"a2a3": BLayout.RowMajor, "a5": BLayout.ColMajor}
-
-
-def _left_blayout(platform) -> BLayout | None:
-    return LEFT_BLAYOUT[get_platform(platform).name] if platform else None
+def _platform_name(platform) -> str | None:
+    return get_platform(platform).name if platform else None
 
 
 def tile_buf(t: TileValueType, platform=None) -> str:
-    """The long form, keys in :data:`TILE_KEYS` order; a Left tile in the default layout has
-    the ``platform``'s Left blayout (:data:`LEFT_BLAYOUT`)."""
-    lay = t.effective_layout
-    if t.space is MemorySpace.Left and t.layout is None and platform:
-        lay = TileLayout.of(_left_blayout(platform), lay.slayout)
+    """The long form, keys in :data:`TILE_KEYS` order; a tile in the default layout has the
+    ``platform``'s (``arch.vocab.default_layout``: a Left tile is ZZ on A2A3 and NZ on A5, as
+    ptoas reads every Left tile, :data:`ptopipe.arch.vocab.LEFT_LAYOUT`)."""
+    lay = t.written_layout(_platform_name(platform))
     r, c = t.shape
     return (f"!pto.tile_buf<loc={LOC_OF_SPACE[t.space]}, dtype={MLIR_DTYPE[t.dtype]}, rows={r}, "
             f"cols={c}, v_row={r}, v_col={c}, blayout={BLAYOUT_NAMES[lay.blayout]}, "
@@ -210,15 +204,16 @@ def tile_buf(t: TileValueType, platform=None) -> str:
 
 def tile_type(shape, dtype: str, space: MemorySpace, blayout: BLayout | None,
               slayout: SLayout | None, platform=None) -> TileValueType:
-    """The IR tile type of a tile_buf: the space's default layout is ``layout=None``.  On a
-    known ``platform`` a Left tile's blayout is the platform's, as ptoas reads it
-    (:data:`LEFT_BLAYOUT`): in the default slayout it is the default layout."""
-    d = DEFAULT_LAYOUT[space]
+    """The IR tile type of a tile_buf: the default layout of its space and shape
+    (``arch.vocab.default_layout``) is ``layout=None``.  On a known ``platform`` a Left tile's
+    blayout is the platform's, as ptoas reads it (:data:`ptopipe.arch.vocab.LEFT_LAYOUT`): in
+    the default slayout it is the default layout."""
+    d = default_layout(space, *tuple(shape)[:2])
     s = d.slayout if slayout is None else slayout
     if space is MemorySpace.Left and platform:
         if s is d.slayout:
             return TileValueType(tuple(shape), dtype, space, None)
-        blayout = _left_blayout(platform)
+        blayout = LEFT_LAYOUT[_platform_name(platform)].blayout
     b = d.blayout if blayout is None else blayout
     lay = TileLayout.of(b, s)
     return TileValueType(tuple(shape), dtype, space, None if lay is d else lay)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import OPS, REQUIRED, OpError
 from ..ir.types import INDEX, TensorType, TileValueType, describe
-from .pto_ops import (Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
+from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
 from .pto_syntax import (CARRY, EVENT_IDS, IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_OPTIONAL,
                          SCRATCH_REQUIRED)
@@ -240,6 +240,30 @@ def h_tstore(r, fs, opt, results, loc):
                         "store into a partition view of the tile's shape (ptopipe reads v_row=? / "
                         "v_col=? but moves the whole tile)")
     emit(r, fs, "pl.store", [tile] + part.offsets + [part.tensor], [], {}, loc)
+
+
+def h_treshape(r, fs, opt, results, loc):
+    """``%v = pto.treshape %col : <DN [R, 1]> -> <ND [1, R]>``: a row view of a column, how
+    ptopipe's writer runs ptoas's row-major-only ops (element-wise, texpands) on per-row
+    columns; ops naming %v read / write %col (:class:`.pto_ops.RowView`).  Other reshapes change
+    what the IR's tile values are and are not read here."""
+    c = r.c
+    _check_results(r, opt, results, 1)
+    st = c.kind("value", "the tile to view")
+    c.expect(":", "before the source type")
+    src = c.type_()
+    c.expect("->", "before the view type")
+    dst = c.type_()
+    if src.kind != "tile" or dst.kind != "tile" or not src.ir.is_column or dst.ir != src.ir.row_view():
+        raise c.error("the static reader takes pto.treshape only from a DN [R, 1] column to its ND "
+                      "[1, R] row view", opt,
+                      "`ptopipe run` / `ptopipe check` run the file with buffer semantics")
+    _, b = lookup(r, fs, st)
+    if getattr(b, "type", None) != src.ir:
+        raise c.error(f"type mismatch: {st.text} is a {describe(b.type) if hasattr(b, 'type') else 'view'}, "
+                      f"the op says {describe(src.ir)}", st)
+    rt, name = results[0]
+    r.define(fs, rt, name, RowView(st, src))
 
 
 def generic_tile_op(r, fs, opt, results, loc):

@@ -13,13 +13,18 @@ platform passes re-derive what the text does not carry: flag ids, ring placement
 The text is for ptoas (0.27, ``--pto-level=level2``) and means there the ring ptopipe
 simulates: each pipe init in the spelling whose ``TPipe`` ptoas builds is the IR's
 (:func:`ring_spelling`), reserves placed by ptoas (``auto = true``), the tiles a loop carries
-or a branch yields in buffers written in place (:mod:`.pto_buffers`).  What ptoas has no
+or a branch yields in buffers written in place (:mod:`.pto_buffers`), and an op ptoas takes
+on row-major tiles only (``arch.catalogue.ROW_MAJOR_FORMS``) on DN [R, 1] columns written on
+their ND [1, R] row views (``%v = pto.treshape %col``, as PyPTO writes it; the reader reads
+the view as its column).  What ptoas has no
 spelling for is written in ptopipe's and reported in ``write_pto``'s notes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..errors import CompileError
 from ..arch.vocab import Direction, TileSplitAxis
 from ..arch import get_platform
@@ -34,6 +39,7 @@ from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, C
                          frontend_ring, ptr_type, tile_buf)
 
 _IND = "  "
+FORM_OF_DSL = {d.dsl: d.form for d in CATALOGUE.values() if d.dsl}
 _INIT = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 _EVENTS = ("pl.record_event", "pl.wait_event")
 
@@ -467,8 +473,22 @@ class _Writer:
             ins.append(tmp)
             tys.append(tys[0])
         r = op.results[0]
-        res = self.dest(r, st, ind)
-        self.line(ind, f"{name} ins({', '.join(ins)} : {', '.join(tys)}) outs({res} : {self.ty(r.type)})")
+        res, rty = self.dest(r, st, ind), self.ty(r.type)
+        tiles = [v.type for v in op.operands if isinstance(v.type, TileValueType)] + [r.type]
+        if FORM_OF_DSL.get(op.name[3:]) in ROW_MAJOR_FORMS and all(t.is_column for t in tiles):
+            # ptoas takes these ops on row-major tiles only: run them on the columns' rows
+            ins = [self.row_view(x, v.type, ind, st) if isinstance(v.type, TileValueType) else x
+                   for x, v in zip(ins, op.operands)]
+            tys = [self.ty(v.type.row_view()) if isinstance(v.type, TileValueType) else t
+                   for t, v in zip(tys, op.operands)]
+            res, rty = self.row_view(res, r.type, ind, st), self.ty(r.type.row_view())
+        self.line(ind, f"{name} ins({', '.join(ins)} : {', '.join(tys)}) outs({res} : {rty})")
+
+    def row_view(self, name: str, t: TileValueType, ind: str, st: _Func) -> str:
+        """``%v = pto.treshape %name``: the ND [1, R] row view of DN column ``name``."""
+        view = st.fresh("row" if name[1].isdigit() else name[1:] + "_row")   # %12_row is no MLIR name
+        self.line(ind, f"{view} = pto.treshape {name} : {self.ty(t)} -> {self.ty(t.row_view())}")
+        return view
 
     # -- regions -----------------------------------------------------------------------------
     def _results(self, op, st: _Func) -> str:

@@ -16,7 +16,7 @@ from typing import Callable
 from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
                               op_scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
-from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileSplitAxis
+from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
 from .nodes import Const, FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
@@ -335,6 +335,14 @@ def _row_expand(kind, a, at):
         raise OpError(f"row-expand: per-row operand {describe(r)} does not match {describe(x)}",
                       "the second operand needs one row per row of the first (e.g. pl.row_sum)",
                       "row")
+    if r.shape[1] != 1 or r.effective_layout is not TileLayout.DN:
+        # pto-isa's TROWEXPAND* take the per-row operand as a ColMajor column with one valid
+        # column (mode 1; the CPU model asserts "invalid src1 shape" otherwise); its RowMajor
+        # mode 2 repeats a 32-byte block along each row, which is not what pl.row_expand_* means
+        raise OpError(f"row-expand: per-row operand {describe(r)} is not a one-column DN tile, the "
+                      "per-row operand pto-isa's TROWEXPAND* take",
+                      "pass a [rows, 1] Vec tile in the default layout (DN), e.g. the result of "
+                      "pl.row_sum / pl.row_max", "row")
     return x
 
 

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch.vocab import LOCAL_SLOT_NUM, Direction, TileSplitAxis
+from ..arch.vocab import LOCAL_SLOT_NUM, PLAIN_DIRECTION as _GM, Direction, TileSplitAxis
 from .nodes import FunctionKind
 from .types import itemsize
 
 _INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 _BITS = (("C2V", Direction.DIR_C2V), ("V2C", Direction.DIR_V2C))
-_GM = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
-       Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..arch import catalogue
 from ..arch.dtypes import as_dtype, short_name
-from ..arch.vocab import DEFAULT_LAYOUT, TileLayout, static_shape
+from ..arch.vocab import TileLayout, default_layout, static_shape
 from ..arch.vocab import TileType as MemorySpace
 
 #: the spaces an IR (DSL) tile lives in: ``pl.Vec``, ``pl.Mat``, ``pl.Left``, ``pl.Right``,
@@ -78,8 +78,9 @@ class TensorType(Type):
 
 @dataclass(frozen=True)
 class TileValueType(Type):
-    """A 2-D tile in a core-local memory space; ``layout`` None is the space's default
-    layout (``arch.vocab.DEFAULT_LAYOUT``: ND for Vec / Mat)."""
+    """A 2-D tile in a core-local memory space; ``layout`` None is the default layout of its
+    space and shape (``arch.vocab.default_layout``: ND for Vec / Mat, DN for a one-column
+    Vec tile)."""
     shape: tuple
     dtype: str
     space: MemorySpace
@@ -91,13 +92,31 @@ class TileValueType(Type):
 
     @property
     def effective_layout(self) -> TileLayout:
-        """The layout the tile has: ``layout``, else its space's default."""
-        return self.layout if self.layout is not None else DEFAULT_LAYOUT[self.space]
+        """The layout the tile has: ``layout``, else its space's and shape's default."""
+        return self.written_layout()
+
+    def written_layout(self, platform: str | None = None) -> TileLayout:
+        """The layout the tile is declared with on ``platform`` (C++, PTO-AS): ``layout``, else
+        the default of its space and shape there (``arch.vocab.default_layout``: a Left tile
+        is ZZ on A2A3 and NZ on A5)."""
+        return self.layout if self.layout is not None else default_layout(self.space, *self.shape[:2], platform)
 
     @property
     def static_shape(self) -> tuple:
         """(Rows, Cols) as pto-isa declares the tile (:func:`ptopipe.arch.vocab.static_shape`)."""
         return static_shape(self.effective_layout, self.shape[0], self.shape[1], itemsize(self.dtype))
+
+    @property
+    def is_column(self) -> bool:
+        """A one-column DN tile: the per-row operand of the row reductions and expansions."""
+        return self.shape[1] == 1 and self.effective_layout is TileLayout.DN
+
+    def row_view(self) -> "TileValueType":
+        """The ND ``[1, R]`` row that views the bytes of this DN ``[R, 1]`` column (TRESHAPE):
+        the same static size, the column's rows as its columns."""
+        row = TileValueType((1, self.shape[0]), self.dtype, self.space)
+        return row if row.effective_layout is TileLayout.ND else TileValueType(row.shape, self.dtype, self.space,
+                                                                                TileLayout.ND)
 
     @property
     def footprint(self) -> int:

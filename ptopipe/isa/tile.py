@@ -3,8 +3,8 @@
 A tile has a location (``TileType``: Vec in UB, Mat in L1, Left in L0A, Right in L0B,
 Acc in L0C), a dtype, a static shape (rows x cols), a valid region and a layout
 (``BLayout`` / ``SLayout``, named by ``.layout``: ND, DN, NZ, ZN, ZZ; the default per
-TileType is ``arch.vocab.DEFAULT_LAYOUT``).  ``TASSIGN`` binds it to a byte address of the
-memory of the core that executes it.  Data are held as the logical matrix (row-major views)
+TileType and shape is ``arch.vocab.default_layout``: a one-column Vec tile is DN).
+``TASSIGN`` binds it to a byte address of the memory of the core that executes it.  Data are held as the logical matrix (row-major views)
 whatever the layout: the layout is what the ring checks compare (a tile pushed in one layout
 must be popped in the same one) and what TMOV converts, keeping the logical matrix.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import greenlet
 import numpy as np
 
-from ..arch.vocab import DEFAULT_LAYOUT, TILE_SPACE, BLayout, SLayout, TileLayout, TileType  # noqa: F401
+from ..arch.vocab import TILE_SPACE, BLayout, SLayout, TileLayout, TileType, default_layout  # noqa: F401
 from ..errors import KernelError
 from ..sim.location import user_loc
 from .context import current_core, here
@@ -37,7 +37,8 @@ class Tile:
 
     The layout is ``blayout`` / ``slayout`` (pto-isa's template parameters) or ``layout=``
     a :class:`TileLayout` (``Tile(TileType.Mat, float32, 16, 16, layout=TileLayout.NZ)``);
-    none given: the TileType's default (ND for Vec/Mat, ZZ Left, ZN Right, NZ Acc)."""
+    none given: the default of its TileType and shape (ND for Vec/Mat, DN for a one-column
+    Vec tile, ZZ Left, ZN Right, NZ Acc)."""
 
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
@@ -68,7 +69,7 @@ class Tile:
                               fix=f"give integer valid_rows 0..{self.rows} and valid_cols 0..{self.cols}")
         self.valid_rows, self.valid_cols = int(vr), int(vc)
         self.sig = (self.valid_rows, self.valid_cols, self.dtype)   # what element-wise ops compare
-        self.layout = _layout(loc, blayout, slayout, layout)
+        self.layout = _layout(loc, blayout, slayout, layout, self.rows, self.cols)
         self.blayout, self.slayout = self.layout.value
         self.name = name
         self._addr = None
@@ -181,17 +182,17 @@ class Tile:
     def describe(self) -> str:
         nm = f" '{self.name}'" if self.name else ""
         at = f" @{self.mem.label}[{self.addr:#x}]" if self.addr is not None and self.mem else ""
-        lay = "" if self.layout is DEFAULT_LAYOUT[self.loc] else f" {self.layout.name}"
+        lay = "" if self.layout is default_layout(self.loc, self.rows, self.cols) else f" {self.layout.name}"
         return f"{self.loc.value} tile{nm} {self.dtype.name} {self.rows}x{self.cols}{lay}{at}"
 
     def __repr__(self) -> str:
         return f"<{self.describe()}>"
 
 
-def _layout(loc: TileType, blayout, slayout, layout) -> TileLayout:
+def _layout(loc: TileType, blayout, slayout, layout, rows: int, cols: int) -> TileLayout:
     """The tile's named layout from ``layout=`` or its (BLayout, SLayout) parameters (one of
     them not given takes pto-isa's template default: RowMajor / NoneBox); neither given:
-    the TileType's default."""
+    the default of its TileType and shape (``arch.vocab.default_layout``)."""
     if layout is not None:
         if not isinstance(layout, TileLayout):
             raise KernelError(f"Tile layout must be a TileLayout, got {layout!r}", where=_site(),
@@ -202,7 +203,7 @@ def _layout(loc: TileType, blayout, slayout, layout) -> TileLayout:
                               where=_site(), fix="give either layout= or blayout/slayout")
         return layout
     if blayout is None and slayout is None:
-        return DEFAULT_LAYOUT[loc]
+        return default_layout(loc, rows, cols)
     b = BLayout.RowMajor if blayout is None else blayout
     s = SLayout.NoneBox if slayout is None else slayout
     if not isinstance(b, BLayout) or not isinstance(s, SLayout):

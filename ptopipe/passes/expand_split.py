@@ -38,7 +38,12 @@ def _half(t: TileValueType, axis: int, op, what: str) -> TileValueType:
                   "use an even extent on the split axis, or the other split mode "
                   "(@pl.incore(split=...))")
     shape = (n // 2, t.shape[1]) if axis == 0 else (t.shape[0], n // 2)
-    return TileValueType(shape, t.dtype, t.space, t.layout)
+    half = TileValueType(shape, t.dtype, t.space, t.layout)
+    if t.layout is None and half.effective_layout is not t.effective_layout:
+        # a half keeps the whole's layout: the one-column half of a [M, 2] ND tile (its popped
+        # C2V slot rows, say) is ND, not the DN a one-column Vec tile defaults to
+        half = replace(half, layout=t.effective_layout)
+    return half
 
 
 def _is_vec(t) -> bool:

@@ -21,7 +21,7 @@ import numpy as np
 from ..isa.tensor import _contiguous
 from .. import isa
 from ..arch import MemSpace
-from ..arch.vocab import Direction, TileSplitAxis
+from ..arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, FunctionKind, ReserveBuffer, Var
@@ -32,12 +32,9 @@ from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, 
 from ..ir.pipe_config import local_slot_num
 from .closures import Compiler, FunctionReturn, run_steps
 
-# *_GM directions: the plain ones on platforms whose rings are in GM
 # seed 003's DIR_MASK values (the C2V and V2C bits); a ring both ways takes SlotNum per direction
 _LOCAL_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
 _BOTH_DIRS = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
-_GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
-            Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
 
 
 #: the valid shape of every tile lane 1 of a TILE_NO_SPLIT AIV function creates (docs/layouts.md)
@@ -243,8 +240,8 @@ class Interpreter:
             for bit, arg in ((Direction.DIR_C2V, c.args[1]), (Direction.DIR_V2C, c.args[2])):
                 if dir_mask & bit and arg.__class__ is BufferAttr:
                     self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c, staged)
-        if plat.ring_in_gm:
-            dir_mask = _GM_DIRS.get(dir_mask, dir_mask)
+        if plat.ring_in_gm:         # *_GM directions: the plain ones where rings are in GM
+            dir_mask = PLAIN_DIRECTION.get(dir_mask, dir_mask)
         peers = (0,) if at.get("lanes") == 1 else (0, 1)
         n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
         # AllocateFlags' FlagID; a kernel run without it: the same numbering, in init order

@@ -1,7 +1,9 @@
 // A tiny stand-in for pto-isa's <pto/pto-inst.hpp>, written for ptopipe's tests (not pto-isa code):
 // just enough declarations for `g++ -fsyntax-only` to type-check the C++ that ptopipe's C++ writer
-// emits - template parameter kinds and order, argument counts, and the tile locations the
-// cross-core and Cube ops accept.
+// emits - template parameter kinds and order, argument counts, the tile locations the
+// cross-core and Cube ops accept, and the layouts pto-isa's NPU headers require (element-wise
+// ops RowMajor, the per-row operand of TROWEXPAND* and the dst of TROW* reductions, TRESHAPE's
+// equal byte size; the *_GM directions on A5 only: compile with -DPTO_NPU_ARCH_A5).
 #pragma once
 #include <cstdint>
 
@@ -28,7 +30,10 @@ enum class SLayout { NoneBox, RowMajor, ColMajor };
 enum class TileSplitAxis { TILE_NO_SPLIT, TILE_UP_DOWN, TILE_LEFT_RIGHT };
 enum class RoundMode { CAST_NONE, CAST_RINT };
 enum Direction : uint8_t { DIR_C2V = 1, DIR_V2C = 2, DIR_BOTH = 3, DIR_V2C_CTRL = 4,
-                           DIR_C2V_GM = 5, DIR_V2C_GM = 6, DIR_BOTH_GM = 7 };
+#ifdef PTO_NPU_ARCH_A5
+                           DIR_C2V_GM = 5, DIR_V2C_GM = 6, DIR_BOTH_GM = 7
+#endif
+};
 
 template <TileType L, typename T, int R, int C, BLayout B = BLayout::RowMajor, int VR = R, int VC = C,
           SLayout S = SLayout::NoneBox, int F = 512>
@@ -40,6 +45,9 @@ struct Tile {
     static_assert(S != SLayout::NoneBox || B != BLayout::ColMajor || R * sizeof(T) % 32 == 0,
                   "ColMajor NoneBox tile: Rows * sizeof(T) must be a multiple of 32");
     static constexpr TileType Loc = L;
+    static constexpr bool isRowMajor = B == BLayout::RowMajor;
+    static constexpr bool boxed = S != SLayout::NoneBox;
+    static constexpr int Rows = R, Cols = C, ValidRow = VR, ValidCol = VC, Bytes = R * C * int(sizeof(T));
     using DType = T;
     T *data() { return nullptr; }
 };
@@ -78,22 +86,41 @@ template <typename C, typename A, typename B> void TMATMUL(C &, A &, B &) {
 template <typename C, typename I, typename A, typename B> void TMATMUL_ACC(C &, I &, A &, B &) {
     static_assert(C::Loc == TileType::Acc && A::Loc == TileType::Left && B::Loc == TileType::Right, "TMATMUL_ACC");
 }
-#define PTO_MOCK_BINARY(OP) template <typename D, typename A, typename B> void OP(D &, A &, B &) {}
-#define PTO_MOCK_SCALAR(OP) template <typename D, typename A, typename S> void OP(D &, A &, S) {}
-#define PTO_MOCK_UNARY(OP) template <typename D, typename A> void OP(D &, A &) {}
+// the NPU element-wise ops take RowMajor tiles only (a DN column runs on its TRESHAPE row view)
+#define PTO_MOCK_ROW_MAJOR(...) static_assert((__VA_ARGS__), "element-wise op on a non-RowMajor tile")
+#define PTO_MOCK_BINARY(OP) template <typename D, typename A, typename B> void OP(D &, A &, B &) { \
+    PTO_MOCK_ROW_MAJOR(D::isRowMajor && A::isRowMajor && B::isRowMajor); }
+#define PTO_MOCK_SCALAR(OP) template <typename D, typename A, typename S> void OP(D &, A &, S) { \
+    PTO_MOCK_ROW_MAJOR(D::isRowMajor && A::isRowMajor); }
+#define PTO_MOCK_UNARY(OP) template <typename D, typename A> void OP(D &, A &) { \
+    PTO_MOCK_ROW_MAJOR(D::isRowMajor && A::isRowMajor); }
 PTO_MOCK_BINARY(TADD) PTO_MOCK_BINARY(TSUB) PTO_MOCK_BINARY(TMUL) PTO_MOCK_BINARY(TDIV)
 PTO_MOCK_BINARY(TMAX) PTO_MOCK_BINARY(TMIN)
-PTO_MOCK_BINARY(TROWEXPANDADD) PTO_MOCK_BINARY(TROWEXPANDSUB) PTO_MOCK_BINARY(TROWEXPANDMUL)
-PTO_MOCK_BINARY(TROWEXPANDDIV)
 PTO_MOCK_SCALAR(TADDS) PTO_MOCK_SCALAR(TSUBS) PTO_MOCK_SCALAR(TMULS) PTO_MOCK_SCALAR(TDIVS)
-PTO_MOCK_SCALAR(TMAXS) PTO_MOCK_SCALAR(TMINS) PTO_MOCK_SCALAR(TCVT)
+PTO_MOCK_SCALAR(TMAXS) PTO_MOCK_SCALAR(TMINS)
 PTO_MOCK_UNARY(TEXP) PTO_MOCK_UNARY(TLOG) PTO_MOCK_UNARY(TSQRT) PTO_MOCK_UNARY(TRSQRT)
 PTO_MOCK_UNARY(TABS) PTO_MOCK_UNARY(TNEG) PTO_MOCK_UNARY(TRELU) PTO_MOCK_UNARY(TRECIP)
-PTO_MOCK_UNARY(TCOLSUM) PTO_MOCK_UNARY(TCOLMAX)
-// pto-isa's row reductions take a scratch tile: TROWSUM(dst, src, tmp)
+template <typename D, typename A, typename M> void TCVT(D &, A &, M) {}
+template <typename D, typename A> void TCOLSUM(D &, A &) {}
+template <typename D, typename A> void TCOLMAX(D &, A &) {}
+// TROWEXPAND*: dst and src0 RowMajor; the per-row src1 ColMajor with one valid column (mode 1)
+// or RowMajor with one 32-byte block of valid columns (mode 2)
+#define PTO_MOCK_ROW_EXPAND(OP) template <typename D, typename A, typename B> void OP(D &, A &, B &) { \
+    static_assert(D::isRowMajor && A::isRowMajor, #OP ": dst and src0 RowMajor"); \
+    static_assert((!B::isRowMajor && !B::boxed && B::ValidCol == 1) || \
+                  (B::isRowMajor && B::ValidCol * sizeof(typename B::DType) == 32), #OP ": per-row src1"); }
+PTO_MOCK_ROW_EXPAND(TROWEXPANDADD) PTO_MOCK_ROW_EXPAND(TROWEXPANDSUB) PTO_MOCK_ROW_EXPAND(TROWEXPANDMUL)
+PTO_MOCK_ROW_EXPAND(TROWEXPANDDIV)
+// pto-isa's row reductions take a scratch tile: TROWSUM(dst, src, tmp); dst ND, or DN with Cols == 1
 #define PTO_MOCK_ROW_REDUCE(OP) template <typename D, typename A, typename T> void OP(D &, A &, T &) { \
-    static_assert(T::Loc == TileType::Vec, #OP " scratch tile"); }
+    static_assert(T::Loc == TileType::Vec, #OP " scratch tile"); \
+    static_assert(A::isRowMajor && !A::boxed, #OP " src ND"); \
+    static_assert(!D::boxed && (D::isRowMajor || D::Cols == 1), #OP " dst ND or DN with Cols == 1"); }
 PTO_MOCK_ROW_REDUCE(TROWSUM) PTO_MOCK_ROW_REDUCE(TROWMAX) PTO_MOCK_ROW_REDUCE(TROWMIN)
+// TRESHAPE: another view of the same bytes
+template <typename D, typename S> void TRESHAPE(D &, S &) {
+    static_assert(D::Loc == S::Loc && D::Bytes == S::Bytes && D::boxed == S::boxed, "TRESHAPE");
+}
 template <typename D, typename S> void TEXPANDS(D &, S) {}
 
 template <typename P, typename X, TileSplitAxis S> void TPUSH(P &, X &) {}
