@@ -180,7 +180,8 @@ def _isa_accepts(op, dtype, platform) -> bool:
 
 def _ir_accepts(op, dtype) -> bool:
     arg = type("V", (), {"type": TileValueType((16, 16), dtype, MemorySpace.Vec)})()
-    args = {"a": arg, "b": arg, "c": arg, "row": arg, "col": arg,
+    column = type("V", (), {"type": TileValueType((16, 1), dtype, MemorySpace.Vec)})()   # DN: per-row
+    args = {"a": arg, "b": arg, "c": arg, "row": column, "col": arg,
             "scalar": type("S", (), {"type": irops.INDEX})()}
     try:
         irops.OPS[op.dsl].infer(None, args, {"dtype": dtype})
