@@ -80,7 +80,7 @@ def test_a5_free_before_any_use_of_the_load_races_the_producers_store(protocol):
 
 def test_the_free_pipe_per_ring():
     from ptopipe.arch import PipeUnit
-    from ptopipe.isa.pipe.protocol import PTO_ISA_A5, SPEC
+    from ptopipe.protocol.model import PTO_ISA_A5, SPEC
 
     class Ch:
         def __init__(self, way, in_gm):

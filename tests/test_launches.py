@@ -22,7 +22,7 @@ import ptopipe
 from ptopipe import ConfigError, DeadlockError, MismatchError, ProtocolError
 from ptopipe.errors import LeakError
 from ptopipe.isa import *
-from ptopipe.isa.pipe.protocol import PTO_ISA, SPEC, pto_isa_drain
+from ptopipe.protocol.model import PTO_ISA, SPEC, pto_isa_drain
 from ptopipe.isa.launch import compare_launches
 from ptopipe.cli.loader import load_scenarios
 

@@ -17,8 +17,8 @@ import ptopipe
 from ptopipe import DeadlockError
 from ptopipe.errors import LeakError
 from ptopipe.isa import *
-from ptopipe.isa.pipe.protocol import PTO_ISA, PTO_ISA_A5, pto_isa_drain
-from ptopipe.isa.pipe import protocol as _protocol
+from ptopipe.protocol.model import PTO_ISA, PTO_ISA_A5, pto_isa_drain
+from ptopipe.protocol import model as _protocol
 
 from markers import line_of
 

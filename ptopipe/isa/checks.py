@@ -16,8 +16,7 @@ import sys
 from ..sim.location import _internal
 from ..sim.race import HappensBefore, _loc, _ranges, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
-from .pipe.geometry import part_rows, part_shape
-from .pipe.steps import ONE_LANE
+from ..protocol.geometry import ONE_LANE, part_rows, part_shape
 
 
 def ch_protocol(cluster) -> str:

@@ -1,7 +1,7 @@
 """What the seed-003 passes share: finding functions, pipe inits and ring buffers in a
 ``pl.program`` op, the rings (ways) of a DIR_MASK, and a CompileError at an op's DSL
 location.  No policy lives here: flag ids come from the protocol model
-(:mod:`ptopipe.isa.pipe.protocol`), SLOT_NUM defaults and memory sizes from the
+(:mod:`ptopipe.protocol.model`), SLOT_NUM defaults and memory sizes from the
 platform (:mod:`ptopipe.arch`)."""
 from __future__ import annotations
 
@@ -40,10 +40,10 @@ def protocol_of(ctx) -> str:
 
 
 def protocol_model(ctx):
-    """The :class:`~ptopipe.isa.pipe.protocol.ProtocolModel` of ``ctx``'s protocol on its
+    """The :class:`~ptopipe.protocol.model.ProtocolModel` of ``ctx``'s protocol on its
     platform (flag numbering, hold limits, the A5 no-split lane)."""
     from ..arch.vocab import Protocol
-    from ..isa.pipe.protocol import model_for, platform_kind
+    from ..protocol.model import model_for, platform_kind
     return model_for(Protocol(protocol_of(ctx)), platform_kind(platform_of(ctx)))
 
 

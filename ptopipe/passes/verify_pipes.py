@@ -42,10 +42,8 @@ from ..errors import CompileError
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType, TileValueType, describe, itemsize
-from ..isa.pipe.geometry import full_shape, pop_converts, slot_layout
-from ..isa.pipe.plans import a_layout, layout_fix
-from ..isa.pipe.protocol import model_for, platform_kind
-from ..isa.pipe.steps import ONE_LANE
+from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
+from ..protocol.model import model_for, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal

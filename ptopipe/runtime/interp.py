@@ -27,7 +27,7 @@ from ..ir import ops as irops
 from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, FunctionKind, ReserveBuffer, Var
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
-from ..isa.pipe.protocol import FIRST_FLAG_ID, cluster_model
+from ..protocol.model import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
 from .closures import Compiler, FunctionReturn, run_steps

@@ -1,5 +1,5 @@
 """The package layering: every import inside ptopipe points downward in
-arch < sim < isa < ir < language/passes/codegen/runtime < report < cli, and the IR
+arch < protocol < sim < isa < ir < language/passes/codegen/runtime < report < cli, and the IR
 never imports the instruction layer (it takes its vocabulary from arch)."""
 import ast
 import pathlib
@@ -7,7 +7,7 @@ import pathlib
 import ptopipe
 
 PKG = pathlib.Path(ptopipe.__file__).parent
-RANK = {"errors": -1, "_startup": -1, "arch": 0, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4,
+RANK = {"errors": -1, "_startup": -1, "arch": 0, "protocol": 0.5, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4,
         "codegen": 4, "runtime": 4, "report": 5, "cli": 6}
 
 

@@ -7,7 +7,7 @@ from ... import isa
 from ...arch.vocab import Direction, TileSplitAxis
 from ...errors import CompileError, ConfigError
 from ...ir.layout import ring_size_problem
-from ...isa.pipe.protocol import cluster_model
+from ...protocol.model import cluster_model
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import tile_of
 from .types import TileSpec

@@ -24,4 +24,4 @@ from .config import TMPipe, TPipe, aic_initialize_pipe, aiv_initialize_pipe  # n
 from .diagnostics import describe_ring, holdings, leaks, ring_state, slot_use_after_free  # noqa: F401
 from .flows import TALLOC, SlotPtr  # noqa: F401
 from .ops import TFREE, TPOP, TPOPDONE, TPUSH  # noqa: F401
-from .protocol import PTO_ISA, PTO_ISA_A5, SPEC, ProtocolModel, PtoIsaModel, SpecModel, model_for  # noqa: F401
+from ...protocol.model import PTO_ISA, PTO_ISA_A5, SPEC, ProtocolModel, PtoIsaModel, SpecModel, model_for  # noqa: F401

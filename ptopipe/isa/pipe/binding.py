@@ -20,7 +20,7 @@ from ..tensor import GlobalTensor, GMPtr
 from .channel import Channel, PipeHandle, Side, Slot
 from .config import TPipe, ways as _ways
 from .diagnostics import deadlock_cause, explain, holdings
-from .protocol import cluster_model
+from ...protocol.model import cluster_model
 from .teardown import scope_end
 
 

@@ -14,7 +14,7 @@ from ...arch.vocab import C2V, V2C
 from ...errors import ProtocolError
 from ...sim import CoreKind
 from .diagnostics import describe_ring
-from .protocol import ProtocolModel
+from ...protocol.model import ProtocolModel
 
 
 class Slot:

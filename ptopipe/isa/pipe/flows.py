@@ -19,13 +19,13 @@ from ...sim import schedule as _sched
 from ...sim.location import caller_loc
 from ...sim.porder import join
 from ...sim.trace import RingArgs
-from ..context import _getcurrent, current_core
+from ..context import _getcurrent, current_core, here
 from ..events import Event, TSYNC, new_event
 from ..ops import arr
 from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
-from .geometry import full_shape, parse_split, part_offset, part_rows, part_shape
+from ...protocol.geometry import full_shape, part_offset, part_rows, part_shape
 from .steps import _args, _loc, check_lanes_split, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
 
@@ -262,3 +262,13 @@ def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
         s.state = "held"
     release(core, ch, side, tag, None, None)
     return val
+
+
+def parse_split(split) -> TileSplitAxis:
+    if split.__class__ is TileSplitAxis:
+        return split
+    try:
+        return TileSplitAxis(split)
+    except ValueError:
+        raise ProtocolError(f"invalid TileSplitAxis {split!r}", where=here(),
+                            fix="use TILE_NO_SPLIT, TILE_UP_DOWN or TILE_LEFT_RIGHT") from None

@@ -24,7 +24,8 @@ from ..tensor import GlobalTensor
 from ..tile import Tile, bind
 from .channel import Channel, PipeHandle, Side, StageSlot
 from .flows import pop_address, pop_ctrl, push_commit, push_ctrl
-from .geometry import parse_split, part_of
+from ...protocol.geometry import part_of
+from .flows import parse_split
 from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import _args, _here, _loc, mark_written, producer_record, producer_wait, release, wait
 

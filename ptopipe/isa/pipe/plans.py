@@ -13,7 +13,7 @@ from ...arch import MemSpace, PipeUnit
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from .geometry import full_shape, part_offset, part_shape, pop_converts, slot_layout
+from ...protocol.geometry import a_layout, full_shape, layout_fix, part_offset, part_shape, pop_converts, slot_layout
 from .steps import check_nosplit_lanes
 
 
@@ -206,18 +206,3 @@ def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: 
 def _valid(vrow: int, vcol: int, rows: int, cols: int) -> str:
     """' valid 12x32' when a tile's valid region is not the whole tile, else ''."""
     return "" if (vrow, vcol) == (rows, cols) else f" valid {vrow}x{vcol}"
-
-
-def layout_fix(way: str, pushed: TileLayout, popped: TileLayout) -> str:
-    """How to pop a ``way`` ("C2V" / "V2C") slot holding ``pushed`` data into a ``popped``
-    tile (the run's and VerifyPipes' fix)."""
-    if way == V2C:
-        return (f"TMOV the Vec tile into {a_layout(popped)} Vec tile (TMOV converts layouts) and TPUSH "
-                f"that, or pop into {a_layout(pushed)} Mat tile")
-    return (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into "
-            f"{a_layout(pushed)} Vec tile and TMOV it to {popped.name} if you need that layout")
-
-
-def a_layout(layout: TileLayout) -> str:
-    """'an NZ' / 'a ZN': the layout's name with its article."""
-    return ("an " if layout.name[0] == "N" else "a ") + layout.name

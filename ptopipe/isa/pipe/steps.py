@@ -8,6 +8,7 @@ from ...arch import PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
 from ...sim.location import caller_loc
+from ...protocol.geometry import ONE_LANE
 from ...sim.porder import join
 from ..context import current_core
 from ..tile import Tile
@@ -15,9 +16,6 @@ from .channel import Channel, PipeHandle, Side
 from .diagnostics import overwrite_error
 
 #: how each front end gives a pipe one Vector lane (AIV0), for fix texts
-ONE_LANE = ("peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe; in a .pto, nosplit = true "
-            "on both initialize_pipe ops: AIV1 then replays each handshake with an empty tile, or "
-            "takes no part where pto-isa gives a NO_SPLIT pipe one lane (A5)")
 
 
 def _loc(core) -> str:

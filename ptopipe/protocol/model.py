@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ...arch import PipeUnit
-from ...arch.vocab import Direction, FIFOType, Protocol
+from ..arch import PipeUnit
+from ..arch.vocab import Direction, FIFOType, Protocol
 
 #: the FlagID of the first pipe of a Vector-Cube peer (seed 003: one direction uses flags
 #: 0..7, both directions 0..3 and 4..7)

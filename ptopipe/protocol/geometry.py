@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
-from ...errors import ProtocolError
-from ..context import here
+from ..arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 
 _UP_DOWN = TileSplitAxis.TILE_UP_DOWN
 _LEFT_RIGHT = TileSplitAxis.TILE_LEFT_RIGHT
@@ -79,11 +77,21 @@ def part_rows(split, sub: int, rows: int, cols: int, item: int) -> tuple:
     return part_offset(split, sub, rows, cols, item), full_shape(split, rows, cols)[1] * item
 
 
-def parse_split(split) -> TileSplitAxis:
-    if split.__class__ is TileSplitAxis:
-        return split
-    try:
-        return TileSplitAxis(split)
-    except ValueError:
-        raise ProtocolError(f"invalid TileSplitAxis {split!r}", where=here(),
-                            fix="use TILE_NO_SPLIT, TILE_UP_DOWN or TILE_LEFT_RIGHT") from None
+ONE_LANE = ("peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe; in a .pto, nosplit = true "
+            "on both initialize_pipe ops: AIV1 then replays each handshake with an empty tile, or "
+            "takes no part where pto-isa gives a NO_SPLIT pipe one lane (A5)")
+
+
+def layout_fix(way: str, pushed: TileLayout, popped: TileLayout) -> str:
+    """How to pop a ``way`` ("C2V" / "V2C") slot holding ``pushed`` data into a ``popped``
+    tile (the run's and VerifyPipes' fix)."""
+    if way == V2C:
+        return (f"TMOV the Vec tile into {a_layout(popped)} Vec tile (TMOV converts layouts) and TPUSH "
+                f"that, or pop into {a_layout(pushed)} Mat tile")
+    return (f"the Cube's TPUSH writes {pushed.name} (the FIX pipe converts the Acc's NZ): pop into "
+            f"{a_layout(pushed)} Vec tile and TMOV it to {popped.name} if you need that layout")
+
+
+def a_layout(layout: TileLayout) -> str:
+    """'an NZ' / 'a ZN': the layout's name with its article."""
+    return ("an " if layout.name[0] == "N" else "a ") + layout.name

@@ -1,0 +1,4 @@
+"""The ring protocol, below both the simulator and the compiler (imports only ``arch``):
+``model`` - one ProtocolModel per model (spec; pto-isa per platform): flag ids, credits, when
+a free is sent, teardown, SLOT_NUM defaults; ``geometry`` - how a split tile maps onto a slot
+(parts, offsets, the slot's layout) and the words the run and VerifyPipes use for it."""
