@@ -197,7 +197,7 @@ def test_a2a3_and_a5_differ_in_the_ring_and_the_no_split_lane():
     aiv = section(a5_nosplit, "s2_aiv")
     assert "if (get_subblockid() == 0) {" in aiv
     assert aiv.index("if (get_subblockid() == 0) {") < aiv.index("TPOP<")
-    assert "TPipe<0, Direction::DIR_C2V, 2048, 2, 2, true>" in aiv
+    assert "TPipe<0, Direction::DIR_C2V, 2048, 4, 4, true>" in aiv
     assert "get_subblockid() == 0" not in section(a5_nosplit, "s2_aic")
     for plat, proto in (("a2a3", "pto-isa"), ("a5", "spec")):       # both lanes take part
         _op, cpp = compiled(S2, plat, proto)

@@ -79,7 +79,7 @@ def _init(fn):
     ("s1_cv_split", dict(M=64, split=pl.TILE_UP_DOWN, slot_num=None), pl.DIR_C2V, 16 * 32 * 4, 8),
     ("s1_cv_split", dict(M=64, split=pl.TILE_UP_DOWN, slot_num=2), pl.DIR_C2V, 16 * 32 * 4, 2),
     ("s3_vc_dequant", dict(K=128, N=32, qtype="i8", split=pl.TILE_UP_DOWN), pl.DIR_V2C,
-     64 * 32 * 4, 2),
+     64 * 32 * 4, 4),
     ("s4_both_ways", dict(split=pl.TILE_UP_DOWN), pl.DIR_BOTH, 16 * 128 * 4, 4),
     ("fa_forward", dict(SQ=32, SK=64), pl.DIR_BOTH, 16 * 32 * 4, 4),
 ])

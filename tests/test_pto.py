@@ -339,3 +339,31 @@ def test_with_slot_buffer_makes_the_declared_element_type():
     want = np.zeros((64, 16), np.float32)
     want[:32] = a[:32].astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_array_equal(res.outputs["out"], want)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", [r for r in EXAMPLES if hasattr(MODS[r], "KERNELS")])
+def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
+    """The written text run with buffer semantics (as ptoas's C++ runs on the device), not
+    re-read into the IR: a two-lane TILE_NO_SPLIT AIV kernel's data ops are guarded to AIV0,
+    else AIV1 stores whatever its TPOP left in the tile over AIV0's result."""
+    prog, args, expected = _program(MODS[rel])
+    op = compile_program(prog, platform, protocol=protocol)[0]
+    inputs = {a.name: args[a.name] for f in op.regions[0].blocks[0] for a in f.regions[0].blocks[0].args
+              if a.name in args}
+    res = ptopipe.run_pto(text=write_pto(op, platform), inputs=inputs, platform=platform,
+                          protocol=protocol)
+    assert res.warnings == []
+    for k, want in expected.items():
+        np.testing.assert_allclose(res.outputs[k], want, rtol=1e-5, atol=1e-5, err_msg=k)
+
+
+def test_two_lane_no_split_data_ops_are_guarded_to_aiv0():
+    text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3")[0],
+                     "a2a3")
+    aiv = text[text.index("@s2_aiv"):text.index("func.func @s2(")]
+    assert re.search(r"(%\w+) = arith.cmpi eq, %sub_i64, %c0_i64 \{ptopipe.data_lane\} : i64", aiv)
+    guarded = re.findall(r"scf.if %data_lane \{\n\s+(?:%\w+ = pto.partition_view .*\n\s+)?(pto\.\w+)", aiv)
+    assert guarded == ["pto.tload", "pto.tadd", "pto.tstore"]
+    assert "data_lane" not in text[:text.index("@s2_aiv")]          # not the Cube kernel

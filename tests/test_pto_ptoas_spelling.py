@@ -320,8 +320,8 @@ def test_the_writer_notes_what_ptoas_will_reject():
 
 
 def test_compile_emit_pto_warns_of_what_ptoas_will_reject(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "ptopipe.cli", "compile", "examples/mixed/s2_cv_nosplit.py",
-                        "--emit", "pto", "-o", str(tmp_path / "k.pto")], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "ptopipe.cli", "compile", "examples/dsl/s8_manual_sync.py",
+                        "--variant", "m128_d2", "--emit", "pto", "-o", str(tmp_path / "k.pto")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0 and (tmp_path / "k.pto").exists()
     assert "warning: ptoas will reject this .pto: ptoas builds rings of SLOT_NUM 4 or 8 only: " \
            "this ring has 2 slots (at " in r.stderr

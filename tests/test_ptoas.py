@@ -108,8 +108,8 @@ def test_tpipes_reads_each_kernels_pipe():
 
 
 def test_a_ring_ptoas_cannot_build_is_noted_and_rejected(tmp_path):
-    """A 2-slot ring (s2_cv_nosplit): the writer notes it, and ptoas does reject it."""
-    op = _compiled("examples/mixed/s2_cv_nosplit.py", "a2a3")
+    """A 2-slot ring (s8_manual_sync's m128_d2): the writer notes it, and ptoas does reject it."""
+    op = _compiled("examples/dsl/s8_manual_sync.py", "a2a3", "m128_d2")
     notes = []
     pto = tmp_path / "k.pto"
     pto.write_text(write_pto(op, "a2a3", notes))

@@ -35,7 +35,7 @@ def build(M, N, slot_num):
 KERNELS = KernelSet(build)
 
 
-def make_args(rng, M=64, N=32, slot_num=2):
+def make_args(rng, M=64, N=32, slot_num=4):
     args = dict(a=rng.integers(-3, 4, (M, K)).astype(np.float32),
                 b=rng.integers(-3, 4, (K, N)).astype(np.float32),
                 bias=rng.integers(-8, 9, (M, N)).astype(np.float32),
@@ -47,8 +47,8 @@ def golden(args, **_):
     return {"out": args["a"] @ args["b"] + args["bias"]}
 
 
-VARIANTS = {"default": dict(M=64, N=32, slot_num=2),
-            "m16_n64": dict(M=16, N=64, slot_num=2),
+VARIANTS = {"default": dict(M=64, N=32, slot_num=4),
+            "m16_n64": dict(M=16, N=64, slot_num=4),
             "m160_default_slots": dict(M=160, N=32, slot_num=None)}
 
 SCENARIO = ptopipe.Scenario("mixed_s2_cv_nosplit", KERNELS.aic, KERNELS.aiv, make_args, golden,

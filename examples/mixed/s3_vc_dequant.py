@@ -21,7 +21,7 @@ OFFSET, SCALE = 3.0, 0.5
 def build(K, N, qtype, split):
     QT = pl.i8 if qtype == "i8" else pl.i16
 
-    @pl.incore(split=split, slot_num=2)
+    @pl.incore(split=split, slot_num=4)
     def s3(a: pl.Tensor[[M, K], pl.f32], q: pl.Tensor[[K, N], QT],
            out: pl.Tensor[[M, N], pl.f32]):
         q0 = pl.load(q, [0, 0], [TK, N])

@@ -12,7 +12,8 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
-from .pto_syntax import ARITH_OF, CMP_OF, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE, float_of_literal, ptr_type
+from .pto_syntax import (ARITH_OF, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE,
+                         float_of_literal, ptr_type)
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
 _USYM = {v: k for k, v in SCALAR_UNOPS.items()}
@@ -221,9 +222,13 @@ def h_arith(r, fs, opt, results, loc):
     toks = [c.kind("value", "an operand")]
     while c.accept(","):
         toks.append(c.kind("value", "an operand"))
+    marks = c.attr_dict() if c.at("{") else {}
     c.expect(":", "before the type")
     declared = c.type_()
     xs = [read(r, fs, t) for t in toks]
+    if DATA_LANE_MARK in marks:
+        data_lane_condition(r, fs, results, xs)
+        return
     for t, x in zip(toks, xs):
         if not isinstance(x.type, ScalarType):
             raise c.error(f"{t.text} is a {describe(x.type)}, not a scalar", t)
@@ -251,6 +256,21 @@ def h_arith(r, fs, opt, results, loc):
     rtok, name = results[0]
     op = emit(r, fs, f"arith.{k}", xs, [rt], {}, loc, [_hint(name)])
     r.define(fs, rtok, name, op.results[0])
+
+
+class DataLane:
+    """What a data-lane condition's name is bound to: an ``scf.if`` on it is read as its
+    body (the IR's two-lane no-split AIV kernel does its data work on AIV0 only)."""
+
+
+def data_lane_condition(r, fs, results, xs) -> None:
+    """Bind the marked ``arith.cmpi``'s result to :class:`DataLane`; the sub-block id it
+    compares goes too once nothing else reads it (its constant goes with the unused ones)."""
+    rtok, name = results[0]
+    r.define(fs, rtok, name, DataLane())
+    for x in xs:
+        if x.op is not None and x.op.name == "pl.get_subblockid" and not x.uses:
+            x.op.erase()
 
 
 def h_select(r, fs, opt, results, loc):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.types import INDEX, ScalarType, TileValueType, describe
-from .pto_ops import RowView, Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit, read, write
+from .pto_ops import (DataLane, RowView, Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit,
+                      lookup, read, write)
 
 
 def _region_end(r, fs, scope, n_results, opt):
@@ -113,6 +114,14 @@ def h_for(r, fs, opt, results, loc):
 def h_if(r, fs, opt, results, loc):
     c = r.c
     ct = c.kind("value", "the condition")
+    if isinstance(lookup(r, fs, ct)[1], DataLane):
+        if results or c.at("->"):
+            raise c.error("an scf.if on the data lane has no results", opt)
+        c.expect("{", "opening the region")
+        r.body(fs, fs.scopes[-1])
+        if c.at("else"):
+            raise c.error("an scf.if on the data lane has no else region", c.peek())
+        return
     cond = read(r, fs, ct)
     types = []
     if c.accept("->"):

@@ -98,6 +98,9 @@ PTOPIPE_BASE = "ptopipe.base"
 CARRY = "ptopipe.carry"
 #: the attribute of the ``pto.tmov`` that spells the IR's named copy ``pl.copy`` of a tile
 NAMED_COPY = "ptopipe.copy"
+#: on the ``arith.cmpi`` whose result guards a two-lane TILE_NO_SPLIT AIV kernel's data ops
+#: (``scf.if`` it: AIV0 only); the IR says the same by the kernel's split
+DATA_LANE_MARK = "ptopipe.data_lane"
 
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
 #: sources (PTOAS PTOOps.td): required by the row reductions, optional for the row

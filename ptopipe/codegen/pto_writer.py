@@ -33,7 +33,7 @@ from ..ir.pipe_config import local_slot_num
 from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
-from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, EVENT_IDS,
+from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
                          PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
@@ -89,6 +89,7 @@ class _Func:
         self.pipe = None            # the ``!pto.pipe`` handle of the function's lower-level init
         self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
         self.bufs = {}              # Buf -> its SSA name, once declared
+        self.data_lane = None       # the AIV0 condition of a two-lane TILE_NO_SPLIT AIV kernel
 
     def fresh(self, hint: str | None) -> str:
         if hint is None:
@@ -167,6 +168,16 @@ class _Writer:
         if kind is not FunctionKind.Group:
             st.plan = plan_buffers(f)
             self.views(f, block, st, ind)
+        if kind is FunctionKind.AIV and split is TileSplitAxis.TILE_NO_SPLIT and not any(
+                o.name in _INIT and o.attributes.get("lanes") == 1 for o in block):
+            # two lanes on a whole-tile ring: AIV1 takes part in every handshake but loads,
+            # computes and stores nothing (the lane-1 replay ptopipe simulates); unguarded,
+            # ptoas's lowering lets AIV1 store whatever its TPOP left in the tile
+            sub, zero = st.fresh("sub_i64"), st.fresh("c0_i64")
+            st.data_lane = st.fresh("data_lane")
+            self.line(ind, f"{sub} = pto.get_subblock_idx")
+            self.line(ind, f"{zero} = arith.constant 0 : i64")
+            self.line(ind, f"{st.data_lane} = arith.cmpi eq, {sub}, {zero} {{{DATA_LANE_MARK}}} : i64")
         self.block(block, st, ind)
         self.line(ind, "return")
         self.line(_IND, "}")
@@ -307,12 +318,29 @@ class _Writer:
             self.note(op, f"a named copy of a {x.type} value is ptopipe.copy, ptopipe's own op")
             self.line(ind, f"{st.bind(op.results[0])} = ptopipe.copy {st[x]} : {self.ty(x.type)}")
         elif n in ("pl.load", "pl.store"):
-            self.load_store(op, st, ind)
+            self.on_data_lane(st, ind, lambda i: self.load_store(op, st, i))
         elif n[3:] in PTO_OP:
-            self.tile_op(op, st, ind)
+            self.on_data_lane(st, ind, lambda i: self.tile_op(op, st, i))
         else:
             raise _err(f"{n} has no PTO-AS spelling in ptopipe's writer", op,
                        "see docs/pto.md for the subset ptopipe writes")
+
+    def on_data_lane(self, st: _Func, ind: str, write) -> None:
+        """``write(ind)``, under ``scf.if`` the kernel's data lane when it has one: the
+        buffers the op allocates are declared before the ``scf.if`` (a later op, guarded in
+        its own ``scf.if``, reads them)."""
+        if st.data_lane is None:
+            write(ind)
+            return
+        start = len(self.out)
+        write(ind + _IND)
+        lines = self.out[start:]
+        del self.out[start:]
+        allocs = [x for x in lines if " = pto.alloc_tile " in x]
+        self.out += [x[len(_IND):] for x in allocs]
+        self.line(ind, f"scf.if {st.data_lane} {{")
+        self.out += [x for x in lines if x not in allocs]
+        self.line(ind, "}")
 
     def arith(self, op, st: _Func, ind: str) -> None:
         k = op.name[6:]
