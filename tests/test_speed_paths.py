@@ -9,6 +9,7 @@ the Nth execution of an instruction site.  A checked run raises the collector's 
 thresholds and gives the caller's back, whether it ends normally or with an error.
 """
 import gc
+import pathlib
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ import ptopipe.isa.pipe.ops as pipe_ops
 from ptopipe.errors import DataRaceError, MemoryConflictError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.sim import cluster as cluster_mod
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 from markers import line_of
 
 T = 16
@@ -208,3 +211,21 @@ def test_checked_run_raises_older_gc_thresholds_and_restores_them():
         gc.set_threshold(*before)
     g = cluster_mod._GC_OLDER
     assert seen == [(500, g, g), (500, g, g), (500, 7, 9)]     # unchanged without the checkers
+
+
+def test_a_loop_of_checked_runs_does_not_keep_the_earlier_clusters():
+    """The raised thresholds hold back the older collections only during a run: in a loop of
+    runs (exploration, a sweep) each run's cluster - a cycle of cores, flags and memories -
+    is collected a few runs later, not when some run happens to trigger an old collection."""
+    import weakref
+
+    from ptopipe.cli.loader import load_module
+    sc = load_module(str(ROOT / "examples" / "scenarios" / "s7_long_stream.py")).SCENARIO
+    alive = []
+    res = None
+    for seed in range(36):
+        res, _ = sc.run("default", schedule_seed=seed)
+        alive.append(weakref.ref(res.cluster))
+    kept = sum(r() is not None for r in alive)
+    assert res.cluster is alive[-1]()
+    assert kept <= 16, f"{kept} of 36 clusters still alive"     # (all 36 before)

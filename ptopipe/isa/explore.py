@@ -229,6 +229,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
                 if sum(c["state"] != "idle" for c in res.summary.cores.values()) <= 1:
                     out.one_core = last["complete"] = True     # nothing to interleave
                     break
+            res = None          # its cluster is garbage before the next run, not after it
         except PtoPipeError as e:
             e.findings.append({"kind": "schedule", "seed": key if key is None or isinstance(key, int) else str(key)})
             out.failures.append((key, e))
