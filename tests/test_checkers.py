@@ -250,3 +250,56 @@ def test_explore_reports_progress_before_each_schedule():
     res = explore(small, schedules=3, variant="small", progress=lambda done, total: calls.append((done, total)))
     assert res.ok and res.runs == 4
     assert calls == [(0, 4), (1, 4), (2, 4), (3, 4)]
+
+
+
+def _cube_stream(x, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, 1024, 4, peers=(0, 1))(fifo, 0x0, 0)
+    acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+    for _ in range(tiles):
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+def _vector_stream(out, fifo, tiles):
+    sub = get_subblockid()
+    pipe = TPipe(0, DIR_C2V, 1024, 4, peers=(0, 1))(fifo, 0x0, 0)
+    part = Tile(TileType.Vec, float32, 8, 16)
+    for i in range(tiles):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TSTORE(GlobalTensor(out.data() + (i * 16 + sub * 8) * 16, (8, 16)), part)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+def _unordered_stores(n_pages, clash):
+    """Each AIV stores one 4 KiB row per GM page, nothing orders the two; with ``clash``
+    AIV1 also stores over AIV0's first row at the end: a race after many sweeps."""
+    def vec(out):
+        sub = get_subblockid()
+        t = Tile(TileType.Vec, float32, 1, 1024, addr=0)
+        for i in range(sub, n_pages, 2):
+            TSTORE(GlobalTensor(out.data() + i * 1024, (1, 1024)), t)
+        if clash and sub == 1:
+            TSTORE(GlobalTensor(out.data(), (1, 1024)), t)      # <- late race
+    return vec
+
+
+def test_race_records_of_a_long_stream_are_swept():
+    """A stream storing each tile to new GM pages keeps a bounded set of race records: what
+    every core is ordered after is dropped (4 tiles a page: 2000 pages made here)."""
+    n = 8000
+    res = ptopipe.run(_cube_stream, _vector_stream,
+                      dict(x=None, out=np.zeros((n * 16, 16), np.float32), fifo=ptopipe.gm_buffer(4096),
+                           tiles=n))
+    assert len(res.cluster.checker.mems[id(res.cluster.gm)]) < 400             # (2000 before)
+
+
+def test_unordered_records_survive_the_sweeps():
+    n = 3000
+    res = ptopipe.run(None, _unordered_stores(n, False), dict(out=np.zeros((n, 1024), np.float32)))
+    hb = res.cluster.checker
+    assert hb.sweep_at >= n // 2         # the last sweep kept every page it saw
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(None, _unordered_stores(n, True), dict(out=np.zeros((n, 1024), np.float32)))
+    f = ei.value.findings[0]
+    assert (f["access"]["core"], f["other"]["core"]) == ("AIV1", "AIV0")
+    assert_where(ei.value, "late race")

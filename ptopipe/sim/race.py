@@ -11,7 +11,10 @@ Accesses are recorded per memory (GM, or one core's local memory for rings that 
 a consumer's UB/L1) in 4 KiB pages.  A record covers exact bytes: a contiguous range, or
 rows of ``rowlen`` bytes every ``stride`` bytes (LEFT_RIGHT halves of two AIVs interleave
 without overlapping), or an explicit list of ranges.  Records that happen-before every
-live core can never race again and are dropped, so the working set stays small.
+live core can never race again and are dropped, so the working set stays small: a page's
+bucket when it grows, and every page (empty ones go) each time the pages made since the last
+sweep outnumber twice those it kept - a stream writing each tile to new GM pages keeps a
+bounded set, not one record per tile.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from .porder import GM_PIPES, SLOT, PipeOrder
 _SHIFT = 12                     # 4 KiB pages
 _PRUNE_AT = 16                  # regions per page bucket before dead ones are dropped
 _INFLIGHT_AT = 256              # in-flight GM accesses of a core before the done ones are dropped
+_SWEEP_AT = 256                 # pages made before every page's dead records are swept
 _LIVE = (CoreState.READY, CoreState.RUNNING, CoreState.BLOCKED)
 
 
@@ -145,6 +149,7 @@ class HappensBefore:
         # GM pipe entry, page bucket dict, key, bucket, record) (see on_set)
         self.inflight = [[] for _ in range(n)]
         self.inflight_at = [_INFLIGHT_AT] * n
+        self.pages_made, self.sweep_at = 0, _SWEEP_AT
         if cluster.causal:              # the causal order of each core's pipes (sim.porder)
             for c in cluster.cores:
                 if c.porder is None:
@@ -265,6 +270,9 @@ class HappensBefore:
             page = pages.get(pg)
             if page is None:
                 page = pages[pg] = [None] * self.nbuckets
+                self.pages_made += 1
+                if self.pages_made > self.sweep_at:
+                    self._sweep()
             else:
                 for b, k in others:
                     bucket = page[b]
@@ -300,6 +308,28 @@ class HappensBefore:
         fl[:] = [x for x in fl if x[2].get(x[3]) is x[5]
                  and not (floor[x[1]] >= x[0] if floor is not None and x[1] is not None else x[0] <= clock)]
         self.inflight_at[core.index] = max(_INFLIGHT_AT, 2 * len(fl))
+
+    def _sweep(self) -> None:
+        """Prune every page's buckets; drop the pages left empty.  (An in-flight entry of a
+        dropped record lets go of it: its ``d.get(key) is rec`` test fails.)"""
+        if self.dirty:
+            self._refloor()
+        fl = self.floor
+        kept = 0
+        for pages in self.mems.values():
+            for pg in list(pages):
+                empty = True
+                for b, bucket in enumerate(pages[pg]):
+                    if bucket is not None:
+                        d, f = bucket[1], fl[b >> 1]
+                        for key in [key for key, r in d.items() if r[4] <= f]:
+                            del d[key]
+                        empty = empty and not d
+                if empty:
+                    del pages[pg]
+                else:
+                    kept += 1
+        self.pages_made, self.sweep_at = 0, max(_SWEEP_AT, 2 * kept)
 
     def _prune(self, k: int, d: dict) -> None:
         """Drop records of core ``k`` ordered before every live core's current point."""
