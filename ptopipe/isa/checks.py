@@ -21,8 +21,7 @@ from ..protocol.geometry import ONE_LANE, part_rows, part_shape
 
 def ch_protocol(cluster) -> str:
     """'pto-isa on a2a3': the run's protocol and platform, for messages."""
-    p = cluster.shared.get("protocol")
-    return f"{getattr(p, 'value', p)} on {cluster.platform.name}"
+    return f"{cluster.context.protocol.value} on {cluster.platform.name}"
 
 
 # KernelChecks.gm_access computes the region and location inline while this is True; tests
@@ -183,7 +182,7 @@ class KernelChecks(HappensBefore):
             e = super().race_error(core, mem, a, b, cur, prev)
             # a consumer whose TFREE is a no-op (pto-isa, GM ring: the TPOP freed the slot):
             # a TFREE after its access signals nothing, so it orders nothing
-            noop = sorted({ch.name for ch in self.cluster.shared.get("channels", {}).values()
+            noop = sorted({ch.name for ch in self.cluster.state.channels.values()
                            if ch.pop_frees and not ch.tfree_frees
                            and any(sd.core.name == b["core"] and sd.role == "consumer"
                                    for sd in ch.sides.values())})
@@ -195,7 +194,7 @@ class KernelChecks(HappensBefore):
             return e
         pipe, tag = ring
         w, r = (a, b) if a["access"] == "write" else (b, a)
-        ch = next((c for c in self.cluster.shared.get("channels", {}).values() if c.name == pipe), None)
+        ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
         side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
         fix = ("the producer must wait for the consumer's free signal of this slot before reusing it"
                + (f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""))

@@ -19,7 +19,7 @@ from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from .debug import flush_prints, prints
 from ..errors import ConfigError, LeakError, PtoPipeError
-from ..sim import Cluster, CoreState, gm_layout
+from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
@@ -203,17 +203,15 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
         kargs[name] = GlobalTensor(GMPtr(addr, a.dtype, (addr, addr + a.nbytes, name)), a.shape, name=name)
-    gm_args = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
+    context = RunContext(proto, tuple(GmArg(name, addr, addr + a.nbytes)
+                                      for (name, a), addr in zip(arrays.items(), addrs)))
     prev, rows, per_launch, wall = None, [], [], 0.0
     for k in range(1, int(launches) + 1):
         if limit.passed():             # (a bound shared with earlier runs, or between launches)
             raise expired_before(limit, f"launch {k} of {launches}" if launches > 1 else "this run")
         cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                           max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                          timeout=limit, sync=sync, schedule=schedule)
-        cluster.shared["protocol"] = proto
-        # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
-        cluster.shared["gm_args"] = gm_args
+                          timeout=limit, sync=sync, schedule=schedule, context=context)
         cluster.causal = causal and timing
         if checks or record_writes:
             cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
@@ -310,7 +308,7 @@ def summarize(cluster: Cluster, proto: Protocol, wall: float, found=()) -> RunSu
              for c in cluster.cores}
     pipes = [{"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
               "lanes": len(ch.peers), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
-             for ch in cluster.shared.get("channels", {}).values()]
+             for ch in cluster.state.channels.values()]
     return RunSummary(cluster.platform.name, proto.value, cluster.cycles, cores, pipes, wall, list(found))
 
 

@@ -146,7 +146,7 @@ class KernelSet:
             cluster = current_core().cluster
             platform = cluster.platform
             if protocol is None:
-                protocol = cluster.shared.get("protocol")
+                protocol = cluster.context.protocol
         protocol = getattr(protocol, "value", protocol) or "spec"
         name = getattr(platform, "name", platform)
         c = self._cache.get((name, protocol, key))

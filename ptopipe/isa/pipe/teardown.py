@@ -88,7 +88,7 @@ def teardown(cluster, launch: int = 1) -> list:
     (free credits left after the drain).  Raises DeadlockError for a drain that waits for
     more credits than are outstanding."""
     found = []
-    for ch in cluster.shared.get("channels", {}).values():
+    for ch in cluster.state.channels.values():
         model = ch.model
         for side in ch.sides.values():
             if side.role != "producer":
