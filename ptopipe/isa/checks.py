@@ -24,11 +24,6 @@ def ch_protocol(cluster) -> str:
     return f"{cluster.context.protocol.value} on {cluster.platform.name}"
 
 
-# KernelChecks.gm_access computes the region and location inline while this is True; tests
-# turn it off to compare with HappensBefore.gm_access (tests/test_speed_paths.py)
-INLINE_GM = True
-
-
 class KernelChecks(HappensBefore):
     """Happens-before checker plus the protocol-level checks that need ISA objects."""
 
@@ -39,6 +34,9 @@ class KernelChecks(HappensBefore):
         self._rings: dict = {}          # id(memory) -> [(lo, hi, id(channel), slot state, memory)]
         self._shared_rings: set = set() # channels whose ring bytes user GlobalTensors touched
         self._ring_span: dict = {}      # id(memory) -> [lowest, highest) byte of its rings' slots
+        # gm_access computes the region and location inline (the run's fast paths; off, it is
+        # HappensBefore.gm_access, which tests/test_speed_paths.py compares with)
+        self._inline_gm = cluster.context.fast_paths
 
     def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
         p = gt.ptr
@@ -56,7 +54,7 @@ class KernelChecks(HappensBefore):
         # every checked TLOAD / TSTORE.  The same region and location token as those give:
         # a row-major tensor's region is rows of cols*itemsize bytes every row-stride bytes
         # (contiguous when the stride is at most the row); test_speed_paths compares both.
-        if not INLINE_GM:
+        if not self._inline_gm:
             return super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2),
                                      end, pipe)
         g = gt._geom2

@@ -130,7 +130,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
-        launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True) -> RunResult:
+        launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True,
+        fast_paths: bool = True) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -167,6 +168,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     None / ``"auto"`` (default): the scoreboard orders every same-core dependency.
     ``echo_prints=False`` keeps TPRINT / PRINT texts in the result (``prints``) without
     writing them to stdout (``check`` echoes only its default schedule's).
+    ``fast_paths=False`` takes the reference path of every replayed fast path (TPUSH's queued
+    copies, TPOP's re-binding, the race checker's inline GM regions): the same results, trace
+    and errors, slower - for checking the fast paths.
 
     ``launches=K`` runs the kernels K times back to back on one cluster, as the device does
     when the next launch reuses the FlagIDs: GM, local memories and the cross-core flag
@@ -204,7 +208,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     for (name, a), addr in zip(arrays.items(), addrs):
         kargs[name] = GlobalTensor(GMPtr(addr, a.dtype, (addr, addr + a.nbytes, name)), a.shape, name=name)
     context = RunContext(proto, tuple(GmArg(name, addr, addr + a.nbytes)
-                                      for (name, a), addr in zip(arrays.items(), addrs)))
+                                      for (name, a), addr in zip(arrays.items(), addrs)), bool(fast_paths))
     prev, rows, per_launch, wall = None, [], [], 0.0
     for k in range(1, int(launches) + 1):
         if limit.passed():             # (a bound shared with earlier runs, or between launches)

@@ -30,6 +30,10 @@ class RunContext:
     protocol: Protocol = Protocol.SPEC
     #: where the array arguments are in GM: a ring placed through a raw pointer must stay in its own
     gm_args: tuple[GmArg, ...] = ()
+    #: the ISA's replayed fast paths (TPUSH's queued copies per source array, TPOP's
+    #: re-binding to its next staging slot, the race checker's inline GM regions); False takes
+    #: the reference path of each, which gives the same results, trace and errors, slower
+    fast_paths: bool = True
 
     def __post_init__(self):
         if not isinstance(self.protocol, Protocol):

@@ -145,7 +145,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     if ch is None:
         ch = Channel(way, cfg, model, n, cfg.slot_size, ready_id, free_id, in_gm,
                      gm_base=base if in_gm else None, local_base=None if in_gm else base,
-                     ctrl=cfg.direction is Direction.DIR_V2C_CTRL,
+                     ctrl=cfg.direction is Direction.DIR_V2C_CTRL, replay=cluster.context.fast_paths,
                      name=f"{way} pipe FlagID {ready_id} (peers {','.join('AIV%d' % p for p in cfg.peers)})")
         _claim_flags(core, ch)
         for p in cfg.peers:
