@@ -43,19 +43,7 @@ def run_pto(path=None, *, static: bool = True, **kwargs):
     return res
 
 
-from .runtime.kernels import install_mixed_compiler as _install
-
 __version__ = "0.1.0"
-
-
-def _compile_mixed(program, platform, protocol="spec"):
-    """The default pass pipeline for the runtime's mixed programs (the facade wires the two
-    layers: the runtime cannot import the passes)."""
-    from .passes import compile_program
-    return compile_program(program, platform, protocol=protocol)[1]
-
-
-_install(_compile_mixed)
 
 __all__ = ["A2A3", "A5", "BudgetError", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
            "KernelError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",
