@@ -69,3 +69,13 @@ def test_the_checker_sees_imports(tmp_path):
     p = PKG / "ir" / "ops.py"
     targets = {t for _, t in _imports(p)}
     assert "arch" in targets and "ir" in targets
+
+
+def test_library_modules_never_import_the_cli():
+    """The command line only parses arguments and prints: what a library caller needs (the
+    facade included: ``ptopipe.run_pto``) lives below it, so no module outside ``cli``
+    imports it (``python -m ptopipe``, ``__main__``, is the command)."""
+    bad = [f"{path.relative_to(PKG)}:{line}"
+           for path in sorted(PKG.rglob("*.py")) if path.relative_to(PKG).parts[0] not in ("cli", "__main__.py")
+           for line, target in _imports(path) if target == "cli"]
+    assert not bad, "library modules importing ptopipe.cli:\n" + "\n".join(bad)
