@@ -13,8 +13,8 @@ from ..arch.vocab import C2V, V2C
 from ..errors import ProtocolError
 import sys
 
-from ..sim.location import _internal
-from ..sim.race import HappensBefore, _loc, _ranges, gm_region, overlap, region_of_rows
+from ..sim.location import is_internal
+from ..sim.race import HappensBefore, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
 from ..protocol.geometry import ONE_LANE, part_rows, part_shape
 
@@ -76,7 +76,7 @@ class KernelChecks(HappensBefore):
             if where is None:
                 f = sys._getframe(2)          # gm_access <- TLOAD / TSTORE <- the kernel line
                 code = f.f_code
-                where = (code, f.f_lineno) if _internal.get(id(code)) is False else self.where(core, 2)
+                where = (code, f.f_lineno) if not is_internal(code) else self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
         self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe)
 
@@ -253,8 +253,8 @@ class WriteRecorder(KernelChecks):
         """The latest recorded write covering GM byte ``addr``: core, op, where, ring slot."""
         for lo, hi, rows, core, op, where, ring in reversed(self.writes):
             if lo <= addr < hi and \
-                    any(a <= addr < b for a, b in _ranges(lo, hi, rows, addr, addr + 1)):
-                return {"core": core, "op": op, "where": _loc(where), "ring": ring}
+                    any(a <= addr < b for a, b in clipped_ranges(lo, hi, rows, addr, addr + 1)):
+                return {"core": core, "op": op, "where": loc_text(where), "ring": ring}
         return None
 
 

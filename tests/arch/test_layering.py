@@ -79,3 +79,42 @@ def test_library_modules_never_import_the_cli():
            for path in sorted(PKG.rglob("*.py")) if path.relative_to(PKG).parts[0] not in ("cli", "__main__.py")
            for line, target in _imports(path) if target == "cli"]
     assert not bad, "library modules importing ptopipe.cli:\n" + "\n".join(bad)
+
+
+def _private_imports(path: pathlib.Path, source: str | None = None):
+    """(line, target subpackage, name) of every ``_name`` imported from another ptopipe
+    module by the module at ``path`` (its text: ``source``, else the file's)."""
+    rel = path.relative_to(PKG).with_suffix("").parts
+    here = list(rel[:-1])
+    text = path.read_text() if source is None else source
+    for node in ast.walk(ast.parse(text, str(path))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = here[:len(here) - (node.level - 1)] if node.level > 1 else list(here)
+            parts = base + (node.module.split(".") if node.module else [])
+        elif node.module and node.module.split(".")[0] == "ptopipe":
+            parts = node.module.split(".")[1:]
+        else:
+            continue
+        for a in node.names:
+            if a.name.startswith("_") and not a.name.startswith("__"):
+                yield node.lineno, parts[0] if parts else None, a.name
+
+
+def test_no_layer_imports_another_layers_private_names():
+    """What a layer offers the layers above it is public: a ``_name`` stays in its own
+    subpackage (one that another layer needs gets a public name in the lowest layer that
+    needs it)."""
+    bad = [f"{path.relative_to(PKG)}:{line} ({layer}) imports {name} from {target}"
+           for layer, path in _layered_modules()
+           for line, target, name in _private_imports(path) if target != layer]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_private_import_scan_sees_them():
+    """The scan resolves relative and absolute imports to their subpackage."""
+    src = ("from ..isa.tensor import _contiguous\nfrom .closures import _PY\n"
+           "from ptopipe.sim.race import _ranges, overlap\n")
+    found = [(t, n) for _, t, n in _private_imports(PKG / "runtime" / "interp.py", src)]
+    assert found == [("isa", "_contiguous"), ("runtime", "_PY"), ("sim", "_ranges")]
