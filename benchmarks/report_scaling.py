@@ -40,7 +40,7 @@ def measure(pushes: int, out_dir: str) -> dict:
     res = ptopipe.run(sc.aic, sc.aiv, args, trace=True)
     t1 = time.process_time()
     trace = write_chrome_trace(res, os.path.join(out_dir, f"s7_{pushes}.json"))
-    res.cluster.shared.pop("report.timeline", None)   # the page builds its own, as `run --report` does
+    res.cluster.state.timeline = None   # the page builds its own, as `run --report` does
     t2 = time.process_time()
     page = write_html(res, os.path.join(out_dir, f"s7_{pushes}.html"), f"S7 {pushes} tiles")
     t3 = time.process_time()

@@ -12,8 +12,6 @@ from ._startup import guard as _guard
 
 _guard()            # first: Ctrl-C while the ptopipe command imports is one line, not a traceback
 
-import numpy as np
-
 from .arch import A2A3, A5, Platform, get_platform
 from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
                      MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
@@ -23,39 +21,15 @@ from .isa.scenario import Scenario
 
 def run_pto(path=None, *, static: bool = True, **kwargs):
     """Run a ``.pto`` (PTO-AS) file on the simulated cluster with buffer semantics, as
-    ptoas's C++ would run on the device: :func:`ptopipe.codegen.pto_exec.run_pto`.  With
+    ptoas's C++ would run on the device: :func:`ptopipe.codegen.pto_load.run_pto`.  With
     ``static`` (default) the static verifier runs first where its IR expresses the file, as
     ``ptopipe run`` does: its findings are raised, its warnings and a skip are in ``.warnings``
     / ``.notes``."""
-    from .codegen.pto_exec import run_pto as _run_pto
-    found, skipped = [], None
-    if static:
-        from .cli.pto import static_findings        # the facade wires the static passes in
-        ints = {k: v for k, v in (kwargs.get("inputs") or {}).items()
-                if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
-        found, skipped = static_findings(path or "<pto>", kwargs.get("platform"),
-                                         kwargs.get("protocol", "spec"), ints, kwargs.get("text"))
-    res = _run_pto(path, **kwargs)
-    res.warnings[:0] = found
-    if skipped:
-        res.notes.insert(0, f"static pipe verification skipped (the value IR cannot express this file: "
-                            f"{skipped})")
-    return res
+    from .codegen.pto_load import run_pto as _run_pto
+    return _run_pto(path, static=static, **kwargs)
 
-
-from .runtime.kernels import install_mixed_compiler as _install
 
 __version__ = "0.1.0"
-
-
-def _compile_mixed(program, platform, protocol="spec"):
-    """The default pass pipeline for the runtime's mixed programs (the facade wires the two
-    layers: the runtime cannot import the passes)."""
-    from .passes import compile_program
-    return compile_program(program, platform, protocol=protocol)[1]
-
-
-_install(_compile_mixed)
 
 __all__ = ["A2A3", "A5", "BudgetError", "CompileError", "ConfigError", "DataRaceError", "DeadlockError",
            "KernelError", "MemoryConflictError", "MismatchError", "ParseError", "Platform",

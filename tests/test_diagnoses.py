@@ -721,7 +721,7 @@ def test_mismatch_never_written_element_and_default_run_records_nothing(no_hang)
     res, _ = sc.run(record_writes=True)
     assert isinstance(res.cluster.checker, WriteRecorder)
     rec = res.cluster.checker
-    lo = dict((n, a) for n, a, _ in res.cluster.shared["gm_args"])["out"]
+    lo = dict((n, a) for n, a, _ in res.cluster.context.gm_args)["out"]
     assert rec.last_writer(lo + (8 * T + 8) * 4) is None              # out[8, 8]: never written
     assert rec.last_writer(lo + (7 * T + 15) * 4)["core"] == "AIV1"    # out[7, 15]
     assert rec.last_writer(lo + (15 * T + 7) * 4)["core"] == "AIV0"    # out[15, 7]

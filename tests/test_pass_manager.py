@@ -61,6 +61,20 @@ def test_a_pass_registered_later_runs_by_name(registry):
     assert seen == ["a5"] and all(f.attributes["tagged"] for f in functions(op))
 
 
+def test_a_pass_object_given_to_a_pipeline_is_not_registered(registry):
+    """Running a pass object leaves the registry as it was: a later pipeline naming it
+    does not find it (a pipeline is decided by its caller, not by what ran before)."""
+    seen = []
+    mine = SimpleNamespace(NAME="tag-functions", REQUIRES=(), PRODUCES=(),
+                           run=lambda program, ctx: seen.append(ctx.platform) or program)
+    before = dict(REGISTRY)
+    _c, _v, prog = _prog()
+    PassManager([mine, "validate"]).run(to_ops(prog), PassContext("a5"))
+    assert seen == ["a5"] and REGISTRY == before
+    with pytest.raises(CompileError, match="unknown pass 'tag-functions'"):
+        PassManager("tag-functions")
+
+
 def test_register_refuses_what_is_not_a_pass(registry):
     with pytest.raises(CompileError) as ei:
         register(SimpleNamespace(NAME="x"))

@@ -411,7 +411,7 @@ def test_allocated_flags_are_the_ones_the_run_binds(platform, protocol):
     args = sc.make_args(np.random.default_rng(0), **sc.params(v))
     ks = KernelSet(to_tree(op))
     res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
-    chans = {ch.way: ch for ch in res.cluster.shared["channels"].values()}
+    chans = {ch.way: ch for ch in res.cluster.state.channels.values()}
     assert set(chans) == {"C2V", "V2C"}
     for way, ch in chans.items():
         used = ((ch.ready_id, ch.ready_id + ch.slot_num - 1) if protocol == "spec"

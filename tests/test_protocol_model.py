@@ -30,7 +30,7 @@ def _load(name):
 
 
 def _channels(res):
-    return {ch.way: ch for ch in res.cluster.shared["channels"].values()}
+    return {ch.way: ch for ch in res.cluster.state.channels.values()}
 
 
 # --- item 5: one flag-id rule for TPipe and *_initialize_pipe ----------------------------------

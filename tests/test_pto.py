@@ -11,7 +11,8 @@ import pytest
 
 import ptopipe  # noqa: F401  (installs the mixed compiler)
 from ptopipe.cli.compile import programs_of
-from ptopipe.cli.pto import PTO_PASSES, load_pto, make_inputs
+from ptopipe.cli.pto import make_inputs
+from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.errors import CompileError, ProtocolError
 from ptopipe.ir import first_difference, structural_equal, to_tree

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.pto import load_pto
+from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen import read_pto
 from ptopipe.errors import CompileError, ParseError, PtoPipeError
 

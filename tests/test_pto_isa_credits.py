@@ -89,7 +89,7 @@ def test_tmpipe_credit_wait_every_push_and_drain_balance(platform, fifo_type, n,
     args = _args(n)
     res = ptopipe.run(cube, vec, args, platform=platform, protocol="pto-isa", launches=2)
     np.testing.assert_array_equal(res["out"][:n * T], args["x"][:n * T])
-    (ch,) = res.cluster.shared["channels"].values()
+    (ch,) = res.cluster.state.channels.values()
     assert (ch.startup_credits, ch.wait_every, ch.sync_period) == (1, True, 1)   # FiFoSyncT 2 unused
     rows = [r for r in res.summary.ledger if r["launch"] == 2 and r["pipe"] is not None]
     free = next(r for r in rows if r["signal"] == "free")
@@ -186,7 +186,7 @@ def test_tpipe_has_no_constructor_credit_and_fills_slotnum_slots(platform, direc
     aiv = (vec, vec) if peers == (0, 1) else (vec, None)
     res = ptopipe.run(cube, aiv, dict(fifo=gm_buffer(8 * SLOT), out=np.zeros(4, np.float32)),
                       platform=platform, protocol="pto-isa")
-    (ch,) = res.cluster.shared["channels"].values()
+    (ch,) = res.cluster.state.channels.values()
     assert ch.model is (PTO_ISA_A5 if platform == "a5" else PTO_ISA)
     assert (ch.startup_credits, ch.wait_every) == (0, False)
     sp = ch.sync_period
@@ -237,12 +237,12 @@ def test_a5_head_constructor_credit_per_pipe_kind(direction, peers, kind, S, no_
     cube, aiv = tpipe_stream(direction, S, 2 * S, peers)
     args = dict(fifo=gm_buffer(8 * SLOT))
     res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")     # the default: clean
-    (ch,) = res.cluster.shared["channels"].values()
+    (ch,) = res.cluster.state.channels.values()
     assert ch.startup_credits == 0 and ch.model is _protocol.PTO_ISA_A5
     head = _protocol.PTO_ISA_A5_HEAD
     if kind == "local no-split":
         res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa-head")
-        (ch,) = res.cluster.shared["channels"].values()
+        (ch,) = res.cluster.state.channels.values()
         assert ch.model is head and ch.startup_credits == 0
         (free,) = [r for r in res.summary.ledger if r["signal"] == "free"]
         assert free["left"] == 0 and free["sent"] == 2 * S // ch.sync_period

@@ -16,7 +16,7 @@ import ptopipe  # noqa: F401  (installs the mixed compiler)
 import ptopipe.language as pl
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
-from ptopipe.cli.pto import PTO_PASSES, load_pto
+from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.codegen.pto_syntax import float_literal, float_of_literal
 from ptopipe.errors import ParseError

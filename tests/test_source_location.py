@@ -15,14 +15,14 @@ def _code(path: str):
 def test_package_files_reached_through_dot_dot_are_internal():
     pkg = os.path.dirname(os.path.realpath(ptopipe.__file__))
     via = os.path.join(pkg, "sim", "..", "isa", "ops.py")
-    assert location._is_internal(_code(via))
-    assert location._is_internal(_code(os.path.join(pkg, "sim", "core.py")))
+    assert location.is_internal(_code(via))
+    assert location.is_internal(_code(os.path.join(pkg, "sim", "core.py")))
 
 
 def test_a_user_directory_named_like_the_package_is_not_internal():
     pkg = os.path.dirname(os.path.realpath(ptopipe.__file__))
-    assert not location._is_internal(_code(pkg + "_kernels" + os.sep + "k.py"))
-    assert not location._is_internal(_code("/tmp/ptopipe-fuzz-x/k.py"))
+    assert not location.is_internal(_code(pkg + "_kernels" + os.sep + "k.py"))
+    assert not location.is_internal(_code("/tmp/ptopipe-fuzz-x/k.py"))
 
 
 def test_a_kernel_error_names_the_kernel_line_when_ptopipe_is_imported_via_dot_dot(tmp_path):

@@ -1,8 +1,8 @@
 """The simulator's replayed fast paths (issue 13) give exactly what the slow paths give.
 
-Each fast path has a switch (``ptopipe.isa.pipe.ops.REPLAY``: TPUSH's queued copies per
-source array and TPOP's re-binding to its next staging slot; ``ptopipe.isa.checks.INLINE_GM``:
-the checked GM access's region and location computed inline).  The same random per-tile
+The run's ``fast_paths`` switch turns them off together (TPUSH's queued copies per source
+array, TPOP's re-binding to its next staging slot, the checked GM access's region and
+location computed inline).  The same random per-tile
 stream kernels run with the switches on and off must give the same outputs, cycles, full
 traces and the same errors (class, message, line) - also for a misuse that appears only at
 the Nth execution of an instruction site.  A checked run raises the collector's older
@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ptopipe
-import ptopipe.isa.checks as checks_mod
 import ptopipe.isa.pipe.ops as pipe_ops
 from ptopipe.errors import DataRaceError, MemoryConflictError, PtoPipeError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.sim import cluster as cluster_mod
+from ptopipe.sim.race import HappensBefore
+from markers import line_of
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-from markers import line_of
 
 T = 16
 DEPTH = 4
@@ -88,14 +88,11 @@ def _run(fast, shapes, n, stride, checks, platform, protocol, bad_at=-1):
     x = rng.integers(-50, 50, (n * rows, cols)).astype(np.float32)
     args = dict(x=x, eye=np.eye(cols, dtype=np.float32), out=np.zeros(((n + 1) * rows, stride), np.float32),
                 fifo=ptopipe.gm_buffer(DEPTH * rows * cols * 4), log=[])
-    saved = pipe_ops.REPLAY, checks_mod.INLINE_GM
-    pipe_ops.REPLAY = checks_mod.INLINE_GM = fast
     try:
-        res = ptopipe.run(cube, aiv, args, checks=checks, platform=platform, protocol=protocol, trace=True)
+        res = ptopipe.run(cube, aiv, args, checks=checks, platform=platform, protocol=protocol, trace=True,
+                          fast_paths=fast)
     except PtoPipeError as e:
         return ("error", type(e).__name__, str(e), e.where)
-    finally:
-        pipe_ops.REPLAY, checks_mod.INLINE_GM = saved
     return ("ok", res.outputs["out"].tobytes(), res.summary.cycles, list(res.cluster.trace), args["log"])
 
 
@@ -173,17 +170,39 @@ def test_out_of_bounds_store_at_the_last_tile(fast):
             TSTORE(dst, t)  # oob
             TFREE(pipe)
 
-    saved = pipe_ops.REPLAY, checks_mod.INLINE_GM
-    pipe_ops.REPLAY = checks_mod.INLINE_GM = fast
-    try:
-        with pytest.raises(MemoryConflictError) as ei:
-            ptopipe.run(cube, (vector, None), dict(x=np.ones((rows, cols), np.float32),
-                                                   out=np.zeros((n * rows, cols), np.float32),
-                                                   fifo=ptopipe.gm_buffer(DEPTH * rows * cols * 4)))
-    finally:
-        pipe_ops.REPLAY, checks_mod.INLINE_GM = saved
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(cube, (vector, None), dict(x=np.ones((rows, cols), np.float32),
+                                               out=np.zeros((n * rows, cols), np.float32),
+                                               fifo=ptopipe.gm_buffer(DEPTH * rows * cols * 4)), fast_paths=fast)
     assert ei.value.where.endswith(f":{line_of(vector, 'oob')}")
     assert "GM" in str(ei.value)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_the_switch_chooses_the_paths(fast, monkeypatch):
+    """``fast_paths=False`` really takes the reference paths (else the comparisons above
+    would compare a path with itself): TPOP binds every staging slot anew and the checker's
+    GM accesses go through HappensBefore.gm_access; with the fast paths on, neither after
+    the first round of slots."""
+    calls = {"bind": 0, "gm": 0}
+    bind, gm = pipe_ops._bind_staging, HappensBefore.gm_access
+
+    def counted_bind(*a):
+        calls["bind"] += 1
+        return bind(*a)
+
+    def counted_gm(*a, **k):
+        calls["gm"] += 1
+        return gm(*a, **k)
+    monkeypatch.setattr(pipe_ops, "_bind_staging", counted_bind)
+    monkeypatch.setattr(HappensBefore, "gm_access", counted_gm)
+    n = 3 * DEPTH
+    res = _run(fast, (T, T, T, T, TILE_NO_SPLIT), n, T, True, "a2a3", "spec")
+    assert res[0] == "ok", res
+    if fast:
+        assert calls["gm"] == 0 and 0 < calls["bind"] <= DEPTH, calls
+    else:
+        assert calls["bind"] == n and calls["gm"] >= 2 * n, calls
 
 
 def test_checked_run_raises_older_gc_thresholds_and_restores_them():

@@ -137,6 +137,17 @@ def default_layout(loc: TileType, rows: int, cols: int, platform: str | None = N
     return DEFAULT_LAYOUT[loc]
 
 
+def row_major_strides(shape) -> tuple:
+    """The element strides of a dense row-major tensor of ``shape`` (the last dimension
+    contiguous): what a GlobalTensor, a PTO-AS tensor view and a pto-isa ``pto::Stride``
+    of a whole tensor give."""
+    st, acc = [], 1
+    for n in reversed(shape):
+        st.append(acc)
+        acc *= n
+    return tuple(reversed(st))
+
+
 def static_shape(layout: TileLayout, rows: int, cols: int, itemsize: int) -> tuple:
     """The static (Rows, Cols) pto-isa declares for a ``rows x cols`` tile of ``layout``:
     an unboxed tile's rows (ND) or columns (DN) span whole 32-byte blocks (pto_tile.hpp

@@ -97,7 +97,7 @@ def main(args) -> int:
                               where="option -o", fix="write the output to another file")
     protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
-        from .pto import load_pto
+        from ..codegen.pto_load import load_pto
         op, tree, warnings, plat = load_pto(args.file, args.platform, protocol)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)

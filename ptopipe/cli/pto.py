@@ -2,12 +2,12 @@
 [--output out=out.npy]``, ``ptopipe check kernel.pto [--schedules N ...]`` and
 ``ptopipe check --static kernel.pto``.
 
-:func:`load_pto` reads the file (:func:`ptopipe.codegen.read_pto`), runs the static passes
-a hand-written pair gets (VerifyPipes, ResolvePeerBuffers, AllocateFlags, LowerPlatform,
-Validate) and the one check PTO-AS adds: a reserve_buffer overlapping a tile placed with
-``pto.alloc_tile addr = ...``.  Every error points at the ``.pto`` line:col.  ``run``
-simulates the program with the given inputs (a missing ``gm_slot_buffer*`` parameter is
-zero-filled) and writes ``--output`` arrays atomically.  ``check`` wraps the program in a
+The file is read and verified statically by :mod:`ptopipe.codegen.pto_load` (the reader, the
+lanes ptoas gives its pipes, the static passes and the checks PTO-AS adds), exactly as
+``ptopipe.run_pto`` does; every error points at the ``.pto`` line:col.  This module parses
+the ``--input`` / ``--output`` / ``--func`` options and prints.  ``run`` simulates the program
+with the given inputs (a missing ``gm_slot_buffer*`` parameter is zero-filled) and writes
+``--output`` arrays atomically.  ``check`` wraps the program in a
 :class:`~ptopipe.Scenario` (missing inputs zero-filled, no golden: the checkers judge) and
 explores schedules like ``check`` of a ``.py`` file; ``--static`` stops after the passes.
 """
@@ -20,173 +20,11 @@ import sys
 
 import numpy as np
 
-from ..codegen.pto_syntax import PTO_OP
-from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
-from ..ir import to_tree
+from ..errors import ConfigError, ParseError
 from ..ir.types import TensorType, np_dtype
 from ..report._io import write_atomic
 from . import bounds
 from .common import launch_kwargs, read_npy, sync_kwargs
-
-#: what a .pto program goes through before it runs (it is already split into kernels)
-PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform", "validate")
-_MEM = {"Vec": "UB", "Mat": "L1"}
-
-
-def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
-             scalars: dict | None = None):
-    """``path`` through the reader and the static passes: ``(op program, tree, warnings, platform)``;
-    ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``)."""
-    from ..codegen import read_pto
-    from ..passes import PassManager
-    from ..passes.manager import PassContext
-    if text is None:
-        if not os.path.exists(path):
-            raise ConfigError(f"no such file: {path}", fix="give the path of a .pto file")
-        with open(path, "rb") as f:
-            raw = f.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = raw.count(b"\n", 0, e.start) + 1
-            col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-            raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}:{col}",
-                             fix="a .pto file is UTF-8 MLIR text") from None
-    addrs = []
-    try:
-        op = read_pto(text, path, platform, addrs=addrs)
-    except RecursionError:
-        raise ParseError("regions nest deeper than the reader follows", where=path,
-                         fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
-    plat = platform or op.attributes.get("platform") or "a2a3"
-    ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
-    one_lane_nosplit(op, ctx)
-    try:
-        op = PassManager(list(PTO_PASSES)).run(op, ctx)
-    except PtoPipeError as e:
-        raise in_pto_words(e) from None
-    check_explicit_addrs(op, addrs)
-    check_entry_launches(op)
-    return op, to_tree(op), [pto_words(w) for w in ctx.warnings], plat
-
-
-def _pto_word(m) -> str:
-    name = m.group(1)
-    if name in PTO_OP:
-        return PTO_OP[name]
-    return f"pto.{name}" if name in _PTO_SAME else m.group(0)
-
-
-#: DSL ops whose PTO-AS spelling is ``pto.<name>`` too
-_PTO_SAME = ("aic_initialize_pipe", "aiv_initialize_pipe", "reserve_buffer")
-
-
-def pto_words(text: str | None) -> str | None:
-    """A message of the passes (worded for the DSL: ``pl.add``, ``pl.aiv_initialize_pipe``)
-    in a ``.pto`` user's words (``pto.tadd``, ``pto.aiv_initialize_pipe``)."""
-    return re.sub(r"\bpl\.(\w+)", _pto_word, text) if text else text
-
-
-def in_pto_words(e: PtoPipeError) -> PtoPipeError:
-    e.what, e.fix, e.details = pto_words(e.what), pto_words(e.fix), pto_words(e.details)
-    e.args = (e.render(),)
-    return e
-
-
-def one_lane_nosplit(op, ctx) -> None:
-    """Where the protocol model gives a TILE_NO_SPLIT transfer one lane (pto-isa on A5), the
-    pipes of a ``nosplit`` pair get ``lanes=1`` (AIV0 their only peer), as ExpandMixedKernel
-    gives a compiled no-split function's; on A5 so do the pipes whose ops all say ``split = 0``
-    (ptoas runs them on AIV0 only, whatever the protocol model)."""
-    from ..arch.vocab import TileSplitAxis
-    from ..codegen.pto_writer import nosplit_functions
-    from ..ir.nodes import FunctionKind
-    from ..passes.expand_mixed import one_lane_no_split
-    funcs = list(op.regions[0].blocks[0])
-    a5 = ctx.platform == "a5"
-    pair = nosplit_functions(op) if one_lane_no_split(ctx) or a5 else set()   # ptoas: AIV0 only on A5
-    if a5:
-        whole = whole_tile_pairs(funcs)
-        pair |= whole
-        for f in funcs:             # the Vector kernel runs on AIV0 only (AIV1 skips its body)
-            if f.attributes["sym_name"] in whole and f.attributes["kind"] is FunctionKind.AIV:
-                f.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
-    for f in funcs:
-        if f.attributes["sym_name"] in pair:
-            for o in f.regions[0].blocks[0]:
-                if o.name.endswith("initialize_pipe") and o.attributes.get("lanes") is None:
-                    o.attributes["lanes"] = 1
-
-
-def whole_tile_pairs(funcs) -> set:
-    """The Vector kernels whose every TPUSH / TPOP / TFREE says ``split = 0`` (without a
-    ``nosplit`` init: ptoas lowers such ops on A5 to one lane, under ``get_subblockid() == 0``)
-    and the Cube kernels they share a pipe with."""
-    from ..codegen.pto_writer import with_peers
-    from ..ir.nodes import FunctionKind
-    aiv = set()
-    for f in funcs:
-        if f.attributes["kind"] is not FunctionKind.AIV or f.attributes.get("split") is not None:
-            continue                # a nosplit init's kernel: the protocol model decides its lanes
-        splits = [o.attributes.get("split") for o in f.walk() if o.name in ("pl.tpush", "pl.tpop", "pl.tfree")]
-        if splits and all(s in (None, 0) for s in splits) and any(s == 0 for s in splits):
-            aiv.add(f.attributes["sym_name"])
-    return with_peers(funcs, aiv)
-
-
-def check_entry_launches(op) -> None:
-    """An entry launches each kernel of a pipe once: a kernel with a pipe init that the entry
-    never calls leaves its peer waiting forever, one called twice initialises its pipe twice
-    (ptoas accepts both)."""
-    from ..ir.nodes import FunctionKind
-    funcs = list(op.regions[0].blocks[0])
-    entries = [f for f in funcs if f.attributes["kind"] is FunctionKind.Group]
-    if len(entries) != 1:
-        return
-    calls = {}
-    for o in entries[0].walk():
-        if o.name == "pl.call":
-            calls.setdefault(o.attributes["callee"], []).append(o)
-    piped = [f for f in funcs if f.attributes["kind"] is not FunctionKind.Group
-             and any(o.name.endswith("initialize_pipe") for o in f.walk())]
-    if not any(f.attributes["sym_name"] in calls for f in piped):
-        return                          # the entry launches none of them: nothing to compare
-    entry = entries[0].attributes["sym_name"]
-    for f in piped:
-        name = f.attributes["sym_name"]
-        sites = calls.get(name, [])
-        if not sites:
-            raise CompileError(f"@{name} initialises a cross-core pipe but the entry @{entry} never "
-                               "calls it: its peer waits on the pipe forever", where=_loc(f),
-                               fix=f"call @{name} from @{entry} (func.call), once")
-        if len(sites) > 1:
-            raise CompileError(f"the entry @{entry} calls @{name} {len(sites)} times: each call "
-                               "initialises its pipe again and pushes / pops its tiles again",
-                               where=_loc(sites[1]), details=f"first call at {_loc(sites[0])}",
-                               fix=f"call @{name} once (loop inside the kernel instead)")
-
-
-def _loc(op) -> str | None:
-    return str(op.loc) if op.loc else None
-
-
-def check_explicit_addrs(op, addrs) -> None:
-    """A reserve_buffer's [base, base + size) overlapping a tile ``pto.alloc_tile`` placed
-    at a fixed address in the same memory of the same kernel (ptoas accepts it)."""
-    for f in op.regions[0].blocks[0]:
-        name = f.attributes["sym_name"]
-        for r in f.regions[0].blocks[0]:
-            if r.name != "pl.reserve_buffer":
-                continue
-            a = r.attributes
-            lo, hi = a["base"], a["base"] + a["size"]
-            for fn, addr, nbytes, space, loc in addrs:
-                if fn == name and _MEM.get(space.value) == a["memory_space"] and addr < hi and lo < addr + nbytes:
-                    raise CompileError(
-                        f"reserve_buffer {a['name']!r} [{lo}, {hi}) overlaps the tile placed at "
-                        f"addr {addr} ({nbytes} bytes, [{addr}, {addr + nbytes})) in {a['memory_space']}",
-                        where=loc, fix="move the tile (alloc_tile addr) or the ring (reserve_buffer base) "
-                                       "so the two ranges are disjoint; ptoas does not check this")
 
 
 def _entry_params(op):
@@ -324,24 +162,8 @@ def _target(args, path):
 
 def static_front(args, platform, protocol):
     """:func:`static_findings` of ``args.file`` with the integer ``--input`` scalars."""
+    from ..codegen.pto_load import static_findings
     return static_findings(args.file, platform, protocol, scalar_inputs(getattr(args, "input", None)))
-
-
-def static_findings(path: str, platform, protocol, scalars: dict | None = None,
-                    text: str | None = None) -> tuple:
-    """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
-    file (a finding of the passes is raised), ``([], reason)`` when it cannot express the file
-    (the run then has the executor's checks only, and says so)."""
-    from ..codegen.pto_exec import read_program, read_text
-    from ..codegen.pto_syntax import run_line_platform
-    text = text if text is not None else read_text(path)
-    platform = platform or run_line_platform(text)
-    try:
-        _, _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
-    except ParseError as e:
-        read_program(text, path)        # the executor's words
-        return [], e.what
-    return warnings, None
 
 
 def _launches(args) -> tuple:
@@ -349,6 +171,7 @@ def _launches(args) -> tuple:
     ``--input`` arrays, one per function run - ``--func``'s, else the entry, else each
     function nothing calls (several only without ``--output``)."""
     from ..codegen.pto_exec import prepare, read_program, read_text, top_functions
+    from ..codegen.pto_load import skipped_note
     from ..codegen.pto_exec.program import choose_top
     platform, protocol = _target(args, args.file)
     warnings, skipped = static_front(args, platform, protocol)
@@ -379,8 +202,7 @@ def _launches(args) -> tuple:
         for w in pl.warnings:
             print(f"warning: {w}", file=sys.stderr)
         if skipped:
-            pl.notes.insert(0, f"static pipe verification skipped (the value IR cannot express this "
-                               f"file: {skipped}); the run's checkers still apply")
+            pl.notes.insert(0, skipped_note(skipped))
         out.append(pl)
     return out, protocol
 
@@ -407,6 +229,7 @@ def pto_scenarios(args) -> list:
 
 def static_pto(args) -> int:
     """``check --static kernel.pto``: the reader and the static passes, nothing run."""
+    from ..codegen.pto_load import load_pto
     from .errors import color
     from ..codegen.pto_exec import read_text
     from ..codegen.pto_syntax import run_line_platform

@@ -1,8 +1,7 @@
-"""``ptopipe check --static FILE``: run the static cross-core protocol verifier
-(:mod:`ptopipe.passes.verify_pipes`) on the DSL programs of a kernel file, without
-running them, then - when it finds nothing - the rest of the compiler's checks (memory
-plan, peer buffers, flags, platform lowering, Validate: a ring or reserve that does not fit
-or a SlotNum beyond the protocol's FIFO depth is found before a run would fail on it).  The programs are the file's ``pl.program(...)`` values and, per scenario
+"""``ptopipe check --static FILE``: the static checks of
+:func:`ptopipe.passes.static_check.verify_program` (VerifyPipes, then the rest of the
+compiler's checks) on the DSL programs of a kernel file, without running them.  The
+programs are the file's ``pl.program(...)`` values and, per scenario
 variant, what its ``KernelSet`` builders make of the variant's arguments.  Prints every
 finding like the dynamic checkers print an error (what, where, fix), or a PASS line per
 program; exit code 1 on a finding."""
@@ -14,17 +13,12 @@ import sys
 import numpy as np
 
 from ..arch.platform import get_platform
-from ..errors import CompileError, ConfigError
-from ..ir.convert import to_ops
+from ..errors import ConfigError
 from ..ir.nodes import Program
 from ..ir.types import TensorType
 from ..isa.scenario import Scenario
-from ..passes import FRONT_END, PassContext, PassManager, verify_pipes
-from ..passes.manager import CANONICAL_ORDER
-
-#: the passes after VerifyPipes (their checks run once it has found nothing)
-BACK_END = CANONICAL_ORDER[CANONICAL_ORDER.index("verify-pipes") + 1:]
-from ..runtime.kernels import KernelSet, has_mixed
+from ..passes.static_check import verify_program
+from ..runtime.kernels import KernelSet
 from .common import target
 from .errors import color, report_exception
 from .loader import load_module, pick_variants
@@ -76,19 +70,8 @@ def main(args) -> int:
     for label, prog, sc, scalars in programs(args.file, args.variant):
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         warnings: list = []
-        op = to_ops(prog)
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
-        ctx = PassContext(plat, protocol, warnings)
-        try:
-            front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
-            if has_mixed(prog):     # mixed @pl.incore functions: verify the kernels they become
-                op = front.run(op, ctx)
-                rest, have = BACK_END, {x for p in front.passes for x in p.produces}
-            found = verify_pipes.verify(op, plat, warnings, protocol, scalars)
-            if not found:           # the rest of the compile (the front end runs once)
-                PassManager(rest, available=have).run(op, ctx)
-        except CompileError as e:
-            found = [e]
+        found = verify_program(prog, plat, protocol, scalars, warnings)
         reports.append({"program": label, "platform": plat.name,
                         "findings": [e.to_dict() for e in found], "warnings": warnings})
         if args.json:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..arch import get_platform
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
-from ..arch.vocab import Direction, TileSplitAxis
+from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
 from ..errors import CompileError
 from ..ir.convert import op_to_function
 from ..ir.layout import plan_function
@@ -175,7 +175,7 @@ class KernelWriter:
         """(lines declaring a GlobalTensor window, its name) at ``offsets`` of ``tensor``."""
         t = tensor.type
         terms = []
-        for o, s in zip(offsets, T.strides(t.shape)):
+        for o, s in zip(offsets, row_major_strides(t.shape)):
             e = self.expr(o)
             if e != "0":
                 terms.append(e if s == 1 else f"{e} * {s}")

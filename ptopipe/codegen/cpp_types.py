@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-from ..arch.vocab import PLAIN_DIRECTION, Direction, SLayout, TileSplitAxis
+from ..arch.vocab import PLAIN_DIRECTION, Direction, SLayout, TileSplitAxis, row_major_strides
 from ..errors import CompileError
 from ..ir.types import ScalarType, TensorType, TileValueType
 
@@ -92,19 +92,11 @@ def _pad5(xs) -> list:
     return [1] * (5 - len(xs)) + xs
 
 
-def strides(shape) -> list:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return out[::-1]
-
-
 def global_type(dtype: str, window, tensor_shape) -> str:
     """``GlobalTensor<T, pto::Shape<...>, pto::Stride<...>>`` of a ``window`` (extents per
     dimension) of a row-major tensor of ``tensor_shape``."""
     shp = ", ".join(map(str, _pad5(window)))
-    std = strides(tensor_shape)
+    std = list(row_major_strides(tensor_shape))
     std = [1] * (5 - len(std)) + std if len(std) < 5 else std
     # pto-isa spells the unused outer strides with the full size; 1 is as good for extent 1
     return f"GlobalTensor<{ctype(dtype)}, pto::Shape<{shp}>, pto::Stride<{', '.join(map(str, std))}>>"

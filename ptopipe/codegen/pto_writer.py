@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..errors import CompileError
-from ..arch.vocab import Direction, TileSplitAxis
+from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
 from ..arch import get_platform
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import local_slot_num
@@ -189,7 +189,7 @@ class _Writer:
         for a in block.args:
             if isinstance(a.type, TensorType):
                 need.update(a.type.shape)
-                need.update(self._strides(a.type.shape))
+                need.update(row_major_strides(a.type.shape))
         for op in f.walk():
             if op.name == "pl.load":
                 need.update(op.attributes["shape"])
@@ -202,17 +202,9 @@ class _Writer:
             if isinstance(a.type, TensorType):
                 v = st.views[a] = st.fresh(f"{a.name or 'arg'}_view")
                 shape = ", ".join(st.cints[s] for s in a.type.shape)
-                strides = ", ".join(st.cints[s] for s in self._strides(a.type.shape))
+                strides = ", ".join(st.cints[s] for s in row_major_strides(a.type.shape))
                 self.line(ind, f"{v} = pto.make_tensor_view {st[a]}, shape = [{shape}], "
                                f"strides = [{strides}] : {self.ty(a.type)}")
-
-    @staticmethod
-    def _strides(shape) -> list:
-        out, s = [], 1
-        for d in reversed(shape):
-            out.append(s)
-            s *= d
-        return out[::-1]
 
     def block(self, block, st: _Func, ind: str) -> None:
         for op in block:

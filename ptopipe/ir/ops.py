@@ -87,6 +87,7 @@ class OpSpec:
         return tuple(p for p in self.params if not p.operand)
 
 
+#: every op's OpSpec by name: written once, at import, by this module's definitions (_op)
 OPS: dict = {}
 
 

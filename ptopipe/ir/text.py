@@ -33,6 +33,8 @@ ENUMS = {"space": MemorySpace, "split": TileSplitAxis, "dir": Direction, "pipe":
          "layout": TileLayout, "kind": FunctionKind}
 _FAMILY = {cls: fam for fam, cls in ENUMS.items()}
 
+# type -> its text and text -> its type: memos of pure functions of immutable values (types
+# are frozen), so the printer and the parser spell each type once
 _type_text: dict = {}
 
 
@@ -59,7 +61,7 @@ def type_str(t) -> str:
 
 
 _SHAPED = re.compile(r"((?:\d+x)*)(\w+)$")
-_parsed_types: dict = {}
+_parsed_types: dict = {}        # (see _type_text)
 
 
 def parse_type(text: str):

@@ -13,21 +13,15 @@ from ..arch.vocab import C2V, V2C
 from ..errors import ProtocolError
 import sys
 
-from ..sim.location import _internal
-from ..sim.race import HappensBefore, _loc, _ranges, gm_region, overlap, region_of_rows
+from ..sim.location import is_internal
+from ..sim.race import HappensBefore, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
 from ..protocol.geometry import ONE_LANE, part_rows, part_shape
 
 
 def ch_protocol(cluster) -> str:
     """'pto-isa on a2a3': the run's protocol and platform, for messages."""
-    p = cluster.shared.get("protocol")
-    return f"{getattr(p, 'value', p)} on {cluster.platform.name}"
-
-
-# KernelChecks.gm_access computes the region and location inline while this is True; tests
-# turn it off to compare with HappensBefore.gm_access (tests/test_speed_paths.py)
-INLINE_GM = True
+    return f"{cluster.context.protocol.value} on {cluster.platform.name}"
 
 
 class KernelChecks(HappensBefore):
@@ -40,6 +34,9 @@ class KernelChecks(HappensBefore):
         self._rings: dict = {}          # id(memory) -> [(lo, hi, id(channel), slot state, memory)]
         self._shared_rings: set = set() # channels whose ring bytes user GlobalTensors touched
         self._ring_span: dict = {}      # id(memory) -> [lowest, highest) byte of its rings' slots
+        # gm_access computes the region and location inline (the run's fast paths; off, it is
+        # HappensBefore.gm_access, which tests/test_speed_paths.py compares with)
+        self._inline_gm = cluster.context.fast_paths
 
     def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
         p = gt.ptr
@@ -57,7 +54,7 @@ class KernelChecks(HappensBefore):
         # every checked TLOAD / TSTORE.  The same region and location token as those give:
         # a row-major tensor's region is rows of cols*itemsize bytes every row-stride bytes
         # (contiguous when the stride is at most the row); test_speed_paths compares both.
-        if not INLINE_GM:
+        if not self._inline_gm:
             return super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2),
                                      end, pipe)
         g = gt._geom2
@@ -79,7 +76,7 @@ class KernelChecks(HappensBefore):
             if where is None:
                 f = sys._getframe(2)          # gm_access <- TLOAD / TSTORE <- the kernel line
                 code = f.f_code
-                where = (code, f.f_lineno) if _internal.get(id(code)) is False else self.where(core, 2)
+                where = (code, f.f_lineno) if not is_internal(code) else self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
         self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe)
 
@@ -183,7 +180,7 @@ class KernelChecks(HappensBefore):
             e = super().race_error(core, mem, a, b, cur, prev)
             # a consumer whose TFREE is a no-op (pto-isa, GM ring: the TPOP freed the slot):
             # a TFREE after its access signals nothing, so it orders nothing
-            noop = sorted({ch.name for ch in self.cluster.shared.get("channels", {}).values()
+            noop = sorted({ch.name for ch in self.cluster.state.channels.values()
                            if ch.pop_frees and not ch.tfree_frees
                            and any(sd.core.name == b["core"] and sd.role == "consumer"
                                    for sd in ch.sides.values())})
@@ -195,7 +192,7 @@ class KernelChecks(HappensBefore):
             return e
         pipe, tag = ring
         w, r = (a, b) if a["access"] == "write" else (b, a)
-        ch = next((c for c in self.cluster.shared.get("channels", {}).values() if c.name == pipe), None)
+        ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
         side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
         fix = ("the producer must wait for the consumer's free signal of this slot before reusing it"
                + (f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""))
@@ -256,8 +253,8 @@ class WriteRecorder(KernelChecks):
         """The latest recorded write covering GM byte ``addr``: core, op, where, ring slot."""
         for lo, hi, rows, core, op, where, ring in reversed(self.writes):
             if lo <= addr < hi and \
-                    any(a <= addr < b for a, b in _ranges(lo, hi, rows, addr, addr + 1)):
-                return {"core": core, "op": op, "where": _loc(where), "ring": ring}
+                    any(a <= addr < b for a, b in clipped_ranges(lo, hi, rows, addr, addr + 1)):
+                return {"core": core, "op": op, "where": loc_text(where), "ring": ring}
         return None
 
 

@@ -25,8 +25,6 @@ from .ops import _err, arr
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 
-_PRINTS = "prints"          # Cluster.shared key: [((time, core index, seq), text)]
-
 
 def _format(a: np.ndarray, fmt: PrintFormat) -> str:
     """pto-isa's CPU model's TPRINT text: ``TPRINT RxC`` and one line per row."""
@@ -71,7 +69,7 @@ def TPRINT(src, *rest, fmt: PrintFormat = PrintFormat.Width8_Precision4) -> Even
                            "pass a GlobalTensor of the tile's size as the second operand")
         where = src
     psync(core).barrier(None)             # pto-isa: pipe_barrier(PIPE_ALL) before printing
-    log = core.cluster.shared.setdefault(_PRINTS, [])
+    log = core.cluster.state.prints
     key = (core.clock, core.index, len(log))
     core.pending.append((_record, log, key, view, PrintFormat(fmt)))
     cost = view.size * core.costs.scalar_op         # a scalar printf per element
@@ -92,7 +90,7 @@ def PRINT(fmt: str, *values) -> Event:
     except (TypeError, ValueError) as e:
         raise _err(core, f"print: format {fmt!r} does not take {values!r} ({e})",
                    "one %-conversion per value, of its kind (%d for integers, %f for floats)") from None
-    log = core.cluster.shared.setdefault(_PRINTS, [])
+    log = core.cluster.state.prints
     log.append(((core.clock, core.index, len(log)), text.rstrip("\n")))
     end = core.issue_s(PipeUnit.S, core.costs.scalar_op, "PRINT")
     return new_event(("PRINT", core, end))
@@ -101,13 +99,14 @@ def PRINT(fmt: str, *values) -> Event:
 def prints(cluster) -> list:
     """The texts of a run's TPRINTs, in simulated-time order (applies queued work first)."""
     cluster.sync()
-    return [text for _, text in sorted(cluster.shared.get(_PRINTS, ()), key=lambda e: e[0])]
+    return [text for _, text in sorted(cluster.state.prints, key=lambda e: e[0])]
 
 
 def flush_prints(cluster, stream=None) -> None:
     """Write the run's TPRINT texts to ``stream`` (default: stdout), in order, once."""
-    if cluster.shared.get(_PRINTS) and not cluster.shared.get("prints_flushed"):
-        cluster.shared["prints_flushed"] = True
+    st = cluster.state
+    if st.prints and not st.prints_flushed:
+        st.prints_flushed = True
         out = stream or sys.stdout
         for text in prints(cluster):
             print(text, file=out)

@@ -77,7 +77,7 @@ def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> N
         return
     cl = res.cluster
     rec = cl.checker if isinstance(cl.checker, WriteRecorder) else None
-    args = {name: lo for name, lo, _hi in cl.shared.get("gm_args", ())}
+    args = {name: lo for name, lo, _hi in cl.context.gm_args}
     if rec is None:
         return
     for k, first, flat, item in first_bad:
@@ -102,7 +102,7 @@ def _explain_mismatch(err: MismatchError, first_bad: list, rerun: Callable) -> N
 
 def _ring_at(cluster, addr: int):
     """(pipe name, slot) of the GM ring slot holding byte ``addr``, or None."""
-    for ch in cluster.shared.get("channels", {}).values():
+    for ch in cluster.state.channels.values():
         if ch.gm_base is not None and ch.gm_base <= addr < ch.gm_base + ch.slot_num * ch.slot_size:
             return ch.name, (addr - ch.gm_base) // ch.slot_size
     return None

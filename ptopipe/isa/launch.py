@@ -19,7 +19,7 @@ from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from .debug import flush_prints, prints
 from ..errors import ConfigError, LeakError, PtoPipeError
-from ..sim import Cluster, CoreState, gm_layout
+from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
@@ -130,7 +130,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         max_instructions: int | None = None, gm_extra: int = 0, timing: bool = True,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
-        launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True) -> RunResult:
+        launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True,
+        fast_paths: bool = True) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -167,6 +168,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     None / ``"auto"`` (default): the scoreboard orders every same-core dependency.
     ``echo_prints=False`` keeps TPRINT / PRINT texts in the result (``prints``) without
     writing them to stdout (``check`` echoes only its default schedule's).
+    ``fast_paths=False`` takes the reference path of every replayed fast path (TPUSH's queued
+    copies, TPOP's re-binding, the race checker's inline GM regions): the same results, trace
+    and errors, slower - for checking the fast paths.
 
     ``launches=K`` runs the kernels K times back to back on one cluster, as the device does
     when the next launch reuses the FlagIDs: GM, local memories and the cross-core flag
@@ -203,17 +207,15 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     kargs = dict(args)
     for (name, a), addr in zip(arrays.items(), addrs):
         kargs[name] = GlobalTensor(GMPtr(addr, a.dtype, (addr, addr + a.nbytes, name)), a.shape, name=name)
-    gm_args = [(name, addr, addr + a.nbytes) for (name, a), addr in zip(arrays.items(), addrs)]
+    context = RunContext(proto, tuple(GmArg(name, addr, addr + a.nbytes)
+                                      for (name, a), addr in zip(arrays.items(), addrs)), bool(fast_paths))
     prev, rows, per_launch, wall = None, [], [], 0.0
     for k in range(1, int(launches) + 1):
         if limit.passed():             # (a bound shared with earlier runs, or between launches)
             raise expired_before(limit, f"launch {k} of {launches}" if launches > 1 else "this run")
         cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                           max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                          timeout=limit, sync=sync, schedule=schedule)
-        cluster.shared["protocol"] = proto
-        # the GM extent of every array argument: a ring placed through a raw pointer must stay in its own
-        cluster.shared["gm_args"] = gm_args
+                          timeout=limit, sync=sync, schedule=schedule, context=context)
         cluster.causal = causal and timing
         if checks or record_writes:
             cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
@@ -310,7 +312,7 @@ def summarize(cluster: Cluster, proto: Protocol, wall: float, found=()) -> RunSu
              for c in cluster.cores}
     pipes = [{"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
               "lanes": len(ch.peers), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
-             for ch in cluster.shared.get("channels", {}).values()]
+             for ch in cluster.state.channels.values()]
     return RunSummary(cluster.platform.name, proto.value, cluster.cycles, cores, pipes, wall, list(found))
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
+from ..arch.vocab import row_major_strides
 from ..sim.location import user_loc
 from .context import here
 
@@ -79,14 +80,6 @@ def _pad5(t, fill) -> tuple:
     return (fill,) * (5 - len(t)) + t
 
 
-def _contiguous(shape) -> tuple:
-    st, acc = [], 1
-    for s in reversed(shape):
-        st.append(acc)
-        acc *= s
-    return tuple(reversed(st))
-
-
 def _geom2(shape, stride, item):
     """(shape, byte strides, byte extent) of the 2-D rows x cols view, or None if the four
     outer dimensions cannot be merged into one row dimension."""
@@ -121,7 +114,7 @@ class GlobalTensor:
             self.ptr = None
             self.dtype = element_type(ptr_or_dtype)
         self.shape = _pad5(shape, 1)
-        self.stride = _contiguous(self.shape) if stride is None else _pad5(stride, 0)
+        self.stride = row_major_strides(self.shape) if stride is None else _pad5(stride, 0)
         self.name = name
         self._view = None           # the matrix() view of GM ``_cache_gm`` at ``_cache_key``
         self._cache_key = None

@@ -45,12 +45,21 @@ class PassInfo:
     doc: str = ""
 
 
+#: the passes a pipeline may name: filled when :mod:`ptopipe.passes` is imported (its
+#: passes) and by explicit :func:`register` calls (a plug-in pass), never by running one
 REGISTRY: dict = {}
 
 
 def register(p) -> PassInfo:
     """Register a pass module / object (``NAME``, ``REQUIRES``, ``PRODUCES``, ``run``) or a
     :class:`PassInfo`; a later registration of the same NAME replaces the earlier one."""
+    info = pass_info(p)
+    REGISTRY[info.name] = info
+    return info
+
+
+def pass_info(p) -> PassInfo:
+    """The :class:`PassInfo` of a pass module / object, or ``p`` itself (not registered)."""
     if not isinstance(p, PassInfo) and not (isinstance(getattr(p, "NAME", None), str)
                                             and callable(getattr(p, "run", None))):
         raise CompileError(f"{p!r} is not a pass", where="pipeline",
@@ -59,7 +68,6 @@ def register(p) -> PassInfo:
     info = p if isinstance(p, PassInfo) else PassInfo(
         p.NAME, p.run, tuple(getattr(p, "REQUIRES", ())), tuple(getattr(p, "PRODUCES", ())),
         (getattr(p, "__doc__", "") or "").strip().split("\n")[0])
-    REGISTRY[info.name] = info
     return info
 
 
@@ -109,7 +117,7 @@ class PassManager:
         elif isinstance(passes, str):
             passes = parse_pipeline(passes)
         self.passes = [p if isinstance(p, PassInfo) else _lookup(p) if isinstance(p, str)
-                       else register(p) for p in passes]
+                       else pass_info(p) for p in passes]
         self.verify = verify
         self.print_after_all = print_after_all
         self.round_trip = round_trip

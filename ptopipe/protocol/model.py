@@ -455,4 +455,4 @@ def model_for(protocol: Protocol, platform: str = "a2a3") -> ProtocolModel:
 def cluster_model(cluster) -> ProtocolModel:
     """The protocol model of a run (``ptopipe.run(protocol=...)``; spec by default) on its
     platform, decided once when a pipe binds."""
-    return _MODELS[(cluster.shared.get("protocol", Protocol.SPEC), platform_kind(cluster.platform))]
+    return _MODELS[(cluster.context.protocol, platform_kind(cluster.platform))]

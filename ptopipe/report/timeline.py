@@ -93,17 +93,14 @@ def pipe_name(pipe: int) -> str:
 def timeline(cluster) -> Timeline:
     """The timeline of a finished traced run (a :class:`~ptopipe.sim.Cluster`).  Built once
     per run and shared by the trace, the report and the profile of that run (rebuilt if
-    the run recorded more since); kept in ``cluster.shared``, so it lives as long as the run."""
+    the run recorded more since); kept in the cluster's ``state``, so it lives as long as the run."""
     if cluster.trace is None:
         return _build(cluster)              # raises the ConfigError
     sizes = (len(cluster.trace), len(cluster.waits or ()), len(cluster.signals or ()))
-    hit = cluster.shared.get(_KEY)
+    hit = cluster.state.timeline
     if hit is None or hit[0] != sizes:
-        hit = cluster.shared[_KEY] = (sizes, _build(cluster))
+        hit = cluster.state.timeline = (sizes, _build(cluster))
     return hit[1]
-
-
-_KEY = "report.timeline"
 
 
 def _build(cluster) -> Timeline:
@@ -113,7 +110,7 @@ def _build(cluster) -> Timeline:
     instrs = cluster.trace
     names = [c.name for c in cluster.cores]
     rings = {}
-    for ch in cluster.shared.get("channels", {}).values():
+    for ch in cluster.state.channels.values():
         aic = cluster.aic.index
         aivs = [cluster.aiv(p).index for p in ch.peers]
         prod, cons = ([aic], aivs) if ch.way == C2V else (aivs, [aic])
@@ -138,7 +135,7 @@ def _build(cluster) -> Timeline:
         elif ins.name == "TFREE" and a.tag is not None:     # not a no-op TFREE
             r.frees.setdefault(ins.core, []).append(ins)
     # free signals (SETs on a ring's free flags), per (consumer, producer) link, in order
-    by_flag_owner = {id(ch): ch.name for ch in cluster.shared.get("channels", {}).values()}
+    by_flag_owner = {id(ch): ch.name for ch in cluster.state.channels.values()}
     for sig in cluster.signals or ():
         flag = sig.flag
         if flag.signal != "free" or flag.owner is None:

@@ -27,12 +27,12 @@ from functools import partial
 from itertools import repeat
 
 from .. import isa
+from ..arch.vocab import row_major_strides
 from ..errors import KernelError
 from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, If,
                         ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..ir import ops as irops
-from ..isa.tensor import _contiguous
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
@@ -340,7 +340,7 @@ class Compiler:
         """``gm_view`` of one load / store site: the site's GlobalTensor, re-pointed while
         the tensor operand is the same object (see the module docstring)."""
         it, shape, site = self.it, tuple(ttype.shape), [None, None]
-        strides = _contiguous(shape)
+        strides = row_major_strides(shape)
         window = tuple(window)
         rank = len(shape)
         dims = tuple(zip(window, shape, strides))

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..isa.tensor import _contiguous
 from .. import isa
 from ..arch import MemSpace
-from ..arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis
+from ..arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis, row_major_strides
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, FunctionKind, ReserveBuffer, Var
@@ -175,7 +174,7 @@ class Interpreter:
         if any(o < 0 or o + w > n for o, w, n in zip(offs, window, shape)):
             raise _out_of_bounds(name, shape, [int(o) for o in offs], list(window), c,
                                  str(self.core.where()))
-        strides = _contiguous(shape)
+        strides = row_major_strides(shape)
         off = sum(int(o) * st for o, st in zip(offs, strides))
         return isa.GlobalTensor(gt.data() + off, tuple(window), strides)
 

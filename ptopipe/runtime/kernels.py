@@ -2,9 +2,9 @@
 from an IR Program (or from a builder ``build(**params) -> Program`` specialised per run
 by the run's arguments), so DSL kernels run exactly like hand-written ones.
 
-A program holding mixed ``@pl.incore`` functions is compiled first, for the platform of
-the run, by :data:`MIXED_COMPILER` (the package facade installs the default pass
-pipeline of :mod:`ptopipe.passes`, a layer the runtime cannot import)."""
+A program holding mixed ``@pl.incore`` functions is compiled first, for the platform and
+protocol of the run, by the compiler the kernel set was given (``compiler=``; default
+:func:`default_compiler`, the pass pipeline of :mod:`ptopipe.passes`)."""
 from __future__ import annotations
 
 import inspect
@@ -24,23 +24,12 @@ def has_mixed(program: Program) -> bool:
     return any(f.kind is FunctionKind.InCore for f in program.functions)
 
 
-#: ``compile(program, platform, protocol) -> Program`` splitting mixed functions (set by ``ptopipe``)
-MIXED_COMPILER = None
-
-
-def install_mixed_compiler(fn) -> None:
-    """Make ``fn(program, platform, protocol) -> Program`` the compiler of mixed programs."""
-    global MIXED_COMPILER
-    MIXED_COMPILER = fn
-
-
-def compile_mixed(program: Program, platform, protocol="spec") -> Program:
-    """``program`` through the compiler for ``platform`` and ``protocol`` (the name of a
-    ``ptopipe.run(protocol=...)``: a TILE_NO_SPLIT pipe has one lane under pto-isa on A5)."""
-    if MIXED_COMPILER is None:
-        raise ConfigError(f"program {program.name!r} holds mixed @pl.incore functions but no "
-                          "compiler is installed", fix="import ptopipe (it installs the pass pipeline)")
-    return MIXED_COMPILER(program, platform, protocol)
+def default_compiler(program: Program, platform, protocol="spec") -> Program:
+    """``program`` through the pass pipeline (:func:`ptopipe.passes.compile_program`) for
+    ``platform`` and ``protocol`` (the name of a ``ptopipe.run(protocol=...)``: a
+    TILE_NO_SPLIT pipe has one lane under pto-isa on A5)."""
+    from ..passes import compile_program       # imported when a mixed program first runs
+    return compile_program(program, platform, protocol=protocol)[1]
 
 
 class _Compiled:
@@ -99,9 +88,13 @@ class KernelSet:
 
     ``source`` is a Program, or a builder function whose parameters are taken from the
     run's arguments (e.g. ``build(M, split)``); each distinct parameter set is built
-    (and verified) once."""
+    (and verified) once.  ``compiler(program, platform, protocol) -> Program`` compiles a
+    program with mixed functions, once per platform and protocol (default
+    :func:`default_compiler`)."""
 
-    def __init__(self, source):
+    def __init__(self, source, compiler=None):
+        # ``compiler(program, platform, protocol) -> Program``: splits mixed functions
+        self._compiler = compiler if compiler is not None else default_compiler
         self._cache = {}
         self._built = {}            # parameter values -> the builder's program, as written
         if isinstance(source, Program):
@@ -146,12 +139,12 @@ class KernelSet:
             cluster = current_core().cluster
             platform = cluster.platform
             if protocol is None:
-                protocol = cluster.shared.get("protocol")
+                protocol = cluster.context.protocol
         protocol = getattr(protocol, "value", protocol) or "spec"
         name = getattr(platform, "name", platform)
         c = self._cache.get((name, protocol, key))
         if c is None:
-            c = self._cache[(name, protocol, key)] = _Compiled(compile_mixed(prog, platform, protocol), True)
+            c = self._cache[(name, protocol, key)] = _Compiled(self._compiler(prog, platform, protocol), True)
         return c
 
     def program(self, platform="a2a3", protocol="spec", **args) -> Program:
@@ -186,13 +179,14 @@ class KernelSet:
         return kernel
 
 
-def kernels(source) -> tuple:
-    """``(aic, aiv)`` callables for ``ptopipe.run`` / ``ptopipe.Scenario``."""
-    ks = KernelSet(source)
+def kernels(source, compiler=None) -> tuple:
+    """``(aic, aiv)`` callables for ``ptopipe.run`` / ``ptopipe.Scenario`` (``compiler``: what
+    compiles mixed functions, :class:`KernelSet`)."""
+    ks = KernelSet(source, compiler)
     return ks.aic, ks.aiv
 
 
-def run(source, args: dict, **run_kwargs):
+def run(source, args: dict, compiler=None, **run_kwargs):
     """Run a DSL program (or builder) on the simulated cluster: ``ptopipe.run`` for DSL."""
-    aic, aiv = kernels(source)
+    aic, aiv = kernels(source, compiler)
     return isa_run(aic, aiv, args, **run_kwargs)

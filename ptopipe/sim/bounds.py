@@ -18,6 +18,7 @@ found as soon as no core can run.
 from __future__ import annotations
 
 import _thread
+import functools
 import math
 import os
 import signal
@@ -181,25 +182,21 @@ class Expired(BaseException):
     cluster turns it into the located BudgetError (:meth:`Watchdog.error`)."""
 
 
-_set_async_exc = None       # PyThreadState_SetAsyncExc through ctypes, loaded on first use
-
-
+@functools.cache
 def _async_exc():
     """``PyThreadState_SetAsyncExc(thread_id, exception_class_or_None)``, or None where the
-    interpreter has none (then a run off the main thread has no wall-clock bound)."""
-    global _set_async_exc
-    if _set_async_exc is None:
-        try:
-            import ctypes
-            f = ctypes.pythonapi.PyThreadState_SetAsyncExc
-            # the class by address (None: NULL, no exception): the interpreter takes its own
-            # reference, and Expired lives as long as this module
-            f.argtypes = (ctypes.c_ulong, ctypes.c_void_p)
-            f.restype = ctypes.c_int
-        except (ImportError, AttributeError):     # pragma: no cover - not CPython
-            f = False
-        _set_async_exc = f
-    return _set_async_exc or None
+    interpreter has none (then a run off the main thread has no wall-clock bound); loaded
+    through ctypes on first use, once."""
+    try:
+        import ctypes
+        f = ctypes.pythonapi.PyThreadState_SetAsyncExc
+        # the class by address (None: NULL, no exception): the interpreter takes its own
+        # reference, and Expired lives as long as this module
+        f.argtypes = (ctypes.c_ulong, ctypes.c_void_p)
+        f.restype = ctypes.c_int
+    except (ImportError, AttributeError):     # pragma: no cover - not CPython
+        return None
+    return f
 
 
 _pthread_kill = getattr(signal, "pthread_kill", None)

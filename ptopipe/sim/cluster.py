@@ -28,6 +28,7 @@ from ..arch import MemSpace, Platform, get_platform
 from ..arch.vocab import SyncMode
 from ..errors import ConfigError, DeadlockError, KernelError, PtoPipeError
 from .bounds import Abort, Expired, Watchdog, check_bounds
+from .context import RunContext, RunState
 from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
@@ -90,7 +91,7 @@ class Cluster:
                  max_instructions: int | None = None, timing: bool = True,
                  until_cycle: int | None = None, timeout: float | None = None,
                  sync: "SyncMode | str" = SyncMode.AUTO,
-                 schedule: SchedulePolicy | None = None):
+                 schedule: SchedulePolicy | None = None, context: RunContext | None = None):
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by
@@ -139,7 +140,10 @@ class Cluster:
         # callables(cluster, core, flag): a WAIT consumed a credit an earlier launch left
         # on the flag (``Flag.carried``; :meth:`carry_flags` puts them there)
         self.carried_hooks = []
-        self.shared = {}             # cluster-wide state owned by upper layers (pipes)
+        # the run this cluster belongs to (protocol, arguments) and what the layers above
+        # keep for it (pipes, prints): read by those layers, never by the machine
+        self.context = context if context is not None else RunContext()
+        self.state = RunState()
         self.steps = 0
         self.ended = False           # the run is over: bindings to this cluster are void
 

@@ -50,7 +50,8 @@ def _short(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def _is_internal(code) -> bool:
+def is_internal(code) -> bool:
+    """Does the code object belong to ptopipe (not to a kernel)?  Classified once per code."""
     r = _internal.get(id(code))
     if r is None:
         fn = code.co_filename
@@ -66,7 +67,7 @@ def user_loc(frame=None) -> SourceLoc | None:
     f = frame if frame is not None else sys._getframe(1)
     while f is not None:
         code = f.f_code
-        if not _is_internal(code):
+        if not is_internal(code):
             return SourceLoc(code.co_filename, f.f_lineno, None, code.co_name)
         f = f.f_back
     return None
@@ -79,7 +80,7 @@ def _kernel_part(frames) -> SourceLoc | None:
     (e.g. numpy while applying queued data work)."""
     loc = None
     for code, line in frames:
-        if _is_internal(code):
+        if is_internal(code):
             if loc is not None:
                 break
         else:
@@ -139,8 +140,8 @@ _sites: dict = {}        # id(code object of user code) -> {instruction offset: 
 
 def _locate(f) -> SourceLoc | None:
     code = f.f_code
-    if _is_internal(code):
+    if is_internal(code):
         return user_loc(f)
     loc = _new(SourceLoc, (code.co_filename, f.f_lineno, None, code.co_name))
-    _sites.setdefault(id(code), {})[f.f_lasti] = loc      # _is_internal keeps code alive
+    _sites.setdefault(id(code), {})[f.f_lasti] = loc      # is_internal keeps code alive
     return loc

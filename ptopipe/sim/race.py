@@ -22,7 +22,7 @@ import sys
 
 from ..errors import DataRaceError
 from .core import CoreState
-from .location import SourceLoc, _is_internal, user_loc
+from .location import SourceLoc, is_internal, user_loc
 from .porder import GM_PIPES, SLOT, PipeOrder
 
 _SHIFT = 12                     # 4 KiB pages
@@ -32,7 +32,9 @@ _SWEEP_AT = 256                 # pages made before every page's dead records ar
 _LIVE = (CoreState.READY, CoreState.RUNNING, CoreState.BLOCKED)
 
 
-def _loc(where) -> str:
+def loc_text(where) -> str:
+    """The text of a recorded location: a SourceLoc, a ``(code, line)`` token of the hot
+    path, or None (``?``)."""
     if where is None:
         return "?"
     if where.__class__ is tuple:          # (code, line) token recorded on the hot path
@@ -41,7 +43,7 @@ def _loc(where) -> str:
     return str(where)
 
 
-def _ranges(lo: int, hi: int, rows, clip_lo: int, clip_hi: int) -> list:
+def clipped_ranges(lo: int, hi: int, rows, clip_lo: int, clip_hi: int) -> list:
     """The byte ranges of a record, clipped to [clip_lo, clip_hi)."""
     if rows is None:
         return [(max(lo, clip_lo), min(hi, clip_hi))]
@@ -74,8 +76,8 @@ def overlap(a_lo, a_hi, a_rows, b_lo, b_hi, b_rows) -> bool:
         d = (b_rows[0] - a_rows[0]) % s
         if d >= a_rows[2] and d + b_rows[2] <= s:
             return False
-    ra = _ranges(a_lo, a_hi, a_rows, lo, hi)
-    rb = _ranges(b_lo, b_hi, b_rows, lo, hi)
+    ra = clipped_ranges(a_lo, a_hi, a_rows, lo, hi)
+    rb = clipped_ranges(b_lo, b_hi, b_rows, lo, hi)
     ra.sort()
     rb.sort()
     i = j = 0
@@ -231,7 +233,7 @@ class HappensBefore:
             return o
         f = sys._getframe(depth + 1)
         code = f.f_code
-        if _is_internal(code):
+        if is_internal(code):
             return user_loc(f)
         return (code, f.f_lineno)
 
@@ -345,9 +347,9 @@ class HappensBefore:
         if isinstance(label, tuple):
             gt, ptr = label
             label = gt.describe(ptr)
-        nbytes = sum(b - a for a, b in _ranges(lo, hi, rows, lo, hi))
+        nbytes = sum(b - a for a, b in clipped_ranges(lo, hi, rows, lo, hi))
         return {"core": self.cores[c].name, "op": op, "access": "write" if write else "read",
-                "where": _loc(where), "memory": mem.label, "lo": lo, "hi": hi, "bytes": nbytes,
+                "where": loc_text(where), "memory": mem.label, "lo": lo, "hi": hi, "bytes": nbytes,
                 "strided": rows is not None, "epoch": epoch, "ring": ring,
                 "object": label if label or ring is None else f"slot {ring[1]} of {ring[0]}"}
 

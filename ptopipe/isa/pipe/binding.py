@@ -30,9 +30,8 @@ def _loc(core) -> str:
 
 def channels(cluster) -> dict:
     """The cluster's channels, ``{(way, ready id, peers): Channel}`` (created on first use)."""
-    ch = cluster.shared.get("channels")
-    if ch is None:
-        ch = cluster.shared["channels"] = {}
+    ch = cluster.state.channels
+    if explain not in cluster.explainers:
         cluster.explainers.append(explain)
         cluster.annotators.append(holdings)      # deadlock reports: slots a core holds
         cluster.hinters.append(deadlock_cause)   # deadlock reports: the culprit
@@ -146,7 +145,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     if ch is None:
         ch = Channel(way, cfg, model, n, cfg.slot_size, ready_id, free_id, in_gm,
                      gm_base=base if in_gm else None, local_base=None if in_gm else base,
-                     ctrl=cfg.direction is Direction.DIR_V2C_CTRL,
+                     ctrl=cfg.direction is Direction.DIR_V2C_CTRL, replay=cluster.context.fast_paths,
                      name=f"{way} pipe FlagID {ready_id} (peers {','.join('AIV%d' % p for p in cfg.peers)})")
         _claim_flags(core, ch)
         for p in cfg.peers:
@@ -289,7 +288,7 @@ def _check_gm_argument(core, cfg: TPipe, addr: int, need: int, ways, bounds=None
     argument the pointer points into (``run`` records the arguments' GM extents; a pointer
     derived from an argument carries that argument as its ``bounds``, even once moved past
     it), else they overwrite the next tensor without any flag saying so."""
-    args = core.cluster.shared.get("gm_args", ())
+    args = core.cluster.context.gm_args
     if bounds is not None and isinstance(bounds[2], str):
         home = (bounds[2], bounds[0], bounds[1])
     else:

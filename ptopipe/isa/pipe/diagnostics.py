@@ -15,7 +15,7 @@ _STATE_WORD = {"free": "free", "written": "full", "held": "held"}
 
 def explain(cluster) -> str:
     """Deadlock explainer: the state of every ring."""
-    chans = cluster.shared.get("channels", {})
+    chans = cluster.state.channels
     if not chans:
         return ""
     return "ring state:\n" + "\n".join(describe_ring(c) for c in chans.values())
@@ -24,7 +24,7 @@ def explain(cluster) -> str:
 def holdings(cluster, core) -> list:
     """What ``core`` holds on the rings: popped-but-not-freed slots, TALLOCs not pushed."""
     out = []
-    for ch in cluster.shared.get("channels", {}).values():
+    for ch in cluster.state.channels.values():
         side = ch.sides.get(core.index)
         if side is None:
             continue
@@ -121,7 +121,7 @@ def _never_pushed(cluster, waits):
         cause = (f"{c.name}'s TPOP at {c.where()} waits on {ch.name}, which has had no TPUSH at all "
                  f"({prod.name} pushed 0 to it), and {prod.name} is blocked in its {_op(prod)} at "
                  f"{prod.where()}" + (f" on {pch.name}" if pch is not None and pch is not ch else ""))
-        full = [(d, d.sides[prod.index], d.sides[c.index]) for d in cluster.shared.get("channels", {}).values()
+        full = [(d, d.sides[prod.index], d.sides[c.index]) for d in cluster.state.channels.values()
                 if d is not ch and prod.index in d.sides and c.index in d.sides
                 and d.sides[prod.index].role == "producer" and d.sides[c.index].role == "consumer"]
         full = [(d, ps, cs) for d, ps, cs in full if ps.pushed > cs.index or cs.held]
@@ -204,7 +204,7 @@ def _absent_lane(cluster, ch, core, other, w):
         return None
     signal, tag = w.info.get("signal"), w.info.get("tag")
     op, loc = w.what.split()[0], str(core.where())
-    twin = next((c2 for c2 in cluster.shared.get("channels", {}).values()
+    twin = next((c2 for c2 in cluster.state.channels.values()
                  if c2 is not ch and c2.way == ch.way and other.index in c2.sides
                  and core.index not in c2.sides), None)
     if twin is not None:
@@ -365,7 +365,7 @@ def leaks(cluster, unpopped: bool = True) -> list:
     kernel end.  Unpopped data stays in the ring for a next launch (its ready credits carry
     over); held slots and TALLOCs die with the kernel."""
     out = []
-    for ch in cluster.shared.get("channels", {}).values():
+    for ch in cluster.state.channels.values():
         for side in ch.sides.values():
             for h in side.held:
                 out.append((f"{side.core.name} ends holding slot {h[0]} of {ch.name} (TPOP without TFREE: "
@@ -390,7 +390,7 @@ def unpaired_frees(cluster) -> list:
     TFREE is a no-op there): TPOPs with no TFREE, and TFREEs with no TPOP, run on this
     platform but hang or break on A5 and under the spec protocol."""
     out = []
-    for ch in cluster.shared.get("channels", {}).values():
+    for ch in cluster.state.channels.values():
         if not ch.pop_frees:
             continue
         for side in ch.sides.values():

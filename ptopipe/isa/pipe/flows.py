@@ -101,12 +101,12 @@ class SlotBounds:
             out.append("into the other lane's part of the slot")
         if lo < self.ring_lo or hi > self.ring_hi:
             c = getattr(_getcurrent(), "core", None)
-            shared = c.cluster.shared if c is not None else {}
+            cl = c.cluster if c is not None else None
             hit = [f"the GM ring of {o.name} [{o.gm_base:#x}, {o.gm_base + o.slot_num * o.slot_size:#x})"
-                   for o in shared.get("channels", {}).values()
+                   for o in (cl.state.channels.values() if cl is not None else ())
                    if o.in_gm and o.gm_base is not None and o.name != self.pipe
                    and lo < o.gm_base + o.slot_num * o.slot_size and o.gm_base < hi]
-            hit += [f"argument {name!r} [{alo:#x}, {ahi:#x})" for name, alo, ahi in shared.get("gm_args", ())
+            hit += [f"argument {name!r} [{alo:#x}, {ahi:#x})" for name, alo, ahi in (cl.context.gm_args if cl is not None else ())
                     if lo < ahi and alo < hi and not (alo <= self.ring_lo and self.ring_hi <= ahi)]
             past = f"past the ring [{self.ring_lo:#x}, {self.ring_hi:#x})"
             out.append(f"{past} into {', '.join(hit)}" if hit else past)

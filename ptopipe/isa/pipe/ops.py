@@ -30,12 +30,6 @@ from .plans import check_layout, plan, pop_plan, push_plan
 from .steps import _args, _here, _loc, mark_written, producer_record, producer_wait, release, wait
 
 
-# The replayed fast paths below (TPUSH's queued copies per source array, TPOP's re-binding to
-# its next staging slot) are taken while this is True; tests turn it off to compare every
-# result, trace and error with the slow path (tests/test_speed_paths.py).
-REPLAY = True
-
-
 def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     """Producer: wait for a free slot, write ``tile`` into it, signal ready, advance.
 
@@ -71,7 +65,7 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
     # the part of ``src`` that goes to it depend only on the plan (channel, geometry, split:
     # ``p``) and on the array object ``src`` (a view always shows the same bytes) - the guard
     w = tile._push
-    if w is None or w[0] is not p or w[1] is not src or not REPLAY:
+    if w is None or w[0] is not p or w[1] is not src or not ch.replay:
         w = tile._push = (p, src, [[(setitem, dst, Ellipsis, src if peer is None else part_of(src, split, peer))
                                     for dst, peer in d] for d in p.dsts])
     core.pending.extend(w[2][tag])
@@ -146,7 +140,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if tile.binding is not None or ch.always_stage or tile.addr is None:
             st = side.stage_slots
             v = None
-            if st is not None and tile.core is core and REPLAY:
+            if st is not None and tile.core is core and ch.replay:
                 # _bind_staging + tile.bind for a tile bound here before, inline: the views of
                 # its next staging slot are in the tile's view cache (same key as bind's)
                 s = st[i % len(st)]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 
 from ...errors import DeadlockError, ProtocolError
-from ...sim.location import SourceLoc, _is_internal
+from ...sim.location import SourceLoc, is_internal
 
 
 #: the fix of free credits left after the teardown drain
@@ -41,7 +41,7 @@ def scope_end(core):
         if f.f_code is kernel:
             user = f
             break
-        if user is None and not _is_internal(f.f_code):
+        if user is None and not is_internal(f.f_code):
             user = f
         f = f.f_back
     if user is None:
@@ -88,7 +88,7 @@ def teardown(cluster, launch: int = 1) -> list:
     (free credits left after the drain).  Raises DeadlockError for a drain that waits for
     more credits than are outstanding."""
     found = []
-    for ch in cluster.shared.get("channels", {}).values():
+    for ch in cluster.state.channels.values():
         model = ch.model
         for side in ch.sides.values():
             if side.role != "producer":

@@ -1,0 +1,39 @@
+"""The static verification of a DSL program, without running it (what ``ptopipe check
+--static`` reports per program): a program with mixed ``@pl.incore`` functions goes through
+the front end first (the kernels they become are what is verified); VerifyPipes proves the
+cross-core protocol on every path; when it finds nothing the rest of the pipeline runs for
+its checks (memory plan, peer buffers, flags, platform lowering, Validate), so a ring or
+reserve that does not fit, or a SlotNum beyond the protocol's FIFO depth, is found before a
+run would fail on it."""
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..ir.convert import to_ops
+from ..ir.nodes import FunctionKind, Program
+from . import verify_pipes
+from .manager import CANONICAL_ORDER, FRONT_END, PassContext, PassManager
+
+#: the passes after VerifyPipes (their checks run once it has found nothing)
+BACK_END = CANONICAL_ORDER[CANONICAL_ORDER.index("verify-pipes") + 1:]
+
+
+def verify_program(program: Program, platform="a2a3", protocol="spec", scalars: dict | None = None,
+                   warnings: list | None = None) -> list:
+    """Every finding of the static checks on ``program`` (a tree Program) for ``platform``
+    (a Platform or its name) under ``protocol``, as CompileErrors (empty: it passed);
+    ``scalars``: scalar parameter values to verify with (a run's trip counts; others are
+    unknowns); notes about checks that were skipped go to ``warnings``."""
+    warnings = [] if warnings is None else warnings
+    ctx = PassContext(platform=platform, protocol=protocol, warnings=warnings)
+    op = to_ops(program)
+    try:
+        front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
+        if program.by_kind(FunctionKind.InCore):        # verify the kernels they become
+            op = front.run(op, ctx)
+            rest, have = BACK_END, {x for p in front.passes for x in p.produces}
+        found = verify_pipes.verify(op, platform, warnings, protocol, scalars)
+        if not found:                                   # the front end ran once
+            PassManager(rest, available=have).run(op, ctx)
+    except CompileError as e:
+        found = [e]
+    return found

@@ -1,0 +1,90 @@
+"""A library caller of the ``.pto`` reader gets what ``ptopipe run | check`` get: the lanes
+ptoas runs a file's pipes with (:func:`~ptopipe.codegen.pto_load.one_lane_nosplit`), the
+static passes, and the checks PTO-AS adds (a ring over a tile placed at a fixed address, an
+entry that launches a piped kernel never or twice) - from :mod:`ptopipe.codegen.pto_load`,
+which ``ptopipe.run_pto`` and the command both call."""
+import pathlib
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.arch.vocab import TileSplitAxis
+from ptopipe.codegen import read_pto
+from ptopipe.codegen.pto_load import load_pto, run_pto, static_findings
+from ptopipe.errors import CompileError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NOSPLIT = (ROOT / "tests" / "pto" / "nosplit_c2v_a5.pto").read_text()
+# the same pair without ``nosplit``: every TPUSH / TPOP / TFREE says split = 0, which ptoas
+# lowers on A5 to AIV0 alone (get_subblockid() == 0)
+WHOLE = NOSPLIT.replace(", nosplit = true}", "}")
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def _inits(op):
+    return [o for o in op.walk() if o.name.endswith("initialize_pipe")]
+
+
+def _vector(op):
+    return next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_whole_tile_pipes_get_one_lane_on_a5(protocol):
+    assert WHOLE != NOSPLIT
+    raw = read_pto(WHOLE, "w.pto")                      # the reader alone keeps the text's words
+    assert {o.attributes.get("lanes") for o in _inits(raw)} == {None}
+    op, _tree, _warnings, plat = load_pto("w.pto", None, protocol, text=WHOLE)
+    assert plat == "a5"
+    assert {o.attributes["lanes"] for o in _inits(op)} == {1}
+    assert _vector(op).attributes["split"] is TileSplitAxis.TILE_NO_SPLIT
+    # on A2A3 the same ops keep both lanes
+    a3 = WHOLE.replace('pto.target_arch = "a5"', 'pto.target_arch = "a3"')
+    op3 = load_pto("w.pto", "a2a3", protocol, text=a3)[0]
+    assert {o.attributes.get("lanes") for o in _inits(op3)} == {None}
+
+
+def test_the_library_run_of_a_whole_tile_pair_matches_numpy(no_hang):
+    rng = np.random.default_rng(5)
+    a, b, bias = (rng.integers(-3, 4, (16, 16)).astype(np.float32) for _ in range(3))
+    res = ptopipe.run_pto(text=WHOLE, inputs=dict(a=a, b=b, bias=bias, out=np.zeros((16, 16), np.float32)),
+                          protocol="pto-isa")
+    np.testing.assert_array_equal(res.outputs["out"], a @ b + bias)
+
+
+def _overlapping():
+    """The Vector kernel's ring at UB 0..2048 and a tile placed at UB 1024."""
+    text = NOSPLIT.replace('size = 2048, location = #pto.address_space<vec>, auto = true}',
+                           'size = 2048, location = #pto.address_space<vec>, auto = false, base = 0}')
+    text = text.replace("    %bv = pto.alloc_tile : ",
+                        "    %c1024_i64 = arith.constant 1024 : i64\n    %bv = pto.alloc_tile addr = %c1024_i64 : ")
+    assert text.count("addr = %c1024_i64") == 1 and "base = 0}" in text
+    return text
+
+
+@pytest.mark.parametrize("call", ["load_pto", "static_findings", "run_pto", "ptopipe.run_pto"])
+def test_a_ring_over_a_fixed_tile_is_refused_by_every_library_entry(call):
+    text = _overlapping()
+    fn = {"load_pto": lambda: load_pto("o.pto", None, "spec", text=text),
+          "static_findings": lambda: static_findings("o.pto", None, "spec", text=text),
+          "run_pto": lambda: run_pto("o.pto", text=text),
+          "ptopipe.run_pto": lambda: ptopipe.run_pto("o.pto", text=text)}[call]
+    with pytest.raises(CompileError) as e:
+        fn()
+    assert "reserve_buffer 'c2v_fifo' [0, 2048) overlaps the tile placed at addr 1024" in e.value.what
+    assert e.value.where == f"o.pto:{_line(text, '%bv = pto.alloc_tile')}:5"
+    # the ring moved clear of the tile: accepted
+    load_pto("o.pto", None, "spec", text=text.replace("base = 0}", "base = 4096}"))
+
+
+def test_an_entry_that_never_launches_a_piped_kernel_is_refused():
+    text = NOSPLIT.replace("    func.call @vector(%bias, %out) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()\n", "")
+    assert text != NOSPLIT
+    with pytest.raises(CompileError) as e:
+        ptopipe.run_pto("e.pto", text=text)
+    assert "@vector initialises a cross-core pipe but the entry @entry never calls it" in e.value.what
+    assert e.value.where.startswith(f"e.pto:{_line(text, 'func.func private @vector')}:")

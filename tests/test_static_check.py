@@ -1,0 +1,38 @@
+"""``ptopipe.passes.static_check.verify_program``: the static checks of ``check --static``
+for a library caller - VerifyPipes on the kernels a mixed function becomes, then the rest of
+the compiler's checks."""
+import importlib.util
+
+from ptopipe.ir import to_ops
+from ptopipe.passes import verify_pipes
+from ptopipe.passes.static_check import verify_program
+from test_expand_mixed import TWO_V2C
+from test_verify_pipes import SMALL_RESERVE_FILE
+
+
+def _program(tmp_path, text: str, name: str):
+    """The program a kernel file defines (``pl`` reads the kernels' source from the file)."""
+    f = tmp_path / f"{name}.py"
+    f.write_text(text)
+    spec = importlib.util.spec_from_file_location(f"static_check_{name}", f)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, "PROGRAM", None) or mod.program
+
+
+def test_the_compilers_checks_run_after_verify_pipes(tmp_path):
+    prog = _program(tmp_path, SMALL_RESERVE_FILE, "small")
+    assert verify_pipes.verify(to_ops(prog), "a2a3") == []           # VerifyPipes alone: nothing
+    (e,) = verify_program(prog, "a2a3")
+    assert "reserve_buffer 'ring' has 2048 bytes but the pipe that uses it needs SLOT_NUM * SLOT_SIZE" in e.what
+    assert e.where.startswith(f"{tmp_path / 'small.py'}:")
+
+
+def test_a_mixed_function_is_verified_as_the_kernels_it_becomes(tmp_path):
+    prog = _program(tmp_path, TWO_V2C, "two")
+    (e,) = verify_program(prog, "a2a3")
+    assert "holds 2 slots of the V2C ring at once, more than its SLOT_NUM 1" in e.what
+    fixed = _program(tmp_path, TWO_V2C.replace("slot_num=1", "slot_num=2"), "two_fixed")
+    warnings = []
+    assert verify_program(fixed, "a5", "pto-isa", warnings=warnings) == []
+    assert all(isinstance(w, str) for w in warnings)
