@@ -14,3 +14,13 @@ def no_hang():
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture(autouse=True)
+def verify_every_property():
+    """Every pipeline a test runs checks, after every pass, each IR property the IR should
+    have (``PassManager(verify_properties=True)``, as ``ptopipe compile --verify-each``)."""
+    from ptopipe.passes import manager
+    saved, manager.VERIFY_PROPERTIES = manager.VERIFY_PROPERTIES, True
+    yield
+    manager.VERIFY_PROPERTIES = saved

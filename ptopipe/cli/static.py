@@ -83,7 +83,7 @@ def main(args) -> int:
             front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
             if has_mixed(prog):     # mixed @pl.incore functions: verify the kernels they become
                 op = front.run(op, ctx)
-                rest, have = BACK_END, {x for p in front.passes for x in p.produces}
+                rest, have = BACK_END, front.provides
             found = verify_pipes.verify(op, plat, warnings, protocol, scalars)
             if not found:           # the rest of the compile (the front end runs once)
                 PassManager(rest, available=have).run(op, ctx)

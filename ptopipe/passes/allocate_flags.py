@@ -23,10 +23,12 @@ from ..ir.nodes import FunctionKind
 from ..protocol.model import FIRST_FLAG_ID
 from .util import (error, func_name, functions, init_ops, platform_of, protocol_model, slot_num,
                    top_ops, ways)
+from .properties import IRProperty
 
 NAME = "allocate-flags"
-REQUIRES = ()
-PRODUCES = ("flags-allocated",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.FLAGS_ALLOCATED})
+INVALIDATED = frozenset()
 
 
 def _peer_of(f, funcs: dict) -> str | None:

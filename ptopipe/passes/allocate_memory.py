@@ -21,10 +21,12 @@ from ..ir.convert import op_to_function
 from ..ir.nodes import AUTO
 from ..ir.layout import plan_function, tiles_fit_problem
 from .util import error, func_name, functions, platform_of, top_ops
+from .properties import IRProperty
 
 NAME = "allocate-memory"
-REQUIRES = ("no-mixed-functions",)
-PRODUCES = ("memory-allocated",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.MEMORY_ALLOCATED})
+INVALIDATED = frozenset()
 
 
 def run(program, ctx):

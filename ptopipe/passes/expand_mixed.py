@@ -56,10 +56,14 @@ from ..ir.ops import CROSS_CORE, GM_SLOT_PARAM, INIT_OPS
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 from .util import protocol_model
+from .properties import IRProperty
 
 NAME = "expand-mixed"
-REQUIRES = ()
-PRODUCES = ("no-mixed-functions", "pipes-declared")
+REQUIRED = frozenset()
+PRODUCED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+INVALIDATED = frozenset({IRProperty.TFREES_INSERTED, IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED,
+                         IRProperty.PEERS_RESOLVED, IRProperty.FLAGS_ALLOCATED, IRProperty.PLATFORM_LOWERED,
+                         IRProperty.VALIDATED})
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 #: seed 003: SLOT_NUM for one direction / per direction when both are used

@@ -42,11 +42,13 @@ from ..ir.types import MemorySpace
 from ._rewrite import const, err
 from .pipe_state import hold_limit
 from .util import init_ops, platform_of, protocol_model, protocol_of
+from .properties import IRProperty
 
 
 NAME = "insert-tfree"
-REQUIRES = ("pipes-declared",)
-PRODUCES = ("tfree-inserted",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.TFREES_INSERTED})
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED})
 
 
 def aliases(v) -> set:

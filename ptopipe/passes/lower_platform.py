@@ -32,10 +32,13 @@ from ..ir.ops import GM_SLOT_PARAM
 from ..ir.types import TensorType
 from ._rewrite import set_operands
 from .util import GM_ARG, entry, functions, init_ops, platform_of, ring_in_gm, slot_num, ways
+from .properties import IRProperty
 
 NAME = "lower-platform"
-REQUIRES = ("peers-resolved", "flags-allocated")
-PRODUCES = ("platform-lowered",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.PEERS_RESOLVED,
+                      IRProperty.FLAGS_ALLOCATED})
+PRODUCED = frozenset({IRProperty.PLATFORM_LOWERED})
+INVALIDATED = frozenset()
 
 GM_PARAM = GM_SLOT_PARAM          # the GM slot-buffer parameter added on A2A3
 

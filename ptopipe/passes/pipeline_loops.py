@@ -48,10 +48,12 @@ from ..ir.types import BOOL, INDEX
 from . import loop_stages as ls
 from ._rewrite import PURE, const, fresh
 from .util import platform_of, top_ops
+from .properties import IRProperty
 
 NAME = "pipeline-cross-core-loops"
-REQUIRES = ("tfree-inserted",)
-PRODUCES = ("loops-pipelined",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
+PRODUCED = frozenset()
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED})
 
 _UNSAFE = ("pl.call", "pl.talloc", "pl.record_event", "pl.wait_event", "pl.barrier")
 _ALIASING = ("pl.copy", "pl.move")

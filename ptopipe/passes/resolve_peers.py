@@ -21,10 +21,12 @@ from ..ir.nodes import AUTO
 from ..ir.layout import plan_function
 from .util import (consumer_kind, error, func_name, functions, init_ops, ring_buffer, top_ops,
                    way_operand, ways)
+from .properties import IRProperty
 
 NAME = "resolve-peers"
-REQUIRES = ()
-PRODUCES = ("peers-resolved",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.PEERS_RESOLVED})
+INVALIDATED = frozenset()
 
 
 def run(program, ctx):

@@ -29,10 +29,12 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.types import BOOL, INDEX
 from ._rewrite import const
+from .properties import IRProperty
 
 NAME = "skew-push-ahead"
-REQUIRES = ("tfree-inserted",)
-PRODUCES = ("push-ahead",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
+PRODUCED = frozenset()
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED})
 MAX_LAG = 2
 
 

@@ -36,10 +36,12 @@ from .expand_mixed import RING_NAME
 from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
                    init_ops, platform_of, protocol_model, ring_buffer, ring_in_gm, seed_dir,
                    slot_num, top_ops, ways)
+from .properties import IRProperty
 
 NAME = "validate"
-REQUIRES = ()
-PRODUCES = ("validated",)
+REQUIRED = frozenset()
+PRODUCED = frozenset({IRProperty.VALIDATED})
+INVALIDATED = frozenset()
 
 
 def run(program, ctx):

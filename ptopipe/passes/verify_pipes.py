@@ -48,10 +48,12 @@ from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
 from .util import init_ops, slot_num
+from .properties import IRProperty
 
 NAME = "verify-pipes"
-REQUIRES = ()
-PRODUCES = ("pipes-verified",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.PIPES_VERIFIED})
+INVALIDATED = frozenset()
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 
