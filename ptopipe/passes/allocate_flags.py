@@ -1,8 +1,8 @@
 """AllocateFlags: cross-core flag ids for every pipe, per Vector-Cube peer and direction.
 
-Requires: nothing.  Produces: ``flags-allocated`` - each pipe init carries ``flag_id``
-(its TPipe FlagID) and, per ring, ``c2v_flags`` / ``v2c_flags`` = [first, last] flag id
-the ring uses; the AIC and AIV inits of one pipe carry the same values.
+Each pipe init gets ``flag_id`` (its TPipe FlagID) and, per ring, ``c2v_flags`` /
+``v2c_flags`` = [first, last] flag id the ring uses; the AIC and AIV inits of one pipe carry
+the same values.
 
 A pipe whose inits give ``flag_id=`` (hand-written) keeps it; the others are numbered
 around it.  The ids follow the protocol model's numbering (:meth:`ProtocolModel.flag_ids`; seed 003,

@@ -1,8 +1,8 @@
-"""InsertTfree (issue 11, pass 2; seed 003 point 2, last item): each consumer TFREE right
+"""InsertTfree (seed 003 point 2, last item): each consumer TFREE right
 after the last use of the tile its TPOP popped, never earlier.
 
-Requires: ``"pipes-declared"`` (ExpandMixedKernel's output, or hand-written kernels).
-Produces: ``"tfree-inserted"``.
+It runs on AIC / AIV kernels (ExpandMixedKernel's output, or hand-written ones; properties:
+``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).
 
 For every ``pl.tpop`` of a ring on which the function has no ``pl.tfree`` yet (a
 hand-written kernel that frees its slots is left alone) the popped value's *aliases* are
@@ -48,7 +48,7 @@ from .properties import IRProperty
 NAME = "insert-tfree"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
 PRODUCED = frozenset({IRProperty.TFREES_INSERTED})
-INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED})
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
 
 
 def aliases(v) -> set:

@@ -1,8 +1,7 @@
 """LowerPlatform: the pipes of a program for one platform (``ctx.platform``).
 
-Requires: ``peers-resolved``, ``flags-allocated``.  Produces: ``platform-lowered``
-(the ``pl.program`` gets ``platform = "<name>"``; every pipe init an explicit
-``slot_num`` and ``ring = "gm" | "local"``).
+The ``pl.program`` gets ``platform = "<name>"``; every pipe init an explicit ``slot_num``
+and ``ring = "gm" | "local"``.
 
 * A2A3 (rings in GM), and a ``*_GM`` direction on any platform: the ring is in
   GM_SLOT_BUFFER, ``SLOT_NUM * SLOT_SIZE`` bytes per direction (``2 * SLOT_NUM *

@@ -58,7 +58,7 @@ def _typed(name: str, what: str, props) -> frozenset:
     bad = [p for p in props if not isinstance(p, IRProperty)]
     if bad:
         raise CompileError(f"pass {name!r} declares {what} {', '.join(map(repr, bad))}, which "
-                           f"{'is' if len(bad) == 1 else 'are'} not IRProperty members", where="pipeline",
+                           f"{'is not an IRProperty member' if len(bad) == 1 else 'are not IRProperty members'}", where="pipeline",
                            fix="declare REQUIRED / PRODUCED / INVALIDATED as frozensets of "
                                "ptopipe.passes.properties.IRProperty: "
                                + ", ".join(f"IRProperty.{p.name}" for p in IRProperty))
@@ -242,6 +242,15 @@ class PassManager:
         have, lacking = self._input_properties(program, ctx)
         if lacking:
             self._check_requirements(have, lacking)
+        if self.verify_properties:
+            for prop in sorted(self.available, key=_order):
+                problems = verify_property(prop, program, ctx)
+                if problems:
+                    raise CompileError(f"the input program does not have {prop.value!r}, which the "
+                                       f"pipeline is told it has (available=): {problems[0]}",
+                                       where="pipeline", fix=f"run the pass that produces {prop.value!r} "
+                                                             "or do not declare it available",
+                                       details="; ".join(problems[1:]) or None)
         for p in self.passes:
             with gc_paused():
                 out = p.run(program, ctx)

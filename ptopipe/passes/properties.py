@@ -29,30 +29,14 @@ from .util import (GM_ARG, func_name, functions, init_ops, platform_of, ring_buf
 
 class IRProperty(Enum):
     """A property of the op IR of a program (the value is its name in pipelines' messages
-    and in the docs)."""
-    #: no mixed ``@pl.incore`` function is left: every function is an AIC / AIV kernel or a
-    #: Group, and each kernel initialises every pipe direction it pushes to / pops from
+    and in the docs); what the IR has when it has one is its verifier's docstring."""
     MIXED_KERNELS_EXPANDED = "mixed-kernels-expanded"
-    #: every kernel that TPOPs from a ring also TFREEs that ring's slots
     TFREES_INSERTED = "tfrees-inserted"
-    #: VerifyPipes' static proof holds: every path frees what it pops before the ring wraps,
-    #: pushes match pops in number, order and type, no two cores wait for each other forever
     PIPES_VERIFIED = "pipes-verified"
-    #: every reserve_buffer has an integer base, and the tiles the one allocator places for
-    #: this IR (:func:`ptopipe.ir.layout.plan_function`, the placement the runtime makes)
-    #: fit the platform's memories
-    MEMORY_ALLOCATED = "memory-allocated"
-    #: every reserve_buffer has an integer base, every import_peer_buffer the base and size
-    #: of the reserve it names, no ``buf.base`` / ``buf.size`` is left unfolded, and every
-    #: pipe init names the buffer of each ring it has one for (``c2v_ring`` / ``v2c_ring``)
+    MEMORY_PLANNED = "memory-planned"
     PEERS_RESOLVED = "peers-resolved"
-    #: every pipe init has an integer ``flag_id`` and the [first, last] flag ids of each of
-    #: its rings (``c2v_flags`` / ``v2c_flags``), disjoint among the pipes of a function
     FLAGS_ALLOCATED = "flags-allocated"
-    #: the program names its platform; every pipe init has an explicit ``slot_num`` and
-    #: ``ring`` ("gm" / "local"), a GM ring its ``ring_bytes`` and a GM slot buffer
     PLATFORM_LOWERED = "platform-lowered"
-    #: seed 003's static rules (Validate's checks) hold
     VALIDATED = "validated"
 
     def __str__(self) -> str:
@@ -81,6 +65,8 @@ def _where(op) -> str:
 
 
 def _mixed_kernels_expanded(program, ctx) -> list:
+    """No mixed ``@pl.incore`` function is left (every function is an AIC / AIV kernel or
+    a Group), and each kernel initialises every pipe direction it pushes to / pops from."""
     out = []
     for f in functions(program):
         name = func_name(f)
@@ -98,6 +84,7 @@ def _mixed_kernels_expanded(program, ctx) -> list:
 
 
 def _tfrees_inserted(program, ctx) -> list:
+    """Every kernel that TPOPs from a ring also TFREEs that ring's slots."""
     out = []
     for f in functions(program):
         popped = {op.attributes.get("direction") for op in f.walk() if op.name == "pl.tpop"}
@@ -109,6 +96,9 @@ def _tfrees_inserted(program, ctx) -> list:
 
 
 def _pipes_verified(program, ctx) -> list:
+    """VerifyPipes' static proof holds: on every path each popped slot is freed before
+    the ring wraps and not used after, pushes match pops in number, order and type, and no
+    two cores wait for each other forever."""
     from .verify_pipes import verify
     found = verify(program, getattr(ctx, "platform", "a2a3"), [], getattr(ctx, "protocol", "spec") or "spec",
                    getattr(ctx, "scalars", None))
@@ -122,21 +112,30 @@ def _unresolved_reserves(f) -> list:
             or r.attributes["base"] is AUTO]
 
 
-def _memory_allocated(program, ctx) -> list:
+def _memory_planned(program, ctx) -> list:
+    """Every reserve_buffer has an integer base, and the tiles the one allocator
+    (:func:`ptopipe.ir.layout.plan_function`) places for the IR as it is fit the platform's
+    memories.  Tile addresses are not in the IR: the runtime and the C++ writer place the
+    tiles with that allocator from the IR they are given."""
     plat = platform_of(ctx)
     out = []
     for f in functions(program):
         out += _unresolved_reserves(f)
-        if f.attributes["kind"] in (FunctionKind.AIC, FunctionKind.AIV):
-            lay = plan_function(op_to_function(f))
-            for space, peak in lay.peak.items():
-                bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)))
-                if bad is not None:
-                    out.append(bad[0])
+        if f.attributes["kind"] not in (FunctionKind.AIC, FunctionKind.AIV):
+            continue
+        lay = plan_function(op_to_function(f))
+        for space, peak in lay.peak.items():
+            bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)))
+            if bad is not None:
+                out.append(bad[0])
     return out
 
 
 def _peers_resolved(program, ctx) -> list:
+    """Every reserve_buffer has an integer base, every import_peer_buffer the base and
+    size of the reserve it names, no ``buf.base`` / ``buf.size`` is left unfolded, and
+    every pipe init names the buffer of each ring it has one for (``c2v_ring`` /
+    ``v2c_ring``)."""
     out = []
     funcs = {func_name(f): f for f in functions(program)}
     for name, f in funcs.items():
@@ -167,6 +166,8 @@ def _peers_resolved(program, ctx) -> list:
 
 
 def _flags_allocated(program, ctx) -> list:
+    """Every pipe init has an integer ``flag_id`` and the [first, last] flag ids of each
+    of its rings (``c2v_flags`` / ``v2c_flags``), disjoint among a function's pipes."""
     out = []
     for f in functions(program):
         spans = []
@@ -192,6 +193,9 @@ def _flags_allocated(program, ctx) -> list:
 
 
 def _platform_lowered(program, ctx) -> list:
+    """The program names the platform it is lowered for; every pipe init has an
+    explicit ``slot_num`` and ``ring`` ("gm" where the platform keeps it in GM, else
+    "local"), a GM ring its ``ring_bytes`` and a GM slot buffer."""
     plat = platform_of(ctx)
     out = []
     if program.attributes.get("platform") != plat.name:
@@ -218,6 +222,8 @@ def _platform_lowered(program, ctx) -> list:
 
 
 def _validated(program, ctx) -> list:
+    """Seed 003's static rules hold (Validate's checks: directions, slot sizes, ring
+    buffers in the right memory and of the right size, imports matching reserves)."""
     from ..errors import CompileError
     from .validate import run
     try:
@@ -232,7 +238,7 @@ VERIFIERS = {
     IRProperty.MIXED_KERNELS_EXPANDED: _mixed_kernels_expanded,
     IRProperty.TFREES_INSERTED: _tfrees_inserted,
     IRProperty.PIPES_VERIFIED: _pipes_verified,
-    IRProperty.MEMORY_ALLOCATED: _memory_allocated,
+    IRProperty.MEMORY_PLANNED: _memory_planned,
     IRProperty.PEERS_RESOLVED: _peers_resolved,
     IRProperty.FLAGS_ALLOCATED: _flags_allocated,
     IRProperty.PLATFORM_LOWERED: _platform_lowered,

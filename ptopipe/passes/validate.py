@@ -1,8 +1,6 @@
 """Validate: seed 003's static rules on a program of AIC / AIV kernels (any stage: a
 hand-written pair, or the pipeline's lowered output).
 
-Requires: nothing.  Produces: ``validated``.
-
 Errors (CompileError at the DSL line of the op at fault), in the order checked:
 
 * a mixed ``@pl.incore`` function is still in the program (nothing split it);

@@ -83,7 +83,7 @@ def test_a_property_spelled_as_a_string_is_refused(registry):
     with pytest.raises(CompileError) as ei:
         register(SimpleNamespace(NAME="stringly", PRODUCED=frozenset({"flags-allocated"}),
                                  run=lambda p, c: p))
-    assert ei.value.what == "pass 'stringly' declares produced 'flags-allocated', which is not IRProperty members"
+    assert ei.value.what == "pass 'stringly' declares produced 'flags-allocated', which is not an IRProperty member"
     assert "IRProperty.FLAGS_ALLOCATED" in ei.value.fix
     with pytest.raises(CompileError, match="declares REQUIRES / PRODUCES, which nothing reads"):
         register(SimpleNamespace(NAME="old", REQUIRES=(), PRODUCES=("x",), run=lambda p, c: p))
@@ -113,6 +113,19 @@ def test_the_pipeline_that_numbers_flags_before_the_split_is_refused(ran):
     op = pm.run(to_ops(_s1_mixed()), PassContext("a2a3"))
     inits = [i for f in functions(op) for i in init_ops(f)]
     assert inits and all(i.attributes.get("flag_id") is None for i in inits)
+    # ... a claim property verification checks on the input
+    with pytest.raises(CompileError) as ei:
+        PassManager(BAD, available=("mixed-kernels-expanded",)).run(to_ops(_s1_mixed()), PassContext())
+    assert ei.value.what == ("the input program does not have 'mixed-kernels-expanded', which the pipeline "
+                             "is told it has (available=): mixed @pl.incore function 's1' is not split "
+                             "into AIC / AIV kernels")
+
+
+def test_available_names_a_property():
+    with pytest.raises(CompileError) as ei:
+        PassManager("lower-platform", available=("peers-resolved", "flags-alocated"))
+    assert ei.value.what == "'flags-alocated' is not an IR property"
+    assert "flags-allocated" in ei.value.fix
 
 
 def test_a_split_input_has_the_property_and_an_unsplit_one_is_checked_before_running(ran):
@@ -216,7 +229,7 @@ BREAK = {
     P.MIXED_KERNELS_EXPANDED: (_merge_mixed, "is not split into AIC / AIV kernels"),
     P.TFREES_INSERTED: (_erase_tfrees, "'s1_aiv' pops from the DIR_C2V ring but frees none of its slots"),
     P.PIPES_VERIFIED: (_erase_tfrees, "is never freed: s1_aiv (lane AIV0) ends holding its slot"),
-    P.MEMORY_ALLOCATED: (_auto_base, "has no integer base"),
+    P.MEMORY_PLANNED: (_auto_base, "has no integer base"),
     P.PEERS_RESOLVED: (_move_import, "carries base="),
     P.FLAGS_ALLOCATED: (_drop_flags, "has no integer flag_id"),
     P.PLATFORM_LOWERED: (_relower, "lowered for platform 'a5', not 'a2a3'"),
@@ -234,15 +247,25 @@ def test_each_verifier_rejects_an_ir_without_its_property(prop):
     assert problems and says in problems[0], problems
 
 
-def test_memory_allocated_checks_that_the_tiles_fit(monkeypatch):
+def test_passes_that_move_tiles_invalidate_the_memory_plan():
+    """A pass that changes how long tiles live (a handed-over tile of a pipelined loop lives
+    one iteration longer) may make them no longer fit: memory-planned must be made again."""
+    fa = programs_of(_load(ROOT / "examples/mixed/fa_forward.py"))[0]
+    front = "expand-mixed,insert-tfree,allocate-memory,pipeline-cross-core-loops"
+    assert P.MEMORY_PLANNED not in PassManager(front).provides
+    op = PassManager(front + ",allocate-memory").run(to_ops(fa), PassContext("a5"))
+    assert verify_property(P.MEMORY_PLANNED, op, PassContext("a5")) == []
+
+
+def test_memory_planned_checks_that_the_tiles_fit(monkeypatch):
     """The tiles the allocator places for the IR must fit the platform's memories (a
     platform of 64-byte memories here)."""
     from ptopipe.passes import properties
     op, ctx = _compiled("a5"), PassContext("a5")
-    assert verify_property(P.MEMORY_ALLOCATED, op, ctx) == []
+    assert verify_property(P.MEMORY_PLANNED, op, ctx) == []
     tiny = SimpleNamespace(name="tiny", mem_size=lambda space: 64)
     monkeypatch.setattr(properties, "platform_of", lambda ctx: tiny)
-    problems = verify_property(P.MEMORY_ALLOCATED, op, ctx)
+    problems = verify_property(P.MEMORY_PLANNED, op, ctx)
     assert problems and all("at their peak but tiny has 64 bytes" in p for p in problems), problems
 
 
