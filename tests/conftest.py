@@ -14,3 +14,11 @@ def no_hang():
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture(autouse=True)
+def verify_every_property(monkeypatch):
+    """Every pipeline a test runs checks, after every pass, each IR property the IR should
+    have (``PassManager(verify_properties=True)``, as ``ptopipe compile --verify-each``)."""
+    from ptopipe.passes.manager import VERIFY_EACH_ENV
+    monkeypatch.setenv(VERIFY_EACH_ENV, "1")

@@ -14,7 +14,7 @@ import ptopipe.language as pl
 from ptopipe.cli import main as cli_main
 from ptopipe.errors import CompileError
 from ptopipe.ir import FunctionKind, TileValueType, parse_ir, print_ir, structural_equal, to_ops
-from ptopipe.passes import (REGISTRY, PassContext, PassInfo, PassManager, compile_program,
+from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,
                             default_pipeline, register)
 from ptopipe.passes.util import functions, top_ops
 from ptopipe.runtime import KernelSet
@@ -54,7 +54,8 @@ def test_a_pass_registered_later_runs_by_name(registry):
         for f in functions(program):
             f.attributes["tagged"] = True
         return program
-    register(SimpleNamespace(NAME="expand-mixed", REQUIRES=(), PRODUCES=("split",), run=run))
+    register(SimpleNamespace(NAME="expand-mixed", REQUIRED=frozenset(),
+                             PRODUCED=frozenset({IRProperty.MIXED_KERNELS_EXPANDED}), run=run))
     assert default_pipeline()[0] == "expand-mixed"
     _c, _v, prog = _prog()
     op = PassManager("expand-mixed,validate", round_trip=True).run(to_ops(prog), PassContext("a5"))

@@ -15,6 +15,7 @@ import ptopipe.language as pl
 from ptopipe.errors import CompileError, PtoPipeError
 from ptopipe.ir.convert import to_ops
 from ptopipe.passes import verify_pipes
+from ptopipe.passes.properties import IRProperty
 from ptopipe.runtime import run as dsl_run
 from markers import line_of
 
@@ -541,7 +542,7 @@ def test_run_raises_the_first_finding_with_the_others_as_details_and_returns_a_c
     assert "uses %part" in ei.value.what and ei.value.findings
     clean = to_ops(program(c2v_cube(pops_three, n=3), pops_three))
     assert verify_pipes.run(clean, ctx) is clean
-    assert verify_pipes.NAME == "verify-pipes" and "pipes-verified" in verify_pipes.PRODUCES
+    assert verify_pipes.NAME == "verify-pipes" and IRProperty.PIPES_VERIFIED in verify_pipes.PRODUCED
 
 
 def test_slot_num_defaults_to_the_platforms_seed_003_depth():

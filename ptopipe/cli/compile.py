@@ -32,6 +32,9 @@ def add_parser(sub) -> None:
                    help="the pipeline (default: every registered pass in pipeline order)")
     p.add_argument("--print-after-all", action="store_true",
                    help="print the IR after each pass")
+    p.add_argument("--verify-each", action="store_true",
+                   help="after each pass, check every IR property the IR should have with its "
+                        "verifier (docs/passes/README.md), besides the op verifier that always runs")
     p.add_argument("--emit", default="ir", choices=["ir", "dsl", "pto", "cpp"],
                    help="print the result as op IR text (default), as pl DSL source, as PTO-AS "
                         "(.pto, docs/pto.md) or as pto-isa C++ (docs/cpp.md)")
@@ -98,7 +101,8 @@ def main(args) -> int:
     protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
         from ..codegen.pto_load import load_pto
-        op, tree, warnings, plat = load_pto(args.file, args.platform, protocol)
+        op, tree, warnings, plat = load_pto(args.file, args.platform, protocol,
+                                            verify_properties=args.verify_each or None)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts = [_emit(args.emit, op, tree, plat)]
@@ -115,7 +119,8 @@ def main(args) -> int:
             print(f"// ===== {prog.name} =====")
         op, tree, warnings = compile_program(prog, platform, args.passes,
                                              protocol=protocol,
-                                             print_after_all=args.print_after_all, stream=sys.stdout)
+                                             print_after_all=args.print_after_all, stream=sys.stdout,
+                                             verify_properties=args.verify_each or None)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts.append(_emit(args.emit, op, tree, platform))

@@ -31,9 +31,10 @@ _MEM = {"Vec": "UB", "Mat": "L1"}
 
 
 def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
-             scalars: dict | None = None):
+             scalars: dict | None = None, verify_properties: bool | None = None):
     """``path`` through the reader and the static passes: ``(op program, tree, warnings, platform)``;
-    ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``)."""
+    ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``);
+    ``verify_properties``: check every IR property after every pass (``--verify-each``)."""
     from ..passes import PassContext, PassManager     # imported when a file is loaded
     if text is None:
         if not os.path.exists(path):
@@ -57,7 +58,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
     one_lane_nosplit(op, ctx)
     try:
-        op = PassManager(list(PTO_PASSES)).run(op, ctx)
+        op = PassManager(list(PTO_PASSES), verify_properties=verify_properties).run(op, ctx)
     except PtoPipeError as e:
         raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)

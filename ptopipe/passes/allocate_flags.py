@@ -1,8 +1,8 @@
 """AllocateFlags: cross-core flag ids for every pipe, per Vector-Cube peer and direction.
 
-Requires: nothing.  Produces: ``flags-allocated`` - each pipe init carries ``flag_id``
-(its TPipe FlagID) and, per ring, ``c2v_flags`` / ``v2c_flags`` = [first, last] flag id
-the ring uses; the AIC and AIV inits of one pipe carry the same values.
+Each pipe init gets ``flag_id`` (its TPipe FlagID) and, per ring, ``c2v_flags`` /
+``v2c_flags`` = [first, last] flag id the ring uses; the AIC and AIV inits of one pipe carry
+the same values.
 
 A pipe whose inits give ``flag_id=`` (hand-written) keeps it; the others are numbered
 around it.  The ids follow the protocol model's numbering (:meth:`ProtocolModel.flag_ids`; seed 003,
@@ -23,10 +23,12 @@ from ..ir.nodes import FunctionKind
 from ..protocol.model import FIRST_FLAG_ID
 from .util import (error, func_name, functions, init_ops, platform_of, protocol_model, slot_num,
                    top_ops, ways)
+from .properties import IRProperty
 
 NAME = "allocate-flags"
-REQUIRES = ()
-PRODUCES = ("flags-allocated",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.FLAGS_ALLOCATED})
+INVALIDATED = frozenset()
 
 
 def _peer_of(f, funcs: dict) -> str | None:

@@ -1,14 +1,15 @@
 """AllocateMemoryAddr: every tile of every function in its memory space, checked against the
 platform at compile time.
 
-Requires: ``no-mixed-functions`` (the AIC / AIV kernels exist; a mixed function has no core
-to allocate for).
-Produces: ``memory-allocated`` - every ``pl.reserve_buffer`` with ``base=pl.AUTO`` has the
-integer base the allocator gave it (ResolvePeerBuffers then propagates it to the imports).
-Tile addresses come from the one allocator, :func:`ptopipe.ir.layout.plan_function`
+It writes the integer base the allocator gives every ``pl.reserve_buffer`` with
+``base=pl.AUTO`` (ResolvePeerBuffers then propagates it to the imports), and nothing else:
+tile addresses come from the one allocator, :func:`ptopipe.ir.layout.plan_function`
 (liveness-based reuse, several buffers for a statement whose older value a loop still
-reads, literal reserve regions kept free, AUTO rings after the tiles); the runtime makes the
-same placement when it runs the program, so the IR does not carry them.
+reads, literal reserve regions kept free, AUTO rings after the tiles), which the runtime and
+the C++ writer run on the IR they are given, so the IR does not carry them (the placement
+depends on how the IR names its values - a nested expression is a temporary, a named one a
+variable - which the .pto form does not keep; properties: ``REQUIRED`` / ``PRODUCED`` /
+``INVALIDATED``, docs/passes/README.md).
 Errors (CompileError at the function's DSL line): the tiles live at one time overflow a
 memory of the platform (bytes needed vs available); a literal reserve overlapping another
 (both named); a tile kept for an unbounded number of executions (at the read, from
@@ -21,10 +22,12 @@ from ..ir.convert import op_to_function
 from ..ir.nodes import AUTO
 from ..ir.layout import plan_function, tiles_fit_problem
 from .util import error, func_name, functions, platform_of, top_ops
+from .properties import IRProperty
 
 NAME = "allocate-memory"
-REQUIRES = ("no-mixed-functions",)
-PRODUCES = ("memory-allocated",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.MEMORY_PLANNED})
+INVALIDATED = frozenset()
 
 
 def run(program, ctx):

@@ -1,11 +1,11 @@
-"""ExpandMixedKernel (issue 11, pass 1; seed 003 "Compiler Toolchain Implications" point 2):
+"""ExpandMixedKernel (seed 003 "Compiler Toolchain Implications" point 2):
 one mixed ``@pl.incore`` function -> an AIC function, an AIV function and a Group function
 calling both, communicating through TPUSH / TPOP.
 
-Requires: the op IR of a verified program (``to_ops``).  Produces: ``"no-mixed-functions"``
-(no InCore function left) and ``"pipes-declared"`` (each ring a ``reserve_buffer(base=AUTO)``
-in its consumer, an ``import_peer_buffer`` in its producer and one ``*_initialize_pipe`` per
-kernel).  TFREEs are NOT placed here: InsertTfree does that.
+It takes the op IR of a verified program (``to_ops``) and leaves no InCore function: each
+ring is a ``reserve_buffer(base=AUTO)`` in its consumer, an ``import_peer_buffer`` in its
+producer and one ``*_initialize_pipe`` per kernel (properties: ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).
+TFREEs are NOT placed here: InsertTfree does that.
 
 Classification (by the tile types an op touches): a tile in Vec (UB) is Vector, one in
 Mat/Left/Right/Acc is Cube, so ``pl.matmul`` is Cube, a load goes by its target space, a
@@ -56,10 +56,14 @@ from ..ir.ops import CROSS_CORE, GM_SLOT_PARAM, INIT_OPS
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 from .util import protocol_model
+from .properties import IRProperty
 
 NAME = "expand-mixed"
-REQUIRES = ()
-PRODUCES = ("no-mixed-functions", "pipes-declared")
+REQUIRED = frozenset()
+PRODUCED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+INVALIDATED = frozenset({IRProperty.TFREES_INSERTED, IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED,
+                         IRProperty.PEERS_RESOLVED, IRProperty.FLAGS_ALLOCATED, IRProperty.PLATFORM_LOWERED,
+                         IRProperty.VALIDATED})
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 #: seed 003: SLOT_NUM for one direction / per direction when both are used

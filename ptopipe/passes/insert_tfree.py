@@ -1,8 +1,8 @@
-"""InsertTfree (issue 11, pass 2; seed 003 point 2, last item): each consumer TFREE right
+"""InsertTfree (seed 003 point 2, last item): each consumer TFREE right
 after the last use of the tile its TPOP popped, never earlier.
 
-Requires: ``"pipes-declared"`` (ExpandMixedKernel's output, or hand-written kernels).
-Produces: ``"tfree-inserted"``.
+It runs on AIC / AIV kernels (ExpandMixedKernel's output, or hand-written ones; properties:
+``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).
 
 For every ``pl.tpop`` of a ring on which the function has no ``pl.tfree`` yet (a
 hand-written kernel that frees its slots is left alone) the popped value's *aliases* are
@@ -42,11 +42,13 @@ from ..ir.types import MemorySpace
 from ._rewrite import const, err
 from .pipe_state import hold_limit
 from .util import init_ops, platform_of, protocol_model, protocol_of
+from .properties import IRProperty
 
 
 NAME = "insert-tfree"
-REQUIRES = ("pipes-declared",)
-PRODUCES = ("tfree-inserted",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.TFREES_INSERTED})
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
 
 
 def aliases(v) -> set:

@@ -1,8 +1,7 @@
 """LowerPlatform: the pipes of a program for one platform (``ctx.platform``).
 
-Requires: ``peers-resolved``, ``flags-allocated``.  Produces: ``platform-lowered``
-(the ``pl.program`` gets ``platform = "<name>"``; every pipe init an explicit
-``slot_num`` and ``ring = "gm" | "local"``).
+The ``pl.program`` gets ``platform = "<name>"``; every pipe init an explicit ``slot_num``
+and ``ring = "gm" | "local"``.
 
 * A2A3 (rings in GM), and a ``*_GM`` direction on any platform: the ring is in
   GM_SLOT_BUFFER, ``SLOT_NUM * SLOT_SIZE`` bytes per direction (``2 * SLOT_NUM *
@@ -32,10 +31,13 @@ from ..ir.ops import GM_SLOT_PARAM
 from ..ir.types import TensorType
 from ._rewrite import set_operands
 from .util import GM_ARG, entry, functions, init_ops, platform_of, ring_in_gm, slot_num, ways
+from .properties import IRProperty
 
 NAME = "lower-platform"
-REQUIRES = ("peers-resolved", "flags-allocated")
-PRODUCES = ("platform-lowered",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.PEERS_RESOLVED,
+                      IRProperty.FLAGS_ALLOCATED})
+PRODUCED = frozenset({IRProperty.PLATFORM_LOWERED})
+INVALIDATED = frozenset()
 
 GM_PARAM = GM_SLOT_PARAM          # the GM slot-buffer parameter added on A2A3
 

@@ -3,7 +3,8 @@ AIV kernel of a Group both run, so that neither core idles through a round trip 
 hand-written flash-attention pair does (the Cube pushes S(t+1) before it waits for P(t);
 the Vector pushes P(t+1) before it waits for P(t) V).
 
-Requires: ``"tfree-inserted"`` (TFREEs move with their pops).  Produces: ``"loops-pipelined"``.
+It runs after InsertTfree (TFREEs move with their pops; properties: ``REQUIRED`` /
+``PRODUCED`` / ``INVALIDATED``, docs/passes/README.md).
 
 Loops pair up by source location (ExpandMixedKernel replicates a mixed loop into both
 kernels; its ancestors' locations must agree too; a loop without one is not paired) and
@@ -48,10 +49,12 @@ from ..ir.types import BOOL, INDEX
 from . import loop_stages as ls
 from ._rewrite import PURE, const, fresh
 from .util import platform_of, top_ops
+from .properties import IRProperty
 
 NAME = "pipeline-cross-core-loops"
-REQUIRES = ("tfree-inserted",)
-PRODUCES = ("loops-pipelined",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
+PRODUCED = frozenset()
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
 
 _UNSAFE = ("pl.call", "pl.talloc", "pl.record_event", "pl.wait_event", "pl.barrier")
 _ALIASING = ("pl.copy", "pl.move")

@@ -1,9 +1,8 @@
 """ResolvePeerBuffers: every ring buffer's base becomes a compile-time constant.
 
-Requires: nothing (a ``base=pl.AUTO`` still unresolved - no AllocateMemoryAddr pass ran -
-is resolved here by the one allocator, :func:`ptopipe.ir.layout.plan_function`, the
-same placement the runtime makes).
-Produces: ``peers-resolved`` - every ``pl.reserve_buffer`` has an integer ``base``; every
+A ``base=pl.AUTO`` still unresolved (no AllocateMemoryAddr pass ran) is resolved here by the
+one allocator, :func:`ptopipe.ir.layout.plan_function`, the same placement the runtime
+makes.  Then every ``pl.reserve_buffer`` has an integer ``base``; every
 ``pl.import_peer_buffer`` carries the ``base`` and ``size`` of the reserve it names in its
 peer function (cross-function constant propagation); every ``buf.base`` / ``buf.size``
 (``pl.buffer_attr``) is folded to a ``pl.const``; each pipe init records which buffer
@@ -21,10 +20,12 @@ from ..ir.nodes import AUTO
 from ..ir.layout import plan_function
 from .util import (consumer_kind, error, func_name, functions, init_ops, ring_buffer, top_ops,
                    way_operand, ways)
+from .properties import IRProperty
 
 NAME = "resolve-peers"
-REQUIRES = ()
-PRODUCES = ("peers-resolved",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.PEERS_RESOLVED})
+INVALIDATED = frozenset()
 
 
 def run(program, ctx):

@@ -3,8 +3,8 @@ in the same loop iteration run LAG iterations ahead with its pushes, as the hand
 S4 / S6 kernels do.  Without it each iteration waits for the peer's round trip (push i,
 then pop i), so the two cores never overlap.
 
-Requires: ``"tfree-inserted"`` (runs after InsertTfree: the TFREEs move with their pops).
-Produces: ``"push-ahead"``.
+It runs after InsertTfree (the TFREEs move with their pops; properties:
+``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).
 
 A ``pl.for`` of an AIC / AIV function is skewed when its body (no loop-carried values,
 start 0, step 1) is a *push part* followed by a *pop part*: the push part is every op up to
@@ -29,10 +29,12 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.types import BOOL, INDEX
 from ._rewrite import const
+from .properties import IRProperty
 
 NAME = "skew-push-ahead"
-REQUIRES = ("tfree-inserted",)
-PRODUCES = ("push-ahead",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
+PRODUCED = frozenset()
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
 MAX_LAG = 2
 
 

@@ -30,7 +30,7 @@ def verify_program(program: Program, platform="a2a3", protocol="spec", scalars: 
         front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
         if program.by_kind(FunctionKind.InCore):        # verify the kernels they become
             op = front.run(op, ctx)
-            rest, have = BACK_END, {x for p in front.passes for x in p.produces}
+            rest, have = BACK_END, front.provides
         found = verify_pipes.verify(op, platform, warnings, protocol, scalars)
         if not found:                                   # the front end ran once
             PassManager(rest, available=have).run(op, ctx)

@@ -1,8 +1,6 @@
 """Validate: seed 003's static rules on a program of AIC / AIV kernels (any stage: a
 hand-written pair, or the pipeline's lowered output).
 
-Requires: nothing.  Produces: ``validated``.
-
 Errors (CompileError at the DSL line of the op at fault), in the order checked:
 
 * a mixed ``@pl.incore`` function is still in the program (nothing split it);
@@ -36,10 +34,12 @@ from .expand_mixed import RING_NAME
 from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
                    init_ops, platform_of, protocol_model, ring_buffer, ring_in_gm, seed_dir,
                    slot_num, top_ops, ways)
+from .properties import IRProperty
 
 NAME = "validate"
-REQUIRES = ()
-PRODUCES = ("validated",)
+REQUIRED = frozenset()
+PRODUCED = frozenset({IRProperty.VALIDATED})
+INVALIDATED = frozenset()
 
 
 def run(program, ctx):

@@ -1,8 +1,8 @@
-"""VerifyPipes - the static cross-core protocol verifier (issue 11, pass 3; seed 003).
+"""VerifyPipes - the static cross-core protocol verifier (seed 003).
 
-Requires: a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
-hand-written DSL pair through ``ir.convert.to_ops``, or the compiler's output).  Produces:
-the program unchanged, with the property ``pipes-verified``.  Runs nothing: it explores
+It takes a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
+hand-written DSL pair through ``ir.convert.to_ops``, or the compiler's output) and returns
+it unchanged (properties: ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).  Runs nothing: it explores
 every path of every kernel symbolically (:mod:`.pipe_paths`: constant loops unrolled,
 branches on unknown conditions taken both ways, each AIV function once per Vector lane
 with ``get_subblockid()`` known) and proves, per pipe direction and per path:
@@ -48,10 +48,12 @@ from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
 from .util import init_ops, slot_num
+from .properties import IRProperty
 
 NAME = "verify-pipes"
-REQUIRES = ()
-PRODUCES = ("pipes-verified",)
+REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
+PRODUCED = frozenset({IRProperty.PIPES_VERIFIED})
+INVALIDATED = frozenset()
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 
