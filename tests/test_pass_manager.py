@@ -66,7 +66,7 @@ def test_a_pass_object_given_to_a_pipeline_is_not_registered(registry):
     """Running a pass object leaves the registry as it was: a later pipeline naming it
     does not find it (a pipeline is decided by its caller, not by what ran before)."""
     seen = []
-    mine = SimpleNamespace(NAME="tag-functions", REQUIRES=(), PRODUCES=(),
+    mine = SimpleNamespace(NAME="tag-functions", REQUIRED=frozenset(), PRODUCED=frozenset(),
                            run=lambda program, ctx: seen.append(ctx.platform) or program)
     before = dict(REGISTRY)
     _c, _v, prog = _prog()
