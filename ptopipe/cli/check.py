@@ -4,6 +4,7 @@ seeds ``--seed`` ...); report the first failure (error class, kernel file:line, 
 schedule that replays it: ``--replay SPEC``), the distinct interleavings covered, and exit 1."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -61,10 +62,17 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    if args.file is None:                 # several paths, or a directory: a kernel library
-        from .library import check_library
-        return check_library(args, _check_file)
-    if args.junit:
+    if getattr(args, "json", False):
+        # stdout carries the JSON report only: what the kernels print (TPRINT, print) and
+        # any other text go to stderr, so a tool can parse stdout as it is
+        args.json_stream = sys.stdout
+        with contextlib.redirect_stdout(sys.stderr):
+            return _main(args)
+    return _main(args)
+
+
+def _main(args) -> int:
+    if args.file is None or args.junit:   # several paths, or a directory: a kernel library
         from .library import check_library
         return check_library(args, _check_file)
     return _check_file(args, None)
@@ -93,8 +101,14 @@ def _check_file(args, reports) -> int:
     except Exception as e:  # noqa: BLE001 - a tool reading --json gets the error as JSON too
         reports.append(error_report(e))
         status = 1
-    print(json.dumps(reports, indent=2, default=str))
+    print_json(args, reports)
     return status
+
+
+def print_json(args, reports: list) -> None:
+    """The ``--json`` report, on the stdout ``check`` was started with (the rest of its output
+    goes to stderr meanwhile)."""
+    print(json.dumps(reports, indent=2, default=str), file=getattr(args, "json_stream", None) or sys.stdout)
 
 
 def main_static(args) -> int:

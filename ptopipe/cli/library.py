@@ -74,7 +74,10 @@ def check_library(args, check_one) -> int:
         for r in reports[before:]:
             r["file"] = f
     bar.close()
-    if not args.json:
+    if args.json:
+        from .check import print_json
+        print_json(args, reports)
+    else:
         print(summary(reports))
     if getattr(args, "junit", None):
         write_atomic(args.junit, junit(reports).encode())

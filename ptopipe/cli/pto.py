@@ -230,30 +230,26 @@ def pto_scenarios(args) -> list:
 def static_pto(args) -> int:
     """``check --static kernel.pto``: the reader and the static passes, nothing run."""
     from ..codegen.pto_load import load_pto
-    from .errors import color
     from ..codegen.pto_exec import read_text
     from ..codegen.pto_syntax import run_line_platform
     platform, protocol = _target(args, args.file)
     platform = platform or run_line_platform(read_text(args.file))
     scalars = scalar_inputs(getattr(args, "input", None))
+    name = os.path.basename(args.file)
     try:
         op, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
     except ParseError as e:
         return _static_unexpressed(args, e, platform, protocol)
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
     if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
-        print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
-              "no cross-core pipes, nothing to verify statically (`ptopipe check` runs it with every "
-              "checker)")
-        return 0
+        return _static_verdict(args, name, plat, protocol, "nothing to verify", warnings,
+                               "no cross-core pipes, nothing to verify statically (`ptopipe check` "
+                               "runs it with every checker)")
     skipped = any("skipped" in w or "not fully verified" in w for w in warnings)
     given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (--input)" if scalars else ""
-    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {plat} ({protocol}): "
-          f"verified statically{given} (VerifyPipes, Validate, ring and address checks)"
-          + ("; some checks skipped (see the warnings; --input NAME=n.npy gives a trip count): "
-             "`ptopipe check` runs it" if skipped else ""))
-    return 0
+    return _static_verdict(args, name, plat, protocol, "verified", warnings,
+                           f"verified statically{given} (VerifyPipes, Validate, ring and address checks)"
+                           + ("; some checks skipped (see the warnings; --input NAME=n.npy gives a trip "
+                              "count): `ptopipe check` runs it" if skipped else ""))
 
 
 def _static_unexpressed(args, why: ParseError, platform, protocol) -> int:
@@ -261,18 +257,35 @@ def _static_unexpressed(args, why: ParseError, platform, protocol) -> int:
     a file without cross-core pipes has nothing to prove (PASS, saying so); one with pipes is
     NOT VERIFIED (exit 1) - never a PASS for what was not proved."""
     from ..codegen.pto_exec import has_pipes, read_program, read_text
-    from .errors import color
     prog = read_program(read_text(args.file), args.file)    # unreadable: the executor's ParseError
     name = os.path.basename(args.file)
     plat = platform or {"a3": "a2a3"}.get(prog.arch or "", prog.arch) or "a2a3"
     if not has_pipes(prog, list(prog.funcs)):
-        print(f"{color('PASS', '1;32', sys.stdout)} {name} on {plat} ({protocol}): no cross-core pipes, "
-              "nothing to verify statically (`ptopipe check` runs it with every checker)")
-        return 0
-    print(f"{color('NOT VERIFIED', '1;33', sys.stdout)} {name} on {plat} ({protocol}): the static verifier "
-          f"cannot express this file ({why.what}, at {why.where}); `ptopipe check {args.file}` runs it "
-          "with every checker")
-    return 1
+        return _static_verdict(args, name, plat, protocol, "nothing to verify", [],
+                               "no cross-core pipes, nothing to verify statically (`ptopipe check` "
+                               "runs it with every checker)")
+    return _static_verdict(args, name, plat, protocol, "not verified", [],
+                           f"the static verifier cannot express this file ({why.what}, at {why.where}); "
+                           f"`ptopipe check {args.file}` runs it with every checker")
+
+
+_VERDICT = {"verified": ("PASS", "1;32", 0), "nothing to verify": ("PASS", "1;32", 0),
+            "not verified": ("NOT VERIFIED", "1;33", 1)}
+
+
+def _static_verdict(args, name, plat, protocol, status, warnings, text) -> int:
+    """Print ``check --static``'s verdict on a ``.pto`` file (a line, or ``--json``'s report)."""
+    from .check import print_json
+    from .errors import color
+    word, paint, rc = _VERDICT[status]
+    if getattr(args, "json", False):
+        print_json(args, [{"program": name, "platform": str(plat), "protocol": protocol, "status": status,
+                           "findings": [], "warnings": list(warnings), "detail": text}])
+        return rc
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{color(word, paint, sys.stdout)} {name} on {plat} ({protocol}): {text}")
+    return rc
 
 
 def run_pto(args) -> int:

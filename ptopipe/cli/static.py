@@ -7,7 +7,6 @@ finding like the dynamic checkers print an error (what, where, fix), or a PASS l
 program; exit code 1 on a finding."""
 from __future__ import annotations
 
-import json
 import sys
 
 import numpy as np
@@ -94,5 +93,6 @@ def main(args) -> int:
         for e in found:
             report_exception(e)
     if args.json:
-        print(json.dumps(reports, indent=2, default=str))
+        from .check import print_json
+        print_json(args, reports)
     return int(bool(status))

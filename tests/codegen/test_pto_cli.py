@@ -338,3 +338,26 @@ def test_a_file_without_target_arch_runs_on_its_run_lines_arch(tmp_path, capsys,
     assert cli_main(["run", f, "--platform", "a2a3"]) == 1      # A2A3 rings need the GM buffer
     import ptopipe
     assert ptopipe.run_pto(f).summary.platform == "a5"
+
+
+CORPUS = __import__("pathlib").Path(__file__).resolve().parents[1] / "pto_corpus"
+
+
+def test_check_json_keeps_stdout_for_the_report(capsys):
+    """A kernel's TPRINT output goes to stderr under --json: stdout parses as the report."""
+    f = str(CORPUS / "v_tprint_debug_a3.pto")
+    assert cli_main(["check", f, "--json"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert [r["failure"] for r in report] == [None] and "TPRINT" in err
+    assert cli_main(["check", f, str(CORPUS / "c_mm_bf16_a3.pto"), "--json"]) == 0   # a library
+    out, _ = capsys.readouterr()
+    assert [r["file"] for r in json.loads(out)] == [f, str(CORPUS / "c_mm_bf16_a3.pto")]
+
+
+@pytest.mark.parametrize("name,status,rc", [("v_tprint_debug_a3.pto", "nothing to verify", 0),
+                                             ("x_c2v_kloop_split2_a3.pto", "not verified", 1)])
+def test_check_static_json_of_a_pto_file(name, status, rc, capsys):
+    assert cli_main(["check", "--static", str(CORPUS / name), "--json"]) == rc
+    (r,) = json.loads(capsys.readouterr().out)
+    assert (r["program"], r["status"], r["findings"]) == (name, status, [])
