@@ -12,7 +12,7 @@ import sys
 
 from ..errors import ConfigError
 from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
-from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, launch_kwargs, refuse_pto_options,
+from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs, refuse_pto_options,
                      sync_kwargs, target)
 from .errors import color, describe_exception, report_exception
 from .progress import Progress
@@ -56,6 +56,7 @@ def add_parser(sub) -> None:
                    help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "
                         "on every path (VerifyPipes, docs/passes/verify-pipes.md)")
     add_sync(p)
+    add_werror(p)
     bounds.add_arguments(p)
     add_launches(p)
     p.set_defaults(func=main)
@@ -233,7 +234,17 @@ def _check(args, reports: list) -> int:
                    "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
                    "distinct": res.distinct, "complete": res.complete,
                    "warnings": [{"what": w, "where": str(loc) if loc else None} for w, loc in res.warnings]}
-            if res.ok:
+            if res.ok and res.warnings and getattr(args, "werror", False):
+                status = 1
+                rep["failure"] = {"error": "Warnings", "what": f"{len(res.warnings)} warning(s) treated as "
+                                  "errors (--werror)", "where": res.warnings[0][1] and str(res.warnings[0][1]),
+                                  "seed": None}
+                if not args.json:
+                    print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {len(res.warnings)} warning(s), "
+                          "errors under --werror:")
+                    for what, loc in res.warnings:
+                        print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
+            elif res.ok:
                 if not args.json:
                     print(f"{color('PASS', '1;32', sys.stdout)} {label}: default schedule + "
                           f"{_explored(res, args)}, "

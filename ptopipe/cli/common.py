@@ -122,6 +122,13 @@ def target(args, sc) -> tuple:
     return plat, getattr(args, "protocol", None) or sc.protocol or "spec"
 
 
+def add_werror(p) -> None:
+    """``--werror``: a run that goes on after warnings (tiles at explicit addresses that
+    overlap, a read of bytes nothing wrote, ...) fails."""
+    p.add_argument("--werror", action="store_true",
+                   help="treat the warnings a run goes on after as errors (exit status 1)")
+
+
 def add_sync(p) -> None:
     """``--sync auto|manual``: the synchronisation mode of the runs (docs/events.md)."""
     p.add_argument("--sync", default=None, choices=[m.value for m in SyncMode],

@@ -199,8 +199,6 @@ def _launches(args) -> tuple:
         mine = {k: v for k, v in inputs.items() if k in params[f]}
         pl = prepare(args.file, inputs=mine, platform=platform, func=f,
                      data_seed=(seed if seed is not None else getattr(args, "seed", None)) or 0)
-        for w in pl.warnings:
-            print(f"warning: {w}", file=sys.stderr)
         if skipped:
             pl.notes.insert(0, skipped_note(skipped))
         out.append(pl)
@@ -223,8 +221,15 @@ def pto_scenarios(args) -> list:
             return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
         name = os.path.basename(args.file) + ("" if len(launches) == 1 else f"@{pl.func}")
         out.append((Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
-                             protocol=protocol), pl.run_warnings))
+                             protocol=protocol), _with_load_warnings(pl)))
     return out
+
+
+def _with_load_warnings(pl) -> list:
+    """``pl.run_warnings`` (the list its runs add to) with the warnings of reading the file
+    first (tiles at explicit addresses that overlap): check reports them with the run's."""
+    pl.run_warnings[:0] = [w for w in pl.warnings if w not in pl.run_warnings]
+    return pl.run_warnings
 
 
 def static_pto(args) -> int:
@@ -296,12 +301,10 @@ def run_pto(args) -> int:
         raise ConfigError(f"--variant {variant!r}: a .pto file has one variant, 'default'",
                           where="option --variant", fix="drop --variant")
     launches, protocol = _launches(args)
-    for pl in launches:
-        _run_one(args, pl, protocol)
-    return 0
+    return max([_run_one(args, pl, protocol) for pl in launches], default=0)
 
 
-def _run_one(args, pl, protocol) -> None:
+def _run_one(args, pl, protocol) -> int:
     from ..isa import run as run_kernels
     from .errors import color
     reports = getattr(args, "report", None) or getattr(args, "png", None)
@@ -325,12 +328,17 @@ def _run_one(args, pl, protocol) -> None:
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
         write_atomic(file, buf.getvalue())
-    for w in dict.fromkeys(pl.run_warnings):
+    warned = list(dict.fromkeys(list(pl.warnings) + list(pl.run_warnings)))
+    for w in warned:
         print(f"warning: {w}", file=sys.stderr)
     quiet = getattr(args, "quiet", False)          # as for a .py kernel: the PASS line only
     for n in [] if quiet else pl.notes:
         print(f"note: {n}")
-    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
-          f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else ""))
+    failed = bool(warned) and getattr(args, "werror", False)
+    verdict = color("FAIL", "1;31", sys.stdout) if failed else color("PASS", "1;32", sys.stdout)
+    print(f"{verdict} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
+          f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else "")
+          + (f"; {len(warned)} warning(s), errors under --werror" if failed else ""))
     if not quiet:
         print("  " + res.summary.format().replace("\n", "\n  "))
+    return int(failed)

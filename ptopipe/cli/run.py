@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, launch_kwargs, refuse_pto_options,
+from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs, refuse_pto_options,
                      run_each, sync_kwargs, target)
 from . import bounds
 from .errors import color
@@ -26,6 +26,7 @@ def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> Non
                    help="input data seed (default 0; the same as --data-seed - check's --seed is its "
                         "first schedule seed)")
     add_sync(p)
+    add_werror(p)
     bounds.add_arguments(p)
 
 

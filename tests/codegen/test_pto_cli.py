@@ -361,3 +361,28 @@ def test_check_static_json_of_a_pto_file(name, status, rc, capsys):
     assert cli_main(["check", "--static", str(CORPUS / name), "--json"]) == rc
     (r,) = json.loads(capsys.readouterr().out)
     assert (r["program"], r["status"], r["findings"]) == (name, status, [])
+
+
+def test_werror_fails_a_run_that_went_on_after_warnings(tmp_path, capsys):
+    """Tiles at explicit addresses that overlap while live: a warning (the device does the
+    same), exit 0; with --werror, run and check fail."""
+    t = vec_t(16, 16)
+    f = write(tmp_path, vector_kernel(f"""    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %a0 = arith.constant 0 : i64
+    %a512 = arith.constant 512 : i64
+    %a = pto.alloc_tile addr = %a0 : {t}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%a : {t})
+    %b = pto.alloc_tile addr = %a512 : {t}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%b : {t})
+    pto.tstore ins(%a : {t}) outs(%yp : !pto.partition_tensor_view<16x16xf32>)
+"""))
+    for cmd in (["run"], ["check"]):
+        assert cli_main(cmd + [f]) == 0
+        out, err = capsys.readouterr()
+        assert "overlaps" in out + err and "PASS" in out
+        assert cli_main(cmd + [f, "--werror"]) == 1
+        out, err = capsys.readouterr()
+        assert "FAIL" in out and "--werror" in out
