@@ -351,3 +351,31 @@ def test_a_row_reduction_gets_a_scratch_tile_live_while_it_runs():
     _m, m_tmp = lay.scratch["m"]
     assert not span(m_tmp, size) & (span(lay.tiles["m"][1], 64) | span(lay.tiles["t"][1], size))
     assert lay.peak["UB"] >= 3 * size                 # t, exp(t) and row_max's scratch at once
+
+
+@pl.aiv
+def lagged_nested(x: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[64, 16], pl.f32]):
+    a = pl.load(x, [0, 0], [16, 16])
+    for i, (cur, prev) in pl.range(0, 4, 1, init_values=(a, a)):
+        pl.store(prev, [i * 16, 0], out)
+        cur2, prev2 = pl.yield_(pl.adds(cur, 1.0), cur)     # unnamed, kept one iteration more
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_unnamed_result_a_loop_keeps_gets_buffers_in_turn(platform):
+    """A nested op's result carried one iteration further (prev = the cur before) needs two
+    buffers like a named one: the run, the plan and the C++ use them in turn."""
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    aic, aiv = kernels(pl.program(idle, lagged_nested, name="lag"))
+    out = ptopipe.run(aic, (aiv, None), dict(x=x, out=np.zeros((64, 16), np.float32)),
+                      platform=platform).outputs["out"]
+    for i, k in enumerate((0, 0, 1, 2)):                 # prev: a, a, a + 1, a + 2
+        np.testing.assert_array_equal(out[i * 16:(i + 1) * 16], x + k)
+    lay = plan_program(pl.program(idle, lagged_nested, name="lag"))["lagged_nested"]
+    (tmp,) = [k for k in lay.rotations if k in lay.temps]
+    assert len(lay.rotations[tmp]) == 2 and lay.temps[tmp][1] == lay.rotations[tmp][0]
+    from ptopipe.codegen import write_cpp
+    from ptopipe.passes import compile_program
+    cpp = write_cpp(compile_program(pl.program(idle, lagged_nested, name="lag"), platform)[0], platform)
+    table = ", ".join(f"{a:#x}" for a in lay.rotations[tmp])
+    assert f"_addrs[2] = {{{table}}};" in cpp and "_turn + 1) % 2;" in cpp
