@@ -26,7 +26,7 @@ def ch_protocol(cluster) -> str:
 
 
 # KernelChecks.gm_access computes the region and location inline while this is True; tests
-# turn it off to compare with HappensBefore.gm_access (tests/test_speed_paths.py)
+# turn it off to compare with HappensBefore.gm_access (tests/isa/test_fast_paths.py)
 INLINE_GM = True
 
 
@@ -56,7 +56,7 @@ class KernelChecks(HappensBefore):
         # HappensBefore.gm_access (where, gm_region, region_of_rows), inline: the hot path of
         # every checked TLOAD / TSTORE.  The same region and location token as those give:
         # a row-major tensor's region is rows of cols*itemsize bytes every row-stride bytes
-        # (contiguous when the stride is at most the row); test_speed_paths compares both.
+        # (contiguous when the stride is at most the row); test_fast_paths compares both.
         if not INLINE_GM:
             return super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2),
                                      end, pipe)

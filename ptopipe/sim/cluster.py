@@ -44,7 +44,7 @@ _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anyt
 # the youngest generation's threshold (young cycles are still collected) and raises the older
 # ones' to at least this; the caller's thresholds come back when the run ends.  Without the
 # checkers the defaults are kept: there they cost less than raising them (S7: ~10% fewer
-# interpreter instructions per tile).  tests/test_speed_paths.py checks all three.
+# interpreter instructions per tile).  tests/isa/test_fast_paths.py checks all three.
 _GC_OLDER = 1000
 
 _LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),

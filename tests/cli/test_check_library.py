@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from ptopipe.cli import main as cli_main
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 CORPUS = os.path.join(ROOT, "tests", "pto_corpus")
 
 

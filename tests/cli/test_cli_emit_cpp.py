@@ -16,7 +16,7 @@ from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.passes import compile_program
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 S1 = os.path.join(ROOT, "examples", "mixed", "s1_cv_split.py")
 
 

@@ -16,7 +16,7 @@ from ptopipe.cli.loader import load_scenarios
 from ptopipe.isa import TILE_UP_DOWN
 from ptopipe.report.sweep import SweepRow, check_params, format_table
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 S1 = os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")
 
 KERNEL = '''

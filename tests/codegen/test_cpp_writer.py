@@ -24,7 +24,7 @@ from ptopipe.ir.layout import plan_function
 from ptopipe.ir.nodes import FunctionKind
 from ptopipe.passes import compile_program
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MOCK = os.path.join(ROOT, "tests", "cpp_mock")
 S1, S4, FA = (os.path.join(ROOT, "examples", "mixed", f + ".py")
               for f in ("s1_cv_split", "s4_both_ways", "fa_forward"))

@@ -21,7 +21,7 @@ from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
 from ptopipe.runtime import run
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
                   for p in (ROOT / "examples" / d).glob("*.py"))
 

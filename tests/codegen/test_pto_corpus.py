@@ -22,7 +22,7 @@ import pytest
 
 import ptopipe
 
-CORPUS = Path(__file__).parent / "pto_corpus"
+CORPUS = Path(__file__).parents[1] / "pto_corpus"
 sys.path.insert(0, str(CORPUS))
 from goldens import GOLDENS  # noqa: E402
 

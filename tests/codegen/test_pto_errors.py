@@ -14,7 +14,7 @@ from ptopipe.cli.pto import load_pto
 from ptopipe.codegen import read_pto
 from ptopipe.errors import CompileError, ParseError, PtoPipeError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOOD = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
 GOOD5 = (ROOT / "tests" / "pto" / "interleaved_dyn_a5.pto").read_text()
 LINES = GOOD.splitlines()
@@ -205,7 +205,7 @@ def test_error_lines_of_structural_cases():
 
 def test_loop_carried_buffer_never_written_before_the_loop():
     """A buffer the loop body reads before writing it is carried through the loop
-    (tests/test_pto.py); with nothing written before the loop it has no first value."""
+    (tests/codegen/test_pto.py); with nothing written before the loop it has no first value."""
     text = _sub("      %t = pto.tpop_from_aic", "      pto.tadd ins(%o, %o : " + VEC8 + ", " + VEC8 + ") outs(%o : " + VEC8 + ")\n      %t = pto.tpop_from_aic")
     with pytest.raises(ParseError) as e:
         read_pto(text, "bad.pto")

@@ -42,7 +42,7 @@ from ptopipe.passes import compile_program
 PTO_ISA = os.environ.get("PTO_ISA_ROOT")
 needs_pto_isa = pytest.mark.skipif(not PTO_ISA, reason="PTO_ISA_ROOT (a pto-isa checkout) is not set")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl") for p in (ROOT / "examples" / d).glob("*.py"))
 CASES = [(rel, v) for rel in EXAMPLES for v in load_module(str(ROOT / rel)).SCENARIO.variants]
 CXX = os.environ.get("CXX") or next((c for c in ("clang++", "clang++-19", "g++") if shutil.which(c)), None)

@@ -1,5 +1,5 @@
 """The ``.pto`` spellings ptoas takes (PTOAS 0.27, hw-native-sys/PTOAS a56b18c3), written and
-read back without the assembler (``tests/test_ptoas.py`` runs it when ``PTOAS`` is set):
+read back without the assembler (``tests/codegen/test_ptoas.py`` runs it when ``PTOAS`` is set):
 pipe inits whose ring is the one ptoas builds, ``auto = true`` reserves, float literals,
 set_flag / wait_flag, the scratch tile of a row reduction, loop / branch tiles in buffers,
 A5 Left tiles."""
@@ -28,7 +28,7 @@ from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
 from ptopipe.runtime import run
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
                   for p in (ROOT / "examples" / d).glob("*.py"))
 _CACHE = {}

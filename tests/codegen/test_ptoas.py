@@ -27,7 +27,7 @@ from ptopipe.passes import compile_program
 PTOAS = os.environ.get("PTOAS")
 pytestmark = pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not set")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
                   for p in (ROOT / "examples" / d).glob("*.py"))
 #: every Scenario variant of every example (ring depths, splits, shapes, dtypes)

@@ -13,7 +13,7 @@ from ptopipe.ir import (AUTO, Assign, BufferType, Call, Const, ExprStmt, For, Fu
                         TensorType, TileValueType, Var, first_difference, print_program, verify)
 from ptopipe.runtime import plan_program, resolve_program
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DSL = os.path.join(ROOT, "examples", "dsl")
 
 

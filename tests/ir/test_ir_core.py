@@ -24,7 +24,7 @@ from ptopipe.runtime import resolve_program
 
 from ir_programs import TILE, count_ops, generate
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # -- the corpus: every DSL program of examples/ and tests/ ------------------------------------

@@ -23,7 +23,7 @@ from ptopipe.runtime import run as run_dsl
 from markers import line_of
 
 HERE = os.path.basename(__file__)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLATFORMS = ["a2a3", "a5"]
 
 

@@ -22,7 +22,7 @@ from ptopipe.runtime import KernelSet
 from ptopipe.sim.core import Core
 from markers import line_of
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MISUSE = os.path.join(ROOT, "examples", "misuse")
 COMBOS = [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")]
 RING_L1 = 0x40000

@@ -199,7 +199,7 @@ SCENARIOS = ["s1_cv_split.py", "s2_cv_nosplit.py", "s3_vc_dequant.py", "s4_both_
 @pytest.mark.parametrize("fname", SCENARIOS)
 def test_correct_scenarios_run_three_times_clean(fname, platform, protocol, no_hang):
     import os
-    sc = load_scenarios(os.path.join(os.path.dirname(__file__), "..", "examples", "scenarios", fname))[0]
+    sc = load_scenarios(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenarios", fname))[0]
     res = sc.check(sc.default_variant, platform=platform, protocol=protocol, launches=3)
     assert len(res.launches) == 3 and res.summary.launches == 3
     rows = res.summary.ledger
@@ -344,7 +344,7 @@ def test_launches_must_be_a_positive_count():
 def test_cli_launches_option(capsys):
     import os
     from ptopipe.cli import main as cli_main
-    path = os.path.join(os.path.dirname(__file__), "..", "examples", "scenarios", "s1_cv_split.py")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenarios", "s1_cv_split.py")
     assert cli_main(["run", path, "--launches", "2", "--protocol", "pto-isa"]) == 0
     out = capsys.readouterr().out
     assert "after each of 2 launches" in out and "launch 2 exit: every cross-core flag at 0" in out
@@ -381,7 +381,7 @@ def _clean_registry():
     import os
     from corpus import of_scenario
     for fname in ("s1_cv_split.py", "s3_vc_dequant.py"):     # examples relaunched (cf. SCENARIOS)
-        sc = load_scenarios(os.path.join(os.path.dirname(__file__), "..", "examples", "scenarios", fname))[0]
+        sc = load_scenarios(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenarios", fname))[0]
         sc = dataclasses.replace(sc, launches=3)
         out.append(of_scenario(f"launches_{fname[:-3]}_x3", sc))
     return out

@@ -14,7 +14,7 @@ SLOT = T * T * 4
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 def test_v2c_ctrl_fifo_delivers_control_words_in_order(platform, protocol):
     """A control pipe: TPipe(DIR_V2C_CTRL) under the spec; under pto-isa, where that TPipe
-    does not compile, the TMPipe with a CTRL_FIFO (tests/test_ptoisa_platforms.py)."""
+    does not compile, the TMPipe with a CTRL_FIFO (tests/protocol/test_ptoisa_platforms.py)."""
     got = []
 
     def ctrl_pipe(ctrl):

@@ -867,7 +867,7 @@ def _raises(cls, fn, marker, aic, aiv, args=None, platform="a2a3", protocol="spe
     err = ei.value
     assert type(err) is cls, f"{type(err).__name__}: {err}"
     path, _, line = (err.where or "").rpartition(":")
-    assert path.endswith("test_unseen_kernels.py") and line == str(line_of(fn, marker)), str(err)
+    assert path.endswith("test_varied_kernels.py") and line == str(line_of(fn, marker)), str(err)
     return err
 
 
@@ -1251,8 +1251,8 @@ def test_b25_pure_python_loop_stopped_by_wall_clock(platform, protocol, no_hang)
 def test_b1_deadlock_names_the_tpop_lacking_tfree(platform, protocol, no_hang):
     err = _raises(DeadlockError, _producer, "push", _producer(3), (b1_vec, None),
                   platform=platform, protocol=protocol)
-    pop = f"test_unseen_kernels.py:{line_of(b1_vec, 'pop-no-free')}"
-    assert f"TPOP at tests/{pop}, no TFREE" in str(err) or f"{pop}, no TFREE" in str(err), str(err)
+    pop = f"test_varied_kernels.py:{line_of(b1_vec, 'pop-no-free')}"
+    assert f"TPOP at tests/isa/{pop}, no TFREE" in str(err) or f"{pop}, no TFREE" in str(err), str(err)
     assert "AIV0 holds slots 0,1" in str(err)
 
 

@@ -28,7 +28,7 @@ def compile_program(program):
 
 from markers import line_of
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _load(rel):

@@ -21,7 +21,7 @@ from ptopipe.runtime import interp, kernels
 
 from markers import line_of
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 ONE_LANE = {("a5", "pto-isa")}
 

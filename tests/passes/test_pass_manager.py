@@ -20,9 +20,10 @@ from ptopipe.passes.util import functions, top_ops
 from ptopipe.runtime import KernelSet
 
 from markers import line_of
+import pass_kernels
 from pass_kernels import SLOT, TM, N, c2v_args, c2v_golden, c2v_pair, unverified
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples", "dsl")
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "dsl")
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_verification_after_each_pass_names_the_pass(registry):
         PassManager("resolve-peers,breaker,validate").run(to_ops(prog), PassContext())
     e = ei.value
     assert e.what.startswith("the IR after pass 'breaker' does not verify: adds produces Vec tile 8x32 f32 but the IR says Vec tile 16x32 f32")
-    adds = [i for i, ln in enumerate(open(__file__.replace("test_pass_manager", "pass_kernels"))
+    adds = [i for i, ln in enumerate(open(pass_kernels.__file__)
                                       .read().splitlines(), 1) if "pl.adds(" in ln]
     assert e.where.split(":")[1] == str(adds[0])
     assert "this is a bug of pass 'breaker'" in e.fix

@@ -21,7 +21,7 @@ from ptopipe.ir.layout import plan_program
 from markers import line_of
 from pass_kernels import SLOT, c2v_args, c2v_golden, c2v_pair, unverified
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples", "dsl")
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "dsl")
 PLATFORMS = ("a2a3", "a5")
 PROTOCOLS = ("spec", "pto-isa")
 

@@ -19,7 +19,7 @@ from ptopipe.isa.explore import explore
 from ptopipe.runtime import KernelSet, kernels
 from ptopipe.ir import to_ops
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 WITHOUT = tuple(n for n in FRONT_END if n != "pipeline-cross-core-loops")
 

@@ -18,7 +18,7 @@ from ptopipe.passes import verify_pipes
 from ptopipe.runtime import run as dsl_run
 from markers import line_of
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TM, K, N = 16, 32, 32
 SLOT = TM * N * 4
 HR = TM // 2

@@ -15,7 +15,7 @@ from ptopipe.report import profile
 from markers import line_of
 
 HERE = os.path.basename(__file__)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 pytestmark = pytest.mark.usefixtures("no_hang")

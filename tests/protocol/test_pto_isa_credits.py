@@ -291,7 +291,7 @@ def test_pto_isa_head_from_the_cli(capsys):
     under pto-isa on A5, ends with the constructor credits' surplus on its flags there, and
     is the same as pto-isa on A2A3."""
     from ptopipe.cli import main
-    s4 = os.path.join(os.path.dirname(__file__), "..", "examples", "scenarios", "s4_both_ways.py")
+    s4 = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenarios", "s4_both_ways.py")
     assert main(["check", s4, "--platform", "a5", "--protocol", "pto-isa", "--schedules", "1"]) == 0
     assert main(["check", s4, "--platform", "a2a3", "--protocol", "pto-isa-head", "--schedules", "1"]) == 0
     capsys.readouterr()

@@ -17,7 +17,7 @@ from ptopipe.isa.pipe import PTO_ISA, PTO_ISA_A5, SPEC, model_for
 from markers import line_of
 
 HERE = __file__
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MISUSE = os.path.join(ROOT, "examples", "misuse")
 COMBOS = [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")]
 T = 16

@@ -10,7 +10,7 @@ import pytest
 from ptopipe.cli import main as cli_main
 from ptopipe.errors import MismatchError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FA_DSL = ROOT / "examples" / "dsl" / "fa_forward.py"
 
 

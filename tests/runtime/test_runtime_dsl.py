@@ -13,7 +13,7 @@ import ptopipe.language as pl
 from ptopipe import DeadlockError, PtoPipeError
 from ptopipe.runtime import kernels, run
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DSL = os.path.join(ROOT, "examples", "dsl")
 
 

@@ -16,7 +16,7 @@ from ptopipe.isa.explore import explore, run_schedule
 from ptopipe.sim.race import overlap, region_of_rows
 
 HERE = os.path.dirname(__file__)
-ROOT = os.path.join(HERE, "..")
+ROOT = os.path.join(HERE, "..", "..")
 
 def marker_line(marker: str, path: str = __file__) -> int:
     """The one line of ``path`` that carries the comment ``# <- <marker>``."""

@@ -30,14 +30,14 @@ def _deadlock(cube, vec, args, platform, protocol, fn, marker) -> tuple:
         ptopipe.run(cube, vec, args, platform=platform, protocol=protocol, timeout=20)
     err = ei.value
     assert type(err) is DeadlockError, f"{type(err).__name__}: {err}"
-    assert err.where.endswith(f"test_deadlock_cycles.py:{line_of(fn, marker)}"), err.where
+    assert err.where.endswith(f"test_deadlock_causes.py:{line_of(fn, marker)}"), err.where
     causes = [f["text"] for f in err.findings if f["kind"] == "cause"]
     assert len(causes) == 1 and f"cause: {causes[0]}" in err.details, err.details
     return err, causes[0]
 
 
 def _at(fn, marker) -> str:
-    return f"test_deadlock_cycles.py:{line_of(fn, marker)}"
+    return f"test_deadlock_causes.py:{line_of(fn, marker)}"
 
 
 def _no_old_advice(err):
@@ -81,8 +81,8 @@ def test_both_sides_popping_first_is_a_cycle_of_tpops(platform, protocol, no_han
                            platform, protocol, pop_first_cube, "pf-cube-pop")
     assert cause.startswith("a cycle of TPOPs: each blocked core is a consumer waiting for data its blocked "
                             "peer would push only after its own TPOP returns, if at all"), cause
-    assert f"AIC's TPOP at tests/{_at(pop_first_cube, 'pf-cube-pop')} waits for data on V2C pipe FlagID 2" in cause
-    assert f"AIV0's TPOP at tests/{_at(pop_first_vec, 'pf-vec-pop')} waits for data on C2V pipe FlagID 0" in cause
+    assert f"AIC's TPOP at tests/sim/{_at(pop_first_cube, 'pf-cube-pop')} waits for data on V2C pipe FlagID 2" in cause
+    assert f"AIV0's TPOP at tests/sim/{_at(pop_first_vec, 'pf-vec-pop')} waits for data on C2V pipe FlagID 0" in cause
     # per-core counts: nothing moved on either pipe; AIV1 is in the same place as AIV0
     assert ("so far AIC popped 0 from V2C pipe FlagID 2 (peers AIV0,AIV1) and pushed 0 to C2V pipe FlagID 0 "
             "(peers AIV0,AIV1); AIV0 pushed 0 to V2C pipe FlagID 2 (peers AIV0,AIV1) and popped 0 from C2V "
@@ -123,8 +123,8 @@ def test_a_branch_skipping_push_and_pop_on_different_iterations_is_a_cycle_of_tp
     err, cause = _deadlock(branch_cube, branch_vec, dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform, protocol,
                            branch_cube, "br-cube-pop")
     assert cause.startswith("a cycle of TPOPs"), cause
-    assert f"AIC's TPOP at tests/{_at(branch_cube, 'br-cube-pop')} waits for data on V2C pipe" in cause, cause
-    assert f"AIV0's TPOP at tests/{_at(branch_vec, 'br-vec-pop')} waits for data on C2V pipe FlagID 0" in cause
+    assert f"AIC's TPOP at tests/sim/{_at(branch_cube, 'br-cube-pop')} waits for data on V2C pipe" in cause, cause
+    assert f"AIV0's TPOP at tests/sim/{_at(branch_vec, 'br-vec-pop')} waits for data on C2V pipe FlagID 0" in cause
     # the counts show the mismatch: AIC popped 2 tiles but pushed 1 back, the Vector lanes pushed 2, popped 1
     for part in ("AIC popped 2 from V2C pipe", "and pushed 1 to C2V pipe FlagID 0", "AIV0 pushed 2 to V2C pipe",
                  "and popped 1 from C2V pipe FlagID 0 (peers AIV0,AIV1) (likewise AIV1)"):
@@ -161,20 +161,20 @@ def test_a_tpop_on_a_pipe_never_pushed_names_both_pipes(platform, protocol, no_h
                 platform=platform, protocol=protocol, timeout=20)              # the right pipe: clean
     err, cause = _deadlock(wrong_pipe_cube, wrong_pipe_vec, dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform,
                            protocol, wrong_pipe_cube, "wp-push")
-    assert cause.startswith(f"AIV0's TPOP at tests/{_at(wrong_pipe_vec, 'wp-pop-b')} waits on C2V pipe FlagID 4 "
+    assert cause.startswith(f"AIV0's TPOP at tests/sim/{_at(wrong_pipe_vec, 'wp-pop-b')} waits on C2V pipe FlagID 4 "
                             "(peers AIV0,AIV1), which has had no TPUSH at all (AIC pushed 0 to it), and AIC is "
-                            f"blocked in its TPUSH at tests/{_at(wrong_pipe_cube, 'wp-push')} on C2V pipe "
+                            f"blocked in its TPUSH at tests/sim/{_at(wrong_pipe_cube, 'wp-push')} on C2V pipe "
                             "FlagID 0"), cause
-    wrong = f"tests/{_at(wrong_pipe_cube, 'wp-wrong')}"        # the TPUSH of the tile nobody pops
+    wrong = f"tests/sim/{_at(wrong_pipe_cube, 'wp-wrong')}"        # the TPUSH of the tile nobody pops
     assert (f"C2V pipe FlagID 0 (peers AIV0,AIV1) holds 1 tile(s) AIC pushed (TPUSH at {wrong}) that AIV0 has "
             "not popped (AIC pushed 2, AIV0 popped 1)") in cause, cause
     held = platform == "a5" or protocol == "spec"          # A2A3 pto-isa: the GM-ring TPOP frees itself
-    assert (f"AIV0 holds slot 0 of it (TPOP at tests/{_at(wrong_pipe_vec, 'wp-pop-a')}" in cause) == held, cause
+    assert (f"AIV0 holds slot 0 of it (TPOP at tests/sim/{_at(wrong_pipe_vec, 'wp-pop-a')}" in cause) == held, cause
     assert "withheld" not in cause and "SyncPeriod" not in err.fix, str(err)
     assert err.fix.startswith("AIC never pushes to C2V pipe FlagID 4 (peers AIV0,AIV1) before it needs AIV0 to "
                               "make room in C2V pipe FlagID 0"), err.fix
     assert "a wrong pipe handle, FlagID or id" in err.fix and "pop the pipes in the order AIC pushes" in err.fix
-    assert (f"check that the TPUSH at {wrong} and AIV0's TPOP at tests/{_at(wrong_pipe_vec, 'wp-pop-b')} use the "
+    assert (f"check that the TPUSH at {wrong} and AIV0's TPOP at tests/sim/{_at(wrong_pipe_vec, 'wp-pop-b')} use the "
             "pipe they mean") in err.fix, err.fix
     assert "call TFREE" not in err.fix
 
@@ -220,9 +220,9 @@ def test_both_ways_of_one_dir_both_pipe_full(platform, protocol, no_hang):
     err, cause = _deadlock(lag_cube, lag_vec, _lag_args(9), platform, protocol, lag_cube, "lag-cube-push")
     assert cause.startswith("both producers are blocked on full rings of the two ways (C2V and V2C) of one "
                             "DIR_BOTH pipe, each consumer would pop only after its own blocked TPUSH"), cause
-    assert (f"AIC's TPUSH at tests/{_at(lag_cube, 'lag-cube-push')} waits for a free slot of C2V pipe FlagID 0 "
+    assert (f"AIC's TPUSH at tests/sim/{_at(lag_cube, 'lag-cube-push')} waits for a free slot of C2V pipe FlagID 0 "
             "(peers AIV0,AIV1) (SlotNum 4 full: AIC pushed 4, AIV0 popped 0)") in cause, cause
-    v2c = f"AIV0's TPUSH at tests/{_at(lag_vec, 'lag-vec-push')} waits for a free slot of V2C pipe FlagID "
+    v2c = f"AIV0's TPUSH at tests/sim/{_at(lag_vec, 'lag-vec-push')} waits for a free slot of V2C pipe FlagID "
     if protocol == "spec":
         assert v2c + "4 (peers AIV0,AIV1) (SlotNum 4 full: AIV0 pushed 9, AIC popped 5) (likewise AIV1)" in cause
     else:   # AIC has freed 5 V2C slots, SyncPeriod 2 has announced 4: not the cause, C2V is full

@@ -283,9 +283,9 @@ def test_use_after_tfree_reported_on_every_platform(platform, protocol, no_hang)
     np.testing.assert_array_equal(res["out"], np.ones((T, T), np.float32))
     err = _raises(ProtocolError, uaf_vec, "uaf-read", _uaf_cube, (uaf_vec, None), platform=platform,
                   protocol=protocol)
-    assert err.what.startswith("use after free") and f"TFREE at tests/{_at(uaf_vec, 'uaf-free')}" in err.what
+    assert err.what.startswith("use after free") and f"TFREE at tests/sim/{_at(uaf_vec, 'uaf-free')}" in err.what
     assert ("LocalSlotNum" in err.fix) == (platform == "a2a3"), err.fix     # staging only on A2A3
-    assert f"popped at tests/{_at(uaf_vec, 'uaf-pop')}" in err.details, err.details   # A2A3 too
+    assert f"popped at tests/sim/{_at(uaf_vec, 'uaf-pop')}" in err.details, err.details   # A2A3 too
 
 
 def uaf_addr_vec(out, fifo):
@@ -302,7 +302,7 @@ def uaf_addr_vec(out, fifo):
 def test_address_flow_use_after_free_names_the_tfree(platform, protocol, no_hang):
     err = _raises(ProtocolError, uaf_addr_vec, "uaf-addr-read", addr_cube, uaf_addr_vec, platform=platform,
                   protocol=protocol)
-    assert f"by the TFREE at tests/{_at(uaf_addr_vec, 'uaf-addr-free')}" in err.what, err.what
+    assert f"by the TFREE at tests/sim/{_at(uaf_addr_vec, 'uaf-addr-free')}" in err.what, err.what
 
 
 def uaf_vec_local(fifo, out):
@@ -630,7 +630,7 @@ def test_deadlock_names_the_credit_withheld_by_sync_period(platform, protocol, n
     err = ei.value
     cause = [f["text"] for f in err.findings if f["kind"] == "cause"][0]
     for part in ("SyncPeriod = 2 TFREEs", "SlotNum 4", "push #4 waits for notification #1",
-                 "sent at TFREE #2", "has made 1 TFREE(s)", f"AIV0 is blocked at tests/{_at(_d3, 'd3-pop')}"):
+                 "sent at TFREE #2", "has made 1 TFREE(s)", f"AIV0 is blocked at tests/sim/{_at(_d3, 'd3-pop')}"):
         assert part in cause, cause
     assert _line(err.where) == line_of(_d3, "d3-push") and "sync_period=1" in err.fix, err.fix
     assert "call TFREE" not in err.fix
@@ -700,7 +700,7 @@ def test_mismatch_names_the_last_writer_and_its_line(platform, protocol, no_hang
     _mm_scenario("none").check(platform=platform, protocol=protocol, timeout=20)
     err = _mismatch(_mm_scenario("value"), platform, protocol)
     assert _line(err.where) == line_of(mm_vec, "mm-store")
-    assert f"out[0, 8] (GM " in str(err) and f"last written by AIV1 TSTORE at tests/{_at(mm_vec, 'mm-store')}" in str(err)
+    assert f"out[0, 8] (GM " in str(err) and f"last written by AIV1 TSTORE at tests/sim/{_at(mm_vec, 'mm-store')}" in str(err)
     from ptopipe.isa.explore import run_schedule      # `ptopipe check`'s path: a perturbed schedule
     with pytest.raises(MismatchError) as ei:
         run_schedule(_mm_scenario("value"), 3, platform=platform, protocol=protocol, timeout=20)
@@ -787,7 +787,7 @@ def test_overwrite_says_written_before_read_or_reused_before_freed(platform, pro
         return
     err = _raises(ProtocolError, _ow_cube, "ow-push", _ow_cube, (_ow_vec, None), _args(held=True),
                   platform, protocol)
-    assert "reused before freed" in err.what and f"popped it at tests/{_at(_ow_vec, 'ow-pop')}" in err.what
+    assert "reused before freed" in err.what and f"popped it at tests/sim/{_at(_ow_vec, 'ow-pop')}" in err.what
     assert "setAllocateStatus" in err.fix, err.fix
 
 

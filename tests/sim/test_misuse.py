@@ -13,7 +13,7 @@ from ptopipe.errors import LeakError
 from ptopipe.isa.explore import run_schedule
 
 HERE = os.path.dirname(__file__)
-MISUSE = os.path.join(HERE, "..", "examples", "misuse")
+MISUSE = os.path.join(HERE, "..", "..", "examples", "misuse")
 
 CASES = {
     "m1_no_tfree.py": DeadlockError,

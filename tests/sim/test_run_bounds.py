@@ -27,7 +27,7 @@ from ptopipe.sim import bounds
 from markers import line_of
 
 HERE = os.path.basename(__file__)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def assert_at(err, fn, marker):

@@ -20,7 +20,7 @@ from ptopipe.isa.explore import ScheduleSpec, explore, run_schedule
 from ptopipe.sim import schedule as S
 from ptopipe.sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MISUSE = os.path.join(ROOT, "examples", "misuse")
 
 
@@ -278,7 +278,7 @@ def test_examples_clean_under_every_mode(path, no_hang):
 
 
 def _unseen():
-    import test_unseen_kernels as unseen
+    import test_varied_kernels as unseen
     return unseen.CORRECT
 
 

@@ -14,7 +14,7 @@ from ptopipe import DeadlockError, MemoryConflictError, ProtocolError, PtoPipeEr
 from ptopipe.arch import A2A3, A5, MemSpace, PipeUnit
 from ptopipe.sim import Cluster, CoreState, Memory, gm_layout
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _scenario(name):

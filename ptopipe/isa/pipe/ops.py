@@ -32,7 +32,7 @@ from .steps import _args, _here, _loc, mark_written, producer_record, producer_w
 
 # The replayed fast paths below (TPUSH's queued copies per source array, TPOP's re-binding to
 # its next staging slot) are taken while this is True; tests turn it off to compare every
-# result, trace and error with the slow path (tests/test_speed_paths.py).
+# result, trace and error with the slow path (tests/isa/test_fast_paths.py).
 REPLAY = True
 
 
