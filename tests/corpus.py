@@ -1,4 +1,4 @@
-"""The registry of correct kernels written for issue 10: each test module that has some lists
+"""The registry of correct kernels for the no-false-positive corpus: each test module that has some lists
 them in a module-level ``CLEAN_KERNELS`` (built with :func:`kernel` / :func:`of_scenario`),
 its own tests and benchmarks/schedules.py (``--kernels new``) run the same entries, so the
 no-false-positive corpus cannot drift from the tests.

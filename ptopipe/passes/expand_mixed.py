@@ -1,4 +1,4 @@
-"""ExpandMixedKernel (issue 11, pass 1; seed 003 "Compiler Toolchain Implications" point 2):
+"""ExpandMixedKernel (seed 003 "Compiler Toolchain Implications" point 2):
 one mixed ``@pl.incore`` function -> an AIC function, an AIV function and a Group function
 calling both, communicating through TPUSH / TPOP.
 

@@ -1,4 +1,4 @@
-"""ExpandMixedKernel, GM synchronisation tokens (issue 11, pass 1): a GM tensor one side of
+"""ExpandMixedKernel, GM synchronisation tokens: a GM tensor one side of
 a mixed function writes and the other side reads or writes is ordered through the pipe.
 
 A *token* is a boundary ``pl.move`` of a tile to the other side (Acc -> Vec: C2V; Vec ->

@@ -1,4 +1,4 @@
-"""InsertTfree (issue 11, pass 2; seed 003 point 2, last item): each consumer TFREE right
+"""InsertTfree (seed 003 point 2, last item): each consumer TFREE right
 after the last use of the tile its TPOP popped, never earlier.
 
 Requires: ``"pipes-declared"`` (ExpandMixedKernel's output, or hand-written kernels).

@@ -1,4 +1,4 @@
-"""VerifyPipes - the static cross-core protocol verifier (issue 11, pass 3; seed 003).
+"""VerifyPipes - the static cross-core protocol verifier (seed 003).
 
 Requires: a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
 hand-written DSL pair through ``ir.convert.to_ops``, or the compiler's output).  Produces:

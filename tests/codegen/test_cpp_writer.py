@@ -276,7 +276,7 @@ def _type_checks(src):
                                        if f.endswith(".pto")))
 def test_cpp_of_every_pto_file_type_checks_for_each_core(pto, tmp_path):
     """A .pto file defines its entry first: the C++ entry must still come after the kernels
-    it calls (fresh10: 'cube' was not declared, with either core's macro defined)."""
+    it calls (with either core's macro defined, 'cube' is declared)."""
     from ptopipe.cli import main as cli_main
     if CXX is None:
         pytest.skip("no C++ compiler on this machine")
@@ -461,7 +461,7 @@ PROGRAM = pl.program(narrow, name="narrow")
 
 def test_narrow_tiles_are_declared_padded_to_32_byte_rows(tmp_path):
     """pto-isa static_asserts Cols * sizeof(T) % 32 == 0 for a row-major unboxed tile: a
-    16x5 f32 tile is declared with padded Cols and its valid shape (fresh9 c22 / c07), and the
+    16x5 f32 tile is declared with padded Cols and its valid shape, and the
     allocator keeps the padded bytes free.  A row reduction's [8, 1] column is DN: one 32-byte
     column (TROWMAX writes a DN dst with Cols == 1)."""
     src = tmp_path / "narrow.py"

@@ -287,8 +287,8 @@ def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select()
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tmp_path):
     """`compile k_a5.pto --emit pto --platform a2a3` gives the kernels a gm_slot_buffer
-    parameter; the entry's func.calls must pass it (ptopipe rejected its own output:
-    fresh10), and the written file runs to the same numbers."""
+    parameter; the entry's func.calls must pass it (ptopipe reads its own
+    output), and the written file runs to the same numbers."""
     from ptopipe.cli import main as cli_main
     out = tmp_path / "k.pto"
     assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
@@ -303,7 +303,7 @@ def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tm
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
     """`arith.index_cast %n : i32 to index` of an i32 kernel parameter (ptoas's spelling of a
-    runtime trip count) was a ParseError (fresh10 g01).  It runs n iterations, and the .pto
+    runtime trip count) was a ParseError.  It runs n iterations, and the .pto
     ptopipe writes casts the i32 again before the scf.for (bounds are index)."""
     path = str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto")
     op, tree, _, plat = load_pto(path, platform, protocol)
@@ -326,7 +326,7 @@ def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
 
 def test_with_slot_buffer_makes_the_declared_element_type():
     """A .pto whose gm_slot_buffer is !pto.ptr<f32>: with_slot_buffer (what the A2A3 warning
-    recommends) gave a uint8 buffer, which the kernel then rejected (fresh14 #9)."""
+    recommends) gave a uint8 buffer, which the kernel then rejected."""
     from ptopipe.passes.slot_buffer import gm_slot_bytes, with_slot_buffer
     op, tree, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
     args = with_slot_buffer(tree, {})

@@ -433,7 +433,7 @@ def test_a_negative_constant_partition_size_is_a_parse_error_at_the_partition():
 
 def test_nosplit_true_on_a_split_pipe_is_a_parse_error_at_the_split():
     """nosplit = true makes the kernel the no-split one (whole tiles on AIV0): a tpop with
-    split = 1 on it gave AIV1 empty tiles and wrong output rows silently (fresh10 u44)."""
+    split = 1 on it gave AIV1 empty tiles and wrong output rows silently."""
     text = GOOD.replace("pto.aiv_initialize_pipe {dir_mask = 1", "pto.aiv_initialize_pipe {dir_mask = 1, nosplit = true", 1)
     assert text != GOOD
     with pytest.raises(ParseError) as e:
@@ -444,7 +444,7 @@ def test_nosplit_true_on_a_split_pipe_is_a_parse_error_at_the_split():
 
 
 def test_tstore_of_a_tile_larger_than_its_view_is_a_parse_error_at_the_view():
-    """pto.tstore wrote the whole tile past a smaller partition view, silently (fresh10 u50);
+    """pto.tstore wrote the whole tile past a smaller partition view, silently;
     pto.tload already reported the same mismatch."""
     old = "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>"
     new = "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c8] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x8xf32>"
@@ -458,8 +458,8 @@ def test_tstore_of_a_tile_larger_than_its_view_is_a_parse_error_at_the_view():
 
 
 def test_cli_run_pto_honours_the_run_options(tmp_path, capsys):
-    """run k.pto ignored --until-cycle, --timeout, --launches, --sync, --report and --variant
-    (fresh10): each now acts as it does for a Python kernel file."""
+    """run k.pto ignored --until-cycle, --timeout, --launches, --sync, --report and --variant:
+    each now acts as it does for a Python kernel file."""
     f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
     ins = []
     for n, shape in (("a", (32, 16)), ("b", (16, 16)), ("bias", (32, 16))):
@@ -478,7 +478,7 @@ def test_cli_run_pto_honours_the_run_options(tmp_path, capsys):
 
 def test_cli_output_paths_are_checked(tmp_path, capsys):
     """An empty output name was a FileNotFoundError naming a temporary file, and -o naming
-    the input overwrote the kernel source with the output (fresh10)."""
+    the input overwrote the kernel source with the output."""
     src = tmp_path / "k.pto"
     src.write_text(GOOD)
     assert cli_main(["compile", str(src), "--emit", "pto", "-o", str(src)]) == 1
@@ -491,7 +491,7 @@ def test_cli_output_paths_are_checked(tmp_path, capsys):
 def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
     """A scalar input is checked against its parameter (a 2.5 trip count ran 2 iterations; a
     [3] array and True were accepted), and a bf16 tensor is read and written as its bits
-    (a bf16 .npy loads as |V2, which the kernel's bf16 parameter refused: fresh10)."""
+    (a bf16 .npy loads as |V2, which the kernel's bf16 parameter accepts)."""
     import ml_dtypes
     from ptopipe.cli.pto import make_inputs
     op, _tree, _w, _p = load_pto(str(ROOT / "tests" / "pto" / "c2v_split_a3.pto"))
@@ -524,7 +524,7 @@ def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
 
 def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path):
     """The tree runs a TPOP whose tile one tmov reads as one statement: the deadlock of the
-    TPOP named the tmov's line (fresh9 p6).  Each op now runs at its own .pto line."""
+    TPOP named the tmov's line.  Each op now runs at its own .pto line."""
     from ptopipe.errors import DeadlockError
     from ptopipe.cli.pto import make_inputs
     from ptopipe.runtime import run
@@ -542,12 +542,12 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path
 
 
 def test_a_utf8_byte_order_mark_is_skipped():
-    """An editor's BOM made the file a ParseError at 1:1 (fresh10 m17)."""
+    """An editor's BOM made the file a ParseError at 1:1."""
     read_pto("\ufeff" + GOOD, "bom.pto")
 
 
 def test_a_constant_step_of_zero_is_a_parse_error_at_the_step():
-    """`scf.for ... step %c0` passed --static and failed only in the run (fresh7 m32)."""
+    """`scf.for ... step %c0` passed --static and failed only in the run."""
     text = _sub("scf.for %i = %c0 to %c2 step %c1 {", "scf.for %i = %c0 to %c2 step %c0 {")
     with pytest.raises(ParseError) as e:
         read_pto(text, "s.pto")
@@ -564,7 +564,7 @@ def test_alloc_tile_with_valid_operands_and_their_type():
 
 
 def test_flag_base_is_the_pipes_flag_id_and_both_ends_must_agree():
-    """flag_base was read and ignored, so two ends with different flag_base passed (fresh10 u41)."""
+    """flag_base was read and ignored, so two ends with different flag_base passed."""
     from ptopipe.errors import CompileError
     text = GOOD.replace("pto.aic_initialize_pipe {dir_mask = 1", "pto.aic_initialize_pipe {dir_mask = 1, flag_base = 0", 1)
     text = text.replace("pto.aiv_initialize_pipe {dir_mask = 1", "pto.aiv_initialize_pipe {dir_mask = 1, flag_base = 4", 1)
@@ -576,7 +576,7 @@ def test_flag_base_is_the_pipes_flag_id_and_both_ends_must_agree():
 
 def test_a_tpop_whose_split_differs_from_its_push_and_tfree_is_the_error():
     """The TPOP alone says split 2 (its TPUSH and TFREE say 1): the error was the TFREE's
-    "split differs from its TPOP", with the TPOP only under also (fresh10 u05)."""
+    "split differs from its TPOP", with the TPOP only under also."""
     from ptopipe.errors import CompileError
     pop = next(ln for ln in LINES if "pto.tpop_from_aic" in ln)
     text = _sub(pop, pop.replace("{split = 1}", "{split = 2}"))
@@ -587,7 +587,7 @@ def test_a_tpop_whose_split_differs_from_its_push_and_tfree_is_the_error():
 
 
 def test_findings_name_the_loop_variable_as_written():
-    """'iteration 1 (i=0)' was printed for a `%j` loop too (fresh10)."""
+    """'iteration 1 (i=0)' was printed for a `%j` loop too."""
     from ptopipe.errors import CompileError
     pop = next(ln for ln in LINES if "pto.tpop_from_aic" in ln)
     text = _sub(pop, pop.replace("{split = 1}", "{split = 2}")).replace("%i ", "%j ").replace("%i,", "%j,")
@@ -599,7 +599,7 @@ def test_findings_name_the_loop_variable_as_written():
 def test_a_branch_that_pops_without_tfree_is_named():
     """The then-branch pops without a TFREE; in a later iteration the else-branch's TFREE
     frees that slot (the oldest), and the else-branch's own TPOP ends held.  The error named
-    that last TPOP; it now names the then-branch TPOP and why (fresh10 u33)."""
+    that last TPOP; it now names the then-branch TPOP and why."""
     from ptopipe.errors import CompileError
     path = ROOT / "tests" / "pto_broken" / "tfree_missing_then_a5.pto"
     text = path.read_text()
@@ -613,7 +613,7 @@ def test_a_branch_that_pops_without_tfree_is_named():
 
 
 def test_a_func_call_type_list_must_say_the_arguments_types():
-    """A call's type list disagreeing with the entry's parameter passed --static (fresh10 m26)."""
+    """A call's type list disagreeing with the entry's parameter passed --static."""
     old = "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>,"
     text = _sub(old, "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f16>,")
     with pytest.raises(ParseError) as e:
@@ -626,7 +626,7 @@ def test_a_func_call_type_list_must_say_the_arguments_types():
 
 def test_check_static_takes_trip_counts_from_the_scalar_inputs(tmp_path, capsys):
     """A .pto whose loops run a scalar parameter's count: --static skipped its count checks
-    and passed a vector loop starting at 1 (fresh14 b03); --input n=... now gives the count,
+    and passed a vector loop starting at 1; --input n=... now gives the count,
     as `run` and `check` would use it.  A value the i32 cannot hold, or an empty .npy, is a
     clean error."""
     text = (ROOT / "tests" / "pto" / "i32_trip_count_a3.pto").read_text()
@@ -666,7 +666,7 @@ def test_an_index_cast_whose_type_list_disagrees_with_the_value_names_both_types
 
 def test_an_entry_parameter_of_another_element_type_than_its_kernel_parameter():
     """The entry's %out is f32 (and its call says so) but @vector takes bf16: MLIR's call
-    verifier rejects it; it passed --static and then asked for a bf16 input (fresh14 m22)."""
+    verifier rejects it; it passed --static and then asked for a bf16 input."""
     text = (ROOT / "tests" / "pto_broken" / "entry_param_dtype_a5.pto").read_text()
     with pytest.raises(ParseError) as e:
         read_pto(text, "m.pto")
@@ -682,7 +682,7 @@ def test_an_entry_parameter_of_another_element_type_than_its_kernel_parameter():
 
 def test_static_findings_on_a_pto_name_its_ops_as_the_file_writes_them():
     """VerifyPipes words its findings for the DSL (`pl.add uses %t`); on a .pto they name the
-    PTO-AS op (`pto.tadd`) and init (fresh14 #8)."""
+    PTO-AS op (`pto.tadd`) and init."""
     lines = GOOD.splitlines(keepends=True)
     free = next(i for i, ln in enumerate(lines) if "pto.tfree_from_aic {split = 1}" in ln)
     add = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("pto.tadd ins(%t, %bv"))

@@ -1,4 +1,4 @@
-"""Issue 9 items 3 and 6: the data plane's errors are found when an instruction is issued
+"""The data plane's errors are found when an instruction is issued
 (dtype and scalar rules of the op catalogue, at the kernel or DSL line, naming the op, the
 dtype and the fix); anything that still fails while the queued numpy work is applied is
 a located KernelError that never replaces an error already propagating; the IR and the
@@ -36,7 +36,7 @@ def run_aiv(fn, platform, **args):
     return ptopipe.run(aiv=(fn, None), args=args, platform=platform)
 
 
-# -- item 3: float-only ops on integer tiles, at issue ------------------------------------------
+# -- float-only ops on integer tiles, at issue ---------------------------------------------------
 FLOAT_ONLY = [op for op in catalogue.OPS.values() if op.dtypes == catalogue.FLOAT]
 
 
@@ -126,7 +126,7 @@ def test_float_overflow_is_inf_whatever_numpy_error_state_the_caller_has():
     assert np.isinf(res["out"]).all()
 
 
-# -- item 3: an error while applying queued work -----------------------------------------------
+# -- an error while applying queued work --------------------------------------------------------
 def _explode(what):
     raise ValueError(what)
 
@@ -232,7 +232,7 @@ def test_dsl_rejects_what_the_isa_would_at_the_dsl_line(call, what, tmp_path):
     assert f"k.py:{_line(src, call)}" in str(e.where)
 
 
-# -- item 6: one accumulator rule ---------------------------------------------------------------
+# -- one accumulator rule ------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["f16", "bf16", "f32", "i8", "u8", "i16", "i32", "u32", "i64",
                                   "fp8_e4m3", "fp8_e5m2"])
 def test_ir_and_isa_share_the_accumulator_rule(name):

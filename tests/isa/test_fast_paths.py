@@ -1,4 +1,4 @@
-"""The simulator's replayed fast paths (issue 13) give exactly what the slow paths give.
+"""The simulator's replayed fast paths give exactly what the slow paths give.
 
 Each fast path has a switch (``ptopipe.isa.pipe.ops.REPLAY``: TPUSH's queued copies per
 source array and TPOP's re-binding to its next staging slot; ``ptopipe.isa.checks.INLINE_GM``:

@@ -1,5 +1,5 @@
-"""A tile move through a pointer derived from a run argument stays within that argument
-(fresh8 x03): an off-by-one loop walking past ``a`` into the next tensor in GM is a
+"""A tile move through a pointer derived from a run argument stays within that argument: an
+off-by-one loop walking past ``a`` into the next tensor in GM is a
 MemoryConflictError at its line, before any byte moves - not a silent read of another
 argument or a write over it.  Pointer arithmetic, casts and views inside the argument stay
 clean, and a pointer made from an integer address is not bounded."""

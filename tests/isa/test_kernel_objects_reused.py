@@ -1,4 +1,4 @@
-"""Kernel objects reused by several runs in one process (issue 9, item 2).
+"""Kernel objects reused by several runs in one process.
 
 Tiles and GlobalTensors made once, outside the kernel functions (kernel factories,
 notebooks, in-process sweeps), must behave in every run exactly as in the first one: no

@@ -98,8 +98,8 @@ def _run(way, seed, platform, protocol):
 
 
 def _tiles_are_run_scoped() -> bool:
-    """Does a tile give up its binding when its run ends (isa/tile.py, issue 9 item 2, branch
-    "robust")?  The pipe layer's own caches are checked below; without that, every reused
+    """Does a tile give up its binding when its run ends (isa/tile.py)?  The pipe layer's own
+    caches are checked below; without that, every reused
     tile would still read the previous run's memory, whatever the pipe does."""
     t = Tile(TileType.Vec, float32, T, T)
 
@@ -109,8 +109,7 @@ def _tiles_are_run_scoped() -> bool:
     return t.addr is None
 
 
-@pytest.mark.skipif(not _tiles_are_run_scoped(), reason="needs run-scoped Tile bindings (isa/tile.py, "
-                    "issue 9 item 2, branch robust)")
+@pytest.mark.skipif(not _tiles_are_run_scoped(), reason="needs run-scoped Tile bindings (isa/tile.py)")
 @pytest.mark.parametrize("way", ["C2V", "V2C"])
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])

@@ -1,4 +1,4 @@
-"""Pipe misuse found in review: both ends of a pipe placing the ring in different kinds of
+"""Pipe misuse: both ends of a pipe placing the ring in different kinds of
 memory, and an invalid split value, are located errors (never a raw TypeError or an error
 without a line)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The two ends of a pipe disagreeing, reported as the cause (fresh8 b02 / b09 / b30): two
+"""The two ends of a pipe disagreeing, reported as the cause: two
 FlagIDs for one pipe - not "two pipes share a flag" or "rings overlap" - on every platform
 and protocol; a lane returning early, and a TALLOC never pushed, named in the deadlock's
 fix rather than "the blocked cores wait on different pipes"."""
@@ -71,7 +71,7 @@ def lane_skips():
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_a_lane_that_returns_early_is_named_in_the_fix(platform, no_hang):
     """AIV1 skipping its last push: the fix said the blocked cores wait on different pipes
-    and asked about FlagIDs (fresh8 b09)."""
+    and asked about FlagIDs."""
     cube, vector = lane_skips()
     with pytest.raises(DeadlockError) as ei:
         ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform=platform)
@@ -97,7 +97,7 @@ def talloc_not_pushed():
 
 def test_a_talloc_never_pushed_is_named_in_the_deadlock(no_hang):
     """The ring state said "pushed 1" for a TALLOC with no TPUSH, and the fix did not name the
-    TALLOC (fresh8 b30)."""
+    TALLOC."""
     cube, aiv = talloc_not_pushed()
     with pytest.raises(DeadlockError) as ei:
         ptopipe.run(cube, aiv, dict(fifo=ptopipe.gm_buffer(2 * SLOT)))
@@ -107,7 +107,7 @@ def test_a_talloc_never_pushed_is_named_in_the_deadlock(no_hang):
 
 
 def test_a_golden_mismatch_under_the_default_schedule_says_default():
-    """The headline read "(schedule None)" (fresh8 #12)."""
+    """The headline read "(schedule None)"."""
     from ptopipe.errors import MismatchError
     from ptopipe.isa.explore import run_schedule
     cube, vector = kernels(0, 0)

@@ -1,4 +1,4 @@
-"""A tile popped from one pipe and then from another is staged by the second (fresh8 k08).
+"""A tile popped from one pipe and then from another is staged by the second.
 
 The tile's address came from the first pipe's staging ring, so it is not the user's to
 place: the second TPOP stages it in its own ring.  Before, it loaded the data at the first

@@ -1,5 +1,5 @@
-"""A GM pointer handed out by the address flow stays within what it was handed (fresh13
-b07d/e/f): a view built from a TALLOCed slot (``GlobalTensor(g.data() + off, ...)``) or a
+"""A GM pointer handed out by the address flow stays within what it was handed: a
+view built from a TALLOCed slot (``GlobalTensor(g.data() + off, ...)``) or a
 popped one is bounded by that slot - or by the lane's split part of it - and one built
 from the GM slot buffer argument (``fifo.data()``) by that argument, like any run argument.
 A store into the NEXT slot, past the ring into the next argument, or into the other lane's
@@ -271,7 +271,7 @@ def _whole_slot_talloc(x, fifo, tiles):
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_a_split_talloc_of_the_whole_slot_shape_is_reported_at_the_talloc(platform, protocol):
     """A split TALLOC hands a lane its part: given the whole slot's shape, lane 1's part lay
-    past the slot and the store was reported with an empty part (fresh15 c3)."""
+    past the slot and the store was reported with an empty part."""
     cube, _ = _v2c(TILE_UP_DOWN, None)
     with pytest.raises(ProtocolError) as ei:
         ptopipe.run(cube, _whole_slot_talloc, _args(), platform=platform, protocol=protocol)

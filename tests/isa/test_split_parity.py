@@ -1,5 +1,5 @@
 """A split transfer's whole tile (the Cube's: C2V TPUSH, V2C TPOP) must halve between the two
-Vector cores (fresh8 b35/b36): an odd valid extent on the split axis - a 15-row tail tile
+Vector cores: an odd valid extent on the split axis - a 15-row tail tile
 under TILE_UP_DOWN, a 1-row tile - is reported at the Cube's instruction, not as a
 consumer/producer shape mismatch at a TPOP that looks identical."""
 import numpy as np

@@ -1,5 +1,5 @@
 """The staging ring of a GM-ring consumer has the consumer's own LocalSlotNum (its TPipe's),
-whatever the producer's TPipe says, and LocalSlotNum must be >= 1 (review findings)."""
+whatever the producer's TPipe says, and LocalSlotNum must be >= 1."""
 from __future__ import annotations
 
 import os

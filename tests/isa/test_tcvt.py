@@ -1,4 +1,4 @@
-"""TCVT converts as the vector unit does (fresh8 x12): a float becomes an integer rounded by
+"""TCVT converts as the vector unit does: a float becomes an integer rounded by
 pto-isa's RoundMode (default CAST_RINT, ties to even) and saturated to the integer's range,
 NaN as 0 - not numpy's truncating, wrapping cast.  Checked against plain numpy on both
 platforms; CAST_ODD and non-RINT float narrowing are reported at their line."""

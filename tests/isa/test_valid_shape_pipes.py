@@ -1,4 +1,4 @@
-"""Dynamic valid shapes through a pipe (fresh5 #4): a tail tile with fewer valid rows than its
+"""Dynamic valid shapes through a pipe: a tail tile with fewer valid rows than its
 static shape.  The consumer's static shape is compared with the producer's static shape, its
 valid shape with the producer's valid shape; both platforms (UB and GM rings) read the
 consumer's part of the pushed valid region."""
@@ -124,7 +124,7 @@ def vector_split_unset(out, fifo):
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_a_split_valid_mismatch_says_the_part_to_pop(platform):
-    """The message gives the valid region the lane should pop (fresh11 r19: it named only the
+    """The message gives the valid region the lane should pop (not only the
     two tiles)."""
     with pytest.raises(ProtocolError) as ei:
         ptopipe.run(aic=_cube(TILE_UP_DOWN, (0, 1)), aiv=vector_split_unset,

@@ -35,7 +35,7 @@ def k(x: pl.Tensor[[16, 32], pl.f32]):
     r = pl.load(x, [0, 0], [16, 8])
     pl.store(pl.row_expand_mul(t, @@r), [0, 0], x)
 ''',
-    # "/" where "//" was meant: the offset would be truncated at run time (fresh9 b30)
+    # "/" where "//" was meant: the offset would be truncated at run time
     "float_load_offset": '''
 @pl.aic
 def k(x: pl.Tensor[[64, 32], pl.f32]):
@@ -322,7 +322,7 @@ def test_a_float_gm_offset_says_to_use_floor_division():
 
 
 def test_a_dtype_rule_error_names_the_op_once():
-    """'pl.exp: pl.exp: TEXP ...' and '(the tile is int32) (the tile is i32)' (fresh9 b10/b37)."""
+    """'pl.exp: pl.exp: TEXP ...' and '(the tile is int32) (the tile is i32)'."""
     src = HEAD + '''
 @pl.aiv
 def k(x: pl.Tensor[[16, 32], pl.i32]):

@@ -586,7 +586,7 @@ def _odd_rows(rows, by_hand=False):
 @pytest.mark.parametrize("rows", [1, 3])
 def test_a_vector_only_function_whose_tiles_do_not_halve_runs_whole_on_aiv0(platform, rows):
     """pypto clears the split of a pure AIV function (pypto #841 / PR #842): a 3-row or
-    1-row tile under UP_DOWN was a CompileError (fresh11 r09); nothing crosses cores, so
+    1-row tile under UP_DOWN was a CompileError; nothing crosses cores, so
     it now runs whole on AIV0 (AIV1 replays empty), with a note."""
     warnings = []
     op, _tree, _ = _compile(pl.program(_odd_rows(rows), name="odd"), platform, warnings=warnings)
@@ -869,7 +869,7 @@ def _two_row_program(M, N, split):
 def test_a_split_giving_each_core_one_row_or_column(M, N, split, platform, no_hang):
     """Two rows under TILE_UP_DOWN (two columns under TILE_LEFT_RIGHT) give each Vector core
     a half of extent 1: a split tile, stored by each core - not a per-row tile kept whole,
-    which was a false CompileError (fresh9 b15)."""
+    which was a false CompileError."""
     rng = np.random.default_rng(M + N)
     a = rng.integers(-3, 4, (M, 16)).astype(np.float32)
     b = rng.integers(-3, 4, (16, N)).astype(np.float32)
@@ -901,8 +901,8 @@ def test_a_carried_slot_beyond_the_hold_limit_carries_copies(platform, protocol,
     """A tile popped in one iteration and used in the next (a carried slot) is held while the
     body pops the next one: two slots, more than pto-isa's held-slot limit on A5 with
     SLOT_NUM 2 (SLOT_NUM - SyncPeriod + 1 = 1).  InsertTfree then copies each popped tile out
-    and frees its slot at once, and the loop carries the copies (fresh9 c12: the compiler
-    emitted a program its own VerifyPipes rejected)."""
+    and frees its slot at once, and the loop carries the copies (the program the compiler
+    emits passes its own VerifyPipes)."""
     T = 5
     prog = _carried_slot_program(T, 2)
     rng = np.random.default_rng(12)
@@ -929,7 +929,7 @@ def manual_lane_offset(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl
 
 def test_a_manual_lane_offset_in_a_split_mixed_function_is_a_compile_error():
     """A hand-written kernel's habit - adding get_subblockid() * half to a Vec offset - in a
-    split mixed function shifted AIV1's load twice, silently (fresh9 b38)."""
+    split mixed function shifted AIV1's load twice, silently."""
     with pytest.raises(CompileError) as e:
         _compile(pl.program(manual_lane_offset, name="lane"), "a2a3")
     assert "its offset uses pl.get_subblockid()" in e.value.what and "shifted twice" in e.value.what

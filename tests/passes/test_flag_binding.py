@@ -200,7 +200,7 @@ def test_given_flag_ids_whose_flags_overlap_are_an_error():
 
 def test_negative_isa_flag_id_says_flag_ids_start_at_0():
     """An ISA TPipe with FlagID -1 was told 'FlagID + SlotNum <= 8', which -1 already
-    satisfies (fresh13 b28)."""
+    satisfies."""
     import ptopipe
     from ptopipe.isa import DIR_C2V, TPipe
 

@@ -1,4 +1,4 @@
-"""Both ends of a pipe declare the same configuration (fresh5 #6): a hand-written pair whose
+"""Both ends of a pipe declare the same configuration: a hand-written pair whose
 AIC and AIV inits differ in SLOT_SIZE, SLOT_NUM, DIR_MASK or lanes is reported statically
 by VerifyPipes (CompileError) and, before running, by the runtime (ConfigError) - at the
 init of the side that differs, naming both values - instead of a symptom (a reserve size,

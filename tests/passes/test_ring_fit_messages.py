@@ -1,4 +1,4 @@
-"""A ring that does not fit its memory is explained in the user's terms (fresh5 #7): the
+"""A ring that does not fit its memory is explained in the user's terms: the
 ring ExpandMixedKernel reserved for a mixed function names ``@pl.incore(slot_num=...)`` (or
 smaller tiles) at the function's line, not a reserve_buffer the user never wrote; a
 hand-written reserve_buffer whose size fits but whose base is too high names the base."""

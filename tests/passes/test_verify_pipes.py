@@ -1,4 +1,4 @@
-"""VerifyPipes (issue 11, pass 3): the static cross-core protocol verifier finds, without
+"""VerifyPipes: the static cross-core protocol verifier finds, without
 running, each protocol bug in hand-written DSL kernels - at the exact DSL line:col, naming
 the path - and reports nothing on the DSL examples and the correct DSL kernels of the
 tests.  Kernels that the dynamic checkers reject are rejected statically too."""
@@ -768,7 +768,7 @@ SCENARIO = ptopipe.Scenario("scalar_n", KERNELS.aic, KERNELS.aiv, make_args, lam
 
 def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, capsys):
     """A trip count given at run time (`pl.range(n)`, n a scalar parameter) made --static skip
-    its count and FIFO checks and PASS kernels every run rejects (fresh12 b01..b21): a
+    its count and FIFO checks and PASS kernels every run rejects: a
     scenario variant's scalar arguments are now the values it verifies with."""
     from ptopipe.cli import main
     f = tmp_path / "scalar.py"
@@ -1089,8 +1089,8 @@ PROGRAM = pl.program(cube, vector, name="small")
      "SLOT_NUM * SLOT_SIZE = 2 * 2048 = 4096", "pl.reserve_buffer")])
 def test_check_static_runs_the_compilers_checks_after_verify_pipes(tmp_path, capsys, text, protocol, what, line):
     """--static found no cross-core error in these, then a run failed: a SlotNum beyond
-    pto-isa's FIFO depth (fresh9 b31) and a reserve_buffer smaller than SLOT_NUM * SLOT_SIZE
-    (fresh8 e10).  The compiler's own checks run after VerifyPipes and report them."""
+    pto-isa's FIFO depth and a reserve_buffer smaller than SLOT_NUM * SLOT_SIZE.  The compiler's
+    own checks run after VerifyPipes and report them."""
     from ptopipe.cli import main
     f = tmp_path / "k.py"
     f.write_text(text)
@@ -1117,7 +1117,7 @@ def test_compile_keeps_slot_num_within_ptoisa_fifo_depth(tmp_path):
         compile_program(program(9), "a2a3", protocol="pto-isa")
 
 
-# -- SLOT_SIZE too small for the tiles a ring moves (fresh12 b09: found only by the run) ---------
+# -- SLOT_SIZE too small for the tiles a ring moves (found only by the run) ---------------------
 def _small_slot_pair(slot):
     @pl.aic
     def cube(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
@@ -1160,7 +1160,7 @@ def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(
 
 def test_lanes_1_on_a_function_not_marked_no_split_is_found_at_the_init():
     """AIV1 runs a plain @pl.aiv function too and binds its lanes=1 pipe: every run failed
-    with 'AIV1 binds a pipe whose peers are (0,)' while --static passed (fresh15 d4)."""
+    with 'AIV1 binds a pipe whose peers are (0,)' while --static passed."""
     from ptopipe.passes.manager import compile_program
 
     @pl.aic

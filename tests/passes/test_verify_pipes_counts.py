@@ -1,5 +1,5 @@
-"""VerifyPipes count mismatches point at the statement that makes the counts differ
-(fresh5 #10): the unmatched push / pop of the first loop iteration whose counts differ,
+"""VerifyPipes count mismatches point at the statement that makes the counts differ: the
+unmatched push / pop of the first loop iteration whose counts differ,
 not the first event past the other side's total."""
 import pytest
 

@@ -3,7 +3,7 @@
 in L1 and PIPE_MTE2 for a ring in GM.  A pipe is an in-order queue, so a free that follows
 vector work on a loaded GM workspace is ordered after that load: the producer may then
 overwrite the workspace.  ptopipe signalled an A5 local ring's free from the scalar pipe
-and reported a false race (fresh15 c2/c5).  Without the vector work between the load and
+and reported a false race.  Without the vector work between the load and
 the free, the race is real and still reported."""
 import numpy as np
 import pytest
@@ -93,8 +93,8 @@ def test_the_free_pipe_per_ring():
 
 def test_a2a3_pto_isa_no_op_tfree_orders_nothing_and_the_race_says_so():
     """pto-isa on A2A3 frees a GM slot inside the TPOP: the TFREE after the load signals
-    nothing, so the producer's next store races the load (fresh15 c2 f4: the fix only said
-    'TPUSH / SET after its access', which the kernel seemed to do).  Under the spec protocol
+    nothing, so the producer's next store races the load (a fix that only says
+    'TPUSH / SET after its access' does not help: the kernel seems to do that).  Under the spec protocol
     the free is set from MTE2 after the load: clean."""
     args = _args()
     res = ptopipe.run(cube, (vector_kernel(True), None), args, platform="a2a3", protocol="spec")

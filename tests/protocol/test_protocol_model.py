@@ -33,7 +33,7 @@ def _channels(res):
     return {ch.way: ch for ch in res.cluster.shared["channels"].values()}
 
 
-# --- item 5: one flag-id rule for TPipe and *_initialize_pipe ----------------------------------
+# --- one flag-id rule for TPipe and *_initialize_pipe -------------------------------------------
 def _s4_with(binder):
     """S4 (DIR_BOTH, SlotNum 4 per way) with its pipe bound by ``binder(fifo)``."""
     s4 = _load("s4_both_ways")
@@ -102,7 +102,7 @@ def test_models_state_their_rules():
     assert SPEC.startup_credits(4) == 4 and PTO_ISA.startup_credits(4) == 0
 
 
-# --- item 7: the report reads the protocol from the channel; counts in one unit -----------------
+# --- the report reads the protocol from the channel; counts in one unit --------------------------
 T = 16
 TSLOT = T * T * 4
 
@@ -208,7 +208,7 @@ def test_run_summary_and_profile_count_a_v2c_ring_alike(platform):
     assert f"{tiles} tiles pushed ({2 * tiles} TPUSH), {tiles} TPOP" in res.summary.format()
 
 
-# --- item 1: the local staging ring ---------------------------------------------------------------
+# --- the local staging ring ------------------------------------------------------------------------
 SM, SK, SN = 32, 16, 8                   # an SMxSK tile then an SKxSN tile (SN < SM) on one ring
 SSLOT = 2 * SM * SK * 4                 # larger than either tile
 STAGE = 0x20000                         # the Cube's staging ring (A2A3) / V2C ring (A5) in L1

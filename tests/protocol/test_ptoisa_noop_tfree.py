@@ -1,7 +1,7 @@
 """Where pto-isa's TPOP frees its GM slot itself (A2A3), the tile TFREE is a no-op: a TPOP
 without a TFREE or a TFREE without a TPOP runs there - and hangs or breaks on A5 and under
-the spec protocol.  The run passes with a portability warning at the line (fresh8 b01 / b03:
-silent before), and the spec protocol reports the misuse."""
+the spec protocol.  The run passes with a portability warning at the line (not
+silently), and the spec protocol reports the misuse."""
 import numpy as np
 import pytest
 
@@ -65,7 +65,7 @@ def test_paired_tfrees_give_no_warning():
 
 def test_check_prints_the_portability_warning(tmp_path, capsys):
     """`ptopipe check` passes such a kernel on A2A3/pto-isa but shows the warning with its
-    line (it printed a bare PASS: fresh11 r04, fresh12 b03, fresh13 b02), also in --json."""
+    line (not a bare PASS), also in --json."""
     import json
     import pathlib
 

@@ -1,4 +1,4 @@
-"""DSL functions run as compiled closures (ptopipe.runtime.closures, issue 13).
+"""DSL functions run as compiled closures (ptopipe.runtime.closures).
 
 A load / store site re-points its GlobalTensor instead of building a new one per execution
 (``closures.REUSE_VIEWS``), and the tiles a TPOP site makes share their views of memory

@@ -1,4 +1,4 @@
-"""LocalSlotNum of a DSL pipe (fresh5 #3): on A2A3 the ring is in GM and a consumer stages
+"""LocalSlotNum of a DSL pipe: on A2A3 the ring is in GM and a consumer stages
 each popped tile in one of LocalSlotNum slots of its reserve_buffer, so it can hold at most
 that many popped tiles.  ``local_slot_num=`` on ``pl.*_initialize_pipe`` (default pto-isa's
 2; ExpandMixedKernel gives SLOT_NUM, what its reserve holds) is what the simulator stages,
@@ -133,7 +133,7 @@ def test_local_slot_num_three_is_clean_and_exact(platform, protocol):
 def test_a_gm_ring_reserve_may_hold_only_the_staging_slots(protocol):
     """A2A3: the ring is in GM and the consumer's reserve holds its LocalSlotNum staging
     slots only (pto-isa's TPipe<..., 8, 2> of the manual FA; the .pto PTOAS writes, PTOAS
-    #629): LOCAL_SLOT_NUM * SLOT_SIZE bytes are enough there (fresh11 r18).  On A5 the ring
+    #629): LOCAL_SLOT_NUM * SLOT_SIZE bytes are enough there.  On A5 the ring
     itself is in that buffer: SLOT_NUM * SLOT_SIZE, reported at the reserve."""
     prog, vector = hand_written(local=3, reserved=3)
     assert verify_pipes.verify(to_ops(prog), "a2a3") == []

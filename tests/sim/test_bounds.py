@@ -1,4 +1,4 @@
-"""No run hangs (issue 9, item 4): a kernel looping forever - issuing instructions, only
+"""No run hangs: a kernel looping forever - issuing instructions, only
 TSYNCs, only flag waits, or pure Python with no instruction at all - stops with a
 BudgetError naming the kernel line, through the API and through the CLI; a kernel blocked
 forever is still a DeadlockError; a real Ctrl-C is still a KeyboardInterrupt; the

@@ -1,4 +1,4 @@
-"""No false positive on the correct kernels written for issue 10 (tests/corpus.py: the
+"""No false positive on the registered correct kernels (tests/corpus.py: the
 CLEAN_KERNELS registries of test_events, test_launches, test_layouts, test_ptoisa_platforms
 and test_diagnoses): each runs clean, with its golden, under 2 schedules of every exploration
 mode on every combo where it is valid; where it is excluded by design, its default run does

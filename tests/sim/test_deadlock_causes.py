@@ -1,4 +1,4 @@
-"""Deadlock causes for three common real deadlocks (fresh13 b10 / b16, fresh11 r12 / r16):
+"""Deadlock causes for three common real deadlocks:
 the error and its line were right, the cause and fix were not.
 
 * a cycle of TPOPs (each side pops before it pushes what the other needs, or a branch skips
@@ -91,7 +91,7 @@ def test_both_sides_popping_first_is_a_cycle_of_tpops(platform, protocol, no_han
     _no_old_advice(err)
 
 
-# ============================== 1b. branch mismatch on one DIR_BOTH pipe (fresh13 b16 shape)
+# ============================== 1b. branch mismatch on one DIR_BOTH pipe
 def branch_cube(fifo):
     pipe = TPipe(0, DIR_BOTH, SLOT, 2)(fifo, UB, L1)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
@@ -133,7 +133,7 @@ def test_a_branch_skipping_push_and_pop_on_different_iterations_is_a_cycle_of_tp
     _no_old_advice(err)
 
 
-# ================================ 2. the push goes to the wrong pipe (fresh11 r12 shape)
+# ================================ 2. the push goes to the wrong pipe
 def wrong_pipe_cube(fifo, wrong=True):
     pa = TPipe(0, DIR_C2V, SLOT, 2)(fifo, UB, 0)
     pb = TPipe(4, DIR_C2V, SLOT, 2)(fifo.data() + 2 * SLOT, UB2, 0)
@@ -179,7 +179,7 @@ def test_a_tpop_on_a_pipe_never_pushed_names_both_pipes(platform, protocol, no_h
     assert "call TFREE" not in err.fix
 
 
-# ======================= 3. both ways of one DIR_BOTH pipe full (fresh11 r16 shape)
+# ======================= 3. both ways of one DIR_BOTH pipe full
 # SlotNum 4 per way; the Vector lanes push LAG tiles ahead of their first TPOP.  spec:
 # clean up to LAG 8, both rings full from LAG 9.  pto-isa (SyncPeriod 2): the withheld
 # credit is the cause at LAG 7 (spec runs it, and so does sync_period=1); at LAG 9 the C2V

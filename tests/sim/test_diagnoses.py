@@ -1,4 +1,4 @@
-"""Issue 10, capabilities 7-10: split consistency, overlapping GM rings, use after TFREE
+"""Split consistency, overlapping GM rings, use after TFREE
 on A2A3, and diagnoses that name the cause.
 
 Every sentence of the capabilities has a correct kernel (clean on every platform and

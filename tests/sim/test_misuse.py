@@ -182,7 +182,7 @@ def test_m15_to_m18_messages_name_the_cause():
 
 
 def test_m7_leak_gives_the_pop_and_free_counts():
-    """A held slot at kernel end says how many TPOPs and TFREEs ran (fresh13 b03: 1500 and
+    """A held slot at kernel end says how many TPOPs and TFREEs ran (1500 and
     1499 say the loop skipped one TFREE)."""
     err = _run("m7_leak.py", "a2a3")
     assert re.search(r"ends holding slot \d+ of .* \(TPOP without TFREE: (\d+) TPOPs, (\d+) TFREEs\)",

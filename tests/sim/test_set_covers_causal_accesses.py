@@ -1,5 +1,5 @@
 """A SET covers an earlier GM access of its core only if the access is causally ordered
-before it on the core - not because it happened to finish earlier (fresh13 b01c).
+before it on the core - not because it happened to finish earlier.
 
 AIV0 TLOADs a GM workspace (MTE2) and then TPUSHes a "done" token: with nothing ordering
 the load before the token's signal, the Cube's next TSTORE to the workspace races the load

@@ -1,4 +1,4 @@
-"""A SET orders only the accesses ordered before it on its core (fresh8 x08 / x11).
+"""A SET orders only the accesses ordered before it on its core.
 
 The Cube stores a GM workspace (MTE3) and signals "ready" with a TPUSH of another tile on
 the FIX pipe; nothing makes the FIX pipe wait for MTE3, so the SET goes out before the
