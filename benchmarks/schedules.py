@@ -2,7 +2,7 @@
 
 Part 1 runs every example (examples/scenarios, examples/dsl, examples/flash_attention.py;
 their default variants, or all with --variants all), every correct kernel of
-tests/test_unseen_kernels.py and the correct kernels written for issue 10 (the
+tests/isa/test_varied_kernels.py and the correct kernels written for issue 10 (the
 CLEAN_KERNELS registries of tests/corpus.py: event flags in their manual sync mode,
 relaunched kernels with their launches=K, layouts, the pto-isa model per platform,
 diagnoses) on both platforms and both protocols, under --schedules N schedules of each
@@ -33,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+import layers  # noqa: E402,F401  (the test suite's layer directories: the kernels it imports)
 import numpy as np  # noqa: E402
 
 from ptopipe import Scenario  # noqa: E402
@@ -70,12 +71,12 @@ def corpus(all_variants: bool = False, which: str = "all"):
 
 
 def _unseen(out: list) -> list:
-    import test_unseen_kernels as unseen
+    import test_varied_kernels as unseen
     for name, (aic, aiv, make, golden) in sorted(unseen.CORRECT.items()):
         sc = Scenario(name, aic, aiv, lambda rng, make=make: make(np.random.default_rng(7)),
                       lambda args, golden=golden: golden(args), rtol=0, atol=0)
         why = ({("a5", "pto-isa"): "pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0); an AIV1-only "
-                                   "NO_SPLIT pipe is reported (test_unseen_kernels.AIV1_ONLY)"}
+                                   "NO_SPLIT pipe is reported (test_varied_kernels.AIV1_ONLY)"}
                if name in unseen.AIV1_ONLY else None)
         out.append((name, sc, "default", why))
     return out

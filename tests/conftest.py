@@ -3,6 +3,8 @@ import signal
 
 import pytest
 
+import layers  # noqa: F401  (the layer directories on sys.path)
+
 
 @pytest.fixture
 def no_hang():

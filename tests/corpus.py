@@ -1,4 +1,4 @@
-"""The registry of correct kernels written for issue 10: each test module that has some lists
+"""The registry of correct kernels for the no-false-positive corpus: each test module that has some lists
 them in a module-level ``CLEAN_KERNELS`` (built with :func:`kernel` / :func:`of_scenario`),
 its own tests and benchmarks/schedules.py (``--kernels new``) run the same entries, so the
 no-false-positive corpus cannot drift from the tests.
@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 
 from ptopipe import Scenario
 
+import layers  # noqa: F401  (the test modules of every layer directory importable)
+
 COMBOS = (("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa"))
-# the test modules with a CLEAN_KERNELS registry (tests/ on sys.path)
+# the test modules with a CLEAN_KERNELS registry (tests/ and its layer directories on sys.path)
 MODULES = ("test_events", "test_launches", "test_layouts", "test_ptoisa_platforms", "test_diagnoses")
 
 

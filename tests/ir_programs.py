@@ -4,7 +4,10 @@ the IR round-trip property tests and ``benchmarks/ir_scaling.py``.
 ``generate(n_ops, seed)`` builds a program of one Vector function and one (idle) Cube
 function whose Vector body mixes loads, element-wise tile ops, tile-scalar ops, scalar
 arithmetic, stores, ``pl.for`` loops carrying a tile and ``pl.if`` with a tile result,
-nested up to three deep, with about ``n_ops`` ops in all.
+nested up to three deep, with about ``n_ops`` ops in all.  ``outer_reads=True``: a loop
+body also reads tiles defined before the loop (kept live across its iterations);
+``lagged=True``: a loop also carries the tile of the iteration before (its statement needs
+two buffers).
 """
 from __future__ import annotations
 
@@ -23,8 +26,9 @@ _UN = ("pl.exp", "pl.abs", "pl.relu", "pl.neg")
 
 
 class _Gen:
-    def __init__(self, n: int, seed: int):
+    def __init__(self, n: int, seed: int, outer_reads: bool = False, lagged: bool = False):
         self.rng = random.Random(seed)
+        self.outer_reads, self.lagged = outer_reads, lagged
         self.left = n
         self.line = 1
 
@@ -77,15 +81,20 @@ class _Gen:
         lo, hi, st = self.const(b, 0), self.const(b, self.rng.randrange(1, 5)), self.const(b, 1)
         init = tiles[-1] if tiles else self.op(b, "pl.load", (x, lo, lo), [TILE],
                                                 {"shape": (R, C), "space": MemorySpace.Vec}).result
-        body = Block([INDEX, TILE])
+        lag = self.lagged
+        body = Block([INDEX, TILE, TILE] if lag else [INDEX, TILE])
         inner = Builder.at_end(body)
-        got = self.body(inner, [body.args[1]], scalars + [body.args[0]], x, y, depth + 1,
+        seen = tiles[-2:] if self.outer_reads else []
+        carried = [body.args[2], body.args[1]] if lag else [body.args[1]]
+        got = self.body(inner, seen + carried, scalars + [body.args[0]], x, y, depth + 1,
                         min(room - 6, self.rng.randrange(4, 40)))
         # the carried tile is made last in each iteration, so the iter_arg always holds the
-        # newest one (a kept tile of unbounded age is a CompileError of AllocateMemoryAddr)
+        # newest one (a kept tile of unbounded age is a CompileError of AllocateMemoryAddr);
+        # the lagged one holds the tile of the iteration before (two buffers, used in turn)
         fresh = self.op(inner, "pl.adds", (got[-1], self.const(inner, 0.0, F32)), [TILE]).result
-        self.op(inner, "pl.yield", (fresh,), [])
-        return self.op(b, "pl.for", (lo, hi, st, init), [TILE], None, (Region([body]),)).result
+        self.op(inner, "pl.yield", (fresh, body.args[1]) if lag else (fresh,), [])
+        return self.op(b, "pl.for", (lo, hi, st, init) + ((init,) if lag else ()),
+                       [TILE, TILE] if lag else [TILE], None, (Region([body]),)).results[0]
 
     def branch(self, b, tiles, scalars, x, y, depth, room):
         cond = self.op(b, "arith.lt", (self.rng.choice(scalars), self.const(b, 3)), [BOOL]).result
@@ -100,9 +109,9 @@ class _Gen:
         return self.op(b, "pl.if", (cond,), [TILE], None, regions).result
 
 
-def generate(n_ops: int, seed: int = 0) -> Operation:
+def generate(n_ops: int, seed: int = 0, outer_reads: bool = False, lagged: bool = False) -> Operation:
     """A verified-by-construction ``pl.program`` op of about ``n_ops`` ops."""
-    g = _Gen(n_ops, seed)
+    g = _Gen(n_ops, seed, outer_reads, lagged)
     top = Block()
     vec_entry = Block([TENSOR, TENSOR], ["x", "y"])
     b = Builder.at_end(vec_entry)

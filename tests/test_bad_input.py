@@ -262,7 +262,7 @@ def test_dsl_in_bounds_variants_run():
         assert np.array_equal(res.outputs["y"], np.ones((32, 32), np.float32))
 
 
-# -- a scenario's own mistakes: a ConfigError at the user's def / Scenario line (fresh13 #5) --
+# -- a scenario's own mistakes: a ConfigError at the user's def / Scenario line --
 SCENARIO_SRC = '''
 import numpy as np
 import ptopipe

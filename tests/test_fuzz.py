@@ -33,7 +33,7 @@ def test_every_feature_combination_runs_clean(tmp_path_factory, platform, protoc
     """Each platform / protocol / direction / flow is generated and runs clean (2 kernels each)."""
     if (platform, protocol, kind, flow) == ("a5", "pto-isa", "both", "addr"):
         pytest.skip("pto-isa on A5 has no working DIR_BOTH_GM: a ConfigError at binding "
-                    "(tests/test_ptoisa_platforms.py)")
+                    "(tests/protocol/test_ptoisa_platforms.py)")
     @settings(FUZZ, max_examples=2)
     @given(spec=fk.kernel_specs(mutate=False, platforms=(platform,), protocols=(protocol,),
                                 kinds=(kind,), flows=(flow,)))

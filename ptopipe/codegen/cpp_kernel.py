@@ -118,7 +118,7 @@ class KernelWriter:
             rot = self.lay.rotations.get(tname)
         elif isinstance(node, Call) and id(node) in self.lay.temps:
             mem, addr = self.lay.temps[id(node)]
-            rot = None
+            rot = self.lay.rotations.get(id(node))
         else:
             raise err(f"{op.name}: the allocator gave its tile result no address", op,
                       "compile the program with allocate-memory in the pipeline")

@@ -40,8 +40,8 @@ class FunctionLayout:
     scratch: dict = field(default_factory=dict)
     buffers: dict = field(default_factory=dict)    # buffer var name -> (base, size)
     by_name: dict = field(default_factory=dict)    # reserve_buffer name -> (base, size)
-    # var name -> the addresses of its buffers when its statement needs several (used in
-    # turn); the first is ``tiles[name][1]``
+    # var name (or id() of a nested op) -> the addresses of its buffers when its statement
+    # needs several (used in turn); the first is ``tiles[name][1]`` (``temps[id]``)
     rotations: dict = field(default_factory=dict)
     peak: dict = field(default_factory=dict)       # memory -> bytes up to the highest tile end
 
@@ -96,12 +96,13 @@ def plan_function(fn: Function) -> FunctionLayout:
             live.append((st.end, mem, addr, addr + size))
             addrs.append(addr)
             lay.peak[mem] = max(lay.peak.get(mem, 0), addr + size)
-        if isinstance(st.key, tuple):
-            (lay.scratch if st.key[0] == "scratch" else lay.temps)[st.key[1]] = (mem, addrs[0])
-        else:
-            lay.tiles[st.key] = (mem, addrs[0])
-            if len(addrs) > 1:
-                lay.rotations[st.key] = tuple(addrs)
+        if isinstance(st.key, tuple) and st.key[0] == "scratch":
+            lay.scratch[st.key[1]] = (mem, addrs[0])        # live only while its op runs
+            continue
+        key = st.key[1] if isinstance(st.key, tuple) else st.key
+        (lay.temps if isinstance(st.key, tuple) else lay.tiles)[key] = (mem, addrs[0])
+        if len(addrs) > 1:              # a var, or a nested op whose older result a loop keeps
+            lay.rotations[key] = tuple(addrs)
     for r in reserves:
         base = r.base
         if base is AUTO:

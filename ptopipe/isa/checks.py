@@ -35,7 +35,7 @@ class KernelChecks(HappensBefore):
         self._shared_rings: set = set() # channels whose ring bytes user GlobalTensors touched
         self._ring_span: dict = {}      # id(memory) -> [lowest, highest) byte of its rings' slots
         # gm_access computes the region and location inline (the run's fast paths; off, it is
-        # HappensBefore.gm_access, which tests/test_speed_paths.py compares with)
+        # HappensBefore.gm_access, which tests/isa/test_fast_paths.py compares with)
         self._inline_gm = cluster.context.fast_paths
 
     def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
@@ -53,7 +53,7 @@ class KernelChecks(HappensBefore):
         # HappensBefore.gm_access (where, gm_region, region_of_rows), inline: the hot path of
         # every checked TLOAD / TSTORE.  The same region and location token as those give:
         # a row-major tensor's region is rows of cols*itemsize bytes every row-stride bytes
-        # (contiguous when the stride is at most the row); test_speed_paths compares both.
+        # (contiguous when the stride is at most the row); tests/isa/test_fast_paths.py compares both.
         if not self._inline_gm:
             return super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2),
                                      end, pipe)

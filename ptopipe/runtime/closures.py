@@ -46,7 +46,7 @@ _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
                 if dsl not in ("load", "store")}
 # a load / store site re-points its GlobalTensor, and the tiles a TPOP site makes share
 # their views of memory, while these are True; tests turn them off to compare with views
-# built per execution (tests/test_dsl_closures.py)
+# built per execution (tests/runtime/test_dsl_closures.py)
 REUSE_VIEWS = SHARE_VIEWS = True
 
 

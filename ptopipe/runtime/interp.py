@@ -154,12 +154,12 @@ class Interpreter:
             self.env[("tile", dest)] = tile
         return tile
 
-    def _rotated(self, dest: str, t: TileValueType, addrs: tuple):
+    def _rotated(self, dest, t: TileValueType, addrs: tuple, name: str | None = None):
         key = ("rotation", dest)
         ring = self.env.get(key)
         if ring is None:
             ring = self.env[key] = [[isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                                              addr=a, name=dest, layout=t.layout, **self.empty)
+                                              addr=a, name=name or dest, layout=t.layout, **self.empty)
                                      for a in addrs], 0]
         tiles, k = ring
         ring[1] = (k + 1) % len(tiles)
@@ -205,6 +205,9 @@ class Interpreter:
         tile = self.env.get(key)
         if tile is None:
             t = c.type
+            addrs = self.layout.rotations.get(id(c))
+            if addrs is not None:           # a loop keeps an older result: buffers in turn
+                return self._rotated(id(c), t, addrs, f"<{c.op} result>")
             _mem, addr = self.layout.temps[id(c)]
             tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
                             addr=addr, name=f"<{c.op} result>", layout=t.layout, **self.empty)

@@ -45,7 +45,7 @@ _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anyt
 # the youngest generation's threshold (young cycles are still collected) and raises the older
 # ones' to at least this; the caller's thresholds come back when the run ends.  Without the
 # checkers the defaults are kept: there they cost less than raising them (S7: ~10% fewer
-# interpreter instructions per tile).  tests/test_speed_paths.py checks all three.
+# interpreter instructions per tile).  tests/isa/test_fast_paths.py checks all three.
 _GC_OLDER = 1000
 _GC_CATCH_UP = 30     # young collections held back before a run end catches up (see run)
 

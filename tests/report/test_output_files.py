@@ -1,4 +1,4 @@
-"""Output files (issue 9, bad-input rows): a directory or a read-only file as the target is
+"""Output files: a directory or a read-only file as the target is
 a ConfigError naming it (never a raw OSError with a temp-file name, never a silent
 replace); new files honour the umask, existing files keep their mode; writes stay atomic."""
 import os

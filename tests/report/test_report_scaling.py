@@ -1,4 +1,4 @@
-"""Issue 9 item 8: the Chrome trace is streamed and the HTML report is bounded, and both
+"""The Chrome trace is streamed and the HTML report is bounded, and both
 still say exactly what they said before on small runs.
 
 - the streamed JSON equals, byte for byte, the dict-building writer it replaced (kept here

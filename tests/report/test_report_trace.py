@@ -202,7 +202,7 @@ def _chain_kernels(accs, K=64, slot=16 * 32 * 4):
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_a_chain_of_dependent_instructions_is_named_not_latency(platform):
     """No pipe saturated, yet the AIC always busy: its TMATMUL and TPUSH take turns on one
-    Acc tile.  It was called latency-bound (fresh13 c01); double-buffering the Acc is the cure."""
+    Acc tile.  It was called latency-bound; double-buffering the Acc is the cure."""
     import numpy as np
 
     import ptopipe

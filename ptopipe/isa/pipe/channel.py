@@ -113,7 +113,7 @@ class Channel:
     plans: dict = field(default_factory=dict)   # per tile geometry: checked push/pop plans
     bounds: dict = field(default_factory=dict)  # the slot / part bounds of address-flow pointers (flows.slot_bounds)
     # TPUSH / TPOP take their replayed fast paths (the run's ``fast_paths``; False: the
-    # reference path every time, which tests/test_speed_paths.py compares with)
+    # reference path every time, which tests/isa/test_fast_paths.py compares with)
     replay: bool = True
 
     def __post_init__(self):

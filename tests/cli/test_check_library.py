@@ -1,0 +1,64 @@
+"""``ptopipe check PATH...`` over a kernel library: files and directories, one summary
+table, JUnit XML, exit status 1 when anything failed, a file that cannot be read a failed
+row while the rest go on."""
+import os
+import xml.etree.ElementTree as ET
+
+from ptopipe.cli import main as cli_main
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+CORPUS = os.path.join(ROOT, "tests", "pto_corpus")
+
+
+def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name in ("v_softmax_rows_a3.pto", "x_c2v_nosplit_a3.pto"):       # a clean one, a race
+        (lib / name).write_text(open(os.path.join(CORPUS, name)).read())
+    (lib / "_helper.py").write_text("SCENARIO = None\n")                  # not a kernel: skipped
+    (lib / "broken.pto").write_text("module {\n  func.func @k() {\n    pto.tnope\n    return\n  }\n}\n")
+    xml = tmp_path / "out.xml"
+    code = cli_main(["check", str(lib), os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
+                     "--schedules", "1", "--junit", str(xml)])
+    out = capsys.readouterr().out
+    assert code == 1
+    table = out[out.index("file "):].splitlines()
+    rows = {ln.split()[0]: ln for ln in table[1:-1]}
+    assert "PASS" in rows[str(lib / "v_softmax_rows_a3.pto")]
+    assert "FAIL DataRaceError" in rows[str(lib / "x_c2v_nosplit_a3.pto")]
+    assert "FAIL ParseError" in rows[str(lib / "broken.pto")]
+    assert "PASS" in rows[os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py")]
+    assert table[-1] == "2 of 4 failed" and not any("_helper" in ln for ln in table)
+    suite = ET.parse(xml).getroot().find("testsuite")
+    assert suite.get("tests") == "4" and suite.get("failures") == "2"
+    failed = {c.get("classname"): c.find("failure") for c in suite}
+    assert failed[str(lib / "broken.pto")].get("type") == "ParseError"
+    assert "broken.pto:3:5" in failed[str(lib / "broken.pto")].get("message")
+    assert failed[str(lib / "v_softmax_rows_a3.pto")] is None
+
+
+def test_a_library_that_passes_exits_0(tmp_path, capsys):
+    assert cli_main(["check", os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
+                     os.path.join(CORPUS, "v_softmax_rows_a3.pto"), "--schedules", "1"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("all 2 passed")
+
+
+def test_a_pass_with_warnings_says_so_in_the_table_and_junit_and_stderr_names_each_file(tmp_path, capsys):
+    """A file whose run warns (a tile read before anything wrote it) passes, and the table,
+    the last line and JUnit's system-err say it; each file's messages follow its name."""
+    good = open(os.path.join(CORPUS, "v_softmax_rows_a3.pto")).read()
+    (tmp_path / "ok.pto").write_text(good)
+    load = next(ln for ln in good.splitlines() if "pto.tload" in ln)
+    (tmp_path / "warn.pto").write_text(good.replace(load, "", 1))      # the input tile never loaded
+    xml = tmp_path / "out.xml"
+    assert cli_main(["check", str(tmp_path), "--schedules", "1", "--junit", str(xml)]) == 0
+    cap = capsys.readouterr()
+    table = cap.out[cap.out.index("file "):].splitlines()
+    rows = {ln.split()[0]: ln for ln in table[1:-1]}
+    assert rows[str(tmp_path / "ok.pto")].split()[-2:] == ["PASS", "1"]      # one core: one schedule
+    assert "PASS, 1 warning" in rows[str(tmp_path / "warn.pto")]
+    assert table[-1] == "all 2 passed; 1 passed with warnings (see above)"
+    cases = {c.get("classname"): c for c in ET.parse(xml).getroot().find("testsuite")}
+    assert "before anything wrote" in cases[str(tmp_path / "warn.pto")].find("system-err").text
+    assert cases[str(tmp_path / "ok.pto")].find("system-err") is None
+    assert cap.err.index(f"-- {tmp_path / 'ok.pto'}") < cap.err.index(f"-- {tmp_path / 'warn.pto'}")

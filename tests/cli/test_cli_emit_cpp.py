@@ -1,0 +1,143 @@
+"""``ptopipe compile FILE --emit cpp [-o OUT]``: the C++ on stdout or in OUT, written
+atomically (no partial file, no temporary left behind, the target's mode kept); a bad
+output path is one clear error line and a non-zero exit, before anything is compiled."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from ptopipe.cli import main as cli_main
+from ptopipe.cli.compile import programs_of
+from ptopipe.cli.loader import load_module
+from ptopipe.codegen import write_cpp
+from ptopipe.passes import compile_program
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+S1 = os.path.join(ROOT, "examples", "mixed", "s1_cv_split.py")
+
+
+def _want(platform: str, protocol: str = "pto-isa") -> str:
+    """The C++ is pto-isa C++: --emit cpp compiles for the pto-isa protocol by default."""
+    (prog,) = programs_of(load_module(S1))
+    op, _t, _w = compile_program(prog, platform, protocol=protocol)
+    return write_cpp(op, platform)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_emit_cpp_to_a_file(tmp_path, platform):
+    out = tmp_path / "s1.cpp"
+    assert cli_main(["compile", S1, "--emit", "cpp", "--platform", platform, "-o", str(out)]) == 0
+    assert out.read_text() == _want(platform)
+    assert os.listdir(tmp_path) == ["s1.cpp"]               # no temporary file left behind
+
+
+def test_emit_cpp_to_stdout(capsys):
+    assert cli_main(["compile", S1, "--emit", "cpp"]) == 0
+    assert capsys.readouterr().out == _want("a2a3") + "\n"
+    assert cli_main(["compile", S1, "--emit", "cpp", "--protocol", "spec"]) == 0
+    assert capsys.readouterr().out == _want("a2a3", "spec") + "\n"
+
+
+def test_emit_cpp_of_a_no_split_kernel_guards_the_one_lane_on_a5(capsys):
+    """pto-isa C++ by default: A5's NO_SPLIT pipe has one lane and AIV1 runs nothing."""
+    s2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
+    assert cli_main(["compile", s2, "--emit", "cpp", "--platform", "a5"]) == 0
+    assert "if (get_subblockid() == 0) {" in capsys.readouterr().out
+
+
+def test_emit_cpp_of_a_pto_file_follows_its_target(tmp_path, capsys):
+    """A .pto file goes through the platform passes of its pto.target_arch to C++."""
+    pto = os.path.join(ROOT, "tests", "pto", "nosplit_c2v_a5.pto")
+    assert cli_main(["compile", pto, "--emit", "cpp"]) == 0
+    out = capsys.readouterr().out
+    assert "for a5" in out.splitlines()[0] and "TPipe<" in out
+
+
+def test_an_existing_target_keeps_its_mode_and_is_replaced_whole(tmp_path):
+    out = tmp_path / "k.cpp"
+    out.write_text("old\n")
+    os.chmod(out, 0o640)
+    assert cli_main(["compile", S1, "--emit", "cpp", "-o", str(out)]) == 0
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
+    assert out.read_text().startswith("// pto-isa C++ of program 's1_mixed_m64' for a2a3")
+
+
+def test_a_failing_write_leaves_the_old_file(tmp_path, monkeypatch, capsys):
+    """The writer fails after the compile: the target keeps its old content, no temp file."""
+    import ptopipe.codegen as codegen
+    from ptopipe.errors import CompileError
+
+    def boom(op, platform):
+        raise CompileError("pl.call has no pto-isa C++ form in the C++ writer", where="k.py:3:5")
+    monkeypatch.setattr(codegen, "write_cpp", boom)
+    out = tmp_path / "k.cpp"
+    out.write_text("old\n")
+    assert cli_main(["compile", S1, "--emit", "cpp", "-o", str(out)]) != 0
+    assert out.read_text() == "old\n" and os.listdir(tmp_path) == ["k.cpp"]
+    assert "pl.call has no pto-isa C++ form" in capsys.readouterr().err
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "ptopipe", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_a_missing_directory_is_one_clear_error(tmp_path):
+    out = tmp_path / "nope" / "k.cpp"
+    r = _cli("compile", S1, "--emit", "cpp", "-o", str(out))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    first = r.stderr.strip().splitlines()[0]
+    assert first == f"error: ConfigError: cannot write {out}: directory {out.parent} does not exist"
+    assert r.stdout == "" and not out.parent.exists()
+
+
+def test_an_unwritable_directory_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    """mkstemp refused (what a read-only directory does; root may write anywhere, so the
+    refusal is simulated): a clear error naming the directory, exit 1, no file."""
+    import tempfile
+
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    out = tmp_path / "k.cpp"
+    assert cli_main(["compile", S1, "--emit", "cpp", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write {out}: cannot create a file in directory {tmp_path} (Permission denied)" in err
+    assert not out.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_directory_is_refused(tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir()
+    os.chmod(d, 0o555)
+    r = _cli("compile", S1, "--emit", "cpp", "-o", str(d / "k.cpp"))
+    assert r.returncode != 0 and "cannot create a file in directory" in r.stderr
+    assert os.listdir(d) == []
+
+
+def test_a_directory_target_is_refused_before_compiling(tmp_path, monkeypatch, capsys):
+    import ptopipe.passes as passes
+    monkeypatch.setattr(passes, "compile_program", lambda *a, **k: pytest.fail("compiled"))
+    assert cli_main(["compile", S1, "--emit", "cpp", "-o", str(tmp_path)]) == 1
+    assert f"cannot write {tmp_path}: it is a directory, not a file" in capsys.readouterr().err
+
+
+def test_the_file_appears_only_whole(tmp_path, monkeypatch):
+    """Interrupted at the last step (the rename): the old file is untouched and no
+    temporary is left - the C++ goes to a temporary first, then replaces the target."""
+    seen = []
+
+    def interrupted(src, dst):
+        seen.append(open(src).read())
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", interrupted)
+    out = tmp_path / "k.cpp"
+    out.write_text("old\n")
+    assert cli_main(["compile", S1, "--emit", "cpp", "-o", str(out)]) == 130
+    assert out.read_text() == "old\n" and os.listdir(tmp_path) == ["k.cpp"]
+    assert seen == [_want("a2a3")]                      # the temporary held the whole C++

@@ -1,0 +1,370 @@
+"""PTO-AS (.pto): every compiled example (examples/mixed, examples/dsl; a2a3 and a5) is
+written, read back and, after the platform passes, structurally equal to the compiled
+program; the re-read program runs on the simulated cluster (both platforms, both
+protocols) and matches numpy; hand-written files in tests/pto run and match numpy."""
+import importlib.util
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+import ptopipe  # noqa: F401  (installs the mixed compiler)
+from ptopipe.cli.compile import programs_of
+from ptopipe.cli.pto import make_inputs
+from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
+from ptopipe.codegen import read_pto, write_pto
+from ptopipe.errors import CompileError, ProtocolError
+from ptopipe.ir import first_difference, structural_equal, to_tree
+from ptopipe.isa.launch import compare_launches
+from ptopipe.isa.scenario import data_rng
+from ptopipe.passes import PassManager, compile_program
+from ptopipe.passes.manager import PassContext
+from ptopipe.runtime import run
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
+                  for p in (ROOT / "examples" / d).glob("*.py"))
+
+
+def _load(rel):
+    spec = importlib.util.spec_from_file_location("pto_" + rel.replace("/", "_")[:-3], ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MODS = {rel: _load(rel) for rel in EXAMPLES}
+
+
+def _program(mod, variant="default"):
+    sc = mod.SCENARIO
+    params = sc.params(variant)
+    args = sc.make_args(data_rng(0), **params)
+    return mod.KERNELS.source(**{p: args[p] for p in mod.KERNELS.params}), args, sc.golden(args, **params)
+
+
+def _reread(op, platform, protocol="spec"):
+    back = read_pto(write_pto(op), "k.pto")
+    return PassManager(list(PTO_PASSES)).run(back, PassContext(platform=platform, protocol=protocol))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", EXAMPLES)
+def test_round_trip_is_structurally_equal(rel, platform):
+    prog = programs_of(MODS[rel])[0]
+    op = compile_program(prog, platform)[0]
+    back = _reread(op, platform)
+    assert structural_equal(op, back), first_difference(op, back)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", [r for r in EXAMPLES if hasattr(MODS[r], "KERNELS")])
+def test_reread_program_matches_numpy(rel, platform, protocol):
+    mod = MODS[rel]
+    prog, args, expected = _program(mod)
+    op = compile_program(prog, platform, protocol=protocol)[0]
+    back = _reread(op, platform, protocol)
+    sc = mod.SCENARIO
+    kw = {"sync": sc.sync} if sc.sync else {}
+    res = run(to_tree(back), args, platform=platform, protocol=protocol, **kw)
+    compare_launches(res, expected, sc.rtol, sc.atol, rel)
+
+
+def test_a_wrong_result_is_caught():
+    """The comparison above fails on a program whose re-read text computes something else."""
+    mod = MODS["examples/mixed/s1_cv_split.py"]
+    prog, args, expected = _program(mod)
+    text = write_pto(compile_program(prog, "a2a3")[0]).replace("pto.tadd ins", "pto.tsub ins")
+    back = PassManager(list(PTO_PASSES)).run(read_pto(text, "k.pto"), PassContext(platform="a2a3"))
+    res = run(to_tree(back), args, platform="a2a3")
+    assert not np.allclose(res.outputs["out"], expected["out"])
+
+
+def test_written_text_spelling():
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    text = write_pto(op)
+    assert 'module @' in text and 'pto.target_arch = "a5"' in text
+    assert "attributes {pto.kernel_kind = #pto.kernel_kind<cube>}" in text
+    assert "attributes {pto.entry}" in text and "func.call @" in text
+    # a ring ptoas's frontend builds as it is (SlotNum 4 both ways, FlagID 0): its spelling,
+    # with the IR's LocalSlotNum (unused by an A5 consumer-local ring) for ptopipe only
+    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192} (" in text
+    assert "c2v_consumer_buf = %c2v_peer : i32, v2c_consumer_buf = %v2c_buf : i32) " \
+           "{ptopipe.local_slot_num = 4}\n" in text
+    # ptoas places the ring (level2); ptopipe's placement goes along for the reader
+    assert re.search(r"location = #pto\.address_space<mat>, auto = true\} \{ptopipe\.base = \d+\} -> i32", text)
+    assert "pto.tpush_to_aiv(%acc : !pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=128, v_row=16, " \
+           "v_col=128, blayout=col_major, slayout=row_major, fractal=1024, pad=0>) {split = 1}" in text
+    assert "pto.tpop_from_aiv {split = 1} -> !pto.tile_buf<loc=mat" in text
+    assert "scf.for %" in text
+    assert "pto.tfree_from_aiv {split = 1}" in text          # InsertTfree's split=None, spelled out
+    s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3")[0])
+    assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
+    # SlotNum 4 one way is not the frontend's 8: the lower-level init, in GM on A2A3
+    assert "%pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 2048, slot_num = 4, " \
+           "local_slot_num = 4, flag_base = 0} (%gm_slot_buffer : !pto.ptr<ui8>, %c2v_peer : i32) " \
+           "-> !pto.pipe" in s1 and 'pto.target_arch = "a3"' in s1
+    assert "pto.tpop(%part, %pipe : !pto.tile_buf<loc=vec" in s1 and "pto.tfree(%pipe : !pto.pipe) {split = 1}" in s1
+    s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5")[0])
+    assert s2.count(", nosplit = true} (") == 2 and "ptopipe.split" not in s2
+
+
+def _inputs(op):
+    args = make_inputs(op, [], zero_fill=True)
+    rng = np.random.default_rng(1)
+    for k, v in args.items():
+        if k != "out" and not k.startswith("gm_slot"):
+            args[k] = rng.integers(-3, 4, v.shape).astype(v.dtype)
+    return args
+
+
+FILES = {"c2v_split_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "both_ways_a5.pto": lambda a: a["x"] @ a["b"],
+         "interleaved_dyn_a5.pto": lambda a: np.concatenate(
+             [(a["a"][32 * i:32 * i + 16] + a["a"][32 * i + 16:32 * i + 32]) @ a["b"] for i in range(2)]),
+         "lowlevel_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "accumulate_a3.pto": lambda a: a["a"] @ a["b"],
+         "nosplit_c2v_a5.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "lowlevel_slotid_a3.pto": lambda a: a["a"] @ a["b"] + a["bias"],
+         "if_else_read_a3.pto": lambda a: a["a"][:16] @ a["b"] + a["a"][16:] @ a["b"],
+         "unused_ptr_param_a5.pto": lambda a: a["x1"] @ a["x2"]}
+RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")
+        if not (f == "both_ways_a5.pto" and plat == "a5" and proto == "pto-isa")]
+
+
+@pytest.mark.parametrize("name,platform,protocol", RUNS)
+def test_hand_written_pto_matches_numpy(name, platform, protocol):
+    path = str(ROOT / "tests" / "pto" / name)
+    op, tree, _, plat = load_pto(path, platform, protocol)
+    args = _inputs(op)
+    res = run(tree, args, platform=plat, protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
+
+
+def test_accumulator_buffer_is_carried_through_the_loop():
+    """accumulate_a3.pto's %acc (read by tmatmul.acc before the body writes it) becomes an
+    iter_arg of the pl.for; the push after the loop sends the loop's result."""
+    from ptopipe.codegen import read_pto
+    op = read_pto((ROOT / "tests" / "pto" / "accumulate_a3.pto").read_text(), "acc.pto")
+    cube = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "cube")
+    loop = next(o for o in cube.walk() if o.name == "pl.for")
+    assert len(loop.operands) == 4 and len(loop.results) == 1
+    assert loop.operands[3].owner.name == "pl.matmul"
+    push = next(o for o in cube.walk() if o.name == "pl.tpush")
+    assert push.operands[0] is loop.results[0]
+    body = loop.regions[0].blocks[0]
+    acc_op = next(o for o in body if o.name == "pl.matmul_acc")
+    assert acc_op.operands[0] is body.args[1] and body.last.operands[0] is acc_op.results[0]
+
+
+def test_nosplit_pipe_is_a_no_split_vector_kernel():
+    """``nosplit = true`` makes the Vector kernel ptopipe's TILE_NO_SPLIT kernel (whole tiles
+    on AIV0); on A5 its pipes get lanes=1 under either protocol model (AIV1 runs nothing: ptoas
+    guards the pipe ops with get_subblockid() == 0)."""
+    from ptopipe.arch.vocab import TileSplitAxis
+    path = str(ROOT / "tests" / "pto" / "nosplit_c2v_a5.pto")
+    for proto, lanes in (("spec", 1), ("pto-isa", 1)):
+        op = load_pto(path, "a5", proto)[0]
+        vec = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
+        assert vec.attributes["split"] is TileSplitAxis.TILE_NO_SPLIT
+        assert {o.attributes["lanes"] for o in op.walk() if o.name.endswith("initialize_pipe")} == {lanes}
+
+
+def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
+    """pto-isa's A5 NO_SPLIT has one lane: the C2V TILE_NO_SPLIT push of both_ways_a5.pto
+    loses AIV1's handshake - reported at the push's .pto line."""
+    path = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
+    with pytest.raises(CompileError) as e:                     # the static passes find it
+        load_pto(path, "a5", "pto-isa")
+    assert "a NO_SPLIT transfer has one lane" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
+    op, tree, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
+    with pytest.raises(ProtocolError) as e:
+        run(tree, _inputs(op), platform=plat, protocol="pto-isa")
+    assert "NO_SPLIT" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
+
+
+def test_buffer_written_in_an_if_is_a_result_of_the_if():
+    """c2v_split_a3.pto with ``scf.if %is0 { pto.tmuls ins(%o, %two) outs(%o) }`` before the
+    store: %o after the if is the pl.if's result (AIV0's rows doubled)."""
+    V = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
+         "slayout=none_box, fractal=512, pad=0>")
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    store = f"      pto.tstore ins(%o : {V})"
+    assert store in text
+    text = text.replace(store, "      %is0 = arith.cmpi eq, %sub, %c0 : index\n"
+                               "      %two = arith.constant 2.0 : f32\n"
+                               f"      scf.if %is0 {{\n        pto.tmuls ins(%o, %two : {V}, f32) outs(%o : {V})\n      }}\n"
+                        + store)
+    for platform in ("a2a3", "a5"):
+        op, tree, _, plat = load_pto("if.pto", platform, "spec", text=text)
+        iff = next(o for o in op.walk() if o.name == "pl.if")
+        assert len(iff.results) == 1 and iff.regions[1].blocks[0].last.operands[0].owner.name == "pl.add"
+        args = _inputs(op)
+        res = run(tree, args, platform=plat)
+        want = args["a"] @ args["b"] + args["bias"]
+        for i in range(2):
+            want[16 * i:16 * i + 8] *= 2
+        np.testing.assert_array_equal(res.outputs["out"], want)
+
+
+def test_a_pipes_flag_id_round_trips_as_flag_base():
+    """AllocateFlags' flag_id: ptoas's frontend init fixes FlagID 0, so a pipe on another
+    flag is written as the lower-level init with its ``flag_base``, and read back."""
+    from ptopipe.passes.util import functions, init_ops
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    for f in functions(op):
+        for init in init_ops(f):
+            init.attributes["flag_id"] = 2
+    text = write_pto(op)
+    assert text.count("= pto.initialize_l2l_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4, "
+                      "flag_base = 2} (") == 2
+    back = read_pto(text, "k.pto")
+    assert [i.attributes["flag_id"] for f in functions(back) for i in init_ops(f)] == [2, 2]
+
+
+def test_unused_pointer_parameters_are_accepted():
+    """ptoas accepts a pointer parameter nothing uses: c2v_split_a3.pto's cube gets an unused
+    ``%w: !pto.ptr<f16>`` (a placeholder 1-element tensor) and its vector an unused ``%a``
+    (the entry's %a: the type the cube gives it); the kernel still matches numpy."""
+    from ptopipe.ir.types import TensorType
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    P = "!pto.ptr<f32>"
+    for old, new in (
+            (f"%gm_slot_buffer: {P}) attributes {{pto.entry}}", f"%gm_slot_buffer: {P}, %w: !pto.ptr<f16>) attributes {{pto.entry}}"),
+            ("func.call @cube(%a, %b, %gm_slot_buffer) : (", "func.call @cube(%a, %b, %gm_slot_buffer, %w) : ("),
+            (f"{P}, {P}, {P}) -> ()\n    func.call @vector", f"{P}, {P}, {P}, !pto.ptr<f16>) -> ()\n    func.call @vector"),
+            ("func.call @vector(%bias, %out, %gm_slot_buffer) : (", "func.call @vector(%bias, %out, %gm_slot_buffer, %a) : ("),
+            (f"{P}, {P}, {P}) -> ()\n    return", f"{P}, {P}, {P}, {P}) -> ()\n    return"),
+            (f"@cube(%a: {P}, %b: {P}, %gm_slot_buffer: {P})", f"@cube(%a: {P}, %b: {P}, %gm_slot_buffer: {P}, %w: !pto.ptr<f16>)"),
+            (f"%gm_slot_buffer: {P}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}}",
+             f"%gm_slot_buffer: {P}, %a: {P}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}}")):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    op = read_pto(text, "u.pto")
+    params = {f.attributes["sym_name"]: f.regions[0].blocks[0].args for f in op.regions[0].blocks[0]}
+    assert params["cube"][3].type == TensorType((1,), "f16") == params["entry"][5].type
+    assert params["vector"][3].type == params["cube"][0].type == params["entry"][0].type == TensorType((32, 16), "f32")
+    for platform in ("a2a3", "a5"):
+        op, tree, _, plat = load_pto("u.pto", platform, "spec", text=text)
+        args = _inputs(op)
+        res = run(tree, args, platform=plat)
+        np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
+
+
+def _ptoas_spellings(text):
+    """c2v_split_a3.pto in other spellings ptoas accepts: partition_view with no ``->`` result
+    type, integer attributes typed ``: i32``, and the AIV row offset by ``arith.select``."""
+    import re
+    text, n = re.subn(r"(pto\.partition_view .*) -> !pto\.partition_tensor_view<[^>]*>", r"\1", text)
+    assert n == 4
+    for old, new in (("{dir_mask = 1, slot_size = 1024, slot_num = 4}", "{dir_mask = 1 : i32, slot_size = 1024 : i32, slot_num = 4 : i64}"),
+                     ("      %r1 = arith.muli %sub, %c8 : index\n",
+                      "      %is1 = arith.cmpi eq, %sub, %c1 : index\n      %r1 = arith.select %is1, %c8, %c0 : index\n")):
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select():
+    """The spellings of :func:`_ptoas_spellings` read as the plain file does (select as a
+    pl.if yielding one of its operands) and the kernel matches numpy."""
+    text = _ptoas_spellings((ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text())
+    op = read_pto(text, "s.pto")
+    vec = next(f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")
+    sel = next(o for o in vec.walk() if o.name == "pl.if")
+    assert [b.last.operands[0].owner.attributes["value"] for r in sel.regions for b in r.blocks] == [8, 0]
+    assert {i.attributes["slot_num"] for i in op.walk() if i.name.endswith("initialize_pipe")} == {4}
+    for platform in ("a2a3", "a5"):
+        for protocol in ("spec", "pto-isa"):
+            op, tree, _, plat = load_pto("s.pto", platform, protocol, text=text)
+            args = _inputs(op)
+            res = run(tree, args, platform=plat, protocol=protocol)
+            np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tmp_path):
+    """`compile k_a5.pto --emit pto --platform a2a3` gives the kernels a gm_slot_buffer
+    parameter; the entry's func.calls must pass it (ptopipe reads its own
+    output), and the written file runs to the same numbers."""
+    from ptopipe.cli import main as cli_main
+    out = tmp_path / "k.pto"
+    assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
+                     "--platform", platform, "-o", str(out)]) == 0
+    op, tree, _, plat = load_pto(str(out), platform, "spec")
+    args = _inputs(op)
+    res = run(tree, args, platform=plat, protocol="spec")
+    np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
+    """`arith.index_cast %n : i32 to index` of an i32 kernel parameter (ptoas's spelling of a
+    runtime trip count) was a ParseError.  It runs n iterations, and the .pto
+    ptopipe writes casts the i32 again before the scf.for (bounds are index)."""
+    path = str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto")
+    op, tree, _, plat = load_pto(path, platform, protocol)
+    rng = np.random.default_rng(3)
+    a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    np.save(tmp_path / "n.npy", np.int32(3))
+    args = make_inputs(op, [f"n={tmp_path / 'n.npy'}"], zero_fill=True)
+    args.update(a=a, b=b)
+    res = run(tree, args, platform=plat, protocol=protocol)
+    want = np.zeros((64, 16), np.float32)
+    want[:48] = a[:48].astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(res.outputs["out"], want)
+    text = write_pto(op)
+    assert text.count("%n_idx = arith.index_cast %n : i32 to index\n    scf.for %i = %c0 to %n_idx") == 2
+    op2, tree2, _, _ = load_pto("back.pto", platform, protocol, text=text)
+    res2 = run(tree2, dict(args, out=np.zeros_like(want)), platform=plat, protocol=protocol)
+    np.testing.assert_array_equal(res2.outputs["out"], want)
+
+
+def test_with_slot_buffer_makes_the_declared_element_type():
+    """A .pto whose gm_slot_buffer is !pto.ptr<f32>: with_slot_buffer (what the A2A3 warning
+    recommends) gave a uint8 buffer, which the kernel then rejected."""
+    from ptopipe.passes.slot_buffer import gm_slot_bytes, with_slot_buffer
+    op, tree, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
+    args = with_slot_buffer(tree, {})
+    buf = args["gm_slot_buffer"]
+    assert buf.dtype == np.float32 and buf.nbytes == gm_slot_bytes(tree) > 0
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    res = run(tree, dict(args, a=a, b=b, n=2, out=np.zeros((64, 16), np.float32)), platform=plat)
+    want = np.zeros((64, 16), np.float32)
+    want[:32] = a[:32].astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(res.outputs["out"], want)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", [r for r in EXAMPLES if hasattr(MODS[r], "KERNELS")])
+def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
+    """The written text run with buffer semantics (as ptoas's C++ runs on the device), not
+    re-read into the IR: a two-lane TILE_NO_SPLIT AIV kernel's data ops are guarded to AIV0,
+    else AIV1 stores whatever its TPOP left in the tile over AIV0's result."""
+    prog, args, expected = _program(MODS[rel])
+    op = compile_program(prog, platform, protocol=protocol)[0]
+    inputs = {a.name: args[a.name] for f in op.regions[0].blocks[0] for a in f.regions[0].blocks[0].args
+              if a.name in args}
+    res = ptopipe.run_pto(text=write_pto(op, platform), inputs=inputs, platform=platform,
+                          protocol=protocol)
+    assert res.warnings == []
+    for k, want in expected.items():
+        np.testing.assert_allclose(res.outputs[k], want, rtol=1e-5, atol=1e-5, err_msg=k)
+
+
+def test_two_lane_no_split_data_ops_are_guarded_to_aiv0():
+    text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3")[0],
+                     "a2a3")
+    aiv = text[text.index("@s2_aiv"):text.index("func.func @s2(")]
+    assert re.search(r"(%\w+) = arith.cmpi eq, %sub_i64, %c0_i64 \{ptopipe.data_lane\} : i64", aiv)
+    guarded = re.findall(r"scf.if %data_lane \{\n\s+(?:%\w+ = pto.partition_view .*\n\s+)?(pto\.\w+)", aiv)
+    assert guarded == ["pto.tload", "pto.tadd", "pto.tstore"]
+    assert "data_lane" not in text[:text.index("@s2_aiv")]          # not the Cube kernel

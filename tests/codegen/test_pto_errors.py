@@ -1,0 +1,695 @@
+"""Bad .pto input: malformed text is a ParseError at its line:col (never a traceback or a
+hang); what ptoas accepts but is unsafe is reported by ptopipe at the .pto line; the CLI
+prints one clear error and exits non-zero."""
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ptopipe.cli import main as cli_main
+from ptopipe.codegen.pto_load import load_pto
+from ptopipe.codegen import read_pto
+from ptopipe.errors import CompileError, ParseError, PtoPipeError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GOOD = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+GOOD5 = (ROOT / "tests" / "pto" / "interleaved_dyn_a5.pto").read_text()
+LINES = GOOD.splitlines()
+
+
+def _line(text, needle, k=0):
+    hits = [i + 1 for i, ln in enumerate(text.splitlines()) if needle in ln]
+    return hits[k]
+
+
+def _sub(old, new, text=GOOD, count=1):
+    assert old in text, old
+    return text.replace(old, new, count)
+
+
+VEC8 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, "
+        "slayout=none_box, fractal=512, pad=0>")
+MALFORMED = {
+    "truncated": (GOOD[:GOOD.index("scf.for %i = %c0 to %c2 step %c1 {\n      %t")], "truncated"),
+    "unknown op": (_sub("pto.tmov ins", "pto.tmove ins"), "unknown operation 'pto.tmove'"),
+    "bad attribute": (_sub("slot_size = 1024", "slot_size = big"), "bad attribute value 'big'"),
+    "tile_buf key order": (_sub("rows=8, cols=16", "cols=16, rows=8"), "tile_buf key 'cols' out of order"),
+    "type mismatch": (_sub(f"pto.tstore ins(%o : {VEC8})", f"pto.tstore ins(%o : {VEC8.replace('f32', 'f16', 1)})"),
+                      "type mismatch"),
+    "missing peer": (_sub("peer_func = @vector", "peer_func = @vectr"), "peer_func @vectr is not a kernel"),
+    "undefined value": (_sub("arith.addi %r0, %r1", "arith.addi %r0, %r9"), "use of undefined value %r9"),
+    "duplicate name": (_sub("%r1 = arith.muli %sub", "%r0 = arith.muli %sub"), "%r0 defined twice"),
+    "unbalanced braces": (_sub("      pto.tpush_to_aiv", "      scf.if %c1 {\n      pto.tpush_to_aiv"), "never closed"),
+    "bad integer": (_sub("%c16 = arith.constant 16 : index", "%c16 = arith.constant 1x6 : index"), "bad number '1x6'"),
+    "unknown address space": (_sub("#pto.address_space<vec>", "#pto.address_space<ub>"), "unknown address space 'ub'"),
+    "unknown tile loc": (_sub("loc=vec", "loc=ub"), "unknown tile address space 'ub'"),
+    "wrong operand count": (_sub("pto.tadd ins(%t, %bv : " + VEC8 + ", " + VEC8 + ")", "pto.tadd ins(%t : " + VEC8 + ")"),
+                            "pto.tadd takes 2 operand(s)"),
+    "missing kernel_kind": (_sub(" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}", ""), "has no pto.kernel_kind"),
+    "bad split value": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 3}"), "bad split value 3"),
+    "missing consumer buffer": (_sub(", v2c_consumer_buf = %c0_i32 : i32)", ")"), "needs v2c_consumer_buf"),
+    "unknown type": (_sub("-> i32", "-> i33"), "unknown element type 'i33'"),
+    "unterminated string": (_sub('name = "c2v_fifo", size', 'name = "c2v_fifo, size'), "unterminated string"),
+    "stray character": (_sub("%c0 = arith", "%c0 = $arith"), "unexpected character '$'"),
+    "read before write": (_sub("pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%bv",
+                               "pto.tload ins(%pb : !pto.partition_tensor_view<8x16xf32>) outs(%o"),
+                          "%bv is read before anything writes it"),
+    "tile written in a loop read after it": (_sub("      pto.tstore ins(%o : " + VEC8 + ") outs(%po : !pto.partition_tensor_view<8x16xf32>)\n    }\n",
+                                                  "    }\n    %po2 = pto.partition_view %out_view, offsets = [%c0, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>\n    pto.tstore ins(%o : " + VEC8 + ") outs(%po2 : !pto.partition_tensor_view<8x16xf32>)\n"),
+                                             "%o is read after the region that wrote it"),
+    "split of the wrong kind": (_sub("pto.tpush_to_aiv(", "pto.tpush_to_aiv(").replace(
+        "pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = [1, 2]}"), "bad split value [1, 2]"),
+    "address space of the wrong kind": (_sub("location = #pto.address_space<vec>", 'location = "vec"'),
+                                        "bad attribute location: expected #pto.address_space<...>"),
+    "auto of the wrong kind": (_sub("auto = true", "auto = 1"), "bad attribute auto = 1: expected true or false"),
+    "slot_num of the wrong kind": (_sub("slot_num = 4", 'slot_num = "4"'), "bad attribute slot_num = '4': expected an integer"),
+    "kernel_kind without a value": (_sub("pto.kernel_kind = #pto.kernel_kind<vector>", "pto.kernel_kind"),
+                                    "bad attribute pto.kernel_kind: expected #pto.kernel_kind<...>"),
+    "cube op in vector kernel": (_sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aiv {split = 1}"),
+                                 "pto.tfree_from_aiv in a vector kernel"),
+    "missing return": ("    return\n".join(GOOD.rsplit("    return\n", 1)[:1]) + GOOD.rsplit("    return\n", 1)[1],
+                       "function @vector does not end with 'return'"),
+    "partition size differs from its type": (
+        _sub("sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>",
+             "sizes = [%c16, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>"),
+        "partition size %c16 = 16 differs from the result type's 8"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_pto_is_a_parse_error_at_its_line(kind):
+    text, msg = MALFORMED[kind]
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    err = e.value
+    assert msg in err.what, err.what
+    assert err.where.startswith("bad.pto:")
+    line = int(err.where.split(":")[1])
+    assert 1 <= line <= len(text.splitlines()) + 1
+    if kind not in ("truncated", "unbalanced braces", "missing peer", "tile written in a loop read after it"):
+        # the error is on the line the edit changed
+        good, bad = GOOD.splitlines(), text.splitlines()
+        first = next(i for i, (a, b) in enumerate(zip(good, bad)) if a != b) + 1
+        assert line in (first - 1, first, first + 1), (line, first, err.where)   # an op may span 2 lines
+
+
+PB = "%pb = pto.partition_view %bias_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32>"
+SEL = "      %is1 = arith.cmpi eq, %sub, %c1 : index\n      %r1 = arith.select "
+
+
+@pytest.mark.parametrize("old,new,msg,at", [
+    (PB + " -> !pto.partition_tensor_view<8x16xf32>", PB.replace("sizes = [%c8", "sizes = [%row"),
+     "size %row is not an arith.constant, and this pto.partition_view has no result type", "sizes = [%row"),
+    ("slot_size = 1024, slot_num = 4}\n      (gm_slot_buffer = %gm_slot_buffer : !pto.ptr<f32>, c2v_consumer_buf = %c2v_local",
+     "slot_size = 1024, slot_num = 4 : f32}\n      (gm_slot_buffer = %gm_slot_buffer : !pto.ptr<f32>, c2v_consumer_buf = %c2v_local",
+     "bad attribute type 'f32' for 4", "pto.aiv_initialize_pipe"),
+    ("      %r1 = arith.muli %sub, %c8 : index", "      %r1 = arith.select %sub, %c8, %c0 : index",
+     "%sub is a", "%r1 = arith.select"),
+    ("      %r1 = arith.muli %sub, %c8 : index", SEL + "%is1, %c8, %c0_i32 : index",
+     "type mismatch: %c0_i32 is a", "%r1 = arith.select"),
+])
+def test_ptoas_spellings_errors_at_their_line(old, new, msg, at):
+    """Errors in the ptoas spellings the reader accepts (partition_view with no result type,
+    typed integer attributes, arith.select) are at the line of the op."""
+    text = _sub(old, new)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert msg in e.value.what, e.value.what
+    assert e.value.where.startswith(f"bad.pto:{_line(text, at)}:"), e.value.where
+
+
+def test_a_missing_token_at_the_end_of_a_line_is_reported_on_that_line():
+    """``expected ':'`` for an op whose type is missing points just after the op's last token
+    (its line), not at the next line's first token."""
+    text = _sub("%row = arith.addi %r0, %r1 : index", "%row = arith.addi %r0, %r1")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    ln = _line(text, "%row = arith.addi %r0, %r1")
+    col = text.splitlines()[ln - 1].index("%r1") + 4
+    assert "expected ':'" in e.value.what and e.value.where == f"bad.pto:{ln}:{col}", e.value
+
+
+def test_op_table_errors_name_the_op_once():
+    """An op-table check (here: an 8x16 tile stored into a 32x8 tensor) is reported once as
+    ``store: ...`` (``pl.store: ...`` from the DSL), not ``store: store: ...``."""
+    text = _sub("%out_view = pto.make_tensor_view %out, shape = [%c32, %c16], strides = [%c16, %c1] : !pto.tensor_view<32x16xf32>",
+                "%out_view = pto.make_tensor_view %out, shape = [%c32, %c8], strides = [%c8, %c1] : !pto.tensor_view<32x8xf32>")
+    text = _sub("%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32>",
+                "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x8xf32>", text)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert e.value.what == "store: a 8x16 tile does not fit tensor 32x8", e.value.what
+    assert e.value.where.startswith(f"bad.pto:{_line(text, 'pto.tstore ins(%o')}:")
+    import ptopipe.language as pl
+    with pytest.raises(CompileError) as e:
+        @pl.aiv
+        def k(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 8], pl.f32]):
+            t = pl.load(x, [0, 0], [16, 32])
+            pl.store(t, [0, 0], y)
+    assert e.value.what == "pl.store: a 16x32 tile does not fit tensor 16x8", e.value.what
+
+
+SLOTID = (ROOT / "tests" / "pto" / "lowlevel_slotid_a3.pto").read_text()
+FIFO = "      %t = pto.get_fifo_tile(%pipe, %sid : !pto.pipe, index) -> "
+
+
+@pytest.mark.parametrize("edit,msg,at", [
+    (lambda t: t.replace(FIFO, FIFO.replace("%t =", "%t2 =") + VEC8 + "\n" + FIFO, 1),
+     "a second pto.get_fifo_tile of slot %sid", "%t = pto.get_fifo_tile"),
+    (lambda t: t.replace("      pto.tfree(%pipe, %sid", "      pto.tfree(%pipe, %sid : !pto.pipe, index) {split = 1}\n"
+                         "      pto.tfree(%pipe, %sid", 1), "slot %sid freed twice", "pto.tfree(%pipe, %sid"),
+    (lambda t: t.replace(FIFO, "      pto.tfree(%pipe, %sid : !pto.pipe, index) {split = 1}\n" + FIFO, 1),
+     "pto.tfree of slot %sid before its pto.get_fifo_tile", "pto.tfree(%pipe, %sid"),
+    (lambda t: t.replace("%sid = pto.tpop(%pipe : !pto.pipe) {split = 1} -> index",
+                         "%sid = pto.tpop(%pipe : !pto.pipe) {split = 1} -> index\n      scf.if %c1 {", 1)
+     .replace(FIFO + VEC8, FIFO + VEC8 + "\n      }", 1),
+     "outside the block of its pto.tpop", "pto.get_fifo_tile"),
+])
+def test_slot_id_misuse(edit, msg, at):
+    text = edit(SLOTID)
+    assert text != SLOTID
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "s.pto")
+    assert msg in e.value.what, e.value.what
+    assert int(e.value.where.split(":")[1]) in [i + 1 for i, ln in enumerate(text.splitlines()) if at in ln]
+
+
+def test_parameter_attribute_dicts_are_read():
+    text = GOOD.replace("%bias: !pto.ptr<f32>, %out", "%bias: !pto.ptr<f32> {pto.note = 1}, %out", 1)
+    assert text != GOOD
+    read_pto(text, "p.pto")
+
+
+def test_error_lines_of_structural_cases():
+    _, _ = MALFORMED["missing peer"]
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["missing peer"][0], "bad.pto")
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'import_reserved_buffer')}:5"
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["tile written in a loop read after it"][0], "bad.pto")
+    assert "iter_args" in e.value.fix
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["unbalanced braces"][0], "bad.pto")
+    cube = LINES[_line(GOOD, "func.func private @cube") - 1]
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'func.func private @cube')}:{len(cube)}"
+    assert "never closed before the next func.func at line" in e.value.what
+    with pytest.raises(ParseError) as e:
+        read_pto(MALFORMED["truncated"][0], "bad.pto")
+    vec = LINES[_line(GOOD, "func.func private @vector") - 1]
+    assert e.value.where == f"bad.pto:{_line(GOOD, 'func.func private @vector')}:{len(vec)}"
+    assert "never closed before the end of the file (truncated?)" in e.value.what
+
+
+def test_loop_carried_buffer_never_written_before_the_loop():
+    """A buffer the loop body reads before writing it is carried through the loop
+    (tests/codegen/test_pto.py); with nothing written before the loop it has no first value."""
+    text = _sub("      %t = pto.tpop_from_aic", "      pto.tadd ins(%o, %o : " + VEC8 + ", " + VEC8 + ") outs(%o : " + VEC8 + ")\n      %t = pto.tpop_from_aic")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "%o is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what
+    assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%o, %o')}:20"
+
+
+def test_buffer_read_in_the_else_branch_with_nothing_written_before_the_loop():
+    """tests/pto/if_else_read_a3.pto (then-branch writes %s, else-branch reads it; carried by
+    the loop) without its init before the loop: the else-branch's read is the error."""
+    text = (ROOT / "tests" / "pto" / "if_else_read_a3.pto").read_text()
+    text = _sub("    pto.texpands ins(%f0 : f32) outs(%s : !pto.tile_buf<vec, 16x8xf32>)\n", "", text)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "%s is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what
+    assert e.value.where == f"bad.pto:{_line(text, 'pto.tadd ins(%s, %t')}:22"
+
+
+# -- unsafe but accepted by ptoas: reported by ptopipe at the .pto line ---------------------------
+def _load(text, platform="a2a3"):
+    return load_pto("u.pto", platform, "spec", text=text)
+
+
+def test_tfree_split_differs_from_its_tpop():
+    text = _sub("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "split" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tfree_from_aic')}:")
+
+
+def test_missing_tfree():
+    text = _sub("      pto.tfree_from_aic {split = 1}\n", "")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "never freed" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tpop_from_aic')}:")
+
+
+def test_reserve_size_is_not_slot_num_times_slot_size():
+    text = _sub("size = 4096", "size = 3072")
+    with pytest.raises(CompileError) as e:
+        _load(text, "a5")
+    assert "4096" in e.value.what or "SLOT_NUM" in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.reserve_buffer')}:")
+
+
+def test_popped_tile_larger_than_slot_size():
+    text = GOOD.replace("slot_size = 1024", "slot_size = 256").replace("size = 4096", "size = 1024")
+    with pytest.raises(PtoPipeError) as e:
+        _load(text)
+    assert "this TPUSH moves Acc tile 16x16 f32 (1024 bytes) but the C2V ring's SLOT_SIZE is 256 bytes" \
+        in e.value.what
+    assert e.value.where.startswith(f"u.pto:{_line(GOOD, 'pto.tpush_to_aiv')}:")
+
+
+def test_reserve_overlapping_an_explicit_alloc_tile_addr():
+    text = _sub('auto = true} -> i32', 'auto = false, base = 0} -> i32')
+    text = _sub("    %bv = pto.alloc_tile : ", "    %c2048_i64 = arith.constant 2048 : i64\n    %bv = pto.alloc_tile addr = %c2048_i64 : ", text)
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "overlaps the tile placed at addr 2048" in e.value.what
+    assert e.value.where == f"u.pto:{_line(text, '%bv = pto.alloc_tile')}:5"
+    ok = text.replace("base = 0}", "base = 65536}")
+    _load(ok)
+
+
+# -- CLI ------------------------------------------------------------------------------------------------
+def test_cli_run_pto_writes_output(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (16, 16)).astype(np.float32)
+    bias = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    for n, v in (("a", a), ("b", b), ("bias", bias), ("out", np.zeros((32, 16), np.float32))):
+        np.save(tmp_path / f"{n}.npy", v)
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    code = cli_main(["run", f] + [f"--input={n}={tmp_path / (n + '.npy')}" for n in ("a", "b", "bias")]
+                    + [f"--output=out={tmp_path / 'res.npy'}"])     # an output needs no input
+    assert code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a @ b + bias)
+    assert cli_main(["check", f, "--schedules", "3"]) == 0
+    assert cli_main(["check", "--static", f]) == 0
+
+
+def test_cli_check_pto_reports_a_protocol_error(capsys):
+    """both_ways_a5.pto under pto-isa on A5 (a NO_SPLIT transfer with two lanes): exit 1,
+    the error at the .pto line, also as JSON."""
+    f = str(ROOT / "tests" / "pto" / "both_ways_a5.pto")
+    assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "CompileError" in err and "both_ways_a5.pto:30:5" in err       # found by the static passes
+    assert cli_main(["check", f, "--protocol", "pto-isa", "--schedules", "2", "--json"]) == 1
+    import json
+    rep = json.loads(capsys.readouterr().out)
+    assert rep[0]["failure"]["error"] == "CompileError" and rep[0]["failure"]["where"].endswith(":30:5")
+    assert cli_main(["check", f, "--protocol", "spec", "--schedules", "2"]) == 0
+
+
+def test_cli_bad_pto_is_one_clear_error(tmp_path):
+    p = tmp_path / "bad.pto"
+    p.write_text(MALFORMED["unknown op"][0])
+    r = subprocess.run([sys.executable, "-m", "ptopipe", "check", str(p)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    assert "unknown operation 'pto.tmove'" in r.stderr
+    assert f"bad.pto:{_line(p.read_text(), 'pto.tmove')}:" in r.stderr
+
+
+def test_cli_compile_emit_pto_to_file(tmp_path):
+    out = tmp_path / "s1.pto"
+    assert cli_main(["compile", str(ROOT / "examples" / "mixed" / "s1_cv_split.py"), "--emit", "pto",
+                     "--platform", "a5", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("module @") and 'pto.target_arch = "a5"' in text
+    read_pto(text, str(out))
+    assert [x.name for x in tmp_path.iterdir()] == ["s1.pto"]     # no temporary left behind
+
+
+def test_mutated_pto_gives_only_ptopipe_errors():
+    """Truncations and random token edits of the hand-written files: each reads, or raises a
+    PtoPipeError with a location - never another exception, never a hang."""
+    import random
+    rng = random.Random(0)
+    toks = ["{", "}", "(", ")", "%x", "=", ",", ":", "<", ">", "->", "0", "-1", '"', "@f",
+            "!pto.tile_buf", "#pto.x", "?", "x", "scf.for", "i32", ""]
+    n_err = 0
+    for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
+        text = p.read_text()
+        cands = [text[:i] for i in range(0, len(text), 211)]
+        for _ in range(70):
+            i = rng.randrange(len(text))
+            cands.append(text[:i] + rng.choice(toks) + text[i + rng.randrange(1, 12):])
+        for t in cands:
+            try:
+                read_pto(t, "m.pto")
+            except PtoPipeError as e:
+                n_err += 1
+                assert e.where and e.where.startswith("m.pto:"), e
+    assert n_err > 250
+
+
+def test_mutated_attribute_values_give_only_ptopipe_errors():
+    """Every ``key = value`` of the hand-written files replaced by values of other kinds
+    (bool, list, string, enum, negative, huge ...): read and the static passes raise only
+    PtoPipeErrors."""
+    import random
+    import re
+    rng = random.Random(1)
+    vals = ["true", "[1, 2]", '"a3"', "#pto.x<y>", "<vec>", "-5", "0", "3.5", "@f", "99999"]
+    for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
+        text = p.read_text()
+        spots = [m.start(1) for m in re.finditer(r"= ([^,}\s]+)", text)]
+        for k in range(60):
+            i = rng.choice(spots)
+            j = i + len(re.match(r"[^,}\s]+", text[i:]).group())
+            t = text[:i] + rng.choice(vals) + text[j:]
+            try:
+                if k % 4:
+                    read_pto(t, "m.pto")
+                else:
+                    load_pto("m.pto", None, "spec", text=t)
+            except PtoPipeError as e:
+                assert e.where, e
+
+
+def test_cli_run_pto_input_errors(tmp_path, capsys):
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    assert cli_main(["run", f]) == 0          # no inputs: seeded random data, said in a note
+    assert "note: a: seeded random float32[32, 16] (give --input a=FILE.npy)" in capsys.readouterr().out
+    np.save(tmp_path / "a.npy", np.zeros((4, 4), np.float32))
+    assert cli_main(["run", f, f"--input=a={tmp_path / 'a.npy'}"]) != 0
+    assert "--input a: float32[4, 4] but the kernel takes f32[32, 16]" in capsys.readouterr().err
+    assert cli_main(["run", f, f"--input=zz={tmp_path / 'a.npy'}"]) != 0
+    assert "the kernel has no parameter 'zz'" in capsys.readouterr().err
+
+
+def test_a_pto_file_that_is_not_utf8_is_a_parse_error_at_the_byte(tmp_path, capsys):
+    p = tmp_path / "bin.pto"
+    text = GOOD.encode()
+    k = text.index(b"pto.tload")
+    p.write_bytes(text[:k] + b"\xff" + text[k:])
+    assert cli_main(["check", "--static", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "ParseError: byte 0xff is not UTF-8 text" in err
+    assert f"bin.pto:{_line(GOOD, 'pto.tload')}:" in err and "Traceback" not in err
+
+
+def test_regions_nested_past_the_recursion_limit_are_a_parse_error(tmp_path, capsys):
+    depth = sys.getrecursionlimit()
+    body = "".join("  " * i + "scf.if %c {\n" for i in range(depth)) + "".join(
+        "  " * i + "}\n" for i in reversed(range(depth)))
+    p = tmp_path / "deep.pto"
+    p.write_text("module {\n  func.func @k(%c: i1) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {\n"
+                 + body + "    return\n  }\n}\n")
+    assert cli_main(["check", "--static", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "ParseError: regions nest deeper than the reader follows" in err and "Traceback" not in err
+
+
+def test_pipe_ends_disagreeing_with_an_explicit_gm_slot_buffer_are_reported_at_the_init():
+    """An a3 file passing %gm_slot_buffer: each kernel sizes it from its own init, so ends
+    that disagree (slot_num 4 vs 2) are the pipe-config finding at the init, not a
+    func.call argument mismatch in the entry."""
+    text = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()
+    lines = text.splitlines()
+    k = next(i for i, ln in enumerate(lines) if "pto.aiv_initialize_pipe {dir_mask = 1, slot_size = 1024, slot_num = 4}" in ln)
+    lines[k] = lines[k].replace("slot_num = 4", "slot_num = 2")
+    with pytest.raises(CompileError) as e:
+        _load("\n".join(lines) + "\n")
+    assert "the two ends of the C2V pipe disagree on slot_num" in e.value.what
+    assert e.value.where.split(":")[1] in (str(k + 1), str(_line(text, "pto.aic_initialize_pipe")))
+
+
+def test_a_negative_constant_partition_size_is_a_parse_error_at_the_partition():
+    """A size that is an arith.constant below 1 (ptoas takes it; the run would report an
+    out-of-bounds access, or nothing) is reported where the partition uses it."""
+    text = _sub("%c8 = arith.constant 8 : index", "%c8 = arith.constant -8 : index", GOOD)
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "partition size %c8 = -8 is not a positive size" in e.value.what
+    line = int(e.value.where.split(":")[1])
+    assert "pto.partition_view" in text.splitlines()[line - 1] and "%c8" in text.splitlines()[line - 1]
+
+
+def test_nosplit_true_on_a_split_pipe_is_a_parse_error_at_the_split():
+    """nosplit = true makes the kernel the no-split one (whole tiles on AIV0): a tpop with
+    split = 1 on it gave AIV1 empty tiles and wrong output rows silently."""
+    text = GOOD.replace("pto.aiv_initialize_pipe {dir_mask = 1", "pto.aiv_initialize_pipe {dir_mask = 1, nosplit = true", 1)
+    assert text != GOOD
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "with split = 1 on a pipe initialised with nosplit = true" in e.value.what
+    line = int(e.value.where.split(":")[1])
+    assert "split = 1" in text.splitlines()[line - 1]
+
+
+def test_tstore_of_a_tile_larger_than_its_view_is_a_parse_error_at_the_view():
+    """pto.tstore wrote the whole tile past a smaller partition view, silently;
+    pto.tload already reported the same mismatch."""
+    old = "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x16xf32>"
+    new = "%po = pto.partition_view %out_view, offsets = [%row, %c0], sizes = [%c8, %c8] : !pto.tensor_view<32x16xf32> -> !pto.partition_tensor_view<8x8xf32>"
+    text = _sub(old, new).replace("outs(%po : !pto.partition_tensor_view<8x16xf32>)",
+                                  "outs(%po : !pto.partition_tensor_view<8x8xf32>)")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "bad.pto")
+    assert "type mismatch: the view is (8, 8), the tile (8, 16)" in e.value.what
+    line = int(e.value.where.split(":")[1])
+    assert "pto.tstore" in text.splitlines()[line - 1]
+
+
+def test_cli_run_pto_honours_the_run_options(tmp_path, capsys):
+    """run k.pto ignored --until-cycle, --timeout, --launches, --sync, --report and --variant:
+    each now acts as it does for a Python kernel file."""
+    f = str(ROOT / "tests" / "pto" / "c2v_split_a3.pto")
+    ins = []
+    for n, shape in (("a", (32, 16)), ("b", (16, 16)), ("bias", (32, 16))):
+        np.save(tmp_path / f"{n}.npy", np.ones(shape, np.float32))
+        ins.append(f"--input={n}={tmp_path / (n + '.npy')}")
+    out = [f"--output=out={tmp_path / 'o.npy'}"]
+    assert cli_main(["run", f, *ins, *out, "--until-cycle", "50"]) == 1
+    assert "BudgetError" in capsys.readouterr().err
+    assert cli_main(["run", f, *ins, *out, "--launches", "2"]) == 0
+    assert "launch" in capsys.readouterr().out
+    assert cli_main(["run", f, *ins, *out, "--report", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").stat().st_size > 0
+    assert cli_main(["run", f, *ins, *out, "--variant", "big"]) == 1
+    assert "a .pto file has one variant" in capsys.readouterr().err
+
+
+def test_cli_output_paths_are_checked(tmp_path, capsys):
+    """An empty output name was a FileNotFoundError naming a temporary file, and -o naming
+    the input overwrote the kernel source with the output."""
+    src = tmp_path / "k.pto"
+    src.write_text(GOOD)
+    assert cli_main(["compile", str(src), "--emit", "pto", "-o", str(src)]) == 1
+    assert "is the input file" in capsys.readouterr().err and src.read_text() == GOOD
+    assert cli_main(["compile", str(src), "--emit", "pto", "-o", ""]) == 1
+    err = capsys.readouterr().err
+    assert "no output file name in ''" in err and "FileNotFoundError" not in err
+
+
+def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
+    """A scalar input is checked against its parameter (a 2.5 trip count ran 2 iterations; a
+    [3] array and True were accepted), and a bf16 tensor is read and written as its bits
+    (a bf16 .npy loads as |V2, which the kernel's bf16 parameter accepts)."""
+    import ml_dtypes
+    from ptopipe.cli.pto import make_inputs
+    op, _tree, _w, _p = load_pto(str(ROOT / "tests" / "pto" / "c2v_split_a3.pto"))
+    for name, v, msg in (("n", np.array(2.5), "float64 value 2.5 for the index parameter"),
+                         ("n", np.array([3]), "a [1] array for a scalar parameter"),
+                         ("n", np.array(True), "bool value True for the index parameter")):
+        np.save(tmp_path / "n.npy", v)
+        from ptopipe.ir.types import INDEX
+        from ptopipe.cli.pto import _scalar
+        with pytest.raises(PtoPipeError) as e:
+            _scalar(name, INDEX, np.load(tmp_path / "n.npy"))
+        assert msg in e.value.what, e.value.what
+    assert _scalar("n", INDEX, np.array(3)) == 3
+    # bf16 bits in, bf16 bits out: a bf16 kernel parameter takes a uint16 or |V2 array
+    x = np.arange(6, dtype=np.float32).astype(ml_dtypes.bfloat16).reshape(2, 3)
+    np.save(tmp_path / "x.npy", x)
+    assert np.load(tmp_path / "x.npy").dtype.kind == "V"
+    from ptopipe.ir.types import TensorType
+    from ptopipe.cli import pto as cli_pto
+
+    class _Param:
+        name, type = "x", TensorType((2, 3), "bf16")
+    monkeypatch.setattr(cli_pto, "_entry_params", lambda op: [_Param()])
+    for f, arr in (("x.npy", x), ("bits.npy", x.view(np.uint16))):
+        np.save(tmp_path / f, arr)
+        got = make_inputs(op, [f"x={tmp_path / f}"], zero_fill=False)["x"]
+        assert got.dtype == np.dtype(ml_dtypes.bfloat16)
+        assert np.array_equal(got.view(np.uint16), x.view(np.uint16))
+
+
+def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path):
+    """The tree runs a TPOP whose tile one tmov reads as one statement: the deadlock of the
+    TPOP named the tmov's line.  Each op now runs at its own .pto line."""
+    from ptopipe.errors import DeadlockError
+    from ptopipe.cli.pto import make_inputs
+    from ptopipe.runtime import run
+    path = ROOT / "tests" / "pto_broken" / "both_pop_first_a3.pto"
+    text = path.read_text()
+    op, tree, _w, plat = load_pto(str(path))
+    np.save(tmp_path / "T.npy", np.array(3))
+    args = make_inputs(op, [f"T={tmp_path / 'T.npy'}"], zero_fill=True)
+    with pytest.raises(DeadlockError) as e:
+        run(tree, args, platform=plat)
+    lines = text.splitlines()
+    tpop = next(i for i, ln in enumerate(lines, 1) if "pto.tpop_from_aiv" in ln)
+    assert "pto.tmov" in lines[tpop + 1] or "pto.tmov" in lines[tpop]     # read by the next ops
+    assert re.search(rf"AIC   TPOP   at \S*both_pop_first_a3.pto:{tpop}:", str(e.value)), str(e.value)
+
+
+def test_a_utf8_byte_order_mark_is_skipped():
+    """An editor's BOM made the file a ParseError at 1:1."""
+    read_pto("\ufeff" + GOOD, "bom.pto")
+
+
+def test_a_constant_step_of_zero_is_a_parse_error_at_the_step():
+    """`scf.for ... step %c0` passed --static and failed only in the run."""
+    text = _sub("scf.for %i = %c0 to %c2 step %c1 {", "scf.for %i = %c0 to %c2 step %c0 {")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "s.pto")
+    assert "scf.for step %c0 = 0: the loop never ends" in e.value.what
+    assert int(e.value.where.split(":")[1]) == _line(text, "step %c0 {")
+
+
+def test_alloc_tile_with_valid_operands_and_their_type():
+    """ptoas spells `alloc_tile valid_row = %r valid_col = %c : !pto.tile_buf<...>, index`
+    (PTOAS test/basic/index_input_compat_i32.pto); the trailing type was a ParseError."""
+    old = "%o = pto.alloc_tile : " + VEC8
+    new = "%o = pto.alloc_tile valid_row = %c8 valid_col = %c16 : " + VEC8 + ", index"
+    read_pto(_sub(old, new), "v.pto")
+
+
+def test_flag_base_is_the_pipes_flag_id_and_both_ends_must_agree():
+    """flag_base was read and ignored, so two ends with different flag_base passed."""
+    from ptopipe.errors import CompileError
+    text = GOOD.replace("pto.aic_initialize_pipe {dir_mask = 1", "pto.aic_initialize_pipe {dir_mask = 1, flag_base = 0", 1)
+    text = text.replace("pto.aiv_initialize_pipe {dir_mask = 1", "pto.aiv_initialize_pipe {dir_mask = 1, flag_base = 4", 1)
+    assert text.count("flag_base") == 2
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "disagree on flag_id" in e.value.what
+
+
+def test_a_tpop_whose_split_differs_from_its_push_and_tfree_is_the_error():
+    """The TPOP alone says split 2 (its TPUSH and TFREE say 1): the error was the TFREE's
+    "split differs from its TPOP", with the TPOP only under also."""
+    from ptopipe.errors import CompileError
+    pop = next(ln for ln in LINES if "pto.tpop_from_aic" in ln)
+    text = _sub(pop, pop.replace("{split = 1}", "{split = 2}"))
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "a ring delivers tiles in push order" in e.value.what, e.value.what
+    assert int(e.value.where.split(":")[1]) == _line(text, "pto.tpop_from_aic")
+
+
+def test_findings_name_the_loop_variable_as_written():
+    """'iteration 1 (i=0)' was printed for a `%j` loop too."""
+    from ptopipe.errors import CompileError
+    pop = next(ln for ln in LINES if "pto.tpop_from_aic" in ln)
+    text = _sub(pop, pop.replace("{split = 1}", "{split = 2}")).replace("%i ", "%j ").replace("%i,", "%j,")
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert "(j=0)" in e.value.what and "(i=" not in e.value.what, e.value.what
+
+
+def test_a_branch_that_pops_without_tfree_is_named():
+    """The then-branch pops without a TFREE; in a later iteration the else-branch's TFREE
+    frees that slot (the oldest), and the else-branch's own TPOP ends held.  The error named
+    that last TPOP; it now names the then-branch TPOP and why."""
+    from ptopipe.errors import CompileError
+    path = ROOT / "tests" / "pto_broken" / "tfree_missing_then_a5.pto"
+    text = path.read_text()
+    with pytest.raises(CompileError) as e:
+        load_pto(str(path))
+    lines = text.splitlines()
+    first_if = next(i for i, ln in enumerate(lines, 1) if "scf.if" in ln)
+    then_pop = next(i for i, ln in enumerate(lines, 1) if i > first_if and "tpop_from_aic" in ln)
+    assert "has no TFREE on its branch" in e.value.what and "in the other branch of the same if" in e.value.what
+    assert int(e.value.where.split(":")[-2]) == then_pop
+
+
+def test_a_func_call_type_list_must_say_the_arguments_types():
+    """A call's type list disagreeing with the entry's parameter passed --static."""
+    old = "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f32>,"
+    text = _sub(old, "func.call @vector(%bias, %out, %gm_slot_buffer) : (!pto.ptr<f32>, !pto.ptr<f16>,")
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "call.pto")
+    assert "argument %out is declared !pto.ptr<f32> but the call's type list says !pto.ptr<f16>" in e.value.what
+    line = _line(text, "func.call @vector")
+    assert e.value.where == f"call.pto:{line}:{text.splitlines()[line - 1].index('!pto.ptr<f16>') + 1}"
+    assert "write !pto.ptr<f32> for %out" in e.value.fix
+
+
+def test_check_static_takes_trip_counts_from_the_scalar_inputs(tmp_path, capsys):
+    """A .pto whose loops run a scalar parameter's count: --static skipped its count checks
+    and passed a vector loop starting at 1; --input n=... now gives the count,
+    as `run` and `check` would use it.  A value the i32 cannot hold, or an empty .npy, is a
+    clean error."""
+    text = (ROOT / "tests" / "pto" / "i32_trip_count_a3.pto").read_text()
+    vec = text.index("func.func private @vector")
+    bad = text[:vec] + text[vec:].replace("scf.for %i = %c0 to %n_idx", "scf.for %i = %c1 to %n_idx", 1)
+    f = tmp_path / "k.pto"
+    f.write_text(bad)
+    assert cli_main(["check", "--static", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "some checks skipped (see the warnings; --input NAME=n.npy gives a trip count)" in out
+    np.save(tmp_path / "n.npy", np.int32(3))
+    assert cli_main(["check", "--static", str(f), "--input", f"n={tmp_path / 'n.npy'}"]) == 1
+    err = capsys.readouterr().err
+    push = _line(bad, "pto.tpush_to_aiv")
+    assert "cube pushes 3 tile(s) but vector (lane AIV0) pops 2" in err and f"k.pto:{push}:" in err
+    f.write_text(text)
+    assert cli_main(["check", "--static", str(f), "--input", f"n={tmp_path / 'n.npy'}"]) == 0
+    assert "verified statically with n=3 (--input)" in capsys.readouterr().out
+    np.save(tmp_path / "big.npy", np.int64(2 ** 40))
+    (tmp_path / "empty.npy").write_bytes(b"")
+    for name, text_ in (("big.npy", "does not fit the i32 parameter 'n' (-2147483648..2147483647)"),
+                        ("empty.npy", "cannot load")):
+        assert cli_main(["check", str(f), "--schedules", "1", "--input", f"n={tmp_path / name}"]) == 1
+        err = capsys.readouterr().err
+        assert "error: ConfigError: " in err and text_ in err and "Traceback" not in err, err
+
+
+def test_an_index_cast_whose_type_list_disagrees_with_the_value_names_both_types():
+    text = (ROOT / "tests" / "pto" / "i32_trip_count_a3.pto").read_text()
+    bad = text.replace("arith.index_cast %n : i32 to index", "arith.index_cast %n : i64 to index", 1)
+    with pytest.raises(ParseError) as e:
+        read_pto(bad, "c.pto")
+    assert e.value.what == "arith.index_cast: %n is i32 but the cast says i64"
+    assert int(e.value.where.split(":")[1]) == _line(bad, "arith.index_cast %n : i64")
+    assert "arith.index_cast %n : i32 to index" in e.value.fix
+
+
+def test_an_entry_parameter_of_another_element_type_than_its_kernel_parameter():
+    """The entry's %out is f32 (and its call says so) but @vector takes bf16: MLIR's call
+    verifier rejects it; it passed --static and then asked for a bf16 input."""
+    text = (ROOT / "tests" / "pto_broken" / "entry_param_dtype_a5.pto").read_text()
+    with pytest.raises(ParseError) as e:
+        read_pto(text, "m.pto")
+    assert e.value.what == ("func.call @vector: argument %out is declared !pto.ptr<f32> but parameter "
+                            "%out is !pto.ptr<bf16>")
+    assert int(e.value.where.split(":")[1]) == _line(text, "func.call @vector")
+    fixed = text.replace("%out: !pto.ptr<f32>, %n: i32) attributes {pto.entry}",
+                         "%out: !pto.ptr<bf16>, %n: i32) attributes {pto.entry}").replace(
+        "func.call @vector(%bias, %out, %n) : (!pto.ptr<f32>, !pto.ptr<f32>, i32)",
+        "func.call @vector(%bias, %out, %n) : (!pto.ptr<f32>, !pto.ptr<bf16>, i32)")
+    read_pto(fixed, "m.pto")
+
+
+def test_static_findings_on_a_pto_name_its_ops_as_the_file_writes_them():
+    """VerifyPipes words its findings for the DSL (`pl.add uses %t`); on a .pto they name the
+    PTO-AS op (`pto.tadd`) and init."""
+    lines = GOOD.splitlines(keepends=True)
+    free = next(i for i, ln in enumerate(lines) if "pto.tfree_from_aic {split = 1}" in ln)
+    add = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("pto.tadd ins(%t, %bv"))
+    assert free > add
+    lines.insert(add, lines.pop(free))                          # TFREE before the tadd reads %t
+    text = "".join(lines)
+    with pytest.raises(CompileError) as e:
+        _load(text)
+    assert e.value.what.startswith("pto.tadd uses %t (popped by the TPOP at line"), e.value.what
+    assert "pl." not in str(e.value)

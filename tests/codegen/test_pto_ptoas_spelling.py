@@ -1,0 +1,327 @@
+"""The ``.pto`` spellings ptoas takes (PTOAS 0.27, hw-native-sys/PTOAS a56b18c3), written and
+read back without the assembler (``tests/codegen/test_ptoas.py`` runs it when ``PTOAS`` is set):
+pipe inits whose ring is the one ptoas builds, ``auto = true`` reserves, float literals,
+set_flag / wait_flag, the scratch tile of a row reduction, loop / branch tiles in buffers,
+A5 Left tiles."""
+import math
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ptopipe  # noqa: F401  (installs the mixed compiler)
+import ptopipe.language as pl
+from ptopipe.cli.compile import programs_of
+from ptopipe.cli.loader import load_module
+from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
+from ptopipe.codegen import read_pto, write_pto
+from ptopipe.codegen.pto_syntax import float_literal, float_of_literal
+from ptopipe.errors import ParseError
+from ptopipe.ir import first_difference, to_tree
+from ptopipe.ir.nodes import AUTO
+from ptopipe.ir.pipe_config import local_slot_num
+from ptopipe.ir.types import MemorySpace
+from ptopipe.passes import PassManager, compile_program
+from ptopipe.passes.manager import PassContext
+from ptopipe.runtime import run
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
+                  for p in (ROOT / "examples" / d).glob("*.py"))
+_CACHE = {}
+
+
+def written(rel, platform):
+    if (rel, platform) not in _CACHE:
+        op = compile_program(programs_of(load_module(str(ROOT / rel)))[0], platform)[0]
+        _CACHE[rel, platform] = op, write_pto(op, platform)
+    return _CACHE[rel, platform]
+
+
+def _reread(text, platform):
+    return PassManager(list(PTO_PASSES)).run(read_pto(text, "k.pto"), PassContext(platform=platform))
+
+
+def _inits(op):
+    return [o for o in op.walk() if o.name in ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")]
+
+
+# -- pipe inits ------------------------------------------------------------------------------
+_INIT = re.compile(r"(pto\.aic_initialize_pipe|pto\.aiv_initialize_pipe|pto\.initialize_l2g2l_pipe|"
+                   r"pto\.initialize_l2l_pipe) \{([^}]*)\} \(([^)]*)\)(?: \{([^}]*)\})?")
+#: what ptoas's own ops take in their attribute block (PTOOps.td)
+_BLOCK = {"pto.aic_initialize_pipe": {"dir_mask", "slot_size", "nosplit"},
+          "pto.aiv_initialize_pipe": {"dir_mask", "slot_size", "nosplit"},
+          "pto.initialize_l2g2l_pipe": {"dir_mask", "slot_size", "slot_num", "local_slot_num",
+                                        "flag_base", "nosplit"},
+          "pto.initialize_l2l_pipe": {"dir_mask", "slot_size", "slot_num", "flag_base", "nosplit"}}
+
+
+def ptoas_ring(op_name, block, platform):
+    """(SlotNum, LocalSlotNum, FlagID) ptoas builds from an init: its frontend fixes SlotNum
+    8 / 4, FlagID 0 and LocalSlotNum = SlotNum (A2A3) / 2 (A5); l2g2l defaults LocalSlotNum to
+    SlotNum; l2l prints 2 (PTOLowerFrontendPipeOps, PTOToEmitC)."""
+    kv = dict(re.match(r"\s*([\w.]+) = (\w+)", p).groups() for p in block.split(","))
+    mask = int(kv["dir_mask"])
+    if op_name in ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe"):
+        n = 4 if mask == 3 else 8
+        return n, n if platform == "a2a3" else 2, 0
+    n = int(kv["slot_num"])
+    local = int(kv.get("local_slot_num", n)) if op_name == "pto.initialize_l2g2l_pipe" else 2
+    return n, local, int(kv.get("flag_base", 0))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", EXAMPLES)
+def test_pipe_inits_say_only_what_ptoas_reads_and_mean_the_simulated_ring(rel, platform):
+    op, text = written(rel, platform)
+    found = _INIT.findall(text)
+    inits = _inits(op)
+    assert len(found) == len(inits) == 2
+    for (name, block, _ops, trailing), init in zip(found, inits):
+        keys = {p.split("=")[0].strip() for p in block.split(",")}
+        assert keys <= _BLOCK[name], (name, keys - _BLOCK[name])
+        assert all(p.strip().startswith("ptopipe.") for p in trailing.split(",") if p.strip())
+        a = init.attributes
+        n, local, flag = ptoas_ring(name, block, platform)
+        assert (n, flag) == (a["slot_num"], a["flag_id"]), (rel, name, block)
+        if platform == "a2a3":            # LocalSlotNum stages a GM ring's pops (A2A3 only)
+            assert local == local_slot_num(a), (rel, name, block)
+
+
+def test_the_frontend_init_is_written_for_the_ring_ptoas_builds_and_the_handle_form_else():
+    _, s4 = written("examples/mixed/s4_both_ways.py", "a5")        # SlotNum 4 both ways: ptoas's
+    assert s4.count("_initialize_pipe {dir_mask = 3, slot_size = 8192} (") == 2
+    _, s1 = written("examples/mixed/s1_cv_split.py", "a5")         # SlotNum 4 one way: not
+    assert s1.count("= pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 2048, slot_num = 4, "
+                    "flag_base = 0} (") == 2
+    assert s1.count('{ptopipe.local_slot_num = 4, ptopipe.gm_slot_buffer = "gm_slot_buffer"} -> !pto.pipe') == 2
+    _, d4 = written("examples/dsl/s4_both_ways.py", "a2a3")        # LocalSlotNum 2 on a GM ring
+    assert d4.count("slot_num = 4, local_slot_num = 2, flag_base = 0} (%fifo : !pto.ptr<ui8>, ") == 2
+    assert d4.count("{ptopipe.default_local_slot_num} -> !pto.pipe") == 2
+
+
+def test_ptoas_spellings_of_an_init_read_with_the_local_slot_num_ptoas_gives_them():
+    """A frontend init with no slot_num: ptoas's ring, LocalSlotNum = SlotNum on A2A3 (2, the
+    default, on A5); an initialize_l2g2l_pipe with no local_slot_num: its SlotNum."""
+    acc = (ROOT / "tests" / "pto" / "accumulate_a3.pto").read_text()
+    assert [i.attributes["local_slot_num"] for i in _inits(read_pto(acc, "a.pto"))] == [8, 8]
+    assert [i.attributes["local_slot_num"] for i in _inits(read_pto(acc, "a.pto", "a5"))] == [None, None]
+    low = (ROOT / "tests" / "pto" / "lowlevel_a3.pto").read_text()
+    assert [i.attributes["local_slot_num"] for i in _inits(read_pto(low, "l.pto"))] == [4, 4]
+    both = (ROOT / "tests" / "pto" / "c2v_split_a3.pto").read_text()        # ptopipe's slot_num
+    assert [i.attributes["local_slot_num"] for i in _inits(read_pto(both, "c.pto"))] == [None, None]
+
+
+def test_trailing_ptopipe_attributes_are_checked():
+    text = written("examples/dsl/s4_both_ways.py", "a2a3")[1]
+    bad = text.replace("{ptopipe.default_local_slot_num}", "{ptopipe.default_local_slot_num = 3}", 1)
+    with pytest.raises(ParseError, match="takes no value"):
+        read_pto(bad, "k.pto")
+    bad = text.replace("{ptopipe.default_local_slot_num}", "{ptopipe.slots = 3}", 1)
+    with pytest.raises(ParseError, match="unknown attribute 'ptopipe.slots'"):
+        read_pto(bad, "k.pto")
+
+
+# -- reserve_buffer ----------------------------------------------------------------------------
+def test_reserves_are_auto_with_ptopipes_base_alongside():
+    op, text = written("examples/mixed/s1_cv_split.py", "a2a3")
+    assert "auto = false" not in text
+    base = next(o.attributes["base"] for o in op.walk() if o.name == "pl.reserve_buffer")
+    assert f"location = #pto.address_space<vec>, auto = true}} {{ptopipe.base = {base}}} -> i32" in text
+    back = read_pto(text, "k.pto")
+    assert [o.attributes["base"] for o in back.walk() if o.name == "pl.reserve_buffer"] == [base]
+    bare = read_pto(text.replace(f" {{ptopipe.base = {base}}}", ""), "k.pto")
+    assert [o.attributes["base"] for o in bare.walk() if o.name == "pl.reserve_buffer"] == [AUTO]
+    with pytest.raises(ParseError, match="ptopipe.base on a reserve_buffer with auto = false"):
+        read_pto(text.replace("auto = true} {ptopipe.base", f"auto = false, base = {base}}} {{ptopipe.base"), "k.pto")
+
+
+# -- scalars and sync ------------------------------------------------------------------------------
+@pytest.mark.parametrize("v,dtype,text", [(-1e30, "f32", "-1.0e+30"), (0.5, "f32", "0.5"), (3.0, "f16", "3.0"),
+                                          (1e-05, "f32", "1.0e-05"), (math.inf, "f32", "0x7F800000"),
+                                          (-math.inf, "bf16", "0xFF80"), (-math.inf, "f16", "0xFC00")])
+def test_float_literals_have_a_point_or_are_hex_bits(v, dtype, text):
+    assert float_literal(v, dtype) == text
+    assert float_of_literal(text, dtype) == v
+
+
+def test_a_nan_constant_is_hex_and_reads_back_as_nan():
+    assert float_literal(math.nan, "f32") == "0x7FC00000" and math.isnan(float_of_literal("0x7FC00000", "f32"))
+    with pytest.raises(ValueError):
+        float_of_literal("0x1FFFF", "f16")
+
+
+def test_fa_writes_its_minus_1e30_with_a_point():
+    assert "arith.constant -1.0e+30 : f32" in written("examples/mixed/fa_forward.py", "a2a3")[1]
+
+
+def test_events_are_set_flag_wait_flag_and_barrier_takes_its_pipe():
+    op, text = written("examples/dsl/s8_manual_sync.py", "a2a3")
+    assert "pto.set_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE1>, #pto.event<EVENT_ID1>]" in text
+    assert "pto.wait_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE1>, #pto.event<EVENT_ID1>]" in text
+    assert "pto.record_event" not in text and "pto.wait_event" not in text
+    assert first_difference(op, _reread(text, "a2a3")) is None
+    # the dynamic form (an index value) and the barrier
+    dyn = text.replace("pto.set_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE1>, #pto.event<EVENT_ID1>]",
+                       "%ev = arith.constant 1 : index\n    pto.set_flag_dyn [#pto.pipe<PIPE_MTE2>, "
+                       "#pto.pipe<PIPE_MTE1>, %ev]\n    pto.barrier #pto.pipe<PIPE_MTE2>", 1)
+    back = read_pto(dyn, "d.pto")
+    assert any(o.name == "pl.barrier" and o.attributes["pipe"].value == "PIPE_MTE2" for o in back.walk())
+    with pytest.raises(ParseError, match="bad event 'EVENT_ID9'"):
+        read_pto(text.replace("EVENT_ID1>]", "EVENT_ID9>]", 1), "e.pto")
+
+
+def test_row_reductions_get_a_scratch_tile_and_the_reader_takes_it():
+    text = written("examples/mixed/fa_forward.py", "a2a3")[1]
+    T8 = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=32, v_row=8, v_col=32, blayout=row_major, " \
+         "slayout=none_box, fractal=512, pad=0>"
+    assert re.search(r"pto\.trowmax ins\(%s, %tmp : " + re.escape(f"{T8}, {T8}") + r"\)", text)
+    assert re.search(r"pto\.trowsum ins\(%p, %tmp_\d+ : ", text)
+    # an optional scratch (a row broadcast) reads too; a scratch that is no tile does not
+    line = next(ln for ln in text.splitlines() if "pto.trowexpandsub ins(%s, %m :" in ln)
+    tmp = line.replace("ins(%s, %m :", "ins(%s, %m, %tmp :").replace(") outs(", f", {T8}) outs(")
+    with_tmp = text.replace(line, tmp, 1)
+    assert first_difference(read_pto(with_tmp, "t.pto"), read_pto(text, "t.pto")) is None
+    with pytest.raises(ParseError, match="is not a tile buffer"):
+        read_pto(text.replace("pto.trowmax ins(%s, %tmp :", "pto.trowmax ins(%s, %sub :", 1), "t.pto")
+
+
+# -- tiles a loop carries or a branch yields -------------------------------------------------------
+_TILE_CARRIED = re.compile(r"(iter_args\([^)]*\) -> \([^)]*tile_buf|scf\.if [^{]*-> \([^)]*tile_buf|"
+                           r"scf\.yield [^\n]*tile_buf)")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel", ["examples/mixed/fa_forward.py", "examples/dsl/fa_forward.py"])
+def test_loop_and_branch_tiles_live_in_buffers(rel, platform):
+    """ptoas takes no tile-typed iter_args / if results: the writer keeps them in buffers
+    written in place; the reader makes them iter_args / results again."""
+    op, text = written(rel, platform)
+    assert not _TILE_CARRIED.search(text), _TILE_CARRIED.search(text).group(0)
+    assert first_difference(op, _reread(text, platform)) is None
+
+
+def test_the_fa_loop_moves_the_values_it_cannot_write_in_place():
+    """mixed FA: m_new_1 and alpha_1 are made while the loop still reads m and alpha_ahead:
+    moved in at the end of the body; l and o are written in place."""
+    text = written("examples/mixed/fa_forward.py", "a2a3")[1]
+    moves = re.findall(r"pto\.tmov ins\((%\w+) : [^)]*\) outs\((%\w+) : [^)]*\) \{ptopipe\.carry\}", text)
+    assert moves == [("%m_new_1", "%m"), ("%alpha_1", "%alpha_ahead")], moves
+    # l is a DN column: the add writes it in place through its row view (ptoas's tadd is row-major only)
+    view = re.search(r"pto\.tadd ins\(%\w+, %\w+ : [^)]*\) outs\((%l_row\w*) : ", text)
+    assert view and re.search(rf"{view.group(1)} = pto\.treshape %l : ", text)
+
+
+def _swap_program(pure: bool):
+    """A loop carrying (p, q) <- (q, p) (``pure``) or (q, p + q)."""
+    @pl.aiv
+    def swap(x: pl.Tensor[[8, 32], pl.f32], y: pl.Tensor[[8, 32], pl.f32], out: pl.Tensor[[8, 32], pl.f32]):
+        a = pl.load(x, [0, 0], [8, 32], space=pl.Vec)
+        b = pl.load(y, [0, 0], [8, 32], space=pl.Vec)
+        for i, (p, q) in pl.range(0, 3, init_values=(a, b)):
+            s1, s2 = pl.yield_(q, p)
+        pl.store(pl.sub(s1, s2), [0, 0], out)
+
+    @pl.aiv
+    def fib(x: pl.Tensor[[8, 32], pl.f32], y: pl.Tensor[[8, 32], pl.f32], out: pl.Tensor[[8, 32], pl.f32]):
+        a = pl.load(x, [0, 0], [8, 32], space=pl.Vec)
+        b = pl.load(y, [0, 0], [8, 32], space=pl.Vec)
+        for i, (p, q) in pl.range(0, 3, init_values=(a, b)):
+            s1, s2 = pl.yield_(q, pl.add(p, q))
+        pl.store(pl.sub(s1, s2), [0, 0], out)
+    return pl.program(swap if pure else fib, name="swp")
+
+
+@pytest.mark.parametrize("pure,moves", [
+    (False, [("%q", "%p"), ("%7", "%q")]),
+    (True, [("%q", "%staged"), ("%p", "%q"), ("%staged", "%p")])])
+def test_moves_into_carried_buffers_read_before_they_overwrite(pure, moves):
+    """(p, q) <- (q, p + q): p takes q's value before q is overwritten; (p, q) <- (q, p): a
+    cycle, through a staging buffer.  Reading the moves in order is the DPS meaning: the IR
+    read back yields what the original yields - moved the other way round it does not."""
+    op = compile_program(_swap_program(pure), "a2a3")[0]
+    text = write_pto(op)
+    got = re.findall(r"pto\.tmov ins\((%\w+) : [^)]*\) outs\((%\w+) : [^)]*\) \{ptopipe\.carry\}", text)
+    assert got == moves, got
+    assert first_difference(op, _reread(text, "a2a3")) is None
+    lines = text.splitlines()
+    at = [i for i, ln in enumerate(lines) if "{ptopipe.carry}" in ln]
+    lines[at[0]:at[-1] + 1] = reversed(lines[at[0]:at[-1] + 1])
+    try:
+        wrong = first_difference(op, _reread("\n".join(lines), "a2a3"))
+    except ParseError as e:             # a buffer written before the body reads it: not carried
+        wrong = e.what
+    assert wrong is not None
+
+
+def test_carry_moves_alias_and_named_copies_are_copies():
+    """``{ptopipe.carry}`` is no op of the IR (the buffer holds the moved value); ``{ptopipe.copy}``
+    is the IR's pl.copy."""
+    text = written("examples/dsl/fa_forward.py", "a2a3")[1]
+    assert text.count("{ptopipe.copy}") == 2 and "ptopipe.copy %" not in text
+    ops = [o.name for o in read_pto(text, "k.pto").walk()]
+    assert ops.count("pl.copy") == 2
+    mixed = written("examples/mixed/fa_forward.py", "a2a3")[1]
+    as_copies = read_pto(mixed.replace("{ptopipe.carry}", "{ptopipe.copy}"), "k.pto")
+    assert [o.name for o in as_copies.walk()].count("pl.copy") == 2
+    assert [o.name for o in read_pto(mixed, "k.pto").walk()].count("pl.copy") == 0
+
+
+def test_buffers_an_op_carries_are_its_values_in_declaration_order():
+    """Two buffers a loop reads in the other order than they are declared: its iter_args
+    follow the declarations (how the writer lists them), and value names stay unique."""
+    op = compile_program(_swap_program(False), "a2a3")[0]
+    text = write_pto(op)
+    body = text[text.index("scf.for"):]
+    flipped = text.replace(body, body.replace("pto.tadd ins(%p, %q :", "pto.tadd ins(%q, %p :", 1))
+    back = read_pto(flipped, "k.pto")
+    loop = next(o for o in back.walk() if o.name == "pl.for")
+    assert [v.name for v in loop.operands[3:]] == ["p", "q"]
+    names = [v.name for o in back.walk() for v in o.results if v.name]
+    assert len(names) == len(set(names)), names
+    acc = read_pto((ROOT / "tests" / "pto" / "accumulate_a3.pto").read_text(), "a.pto")
+    cube = next(f for f in acc.regions[0].blocks[0] if f.attributes["sym_name"] == "cube")
+    written_acc = [v.name for o in cube.walk() for v in o.results if v.name and v.name.startswith("acc")]
+    assert written_acc == ["acc", "acc_out", "acc_1"], written_acc      # one name per value
+
+
+# -- Left tiles -------------------------------------------------------------------------------------
+def test_a5_left_tiles_are_col_major_as_in_ptoas_and_pto_isa():
+    _, a5 = written("examples/mixed/s1_cv_split.py", "a5")
+    _, a3 = written("examples/mixed/s1_cv_split.py", "a2a3")
+    assert "loc=left, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=col_major, slayout=row_major" in a5
+    assert "loc=left, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=row_major, slayout=row_major" in a3
+    # ptoas gives a Left tile its platform's blayout whatever the text says: so does the reader
+    for text, plat in ((a5.replace("loc=left, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=col_major",
+                                   "loc=left, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=row_major"), "a5"),
+                       (a3.replace("loc=left, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=row_major",
+                                   "loc=left, dtype=f32, rows=16, cols=32, v_row=16, v_col=32, blayout=col_major"), "a2a3")):
+        lefts = [v.type for o in read_pto(text, "k.pto").walk() for v in o.results
+                 if getattr(v.type, "space", None) is MemorySpace.Left]
+        assert lefts and all(t.layout is None for t in lefts), (plat, lefts)
+
+
+# -- what ptoas does not take ----------------------------------------------------------------------
+def test_the_writer_notes_what_ptoas_will_reject():
+    notes = []
+    op = compile_program(programs_of(load_module(str(ROOT / "examples/dsl/s5_subtile_gm.py")))[0], "a5")[0]
+    write_pto(op, "a5", notes)
+    whats = [w for w, _ in notes]
+    assert any("SLOT_NUM 4 or 8 only: this ring has 2 slots" in w for w in whats)
+    assert any("DIR_C2V_GM" in w for w in whats) and any("address flow" in w for w in whats)
+    assert all(where and "s5_subtile_gm.py:" in where for _, where in notes)
+    clean = []
+    write_pto(written("examples/mixed/fa_forward.py", "a5")[0], "a5", clean)
+    assert clean == []
+
+
+def test_compile_emit_pto_warns_of_what_ptoas_will_reject(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "ptopipe.cli", "compile", "examples/dsl/s8_manual_sync.py",
+                        "--variant", "m128_d2", "--emit", "pto", "-o", str(tmp_path / "k.pto")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0 and (tmp_path / "k.pto").exists()
+    assert "warning: ptoas will reject this .pto: ptoas builds rings of SLOT_NUM 4 or 8 only: " \
+           "this ring has 2 slots (at " in r.stderr

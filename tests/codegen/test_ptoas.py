@@ -1,0 +1,122 @@
+"""The ``.pto`` ptopipe writes, through the real assembler (``PTOAS=/path/to/ptoas``; skipped
+when unset, e.g. ``PTOAS=../shared/tools/ptoas``).
+
+For every compiled example (examples/mixed, examples/dsl; each Scenario variant) on A2A3 and
+A5, ptoas
+(``--pto-arch=a3|a5``, its default level2) accepts the file - or rejects it where the writer
+said it would (``write_pto``'s notes: a ring of a SlotNum ptoas does not build, the address
+flow) - and the ``TPipe<FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit>`` of each
+kernel in ptoas's C++ is the one of ptopipe's own pto-isa C++ (``write_cpp``) of the same
+program: the ring ptopipe simulated.  LocalSlotNum is compared where a ring is in GM (A2A3,
+or a ``*_GM`` direction): on A5 a consumer-local ring stages nothing (pto-isa's A5 TPOP
+reads LOCAL_SLOT_NUM only from a GM FIFO) and ptoas prints 2 for every one.
+"""
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+import ptopipe  # noqa: F401  (installs the mixed compiler)
+from ptopipe.cli.compile import programs_of
+from ptopipe.cli.loader import load_module
+from ptopipe.codegen import write_cpp, write_pto
+from ptopipe.passes import compile_program
+
+PTOAS = os.environ.get("PTOAS")
+pytestmark = pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not set")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
+                  for p in (ROOT / "examples" / d).glob("*.py"))
+#: every Scenario variant of every example (ring depths, splits, shapes, dtypes)
+CASES = [(rel, v) for rel in EXAMPLES for v in load_module(str(ROOT / rel)).SCENARIO.variants]
+ARCH = {"a2a3": "a3", "a5": "a5"}
+#: a reason the writer notes -> what ptoas says when it rejects the file for it
+REJECTS = {"SLOT_NUM": "expects 'slot_num' to be 4 or 8",
+           "address flow": "is unknown",
+           "ring in GM by its direction": "expects 'dir_mask' to be 1, 2, or 3"}
+_KERNEL = re.compile(r"AICORE (?:inline )?void (\w+)\(")
+_TPIPE = re.compile(r"TPipe<(\d+), Direction::(\w+), (\d+), (\d+), (\d+), (true|false)>")
+
+
+def tpipes(cpp: str) -> dict:
+    """``{kernel: (FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit)}`` of a C++ file:
+    the TPipe each kernel function uses (kernels without a pipe are left out)."""
+    heads = list(_KERNEL.finditer(cpp))
+    out = {}
+    for h, nxt in zip(heads, heads[1:] + [None]):
+        found = set(_TPIPE.findall(cpp, h.end(), nxt.start() if nxt else len(cpp)))
+        if found:
+            assert len(found) == 1, (h.group(1), found)
+            out[h.group(1)] = found.pop()
+    return out
+
+
+def four_slots(text: str) -> str:
+    """``text`` with every ring of 4 slots (LocalSlotNum at most 4): a SlotNum ptoas builds."""
+    text = re.sub(r"(?<!local_)slot_num = \d+", "slot_num = 4", text)
+    return re.sub(r"local_slot_num = (\d+)", lambda m: f"local_slot_num = {min(int(m.group(1)), 4)}", text)
+
+
+def run_ptoas(pto: pathlib.Path, platform: str, *extra) -> subprocess.CompletedProcess:
+    cpp = pto.with_suffix(".cpp")
+    return subprocess.run([PTOAS, f"--pto-arch={ARCH[platform]}", *extra, str(pto), "-o", str(cpp)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _compiled(rel, platform, variant=None):
+    return compile_program(programs_of(load_module(str(ROOT / rel)), variant)[0], platform)[0]
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("rel,variant", CASES)
+def test_ptoas_takes_the_written_pto_and_builds_the_simulated_ring(rel, variant, platform, tmp_path):
+    op = _compiled(rel, platform, variant)
+    notes = []
+    pto = tmp_path / "k.pto"
+    pto.write_text(write_pto(op, platform, notes))
+    r = run_ptoas(pto, platform)
+    if notes:                       # the writer says ptoas rejects it: it must, for that reason
+        assert r.returncode != 0, f"{rel}: ptoas took a .pto the writer noted {notes}"
+        said = [REJECTS[k] for k in REJECTS if any(k in what for what, _ in notes)]
+        assert any(s in r.stderr for s in said), (notes, r.stderr[-1500:])
+        if all("SLOT_NUM" in what for what, _ in notes):    # the rest of the file is ptoas's
+            pto.write_text(four_slots(pto.read_text()))
+            r = run_ptoas(pto, platform)
+            assert r.returncode == 0, f"{rel} with a 4-slot ring:\n{r.stderr[-3000:]}"
+        return
+    assert r.returncode == 0, f"{rel} on {platform}: ptoas rejected the .pto:\n{r.stderr[-3000:]}"
+    got = tpipes(pto.with_suffix(".cpp").read_text())
+    want = tpipes(write_cpp(op, platform))
+    assert got.keys() == want.keys() and got, (got, want)
+    for kernel, ptoas_pipe in got.items():
+        mine = want[kernel]
+        in_gm = platform == "a2a3" or ptoas_pipe[1].endswith("_GM")
+        keep = range(6) if in_gm else (0, 1, 2, 3, 5)
+        assert [ptoas_pipe[i] for i in keep] == [mine[i] for i in keep], (kernel, ptoas_pipe, mine)
+
+
+def test_tpipes_reads_each_kernels_pipe():
+    """The parser the comparison rests on: per kernel, its one TPipe."""
+    cpp = ("static AICORE void k_aic(__gm__ float* v1) {\n  auto v2 = TPipe<0, Direction::DIR_C2V, "
+           "2048, 4, 4, false>(v1, 0, 0);\n}\nstatic AICORE void k_aiv() {\n  TPOP<TPipe<1, "
+           "Direction::DIR_BOTH, 1024, 8, 2, true>, Tile<...>>(v);\n}\nstatic AICORE void entry() {}\n")
+    assert tpipes(cpp) == {"k_aic": ("0", "DIR_C2V", "2048", "4", "4", "false"),
+                           "k_aiv": ("1", "DIR_BOTH", "1024", "8", "2", "true")}
+
+
+def test_a_ring_ptoas_cannot_build_is_noted_and_rejected(tmp_path):
+    """A 2-slot ring (s8_manual_sync's m128_d2): the writer notes it, and ptoas does reject it."""
+    op = _compiled("examples/dsl/s8_manual_sync.py", "a2a3", "m128_d2")
+    notes = []
+    pto = tmp_path / "k.pto"
+    pto.write_text(write_pto(op, "a2a3", notes))
+    assert [w for w, _ in notes] == ["ptoas builds rings of SLOT_NUM 4 or 8 only: this ring has 2 slots"]
+    r = run_ptoas(pto, "a2a3")
+    assert r.returncode != 0 and "expects 'slot_num' to be 4 or 8" in r.stderr
+    assert "slot_num = 2, local_slot_num = 2" in pto.read_text()
+    pto.write_text(four_slots(pto.read_text()))
+    assert "slot_num = 4, local_slot_num = 2" in pto.read_text()
+    assert run_ptoas(pto, "a2a3").returncode == 0       # that was the only obstacle

@@ -1,0 +1,73 @@
+"""The staging ring of a GM-ring consumer has the consumer's own LocalSlotNum (its TPipe's),
+whatever the producer's TPipe says, and LocalSlotNum must be >= 1."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import ConfigError
+from ptopipe.isa import (DIR_C2V, TADDS, TFREE, TPOP, TPUSH, TSTORE, GlobalTensor, TPipe, Tile,
+                         TileType, float32)
+
+from markers import line_of
+
+ROWS, COLS = 8, 32
+SLOT = ROWS * COLS * 4
+N = 3                       # tiles held at once by the consumer
+
+
+def _kernels(prod_local: int, cons_local: int):
+    """The Cube pushes its zero accumulator N times to AIV0 only, declaring ``prod_local``;
+    AIV0 declares ``cons_local``, pops N tiles into address-less tiles (staged), holds them
+    all, then stores tile i + i to row block i of ``out``."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, prod_local, peers=(0,))(fifo)
+        acc = Tile(TileType.Acc, float32, ROWS, COLS, addr=0)
+        for _ in range(N):
+            TPUSH(pipe, acc)
+
+    def vector(fifo, out):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, cons_local, peers=(0,))(fifo)
+        held = [Tile(TileType.Vec, float32, ROWS, COLS) for _ in range(N)]
+        for t in held:
+            TPOP(pipe, t)
+        for i, t in enumerate(held):
+            o = Tile(TileType.Vec, float32, ROWS, COLS, addr=0x10000)
+            TADDS(o, t, float(i))
+            TSTORE(GlobalTensor(out.data() + i * ROWS * COLS, (ROWS, COLS)), o)
+        for _ in held:
+            TFREE(pipe)
+    return cube, vector
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_consumer_local_slot_num_sizes_its_staging_ring(protocol):
+    cube, vector = _kernels(prod_local=2, cons_local=N)
+    res = ptopipe.run(aic=cube, aiv=(vector, None),
+                      args=dict(fifo=ptopipe.gm_buffer(4 * SLOT), out=np.full((N * ROWS, COLS), -1, np.float32)),
+                      platform="a2a3", protocol=protocol)
+    want = np.repeat(np.arange(N, dtype=np.float32), ROWS)[:, None] * np.ones((1, COLS), np.float32)
+    np.testing.assert_array_equal(res.outputs["out"], want)
+
+
+def vector_zero(fifo, out):
+    TPipe(0, DIR_C2V, SLOT, 4, 0)(fifo)                # ZERO
+
+
+def cube_default(fifo):
+    TPipe(0, DIR_C2V, SLOT, 4)(fifo)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_local_slot_num_zero_is_a_config_error(platform, protocol):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aic=None, aiv=vector_zero,
+                    args=dict(fifo=ptopipe.gm_buffer(4 * SLOT), out=np.zeros(4, np.float32)),
+                    platform=platform, protocol=protocol)
+    assert "LocalSlotNum 0" in ei.value.what
+    path, line = ei.value.where.rsplit(":", 1)
+    assert (os.path.basename(path), int(line)) == (os.path.basename(__file__), line_of(vector_zero, "ZERO"))

@@ -1,0 +1,338 @@
+"""Bad DSL programs: each must raise CompileError at the right file:line:col (never a
+Python traceback).  ``@@`` in a snippet marks the expected error position."""
+import re
+
+import pytest
+
+import ptopipe.language as pl
+from ptopipe import CompileError
+
+HEAD = "import ptopipe.language as pl\n\n"
+
+VEC_OK = '''
+@pl.aiv
+def vec(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=16384, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0)
+    t = pl.TPOP(buf, pl.Tile[[16, 32], pl.f32, pl.Vec])
+    pl.TFREE(buf)
+'''
+
+CASES = {
+    # pto-isa's TROWEXPAND* take the per-row operand as a one-column DN tile (mode 1): an ND
+    # column, or a wider tile (whose column 0 alone would be used), is told at the operand
+    "row_expand_nd_column": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    r = pl.move(pl.row_max(t), space=pl.Vec, layout=pl.ND)
+    pl.store(pl.row_expand_sub(t, @@r), [0, 0], x)
+''',
+    "row_expand_wide_row_operand": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    r = pl.load(x, [0, 0], [16, 8])
+    pl.store(pl.row_expand_mul(t, @@r), [0, 0], x)
+''',
+    # "/" where "//" was meant: the offset would be truncated at run time
+    "float_load_offset": '''
+@pl.aic
+def k(x: pl.Tensor[[64, 32], pl.f32]):
+    for i in pl.range(3):
+        t = pl.load(x, @@[(i * 18) / 4, 0], [16, 32], space=pl.Mat)
+''',
+    "float_store_offset": '''
+@pl.aiv
+def k(x: pl.Tensor[[64, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(t, @@[1.5, 0], x)
+''',
+    "float_loop_bound": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    for i in pl.range(@@2.5):
+        pl.store(pl.load(x, [0, 0], [16, 32]), [0, 0], x)
+''',
+    "unknown_op": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    u = @@pl.frobnicate(t)
+''',
+    "unknown_name": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [@@ROWS, 32])
+''',
+    "while_loop": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    @@while True:
+        pass
+''',
+    "try_block": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    @@try:
+        t = pl.load(x, [0, 0], [16, 32])
+    except Exception:
+        pass
+''',
+    "with_block": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    @@with open("f") as f:
+        pass
+''',
+    "lambda": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    f = @@lambda v: v
+''',
+    "list_comprehension": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    ts = @@[pl.load(x, [0, 0], [16, 32]) for i in pl.range(2)]
+''',
+    "python_range": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    for i in @@range(4):
+        t = pl.load(x, [0, 0], [16, 32])
+''',
+    "break": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    for i in pl.range(4):
+        @@break
+''',
+    "missing_annotation": '''
+@pl.aiv
+def k(@@x):
+    pass
+''',
+    "reserve_without_size": '''
+@pl.aiv
+def k(fifo: pl.Tensor[[16384], pl.u8]):
+    buf = @@pl.reserve_buffer(name="ring", base=pl.AUTO)
+''',
+    "reserve_bad_base": '''
+@pl.aiv
+def k(fifo: pl.Tensor[[16384], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4096, base=@@0x1001)
+''',
+    "matmul_vec_tiles": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 16], pl.f32]):
+    a = pl.load(x, [0, 0], [16, 16])
+    c = pl.matmul(@@a, a)
+''',
+    "add_shape_mismatch": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    a = pl.load(x, [0, 0], [16, 32])
+    b = pl.load(x, [0, 0], [8, 32])
+    c = pl.add(a, @@b)
+''',
+    "add_dtype_mismatch": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f16]):
+    a = pl.load(x, [0, 0], [16, 32])
+    b = pl.load(y, [0, 0], [16, 32])
+    c = @@a + b
+''',
+    "vec_tile_on_cube": '''
+@pl.aic
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    a = pl.load(x, [0, 0], [16, 32], space=@@pl.Vec)
+''',
+    "load_into_left": '''
+@pl.aic
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    a = pl.load(x, [0, 0], [16, 32], space=@@pl.Left)
+''',
+    "aic_init_on_vector": '''
+@pl.aiv
+def k(fifo: pl.Tensor[[16384], pl.u8]):
+    @@pl.aic_initialize_pipe(pl.DIR_C2V, 2048, fifo)
+''',
+    "tpush_acc_on_vector": VEC_OK + '''
+@pl.aic
+def cube(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
+    peer = pl.import_peer_buffer(name="ring", peer_func=vec)
+    pl.aic_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=peer.base)
+    a = pl.load(x, [0, 0], [16, 32], space=pl.Mat)
+    pl.TPUSH(@@a, peer)
+''',
+    "import_missing_peer": VEC_OK + '''
+@pl.aic
+def cube(fifo: pl.Tensor[[16384], pl.u8]):
+    @@peer = pl.import_peer_buffer(name="ring", peer_func=no_such_kernel)
+    pl.aic_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=peer.base)
+    t = pl.TALLOC(peer, pl.Tensor[[16, 32], pl.f32])
+    pl.TPUSH(t, peer)
+''',
+    "import_missing_buffer": VEC_OK + '''
+@pl.aic
+def cube(fifo: pl.Tensor[[16384], pl.u8]):
+    @@peer = pl.import_peer_buffer(name="rnig", peer_func=vec)
+    pl.aic_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=peer.base)
+    t = pl.TALLOC(peer, pl.Tensor[[16, 32], pl.f32])
+    pl.TPUSH(t, peer)
+''',
+    "reserve_in_producer": '''
+@pl.aic
+def cube(x: pl.Tensor[[16, 16], pl.f16], fifo: pl.Tensor[[16384], pl.u8]):
+    @@buf = pl.reserve_buffer(name="ring", size=8192, base=pl.AUTO)
+    pl.aic_initialize_pipe(pl.DIR_C2V, 1024, fifo)
+''',
+    "tpop_before_init": '''
+@pl.aiv
+def vec(fifo: pl.Tensor[[16384], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=16384, base=pl.AUTO)
+    t = @@pl.TPOP(buf, pl.Tile[[16, 32], pl.f32, pl.Vec])
+    pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base)
+    pl.TFREE(buf)
+''',
+    "use_after_loop_local": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    for i in pl.range(4):
+        t = pl.load(x, [0, 0], [16, 32])
+    pl.store(@@t, [0, 0], x)
+''',
+    "unknown_keyword": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32], @@spaec=pl.Vec)
+''',
+    "tile_as_loop_bound": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    for i in pl.range(@@t):
+        pass
+''',
+    "dynamic_shape": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    for i in pl.range(4):
+        t = pl.load(x, [0, 0], [@@i, 32])
+''',
+    "return_value": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    @@return t
+''',
+    "loop_carried_type_change": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    for i in pl.range(4):
+        @@t = pl.row_sum(t)
+''',
+    "nested_def": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    @@def helper():
+        pass
+''',
+    "tuple_unpacking": '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    @@a, b = 1, 2
+''',
+    "matmul_acc_dtype": '''
+@pl.aic
+def k(x: pl.Tensor[[16, 16], pl.f16]):
+    a = pl.move(pl.load(x, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    b = pl.move(pl.load(x, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+    c = pl.matmul(a, b)
+    d = pl.matmul_acc(c, a, @@c)
+''',
+}
+
+
+def _case(src: str):
+    text = HEAD + src.lstrip("\n")
+    i = text.index("@@")
+    line = text.count("\n", 0, i) + 1
+    col = i - (text.rfind("\n", 0, i) + 1) + 1
+    return text.replace("@@", "", 1), line, col
+
+
+def test_there_are_at_least_20_cases():
+    assert len(CASES) >= 20
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_program_reports_compile_error_with_location(name):
+    text, line, col = _case(CASES[name])
+    fname = f"{name}.py"
+    with pytest.raises(CompileError) as ei:
+        pl.parse(text, filename=fname)
+    err = ei.value
+    assert err.where == f"{fname}:{line}:{col}", (err.where, str(err))
+    assert err.fix, f"no fix hint for {name}: {err}"
+
+
+def test_parse_errors_name_the_construct():
+    text, _, _ = _case(CASES["while_loop"])
+    with pytest.raises(CompileError, match="while loops are not supported"):
+        pl.parse(text, filename="w.py")
+    text, _, _ = _case(CASES["import_missing_buffer"])
+    with pytest.raises(CompileError, match="reserves no buffer named 'rnig'"):
+        pl.parse(text, filename="w.py")
+
+
+def test_live_decorated_kernel_error_points_at_the_source_file():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def bad(x: pl.Tensor[[16, 32], pl.f32]):
+            t = pl.load(x, [0, 0], [16, 32])
+            u = pl.frobnicate(t)   # the error line
+    where = ei.value.where
+    m = re.match(r"(.*):(\d+):(\d+)$", where)
+    assert m and m.group(1).endswith("test_dsl_errors.py")
+    with open(__file__) as f:
+        src_line = f.read().splitlines()[int(m.group(2)) - 1]
+    assert "pl.frobnicate(t)   # the error line" in src_line
+    assert src_line[int(m.group(3)) - 1:].startswith("pl.frobnicate")
+
+
+def test_calling_a_pl_op_from_python_is_a_compile_error():
+    with pytest.raises(CompileError, match="called from plain Python"):
+        pl.load(None, [0, 0], [1, 1])
+
+
+def test_bad_annotation_is_a_compile_error():
+    with pytest.raises(CompileError, match="bad type annotation"):
+        pl.Tensor[[0, 4], pl.f32]
+
+
+def test_a_float_gm_offset_says_to_use_floor_division():
+    for name, op in (("float_load_offset", "pl.load"), ("float_store_offset", "pl.store")):
+        text, _, _ = _case(CASES[name])
+        with pytest.raises(CompileError) as ei:
+            pl.parse(text, filename="f.py")
+        assert f"{op}: offset 0 is a f32 scalar, but GM offsets are element indices" in ei.value.what
+        assert "// (floor division)" in ei.value.fix
+
+
+def test_a_dtype_rule_error_names_the_op_once():
+    """'pl.exp: pl.exp: TEXP ...' and '(the tile is int32) (the tile is i32)'."""
+    src = HEAD + '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.i32]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.exp(t), [0, 0], x)
+'''
+    with pytest.raises(CompileError) as ei:
+        pl.parse(src, filename="e.py")
+    assert ei.value.what == "pl.exp: TEXP works on float tiles, not int32", ei.value.what
+    src = src.replace("pl.exp(t)", "pl.adds(t, 1.5)")
+    with pytest.raises(CompileError) as ei:
+        pl.parse(src, filename="e.py")
+    assert ei.value.what == "pl.adds: the scalar 1.5 is not an integer (the tile is int32)", ei.value.what

@@ -1,0 +1,413 @@
+"""The one protocol model: flag ids, SyncPeriod, credits and free signals come from the
+channel's ``model`` (SpecModel / PtoIsaModel) for every API and every consumer of them
+(binding, the ops, the run summary, the profile)."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.isa import *  # noqa: F403
+from ptopipe.isa.pipe import PTO_ISA, SPEC
+from ptopipe.errors import LeakError
+from ptopipe.report import profile
+from markers import line_of
+
+HERE = os.path.basename(__file__)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+pytestmark = pytest.mark.usefixtures("no_hang")
+
+
+def _load(name):
+    path = os.path.join(ROOT, "examples", "scenarios", name + ".py")
+    spec = importlib.util.spec_from_file_location(f"_pm_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _channels(res):
+    return {ch.way: ch for ch in res.cluster.state.channels.values()}
+
+
+# --- one flag-id rule for TPipe and *_initialize_pipe -------------------------------------------
+def _s4_with(binder):
+    """S4 (DIR_BOTH, SlotNum 4 per way) with its pipe bound by ``binder(fifo)``."""
+    s4 = _load("s4_both_ways")
+    s4._pipe = binder(s4)
+    return s4
+
+
+def _tpipe(s4):
+    return lambda fifo: TPipe(0, DIR_BOTH, s4.SLOT, s4.DEPTH)(fifo, s4.RING_UB, s4.RING_L1)
+
+
+def _init_api(s4):
+    def bind(fifo):
+        init = aic_initialize_pipe if is_cube() else aiv_initialize_pipe
+        return init(DIR_BOTH, s4.SLOT, fifo, s4.RING_UB, s4.RING_L1)
+    return bind
+
+
+def _mixed(s4):
+    def bind(fifo):       # the Cube uses the seed-003 API, the Vector cores a TPipe
+        return (_init_api(s4) if is_cube() else _tpipe(s4))(fifo)
+    return bind
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol,ids", [("pto-isa", {"C2V": (0, 1), "V2C": (2, 3)}),
+                                          ("spec", {"C2V": (0, 0), "V2C": (4, 4)})])
+@pytest.mark.parametrize("binder", [_tpipe, _init_api, _mixed])
+def test_dir_both_flag_ids_are_the_same_through_every_api(platform, protocol, ids, binder):
+    s4 = _s4_with(binder)
+    sc = s4.SCENARIO
+    args = sc.make_args(np.random.default_rng(0))
+    res = ptopipe.run(sc.aic, sc.aiv, args, platform=platform, protocol=protocol)
+    np.testing.assert_allclose(res["out"], sc.golden(args)["out"], rtol=1e-5)
+    chans = _channels(res)
+    for way, (ready, free) in ids.items():
+        ch = chans[way]
+        assert (ch.ready_id, ch.free_id) == (ready, free), way
+        for p in ch.peers:
+            assert ch.ready_flags[p][0].id == ready and ch.free_flags[p][0].id == free
+
+
+def test_init_api_pipe_claims_pto_isa_free_flag():
+    """pto-isa: a C2V pipe from aic_/aiv_initialize_pipe uses flags 0 (ready) and 1 (free), so
+    a second pipe whose ready flag is 1 on the same link is a shared-flag error."""
+    def cube(fifo, fifo2):
+        aic_initialize_pipe(DIR_C2V, 1024, fifo)
+        TPipe(1, DIR_V2C, 1024, 2)(fifo2)  # second
+
+    def vec(fifo, fifo2):
+        aiv_initialize_pipe(DIR_C2V, 1024, fifo)
+        TPipe(1, DIR_V2C, 1024, 2)(fifo2)
+
+    with pytest.raises(ptopipe.ConfigError, match="share") as ei:
+        ptopipe.run(cube, (vec, None), dict(fifo=gm_buffer(8 * 1024), fifo2=gm_buffer(2 * 1024)),
+                    protocol="pto-isa")
+    assert ei.value.where.endswith(f"{HERE}:{line_of(cube, 'second')}")
+
+
+def test_models_state_their_rules():
+    cfg4 = TPipe(0, DIR_C2V, 1024, 4)
+    assert SPEC.flag_ids(2, 1, 4) == (6, 6) and PTO_ISA.flag_ids(2, 1, 4) == (4, 5)
+    assert SPEC.sync_period(cfg4) == 1 and PTO_ISA.sync_period(cfg4) == 2
+    assert PTO_ISA.sync_period(TPipe(0, DIR_C2V, 1024, 4, sync_period=4)) == 4
+    assert PTO_ISA.sync_period(TPipe(0, DIR_C2V, 1024, 2)) == 2
+    assert SPEC.startup_credits(4) == 4 and PTO_ISA.startup_credits(4) == 0
+
+
+# --- the report reads the protocol from the channel; counts in one unit --------------------------
+T = 16
+TSLOT = T * T * 4
+
+
+def _tmpipe_kernels(depth, sync_t, fifo_type):
+    def cube(x, fifo, n):
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        xl1 = Tile(TileType.Mat, float32, T, T, addr=0)
+        xl0 = Tile(TileType.Left, float32, T, T, addr=0)
+        eye = Tile(TileType.Right, float32, T, T, addr=0)
+        eye.array[...] = np.eye(T, dtype=np.float32)
+        pipe = TMPipe(0, fifo_type, depth, sync_t, acc, Tile(TileType.Vec, float32, T, T),
+                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, 0x4000, 0)
+        for i in range(n):
+            TLOAD(xl1, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TMOV(xl0, xl1)
+            TMATMUL(acc, xl0, eye)
+            TPUSH(pipe, acc)
+
+    def vec(out, fifo, n):
+        t = Tile(TileType.Vec, float32, T, T)
+        o = Tile(TileType.Vec, float32, T, T, addr=0x20000)
+        pipe = TMPipe(0, fifo_type, depth, sync_t, Tile(TileType.Acc, float32, T, T), t,
+                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, 0x4000, 0)
+        for i in range(n):
+            TPOP(pipe, t)
+            TADDS(o, t, 1.0)
+            TADDS(o, o, 1.0)          # a slow consumer: the ring fills up
+            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), o)
+            TFREE(pipe)
+    return cube, (vec, None)
+
+
+def _mean_occupancy(res, sync, startup=0):
+    """Time-averaged slots in use, worked out from the trace with ``sync`` slots per free SET
+    (the first ``startup`` free SETs are the consumer's start-up credits, not releases):
+    push k holds a slot from its start until the free SET that covers it."""
+    cl = res.cluster
+    tr = [(c, name, s) for c, _p, name, s, _e, _a in cl.trace]
+    starts = [s for c, name, s in tr if c == cl.aic.index and name == "TPUSH"]
+    sets = [at for sender, flag, at in cl.signals if flag.signal == "free"][startup:]
+    ends = [sets[k // sync] if k // sync < len(sets) else cl.cycles for k in range(len(starts))]
+    return sum(max(e, s) - s for s, e in zip(starts, ends)) / cl.cycles, starts, ends
+
+
+@pytest.mark.parametrize("platform,fifo_type", [("a2a3", FIFOType.GM_FIFO), ("a5", FIFOType.VEC_FIFO)])
+@pytest.mark.parametrize("sync_t", [1, 4])
+def test_profile_occupancy_of_a_tmpipe_under_pto_isa(platform, fifo_type, sync_t):
+    """pto-isa's TMPipe (a2a3/ and a5/ TPush.hpp) never reads FiFoSyncT: its constructor posts
+    one free, every TPUSH waits, every release frees - one free SET releases one slot and at
+    most one tile is in the ring however deep the FIFO."""
+    n, depth = 12, 4
+    cube, vec = _tmpipe_kernels(depth, sync_t, fifo_type)
+    x = np.arange(n * T * T, dtype=np.float32).reshape(n * T, T)
+    res = ptopipe.run(cube, vec, dict(x=x, out=np.zeros_like(x), fifo=gm_buffer(depth * TSLOT), n=n),
+                      platform=platform, protocol="pto-isa", trace=True)
+    np.testing.assert_array_equal(res["out"], x + 2)
+    ch = _channels(res)["C2V"]
+    assert (ch.sync_period, ch.wait_every, ch.startup_credits) == (1, True, 1)
+    expected, starts, ends = _mean_occupancy(res, 1, startup=1)
+    pops = [s for c, _p, name, s, _e, _a in res.cluster.trace if name == "TPOP"]
+    assert all(e >= p for e, p in zip(ends, pops))       # no slot is released before its pop
+    assert all(s >= e for s, e in zip(starts[1:], ends))  # push k+1 starts after tile k's free
+    (ring,) = profile(res).rings
+    assert ring.mean == pytest.approx(expected)
+    assert ring.peak <= 1
+
+
+def _summary_and_profile(name, variant, platform):
+    sc = _load(name).SCENARIO
+    res, _exp = sc.run(variant, platform, "spec", trace=True)
+    pipes = {p["name"]: p for p in res.summary.pipes}
+    rings = {r.name: r for r in profile(res).rings}
+    assert pipes.keys() == rings.keys()
+    return res, pipes, rings
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_run_summary_and_profile_count_a_c2v_ring_alike(platform):
+    """C2V with two lanes: 8 tiles pushed by the Cube, each popped by both Vector cores."""
+    res, pipes, rings = _summary_and_profile("s1_cv_split", "default", platform)
+    (name,) = pipes
+    p, r = pipes[name], rings[name]
+    tiles = r.tiles
+    assert tiles > 1
+    assert (p["tiles"], p["pushes"], p["pops"], p["frees"], p["lanes"]) == (tiles, tiles, 2 * tiles, 2 * tiles, 2)
+    assert (r.tiles, r.pushes, r.pops, r.lanes) == (tiles, tiles, 2 * tiles, 2)
+    assert f"{tiles} tiles pushed ({tiles} TPUSH), {2 * tiles} TPOP, {2 * tiles} TFREE, 2 lanes" \
+        in res.summary.format()
+    assert f"{tiles} tiles pushed ({tiles} TPUSH), {2 * tiles} TPOP, 2 lanes" in profile(res).format()
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_run_summary_and_profile_count_a_v2c_ring_alike(platform):
+    """V2C with two lanes: each tile is pushed in two parts (one per Vector core), popped once."""
+    res, pipes, rings = _summary_and_profile("s3_vc_dequant", "default", platform)
+    (name,) = pipes
+    p, r = pipes[name], rings[name]
+    tiles = r.tiles
+    assert tiles > 1
+    assert (p["tiles"], p["pushes"], p["pops"], p["frees"], p["lanes"]) == (tiles, 2 * tiles, tiles, tiles, 2)
+    assert (r.tiles, r.pushes, r.pops, r.lanes) == (tiles, 2 * tiles, tiles, 2)
+    assert f"{tiles} tiles pushed ({2 * tiles} TPUSH), {tiles} TPOP" in res.summary.format()
+
+
+# --- the local staging ring ------------------------------------------------------------------------
+SM, SK, SN = 32, 16, 8                   # an SMxSK tile then an SKxSN tile (SN < SM) on one ring
+SSLOT = 2 * SM * SK * 4                 # larger than either tile
+STAGE = 0x20000                         # the Cube's staging ring (A2A3) / V2C ring (A5) in L1
+
+
+def _two_size_kernels(direction=DIR_V2C, a_addr=None, b_addr=None, after=None, free=True):
+    """AIV0 pushes x (SMxSK) then w (SKxSN) through one V2C ring; the Cube pops both before
+    freeing either (``free=False``: never - pto-isa on A5, where a tile TPOP from a GM ring
+    frees the slot itself and a TFREE would free it again) and stores x @ w."""
+    def cube(fifo, out):
+        pipe = TPipe(0, direction, SSLOT, 2, peers=(0,))(fifo, 0, STAGE)
+        xa = Tile(TileType.Mat, float32, SM, SK, addr=a_addr)
+        wb = Tile(TileType.Mat, float32, SK, SN, addr=b_addr)
+        a0 = Tile(TileType.Left, float32, SM, SK, addr=0)
+        b0 = Tile(TileType.Right, float32, SK, SN, addr=0)
+        acc = Tile(TileType.Acc, float32, SM, SN, addr=0)
+        TPOP(pipe, xa)  # first pop
+        TPOP(pipe, wb)  # second pop
+        TMOV(a0, xa)
+        TMOV(b0, wb)
+        if free:
+            TFREE(pipe)
+            TFREE(pipe)
+        TMATMUL(acc, a0, b0)
+        TSTORE(out, acc)
+        if after is not None:
+            after()
+
+    def vec(x, w, fifo):
+        pipe = TPipe(0, direction, SSLOT, 2, peers=(0,))(fifo, 0, STAGE)
+        xt = Tile(TileType.Vec, float32, SM, SK, addr=0)
+        wt = Tile(TileType.Vec, float32, SK, SN, addr=0x4000)
+        TLOAD(xt, x)
+        TPUSH(pipe, xt)
+        TLOAD(wt, w)
+        TPUSH(pipe, wt)
+    return cube, (vec, None)
+
+
+def _two_size_args():
+    rng = np.random.default_rng(3)
+    return dict(x=rng.integers(-4, 5, (SM, SK)).astype(np.float32),
+                w=rng.integers(-4, 5, (SK, SN)).astype(np.float32),
+                out=np.zeros((SM, SN), np.float32), fifo=gm_buffer(2 * SSLOT))
+
+
+@pytest.mark.parametrize("platform,direction", [("a2a3", DIR_V2C), ("a5", DIR_V2C_GM), ("a5", DIR_V2C)])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_staging_ring_carries_tiles_of_different_sizes(platform, direction, protocol):
+    a5_gm_pto_isa = (platform, direction, protocol) == ("a5", DIR_V2C_GM, "pto-isa")
+    args = _two_size_args()
+    if a5_gm_pto_isa:               # the TFREEs would send two frees too many: reported at exit
+        with pytest.raises(LeakError) as ei:
+            ptopipe.run(*_two_size_kernels(direction), args, platform=platform, protocol=protocol)
+        assert "frees the slot a second time" in str(ei.value), str(ei.value)
+    cube, vec = _two_size_kernels(direction, free=not a5_gm_pto_isa)
+    res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res["out"], args["x"] @ args["w"])
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_tiles_without_address_popped_alternately_are_staged_again(platform, protocol):
+    """Found by the fuzz: a tile that got its address from an earlier TPOP's staging must be
+    staged again by its next TPOP (it used to keep its old staging slot: a correct kernel was
+    reported as a use after free once another tile had used that slot)."""
+    slot = 8 * 8 * 4
+
+    def cube(a, fifo):
+        pipe = TPipe(0, DIR_C2V, slot, 1, 1, peers=(0,))(fifo, 0x20000, 0)
+        m, acc = Tile(TileType.Mat, float32, 8, 8, addr=0), Tile(TileType.Acc, float32, 8, 8, addr=0)
+        lt, rt = Tile(TileType.Left, float32, 8, 8, addr=0), Tile(TileType.Right, float32, 8, 8, addr=0)
+        TLOAD(m, a)
+        TMOV(lt, m)
+        TMOV(rt, m)
+        for i in range(4):
+            TMATMUL(acc, lt, rt)
+            TPUSH(pipe, acc)
+
+    def vector(out, fifo):
+        pipe = TPipe(0, DIR_C2V, slot, 1, 1, peers=(0,))(fifo, 0x20000, 0)
+        ys = [Tile(TileType.Vec, float32, 8, 8), Tile(TileType.Vec, float32, 8, 8)]
+        o = Tile(TileType.Vec, float32, 8, 8, addr=0)
+        for i in range(4):
+            TPOP(pipe, ys[i % 2])
+            TMULS(o, ys[i % 2], float(i + 1))
+            TFREE(pipe)
+            TSTORE(GlobalTensor(out.data() + i * 64, (8, 8)), o)
+
+    a = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+    res = ptopipe.run(cube, (vector, None), dict(a=a, out=np.zeros((32, 8), np.float32),
+                                                 fifo=ptopipe.gm_buffer(slot)),
+                      platform=platform, protocol=protocol)
+    want = np.concatenate([(a @ a) * (i + 1) for i in range(4)])
+    np.testing.assert_allclose(res["out"], want, rtol=1e-6)
+
+
+def test_staging_ring_reserves_local_slot_num_slots_of_slot_size():
+    """The staging ring is LocalSlotNum (2) x SlotSize bytes, however small the popped tiles."""
+    def tile_in_second_staging_slot():
+        Tile(TileType.Mat, float32, 8, 8, addr=STAGE + SSLOT + SSLOT // 2)  # in the ring
+
+    cube, vec = _two_size_kernels(after=tile_in_second_staging_slot)
+    with pytest.raises(ptopipe.MemoryConflictError, match="local staging") as ei:
+        ptopipe.run(cube, vec, _two_size_args(), platform="a2a3")
+    assert ei.value.where.endswith(f"{HERE}:{line_of(tile_in_second_staging_slot, 'in the ring')}")
+
+
+@pytest.mark.parametrize("platform,direction", [("a2a3", DIR_V2C), ("a5", DIR_V2C_GM)])
+def test_pop_into_a_held_tile_is_an_error_naming_both_pops(platform, direction):
+    cube, vec = _two_size_kernels(direction, a_addr=0x0, b_addr=0x100)
+    with pytest.raises(ptopipe.ProtocolError, match="overlaps") as ei:
+        ptopipe.run(cube, vec, _two_size_args(), platform=platform)
+    err = ei.value
+    first, second = f"{HERE}:{line_of(cube, 'first pop')}", f"{HERE}:{line_of(cube, 'second pop')}"
+    assert err.where.endswith(second)
+    assert first in str(err) and second in str(err)
+
+
+# --- bad input: the two ends of a pipe use different split modes ----------------------------------
+ESLOT = 16 * 16 * 4
+
+
+def _split_pair(way, push_split, pop_split, platform, free_split=None):
+    """One tile through a C2V or V2C pipe, pushed with ``push_split`` and popped with
+    ``pop_split`` (tile shapes follow each end's own split)."""
+    d = DIR_C2V if way == "C2V" else DIR_V2C
+    # two Vector cores pushing whole tiles would write the same V2C slot bytes: AIV0 alone
+    peers = (0,) if way == "V2C" and push_split == TILE_NO_SPLIT else (0, 1)
+
+    def part(split, rows=16, cols=16):
+        return {TILE_UP_DOWN: (rows // 2, cols), TILE_LEFT_RIGHT: (rows, cols // 2)}.get(split, (rows, cols))
+
+    def cube(fifo):
+        pipe = TPipe(0, d, ESLOT, 2, peers=peers)(fifo, 0x10000, 0x10000)
+        if way == "C2V":
+            TPUSH(pipe, Tile(TileType.Acc, float32, 16, 16, addr=0), push_split)  # push
+        else:
+            TPOP(pipe, Tile(TileType.Mat, float32, 16, 16), pop_split)  # pop
+            TFREE(pipe)
+
+    def vec(fifo):
+        if get_subblockid() not in peers:
+            return
+        pipe = TPipe(0, d, ESLOT, 2, peers=peers)(fifo, 0x10000, 0x10000)
+        if way == "C2V":
+            t = Tile(TileType.Vec, float32, *part(pop_split))
+            TPOP(pipe, t, pop_split)  # pop
+            if free_split is None:
+                TFREE(pipe)
+            else:
+                TFREE(pipe, t, free_split)  # free
+        else:
+            TPUSH(pipe, Tile(TileType.Vec, float32, *part(push_split), addr=0), push_split)  # push
+    return cube, vec
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("way,push_split,pop_split", [
+    ("V2C", TILE_UP_DOWN, TILE_NO_SPLIT),       # two halves popped as one unsplit tile
+    ("V2C", TILE_NO_SPLIT, TILE_UP_DOWN),
+    ("V2C", TILE_LEFT_RIGHT, TILE_UP_DOWN),
+    ("C2V", TILE_NO_SPLIT, TILE_UP_DOWN),       # a whole tile popped as halves
+    ("C2V", TILE_UP_DOWN, TILE_NO_SPLIT),
+    ("C2V", TILE_LEFT_RIGHT, TILE_UP_DOWN)])
+def test_ends_with_different_split_modes_are_reported_naming_both_lines(platform, protocol, way, push_split,
+                                                                        pop_split):
+    cube, vec = _split_pair(way, push_split, pop_split, platform)
+    with pytest.raises(ptopipe.ProtocolError, match="split") as ei:
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform, protocol=protocol)
+    err = ei.value
+    push_fn, pop_fn = (cube, vec) if way == "C2V" else (vec, cube)
+    push, pop = f"{HERE}:{line_of(push_fn, 'push')}", f"{HERE}:{line_of(pop_fn, 'pop')}"
+    two_lanes = not (way == "V2C" and push_split == TILE_NO_SPLIT)
+    if (platform, protocol) == ("a5", "pto-isa") and two_lanes and TILE_NO_SPLIT in (push_split, pop_split):
+        # pto-isa A5: a NO_SPLIT transfer has one lane (AIV0); the first one on a pipe with
+        # AIV1 is reported at its line (docs/protocols.md)
+        assert "one lane" in err.what
+        assert err.where.endswith(push if push_split == TILE_NO_SPLIT else pop)
+        return
+    assert err.where.endswith(pop)
+    assert push in str(err) and pop in str(err)
+    assert push_split.name in str(err) and pop_split.name in str(err)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_matching_split_modes_pass(platform):
+    for way in ("C2V", "V2C"):
+        cube, vec = _split_pair(way, TILE_UP_DOWN, TILE_UP_DOWN, platform, free_split=TILE_UP_DOWN)
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_tfree_split_must_match_its_tpop(platform):
+    cube, vec = _split_pair("C2V", TILE_UP_DOWN, TILE_UP_DOWN, platform, free_split=TILE_LEFT_RIGHT)
+    with pytest.raises(ptopipe.ProtocolError, match="TFREE") as ei:
+        ptopipe.run(cube, vec, dict(fifo=gm_buffer(2 * ESLOT)), platform=platform)
+    err = ei.value
+    pop, free = f"{HERE}:{line_of(vec, 'pop')}", f"{HERE}:{line_of(vec, 'free')}"
+    assert err.where.endswith(free)
+    assert pop in str(err) and "TILE_LEFT_RIGHT" in str(err) and "TILE_UP_DOWN" in str(err)

@@ -1,0 +1,95 @@
+"""Where pto-isa's TPOP frees its GM slot itself (A2A3), the tile TFREE is a no-op: a TPOP
+without a TFREE or a TFREE without a TPOP runs there - and hangs or breaks on A5 and under
+the spec protocol.  The run passes with a portability warning at the line (not
+silently), and the spec protocol reports the misuse."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.errors import PtoPipeError
+from ptopipe.isa import *  # noqa: F403
+from markers import line_of
+
+SLOT = 16 * 32 * 4
+
+
+def kernels(mistake):
+    def cube(x, fifo, n):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x10000, 0)
+        m = Tile(TileType.Mat, float32, 16, 32, addr=0)
+        a = Tile(TileType.Left, float32, 16, 32, addr=0)
+        b = Tile(TileType.Right, float32, 32, 32, addr=0)
+        acc = Tile(TileType.Acc, float32, 16, 32, addr=0)
+        TLOAD(m, x)
+        TMOV(a, m)
+        TMATMUL(acc, a, b)
+        for _ in range(n):
+            TPUSH(pipe, acc)
+
+    def vector(out, fifo, n):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x10000, 0)
+        t = Tile(TileType.Vec, float32, 16, 32)
+        for i in range(n):
+            TPOP(pipe, t)                                          # POP
+            TSTORE(GlobalTensor(out.data(), (16, 32)), t)
+            if not (mistake == "missing" and i == n - 1):
+                TFREE(pipe)
+            if mistake == "double" and i == 1:
+                TFREE(pipe)                                        # EXTRA
+    return cube, (vector, None)
+
+
+@pytest.mark.parametrize("mistake,marker,text", [
+    ("missing", "POP", "1 of 3 TPOPs of C2V pipe FlagID 0 (peers AIV0) on AIV0 have no TFREE"),
+    ("double", "EXTRA", "AIV0 TFREEs C2V pipe FlagID 0 (peers AIV0) 4 times after 3 TPOPs")])
+def test_a_noop_tfree_mistake_is_a_portability_warning(mistake, marker, text):
+    cube, aiv = kernels(mistake)
+    args = dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=3)
+    res = ptopipe.run(cube, aiv, args, platform="a2a3", protocol="pto-isa")
+    hits = [(w, loc) for w, loc in res.summary.leaks if text in w]
+    assert len(hits) == 1, res.summary.leaks
+    assert "a slot never freed on A5" in hits[0][0] or "a misuse on A5" in hits[0][0]
+    assert str(hits[0][1]).endswith(f":{line_of(kernels, marker)}")
+    with pytest.raises(PtoPipeError):
+        ptopipe.run(cube, aiv, dict(args, out=np.zeros((16, 32), np.float32)), platform="a2a3",
+                    protocol="spec")
+
+
+def test_paired_tfrees_give_no_warning():
+    cube, aiv = kernels(None)
+    res = ptopipe.run(cube, aiv, dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                                      fifo=ptopipe.gm_buffer(4 * SLOT), n=3), platform="a2a3", protocol="pto-isa")
+    assert not [w for w, _ in res.summary.leaks if "TFREE" in w], res.summary.leaks
+
+
+def test_check_prints_the_portability_warning(tmp_path, capsys):
+    """`ptopipe check` passes such a kernel on A2A3/pto-isa but shows the warning with its
+    line (not a bare PASS), also in --json."""
+    import json
+    import pathlib
+
+    from ptopipe.cli import main as cli_main
+    src = pathlib.Path(__file__).read_text().split("\n\n\n@pytest")[0]
+    f = tmp_path / "k.py"
+    f.write_text(src + '''
+
+
+def _args(rng, mistake="missing"):
+    return dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=3)
+
+
+_cube, _aiv = kernels("missing")
+SCENARIO = ptopipe.Scenario("noop", _cube, _aiv, _args, lambda a, **_: {}, {"default": {}})
+''')
+    assert cli_main(["check", str(f), "--platform", "a2a3", "--protocol", "pto-isa", "--schedules", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "no checker report, 1 warning(s):" in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  warning: ")]
+    assert "1 of 3 TPOPs of C2V pipe FlagID 0 (peers AIV0) on AIV0 have no TFREE" in line
+    assert line.endswith(f"k.py:{line_of(kernels, 'POP')})")
+    assert cli_main(["check", str(f), "--platform", "a2a3", "--protocol", "pto-isa", "--schedules", "2",
+                     "--json"]) == 0
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["warnings"][0]["where"].endswith(f"k.py:{line_of(kernels, 'POP')}")

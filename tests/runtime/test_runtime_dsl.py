@@ -1,0 +1,196 @@
+"""The IR runtime: the DSL scenarios (S1, S4, S5) match numpy on A2A3 and A5, DSL kernels
+run through ptopipe.run / the CLI, and runtime errors name the DSL source line."""
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ptopipe
+import ptopipe.language as pl
+from ptopipe import DeadlockError, PtoPipeError
+from ptopipe.runtime import kernels, run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DSL = os.path.join(ROOT, "examples", "dsl")
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"dsl_example_{name}", os.path.join(DSL, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+S1_VARIANTS = ["default", "f16_lr_d1_m32", "f32_ud_d1_m16", "f16_ud_d4_m64", "f32_lr_d4_m64"]
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("variant", S1_VARIANTS)
+def test_s1_matches_numpy(platform, variant):
+    res = _load("s1_cv_split").SCENARIO.check(variant, platform=platform)
+    assert res.summary.pipes[0]["pops"] == 2 * res.summary.pipes[0]["pushes"]
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("variant", ["ud", "lr"])
+def test_s4_matches_numpy(platform, variant):
+    res = _load("s4_both_ways").SCENARIO.check(variant, platform=platform)
+    assert {p["slot_num"] for p in res.summary.pipes} == {4}
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_s5_matches_numpy(platform):
+    res = _load("s5_subtile_gm").SCENARIO.check(platform=platform)
+    assert res.outputs["out"].shape == (3 * 128, 512)
+
+
+def test_wrong_result_is_detected():
+    """The golden comparison can fail: a kernel that adds instead of subtracting."""
+    mod = _load("s4_both_ways")
+    res, expected = mod.SCENARIO.run("ud")
+    assert np.array_equal(res.outputs["out"], expected["out"])
+    with pytest.raises(ptopipe.MismatchError):
+        ptopipe.compare(res.outputs, {"out": expected["out"] + 1}, 1e-5, 1e-5)
+
+
+def test_cli_runs_a_dsl_kernel():
+    out = subprocess.run([sys.executable, "-m", "ptopipe.cli", "run", os.path.join(DSL, "s4_both_ways.py"),
+                          "--platform", "a5", "--quiet"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "PASS dsl_s4_both_ways[default]" in out.stdout
+
+
+# -- a loop-carried accumulator (K-tiled matmul) through the interpreter -----------------
+TM, KT, N, NK = 16, 32, 32, 3
+SLOT = TM * N * 4
+
+
+@pl.aiv
+def acc_vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=8 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0)
+    t = pl.TPOP(buf, pl.Tile[[TM // 2, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+    o = t * 2.0
+    pl.TFREE(buf)
+    pl.store(o, [pl.get_subblockid() * (TM // 2), 0], out)
+
+
+@pl.aic
+def acc_cube(a: pl.Tensor[[TM, NK * KT], pl.f32], b: pl.Tensor[[NK * KT, N], pl.f32],
+             fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    peer = pl.import_peer_buffer(name="ring", peer_func=acc_vec)
+    pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0)
+    a0 = pl.move(pl.load(a, [0, 0], [TM, KT], space=pl.Mat), space=pl.Left)
+    b0 = pl.move(pl.load(b, [0, 0], [KT, N], space=pl.Mat), space=pl.Right)
+    acc = pl.matmul(a0, b0)
+    for k in pl.range(1, NK):
+        ak = pl.move(pl.load(a, [0, k * KT], [TM, KT], space=pl.Mat), space=pl.Left)
+        bk = pl.move(pl.load(b, [k * KT, 0], [KT, N], space=pl.Mat), space=pl.Right)
+        acc = pl.matmul_acc(acc, ak, bk)
+    pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+
+
+def test_loop_carried_accumulator_runs():
+    prog = pl.program(acc_cube, acc_vec, name="kacc")
+    loop = [s for s in prog.functions[0].body if s.__class__.__name__ == "For"][0]
+    assert [v.name for v in loop.iter_args] == ["acc_1"] and loop.results[0].name == "acc_3"
+    rng = np.random.default_rng(1)
+    a = rng.integers(-3, 4, (TM, NK * KT)).astype(np.float32)
+    b = rng.integers(-3, 4, (NK * KT, N)).astype(np.float32)
+    for plat in ("a2a3", "a5"):
+        res = run(prog, dict(a=a, b=b, out=np.zeros((TM, N), np.float32),
+                             fifo=ptopipe.gm_buffer(8 * SLOT)), platform=plat)
+        assert np.array_equal(res.outputs["out"], 2 * (a @ b))
+
+
+# -- runtime errors name the DSL line -----------------------------------------------------
+def _lines_of(fn, needle):
+    import inspect
+    src, start = inspect.getsourcelines(fn.pyfunc)
+    return [start + i for i, ln in enumerate(src) if needle in ln]
+
+
+@pl.aiv
+def greedy_vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=8 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0)
+    for i in pl.range(3):
+        t = pl.TPOP(buf, pl.Tile[[TM // 2, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)  # POP-LINE
+        pl.TFREE(buf)
+
+
+@pl.aic
+def short_cube(a: pl.Tensor[[TM, KT], pl.f32], b: pl.Tensor[[KT, N], pl.f32],
+               fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    peer = pl.import_peer_buffer(name="ring", peer_func=greedy_vec)
+    pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0)
+    a0 = pl.move(pl.load(a, [0, 0], [TM, KT], space=pl.Mat), space=pl.Left)
+    b0 = pl.move(pl.load(b, [0, 0], [KT, N], space=pl.Mat), space=pl.Right)
+    for i in pl.range(2):
+        acc = pl.matmul(a0, b0)
+        pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+
+
+def _args():
+    return dict(a=np.ones((TM, KT), np.float32), b=np.ones((KT, N), np.float32),
+                out=np.zeros((TM, N), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT))
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_deadlock_names_the_dsl_line(platform):
+    """The Vector kernel pops 3 tiles but the Cube pushes 2: the third TPOP can never
+    complete, and the report names that DSL line."""
+    prog = pl.program(short_cube, greedy_vec, name="deadlock")
+    with pytest.raises(DeadlockError) as ei:
+        run(prog, _args(), platform=platform)
+    (line,) = _lines_of(greedy_vec, "# POP-LINE")
+    assert f"test_runtime_dsl.py:{line}:" in str(ei.value)
+
+
+@pl.aiv
+def leaky_vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=8 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0)
+    for i in pl.range(2):
+        t = pl.TPOP(buf, pl.Tile[[TM // 2, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)  # LEAK-LINE
+        pl.store(t, [pl.get_subblockid() * (TM // 2), 0], out)
+
+
+@pl.aic
+def short_cube2(a: pl.Tensor[[TM, KT], pl.f32], b: pl.Tensor[[KT, N], pl.f32],
+                fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    peer = pl.import_peer_buffer(name="ring", peer_func=leaky_vec)
+    pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0)
+    a0 = pl.move(pl.load(a, [0, 0], [TM, KT], space=pl.Mat), space=pl.Left)
+    b0 = pl.move(pl.load(b, [0, 0], [KT, N], space=pl.Mat), space=pl.Right)
+    for i in pl.range(2):
+        acc = pl.matmul(a0, b0)
+        pl.TPUSH(acc, peer, split=pl.TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_missing_tfree_names_the_dsl_tpop_line(platform):
+    prog = pl.program(short_cube2, leaky_vec, name="leak")
+    with pytest.raises(PtoPipeError) as ei:
+        run(prog, _args(), platform=platform)
+    (line,) = _lines_of(leaky_vec, "# LEAK-LINE")
+    assert f"test_runtime_dsl.py:{line}:" in str(ei.value)
+    assert "TFREE" in str(ei.value)
+
+
+def test_bad_argument_shape_is_reported_at_the_kernel():
+    prog = pl.program(short_cube, greedy_vec, name="args")
+    args = _args()
+    args["a"] = np.ones((TM, KT + 1), np.float32)
+    with pytest.raises(ptopipe.ConfigError, match="declares pl.Tensor"):
+        run(prog, args)
+
+
+def test_kernels_returns_callables_for_ptopipe_run():
+    prog = pl.program(short_cube, greedy_vec, name="k")
+    aic, aiv = kernels(prog)
+    with pytest.raises(DeadlockError):
+        ptopipe.run(aic=aic, aiv=aiv, args=_args())

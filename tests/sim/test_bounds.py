@@ -1,0 +1,347 @@
+"""No run hangs: a kernel looping forever - issuing instructions, only
+TSYNCs, only flag waits, or pure Python with no instruction at all - stops with a
+BudgetError naming the kernel line, through the API and through the CLI; a kernel blocked
+forever is still a DeadlockError; a real Ctrl-C is still a KeyboardInterrupt; the
+watchdog never fires after its run ended."""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import BudgetError, ConfigError, DeadlockError
+from ptopipe.isa import (DIR_V2C, TADDS, TFREE, TPipe, TPOP, TSYNC, TILE_NO_SPLIT, Tile,
+                         TileType, float32)
+from ptopipe.isa.explore import explore
+from ptopipe.sim import Cluster
+from markers import line_of
+
+HERE = os.path.basename(__file__)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def assert_at(err, fn, marker):
+    assert err.where is not None and err.where.endswith(f"{HERE}:{line_of(fn, marker)}"), (err.where, str(err))
+
+
+# -- the kinds of endless kernels -------------------------------------------------------------
+def loops_on_instructions():
+    t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+    while True:
+        TADDS(t, t, 1.0)  # LOOP
+
+
+def loops_on_tsync():
+    t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+    e = TADDS(t, t, 1.0)
+    while True:
+        TSYNC(e)  # LOOP
+
+
+def loops_in_python():
+    t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+    TADDS(t, t, 1.0)
+    n = 0
+    while True:  # LOOP
+        n += 1
+
+
+def test_instruction_loop_hits_the_budget():
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(loops_on_instructions, None), max_instructions=500)
+    assert "instruction budget of 500" in ei.value.what
+    assert_at(ei.value, loops_on_instructions, "LOOP")
+
+
+def test_tsync_only_loop_hits_the_budget():
+    t0 = time.perf_counter()
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(loops_on_tsync, None), max_instructions=500, timeout=30)
+    assert time.perf_counter() - t0 < 5             # the budget, not the watchdog
+    assert_at(ei.value, loops_on_tsync, "LOOP")
+
+
+def test_tsync_does_not_count_as_an_instruction():
+    def k():
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        e = TADDS(t, t, 1.0)
+        for _ in range(10):
+            TSYNC(e)
+    res = ptopipe.run(aiv=(k, None))
+    assert res.summary.cores["AIV0"]["instructions"] == 1
+
+
+def test_flag_waits_count_toward_the_budget():
+    """Two cores ping-pong SET/WAIT without a single instruction."""
+    cl = Cluster("a2a3", max_instructions=300, timeout=30)
+    ping, pong = cl.flag(cl.aic, cl.aiv0, 0), cl.flag(cl.aiv0, cl.aic, 0)
+
+    def aic():
+        while True:
+            cl.set_flag(cl.aic, ping, cl.aic.clock)
+            cl.aic.wait_flag(pong, "pong")  # AIC
+
+    def aiv():
+        while True:
+            cl.aiv0.wait_flag(ping, "ping")  # AIV
+            cl.set_flag(cl.aiv0, pong, cl.aiv0.clock)
+
+    with pytest.raises(BudgetError) as ei:
+        cl.run({cl.aic: (aic, {}), cl.aiv0: (aiv, {})})
+    core = ei.value.what.split()[0]
+    assert ei.value.what == f"{core} exceeded the instruction budget of 300 (instructions, TSYNCs and flag waits)"
+    assert_at(ei.value, aic if core == "AIC" else aiv, core[:3])
+    assert cl.aic.instructions == cl.aiv0.instructions == 0
+
+
+def test_pure_python_loop_is_stopped_by_the_timeout_naming_each_core():
+    """AIV0 spins in Python; the Cube core waits in TPOP for it: the error names both lines."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_V2C, 256, 2, peers=(0,))(fifo, 0x0, 0)
+        t = Tile(TileType.Mat, float32, 8, 8)
+        TPOP(pipe, t, TILE_NO_SPLIT)  # POP
+        TFREE(pipe)
+
+    t0 = time.perf_counter()
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(cube, (loops_in_python, None), dict(fifo=ptopipe.gm_buffer(512)), timeout=0.3)
+    assert time.perf_counter() - t0 < 3
+    err = ei.value
+    assert "timeout=0.3 s" in err.what
+    assert_at(err, loops_in_python, "LOOP")
+    lines = err.details.splitlines()
+    aiv0 = next(ln for ln in lines if ln.startswith("AIV0"))
+    aic_ = next(ln for ln in lines if ln.startswith("AIC"))
+    assert aiv0.startswith("AIV0  running at") and f"{HERE}:{line_of(loops_in_python, 'LOOP')}" in aiv0
+    assert aic_.startswith("AIC   blocked in TPOP") and f"{HERE}:{line_of(cube, 'POP')}" in aic_
+    assert any(ln.startswith("AIV1  runs no kernel") for ln in lines)
+
+
+def test_a_kernel_swallowing_the_timeout_error_is_stopped_all_the_same():
+    def stubborn():
+        n = 0
+        while True:
+            try:
+                while True:          # the interrupt lands inside the try
+                    n += 1
+            except Exception:        # swallows the first BudgetError
+                pass
+
+    t0 = time.perf_counter()
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(stubborn, None), timeout=0.2)
+    assert time.perf_counter() - t0 < 3
+    assert "timeout=0.2 s" in ei.value.what
+
+
+def test_until_cycle_bounds_simulated_time():
+    with pytest.raises(BudgetError) as ei:
+        ptopipe.run(aiv=(loops_on_instructions, None), until_cycle=2000)
+    assert "until_cycle=2,000" in ei.value.what
+    assert_at(ei.value, loops_on_instructions, "LOOP")
+    with pytest.raises(BudgetError) as ei:          # TSYNC advances the clock too
+        ptopipe.run(aiv=(loops_on_tsync, None), until_cycle=2000)
+    assert_at(ei.value, loops_on_tsync, "LOOP")
+
+
+def test_until_cycle_leaves_a_run_that_ends_in_time_unchanged():
+    def k():
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        for _ in range(5):
+            TADDS(t, t, 1.0)
+    free = ptopipe.run(aiv=(k, None))
+    bounded = ptopipe.run(aiv=(k, None), until_cycle=free.summary.cycles)
+    assert bounded.summary.cycles == free.summary.cycles
+    with pytest.raises(BudgetError):
+        ptopipe.run(aiv=(k, None), until_cycle=free.summary.cycles - 1)
+
+
+def test_blocked_forever_is_still_a_deadlock():
+    def cube(fifo):
+        pipe = TPipe(0, DIR_V2C, 256, 2, peers=(0,))(fifo, 0x0, 0)
+        t = Tile(TileType.Mat, float32, 8, 8)
+        TPOP(pipe, t, TILE_NO_SPLIT)  # POP
+
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(cube, None, dict(fifo=ptopipe.gm_buffer(512)), timeout=5)
+    assert_at(ei.value, cube, "POP")
+
+
+@pytest.mark.parametrize("kw", [dict(max_instructions=0), dict(max_instructions=-5),
+                                dict(max_instructions=1.5), dict(until_cycle=0),
+                                dict(timeout=0), dict(timeout=-1.0)])
+def test_non_positive_bounds_are_config_errors(kw):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(aiv=(loops_on_instructions, None), **kw)
+    assert next(iter(kw)) in ei.value.what
+
+
+def test_none_means_the_default_bounds():
+    cl = Cluster("a2a3", max_instructions=None, timeout=None)
+    assert cl.max_instructions == 50_000_000 and cl.timeout == 60.0 and cl.until_cycle is None
+    with pytest.raises(BudgetError):                 # a budget is always there
+        ptopipe.run(aiv=(loops_on_tsync, None), max_instructions=None, timeout=math.inf,
+                    until_cycle=3000)
+
+
+def test_check_explore_stops_a_hanging_kernel():
+    sc = ptopipe.Scenario("spin", None, (loops_in_python, None), lambda rng: {}, lambda a: {})
+    res = explore(sc, schedules=3, timeout=0.3)
+    assert not res.ok and res.runs == 1
+    seed, err = res.first
+    assert isinstance(err, BudgetError)
+    assert_at(err, loops_in_python, "LOOP")
+
+
+# -- the watchdog and Ctrl-C --------------------------------------------------------------------
+def test_watchdog_never_fires_after_the_run_ended():
+    def k():
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        TADDS(t, t, 1.0)
+    before = signal.getsignal(signal.SIGINT)
+    for _ in range(20):
+        ptopipe.run(aiv=(k, None), timeout=0.05)
+    time.sleep(0.3)                                  # would raise here if one were pending
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_real_ctrl_c_is_still_a_keyboard_interrupt():
+    before = signal.getsignal(signal.SIGINT)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ptopipe.run(aiv=(loops_in_python, None), timeout=30)
+    finally:
+        timer.cancel()
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+# -- the command line ---------------------------------------------------------------------------
+KERNEL = textwrap.dedent('''\
+    import numpy as np
+    import ptopipe
+    from ptopipe.isa import *
+
+
+    def vector(out, mode):
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        TADDS(t, t, 1.0)
+        e = TADDS(t, t, 1.0)
+        n = 0
+        while mode == "spin":  # SPIN
+            n += 1
+        while mode == "tsync":
+            TSYNC(e)  # TSYNC
+        while mode == "instr":
+            TADDS(t, t, 1.0)  # INSTR
+        TSTORE(out, t)
+
+
+    def make_args(rng, mode="ok"):
+        return dict(out=np.zeros((8, 8), np.float32), mode=mode)
+
+
+    def golden(args, **_):
+        return {"out": np.full((8, 8), 2.0, np.float32)}
+
+
+    VARIANTS = {"default": dict(mode="ok"), "spin": dict(mode="spin"), "tsync": dict(mode="tsync"),
+                "instr": dict(mode="instr")}
+    SCENARIO = ptopipe.Scenario("hang", None, (vector, None), make_args, golden, VARIANTS)
+''')
+
+
+@pytest.fixture(scope="module")
+def kernel_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("bounds") / "hang_kernel.py"
+    p.write_text(KERNEL)
+    return p
+
+
+def _marker_line(marker: str) -> int:
+    return next(i for i, ln in enumerate(KERNEL.splitlines(), 1) if ln.rstrip().endswith("# " + marker))
+
+
+def _cli(*argv, timeout=30):
+    env = dict(os.environ, PYTHONPATH=ROOT, NO_COLOR="1")
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "ptopipe.cli", *map(str, argv)], capture_output=True,
+                       text=True, env=env, timeout=timeout)
+    return p, time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("cmd,variant,marker,bounds", [
+    ("run", "spin", "SPIN", ("--timeout", "0.25")),
+    ("run", "tsync", "TSYNC", ("--until-cycle", "5000")),
+    ("trace", "spin", "SPIN", ("--timeout", "0.25")),
+    ("check", "spin", "SPIN", ("--timeout", "0.25", "--schedules", "2")),
+    ("trace", "instr", "INSTR", ("--until-cycle", "5000")),
+])
+def test_cli_stops_a_hanging_kernel(kernel_file, tmp_path, cmd, variant, marker, bounds):
+    extra = ("-o", tmp_path / "t.json") if cmd == "trace" else ()
+    p, took = _cli(cmd, kernel_file, "--variant", variant, *bounds, *extra)
+    assert p.returncode == 1, p.stderr
+    assert "BudgetError" in p.stderr and "Traceback" not in p.stderr
+    assert f"hang_kernel.py:{_marker_line(marker)}" in p.stderr, p.stderr
+    assert took < 15
+
+
+def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
+    p, took = _cli("sweep", kernel_file, "--param", "mode=ok,spin", "--timeout", "0.25", "--workers", "2")
+    assert p.returncode == 1, p.stderr
+    rows = [ln for ln in p.stdout.splitlines() if "mode" not in ln and ("ok" in ln or "spin" in ln)]
+    spin = next(ln for ln in rows if " spin " in f" {ln} ")
+    assert "FAILED [1]" in spin
+    note = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith("[1]"))
+    assert "BudgetError" in note and f"hang_kernel.py:{_marker_line('SPIN')}" in note, p.stdout
+    ok = next(ln for ln in rows if " ok " in f" {ln} ")
+    assert "FAILED" not in ok
+    assert took < 20
+
+
+def test_cli_rejects_a_non_positive_timeout(kernel_file):
+    p, _ = _cli("run", kernel_file, "--timeout", "0")
+    assert p.returncode == 1 and "ConfigError" in p.stderr and "timeout" in p.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_has_a_working_watchdog():
+    """Sweep workers are forked: even if the parent's watchdog thread held its lock at the
+    fork, a run in the child is bounded."""
+    from ptopipe.sim.bounds import _WATCHER
+
+    def k():
+        t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        TADDS(t, t, 1.0)
+    ptopipe.run(aiv=(k, None))                      # the parent's watchdog thread exists
+    with _WATCHER._cond:                             # and holds its lock at the fork
+        pid = os.fork()
+        if pid == 0:                                 # the child
+            code = 1
+            try:
+                ptopipe.run(aiv=(loops_in_python, None), timeout=0.2)
+            except BudgetError:
+                code = 0
+            finally:
+                os._exit(code)
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's run hung")
+        time.sleep(0.02)
+    assert os.waitstatus_to_exitcode(status) == 0

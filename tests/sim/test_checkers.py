@@ -1,0 +1,305 @@
+"""The checkers: happens-before races on exact bytes, protocol misuse at the offending
+instruction, schedule exploration, and no false positives on the reference scenarios."""
+import dataclasses
+import glob
+import os
+import re
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import DataRaceError, ProtocolError
+from ptopipe.cli.loader import load_scenarios
+from ptopipe.isa import *
+from ptopipe.isa.explore import explore, run_schedule
+from ptopipe.sim.race import overlap, region_of_rows
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.join(HERE, "..", "..")
+
+def marker_line(marker: str, path: str = __file__) -> int:
+    """The one line of ``path`` that carries the comment ``# <- <marker>``."""
+    with open(path) as f:
+        hits = [i for i, ln in enumerate(f, 1) if re.search(rf"# <- {re.escape(marker)}\b", ln)]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def assert_where(err, marker: str, path: str = __file__) -> None:
+    """``err.where`` is exactly ``path:<the line marked '# <- marker'>`` and the message says so."""
+    file, _, line = (err.where or "").rpartition(":")
+    assert file and os.path.samefile(file, path), (err.where, str(err))
+    assert int(line) == marker_line(marker, path), (err.where, str(err))
+    assert f"{os.path.basename(path)}:{line}" in str(err)
+
+
+# one small variant per reference scenario (overrides of its make_args parameters)
+SMALL = {"s1_cv_split": [("f32_lr_d1_m32", {}), ("f32_ud_d4_m32", {})],
+         "s2_cv_nosplit": [("f32_d2_m16_n32", {})],
+         "s3_vc_dequant": [("int8_ud_k64_n32", {})],
+         "s4_both_ways": [("lr", {})],
+         "s5_subtile_gm": [("default", {})],
+         "s6_stream_both": [("default", {})],
+         "s7_long_stream": [("default", {"tiles": 20}), ("bi", {"tiles": 20})]}
+
+
+def _scenarios():
+    out = []
+    for f in sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "s*.py"))):
+        for sc in load_scenarios(f):
+            for variant, over in SMALL.get(sc.name, [(next(iter(sc.variants)), {})]):
+                assert variant in sc.variants, f"{sc.name} has no variant {variant!r}: update SMALL"
+                out.append(pytest.param(sc, variant, over, id=f"{sc.name}[{variant}]"))
+    return out
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("sc,variant,over", _scenarios())
+def test_reference_scenarios_pass_50_schedules(sc, variant, over, platform):
+    small = dataclasses.replace(sc, variants={"small": {**sc.variants[variant], **over}})
+    res = explore(small, schedules=50, seed=0, variant="small", platform=platform)
+    assert res.ok, res.first[1]
+    assert res.runs == res.passed == 51
+
+
+# -- exact byte ranges ---------------------------------------------------------------------
+def test_left_right_halves_interleave_without_overlap():
+    # two 16-row halves of a 16x64 f32 matrix: columns 0..31 and 32..63
+    a = region_of_rows(0x1000, 16, 32 * 4, 64 * 4)
+    b = region_of_rows(0x1000 + 32 * 4, 16, 32 * 4, 64 * 4)
+    assert a[0] < b[1] and b[0] < a[1]                       # the spans overlap...
+    assert not overlap(*a, *b)                                # ...the bytes do not
+    c = region_of_rows(0x1000 + 31 * 4, 16, 2 * 4, 64 * 4)     # columns 31..32 straddle both
+    assert overlap(*a, *c) and overlap(*b, *c)
+    d = region_of_rows(0x1000 + 15 * 64 * 4 + 32 * 4, 1, 4, 0)   # last row, column 32 only
+    assert overlap(*b, *d) and not overlap(*a, *d)
+
+
+def _lr_kernel(col_of_aiv1):
+    def vector(out):
+        sub = get_subblockid()
+        v = Tile(TileType.Vec, float32, 16, 32, addr=0x0)
+        TEXPANDS(v, float(sub + 1))
+        col = 0 if sub == 0 else col_of_aiv1
+        TSTORE(GlobalTensor(out.data() + col, (16, 32), (64, 1)), v)   # <- race
+    return vector
+
+
+def test_unsynchronised_left_right_stores_do_not_race():
+    out = np.zeros((16, 64), np.float32)
+    res = ptopipe.run(None, _lr_kernel(32), dict(out=out))
+    assert (res["out"][:, :32] == 1).all() and (res["out"][:, 32:] == 2).all()
+
+
+def test_overlapping_column_stores_race_by_happens_before():
+    out = np.zeros((16, 64), np.float32)
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(None, _lr_kernel(31), dict(out=out))       # column 31 written by both
+    f = ei.value.findings[0]
+    assert {f["access"]["core"], f["other"]["core"]} == {"AIV0", "AIV1"}
+    assert f["type"] == "write/write" and f["access"]["strided"]
+    assert_where(ei.value, "race")
+    # the same kernel with the checkers off runs (silently wrong on hardware)
+    ptopipe.run(None, _lr_kernel(31), dict(out=out), checks=False)
+
+
+def test_race_judged_by_happens_before_not_by_simulated_order():
+    # AIV0 stores, then pushes; AIC pops, then loads: ordered by the ring -> no race,
+    # under every schedule.  Loading before the pop is a race under every schedule.
+    SLOT = 16 * 16 * 4
+
+    def cube(buf, fifo, early):
+        pipe = TPipe(0, DIR_V2C, SLOT, 2, peers=(0,))(fifo, 0, 0x40000)
+        m = Tile(TileType.Mat, float32, 16, 16)
+        a = Tile(TileType.Mat, float32, 16, 16, addr=0x0)
+        if early:
+            TLOAD(a, buf)
+        TPOP(pipe, m)
+        TFREE(pipe)
+        TLOAD(a, buf)
+
+    def vector(buf, fifo):
+        pipe = TPipe(0, DIR_V2C, SLOT, 2, peers=(0,))(fifo, 0, 0x40000)
+        v = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        TEXPANDS(v, 3.0)
+        TSTORE(buf, v)
+        TPUSH(pipe, v)
+
+    args = dict(buf=np.zeros((16, 16), np.float32), fifo=ptopipe.gm_buffer(2 * SLOT))
+    for early, ok in ((False, True), (True, False)):
+        res = explore((cube, (vector, None)), schedules=10, args=dict(args, early=early))
+        assert res.ok is ok
+        if not ok:
+            assert all(isinstance(e, DataRaceError) for _, e in res.failures)
+
+
+# -- protocol misuse at the offending instruction ------------------------------------------
+SLOT = 16 * 16 * 4
+
+
+def _pair(cube_body, vector_body, platform="a2a3"):
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x8000, 0)
+        cube_body(pipe, Tile(TileType.Acc, float32, 16, 16, addr=0x0))
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x8000, 0)
+        vector_body(pipe, Tile(TileType.Vec, float32, 16, 16))
+
+    return ptopipe.run(cube, (vector, None), dict(fifo=ptopipe.gm_buffer(8 * SLOT)), platform=platform)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_tfree_without_held_slot(platform):
+    with pytest.raises(ProtocolError, match="TFREE on AIV0 with no held slot") as ei:
+        _pair(lambda p, t: TPUSH(p, t),
+              lambda p, t: (TPOP(p, t), TFREE(p), TFREE(p)),   # <- second TFREE
+              platform)
+    assert_where(ei.value, "second TFREE")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_vector_core_producing_on_c2v_pipe(platform):
+    with pytest.raises(ProtocolError, match="TPUSH on AIV0: a Vector core is the producer only of a V2C") as ei:
+        _pair(lambda p, t: None,
+              lambda p, t: TPUSH(p, Tile(TileType.Vec, float32, 16, 16, addr=0)),   # <- vector TPUSH
+              platform)
+    assert_where(ei.value, "vector TPUSH")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_wrong_dtype_for_the_pipe(platform):
+    def vec(p, t):
+        TPOP(p, Tile(TileType.Vec, float16, 16, 16, addr=0x0) if platform == "a2a3" else   # <- f16 TPOP
+             Tile(TileType.Vec, float16, 16, 16))
+    with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
+        _pair(lambda p, t: TPUSH(p, t), vec, platform)
+    assert_where(ei.value, "f16 TPOP")
+    assert ei.value.what.endswith("it should pop a valid 16x16 float32")
+
+
+@pytest.mark.parametrize("platform,push_split,pop_split", [
+    ("a2a3", TILE_UP_DOWN, TILE_NO_SPLIT),      # a GM slot holds the whole tile: halves vs whole
+    ("a5", TILE_NO_SPLIT, TILE_UP_DOWN)])       # a UB slot holds the part the producer split off
+def test_split_mode_inconsistent(platform, push_split, pop_split):
+    def vec(p, t):
+        TPOP(p, Tile(TileType.Vec, float32, 8, 16, addr=0x0) if platform == "a2a3" else   # <- split TPOP
+             Tile(TileType.Vec, float32, 8, 16), pop_split)
+    with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
+        _pair(lambda p, t: TPUSH(p, t, push_split), vec, platform)
+    assert_where(ei.value, "split TPOP")
+
+
+def test_talloc_without_tpush_is_a_leak():
+    from ptopipe.errors import LeakError
+
+    def cube_body(p, t):
+        TALLOC(p, GlobalTensor(float32, (16, 16)))   # <- TALLOC
+
+    with pytest.raises(LeakError, match="TALLOCed but never TPUSHed") as ei:
+        _pair(cube_body, lambda p, t: None)
+    assert ei.value.findings[0]["kind"] == "leak"
+    assert_where(ei.value, "TALLOC")
+
+
+def test_leftover_free_presignals_are_not_reported():
+    res = _pair(lambda p, t: [TPUSH(p, t) for _ in range(6)],
+                lambda p, t: [(TPOP(p, t), TFREE(p)) for _ in range(6)])
+    assert res.summary.leaks == []
+
+
+# -- schedule exploration -------------------------------------------------------------------
+def test_schedule_dependent_bug_found_by_exploration_and_replayed():
+    (sc,) = load_scenarios(os.path.join(ROOT, "examples", "misuse", "m10_schedule_dependent.py"))
+    kw = dict(platform=sc.platform, protocol=sc.protocol)
+    run_schedule(sc, None, **kw)                               # the default schedule passes
+    res = explore(sc, schedules=50, seed=0, **kw)
+    assert not res.ok
+    seed, err = res.first
+    assert seed is not None and isinstance(err, ProtocolError) and "overflows" in err.what
+    m10 = os.path.join(ROOT, "examples", "misuse", "m10_schedule_dependent.py")
+    file, _, line = err.where.rpartition(":")
+    assert os.path.samefile(file, m10) and int(line) == _where_line(m10), err.where
+    assert {"kind": "schedule", "seed": seed} in err.findings
+    with pytest.raises(ProtocolError, match="overflows"):
+        run_schedule(sc, seed, **kw)                           # the seed replays it
+
+
+def _where_line(path):
+    with open(path) as f:
+        (line,) = [i for i, ln in enumerate(f, 1) if "<- where" in ln]
+    return line
+
+
+def test_cli_check_reports_seed(capsys):
+    from ptopipe.cli import main
+    f = os.path.join(ROOT, "examples", "misuse", "m10_schedule_dependent.py")
+    assert main(["check", f, "--schedules", "0"]) == 0
+    assert main(["check", f, "--schedules", "50"]) == 1
+    out, err = capsys.readouterr()
+    assert "ProtocolError" in err and "Traceback" not in out + err
+    assert "replay: ptopipe check" in err and "--seed" in err
+
+
+def test_explore_reports_progress_before_each_schedule():
+    sc = next(s for f in glob.glob(os.path.join(ROOT, "examples", "scenarios", "s7_*.py"))
+              for s in load_scenarios(f))
+    small = dataclasses.replace(sc, variants={"small": {**sc.variants["default"], "tiles": 8}})
+    calls = []
+    res = explore(small, schedules=3, variant="small", progress=lambda done, total: calls.append((done, total)))
+    assert res.ok and res.runs == 4
+    assert calls == [(0, 4), (1, 4), (2, 4), (3, 4)]
+
+
+
+def _cube_stream(x, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, 1024, 4, peers=(0, 1))(fifo, 0x0, 0)
+    acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+    for _ in range(tiles):
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+
+def _vector_stream(out, fifo, tiles):
+    sub = get_subblockid()
+    pipe = TPipe(0, DIR_C2V, 1024, 4, peers=(0, 1))(fifo, 0x0, 0)
+    part = Tile(TileType.Vec, float32, 8, 16)
+    for i in range(tiles):
+        TPOP(pipe, part, TILE_UP_DOWN)
+        TSTORE(GlobalTensor(out.data() + (i * 16 + sub * 8) * 16, (8, 16)), part)
+        TFREE(pipe, TILE_UP_DOWN)
+
+
+def _unordered_stores(n_pages, clash):
+    """Each AIV stores one 4 KiB row per GM page, nothing orders the two; with ``clash``
+    AIV1 also stores over AIV0's first row at the end: a race after many sweeps."""
+    def vec(out):
+        sub = get_subblockid()
+        t = Tile(TileType.Vec, float32, 1, 1024, addr=0)
+        for i in range(sub, n_pages, 2):
+            TSTORE(GlobalTensor(out.data() + i * 1024, (1, 1024)), t)
+        if clash and sub == 1:
+            TSTORE(GlobalTensor(out.data(), (1, 1024)), t)      # <- late race
+    return vec
+
+
+def test_race_records_of_a_long_stream_are_swept():
+    """A stream storing each tile to new GM pages keeps a bounded set of race records: what
+    every core is ordered after is dropped (4 tiles a page: 2000 pages made here)."""
+    n = 8000
+    res = ptopipe.run(_cube_stream, _vector_stream,
+                      dict(x=None, out=np.zeros((n * 16, 16), np.float32), fifo=ptopipe.gm_buffer(4096),
+                           tiles=n))
+    assert len(res.cluster.checker.mems[id(res.cluster.gm)]) < 400             # (2000 before)
+
+
+def test_unordered_records_survive_the_sweeps():
+    n = 3000
+    res = ptopipe.run(None, _unordered_stores(n, False), dict(out=np.zeros((n, 1024), np.float32)))
+    hb = res.cluster.checker
+    assert hb.sweep_at >= n // 2         # the last sweep kept every page it saw
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(None, _unordered_stores(n, True), dict(out=np.zeros((n, 1024), np.float32)))
+    f = ei.value.findings[0]
+    assert (f["access"]["core"], f["other"]["core"]) == ("AIV1", "AIV0")
+    assert_where(ei.value, "late race")

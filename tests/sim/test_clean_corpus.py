@@ -1,0 +1,27 @@
+"""No false positive on the registered correct kernels (tests/corpus.py: the
+CLEAN_KERNELS registries of test_events, test_launches, test_layouts, test_ptoisa_platforms
+and test_diagnoses): each runs clean, with its golden, under 2 schedules of every exploration
+mode on every combo where it is valid; where it is excluded by design, its default run does
+fail (so an exclusion cannot outlive its reason).  benchmarks/schedules.py --kernels new runs
+the same entries under 200 schedules per mode."""
+import pytest
+
+from ptopipe import PtoPipeError
+from ptopipe.isa.explore import MODES, explore, run_schedule
+
+from corpus import all_clean_kernels
+
+KERNELS = all_clean_kernels()
+
+
+@pytest.mark.parametrize("entry", [k for _, k in KERNELS], ids=[k.name for _, k in KERNELS])
+def test_correct_kernel_clean_under_every_mode_where_valid(entry, no_hang):
+    assert entry.combos, entry.name
+    for plat, proto in entry.combos:
+        for i, mode in enumerate(MODES):
+            res = explore(entry.scenario, schedules=2, seed=1, variant=entry.variant, platform=plat,
+                          protocol=proto, mode=mode, include_default=i == 0)
+            assert res.ok, f"{entry.name} {plat}/{proto} {mode}: {res.first}"
+    for (plat, proto), why in entry.excluded.items():
+        with pytest.raises(PtoPipeError):
+            run_schedule(entry.scenario, None, entry.variant, plat, proto)
