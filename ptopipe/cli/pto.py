@@ -109,10 +109,10 @@ def one_lane_nosplit(op, ctx) -> None:
         whole = whole_tile_pairs(funcs)
         pair |= whole
         for f in funcs:             # the Vector kernel runs on AIV0 only (AIV1 skips its body)
-            if f.attributes["sym_name"] in whole and f.attributes["kind"] is FunctionKind.AIV:
+            if f.sym_name in whole and f.kind is FunctionKind.AIV:
                 f.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
     for f in funcs:
-        if f.attributes["sym_name"] in pair:
+        if f.sym_name in pair:
             for o in f.regions[0].blocks[0]:
                 if o.name.endswith("initialize_pipe") and o.attributes.get("lanes") is None:
                     o.attributes["lanes"] = 1
@@ -126,11 +126,11 @@ def whole_tile_pairs(funcs) -> set:
     from ..ir.nodes import FunctionKind
     aiv = set()
     for f in funcs:
-        if f.attributes["kind"] is not FunctionKind.AIV or f.attributes.get("split") is not None:
+        if f.kind is not FunctionKind.AIV or f.attributes.get("split") is not None:
             continue                # a nosplit init's kernel: the protocol model decides its lanes
         splits = [o.attributes.get("split") for o in f.walk() if o.name in ("pl.tpush", "pl.tpop", "pl.tfree")]
         if splits and all(s in (None, 0) for s in splits) and any(s == 0 for s in splits):
-            aiv.add(f.attributes["sym_name"])
+            aiv.add(f.sym_name)
     return with_peers(funcs, aiv)
 
 
@@ -140,20 +140,20 @@ def check_entry_launches(op) -> None:
     (ptoas accepts both)."""
     from ..ir.nodes import FunctionKind
     funcs = list(op.regions[0].blocks[0])
-    entries = [f for f in funcs if f.attributes["kind"] is FunctionKind.Group]
+    entries = [f for f in funcs if f.kind is FunctionKind.Group]
     if len(entries) != 1:
         return
     calls = {}
     for o in entries[0].walk():
         if o.name == "pl.call":
             calls.setdefault(o.attributes["callee"], []).append(o)
-    piped = [f for f in funcs if f.attributes["kind"] is not FunctionKind.Group
+    piped = [f for f in funcs if f.kind is not FunctionKind.Group
              and any(o.name.endswith("initialize_pipe") for o in f.walk())]
-    if not any(f.attributes["sym_name"] in calls for f in piped):
+    if not any(f.sym_name in calls for f in piped):
         return                          # the entry launches none of them: nothing to compare
-    entry = entries[0].attributes["sym_name"]
+    entry = entries[0].sym_name
     for f in piped:
-        name = f.attributes["sym_name"]
+        name = f.sym_name
         sites = calls.get(name, [])
         if not sites:
             raise CompileError(f"@{name} initialises a cross-core pipe but the entry @{entry} never "
@@ -174,7 +174,7 @@ def check_explicit_addrs(op, addrs) -> None:
     """A reserve_buffer's [base, base + size) overlapping a tile ``pto.alloc_tile`` placed
     at a fixed address in the same memory of the same kernel (ptoas accepts it)."""
     for f in op.regions[0].blocks[0]:
-        name = f.attributes["sym_name"]
+        name = f.sym_name
         for r in f.regions[0].blocks[0]:
             if r.name != "pl.reserve_buffer":
                 continue
@@ -192,7 +192,7 @@ def check_explicit_addrs(op, addrs) -> None:
 def _entry_params(op):
     fs = list(op.regions[0].blocks[0])
     from ..ir.nodes import FunctionKind
-    groups = [f for f in fs if f.attributes["kind"] is FunctionKind.Group]
+    groups = [f for f in fs if f.kind is FunctionKind.Group]
     f = groups[0] if groups else fs[0]
     seen, out = set(), []
     for g in ([f] if groups else fs):

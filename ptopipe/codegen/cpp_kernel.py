@@ -53,7 +53,7 @@ class KernelWriter:
         self.f, self.called = f, called
         self.platform = platform
         self.gm_directions = get_platform(platform).gm_directions if platform else True
-        self.name = f.attributes["sym_name"]
+        self.name = f.sym_name
         self.record = {}
         self.lay = plan_function(op_to_function(f, self.record))
         self.names = {}            # Value -> C++ name (tiles, GM values, named scalars)
@@ -195,7 +195,7 @@ class KernelWriter:
         body = []
         ops = list(self.f.regions[0].blocks[0])
         one_lane = any(op.name in INIT_OPS and op.attributes.get("lanes") == 1 for op in ops)
-        aiv = self.f.attributes["kind"] is FunctionKind.AIV
+        aiv = self.f.kind is FunctionKind.AIV
         guard = one_lane and aiv
         ind = "        " if guard else "    "
         if aiv and not one_lane and self.f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT:
@@ -206,7 +206,7 @@ class KernelWriter:
         for op in ops:
             body += self.op(op, ind)
         head = "AICORE inline void" if self.called else 'extern "C" __global__ AICORE void'
-        lines = [f"// {self.f.attributes['kind'].value.upper()} kernel {self.name!r}",
+        lines = [f"// {self.f.kind.value.upper()} kernel {self.name!r}",
                  f"{head} {T.ident(self.name)}("
                  + ", ".join(T.param_decl(n, a.type) for a, n in zip(args, names)) + ")", "{"]
         lines += self.alias_lines + self.decls

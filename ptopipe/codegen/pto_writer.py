@@ -140,14 +140,14 @@ class _Writer:
         plat = platform or prog.attributes.get("platform")
         self.plat = get_platform(plat or "a2a3")
         attrs = f' attributes {{pto.target_arch = "{ARCH_OF_PLATFORM[plat]}"}}' if plat else ""
-        self.line("", f"module @{prog.attributes['sym_name']}{attrs} {{")
+        self.line("", f"module @{prog.sym_name}{attrs} {{")
         for f in prog.regions[0].blocks[0]:
             self.func(f)
         self.line("", "}")
         return "\n".join(self.out) + "\n"
 
     def func(self, f) -> None:
-        kind = f.attributes["kind"]
+        kind = f.kind
         st = _Func()
         block = f.regions[0].blocks[0]
         params = ", ".join(f"{st.bind(a)}: {_param_type(a.type)}" for a in block.args)
@@ -156,13 +156,13 @@ class _Writer:
         elif kind in KIND_NAMES:
             attrs, vis = f"pto.kernel_kind = #pto.kernel_kind<{KIND_NAMES[kind]}>", "private "
         else:
-            raise _err(f"function {f.attributes['sym_name']!r} is a {kind.value} function; "
+            raise _err(f"function {f.sym_name!r} is a {kind.value} function; "
                        "PTO-AS has cube and vector kernels and their entry", f,
                        "compile the program first (ptopipe compile), which splits mixed functions")
         split = f.attributes.get("split")
         if split is not None and not (split is TileSplitAxis.TILE_NO_SPLIT and kind is FunctionKind.AIV):
             attrs += f", ptopipe.split = {int(split)}"
-        self.line(_IND, f"func.func {vis}@{f.attributes['sym_name']}({params}) attributes {{{attrs}}} {{")
+        self.line(_IND, f"func.func {vis}@{f.sym_name}({params}) attributes {{{attrs}}} {{")
         ind = _IND * 2
         if kind is not FunctionKind.Group:
             st.plan = plan_buffers(f)
@@ -363,7 +363,7 @@ class _Writer:
                            "reserve / import buffer nor 0", op)
         gm = op.operands[0]
         gm_arg = f"{st[gm]} : {_param_type(gm.type)}" if isinstance(gm.type, TensorType) else None
-        sp = ring_spelling(op, self.plat, f.attributes["sym_name"] in self.nosplit)
+        sp = ring_spelling(op, self.plat, f.sym_name in self.nosplit)
         for what in sp.unsupported:
             self.note(op, what)
         trailing = list(sp.extra)
@@ -598,7 +598,7 @@ def nosplit_functions(prog) -> set:
     """The AIV kernels marked ``split=TILE_NO_SPLIT`` (whole tiles on AIV0: a ``nosplit``
     pipe) and the Cube kernels whose pipes they share."""
     funcs = list(prog.regions[0].blocks[0])
-    return with_peers(funcs, {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
+    return with_peers(funcs, {f.sym_name for f in funcs if f.kind is FunctionKind.AIV
                               and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT})
 
 
@@ -610,8 +610,8 @@ def with_peers(funcs, names: set) -> set:
         for o in f.regions[0].blocks[0]:
             if o.name == "pl.import_peer_buffer":
                 if o.attributes["peer_func"] in names:
-                    out.add(f.attributes["sym_name"])
-                if f.attributes["sym_name"] in names:
+                    out.add(f.sym_name)
+                if f.sym_name in names:
                     out.add(o.attributes["peer_func"])
     return out
 

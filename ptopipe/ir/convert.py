@@ -316,4 +316,4 @@ def to_tree(top: Operation) -> Program:
         raise CompileError(f"to_tree takes a pl.program op, got {top.name}",
                            where=str(top.loc) if top.loc else None)
     fns = tuple(op_to_function(f) for f in top.regions[0].blocks[0])
-    return Program(top.attributes["sym_name"], fns)
+    return Program(top.sym_name, fns)

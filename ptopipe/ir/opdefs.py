@@ -373,17 +373,22 @@ class _Operand(_Field):
 
     def get(self, op):
         if self.kind == "values":
-            stop = len(op.operands) + self.index if self.index < 0 else None
-            return op.operands[self.start:stop]
+            return op.operands[self.start:len(op.operands) - self.after]
         return op.operands[self.index]
 
     def __get__(self, op, cls=None):
         return self if op is None else self.get(op)
 
+    def index_of(self, op, k: int = 0) -> int:
+        """The position in ``op.operands`` of this operand (item ``k`` of a variadic one)."""
+        if self.kind == "values":
+            return self.start + k
+        return self.index if self.index >= 0 else len(op.operands) + self.index
+
     def __set__(self, op, value):
         if self.kind == "values":
             raise AttributeError(f"{self.attr} is variadic: set its operands one by one")
-        op.set_operand(self.index if self.index >= 0 else len(op.operands) + self.index, value)
+        op.set_operand(self.index_of(op), value)
 
 
 class _Attribute(_Field):
@@ -493,8 +498,9 @@ class OpClass(Operation):
         if len(var) > 1:
             raise TypeError(f"{cls.__name__}: more than one variadic operand")
         for k, f in enumerate(ops_):
+            # fixed operands after the variadic one are counted from the end
             f.index = k if not var or k <= var[0] else k - len(ops_)
-            f.start = k
+            f.start, f.after = k, len(ops_) - 1 - k
         for k, f in enumerate(cls.results_def()):
             f.index = k
         cls.name = _OpName(name)
@@ -637,6 +643,15 @@ class ForOp(OpClass):
     @property
     def body(self):
         return self.regions[0].blocks[0]
+
+    def carried_index(self, operand_index: int):
+        """The loop-carried value an operand index feeds (k of ``inits``), None for a bound."""
+        k = operand_index - type(self).inits.start
+        return k if k >= 0 else None
+
+    def iter_arg(self, k: int):
+        """The body's block argument of loop-carried value ``k``."""
+        return self.body.args[1 + k]
 
 
 class IfOp(OpClass):

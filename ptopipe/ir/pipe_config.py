@@ -76,8 +76,8 @@ def pipe_config_mismatches(program, plat) -> list:
     """The :class:`ConfigMismatch` of every ring of ``program`` (a ``pl.program`` op) whose
     two ends disagree, for a program of one AIC and one AIV function (else none)."""
     funcs = [f for f in program.regions[0].blocks[0] if f.name == "pl.func"]
-    aic = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIC]
-    aiv = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIV]
+    aic = [f for f in funcs if f.kind is FunctionKind.AIC]
+    aiv = [f for f in funcs if f.kind is FunctionKind.AIV]
     if len(aic) != 1 or len(aiv) != 1:
         return []
     out = []
@@ -103,9 +103,9 @@ def _end(f, way: str, bit, plat) -> PipeEnd | None:
     d = Direction(at["dir_mask"])
     both = _GM.get(d, d) == Direction.DIR_BOTH
     n = at.get("slot_num")
-    kind = f.attributes["kind"]
+    kind = f.kind
     consumer = (kind is FunctionKind.AIV) == (way == "C2V")
-    return PipeEnd(f.attributes["sym_name"], kind, init, int(d), at["slot_size"],
+    return PipeEnd(f.sym_name, kind, init, int(d), at["slot_size"],
                    n if n is not None else plat.slot_num_for(both), at.get("lanes"),
                    _largest(f, kind), _reserve(init, way) if consumer else None)
 

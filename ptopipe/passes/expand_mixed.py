@@ -331,7 +331,7 @@ def run(program: Operation, ctx=None) -> Operation:
     top = program.regions[0].blocks[0]
     taken = {f.sym_name for f in top}
     for fn in list(top):
-        if fn.attributes.get("kind") is not FunctionKind.InCore:
+        if fn.kind is not FunctionKind.InCore:
             continue
         warnings = getattr(ctx, "warnings", None)
         new = expand_function(fn, taken, one_lane, warnings.append if warnings is not None else None)

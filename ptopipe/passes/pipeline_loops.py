@@ -60,6 +60,11 @@ _ALIASING = (CopyOp, MoveOp)
 _PIPE_EVENTS = tuple(ls.PIPE_EVENTS)
 
 
+def _aliased(op):
+    """The value an aliasing op (a copy, a move) passes on."""
+    return op.source if op.is_a(CopyOp) else op.tile
+
+
 def _key(v, fn):
     """A comparable form of a trip-count operand, or None."""
     op = getattr(v, "op", None)
@@ -150,7 +155,7 @@ class _Plan:
         popped = set()
         for o in self.s0:
             for x in o.walk():
-                if x.is_a(TPop) or (x.is_a(*_ALIASING) and x.operands[0] in popped):
+                if x.is_a(TPop) or (x.is_a(*_ALIASING) and _aliased(x) in popped):
                     popped.update(x.results)
         early = {self.carried[k] for k, s in enumerate(self.stage_of) if s == 0}
         self.recompute, self.handed = [], []

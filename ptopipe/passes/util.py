@@ -48,7 +48,7 @@ def functions(program: Operation) -> list:
 
 
 def func_name(f: Operation) -> str:
-    return f.attributes["sym_name"]
+    return f.sym_name
 
 
 def entry(f: Operation):
