@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from .nodes import FunctionKind
-from .opdefs import CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS
+from .opdefs import CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp
 from .ops import C2V, V2C
 from .types import MemorySpace, TileValueType, describe
 
@@ -104,15 +104,14 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
                                 "not visible outside it unless yielded)")
         if d.terminator and op.next is not None:
             raise ctx.error(f"{op.name} must be the last op of its block", op)
-        if op.name == "pl.func":
-            ctx.kind, ctx.func, ctx.inited = op.attributes.get("kind"), \
-                op.attributes.get("sym_name"), {}
         d.verify(op, ctx)
+        if op.is_a(FuncOp):              # (verified: it has its kind and name)
+            ctx.kind, ctx.func, ctx.inited = op.kind, op.sym_name, {}
         if ctx.func is not None:
             _core_rules(ctx, op, top)
         for r in op.regions:
             for b in r.blocks:
-                _block(ctx, b, visible, op.name == "pl.func")
+                _block(ctx, b, visible, op.is_a(FuncOp))
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
@@ -133,10 +132,11 @@ def verify_ops(top, memo: bool = True) -> None:
     ctx = _Ctx()
     if not memo:
         ctx.memo = None
-    if top.name == "pl.func":
+    is_func = top.is_a(FuncOp)
+    if is_func:                         # (a detached function is not verified itself)
         ctx.kind, ctx.func = top.attributes.get("kind"), top.attributes.get("sym_name")
-    if top.name != "pl.func" or top.parent is not None:
+    if not is_func or top.parent is not None:
         d.verify(top, ctx)
     for r in top.regions:
         for b in r.blocks:
-            _block(ctx, b, set(), top.name == "pl.func")
+            _block(ctx, b, set(), is_func)
