@@ -24,6 +24,7 @@ from ..codegen.pto_syntax import PTO_OP
 from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
 from ..ir import to_tree
 from ..ir.types import TensorType, np_dtype
+from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
 from ..report._io import write_atomic
 from . import bounds
 from .common import launch_kwargs, read_npy, sync_kwargs
@@ -58,7 +59,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     except RecursionError:
         raise ParseError("regions nest deeper than the reader follows", where=path,
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
-    plat = platform or op.attributes.get("platform") or "a2a3"
+    plat = platform or op.platform or "a2a3"
     ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
     one_lane_nosplit(op, ctx)
     try:
@@ -78,7 +79,7 @@ def _pto_word(m) -> str:
 
 
 #: DSL ops whose PTO-AS spelling is ``pto.<name>`` too
-_PTO_SAME = ("aic_initialize_pipe", "aiv_initialize_pipe", "reserve_buffer")
+_PTO_SAME = call_names(INITIALIZE_PIPE + (ReserveBufferOp,))
 
 
 def pto_words(text: str | None) -> str | None:
@@ -102,7 +103,7 @@ def one_lane_nosplit(op, ctx) -> None:
     from ..codegen.pto_writer import nosplit_functions
     from ..ir.nodes import FunctionKind
     from ..passes.expand_mixed import one_lane_no_split
-    funcs = list(op.regions[0].blocks[0])
+    funcs = list(op.body)
     a5 = ctx.platform == "a5"
     pair = nosplit_functions(op) if one_lane_no_split(ctx) or a5 else set()   # ptoas: AIV0 only on A5
     if a5:
@@ -110,12 +111,12 @@ def one_lane_nosplit(op, ctx) -> None:
         pair |= whole
         for f in funcs:             # the Vector kernel runs on AIV0 only (AIV1 skips its body)
             if f.sym_name in whole and f.kind is FunctionKind.AIV:
-                f.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
+                f.split = TileSplitAxis.TILE_NO_SPLIT
     for f in funcs:
         if f.sym_name in pair:
-            for o in f.regions[0].blocks[0]:
-                if o.name.endswith("initialize_pipe") and o.attributes.get("lanes") is None:
-                    o.attributes["lanes"] = 1
+            for o in f.body:
+                if o.is_a(*INITIALIZE_PIPE) and o.lanes is None:
+                    o.lanes = 1
 
 
 def whole_tile_pairs(funcs) -> set:
@@ -126,9 +127,9 @@ def whole_tile_pairs(funcs) -> set:
     from ..ir.nodes import FunctionKind
     aiv = set()
     for f in funcs:
-        if f.kind is not FunctionKind.AIV or f.attributes.get("split") is not None:
+        if f.kind is not FunctionKind.AIV or f.split is not None:
             continue                # a nosplit init's kernel: the protocol model decides its lanes
-        splits = [o.attributes.get("split") for o in f.walk() if o.name in ("pl.tpush", "pl.tpop", "pl.tfree")]
+        splits = [o.split for o in f.walk() if o.is_a(TPush, TPop, TFree)]
         if splits and all(s in (None, 0) for s in splits) and any(s == 0 for s in splits):
             aiv.add(f.sym_name)
     return with_peers(funcs, aiv)
@@ -139,16 +140,16 @@ def check_entry_launches(op) -> None:
     never calls leaves its peer waiting forever, one called twice initialises its pipe twice
     (ptoas accepts both)."""
     from ..ir.nodes import FunctionKind
-    funcs = list(op.regions[0].blocks[0])
+    funcs = list(op.body)
     entries = [f for f in funcs if f.kind is FunctionKind.Group]
     if len(entries) != 1:
         return
     calls = {}
     for o in entries[0].walk():
-        if o.name == "pl.call":
-            calls.setdefault(o.attributes["callee"], []).append(o)
+        if o.is_a(CallOp):
+            calls.setdefault(o.callee, []).append(o)
     piped = [f for f in funcs if f.kind is not FunctionKind.Group
-             and any(o.name.endswith("initialize_pipe") for o in f.walk())]
+             and any(o.is_a(*INITIALIZE_PIPE) for o in f.walk())]
     if not any(f.sym_name in calls for f in piped):
         return                          # the entry launches none of them: nothing to compare
     entry = entries[0].sym_name
@@ -173,18 +174,17 @@ def _loc(op) -> str | None:
 def check_explicit_addrs(op, addrs) -> None:
     """A reserve_buffer's [base, base + size) overlapping a tile ``pto.alloc_tile`` placed
     at a fixed address in the same memory of the same kernel (ptoas accepts it)."""
-    for f in op.regions[0].blocks[0]:
+    for f in op.body:
         name = f.sym_name
-        for r in f.regions[0].blocks[0]:
-            if r.name != "pl.reserve_buffer":
+        for r in f.body:
+            if not r.is_a(ReserveBufferOp):
                 continue
-            a = r.attributes
-            lo, hi = a["base"], a["base"] + a["size"]
+            lo, hi, space_r = r.base, r.base + r.size, r.memory_space
             for fn, addr, nbytes, space, loc in addrs:
-                if fn == name and _MEM.get(space.value) == a["memory_space"] and addr < hi and lo < addr + nbytes:
+                if fn == name and _MEM.get(space.value) == space_r and addr < hi and lo < addr + nbytes:
                     raise CompileError(
-                        f"reserve_buffer {a['name']!r} [{lo}, {hi}) overlaps the tile placed at "
-                        f"addr {addr} ({nbytes} bytes, [{addr}, {addr + nbytes})) in {a['memory_space']}",
+                        f"reserve_buffer {r.buffer_name!r} [{lo}, {hi}) overlaps the tile placed at "
+                        f"addr {addr} ({nbytes} bytes, [{addr}, {addr + nbytes})) in {space_r}",
                         where=loc, fix="move the tile (alloc_tile addr) or the ring (reserve_buffer base) "
                                        "so the two ranges are disjoint; ptoas does not check this")
 

@@ -12,6 +12,7 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
+from ..ir.opdefs import CallOp, ConstOp, CopyOp, IfOp, YieldOp
 from .pto_syntax import ARITH_OF, CMP_OF, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE, float_of_literal, ptr_type
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
@@ -202,7 +203,7 @@ def h_constant(r, fs, opt, results, loc):
     if pt.dtype == "bool" and not isinstance(v, bool):
         raise c.error(f"an i1 constant is true or false, got {vt.text}", vt)
     rt, name = results[0]
-    op = emit(r, fs, "pl.const", (), [ScalarType(pt.dtype)], {"value": v}, loc, [_hint(name)])
+    op = emit(r, fs, ConstOp.name, (), [ScalarType(pt.dtype)], {"value": v}, loc, [_hint(name)])
     fs.made_consts.append(op)
     fs.const_values[op.results[0]] = v
     r.define(fs, rt, name, op.results[0])
@@ -276,9 +277,9 @@ def h_select(r, fs, opt, results, loc):
                           f"{declared.dtype}", t)
     blocks = [Block(), Block()]
     for blk, v in zip(blocks, (a, b)):
-        blk.append(Operation("pl.yield", [v], (), {}, (), loc))
+        blk.append(Operation(YieldOp.name, [v], (), {}, (), loc))
     rtok, name = results[0]
-    op = emit(r, fs, "pl.if", [cond], [a.type], {}, loc, [_hint(name)], [Region([x]) for x in blocks])
+    op = emit(r, fs, IfOp.name, [cond], [a.type], {}, loc, [_hint(name)], [Region([x]) for x in blocks])
     r.define(fs, rtok, name, op.results[0])
 
 
@@ -309,7 +310,7 @@ def h_call(r, fs, opt, results, loc):
     args = [read(r, fs, t) for t in toks]
     for v, (at, pt) in zip(args, types):
         _check_call_type(c, v, at, pt)
-    emit(r, fs, "pl.call", args, [], {"callee": callee.text[1:]}, loc)
+    emit(r, fs, CallOp.name, args, [], {"callee": callee.text[1:]}, loc)
 
 
 def _check_call_type(c, v, at, pt) -> None:
@@ -365,5 +366,5 @@ def h_copy(r, fs, opt, results, loc):
     r.c.expect(":")
     _check_type(r, t, x, r.c.type_())
     rt, name = results[0]
-    op = emit(r, fs, "pl.copy", [x], [x.type], {}, loc, [_hint(name)])
+    op = emit(r, fs, CopyOp.name, [x], [x.type], {}, loc, [_hint(name)])
     r.define(fs, rt, name, op.results[0])

@@ -238,6 +238,9 @@ def _arith(sym, unary):
 
 ARITH_BINARY = {f"arith.{n}": sym for sym, n in SCALAR_BINOPS.items()}
 ARITH_UNARY = {f"arith.{n}": sym for sym, n in SCALAR_UNOPS.items()}
+#: scalar operator -> the arith op name (binary; ``ARITH_UNARY_OP`` for the unary ones)
+ARITH_OP = {sym: name for name, sym in ARITH_BINARY.items()}
+ARITH_UNARY_OP = {sym: name for name, sym in ARITH_UNARY.items()}
 for _name, _sym in ARITH_BINARY.items():
     _def(_name, _arith(_sym, False), doc=f"scalar {_sym}")
 for _name, _sym in ARITH_UNARY.items():
@@ -1056,8 +1059,11 @@ def _table_class(spec) -> type:
             ns[p.name] = _Operand(None, p.kind, p.default)
         else:
             ns[p.name] = _Attribute(p.kind, None, p.default)
-    title = "".join(w.capitalize() for w in spec.name.strip("_").split("_"))
+    title = _TITLES.get(spec.name) or "".join(w.capitalize() for w in spec.name.strip("_").split("_"))
     return type(f"{title}Op", (OpClass,), ns)
+
+
+_TITLES = {"get_subblockid": "GetSubblockId"}
 
 
 #: op-table name -> the op class of each op derived from the table

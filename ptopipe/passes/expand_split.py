@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from ..arch.vocab import TileSplitAxis
 from ..ir.core import Operation
-from ..ir.opdefs import ConstOp, FullOp, GetSubblockIdOp, LoadOp, StoreOp, TPop, TPush
+from ..ir.opdefs import ARITH_OP, ConstOp, FullOp, GetSubblockIdOp, LoadOp, StoreOp, TPop, TPush
 from ..ir.ops import COL_REDUCE, ROW_REDUCE
 from ..ir.types import INDEX, MemorySpace, TileValueType
 from ._rewrite import const, dce, err, set_operands
@@ -102,10 +102,10 @@ def _shift(op: Operation, axis: int, sub, half: int) -> None:
                   "drop the pl.get_subblockid() term: give the offsets of the whole tile (or "
                   "hand-write the AIV kernel with @pl.aiv)")
     c = op.insert_before(const(half, op.loc))
-    new = op.insert_before(Operation("arith.mul", (sub, c.results[0]), [INDEX], {}, (), op.loc))
+    new = op.insert_before(Operation(ARITH_OP["*"], (sub, c.results[0]), [INDEX], {}, (), op.loc))
     d = getattr(off, "op", None)
     if not (d is not None and d.is_a(ConstOp) and d.value == 0):
-        new = op.insert_before(Operation("arith.add", (off, new.results[0]), [INDEX], {}, (),
+        new = op.insert_before(Operation(ARITH_OP["+"], (off, new.results[0]), [INDEX], {}, (),
                                          op.loc))
     ops = list(op.operands)
     ops[index] = new.results[0]

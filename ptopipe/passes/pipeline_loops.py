@@ -44,8 +44,9 @@ from ..ir.convert import op_to_function
 from ..ir.core import Block, Operation, Region
 from ..ir.layout import plan_function
 from ..ir.nodes import FunctionKind
-from ..ir.opdefs import (EVENT_OPS, INITIALIZE_PIPE, CallOp, ConstOp, CopyOp, ForOp, FuncOp, IfOp,
-                         LoadOp, MoveOp, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, YieldOp)
+from ..ir.opdefs import (ARITH_OP, EVENT_OPS, INITIALIZE_PIPE, CallOp, ConstOp, CopyOp, ForOp,
+                         FuncOp, IfOp, LoadOp, MoveOp, ReserveBufferOp, StoreOp, TAlloc, TFree,
+                         TPop, YieldOp)
 from ..ir.types import BOOL, INDEX
 from . import loop_stages as ls
 from ._rewrite import PURE, const, fresh
@@ -212,7 +213,7 @@ class _Plan:
             outer, guard = loop.parent, None
             add = loop.insert_before
         else:
-            lt = Operation("arith.lt", (lo, hi), [BOOL], {}, (), loc)
+            lt = Operation(ARITH_OP["<"], (lo, hi), [BOOL], {}, (), loc)
             cond = loop.insert_before(lt).results[0]
             outer = Block()
             guard = Operation(IfOp.name, (cond,), [r.type for r in loop.results], {},
@@ -229,7 +230,7 @@ class _Plan:
         for o in pro_ops:
             add(o.detach())
         one = add(const(1, loc)).results[0]
-        last = add(Operation("arith.sub", (hi, one), [INDEX], {}, (), loc)).results[0]
+        last = add(Operation(ARITH_OP["-"], (hi, one), [INDEX], {}, (), loc)).results[0]
         a1 = [inits[k] for k in late]
         ca = a0 + a1 + hand
         body = Block([INDEX] + [v.type for v in ca],
@@ -238,7 +239,7 @@ class _Plan:
         t = body.args[0]
         n0, n1 = len(a0), len(a1)
         one_b = body.append(const(1, loc)).results[0]
-        nxt = body.append(Operation("arith.add", (t, one_b), [INDEX], {}, (), loc)).results[0]
+        nxt = body.append(Operation(ARITH_OP["+"], (t, one_b), [INDEX], {}, (), loc)).results[0]
         y0, h0 = self._stage0(body, nxt, dict(zip(early, body.args[1:1 + n0])))
         y1 = self._stage1(body, t, body.args[1 + n0:1 + n0 + n1], body.args[1 + n0 + n1:])
         body.append(YieldOp.build(values=y0 + y1 + h0, loc=loc))

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
-from ..ir.opdefs import INITIALIZE_PIPE, ConstOp, ForOp, IfOp, LoadOp, StoreOp, TPop, TPush, YieldOp
+from ..ir.opdefs import (ARITH_OP, INITIALIZE_PIPE, ConstOp, ForOp, IfOp, LoadOp, StoreOp, TPop,
+                         TPush, YieldOp)
 from ..ir.types import BOOL, INDEX
 from ._rewrite import const
 
@@ -106,16 +107,16 @@ def skew(loop: Operation, lag: int, peer_stores=frozenset()) -> bool:
     push, pop = parts
     loc, n = loop.loc, loop.stop
     lag_c = loop.insert_before(const(lag, loc)).results[0]
-    stop = loop.insert_before(Operation("arith.add", (n, lag_c), [INDEX], {}, (), loc)).results[0]
+    stop = loop.insert_before(Operation(ARITH_OP["+"], (n, lag_c), [INDEX], {}, (), loc)).results[0]
     body = Block([INDEX], [old.args[0].name])
     i = body.args[0]
-    lt = body.append(Operation("arith.lt", (i, n), [BOOL], {}, (), loc)).results[0]
+    lt = body.append(Operation(ARITH_OP["<"], (i, n), [BOOL], {}, (), loc)).results[0]
     _guarded(body, lt, push, {old.args[0]: i}, loc)
     lag_b = body.append(const(lag, loc)).results[0]
-    j = body.append(Operation("arith.sub", (i, lag_b), [INDEX], {}, (), loc,
+    j = body.append(Operation(ARITH_OP["-"], (i, lag_b), [INDEX], {}, (), loc,
                               [f"{old.args[0].name or 'i'}_lag"])).results[0]
     zero = body.append(const(0, loc)).results[0]
-    ge = body.append(Operation("arith.ge", (j, zero), [BOOL], {}, (), loc)).results[0]
+    ge = body.append(Operation(ARITH_OP[">="], (j, zero), [BOOL], {}, (), loc)).results[0]
     _guarded(body, ge, _scalar_deps(pop, push) + pop, {old.args[0]: j}, loc)
     body.append(YieldOp.build(values=[], loc=loc))
     new = Operation(ForOp.name, (loop.start, stop, loop.step), (), {}, (Region([body]),), loc)

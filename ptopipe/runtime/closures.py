@@ -32,6 +32,8 @@ from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprSt
                         ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..ir import ops as irops
+from ..ir.opdefs import (INITIALIZE_PIPE, Barrier, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp,
+                         TAlloc, TFree, TPop, TPush, WaitEvent, call_names)
 from ..isa.tensor import _contiguous
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
@@ -40,10 +42,11 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
        "or": lambda a, b: a or b}
+_INIT = call_names(INITIALIZE_PIPE)
 # the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
 # (operands in IR order are the ISA's after the destination); load and store build GM views
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
-                if dsl not in ("load", "store")}
+                if dsl not in (LoadOp.call_name, StoreOp.call_name)}
 # a load / store site re-points its GlobalTensor, and the tiles a TPOP site makes share
 # their views of memory, while these are True; tests turn them off to compare with views
 # built per execution (tests/test_dsl_closures.py)
@@ -257,20 +260,20 @@ class Compiler:
                 fn(t, *a)
                 return t
             return tile_op
-        if op == "load":
+        if op == LoadOp.call_name:
             return self.load(c, args, at, dest)
-        if op == "store":
+        if op == StoreOp.call_name:
             return self.store(c, args)
-        if op == "tpush":
+        if op == TPush.call_name:
             producer = self.pipe(True)
 
             def tpush():
                 a = [f() for f in args]
                 isa.TPUSH(producer(), a[0], at["split"])
             return tpush
-        if op == "tpop":
+        if op == TPop.call_name:
             return self.tpop(args, at, dest)
-        if op == "tfree":
+        if op == TFree.call_name:
             consumer = self.pipe(False)
 
             def tfree():
@@ -285,20 +288,20 @@ class Compiler:
 
         def call():
             a = [f() for f in args]
-            if op == "get_subblockid":
+            if op == GetSubblockIdOp.call_name:
                 return isa.get_subblockid()
-            if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
+            if op in _INIT:
                 return it.init_pipe(op, a, at, c)
-            if op == "record_event":
+            if op == RecordEvent.call_name:
                 isa.set_flag(at["src"], at["dst"], a[0])
                 return None
-            if op == "wait_event":
+            if op == WaitEvent.call_name:
                 isa.wait_flag(at["src"], at["dst"], a[0])
                 return None
-            if op == "barrier":
+            if op == Barrier.call_name:
                 isa.pipe_barrier(at["pipe"])
                 return None
-            if op == "talloc":
+            if op == TAlloc.call_name:
                 t = at["type"]
                 gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
                 isa.TALLOC(it.pipe_of(True), gt, at["split"])
