@@ -496,6 +496,9 @@ class OpClass(Operation):
         name = cls.__dict__.get("name")
         if not isinstance(name, str):
             return
+        if name in OP_CLASSES:
+            raise ValueError(f"op {name!r} is defined twice ({OP_CLASSES[name].__name__}, "
+                             f"{cls.__name__})")
         ops_ = cls.operands_def()
         var = [k for k, f in enumerate(ops_) if f.kind == "values"]
         if len(var) > 1:
