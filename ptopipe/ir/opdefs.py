@@ -1,20 +1,26 @@
 """The op definitions of the op/region IR: every op name, once, with its verifier.
 
-* the tile, cross-core and event ops are DERIVED from the op table :data:`.ops.OPS` (itself
-  built from the arch op catalogue): op ``pl.<spec.name>``, operands = the spec's operand
-  parameters in order (a ``values`` parameter, e.g. load offsets, takes the variadic rest),
-  attributes = its attribute parameters, result = the spec's typing rule (none if the rule
-  gives ``NONE``); the verifier re-runs that rule;
-* the structural ops: ``pl.program``, ``pl.func``, ``pl.for`` (iter_args / ``pl.yield``),
-  ``pl.if`` (with results), ``pl.yield``, ``pl.return``, ``pl.reserve_buffer``,
-  ``pl.import_peer_buffer``, ``pl.buffer_attr`` (``buf.base`` / ``buf.size``),
-  ``pl.const``, ``pl.copy`` (a named copy ``a = b``);
+* the pipe and sync ops (``pl.aic_/aiv_initialize_pipe``, ``pl.tpush`` / ``tpop`` /
+  ``tfree`` / ``talloc``, ``pl.record_event`` / ``wait_event`` / ``barrier``,
+  ``pl.reserve_buffer`` / ``import_peer_buffer``) and the structural ops (``pl.program``,
+  ``pl.func``, ``pl.for`` with iter_args, ``pl.if`` with results, ``pl.yield``,
+  ``pl.return``, ``pl.buffer_attr``, ``pl.const``, ``pl.copy``) are op classes
+  (:class:`OpClass`): each declares its operands, attributes and results with their types,
+  and its typing rule (registered in the op table :data:`.ops.OPS`: the DSL signature) or
+  verifier.  The declarations are descriptors: an Operation of that op reads and rewrites
+  them by name (``op.tile``, ``op.split``, ``init.flag_id``);
+* the op table's other ops (the catalogue's tile ops, ``pl.call``, ``pl.get_subblockid``)
+  get a class each DERIVED from their spec (:data:`TABLE_OPS`): operands = the spec's
+  operand parameters in order (a ``values`` parameter, e.g. load offsets, takes the
+  variadic rest), attributes = its attribute parameters, result = the spec's typing rule
+  (none if the rule gives ``NONE``); the verifier re-runs that rule;
 * scalar arithmetic ``arith.<name>``, one per operator of :data:`SCALAR_BINOPS` /
   :data:`SCALAR_UNOPS`, typed by :func:`scalar_result_type` (the DSL parser uses it too).
 
-A verifier is ``verify(op, ctx)``; it raises ``ctx.error(...)`` (a CompileError at the op's
-location).  Structure common to all ops (dominance, terminators) is checked by
-:mod:`.op_verifier`.
+Code outside this module and the textual forms names an op through its class
+(``op.is_a(TPush)``, ``TPush.name``, ``TPop.call_name``), not by a string.  A verifier is
+``verify(op, ctx)``; it raises ``ctx.error(...)`` (a CompileError at the op's location).
+Structure common to all ops (dominance, terminators) is checked by :mod:`.op_verifier`.
 """
 from __future__ import annotations
 
@@ -101,7 +107,7 @@ def _single_block(op, ctx, r: int):
 
 def _check_yield(op, ctx, block, what: str):
     y = block.last
-    if y is None or y.name != "pl.yield":
+    if y is None or not y.is_a(YieldOp):
         raise ctx.error(f"the {what} of {op.name} must end with pl.yield", y or op,
                         "terminate the region with pl.yield(values...)")
     got = [v.type for v in y.operands]
@@ -121,16 +127,16 @@ def _v_program(op, ctx):
     if op.parent is not None:
         raise ctx.error("pl.program must be the top-level op", op)
     for f in _single_block(op, ctx, 0):
-        if f.name != "pl.func":
+        if not f.is_a(FuncOp):
             raise ctx.error(f"a pl.program holds pl.func ops, not {f.name}", f)
 
 
 def _v_func(op, ctx):
     _shape(op, ctx, 0, 0, 1, ("sym_name", "kind"))
-    if op.parent_op is None or op.parent_op.name != "pl.program":
+    if op.parent_op is None or not op.parent_op.is_a(ProgramOp):
         raise ctx.error("pl.func must be directly inside a pl.program", op)
-    if not isinstance(op.attributes["kind"], FunctionKind):
-        raise ctx.error(f"pl.func kind must be a function kind, got {op.attributes['kind']!r}", op)
+    if not isinstance(op.kind, FunctionKind):
+        raise ctx.error(f"pl.func kind must be a function kind, got {op.kind!r}", op)
     for a in _single_block(op, ctx, 0).args:
         if not isinstance(a.type, (TensorType, ScalarType)):
             raise ctx.error(f"parameter %{a.name or a.index} is a {describe(a.type)}", op,
@@ -140,10 +146,10 @@ def _v_func(op, ctx):
 def _v_return(op, ctx):
     _shape(op, ctx, None, 0, 0)
     p = op.parent_op
-    if p is None or p.name != "pl.func" or op.next is not None:
+    if p is None or not p.is_a(FuncOp) or op.next is not None:
         raise ctx.error("pl.return must be the last op of a function body", op,
                         "remove the statements after it (or move the return to the end)")
-    if op.operands and p.attributes["kind"] in (FunctionKind.AIC, FunctionKind.AIV):
+    if op.operands and p.kind in (FunctionKind.AIC, FunctionKind.AIV):
         raise ctx.error("AIC/AIV kernels return no values", op,
                         "write results to an output tensor with pl.store")
 
@@ -151,7 +157,7 @@ def _v_return(op, ctx):
 def _v_yield(op, ctx):
     _shape(op, ctx, None, 0, 0)
     p = op.parent_op
-    if p is None or p.name not in ("pl.for", "pl.if") or op.next is not None:
+    if p is None or not p.is_a(ForOp, IfOp) or op.next is not None:
         raise ctx.error("pl.yield must be the last op of a pl.for / pl.if region", op)
 
 
@@ -180,8 +186,8 @@ def _v_for(op, ctx):
 
 def _v_if(op, ctx):
     _shape(op, ctx, 1, None, 2)
-    if not isinstance(op.operands[0].type, ScalarType):
-        raise ctx.error(f"if condition is a {describe(op.operands[0].type)}", op)
+    if not isinstance(op.cond.type, ScalarType):
+        raise ctx.error(f"if condition is a {describe(op.cond.type)}", op)
     for r, what in ((0, "then region"), (1, "else region")):
         b = _single_block(op, ctx, r)
         if b.args:
@@ -191,11 +197,11 @@ def _v_if(op, ctx):
 
 def _v_buffer_attr(op, ctx):
     _shape(op, ctx, 1, 1, 0, ("attr",))
-    if not isinstance(op.operands[0].type, BufferType) or op.attributes["attr"] not in ("base", "size"):
-        raise ctx.error(f"'.{op.attributes['attr']}' of {describe(op.operands[0].type)}", op,
+    if not isinstance(op.buffer.type, BufferType) or op.attr not in ("base", "size"):
+        raise ctx.error(f"'.{op.attr}' of {describe(op.buffer.type)}", op,
                         "only reserved / imported buffers have .base and .size")
     if op.results[0].type != INDEX:
-        raise ctx.error(f"buffer .{op.attributes['attr']} is an index, not "
+        raise ctx.error(f"buffer .{op.attr} is an index, not "
                         f"{describe(op.results[0].type)}", op)
 
 
@@ -209,16 +215,16 @@ def const_type_ok(value, t) -> bool:
 
 def _v_const(op, ctx):
     _shape(op, ctx, 0, 1, 0, ("value",))
-    v, t = op.attributes["value"], op.results[0].type
+    v, t = op.value, op.out.type
     if not const_type_ok(v, t):
         raise ctx.error(f"constant {v!r} cannot have type {describe(t)}", op)
 
 
 def _v_copy(op, ctx):
     _shape(op, ctx, 1, 1, 0)
-    if op.operands[0].type != op.results[0].type:
-        raise ctx.error(f"pl.copy of a {describe(op.operands[0].type)} yields "
-                        f"{describe(op.results[0].type)}", op)
+    if op.source.type != op.out.type:
+        raise ctx.error(f"pl.copy of a {describe(op.source.type)} yields "
+                        f"{describe(op.out.type)}", op)
 
 
 def _arith(sym, unary):
@@ -276,15 +282,15 @@ def _typing_arg(v):
     """A Value as the typing rules see it: a constant as the tree's Const (rules read
     constant values), anything else as is (rules read ``.type``)."""
     d = getattr(v, "op", None)
-    if d is not None and d.name == "pl.const":
-        return TreeConst(d.attributes["value"], v.type)
+    if d is not None and d.is_a(ConstOp):
+        return TreeConst(d.value, v.type)
     return v
 
 
 def _operand_key(v):
     d = getattr(v, "op", None)
-    if d is not None and d.name == "pl.const":
-        return v.type, d.attributes["value"]
+    if d is not None and d.is_a(ConstOp):
+        return v.type, d.value
     return v.type
 
 
@@ -418,6 +424,10 @@ class _Attribute(_Field):
     def __set__(self, op, value):
         op.attributes[self.key] = value
 
+    def __delete__(self, op):
+        """Drop the attribute from ``op`` (reads give the default again)."""
+        op.attributes.pop(self.key, None)
+
 
 class _Result(_Field):
     """A result, ``types`` constraining its type."""
@@ -513,7 +523,7 @@ class OpClass(Operation):
         cls.call_name = cls.__dict__.get("call_name") or name.split(".", 1)[1]
         OP_CLASSES[name] = cls
         register_op_class(name, cls)
-        if cls.infer is not None and cls.spec is None:
+        if cls.infer is not None and cls.spec is None:     # (a typing rule: in the op table)
             params = tuple(Param(f.key, f.kind, f.default) for f in fields
                            if isinstance(f, _Operand) or (isinstance(f, _Attribute) and f.param))
             cls.spec = register_spec(OpSpec(cls.call_name, cls.dsl or cls.call_name, params,
@@ -732,7 +742,7 @@ class _InitializePipe(OpClass):
     core = ""
 
     @classmethod
-    def _infer(cls, kind, a, at):
+    def infer(cls, kind, a, at):
         core = cls.core
         want = FunctionKind.AIC if core == "aic" else FunctionKind.AIV
         if kind not in (want, FunctionKind.InCore):
@@ -799,20 +809,12 @@ class AicInitializePipe(_InitializePipe):
     core = "aic"
     doc = "seed 003 Cube pipe initialisation"
 
-    @staticmethod
-    def infer(kind, a, at):
-        return AicInitializePipe._infer(kind, a, at)
-
 
 class AivInitializePipe(_InitializePipe):
     __slots__ = ()
     name = "pl.aiv_initialize_pipe"
     core = "aiv"
     doc = "seed 003 Vector pipe initialisation"
-
-    @staticmethod
-    def infer(kind, a, at):
-        return AivInitializePipe._infer(kind, a, at)
 
 
 #: the pipe initialisations, Cube's and Vector's
@@ -989,7 +991,7 @@ EVENT_OPS = (RecordEvent, WaitEvent, Barrier)
 # -- the ring buffers (seed 003): declared at the top of a kernel, not DSL calls ------------------
 def _top_level(op, ctx, what):
     p = op.parent_op
-    if p is None or p.name != "pl.func":
+    if p is None or not p.is_a(FuncOp):
         raise ctx.error(f"{what} inside a loop or branch", op,
                         "declare ring buffers at the top of the kernel")
 

@@ -308,11 +308,11 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None
                 _split_or_whole(fn, plan.split, warn)
             if split_fn is None:
                 fn.split = TileSplitAxis.TILE_NO_SPLIT
-                fn.attributes.pop("slot_num", None)
+                del fn.slot_num
                 return [fn]
             fn = split_fn
-        fn.attributes.pop("split", None)
-        fn.attributes.pop("slot_num", None)
+        del fn.split
+        del fn.slot_num
         return [fn]
     aic, aiv = fresh(taken, f"{name}_aic"), fresh(taken, f"{name}_aiv")
     ex = _Expander(fn, plan, aic, aiv, one_lane)

@@ -58,6 +58,8 @@ def test_annotations_are_left_out_until_a_pass_sets_them():
     assert "ring" not in init.attributes and init.ring is None and init.ring_name("C2V") is None
     init.set_ring_name("C2V", "c2v_ring")
     assert init.attributes["c2v_ring"] == "c2v_ring" and init.ring_name("C2V") == "c2v_ring"
+    del init.c2v_ring
+    assert "c2v_ring" not in init.attributes and init.ring_name("C2V") is None
     assert init.consumer_bufs == {"C2V": c2v, "V2C": v2c} and init.ways == (Direction.DIR_C2V,)
     assert init.is_a(*INITIALIZE_PIPE)
 
