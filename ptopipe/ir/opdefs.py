@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..arch.vocab import ALIGNMENT, EventID, SyncPipe, TileSplitAxis
+from ..errors import CompileError
 from .core import Operation, register_op_class
 from .nodes import AUTO, FunctionKind
 from .nodes import Const as TreeConst
@@ -414,9 +415,15 @@ class _Attribute(_Field):
         return self._key or self.attr
 
     def get(self, op):
-        if self.default is REQUIRED:
+        if self.default is not REQUIRED:
+            return op.attributes.get(self.key, self.default)
+        try:
             return op.attributes[self.key]
-        return op.attributes.get(self.key, self.default)
+        except KeyError:
+            raise CompileError(f"{op.name} has no attribute '{self.key}'",
+                               where=str(op.loc) if op.loc else None,
+                               fix="build it with its class's build(...), or verify_ops the IR "
+                                   "first") from None
 
     def __get__(self, op, cls=None):
         return self if op is None else self.get(op)
@@ -441,14 +448,19 @@ class _Result(_Field):
 
 
 def operand(*types, default=REQUIRED, doc=""):
+    """One operand whose type is an instance of one of ``types`` (a class, or a type value
+    it must equal); ``default``: the DSL's value for an omitted argument."""
     return _Operand(types or None, "value", default, doc)
 
 
 def var_operand(*types, doc=""):
+    """The variadic operands (a list), each typed as for :func:`operand`."""
     return _Operand(types or None, "values", REQUIRED, doc)
 
 
 def attribute(kind, *types, default=REQUIRED, key=None, doc=""):
+    """An attribute of DSL kind ``kind`` (see :mod:`.ops`) holding one of ``types``;
+    ``key``: its name in the IR when that is not the field's."""
     return _Attribute(kind, types or None, default, key, doc)
 
 
@@ -458,6 +470,7 @@ def annotation(*types, key=None, doc=""):
 
 
 def result(*types, doc=""):
+    """A result whose type is one of ``types``."""
     return _Result(types or None, doc)
 
 

@@ -31,6 +31,10 @@ def test_an_op_of_a_defined_name_is_its_class_with_named_accessors():
     assert op.tile is tile and op.buf is buf
     assert op.split is TileSplitAxis.TILE_UP_DOWN and op.direction is Direction.DIR_V2C
     assert type(Operation("pl.no_such_op")) is Operation
+    bare = Operation("pl.tpop", (buf,), [VEC], {})
+    with pytest.raises(CompileError, match="pl.tpop has no attribute 'type'"):
+        bare.result_type
+    assert bare.split is TileSplitAxis.TILE_NO_SPLIT         # an omitted default reads as it
 
 
 def test_setting_an_accessor_rewrites_the_op_and_keeps_use_lists():
