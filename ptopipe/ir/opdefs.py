@@ -389,6 +389,11 @@ class _Operand(_Field):
     def __get__(self, op, cls=None):
         return self if op is None else self.get(op)
 
+    def of(self, args):
+        """This operand among ``args`` grouped per operand parameter, as the statement
+        tree's ``Call.args`` (and the runtime's evaluated arguments) are."""
+        return args[self.start]
+
     def index_of(self, op, k: int = 0) -> int:
         """The position in ``op.operands`` of this operand (item ``k`` of a variadic one)."""
         if self.kind == "values":
@@ -424,6 +429,11 @@ class _Attribute(_Field):
                                where=str(op.loc) if op.loc else None,
                                fix="build it with its class's build(...), or verify_ops the IR "
                                    "first") from None
+
+    def of(self, attrs: dict):
+        """This attribute in an attribute dict (a statement-tree Call's), its default if
+        absent."""
+        return attrs[self.key] if self.default is REQUIRED else attrs.get(self.key, self.default)
 
     def __get__(self, op, cls=None):
         return self if op is None else self.get(op)
@@ -732,9 +742,10 @@ _SPLIT = (int,)                # a TileSplitAxis (an IntEnum; the asm form reads
 _POPPED = (TileValueType, TensorType)
 
 
-class _InitializePipe(OpClass):
+class InitializePipe(OpClass):
     """A core's pipe initialisation (seed 003): the ring's directions, slot geometry, GM
-    slot buffer (A2A3) and the consumer buffers' bases (A5)."""
+    slot buffer (A2A3) and the consumer buffers' bases (A5).  The fields of both
+    initialisations (this class defines no op itself)."""
     __slots__ = ()
     dir_mask = attribute("dir", int)
     slot_size = attribute("int", int)
@@ -816,14 +827,14 @@ class _InitializePipe(OpClass):
             self.v2c_ring = name
 
 
-class AicInitializePipe(_InitializePipe):
+class AicInitializePipe(InitializePipe):
     __slots__ = ()
     name = "pl.aic_initialize_pipe"
     core = "aic"
     doc = "seed 003 Cube pipe initialisation"
 
 
-class AivInitializePipe(_InitializePipe):
+class AivInitializePipe(InitializePipe):
     __slots__ = ()
     name = "pl.aiv_initialize_pipe"
     core = "aiv"

@@ -42,7 +42,7 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
        "or": lambda a, b: a or b}
-_INIT = call_names(INITIALIZE_PIPE)
+_INIT, _EVENTS = call_names(INITIALIZE_PIPE), call_names((RecordEvent, WaitEvent))
 # the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
 # (operands in IR order are the ISA's after the destination); load and store build GM views
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
@@ -267,18 +267,22 @@ class Compiler:
         if op == TPush.call_name:
             producer = self.pipe(True)
 
+            tile, split = TPush.tile, TPush.split.of(at)
+
             def tpush():
                 a = [f() for f in args]
-                isa.TPUSH(producer(), a[0], at["split"])
+                isa.TPUSH(producer(), tile.of(a), split)
             return tpush
         if op == TPop.call_name:
             return self.tpop(args, at, dest)
         if op == TFree.call_name:
             consumer = self.pipe(False)
 
+            obj, split = TFree.obj, TFree.split.of(at)
+
             def tfree():
                 a = [f() for f in args]
-                isa.TFREE(consumer(), a[1], at.get("split"))
+                isa.TFREE(consumer(), obj.of(a), split)
             return tfree
         return self.rare(c, op, args, at, dest)
 
@@ -292,19 +296,17 @@ class Compiler:
                 return isa.get_subblockid()
             if op in _INIT:
                 return it.init_pipe(op, a, at, c)
-            if op == RecordEvent.call_name:
-                isa.set_flag(at["src"], at["dst"], a[0])
-                return None
-            if op == WaitEvent.call_name:
-                isa.wait_flag(at["src"], at["dst"], a[0])
+            if op in _EVENTS:           # record_event / wait_event: set_flag / wait_flag
+                flag = isa.set_flag if op == RecordEvent.call_name else isa.wait_flag
+                flag(RecordEvent.src.of(at), RecordEvent.dst.of(at), RecordEvent.event_id.of(a))
                 return None
             if op == Barrier.call_name:
-                isa.pipe_barrier(at["pipe"])
+                isa.pipe_barrier(Barrier.pipe.of(at))
                 return None
             if op == TAlloc.call_name:
-                t = at["type"]
+                t = TAlloc.result_type.of(at)
                 gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
-                isa.TALLOC(it.pipe_of(True), gt, at["split"])
+                isa.TALLOC(it.pipe_of(True), gt, TAlloc.split.of(at))
                 return gt
             raise KernelError(f"the runtime cannot execute op {op!r}", where=str(it.core.where()))
         return call
@@ -315,7 +317,8 @@ class Compiler:
         The tiles of one site share their views of memory (``Tile._views``: per core,
         address and valid shape; the site's tiles have one dtype and shape), so a pop into
         a staging slot used before binds without building views."""
-        it, t, split, consumer = self.it, at["type"], at["split"], self.pipe(False)
+        it, consumer = self.it, self.pipe(False)
+        t, split = TPop.result_type.of(at), TPop.split.of(at)
         if isinstance(t, TileValueType):
             space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.shape[:2], t.layout
             views = {}
