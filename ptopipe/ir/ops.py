@@ -17,7 +17,7 @@ from typing import Callable
 from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
                               op_scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
-from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
+from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from .nodes import Const, FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
