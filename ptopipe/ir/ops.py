@@ -1,10 +1,11 @@
 """The op registry: every op's DSL signature (operands and compile-time attributes) and
 its typing rule.  The tile ops are those of the arch op catalogue (one spec per catalogue
-op with a DSL name, typed by its operand form and checked by its dtype / scalar rules);
-the cross-core ops and pipe initialisation are defined here.
+op with a DSL name, typed by its operand form and checked by its dtype / scalar rules),
+defined here with ``pl.call`` and ``pl.get_subblockid``; the pipe and sync ops are the op
+classes of :mod:`.opdefs`, each registering the spec derived from its fields
+(:func:`register`).
 
-The pipe and sync ops are classes of :mod:`.opdefs` (with typed accessors); each
-registers its spec here (:func:`register`).  One table serves the DSL parser (binding call arguments, inferring result types), the
+One table serves the DSL parser (binding call arguments, inferring result types), the
 printer (printing calls back as DSL source) and the verifier (re-checking types).  A
 typing rule raises :class:`OpError` naming the offending parameter, so that errors
 point at the argument in the source.
