@@ -22,13 +22,14 @@ from ..ir.convert import op_to_function
 from ..ir.layout import plan_function
 from ..ir.pipe_config import local_slot_num
 from ..ir.nodes import Call, FunctionKind, Var
-from ..ir.opdefs import ARITH_BINARY, ARITH_UNARY, CALL_OPS, operand_groups
+from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE,
+                         RING_BUFFERS, Barrier, ReserveBufferOp, BufferAttrOp, CastOp, ConstOp, CopyOp, ForOp,
+                         GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
+                         TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
 from . import cpp_types as T
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
-INIT_OPS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
-CROSS_OPS = {"pl.tpush": "TPUSH", "pl.tpop": "TPOP", "pl.tfree": "TFREE", "pl.talloc": "TALLOC"}
 _CMP = {"and": "&&", "or": "||"}
 
 
@@ -53,7 +54,7 @@ class KernelWriter:
         self.f, self.called = f, called
         self.platform = platform
         self.gm_directions = get_platform(platform).gm_directions if platform else True
-        self.name = f.attributes["sym_name"]
+        self.name = f.sym_name
         self.record = {}
         self.lay = plan_function(op_to_function(f, self.record))
         self.names = {}            # Value -> C++ name (tiles, GM values, named scalars)
@@ -69,10 +70,10 @@ class KernelWriter:
         self.views = {}            # C++ name of a DN column tile -> its row view's name
         self.data_lane = None      # the lane-0 condition of a two-lane TILE_NO_SPLIT AIV kernel
         for op in f.walk():
-            if op.name in CROSS_OPS and op.attributes.get("split") is not None:
-                self.splits.add(TileSplitAxis(op.attributes["split"]))
-            if op.name == "pl.tpop":
-                self.pops.setdefault(op.attributes["direction"], set()).add(op.attributes["split"])
+            if op.is_a(*CROSS_CORE_OPS) and op.split is not None:
+                self.splits.add(TileSplitAxis(op.split))
+            if op.is_a(TPop):
+                self.pops.setdefault(op.direction, set()).add(op.split)
 
     # -- names and types ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -142,9 +143,9 @@ class KernelWriter:
         op = getattr(v, "op", None)
         if op is None:
             raise CompileError(f"value %{v.name or '?'} is used before it is defined in {self.name}")
-        n, a = op.name, op.attributes
-        if n == "pl.const":
-            return T.literal(a["value"], v.type)
+        n, cls = op.name, op.__class__
+        if cls is ConstOp:
+            return T.literal(op.value, v.type)
         if n in ARITH_BINARY:
             sym = ARITH_BINARY[n]
             x, y = (self.expr(o) for o in op.operands)
@@ -156,14 +157,15 @@ class KernelWriter:
                 return f"(static_cast<float>({x}) / static_cast<float>({y}))"
             return f"({x} {_CMP.get(sym, sym)} {y})"
         if n in ARITH_UNARY:
-            return f"({'!' if ARITH_UNARY[n] == 'not' else '-'}{self.expr(op.operands[0])})"
-        if n == "pl.get_subblockid":
+            x, = op.operands
+            return f"({'!' if ARITH_UNARY[n] == 'not' else '-'}{self.expr(x)})"
+        if cls is GetSubblockIdOp:
             return "static_cast<int64_t>(get_subblockid())"
-        if n == "pl.buffer_attr":
-            base, size = self.buffers[op.operands[0]]
-            return str(base if a["attr"] == "base" else size)
-        if n == "pl.copy":
-            return self.expr(op.operands[0])
+        if cls is BufferAttrOp:
+            base, size = self.buffers[op.buffer]
+            return str(base if op.attr == "base" else size)
+        if cls is CopyOp:
+            return self.expr(op.source)
         raise err(f"{n} result used as a scalar has no C++ expression", op)
 
     def gm_ptr(self, v) -> str:
@@ -193,12 +195,12 @@ class KernelWriter:
             self.used.add(n)
             self.names[a] = n
         body = []
-        ops = list(self.f.regions[0].blocks[0])
-        one_lane = any(op.name in INIT_OPS and op.attributes.get("lanes") == 1 for op in ops)
-        aiv = self.f.attributes["kind"] is FunctionKind.AIV
+        ops = list(self.f.body)
+        one_lane = any(op.is_a(*INITIALIZE_PIPE) and op.lanes == 1 for op in ops)
+        aiv = self.f.kind is FunctionKind.AIV
         guard = one_lane and aiv
         ind = "        " if guard else "    "
-        if aiv and not one_lane and self.f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT:
+        if aiv and not one_lane and self.f.split is TileSplitAxis.TILE_NO_SPLIT:
             self.data_lane = self.fresh("data_lane")
             body += ["    // TILE_NO_SPLIT with two lanes: AIV1 takes part in every handshake but loads,",
                      "    // computes and stores nothing (the simulator's lane-1 replay on empty valid shapes)",
@@ -206,7 +208,7 @@ class KernelWriter:
         for op in ops:
             body += self.op(op, ind)
         head = "AICORE inline void" if self.called else 'extern "C" __global__ AICORE void'
-        lines = [f"// {self.f.attributes['kind'].value.upper()} kernel {self.name!r}",
+        lines = [f"// {self.f.kind.value.upper()} kernel {self.name!r}",
                  f"{head} {T.ident(self.name)}("
                  + ", ".join(T.param_decl(n, a.type) for a, n in zip(args, names)) + ")", "{"]
         lines += self.alias_lines + self.decls
@@ -224,101 +226,99 @@ class KernelWriter:
         return out
 
     def op(self, op, ind) -> list:
-        n, a = op.name, op.attributes
-        if n == "pl.yield":
+        n, cls = op.name, op.__class__
+        if cls is YieldOp:
             return []                               # written by the loop / branch (yields)
-        if n in ("pl.const", "pl.buffer_attr") or n in ARITH_BINARY or n in ARITH_UNARY \
-                or n == "pl.get_subblockid":
+        if cls in (ConstOp, BufferAttrOp, GetSubblockIdOp) or n in ARITH_BINARY or n in ARITH_UNARY:
             r = op.results[0]
             if r.name is None or isinstance(r.type, TileValueType):
                 return []                           # inlined where used
             e = self.expr(r)
             name = self.names[r] = self.fresh(r.name)
             return [f"{ind}const {T.scalar_ctype(r.type)} {name} = {e};"]
-        if n == "pl.copy":
-            src = op.operands[0]
+        if cls is CopyOp:
+            src = op.source
             if src in self.names:
-                self.names[op.results[0]] = self.names[src]
+                self.names[op.out] = self.names[src]
             return []
-        if n in ("pl.reserve_buffer", "pl.import_peer_buffer"):
-            base, size = a.get("base"), a.get("size")
+        if cls in RING_BUFFERS:
+            base, size = op.base, op.size
             if not isinstance(base, int) or not isinstance(size, int):
-                raise err(f"{n} {a['name']!r} has no resolved base/size", op,
+                raise err(f"{n} {op.buffer_name!r} has no resolved base/size", op,
                           "compile the program (allocate-memory, resolve-peers)")
-            self.buffers[op.results[0]] = (base, size)
-            where = a.get("memory_space") or f"peer {a.get('peer_func')}"
-            return [f"{ind}// {n[3:]} {a['name']!r}: {where} [{base:#x}, {base + size:#x})"]
-        if n in INIT_OPS:
+            self.buffers[op.buf] = (base, size)
+            where = op.memory_space if cls is ReserveBufferOp else f"peer {op.peer_func}"
+            return [f"{ind}// {op.call_name} {op.buffer_name!r}: {where} [{base:#x}, {base + size:#x})"]
+        if cls in INITIALIZE_PIPE:
             return self.init(op, ind)
-        if n in CROSS_OPS:
+        if cls in CROSS_CORE_OPS:
             return self.cross(op, ind)
-        if n == "pl.for":
+        if cls is ForOp:
             return self.loop(op, ind)
-        if n == "pl.if":
+        if cls is IfOp:
             return self.branch(op, ind)
-        if n == "pl.return":
+        if cls is ReturnOp:
             if op.operands:
                 raise err("a kernel returns no values", op)
             return [f"{ind}return;"]
-        if n in ("pl.record_event", "pl.wait_event"):
-            fn = "set_flag" if n == "pl.record_event" else "wait_flag"
-            ev = op.operands[0]
-            e = self.expr(ev)
+        if cls in (RecordEvent, WaitEvent):
+            fn = "set_flag" if cls is RecordEvent else "wait_flag"
+            e = self.expr(op.event_id)
             ev_s = f"EVENT_ID{e}" if e.isdigit() else f"static_cast<event_t>({e})"
-            return [f"{ind}{fn}({a['src'].value}, {a['dst'].value}, {ev_s});"]
-        if n == "pl.barrier":
-            return [f"{ind}pipe_barrier({a['pipe'].value});"]
+            return [f"{ind}{fn}({op.src.value}, {op.dst.value}, {ev_s});"]
+        if cls is Barrier:
+            return [f"{ind}pipe_barrier({op.pipe.value});"]
         return self.tile_op(op, ind)
 
     def init(self, op, ind) -> list:
         if self.pipe is not None:
             raise err(f"a second pipe initialisation in {self.name}: one TPipe per kernel", op)
-        a = op.attributes
-        for k in ("flag_id", "slot_num", "slot_size", "ring"):
-            if a.get(k) is None:
+        for k, v in (("flag_id", op.flag_id), ("slot_num", op.slot_num),
+                     ("slot_size", op.slot_size), ("ring", op.ring)):
+            if v is None:
                 raise err(f"{op.name} has no {k} attribute", op,
                           "compile the program (allocate-flags and lower-platform set it)")
-        g = operand_groups(CALL_OPS[op.name], op.operands)
         nosplit = bool(self.splits) and self.splits == {TileSplitAxis.TILE_NO_SPLIT}
-        targs = [str(a["flag_id"]), T.direction_name(a["dir_mask"], self.gm_directions), str(a["slot_size"]),
-                 str(a["slot_num"]), str(local_slot_num(a)), "true" if nosplit else "false"]
+        targs = [str(op.flag_id), T.direction_name(op.dir_mask, self.gm_directions),
+                 str(op.slot_size), str(op.slot_num), str(local_slot_num(op.attributes)),
+                 "true" if nosplit else "false"]
         self.pipe = self.fresh("Pipe")
         pipe_var = self.fresh("pipe")
         self.pipe = (self.pipe, pipe_var)
-        gm = g["gm_slot_buffer"]
-        gm_s = f"(__gm__ void *){self.gm_ptr(gm)}" if a["ring"] == "gm" and gm is not None \
+        gm = op.gm_slot_buffer
+        gm_s = f"(__gm__ void *){self.gm_ptr(gm)}" if op.ring == "gm" and gm is not None \
             else "(__gm__ void *)nullptr"
-        ring = "GM slot buffer" if a["ring"] == "gm" else "consumer-local rings"
-        flags = "".join(f", {w} flags {tuple(a[w + '_flags'])}" for w in ("c2v", "v2c")
-                        if a.get(w + "_flags"))
-        return [f"{ind}// {op.name[3:]}: {ring}{flags}",
+        ring = "GM slot buffer" if op.ring == "gm" else "consumer-local rings"
+        flags = "".join(f", {w} flags {tuple(fl)}" for w, fl in (("c2v", op.c2v_flags),
+                                                                  ("v2c", op.v2c_flags)) if fl)
+        return [f"{ind}// {op.call_name}: {ring}{flags}",
                 f"{ind}using {self.pipe[0]} = TPipe<{', '.join(targs)}>;",
-                f"{ind}{self.pipe[0]} {pipe_var}({gm_s}, {self.expr(g['c2v_consumer_buf'])}, "
-                f"{self.expr(g['v2c_consumer_buf'])});"]
+                f"{ind}{self.pipe[0]} {pipe_var}({gm_s}, {self.expr(op.c2v_consumer_buf)}, "
+                f"{self.expr(op.v2c_consumer_buf)});"]
 
     def cross(self, op, ind) -> list:
         if self.pipe is None:
-            raise err(f"{CROSS_OPS[op.name]} before the pipe initialisation of {self.name}", op)
+            raise err(f"{op.dsl} before the pipe initialisation of {self.name}", op)
         ptype, pvar = self.pipe
-        a, name = op.attributes, CROSS_OPS[op.name]
-        split = a.get("split")
-        if split is None and op.name == "pl.tfree":
-            splits = self.pops.get(a["direction"], set())
+        name = op.dsl
+        split = op.split
+        if split is None and op.is_a(TFree):
+            splits = self.pops.get(op.direction, set())
             if len(splits) != 1:
                 raise err(f"TFREE without a split in {self.name}, whose TPOPs of "
-                          f"{Direction(a['direction']).name} use {len(splits)} different splits", op,
+                          f"{Direction(op.direction).name} use {len(splits)} different splits", op,
                           "give the TFREE the split of its TPOP")
             split = next(iter(splits))
         if split is None:
             raise err(f"{name} in {self.name} has no split", op, "give it split=pl.TILE_...")
         sp = T.split_name(split)
-        if op.name == "pl.tfree":
-            obj = op.operands[1] if len(op.operands) > 1 else None
+        if op.is_a(TFree):
+            obj = op.obj if len(op.operands) > 1 else None
             if obj is not None and isinstance(obj.type, TensorType):
                 return [f"{ind}TFREE<{ptype}, {self.ttype(obj.type)}, {sp}>({pvar}, {self.names[obj]});"]
             return [f"{ind}TFREE<{ptype}, {sp}>({pvar});"]
-        if op.name == "pl.tpush":
-            v = op.operands[0]
+        if op.is_a(TPush):
+            v = op.tile
             return [f"{ind}TPUSH<{ptype}, {self.ttype(v.type)}, {sp}>({pvar}, {self.names[v]});"]
         r = op.results[0]
         if isinstance(r.type, TileValueType):     # TPOP of a tile: bound to its slot by TPOP
@@ -340,8 +340,8 @@ class KernelWriter:
         if spec is None or not n.startswith("pl."):
             raise err(f"{n} has no pto-isa C++ form in the C++ writer", op)
         g = operand_groups(spec, op.operands)
-        if n == "pl.store":
-            tile, tensor = g["tile"], g["tensor"]
+        if op.is_a(StoreOp):
+            tile, tensor = op.tile, op.tensor
             lines, gm = self.window(tensor, g["offsets"], tile.type.shape, op, ind)
             return lines + [f"{ind}TSTORE({gm}, {self.names[tile]});"]
         d = BY_DSL.get(n[3:])
@@ -349,9 +349,8 @@ class KernelWriter:
             raise err(f"{n} has no pto-isa C++ form in the C++ writer", op)
         r = op.results[0]
         dst, pre = self.define(r, op, ind)
-        if n == "pl.load":
-            t = g["tensor"]
-            lines, gm = self.window(t, g["offsets"], op.attributes["shape"], op, ind)
+        if op.is_a(LoadOp):
+            lines, gm = self.window(op.tensor, op.offsets, op.shape, op, ind)
             return pre + lines + [f"{ind}TLOAD({dst}, {gm});"]
         args, tiles = [], [r]
         for p in spec.operands:
@@ -367,7 +366,7 @@ class KernelWriter:
             pre += [f"{ind}TRESHAPE({self.row_view(v)}, {self.names[v]});" for v in tiles]
             dst = self.views[dst]
             args = [self.views.get(a, a) for a in args]
-        if n == "pl.cast":
+        if op.is_a(CastOp):
             args.append("RoundMode::CAST_RINT")
         if d.scratch:
             args.append(self.scratch_tile(op, r, next(iter(g.values()))))
@@ -411,7 +410,7 @@ class KernelWriter:
 
     def yields(self, blk, targets, ind) -> list:
         term = list(blk)[-1] if len(list(blk)) else None
-        if term is None or term.name != "pl.yield" or len(term.operands) != len(targets):
+        if term is None or not term.is_a(YieldOp) or len(term.operands) != len(targets):
             return []
         srcs = [self.value(v) for v in term.operands]
         pairs = [(t, s) for t, s in zip(targets, srcs) if t != s]
@@ -422,8 +421,8 @@ class KernelWriter:
         return [f"{ind}{t} = {s};" for t, s in pairs]
 
     def loop(self, op, ind) -> list:
-        start, stop, step, *inits = op.operands
-        blk = op.regions[0].blocks[0]
+        start, stop, step, inits = op.start, op.stop, op.step, op.inits
+        blk = op.body
         iv, *iters = blk.args
         out = []
         for a, init in zip(iters, inits):
@@ -447,8 +446,8 @@ class KernelWriter:
         for r in op.results:
             out += self.carried(r, None, ind, "result")
         targets = [self.names[r] for r in op.results]
-        out.append(f"{ind}if ({self.expr(op.operands[0])}) {{")
-        then, els = (rg.blocks[0] for rg in op.regions)
+        out.append(f"{ind}if ({self.expr(op.cond)}) {{")
+        then, els = op.then_block, op.else_block
         out += self.block(then, ind + "    ") + self.yields(then, targets, ind + "    ")
         body = self.block(els, ind + "    ") + self.yields(els, targets, ind + "    ")
         if body:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import CallOp, ProgramOp, ReturnOp
 from . import cpp_types as T
 from .cpp_kernel import KernelWriter, err, params
 
@@ -58,9 +59,9 @@ AICORE inline int64_t ptopipe_mod(int64_t a, int64_t b)
 
 
 def _funcs(program_op) -> list:
-    if program_op.name != "pl.program":
+    if not program_op.is_a(ProgramOp):
         raise CompileError(f"write_cpp takes a compiled pl.program op, got {program_op.name}")
-    return list(program_op.regions[0].blocks[0])
+    return list(program_op.body)
 
 
 def write_cpp(program_op, platform=None) -> str:
@@ -68,7 +69,7 @@ def write_cpp(program_op, platform=None) -> str:
     name or a Platform; default: the program's ``platform`` attribute) must be the one the
     program was compiled for."""
     want = getattr(platform, "name", platform)
-    have = program_op.attributes.get("platform")
+    have = program_op.platform
     if have is None:
         raise CompileError("write_cpp needs a compiled program (no platform attribute: "
                            "LowerPlatform has not run)",
@@ -77,20 +78,20 @@ def write_cpp(program_op, platform=None) -> str:
         raise CompileError(f"the program was compiled for {have}, not {want}",
                            fix=f"compile it with platform={want!r}, or write it for {have}")
     fns = _funcs(program_op)
-    kinds = {f.attributes["sym_name"]: f.attributes["kind"] for f in fns}
-    called = {op.attributes["callee"] for f in fns if kinds[f.attributes["sym_name"]] is FunctionKind.Group
-              for op in f.walk() if op.name == "pl.call"}
-    out = [f"// pto-isa C++ of program {program_op.attributes['sym_name']!r} for {have}, "
+    kinds = {f.sym_name: f.kind for f in fns}
+    called = {op.callee for f in fns if kinds[f.sym_name] is FunctionKind.Group
+              for op in f.walk() if op.is_a(CallOp)}
+    out = [f"// pto-isa C++ of program {program_op.sym_name!r} for {have}, "
            "written by ptopipe (ptopipe compile --emit cpp)", PRELUDE]
     # the kernels first: a Group entry calls them (a .pto file may define its entry first)
-    for f in sorted(fns, key=lambda f: f.attributes["kind"] is FunctionKind.Group):
-        kind = f.attributes["kind"]
+    for f in sorted(fns, key=lambda f: f.kind is FunctionKind.Group):
+        kind = f.kind
         if kind in (FunctionKind.AIC, FunctionKind.AIV):
-            out.append(KernelWriter(f, f.attributes["sym_name"] in called, have).write())
+            out.append(KernelWriter(f, f.sym_name in called, have).write())
         elif kind is FunctionKind.Group:
             out.append(_group(f, kinds))
         else:
-            raise err(f"function {f.attributes['sym_name']!r} is a {kind.value} function: only "
+            raise err(f"function {f.sym_name!r} is a {kind.value} function: only "
                       "AIC, AIV and Group functions have pto-isa C++", f,
                       "compile the program (ExpandMixedKernel splits mixed functions)")
     return "\n".join(out)
@@ -99,18 +100,18 @@ def write_cpp(program_op, platform=None) -> str:
 def _group(f, kinds) -> str:
     args, names = params(f)
     env = dict(zip(args, names))
-    lines = [f'extern "C" __global__ AICORE void {T.ident(f.attributes["sym_name"])}('
+    lines = [f'extern "C" __global__ AICORE void {T.ident(f.sym_name)}('
              + ", ".join(T.param_decl(n, a.type) for a, n in zip(args, names)) + ")", "{"]
-    for op in f.regions[0].blocks[0]:
-        if op.name == "pl.return" and not op.operands:
+    for op in f.body:
+        if op.is_a(ReturnOp) and not op.operands:
             continue
-        if op.name != "pl.call":
-            raise err(f"{op.name} in Group {f.attributes['sym_name']!r}: a Group only calls its "
+        if not op.is_a(CallOp):
+            raise err(f"{op.name} in Group {f.sym_name!r}: a Group only calls its "
                       "kernels", op)
-        callee = op.attributes["callee"]
+        callee = op.callee
         guard = {FunctionKind.AIC: "__DAV_CUBE__", FunctionKind.AIV: "__DAV_VEC__"}.get(kinds.get(callee))
         if guard is None or any(v not in env for v in op.operands):
-            raise err(f"call of {callee!r} in Group {f.attributes['sym_name']!r} cannot be written "
+            raise err(f"call of {callee!r} in Group {f.sym_name!r} cannot be written "
                       "(the callee is not an AIC / AIV kernel, or an argument is not a parameter)", op)
         lines += [f"#if defined({guard})",
                   f"    {T.ident(callee)}({', '.join(env[v] for v in op.operands)});", "#endif"]

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..ir.types import TileValueType
+from ..ir.opdefs import CopyOp, ForOp, IfOp, LoadOp, StoreOp
 
 _seq = itertools.count()
 
@@ -58,7 +59,7 @@ def writes_result(op) -> bool:
     from .pto_syntax import PTO_OP
     if len(op.results) != 1 or not _tile(op.results[0]) or op.regions:
         return False
-    return op.name in ("pl.load", "pl.copy") or (op.name[3:] in PTO_OP and op.name != "pl.store")
+    return op.is_a(LoadOp, CopyOp) or (op.name[3:] in PTO_OP and not op.is_a(StoreOp))
 
 
 def _top(op, block):
@@ -86,9 +87,9 @@ def plan_buffers(func) -> BufferPlan:
 
 def _walk(block, p) -> None:
     for op in block:
-        if op.name == "pl.for":
+        if op.is_a(ForOp):
             _plan_for(op, block, p)
-        elif op.name == "pl.if" and op not in p.planned:
+        elif op.is_a(IfOp) and op not in p.planned:
             _plan_if(op, {}, p)
         for r in op.regions:
             for b in r.blocks:
@@ -172,7 +173,7 @@ def _adopt(block, pairs, p) -> None:
         d = getattr(v, "op", None)
         ok = (d is not None and d.parent is block and v not in p.home and count[v] == 1
               and (prev is None or not _used_after(prev, block, pos, pos[d])))
-        if ok and d.name == "pl.if":
+        if ok and d.is_a(IfOp):
             ifs.setdefault(d, {})[v.index] = (buf, prev)
         elif ok and writes_result(d):
             p.home[v] = buf

@@ -21,6 +21,7 @@ from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
 from ..ir import to_tree
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
 from .pto_reader import read_pto
 from .pto_syntax import PTO_OP, run_line_platform
 from .pto_writer import nosplit_functions, with_peers
@@ -54,7 +55,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     except RecursionError:
         raise ParseError("regions nest deeper than the reader follows", where=path,
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
-    plat = platform or op.attributes.get("platform") or "a2a3"
+    plat = platform or op.platform or "a2a3"
     ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
     one_lane_nosplit(op, ctx)
     try:
@@ -74,7 +75,7 @@ def _pto_word(m) -> str:
 
 
 #: DSL ops whose PTO-AS spelling is ``pto.<name>`` too
-_PTO_SAME = ("aic_initialize_pipe", "aiv_initialize_pipe", "reserve_buffer")
+_PTO_SAME = call_names(INITIALIZE_PIPE + (ReserveBufferOp,))
 
 
 def pto_words(text: str | None) -> str | None:
@@ -95,20 +96,20 @@ def one_lane_nosplit(op, ctx) -> None:
     gives a compiled no-split function's; on A5 so do the pipes whose ops all say ``split = 0``
     (ptoas runs them on AIV0 only, whatever the protocol model)."""
     from ..passes.expand_mixed import one_lane_no_split
-    funcs = list(op.regions[0].blocks[0])
+    funcs = list(op.body)
     a5 = ctx.platform == "a5"
     pair = nosplit_functions(op) if one_lane_no_split(ctx) or a5 else set()   # ptoas: AIV0 only on A5
     if a5:
         whole = whole_tile_pairs(funcs)
         pair |= whole
         for f in funcs:             # the Vector kernel runs on AIV0 only (AIV1 skips its body)
-            if f.attributes["sym_name"] in whole and f.attributes["kind"] is FunctionKind.AIV:
-                f.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
+            if f.sym_name in whole and f.kind is FunctionKind.AIV:
+                f.split = TileSplitAxis.TILE_NO_SPLIT
     for f in funcs:
-        if f.attributes["sym_name"] in pair:
-            for o in f.regions[0].blocks[0]:
-                if o.name.endswith("initialize_pipe") and o.attributes.get("lanes") is None:
-                    o.attributes["lanes"] = 1
+        if f.sym_name in pair:
+            for o in f.body:
+                if o.is_a(*INITIALIZE_PIPE) and o.lanes is None:
+                    o.lanes = 1
 
 
 def whole_tile_pairs(funcs) -> set:
@@ -117,11 +118,11 @@ def whole_tile_pairs(funcs) -> set:
     and the Cube kernels they share a pipe with."""
     aiv = set()
     for f in funcs:
-        if f.attributes["kind"] is not FunctionKind.AIV or f.attributes.get("split") is not None:
+        if f.kind is not FunctionKind.AIV or f.split is not None:
             continue                # a nosplit init's kernel: the protocol model decides its lanes
-        splits = [o.attributes.get("split") for o in f.walk() if o.name in ("pl.tpush", "pl.tpop", "pl.tfree")]
+        splits = [o.split for o in f.walk() if o.is_a(TPush, TPop, TFree)]
         if splits and all(s in (None, 0) for s in splits) and any(s == 0 for s in splits):
-            aiv.add(f.attributes["sym_name"])
+            aiv.add(f.sym_name)
     return with_peers(funcs, aiv)
 
 
@@ -129,21 +130,21 @@ def check_entry_launches(op) -> None:
     """An entry launches each kernel of a pipe once: a kernel with a pipe init that the entry
     never calls leaves its peer waiting forever, one called twice initialises its pipe twice
     (ptoas accepts both)."""
-    funcs = list(op.regions[0].blocks[0])
-    entries = [f for f in funcs if f.attributes["kind"] is FunctionKind.Group]
+    funcs = list(op.body)
+    entries = [f for f in funcs if f.kind is FunctionKind.Group]
     if len(entries) != 1:
         return
     calls = {}
     for o in entries[0].walk():
-        if o.name == "pl.call":
-            calls.setdefault(o.attributes["callee"], []).append(o)
-    piped = [f for f in funcs if f.attributes["kind"] is not FunctionKind.Group
-             and any(o.name.endswith("initialize_pipe") for o in f.walk())]
-    if not any(f.attributes["sym_name"] in calls for f in piped):
+        if o.is_a(CallOp):
+            calls.setdefault(o.callee, []).append(o)
+    piped = [f for f in funcs if f.kind is not FunctionKind.Group
+             and any(o.is_a(*INITIALIZE_PIPE) for o in f.walk())]
+    if not any(f.sym_name in calls for f in piped):
         return                          # the entry launches none of them: nothing to compare
-    entry = entries[0].attributes["sym_name"]
+    entry = entries[0].sym_name
     for f in piped:
-        name = f.attributes["sym_name"]
+        name = f.sym_name
         sites = calls.get(name, [])
         if not sites:
             raise CompileError(f"@{name} initialises a cross-core pipe but the entry @{entry} never "
@@ -163,18 +164,17 @@ def _loc(op) -> str | None:
 def check_explicit_addrs(op, addrs) -> None:
     """A reserve_buffer's [base, base + size) overlapping a tile ``pto.alloc_tile`` placed
     at a fixed address in the same memory of the same kernel (ptoas accepts it)."""
-    for f in op.regions[0].blocks[0]:
-        name = f.attributes["sym_name"]
-        for r in f.regions[0].blocks[0]:
-            if r.name != "pl.reserve_buffer":
+    for f in op.body:
+        name = f.sym_name
+        for r in f.body:
+            if not r.is_a(ReserveBufferOp):
                 continue
-            a = r.attributes
-            lo, hi = a["base"], a["base"] + a["size"]
+            lo, hi, space_r = r.base, r.base + r.size, r.memory_space
             for fn, addr, nbytes, space, loc in addrs:
-                if fn == name and _MEM.get(space.value) == a["memory_space"] and addr < hi and lo < addr + nbytes:
+                if fn == name and _MEM.get(space.value) == space_r and addr < hi and lo < addr + nbytes:
                     raise CompileError(
-                        f"reserve_buffer {a['name']!r} [{lo}, {hi}) overlaps the tile placed at "
-                        f"addr {addr} ({nbytes} bytes, [{addr}, {addr + nbytes})) in {a['memory_space']}",
+                        f"reserve_buffer {r.buffer_name!r} [{lo}, {hi}) overlaps the tile placed at "
+                        f"addr {addr} ({nbytes} bytes, [{addr}, {addr + nbytes})) in {space_r}",
                         where=loc, fix="move the tile (alloc_tile addr) or the ring (reserve_buffer base) "
                                        "so the two ranges are disjoint; ptoas does not check this")
 

@@ -12,6 +12,7 @@ from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
+from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
 from .pto_syntax import (ARITH_OF, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE,
                          float_of_literal, ptr_type)
 
@@ -203,7 +204,7 @@ def h_constant(r, fs, opt, results, loc):
     if pt.dtype == "bool" and not isinstance(v, bool):
         raise c.error(f"an i1 constant is true or false, got {vt.text}", vt)
     rt, name = results[0]
-    op = emit(r, fs, "pl.const", (), [ScalarType(pt.dtype)], {"value": v}, loc, [_hint(name)])
+    op = emit(r, fs, ConstOp.name, (), [ScalarType(pt.dtype)], {"value": v}, loc, [_hint(name)])
     fs.made_consts.append(op)
     fs.const_values[op.results[0]] = v
     r.define(fs, rt, name, op.results[0])
@@ -269,7 +270,7 @@ def data_lane_condition(r, fs, results, xs) -> None:
     rtok, name = results[0]
     r.define(fs, rtok, name, DataLane())
     for x in xs:
-        if x.op is not None and x.op.name == "pl.get_subblockid" and not x.uses:
+        if x.op is not None and x.op.is_a(GetSubblockIdOp) and not x.uses:
             x.op.erase()
 
 
@@ -296,9 +297,9 @@ def h_select(r, fs, opt, results, loc):
                           f"{declared.dtype}", t)
     blocks = [Block(), Block()]
     for blk, v in zip(blocks, (a, b)):
-        blk.append(Operation("pl.yield", [v], (), {}, (), loc))
+        blk.append(Operation(YieldOp.name, [v], (), {}, (), loc))
     rtok, name = results[0]
-    op = emit(r, fs, "pl.if", [cond], [a.type], {}, loc, [_hint(name)], [Region([x]) for x in blocks])
+    op = emit(r, fs, IfOp.name, [cond], [a.type], {}, loc, [_hint(name)], [Region([x]) for x in blocks])
     r.define(fs, rtok, name, op.results[0])
 
 
@@ -329,7 +330,7 @@ def h_call(r, fs, opt, results, loc):
     args = [read(r, fs, t) for t in toks]
     for v, (at, pt) in zip(args, types):
         _check_call_type(c, v, at, pt)
-    emit(r, fs, "pl.call", args, [], {"callee": callee.text[1:]}, loc)
+    emit(r, fs, CallOp.name, args, [], {"callee": callee.text[1:]}, loc)
 
 
 def _check_call_type(c, v, at, pt) -> None:
@@ -385,5 +386,5 @@ def h_copy(r, fs, opt, results, loc):
     r.c.expect(":")
     _check_type(r, t, x, r.c.type_())
     rt, name = results[0]
-    op = emit(r, fs, "pl.copy", [x], [x.type], {}, loc, [_hint(name)])
+    op = emit(r, fs, CopyOp.name, [x], [x.type], {}, loc, [_hint(name)])
     r.define(fs, rt, name, op.results[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..ir.nodes import FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import TileValueType
+from ..ir.opdefs import TPop, TPush
 from .pto_ops import _check_results, _check_type, emit, lookup, read, write
 from .pto_pipe_ops import _free, _init_attrs, _make_init, _ring, _split, _trailing
 
@@ -91,7 +92,7 @@ def h_low_push(r, fs, opt, results, loc):
     d = C2V if fs.kind is FunctionKind.AIC else V2C
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
-    emit(r, fs, "pl.tpush", [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
+    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
 
 
 class Slot:
@@ -134,7 +135,7 @@ def h_low_pop(r, fs, opt, results, loc):
     ty = b.type
     if not isinstance(ty, TileValueType):
         raise c.error(f"{t.text} is not a tile buffer", t)
-    op = emit(r, fs, "pl.tpop", [_ring(r, fs, d, "consumer", opt)], [ty],
+    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt)], [ty],
               {"type": ty, "split": split, "direction": d}, loc, [t.text[1:]])
     write(r, fs, t, op.results[0])
 
@@ -175,7 +176,7 @@ def h_fifo_tile(r, fs, opt, results, loc):
     from ..arch.vocab import TileSplitAxis
     split = slot.split if slot.split is not None else TileSplitAxis.TILE_NO_SPLIT
     rt, name = results[0]
-    op = emit(r, fs, "pl.tpop", [_ring(r, fs, d, "consumer", opt)], [pt.ir],
+    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt)], [pt.ir],
               {"type": pt.ir, "split": split, "direction": d}, loc, [name[1:]])
     r.define(fs, rt, name, op.results[0])
 

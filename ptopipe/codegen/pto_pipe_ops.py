@@ -12,6 +12,7 @@ from ..arch.vocab import Direction, TileSplitAxis
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import INDEX, NONE, BufferType, TensorType
+from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
 from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_OF, frontend_ring
@@ -79,7 +80,7 @@ def h_reserve(r, fs, opt, results, loc):
         raise r.c.error("pto.reserve_buffer in the entry function", opt, "reserve in a kernel")
     r.c.expect("->")
     r.c.type_()
-    op = emit(r, fs, "pl.reserve_buffer", [], [BufferType("reserve")],
+    op = emit(r, fs, ReserveBufferOp.name, [], [BufferType("reserve")],
               {"name": name, "size": size, "base": base, "memory_space": mem}, loc, [_hint(results[0][1])])
     _result(r, fs, results, op)
 
@@ -94,7 +95,7 @@ def h_import(r, fs, opt, results, loc):
         raise r.c.error("peer_func must be a function symbol @name", attrs["peer_func"][1])
     r.c.expect("->")
     r.c.type_()
-    op = emit(r, fs, "pl.import_peer_buffer", [], [BufferType("import")],
+    op = emit(r, fs, ImportPeerBufferOp.name, [], [BufferType("import")],
               {"name": name, "peer_func": peer[1]}, loc, [_hint(results[0][1])])
     _result(r, fs, results, op)
 
@@ -103,10 +104,10 @@ def _consumer_operand(r, fs, tok, way, loc):
     """An init's consumer-buffer operand: ``buf.base`` of a reserve / import, or 0."""
     v = read(r, fs, tok)
     if isinstance(v.type, BufferType):
-        op = emit(r, fs, "pl.buffer_attr", [v], [INDEX], {"attr": "base"}, loc)
+        op = emit(r, fs, BufferAttrOp.name, [v], [INDEX], {"attr": "base"}, loc)
         return op.results[0], v
     if fs.const_values.get(v) == 0 and not isinstance(fs.const_values.get(v), bool):
-        op = emit(r, fs, "pl.const", [], [INDEX], {"value": 0}, loc)
+        op = emit(r, fs, ConstOp.name, [], [INDEX], {"value": 0}, loc)
         return op.results[0], None
     raise r.c.error(f"{way}_consumer_buf {tok.text} is neither a reserve / import buffer nor 0", tok,
                     "pass the pto.reserve_buffer / import_reserved_buffer result, or "
@@ -179,22 +180,23 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
         if not isinstance(gm.type, TensorType):
             raise r.c.error(f"gm_slot_buffer {gm_tok.text} is not a !pto.ptr parameter", gm_tok)
     else:
-        gm = emit(r, fs, "pl.const", [], [NONE], {"value": None}, loc).results[0]
+        gm = emit(r, fs, ConstOp.name, [], [NONE], {"value": None}, loc).results[0]
     ops, bufs = [], []
     for tok, way in ((c2v_tok, "c2v"), (v2c_tok, "v2c")):
         if tok is None:
-            ops.append(emit(r, fs, "pl.const", [], [INDEX], {"value": 0}, loc).results[0])
+            ops.append(emit(r, fs, ConstOp.name, [], [INDEX], {"value": 0}, loc).results[0])
             bufs.append(None)
         else:
             v, b = _consumer_operand(r, fs, tok, way, loc)
             ops.append(v)
             bufs.append(b)
-    name = "pl.aic_initialize_pipe" if fs.kind is FunctionKind.AIC else "pl.aiv_initialize_pipe"
+    name = AicInitializePipe.name if fs.kind is FunctionKind.AIC else AivInitializePipe.name
     fs.init = emit(r, fs, name, [gm] + ops, [], attrs, loc)
     if nosplit:
         fs.nosplit = opt
     if nosplit and fs.kind is FunctionKind.AIV:     # whole tiles on AIV0 (ptopipe's NO_SPLIT kernel)
-        fs.op.attributes.setdefault("split", TileSplitAxis.TILE_NO_SPLIT)
+        if fs.op.split is None:
+            fs.op.split = TileSplitAxis.TILE_NO_SPLIT
     fs.rings = {C2V: bufs[0], V2C: bufs[1]}
 
 
@@ -287,7 +289,7 @@ def h_tpush(r, fs, opt, results, loc):
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
     split = _split(r, fs, c.attr_dict() if c.at("{") else {}, opt)
-    emit(r, fs, "pl.tpush", [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
+    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
 
 
 def _pop_type(r, pt, tok):
@@ -312,15 +314,15 @@ def h_tpop(r, fs, opt, results, loc):
     c.expect("->", "before the popped tile's type")
     tt = c.peek()
     ty = _pop_type(r, c.type_(), tt)
-    op = emit(r, fs, "pl.tpop", [_ring(r, fs, d, "consumer", opt)], [ty],
+    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt)], [ty],
               {"type": ty, "split": split, "direction": d}, loc, [_hint(results[0][1])])
     _result(r, fs, results, op)
 
 
 def _free(r, fs, d, split, opt, loc, obj=None):
     if obj is None:
-        obj = emit(r, fs, "pl.const", [], [NONE], {"value": None}, loc).results[0]
-    emit(r, fs, "pl.tfree", [_ring(r, fs, d, "consumer", opt), obj], [],
+        obj = emit(r, fs, ConstOp.name, [], [NONE], {"value": None}, loc).results[0]
+    emit(r, fs, TFree.name, [_ring(r, fs, d, "consumer", opt), obj], [],
          {"direction": d, "split": split}, loc)
 
 
@@ -351,7 +353,7 @@ def h_talloc(r, fs, opt, results, loc):
     ty = _pop_type(r, c.type_(), tt)
     if not isinstance(ty, TensorType):
         raise c.error("talloc gives a !pto.tensor_view<...> (the slot in GM)", tt)
-    op = emit(r, fs, "pl.talloc", [_ring(r, fs, d, "producer", opt)], [ty],
+    op = emit(r, fs, TAlloc.name, [_ring(r, fs, d, "producer", opt)], [ty],
               {"type": ty, "split": split, "direction": d}, loc, [_hint(results[0][1])])
     _result(r, fs, results, op)
 

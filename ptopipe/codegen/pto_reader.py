@@ -23,6 +23,7 @@ from ..ir.nodes import FunctionKind, Loc
 from ..ir.op_verifier import verify_ops
 from ..ir.ops import C2V, V2C
 from ..ir.types import ScalarType, TensorType, itemsize
+from ..ir.opdefs import CallOp, FuncOp, ImportPeerBufferOp, ProgramOp, ReserveBufferOp, TFree, TPop
 from .pto_lexer import tokenize
 from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select
 from .pto_regions import h_for, h_if, h_yield
@@ -72,14 +73,13 @@ def canonical_tfree_splits(f) -> None:
     writer spells out).  A TFREE whose split differs from them keeps it (VerifyPipes reports it)."""
     ops = list(f.walk())
     for d in (C2V, V2C):
-        splits = {o.attributes["split"] for o in ops
-                  if o.name == "pl.tpop" and o.attributes["direction"] == d}
+        splits = {o.split for o in ops if o.is_a(TPop) and o.direction == d}
         if len(splits) != 1:
             continue
         s = splits.pop()
         for o in ops:
-            if o.name == "pl.tfree" and o.attributes["direction"] == d and o.attributes["split"] == s:
-                o.attributes["split"] = None
+            if o.is_a(TFree) and o.direction == d and o.split == s:
+                o.split = None
 
 
 def unique_names(f) -> None:
@@ -161,7 +161,7 @@ class Reader:
         if self.platform:
             attrs["platform"] = get_platform(self.platform).name
         region = Region([Block()])
-        prog = Operation("pl.program", (), (), attrs, [region], Loc(self.file, 1, 1))
+        prog = Operation(ProgramOp.name, (), (), attrs, [region], Loc(self.file, 1, 1))
         for h in heads:
             region.blocks[0].append(self.funcs[h[0]].op)
         return prog
@@ -250,7 +250,7 @@ class Reader:
         attrs = {"sym_name": name, "kind": kind}
         if split is not None:
             attrs["split"] = SPLIT_OF[split]
-        op = Operation("pl.func", (), (), attrs, [Region([block])], self.loc(ft))
+        op = Operation(FuncOp.name, (), (), attrs, [Region([block])], self.loc(ft))
         fs = FuncState(name, kind, op, block, name_t)
         for (pt, ty), a in zip(params, block.args):
             if pt.text in fs.defined:
@@ -333,17 +333,17 @@ class Reader:
         """Cross-function facts: peers exist, the entry's parameter types, untyped pointers."""
         for fs in self.funcs.values():
             for op in fs.block:
-                if op.name == "pl.import_peer_buffer":
-                    a = op.attributes
-                    peer = self.funcs.get(a["peer_func"])
+                if op.is_a(ImportPeerBufferOp):
+                    bname, pname = op.buffer_name, op.peer_func
+                    peer = self.funcs.get(pname)
                     if peer is None or peer.kind is FunctionKind.Group:
-                        raise ParseError(f"import_reserved_buffer {a['name']!r}: peer_func "
-                                         f"@{a['peer_func']} is not a kernel of this module",
-                                         where=str(op.loc), fix=f"define @{a['peer_func']} or name "
+                        raise ParseError(f"import_reserved_buffer {bname!r}: peer_func "
+                                         f"@{pname} is not a kernel of this module",
+                                         where=str(op.loc), fix=f"define @{pname} or name "
                                          f"one of: {', '.join('@' + n for n in self.order if n != fs.name)}")
-                    names = [o.attributes["name"] for o in peer.block if o.name == "pl.reserve_buffer"]
-                    if a["name"] not in names:
-                        raise ParseError(f"import_reserved_buffer {a['name']!r}: @{a['peer_func']} "
+                    names = [o.buffer_name for o in peer.block if o.is_a(ReserveBufferOp)]
+                    if bname not in names:
+                        raise ParseError(f"import_reserved_buffer {bname!r}: @{pname} "
                                          f"reserves no buffer of that name (it reserves: "
                                          f"{', '.join(map(repr, names)) or 'none'})", where=str(op.loc),
                                          fix="name the peer's pto.reserve_buffer")
@@ -364,11 +364,11 @@ class Reader:
         passed to; a kernel's unused pointer parameter takes its argument's type."""
         unused = []
         for op in fs.block:
-            if op.name != "pl.call":
+            if not op.is_a(CallOp):
                 continue
-            callee = self.funcs.get(op.attributes["callee"])
+            callee = self.funcs.get(op.callee)
             if callee is None or callee.kind is FunctionKind.Group:
-                raise ParseError(f"func.call @{op.attributes['callee']}: no such kernel in the module",
+                raise ParseError(f"func.call @{op.callee}: no such kernel in the module",
                                  where=str(op.loc), fix="call one of the module's cube / vector kernels")
             params = callee.block.args
             if len(params) != len(op.operands):
@@ -412,8 +412,8 @@ class Reader:
         big = max(v.type, p.type, key=lambda t: t.shape[0])
         v.type = big
         for op in fs.block:
-            if op.name == "pl.call" and op.attributes["callee"] in self.funcs:
-                for a, q in zip(op.operands, self.funcs[op.attributes["callee"]].block.args):
+            if op.is_a(CallOp) and op.callee in self.funcs:
+                for a, q in zip(op.operands, self.funcs[op.callee].block.args):
                     if a is v and q in self.gm_sized:
                         q.type = big
         return True

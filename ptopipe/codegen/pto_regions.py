@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.types import INDEX, ScalarType, TileValueType, describe
+from ..ir.opdefs import ForOp, IfOp, YieldOp
 from .pto_ops import (DataLane, RowView, Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit,
                       lookup, read, write)
 
@@ -24,10 +25,10 @@ from .pto_ops import (DataLane, RowView, Scope, Unwritten, _check_results, _chec
 def _region_end(r, fs, scope, n_results, opt):
     """After a region's body: its yield (appended if absent and nothing is yielded)."""
     last = scope.block.last
-    if last is None or last.name != "pl.yield":
+    if last is None or not last.is_a(YieldOp):
         if n_results:
             raise r.c.error(f"this {opt.text} region must end with scf.yield of {n_results} value(s)", opt)
-        scope.block.append(Operation("pl.yield", (), (), {}, (), None))
+        scope.block.append(Operation(YieldOp.name, (), (), {}, (), None))
         scope.block.last.loc = r.loc(opt)
     elif len(last.operands) != n_results:
         raise r.c.error(f"scf.yield gives {len(last.operands)} value(s); the {opt.text} has "
@@ -86,7 +87,7 @@ def h_for(r, fs, opt, results, loc):
     ctypes = [v.type for _, v in carried]
     body = Block([INDEX] + irt + ctypes, [_hint(ivt.text)] + [_hint(a.text) for a, _ in iters]
                  + [f"{t.text[1:]}_iter" for t, _ in carried])
-    op = emit(r, fs, "pl.for", [lb, ub, st] + [x for _, x in iters] + [v for _, v in carried],
+    op = emit(r, fs, ForOp.name, [lb, ub, st] + [x for _, x in iters] + [v for _, v in carried],
               irt + ctypes, {}, loc, [_hint(n) for _, n in results] + [f"{t.text[1:]}_out" for t, _ in carried],
               [Region([body])])
     scope = Scope(body, loop=True)
@@ -102,7 +103,7 @@ def h_for(r, fs, opt, results, loc):
     if carried:
         y = body.last
         ends = [read(r, fs, t) for t, _ in carried]
-        new = Operation("pl.yield", list(y.operands) + ends, (), {}, (), y.loc)
+        new = Operation(YieldOp.name, list(y.operands) + ends, (), {}, (), y.loc)
         y.replace_with(new)
     _pop(fs, scope)
     for (rt, name), v in zip(results, op.results):
@@ -134,7 +135,7 @@ def h_if(r, fs, opt, results, loc):
     carried = if_buffers(r, fs)
     blocks = [Block(), Block()]
     irt = [pt.ir if pt.kind == "tile" else ScalarType(pt.dtype) for pt in types]
-    op = emit(r, fs, "pl.if", [cond], irt + [t for _, t, _ in carried], {}, loc,
+    op = emit(r, fs, IfOp.name, [cond], irt + [t for _, t, _ in carried], {}, loc,
               [_hint(n) for _, n in results] + [f"{t.text[1:]}_sel" for t, _, _ in carried],
               [Region([b]) for b in blocks])
     outer = fs.scopes[-1]
@@ -145,7 +146,7 @@ def h_if(r, fs, opt, results, loc):
         if i == 1 and not c.accept("else"):
             if types:
                 raise c.error("scf.if with results needs an else region", opt)
-            b.append(Operation("pl.yield", [v for _, _, v in carried], (), {}, (), loc))
+            b.append(Operation(YieldOp.name, [v for _, _, v in carried], (), {}, (), loc))
             break
         scope = Scope(b)
         fs.scopes.append(scope)
@@ -154,7 +155,7 @@ def h_if(r, fs, opt, results, loc):
         _region_end(r, fs, scope, len(types), opt)
         if carried:
             y = b.last
-            y.replace_with(Operation("pl.yield", list(y.operands) + [read(r, fs, t) for t, _, _ in carried],
+            y.replace_with(Operation(YieldOp.name, list(y.operands) + [read(r, fs, t) for t, _, _ in carried],
                                      (), {}, (), y.loc))
         _pop(fs, scope)
     stale.update(outer.stale)
@@ -259,7 +260,7 @@ def h_yield(r, fs, opt, results, loc):
             v = read(r, fs, t)
             _check_type(r, t, v, pt)
             xs.append(v)
-    emit(r, fs, "pl.yield", xs, [], {}, loc)
+    emit(r, fs, YieldOp.name, xs, [], {}, loc)
     if not c.at("}"):
         raise c.error("scf.yield must be the last op of its region", c.peek())
 

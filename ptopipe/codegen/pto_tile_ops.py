@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import OPS, REQUIRED, OpError
 from ..ir.types import INDEX, TensorType, TileValueType, describe
+from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
 from .pto_syntax import (CARRY, EVENT_IDS, IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_OPTIONAL,
@@ -216,7 +217,7 @@ def h_tload(r, fs, opt, results, loc):
     if tuple(part.shape) != tt.shape and len(part.shape) == 2:
         raise r.c.error(f"type mismatch: the view is {part.shape}, the tile {tt.shape}", tok)
     tt = TileValueType(tt.shape, tt.dtype, tt.space)        # TLOAD gives the default layout
-    op = emit(r, fs, "pl.load", [part.tensor] + part.offsets, [tt],
+    op = emit(r, fs, LoadOp.name, [part.tensor] + part.offsets, [tt],
               {"shape": tuple(part.shape), "space": tt.space}, loc, [tok.text[1:]])
     write(r, fs, tok, op.results[0])
 
@@ -239,7 +240,7 @@ def h_tstore(r, fs, opt, results, loc):
                         "the store would write the whole tile", pv_t,
                         "store into a partition view of the tile's shape (ptopipe reads v_row=? / "
                         "v_col=? but moves the whole tile)")
-    emit(r, fs, "pl.store", [tile] + part.offsets + [part.tensor], [], {}, loc)
+    emit(r, fs, StoreOp.name, [tile] + part.offsets + [part.tensor], [], {}, loc)
 
 
 def h_treshape(r, fs, opt, results, loc):
@@ -333,7 +334,7 @@ def _marked_move(r, fs, opt, ins, outs, marks, loc):
     if CARRY in marks:
         write(r, fs, tok, v)
         return
-    op = emit(r, fs, "pl.copy", [v], [v.type], {}, loc, [tok.text[1:]])
+    op = emit(r, fs, CopyOp.name, [v], [v.type], {}, loc, [tok.text[1:]])
     write(r, fs, tok, op.results[0])
 
 
@@ -353,7 +354,7 @@ def h_subblock(r, fs, opt, results, loc):
     if r.c.accept("->") or r.c.accept(":"):
         r.c.type_()
     rt, name = results[0]
-    op = emit(r, fs, "pl.get_subblockid", [], [INDEX], {}, loc, [_hint(name)])
+    op = emit(r, fs, GetSubblockIdOp.name, [], [INDEX], {}, loc, [_hint(name)])
     r.define(fs, rt, name, op.results[0])
 
 
@@ -398,9 +399,9 @@ def h_flag(r, fs, opt, results, loc):
         if fam not in ("#pto.event", "") or not v.startswith("EVENT_ID") or not v[8:].isdigit() \
                 or int(v[8:]) not in EVENT_IDS:
             raise c.error(f"bad event {v!r}", t, f"use #pto.event<EVENT_ID0> .. <EVENT_ID{EVENT_IDS[-1]}>")
-        e = emit(r, fs, "pl.const", [], [INDEX], {"value": int(v[8:])}, loc).results[0]
+        e = emit(r, fs, ConstOp.name, [], [INDEX], {"value": int(v[8:])}, loc).results[0]
     c.expect("]")
-    name = "pl.record_event" if opt.text.startswith("pto.set_flag") else "pl.wait_event"
+    name = RecordEvent.name if opt.text.startswith("pto.set_flag") else WaitEvent.name
     emit(r, fs, name, [e], [], {"src": src, "dst": dst}, loc)
 
 
@@ -425,6 +426,6 @@ def h_barrier(r, fs, opt, results, loc):
     else:
         attrs = {}
     p = _pipe_attr(r, attrs, "pipe", opt) if "pipe" in attrs else PIPES["PIPE_ALL"]
-    emit(r, fs, "pl.barrier", [], [], {"pipe": p}, loc)
+    emit(r, fs, Barrier.name, [], [], {"pipe": p}, loc)
 
 

@@ -30,6 +30,10 @@ from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
 from ..arch import get_platform
 from ..ir.nodes import FunctionKind
 from ..ir.pipe_config import local_slot_num
+from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp, CallOp,
+                         ConstOp, CopyOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
+                         LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
+                         WaitEvent, YieldOp)
 from ..ir.ops import C2V, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
@@ -40,8 +44,7 @@ from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, C
 
 _IND = "  "
 FORM_OF_DSL = {d.dsl: d.form for d in CATALOGUE.values() if d.dsl}
-_INIT = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
-_EVENTS = ("pl.record_event", "pl.wait_event")
+_EVENTS = (RecordEvent, WaitEvent)
 
 
 def _err(msg: str, op, fix: str | None = None) -> CompileError:
@@ -74,9 +77,9 @@ def _lit(v, t) -> str:
 def _static_event(v):
     """The event id ``v`` holds when it is a constant ptoas spells as ``EVENT_IDn``, else None."""
     d = getattr(v, "op", None)
-    if d is None or d.name != "pl.const":
+    if d is None or not d.is_a(ConstOp):
         return None
-    k = d.attributes["value"]
+    k = d.value
     return k if isinstance(k, int) and not isinstance(k, bool) and k in EVENT_IDS else None
 
 
@@ -138,38 +141,38 @@ class _Writer:
     # -- module / functions ------------------------------------------------------------------
     def program(self, prog, platform) -> str:
         self.nosplit = nosplit_functions(prog)
-        plat = platform or prog.attributes.get("platform")
+        plat = platform or prog.platform
         self.plat = get_platform(plat or "a2a3")
         attrs = f' attributes {{pto.target_arch = "{ARCH_OF_PLATFORM[plat]}"}}' if plat else ""
-        self.line("", f"module @{prog.attributes['sym_name']}{attrs} {{")
-        for f in prog.regions[0].blocks[0]:
+        self.line("", f"module @{prog.sym_name}{attrs} {{")
+        for f in prog.body:
             self.func(f)
         self.line("", "}")
         return "\n".join(self.out) + "\n"
 
     def func(self, f) -> None:
-        kind = f.attributes["kind"]
+        kind = f.kind
         st = _Func()
-        block = f.regions[0].blocks[0]
+        block = f.body
         params = ", ".join(f"{st.bind(a)}: {_param_type(a.type)}" for a in block.args)
         if kind is FunctionKind.Group:
             attrs, vis = "pto.entry", ""
         elif kind in KIND_NAMES:
             attrs, vis = f"pto.kernel_kind = #pto.kernel_kind<{KIND_NAMES[kind]}>", "private "
         else:
-            raise _err(f"function {f.attributes['sym_name']!r} is a {kind.value} function; "
+            raise _err(f"function {f.sym_name!r} is a {kind.value} function; "
                        "PTO-AS has cube and vector kernels and their entry", f,
                        "compile the program first (ptopipe compile), which splits mixed functions")
-        split = f.attributes.get("split")
+        split = f.split
         if split is not None and not (split is TileSplitAxis.TILE_NO_SPLIT and kind is FunctionKind.AIV):
             attrs += f", ptopipe.split = {int(split)}"
-        self.line(_IND, f"func.func {vis}@{f.attributes['sym_name']}({params}) attributes {{{attrs}}} {{")
+        self.line(_IND, f"func.func {vis}@{f.sym_name}({params}) attributes {{{attrs}}} {{")
         ind = _IND * 2
         if kind is not FunctionKind.Group:
             st.plan = plan_buffers(f)
             self.views(f, block, st, ind)
         if kind is FunctionKind.AIV and split is TileSplitAxis.TILE_NO_SPLIT and not any(
-                o.name in _INIT and o.attributes.get("lanes") == 1 for o in block):
+                o.is_a(*INITIALIZE_PIPE) and o.lanes == 1 for o in block):
             # two lanes on a whole-tile ring: AIV1 takes part in every handshake but loads,
             # computes and stores nothing (the lane-1 replay ptopipe simulates); unguarded,
             # ptoas's lowering lets AIV1 store whatever its TPOP left in the tile
@@ -191,10 +194,10 @@ class _Writer:
                 need.update(a.type.shape)
                 need.update(row_major_strides(a.type.shape))
         for op in f.walk():
-            if op.name == "pl.load":
-                need.update(op.attributes["shape"])
-            elif op.name == "pl.store":
-                need.update(op.operands[0].type.shape)
+            if op.is_a(LoadOp):
+                need.update(op.shape)
+            elif op.is_a(StoreOp):
+                need.update(op.tile.type.shape)
         for n in sorted(need):
             st.cints[n] = st.fresh(f"c{n}")
             self.line(ind, f"{st.cints[n]} = arith.constant {n} : index")
@@ -235,81 +238,78 @@ class _Writer:
         init's consumer-buffer argument (written as the buffer itself or ``0 : i32``)."""
         r = op.results[0]
         return bool(r.uses) and all(
-            (u.owner.name in _INIT and u.index > 0)
-            or (isinstance(r.type, NoneType) and u.owner.name in ("pl.tfree",) + _INIT)
-            or (u.owner.name in _EVENTS and _static_event(r) is not None)
+            (u.owner.is_a(*INITIALIZE_PIPE) and u.index > 0)
+            or (isinstance(r.type, NoneType) and u.owner.is_a(TFree, *INITIALIZE_PIPE))
+            or (u.owner.is_a(*_EVENTS) and _static_event(r) is not None)
             for u in r.uses)
 
     def op(self, op, st: _Func, ind: str) -> None:
-        n = op.name
-        if n == "pl.const":
+        n, cls = op.name, op.__class__
+        if cls is ConstOp:
             if self._skip_const(op):
                 return
-            r = op.results[0]
+            r = op.out
             if isinstance(r.type, NoneType):
                 raise _err("a None constant used other than as a TFREE object or a null "
                            "GM pointer has no PTO-AS spelling", op)
-            v = op.attributes["value"]
+            v = op.value
             self.line(ind, f"{st.bind(r)} = arith.constant {_lit(v, r.type)} : {self.ty(r.type)}")
         elif n.startswith("arith."):
             self.arith(op, st, ind)
-        elif n == "pl.for":
+        elif cls is ForOp:
             self.for_(op, st, ind)
-        elif n == "pl.if":
+        elif cls is IfOp:
             self.if_(op, st, ind)
-        elif n == "pl.yield":               # a tile is yielded through its buffer
+        elif cls is YieldOp:                # a tile is yielded through its buffer
             xs = [v for v in op.operands if not isinstance(v.type, TileValueType)]
             if xs:
                 self.line(ind, f"scf.yield {', '.join(st[v] for v in xs)} : "
                                f"{', '.join(self.ty(v.type) for v in xs)}")
-        elif n == "pl.call":
+        elif cls is CallOp:
             args = ", ".join(st[v] for v in op.operands)
             tys = ", ".join(_param_type(v.type) for v in op.operands)
-            self.line(ind, f"func.call @{op.attributes['callee']}({args}) : ({tys}) -> ()")
-        elif n == "pl.reserve_buffer":
+            self.line(ind, f"func.call @{op.callee}({args}) : ({tys}) -> ()")
+        elif cls is ReserveBufferOp:
             # auto = true: ptoas's PlanMemory (--pto-level=level2, its default) places every
             # local buffer and rejects a fixed base; the base ptopipe placed the ring at (its
             # tile layout differs from ptoas's) goes along for the reader
-            a = op.attributes
-            loc = ADDRESS_SPACE_OF_MEM[a["memory_space"]]
-            base = f" {{{PTOPIPE_BASE} = {a['base']}}}" if isinstance(a["base"], int) else ""
-            self.line(ind, f'{st.bind(op.results[0])} = pto.reserve_buffer {{name = "{a["name"]}", '
-                           f"size = {a['size']}, location = #pto.address_space<{loc}>, auto = true}}"
+            loc = ADDRESS_SPACE_OF_MEM[op.memory_space]
+            base = f" {{{PTOPIPE_BASE} = {op.base}}}" if isinstance(op.base, int) else ""
+            self.line(ind, f'{st.bind(op.buf)} = pto.reserve_buffer {{name = "{op.buffer_name}", '
+                           f"size = {op.size}, location = #pto.address_space<{loc}>, auto = true}}"
                            f"{base} -> i32")
-        elif n == "pl.import_peer_buffer":
-            a = op.attributes
-            self.line(ind, f'{st.bind(op.results[0])} = pto.import_reserved_buffer {{name = "{a["name"]}", '
-                           f"peer_func = @{a['peer_func']}}} -> i32")
-        elif n in _INIT:
+        elif cls is ImportPeerBufferOp:
+            self.line(ind, f'{st.bind(op.buf)} = pto.import_reserved_buffer {{name = '
+                           f'"{op.buffer_name}", peer_func = @{op.peer_func}}} -> i32')
+        elif cls in INITIALIZE_PIPE:
             self.init(op, st, ind)
-        elif n in ("pl.tpush", "pl.tpop", "pl.tfree", "pl.talloc"):
+        elif cls in CROSS_CORE_OPS:
             self.cross(op, st, ind)
-        elif n in ("pl.record_event", "pl.wait_event"):
+        elif cls in _EVENTS:
             # ptoas's set_flag / wait_flag: a constant event id as #pto.event<EVENT_IDn>,
             # another as the index operand of the _dyn form
-            a = op.attributes
-            name = "pto.set_flag" if n == "pl.record_event" else "pto.wait_flag"
-            pipes = f"#pto.pipe<{a['src'].value}>, #pto.pipe<{a['dst'].value}>"
-            k = _static_event(op.operands[0])
+            name = "pto.set_flag" if cls is RecordEvent else "pto.wait_flag"
+            pipes = f"#pto.pipe<{op.src.value}>, #pto.pipe<{op.dst.value}>"
+            k = _static_event(op.event_id)
             if k is not None:
                 self.line(ind, f"{name}[{pipes}, #pto.event<EVENT_ID{k}>]")
             else:
-                self.line(ind, f"{name}_dyn [{pipes}, {self._index(op.operands[0], st, ind)}]")
-        elif n == "pl.barrier":
-            self.line(ind, f"pto.barrier #pto.pipe<{op.attributes['pipe'].value}>")
-        elif n == "pl.get_subblockid":          # ptoas: an i64, cast to index
-            raw = st.fresh(f"{op.results[0].name or 'sub'}_i64")
+                self.line(ind, f"{name}_dyn [{pipes}, {self._index(op.event_id, st, ind)}]")
+        elif cls is Barrier:
+            self.line(ind, f"pto.barrier #pto.pipe<{op.pipe.value}>")
+        elif cls is GetSubblockIdOp:            # ptoas: an i64, cast to index
+            raw = st.fresh(f"{op.result.name or 'sub'}_i64")
             self.line(ind, f"{raw} = pto.get_subblock_idx")
-            self.line(ind, f"{st.bind(op.results[0])} = arith.index_cast {raw} : i64 to index")
-        elif n == "pl.copy" and isinstance(op.operands[0].type, TileValueType):
-            x, t = op.operands[0], self.ty(op.operands[0].type)
-            res = self.dest(op.results[0], st, ind)
+            self.line(ind, f"{st.bind(op.result)} = arith.index_cast {raw} : i64 to index")
+        elif cls is CopyOp and isinstance(op.source.type, TileValueType):
+            x, t = op.source, self.ty(op.source.type)
+            res = self.dest(op.out, st, ind)
             self.line(ind, f"pto.tmov ins({st[x]} : {t}) outs({res} : {t}) {{{NAMED_COPY}}}")
-        elif n == "pl.copy":
-            x = op.operands[0]
+        elif cls is CopyOp:
+            x = op.source
             self.note(op, f"a named copy of a {x.type} value is ptopipe.copy, ptopipe's own op")
-            self.line(ind, f"{st.bind(op.results[0])} = ptopipe.copy {st[x]} : {self.ty(x.type)}")
-        elif n in ("pl.load", "pl.store"):
+            self.line(ind, f"{st.bind(op.out)} = ptopipe.copy {st[x]} : {self.ty(x.type)}")
+        elif cls in (LoadOp, StoreOp):
             self.on_data_lane(st, ind, lambda i: self.load_store(op, st, i))
         elif n[3:] in PTO_OP:
             self.on_data_lane(st, ind, lambda i: self.tile_op(op, st, i))
@@ -355,44 +355,43 @@ class _Writer:
         """The pipe init in the spelling whose ring ptoas builds is the one the IR describes
         (:func:`ring_spelling`); what ptoas does not read but the IR holds goes into the
         op's trailing attribute dictionary as ``ptopipe.*`` (ptoas keeps and ignores it)."""
-        a = op.attributes
         f = op
-        while f.name != "pl.func":
+        while not f.is_a(FuncOp):
             f = f.parent_op
         bufs = {}
-        for o in f.regions[0].blocks[0]:
-            if o.name in ("pl.reserve_buffer", "pl.import_peer_buffer"):
-                bufs[o.attributes["name"]] = o.results[0]
+        for o in f.body:
+            if o.is_a(*RING_BUFFERS):
+                bufs[o.buffer_name] = o.buf
         way_args = {}
-        for i, way in ((1, "c2v"), (2, "v2c")):
-            v = op.operands[i]
+        for way_name, v in op.consumer_bufs.items():
+            way = way_name.lower()
             d = getattr(v, "op", None)
             buf = None
-            if d is not None and d.name == "pl.buffer_attr":
-                buf = d.operands[0]
-            elif a.get(f"{way}_ring") in bufs:
-                buf = bufs[a[f"{way}_ring"]]
+            if d is not None and d.is_a(BufferAttrOp):
+                buf = d.buffer
+            elif op.ring_name(way_name) in bufs:
+                buf = bufs[op.ring_name(way_name)]
             if buf is not None:
                 way_args[way] = f"{st[buf]} : i32"
-            elif d is not None and d.name == "pl.const" and d.attributes["value"] in (0, None):
+            elif d is not None and d.is_a(ConstOp) and d.value in (0, None):
                 z = st.fresh("c0_i32")
                 self.line(ind, f"{z} = arith.constant 0 : i32")
                 way_args[way] = f"{z} : i32"
             else:
                 raise _err(f"the {way.upper()} consumer buffer of this pipe init is neither a "
                            "reserve / import buffer nor 0", op)
-        gm = op.operands[0]
+        gm = op.gm_slot_buffer
         gm_arg = f"{st[gm]} : {_param_type(gm.type)}" if isinstance(gm.type, TensorType) else None
-        sp = ring_spelling(op, self.plat, f.attributes["sym_name"] in self.nosplit)
+        sp = ring_spelling(op, self.plat, f.sym_name in self.nosplit)
         for what in sp.unsupported:
             self.note(op, what)
         trailing = list(sp.extra)
         if sp.form == "frontend":
             parts = ([f"gm_slot_buffer = {gm_arg}"] if gm_arg else []) + \
                 [f"{w}_consumer_buf = {way_args[w]}" for w in ("c2v", "v2c")]
-            head, tail = f"pto.{op.name[3:]} {{{sp.block}}} ({', '.join(parts)})", ""
+            head, tail = f"pto.{op.call_name} {{{sp.block}}} ({', '.join(parts)})", ""
         else:
-            mask = int(a["dir_mask"]) & 3
+            mask = int(op.dir_mask) & 3
             locals_ = [way_args["c2v"], way_args["v2c"]] if mask == 3 else \
                 [way_args["c2v" if mask == 1 else "v2c"]]
             if sp.form == "pto.initialize_l2g2l_pipe":
@@ -409,28 +408,27 @@ class _Writer:
         self.line(ind, head + extra + tail)
 
     def cross(self, op, st: _Func, ind: str) -> None:
-        a = op.attributes
-        d = a["direction"]
+        d = op.direction
         peer = {C2V: "aiv", V2C: "aic"}[d]      # producer side's peer
         me = {C2V: "aic", V2C: "aiv"}[d]        # consumer side's peer
-        split = a.get("split")
-        if split is None and op.name == "pl.tfree":
+        split = op.split
+        cls = op.__class__
+        if split is None and cls is TFree:
             split = self._pop_split(op, d)
         sattr = "" if split is None else f" {{split = {int(split)}}}"
-        n = op.name
         h = st.pipe                             # the !pto.pipe handle, when the init made one
         if not all(isinstance(v.type, (TileValueType, BufferType, NoneType))
-                   for v in list(op.operands) + list(op.results)) or n == "pl.talloc":
+                   for v in list(op.operands) + list(op.results)) or cls is TAlloc:
             self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
                           "TFREE naming its tile) is ptopipe's: ptoas moves tiles")
-        if n == "pl.tpush":
-            t = op.operands[0]
+        if cls is TPush:
+            t = op.tile
             if h is not None and isinstance(t.type, TileValueType):
                 self.line(ind, f"pto.tpush({st[t]}, {h} : {self.ty(t.type)}, !pto.pipe){sattr}")
             else:
                 self.line(ind, f"pto.tpush_to_{peer}({st[t]} : {self.ty(t.type)}){sattr}")
-        elif n == "pl.tfree":
-            obj = op.operands[1]
+        elif cls is TFree:
+            obj = op.obj
             if h is not None and isinstance(obj.type, NoneType):
                 self.line(ind, f"pto.tfree({h} : !pto.pipe){sattr}")
                 return
@@ -439,14 +437,14 @@ class _Writer:
                 self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
                               "TFREE naming its tile) is ptopipe's: ptoas moves tiles")
             self.line(ind, f"pto.tfree_from_{me}{tile}{sattr}")
-        elif n == "pl.tpop" and h is not None and isinstance(op.results[0].type, TileValueType):
-            r = op.results[0]
+        elif cls is TPop and h is not None and isinstance(op.tile.type, TileValueType):
+            r = op.tile
             res, t = st.bind(r), self.ty(r.type)
             self.line(ind, f"{res} = pto.declare_tile -> {t}")
             self.line(ind, f"pto.tpop({res}, {h} : {t}, !pto.pipe){sattr}")
         else:
             r = op.results[0]
-            what = "tpop_from_" + me if n == "pl.tpop" else "talloc_to_" + peer
+            what = "tpop_from_" + me if cls is TPop else "talloc_to_" + peer
             self.line(ind, f"{st.bind(r)} = pto.{what}{sattr} -> {self.ty(r.type)}")
 
     @staticmethod
@@ -454,22 +452,21 @@ class _Writer:
         """The split of every TPOP of direction ``d`` in ``op``'s function, if they agree
         (a TFREE with no split frees with its TPOP's; ptoas wants it spelled)."""
         f = op
-        while f.name != "pl.func":
+        while not f.is_a(FuncOp):
             f = f.parent_op
-        splits = {o.attributes["split"] for o in f.walk()
-                  if o.name == "pl.tpop" and o.attributes["direction"] == d}
+        splits = {o.split for o in f.walk() if o.is_a(TPop) and o.direction == d}
         return splits.pop() if len(splits) == 1 else None
 
     def _view_of(self, st: _Func, v) -> str:
         return st.views.get(v) or st[v]
 
     def load_store(self, op, st: _Func, ind: str) -> None:
-        load = op.name == "pl.load"
+        load = op.is_a(LoadOp)
+        ten, offs = op.tensor, op.offsets
         if load:
-            ten, offs = op.operands[0], op.operands[1:]
-            shape = op.attributes["shape"]
+            shape = op.shape
         else:
-            tile, offs, ten = op.operands[0], op.operands[1:-1], op.operands[-1]
+            tile = op.tile
             shape = tile.type.shape
         pv = st.fresh("pv")
         ptype = f"!pto.partition_tensor_view<{'x'.join(map(str, shape))}x{MLIR_DTYPE[ten.type.dtype]}>"
@@ -477,7 +474,7 @@ class _Writer:
                        f"[{', '.join(st[o] for o in offs)}], sizes = [{', '.join(st.cints[s] for s in shape)}]"
                        f" : {self.ty(ten.type)} -> {ptype}")
         if load:
-            r = op.results[0]
+            r = op.result
             res = self.dest(r, st, ind)
             self.line(ind, f"pto.tload ins({pv} : {ptype}) outs({res} : {self.ty(r.type)})")
         else:
@@ -527,8 +524,8 @@ class _Writer:
         return y
 
     def for_(self, op, st: _Func, ind: str) -> None:
-        lb, ub, step, *inits = op.operands
-        body = op.regions[0].blocks[0]
+        lb, ub, step, inits = op.start, op.stop, op.step, op.inits
+        body = op.body
         iv, *iters = body.args
         lb, ub, step = (self._index(x, st, ind) for x in (lb, ub, step))
         head = f"scf.for {st.bind(iv)} = {lb} to {ub} step {step}"
@@ -541,11 +538,11 @@ class _Writer:
         self.line(ind, "}")
 
     def if_(self, op, st: _Func, ind: str) -> None:
-        c = op.operands[0]
+        c = op.cond
         res = self._results(op, st)
         typed = [r for r in op.results if st.home(r) is None]
         rt = f" -> ({', '.join(self.ty(r.type) for r in typed)})" if typed else ""
-        then, els = (r.blocks[0] for r in op.regions)
+        then, els = op.then_block, op.else_block
         self.line(ind, f"{res}scf.if {st[c]}{rt} {{")
         self.block(then, st, ind + _IND)
         mark = len(self.out)
@@ -581,17 +578,16 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     to pto-isa's default (``ptopipe.default_local_slot_num``: the reserve then holds
     SLOT_NUM slots, the seed 003 rule).  The reader reverses this (:mod:`.pto_pipe_ops`)."""
     plat = get_platform(platform)
-    a = init.attributes
-    mask = int(a["dir_mask"])
-    n = a.get("slot_num")
+    mask = int(init.dir_mask)
+    n = init.slot_num
     n = plat.slot_num_for(mask & 3 == 3) if n is None else n
-    lsn, flag = a.get("local_slot_num"), a.get("flag_id") or 0
+    lsn, flag = init.local_slot_num, init.flag_id or 0
     gm_dir = mask > 3
     in_gm = plat.ring_in_gm or gm_dir
     fn, flsn = frontend_ring(mask, plat)
-    extra = [] if a.get("lanes") is None else [f"ptopipe.lanes = {a['lanes']}"]
+    extra = [] if init.lanes is None else [f"ptopipe.lanes = {init.lanes}"]
     ns = ", nosplit = true" if nosplit else ""
-    head = f"dir_mask = {mask}, slot_size = {a['slot_size']}"
+    head = f"dir_mask = {mask}, slot_size = {init.slot_size}"
     if not gm_dir and n == fn and flag == 0 and (lsn == flsn or not in_gm):
         if lsn != flsn:
             extra.append(f"ptopipe.local_slot_num = {lsn}")
@@ -606,7 +602,7 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     if in_gm:
         if lsn is None:
             extra.append("ptopipe.default_local_slot_num")
-        block = f"{head}, slot_num = {n}, local_slot_num = {local_slot_num(a)}, flag_base = {flag}{ns}"
+        block = f"{head}, slot_num = {n}, local_slot_num = {local_slot_num(init.attributes)}, flag_base = {flag}{ns}"
         return RingSpelling("pto.initialize_l2g2l_pipe", block, tuple(extra), tuple(bad))
     if lsn is not None:
         extra.append(f"ptopipe.local_slot_num = {lsn}")
@@ -617,9 +613,9 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
 def nosplit_functions(prog) -> set:
     """The AIV kernels marked ``split=TILE_NO_SPLIT`` (whole tiles on AIV0: a ``nosplit``
     pipe) and the Cube kernels whose pipes they share."""
-    funcs = list(prog.regions[0].blocks[0])
-    return with_peers(funcs, {f.attributes["sym_name"] for f in funcs if f.attributes["kind"] is FunctionKind.AIV
-                              and f.attributes.get("split") is TileSplitAxis.TILE_NO_SPLIT})
+    funcs = list(prog.body)
+    return with_peers(funcs, {f.sym_name for f in funcs if f.kind is FunctionKind.AIV
+                              and f.split is TileSplitAxis.TILE_NO_SPLIT})
 
 
 def with_peers(funcs, names: set) -> set:
@@ -627,12 +623,12 @@ def with_peers(funcs, names: set) -> set:
     of one names the other)."""
     out = set(names)
     for f in funcs:
-        for o in f.regions[0].blocks[0]:
-            if o.name == "pl.import_peer_buffer":
-                if o.attributes["peer_func"] in names:
-                    out.add(f.attributes["sym_name"])
-                if f.attributes["sym_name"] in names:
-                    out.add(o.attributes["peer_func"])
+        for o in f.body:
+            if o.is_a(ImportPeerBufferOp):
+                if o.peer_func in names:
+                    out.add(f.sym_name)
+                if f.sym_name in names:
+                    out.add(o.peer_func)
     return out
 
 

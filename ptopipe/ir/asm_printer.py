@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from .opdefs import FuncOp
 from .text import attr_str, type_str
 
 _IND = "  "
@@ -52,7 +53,7 @@ class _Printer:
     def op(self, op, ind: str) -> None:
         out = self.out
         names = self.names
-        if op.name == "pl.func":             # a function names its values afresh
+        if op.is_a(FuncOp):             # a function names its values afresh
             saved = (self.names, self.used, self.n)
             self.names, self.used, self.n = {}, set(), 0
             names = self.names
@@ -96,7 +97,7 @@ class _Printer:
                         self.op(o, inner)
                         o = o.next
             out.append(ind + "})" + tail)
-        if op.name == "pl.func":
+        if op.is_a(FuncOp):
             self.names, self.used, self.n = saved
 
 

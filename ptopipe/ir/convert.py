@@ -18,7 +18,9 @@ from ..errors import CompileError
 from .core import Block, Operation, Region, gc_paused
 from .nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, Function, If,
                     ImportPeerBuffer, Program, ReserveBuffer, Return, UnaryOp, Var)
-from .opdefs import ARITH_BINARY, ARITH_UNARY, CALL_OPS, SCALAR_BINOPS, SCALAR_UNOPS, operand_groups
+from .opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, SCALAR_BINOPS, SCALAR_UNOPS, BufferAttrOp,
+                     ConstOp, CopyOp, ForOp, FuncOp, IfOp, ImportPeerBufferOp, ProgramOp,
+                     ReserveBufferOp, ReturnOp, YieldOp, operand_groups)
 from .types import NONE
 
 
@@ -44,7 +46,7 @@ class _ToOps:
         here = e.loc if getattr(e, "loc", None) is not None else loc
         names = [name]
         if cls is Const:
-            op = Operation("pl.const", (), [e.type], {"value": e.value}, (), here, names)
+            op = Operation(ConstOp.name, (), [e.type], {"value": e.value}, (), here, names)
         elif cls is BinOp:
             a = self.value(e.lhs, block, here)
             b = self.value(e.rhs, block, here)
@@ -54,9 +56,9 @@ class _ToOps:
             op = Operation(f"arith.{SCALAR_UNOPS[e.op]}", (a,), [e.type], {}, (), here, names)
         elif cls is BufferAttr:
             a = self.value(e.buffer, block, here)
-            op = Operation("pl.buffer_attr", (a,), [e.type], {"attr": e.attr}, (), here, names)
+            op = Operation(BufferAttrOp.name, (a,), [e.type], {"attr": e.attr}, (), here, names)
         elif cls is Var:
-            op = Operation("pl.copy", (self.value(e, block, here),), [e.type], {}, (), here, names)
+            op = Operation(CopyOp.name, (self.value(e, block, here),), [e.type], {}, (), here, names)
         elif cls is Call:
             operands = []
             for a in e.args:
@@ -89,25 +91,24 @@ class _ToOps:
                 self.branch(s, block)
             elif cls is Return:
                 vals = [self.value(v, block, s.loc) for v in s.values]
-                block.append(Operation("pl.return", vals, (), {}, (), s.loc))
+                block.append(Operation(ReturnOp.name, vals, (), {}, (), s.loc))
             elif cls is ReserveBuffer:
-                op = block.append(Operation(
-                    "pl.reserve_buffer", (), [s.var.type],
-                    {"name": s.name, "size": s.size, "base": s.base,
-                     "memory_space": s.memory_space}, (), s.loc, [s.var.name]))
-                self.env[s.var.name] = op.results[0]
+                op = block.append(ReserveBufferOp.build(
+                    buffer_name=s.name, size=s.size, base=s.base, memory_space=s.memory_space,
+                    result_types=[s.var.type], loc=s.loc, result_names=[s.var.name]))
+                self.env[s.var.name] = op.buf
             elif cls is ImportPeerBuffer:
-                op = block.append(Operation(
-                    "pl.import_peer_buffer", (), [s.var.type],
-                    {"name": s.name, "peer_func": s.peer_func}, (), s.loc, [s.var.name]))
-                self.env[s.var.name] = op.results[0]
+                op = block.append(ImportPeerBufferOp.build(
+                    buffer_name=s.name, peer_func=s.peer_func, result_types=[s.var.type],
+                    loc=s.loc, result_names=[s.var.name]))
+                self.env[s.var.name] = op.buf
             else:
                 raise CompileError(f"cannot convert statement {cls.__name__}",
                                    where=str(s.loc) if s.loc else None)
 
     def yield_(self, values, block: Block, loc) -> None:
         vals = [self.value(v, block, loc) for v in values]
-        block.append(Operation("pl.yield", vals, (), {}, (), loc))
+        block.append(Operation(YieldOp.name, vals, (), {}, (), loc))
 
     def loop(self, s: For, block: Block) -> None:
         bounds = [self.value(x, block, s.loc) for x in (s.start, s.stop, s.step)]
@@ -118,7 +119,7 @@ class _ToOps:
             self.env[v.name] = a
         self.body(s.body, body)
         self.yield_(s.yields, body, s.loc)
-        op = block.append(Operation("pl.for", bounds + inits, [r.type for r in s.results], {},
+        op = block.append(Operation(ForOp.name, bounds + inits, [r.type for r in s.results], {},
                                     (Region([body]),), s.loc, [r.name for r in s.results]))
         for r, res in zip(s.results, op.results):
             self.env[r.name] = res
@@ -131,7 +132,7 @@ class _ToOps:
             self.body(stmts, b)
             self.yield_(ys, b, s.loc)
             regions.append(Region([b]))
-        op = block.append(Operation("pl.if", (cond,), [r.type for r in s.results], {}, regions,
+        op = block.append(Operation(IfOp.name, (cond,), [r.type for r in s.results], {}, regions,
                                     s.loc, [r.name for r in s.results]))
         for r, res in zip(s.results, op.results):
             self.env[r.name] = res
@@ -148,7 +149,7 @@ def function_to_op(fn: Function) -> Operation:
         attrs["split"] = fn.split
     if fn.slot_num is not None:
         attrs["slot_num"] = fn.slot_num
-    return Operation("pl.func", (), (), attrs, (Region([entry]),), fn.loc)
+    return Operation(FuncOp.name, (), (), attrs, (Region([entry]),), fn.loc)
 
 
 def to_ops(program: Program) -> Operation:
@@ -157,7 +158,7 @@ def to_ops(program: Program) -> Operation:
     with gc_paused():
         for fn in program.functions:
             top.append(function_to_op(fn))
-    return Operation("pl.program", (), (), {"sym_name": program.name}, (Region([top]),))
+    return Operation(ProgramOp.name, (), (), {"sym_name": program.name}, (Region([top]),))
 
 
 # -- ops -> tree -----------------------------------------------------------------------------
@@ -186,20 +187,19 @@ class _ToTree:
         return var
 
     def expr(self, op, pending: dict):
-        name, a = op.name, op.attributes
-        if name == "pl.const":
-            return Const(a["value"], op.results[0].type, op.loc)
+        name, cls = op.name, op.__class__
+        if cls is ConstOp:
+            return Const(op.value, op.out.type, op.loc)
         if name in ARITH_BINARY:
             x, y = (self.ref(v, pending) for v in op.operands)
             return BinOp(ARITH_BINARY[name], x, y, op.results[0].type, op.loc)
         if name in ARITH_UNARY:
-            return UnaryOp(ARITH_UNARY[name], self.ref(op.operands[0], pending),
-                           op.results[0].type, op.loc)
-        if name == "pl.buffer_attr":
-            return BufferAttr(self.ref(op.operands[0], pending), a["attr"], op.results[0].type,
-                              op.loc)
-        if name == "pl.copy":
-            return self.ref(op.operands[0], pending)
+            x, = op.operands
+            return UnaryOp(ARITH_UNARY[name], self.ref(x, pending), op.results[0].type, op.loc)
+        if cls is BufferAttrOp:
+            return BufferAttr(self.ref(op.buffer, pending), op.attr, op.value.type, op.loc)
+        if cls is CopyOp:
+            return self.ref(op.source, pending)
         spec = CALL_OPS.get(name)
         if spec is None:
             raise CompileError(f"{name} has no tree form", where=str(op.loc) if op.loc else None)
@@ -209,7 +209,7 @@ class _ToTree:
                 args.append(ExprList(tuple(self.ref(v, pending) for v in g), None))
             else:
                 args.append(self.ref(g, pending))
-        attrs = tuple((p.name, a[p.name]) for p in spec.attr_params)
+        attrs = tuple((p.name, op.attributes[p.name]) for p in spec.attr_params)
         rtype = op.results[0].type if op.results else NONE
         return Call(spec.name, tuple(args), attrs, rtype, op.loc)
 
@@ -224,26 +224,24 @@ class _ToTree:
         """(statements, yielded / returned values) of ``block``."""
         out, pending, term = [], {}, ()
         for op in block:
-            name = op.name
+            cls = op.__class__
             if pending and op.operands:
                 self.settle(op, pending, out)
             mark = len(out)
-            if name in ("pl.yield",):
+            if cls is YieldOp:
                 term = tuple(self.ref(v, pending) for v in op.operands)
-            elif name == "pl.return":
+            elif cls is ReturnOp:
                 out.append(Return(tuple(self.ref(v, pending) for v in op.operands), op.loc))
-            elif name == "pl.for":
+            elif cls is ForOp:
                 out.append(self.loop(op, pending))
-            elif name == "pl.if":
+            elif cls is IfOp:
                 out.append(self.branch(op, pending))
-            elif name == "pl.reserve_buffer":
-                a = op.attributes
-                out.append(ReserveBuffer(self.define(op.results[0]), a["name"], a["size"],
-                                         a["base"], a["memory_space"], op.loc))
-            elif name == "pl.import_peer_buffer":
-                a = op.attributes
-                out.append(ImportPeerBuffer(self.define(op.results[0]), a["name"],
-                                            a["peer_func"], op.loc))
+            elif cls is ReserveBufferOp:
+                out.append(ReserveBuffer(self.define(op.buf), op.buffer_name, op.size,
+                                         op.base, op.memory_space, op.loc))
+            elif cls is ImportPeerBufferOp:
+                out.append(ImportPeerBuffer(self.define(op.buf), op.buffer_name,
+                                            op.peer_func, op.loc))
             else:
                 e = self.expr(op, pending)
                 r = op.results[0] if op.results else None
@@ -278,7 +276,7 @@ class _ToTree:
 
     def loop(self, op, pending):
         start, stop, step, *inits = (self.ref(v, pending) for v in op.operands)
-        body = op.regions[0].blocks[0]
+        body = op.body
         iv = self.define(body.args[0])
         iters = tuple(self.define(a) for a in body.args[1:])
         stmts, ys = self.block(body)
@@ -286,9 +284,9 @@ class _ToTree:
         return For(iv, start, stop, step, iters, tuple(inits), stmts, ys, results, op.loc)
 
     def branch(self, op, pending):
-        cond = self.ref(op.operands[0], pending)
-        then, tys = self.block(op.regions[0].blocks[0])
-        els, eys = self.block(op.regions[1].blocks[0])
+        cond = self.ref(op.cond, pending)
+        then, tys = self.block(op.then_block)
+        els, eys = self.block(op.else_block)
         results = tuple(self.define(r) for r in op.results)
         return If(cond, then, els, tys, eys, results, op.loc)
 
@@ -302,18 +300,16 @@ def op_to_function(op: Operation, record: dict | None = None) -> Function:
     names |= {a.name for o in op.walk() for r in o.regions for b in r.blocks for a in b.args
               if a.name}
     conv = _ToTree(names, record)
-    entry = op.regions[0].blocks[0]
+    entry = op.body
     params = tuple(conv.define(a) for a in entry.args)
     body, _ = conv.block(entry)
-    at = op.attributes
-    return Function(at["sym_name"], at["kind"], params, body, op.loc, at.get("split"),
-                    at.get("slot_num"))
+    return Function(op.sym_name, op.kind, params, body, op.loc, op.split, op.slot_num)
 
 
 def to_tree(top: Operation) -> Program:
     """The tree-IR Program of a ``pl.program`` op."""
-    if top.name != "pl.program":
+    if not top.is_a(ProgramOp):
         raise CompileError(f"to_tree takes a pl.program op, got {top.name}",
                            where=str(top.loc) if top.loc else None)
-    fns = tuple(op_to_function(f) for f in top.regions[0].blocks[0])
-    return Program(top.attributes["sym_name"], fns)
+    fns = tuple(op_to_function(f) for f in top.body)
+    return Program(top.sym_name, fns)

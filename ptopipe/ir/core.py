@@ -13,7 +13,10 @@ This module owns the *structure* and the rewriting API, nothing op-specific:
 * building: :class:`Builder` (create ops at an insertion point), :func:`gc_paused`.
 
 Operations in a block form a doubly-linked list, so inserting and erasing are O(1).  Op
-definitions (what an op name means, its verifier) are in :mod:`.opdefs`; the textual
+definitions (what an op name means, its verifier) are in :mod:`.opdefs`; an op defined there
+as a class registers itself here (:func:`register_op_class`), and ``Operation(name, ...)``
+then makes an instance of that class, so every op of that name - built by a pass, a parser
+or :meth:`Operation.clone` - has the definition's typed accessors.  The textual
 form in :mod:`.asm_printer` / :mod:`.asm_parser`.  Objects use ``__slots__`` and no per-op
 dict beyond the attributes, to keep 20k-op programs cheap.
 """
@@ -118,12 +121,28 @@ def _ir_error(msg: str, op: "Operation | None", fix: str | None = None) -> Compi
     return CompileError(msg, where=str(loc) if loc else None, fix=fix)
 
 
+#: op name -> the Operation subclass that defines it (filled by :mod:`.opdefs`)
+_OP_CLASSES: dict = {}
+
+
+def register_op_class(name: str, cls) -> None:
+    """Make ``Operation(name, ...)`` build instances of ``cls`` (a subclass of Operation
+    without instance state of its own)."""
+    _OP_CLASSES[name] = cls
+
+
 class Operation:
     """An operation: ``name`` (e.g. ``"pl.matmul"``), ``operands`` (Values),
     ``results`` (OpResults), ``attributes`` (a dict of compile-time values), ``regions``,
-    its ``parent`` block and source ``loc``."""
+    its ``parent`` block and source ``loc``.  ``Operation(name, ...)`` of a name defined
+    by a class of :mod:`.opdefs` is an instance of that class."""
     __slots__ = ("name", "operands", "results", "attributes", "regions", "parent", "loc",
                  "prev", "next")
+
+    def __new__(cls, name=None, *args, **kwargs):
+        if cls is Operation:
+            cls = _OP_CLASSES.get(name, Operation)
+        return object.__new__(cls)
 
     def __init__(self, name: str, operands=(), result_types=(), attributes=None, regions=(),
                  loc: Loc | None = None, result_names=None):
@@ -143,6 +162,10 @@ class Operation:
         self.parent = None
         self.loc = loc
         self.prev = self.next = None
+
+    def is_a(self, *defs) -> bool:
+        """Whether this op is one of the op classes ``defs`` (of :mod:`.opdefs`)."""
+        return isinstance(self, defs)
 
     # -- navigation -------------------------------------------------------------------------
     @property

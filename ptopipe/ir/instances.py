@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from .nodes import Assign, Call, For, If, Var, stmt_exprs, walk
+from .opdefs import TPop
 from .types import TileValueType
 
 
 def owns_storage(c) -> bool:
     """A tile-producing op whose result needs storage of its own (TPOP binds to a ring slot)."""
-    return isinstance(c, Call) and isinstance(c.type, TileValueType) and c.op != "tpop"
+    return isinstance(c, Call) and isinstance(c.type, TileValueType) and c.op != TPop.call_name
 
 
 def alias_source(e):

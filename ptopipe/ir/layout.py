@@ -24,8 +24,9 @@ from ..errors import CompileError
 from .nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer, calls, stmt_exprs, walk
 from ..arch.vocab import ALIGNMENT as ALIGN
 from .liveness import analyse
+from .opdefs import EVENT_OPS, call_names
 
-_EVENT_OPS = ("record_event", "wait_event", "barrier")
+_EVENT_OPS = call_names(EVENT_OPS)
 
 
 def _align(x: int) -> int:

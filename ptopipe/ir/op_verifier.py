@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from .nodes import FunctionKind
-from .opdefs import OPDEFS
-from .ops import C2V, CROSS_CORE, INIT_OPS, V2C, init_ways
+from .opdefs import CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp
+from .ops import C2V, V2C
 from .types import MemorySpace, TileValueType, describe
 
 
@@ -54,11 +54,11 @@ def _check_space(ctx: _Ctx, t, op, what: str) -> None:
 
 def _core_rules(ctx: _Ctx, op, top: bool) -> None:
     name = op.name
-    if name in _INIT:
+    if isinstance(op, INITIALIZE_PIPE):
         if not top:
             raise ctx.error(f"{name[3:]} inside a loop or branch", op,
                             "initialise the pipe once, at the top of the kernel")
-        for way in init_ways(op.attributes["dir_mask"]):
+        for way in op.ways:
             if way in ctx.inited:
                 e = ctx.error(f"the {way.name[4:]} direction is initialised twice in "
                               f"{ctx.func}", op,
@@ -67,23 +67,18 @@ def _core_rules(ctx: _Ctx, op, top: bool) -> None:
                 e.details = f"first initialised at {ctx.inited[way].loc}"
                 raise e
             ctx.inited[way] = op
-    elif name in _CROSS:
+    elif isinstance(op, CROSS_CORE_OPS):
         if not ctx.inited:
             raise ctx.error(f"{name[3:]} before the pipe is initialised", op,
                             f"call {'aic' if ctx.kind is FunctionKind.AIC else 'aiv'}"
                             "_initialize_pipe(...) first")
-        if ctx.kind in (FunctionKind.AIC, FunctionKind.AIV) and \
-                op.attributes.get("direction") is None:
+        d = op.direction
+        if ctx.kind in (FunctionKind.AIC, FunctionKind.AIV) and d is None:
             raise ctx.error(f"{name[3:]} without a direction", op)
-        d = op.attributes.get("direction")
         if d is not None and d in (C2V, V2C) and d not in ctx.inited:
             raise ctx.error(f"{name[3:]} on the {d.name[4:]} direction, which no initialize_pipe "
                             f"of {ctx.func} sets up", op,
                             f"initialise the pipe with DIR_{d.name[4:]} (or DIR_C2V | DIR_V2C)")
-
-
-_INIT = {f"pl.{n}" for n in INIT_OPS}
-_CROSS = {f"pl.{n}" for n in CROSS_CORE}
 
 
 def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
@@ -109,15 +104,14 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
                                 "not visible outside it unless yielded)")
         if d.terminator and op.next is not None:
             raise ctx.error(f"{op.name} must be the last op of its block", op)
-        if op.name == "pl.func":
-            ctx.kind, ctx.func, ctx.inited = op.attributes.get("kind"), \
-                op.attributes.get("sym_name"), {}
         d.verify(op, ctx)
+        if op.is_a(FuncOp):              # (verified: it has its kind and name)
+            ctx.kind, ctx.func, ctx.inited = op.kind, op.sym_name, {}
         if ctx.func is not None:
             _core_rules(ctx, op, top)
         for r in op.regions:
             for b in r.blocks:
-                _block(ctx, b, visible, op.name == "pl.func")
+                _block(ctx, b, visible, op.is_a(FuncOp))
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
@@ -138,10 +132,11 @@ def verify_ops(top, memo: bool = True) -> None:
     ctx = _Ctx()
     if not memo:
         ctx.memo = None
-    if top.name == "pl.func":
+    is_func = top.is_a(FuncOp)
+    if is_func:                         # (a detached function is not verified itself)
         ctx.kind, ctx.func = top.attributes.get("kind"), top.attributes.get("sym_name")
-    if top.name != "pl.func" or top.parent is not None:
+    if not is_func or top.parent is not None:
         d.verify(top, ctx)
     for r in top.regions:
         for b in r.blocks:
-            _block(ctx, b, set(), top.name == "pl.func")
+            _block(ctx, b, set(), is_func)

@@ -1,7 +1,9 @@
 """The op registry: every op's DSL signature (operands and compile-time attributes) and
 its typing rule.  The tile ops are those of the arch op catalogue (one spec per catalogue
-op with a DSL name, typed by its operand form and checked by its dtype / scalar rules);
-the cross-core ops and pipe initialisation are defined here.
+op with a DSL name, typed by its operand form and checked by its dtype / scalar rules),
+defined here with ``pl.call`` and ``pl.get_subblockid``; the pipe and sync ops are the op
+classes of :mod:`.opdefs`, each registering the spec derived from its fields
+(:func:`register`).
 
 One table serves the DSL parser (binding call arguments, inferring result types), the
 printer (printing calls back as DSL source) and the verifier (re-checking types).  A
@@ -16,7 +18,7 @@ from typing import Callable
 from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
                               op_scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
-from ..arch.vocab import ALIGNMENT, Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
+from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from .nodes import Const, FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
@@ -77,6 +79,7 @@ class OpSpec:
     infer: Callable           # (kind, args: dict, attrs: dict) -> Type
     doc: str = ""
     aliases: tuple = field(default=())
+    role: str | None = None   # a cross-core op's end of the ring: "producer" / "consumer"
 
     @property
     def operands(self) -> tuple:
@@ -92,8 +95,15 @@ OPS: dict = {}
 
 
 def _op(name, params, infer, dsl=None, doc="", aliases=()):
-    spec = OpSpec(name, dsl or name, tuple(Param(*p) for p in params), infer, doc, tuple(aliases))
-    OPS[name] = spec
+    return register(OpSpec(name, dsl or name, tuple(Param(*p) for p in params), infer, doc,
+                           tuple(aliases)))
+
+
+def register(spec: OpSpec) -> OpSpec:
+    """Add ``spec`` to the table (an op's name is defined once)."""
+    if spec.name in OPS:
+        raise ValueError(f"op {spec.name!r} is defined twice")
+    OPS[spec.name] = spec
     return spec
 
 
@@ -388,101 +398,6 @@ def _subblock(kind, a, at):
     return INDEX
 
 
-# -- cross-core ---------------------------------------------------------------------------------
-def _init(core):
-    def infer(kind, a, at):
-        want = FunctionKind.AIC if core == "aic" else FunctionKind.AIV
-        if kind not in (want, FunctionKind.InCore):
-            other = "aiv" if core == "aic" else "aic"
-            raise OpError(f"{core}_initialize_pipe in a{'n' if kind is FunctionKind.AIV else ''} "
-                          f"{kind.value.upper()} function",
-                          f"call {other}_initialize_pipe on this core")
-        if at["dir_mask"] not in INIT_DIRS:
-            raise OpError(f"invalid dir_mask {at['dir_mask']}",
-                          "use DIR_C2V, DIR_V2C or DIR_C2V | DIR_V2C", "dir_mask")
-        if at["slot_size"] <= 0 or at["slot_size"] % ALIGNMENT:
-            raise OpError(f"slot_size {at['slot_size']} must be a positive multiple of "
-                          f"{ALIGNMENT} bytes",
-                          param="slot_size")
-        sn = at["slot_num"]
-        if sn is not None and sn < 1:
-            raise OpError(f"slot_num {sn} must be >= 1", param="slot_num")
-        fid = at.get("flag_id")
-        if fid is not None and (isinstance(fid, bool) or not isinstance(fid, int) or fid < 0):
-            raise OpError(f"flag_id={fid!r} must be a FlagID >= 0",
-                          "leave it out: AllocateFlags (or the runtime, for a kernel run "
-                          "uncompiled) numbers the pipes", "flag_id")
-        lsn = at.get("local_slot_num")
-        if lsn is not None and (lsn < 1 or (sn is not None and lsn > sn)):
-            raise OpError(f"local_slot_num {lsn} must be >= 1 and at most slot_num {sn} (the "
-                          "reserve_buffer of SLOT_NUM * SLOT_SIZE bytes holds the staging slots)",
-                          param="local_slot_num")
-        if at.get("lanes") not in (None, 1, 2):
-            raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
-                          param="lanes")
-        g = _t(a["gm_slot_buffer"])
-        if not (isinstance(g, TensorType) or (isinstance(a["gm_slot_buffer"], Const)
-                                               and a["gm_slot_buffer"].value in (None, 0))):
-            raise OpError("gm_slot_buffer must be a GM tensor parameter (or None on A5)",
-                          param="gm_slot_buffer")
-        for p in ("c2v_consumer_buf", "v2c_consumer_buf"):
-            _scalar(a, p)
-        return NONE
-    return infer
-
-
-def _core_tile(kind, t, role, p):
-    """The tile a TPUSH (producer) / TPOP (consumer) uses on this core."""
-    if kind is FunctionKind.AIC:
-        want = MemorySpace.Acc if role == "producer" else MemorySpace.Mat
-    elif kind is FunctionKind.AIV:
-        want = MemorySpace.Vec
-    else:
-        return
-    if t.space is not want:
-        raise OpError(f"{'TPUSH' if role == 'producer' else 'TPOP'} on a {kind.value.upper()} "
-                      f"function {'pushes' if role == 'producer' else 'pops'} {want.value} tiles, "
-                      f"not {describe(t)}",
-                      "Cube pushes its Acc result (C2V) and pops Mat tiles (V2C); Vector pushes "
-                      "and pops Vec tiles", p)
-
-
-def _tpush(kind, a, at):
-    _buffer(a, "buf", "import")
-    _infer_dir(kind, at, "producer")
-    t = _t(a["tile"])
-    if isinstance(t, TensorType):
-        return NONE          # address flow: commit the TALLOCed slot
-    _core_tile(kind, _tile(a, "tile"), "producer", "tile")
-    return NONE
-
-
-def _tpop(kind, a, at):
-    _buffer(a, "buf", "reserve")
-    _infer_dir(kind, at, "consumer")
-    t = at["type"]
-    if isinstance(t, TileValueType):
-        _core_tile(kind, t, "consumer", "type")
-    elif not isinstance(t, TensorType):
-        raise OpError("TPOP needs the popped value's type: pl.Tile[[r, c], dtype, space] or "
-                      "pl.Tensor[[...], dtype] (address flow)", param="type")
-    return t
-
-
-def _tfree(kind, a, at):
-    _buffer(a, "buf", "reserve")
-    _infer_dir(kind, at, "consumer")
-    return NONE
-
-
-def _talloc(kind, a, at):
-    _buffer(a, "buf", "import")
-    _infer_dir(kind, at, "producer")
-    if not isinstance(at["type"], TensorType):
-        raise OpError("TALLOC allocates a GM slot view: pass pl.Tensor[[...], dtype]", param="type")
-    return at["type"]
-
-
 # -- the catalogue's ops: DSL signature and typing rule per operand form ---------------------------
 _FORMS = {
     "load": ([("tensor", "value"), ("offsets", "values"), ("shape", "shape"),
@@ -550,51 +465,6 @@ for _d in CATALOGUE.values():
 BINARY, SCALAR, UNARY = _by["binary"], _by["scalar"], _by["unary"]
 ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["row_expand"]
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
-_INIT = [("dir_mask", "dir"), ("slot_size", "int"), ("gm_slot_buffer", "value"),
-         ("c2v_consumer_buf", "value", 0), ("v2c_consumer_buf", "value", 0),
-         ("slot_num", "int", None), ("lanes", "int", None), ("flag_id", "int", None),
-         ("local_slot_num", "int", None)]
-_op("aic_initialize_pipe", _INIT, _init("aic"), doc="seed 003 Cube pipe initialisation")
-_op("aiv_initialize_pipe", _INIT, _init("aiv"), doc="seed 003 Vector pipe initialisation")
-_op("tpush", [("tile", "value"), ("buf", "value"), ("split", "split", TileSplitAxis.TILE_NO_SPLIT),
-              ("direction", "dir", None)], _tpush, dsl="TPUSH", doc="producer push")
-_op("tpop", [("buf", "value"), ("type", "type"), ("split", "split", TileSplitAxis.TILE_NO_SPLIT),
-             ("direction", "dir", None)], _tpop, dsl="TPOP", doc="consumer pop (slot held)")
-_op("tfree", [("buf", "value"), ("obj", "value", None), ("direction", "dir", None),
-              ("split", "split", None)], _tfree,
-    dsl="TFREE", doc="consumer release of the oldest held slot (split: its TPOP's, if given)")
-_op("talloc", [("buf", "value"), ("type", "type"), ("split", "split", TileSplitAxis.TILE_NO_SPLIT),
-               ("direction", "dir", None)], _talloc, dsl="TALLOC",
-    doc="address flow: allocate the next slot as a GM tensor view")
-
-
-
-# -- intra-core events (PTO-AS record_event / wait_event / pto.barrier: pto-isa's set_flag /
-# wait_flag / pipe_barrier); the event id is a value (a loop may select it, e.g. i % 2)
-def _event(kind, a, at):
-    for p in ("src", "dst"):
-        if at[p] is SyncPipe.PIPE_ALL:
-            raise OpError(f"'{p}' cannot be PIPE_ALL (only pl.barrier takes it)",
-                          "name the one pipe that records / waits", p)
-    _scalar(a, "event_id")
-    e = a["event_id"]
-    if isinstance(e, Const) and not (isinstance(e.value, int) and 0 <= e.value < len(EventID)):
-        raise OpError(f"event id {e.value!r} is not EVENT_ID0..EVENT_ID7",
-                      "use pl.EVENT_ID0 .. pl.EVENT_ID7 (or an index expression)", "event_id")
-    return NONE
-
-
-def _barrier(kind, a, at):
-    return NONE
-
-
-_EVENT = [("src", "pipe"), ("dst", "pipe"), ("event_id", "value")]
-_op("record_event", _EVENT, _event, doc="set_flag(src, dst, event_id): signal dst when src is done")
-_op("wait_event", _EVENT, _event, doc="wait_flag(src, dst, event_id): hold dst until recorded")
-_op("barrier", [("pipe", "pipe", SyncPipe.PIPE_ALL)], _barrier,
-    doc="pipe_barrier(pipe): PIPE_ALL orders everything after everything before")
-EVENT_OPS = ("record_event", "wait_event", "barrier")
-
 # -- a Group function's calls of its AIC and AIV kernels (what ExpandMixedKernel emits)
 def _call(kind, a, at):
     if kind is not FunctionKind.Group:
@@ -612,12 +482,8 @@ def _call(kind, a, at):
 _op("call", [("callee", "symbol"), ("args", "values")], _call,
     doc="a Group function's call of one of its kernels (callee = the function's name)")
 
-CROSS_CORE = ("tpush", "tpop", "tfree", "talloc")
-INIT_OPS = ("aic_initialize_pipe", "aiv_initialize_pipe")
 #: the GM slot-buffer parameter ExpandMixedKernel gives a compiled mixed function's kernels
 GM_SLOT_PARAM = "gm_slot_buffer"
-PRODUCER_OPS = ("tpush", "talloc")
-CONSUMER_OPS = ("tpop", "tfree")
 
 
 def lookup(name: str) -> OpSpec | None:
@@ -631,12 +497,11 @@ def infer(spec: OpSpec, kind: FunctionKind, args: dict, attrs: dict) -> Type:
 
 def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | None:
     """The direction a cross-core op gets in the IR (given, or inferred from the core)."""
-    if spec.name not in CROSS_CORE:
+    if spec.role is None:
         return None
-    role = "producer" if spec.name in PRODUCER_OPS else "consumer"
-    return _infer_dir(kind, attrs, role)
+    return _infer_dir(kind, attrs, spec.role)
 
 
-__all__ = ["BINARY", "COL_REDUCE", "CROSS_CORE", "DIRS", "INIT_OPS", "OPS", "OpError", "OpSpec",
+__all__ = ["BINARY", "COL_REDUCE", "DIRS", "OPS", "OpError", "OpSpec",
            "Param", "REQUIRED", "ROW_EXPAND", "ROW_REDUCE", "SCALAR", "SPLITS", "UNARY",
            "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]

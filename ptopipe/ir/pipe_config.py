@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from ..arch.vocab import LOCAL_SLOT_NUM, PLAIN_DIRECTION as _GM, Direction, TileSplitAxis
 from .nodes import FunctionKind
+from .opdefs import INITIALIZE_PIPE, BufferAttrOp, FuncOp, ReserveBufferOp, TAlloc, TPop, TPush
 from .types import itemsize
 
-_INITS = ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")
 _BITS = (("C2V", Direction.DIR_C2V), ("V2C", Direction.DIR_V2C))
 
 
@@ -75,9 +75,9 @@ def local_slot_num(attrs) -> int:
 def pipe_config_mismatches(program, plat) -> list:
     """The :class:`ConfigMismatch` of every ring of ``program`` (a ``pl.program`` op) whose
     two ends disagree, for a program of one AIC and one AIV function (else none)."""
-    funcs = [f for f in program.regions[0].blocks[0] if f.name == "pl.func"]
-    aic = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIC]
-    aiv = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIV]
+    funcs = [f for f in program.body if f.is_a(FuncOp)]
+    aic = [f for f in funcs if f.kind is FunctionKind.AIC]
+    aiv = [f for f in funcs if f.kind is FunctionKind.AIV]
     if len(aic) != 1 or len(aiv) != 1:
         return []
     out = []
@@ -95,18 +95,17 @@ def pipe_config_mismatches(program, plat) -> list:
 
 
 def _end(f, way: str, bit, plat) -> PipeEnd | None:
-    init = next((op for op in f.regions[0].blocks[0] if op.name in _INITS
-                 and _covers(op.attributes["dir_mask"], bit)), None)
+    init = next((op for op in f.body if op.is_a(*INITIALIZE_PIPE)
+                 and _covers(op.dir_mask, bit)), None)
     if init is None:
         return None
-    at = init.attributes
-    d = Direction(at["dir_mask"])
+    d = Direction(init.dir_mask)
     both = _GM.get(d, d) == Direction.DIR_BOTH
-    n = at.get("slot_num")
-    kind = f.attributes["kind"]
+    n = init.slot_num
+    kind = f.kind
     consumer = (kind is FunctionKind.AIV) == (way == "C2V")
-    return PipeEnd(f.attributes["sym_name"], kind, init, int(d), at["slot_size"],
-                   n if n is not None else plat.slot_num_for(both), at.get("lanes"),
+    return PipeEnd(f.sym_name, kind, init, int(d), init.slot_size,
+                   n if n is not None else plat.slot_num_for(both), init.lanes,
                    _largest(f, kind), _reserve(init, way) if consumer else None)
 
 
@@ -122,17 +121,17 @@ def _largest(f, kind) -> int:
     """Bytes of the largest whole slot tile ``f`` pushes or pops (either direction)."""
     best = 0
     for op in f.walk():
-        if op.name == "pl.tpop" or op.name == "pl.talloc":
-            t = op.attributes["type"]
-        elif op.name == "pl.tpush":
-            t = op.operands[0].type
+        if op.is_a(TPop, TAlloc):
+            t = op.result_type
+        elif op.is_a(TPush):
+            t = op.tile.type
         else:
             continue
         shape = getattr(t, "shape", None)
         if shape is None or len(shape) != 2:
             continue
         n = shape[0] * shape[1] * itemsize(t.dtype)
-        split = op.attributes.get("split") or TileSplitAxis.TILE_NO_SPLIT
+        split = op.split or TileSplitAxis.TILE_NO_SPLIT
         if kind is FunctionKind.AIV and split != TileSplitAxis.TILE_NO_SPLIT:
             n *= 2                      # a Vector core's tile is its half of the slot tile
         best = max(best, n)
@@ -140,12 +139,11 @@ def _largest(f, kind) -> int:
 
 
 def _reserve(init, way: str) -> int | None:
-    v = init.operands[1 if way == "C2V" else 2]
-    d = getattr(v, "op", None)
-    if d is not None and d.name == "pl.buffer_attr":
-        b = getattr(d.operands[0], "op", None)
-        if b is not None and b.name == "pl.reserve_buffer":
-            return b.attributes["size"]
+    d = getattr(init.consumer_bufs[way], "op", None)
+    if d is not None and d.is_a(BufferAttrOp):
+        b = getattr(d.buffer, "op", None)
+        if b is not None and b.is_a(ReserveBufferOp):
+            return b.size
     return None
 
 

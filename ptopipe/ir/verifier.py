@@ -13,10 +13,14 @@ from ..errors import CompileError
 from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
                     Function, FunctionKind, If, ImportPeerBuffer, Program, ReserveBuffer, Return,
                     UnaryOp, Var, calls, stmt_exprs, walk)
-from .ops import (C2V, V2C, CONSUMER_OPS, CROSS_CORE, INIT_OPS, PRODUCER_OPS, OpError, infer,
-                  init_ways, lookup)
+from .opdefs import (CONSUMER_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE, PRODUCER_OPS,
+                     ImportPeerBufferOp, ReserveBufferOp, call_names)
+from .ops import C2V, V2C, OpError, infer, init_ways, lookup
 from .types import BufferType, MemorySpace, ScalarType, TensorType, TileValueType, describe
 
+# the tree's Call names of the pipe ops
+_CROSS, _INIT = call_names(CROSS_CORE_OPS), call_names(INITIALIZE_PIPE)
+_PRODUCER, _CONSUMER = call_names(PRODUCER_OPS), call_names(CONSUMER_OPS)
 SPACE_OF_KIND = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}
 
 
@@ -103,7 +107,7 @@ class _FunctionVerifier:
             raise _err(e.about(spec.dsl), where, e.fix) from None
         if t != c.type:
             raise _err(f"{spec.dsl} produces {describe(t)} but the IR says {describe(c.type)}", where)
-        if c.op in CROSS_CORE:
+        if c.op in _CROSS:
             if not self.inited:
                 raise _err(f"{spec.dsl} before the pipe is initialised", where,
                            f"call {'aic' if self.kind is FunctionKind.AIC else 'aiv'}"
@@ -129,7 +133,7 @@ class _FunctionVerifier:
                 self.define(s.var, s)
                 scope.add(s.var.name)
             elif isinstance(s, ExprStmt):
-                if isinstance(s.value, Call) and s.value.op in INIT_OPS:
+                if isinstance(s.value, Call) and s.value.op in _INIT:
                     if not top:
                         raise _err(f"{s.value.op} inside a loop or branch", s,
                                    "initialise the pipe once, at the top of the kernel")
@@ -201,7 +205,7 @@ class _FunctionVerifier:
             scope.add(r.name)
 
     def buffer(self, s, top: bool) -> None:
-        what = "reserve_buffer" if isinstance(s, ReserveBuffer) else "import_peer_buffer"
+        what = (ReserveBufferOp if isinstance(s, ReserveBuffer) else ImportPeerBufferOp).call_name
         if not top:
             raise _err(f"{what} inside a loop or branch", s,
                        "declare ring buffers at the top of the kernel")
@@ -225,12 +229,12 @@ class _FunctionVerifier:
                 raise _err(f"reserve_buffer name {s.name!r} is declared twice in {self.fn.name}", s)
         used = {c.op for st in walk(self.fn.body) for e in stmt_exprs(st) for c in calls(e)
                 if any(isinstance(a, Var) and a.name == s.var.name for a in c.args[:2])}
-        if isinstance(s, ReserveBuffer) and not used & set(CONSUMER_OPS) and \
+        if isinstance(s, ReserveBuffer) and not used & _CONSUMER and \
                 self.kind is not FunctionKind.InCore:
             raise _err(f"reserve_buffer {s.name!r} in {self.fn.name}, which never TPOPs from it: "
                        "only the consumer owns (reserves) the ring", s,
                        "in the producer use pl.import_peer_buffer(name=..., peer_func=consumer)")
-        if isinstance(s, ImportPeerBuffer) and not used & set(PRODUCER_OPS) and \
+        if isinstance(s, ImportPeerBuffer) and not used & _PRODUCER and \
                 self.kind is not FunctionKind.InCore:
             raise _err(f"import_peer_buffer {s.name!r} in {self.fn.name}, which never TPUSHes to "
                        "it: only the producer imports the consumer's ring", s,

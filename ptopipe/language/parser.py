@@ -722,7 +722,7 @@ class FunctionParser:
         for p in spec.attr_params:
             attrs.setdefault(p.name, None if p.default is REQUIRED else p.default)
         try:
-            if spec.name in ("tpush", "tpop", "tfree", "talloc"):
+            if spec.role is not None:            # a cross-core op: its direction
                 attrs["direction"] = canonical_direction(spec, self.kind, attrs)
             t = infer(spec, self.kind, args, attrs)
             if isinstance(t, TileValueType) and self.kind in (FunctionKind.AIC, FunctionKind.AIV) \

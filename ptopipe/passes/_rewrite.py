@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.core import Operation, Use
+from ..ir.opdefs import BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp, IfOp, MoveOp, YieldOp
 from ..ir.ops import BOUNDARY_MOVES
 from ..ir.types import INDEX, NONE, MemorySpace, TileValueType
 
 CUBE, VECTOR = "Cube", "Vector"
 
 #: ops without side effects: erased when their results are unused
-PURE = frozenset({"pl.const", "pl.copy", "pl.buffer_attr", "pl.get_subblockid"})
+PURE = (ConstOp, CopyOp, BufferAttrOp, GetSubblockIdOp)
 
 
 def side_of_type(t) -> str | None:
@@ -26,14 +27,14 @@ def side_of_type(t) -> str | None:
 
 def is_boundary(op: Operation) -> bool:
     """A ``pl.move`` whose source and target tiles are on different cores."""
-    if op.name != "pl.move":
+    if not op.is_a(MoveOp):
         return False
-    src, dst = op.operands[0].type, op.results[0].type
+    src, dst = op.tile.type, op.result.type
     return (getattr(src, "space", None), getattr(dst, "space", None)) in BOUNDARY_MOVES
 
 
 def boundary_direction(op: Operation):
-    return BOUNDARY_MOVES[(op.operands[0].type.space, op.results[0].type.space)]
+    return BOUNDARY_MOVES[(op.tile.type.space, op.result.type.space)]
 
 
 def op_sides(op: Operation) -> set:
@@ -57,7 +58,7 @@ def err(msg: str, op, fix: str | None = None) -> CompileError:
 
 def const(value, loc=None, type_=None) -> Operation:
     t = type_ if type_ is not None else (NONE if value is None else INDEX)
-    return Operation("pl.const", (), [t], {"value": value}, (), loc)
+    return ConstOp.build(value=value, result_types=[t], loc=loc)
 
 
 def set_operands(op: Operation, values) -> None:
@@ -73,8 +74,9 @@ def strip_yields(op: Operation, drop: set) -> None:
     of a ``pl.for`` / ``pl.if``: its yields stop yielding them and a loop stops taking their
     inits (so the values' defining ops can be erased)."""
     keep = [i for i in range(len(op.results)) if i not in drop]
-    if op.name == "pl.for":
-        set_operands(op, op.operands[:3] + [op.operands[3 + i] for i in keep])
+    if op.is_a(ForOp):
+        inits = op.inits
+        set_operands(op, [op.start, op.stop, op.step] + [inits[i] for i in keep])
     for r in op.regions:
         for b in r.blocks:
             y = b.last
@@ -85,8 +87,8 @@ def remove_carried(op: Operation, drop: set) -> None:
     """Second half: remove the results (and, for a loop, the block arguments) at ``drop``;
     they must be unused by now."""
     keep = [i for i in range(len(op.results)) if i not in drop]
-    if op.name == "pl.for":
-        body = op.regions[0].blocks[0]
+    if op.is_a(ForOp):
+        body = op.body
         for i in drop:
             if body.args[1 + i].uses:
                 raise err(f"loop-carried value %{body.args[1 + i].name or i} is still used", op)
@@ -112,7 +114,7 @@ def drop_unused_args(block, keep=()) -> list:
 
 
 def _region_is_empty(op: Operation) -> bool:
-    return all(b.first is b.last and b.last is not None and b.last.name == "pl.yield"
+    return all(b.first is b.last and b.last is not None and b.last.is_a(YieldOp)
                and not b.last.operands for r in op.regions for b in r.blocks)
 
 
@@ -127,8 +129,8 @@ def dce(root: Operation) -> None:
                 continue
             if any(r.uses for r in op.results):
                 continue
-            if op.name in PURE or op.name.startswith("arith.") or (op.name in ("pl.for", "pl.if") and not op.results
-                                   and _region_is_empty(op)):
+            if op.is_a(*PURE) or op.name.startswith("arith.") or (
+                    op.is_a(ForOp, IfOp) and not op.results and _region_is_empty(op)):
                 op.erase()
                 changed = True
 

@@ -20,6 +20,7 @@ running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
 from __future__ import annotations
 
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
 from ..protocol.model import FIRST_FLAG_ID
 from .util import (error, func_name, functions, init_ops, platform_of, protocol_model, slot_num,
                    top_ops, ways)
@@ -35,22 +36,22 @@ def _peer_of(f, funcs: dict) -> str | None:
     """The name of ``f``'s peer: named by its imports, or importing its reserves, or the one
     function of the other core kind."""
     me = func_name(f)
-    for imp in top_ops(f, "pl.import_peer_buffer"):
-        if imp.attributes["peer_func"] in funcs:
-            return imp.attributes["peer_func"]
-    mine = {r.attributes["name"] for r in top_ops(f, "pl.reserve_buffer")}
+    for imp in top_ops(f, ImportPeerBufferOp):
+        if imp.peer_func in funcs:
+            return imp.peer_func
+    mine = {r.buffer_name for r in top_ops(f, ReserveBufferOp)}
     for name, g in funcs.items():
-        for imp in top_ops(g, "pl.import_peer_buffer"):
-            if imp.attributes["peer_func"] == me and imp.attributes["name"] in mine:
+        for imp in top_ops(g, ImportPeerBufferOp):
+            if imp.peer_func == me and imp.buffer_name in mine:
                 return name
-    other = FunctionKind.AIV if f.attributes["kind"] is FunctionKind.AIC else FunctionKind.AIC
-    cands = [n for n, g in funcs.items() if g.attributes["kind"] is other]
+    other = FunctionKind.AIV if f.kind is FunctionKind.AIC else FunctionKind.AIC
+    cands = [n for n, g in funcs.items() if g.kind is other]
     return cands[0] if len(cands) == 1 else None
 
 
 def _describe(init, n: int) -> str:
-    return (f"{init.name[3:]}({'|'.join(ways(init)) or init.attributes['dir_mask']}, "
-            f"slot_size={init.attributes['slot_size']}, slot_num={n})")
+    return (f"{init.call_name}({'|'.join(ways(init)) or init.dir_mask}, "
+            f"slot_size={init.slot_size}, slot_num={n})")
 
 
 def _flags(model, flag_id, init, n, plat, limit, name, peer):
@@ -76,7 +77,7 @@ def run(program, ctx):
     funcs = {func_name(f): f for f in functions(program)}
     matched = set()
     for name, cube in funcs.items():
-        if cube.attributes["kind"] is not FunctionKind.AIC:
+        if cube.kind is not FunctionKind.AIC:
             continue
         inits = init_ops(cube)
         if not inits:
@@ -88,7 +89,7 @@ def run(program, ctx):
                                   "the program")
         vec_inits = {ways(i): i for i in init_ops(funcs[peer])}
         next_id, used = FIRST_FLAG_ID, []          # used: (first, last flag, init) per ring
-        for init in sorted(inits, key=lambda i: i.attributes.get("flag_id") is None):
+        for init in sorted(inits, key=lambda i: i.flag_id is None):
             n = slot_num(init, plat)
             other = vec_inits.pop(ways(init), None)
             if other is None:
@@ -96,19 +97,19 @@ def run(program, ctx):
                             f"aiv_initialize_pipe of the same direction in its peer {peer!r}",
                             init, f"initialise the same pipe in {peer!r}")
             m = slot_num(other, plat)
-            for what, a, b in (("DIR_MASK", init.attributes["dir_mask"], other.attributes["dir_mask"]),
-                               ("SLOT_SIZE", init.attributes["slot_size"], other.attributes["slot_size"]),
+            for what, a, b in (("DIR_MASK", init.dir_mask, other.dir_mask),
+                               ("SLOT_SIZE", init.slot_size, other.slot_size),
                                ("SLOT_NUM", n, m)):
                 if a != b:
                     raise error(f"the two ends of a pipe disagree on {what}: {peer!r} says {b}, "
                                 f"{name!r} says {a}", other,
                                 f"give both initialize_pipe calls the same {what}",
                                 details=f"{name!r} initialises the pipe at {init.loc}")
-            given = {i.attributes.get("flag_id") for i in (init, other)} - {None}
+            given = {i.flag_id for i in (init, other)} - {None}
             if len(given) == 2:
                 raise error(f"the two ends of a pipe disagree on flag_id: {peer!r} says "
-                            f"{other.attributes['flag_id']}, {name!r} says "
-                            f"{init.attributes['flag_id']}", other,
+                            f"{other.flag_id}, {name!r} says "
+                            f"{init.flag_id}", other,
                             "give both initialize_pipe calls the same flag_id (or none: "
                             "AllocateFlags numbers the pipes)", details=f"{name!r} initialises "
                             f"the pipe at {init.loc}")
@@ -136,7 +137,7 @@ def run(program, ctx):
                         f"aic_initialize_pipe of the same direction in its peer {name!r}", rest,
                         f"initialise the same pipe in {name!r}")
     for name, vec in funcs.items():
-        if vec.attributes["kind"] is FunctionKind.AIV:
+        if vec.kind is FunctionKind.AIV:
             for init in init_ops(vec):
                 if init not in matched:
                     raise error(f"{_describe(init, slot_num(init, plat))} in {name!r} has no "

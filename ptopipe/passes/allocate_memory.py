@@ -21,6 +21,7 @@ from ..arch import MemSpace
 from ..ir.convert import op_to_function
 from ..ir.nodes import AUTO
 from ..ir.layout import plan_function, tiles_fit_problem
+from ..ir.opdefs import ReserveBufferOp
 from .util import error, func_name, functions, platform_of, top_ops
 from .properties import IRProperty
 
@@ -38,7 +39,7 @@ def run(program, ctx):
             bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)))
             if bad is not None:
                 raise error(bad[0], f, bad[2], details=bad[1])
-        for r in top_ops(f, "pl.reserve_buffer"):      # (whether the ring fits: Validate)
-            if r.attributes["base"] is AUTO:
-                r.attributes["base"] = lay.by_name[r.attributes["name"]][0]
+        for r in top_ops(f, ReserveBufferOp):      # (whether the ring fits: Validate)
+            if r.base is AUTO:
+                r.base = lay.by_name[r.buffer_name][0]
     return program

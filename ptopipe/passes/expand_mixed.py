@@ -51,8 +51,11 @@ from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType
 from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
                        fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,
                        strip_yields)
-from ..ir.opdefs import ARITH_BINARY
-from ..ir.ops import CROSS_CORE, GM_SLOT_PARAM, INIT_OPS
+from ..ir.opdefs import (ARITH_BINARY, PIPE_OPS, AicInitializePipe, AivInitializePipe,
+                         BufferAttrOp, CallOp, CastOp, ConstOp, ForOp, FuncOp, GetSubblockIdOp,
+                         IfOp, ImportPeerBufferOp, MoveOp,
+                         ReserveBufferOp, ReturnOp, TPop, TPush, YieldOp)
+from ..ir.ops import GM_SLOT_PARAM
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 from .util import protocol_model
@@ -71,7 +74,7 @@ SLOT_NUM_ONE_WAY, SLOT_NUM_BOTH_WAYS = 8, 4
 DEFAULT_SPLIT = TileSplitAxis.TILE_UP_DOWN
 RING_NAME = {C2V: "c2v_slot_buffer", V2C: "v2c_slot_buffer"}
 GM_PARAM = GM_SLOT_PARAM
-_STRUCTURAL = ("pl.for", "pl.if", "pl.yield", "pl.return")
+_STRUCTURAL = (ForOp, IfOp, YieldOp, ReturnOp)
 
 
 def tile_bytes(t: TileValueType) -> int:
@@ -85,11 +88,10 @@ class PipePlan:
         self.boundaries = [op for op in fn.walk() if is_boundary(op)]
         self.dirs = {boundary_direction(op) for op in self.boundaries}
         self.mask = Direction(sum(int(d) for d in self.dirs)) if self.dirs else None
-        at = fn.attributes
-        self.split = at.get("split") if at.get("split") is not None else DEFAULT_SPLIT
+        self.split = fn.split if fn.split is not None else DEFAULT_SPLIT
         both = len(self.dirs) == 2
-        self.slot_num = at.get("slot_num") or (SLOT_NUM_BOTH_WAYS if both else SLOT_NUM_ONE_WAY)
-        size = max((tile_bytes(op.operands[0].type) for op in self.boundaries), default=0)
+        self.slot_num = fn.slot_num or (SLOT_NUM_BOTH_WAYS if both else SLOT_NUM_ONE_WAY)
+        size = max((tile_bytes(op.tile.type) for op in self.boundaries), default=0)
         self.slot_size = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
         self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * self.slot_size
 
@@ -100,14 +102,14 @@ def _taint_check(fn: Operation) -> None:
     tainted = set()
     for op in fn.walk():
         bad = next((v for v in op.operands if v in tainted), None)
-        if op.name == "pl.get_subblockid" or (bad is not None and (
-                op.name in PURE or op.name.startswith("arith."))):
+        if op.is_a(GetSubblockIdOp) or (bad is not None and (
+                op.is_a(*PURE) or op.name.startswith("arith."))):
             tainted.update(op.results)
         elif bad is not None:
             i = op.operands.index(bad)
-            what = {"pl.for": "loop bound" if i < 3 else "loop-carried value",
-                    "pl.if": "branch condition"}.get(op.name, f"operand of {op.name}")
-            where = {"pl.for": "the loop", "pl.if": "the branch"}.get(op.name, "it")
+            what = {ForOp.name: "loop bound" if i < 3 else "loop-carried value",
+                    IfOp.name: "branch condition"}.get(op.name, f"operand of {op.name}")
+            where = {ForOp.name: "the loop", IfOp.name: "the branch"}.get(op.name, "it")
             raise err(f"the {what} '{_expr_text(bad)}' is computed on the Vector side only (from "
                       f"pl.get_subblockid()), but {where} also holds Cube work", op,
                       "compute loop bounds and branch conditions from parameters and loop "
@@ -128,7 +130,7 @@ class _Expander:
             entry.append(op.clone(vm))
         kind = FunctionKind.AIC if side == CUBE else FunctionKind.AIV
         name = self.aic if side == CUBE else self.aiv
-        fn = Operation("pl.func", (), (), {"sym_name": name, "kind": kind}, (Region([entry]),),
+        fn = Operation(FuncOp.name, (), (), {"sym_name": name, "kind": kind}, (Region([entry]),),
                        self.fn.loc)
         names = names_in(fn)
         gm = entry.add_arg(TensorType((plan.gm_bytes,), "u8"), fresh(names, GM_PARAM)) \
@@ -140,7 +142,7 @@ class _Expander:
         if side == CUBE:
             _taint_check(fn)
         elif self.no_split:                 # whole tiles on AIV0; AIV1 replays or idles
-            fn.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
+            fn.split = TileSplitAxis.TILE_NO_SPLIT
         else:
             split_vector_function(fn, plan.split, init, fresh(names, "sub"))
         drop_unused_args(entry, keep=(gm,) if gm is not None else ())
@@ -156,28 +158,29 @@ class _Expander:
         order = [d for d in (consumes, Direction(3 - int(consumes))) if d in plan.dirs]
         for d in order:
             if d == consumes:
-                op = Operation("pl.reserve_buffer", (), [BufferType("reserve")],
-                               {"name": RING_NAME[d], "size": plan.slot_num * plan.slot_size,
-                                "base": AUTO, "memory_space": "L1" if side == CUBE else "UB"},
-                               (), loc, [fresh(names, f"{RING_NAME[d][:3]}_buf")])
+                op = ReserveBufferOp.build(
+                    buffer_name=RING_NAME[d], size=plan.slot_num * plan.slot_size, base=AUTO,
+                    memory_space="L1" if side == CUBE else "UB",
+                    result_types=[BufferType("reserve")], loc=loc,
+                    result_names=[fresh(names, f"{RING_NAME[d][:3]}_buf")])
             else:
-                op = Operation("pl.import_peer_buffer", (), [BufferType("import")],
-                               {"name": RING_NAME[d], "peer_func": peer}, (), loc,
-                               [fresh(names, f"{RING_NAME[d][:3]}_peer")])
+                op = ImportPeerBufferOp.build(
+                    buffer_name=RING_NAME[d], peer_func=peer, result_types=[BufferType("import")],
+                    loc=loc, result_names=[fresh(names, f"{RING_NAME[d][:3]}_peer")])
             ops.append(op)
-            bufs[d] = op.results[0]
+            bufs[d] = op.buf
         for d in (C2V, V2C):
             if d in bufs:
-                ops.append(Operation("pl.buffer_attr", (bufs[d],), [INDEX], {"attr": "base"}, (), loc))
+                ops.append(BufferAttrOp.build(buffer=bufs[d], attr="base", result_types=[INDEX],
+                                              loc=loc))
             else:
                 ops.append(const(0, loc))
             base[d] = ops[-1].results[0]
-        init = Operation("pl.aic_initialize_pipe" if side == CUBE else "pl.aiv_initialize_pipe",
-                         (gm, base[C2V], base[V2C]), [],
-                         {"dir_mask": plan.mask, "slot_size": plan.slot_size,
-                          "slot_num": plan.slot_num, "lanes": 1 if self.one_lane else None,
-                          "flag_id": None, "local_slot_num": plan.slot_num},
-                         (), loc)
+        init = (AicInitializePipe if side == CUBE else AivInitializePipe).build(
+            gm_slot_buffer=gm, c2v_consumer_buf=base[C2V], v2c_consumer_buf=base[V2C],
+            dir_mask=plan.mask, slot_size=plan.slot_size, slot_num=plan.slot_num,
+            lanes=1 if self.one_lane else None, flag_id=None, local_slot_num=plan.slot_num,
+            loc=loc)
         ops.append(init)
         for op in reversed(ops):
             entry.prepend(op)
@@ -186,27 +189,26 @@ class _Expander:
     def boundary(self, op: Operation, side: str, bufs: dict) -> None:
         """The move ``op`` as this side's TPUSH (producer) or TPOP (consumer)."""
         d = boundary_direction(op)
-        src, dst = op.operands[0], op.results[0]
+        src, dst = op.tile, op.result
         producer = CUBE if d == C2V else VECTOR
         split = self.plan.split
         if side == producer:
-            op.insert_before(Operation("pl.tpush", (src, bufs[d]), [],
-                                       {"split": split, "direction": d}, (), op.loc))
+            op.insert_before(TPush.build(tile=src, buf=bufs[d], split=split, direction=d,
+                                         loc=op.loc))
             return                    # the move itself goes with the other side's ops
         st, dt = src.type, dst.type
         space = MemorySpace.Vec if d == C2V else MemorySpace.Mat
         ptype = TileValueType(st.shape, st.dtype, space)
-        last = pop = op.insert_before(Operation(
-            "pl.tpop", (bufs[d],), [ptype], {"type": ptype, "split": split, "direction": d},
-            (), op.loc, [dst.name if ptype == dt else None]))
+        last = pop = op.insert_before(TPop.build(
+            buf=bufs[d], result_type=ptype, split=split, direction=d, result_types=[ptype],
+            loc=op.loc, result_names=[dst.name if ptype == dt else None]))
         if d == C2V and dt.dtype != st.dtype:
-            last = op.insert_before(Operation("pl.cast", (pop.results[0],), [dt],
-                                              {"dtype": dt.dtype}, (), op.loc, [dst.name]))
+            last = op.insert_before(CastOp.build(a=pop.tile, dtype=dt.dtype, result_types=[dt],
+                                                 loc=op.loc, result_names=[dst.name]))
         elif d == V2C and dt.space is not MemorySpace.Mat:
-            last = op.insert_before(Operation(
-                "pl.move", (pop.results[0],), [dt],
-                {"space": dt.space, "dtype": None, "layout": op.attributes.get("layout")},
-                (), op.loc, [dst.name]))
+            last = op.insert_before(MoveOp.build(
+                tile=pop.tile, space=dt.space, dtype=None, layout=op.layout, result_types=[dt],
+                loc=op.loc, result_names=[dst.name]))
         dst.replace_all_uses_with(last.results[0])
         op.erase()
 
@@ -215,13 +217,13 @@ class _Expander:
         other = VECTOR if side == CUBE else CUBE
         drops = {}
         for op in fn.walk():
-            if op.name in ("pl.for", "pl.if"):
+            if op.is_a(ForOp, IfOp):
                 drop = {i for i, r in enumerate(op.results) if side_of_type(r.type) == other}
                 if drop:
                     drops[op] = drop
                     strip_yields(op, drop)
         for op in reversed(list(fn.walk())):
-            if op is not fn and op.name not in _STRUCTURAL and other in op_sides(op):
+            if op is not fn and not op.is_a(*_STRUCTURAL) and other in op_sides(op):
                 op.erase()
         for op, drop in drops.items():
             remove_carried(op, drop)
@@ -237,9 +239,8 @@ class _Expander:
                     by_name[a.name] = entry.add_arg(a.type, a.name)
         for k in kernels:
             args = [by_name[a.name] for a in k.regions[0].blocks[0].args]
-            entry.append(Operation("pl.call", args, [], {"callee": k.attributes["sym_name"]},
-                                   (), self.fn.loc))
-        return Operation("pl.func", (), (), {"sym_name": self.fn.attributes["sym_name"],
+            entry.append(CallOp.build(callee=k.sym_name, args=args, loc=self.fn.loc))
+        return Operation(FuncOp.name, (), (), {"sym_name": self.fn.sym_name,
                                              "kind": FunctionKind.Group}, (Region([entry]),),
                          self.fn.loc)
 
@@ -257,17 +258,14 @@ def _expr_text(v, depth: int = 4) -> str:
     if v.name is not None or depth == 0:
         return v.name or "..."
     op = v.op
-    if op.name == "pl.const":
-        return repr(op.attributes.get("value"))
+    if op.is_a(ConstOp):
+        return repr(op.value)
     if op.name in ARITH_BINARY:
         a, b = (_expr_text(x, depth - 1) for x in op.operands)
         return f"{a} {ARITH_BINARY[op.name]} {b}"
-    if op.name == "pl.get_subblockid":
+    if op.is_a(GetSubblockIdOp):
         return "pl.get_subblockid()"
     return f"<{op.name}>"
-
-
-_CROSS_CORE = tuple(f"pl.{n}" for n in CROSS_CORE + INIT_OPS)     # a function's own pipe ops
 
 
 def _split_or_whole(fn: Operation, split, warn) -> Operation | None:
@@ -279,10 +277,10 @@ def _split_or_whole(fn: Operation, split, warn) -> Operation | None:
     try:
         split_vector_function(split_fn, split, None, fresh(names_in(fn), "sub"))
     except CompileError as e:
-        if any(o.name == "pl.get_subblockid" for o in fn.walk()):
+        if any(o.is_a(GetSubblockIdOp) for o in fn.walk()):
             raise
         if warn is not None:
-            warn(f"{fn.attributes['sym_name']}: Vector-only work kept whole on AIV0 (split "
+            warn(f"{fn.sym_name}: Vector-only work kept whole on AIV0 (split "
                  f"{split.name} does not apply: {e.what})")
         return None
     return split_fn
@@ -293,32 +291,32 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None
     pipe has AIV0 as its only lane (the protocol model's ``nosplit_lane0``); ``warn(msg)``
     receives notes (a Vector-only function kept whole)."""
     for op in fn.walk():
-        if op.name == "pl.return" and op.operands:
-            raise err(f"{fn.attributes['sym_name']}: a kernel returns no value (its results go to GM "
+        if op.is_a(ReturnOp) and op.operands:
+            raise err(f"{fn.sym_name}: a kernel returns no value (its results go to GM "
                       "tensors)", op, "pl.store the tile to an output tensor parameter instead of "
                       "returning it")
     insert_gm_tokens(fn)
     plan = PipePlan(fn)
     sides = _sides(fn)
-    name = fn.attributes["sym_name"]
+    name = fn.sym_name
     if not plan.dirs and len(sides) < 2:
         kind = FunctionKind.AIC if sides == {CUBE} else FunctionKind.AIV
-        fn.attributes["kind"] = kind
+        fn.kind = kind
         for r in fn.regions[0].blocks[0]:           # its own rings now live in its core's memory
-            if r.name == "pl.reserve_buffer" and not r.attributes.get("memory_space"):
-                r.attributes["memory_space"] = "L1" if kind is FunctionKind.AIC else "UB"
-        own_pipes = any(o.name in _CROSS_CORE for o in fn.walk())
+            if r.is_a(ReserveBufferOp) and not r.memory_space:
+                r.memory_space = "L1" if kind is FunctionKind.AIC else "UB"
+        own_pipes = any(o.is_a(*PIPE_OPS) for o in fn.walk())
         if kind is FunctionKind.AIV and not own_pipes:
             # both Vector cores run it: each takes its half (or, NO_SPLIT, AIV1 replays empty)
             split_fn = None if plan.split is TileSplitAxis.TILE_NO_SPLIT else \
                 _split_or_whole(fn, plan.split, warn)
             if split_fn is None:
-                fn.attributes["split"] = TileSplitAxis.TILE_NO_SPLIT
-                fn.attributes.pop("slot_num", None)
+                fn.split = TileSplitAxis.TILE_NO_SPLIT
+                del fn.slot_num
                 return [fn]
             fn = split_fn
-        fn.attributes.pop("split", None)
-        fn.attributes.pop("slot_num", None)
+        del fn.split
+        del fn.slot_num
         return [fn]
     aic, aiv = fresh(taken, f"{name}_aic"), fresh(taken, f"{name}_aiv")
     ex = _Expander(fn, plan, aic, aiv, one_lane)
@@ -335,9 +333,9 @@ def one_lane_no_split(ctx) -> bool:
 def run(program: Operation, ctx=None) -> Operation:
     one_lane = one_lane_no_split(ctx)
     top = program.regions[0].blocks[0]
-    taken = {f.attributes["sym_name"] for f in top}
+    taken = {f.sym_name for f in top}
     for fn in list(top):
-        if fn.attributes.get("kind") is not FunctionKind.InCore:
+        if fn.kind is not FunctionKind.InCore:
             continue
         warnings = getattr(ctx, "warnings", None)
         new = expand_function(fn, taken, one_lane, warnings.append if warnings is not None else None)

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from ..arch.vocab import TileSplitAxis
 from ..ir.core import Operation
+from ..ir.opdefs import ARITH_OP, ConstOp, FullOp, GetSubblockIdOp, LoadOp, StoreOp, TPop, TPush
 from ..ir.ops import COL_REDUCE, ROW_REDUCE
 from ..ir.types import INDEX, MemorySpace, TileValueType
 from ._rewrite import const, dce, err, set_operands
@@ -55,7 +56,7 @@ def _split_value(v, axis: int, op, kept: set) -> None:
     recorded in ``kept`` - when its extent there is 1 as written (a half of extent 1, e.g.
     of a 2-row tile under TILE_UP_DOWN, is a split tile like any other)."""
     t = v.type
-    if t.shape[axis] == 1 and op.name != "pl.tpop":
+    if t.shape[axis] == 1 and not op.is_a(TPop):
         kept.add(id(v))
     else:
         v.type = _half(t, axis, op, _vname(v))
@@ -66,7 +67,7 @@ def _kept_error(op, t: TileValueType, axis: int, doing: str):
     other = "TILE_UP_DOWN" if axis else "TILE_LEFT_RIGHT"
     return err(f"{doing} a per-{word} tile ({t.shape[0]}x{t.shape[1]} {t.dtype}) under split "
                f"{mode}: both Vector cores hold all of it (it is not split), so both would "
-               f"{'push' if op.name == 'pl.tpush' else 'write'} the same data", op,
+               f"{'push' if op.is_a(TPush) else 'write'} the same data", op,
                f"expand it over the {word}s first (pl.row_expand_* with a tile of the full "
                f"shape) or use @pl.incore(split=pl.{other})")
 
@@ -84,26 +85,27 @@ def _lane_offset(v, mine) -> bool:
         if d is None or id(d) in seen:
             continue
         seen.add(id(d))
-        if d.name == "pl.get_subblockid" and d is not mine:
+        if d.is_a(GetSubblockIdOp) and d is not mine:
             return True
         todo.extend(d.operands)
     return False
 
 
-def _shift(op: Operation, index: int, sub, half: int) -> None:
-    """Operand ``index`` of ``op`` (an offset) += sub * half, with new ops before ``op``."""
-    if _lane_offset(op.operands[index], sub.op):
+def _shift(op: Operation, axis: int, sub, half: int) -> None:
+    """Offset ``axis`` of ``op`` (a load / store) += sub * half, with new ops before ``op``."""
+    index = type(op).offsets.index_of(op, axis)
+    off = op.operands[index]
+    if _lane_offset(off, sub.op):
         raise err(f"{op.name}: its offset uses pl.get_subblockid(), but a split mixed function is "
                   "written for the whole tile - the compiler moves every Vector load / store to "
                   "its core's half itself, so this offset would be shifted twice", op,
                   "drop the pl.get_subblockid() term: give the offsets of the whole tile (or "
                   "hand-write the AIV kernel with @pl.aiv)")
     c = op.insert_before(const(half, op.loc))
-    new = op.insert_before(Operation("arith.mul", (sub, c.results[0]), [INDEX], {}, (), op.loc))
-    off = op.operands[index]
+    new = op.insert_before(Operation(ARITH_OP["*"], (sub, c.results[0]), [INDEX], {}, (), op.loc))
     d = getattr(off, "op", None)
-    if not (d is not None and d.name == "pl.const" and d.attributes["value"] == 0):
-        new = op.insert_before(Operation("arith.add", (off, new.results[0]), [INDEX], {}, (),
+    if not (d is not None and d.is_a(ConstOp) and d.value == 0):
+        new = op.insert_before(Operation(ARITH_OP["+"], (off, new.results[0]), [INDEX], {}, (),
                                          op.loc))
     ops = list(op.operands)
     ops[index] = new.results[0]
@@ -121,11 +123,11 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
     """Slice the AIV function ``fn`` for ``split``; ``pl.get_subblockid()`` is inserted
     after ``sub_anchor`` (the pipe initialisation), or first when it is None."""
     axis = AXIS[split]
-    sub_op = Operation("pl.get_subblockid", (), [INDEX], {}, (), fn.loc, [sub_name])
+    sub_op = GetSubblockIdOp.build(result_types=[INDEX], loc=fn.loc, result_names=[sub_name])
     if sub_anchor is not None:
         sub_anchor.insert_after(sub_op)
     else:
-        fn.regions[0].blocks[0].prepend(sub_op)
+        fn.body.prepend(sub_op)
     sub = sub_op.results[0]
     kept = set()                # ids of the Vec values every Vector core holds whole
     for op in list(fn.walk()):
@@ -146,28 +148,29 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
         for r in op.results:
             if _is_vec(r.type):
                 _split_value(r, axis, op, kept)
-        if name == "pl.tpop" and _is_vec(op.attributes["type"]):
-            op.attributes["type"] = op.results[0].type
-        elif name == "pl.full":
-            op.attributes["shape"] = op.results[0].type.shape
-        elif name in ("pl.store", "pl.tpush") and id(op.operands[0]) in kept:
-            raise _kept_error(op, op.operands[0].type, axis,
-                              "storing" if name == "pl.store" else "passing to the Cube")
-        elif name == "pl.load" and id(op.results[0]) in kept:
+        cls = op.__class__
+        if cls is TPop and _is_vec(op.result_type):
+            op.result_type = op.tile.type
+        elif cls is FullOp:
+            op.shape = op.result.type.shape
+        elif cls in (StoreOp, TPush) and id(op.tile) in kept:
+            raise _kept_error(op, op.tile.type, axis,
+                              "storing" if cls is StoreOp else "passing to the Cube")
+        elif cls is LoadOp and id(op.result) in kept:
             pass                                # every Vector core loads all of it
-        elif name == "pl.load" and _is_vec(op.results[0].type):
-            if len(op.operands) != 3:
+        elif cls is LoadOp and _is_vec(op.result.type):
+            if len(op.offsets) != 2:
                 raise err("a Vector load of a tensor that is not 2-D cannot be split between the "
                           "Vector cores", op, "load from a 2-D tensor")
-            shape = list(op.attributes["shape"])
-            shape[axis] = op.results[0].type.shape[axis]
-            op.attributes["shape"] = tuple(shape)
-            _shift(op, 1 + axis, sub, shape[axis])
+            shape = list(op.shape)
+            shape[axis] = op.result.type.shape[axis]
+            op.shape = tuple(shape)
+            _shift(op, axis, sub, shape[axis])
             _mark(op, split, shape[axis])
-        elif name == "pl.store" and _is_vec(op.operands[0].type):
-            if len(op.operands) != 4:
+        elif cls is StoreOp and _is_vec(op.tile.type):
+            if len(op.offsets) != 2:
                 raise err("a Vector store to a tensor that is not 2-D cannot be split between the "
                           "Vector cores", op, "store to a 2-D tensor")
-            _shift(op, 1 + axis, sub, op.operands[0].type.shape[axis])
-            _mark(op, split, op.operands[0].type.shape[axis])
+            _shift(op, axis, sub, op.tile.type.shape[axis])
+            _mark(op, split, op.tile.type.shape[axis])
     dce(fn)                    # the offsets a shift replaced

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation
 from ..ir.types import MemorySpace, TileValueType
+from ..ir.opdefs import ForOp, LoadOp, MoveOp, StoreOp
 from ._rewrite import err, fresh, names_in, side_of_type
 
 #: the carried tile's space -> the space its token moves to (a boundary move)
@@ -36,7 +37,7 @@ TOKEN_TARGET = {MemorySpace.Acc: MemorySpace.Vec, MemorySpace.Vec: MemorySpace.M
 def _loops(op: Operation) -> set:
     out, p = set(), op.parent_op
     while p is not None:
-        if p.name == "pl.for":
+        if p.is_a(ForOp):
             out.add(p)
         p = p.parent_op
     return out
@@ -46,10 +47,10 @@ def _accesses(fn: Operation) -> list:
     """(tensor, side, op, is_write, carried tile) per GM access, in program order."""
     out = []
     for op in fn.walk():
-        if op.name == "pl.store":
-            out.append((op.operands[-1], side_of_type(op.operands[0].type), op, True, op.operands[0]))
-        elif op.name == "pl.load":
-            out.append((op.operands[0], side_of_type(op.results[0].type), op, False, op.results[0]))
+        if op.is_a(StoreOp):
+            out.append((op.tensor, side_of_type(op.tile.type), op, True, op.tile))
+        elif op.is_a(LoadOp):
+            out.append((op.tensor, side_of_type(op.result.type), op, False, op.result))
     return out
 
 
@@ -113,9 +114,9 @@ def insert_gm_tokens(fn: Operation) -> list:
     tokens = []
     for op, (t, tile) in need.items():
         ttype = TileValueType(tile.type.shape, tile.type.dtype, TOKEN_TARGET[tile.type.space])
-        tok = Operation("pl.move", (tile,), [ttype],
-                        {"space": ttype.space, "dtype": None, "layout": None}, (), op.loc,
-                        [fresh(names, f"{t.name or 'gm'}_token")])
+        tok = MoveOp.build(tile=tile, space=ttype.space, dtype=None, layout=None,
+                           result_types=[ttype], loc=op.loc,
+                           result_names=[fresh(names, f"{t.name or 'gm'}_token")])
         op.insert_after(tok)
         tokens.append(tok)
     return tokens

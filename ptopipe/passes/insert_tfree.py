@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from ..ir.core import Operation, OpResult
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import CopyOp, ForOp, IfOp, MoveOp, ReturnOp, TFree, TPop, YieldOp
 from ..ir.types import MemorySpace
 from ._rewrite import const, err
 from .pipe_state import hold_limit
@@ -59,17 +60,17 @@ def aliases(v) -> set:
         for u in x.uses:
             o = u.owner
             new = []
-            if o.name == "pl.copy":
-                new = [o.results[0]]
-            elif o.name == "pl.for" and u.index >= 3:
-                k = u.index - 3
-                new = [o.regions[0].blocks[0].args[1 + k], o.results[k]]
-            elif o.name == "pl.yield":
+            if o.is_a(CopyOp):
+                new = [o.out]
+            elif o.is_a(ForOp) and o.carried_index(u.index) is not None:
+                k = o.carried_index(u.index)
+                new = [o.iter_arg(k), o.results[k]]
+            elif o.is_a(YieldOp):
                 p = o.parent_op
-                if p is not None and p.name == "pl.if":
+                if p is not None and p.is_a(IfOp):
                     new = [p.results[u.index]]
-                elif p is not None and p.name == "pl.for":
-                    new = [p.regions[0].blocks[0].args[1 + u.index], p.results[u.index]]
+                elif p is not None and p.is_a(ForOp):
+                    new = [p.iter_arg(u.index), p.results[u.index]]
             for n in new:
                 if n not in seen:
                     seen.add(n)
@@ -95,18 +96,18 @@ _CARRY_FIX = ("to carry a popped tile into the next iteration, pop the first til
 
 
 def _name(pop: Operation) -> str:
-    return f"%{pop.results[0].name or '?'}"
+    return f"%{pop.tile.name or '?'}"
 
 
 def carried_pop(loop: Operation, k: int, ring):
     """The TPOP of ``ring`` in ``loop``'s body whose tile the body yields as iter_arg ``k``
     (a carried slot), or None."""
-    body = loop.regions[0].blocks[0]
-    v = body.last.operands[k]
-    while isinstance(v, OpResult) and v.op.name == "pl.copy" and v.op.parent is body:
-        v = v.op.operands[0]
-    if isinstance(v, OpResult) and v.op.name == "pl.tpop" and v.op.parent is body and \
-            v.op.operands[0] is ring:
+    body = loop.body
+    v = body.last.values[k]
+    while isinstance(v, OpResult) and v.op.is_a(CopyOp) and v.op.parent is body:
+        v = v.op.source
+    if isinstance(v, OpResult) and v.op.is_a(TPop) and v.op.parent is body and \
+            v.op.buf is ring:
         return v.op
     return None
 
@@ -116,7 +117,7 @@ def _last_use(pop: Operation, values, block):
     errors for a use that escapes ``block``."""
     pos = _position(block)
     ancs = [_ancestor_in(u.owner, block) for a in values for u in a.uses]
-    if any(anc is not None and anc.name == "pl.yield" for anc in ancs):
+    if any(anc is not None and anc.is_a(YieldOp) for anc in ancs):
         raise err(f"the tile popped here ({_name(pop)}) is yielded out of its loop body / branch: "
                   "its TFREE cannot be placed once per TPOP", pop,
                   "pop it again in each iteration; " + _CARRY_FIX)
@@ -129,18 +130,17 @@ def _last_use(pop: Operation, values, block):
 
 
 def _insert_free(pop: Operation, block, last, after: dict) -> Operation:
-    ring = pop.operands[0]
+    ring = pop.buf
     pos = _position(block)
     prev = after.get((block, ring))
     if last is None or (prev is not None and pos.get(prev, -1) > pos[last]):
         last = prev
     z = const(None, pop.loc)
-    free = Operation("pl.tfree", (ring, z.results[0]), [],
-                     {"direction": pop.attributes.get("direction"), "split": None}, (), pop.loc)
+    free = TFree.build(buf=ring, obj=z.out, direction=pop.direction, split=None, loc=pop.loc)
     if last is None:
         block.prepend(free)
         block.prepend(z)
-    elif last is block.last and last.name in ("pl.yield", "pl.return"):
+    elif last is block.last and last.is_a(YieldOp, ReturnOp):
         last.insert_before(z)
         last.insert_before(free)
     else:
@@ -153,31 +153,31 @@ def _insert_free(pop: Operation, block, last, after: dict) -> Operation:
 def _carried_loop(pop: Operation):
     """(loop, k, carried TPOP) when ``pop``'s tile is the init ``k`` of a loop of its block
     whose body carries a slot of the same ring, else None."""
-    ring = pop.operands[0]
-    for a in aliases(pop.results[0]):
+    ring = pop.buf
+    for a in aliases(pop.tile):
         for u in a.uses:
             o = u.owner
-            if o.name == "pl.for" and u.index >= 3 and o.parent is pop.parent:
-                inner = carried_pop(o, u.index - 3, ring)
+            k = o.carried_index(u.index) if o.is_a(ForOp) else None
+            if k is not None and o.parent is pop.parent:
+                inner = carried_pop(o, k, ring)
                 if inner is not None:
-                    return o, u.index - 3, inner
+                    return o, k, inner
     return None
 
 
 def _place_carried(pop: Operation, loop: Operation, k: int, inner: Operation, after: dict,
                    handled: set) -> None:
     """The TFREEs of a carried slot (see the module doc)."""
-    block, body = pop.parent, loop.regions[0].blocks[0]
-    ring = pop.operands[0]
-    later = [o for top in body for o in top.walk()
-             if o.name == "pl.tpop" and o.operands[0] is ring][-1]
+    block, body = pop.parent, loop.body
+    ring = pop.buf
+    later = [o for top in body for o in top.walk() if o.is_a(TPop) and o.buf is ring][-1]
     if later is not inner:
         raise err(f"the tile popped here ({_name(inner)}) is carried to the next iteration but "
                   f"the body pops the same ring again after it (at {later.loc}): a TFREE releases "
                   "the oldest held slot, so the carried slot would be freed in its place", inner,
                   "make the carried TPOP the body's last TPOP of its ring")
     pos = _position(block)
-    for a in aliases(pop.results[0]) - aliases(loop.results[k]) - {body.args[1 + k]}:
+    for a in aliases(pop.tile) - aliases(loop.results[k]) - {loop.iter_arg(k)}:
         for u in a.uses:
             anc = _ancestor_in(u.owner, block)
             if anc is not None and pos[anc] > pos[loop]:
@@ -186,7 +186,7 @@ def _place_carried(pop: Operation, loop: Operation, k: int, inner: Operation, af
                           f"read after the loop (at {u.owner.loc})", pop,
                           "read the loop's result after the loop (the last tile carried), or "
                           "copy the tile with an op before the loop")
-    _insert_free(pop, body, _last_use(pop, aliases(body.args[1 + k]), body), after)
+    _insert_free(pop, body, _last_use(pop, aliases(loop.iter_arg(k)), body), after)
     _insert_free(pop, block, _last_use(pop, aliases(loop.results[k]), block) or loop, after)
     handled.add(inner)
 
@@ -198,7 +198,7 @@ def _pop_inside(pop: Operation, last: Operation, ring):
     while op is not None:
         if op.regions:
             for o in op.walk():
-                if o is not op and o.name == "pl.tpop" and o.operands[0] is ring:
+                if o is not op and o.is_a(TPop) and o.buf is ring:
                     return o
         if op is last:
             return None
@@ -211,7 +211,7 @@ def _copy_out(pop: Operation, inner: Operation) -> Operation:
     its region) would release ``pop``'s slot while its tile is still used.  A popped Vec
     tile is copied right after the TPOP (a Vec -> Vec TMOV) and every use reads the copy,
     so ``pop``'s TFREE follows the copy; returns the copy.  Any other tile is an error."""
-    v = pop.results[0]
+    v = pop.tile
     name = (v.name or "?").split("_")[0] if v.name and v.name[-1].isdigit() else (v.name or "?")
     if v.type.space is not MemorySpace.Vec:
         raise err(f"the tile popped here ('{name}') is still used after a later TPOP of the same "
@@ -220,11 +220,11 @@ def _copy_out(pop: Operation, inner: Operation) -> Operation:
                   f"move '{name}' to another tile right after it crosses (e.g. pl.move(..., "
                   "space=pl.Left)) and use that, or pop the inner tiles after its last use")
     uses = list(v.uses)
-    copy = Operation("pl.move", (v,), [v.type], {"space": MemorySpace.Vec, "dtype": None,
-                                                "layout": None}, (), pop.loc,
-                     [f"{v.name or 'popped'}_held"])
+    copy = MoveOp.build(tile=v, space=MemorySpace.Vec, dtype=None, layout=None,
+                        result_types=[v.type], loc=pop.loc,
+                        result_names=[f"{v.name or 'popped'}_held"])
     for u in uses:
-        u.owner.set_operand(u.index, copy.results[0])
+        u.owner.set_operand(u.index, copy.result)
     pop.insert_after(copy)
     return copy
 
@@ -233,7 +233,7 @@ def _pops_until(pop: Operation, last: Operation, ring) -> list:
     """The TPOPs of ``ring`` after ``pop`` up to ``last`` in ``pop``'s block (none nested)."""
     out, op = [], pop.next
     while op is not None:
-        if op.name == "pl.tpop" and op.operands[0] is ring:
+        if op.is_a(TPop) and op.buf is ring:
             out.append(op)
         if op is last:
             break
@@ -245,12 +245,12 @@ def place_tfree(pop: Operation, after: dict, limit: int | None = None) -> Operat
     """Insert the TFREE of ``pop``; ``after`` maps (block, ring) to the last TFREE placed there.
     ``limit``: the most slots of a ring the kernel may hold at a TPOP (``hold_limit``)."""
     block = pop.parent
-    last = _last_use(pop, aliases(pop.results[0]), block) or pop
-    ring = pop.operands[0]
+    last = _last_use(pop, aliases(pop.tile), block) or pop
+    ring = pop.buf
     inner = _pop_inside(pop, last, ring)
     if inner is not None:
         last = _copy_out(pop, inner)
-    elif limit is not None and pop.results[0].type.space is MemorySpace.Vec:
+    elif limit is not None and pop.tile.type.space is MemorySpace.Vec:
         later = _pops_until(pop, last, ring)
         if len(later) + 1 > limit:          # held across more pops than the ring allows
             last = _copy_out(pop, later[0])
@@ -261,20 +261,20 @@ def _limit(fn: Operation, ctx) -> int | None:
     """The hold limit of ``fn``'s pipe for the compile's platform and protocol."""
     if ctx is None:
         return None
-    return hold_limit(next(iter(init_ops(fn)), None), fn.attributes["kind"], platform_of(ctx),
+    return hold_limit(next(iter(init_ops(fn)), None), fn.kind, platform_of(ctx),
                       protocol_model(ctx), protocol_of(ctx)).n
 
 
 def run(program: Operation, ctx=None) -> Operation:
-    for fn in program.regions[0].blocks[0]:
-        if fn.attributes.get("kind") not in (FunctionKind.AIC, FunctionKind.AIV):
+    for fn in program.body:
+        if fn.kind not in (FunctionKind.AIC, FunctionKind.AIV):
             continue
         limit = _limit(fn, ctx)
         ops = list(fn.walk())
-        freed = {o.operands[0] for o in ops if o.name == "pl.tfree"}
+        freed = {o.buf for o in ops if o.is_a(TFree)}
         after, handled = {}, set()
         for op in ops:
-            if op.name == "pl.tpop" and op.operands[0] not in freed and op not in handled:
+            if op.is_a(TPop) and op.buf not in freed and op not in handled:
                 carried = _carried_loop(op)
                 if carried is None:
                     place_tfree(op, after, limit)

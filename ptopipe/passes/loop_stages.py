@@ -19,13 +19,15 @@ the producer matches the k-th pop on the consumer.
 """
 from __future__ import annotations
 
-PIPE_EVENTS = {"pl.tpush": "push", "pl.tpop": "pop", "pl.tfree": "free"}
+from ..ir.opdefs import TFree, TPop, TPush
+
+PIPE_EVENTS = {TPush: "push", TPop: "pop", TFree: "free"}
 
 
 def events(ops) -> list:
     """``[(position, kind, direction)]`` of the pipe ops among ``ops`` (top level)."""
-    return [(k, PIPE_EVENTS[o.name], o.attributes.get("direction"))
-            for k, o in enumerate(ops) if o.name in PIPE_EVENTS]
+    return [(k, PIPE_EVENTS[o.__class__], o.direction)
+            for k, o in enumerate(ops) if o.__class__ in PIPE_EVENTS]
 
 
 def _numbered(evs) -> list:

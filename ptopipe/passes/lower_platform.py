@@ -27,10 +27,11 @@ Errors: none of its own (a ring that does not fit is Validate's).
 from __future__ import annotations
 
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import CallOp, ConstOp
 from ..ir.ops import GM_SLOT_PARAM
 from ..ir.types import TensorType
 from ._rewrite import set_operands
-from .util import GM_ARG, entry, functions, init_ops, platform_of, ring_in_gm, slot_num, ways
+from .util import entry, functions, init_ops, platform_of, ring_in_gm, slot_num, ways
 from .properties import IRProperty
 
 NAME = "lower-platform"
@@ -44,7 +45,7 @@ GM_PARAM = GM_SLOT_PARAM          # the GM slot-buffer parameter added on A2A3
 
 def _is_null(v) -> bool:
     d = getattr(v, "op", None)
-    return d is not None and d.name == "pl.const" and d.attributes["value"] in (None, 0)
+    return isinstance(d, ConstOp) and d.value in (None, 0)
 
 
 def _add_param(f, nbytes: int):
@@ -62,45 +63,45 @@ def _add_param(f, nbytes: int):
 
 def run(program, ctx):
     plat = platform_of(ctx)
-    program.attributes["platform"] = plat.name
+    program.platform = plat.name
     gm_bytes = 0
     grown = set()             # kernels given a new trailing GM parameter (their calls pass one)
     for f in functions(program):
         for init in init_ops(f):
             n = slot_num(init, plat)
-            size = init.attributes["slot_size"]
+            size = init.slot_size
             in_gm = ring_in_gm(init, plat)
-            init.attributes["slot_num"] = n
-            init.attributes["ring"] = "gm" if in_gm else "local"
+            init.slot_num = n
+            init.ring = "gm" if in_gm else "local"
             if not in_gm:
                 continue
             need = n * size * len(ways(init))
-            init.attributes["ring_bytes"] = need
+            init.ring_bytes = need
             gm_bytes = max(gm_bytes, need)
-            if _is_null(init.operands[GM_ARG]):
-                old = init.operands[GM_ARG].op
+            if _is_null(init.gm_slot_buffer):
+                old = init.gm_slot_buffer.op
                 nargs = len(entry(f).args)
                 param = _add_param(f, need)
                 if len(entry(f).args) > nargs:
-                    grown.add(f.attributes["sym_name"])
-                init.set_operand(GM_ARG, param)
+                    grown.add(f.sym_name)
+                init.gm_slot_buffer = param
                 if not old.results[0].uses:
                     old.erase()
                 ctx.warnings.append(
-                    f"{init.loc}: {plat.name}: {f.attributes['sym_name']!r} initialises its pipe "
+                    f"{init.loc}: {plat.name}: {f.sym_name!r} initialises its pipe "
                     f"with no GM_SLOT_BUFFER, but {plat.name} rings live in GM: the kernel now "
                     f"takes a parameter {param.name!r} of {need} bytes - pass "
                     f"{param.name}=ptopipe.gm_buffer({need}) when running it")
     if gm_bytes:
-        kernels = {f.attributes["sym_name"]: f for f in functions(program)}
+        kernels = {f.sym_name: f for f in functions(program)}
         for f in functions(program):
-            if f.attributes["kind"] is not FunctionKind.Group:
+            if f.kind is not FunctionKind.Group:
                 continue
             gm = [a for a in entry(f).args if a.name and a.name.startswith(GM_PARAM)]
             if not gm:
                 gm = [_add_param(f, gm_bytes)]
-            for call in [op for op in f.walk() if op.name == "pl.call"]:
-                if call.attributes["callee"] in grown:       # pass the entry's slot buffer
+            for call in [op for op in f.walk() if op.is_a(CallOp)]:
+                if call.callee in grown:       # pass the entry's slot buffer
                     set_operands(call, list(call.operands) + [gm[0]])
             for a in gm:
                 _as_passed(a, kernels)
@@ -110,8 +111,8 @@ def run(program, ctx):
 def _as_passed(a, kernels) -> None:
     """A Group's GM parameter takes the type of the kernel parameters it is passed to (one
     that was declared unused has just been given the ring's)."""
-    if not a.uses or any(u.owner.name != "pl.call" for u in a.uses):
+    if not a.uses or any(not u.owner.is_a(CallOp) for u in a.uses):
         return
-    ts = {entry(kernels[u.owner.attributes["callee"]]).args[u.index].type for u in a.uses}
+    ts = {entry(kernels[u.owner.callee]).args[u.index].type for u in a.uses}
     if len(ts) == 1:
         a.type = ts.pop()

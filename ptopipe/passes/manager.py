@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from ..errors import CompileError
 from ..ir import first_difference, parse_ir, print_ir, structural_equal, to_ops, to_tree, verify_ops
 from ..ir.core import gc_paused
+from ..ir.opdefs import ProgramOp
 from .properties import INPUT_PROPERTIES, IRProperty, as_property, verify_property
 
 #: the passes that turn mixed functions into AIC / AIV kernels, before any platform lowering
@@ -266,7 +267,7 @@ class PassManager:
         for p in self.passes:
             with gc_paused():
                 out = p.run(program, ctx)
-            if out is None or getattr(out, "name", None) != "pl.program":
+            if not isinstance(out, ProgramOp):
                 raise CompileError(f"pass {p.name!r} returned {out!r}, not a pl.program op",
                                    where="pipeline")
             program = out

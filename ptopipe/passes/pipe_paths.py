@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from itertools import count
 
-from ..ir.ops import CROSS_CORE
+from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
+                         IfOp, ReturnOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.types import TensorType
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
@@ -36,7 +37,6 @@ from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_b
 MAX_PATHS = 128
 MAX_STEPS = 400_000
 SUMMARY_OPS = 20_000
-PIPE_OPS = tuple(f"pl.{n}" for n in CROSS_CORE)        # tpush, tpop, tfree, talloc
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
 
 
@@ -60,7 +60,7 @@ class Explorer:
     def __init__(self, fn, lane, slot_num, report, known=None):
         self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
         self.known = known or {}
-        self.kind = fn.attributes["kind"]
+        self.kind = fn.kind
         self.steps = 0
         self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
@@ -70,7 +70,7 @@ class Explorer:
         r = self._loops.get(id(op))
         if r is None:
             ops = list(op.walk())
-            r = self._loops[id(op)] = (any(o.name in PIPE_OPS for o in ops), len(ops))
+            r = self._loops[id(op)] = (any(o.is_a(*CROSS_CORE_OPS) for o in ops), len(ops))
         return r
 
     # -- entry ---------------------------------------------------------------------------
@@ -103,13 +103,13 @@ class Explorer:
         return paths
 
     def _who(self) -> str:
-        name = self.fn.attributes["sym_name"]
+        name = self.fn.sym_name
         return name if self.lane is None else f"{name} (lane AIV{self.lane})"
 
     # -- blocks and ops ------------------------------------------------------------------
     def block(self, block, paths: list) -> list:
         for op in block:
-            if op.name == "pl.yield":
+            if op.is_a(YieldOp):
                 for p in paths:
                     p.yielded = [p.env.get(v) for v in op.operands]
                 continue
@@ -120,10 +120,10 @@ class Explorer:
         self.steps += len(paths)
         if self.steps > MAX_STEPS:
             raise Incomplete(f"more than {MAX_STEPS} op steps")
-        name = op.name
-        if name == "pl.if":
+        cls = op.__class__
+        if cls is IfOp:
             return self.if_(op, paths)
-        if name == "pl.for":
+        if cls is ForOp:
             return self.for_(op, paths)
         for p in paths:
             self.check_uses(op, p)
@@ -131,14 +131,14 @@ class Explorer:
         return paths
 
     def check_uses(self, op, p: Path, operands=None) -> None:
-        if op.name == "pl.copy":
+        if op.is_a(CopyOp):
             return
         env, dead = p.env, p.dead
         for v in (op.operands if operands is None else operands):
             s = env.get(v)
             if s.__class__ is Slot and s.uid in dead:
                 end_op, end_where, what = dead[s.uid]
-                if op.name == "pl.tfree" and what == "TFREE":
+                if op.is_a(TFree) and what == "TFREE":
                     continue      # a second TFREE naming the object: counted as a TFREE
                 nm = f"%{v.name}" if v.name else "a value"
                 src = "popped" if s.kind == "pop" else "TALLOCed"
@@ -149,27 +149,26 @@ class Explorer:
                             "write the slot before its TPUSH (TPUSH hands it to the consumer)")
 
     def step(self, op, p: Path) -> None:
-        name, env = op.name, p.env
-        if name == "pl.const":
-            env[op.results[0]] = op.attributes["value"]
+        name, cls, env = op.name, op.__class__, p.env
+        if cls is ConstOp:
+            env[op.out] = op.value
         elif name.startswith("arith."):
             env[op.results[0]] = self.arith(name[6:], [env.get(v) for v in op.operands], p)
-        elif name == "pl.copy":
-            env[op.results[0]] = env.get(op.operands[0])
-        elif name == "pl.get_subblockid":
+        elif cls is CopyOp:
+            env[op.out] = env.get(op.source)
+        elif cls is GetSubblockIdOp:
             env[op.results[0]] = self.lane if self.lane is not None else ("subblock",)
-        elif name == "pl.buffer_attr":
-            env[op.results[0]] = ("buffer_attr", id(op))
-        elif name == "pl.tpop":
+        elif cls is BufferAttrOp:
+            env[op.value] = ("buffer_attr", id(op))
+        elif cls is TPop:
             self.tpop(op, p)
-        elif name == "pl.tfree":
+        elif cls is TFree:
             self.tfree(op, p)
-        elif name == "pl.talloc":
-            at = op.attributes
-            env[op.results[0]] = Slot(op, at["type"], at["split"], "alloc", p.where())
-        elif name == "pl.tpush":
+        elif cls is TAlloc:
+            env[op.view] = Slot(op, op.result_type, op.split, "alloc", p.where())
+        elif cls is TPush:
             self.tpush(op, p)
-        elif name == "pl.return":
+        elif cls is ReturnOp:
             pass
 
     def arith(self, fn: str, args: list, p: Path):
@@ -185,14 +184,14 @@ class Explorer:
 
     # -- pipe ops --------------------------------------------------------------------------
     def tpop(self, op, p: Path) -> None:
-        at = op.attributes
-        d = at["direction"]
-        s = Slot(op, at["type"], at["split"], "pop", p.where())
-        p.env[op.results[0]] = s
+        d = op.direction
+        s = Slot(op, op.result_type, op.split, "pop", p.where())
+        p.env[op.tile] = s
         p.trace.append(("pop", d, op))
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
-        p.events.setdefault(d, []).append(Event(op, at["type"], at["split"], p.where(), iters=p.iters))
+        p.events.setdefault(d, []).append(Event(op, op.result_type, op.split, p.where(),
+                                                iters=p.iters))
         lim = self.slot_num(d)
         n = lim.n
         if lim.exact is not None and p.counted is True:
@@ -216,8 +215,7 @@ class Explorer:
                         + lim.fix)
 
     def tfree(self, op, p: Path) -> None:
-        at = op.attributes
-        d = at["direction"]
+        d = op.direction
         held = p.held.get(d, ())
         p.trace.append(("free", d, op))
         if not held:
@@ -229,37 +227,36 @@ class Explorer:
         p.held[d] = held[1:]
         if d not in p.cross and _sibling_branches(s.op, op):
             p.cross[d] = (op, s)                      # for the leak report: the culprit branch
-        split = at.get("split")
+        split = op.split
         if split is not None and split != s.split:
             self.report("split_mismatch", op,
                         f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
                         f"frees used {split_name(s.split)}{on(p)}",
                         f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none", s.op)
-        obj = p.env.get(op.operands[1]) if len(op.operands) > 1 else None
+        obj = p.env.get(op.obj) if len(op.operands) > 1 else None
         if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:
             self.report("free_order", op,
-                        f"TFREE names %{op.operands[1].name} (TPOP{pop_site(obj)}) but frees the oldest "
+                        f"TFREE names %{op.obj.name} (TPOP{pop_site(obj)}) but frees the oldest "
                         f"held slot, from the TPOP{pop_site(s)}{on(p)}",
                         "TFREE the popped slots in the order they were popped")
         p.dead[s.uid] = (op, p.where(), "TFREE")
 
     def tpush(self, op, p: Path) -> None:
-        at = op.attributes
-        d = at["direction"]
-        v = p.env.get(op.operands[0])
+        d = op.direction
+        v = p.env.get(op.tile)
         if v.__class__ is Slot and v.kind == "alloc":
             ty, split = v.type, v.split
             p.dead[v.uid] = (op, p.where(), "TPUSH")
         else:
-            ty, split = op.operands[0].type, at["split"]
+            ty, split = op.tile.type, op.split
         p.events.setdefault(d, []).append(Event(op, ty, split, p.where(), iters=p.iters))
         p.trace.append(("push", d, op))
 
     # -- control flow ----------------------------------------------------------------------
     def if_(self, op, paths: list) -> list:
-        cond_v = op.operands[0]
+        cond_v = op.cond
         out = []
-        then_b, else_b = op.regions[0].block, op.regions[1].block
+        then_b, else_b = op.then_block, op.else_block
         for p in paths:
             self.check_uses(op, p)
             c = p.env.get(cond_v)
@@ -325,9 +322,10 @@ class Explorer:
         for p in paths:
             # the bounds are read here; the inits are only passed on to the iter_args (a freed
             # tile among them is reported where the loop reads it, as an alias)
-            self.check_uses(op, p, op.operands[:3])
-            lo, hi, st = (p.env.get(v) for v in op.operands[:3])
-            inits = [p.env.get(v) for v in op.operands[3:]]
+            bounds = (op.start, op.stop, op.step)
+            self.check_uses(op, p, bounds)
+            lo, hi, st = (p.env.get(v) for v in bounds)
+            inits = [p.env.get(v) for v in op.inits]
             known = all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, st)) and st != 0
             pipes, size = self.loop_info(op)
             if known:
@@ -435,7 +433,7 @@ def _branches(op) -> dict:
         block = op.parent
         region = block.parent if block is not None else None
         owner = region.parent if region is not None else None
-        if owner is not None and owner.name == "pl.if":
+        if owner is not None and owner.is_a(IfOp):
             out[id(owner)] = owner.regions.index(region)
         op = owner
     return out

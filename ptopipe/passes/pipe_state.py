@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..arch.vocab import LOCAL_SLOT_NUM
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import AivInitializePipe
 from ..ir.pipe_config import local_slot_num
 from .util import ring_in_gm, slot_num
 
@@ -193,8 +194,7 @@ def split_name(s) -> str:
 def lanes_of(fn) -> tuple:
     """The lanes a function runs on: both Vector sub-blocks for AIV (AIV0 only when its
     pipe is initialised with ``lanes=1``: AIV1 runs nothing), one Cube (None)."""
-    if fn.attributes["kind"] is not FunctionKind.AIV:
+    if fn.kind is not FunctionKind.AIV:
         return (None,)
-    one = any(op.attributes.get("lanes") == 1 for op in fn.regions[0].blocks[0]
-              if op.name == "pl.aiv_initialize_pipe")
+    one = any(op.lanes == 1 for op in fn.body if op.is_a(AivInitializePipe))
     return (0,) if one else (0, 1)

@@ -45,6 +45,9 @@ from ..ir.convert import op_to_function
 from ..ir.core import Block, Operation, Region
 from ..ir.layout import plan_function
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import (ARITH_OP, EVENT_OPS, INITIALIZE_PIPE, CallOp, ConstOp, CopyOp, ForOp,
+                         FuncOp, IfOp, LoadOp, MoveOp, ReserveBufferOp, StoreOp, TAlloc, TFree,
+                         TPop, YieldOp)
 from ..ir.types import BOOL, INDEX
 from . import loop_stages as ls
 from ._rewrite import PURE, const, fresh
@@ -56,8 +59,14 @@ REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSER
 PRODUCED = frozenset()
 INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
 
-_UNSAFE = ("pl.call", "pl.talloc", "pl.record_event", "pl.wait_event", "pl.barrier")
-_ALIASING = ("pl.copy", "pl.move")
+_UNSAFE = (CallOp, TAlloc) + EVENT_OPS
+_ALIASING = (CopyOp, MoveOp)
+_PIPE_EVENTS = tuple(ls.PIPE_EVENTS)
+
+
+def _aliased(op):
+    """The value an aliasing op (a copy, a move) passes on."""
+    return op.source if op.is_a(CopyOp) else op.tile
 
 
 def _key(v, fn):
@@ -68,10 +77,10 @@ def _key(v, fn):
         if blk is fn.regions[0].blocks[0]:
             return ("arg", v.name)
         p = blk.parent.parent if blk.parent is not None else None
-        is_iv = p is not None and p.name == "pl.for" and v.index == 0
+        is_iv = p is not None and p.is_a(ForOp) and v.index == 0
         return ("iv", _loc_path(p)) if is_iv else None
-    if op.name == "pl.const":
-        return ("const", op.attributes.get("value"))
+    if op.is_a(ConstOp):
+        return ("const", op.value)
     if op.name.startswith("arith."):
         ks = tuple(_key(x, fn) for x in op.operands)
         return None if None in ks else (op.name,) + ks
@@ -80,7 +89,7 @@ def _key(v, fn):
 
 def _loc_path(op) -> tuple:
     out = []
-    while op is not None and op.name != "pl.func":
+    while op is not None and not op.is_a(FuncOp):
         out.append((op.name, op.loc))
         op = op.parent_op
     return tuple(out)
@@ -90,8 +99,8 @@ def _candidates(fn) -> dict:
     """loc path -> the pl.for ops of ``fn`` with pipe ops directly in their body."""
     out = {}
     for op in fn.walk():
-        if op.name == "pl.for" and op.loc is not None and \
-                any(o.name in ls.PIPE_EVENTS for o in op.regions[0].blocks[0]):
+        if op.is_a(ForOp) and op.loc is not None and \
+                any(o.is_a(*_PIPE_EVENTS) for o in op.body):
             out.setdefault(_loc_path(op), []).append(op)
     return {k: v[0] for k, v in out.items() if len(v) == 1}
 
@@ -101,19 +110,19 @@ def _nested(op):
 
 
 def _body(loop) -> list:
-    return [o for o in loop.regions[0].blocks[0] if o.name != "pl.yield"]
+    return [o for o in loop.body if not o.is_a(YieldOp)]
 
 
-def _gm(ops, name) -> set:
-    return {x.operands[-1 if name == "pl.store" else 0] for o in ops for x in o.walk()
-            if x.name == name}
+def _gm(ops, access) -> set:
+    """The GM tensors the ``access`` ops (LoadOp / StoreOp) among ``ops`` touch."""
+    return {x.tensor for o in ops for x in o.walk() if x.is_a(access)}
 
 
 class _Plan:
     """One side's stages and what crosses between them."""
 
     def __init__(self, loop, cut):
-        self.loop, self.body = loop, loop.regions[0].blocks[0]
+        self.loop, self.body = loop, loop.body
         ops = _body(loop)
         self.s0, self.s1 = ops[:cut], ops[cut:]
         self.yields = list(self.body.last.operands)
@@ -138,19 +147,19 @@ class _Plan:
         # TFREEs in the stage of their TPOPs; no GM dependence between the stages
         held = {}
         for o in self.s0:
-            if o.name in ("pl.tpop", "pl.tfree"):
-                d = o.attributes.get("direction")
-                held[d] = held.get(d, 0) + (1 if o.name == "pl.tpop" else -1)
+            if o.is_a(TPop, TFree):
+                d = o.direction
+                held[d] = held.get(d, 0) + (1 if o.is_a(TPop) else -1)
         if any(held.values()):
             return False
-        st0, st1 = _gm(self.s0, "pl.store"), _gm(self.s1, "pl.store")
-        if st0 & (st1 | _gm(self.s1, "pl.load")) or st1 & (st0 | _gm(self.s0, "pl.load")):
+        st0, st1 = _gm(self.s0, StoreOp), _gm(self.s1, StoreOp)
+        if st0 & (st1 | _gm(self.s1, LoadOp)) or st1 & (st0 | _gm(self.s0, LoadOp)):
             return False
         # what stage 1 takes from stage 0: recomputed scalars or handed-over values
         popped = set()
         for o in self.s0:
             for x in o.walk():
-                if x.name == "pl.tpop" or (x.name in _ALIASING and x.operands[0] in popped):
+                if x.is_a(TPop) or (x.is_a(*_ALIASING) and _aliased(x) in popped):
                     popped.update(x.results)
         early = {self.carried[k] for k, s in enumerate(self.stage_of) if s == 0}
         self.recompute, self.handed = [], []
@@ -169,7 +178,7 @@ class _Plan:
                 self.handed.append(v)
             elif d is None or d not in s0set:
                 continue
-            elif d.name == "pl.const" or (d.name.startswith("arith.") and
+            elif d.is_a(ConstOp) or (d.name.startswith("arith.") and
                                           all(x not in early for x in d.operands)):
                 if d not in self.recompute:
                     self.recompute.append(d)
@@ -202,19 +211,19 @@ class _Plan:
 
     def rewrite(self, static: bool) -> None:
         loop, loc = self.loop, self.loop.loc
-        lo, hi, inits = loop.operands[0], loop.operands[1], loop.operands[3:]
+        lo, hi, inits = loop.start, loop.stop, loop.inits
         if static:
             outer, guard = loop.parent, None
             add = loop.insert_before
         else:
-            lt = Operation("arith.lt", (lo, hi), [BOOL], {}, (), loc)
+            lt = Operation(ARITH_OP["<"], (lo, hi), [BOOL], {}, (), loc)
             cond = loop.insert_before(lt).results[0]
             outer = Block()
-            guard = Operation("pl.if", (cond,), [r.type for r in loop.results], {},
+            guard = Operation(IfOp.name, (cond,), [r.type for r in loop.results], {},
                               (Region([outer]), Region([Block()])), loc,
                               [r.name for r in loop.results])
             loop.insert_before(guard)
-            guard.regions[1].blocks[0].append(Operation("pl.yield", inits, (), {}, (), loc))
+            guard.else_block.append(YieldOp.build(values=inits, loc=loc))
             add = outer.append
         early = [k for k, s in enumerate(self.stage_of) if s == 0]
         late = [k for k, s in enumerate(self.stage_of) if s == 1]
@@ -224,7 +233,7 @@ class _Plan:
         for o in pro_ops:
             add(o.detach())
         one = add(const(1, loc)).results[0]
-        last = add(Operation("arith.sub", (hi, one), [INDEX], {}, (), loc)).results[0]
+        last = add(Operation(ARITH_OP["-"], (hi, one), [INDEX], {}, (), loc)).results[0]
         a1 = [inits[k] for k in late]
         ca = a0 + a1 + hand
         body = Block([INDEX] + [v.type for v in ca],
@@ -233,11 +242,11 @@ class _Plan:
         t = body.args[0]
         n0, n1 = len(a0), len(a1)
         one_b = body.append(const(1, loc)).results[0]
-        nxt = body.append(Operation("arith.add", (t, one_b), [INDEX], {}, (), loc)).results[0]
+        nxt = body.append(Operation(ARITH_OP["+"], (t, one_b), [INDEX], {}, (), loc)).results[0]
         y0, h0 = self._stage0(body, nxt, dict(zip(early, body.args[1:1 + n0])))
         y1 = self._stage1(body, t, body.args[1 + n0:1 + n0 + n1], body.args[1 + n0 + n1:])
-        body.append(Operation("pl.yield", y0 + y1 + h0, (), {}, (), loc))
-        new = add(Operation("pl.for", [lo, last, loop.operands[2]] + ca, [v.type for v in ca], {},
+        body.append(YieldOp.build(values=y0 + y1 + h0, loc=loc))
+        new = add(Operation(ForOp.name, [lo, last, loop.step] + ca, [v.type for v in ca], {},
                             (Region([body]),), loc))
         epi = Block()
         f1 = self._stage1(epi, last, new.results[n0:n0 + n1], new.results[n0 + n1:])
@@ -250,7 +259,7 @@ class _Plan:
         for k, r in zip(late, f1):
             finals[k] = r
         if guard is not None:
-            add(Operation("pl.yield", finals, (), {}, (), loc))
+            add(YieldOp.build(values=finals, loc=loc))
             finals = guard.results
         for old, f in zip(loop.results, finals):
             old.replace_all_uses_with(f)
@@ -266,7 +275,7 @@ def _rename(made: list) -> None:
     prologue must not share its name (hence its storage) with the same stage in the loop."""
     mine = {x for o in made for x in o.walk()}
     fn = made[0]
-    while fn.name != "pl.func":
+    while not fn.is_a(FuncOp):
         fn = fn.parent_op
     used = set()
     for o in fn.walk():
@@ -288,7 +297,7 @@ def _dce(made: list) -> None:
     while changed:
         changed = False
         for o in reversed([x for m in made for x in m.walk()]):
-            if o.parent is not None and (o.name in PURE or o.name.startswith("arith.")) \
+            if o.parent is not None and (o.is_a(*PURE) or o.name.startswith("arith.")) \
                     and not any(r.uses for r in o.results):
                 o.erase()
                 changed = True
@@ -296,8 +305,7 @@ def _dce(made: list) -> None:
 
 def _pipe_dirs_outside(fn, loop) -> set:
     inside = set(loop.walk())
-    return {o.attributes.get("direction") for o in fn.walk()
-            if o.name in ls.PIPE_EVENTS and o not in inside}
+    return {o.direction for o in fn.walk() if o.is_a(*_PIPE_EVENTS) and o not in inside}
 
 
 def plan_pair(aic, aiv, lc, lv, slot_num: int):
@@ -307,7 +315,7 @@ def plan_pair(aic, aiv, lc, lv, slot_num: int):
     fns, loops = (aic, aiv), (lc, lv)
     if len(lc.operands) < 3 or len(lv.operands) < 3:
         return None
-    keys = [tuple(_key(v, f) for v in lp.operands[:3]) for f, lp in zip(fns, loops)]
+    keys = [tuple(_key(v, f) for v in (lp.start, lp.stop, lp.step)) for f, lp in zip(fns, loops)]
     if None in keys[0] or keys[0] != keys[1] or keys[0][2] != ("const", 1):
         return None
     static = keys[0][0][0] == "const" and keys[0][1][0] == "const"
@@ -316,8 +324,8 @@ def plan_pair(aic, aiv, lc, lv, slot_num: int):
     bodies = [_body(lp) for lp in loops]
     for ops in bodies:
         for o in ops:
-            if o.name in _UNSAFE or any(x.name in _UNSAFE or x.name in ls.PIPE_EVENTS
-                                        or x.name == "pl.store" for x in _nested(o)):
+            if o.is_a(*_UNSAFE) or any(x.is_a(*_UNSAFE, *_PIPE_EVENTS, StoreOp)
+                                       for x in _nested(o)):
                 return None
     evs = [ls.events(ops) for ops in bodies]
     prod = ls.matched(*evs)
@@ -327,9 +335,9 @@ def plan_pair(aic, aiv, lc, lv, slot_num: int):
         if _pipe_dirs_outside(f, lp) & set(prod):
             return None
     for s, f in enumerate(fns):                # stored here, touched by the peer: a GM token
-        stored = {v.name for v in _gm(bodies[s], "pl.store")}
+        stored = {v.name for v in _gm(bodies[s], StoreOp)}
         other = fns[1 - s]
-        if stored & {v.name for v in _gm([other], "pl.store") | _gm([other], "pl.load")}:
+        if stored & {v.name for v in _gm([other], StoreOp) | _gm([other], LoadOp)}:
             return None
     cuts = [ls.round_trip_cut(s, evs, prod) for s in (0, 1)]
     if cuts == [None, None] or not ls.fifo_consistent(evs, cuts, prod) \
@@ -354,9 +362,9 @@ def pipeline_pair(aic, aiv, lc, lv, slot_num: int) -> bool:
 
 
 def _slot_num(fn) -> int:
-    for op in fn.regions[0].blocks[0]:
-        if op.name in ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe"):
-            return op.attributes.get("slot_num") or 1
+    for op in fn.body:
+        if op.is_a(*INITIALIZE_PIPE):
+            return op.slot_num or 1
     return 0
 
 
@@ -369,27 +377,25 @@ def fits(fn, plat) -> bool:
         return False
     if any(peak > plat.mem_size(MemSpace(sp)) for sp, peak in lay.peak.items()):
         return False
-    for r in top_ops(fn, "pl.reserve_buffer"):
-        a = r.attributes
-        base, size = lay.by_name.get(a["name"], (None, None))
-        if a["memory_space"] is not None and isinstance(base, int) \
-                and base + size > plat.mem_size(MemSpace(a["memory_space"])):
+    for r in top_ops(fn, ReserveBufferOp):
+        base, size = lay.by_name.get(r.buffer_name, (None, None))
+        if r.memory_space is not None and isinstance(base, int) \
+                and base + size > plat.mem_size(MemSpace(r.memory_space)):
             return False
     return True
 
 
 def _pair(program, group):
-    fns = {f.attributes.get("sym_name"): f for f in program.regions[0].blocks[0]}
-    called = [fns.get(o.attributes.get("callee")) for o in group.walk() if o.name == "pl.call"]
-    aic = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIC]
-    aiv = [f for f in called if f is not None and f.attributes.get("kind") is FunctionKind.AIV]
+    fns = {f.sym_name: f for f in program.body}
+    called = [fns.get(o.callee) for o in group.walk() if o.is_a(CallOp)]
+    aic = [f for f in called if f is not None and f.kind is FunctionKind.AIC]
+    aiv = [f for f in called if f is not None and f.kind is FunctionKind.AIV]
     return (aic[0], aiv[0]) if len(aic) == 1 and len(aiv) == 1 else None
 
 
 def run(program: Operation, ctx=None) -> Operation:
     plat = platform_of(ctx)
-    groups = [g for g in program.regions[0].blocks[0]
-              if g.attributes.get("kind") is FunctionKind.Group]
+    groups = [g for g in program.body if g.kind is FunctionKind.Group]
     for g in groups:
         tried = set()
         while True:

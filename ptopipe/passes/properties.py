@@ -22,9 +22,9 @@ from ..arch import MemSpace
 from ..ir.convert import op_to_function
 from ..ir.layout import plan_function, tiles_fit_problem
 from ..ir.nodes import AUTO, FunctionKind
-from ..ir.ops import CROSS_CORE
-from .util import (GM_ARG, func_name, functions, init_ops, platform_of, ring_buffer, ring_in_gm,
-                   top_ops, ways)
+from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TFree,
+                         TPop)
+from .util import func_name, functions, init_ops, platform_of, ring_buffer, ring_in_gm, top_ops, ways
 
 
 class IRProperty(Enum):
@@ -70,12 +70,12 @@ def _mixed_kernels_expanded(program, ctx) -> list:
     out = []
     for f in functions(program):
         name = func_name(f)
-        if f.attributes["kind"] is FunctionKind.InCore:
+        if f.kind is FunctionKind.InCore:
             out.append(f"mixed @pl.incore function {name!r} is not split into AIC / AIV kernels")
             continue
         declared = {w for i in init_ops(f) for w in ways(i)}
         for op in f.walk():
-            d = op.attributes.get("direction") if op.name[3:] in CROSS_CORE else None
+            d = op.direction if op.is_a(*CROSS_CORE_OPS) else None
             if d is not None and d.name[4:] not in declared:
                 out.append(f"{name!r} runs {op.name} on the {d.name[4:]} ring but initialises no "
                            f"pipe of that direction{_where(op)}")
@@ -87,8 +87,8 @@ def _tfrees_inserted(program, ctx) -> list:
     """Every kernel that TPOPs from a ring also TFREEs that ring's slots."""
     out = []
     for f in functions(program):
-        popped = {op.attributes.get("direction") for op in f.walk() if op.name == "pl.tpop"}
-        freed = {op.attributes.get("direction") for op in f.walk() if op.name == "pl.tfree"}
+        popped = {op.direction for op in f.walk() if op.is_a(TPop)}
+        freed = {op.direction for op in f.walk() if op.is_a(TFree)}
         for d in sorted(popped - freed, key=lambda d: getattr(d, "name", "")):
             out.append(f"{func_name(f)!r} pops from the {getattr(d, 'name', d)} ring but frees none "
                        "of its slots (no pl.tfree)")
@@ -106,10 +106,9 @@ def _pipes_verified(program, ctx) -> list:
 
 
 def _unresolved_reserves(f) -> list:
-    return [f"reserve_buffer {r.attributes['name']!r} of {func_name(f)!r} has no integer base "
-            f"(base={r.attributes['base']!r}){_where(r)}"
-            for r in top_ops(f, "pl.reserve_buffer") if not isinstance(r.attributes["base"], int)
-            or r.attributes["base"] is AUTO]
+    return [f"reserve_buffer {r.buffer_name!r} of {func_name(f)!r} has no integer base "
+            f"(base={r.base!r}){_where(r)}"
+            for r in top_ops(f, ReserveBufferOp) if not isinstance(r.base, int) or r.base is AUTO]
 
 
 def _memory_planned(program, ctx) -> list:
@@ -121,7 +120,7 @@ def _memory_planned(program, ctx) -> list:
     out = []
     for f in functions(program):
         out += _unresolved_reserves(f)
-        if f.attributes["kind"] not in (FunctionKind.AIC, FunctionKind.AIV):
+        if f.kind not in (FunctionKind.AIC, FunctionKind.AIV):
             continue
         lay = plan_function(op_to_function(f))
         for space, peak in lay.peak.items():
@@ -140,26 +139,25 @@ def _peers_resolved(program, ctx) -> list:
     funcs = {func_name(f): f for f in functions(program)}
     for name, f in funcs.items():
         out += _unresolved_reserves(f)
-        for imp in top_ops(f, "pl.import_peer_buffer"):
-            a = imp.attributes
-            peer = funcs.get(a["peer_func"])
-            r = next((r for r in top_ops(peer, "pl.reserve_buffer") if r.attributes["name"] == a["name"]),
+        for imp in top_ops(f, ImportPeerBufferOp):
+            peer = funcs.get(imp.peer_func)
+            r = next((r for r in top_ops(peer, ReserveBufferOp) if r.buffer_name == imp.buffer_name),
                      None) if peer is not None else None
             if r is None:
-                out.append(f"import_peer_buffer {a['name']!r} of {name!r} names no reserve_buffer of "
-                           f"{a['peer_func']!r}{_where(imp)}")
-            elif (a.get("base"), a.get("size")) != (r.attributes["base"], r.attributes["size"]):
-                out.append(f"import_peer_buffer {a['name']!r} of {name!r} carries base={a.get('base')!r}, "
-                           f"size={a.get('size')!r}, not its reserve's {r.attributes['base']!r}, "
-                           f"{r.attributes['size']!r}{_where(imp)}")
+                out.append(f"import_peer_buffer {imp.buffer_name!r} of {name!r} names no reserve_buffer of "
+                           f"{imp.peer_func!r}{_where(imp)}")
+            elif (imp.base, imp.size) != (r.base, r.size):
+                out.append(f"import_peer_buffer {imp.buffer_name!r} of {name!r} carries base={imp.base!r}, "
+                           f"size={imp.size!r}, not its reserve's {r.base!r}, {r.size!r}{_where(imp)}")
         for op in f.walk():
-            if op.name == "pl.buffer_attr":
-                out.append(f"{name!r} still reads .{op.attributes['attr']} of a buffer at run time "
+            if op.is_a(BufferAttrOp):
+                out.append(f"{name!r} still reads .{op.attr} of a buffer at run time "
                            f"(pl.buffer_attr not folded){_where(op)}")
         for init in init_ops(f):
             for way in ways(init):
                 b = ring_buffer(f, init, way)
-                if b is not None and init.attributes.get(f"{way.lower()}_ring") != b.attributes["name"]:
+                ring = init.c2v_ring if way == "C2V" else init.v2c_ring
+                if b is not None and ring != b.buffer_name:
                     out.append(f"the {init.name} of {name!r} does not name the buffer of its {way} ring "
                                f"({way.lower()}_ring){_where(init)}")
     return out
@@ -172,13 +170,12 @@ def _flags_allocated(program, ctx) -> list:
     for f in functions(program):
         spans = []
         for init in init_ops(f):
-            a = init.attributes
-            if not isinstance(a.get("flag_id"), int):
+            if not isinstance(init.flag_id, int):
                 out.append(f"the {init.name} of {func_name(f)!r} has no integer flag_id "
-                           f"(flag_id={a.get('flag_id')!r}){_where(init)}")
+                           f"(flag_id={init.flag_id!r}){_where(init)}")
                 continue
             for way in ways(init):
-                r = a.get(f"{way.lower()}_flags")
+                r = init.c2v_flags if way == "C2V" else init.v2c_flags
                 if not (isinstance(r, (tuple, list)) and len(r) == 2 and all(isinstance(x, int) for x in r)
                         and r[0] <= r[1]):
                     out.append(f"the {init.name} of {func_name(f)!r} has no [first, last] flag ids of its "
@@ -198,24 +195,22 @@ def _platform_lowered(program, ctx) -> list:
     "local"), a GM ring its ``ring_bytes`` and a GM slot buffer."""
     plat = platform_of(ctx)
     out = []
-    if program.attributes.get("platform") != plat.name:
-        out.append(f"the program is lowered for platform {program.attributes.get('platform')!r}, "
-                   f"not {plat.name!r}")
+    if program.platform != plat.name:
+        out.append(f"the program is lowered for platform {program.platform!r}, not {plat.name!r}")
     for f in functions(program):
         for init in init_ops(f):
-            a = init.attributes
-            if not isinstance(a.get("slot_num"), int) or a.get("ring") not in ("gm", "local"):
+            if not isinstance(init.slot_num, int) or init.ring not in ("gm", "local"):
                 out.append(f"the {init.name} of {func_name(f)!r} has no explicit slot_num and ring "
-                           f"(slot_num={a.get('slot_num')!r}, ring={a.get('ring')!r}){_where(init)}")
+                           f"(slot_num={init.slot_num!r}, ring={init.ring!r}){_where(init)}")
                 continue
-            if (a["ring"] == "gm") != ring_in_gm(init, plat):
-                out.append(f"the {init.name} of {func_name(f)!r} says ring={a['ring']!r}, but on "
+            if (init.ring == "gm") != ring_in_gm(init, plat):
+                out.append(f"the {init.name} of {func_name(f)!r} says ring={init.ring!r}, but on "
                            f"{plat.name} its rings are {'in GM' if ring_in_gm(init, plat) else 'local'}"
                            f"{_where(init)}")
-            elif a["ring"] == "gm":
-                d = getattr(init.operands[GM_ARG], "op", None)
-                null = d is not None and d.name == "pl.const" and d.attributes["value"] in (None, 0)
-                if not isinstance(a.get("ring_bytes"), int) or null:
+            elif init.ring == "gm":
+                d = getattr(init.gm_slot_buffer, "op", None)
+                null = d is not None and d.is_a(ConstOp) and d.value in (None, 0)
+                if not isinstance(init.ring_bytes, int) or null:
                     out.append(f"the GM ring of the {init.name} of {func_name(f)!r} has no ring_bytes "
                                f"or no GM slot buffer{_where(init)}")
     return out

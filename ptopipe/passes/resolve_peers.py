@@ -15,11 +15,10 @@ function of the program; an import naming a buffer its peer does not reserve.
 from __future__ import annotations
 
 from ..ir.convert import op_to_function
-from ..ir.core import Operation
 from ..ir.nodes import AUTO
+from ..ir.opdefs import BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp
 from ..ir.layout import plan_function
-from .util import (consumer_kind, error, func_name, functions, init_ops, ring_buffer, top_ops,
-                   way_operand, ways)
+from .util import consumer_kind, error, func_name, functions, init_ops, ring_buffer, top_ops, ways
 from .properties import IRProperty
 
 NAME = "resolve-peers"
@@ -32,36 +31,36 @@ def run(program, ctx):
     funcs = {func_name(f): f for f in functions(program)}
     reserves = {}
     for name, f in funcs.items():
-        rs = top_ops(f, "pl.reserve_buffer")
-        reserves[name] = {r.attributes["name"]: r for r in rs}
-        if any(r.attributes["base"] is AUTO for r in rs):
+        rs = top_ops(f, ReserveBufferOp)
+        reserves[name] = {r.buffer_name: r for r in rs}
+        if any(r.base is AUTO for r in rs):
             lay = plan_function(op_to_function(f))
             for r in rs:
-                if r.attributes["base"] is AUTO:
-                    r.attributes["base"] = lay.by_name[r.attributes["name"]][0]
+                if r.base is AUTO:
+                    r.base = lay.by_name[r.buffer_name][0]
     for name, f in funcs.items():
-        for imp in top_ops(f, "pl.import_peer_buffer"):
-            a = imp.attributes
-            peer = funcs.get(a["peer_func"])
+        for imp in top_ops(f, ImportPeerBufferOp):
+            bname, pname = imp.buffer_name, imp.peer_func
+            peer = funcs.get(pname)
             if peer is None:
-                raise error(f"import_peer_buffer {a['name']!r} names peer_func {a['peer_func']!r}, "
-                            f"which is not a function of program {program.attributes['sym_name']!r}",
+                raise error(f"import_peer_buffer {bname!r} names peer_func {pname!r}, "
+                            f"which is not a function of program {program.sym_name!r}",
                             imp, f"put the peer in the program (functions: {', '.join(funcs)})")
-            r = reserves[a["peer_func"]].get(a["name"])
+            r = reserves[pname].get(bname)
             if r is None:
-                have = ", ".join(map(repr, reserves[a["peer_func"]])) or "none"
-                raise error(f"import_peer_buffer {a['name']!r}: {a['peer_func']!r} reserves no "
+                have = ", ".join(map(repr, reserves[pname])) or "none"
+                raise error(f"import_peer_buffer {bname!r}: {pname!r} reserves no "
                             f"buffer of that name (it reserves: {have})", imp,
-                            f"add pl.reserve_buffer(name={a['name']!r}, ...) to {a['peer_func']!r} "
+                            f"add pl.reserve_buffer(name={bname!r}, ...) to {pname!r} "
                             "or import one of its buffers")
-            a["base"] = r.attributes["base"]
-            a["size"] = r.attributes["size"]
+            imp.base = r.base
+            imp.size = r.size
     for f in funcs.values():
         for init in init_ops(f):
             for way in ways(init):
                 b = ring_buffer(f, init, way) or _buffer_at(f, init, way)
                 if b is not None:
-                    init.attributes[f"{way.lower()}_ring"] = b.attributes["name"]
+                    init.set_ring_name(way, b.buffer_name)
         _fold_buffer_attrs(f)
     return program
 
@@ -69,21 +68,19 @@ def run(program, ctx):
 def _buffer_at(f, init, way: str):
     """The buffer holding ``way``'s ring when ``init`` passes its base as a literal address:
     the reserve (consumer) / import (producer) of ``f`` whose resolved base it is."""
-    d = getattr(init.operands[way_operand(way)], "op", None)
-    if d is None or d.name != "pl.const" or not isinstance(d.attributes["value"], int):
+    d = getattr(init.consumer_bufs[way], "op", None)
+    if not isinstance(d, ConstOp) or not isinstance(d.value, int):
         return None
-    kind = ("pl.reserve_buffer" if f.attributes["kind"] is consumer_kind(way)
-            else "pl.import_peer_buffer")
-    return next((b for b in top_ops(f, kind) if b.attributes.get("base") == d.attributes["value"]),
-                None)
+    kind = ReserveBufferOp if f.kind is consumer_kind(way) else ImportPeerBufferOp
+    return next((b for b in top_ops(f, kind) if b.base == d.value), None)
 
 
 def _fold_buffer_attrs(f) -> None:
     for op in list(f.walk()):
-        if op.name != "pl.buffer_attr":
+        if not op.is_a(BufferAttrOp):
             continue
-        buf = op.operands[0].op
-        value = buf.attributes[op.attributes["attr"]]
-        res = op.results[0]
-        const = Operation("pl.const", (), [res.type], {"value": value}, (), op.loc, [res.name])
-        op.replace_with(const)
+        buf = op.buffer.op
+        value = buf.base if op.attr == "base" else buf.size
+        res = op.value
+        op.replace_with(ConstOp.build(value=value, result_types=[res.type], loc=op.loc,
+                                      result_names=[res.name]))

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import (ARITH_OP, INITIALIZE_PIPE, ConstOp, ForOp, IfOp, LoadOp, StoreOp, TPop,
+                         TPush, YieldOp)
 from ..ir.types import BOOL, INDEX
 from ._rewrite import const
 from .properties import IRProperty
@@ -40,25 +42,25 @@ MAX_LAG = 2
 
 def _const_value(v):
     op = getattr(v, "op", None)
-    return op.attributes.get("value") if op is not None and op.name == "pl.const" else None
+    return op.value if op is not None and op.is_a(ConstOp) else None
 
 
 def _split(body: Block, peer_stores=frozenset()):
     """(push part, pop part) of a loop body, or None when it has another shape.
     ``peer_stores``: names of the GM tensors another kernel of the program stores."""
-    ops = [o for o in body if o.name != "pl.yield"]
-    last_push = max((k for k, o in enumerate(ops) if o.name == "pl.tpush"), default=None)
+    ops = [o for o in body if not o.is_a(YieldOp)]
+    last_push = max((k for k, o in enumerate(ops) if o.is_a(TPush)), default=None)
     if last_push is None:
         return None
     push, pop = ops[:last_push + 1], ops[last_push + 1:]
-    nested = lambda part, name: any(x.name == name for o in part for x in o.walk())  # noqa: E731
-    if nested(push, "pl.tpop") or nested(push, "pl.store") or nested(pop, "pl.tpush") \
-            or not nested(pop, "pl.tpop"):
+    nested = lambda part, cls: any(x.is_a(cls) for o in part for x in o.walk())  # noqa: E731
+    if nested(push, TPop) or nested(push, StoreOp) or nested(pop, TPush) \
+            or not nested(pop, TPop):
         return None
     # a GM tensor the pop part stores and the push part loads: skewed, iteration i's load
     # would run before iteration i - LAG's store (a read-after-write across iterations)
-    loaded = {x.operands[0] for o in push for x in o.walk() if x.name == "pl.load"}
-    if any(x.operands[-1] in loaded for o in pop for x in o.walk() if x.name == "pl.store"):
+    loaded = {x.tensor for o in push for x in o.walk() if x.is_a(LoadOp)}
+    if any(x.tensor in loaded for o in pop for x in o.walk() if x.is_a(StoreOp)):
         return None
     # ... or the peer stores (ordered by a GM token popped in the pop part: skewed, the load
     # of iteration i would run before the token of iteration i - 1 arrives)
@@ -69,7 +71,7 @@ def _split(body: Block, peer_stores=frozenset()):
         for x in o.walk():
             for v in x.operands:
                 d = getattr(v, "op", None)
-                if d in inside and not (d.name == "pl.const" or d.name.startswith("arith.")):
+                if d in inside and not (d.is_a(ConstOp) or d.name.startswith("arith.")):
                     return None
     return push, pop
 
@@ -90,56 +92,54 @@ def _guarded(block: Block, cond, ops, vm: dict, loc) -> None:
     then = Block()
     for o in ops:
         then.append(o.clone(vm))
-    then.append(Operation("pl.yield", (), (), {}, (), loc))
+    then.append(YieldOp.build(values=[], loc=loc))
     els = Block()
-    els.append(Operation("pl.yield", (), (), {}, (), loc))
-    block.append(Operation("pl.if", (cond,), (), {}, (Region([then]), Region([els])), loc))
+    els.append(YieldOp.build(values=[], loc=loc))
+    block.append(Operation(IfOp.name, (cond,), (), {}, (Region([then]), Region([els])), loc))
 
 
 def skew(loop: Operation, lag: int, peer_stores=frozenset()) -> bool:
-    if loop.results or len(loop.operands) != 3 or _const_value(loop.operands[0]) != 0 \
-            or _const_value(loop.operands[2]) != 1:
+    if loop.results or loop.inits or _const_value(loop.start) != 0 \
+            or _const_value(loop.step) != 1:
         return False
-    old = loop.regions[0].blocks[0]
+    old = loop.body
     parts = _split(old, peer_stores)
     if parts is None:
         return False
     push, pop = parts
-    loc, n = loop.loc, loop.operands[1]
+    loc, n = loop.loc, loop.stop
     lag_c = loop.insert_before(const(lag, loc)).results[0]
-    stop = loop.insert_before(Operation("arith.add", (n, lag_c), [INDEX], {}, (), loc)).results[0]
+    stop = loop.insert_before(Operation(ARITH_OP["+"], (n, lag_c), [INDEX], {}, (), loc)).results[0]
     body = Block([INDEX], [old.args[0].name])
     i = body.args[0]
-    lt = body.append(Operation("arith.lt", (i, n), [BOOL], {}, (), loc)).results[0]
+    lt = body.append(Operation(ARITH_OP["<"], (i, n), [BOOL], {}, (), loc)).results[0]
     _guarded(body, lt, push, {old.args[0]: i}, loc)
     lag_b = body.append(const(lag, loc)).results[0]
-    j = body.append(Operation("arith.sub", (i, lag_b), [INDEX], {}, (), loc,
+    j = body.append(Operation(ARITH_OP["-"], (i, lag_b), [INDEX], {}, (), loc,
                               [f"{old.args[0].name or 'i'}_lag"])).results[0]
     zero = body.append(const(0, loc)).results[0]
-    ge = body.append(Operation("arith.ge", (j, zero), [BOOL], {}, (), loc)).results[0]
+    ge = body.append(Operation(ARITH_OP[">="], (j, zero), [BOOL], {}, (), loc)).results[0]
     _guarded(body, ge, _scalar_deps(pop, push) + pop, {old.args[0]: j}, loc)
-    body.append(Operation("pl.yield", (), (), {}, (), loc))
-    new = Operation("pl.for", (loop.operands[0], stop, loop.operands[2]), (), {},
-                    (Region([body]),), loc)
+    body.append(YieldOp.build(values=[], loc=loc))
+    new = Operation(ForOp.name, (loop.start, stop, loop.step), (), {}, (Region([body]),), loc)
     loop.insert_before(new)
     loop.erase()
     return True
 
 
 def _lag(fn: Operation) -> int:
-    for op in fn.regions[0].blocks[0]:
-        if op.name in ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe"):
-            return min(MAX_LAG, (op.attributes.get("slot_num") or 1) - 1)
+    for op in fn.body:
+        if op.is_a(*INITIALIZE_PIPE):
+            return min(MAX_LAG, (op.slot_num or 1) - 1)
     return 0
 
 
 def _stores(fn: Operation) -> set:
-    return {x.operands[-1].name for x in fn.walk() if x.name == "pl.store"}
+    return {x.tensor.name for x in fn.walk() if x.is_a(StoreOp)}
 
 
 def run(program: Operation, ctx=None) -> Operation:
-    kernels = [fn for fn in program.regions[0].blocks[0]
-               if fn.attributes.get("kind") in (FunctionKind.AIC, FunctionKind.AIV)]
+    kernels = [fn for fn in program.body if fn.kind in (FunctionKind.AIC, FunctionKind.AIV)]
     for fn in kernels:
         peer_stores = set().union(*(_stores(g) for g in kernels if g is not fn))
         lag = _lag(fn)
@@ -149,7 +149,7 @@ def run(program: Operation, ctx=None) -> Operation:
         while changed:                 # a skewed loop is replaced: walk the new tree again
             changed = False
             for op in fn.walk():
-                if op.name == "pl.for" and op not in seen:
+                if op.is_a(ForOp) and op not in seen:
                     seen.add(op)
                     if skew(op, lag, peer_stores):
                         changed = True

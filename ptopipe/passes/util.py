@@ -10,17 +10,13 @@ from ..arch.vocab import Direction
 from ..errors import CompileError
 from ..ir.core import Operation
 from ..ir.nodes import AUTO, FunctionKind
-from ..ir.ops import INIT_OPS
+from ..ir.opdefs import INITIALIZE_PIPE, RING_BUFFERS, BufferAttrOp, ConstOp
 from ..ir.types import INDEX
 
-#: op names of the two pipe initialisations
-INIT_NAMES = tuple(f"pl.{n}" for n in INIT_OPS)
 #: seed 003's DIR_MASK values, and the *_GM forms (ring asked for in GM explicitly)
 SEED_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH)
 GM_DIRS = {Direction.DIR_C2V_GM: Direction.DIR_C2V, Direction.DIR_V2C_GM: Direction.DIR_V2C,
            Direction.DIR_BOTH_GM: Direction.DIR_BOTH}
-#: operand index of each consumer buffer argument of an init op (after gm_slot_buffer)
-GM_ARG, C2V_ARG, V2C_ARG = 0, 1, 2
 #: the memory a consumer-local ring lives in: C2V in the Vector core's UB, V2C in the Cube's L1
 RING_SPACE = {"C2V": MemSpace.UB, "V2C": MemSpace.L1}
 
@@ -52,25 +48,26 @@ def functions(program: Operation) -> list:
 
 
 def func_name(f: Operation) -> str:
-    return f.attributes["sym_name"]
+    return f.sym_name
 
 
 def entry(f: Operation):
     return f.regions[0].blocks[0]
 
 
-def top_ops(f: Operation, *names) -> list:
-    return [op for op in entry(f) if op.name in names]
+def top_ops(f: Operation, *defs) -> list:
+    """The ops of ``f``'s body (not nested) of the op classes ``defs``."""
+    return [op for op in entry(f) if isinstance(op, defs)]
 
 
 def init_ops(f: Operation) -> list:
     """The pipe initialisations of function ``f`` (the verifier keeps them top level)."""
-    return top_ops(f, *INIT_NAMES)
+    return top_ops(f, *INITIALIZE_PIPE)
 
 
 def seed_dir(op: Operation) -> Direction | None:
     """The seed 003 DIR_MASK of an init (a *_GM form mapped to its plain mask), or None."""
-    d = op.attributes["dir_mask"]
+    d = op.dir_mask
     try:
         d = Direction(d)
     except ValueError:
@@ -89,19 +86,15 @@ def ways(op: Operation) -> tuple:
 def gm_requested(op: Operation) -> bool:
     """The init asks for its rings in GM explicitly (a *_GM direction)."""
     try:
-        return Direction(op.attributes["dir_mask"]) in GM_DIRS
+        return Direction(op.dir_mask) in GM_DIRS
     except ValueError:
         return False
 
 
 def slot_num(op: Operation, plat) -> int:
     """SLOT_NUM of an init: its own ``slot_num``, else the platform's seed-003 default."""
-    n = op.attributes.get("slot_num")
+    n = op.slot_num
     return n if n is not None else plat.slot_num_for(len(ways(op)) == 2)
-
-
-def way_operand(way: str) -> int:
-    return C2V_ARG if way == "C2V" else V2C_ARG
 
 
 def consumer_kind(way: str) -> FunctionKind:
@@ -112,31 +105,30 @@ def ring_buffer(f: Operation, init: Operation, way: str) -> Operation | None:
     """The reserve_buffer / import_peer_buffer op holding ``way``'s ring for ``init``: the
     buffer whose ``.base`` is the init's argument, else (after ResolvePeerBuffers folded
     the base to a constant) the buffer named by the init's ``<way>_ring`` attribute."""
-    v = init.operands[way_operand(way)]
-    d = getattr(v, "op", None)
-    if d is not None and d.name == "pl.buffer_attr":
-        b = getattr(d.operands[0], "op", None)
+    d = getattr(init.consumer_bufs[way], "op", None)
+    if isinstance(d, BufferAttrOp):
+        b = getattr(d.buffer, "op", None)
         if b is not None:
             return b
-    name = init.attributes.get(f"{way.lower()}_ring")
+    name = init.ring_name(way)
     if name is None:
         return None
-    for b in top_ops(f, "pl.reserve_buffer", "pl.import_peer_buffer"):
-        if b.attributes["name"] == name:
+    for b in top_ops(f, *RING_BUFFERS):
+        if b.buffer_name == name:
             return b
     return None
 
 
 def const_before(anchor: Operation, value, type=INDEX, name: str | None = None):
     """A ``pl.const`` inserted before ``anchor``; returns its value."""
-    op = Operation("pl.const", (), [type], {"value": value}, (), anchor.loc, [name])
+    op = ConstOp.build(value=value, result_types=[type], loc=anchor.loc, result_names=[name])
     anchor.insert_before(op)
     return op.results[0]
 
 
 def resolved_base(buf: Operation):
     """A buffer op's base: an int once resolved, else None."""
-    b = buf.attributes.get("base")
+    b = buf.base
     return None if b is None or b is AUTO else b
 
 

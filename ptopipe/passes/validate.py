@@ -31,7 +31,8 @@ from ..arch.vocab import TileSplitAxis
 from ..ir.nodes import AUTO, FunctionKind
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
-from .util import (GM_ARG, RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
+from ..ir.opdefs import CallOp, ImportPeerBufferOp, ReserveBufferOp, TPop
+from .util import (RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
                    init_ops, platform_of, protocol_model, ring_buffer, ring_in_gm, seed_dir,
                    slot_num, top_ops, ways)
 from .properties import IRProperty
@@ -47,31 +48,30 @@ def run(program, ctx):
     depth = protocol_model(ctx).fifo_depth(plat)     # the most slots a ring may have
     funcs = {func_name(f): f for f in functions(program)}
     for name, f in funcs.items():
-        if f.attributes["kind"] is FunctionKind.InCore:
+        if f.kind is FunctionKind.InCore:
             raise error(f"mixed @pl.incore function {name!r} was not split into an AIC and an AIV "
                         "kernel", f, "run the expand-mixed pass first (ptopipe compile runs it "
                                      "when it is registered), or write @pl.aic / @pl.aiv kernels")
         seen = {}
         for init in init_ops(f):
             _check_init(f, init, plat, seen, depth)
-    made = {c.attributes["callee"]: g_name for g_name, g in funcs.items()
-            if g.attributes["kind"] is FunctionKind.Group for c in g.walk() if c.name == "pl.call"}
+    made = {c.callee: g_name for g_name, g in funcs.items()
+            if g.kind is FunctionKind.Group for c in g.walk() if c.is_a(CallOp)}
     for name, f in funcs.items():
         _check_buffers(name, f, funcs, plat, made.get(name), depth)
     return program
 
 
 def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
-    a = init.attributes
     if seed_dir(init) is None:
-        raise error(f"DIR_MASK {a['dir_mask']!r} is not a seed 003 direction", init,
+        raise error(f"DIR_MASK {init.dir_mask!r} is not a seed 003 direction", init,
                     "use DIR_C2V (1), DIR_V2C (2) or DIR_C2V | DIR_V2C (3)")
-    if not isinstance(a["slot_size"], int) or a["slot_size"] <= 0:
-        raise error(f"SLOT_SIZE {a['slot_size']!r} must be a positive number of bytes", init,
+    if not isinstance(init.slot_size, int) or init.slot_size <= 0:
+        raise error(f"SLOT_SIZE {init.slot_size!r} must be a positive number of bytes", init,
                     "SLOT_SIZE is the bytes of the largest tile crossing the ring")
     name = func_name(f)
-    if a.get("lanes") == 1 and f.attributes["kind"] is FunctionKind.AIV \
-            and f.attributes.get("split") is not TileSplitAxis.TILE_NO_SPLIT:
+    if init.lanes == 1 and f.kind is FunctionKind.AIV \
+            and f.split is not TileSplitAxis.TILE_NO_SPLIT:
         raise error(f"lanes=1 makes AIV0 the only Vector lane of this pipe, but {name!r} runs on "
                     "AIV1 too (it is not marked no-split) and AIV1 would bind the pipe", init,
                     f"mark {name!r} @pl.aiv(split=pl.TILE_NO_SPLIT): AIV0 does its work and AIV1 runs "
@@ -82,7 +82,7 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                         "initialise each direction once per function (one init with "
                         "DIR_C2V | DIR_V2C for both)", details=f"first initialised at {seen[way].loc}")
         seen[way] = init
-    n, size = slot_num(init, plat), a["slot_size"]
+    n, size = slot_num(init, plat), init.slot_size
     if depth is not None and n > depth:
         raise error(f"SLOT_NUM {n} exceeds the FIFO depth limit {depth} of {plat.name} under "
                     "pto-isa", init, f"use at most {depth} slots (slot_num= of the *_initialize_pipe "
@@ -90,9 +90,9 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
     in_gm = ring_in_gm(init, plat)
     for way in ways(init):
         buf = ring_buffer(f, init, way)
-        consumer = f.attributes["kind"] is consumer_kind(way)
-        want = "pl.reserve_buffer" if consumer else "pl.import_peer_buffer"
-        if buf is None or buf.name != want:
+        consumer = f.kind is consumer_kind(way)
+        want = ReserveBufferOp if consumer else ImportPeerBufferOp
+        if buf is None or not buf.is_a(want):
             if in_gm and buf is None and not (consumer and _stages(f, way)):
                 continue                  # a GM ring needs no local buffer, but for staging
             if in_gm and buf is None:
@@ -102,27 +102,27 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                             "tiles placed there", init,
                             f"reserve the staging slots (reserve_buffer of LOCAL_SLOT_NUM * SLOT_SIZE "
                             f"bytes) and pass its .base as {way.lower()}_consumer_buf")
-            got = f"{buf.name[3:]} {buf.attributes['name']!r}" if buf is not None else "no buffer"
+            got = f"{buf.call_name} {buf.buffer_name!r}" if buf is not None else "no buffer"
             raise error(f"the {way} ring's {'consumer' if consumer else 'producer'} {name!r} "
                         f"passes {got} as {way.lower()}_consumer_buf", init,
                         f"pass {'the ring it reserves' if consumer else 'the imported peer ring'}: "
-                        f"{want[3:]}(...).base")
+                        f"{want.call_name}(...).base")
         if not consumer:
             continue
-        space = buf.attributes["memory_space"]
+        space = buf.memory_space
         if space is not None and space != RING_SPACE[way].value:
             raise error(f"the {way} ring must be in {RING_SPACE[way].value} but reserve_buffer "
-                        f"{buf.attributes['name']!r} is in {space}", buf,
+                        f"{buf.buffer_name!r} is in {space}", buf,
                         f"reserve the {way} ring in the {'Vector' if way == 'C2V' else 'Cube'} "
                         "function that TPOPs from it")
         bad = None if gm_requested(init) else ring_size_problem(
-            buf.attributes["name"], buf.attributes["size"], n, size,
-            init.attributes.get("local_slot_num") if in_gm else None)   # explicit: staging only
+            buf.buffer_name, buf.size, n, size,
+            init.local_slot_num if in_gm else None)   # explicit: staging only
         if bad is not None:
             raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:
         need = n * size * len(ways(init))
-        t = init.operands[GM_ARG].type
+        t = init.gm_slot_buffer.type
         if isinstance(t, TensorType) and t.nbytes < need:
             raise error(f"GM_SLOT_BUFFER of {t.nbytes} bytes is smaller than the GM ring"
                         f"{'s' if len(ways(init)) == 2 else ''} it holds: {len(ways(init))} * "
@@ -133,27 +133,27 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
 def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None) -> None:
     """``mixed``: the @pl.incore function ExpandMixedKernel made ``f`` from (its rings are
     the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles)."""
-    for imp in top_ops(f, "pl.import_peer_buffer"):
-        a = imp.attributes
-        peer = funcs.get(a["peer_func"])
-        names = {r.attributes["name"] for r in top_ops(peer, "pl.reserve_buffer")} if peer else set()
-        if a["name"] not in names:
-            raise error(f"import_peer_buffer {a['name']!r} has no matching reserve_buffer in "
-                        f"{a['peer_func']!r}", imp,
-                        f"reserve {a['name']!r} in {a['peer_func']!r} (the consumer of the ring)")
-    for r in top_ops(f, "pl.reserve_buffer"):
-        a = r.attributes
-        if not any(imp.attributes["peer_func"] == name and imp.attributes["name"] == a["name"]
-                   for g in funcs.values() for imp in top_ops(g, "pl.import_peer_buffer")):
-            raise error(f"reserve_buffer {a['name']!r} of {name!r} is imported by no function",
-                        r, f"import it in the producer: pl.import_peer_buffer(name={a['name']!r}, "
+    for imp in top_ops(f, ImportPeerBufferOp):
+        bname, pname = imp.buffer_name, imp.peer_func
+        peer = funcs.get(pname)
+        names = {r.buffer_name for r in top_ops(peer, ReserveBufferOp)} if peer else set()
+        if bname not in names:
+            raise error(f"import_peer_buffer {bname!r} has no matching reserve_buffer in "
+                        f"{pname!r}", imp,
+                        f"reserve {bname!r} in {pname!r} (the consumer of the ring)")
+    for r in top_ops(f, ReserveBufferOp):
+        rname, space = r.buffer_name, r.memory_space
+        if not any(imp.peer_func == name and imp.buffer_name == rname
+                   for g in funcs.values() for imp in top_ops(g, ImportPeerBufferOp)):
+            raise error(f"reserve_buffer {rname!r} of {name!r} is imported by no function",
+                        r, f"import it in the producer: pl.import_peer_buffer(name={rname!r}, "
                            f"peer_func={name})")
-        if a["memory_space"] is None:
+        if space is None:
             continue
-        base = 0 if a["base"] is AUTO else a["base"]
-        have = plat.mem_size(MemSpace(a["memory_space"]))
-        bad = reserve_fit_problem(a["name"], base, a["size"], plat.name, a["memory_space"], have)
-        if bad is not None and mixed is not None and a["name"] in RING_NAME.values():
+        base = 0 if r.base is AUTO else r.base
+        have = plat.mem_size(MemSpace(space))
+        bad = reserve_fit_problem(rname, base, r.size, plat.name, space, have)
+        if bad is not None and mixed is not None and rname in RING_NAME.values():
             raise _compiler_ring_too_big(f, r, mixed, base, have, plat, depth)
         if bad is not None:
             raise error(bad[0], r, bad[1])
@@ -162,20 +162,19 @@ def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | 
 def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: int | None):
     """The ring ExpandMixedKernel reserved for ``mixed`` does not fit: say so in the user's
     terms (the function's slot_num= and its crossing tiles), at the function's line."""
-    a = r.attributes
-    way = next(w for w, n in RING_NAME.items() if n == a["name"])
+    way = next(w for w, n in RING_NAME.items() if n == r.buffer_name)
     way = way.name.replace("DIR_", "")
     init = next(i for i in init_ops(f) if way in ways(i))
-    n, size = slot_num(init, plat), init.attributes["slot_size"]
+    n, size = slot_num(init, plat), init.slot_size
     fits = (have - base) // size
     if depth is not None:
         fits = min(fits, depth)
-    core = "Vector core's UB" if a["memory_space"] == "UB" else "Cube's L1"
+    core = "Vector core's UB" if r.memory_space == "UB" else "Cube's L1"
     fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
            if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
                              f"crossing) does not fit at {base:#x}")
     return error(f"the {way} ring of the mixed function {mixed!r} (SLOT_NUM {n} * SLOT_SIZE {size} = "
-                 f"{a['size']} bytes at {base:#x}, SLOT_SIZE the largest tile crossing {way}) does not "
+                 f"{r.size} bytes at {base:#x}, SLOT_SIZE the largest tile crossing {way}) does not "
                  f"fit the {core} on {plat.name} ({have} bytes)", r, fix,
                  details="ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
                          "for each ring (docs/passes/expand-mixed.md)")
@@ -184,5 +183,5 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
 def _stages(f, way) -> bool:
     """Does ``f`` pop tiles of the ``way`` ring (staged in its local memory on a GM ring)?
     A TPOP of a GM slot (the address flow) reads GM in place."""
-    return any(o.name == "pl.tpop" and o.attributes["direction"].name[4:] == way
-               and isinstance(o.results[0].type, TileValueType) for o in f.walk())
+    return any(o.is_a(TPop) and o.direction.name[4:] == way
+               and isinstance(o.tile.type, TileValueType) for o in f.walk())

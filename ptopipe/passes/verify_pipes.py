@@ -40,6 +40,7 @@ from ..arch.platform import get_platform
 from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.nodes import FunctionKind
+from ..ir.opdefs import FuncOp, TPop, TPush
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
@@ -112,11 +113,11 @@ class _Verifier:
             self.warnings.append(msg)
 
     def verify(self) -> list:
-        funcs = [f for f in self.program.regions[0].block if f.name == "pl.func"]
+        funcs = [f for f in self.program.body if f.is_a(FuncOp)]
         for m in pipe_config_mismatches(self.program, self.plat):
             self.findings.append(CompileError(m.what, where=str(m.culprit.init.loc), details=m.details,
                                               fix=m.fix))
-        for kind in ("pl.tpush", "pl.tpop"):        # the push first, as the run reports it
+        for kind in (TPush, TPop):        # the push first, as the run reports it
             for fn in funcs:
                 self.slots_fit(fn, kind)
         explored = {}
@@ -128,39 +129,38 @@ class _Verifier:
                     ex = Explorer(fn, lane, slot_num, self.finding, self.known)
                     lanes[lane] = (ex.run(), ex)
             except Incomplete as e:
-                self.warn(f"VerifyPipes: {fn.attributes['sym_name']} not fully verified ({e}); "
+                self.warn(f"VerifyPipes: {fn.sym_name} not fully verified ({e}); "
                           "its cross-core counts are not checked")
                 continue
-            explored[fn.attributes["sym_name"]] = (fn, lanes)
+            explored[fn.sym_name] = (fn, lanes)
         self.cross(funcs, explored)
         return _culprit_first(self.findings)
 
-    def slots_fit(self, fn, kind: str) -> None:
+    def slots_fit(self, fn, kind) -> None:
         """Every tile a ``kind`` op (TPUSH / TPOP) moves fits its ring's SLOT_SIZE (the whole
         slot tile: a Vector core's part of a split transfer is half of it)."""
         sizes = {}
         for init in init_ops(fn):
             for d in (C2V, V2C):
-                if init.attributes["dir_mask"] & int(d) and isinstance(init.attributes["slot_size"], int):
-                    sizes[d] = (init.attributes["slot_size"], init)
+                if init.dir_mask & int(d) and isinstance(init.slot_size, int):
+                    sizes[d] = (init.slot_size, init)
         for op in fn.walk():
-            if op.name != kind:
+            if not op.is_a(kind):
                 continue
-            at = op.attributes
-            t = op.operands[0].type if op.name == "pl.tpush" else op.results[0].type
-            got = sizes.get(at["direction"])
+            t = op.tile.type            # the pushed tile (TPUSH) or the popped one (TPOP)
+            got = sizes.get(op.direction)
             if got is None or not isinstance(t, TileValueType):
                 continue
             shape = tuple(t.shape)
-            if fn.attributes["kind"] is FunctionKind.AIV:
-                shape = full_shape(at.get("split"), *shape)
+            if fn.kind is FunctionKind.AIV:
+                shape = full_shape(op.split, *shape)
             need = shape[0] * shape[1] * itemsize(t.dtype)
             if need > got[0]:
-                what = "TPUSH" if op.name == "pl.tpush" else "TPOP"
+                what = op.dsl
                 whole = f", a {shape[0]}x{shape[1]} slot" if shape != tuple(t.shape) else ""
                 self.finding("slot_size", op,
                              f"this {what} moves {describe(t)} ({need} bytes{whole}) but the "
-                             f"{_dir(at['direction'])} ring's SLOT_SIZE is {got[0]} bytes (init at "
+                             f"{_dir(op.direction)} ring's SLOT_SIZE is {got[0]} bytes (init at "
                              f"{line(got[1])}); a slot holds the whole static tile whatever its valid "
                              "region (a popped tile is bound at its slot and spans the next slots if "
                              "larger; ptoas does not check this)",
@@ -170,20 +170,20 @@ class _Verifier:
     def slot_nums(self, fn):
         """``direction -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit`)."""
         init = next(iter(init_ops(fn)), None)
-        lim = hold_limit(init, fn.attributes["kind"],
+        lim = hold_limit(init, fn.kind,
                          self.plat, self.model, self.protocol.value)
         return lambda d: lim
 
     # -- the two kernels together ------------------------------------------------------
     def cross(self, funcs, explored) -> None:
-        aic = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIC]
-        aiv = [f for f in funcs if f.attributes["kind"] is FunctionKind.AIV]
+        aic = [f for f in funcs if f.kind is FunctionKind.AIC]
+        aiv = [f for f in funcs if f.kind is FunctionKind.AIV]
         if len(aic) != 1 or len(aiv) != 1:
             if aic and aiv:
                 self.warn(f"VerifyPipes: {len(aic)} AIC and {len(aiv)} AIV functions; push/pop "
                           "counts are checked for one AIC + one AIV pair only")
             return
-        c, v = (explored.get(f.attributes["sym_name"]) for f in (aic[0], aiv[0]))
+        c, v = (explored.get(f.sym_name) for f in (aic[0], aiv[0]))
         if c is None or v is None:
             return
         for d in (C2V, V2C):
@@ -203,7 +203,7 @@ class _Verifier:
                 if len(paths) != 1 or paths[0].counted is not True:
                     return
                 traces[lane] = paths[0].trace
-                names[lane] = _who(fn.attributes["sym_name"], lane)
+                names[lane] = _who(fn.sym_name, lane)
         init = next(iter(init_ops(cfn)), None)
         if init is None or not any(traces.values()):
             return
@@ -241,17 +241,17 @@ class _Verifier:
                 ev = longer[min(len(e0), len(e1))]
                 if ev.split != TileSplitAxis.TILE_NO_SPLIT:
                     continue
-                what = "TPOP" if ev.op.name == "pl.tpop" else "TPUSH"
+                what = ev.op.dsl
                 self.finding("absent_lane", ev.op,
                              f"lane AIV{other} does not take part in this {what} of the no-split "
-                             f"{_dir(d)} pipe: {fn.attributes['sym_name']} transfers {len(longer)} "
+                             f"{_dir(d)} pipe: {fn.sym_name} transfers {len(longer)} "
                              f"tile(s) on lane AIV{lane} but {min(len(e0), len(e1))} on lane "
                              f"AIV{other}{_ev_where(ev)}; with TILE_NO_SPLIT both Vector lanes take "
                              "part in every handshake (lane 1 replays it)",
                              f"run the {what} on both lanes (do not guard it with "
                              "get_subblockid()), or split the tile (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
                 return False
-        if d == V2C and fn.attributes.get("split") is not TileSplitAxis.TILE_NO_SPLIT:
+        if d == V2C and fn.split is not TileSplitAxis.TILE_NO_SPLIT:
             return self.one_writer(fn, lanes)
         return True
 
@@ -267,10 +267,10 @@ class _Verifier:
             ev = next((e for e in p0.events.get(d, []) if e.op is not None
                        and e.split == TileSplitAxis.TILE_NO_SPLIT), None)
             if ev is not None:
-                what = "TPOP" if ev.op.name == "pl.tpop" else "TPUSH"
+                what = ev.op.dsl
                 self.finding("nosplit_lanes", ev.op,
                              f"this {what} moves a TILE_NO_SPLIT tile on the {_dir(d)} pipe of "
-                             f"{pfn.attributes['sym_name']}, whose lanes are AIV0 and AIV1, but in "
+                             f"{pfn.sym_name}, whose lanes are AIV0 and AIV1, but in "
                              f"{self.protocol.value} on {self.plat.name} a NO_SPLIT transfer has one lane, "
                              "AIV0: AIV1's side of the handshake is lost (a hang or a slot reused early)",
                              f"give the pipe one lane ({ONE_LANE}), or split the tile between the "
@@ -287,7 +287,7 @@ class _Verifier:
             if ev is not None:
                 self.finding("both_lanes_write", ev.op,
                              f"both Vector lanes write the whole slot in this TPUSH of the no-split "
-                             f"V2C pipe{_ev_where(ev)}: {fn.attributes['sym_name']} runs on AIV0 and "
+                             f"V2C pipe{_ev_where(ev)}: {fn.sym_name} runs on AIV0 and "
                              "AIV1, and a TILE_NO_SPLIT tile is the whole slot (a race on the same "
                              "bytes)",
                              "split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each "
@@ -300,7 +300,7 @@ class _Verifier:
     def counts(self, d, prod, cons) -> None:
         pfn, plans = prod
         cfn, clans = cons
-        pname, cname = pfn.attributes["sym_name"], cfn.attributes["sym_name"]
+        pname, cname = pfn.sym_name, cfn.sym_name
         for plane, (ppaths, _) in plans.items():
             for clane, (cpaths, _) in clans.items():
                 for pp in ppaths:
@@ -408,7 +408,7 @@ def _whole(ev, fn):
     tile is its part of the slot."""
     t = ev.type
     shape = tuple(t.shape)
-    if fn.attributes["kind"] is FunctionKind.AIV and len(shape) >= 2:
+    if fn.kind is FunctionKind.AIV and len(shape) >= 2:
         shape = shape[:-2] + full_shape(ev.split, shape[-2], shape[-1])
     return (isinstance(t, TensorType), t.dtype, shape)
 

@@ -33,6 +33,8 @@ from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprSt
                         ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..ir import ops as irops
+from ..ir.opdefs import (INITIALIZE_PIPE, Barrier, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp,
+                         TAlloc, TFree, TPop, TPush, WaitEvent, call_names)
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
@@ -40,10 +42,11 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
        "or": lambda a, b: a or b}
+_INIT, _EVENTS = call_names(INITIALIZE_PIPE), call_names((RecordEvent, WaitEvent))
 # the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
 # (operands in IR order are the ISA's after the destination); load and store build GM views
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
-                if dsl not in ("load", "store")}
+                if dsl not in (LoadOp.call_name, StoreOp.call_name)}
 # a load / store site re-points its GlobalTensor, and the tiles a TPOP site makes share
 # their views of memory, while these are True; tests turn them off to compare with views
 # built per execution (tests/runtime/test_dsl_closures.py)
@@ -257,25 +260,29 @@ class Compiler:
                 fn(t, *a)
                 return t
             return tile_op
-        if op == "load":
+        if op == LoadOp.call_name:
             return self.load(c, args, at, dest)
-        if op == "store":
+        if op == StoreOp.call_name:
             return self.store(c, args)
-        if op == "tpush":
+        if op == TPush.call_name:
             producer = self.pipe(True)
+
+            tile, split = TPush.tile, TPush.split.of(at)
 
             def tpush():
                 a = [f() for f in args]
-                isa.TPUSH(producer(), a[0], at["split"])
+                isa.TPUSH(producer(), tile.of(a), split)
             return tpush
-        if op == "tpop":
+        if op == TPop.call_name:
             return self.tpop(args, at, dest)
-        if op == "tfree":
+        if op == TFree.call_name:
             consumer = self.pipe(False)
+
+            obj, split = TFree.obj, TFree.split.of(at)
 
             def tfree():
                 a = [f() for f in args]
-                isa.TFREE(consumer(), a[1], at.get("split"))
+                isa.TFREE(consumer(), obj.of(a), split)
             return tfree
         return self.rare(c, op, args, at, dest)
 
@@ -285,23 +292,21 @@ class Compiler:
 
         def call():
             a = [f() for f in args]
-            if op == "get_subblockid":
+            if op == GetSubblockIdOp.call_name:
                 return isa.get_subblockid()
-            if op in ("aic_initialize_pipe", "aiv_initialize_pipe"):
+            if op in _INIT:
                 return it.init_pipe(op, a, at, c)
-            if op == "record_event":
-                isa.set_flag(at["src"], at["dst"], a[0])
+            if op in _EVENTS:           # record_event / wait_event: set_flag / wait_flag
+                flag = isa.set_flag if op == RecordEvent.call_name else isa.wait_flag
+                flag(RecordEvent.src.of(at), RecordEvent.dst.of(at), RecordEvent.event_id.of(a))
                 return None
-            if op == "wait_event":
-                isa.wait_flag(at["src"], at["dst"], a[0])
+            if op == Barrier.call_name:
+                isa.pipe_barrier(Barrier.pipe.of(at))
                 return None
-            if op == "barrier":
-                isa.pipe_barrier(at["pipe"])
-                return None
-            if op == "talloc":
-                t = at["type"]
+            if op == TAlloc.call_name:
+                t = TAlloc.result_type.of(at)
                 gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
-                isa.TALLOC(it.pipe_of(True), gt, at["split"])
+                isa.TALLOC(it.pipe_of(True), gt, TAlloc.split.of(at))
                 return gt
             raise KernelError(f"the runtime cannot execute op {op!r}", where=str(it.core.where()))
         return call
@@ -312,7 +317,8 @@ class Compiler:
         The tiles of one site share their views of memory (``Tile._views``: per core,
         address and valid shape; the site's tiles have one dtype and shape), so a pop into
         a staging slot used before binds without building views."""
-        it, t, split, consumer = self.it, at["type"], at["split"], self.pipe(False)
+        it, consumer = self.it, self.pipe(False)
+        t, split = TPop.result_type.of(at), TPop.split.of(at)
         if isinstance(t, TileValueType):
             space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.shape[:2], t.layout
             views = {}

@@ -24,6 +24,7 @@ from ..arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis, row_major_st
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, FunctionKind, ReserveBuffer, Var
+from ..ir.opdefs import InitializePipe
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
@@ -232,22 +233,25 @@ class Interpreter:
         return pipe
 
     def init_pipe(self, op: str, a, at, c: Call):
-        dir_mask, slot_size, slot_num = at["dir_mask"], at["slot_size"], at["slot_num"]
-        gm, c2v, v2c = a[0], int(a[1] or 0), int(a[2] or 0)
+        ini = InitializePipe              # the fields of both initialisations
+        dir_mask, slot_size, slot_num = ini.dir_mask.of(at), ini.slot_size.of(at), ini.slot_num.of(at)
+        gm = ini.gm_slot_buffer.of(a)
+        c2v, v2c = int(ini.c2v_consumer_buf.of(a) or 0), int(ini.v2c_consumer_buf.of(a) or 0)
         plat = self.core.cluster.platform
         if dir_mask in _LOCAL_DIRS:     # a consumer-local ring: the buffer holds every slot
             n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
             # an explicit LocalSlotNum says the reserve holds the staging slots only
-            staged = at.get("local_slot_num") if plat.ring_in_gm else None
-            for bit, arg in ((Direction.DIR_C2V, c.args[1]), (Direction.DIR_V2C, c.args[2])):
+            staged = ini.local_slot_num.of(at) if plat.ring_in_gm else None
+            for bit, arg in ((Direction.DIR_C2V, ini.c2v_consumer_buf.of(c.args)),
+                             (Direction.DIR_V2C, ini.v2c_consumer_buf.of(c.args))):
                 if dir_mask & bit and arg.__class__ is BufferAttr:
                     self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c, staged)
         if plat.ring_in_gm:         # *_GM directions: the plain ones where rings are in GM
             dir_mask = PLAIN_DIRECTION.get(dir_mask, dir_mask)
-        peers = (0,) if at.get("lanes") == 1 else (0, 1)
+        peers = (0,) if ini.lanes.of(at) == 1 else (0, 1)
         n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
         # AllocateFlags' FlagID; a kernel run without it: the same numbering, in init order
-        flag_id = at.get("flag_id")
+        flag_id = ini.flag_id.of(at)
         if flag_id is None:
             flag_id = self.next_flag
         ways = irops.init_ways(dir_mask)

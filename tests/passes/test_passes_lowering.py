@@ -14,6 +14,7 @@ from ptopipe.errors import CompileError
 from ptopipe.ir import FunctionKind, Operation, Region, Block, to_ops, to_tree, verify
 from ptopipe.ir.nodes import AUTO
 from ptopipe.passes import PassContext, PassManager, allocate_flags, lower_platform, resolve_peers, validate
+from ptopipe.ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
 from ptopipe.passes.util import functions, init_ops, top_ops
 from ptopipe.runtime import KernelSet
 from ptopipe.ir.layout import plan_program
@@ -79,11 +80,11 @@ def test_resolve_peers_uses_the_runtime_allocation_and_propagates_it():
     op = resolve_peers.run(to_ops(prog), PassContext())
     for fname, other in (("vector", "cube"), ("cube", "vector")):
         f = _fn(op, fname)
-        r, = top_ops(f, "pl.reserve_buffer")
-        i, = top_ops(f, "pl.import_peer_buffer")
+        r, = top_ops(f, ReserveBufferOp)
+        i, = top_ops(f, ImportPeerBufferOp)
         assert r.attributes["base"] == lays[fname].by_name[r.attributes["name"]][0]
         assert r.attributes["base"] is not AUTO
-        peer_r, = [x for x in top_ops(_fn(op, other), "pl.reserve_buffer")
+        peer_r, = [x for x in top_ops(_fn(op, other), ReserveBufferOp)
                    if x.attributes["name"] == i.attributes["name"]]
         assert (i.attributes["base"], i.attributes["size"]) == (peer_r.attributes["base"],
                                                                 peer_r.attributes["size"])
@@ -189,7 +190,7 @@ def test_lower_a5_local_rings_explicit():
     op, ctx = _compile(unverified(cube, vector), "a5")
     assert ctx.warnings == [] and op.attributes["platform"] == "a5"
     v = _fn(op, "vector")
-    r, = top_ops(v, "pl.reserve_buffer")
+    r, = top_ops(v, ReserveBufferOp)
     for f in functions(op):
         init, = init_ops(f)
         assert init.attributes["ring"] == "local" and init.attributes["slot_num"] == 2
@@ -330,7 +331,7 @@ def test_validate_reserve_size():
 def test_validate_ring_memory():
     cube, vector = c2v_pair()
     op = to_ops(unverified(cube, vector))
-    top_ops(_fn(op, "vector"), "pl.reserve_buffer")[0].attributes["memory_space"] = "L1"
+    top_ops(_fn(op, "vector"), ReserveBufferOp)[0].attributes["memory_space"] = "L1"
     e = _validate(op, "a5")
     assert e.what == "the C2V ring must be in UB but reserve_buffer 'ring' is in L1"
     _at(e, vector, "reserve")
@@ -354,7 +355,7 @@ def test_validate_import_without_reserve():
 def test_validate_reserve_nobody_imports():
     cube, vector = c2v_pair()
     op = to_ops(unverified(cube, vector))
-    r, = top_ops(_fn(op, "vector"), "pl.reserve_buffer")
+    r, = top_ops(_fn(op, "vector"), ReserveBufferOp)
     spare = r.clone()
     spare.attributes["name"] = "spare"
     r.insert_after(spare)
