@@ -40,15 +40,18 @@ def _vname(v) -> str:
     return f"%{v.name}" if v.name else f"%<{type(v).__name__} {getattr(v, 'index', '?')}>"
 
 
-def _check_space(ctx: _Ctx, t, op, what: str) -> None:
+def _check_space(ctx: _Ctx, v, op) -> None:
+    """Value ``v`` (a block argument or result, named in the error) of a tile type is in a
+    memory space of the function's core."""
+    t = v.type
     if t.__class__ is not TileValueType:
         return
     if ctx.kind is FunctionKind.AIV and t.space is not MemorySpace.Vec:
-        raise ctx.error(f"{what} is a {describe(t)} in Vector function {ctx.func}; a Vector core "
+        raise ctx.error(f"{_vname(v)} is a {describe(t)} in Vector function {ctx.func}; a Vector core "
                         "has only UB (Vec tiles)", op,
                         "do Cube work (Mat/Left/Right/Acc tiles) in the AIC function")
     if ctx.kind is FunctionKind.AIC and t.space is MemorySpace.Vec:
-        raise ctx.error(f"{what} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
+        raise ctx.error(f"{_vname(v)} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
                         "no UB", op, "do Vector work (Vec tiles) in the AIV function")
 
 
@@ -87,46 +90,58 @@ _CROSS = {f"pl.{n}" for n in CROSS_CORE}
 
 
 def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
+    # The walk visits every op of the program once per verify_ops, and the pass manager
+    # verifies after every pass, so this loop is the compiler's hottest: it keeps to set
+    # operations and skips calls whose check cannot apply (each skip names its reason).
     added = []
     for a in block.args:
         if a in visible:
             raise ctx.error(f"{_vname(a)} is defined twice", block.parent.parent)
-        _check_space(ctx, a.type, block.parent.parent, _vname(a))
+        _check_space(ctx, a, block.parent.parent)
         visible.add(a)
         added.append(a)
+    opdef = OPDEFS.get
     op = block.first
     while op is not None:
-        d = OPDEFS.get(op.name)
+        name = op.name
+        d = opdef(name)
         if d is None:
-            raise ctx.error(f"unknown op {op.name!r}", op, "see ptopipe.ir.opdefs.OPDEFS")
+            raise ctx.error(f"unknown op {name!r}", op, "see ptopipe.ir.opdefs.OPDEFS")
         if op.parent is not block:
-            raise ctx.error(f"{op.name} is linked into a block that is not its parent", op)
-        for i, v in enumerate(op.operands):
-            if v not in visible:
-                raise ctx.error(f"{op.name} uses {_vname(v)} (operand {i}) before it is defined "
-                                "or outside its scope", op,
-                                "define it earlier (values defined inside a loop or branch are "
-                                "not visible outside it unless yielded)")
+            raise ctx.error(f"{name} is linked into a block that is not its parent", op)
+        if not visible.issuperset(op.operands):         # one C-level pass over the operands
+            raise _undefined_operand(ctx, op, visible)
         if d.terminator and op.next is not None:
-            raise ctx.error(f"{op.name} must be the last op of its block", op)
-        if op.name == "pl.func":
+            raise ctx.error(f"{name} must be the last op of its block", op)
+        if name == "pl.func":
             ctx.kind, ctx.func, ctx.inited = op.attributes.get("kind"), \
                 op.attributes.get("sym_name"), {}
         d.verify(op, ctx)
         if ctx.func is not None:
             _core_rules(ctx, op, top)
-        for r in op.regions:
-            for b in r.blocks:
-                _block(ctx, b, visible, op.name == "pl.func")
+        if op.regions:
+            for r in op.regions:
+                for b in r.blocks:
+                    _block(ctx, b, visible, name == "pl.func")
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
-            _check_space(ctx, res.type, op, _vname(res))
+            if res.type.__class__ is TileValueType:     # _check_space checks only tiles
+                _check_space(ctx, res, op)
             visible.add(res)
             added.append(res)
         op = op.next
-    for v in added:
-        visible.discard(v)
+    visible.difference_update(added)
+
+
+def _undefined_operand(ctx: _Ctx, op, visible: set) -> CompileError:
+    for i, v in enumerate(op.operands):
+        if v not in visible:
+            return ctx.error(f"{op.name} uses {_vname(v)} (operand {i}) before it is defined "
+                             "or outside its scope", op,
+                             "define it earlier (values defined inside a loop or branch are "
+                             "not visible outside it unless yielded)")
+    raise AssertionError("every operand is visible")
 
 
 def verify_ops(top, memo: bool = True) -> None:
