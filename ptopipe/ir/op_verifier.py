@@ -40,19 +40,24 @@ def _vname(v) -> str:
     return f"%{v.name}" if v.name else f"%<{type(v).__name__} {getattr(v, 'index', '?')}>"
 
 
+#: the tile spaces a function of each core kind cannot hold (a Vector core has only UB, the
+#: Cube core none)
+_NOT_ON_CORE = {FunctionKind.AIV: frozenset(MemorySpace) - {MemorySpace.Vec},
+                FunctionKind.AIC: frozenset({MemorySpace.Vec})}
+
+
 def _check_space(ctx: _Ctx, v, op) -> None:
     """Value ``v`` (a block argument or result, named in the error) of a tile type is in a
     memory space of the function's core."""
     t = v.type
-    if t.__class__ is not TileValueType:
+    if t.__class__ is not TileValueType or t.space not in _NOT_ON_CORE.get(ctx.kind, ()):
         return
-    if ctx.kind is FunctionKind.AIV and t.space is not MemorySpace.Vec:
+    if ctx.kind is FunctionKind.AIV:
         raise ctx.error(f"{_vname(v)} is a {describe(t)} in Vector function {ctx.func}; a Vector core "
                         "has only UB (Vec tiles)", op,
                         "do Cube work (Mat/Left/Right/Acc tiles) in the AIC function")
-    if ctx.kind is FunctionKind.AIC and t.space is MemorySpace.Vec:
-        raise ctx.error(f"{_vname(v)} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
-                        "no UB", op, "do Vector work (Vec tiles) in the AIV function")
+    raise ctx.error(f"{_vname(v)} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
+                    "no UB", op, "do Vector work (Vec tiles) in the AIV function")
 
 
 def _core_rules(ctx: _Ctx, op, top: bool) -> None:
@@ -126,7 +131,8 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
-            if res.type.__class__ is TileValueType:     # _check_space checks only tiles
+            t = res.type                # _check_space's test, inline: it raises only when true
+            if t.__class__ is TileValueType and t.space in _NOT_ON_CORE.get(ctx.kind, ()):
                 _check_space(ctx, res, op)
             visible.add(res)
             added.append(res)
