@@ -200,16 +200,18 @@ class _ToTree:
                               op.loc)
         if name == "pl.copy":
             return self.ref(op.operands[0], pending)
-        shape = _CALL_SHAPES.get(name) or _call_shape(name, op)
-        spec, fixed, attr_names = shape
-        if fixed == len(op.operands):   # one operand per parameter: bound in operand order
-            args = tuple([self.ref(v, pending) for v in op.operands])
-        else:
-            args = tuple(ExprList(tuple(self.ref(v, pending) for v in g), None) if isinstance(g, list)
-                         else self.ref(g, pending) for g in operand_groups(spec, op.operands).values())
-        attrs = tuple([(n, a[n]) for n in attr_names])
+        spec = CALL_OPS.get(name)
+        if spec is None:
+            raise CompileError(f"{name} has no tree form", where=str(op.loc) if op.loc else None)
+        args = []
+        for p, g in zip(spec.operands, operand_groups(spec, op.operands).values()):
+            if isinstance(g, list):
+                args.append(ExprList(tuple(self.ref(v, pending) for v in g), None))
+            else:
+                args.append(self.ref(g, pending))
+        attrs = tuple((p.name, a[p.name]) for p in spec.attr_params)
         rtype = op.results[0].type if op.results else NONE
-        return Call(spec.name, args, attrs, rtype, op.loc)
+        return Call(spec.name, tuple(args), attrs, rtype, op.loc)
 
     def define(self, v, var: Var | None = None) -> Var:
         var = var or (Var(v.name, v.type) if v.name else self.fresh(v))
@@ -291,23 +293,6 @@ class _ToTree:
         return If(cond, then, els, tys, eys, results, op.loc)
 
 
-#: call op name -> (its OpSpec, its number of operand parameters - None when one takes a
-#: list of values - and its attribute names):
-#: OpSpec derives its operand and attribute parameters on every access, and the conversion
-#: asks for them once per op of a program
-_CALL_SHAPES: dict = {}
-
-
-def _call_shape(name: str, op) -> tuple:
-    spec = CALL_OPS.get(name)
-    if spec is None:
-        raise CompileError(f"{name} has no tree form", where=str(op.loc) if op.loc else None)
-    params = spec.operands
-    shape = _CALL_SHAPES[name] = (spec, None if any(p.kind == "values" for p in params) else len(params),
-                                  tuple(p.name for p in spec.attr_params))
-    return shape
-
-
 def op_to_function(op: Operation, record: dict | None = None) -> Function:
     """The tree-IR Function of a ``pl.func`` op.  ``record``, if given, is filled with
     every op result's tree node: its :class:`Var` when it became a variable, else the
@@ -321,6 +306,7 @@ def op_to_function(op: Operation, record: dict | None = None) -> Function:
                 for b in r.blocks:
                     names.update([a.name for a in b.args])
     names.discard(None)
+    names.discard("")
     conv = _ToTree(names, record)
     entry = op.regions[0].blocks[0]
     params = tuple(conv.define(a) for a in entry.args)

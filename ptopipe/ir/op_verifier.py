@@ -97,7 +97,7 @@ _CROSS = {f"pl.{n}" for n in CROSS_CORE}
 def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
     # The walk visits every op of the program once per verify_ops, and the pass manager
     # verifies after every pass, so this loop is the compiler's hottest: it keeps to set
-    # operations and skips calls whose check cannot apply (each skip names its reason).
+    # operations and calls _check_space only for a value it will reject.
     added = []
     for a in block.args:
         if a in visible:
@@ -105,29 +105,26 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
         _check_space(ctx, a, block.parent.parent)
         visible.add(a)
         added.append(a)
-    opdef = OPDEFS.get
     op = block.first
     while op is not None:
-        name = op.name
-        d = opdef(name)
+        d = OPDEFS.get(op.name)
         if d is None:
-            raise ctx.error(f"unknown op {name!r}", op, "see ptopipe.ir.opdefs.OPDEFS")
+            raise ctx.error(f"unknown op {op.name!r}", op, "see ptopipe.ir.opdefs.OPDEFS")
         if op.parent is not block:
-            raise ctx.error(f"{name} is linked into a block that is not its parent", op)
+            raise ctx.error(f"{op.name} is linked into a block that is not its parent", op)
         if not visible.issuperset(op.operands):         # one C-level pass over the operands
             raise _undefined_operand(ctx, op, visible)
         if d.terminator and op.next is not None:
-            raise ctx.error(f"{name} must be the last op of its block", op)
-        if name == "pl.func":
+            raise ctx.error(f"{op.name} must be the last op of its block", op)
+        if op.name == "pl.func":
             ctx.kind, ctx.func, ctx.inited = op.attributes.get("kind"), \
                 op.attributes.get("sym_name"), {}
         d.verify(op, ctx)
         if ctx.func is not None:
             _core_rules(ctx, op, top)
-        if op.regions:
-            for r in op.regions:
-                for b in r.blocks:
-                    _block(ctx, b, visible, name == "pl.func")
+        for r in op.regions:
+            for b in r.blocks:
+                _block(ctx, b, visible, op.name == "pl.func")
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
