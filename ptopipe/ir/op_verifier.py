@@ -42,8 +42,9 @@ def _vname(v) -> str:
 
 #: the tile spaces a function of each core kind cannot hold (a Vector core has only UB, the
 #: Cube core none)
-_NOT_ON_CORE = {FunctionKind.AIV: frozenset(MemorySpace) - {MemorySpace.Vec},
-                FunctionKind.AIC: frozenset({MemorySpace.Vec})}
+#: (tuples: an Enum hashes in Python, a tuple tests its members by identity)
+_NOT_ON_CORE = {FunctionKind.AIV: tuple(s for s in MemorySpace if s is not MemorySpace.Vec),
+                FunctionKind.AIC: (MemorySpace.Vec,)}
 
 
 def _check_space(ctx: _Ctx, v, op) -> None:
@@ -99,6 +100,8 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
     # verifies after every pass, so this loop is the compiler's hottest: it keeps to set
     # operations and calls _check_space only for a value it will reject.
     added = []
+    kind = ctx.kind
+    no_space = _NOT_ON_CORE.get(kind, ())
     for a in block.args:
         if a in visible:
             raise ctx.error(f"{_vname(a)} is defined twice", block.parent.parent)
@@ -129,8 +132,12 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
             t = res.type                # _check_space's test, inline: it raises only when true
-            if t.__class__ is TileValueType and t.space in _NOT_ON_CORE.get(ctx.kind, ()):
-                _check_space(ctx, res, op)
+            if t.__class__ is TileValueType:
+                if ctx.kind is not kind:            # a pl.func of this block set another kind
+                    kind = ctx.kind
+                    no_space = _NOT_ON_CORE.get(kind, ())
+                if t.space in no_space:
+                    _check_space(ctx, res, op)
             visible.add(res)
             added.append(res)
         op = op.next
