@@ -39,8 +39,9 @@ def lazy_exports(package: str, names: dict[str, str], submodules: tuple[str, ...
 
 
 class _AfterImport:
-    """A meta path finder that finds nothing itself: for the one module it waits for, it asks the finders behind it
-    and wraps their loader so ``then(module)`` runs right after the module executes."""
+    """A meta path finder that finds nothing itself: for the one module it waits for, it asks
+    the finders behind it and wraps their loader so ``then(module)`` runs right after the
+    module executes."""
 
     def __init__(self, name: str, then):
         self.name, self.then = name, then
@@ -60,7 +61,8 @@ class _AfterImport:
 
 
 class _ThenLoader:
-    """A loader: the real loader, plus the waiting finder's ``then`` once the module has executed."""
+    """A loader: the real loader, plus the waiting finder's ``then`` once the module has
+    executed."""
 
     def __init__(self, loader, waiting: _AfterImport):
         self._loader, self._waiting = loader, waiting

@@ -41,8 +41,7 @@ def _vname(v) -> str:
 
 
 #: the tile spaces a function of each core kind cannot hold (a Vector core has only UB, the
-#: Cube core none)
-#: (tuples: an Enum hashes in Python, a tuple tests its members by identity)
+#: Cube core none); tuples, because an Enum hashes in Python and a tuple tests by identity
 _NOT_ON_CORE = {FunctionKind.AIV: tuple(s for s in MemorySpace if s is not MemorySpace.Vec),
                 FunctionKind.AIC: (MemorySpace.Vec,)}
 
@@ -145,6 +144,7 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
 
 
 def _undefined_operand(ctx: _Ctx, op, visible: set) -> CompileError:
+    """The error for ``op``'s first operand not in ``visible`` (one of them is not)."""
     for i, v in enumerate(op.operands):
         if v not in visible:
             return ctx.error(f"{op.name} uses {_vname(v)} (operand {i}) before it is defined "
