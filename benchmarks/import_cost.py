@@ -31,11 +31,11 @@ t1 = time.process_time()
 {check}
 print(t1 - t0)
 """
+FACADE = os.path.join(ROOT, "ptopipe", "__init__.py")
 SIDES = {
     "numpy": PROBE.format(more="", check=""),
-    "numpy+ptopipe": PROBE.format(
-        more="import ptopipe",
-        check=f"assert ptopipe.__file__ == {os.path.join(ROOT, 'ptopipe', '__init__.py')!r}, ptopipe.__file__"),
+    "numpy+ptopipe": PROBE.format(more="import ptopipe",
+                                  check=f"assert ptopipe.__file__ == {FACADE!r}, ptopipe.__file__"),
 }
 
 
