@@ -8,9 +8,10 @@ inits, TPUSH / TPOP / TFREE) whose Vector function also holds a generated body
 (tests/ir_programs.py: loads, element-wise and scalar ops, stores, loops carrying tiles,
 ifs with results, nested).  Building it is not timed.
 
-Targets (exit 1 when missed): the largest size under 2 s on each platform, and its
-per-statement cost within 1.5x of that at the smallest.  CPU time
-(``time.process_time``), best of ``--repeat`` runs.  Runs in a few seconds.
+Targets (exit 1 when missed): the largest size in at most 1.0 s on each platform, and the
+per-statement cost flat - at every size within 1.2x of that at the smallest.  CPU time
+(``time.process_time``, so a machine busy with other work slows it little), best of
+``--repeat`` runs.  Runs in a few seconds.
 
 Usage:  python benchmarks/compile_scaling.py [--sizes 1000 5000 20000] [--repeat 3]
 """
@@ -32,6 +33,8 @@ from ptopipe.language import program as pl_program  # noqa: E402
 from ptopipe.passes import PassContext, PassManager, default_pipeline  # noqa: E402
 
 PLATFORMS = ("a2a3", "a5")
+MAX_SECONDS = 1.0           # the largest size, per platform
+MAX_GROWTH = 1.2            # per-statement cost at any size / at the smallest
 
 
 def build(n: int):
@@ -78,10 +81,11 @@ def main(argv=None) -> int:
             rows.append((ops, t))
             print(f"{plat:>8} {ops:>7} {t / ops * 1e6:>9.2f} {t:>9.3f}")
         (ops0, t0), (ops1, t1) = rows[0], rows[-1]
-        ratio = (t1 / ops1) / max(t0 / ops0, 1e-9)
-        hit = t1 < 2.0 and ratio <= 1.5
-        print(f"{plat:>8}: {ops1} statements in {t1:.3f} s (target < 2 s); per-statement cost "
-              f"{ratio:.2f}x that at {ops0} (target <= 1.5x) {'ok' if hit else 'MISS'}")
+        ratio = max((t / ops) / max(t0 / ops0, 1e-9) for ops, t in rows)
+        hit = t1 <= MAX_SECONDS and ratio <= MAX_GROWTH
+        print(f"{plat:>8}: {ops1} statements in {t1:.3f} s (target <= {MAX_SECONDS} s); per-statement "
+              f"cost at most {ratio:.2f}x that at {ops0} (target <= {MAX_GROWTH}x) "
+              f"{'ok' if hit else 'MISS'}")
         ok = ok and hit
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

@@ -12,11 +12,18 @@ from ._startup import guard as _guard
 
 _guard()            # first: Ctrl-C while the ptopipe command imports is one line, not a traceback
 
-from .arch import A2A3, A5, Platform, get_platform
 from .errors import (BudgetError, CompileError, ConfigError, DataRaceError, DeadlockError, KernelError,
                      MemoryConflictError, MismatchError, ParseError, ProtocolError, PtoPipeError)
-from .isa.launch import RunResult, RunSummary, compare, gm_buffer, run
-from .isa.scenario import Scenario
+from ._lazy import lazy_exports as _lazy_exports
+
+# The rest of the facade loads on first use (``ptopipe.run`` imports the instruction API and
+# the simulator then), so ``import ptopipe`` costs next to nothing beyond numpy.
+__getattr__, __dir__ = _lazy_exports(__name__, {
+    "A2A3": ".arch", "A5": ".arch", "Platform": ".arch", "get_platform": ".arch",
+    "RunResult": ".isa.launch", "RunSummary": ".isa.launch", "compare": ".isa.launch",
+    "gm_buffer": ".isa.launch", "run": ".isa.launch",
+    "Scenario": ".isa.scenario",
+}, submodules=("arch", "ir", "isa", "protocol", "runtime", "sim"))
 
 
 def run_pto(path=None, *, static: bool = True, **kwargs):

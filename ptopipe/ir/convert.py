@@ -296,9 +296,15 @@ def op_to_function(op: Operation, record: dict | None = None) -> Function:
     every op result's tree node: its :class:`Var` when it became a variable, else the
     nested :class:`Call` it was inlined as (what :func:`.layout.plan_function` keys tile
     addresses by: ``tiles[var.name]`` / ``temps[id(call)]``)."""
-    names = {v.name for o in op.walk() for v in o.results if v.name}
-    names |= {a.name for o in op.walk() for r in o.regions for b in r.blocks for a in b.args
-              if a.name}
+    names = set()
+    for o in op.walk():                 # one walk: a 20k-op function is walked per conversion
+        names.update([v.name for v in o.results])
+        if o.regions:
+            for r in o.regions:
+                for b in r.blocks:
+                    names.update([a.name for a in b.args])
+    names.discard(None)
+    names.discard("")
     conv = _ToTree(names, record)
     entry = op.body
     params = tuple(conv.define(a) for a in entry.args)

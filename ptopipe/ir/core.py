@@ -181,15 +181,35 @@ class Operation:
         return b.parent.parent if b is not None and b.parent is not None else None
 
     def walk(self):
-        """This op and every op nested in its regions, pre-order."""
+        """This op and every op nested in its regions, pre-order.  Each op's successor is
+        read before the op is yielded (the caller may erase or move the op it is given),
+        its regions after (the walk sees what the caller did to them)."""
         yield self
-        for r in self.regions:
-            for b in r.blocks:
-                op = b.first
-                while op is not None:
-                    nxt = op.next
-                    yield from op.walk()
-                    op = nxt
+        # An explicit stack of [regions, blocks of the current region, next op] per open op,
+        # not nested generators: every pass walks the whole program, and a nested generator
+        # makes each op cost one resume per level of nesting above it.
+        stack = [[iter(self.regions), None, None]]
+        while stack:
+            frame = stack[-1]
+            op = frame[2]
+            if op is None:                      # the next block (of this region or the next)
+                block = None if frame[1] is None else next(frame[1], None)
+                while block is None:
+                    region = next(frame[0], None)
+                    if region is None:
+                        break
+                    frame[1] = iter(region.blocks)
+                    block = next(frame[1], None)
+                if block is None:
+                    stack.pop()
+                    continue
+                op = block.first
+                if op is None:
+                    continue
+            frame[2] = op.next
+            yield op
+            if op.regions:
+                stack.append([iter(op.regions), None, None])
 
     def is_ancestor_of(self, other: "Operation") -> bool:
         while other is not None:

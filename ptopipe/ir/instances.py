@@ -9,7 +9,7 @@ read.  :mod:`.liveness` owns the live spans and calls this for the counts.
 from __future__ import annotations
 
 from ..errors import CompileError
-from .nodes import Assign, Call, For, If, Var, stmt_exprs, walk
+from .nodes import Assign, BufferAttr, Call, Const, For, If, Var, stmt_exprs, walk
 from .opdefs import TPop
 from .types import TileValueType
 
@@ -147,10 +147,11 @@ class Instances:
 
     def expr(self, e, state: dict) -> None:
         """Reads of ``e`` (and runs of the nested ops that make tiles in it)."""
-        if isinstance(e, Var):
+        cls = e.__class__
+        if cls is Var:
             self.read(e.name, state)
             return
-        if isinstance(e, Call):
+        if cls is Call:
             for a in e.args:
                 self.expr(a, state)
             if owns_storage(e):
@@ -158,6 +159,8 @@ class Instances:
                 if key in self.storages:
                     _run(state, key)
             return
+        if cls is Const or cls is BufferAttr:
+            return      # leaves: none has the nested-expression fields walked below
         for x in getattr(e, "items", ()) or ():
             self.expr(x, state)
         for name in ("lhs", "rhs", "operand"):

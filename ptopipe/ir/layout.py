@@ -85,16 +85,20 @@ def plan_function(fn: Function) -> FunctionLayout:
     fixed = _fixed_regions(reserves)
     live = []             # (end, memory, lo, hi) of placed storage still live
     manual = any(c.op in _EVENT_OPS for s in walk(fn.body) for e in stmt_exprs(s) for c in calls(e))
+    footprints = {}       # tile type -> its footprint: a function has few distinct tile types
     for st in sorted(analyse(fn.body).values(), key=lambda st: st.start):
         mem = st.type.space.mem_space.value
         if not manual:                  # manual sync: no sharing (see the module docstring)
             live = [x for x in live if x[0] >= st.start]
-        size = st.type.footprint          # pto-isa's static shape (a padded row) - see cpp_types
+        size = footprints.get(st.type)
+        if size is None:                # pto-isa's static shape (a padded row) - see cpp_types
+            size = footprints[st.type] = st.type.footprint
         addrs = []
+        taken = fixed.get(mem, []) + [(lo, hi) for _e, m, lo, hi in live if m == mem]
         for _ in range(st.copies):
-            taken = fixed.get(mem, []) + [(lo, hi) for _e, m, lo, hi in live if m == mem]
             addr = _first_fit(0, size, taken)
             live.append((st.end, mem, addr, addr + size))
+            taken.append((addr, addr + size))   # = what rebuilding taken from live would add
             addrs.append(addr)
             lay.peak[mem] = max(lay.peak.get(mem, 0), addr + size)
         if isinstance(st.key, tuple) and st.key[0] == "scratch":

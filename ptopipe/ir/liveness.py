@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .instances import Instances, alias_source, owns_storage
-from .nodes import Assign, Call, For, If, Var, stmt_exprs, walk
+from .nodes import Assign, BufferAttr, Call, Const, For, If, Var, stmt_exprs, walk
 from .ops import SCRATCH_OPS
 from .types import TileValueType
 
@@ -134,7 +134,10 @@ class _Liveness:
     def temps(self, e, top, loop) -> None:
         """Positions and storage for the nested ops of ``e`` (post-order): a nested op's
         result is read by the op that takes it as an operand."""
-        if not isinstance(e, Call):
+        cls = e.__class__
+        if cls is Var or cls is Const or cls is BufferAttr:
+            return      # leaves: none has the nested-expression fields walked below
+        if cls is not Call:
             for x in getattr(e, "items", ()) or ():
                 self.temps(x, top, loop)
             for name in ("lhs", "rhs", "operand"):
@@ -177,11 +180,17 @@ class _Liveness:
     def read(self, e, p: int) -> None:
         """The values ``e`` reads at position ``p`` (a nested op's operands are read at its
         own position, by :meth:`temps`)."""
-        if isinstance(e, Var):
+        cls = e.__class__
+        if cls is Var:
             self.uses.append((e.name, p, tuple(self.loops)))
             return
-        if e.__class__ is Call and ("call", id(e)) in self.storages:
+        if cls is Call:                 # a Call's only nested expressions are its args
+            if ("call", id(e)) not in self.storages:
+                for x in e.args:
+                    self.read(x, p)
             return
+        if cls is Const or cls is BufferAttr:
+            return      # leaves: none has the nested-expression fields walked below
         for name in ("args", "items"):
             for x in getattr(e, name, ()):
                 self.read(x, p)

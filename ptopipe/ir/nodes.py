@@ -247,7 +247,8 @@ def calls(expr):
     """Yield every Call inside ``expr`` (post-order)."""
     if isinstance(expr, Call):
         for a in expr.args:
-            yield from calls(a)
+            if isinstance(a, _NESTING):     # (a leaf holds no call: no generator for it)
+                yield from calls(a)
         yield expr
     elif isinstance(expr, (BinOp,)):
         yield from calls(expr.lhs)
@@ -256,7 +257,12 @@ def calls(expr):
         yield from calls(expr.operand)
     elif isinstance(expr, ExprList):
         for a in expr.items:
-            yield from calls(a)
+            if isinstance(a, _NESTING):
+                yield from calls(a)
+
+
+#: the expressions that may hold a Call (what :func:`calls` descends into)
+_NESTING = (Call, BinOp, UnaryOp, ExprList)
 
 
 def stmt_exprs(s) -> tuple:

@@ -40,16 +40,24 @@ def _vname(v) -> str:
     return f"%{v.name}" if v.name else f"%<{type(v).__name__} {getattr(v, 'index', '?')}>"
 
 
-def _check_space(ctx: _Ctx, t, op, what: str) -> None:
-    if t.__class__ is not TileValueType:
+#: the tile spaces a function of each core kind cannot hold (a Vector core has only UB, the
+#: Cube core none); tuples, because an Enum hashes in Python and a tuple tests by identity
+_NOT_ON_CORE = {FunctionKind.AIV: tuple(s for s in MemorySpace if s is not MemorySpace.Vec),
+                FunctionKind.AIC: (MemorySpace.Vec,)}
+
+
+def _check_space(ctx: _Ctx, v, op) -> None:
+    """Value ``v`` (a block argument or result, named in the error) of a tile type is in a
+    memory space of the function's core."""
+    t = v.type
+    if t.__class__ is not TileValueType or t.space not in _NOT_ON_CORE.get(ctx.kind, ()):
         return
-    if ctx.kind is FunctionKind.AIV and t.space is not MemorySpace.Vec:
-        raise ctx.error(f"{what} is a {describe(t)} in Vector function {ctx.func}; a Vector core "
+    if ctx.kind is FunctionKind.AIV:
+        raise ctx.error(f"{_vname(v)} is a {describe(t)} in Vector function {ctx.func}; a Vector core "
                         "has only UB (Vec tiles)", op,
                         "do Cube work (Mat/Left/Right/Acc tiles) in the AIC function")
-    if ctx.kind is FunctionKind.AIC and t.space is MemorySpace.Vec:
-        raise ctx.error(f"{what} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
-                        "no UB", op, "do Vector work (Vec tiles) in the AIV function")
+    raise ctx.error(f"{_vname(v)} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
+                    "no UB", op, "do Vector work (Vec tiles) in the AIV function")
 
 
 def _core_rules(ctx: _Ctx, op, top: bool) -> None:
@@ -82,11 +90,16 @@ def _core_rules(ctx: _Ctx, op, top: bool) -> None:
 
 
 def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
+    # The walk visits every op of the program once per verify_ops, and the pass manager
+    # verifies after every pass, so this loop is the compiler's hottest: it keeps to set
+    # operations and calls _check_space only for a value it will reject.
     added = []
+    kind = ctx.kind
+    no_space = _NOT_ON_CORE.get(kind, ())
     for a in block.args:
         if a in visible:
             raise ctx.error(f"{_vname(a)} is defined twice", block.parent.parent)
-        _check_space(ctx, a.type, block.parent.parent, _vname(a))
+        _check_space(ctx, a, block.parent.parent)
         visible.add(a)
         added.append(a)
     op = block.first
@@ -96,12 +109,8 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
             raise ctx.error(f"unknown op {op.name!r}", op, "see ptopipe.ir.opdefs.OPDEFS")
         if op.parent is not block:
             raise ctx.error(f"{op.name} is linked into a block that is not its parent", op)
-        for i, v in enumerate(op.operands):
-            if v not in visible:
-                raise ctx.error(f"{op.name} uses {_vname(v)} (operand {i}) before it is defined "
-                                "or outside its scope", op,
-                                "define it earlier (values defined inside a loop or branch are "
-                                "not visible outside it unless yielded)")
+        if not visible.issuperset(op.operands):         # one C-level pass over the operands
+            raise _undefined_operand(ctx, op, visible)
         if d.terminator and op.next is not None:
             raise ctx.error(f"{op.name} must be the last op of its block", op)
         d.verify(op, ctx)
@@ -115,12 +124,28 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
-            _check_space(ctx, res.type, op, _vname(res))
+            t = res.type                # _check_space's test, inline: it raises only when true
+            if t.__class__ is TileValueType:
+                if ctx.kind is not kind:            # a pl.func of this block set another kind
+                    kind = ctx.kind
+                    no_space = _NOT_ON_CORE.get(kind, ())
+                if t.space in no_space:
+                    _check_space(ctx, res, op)
             visible.add(res)
             added.append(res)
         op = op.next
-    for v in added:
-        visible.discard(v)
+    visible.difference_update(added)
+
+
+def _undefined_operand(ctx: _Ctx, op, visible: set) -> CompileError:
+    """The error for ``op``'s first operand not in ``visible`` (one of them is not)."""
+    for i, v in enumerate(op.operands):
+        if v not in visible:
+            return ctx.error(f"{op.name} uses {_vname(v)} (operand {i}) before it is defined "
+                             "or outside its scope", op,
+                             "define it earlier (values defined inside a loop or branch are "
+                             "not visible outside it unless yielded)")
+    raise AssertionError("every operand is visible")
 
 
 def verify_ops(top, memo: bool = True) -> None:

@@ -304,13 +304,14 @@ def _derived(spec, fields=None):
         # Memo (one verify_ops walk, ctx.memo): the typing rule reads only the op's name,
         # the core kind, its operands' types and constant values, its attributes and result
         # types, so an op whose key was verified in this walk verifies again.  Unhashable
-        # attributes (lists) skip the memo.
+        # attributes (lists) skip the memo.  The key is built for every table-derived op of
+        # every walk: list comprehensions, which cost less than generators here.
         memo = getattr(ctx, "memo", None)
         key = None
         if memo is not None:
             try:
-                key = (op.name, ctx.kind, tuple(_operand_key(v) for v in op.operands),
-                       tuple(op.attributes.items()), tuple(r.type for r in op.results))
+                key = (op.name, ctx.kind, tuple([_operand_key(v) for v in op.operands]),
+                       tuple(op.attributes.items()), tuple([r.type for r in op.results]))
                 if key in memo:
                     return
             except TypeError:

@@ -13,6 +13,7 @@ point at the argument in the source.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
@@ -81,11 +82,11 @@ class OpSpec:
     aliases: tuple = field(default=())
     role: str | None = None   # a cross-core op's end of the ring: "producer" / "consumer"
 
-    @property
+    @cached_property        # a spec is immutable; the parser, verifier and writers ask per op
     def operands(self) -> tuple:
         return tuple(p for p in self.params if p.operand)
 
-    @property
+    @cached_property
     def attr_params(self) -> tuple:
         return tuple(p for p in self.params if not p.operand)
 
