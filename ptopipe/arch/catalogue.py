@@ -505,6 +505,41 @@ def gather_index(a_full, idx, d):
     d[...] = np.where(ok, flat[np.where(ok, i, 0)], 0)
 
 
+def gather_compare(a, k, mode, offset: int, d_full, counts) -> None:
+    """Per row ``i``: the column numbers ``offset + j`` of the ``a[i, j]`` that compare
+    ``<mode>`` to the threshold ``k[i]`` (in order) into ``d_full[i, :n]``, and ``n`` into
+    ``counts[i]`` (TGATHER's compare form; the rest of each dst row is left as it was)."""
+    hit = COMPARE[mode](a, np.asarray(k, a.dtype).reshape(-1, 1))
+    for i, row in enumerate(hit):
+        cols = np.flatnonzero(row)
+        d_full[i, :cols.size] = offset + cols
+    np.copyto(counts, hit.sum(axis=1), casting="unsafe")
+
+
+def concat_counted(a_full, b_full, n0, n1, unit: int, d, dst_idx) -> None:
+    """TCONCAT's indexed forms, as pto-isa's NPU implementations take them: per row ``i``,
+    ``src0Idx[i, 0]`` and ``src1Idx[i, 0]`` are byte counts in units of the index dtype's
+    size (``unit``); ``c0 = min(n0 / unit, dst cols)`` columns of src0 then ``c1 = min(n1 /
+    unit, dst cols - c0)`` of src1 go to the row's start; ``dst_idx`` (when given) gets
+    ``min(c0' + c1', dst cols) * unit`` of the uncut counts.  Counts reaching past a source
+    tile's static columns are an error (the device reads whatever follows the tile)."""
+    cols = d.shape[1]
+    for i in range(d.shape[0]):
+        w0, w1 = int(n0[i]) // unit, int(n1[i]) // unit
+        c0 = min(w0, cols)
+        c1 = min(w1, cols - c0)
+        for what, c, src in (("src0", c0, a_full), ("src1", c1, b_full)):
+            if c > src.shape[1] or int((n0, n1)[what == "src1"][i]) < 0:
+                raise DataFault(f"TCONCAT row {i}: {what}Idx asks for {c} columns of a {src.shape[1]}-"
+                                "column source tile", f"keep {what}Idx[i, 0] in 0 .. {src.shape[1] * unit} "
+                                f"(bytes in units of {unit})")
+        row0, row1 = a_full[i, :c0].copy(), b_full[i, :c1].copy()      # d may alias a source
+        d[i, :c0] = row0
+        d[i, c0:c0 + c1] = row1
+        if dst_idx is not None:
+            dst_idx[i] = min(w0 + w1, cols) * unit
+
+
 def scatter_index(s, idx, d_full):
     """``d_full.flat[idx[r, c]] = s[r, c]`` in row-major order (the last write of an index
     wins); an index outside the destination tile is an error (TSCATTER's index form)."""
@@ -792,6 +827,16 @@ _POW = types("i8 u8 i16 i32 u32 f32", a5="i8 u8 i16 i32 u32 f16 f32")   # TPOW/T
 #: TPOW / TPOWS with PowAlgorithm.HIGH_PRECISION (A5: floats only, bf16 too; A2A3 ignores it)
 POW_HIGH_PRECISION = types("i8 u8 i16 i32 u32 f32", a5="f16 bf16 f32")
 _A5_B32 = types("", a5="i8 u8 i16 i32 u32 f16 bf16 f32")     # TINTERLEAVE/TDEINTERLEAVE (A5 only)
+#: TGATHER's compare form (``TGATHER<..., CmpMode>(dst, src, kValue, cdst, tmp, offset)``):
+#: the source dtypes (A2A3 takes int32 with CmpMode.EQ only), the dst / cdst index dtypes,
+#: and the dtypes of a per-row threshold tile (held as an integer, converted to the source's)
+GATHER_COMPARE = types("i32 f16 f32", a5="i16 i32 u32 f16 f32")
+GATHER_COMPARE_A2A3_EQ_ONLY = (dt.int32,)
+GATHER_COMPARE_MODES = (CmpMode.EQ, CmpMode.GT)
+GATHER_COMPARE_INDEX = (dt.int32, dt.uint32)
+GATHER_COMPARE_K = Types(frozenset({dt.int32, dt.uint32}), frozenset({_U16, dt.uint32}))
+#: TCONCAT's indexed forms: the dtypes of the per-row count tiles (src0Idx, src1Idx, dstIdx)
+CONCAT_INDEX = frozenset({dt.int8, dt.uint8, dt.int16, _U16, dt.int32, dt.uint32})
 #: TPARTARGMAX / TPARTARGMIN: value dtype -> the index dtypes it pairs with
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
@@ -943,7 +988,9 @@ _DEFS = (
     OpDef("THISTOGRAM", "THISTOGRAM", _V, histogram, Types(frozenset(), frozenset({dt.uint32, _U16})), (7, 14, 18),
           doc="cumulative per-row counts of one byte of each element (THISTOGRAM)"),
     # -- layout and generation
-    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1, doc="src0 | src1 along columns (TCONCAT)"),
+    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1,
+          doc="src0 | src1 along columns (TCONCAT); indexed forms (dst, src0, src1[, dstIdx], src0Idx, "
+              "src1Idx): per-row counts from index tiles (ISA only: ptoas spells the plain form)"),
     OpDef("TTRANS", "TTRANS", _V, trans, _CAT, _S2, tmp=True, doc="dst = src transposed (TTRANS)"),
     OpDef("TRESHAPE", "TRESHAPE", None, doc="the same bytes as another tile shape / dtype (TRESHAPE)"),
     OpDef("TFILLPAD", "fillpad", _V, fill_pad, _CAT, _S1,
@@ -958,7 +1005,10 @@ _DEFS = (
           doc="a lower / upper triangular 0/1 mask (TTRI)"),
     OpDef("TINSERT", "TINSERT", None, doc="src into dst at (row, col): TEXTRACT's inverse (TINSERT)"),
     OpDef("TGATHER", "TGATHER", _V, gather_index, _B32, _S2, tmp=True,
-          doc="dst = src elements by index, or the elements a MaskPattern takes (TGATHER)"),
+          doc="dst = src elements by index, or the elements a MaskPattern takes (TGATHER); compare form "
+              "(dst, src, kValue, cdst, tmp, offset, CmpMode EQ / GT): per row the column numbers + offset "
+              "of the elements matching kValue, their count in cdst (sources A2A3: f16, f32, i32 (EQ); "
+              "A5: f16, f32, i16, i32, u32)"),
     OpDef("TSCATTER", "TSCATTER", _V, scatter_index, _B32, _S2,
           doc="src elements to dst positions by index, or where a MaskPattern takes (TSCATTER)"),
     OpDef("TINTERLEAVE", "TINTERLEAVE", _V, interleave, _A5_B32, _S2,

@@ -210,20 +210,32 @@ def test_a_recursive_call_is_a_parse_error_at_the_call_before_anything_runs(indi
     assert "ran" not in capsys.readouterr().out
 
 
-def test_tgather_compare_form_is_a_parse_error_before_anything_runs(capsys):
+def test_tgather_compare_form_runs_and_refuses_other_modes():
+    """ptoas's compare form ``ins(%src, %kValue, %tmp) outs(%dst, %cdst) {offset}``: the
+    matching column numbers + offset per row into dst, their counts into cdst; a mode other
+    than eq / gt is refused at the op's line."""
     i32, u8 = vec_t(16, 16, "i32"), vec_t(16, 16, "ui8")
-    text = vector_kernel(IO + f"""    pto.print ins("ran")
-    %s = arith.constant 0.0 : f32
+
+    def text(mode):
+        return vector_kernel(IO + f"""    %s = arith.constant 20.0 : f32
     %tmp = pto.alloc_tile : {u8}
     %d = pto.alloc_tile : {i32}
     %cd = pto.alloc_tile : {i32}
-    pto.tgather ins(%t, %s, %tmp : {vec_t(16, 16)}, f32, {u8}) outs(%d, %cd : {i32}, {i32}) {{offset = 7 : i32}}
-""" + STORE)
-    with pytest.raises(ParseError) as e:
-        run_pto(text=text, inputs=dict(x=X, y=X))
-    assert "pto.tgather's compare form" in e.value.what and "not supported" in e.value.what
-    assert e.value.where == f"<pto>:{line_of(text, 'pto.tgather')}:5"
-    assert "ran" not in capsys.readouterr().out
+    pto.texpands ins(%c0_i32 : i32) outs(%d : {i32})
+    pto.tgather ins(%t, %s, %tmp : {vec_t(16, 16)}, f32, {u8}) outs(%d, %cd : {i32}, {i32}) {{{mode}offset = 7 : i32}}
+    pto.tcvt ins(%d {{rmode = #pto<round_mode CAST_RINT>}} : {i32}) outs(%t : {vec_t(16, 16)})
+""" + STORE).replace("%c16 = arith.constant 16 : index", "%c16 = arith.constant 16 : index\n    %c0_i32 = arith.constant 0 : i32")
+    res = run_pto(text=text("cmpMode = #pto<cmp gt>, "), inputs=dict(x=X, y=np.zeros_like(X)))
+    want = np.zeros((16, 16), np.float32)
+    for r, row in enumerate(X > 20):
+        cols = np.flatnonzero(row)
+        want[r, :cols.size] = 7 + cols
+    np.testing.assert_array_equal(res.outputs["y"].reshape(16, 16), want)
+    bad = text("cmpMode = #pto<cmp lt>, ")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert "EQ or GT, not LT" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(bad, 'pto.tgather')}:5"
 
 
 def test_use_before_definition_is_a_parse_error_at_the_use():

@@ -486,6 +486,33 @@ def _row_stats_out(i):
     return {"arg1": mx, "arg2": (mx + np.log(np.exp(x - mx).sum(axis=1, keepdims=True))).astype(F32)}
 
 
+def _compare_gather(x, hit, offset):
+    """Per row the column numbers (+ offset) where ``hit``, packed from column 0 (the rest of
+    the row as loaded: 0), and the count of each row in element i of ``cnt``."""
+    idx, cnt = np.zeros(x.shape, I32), np.zeros(x.shape, I32)
+    for r, row in enumerate(hit):
+        cols = np.flatnonzero(row)
+        idx[r, :cols.size] = offset + cols
+    cnt.reshape(-1)[:x.shape[0]] = hit.sum(axis=1)
+    return {"idx": idx, "cnt": cnt}
+
+
+def _above_threshold_in(rng):
+    return {"x": f32(rng, 4, 32, lo=-1.0, hi=1.0), "idx": zeros(4, 32, dtype=I32), "cnt": zeros(4, 32, dtype=I32)}
+
+
+def _above_threshold_out(i):
+    return _compare_gather(i["x"], i["x"] > np.float32(0.5), 100)
+
+
+def _find_value_in(rng):
+    return {"x": ints(rng, I16, 0, 5, 4, 32), "idx": zeros(4, 32, dtype=I32), "cnt": zeros(4, 32, dtype=I32)}
+
+
+def _find_value_out(i):
+    return _compare_gather(i["x"], i["x"] == 3, 0)
+
+
 # -- single-core Cube kernels -------------------------------------------------------------------
 def _gemm_f32_in(rng):
     return {"a": f32(rng, 32, 32), "b": f32(rng, 32, 16), "c": zeros(32, 16)}
@@ -928,6 +955,8 @@ GOLDENS: dict[str, Golden] = {
     "v_cvt_float_int_a3": Golden(_quant_grid_in, _quant_grid_out),
     "v_int32_arith_a5": Golden(_int32_affine_in, _int32_affine_out),
     "v_int16_ops_a3": Golden(_int16_mix_in, _int16_mix_out),
+    "v_tgather_compare_gt_a3": Golden(_above_threshold_in, _above_threshold_out),
+    "v_tgather_compare_eq_i16_a5": Golden(_find_value_in, _find_value_out),
     "v_int8_dequant_a5": Golden(_int8_dequant_in, _int8_dequant_out),
     "v_scf_for_accum_a3": Golden(_block_sum_in, _block_sum_out),
     "v_scf_for_iter_args_a5": Golden(_geometric_in, _geometric_out),

@@ -136,6 +136,9 @@ def _attr_kwargs(ex, s: Stmt) -> dict:
             except (AttributeError, KeyError):
                 raise ex.perr(v[0], f"{key} {' '.join(t.text for t in v)} is not a compare mode",
                               "use eq, ne, lt, le, gt or ge") from None
+    v = s.attr("offset") if s.name == "pto.tgather" else None    # compare form: the first index
+    if v:
+        out["offset"] = int(v[0].text)
     v = s.attr("maskPattern")
     if v:
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))
@@ -167,7 +170,8 @@ CPP_ORDER = {
     "TDEINTERLEAVE": lambda o, i: [o[1], o[0], *reversed(i)],    # (dst1, dst0, src1, src0 | src)
     "TPARTARGMAX": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    # (dstVal, src0Val, src1Val,
     "TPARTARGMIN": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    #  dstIdx, src0Idx, src1Idx)
-}
+    "TGATHER": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],        # compare form: (dst, src, kValue,
+}                                                                #  cdst, tmp)
 
 
 #: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
