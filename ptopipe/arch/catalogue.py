@@ -639,6 +639,44 @@ def dequant(q, scale, offset, d):
     np.multiply(q.astype(np.float32) - offset[:, p], scale[:, p], out=d)
 
 
+def fp_params(q) -> tuple:
+    """The fixpipe's vector quantisation parameters of uint64 words ``q`` (one per column of
+    an fp / Scaling tile), as pto-isa's CPU model reads them: the scale M1 (bits 13..31: sign,
+    8-bit exponent, 10-bit mantissa, i.e. the float32 in the low word with its last 13
+    mantissa bits dropped; exponent and mantissa 0 give 0), the offset (bits 37..45), the
+    signed-result bit (46) and the int32 -> int16 shift (bits 32..35, plus 1)."""
+    q = np.asarray(q, dtype=np.uint64)
+    m1 = (q >> np.uint64(13)) & np.uint64(0x7FFFF)
+    sign = ((m1 >> np.uint64(18)) & np.uint64(1)).astype(np.float64)
+    exp = ((m1 >> np.uint64(10)) & np.uint64(0xFF)).astype(np.int64)
+    man = (m1 & np.uint64(0x3FF)).astype(np.float64)
+    scale = np.where((exp == 0) & (man == 0), 0.0,
+                     (1 - 2 * sign) * np.ldexp(1 + man / 1024, exp - 127)).astype(np.float32)
+    offset = ((q >> np.uint64(37)) & np.uint64(0x1FF)).astype(np.float32)
+    signed = ((q >> np.uint64(46)) & np.uint64(1)).astype(bool)
+    shift = ((q >> np.uint64(32)) & np.uint64(0xF)).astype(np.int64) + 1
+    return scale, offset, signed, shift
+
+
+def quantize_fp(s, q, d) -> None:
+    """``d = convert(s; q[c])`` per column ``c`` (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP,
+    pto-isa's vector pre-quant modes): f32 / i32 -> i8 / u8 ``clip(rint(s * scale + offset))``
+    into the signed (bit 46) or unsigned byte range; i32 -> f16 ``clip(s * scale, +/-65504)``;
+    i32 -> i16 ``s >> shift`` kept to 16 bits.  The product and sum are float32."""
+    scale, offset, signed, shift = fp_params(q)
+    dt_out = np.dtype(d.dtype)
+    if s.dtype == dt.int32 and dt_out == dt.int16:
+        np.copyto(d, (s.astype(np.int64) >> shift[None, :]).astype(np.int16), casting="unsafe")
+        return
+    y = s.astype(np.float32) * scale[None, :]
+    if dt_out == dt.float16:
+        np.copyto(d, np.clip(y, -65504.0, 65504.0), casting="unsafe")
+        return
+    r = np.rint(y + offset[None, :])
+    r = np.clip(r, np.where(signed, -128.0, 0.0)[None, :], np.where(signed, 127.0, 255.0)[None, :])
+    np.copyto(d, r.astype(np.int64), casting="unsafe")      # 128..255 into int8: the low byte
+
+
 def _prod(a, axis):
     """A product in the tile's dtype (integers wrap, as the vector unit's multiply does)."""
     return np.multiply.reduce(a, axis=axis, dtype=a.dtype)
@@ -837,6 +875,19 @@ GATHER_COMPARE_INDEX = (dt.int32, dt.uint32)
 GATHER_COMPARE_K = Types(frozenset({dt.int32, dt.uint32}), frozenset({_U16, dt.uint32}))
 #: TCONCAT's indexed forms: the dtypes of the per-row count tiles (src0Idx, src1Idx, dstIdx)
 CONCAT_INDEX = frozenset({dt.int8, dt.uint8, dt.int16, _U16, dt.int32, dt.uint32})
+#: the fixpipe's vector quantisation (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP): per platform,
+#: accumulator dtype -> the destination dtypes one uint64 parameter per column converts it to
+#: (pto-isa's VQF322B8_PRE, VREQ8, VDEQF16 and, on A2A3, VSHIFTS322S16)
+FP_CONVERTS = {_A2A3: {dt.float32: (dt.int8, dt.uint8), dt.int32: (dt.int8, dt.uint8, dt.float16, dt.int16)},
+               _A5: {dt.float32: (dt.int8, dt.uint8), dt.int32: (dt.int8, dt.uint8, dt.float16)}}
+#: the dtype of an fp (TileType.Scaling) tile: one quantisation word per column
+FP_PARAM = np.dtype(np.uint64)
+#: the data paths of the *_FP moves: op -> (source, destination) -> (pipe, platform ids)
+FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
+                        (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,))},
+            "TEXTRACT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
+                            (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,))},
+            "TINSERT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5))}}
 #: TPARTARGMAX / TPARTARGMIN: value dtype -> the index dtypes it pairs with
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
@@ -846,6 +897,15 @@ _DEFS = (
     OpDef("TEXTRACT", "extract", PipeUnit.MTE1, dsl="extract",
           doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec; A5 also Acc -> Mat / Vec, "
               "Vec -> Mat (EXTRACT_PATHS)"),
+    OpDef("TMOV_FP", "move_fp", PipeUnit.FIX, quantize_fp,
+          doc="Acc -> Mat (A5 also Vec) converting per column with a Scaling tile's uint64 quant words "
+              "(TMOV_FP)"),
+    OpDef("TEXTRACT_FP", "extract_fp", PipeUnit.FIX, quantize_fp,
+          doc="TEXTRACT of an Acc block, converting with a Scaling tile (TEXTRACT_FP): to Mat, A5 also Vec"),
+    OpDef("TINSERT_FP", "insert_fp", PipeUnit.FIX, quantize_fp,
+          doc="TINSERT of an Acc tile into Mat at (row, col), converting with a Scaling tile (TINSERT_FP)"),
+    OpDef("TSTORE_FP", "store_fp", PipeUnit.FIX, quantize_fp,
+          doc="Acc -> GM converting per column with a Scaling tile (TSTORE_FP)"),
     OpDef("TMATMUL", "matmul", _M, dsl="matmul", doc="a @ b (TMATMUL)"),
     OpDef("TMATMUL_ACC", "matmul_acc", _M, dsl="matmul_acc", doc="acc + a @ b (TMATMUL_ACC)"),
     OpDef("TMATMUL_BIAS", "matmul_bias", _M, doc="a @ b + bias (TMATMUL_BIAS)"),
@@ -1045,12 +1105,15 @@ def by_form(*forms: str) -> tuple:
 #: dtypes (FIX); every other path copies.
 MOVES = {(TileType.Mat, TileType.Left): PipeUnit.MTE1, (TileType.Mat, TileType.Right): PipeUnit.MTE1,
          (TileType.Mat, TileType.Bias): PipeUnit.MTE1, (TileType.Acc, TileType.Mat): PipeUnit.FIX,
+         (TileType.Mat, TileType.Scaling): PipeUnit.FIX,
          (TileType.Vec, TileType.Vec): PipeUnit.V}
 MOVE_PATHS = ", ".join(f"{s.value}->{d.value}" for s, d in MOVES)
 #: A5 only: the Cube's FIX pipe writes L0C into a Vector core's UB (pto-isa ``TMOV`` Acc -> Vec,
 #: ``AccToVecMode``).  A tile in UB is on the Cube only in a program that uses both kinds
 #: of tiles on one core (pto-isa's CPU simulator runs such a program; the device cannot).
-A5_MOVES = {(TileType.Acc, TileType.Vec): PipeUnit.FIX}
+#: Also A5 only: L1 -> the MX scale buffers (TMOV Mat -> ScaleLeft / ScaleRight, MTE1).
+A5_MOVES = {(TileType.Acc, TileType.Vec): PipeUnit.FIX, (TileType.Mat, TileType.ScaleLeft): PipeUnit.MTE1,
+            (TileType.Mat, TileType.ScaleRight): PipeUnit.MTE1}
 CONVERTS_FROM = TileType.Acc             # the tile type whose moves and stores convert (FIX)
 LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources

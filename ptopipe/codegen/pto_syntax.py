@@ -73,10 +73,10 @@ INT_DTYPES = ("index", "i64", "i32", "u32", "i16", "i8", "u8")
 #: ptopipe tile op (op-table name) <-> PTO-AS op name (``pto.`` + the ISA name)
 def pto_op_name(isa_name: str) -> str:
     """The PTO-AS op of an instruction: ``pto.`` + its name in lower case, the matmul / gemv
-    variants dotted (``TMATMUL_ACC`` -> ``pto.tmatmul.acc``, ``TFILLPAD_INPLACE`` ->
-    ``pto.tfillpad_inplace``)."""
+    variants and TMOV_FP dotted (``TMATMUL_ACC`` -> ``pto.tmatmul.acc``, ``TMOV_FP`` -> ``pto.tmov.fp``,
+    ``TFILLPAD_INPLACE`` -> ``pto.tfillpad_inplace``, ``TSTORE_FP`` -> ``pto.tstore_fp``)."""
     low = isa_name.lower()
-    if low.startswith(("tmatmul_", "tgemv_")):
+    if low.startswith(("tmatmul_", "tgemv_")) or low == "tmov_fp":
         low = low.replace("_", ".")
     return "pto." + low
 

@@ -16,6 +16,8 @@ from .vector import *  # noqa: F401,F403
 from .vector import __all__ as _vector_all
 from .layout_ops import *  # noqa: F401,F403
 from .layout_ops import __all__ as _layout_all
+from .fixpipe import *  # noqa: F401,F403
+from .fixpipe import __all__ as _fixpipe_all
 from .debug import PRINT, TPREFETCH, TPRINT, TTRAP, prints
 from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL, DIR_V2C_GM,
                    TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, TPOP, TPOPDONE,
@@ -32,7 +34,7 @@ from ..arch.vocab import (CmpMode, GatherAxis, HistByte, MaskPattern, PadValue, 
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
 
-__all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_sync_all) + [
+__all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe_all) + list(_sync_all) + [
     "BLayout", "CmpMode", "GatherAxis", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "RunResult",

@@ -19,7 +19,8 @@ FORMS = {
     "row_bcast": "dst, src (per row)", "fill": "dst, scalar", "convert": "dst, src[, RoundMode]",
     "matmul": "c, a, b", "matmul_acc": "c_out, c_in, a, b", "matmul_bias": "c, a, b, bias",
     "load": "tile, GlobalTensor", "store": "GlobalTensor, tile", "move": "dst, src",
-    "extract": "dst, src, row, col",
+    "extract": "dst, src, row, col", "move_fp": "dst, src, fp", "extract_fp": "dst, src, fp, row, col",
+    "insert_fp": "dst, src, fp, row, col", "store_fp": "GlobalTensor, src, fp",
 }
 
 

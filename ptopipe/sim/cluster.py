@@ -47,7 +47,8 @@ _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anyt
 # interpreter instructions per tile).  tests/test_speed_paths.py checks all three.
 _GC_OLDER = 1000
 
-_LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
+_LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS, MemSpace.FB,
+                         MemSpace.L0A_SCALE, MemSpace.L0B_SCALE),
           CoreKind.AIV: (MemSpace.UB,)}
 
 

@@ -657,6 +657,49 @@ def _memref_gemm_out(i):
     return {"c": mm(i["a"], i["b"])}
 
 
+U64 = np.dtype(np.uint64)
+
+
+def _quant_words(cols):
+    """One fixpipe quant word per column: the scale's float32 bits (the low 13 mantissa bits
+    dropped), an offset in bits 37..45 and the signed-result bit 46 (pto-isa's layout)."""
+    words = []
+    for c in range(cols):
+        scale = np.float32(0.25 + 0.125 * (c % 4))
+        words.append((int(scale.view(np.uint32)) & 0xFFFFE000) | ((c % 3) << 37) | (int(c % 2 == 0) << 46))
+    return np.array([words], U64)
+
+
+def _quantized(acc, q):
+    """acc converted per column as the fixpipe's f32 -> b8 vector quantisation does."""
+    w = q[0].astype(np.int64)
+    m1 = (w >> 13) & 0x7FFFF
+    scale = np.array([np.ldexp(1 + (m & 0x3FF) / 1024, ((m >> 10) & 0xFF) - 127) for m in m1], F32)
+    offset, signed = ((w >> 37) & 0x1FF).astype(F32), ((w >> 46) & 1).astype(bool)
+    r = np.rint(acc.astype(F32) * scale + offset)
+    return np.clip(r, np.where(signed, -128, 0), np.where(signed, 127, 255)).astype(np.int64).astype(I8)
+
+
+def _quant_linear_in(rng):
+    return {"a": ints(rng, F16, -3, 3, 16, 32), "b": ints(rng, F16, -3, 3, 32, 16), "q": _quant_words(16),
+            "y": zeros(16, 16, dtype=I8)}
+
+
+def _quant_linear_out(i):
+    return {"y": _quantized(mm(i["a"], i["b"]), i["q"])}
+
+
+def _quant_moves_in(rng):
+    return _quant_linear_in(rng) | {"z": ints(rng, I8, -9, 9, 16, 32), "w": zeros(16, 8, dtype=I8)}
+
+
+def _quant_moves_out(i):
+    y = _quantized(mm(i["a"], i["b"]), i["q"])
+    z = i["z"].copy()
+    z[:, 16:] = y
+    return {"y": y, "z": z, "w": y[:, 8:16]}
+
+
 # -- cross-core (TPUSH / TPOP) kernels ------------------------------------------------------------
 def _proj_residual_in(rng):
     return {"x": f32(rng, 16, 32), "w": f32(rng, 32, 16), "r": f32(rng, 16, 16), "out": zeros(16, 16),
@@ -987,6 +1030,8 @@ GOLDENS: dict[str, Golden] = {
     "c_mm_i8_a5": Golden(_gemm_int8_in, _gemm_int8_out),
     "c_mm_ksplit_level3_a3": Golden(_proj_ksplit_in, _proj_ksplit_out, rtol=1e-4, atol=1e-4),
     "c_mm_first_k_if_a5": Golden(_gemm_k_loop_in, _gemm_k_loop_out, rtol=1e-4, atol=1e-4),
+    "c_fp_quant_store_a5": Golden(_quant_linear_in, _quant_linear_out),
+    "c_fp_quant_moves_a3": Golden(_quant_moves_in, _quant_moves_out),
     "c_mm_bias_a3": Golden(_linear_bias_in, _linear_bias_out, rtol=1e-4, atol=1e-4),
     "c_mm_bias_first_k_a5": Golden(_linear_bias_k_in, _linear_bias_k_out, rtol=1e-4, atol=1e-4),
     "c_mm_tiles2d_a3": Golden(_tiled_gemm_in, _tiled_gemm_out, rtol=1e-4, atol=1e-4),

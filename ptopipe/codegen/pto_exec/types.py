@@ -26,10 +26,12 @@ ELEMENT = {"f32": dt.float32, "f16": dt.float16, "bf16": dt.bfloat16, "f64": np.
 
 
 LOC = {"vec": TileType.Vec, "ub": TileType.Vec, "mat": TileType.Mat, "l1": TileType.Mat,
-       "left": TileType.Left, "right": TileType.Right, "acc": TileType.Acc, "bias": TileType.Bias}
+       "left": TileType.Left, "right": TileType.Right, "acc": TileType.Acc, "bias": TileType.Bias,
+       "scaling": TileType.Scaling}
 
 
-CUBE_LOCS = (TileType.Mat, TileType.Left, TileType.Right, TileType.Acc, TileType.Bias)
+CUBE_LOCS = (TileType.Mat, TileType.Left, TileType.Right, TileType.Acc, TileType.Bias, TileType.Scaling,
+             TileType.ScaleLeft, TileType.ScaleRight)
 
 
 BLAYOUT = {"row_major": BLayout.RowMajor, "col_major": BLayout.ColMajor}
