@@ -677,6 +677,37 @@ def quantize_fp(s, q, d) -> None:
     np.copyto(d, r.astype(np.int64), casting="unsafe")      # 128..255 into int8: the low byte
 
 
+#: TMATMUL_MX / TGEMV_MX (A5): the inputs (any pair of them: pto-isa's FP8 and FP4 triples
+#: with float32 results; its e1m2 fp4 has no numpy dtype), the block-scale dtype and the
+#: number of K elements one scale covers
+MX_INPUTS = (dt.float8_e4m3, dt.float8_e5m2, dt.float4_e2m1)
+MX_SCALE = dt.float8_e8m0
+MX_GROUP = 32
+MX_BASE_K = 64          # a's static columns are a multiple of it (pto-isa's CheckMadMxValid)
+_MX = Types(frozenset(), frozenset(MX_INPUTS))
+
+
+def matmul_mx(a, sa, b, sb, c_in, bias, c) -> None:
+    """``c = (c_in +) sum_k a[i, k] * b[k, j] * 2^sa[i, k // 32] * 2^sb[k // 32, j] (+ bias)``
+    as pto-isa's CPU model computes it: each term in double (the decoded fp8 / fp4 values and
+    e8m0 scales are exact there), summed in k order into a float32, then ``c_in`` or the bias
+    added in float32."""
+    m, k = a.shape
+    n = b.shape[1]
+    A, B = a.astype(np.float64), b.astype(np.float64)
+    SA, SB = sa.astype(np.float64), sb.astype(np.float64)
+    acc = np.zeros((m, n), np.float32)
+    for kk in range(k):
+        g = kk // MX_GROUP
+        term = A[:, kk:kk + 1] * B[kk:kk + 1, :] * (SA[:, g:g + 1] * SB[g:g + 1, :])
+        acc = (acc.astype(np.float64) + term).astype(np.float32)
+    if c_in is not None:
+        acc = c_in.astype(np.float32) + acc
+    if bias is not None:
+        acc = acc + bias[:1].astype(np.float32)
+    c[...] = acc
+
+
 def _prod(a, axis):
     """A product in the tile's dtype (integers wrap, as the vector unit's multiply does)."""
     return np.multiply.reduce(a, axis=axis, dtype=a.dtype)
@@ -909,9 +940,14 @@ _DEFS = (
     OpDef("TMATMUL", "matmul", _M, dsl="matmul", doc="a @ b (TMATMUL)"),
     OpDef("TMATMUL_ACC", "matmul_acc", _M, dsl="matmul_acc", doc="acc + a @ b (TMATMUL_ACC)"),
     OpDef("TMATMUL_BIAS", "matmul_bias", _M, doc="a @ b + bias (TMATMUL_BIAS)"),
+    OpDef("TMATMUL_MX", "matmul_mx", _M, matmul_mx, _MX,
+          doc="a @ b with e8m0 block scales per 32 of K, f32 result (TMATMUL_MX: c, a, a_scale, b, b_scale; "
+              "acc form c_out, c_in, ...; bias form ..., bias; .pto pto.tmatmul.mx / .mx.acc / .mx.bias)"),
     OpDef("TGEMV", "matmul", _M, doc="one row a @ b (TGEMV)"),
     OpDef("TGEMV_ACC", "matmul_acc", _M, doc="acc + one row a @ b (TGEMV_ACC)"),
     OpDef("TGEMV_BIAS", "matmul_bias", _M, doc="one row a @ b + bias (TGEMV_BIAS)"),
+    OpDef("TGEMV_MX", "matmul_mx", _M, matmul_mx, _MX,
+          doc="TMATMUL_MX with one row (TGEMV_MX, its acc and bias forms; .pto pto.tgemv.mx*)"),
     OpDef("TADD", "binary", _V, np.add, cost=_S2, dsl="add"),
     OpDef("TSUB", "binary", _V, np.subtract, cost=_S2, dsl="sub"),
     OpDef("TMUL", "binary", _V, np.multiply, cost=_S2, dsl="mul"),

@@ -81,9 +81,16 @@ def pto_op_name(isa_name: str) -> str:
     return "pto." + low
 
 
+#: PTO-AS ops whose instruction is an overload of another pto-isa function (by its operands)
+OVERLOADS = {"TMATMUL_MX_ACC": "TMATMUL_MX", "TMATMUL_MX_BIAS": "TMATMUL_MX",
+             "TGEMV_MX_ACC": "TGEMV_MX", "TGEMV_MX_BIAS": "TGEMV_MX"}
+
+
 def isa_name_of(op_name: str) -> str:
-    """The instruction a PTO-AS op names (:func:`pto_op_name`'s inverse)."""
-    return op_name[4:].replace(".", "_").upper()
+    """The instruction a PTO-AS op names (:func:`pto_op_name`'s inverse; ``pto.tmatmul.mx.acc``
+    -> ``TMATMUL_MX``, whose accumulating form it is)."""
+    name = op_name[4:].replace(".", "_").upper()
+    return OVERLOADS.get(name, name)
 
 
 PTO_OP = {dsl: pto_op_name(isa) for dsl, isa in ISA_NAMES.items()}

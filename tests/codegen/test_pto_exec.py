@@ -238,6 +238,36 @@ def test_tgather_compare_form_runs_and_refuses_other_modes():
     assert e.value.where == f"<pto>:{line_of(bad, 'pto.tgather')}:5"
 
 
+def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
+    """``pto.tmatmul.mx`` / ``.mx.acc`` as ptoas spells them are read and run; ptoas checks its
+    scale tiles as ``loc=scaling`` tiles of the operand's shape (its MLIR has no e8m0 type),
+    which pto-isa's TMATMUL_MX refuses: the run reports it at the op's line."""
+    def tb(loc, d, r, c, bl="row_major", sl="none_box"):
+        return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+                f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
+    a, b = tb("left", "f8E4M3FN", 16, 64, "col_major", "row_major"), tb("right", "f8E4M3FN", 64, 16, "row_major", "col_major")
+    sa, sb, c = tb("scaling", "f16", 16, 64), tb("scaling", "f16", 64, 16), tb("acc", "f32", 16, 16, "col_major", "row_major")
+    for op, ins, types in (("pto.tmatmul.mx", "%a, %sa, %b, %sb", f"{a}, {sa}, {b}, {sb}"),
+                           ("pto.tmatmul.mx.acc", "%c, %a, %sa, %b, %sb", f"{c}, {a}, {sa}, {b}, {sb}")):
+        text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %a = pto.alloc_tile : {a}
+    %sa = pto.alloc_tile : {sa}
+    %b = pto.alloc_tile : {b}
+    %sb = pto.alloc_tile : {sb}
+    %c = pto.alloc_tile : {c}
+    %d = pto.alloc_tile : {c}
+    {op} ins({ins} : {types}) outs(%d : {c})
+    return
+  }}
+}}
+"""
+        with pytest.raises(KernelError) as e:
+            run_pto(text=text, platform="a5")
+        assert "TMATMUL_MX: a_scale is Scaling" in e.value.what and "float8_e8m0" in e.value.what
+        assert e.value.where == f"<pto>:{line_of(text, op + ' ins')}:5"
+
+
 def test_use_before_definition_is_a_parse_error_at_the_use():
     text = vector_kernel(f"    pto.tadds ins(%nope, %nope : {vec_t(16, 16)}, f32) outs(%nope : {vec_t(16, 16)})\n",
                          params="")

@@ -22,7 +22,8 @@ ELEMENT = {"f32": dt.float32, "f16": dt.float16, "bf16": dt.bfloat16, "f64": np.
            "ui8": dt.uint8, "ui16": np.dtype(np.uint16), "ui32": dt.uint32, "ui64": np.dtype(np.uint64),
            "u8": dt.uint8, "u16": np.dtype(np.uint16), "u32": dt.uint32, "u64": np.dtype(np.uint64),
            "si8": dt.int8, "si16": dt.int16, "si32": dt.int32, "si64": dt.int64,
-           "f8E4M3FN": dt.float8_e4m3, "f8E5M2": dt.float8_e5m2, "i1": np.dtype(np.bool_)}
+           "f8E4M3FN": dt.float8_e4m3, "f8E5M2": dt.float8_e5m2, "i1": np.dtype(np.bool_),
+           "f8E4M3": dt.float8_e4m3}          # ptoas writes every e4m3 as pto-isa's float8_e4m3_t
 
 
 LOC = {"vec": TileType.Vec, "ub": TileType.Vec, "mat": TileType.Mat, "l1": TileType.Mat,
