@@ -685,6 +685,11 @@ MX_SCALE = dt.float8_e8m0
 MX_GROUP = 32
 MX_BASE_K = 64          # a's static columns are a multiple of it (pto-isa's CheckMadMxValid)
 _MX = Types(frozenset(), frozenset(MX_INPUTS))
+#: TGET_SCALE_ADDR: a Left / Right tile's scales sit at its L0A / L0B address shifted right by
+#: this (pto-isa's SHIFT_MX_ADDR: 64 KiB of L0A -> 4 KiB of scales)
+MX_SCALE_ADDR_SHIFT = 4
+#: the scale tile type of each MX operand tile type
+MX_SCALE_OF = {TileType.Left: TileType.ScaleLeft, TileType.Right: TileType.ScaleRight}
 
 
 def matmul_mx(a, sa, b, sb, c_in, bias, c) -> None:
@@ -943,6 +948,8 @@ _DEFS = (
     OpDef("TMATMUL_MX", "matmul_mx", _M, matmul_mx, _MX,
           doc="a @ b with e8m0 block scales per 32 of K, f32 result (TMATMUL_MX: c, a, a_scale, b, b_scale; "
               "acc form c_out, c_in, ...; bias form ..., bias; .pto pto.tmatmul.mx / .mx.acc / .mx.bias)"),
+    OpDef("TGET_SCALE_ADDR", "TGET_SCALE_ADDR", PipeUnit.S,
+          doc="bind a ScaleLeft / ScaleRight tile at its Left / Right tile's address >> 4 (TGET_SCALE_ADDR, A5)"),
     OpDef("TGEMV", "matmul", _M, doc="one row a @ b (TGEMV)"),
     OpDef("TGEMV_ACC", "matmul_acc", _M, doc="acc + one row a @ b (TGEMV_ACC)"),
     OpDef("TGEMV_BIAS", "matmul_bias", _M, doc="one row a @ b + bias (TGEMV_BIAS)"),

@@ -6,18 +6,20 @@ and the biased ``(c, a, a_scale, b, b_scale, bias)``.
 ``a_scale`` (ScaleLeft, M x K/32) and ``b_scale`` (ScaleRight, K/32 x N) hold e8m0 powers of
 two, one per 32 values of K; the result is float32 (Acc).  The dtypes, the group size and the
 numpy kernel are the op catalogue's (``MX_INPUTS``, ``MX_SCALE``, ``MX_GROUP``,
-:func:`~ptopipe.arch.catalogue.matmul_mx`).  A2A3 has no MX unit: the instructions say so.
+:func:`~ptopipe.arch.catalogue.matmul_mx`).  TGET_SCALE_ADDR binds a scale tile where an
+operand tile's scales live.  A2A3 has no MX unit: the instructions say so.
 """
 from __future__ import annotations
 
 from ..arch import PipeUnit
-from ..arch.catalogue import MX_BASE_K, MX_GROUP, MX_INPUTS, MX_SCALE, OPS, platform_label
+from ..arch.catalogue import (MX_BASE_K, MX_GROUP, MX_INPUTS, MX_SCALE, MX_SCALE_ADDR_SHIFT, MX_SCALE_OF, OPS,
+                              platform_label)
 from ..arch.vocab import PlatformID
 from ..sim.trace import MatmulArgs
 from .context import current_core
 from .events import Event, new_event
 from .ops import _err, _gemv_check, _mm_layouts, _same_shape, _sync, arr
-from .tile import Tile, TileLayout, TileType
+from .tile import TASSIGN, Tile, TileLayout, TileType
 
 _NAMES = ", ".join(d.name for d in MX_INPUTS)
 
@@ -104,4 +106,25 @@ def _mx(op: str, gemv: bool):
 TMATMUL_MX = _mx("TMATMUL_MX", gemv=False)
 TGEMV_MX = _mx("TGEMV_MX", gemv=True)
 
-__all__ = ["TGEMV_MX", "TMATMUL_MX"]
+
+def TGET_SCALE_ADDR(dst: Tile, src: Tile, *events) -> Event:
+    """Bind ``dst`` (ScaleLeft / ScaleRight) where the scales of ``src`` (Left / Right) live:
+    src's address >> 4 in the scale buffer (A5)."""
+    core = current_core()
+    _sync(events)
+    platform = core.cluster.platform.id
+    if platform is not PlatformID.PLATFORM_A5:
+        raise _err(core, f"TGET_SCALE_ADDR is not implemented on {platform_label(platform)} (pto-isa has it on "
+                         "A5 only)", "run the kernel on A5")
+    arr(src, core, "TGET_SCALE_ADDR source")
+    want = MX_SCALE_OF.get(src.loc)
+    if want is None or dst.loc is not want:
+        raise _err(core, f"TGET_SCALE_ADDR binds a ScaleLeft tile to a Left tile's scales or a ScaleRight tile "
+                         f"to a Right tile's; got dst {dst.describe()}, src {src.describe()}",
+                   "pass (ScaleLeft, Left) or (ScaleRight, Right)")
+    TASSIGN(dst, src.addr >> MX_SCALE_ADDR_SHIFT)
+    _, end = core.issue(PipeUnit.S, core.costs.scalar_op, (), (), "TGET_SCALE_ADDR", None)
+    return new_event(("TGET_SCALE_ADDR", core, end))
+
+
+__all__ = ["TGEMV_MX", "TGET_SCALE_ADDR", "TMATMUL_MX"]

@@ -153,3 +153,35 @@ def test_a2a3_has_no_mx_unit():
     with pytest.raises(KernelError) as e:
         ptopipe.run(aic=k, platform="a2a3")
     assert "TMATMUL_MX is not implemented on A2A3 (pto-isa has it on A5 only)" in e.value.what
+
+
+def test_get_scale_addr_binds_the_scales_of_an_operand():
+    """ScaleLeft / ScaleRight at the Left / Right tile's address >> 4: the scales moved there
+    are the ones TMATMUL_MX reads; a ScaleLeft tile for a Right tile is refused."""
+    rng = np.random.default_rng(5)
+    a, sa, b, sb = data(rng, float8_e4m3, float8_e5m2, k=64)
+    got = run_mx("a5", _scaled, a, sa, b, sb, dict(o=np.zeros((16, 16), F32)))
+    np.testing.assert_array_equal(got["o"], golden(a, sa, b, sb))
+
+    def crossed(la, ls, rb, rs, gm):
+        TGET_SCALE_ADDR(Tile(TileType.ScaleLeft, float8_e8m0, 16, 2), rb)
+    with pytest.raises(KernelError) as e:
+        run_mx("a5", crossed, a, sa, b, sb)
+    assert "TGET_SCALE_ADDR binds a ScaleLeft tile to a Left tile's scales" in e.value.what
+
+
+def _scaled(la, ls, rb, rs, gm):
+    """TMATMUL_MX with scale tiles bound by TGET_SCALE_ADDR to fresh Left / Right copies."""
+    la2 = Tile(TileType.Left, float8_e4m3, 16, 64, addr=0x1000)
+    rb2 = Tile(TileType.Right, float8_e5m2, 64, 16, addr=0x2000)
+    TMOV(la2, Tile(TileType.Mat, float8_e4m3, 16, 64, addr=0))
+    TMOV(rb2, Tile(TileType.Mat, float8_e5m2, 64, 16, addr=0x4000))
+    s1, s2 = Tile(TileType.ScaleLeft, float8_e8m0, 16, 2), Tile(TileType.ScaleRight, float8_e8m0, 2, 16)
+    TGET_SCALE_ADDR(s1, la2)
+    TGET_SCALE_ADDR(s2, rb2)
+    assert (s1.addr, s2.addr) == (0x100, 0x200)
+    TMOV(s1, Tile(TileType.Mat, float8_e8m0, 16, 2, addr=0x8000))
+    TMOV(s2, Tile(TileType.Mat, float8_e8m0, 2, 16, addr=0x8400))
+    c = Tile(TileType.Acc, float32, 16, 16, addr=0)
+    TMATMUL_MX(c, la2, s1, rb2, s2)
+    TSTORE(gm["o"], c)
