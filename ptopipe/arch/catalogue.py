@@ -931,7 +931,8 @@ _DEFS = (
     OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
     OpDef("TMOV", "move", None, cost=_S1, dsl="move", doc="local move (TMOV)"),
     OpDef("TEXTRACT", "extract", PipeUnit.MTE1, dsl="extract",
-          doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec; A5 also Acc -> Mat / Vec, "
+          doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec; A5 also Mat -> ScaleLeft / ScaleRight, "
+              "Acc -> Mat / Vec, "
               "Vec -> Mat (EXTRACT_PATHS)"),
     OpDef("TMOV_FP", "move_fp", PipeUnit.FIX, quantize_fp,
           doc="Acc -> Mat (A5 also Vec) converting per column with a Scaling tile's uint64 quant words "
@@ -1179,7 +1180,9 @@ EXTRACT_PATHS = {(TileType.Mat, TileType.Left): (PipeUnit.MTE1, (_A2A3, _A5)),
                  (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A2A3, _A5)),
                  (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A5,)),
                  (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
-                 (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,))}
+                 (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,)),
+                 (TileType.Mat, TileType.ScaleLeft): (PipeUnit.MTE1, (_A5,)),
+                 (TileType.Mat, TileType.ScaleRight): (PipeUnit.MTE1, (_A5,))}
 
 
 #: the pipe of a TSTORE by source tile type: from L0C on FIX (converting), else on MTE3

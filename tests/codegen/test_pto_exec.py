@@ -268,6 +268,55 @@ def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
         assert e.value.where == f"<pto>:{line_of(text, op + ' ins')}:5"
 
 
+def test_dense_constants_are_element_values():
+    """``arith.constant dense<...>``: a list or a splat of a vector / tensor type's shape,
+    integers wrapped at the element width (ptoas writes dense<[50000, ...]> : vector<4xi16>);
+    a count that fits neither, or a scalar type, is a ParseError at the constant."""
+    from ptopipe.codegen.pto_exec.executor import Executor
+    from ptopipe.codegen.pto_exec.scalar_ops import h_constant
+    text = """module {
+  func.func @k() {
+    %a = arith.constant dense<[128, 64, 50000, 65535]> : vector<4xi16>
+    %b = arith.constant dense<7> : vector<4xi16>
+    %c = arith.constant dense<[[1.5, -2.0], [0.25, 3.0]]> : tensor<2x2xf32>
+    %d = arith.constant dense<[1, 2, 3]> : vector<4xi16>
+    %e = arith.constant dense<1> : i32
+    return
+  }
+}
+"""
+    prog = read_program(text)
+    ex = Executor(prog, "aiv0", None)
+    stmts = {st.results[0]: st for st in prog.funcs["k"].body if st.results}
+    np.testing.assert_array_equal(h_constant(ex, None, stmts["%a"]).data, np.array([128, 64, -15536, -1], np.int16))
+    b = h_constant(ex, None, stmts["%b"]).data
+    assert b.dtype == np.int16 and b.tolist() == [7, 7, 7, 7]
+    np.testing.assert_array_equal(h_constant(ex, None, stmts["%c"]).data, np.array([[1.5, -2.0], [0.25, 3.0]], np.float32))
+    for name, what in (("%d", "gives 3 values for a 4 vector"), ("%e", "needs a vector<...> or tensor<...>")):
+        with pytest.raises(ParseError) as e:
+            h_constant(ex, None, stmts[name])
+        assert what in e.value.what
+        assert e.value.where.startswith(f"<pto>:{line_of(text, name + ' =')}:")
+
+
+def test_vector_parameter_takes_an_input_or_seeded_values():
+    """A ``vector<4xi16>`` parameter (TMRGSORT's executed counts, as ptoas's tests pass them):
+    given values, else seeded random ones with a note; a wrong count is refused."""
+    corpus = pathlib.Path(__file__).parent.parent / "pto_corpus" / "v_tmrgsort_dense_executed_a3.pto"
+    text = corpus.read_text().replace("%y: !pto.ptr<f32>)", "%y: !pto.ptr<f32>, %ex: vector<4xi16>)")
+    text = text.replace("    %ex = arith.constant dense<0> : vector<4xi16>\n", "")
+    x = {k: np.arange(32, dtype=np.float32).reshape(1, 32) - o for k, o in (("x0", 0.5), ("x1", 0.0))}
+    idx = {k: np.arange(32, dtype=np.uint32).reshape(1, 32) for k in ("i0", "i1")}
+    res = run_pto(text=text, inputs=x | idx | {"ex": np.array([1, 2, 3, 4])})
+    vals = res.outputs["y"].reshape(-1)[0::2]
+    np.testing.assert_array_equal(vals, np.sort(np.concatenate([x["x0"][0], x["x1"][0]]))[::-1])
+    res = run_pto(text=text, inputs=x | idx)
+    assert any("ex: seeded random vector<4xi16>" in n for n in res.notes)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, inputs=x | idx | {"ex": np.zeros(3)})
+    assert "3 values for the vector parameter 'ex'" in e.value.what
+
+
 def test_use_before_definition_is_a_parse_error_at_the_use():
     text = vector_kernel(f"    pto.tadds ins(%nope, %nope : {vec_t(16, 16)}, f32) outs(%nope : {vec_t(16, 16)})\n",
                          params="")

@@ -185,3 +185,20 @@ def _scaled(la, ls, rb, rs, gm):
     c = Tile(TileType.Acc, float32, 16, 16, addr=0)
     TMATMUL_MX(c, la2, s1, rb2, s2)
     TSTORE(gm["o"], c)
+
+
+def test_extract_scales_from_l1_block():
+    """TEXTRACT Mat -> ScaleLeft (A5): a block of a wider e8m0 tile in L1 is the left scales."""
+    rng = np.random.default_rng(6)
+    a, _, b, sb = data(rng, float8_e4m3, float8_e4m3, k=64)
+    wide = rng.integers(120, 134, (16, 6)).astype(np.uint8).view(float8_e8m0)
+
+    def body(la, ls, rb, rs, gm):
+        w = Tile(TileType.Mat, float8_e8m0, 16, 6, addr=0x9000)
+        TLOAD(w, gm["W"])
+        TEXTRACT(ls, w, 0, 3)
+        c = Tile(TileType.Acc, float32, 16, 16, addr=0)
+        TMATMUL_MX(c, la, ls, rb, rs)
+        TSTORE(gm["o"], c)
+    got = run_mx("a5", body, a, wide[:, :2].copy(), b, sb, dict(W=wide, o=np.zeros((16, 16), F32)))
+    np.testing.assert_array_equal(got["o"], golden(a, wide[:, 3:5], b, sb))

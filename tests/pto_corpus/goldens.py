@@ -513,6 +513,26 @@ def _find_value_out(i):
     return _compare_gather(i["x"], i["x"] == 3, 0)
 
 
+U32 = np.dtype(np.uint32)
+
+
+def _merge_two_in(rng):
+    vals = rng.permutation(np.arange(-32, 32)).astype(F32) / 4       # distinct: no ties to order
+    return {"x0": vals[:32].reshape(1, 32), "i0": np.arange(32, dtype=U32).reshape(1, 32),
+            "x1": vals[32:].reshape(1, 32), "i1": np.arange(100, 132, dtype=U32).reshape(1, 32),
+            "y": zeros(1, 128)}
+
+
+def _merge_two_out(i):
+    """Both blocks' (value, index) pairs, descending by value, as [value, index bits] words."""
+    v = np.concatenate([i["x0"][0], i["x1"][0]])
+    ix = np.concatenate([i["i0"][0], i["i1"][0]])
+    order = np.argsort(-v, kind="stable")
+    out = np.empty(128, F32)
+    out[0::2], out[1::2] = v[order], ix[order].view(F32)
+    return {"y": out.reshape(1, 128)}
+
+
 # -- single-core Cube kernels -------------------------------------------------------------------
 def _gemm_f32_in(rng):
     return {"a": f32(rng, 32, 32), "b": f32(rng, 32, 16), "c": zeros(32, 16)}
@@ -998,6 +1018,7 @@ GOLDENS: dict[str, Golden] = {
     "v_cvt_float_int_a3": Golden(_quant_grid_in, _quant_grid_out),
     "v_int32_arith_a5": Golden(_int32_affine_in, _int32_affine_out),
     "v_int16_ops_a3": Golden(_int16_mix_in, _int16_mix_out),
+    "v_tmrgsort_dense_executed_a3": Golden(_merge_two_in, _merge_two_out, rtol=0, atol=0),   # index bits: exact
     "v_tgather_compare_gt_a3": Golden(_above_threshold_in, _above_threshold_out),
     "v_tgather_compare_eq_i16_a5": Golden(_find_value_in, _find_value_out),
     "v_int8_dequant_a5": Golden(_int8_dequant_in, _int8_dequant_out),

@@ -17,7 +17,7 @@ from ...errors import MemoryConflictError
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, TileSpec
-from .values import View
+from .values import Elements, View
 
 
 def h_view(ex, fr, s):
@@ -139,6 +139,9 @@ def _attr_kwargs(ex, s: Stmt) -> dict:
     v = s.attr("offset") if s.name == "pto.tgather" else None    # compare form: the first index
     if v:
         out["offset"] = int(v[0].text)
+    v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
+    if v:
+        out["exhausted"] = v[0].text == "true"
     v = s.attr("maskPattern")
     if v:
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))
@@ -171,7 +174,9 @@ CPP_ORDER = {
     "TPARTARGMAX": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    # (dstVal, src0Val, src1Val,
     "TPARTARGMIN": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    #  dstIdx, src0Idx, src1Idx)
     "TGATHER": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],        # compare form: (dst, src, kValue,
-}                                                                #  cdst, tmp)
+                                                                 #  cdst, tmp)
+    "TMRGSORT": lambda o, i: [o[0], o[1], i[-1], *i[:-1]],       # (dst, executed, tmp, src0, ...)
+}
 
 
 #: operands (destination included) the ISA instruction of a catalogue form takes; a .pto op
@@ -188,6 +193,7 @@ def op_catalogue(ex, fr, s):
     if outs is None:
         raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
     dsts = [ex.val(fr, t) for t in s.values(outs)]
+    dsts = [d.executed() if isinstance(d, Elements) else d for d in dsts]   # TMRGSORT's counts
     srcs = [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)

@@ -158,7 +158,8 @@ class TypeReader:
 
     def parse(self, toks):
         """A type: TileSpec, ScalarT, ('ptr', dtype), ('view', dtype, rank), ('part', dtype, shape),
-        ('memref', TileSpec | dtype, shape, space), ('pipe',), ('event',)."""
+        ('memref', TileSpec | dtype, shape, space), ('vector' | 'tensor', dtype, shape), ('pipe',),
+        ('event',)."""
         if not toks:
             raise ParseError("a type is missing", where=self.f)
         t0 = toks[0]
@@ -176,6 +177,11 @@ class TypeReader:
             return ("view" if name == "!pto.tensor_view" else "part", d, shape)
         if name == "memref":
             return self.memref(inner, t0)
+        if name in ("vector", "tensor"):
+            shape, d = self.shaped(inner, t0)
+            if not shape or None in shape:
+                raise self.err(f"{tokens_text(toks)!r}: a {name} value needs a static shape", t0)
+            return (name, d, shape)
         if name in ("!pto.pipe",):
             return ("pipe",)
         if name.startswith("!pto."):
