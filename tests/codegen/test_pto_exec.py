@@ -317,6 +317,31 @@ def test_vector_parameter_takes_an_input_or_seeded_values():
     assert "3 values for the vector parameter 'ex'" in e.value.what
 
 
+def test_subset_window_valid_region_and_refusals():
+    """``pto.subset``: a contiguous tile of the window's shape at the offset (ptoas's lowering),
+    valid where the source is (a source with 12 valid rows gives the window at row 8 four); a
+    window past the source is an error at the op."""
+    dyn = vec_t(16, 16).replace("v_row=16, v_col=16", "v_row=?, v_col=?")
+    body = f"""    %c8 = arith.constant 8 : index
+    %c12 = arith.constant 12 : index
+    %five = arith.constant 5.0 : f32
+    %v = pto.bind_tile %t, %c16, %c16 : {vec_t(16, 16)} -> {dyn}
+    pto.set_validshape %v, %c12, %c16 : {dyn}
+    %lo = pto.subset %v[%c8, %c0] sizes [8, 16] : {dyn}
+    pto.texpands ins(%five : f32) outs(%lo : {vec_t(8, 16).replace("v_row=8, v_col=16", "v_row=?, v_col=?")})
+"""
+    text = vector_kernel(IO + body + STORE)
+    got = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X))).outputs["y"].reshape(16, 16)
+    want = X.copy()
+    want[8:12] = 5.0                             # the window's valid rows: 12 - 8
+    np.testing.assert_array_equal(got, want)
+    bad = text.replace("%v[%c8, %c0] sizes [8, 16]", "%v[%c8, %c8] sizes [8, 16]")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert "pto.subset 8x16 at (8, 8) leaves" in e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(bad, '%lo = pto.subset')}:")
+
+
 def test_use_before_definition_is_a_parse_error_at_the_use():
     text = vector_kernel(f"    pto.tadds ins(%nope, %nope : {vec_t(16, 16)}, f32) outs(%nope : {vec_t(16, 16)})\n",
                          params="")

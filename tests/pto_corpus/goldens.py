@@ -513,6 +513,15 @@ def _find_value_out(i):
     return _compare_gather(i["x"], i["x"] == 3, 0)
 
 
+def _fold_halves_in(rng):
+    return {"x": f32(rng, 16, 64), "y": zeros(8, 64), "z": zeros(1, 32)}
+
+
+def _fold_halves_out(i):
+    x = i["x"]
+    return {"y": x[:8] + x[8:], "z": 2 * x[:1, 32:]}
+
+
 U32 = np.dtype(np.uint32)
 
 
@@ -1018,6 +1027,7 @@ GOLDENS: dict[str, Golden] = {
     "v_cvt_float_int_a3": Golden(_quant_grid_in, _quant_grid_out),
     "v_int32_arith_a5": Golden(_int32_affine_in, _int32_affine_out),
     "v_int16_ops_a3": Golden(_int16_mix_in, _int16_mix_out),
+    "v_subset_halves_a3": Golden(_fold_halves_in, _fold_halves_out),
     "v_tmrgsort_dense_executed_a3": Golden(_merge_two_in, _merge_two_out, rtol=0, atol=0),   # index bits: exact
     "v_tgather_compare_gt_a3": Golden(_above_threshold_in, _above_threshold_out),
     "v_tgather_compare_eq_i16_a5": Golden(_find_value_in, _find_value_out),

@@ -285,6 +285,40 @@ def h_bind_tile(ex, fr, s):
     return t
 
 
+def h_subset(ex, fr, s):
+    """``%v = pto.subset %src[%r, %c] sizes [R, C] : <src type>``: an R x C tile of src's type at
+    src's address plus the offset's elements, as ptoas lowers it (a contiguous tile there:
+    ``r * cols + c`` for a row-major source, ``c * rows + r`` for a column-major one; a boxed
+    (fractal) source keeps its full rows or columns, as ptoas's verifier requires).  The valid
+    region is the part of src's valid one the window covers (ptoas's rule: min(size, valid -
+    offset mod valid) per dimension)."""
+    vs = s.values()
+    src = ex.val(fr, vs[0]) if vs else None
+    if not isinstance(src, isa.Tile):
+        raise ex.perr(s.tok, "pto.subset takes a tile: %v = pto.subset %tile[%r, %c] sizes [R, C] : type")
+    toks = s.toks
+    at = next((i for i, t in enumerate(toks) if t.text == "sizes"), None)
+    sizes = [int(t.text) for t in toks[at + 1:] if t.kind == "word" and t.text.isdigit()][:2] if at else []
+    offs = [ex.ival(fr, t) for t in vs[1:3]]
+    if len(sizes) != 2 or len(offs) != 2:
+        raise ex.perr(s.tok, "pto.subset needs two offsets and two sizes: %tile[%r, %c] sizes [R, C]")
+    (r, c), (rows, cols) = offs, sizes
+    layout = src.layout
+    if r < 0 or c < 0 or r + rows > src.rows or c + cols > src.cols:
+        raise ex.err(s, f"pto.subset {rows}x{cols} at ({r}, {c}) leaves {src.describe()}",
+                     "keep the window inside the source's static shape")
+    col_major = layout.blayout is isa.BLayout.ColMajor
+    if layout.fractal and (rows != src.rows if col_major else cols != src.cols):
+        raise ex.err(s, f"pto.subset of the {layout.name} tile {src.describe()}: a boxed "
+                        f"{'column' if col_major else 'row'}-major subset keeps its full "
+                        f"{'rows' if col_major else 'columns'}", "take whole rows / columns of it")
+    off = c * src.rows + r if col_major else r * src.cols + c
+    vr = max(0, min(rows, src.valid_rows - r % src.valid_rows)) if src.valid_rows else 0
+    vc = max(0, min(cols, src.valid_cols - c % src.valid_cols)) if src.valid_cols else 0
+    return isa.Tile(src.loc, src.dtype, rows, cols, layout=layout, valid_rows=vr, valid_cols=vc,
+                    addr=src.addr + off * src.item, name=s.results[0] if s.results else None)
+
+
 def h_reshape(ex, fr, s):
     """``pto.treshape ins(%src) outs(%dst)``, or the SSA form ``%r = pto.treshape %src : A -> B``:
     a tile of type B over the source's bytes (TRESHAPE reinterprets, it does not copy)."""
