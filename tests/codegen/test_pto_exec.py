@@ -2,6 +2,7 @@
 simulated cluster - scalar arithmetic of every width, control flow, tile placement and
 aliasing, kernel-kind choice, and errors at the file's line:col."""
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -340,6 +341,31 @@ def test_subset_window_valid_region_and_refusals():
         run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)))
     assert "pto.subset 8x16 at (8, 8) leaves" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(bad, '%lo = pto.subset')}:")
+
+
+def test_tmov_fp_into_ub_is_a5_only():
+    """TMOV_FP Acc -> Vec (the fixpipe writing UB): A5 has the path; on A2A3 the op is refused
+    at its line, naming the platform (a function using both kinds of tiles runs on one core)."""
+    corpus = pathlib.Path(__file__).parent.parent / "pto_corpus" / "c_fp_quant_store_a5.pto"
+    text = corpus.read_text()
+    text = text.replace(' attributes {pto.kernel_kind = #pto.kernel_kind<cube>}', '')
+    store = next(l for l in text.splitlines() if "pto.tstore_fp" in l)
+    acc, fp = re.findall(r"!pto\.tile_buf<[^>]*>", store)[:2]
+    vec = vec_t(16, 16, "i8")
+    text = text.replace(store, f"""    %v = pto.alloc_tile : {vec}
+    pto.tmov.fp ins(%acc, %fp : {acc}, {fp}) outs(%v : {vec})
+    pto.tstore ins(%v : {vec}) outs(%py : !pto.partition_tensor_view<16x16xi8>)""")
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-3, 4, sh).astype(np.float16) for sh in ((16, 32), (32, 16)))
+    q = np.array([[(int(np.float32(0.5).view(np.uint32)) & 0xFFFFE000) | (1 << 46)] * 16], np.uint64)
+    inputs = dict(a=a, b=b, q=q, y=np.zeros((16, 16), np.int8))
+    got = run_pto(text=text.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+    acc_v = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(got, np.clip(np.rint(acc_v * 0.5), -128, 127).astype(np.int8))
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text.replace('"a5"', '"a3"'), inputs=inputs, platform="a2a3")
+    assert "TMOV_FP from Acc to Vec is not a path on A2A3" in e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tmov.fp')}:")
 
 
 def test_use_before_definition_is_a_parse_error_at_the_use():
