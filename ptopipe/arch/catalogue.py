@@ -658,23 +658,25 @@ def fp_params(q) -> tuple:
     return scale, offset, signed, shift
 
 
-def quantize_fp(s, q, d) -> None:
+def quantize_fp(s, q, d, relu: bool = False) -> None:
     """``d = convert(s; q[c])`` per column ``c`` (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP,
     pto-isa's vector pre-quant modes): f32 / i32 -> i8 / u8 ``clip(rint(s * scale + offset))``
     into the signed (bit 46) or unsigned byte range; i32 -> f16 ``clip(s * scale, +/-65504)``;
-    i32 -> i16 ``s >> shift`` kept to 16 bits.  The product and sum are float32."""
+    i32 -> i16 ``s >> shift`` kept to 16 bits.  The product and sum are float32; ``relu``
+    (ReluPreMode.NormalRelu) takes max(result, 0) last."""
     scale, offset, signed, shift = fp_params(q)
     dt_out = np.dtype(d.dtype)
     if s.dtype == dt.int32 and dt_out == dt.int16:
-        np.copyto(d, (s.astype(np.int64) >> shift[None, :]).astype(np.int16), casting="unsafe")
-        return
-    y = s.astype(np.float32) * scale[None, :]
-    if dt_out == dt.float16:
-        np.copyto(d, np.clip(y, -65504.0, 65504.0), casting="unsafe")
-        return
-    r = np.rint(y + offset[None, :])
-    r = np.clip(r, np.where(signed, -128.0, 0.0)[None, :], np.where(signed, 127.0, 255.0)[None, :])
-    np.copyto(d, r.astype(np.int64), casting="unsafe")      # 128..255 into int8: the low byte
+        r = (s.astype(np.int64) >> shift[None, :]).astype(np.int16)
+    elif dt_out == dt.float16:
+        r = np.clip(s.astype(np.float32) * scale[None, :], -65504.0, 65504.0)
+    else:
+        r = np.rint(s.astype(np.float32) * scale[None, :] + offset[None, :])
+        r = np.clip(r, np.where(signed, -128.0, 0.0)[None, :], np.where(signed, 127.0, 255.0)[None, :])
+        r = r.astype(np.int64)                             # 128..255 into int8: the low byte
+    if relu:
+        r = np.maximum(r, 0)
+    np.copyto(d, r, casting="unsafe")
 
 
 #: TMATMUL_MX / TGEMV_MX (A5): the inputs (any pair of them: pto-isa's FP8 and FP4 triples

@@ -353,6 +353,12 @@ class GatherAxis(IntEnum):
     GATHER_COL = 1
 
 
+class ReluPreMode(IntEnum):
+    """pto-isa's ``ReluPreMode``: the fixpipe's ReLU after its conversion (the *_FP ops)."""
+    NoRelu = 0
+    NormalRelu = 1
+
+
 class QuantType(IntEnum):
     """pto-isa's ``QuantType`` of ``TQUANT`` (the MX formats are not modelled)."""
     MXFP8 = 0

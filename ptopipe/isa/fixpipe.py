@@ -5,13 +5,15 @@ fixpipe buffer) of uint64 quantisation words, one per column - and converts ever
 with its column's word (:func:`~ptopipe.arch.catalogue.quantize_fp`) on the way to L1, UB
 (A5) or GM.  The paths, the (accumulator, destination) dtype pairs of each platform and the
 numpy kernel are the op catalogue's (``FP_PATHS``, ``FP_CONVERTS``); arguments follow
-pto-isa's C++ order (``TEXTRACT_FP(dst, src, fp, indexRow, indexCol)``).
+pto-isa's C++ order (``TEXTRACT_FP(dst, src, fp, indexRow, indexCol)``); pto-isa's
+``ReluPreMode`` template parameter is the keyword ``relu_mode``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..arch.catalogue import FP_CONVERTS, FP_PARAM, FP_PATHS, OPS, platform_label
+from ..arch.vocab import ReluPreMode
 from .context import current_core
 from .events import Event, new_event
 from .ops import _err, _gm_tile_view, _sync, arr
@@ -51,6 +53,14 @@ def _check(core, name: str, src: Tile, dst_dtype, fp: Tile, cols: int, what: str
     return fp._full.reshape(-1).view(np.uint8)[start:start + cols * FP_PARAM.itemsize].view(FP_PARAM)
 
 
+def _relu(core, name: str, relu_mode) -> bool:
+    try:
+        return ReluPreMode(relu_mode) is ReluPreMode.NormalRelu
+    except ValueError:
+        raise _err(core, f"{name}: relu_mode={relu_mode!r} is not a ReluPreMode",
+                   "pass ReluPreMode.NoRelu or ReluPreMode.NormalRelu") from None
+
+
 def _path(core, name: str, src: Tile, dst: Tile):
     paths = FP_PATHS[name]
     got = paths.get((src.loc, dst.loc))
@@ -69,7 +79,7 @@ def _issue(core, name, pipe, src, fp, dst, shape) -> Event:
     return new_event((name, core, end))
 
 
-def TMOV_FP(dst: Tile, src: Tile, fp: Tile, *events) -> Event:
+def TMOV_FP(dst: Tile, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu) -> Event:
     """dst = src converted per column with fp's words (Acc -> Mat; A5 also Acc -> Vec); dst's
     valid region is src's."""
     core = current_core()
@@ -81,11 +91,12 @@ def TMOV_FP(dst: Tile, src: Tile, fp: Tile, *events) -> Event:
         raise _err(core, f"TMOV_FP: src's valid region {s.shape[0]}x{s.shape[1]} and dst's "
                          f"{d.shape[0]}x{d.shape[1]} differ", "give both tiles the same valid shape")
     q = _check(core, "TMOV_FP", src, dst.dtype, fp, s.shape[1], "of src")
-    core.pending.append((_KERNEL, s, q, d))
+    core.pending.append((_KERNEL, s, q, d, _relu(core, "TMOV_FP", relu_mode)))
     return _issue(core, "TMOV_FP", pipe, src, fp, dst, s.shape)
 
 
-def TEXTRACT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
+def TEXTRACT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: int = 0, *events,
+                relu_mode=ReluPreMode.NoRelu) -> Event:
     """dst = the block of src at (index_row, index_col), dst's valid shape, converted per
     source column ``index_col + c`` with fp's word of that column."""
     core = current_core()
@@ -99,11 +110,12 @@ def TEXTRACT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: i
         raise _err(core, f"TEXTRACT_FP block {r}x{c} at ({r0}, {c0}) is outside the {s.shape[0]}x{s.shape[1]} "
                          "source", "keep the block inside src's valid region")
     q = _check(core, "TEXTRACT_FP", src, dst.dtype, fp, c, "the block reads", first=c0)
-    core.pending.append((_KERNEL, s[r0:r0 + r, c0:c0 + c], q, d))
+    core.pending.append((_KERNEL, s[r0:r0 + r, c0:c0 + c], q, d, _relu(core, "TEXTRACT_FP", relu_mode)))
     return _issue(core, "TEXTRACT_FP", pipe, src, fp, dst, d.shape)
 
 
-def TINSERT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
+def TINSERT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: int = 0, *events,
+               relu_mode=ReluPreMode.NoRelu) -> Event:
     """dst[index_row:, index_col:] = src's valid region converted per source column with fp's
     words (Acc -> Mat)."""
     core = current_core()
@@ -118,20 +130,21 @@ def TINSERT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: in
         raise _err(core, f"TINSERT_FP: a {r}x{c} source at ({r0}, {c0}) does not fit {dst.describe()}",
                    "keep the inserted block inside dst's static shape")
     q = _check(core, "TINSERT_FP", src, dst.dtype, fp, c, "of src")
-    core.pending.append((_KERNEL, s, q, full[r0:r0 + r, c0:c0 + c]))
+    core.pending.append((_KERNEL, s, q, full[r0:r0 + r, c0:c0 + c], _relu(core, "TINSERT_FP", relu_mode)))
     return _issue(core, "TINSERT_FP", pipe, src, fp, dst, s.shape)
 
 
-def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events) -> Event:
+def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu) -> Event:
     """GM = src converted per column with fp's words (Acc -> GM on the FIX pipe)."""
     core = current_core()
     _sync(events)
     s = arr(src, core, "TSTORE_FP source")
     q = _check(core, "TSTORE_FP", src, dst.dtype, fp, s.shape[1], "of src")
+    relu = _relu(core, "TSTORE_FP", relu_mode)
     v = _gm_tile_view(core, dst, src, "TSTORE_FP", "destination")
     if v is not None:
         out = v if dst._mat2 else np.empty(s.shape, dst.dtype)
-        core.pending.append((_KERNEL, s, q, out))
+        core.pending.append((_KERNEL, s, q, out, relu))
         if not dst._mat2:
             core.pending.append((_put, v, out, dst.shape))
     ps = core.psync

@@ -361,7 +361,12 @@ def test_tmov_fp_into_ub_is_a5_only():
     inputs = dict(a=a, b=b, q=q, y=np.zeros((16, 16), np.int8))
     got = run_pto(text=text.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
     acc_v = a.astype(np.float32) @ b.astype(np.float32)
-    np.testing.assert_array_equal(got, np.clip(np.rint(acc_v * 0.5), -128, 127).astype(np.int8))
+    want = np.clip(np.rint(acc_v * 0.5), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
+    relu = text.replace(f"outs(%v : {vec})", f"outs(%v : {vec}) {{reluPreMode = #pto<relu_pre_mode normal_relu>}}", 1)
+    got = run_pto(text=relu.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+    np.testing.assert_array_equal(got, np.maximum(want, 0))
+    assert (want < 0).any()
     with pytest.raises(KernelError) as e:
         run_pto(text=text.replace('"a5"', '"a3"'), inputs=inputs, platform="a2a3")
     assert "TMOV_FP from Acc to Vec is not a path on A2A3" in e.value.what

@@ -28,18 +28,20 @@ def words(n) -> np.ndarray:
                       for c in range(n)]], U64)
 
 
-def reference(acc, q, dtype):
-    """The conversion in plain numpy (the scale decoded from its float32 bits)."""
+def reference(acc, q, dtype, relu=False):
+    """The conversion in plain numpy (the scale decoded from its float32 bits); ``relu`` cuts
+    below 0 before the result is stored in ``dtype``."""
     w = q[0].astype(np.int64)
     scale = ((w & 0xFFFFE000).astype(np.uint32)).view(np.float32)
     offset, signed, shift = (w >> 37) & 0x1FF, ((w >> 46) & 1).astype(bool), ((w >> 32) & 0xF) + 1
     if np.dtype(dtype) == np.int16:
-        return (acc.astype(np.int64) >> shift).astype(np.int16)
-    y = acc.astype(np.float32) * scale
-    if np.dtype(dtype) == np.float16:
-        return np.clip(y, -65504, 65504).astype(np.float16)
-    r = np.rint(y + offset.astype(np.float32))
-    return np.clip(r, np.where(signed, -128, 0), np.where(signed, 127, 255)).astype(np.int64).astype(dtype)
+        r = (acc.astype(np.int64) >> shift).astype(np.int16)
+    elif np.dtype(dtype) == np.float16:
+        r = np.clip(acc.astype(np.float32) * scale, -65504, 65504)
+    else:
+        r = np.rint(acc.astype(np.float32) * scale + offset.astype(np.float32))
+        r = np.clip(r, np.where(signed, -128, 0), np.where(signed, 127, 255)).astype(np.int64)
+    return (np.maximum(r, 0) if relu else r).astype(dtype)
 
 
 def cube(platform, body, a, b, q, outs):
@@ -94,9 +96,12 @@ def test_mov_insert_extract_store_convert_per_column(platform, src, dst):
         TEXTRACT_FP(part, acc_t, fp, 0, 8)
         TSTORE(o["w"], part)
         TSTORE_FP(o["g"], acc_t, fp)
+        TSTORE_FP(o["r"], acc_t, fp, relu_mode=ReluPreMode.NormalRelu)
     z = np.full((16, 32), 5, dst)
     got = cube(platform, body, a, b, q, dict(y=np.zeros((16, 16), dst), z=z, w=np.zeros((16, 8), dst),
-                                             g=np.zeros((16, 16), dst)))
+                                             g=np.zeros((16, 16), dst), r=np.zeros((16, 16), dst)))
+    np.testing.assert_array_equal(got["r"], reference(acc, q, dst, relu=True))
+    assert (got["r"] != want).any()                             # the ReLU cut something
     np.testing.assert_array_equal(got["y"], want)
     np.testing.assert_array_equal(got["g"], want)
     np.testing.assert_array_equal(got["w"], want[:, 8:])

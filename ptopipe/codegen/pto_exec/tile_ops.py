@@ -12,7 +12,7 @@ import numpy as np
 from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
-from ...arch.vocab import CmpMode, HistByte, MaskPattern
+from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
@@ -120,6 +120,9 @@ def h_io(ex, fr, s):
     return isa.TSTORE(dst, src)
 
 
+_FP_OPS = ("pto.tmov.fp", "pto.textract_fp", "pto.tinsert_fp", "pto.tstore_fp")
+
+
 def _attr_kwargs(ex, s: Stmt) -> dict:
     """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``,
     ``isMSB``)."""
@@ -142,6 +145,13 @@ def _attr_kwargs(ex, s: Stmt) -> dict:
     v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
     if v:
         out["exhausted"] = v[0].text == "true"
+    v = s.attr("reluPreMode") if s.name in _FP_OPS else None    # the fixpipe's ReLU
+    if v:
+        m = re.search(r"(no_relu|normal_relu)", "".join(t.text + " " for t in v))
+        if m is None:
+            raise ex.perr(v[0], f"reluPreMode {' '.join(t.text for t in v)} is not a relu mode",
+                          "use #pto<relu_pre_mode no_relu> or normal_relu")
+        out["relu_mode"] = ReluPreMode.NormalRelu if m.group(1) == "normal_relu" else ReluPreMode.NoRelu
     v = s.attr("maskPattern")
     if v:
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))
