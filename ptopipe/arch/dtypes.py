@@ -53,7 +53,8 @@ def is_element_type(dt: np.dtype) -> bool:
 
 
 _SHORT = {float16: "f16", float32: "f32", bfloat16: "bf16", float8_e4m3: "fp8_e4m3",
-          float8_e5m2: "fp8_e5m2", float8_e8m0: "fp8_e8m0", float4_e2m1: "fp4_e2m1", int8: "i8", uint8: "u8", int16: "i16", int32: "i32",
+          float8_e5m2: "fp8_e5m2", float8_e8m0: "fp8_e8m0", float4_e2m1: "fp4_e2m1",
+          int8: "i8", uint8: "u8", int16: "i16", int32: "i32",
           uint32: "u32", int64: "i64"}
 
 

@@ -1,6 +1,7 @@
 """Tile instructions that rearrange or generate data rather than compute element-wise:
-TCONCAT, TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND / _INPLACE forms), TCI, TTRI, TRANDOM,
-TINSERT (the inverse of TEXTRACT), TGATHER / TSCATTER (by index or by MaskPattern),
+TCONCAT (plain and with per-row index tiles), TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND /
+_INPLACE forms), TCI, TTRI, TRANDOM, TINSERT (the inverse of TEXTRACT), TGATHER (by index, by
+MaskPattern or by comparing with a threshold) / TSCATTER (by index or by MaskPattern),
 TGATHERB (32-byte blocks by byte offset), TSORT32, TMRGSORT, TINTERLEAVE / TDEINTERLEAVE,
 and TSUBVIEW (a tile bound over part of another's storage).
 
@@ -101,6 +102,8 @@ def _concat_indexed(core, dst, src0, src1, d, a, b, idx: tuple) -> Event:
     core.pending.append((concat_counted, src0._full[:rows], src1._full[:rows], n0, n1, i0.item, d, out))
     dsts = [dst] + ([dst_idx] if dst_idx is not None else [])
     return _issue(core, "TCONCAT", dsts, [src0, src1, i0, i1], None, rows, d.shape[1], dst.item)
+
+
 _TRANS = OPS["TTRANS"]
 _TRANS_OK = _TRANS.allowed()
 
@@ -410,9 +413,6 @@ def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
     return _issue(core, "TGATHER", [dst], [src], None, *a.shape, src.item)
 
 
-_CMP_OK = GATHER_COMPARE
-
-
 def _gather_compare(core, dst, src, tiles, rest, mode, offset) -> Event:
     if tiles:
         k, cdst, tmp = tiles
@@ -427,8 +427,7 @@ def _gather_compare(core, dst, src, tiles, rest, mode, offset) -> Event:
                    "pass the count tile cdst and pto-isa's tmp tile after kValue")
     _sync(rest)
     platform = core.cluster.platform.id
-    d, a, c = _vec(core, "TGATHER", dst, src, cdst)
-    _vec(core, "TGATHER", tmp)
+    a = _vec(core, "TGATHER", dst, src, cdst, tmp)[1]
     try:
         mode = CmpMode(mode)
     except ValueError:
@@ -436,7 +435,7 @@ def _gather_compare(core, dst, src, tiles, rest, mode, offset) -> Event:
     if mode not in GATHER_COMPARE_MODES:
         raise _err(core, f"TGATHER's compare form compares with CmpMode.EQ or GT, not {mode.name}",
                    "use CmpMode.EQ or CmpMode.GT")
-    ok = _CMP_OK.on(platform)
+    ok = GATHER_COMPARE.on(platform)
     on = platform_label(platform)
     if src.dtype not in ok:
         raise _err(core, f"TGATHER's compare form takes {', '.join(sorted(x.name for x in ok))} sources on "

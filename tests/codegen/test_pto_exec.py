@@ -246,8 +246,10 @@ def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
     def tb(loc, d, r, c, bl="row_major", sl="none_box"):
         return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
                 f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
-    a, b = tb("left", "f8E4M3FN", 16, 64, "col_major", "row_major"), tb("right", "f8E4M3FN", 64, 16, "row_major", "col_major")
-    sa, sb, c = tb("scaling", "f16", 16, 64), tb("scaling", "f16", 64, 16), tb("acc", "f32", 16, 16, "col_major", "row_major")
+    a = tb("left", "f8E4M3FN", 16, 64, "col_major", "row_major")
+    b = tb("right", "f8E4M3FN", 64, 16, "row_major", "col_major")
+    sa, sb = tb("scaling", "f16", 16, 64), tb("scaling", "f16", 64, 16)
+    c = tb("acc", "f32", 16, 16, "col_major", "row_major")
     for op, ins, types in (("pto.tmatmul.mx", "%a, %sa, %b, %sb", f"{a}, {sa}, {b}, {sb}"),
                            ("pto.tmatmul.mx.acc", "%c, %a, %sa, %b, %sb", f"{c}, {a}, {sa}, {b}, {sb}")):
         text = f"""module {{
@@ -289,10 +291,12 @@ def test_dense_constants_are_element_values():
     prog = read_program(text)
     ex = Executor(prog, "aiv0", None)
     stmts = {st.results[0]: st for st in prog.funcs["k"].body if st.results}
-    np.testing.assert_array_equal(h_constant(ex, None, stmts["%a"]).data, np.array([128, 64, -15536, -1], np.int16))
+    np.testing.assert_array_equal(h_constant(ex, None, stmts["%a"]).data,
+                                  np.array([128, 64, -15536, -1], np.int16))
     b = h_constant(ex, None, stmts["%b"]).data
     assert b.dtype == np.int16 and b.tolist() == [7, 7, 7, 7]
-    np.testing.assert_array_equal(h_constant(ex, None, stmts["%c"]).data, np.array([[1.5, -2.0], [0.25, 3.0]], np.float32))
+    np.testing.assert_array_equal(h_constant(ex, None, stmts["%c"]).data,
+                                  np.array([[1.5, -2.0], [0.25, 3.0]], np.float32))
     for name, what in (("%d", "gives 3 values for a 4 vector"), ("%e", "needs a vector<...> or tensor<...>")):
         with pytest.raises(ParseError) as e:
             h_constant(ex, None, stmts[name])
