@@ -21,9 +21,11 @@ tmp], scalar), ``part`` (dst, src0, src1 over the union of their valid regions),
 indices), ``dst_binary`` (dst, src0, src1: dst is read too, TFUSEDMULADD), ``pow`` (dst,
 base, exp[, tmp]) / ``pows`` (dst, base, scalar[, tmp]), ``fill``
 (dst, scalar), ``fillpad`` (dst, src, pad), ``convert`` (dst, src), ``matmul`` /
-``matmul_acc`` / ``matmul_bias`` (Cube: TMATMUL*, TGEMV*), the data movements ``load``,
-``store``, ``move``, ``extract``, and the forms one instruction has alone (``TCONCAT``,
-``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
+``matmul_acc`` / ``matmul_bias`` (Cube: TMATMUL*, TGEMV*), ``matmul_mx`` (TMATMUL_MX /
+TGEMV_MX: block-scaled fp8 / fp4, A5), the data movements ``load``, ``store``, ``move``,
+``extract``, the fixpipe's quantising ``move_fp`` / ``extract_fp`` / ``insert_fp`` /
+``store_fp`` (an Acc source and a Scaling tile of per-column quant words), and the forms one
+instruction has alone (``TCONCAT``, ``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
 
 A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is packed as
 pto-isa's CPU model packs it: row ``i`` of the source in row ``i`` of the mask, bit ``j``
