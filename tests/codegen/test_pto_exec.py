@@ -371,6 +371,18 @@ def test_tmov_fp_into_ub_is_a5_only():
     got = run_pto(text=relu.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
     np.testing.assert_array_equal(got, np.maximum(want, 0))
     assert (want < 0).any()
+    plain = text.replace("pto.tmov.fp ins(%acc, %fp", "pto.tmov ins(%acc, %fp")     # ptoas's other spelling
+    got = run_pto(text=plain.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+    np.testing.assert_array_equal(got, want)
+    for bad, what in ((plain.replace("%acc, %fp : ", "%acc, %q64 : ").replace(f", {fp})", ", i64)"),
+                       "scalar pre-quant form"),
+                      (plain.replace("%acc, %fp : ", "%acc : ").replace(f", {fp})", ")").replace(
+                          "outs(%v : " + vec + ")", "outs(%v : " + vec + ") {reluPreMode = #pto<relu_pre_mode normal_relu>}"),
+                       "reluPreMode normal_relu and no fp tile")):
+        bad = bad.replace("    %c0 = arith.constant 0 : index", "    %c0 = arith.constant 0 : index\n    %q64 = arith.constant 7 : i64")
+        with pytest.raises(ParseError) as e:
+            run_pto(text=bad.replace('"a3"', '"a5"'), inputs=inputs, platform="a5")
+        assert what in e.value.what, (what, e.value.what)
     with pytest.raises(KernelError) as e:
         run_pto(text=text.replace('"a5"', '"a3"'), inputs=inputs, platform="a2a3")
     assert "TMOV_FP from Acc to Vec is not a path on A2A3" in e.value.what

@@ -120,10 +120,26 @@ def h_io(ex, fr, s):
     return isa.TSTORE(dst, src)
 
 
-_FP_OPS = ("pto.tmov.fp", "pto.textract_fp", "pto.tinsert_fp", "pto.tstore_fp")
+_FP_OPS = ("TMOV_FP", "TEXTRACT_FP", "TINSERT_FP", "TSTORE_FP")
 
 
-def _attr_kwargs(ex, s: Stmt) -> dict:
+def _tmov_form(ex, s: Stmt, srcs: list) -> str:
+    """The instruction a ``pto.tmov`` is: with a Scaling (fp) tile after its source, TMOV_FP
+    (ptoas lowers it so); its scalar pre-quant form and a ReLU on a plain move are refused at
+    the op rather than run as a plain move."""
+    if len(srcs) > 1:
+        if isinstance(srcs[1], isa.Tile) and srcs[1].loc is isa.TileType.Scaling:
+            return "TMOV_FP"
+        raise ex.perr(s.tok, "pto.tmov's scalar pre-quant form (ins(%src, %scalar : ..., i64)) is not supported",
+                      "quantise with an fp tile (pto.tmov.fp) or move as it is")
+    v = s.attr("reluPreMode")
+    if v and "normal_relu" in "".join(t.text for t in v):
+        raise ex.perr(v[0], "pto.tmov with reluPreMode normal_relu and no fp tile is not supported",
+                      "move as it is and apply TRELU on the vector side, or use pto.tmov.fp")
+    return "TMOV"
+
+
+def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``,
     ``isMSB``)."""
     out = {}
@@ -145,7 +161,7 @@ def _attr_kwargs(ex, s: Stmt) -> dict:
     v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
     if v:
         out["exhausted"] = v[0].text == "true"
-    v = s.attr("reluPreMode") if s.name in _FP_OPS else None    # the fixpipe's ReLU
+    v = s.attr("reluPreMode") if name in _FP_OPS else None      # the fixpipe's ReLU
     if v:
         m = re.search(r"(no_relu|normal_relu)", "".join(t.text + " " for t in v))
         if m is None:
@@ -205,6 +221,8 @@ def op_catalogue(ex, fr, s):
     dsts = [ex.val(fr, t) for t in s.values(outs)]
     dsts = [d.executed() if isinstance(d, Elements) else d for d in dsts]   # TMRGSORT's counts
     srcs = [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    if name == "TMOV":
+        name = _tmov_form(ex, s, srcs)
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
@@ -224,7 +242,7 @@ def op_catalogue(ex, fr, s):
     else:
         if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
             operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
-        out = getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s))
+        out = getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s, name))
     for t in dsts:
         ex.written.wrote(t)
     return out
