@@ -21,9 +21,11 @@ tmp], scalar), ``part`` (dst, src0, src1 over the union of their valid regions),
 indices), ``dst_binary`` (dst, src0, src1: dst is read too, TFUSEDMULADD), ``pow`` (dst,
 base, exp[, tmp]) / ``pows`` (dst, base, scalar[, tmp]), ``fill``
 (dst, scalar), ``fillpad`` (dst, src, pad), ``convert`` (dst, src), ``matmul`` /
-``matmul_acc`` / ``matmul_bias`` (Cube: TMATMUL*, TGEMV*), the data movements ``load``,
-``store``, ``move``, ``extract``, and the forms one instruction has alone (``TCONCAT``,
-``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
+``matmul_acc`` / ``matmul_bias`` (Cube: TMATMUL*, TGEMV*), ``matmul_mx`` (TMATMUL_MX /
+TGEMV_MX: block-scaled fp8 / fp4, A5), the data movements ``load``, ``store``, ``move``,
+``extract``, the fixpipe's quantising ``move_fp`` / ``extract_fp`` / ``insert_fp`` /
+``store_fp`` (an Acc source and a Scaling tile of per-column quant words), and the forms one
+instruction has alone (``TCONCAT``, ``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
 
 A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is packed as
 pto-isa's CPU model packs it: row ``i`` of the source in row ``i`` of the mask, bit ``j``
@@ -505,6 +507,41 @@ def gather_index(a_full, idx, d):
     d[...] = np.where(ok, flat[np.where(ok, i, 0)], 0)
 
 
+def gather_compare(a, k, mode, offset: int, d_full, counts) -> None:
+    """Per row ``i``: the column numbers ``offset + j`` of the ``a[i, j]`` that compare
+    ``<mode>`` to the threshold ``k[i]`` (in order) into ``d_full[i, :n]``, and ``n`` into
+    ``counts[i]`` (TGATHER's compare form; the rest of each dst row is left as it was)."""
+    hit = COMPARE[mode](a, np.asarray(k, a.dtype).reshape(-1, 1))
+    for i, row in enumerate(hit):
+        cols = np.flatnonzero(row)
+        d_full[i, :cols.size] = offset + cols
+    np.copyto(counts, hit.sum(axis=1), casting="unsafe")
+
+
+def concat_counted(a_full, b_full, n0, n1, unit: int, d, dst_idx) -> None:
+    """TCONCAT's indexed forms, as pto-isa's NPU implementations take them: per row ``i``,
+    ``src0Idx[i, 0]`` and ``src1Idx[i, 0]`` are byte counts in units of the index dtype's
+    size (``unit``); ``c0 = min(n0 / unit, dst cols)`` columns of src0 then ``c1 = min(n1 /
+    unit, dst cols - c0)`` of src1 go to the row's start; ``dst_idx`` (when given) gets
+    ``min(c0' + c1', dst cols) * unit`` of the uncut counts.  Counts reaching past a source
+    tile's static columns are an error (the device reads whatever follows the tile)."""
+    cols = d.shape[1]
+    for i in range(d.shape[0]):
+        w0, w1 = int(n0[i]) // unit, int(n1[i]) // unit
+        c0 = min(w0, cols)
+        c1 = min(w1, cols - c0)
+        for what, c, src in (("src0", c0, a_full), ("src1", c1, b_full)):
+            if c > src.shape[1] or int((n0, n1)[what == "src1"][i]) < 0:
+                raise DataFault(f"TCONCAT row {i}: {what}Idx asks for {c} columns of a {src.shape[1]}-"
+                                "column source tile", f"keep {what}Idx[i, 0] in 0 .. {src.shape[1] * unit} "
+                                f"(bytes in units of {unit})")
+        row0, row1 = a_full[i, :c0].copy(), b_full[i, :c1].copy()      # d may alias a source
+        d[i, :c0] = row0
+        d[i, c0:c0 + c1] = row1
+        if dst_idx is not None:
+            dst_idx[i] = min(w0 + w1, cols) * unit
+
+
 def scatter_index(s, idx, d_full):
     """``d_full.flat[idx[r, c]] = s[r, c]`` in row-major order (the last write of an index
     wins); an index outside the destination tile is an error (TSCATTER's index form)."""
@@ -602,6 +639,82 @@ def dequant(q, scale, offset, d):
     (per-row parameters: TDEQUANT)."""
     p = np.minimum(np.arange(q.shape[1]), scale.shape[1] - 1)
     np.multiply(q.astype(np.float32) - offset[:, p], scale[:, p], out=d)
+
+
+def fp_params(q) -> tuple:
+    """The fixpipe's vector quantisation parameters of uint64 words ``q`` (one per column of
+    an fp / Scaling tile), as pto-isa's CPU model reads them: the scale M1 (bits 13..31: sign,
+    8-bit exponent, 10-bit mantissa, i.e. the float32 in the low word with its last 13
+    mantissa bits dropped; exponent and mantissa 0 give 0), the offset (bits 37..45), the
+    signed-result bit (46) and the int32 -> int16 shift (bits 32..35, plus 1)."""
+    q = np.asarray(q, dtype=np.uint64)
+    m1 = (q >> np.uint64(13)) & np.uint64(0x7FFFF)
+    sign = ((m1 >> np.uint64(18)) & np.uint64(1)).astype(np.float64)
+    exp = ((m1 >> np.uint64(10)) & np.uint64(0xFF)).astype(np.int64)
+    man = (m1 & np.uint64(0x3FF)).astype(np.float64)
+    scale = np.where((exp == 0) & (man == 0), 0.0,
+                     (1 - 2 * sign) * np.ldexp(1 + man / 1024, exp - 127)).astype(np.float32)
+    offset = ((q >> np.uint64(37)) & np.uint64(0x1FF)).astype(np.float32)
+    signed = ((q >> np.uint64(46)) & np.uint64(1)).astype(bool)
+    shift = ((q >> np.uint64(32)) & np.uint64(0xF)).astype(np.int64) + 1
+    return scale, offset, signed, shift
+
+
+def quantize_fp(s, q, d, relu: bool = False) -> None:
+    """``d = convert(s; q[c])`` per column ``c`` (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP,
+    pto-isa's vector pre-quant modes): f32 / i32 -> i8 / u8 ``clip(rint(s * scale + offset))``
+    into the signed (bit 46) or unsigned byte range; i32 -> f16 ``clip(s * scale, +/-65504)``;
+    i32 -> i16 ``s >> shift`` kept to 16 bits.  The product and sum are float32; ``relu``
+    (ReluPreMode.NormalRelu) takes max(result, 0) last."""
+    scale, offset, signed, shift = fp_params(q)
+    dt_out = np.dtype(d.dtype)
+    if s.dtype == dt.int32 and dt_out == dt.int16:
+        r = (s.astype(np.int64) >> shift[None, :]).astype(np.int16)
+    elif dt_out == dt.float16:
+        r = np.clip(s.astype(np.float32) * scale[None, :], -65504.0, 65504.0)
+    else:
+        r = np.rint(s.astype(np.float32) * scale[None, :] + offset[None, :])
+        r = np.clip(r, np.where(signed, -128.0, 0.0)[None, :], np.where(signed, 127.0, 255.0)[None, :])
+        r = r.astype(np.int64)                             # 128..255 into int8: the low byte
+    if relu:
+        r = np.maximum(r, 0)
+    np.copyto(d, r, casting="unsafe")
+
+
+#: TMATMUL_MX / TGEMV_MX (A5): the inputs (any pair of them: pto-isa's FP8 and FP4 triples
+#: with float32 results; its e1m2 fp4 has no numpy dtype), the block-scale dtype and the
+#: number of K elements one scale covers
+MX_INPUTS = (dt.float8_e4m3, dt.float8_e5m2, dt.float4_e2m1)
+MX_SCALE = dt.float8_e8m0
+MX_GROUP = 32
+MX_BASE_K = 64          # a's static columns are a multiple of it (pto-isa's CheckMadMxValid)
+_MX = Types(frozenset(), frozenset(MX_INPUTS))
+#: TGET_SCALE_ADDR: a Left / Right tile's scales sit at its L0A / L0B address shifted right by
+#: this (pto-isa's SHIFT_MX_ADDR: 64 KiB of L0A -> 4 KiB of scales)
+MX_SCALE_ADDR_SHIFT = 4
+#: the scale tile type of each MX operand tile type
+MX_SCALE_OF = {TileType.Left: TileType.ScaleLeft, TileType.Right: TileType.ScaleRight}
+
+
+def matmul_mx(a, sa, b, sb, c_in, bias, c) -> None:
+    """``c = (c_in +) sum_k a[i, k] * b[k, j] * 2^sa[i, k // 32] * 2^sb[k // 32, j] (+ bias)``
+    as pto-isa's CPU model computes it: each term in double (the decoded fp8 / fp4 values and
+    e8m0 scales are exact there), summed in k order into a float32, then ``c_in`` or the bias
+    added in float32."""
+    m, k = a.shape
+    n = b.shape[1]
+    A, B = a.astype(np.float64), b.astype(np.float64)
+    SA, SB = sa.astype(np.float64), sb.astype(np.float64)
+    acc = np.zeros((m, n), np.float32)
+    for kk in range(k):
+        g = kk // MX_GROUP
+        term = A[:, kk:kk + 1] * B[kk:kk + 1, :] * (SA[:, g:g + 1] * SB[g:g + 1, :])
+        acc = (acc.astype(np.float64) + term).astype(np.float32)
+    if c_in is not None:
+        acc = c_in.astype(np.float32) + acc
+    if bias is not None:
+        acc = acc + bias[:1].astype(np.float32)
+    c[...] = acc
 
 
 def _prod(a, axis):
@@ -792,6 +905,29 @@ _POW = types("i8 u8 i16 i32 u32 f32", a5="i8 u8 i16 i32 u32 f16 f32")   # TPOW/T
 #: TPOW / TPOWS with PowAlgorithm.HIGH_PRECISION (A5: floats only, bf16 too; A2A3 ignores it)
 POW_HIGH_PRECISION = types("i8 u8 i16 i32 u32 f32", a5="f16 bf16 f32")
 _A5_B32 = types("", a5="i8 u8 i16 i32 u32 f16 bf16 f32")     # TINTERLEAVE/TDEINTERLEAVE (A5 only)
+#: TGATHER's compare form (``TGATHER<..., CmpMode>(dst, src, kValue, cdst, tmp, offset)``):
+#: the source dtypes (A2A3 takes int32 with CmpMode.EQ only), the dst / cdst index dtypes,
+#: and the dtypes of a per-row threshold tile (held as an integer, converted to the source's)
+GATHER_COMPARE = types("i32 f16 f32", a5="i16 i32 u32 f16 f32")
+GATHER_COMPARE_A2A3_EQ_ONLY = (dt.int32,)
+GATHER_COMPARE_MODES = (CmpMode.EQ, CmpMode.GT)
+GATHER_COMPARE_INDEX = (dt.int32, dt.uint32)
+GATHER_COMPARE_K = Types(frozenset({dt.int32, dt.uint32}), frozenset({_U16, dt.uint32}))
+#: TCONCAT's indexed forms: the dtypes of the per-row count tiles (src0Idx, src1Idx, dstIdx)
+CONCAT_INDEX = frozenset({dt.int8, dt.uint8, dt.int16, _U16, dt.int32, dt.uint32})
+#: the fixpipe's vector quantisation (TMOV_FP / TEXTRACT_FP / TINSERT_FP / TSTORE_FP): per platform,
+#: accumulator dtype -> the destination dtypes one uint64 parameter per column converts it to
+#: (pto-isa's VQF322B8_PRE, VREQ8, VDEQF16 and, on A2A3, VSHIFTS322S16)
+FP_CONVERTS = {_A2A3: {dt.float32: (dt.int8, dt.uint8), dt.int32: (dt.int8, dt.uint8, dt.float16, dt.int16)},
+               _A5: {dt.float32: (dt.int8, dt.uint8), dt.int32: (dt.int8, dt.uint8, dt.float16)}}
+#: the dtype of an fp (TileType.Scaling) tile: one quantisation word per column
+FP_PARAM = np.dtype(np.uint64)
+#: the data paths of the *_FP moves: op -> (source, destination) -> (pipe, platform ids)
+FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
+                        (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,))},
+            "TEXTRACT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
+                            (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,))},
+            "TINSERT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5))}}
 #: TPARTARGMAX / TPARTARGMIN: value dtype -> the index dtypes it pairs with
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
@@ -799,14 +935,31 @@ _DEFS = (
     OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
     OpDef("TMOV", "move", None, cost=_S1, dsl="move", doc="local move (TMOV)"),
     OpDef("TEXTRACT", "extract", PipeUnit.MTE1, dsl="extract",
-          doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec; A5 also Acc -> Mat / Vec, "
+          doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec; A5 also Mat -> ScaleLeft / ScaleRight, "
+              "Acc -> Mat / Vec, "
               "Vec -> Mat (EXTRACT_PATHS)"),
+    OpDef("TMOV_FP", "move_fp", PipeUnit.FIX, quantize_fp,
+          doc="Acc -> Mat (A5 also Vec) converting per column with a Scaling tile's uint64 quant words "
+              "(TMOV_FP)"),
+    OpDef("TEXTRACT_FP", "extract_fp", PipeUnit.FIX, quantize_fp,
+          doc="TEXTRACT of an Acc block, converting with a Scaling tile (TEXTRACT_FP): to Mat, A5 also Vec"),
+    OpDef("TINSERT_FP", "insert_fp", PipeUnit.FIX, quantize_fp,
+          doc="TINSERT of an Acc tile into Mat at (row, col), converting with a Scaling tile (TINSERT_FP)"),
+    OpDef("TSTORE_FP", "store_fp", PipeUnit.FIX, quantize_fp,
+          doc="Acc -> GM converting per column with a Scaling tile (TSTORE_FP)"),
     OpDef("TMATMUL", "matmul", _M, dsl="matmul", doc="a @ b (TMATMUL)"),
     OpDef("TMATMUL_ACC", "matmul_acc", _M, dsl="matmul_acc", doc="acc + a @ b (TMATMUL_ACC)"),
     OpDef("TMATMUL_BIAS", "matmul_bias", _M, doc="a @ b + bias (TMATMUL_BIAS)"),
+    OpDef("TMATMUL_MX", "matmul_mx", _M, matmul_mx, _MX,
+          doc="a @ b with e8m0 block scales per 32 of K, f32 result (TMATMUL_MX: c, a, a_scale, b, b_scale; "
+              "acc form c_out, c_in, ...; bias form ..., bias; .pto pto.tmatmul.mx / .mx.acc / .mx.bias)"),
+    OpDef("TGET_SCALE_ADDR", "TGET_SCALE_ADDR", PipeUnit.S,
+          doc="bind a ScaleLeft / ScaleRight tile at its Left / Right tile's address >> 4 (TGET_SCALE_ADDR, A5)"),
     OpDef("TGEMV", "matmul", _M, doc="one row a @ b (TGEMV)"),
     OpDef("TGEMV_ACC", "matmul_acc", _M, doc="acc + one row a @ b (TGEMV_ACC)"),
     OpDef("TGEMV_BIAS", "matmul_bias", _M, doc="one row a @ b + bias (TGEMV_BIAS)"),
+    OpDef("TGEMV_MX", "matmul_mx", _M, matmul_mx, _MX,
+          doc="TMATMUL_MX with one row (TGEMV_MX, its acc and bias forms; .pto pto.tgemv.mx*)"),
     OpDef("TADD", "binary", _V, np.add, cost=_S2, dsl="add"),
     OpDef("TSUB", "binary", _V, np.subtract, cost=_S2, dsl="sub"),
     OpDef("TMUL", "binary", _V, np.multiply, cost=_S2, dsl="mul"),
@@ -943,7 +1096,9 @@ _DEFS = (
     OpDef("THISTOGRAM", "THISTOGRAM", _V, histogram, Types(frozenset(), frozenset({dt.uint32, _U16})), (7, 14, 18),
           doc="cumulative per-row counts of one byte of each element (THISTOGRAM)"),
     # -- layout and generation
-    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1, doc="src0 | src1 along columns (TCONCAT)"),
+    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1,
+          doc="src0 | src1 along columns (TCONCAT); indexed forms (dst, src0, src1[, dstIdx], src0Idx, "
+              "src1Idx): per-row counts from index tiles (ISA only: ptoas spells the plain form)"),
     OpDef("TTRANS", "TTRANS", _V, trans, _CAT, _S2, tmp=True, doc="dst = src transposed (TTRANS)"),
     OpDef("TRESHAPE", "TRESHAPE", None, doc="the same bytes as another tile shape / dtype (TRESHAPE)"),
     OpDef("TFILLPAD", "fillpad", _V, fill_pad, _CAT, _S1,
@@ -958,7 +1113,10 @@ _DEFS = (
           doc="a lower / upper triangular 0/1 mask (TTRI)"),
     OpDef("TINSERT", "TINSERT", None, doc="src into dst at (row, col): TEXTRACT's inverse (TINSERT)"),
     OpDef("TGATHER", "TGATHER", _V, gather_index, _B32, _S2, tmp=True,
-          doc="dst = src elements by index, or the elements a MaskPattern takes (TGATHER)"),
+          doc="dst = src elements by index, or the elements a MaskPattern takes (TGATHER); compare form "
+              "(dst, src, kValue, cdst, tmp, offset, CmpMode EQ / GT): per row the column numbers + offset "
+              "of the elements matching kValue, their count in cdst (sources A2A3: f16, f32, i32 (EQ); "
+              "A5: f16, f32, i16, i32, u32)"),
     OpDef("TSCATTER", "TSCATTER", _V, scatter_index, _B32, _S2,
           doc="src elements to dst positions by index, or where a MaskPattern takes (TSCATTER)"),
     OpDef("TINTERLEAVE", "TINTERLEAVE", _V, interleave, _A5_B32, _S2,
@@ -995,12 +1153,15 @@ def by_form(*forms: str) -> tuple:
 #: dtypes (FIX); every other path copies.
 MOVES = {(TileType.Mat, TileType.Left): PipeUnit.MTE1, (TileType.Mat, TileType.Right): PipeUnit.MTE1,
          (TileType.Mat, TileType.Bias): PipeUnit.MTE1, (TileType.Acc, TileType.Mat): PipeUnit.FIX,
+         (TileType.Mat, TileType.Scaling): PipeUnit.FIX,
          (TileType.Vec, TileType.Vec): PipeUnit.V}
 MOVE_PATHS = ", ".join(f"{s.value}->{d.value}" for s, d in MOVES)
 #: A5 only: the Cube's FIX pipe writes L0C into a Vector core's UB (pto-isa ``TMOV`` Acc -> Vec,
 #: ``AccToVecMode``).  A tile in UB is on the Cube only in a program that uses both kinds
 #: of tiles on one core (pto-isa's CPU simulator runs such a program; the device cannot).
-A5_MOVES = {(TileType.Acc, TileType.Vec): PipeUnit.FIX}
+#: Also A5 only: L1 -> the MX scale buffers (TMOV Mat -> ScaleLeft / ScaleRight, MTE1).
+A5_MOVES = {(TileType.Acc, TileType.Vec): PipeUnit.FIX, (TileType.Mat, TileType.ScaleLeft): PipeUnit.MTE1,
+            (TileType.Mat, TileType.ScaleRight): PipeUnit.MTE1}
 CONVERTS_FROM = TileType.Acc             # the tile type whose moves and stores convert (FIX)
 LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
@@ -1023,7 +1184,9 @@ EXTRACT_PATHS = {(TileType.Mat, TileType.Left): (PipeUnit.MTE1, (_A2A3, _A5)),
                  (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A2A3, _A5)),
                  (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A5,)),
                  (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
-                 (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,))}
+                 (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,)),
+                 (TileType.Mat, TileType.ScaleLeft): (PipeUnit.MTE1, (_A5,)),
+                 (TileType.Mat, TileType.ScaleRight): (PipeUnit.MTE1, (_A5,))}
 
 
 #: the pipe of a TSTORE by source tile type: from L0C on FIX (converting), else on MTE3

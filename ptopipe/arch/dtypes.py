@@ -12,6 +12,10 @@ float32 = np.dtype(np.float32)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3fn)
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+#: the MX formats (TMATMUL_MX): e8m0 block scales (pto-isa ``float8_e8m0_t``) and e2m1 fp4
+#: values, one per byte as pto-isa's CPU model holds its ``float4_e2m1x2_t`` elements
+float8_e8m0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+float4_e2m1 = np.dtype(ml_dtypes.float4_e2m1fn)
 int8 = np.dtype(np.int8)
 uint8 = np.dtype(np.uint8)
 int16 = np.dtype(np.int16)
@@ -23,7 +27,7 @@ _BY_NAME = {
     "f16": float16, "half": float16, "float16": float16, "fp16": float16,
     "f32": float32, "float": float32, "float32": float32, "fp32": float32,
     "bf16": bfloat16, "bfloat16": bfloat16,
-    "fp8_e4m3": float8_e4m3, "fp8_e5m2": float8_e5m2,
+    "fp8_e4m3": float8_e4m3, "fp8_e5m2": float8_e5m2, "fp8_e8m0": float8_e8m0, "fp4_e2m1": float4_e2m1,
     "i8": int8, "int8": int8, "u8": uint8, "uint8": uint8, "i16": int16, "int16": int16,
     "i32": int32, "int32": int32, "u32": uint32, "uint32": uint32, "i64": int64, "int64": int64,
 }
@@ -49,7 +53,8 @@ def is_element_type(dt: np.dtype) -> bool:
 
 
 _SHORT = {float16: "f16", float32: "f32", bfloat16: "bf16", float8_e4m3: "fp8_e4m3",
-          float8_e5m2: "fp8_e5m2", int8: "i8", uint8: "u8", int16: "i16", int32: "i32",
+          float8_e5m2: "fp8_e5m2", float8_e8m0: "fp8_e8m0", float4_e2m1: "fp4_e2m1",
+          int8: "i8", uint8: "u8", int16: "i16", int32: "i32",
           uint32: "u32", int64: "i64"}
 
 

@@ -24,6 +24,9 @@ class MemSpace(Enum):
     L0B = "L0B"    # AIC, right matrix
     L0C = "L0C"    # AIC, accumulator
     BIAS = "BIAS"  # AIC bias table
+    FB = "FB"      # AIC fixpipe buffer: the quantisation parameters of the *_FP moves / stores
+    L0A_SCALE = "L0A_SCALE"    # AIC, the left MX scales (A5)
+    L0B_SCALE = "L0B_SCALE"    # AIC, the right MX scales (A5)
 
     __hash__ = object.__hash__      # members are singletons; Enum's own hash is slow Python
 
@@ -37,6 +40,9 @@ class TileType(Enum):
     Right = "Right"  # AIC L0B
     Acc = "Acc"      # AIC L0C
     Bias = "Bias"    # AIC bias table
+    Scaling = "Scaling"          # AIC fixpipe buffer (the fp tile of TMOV_FP / TSTORE_FP ...)
+    ScaleLeft = "ScaleLeft"      # AIC, TMATMUL_MX's left scales (A5)
+    ScaleRight = "ScaleRight"    # AIC, TMATMUL_MX's right scales (A5)
 
     __hash__ = object.__hash__
 
@@ -53,7 +59,8 @@ class TileType(Enum):
 
 TILE_SPACE = {TileType.Vec: MemSpace.UB, TileType.Mat: MemSpace.L1, TileType.Left: MemSpace.L0A,
               TileType.Right: MemSpace.L0B, TileType.Acc: MemSpace.L0C,
-              TileType.Bias: MemSpace.BIAS}
+              TileType.Bias: MemSpace.BIAS, TileType.Scaling: MemSpace.FB,
+              TileType.ScaleLeft: MemSpace.L0A_SCALE, TileType.ScaleRight: MemSpace.L0B_SCALE}
 
 
 class BLayout(Enum):
@@ -113,7 +120,9 @@ _LAYOUT_OF = {l.value: l for l in TileLayout}
 #: ``Tile<...>`` template does (a Mat tile is NZ only when declared so).  A one-column Vec
 #: tile is the exception: :func:`default_layout`.
 DEFAULT_LAYOUT = {TileType.Vec: TileLayout.ND, TileType.Mat: TileLayout.ND, TileType.Left: TileLayout.ZZ,
-                  TileType.Right: TileLayout.ZN, TileType.Acc: TileLayout.NZ, TileType.Bias: TileLayout.ND}
+                  TileType.Right: TileLayout.ZN, TileType.Acc: TileLayout.NZ, TileType.Bias: TileLayout.ND,
+                  TileType.Scaling: TileLayout.ND, TileType.ScaleLeft: TileLayout.ND,
+                  TileType.ScaleRight: TileLayout.ND}
 
 #: the layout of pto-isa's ``TileLeft`` per platform: ZZ on A2A3, NZ on A5 (ptoas gives every
 #: Left tile this blayout, PTOAS PTOTypeDefs.cpp resolveTileBufBLayout).  A Left tile declared
@@ -353,6 +362,12 @@ class GatherAxis(IntEnum):
     each row (ROW) or whole rows (COL)."""
     GATHER_ROW = 0
     GATHER_COL = 1
+
+
+class ReluPreMode(IntEnum):
+    """pto-isa's ``ReluPreMode``: the fixpipe's ReLU after its conversion (the *_FP ops)."""
+    NoRelu = 0
+    NormalRelu = 1
 
 
 class QuantType(IntEnum):

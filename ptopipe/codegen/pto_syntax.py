@@ -73,17 +73,24 @@ INT_DTYPES = ("index", "i64", "i32", "u32", "i16", "i8", "u8")
 #: ptopipe tile op (op-table name) <-> PTO-AS op name (``pto.`` + the ISA name)
 def pto_op_name(isa_name: str) -> str:
     """The PTO-AS op of an instruction: ``pto.`` + its name in lower case, the matmul / gemv
-    variants dotted (``TMATMUL_ACC`` -> ``pto.tmatmul.acc``, ``TFILLPAD_INPLACE`` ->
-    ``pto.tfillpad_inplace``)."""
+    variants and TMOV_FP dotted (``TMATMUL_ACC`` -> ``pto.tmatmul.acc``, ``TMOV_FP`` -> ``pto.tmov.fp``,
+    ``TFILLPAD_INPLACE`` -> ``pto.tfillpad_inplace``, ``TSTORE_FP`` -> ``pto.tstore_fp``)."""
     low = isa_name.lower()
-    if low.startswith(("tmatmul_", "tgemv_")):
+    if low.startswith(("tmatmul_", "tgemv_")) or low == "tmov_fp":
         low = low.replace("_", ".")
     return "pto." + low
 
 
+#: PTO-AS ops whose instruction is an overload of another pto-isa function (by its operands)
+OVERLOADS = {"TMATMUL_MX_ACC": "TMATMUL_MX", "TMATMUL_MX_BIAS": "TMATMUL_MX",
+             "TGEMV_MX_ACC": "TGEMV_MX", "TGEMV_MX_BIAS": "TGEMV_MX"}
+
+
 def isa_name_of(op_name: str) -> str:
-    """The instruction a PTO-AS op names (:func:`pto_op_name`'s inverse)."""
-    return op_name[4:].replace(".", "_").upper()
+    """The instruction a PTO-AS op names (:func:`pto_op_name`'s inverse; ``pto.tmatmul.mx.acc``
+    -> ``TMATMUL_MX``, whose accumulating form it is)."""
+    name = op_name[4:].replace(".", "_").upper()
+    return OVERLOADS.get(name, name)
 
 
 PTO_OP = {dsl: pto_op_name(isa) for dsl, isa in ISA_NAMES.items()}

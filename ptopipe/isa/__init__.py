@@ -5,8 +5,8 @@ TMATMUL and vector ops, ``get_subblockid()``; and ``run()`` to launch kernels.
 ``from ptopipe.isa import *`` gives a kernel file everything it needs.
 """
 from .context import current_core, get_block_idx, get_subblockid, is_cube, platform_id
-from ..arch.dtypes import (bfloat16, float8_e4m3, float8_e5m2, float16, float32, half, int8, int16,
-                     int32, int64, uint8, uint32)
+from ..arch.dtypes import (bfloat16, float4_e2m1, float8_e4m3, float8_e5m2, float8_e8m0, float16, float32,
+                           half, int8, int16, int32, int64, uint8, uint32)
 from .events import TSYNC, Event, Op
 from .launch import RunResult, RunSummary, compare, gm_buffer, run
 from .scenario import Scenario
@@ -16,6 +16,10 @@ from .vector import *  # noqa: F401,F403
 from .vector import __all__ as _vector_all
 from .layout_ops import *  # noqa: F401,F403
 from .layout_ops import __all__ as _layout_all
+from .fixpipe import *  # noqa: F401,F403
+from .fixpipe import __all__ as _fixpipe_all
+from .mx_ops import *  # noqa: F401,F403
+from .mx_ops import __all__ as _mx_all
 from .debug import PRINT, TPREFETCH, TPRINT, TTRAP, prints
 from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL, DIR_V2C_GM,
                    TALLOC, TFREE, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, TPOP, TPOPDONE,
@@ -27,19 +31,19 @@ from .tensor import GlobalTensor, GMPtr
 from .tile import TASSIGN, BLayout, SLayout, Tile, TileLayout, TileType
 from ..arch.platform import PlatformID
 from ..arch.vocab import (CmpMode, GatherAxis, HistByte, MaskPattern, PadValue, PowAlgorithm, PrintFormat,
-                          QuantType, RoundMode)
+                          QuantType, ReluPreMode, RoundMode)
 
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
 
-__all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_sync_all) + [
-    "BLayout", "CmpMode", "GatherAxis", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
+__all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe_all) + list(_mx_all) + list(_sync_all) + [
+    "BLayout", "CmpMode", "GatherAxis", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "ReluPreMode", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "RunResult",
     "RunSummary", "SLayout", "Scenario", "TileLayout", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",
     "TILE_NO_SPLIT", "TILE_UP_DOWN", "TMPipe", "TPOP", "TPOPDONE", "TPUSH", "TPipe", "TSYNC",
     "Tile", "TileSplitAxis", "TileType", "VecCubeRatio", "aic_initialize_pipe",
     "aiv_initialize_pipe", "bfloat16", "compare", "current_core", "float16", "float32",
-    "float8_e4m3", "float8_e5m2", "get_block_idx", "get_subblockid", "gm_buffer", "half", "int16",
+    "float4_e2m1", "float8_e4m3", "float8_e5m2", "float8_e8m0", "get_block_idx", "get_subblockid", "gm_buffer", "half", "int16",
     "int32", "int64", "int8", "is_cube", "platform_id", "run", "uint32", "uint8",
 ]

@@ -1,6 +1,7 @@
 """Tile instructions that rearrange or generate data rather than compute element-wise:
-TCONCAT, TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND / _INPLACE forms), TCI, TTRI, TRANDOM,
-TINSERT (the inverse of TEXTRACT), TGATHER / TSCATTER (by index or by MaskPattern),
+TCONCAT (plain and with per-row index tiles), TTRANS, TRESHAPE, TFILLPAD (and its _EXPAND /
+_INPLACE forms), TCI, TTRI, TRANDOM, TINSERT (the inverse of TEXTRACT), TGATHER (by index, by
+MaskPattern or by comparing with a threshold) / TSCATTER (by index or by MaskPattern),
 TGATHERB (32-byte blocks by byte offset), TSORT32, TMRGSORT, TINTERLEAVE / TDEINTERLEAVE,
 and TSUBVIEW (a tile bound over part of another's storage).
 
@@ -18,9 +19,11 @@ import numpy as np
 
 from ..arch import PipeUnit
 from ..arch import dtypes as dt
-from ..arch.catalogue import (INSERT_CONVERTS, INSERT_PATHS, OPS, mrgsort_blocks, pad_value, pattern_takes,
+from ..arch.catalogue import (CONCAT_INDEX, GATHER_COMPARE, GATHER_COMPARE_A2A3_EQ_ONLY, GATHER_COMPARE_INDEX,
+                              GATHER_COMPARE_K, GATHER_COMPARE_MODES, INSERT_CONVERTS, INSERT_PATHS, OPS,
+                              concat_counted, gather_compare, mrgsort_blocks, pad_value, pattern_takes,
                               platform_label)
-from ..arch.vocab import GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
+from ..arch.vocab import CmpMode, GatherAxis, MaskPattern, PadValue, PlatformID, TileLayout
 from .context import current_core
 from .events import Event, new_event
 from ..sim.trace import TileArgs
@@ -42,15 +45,20 @@ def _full(core, t: Tile, what: str) -> np.ndarray:
 _CONCAT = OPS["TCONCAT"]
 
 
-def TCONCAT(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
+def TCONCAT(dst: Tile, src0: Tile, src1: Tile, *rest) -> Event:
     """dst[i, :c0] = src0[i, :], dst[i, c0:c0 + c1] = src1[i, :] (c0, c1: the sources' valid
-    columns).  On A5 dst's valid columns must be c0 + c1; on A2A3 they fit its static columns."""
+    columns).  On A5 dst's valid columns must be c0 + c1; on A2A3 they fit its static columns.
+    Indexed forms ``TCONCAT(dst, src0, src1[, dstIdx], src0Idx, src1Idx)``: the per-row column
+    counts come from column 0 of the index tiles (see :func:`~ptopipe.arch.catalogue.concat_counted`)."""
     core = current_core()
+    idx, events = _tiles_then(rest)
     _sync(events)
     d, a, b = _vec(core, "TCONCAT", dst, src0, src1)
     if not (src0.dtype == src1.dtype == dst.dtype):
         _same_dtype(core, "TCONCAT", dst, src0, src1)
     _rule(core, _CONCAT, dst, _CONCAT_OK)
+    if idx:
+        return _concat_indexed(core, dst, src0, src1, d, a, b, idx)
     c0, c1 = a.shape[1], b.shape[1]
     rows_ok = a.shape[0] == b.shape[0] == d.shape[0]
     a5 = core.cluster.platform.id is PlatformID.PLATFORM_A5
@@ -67,6 +75,35 @@ def TCONCAT(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
 
 
 _CONCAT_OK = _CONCAT.allowed()
+
+
+def _concat_indexed(core, dst, src0, src1, d, a, b, idx: tuple) -> Event:
+    if len(idx) not in (2, 3):
+        raise _err(core, f"TCONCAT takes 2 (src0Idx, src1Idx) or 3 (dstIdx, src0Idx, src1Idx) index "
+                         f"tiles after its sources, got {len(idx)}")
+    dst_idx, i0, i1 = idx if len(idx) == 3 else (None, *idx)
+    arrays = _vec(core, "TCONCAT", *idx)
+    for t in idx:
+        if t.dtype not in CONCAT_INDEX or t.dtype != i0.dtype:
+            raise _err(core, f"TCONCAT: the index tiles are {', '.join(x.dtype.name for x in idx)}; pto-isa "
+                             "takes one integer dtype of 1, 2 or 4 bytes for all of them",
+                       "declare the index tiles int32 (or another 1-, 2- or 4-byte integer), all alike")
+    rows = d.shape[0]
+    if not (a.shape[0] == b.shape[0] == rows):
+        raise _err(core, f"TCONCAT: dst has {rows} valid rows, src0 {a.shape[0]} and src1 {b.shape[0]}",
+                   "give dst and both sources the same valid rows")
+    for t, x in zip(idx, arrays):
+        have = t.rows if t is dst_idx else x.shape[0]
+        if have < rows or x.shape[1] < 1:
+            raise _err(core, f"TCONCAT: the index tile {t.describe()} has no column 0 for each of the "
+                             f"{rows} rows", "give each index tile a valid [rows, 1] column")
+    n0, n1 = arrays[-2][:rows, 0], arrays[-1][:rows, 0]
+    out = None if dst_idx is None else dst_idx._full[:rows, 0]
+    core.pending.append((concat_counted, src0._full[:rows], src1._full[:rows], n0, n1, i0.item, d, out))
+    dsts = [dst] + ([dst_idx] if dst_idx is not None else [])
+    return _issue(core, "TCONCAT", dsts, [src0, src1, i0, i1], None, rows, d.shape[1], dst.item)
+
+
 _TRANS = OPS["TTRANS"]
 _TRANS_OK = _TRANS.allowed()
 
@@ -335,13 +372,19 @@ def _mask_gather(src_a, pattern, axis, dst_full) -> None:
 
 
 def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
-            axis=GatherAxis.GATHER_ROW) -> Event:
+            axis=GatherAxis.GATHER_ROW, mode=CmpMode.EQ, offset=0) -> Event:
     """By index: ``TGATHER(dst, src, indices[, tmp])``: dst[r, c] = src.flat[indices[r, c]]
     (row-major over the whole src tile; 0 outside it).  By pattern: ``TGATHER(dst, src,
     mask_pattern, axis)``: the src elements (GATHER_ROW: columns, GATHER_COL: rows) the
-    pattern takes, packed from dst's start."""
+    pattern takes, packed from dst's start.  By compare: ``TGATHER(dst, src, kValue, cdst,
+    tmp[, offset], mode=CmpMode.EQ | GT)``: per row the column numbers (+ offset) of the
+    elements ``<mode>`` kValue (a per-row tile, element i for row i, or one scalar: ptoas's
+    form), packed into the row of dst, and their count into cdst's element i."""
     core = current_core()
     tiles, rest = _tiles_then(rest)
+    if len(tiles) == 3 or (not tiles and rest and isinstance(rest[0], (int, float, np.number))
+                           and not isinstance(rest[0], (bool, MaskPattern, GatherAxis))):
+        return _gather_compare(core, dst, src, tiles, rest, mode, offset)
     if tiles:
         idx, tmp = tiles[0], (tiles[1] if len(tiles) > 1 else None)
         _sync(rest)
@@ -368,6 +411,66 @@ def TGATHER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
                    "give dst room for what the pattern takes")
     core.pending.append((_mask_gather, a, pattern, axis, full))
     return _issue(core, "TGATHER", [dst], [src], None, *a.shape, src.item)
+
+
+def _gather_compare(core, dst, src, tiles, rest, mode, offset) -> Event:
+    if tiles:
+        k, cdst, tmp = tiles
+    else:
+        k = rest[0]
+        more, rest = _tiles_then(rest[1:])
+        cdst, tmp = (tuple(more) + (None, None))[:2]
+    if rest and isinstance(rest[0], (int, np.integer)) and not isinstance(rest[0], bool):
+        offset, rest = int(rest[0]), rest[1:]
+    if cdst is None or tmp is None:
+        raise _err(core, "TGATHER's compare form takes (dst, src, kValue, cdst, tmp[, offset])",
+                   "pass the count tile cdst and pto-isa's tmp tile after kValue")
+    _sync(rest)
+    platform = core.cluster.platform.id
+    a = _vec(core, "TGATHER", dst, src, cdst, tmp)[1]
+    try:
+        mode = CmpMode(mode)
+    except ValueError:
+        raise _err(core, f"TGATHER: mode={mode!r} is not a CmpMode") from None
+    if mode not in GATHER_COMPARE_MODES:
+        raise _err(core, f"TGATHER's compare form compares with CmpMode.EQ or GT, not {mode.name}",
+                   "use CmpMode.EQ or CmpMode.GT")
+    ok = GATHER_COMPARE.on(platform)
+    on = platform_label(platform)
+    if src.dtype not in ok:
+        raise _err(core, f"TGATHER's compare form takes {', '.join(sorted(x.name for x in ok))} sources on "
+                         f"{on}, not {src.dtype.name}", "TCVT the source to f32 first")
+    if platform is PlatformID.PLATFORM_A2A3 and src.dtype in GATHER_COMPARE_A2A3_EQ_ONLY and mode is not CmpMode.EQ:
+        raise _err(core, f"TGATHER's compare form on A2A3 takes {src.dtype.name} sources with CmpMode.EQ "
+                         f"only, not {mode.name}", "compare with EQ, or TCVT the source to f32")
+    for role, t in (("dst", dst), ("cdst", cdst)):
+        if t.dtype not in GATHER_COMPARE_INDEX:
+            raise _err(core, f"TGATHER's compare form writes int32 / uint32 indices; {role} is "
+                             f"{t.describe()}", f"declare {role} int32")
+    if cdst.dtype != dst.dtype:
+        _same_dtype(core, "TGATHER", dst, cdst)
+    rows, cols = a.shape
+    if dst.rows < rows or dst.cols < cols:
+        raise _err(core, f"TGATHER: a {rows}x{cols} source can match every element; {dst.describe()} has "
+                         f"room for {dst.rows}x{dst.cols}", "give dst the source's valid rows and columns")
+    if cdst.rows * cdst.cols < rows:
+        raise _err(core, f"TGATHER: cdst {cdst.describe()} holds {cdst.rows * cdst.cols} counts, the "
+                         f"source has {rows} rows", "give cdst one element per source row")
+    if isinstance(k, Tile):
+        if k.dtype not in GATHER_COMPARE_K.on(platform):
+            ks = ", ".join(sorted(x.name for x in GATHER_COMPARE_K.on(platform)))
+            raise _err(core, f"TGATHER's compare form takes a {ks} kValue tile on {on}, not "
+                             f"{k.dtype.name}", f"declare the kValue tile {ks.split(', ')[0]}")
+        kf = _full(core, k, "TGATHER kValue").reshape(-1)
+        if kf.size < rows:
+            raise _err(core, f"TGATHER: the kValue tile {k.describe()} has {kf.size} elements, the source "
+                             f"{rows} rows", "give kValue one element per source row")
+        kv, reads = kf[:rows], [src, k]
+    else:
+        kv, reads = np.full(rows, _scalar_value(core, "TGATHER", src, k)), [src]
+    counts = cdst._full.reshape(-1)[:rows]
+    core.pending.append((gather_compare, a, kv, mode, offset, dst._full, counts))
+    return _issue(core, "TGATHER", [dst, cdst], reads, tmp, rows, cols, src.item)
 
 
 def _mask_scatter(src_full, pattern, axis, d) -> None:

@@ -276,7 +276,12 @@ def TASSIGN(tile: Tile, addr: int) -> None:
         raise KernelError(f"TASSIGN address {addr!r} of {tile.describe()} is not a byte address",
                           where=str(core.where()),
                           fix=f"give a non-negative integer offset into {tile.space.value}, e.g. 0x1000")
-    align = core.cluster.platform.alignment
+    platform = core.cluster.platform
+    if not platform.mem_sizes.get(tile.space):
+        raise KernelError(f"{platform.name} has no {tile.space.value}: {tile.describe()} is a {tile.loc.value} "
+                          "tile, which pto-isa has on A5 only (the MX matmuls' scale buffers)",
+                          where=str(core.where()), fix="run the kernel on A5, or leave the MX matmuls out")
+    align = platform.alignment
     if addr % align:
         raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not {align}-byte aligned",
                           where=str(core.where()), fix=f"use an address that is a multiple of {align}")

@@ -19,7 +19,9 @@ FORMS = {
     "row_bcast": "dst, src (per row)", "fill": "dst, scalar", "convert": "dst, src[, RoundMode]",
     "matmul": "c, a, b", "matmul_acc": "c_out, c_in, a, b", "matmul_bias": "c, a, b, bias",
     "load": "tile, GlobalTensor", "store": "GlobalTensor, tile", "move": "dst, src",
-    "extract": "dst, src, row, col",
+    "extract": "dst, src, row, col", "move_fp": "dst, src, fp", "extract_fp": "dst, src, fp, row, col",
+    "insert_fp": "dst, src, fp, row, col", "store_fp": "GlobalTensor, src, fp",
+    "matmul_mx": "c, a, a_scale, b, b_scale[, bias] / c_out, c_in, a, a_scale, b, b_scale",
 }
 
 
@@ -27,6 +29,8 @@ def _dtypes(op) -> str:
     allowed = op.allowed()
     if allowed is None:
         return "any"
+    if op.form == "matmul_mx":           # formats outside the vector ops' dtype set (fp4)
+        allowed = tuple(op.dtypes.on(p) for p in PlatformID)
     a2, a5 = (sorted(d.name for d in allowed[p]) for p in (PlatformID.PLATFORM_A2A3, PlatformID.PLATFORM_A5))
     if a2 == a5:
         return ", ".join(a2) or "-"

@@ -49,7 +49,8 @@ _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anyt
 _GC_OLDER = 1000
 _GC_CATCH_UP = 30     # young collections held back before a run end catches up (see run)
 
-_LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS),
+_LOCAL = {CoreKind.AIC: (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.BIAS, MemSpace.FB,
+                         MemSpace.L0A_SCALE, MemSpace.L0B_SCALE),
           CoreKind.AIV: (MemSpace.UB,)}
 
 

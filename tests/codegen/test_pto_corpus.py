@@ -99,7 +99,8 @@ def test_golden_inputs_match_the_signature(path):
             assert isinstance(v, int), (name, v)
         else:
             assert isinstance(v, np.ndarray) and v.dtype.name == {"f32": "float32", "f16": "float16",
-                "bf16": "bfloat16", "i8": "int8", "i16": "int16", "i32": "int32"}[sig[name]], (name, v.dtype)
+                "bf16": "bfloat16", "i8": "int8", "i16": "int16", "i32": "int32", "ui32": "uint32", "ui64": "uint64"}[sig[name]], \
+                (name, v.dtype)
     out = g.expect({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})
     for k, v in out.items():
         assert isinstance(inputs.get(k), np.ndarray) and v.shape == inputs[k].shape, k

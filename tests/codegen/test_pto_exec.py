@@ -2,6 +2,7 @@
 simulated cluster - scalar arithmetic of every width, control flow, tile placement and
 aliasing, kernel-kind choice, and errors at the file's line:col."""
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -210,20 +211,182 @@ def test_a_recursive_call_is_a_parse_error_at_the_call_before_anything_runs(indi
     assert "ran" not in capsys.readouterr().out
 
 
-def test_tgather_compare_form_is_a_parse_error_before_anything_runs(capsys):
+def test_tgather_compare_form_runs_and_refuses_other_modes():
+    """ptoas's compare form ``ins(%src, %kValue, %tmp) outs(%dst, %cdst) {offset}``: the
+    matching column numbers + offset per row into dst, their counts into cdst; a mode other
+    than eq / gt is refused at the op's line."""
     i32, u8 = vec_t(16, 16, "i32"), vec_t(16, 16, "ui8")
-    text = vector_kernel(IO + f"""    pto.print ins("ran")
-    %s = arith.constant 0.0 : f32
+
+    def text(mode):
+        return vector_kernel(IO + f"""    %s = arith.constant 20.0 : f32
     %tmp = pto.alloc_tile : {u8}
     %d = pto.alloc_tile : {i32}
     %cd = pto.alloc_tile : {i32}
-    pto.tgather ins(%t, %s, %tmp : {vec_t(16, 16)}, f32, {u8}) outs(%d, %cd : {i32}, {i32}) {{offset = 7 : i32}}
-""" + STORE)
-    with pytest.raises(ParseError) as e:
-        run_pto(text=text, inputs=dict(x=X, y=X))
-    assert "pto.tgather's compare form" in e.value.what and "not supported" in e.value.what
-    assert e.value.where == f"<pto>:{line_of(text, 'pto.tgather')}:5"
-    assert "ran" not in capsys.readouterr().out
+    pto.texpands ins(%c0_i32 : i32) outs(%d : {i32})
+    pto.tgather ins(%t, %s, %tmp : {vec_t(16, 16)}, f32, {u8}) outs(%d, %cd : {i32}, {i32}) {{{mode}offset = 7 : i32}}
+    pto.tcvt ins(%d {{rmode = #pto<round_mode CAST_RINT>}} : {i32}) outs(%t : {vec_t(16, 16)})
+""" + STORE).replace("%c16 = arith.constant 16 : index", "%c16 = arith.constant 16 : index\n    %c0_i32 = arith.constant 0 : i32")
+    res = run_pto(text=text("cmpMode = #pto<cmp gt>, "), inputs=dict(x=X, y=np.zeros_like(X)))
+    want = np.zeros((16, 16), np.float32)
+    for r, row in enumerate(X > 20):
+        cols = np.flatnonzero(row)
+        want[r, :cols.size] = 7 + cols
+    np.testing.assert_array_equal(res.outputs["y"].reshape(16, 16), want)
+    bad = text("cmpMode = #pto<cmp lt>, ")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert "EQ or GT, not LT" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(bad, 'pto.tgather')}:5"
+
+
+def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
+    """``pto.tmatmul.mx`` / ``.mx.acc`` as ptoas spells them are read and run; ptoas checks its
+    scale tiles as ``loc=scaling`` tiles of the operand's shape (its MLIR has no e8m0 type),
+    which pto-isa's TMATMUL_MX refuses: the run reports it at the op's line."""
+    def tb(loc, d, r, c, bl="row_major", sl="none_box"):
+        return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+                f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
+    a = tb("left", "f8E4M3FN", 16, 64, "col_major", "row_major")
+    b = tb("right", "f8E4M3FN", 64, 16, "row_major", "col_major")
+    sa, sb = tb("scaling", "f16", 16, 64), tb("scaling", "f16", 64, 16)
+    c = tb("acc", "f32", 16, 16, "col_major", "row_major")
+    for op, ins, types in (("pto.tmatmul.mx", "%a, %sa, %b, %sb", f"{a}, {sa}, {b}, {sb}"),
+                           ("pto.tmatmul.mx.acc", "%c, %a, %sa, %b, %sb", f"{c}, {a}, {sa}, {b}, {sb}")):
+        text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %a = pto.alloc_tile : {a}
+    %sa = pto.alloc_tile : {sa}
+    %b = pto.alloc_tile : {b}
+    %sb = pto.alloc_tile : {sb}
+    %c = pto.alloc_tile : {c}
+    %d = pto.alloc_tile : {c}
+    {op} ins({ins} : {types}) outs(%d : {c})
+    return
+  }}
+}}
+"""
+        with pytest.raises(KernelError) as e:
+            run_pto(text=text, platform="a5")
+        assert "TMATMUL_MX: a_scale is Scaling" in e.value.what and "float8_e8m0" in e.value.what
+        assert e.value.where == f"<pto>:{line_of(text, op + ' ins')}:5"
+
+
+def test_dense_constants_are_element_values():
+    """``arith.constant dense<...>``: a list or a splat of a vector / tensor type's shape,
+    integers wrapped at the element width (ptoas writes dense<[50000, ...]> : vector<4xi16>);
+    a count that fits neither, or a scalar type, is a ParseError at the constant."""
+    from ptopipe.codegen.pto_exec.executor import Executor
+    from ptopipe.codegen.pto_exec.scalar_ops import h_constant
+    text = """module {
+  func.func @k() {
+    %a = arith.constant dense<[128, 64, 50000, 65535]> : vector<4xi16>
+    %b = arith.constant dense<7> : vector<4xi16>
+    %c = arith.constant dense<[[1.5, -2.0], [0.25, 3.0]]> : tensor<2x2xf32>
+    %d = arith.constant dense<[1, 2, 3]> : vector<4xi16>
+    %e = arith.constant dense<1> : i32
+    return
+  }
+}
+"""
+    prog = read_program(text)
+    ex = Executor(prog, "aiv0", None)
+    stmts = {st.results[0]: st for st in prog.funcs["k"].body if st.results}
+    np.testing.assert_array_equal(h_constant(ex, None, stmts["%a"]).data,
+                                  np.array([128, 64, -15536, -1], np.int16))
+    b = h_constant(ex, None, stmts["%b"]).data
+    assert b.dtype == np.int16 and b.tolist() == [7, 7, 7, 7]
+    np.testing.assert_array_equal(h_constant(ex, None, stmts["%c"]).data,
+                                  np.array([[1.5, -2.0], [0.25, 3.0]], np.float32))
+    for name, what in (("%d", "gives 3 values for a 4 vector"), ("%e", "needs a vector<...> or tensor<...>")):
+        with pytest.raises(ParseError) as e:
+            h_constant(ex, None, stmts[name])
+        assert what in e.value.what
+        assert e.value.where.startswith(f"<pto>:{line_of(text, name + ' =')}:")
+
+
+def test_vector_parameter_takes_an_input_or_seeded_values():
+    """A ``vector<4xi16>`` parameter (TMRGSORT's executed counts, as ptoas's tests pass them):
+    given values, else seeded random ones with a note; a wrong count is refused."""
+    corpus = pathlib.Path(__file__).parent.parent / "pto_corpus" / "v_tmrgsort_dense_executed_a3.pto"
+    text = corpus.read_text().replace("%y: !pto.ptr<f32>)", "%y: !pto.ptr<f32>, %ex: vector<4xi16>)")
+    text = text.replace("    %ex = arith.constant dense<0> : vector<4xi16>\n", "")
+    x = {k: np.arange(32, dtype=np.float32).reshape(1, 32) - o for k, o in (("x0", 0.5), ("x1", 0.0))}
+    idx = {k: np.arange(32, dtype=np.uint32).reshape(1, 32) for k in ("i0", "i1")}
+    res = run_pto(text=text, inputs=x | idx | {"ex": np.array([1, 2, 3, 4])})
+    vals = res.outputs["y"].reshape(-1)[0::2]
+    np.testing.assert_array_equal(vals, np.sort(np.concatenate([x["x0"][0], x["x1"][0]]))[::-1])
+    res = run_pto(text=text, inputs=x | idx)
+    assert any("ex: seeded random vector<4xi16>" in n for n in res.notes)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, inputs=x | idx | {"ex": np.zeros(3)})
+    assert "3 values for the vector parameter 'ex'" in e.value.what
+
+
+def test_subset_window_valid_region_and_refusals():
+    """``pto.subset``: a contiguous tile of the window's shape at the offset (ptoas's lowering),
+    valid where the source is (a source with 12 valid rows gives the window at row 8 four); a
+    window past the source is an error at the op."""
+    dyn = vec_t(16, 16).replace("v_row=16, v_col=16", "v_row=?, v_col=?")
+    body = f"""    %c8 = arith.constant 8 : index
+    %c12 = arith.constant 12 : index
+    %five = arith.constant 5.0 : f32
+    %v = pto.bind_tile %t, %c16, %c16 : {vec_t(16, 16)} -> {dyn}
+    pto.set_validshape %v, %c12, %c16 : {dyn}
+    %lo = pto.subset %v[%c8, %c0] sizes [8, 16] : {dyn}
+    pto.texpands ins(%five : f32) outs(%lo : {vec_t(8, 16).replace("v_row=8, v_col=16", "v_row=?, v_col=?")})
+"""
+    text = vector_kernel(IO + body + STORE)
+    got = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X))).outputs["y"].reshape(16, 16)
+    want = X.copy()
+    want[8:12] = 5.0                             # the window's valid rows: 12 - 8
+    np.testing.assert_array_equal(got, want)
+    bad = text.replace("%v[%c8, %c0] sizes [8, 16]", "%v[%c8, %c8] sizes [8, 16]")
+    with pytest.raises(KernelError) as e:
+        run_pto(text=bad, inputs=dict(x=X, y=np.zeros_like(X)))
+    assert "pto.subset 8x16 at (8, 8) leaves" in e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(bad, '%lo = pto.subset')}:")
+
+
+def test_tmov_fp_into_ub_is_a5_only():
+    """TMOV_FP Acc -> Vec (the fixpipe writing UB): A5 has the path; on A2A3 the op is refused
+    at its line, naming the platform (a function using both kinds of tiles runs on one core)."""
+    corpus = pathlib.Path(__file__).parent.parent / "pto_corpus" / "c_fp_quant_store_a5.pto"
+    text = corpus.read_text()
+    text = text.replace(' attributes {pto.kernel_kind = #pto.kernel_kind<cube>}', '')
+    store = next(l for l in text.splitlines() if "pto.tstore_fp" in l)
+    acc, fp = re.findall(r"!pto\.tile_buf<[^>]*>", store)[:2]
+    vec = vec_t(16, 16, "i8")
+    text = text.replace(store, f"""    %v = pto.alloc_tile : {vec}
+    pto.tmov.fp ins(%acc, %fp : {acc}, {fp}) outs(%v : {vec})
+    pto.tstore ins(%v : {vec}) outs(%py : !pto.partition_tensor_view<16x16xi8>)""")
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-3, 4, sh).astype(np.float16) for sh in ((16, 32), (32, 16)))
+    q = np.array([[(int(np.float32(0.5).view(np.uint32)) & 0xFFFFE000) | (1 << 46)] * 16], np.uint64)
+    inputs = dict(a=a, b=b, q=q, y=np.zeros((16, 16), np.int8))
+    got = run_pto(text=text.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+    acc_v = a.astype(np.float32) @ b.astype(np.float32)
+    want = np.clip(np.rint(acc_v * 0.5), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
+    relu = text.replace(f"outs(%v : {vec})", f"outs(%v : {vec}) {{reluPreMode = #pto<relu_pre_mode normal_relu>}}", 1)
+    got = run_pto(text=relu.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+    np.testing.assert_array_equal(got, np.maximum(want, 0))
+    assert (want < 0).any()
+    plain = text.replace("pto.tmov.fp ins(%acc, %fp", "pto.tmov ins(%acc, %fp")     # ptoas's other spelling
+    got = run_pto(text=plain.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+    np.testing.assert_array_equal(got, want)
+    for bad, what in ((plain.replace("%acc, %fp : ", "%acc, %q64 : ").replace(f", {fp})", ", i64)"),
+                       "scalar pre-quant form"),
+                      (plain.replace("%acc, %fp : ", "%acc : ").replace(f", {fp})", ")").replace(
+                          "outs(%v : " + vec + ")", "outs(%v : " + vec + ") {reluPreMode = #pto<relu_pre_mode normal_relu>}"),
+                       "reluPreMode normal_relu and no fp tile")):
+        bad = bad.replace("    %c0 = arith.constant 0 : index", "    %c0 = arith.constant 0 : index\n    %q64 = arith.constant 7 : i64")
+        with pytest.raises(ParseError) as e:
+            run_pto(text=bad.replace('"a3"', '"a5"'), inputs=inputs, platform="a5")
+        assert what in e.value.what, (what, e.value.what)
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text.replace('"a5"', '"a3"'), inputs=inputs, platform="a2a3")
+    assert "TMOV_FP from Acc to Vec is not a path on A2A3" in e.value.what
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.tmov.fp')}:")
 
 
 def test_use_before_definition_is_a_parse_error_at_the_use():

@@ -45,6 +45,83 @@ def test_concat_along_columns(platform, dtype):
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype,idx_dtype", [(np.float16, np.int32), (np.int8, np.int16), (np.float32, np.uint8)])
+def test_concat_indexed_forms_take_per_row_counts(platform, dtype, idx_dtype):
+    """The counts are bytes in units of the index dtype's size; src1's columns are cut at dst's
+    valid width, and the 6-operand form writes the (cut) total back in the same units."""
+    rng = np.random.default_rng(3)
+    a, b = rand(rng, dtype, (4, 16)), rand(rng, dtype, (4, 16))
+    unit = np.dtype(idx_dtype).itemsize
+    n0 = (np.array([[3], [0], [16], [7]]) * unit).astype(idx_dtype)
+    n1 = (np.array([[5], [16], [4], [12]]) * unit).astype(idx_dtype)
+
+    def call(o, i):
+        TCONCAT(o[0], i[0], i[1], i[2], i[3])
+        TCONCAT(o[1], i[0], i[1], o[2], i[2], i[3])
+    fill = np.full((4, 16), 9, dtype)
+    got = run_tiles(platform, call, [a, b, n0, n1], [fill, fill, ((4, 1), idx_dtype)])
+    want = fill.copy()
+    for r in range(4):
+        c0 = int(n0[r, 0]) // unit
+        c1 = min(int(n1[r, 0]) // unit, 16 - c0)
+        want[r, :c0 + c1] = np.concatenate([a[r, :c0], b[r, :c1]])
+    np.testing.assert_array_equal(got[0], want)
+    np.testing.assert_array_equal(got[1], want)
+    np.testing.assert_array_equal(got[2][:, 0], [8 * unit, 16 * unit, 16 * unit, 16 * unit])
+    wide = (np.array([[17], [0], [0], [0]]) * unit).astype(idx_dtype)     # past src0's 16 columns
+    with pytest.raises(KernelError) as ei:
+        run_tiles(platform, lambda o, i: TCONCAT(o[0], i[0], i[1], i[2], i[3]),
+                  [a, b, wide, n1], [((4, 32), dtype)])
+    assert "asks for 17 columns of a 16-column source" in ei.value.what
+    rejects(platform, lambda o, i: TCONCAT(o[0], i[0], i[1], i[2], i[3]),
+            [a, b, n0.astype(np.float32), n1], [((4, 16), dtype)], "TCONCAT", "index tiles")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype,k", [(np.float32, 0.25), (np.float16, -0.5), (np.int32, 3)])
+def test_gather_compare_form(platform, dtype, k):
+    """Per row the column numbers (+ offset) of the elements == / > kValue, packed from column 0,
+    and their count in cdst[i]; kValue is one scalar (ptoas's form) or a per-row tile."""
+    rng = np.random.default_rng(11)
+    src = (rng.integers(-4, 5, (4, 32)) if np.dtype(dtype).kind == "i" else
+           rng.integers(-4, 5, (4, 32)) / 4).astype(dtype)
+    per_row = np.array([[0], [1], [2], [100]], np.uint32)           # converted to the source dtype
+
+    def call(o, i):
+        TGATHER(o[0], i[0], dtype(k), o[1], o[4], 5)                       # scalar k, EQ, offset 5
+        TGATHER(o[2], i[0], i[1], o[3], o[4], mode=CmpMode.GT) if np.dtype(dtype).kind == "f" else None
+    outs = [((4, 32), np.int32), ((1, 8), np.int32), ((4, 32), np.int32), ((4, 1), np.int32), ((4, 32), np.uint8)]
+    got = run_tiles(platform, call, [src, per_row], outs)
+
+    def want(hit, offset):
+        idx = np.zeros((4, 32), np.int32)
+        for r, row in enumerate(hit):
+            cols = np.flatnonzero(row)
+            idx[r, :cols.size] = offset + cols
+        return idx, hit.sum(axis=1)
+    idx, cnt = want(src == dtype(k), 5)
+    np.testing.assert_array_equal(got[0], idx)
+    np.testing.assert_array_equal(got[1][0, :4], cnt)
+    if np.dtype(dtype).kind == "f":
+        idx, cnt = want(src > per_row.astype(dtype), 0)
+        np.testing.assert_array_equal(got[2], idx)
+        np.testing.assert_array_equal(got[3][:, 0], cnt)
+    # GT on an int32 source: A5 only; LT: neither platform
+    gt = lambda o, i: TGATHER(o[0], i[0], 1, o[1], o[2], mode=CmpMode.GT)      # noqa: E731
+    ints = np.zeros((4, 32), np.int32)
+    if platform == "a2a3":
+        rejects(platform, gt, [ints], outs[:2] + outs[4:], "on A2A3", "CmpMode.EQ only")
+    else:
+        run_tiles(platform, gt, [ints], outs[:2] + outs[4:])
+    lt = lambda o, i: TGATHER(o[0], i[0], 1.0, o[1], o[2], mode=CmpMode.LT)    # noqa: E731
+    rejects(platform, lt, [src.astype(np.float32)], outs[:2] + outs[4:], "EQ or GT, not LT")
+    rejects(platform, lambda o, i: TGATHER(o[0], i[0], 1.0, o[1], o[2]), [src.astype(np.float32)],
+            [((4, 32), np.float32)] + outs[1:2] + outs[4:], "int32 / uint32 indices")
+    rejects(platform, lambda o, i: TGATHER(o[0], i[0], 1, o[1], o[2]), [src.astype(np.int8)],
+            outs[:2] + outs[4:], "compare form takes", "not int8")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.uint8])
 def test_transpose(platform, dtype):
     a = rand(np.random.default_rng(2), dtype, (16, 32))

@@ -486,6 +486,62 @@ def _row_stats_out(i):
     return {"arg1": mx, "arg2": (mx + np.log(np.exp(x - mx).sum(axis=1, keepdims=True))).astype(F32)}
 
 
+def _compare_gather(x, hit, offset):
+    """Per row the column numbers (+ offset) where ``hit``, packed from column 0 (the rest of
+    the row as loaded: 0), and the count of each row in element i of ``cnt``."""
+    idx, cnt = np.zeros(x.shape, I32), np.zeros(x.shape, I32)
+    for r, row in enumerate(hit):
+        cols = np.flatnonzero(row)
+        idx[r, :cols.size] = offset + cols
+    cnt.reshape(-1)[:x.shape[0]] = hit.sum(axis=1)
+    return {"idx": idx, "cnt": cnt}
+
+
+def _above_threshold_in(rng):
+    return {"x": f32(rng, 4, 32, lo=-1.0, hi=1.0), "idx": zeros(4, 32, dtype=I32), "cnt": zeros(4, 32, dtype=I32)}
+
+
+def _above_threshold_out(i):
+    return _compare_gather(i["x"], i["x"] > np.float32(0.5), 100)
+
+
+def _find_value_in(rng):
+    return {"x": ints(rng, I16, 0, 5, 4, 32), "idx": zeros(4, 32, dtype=I32), "cnt": zeros(4, 32, dtype=I32)}
+
+
+def _find_value_out(i):
+    return _compare_gather(i["x"], i["x"] == 3, 0)
+
+
+def _fold_halves_in(rng):
+    return {"x": f32(rng, 16, 64), "y": zeros(8, 64), "z": zeros(1, 32)}
+
+
+def _fold_halves_out(i):
+    x = i["x"]
+    return {"y": x[:8] + x[8:], "z": 2 * x[:1, 32:]}
+
+
+U32 = np.dtype(np.uint32)
+
+
+def _merge_two_in(rng):
+    vals = rng.permutation(np.arange(-32, 32)).astype(F32) / 4       # distinct: no ties to order
+    return {"x0": vals[:32].reshape(1, 32), "i0": np.arange(32, dtype=U32).reshape(1, 32),
+            "x1": vals[32:].reshape(1, 32), "i1": np.arange(100, 132, dtype=U32).reshape(1, 32),
+            "y": zeros(1, 128)}
+
+
+def _merge_two_out(i):
+    """Both blocks' (value, index) pairs, descending by value, as [value, index bits] words."""
+    v = np.concatenate([i["x0"][0], i["x1"][0]])
+    ix = np.concatenate([i["i0"][0], i["i1"][0]])
+    order = np.argsort(-v, kind="stable")
+    out = np.empty(128, F32)
+    out[0::2], out[1::2] = v[order], ix[order].view(F32)
+    return {"y": out.reshape(1, 128)}
+
+
 # -- single-core Cube kernels -------------------------------------------------------------------
 def _gemm_f32_in(rng):
     return {"a": f32(rng, 32, 32), "b": f32(rng, 32, 16), "c": zeros(32, 16)}
@@ -628,6 +684,49 @@ def _memref_gemm_in(rng):
 
 def _memref_gemm_out(i):
     return {"c": mm(i["a"], i["b"])}
+
+
+U64 = np.dtype(np.uint64)
+
+
+def _quant_words(cols):
+    """One fixpipe quant word per column: the scale's float32 bits (the low 13 mantissa bits
+    dropped), an offset in bits 37..45 and the signed-result bit 46 (pto-isa's layout)."""
+    words = []
+    for c in range(cols):
+        scale = np.float32(0.25 + 0.125 * (c % 4))
+        words.append((int(scale.view(np.uint32)) & 0xFFFFE000) | ((c % 3) << 37) | (int(c % 2 == 0) << 46))
+    return np.array([words], U64)
+
+
+def _quantized(acc, q):
+    """acc converted per column as the fixpipe's f32 -> b8 vector quantisation does."""
+    w = q[0].astype(np.int64)
+    m1 = (w >> 13) & 0x7FFFF
+    scale = np.array([np.ldexp(1 + (m & 0x3FF) / 1024, ((m >> 10) & 0xFF) - 127) for m in m1], F32)
+    offset, signed = ((w >> 37) & 0x1FF).astype(F32), ((w >> 46) & 1).astype(bool)
+    r = np.rint(acc.astype(F32) * scale + offset)
+    return np.clip(r, np.where(signed, -128, 0), np.where(signed, 127, 255)).astype(np.int64).astype(I8)
+
+
+def _quant_linear_in(rng):
+    return {"a": ints(rng, F16, -3, 3, 16, 32), "b": ints(rng, F16, -3, 3, 32, 16), "q": _quant_words(16),
+            "y": zeros(16, 16, dtype=I8)}
+
+
+def _quant_linear_out(i):
+    return {"y": _quantized(mm(i["a"], i["b"]), i["q"])}
+
+
+def _quant_moves_in(rng):
+    return _quant_linear_in(rng) | {"z": ints(rng, I8, -9, 9, 16, 32), "w": zeros(16, 8, dtype=I8)}
+
+
+def _quant_moves_out(i):
+    y = _quantized(mm(i["a"], i["b"]), i["q"])
+    z = i["z"].copy()
+    z[:, 16:] = y
+    return {"y": y, "z": z, "w": y[:, 8:16]}
 
 
 # -- cross-core (TPUSH / TPOP) kernels ------------------------------------------------------------
@@ -928,6 +1027,10 @@ GOLDENS: dict[str, Golden] = {
     "v_cvt_float_int_a3": Golden(_quant_grid_in, _quant_grid_out),
     "v_int32_arith_a5": Golden(_int32_affine_in, _int32_affine_out),
     "v_int16_ops_a3": Golden(_int16_mix_in, _int16_mix_out),
+    "v_subset_halves_a3": Golden(_fold_halves_in, _fold_halves_out),
+    "v_tmrgsort_dense_executed_a3": Golden(_merge_two_in, _merge_two_out, rtol=0, atol=0),   # index bits: exact
+    "v_tgather_compare_gt_a3": Golden(_above_threshold_in, _above_threshold_out),
+    "v_tgather_compare_eq_i16_a5": Golden(_find_value_in, _find_value_out),
     "v_int8_dequant_a5": Golden(_int8_dequant_in, _int8_dequant_out),
     "v_scf_for_accum_a3": Golden(_block_sum_in, _block_sum_out),
     "v_scf_for_iter_args_a5": Golden(_geometric_in, _geometric_out),
@@ -958,6 +1061,8 @@ GOLDENS: dict[str, Golden] = {
     "c_mm_i8_a5": Golden(_gemm_int8_in, _gemm_int8_out),
     "c_mm_ksplit_level3_a3": Golden(_proj_ksplit_in, _proj_ksplit_out, rtol=1e-4, atol=1e-4),
     "c_mm_first_k_if_a5": Golden(_gemm_k_loop_in, _gemm_k_loop_out, rtol=1e-4, atol=1e-4),
+    "c_fp_quant_store_a5": Golden(_quant_linear_in, _quant_linear_out),
+    "c_fp_quant_moves_a3": Golden(_quant_moves_in, _quant_moves_out),
     "c_mm_bias_a3": Golden(_linear_bias_in, _linear_bias_out, rtol=1e-4, atol=1e-4),
     "c_mm_bias_first_k_a5": Golden(_linear_bias_k_in, _linear_bias_k_out, rtol=1e-4, atol=1e-4),
     "c_mm_tiles2d_a3": Golden(_tiled_gemm_in, _tiled_gemm_out, rtol=1e-4, atol=1e-4),

@@ -17,6 +17,7 @@ from .placement import alias_notes, plan_layout
 from .program import (MIXED, Program, SYNTAX_SLIPS, choose_top, has_pipes, implied_kind, int_attr,
                       int_constants, malformed, reachable, read_text, walk, whole_tile_lanes)
 from .reader import read_program
+from .values import Elements
 from .types import ScalarT, TileSpec, dtype_name, int_range
 
 
@@ -69,6 +70,13 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
                                           f"{key!r} ({lo}..{hi})", where="option --input",
                                           fix=f"give a value in {lo}..{hi}")
                 args[key] = float(v) if ty.is_float else int(v)      # the parameter's type decides
+            elif isinstance(ty, tuple) and ty[0] in ("vector", "tensor"):
+                a = np.asarray(v)
+                if a.size != int(np.prod(ty[2])):
+                    raise ConfigError(f"--input {key}: {a.size} values for the {ty[0]} parameter {key!r} of "
+                                      f"shape {list(ty[2])}", where="option --input",
+                                      fix=f"give {int(np.prod(ty[2]))} values")
+                args[key] = Elements(a.astype(ty[1]).reshape(ty[2]))
             else:
                 want = ty[1] if isinstance(ty, tuple) else None
                 want = want if isinstance(want, np.dtype) else (want.dtype if isinstance(want, TileSpec) else None)
@@ -90,6 +98,11 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
         if isinstance(ty, ScalarT):
             args[key] = 0.0 if ty.is_float else 0
             notes.append(f"scalar parameter {key} ({ty.name}) not given: 0 (give --input {key}=VALUE)")
+            continue
+        if isinstance(ty, tuple) and ty[0] in ("vector", "tensor"):
+            args[key] = Elements(_random(rng, ty[1], ty[2]))
+            notes.append(f"{key}: seeded random {ty[0]}<{'x'.join(map(str, ty[2]))}x{dtype_name(ty[1])}> "
+                         f"(give --input {key}=FILE.npy)")
             continue
         if not isinstance(ty, tuple) or ty[0] not in ("ptr", "memref"):
             raise ConfigError(f"parameter %{key} of @{fname} has a type ptopipe cannot make data for",
@@ -116,6 +129,11 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
         args[key] = _random(rng, d, shape)
         notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
     return args, notes
+
+
+def _own(v):
+    """A core's own copy of a vector / tensor argument (each core's registers hold one)."""
+    return Elements(v.data.copy()) if isinstance(v, Elements) else v
 
 
 def _random(rng, d, shape):
@@ -289,7 +307,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                 if core_name != "aic" and "vector" not in kinds[t]:
                     continue
                 f = prog.funcs[t]
-                ex.call(f, [kw.get(p[0][1:]) for p in f.params])
+                ex.call(f, [_own(kw.get(p[0][1:])) for p in f.params])
         kernel.__name__ = f"{top}@{core_name}"
         return kernel
 

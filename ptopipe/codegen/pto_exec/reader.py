@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ...errors import ParseError, PtoPipeError
-from ..pto_tree import Block, parse_tree, split_top
+from ..pto_tree import Block, parse_tree
 from .executor import HANDLERS
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
 from .types import TypeReader
@@ -70,11 +70,6 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
             raise types.err(f"unknown operation {s.name!r}: ptopipe does not support it", s.tok,
                             fix="rewrite it with supported ops, or report it so it can be added "
                                 "(docs/pto.md lists what is read)")
-        form = _unsupported_form(s)
-        if form is not None:
-            raise types.err(f"{s.name}'s {form} is not supported", s.tok,
-                            fix="rewrite it with supported ops, or report it so it can be added "
-                                "(docs/pto.md lists what is read)")
         if s.name == "func.call":
             sym = s.symbol()
             if sym is None or sym not in funcs:
@@ -83,20 +78,6 @@ def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
             f.calls.append(sym)
             sites.append(s)
     return sites
-
-
-def _unsupported_form(s) -> str | None:
-    """The name of the form of a known op that the executor does not run, else None:
-    ``pto.tgather``'s compare form (a scalar operand, two destinations)."""
-    if s.name != "pto.tgather":
-        return None
-    ins, outs = s.group("ins") or [], s.group("outs") or []
-    colon = [i for i, t in enumerate(ins) if t.text == ":"]
-    in_types = split_top(ins[colon[0] + 1:]) if colon else []
-    scalar = any(g and g[0].kind == "word" for g in in_types)       # f16, i32, index: not a tile
-    if scalar or len(s.values(outs)) > 1:
-        return "compare form (ins(%src, %scalar, %tmp) outs(%dst, %cdst))"
-    return None
 
 
 def _check_no_recursion(funcs: dict, sites: dict, types: TypeReader) -> None:

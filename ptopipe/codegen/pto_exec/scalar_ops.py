@@ -7,6 +7,7 @@ import numpy as np
 
 from ..pto_tree import Stmt, split_top
 from .types import ELEMENT, ScalarT, wrap
+from .values import Elements
 
 
 def h_constant(ex, fr, s):
@@ -17,8 +18,8 @@ def h_constant(ex, fr, s):
     ty = ScalarT(toks[2].text) if len(toks) >= 3 and toks[1].text == ":" else ScalarT("i1")
     if v in ("true", "false"):
         return 1 if v == "true" else 0
-    if v.startswith("dense"):
-        raise ex.perr(toks[0], "arith.constant dense<...> is not supported")
+    if v == "dense":
+        return _dense(ex, s, toks)
     try:
         if ty.is_float:
             return float(v) if not v.startswith("0x") else float(np.frombuffer(
@@ -26,6 +27,34 @@ def h_constant(ex, fr, s):
         return wrap(int(v, 0) if v.startswith("0x") else int(float(v)) if "." in v or "e" in v else int(v), ty)
     except (ValueError, KeyError):
         raise ex.perr(toks[0], f"arith.constant value {v!r} is not a {ty.name}") from None
+
+
+def _dense(ex, s, toks):
+    """``arith.constant dense<[1, 2, ...]> : vector<4xi16>`` (or a splat ``dense<0>``, a
+    ``tensor<...>``): an :class:`~.values.Elements` of the type's shape; integers wrap at the
+    element's width as MLIR's do."""
+    colon = next((i for i, t in enumerate(toks) if t.text == ":"), None)
+    ty = ex.prog.types.parse(toks[colon + 1:]) if colon is not None else None
+    if not (isinstance(ty, tuple) and ty[0] in ("vector", "tensor")):
+        raise ex.perr(toks[0], "arith.constant dense<...> needs a vector<...> or tensor<...> type",
+                      "write dense<[...]> : vector<4xi16> (or tensor<NxT>)")
+    _, d, shape = ty
+    words = [t.text for t in toks[1:colon] if t.kind == "word"]
+    n = int(np.prod(shape))
+    if len(words) not in (1, n):
+        raise ex.perr(toks[0], f"dense<...> gives {len(words)} values for a {'x'.join(map(str, shape))} "
+                               f"{ty[0]}", f"give {n} values, or one (a splat)")
+    elem = ScalarT(next(k for k, v in ELEMENT.items() if v == d))
+    try:
+        if d.kind == "b":
+            vals = [w == "true" or (w not in ("false",) and int(w) != 0) for w in words]
+        elif elem.is_float:
+            vals = [float(w) for w in words]
+        else:
+            vals = [wrap(int(w, 0), elem) for w in words]
+    except ValueError:
+        raise ex.perr(toks[0], f"dense<...> value {words!r} is not a {elem.name}") from None
+    return Elements(np.resize(np.array(vals, d), shape))
 
 
 INT_OPS = {

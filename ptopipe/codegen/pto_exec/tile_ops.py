@@ -12,12 +12,12 @@ import numpy as np
 from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
-from ...arch.vocab import CmpMode, HistByte, MaskPattern
+from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
 from ...errors import MemoryConflictError
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, TileSpec
-from .values import View
+from .values import Elements, View
 
 
 def h_view(ex, fr, s):
@@ -120,7 +120,26 @@ def h_io(ex, fr, s):
     return isa.TSTORE(dst, src)
 
 
-def _attr_kwargs(ex, s: Stmt) -> dict:
+_FP_OPS = ("TMOV_FP", "TEXTRACT_FP", "TINSERT_FP", "TSTORE_FP")
+
+
+def _tmov_form(ex, s: Stmt, srcs: list) -> str:
+    """The instruction a ``pto.tmov`` is: with a Scaling (fp) tile after its source, TMOV_FP
+    (ptoas lowers it so); its scalar pre-quant form and a ReLU on a plain move are refused at
+    the op rather than run as a plain move."""
+    if len(srcs) > 1:
+        if isinstance(srcs[1], isa.Tile) and srcs[1].loc is isa.TileType.Scaling:
+            return "TMOV_FP"
+        raise ex.perr(s.tok, "pto.tmov's scalar pre-quant form (ins(%src, %scalar : ..., i64)) is not supported",
+                      "quantise with an fp tile (pto.tmov.fp) or move as it is")
+    v = s.attr("reluPreMode")
+    if v and "normal_relu" in "".join(t.text for t in v):
+        raise ex.perr(v[0], "pto.tmov with reluPreMode normal_relu and no fp tile is not supported",
+                      "move as it is and apply TRELU on the vector side, or use pto.tmov.fp")
+    return "TMOV"
+
+
+def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``,
     ``isMSB``)."""
     out = {}
@@ -136,6 +155,19 @@ def _attr_kwargs(ex, s: Stmt) -> dict:
             except (AttributeError, KeyError):
                 raise ex.perr(v[0], f"{key} {' '.join(t.text for t in v)} is not a compare mode",
                               "use eq, ne, lt, le, gt or ge") from None
+    v = s.attr("offset") if s.name == "pto.tgather" else None    # compare form: the first index
+    if v:
+        out["offset"] = int(v[0].text)
+    v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
+    if v:
+        out["exhausted"] = v[0].text == "true"
+    v = s.attr("reluPreMode") if name in _FP_OPS else None      # the fixpipe's ReLU
+    if v:
+        m = re.search(r"(no_relu|normal_relu)", "".join(t.text + " " for t in v))
+        if m is None:
+            raise ex.perr(v[0], f"reluPreMode {' '.join(t.text for t in v)} is not a relu mode",
+                          "use #pto<relu_pre_mode no_relu> or normal_relu")
+        out["relu_mode"] = ReluPreMode.NormalRelu if m.group(1) == "normal_relu" else ReluPreMode.NoRelu
     v = s.attr("maskPattern")
     if v:
         m = re.search(r"<(\w+)>", "".join(t.text for t in v))
@@ -167,6 +199,9 @@ CPP_ORDER = {
     "TDEINTERLEAVE": lambda o, i: [o[1], o[0], *reversed(i)],    # (dst1, dst0, src1, src0 | src)
     "TPARTARGMAX": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    # (dstVal, src0Val, src1Val,
     "TPARTARGMIN": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],    #  dstIdx, src0Idx, src1Idx)
+    "TGATHER": lambda o, i: [o[0], *i[:2], o[1], *i[2:]],        # compare form: (dst, src, kValue,
+                                                                 #  cdst, tmp)
+    "TMRGSORT": lambda o, i: [o[0], o[1], i[-1], *i[:-1]],       # (dst, executed, tmp, src0, ...)
 }
 
 
@@ -184,7 +219,10 @@ def op_catalogue(ex, fr, s):
     if outs is None:
         raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
     dsts = [ex.val(fr, t) for t in s.values(outs)]
+    dsts = [d.executed() if isinstance(d, Elements) else d for d in dsts]   # TMRGSORT's counts
     srcs = [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    if name == "TMOV":
+        name = _tmov_form(ex, s, srcs)
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
@@ -204,7 +242,7 @@ def op_catalogue(ex, fr, s):
     else:
         if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
             operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
-        out = getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s))
+        out = getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s, name))
     for t in dsts:
         ex.written.wrote(t)
     return out
@@ -273,6 +311,40 @@ def h_bind_tile(ex, fr, s):
     if len(vs) >= 3:
         t.SetValid(ex.ival(fr, vs[1]), ex.ival(fr, vs[2]))
     return t
+
+
+def h_subset(ex, fr, s):
+    """``%v = pto.subset %src[%r, %c] sizes [R, C] : <src type>``: an R x C tile of src's type at
+    src's address plus the offset's elements, as ptoas lowers it (a contiguous tile there:
+    ``r * cols + c`` for a row-major source, ``c * rows + r`` for a column-major one; a boxed
+    (fractal) source keeps its full rows or columns, as ptoas's verifier requires).  The valid
+    region is the part of src's valid one the window covers (ptoas's rule: min(size, valid -
+    offset mod valid) per dimension)."""
+    vs = s.values()
+    src = ex.val(fr, vs[0]) if vs else None
+    if not isinstance(src, isa.Tile):
+        raise ex.perr(s.tok, "pto.subset takes a tile: %v = pto.subset %tile[%r, %c] sizes [R, C] : type")
+    toks = s.toks
+    at = next((i for i, t in enumerate(toks) if t.text == "sizes"), None)
+    sizes = [int(t.text) for t in toks[at + 1:] if t.kind == "word" and t.text.isdigit()][:2] if at else []
+    offs = [ex.ival(fr, t) for t in vs[1:3]]
+    if len(sizes) != 2 or len(offs) != 2:
+        raise ex.perr(s.tok, "pto.subset needs two offsets and two sizes: %tile[%r, %c] sizes [R, C]")
+    (r, c), (rows, cols) = offs, sizes
+    layout = src.layout
+    if r < 0 or c < 0 or r + rows > src.rows or c + cols > src.cols:
+        raise ex.err(s, f"pto.subset {rows}x{cols} at ({r}, {c}) leaves {src.describe()}",
+                     "keep the window inside the source's static shape")
+    col_major = layout.blayout is isa.BLayout.ColMajor
+    if layout.fractal and (rows != src.rows if col_major else cols != src.cols):
+        raise ex.err(s, f"pto.subset of the {layout.name} tile {src.describe()}: a boxed "
+                        f"{'column' if col_major else 'row'}-major subset keeps its full "
+                        f"{'rows' if col_major else 'columns'}", "take whole rows / columns of it")
+    off = c * src.rows + r if col_major else r * src.cols + c
+    vr = max(0, min(rows, src.valid_rows - r % src.valid_rows)) if src.valid_rows else 0
+    vc = max(0, min(cols, src.valid_cols - c % src.valid_cols)) if src.valid_cols else 0
+    return isa.Tile(src.loc, src.dtype, rows, cols, layout=layout, valid_rows=vr, valid_cols=vc,
+                    addr=src.addr + off * src.item, name=s.results[0] if s.results else None)
 
 
 def h_reshape(ex, fr, s):

@@ -22,14 +22,17 @@ ELEMENT = {"f32": dt.float32, "f16": dt.float16, "bf16": dt.bfloat16, "f64": np.
            "ui8": dt.uint8, "ui16": np.dtype(np.uint16), "ui32": dt.uint32, "ui64": np.dtype(np.uint64),
            "u8": dt.uint8, "u16": np.dtype(np.uint16), "u32": dt.uint32, "u64": np.dtype(np.uint64),
            "si8": dt.int8, "si16": dt.int16, "si32": dt.int32, "si64": dt.int64,
-           "f8E4M3FN": dt.float8_e4m3, "f8E5M2": dt.float8_e5m2, "i1": np.dtype(np.bool_)}
+           "f8E4M3FN": dt.float8_e4m3, "f8E5M2": dt.float8_e5m2, "i1": np.dtype(np.bool_),
+           "f8E4M3": dt.float8_e4m3}          # ptoas writes every e4m3 as pto-isa's float8_e4m3_t
 
 
 LOC = {"vec": TileType.Vec, "ub": TileType.Vec, "mat": TileType.Mat, "l1": TileType.Mat,
-       "left": TileType.Left, "right": TileType.Right, "acc": TileType.Acc, "bias": TileType.Bias}
+       "left": TileType.Left, "right": TileType.Right, "acc": TileType.Acc, "bias": TileType.Bias,
+       "scaling": TileType.Scaling}
 
 
-CUBE_LOCS = (TileType.Mat, TileType.Left, TileType.Right, TileType.Acc, TileType.Bias)
+CUBE_LOCS = (TileType.Mat, TileType.Left, TileType.Right, TileType.Acc, TileType.Bias, TileType.Scaling,
+             TileType.ScaleLeft, TileType.ScaleRight)
 
 
 BLAYOUT = {"row_major": BLayout.RowMajor, "col_major": BLayout.ColMajor}
@@ -155,7 +158,8 @@ class TypeReader:
 
     def parse(self, toks):
         """A type: TileSpec, ScalarT, ('ptr', dtype), ('view', dtype, rank), ('part', dtype, shape),
-        ('memref', TileSpec | dtype, shape, space), ('pipe',), ('event',)."""
+        ('memref', TileSpec | dtype, shape, space), ('vector' | 'tensor', dtype, shape), ('pipe',),
+        ('event',)."""
         if not toks:
             raise ParseError("a type is missing", where=self.f)
         t0 = toks[0]
@@ -173,6 +177,11 @@ class TypeReader:
             return ("view" if name == "!pto.tensor_view" else "part", d, shape)
         if name == "memref":
             return self.memref(inner, t0)
+        if name in ("vector", "tensor"):
+            shape, d = self.shaped(inner, t0)
+            if not shape or None in shape:
+                raise self.err(f"{tokens_text(toks)!r}: a {name} value needs a static shape", t0)
+            return (name, d, shape)
         if name in ("!pto.pipe",):
             return ("pipe",)
         if name.startswith("!pto."):

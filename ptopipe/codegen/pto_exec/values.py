@@ -1,6 +1,9 @@
 """The values an executed ``.pto`` function holds besides scalars and ISA tiles: tensor views,
-reserved ring buffers, bound pipes, and a ``return`` in flight."""
+reserved ring buffers, bound pipes, ``vector<...>`` / ``tensor<...>`` values (dense constants,
+parameters), and a ``return`` in flight."""
 from __future__ import annotations
+
+import numpy as np
 
 
 class View:
@@ -28,6 +31,39 @@ class PipeVal:
 
     def __init__(self, handle, dirs, one_lane):
         self.handle, self.dirs, self.one_lane = handle, dirs, one_lane
+
+
+class Elements:
+    """A ``vector<...>`` / ``tensor<...>`` value: its elements (numpy, the type's shape and
+    element dtype).  ptoas lowers ``vector<4xi16>`` to pto-isa's MrgSortExecutedNumList (the
+    counts a multi-list TMRGSORT writes): :meth:`executed` is that view of the value."""
+    __slots__ = ("data",)
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+
+    def executed(self) -> "ExecutedList":
+        return ExecutedList(self.data)
+
+
+class ExecutedList:
+    """A 4-element :class:`Elements` as the ISA's MrgSortExecutedNumList: TMRGSORT's counts
+    are written into the value's elements (wrapped to their dtype, as the C++ stores them)."""
+    __slots__ = ("_data",)
+
+    def __init__(self, data: np.ndarray):
+        self._data = data
+
+    def _count(i):
+        def get(self):
+            return int(self._data.reshape(-1)[i])
+
+        def put(self, v):
+            self._data.reshape(-1)[i] = np.array(v).astype(np.int64).astype(self._data.dtype)
+        return property(get, put)
+
+    mrgSortList0, mrgSortList1, mrgSortList2, mrgSortList3 = _count(0), _count(1), _count(2), _count(3)
+    del _count
 
 
 class Return(Exception):

@@ -1,0 +1,166 @@
+"""The fixpipe's quantising moves and store: TMOV_FP, TEXTRACT_FP, TINSERT_FP and TSTORE_FP.
+
+Each takes an accumulator (Acc) tile and an fp tile - a ``TileType.Scaling`` tile (the
+fixpipe buffer) of uint64 quantisation words, one per column - and converts every element
+with its column's word (:func:`~ptopipe.arch.catalogue.quantize_fp`) on the way to L1, UB
+(A5) or GM.  The paths, the (accumulator, destination) dtype pairs of each platform and the
+numpy kernel are the op catalogue's (``FP_PATHS``, ``FP_CONVERTS``); arguments follow
+pto-isa's C++ order (``TEXTRACT_FP(dst, src, fp, indexRow, indexCol)``); pto-isa's
+``ReluPreMode`` template parameter is the keyword ``relu_mode``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arch.catalogue import FP_CONVERTS, FP_PARAM, FP_PATHS, OPS, platform_label
+from ..arch.vocab import ReluPreMode
+from .context import current_core
+from .events import Event, new_event
+from .ops import _err, _gm_tile_view, _sync, arr
+from .tensor import GlobalTensor
+from .tile import Tile, TileType
+from ..sim.trace import TileArgs
+
+_KERNEL = OPS["TMOV_FP"].kernel
+
+
+def _check(core, name: str, src: Tile, dst_dtype, fp: Tile, cols: int, what: str, first: int = 0) -> np.ndarray:
+    """The fp words of ``cols`` columns after the checks every *_FP op makes: an Acc source, a
+    Scaling fp tile holding the words, a dtype pair the fixpipe converts on this platform.
+    The fixpipe reads 8-byte words from the fp tile's address plus ``first`` of its elements
+    (pto-isa sets the FPC register so; its declared dtype is not checked: ptoas writes f32 fp
+    tiles) - uint64 tiles, ``TileType.Scaling, uint64, 1, N``, are what pto-isa's pages use."""
+    platform = core.cluster.platform.id
+    arr(src, core, f"{name} source")
+    if src.loc is not TileType.Acc:
+        raise _err(core, f"{name} converts an Acc tile, not {src.describe()}",
+                   "move the accumulator (TMATMUL's result) with it")
+    arr(fp, core, f"{name} fp")
+    if fp.loc is not TileType.Scaling:
+        raise _err(core, f"{name}'s fp operand is {fp.describe()}; pto-isa takes a TileType.Scaling tile "
+                         "(the fixpipe buffer) of uint64 quantisation words, one per column",
+                   "declare fp as Tile(TileType.Scaling, uint64, 1, N) and TMOV it there from a Mat tile")
+    start = first * fp.item
+    if start + cols * FP_PARAM.itemsize > fp.nbytes:
+        raise _err(core, f"{name}: {fp.describe()} holds {fp.nbytes} bytes; the {cols} columns {what} need "
+                         f"{cols} 8-byte words from byte {start}", f"give fp {cols} uint64 words")
+    pairs = FP_CONVERTS[platform]
+    if np.dtype(dst_dtype) not in pairs.get(src.dtype, ()):
+        have = "; ".join(f"{s.name} -> {', '.join(d.name for d in ds)}" for s, ds in pairs.items())
+        raise _err(core, f"{name} does not convert {src.dtype.name} to {np.dtype(dst_dtype).name} on "
+                         f"{platform_label(platform)} (the fixpipe's vector quantisation: {have})",
+                   "store / move the accumulator as it is (TSTORE / TMOV), or pick one of these pairs")
+    return fp._full.reshape(-1).view(np.uint8)[start:start + cols * FP_PARAM.itemsize].view(FP_PARAM)
+
+
+def _relu(core, name: str, relu_mode) -> bool:
+    try:
+        return ReluPreMode(relu_mode) is ReluPreMode.NormalRelu
+    except ValueError:
+        raise _err(core, f"{name}: relu_mode={relu_mode!r} is not a ReluPreMode",
+                   "pass ReluPreMode.NoRelu or ReluPreMode.NormalRelu") from None
+
+
+def _path(core, name: str, src: Tile, dst: Tile):
+    paths = FP_PATHS[name]
+    got = paths.get((src.loc, dst.loc))
+    platform = core.cluster.platform.id
+    if got is None or platform not in got[1]:
+        here = [f"{a.value}->{b.value}" for (a, b), (_, on) in paths.items() if platform in on]
+        raise _err(core, f"{name} from {src.loc.value} to {dst.loc.value} is not a path on "
+                         f"{platform_label(platform)}", f"paths there: {', '.join(here)}")
+    return got[0]
+
+
+def _issue(core, name, pipe, src, fp, dst, shape) -> Event:
+    cost = core.costs.move(src.sname, dst.sname, shape[0] * shape[1] * src.item)
+    _, end = core.issue(pipe, cost, (src, fp), (dst,), name,
+                        TileArgs(shape, dst.dtype) if core.trace is not None else None)
+    return new_event((name, core, end))
+
+
+def TMOV_FP(dst: Tile, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu) -> Event:
+    """dst = src converted per column with fp's words (Acc -> Mat; A5 also Acc -> Vec); dst's
+    valid region is src's."""
+    core = current_core()
+    _sync(events)
+    s = arr(src, core, "TMOV_FP source")
+    d = arr(dst, core, "TMOV_FP destination")
+    pipe = _path(core, "TMOV_FP", src, dst)
+    if s.shape != d.shape:
+        raise _err(core, f"TMOV_FP: src's valid region {s.shape[0]}x{s.shape[1]} and dst's "
+                         f"{d.shape[0]}x{d.shape[1]} differ", "give both tiles the same valid shape")
+    q = _check(core, "TMOV_FP", src, dst.dtype, fp, s.shape[1], "of src")
+    core.pending.append((_KERNEL, s, q, d, _relu(core, "TMOV_FP", relu_mode)))
+    return _issue(core, "TMOV_FP", pipe, src, fp, dst, s.shape)
+
+
+def TEXTRACT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: int = 0, *events,
+                relu_mode=ReluPreMode.NoRelu) -> Event:
+    """dst = the block of src at (index_row, index_col), dst's valid shape, converted per
+    source column ``index_col + c`` with fp's word of that column."""
+    core = current_core()
+    _sync(events)
+    s = arr(src, core, "TEXTRACT_FP source")
+    d = arr(dst, core, "TEXTRACT_FP destination")
+    pipe = _path(core, "TEXTRACT_FP", src, dst)
+    r0, c0 = int(index_row), int(index_col)
+    r, c = d.shape
+    if r0 < 0 or c0 < 0 or r0 + r > s.shape[0] or c0 + c > s.shape[1]:
+        raise _err(core, f"TEXTRACT_FP block {r}x{c} at ({r0}, {c0}) is outside the {s.shape[0]}x{s.shape[1]} "
+                         "source", "keep the block inside src's valid region")
+    q = _check(core, "TEXTRACT_FP", src, dst.dtype, fp, c, "the block reads", first=c0)
+    core.pending.append((_KERNEL, s[r0:r0 + r, c0:c0 + c], q, d, _relu(core, "TEXTRACT_FP", relu_mode)))
+    return _issue(core, "TEXTRACT_FP", pipe, src, fp, dst, d.shape)
+
+
+def TINSERT_FP(dst: Tile, src: Tile, fp: Tile, index_row: int = 0, index_col: int = 0, *events,
+               relu_mode=ReluPreMode.NoRelu) -> Event:
+    """dst[index_row:, index_col:] = src's valid region converted per source column with fp's
+    words (Acc -> Mat)."""
+    core = current_core()
+    _sync(events)
+    s = arr(src, core, "TINSERT_FP source")
+    arr(dst, core, "TINSERT_FP destination")
+    pipe = _path(core, "TINSERT_FP", src, dst)
+    r0, c0 = int(index_row), int(index_col)
+    r, c = s.shape
+    full = dst._full
+    if r0 < 0 or c0 < 0 or r0 + r > full.shape[0] or c0 + c > full.shape[1]:
+        raise _err(core, f"TINSERT_FP: a {r}x{c} source at ({r0}, {c0}) does not fit {dst.describe()}",
+                   "keep the inserted block inside dst's static shape")
+    q = _check(core, "TINSERT_FP", src, dst.dtype, fp, c, "of src")
+    core.pending.append((_KERNEL, s, q, full[r0:r0 + r, c0:c0 + c], _relu(core, "TINSERT_FP", relu_mode)))
+    return _issue(core, "TINSERT_FP", pipe, src, fp, dst, s.shape)
+
+
+def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPreMode.NoRelu) -> Event:
+    """GM = src converted per column with fp's words (Acc -> GM on the FIX pipe)."""
+    core = current_core()
+    _sync(events)
+    s = arr(src, core, "TSTORE_FP source")
+    q = _check(core, "TSTORE_FP", src, dst.dtype, fp, s.shape[1], "of src")
+    relu = _relu(core, "TSTORE_FP", relu_mode)
+    v = _gm_tile_view(core, dst, src, "TSTORE_FP", "destination")
+    if v is not None:
+        out = v if dst._mat2 else np.empty(s.shape, dst.dtype)
+        core.pending.append((_KERNEL, s, q, out, relu))
+        if not dst._mat2:
+            core.pending.append((_put, v, out, dst.shape))
+    ps = core.psync
+    if ps is not None and ps.gm_watch:
+        ps.gm_note(dst, True, "TSTORE_FP")
+    pipe = OPS["TSTORE_FP"].pipe
+    _, end = core.issue(pipe, core.costs.move(src.sname, "GM", s.size * dst.item), (src, fp), (), "TSTORE_FP",
+                        TileArgs(s.shape, src.dtype) if core.trace is not None else None)
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.gm_access(core, dst, True, "TSTORE_FP", None, end, pipe)
+    return new_event(("TSTORE_FP", core, end))
+
+
+def _put(v, out, shape) -> None:
+    np.copyto(v, out.reshape(shape), casting="unsafe")
+
+
+__all__ = ["TEXTRACT_FP", "TINSERT_FP", "TMOV_FP", "TSTORE_FP"]

@@ -1,0 +1,155 @@
+"""The fixpipe's quantising moves and store (TMOV_FP, TEXTRACT_FP, TINSERT_FP, TSTORE_FP)
+against numpy on both platforms: an accumulator converted per column with the uint64 words
+of a Scaling tile (scale, offset, signed / unsigned byte range, int32 -> int16 shift), the
+paths and dtype pairs each platform has, and the operand checks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import KernelError
+from ptopipe.isa import *  # noqa: F403
+from test_catalogue_ops import PLATFORMS
+
+pytestmark = pytest.mark.usefixtures("no_hang")
+U64 = np.uint64
+
+
+def word(scale, offset=0, signed=True, shift=0) -> int:
+    """pto-isa's quant word: the scale's float32 bits without their last 13 mantissa bits,
+    the int32 -> int16 shift - 1 in bits 32..35, the offset in 37..45, signed in 46."""
+    bits = int(np.float32(scale).view(np.uint32)) & 0xFFFFE000
+    return bits | (shift << 32) | (offset << 37) | (int(signed) << 46)
+
+
+def words(n) -> np.ndarray:
+    return np.array([[word(0.25 + 0.125 * (c % 4), offset=c % 5, signed=c % 2 == 0, shift=c % 3)
+                      for c in range(n)]], U64)
+
+
+def reference(acc, q, dtype, relu=False):
+    """The conversion in plain numpy (the scale decoded from its float32 bits); ``relu`` cuts
+    below 0 before the result is stored in ``dtype``."""
+    w = q[0].astype(np.int64)
+    scale = ((w & 0xFFFFE000).astype(np.uint32)).view(np.float32)
+    offset, signed, shift = (w >> 37) & 0x1FF, ((w >> 46) & 1).astype(bool), ((w >> 32) & 0xF) + 1
+    if np.dtype(dtype) == np.int16:
+        r = (acc.astype(np.int64) >> shift).astype(np.int16)
+    elif np.dtype(dtype) == np.float16:
+        r = np.clip(acc.astype(np.float32) * scale, -65504, 65504)
+    else:
+        r = np.rint(acc.astype(np.float32) * scale + offset.astype(np.float32))
+        r = np.clip(r, np.where(signed, -128, 0), np.where(signed, 127, 255)).astype(np.int64)
+    return (np.maximum(r, 0) if relu else r).astype(dtype)
+
+
+def cube(platform, body, a, b, q, outs):
+    """Run ``body(acc, fp, outs)`` after acc = a @ b (f16 -> f32 or i8 -> i32) and fp = q
+    (through L1); returns the stored outputs."""
+    idt = a.dtype
+    acc_dt = np.int32 if idt == np.int8 else np.float32
+
+    def k(A, B, Q, **o):
+        ta, tb = Tile(TileType.Mat, idt, 16, 32, addr=0), Tile(TileType.Mat, idt, 32, 16, addr=2048)
+        tq = Tile(TileType.Mat, U64, 1, q.shape[1], addr=4096)
+        TLOAD(ta, A)
+        TLOAD(tb, B)
+        TLOAD(tq, Q)
+        la, rb = Tile(TileType.Left, idt, 16, 32, addr=0), Tile(TileType.Right, idt, 32, 16, addr=0)
+        TMOV(la, ta)
+        TMOV(rb, tb)
+        acc = Tile(TileType.Acc, acc_dt, 16, 16, addr=0)
+        TMATMUL(acc, la, rb)
+        fp = Tile(TileType.Scaling, U64, 1, q.shape[1], addr=0)
+        TMOV(fp, tq)
+        body(acc, fp, o)
+    args = dict(A=a, B=b, Q=q) | {k: v.copy() for k, v in outs.items()}
+    return ptopipe.run(aic=k, args=args, platform=platform).outputs
+
+
+def operands(rng, dtype):
+    if np.dtype(dtype) == np.int8:
+        return rng.integers(-60, 60, (16, 32)).astype(np.int8), rng.integers(-60, 60, (32, 16)).astype(np.int8)
+    return rng.integers(-3, 4, (16, 32)).astype(np.float16), rng.integers(-3, 4, (32, 16)).astype(np.float16)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("src,dst", [(np.float16, np.int8), (np.float16, np.uint8), (np.int8, np.int8),
+                                     (np.int8, np.float16)])
+def test_mov_insert_extract_store_convert_per_column(platform, src, dst):
+    rng = np.random.default_rng(4)
+    a, b = operands(rng, src)
+    q = words(16)
+    acc = a.astype(np.int64 if src == np.int8 else np.float32) @ b.astype(np.int64 if src == np.int8 else np.float32)
+    want = reference(acc, q, dst)
+
+    def body(acc_t, fp, o):
+        m = Tile(TileType.Mat, dst, 16, 16, addr=8192)
+        TMOV_FP(m, acc_t, fp)
+        TSTORE(o["y"], m)
+        big = Tile(TileType.Mat, dst, 16, 32, addr=16384)
+        TLOAD(big, o["z"])
+        TINSERT_FP(big, acc_t, fp, 0, 16)
+        TSTORE(o["z"], big)
+        part = Tile(TileType.Mat, dst, 16, 8, addr=24576)
+        TEXTRACT_FP(part, acc_t, fp, 0, 8)
+        TSTORE(o["w"], part)
+        TSTORE_FP(o["g"], acc_t, fp)
+        TSTORE_FP(o["r"], acc_t, fp, relu_mode=ReluPreMode.NormalRelu)
+    z = np.full((16, 32), 5, dst)
+    got = cube(platform, body, a, b, q, dict(y=np.zeros((16, 16), dst), z=z, w=np.zeros((16, 8), dst),
+                                             g=np.zeros((16, 16), dst), r=np.zeros((16, 16), dst)))
+    np.testing.assert_array_equal(got["r"], reference(acc, q, dst, relu=True))
+    assert (got["r"] != want).any()                             # the ReLU cut something
+    np.testing.assert_array_equal(got["y"], want)
+    np.testing.assert_array_equal(got["g"], want)
+    np.testing.assert_array_equal(got["w"], want[:, 8:])
+    z[:, 16:] = want
+    np.testing.assert_array_equal(got["z"], z)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_int32_to_int16_shift_is_a2a3_only(platform):
+    rng = np.random.default_rng(6)
+    a, b = operands(rng, np.int8)
+    q = words(16)
+
+    def body(acc_t, fp, o):
+        TSTORE_FP(o["g"], acc_t, fp)
+    if platform == "a2a3":
+        got = cube(platform, body, a, b, q, dict(g=np.zeros((16, 16), np.int16)))
+        np.testing.assert_array_equal(got["g"], reference(a.astype(np.int64) @ b.astype(np.int64), q, np.int16))
+    else:
+        with pytest.raises(KernelError) as e:
+            cube(platform, body, a, b, q, dict(g=np.zeros((16, 16), np.int16)))
+        assert "does not convert int32 to int16 on A5" in e.value.what
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_operand_checks(platform):
+    rng = np.random.default_rng(8)
+    a, b = operands(rng, np.float16)
+
+    def left_dst(acc_t, fp, o):                         # the fixpipe writes L1 (A5: also UB)
+        TMOV_FP(Tile(TileType.Left, int8, 16, 16, addr=0), acc_t, fp)
+
+    def f32_dst(acc_t, fp, o):                          # f32 -> f32 is no quantisation pair
+        TMOV_FP(Tile(TileType.Mat, float32, 16, 16, addr=8192), acc_t, fp)
+
+    def mat_fp(acc_t, fp, o):                           # fp must be in the fixpipe buffer
+        TMOV_FP(Tile(TileType.Mat, int8, 16, 16, addr=8192), acc_t, Tile(TileType.Mat, U64, 1, 16, addr=4096))
+
+    def short_fp(acc_t, fp, o):                         # 8 words for 16 columns
+        TMOV_FP(Tile(TileType.Mat, int8, 16, 16, addr=8192), acc_t, Tile(TileType.Scaling, U64, 1, 8, addr=0))
+
+    def outside(acc_t, fp, o):
+        TEXTRACT_FP(Tile(TileType.Mat, int8, 16, 16, addr=8192), acc_t, fp, 0, 8)
+    cases = [(f32_dst, "does not convert float32 to float32"), (mat_fp, "TileType.Scaling"),
+             (short_fp, "need 16 8-byte words"), (outside, "outside the 16x16 source"),
+             (left_dst, f"from Acc to Left is not a path on {platform.upper()}")]
+    for body, words_ in cases:
+        with pytest.raises(KernelError) as e:
+            cube(platform, body, a, b, words(16), {})
+        assert words_ in e.value.what, (words_, e.value.what)
+        assert "test_fixpipe_ops.py" in e.value.where
