@@ -29,7 +29,7 @@ from .common import launch_kwargs, read_npy, sync_kwargs
 
 def _entry_params(op):
     fs = list(op.regions[0].blocks[0])
-    from ..ir.nodes import FunctionKind
+    from ..ir.vocab import FunctionKind
     groups = [f for f in fs if f.kind is FunctionKind.Group]
     f = groups[0] if groups else fs[0]
     seen, out = set(), []

@@ -21,7 +21,8 @@ from ..errors import CompileError
 from ..ir.convert import op_to_function
 from ..ir.layout import plan_function
 from ..ir.pipe_config import local_slot_num
-from ..ir.nodes import Call, FunctionKind, Var
+from ..ir.nodes import Call, Var
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE,
                          RING_BUFFERS, Barrier, ReserveBufferOp, BufferAttrOp, CastOp, ConstOp, CopyOp, ForOp,
                          GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,

@@ -31,7 +31,7 @@ lives in :mod:`.cpp_types`; docs/cpp.md has the table.
 from __future__ import annotations
 
 from ..errors import CompileError
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import CallOp, ProgramOp, ReturnOp
 from . import cpp_types as T
 from .cpp_kernel import KernelWriter, err, params

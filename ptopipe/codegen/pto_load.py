@@ -20,7 +20,7 @@ import numpy as np
 from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
 from ..ir import to_tree
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
 from .pto_reader import read_pto
 from .pto_syntax import PTO_OP, run_line_platform

@@ -9,7 +9,7 @@ the current block.  This module owns the name scopes (:class:`Scope`, ``read`` /
 from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import SCALAR_BINOPS, SCALAR_UNOPS, scalar_result_type
 from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp

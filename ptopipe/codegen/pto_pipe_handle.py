@@ -10,7 +10,7 @@ direction of a push / pop follows from the kernel's core (the Cube pushes C2V an
 """
 from __future__ import annotations
 
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import TileValueType
 from ..ir.opdefs import TPop, TPush

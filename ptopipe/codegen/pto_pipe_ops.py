@@ -9,7 +9,7 @@ forms on a ``!pto.pipe`` handle are in :mod:`.pto_pipe_handle`.
 from __future__ import annotations
 
 from ..arch.vocab import Direction, TileSplitAxis
-from ..ir.nodes import AUTO, FunctionKind
+from ..ir.vocab import AUTO, FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import INDEX, NONE, BufferType, TensorType
 from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush

@@ -19,7 +19,7 @@ import os
 from ..arch import get_platform
 from ..errors import CompileError, ParseError
 from ..ir.core import Block, Operation, Region, gc_paused
-from ..ir.nodes import FunctionKind, Loc
+from ..ir.vocab import FunctionKind, Loc
 from ..ir.op_verifier import verify_ops
 from ..ir.ops import C2V, V2C
 from ..ir.types import ScalarType, TensorType, itemsize

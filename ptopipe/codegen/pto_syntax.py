@@ -20,7 +20,7 @@ import numpy as np
 
 from ..arch import get_platform
 from ..arch.vocab import LEFT_LAYOUT, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, default_layout
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES
 from ..ir.types import MemorySpace, TileValueType
 

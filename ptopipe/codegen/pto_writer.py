@@ -28,7 +28,7 @@ from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..errors import CompileError
 from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
 from ..arch import get_platform
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.pipe_config import local_slot_num
 from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp, CallOp,
                          ConstOp, CopyOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,

@@ -16,9 +16,9 @@ from .core import (Block, BlockArgument, Builder, Operation, OpResult, Region, U
 from .equality import first_difference, structural_equal
 from .op_verifier import verify_ops
 from .opdefs import OPDEFS, OpDef, lookup_op
-from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList, ExprStmt, For,
-                    Function, FunctionKind, If, ImportPeerBuffer, Loc, Program, ReserveBuffer,
-                    Return, Stmt, UnaryOp, Var, walk)
+from .nodes import (Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList, ExprStmt, For, Function, If,
+                    ImportPeerBuffer, Program, ReserveBuffer, Return, Stmt, UnaryOp, Var, walk)
+from .vocab import AUTO, FunctionKind, Loc
 from .ops import OPS, OpSpec, lookup
 from .printer import print_function, print_program, to_source
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType, TensorType,

@@ -19,7 +19,7 @@ from bisect import bisect_right
 
 from ..errors import ParseError
 from .core import Block, Operation, Region, gc_paused
-from .nodes import Loc
+from .vocab import Loc
 from .text import enum_value, parse_type
 
 _TOKEN = re.compile(r"""

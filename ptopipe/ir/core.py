@@ -26,7 +26,7 @@ import gc
 from contextlib import contextmanager
 
 from ..errors import CompileError
-from .nodes import Loc
+from .vocab import Loc
 
 
 @contextmanager

@@ -21,7 +21,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from .nodes import AUTO, Function, ImportPeerBuffer, Program, ReserveBuffer, calls, stmt_exprs, walk
+from .nodes import Function, ImportPeerBuffer, Program, ReserveBuffer, calls, stmt_exprs, walk
+from .vocab import AUTO
 from ..arch.vocab import ALIGNMENT as ALIGN
 from .liveness import analyse
 from .opdefs import EVENT_OPS, call_names

@@ -11,54 +11,14 @@ after the loop); an :class:`If` yields ``results`` from both branches.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from .types import Type
-
-
-@dataclass(frozen=True)
-class Loc:
-    file: str
-    line: int
-    col: int = 1
-    #: a GM load / store sliced for one Vector core by a split mode (ExpandMixedKernel):
-    #: (TileSplitAxis, the per-core extent on the split axis), so a runtime error can speak
-    #: in the coordinates of the statement as written; None for everything else
-    lane_split: tuple | None = field(default=None, compare=False)
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+from .vocab import AUTO, FunctionKind, Loc  # noqa: F401  (the tree IR's vocabulary)
 
 
 def _loc():
     return field(default=None, compare=False, repr=False)
-
-
-class _Auto:
-    """``pl.AUTO``: let the compiler choose a reserve_buffer's base address."""
-    _inst = None
-
-    def __new__(cls):
-        if cls._inst is None:
-            cls._inst = super().__new__(cls)
-        return cls._inst
-
-    def __repr__(self) -> str:
-        return "pl.AUTO"
-
-    def __reduce__(self):
-        return (_Auto, ())
-
-
-AUTO = _Auto()
-
-
-class FunctionKind(Enum):
-    InCore = "incore"    # mixed: Cube and Vector work in one function
-    AIC = "aic"
-    AIV = "aiv"
-    Group = "group"      # a co-scheduled AIC + AIV group
 
 
 # -- expressions --------------------------------------------------------------------------

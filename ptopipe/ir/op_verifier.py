@@ -15,7 +15,7 @@ with the op's source location.
 from __future__ import annotations
 
 from ..errors import CompileError
-from .nodes import FunctionKind
+from .vocab import FunctionKind
 from .opdefs import CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp
 from .ops import C2V, V2C
 from .types import MemorySpace, TileValueType, describe

@@ -30,7 +30,7 @@ from typing import Callable
 from ..arch.vocab import ALIGNMENT, EventID, SyncPipe, TileSplitAxis
 from ..errors import CompileError
 from .core import Operation, register_op_class
-from .nodes import AUTO, FunctionKind
+from .vocab import AUTO, FunctionKind
 from .nodes import Const as TreeConst
 from .ops import (INIT_DIRS, OPS, REQUIRED, OpError, OpSpec, Param, _buffer, _infer_dir,
                   _scalar, _t, _tile, init_ways)

@@ -20,7 +20,8 @@ from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_
                               op_scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import Direction, TileLayout, TileSplitAxis
-from .nodes import Const, FunctionKind
+from .nodes import Const
+from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch.vocab import LOCAL_SLOT_NUM, PLAIN_DIRECTION as _GM, Direction, TileSplitAxis
-from .nodes import FunctionKind
+from .vocab import FunctionKind
 from .opdefs import INITIALIZE_PIPE, BufferAttrOp, FuncOp, ReserveBufferOp, TAlloc, TPop, TPush
 from .types import itemsize
 

@@ -4,9 +4,9 @@ the explicit form ``for i, (x,) in pl.range(..., init_values=(x0,)): ... x1 = pl
 """
 from __future__ import annotations
 
-from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList, ExprStmt, For,
-                    Function, FunctionKind, If, ImportPeerBuffer, Program, ReserveBuffer, Return,
-                    UnaryOp, Var)
+from .nodes import (Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList, ExprStmt, For, Function, If,
+                    ImportPeerBuffer, Program, ReserveBuffer, Return, UnaryOp, Var)
+from .vocab import AUTO, FunctionKind
 from .ops import DIRS, REQUIRED as _REQ, SPLITS, lookup
 from ..arch.vocab import TileLayout
 from .types import MemorySpace, Type

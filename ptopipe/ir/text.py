@@ -24,7 +24,7 @@ import re
 from enum import Enum
 
 from ..arch.vocab import Direction, SyncPipe, TileLayout, TileSplitAxis
-from .nodes import AUTO, FunctionKind
+from .vocab import AUTO, FunctionKind
 from .types import (DTYPES, NONE, BufferType, MemorySpace, NoneType, ScalarType, TensorType,
                     TileValueType)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ..arch.vocab import ALIGNMENT
 from ..errors import CompileError
-from .nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
-                    Function, FunctionKind, If, ImportPeerBuffer, Program, ReserveBuffer, Return,
-                    UnaryOp, Var, calls, stmt_exprs, walk)
+from .nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, Function, If,
+                    ImportPeerBuffer, Program, ReserveBuffer, Return, UnaryOp, Var, calls, stmt_exprs, walk)
+from .vocab import AUTO, FunctionKind
 from .opdefs import (CONSUMER_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE, PRODUCER_OPS,
                      ImportPeerBufferOp, ReserveBufferOp, call_names)
 from .ops import C2V, V2C, OpError, infer, init_ways, lookup

@@ -11,7 +11,8 @@ import textwrap
 
 from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, user_line
-from ..ir.nodes import Function, FunctionKind, Program
+from ..ir.nodes import Function, Program
+from ..ir.vocab import FunctionKind
 from ..ir.verifier import verify
 from .parser import FunctionParser, Source, error
 

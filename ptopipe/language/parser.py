@@ -12,9 +12,9 @@ import ast
 import operator
 
 from ..errors import CompileError
-from ..ir.nodes import (AUTO, Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For,
-                        Function, FunctionKind, If, ImportPeerBuffer, Loc, ReserveBuffer, Return,
-                        UnaryOp, Var)
+from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, Function, If,
+                        ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
+from ..ir.vocab import AUTO, FunctionKind, Loc
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
 from ..ir.opdefs import scalar_result_type, unary_result_type
 from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import CompileError
-from ..ir.nodes import AUTO  # noqa: F401  (re-exported as pl.AUTO)
+from ..ir.vocab import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
 from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileValueType
 from ..arch.vocab import Direction, EventID, SyncPipe, TileLayout, TileSplitAxis

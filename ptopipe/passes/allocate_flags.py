@@ -19,7 +19,7 @@ running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
 """
 from __future__ import annotations
 
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
 from ..protocol.model import FIRST_FLAG_ID
 from .util import (error, func_name, functions, init_ops, platform_of, protocol_model, slot_num,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.convert import op_to_function
-from ..ir.nodes import AUTO
+from ..ir.vocab import AUTO
 from ..ir.layout import plan_function, tiles_fit_problem
 from ..ir.opdefs import ReserveBufferOp
 from .util import error, func_name, functions, platform_of, top_ops

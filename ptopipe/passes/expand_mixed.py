@@ -46,7 +46,7 @@ import numpy as np
 from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.core import Block, Operation, Region
-from ..ir.nodes import AUTO, FunctionKind
+from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
 from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
                        fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,

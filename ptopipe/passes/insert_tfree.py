@@ -37,7 +37,7 @@ the message says how to rewrite it.
 from __future__ import annotations
 
 from ..ir.core import Operation, OpResult
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import CopyOp, ForOp, IfOp, MoveOp, ReturnOp, TFree, TPop, YieldOp
 from ..ir.types import MemorySpace
 from ._rewrite import const, err

@@ -26,7 +26,7 @@ Errors: none of its own (a ring that does not fit is Validate's).
 """
 from __future__ import annotations
 
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import CallOp, ConstOp
 from ..ir.ops import GM_SLOT_PARAM
 from ..ir.types import TensorType

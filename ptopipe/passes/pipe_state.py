@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch.vocab import LOCAL_SLOT_NUM
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import AivInitializePipe
 from ..ir.pipe_config import local_slot_num
 from .util import ring_in_gm, slot_num

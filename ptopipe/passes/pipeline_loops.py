@@ -44,7 +44,7 @@ from ..errors import CompileError
 from ..ir.convert import op_to_function
 from ..ir.core import Block, Operation, Region
 from ..ir.layout import plan_function
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import (ARITH_OP, EVENT_OPS, INITIALIZE_PIPE, CallOp, ConstOp, CopyOp, ForOp,
                          FuncOp, IfOp, LoadOp, MoveOp, ReserveBufferOp, StoreOp, TAlloc, TFree,
                          TPop, YieldOp)

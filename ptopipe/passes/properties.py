@@ -21,7 +21,7 @@ from enum import Enum
 from ..arch import MemSpace
 from ..ir.convert import op_to_function
 from ..ir.layout import plan_function, tiles_fit_problem
-from ..ir.nodes import AUTO, FunctionKind
+from ..ir.vocab import AUTO, FunctionKind
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TFree,
                          TPop)
 from .util import func_name, functions, init_ops, platform_of, ring_buffer, ring_in_gm, top_ops, ways

@@ -15,7 +15,7 @@ function of the program; an import naming a buffer its peer does not reserve.
 from __future__ import annotations
 
 from ..ir.convert import op_to_function
-from ..ir.nodes import AUTO
+from ..ir.vocab import AUTO
 from ..ir.opdefs import BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp
 from ..ir.layout import plan_function
 from .util import consumer_kind, error, func_name, functions, init_ops, ring_buffer, top_ops, ways

@@ -26,7 +26,7 @@ than LAG tiles ahead, so neither ring can fill up while the peer waits for the o
 from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import (ARITH_OP, INITIALIZE_PIPE, ConstOp, ForOp, IfOp, LoadOp, StoreOp, TPop,
                          TPush, YieldOp)
 from ..ir.types import BOOL, INDEX

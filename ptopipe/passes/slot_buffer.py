@@ -7,7 +7,8 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ..ir.nodes import FunctionKind, Program
+from ..ir.nodes import Program
+from ..ir.vocab import FunctionKind
 from ..ir.types import np_dtype
 from .expand_mixed import GM_PARAM
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.convert import to_ops
-from ..ir.nodes import FunctionKind, Program
+from ..ir.nodes import Program
+from ..ir.vocab import FunctionKind
 from . import verify_pipes
 from .manager import CANONICAL_ORDER, FRONT_END, PassContext, PassManager
 

@@ -9,7 +9,7 @@ from ..arch import MemSpace, get_platform
 from ..arch.vocab import Direction
 from ..errors import CompileError
 from ..ir.core import Operation
-from ..ir.nodes import AUTO, FunctionKind
+from ..ir.vocab import AUTO, FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, RING_BUFFERS, BufferAttrOp, ConstOp
 from ..ir.types import INDEX
 

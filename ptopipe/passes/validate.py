@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
 from ..arch.vocab import TileSplitAxis
-from ..ir.nodes import AUTO, FunctionKind
+from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
 from ..ir.opdefs import CallOp, ImportPeerBufferOp, ReserveBufferOp, TPop

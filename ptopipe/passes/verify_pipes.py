@@ -39,7 +39,7 @@ from __future__ import annotations
 from ..arch.platform import get_platform
 from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
 from ..errors import CompileError
-from ..ir.nodes import FunctionKind
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import FuncOp, TPop, TPush
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType, TileValueType, describe, itemsize

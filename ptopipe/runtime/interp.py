@@ -23,7 +23,8 @@ from ..arch import MemSpace
 from ..arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis, row_major_strides
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
-from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, FunctionKind, ReserveBuffer, Var
+from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, ReserveBuffer, Var
+from ..ir.vocab import FunctionKind
 from ..ir.opdefs import InitializePipe
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc

@@ -10,7 +10,8 @@ from __future__ import annotations
 import inspect
 
 from ..errors import ConfigError
-from ..ir.nodes import FunctionKind, Program
+from ..ir.nodes import Program
+from ..ir.vocab import FunctionKind
 from ..isa import current_core
 from ..isa.launch import run as isa_run
 from .interp import Interpreter

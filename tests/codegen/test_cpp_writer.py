@@ -21,7 +21,7 @@ from ptopipe.codegen import write_cpp
 from ptopipe.errors import CompileError
 from ptopipe.ir.convert import op_to_function
 from ptopipe.ir.layout import plan_function
-from ptopipe.ir.nodes import FunctionKind
+from ptopipe.ir.vocab import FunctionKind
 from ptopipe.passes import compile_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

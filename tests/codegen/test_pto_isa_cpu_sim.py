@@ -35,7 +35,7 @@ from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen.cpp_types import ctype, ident
-from ptopipe.ir.nodes import FunctionKind
+from ptopipe.ir.vocab import FunctionKind
 from ptopipe.ir.types import ScalarType, TensorType
 from ptopipe.passes import compile_program
 

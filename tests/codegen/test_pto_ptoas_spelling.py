@@ -21,7 +21,7 @@ from ptopipe.codegen import read_pto, write_pto
 from ptopipe.codegen.pto_syntax import float_literal, float_of_literal
 from ptopipe.errors import ParseError
 from ptopipe.ir import first_difference, to_tree
-from ptopipe.ir.nodes import AUTO
+from ptopipe.ir.vocab import AUTO
 from ptopipe.ir.pipe_config import local_slot_num
 from ptopipe.ir.types import MemorySpace
 from ptopipe.passes import PassManager, compile_program

@@ -30,8 +30,8 @@ from ptopipe.ir.convert import op_to_function, to_ops
 from ptopipe.ir.instances import owns_storage
 from ptopipe.ir.layout import plan_function
 from ptopipe.ir.liveness import analyse
-from ptopipe.ir.nodes import (AUTO, Assign, BinOp, Call, Const, ExprList, ExprStmt, For, If, Program,
-                              ReserveBuffer, Return, UnaryOp, Var, walk)
+from ptopipe.ir.nodes import Assign, BinOp, Call, Const, ExprList, ExprStmt, For, If, Program, ReserveBuffer, Return, UnaryOp, Var, walk
+from ptopipe.ir.vocab import AUTO
 from ptopipe.ir.ops import SCRATCH_OPS
 from ptopipe.ir.types import BufferType, TileValueType
 from ptopipe.passes import allocate_memory

@@ -13,7 +13,7 @@ from ptopipe.cli import main as cli_main
 from ptopipe.cli.compile import programs_of
 from ptopipe.errors import CompileError
 from ptopipe.ir import to_ops
-from ptopipe.ir.nodes import AUTO
+from ptopipe.ir.vocab import AUTO
 from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,
                             default_pipeline, manager, register)
 from ptopipe.passes.properties import VERIFIERS, verify_property

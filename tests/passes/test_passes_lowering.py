@@ -12,7 +12,7 @@ from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.errors import CompileError
 from ptopipe.ir import FunctionKind, Operation, Region, Block, to_ops, to_tree, verify
-from ptopipe.ir.nodes import AUTO
+from ptopipe.ir.vocab import AUTO
 from ptopipe.passes import PassContext, PassManager, allocate_flags, lower_platform, resolve_peers, validate
 from ptopipe.ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
 from ptopipe.passes.util import functions, init_ops, top_ops
