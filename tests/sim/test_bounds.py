@@ -63,10 +63,9 @@ def test_instruction_loop_hits_the_budget():
 
 
 def test_tsync_only_loop_hits_the_budget():
-    t0 = time.perf_counter()
     with pytest.raises(BudgetError) as ei:
         ptopipe.run(aiv=(loops_on_tsync, None), max_instructions=500, timeout=30)
-    assert time.perf_counter() - t0 < 5             # the budget, not the watchdog
+    assert "instruction budget of 500" in ei.value.what     # the budget, not the watchdog
     assert_at(ei.value, loops_on_tsync, "LOOP")
 
 
@@ -111,10 +110,8 @@ def test_pure_python_loop_is_stopped_by_the_timeout_naming_each_core():
         TPOP(pipe, t, TILE_NO_SPLIT)  # POP
         TFREE(pipe)
 
-    t0 = time.perf_counter()
     with pytest.raises(BudgetError) as ei:
         ptopipe.run(cube, (loops_in_python, None), dict(fifo=ptopipe.gm_buffer(512)), timeout=0.3)
-    assert time.perf_counter() - t0 < 3
     err = ei.value
     assert "timeout=0.3 s" in err.what
     assert_at(err, loops_in_python, "LOOP")
@@ -136,10 +133,8 @@ def test_a_kernel_swallowing_the_timeout_error_is_stopped_all_the_same():
             except Exception:        # swallows the first BudgetError
                 pass
 
-    t0 = time.perf_counter()
     with pytest.raises(BudgetError) as ei:
         ptopipe.run(aiv=(stubborn, None), timeout=0.2)
-    assert time.perf_counter() - t0 < 3
     assert "timeout=0.2 s" in ei.value.what
 
 
@@ -274,10 +269,9 @@ def _marker_line(marker: str) -> int:
 
 def _cli(*argv, timeout=30):
     env = dict(os.environ, PYTHONPATH=ROOT, NO_COLOR="1")
-    t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "ptopipe.cli", *map(str, argv)], capture_output=True,
-                       text=True, env=env, timeout=timeout)
-    return p, time.perf_counter() - t0
+    # a hang would end in subprocess's TimeoutExpired: the command's own bound ends it first
+    return subprocess.run([sys.executable, "-m", "ptopipe.cli", *map(str, argv)], capture_output=True,
+                          text=True, env=env, timeout=timeout)
 
 
 @pytest.mark.parametrize("cmd,variant,marker,bounds", [
@@ -289,15 +283,14 @@ def _cli(*argv, timeout=30):
 ])
 def test_cli_stops_a_hanging_kernel(kernel_file, tmp_path, cmd, variant, marker, bounds):
     extra = ("-o", tmp_path / "t.json") if cmd == "trace" else ()
-    p, took = _cli(cmd, kernel_file, "--variant", variant, *bounds, *extra)
+    p = _cli(cmd, kernel_file, "--variant", variant, *bounds, *extra)
     assert p.returncode == 1, p.stderr
     assert "BudgetError" in p.stderr and "Traceback" not in p.stderr
     assert f"hang_kernel.py:{_marker_line(marker)}" in p.stderr, p.stderr
-    assert took < 15
 
 
 def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
-    p, took = _cli("sweep", kernel_file, "--param", "mode=ok,spin", "--timeout", "0.25", "--workers", "2")
+    p = _cli("sweep", kernel_file, "--param", "mode=ok,spin", "--timeout", "0.25", "--workers", "2")
     assert p.returncode == 1, p.stderr
     rows = [ln for ln in p.stdout.splitlines() if "mode" not in ln and ("ok" in ln or "spin" in ln)]
     spin = next(ln for ln in rows if " spin " in f" {ln} ")
@@ -306,7 +299,6 @@ def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
     assert "BudgetError" in note and f"hang_kernel.py:{_marker_line('SPIN')}" in note, p.stdout
     ok = next(ln for ln in rows if " ok " in f" {ln} ")
     assert "FAILED" not in ok
-    assert took < 20
 
 
 def test_cli_rejects_a_non_positive_timeout(kernel_file):
