@@ -302,7 +302,7 @@ def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
 
 
 def test_cli_rejects_a_non_positive_timeout(kernel_file):
-    p, _ = _cli("run", kernel_file, "--timeout", "0")
+    p = _cli("run", kernel_file, "--timeout", "0")
     assert p.returncode == 1 and "ConfigError" in p.stderr and "timeout" in p.stderr
 
 
