@@ -19,7 +19,7 @@ from ...protocol.model import ProtocolModel
 
 class Slot:
     """One ring slot as seen by one consumer peer."""
-    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "free_gen", "free_loc")
+    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "free_gen", "free_loc", "reads")
 
     def __init__(self, tag: int):
         self.tag = tag
@@ -30,6 +30,10 @@ class Slot:
         self.pop_loc = None
         self.free_gen = -1      # the generation the latest TFREE ended, and that TFREE's line
         self.free_loc = None
+        # reads of a tile bound zero-copy to this slot on a GM pipe (MTE2 / MTE3 / FIX), as
+        # (generation, GM pipe entry, end cycle, op, line) - the race checker's, for a free
+        # SET that does not wait for them (ProtocolModel.free_after_readers)
+        self.reads = None
 
 
 class StageSlot(Slot):
@@ -127,6 +131,7 @@ class Channel:
         self.always_stage = m.always_stage
         self.tfree_frees = self.pop_frees and m.tfree_after_pop_frees   # pto-isa A5: frees twice
         self.free_pipe = m.free_pipe(self)          # the pipe a consumer's TFREE signals from
+        self.free_after_readers = m.free_after_readers   # ... after every read of the tile
 
     @property
     def protocol(self):

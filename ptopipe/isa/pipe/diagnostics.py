@@ -331,6 +331,35 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
         fix=ch.model.overwrite_fix(ch, ch.sides[core.index].allocate))
 
 
+def held_slot_at(core, space, lo: int, hi: int):
+    """(slot, generation) of the ring slot or staging slot of ``core`` in memory ``space``
+    that holds a popped tile not yet freed and contains bytes [lo, hi) - what a TASSIGN view
+    into a popped tile binds to, so that reading the view after the TFREE is a use after
+    free - else None."""
+    for ch in core.cluster.state.channels.values():
+        side = ch.sides.get(core.index)
+        if side is None or side.role != "consumer":
+            continue
+        for h in side.held:
+            stage = h[6]
+            if stage is not None:
+                st, gen = stage
+                if st.gen == gen and st.addr <= lo and hi <= st.addr + ch.slot_size:
+                    return stage
+            elif not ch.in_gm and h[1].__class__.__name__ == "Tile" and h[1].space is space:
+                base = ch.local_base + h[0] * ch.slot_size
+                if base <= lo and hi <= base + ch.slot_size:
+                    sl = side.slots[h[0]][0]
+                    return sl, sl.gen
+        for p in side.popped:          # a GM ring's tile TPOP that freed its slot (pto-isa)
+            stage = p[3]
+            if stage is not None:
+                st, gen = stage
+                if st.gen == gen and st.addr <= lo and hi <= st.addr + ch.slot_size:
+                    return stage
+    return None
+
+
 def slot_use_after_free(tile, core) -> ProtocolError:
     slot, gen = tile.binding
     staged = slot.__class__.__name__ == "StageSlot"

@@ -288,8 +288,13 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     tag, held_obj, _loc0, read_end, _dst, _split, stage = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
-        chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
+        here = _here(core)
+        chk.ring_access(core, ch, tag, False, "TFREE", here, held_obj.rows, held_obj.cols,
                         held_obj.item, 0)
+        if not ch.free_after_readers and core.porder is not None:
+            # the free SET follows its pipe's work only: a read of the slot on another pipe
+            # (a TSTORE on MTE3) not ordered before it is still in flight when it is sent
+            chk.free_unordered(core, ch, tag, held_obj, core.porder.hb[ch.free_pipe], here)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(ch.free_pipe, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
