@@ -258,6 +258,10 @@ class KernelChecks(HappensBefore):
         if len(rr) > 10 and ch is not None and not ch.free_after_readers and r["access"] == "read":
             return self._unordered_free_error(ch, tag, w, r, rr)
         side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
+        skipped = next((sd for sd in ch.sides.values() if sd.role == "consumer" and not sd.wait
+                        and sd.core.name in (a["core"], b["core"])), None) if ch is not None else None
+        if skipped is not None:
+            return self._skipped_wait_error(ch, tag, skipped, w, r)
         fix = ("the producer must wait for the consumer's free signal of this slot before reusing it"
                + (f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""))
         if a["access"] == b["access"] == "write" and a["core"] != b["core"] and ch is not None and ch.way == V2C:
@@ -290,6 +294,30 @@ class KernelChecks(HappensBefore):
             fix=fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
 
+
+    @staticmethod
+    def _skipped_wait_error(ch, tag, side, w: dict, r: dict) -> ProtocolError:
+        """A race on a slot whose consumer pops with its ready wait switched off
+        (``cons.setWaitStatus(false)``): the consumer, not the producer, broke the order."""
+        cons = side.core.name
+        off = side.switched_off.get("wait")
+        at = f" (setWaitStatus(false) at {off})" if off is not None else ""
+        sl = side.slots[tag][0] if side.slots else None
+        pop = sl.pop_loc if sl is not None and sl.pop_loc is not None else r["where"]
+        return ProtocolError(
+            f"{cons} pops slot {tag} of {ch.name} without waiting for its ready signal: its ready wait is "
+            f"switched off{at}, so its TPOP is not ordered after {w['core'] if w['core'] != cons else 'the producer'}'s "
+            f"TPUSH of the slot (and its TFREEs free slots the producer has not filled)",
+            where=str(pop),
+            details="\n".join([f"{r['core']:5s} {r['access']:5s} {r['op']:6s} at {r['where']}",
+                               f"{w['core']:5s} {w['access']:5s} {w['op']:6s} at {w['where']}",
+                               f"{cons}'s TPOP at {pop} does not WAIT on the ready flag"]),
+            fix=f"keep {cons}'s ready wait on for every TPOP ("
+                + (f"remove the setWaitStatus(false) at {off}" if off is not None else "do not switch it off")
+                + ", or setWaitStatus(true) before popping): a TPOP must wait for the producer's ready signal; "
+                "the producer's side of the handshake is not at fault",
+            findings=[{"kind": "skipped_ready_wait", "pipe": ch.name, "slot": tag, "consumer": cons,
+                       "access": r, "other": w}])
 
     def _unordered_free_error(self, ch, tag, w: dict, r: dict, rr) -> DataRaceError:
         """The producer overwrote a slot whose consumer read it on a GM pipe that its TFREE's

@@ -53,7 +53,7 @@ class Side:
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
-                 "self_freed")
+                 "self_freed", "switched_off", "pop_holds")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -77,6 +77,11 @@ class Side:
         self.record = True               # setRecordStatus
         self.wait = True                 # setWaitStatus
         self.free = True                 # setFreeStatus
+        self.switched_off: dict = {}     # switch name -> the line that turned it off (for diagnoses)
+        # consumer under sparse free notifications: TPOP line -> [slots held at its latest pop,
+        # slots held at two consecutive pops there (None: not yet)] - a hold that grows after
+        # it was steady is a skipped TFREE, not the notification rule (deadlock diagnoses)
+        self.pop_holds: dict = {}
         self.bound_at = bound_at
         self.scope_end = bound_at        # where the pipe goes out of scope (its teardown runs)
         self.staging = None              # base address of the local staging ring
@@ -185,21 +190,26 @@ class _SideCtl:
         return [ch.sides[core.index] for ch in self._h.channels.values()
                 if ch.sides[core.index].role == self._role]
 
-    def setAllocateStatus(self, on: bool) -> None:
+    def _switch(self, name: str, on: bool) -> None:
+        off = None if on else self._h.core.where()
         for s in self._sides():
-            s.allocate = bool(on)
+            setattr(s, name, bool(on))
+            if off is None:
+                s.switched_off.pop(name, None)
+            else:
+                s.switched_off[name] = off
+
+    def setAllocateStatus(self, on: bool) -> None:
+        self._switch("allocate", on)
 
     def setRecordStatus(self, on: bool) -> None:
-        for s in self._sides():
-            s.record = bool(on)
+        self._switch("record", on)
 
     def setWaitStatus(self, on: bool) -> None:
-        for s in self._sides():
-            s.wait = bool(on)
+        self._switch("wait", on)
 
     def setFreeStatus(self, on: bool) -> None:
-        for s in self._sides():
-            s.free = bool(on)
+        self._switch("free", on)
 
     def getAllocateStatus(self) -> bool:
         return all(s.allocate for s in self._sides())

@@ -190,7 +190,16 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if len(popped) > _POPPED_MAX:
             del popped[0]
     else:
-        side.held.append((tag, tile, loc, read_end, dst, split, stage))
+        held = side.held
+        if not ch.wait_every:          # sparse notifications: the holds per TPOP line
+            ph = side.pop_holds.get(loc)
+            if ph is None:
+                side.pop_holds[loc] = [len(held), None]
+            else:
+                if ph[0] == len(held):
+                    ph[1] = ph[0]
+                ph[0] = len(held)
+        held.append((tag, tile, loc, read_end, dst, split, stage))
     return new_event(("TPOP", core, end))
 
 
