@@ -59,7 +59,7 @@ def test_a_consumer_that_skips_its_ready_wait_is_blamed(platform, protocol):
     assert type(e) is ProtocolError, e
     assert e.where.endswith(f":{line_of(no_ready_wait, 'POP')}"), e.where
     assert e.what.startswith("AIV0 pops slot") and "without waiting for its ready signal" in e.what, e.what
-    assert f"setWaitStatus(false) at " in e.what and f":{line_of(no_ready_wait, 'OFF')}" in e.what
+    assert "setWaitStatus(false) at " in e.what and f":{line_of(no_ready_wait, 'OFF')}" in e.what
     assert "the producer must wait" not in e.fix and "keep AIV0's ready wait on" in e.fix
 
 
@@ -150,7 +150,7 @@ def test_an_extra_set_that_a_later_wait_consumes_is_named_in_manual_mode(platfor
     e = ei.value
     extra, pair_set, pair_wait = (line_of(extra_set, m) for m in ("EXTRA", "SET", "WAIT"))
     assert e.where.endswith(f":{extra}"), e.where
-    assert f"an extra set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0) at " in e.what and f":{extra} was consumed" in e.what
+    assert "an extra set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0) at " in e.what and f":{extra} was consumed" in e.what
     assert e.fix.startswith("remove the extra set_flag") and f":{pair_set} and the wait_flag at " in e.fix
     assert f":{pair_wait} already pair up" in e.fix
 

@@ -109,7 +109,7 @@ def test_a_view_read_after_the_free_is_a_use_after_free_at_the_read(platform, pr
     e = ei.value
     assert "use after free" in e.what, e
     assert e.where.endswith(f":{line_of(halves_after_free, 'READ')}"), e.where
-    assert f"TFREE at " in e.details and f":{line_of(halves_after_free, 'FREE')}" in e.details
+    assert "TFREE at " in e.details and f":{line_of(halves_after_free, 'FREE')}" in e.details
     assert f":{line_of(halves_after_free, 'VIEW')}" not in e.where
 
 

@@ -294,7 +294,6 @@ class KernelChecks(HappensBefore):
             fix=fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
 
-
     @staticmethod
     def _skipped_wait_error(ch, tag, side, w: dict, r: dict) -> ProtocolError:
         """A race on a slot whose consumer pops with its ready wait switched off
@@ -306,8 +305,7 @@ class KernelChecks(HappensBefore):
         pop = sl.pop_loc if sl is not None and sl.pop_loc is not None else r["where"]
         return ProtocolError(
             f"{cons} pops slot {tag} of {ch.name} without waiting for its ready signal: its ready wait is "
-            f"switched off{at}, so its TPOP is not ordered after {w['core'] if w['core'] != cons else 'the producer'}'s "
-            f"TPUSH of the slot (and its TFREEs free slots the producer has not filled)",
+            f"switched off{at}, so its TPOP is not ordered after {w['core']}'s {w['op']} of the slot",
             where=str(pop),
             details="\n".join([f"{r['core']:5s} {r['access']:5s} {r['op']:6s} at {r['where']}",
                                f"{w['core']:5s} {w['access']:5s} {w['op']:6s} at {w['where']}",
