@@ -1,5 +1,5 @@
 """``ptopipe check FILE``: run a kernel with every checker on, under the default schedule
-and ``--schedules N`` explored ones (``--explore random|pct|exhaustive``, ``--depth d``,
+and ``--schedules N`` explored ones (``--explore mix|random|pct|exhaustive``, ``--depth d``,
 seeds ``--seed`` ...); report the first failure (error class, kernel file:line, the
 schedule that replays it: ``--replay SPEC``), the distinct interleavings covered, and exit 1."""
 from __future__ import annotations
@@ -34,9 +34,10 @@ def add_parser(sub) -> None:
                    help="ring protocol model (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
     p.add_argument("--schedules", type=int, default=20, help="schedules to explore (default 20)")
-    p.add_argument("--explore", default="random", choices=MODES,
+    p.add_argument("--explore", default="mix", choices=MODES,
                    help="how: random choices + latency/lane-skew jitter, pct (probabilistic concurrency "
-                        "testing), exhaustive (every schedule within --depth deviations) (default random)")
+                        "testing), exhaustive (every schedule within --depth deviations), mix (pct, random "
+                        "and exhaustive schedules in turn) (default mix)")
     p.add_argument("--depth", type=int, default=None,
                    help="pct: bug depth (default 3); exhaustive: deviations from the default schedule (default 2)")
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")

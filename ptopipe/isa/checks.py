@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..arch.vocab import C2V, V2C
-from ..errors import ProtocolError
+from ..errors import DataRaceError, ProtocolError
 import sys
 
 from ..sim.location import is_internal
+from ..sim.porder import GM_PIPES
 from ..sim.race import HappensBefore, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
 from ..protocol.geometry import ONE_LANE, part_rows, part_shape
@@ -22,6 +23,21 @@ from ..protocol.geometry import ONE_LANE, part_rows, part_shape
 def ch_protocol(cluster) -> str:
     """'pto-isa on a2a3': the run's protocol and platform, for messages."""
     return f"{cluster.context.protocol.value} on {cluster.platform.name}"
+
+
+class _StateCell:
+    """A ring slot's per-bucket records seen as the page bucket dict that
+    ``HappensBefore.inflight`` entries update (``get`` / item assignment by bucket)."""
+    __slots__ = ("state",)
+
+    def __init__(self, state: list):
+        self.state = state
+
+    def get(self, key):
+        return self.state[key]
+
+    def __setitem__(self, key, rec) -> None:
+        self.state[key] = rec
 
 
 class KernelChecks(HappensBefore):
@@ -37,6 +53,47 @@ class KernelChecks(HappensBefore):
         # gm_access computes the region and location inline (the run's fast paths; off, it is
         # HappensBefore.gm_access, which tests/isa/test_fast_paths.py compares with)
         self._inline_gm = cluster.context.fast_paths
+        # (channel name, tag, core index) -> the TFREE whose SET did not wait for a read of
+        # the slot (free_unordered), for the race report
+        self._unordered_free: dict = {}
+        for c in cluster.cores:
+            if c.porder is not None:
+                c.porder.slot_read = self._slot_reader(c)
+
+    @staticmethod
+    def _slot_reader(core):
+        """``PipeOrder.slot_read`` of ``core``: remember, on the slot, the latest read per GM
+        pipe of a tile bound to a ring slot (zero-copy, or a view into it)."""
+        def slot_read(tile, g, end, name):
+            slot, gen = tile.binding
+            if slot.gen != gen:
+                return                      # a use after free: reported by the operand check
+            r = slot.reads
+            if r is None or r[0] != gen:
+                r = slot.reads = [gen, {}]
+            r[1][g] = (end, name, core.where())
+        return slot_read
+
+    def free_unordered(self, core, ch, tag: int, tile, order, free_loc) -> None:
+        """A TFREE of ``tile`` (bound to slot ``tag`` of local ring ``ch``) whose free SET
+        carries ``order`` (its pipe's vector, sim.porder) and follows nothing else
+        (``ch.free_after_readers`` False): a read of the slot on a GM pipe not ordered
+        before that pipe is recorded as still in flight, so the SET does not order it and a
+        producer write after the SET races it."""
+        b = tile.binding
+        if b is None:
+            return
+        slot, gen = b
+        r = slot.reads
+        if r is None or r[0] != gen or slot.gen != gen:
+            return
+        late = [(end, g, name, where) for g, (end, name, where) in r[1].items() if order[g] < end]
+        if not late:
+            return
+        end, g, name, where = max(late, key=lambda x: x[0])
+        self._unordered_free[(ch.name, tag, core.index)] = free_loc
+        self.ring_access(core, ch, tag, False, name, where, tile.rows, tile.cols, tile.item, 0,
+                         inflight=(end, g))
 
     def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
         p = gt.ptr
@@ -81,12 +138,14 @@ class KernelChecks(HappensBefore):
         self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe)
 
     def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
-                    item: int, split) -> None:
+                    item: int, split, inflight=None) -> None:
         """A TPUSH (write) / TPOP or TFREE (read) of ring slot ``tag`` of channel ``ch``.
 
         Ring accesses are checked per slot (the latest read and write of each core), which
         is O(1); a GM access through a GlobalTensor that overlaps a ring also checks the
-        slots it touches, and from then on that ring's accesses are recorded in the pages."""
+        slots it touches, and from then on that ring's accesses are recorded in the pages.
+        ``inflight``: (end cycle, GM pipe entry) of a read that the core's next SETs order
+        only if it happens before them (HappensBefore.on_set)."""
         key = (ch.name, tag, write, core.index, rows, cols, item, split)
         regs = self._ring_regions.get(key)
         if regs is None:
@@ -101,6 +160,8 @@ class KernelChecks(HappensBefore):
                 if r is not None and r[4] > vc[k] and overlap(lo, hi, rws, r[0], r[1], r[2]):
                     raise self.race(core, mem, rec, r)
             state[mine] = rec
+            if inflight is not None:
+                self.inflight[c].append((inflight[0], inflight[1], _StateCell(state), mine, [0], rec))
             if chid in self._shared_rings:
                 self.access(core, mem, lo, hi, rws, write, op, loc, None, ring)
 
@@ -193,7 +254,14 @@ class KernelChecks(HappensBefore):
         pipe, tag = ring
         w, r = (a, b) if a["access"] == "write" else (b, a)
         ch = next((c for c in self.cluster.state.channels.values() if c.name == pipe), None)
+        rr = prev if r is b else cur
+        if len(rr) > 10 and ch is not None and not ch.free_after_readers and r["access"] == "read":
+            return self._unordered_free_error(ch, tag, w, r, rr)
         side = next((sd for sd in ch.sides.values() if sd.core.name == w["core"]), None) if ch is not None else None
+        skipped = next((sd for sd in ch.sides.values() if sd.role == "consumer" and not sd.wait
+                        and sd.core.name in (a["core"], b["core"])), None) if ch is not None else None
+        if skipped is not None:
+            return self._skipped_wait_error(ch, tag, skipped, w, r)
         fix = ("the producer must wait for the consumer's free signal of this slot before reusing it"
                + (f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""))
         if a["access"] == b["access"] == "write" and a["core"] != b["core"] and ch is not None and ch.way == V2C:
@@ -225,6 +293,52 @@ class KernelChecks(HappensBefore):
                                "before the producer's next write to it"]),
             fix=fix,
             findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
+
+    @staticmethod
+    def _skipped_wait_error(ch, tag, side, w: dict, r: dict) -> ProtocolError:
+        """A race on a slot whose consumer pops with its ready wait switched off
+        (``cons.setWaitStatus(false)``): the consumer, not the producer, broke the order."""
+        cons = side.core.name
+        off = side.switched_off.get("wait")
+        at = f" (setWaitStatus(false) at {off})" if off is not None else ""
+        sl = side.slots[tag][0] if side.slots else None
+        pop = sl.pop_loc if sl is not None and sl.pop_loc is not None else r["where"]
+        return ProtocolError(
+            f"{cons} pops slot {tag} of {ch.name} without waiting for its ready signal: its ready wait is "
+            f"switched off{at}, so its TPOP is not ordered after {w['core']}'s {w['op']} of the slot",
+            where=str(pop),
+            details="\n".join([f"{r['core']:5s} {r['access']:5s} {r['op']:6s} at {r['where']}",
+                               f"{w['core']:5s} {w['access']:5s} {w['op']:6s} at {w['where']}",
+                               f"{cons}'s TPOP at {pop} does not WAIT on the ready flag"]),
+            fix=f"keep {cons}'s ready wait on for every TPOP ("
+                + (f"remove the setWaitStatus(false) at {off}" if off is not None else "do not switch it off")
+                + ", or setWaitStatus(true) before popping): a TPOP must wait for the producer's ready signal; "
+                "the producer's side of the handshake is not at fault",
+            findings=[{"kind": "skipped_ready_wait", "pipe": ch.name, "slot": tag, "consumer": cons,
+                       "access": r, "other": w}])
+
+    def _unordered_free_error(self, ch, tag, w: dict, r: dict, rr) -> DataRaceError:
+        """The producer overwrote a slot whose consumer read it on a GM pipe that its TFREE's
+        SET does not wait for (``ProtocolModel.free_after_readers`` False)."""
+        end, at, g = rr[10]
+        rp, fp = f"PIPE_{GM_PIPES[g].name}", f"PIPE_{ch.free_pipe.name}"
+        core = next(c for c in self.cores if c.name == r["core"])
+        free_loc = self._unordered_free.get((ch.name, tag, core.index))
+        free = loc_text(free_loc) if free_loc is not None else "?"
+        return DataRaceError(
+            f"slot {tag} of {ch.name} overwritten while still read: {r['core']}'s {r['op']} reads the popped "
+            f"tile on {rp}, and its TFREE signals the free from {fp} without waiting for {rp} "
+            f"({ch_protocol(self.cluster)}: Consumer::free is one set on {fp}), so {w['core']}'s "
+            f"{w['op']} may overwrite the slot under the {r['op']}",
+            where=free,
+            details="\n".join([f"{r['core']:5s} read  {r['op']:6s} at {r['where']} (on {rp}, ends at cycle {end})",
+                               f"{r['core']:5s} TFREE         at {free} (the free SET is sent from {fp})",
+                               f"{w['core']:5s} write {w['op']:6s} at {w['where']}"]),
+            fix=f"make the free wait for the {r['op']}: set_flag({rp}, {fp}, EVENT_ID0) and "
+                f"wait_flag({rp}, {fp}, EVENT_ID0) (or pipe_barrier(PIPE_ALL)) between the {r['op']} at "
+                f"{r['where']} and the TFREE",
+            findings=[{"kind": "data_race", "type": "read/write", "access": r, "other": w,
+                       "unordered_free": free}])
 
 
 class WriteRecorder(KernelChecks):

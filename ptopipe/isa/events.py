@@ -80,7 +80,13 @@ def TSYNC(*events) -> None:
             if core.porder is not None:         # (the race checker: the same)
                 core.porder.fence()
         elif e is None:
-            continue
+            # pto-isa's TSYNC takes events; a None is a variable that never got an
+            # instruction's event (e.g. ``prev = None`` before a loop that waits on it)
+            raise KernelError("TSYNC(None): None is not an event - this TSYNC (or an instruction's "
+                              "event argument) waits for nothing", where=str(core.where()),
+                              fix="pass the Event an instruction returned (e = TLOAD(...); TSYNC(e)), "
+                                  "or leave the TSYNC out where there is nothing to wait for (the "
+                                  "first iteration of a loop)")
         else:
             raise KernelError(f"TSYNC expects Event tokens or an Op, got {e!r}", where=str(core.where()))
         if t > core.clock:

@@ -4,7 +4,12 @@
 explored schedules, in which every cross-core visible event (SET, WAIT, TLOAD/TSTORE,
 TPUSH/TPOP/TFREE/TALLOC) is a choice point (:mod:`ptopipe.sim.schedule`):
 
-- ``random`` (default): schedule seeds S, S+1, ...; random choices at the events, jittered
+- ``mix`` (default): the three policies below in turn - a pct schedule, a random one, an
+  exhaustive one, a pct one, ... (N in all; ``depth``, if given, is pct's and exhaustive's):
+  each finds bugs the others miss (pct starves a core at once - a lane that falls
+  SlotNum tiles behind -, random covers latency and skew, exhaustive the small deviations
+  from the default schedule);
+- ``random``: schedule seeds S, S+1, ...; random choices at the events, jittered
   cross-core latencies and per-core start offsets (lane skew);
 - ``pct``: probabilistic concurrency testing with bug depth ``depth`` (default 3): random
   core priorities and ``depth - 1`` priority change points over the k visible events of a run;
@@ -30,8 +35,10 @@ from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_child
 from .launch import compare_launches, run
 from .scenario import Scenario
 
-MODES = ("random", "pct", "exhaustive")
-DEFAULT_DEPTH = {"random": 0, "pct": 3, "exhaustive": 2}
+MODES = ("mix", "random", "pct", "exhaustive")
+DEFAULT_DEPTH = {"mix": 0, "random": 0, "pct": 3, "exhaustive": 2}
+#: the order ``mix`` takes its schedules from the other modes
+MIX = ("pct", "random", "exhaustive")
 
 
 @dataclass(frozen=True)
@@ -159,10 +166,34 @@ def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol
     return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
 
 
+def _mixed(n: int, seed: int, depth: int):
+    """``mix``: the schedules of :data:`MIX` in turn, N in all; each mode's generator sees
+    the policy of its own previous schedule (after that schedule ran)."""
+    subs = []
+    for m in MIX:
+        mine: dict = {"complete": False}
+        subs.append((mine, _schedules(m, n, seed, depth or DEFAULT_DEPTH[m], mine)))
+    done = 0
+    while subs and done < n:
+        for sub in list(subs):
+            if done >= n:
+                break
+            mine, gen = sub
+            item = next(gen, None)
+            if item is None:               # exhaustive ran out of schedules within its bound
+                subs.remove(sub)
+                continue
+            mine["policy"] = item[1]
+            done += 1
+            yield item
+
+
 def _schedules(mode: str, n: int, seed: int, depth: int, last: dict):
     """The explored schedules of ``mode``, lazily: each is (spec, policy); ``last`` holds
     the policy of the previous run (pct reads its event count, exhaustive its choices)."""
-    if mode == "random":
+    if mode == "mix":
+        yield from _mixed(n, seed, depth)
+    elif mode == "random":
         for i in range(n):
             spec = ScheduleSpec("random", seed + i)
             yield spec, spec.policy()
@@ -194,7 +225,7 @@ def _schedules(mode: str, n: int, seed: int, depth: int, last: dict):
 
 def explore(target, schedules: int = 50, seed: int = 0, variant="default", platform="a2a3",
             protocol="spec", data_seed: int = 0, args: dict | None = None, stop_on_first: bool = True,
-            include_default: bool = True, progress=None, mode: str = "random", depth: int | None = None,
+            include_default: bool = True, progress=None, mode: str = "mix", depth: int | None = None,
             **run_kwargs) -> ExploreResult:
     """Run the default schedule and up to ``schedules`` explored ones of ``mode``, with the
     race checker's causal order on (``causal=False`` in ``run_kwargs``: completion times).
@@ -206,7 +237,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
         raise ConfigError(f"unknown exploration mode {mode!r}", where="option --explore",
                           fix=f"use one of: {', '.join(MODES)}")
     depth = DEFAULT_DEPTH[mode] if depth is None else int(depth)
-    if mode != "random" and depth < 1:
+    if mode not in ("random", "mix") and depth < 1:
         raise ConfigError(f"--depth {depth}: {mode} needs a depth >= 1", where="option --depth",
                           fix=f"e.g. --depth {DEFAULT_DEPTH[mode]}")
     run_kwargs.setdefault("causal", True)      # the stricter race order (isa.launch.run)

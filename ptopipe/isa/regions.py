@@ -1,5 +1,6 @@
 """Reserved regions of a core's local memory (ring buffers, staging rings) and the tiles
-assigned by TASSIGN, so that a tile overlapping a ring is reported (both ways round)."""
+assigned by TASSIGN, so that a tile overlapping a ring is reported (both ways round) - except
+a view into a popped tile the core still holds."""
 from __future__ import annotations
 
 from ..arch import MemSpace
@@ -29,10 +30,20 @@ def reserve(core, space: MemSpace, base: int, nbytes: int, label: str, where: st
 
 
 def register_tile(tile, core) -> None:
-    """Called by TASSIGN: the tile may not overlap a reserved region of its memory."""
+    """Called by TASSIGN: the tile may not overlap a reserved region of its memory, unless it
+    lies inside one slot (or staging slot) that holds a tile this core popped and has not yet
+    freed: a view of that tile (``tile.binding`` is then the slot's, as the popped tile's)."""
     lo, hi = tile.addr, tile.addr + tile.nbytes
     for (sp, rlo, rhi, lab) in core.isa.get("reserved", ()):
         if sp is tile.space and rlo < hi and lo < rhi:
+            from .pipe.diagnostics import held_slot_at     # (pipe imports this module)
+            held = held_slot_at(core, tile.space, lo, hi)
+            if held is not None:
+                # a view into a popped tile this core holds: it lives as long as the slot is
+                # held, as the popped tile does (reading it after the TFREE is a use after free)
+                tile.binding = held
+                core.isa.get("tiles", {}).pop(id(tile), None)     # its earlier placement ends
+                return
             raise MemoryConflictError(
                 f"{tile.describe()} [{lo:#x}, {hi:#x}) overlaps {lab} [{rlo:#x}, {rhi:#x})",
                 where=str(core.where()),

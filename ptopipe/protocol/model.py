@@ -73,6 +73,13 @@ class ProtocolModel:
     #: overrun and leave stale credits in correct kernels, docs/protocols.md); on in
     #: ``PTO_ISA_A5_HEAD``
     ctor_credit_pipes: bool = False
+    #: the consumer's free SET follows every read of the popped tile, on any pipe (seed 003:
+    #: TFREE releases the slot "after the consumer has finished reading" it); otherwise the
+    #: SET is an instruction on :meth:`free_pipe` and follows only what is ordered before that
+    #: pipe's next instruction - pto-isa's ``Consumer::free`` is one ``set_intra_block`` /
+    #: ``ffts_cross_core_sync`` on PIPE_V / MTE1 / MTE2 / S, so a TSTORE still reading a UB
+    #: slot on MTE3 is not waited for (a set_flag / wait_flag from MTE3 to V before TFREE is)
+    free_after_readers: bool = True
 
     # -- flags ------------------------------------------------------------------------
     def flag_ids(self, flag_id: int, way_index: int, slot_num: int) -> tuple:
@@ -144,7 +151,8 @@ class ProtocolModel:
         ring in GM; for a consumer-local ring the pipe that used the slot last - V for a C2V
         ring in UB, MTE1 for a V2C ring in L1 (A5 ``set_intra_block(PIPE_V)`` /
         ``setIntraBlockBySplit<PIPE_MTE1>``).  A pipe is an in-order queue: the free follows
-        that pipe's earlier work."""
+        that pipe's earlier work (and, with :attr:`free_after_readers`, every read of the
+        popped tile)."""
         if ch.in_gm:
             return PipeUnit.MTE2
         return PipeUnit.V if ch.way == "C2V" else PipeUnit.MTE1
@@ -428,12 +436,14 @@ SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hol
 #: pto-isa on A2A3 (include/pto/npu/a2a3/*.hpp)
 PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                       frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
-                      platform="a2a3", tpipe_ctrl=False, tmpipe_rendezvous=True)
+                      platform="a2a3", tpipe_ctrl=False, tmpipe_rendezvous=True,
+                      free_after_readers=False)
 #: pto-isa on A5 (include/pto/npu/a5/*.hpp)
 PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
-                         nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True)
+                         nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True,
+                         free_after_readers=False)
 #: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
 #: (``protocol="pto-isa-head"``; not the default: see ``ctor_credit_pipes`` and docs/protocols.md)
 PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)

@@ -44,6 +44,34 @@ class Flag:
 
 
 def overflow_error(flag: Flag, limit: int) -> ProtocolError:
+    """A SET on a counter already at ``limit``.  A ring's ready flag overflows when its
+    producer runs ``limit`` + 1 tiles ahead of a consumer lane: the depth of a ring on a counter
+    flag (pto-isa's, whose producer waits for a free slot only from push #SlotNum on) must
+    not exceed what the counter holds."""
+    ch = flag.owner
+    depth = getattr(ch, "slot_num", None)
+    counter = depth is not None and not getattr(getattr(ch, "model", None), "per_tag_flags", True)
+    if counter and flag.signal == "ready":
+        ahead = (f"{ch.name} is a ring of depth {depth} on a counter flag that holds at most {limit}: "
+                 f"{flag.sender.name} has pushed {limit} tiles {flag.receiver.name} has not popped yet and "
+                 f"pushes another")
+        if depth > limit:
+            why = (f"the producer waits for a free slot only from push #{depth} on, so it may run {depth} "
+                   f"tiles ahead of a consumer lane that falls behind - more SETs than the flag holds")
+            fix = (f"use SlotNum <= {limit} for {ch.name} (a counter flag holds at most {limit} SETs); a "
+                   f"ring of depth {depth} overflows whenever one lane lags {limit + 1} tiles behind")
+        else:
+            why = f"the ring has only {depth} slots, so the producer skipped its free-slot waits"
+            fix = "do not skip the producer's free-slot wait (setAllocateStatus) while slots are in use"
+        return ProtocolError(f"{flag.name} overflows: {ahead}", where=str(flag.sender.where()),
+                             details=why, fix=fix)
+    if counter:
+        return ProtocolError(
+            f"{flag.name} overflows: {ch.name}'s free credits pile up on a counter flag that holds at most "
+            f"{limit} ({flag.receiver.name} has not consumed {limit} of {flag.sender.name}'s frees)",
+            where=str(flag.sender.where()),
+            fix="send one free per popped tile (none where the TPOP already freed the slot) and let every "
+                "push wait where the protocol waits")
     return ProtocolError(
         f"{flag.name} overflows: counter already at its maximum {limit} "
         f"(the receiver {flag.receiver.name} has not consumed earlier SETs)",

@@ -70,6 +70,10 @@ class PipeSync:
         self.pending: dict = {}      # (src, dst, id) -> deque of (at, vc snapshot, set loc, porder)
         self.counts: dict = {}       # (src, dst, id) -> [sets, waits] so far
         self.last_wait: dict = {}    # (src, dst, id) -> loc of the last wait that consumed a set
+        # (src, dst, id) -> (wait loc, the set it consumed, the newer set still pending): the
+        # first wait that took a set while a newer one was pending - one set too many, made
+        # where the consumed one was (for the race and leak reports)
+        self.extra: dict = {}
         self.vc = [[0] * _N for _ in range(_N)]
         self.bufs: dict = {}         # id(memory) -> {(lo, hi): _Buf}
         self.gm_bufs: dict = {}      # GM region key -> _Buf (manual mode, checkers on)
@@ -106,7 +110,9 @@ class PipeSync:
         q = self.pending.get(key)
         if not q:
             raise self.hang(key, loc)
-        at, snap, _set_loc, order = q.popleft()
+        at, snap, set_loc, order = q.popleft()
+        if q and key not in self.extra and q[0][2] != set_loc:
+            self.extra[key] = (loc, set_loc, q[0][2])
         self.counts[key][1] += 1
         self.last_wait[key] = loc
         pf = core.pipe_free
@@ -250,6 +256,27 @@ class PipeSync:
         lo, hi = max(b.lo, o.lo), min(b.hi, o.hi)
         a = f"{op} on {_NAMES[pipe]} ({'writes' if write else 'reads'})"
         b = f"{pop} on {_NAMES[q]} ({'writes' if prev_write else 'reads'})"
+        extra = next(((k, v) for k, v in self.extra.items() if k[0] == q and k[1] == pipe), None)
+        if extra is not None:
+            # the pair exists; a wait took an extra set made earlier, so it passed too soon
+            key, (wloc, sloc, nloc) = extra
+            name = event_name(*key)
+            return DataRaceError(
+                f"data race ({kind}) inside {core.name}: {a} is not ordered after the earlier {b}: "
+                f"an extra set_flag{name} at {sloc} was consumed by the wait_flag at {wloc} in place of "
+                f"the set at {nloc}, so every later wait_flag{name} passes one set early",
+                where=str(sloc),
+                details="\n".join([f"{_NAMES[pipe]:9s} {op:10s} at {loc}: {what()}",
+                                   f"{_NAMES[q]:9s} {pop:10s} at {ploc}",
+                                   f"the extra set_flag{name} at {sloc}; its wait_flag at {wloc} "
+                                   f"consumed it while the set at {nloc} was pending (event flags "
+                                   "count sets: each wait takes the oldest)"]),
+                fix=f"remove the extra set_flag{name} at {sloc} (or wait for it before the set at {nloc}): "
+                    f"the set_flag at {nloc} and the wait_flag at {wloc} already pair up",
+                findings=[{"kind": "extra_event_set", "core": core.name, "event": name,
+                           "set": str(sloc), "wait": str(wloc), "pair_set": str(nloc),
+                           "access": {"pipe": _NAMES[pipe], "op": op, "where": str(loc)},
+                           "other": {"pipe": _NAMES[q], "op": pop, "where": str(ploc)}}])
         return DataRaceError(
             f"data race ({kind}) inside {core.name}: {a} and the earlier {b} touch the same "
             f"{label} bytes with no event between the two pipes (manual sync)",
@@ -358,6 +385,16 @@ def event_leaks(cluster) -> list:
         for key, q in ps.pending.items():
             if q:
                 sets, waits = ps.counts[key]
+                extra = ps.extra.get(key)
+                if extra is not None:
+                    # a wait consumed an older set while a newer one was pending: the set left
+                    # over is the pair's, the extra one is where the consumed set was made
+                    wloc, sloc, nloc = extra
+                    out.append((f"set_flag{event_name(*key)} on {core.name}: one set too many "
+                                f"({sets} sets, {waits} waits) - the extra set is at {sloc} (the wait at "
+                                f"{wloc} consumed it in place of the set at {nloc}; {len(q)} left at the end)",
+                                sloc))
+                    continue
                 out.append((f"set_flag{event_name(*key)} on {core.name} never consumed by a "
                             f"wait_flag ({len(q)} of {sets} set{'s' if sets != 1 else ''} left)",
                             q[0][2]))

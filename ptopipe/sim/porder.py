@@ -64,6 +64,10 @@ class PipeOrder:
     def __init__(self, core):
         self.hb = [ZERO] * len(PipeUnit)
         self.last = ZERO
+        # ``slot_read(tile, g, end, name)``: a tile bound to a ring slot (``tile.binding``) is
+        # read on GM pipe ``g`` until ``end`` (set by the isa checker: a free SET that follows
+        # only its own pipe's work must be told what still reads the slot)
+        self.slot_read = None
         # the issue methods in place (the scoreboard's, manual mode's, ...), wrapped
         self._issue, self._w, self._r = core.issue, core.issue_w, core.issue_r
         self._rw, self._rrw, self._s = core.issue_rw, core.issue_rrw, core.issue_s
@@ -102,6 +106,8 @@ class PipeOrder:
         hb[pipe] = self.last = h
         x = s.hbu
         s.hbu = h if x is w or x is None else _join(x, h)     # (h includes w)
+        if g is not None and s.binding is not None and self.slot_read is not None:
+            self.slot_read(s, g, end, name)
         return end
 
     def issue_rw(self, pipe, cost, s, d, name, args=None) -> int:
@@ -120,6 +126,8 @@ class PipeOrder:
         hb[pipe] = self.last = d.hbw = d.hbu = h
         x = s.hbu
         s.hbu = h if x is w or x is None else _join(x, h)
+        if g is not None and s.binding is not None and self.slot_read is not None:
+            self.slot_read(s, g, end, name)
         return end
 
     def issue_rrw(self, pipe, cost, s0, s1, d, name, args=None) -> int:
@@ -143,6 +151,10 @@ class PipeOrder:
         s0.hbu = h if x is w0 or x is None else _join(x, h)
         x = s1.hbu
         s1.hbu = h if x is w1 or x is None else _join(x, h)
+        if g is not None and self.slot_read is not None:
+            for s in (s0, s1):
+                if s.binding is not None:
+                    self.slot_read(s, g, end, name)
         return end
 
     def issue_s(self, pipe, cost, name, args=None) -> int:
@@ -156,9 +168,9 @@ class PipeOrder:
 
     def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
         start, end = self._issue(pipe, cost, srcs, dsts, name, args)
-        return start, self._after(pipe, end, srcs, dsts)
+        return start, self._after(pipe, end, srcs, dsts, name)
 
-    def _after(self, pipe, end, srcs, dsts) -> int:
+    def _after(self, pipe, end, srcs, dsts, name="") -> int:
         """The general form of the wrappers: an instruction on ``pipe`` reading ``srcs``,
         writing ``dsts``, ending at ``end`` (returned)."""
         h = self.hb[pipe]
@@ -172,6 +184,8 @@ class PipeOrder:
         self.hb[pipe] = self.last = h
         for s in srcs:
             s.hbu = join(s.hbu, h)
+            if g is not None and getattr(s, "binding", None) is not None and self.slot_read is not None:
+                self.slot_read(s, g, end, name)
         for d in dsts:
             d.hbw = d.hbu = h
         return end

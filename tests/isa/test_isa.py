@@ -635,11 +635,13 @@ def test_pop_beyond_pushes_is_reported():
 # --- deadlocks -----------------------------------------------------------------------------
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "spec"), ("a5", "pto-isa")])
 def test_consumer_never_frees_m1_is_a_deadlock(platform, protocol):
-    """The consumer takes SlotNum tiles and never TFREEs: the producer's next TPUSH waits
-    for free[0] forever.  Reported at once, naming the blocked producer and its flag."""
+    """The consumer takes SlotNum tiles, never TFREEs and returns: the producer's next TPUSH
+    waits for free[0] forever.  Reported at once at the consumer's TPOP (the party that
+    stopped), naming the blocked producer and its flag too."""
     c = _producer(n=5)
+    v = _consumer(n=4, free=False)
     with pytest.raises(DeadlockError) as ei:
-        ptopipe.run(aic=c, aiv=(_consumer(n=4, free=False), None), args=dict(fifo=gm_buffer(8 * SL)),
+        ptopipe.run(aic=c, aiv=(v, None), args=dict(fifo=gm_buffer(8 * SL)),
                     platform=platform, protocol=protocol)
     msg = str(ei.value)
     assert "AIC" in msg and "TPUSH" in msg
@@ -647,7 +649,9 @@ def test_consumer_never_frees_m1_is_a_deadlock(platform, protocol):
     fid = 0 if protocol == "spec" else 1            # spec: free[0] = FlagID; pto-isa: FlagID + 1
     assert f"flag {fid} (AIV0->AIC)" in msg or f"flag {fid} AIV0->AIC" in msg
     assert "TFREE" in msg
-    assert_where(ei.value, c, "push")
+    assert_where(ei.value, v, "pop")
+    assert ei.value.what.startswith("deadlock: AIV0 returned holding slot 0")
+    assert f"{HERE}:{line_of(c, 'push')}" in msg
 
 
 def test_consumer_loop_without_tfree_is_reported_spec():

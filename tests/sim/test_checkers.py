@@ -214,7 +214,7 @@ def test_schedule_dependent_bug_found_by_exploration_and_replayed():
     (sc,) = load_scenarios(os.path.join(ROOT, "examples", "misuse", "m10_schedule_dependent.py"))
     kw = dict(platform=sc.platform, protocol=sc.protocol)
     run_schedule(sc, None, **kw)                               # the default schedule passes
-    res = explore(sc, schedules=50, seed=0, **kw)
+    res = explore(sc, schedules=50, seed=0, mode="random", **kw)     # (the default mixes modes)
     assert not res.ok
     seed, err = res.first
     assert seed is not None and isinstance(err, ProtocolError) and "overflows" in err.what
@@ -236,7 +236,7 @@ def test_cli_check_reports_seed(capsys):
     from ptopipe.cli import main
     f = os.path.join(ROOT, "examples", "misuse", "m10_schedule_dependent.py")
     assert main(["check", f, "--schedules", "0"]) == 0
-    assert main(["check", f, "--schedules", "50"]) == 1
+    assert main(["check", f, "--schedules", "50", "--explore", "random"]) == 1
     out, err = capsys.readouterr()
     assert "ProtocolError" in err and "Traceback" not in out + err
     assert "replay: ptopipe check" in err and "--seed" in err

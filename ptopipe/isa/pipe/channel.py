@@ -19,7 +19,7 @@ from ...protocol.model import ProtocolModel
 
 class Slot:
     """One ring slot as seen by one consumer peer."""
-    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "free_gen", "free_loc")
+    __slots__ = ("tag", "gen", "state", "layout", "push_loc", "pop_loc", "free_gen", "free_loc", "reads")
 
     def __init__(self, tag: int):
         self.tag = tag
@@ -30,6 +30,10 @@ class Slot:
         self.pop_loc = None
         self.free_gen = -1      # the generation the latest TFREE ended, and that TFREE's line
         self.free_loc = None
+        # reads of a tile bound zero-copy to this slot on a GM pipe (MTE2 / MTE3 / FIX), as
+        # (generation, GM pipe entry, end cycle, op, line) - the race checker's, for a free
+        # SET that does not wait for them (ProtocolModel.free_after_readers)
+        self.reads = None
 
 
 class StageSlot(Slot):
@@ -49,7 +53,7 @@ class Side:
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
-                 "self_freed")
+                 "self_freed", "switched_off", "pop_holds")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -73,6 +77,11 @@ class Side:
         self.record = True               # setRecordStatus
         self.wait = True                 # setWaitStatus
         self.free = True                 # setFreeStatus
+        self.switched_off: dict = {}     # switch name -> the line that turned it off (for diagnoses)
+        # consumer under sparse free notifications: TPOP line -> [slots held at its latest pop,
+        # slots held at two consecutive pops there (None: not yet)] - a hold that grows after
+        # it was steady is a skipped TFREE, not the notification rule (deadlock diagnoses)
+        self.pop_holds: dict = {}
         self.bound_at = bound_at
         self.scope_end = bound_at        # where the pipe goes out of scope (its teardown runs)
         self.staging = None              # base address of the local staging ring
@@ -127,6 +136,7 @@ class Channel:
         self.always_stage = m.always_stage
         self.tfree_frees = self.pop_frees and m.tfree_after_pop_frees   # pto-isa A5: frees twice
         self.free_pipe = m.free_pipe(self)          # the pipe a consumer's TFREE signals from
+        self.free_after_readers = m.free_after_readers   # ... after every read of the tile
 
     @property
     def protocol(self):
@@ -180,21 +190,26 @@ class _SideCtl:
         return [ch.sides[core.index] for ch in self._h.channels.values()
                 if ch.sides[core.index].role == self._role]
 
-    def setAllocateStatus(self, on: bool) -> None:
+    def _switch(self, name: str, on: bool) -> None:
+        off = None if on else self._h.core.where()
         for s in self._sides():
-            s.allocate = bool(on)
+            setattr(s, name, bool(on))
+            if off is None:
+                s.switched_off.pop(name, None)
+            else:
+                s.switched_off[name] = off
+
+    def setAllocateStatus(self, on: bool) -> None:
+        self._switch("allocate", on)
 
     def setRecordStatus(self, on: bool) -> None:
-        for s in self._sides():
-            s.record = bool(on)
+        self._switch("record", on)
 
     def setWaitStatus(self, on: bool) -> None:
-        for s in self._sides():
-            s.wait = bool(on)
+        self._switch("wait", on)
 
     def setFreeStatus(self, on: bool) -> None:
-        for s in self._sides():
-            s.free = bool(on)
+        self._switch("free", on)
 
     def getAllocateStatus(self) -> bool:
         return all(s.allocate for s in self._sides())

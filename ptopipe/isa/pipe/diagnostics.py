@@ -71,6 +71,41 @@ def deadlock_cause(cluster, blocked):
     return None
 
 
+def _last_pop(side, ch):
+    """The line of ``side``'s latest TPOP of ``ch``, else where it bound the pipe."""
+    if side.index:
+        for sl in side.slots[(side.index - 1) % ch.slot_num] if side.slots else ():
+            if sl.pop_loc is not None:
+                return sl.pop_loc
+    return side.bound_at
+
+
+def _stopped_consumer(ch, core, cons, pside, cside):
+    """``core``'s push waits for a free from ``cons``, whose kernel returned: the consumer
+    stopped - holding a popped slot, or after popping fewer tiles than are pushed.  The
+    report is about the consumer, at its line."""
+    i = pside.pushed
+    if cside.held:
+        tag, loc = cside.held[0][0], cside.held[0][2]
+        cause = (f"{cons.name} returned holding slot {tag} of {ch.name} popped at {loc} without its TFREE "
+                 f"({cside.index} TPOPs, {cside.freed} TFREEs); {core.name}'s push #{i} at {core.where()} waits "
+                 "for that free")
+        fix = ch.model.held_fix(loc, ch)
+    else:
+        loc = _last_pop(cside, ch)
+        cause = (f"{cons.name} returned after popping {cside.index} tile(s) of {ch.name} (last TPOP at {loc}), "
+                 f"but {core.name} pushes more: its push #{i} at {core.where()} waits for a slot {cons.name} "
+                 "would have freed")
+        fix = (f"{core.name} waits for a free from {cons.name}, whose kernel returned: make {cons.name} pop (and "
+               f"free) every tile {core.name} pushes to {ch.name} - compare the trip counts of the loops on every "
+               f"core and both Vector lanes (a lane-dependent trip count or an early return?); {core.name} has "
+               f"pushed {i} so far, {cons.name} popped {cside.index}")
+    return {"cause": cause, "fix": fix, "where": str(loc),
+            "finding": {"kind": "consumer_stopped", "core": cons.name, "pipe": ch.name, "where": str(loc),
+                        "pops": cside.index, "frees": cside.freed, "waiter": core.name, "pushes": i}}
+
+
+
 def _lanes(items) -> list:
     """``[(core, text(name))]`` -> texts, where cores whose texts differ only in their own
     name (the two Vector lanes, typically) are said once: "AIV0 ... (likewise AIV1)"."""
@@ -248,12 +283,29 @@ def _free_culprit(ch, core, cons):
         return None
     i = pside.pushed
     withheld = ch.model.withheld_credit(ch, i, cside.freed, cons.name)
+    skipped = _skipped_free(cside, cons) if withheld else None
+    if skipped is not None:
+        loc, steady = skipped
+        n = len(cside.held)
+        return {"cause": f"{cons.name} skipped a TFREE of {ch.name}: its TPOP at {loc} popped holding {steady} "
+                         f"slot(s) on consecutive iterations and now pops holding {n} (oldest: slot "
+                         f"{cside.held[0][0]}, TPOP at {cside.held[0][2]}) - {cside.index} TPOPs, "
+                         f"{cside.freed} TFREEs; {core.name}'s push #{i} waits for the free that TFREE would "
+                         f"have sent ({cons.name} is blocked at {cons.where()})",
+                "fix": f"give every TPOP of {ch.name} its TFREE on every path (a branch or an early "
+                       f"continue that skips one?): {cons.name} made {cside.index - cside.freed} TFREE(s) fewer "
+                       f"than TPOPs; pto-isa's SyncPeriod {ch.sync_period} is not the cause",
+                "where": str(cons.where()),
+                "finding": {"kind": "skipped_tfree", "core": cons.name, "pipe": ch.name,
+                            "where": str(cons.where()), "pops": cside.index, "frees": cside.freed}}
     if withheld:
         state = ("is blocked at " + str(cons.where())) if cons.state.value == "blocked" else "has ended"
         if cside.held:
             state += (f", holding {len(cside.held)} popped tile(s) (oldest: slot {cside.held[0][0]}, TPOP at "
                       f"{cside.held[0][2]})")
         return {"cause": f"{withheld[0]}; {cons.name} {state}", "fix": withheld[1]}
+    if cons.state is CoreState.DONE:
+        return _stopped_consumer(ch, core, cons, pside, cside)
     if cside.held:
         tag, loc = cside.held[0][0], cside.held[0][2]
         state = "is blocked" if cons.state.value == "blocked" else "has ended"
@@ -261,6 +313,21 @@ def _free_culprit(ch, core, cons):
                          f"of {ch.name}; {cons.name} has made {cside.freed}, {state} and still holds slot {tag} "
                          f"popped by the TPOP at {loc} (the next TFREE would release it)",
                 "fix": ch.model.held_fix(loc, ch)}
+    return None
+
+
+def _skipped_free(cside, cons):
+    """(TPOP line, its steady hold) when ``cons`` is blocked in a TPOP holding more popped
+    slots than it held there on two consecutive iterations: a TFREE was skipped since (a
+    deliberate lag holds more from its first iterations on, then steadily), else None."""
+    if cons.state.value != "blocked" or not cside.held:
+        return None
+    w = cons.where()
+    if w is None:
+        return None
+    for loc, (_last, steady) in cside.pop_holds.items():
+        if steady is not None and (loc[0], loc[1]) == (w[0], w[1]) and len(cside.held) > steady:
+            return w, steady
     return None
 
 
@@ -329,6 +396,35 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
         details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
                 f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
         fix=ch.model.overwrite_fix(ch, ch.sides[core.index].allocate))
+
+
+def held_slot_at(core, space, lo: int, hi: int):
+    """(slot, generation) of the ring slot or staging slot of ``core`` in memory ``space``
+    that holds a popped tile not yet freed and contains bytes [lo, hi) - what a TASSIGN view
+    into a popped tile binds to, so that reading the view after the TFREE is a use after
+    free - else None."""
+    for ch in core.cluster.state.channels.values():
+        side = ch.sides.get(core.index)
+        if side is None or side.role != "consumer":
+            continue
+        for h in side.held:
+            stage = h[6]
+            if stage is not None:
+                st, gen = stage
+                if st.gen == gen and st.addr <= lo and hi <= st.addr + ch.slot_size:
+                    return stage
+            elif not ch.in_gm and h[1].__class__.__name__ == "Tile" and h[1].space is space:
+                base = ch.local_base + h[0] * ch.slot_size
+                if base <= lo and hi <= base + ch.slot_size:
+                    sl = side.slots[h[0]][0]
+                    return sl, sl.gen
+        for p in side.popped:          # a GM ring's tile TPOP that freed its slot (pto-isa)
+            stage = p[3]
+            if stage is not None:
+                st, gen = stage
+                if st.gen == gen and st.addr <= lo and hi <= st.addr + ch.slot_size:
+                    return stage
+    return None
 
 
 def slot_use_after_free(tile, core) -> ProtocolError:

@@ -190,7 +190,16 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if len(popped) > _POPPED_MAX:
             del popped[0]
     else:
-        side.held.append((tag, tile, loc, read_end, dst, split, stage))
+        held = side.held
+        if not ch.wait_every:          # sparse notifications: the holds per TPOP line
+            ph = side.pop_holds.get(loc)
+            if ph is None:
+                side.pop_holds[loc] = [len(held), None]
+            else:
+                if ph[0] == len(held):
+                    ph[1] = ph[0]
+                ph[0] = len(held)
+        held.append((tag, tile, loc, read_end, dst, split, stage))
     return new_event(("TPOP", core, end))
 
 
@@ -288,8 +297,13 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     tag, held_obj, _loc0, read_end, _dst, _split, stage = side.held.pop(0)
     chk = core.cluster.checker
     if chk is not None and not ch.in_gm and held_obj.__class__ is Tile:
-        chk.ring_access(core, ch, tag, False, "TFREE", _here(core), held_obj.rows, held_obj.cols,
+        here = _here(core)
+        chk.ring_access(core, ch, tag, False, "TFREE", here, held_obj.rows, held_obj.cols,
                         held_obj.item, 0)
+        if not ch.free_after_readers and core.porder is not None:
+            # the free SET follows its pipe's work only: a read of the slot on another pipe
+            # (a TSTORE on MTE3) not ordered before it is still in flight when it is sent
+            chk.free_unordered(core, ch, tag, held_obj, core.porder.hb[ch.free_pipe], here)
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(ch.free_pipe, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)

@@ -1,0 +1,129 @@
+"""Views into a held slot: ``TASSIGN(view, popped.data() + offset)`` inside the slot (A5: the
+ring slot in UB; A2A3: the staging copy of a GM slot) is a view of the popped tile, not a tile
+overlapping the ring.  Read before the TFREE it is fine; read after the TFREE it is a use
+after free reported at the read (the view's declaration is not the bug).  A tile placed in
+the ring where no popped tile is held still overlaps the ring."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.errors import DataRaceError, MemoryConflictError, ProtocolError
+from ptopipe.isa import *  # noqa: F403
+from ptopipe.isa.explore import explore
+from markers import line_of
+
+T = 16
+H = T // 2
+SLOT = T * T * 4
+TILES = 3
+BOTH = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+
+
+def cube(a, eye, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    m, e = Tile(TileType.Mat, float32, T, T, addr=0), Tile(TileType.Mat, float32, T, T, addr=0x1000)
+    left, right = Tile(TileType.Left, float32, T, T, addr=0), Tile(TileType.Right, float32, T, T, addr=0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    TLOAD(e, eye)
+    TMOV(right, e)
+    for i in range(tiles):
+        TLOAD(m, GlobalTensor(a.data() + i * T * T, (T, T)))
+        TMOV(left, m)
+        TMATMUL(acc, left, right)                   # a_i @ I
+        TPUSH(pipe, acc)
+
+
+def halves_before_free(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, T, T)
+    top, bot = Tile(TileType.Vec, float32, H, T), Tile(TileType.Vec, float32, H, T)
+    o = Tile(TileType.Vec, float32, H, T, addr=0)
+    for i in range(tiles):
+        TPOP(pipe, t)
+        # views into the held slot
+        TASSIGN(top, t.data())
+        TASSIGN(bot, t.data() + H * T * 4)
+        TADD(o, top, bot)
+        TFREE(pipe)
+        TSTORE(GlobalTensor(out.data() + i * H * T, (H, T)), o)
+
+
+def halves_after_free(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, T, T)
+    top, bot = Tile(TileType.Vec, float32, H, T), Tile(TileType.Vec, float32, H, T)
+    o = Tile(TileType.Vec, float32, H, T, addr=0)
+    for i in range(tiles):
+        TPOP(pipe, t)
+        TASSIGN(top, t.data())                      # VIEW
+        TASSIGN(bot, t.data() + H * T * 4)
+        TFREE(pipe)                                 # FREE
+        TADD(o, top, bot)                           # READ
+        TSTORE(GlobalTensor(out.data() + i * H * T, (H, T)), o)
+
+
+def tile_in_an_unheld_slot(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, T, T)
+    other = Tile(TileType.Vec, float32, H, T)
+    for i in range(tiles):
+        TPOP(pipe, t)
+        # the next slot (ring on A5, staging on A2A3), not held
+        TASSIGN(other, 0x8000 + SLOT)               # OTHER
+        TFREE(pipe)
+
+
+def store_view_then_free(out, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, T, T)
+    top = Tile(TileType.Vec, float32, H, T)
+    for i in range(tiles):
+        TPOP(pipe, t)
+        TASSIGN(top, t.data())
+        TSTORE(GlobalTensor(out.data() + i * H * T, (H, T)), top)   # VSTORE
+        TFREE(pipe)                                                  # VFREE
+
+
+def _args():
+    a = np.arange(TILES * T * T, dtype=np.float32).reshape(TILES * T, T) / 7
+    return dict(a=a, eye=np.eye(T, dtype=np.float32), out=np.zeros((TILES * H, T), np.float32),
+                fifo=ptopipe.gm_buffer(2 * SLOT), tiles=TILES)
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_views_read_before_the_free_are_the_popped_tile(platform, protocol):
+    args = _args()
+    a = args["a"]
+    res = ptopipe.run(cube, (halves_before_free, None), args, platform=platform, protocol=protocol)
+    want = np.concatenate([a[i * T:i * T + H] + a[i * T + H:(i + 1) * T] for i in range(TILES)])
+    np.testing.assert_allclose(res.outputs["out"], want, rtol=1e-6)
+    ex = explore((cube, (halves_before_free, None)), schedules=3, platform=platform, protocol=protocol,
+                 args=_args())
+    assert ex.ok, ex.first
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_a_view_read_after_the_free_is_a_use_after_free_at_the_read(platform, protocol):
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, (halves_after_free, None), _args(), platform=platform, protocol=protocol)
+    e = ei.value
+    assert "use after free" in e.what, e
+    assert e.where.endswith(f":{line_of(halves_after_free, 'READ')}"), e.where
+    assert "TFREE at " in e.details and f":{line_of(halves_after_free, 'FREE')}" in e.details
+    assert f":{line_of(halves_after_free, 'VIEW')}" not in e.where
+
+
+@pytest.mark.parametrize("platform,protocol", BOTH)
+def test_a_tile_in_a_slot_not_held_still_overlaps_the_ring(platform, protocol):
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(cube, (tile_in_an_unheld_slot, None), _args(), platform=platform, protocol=protocol)
+    assert ei.value.where.endswith(f":{line_of(tile_in_an_unheld_slot, 'OTHER')}"), ei.value
+
+
+def test_a5_pto_isa_free_does_not_wait_for_a_store_of_a_view():
+    ex = explore((cube, (store_view_then_free, None)), schedules=2, platform="a5", protocol="pto-isa",
+                 args=_args())
+    (_, e), = ex.failures
+    assert isinstance(e, DataRaceError), e
+    assert e.where.endswith(f":{line_of(store_view_then_free, 'VFREE')}"), e.where
+    assert f":{line_of(store_view_then_free, 'VSTORE')} (on PIPE_MTE3" in e.details
