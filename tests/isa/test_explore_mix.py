@@ -12,7 +12,7 @@ from ptopipe.isa.explore import MIX, ScheduleSpec, _schedules, explore
 from markers import line_of
 
 HERE = os.path.dirname(__file__)
-M32 = os.path.join(HERE, "..", "examples", "misuse", "m32_lane_starvation.py")
+M32 = os.path.join(HERE, "..", "..", "examples", "misuse", "m32_lane_starvation.py")
 
 
 def _scenario():
