@@ -174,9 +174,6 @@ def _launches(args) -> tuple:
     from ..codegen.pto_load import skipped_note
     from ..codegen.pto_exec.program import choose_top
     platform, protocol = _target(args, args.file)
-    warnings, skipped = static_front(args, platform, protocol)
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
     seed = getattr(args, "data_seed", None)
     func = getattr(args, "pto_func", None)
     prog = read_program(read_text(args.file), args.file)
@@ -197,11 +194,15 @@ def _launches(args) -> tuple:
     out = []
     for f in funcs:
         mine = {k: v for k, v in inputs.items() if k in params[f]}
-        pl = prepare(args.file, inputs=mine, platform=platform, func=f,
-                     data_seed=(seed if seed is not None else getattr(args, "seed", None)) or 0)
-        if skipped:
-            pl.notes.insert(0, skipped_note(skipped))
-        out.append(pl)
+        out.append(prepare(args.file, inputs=mine, platform=platform, func=f,
+                           data_seed=(seed if seed is not None else getattr(args, "seed", None)) or 0))
+    # the static verifier after the inputs are checked: a trip count its parameter cannot
+    # hold is refused before VerifyPipes counts that many iterations
+    warnings, skipped = static_front(args, platform, protocol)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for pl in out if skipped else ():
+        pl.notes.insert(0, skipped_note(skipped))
     return out, protocol
 
 

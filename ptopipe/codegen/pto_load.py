@@ -21,9 +21,10 @@ from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
 from ..ir import to_tree
 from ..ir.vocab import FunctionKind
+from ..ir.types import ScalarType, np_dtype
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
 from .pto_reader import read_pto
-from .pto_syntax import PTO_OP, run_line_platform
+from .pto_syntax import INT_DTYPES, PTO_OP, run_line_platform
 from .pto_writer import nosplit_functions, with_peers
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
@@ -56,6 +57,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
         raise ParseError("regions nest deeper than the reader follows", where=path,
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
     plat = platform or op.platform or "a2a3"
+    check_scalar_ranges(op, scalars or {})
     ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
     one_lane_nosplit(op, ctx)
     try:
@@ -65,6 +67,21 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
     check_explicit_addrs(op, addrs)
     check_entry_launches(op)
     return op, to_tree(op), [pto_words(w) for w in ctx.warnings], plat
+
+
+def check_scalar_ranges(op, scalars: dict) -> None:
+    """Each given integer scalar fits its parameter's type (an i32 trip count of 2**40 is a
+    ConfigError here, before VerifyPipes would count that many iterations)."""
+    for f in op.body:
+        for a in f.regions[0].blocks[0].args:
+            v, t = scalars.get(a.name), a.type
+            if v is None or not isinstance(t, ScalarType) or t.dtype not in INT_DTYPES:
+                continue
+            info = np.iinfo(np.int64 if t.dtype == "index" else np_dtype(t.dtype))
+            if not info.min <= int(v) <= info.max:
+                raise ConfigError(f"--input {a.name}: {int(v)} does not fit the {t.dtype} parameter "
+                                  f"{a.name!r} ({info.min}..{info.max})", where="option --input",
+                                  fix=f"give a value in {info.min}..{info.max}")
 
 
 def _pto_word(m) -> str:
