@@ -485,30 +485,40 @@ def result(*types, doc=""):
     return _Result(types or None, doc)
 
 
-class _OpName:
-    """An op class's ``name``: the op name on the class (``TPush.name``), the slot on an
-    instance (always the same string for an op of that class)."""
+class _OpMeta(type):
+    """The op classes' metaclass: ``name`` read on an op class (``TPush.name``) is its op
+    name, while ``op.name`` on an instance stays :class:`.core.Operation`'s slot.
 
-    def __init__(self, value):
-        self.value = value
+    Hot-path invariant: no op class keeps ``name`` in its own ``__dict__`` (``__new__`` moves
+    a class body's ``name`` string to ``_op_name`` before the class exists), so an instance
+    read finds the slot - a C-level member read, the most frequent read of a compile - and
+    no Python-level descriptor in between.  The class read goes through this metaclass's
+    property: a data descriptor of the metaclass wins over the slot inherited from
+    Operation.  The slot always holds the class's op name for an op built by name
+    (``Operation(name, ...)`` picks the class from the name)."""
 
-    def __get__(self, op, cls=None):
-        return self.value if op is None else _NAME_SLOT.__get__(op, cls)
+    def __new__(mcs, cls_name, bases, ns, **kw):
+        if isinstance(ns.get("name"), str):
+            ns = dict(ns)
+            ns["_op_name"] = ns.pop("name")
+        return super().__new__(mcs, cls_name, bases, ns, **kw)
 
-    def __set__(self, op, value):
-        _NAME_SLOT.__set__(op, value)
+    @property
+    def name(cls):
+        """The op name this class defines (inherited by a subclass that names none; None
+        for a class of shared fields)."""
+        return cls._op_name
 
-
-_NAME_SLOT = Operation.__dict__["name"]
 
 #: op name -> its op class
 OP_CLASSES: dict = {}
 
 
-class OpClass(Operation):
+class OpClass(Operation, metaclass=_OpMeta):
     """Base of the op classes.  A subclass that sets ``name`` defines that op; one without
     it shares fields with its subclasses (e.g. the two initialize_pipe ops)."""
     __slots__ = ()
+    _op_name = None           # the op name (``cls.name``; see _OpMeta)
     fields: tuple = ()
     call_name: str = ""       # the op's name in the op table and the statement tree (tpush)
     dsl: str = ""             # its DSL spelling (pl.TPUSH)
@@ -527,7 +537,7 @@ class OpClass(Operation):
                     fields.append(f)
         fields += [f for f in cls.__dict__.values() if isinstance(f, _Field) and f not in fields]
         cls.fields = tuple(fields)
-        name = cls.__dict__.get("name")
+        name = cls.__dict__.get("_op_name")
         if not isinstance(name, str):
             return
         if name in OP_CLASSES:
@@ -543,7 +553,6 @@ class OpClass(Operation):
             f.start, f.after = k, len(ops_) - 1 - k
         for k, f in enumerate(cls.results_def()):
             f.index = k
-        cls.name = _OpName(name)
         cls.call_name = cls.__dict__.get("call_name") or name.split(".", 1)[1]
         OP_CLASSES[name] = cls
         register_op_class(name, cls)
