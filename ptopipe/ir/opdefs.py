@@ -29,7 +29,7 @@ from typing import Callable
 
 from ..arch.vocab import ALIGNMENT, EventID, SyncPipe, TileSplitAxis
 from ..errors import CompileError
-from .core import Operation, register_op_class
+from .core import OpResult, Operation, register_op_class
 from .vocab import AUTO, FunctionKind
 from .nodes import Const as TreeConst
 from .ops import (INIT_DIRS, OPS, REQUIRED, OpError, OpSpec, Param, _buffer, _infer_dir,
@@ -215,8 +215,19 @@ def const_type_ok(value, t) -> bool:
 
 
 def _v_const(op, ctx):
-    _shape(op, ctx, 0, 1, 0, ("value",))
-    v, t = op.value, op.out.type
+    # Hot (constants are about 40% of a kernel's ops, and every pass re-verifies them): the
+    # checks of _shape and the accessors op.value / op.out, read straight from the op.
+    # Invariants: the condition is exactly the one _shape rejects (no operands, one result,
+    # no regions, a "value" attribute), so it runs only to word the error; ``value`` is
+    # ConstOp.value's key and ``out`` its result 0; an int / float / bool (exact classes)
+    # of an exact ScalarType is what const_type_ok accepts, anything else is asked of it.
+    attrs, results = op.attributes, op.results
+    if op.operands or len(results) != 1 or op.regions or "value" not in attrs:
+        _shape(op, ctx, 0, 1, 0, ("value",))
+    v, t = attrs["value"], results[0].type
+    c = v.__class__
+    if (c is int or c is float or c is bool) and t.__class__ is ScalarType:
+        return
     if not const_type_ok(v, t):
         raise ctx.error(f"constant {v!r} cannot have type {describe(t)}", op)
 
@@ -279,20 +290,13 @@ def operand_groups(spec, operands) -> dict:
     return out
 
 
+# (An operand is defined by an op when it is an OpResult: only an OpResult has ``.op``.)
 def _typing_arg(v):
     """A Value as the typing rules see it: a constant as the tree's Const (rules read
     constant values), anything else as is (rules read ``.type``)."""
-    d = getattr(v, "op", None)
-    if d is not None and d.is_a(ConstOp):
-        return TreeConst(d.value, v.type)
+    if isinstance(v, OpResult) and v.op.is_a(ConstOp):
+        return TreeConst(v.op.value, v.type)
     return v
-
-
-def _operand_key(v):
-    d = getattr(v, "op", None)
-    if d is not None and d.is_a(ConstOp):
-        return v.type, d.value
-    return v.type
 
 
 def _derived(spec, fields=None):
@@ -310,7 +314,13 @@ def _derived(spec, fields=None):
         key = None
         if memo is not None:
             try:
-                key = (op.name, ctx.kind, tuple([_operand_key(v) for v in op.operands]),
+                # An operand is keyed by its type, and its value if a constant defines it
+                # (the test _typing_arg makes, inline: it runs for every operand of most
+                # ops of every walk; ``ConstOp in ..._ancestors`` is is_a(ConstOp))
+                key = (op.name, ctx.kind,
+                       tuple([(v.type, v.op.value)
+                              if isinstance(v, OpResult) and ConstOp in v.op._ancestors
+                              else v.type for v in op.operands]),
                        tuple(op.attributes.items()), tuple([r.type for r in op.results]))
                 if key in memo:
                     return
@@ -376,6 +386,7 @@ class _Operand(_Field):
 
     def __init__(self, types, kind="value", default=REQUIRED, doc=""):
         self.types, self.kind, self.default, self.doc = types, kind, default, doc
+        self.variadic = kind == "values"
         self.index = None          # set by the class: position (negative: counted from the end)
 
     @property
@@ -383,12 +394,16 @@ class _Operand(_Field):
         return self.attr
 
     def get(self, op):
-        if self.kind == "values":
-            return op.operands[self.start:len(op.operands) - self.after]
-        return op.operands[self.index]
+        return self.__get__(op)
 
     def __get__(self, op, cls=None):
-        return self if op is None else self.get(op)
+        # Hot (passes read operands by name): one Python call, its tests on plain
+        # attributes fixed when the class is made.
+        if op is None:
+            return self
+        if self.variadic:
+            return op.operands[self.start:len(op.operands) - self.after]
+        return op.operands[self.index]
 
     def of(self, args):
         """This operand among ``args`` grouped per operand parameter, as the statement
@@ -415,12 +430,26 @@ class _Attribute(_Field):
     def __init__(self, kind, types, default=REQUIRED, key=None, doc="", param=True):
         self.kind, self.types, self.default, self._key, self.doc = kind, types, default, key, doc
         self.param = param         # in the DSL signature (else set by a pass: an annotation)
+        self.key = key or self.attr
 
-    @property
-    def key(self) -> str:
-        return self._key or self.attr
+    def __set_name__(self, owner, attr):
+        super().__set_name__(owner, attr)
+        # ``key`` is a plain attribute, not computed on each read: the hot read below uses
+        # it.  Invariant: it is ``_key or attr`` once the field is named.
+        self.key = self._key or attr
 
     def get(self, op):
+        return self.__get__(op)
+
+    def of(self, attrs: dict):
+        """This attribute in an attribute dict (a statement-tree Call's), its default if
+        absent."""
+        return attrs[self.key] if self.default is REQUIRED else attrs.get(self.key, self.default)
+
+    def __get__(self, op, cls=None):
+        # Hot (passes and verifiers read attributes by name): one Python call.
+        if op is None:
+            return self
         if self.default is not REQUIRED:
             return op.attributes.get(self.key, self.default)
         try:
@@ -430,14 +459,6 @@ class _Attribute(_Field):
                                where=str(op.loc) if op.loc else None,
                                fix="build it with its class's build(...), or verify_ops the IR "
                                    "first") from None
-
-    def of(self, attrs: dict):
-        """This attribute in an attribute dict (a statement-tree Call's), its default if
-        absent."""
-        return attrs[self.key] if self.default is REQUIRED else attrs.get(self.key, self.default)
-
-    def __get__(self, op, cls=None):
-        return self if op is None else self.get(op)
 
     def __set__(self, op, value):
         op.attributes[self.key] = value

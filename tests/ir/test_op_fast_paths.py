@@ -5,18 +5,28 @@
 * ``op.is_a(*classes)`` (a lookup in the class's ancestor set) is ``isinstance(op, classes)``
   for every op class and every combination of classes;
 * the op verifier's per-class roles (opens a function / pipe initialisation / cross-core op)
-  are the isinstance tests of its rules, for every class, looked up or computed.
+  are the isinstance tests of its rules, for every class, looked up or computed;
+* ``pl.const``'s verifier accepts exactly what ``const_type_ok`` accepts and words a
+  misshapen constant as ``_shape`` does;
+* every accessor reads what its field declares (operand position, attribute key and
+  default, result index).
 """
 from __future__ import annotations
 
+import enum
+
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptopipe.ir import Operation
-from ptopipe.ir import op_verifier
-from ptopipe.ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OP_CLASSES, FuncOp,
-                               InitializePipe, OpClass, TPush)
+from ptopipe.errors import CompileError
+from ptopipe.ir import Block, Operation, Region, op_verifier, verify_ops
+from ptopipe.ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OP_CLASSES, ConstOp, FuncOp,
+                               InitializePipe, OpClass, TPush, const_type_ok)
+from ptopipe.ir.ops import REQUIRED
+from ptopipe.ir.types import (BOOL, INDEX, NONE, MemorySpace, ScalarType, TensorType,
+                              TileValueType)
 
 #: every op class, the field-sharing bases and the plain Operation (arith ops)
 _CLASSES = sorted(set(OP_CLASSES.values()) | {InitializePipe, OpClass, Operation},
@@ -61,3 +71,76 @@ def test_the_verifier_roles_are_the_isinstance_tests_of_its_rules(cls):
     op_verifier._ROLES.pop(cls, None)
     assert op_verifier._role(cls) == want          # computed
     assert op_verifier._ROLES[cls] == want         # and what the walk looks up after
+
+
+# -- pl.const's verifier: its inline accept against const_type_ok ------------------------------
+class _Scalar(ScalarType):
+    """A ScalarType subclass (the inline accept takes exact classes only)."""
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+_CONST_VALUES = st.one_of(st.integers(), st.floats(), st.booleans(), st.none(), st.text(max_size=2),
+                          st.sampled_from([_Level.LOW, np.float32(1.5), np.int64(3), 1j, (1,)]))
+_CONST_TYPES = st.sampled_from([INDEX, BOOL, ScalarType("f32"), _Scalar("index"), NONE,
+                                TileValueType((16, 32), "f32", MemorySpace.Vec),
+                                TensorType((16, 32), "f32")])
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_CONST_VALUES, t=_CONST_TYPES)
+def test_a_constant_verifies_exactly_when_const_type_ok_accepts_it(value, t):
+    op = Operation(ConstOp.name, (), [t], {"value": value})
+    if const_type_ok(value, t):
+        verify_ops(op)
+    else:
+        with pytest.raises(CompileError, match="cannot have type"):
+            verify_ops(op)
+
+
+@pytest.mark.parametrize("operands, types, attrs, regions, message", [
+    ((1,), [INDEX], {"value": 1}, 0, "takes 0 operand"),
+    ((), [], {"value": 1}, 0, "has 1 result"),
+    ((), [INDEX, INDEX], {"value": 1}, 0, "has 1 result"),
+    ((), [INDEX], {}, 0, "needs attribute 'value'"),
+    ((), [INDEX], {"value": 1}, 1, "has 0 region"),
+])
+def test_a_misshapen_constant_is_worded_as_before(operands, types, attrs, regions, message):
+    vals = Block([INDEX] * len(operands)).args
+    op = Operation(ConstOp.name, vals, types, attrs, [Region([Block()]) for _ in range(regions)])
+    with pytest.raises(CompileError, match=message):
+        verify_ops(op)
+
+
+# -- the accessors: one call each, as the fields declare -------------------------------------------
+_FIELDED = sorted((c for c in OP_CLASSES.values() if c.fields), key=lambda c: c.__name__)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cls=st.sampled_from(_FIELDED), data=st.data())
+def test_an_accessor_reads_what_its_field_declares(cls, data):
+    ops = cls.operands_def()
+    n = len(ops) + data.draw(st.integers(0, 2)) * any(f.kind == "values" for f in ops)
+    operands = Block([INDEX] * n).args
+    attrs = {f.key: data.draw(st.integers()) for f in cls.attributes_def() if data.draw(st.booleans())}
+    op = Operation(cls.name, operands, [INDEX] * len(cls.results_def()), dict(attrs))
+    for f in cls.attributes_def():
+        assert f.key == (f._key or f.attr)
+        if f.key in attrs:
+            assert getattr(op, f.attr) == attrs[f.key]
+        elif f.default is REQUIRED:
+            with pytest.raises(CompileError, match=f"has no attribute '{f.key}'"):
+                getattr(op, f.attr)
+        else:
+            assert getattr(op, f.attr) is f.default
+    for k, f in enumerate(ops):
+        # (the fixed operands after a variadic one count from the end)
+        nvar = n - (len(ops) - 1)
+        var = [j for j, g in enumerate(ops) if g.kind == "values"]
+        start = k if not var or k <= var[0] else k + nvar - 1
+        want = operands[start:start + nvar] if f.kind == "values" else operands[start]
+        assert getattr(op, f.attr) == want
+    for k, f in enumerate(cls.results_def()):
+        assert getattr(op, f.attr) is op.results[k]
