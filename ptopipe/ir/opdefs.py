@@ -310,18 +310,23 @@ def _derived(spec, fields=None):
         # types, so an op whose key was verified in this walk verifies again.  Unhashable
         # attributes (lists) skip the memo.  The key is built for every table-derived op of
         # every walk: list comprehensions, which cost less than generators here.
+        #   Types and the core kind enter the key by identity (id): hashing them by value
+        # runs their Python-level __hash__ several times per op, the key's main cost.
+        # Invariants: an identical object is an equal one (types are immutable, kinds enum
+        # members), so a hit by identity is a hit by value; the walk changes nothing in
+        # the IR, so every type whose id is in the memo stays alive for the walk and no
+        # other object takes its id.  An operand a constant defines is keyed by its value
+        # and the value's class too (1, 1.0 and True are equal keys, but a rule may accept
+        # one and refuse another); ``ConstOp in ..._ancestors`` is is_a(ConstOp), inline.
         memo = getattr(ctx, "memo", None)
         key = None
         if memo is not None:
             try:
-                # An operand is keyed by its type, and its value if a constant defines it
-                # (the test _typing_arg makes, inline: it runs for every operand of most
-                # ops of every walk; ``ConstOp in ..._ancestors`` is is_a(ConstOp))
-                key = (op.name, ctx.kind,
-                       tuple([(v.type, v.op.value)
+                key = (op.name, id(ctx.kind),
+                       tuple([(id(v.type), (c := v.op.value), c.__class__)
                               if isinstance(v, OpResult) and ConstOp in v.op._ancestors
-                              else v.type for v in op.operands]),
-                       tuple(op.attributes.items()), tuple([r.type for r in op.results]))
+                              else id(v.type) for v in op.operands]),
+                       tuple(op.attributes.items()), tuple([id(r.type) for r in op.results]))
                 if key in memo:
                     return
             except TypeError:
