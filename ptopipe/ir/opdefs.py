@@ -116,6 +116,12 @@ def _check_yield(op, ctx, block, what: str):
     if len(got) != len(want):
         raise ctx.error(f"the {what} of {op.name} yields {len(got)} value(s) but the op has "
                         f"{len(want)} result(s)", y)
+    # Hot (every loop and branch of every walk): a list comparison tests an identical type
+    # (the usual case: a pass or the DSL reuses the type object) without the types' Python
+    # __eq__.  Invariant: a type equals itself (types are immutable values), so the lists
+    # are equal exactly when each pair is; the loop below only finds the first difference.
+    if got == want:
+        return
     for i, (g, w) in enumerate(zip(got, want)):
         if g != w:
             raise ctx.error(f"the {what} of {op.name} yields {describe(g)} as value {i}, but "
@@ -178,7 +184,9 @@ def _v_for(op, ctx):
     if not isinstance(body.args[0].type, ScalarType):
         raise ctx.error(f"the loop variable is a {describe(body.args[0].type)}", op)
     for i, (init, arg, res) in enumerate(zip(op.operands[3:], body.args[1:], op.results)):
-        if not (init.type == arg.type == res.type):
+        # (``is`` first: see _check_yield; a type equals itself)
+        t = arg.type
+        if not ((init.type is t or init.type == t) and (res.type is t or t == res.type)):
             raise ctx.error(f"loop-carried value {i}: init is {describe(init.type)}, block "
                             f"argument {describe(arg.type)}, result {describe(res.type)}", op,
                             "a loop-carried value keeps one type")
@@ -309,24 +317,33 @@ def _derived(spec, fields=None):
         # the core kind, its operands' types and constant values, its attributes and result
         # types, so an op whose key was verified in this walk verifies again.  Unhashable
         # attributes (lists) skip the memo.  The key is built for every table-derived op of
-        # every walk: list comprehensions, which cost less than generators here.
+        # every walk, in one flat loop (comprehensions cost a frame each here):
+        # (name, kind, attributes, one entry per operand, one per result).
         #   Types and the core kind enter the key by identity (id): hashing them by value
         # runs their Python-level __hash__ several times per op, the key's main cost.
         # Invariants: an identical object is an equal one (types are immutable, kinds enum
         # members), so a hit by identity is a hit by value; the walk changes nothing in
         # the IR, so every type whose id is in the memo stays alive for the walk and no
-        # other object takes its id.  An operand a constant defines is keyed by its value
-        # and the value's class too (1, 1.0 and True are equal keys, but a rule may accept
-        # one and refuse another); ``ConstOp in ..._ancestors`` is is_a(ConstOp), inline.
+        # other object takes its id.  An operand's entry is its type's id (an int), or, if
+        # a constant defines it, (id, value, the value's class) - 1, 1.0 and True are equal
+        # keys, but a rule may accept one and refuse another; a result's entry is (id,),
+        # so the operands and results of a key split one way only.  ``ConstOp in
+        # ..._ancestors`` is is_a(ConstOp), inline.
         memo = getattr(ctx, "memo", None)
         key = None
         if memo is not None:
+            attrs = op.attributes
+            key = [op.name, id(ctx.kind), tuple(attrs.items()) if attrs else ()]
+            for v in op.operands:
+                if isinstance(v, OpResult) and ConstOp in v.op._ancestors:
+                    c = v.op.value
+                    key.append((id(v.type), c, c.__class__))
+                else:
+                    key.append(id(v.type))
+            for r in op.results:
+                key.append((id(r.type),))
             try:
-                key = (op.name, id(ctx.kind),
-                       tuple([(id(v.type), (c := v.op.value), c.__class__)
-                              if isinstance(v, OpResult) and ConstOp in v.op._ancestors
-                              else id(v.type) for v in op.operands]),
-                       tuple(op.attributes.items()), tuple([id(r.type) for r in op.results]))
+                key = tuple(key)
                 if key in memo:
                     return
             except TypeError:

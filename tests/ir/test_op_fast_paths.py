@@ -9,7 +9,9 @@
 * ``pl.const``'s verifier accepts exactly what ``const_type_ok`` accepts and words a
   misshapen constant as ``_shape`` does;
 * every accessor reads what its field declares (operand position, attribute key and
-  default, result index).
+  default, result index);
+* a loop's or branch's carried / yielded types compared identity-first: an equal copy of
+  a type still verifies, an unequal one still does not.
 """
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ from hypothesis import strategies as st
 
 from ptopipe.errors import CompileError
 from ptopipe.ir import Block, Operation, Region, op_verifier, verify_ops
-from ptopipe.ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OP_CLASSES, ConstOp, FuncOp,
-                               InitializePipe, OpClass, TPush, const_type_ok)
+from ptopipe.ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OP_CLASSES, ConstOp, ForOp,
+                               FuncOp, IfOp, InitializePipe, OpClass, TPush, const_type_ok)
 from ptopipe.ir.ops import REQUIRED
 from ptopipe.ir.types import (BOOL, INDEX, NONE, MemorySpace, ScalarType, TensorType,
                               TileValueType)
+
+from ir_programs import generate
 
 #: every op class, the field-sharing bases and the plain Operation (arith ops)
 _CLASSES = sorted(set(OP_CLASSES.values()) | {InitializePipe, OpClass, Operation},
@@ -144,3 +148,37 @@ def test_an_accessor_reads_what_its_field_declares(cls, data):
         assert getattr(op, f.attr) == want
     for k, f in enumerate(cls.results_def()):
         assert getattr(op, f.attr) is op.results[k]
+
+
+# -- loops and branches: carried and yielded types compared by identity first ---------------------
+def _carried(op):
+    """The Values whose types must agree for ``op`` (a pl.for / pl.if): per result, the
+    result, (for) its init and block argument, and the value each region yields."""
+    groups = []
+    for k, res in enumerate(op.results):
+        vals = [res] + [b.last.operands[k] for r in op.regions for b in r.blocks]
+        if op.is_a(ForOp):
+            vals += [op.operands[3 + k], op.regions[0].blocks[0].args[1 + k]]
+        groups.append(vals)
+    return groups
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), pick=st.integers(0, 10 ** 6), equal=st.booleans())
+def test_a_carried_type_equal_but_not_identical_verifies_and_an_unequal_one_does_not(seed, pick, equal):
+    prog = generate(160, seed)
+    groups = [g for op in prog.walk() if op.is_a(ForOp, IfOp) for g in _carried(op)]
+    if not groups:
+        return
+    group = groups[pick % len(groups)]
+    v = group[(pick // len(groups)) % len(group)]
+    t = v.type
+    v.type = (TileValueType(tuple(t.shape), t.dtype, t.space) if equal
+              else TileValueType(tuple(t.shape), "f16", t.space))
+    assert v.type is not t and (v.type == t) is equal
+    if equal:
+        verify_ops(prog)
+        verify_ops(prog, memo=False)
+    else:
+        with pytest.raises(CompileError):
+            verify_ops(prog)
