@@ -163,9 +163,23 @@ class Operation:
         self.loc = loc
         self.prev = self.next = None
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._ancestors = frozenset(cls.__mro__)
+
     def is_a(self, *defs) -> bool:
-        """Whether this op is one of the op classes ``defs`` (of :mod:`.opdefs`)."""
-        return isinstance(self, defs)
+        """Whether this op is one of the op classes ``defs`` (of :mod:`.opdefs`), as
+        ``isinstance(op, defs)``."""
+        # Hot path (every pass asks it of every op): a set lookup per class.  isinstance
+        # would dispatch to the op classes' metaclass's __instancecheck__ for each class
+        # it is not, which costs several times more.  Invariant: ``_ancestors`` is the
+        # frozenset of the class's MRO (set when the class is made; no op class reassigns
+        # __bases__ or defines __instancecheck__), which is exactly what isinstance tests.
+        ancestors = self._ancestors
+        for d in defs:
+            if d in ancestors:
+                return True
+        return False
 
     # -- navigation -------------------------------------------------------------------------
     @property
@@ -310,6 +324,9 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<Operation {self.name} at {self.loc}>" if self.loc else f"<Operation {self.name}>"
+
+
+Operation._ancestors = frozenset(Operation.__mro__)     # (subclasses: __init_subclass__)
 
 
 class Block:

@@ -60,9 +60,30 @@ def _check_space(ctx: _Ctx, v, op) -> None:
                     "no UB", op, "do Vector work (Vec tiles) in the AIV function")
 
 
-def _core_rules(ctx: _Ctx, op, top: bool) -> None:
+#: what the walk does for an op of a class besides its verifier: bits of _FUNC (it opens a
+#: function: its kind and name become the context's), _INIT (a pipe initialisation's core
+#: rules), _CROSS (a cross-core op's core rules)
+_FUNC, _INIT, _CROSS = 1, 2, 4
+_ROLES: dict = {}
+
+
+def _role(cls) -> int:
+    """The role bits of op class ``cls`` (computed once per class, then looked up)."""
+    # Hot-path invariant: the bits are issubclass tests of the class, and an op's class
+    # never changes, so looking them up by class is the isinstance tests the rules state
+    # (FuncOp; else-if INITIALIZE_PIPE, CROSS_CORE_OPS), done once per class per process.
+    r = (_FUNC if issubclass(cls, FuncOp) else 0) | (
+        _INIT if issubclass(cls, INITIALIZE_PIPE) else
+        _CROSS if issubclass(cls, CROSS_CORE_OPS) else 0)
+    _ROLES[cls] = r
+    return r
+
+
+def _core_rules(ctx: _Ctx, op, role: int, top: bool) -> None:
+    """The per-core rules of pipe initialisation (``role`` has _INIT) and cross-core ops
+    (_CROSS) in a function."""
     name = op.name
-    if isinstance(op, INITIALIZE_PIPE):
+    if role & _INIT:
         if not top:
             raise ctx.error(f"{name[3:]} inside a loop or branch", op,
                             "initialise the pipe once, at the top of the kernel")
@@ -75,7 +96,7 @@ def _core_rules(ctx: _Ctx, op, top: bool) -> None:
                 e.details = f"first initialised at {ctx.inited[way].loc}"
                 raise e
             ctx.inited[way] = op
-    elif isinstance(op, CROSS_CORE_OPS):
+    elif role & _CROSS:
         if not ctx.inited:
             raise ctx.error(f"{name[3:]} before the pipe is initialised", op,
                             f"call {'aic' if ctx.kind is FunctionKind.AIC else 'aiv'}"
@@ -92,10 +113,12 @@ def _core_rules(ctx: _Ctx, op, top: bool) -> None:
 def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
     # The walk visits every op of the program once per verify_ops, and the pass manager
     # verifies after every pass, so this loop is the compiler's hottest: it keeps to set
-    # operations and calls _check_space only for a value it will reject.
+    # operations, reads an op's role by its class once (_role) and calls _core_rules /
+    # _check_space only for an op / value they apply to.
     added = []
     kind = ctx.kind
     no_space = _NOT_ON_CORE.get(kind, ())
+    roles = _ROLES
     for a in block.args:
         if a in visible:
             raise ctx.error(f"{_vname(a)} is defined twice", block.parent.parent)
@@ -114,13 +137,19 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
         if d.terminator and op.next is not None:
             raise ctx.error(f"{op.name} must be the last op of its block", op)
         d.verify(op, ctx)
-        if op.is_a(FuncOp):              # (verified: it has its kind and name)
-            ctx.kind, ctx.func, ctx.inited = op.kind, op.sym_name, {}
-        if ctx.func is not None:
-            _core_rules(ctx, op, top)
-        for r in op.regions:
-            for b in r.blocks:
-                _block(ctx, b, visible, op.is_a(FuncOp))
+        role = roles.get(op.__class__)
+        if role is None:
+            role = _role(op.__class__)
+        if role:
+            if role & _FUNC:            # (verified: it has its kind and name)
+                ctx.kind, ctx.func, ctx.inited = op.kind, op.sym_name, {}
+            if ctx.func is not None and role & (_INIT | _CROSS):
+                _core_rules(ctx, op, role, top)
+        if op.regions:
+            inner_top = bool(role & _FUNC)
+            for r in op.regions:
+                for b in r.blocks:
+                    _block(ctx, b, visible, inner_top)
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)

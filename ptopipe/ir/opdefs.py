@@ -29,7 +29,7 @@ from typing import Callable
 
 from ..arch.vocab import ALIGNMENT, EventID, SyncPipe, TileSplitAxis
 from ..errors import CompileError
-from .core import Operation, register_op_class
+from .core import OpResult, Operation, register_op_class
 from .vocab import AUTO, FunctionKind
 from .nodes import Const as TreeConst
 from .ops import (INIT_DIRS, OPS, REQUIRED, OpError, OpSpec, Param, _buffer, _infer_dir,
@@ -116,6 +116,12 @@ def _check_yield(op, ctx, block, what: str):
     if len(got) != len(want):
         raise ctx.error(f"the {what} of {op.name} yields {len(got)} value(s) but the op has "
                         f"{len(want)} result(s)", y)
+    # Hot (every loop and branch of every walk): a list comparison tests an identical type
+    # (the usual case: a pass or the DSL reuses the type object) without the types' Python
+    # __eq__.  Invariant: a type equals itself (types are immutable values), so the lists
+    # are equal exactly when each pair is; the loop below only finds the first difference.
+    if got == want:
+        return
     for i, (g, w) in enumerate(zip(got, want)):
         if g != w:
             raise ctx.error(f"the {what} of {op.name} yields {describe(g)} as value {i}, but "
@@ -178,7 +184,9 @@ def _v_for(op, ctx):
     if not isinstance(body.args[0].type, ScalarType):
         raise ctx.error(f"the loop variable is a {describe(body.args[0].type)}", op)
     for i, (init, arg, res) in enumerate(zip(op.operands[3:], body.args[1:], op.results)):
-        if not (init.type == arg.type == res.type):
+        # (``is`` first: see _check_yield; a type equals itself)
+        t = arg.type
+        if not ((init.type is t or init.type == t) and (res.type is t or t == res.type)):
             raise ctx.error(f"loop-carried value {i}: init is {describe(init.type)}, block "
                             f"argument {describe(arg.type)}, result {describe(res.type)}", op,
                             "a loop-carried value keeps one type")
@@ -215,8 +223,19 @@ def const_type_ok(value, t) -> bool:
 
 
 def _v_const(op, ctx):
-    _shape(op, ctx, 0, 1, 0, ("value",))
-    v, t = op.value, op.out.type
+    # Hot (constants are about 40% of a kernel's ops, and every pass re-verifies them): the
+    # checks of _shape and the accessors op.value / op.out, read straight from the op.
+    # Invariants: the condition is exactly the one _shape rejects (no operands, one result,
+    # no regions, a "value" attribute), so it runs only to word the error; ``value`` is
+    # ConstOp.value's key and ``out`` its result 0; an int / float / bool (exact classes)
+    # of an exact ScalarType is what const_type_ok accepts, anything else is asked of it.
+    attrs, results = op.attributes, op.results
+    if op.operands or len(results) != 1 or op.regions or "value" not in attrs:
+        _shape(op, ctx, 0, 1, 0, ("value",))
+    v, t = attrs["value"], results[0].type
+    c = v.__class__
+    if (c is int or c is float or c is bool) and t.__class__ is ScalarType:
+        return
     if not const_type_ok(v, t):
         raise ctx.error(f"constant {v!r} cannot have type {describe(t)}", op)
 
@@ -279,20 +298,13 @@ def operand_groups(spec, operands) -> dict:
     return out
 
 
+# (An operand is defined by an op when it is an OpResult: only an OpResult has ``.op``.)
 def _typing_arg(v):
     """A Value as the typing rules see it: a constant as the tree's Const (rules read
     constant values), anything else as is (rules read ``.type``)."""
-    d = getattr(v, "op", None)
-    if d is not None and d.is_a(ConstOp):
-        return TreeConst(d.value, v.type)
+    if isinstance(v, OpResult) and v.op.is_a(ConstOp):
+        return TreeConst(v.op.value, v.type)
     return v
-
-
-def _operand_key(v):
-    d = getattr(v, "op", None)
-    if d is not None and d.is_a(ConstOp):
-        return v.type, d.value
-    return v.type
 
 
 def _derived(spec, fields=None):
@@ -305,13 +317,33 @@ def _derived(spec, fields=None):
         # the core kind, its operands' types and constant values, its attributes and result
         # types, so an op whose key was verified in this walk verifies again.  Unhashable
         # attributes (lists) skip the memo.  The key is built for every table-derived op of
-        # every walk: list comprehensions, which cost less than generators here.
+        # every walk, in one flat loop (comprehensions cost a frame each here):
+        # (name, kind, attributes, one entry per operand, one per result).
+        #   Types and the core kind enter the key by identity (id): hashing them by value
+        # runs their Python-level __hash__ several times per op, the key's main cost.
+        # Invariants: an identical object is an equal one (types are immutable, kinds enum
+        # members), so a hit by identity is a hit by value; the walk changes nothing in
+        # the IR, so every type whose id is in the memo stays alive for the walk and no
+        # other object takes its id.  An operand's entry is its type's id (an int), or, if
+        # a constant defines it, (id, value, the value's class) - 1, 1.0 and True are equal
+        # keys, but a rule may accept one and refuse another; a result's entry is (id,),
+        # so the operands and results of a key split one way only.  ``ConstOp in
+        # ..._ancestors`` is is_a(ConstOp), inline.
         memo = getattr(ctx, "memo", None)
         key = None
         if memo is not None:
+            attrs = op.attributes
+            key = [op.name, id(ctx.kind), tuple(attrs.items()) if attrs else ()]
+            for v in op.operands:
+                if isinstance(v, OpResult) and ConstOp in v.op._ancestors:
+                    c = v.op.value
+                    key.append((id(v.type), c, c.__class__))
+                else:
+                    key.append(id(v.type))
+            for r in op.results:
+                key.append((id(r.type),))
             try:
-                key = (op.name, ctx.kind, tuple([_operand_key(v) for v in op.operands]),
-                       tuple(op.attributes.items()), tuple([r.type for r in op.results]))
+                key = tuple(key)
                 if key in memo:
                     return
             except TypeError:
@@ -376,6 +408,7 @@ class _Operand(_Field):
 
     def __init__(self, types, kind="value", default=REQUIRED, doc=""):
         self.types, self.kind, self.default, self.doc = types, kind, default, doc
+        self.variadic = kind == "values"
         self.index = None          # set by the class: position (negative: counted from the end)
 
     @property
@@ -383,12 +416,16 @@ class _Operand(_Field):
         return self.attr
 
     def get(self, op):
-        if self.kind == "values":
-            return op.operands[self.start:len(op.operands) - self.after]
-        return op.operands[self.index]
+        return self.__get__(op)
 
     def __get__(self, op, cls=None):
-        return self if op is None else self.get(op)
+        # Hot (passes read operands by name): one Python call, its tests on plain
+        # attributes fixed when the class is made.
+        if op is None:
+            return self
+        if self.variadic:
+            return op.operands[self.start:len(op.operands) - self.after]
+        return op.operands[self.index]
 
     def of(self, args):
         """This operand among ``args`` grouped per operand parameter, as the statement
@@ -415,12 +452,26 @@ class _Attribute(_Field):
     def __init__(self, kind, types, default=REQUIRED, key=None, doc="", param=True):
         self.kind, self.types, self.default, self._key, self.doc = kind, types, default, key, doc
         self.param = param         # in the DSL signature (else set by a pass: an annotation)
+        self.key = key or self.attr
 
-    @property
-    def key(self) -> str:
-        return self._key or self.attr
+    def __set_name__(self, owner, attr):
+        super().__set_name__(owner, attr)
+        # ``key`` is a plain attribute, not computed on each read: the hot read below uses
+        # it.  Invariant: it is ``_key or attr`` once the field is named.
+        self.key = self._key or attr
 
     def get(self, op):
+        return self.__get__(op)
+
+    def of(self, attrs: dict):
+        """This attribute in an attribute dict (a statement-tree Call's), its default if
+        absent."""
+        return attrs[self.key] if self.default is REQUIRED else attrs.get(self.key, self.default)
+
+    def __get__(self, op, cls=None):
+        # Hot (passes and verifiers read attributes by name): one Python call.
+        if op is None:
+            return self
         if self.default is not REQUIRED:
             return op.attributes.get(self.key, self.default)
         try:
@@ -430,14 +481,6 @@ class _Attribute(_Field):
                                where=str(op.loc) if op.loc else None,
                                fix="build it with its class's build(...), or verify_ops the IR "
                                    "first") from None
-
-    def of(self, attrs: dict):
-        """This attribute in an attribute dict (a statement-tree Call's), its default if
-        absent."""
-        return attrs[self.key] if self.default is REQUIRED else attrs.get(self.key, self.default)
-
-    def __get__(self, op, cls=None):
-        return self if op is None else self.get(op)
 
     def __set__(self, op, value):
         op.attributes[self.key] = value
@@ -485,30 +528,40 @@ def result(*types, doc=""):
     return _Result(types or None, doc)
 
 
-class _OpName:
-    """An op class's ``name``: the op name on the class (``TPush.name``), the slot on an
-    instance (always the same string for an op of that class)."""
+class _OpMeta(type):
+    """The op classes' metaclass: ``name`` read on an op class (``TPush.name``) is its op
+    name, while ``op.name`` on an instance stays :class:`.core.Operation`'s slot.
 
-    def __init__(self, value):
-        self.value = value
+    Hot-path invariant: no op class keeps ``name`` in its own ``__dict__`` (``__new__`` moves
+    a class body's ``name`` string to ``_op_name`` before the class exists), so an instance
+    read finds the slot - a C-level member read, the most frequent read of a compile - and
+    no Python-level descriptor in between.  The class read goes through this metaclass's
+    property: a data descriptor of the metaclass wins over the slot inherited from
+    Operation.  The slot always holds the class's op name for an op built by name
+    (``Operation(name, ...)`` picks the class from the name)."""
 
-    def __get__(self, op, cls=None):
-        return self.value if op is None else _NAME_SLOT.__get__(op, cls)
+    def __new__(mcs, cls_name, bases, ns, **kw):
+        if isinstance(ns.get("name"), str):
+            ns = dict(ns)
+            ns["_op_name"] = ns.pop("name")
+        return super().__new__(mcs, cls_name, bases, ns, **kw)
 
-    def __set__(self, op, value):
-        _NAME_SLOT.__set__(op, value)
+    @property
+    def name(cls):
+        """The op name this class defines (inherited by a subclass that names none; None
+        for a class of shared fields)."""
+        return cls._op_name
 
-
-_NAME_SLOT = Operation.__dict__["name"]
 
 #: op name -> its op class
 OP_CLASSES: dict = {}
 
 
-class OpClass(Operation):
+class OpClass(Operation, metaclass=_OpMeta):
     """Base of the op classes.  A subclass that sets ``name`` defines that op; one without
     it shares fields with its subclasses (e.g. the two initialize_pipe ops)."""
     __slots__ = ()
+    _op_name = None           # the op name (``cls.name``; see _OpMeta)
     fields: tuple = ()
     call_name: str = ""       # the op's name in the op table and the statement tree (tpush)
     dsl: str = ""             # its DSL spelling (pl.TPUSH)
@@ -527,7 +580,7 @@ class OpClass(Operation):
                     fields.append(f)
         fields += [f for f in cls.__dict__.values() if isinstance(f, _Field) and f not in fields]
         cls.fields = tuple(fields)
-        name = cls.__dict__.get("name")
+        name = cls.__dict__.get("_op_name")
         if not isinstance(name, str):
             return
         if name in OP_CLASSES:
@@ -543,7 +596,6 @@ class OpClass(Operation):
             f.start, f.after = k, len(ops_) - 1 - k
         for k, f in enumerate(cls.results_def()):
             f.index = k
-        cls.name = _OpName(name)
         cls.call_name = cls.__dict__.get("call_name") or name.split(".", 1)[1]
         OP_CLASSES[name] = cls
         register_op_class(name, cls)

@@ -91,3 +91,34 @@ def test_a_duplicate_op_differing_only_in_a_constant_operand_is_still_caught():
     e = _outcome(prog, True)
     assert e is not None and "1000000.0" in e[0] and e[1] == str(second.loc), e
     assert e == _outcome(prog, False)
+
+
+def _two_waits(second_event):
+    """An AIV kernel of two pl.wait_event on the same pipes, the first on event 1 and the
+    second on ``second_event`` (a constant of index type)."""
+    from ptopipe.arch.vocab import SyncPipe
+    from ptopipe.ir import Block, Operation, Region
+    from ptopipe.ir.opdefs import ConstOp, FuncOp, ProgramOp, ReturnOp, WaitEvent
+    from ptopipe.ir.types import INDEX
+    from ptopipe.ir.vocab import FunctionKind
+
+    body = Block()
+    for event in (1, second_event):
+        c = body.append(Operation(ConstOp.name, (), [INDEX], {"value": event}))
+        body.append(Operation(WaitEvent.name, (c.results[0],), (),
+                              {"src": SyncPipe.PIPE_V, "dst": SyncPipe.PIPE_MTE2}))
+    body.append(Operation(ReturnOp.name))
+    top = Block()
+    top.append(Operation(FuncOp.name, (), (), {"sym_name": "k", "kind": FunctionKind.AIV},
+                         (Region([body]),)))
+    return Operation(ProgramOp.name, (), (), {"sym_name": "p"}, (Region([top]),))
+
+
+def test_a_constant_equal_to_a_verified_one_but_of_another_class_is_checked_again():
+    """The memo keys a constant operand by its value's class too: 1.0 == 1 (and True == 1)
+    as keys, but the event-id rule takes an int, so the second wait is an error."""
+    assert _outcome(_two_waits(1), True) is None
+    e = _outcome(_two_waits(1.0), True)
+    assert e is not None and "event id 1.0 is not EVENT_ID0" in e[0], e
+    assert e == _outcome(_two_waits(1.0), False)
+    assert _outcome(_two_waits(True), True) == _outcome(_two_waits(True), False)
