@@ -1,8 +1,8 @@
 """A ``.pto`` file as a run and the static verifier see it: :func:`load_pto` reads it
 (:func:`~ptopipe.codegen.read_pto`), gives its pipes the lanes ptoas runs them with
 (:func:`one_lane_nosplit`), runs the static passes a hand-written pair gets
-(:data:`PTO_PASSES`: VerifyPipes, ResolvePeerBuffers, AllocateFlags, LowerPlatform, Validate)
-and the checks PTO-AS adds (a reserve_buffer overlapping a tile placed with
+(:data:`PTO_PASSES`: VerifyPipes, AllocateMemoryAddr, ResolvePeerBuffers, AllocateFlags,
+LowerPlatform, Validate) and the checks PTO-AS adds (a reserve_buffer overlapping a tile placed with
 ``pto.alloc_tile addr = ...``, an entry that launches a piped kernel never or twice).  Every
 finding is worded in the file's spelling (``pto.tadd``, not ``pl.add``) at its line:col.
 
@@ -27,7 +27,7 @@ from .pto_syntax import PTO_OP, run_line_platform
 from .pto_writer import nosplit_functions, with_peers
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
-PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform", "validate")
+PTO_PASSES = ("verify-pipes", "allocate-memory", "resolve-peers", "allocate-flags", "lower-platform", "validate")
 _MEM = {"Vec": "UB", "Mat": "L1"}
 
 

@@ -16,6 +16,8 @@ NO_SPLIT): then AIV1 runs nothing.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from .. import isa
@@ -29,7 +31,7 @@ from ..ir.opdefs import InitializePipe
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
-from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
+from ..ir.layout import reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
 from .closures import Compiler, FunctionReturn, run_steps
 
@@ -71,10 +73,21 @@ def _out_of_bounds(name: str, shape, offs: list, window: list, c, where: str):
                 f"[{offs[axis]}, {offs[axis] + half}) (offsets {offs} + window {window})")
 
 
+@dataclass
+class TreeLayout:
+    """The addresses AllocateMemoryAddr gave a function's tiles and buffers, keyed as its
+    statement tree names them."""
+    tiles: dict = field(default_factory=dict)      # tile var name -> (memory, addr)
+    temps: dict = field(default_factory=dict)      # id(nested Call) -> (memory, addr)
+    rotations: dict = field(default_factory=dict)  # var name / id(nested Call) -> its buffers
+    buffers: dict = field(default_factory=dict)    # buffer var name -> (base, size)
+    peak: dict = field(default_factory=dict)       # memory -> bytes up to the highest tile end
+
+
 class Interpreter:
     """Runs ``fn`` on the current core (call :meth:`run` inside a kernel greenlet)."""
 
-    def __init__(self, fn: Function, layout: FunctionLayout):
+    def __init__(self, fn: Function, layout: TreeLayout):
         self.fn = fn
         self.layout = layout
         self.locs = {}

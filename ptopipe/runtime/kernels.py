@@ -14,9 +14,9 @@ from ..ir.nodes import Program
 from ..ir.vocab import FunctionKind
 from ..isa import current_core
 from ..isa.launch import run as isa_run
-from .interp import Interpreter
-from ..ir.layout import plan_program
-from ..ir.convert import to_ops
+from .interp import Interpreter, TreeLayout
+from ..ir.layout import allocate_program
+from ..ir.convert import op_to_function, to_ops
 from ..ir.pipe_config import pipe_config_mismatches
 
 
@@ -33,12 +33,37 @@ def default_compiler(program: Program, platform, protocol="spec") -> Program:
     return compile_program(program, platform, protocol=protocol)[1]
 
 
+def interpreted(func, lay) -> tuple:
+    """``(Function, TreeLayout)``: the statement tree the interpreter runs for ``pl.func`` op
+    ``func``, and the addresses AllocateMemoryAddr wrote into ``func`` (``lay``, its
+    :func:`~ptopipe.ir.layout.read_layout`) keyed as the tree names its values."""
+    record = {}
+    fn = op_to_function(func, record)
+    tl = TreeLayout(peak=dict(lay.peak))
+    for op, place in lay.tiles.items():
+        node = record[op.results[0]]
+        if hasattr(node, "args"):           # inlined as a nested op: keyed by the node
+            key = id(node)
+            tl.temps[key] = place
+        else:
+            key = node.name
+            tl.tiles[key] = place
+        rot = lay.rotations.get(op)
+        if rot is not None:
+            tl.rotations[key] = rot
+    for v, place in lay.buffers.items():
+        tl.buffers[record[v].name] = place
+    return fn, tl
+
+
 class _Compiled:
     """A program with its memory plan, ready to interpret."""
 
     def __init__(self, program: Program, compiled_from_mixed: bool = False):
         self.program = program
-        self.layouts = plan_program(program)
+        ops = to_ops(program)
+        lays = allocate_program(ops)
+        self.interpreted = {f.sym_name: interpreted(f, lays[f.sym_name]) for f in ops.body}
         self.compiled_from_mixed = compiled_from_mixed
         self._pipes_checked = set()
 
@@ -175,7 +200,7 @@ class KernelSet:
             comp.check_run(current_core().cluster)
             fn = comp.function(kind)
             if fn is not None:
-                Interpreter(fn, comp.layouts[fn.name]).run(args)
+                Interpreter(*comp.interpreted[fn.name]).run(args)
         kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
         return kernel
 

@@ -19,8 +19,8 @@ from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.errors import CompileError
-from ptopipe.ir.convert import op_to_function
-from ptopipe.ir.layout import plan_function
+from ptopipe.ir.layout import read_layout
+from plans import named as named_plan
 from ptopipe.ir.vocab import FunctionKind
 from ptopipe.passes import compile_program
 
@@ -163,7 +163,7 @@ ROTATION = re.compile(r"const uint32_t (\w+)_addrs\[\d+\] = \{([^}]*)\};")
 def test_tassign_addresses_are_the_allocators(example, platform):
     op, cpp = compiled(ALL[example], platform)
     for f in kernels(op):
-        lay = plan_function(op_to_function(f))
+        lay = named_plan(read_layout(f))
         text = section(cpp, f.attributes["sym_name"])
         got = {n: int(a, 16) for n, a in ASSIGN.findall(text)}
         rot = {n: tuple(int(x, 16) for x in a.split(",")) for n, a in ROTATION.findall(text)}
@@ -184,7 +184,7 @@ def test_tassign_addresses_are_the_allocators(example, platform):
 def test_fa_has_a_rotating_tile_and_assigns_it_in_turn():
     op, cpp = compiled(FA, "a2a3")
     text = section(cpp, "fa_aiv")
-    rotations = dict(plan_function(op_to_function(kernels(op)[1])).rotations)
+    rotations = dict(named_plan(read_layout(kernels(op)[1])).rotations)
     assert rotations
     for name, addrs in rotations.items():
         assert f"TASSIGN({name}, {name}_addrs[{name}_turn]);" in text
@@ -417,7 +417,7 @@ def test_branch_results_carried_scalars_and_index_math(platform, tmp_path):
     assert re.search(r"int64_t row = 0;\n\s+for \(int64_t i = 0; i < 2; i \+= 1\) \{", aiv)
     assert "ptopipe_floordiv(row, 2)" in aiv and re.search(r"row = \(row \+ 8\);\n\s+\}", aiv)
     for f in kernels(op):                          # every stored tile at the allocator's address
-        lay = plan_function(op_to_function(f))
+        lay = named_plan(read_layout(f))
         got = dict(ASSIGN.findall(section(cpp, f.attributes["sym_name"])))
         assert {n: int(a, 16) for n, a in got.items() if n in lay.tiles} == \
             {n: a for n, (_m, a) in lay.tiles.items()}
@@ -435,7 +435,7 @@ def test_row_reductions_take_the_allocators_scratch_tile():
     Vector kernel passes one of its source's type, TASSIGNed where the allocator put it."""
     op, cpp = compiled(FA, "a5")
     text = section(cpp, "fa_aiv")
-    lay = plan_function(op_to_function(kernels(op)[1]))
+    lay = named_plan(read_layout(kernels(op)[1]))
     calls = re.findall(r"(TROW(?:SUM|MAX|MIN))\((\w+), (\w+), (\w+)\);", text)
     assert calls and len(calls) == len(lay.scratch)
     assigned = {n: int(a, 16) for n, a in ASSIGN.findall(text)}

@@ -12,7 +12,8 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, ConfigError
 from ptopipe.ir import Program
-from ptopipe.runtime import kernels, plan_program
+from ptopipe.runtime import kernels
+from plans import plan as plan_program
 
 from markers import line_of
 

@@ -17,7 +17,7 @@ from ptopipe.passes import PassContext, PassManager, allocate_flags, lower_platf
 from ptopipe.ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
 from ptopipe.passes.util import functions, init_ops, top_ops
 from ptopipe.runtime import KernelSet
-from ptopipe.ir.layout import plan_program
+from plans import plan as plan_program
 
 from markers import line_of
 from pass_kernels import SLOT, c2v_args, c2v_golden, c2v_pair, unverified
