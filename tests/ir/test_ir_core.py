@@ -51,7 +51,7 @@ def _corpus():
             out.append((name, mod.PROGRAM))
         variants = getattr(mod, "VARIANTS", None)
         if variants:
-            out += [(f"{name}[{v}]", mod.KERNELS.program(**args)) for v, args in variants.items()]
+            out += [(f"{name}[{v}]", to_tree(mod.KERNELS.program(**args))) for v, args in variants.items()]
         elif hasattr(mod, "build"):
             out += [(f"{name}[{s.name}]", mod.build(s)) for s in (pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT)]
     s1 = _example("s1_cv_split")

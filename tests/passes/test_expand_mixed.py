@@ -13,7 +13,7 @@ import ptopipe.language as pl
 from ptopipe.runtime import KernelSet
 from ptopipe import CompileError
 from ptopipe.errors import MismatchError
-from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops
+from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops, to_tree
 from ptopipe.passes import compile_program as _compile
 
 from ptopipe.passes import FRONT_END as FRONT                # the platform-independent half
@@ -86,7 +86,7 @@ def _init(fn):
 def test_pipe_parameters(name, params, mask, slot_size, slot_num):
     """DIR_MASK from the boundaries, SLOT_SIZE = the largest crossing tile, SLOT_NUM 8 one
     way / 4 both ways (seed 003) or the decorator's; both kernels agree."""
-    prog = MIXED[name].KERNELS.program(**params)
+    prog = to_tree(MIXED[name].KERNELS.program(**params))
     aic, = _fn(prog, FunctionKind.AIC)
     aiv, = _fn(prog, FunctionKind.AIV)
     group, = _fn(prog, FunctionKind.Group)
@@ -99,7 +99,7 @@ def test_pipe_parameters(name, params, mask, slot_size, slot_num):
 
 def test_compiled_program_round_trips():
     """The compiled program prints as DSL source and as IR text and reads back equal."""
-    prog = MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT)
+    prog = to_tree(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT))
     assert pl.parse(print_program(prog)) == prog
     ops = to_ops(prog)
     assert structural_equal(parse_ir(print_ir(ops)), ops)
@@ -128,11 +128,11 @@ def test_compiled_cycles_within_10_percent_of_hand_written(pair, capsys):
 def test_push_ahead_skews_only_push_then_pop_loops():
     """S4's Vector loop runs 2 tiles ahead with its pushes; S1's (pops only) is untouched;
     with one slot per ring there is no room to run ahead."""
-    s4 = print_program(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_UP_DOWN))
+    s4 = print_program(to_tree(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_UP_DOWN)))
     _in_order(s4, "def s4_aiv", "for i in pl.range(", "if i < ", "pl.TPUSH(", "i_lag = i - 2",
               "if i_lag >= 0:", "pl.TPOP(", "pl.TFREE(", "pl.store(")
-    s1 = print_program(MIXED["s1_cv_split"].KERNELS.program(M=64, split=pl.TILE_UP_DOWN,
-                                                             slot_num=4))
+    s1 = print_program(to_tree(MIXED["s1_cv_split"].KERNELS.program(M=64, split=pl.TILE_UP_DOWN,
+                                                             slot_num=4)))
     assert "_lag" not in s1
 
     def round_trip(slots):
@@ -496,7 +496,7 @@ def test_insert_tfree_puts_back_the_hand_written_tfrees(rel, params):
 
     from ptopipe.ir import to_tree
     from ptopipe.passes import insert_tfree
-    prog = _load(rel).KERNELS.program(**params)
+    prog = to_tree(_load(rel).KERNELS.program(**params))
     stripped = replace(prog, functions=tuple(replace(f, body=_strip_tfrees(f.body))
                                              for f in prog.functions))
     assert stripped != prog

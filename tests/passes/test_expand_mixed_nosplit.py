@@ -9,6 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from ptopipe.ir import to_tree
 from ptopipe.arch import get_platform
 
 import ptopipe
@@ -59,7 +60,7 @@ def test_c2v_no_split_lanes(platform, protocol, no_hang):
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_compiled_form_per_platform_and_protocol(platform, protocol):
-    text = print_program(S2.KERNELS.program(platform, protocol, M=64, N=32, slot_num=2))
+    text = print_program(to_tree(S2.KERNELS.program(platform, protocol, M=64, N=32, slot_num=2)))
     assert "@pl.aiv(split=pl.TILE_NO_SPLIT)" in text
     assert "get_subblockid" not in text                       # whole tiles, no halves
     assert "pl.Tile[[16, 32], pl.f32, pl.Vec]" in text
@@ -67,7 +68,7 @@ def test_compiled_form_per_platform_and_protocol(platform, protocol):
 
 
 def test_compiled_no_split_program_round_trips():
-    prog = S2.KERNELS.program("a5", "pto-isa", M=64, N=32, slot_num=2)
+    prog = to_tree(S2.KERNELS.program("a5", "pto-isa", M=64, N=32, slot_num=2))
     assert pl.parse(print_program(prog)) == prog
     ops = to_ops(prog)
     assert structural_equal(parse_ir(print_ir(ops)), ops)
