@@ -12,7 +12,7 @@ import os
 import sys
 
 from ..errors import ConfigError
-from ..ir import Program, print_ir, to_source
+from ..ir import Program, print_ir, to_source, to_tree
 from ..language.frontend import DSLFunction
 from ..runtime import KernelSet
 from ..isa.scenario import Scenario
@@ -117,10 +117,11 @@ def main(args) -> int:
     for prog in progs:
         if args.print_after_all:
             print(f"// ===== {prog.name} =====")
-        op, tree, warnings = compile_program(prog, platform, args.passes,
-                                             protocol=protocol,
-                                             print_after_all=args.print_after_all, stream=sys.stdout,
-                                             verify_properties=args.verify_each or None)
+        warnings = []
+        op = compile_program(prog, platform, args.passes, protocol=protocol,
+                             print_after_all=args.print_after_all, stream=sys.stdout,
+                             verify_properties=args.verify_each or None, warnings=warnings)
+        tree = to_tree(op)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts.append(_emit(args.emit, op, tree, platform))

@@ -1,4 +1,4 @@
-"""The pto-isa C++ writer: a compiled op program (``compile_program(tree, platform)[0]``) as
+"""The pto-isa C++ writer: a compiled op program (``compile_program(tree, platform)``) as
 one C++ translation unit for the pto-isa headers.
 
 * each AIC / AIV kernel is one ``AICORE`` function (``__global__`` unless a Group calls it);

@@ -52,7 +52,7 @@ def default_compiler(program, platform, protocol="spec") -> Operation:
     ``platform`` and ``protocol`` (the name of a ``ptopipe.run(protocol=...)``: a
     TILE_NO_SPLIT pipe has one lane under pto-isa on A5): its ``pl.program`` op."""
     from ..passes import compile_program       # imported when a mixed program first runs
-    return compile_program(program, platform, protocol=protocol)[0]
+    return compile_program(program, platform, protocol=protocol)
 
 
 class _Compiled:

@@ -30,7 +30,7 @@ FA = {d: ROOT / "examples" / d / "fa_forward.py" for d in ("mixed", "dsl")}
 
 
 def _cpp(path, platform):
-    op = compile_program(programs_of(load_module(str(path)))[0], platform, protocol="pto-isa")[0]
+    op = compile_program(programs_of(load_module(str(path)))[0], platform, protocol="pto-isa")
     return op, write_cpp(op, platform)
 
 

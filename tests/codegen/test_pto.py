@@ -53,7 +53,7 @@ def _reread(op, platform, protocol="spec"):
 @pytest.mark.parametrize("rel", EXAMPLES)
 def test_round_trip_is_structurally_equal(rel, platform):
     prog = programs_of(MODS[rel])[0]
-    op = compile_program(prog, platform)[0]
+    op = compile_program(prog, platform)
     back = _reread(op, platform)
     assert structural_equal(op, back), first_difference(op, back)
 
@@ -64,7 +64,7 @@ def test_round_trip_is_structurally_equal(rel, platform):
 def test_reread_program_matches_numpy(rel, platform, protocol):
     mod = MODS[rel]
     prog, args, expected = _program(mod)
-    op = compile_program(prog, platform, protocol=protocol)[0]
+    op = compile_program(prog, platform, protocol=protocol)
     back = _reread(op, platform, protocol)
     sc = mod.SCENARIO
     kw = {"sync": sc.sync} if sc.sync else {}
@@ -76,14 +76,14 @@ def test_a_wrong_result_is_caught():
     """The comparison above fails on a program whose re-read text computes something else."""
     mod = MODS["examples/mixed/s1_cv_split.py"]
     prog, args, expected = _program(mod)
-    text = write_pto(compile_program(prog, "a2a3")[0]).replace("pto.tadd ins", "pto.tsub ins")
+    text = write_pto(compile_program(prog, "a2a3")).replace("pto.tadd ins", "pto.tsub ins")
     back = PassManager(list(PTO_PASSES)).run(read_pto(text, "k.pto"), PassContext(platform="a2a3"))
     res = run(to_tree(back), args, platform="a2a3")
     assert not np.allclose(res.outputs["out"], expected["out"])
 
 
 def test_written_text_spelling():
-    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")
     text = write_pto(op)
     assert 'module @' in text and 'pto.target_arch = "a5"' in text
     assert "attributes {pto.kernel_kind = #pto.kernel_kind<cube>}" in text
@@ -100,14 +100,14 @@ def test_written_text_spelling():
     assert "pto.tpop_from_aiv {split = 1} -> !pto.tile_buf<loc=mat" in text
     assert "scf.for %" in text
     assert "pto.tfree_from_aiv {split = 1}" in text          # InsertTfree's split=None, spelled out
-    s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3")[0])
+    s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3"))
     assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
     # SlotNum 4 one way is not the frontend's 8: the lower-level init, in GM on A2A3
     assert "%pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 2048, slot_num = 4, " \
            "local_slot_num = 4, flag_base = 0} (%gm_slot_buffer : !pto.ptr<ui8>, %c2v_peer : i32) " \
            "-> !pto.pipe" in s1 and 'pto.target_arch = "a3"' in s1
     assert "pto.tpop(%part, %pipe : !pto.tile_buf<loc=vec" in s1 and "pto.tfree(%pipe : !pto.pipe) {split = 1}" in s1
-    s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5")[0])
+    s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5"))
     assert s2.count(", nosplit = true} (") == 2 and "ptopipe.split" not in s2
 
 
@@ -213,7 +213,7 @@ def test_a_pipes_flag_id_round_trips_as_flag_base():
     """AllocateFlags' flag_id: ptoas's frontend init fixes FlagID 0, so a pipe on another
     flag is written as the lower-level init with its ``flag_base``, and read back."""
     from ptopipe.passes.util import functions, init_ops
-    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")
     for f in functions(op):
         for init in init_ops(f):
             init.attributes["flag_id"] = 2
@@ -350,7 +350,7 @@ def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
     re-read into the IR: a two-lane TILE_NO_SPLIT AIV kernel's data ops are guarded to AIV0,
     else AIV1 stores whatever its TPOP left in the tile over AIV0's result."""
     prog, args, expected = _program(MODS[rel])
-    op = compile_program(prog, platform, protocol=protocol)[0]
+    op = compile_program(prog, platform, protocol=protocol)
     inputs = {a.name: args[a.name] for f in op.regions[0].blocks[0] for a in f.regions[0].blocks[0].args
               if a.name in args}
     res = ptopipe.run_pto(text=write_pto(op, platform), inputs=inputs, platform=platform,
@@ -361,7 +361,7 @@ def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
 
 
 def test_two_lane_no_split_data_ops_are_guarded_to_aiv0():
-    text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3")[0],
+    text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3"),
                      "a2a3")
     aiv = text[text.index("@s2_aiv"):text.index("func.func @s2(")]
     assert re.search(r"(%\w+) = arith.cmpi eq, %sub_i64, %c0_i64 \{ptopipe.data_lane\} : i64", aiv)

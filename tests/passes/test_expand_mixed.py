@@ -20,11 +20,11 @@ from ptopipe.passes import FRONT_END as FRONT                # the platform-inde
 
 
 def compile_ops(program):
-    return _compile(program, "a2a3", FRONT)[0]
+    return _compile(program, "a2a3", FRONT)
 
 
 def compile_program(program):
-    return _compile(program, "a2a3", FRONT)[1]
+    return to_tree(_compile(program, "a2a3", FRONT))
 
 from markers import line_of
 
@@ -589,7 +589,7 @@ def test_a_vector_only_function_whose_tiles_do_not_halve_runs_whole_on_aiv0(plat
     1-row tile under UP_DOWN was a CompileError; nothing crosses cores, so
     it now runs whole on AIV0 (AIV1 replays empty), with a note."""
     warnings = []
-    op, _tree, _ = _compile(pl.program(_odd_rows(rows), name="odd"), platform, warnings=warnings)
+    op = _compile(pl.program(_odd_rows(rows), name="odd"), platform, warnings=warnings)
     (f,) = [g for g in op.regions[0].blocks[0]]
     assert f.attributes["kind"] is FunctionKind.AIV and f.attributes["split"] is pl.TILE_NO_SPLIT
     assert any("odd: Vector-only work kept whole on AIV0 (split TILE_UP_DOWN does not apply" in w
@@ -674,7 +674,7 @@ def test_slot_buffer_sizing_does_not_compile_for_another_platform():
 
 
 def compile_program_for(program, platform):
-    return _compile(program, platform)[1]
+    return to_tree(_compile(program, platform))
 
 
 def test_a_run_without_the_slot_buffer_is_told_how_to_add_it():
@@ -716,11 +716,12 @@ def test_the_printed_compiled_program_compiles_again_and_runs(name, platform, tm
     params = m.SCENARIO.variants[variant]
     args = m.make_args(np.random.default_rng(5), **params)
     src = m.KERNELS.source(**args)
-    text = print_program(full(src, platform)[1])
+    text = print_program(to_tree(full(src, platform)))
     path = tmp_path / f"emitted_{name}_{platform}.py"
     path.write_text(text)
     again = _load_path(path).program
-    _op, tree, _w = full(again, platform)
+    _op = full(again, platform)
+    tree = to_tree(_op)
     aic, aiv = kernels(tree)
     res = ptopipe.run(aic, aiv, dict(args), platform=platform)
     for k, want in m.golden(args, **params).items():
@@ -780,7 +781,8 @@ def test_a_tile_held_over_inner_pops_of_its_ring_is_copied_out(inner, n, split, 
     args = dict(a=rng.integers(-3, 4, (HM, HK)).astype(np.float32),
                 b=rng.integers(-3, 4, (HK, HN)).astype(np.float32),
                 out=np.zeros((HM, HN), np.float32), n=n)
-    _op, tree, _w = full(held_over_inner_pops(split, inner), platform, protocol=protocol)
+    _op = full(held_over_inner_pops(split, inner), platform, protocol=protocol)
+    tree = to_tree(_op)
     aic, aiv = kernels(tree)
     from ptopipe.passes.slot_buffer import with_slot_buffer
     res = ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform, protocol=protocol)
@@ -909,7 +911,7 @@ def test_a_carried_slot_beyond_the_hold_limit_carries_copies(platform, protocol,
     r = a @ b
     want = np.vstack([r[:-16] + r[16:], 2 * r[-16:]])
     np.testing.assert_array_equal(res.outputs["out"], want)
-    text = print_program(_compile(prog, platform, protocol=protocol)[1])
+    text = print_program(to_tree(_compile(prog, platform, protocol=protocol)))
     copies = text.count("_held = pl.move(")
     assert copies == (2 if (platform, protocol) == ("a5", "pto-isa") else 0), text
 

@@ -109,7 +109,7 @@ def test_v2c_no_split(platform, protocol, no_hang):
     args = dict(x=rng.integers(-4, 5, (48, 16)).astype(np.float32),
                 a=rng.integers(-3, 4, (16, 16)).astype(np.float32),
                 out=np.zeros((48, 16), np.float32))
-    tree = compile_program(_v2c_program(), platform, protocol=protocol)[1]
+    tree = to_tree(compile_program(_v2c_program(), platform, protocol=protocol))
     aic, aiv = kernels(tree)
     r = ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform, protocol=protocol)
     want = np.concatenate([args["a"] @ (args["x"][k * 16:(k + 1) * 16] + 1) for k in range(3)])

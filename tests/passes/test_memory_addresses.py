@@ -36,7 +36,7 @@ def _tile_ops(f):
 
 
 def _compiled():
-    return compile_program(pl.program(idle, lagged, name="lag"), "a5")[0]
+    return compile_program(pl.program(idle, lagged, name="lag"), "a5")
 
 
 def test_every_tile_op_carries_its_address_and_the_text_form_keeps_it():

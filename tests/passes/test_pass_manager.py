@@ -188,7 +188,7 @@ def test_cli_compile_prints_the_compiled_ir(capsys):
     from ptopipe.cli.compile import programs_of
     from ptopipe.cli.loader import load_module
     prog, = programs_of(load_module(path))
-    op, _tree, _w = compile_program(prog, "a5")
+    op = compile_program(prog, "a5")
     assert structural_equal(parse_ir(out), op)
     rc, out, err = _cli(capsys, "compile", path, "--emit", "dsl", "--platform", "a2a3")
     assert rc == 0 and err == ""                  # it passes its GM slot buffer: no warning

@@ -183,7 +183,7 @@ def test_each_pass_has_what_it_claims_on_the_examples(prog, platform):
 
 
 def _compiled(platform="a2a3"):
-    return compile_program(_s1_mixed(), platform)[0]
+    return compile_program(_s1_mixed(), platform)
 
 
 def _drop_flags(op):
