@@ -101,8 +101,9 @@ def main(args) -> int:
     protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
         from ..codegen.pto_load import load_pto
-        op, tree, warnings, plat = load_pto(args.file, args.platform, protocol,
-                                            verify_properties=args.verify_each or None)
+        op, warnings, plat = load_pto(args.file, args.platform, protocol,
+                                      verify_properties=args.verify_each or None)
+        tree = to_tree(op)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts = [_emit(args.emit, op, tree, plat)]

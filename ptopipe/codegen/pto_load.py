@@ -19,7 +19,6 @@ import numpy as np
 
 from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
-from ..ir import to_tree
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
 from .pto_reader import read_pto
@@ -33,7 +32,7 @@ _MEM = {"Vec": "UB", "Mat": "L1"}
 
 def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
              scalars: dict | None = None, verify_properties: bool | None = None):
-    """``path`` through the reader and the static passes: ``(op program, tree, warnings, platform)``;
+    """``path`` through the reader and the static passes: ``(op program, warnings, platform)``;
     ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``);
     ``verify_properties``: check every IR property after every pass (``--verify-each``)."""
     from ..passes import PassContext, PassManager     # imported when a file is loaded
@@ -64,7 +63,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
         raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)
     check_entry_launches(op)
-    return op, to_tree(op), [pto_words(w) for w in ctx.warnings], plat
+    return op, [pto_words(w) for w in ctx.warnings], plat
 
 
 def _pto_word(m) -> str:
@@ -188,7 +187,7 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
-        _, _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
+        _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
     except ParseError as e:
         read_program(text, path)        # the executor's words
         return [], e.what

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from ptopipe.ir import to_tree
 import ptopipe  # noqa: F401  (installs the mixed compiler)
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.pto import make_inputs
@@ -137,7 +138,8 @@ RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in 
 @pytest.mark.parametrize("name,platform,protocol", RUNS)
 def test_hand_written_pto_matches_numpy(name, platform, protocol):
     path = str(ROOT / "tests" / "pto" / name)
-    op, tree, _, plat = load_pto(path, platform, protocol)
+    op, _, plat = load_pto(path, platform, protocol)
+    tree = to_tree(op)
     args = _inputs(op)
     res = run(tree, args, platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
@@ -179,7 +181,8 @@ def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
     with pytest.raises(CompileError) as e:                     # the static passes find it
         load_pto(path, "a5", "pto-isa")
     assert "a NO_SPLIT transfer has one lane" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
-    op, tree, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
+    op, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
+    tree = to_tree(op)
     with pytest.raises(ProtocolError) as e:
         run(tree, _inputs(op), platform=plat, protocol="pto-isa")
     assert "NO_SPLIT" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
@@ -198,7 +201,8 @@ def test_buffer_written_in_an_if_is_a_result_of_the_if():
                                f"      scf.if %is0 {{\n        pto.tmuls ins(%o, %two : {V}, f32) outs(%o : {V})\n      }}\n"
                         + store)
     for platform in ("a2a3", "a5"):
-        op, tree, _, plat = load_pto("if.pto", platform, "spec", text=text)
+        op, _, plat = load_pto("if.pto", platform, "spec", text=text)
+        tree = to_tree(op)
         iff = next(o for o in op.walk() if o.name == "pl.if")
         assert len(iff.results) == 1 and iff.regions[1].blocks[0].last.operands[0].owner.name == "pl.add"
         args = _inputs(op)
@@ -247,7 +251,8 @@ def test_unused_pointer_parameters_are_accepted():
     assert params["cube"][3].type == TensorType((1,), "f16") == params["entry"][5].type
     assert params["vector"][3].type == params["cube"][0].type == params["entry"][0].type == TensorType((32, 16), "f32")
     for platform in ("a2a3", "a5"):
-        op, tree, _, plat = load_pto("u.pto", platform, "spec", text=text)
+        op, _, plat = load_pto("u.pto", platform, "spec", text=text)
+        tree = to_tree(op)
         args = _inputs(op)
         res = run(tree, args, platform=plat)
         np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
@@ -278,7 +283,8 @@ def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select()
     assert {i.attributes["slot_num"] for i in op.walk() if i.name.endswith("initialize_pipe")} == {4}
     for platform in ("a2a3", "a5"):
         for protocol in ("spec", "pto-isa"):
-            op, tree, _, plat = load_pto("s.pto", platform, protocol, text=text)
+            op, _, plat = load_pto("s.pto", platform, protocol, text=text)
+            tree = to_tree(op)
             args = _inputs(op)
             res = run(tree, args, platform=plat, protocol=protocol)
             np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
@@ -294,7 +300,8 @@ def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tm
     out = tmp_path / "k.pto"
     assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
                      "--platform", platform, "-o", str(out)]) == 0
-    op, tree, _, plat = load_pto(str(out), platform, "spec")
+    op, _, plat = load_pto(str(out), platform, "spec")
+    tree = to_tree(op)
     args = _inputs(op)
     res = run(tree, args, platform=plat, protocol="spec")
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
@@ -307,7 +314,8 @@ def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
     runtime trip count) was a ParseError.  It runs n iterations, and the .pto
     ptopipe writes casts the i32 again before the scf.for (bounds are index)."""
     path = str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto")
-    op, tree, _, plat = load_pto(path, platform, protocol)
+    op, _, plat = load_pto(path, platform, protocol)
+    tree = to_tree(op)
     rng = np.random.default_rng(3)
     a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
     b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
@@ -320,7 +328,8 @@ def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
     np.testing.assert_array_equal(res.outputs["out"], want)
     text = write_pto(op)
     assert text.count("%n_idx = arith.index_cast %n : i32 to index\n    scf.for %i = %c0 to %n_idx") == 2
-    op2, tree2, _, _ = load_pto("back.pto", platform, protocol, text=text)
+    op2, _, _ = load_pto("back.pto", platform, protocol, text=text)
+    tree2 = to_tree(op2)
     res2 = run(tree2, dict(args, out=np.zeros_like(want)), platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res2.outputs["out"], want)
 
@@ -329,7 +338,8 @@ def test_with_slot_buffer_makes_the_declared_element_type():
     """A .pto whose gm_slot_buffer is !pto.ptr<f32>: with_slot_buffer (what the A2A3 warning
     recommends) gave a uint8 buffer, which the kernel then rejected."""
     from ptopipe.passes.slot_buffer import gm_slot_bytes, with_slot_buffer
-    op, tree, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
+    op, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
+    tree = to_tree(op)
     args = with_slot_buffer(tree, {})
     buf = args["gm_slot_buffer"]
     assert buf.dtype == np.float32 and buf.nbytes == gm_slot_bytes(tree) > 0
