@@ -77,3 +77,28 @@ def test_placement_does_not_depend_on_value_names():
             r.name = r.name or f"named{k}"
     after = plan_function(f)
     assert [(after.tiles[t], after.rotations.get(t)) for t in _tile_ops(f)] == places
+
+
+@pl.aiv
+def pair_sum(x: pl.Tensor[[32, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32]):
+    a = pl.load(x, [0, 0], [16, 16])
+    b = pl.load(x, [16, 0], [16, 16])
+    pl.store(pl.add(a, b), [0, 0], out)
+
+
+def test_the_runtime_makes_each_tile_at_the_address_written_in_the_ir():
+    import numpy as np
+    import ptopipe
+    from ptopipe.runtime import kernels
+    x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+
+    def run(op):
+        aic, aiv = kernels(op)
+        return ptopipe.run(aic, (aiv, None), dict(x=x, out=np.zeros((16, 16), np.float32)),
+                           platform="a5").outputs["out"]
+    op = compile_program(pl.program(idle, pair_sum, name="ps"), "a5")
+    np.testing.assert_array_equal(run(op), x[:16] + x[16:])
+    op = compile_program(pl.program(idle, pair_sum, name="ps"), "a5")
+    a, b = [t for t in _tile_ops(next(f for f in functions(op) if f.sym_name == "pair_sum"))][:2]
+    b.addr = a.addr                                     # b now overwrites a before the add
+    np.testing.assert_array_equal(run(op), 2 * x[16:])
