@@ -12,7 +12,7 @@ import os
 import sys
 
 from ..errors import ConfigError
-from ..ir import Program, print_ir, to_source
+from ..ir import Program, print_ir, to_source, to_tree
 from ..language.frontend import DSLFunction
 from ..runtime import KernelSet
 from ..isa.scenario import Scenario
@@ -101,8 +101,9 @@ def main(args) -> int:
     protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
         from ..codegen.pto_load import load_pto
-        op, tree, warnings, plat = load_pto(args.file, args.platform, protocol,
-                                            verify_properties=args.verify_each or None)
+        op, warnings, plat = load_pto(args.file, args.platform, protocol,
+                                      verify_properties=args.verify_each or None)
+        tree = to_tree(op)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts = [_emit(args.emit, op, tree, plat)]
@@ -117,10 +118,11 @@ def main(args) -> int:
     for prog in progs:
         if args.print_after_all:
             print(f"// ===== {prog.name} =====")
-        op, tree, warnings = compile_program(prog, platform, args.passes,
-                                             protocol=protocol,
-                                             print_after_all=args.print_after_all, stream=sys.stdout,
-                                             verify_properties=args.verify_each or None)
+        warnings = []
+        op = compile_program(prog, platform, args.passes, protocol=protocol,
+                             print_after_all=args.print_after_all, stream=sys.stdout,
+                             verify_properties=args.verify_each or None, warnings=warnings)
+        tree = to_tree(op)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts.append(_emit(args.emit, op, tree, platform))

@@ -243,7 +243,7 @@ def static_pto(args) -> int:
     scalars = scalar_inputs(getattr(args, "input", None))
     name = os.path.basename(args.file)
     try:
-        op, _, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
+        op, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
     except ParseError as e:
         return _static_unexpressed(args, e, platform, protocol)
     if not any(o.name.endswith("initialize_pipe") for o in op.walk()):

@@ -18,10 +18,8 @@ from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
 from ..errors import CompileError
-from ..ir.convert import op_to_function
-from ..ir.layout import plan_function
+from ..ir.layout import read_layout, unallocated
 from ..ir.pipe_config import local_slot_num
-from ..ir.nodes import Call, Var
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE,
                          RING_BUFFERS, Barrier, ReserveBufferOp, BufferAttrOp, CastOp, ConstOp, CopyOp, ForOp,
@@ -56,8 +54,11 @@ class KernelWriter:
         self.platform = platform
         self.gm_directions = get_platform(platform).gm_directions if platform else True
         self.name = f.sym_name
-        self.record = {}
-        self.lay = plan_function(op_to_function(f, self.record))
+        missing = unallocated(f)
+        if missing:
+            raise err(f"{missing[0].name}: AllocateMemoryAddr gave its tile no address", missing[0],
+                      "compile the program with allocate-memory in the pipeline")
+        self.lay = read_layout(f)
         self.names = {}            # Value -> C++ name (tiles, GM values, named scalars)
         self.used = set()
         self.aliases = {}          # C++ type -> alias name
@@ -99,13 +100,9 @@ class KernelWriter:
             return self.alias(T.tensor_global(t), f"Gm_{'x'.join(map(str, t.shape))}_{t.dtype}")
         raise CompileError(f"type {t} has no pto-isa C++ object type")
 
-    def tree_name(self, v) -> str | None:
-        node = self.record.get(v)
-        return node.name if isinstance(node, Var) else None
-
     def handle(self, v, hint: str) -> str:
         """Declare (at the top) a tile variable for ``v`` with no address of its own."""
-        name = self.names[v] = self.fresh(self.tree_name(v) or v.name or hint)
+        name = self.names[v] = self.fresh(v.name or hint)
         self.decls.append(f"    {self.ttype(v.type)} {name};")
         return name
 
@@ -113,18 +110,14 @@ class KernelWriter:
         """(C++ name of tile result ``v``, lines to emit at its definition)."""
         if v in self.names:
             return self.names[v], []
-        node = self.record.get(v)
-        tname = node.name if isinstance(node, Var) else None
-        if tname is not None and tname in self.lay.tiles:
-            mem, addr = self.lay.tiles[tname]
-            rot = self.lay.rotations.get(tname)
-        elif isinstance(node, Call) and id(node) in self.lay.temps:
-            mem, addr = self.lay.temps[id(node)]
-            rot = self.lay.rotations.get(id(node))
-        else:
+        d = getattr(v, "op", None)
+        place = self.lay.tiles.get(d)
+        if place is None:
             raise err(f"{op.name}: the allocator gave its tile result no address", op,
                       "compile the program with allocate-memory in the pipeline")
-        name = self.names[v] = self.fresh(tname or v.name or "tmp")
+        mem, addr = place
+        rot = self.lay.rotations.get(d)
+        name = self.names[v] = self.fresh(v.name or "tmp")
         self.decls.append(f"    {self.ttype(v.type)} {name};")
         if rot is None:
             self.decls.append(f"    TASSIGN({name}, {addr:#x});  // {mem}")
@@ -385,12 +378,10 @@ class KernelWriter:
 
     def scratch_tile(self, op, r, src) -> str:
         """The scratch tile the allocator placed for ``op`` (pto-isa's ``tmp`` operand)."""
-        node = self.record.get(r)
-        owner = node.name if isinstance(node, Var) else id(node)
-        if owner not in self.lay.scratch:
+        if op not in self.lay.scratch:
             raise err(f"{op.name}: the allocator gave its scratch tile no address", op,
                       "compile the program with allocate-memory in the pipeline")
-        mem, addr = self.lay.scratch[owner]
+        mem, addr = self.lay.scratch[op]
         name = self.fresh(f"{r.name or 'reduce'}_tmp")
         self.decls += [f"    {self.ttype(src.type)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
         return name
@@ -402,7 +393,7 @@ class KernelWriter:
             name = self.handle(v, hint)
             return [f"{ind}{name} = {init};"] if init is not None else []
         if isinstance(v.type, ScalarType):
-            name = self.names[v] = self.fresh(self.tree_name(v) or v.name or hint)
+            name = self.names[v] = self.fresh(v.name or hint)
             return [f"{ind}{T.scalar_ctype(v.type)} {name}" + (f" = {init};" if init else "{};")]
         raise CompileError(f"a loop-carried / branch {v.type} value has no C++ form in {self.name}")
 
@@ -430,7 +421,7 @@ class KernelWriter:
             out += self.carried(a, self.value(init), ind, "carried")
         for r, a in zip(op.results, iters):
             self.names[r] = self.names[a]
-        ivn = self.names[iv] = self.fresh(self.tree_name(iv) or iv.name or "i")
+        ivn = self.names[iv] = self.fresh(iv.name or "i")
         st = self.expr(step)
         cond = f"{ivn} < {self.expr(stop)}"
         if not st.lstrip("-").isdigit():

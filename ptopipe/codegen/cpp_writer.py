@@ -1,4 +1,4 @@
-"""The pto-isa C++ writer: a compiled op program (``compile_program(tree, platform)[0]``) as
+"""The pto-isa C++ writer: a compiled op program (``compile_program(tree, platform)``) as
 one C++ translation unit for the pto-isa headers.
 
 * each AIC / AIV kernel is one ``AICORE`` function (``__global__`` unless a Group calls it);
@@ -14,9 +14,9 @@ one C++ translation unit for the pto-isa headers.
   cross-core op of the kernel is TILE_NO_SPLIT.  A pipe with ``lanes = 1`` (A5 pto-isa no-split)
   runs its Vector body under ``if (get_subblockid() == 0)``.
 * tiles: one ``Tile<...>`` variable per stored tile value, ``TASSIGN``ed at the address of
-  the one allocator (:func:`ptopipe.ir.layout.plan_function` on ``op_to_function`` of the
-  kernel - the placement allocate-memory checks and the runtime uses); a value with several
-  buffers (``rotations``) is re-assigned in turn at its definition; popped tiles get no
+  the address AllocateMemoryAddr wrote on its op (``addr``, read by
+  :func:`ptopipe.ir.layout.read_layout` - the placement the runtime uses); a value with several
+  buffers (``rotation``) is re-assigned in turn at its definition; popped tiles get no
   address (TPOP binds them to the slot); loop-carried / branch tiles are handles re-bound
   with ``=``.
 * body: TLOAD / TSTORE through ``GlobalTensor`` windows, TMOV / TEXTRACT / TMATMUL[_ACC] /

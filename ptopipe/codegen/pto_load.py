@@ -1,8 +1,8 @@
 """A ``.pto`` file as a run and the static verifier see it: :func:`load_pto` reads it
 (:func:`~ptopipe.codegen.read_pto`), gives its pipes the lanes ptoas runs them with
 (:func:`one_lane_nosplit`), runs the static passes a hand-written pair gets
-(:data:`PTO_PASSES`: VerifyPipes, ResolvePeerBuffers, AllocateFlags, LowerPlatform, Validate)
-and the checks PTO-AS adds (a reserve_buffer overlapping a tile placed with
+(:data:`PTO_PASSES`: VerifyPipes, AllocateMemoryAddr, ResolvePeerBuffers, AllocateFlags,
+LowerPlatform, Validate) and the checks PTO-AS adds (a reserve_buffer overlapping a tile placed with
 ``pto.alloc_tile addr = ...``, an entry that launches a piped kernel never or twice).  Every
 finding is worded in the file's spelling (``pto.tadd``, not ``pl.add``) at its line:col.
 
@@ -19,7 +19,6 @@ import numpy as np
 
 from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
-from ..ir import to_tree
 from ..ir.vocab import FunctionKind
 from ..ir.types import ScalarType, np_dtype
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
@@ -28,13 +27,13 @@ from .pto_syntax import INT_DTYPES, PTO_OP, run_line_platform
 from .pto_writer import nosplit_functions, with_peers
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
-PTO_PASSES = ("verify-pipes", "resolve-peers", "allocate-flags", "lower-platform", "validate")
+PTO_PASSES = ("verify-pipes", "allocate-memory", "resolve-peers", "allocate-flags", "lower-platform", "validate")
 _MEM = {"Vec": "UB", "Mat": "L1"}
 
 
 def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
              scalars: dict | None = None, verify_properties: bool | None = None):
-    """``path`` through the reader and the static passes: ``(op program, tree, warnings, platform)``;
+    """``path`` through the reader and the static passes: ``(op program, warnings, platform)``;
     ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``);
     ``verify_properties``: check every IR property after every pass (``--verify-each``)."""
     from ..passes import PassContext, PassManager     # imported when a file is loaded
@@ -66,7 +65,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
         raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)
     check_entry_launches(op)
-    return op, to_tree(op), [pto_words(w) for w in ctx.warnings], plat
+    return op, [pto_words(w) for w in ctx.warnings], plat
 
 
 def check_scalar_ranges(op, scalars: dict) -> None:
@@ -205,7 +204,7 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
-        _, _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
+        _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
     except ParseError as e:
         read_program(text, path)        # the executor's words
         return [], e.what

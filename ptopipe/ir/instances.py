@@ -1,77 +1,97 @@
-"""How many buffers a DSL statement's tile storage needs: an abstract run of a function
-over tile *instances*.  Every alias (a ``y = x`` copy, a loop iter_arg or result, a branch
-result) that may hold a tile made by statement ``D`` counts how many times ``D`` may have run
-again since that tile was made; loops run to a fixpoint of their head state, branches are
-joined.  A read of an alias whose count may be ``n`` needs ``D`` to have ``n + 1`` buffers,
-used in turn by its successive executions; a count without bound is a CompileError at the
-read.  :mod:`.liveness` owns the live spans and calls this for the counts.
+"""How many buffers the tile storage of an op needs: an abstract run of a ``pl.func`` op over
+tile *instances*.  Every alias (a ``pl.copy`` result, a loop iter_arg or result, a branch
+result) that may hold a tile made by op ``D`` counts how many times ``D`` may have run again
+since that tile was made; loops run to a fixpoint of their head state, branches are joined.
+A read of an alias whose count may be ``n`` needs ``D`` to have ``n + 1`` buffers, used in
+turn by its successive executions; a count without bound is a CompileError at the read.
+:mod:`.liveness` owns the live spans and calls this for the counts.
 """
 from __future__ import annotations
 
 from ..errors import CompileError
-from .nodes import Assign, BufferAttr, Call, Const, For, If, Var, stmt_exprs, walk
-from .opdefs import TPop
+from .opdefs import CopyOp, ForOp, IfOp, TPop, YieldOp
 from .types import TileValueType
 
 
-def owns_storage(c) -> bool:
-    """A tile-producing op whose result needs storage of its own (TPOP binds to a ring slot)."""
-    return isinstance(c, Call) and isinstance(c.type, TileValueType) and c.op != TPop.call_name
+def owns_storage(op) -> bool:
+    """Does ``op`` write a tile result into storage of its own?  A tile op of the op table
+    does; a TPOP binds to a ring slot, and a copy, a loop or a branch result aliases the
+    storage of the value it carries."""
+    return (getattr(op, "spec", None) is not None and len(op.results) == 1
+            and isinstance(op.results[0].type, TileValueType) and not op.is_a(TPop))
 
 
-def alias_source(e):
-    """What a yielded / init expression refers to: a variable, or a nested op's storage."""
-    if isinstance(e, Var):
-        return e.name
-    if isinstance(e, Call) and owns_storage(e):
-        return ("call", id(e))
-    return None
+def storage_op(v):
+    """The op whose storage value ``v`` is the direct result of, else None."""
+    op = getattr(v, "op", None)
+    return op if op is not None and owns_storage(op) else None
 
 
 _UNBOUNDED = 8                                   # a count this high has no bound
 
 
-def _dsl_name(name: str) -> str:
+def statement_loc(op):
+    """The location of the DSL statement ``op`` belongs to: an unnamed result read once,
+    by an op of the same block on the same line, is a nested expression of that op's
+    statement (followed to its root)."""
+    loc = op.loc
+    while len(op.results) == 1:
+        r = op.results[0]
+        if r.name or len(r.uses) != 1:
+            break
+        user = r.uses[0].owner
+        if user.parent is not op.parent or user.loc is None or loc is None \
+                or (user.loc.file, user.loc.line) != (loc.file, loc.line):
+            break
+        op, loc = user, user.loc
+    return loc
+
+
+def _dsl_name(name) -> str:
     """The DSL variable of an SSA name (``keep_2`` -> ``keep``)."""
+    if not name:
+        return "the value"
     return name.rstrip("0123456789").rstrip("_") or name
 
 
 class Instances:
     """The abstract run behind ``copies``: ``state[v] = {D: n}`` when the alias ``v`` (a copy,
-    an iter_arg, a loop or branch result) may hold a tile made by storage ``D`` whose
-    statement may have overwritten it ``n`` times since (saturating at _UNBOUNDED); a
-    statement's own result holds its newest tile (``{D: 0}``, not stored).  Defining an
-    alias replaces what it held (SSA); a loop runs to a fixpoint of its head state, the
-    join of the entry and the back edge; ``need[D]`` is the largest count a read sees.
-    Aliases past their last read are dropped between top-level statements (``ends``), so
-    the state stays as small as what is live."""
+    an iter_arg, a loop or branch result) may hold a tile made by storage op ``D`` which may
+    have run ``n`` times since (saturating at _UNBOUNDED); an op's own result holds its
+    newest tile (``{D: 0}``, not stored).  Defining an alias replaces what it held (SSA); a
+    loop runs to a fixpoint of its head state, the join of the entry and the back edge;
+    ``need[D]`` is the largest count a read sees.  Aliases past their last read are dropped
+    between top-level ops (``ends``), so the state stays as small as what is live."""
 
     def __init__(self, storages: dict, ends: dict):
         self.storages = storages
         self.ends = ends
         self.need: dict = {}
-        self.inner: dict = {}          # id(For) -> names and temp keys defined in its body
-        self.loc = None                # the statement being run (for errors)
+        self.inner: dict = {}          # pl.for op -> the values defined in its body
+        self.op_at = None              # the op being run (for errors)
 
-    def top(self, stmts, positions: dict) -> None:
+    def top(self, block, positions: dict) -> None:
         state = {}
-        for s in stmts:
-            state = self.stmt(s, state)
-            p = positions.get(id(s))
-            if p is not None:
-                for v in [v for v in state if self.ends.get(v, -1) <= p]:
+        ends = self.ends
+        for op in block:
+            state = self.op(op, state)
+            p = positions.get(op)
+            if p is not None and state:
+                for v in [v for v in state if ends.get(v, -1) <= p]:
                     del state[v]
 
-    def body(self, stmts, state: dict) -> dict:
-        for s in stmts:
-            state = self.stmt(s, state)
+    def body(self, block, state: dict) -> dict:
+        for op in block:
+            if op.__class__ is not YieldOp:
+                state = self.op(op, state)
         return state
 
     def held(self, state: dict, v) -> dict:
         h = state.get(v)
         if h is not None:
             return h
-        return {v: 0} if v in self.storages else {}
+        d = storage_op(v)
+        return {d: 0} if d is not None and d in self.storages else {}
 
     def define(self, dst: dict, target, src: dict, value) -> None:
         """SSA definition of the alias ``target``: it holds what ``value`` holds in ``src``."""
@@ -81,25 +101,28 @@ class Instances:
         else:
             dst.pop(target, None)
 
-    def stmt(self, s, state: dict) -> dict:
-        self.loc = s.loc
-        if isinstance(s, For):
-            for e in (s.start, s.stop, s.step):
-                self.expr(e, state)
-            srcs = [self.value(e, state) for e in s.inits]
+    def op(self, op, state: dict) -> dict:
+        self.op_at = op
+        cls = op.__class__
+        if cls is ForOp:
+            for v in (op.start, op.stop, op.step):
+                self.read(v, state)
+            body = op.body
+            iters = body.args[1:]
             entry = _copy(state)
-            for p, src in zip(s.iter_args, srcs):
-                self.define(entry, p.name, state, src)
-            inner = self.inner.get(id(s))
+            for a, src in zip(iters, op.inits):
+                self.define(entry, a, state, src)
+            inner = self.inner.get(op)
             if inner is None:
-                inner = self.inner[id(s)] = _defined_in(s.body) - {p.name for p in s.iter_args}
+                inner = self.inner[op] = _defined_in(body)
             head = entry
             while True:
-                end = self.body(s.body, _copy(head))
-                ys = [self.value(e, end) for e in s.yields]
+                end = self.body(body, _copy(head))
+                ys = body.last.operands
+                self.op_at = op
                 back = _copy(end)
-                for p, y in zip(s.iter_args, ys):
-                    self.define(back, p.name, end, y)
+                for a, y in zip(iters, ys):
+                    self.define(back, a, end, y)
                 for v in inner:             # the body's own values end with the iteration
                     back.pop(v, None)
                 nxt = _join(entry, back)
@@ -107,69 +130,31 @@ class Instances:
                     break
                 head = nxt
             out = _copy(head)
-            for r, p in zip(s.results, s.iter_args):
-                self.define(out, r.name, head, p.name)
-            for p in s.iter_args:
-                out.pop(p.name, None)
+            for r, a in zip(op.results, iters):
+                self.define(out, r, head, a)
+            for a in iters:
+                out.pop(a, None)
             return out
-        if isinstance(s, If):
-            self.expr(s.cond, state)
+        if cls is IfOp:
+            self.read(op.cond, state)
             outs = []
-            for body, ys in ((s.then_body, s.then_yields), (s.else_body, s.else_yields)):
-                out = self.body(body, _copy(state))
-                vals = [self.value(e, out) for e in ys]
-                for r, v in zip(s.results, vals):
-                    self.define(out, r.name, out, v)
+            for block in (op.then_block, op.else_block):
+                out = self.body(block, _copy(state))
+                for r, v in zip(op.results, block.last.operands):
+                    self.define(out, r, out, v)
                 outs.append(out)
             return _join(outs[0], outs[1])
-        if isinstance(s, Assign):
-            v = s.value
-            if isinstance(v, Var):
-                self.define(state, s.var.name, state, v.name)
-            elif owns_storage(v):
-                for a in v.args:
-                    self.expr(a, state)
-                _run(state, s.var.name)
-            else:
-                self.expr(v, state)
+        if cls is CopyOp:
+            self.define(state, op.results[0], state, op.operands[0])
             return state
-        for e in stmt_exprs(s):
-            self.expr(e, state)
+        for v in op.operands:
+            self.read(v, state)
+        if op in self.storages:
+            _run(state, op)
         return state
 
-    def value(self, e, state: dict):
-        """Evaluate a forwarded expression (an init / a yield): a variable is passed on, a
-        nested op runs; returns what the target will refer to."""
-        if isinstance(e, Var):
-            return e.name
-        self.expr(e, state)
-        return alias_source(e)
-
-    def expr(self, e, state: dict) -> None:
-        """Reads of ``e`` (and runs of the nested ops that make tiles in it)."""
-        cls = e.__class__
-        if cls is Var:
-            self.read(e.name, state)
-            return
-        if cls is Call:
-            for a in e.args:
-                self.expr(a, state)
-            if owns_storage(e):
-                key = ("call", id(e))
-                if key in self.storages:
-                    _run(state, key)
-            return
-        if cls is Const or cls is BufferAttr:
-            return      # leaves: none has the nested-expression fields walked below
-        for x in getattr(e, "items", ()) or ():
-            self.expr(x, state)
-        for name in ("lhs", "rhs", "operand"):
-            x = getattr(e, name, None)
-            if x is not None:
-                self.expr(x, state)
-
-    def read(self, name, state: dict) -> None:
-        h = state.get(name)
+    def read(self, v, state: dict) -> None:
+        h = state.get(v)
         if not h:
             return
         for d, n in h.items():
@@ -177,10 +162,10 @@ class Instances:
                 if n >= _UNBOUNDED:
                     st = self.storages[d]
                     raise CompileError(
-                        f"'{_dsl_name(name)}' may hold the tile made at {st.loc} any number of "
+                        f"'{_dsl_name(v.name)}' may hold the tile made at {st.loc} any number of "
                         "executions ago, and that statement has run again since: its buffer is "
                         "reused, so the value read here may be gone",
-                        where=str(self.loc) if self.loc else None,
+                        where=str(statement_loc(self.op_at)) if self.op_at.loc else None,
                         fix="copy the tile you keep into a tile of its own when you keep it (for a Vec "
                             "tile: kept = pl.move(t, space=pl.Vec)), or read it before the statement "
                             "runs again")
@@ -197,15 +182,16 @@ def _run(state: dict, key) -> None:
             h[key] = n + 1
 
 
-def _defined_in(body) -> set:
+def _defined_in(block) -> set:
+    """The values a loop body defines (op results and the block arguments of nested
+    regions): they end with the iteration."""
     out = set()
-    for s in walk(body):
-        if isinstance(s, Assign):
-            out.add(s.var.name)
-        elif isinstance(s, For):
-            out.update(v.name for v in s.iter_args + s.results)
-        elif isinstance(s, If):
-            out.update(v.name for v in s.results)
+    for op in block:
+        for o in op.walk():
+            out.update(o.results)
+            for r in o.regions:
+                for b in r.blocks:
+                    out.update(b.args)
     return out
 
 

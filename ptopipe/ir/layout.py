@@ -1,33 +1,35 @@
-"""AllocateMemoryAddr for DSL kernels: an address for every tile a function produces, the
-resolution of ``pl.AUTO`` reserve_buffer bases, and of ``import_peer_buffer`` (the peer's
-resolved base).
+"""AllocateMemoryAddr's allocator for the op IR: an address for every tile a ``pl.func`` op
+produces, the resolution of ``pl.AUTO`` reserve_buffer bases, and of ``import_peer_buffer``
+(the peer's resolved base).
 
 Tiles share memory when their lifetimes do not overlap (:mod:`.liveness`): storage is
 placed first-fit, in order of first definition, at the lowest aligned address free of
-every storage live at the same time and of every literal reserve_buffer region; a
-statement whose older value is still read when it runs again gets several buffers, used
-in turn.  AUTO buffers go after the peak of the tiles of their space.  A function that orders its
-pipes with events (``pl.record_event`` / ``wait_event`` / ``barrier``: manual
+every storage live at the same time and of every literal reserve_buffer region; an op whose
+older result is still read when it runs again gets several buffers, used in turn (its
+rotation).  AUTO buffers go after the peak of the tiles of their space.  A function that
+orders its pipes with events (``pl.record_event`` / ``wait_event`` / ``barrier``: manual
 synchronisation) gets no sharing: a reuse the user cannot see would need an event the user
 cannot write.  An op whose pto-isa form takes a scratch tile (``pl.row_sum``: ``TROWSUM(dst,
-src, tmp)``) gets one the size of its source, live while it runs (``scratch``).  Tiles popped by
-TPOP need no storage (they bind to a ring slot or the staging area inside the reserved
+src, tmp)``) gets one the size of its source, live while it runs (``scratch``).  Tiles popped
+by TPOP need no storage (they bind to a ring slot or the staging area inside the reserved
 buffer); loop-carried and branch values alias the storage of the value they carry.
 Two literal reserve_buffer regions that overlap are a CompileError naming both.
+
+:func:`plan_function` computes the placement; :func:`allocate_function` writes it into the
+IR as the tile ops' ``addr`` / ``rotation`` / ``scratch_addr`` annotations (and the AUTO
+bases), and :func:`read_layout` reads it back from there - what the runtime, the C++ writer
+and the property verifier use instead of placing the tiles again.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from .nodes import Function, ImportPeerBuffer, Program, ReserveBuffer, calls, stmt_exprs, walk
 from .vocab import AUTO
 from ..arch.vocab import ALIGNMENT as ALIGN
-from .liveness import analyse
-from .opdefs import EVENT_OPS, call_names
-
-_EVENT_OPS = call_names(EVENT_OPS)
+from .instances import owns_storage
+from .liveness import analyse, has_scratch
+from .opdefs import EVENT_OPS, FuncOp, ImportPeerBufferOp, ReserveBufferOp
 
 
 def _align(x: int) -> int:
@@ -36,16 +38,20 @@ def _align(x: int) -> int:
 
 @dataclass
 class FunctionLayout:
-    tiles: dict = field(default_factory=dict)      # tile var name -> (memory, addr)
-    temps: dict = field(default_factory=dict)      # id(nested Call) -> (memory, addr)
-    # the var an op with a scratch tile assigns (or id() of a nested such op) -> (memory, addr)
-    scratch: dict = field(default_factory=dict)
-    buffers: dict = field(default_factory=dict)    # buffer var name -> (base, size)
-    by_name: dict = field(default_factory=dict)    # reserve_buffer name -> (base, size)
-    # var name (or id() of a nested op) -> the addresses of its buffers when its statement
-    # needs several (used in turn); the first is ``tiles[name][1]`` (``temps[id]``)
+    """The placement of one function's tiles and ring buffers (keys are ops)."""
+    tiles: dict = field(default_factory=dict)      # tile op -> (memory, addr) of its result
+    scratch: dict = field(default_factory=dict)    # op with a scratch tile -> (memory, addr)
+    # tile op -> the addresses of its buffers when it needs several (used in turn); the
+    # first is ``tiles[op][1]``
     rotations: dict = field(default_factory=dict)
+    buffers: dict = field(default_factory=dict)    # reserve / import result value -> (base, size)
+    by_name: dict = field(default_factory=dict)    # reserve_buffer name -> (base, size)
     peak: dict = field(default_factory=dict)       # memory -> bytes up to the highest tile end
+
+    def named(self, table: dict) -> dict:
+        """``table`` (``tiles``, ``scratch``, ``rotations``) keyed by the name hint of each
+        op's result where it has one (for reading a layout by DSL variable)."""
+        return {(k.results[0].name or k) if k.results else k: v for k, v in table.items()}
 
 
 def _first_fit(start: int, size: int, taken) -> int:
@@ -64,30 +70,37 @@ def _fixed_regions(reserves) -> dict:
     """memory -> [(lo, hi)] of the literal-base reserve_buffers; overlapping ones raise."""
     fixed, owner = {}, {}
     for r in reserves:
-        if r.base is AUTO or not r.memory_space:
+        base, mem = r.base, r.memory_space
+        if base is AUTO or not mem:
             continue
-        lo, hi = r.base, r.base + r.size
-        for (a, b), other in zip(fixed.get(r.memory_space, []), owner.get(r.memory_space, [])):
+        lo, hi = base, base + r.size
+        for (a, b), other in zip(fixed.get(mem, []), owner.get(mem, [])):
             if lo < b and a < hi:
                 raise CompileError(
-                    f"reserve_buffer {r.name!r} [{lo:#x}, {hi:#x}) overlaps reserve_buffer "
-                    f"{other.name!r} [{a:#x}, {b:#x}) in {r.memory_space}",
+                    f"reserve_buffer {r.buffer_name!r} [{lo:#x}, {hi:#x}) overlaps reserve_buffer "
+                    f"{other.buffer_name!r} [{a:#x}, {b:#x}) in {mem}",
                     where=str(r.loc) if r.loc else None,
-                    details=f"{other.name!r} is reserved at {other.loc}",
+                    details=f"{other.buffer_name!r} is reserved at {other.loc}",
                     fix="give one of them a base outside the other, or base=pl.AUTO")
-        fixed.setdefault(r.memory_space, []).append((lo, hi))
-        owner.setdefault(r.memory_space, []).append(r)
+        fixed.setdefault(mem, []).append((lo, hi))
+        owner.setdefault(mem, []).append(r)
     return fixed
 
 
-def plan_function(fn: Function) -> FunctionLayout:
+def _reserves(func) -> list:
+    return [op for op in func.body if op.is_a(ReserveBufferOp)]
+
+
+def plan_function(func) -> FunctionLayout:
+    """The placement of the tiles and AUTO rings of ``pl.func`` op ``func`` (the IR is not
+    changed: :func:`allocate_function` writes it)."""
     lay = FunctionLayout()
-    reserves = [s for s in fn.body if isinstance(s, ReserveBuffer)]
+    reserves = _reserves(func)
     fixed = _fixed_regions(reserves)
     live = []             # (end, memory, lo, hi) of placed storage still live
-    manual = any(c.op in _EVENT_OPS for s in walk(fn.body) for e in stmt_exprs(s) for c in calls(e))
+    manual = any(op.is_a(*EVENT_OPS) for op in func.walk())
     footprints = {}       # tile type -> its footprint: a function has few distinct tile types
-    for st in sorted(analyse(fn.body).values(), key=lambda st: st.start):
+    for st in sorted(analyse(func).values(), key=lambda st: st.start):
         mem = st.type.space.mem_space.value
         if not manual:                  # manual sync: no sharing (see the module docstring)
             live = [x for x in live if x[0] >= st.start]
@@ -102,13 +115,12 @@ def plan_function(fn: Function) -> FunctionLayout:
             taken.append((addr, addr + size))   # = what rebuilding taken from live would add
             addrs.append(addr)
             lay.peak[mem] = max(lay.peak.get(mem, 0), addr + size)
-        if isinstance(st.key, tuple) and st.key[0] == "scratch":
+        if isinstance(st.key, tuple):
             lay.scratch[st.key[1]] = (mem, addrs[0])        # live only while its op runs
             continue
-        key = st.key[1] if isinstance(st.key, tuple) else st.key
-        (lay.temps if isinstance(st.key, tuple) else lay.tiles)[key] = (mem, addrs[0])
-        if len(addrs) > 1:              # a var, or a nested op whose older result a loop keeps
-            lay.rotations[key] = tuple(addrs)
+        lay.tiles[st.key] = (mem, addrs[0])
+        if len(addrs) > 1:              # an op whose older result a loop keeps
+            lay.rotations[st.key] = tuple(addrs)
     for r in reserves:
         base = r.base
         if base is AUTO:
@@ -116,37 +128,121 @@ def plan_function(fn: Function) -> FunctionLayout:
             taken = fixed.setdefault(mem, [])
             base = _first_fit(lay.peak.get(mem, 0), r.size, taken)
             taken.append((base, base + r.size))
-        lay.buffers[r.var.name] = (base, r.size)
-        lay.by_name[r.name] = (base, r.size)
+        lay.buffers[r.buf] = (base, r.size)
+        lay.by_name[r.buffer_name] = (base, r.size)
     return lay
 
 
-def plan_program(program: Program) -> dict:
-    """``{function name: FunctionLayout}`` with import_peer_buffer bases resolved."""
-    lays = {fn.name: plan_function(fn) for fn in program.functions}
-    for fn in program.functions:
-        for s in fn.body:
-            if isinstance(s, ImportPeerBuffer):
-                peer = lays.get(s.peer_func)
-                if peer is None or s.name not in peer.by_name:
-                    raise CompileError(f"import_peer_buffer {s.name!r} of {s.peer_func!r} cannot be "
-                                       "resolved", where=str(s.loc) if s.loc else None,
-                                       fix="verify the program with pl.program(...) first")
-                lays[fn.name].buffers[s.var.name] = peer.by_name[s.name]
+def allocate_function(func) -> FunctionLayout:
+    """Place ``func``'s tiles and write the placement into the IR: every tile op gets its
+    result's ``addr`` (and ``rotation`` when it needs several buffers, ``scratch_addr`` when
+    it takes a scratch tile), every AUTO reserve_buffer its base."""
+    lay = plan_function(func)
+    for op in func.walk():
+        if not owns_storage(op):
+            continue
+        op.addr = lay.tiles[op][1]
+        rot = lay.rotations.get(op)
+        if rot is not None:
+            op.rotation = rot
+        else:
+            del op.rotation
+        if op in lay.scratch:
+            op.scratch_addr = lay.scratch[op][1]
+        else:
+            del op.scratch_addr
+    for r in _reserves(func):
+        if r.base is AUTO:
+            r.base = lay.buffers[r.buf][0]
+    return lay
+
+
+def unallocated(func) -> list:
+    """The tile ops of ``func`` the allocator's annotations are missing on (an op whose
+    ``scratch_addr`` is missing counts)."""
+    return [op for op in func.walk() if owns_storage(op)
+            and (not isinstance(op.addr, int) or (has_scratch(op) and not isinstance(op.scratch_addr, int)))]
+
+
+def is_allocated(func) -> bool:
+    return not unallocated(func) and all(r.base is not AUTO for r in _reserves(func))
+
+
+def read_layout(func) -> FunctionLayout:
+    """The placement written into ``func`` by :func:`allocate_function` (tile ops without
+    an ``addr`` are left out: :func:`unallocated` names them)."""
+    lay = FunctionLayout()
+    peak = lay.peak
+    for op in func.walk():
+        if not owns_storage(op):
+            continue
+        addr = op.addr
+        if not isinstance(addr, int):
+            continue
+        t = op.results[0].type
+        mem = t.space.mem_space.value
+        size = t.footprint
+        lay.tiles[op] = (mem, addr)
+        rot = op.rotation
+        for a in (tuple(rot) if rot else (addr,)):
+            peak[mem] = max(peak.get(mem, 0), a + size)
+        if rot:
+            lay.rotations[op] = tuple(rot)
+        s = op.scratch_addr
+        if isinstance(s, int):
+            st = op.operands[0].type
+            smem = st.space.mem_space.value
+            lay.scratch[op] = (smem, s)
+            peak[smem] = max(peak.get(smem, 0), s + st.footprint)
+    for r in _reserves(func):
+        lay.buffers[r.buf] = (r.base, r.size)
+        lay.by_name[r.buffer_name] = (r.base, r.size)
+    return lay
+
+
+def _functions(program) -> list:
+    return [f for f in program.body if f.is_a(FuncOp)]
+
+
+def _resolve_imports(program, lays: dict) -> dict:
+    for f in _functions(program):
+        for imp in f.body:
+            if not imp.is_a(ImportPeerBufferOp):
+                continue
+            peer = lays.get(imp.peer_func)
+            if peer is None or imp.buffer_name not in peer.by_name:
+                raise CompileError(f"import_peer_buffer {imp.buffer_name!r} of {imp.peer_func!r} "
+                                   "cannot be resolved", where=str(imp.loc) if imp.loc else None,
+                                   fix="verify the program with pl.program(...) first")
+            lays[f.sym_name].buffers[imp.buf] = peer.by_name[imp.buffer_name]
     return lays
 
 
-def resolve_program(program: Program) -> Program:
-    """The program with every ``pl.AUTO`` base replaced by its resolved address (the
-    value ImportPeerBuffer nodes resolve to), e.g. to print what will run."""
-    lays = plan_program(program)
-    fns = []
-    for fn in program.functions:
-        lay = lays[fn.name]
-        body = tuple(dataclasses.replace(s, base=lay.buffers[s.var.name][0])
-                     if isinstance(s, ReserveBuffer) else s for s in fn.body)
-        fns.append(dataclasses.replace(fn, body=body))
-    return dataclasses.replace(program, functions=tuple(fns))
+def plan_program(program) -> dict:
+    """``{function name: FunctionLayout}`` of a ``pl.program`` op, with import_peer_buffer
+    bases resolved (the IR is not changed)."""
+    return _resolve_imports(program, {f.sym_name: plan_function(f) for f in _functions(program)})
+
+
+def resolve_program(program):
+    """A copy of ``pl.program`` op ``program`` with every ``pl.AUTO`` reserve_buffer base
+    replaced by its resolved address (e.g. to print what will run)."""
+    out = program.clone()
+    lays = plan_program(out)
+    for f in _functions(out):
+        for r in _reserves(f):
+            r.base = lays[f.sym_name].buffers[r.buf][0]
+    return out
+
+
+def allocate_program(program) -> dict:
+    """:func:`allocate_function` on every function of a ``pl.program`` op (a function
+    already allocated is read, not placed again); ``{function name: FunctionLayout}`` with
+    import_peer_buffer bases resolved."""
+    lays = {}
+    for f in _functions(program):
+        lays[f.sym_name] = read_layout(f) if is_allocated(f) else allocate_function(f)
+    return _resolve_imports(program, lays)
 
 
 # -- seed 003's rules on a reserved ring (one wording for the runtime's and Validate's checks) --

@@ -1131,6 +1131,20 @@ def call_names(classes) -> frozenset:
 
 
 
+class TableOp(OpClass):
+    """Base of the ops derived from the op table.  A tile op's result gets storage of its own
+    in its memory space; AllocateMemoryAddr (:func:`.layout.allocate_function`) writes where,
+    and the runtime, the C++ writer and the property verifier read it from here."""
+    __slots__ = ()
+    addr = annotation(int, doc="the byte address of the tile result in its memory space "
+                               "(AllocateMemoryAddr)")
+    rotation = annotation(tuple, list, doc="the addresses of the result's buffers when a loop "
+                                           "still reads an older result: one per execution, used "
+                                           "in turn, the first being addr (AllocateMemoryAddr)")
+    scratch_addr = annotation(int, doc="the address of the scratch tile an op takes (pto-isa's "
+                                       "tmp operand, the size of its source) (AllocateMemoryAddr)")
+
+
 # -- the op table's other ops (the catalogue's tile ops, pl.call, pl.get_subblockid): a class
 # each, its fields derived from the spec's signature (names, no types: the typing rule checks)
 def _table_class(spec) -> type:
@@ -1142,7 +1156,7 @@ def _table_class(spec) -> type:
         else:
             ns[p.name] = _Attribute(p.kind, None, p.default)
     title = _TITLES.get(spec.name) or "".join(w.capitalize() for w in spec.name.strip("_").split("_"))
-    return type(f"{title}Op", (OpClass,), ns)
+    return type(f"{title}Op", (TableOp,), ns)
 
 
 _TITLES = {"get_subblockid": "GetSubblockId"}

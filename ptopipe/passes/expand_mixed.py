@@ -64,7 +64,7 @@ from .properties import IRProperty
 NAME = "expand-mixed"
 REQUIRED = frozenset()
 PRODUCED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
-INVALIDATED = frozenset({IRProperty.TFREES_INSERTED, IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED,
+INVALIDATED = frozenset({IRProperty.TFREES_INSERTED, IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED,
                          IRProperty.PEERS_RESOLVED, IRProperty.FLAGS_ALLOCATED, IRProperty.PLATFORM_LOWERED,
                          IRProperty.VALIDATED})
 

@@ -49,7 +49,7 @@ from .properties import IRProperty
 NAME = "insert-tfree"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
 PRODUCED = frozenset({IRProperty.TFREES_INSERTED})
-INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED})
 
 
 def aliases(v) -> set:

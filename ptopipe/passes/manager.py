@@ -34,8 +34,8 @@ import sys
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir import first_difference, parse_ir, print_ir, structural_equal, to_ops, to_tree, verify_ops
-from ..ir.core import gc_paused
+from ..ir import first_difference, parse_ir, print_ir, structural_equal, to_ops, verify_ops
+from ..ir.core import Operation, gc_paused
 from ..ir.opdefs import ProgramOp
 from .properties import INPUT_PROPERTIES, IRProperty, as_property, verify_property
 
@@ -326,12 +326,14 @@ def _round_trip(program, after: str) -> None:
 def compile_program(program, platform="a2a3", passes=None, *, protocol: str = "spec",
                     print_after_all: bool = False, stream=None, warnings: list | None = None,
                     verify_properties: bool | None = None):
-    """A tree-IR Program through the pipeline (``passes``: names, text or None for the
-    default; ``verify_properties``: check every property after every pass, see
-    :class:`PassManager`); returns ``(op program, tree Program, warnings)``."""
+    """A program (a DSL Program, converted, or a ``pl.program`` op, compiled in place)
+    through the pipeline (``passes``: names, text or None for the default;
+    ``verify_properties``: check every property after every pass, see
+    :class:`PassManager`); returns the compiled ``pl.program`` op.  The passes' warnings
+    are appended to ``warnings`` when it is given."""
     pm = PassManager(passes, print_after_all=print_after_all, stream=stream,
                      verify_properties=verify_properties)
     ctx = PassContext(platform=platform, protocol=protocol,
                       warnings=warnings if warnings is not None else [])
-    op = pm.run(to_ops(program), ctx)
-    return op, to_tree(op), ctx.warnings
+    op = pm.run(program if isinstance(program, Operation) else to_ops(program), ctx)
+    return op

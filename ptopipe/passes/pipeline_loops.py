@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..errors import CompileError
-from ..ir.convert import op_to_function
 from ..ir.core import Block, Operation, Region
 from ..ir.layout import plan_function
 from ..ir.vocab import FunctionKind
@@ -57,7 +56,7 @@ from .properties import IRProperty
 NAME = "pipeline-cross-core-loops"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
 PRODUCED = frozenset()
-INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED})
 
 _UNSAFE = (CallOp, TAlloc) + EVENT_OPS
 _ALIASING = (CopyOp, MoveOp)
@@ -372,7 +371,7 @@ def fits(fn, plat) -> bool:
     """The allocator still places every tile and AUTO ring of ``fn`` (a handed-over tile
     lives one iteration longer)."""
     try:
-        lay = plan_function(op_to_function(fn))
+        lay = plan_function(fn)
     except CompileError:
         return False
     if any(peak > plat.mem_size(MemSpace(sp)) for sp, peak in lay.peak.items()):

@@ -19,8 +19,8 @@ from __future__ import annotations
 from enum import Enum
 
 from ..arch import MemSpace
-from ..ir.convert import op_to_function
-from ..ir.layout import plan_function, tiles_fit_problem
+from ..arch.vocab import ALIGNMENT
+from ..ir.layout import read_layout, tiles_fit_problem, unallocated
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TFree,
                          TPop)
@@ -33,7 +33,7 @@ class IRProperty(Enum):
     MIXED_KERNELS_EXPANDED = "mixed-kernels-expanded"
     TFREES_INSERTED = "tfrees-inserted"
     PIPES_VERIFIED = "pipes-verified"
-    MEMORY_PLANNED = "memory-planned"
+    MEMORY_ALLOCATED = "memory-allocated"
     PEERS_RESOLVED = "peers-resolved"
     FLAGS_ALLOCATED = "flags-allocated"
     PLATFORM_LOWERED = "platform-lowered"
@@ -111,18 +111,30 @@ def _unresolved_reserves(f) -> list:
             for r in top_ops(f, ReserveBufferOp) if not isinstance(r.base, int) or r.base is AUTO]
 
 
-def _memory_planned(program, ctx) -> list:
-    """Every reserve_buffer has an integer base, and the tiles the one allocator
-    (:func:`ptopipe.ir.layout.plan_function`) places for the IR as it is fit the platform's
-    memories.  Tile addresses are not in the IR: the runtime and the C++ writer place the
-    tiles with that allocator from the IR they are given."""
+def _memory_allocated(program, ctx) -> list:
+    """Every reserve_buffer has an integer base, every tile op of an AIC / AIV kernel
+    carries the address AllocateMemoryAddr gave its result (``addr``, aligned; a
+    ``rotation`` table, when it has one, of two or more aligned addresses starting at
+    ``addr``; ``scratch_addr`` for an op that takes a scratch tile), and the tiles at
+    those addresses fit the platform's memories."""
     plat = platform_of(ctx)
     out = []
     for f in functions(program):
         out += _unresolved_reserves(f)
         if f.kind not in (FunctionKind.AIC, FunctionKind.AIV):
             continue
-        lay = plan_function(op_to_function(f))
+        for op in unallocated(f):
+            out.append(f"{op.name} in {func_name(f)!r} has no address for its "
+                       f"{'scratch tile' if isinstance(op.addr, int) else 'tile result'}{_where(op)}")
+        lay = read_layout(f)
+        for op, (_mem, addr) in lay.tiles.items():
+            rot = lay.rotations.get(op, (addr,))
+            extra = (op.scratch_addr,) if isinstance(op.scratch_addr, int) else ()
+            if any(a % ALIGNMENT for a in tuple(rot) + extra) or rot[0] != addr or len(rot) == 1 \
+                    and op.rotation is not None:
+                out.append(f"{op.name} in {func_name(f)!r} has addr={addr!r}, rotation="
+                           f"{op.rotation!r}, scratch_addr={op.scratch_addr!r}: not aligned "
+                           f"addresses to {ALIGNMENT} bytes starting at addr{_where(op)}")
         for space, peak in lay.peak.items():
             bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)))
             if bad is not None:
@@ -233,7 +245,7 @@ VERIFIERS = {
     IRProperty.MIXED_KERNELS_EXPANDED: _mixed_kernels_expanded,
     IRProperty.TFREES_INSERTED: _tfrees_inserted,
     IRProperty.PIPES_VERIFIED: _pipes_verified,
-    IRProperty.MEMORY_PLANNED: _memory_planned,
+    IRProperty.MEMORY_ALLOCATED: _memory_allocated,
     IRProperty.PEERS_RESOLVED: _peers_resolved,
     IRProperty.FLAGS_ALLOCATED: _flags_allocated,
     IRProperty.PLATFORM_LOWERED: _platform_lowered,

@@ -1,8 +1,8 @@
 """ResolvePeerBuffers: every ring buffer's base becomes a compile-time constant.
 
 A ``base=pl.AUTO`` still unresolved (no AllocateMemoryAddr pass ran) is resolved here by the
-one allocator, :func:`ptopipe.ir.layout.plan_function`, the same placement the runtime
-makes.  Then every ``pl.reserve_buffer`` has an integer ``base``; every
+one allocator, :func:`ptopipe.ir.layout.plan_function`: the base AllocateMemoryAddr
+would give it.  Then every ``pl.reserve_buffer`` has an integer ``base``; every
 ``pl.import_peer_buffer`` carries the ``base`` and ``size`` of the reserve it names in its
 peer function (cross-function constant propagation); every ``buf.base`` / ``buf.size``
 (``pl.buffer_attr``) is folded to a ``pl.const``; each pipe init records which buffer
@@ -14,7 +14,6 @@ function of the program; an import naming a buffer its peer does not reserve.
 """
 from __future__ import annotations
 
-from ..ir.convert import op_to_function
 from ..ir.vocab import AUTO
 from ..ir.opdefs import BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp
 from ..ir.layout import plan_function
@@ -34,10 +33,10 @@ def run(program, ctx):
         rs = top_ops(f, ReserveBufferOp)
         reserves[name] = {r.buffer_name: r for r in rs}
         if any(r.base is AUTO for r in rs):
-            lay = plan_function(op_to_function(f))
+            lay = plan_function(f)
             for r in rs:
                 if r.base is AUTO:
-                    r.base = lay.by_name[r.buffer_name][0]
+                    r.base = lay.buffers[r.buf][0]
     for name, f in funcs.items():
         for imp in top_ops(f, ImportPeerBufferOp):
             bname, pname = imp.buffer_name, imp.peer_func

@@ -36,7 +36,7 @@ from .properties import IRProperty
 NAME = "skew-push-ahead"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
 PRODUCED = frozenset()
-INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_PLANNED})
+INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED})
 MAX_LAG = 2
 
 

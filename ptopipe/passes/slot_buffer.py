@@ -7,20 +7,20 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ..ir.nodes import Program
+from ..ir.convert import to_ops
+from ..ir.core import Operation
 from ..ir.vocab import FunctionKind
 from ..ir.types import np_dtype
 from .expand_mixed import GM_PARAM
 
 
-# program -> the type of its gm_slot_buffer parameter: a memo of a pure function of an
-# immutable value (programs are frozen; equal programs - locations aside - declare equal
-# buffers), so that a scenario's make_args, called once per explored schedule, expands its
-# program once
-_SLOT_TYPE: "WeakKeyDictionary[Program, object]" = WeakKeyDictionary()
+# program -> the type of its gm_slot_buffer parameter: a memo of a pure function of the
+# program (a DSL Program is frozen, a compiled op program is not changed once it runs), so
+# that a scenario's make_args, called once per explored schedule, expands its program once
+_SLOT_TYPE: "WeakKeyDictionary[object, object]" = WeakKeyDictionary()
 
 
-def slot_buffer_type(program: Program):
+def slot_buffer_type(program):
     """The TensorType of the ``gm_slot_buffer`` parameter a compiled program's kernels take
     (None: none).  A program that still holds mixed functions is expanded first (the front
     end of the pipeline: the buffer does not depend on the platform)."""
@@ -29,24 +29,26 @@ def slot_buffer_type(program: Program):
     return _SLOT_TYPE[program]
 
 
-def gm_slot_bytes(program: Program) -> int:
+def gm_slot_bytes(program) -> int:
     """The bytes of that parameter (0: none)."""
     t = slot_buffer_type(program)
     return t.nbytes if t is not None else 0
 
 
-def _slot_type(program: Program):
-    if any(f.kind is FunctionKind.InCore for f in program.functions):
+def _slot_type(program):
+    """``program``: a ``pl.program`` op or a DSL Program (converted)."""
+    op = program if isinstance(program, Operation) else to_ops(program)
+    if any(f.kind is FunctionKind.InCore for f in op.body):
         from .manager import FRONT_END, compile_program
-        program = compile_program(program, "a2a3", FRONT_END)[1]
-    for f in program.functions:
-        for p in f.params:
-            if p.name.startswith(GM_PARAM):
+        op = compile_program(op, "a2a3", FRONT_END)
+    for f in op.body:
+        for p in f.body.args:
+            if p.name and p.name.startswith(GM_PARAM):
                 return p.type
     return None
 
 
-def with_slot_buffer(program: Program, args: dict) -> dict:
+def with_slot_buffer(program, args: dict) -> dict:
     """``args`` plus a zeroed ``gm_slot_buffer`` of the shape and element type ``program``'s
     kernels declare (none when they use no pipe)."""
     t = slot_buffer_type(program)

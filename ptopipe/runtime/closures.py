@@ -1,19 +1,23 @@
-"""Closure compilation of an IR function's statement tree, once per run of it on a core.
+"""Closure compilation of an IR function (a ``pl.func`` op), once per run of it on a core.
 
-Each statement becomes a ``(SourceLoc, step)`` pair and each expression a zero-argument
-callable, built once before the kernel starts; the run then calls them in straight lines
-instead of walking the tree (no dispatch on node classes, no attribute dictionaries, no
-GM-view construction per executed statement).  The semantics are the tree walk's:
+Each op that does work becomes a ``(SourceLoc, step)`` pair and each operand a
+zero-argument callable, built once before the kernel starts; the run then calls them in
+straight lines instead of walking the ops (no dispatch on op classes, no attribute
+dictionaries, no GM-view construction per executed op).  The semantics:
 
-- before each statement the core's ``loc_override`` is set to the statement's DSL line
-  (after an ``if``'s branch, to the ``if``'s line again for its yields); an op nested in a
-  statement's expression, and the op reading its result, run at their own lines;
-- values live in one ``env`` dict by name; a call evaluates its operands left to right
-  before it creates its destination tile or does its work;
+- before each step the core's ``loc_override`` is set to the line of the DSL statement the
+  op belongs to (:func:`~ptopipe.ir.instances.statement_loc`: a nested expression's op runs
+  at its statement's line, one on a line of its own - a TPOP read by a move, two ``.pto``
+  ops - at its own); after an ``if``'s branch, to the ``if``'s line again for its yields;
+- values live in one ``env`` dict keyed by IR value; a constant is a callable giving it,
+  and a scalar op whose unnamed result only its next user reads is folded into that user's
+  operand (pure: it runs when the user evaluates its operands, at the user's line);
+- an op evaluates its operands left to right before it creates its destination tile or
+  does its work;
 - a destination tile is made at its first execution (an error making it - the tile does
-  not fit - is raised where the interpreter met it, never for a branch not taken), and
-  one tile per name (``dest_tile``), per rotation turn or per unnamed call (``_tmp``);
-- every error is raised when the statement executes, never while compiling.
+  not fit - is raised where the interpreter met it, never for a branch not taken), at the
+  address AllocateMemoryAddr gave the op (``addr``, or its ``rotation`` in turn);
+- every error is raised when the op executes, never while compiling.
 
 The only state a closure keeps between executions beyond the interpreter's is a GM view
 per load / store site: the site's GlobalTensor is re-pointed (``assign``) instead of
@@ -29,12 +33,13 @@ from itertools import repeat
 from .. import isa
 from ..arch.vocab import row_major_strides
 from ..errors import KernelError
-from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, If,
-                        ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..ir import ops as irops
-from ..ir.opdefs import (INITIALIZE_PIPE, Barrier, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp,
-                         TAlloc, TFree, TPop, TPush, WaitEvent, call_names)
+from ..ir.instances import statement_loc
+from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, INITIALIZE_PIPE, Barrier, BufferAttrOp, ConstOp,
+                         CopyOp, ForOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp, LoadOp, RecordEvent,
+                         ReserveBufferOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, WaitEvent,
+                         YieldOp)
 
 _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,
@@ -42,7 +47,6 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
        "or": lambda a, b: a or b}
-_INIT, _EVENTS = call_names(INITIALIZE_PIPE), call_names((RecordEvent, WaitEvent))
 # the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
 # (operands in IR order are the ISA's after the destination); load and store build GM views
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
@@ -51,6 +55,23 @@ _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
 # their views of memory, while these are True; tests turn them off to compare with views
 # built per execution (tests/runtime/test_dsl_closures.py)
 REUSE_VIEWS = SHARE_VIEWS = True
+
+
+def _scalar_op(op) -> bool:
+    """An op computing a scalar from its operands alone (no state, no ISA call)."""
+    return op.name in ARITH_BINARY or op.name in ARITH_UNARY or op.__class__ is BufferAttrOp
+
+
+def folded_values(func) -> set:
+    """The results the closures fold into their user's operand: a scalar op's unnamed
+    result read once, by an op of the same block."""
+    out = set()
+    for op in func.walk():
+        if len(op.results) == 1 and _scalar_op(op):
+            r = op.results[0]
+            if r.name is None and len(r.uses) == 1 and r.uses[0].owner.parent is op.parent:
+                out.add(r)
+    return out
 
 
 class FunctionReturn(Exception):
@@ -85,63 +106,71 @@ def run_steps(core, steps) -> None:
 
 
 class Compiler:
-    """Compiles the statements of ``interp.fn`` against ``interp``'s run state (``env``,
-    tiles, pipes, layout): ``block(body)`` -> ``[(loc, step)]``."""
+    """Compiles the ops of ``interp.fn`` against ``interp``'s run state (``env``, tiles,
+    pipes, layout): ``block(block)`` -> ``[(loc, step)]``."""
 
     def __init__(self, interp):
         self.it = interp
         self.core = interp.core
         self.env = interp.env
-        self.stmt_loc = None        # the location of the statement being compiled
+        self.folded = folded_values(interp.fn)
 
-    # -- statements -------------------------------------------------------------------------
-    def block(self, body) -> list:
-        out = []
-        for s in body:
-            loc = self.it.where(s)
-            saved, self.stmt_loc = self.stmt_loc, loc
-            out.append((loc, self.stmt(s)))
-            self.stmt_loc = saved
+    # -- steps ------------------------------------------------------------------------------
+    def block(self, block) -> list:
+        out, folded = [], self.folded
+        for op in block:
+            cls = op.__class__
+            if cls is YieldOp or cls is ConstOp or (op.results and op.results[0] in folded):
+                continue            # yields: the parent's; constants and folded ops: operands
+            step = self.step(op)
+            if step is not None:
+                out.append((self.it.at(statement_loc(op)), step))
         return out
 
-    def stmt(self, s):
-        env, cls = self.env, s.__class__
-        if cls is Assign:
-            name, f = s.var.name, self.expr(s.value, s.var.name)
-            return lambda: env.__setitem__(name, f())
-        if cls is ExprStmt:
-            return self.expr(s.value, None)
-        if cls is For:
-            return self.loop(s)
-        if cls is If:
-            return self.branch(s)
-        if cls is ReserveBuffer or cls is ImportPeerBuffer:
-            name, buffers = s.var.name, self.it.layout.buffers
-            return lambda: env.__setitem__(name, buffers[name])
-        if cls is Return:
+    def step(self, op):
+        env, cls = self.env, op.__class__
+        if cls is ForOp:
+            return self.loop(op)
+        if cls is IfOp:
+            return self.branch(op)
+        if cls is ReserveBufferOp or cls is ImportPeerBufferOp:
+            env[op.buf] = self.it.layout.buffers[op.buf]
+            return None
+        if cls is ReturnOp:
             return _raiser(FunctionReturn)
-        where = str(self.it.where(s))
-        return _raiser(lambda: KernelError(f"cannot execute {cls.__name__}", where=where))
+        if cls is CopyOp:
+            f = self.get(op.source)
+        elif _scalar_op(op):
+            f = self.scalar(op)
+        elif op.spec is not None:
+            f = self.call(op)
+        else:
+            where = str(self.it.where(op))
+            return _raiser(lambda: KernelError(f"cannot execute {op.name}", where=where))
+        if not op.results:
+            return f
+        return partial(_store, env, op.results[0], f)
 
-    def loop(self, s: For):
+    def loop(self, op):
         env, core, it = self.env, self.core, self.it
-        bounds = [self.expr(e, None) for e in (s.start, s.stop, s.step)]
-        inits = [self.expr(e, None) for e in s.inits]
-        yields = [self.expr(y, None) for y in s.yields]
-        body = self.block(s.body)
-        var, names, results = s.var.name, [v.name for v in s.iter_args], [r.name for r in s.results]
+        bounds = [self.get(v) for v in (op.start, op.stop, op.step)]
+        inits = [self.get(v) for v in op.inits]
+        body = op.body
+        yields = [self.get(v) for v in body.last.operands]
+        steps = self.block(body)
+        var, names, results = body.args[0], body.args[1:], op.results
 
         def loop():
             start, stop, step = (int(f()) for f in bounds)
             if step == 0:
                 raise KernelError(f"pl.range({start}, {stop}, 0): a loop with step 0 never ends",
-                                  where=str(it.where(s)), fix="give the loop a non-zero step")
+                                  where=str(it.where(op)), fix="give the loop a non-zero step")
             vals = [f() for f in inits]
             for i in range(start, stop, step):
                 env[var] = i
                 for n, v in zip(names, vals):
                     env[n] = v
-                for loc, step_ in body:                  # run_steps, inline
+                for loc, step_ in steps:                 # run_steps, inline
                     core.loc_override = loc
                     step_()
                 vals = [f() for f in yields]
@@ -149,12 +178,12 @@ class Compiler:
                 env[r] = v
         return loop
 
-    def branch(self, s: If):
+    def branch(self, op):
         env, core = self.env, self.core
-        cond = self.expr(s.cond, None)
-        then = (self.block(s.then_body), [self.expr(y, None) for y in s.then_yields])
-        els = (self.block(s.else_body), [self.expr(y, None) for y in s.else_yields])
-        loc, results = self.it.where(s), [r.name for r in s.results]
+        cond = self.get(op.cond)
+        then = (self.block(op.then_block), [self.get(v) for v in op.then_block.last.operands])
+        els = (self.block(op.else_block), [self.get(v) for v in op.else_block.last.operands])
+        loc, results = self.it.at(statement_loc(op)), op.results
 
         def branch():
             steps, ys = then if cond() else els
@@ -165,37 +194,34 @@ class Compiler:
                 env[r] = v
         return branch
 
-    # -- expressions ------------------------------------------------------------------------
-    def expr(self, e, dest):
-        env, cls = self.env, e.__class__
-        if cls is Var:
-            return partial(env.__getitem__, e.name)
-        if cls is Const:
-            return repeat(e.value).__next__
-        if cls is Call:
-            return self.call(e, dest)
-        if cls is BinOp:
-            return self.binop(e)
-        if cls is UnaryOp:
-            v = self.expr(e.operand, None)
-            return (lambda: -v()) if e.op == "-" else (lambda: not v())
-        if cls is BufferAttr:
-            name, i = e.buffer.name, 0 if e.attr == "base" else 1
-            return lambda: env[name][i]
-        if cls is ExprList:
-            items = [self.expr(x, None) for x in e.items]
-            return lambda: [f() for f in items]
-        return _raiser(lambda: KernelError(f"cannot evaluate {cls.__name__}"))
+    # -- operands ---------------------------------------------------------------------------
+    def get(self, v):
+        """A callable giving value ``v`` when an op reads it."""
+        d = getattr(v, "op", None)
+        if d is not None:
+            if d.__class__ is ConstOp:
+                return repeat(d.value).__next__
+            if v in self.folded:
+                return self.scalar(d)
+        return partial(self.env.__getitem__, v)
 
-    def binop(self, e: BinOp):
-        lhs, rhs, op, core = self.expr(e.lhs, None), self.expr(e.rhs, None), e.op, self.core
+    def scalar(self, op):
+        name = op.name
+        if op.__class__ is BufferAttrOp:
+            env, buf, i = self.env, op.buffer, 0 if op.attr == "base" else 1
+            return lambda: env[buf][i]
+        if name in ARITH_UNARY:
+            v = self.get(op.operands[0])
+            return (lambda: -v()) if ARITH_UNARY[name] == "-" else (lambda: not v())
+        sym = ARITH_BINARY[name]
+        lhs, rhs, fn, core = self.get(op.operands[0]), self.get(op.operands[1]), _PY[sym], self.core
 
         def binop():
             a, b = lhs(), rhs()
             try:
-                return _PY[op](a, b)
+                return fn(a, b)
             except ZeroDivisionError:
-                raise KernelError(f"division by zero: {a} {op} {b}", where=str(core.where()),
+                raise KernelError(f"division by zero: {a} {sym} {b}", where=str(core.where()),
                                   fix="guard the divisor (it is 0 for this run's arguments)") from None
         return binop
 
@@ -207,34 +233,13 @@ class Compiler:
         get, way = it.pipes.get, it.way_of(producer)
         return lambda: get(way) or it.pipe_of(producer)
 
-    def out_tile(self, c: Call, dest):
-        """A callable giving the call's destination tile (made at its first execution)."""
-        it = self.it
-        if not dest:
-            return partial(it._tmp, c)
-        return partial(it.dest_tile, dest, c.type)
-
-    def call(self, c: Call, dest):
-        op = c.op
-        args = [self.expr(x, None) for x in c.args]
-        own = self.it.where(c)
-        stmt = self.stmt_loc
-        other_line = own is not None and stmt is not None and (own.line, own.file) != (stmt.line, stmt.file)
-        if args and stmt is not None and (other_line or any(x.__class__ is Call for x in c.args)):
-            # an op nested in a statement on another line (a TPOP read by a move: one statement
-            # of the tree made from two .pto ops) runs at its own line, and its parent at its
-            # own again: the loc is set once the operands - nested ops included - are evaluated
-            last, core, here = args[-1], self.core, own if other_line else stmt
-
-            def located():
-                v = last()
-                core.loc_override = here
-                return v
-            args[-1] = located
-        at = dict(c.attrs)
-        fn = _TILE_RESULT.get(op)
+    def call(self, op):
+        cls = op.__class__
+        args = [self.get(v) for v in op.operands]
+        at = op.attributes
+        fn = _TILE_RESULT.get(op.spec.name)
         if fn is not None:
-            out = self.out_tile(c, dest)
+            out = partial(self.it.dest_tile, op)
             if len(args) == 1:
                 a0, = args
 
@@ -260,65 +265,65 @@ class Compiler:
                 fn(t, *a)
                 return t
             return tile_op
-        if op == LoadOp.call_name:
-            return self.load(c, args, at, dest)
-        if op == StoreOp.call_name:
-            return self.store(c, args)
-        if op == TPush.call_name:
+        if cls is LoadOp:
+            return self.load(op)
+        if cls is StoreOp:
+            return self.store(op)
+        if cls is TPush:
             producer = self.pipe(True)
-
             tile, split = TPush.tile, TPush.split.of(at)
 
             def tpush():
                 a = [f() for f in args]
                 isa.TPUSH(producer(), tile.of(a), split)
             return tpush
-        if op == TPop.call_name:
-            return self.tpop(args, at, dest)
-        if op == TFree.call_name:
+        if cls is TPop:
+            return self.tpop(op, args)
+        if cls is TFree:
             consumer = self.pipe(False)
-
             obj, split = TFree.obj, TFree.split.of(at)
 
             def tfree():
                 a = [f() for f in args]
                 isa.TFREE(consumer(), obj.of(a), split)
             return tfree
-        return self.rare(c, op, args, at, dest)
+        return self.rare(op, args)
 
-    def rare(self, c: Call, op: str, args: list, at: dict, dest):
+    def rare(self, op, args: list):
         """The ops a kernel executes a few times (pipe set-up, events, sub-block id)."""
-        it = self.it
+        it, cls, at = self.it, op.__class__, op.attributes
+        name = op.results[0].name if op.results else None
 
         def call():
             a = [f() for f in args]
-            if op == GetSubblockIdOp.call_name:
+            if cls is GetSubblockIdOp:
                 return isa.get_subblockid()
-            if op in _INIT:
-                return it.init_pipe(op, a, at, c)
-            if op in _EVENTS:           # record_event / wait_event: set_flag / wait_flag
-                flag = isa.set_flag if op == RecordEvent.call_name else isa.wait_flag
+            if cls in INITIALIZE_PIPE:
+                return it.init_pipe(a, at, op)
+            if cls is RecordEvent or cls is WaitEvent:      # set_flag / wait_flag
+                flag = isa.set_flag if cls is RecordEvent else isa.wait_flag
                 flag(RecordEvent.src.of(at), RecordEvent.dst.of(at), RecordEvent.event_id.of(a))
                 return None
-            if op == Barrier.call_name:
+            if cls is Barrier:
                 isa.pipe_barrier(Barrier.pipe.of(at))
                 return None
-            if op == TAlloc.call_name:
+            if cls is TAlloc:
                 t = TAlloc.result_type.of(at)
-                gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=dest)
+                gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=name)
                 isa.TALLOC(it.pipe_of(True), gt, TAlloc.split.of(at))
                 return gt
-            raise KernelError(f"the runtime cannot execute op {op!r}", where=str(it.core.where()))
+            raise KernelError(f"the runtime cannot execute op {op.name!r}", where=str(it.core.where()))
         return call
 
-    def tpop(self, args: list, at: dict, dest):
+    def tpop(self, op, args: list):
         """A TPOP makes a new tile (or tensor) every execution: each popped value is its own
         (a tile popped earlier may still be held, or read after its TFREE and reported).
         The tiles of one site share their views of memory (``Tile._views``: per core,
         address and valid shape; the site's tiles have one dtype and shape), so a pop into
         a staging slot used before binds without building views."""
-        it, consumer = self.it, self.pipe(False)
+        it, consumer, at = self.it, self.pipe(False), op.attributes
         t, split = TPop.result_type.of(at), TPop.split.of(at)
+        dest = op.results[0].name
         if isinstance(t, TileValueType):
             space, dtype, (rows, cols), layout = t.space, np_dtype(t.dtype), t.shape[:2], t.layout
             views = {}
@@ -342,7 +347,7 @@ class Compiler:
         return tpop_address
 
     # -- GM views -----------------------------------------------------------------------------
-    def view(self, ttype: TensorType, window, c: Call):
+    def view(self, ttype: TensorType, window, op):
         """``gm_view`` of one load / store site: the site's GlobalTensor, re-pointed while
         the tensor operand is the same object (see the module docstring)."""
         it, shape, site = self.it, tuple(ttype.shape), [None, None]
@@ -356,45 +361,53 @@ class Compiler:
 
             def view(gt, offs):
                 if len(offs) != 2:
-                    return it.gm_view(gt, ttype, offs, window, c)      # raises: the offsets' rank
+                    return it.gm_view(gt, ttype, offs, window, op)     # raises: the offsets' rank
                 o0, o1 = offs
                 if o0 < 0 or o0 + w0 > n0 or o1 < 0 or o1 + w1 > n1:
-                    return it.gm_view(gt, ttype, offs, window, c)      # raises: out of bounds
+                    return it.gm_view(gt, ttype, offs, window, op)     # raises: out of bounds
                 return _site_view(site, gt, int(o0) * s0 + int(o1) * s1, window, strides)
             return view
 
         def view(gt, offs):
             if len(offs) != rank or len(window) != rank:
-                return it.gm_view(gt, ttype, offs, window, c)      # raises: the offsets' rank
+                return it.gm_view(gt, ttype, offs, window, op)     # raises: the offsets' rank
             off = 0
             for o, (w, n, st) in zip(offs, dims):
                 if o < 0 or o + w > n:
-                    return it.gm_view(gt, ttype, offs, window, c)  # raises: out of bounds
+                    return it.gm_view(gt, ttype, offs, window, op)  # raises: out of bounds
                 off += int(o) * st
             return _site_view(site, gt, off, window, strides)
         return view
 
-    def load(self, c: Call, args: list, at: dict, dest):
-        out, view = self.out_tile(c, dest), self.view(c.args[0].type, at["shape"], c)
-        src, offs = args[0], args[1]
+    def offsets(self, values):
+        fs = [self.get(v) for v in values]
+        return lambda: [f() for f in fs]
+
+    def load(self, op):
+        out = partial(self.it.dest_tile, op)
+        view = self.view(op.tensor.type, op.attributes["shape"], op)
+        src, offs = self.get(op.tensor), self.offsets(op.offsets)
 
         def load():
             gt, o = src(), offs()
-            for f in args[2:]:
-                f()
             t = out()
             isa.TLOAD(t, view(gt, o))
             return t
         return load
 
-    def store(self, c: Call, args: list):
-        ttype = c.args[2].type
-        r, col = c.args[0].type.shape
+    def store(self, op):
+        ttype = op.tensor.type
+        r, col = op.tile.type.shape
         window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
-        view = self.view(ttype, window, c)
-        tile_f, offs_f, gt_f = args
+        view = self.view(ttype, window, op)
+        tile_f, offs_f, gt_f = self.get(op.tile), self.offsets(op.offsets), self.get(op.tensor)
 
         def store():
             tile, offs, gt = tile_f(), offs_f(), gt_f()
             isa.TSTORE(view(gt, offs), tile)
         return store
+
+
+def _store(env: dict, key, f) -> None:
+    """A step defining value ``key``: ``env[key] = f()``."""
+    env[key] = f()

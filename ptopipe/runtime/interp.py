@@ -1,11 +1,13 @@
-"""The IR interpreter: executes one AIC or AIV IR function on the simulated core it is
-running on, through :mod:`ptopipe.isa` (the one implementation of tiles, moves, compute
-and the TPUSH/TPOP protocol).
+"""The IR interpreter: executes one AIC or AIV function of the op IR (a ``pl.func`` op) on
+the simulated core it is running on, through :mod:`ptopipe.isa` (the one implementation of
+tiles, moves, compute and the TPUSH/TPOP protocol).
 
 The interpreter owns a run's state (arguments, tiles, GM views, pipes, layout checks); the
-function's statements are compiled to Python closures once per run (:mod:`.closures`), and
-before each statement the core's ``loc_override`` is set to its DSL source location, so every
-ISA error, checker report and deadlock report names the DSL line.
+function's ops are compiled to Python closures once per run (:mod:`.closures`), and before
+each step the core's ``loc_override`` is set to its DSL source location, so every ISA error,
+checker report and deadlock report names the DSL line.  Tiles are made at the addresses
+AllocateMemoryAddr wrote on their ops (the layout :func:`~ptopipe.ir.layout.read_layout`
+gives).
 
 An AIV function with ``split=TILE_NO_SPLIT`` (``@pl.aiv(split=pl.TILE_NO_SPLIT)``, what
 ExpandMixedKernel emits for a no-split mixed function) works on whole tiles on AIV0.  On
@@ -23,13 +25,12 @@ from ..arch import MemSpace
 from ..arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis, row_major_strides
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
-from ..ir.nodes import BufferAttr, Call, ExprStmt, Function, ReserveBuffer, Var
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import InitializePipe
+from ..ir.opdefs import INITIALIZE_PIPE, BufferAttrOp, InitializePipe, ReserveBufferOp
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
-from ..ir.layout import FunctionLayout, reserve_fit_problem, ring_size_problem, tiles_fit_problem
+from ..ir.layout import reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
 from .closures import Compiler, FunctionReturn, run_steps
 
@@ -42,10 +43,9 @@ _BOTH_DIRS = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
 _EMPTY = {"valid_rows": 0, "valid_cols": 0}
 
 
-def _one_lane(s) -> bool:
-    """Is ``s`` a pipe initialisation whose only Vector lane is AIV0 (``lanes=1``)?"""
-    return s.__class__ is ExprStmt and s.value.__class__ is Call and \
-        s.value.op.endswith("initialize_pipe") and s.value.attr("lanes") == 1
+def _one_lane(op) -> bool:
+    """Is ``op`` a pipe initialisation whose only Vector lane is AIV0 (``lanes=1``)?"""
+    return op.is_a(*INITIALIZE_PIPE) and op.lanes == 1
 
 
 def _out_of_bounds(name: str, shape, offs: list, window: list, c, where: str):
@@ -72,20 +72,26 @@ def _out_of_bounds(name: str, shape, offs: list, window: list, c, where: str):
 
 
 class Interpreter:
-    """Runs ``fn`` on the current core (call :meth:`run` inside a kernel greenlet)."""
+    """Runs ``pl.func`` op ``fn`` on the current core (call :meth:`run` inside a kernel
+    greenlet); ``layout`` is the :class:`~ptopipe.ir.layout.FunctionLayout` of its tiles and
+    buffers (import_peer_buffer bases resolved)."""
 
-    def __init__(self, fn: Function, layout: FunctionLayout):
+    def __init__(self, fn, layout):
         self.fn = fn
+        self.name = fn.sym_name
         self.layout = layout
         self.locs = {}
 
     def where(self, node) -> SourceLoc | None:
-        loc = node.loc
+        return self.at(node.loc)
+
+    def at(self, loc) -> SourceLoc | None:
+        """The SourceLoc of IR location ``loc`` (one object per location)."""
         if loc is None:
             return None
-        s = self.locs.get(id(node))
+        s = self.locs.get(id(loc))
         if s is None:
-            s = self.locs[id(node)] = SourceLoc(loc.file, loc.line, loc.col, self.fn.name)
+            s = self.locs[id(loc)] = SourceLoc(loc.file, loc.line, loc.col, self.name)
         return s
 
     # -- entry ------------------------------------------------------------------------------
@@ -95,79 +101,79 @@ class Interpreter:
         self.pipes = {}             # DIR_C2V / DIR_V2C -> the pipe bound for that direction
         self.next_flag = FIRST_FLAG_ID
         self.core.loc_override = self.where(self.fn)
-        for p in self.fn.params:
-            self.env[p.name] = self.bind_param(p, args)
-        self.tiles = {}
-        for name, (mem, addr) in self.layout.tiles.items():
-            self.tiles[name] = addr
+        body = self.fn.body
+        for p in body.args:
+            self.env[p] = self.bind_param(p, args)
+        self.tiles = {}             # tile op -> its Tile, or [its Tiles, the next turn]
         self.check_tiles_fit()
-        self.reserves = {s.var.name: s for s in self.fn.body if s.__class__ is ReserveBuffer}
+        self.reserves = {op.buf: op for op in body if op.is_a(ReserveBufferOp)}
         for r in self.reserves.values():
             if r.memory_space:
                 self.check_fits(r)
         self.empty = {}
-        if self.fn.split is TileSplitAxis.TILE_NO_SPLIT and isa.get_subblockid() == 1:
-            if any(_one_lane(s) for s in self.fn.body):
+        if self.fn.split == TileSplitAxis.TILE_NO_SPLIT and isa.get_subblockid() == 1:
+            if any(_one_lane(op) for op in body):
                 return                  # the pipes' only lane is AIV0: lane 1 takes no part
             self.empty = _EMPTY         # lane 1 replays every handshake on empty valid shapes
         try:
-            run_steps(self.core, Compiler(self).block(self.fn.body))
+            run_steps(self.core, Compiler(self).block(body))
         except FunctionReturn:
             pass
 
-    def bind_param(self, p: Var, args: dict):
+    def bind_param(self, p, args: dict):
         if p.name not in args:
             fix = f"add {p.name!r} to the run's args"
             if p.name.startswith(irops.GM_SLOT_PARAM):     # ExpandMixedKernel's ring parameter
                 fix = ("a compiled mixed function takes a GM slot buffer (the A2A3 ring; A5 does not "
                        "touch it): args = ptopipe.passes.slot_buffer.with_slot_buffer(program, args) "
                        "adds one of the right size")
-            raise ConfigError(f"kernel {self.fn.name} needs argument {p.name!r}",
+            raise ConfigError(f"kernel {self.name} needs argument {p.name!r}",
                               where=str(self.where(self.fn)), fix=fix)
         v = args[p.name]
         t = p.type
         if isinstance(t, TensorType):
             if not isinstance(v, isa.GlobalTensor):
-                raise ConfigError(f"argument {p.name!r} of {self.fn.name} must be a numpy array "
+                raise ConfigError(f"argument {p.name!r} of {self.name} must be a numpy array "
                                   f"(a GM tensor), got {type(v).__name__}",
                                   where=str(self.where(self.fn)))
             want = np_dtype(t.dtype)
             shape = (1,) * (5 - len(t.shape)) + tuple(t.shape)
             if v.dtype != want or tuple(v.shape) != shape:
                 got = tuple(x for x in v.shape)
-                raise ConfigError(f"argument {p.name!r} of {self.fn.name} is {v.dtype.name} "
+                raise ConfigError(f"argument {p.name!r} of {self.name} is {v.dtype.name} "
                                   f"{got[5 - len(t.shape):] if len(got) == 5 else got} but the "
                                   f"kernel declares {t}", where=str(self.where(self.fn)),
                                   fix="pass an array of the declared shape and dtype")
             return v
         if isinstance(v, (bool, int, float, np.integer, np.floating)):
             return v
-        raise ConfigError(f"argument {p.name!r} of {self.fn.name} must be a scalar, got "
+        raise ConfigError(f"argument {p.name!r} of {self.name} must be a scalar, got "
                           f"{type(v).__name__}", where=str(self.where(self.fn)))
 
-    def dest_tile(self, dest: str, t: TileValueType):
-        tile = self.env.get(("tile", dest))
+    def dest_tile(self, op):
+        """The tile tile op ``op`` writes its result into (made at its first execution; a
+        rotation's tiles in turn)."""
+        tile = self.tiles.get(op)
         if tile is None:
-            addrs = self.layout.rotations.get(dest)
+            t = op.results[0].type
+            addrs = self.layout.rotations.get(op)
             if addrs is not None:           # several buffers, used in turn (liveness.py)
-                return self._rotated(dest, t, addrs)
-            tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                            addr=self.tiles[dest], name=dest, layout=t.layout, **self.empty)
-            self.env[("tile", dest)] = tile
+                tile = self.tiles[op] = [[self._tile(op, t, a) for a in addrs], 0]
+            else:
+                tile = self.tiles[op] = self._tile(op, t, self.layout.tiles[op][1])
+                return tile
+        if tile.__class__ is list:
+            tiles, k = tile
+            tile[1] = (k + 1) % len(tiles)
+            return tiles[k]
         return tile
 
-    def _rotated(self, dest, t: TileValueType, addrs: tuple, name: str | None = None):
-        key = ("rotation", dest)
-        ring = self.env.get(key)
-        if ring is None:
-            ring = self.env[key] = [[isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                                              addr=a, name=name or dest, layout=t.layout, **self.empty)
-                                     for a in addrs], 0]
-        tiles, k = ring
-        ring[1] = (k + 1) % len(tiles)
-        return tiles[k]
+    def _tile(self, op, t: TileValueType, addr: int):
+        name = op.results[0].name or f"<{op.spec.name} result>"
+        return isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1], addr=addr, name=name,
+                        layout=t.layout, **self.empty)
 
-    def gm_view(self, gt, ttype: TensorType, offs, window, c: Call = None):
+    def gm_view(self, gt, ttype: TensorType, offs, window, c=None):
         shape = ttype.shape
         name = gt.name or "tensor"
         if len(offs) != len(shape):
@@ -180,9 +186,9 @@ class Interpreter:
         off = sum(int(o) * st for o, st in zip(offs, strides))
         return isa.GlobalTensor(gt.data() + off, tuple(window), strides)
 
-    def check_fits(self, r: ReserveBuffer) -> None:
-        mem = self.core.memory(MemSpace(r.memory_space), lambda: f"reserve_buffer {r.name!r}")
-        bad = reserve_fit_problem(r.name, self.layout.buffers[r.var.name][0], r.size, self.core.name,
+    def check_fits(self, r) -> None:
+        mem = self.core.memory(MemSpace(r.memory_space), lambda: f"reserve_buffer {r.buffer_name!r}")
+        bad = reserve_fit_problem(r.buffer_name, self.layout.buffers[r.buf][0], r.size, self.core.name,
                                   mem.space.value, mem.size)
         if bad is not None:
             raise ConfigError(bad[0], where=str(self.where(r)), fix=bad[1])
@@ -190,31 +196,16 @@ class Interpreter:
     def check_tiles_fit(self) -> None:
         """The tiles live at one time (AllocateMemoryAddr's peak) must fit each memory."""
         for space, peak in self.layout.peak.items():
-            mem = self.core.memory(MemSpace(space), lambda: f"the tiles of {self.fn.name}")
-            bad = tiles_fit_problem(self.fn.name, space, peak, self.core.name, mem.size)
+            mem = self.core.memory(MemSpace(space), lambda: f"the tiles of {self.name}")
+            bad = tiles_fit_problem(self.name, space, peak, self.core.name, mem.size)
             if bad is not None:
                 raise ConfigError(bad[0], where=str(self.where(self.fn)), details=bad[1], fix=bad[2])
 
-    def check_ring_size(self, r: ReserveBuffer | None, slot_num: int, slot_size: int, c: Call,
-                        staged: int | None) -> None:
-        bad = None if r is None else ring_size_problem(r.name, r.size, slot_num, slot_size, staged)
+    def check_ring_size(self, r, slot_num: int, slot_size: int, c, staged: int | None) -> None:
+        bad = None if r is None else ring_size_problem(r.buffer_name, r.size, slot_num, slot_size, staged)
         if bad is not None:
             raise ConfigError(bad[0], where=str(self.where(r)),
                               details=f"pipe initialised at {self.where(c)}", fix=bad[1])
-
-    def _tmp(self, c: Call):
-        key = ("call", id(c))
-        tile = self.env.get(key)
-        if tile is None:
-            t = c.type
-            addrs = self.layout.rotations.get(id(c))
-            if addrs is not None:           # a loop keeps an older result: buffers in turn
-                return self._rotated(id(c), t, addrs, f"<{c.op} result>")
-            _mem, addr = self.layout.temps[id(c)]
-            tile = isa.Tile(t.space, np_dtype(t.dtype), t.shape[0], t.shape[1],
-                            addr=addr, name=f"<{c.op} result>", layout=t.layout, **self.empty)
-            self.env[key] = tile
-        return tile
 
     def way_of(self, producer: bool) -> Direction:
         """The direction this core produces into (TPUSH, TALLOC) or consumes from (TPOP,
@@ -227,13 +218,13 @@ class Interpreter:
         pipe = self.pipes.get(way)
         if pipe is None:
             raise KernelError(f"{'TPUSH' if producer else 'TPOP'} on the {way.name[4:]} direction, "
-                              f"which no initialize_pipe of {self.fn.name} has set up",
+                              f"which no initialize_pipe of {self.name} has set up",
                               where=str(self.core.where()),
                               fix=f"initialise the pipe with DIR_{way.name[4:]} (or DIR_C2V | "
                                   "DIR_V2C) first")
         return pipe
 
-    def init_pipe(self, op: str, a, at, c: Call):
+    def init_pipe(self, a, at, c):
         ini = InitializePipe              # the fields of both initialisations
         dir_mask, slot_size, slot_num = ini.dir_mask.of(at), ini.slot_size.of(at), ini.slot_num.of(at)
         gm = ini.gm_slot_buffer.of(a)
@@ -243,10 +234,11 @@ class Interpreter:
             n = slot_num or plat.slot_num_for(dir_mask in _BOTH_DIRS)
             # an explicit LocalSlotNum says the reserve holds the staging slots only
             staged = ini.local_slot_num.of(at) if plat.ring_in_gm else None
-            for bit, arg in ((Direction.DIR_C2V, ini.c2v_consumer_buf.of(c.args)),
-                             (Direction.DIR_V2C, ini.v2c_consumer_buf.of(c.args))):
-                if dir_mask & bit and arg.__class__ is BufferAttr:
-                    self.check_ring_size(self.reserves.get(arg.buffer.name), n, slot_size, c, staged)
+            for bit, arg in ((Direction.DIR_C2V, ini.c2v_consumer_buf.get(c)),
+                             (Direction.DIR_V2C, ini.v2c_consumer_buf.get(c))):
+                d = getattr(arg, "op", None)
+                if dir_mask & bit and d.__class__ is BufferAttrOp:
+                    self.check_ring_size(self.reserves.get(d.buffer), n, slot_size, c, staged)
         if plat.ring_in_gm:         # *_GM directions: the plain ones where rings are in GM
             dir_mask = PLAIN_DIRECTION.get(dir_mask, dir_mask)
         peers = (0,) if ini.lanes.of(at) == 1 else (0, 1)

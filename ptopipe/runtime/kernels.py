@@ -1,44 +1,69 @@
 """Kernel callables for ``ptopipe.run(aic=..., aiv=...)`` and :class:`ptopipe.Scenario`
-from an IR Program (or from a builder ``build(**params) -> Program`` specialised per run
-by the run's arguments), so DSL kernels run exactly like hand-written ones.
+from a program (a ``pl.program`` op, or a DSL Program, which is converted to one; or a
+builder ``build(**params) -> program`` specialised per run by the run's arguments), so DSL
+kernels run exactly like hand-written ones.
 
 A program holding mixed ``@pl.incore`` functions is compiled first, for the platform and
 protocol of the run, by the compiler the kernel set was given (``compiler=``; default
-:func:`default_compiler`, the pass pipeline of :mod:`ptopipe.passes`)."""
+:func:`default_compiler`, the pass pipeline of :mod:`ptopipe.passes`).  The interpreter runs
+the ops of the program at the addresses AllocateMemoryAddr wrote on them; a program no pass
+has allocated (a hand-written AIC / AIV pair) is allocated the same way when it first runs."""
 from __future__ import annotations
 
 import inspect
 
 from ..errors import ConfigError
-from ..ir.nodes import Program
+from ..ir.core import Operation
 from ..ir.vocab import FunctionKind
 from ..isa import current_core
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
-from ..ir.layout import plan_program
+from ..ir.layout import allocate_program
 from ..ir.convert import to_ops
+from ..ir.opdefs import FuncOp, ProgramOp
 from ..ir.pipe_config import pipe_config_mismatches
 
 
-def has_mixed(program: Program) -> bool:
+def is_program(x) -> bool:
+    """Is ``x`` a program: a ``pl.program`` op, or a DSL Program (``pl.program(...)``)?"""
+    if isinstance(x, Operation):
+        return x.is_a(ProgramOp)
+    return hasattr(x, "functions") and hasattr(x, "by_kind")
+
+
+def as_ops(program) -> Operation:
+    """The ``pl.program`` op of ``program`` (a DSL Program converted to one)."""
+    return program if isinstance(program, Operation) else to_ops(program)
+
+
+def _functions(program) -> list:
+    if isinstance(program, Operation):
+        return [f for f in program.body if f.is_a(FuncOp)]
+    return list(program.functions)
+
+
+def has_mixed(program) -> bool:
     """Does ``program`` hold a mixed ``@pl.incore`` function (one the compiler splits)?"""
-    return any(f.kind is FunctionKind.InCore for f in program.functions)
+    return any(f.kind is FunctionKind.InCore for f in _functions(program))
 
 
-def default_compiler(program: Program, platform, protocol="spec") -> Program:
+def default_compiler(program, platform, protocol="spec") -> Operation:
     """``program`` through the pass pipeline (:func:`ptopipe.passes.compile_program`) for
     ``platform`` and ``protocol`` (the name of a ``ptopipe.run(protocol=...)``: a
-    TILE_NO_SPLIT pipe has one lane under pto-isa on A5)."""
+    TILE_NO_SPLIT pipe has one lane under pto-isa on A5): its ``pl.program`` op."""
     from ..passes import compile_program       # imported when a mixed program first runs
-    return compile_program(program, platform, protocol=protocol)[1]
+    return compile_program(program, platform, protocol=protocol)
 
 
 class _Compiled:
-    """A program with its memory plan, ready to interpret."""
+    """A program's ops with their memory plan, ready to interpret; ``program`` is the
+    program as the compiler gave it (or as written)."""
 
-    def __init__(self, program: Program, compiled_from_mixed: bool = False):
+    def __init__(self, program, compiled_from_mixed: bool = False):
         self.program = program
-        self.layouts = plan_program(program)
+        self.ops = ops = as_ops(program)
+        self.name = ops.sym_name
+        self.layouts = allocate_program(ops)
         self.compiled_from_mixed = compiled_from_mixed
         self._pipes_checked = set()
 
@@ -52,8 +77,8 @@ class _Compiled:
         size, a slot overrun)."""
         if self.compiled_from_mixed:
             if cluster.manual_sync:
-                fn = self.program.functions[0]
-                raise ConfigError(f"program '{self.program.name}' was compiled from a mixed "
+                fn = _functions(self.ops)[0]
+                raise ConfigError(f"program '{self.name}' was compiled from a mixed "
                                   "@pl.incore function, which gets no set_flag / wait_flag events: "
                                   "it cannot run in the manual synchronisation mode",
                                   where=str(fn.loc),
@@ -64,24 +89,21 @@ class _Compiled:
         if platform.name in self._pipes_checked:
             return
         self._pipes_checked.add(platform.name)
-        for m in pipe_config_mismatches(to_ops(self.program), platform):
+        for m in pipe_config_mismatches(self.ops, platform):
             raise ConfigError(m.what, where=str(m.culprit.init.loc), details=m.details, fix=m.fix)
 
     def function(self, kind: FunctionKind):
-        """The one function of ``kind`` (None when a compiled mixed function needed only the
-        other core: a pure-Cube or pure-Vector kernel)."""
-        fns = program_functions(self.program, kind)
-        if not fns and self.compiled_from_mixed and self.program.functions:
+        """The one ``pl.func`` op of ``kind`` (None when a compiled mixed function needed
+        only the other core: a pure-Cube or pure-Vector kernel)."""
+        funcs = _functions(self.ops)
+        fns = [f for f in funcs if f.kind is kind]
+        if not fns and self.compiled_from_mixed and funcs:
             return None
         if len(fns) != 1:
-            raise ConfigError(f"program {self.program.name!r} has {len(fns)} {kind.value.upper()} "
+            raise ConfigError(f"program {self.name!r} has {len(fns)} {kind.value.upper()} "
                               "functions; the runtime runs exactly one per core",
                               fix="put one @pl.aic and one @pl.aiv kernel in the program")
         return fns[0]
-
-
-def program_functions(program: Program, kind: FunctionKind) -> list:
-    return [f for f in program.functions if f.kind is kind]
 
 
 class KernelSet:
@@ -89,16 +111,16 @@ class KernelSet:
 
     ``source`` is a Program, or a builder function whose parameters are taken from the
     run's arguments (e.g. ``build(M, split)``); each distinct parameter set is built
-    (and verified) once.  ``compiler(program, platform, protocol) -> Program`` compiles a
+    (and verified) once.  ``compiler(program, platform, protocol) -> program`` compiles a
     program with mixed functions, once per platform and protocol (default
     :func:`default_compiler`)."""
 
     def __init__(self, source, compiler=None):
-        # ``compiler(program, platform, protocol) -> Program``: splits mixed functions
+        # ``compiler(program, platform, protocol) -> program``: splits mixed functions
         self._compiler = compiler if compiler is not None else default_compiler
         self._cache = {}
         self._built = {}            # parameter values -> the builder's program, as written
-        if isinstance(source, Program):
+        if is_program(source):
             self._static = None if has_mixed(source) else _Compiled(source)
             self._source = source
             self._params = ()
@@ -127,7 +149,7 @@ class KernelSet:
         c = self._cache.get(key)
         if c is None:
             prog = self.source(**args)        # built once per parameter set
-            if not isinstance(prog, Program):
+            if not is_program(prog):
                 raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
                                   f"{type(prog).__name__}")
             if has_mixed(prog):
@@ -135,7 +157,7 @@ class KernelSet:
             c = self._cache[key] = _Compiled(prog)
         return c
 
-    def _mixed(self, prog: Program, key: tuple, platform, protocol) -> _Compiled:
+    def _mixed(self, prog, key: tuple, platform, protocol) -> _Compiled:
         if platform is None:
             cluster = current_core().cluster
             platform = cluster.platform
@@ -148,17 +170,17 @@ class KernelSet:
             c = self._cache[(name, protocol, key)] = _Compiled(self._compiler(prog, platform, protocol), True)
         return c
 
-    def program(self, platform="a2a3", protocol="spec", **args) -> Program:
-        """The program a run with ``args`` on ``platform`` under ``protocol`` executes (mixed
-        functions compiled)."""
-        return self.compiled(args, platform, protocol).program
+    def program(self, platform="a2a3", protocol="spec", **args) -> Operation:
+        """The ``pl.program`` op a run with ``args`` on ``platform`` under ``protocol``
+        executes (mixed functions compiled, tile addresses allocated)."""
+        return self.compiled(args, platform, protocol).ops
 
     @property
     def params(self) -> tuple:
         """The run arguments a builder source takes (empty for a Program)."""
         return self._params
 
-    def source(self, **args) -> Program:
+    def source(self, **args):
         """The program as written (before any compilation) for a run with ``args`` (built
         once per parameter set)."""
         if self._source is not None:
@@ -175,7 +197,7 @@ class KernelSet:
             comp.check_run(current_core().cluster)
             fn = comp.function(kind)
             if fn is not None:
-                Interpreter(fn, comp.layouts[fn.name]).run(args)
+                Interpreter(fn, comp.layouts[fn.sym_name]).run(args)
         kernel.__name__ = kernel.__qualname__ = f"dsl_{kind.value}"
         return kernel
 

@@ -23,7 +23,7 @@ S1 = os.path.join(ROOT, "examples", "mixed", "s1_cv_split.py")
 def _want(platform: str, protocol: str = "pto-isa") -> str:
     """The C++ is pto-isa C++: --emit cpp compiles for the pto-isa protocol by default."""
     (prog,) = programs_of(load_module(S1))
-    op, _t, _w = compile_program(prog, platform, protocol=protocol)
+    op = compile_program(prog, platform, protocol=protocol)
     return write_cpp(op, platform)
 
 

@@ -20,8 +20,8 @@ from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen import cpp_types as T
-from ptopipe.ir.convert import op_to_function
-from ptopipe.ir.layout import plan_function
+from ptopipe.ir.layout import read_layout
+from plans import named as named_plan
 from ptopipe.ir.types import TileValueType
 from ptopipe.passes import compile_program
 
@@ -30,7 +30,7 @@ FA = {d: ROOT / "examples" / d / "fa_forward.py" for d in ("mixed", "dsl")}
 
 
 def _cpp(path, platform):
-    op = compile_program(programs_of(load_module(str(path)))[0], platform, protocol="pto-isa")[0]
+    op = compile_program(programs_of(load_module(str(path)))[0], platform, protocol="pto-isa")
     return op, write_cpp(op, platform)
 
 
@@ -111,6 +111,6 @@ def test_the_allocator_places_columns_at_their_declared_size():
     """FA's running max and sum start as two 8x1 f32 columns: 32 bytes each, side by side."""
     op, _text = _cpp(FA["mixed"], "a2a3")
     (aiv,) = [f for f in op.regions[0].blocks[0] if f.attributes["sym_name"].endswith("_aiv")]
-    lay = plan_function(op_to_function(aiv))
+    lay = named_plan(read_layout(aiv))
     (m0_mem, m0), (l0_mem, l0) = lay.tiles["m0"], lay.tiles["l0"]
     assert m0_mem == l0_mem and abs(l0 - m0) == 32

@@ -19,8 +19,8 @@ from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.errors import CompileError
-from ptopipe.ir.convert import op_to_function
-from ptopipe.ir.layout import plan_function
+from ptopipe.ir.layout import read_layout
+from plans import named as named_plan
 from ptopipe.ir.vocab import FunctionKind
 from ptopipe.passes import compile_program
 
@@ -43,7 +43,7 @@ CXX = shutil.which("g++") or shutil.which("clang++")
 def compiled(path: str, platform: str, protocol: str = "spec"):
     """(compiled op program, its C++) of the one program of an example file."""
     (prog,) = programs_of(load_module(path))
-    op, _tree, _w = compile_program(prog, platform, protocol=protocol)
+    op = compile_program(prog, platform, protocol=protocol)
     return op, write_cpp(op, platform)
 
 
@@ -105,7 +105,7 @@ def test_pipe_template_arguments_are_the_init_attributes(example, platform):
 def test_pipe_arguments_are_read_from_the_attributes_not_derived():
     """Another flag base, slot count and direction in the init op: the C++ follows them."""
     (prog,) = programs_of(load_module(S1))
-    op, _t, _w = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
+    op = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
     for f in kernels(op):
         init_op(f).attributes.update(flag_id=6, slot_num=3, local_slot_num=1, dir_mask=Direction.DIR_BOTH)
     cpp = write_cpp(op, "a2a3")
@@ -163,7 +163,7 @@ ROTATION = re.compile(r"const uint32_t (\w+)_addrs\[\d+\] = \{([^}]*)\};")
 def test_tassign_addresses_are_the_allocators(example, platform):
     op, cpp = compiled(ALL[example], platform)
     for f in kernels(op):
-        lay = plan_function(op_to_function(f))
+        lay = named_plan(read_layout(f))
         text = section(cpp, f.attributes["sym_name"])
         got = {n: int(a, 16) for n, a in ASSIGN.findall(text)}
         rot = {n: tuple(int(x, 16) for x in a.split(",")) for n, a in ROTATION.findall(text)}
@@ -184,7 +184,7 @@ def test_tassign_addresses_are_the_allocators(example, platform):
 def test_fa_has_a_rotating_tile_and_assigns_it_in_turn():
     op, cpp = compiled(FA, "a2a3")
     text = section(cpp, "fa_aiv")
-    rotations = dict(plan_function(op_to_function(kernels(op)[1])).rotations)
+    rotations = dict(named_plan(read_layout(kernels(op)[1])).rotations)
     assert rotations
     for name, addrs in rotations.items():
         assert f"TASSIGN({name}, {name}_addrs[{name}_turn]);" in text
@@ -312,7 +312,7 @@ def test_balance_check_and_mock_header_reject_broken_cpp(tmp_path):
 def test_an_op_the_writer_cannot_express_is_a_compile_error_at_its_line():
     from ptopipe.ir.core import Operation
     (prog,) = programs_of(load_module(S1))
-    op, _t, _w = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
+    op = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
     aiv = kernels(op)[1]
     loop = next(o for o in aiv.regions[0].blocks[0] if o.name == "pl.for")
     tpop = next(o for o in loop.walk() if o.name == "pl.tpop")
@@ -334,7 +334,7 @@ def test_negative_step_loop_is_refused_at_its_dsl_line(tmp_path):
             t = pl.load(x, [i, 0], [1, 8])
             pl.store(t, [i, 0], out)
 
-    op, _t, _w = compile_program(pl.program(k, name="down"), "a2a3")
+    op = compile_program(pl.program(k, name="down"), "a2a3")
     with pytest.raises(CompileError) as e:
         write_cpp(op, "a2a3")
     assert "step -1" in e.value.what
@@ -355,7 +355,7 @@ def test_tfree_without_a_split_needs_one_pop_split():
     """FA's Vector TFREEs carry no split: they take the TPOPs' one; two splits on the same
     ring leave the TFREE ambiguous - a CompileError at the TFREE's line."""
     (prog,) = programs_of(load_module(FA))
-    op, _t, _w = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
+    op = compile_program(prog, "a2a3")             # a fresh copy: this test edits it
     aiv = kernels(op)[1]
     pops = [o for o in aiv.walk() if o.name == "pl.tpop"]
     tfree = next(o for o in aiv.walk() if o.name == "pl.tfree")
@@ -407,7 +407,7 @@ def _branchy():
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_branch_results_carried_scalars_and_index_math(platform, tmp_path):
-    op, _t, _w = compile_program(_branchy(), platform)
+    op = compile_program(_branchy(), platform)
     cpp = write_cpp(op, platform)
     aic, aiv = section(cpp, "k_aic"), section(cpp, "k_aiv")
     assert "int64_t flag," in cpp
@@ -417,7 +417,7 @@ def test_branch_results_carried_scalars_and_index_math(platform, tmp_path):
     assert re.search(r"int64_t row = 0;\n\s+for \(int64_t i = 0; i < 2; i \+= 1\) \{", aiv)
     assert "ptopipe_floordiv(row, 2)" in aiv and re.search(r"row = \(row \+ 8\);\n\s+\}", aiv)
     for f in kernels(op):                          # every stored tile at the allocator's address
-        lay = plan_function(op_to_function(f))
+        lay = named_plan(read_layout(f))
         got = dict(ASSIGN.findall(section(cpp, f.attributes["sym_name"])))
         assert {n: int(a, 16) for n, a in got.items() if n in lay.tiles} == \
             {n: a for n, (_m, a) in lay.tiles.items()}
@@ -435,7 +435,7 @@ def test_row_reductions_take_the_allocators_scratch_tile():
     Vector kernel passes one of its source's type, TASSIGNed where the allocator put it."""
     op, cpp = compiled(FA, "a5")
     text = section(cpp, "fa_aiv")
-    lay = plan_function(op_to_function(kernels(op)[1]))
+    lay = named_plan(read_layout(kernels(op)[1]))
     calls = re.findall(r"(TROW(?:SUM|MAX|MIN))\((\w+), (\w+), (\w+)\);", text)
     assert calls and len(calls) == len(lay.scratch)
     assigned = {n: int(a, 16) for n, a in ASSIGN.findall(text)}

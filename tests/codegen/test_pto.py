@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from ptopipe.ir import to_tree
 import ptopipe  # noqa: F401  (installs the mixed compiler)
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.pto import make_inputs
@@ -53,7 +54,7 @@ def _reread(op, platform, protocol="spec"):
 @pytest.mark.parametrize("rel", EXAMPLES)
 def test_round_trip_is_structurally_equal(rel, platform):
     prog = programs_of(MODS[rel])[0]
-    op = compile_program(prog, platform)[0]
+    op = compile_program(prog, platform)
     back = _reread(op, platform)
     assert structural_equal(op, back), first_difference(op, back)
 
@@ -64,7 +65,7 @@ def test_round_trip_is_structurally_equal(rel, platform):
 def test_reread_program_matches_numpy(rel, platform, protocol):
     mod = MODS[rel]
     prog, args, expected = _program(mod)
-    op = compile_program(prog, platform, protocol=protocol)[0]
+    op = compile_program(prog, platform, protocol=protocol)
     back = _reread(op, platform, protocol)
     sc = mod.SCENARIO
     kw = {"sync": sc.sync} if sc.sync else {}
@@ -76,14 +77,14 @@ def test_a_wrong_result_is_caught():
     """The comparison above fails on a program whose re-read text computes something else."""
     mod = MODS["examples/mixed/s1_cv_split.py"]
     prog, args, expected = _program(mod)
-    text = write_pto(compile_program(prog, "a2a3")[0]).replace("pto.tadd ins", "pto.tsub ins")
+    text = write_pto(compile_program(prog, "a2a3")).replace("pto.tadd ins", "pto.tsub ins")
     back = PassManager(list(PTO_PASSES)).run(read_pto(text, "k.pto"), PassContext(platform="a2a3"))
     res = run(to_tree(back), args, platform="a2a3")
     assert not np.allclose(res.outputs["out"], expected["out"])
 
 
 def test_written_text_spelling():
-    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")
     text = write_pto(op)
     assert 'module @' in text and 'pto.target_arch = "a5"' in text
     assert "attributes {pto.kernel_kind = #pto.kernel_kind<cube>}" in text
@@ -100,14 +101,14 @@ def test_written_text_spelling():
     assert "pto.tpop_from_aiv {split = 1} -> !pto.tile_buf<loc=mat" in text
     assert "scf.for %" in text
     assert "pto.tfree_from_aiv {split = 1}" in text          # InsertTfree's split=None, spelled out
-    s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3")[0])
+    s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3"))
     assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
     # SlotNum 4 one way is not the frontend's 8: the lower-level init, in GM on A2A3
     assert "%pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 2048, slot_num = 4, " \
            "local_slot_num = 4, flag_base = 0} (%gm_slot_buffer : !pto.ptr<ui8>, %c2v_peer : i32) " \
            "-> !pto.pipe" in s1 and 'pto.target_arch = "a3"' in s1
     assert "pto.tpop(%part, %pipe : !pto.tile_buf<loc=vec" in s1 and "pto.tfree(%pipe : !pto.pipe) {split = 1}" in s1
-    s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5")[0])
+    s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5"))
     assert s2.count(", nosplit = true} (") == 2 and "ptopipe.split" not in s2
 
 
@@ -137,7 +138,8 @@ RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in 
 @pytest.mark.parametrize("name,platform,protocol", RUNS)
 def test_hand_written_pto_matches_numpy(name, platform, protocol):
     path = str(ROOT / "tests" / "pto" / name)
-    op, tree, _, plat = load_pto(path, platform, protocol)
+    op, _, plat = load_pto(path, platform, protocol)
+    tree = to_tree(op)
     args = _inputs(op)
     res = run(tree, args, platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
@@ -179,7 +181,8 @@ def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
     with pytest.raises(CompileError) as e:                     # the static passes find it
         load_pto(path, "a5", "pto-isa")
     assert "a NO_SPLIT transfer has one lane" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
-    op, tree, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
+    op, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
+    tree = to_tree(op)
     with pytest.raises(ProtocolError) as e:
         run(tree, _inputs(op), platform=plat, protocol="pto-isa")
     assert "NO_SPLIT" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
@@ -198,7 +201,8 @@ def test_buffer_written_in_an_if_is_a_result_of_the_if():
                                f"      scf.if %is0 {{\n        pto.tmuls ins(%o, %two : {V}, f32) outs(%o : {V})\n      }}\n"
                         + store)
     for platform in ("a2a3", "a5"):
-        op, tree, _, plat = load_pto("if.pto", platform, "spec", text=text)
+        op, _, plat = load_pto("if.pto", platform, "spec", text=text)
+        tree = to_tree(op)
         iff = next(o for o in op.walk() if o.name == "pl.if")
         assert len(iff.results) == 1 and iff.regions[1].blocks[0].last.operands[0].owner.name == "pl.add"
         args = _inputs(op)
@@ -213,7 +217,7 @@ def test_a_pipes_flag_id_round_trips_as_flag_base():
     """AllocateFlags' flag_id: ptoas's frontend init fixes FlagID 0, so a pipe on another
     flag is written as the lower-level init with its ``flag_base``, and read back."""
     from ptopipe.passes.util import functions, init_ops
-    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")[0]
+    op = compile_program(_program(MODS["examples/mixed/s4_both_ways.py"])[0], "a5")
     for f in functions(op):
         for init in init_ops(f):
             init.attributes["flag_id"] = 2
@@ -247,7 +251,8 @@ def test_unused_pointer_parameters_are_accepted():
     assert params["cube"][3].type == TensorType((1,), "f16") == params["entry"][5].type
     assert params["vector"][3].type == params["cube"][0].type == params["entry"][0].type == TensorType((32, 16), "f32")
     for platform in ("a2a3", "a5"):
-        op, tree, _, plat = load_pto("u.pto", platform, "spec", text=text)
+        op, _, plat = load_pto("u.pto", platform, "spec", text=text)
+        tree = to_tree(op)
         args = _inputs(op)
         res = run(tree, args, platform=plat)
         np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
@@ -278,7 +283,8 @@ def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select()
     assert {i.attributes["slot_num"] for i in op.walk() if i.name.endswith("initialize_pipe")} == {4}
     for platform in ("a2a3", "a5"):
         for protocol in ("spec", "pto-isa"):
-            op, tree, _, plat = load_pto("s.pto", platform, protocol, text=text)
+            op, _, plat = load_pto("s.pto", platform, protocol, text=text)
+            tree = to_tree(op)
             args = _inputs(op)
             res = run(tree, args, platform=plat, protocol=protocol)
             np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
@@ -294,7 +300,8 @@ def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tm
     out = tmp_path / "k.pto"
     assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
                      "--platform", platform, "-o", str(out)]) == 0
-    op, tree, _, plat = load_pto(str(out), platform, "spec")
+    op, _, plat = load_pto(str(out), platform, "spec")
+    tree = to_tree(op)
     args = _inputs(op)
     res = run(tree, args, platform=plat, protocol="spec")
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
@@ -307,7 +314,8 @@ def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
     runtime trip count) was a ParseError.  It runs n iterations, and the .pto
     ptopipe writes casts the i32 again before the scf.for (bounds are index)."""
     path = str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto")
-    op, tree, _, plat = load_pto(path, platform, protocol)
+    op, _, plat = load_pto(path, platform, protocol)
+    tree = to_tree(op)
     rng = np.random.default_rng(3)
     a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
     b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
@@ -320,7 +328,8 @@ def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
     np.testing.assert_array_equal(res.outputs["out"], want)
     text = write_pto(op)
     assert text.count("%n_idx = arith.index_cast %n : i32 to index\n    scf.for %i = %c0 to %n_idx") == 2
-    op2, tree2, _, _ = load_pto("back.pto", platform, protocol, text=text)
+    op2, _, _ = load_pto("back.pto", platform, protocol, text=text)
+    tree2 = to_tree(op2)
     res2 = run(tree2, dict(args, out=np.zeros_like(want)), platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res2.outputs["out"], want)
 
@@ -329,7 +338,8 @@ def test_with_slot_buffer_makes_the_declared_element_type():
     """A .pto whose gm_slot_buffer is !pto.ptr<f32>: with_slot_buffer (what the A2A3 warning
     recommends) gave a uint8 buffer, which the kernel then rejected."""
     from ptopipe.passes.slot_buffer import gm_slot_bytes, with_slot_buffer
-    op, tree, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
+    op, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
+    tree = to_tree(op)
     args = with_slot_buffer(tree, {})
     buf = args["gm_slot_buffer"]
     assert buf.dtype == np.float32 and buf.nbytes == gm_slot_bytes(tree) > 0
@@ -350,7 +360,7 @@ def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
     re-read into the IR: a two-lane TILE_NO_SPLIT AIV kernel's data ops are guarded to AIV0,
     else AIV1 stores whatever its TPOP left in the tile over AIV0's result."""
     prog, args, expected = _program(MODS[rel])
-    op = compile_program(prog, platform, protocol=protocol)[0]
+    op = compile_program(prog, platform, protocol=protocol)
     inputs = {a.name: args[a.name] for f in op.regions[0].blocks[0] for a in f.regions[0].blocks[0].args
               if a.name in args}
     res = ptopipe.run_pto(text=write_pto(op, platform), inputs=inputs, platform=platform,
@@ -361,7 +371,7 @@ def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
 
 
 def test_two_lane_no_split_data_ops_are_guarded_to_aiv0():
-    text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3")[0],
+    text = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a2a3"),
                      "a2a3")
     aiv = text[text.index("@s2_aiv"):text.index("func.func @s2(")]
     assert re.search(r"(%\w+) = arith.cmpi eq, %sub_i64, %c0_i64 \{ptopipe.data_lane\} : i64", aiv)

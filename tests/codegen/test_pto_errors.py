@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from ptopipe.ir import to_tree
 from ptopipe.cli import main as cli_main
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen import read_pto
@@ -494,7 +495,7 @@ def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
     (a bf16 .npy loads as |V2, which the kernel's bf16 parameter accepts)."""
     import ml_dtypes
     from ptopipe.cli.pto import make_inputs
-    op, _tree, _w, _p = load_pto(str(ROOT / "tests" / "pto" / "c2v_split_a3.pto"))
+    op, _w, _p = load_pto(str(ROOT / "tests" / "pto" / "c2v_split_a3.pto"))
     for name, v, msg in (("n", np.array(2.5), "float64 value 2.5 for the index parameter"),
                          ("n", np.array([3]), "a [1] array for a scalar parameter"),
                          ("n", np.array(True), "bool value True for the index parameter")):
@@ -530,7 +531,8 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path
     from ptopipe.runtime import run
     path = ROOT / "tests" / "pto_broken" / "both_pop_first_a3.pto"
     text = path.read_text()
-    op, tree, _w, plat = load_pto(str(path))
+    op, _w, plat = load_pto(str(path))
+    tree = to_tree(op)
     np.save(tmp_path / "T.npy", np.array(3))
     args = make_inputs(op, [f"T={tmp_path / 'T.npy'}"], zero_fill=True)
     with pytest.raises(DeadlockError) as e:

@@ -167,7 +167,7 @@ def test_the_cpp_gives_numpys_numbers_on_pto_isas_cpu_simulator(rel, variant, pl
     assert CXX, "no C++ compiler: set CXX"
     mod = load_module(str(ROOT / rel))
     sc = mod.SCENARIO
-    op = compile_program(programs_of(mod, variant)[0], platform, protocol="pto-isa")[0]
+    op = compile_program(programs_of(mod, variant)[0], platform, protocol="pto-isa")
     params = sc.params(variant)
     args = sc.inputs(params, 0, variant)
     want = sc.expected(args, params)
@@ -192,7 +192,7 @@ def test_the_launch_text_follows_the_program():
     s2 = load_module(str(ROOT / "examples/mixed/s2_cv_nosplit.py"))
     args = s2.SCENARIO.args("default")
     for platform, vdim in (("a2a3", 2), ("a5", 1)):
-        op = compile_program(programs_of(s2)[0], platform, protocol="pto-isa")[0]
+        op = compile_program(programs_of(s2)[0], platform, protocol="pto-isa")
         text = main_cpp(op, args, platform)
         assert "s2_aic((float *)buf_a, (float *)buf_b, (uint8_t *)buf_gm_slot_buffer);" in text
         assert "s2_aiv((float *)buf_bias, (float *)buf_out, (uint8_t *)buf_gm_slot_buffer);" in text

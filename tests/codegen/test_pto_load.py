@@ -38,7 +38,7 @@ def test_whole_tile_pipes_get_one_lane_on_a5(protocol):
     assert WHOLE != NOSPLIT
     raw = read_pto(WHOLE, "w.pto")                      # the reader alone keeps the text's words
     assert {o.attributes.get("lanes") for o in _inits(raw)} == {None}
-    op, _tree, _warnings, plat = load_pto("w.pto", None, protocol, text=WHOLE)
+    op, _warnings, plat = load_pto("w.pto", None, protocol, text=WHOLE)
     assert plat == "a5"
     assert {o.attributes["lanes"] for o in _inits(op)} == {1}
     assert _vector(op).attributes["split"] is TileSplitAxis.TILE_NO_SPLIT

@@ -36,7 +36,7 @@ _CACHE = {}
 
 def written(rel, platform):
     if (rel, platform) not in _CACHE:
-        op = compile_program(programs_of(load_module(str(ROOT / rel)))[0], platform)[0]
+        op = compile_program(programs_of(load_module(str(ROOT / rel)))[0], platform)
         _CACHE[rel, platform] = op, write_pto(op, platform)
     return _CACHE[rel, platform]
 
@@ -243,7 +243,7 @@ def test_moves_into_carried_buffers_read_before_they_overwrite(pure, moves):
     """(p, q) <- (q, p + q): p takes q's value before q is overwritten; (p, q) <- (q, p): a
     cycle, through a staging buffer.  Reading the moves in order is the DPS meaning: the IR
     read back yields what the original yields - moved the other way round it does not."""
-    op = compile_program(_swap_program(pure), "a2a3")[0]
+    op = compile_program(_swap_program(pure), "a2a3")
     text = write_pto(op)
     got = re.findall(r"pto\.tmov ins\((%\w+) : [^)]*\) outs\((%\w+) : [^)]*\) \{ptopipe\.carry\}", text)
     assert got == moves, got
@@ -274,7 +274,7 @@ def test_carry_moves_alias_and_named_copies_are_copies():
 def test_buffers_an_op_carries_are_its_values_in_declaration_order():
     """Two buffers a loop reads in the other order than they are declared: its iter_args
     follow the declarations (how the writer lists them), and value names stay unique."""
-    op = compile_program(_swap_program(False), "a2a3")[0]
+    op = compile_program(_swap_program(False), "a2a3")
     text = write_pto(op)
     body = text[text.index("scf.for"):]
     flipped = text.replace(body, body.replace("pto.tadd ins(%p, %q :", "pto.tadd ins(%q, %p :", 1))
@@ -308,7 +308,7 @@ def test_a5_left_tiles_are_col_major_as_in_ptoas_and_pto_isa():
 # -- what ptoas does not take ----------------------------------------------------------------------
 def test_the_writer_notes_what_ptoas_will_reject():
     notes = []
-    op = compile_program(programs_of(load_module(str(ROOT / "examples/dsl/s5_subtile_gm.py")))[0], "a5")[0]
+    op = compile_program(programs_of(load_module(str(ROOT / "examples/dsl/s5_subtile_gm.py")))[0], "a5")
     write_pto(op, "a5", notes)
     whats = [w for w, _ in notes]
     assert any("SLOT_NUM 4 or 8 only: this ring has 2 slots" in w for w in whats)

@@ -67,7 +67,7 @@ def run_ptoas(pto: pathlib.Path, platform: str, *extra) -> subprocess.CompletedP
 
 
 def _compiled(rel, platform, variant=None):
-    return compile_program(programs_of(load_module(str(ROOT / rel)), variant)[0], platform)[0]
+    return compile_program(programs_of(load_module(str(ROOT / rel)), variant)[0], platform)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

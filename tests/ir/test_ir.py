@@ -11,7 +11,9 @@ from ptopipe import CompileError
 from ptopipe.ir import (AUTO, Assign, BufferType, Call, Const, ExprStmt, For, Function,
                         FunctionKind, ImportPeerBuffer, Loc, MemorySpace, Program, ReserveBuffer,
                         TensorType, TileValueType, Var, first_difference, print_program, verify)
-from ptopipe.runtime import plan_program, resolve_program
+from ptopipe.ir import to_ops, to_tree
+from ptopipe.runtime import resolve_program
+from plans import plan as plan_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DSL = os.path.join(ROOT, "examples", "dsl")
@@ -133,7 +135,7 @@ def test_auto_bases_resolve_without_overlap_and_imports_follow():
     assert all(hi <= base or lo >= base + size for lo, hi in ub_tiles)
     assert lays["cube"].buffers["c2v_buf"] == (base, size)          # import -> the peer's base
     assert lays["vector"].buffers["v2c_buf"] == lays["cube"].buffers["v2c_buf"]
-    resolved = resolve_program(prog)
+    resolved = to_tree(resolve_program(to_ops(prog)))
     rb = [s for s in resolved.function("vector").body if isinstance(s, ReserveBuffer)][0]
     assert rb.base == base
     assert "base=pl.AUTO" not in print_program(resolved).split("def vector")[1].split("\n")[1]

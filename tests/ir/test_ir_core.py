@@ -51,11 +51,11 @@ def _corpus():
             out.append((name, mod.PROGRAM))
         variants = getattr(mod, "VARIANTS", None)
         if variants:
-            out += [(f"{name}[{v}]", mod.KERNELS.program(**args)) for v, args in variants.items()]
+            out += [(f"{name}[{v}]", to_tree(mod.KERNELS.program(**args))) for v, args in variants.items()]
         elif hasattr(mod, "build"):
             out += [(f"{name}[{s.name}]", mod.build(s)) for s in (pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT)]
     s1 = _example("s1_cv_split")
-    out.append(("s1 resolved", resolve_program(s1.build(**s1.VARIANTS["default"]))))
+    out.append(("s1 resolved", to_tree(resolve_program(to_ops(s1.build(**s1.VARIANTS["default"]))))))
     for modname in ("test_runtime_dsl", "test_bad_input", "test_events", "test_layouts"):
         out += _module_kernels(modname)
     events = importlib.import_module("test_events")

@@ -12,7 +12,8 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, ConfigError
 from ptopipe.ir import Program
-from ptopipe.runtime import kernels, plan_program
+from ptopipe.runtime import kernels
+from plans import plan as plan_program
 
 from markers import line_of
 
@@ -376,6 +377,6 @@ def test_unnamed_result_a_loop_keeps_gets_buffers_in_turn(platform):
     assert len(lay.rotations[tmp]) == 2 and lay.temps[tmp][1] == lay.rotations[tmp][0]
     from ptopipe.codegen import write_cpp
     from ptopipe.passes import compile_program
-    cpp = write_cpp(compile_program(pl.program(idle, lagged_nested, name="lag"), platform)[0], platform)
+    cpp = write_cpp(compile_program(pl.program(idle, lagged_nested, name="lag"), platform), platform)
     table = ", ".join(f"{a:#x}" for a in lay.rotations[tmp])
     assert f"_addrs[2] = {{{table}}};" in cpp and "_turn + 1) % 2;" in cpp

@@ -16,7 +16,6 @@ reserve_buffers added:
 * the allocate-memory pass accepts the function iff its tiles fit the platform's memory,
   else raises the CompileError naming the bytes needed and available.
 """
-import dataclasses
 import itertools
 import operator
 
@@ -26,14 +25,14 @@ from hypothesis import strategies as st
 
 from ptopipe import CompileError
 from ptopipe.arch import MemSpace, get_platform
-from ptopipe.ir.convert import op_to_function, to_ops
+from ptopipe.ir import Block, Operation, Region
 from ptopipe.ir.instances import owns_storage
 from ptopipe.ir.layout import plan_function
-from ptopipe.ir.liveness import analyse
-from ptopipe.ir.nodes import Assign, BinOp, Call, Const, ExprList, ExprStmt, For, If, Program, ReserveBuffer, Return, UnaryOp, Var, walk
+from ptopipe.ir.liveness import analyse, has_scratch
+from ptopipe.ir.opdefs import (ARITH_BINARY, ARITH_UNARY, ConstOp, CopyOp, ForOp, GetSubblockIdOp, IfOp,
+                               ProgramOp, ReserveBufferOp, ReturnOp, YieldOp)
 from ptopipe.ir.vocab import AUTO
-from ptopipe.ir.ops import SCRATCH_OPS
-from ptopipe.ir.types import BufferType, TileValueType
+from ptopipe.ir.types import BufferType
 from ptopipe.passes import allocate_memory
 
 import ir_programs
@@ -49,7 +48,7 @@ class Clobbered(AssertionError):
 
 
 class _Token:
-    """A value written at [lo, hi) of ``mem`` by one execution of a statement."""
+    """A value written at [lo, hi) of ``mem`` by one execution of an op."""
     __slots__ = ("mem", "lo", "hi", "what")
 
     def __init__(self, mem, lo, hi, what):
@@ -63,15 +62,15 @@ _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operat
 
 
 class AbstractRun:
-    """Runs a Vector function's statements over the allocator's addresses: memory holds
-    tokens, a write invalidates every token it overlaps, a read of an invalidated token is
-    a clobbered value."""
+    """Runs a Vector function's ops over the allocator's addresses: memory holds tokens, a
+    write invalidates every token it overlaps, a read of an invalidated token is a clobbered
+    value."""
 
     def __init__(self, fn, lay, subblock: int):
         self.fn, self.lay, self.sub = fn, lay, subblock
-        self.env: dict = {p.name: p for p in fn.params}      # GM tensors: not in local memory
+        self.env: dict = {a: a for a in fn.body.args}      # GM tensors: not in local memory
         self.valid: list = []              # tokens still intact
-        self.turn: dict = {}               # var -> executions so far (buffers used in turn)
+        self.turn: dict = {}               # op -> executions so far (buffers used in turn)
 
     def write(self, mem, addr, size, what) -> _Token:
         t = _Token(mem, addr, addr + size, what)
@@ -84,82 +83,93 @@ class AbstractRun:
             raise Clobbered(f"{at}: reads {t.what} at [{t.lo:#x}, {t.hi:#x}) of {t.mem}, "
                             "overwritten since it was written")
 
-    def dest(self, c: Call, var):
-        """The address of the storage ``c`` writes (``var``: the name it is assigned to); a
-        storage with several buffers uses them in turn, one per execution."""
-        key = var if var is not None and var in self.lay.tiles else id(c)
-        mem, first = self.lay.tiles[key] if key == var else self.lay.temps[key]
-        addrs = self.lay.rotations.get(key) or (first,)
-        k = self.turn.get(key, 0)
-        self.turn[key] = k + 1
+    def dest(self, op):
+        """The address of the storage ``op`` writes; a storage with several buffers uses them
+        in turn, one per execution."""
+        mem, first = self.lay.tiles[op]
+        addrs = self.lay.rotations.get(op) or (first,)
+        k = self.turn.get(op, 0)
+        self.turn[op] = k + 1
         return mem, addrs[k % len(addrs)]
 
-    def expr(self, e, var=None):
-        if isinstance(e, Var):
-            return self.env[e.name]
-        if isinstance(e, Const):
-            return e.value
-        if isinstance(e, BinOp):
-            return _BINOPS[e.op](self.expr(e.lhs), self.expr(e.rhs))
-        if isinstance(e, UnaryOp):
-            v = self.expr(e.operand)
-            return -v if e.op == "-" else not v
-        if isinstance(e, ExprList):
-            return tuple(self.expr(x) for x in e.items)
-        assert isinstance(e, Call), e
-        if e.op == "get_subblockid":
+    def compute(self, op):
+        """The value of ``op``'s single result (None for an op with none)."""
+        env = self.env
+        if op.is_a(ConstOp):
+            return op.value
+        if op.name in ARITH_BINARY:
+            x, y = (env[v] for v in op.operands)
+            return _BINOPS[ARITH_BINARY[op.name]](x, y)
+        if op.name in ARITH_UNARY:
+            v = env[op.operands[0]]
+            return -v if ARITH_UNARY[op.name] == "-" else not v
+        if op.is_a(GetSubblockIdOp):
             return self.sub
-        args = [self.expr(a) for a in e.args]
+        if op.is_a(CopyOp):
+            return env[op.source]
+        args = [env[v] for v in op.operands]
         for a in args:
             if isinstance(a, _Token):
-                self.read(a, e.loc)
-        if e.op in SCRATCH_OPS and isinstance(e.args[0].type, TileValueType):
-            mem, addr = self.lay.scratch[var if var is not None else id(e)]
-            self.write(mem, addr, e.args[0].type.footprint, f"the scratch of {e.op}")
-        if owns_storage(e):
-            mem, addr = self.dest(e, var)
-            return self.write(mem, addr, e.type.footprint, f"{var or e.op} (line {e.loc.line})")
+                self.read(a, op.loc)
+        if has_scratch(op):
+            mem, addr = self.lay.scratch[op]
+            self.write(mem, addr, op.operands[0].type.footprint, f"the scratch of {op.name}")
+        if owns_storage(op):
+            mem, addr = self.dest(op)
+            r = op.results[0]
+            return self.write(mem, addr, r.type.footprint, f"{r.name or op.name} (line {op.loc.line})")
         return None
 
-    def body(self, stmts) -> None:
-        for s in stmts:
-            if isinstance(s, Assign):
-                self.env[s.var.name] = self.expr(s.value, s.var.name)
-            elif isinstance(s, ExprStmt):
-                self.expr(s.value)
-            elif isinstance(s, For):
-                lo, hi, step = (self.expr(x) for x in (s.start, s.stop, s.step))
-                cur = [self.expr(x) for x in s.inits]
+    def body(self, block) -> list:
+        """Run ``block``; the values its pl.yield passes on."""
+        env = self.env
+        for op in block:
+            if op.is_a(YieldOp):
+                return [env[v] for v in op.operands]
+            if op.is_a(ForOp):
+                lo, hi, step = (env[v] for v in (op.start, op.stop, op.step))
+                cur = [env[v] for v in op.inits]
+                body = op.body
                 for i in range(lo, hi, step):
-                    self.env[s.var.name] = i
-                    for p, v in zip(s.iter_args, cur):
-                        self.env[p.name] = v
-                    self.body(s.body)
-                    cur = [self.expr(y) for y in s.yields]
-                for r, v in zip(s.results, cur):
-                    self.env[r.name] = v
-            elif isinstance(s, If):
-                then = self.expr(s.cond)
-                self.body(s.then_body if then else s.else_body)
-                for r, y in zip(s.results, s.then_yields if then else s.else_yields):
-                    self.env[r.name] = self.expr(y)
-            elif isinstance(s, (ReserveBuffer, Return)):
+                    env[body.args[0]] = i
+                    for p, v in zip(body.args[1:], cur):
+                        env[p] = v
+                    cur = self.body(body)
+                for r, v in zip(op.results, cur):
+                    env[r] = v
+            elif op.is_a(IfOp):
+                taken = op.then_block if env[op.cond] else op.else_block
+                for r, v in zip(op.results, self.body(taken)):
+                    env[r] = v
+            elif op.is_a(ReserveBufferOp) or op.is_a(ReturnOp):
                 pass
             else:
-                raise AssertionError(f"the abstract run has no rule for {type(s).__name__}")
+                v = self.compute(op)
+                if op.results:
+                    env[op.results[0]] = v
+        return []
+
+
+def _program_of(fn):
+    """A ``pl.program`` op holding only ``fn``."""
+    top = Block()
+    prog = Operation(ProgramOp.name, (), (), {"sym_name": "p"}, (Region([top]),))
+    top.append(fn.detach())
+    return prog
 
 
 def _vector_function(n_ops, seed, lagged):
     top = ir_programs.generate(n_ops, seed, outer_reads=True, lagged=lagged)
-    f = next(f for f in top.regions[0].blocks[0] if f.attributes["sym_name"] == "vec")
-    return op_to_function(f)
+    return next(f for f in top.regions[0].blocks[0] if f.attributes["sym_name"] == "vec")
 
 
 def _with_reserves(fn, reserves):
-    """``fn`` with reserve_buffer statements first: ``(base, size)`` (base AUTO or bytes)."""
-    stmts = tuple(ReserveBuffer(Var(f"rb{i}", BufferType("reserve")), f"ring{i}", size, base, UB)
-                  for i, (base, size) in enumerate(reserves))
-    return dataclasses.replace(fn, body=stmts + fn.body)
+    """``fn`` with reserve_buffer ops first: ``(base, size)`` (base AUTO or bytes)."""
+    for i, (base, size) in reversed(list(enumerate(reserves))):
+        fn.body.prepend(ReserveBufferOp.build(buffer_name=f"ring{i}", size=size, base=base,
+                                              memory_space=UB, result_types=[BufferType("reserve")],
+                                              result_names=[f"rb{i}"]))
+    return fn
 
 
 def _addresses(lay, storages):
@@ -169,8 +179,7 @@ def _addresses(lay, storages):
             mem, addr = lay.scratch[key[1]]
             addrs = (addr,)
         else:
-            key = key[1] if isinstance(key, tuple) else key
-            mem, addr = (lay.temps if isinstance(s.key, tuple) else lay.tiles)[key]
+            mem, addr = lay.tiles[key]
             addrs = lay.rotations.get(key, (addr,))
         assert len(addrs) == s.copies, (s.key, addrs, s.copies)
         for a in addrs:
@@ -198,7 +207,7 @@ def test_allocation_is_aligned_disjoint_and_keeps_every_value(prog, platform, li
         reserves.append((AUTO, 1000))
     fn = _with_reserves(fn, reserves)
     lay = plan_function(fn)
-    storages = analyse(fn.body)
+    storages = analyse(fn)
     placed = list(_addresses(lay, storages))
     for s, mem, addr in placed:
         assert addr % align == 0, (s.key, addr)
@@ -222,21 +231,20 @@ def test_allocation_is_aligned_disjoint_and_keeps_every_value(prog, platform, li
 @given(_program)
 def test_loop_carried_values_live_from_head_to_back_edge(prog):
     fn = _vector_function(*prog)
-    storages = analyse(fn.body)
+    storages = analyse(fn)
     by_loop = {}
     for s in storages.values():
         for loop in s.loops:
-            by_loop.setdefault(id(loop), []).append(s)
-    for loop in (s for s in walk(fn.body) if isinstance(s, For)):
-        inner = by_loop.get(id(loop), [])
+            by_loop.setdefault(loop, []).append(s)
+    for loop in (op for op in fn.walk() if op.is_a(ForOp)):
+        inner = by_loop.get(loop, [])
         if not inner:
             continue
         first = min(s.start for s in inner)
         last = max(s.end for s in inner)
-        for y in loop.yields:
-            name = y.name if isinstance(y, Var) else None
-            held = [storages[name]] if name in storages else \
-                [s for s in inner if s.key == ("call", id(y))]
+        for y in loop.body.last.operands:
+            made = getattr(y, "op", None)
+            held = [storages[made]] if made in storages else []
             for s in held:                # made in the body, read by the next iteration
                 assert s.start <= first and s.end >= last, (s.key, s.start, s.end, first, last)
 
@@ -249,7 +257,7 @@ def test_allocate_memory_raises_iff_the_tiles_overflow(prog, platform, room_kib)
     ub = 16 * 1024 + room_kib * 512          # from 16 KiB: some programs fit, some do not
     small = plat.replace(mem_sizes={"UB": ub})
     peak = plan_function(fn).peak.get(UB, 0)
-    ops = to_ops(Program("p", (fn,)))
+    ops = _program_of(fn)
     ctx = type("Ctx", (), {"platform": small})()
     if peak <= ub:
         allocate_memory.run(ops, ctx)

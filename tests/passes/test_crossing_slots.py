@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError
@@ -56,7 +57,7 @@ V2C, C2V = KernelSet(_v2c), KernelSet(_c2v)
 
 def _slot_sizes(program, platform):
     """SLOT_SIZE of each compiled kernel's pipe initialisation."""
-    prog = compile_program(program, platform, FRONT_END)[1]
+    prog = to_tree(compile_program(program, platform, FRONT_END))
     out = []
     for f in prog.functions:
         if f.kind in (FunctionKind.AIC, FunctionKind.AIV):

@@ -13,18 +13,18 @@ import ptopipe.language as pl
 from ptopipe.runtime import KernelSet
 from ptopipe import CompileError
 from ptopipe.errors import MismatchError
-from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops
+from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal, to_ops, to_tree
 from ptopipe.passes import compile_program as _compile
 
 from ptopipe.passes import FRONT_END as FRONT                # the platform-independent half
 
 
 def compile_ops(program):
-    return _compile(program, "a2a3", FRONT)[0]
+    return _compile(program, "a2a3", FRONT)
 
 
 def compile_program(program):
-    return _compile(program, "a2a3", FRONT)[1]
+    return to_tree(_compile(program, "a2a3", FRONT))
 
 from markers import line_of
 
@@ -86,7 +86,7 @@ def _init(fn):
 def test_pipe_parameters(name, params, mask, slot_size, slot_num):
     """DIR_MASK from the boundaries, SLOT_SIZE = the largest crossing tile, SLOT_NUM 8 one
     way / 4 both ways (seed 003) or the decorator's; both kernels agree."""
-    prog = MIXED[name].KERNELS.program(**params)
+    prog = to_tree(MIXED[name].KERNELS.program(**params))
     aic, = _fn(prog, FunctionKind.AIC)
     aiv, = _fn(prog, FunctionKind.AIV)
     group, = _fn(prog, FunctionKind.Group)
@@ -99,7 +99,7 @@ def test_pipe_parameters(name, params, mask, slot_size, slot_num):
 
 def test_compiled_program_round_trips():
     """The compiled program prints as DSL source and as IR text and reads back equal."""
-    prog = MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT)
+    prog = to_tree(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT))
     assert pl.parse(print_program(prog)) == prog
     ops = to_ops(prog)
     assert structural_equal(parse_ir(print_ir(ops)), ops)
@@ -128,11 +128,11 @@ def test_compiled_cycles_within_10_percent_of_hand_written(pair, capsys):
 def test_push_ahead_skews_only_push_then_pop_loops():
     """S4's Vector loop runs 2 tiles ahead with its pushes; S1's (pops only) is untouched;
     with one slot per ring there is no room to run ahead."""
-    s4 = print_program(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_UP_DOWN))
+    s4 = print_program(to_tree(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_UP_DOWN)))
     _in_order(s4, "def s4_aiv", "for i in pl.range(", "if i < ", "pl.TPUSH(", "i_lag = i - 2",
               "if i_lag >= 0:", "pl.TPOP(", "pl.TFREE(", "pl.store(")
-    s1 = print_program(MIXED["s1_cv_split"].KERNELS.program(M=64, split=pl.TILE_UP_DOWN,
-                                                             slot_num=4))
+    s1 = print_program(to_tree(MIXED["s1_cv_split"].KERNELS.program(M=64, split=pl.TILE_UP_DOWN,
+                                                             slot_num=4)))
     assert "_lag" not in s1
 
     def round_trip(slots):
@@ -496,7 +496,7 @@ def test_insert_tfree_puts_back_the_hand_written_tfrees(rel, params):
 
     from ptopipe.ir import to_tree
     from ptopipe.passes import insert_tfree
-    prog = _load(rel).KERNELS.program(**params)
+    prog = to_tree(_load(rel).KERNELS.program(**params))
     stripped = replace(prog, functions=tuple(replace(f, body=_strip_tfrees(f.body))
                                              for f in prog.functions))
     assert stripped != prog
@@ -589,7 +589,7 @@ def test_a_vector_only_function_whose_tiles_do_not_halve_runs_whole_on_aiv0(plat
     1-row tile under UP_DOWN was a CompileError; nothing crosses cores, so
     it now runs whole on AIV0 (AIV1 replays empty), with a note."""
     warnings = []
-    op, _tree, _ = _compile(pl.program(_odd_rows(rows), name="odd"), platform, warnings=warnings)
+    op = _compile(pl.program(_odd_rows(rows), name="odd"), platform, warnings=warnings)
     (f,) = [g for g in op.regions[0].blocks[0]]
     assert f.attributes["kind"] is FunctionKind.AIV and f.attributes["split"] is pl.TILE_NO_SPLIT
     assert any("odd: Vector-only work kept whole on AIV0 (split TILE_UP_DOWN does not apply" in w
@@ -674,7 +674,7 @@ def test_slot_buffer_sizing_does_not_compile_for_another_platform():
 
 
 def compile_program_for(program, platform):
-    return _compile(program, platform)[1]
+    return to_tree(_compile(program, platform))
 
 
 def test_a_run_without_the_slot_buffer_is_told_how_to_add_it():
@@ -716,11 +716,12 @@ def test_the_printed_compiled_program_compiles_again_and_runs(name, platform, tm
     params = m.SCENARIO.variants[variant]
     args = m.make_args(np.random.default_rng(5), **params)
     src = m.KERNELS.source(**args)
-    text = print_program(full(src, platform)[1])
+    text = print_program(to_tree(full(src, platform)))
     path = tmp_path / f"emitted_{name}_{platform}.py"
     path.write_text(text)
     again = _load_path(path).program
-    _op, tree, _w = full(again, platform)
+    _op = full(again, platform)
+    tree = to_tree(_op)
     aic, aiv = kernels(tree)
     res = ptopipe.run(aic, aiv, dict(args), platform=platform)
     for k, want in m.golden(args, **params).items():
@@ -780,7 +781,8 @@ def test_a_tile_held_over_inner_pops_of_its_ring_is_copied_out(inner, n, split, 
     args = dict(a=rng.integers(-3, 4, (HM, HK)).astype(np.float32),
                 b=rng.integers(-3, 4, (HK, HN)).astype(np.float32),
                 out=np.zeros((HM, HN), np.float32), n=n)
-    _op, tree, _w = full(held_over_inner_pops(split, inner), platform, protocol=protocol)
+    _op = full(held_over_inner_pops(split, inner), platform, protocol=protocol)
+    tree = to_tree(_op)
     aic, aiv = kernels(tree)
     from ptopipe.passes.slot_buffer import with_slot_buffer
     res = ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform, protocol=protocol)
@@ -909,7 +911,7 @@ def test_a_carried_slot_beyond_the_hold_limit_carries_copies(platform, protocol,
     r = a @ b
     want = np.vstack([r[:-16] + r[16:], 2 * r[-16:]])
     np.testing.assert_array_equal(res.outputs["out"], want)
-    text = print_program(_compile(prog, platform, protocol=protocol)[1])
+    text = print_program(to_tree(_compile(prog, platform, protocol=protocol)))
     copies = text.count("_held = pl.move(")
     assert copies == (2 if (platform, protocol) == ("a5", "pto-isa") else 0), text
 

@@ -4,6 +4,7 @@ a function initialises each direction once."""
 import numpy as np
 import pytest
 
+from ptopipe.ir import to_tree
 import ptopipe.language as pl
 from ptopipe.errors import CompileError, ConfigError
 from ptopipe.isa.pipe.binding import channels
@@ -23,7 +24,8 @@ def _bound_flags(res) -> dict:
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_compiled_pipes_bind_their_flag_ids(platform, protocol):
-    op, tree, _w = compile_program(T.build(), platform, protocol=protocol)
+    op = compile_program(T.build(), platform, protocol=protocol)
+    tree = to_tree(op)
     inits = {f.attributes["sym_name"]: init_ops(f) for f in functions(op)}
     ids = [i.attributes["flag_id"] for i in inits["cube"]]
     assert ids[0] == 0 and ids[1] > 0          # the V2C pipe comes after the C2V pipe's flags
@@ -48,7 +50,7 @@ def test_hand_written_pipes_get_seed_numbering(platform):
     args = T.make_args(np.random.default_rng(2))
     res = run(prog, args, platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], T.golden(args))
-    _op, _tree, _w = compile_program(prog, platform)
+    _op = compile_program(prog, platform)
     want = {i.attributes["flag_id"] for f in functions(_op) for i in init_ops(f)}
     assert {r for r, _f in _bound_flags(res).values()} == want == {0, 4}
 
@@ -168,7 +170,8 @@ def test_allocate_flags_keeps_given_flag_ids_and_numbers_the_rest_around_them(pl
     default it is the first pipe, flag 0); the V2C pipe (no flag_id) is numbered from 0;
     the compiled program runs on those flags."""
     prog = _given_ids(T.build(), {("cube", pl.DIR_C2V): 4, ("vector", pl.DIR_C2V): 4})
-    op, tree, _w = compile_program(prog, platform)
+    op = compile_program(prog, platform)
+    tree = to_tree(op)
     ids = {f.attributes["sym_name"]: sorted((i.attributes["dir_mask"], i.attributes["flag_id"])
                                             for i in init_ops(f)) for f in functions(op)}
     assert ids == {"cube": [(pl.DIR_C2V, 4), (pl.DIR_V2C, 0)],

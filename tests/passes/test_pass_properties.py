@@ -183,7 +183,7 @@ def test_each_pass_has_what_it_claims_on_the_examples(prog, platform):
 
 
 def _compiled(platform="a2a3"):
-    return compile_program(_s1_mixed(), platform)[0]
+    return compile_program(_s1_mixed(), platform)
 
 
 def _drop_flags(op):
@@ -229,7 +229,7 @@ BREAK = {
     P.MIXED_KERNELS_EXPANDED: (_merge_mixed, "is not split into AIC / AIV kernels"),
     P.TFREES_INSERTED: (_erase_tfrees, "'s1_aiv' pops from the DIR_C2V ring but frees none of its slots"),
     P.PIPES_VERIFIED: (_erase_tfrees, "is never freed: s1_aiv (lane AIV0) ends holding its slot"),
-    P.MEMORY_PLANNED: (_auto_base, "has no integer base"),
+    P.MEMORY_ALLOCATED: (_auto_base, "has no integer base"),
     P.PEERS_RESOLVED: (_move_import, "carries base="),
     P.FLAGS_ALLOCATED: (_drop_flags, "has no integer flag_id"),
     P.PLATFORM_LOWERED: (_relower, "lowered for platform 'a5', not 'a2a3'"),
@@ -249,23 +249,23 @@ def test_each_verifier_rejects_an_ir_without_its_property(prop):
 
 def test_passes_that_move_tiles_invalidate_the_memory_plan():
     """A pass that changes how long tiles live (a handed-over tile of a pipelined loop lives
-    one iteration longer) may make them no longer fit: memory-planned must be made again."""
+    one iteration longer) may make them no longer fit: memory-allocated must be made again."""
     fa = programs_of(_load(ROOT / "examples/mixed/fa_forward.py"))[0]
     front = "expand-mixed,insert-tfree,allocate-memory,pipeline-cross-core-loops"
-    assert P.MEMORY_PLANNED not in PassManager(front).provides
+    assert P.MEMORY_ALLOCATED not in PassManager(front).provides
     op = PassManager(front + ",allocate-memory").run(to_ops(fa), PassContext("a5"))
-    assert verify_property(P.MEMORY_PLANNED, op, PassContext("a5")) == []
+    assert verify_property(P.MEMORY_ALLOCATED, op, PassContext("a5")) == []
 
 
-def test_memory_planned_checks_that_the_tiles_fit(monkeypatch):
+def test_memory_allocated_checks_that_the_tiles_fit(monkeypatch):
     """The tiles the allocator places for the IR must fit the platform's memories (a
     platform of 64-byte memories here)."""
     from ptopipe.passes import properties
     op, ctx = _compiled("a5"), PassContext("a5")
-    assert verify_property(P.MEMORY_PLANNED, op, ctx) == []
+    assert verify_property(P.MEMORY_ALLOCATED, op, ctx) == []
     tiny = SimpleNamespace(name="tiny", mem_size=lambda space: 64)
     monkeypatch.setattr(properties, "platform_of", lambda ctx: tiny)
-    problems = verify_property(P.MEMORY_PLANNED, op, ctx)
+    problems = verify_property(P.MEMORY_ALLOCATED, op, ctx)
     assert problems and all("at their peak but tiny has 64 bytes" in p for p in problems), problems
 
 

@@ -9,6 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.ir import print_ir, structural_equal
@@ -33,8 +34,8 @@ def _load(rel):
 
 def _fires(program) -> bool:
     """Whether the pass changed ``program`` (front end with it vs without it)."""
-    a = compile_program(program, "a2a3", WITHOUT)[0]
-    b = compile_program(program, "a2a3", FRONT_END)[0]
+    a = compile_program(program, "a2a3", WITHOUT)
+    b = compile_program(program, "a2a3", FRONT_END)
     return not structural_equal(a, b)
 
 
@@ -46,7 +47,7 @@ def _func_text(op, kind):
 
 
 def _run(program, args, platform, protocol):
-    tree = compile_program(program, platform, protocol=protocol)[1]   # default pipeline
+    tree = to_tree(compile_program(program, platform, protocol=protocol))   # default pipeline
     aic, aiv = kernels(tree)
     return ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform,
                        protocol=protocol)                               # checkers on
@@ -248,7 +249,7 @@ def test_scalar_trip_count_guarded(n, platform, protocol, no_hang):
 def test_scalar_trip_count_ir():
     """Guarded by ``start < stop`` on both cores; the stage-0 value g and the stage-0 view
     of c are handed over as loop-carried values."""
-    op = compile_program(scalar_trip(), "a2a3", FRONT_END)[0]
+    op = compile_program(scalar_trip(), "a2a3", FRONT_END)
     for kind in ("AIC", "AIV"):
         text = _func_text(op, kind)
         assert "arith.lt" in text and "pl.if" in text, kind
@@ -260,7 +261,7 @@ def test_fa_forward_pipelined_ir():
     """FA: the Cube pushes S(t+1) before it pops P(t); the Vector pushes P(t+1) before it
     pops P(t) V and carries alpha for it; prologue and epilogue around each loop."""
     fa = _load("examples/mixed/fa_forward.py")
-    op = compile_program(fa.KERNELS.source(SQ=32, SK=64), "a2a3", FRONT_END)[0]
+    op = compile_program(fa.KERNELS.source(SQ=32, SK=64), "a2a3", FRONT_END)
     aic, aiv = _func_text(op, "AIC"), _func_text(op, "AIV")
     inner = aic[aic.index("^bb0(%j"):]
     assert inner.index("pl.tpush") < inner.index("pl.tpop")
@@ -365,7 +366,7 @@ def test_unsafe_loops_untouched(variant):
 def _pair_pipelines(program) -> bool:
     """pipeline_pair itself (without run's fallback of undoing a rewrite that does not fit
     memory) on the loop pair of a compiled one-loop kernel."""
-    op = compile_program(program, "a2a3", WITHOUT)[0]
+    op = compile_program(program, "a2a3", WITHOUT)
     fns = {f.attributes["sym_name"]: f for f in op.regions[0].blocks[0]}
     aic, aiv = fns["k_aic"], fns["k_aiv"]
     (key, lc), = pipeline_loops._candidates(aic).items()
@@ -385,7 +386,7 @@ def test_a_rewrite_that_does_not_fit_is_undone(monkeypatch):
     assert _fires(prog)
     monkeypatch.setattr(pipeline_loops, "fits", lambda fn, plat: False)
     assert not _fires(prog)
-    op = compile_program(prog, "a2a3")[0]                 # the whole pipeline still verifies
+    op = compile_program(prog, "a2a3")                 # the whole pipeline still verifies
     assert "alpha_ahead" not in print_ir(op)
 
 
@@ -393,7 +394,7 @@ def test_fits_asks_the_allocator():
     from types import SimpleNamespace
     from ptopipe.arch import get_platform
     op = compile_program(_load("examples/mixed/fa_forward.py").KERNELS.source(SQ=32, SK=64),
-                         "a2a3", FRONT_END)[0]
+                         "a2a3", FRONT_END)
     fns = [f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] != "fa"]
     assert all(pipeline_loops.fits(f, get_platform("a2a3")) for f in fns)
     rings_out = SimpleNamespace(mem_size=lambda space: 6144)   # tiles fit (peak <= 5280)

@@ -10,6 +10,7 @@ import types
 import numpy as np
 import pytest
 
+from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.errors import CompileError, PtoPipeError
@@ -580,7 +581,7 @@ def _example_programs():
         sc = mod.SCENARIO
         for v in sc.variants:
             if hasattr(mod, "KERNELS"):
-                out.append((f"{f}[{v}]", mod.KERNELS.program(**sc.args(v))))
+                out.append((f"{f}[{v}]", to_tree(mod.KERNELS.program(**sc.args(v)))))
             elif v == sc.default_variant:
                 out.append((f"{f}", mod.PROGRAM))
     return out
@@ -923,7 +924,7 @@ def test_every_dsl_kernel_of_the_clean_corpus_is_clean():
         ks = _kernel_set(k.scenario.aic)
         if ks is None:
             continue
-        prog = ks.program(**k.scenario.args(k.variant))
+        prog = to_tree(ks.program(**k.scenario.args(k.variant)))
         for plat in {p for p, _ in k.combos}:
             assert verify_pipes.verify(to_ops(prog), plat) == [], (k.name, plat)
         checked.append(k.name)

@@ -155,7 +155,7 @@ def test_mixed_carried_pop_compiles_and_runs(platform, protocol):
     from ptopipe.passes import compile_program
     from ptopipe.passes.slot_buffer import with_slot_buffer
     prog = pl.program(mixed(), name="carried_mixed")
-    op, _tree, _w = compile_program(prog, platform, protocol=protocol)    # VerifyPipes included
+    op = compile_program(prog, platform, protocol=protocol)    # VerifyPipes included
     rng = np.random.default_rng(1)
     args = dict(a=rng.integers(-3, 4, (M, K)).astype(np.float32),
                 b=rng.integers(-3, 4, (K, N)).astype(np.float32),

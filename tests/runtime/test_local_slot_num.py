@@ -197,7 +197,7 @@ def test_compiled_three_held_is_clean_and_exact(platform, protocol, split, sn):
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_compiled_inits_give_slot_num_staging_slots_and_the_cpp_prints_them(platform):
-    op, _tree, _w = compile_program(mixed(), platform)
+    op = compile_program(mixed(), platform)
     inits = [o for o in op.walk() if o.name in ("pl.aic_initialize_pipe", "pl.aiv_initialize_pipe")]
     assert len(inits) == 2 and all(o.attributes["local_slot_num"] == o.attributes["slot_num"] == 4
                                    for o in inits)
