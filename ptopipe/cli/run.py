@@ -44,6 +44,8 @@ def add_parser(sub) -> None:
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="(.pto files) write a tensor parameter's final contents; repeatable")
     add_pto_func(p)
+    from .cpp import add_arguments as add_cpp_arguments
+    add_cpp_arguments(p)
     p.add_argument("--data-seed", dest="seed", type=int, help="the same as --seed")
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
@@ -62,6 +64,9 @@ def main(args) -> int:
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)
+    if args.file.endswith((".cpp", ".cc", ".cxx")):
+        from .cpp import run_cpp_file
+        return run_cpp_file(args)
     refuse_pto_options(args, "input", "output", "func")
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 

@@ -149,7 +149,14 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
     except OSError as e:
         raise ConfigError(f"cannot read the C++ kernel {path}: {e.strerror}", where=path,
                           fix="give the path of a .cpp kernel file") from None
-    fns = functions(text)
+    fns = {}
+    for inc in re.findall(r'#\s*include\s*"([^"]+)"', text):     # kernels defined in local headers
+        try:
+            with open(os.path.join(os.path.dirname(os.path.abspath(path)), inc)) as f:
+                fns.update(functions(f.read()))
+        except OSError:
+            pass
+    fns.update(functions(text))
     where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
     if aic or aiv:
         out = Kernels(path)
@@ -240,21 +247,23 @@ def _local_includes(path: str, src: bytes) -> bytes:
 
 
 def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
+    """The compiler's diagnostics as a CompileError at the user's line: the first line of the
+    kernel file the compiler names at an error (directly, or as the place an error inside
+    ptopipe's headers was "required from")."""
     full = os.path.abspath(path)
-    where = None
-    m = re.search(re.escape(full) + r":(\d+)(?::(\d+))?:\s*(?:fatal\s+)?error", diag)
-    if m:
-        where = f"{_short(path)}:{m.group(1)}" + (f":{m.group(2)}" if m.group(2) else "")
     text = diag.replace(full, _short(path)).strip()
     lines = text.splitlines()
+    mine = re.escape(_short(path)) + r":(\d+)(?::(\d+))?:\s*(?:fatal error|error|required from)"
+    m = re.search(mine, text)
+    where = f"{_short(path)}:{m.group(1)}" + (f":{m.group(2)}" if m.group(2) else "") if m else None
+    first = next((ln for ln in lines if "error:" in ln), lines[0] if lines else "")
     if len(lines) > 60:
         lines = lines[:60] + [f"... ({len(lines) - 60} more lines)"]
-    first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "")
     return CompileError(f"the C++ kernel does not compile ({os.path.basename(cxx)}): "
                         f"{first.split('error:', 1)[-1].strip()}", where=where,
                         details="\n".join(lines),
-                        fix="fix the C++ at the line the compiler names (ptopipe's pto-isa API: "
-                            "ptopipe --include, docs/cpp-kernels.md)")
+                        fix="fix the C++ at the line the compiler names (ptopipe's pto-isa API: the "
+                            "headers in `ptopipe --include`, README's C++ section)")
 
 
 def _short(path: str) -> str:

@@ -1,0 +1,59 @@
+"""``.cpp`` files on the command line: ``ptopipe run kernel.cpp --input a=a.npy ... [--output
+out=out.npy] [--aic NAME --aiv NAME]`` - a pto-isa C++ kernel built against ptopipe's headers
+and run on the simulated cluster in a child process (:func:`ptopipe.cpp.run_cpp`; every error
+at the C++ file:line).  Every ``__gm__`` pointer parameter takes an array (its shape and
+dtype come from the array: a pointer does not say them), every scalar a number.  This module
+parses the options and prints."""
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..report._io import write_atomic
+from . import bounds
+from .common import launch_kwargs, sync_kwargs
+from .errors import color
+from .pto import load_inputs
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--aic", default=None, metavar="NAME",
+                   help="(.cpp files) the Cube kernel function (default: the __global__ entry's "
+                        "__DAV_CUBE__ call, else the one function named *aic* / *cube*)")
+    p.add_argument("--aiv", default=None, metavar="NAME",
+                   help="(.cpp files) the Vector kernel function (default: as --aic, *aiv* / *vec*)")
+
+
+def run_cpp_file(args) -> int:
+    from ..cpp import run_cpp
+    given = load_inputs(getattr(args, "input", None))
+    kargs = {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+    platform = args.platform or "a2a3"
+    protocol = args.protocol or "spec"
+    res = run_cpp(args.file, kargs, aic=getattr(args, "aic", None), aiv=getattr(args, "aiv", None),
+                  platform=platform, protocol=protocol, **bounds.run_kwargs(args), **sync_kwargs(args),
+                  **launch_kwargs(args), causal=getattr(args, "causal", False))
+    outs = {}
+    for p in getattr(args, "output", None) or []:
+        name, sep, file = p.partition("=")
+        if not sep or name not in res.outputs:
+            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME an array parameter given "
+                              "with --input", where="option --output",
+                              fix=f"names: {', '.join(sorted(res.outputs)) or 'none (give --input arrays)'}")
+        arr = res.outputs[name]
+        if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
+            arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])
+        outs[file] = arr
+    for file, arr in outs.items():
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        write_atomic(file, buf.getvalue())
+    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {platform} ({protocol}): ran"
+          + (f", wrote {', '.join(outs)}" if outs else ""))
+    if not getattr(args, "quiet", False):
+        print("  " + res.summary.format().replace("\n", "\n  "))
+    return 0

@@ -1,0 +1,143 @@
+"""Hand-written pto-isa C++ kernels (tests/cpp_kernels/, in the style of pto-isa's CPU-simulator
+tpushpop tests) run on ptopipe's cluster through ptopipe's headers: a correct one matches numpy
+on both platforms and protocols; broken ones are reported with the right error class at the
+exact C++ line; a compile error carries the compiler's diagnostics at the user's line; a
+crashing kernel is a KernelError naming the signal, and the calling process goes on."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ptopipe import isa
+from ptopipe.cpp import include_dir, run_cpp
+from ptopipe.cpp import headergen
+from ptopipe.errors import CompileError, ConfigError, DeadlockError, KernelError, LeakError, ProtocolError
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KDIR = os.path.join(HERE, "cpp_kernels")
+ROOT = os.path.dirname(HERE)
+
+
+def kernel(name: str) -> str:
+    return os.path.join(KDIR, name)
+
+
+def line_of(name: str, text: str, nth: int = 0) -> int:
+    """The 1-based line of the ``nth`` line of kernel ``name`` containing ``text``."""
+    with open(kernel(name)) as f:
+        hits = [i for i, ln in enumerate(f, 1) if text in ln]
+    return hits[nth]
+
+
+def c2v_args(seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, (32, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 32)).astype(np.float32)
+    bias = rng.integers(-8, 9, (32, 32)).astype(np.float32)
+    return dict(a=a, b=b, bias=bias, out=np.zeros((32, 32), np.float32), fifo=isa.gm_buffer(4 * 2048 + 4096))
+
+
+def test_the_generated_header_is_current():
+    with open(headergen.HEADER) as f:
+        assert f.read() == headergen.render(), "run: python -m ptopipe.cpp.headergen"
+
+
+def test_every_catalogue_instruction_is_declared_once():
+    from ptopipe.arch.catalogue import OPS
+    text = headergen.render()
+    for name in OPS:
+        assert text.count(f"PTOPIPE_INSTRUCTION({name}, ") == 1, name
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol):
+    args = c2v_args()
+    want = args["a"] @ args["b"] + args["bias"]
+    r = run_cpp(kernel("c2v_add.cpp"), args, platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(r["out"], want)
+    assert r.summary.cycles > 0 and r.summary.pipes[0]["tiles"] == 2
+
+
+@needs_cxx
+def test_the_same_run_twice_is_the_same(cpp_cache):
+    r1 = run_cpp(kernel("c2v_add.cpp"), c2v_args(), platform="a5", protocol="pto-isa")
+    r2 = run_cpp(kernel("c2v_add.cpp"), c2v_args(), platform="a5", protocol="pto-isa")
+    assert r1.summary.cycles == r2.summary.cycles
+    np.testing.assert_array_equal(r1["out"], r2["out"])
+
+
+BROKEN = [
+    ("c2v_missing_tfree.cpp", LeakError, "TPOP<"),
+    ("c2v_wrong_split.cpp", ProtocolError, "TPOP<"),
+    ("c2v_event_leak.cpp", LeakError, "set_flag("),
+    ("c2v_event_unset.cpp", DeadlockError, "wait_flag("),
+    ("c2v_flag_collision.cpp", ConfigError, "TPipe<0, Direction::DIR_V2C"),
+]
+
+
+@needs_cxx
+@pytest.mark.parametrize("name,cls,at", BROKEN, ids=[b[0] for b in BROKEN])
+def test_a_broken_kernel_is_reported_at_its_cpp_line(cpp_cache, name, cls, at):
+    with pytest.raises(cls) as ei:
+        run_cpp(kernel(name), c2v_args(), platform="a2a3", protocol="spec")
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, at)}", str(ei.value)
+
+
+@needs_cxx
+def test_an_error_in_the_shared_cube_half_names_the_header_line(cpp_cache):
+    """The wrong split is found at the Vector's TPOP; the report names the Cube's TPUSH line."""
+    with pytest.raises(ProtocolError) as ei:
+        run_cpp(kernel("c2v_wrong_split.cpp"), c2v_args())
+    assert f"c2v_cube.hpp:{line_of('c2v_cube.hpp', 'TPUSH<')}" in str(ei.value)
+
+
+@needs_cxx
+def test_a_compile_error_names_the_users_line(cpp_cache):
+    with pytest.raises(CompileError) as ei:
+        run_cpp(kernel("c2v_compile_error.cpp"), c2v_args())
+    e = ei.value
+    assert e.where.startswith(f"{os.path.relpath(kernel('c2v_compile_error.cpp'))}:"
+                              f"{line_of('c2v_compile_error.cpp', 'TADD(')}:")
+    assert "TADD takes 3 to 6 arguments" in e.what and e.details
+
+
+@needs_cxx
+def test_a_crashing_kernel_is_a_kernel_error_and_the_process_survives(cpp_cache):
+    name = "c2v_raw_pointer.cpp"
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel(name), c2v_args())
+    assert "SIGSEGV" in ei.value.what
+    # the last instruction before the raw store: the TSTORE on the line above it
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TSTORE(')}"
+    r = run_cpp(kernel("c2v_add.cpp"), c2v_args())           # and this process goes on
+    assert r.summary.cycles > 0
+
+
+def test_no_compiler_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("CXX", "no-such-compiler-ptopipe")
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(kernel("c2v_add.cpp"), c2v_args())
+    assert "no C++ compiler" in ei.value.what and "g++" in ei.value.fix
+
+
+def test_unnamed_kernels_are_a_config_error_naming_the_functions(tmp_path):
+    p = tmp_path / "k.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nvoid first() {}\nvoid second() {}\n")
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(str(p), {})
+    assert "--aic NAME --aiv NAME" in ei.value.fix and "first" in ei.value.fix
+
+
+def test_the_include_directory_holds_the_headers():
+    assert os.path.isfile(os.path.join(include_dir(), "pto", "pto-inst.hpp"))
+    out = subprocess.run([sys.executable, "-m", "ptopipe.cli", "--include"], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == include_dir()
