@@ -18,10 +18,9 @@ from ptopipe.passes import compile_program
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MIXED = ["s1_cv_split", "s2_cv_nosplit", "s3_vc_dequant", "s4_both_ways", "s6_stream_both"]
-CASES = ([(f"mixed/{n}", "a2a3", "spec") for n in MIXED] + [(f"mixed/{n}", "a5", "pto-isa") for n in MIXED]
-         + [("mixed/s1_cv_split", "a2a3", "pto-isa"), ("mixed/s1_cv_split", "a5", "spec"),
-            ("dsl/s8_manual_sync", "a2a3", "spec")])
+EXAMPLES = sorted(f"{d}/{n[:-3]}" for d in ("mixed", "dsl")
+                  for n in os.listdir(os.path.join(ROOT, "examples", d)) if n.endswith(".py"))
+CASES = [(e, p, q) for e in EXAMPLES for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 
 
 @needs_cxx
@@ -30,7 +29,8 @@ def test_write_cpp_runs_like_the_example(cpp_cache, tmp_path, example, platform,
     m = load_module(os.path.join(ROOT, "examples", example + ".py"))
     sc = m.SCENARIO
     args = sc.args(sc.default_variant)
-    op, _t, _w = compile_program(m.KERNELS.source(**args), platform, protocol=protocol)
+    program = m.KERNELS.source(**args) if hasattr(m, "KERNELS") else m.PROGRAM
+    op, _t, _w = compile_program(program, platform, protocol=protocol)
     path = tmp_path / (example.replace("/", "_") + ".cpp")
     path.write_text(write_cpp(op, platform))
     given = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}

@@ -66,6 +66,7 @@ class Dispatcher:
         self.gm_args = gm_args
         self.tiles = [None]
         self.tile_ids = {}              # id(Tile) -> its handle
+        self.aliases = set()            # id(Tile) of tiles TRESHAPE bound to their source's storage
         self.pipes = [None]
         self.events = [None] * EVENT_WINDOW
         self.nevents = 0
@@ -202,12 +203,16 @@ class Dispatcher:
     def op_TRESHAPE(self, core, a):
         # pto-isa's TRESHAPE aliases a destination that has no storage of its own to the
         # source's (its A2A3 form), as kernels use it to view a tile in another shape
+        # (and again at every TRESHAPE: the source may be a handle re-bound since)
         dst, src = a[0], a[1]
-        if isinstance(dst, isa.Tile) and isinstance(src, isa.Tile) and dst.addr is None and src.addr is not None:
+        if isinstance(dst, isa.Tile) and isinstance(src, isa.Tile) and src.addr is not None and \
+                (dst.addr is None or id(dst) in self.aliases):
             isa.TASSIGN(dst, src.addr)
+            self.aliases.add(id(dst))
         return self.keep(isa.TRESHAPE(*a))
 
     def op_TASSIGN(self, core, a):
+        self.aliases.discard(id(a[0]))
         isa.TASSIGN(a[0], a[1])
         return 0
 

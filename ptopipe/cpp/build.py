@@ -170,7 +170,7 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
         return out
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
-        return Kernels(path, entry=entries[0])
+        return _direct(path, entries[0], fns) or Kernels(path, entry=entries[0])
     pick = {}
     for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec"))):
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
@@ -183,6 +183,24 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
                           fix="name them: --aic NAME --aiv NAME (functions: "
                               f"{', '.join(sorted(fns)) or 'none'})")
     return Kernels(path, aic=pick["aic"], aiv=pick["aiv"])
+
+
+def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
+    """An entry whose ``__DAV_CUBE__`` / ``__DAV_VEC__`` sections each only call a kernel of the
+    file with the entry's own parameters (what ``ptopipe compile --emit cpp`` writes) as those two
+    kernels, called directly (one build instead of one per side); None for any other entry."""
+    out = Kernels(path)
+    for role, macro in SIDES.items():
+        m = re.search(r"#\s*if\s+defined\s*\(\s*" + macro + r"\s*\)\s*(\w+)\s*\(([^()]*)\)\s*;\s*#\s*endif",
+                      entry.body)
+        if m is None or m.group(1) not in fns:
+            return None
+        args = [a.strip() for a in m.group(2).split(",") if a.strip()]
+        callee = fns[m.group(1)]
+        if len(args) != len(callee.params) or any(a not in entry.params for a in args):
+            return None
+        setattr(out, role, Function(callee.name, args, callee.line, callee.is_global, callee.body))
+    return out
 
 
 # -- building -------------------------------------------------------------------------------------------
