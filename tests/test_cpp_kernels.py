@@ -141,3 +141,41 @@ def test_the_include_directory_holds_the_headers():
     out = subprocess.run([sys.executable, "-m", "ptopipe.cli", "--include"], capture_output=True, text=True,
                          cwd=ROOT)
     assert out.returncode == 0 and out.stdout.strip() == include_dir()
+
+
+def _cli(argv, cwd):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "ptopipe.cli", *argv], capture_output=True, text=True,
+                          cwd=cwd, env=env)
+
+
+def _save_inputs(tmp_path) -> list:
+    argv = []
+    for k, v in c2v_args().items():
+        np.save(tmp_path / f"{k}.npy", v)
+        argv += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
+    return argv
+
+
+@needs_cxx
+def test_cli_run_of_a_cpp_file_writes_its_outputs(cpp_cache, tmp_path):
+    argv = _save_inputs(tmp_path)
+    r = _cli(["run", kernel("c2v_add.cpp"), *argv, "--output", f"out={tmp_path / 'res.npy'}",
+              "--platform", "a5", "--protocol", "pto-isa"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "PASS c2v_add.cpp on a5 (pto-isa)" in r.stdout
+    a = c2v_args()
+    np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a["a"] @ a["b"] + a["bias"])
+
+
+@needs_cxx
+def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache, tmp_path):
+    argv = _save_inputs(tmp_path)
+    ok = _cli(["check", kernel("c2v_add.cpp"), *argv, "--schedules", "3"], tmp_path)
+    assert ok.returncode == 0 and "3 explored schedules" in ok.stdout, ok.stdout + ok.stderr
+    bad = _cli(["check", kernel("c2v_wrong_split.cpp"), *argv, "--schedules", "3", "--json"], tmp_path)
+    assert bad.returncode == 1
+    import json
+    (rep,) = json.loads(bad.stdout)
+    assert rep["failure"]["error"] == "ProtocolError"
+    assert rep["failure"]["where"].endswith(f"c2v_wrong_split.cpp:{line_of('c2v_wrong_split.cpp', 'TPOP<')}")

@@ -1,7 +1,9 @@
 """``.cpp`` files on the command line: ``ptopipe run kernel.cpp --input a=a.npy ... [--output
 out=out.npy] [--aic NAME --aiv NAME]`` - a pto-isa C++ kernel built against ptopipe's headers
 and run on the simulated cluster in a child process (:func:`ptopipe.cpp.run_cpp`; every error
-at the C++ file:line).  Every ``__gm__`` pointer parameter takes an array (its shape and
+at the C++ file:line) - and ``ptopipe check kernel.cpp --input ...``: the same kernels as a
+Scenario with no golden (the checkers judge), explored like any kernel's, the whole check in
+one child process (a crash in any schedule is a KernelError, not a dead ptopipe).  Every ``__gm__`` pointer parameter takes an array (its shape and
 dtype come from the array: a pointer does not say them), every scalar a number.  This module
 parses the options and prints."""
 from __future__ import annotations
@@ -57,3 +59,29 @@ def run_cpp_file(args) -> int:
     if not getattr(args, "quiet", False):
         print("  " + res.summary.format().replace("\n", "\n  "))
     return 0
+
+
+def check_cpp_file(args, reports: list, check_scenarios) -> int:
+    """``check`` of a C++ kernel file: built here (a compile error is reported before anything
+    runs), explored in a child process by ``check_scenarios`` (cli/check.py)."""
+    from ..cpp.build import build, find_kernels
+    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, in_child
+    from ..isa.scenario import Scenario
+    kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
+    libs = build(kernels)
+    given = load_inputs(getattr(args, "input", None))
+    kargs = {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+
+    def work(crash_fd):
+        k = Loaded(kernels, libs, crash_fd)
+
+        def make_args(rng):
+            return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}
+        sc = Scenario(os.path.basename(args.file), k.aic, k.aiv, make_args, lambda a: {})
+        mine = []
+        return check_scenarios(args, mine, [(sc, [])]), mine
+    per_run = getattr(args, "timeout", None) or DEFAULT_TIMEOUT
+    status, mine = in_child(work, per_run * (getattr(args, "schedules", 0) + 2),
+                            f"the C++ kernel {os.path.basename(args.file)}")
+    reports.extend(mine)
+    return status

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, launch_kwargs, refuse_pto_options,
+from .common import (CPP_SUFFIXES, PROTOCOLS, add_launches, add_pto_func, add_sync, launch_kwargs, refuse_pto_options,
                      run_each, sync_kwargs, target)
 from . import bounds
 from .errors import color
@@ -64,7 +64,7 @@ def main(args) -> int:
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)
-    if args.file.endswith((".cpp", ".cc", ".cxx")):
+    if args.file.endswith(CPP_SUFFIXES):
         from .cpp import run_cpp_file
         return run_cpp_file(args)
     refuse_pto_options(args, "input", "output", "func")
