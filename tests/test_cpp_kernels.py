@@ -15,7 +15,8 @@ import pytest
 from ptopipe import isa
 from ptopipe.cpp import include_dir, run_cpp
 from ptopipe.cpp import headergen
-from ptopipe.errors import CompileError, ConfigError, DeadlockError, KernelError, LeakError, ProtocolError
+from ptopipe.errors import (CompileError, ConfigError, DataRaceError, DeadlockError, KernelError, LeakError,
+                            MemoryConflictError, ProtocolError)
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 
@@ -55,15 +56,65 @@ def test_every_catalogue_instruction_is_declared_once():
         assert text.count(f"PTOPIPE_INSTRUCTION({name}, ") == 1, name
 
 
+def _rng():
+    return np.random.default_rng(7)
+
+
+def _ints(shape, dtype=np.float32, lo=-3, hi=4):
+    return _rng().integers(lo, hi, shape).astype(dtype)
+
+
+def _gm_slot_flow():
+    a, b = _ints((64, 32), np.float16), _ints((32, 32), np.float16)
+    p = a.astype(np.float32).reshape(2, 32, 32) @ b.astype(np.float32)
+    want = np.concatenate([np.tile(p[i], (1, 2)) for i in range(2)]) + 1
+    return dict(a=a, b=b, out=np.zeros((64, 64), np.float32), fifo=isa.gm_buffer(2 * 32 * 64 * 4)), {"out": want}
+
+
+def _v2c():
+    x, w = _ints((32, 32)), _ints((32, 32)) + 1
+    return dict(x=x, w=w, out=np.zeros((32, 32), np.float32), fifo=isa.gm_buffer(2 * 4096)), {"out": (2 * x) @ w}
+
+
+def _both():
+    a, b = _ints((96, 32)), _ints((32, 32))
+    return dict(a=a, b=b, out=np.zeros((96, 32), np.float32), fifo=isa.gm_buffer(4 * 2048)), {"out": a @ b + 1}
+
+
+def _entry():
+    x = _ints((16, 32))
+    return (dict(x=x, eye=np.eye(32, dtype=np.float32), out=np.zeros((16, 32), np.float32),
+                 fifo=isa.gm_buffer(2 * 2048)), {"out": 2 * x})
+
+
+def _events():
+    x = _rng().standard_normal((16, 32)).astype(np.float32)
+    return dict(x=x, out0=np.zeros_like(x), out1=np.zeros_like(x)), {"out0": np.exp(x), "out1": np.exp(x) + x}
+
+
+def _c2v():
+    args = c2v_args()
+    return args, {"out": args["a"] @ args["b"] + args["bias"]}
+
+
+#: correct kernels: (file, inputs and numpy golden, run options)
+CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slot_flow.cpp", _gm_slot_flow, {}),
+           ("v2c_matmul.cpp", _v2c, {}), ("both_ways.cpp", _both, {}), ("entry_c2v.cpp", _entry, {}),
+           ("events_vec.cpp", _events, {"aiv": "vec_kernel"}),
+           ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"})]
+
+
 @needs_cxx
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
-def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol):
-    args = c2v_args()
-    want = args["a"] @ args["b"] + args["bias"]
-    r = run_cpp(kernel("c2v_add.cpp"), args, platform=platform, protocol=protocol)
-    np.testing.assert_array_equal(r["out"], want)
-    assert r.summary.cycles > 0 and r.summary.pipes[0]["tiles"] == 2
+@pytest.mark.parametrize("name,make,opts", CORRECT, ids=[f"{c[0]}{'-manual' if c[2].get('sync') else ''}"
+                                                          for c in CORRECT])
+def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol, name, make, opts):
+    args, want = make()
+    r = run_cpp(kernel(name), args, platform=platform, protocol=protocol, **opts)
+    for k, v in want.items():
+        np.testing.assert_allclose(r[k], v, rtol=1e-6, atol=1e-6, err_msg=k)
+    assert r.summary.cycles > 0
 
 
 @needs_cxx
@@ -74,21 +125,43 @@ def test_the_same_run_twice_is_the_same(cpp_cache):
     np.testing.assert_array_equal(r1["out"], r2["out"])
 
 
+#: broken kernels: (file, inputs, error class, the file and the text of the line it is reported at)
 BROKEN = [
-    ("c2v_missing_tfree.cpp", LeakError, "TPOP<"),
-    ("c2v_wrong_split.cpp", ProtocolError, "TPOP<"),
-    ("c2v_event_leak.cpp", LeakError, "set_flag("),
-    ("c2v_event_unset.cpp", DeadlockError, "wait_flag("),
-    ("c2v_flag_collision.cpp", ConfigError, "TPipe<0, Direction::DIR_V2C"),
+    ("c2v_missing_tfree.cpp", c2v_args, LeakError, None, "TPOP<"),
+    ("c2v_wrong_split.cpp", c2v_args, ProtocolError, None, "TPOP<"),
+    ("c2v_event_leak.cpp", c2v_args, LeakError, None, "set_flag("),
+    ("c2v_event_unset.cpp", c2v_args, DeadlockError, None, "wait_flag("),
+    ("c2v_flag_collision.cpp", c2v_args, ConfigError, None, "TPipe<0, Direction::DIR_V2C"),
+    ("c2v_use_after_free.cpp", c2v_args, ProtocolError, None, "reads the slot it just freed"),
+    ("c2v_gm_out_of_bounds.cpp", c2v_args, MemoryConflictError, None, "TSTORE("),
+    ("c2v_gm_race.cpp", c2v_args, DataRaceError, None, "TSTORE("),
+    ("c2v_unaligned_tassign.cpp", c2v_args, KernelError, None, "TASSIGN(o,"),
+    ("c2v_extra_pop.cpp", c2v_args, DeadlockError, None, "TPOP<"),
+    ("c2v_ring_too_small.cpp", c2v_args, ConfigError, None, "Pipe8 pipe("),
+    ("c2v_leftover.cpp", c2v_args, LeakError, "c2v_cube.hpp", "TPUSH<"),
+    ("c2v_free_before_pop.cpp", c2v_args, ProtocolError, None, "frees a slot it does not hold"),
+    ("c2v_matmul_on_vec.cpp", c2v_args, KernelError, None, "TMATMUL("),
+    ("both_exhaust.cpp", lambda: _both()[0], DeadlockError, None, "TPUSH<Pipe, TileAcc"),
 ]
 
 
 @needs_cxx
-@pytest.mark.parametrize("name,cls,at", BROKEN, ids=[b[0] for b in BROKEN])
-def test_a_broken_kernel_is_reported_at_its_cpp_line(cpp_cache, name, cls, at):
+@pytest.mark.parametrize("name,make,cls,in_file,at", BROKEN, ids=[b[0] for b in BROKEN])
+def test_a_broken_kernel_is_reported_at_its_cpp_line(cpp_cache, name, make, cls, in_file, at):
     with pytest.raises(cls) as ei:
-        run_cpp(kernel(name), c2v_args(), platform="a2a3", protocol="spec")
-    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, at)}", str(ei.value)
+        run_cpp(kernel(name), make(), platform="a2a3", protocol="spec")
+    f = in_file or name
+    assert ei.value.where == f"{os.path.relpath(kernel(f))}:{line_of(f, at)}", str(ei.value)
+
+
+@needs_cxx
+def test_leftovers_of_a_launch_hang_the_next_at_the_pipe_binding(cpp_cache):
+    """A launch leaving a tile in the ring: relaunched, the producer's teardown waits for a
+    free credit that never comes - reported at the C++ line that bound the pipe."""
+    with pytest.raises(DeadlockError) as ei:
+        run_cpp(kernel("c2v_leftover.cpp"), c2v_args(), launches=2)
+    assert ei.value.where == f"{os.path.relpath(kernel('c2v_cube.hpp'))}:{line_of('c2v_cube.hpp', 'Pipe pipe(')}"
+    assert "launch 1 of 2" in str(ei.value)
 
 
 @needs_cxx
@@ -119,6 +192,15 @@ def test_a_crashing_kernel_is_a_kernel_error_and_the_process_survives(cpp_cache)
     assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TSTORE(')}"
     r = run_cpp(kernel("c2v_add.cpp"), c2v_args())           # and this process goes on
     assert r.summary.cycles > 0
+
+
+@needs_cxx
+def test_an_aborting_kernel_names_sigabrt_and_its_last_instruction(cpp_cache):
+    name = "c2v_abort.cpp"
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel(name), c2v_args())
+    assert "SIGABRT" in ei.value.what
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TSTORE(')}"
 
 
 def test_no_compiler_says_what_to_install(monkeypatch, tmp_path):

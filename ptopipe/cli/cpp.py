@@ -68,7 +68,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, in_child
     from ..isa.scenario import Scenario
     kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
-    libs = build(kernels)
+    libs = build(kernels, args.platform or "a2a3")
     given = load_inputs(getattr(args, "input", None))
     kargs = {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
 

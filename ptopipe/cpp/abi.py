@@ -16,8 +16,8 @@ cross the C++ frames: the callback keeps it and returns ``ABORT``; the header th
 exception that unwinds the kernel to its entry point, which returns 1, and the kernel's
 Python wrapper raises the kept error (:meth:`Dispatcher.kernel`).
 
-GM pointers handed to C++ are simulator addresses offset by :data:`GM_BASE` (not host
-memory: a raw dereference faults, and is reported as a crash).
+GM pointers handed to C++ are simulator addresses (:data:`GM_BASE`, one space per array
+argument), not host memory: a raw dereference faults, and is reported as a crash.
 """
 from __future__ import annotations
 
@@ -33,8 +33,12 @@ from ..sim.location import SourceLoc
 from .. import isa
 from .headergen import DTYPES, KINDS, SPECIAL, enum_values, enums, op_names
 
-#: where GM address 0 is in a C++ kernel's address space (an unmapped range: a raw access faults)
+#: where GM is in a C++ kernel's address space (an unmapped range: a raw access faults); each
+#: array argument has a space of its own (2**ARG_BITS bytes: the k-th at GM_BASE + (k + 1) <<
+#: ARG_BITS), so a pointer keeps the argument it was derived from however far it moves
 GM_BASE = 1 << 44
+ARG_BITS = 36
+ARG_MASK = (1 << ARG_BITS) - 1
 ABORT = -(1 << 63)
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
                             ctypes.c_void_p, ctypes.c_int32)
@@ -167,15 +171,24 @@ class Dispatcher:
         return n
 
     def pointer(self, p: int, code: int):
-        """A C++ GM pointer as a GMPtr (keeping the bounds of the argument it points into)."""
-        addr = p - GM_BASE
-        if p == 0 or addr < 0:
+        """A C++ GM pointer as a GMPtr: in the space of the argument it was derived from, with
+        that argument's bounds (so a view past its end is reported, not read from the next)."""
+        off = p - GM_BASE
+        k = (off >> ARG_BITS) - 1
+        if p == 0 or off < 0 or k >= len(self.regions):
             raise KernelError(f"pointer {p:#x} is not a GM address ptopipe handed to the kernel",
                               fix="derive GM pointers from the kernel's __gm__ parameters")
-        for lo, hi, gt in self.regions:
-            if lo <= addr < hi or addr == lo:
-                return isa.GMPtr(addr, _DTYPES[code], gt.ptr.bounds)
-        return isa.GMPtr(addr, _DTYPES[code])
+        if k < 0:
+            return isa.GMPtr(off, _DTYPES[code])
+        lo, _hi, gt = self.regions[k]
+        return isa.GMPtr(lo + (off & ARG_MASK), _DTYPES[code], gt.ptr.bounds)
+
+    def fake(self, addr: int) -> int:
+        """The C++ pointer of GM address ``addr``: in the space of the argument holding it."""
+        for k, (lo, hi, _gt) in enumerate(self.regions):
+            if lo <= addr < hi:
+                return GM_BASE + ((k + 1) << ARG_BITS) + (addr - lo)
+        return GM_BASE + addr
 
     def tensor(self, p, code, shape, stride):
         if any(s < 0 for s in shape) or any(s < 0 for s in stride):
@@ -225,7 +238,7 @@ class Dispatcher:
         peers = (0,) if nosplit and cluster_model(core.cluster).nosplit_lane0 else (0, 1)
         if gm is not None:
             for lo, _hi, gt in self.regions:
-                if gm.addr == lo:
+                if gm.addr == lo and gm.bounds is gt.ptr.bounds:
                     gm = gt            # the whole argument: its size is checked against the ring
                     break
         try:
@@ -244,7 +257,7 @@ class Dispatcher:
         obj = a[1]
         if isinstance(obj, isa.GlobalTensor):
             isa.TPOP(*a)
-            return GM_BASE + obj.ptr.addr
+            return self.fake(obj.ptr.addr)
         # every pop binds a new tile, as the DSL runtime's: a value popped earlier may still be
         # held or read, and the C++ variable popped into again is not a write to that one; the
         # tiles of one variable share their views of memory (the slots they bind to repeat)
@@ -260,7 +273,7 @@ class Dispatcher:
 
     def op_TALLOC(self, core, a):
         isa.TALLOC(*a)
-        return GM_BASE + a[1].ptr.addr
+        return self.fake(a[1].ptr.addr)
 
     def op_TFREE(self, core, a):
         pipe, obj, split, *events = a
@@ -301,6 +314,9 @@ class Dispatcher:
         me = self
 
         def kernel(**kw):
+            gts = [v for v in kw.values() if isinstance(v, isa.GlobalTensor)]
+            if [r[2] for r in me.regions] != gts:       # a new run: its arguments' spaces
+                me.regions = [(v.ptr.addr, v.ptr.addr + v.nbytes, v) for v in gts]
             words = []
             for name, kind in zip(params, sig):
                 if name not in kw:
@@ -311,7 +327,7 @@ class Dispatcher:
                     if not isinstance(v, isa.GlobalTensor):
                         raise ConfigError(f"{label}: parameter {name!r} is a GM pointer, got {type(v).__name__}",
                                           where=label, fix=f"pass a numpy array for {name!r}")
-                    words.append(GM_BASE + v.ptr.addr)
+                    words.append(me.fake(v.ptr.addr))
                 elif kind == "f":
                     words.append(struct.unpack("<q", struct.pack("<d", float(v)))[0])
                 else:
@@ -319,9 +335,6 @@ class Dispatcher:
                         raise ConfigError(f"{label}: parameter {name!r} is an integer, got {v!r}",
                                           where=label, fix=f"pass an integer for {name!r}")
                     words.append(int(v))
-            for v in kw.values():
-                if isinstance(v, isa.GlobalTensor) and all(r[2] is not v for r in me.regions):
-                    me.regions.append((v.ptr.addr, v.ptr.addr + v.nbytes, v))
             if run_fn(argv_t(*words)) != 0:
                 me.raise_pending()
         kernel.__name__ = label

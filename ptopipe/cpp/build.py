@@ -289,12 +289,21 @@ def _short(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def build(kernels: Kernels) -> dict:
-    """role -> shared library path for a :class:`Kernels`: one library with both roles, or
-    (an entry) one per side, each built with its ``__DAV_*__`` macro."""
+def arch_macro(platform) -> str:
+    """pto-isa's architecture macro for a platform (``PTO_NPU_ARCH_A2A3`` / ``PTO_NPU_ARCH_A5``):
+    a kernel may test it, e.g. for the A5-only ``*_GM`` directions."""
+    from ..arch import get_platform
+    return f"PTO_NPU_ARCH_{get_platform(platform).name.upper()}"
+
+
+def build(kernels: Kernels, platform="a2a3") -> dict:
+    """role -> shared library path for a :class:`Kernels` on ``platform`` (compiled with its
+    :func:`arch_macro`): one library with both roles, or (an entry) one per side, each built
+    with its ``__DAV_*__`` macro."""
+    arch = arch_macro(platform)
     if kernels.entry is not None:
-        return {role: compile_library(kernels.path, {role: kernels.entry.name}, (macro,))
+        return {role: compile_library(kernels.path, {role: kernels.entry.name}, (macro, arch))
                 for role, macro in SIDES.items()}
     roles = {r: getattr(kernels, r).name for r in ("aic", "aiv") if getattr(kernels, r) is not None}
-    lib = compile_library(kernels.path, roles)
+    lib = compile_library(kernels.path, roles, (arch,))
     return {r: lib for r in roles}

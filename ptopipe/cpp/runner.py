@@ -57,11 +57,12 @@ class Loaded:
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
 
 
-def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: int = -1) -> Loaded:
+def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: int = -1,
+         platform="a2a3") -> Loaded:
     """Build (or take from the cache) and load the kernels of C++ file ``path`` in THIS process
     (no crash isolation: :func:`run_cpp` and :func:`in_child` run them in a child)."""
     kernels = find_kernels(path, aic, aiv)
-    return Loaded(kernels, build(kernels), crash_fd)
+    return Loaded(kernels, build(kernels, platform), crash_fd)
 
 
 # -- the child process ------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     crash then ends this process)."""
     from ..isa.launch import run
     kernels = find_kernels(path, aic, aiv)
-    libs = build(kernels)
+    libs = build(kernels, platform)
     if not isolate:
         k = Loaded(kernels, libs)
         return run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)

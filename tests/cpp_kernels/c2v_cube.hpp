@@ -1,9 +1,13 @@
 // The Cube half of the C2V kernels of this directory (see c2v_add.cpp): A @ B pushed in
-// two 16-row accumulator tiles, TILE_UP_DOWN.
+// two 16-row accumulator tiles, split TILE_UP_DOWN (or C2V_SPLIT, defined before this header).
 #pragma once
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
+
+#ifndef C2V_SPLIT
+#define C2V_SPLIT TILE_UP_DOWN
+#endif
 
 constexpr int TM = 16, K = 32, N = 32, M = 32;
 using Pipe = TPipe<0, Direction::DIR_C2V, TM * N * 4, 4>;
@@ -31,7 +35,7 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ float *a, __gm__ float *b, 
         TLOAD(a_l1, ga);
         TMOV(a_l0, a_l1);
         TMATMUL(acc, a_l0, b_l0);
-        TPUSH<Pipe, TileAcc<float, TM, N>, TileSplitAxis::TILE_UP_DOWN>(pipe, acc);
+        TPUSH<Pipe, TileAcc<float, TM, N>, TileSplitAxis::C2V_SPLIT>(pipe, acc);
     }
 }
 
