@@ -44,6 +44,7 @@ CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctyp
                             ctypes.c_void_p, ctypes.c_int32)
 #: events an instruction returned that a kernel can still name (older ones are forgotten)
 EVENT_WINDOW = 1 << 16
+MAX_WORDS = 128             # pto-inst.hpp's ptopipe::MAX_WORDS
 
 _K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL = (
     KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL"))
@@ -51,6 +52,9 @@ _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout))
 _WORDS = {}
+_new = object.__new__
+#: a Tile's binding state (a new tile has none)
+_TILE_STATE = ("_addr", "core", "mem", "_full", "_valid", "binding", "_push", "hbw", "hbu")
 _string_at = ctypes.string_at
 _getcurrent = greenlet.getcurrent
 
@@ -69,7 +73,6 @@ class Dispatcher:
         #: GM arguments: name -> GlobalTensor (set per launch by the kernel wrappers)
         self.gm_args = gm_args
         self.tiles = [None]
-        self.tile_ids = {}              # id(Tile) -> its handle
         self.aliases = set()            # id(Tile) of tiles TRESHAPE bound to their source's storage
         self.pipes = [None]
         self.events = [None] * EVENT_WINDOW
@@ -80,7 +83,14 @@ class Dispatcher:
         self.regions = []               # [(lo, hi, GlobalTensor)] of the GM arguments
         ops = {name: getattr(self, "op_" + name) for name in SPECIAL + ("TRESHAPE",)}
         self.handlers = [ops.get(name) or self._instruction(getattr(isa, name)) for name in op_names()]
+        self.first_instruction = len(SPECIAL)
+        self.decoded = {}               # argument words -> their objects, where that cannot change
+        self.stable = False
+        self.windows = {}               # (call site, operand) -> the GlobalTensor it re-points
         self.c_callback = CALLBACK(self.callback)
+        #: shared with the kernel libraries: the last call site (2 words), then a call's words
+        self.shared = (ctypes.c_int64 * (2 + MAX_WORDS))()
+        self.words = memoryview(self.shared).cast("B")[16:]
 
     # -- the callback ------------------------------------------------------------------------
     def callback(self, op, n, words, file, line):
@@ -91,7 +101,18 @@ class Dispatcher:
             if loc is None:
                 loc = self.sites[key] = self._site(file, line)
             core.loc_override = loc
-            return self.handlers[op](core, self.decode(_unpack(n)(_string_at(words, 8 * n)) if n else ()))
+            if not n:
+                return self.handlers[op](core, [])
+            if n < 0:
+                raise KernelError(f"{op_names()[op]} has more arguments than ptopipe's C++ ABI carries "
+                                  f"({MAX_WORDS} words)", fix="pass fewer operands / wait events")
+            raw = self.words[:8 * n].tobytes()
+            a = self.decoded.get(raw)
+            if a is None:
+                a = self.decode(_unpack(n)(raw), key if op >= self.first_instruction else None)
+                if self.stable:
+                    self.decoded[raw] = a
+            return self.handlers[op](core, a)
         except BaseException as e:   # noqa: BLE001 - every exception crosses back as ABORT
             self.errors[_getcurrent()] = e
             return ABORT
@@ -110,9 +131,13 @@ class Dispatcher:
         raise e
 
     # -- arguments -----------------------------------------------------------------------------
-    def decode(self, w) -> list:
+    def decode(self, w, site=None) -> list:
+        """The ISA objects of argument words ``w``; ``site`` (the call site of a tile
+        instruction, else None): its GlobalTensor operands are one object per site and operand,
+        re-pointed at each call (as the DSL runtime's load / store sites do), not made anew."""
         out = []
         i, n = 0, len(w)
+        self.stable = True      # the same words give the same objects (no tensor, pointer or event)
         while i < n:
             k = w[i]
             if k == _K_TILE:
@@ -122,7 +147,11 @@ class Dispatcher:
                 out.append(w[i + 1])
                 i += 2
             elif k == _K_GT:
-                out.append(self.tensor(w[i + 1], w[i + 2], w[i + 3:i + 8], w[i + 8:i + 13]))
+                self.stable = False
+                if site is None:
+                    out.append(self.tensor(w[i + 1], w[i + 2], w[i + 3:i + 8], w[i + 8:i + 13]))
+                else:
+                    out.append(self.window(site, len(out), w[i + 1:i + 13]))
                 i += 13
             elif k == _K_ENUM:
                 out.append(self.enum(w[i + 1], w[i + 2]))
@@ -134,9 +163,11 @@ class Dispatcher:
                 out.append(self.pipes[w[i + 1]])
                 i += 2
             elif k == _K_EVENT:
+                self.stable = False
                 out.append(self.event(w[i + 1]))
                 i += 2
             elif k == _K_PTR:
+                self.stable = False
                 out.append(self.pointer(w[i + 1], w[i + 2]))
                 i += 3
             elif k == _K_NULL:
@@ -190,6 +221,20 @@ class Dispatcher:
                 return GM_BASE + ((k + 1) << ARG_BITS) + (addr - lo)
         return GM_BASE + addr
 
+    def window(self, site, pos, g):
+        key = (site, pos, g[1:])
+        w = self.windows.get(key)
+        if w is None:
+            w = self.windows[key] = [self.tensor(g[0], g[1], g[2:7], g[7:12]), g[0]]
+        elif g[0] != w[1]:
+            gt, d = w[0], g[0] - w[1]
+            if (g[0] ^ w[1]) >> ARG_BITS == 0 and d % gt.item == 0:
+                gt.ptr = gt.ptr + d // gt.item        # the same argument: GMPtr keeps its bounds
+            else:
+                gt.assign(self.pointer(g[0], g[1]))
+            w[1] = g[0]
+        return w[0]
+
     def tensor(self, p, code, shape, stride):
         if any(s < 0 for s in shape) or any(s < 0 for s in stride):
             raise KernelError(f"GlobalTensor shape {list(shape)} / stride {list(stride)} has a DYNAMIC "
@@ -210,7 +255,6 @@ class Dispatcher:
         loc, code, rows, cols, bl, vr, vc, sl = a
         t = isa.Tile(_TILE_TYPES[loc], _DTYPES[code], rows, cols, _BLAYOUTS[bl], vr, vc, _SLAYOUTS[sl])
         self.tiles.append(t)
-        self.tile_ids[id(t)] = len(self.tiles) - 1
         return len(self.tiles) - 1
 
     def op_TRESHAPE(self, core, a):
@@ -253,22 +297,17 @@ class Dispatcher:
     def op_TPUSH(self, core, a):
         return self.keep(isa.TPUSH(*a))
 
-    def op_TPOP(self, core, a, _words=None):
+    def op_TPOP(self, core, a):
         obj = a[1]
         if isinstance(obj, isa.GlobalTensor):
             isa.TPOP(*a)
             return self.fake(obj.ptr.addr)
-        # every pop binds a new tile, as the DSL runtime's: a value popped earlier may still be
-        # held or read, and the C++ variable popped into again is not a write to that one; the
-        # tiles of one variable share their views of memory (the slots they bind to repeat)
-        new = isa.Tile(obj.loc, obj.dtype, obj.rows, obj.cols, valid_rows=obj.valid_rows,
-                       valid_cols=obj.valid_cols, layout=obj.layout, name=obj.name)
-        if obj._views is None:
-            obj._views = {}
-        new._views = obj._views
-        self.tiles[self.tile_ids[id(obj)]] = new
-        self.tile_ids[id(new)] = self.tile_ids.pop(id(obj))
-        a[1] = new
+        # every pop binds the tile afresh, as the DSL runtime's new tile per pop: what the C++
+        # variable held before (its scoreboard times, slot binding, checker state) is not a
+        # use of the slot popped now (a copy of the earlier value has a handle of its own)
+        for f in _TILE_STATE:
+            setattr(obj, f, None)
+        obj.ready_at = obj.read_end = 0
         return self.keep(isa.TPOP(*a))
 
     def op_TALLOC(self, core, a):
@@ -317,6 +356,8 @@ class Dispatcher:
             gts = [v for v in kw.values() if isinstance(v, isa.GlobalTensor)]
             if [r[2] for r in me.regions] != gts:       # a new run: its arguments' spaces
                 me.regions = [(v.ptr.addr, v.ptr.addr + v.nbytes, v) for v in gts]
+                me.windows.clear()
+                me.decoded.clear()
             words = []
             for name, kind in zip(params, sig):
                 if name not in kw:

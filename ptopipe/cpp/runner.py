@@ -36,7 +36,6 @@ class Loaded:
     def __init__(self, kernels: Kernels, libs: dict, crash_fd: int = -1):
         from .abi import Dispatcher
         self.dispatcher = d = Dispatcher({})
-        self.last_site = (ctypes.c_int64 * 2)()
         self.libs = {}
         fns = {}
         for role, path in libs.items():
@@ -44,7 +43,7 @@ class Loaded:
             if lib is None:
                 lib = self.libs[path] = ctypes.PyDLL(path)
                 lib.ptopipe_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-                lib.ptopipe_init(ctypes.cast(d.c_callback, ctypes.c_void_p), ctypes.addressof(self.last_site),
+                lib.ptopipe_init(ctypes.cast(d.c_callback, ctypes.c_void_p), ctypes.addressof(d.shared),
                                  crash_fd)
             run_fn = getattr(lib, f"ptopipe_run_{role}")
             run_fn.argtypes = [ctypes.c_void_p]

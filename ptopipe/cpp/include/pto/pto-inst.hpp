@@ -125,27 +125,35 @@ inline Callback &callback()
     return cb;
 }
 
-// where the last instruction was called from (read by the crash handler): shared by every
-// library of a run, set up by ptopipe_init
-inline int64_t *&last_site()
+// the buffer shared with the simulator (set up by ptopipe_init): the call site of the last
+// instruction (file, line: read by the crash handler) and the argument words of the call
+// being made; one per run, shared by every library of it
+constexpr int MAX_WORDS = 128;
+inline int64_t *&shared()
 {
-    static int64_t fallback[2] = {0, 0};
+    static int64_t fallback[2 + MAX_WORDS] = {};
     static int64_t *p = fallback;
     return p;
 }
 
 struct Args {
-    int64_t w[128];
+    int64_t w[MAX_WORDS];
     int32_t n = 0;
-    void put(int64_t x) { w[n++] = x; }
+    void put(int64_t x)
+    {
+        if (n < MAX_WORDS) w[n] = x;   // more words than any instruction has: the simulator reports it
+        ++n;
+    }
 };
 
 inline int64_t call(int32_t op, const Args &a, Site s)
 {
-    int64_t *last = last_site();
-    last[0] = int64_t(reinterpret_cast<intptr_t>(s.file));
-    last[1] = s.line;
-    int64_t r = callback()(op, a.n, a.w, s.file, s.line);
+    int64_t *sh = shared();
+    sh[0] = int64_t(reinterpret_cast<intptr_t>(s.file));
+    sh[1] = s.line;
+    int32_t n = a.n <= MAX_WORDS ? a.n : -1;
+    std::memcpy(sh + 2, a.w, sizeof(int64_t) * size_t(n < 0 ? 0 : n));
+    int64_t r = callback()(op, n, sh + 2, s.file, s.line);
     if (r == ABORT) throw Abort{};
     return r;
 }

@@ -49,9 +49,9 @@ inline void on_crash(int sig)
     put_text(buf, n, "PTOPIPE-CRASH ");
     put_int(buf, n, sig);
     put_text(buf, n, " ");
-    put_int(buf, n, last_site()[1]);
+    put_int(buf, n, shared()[1]);
     put_text(buf, n, " ");
-    const char *file = reinterpret_cast<const char *>(static_cast<intptr_t>(last_site()[0]));
+    const char *file = reinterpret_cast<const char *>(static_cast<intptr_t>(shared()[0]));
     put_text(buf, n, file ? file : "?");
     buf[n++] = '\n';
     if (crash_fd() >= 0) {
@@ -107,10 +107,10 @@ template <typename... P> const char *signature(void (*)(P...))
 }
 }  // namespace ptopipe
 
-PTOPIPE_EXPORT void ptopipe_init(::ptopipe::Callback cb, int64_t *last_site, int crash_fd)
+PTOPIPE_EXPORT void ptopipe_init(::ptopipe::Callback cb, int64_t *shared, int crash_fd)
 {
     ::ptopipe::callback() = cb;
-    ::ptopipe::last_site() = last_site;
+    ::ptopipe::shared() = shared;
     ::ptopipe::crash_fd() = crash_fd;
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) std::signal(sig, ::ptopipe::on_crash);
 }
