@@ -261,3 +261,18 @@ def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache,
     (rep,) = json.loads(bad.stdout)
     assert rep["failure"]["error"] == "ProtocolError"
     assert rep["failure"]["where"].endswith(f"c2v_wrong_split.cpp:{line_of('c2v_wrong_split.cpp', 'TPOP<')}")
+
+
+@needs_cxx
+def test_cli_trace_of_a_cpp_file_writes_its_timeline(cpp_cache, tmp_path):
+    argv = _save_inputs(tmp_path)
+    out = tmp_path / "t.json"
+    r = _cli(["trace", kernel("c2v_add.cpp"), *argv, "-o", str(out)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "wrote" in r.stdout and "cycles" in r.stdout
+    import json
+    events = json.loads(out.read_text())["traceEvents"]
+    names = [e["name"] for e in events if e.get("ph") == "X"]
+    # the Cube's 2 TMATMULs and TPUSHes, each Vector core's 2 TPOPs, TADDs and TFREEs
+    assert names.count("TMATMUL") == 2 and names.count("TPUSH") == 2
+    assert names.count("TPOP") == 4 and names.count("TADD") == 4 and names.count("TFREE") == 4

@@ -1,5 +1,6 @@
 """``.cpp`` files on the command line: ``ptopipe run kernel.cpp --input a=a.npy ... [--output
-out=out.npy] [--aic NAME --aiv NAME]`` - a pto-isa C++ kernel built against ptopipe's headers
+out=out.npy] [--aic NAME --aiv NAME] [--report r.html]``, ``ptopipe trace kernel.cpp --input ...
+-o trace.json`` - a pto-isa C++ kernel built against ptopipe's headers
 and run on the simulated cluster in a child process (:func:`ptopipe.cpp.run_cpp`; every error
 at the C++ file:line) - and ``ptopipe check kernel.cpp --input ...``: the same kernels as a
 Scenario with no golden (the checkers judge), explored like any kernel's, the whole check in
@@ -30,23 +31,52 @@ def add_arguments(p) -> None:
                    help="(.cpp files) the Vector kernel function (default: as --aic, *aiv* / *vec*)")
 
 
-def run_cpp_file(args) -> int:
-    from ..cpp import run_cpp
+def _inputs(args) -> dict:
     given = load_inputs(getattr(args, "input", None))
-    kargs = {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+    return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+
+
+def _run(args, after=None, **extra):
+    """The C++ file of ``args`` run in a child process; ``after(result)`` runs there too (it
+    writes what needs the whole run: traces, reports).  Returns (outputs, summary)."""
+    from ..cpp.build import build, find_kernels
+    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, in_child
+    from ..isa.launch import run
+    kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
+    platform = args.platform or "a2a3"
+    libs = build(kernels, platform)
+    kargs = _inputs(args)
+    kw = dict(platform=platform, protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
+              **extra)
+
+    def work(crash_fd):
+        k = Loaded(kernels, libs, crash_fd)
+        res = run(aic=k.aic, aiv=k.aiv, args=kargs, **kw)
+        if after is not None:
+            after(res)
+        return {n: a.copy() for n, a in res.outputs.items()}, res.summary
+    return in_child(work, kw.get("timeout") or DEFAULT_TIMEOUT, f"the C++ kernel {os.path.basename(args.file)}")
+
+
+def run_cpp_file(args) -> int:
     platform = args.platform or "a2a3"
     protocol = args.protocol or "spec"
-    res = run_cpp(args.file, kargs, aic=getattr(args, "aic", None), aiv=getattr(args, "aiv", None),
-                  platform=platform, protocol=protocol, **bounds.run_kwargs(args), **sync_kwargs(args),
-                  **launch_kwargs(args), causal=getattr(args, "causal", False))
+    reports = getattr(args, "report", None) or getattr(args, "png", None)
+
+    def after(res):
+        if reports:
+            from .trace import write_reports
+            write_reports(res, args, os.path.basename(args.file), "default")
+    outputs, summary = _run(args, after, **({"trace": True} if reports else {}), **launch_kwargs(args),
+                            causal=getattr(args, "causal", False))
     outs = {}
     for p in getattr(args, "output", None) or []:
         name, sep, file = p.partition("=")
-        if not sep or name not in res.outputs:
+        if not sep or name not in outputs:
             raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME an array parameter given "
                               "with --input", where="option --output",
-                              fix=f"names: {', '.join(sorted(res.outputs)) or 'none (give --input arrays)'}")
-        arr = res.outputs[name]
+                              fix=f"names: {', '.join(sorted(outputs)) or 'none (give --input arrays)'}")
+        arr = outputs[name]
         if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
             arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])
         outs[file] = arr
@@ -57,7 +87,7 @@ def run_cpp_file(args) -> int:
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {platform} ({protocol}): ran"
           + (f", wrote {', '.join(outs)}" if outs else ""))
     if not getattr(args, "quiet", False):
-        print("  " + res.summary.format().replace("\n", "\n  "))
+        print("  " + summary.format().replace("\n", "\n  "))
     return 0
 
 
@@ -69,8 +99,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     from ..isa.scenario import Scenario
     kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
     libs = build(kernels, args.platform or "a2a3")
-    given = load_inputs(getattr(args, "input", None))
-    kargs = {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+    kargs = _inputs(args)
 
     def work(crash_fd):
         k = Loaded(kernels, libs, crash_fd)
@@ -85,3 +114,21 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
                             f"the C++ kernel {os.path.basename(args.file)}")
     reports.extend(mine)
     return status
+
+
+def trace_cpp_file(args) -> int:
+    """``trace kernel.cpp -o trace.json``: the run's Chrome trace (and ``--report``), written in
+    the child process that ran it, and its profile."""
+    from ..report import profile, write_chrome_trace, write_html
+    lines = []
+
+    def after(res):
+        path = write_chrome_trace(res, args.output)
+        lines.append(f"wrote {path} ({os.path.basename(args.file)}, {res.summary.cycles} cycles) - open it in "
+                     "https://ui.perfetto.dev")
+        if args.report:
+            lines.append(f"wrote {write_html(res, args.report, f'ptopipe {os.path.basename(args.file)}')}")
+        lines.append("  " + profile(res).format().replace("\n", "\n  "))
+        print("\n".join(lines), flush=True)
+    _run(args, after, trace=True)
+    return 0
