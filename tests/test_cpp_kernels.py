@@ -92,6 +92,12 @@ def _events():
     return dict(x=x, out0=np.zeros_like(x), out1=np.zeros_like(x)), {"out0": np.exp(x), "out1": np.exp(x) + x}
 
 
+def _tmpipe():
+    x = _ints((16, 16))
+    return (dict(x=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x), fifo=np.zeros((4, 16, 16), np.float32)),
+            {"out": x + 1})
+
+
 def _c2v():
     args = c2v_args()
     return args, {"out": args["a"] @ args["b"] + args["bias"]}
@@ -101,7 +107,7 @@ def _c2v():
 CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slot_flow.cpp", _gm_slot_flow, {}),
            ("v2c_matmul.cpp", _v2c, {}), ("both_ways.cpp", _both, {}), ("entry_c2v.cpp", _entry, {}),
            ("events_vec.cpp", _events, {"aiv": "vec_kernel"}),
-           ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"})]
+           ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"}), ("tmpipe_c2v.cpp", _tmpipe, {})]
 
 
 @needs_cxx
@@ -110,6 +116,8 @@ CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slo
 @pytest.mark.parametrize("name,make,opts", CORRECT, ids=[f"{c[0]}{'-manual' if c[2].get('sync') else ''}"
                                                           for c in CORRECT])
 def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol, name, make, opts):
+    if name == "tmpipe_c2v.cpp" and (platform, protocol) == ("a5", "pto-isa"):
+        pytest.skip("pto-isa's A5 double free of a GM ring slot: test_tmpipe_double_free_on_a5_pto_isa")
     args, want = make()
     r = run_cpp(kernel(name), args, platform=platform, protocol=protocol, **opts)
     for k, v in want.items():
@@ -152,6 +160,16 @@ def test_a_broken_kernel_is_reported_at_its_cpp_line(cpp_cache, name, make, cls,
         run_cpp(kernel(name), make(), platform="a2a3", protocol="spec")
     f = in_file or name
     assert ei.value.where == f"{os.path.relpath(kernel(f))}:{line_of(f, at)}", str(ei.value)
+
+
+@needs_cxx
+def test_tmpipe_double_free_on_a5_pto_isa(cpp_cache):
+    """pto-isa's A5 TPOP from a GM ring frees the slot itself: the kernel's TFREE is a second
+    free, a credit left on the flag - reported at the C++ line that made the pipe."""
+    with pytest.raises(LeakError) as ei:
+        run_cpp(kernel("tmpipe_c2v.cpp"), _tmpipe()[0], platform="a5", protocol="pto-isa")
+    assert ei.value.where == f"{os.path.relpath(kernel('tmpipe_c2v.cpp'))}:{line_of('tmpipe_c2v.cpp', 'Pipe pipe(')}"
+    assert "frees" in ei.value.what
 
 
 @needs_cxx

@@ -280,11 +280,7 @@ class Dispatcher:
     def op_TPIPE(self, core, a):
         flag, d, size, num, local, nosplit, c2v, v2c, gm = a
         peers = (0,) if nosplit and cluster_model(core.cluster).nosplit_lane0 else (0, 1)
-        if gm is not None:
-            for lo, _hi, gt in self.regions:
-                if gm.addr == lo and gm.bounds is gt.ptr.bounds:
-                    gm = gt            # the whole argument: its size is checked against the ring
-                    break
+        gm = self._whole(gm)
         try:
             direction = Direction(d)
         except ValueError:
@@ -293,6 +289,24 @@ class Dispatcher:
         pipe = isa.TPipe(flag, direction, size, num, local, peers=peers)(gm, c2v, v2c)
         self.pipes.append(pipe)
         return len(self.pipes) - 1
+
+    def op_TMPIPE(self, core, a):
+        flag, depth, sync_t, unit, local_depth, local, fifo, ratio, *rest = a
+        prod, cons = (isa.Tile(_TILE_TYPES[t[0]], _DTYPES[t[1]], t[2], t[3]) for t in (rest[0:4], rest[4:8]))
+        gm = self._whole(rest[8])
+        cfg = isa.TMPipe(flag, fifo, depth, sync_t, prod, cons, bool(unit), local_depth, ratio)
+        pipe = cfg(gm, local, 0) if cfg.direction is Direction.DIR_C2V else cfg(gm, 0, local)
+        self.pipes.append(pipe)
+        return len(self.pipes) - 1
+
+    def _whole(self, gm):
+        """A GM slot buffer pointer at the start of an argument as that whole argument (its
+        size is then checked against the ring, as a Python kernel's is)."""
+        if gm is not None:
+            for lo, _hi, gt in self.regions:
+                if gm.addr == lo and gm.bounds is gt.ptr.bounds:
+                    return gt
+        return gm
 
     def op_TPUSH(self, core, a):
         return self.keep(isa.TPUSH(*a))

@@ -29,7 +29,7 @@ from ..codegen.cpp_types import CTYPES
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pto", "ptopipe_generated.hpp")
 
 #: ABI operations that are not catalogue instructions (written by hand in pto-inst.hpp)
-SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC", "TSYNC_OP",
+SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC", "TSYNC_OP",
            "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID")
 #: wait events an instruction takes after its operands
 MAX_EVENTS = 3
@@ -43,7 +43,8 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("PadValue", V.PadValue, "pto", True), ("MaskPattern", V.MaskPattern, "pto", True),
          ("GatherAxis", V.GatherAxis, "pto", True), ("PowAlgorithm", V.PowAlgorithm, "pto", True),
          ("QuantType", V.QuantType, "pto", True), ("PrintFormat", V.PrintFormat, "pto", True),
-         ("FIFOType", V.FIFOType, "pto", True), ("Direction", V.Direction, "pto", False),
+         ("FIFOType", V.FIFOType, "pto", True), ("VecCubeRatio", V.VecCubeRatio, "pto", True),
+         ("Direction", V.Direction, "pto", False),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
 

@@ -286,6 +286,16 @@ struct TPipe {
     TPipe(__gm__ void *gm_slot_buffer, uint32_t c2v_consumer_buf = 0, uint32_t v2c_consumer_buf = 0,
           ::ptopipe::Site s = PTOPIPE_HERE);
 };
+
+// TMPipe: a pipe whose direction and slot size follow from its producer and consumer tiles
+template <uint8_t FlagID, FIFOType FiFoType, uint8_t FiFoDepth, uint8_t FiFoSyncT, typename TileDataProd,
+          typename TileDataCons, bool EN_UNIT_FLAG = false, uint8_t LocalFiFoDepth = 2,
+          VecCubeRatio VCRatio = VecCubeRatio::V2C1_VECS>
+struct TMPipe {
+    int64_t id_ = 0;
+    explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
+                    ::ptopipe::Site s = PTOPIPE_HERE);
+};
 }  // namespace pto
 
 // -- argument encoding --------------------------------------------------------------------------
@@ -299,6 +309,17 @@ struct is_global<pto::GlobalTensor<E, Sh, St, L>> : std::true_type {};
 template <typename T> struct is_pipe : std::false_type {};
 template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS>
 struct is_pipe<pto::TPipe<F, D, S, N, L, NS>> : std::true_type {};
+template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
+struct is_pipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
+
+template <typename T> void put_tile_type(Args &a)
+{
+    for (int64_t x : {int64_t(T::Loc), int64_t(dtype_code<typename T::DType>::value), int64_t(T::Rows),
+                      int64_t(T::Cols)}) {
+        a.put(K_INT);
+        a.put(x);
+    }
+}
 
 template <typename T> struct elem_code { static constexpr int value = dtype_code<T>::value; };
 template <> struct elem_code<void> { static constexpr int value = dtype_code<uint8_t>::value; };
@@ -430,6 +451,29 @@ TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum, IsNoSplit>::TPipe(__gm__
         ::ptopipe::enc(a, static_cast<uint8_t *>(gm), s);
     }
     id_ = ::ptopipe::call(::ptopipe::OP_TPIPE, a, s);
+}
+
+template <uint8_t FlagID, FIFOType FiFoType, uint8_t FiFoDepth, uint8_t FiFoSyncT, typename TileDataProd,
+          typename TileDataCons, bool EN_UNIT_FLAG, uint8_t LocalFiFoDepth, VecCubeRatio VCRatio>
+TMPipe<FlagID, FiFoType, FiFoDepth, FiFoSyncT, TileDataProd, TileDataCons, EN_UNIT_FLAG, LocalFiFoDepth,
+       VCRatio>::TMPipe(__gm__ typename TileDataCons::DType *gm, uint32_t local, ::ptopipe::Site s)
+{
+    ::ptopipe::Args a;
+    for (int64_t x : {int64_t(FlagID), int64_t(FiFoDepth), int64_t(FiFoSyncT), int64_t(EN_UNIT_FLAG),
+                      int64_t(LocalFiFoDepth), int64_t(local)}) {
+        a.put(::ptopipe::K_INT);
+        a.put(x);
+    }
+    ::ptopipe::enc(a, FiFoType, s);
+    ::ptopipe::enc(a, VCRatio, s);
+    ::ptopipe::put_tile_type<TileDataProd>(a);
+    ::ptopipe::put_tile_type<TileDataCons>(a);
+    if (gm == nullptr) {
+        a.put(::ptopipe::K_NULL);
+    } else {
+        ::ptopipe::enc(a, gm, s);
+    }
+    id_ = ::ptopipe::call(::ptopipe::OP_TMPIPE, a, s);
 }
 
 // TASSIGN(tile, local address) binds a tile; TASSIGN(global tensor, pointer) points a
