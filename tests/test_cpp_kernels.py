@@ -294,3 +294,10 @@ def test_cli_trace_of_a_cpp_file_writes_its_timeline(cpp_cache, tmp_path):
     # the Cube's 2 TMATMULs and TPUSHes, each Vector core's 2 TPOPs, TADDs and TFREEs
     assert names.count("TMATMUL") == 2 and names.count("TPUSH") == 2
     assert names.count("TPOP") == 4 and names.count("TADD") == 4 and names.count("TFREE") == 4
+
+
+def test_check_static_of_a_cpp_file_says_to_run_it(capsys):
+    from ptopipe.cli import main as cli_main
+    assert cli_main(["check", "--static", kernel("c2v_add.cpp")]) == 1
+    err = capsys.readouterr().err
+    assert "C++ kernel" in err and "without --static" in err

@@ -101,6 +101,11 @@ def _check_file(args, reports) -> int:
 
 def main_static(args) -> int:
     """``check --static``: the static verifier only."""
+    if args.file.endswith(CPP_SUFFIXES):
+        from ..errors import ConfigError
+        raise ConfigError(f"--static verifies DSL programs and .pto files; {args.file} is a C++ kernel",
+                          where="option --static",
+                          fix="check a C++ kernel by running it: ptopipe check FILE.cpp --input ... (without --static)")
     if args.file.endswith(".pto"):
         from .pto import static_pto
         return static_pto(args)
