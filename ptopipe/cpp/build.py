@@ -265,15 +265,15 @@ def _local_includes(path: str, src: bytes) -> bytes:
 
 
 def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
-    """The compiler's diagnostics as a CompileError at the user's line: the first line of the
-    kernel file the compiler names at an error (directly, or as the place an error inside
-    ptopipe's headers was "required from")."""
+    """The compiler's diagnostics as a CompileError at the user's line."""
     full = os.path.abspath(path)
     text = diag.replace(full, _short(path)).strip()
     lines = text.splitlines()
-    mine = re.escape(_short(path)) + r":(\d+)(?::(\d+))?:\s*(?:fatal error|error|required from)"
-    m = re.search(mine, text)
-    where = f"{_short(path)}:{m.group(1)}" + (f":{m.group(2)}" if m.group(2) else "") if m else None
+    # the first line:col of the kernel file: an error there, or (an error inside ptopipe's
+    # headers) where it was instantiated from - g++'s "required from here", clang's "in
+    # instantiation ... requested here" (an "In file included from" names no column)
+    m = re.search(re.escape(_short(path)) + r":(\d+):(\d+):", text)
+    where = f"{_short(path)}:{m.group(1)}:{m.group(2)}" if m else None
     first = next((ln for ln in lines if "error:" in ln), lines[0] if lines else "")
     if len(lines) > 60:
         lines = lines[:60] + [f"... ({len(lines) - 60} more lines)"]
