@@ -301,3 +301,15 @@ def test_check_static_of_a_cpp_file_says_to_run_it(capsys):
     assert cli_main(["check", "--static", kernel("c2v_add.cpp")]) == 1
     err = capsys.readouterr().err
     assert "C++ kernel" in err and "without --static" in err
+
+
+@needs_cxx
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_correct_kernel_passes_every_explored_schedule(cpp_cache, protocol):
+    """Other interleavings of the same kernel (each core's instructions keep their own GM views:
+    the two Vector cores run the same C++ lines)."""
+    args, want = _c2v()
+    for seed in range(8):
+        r = run_cpp(kernel("c2v_add.cpp"), {k: v.copy() for k, v in args.items()}, protocol=protocol,
+                    schedule_seed=seed, causal=True)
+        np.testing.assert_array_equal(r["out"], want["out"], err_msg=f"schedule seed {seed}")

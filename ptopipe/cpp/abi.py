@@ -109,7 +109,7 @@ class Dispatcher:
             raw = self.words[:8 * n].tobytes()
             a = self.decoded.get(raw)
             if a is None:
-                a = self.decode(_unpack(n)(raw), key if op >= self.first_instruction else None)
+                a = self.decode(_unpack(n)(raw), (core, key) if op >= self.first_instruction else None)
                 if self.stable:
                     self.decoded[raw] = a
             return self.handlers[op](core, a)
@@ -132,9 +132,10 @@ class Dispatcher:
 
     # -- arguments -----------------------------------------------------------------------------
     def decode(self, w, site=None) -> list:
-        """The ISA objects of argument words ``w``; ``site`` (the call site of a tile
-        instruction, else None): its GlobalTensor operands are one object per site and operand,
-        re-pointed at each call (as the DSL runtime's load / store sites do), not made anew."""
+        """The ISA objects of argument words ``w``; ``site`` ((core, call site) of a tile
+        instruction, else None): its GlobalTensor operands are one object per core, site and
+        operand, re-pointed at each call (as the DSL runtime's load / store sites are, per core),
+        not made anew."""
         out = []
         i, n = 0, len(w)
         self.stable = True      # the same words give the same objects (no tensor, pointer or event)
