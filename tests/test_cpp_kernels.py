@@ -313,3 +313,17 @@ def test_a_correct_kernel_passes_every_explored_schedule(cpp_cache, protocol):
         r = run_cpp(kernel("c2v_add.cpp"), {k: v.copy() for k, v in args.items()}, protocol=protocol,
                     schedule_seed=seed, causal=True)
         np.testing.assert_array_equal(r["out"], want["out"], err_msg=f"schedule seed {seed}")
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
+def test_the_readme_cpp_example_runs_with_its_golden(cpp_cache, capsys, platform, protocol):
+    """examples/cpp/c2v_bias.py: a C++ kernel as a Scenario (ptopipe.cpp.kernels), run in this
+    process by `ptopipe run FILE.py` and checked against numpy, as a Python kernel is."""
+    from ptopipe.cli import main as cli_main
+    path = os.path.join(ROOT, "examples", "cpp", "c2v_bias.py")
+    assert cli_main(["run", path, "--variant", "all", "--platform", platform, "--protocol", protocol,
+                     "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS cpp_c2v_bias[default]" in out and "PASS cpp_c2v_bias[m64]" in out
+    assert cli_main(["check", path, "--schedules", "3", "--platform", platform, "--protocol", protocol]) == 0

@@ -3,8 +3,9 @@
 ptopipe's own pto-isa-compatible headers (``include/``, :func:`include_dir`; the instruction
 declarations generated from the op catalogue by :mod:`.headergen`), the C ABI every
 instruction crosses into :mod:`ptopipe.isa` with its C++ file:line (:mod:`.abi`), the build of
-a kernel file into a cached shared library (:mod:`.build`) and :func:`run_cpp`, which runs
-it on a cluster in a child process (:mod:`.runner`).
+a kernel file into a cached shared library (:mod:`.build`), :func:`run_cpp`, which runs
+it on a cluster in a child process, and :func:`kernels`, its kernels as Python kernel
+functions for a Scenario (:mod:`.runner`).
 """
 from __future__ import annotations
 
@@ -22,4 +23,10 @@ def run_cpp(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-__all__ = ["include_dir", "run_cpp"]
+def kernels(*args, **kwargs):
+    """See :func:`ptopipe.cpp.runner.kernels`."""
+    from .runner import kernels as _kernels
+    return _kernels(*args, **kwargs)
+
+
+__all__ = ["include_dir", "kernels", "run_cpp"]

@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from ..errors import ConfigError, KernelError, PtoPipeError
+from ..errors import KernelError
 from .build import Kernels, build, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
@@ -62,6 +62,30 @@ def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: in
     (no crash isolation: :func:`run_cpp` and :func:`in_child` run them in a child)."""
     kernels = find_kernels(path, aic, aiv)
     return Loaded(kernels, build(kernels, platform), crash_fd)
+
+
+def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
+    """(aic, aiv): Python kernel functions running the C++ kernels of file ``path`` in THIS
+    process, for :func:`ptopipe.run` or a :class:`~ptopipe.Scenario` (so ``ptopipe run|check
+    file.py`` runs a C++ kernel with a numpy golden).  The file is built for a run's platform
+    when a run first needs it (cached); a kernel crash ends this process - :func:`run_cpp` and
+    ``ptopipe run file.cpp`` run it in a child process instead.  Either is None when the file
+    has no kernel for that side."""
+    found = find_kernels(path, aic, aiv)
+    loaded = {}
+
+    def side(role):
+        def kernel(**kw):
+            from ..isa.context import current_core
+            plat = current_core().cluster.platform.name
+            k = loaded.get(plat)
+            if k is None:
+                k = loaded[plat] = Loaded(found, build(found, plat))
+            return getattr(k, role)(**kw)
+        f = found.entry or getattr(found, role)
+        kernel.__name__ = f"{os.path.basename(path)}:{f.name}"
+        return kernel
+    return tuple(side(r) if found.entry or getattr(found, r) else None for r in ("aic", "aiv"))
 
 
 # -- the child process ------------------------------------------------------------------------------
@@ -232,4 +256,4 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
                     f"the C++ kernel {os.path.basename(path)}")
 
 
-__all__ = ["CppRunResult", "Loaded", "in_child", "load", "run_cpp", "ConfigError", "PtoPipeError"]
+__all__ = ["CppRunResult", "Loaded", "in_child", "kernels", "load", "run_cpp"]
