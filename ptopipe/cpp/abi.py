@@ -31,7 +31,7 @@ from ..errors import ConfigError, KernelError
 from ..protocol.model import cluster_model
 from ..sim.location import SourceLoc
 from .. import isa
-from .headergen import DTYPES, KINDS, SPECIAL, enum_values, enums, op_names
+from .headergen import ABORT, DTYPES, KINDS, MAX_WORDS, SPECIAL, enum_values, enums, op_names
 
 #: where GM is in a C++ kernel's address space (an unmapped range: a raw access faults); each
 #: array argument has a space of its own (2**ARG_BITS bytes: the k-th at GM_BASE + (k + 1) <<
@@ -39,12 +39,10 @@ from .headergen import DTYPES, KINDS, SPECIAL, enum_values, enums, op_names
 GM_BASE = 1 << 44
 ARG_BITS = 36
 ARG_MASK = (1 << ARG_BITS) - 1
-ABORT = -(1 << 63)
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
                             ctypes.c_void_p, ctypes.c_int32)
 #: events an instruction returned that a kernel can still name (older ones are forgotten)
 EVENT_WINDOW = 1 << 16
-MAX_WORDS = 128             # pto-inst.hpp's ptopipe::MAX_WORDS
 
 _K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL = (
     KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL"))
@@ -52,7 +50,6 @@ _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout))
 _WORDS = {}
-_new = object.__new__
 #: a Tile's binding state (a new tile has none)
 _TILE_STATE = ("_addr", "core", "mem", "_full", "_valid", "binding", "_push", "hbw", "hbu")
 _string_at = ctypes.string_at
@@ -69,9 +66,7 @@ def _unpack(n: int):
 class Dispatcher:
     """The ABI of one run: the tiles, pipes and events its C++ kernels hold handles of."""
 
-    def __init__(self, gm_args: dict):
-        #: GM arguments: name -> GlobalTensor (set per launch by the kernel wrappers)
-        self.gm_args = gm_args
+    def __init__(self):
         self.tiles = [None]
         self.aliases = set()            # id(Tile) of tiles TRESHAPE bound to their source's storage
         self.pipes = [None]
@@ -86,7 +81,7 @@ class Dispatcher:
         self.first_instruction = len(SPECIAL)
         self.decoded = {}               # argument words -> their objects, where that cannot change
         self.stable = False
-        self.windows = {}               # (call site, operand) -> the GlobalTensor it re-points
+        self.windows = {}               # (core, call site, operand) -> [GlobalTensor, its C++ pointer]
         self.c_callback = CALLBACK(self.callback)
         #: shared with the kernel libraries: the last call site (2 words), then a call's words
         self.shared = (ctypes.c_int64 * (2 + MAX_WORDS))()

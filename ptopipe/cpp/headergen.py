@@ -56,6 +56,11 @@ def enums() -> tuple:
 #: element types in code order; the C++ spelling of each is CTYPES's
 DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool"))
 
+#: the most argument words one instruction call carries (the buffer shared with a library)
+MAX_WORDS = 128
+#: what the callback returns when the instruction raised (the kernel then unwinds): INT64_MIN
+ABORT = -(1 << 63)
+
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
 KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9}
 
@@ -123,6 +128,8 @@ def render() -> str:
     for i, n in enumerate(DTYPES):
         out.append(f"template <> struct dtype_code<{CTYPES[n]}> {{ static constexpr int value = {i}; }};")
     out.append("enum Kind : int64_t { " + ", ".join(f"K_{k} = {v}" for k, v in KINDS.items()) + " };")
+    out.append(f"constexpr int MAX_WORDS = {MAX_WORDS};")
+    out.append("constexpr int64_t ABORT = INT64_MIN;")
     out.append("enum OpId : int32_t {")
     out += [f"    OP_{n} = {i}," for i, n in enumerate(op_names())]
     out.append("};")

@@ -35,7 +35,7 @@ class Loaded:
 
     def __init__(self, kernels: Kernels, libs: dict, crash_fd: int = -1):
         from .abi import Dispatcher
-        self.dispatcher = d = Dispatcher({})
+        self.dispatcher = d = Dispatcher()
         self.libs = {}
         fns = {}
         for role, path in libs.items():

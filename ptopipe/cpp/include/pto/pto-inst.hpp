@@ -111,12 +111,16 @@ struct Site {
 #define PTOPIPE_HERE ::ptopipe::Site(__builtin_FILE(), __builtin_LINE(), 0)
 
 template <typename E> struct enum_code;
+}  // namespace ptopipe
 
+// the enums, element-type codes, ABI ids and limits (generated from ptopipe's vocabulary)
+#include "ptopipe_generated.hpp"
+
+namespace ptopipe {
 // int64_t ptopipe(op, number of argument words, the words, call site file, line): an
 // instruction's result (an event or a handle), or ABORT when the simulator raised an error
 // (the kernel then unwinds: Abort is caught by the entry point ptopipe calls).
 typedef int64_t (*Callback)(int32_t op, int32_t n, const int64_t *words, const char *file, int32_t line);
-constexpr int64_t ABORT = INT64_MIN;
 struct Abort {};
 
 inline Callback &callback()
@@ -128,7 +132,6 @@ inline Callback &callback()
 // the buffer shared with the simulator (set up by ptopipe_init): the call site of the last
 // instruction (file, line: read by the crash handler) and the argument words of the call
 // being made; one per run, shared by every library of it
-constexpr int MAX_WORDS = 128;
 inline int64_t *&shared()
 {
     static int64_t fallback[2 + MAX_WORDS] = {};
@@ -165,9 +168,6 @@ inline int64_t float_bits(double d)
     return b;
 }
 }  // namespace ptopipe
-
-// the enums, element-type codes and ABI ids (generated from ptopipe's vocabulary)
-#include "ptopipe_generated.hpp"
 
 // -- tiles, global tensors, events, pipes ------------------------------------------------------
 namespace pto {

@@ -20,6 +20,8 @@ template <> struct dtype_code<int32_t> { static constexpr int value = 6; };
 template <> struct dtype_code<uint32_t> { static constexpr int value = 7; };
 template <> struct dtype_code<int64_t> { static constexpr int value = 8; };
 enum Kind : int64_t { K_INT = 1, K_FLT = 2, K_TILE = 3, K_GT = 4, K_PIPE = 5, K_EVENT = 6, K_ENUM = 7, K_PTR = 8, K_NULL = 9 };
+constexpr int MAX_WORDS = 128;
+constexpr int64_t ABORT = INT64_MIN;
 enum OpId : int32_t {
     OP_TILE_NEW = 0,
     OP_TASSIGN = 1,
