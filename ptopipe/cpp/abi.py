@@ -50,8 +50,9 @@ _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout))
 _WORDS = {}
-#: a Tile's binding state (a new tile has none)
-_TILE_STATE = ("_addr", "core", "mem", "_full", "_valid", "binding", "_push", "hbw", "hbu")
+#: what a Tile carries over from its last value: its slot binding, queued copies and checker
+#: state (its memory views stay: TPOP re-binds them)
+_TILE_STATE = ("binding", "_push", "hbw", "hbu")
 _string_at = ctypes.string_at
 _getcurrent = greenlet.getcurrent
 
