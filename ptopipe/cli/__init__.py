@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write, run and check Ascend PTO cross-core (TPUSH/TPOP) kernels on a "
                     "simulated Cube/Vector cluster.")
     p.add_argument("--version", action="version", version=f"ptopipe {__version__}")
+    p.add_argument("--include", action="store_true",
+                   help="print the include directory of ptopipe's pto-isa C++ headers (g++ -I$(ptopipe --include))")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__name__}.{name}").add_parser(sub)
@@ -38,6 +40,10 @@ def main(argv=None) -> int:
     try:
         parser = build_parser()             # (imports every subcommand)
         args = parser.parse_args(argv)
+        if args.include:
+            from ..cpp import include_dir
+            print(include_dir())
+            return 0
         if not getattr(args, "func", None):
             parser.print_help()
             return 2

@@ -12,8 +12,8 @@ import sys
 
 from ..errors import ConfigError
 from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
-from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs, refuse_pto_options,
-                     sync_kwargs, target)
+from .common import (CPP_SUFFIXES, PROTOCOLS, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs,
+                     refuse_pto_options, sync_kwargs, target)
 from .errors import color, describe_exception, report_exception
 from .progress import Progress
 from . import bounds
@@ -53,6 +53,8 @@ def add_parser(sub) -> None:
                         "(a .npy file or a number: n=5, x=-1.5); others get seeded random data, "
                         "scalars 0; repeatable")
     add_pto_func(p)
+    from .cpp import add_arguments as add_cpp_arguments
+    add_cpp_arguments(p)
     p.add_argument("--static", action="store_true",
                    help="do not run: verify the DSL programs' TPUSH/TPOP/TFREE protocol statically "
                         "on every path (VerifyPipes, docs/passes/verify-pipes.md)")
@@ -115,6 +117,11 @@ def print_json(args, reports: list) -> None:
 
 def main_static(args) -> int:
     """``check --static``: the static verifier only."""
+    if args.file.endswith(CPP_SUFFIXES):
+        from ..errors import ConfigError
+        raise ConfigError(f"--static verifies DSL programs and .pto files; {args.file} is a C++ kernel",
+                          where="option --static",
+                          fix="check a C++ kernel by running it: ptopipe check FILE.cpp --input ... (without --static)")
     if args.file.endswith(".pto"):
         from .pto import static_pto
         return static_pto(args)
@@ -217,12 +224,21 @@ def _at(warning: str) -> tuple:
 
 
 def _check(args, reports: list) -> int:
-    status = 0
     if args.file.endswith(".pto"):
         from .pto import pto_scenarios
         scenarios = pto_scenarios(args)
+    elif args.file.endswith(CPP_SUFFIXES):
+        from .cpp import check_cpp_file
+        return check_cpp_file(args, reports, check_scenarios)
     else:
         scenarios = [(sc, []) for sc in load_scenarios(args.file)]
+    return check_scenarios(args, reports, scenarios)
+
+
+def check_scenarios(args, reports: list, scenarios) -> int:
+    """``check`` of ``(Scenario, run warnings)`` pairs: every variant explored, printed and
+    reported in ``reports``; the exit status."""
+    status = 0
     for sc, run_warnings in scenarios:
         plat, protocol = target(args, sc)
         platform = plat.name

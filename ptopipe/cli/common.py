@@ -66,11 +66,17 @@ def add_pto_func(p) -> None:
                         "function no other calls, else the cube + vector pair)")
 
 
+#: the file names ``run`` / ``check`` take as pto-isa C++ kernels (:mod:`ptopipe.cli.cpp`)
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
+
+
 def refuse_pto_options(args, *options: str) -> None:
     """``--input`` / ``--output`` name a .pto kernel's parameters: for a .py kernel, whose
     arguments come from its Scenario, they are a ConfigError rather than silently unused."""
     if args.file.endswith(".pto"):
         return
+    if args.file.endswith(CPP_SUFFIXES):               # a C++ kernel takes --input / --output too
+        options = tuple(o for o in options if o not in ("input", "output"))
     for opt in options:
         if getattr(args, "pto_func" if opt == "func" else opt, None):
             raise ConfigError(f"--{opt} is for .pto kernels, and {args.file} is a Python kernel",

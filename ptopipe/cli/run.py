@@ -7,8 +7,8 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (PROTOCOLS, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs, refuse_pto_options,
-                     run_each, sync_kwargs, target)
+from .common import (CPP_SUFFIXES, PROTOCOLS, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs,
+                     refuse_pto_options, run_each, sync_kwargs, target)
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -34,17 +34,19 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a kernel (a .py: checked against its numpy golden; a .pto: "
                                    "with the given or seeded inputs)")
     add_common(p, "kernel file: a .py defining SCENARIO (run and checked against its numpy golden), "
-                  "or a .pto PTO-AS file (run with --input / --output arrays)")
+                  "a .pto PTO-AS file or a pto-isa .cpp file (run with --input / --output arrays)")
     p.add_argument("--quiet", action="store_true", help="print only the summary line")
     p.add_argument("--causal", action="store_true",
                    help="order each core's GM accesses before its cross-core signals by causality, "
                         "not by the simulated timing, as `check` does (stricter race check, 25-30%% slower)")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
-                   help="(.pto files) the array of a kernel parameter (a .npy file), or a scalar "
+                   help="(.pto / .cpp files) the array of a kernel parameter (a .npy file), or a scalar "
                         "parameter's value (a .npy file or a number: n=5, x=-1.5); repeatable")
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
-                   help="(.pto files) write a tensor parameter's final contents; repeatable")
+                   help="(.pto / .cpp files) write a tensor parameter's final contents; repeatable")
     add_pto_func(p)
+    from .cpp import add_arguments as add_cpp_arguments
+    add_cpp_arguments(p)
     p.add_argument("--data-seed", dest="seed", type=int, help="the same as --seed")
     add_launches(p)
     p.add_argument("--report", default=None, metavar="OUT.html",
@@ -63,6 +65,9 @@ def main(args) -> int:
     if args.file.endswith(".pto"):
         from .pto import run_pto
         return run_pto(args)
+    if args.file.endswith(CPP_SUFFIXES):
+        from .cpp import run_cpp_file
+        return run_cpp_file(args)
     refuse_pto_options(args, "input", "output", "func")
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 

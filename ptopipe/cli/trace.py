@@ -8,7 +8,7 @@ import sys
 
 from ..isa.launch import compare
 from ..report import profile, write_chrome_trace, write_html
-from .common import run_each, sync_kwargs, target
+from .common import CPP_SUFFIXES, run_each, sync_kwargs, target
 from . import bounds
 from .errors import color
 from .loader import load_scenarios, pick_variants
@@ -25,6 +25,10 @@ def add_parser(sub) -> None:
                    help="cross-core flag latency in cycles (default: the platform's)")
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="also write the HTML report (summary + swimlane)")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
+                   help="(.cpp files) a kernel parameter's array or scalar value; repeatable")
+    from .cpp import add_arguments as add_cpp_arguments
+    add_cpp_arguments(p)
     p.set_defaults(func=main)
 
 
@@ -36,6 +40,9 @@ def _out(path: str, tag: str, many: bool) -> str:
 
 
 def main(args) -> int:
+    if args.file.endswith(CPP_SUFFIXES):
+        from .cpp import trace_cpp_file
+        return trace_cpp_file(args)
     jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
     many = len(jobs) > 1
 

@@ -1,0 +1,309 @@
+"""Building a C++ kernel file into shared libraries ptopipe can load.
+
+* :func:`find_compiler`: ``$CXX``, else ``g++``, else ``clang++`` (C++17); none is a
+  ConfigError saying what to install.
+* :func:`find_kernels`: the kernel functions of a file - ``aic=`` / ``aiv=`` by name, else the
+  ``__global__`` entry that calls its Cube kernel under ``__DAV_CUBE__`` and its Vector kernel
+  under ``__DAV_VEC__`` (what ``ptopipe compile --emit cpp`` and ptoas write: it is built
+  twice, once per side), else the one function named like ``*aic*`` / ``*cube*`` and the one
+  named like ``*aiv*`` / ``*vec*``; with each function's parameter names.
+* :func:`build`: a wrapper translation unit that includes the kernel file by its absolute
+  path (so the compiler's diagnostics name the user's file:line) and exports the entry points
+  of ``pto/ptopipe_entry.hpp``, compiled with the include directory of ptopipe's headers into a
+  shared library cached by the hash of everything that goes into it (source, headers,
+  compiler, flags) under :func:`cache_dir` - never inside the package.  A compile error is a
+  CompileError carrying the compiler's diagnostics.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from ..errors import CompileError, ConfigError
+from . import include_dir
+
+STD = "-std=c++17"
+FLAGS = (STD, "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+         "-Wno-unused-variable", "-Wno-unused-but-set-variable")
+SIDES = {"aic": "__DAV_CUBE__", "aiv": "__DAV_VEC__"}
+INSTALL_FIX = ("install a C++17 compiler (Debian/Ubuntu: apt-get install g++; Fedora: dnf install gcc-c++; "
+               "macOS: xcode-select --install), or point CXX at one")
+
+
+def cache_dir() -> str:
+    """``$PTOPIPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ptopipe/cpp``, else ``~/.cache/ptopipe/cpp``."""
+    d = os.environ.get("PTOPIPE_CACHE_DIR")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "ptopipe", "cpp")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+_versions: dict = {}
+
+
+def find_compiler() -> tuple:
+    """(path, version text) of the C++ compiler to use."""
+    want = os.environ.get("CXX")
+    names = [want] if want else ["g++", "clang++"]
+    for name in names:
+        path = shutil.which(name) if name else None
+        if path:
+            if path not in _versions:
+                try:
+                    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+                    _versions[path] = out.stdout.strip()
+                except (OSError, subprocess.SubprocessError):
+                    _versions[path] = None
+            if _versions[path] is not None:
+                return path, _versions[path]
+    raise ConfigError(f"no C++ compiler found ({'CXX=' + want if want else 'looked for g++ and clang++'} on PATH)",
+                      where="ptopipe C++ kernels", fix=INSTALL_FIX)
+
+
+# -- finding the kernel functions -----------------------------------------------------------------
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+_FUNC = re.compile(r"((?:extern\s+\"C\"\s+|__global__\s+|AICORE\s+|__aicore__\s+|inline\s+|static\s+)*)"
+                   r"void\s+(\w+)\s*\(([^()]*)\)\s*\{")
+
+
+def _blank(m) -> str:
+    """A comment or literal replaced by spaces (newlines kept: line numbers stay right)."""
+    t = m.group(0)
+    if t.startswith('"') or t.startswith("'"):
+        return t[0] + " " * (len(t) - 2) + t[-1]
+    return re.sub(r"[^\n]", " ", t)
+
+
+@dataclass
+class Function:
+    name: str
+    params: list          # parameter names, in order
+    line: int
+    is_global: bool
+    body: str
+
+
+def functions(text: str) -> dict:
+    """name -> :class:`Function` of every ``void`` function defined in C++ ``text``."""
+    code = _COMMENT.sub(_blank, text)
+    out = {}
+    for m in _FUNC.finditer(code):
+        start = m.end() - 1
+        depth, i = 0, start
+        while i < len(code):
+            if code[i] == "{":
+                depth += 1
+            elif code[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        names = []
+        for part in _split(m.group(3)):
+            part = part.split("=")[0].strip()
+            if not part or part == "void":
+                continue
+            ids = re.findall(r"[A-Za-z_]\w*", part)
+            names.append(ids[-1] if ids else part)
+        out[m.group(2)] = Function(m.group(2), names, code.count("\n", 0, m.start(2)) + 1,
+                                   "__global__" in m.group(1), code[start:i + 1])
+    return out
+
+
+def _split(params: str) -> list:
+    parts, depth, cur = [], 0, ""
+    for ch in params:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+@dataclass
+class Kernels:
+    """What runs where: ``entry`` (one function built per side: the Group entry) or ``aic`` /
+    ``aiv`` (function names, either may be None)."""
+    path: str
+    entry: Function | None = None
+    aic: Function | None = None
+    aiv: Function | None = None
+
+
+def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(f"cannot read the C++ kernel {path}: {e.strerror}", where=path,
+                          fix="give the path of a .cpp kernel file") from None
+    fns = {}
+    for inc in re.findall(r'#\s*include\s*"([^"]+)"', text):     # kernels defined in local headers
+        try:
+            with open(os.path.join(os.path.dirname(os.path.abspath(path)), inc)) as f:
+                fns.update(functions(f.read()))
+        except OSError:
+            pass
+    fns.update(functions(text))
+    where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    if aic or aiv:
+        out = Kernels(path)
+        for role, name in (("aic", aic), ("aiv", aiv)):
+            if name is None:
+                continue
+            if name not in fns:
+                raise ConfigError(f"--{role} {name}: {where} defines no function {name!r}", where=where,
+                                  fix=f"functions defined there: {', '.join(sorted(fns)) or 'none'}")
+            setattr(out, role, fns[name])
+        return out
+    entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
+    if len(entries) == 1:
+        return _direct(path, entries[0], fns) or Kernels(path, entry=entries[0])
+    pick = {}
+    for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec"))):
+        hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
+        if len(hits) == 1:
+            pick[role] = hits[0]
+    if entries or len(pick) < 2:
+        what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
+                if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
+        raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
+                          fix="name them: --aic NAME --aiv NAME (functions: "
+                              f"{', '.join(sorted(fns)) or 'none'})")
+    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"])
+
+
+def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
+    """An entry whose ``__DAV_CUBE__`` / ``__DAV_VEC__`` sections each only call a kernel of the
+    file with the entry's own parameters (what ``ptopipe compile --emit cpp`` writes) as those two
+    kernels, called directly (one build instead of one per side); None for any other entry."""
+    out = Kernels(path)
+    for role, macro in SIDES.items():
+        m = re.search(r"#\s*if\s+defined\s*\(\s*" + macro + r"\s*\)\s*(\w+)\s*\(([^()]*)\)\s*;\s*#\s*endif",
+                      entry.body)
+        if m is None or m.group(1) not in fns:
+            return None
+        args = [a.strip() for a in m.group(2).split(",") if a.strip()]
+        callee = fns[m.group(1)]
+        if len(args) != len(callee.params) or any(a not in entry.params for a in args):
+            return None
+        setattr(out, role, Function(callee.name, args, callee.line, callee.is_global, callee.body))
+    return out
+
+
+# -- building -------------------------------------------------------------------------------------------
+def _headers_digest() -> str:
+    h = hashlib.sha256()
+    root = os.path.join(include_dir(), "pto")
+    for name in sorted(os.listdir(root)):
+        with open(os.path.join(root, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def wrapper(path: str, roles: dict) -> str:
+    """The translation unit around kernel file ``path``: ``roles`` maps ``aic`` / ``aiv`` to
+    function names."""
+    lines = [f'#include "{os.path.abspath(path)}"', "#include <pto/ptopipe_entry.hpp>"]
+    lines += [f"PTOPIPE_EXPORT_KERNEL({role}, {name})" for role, name in roles.items()]
+    return "\n".join(lines) + "\n"
+
+
+def compile_library(path: str, roles: dict, defines=()) -> str:
+    """The shared library (built or from the cache) exporting ``roles`` of kernel file ``path``."""
+    cxx, version = find_compiler()
+    with open(path, "rb") as f:
+        src = f.read()
+    unit = wrapper(path, roles)
+    flags = list(FLAGS) + [f"-D{d}" for d in defines] + ["-I", include_dir()]
+    key = hashlib.sha256(b"\0".join([src, unit.encode(), _headers_digest().encode(), cxx.encode(),
+                                     (version or "").encode(), " ".join(flags).encode(),
+                                     _local_includes(path, src)])).hexdigest()[:32]
+    out_dir = cache_dir()
+    lib = os.path.join(out_dir, f"k{key}.so")
+    if os.path.exists(lib):
+        return lib
+    fd, tmp_src = tempfile.mkstemp(suffix=".cpp", dir=out_dir)
+    with os.fdopen(fd, "w") as f:
+        f.write(unit)
+    tmp_lib = tmp_src[:-4] + ".so"
+    try:
+        r = subprocess.run([cxx, *flags, tmp_src, "-o", tmp_lib], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise _compile_error(path, r.stderr or r.stdout, cxx)
+        os.replace(tmp_lib, lib)        # atomic: a concurrent build of the same key is harmless
+    finally:
+        for p in (tmp_src, tmp_lib):
+            if os.path.exists(p):
+                os.unlink(p)
+    return lib
+
+
+def _local_includes(path: str, src: bytes) -> bytes:
+    """The bytes of the files ``path`` includes with quotes (they are part of the build)."""
+    out = []
+    for name in re.findall(rb'#\s*include\s*"([^"]+)"', src):
+        p = os.path.join(os.path.dirname(os.path.abspath(path)), name.decode(errors="replace"))
+        try:
+            with open(p, "rb") as f:
+                out.append(f.read())
+        except OSError:
+            out.append(name)
+    return b"\0".join(out)
+
+
+def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
+    """The compiler's diagnostics as a CompileError at the user's line."""
+    full = os.path.abspath(path)
+    text = diag.replace(full, _short(path)).strip()
+    lines = text.splitlines()
+    # the first line:col of the kernel file: an error there, or (an error inside ptopipe's
+    # headers) where it was instantiated from - g++'s "required from here", clang's "in
+    # instantiation ... requested here" (an "In file included from" names no column)
+    m = re.search(re.escape(_short(path)) + r":(\d+):(\d+):", text)
+    where = f"{_short(path)}:{m.group(1)}:{m.group(2)}" if m else None
+    first = next((ln for ln in lines if "error:" in ln), lines[0] if lines else "")
+    if len(lines) > 60:
+        lines = lines[:60] + [f"... ({len(lines) - 60} more lines)"]
+    return CompileError(f"the C++ kernel does not compile ({os.path.basename(cxx)}): "
+                        f"{first.split('error:', 1)[-1].strip()}", where=where,
+                        details="\n".join(lines),
+                        fix="fix the C++ at the line the compiler names (ptopipe's pto-isa API: the "
+                            "headers in `ptopipe --include`, README's C++ section)")
+
+
+def _short(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def arch_macro(platform) -> str:
+    """pto-isa's architecture macro for a platform (``PTO_NPU_ARCH_A2A3`` / ``PTO_NPU_ARCH_A5``):
+    a kernel may test it, e.g. for the A5-only ``*_GM`` directions."""
+    from ..arch import get_platform
+    return f"PTO_NPU_ARCH_{get_platform(platform).name.upper()}"
+
+
+def build(kernels: Kernels, platform="a2a3") -> dict:
+    """role -> shared library path for a :class:`Kernels` on ``platform`` (compiled with its
+    :func:`arch_macro`): one library with both roles, or (an entry) one per side, each built
+    with its ``__DAV_*__`` macro."""
+    arch = arch_macro(platform)
+    if kernels.entry is not None:
+        return {role: compile_library(kernels.path, {role: kernels.entry.name}, (macro, arch))
+                for role, macro in SIDES.items()}
+    roles = {r: getattr(kernels, r).name for r in ("aic", "aiv") if getattr(kernels, r) is not None}
+    lib = compile_library(kernels.path, roles, (arch,))
+    return {r: lib for r in roles}

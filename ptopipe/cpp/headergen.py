@@ -1,0 +1,167 @@
+"""The generated part of ptopipe's pto-isa-compatible C++ headers
+(``ptopipe/cpp/include/pto/ptopipe_generated.hpp``) and the tables the Python side of the C
+ABI reads - both made here from one source, so they cannot drift apart:
+
+* the enums a kernel names (``TileType``, ``BLayout``, ``TileSplitAxis``, ``RoundMode``,
+  ``pipe_t``, ``event_t`` ...) from :mod:`ptopipe.arch.vocab`, with the value each enumerator
+  carries across the ABI (:func:`cpp_value`);
+* the element-type codes from :data:`ptopipe.codegen.cpp_types.CTYPES`;
+* the ABI operation ids (:data:`SPECIAL` then every instruction of the op catalogue);
+* one definition per instruction of the catalogue (:data:`ptopipe.arch.catalogue.OPS`): a
+  ``PTOPIPE_INSTRUCTION(NAME, id, fewest, most)`` line whose argument counts come from the
+  instruction's Python form in :mod:`ptopipe.isa` (its positional operands, then up to
+  :data:`MAX_EVENTS` wait events, as pto-isa's ``WaitEvents&... events``).
+
+``python -m ptopipe.cpp.headergen`` rewrites the header; tests/cpp/test_headers.py checks it
+is current.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from enum import Enum
+
+from ..arch import vocab as V
+from ..arch.catalogue import OPS
+from ..codegen.cpp_types import CTYPES
+
+HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pto", "ptopipe_generated.hpp")
+
+#: ABI operations that are not catalogue instructions (written by hand in pto-inst.hpp)
+SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC", "TSYNC_OP",
+           "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID")
+#: wait events an instruction takes after its operands
+MAX_EVENTS = 3
+#: the most arguments of an instruction whose Python form takes ``*args`` only
+MAX_VARIADIC = 8
+
+#: (C++ name, Python enum, C++ namespace or None: global, scoped ``enum class``)
+ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", True),
+         ("SLayout", V.SLayout, "pto", True), ("TileSplitAxis", V.TileSplitAxis, "pto", True),
+         ("RoundMode", V.RoundMode, "pto", True), ("CmpMode", V.CmpMode, "pto", True),
+         ("PadValue", V.PadValue, "pto", True), ("MaskPattern", V.MaskPattern, "pto", True),
+         ("GatherAxis", V.GatherAxis, "pto", True), ("PowAlgorithm", V.PowAlgorithm, "pto", True),
+         ("QuantType", V.QuantType, "pto", True), ("PrintFormat", V.PrintFormat, "pto", True),
+         ("FIFOType", V.FIFOType, "pto", True), ("VecCubeRatio", V.VecCubeRatio, "pto", True),
+         ("Direction", V.Direction, "pto", False),
+         ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
+
+
+def enums() -> tuple:
+    """:data:`ENUMS` and pto-isa's ``Op`` (the TSYNC<Op> / Event<Src, Dst> kinds of :mod:`ptopipe.isa.events`)."""
+    from ..isa.events import Op
+    return ENUMS + (("Op", Op, "pto", True),)
+
+#: element types in code order; the C++ spelling of each is CTYPES's
+DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool"))
+
+#: the most argument words one instruction call carries (the buffer shared with a library)
+MAX_WORDS = 128
+#: what the callback returns when the instruction raised (the kernel then unwinds): INT64_MIN
+ABORT = -(1 << 63)
+
+#: ABI argument kinds (each argument is a kind word followed by its payload words)
+KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9}
+
+
+def cpp_value(member: Enum) -> int:
+    """The value enumerator ``member`` has in C++: an integer enum keeps its value (pto-isa's
+    ``Direction::DIR_C2V`` is 1, ``EVENT_ID3`` is 3), any other its position."""
+    v = member.value
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    return list(type(member)).index(member)
+
+
+def enum_values(cls) -> dict:
+    """C++ value -> member of a Python enum of :data:`ENUMS`."""
+    return {cpp_value(m): m for m in cls}
+
+
+def op_names() -> tuple:
+    """Every ABI operation, in id order."""
+    return SPECIAL + tuple(sorted(OPS))
+
+
+def isa_function(name: str):
+    from .. import isa
+    return getattr(isa, name)
+
+
+def arities(name: str) -> tuple:
+    """(fewest, most) arguments of instruction ``name`` in C++: its Python form's positional
+    operands (the optional ones may be left out), then up to MAX_EVENTS wait events."""
+    sig = inspect.signature(isa_function(name))
+    req = opt = 0
+    variadic = False
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            variadic = True
+        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            if p.default is p.empty:
+                req += 1
+            else:
+                opt += 1
+    if variadic and req + opt == 0:
+        return 1, MAX_VARIADIC
+    return req, req + opt + (MAX_EVENTS if variadic else 0)
+
+
+def _enum(name, cls, ns, scoped) -> str:
+    items = ", ".join(f"{m.name} = {cpp_value(m)}" for m in cls)
+    kind = "enum class" if scoped else "enum"
+    return f"{kind} {name} : int {{ {items} }};"
+
+
+def render() -> str:
+    out = ["// Generated by `python -m ptopipe.cpp.headergen` from ptopipe's op catalogue and",
+           "// vocabulary (ptopipe/arch/catalogue.py, ptopipe/arch/vocab.py): do not edit.",
+           "// Included twice by <pto/pto-inst.hpp>: the tables first, then (with",
+           "// PTOPIPE_GENERATED_INSTRUCTIONS defined) the instructions.  The Python side of the ABI",
+           "// reads the same tables (ptopipe/cpp/headergen.py).",
+           "#ifndef PTOPIPE_GENERATED_INSTRUCTIONS", "#ifndef PTOPIPE_GENERATED_TABLES",
+           "#define PTOPIPE_GENERATED_TABLES", ""]
+    out.append("// element-type codes (ptopipe dtype order: " + " ".join(DTYPES) + ")")
+    out.append("namespace ptopipe {")
+    out.append("template <typename T> struct dtype_code;")
+    for i, n in enumerate(DTYPES):
+        out.append(f"template <> struct dtype_code<{CTYPES[n]}> {{ static constexpr int value = {i}; }};")
+    out.append("enum Kind : int64_t { " + ", ".join(f"K_{k} = {v}" for k, v in KINDS.items()) + " };")
+    out.append(f"constexpr int MAX_WORDS = {MAX_WORDS};")
+    out.append("constexpr int64_t ABORT = INT64_MIN;")
+    out.append("enum OpId : int32_t {")
+    out += [f"    OP_{n} = {i}," for i, n in enumerate(op_names())]
+    out.append("};")
+    out.append("}  // namespace ptopipe")
+    out.append("")
+    for k, (name, cls, ns, scoped) in enumerate(enums()):
+        if ns:
+            out.append(f"namespace {ns} {{ {_enum(name, cls, ns, scoped)} }}")
+        else:
+            out.append(_enum(name, cls, ns, scoped))
+        full = f"{ns}::{name}" if ns else name
+        out.append(f"namespace ptopipe {{ template <> struct enum_code<{full}> {{ static constexpr int value = {k}; }}; }}")
+    out += ["#endif", "#else", ""]
+    out.append("// one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, "
+               "fewest, most arguments)")
+    out.append("namespace pto {")
+    ids = {n: i for i, n in enumerate(op_names())}
+    for name in sorted(OPS):
+        lo, hi = arities(name)
+        out.append(f"PTOPIPE_INSTRUCTION({name}, {ids[name]}, {lo}, {hi})")
+    out.append("}  // namespace pto")
+    out.append("#endif")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    text = render()
+    with open(HEADER, "w") as f:
+        f.write(text)
+    print(f"wrote {HEADER}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,571 @@
+// ptopipe's pto-isa-compatible kernel API (not pto-isa's headers: written for ptopipe from
+// pto-isa's public documentation).  A kernel written against <pto/pto-inst.hpp> compiles with
+// the host C++ compiler and runs on ptopipe's simulated cluster: every instruction forwards,
+// through a small C ABI, to ptopipe's ISA layer (ptopipe.isa) together with the file:line of
+// its call, so every error, trace slice and report names the kernel's C++ line.
+//
+// What crosses the ABI: tiles (a handle the simulator gives each Tile object when it is first
+// used), GlobalTensors (a GM address, element type, shape and stride), pipes, events, enums
+// and scalars.  GM pointers a kernel receives are simulator addresses, not host memory:
+// pointer arithmetic and GlobalTensor views work, a raw dereference (`ptr[i]`) does not - the
+// simulator cannot see it, and it ends the run with a KernelError naming the signal.
+#ifndef PTOPIPE_PTO_INST_HPP
+#define PTOPIPE_PTO_INST_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#define AICORE
+#define __aicore__
+#define __global__
+#define __gm__
+#define PTO_INST inline
+#define PTO_INTERNAL inline
+
+// -- 16-bit floats: two bytes, converted through float ---------------------------------------
+namespace ptopipe {
+inline uint16_t float_to_half(float f)
+{
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+    int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+    if (((x >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    if (exp >= 31) return uint16_t(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10) return uint16_t(sign);
+        mant |= 0x800000u;
+        uint32_t shift = uint32_t(14 - exp), half_m = mant >> shift, rest = mant & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half_m & 1u))) ++half_m;
+        return uint16_t(sign | half_m);
+    }
+    uint32_t h = sign | (uint32_t(exp) << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+    return uint16_t(h);
+}
+
+inline float half_to_float(uint16_t h)
+{
+    uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+    if (exp == 0) {
+        if (mant == 0) {
+            x = sign;
+        } else {
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400u)) { mant <<= 1; --exp; }
+            x = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        x = sign | 0x7f800000u | (mant << 13);
+    } else {
+        x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    std::memcpy(&f, &x, 4);
+    return f;
+}
+}  // namespace ptopipe
+
+struct half {
+    uint16_t bits = 0;
+    half() = default;
+    half(float f) : bits(ptopipe::float_to_half(f)) {}
+    half(double f) : bits(ptopipe::float_to_half(float(f))) {}
+    half(int v) : bits(ptopipe::float_to_half(float(v))) {}
+    operator float() const { return ptopipe::half_to_float(bits); }
+};
+
+struct bfloat16_t {
+    uint16_t bits = 0;
+    bfloat16_t() = default;
+    bfloat16_t(float f)
+    {
+        uint32_t x;
+        std::memcpy(&x, &f, 4);
+        bits = uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);   // round to nearest even
+    }
+    bfloat16_t(double f) : bfloat16_t(float(f)) {}
+    bfloat16_t(int v) : bfloat16_t(float(v)) {}
+    operator float() const
+    {
+        uint32_t x = uint32_t(bits) << 16;
+        float f;
+        std::memcpy(&f, &x, 4);
+        return f;
+    }
+};
+static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "16-bit floats are two bytes");
+
+// -- the ABI ----------------------------------------------------------------------------------
+namespace ptopipe {
+// the call site an instruction reports: its default argument is evaluated where it is called
+struct Site {
+    const char *file;
+    int line;
+    constexpr Site(const char *f, int l, int) : file(f), line(l) {}
+};
+#define PTOPIPE_HERE ::ptopipe::Site(__builtin_FILE(), __builtin_LINE(), 0)
+
+template <typename E> struct enum_code;
+}  // namespace ptopipe
+
+// the enums, element-type codes, ABI ids and limits (generated from ptopipe's vocabulary)
+#include "ptopipe_generated.hpp"
+
+namespace ptopipe {
+// int64_t ptopipe(op, number of argument words, the words, call site file, line): an
+// instruction's result (an event or a handle), or ABORT when the simulator raised an error
+// (the kernel then unwinds: Abort is caught by the entry point ptopipe calls).
+typedef int64_t (*Callback)(int32_t op, int32_t n, const int64_t *words, const char *file, int32_t line);
+struct Abort {};
+
+inline Callback &callback()
+{
+    static Callback cb = nullptr;
+    return cb;
+}
+
+// the buffer shared with the simulator (set up by ptopipe_init): the call site of the last
+// instruction (file, line: read by the crash handler) and the argument words of the call
+// being made; one per run, shared by every library of it
+inline int64_t *&shared()
+{
+    static int64_t fallback[2 + MAX_WORDS] = {};
+    static int64_t *p = fallback;
+    return p;
+}
+
+struct Args {
+    int64_t w[MAX_WORDS];
+    int32_t n = 0;
+    void put(int64_t x)
+    {
+        if (n < MAX_WORDS) w[n] = x;   // more words than any instruction has: the simulator reports it
+        ++n;
+    }
+};
+
+inline int64_t call(int32_t op, const Args &a, Site s)
+{
+    int64_t *sh = shared();
+    sh[0] = int64_t(reinterpret_cast<intptr_t>(s.file));
+    sh[1] = s.line;
+    int32_t n = a.n <= MAX_WORDS ? a.n : -1;
+    std::memcpy(sh + 2, a.w, sizeof(int64_t) * size_t(n < 0 ? 0 : n));
+    int64_t r = callback()(op, n, sh + 2, s.file, s.line);
+    if (r == ABORT) throw Abort{};
+    return r;
+}
+
+inline int64_t float_bits(double d)
+{
+    int64_t b;
+    std::memcpy(&b, &d, 8);
+    return b;
+}
+}  // namespace ptopipe
+
+// -- tiles, global tensors, events, pipes ------------------------------------------------------
+namespace pto {
+constexpr int DYNAMIC = -1;
+
+struct RecordEvent {
+    int64_t id_ = 0;
+    RecordEvent() = default;
+    explicit RecordEvent(int64_t id) : id_(id) {}
+    inline void Wait(::ptopipe::Site s = PTOPIPE_HERE);
+};
+
+template <Op SrcOp, Op DstOp> struct Event : RecordEvent {
+    Event() = default;
+    Event(const RecordEvent &e) : RecordEvent(e) {}
+    Event &operator=(const RecordEvent &e)
+    {
+        id_ = e.id_;
+        return *this;
+    }
+};
+
+template <TileType Loc_, typename Element_, int Rows_, int Cols_, BLayout BLayout_ = BLayout::RowMajor,
+          int RowValid_ = Rows_, int ColValid_ = Cols_, SLayout SLayout_ = SLayout::NoneBox, int Fractal_ = 512,
+          PadValue Pad_ = PadValue::Zero>
+struct Tile {
+    using DType = Element_;
+    static constexpr TileType Loc = Loc_;
+    static constexpr int Rows = Rows_, Cols = Cols_, ValidRow = RowValid_, ValidCol = ColValid_;
+    static constexpr BLayout BFractal = BLayout_;
+    static constexpr SLayout SFractal = SLayout_;
+    static constexpr bool isRowMajor = BLayout_ == BLayout::RowMajor;
+    static constexpr int Numel = Rows_ * Cols_;
+    static_assert(Rows_ > 0 && Cols_ > 0, "Tile: Rows and Cols are positive");
+    static_assert(RowValid_ <= Rows_ && ColValid_ <= Cols_, "Tile: the valid shape fits the tile");
+
+    // the simulator's handle of this tile (0: not yet known to it); a copy shares the handle
+    // until one of them is re-bound (TASSIGN, TPOP), which gives that one its own
+    mutable int64_t id_ = 0;
+    mutable bool shared_ = false;
+    int64_t vr_ = RowValid_ < 0 ? Rows_ : RowValid_;
+    int64_t vc_ = ColValid_ < 0 ? Cols_ : ColValid_;
+
+    Tile() = default;
+    Tile(int64_t valid_rows, int64_t valid_cols) : vr_(valid_rows), vc_(valid_cols) {}
+    Tile(const Tile &o) : id_(o.id_), shared_(true), vr_(o.vr_), vc_(o.vc_) { o.shared_ = true; }
+    Tile &operator=(const Tile &o)
+    {
+        id_ = o.id_;
+        vr_ = o.vr_;
+        vc_ = o.vc_;
+        shared_ = o.shared_ = true;
+        return *this;
+    }
+    int64_t GetValidRow() const { return vr_; }
+    int64_t GetValidCol() const { return vc_; }
+    inline void SetValidRow(int64_t r, ::ptopipe::Site s = PTOPIPE_HERE) { SetValid(r, vc_, s); }
+    inline void SetValidCol(int64_t c, ::ptopipe::Site s = PTOPIPE_HERE) { SetValid(vr_, c, s); }
+    inline void SetValid(int64_t r, int64_t c, ::ptopipe::Site s = PTOPIPE_HERE);
+};
+
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeft = Tile<TileType::Left, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
+                      SLayout::RowMajor, 512>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileRight = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
+                       SLayout::ColMajor, 512>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileAcc = Tile<TileType::Acc, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
+                     SLayout::RowMajor, 1024>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileMat = Tile<TileType::Mat, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileVec = Tile<TileType::Vec, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
+
+template <int64_t N1 = DYNAMIC, int64_t N2 = DYNAMIC, int64_t N3 = DYNAMIC, int64_t N4 = DYNAMIC,
+          int64_t N5 = DYNAMIC>
+struct Shape {
+    int64_t shape[5] = {N1, N2, N3, N4, N5};
+    Shape() = default;
+    Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5) : shape{n1, n2, n3, n4, n5} {}
+    Shape(int64_t rows, int64_t cols) : shape{N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, rows, cols} {}
+};
+
+template <int64_t N1 = DYNAMIC, int64_t N2 = DYNAMIC, int64_t N3 = DYNAMIC, int64_t N4 = DYNAMIC,
+          int64_t N5 = DYNAMIC>
+struct Stride {
+    int64_t stride[5] = {N1, N2, N3, N4, N5};
+    Stride() = default;
+    Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5) : stride{n1, n2, n3, n4, n5} {}
+    Stride(int64_t row, int64_t col) : stride{N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, row, col} {}
+};
+
+enum class Layout { ND, DN, NZ };
+
+template <typename Element_, typename Shape_, typename Stride_, Layout Layout_ = Layout::ND>
+struct GlobalTensor {
+    using DType = Element_;
+    Element_ *ptr_ = nullptr;
+    Shape_ shape_;
+    Stride_ stride_;
+    GlobalTensor() = default;
+    explicit GlobalTensor(Element_ *p, Shape_ s = Shape_(), Stride_ st = Stride_()) : ptr_(p), shape_(s), stride_(st) {}
+    Element_ *data() const { return ptr_; }
+    int64_t GetShape(int d) const { return shape_.shape[d]; }
+    int64_t GetStride(int d) const { return stride_.stride[d]; }
+};
+
+template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum = 2,
+          bool IsNoSplit = false>
+struct TPipe {
+    static constexpr uint8_t Flag = FlagID, Dir = DirType;
+    static constexpr uint32_t Size = SlotSize, Num = SlotNum, LocalNum = LocalSlotNum;
+    static constexpr bool NoSplit = IsNoSplit;
+    int64_t id_ = 0;
+    TPipe(__gm__ void *gm_slot_buffer, uint32_t c2v_consumer_buf = 0, uint32_t v2c_consumer_buf = 0,
+          ::ptopipe::Site s = PTOPIPE_HERE);
+};
+
+// TMPipe: a pipe whose direction and slot size follow from its producer and consumer tiles
+template <uint8_t FlagID, FIFOType FiFoType, uint8_t FiFoDepth, uint8_t FiFoSyncT, typename TileDataProd,
+          typename TileDataCons, bool EN_UNIT_FLAG = false, uint8_t LocalFiFoDepth = 2,
+          VecCubeRatio VCRatio = VecCubeRatio::V2C1_VECS>
+struct TMPipe {
+    int64_t id_ = 0;
+    explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
+                    ::ptopipe::Site s = PTOPIPE_HERE);
+};
+}  // namespace pto
+
+// -- argument encoding --------------------------------------------------------------------------
+namespace ptopipe {
+template <typename T> struct is_tile : std::false_type {};
+template <pto::TileType L, typename E, int R, int C, pto::BLayout B, int VR, int VC, pto::SLayout S, int F, pto::PadValue P>
+struct is_tile<pto::Tile<L, E, R, C, B, VR, VC, S, F, P>> : std::true_type {};
+template <typename T> struct is_global : std::false_type {};
+template <typename E, typename Sh, typename St, pto::Layout L>
+struct is_global<pto::GlobalTensor<E, Sh, St, L>> : std::true_type {};
+template <typename T> struct is_pipe : std::false_type {};
+template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS>
+struct is_pipe<pto::TPipe<F, D, S, N, L, NS>> : std::true_type {};
+template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
+struct is_pipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
+
+template <typename T> void put_tile_type(Args &a)
+{
+    for (int64_t x : {int64_t(T::Loc), int64_t(dtype_code<typename T::DType>::value), int64_t(T::Rows),
+                      int64_t(T::Cols)}) {
+        a.put(K_INT);
+        a.put(x);
+    }
+}
+
+template <typename T> struct elem_code { static constexpr int value = dtype_code<T>::value; };
+template <> struct elem_code<void> { static constexpr int value = dtype_code<uint8_t>::value; };
+
+// the simulator handle of a tile; ``rebind``: the tile is about to get a new address, so a
+// handle it shares with a copy is replaced by its own
+template <typename T> int64_t tile_id(const T &t, Site s, bool rebind = false)
+{
+    if (t.id_ == 0 || (rebind && t.shared_)) {
+        Args a;
+        for (int64_t x : {int64_t(T::Loc), int64_t(dtype_code<typename T::DType>::value), int64_t(T::Rows),
+                          int64_t(T::Cols), int64_t(T::BFractal), t.vr_, t.vc_, int64_t(T::SFractal)}) {
+            a.put(K_INT);
+            a.put(x);
+        }
+        t.id_ = call(OP_TILE_NEW, a, s);
+        t.shared_ = false;
+    }
+    return t.id_;
+}
+
+template <typename X> void enc(Args &a, const X &x, Site s)
+{
+    using T = std::remove_cv_t<std::remove_reference_t<X>>;
+    if constexpr (is_tile<T>::value) {
+        a.put(K_TILE);
+        a.put(tile_id(x, s));
+    } else if constexpr (is_global<T>::value) {
+        a.put(K_GT);
+        a.put(int64_t(reinterpret_cast<uintptr_t>(x.ptr_)));
+        a.put(dtype_code<typename T::DType>::value);
+        for (int d = 0; d < 5; ++d) a.put(x.shape_.shape[d]);
+        for (int d = 0; d < 5; ++d) a.put(x.stride_.stride[d]);
+    } else if constexpr (is_pipe<T>::value) {
+        a.put(K_PIPE);
+        a.put(x.id_);
+    } else if constexpr (std::is_base_of_v<pto::RecordEvent, T>) {
+        a.put(K_EVENT);
+        a.put(x.id_);
+    } else if constexpr (std::is_enum_v<T>) {
+        a.put(K_ENUM);
+        a.put(enum_code<T>::value);
+        a.put(int64_t(x));
+    } else if constexpr (std::is_same_v<T, std::nullptr_t>) {
+        a.put(K_NULL);
+    } else if constexpr (std::is_pointer_v<T>) {
+        a.put(K_PTR);
+        a.put(int64_t(reinterpret_cast<uintptr_t>(x)));
+        a.put(elem_code<std::remove_cv_t<std::remove_pointer_t<T>>>::value);
+    } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>) {
+        a.put(K_FLT);
+        a.put(float_bits(double(float(x))));
+    } else if constexpr (std::is_integral_v<T>) {
+        a.put(K_INT);
+        a.put(int64_t(x));
+    } else {
+        static_assert(sizeof(T) == 0, "this argument type has no ptopipe ABI form");
+    }
+}
+
+template <typename... X> int64_t inst(int32_t op, Site s, const X &...xs)
+{
+    Args a;
+    (enc(a, xs, s), ...);
+    return call(op, a, s);
+}
+
+// an argument that also carries the call site (a parameter type whose converting
+// constructor takes PTOPIPE_HERE as its default: it is evaluated at the call)
+template <typename P> struct At {
+    P &v;
+    Site s;
+    At(P &x, Site site = PTOPIPE_HERE) : v(x), s(site) {}
+};
+struct AtEvent {
+    const pto::RecordEvent &v;
+    Site s;
+    AtEvent(const pto::RecordEvent &x, Site site = PTOPIPE_HERE) : v(x), s(site) {}
+};
+}  // namespace ptopipe
+
+// one instruction of the op catalogue: ``NAME(args..., events...)`` is an object whose
+// constructor runs the instruction at its call site and which converts to its RecordEvent
+#define PTOPIPE_INSTRUCTION(NAME, ID, FEWEST, MOST)                                                      \
+    template <typename... A> struct NAME {                                                              \
+        RecordEvent ev;                                                                                 \
+        NAME(A &&...a, ::ptopipe::Site s = PTOPIPE_HERE) : ev(::ptopipe::inst(ID, s, a...))            \
+        {                                                                                               \
+            static_assert(sizeof...(A) >= FEWEST && sizeof...(A) <= MOST,                                \
+                          #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)"); \
+        }                                                                                               \
+        operator RecordEvent() const { return ev; }                                                     \
+    };                                                                                                  \
+    template <typename... A> NAME(A &&...)->NAME<A...>;
+
+#define PTOPIPE_GENERATED_INSTRUCTIONS
+#include "ptopipe_generated.hpp"
+#undef PTOPIPE_GENERATED_INSTRUCTIONS
+
+// -- the instructions written here: binding, the cross-core pipes, events ---------------------
+namespace pto {
+inline void RecordEvent::Wait(::ptopipe::Site s)
+{
+    ::ptopipe::inst(::ptopipe::OP_TSYNC, s, *this);
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P>
+inline void Tile<L, E, R, C, B, VR, VC, S, F, P>::SetValid(int64_t r, int64_t c, ::ptopipe::Site s)
+{
+    ::ptopipe::tile_id(*this, s, true);
+    ::ptopipe::inst(::ptopipe::OP_SETVALID, s, *this, r, c);
+    vr_ = r;
+    vc_ = c;
+}
+
+template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum, bool IsNoSplit>
+TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum, IsNoSplit>::TPipe(__gm__ void *gm, uint32_t c2v, uint32_t v2c,
+                                                                          ::ptopipe::Site s)
+{
+    ::ptopipe::Args a;
+    for (int64_t x : {int64_t(FlagID), int64_t(DirType), int64_t(SlotSize), int64_t(SlotNum),
+                      int64_t(LocalSlotNum), int64_t(IsNoSplit), int64_t(c2v), int64_t(v2c)}) {
+        a.put(::ptopipe::K_INT);
+        a.put(x);
+    }
+    if (gm == nullptr) {
+        a.put(::ptopipe::K_NULL);       // a consumer-local ring: no GM slot buffer
+    } else {
+        ::ptopipe::enc(a, static_cast<uint8_t *>(gm), s);
+    }
+    id_ = ::ptopipe::call(::ptopipe::OP_TPIPE, a, s);
+}
+
+template <uint8_t FlagID, FIFOType FiFoType, uint8_t FiFoDepth, uint8_t FiFoSyncT, typename TileDataProd,
+          typename TileDataCons, bool EN_UNIT_FLAG, uint8_t LocalFiFoDepth, VecCubeRatio VCRatio>
+TMPipe<FlagID, FiFoType, FiFoDepth, FiFoSyncT, TileDataProd, TileDataCons, EN_UNIT_FLAG, LocalFiFoDepth,
+       VCRatio>::TMPipe(__gm__ typename TileDataCons::DType *gm, uint32_t local, ::ptopipe::Site s)
+{
+    ::ptopipe::Args a;
+    for (int64_t x : {int64_t(FlagID), int64_t(FiFoDepth), int64_t(FiFoSyncT), int64_t(EN_UNIT_FLAG),
+                      int64_t(LocalFiFoDepth), int64_t(local)}) {
+        a.put(::ptopipe::K_INT);
+        a.put(x);
+    }
+    ::ptopipe::enc(a, FiFoType, s);
+    ::ptopipe::enc(a, VCRatio, s);
+    ::ptopipe::put_tile_type<TileDataProd>(a);
+    ::ptopipe::put_tile_type<TileDataCons>(a);
+    if (gm == nullptr) {
+        a.put(::ptopipe::K_NULL);
+    } else {
+        ::ptopipe::enc(a, gm, s);
+    }
+    id_ = ::ptopipe::call(::ptopipe::OP_TMPIPE, a, s);
+}
+
+// TASSIGN(tile, local address) binds a tile; TASSIGN(global tensor, pointer) points a
+// GlobalTensor at GM (host-side only: the tensor carries its pointer into every instruction)
+template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    if constexpr (::ptopipe::is_global<T>::value) {
+        t.ptr_ = reinterpret_cast<typename T::DType *>(addr);
+    } else {
+        static_assert(::ptopipe::is_tile<T>::value, "TASSIGN binds a Tile or a GlobalTensor");
+        ::ptopipe::tile_id(t, s, true);
+        ::ptopipe::inst(::ptopipe::OP_TASSIGN, s, t, int64_t(addr));
+    }
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
+{
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TPUSH, pipe.s, pipe.v, tile, Split, events...));
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
+{
+    if constexpr (::ptopipe::is_global<T>::value) {     // the address flow: TPOP gives the slot's address
+        tile.ptr_ = reinterpret_cast<typename T::DType *>(
+            ::ptopipe::inst(::ptopipe::OP_TPOP, pipe.s, pipe.v, tile, Split, events...));
+        return RecordEvent();
+    } else {
+        ::ptopipe::tile_id(tile, pipe.s, true);
+        return RecordEvent(::ptopipe::inst(::ptopipe::OP_TPOP, pipe.s, pipe.v, tile, Split, events...));
+    }
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
+{
+    static_assert(::ptopipe::is_global<T>::value, "TALLOC takes a GlobalTensor (the address flow)");
+    tensor.ptr_ = reinterpret_cast<typename T::DType *>(
+        ::ptopipe::inst(::ptopipe::OP_TALLOC, pipe.s, pipe.v, tensor, Split, events...));
+    return RecordEvent();
+}
+
+template <typename Pipe, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
+{
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, nullptr, Split, events...));
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
+{
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
+}
+
+// TSYNC(events...) waits for events; TSYNC<Op::X>() is a barrier on the pipe of vector op X
+template <typename... E> inline void TSYNC(::ptopipe::AtEvent first, const E &...rest)
+{
+    ::ptopipe::inst(::ptopipe::OP_TSYNC, first.s, first.v, rest...);
+}
+
+template <Op... Ops> inline void TSYNC(::ptopipe::Site s = PTOPIPE_HERE)
+{
+    static_assert(sizeof...(Ops) > 0, "TSYNC<Op...>() names at least one op");
+    ::ptopipe::inst(::ptopipe::OP_TSYNC_OP, s, Ops...);
+}
+}  // namespace pto
+
+// -- intra-core events and the core's identity (global names, as the device compiler's) -------
+inline void set_flag(pipe_t src, pipe_t dst, event_t id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_set_flag, s, src, dst, id);
+}
+
+inline void wait_flag(pipe_t src, pipe_t dst, event_t id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_wait_flag, s, src, dst, id);
+}
+
+inline void pipe_barrier(pipe_t p, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_pipe_barrier, s, p);
+}
+
+inline int64_t get_subblockid(::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return ::ptopipe::inst(::ptopipe::OP_get_subblockid, s);
+}
+
+inline int64_t get_block_idx(::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return ::ptopipe::inst(::ptopipe::OP_get_block_idx, s);
+}
+
+#endif  // PTOPIPE_PTO_INST_HPP

@@ -1,0 +1,122 @@
+// The entry points ptopipe calls in a kernel library (included by the wrapper ptopipe
+// compiles around a kernel file, after it; not for kernels): ptopipe_init hands the library
+// the simulator's callback, the buffer where every instruction leaves its call site and the
+// descriptor a crash is reported on; ptopipe_run_<role> calls a kernel function with its
+// arguments; ptopipe_sig_<role> describes its parameters.
+#ifndef PTOPIPE_ENTRY_HPP
+#define PTOPIPE_ENTRY_HPP
+
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <unistd.h>
+#include <utility>
+
+#include "pto-inst.hpp"
+
+#define PTOPIPE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace ptopipe {
+inline int &crash_fd()
+{
+    static int fd = -1;
+    return fd;
+}
+
+inline void put_text(char *buf, size_t &n, const char *s)
+{
+    while (*s && n < 1000) buf[n++] = *s++;
+}
+
+inline void put_int(char *buf, size_t &n, int64_t v)
+{
+    char tmp[24];
+    int k = 0;
+    bool neg = v < 0;
+    uint64_t u = neg ? uint64_t(-(v + 1)) + 1 : uint64_t(v);
+    do { tmp[k++] = char('0' + u % 10); u /= 10; } while (u);
+    if (neg) buf[n++] = '-';
+    while (k) buf[n++] = tmp[--k];
+}
+
+// a fatal signal in kernel code: report it and the last instruction's call site on the crash
+// descriptor (async-signal-safe calls only), then die of the same signal
+inline void on_crash(int sig)
+{
+    char buf[1100];
+    size_t n = 0;
+    put_text(buf, n, "PTOPIPE-CRASH ");
+    put_int(buf, n, sig);
+    put_text(buf, n, " ");
+    put_int(buf, n, shared()[1]);
+    put_text(buf, n, " ");
+    const char *file = reinterpret_cast<const char *>(static_cast<intptr_t>(shared()[0]));
+    put_text(buf, n, file ? file : "?");
+    buf[n++] = '\n';
+    if (crash_fd() >= 0) {
+        ssize_t r = write(crash_fd(), buf, n);
+        (void)r;
+    }
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+template <typename P> P from_word(int64_t w)
+{
+    if constexpr (std::is_pointer_v<P>) {
+        return reinterpret_cast<P>(static_cast<uintptr_t>(w));
+    } else if constexpr (std::is_floating_point_v<P> || std::is_same_v<P, half> || std::is_same_v<P, bfloat16_t>) {
+        double d;
+        std::memcpy(&d, &w, 8);
+        return P(d);
+    } else {
+        static_assert(std::is_integral_v<P> || std::is_enum_v<P>, "a kernel parameter is a pointer, an integer or a float");
+        return P(w);
+    }
+}
+
+template <typename P> constexpr char kind_of()
+{
+    if constexpr (std::is_pointer_v<P>) return 'p';
+    else if constexpr (std::is_floating_point_v<P> || std::is_same_v<P, half> || std::is_same_v<P, bfloat16_t>) return 'f';
+    else return 'i';
+}
+
+template <typename... P, size_t... I>
+void apply(void (*f)(P...), const int64_t *argv, std::index_sequence<I...>)
+{
+    f(from_word<std::decay_t<P>>(argv[I])...);
+}
+
+// 0: the kernel returned; 1: the simulator raised an error and the kernel unwound
+template <typename... P> int invoke(void (*f)(P...), const int64_t *argv)
+{
+    try {
+        apply(f, argv, std::index_sequence_for<P...>{});
+    } catch (const Abort &) {
+        return 1;
+    }
+    return 0;
+}
+
+template <typename... P> const char *signature(void (*)(P...))
+{
+    static const char sig[] = {kind_of<std::decay_t<P>>()..., '\0'};
+    return sig;
+}
+}  // namespace ptopipe
+
+PTOPIPE_EXPORT void ptopipe_init(::ptopipe::Callback cb, int64_t *shared, int crash_fd)
+{
+    ::ptopipe::callback() = cb;
+    ::ptopipe::shared() = shared;
+    ::ptopipe::crash_fd() = crash_fd;
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) std::signal(sig, ::ptopipe::on_crash);
+}
+
+#define PTOPIPE_EXPORT_KERNEL(ROLE, NAME)                                                               \
+    PTOPIPE_EXPORT int ptopipe_run_##ROLE(const int64_t *argv) { return ::ptopipe::invoke(&NAME, argv); } \
+    PTOPIPE_EXPORT const char *ptopipe_sig_##ROLE() { return ::ptopipe::signature(&NAME); }
+
+#endif  // PTOPIPE_ENTRY_HPP

@@ -1,0 +1,259 @@
+"""Running a C++ kernel file on the simulated cluster: :func:`run_cpp`, and :func:`in_child`,
+which runs any work on compiled kernels in a child process.
+
+The kernel's native code runs in a forked child process (the build, which raises compile
+errors, runs in the caller first): the child loads the libraries, runs the kernels through
+:mod:`ptopipe.isa` (:class:`~ptopipe.cpp.abi.Dispatcher`) and sends back a picklable result -
+the outputs and the run summary - or the error the run raised.  A kernel that crashes (a bad
+pointer, an abort, a raw access to a GM pointer) kills only the child: the parent reports a
+KernelError with the signal and the C++ line of the last instruction the kernel called, and
+goes on (a sweep or an exploration survives it).  A kernel that never returns (a C++ loop
+with no instruction in it, which the simulator's instruction budget does not see) is stopped
+by the wall-clock bound.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+
+from ..errors import KernelError
+from .build import Kernels, build, find_kernels
+
+#: seconds a child may run past the run's own timeout before it is killed
+GRACE = 30.0
+DEFAULT_TIMEOUT = 60.0
+
+
+class Loaded:
+    """The kernels of a built file, loaded in this process: ``aic`` / ``aiv`` are Python
+    kernel functions for :func:`ptopipe.isa.run` (None for a side the file has no kernel for)."""
+
+    def __init__(self, kernels: Kernels, libs: dict, crash_fd: int = -1):
+        from .abi import Dispatcher
+        self.dispatcher = d = Dispatcher()
+        self.libs = {}
+        fns = {}
+        for role, path in libs.items():
+            lib = self.libs.get(path)
+            if lib is None:
+                lib = self.libs[path] = ctypes.PyDLL(path)
+                lib.ptopipe_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+                lib.ptopipe_init(ctypes.cast(d.c_callback, ctypes.c_void_p), ctypes.addressof(d.shared),
+                                 crash_fd)
+            run_fn = getattr(lib, f"ptopipe_run_{role}")
+            run_fn.argtypes = [ctypes.c_void_p]
+            run_fn.restype = ctypes.c_int
+            sig_fn = getattr(lib, f"ptopipe_sig_{role}")
+            sig_fn.restype = ctypes.c_char_p
+            f = kernels.entry or getattr(kernels, role)
+            label = f"{os.path.basename(kernels.path)}:{f.line} {f.name}"
+            fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label)
+        self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
+
+
+def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: int = -1,
+         platform="a2a3") -> Loaded:
+    """Build (or take from the cache) and load the kernels of C++ file ``path`` in THIS process
+    (no crash isolation: :func:`run_cpp` and :func:`in_child` run them in a child)."""
+    kernels = find_kernels(path, aic, aiv)
+    return Loaded(kernels, build(kernels, platform), crash_fd)
+
+
+def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
+    """(aic, aiv): Python kernel functions running the C++ kernels of file ``path`` in THIS
+    process, for :func:`ptopipe.run` or a :class:`~ptopipe.Scenario` (so ``ptopipe run|check
+    file.py`` runs a C++ kernel with a numpy golden).  The file is built for a run's platform
+    when a run first needs it (cached); a kernel crash ends this process - :func:`run_cpp` and
+    ``ptopipe run file.cpp`` run it in a child process instead.  Either is None when the file
+    has no kernel for that side."""
+    found = find_kernels(path, aic, aiv)
+    loaded = {}
+
+    def side(role):
+        def kernel(**kw):
+            from ..isa.context import current_core
+            plat = current_core().cluster.platform.name
+            k = loaded.get(plat)
+            if k is None:
+                k = loaded[plat] = Loaded(found, build(found, plat))
+            return getattr(k, role)(**kw)
+        f = found.entry or getattr(found, role)
+        kernel.__name__ = f"{os.path.basename(path)}:{f.name}"
+        return kernel
+    return tuple(side(r) if found.entry or getattr(found, r) else None for r in ("aic", "aiv"))
+
+
+# -- the child process ------------------------------------------------------------------------------
+def _pack_error(e: BaseException) -> tuple:
+    state = {}
+    for k, v in getattr(e, "__dict__", {}).items():
+        try:
+            pickle.dumps(v)
+            state[k] = v
+        except Exception:  # noqa: BLE001 - what does not pickle stays behind
+            pass
+    args = []
+    for a in e.args:
+        try:
+            pickle.dumps(a)
+            args.append(a)
+        except Exception:  # noqa: BLE001
+            args.append(str(a))
+    return type(e), tuple(args), state
+
+
+def _unpack_error(packed) -> BaseException:
+    cls, args, state = packed
+    e = cls.__new__(cls)
+    BaseException.__init__(e, *args)
+    e.__dict__.update(state)
+    return e
+
+
+def in_child(work, timeout: float | None = DEFAULT_TIMEOUT, what: str = "the C++ kernel"):
+    """``work(crash_fd)`` run in a forked child; its (picklable) return value, or the error it
+    raised, re-raised here.  A child killed by a signal is a KernelError naming the signal and
+    the last instruction's C++ line (which the library writes on ``crash_fd``); one running
+    past ``timeout`` + :data:`GRACE` seconds is killed and reported the same way."""
+    res_r, res_w = os.pipe()
+    crash_r, crash_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:                                     # the child
+        status = 0
+        try:
+            os.close(res_r)
+            os.close(crash_r)
+            try:
+                payload = ("ok", work(crash_w))
+            except BaseException as e:  # noqa: BLE001 - everything goes back to the parent
+                payload = ("error", _pack_error(e))
+            try:
+                data = pickle.dumps(payload)
+            except Exception as e:  # noqa: BLE001
+                data = pickle.dumps(("error", _pack_error(KernelError(f"the result of {what} cannot be sent back: {e}"))))
+            with os.fdopen(res_w, "wb") as f:
+                f.write(data)
+        except BaseException:  # noqa: BLE001
+            status = 70
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    os.close(res_w)
+    os.close(crash_w)
+    chunks, crash = [], b""
+    limit = None if timeout is None or timeout == float("inf") else time.monotonic() + timeout + GRACE
+    killed = False
+    fds = [res_r, crash_r]
+    try:
+        while fds:
+            wait = None if limit is None else max(0.0, limit - time.monotonic())
+            ready, _, _ = select.select(fds, [], [], wait)
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                killed = True
+                break
+            for fd in ready:
+                b = os.read(fd, 1 << 20)
+                if not b:
+                    fds.remove(fd)
+                elif fd == res_r:
+                    chunks.append(b)
+                else:
+                    crash += b
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(res_r)
+        os.close(crash_r)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if data and not killed:
+        kind, value = pickle.loads(data)
+        if kind == "error":
+            raise _unpack_error(value)
+        return value
+    raise _crash_error(status, crash.decode(errors="replace"), killed, timeout, what)
+
+
+def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> KernelError:
+    where = None
+    sig = None
+    for line in report.splitlines():
+        if line.startswith("PTOPIPE-CRASH "):
+            parts = line.split(" ", 3)
+            sig = int(parts[1])
+            if parts[3] != "?" and int(parts[2]) > 0:
+                from ..sim.location import SourceLoc
+                where = str(SourceLoc(parts[3], int(parts[2])))
+    if killed:
+        return KernelError(f"{what} did not return within {timeout:g} s (+{GRACE:g} s): a C++ loop that calls "
+                           "no PTO instruction is not bounded by the instruction budget",
+                           where=where, fix="look for a loop without an instruction after the line named; "
+                                            "or give a larger timeout")
+    if sig is None and os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+    if sig is not None:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return KernelError(f"{what} crashed with {name}" + (" after the instruction at this line" if where else
+                                                           " before its first instruction"),
+                           where=where,
+                           fix="GM pointers are simulator addresses: read and write GM through GlobalTensor "
+                               "and TLOAD / TSTORE, never by dereferencing a __gm__ pointer; check array "
+                               "indices and asserts in the C++ after that line")
+    return KernelError(f"{what} ended its process (exit status {os.WEXITSTATUS(status) if os.WIFEXITED(status) else status})",
+                       where=where, fix="a kernel must not call exit(); return from it")
+
+
+# -- run_cpp ----------------------------------------------------------------------------------------
+class CppRunResult:
+    """What :func:`run_cpp` returns: ``outputs`` (name -> final GM array), ``summary`` (a
+    RunSummary), ``launches`` (outputs after each launch) and ``prints`` (TPRINT texts)."""
+
+    def __init__(self, outputs, summary, launches, prints):
+        self.outputs, self.summary, self.launches, self.prints = outputs, summary, launches, prints
+
+    def __getitem__(self, name):
+        return self.outputs[name]
+
+
+def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: str | None = None,
+            platform="a2a3", protocol: str = "spec", isolate: bool = True, **run_kwargs):
+    """Run the C++ kernels of file ``path`` on a simulated cluster, as :func:`ptopipe.run`
+    runs Python kernels (same ``args`` - numpy arrays for ``__gm__`` pointer parameters,
+    numbers for scalars, by C++ parameter name -, same options and errors, every error at the
+    C++ file:line).  The kernels are found by :func:`~ptopipe.cpp.build.find_kernels`
+    (``aic=`` / ``aiv=`` function names, or the file's ``__global__`` entry), compiled with
+    the system C++ compiler into a cached library and run in a child process
+    (``isolate=False``: in this one, returning ptopipe.run's RunResult with its cluster - a
+    crash then ends this process)."""
+    from ..isa.launch import run
+    kernels = find_kernels(path, aic, aiv)
+    libs = build(kernels, platform)
+    if not isolate:
+        k = Loaded(kernels, libs)
+        return run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)
+
+    def work(crash_fd):
+        k = Loaded(kernels, libs, crash_fd)
+        res = run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)
+        return CppRunResult({n: a.copy() for n, a in res.outputs.items()}, res.summary, res.launches,
+                            res.prints)
+    timeout = run_kwargs.get("timeout")
+    return in_child(work, DEFAULT_TIMEOUT if timeout is None else timeout,
+                    f"the C++ kernel {os.path.basename(path)}")
+
+
+__all__ = ["CppRunResult", "Loaded", "in_child", "kernels", "load", "run_cpp"]

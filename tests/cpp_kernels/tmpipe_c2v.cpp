@@ -1,0 +1,44 @@
+// TMPipe (GM FIFO, Acc -> Vec: C2V, one Vector lane: VecCubeRatio::V2C2_VECS): the Cube pushes
+// X @ I; AIV0 pops it, adds 1, frees the slot and stores.  out = X + 1.  On A5 with the pto-isa
+// protocol the tile TFREE after a TPOP from a GM ring frees the slot a second time (pto-isa's A5
+// TPOP already freed it): ptopipe reports the credit left on the flag at the TMPipe line.
+#include <pto/pto-inst.hpp>
+
+using namespace pto;
+
+constexpr int T = 16;
+using Acc = TileAcc<float, T, T>;
+using Vec = TileVec<float, T, T>;
+using Pipe = TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Vec, false, 2, VecCubeRatio::V2C2_VECS>;
+extern "C" __global__ AICORE void cube_kernel(__gm__ float *x, __gm__ float *eye, __gm__ float *fifo)
+{
+    Pipe pipe(fifo, 0x10000);
+    TileMat<float, T, T> x_l1, e_l1;
+    TileLeft<float, T, T> x_l0;
+    TileRight<float, T, T> e_l0;
+    Acc acc;
+    TASSIGN(x_l1, 0x0);
+    TASSIGN(e_l1, 0x1000);
+    TASSIGN(x_l0, 0x0);
+    TASSIGN(e_l0, 0x0);
+    TASSIGN(acc, 0x0);
+    GlobalTensor<float, Shape<1, 1, 1, T, T>, Stride<1, 1, 1, T, 1>> gx(x), ge(eye);
+    TLOAD(x_l1, gx);
+    TLOAD(e_l1, ge);
+    TMOV(x_l0, x_l1);
+    TMOV(e_l0, e_l1);
+    TMATMUL(acc, x_l0, e_l0);
+    TPUSH<Pipe, Acc, TileSplitAxis::TILE_NO_SPLIT>(pipe, acc);
+}
+extern "C" __global__ AICORE void vec_kernel(__gm__ float *out, __gm__ float *fifo)
+{
+    if (get_subblockid() != 0) return;
+    Pipe pipe(fifo, 0x10000);
+    Vec t, o;
+    TASSIGN(o, 0x0);
+    TPOP<Pipe, Vec, TileSplitAxis::TILE_NO_SPLIT>(pipe, t);
+    TADDS(o, t, 1.0f);
+    TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
+    GlobalTensor<float, Shape<1, 1, 1, T, T>, Stride<1, 1, 1, T, 1>> go(out);
+    TSTORE(go, o);
+}

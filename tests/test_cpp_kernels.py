@@ -1,0 +1,329 @@
+"""Hand-written pto-isa C++ kernels (tests/cpp_kernels/, in the style of pto-isa's CPU-simulator
+tpushpop tests) run on ptopipe's cluster through ptopipe's headers: a correct one matches numpy
+on both platforms and protocols; broken ones are reported with the right error class at the
+exact C++ line; a compile error carries the compiler's diagnostics at the user's line; a
+crashing kernel is a KernelError naming the signal, and the calling process goes on."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ptopipe import isa
+from ptopipe.cpp import include_dir, run_cpp
+from ptopipe.cpp import headergen
+from ptopipe.errors import (CompileError, ConfigError, DataRaceError, DeadlockError, KernelError, LeakError,
+                            MemoryConflictError, ProtocolError)
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KDIR = os.path.join(HERE, "cpp_kernels")
+ROOT = os.path.dirname(HERE)
+
+
+def kernel(name: str) -> str:
+    return os.path.join(KDIR, name)
+
+
+def line_of(name: str, text: str, nth: int = 0) -> int:
+    """The 1-based line of the ``nth`` line of kernel ``name`` containing ``text``."""
+    with open(kernel(name)) as f:
+        hits = [i for i, ln in enumerate(f, 1) if text in ln]
+    return hits[nth]
+
+
+def c2v_args(seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, (32, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 32)).astype(np.float32)
+    bias = rng.integers(-8, 9, (32, 32)).astype(np.float32)
+    return dict(a=a, b=b, bias=bias, out=np.zeros((32, 32), np.float32), fifo=isa.gm_buffer(4 * 2048 + 4096))
+
+
+def test_the_generated_header_is_current():
+    with open(headergen.HEADER) as f:
+        assert f.read() == headergen.render(), "run: python -m ptopipe.cpp.headergen"
+
+
+def test_every_catalogue_instruction_is_declared_once():
+    from ptopipe.arch.catalogue import OPS
+    text = headergen.render()
+    for name in OPS:
+        assert text.count(f"PTOPIPE_INSTRUCTION({name}, ") == 1, name
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def _ints(shape, dtype=np.float32, lo=-3, hi=4):
+    return _rng().integers(lo, hi, shape).astype(dtype)
+
+
+def _gm_slot_flow():
+    a, b = _ints((64, 32), np.float16), _ints((32, 32), np.float16)
+    p = a.astype(np.float32).reshape(2, 32, 32) @ b.astype(np.float32)
+    want = np.concatenate([np.tile(p[i], (1, 2)) for i in range(2)]) + 1
+    return dict(a=a, b=b, out=np.zeros((64, 64), np.float32), fifo=isa.gm_buffer(2 * 32 * 64 * 4)), {"out": want}
+
+
+def _v2c():
+    x, w = _ints((32, 32)), _ints((32, 32)) + 1
+    return dict(x=x, w=w, out=np.zeros((32, 32), np.float32), fifo=isa.gm_buffer(2 * 4096)), {"out": (2 * x) @ w}
+
+
+def _both():
+    a, b = _ints((96, 32)), _ints((32, 32))
+    return dict(a=a, b=b, out=np.zeros((96, 32), np.float32), fifo=isa.gm_buffer(4 * 2048)), {"out": a @ b + 1}
+
+
+def _entry():
+    x = _ints((16, 32))
+    return (dict(x=x, eye=np.eye(32, dtype=np.float32), out=np.zeros((16, 32), np.float32),
+                 fifo=isa.gm_buffer(2 * 2048)), {"out": 2 * x})
+
+
+def _events():
+    x = _rng().standard_normal((16, 32)).astype(np.float32)
+    return dict(x=x, out0=np.zeros_like(x), out1=np.zeros_like(x)), {"out0": np.exp(x), "out1": np.exp(x) + x}
+
+
+def _tmpipe():
+    x = _ints((16, 16))
+    return (dict(x=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x), fifo=np.zeros((4, 16, 16), np.float32)),
+            {"out": x + 1})
+
+
+def _c2v():
+    args = c2v_args()
+    return args, {"out": args["a"] @ args["b"] + args["bias"]}
+
+
+#: correct kernels: (file, inputs and numpy golden, run options)
+CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slot_flow.cpp", _gm_slot_flow, {}),
+           ("v2c_matmul.cpp", _v2c, {}), ("both_ways.cpp", _both, {}), ("entry_c2v.cpp", _entry, {}),
+           ("events_vec.cpp", _events, {"aiv": "vec_kernel"}),
+           ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"}), ("tmpipe_c2v.cpp", _tmpipe, {})]
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("name,make,opts", CORRECT, ids=[f"{c[0]}{'-manual' if c[2].get('sync') else ''}"
+                                                          for c in CORRECT])
+def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol, name, make, opts):
+    if name == "tmpipe_c2v.cpp" and (platform, protocol) == ("a5", "pto-isa"):
+        pytest.skip("pto-isa's A5 double free of a GM ring slot: test_tmpipe_double_free_on_a5_pto_isa")
+    args, want = make()
+    r = run_cpp(kernel(name), args, platform=platform, protocol=protocol, **opts)
+    for k, v in want.items():
+        np.testing.assert_allclose(r[k], v, rtol=1e-6, atol=1e-6, err_msg=k)
+    assert r.summary.cycles > 0
+
+
+@needs_cxx
+def test_the_same_run_twice_is_the_same(cpp_cache):
+    r1 = run_cpp(kernel("c2v_add.cpp"), c2v_args(), platform="a5", protocol="pto-isa")
+    r2 = run_cpp(kernel("c2v_add.cpp"), c2v_args(), platform="a5", protocol="pto-isa")
+    assert r1.summary.cycles == r2.summary.cycles
+    np.testing.assert_array_equal(r1["out"], r2["out"])
+
+
+#: broken kernels: (file, inputs, error class, the file and the text of the line it is reported at)
+BROKEN = [
+    ("c2v_missing_tfree.cpp", c2v_args, LeakError, None, "TPOP<"),
+    ("c2v_wrong_split.cpp", c2v_args, ProtocolError, None, "TPOP<"),
+    ("c2v_event_leak.cpp", c2v_args, LeakError, None, "set_flag("),
+    ("c2v_event_unset.cpp", c2v_args, DeadlockError, None, "wait_flag("),
+    ("c2v_flag_collision.cpp", c2v_args, ConfigError, None, "TPipe<0, Direction::DIR_V2C"),
+    ("c2v_use_after_free.cpp", c2v_args, ProtocolError, None, "reads the slot it just freed"),
+    ("c2v_gm_out_of_bounds.cpp", c2v_args, MemoryConflictError, None, "TSTORE("),
+    ("c2v_gm_race.cpp", c2v_args, DataRaceError, None, "TSTORE("),
+    ("c2v_unaligned_tassign.cpp", c2v_args, KernelError, None, "TASSIGN(o,"),
+    ("c2v_extra_pop.cpp", c2v_args, DeadlockError, None, "TPOP<"),
+    ("c2v_ring_too_small.cpp", c2v_args, ConfigError, None, "Pipe8 pipe("),
+    ("c2v_leftover.cpp", c2v_args, LeakError, "c2v_cube.hpp", "TPUSH<"),
+    ("c2v_free_before_pop.cpp", c2v_args, ProtocolError, None, "frees a slot it does not hold"),
+    ("c2v_matmul_on_vec.cpp", c2v_args, KernelError, None, "TMATMUL("),
+    ("both_exhaust.cpp", lambda: _both()[0], DeadlockError, None, "TPUSH<Pipe, TileAcc"),
+]
+
+
+@needs_cxx
+@pytest.mark.parametrize("name,make,cls,in_file,at", BROKEN, ids=[b[0] for b in BROKEN])
+def test_a_broken_kernel_is_reported_at_its_cpp_line(cpp_cache, name, make, cls, in_file, at):
+    with pytest.raises(cls) as ei:
+        run_cpp(kernel(name), make(), platform="a2a3", protocol="spec")
+    f = in_file or name
+    assert ei.value.where == f"{os.path.relpath(kernel(f))}:{line_of(f, at)}", str(ei.value)
+
+
+@needs_cxx
+def test_tmpipe_double_free_on_a5_pto_isa(cpp_cache):
+    """pto-isa's A5 TPOP from a GM ring frees the slot itself: the kernel's TFREE is a second
+    free, a credit left on the flag - reported at the C++ line that made the pipe."""
+    with pytest.raises(LeakError) as ei:
+        run_cpp(kernel("tmpipe_c2v.cpp"), _tmpipe()[0], platform="a5", protocol="pto-isa")
+    assert ei.value.where == f"{os.path.relpath(kernel('tmpipe_c2v.cpp'))}:{line_of('tmpipe_c2v.cpp', 'Pipe pipe(')}"
+    assert "frees" in ei.value.what
+
+
+@needs_cxx
+def test_leftovers_of_a_launch_hang_the_next_at_the_pipe_binding(cpp_cache):
+    """A launch leaving a tile in the ring: relaunched, the producer's teardown waits for a
+    free credit that never comes - reported at the C++ line that bound the pipe."""
+    with pytest.raises(DeadlockError) as ei:
+        run_cpp(kernel("c2v_leftover.cpp"), c2v_args(), launches=2)
+    assert ei.value.where == f"{os.path.relpath(kernel('c2v_cube.hpp'))}:{line_of('c2v_cube.hpp', 'Pipe pipe(')}"
+    assert "launch 1 of 2" in str(ei.value)
+
+
+@needs_cxx
+def test_an_error_in_the_shared_cube_half_names_the_header_line(cpp_cache):
+    """The wrong split is found at the Vector's TPOP; the report names the Cube's TPUSH line."""
+    with pytest.raises(ProtocolError) as ei:
+        run_cpp(kernel("c2v_wrong_split.cpp"), c2v_args())
+    assert f"c2v_cube.hpp:{line_of('c2v_cube.hpp', 'TPUSH<')}" in str(ei.value)
+
+
+@needs_cxx
+def test_a_compile_error_names_the_users_line(cpp_cache):
+    with pytest.raises(CompileError) as ei:
+        run_cpp(kernel("c2v_compile_error.cpp"), c2v_args())
+    e = ei.value
+    assert e.where.startswith(f"{os.path.relpath(kernel('c2v_compile_error.cpp'))}:"
+                              f"{line_of('c2v_compile_error.cpp', 'TADD(')}:")
+    assert "TADD takes 3 to 6 arguments" in e.what and e.details
+
+
+@needs_cxx
+def test_a_crashing_kernel_is_a_kernel_error_and_the_process_survives(cpp_cache):
+    name = "c2v_raw_pointer.cpp"
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel(name), c2v_args())
+    assert "SIGSEGV" in ei.value.what
+    # the last instruction before the raw store: the TSTORE on the line above it
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TSTORE(')}"
+    r = run_cpp(kernel("c2v_add.cpp"), c2v_args())           # and this process goes on
+    assert r.summary.cycles > 0
+
+
+@needs_cxx
+def test_an_aborting_kernel_names_sigabrt_and_its_last_instruction(cpp_cache):
+    name = "c2v_abort.cpp"
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel(name), c2v_args())
+    assert "SIGABRT" in ei.value.what
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TSTORE(')}"
+
+
+def test_no_compiler_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("CXX", "no-such-compiler-ptopipe")
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(kernel("c2v_add.cpp"), c2v_args())
+    assert "no C++ compiler" in ei.value.what and "g++" in ei.value.fix
+
+
+def test_unnamed_kernels_are_a_config_error_naming_the_functions(tmp_path):
+    p = tmp_path / "k.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nvoid first() {}\nvoid second() {}\n")
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(str(p), {})
+    assert "--aic NAME --aiv NAME" in ei.value.fix and "first" in ei.value.fix
+
+
+def test_the_include_directory_holds_the_headers():
+    assert os.path.isfile(os.path.join(include_dir(), "pto", "pto-inst.hpp"))
+    out = subprocess.run([sys.executable, "-m", "ptopipe.cli", "--include"], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == include_dir()
+
+
+def _cli(argv, cwd):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "ptopipe.cli", *argv], capture_output=True, text=True,
+                          cwd=cwd, env=env)
+
+
+def _save_inputs(tmp_path) -> list:
+    argv = []
+    for k, v in c2v_args().items():
+        np.save(tmp_path / f"{k}.npy", v)
+        argv += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
+    return argv
+
+
+@needs_cxx
+def test_cli_run_of_a_cpp_file_writes_its_outputs(cpp_cache, tmp_path):
+    argv = _save_inputs(tmp_path)
+    r = _cli(["run", kernel("c2v_add.cpp"), *argv, "--output", f"out={tmp_path / 'res.npy'}",
+              "--platform", "a5", "--protocol", "pto-isa"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "PASS c2v_add.cpp on a5 (pto-isa)" in r.stdout
+    a = c2v_args()
+    np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a["a"] @ a["b"] + a["bias"])
+
+
+@needs_cxx
+def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache, tmp_path):
+    argv = _save_inputs(tmp_path)
+    ok = _cli(["check", kernel("c2v_add.cpp"), *argv, "--schedules", "3"], tmp_path)
+    assert ok.returncode == 0 and "3 explored schedules" in ok.stdout, ok.stdout + ok.stderr
+    bad = _cli(["check", kernel("c2v_wrong_split.cpp"), *argv, "--schedules", "3", "--json"], tmp_path)
+    assert bad.returncode == 1
+    import json
+    (rep,) = json.loads(bad.stdout)
+    assert rep["failure"]["error"] == "ProtocolError"
+    assert rep["failure"]["where"].endswith(f"c2v_wrong_split.cpp:{line_of('c2v_wrong_split.cpp', 'TPOP<')}")
+
+
+@needs_cxx
+def test_cli_trace_of_a_cpp_file_writes_its_timeline(cpp_cache, tmp_path):
+    argv = _save_inputs(tmp_path)
+    out = tmp_path / "t.json"
+    r = _cli(["trace", kernel("c2v_add.cpp"), *argv, "-o", str(out)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "wrote" in r.stdout and "cycles" in r.stdout
+    import json
+    events = json.loads(out.read_text())["traceEvents"]
+    names = [e["name"] for e in events if e.get("ph") == "X"]
+    # the Cube's 2 TMATMULs and TPUSHes, each Vector core's 2 TPOPs, TADDs and TFREEs
+    assert names.count("TMATMUL") == 2 and names.count("TPUSH") == 2
+    assert names.count("TPOP") == 4 and names.count("TADD") == 4 and names.count("TFREE") == 4
+
+
+def test_check_static_of_a_cpp_file_says_to_run_it(capsys):
+    from ptopipe.cli import main as cli_main
+    assert cli_main(["check", "--static", kernel("c2v_add.cpp")]) == 1
+    err = capsys.readouterr().err
+    assert "C++ kernel" in err and "without --static" in err
+
+
+@needs_cxx
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_correct_kernel_passes_every_explored_schedule(cpp_cache, protocol):
+    """Other interleavings of the same kernel (each core's instructions keep their own GM views:
+    the two Vector cores run the same C++ lines)."""
+    args, want = _c2v()
+    for seed in range(8):
+        r = run_cpp(kernel("c2v_add.cpp"), {k: v.copy() for k, v in args.items()}, protocol=protocol,
+                    schedule_seed=seed, causal=True)
+        np.testing.assert_array_equal(r["out"], want["out"], err_msg=f"schedule seed {seed}")
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
+def test_the_readme_cpp_example_runs_with_its_golden(cpp_cache, capsys, platform, protocol):
+    """examples/cpp/c2v_bias.py: a C++ kernel as a Scenario (ptopipe.cpp.kernels), run in this
+    process by `ptopipe run FILE.py` and checked against numpy, as a Python kernel is."""
+    from ptopipe.cli import main as cli_main
+    path = os.path.join(ROOT, "examples", "cpp", "c2v_bias.py")
+    assert cli_main(["run", path, "--variant", "all", "--platform", platform, "--protocol", protocol,
+                     "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS cpp_c2v_bias[default]" in out and "PASS cpp_c2v_bias[m64]" in out
+    assert cli_main(["check", path, "--schedules", "3", "--platform", platform, "--protocol", protocol]) == 0
