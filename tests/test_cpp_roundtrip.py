@@ -30,7 +30,7 @@ def test_write_cpp_runs_like_the_example(cpp_cache, tmp_path, example, platform,
     sc = m.SCENARIO
     args = sc.args(sc.default_variant)
     program = m.KERNELS.source(**args) if hasattr(m, "KERNELS") else m.PROGRAM
-    op, _t, _w = compile_program(program, platform, protocol=protocol)
+    op = compile_program(program, platform, protocol=protocol)
     path = tmp_path / (example.replace("/", "_") + ".cpp")
     path.write_text(write_cpp(op, platform))
     given = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
