@@ -110,10 +110,18 @@ NAMED_COPY = "ptopipe.copy"
 DATA_LANE_MARK = "ptopipe.data_lane"
 
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
-#: sources (PTOAS PTOOps.td): required by the row reductions, optional for the row
-#: broadcasts.  The writer passes one where ptoas requires it; the reader takes and ignores it.
-SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum")
-SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub")
+#: sources (PTOAS PTOOps.td): required by the row reductions, the arg-reductions, TREM,
+#: TPRELU and TTRANS, optional for the row broadcasts.  The writer passes one where ptoas
+#: requires it; the reader takes and ignores it.
+SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowargmax", "pto.trowargmin",
+                    "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.tprelu", "pto.ttrans")
+SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
+                    "pto.trowexpandexpdif")
+
+#: the instructions of ptopipe's op table that ptoas has no op for (PTOAS PTOOps.td): the
+#: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)
+#: and notes that ptoas rejects the file
+PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "pto.taddreluconv")
 
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
 #: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``

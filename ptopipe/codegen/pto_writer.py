@@ -39,7 +39,7 @@ from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueTy
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
+                         PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 
 _IND = "  "
@@ -482,6 +482,11 @@ class _Writer:
 
     def tile_op(self, op, st: _Func, ind: str) -> None:
         name = PTO_OP[op.name[3:]]
+        if name in PTOAS_LACKS:
+            self.note(op, f"{name} is ptopipe's spelling: ptoas has no {name} op")
+        if FORM_OF_DSL.get(op.name[3:]) == "part" and len({v.type.shape for v in op.operands}) > 1:
+            # a DSL tile's static shape is its valid shape; ptoas's verifier wants one static shape
+            self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")
         ins = [st[v] for v in op.operands]
         tys = [self.ty(v.type) for v in op.operands]
         if name in SCRATCH_REQUIRED:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
-from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
-                              op_scalar_error)
+from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
+                              matmul_dtype_fix, op_scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
+from ..arch.dtypes import short_name
 from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from .nodes import Const
 from .vocab import FunctionKind
@@ -396,6 +397,96 @@ def _cast(kind, a, at):
     return TileValueType(x.shape, at["dtype"], MemorySpace.Vec)
 
 
+def _part(kind, a, at):
+    """The part ops (TPARTADD ...) work over the union of two valid regions: one source
+    covers the result, the other fits inside it (a DSL tile is valid over its whole shape)."""
+    x = _tile(a, "a", VEC)
+    y = _tile(a, "b", VEC)
+    if x.dtype != y.dtype:
+        raise OpError(f"part op: dtypes differ ({x.dtype} vs {y.dtype})",
+                      "convert one operand with pl.cast(x, dtype) first", "b")
+    big, small, p = (x, y, "b") if x.shape[0] >= y.shape[0] and x.shape[1] >= y.shape[1] else (y, x, "a")
+    if small.shape[0] > big.shape[0] or small.shape[1] > big.shape[1]:
+        raise OpError(f"part op: neither {describe(x)} nor {describe(y)} covers the other",
+                      "one operand's shape must contain the other's (the result has its shape)", p)
+    return TileValueType(big.shape, x.dtype, MemorySpace.Vec)
+
+
+def _bcast_shape(at, x: TileValueType, axis: int, what: str, p: str) -> tuple:
+    shape = tuple(at["shape"])
+    if len(shape) != 2:
+        raise OpError(f"{what}: tiles are 2-D", param="shape")
+    if shape[axis] != x.shape[axis]:
+        side = "rows" if axis == 0 else "columns"
+        raise OpError(f"{what}: the {shape[0]}x{shape[1]} result and the {describe(x)} source "
+                      f"have different {side}", f"give shape the source's {side}", p)
+    return shape
+
+
+def _row_bcast(kind, a, at):
+    x = _tile(a, "a", VEC)
+    if x.shape[1] != 1:
+        raise OpError(f"row_expand: the per-row source {describe(x)} has more than one column",
+                      "pass a [rows, 1] tile (e.g. pl.row_sum's result); column 0 is broadcast", "a")
+    return TileValueType(_bcast_shape(at, x, 0, "row_expand", "shape"), x.dtype, MemorySpace.Vec)
+
+
+def _col_bcast(kind, a, at):
+    x = _tile(a, "a", VEC)
+    if x.shape[0] != 1:
+        raise OpError(f"col_expand: the per-column source {describe(x)} has more than one row",
+                      "pass a [1, cols] tile (e.g. pl.col_sum's result); row 0 is broadcast", "a")
+    return TileValueType(_bcast_shape(at, x, 1, "col_expand", "shape"), x.dtype, MemorySpace.Vec)
+
+
+#: the dtype of an arg-reduction's index result (pto-isa's TROWARGMAX / TCOLARGMAX take
+#: int32 or uint32 index tiles; the DSL gives int32)
+ARG_INDEX_DTYPE = "i32"
+
+
+def _row_arg(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileValueType((x.shape[0], 1), ARG_INDEX_DTYPE, MemorySpace.Vec)
+
+
+def _col_arg(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileValueType((1, x.shape[1]), ARG_INDEX_DTYPE, MemorySpace.Vec)
+
+
+def _concat(kind, a, at):
+    x = _tile(a, "a", VEC)
+    y = _tile(a, "b", VEC)
+    if x.shape[0] != y.shape[0] or x.dtype != y.dtype:
+        raise OpError(f"concat: {describe(x)} and {describe(y)} do not join along columns",
+                      "the operands need the same rows and dtype", "b")
+    return TileValueType((x.shape[0], x.shape[1] + y.shape[1]), x.dtype, MemorySpace.Vec)
+
+
+def _transpose(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileValueType((x.shape[1], x.shape[0]), x.dtype, MemorySpace.Vec)
+
+
+def _add_relu_conv(kind, a, at):
+    x = _binary(kind, a, at)
+    out = ADD_RELU_CONV.get(np_dtype(x.dtype))
+    if out is None:
+        return x            # the catalogue's dtype rule names the dtypes it takes
+    return TileValueType(x.shape, short_name(out), MemorySpace.Vec)
+
+
+def _dequant(kind, a, at):
+    x = _tile(a, "a", VEC)
+    for p in ("scale", "offset"):
+        t = _tile(a, p, VEC)
+        if t.shape[0] != x.shape[0] or t.dtype != "f32":
+            raise OpError(f"dequant: the {p} tile {describe(t)} is not per-row f32 parameters of "
+                          f"{describe(x)}", f"pass a [{x.shape[0]}, k] f32 Vec tile (column 0 is "
+                          "row i's parameter)", p)
+    return TileValueType(x.shape, "f32", MemorySpace.Vec)
+
+
 def _subblock(kind, a, at):
     return INDEX
 
@@ -423,6 +514,17 @@ _FORMS = {
                        "with a scalar and a second tile"),
     "fill": ([("shape", "shape"), ("dtype", "dtype"), ("value", "value")], _full, ""),
     "convert": ([("a", "value"), ("dtype", "dtype")], _cast, ""),
+    "pow": ([("a", "value"), ("b", "value")], _binary, "element-wise power"),
+    "pows": ([("a", "value"), ("scalar", "value")], _scalar_op, "power by a scalar"),
+    "part": ([("a", "value"), ("b", "value")], _part, "over the union of two shapes"),
+    "row_bcast": ([("a", "value"), ("shape", "shape")], _row_bcast, "per-row broadcast"),
+    "col_bcast": ([("a", "value"), ("shape", "shape")], _col_bcast, "per-column broadcast"),
+    "row_arg": ([("a", "value")], _row_arg, "per-row index"),
+    "col_arg": ([("a", "value")], _col_arg, "per-column index"),
+    "TCONCAT": ([("a", "value"), ("b", "value")], _concat, ""),
+    "TTRANS": ([("a", "value")], _transpose, ""),
+    "TADDRELUCONV": ([("a", "value"), ("b", "value")], _add_relu_conv, ""),
+    "TDEQUANT": ([("a", "value"), ("scale", "value"), ("offset", "value")], _dequant, ""),
 }
 
 
@@ -430,13 +532,14 @@ def _with_rules(op, infer_fn):
     """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on the result's dtype, which
     is the operands' for every vector form) and, for a constant scalar operand, its value
     rule: the same checks the instruction makes when it is issued."""
-    if op.form not in ("binary", "scalar", "unary", "row_expand", "col_expand", "ternary",
-                       "scalar_ternary", "row_reduce", "col_reduce", "fill"):
+    if op.form in ("load", "store", "move", "extract", "matmul", "matmul_acc", "convert"):
         return infer_fn
 
     def infer_checked(kind, a, at):
         t = infer_fn(kind, a, at)
-        d = np_dtype(t.dtype)
+        # the rule is on the source's dtype (the result's but for an index or converted result)
+        src = _t(a["a"]) if "a" in a else None
+        d = np_dtype(src.dtype if isinstance(src, TileValueType) else t.dtype)
         bad = op.dtype_error(d)
         if bad is not None:
             raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")
