@@ -569,6 +569,55 @@ for _d in CATALOGUE.values():
         _by.setdefault(_d.form, {})[_d.dsl] = _d.name
 BINARY, SCALAR, UNARY = _by["binary"], _by["scalar"], _by["unary"]
 ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["row_expand"]
+#: why a catalogue instruction has no ``pl`` form (every catalogue op has a DSL name or a
+#: reason here): what of the instruction the DSL's value semantics cannot say, or what the
+#: op table would need first
+_IN_PLACE = "reads and writes its destination in place; a DSL op makes a new tile"
+_TWO = "writes two result tiles; a DSL op has one result"
+_ATTR = ("takes a compile-time mode ({}); the op table passes an op's operands to the "
+         "instruction, not its attributes, so the mode has no DSL spelling yet")
+_NO_SPACE = "reads a {} tile, a memory the IR has no tile space for"
+_NO_RESULT = "has no result value; the op table's tile ops each make one"
+NO_DSL_FORM = {
+    "TMOV_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TEXTRACT_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TINSERT_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TSTORE_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TMATMUL_BIAS": _NO_SPACE.format("Bias"),
+    "TGEMV_BIAS": _NO_SPACE.format("Bias"),
+    "TMATMUL_MX": _NO_SPACE.format("ScaleLeft / ScaleRight"),
+    "TGEMV_MX": _NO_SPACE.format("ScaleLeft / ScaleRight"),
+    "TGET_SCALE_ADDR": _NO_SPACE.format("ScaleLeft / ScaleRight"),
+    "TGEMV": "one-row TMATMUL with its own pto-isa checks; pl.matmul is TMATMUL (not yet a form)",
+    "TGEMV_ACC": "one-row TMATMUL_ACC; pl.matmul_acc is TMATMUL_ACC (not yet a form)",
+    "TAXPY": _IN_PLACE, "TMULADDDST": _IN_PLACE, "TFUSEDMULADD": _IN_PLACE,
+    "TFUSEDMULADDRELU": _IN_PLACE, "TSCATTER": _IN_PLACE, "TINSERT": _IN_PLACE,
+    "TINTERLEAVE": _TWO, "TDEINTERLEAVE": _TWO, "TPARTARGMAX": _TWO + " (value and index)",
+    "TPARTARGMIN": _TWO + " (value and index)",
+    "TMRGSORT": _TWO + " (the merged list and the per-list counts)",
+    "TCMP": _ATTR.format("CmpMode"), "TCMPS": _ATTR.format("CmpMode"),
+    "TSEL": "reads a packed predicate mask, which only TCMP / TCMPS make (no DSL form yet)",
+    "TSELS": "reads a packed predicate mask, which only TCMP / TCMPS make (no DSL form yet)",
+    "TCI": _ATTR.format("descending"), "TTRI": _ATTR.format("upper / lower"),
+    "TQUANT": _ATTR.format("QuantType, with an offset tile in its asymmetric form"),
+    "THISTOGRAM": _ATTR.format("the byte counted"),
+    "TRANDOM": _ATTR.format("Philox key, counter and rounds"),
+    "TGATHER": _ATTR.format("MaskPattern or CmpMode; its index form reads an index tile"),
+    "TGATHERB": "reads 32-byte blocks at byte offsets of the source's storage; a DSL tile has "
+                "values, not an address",
+    "TFILLPAD": "pads outside the source's valid region; a DSL tile is valid over its whole shape",
+    "TFILLPAD_EXPAND": "pads outside the source's valid region; a DSL tile is valid over its whole "
+                       "shape",
+    "TFILLPAD_INPLACE": _IN_PLACE,
+    "TSORT32": "writes 8-byte (value, index) tuples of mixed types; a DSL tile has one element type",
+    "TADDDEQRELU": _ATTR.format("the dequant scale is a runtime scalar of the instruction's own; "
+                                "not yet a form"),
+    "TPACK": "a narrowing static_cast; pl.cast is TCVT (not yet a form of its own)",
+    "TRESHAPE": "a view of another tile's storage; a DSL value owns its storage (the writers "
+                "emit TRESHAPE for row views themselves)",
+    "TSUBVIEW": "a view of another tile's storage; a DSL value owns its storage",
+    "TPRINT": _NO_RESULT, "TTRAP": _NO_RESULT, "TPREFETCH": _NO_RESULT,
+}
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
 # -- a Group function's calls of its AIC and AIV kernels (what ExpandMixedKernel emits)
 def _call(kind, a, at):

@@ -221,6 +221,17 @@ def test_the_cases_cover_every_op_of_the_added_forms():
     assert used <= set(ISA_NAMES)
 
 
+def test_every_catalogue_op_has_a_dsl_form_or_a_reason():
+    """docs/isa.md's DSL column: a ``pl`` name, or why the DSL has none (never both)."""
+    from ptopipe.ir.ops import NO_DSL_FORM
+    from ptopipe.report.isa_reference import page
+    no_dsl = {d.name for d in CATALOGUE.values() if d.dsl is None}
+    assert set(NO_DSL_FORM) == no_dsl, (sorted(no_dsl - set(NO_DSL_FORM)), sorted(set(NO_DSL_FORM) - no_dsl))
+    text = page()
+    assert "| `TCMP` | `pto.tcmp` | none: takes a compile-time mode (CmpMode)" in text
+    assert "| `TREM` | `pto.trem` | `pl.rem` |" in text
+
+
 @pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_dsl_op_matches_numpy(name, platform):
