@@ -31,6 +31,11 @@ from ..ir.types import ScalarType, TensorType, TileValueType
 from . import cpp_types as T
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
+#: the instructions whose pto-isa template arguments cannot be deduced from their operands
+#: (a non-type parameter: TCI's ``descending``, TTRI's ``isUpperOrLower``), spelled from the
+#: destination's tile type and element type: the ascending / lower forms the DSL has
+CPP_TEMPLATE_ARGS = {"TCI": lambda tile, elem: f"{tile}, {elem}, 0",
+                     "TTRI": lambda tile, elem: f"{tile}, 0"}
 _CMP = {"and": "&&", "or": "||"}
 
 
@@ -371,7 +376,9 @@ class KernelWriter:
             args.append("RoundMode::CAST_RINT")
         if d.scratch:
             args.append(self.scratch_tile(op, r, next(iter(g.values()))))
-        return pre + [f"{ind}{d.name}({', '.join([dst] + args)});"]
+        targs = CPP_TEMPLATE_ARGS.get(d.name)
+        head = d.name if targs is None else f"{d.name}<{targs(self.ttype(r.type), T.ctype(r.type.dtype))}>"
+        return pre + [f"{ind}{head}({', '.join([dst] + args)});"]
 
     def row_view(self, v) -> str:
         """The ND [1, R] row view variable of DN column tile ``v`` (declared once)."""

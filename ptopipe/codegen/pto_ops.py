@@ -368,6 +368,13 @@ def h_index_cast(r, fs, opt, results, loc):
     c.expect("to")
     dst = c.type_()
     x = read(r, fs, t)
+    if src.kind == "scalar" and dst.kind == "scalar" and src.dtype == "index" and dst.dtype in INT_DTYPES \
+            and isinstance(x.type, ScalarType) and x.type.dtype == "index":
+        # an index cast to an integer type (the writer's operand of an op ptoas takes an
+        # integer scalar for, INT_SCALAR_OPERAND): the same exact Python int in the run
+        rt, name = results[0]
+        r.define(fs, rt, name, x)
+        return
     if src.kind != "scalar" or dst.kind != "scalar" or dst.dtype != "index" \
             or not (isinstance(x.type, ScalarType) and x.type.dtype in INT_DTYPES):
         raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an integer value "

@@ -123,6 +123,11 @@ SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub
 #: and notes that ptoas rejects the file
 PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "pto.taddreluconv")
 
+#: the tile ops whose ptoas form takes an integer scalar (AnyInteger, not ``index``): the
+#: integer type it must have (``"dst"``: the destination's element type, as TCI's verifier
+#: wants).  The writer casts an index operand to it; the reader reads the cast as its value.
+INT_SCALAR_OPERAND = {"pto.tci": "dst", "pto.ttri": "i32"}
+
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
 #: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``
 ARITH = {"add": ("arith.addi", "arith.addf"), "sub": ("arith.subi", "arith.subf"),

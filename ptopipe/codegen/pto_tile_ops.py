@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import OPS, REQUIRED, OpError
-from ..ir.types import INDEX, TensorType, TileValueType, describe
+from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_OPTIONAL,
-                         SCRATCH_REQUIRED)
+from .pto_syntax import (CARRY, EVENT_IDS, INT_DTYPES, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
+                         PIPES, SCRATCH_OPTIONAL, SCRATCH_REQUIRED)
 
 
 class View:
@@ -291,7 +291,10 @@ def generic_tile_op(r, fs, opt, results, loc):
     xs = []
     for t, pt in ins:
         v = read(r, fs, t)
-        _check_type(r, t, v, pt)
+        cast_index = opt.text in INT_SCALAR_OPERAND and pt.kind == "scalar" and pt.dtype in INT_DTYPES \
+            and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
+        if not cast_index:
+            _check_type(r, t, v, pt)
         xs.append(v)
     tok, out = _outs_tile(r, fs, outs, opt)
     attrs = {}

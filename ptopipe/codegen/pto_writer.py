@@ -39,7 +39,8 @@ from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueTy
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
+                         INT_SCALAR_OPERAND, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
+                         SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 
 _IND = "  "
@@ -489,6 +490,14 @@ class _Writer:
             self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")
         ins = [st[v] for v in op.operands]
         tys = [self.ty(v.type) for v in op.operands]
+        want = INT_SCALAR_OPERAND.get(name)
+        if want is not None:
+            want = op.results[0].type.dtype if want == "dst" else want
+            for k, v in enumerate(op.operands):
+                if isinstance(v.type, ScalarType) and v.type.dtype == "index":
+                    x = st.fresh(f"{v.name or 'n'}_{want}")
+                    self.line(ind, f"{x} = arith.index_cast {ins[k]} : index to {MLIR_DTYPE[want]}")
+                    ins[k], tys[k] = x, MLIR_DTYPE[want]
         if name in SCRATCH_REQUIRED:
             tmp = st.fresh("tmp")
             self.line(ind, f"{tmp} = pto.alloc_tile : {tys[0]}")

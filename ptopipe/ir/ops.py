@@ -487,6 +487,40 @@ def _dequant(kind, a, at):
     return TileValueType(x.shape, "f32", MemorySpace.Vec)
 
 
+#: TSORT32: the dtype of its index operand, the columns of one sorted block and the bytes of
+#: one (value, index) tuple of its result
+SORT_INDEX_DTYPE, SORT_BLOCK, SORT_TUPLE_BYTES = "u32", 32, 8
+
+
+def _sort32(kind, a, at):
+    x = _tile(a, "a", VEC)
+    i = _tile(a, "idx", VEC)
+    if i.shape != x.shape or i.dtype != SORT_INDEX_DTYPE:
+        raise OpError(f"sort32: the index tile {describe(i)} is not one {SORT_INDEX_DTYPE} per value of "
+                      f"{describe(x)}", f"pass a {x.shape[0]}x{x.shape[1]} {SORT_INDEX_DTYPE} Vec tile", "idx")
+    if x.shape[1] % SORT_BLOCK:
+        raise OpError(f"sort32: {x.shape[1]} columns are not whole blocks of {SORT_BLOCK}",
+                      f"sort a tile of a multiple of {SORT_BLOCK} columns", "a")
+    cols = x.shape[1] * SORT_TUPLE_BYTES // np_dtype(x.dtype).itemsize
+    return TileValueType((x.shape[0], cols), x.dtype, MemorySpace.Vec)
+
+
+def _generated(what: str, p: str, one_row: bool):
+    def infer(kind, a, at):
+        t = _scalar(a, p)
+        if t.dtype in FLOAT_DTYPES:
+            raise OpError(f"{what}: '{p}' is a {t.dtype} scalar; pto-isa takes an integer",
+                          "pass an integer (use // for index arithmetic)", p)
+        shape = tuple(at["shape"])
+        if len(shape) != 2:
+            raise OpError(f"{what}: tiles are 2-D", param="shape")
+        if one_row and shape[0] != 1:
+            raise OpError(f"{what}: a {shape[0]}x{shape[1]} result; pto-isa generates the sequence "
+                          "along one row", f"give shape [1, {shape[1]}]", "shape")
+        return TileValueType(shape, at["dtype"], MemorySpace.Vec)
+    return infer
+
+
 def _subblock(kind, a, at):
     return INDEX
 
@@ -524,6 +558,11 @@ _FORMS = {
     "TCONCAT": ([("a", "value"), ("b", "value")], _concat, ""),
     "TTRANS": ([("a", "value")], _transpose, ""),
     "TADDRELUCONV": ([("a", "value"), ("b", "value")], _add_relu_conv, ""),
+    "TCI": ([("shape", "shape"), ("dtype", "dtype"), ("start", "value")],
+            _generated("arange", "start", True), "start, start + 1, ... along one row"),
+    "TTRI": ([("shape", "shape"), ("dtype", "dtype"), ("diagonal", "value")],
+             _generated("tril", "diagonal", False), "1 where column <= row + diagonal, else 0"),
+    "TSORT32": ([("a", "value"), ("idx", "value")], _sort32, ""),
     "TDEQUANT": ([("a", "value"), ("scale", "value"), ("offset", "value")], _dequant, ""),
 }
 
@@ -598,7 +637,6 @@ NO_DSL_FORM = {
     "TCMP": _ATTR.format("CmpMode"), "TCMPS": _ATTR.format("CmpMode"),
     "TSEL": "reads a packed predicate mask, which only TCMP / TCMPS make (no DSL form yet)",
     "TSELS": "reads a packed predicate mask, which only TCMP / TCMPS make (no DSL form yet)",
-    "TCI": _ATTR.format("descending"), "TTRI": _ATTR.format("upper / lower"),
     "TQUANT": _ATTR.format("QuantType, with an offset tile in its asymmetric form"),
     "THISTOGRAM": _ATTR.format("the byte counted"),
     "TRANDOM": _ATTR.format("Philox key, counter and rounds"),
@@ -609,10 +647,9 @@ NO_DSL_FORM = {
     "TFILLPAD_EXPAND": "pads outside the source's valid region; a DSL tile is valid over its whole "
                        "shape",
     "TFILLPAD_INPLACE": _IN_PLACE,
-    "TSORT32": "writes 8-byte (value, index) tuples of mixed types; a DSL tile has one element type",
     "TADDDEQRELU": _ATTR.format("the dequant scale is a runtime scalar of the instruction's own; "
                                 "not yet a form"),
-    "TPACK": "a narrowing static_cast; pl.cast is TCVT (not yet a form of its own)",
+    "TPACK": "ptoas's narrowing static_cast, which pto-isa's C++ has no function for; pl.cast is TCVT",
     "TRESHAPE": "a view of another tile's storage; a DSL value owns its storage (the writers "
                 "emit TRESHAPE for row views themselves)",
     "TSUBVIEW": "a view of another tile's storage; a DSL value owns its storage",

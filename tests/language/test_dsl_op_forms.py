@@ -120,6 +120,37 @@ def converts(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], q: 
                             pl.load(o, [0, 0], [16, 8])), [0, 0], w)
 
 
+@pl.aiv
+def sorting(vals: pl.Tensor[[4, 64], pl.f32], i: pl.Tensor[[4, 64], pl.u32], y: pl.Tensor[[4, 128], pl.f32]):
+    if pl.get_subblockid() == 0:
+        pl.store(pl.sort32(pl.load(vals, [0, 0], [4, 64]), pl.load(i, [0, 0], [4, 64])), [0, 0], y)
+
+
+def _sorting(rng):
+    x = rng.permutation(4 * 64).reshape(4, 64).astype(np.float32)        # no ties
+    i = np.tile(np.arange(64, dtype=np.uint32), (4, 1))
+    out = np.zeros((4, 64, 2), np.float32)
+    for b in range(0, 64, 32):          # each block of 32, descending, as [value, index bits]
+        order = np.argsort(-x[:, b:b + 32], axis=1, kind="stable")
+        out[:, b:b + 32, 0] = np.take_along_axis(x[:, b:b + 32], order, axis=1)
+        out[:, b:b + 32, 1] = np.take_along_axis(i[:, b:b + 32], order, axis=1).view(np.float32)
+    return dict(x=np.zeros((16, 32), np.float32), vals=x, i=i), dict(y=out.reshape(4, 128))
+
+
+@pl.aiv
+def generators(y: pl.Tensor[[1, 32], pl.i32], w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32]):
+    if pl.get_subblockid() == 0:
+        pl.store(pl.arange([1, 32], pl.i32, 5), [0, 0], y)
+        pl.store(pl.tril([16, 32], pl.f32, 2), [0, 0], w)
+        pl.store(pl.tril([16, 32], pl.f32, -3), [0, 0], v)
+
+
+def _generators(rng):
+    return dict(x=np.zeros((16, 32), np.float32)), dict(
+        y=np.arange(5, 37, dtype=np.int32)[None, :], w=np.tril(np.ones((16, 32), np.float32), 2),
+        v=np.tril(np.ones((16, 32), np.float32), -3))
+
+
 def _f32(rng, lo, hi, shape):
     return rng.uniform(lo, hi, shape).astype(np.float32)
 
@@ -190,6 +221,8 @@ CASES = {
     "arg_reductions": (arg_reductions, _arg_reductions, ("row_argmax", "row_argmin", "col_argmax",
                                                          "col_argmin"), 0),
     "layout": (layout, _layout, ("concat", "transpose", "pair_sum"), 0),
+    "generators": (generators, _generators, ("arange", "tril"), 0),
+    "sorting": (sorting, _sorting, ("sort32",), 0),
     "converts": (converts, _converts, ("add_relu_conv", "dequant"), 1e-6),
 }
 
@@ -213,7 +246,7 @@ def _check(got: dict, want: dict, rtol: float, what: str) -> None:
 def test_the_cases_cover_every_op_of_the_added_forms():
     """Every DSL op of these forms is used by a kernel here (an op added to a form joins a case)."""
     forms = {"pow", "pows", "part", "row_bcast", "col_bcast", "row_arg", "col_arg", "TCONCAT",
-             "TTRANS", "TADDRELUCONV", "TDEQUANT"}
+             "TTRANS", "TADDRELUCONV", "TDEQUANT", "TSORT32", "TCI", "TTRI"}
     extra = {"rem", "prelu", "subrelu", "pair_sum", "row_expand_expdif", "col_expand_expdif"}
     want = {d.dsl for d in CATALOGUE.values() if d.dsl and d.form in forms} | extra
     used = {op for _, _, ops, _ in CASES.values() for op in ops}
@@ -311,7 +344,7 @@ def test_cpp_writer_spells_each_op_as_pto_isa(name):
     _, cpp, _, _, ops, _ = _cpp(name)
     for o in ops:
         d = CATALOGUE[ISA_NAMES[o]]
-        calls = re.findall(rf"\b{d.name}\(([^;]*)\);", cpp)
+        calls = re.findall(rf"\b{d.name}(?:<[\w, ]*>)?\(([^;]*)\);", cpp)     # TCI<Tile, T, 0>(...)
         assert calls, (o, d.name)
         nargs = 1 + len(IR_OPS[o].operands)
         takes_tmp = o in SCRATCH_OPS
@@ -387,3 +420,42 @@ def test_add_relu_conv_result_dtype_and_dequant_parameters():
             b = pl.load(s, [0, 0], [8, 1])
             pl.dequant(pl.load(q, [0, 0], [16, 32]), b, b)
     assert "per-row f32 parameters" in ei.value.what, ei.value
+
+
+def test_sort32_takes_a_u32_index_per_value_in_blocks_of_32():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec(x: pl.Tensor[[4, 64], pl.f32], i: pl.Tensor[[4, 64], pl.i32]):
+            pl.sort32(pl.load(x, [0, 0], [4, 64]), pl.load(i, [0, 0], [4, 64]))
+    assert "not one u32 per value" in ei.value.what, ei.value
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec2(x: pl.Tensor[[4, 48], pl.f32], i: pl.Tensor[[4, 48], pl.u32]):
+            pl.sort32(pl.load(x, [0, 0], [4, 48]), pl.load(i, [0, 0], [4, 48]))
+    assert "not whole blocks of 32" in ei.value.what, ei.value
+
+
+def test_arange_is_one_row_and_tril_takes_an_integer_diagonal():
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec(y: pl.Tensor[[2, 32], pl.i32]):
+            pl.store(pl.arange([2, 32], pl.i32, 0), [0, 0], y)
+    assert "along one row" in ei.value.what, ei.value
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec2(y: pl.Tensor[[16, 32], pl.f32]):
+            pl.store(pl.tril([16, 32], pl.f32, 1.5), [0, 0], y)
+    assert "pto-isa takes an integer" in ei.value.what, ei.value
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec3(y: pl.Tensor[[1, 32], pl.i8]):
+            pl.store(pl.arange([1, 32], pl.i8, 0), [0, 0], y)
+    assert "TCI takes" in ei.value.what and "not int8" in ei.value.what, ei.value
+
+
+def test_integer_scalar_operands_ptoas_wants_typed_are_cast_and_read_back():
+    _, text, notes, *_ = _written("generators", "a2a3")
+    assert notes == []
+    assert re.search(r"(%\w+) = arith.index_cast %\w+ : index to i32\n(?:.*\n)*?\s*pto\.tci ins\(\1 : i32\)", text), text
+    _, cpp, *_ = _cpp("generators")
+    assert re.search(r"TCI<\w+, int32_t, 0>\(\w+, 5\);", cpp) and re.search(r"TTRI<\w+, 0>\(\w+, 2\);", cpp), cpp
