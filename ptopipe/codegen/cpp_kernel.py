@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..arch import get_platform
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
-from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
+from ..arch.vocab import CmpMode, Direction, TileSplitAxis, row_major_strides
 from ..errors import CompileError
 from ..ir.convert import op_to_function
 from ..ir.layout import plan_function
@@ -28,12 +28,16 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
                          GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
+from ..ir.ops import ISA_ATTRS
 from . import cpp_types as T
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
 #: the instructions whose pto-isa template arguments cannot be deduced from their operands
 #: (a non-type parameter: TCI's ``descending``, TTRI's ``isUpperOrLower``), spelled from the
 #: destination's tile type and element type: the ascending / lower forms the DSL has
+#: the IR attributes an instruction takes after its operands (``ir.ops.ISA_ATTRS``), spelled
+#: as pto-isa's C++ enums
+CPP_ATTR_SPELLING = {"mode": lambda v: f"CmpMode::{CmpMode(v).name}"}
 CPP_TEMPLATE_ARGS = {"TCI": lambda tile, elem: f"{tile}, {elem}, 0",
                      "TTRI": lambda tile, elem: f"{tile}, 0"}
 _CMP = {"and": "&&", "or": "||"}
@@ -374,6 +378,7 @@ class KernelWriter:
             args = [self.views.get(a, a) for a in args]
         if op.is_a(CastOp):
             args.append("RoundMode::CAST_RINT")
+        args += [CPP_ATTR_SPELLING[k](op.attributes[k]) for k in ISA_ATTRS.get(n[3:], ())]
         if d.scratch:
             args.append(self.scratch_tile(op, r, next(iter(g.values()))))
         targs = CPP_TEMPLATE_ARGS.get(d.name)

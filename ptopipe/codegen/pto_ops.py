@@ -147,8 +147,9 @@ def _check_type(r, tok, v, pt):
                         f"{pt.ir if pt.ir is not None else pt.dtype}", tok)
 
 
-def ins_outs(r, fs, key):
-    """``key(%a, %b : T1, T2)`` -> [(token, binding, PType)]."""
+def ins_outs(r, fs, key, attrs: dict | None = None):
+    """``key(%a, %b : T1, T2)`` -> [(token, binding, PType)]; the attributes written after an
+    operand (``ins(%a, %b {cmpMode = ...} : ...)``) into ``attrs`` when given."""
     c = r.c
     c.expect(key, "")
     c.expect("(", f"after {key}")
@@ -156,7 +157,9 @@ def ins_outs(r, fs, key):
     while not c.at(":"):
         toks.append(c.kind("value", f"an operand of {key}(...)"))
         if c.at("{"):               # ``ins(%x{rmode = ...} : T)``: an operand's attributes, as
-            c.attr_dict()           # pypto writes a cast's rounding (no protocol meaning)
+            d = c.attr_dict()       # pypto writes a cast's rounding, ptoas TCMP's cmpMode
+            if attrs is not None:
+                attrs.update(d)
         if not c.at(":"):
             c.expect(",", f"between {key} operands")
     c.expect(":")

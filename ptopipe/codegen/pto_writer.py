@@ -34,12 +34,12 @@ from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier,
                          ConstOp, CopyOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
-from ..ir.ops import C2V, V2C
+from ..ir.ops import C2V, ISA_ATTRS, V2C
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         INT_SCALAR_OPERAND, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 
@@ -513,7 +513,9 @@ class _Writer:
             tys = [self.ty(v.type.row_view()) if isinstance(v.type, TileValueType) else t
                    for t, v in zip(tys, op.operands)]
             res, rty = self.row_view(res, r.type, ind, st), self.ty(r.type.row_view())
-        self.line(ind, f"{name} ins({', '.join(ins)} : {', '.join(tys)}) outs({res} : {rty})")
+        at = "".join(f" {{{ISA_ATTR_SPELLING[k][0]} = {ISA_ATTR_SPELLING[k][1](op.attributes[k])}}}"
+                     for k in ISA_ATTRS.get(op.name[3:], ()))
+        self.line(ind, f"{name} ins({', '.join(ins)}{at} : {', '.join(tys)}) outs({res} : {rty})")
 
     def row_view(self, name: str, t: TileValueType, ind: str, st: _Func) -> str:
         """``%v = pto.treshape %name``: the ND [1, R] row view of DN column ``name``."""

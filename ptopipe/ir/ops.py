@@ -18,9 +18,10 @@ from typing import Callable
 
 from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
                               matmul_dtype_fix, op_scalar_error)
+from ..arch.catalogue import MASK_DTYPES as _MASK_NP
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
-from ..arch.vocab import Direction, TileLayout, TileSplitAxis
+from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
 from .nodes import Const
 from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
@@ -521,6 +522,45 @@ def _generated(what: str, p: str, one_row: bool):
     return infer
 
 
+#: the element type of the packed predicate mask pl.cmp / pl.cmps make and pl.select reads
+#: (one of the catalogue's MASK_DTYPES; ptoas's TCMP verifier wants an 8-bit dst of the
+#: sources' shape on A5): row i of the sources in row i, bit j in byte j // 8
+MASK_DTYPE = "i8"
+MASK_DTYPES = tuple(short_name(d) for d in _MASK_NP)
+
+
+def _mode(at) -> None:
+    m = at["mode"]
+    if m not in set(CmpMode):
+        raise OpError(f"mode {m!r} is not a compare mode",
+                      f"pass one of {', '.join('pl.CMP_' + c.name for c in CmpMode)}", "mode")
+
+
+def _compare(kind, a, at):
+    x = _tile(a, "a", VEC)
+    _same(x, _tile(a, "b", VEC), "cmp", "b")
+    _mode(at)
+    return TileValueType(x.shape, MASK_DTYPE, MemorySpace.Vec)
+
+
+def _compare_scalar(kind, a, at):
+    x = _tile(a, "a", VEC)
+    _scalar(a, "scalar")
+    _mode(at)
+    return TileValueType(x.shape, MASK_DTYPE, MemorySpace.Vec)
+
+
+def _select(kind, a, at):
+    m = _tile(a, "mask", VEC)
+    x = _tile(a, "a", VEC)
+    _same(x, _tile(a, "b", VEC), "select", "b")
+    if m.dtype not in MASK_DTYPES or m.shape[0] != x.shape[0] or \
+            m.shape[1] * np_dtype(m.dtype).itemsize * 8 < x.shape[1]:
+        raise OpError(f"select: {describe(m)} is not a packed mask of {describe(x)}",
+                      "pass the mask pl.cmp / pl.cmps made of tiles of this shape", "mask")
+    return x
+
+
 def _subblock(kind, a, at):
     return INDEX
 
@@ -562,6 +602,11 @@ _FORMS = {
             _generated("arange", "start", True), "start, start + 1, ... along one row"),
     "TTRI": ([("shape", "shape"), ("dtype", "dtype"), ("diagonal", "value")],
              _generated("tril", "diagonal", False), "1 where column <= row + diagonal, else 0"),
+    "compare": ([("a", "value"), ("b", "value"), ("mode", "int", CmpMode.EQ)], _compare,
+                "packed predicate mask of a <mode> b"),
+    "compare_scalar": ([("a", "value"), ("scalar", "value"), ("mode", "int", CmpMode.EQ)],
+                       _compare_scalar, "packed predicate mask of a <mode> scalar"),
+    "select": ([("mask", "value"), ("a", "value"), ("b", "value")], _select, "mask ? a : b"),
     "TSORT32": ([("a", "value"), ("idx", "value")], _sort32, ""),
     "TDEQUANT": ([("a", "value"), ("scale", "value"), ("offset", "value")], _dequant, ""),
 }
@@ -591,6 +636,9 @@ def _with_rules(op, infer_fn):
     return infer_checked
 
 
+#: the attributes of an operand form the instruction takes after its operands (the
+#: interpreter passes them, the writers spell them): TCMP(dst, a, b, mode)
+_ISA_ATTRS_OF_FORM = {"compare": ("mode",), "compare_scalar": ("mode",)}
 #: DSL name -> ISA name of the ops built from the catalogue (what the runtime issues)
 ISA_NAMES: dict = {}
 for _d in CATALOGUE.values():
@@ -599,6 +647,9 @@ for _d in CATALOGUE.values():
         _op(_d.dsl, _params, _with_rules(_d, _infer),
             doc=_d.doc or f"{_what} ({_d.name})")
         ISA_NAMES[_d.dsl] = _d.name
+#: DSL name -> the attributes its instruction takes after its operands (see _ISA_ATTRS_OF_FORM)
+ISA_ATTRS = {d.dsl: _ISA_ATTRS_OF_FORM[d.form] for d in CATALOGUE.values()
+             if d.dsl is not None and d.form in _ISA_ATTRS_OF_FORM}
 #: DSL names of the ops whose pto-isa form takes a scratch tile the size of their source
 #: (operand 0); the allocator gives it storage live while the op runs
 SCRATCH_OPS = frozenset(d.dsl for d in CATALOGUE.values() if d.dsl is not None and d.scratch)
@@ -613,8 +664,8 @@ ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["
 #: op table would need first
 _IN_PLACE = "reads and writes its destination in place; a DSL op makes a new tile"
 _TWO = "writes two result tiles; a DSL op has one result"
-_ATTR = ("takes a compile-time mode ({}); the op table passes an op's operands to the "
-         "instruction, not its attributes, so the mode has no DSL spelling yet")
+_ATTR = ("takes a compile-time mode ({}) that no operand form of the op table carries to the "
+         "instruction yet (see _ISA_ATTRS_OF_FORM)")
 _NO_SPACE = "reads a {} tile, a memory the IR has no tile space for"
 _NO_RESULT = "has no result value; the op table's tile ops each make one"
 NO_DSL_FORM = {
@@ -634,9 +685,8 @@ NO_DSL_FORM = {
     "TINTERLEAVE": _TWO, "TDEINTERLEAVE": _TWO, "TPARTARGMAX": _TWO + " (value and index)",
     "TPARTARGMIN": _TWO + " (value and index)",
     "TMRGSORT": _TWO + " (the merged list and the per-list counts)",
-    "TCMP": _ATTR.format("CmpMode"), "TCMPS": _ATTR.format("CmpMode"),
-    "TSEL": "reads a packed predicate mask, which only TCMP / TCMPS make (no DSL form yet)",
-    "TSELS": "reads a packed predicate mask, which only TCMP / TCMPS make (no DSL form yet)",
+    "TSELS": "pto-isa takes its scratch tile before the scalar (TSELS(dst, mask, src, tmp, scalar)), "
+             "an order the writers' generic scratch placement does not have yet",
     "TQUANT": _ATTR.format("QuantType, with an offset tile in its asymmetric form"),
     "THISTOGRAM": _ATTR.format("the byte counted"),
     "TRANDOM": _ATTR.format("Philox key, counter and rounds"),

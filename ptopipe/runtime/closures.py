@@ -233,6 +233,8 @@ class Compiler:
             args[-1] = located
         at = dict(c.attrs)
         fn = _TILE_RESULT.get(op)
+        if fn is not None and op in irops.ISA_ATTRS:      # TCMP(dst, a, b, mode): attributes last
+            args = args + [repeat(at[k]).__next__ for k in irops.ISA_ATTRS[op]]
         if fn is not None:
             out = self.out_tile(c, dest)
             if len(args) == 1:

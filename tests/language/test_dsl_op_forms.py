@@ -25,7 +25,7 @@ from ptopipe.codegen.pto_load import PTO_PASSES
 from ptopipe.codegen.pto_syntax import PTO_OP
 from ptopipe.errors import CompileError
 from ptopipe.ir import first_difference, structural_equal
-from ptopipe.ir.ops import ISA_NAMES, SCRATCH_OPS
+from ptopipe.ir.ops import ISA_ATTRS, ISA_NAMES, SCRATCH_OPS
 from ptopipe.ir.ops import OPS as IR_OPS
 from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
@@ -151,6 +151,22 @@ def _generators(rng):
         v=np.tril(np.ones((16, 32), np.float32), -3))
 
 
+@pl.aiv
+def compares(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f32],
+             w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32]):
+    if pl.get_subblockid() == 0:
+        a = pl.load(x, [0, 0], [16, 32])
+        b = pl.load(z, [0, 0], [16, 32])
+        pl.store(pl.select(pl.cmp(a, b, pl.CMP_LT), a, b), [0, 0], y)
+        pl.store(pl.select(pl.cmps(a, 0.5, pl.CMP_GE), a, b), [0, 0], w)
+        pl.store(pl.select(pl.cmp(a, a, pl.CMP_NE), a, b), [0, 0], v)
+
+
+def _compares(rng):
+    x, z = _f32(rng, -4, 4, (16, 32)), _f32(rng, -4, 4, (16, 32))
+    return dict(x=x, z=z), dict(y=np.minimum(x, z), w=np.where(x >= 0.5, x, z), v=z)
+
+
 def _f32(rng, lo, hi, shape):
     return rng.uniform(lo, hi, shape).astype(np.float32)
 
@@ -221,6 +237,7 @@ CASES = {
     "arg_reductions": (arg_reductions, _arg_reductions, ("row_argmax", "row_argmin", "col_argmax",
                                                          "col_argmin"), 0),
     "layout": (layout, _layout, ("concat", "transpose", "pair_sum"), 0),
+    "compares": (compares, _compares, ("cmp", "cmps", "select"), 0),
     "generators": (generators, _generators, ("arange", "tril"), 0),
     "sorting": (sorting, _sorting, ("sort32",), 0),
     "converts": (converts, _converts, ("add_relu_conv", "dequant"), 1e-6),
@@ -246,7 +263,8 @@ def _check(got: dict, want: dict, rtol: float, what: str) -> None:
 def test_the_cases_cover_every_op_of_the_added_forms():
     """Every DSL op of these forms is used by a kernel here (an op added to a form joins a case)."""
     forms = {"pow", "pows", "part", "row_bcast", "col_bcast", "row_arg", "col_arg", "TCONCAT",
-             "TTRANS", "TADDRELUCONV", "TDEQUANT", "TSORT32", "TCI", "TTRI"}
+             "TTRANS", "TADDRELUCONV", "TDEQUANT", "TSORT32", "TCI", "TTRI", "compare",
+             "compare_scalar", "select"}
     extra = {"rem", "prelu", "subrelu", "pair_sum", "row_expand_expdif", "col_expand_expdif"}
     want = {d.dsl for d in CATALOGUE.values() if d.dsl and d.form in forms} | extra
     used = {op for _, _, ops, _ in CASES.values() for op in ops}
@@ -261,7 +279,7 @@ def test_every_catalogue_op_has_a_dsl_form_or_a_reason():
     no_dsl = {d.name for d in CATALOGUE.values() if d.dsl is None}
     assert set(NO_DSL_FORM) == no_dsl, (sorted(no_dsl - set(NO_DSL_FORM)), sorted(set(NO_DSL_FORM) - no_dsl))
     text = page()
-    assert "| `TCMP` | `pto.tcmp` | none: takes a compile-time mode (CmpMode)" in text
+    assert "| `TQUANT` | `pto.tquant` | none: takes a compile-time mode (QuantType" in text
     assert "| `TREM` | `pto.trem` | `pl.rem` |" in text
 
 
@@ -346,7 +364,7 @@ def test_cpp_writer_spells_each_op_as_pto_isa(name):
         d = CATALOGUE[ISA_NAMES[o]]
         calls = re.findall(rf"\b{d.name}(?:<[\w, ]*>)?\(([^;]*)\);", cpp)     # TCI<Tile, T, 0>(...)
         assert calls, (o, d.name)
-        nargs = 1 + len(IR_OPS[o].operands)
+        nargs = 1 + len(IR_OPS[o].operands) + len(ISA_ATTRS.get(o, ()))
         takes_tmp = o in SCRATCH_OPS
         for c in calls:
             args = [a.strip() for a in c.split(",")]
@@ -459,3 +477,25 @@ def test_integer_scalar_operands_ptoas_wants_typed_are_cast_and_read_back():
     assert re.search(r"(%\w+) = arith.index_cast %\w+ : index to i32\n(?:.*\n)*?\s*pto\.tci ins\(\1 : i32\)", text), text
     _, cpp, *_ = _cpp("generators")
     assert re.search(r"TCI<\w+, int32_t, 0>\(\w+, 5\);", cpp) and re.search(r"TTRI<\w+, 0>\(\w+, 2\);", cpp), cpp
+
+
+def test_compare_mode_is_spelled_per_layer_and_checked():
+    """The mode is the instruction's last argument: ptoas's cmpMode in ``ins``, pto-isa's CmpMode."""
+    _, text, *_ = _written("compares", "a5")
+    assert re.search(r"pto\.tcmp ins\(%a, %b \{cmpMode = #pto<cmp lt>\} :", text), text
+    assert re.search(r"pto\.tcmps ins\(%a, %\w+ \{cmpMode = #pto<cmp ge>\} :", text), text
+    assert re.search(r"pto\.tsel ins\(%\w+, %a, %b, %tmp\w* :", text), text
+    _, cpp, *_ = _cpp("compares")
+    assert re.search(r"TCMP\(\w+, a, b, CmpMode::LT\);", cpp) and "CmpMode::GE);" in cpp, cpp
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec(x: pl.Tensor[[16, 32], pl.f32]):
+            a = pl.load(x, [0, 0], [16, 32])
+            pl.cmp(a, a, 9)
+    assert "not a compare mode" in ei.value.what and "pl.CMP_LT" in ei.value.fix, ei.value
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec2(x: pl.Tensor[[16, 32], pl.f32], m: pl.Tensor[[8, 32], pl.i8]):
+            a = pl.load(x, [0, 0], [16, 32])
+            pl.select(pl.load(m, [0, 0], [8, 32]), a, a)
+    assert "not a packed mask" in ei.value.what, ei.value
