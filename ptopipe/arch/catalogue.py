@@ -929,6 +929,9 @@ FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5
             "TEXTRACT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
                             (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,))},
             "TINSERT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5))}}
+#: the element type of an op's scratch tile where it is not its source's (pto-isa's and
+#: ptoas's TPRELU take a uint8 ``tmp`` of the source's shape on A2A3; A5 takes any)
+SCRATCH_DTYPE = {"TPRELU": dt.uint8}
 #: TPARTARGMAX / TPARTARGMIN: value dtype -> the index dtypes it pairs with
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
@@ -1096,7 +1099,8 @@ _DEFS = (
           doc="sums of adjacent pairs into the lower half of each row (TPAIRREDUCESUM)"),
     OpDef("TADDRELUCONV", "TADDRELUCONV", _V, add_relu_conv, types("f16 f32 i16"), _S2, dsl="add_relu_conv",
           doc="convert(max(src0 + src1, 0)): f32 -> f16, f16 / i16 -> i8 (TADDRELUCONV)"),
-    OpDef("TADDDEQRELU", "TADDDEQRELU", _V, add_deq_relu, types("i32"), _S4, tmp=True,
+    OpDef("TADDDEQRELU", "TADDDEQRELU", _V, add_deq_relu, types("i32"), _S4, tmp=True, scratch=True,
+          dsl="add_deq_relu",
           doc="f16(max((src0 + src1) * deqScale, 0)) of int32 sources (TADDDEQRELU)"),
     OpDef("THISTOGRAM", "THISTOGRAM", _V, histogram, Types(frozenset(), frozenset({dt.uint32, _U16})), (7, 14, 18),
           doc="cumulative per-row counts of one byte of each element (THISTOGRAM)"),

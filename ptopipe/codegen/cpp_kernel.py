@@ -28,7 +28,7 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
                          GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
-from ..ir.ops import ISA_ATTRS
+from ..ir.ops import ISA_ATTRS, scratch_type
 from . import cpp_types as T
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
@@ -404,7 +404,8 @@ class KernelWriter:
                       "compile the program with allocate-memory in the pipeline")
         mem, addr = self.lay.scratch[owner]
         name = self.fresh(f"{r.name or 'reduce'}_tmp")
-        self.decls += [f"    {self.ttype(src.type)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
+        t = scratch_type(op.name[3:], src.type)
+        self.decls += [f"    {self.ttype(t)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
         return name
 
     # -- control flow ------------------------------------------------------------------------

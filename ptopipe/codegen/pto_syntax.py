@@ -121,7 +121,8 @@ SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub
 #: the instructions of ptopipe's op table that ptoas has no op for (PTOAS PTOOps.td): the
 #: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)
 #: and notes that ptoas rejects the file
-PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "pto.taddreluconv")
+PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "pto.taddreluconv",
+               "pto.tadddeqrelu")
 
 #: the IR attributes a tile op's instruction takes after its operands (``ir.ops.ISA_ATTRS``)
 #: as ptoas spells them in its ``ins(... {attr} : ...)``: IR name -> (ptoas key, value -> text,

@@ -19,6 +19,7 @@ from typing import Callable
 from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
                               matmul_dtype_fix, op_scalar_error)
 from ..arch.catalogue import MASK_DTYPES as _MASK_NP
+from ..arch.catalogue import SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
 from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
@@ -477,6 +478,19 @@ def _add_relu_conv(kind, a, at):
     return TileValueType(x.shape, short_name(out), MemorySpace.Vec)
 
 
+#: TADDDEQRELU's result dtype (f16 of int32 sources)
+ADD_DEQ_RELU_DTYPE = "f16"
+
+
+def _add_deq_relu(kind, a, at):
+    x = _binary(kind, a, at)
+    t = _scalar(a, "scale")
+    if t.dtype not in FLOAT_DTYPES and not isinstance(a["scale"], Const):
+        raise OpError(f"add_deq_relu: the scale is a {t.dtype} scalar; pto-isa takes a float",
+                      "pass a float scale", "scale")
+    return TileValueType(x.shape, ADD_DEQ_RELU_DTYPE, MemorySpace.Vec)
+
+
 def _dequant(kind, a, at):
     x = _tile(a, "a", VEC)
     for p in ("scale", "offset"):
@@ -608,6 +622,7 @@ _FORMS = {
                        _compare_scalar, "packed predicate mask of a <mode> scalar"),
     "select": ([("mask", "value"), ("a", "value"), ("b", "value")], _select, "mask ? a : b"),
     "TSORT32": ([("a", "value"), ("idx", "value")], _sort32, ""),
+    "TADDDEQRELU": ([("a", "value"), ("b", "value"), ("scale", "value")], _add_deq_relu, ""),
     "TDEQUANT": ([("a", "value"), ("scale", "value"), ("offset", "value")], _dequant, ""),
 }
 
@@ -653,6 +668,15 @@ ISA_ATTRS = {d.dsl: _ISA_ATTRS_OF_FORM[d.form] for d in CATALOGUE.values()
 #: DSL names of the ops whose pto-isa form takes a scratch tile the size of their source
 #: (operand 0); the allocator gives it storage live while the op runs
 SCRATCH_OPS = frozenset(d.dsl for d in CATALOGUE.values() if d.dsl is not None and d.scratch)
+
+
+def scratch_type(dsl: str, source: TileValueType) -> TileValueType:
+    """The type of the scratch tile of op ``dsl`` (one of SCRATCH_OPS) whose source (operand
+    0) is ``source``: the source's shape, in the catalogue's SCRATCH_DTYPE where it has one."""
+    d = SCRATCH_DTYPE.get(ISA_NAMES[dsl])
+    return source if d is None else TileValueType(source.shape, short_name(d), source.space)
+
+
 _by = {}
 for _d in CATALOGUE.values():
     if _d.dsl is not None:
@@ -697,8 +721,6 @@ NO_DSL_FORM = {
     "TFILLPAD_EXPAND": "pads outside the source's valid region; a DSL tile is valid over its whole "
                        "shape",
     "TFILLPAD_INPLACE": _IN_PLACE,
-    "TADDDEQRELU": _ATTR.format("the dequant scale is a runtime scalar of the instruction's own; "
-                                "not yet a form"),
     "TPACK": "ptoas's narrowing static_cast, which pto-isa's C++ has no function for; pl.cast is TCVT",
     "TRESHAPE": "a view of another tile's storage; a DSL value owns its storage (the writers "
                 "emit TRESHAPE for row views themselves)",
