@@ -932,6 +932,9 @@ FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5
 #: the element type of an op's scratch tile where it is not its source's (pto-isa's and
 #: ptoas's TPRELU take a uint8 ``tmp`` of the source's shape on A2A3; A5 takes any)
 SCRATCH_DTYPE = {"TPRELU": dt.uint8}
+#: the ops whose pto-isa (and ptoas) form takes the scratch tile before its scalar operand,
+#: not last: TSELS(dst, mask, src, tmp, scalar) (TREMS(dst, src, scalar, tmp) takes it last)
+SCRATCH_BEFORE_SCALAR = frozenset({"TSELS"})
 #: TPARTARGMAX / TPARTARGMIN: value dtype -> the index dtypes it pairs with
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
@@ -1041,7 +1044,7 @@ _DEFS = (
           tmp=True, scratch=True, dsl="select", doc="mask ? src0 : src1 (TSEL)"),
     OpDef("TSELS", "select_scalar", _V, select,
           types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 i32 u32 i64 f16 f32"), _S1, tmp=True,
-          doc="mask ? src : scalar (TSELS)"),
+          scratch=True, dsl="selects", doc="mask ? src : scalar (TSELS)"),
     # -- broadcasts along columns, and the rest of the row / column families
     OpDef("TCOLEXPAND", "col_bcast", _V, dtypes=_B32, cost=_S1, dsl="col_expand", doc="dst[:, j] = src[0, j] (TCOLEXPAND)"),
     OpDef("TCOLEXPANDADD", "col_expand", _V, np.add, _COLX, _S2, dsl="col_expand_add"),

@@ -28,7 +28,7 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
                          GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
-from ..ir.ops import ISA_ATTRS, scratch_type
+from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type
 from . import cpp_types as T
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
@@ -380,7 +380,8 @@ class KernelWriter:
             args.append("RoundMode::CAST_RINT")
         args += [CPP_ATTR_SPELLING[k](op.attributes[k]) for k in ISA_ATTRS.get(n[3:], ())]
         if d.scratch:
-            args.append(self.scratch_tile(op, r, next(iter(g.values()))))
+            k = scratch_index(n[3:], [v.type for v in op.operands])
+            args.insert(k, self.scratch_tile(op, r, next(iter(g.values()))))
         targs = CPP_TEMPLATE_ARGS.get(d.name)
         head = d.name if targs is None else f"{d.name}<{targs(self.ttype(r.type), T.ctype(r.type.dtype))}>"
         return pre + [f"{ind}{head}({', '.join([dst] + args)});"]

@@ -114,7 +114,8 @@ DATA_LANE_MARK = "ptopipe.data_lane"
 #: TPRELU and TTRANS, optional for the row broadcasts.  The writer passes one where ptoas
 #: requires it; the reader takes and ignores it.
 SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowargmax", "pto.trowargmin",
-                    "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.tprelu", "pto.ttrans", "pto.tsel")
+                    "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.tprelu", "pto.ttrans", "pto.tsel",
+                    "pto.tsels")
 SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
                     "pto.trowexpandexpdif")
 

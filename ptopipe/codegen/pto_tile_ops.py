@@ -8,7 +8,7 @@ the ``outs`` tile), ``get_subblockid`` and the intra-core events.
 from __future__ import annotations
 
 from ..ir.opdefs import OperandView, operand_groups
-from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError
+from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
 from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
@@ -283,7 +283,9 @@ def generic_tile_op(r, fs, opt, results, loc):
     spec = OPS[IR_OP_OF_PTO[opt.text]]
     want = [p for p in spec.operands]
     if len(ins) == len(want) + 1 and opt.text in SCRATCH_REQUIRED + SCRATCH_OPTIONAL:
-        t, pt = ins.pop()                   # ptoas's scratch tile: no value of the IR
+        # ptoas's scratch tile, no value of the IR: last, or the last tile before the scalar
+        k = scratch_index(spec.name, [pt.ir if pt.kind == "tile" else None for _, pt in ins]) - 1
+        t, pt = ins.pop(k)
         _, b = lookup(r, fs, t)
         if not isinstance(getattr(b, "type", None), TileValueType):
             raise r.c.error(f"the scratch operand {t.text} of {opt.text} is not a tile buffer", t)

@@ -34,7 +34,7 @@ from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier,
                          ConstOp, CopyOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
-from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_type
+from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
@@ -501,8 +501,9 @@ class _Writer:
         if name in SCRATCH_REQUIRED:
             tmp, tt = st.fresh("tmp"), self.ty(scratch_type(op.name[3:], op.operands[0].type))
             self.line(ind, f"{tmp} = pto.alloc_tile : {tt}")
-            ins.append(tmp)
-            tys.append(tt)
+            k = scratch_index(op.name[3:], [v.type for v in op.operands])
+            ins.insert(k, tmp)
+            tys.insert(k, tt)
         r = op.results[0]
         res, rty = self.dest(r, st, ind), self.ty(r.type)
         tiles = [v.type for v in op.operands if isinstance(v.type, TileValueType)] + [r.type]

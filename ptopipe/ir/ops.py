@@ -19,7 +19,7 @@ from typing import Callable
 from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
                               matmul_dtype_fix, op_scalar_error)
 from ..arch.catalogue import MASK_DTYPES as _MASK_NP
-from ..arch.catalogue import SCRATCH_DTYPE
+from ..arch.catalogue import SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
 from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
@@ -568,10 +568,22 @@ def _select(kind, a, at):
     m = _tile(a, "mask", VEC)
     x = _tile(a, "a", VEC)
     _same(x, _tile(a, "b", VEC), "select", "b")
+    _mask_of(m, x, "select")
+    return x
+
+
+def _mask_of(m: TileValueType, x: TileValueType, what: str) -> None:
     if m.dtype not in MASK_DTYPES or m.shape[0] != x.shape[0] or \
             m.shape[1] * np_dtype(m.dtype).itemsize * 8 < x.shape[1]:
-        raise OpError(f"select: {describe(m)} is not a packed mask of {describe(x)}",
+        raise OpError(f"{what}: {describe(m)} is not a packed mask of {describe(x)}",
                       "pass the mask pl.cmp / pl.cmps made of tiles of this shape", "mask")
+
+
+def _select_scalar(kind, a, at):
+    m = _tile(a, "mask", VEC)
+    x = _tile(a, "a", VEC)
+    _scalar(a, "scalar")
+    _mask_of(m, x, "selects")
     return x
 
 
@@ -621,6 +633,8 @@ _FORMS = {
     "compare_scalar": ([("a", "value"), ("scalar", "value"), ("mode", "int", CmpMode.EQ)],
                        _compare_scalar, "packed predicate mask of a <mode> scalar"),
     "select": ([("mask", "value"), ("a", "value"), ("b", "value")], _select, "mask ? a : b"),
+    "select_scalar": ([("mask", "value"), ("a", "value"), ("scalar", "value")], _select_scalar,
+                      "mask ? a : scalar"),
     "TSORT32": ([("a", "value"), ("idx", "value")], _sort32, ""),
     "TADDDEQRELU": ([("a", "value"), ("b", "value"), ("scale", "value")], _add_deq_relu, ""),
     "TDEQUANT": ([("a", "value"), ("scale", "value"), ("offset", "value")], _dequant, ""),
@@ -677,6 +691,15 @@ def scratch_type(dsl: str, source: TileValueType) -> TileValueType:
     return source if d is None else TileValueType(source.shape, short_name(d), source.space)
 
 
+def scratch_index(dsl: str, operand_types) -> int:
+    """Where the scratch tile of op ``dsl`` goes among its operands (``operand_types``, IR
+    order): last, or before the first scalar for the catalogue's SCRATCH_BEFORE_SCALAR."""
+    n = len(operand_types)
+    if ISA_NAMES.get(dsl) in SCRATCH_BEFORE_SCALAR:
+        return next((k for k, t in enumerate(operand_types) if not isinstance(t, TileValueType)), n)
+    return n
+
+
 _by = {}
 for _d in CATALOGUE.values():
     if _d.dsl is not None:
@@ -709,8 +732,6 @@ NO_DSL_FORM = {
     "TINTERLEAVE": _TWO, "TDEINTERLEAVE": _TWO, "TPARTARGMAX": _TWO + " (value and index)",
     "TPARTARGMIN": _TWO + " (value and index)",
     "TMRGSORT": _TWO + " (the merged list and the per-list counts)",
-    "TSELS": "pto-isa takes its scratch tile before the scalar (TSELS(dst, mask, src, tmp, scalar)), "
-             "an order the writers' generic scratch placement does not have yet",
     "TQUANT": _ATTR.format("QuantType, with an offset tile in its asymmetric form"),
     "THISTOGRAM": _ATTR.format("the byte counted"),
     "TRANDOM": _ATTR.format("Philox key, counter and rounds"),

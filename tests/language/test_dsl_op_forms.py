@@ -25,7 +25,8 @@ from ptopipe.codegen.pto_load import PTO_PASSES
 from ptopipe.codegen.pto_syntax import PTO_OP
 from ptopipe.errors import CompileError
 from ptopipe.ir import first_difference, structural_equal
-from ptopipe.ir.ops import ISA_ATTRS, ISA_NAMES, SCRATCH_OPS
+from ptopipe.ir.ops import ISA_ATTRS, ISA_NAMES, SCRATCH_OPS, scratch_index
+from ptopipe.ir.types import MemorySpace, ScalarType, TileValueType
 from ptopipe.ir.ops import OPS as IR_OPS
 from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
@@ -153,18 +154,20 @@ def _generators(rng):
 
 @pl.aiv
 def compares(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f32],
-             w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32]):
+             w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32], u: pl.Tensor[[16, 32], pl.f32]):
     if pl.get_subblockid() == 0:
         a = pl.load(x, [0, 0], [16, 32])
         b = pl.load(z, [0, 0], [16, 32])
         pl.store(pl.select(pl.cmp(a, b, pl.CMP_LT), a, b), [0, 0], y)
         pl.store(pl.select(pl.cmps(a, 0.5, pl.CMP_GE), a, b), [0, 0], w)
         pl.store(pl.select(pl.cmp(a, a, pl.CMP_NE), a, b), [0, 0], v)
+        pl.store(pl.selects(pl.cmps(b, 1.0, pl.CMP_GT), a, -2.0), [0, 0], u)
 
 
 def _compares(rng):
     x, z = _f32(rng, -4, 4, (16, 32)), _f32(rng, -4, 4, (16, 32))
-    return dict(x=x, z=z), dict(y=np.minimum(x, z), w=np.where(x >= 0.5, x, z), v=z)
+    return dict(x=x, z=z), dict(y=np.minimum(x, z), w=np.where(x >= 0.5, x, z), v=z,
+                                u=np.where(z > 1.0, x, np.float32(-2.0)))
 
 
 @pl.aiv
@@ -252,7 +255,7 @@ CASES = {
     "arg_reductions": (arg_reductions, _arg_reductions, ("row_argmax", "row_argmin", "col_argmax",
                                                          "col_argmin"), 0),
     "layout": (layout, _layout, ("concat", "transpose"), 0),
-    "compares": (compares, _compares, ("cmp", "cmps", "select"), 0),
+    "compares": (compares, _compares, ("cmp", "cmps", "select", "selects"), 0),
     "generators": (generators, _generators, ("arange", "tril"), 0),
     "sorting": (sorting, _sorting, ("sort32",), 0),
     "converts": (converts, _converts, ("add_relu_conv", "add_deq_relu"), 1e-6),
@@ -280,7 +283,7 @@ def test_the_cases_cover_every_op_of_the_added_forms():
     """Every DSL op of these forms is used by a kernel here (an op added to a form joins a case)."""
     forms = {"pow", "pows", "part", "row_bcast", "col_bcast", "row_arg", "col_arg", "TCONCAT",
              "TTRANS", "TADDRELUCONV", "TADDDEQRELU", "TDEQUANT", "TSORT32", "TCI", "TTRI", "compare",
-             "compare_scalar", "select"}
+             "compare_scalar", "select", "select_scalar"}
     extra = {"rem", "prelu", "subrelu", "pair_sum", "row_expand_expdif", "col_expand_expdif"}
     want = {d.dsl for d in CATALOGUE.values() if d.dsl and d.form in forms} | extra
     used = {op for _, _, ops, _ in CASES.values() for op in ops}
@@ -392,8 +395,20 @@ def test_cpp_writer_spells_each_op_as_pto_isa(name):
         for c in calls:
             args = [a.strip() for a in c.split(",")]
             assert len(args) == nargs + takes_tmp, (o, c)
-            if takes_tmp:
-                assert f"TASSIGN({args[-1]}," in cpp
+            if takes_tmp:       # last, or before the scalar (TSELS)
+                k = scratch_index(o, [v.type for v in _operand_types(o, args)])
+                assert f"TASSIGN({args[1 + k]}," in cpp, (o, c)
+
+
+class _Typed:
+    def __init__(self, t):
+        self.type = t
+
+
+def _operand_types(o, args):
+    """Stand-ins typed as op ``o``'s operands are (a tile, or a scalar for a scalar operand)."""
+    tile = TileValueType((16, 32), "f32", MemorySpace.Vec)
+    return [_Typed(ScalarType("f32") if p.name == "scalar" else tile) for p in IR_OPS[o].operands]
 
 
 def _cpu_sim():
@@ -508,7 +523,9 @@ def test_compare_mode_is_spelled_per_layer_and_checked():
     assert re.search(r"pto\.tcmp ins\(%a, %b \{cmpMode = #pto<cmp lt>\} :", text), text
     assert re.search(r"pto\.tcmps ins\(%a, %\w+ \{cmpMode = #pto<cmp ge>\} :", text), text
     assert re.search(r"pto\.tsel ins\(%\w+, %a, %b, %tmp\w* :", text), text
+    assert re.search(r"pto\.tsels ins\(%\w+, %a, %tmp\w*, %\w+ :", text), text     # tmp, then the scalar
     _, cpp, *_ = _cpp("compares")
+    assert re.search(r"TSELS\(\w+, \w+, a, \w+_tmp\w*, \(?-?2\.0f?\)?\);", cpp), cpp
     assert re.search(r"TCMP\(\w+, a, b, CmpMode::LT\);", cpp) and "CmpMode::GE);" in cpp, cpp
     with pytest.raises(CompileError) as ei:
         @pl.aiv
