@@ -1121,7 +1121,7 @@ _DEFS = (
           doc="TFILLPAD of a tile onto itself (TFILLPAD_INPLACE)"),
     OpDef("TCI", "TCI", _V, ci, types("i16 i32 u32 f16 bf16 f32", a5="i16 i32 u32"), _S1, tmp=True, dsl="arange",
           doc="dst[0, k] = start +/- k (TCI)"),
-    OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1, dsl="tril",
+    OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1, dsl="tri",
           doc="a lower / upper triangular 0/1 mask (TTRI)"),
     OpDef("TINSERT", "TINSERT", None, doc="src into dst at (row, col): TEXTRACT's inverse (TINSERT)"),
     OpDef("TGATHER", "TGATHER", _V, gather_index, _B32, _S2, tmp=True,

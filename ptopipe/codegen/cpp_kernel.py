@@ -34,12 +34,15 @@ from . import cpp_types as T
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
 #: the instructions whose pto-isa template arguments cannot be deduced from their operands
 #: (a non-type parameter: TCI's ``descending``, TTRI's ``isUpperOrLower``), spelled from the
-#: destination's tile type and element type: the ascending / lower forms the DSL has
+#: destination's tile type and element type (TCI: the ascending form the DSL has) and the op's
+#: attributes (TTRI's upper / lower)
 #: the IR attributes an instruction takes after its operands (``ir.ops.ISA_ATTRS``), spelled
 #: as pto-isa's C++ enums
 CPP_ATTR_SPELLING = {"mode": lambda v: f"CmpMode::{CmpMode(v).name}"}
-CPP_TEMPLATE_ARGS = {"TCI": lambda tile, elem: f"{tile}, {elem}, 0",
-                     "TTRI": lambda tile, elem: f"{tile}, 0"}
+CPP_TEMPLATE_ARGS = {"TCI": lambda tile, elem, at: f"{tile}, {elem}, 0",
+                     "TTRI": lambda tile, elem, at: f"{tile}, {int(at['upper'])}"}
+#: the instruction attributes pto-isa takes as template arguments, not call arguments
+CPP_TEMPLATE_ATTRS = ("upper",)
 _CMP = {"and": "&&", "or": "||"}
 
 
@@ -378,12 +381,14 @@ class KernelWriter:
             args = [self.views.get(a, a) for a in args]
         if op.is_a(CastOp):
             args.append("RoundMode::CAST_RINT")
-        args += [CPP_ATTR_SPELLING[k](op.attributes[k]) for k in ISA_ATTRS.get(n[3:], ())]
+        args += [CPP_ATTR_SPELLING[k](op.attributes[k]) for k in ISA_ATTRS.get(n[3:], ())
+                 if k not in CPP_TEMPLATE_ATTRS]
         if d.scratch:
             k = scratch_index(n[3:], [v.type for v in op.operands])
             args.insert(k, self.scratch_tile(op, r, next(iter(g.values()))))
         targs = CPP_TEMPLATE_ARGS.get(d.name)
-        head = d.name if targs is None else f"{d.name}<{targs(self.ttype(r.type), T.ctype(r.type.dtype))}>"
+        head = d.name if targs is None else \
+            f"{d.name}<{targs(self.ttype(r.type), T.ctype(r.type.dtype), op.attributes)}>"
         return pre + [f"{ind}{head}({', '.join([dst] + args)});"]
 
     def row_view(self, v) -> str:

@@ -129,7 +129,8 @@ PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "p
 #: as ptoas spells them in its ``ins(... {attr} : ...)``: IR name -> (ptoas key, value -> text,
 #: the reader's (family, text) -> value)
 ISA_ATTR_SPELLING = {"mode": ("cmpMode", lambda v: f"#pto<cmp {CmpMode(v).name.lower()}>",
-                              lambda fam, text: int(CmpMode[re.sub(r"^cmp\s*", "", text).upper()]))}
+                              lambda fam, text: int(CmpMode[re.sub(r"^cmp\s*", "", text).upper()])),
+                     "upper": ("upperOrLower", lambda v: f"{int(v)} : i32", lambda fam, text: int(text))}
 
 #: the tile ops whose ptoas form takes an integer scalar (AnyInteger, not ``index``): the
 #: integer type it must have (``"dst"``: the destination's element type, as TCI's verifier

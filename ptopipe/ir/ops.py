@@ -529,6 +529,9 @@ def _generated(what: str, p: str, one_row: bool):
         shape = tuple(at["shape"])
         if len(shape) != 2:
             raise OpError(f"{what}: tiles are 2-D", param="shape")
+        if at.get("upper", 0) not in (0, 1):
+            raise OpError(f"{what}: upper is {at['upper']!r}; 0 is the lower triangle, 1 the upper",
+                          "pass upper=0 or upper=1", "upper")
         if one_row and shape[0] != 1:
             raise OpError(f"{what}: a {shape[0]}x{shape[1]} result; pto-isa generates the sequence "
                           "along one row", f"give shape [1, {shape[1]}]", "shape")
@@ -626,8 +629,9 @@ _FORMS = {
     "TADDRELUCONV": ([("a", "value"), ("b", "value")], _add_relu_conv, ""),
     "TCI": ([("shape", "shape"), ("dtype", "dtype"), ("start", "value")],
             _generated("arange", "start", True), "start, start + 1, ... along one row"),
-    "TTRI": ([("shape", "shape"), ("dtype", "dtype"), ("diagonal", "value")],
-             _generated("tril", "diagonal", False), "1 where column <= row + diagonal, else 0"),
+    "TTRI": ([("shape", "shape"), ("dtype", "dtype"), ("diagonal", "value"), ("upper", "int", 0)],
+             _generated("tri", "diagonal", False),
+             "lower (upper=0): 1 where column <= row + diagonal; upper (1): column >= row + diagonal"),
     "compare": ([("a", "value"), ("b", "value"), ("mode", "int", CmpMode.EQ)], _compare,
                 "packed predicate mask of a <mode> b"),
     "compare_scalar": ([("a", "value"), ("scalar", "value"), ("mode", "int", CmpMode.EQ)],
@@ -667,7 +671,7 @@ def _with_rules(op, infer_fn):
 
 #: the attributes of an operand form the instruction takes after its operands (the
 #: interpreter passes them, the writers spell them): TCMP(dst, a, b, mode)
-_ISA_ATTRS_OF_FORM = {"compare": ("mode",), "compare_scalar": ("mode",)}
+_ISA_ATTRS_OF_FORM = {"compare": ("mode",), "compare_scalar": ("mode",), "TTRI": ("upper",)}
 #: DSL name -> ISA name of the ops built from the catalogue (what the runtime issues)
 ISA_NAMES: dict = {}
 for _d in CATALOGUE.values():

@@ -21,6 +21,7 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe.arch.catalogue import OPS as CATALOGUE
 from ptopipe.codegen import read_pto, write_cpp, write_pto
+from ptopipe.codegen.cpp_kernel import CPP_TEMPLATE_ATTRS
 from ptopipe.codegen.pto_load import PTO_PASSES
 from ptopipe.codegen.pto_syntax import PTO_OP
 from ptopipe.errors import CompileError
@@ -142,14 +143,14 @@ def _sorting(rng):
 def generators(y: pl.Tensor[[1, 32], pl.i32], w: pl.Tensor[[16, 32], pl.f32], v: pl.Tensor[[16, 32], pl.f32]):
     if pl.get_subblockid() == 0:
         pl.store(pl.arange([1, 32], pl.i32, 5), [0, 0], y)
-        pl.store(pl.tril([16, 32], pl.f32, 2), [0, 0], w)
-        pl.store(pl.tril([16, 32], pl.f32, -3), [0, 0], v)
+        pl.store(pl.tri([16, 32], pl.f32, 2), [0, 0], w)
+        pl.store(pl.tri([16, 32], pl.f32, -3, upper=1), [0, 0], v)
 
 
 def _generators(rng):
     return dict(x=np.zeros((16, 32), np.float32)), dict(
         y=np.arange(5, 37, dtype=np.int32)[None, :], w=np.tril(np.ones((16, 32), np.float32), 2),
-        v=np.tril(np.ones((16, 32), np.float32), -3))
+        v=np.triu(np.ones((16, 32), np.float32), -3))
 
 
 @pl.aiv
@@ -256,7 +257,7 @@ CASES = {
                                                          "col_argmin"), 0),
     "layout": (layout, _layout, ("concat", "transpose"), 0),
     "compares": (compares, _compares, ("cmp", "cmps", "select", "selects"), 0),
-    "generators": (generators, _generators, ("arange", "tril"), 0),
+    "generators": (generators, _generators, ("arange", "tri"), 0),
     "sorting": (sorting, _sorting, ("sort32",), 0),
     "converts": (converts, _converts, ("add_relu_conv", "add_deq_relu"), 1e-6),
     "dequantize": (dequantize, _dequantize, ("dequant",), 1e-6),
@@ -390,7 +391,8 @@ def test_cpp_writer_spells_each_op_as_pto_isa(name):
         d = CATALOGUE[ISA_NAMES[o]]
         calls = re.findall(rf"\b{d.name}(?:<[\w, ]*>)?\(([^;]*)\);", cpp)     # TCI<Tile, T, 0>(...)
         assert calls, (o, d.name)
-        nargs = 1 + len(IR_OPS[o].operands) + len(ISA_ATTRS.get(o, ()))
+        call_attrs = [k for k in ISA_ATTRS.get(o, ()) if k not in CPP_TEMPLATE_ATTRS]
+        nargs = 1 + len(IR_OPS[o].operands) + len(call_attrs)
         takes_tmp = o in SCRATCH_OPS
         for c in calls:
             args = [a.strip() for a in c.split(",")]
@@ -491,7 +493,7 @@ def test_sort32_takes_a_u32_index_per_value_in_blocks_of_32():
     assert "not whole blocks of 32" in ei.value.what, ei.value
 
 
-def test_arange_is_one_row_and_tril_takes_an_integer_diagonal():
+def test_arange_is_one_row_and_tri_takes_an_integer_diagonal():
     with pytest.raises(CompileError) as ei:
         @pl.aiv
         def vec(y: pl.Tensor[[2, 32], pl.i32]):
@@ -500,8 +502,13 @@ def test_arange_is_one_row_and_tril_takes_an_integer_diagonal():
     with pytest.raises(CompileError) as ei:
         @pl.aiv
         def vec2(y: pl.Tensor[[16, 32], pl.f32]):
-            pl.store(pl.tril([16, 32], pl.f32, 1.5), [0, 0], y)
+            pl.store(pl.tri([16, 32], pl.f32, 1.5), [0, 0], y)
     assert "pto-isa takes an integer" in ei.value.what, ei.value
+    with pytest.raises(CompileError) as ei:
+        @pl.aiv
+        def vec4(y: pl.Tensor[[16, 32], pl.f32]):
+            pl.store(pl.tri([16, 32], pl.f32, 0, upper=2), [0, 0], y)
+    assert "0 is the lower triangle, 1 the upper" in ei.value.what, ei.value
     with pytest.raises(CompileError) as ei:
         @pl.aiv
         def vec3(y: pl.Tensor[[1, 32], pl.i8]):
@@ -515,6 +522,8 @@ def test_integer_scalar_operands_ptoas_wants_typed_are_cast_and_read_back():
     assert re.search(r"(%\w+) = arith.index_cast %\w+ : index to i32\n(?:.*\n)*?\s*pto\.tci ins\(\1 : i32\)", text), text
     _, cpp, *_ = _cpp("generators")
     assert re.search(r"TCI<\w+, int32_t, 0>\(\w+, 5\);", cpp) and re.search(r"TTRI<\w+, 0>\(\w+, 2\);", cpp), cpp
+    assert re.search(r"TTRI<\w+, 1>\(\w+, -3\);", cpp), cpp
+    assert re.search(r"pto\.ttri ins\(%\w+ \{upperOrLower = 1 : i32\} : i32\)", text), text
 
 
 def test_compare_mode_is_spelled_per_layer_and_checked():
