@@ -540,9 +540,18 @@ def _generated(what: str, p: str, one_row: bool):
 
 
 #: the element type of the packed predicate mask pl.cmp / pl.cmps make and pl.select reads
-#: (one of the catalogue's MASK_DTYPES; ptoas's TCMP verifier wants an 8-bit dst of the
-#: sources' shape on A5): row i of the sources in row i, bit j in byte j // 8
-MASK_DTYPE = "i8"
+#: (one of the catalogue's MASK_DTYPES; ptoas's TCMP verifier wants an 8-bit dst, pto-isa's
+#: CPU model an unsigned one): row i of the sources in row i, bit j in byte j // 8
+MASK_DTYPE = "u8"
+
+
+def mask_shape(shape: tuple, dtype: str = MASK_DTYPE) -> tuple:
+    """The packed mask of tiles of ``shape`` in ``dtype`` words: one bit per element, ceil(cols
+    / bits) words per row - exactly, as pto-isa's TSEL reads the mask as one bit stream that
+    moves to the next mask row after the mask's valid columns (TCMP writes each row's words
+    at its row)."""
+    bits = 8 * np_dtype(dtype).itemsize
+    return (shape[0], -(-shape[1] // bits))
 MASK_DTYPES = tuple(short_name(d) for d in _MASK_NP)
 
 
@@ -557,14 +566,14 @@ def _compare(kind, a, at):
     x = _tile(a, "a", VEC)
     _same(x, _tile(a, "b", VEC), "cmp", "b")
     _mode(at)
-    return TileValueType(x.shape, MASK_DTYPE, MemorySpace.Vec)
+    return TileValueType(mask_shape(x.shape), MASK_DTYPE, MemorySpace.Vec)
 
 
 def _compare_scalar(kind, a, at):
     x = _tile(a, "a", VEC)
     _scalar(a, "scalar")
     _mode(at)
-    return TileValueType(x.shape, MASK_DTYPE, MemorySpace.Vec)
+    return TileValueType(mask_shape(x.shape), MASK_DTYPE, MemorySpace.Vec)
 
 
 def _select(kind, a, at):
@@ -576,8 +585,7 @@ def _select(kind, a, at):
 
 
 def _mask_of(m: TileValueType, x: TileValueType, what: str) -> None:
-    if m.dtype not in MASK_DTYPES or m.shape[0] != x.shape[0] or \
-            m.shape[1] * np_dtype(m.dtype).itemsize * 8 < x.shape[1]:
+    if m.dtype not in MASK_DTYPES or m.shape != mask_shape(x.shape, m.dtype):
         raise OpError(f"{what}: {describe(m)} is not a packed mask of {describe(x)}",
                       "pass the mask pl.cmp / pl.cmps made of tiles of this shape", "mask")
 

@@ -112,12 +112,14 @@ def layout(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32],
 
 
 @pl.aiv
-def converts(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f16],
-             k: pl.Tensor[[16, 32], pl.i32], j: pl.Tensor[[16, 32], pl.i32], u: pl.Tensor[[16, 32], pl.f16]):
+def relu_convert(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], y: pl.Tensor[[16, 32], pl.f16]):
     if pl.get_subblockid() == 0:
-        a = pl.load(x, [0, 0], [16, 32])
-        b = pl.load(z, [0, 0], [16, 32])
-        pl.store(pl.add_relu_conv(a, b), [0, 0], y)
+        pl.store(pl.add_relu_conv(pl.load(x, [0, 0], [16, 32]), pl.load(z, [0, 0], [16, 32])), [0, 0], y)
+
+
+@pl.aiv
+def deq_relu(k: pl.Tensor[[16, 32], pl.i32], j: pl.Tensor[[16, 32], pl.i32], u: pl.Tensor[[16, 32], pl.f16]):
+    if pl.get_subblockid() == 0:
         n = pl.load(k, [0, 0], [16, 32])
         pl.store(pl.add_deq_relu(n, pl.load(j, [0, 0], [16, 32]), 0.25), [0, 0], u)
 
@@ -238,11 +240,14 @@ def _layout(rng):
     return dict(x=x, z=z), dict(y=np.concatenate([x, z], axis=1), w=x.T.copy())
 
 
-def _converts(rng):
+def _relu_convert(rng):
     x, z = _f32(rng, -4, 4, (16, 32)), _f32(rng, -4, 4, (16, 32))
+    return dict(x=x, z=z), dict(y=np.maximum(x + z, 0).astype(np.float16))
+
+
+def _deq_relu(rng):
     k, j = (rng.integers(-20000, 20000, (16, 32)).astype(np.int32) for _ in range(2))
-    return dict(x=x, z=z, k=k, j=j), dict(
-        y=np.maximum(x + z, 0).astype(np.float16),
+    return dict(x=np.zeros((16, 32), np.float32), k=k, j=j), dict(
         u=np.maximum((k + j).astype(np.float32) * np.float32(0.25), 0).astype(np.float16))
 
 
@@ -259,7 +264,8 @@ CASES = {
     "compares": (compares, _compares, ("cmp", "cmps", "select", "selects"), 0),
     "generators": (generators, _generators, ("arange", "tri"), 0),
     "sorting": (sorting, _sorting, ("sort32",), 0),
-    "converts": (converts, _converts, ("add_relu_conv", "add_deq_relu"), 1e-6),
+    "relu_convert": (relu_convert, _relu_convert, ("add_relu_conv",), 1e-6),
+    "deq_relu": (deq_relu, _deq_relu, ("add_deq_relu",), 1e-6),
     "dequantize": (dequantize, _dequantize, ("dequant",), 1e-6),
 }
 
@@ -358,6 +364,10 @@ def test_ops_ptoas_lacks_are_noted():
         for k in ("add", "max", "min", "mul")]
     _, _, notes, *_ = _written("arg_reductions", "a5")
     assert notes == []
+    _, _, notes, *_ = _written("compares", "a5")
+    assert [w for w, _ in notes] == ["pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the "
+                                     "sources' shape"]
+    assert _written("compares", "a2a3")[2] == []
 
 
 @pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not set")
@@ -371,7 +381,7 @@ def test_ptoas_takes_the_written_file_unless_noted(name, platform, tmp_path):
                         str(tmp_path / "out.cpp")], capture_output=True, text=True, timeout=300)
     if notes:
         assert r.returncode != 0, f"{name}: ptoas took a file the writer noted {notes}"
-        assert "is unknown" in r.stderr or "same shape" in r.stderr, r.stderr[-2000:]
+        assert "is unknown" in r.stderr or "same shape" in r.stderr, r.stderr[-2000:]   # the note's reason
     else:
         assert r.returncode == 0, f"{name} on {platform}: ptoas refused the file:\n{r.stderr[-3000:]}"
 
@@ -413,6 +423,10 @@ def _operand_types(o, args):
     return [_Typed(ScalarType("f32") if p.name == "scalar" else tile) for p in IR_OPS[o].operands]
 
 
+#: the cases whose instruction pto-isa's CPU simulator does not implement (the build fails there)
+CPU_SIM_LACKS = {"relu_convert": "TADDRELUCONV_IMPL"}
+
+
 def _cpu_sim():
     spec = importlib.util.spec_from_file_location("cpu_sim_harness", HERE.parent / "codegen" /
                                                   "test_pto_isa_cpu_sim.py")
@@ -430,6 +444,8 @@ def test_cpp_gives_numpys_numbers_on_pto_isas_cpu_simulator(name, platform, tmp_
     for k, v in args.items():
         np.ascontiguousarray(v).tofile(tmp_path / f"{k}.in")
     r = sim.build(tmp_path, cpp, sim.main_cpp(op, args, platform))
+    if r.returncode and name in CPU_SIM_LACKS and CPU_SIM_LACKS[name] in r.stderr:
+        pytest.xfail(f"pto-isa's CPU simulator has no {CPU_SIM_LACKS[name]} (its NPU kernels do)")
     assert r.returncode == 0, f"{name} on {platform} does not build:\n{r.stderr[-4000:]}"
     run = subprocess.run([str(tmp_path / "k"), str(tmp_path)], capture_output=True, text=True,
                          timeout=sim.RUN_SECONDS)
@@ -544,9 +560,9 @@ def test_compare_mode_is_spelled_per_layer_and_checked():
     assert "not a compare mode" in ei.value.what and "pl.CMP_LT" in ei.value.fix, ei.value
     with pytest.raises(CompileError) as ei:
         @pl.aiv
-        def vec2(x: pl.Tensor[[16, 32], pl.f32], m: pl.Tensor[[8, 32], pl.i8]):
+        def vec2(x: pl.Tensor[[16, 32], pl.f32], m: pl.Tensor[[16, 32], pl.u8]):
             a = pl.load(x, [0, 0], [16, 32])
-            pl.select(pl.load(m, [0, 0], [8, 32]), a, a)
+            pl.select(pl.load(m, [0, 0], [16, 32]), a, a)     # a mask is 16x4 bytes: 32 bits a row
     assert "not a packed mask" in ei.value.what, ei.value
 
 
