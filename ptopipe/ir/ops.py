@@ -747,7 +747,9 @@ NO_DSL_FORM = {
     "TQUANT": _ATTR.format("QuantType, with an offset tile in its asymmetric form"),
     "THISTOGRAM": _ATTR.format("the byte counted"),
     "TRANDOM": _ATTR.format("Philox key, counter and rounds"),
-    "TGATHER": _ATTR.format("MaskPattern or CmpMode; its index form reads an index tile"),
+    "TGATHER": "its pattern and compare forms take a MaskPattern / CmpMode plus a count result; its "
+               "index form's scratch tile has the index tile's type (ptoas on A2A3), not the source's "
+               "the allocator sizes scratch by (not yet a form)",
     "TGATHERB": "reads 32-byte blocks at byte offsets of the source's storage; a DSL tile has "
                 "values, not an address",
     "TFILLPAD": "pads outside the source's valid region; a DSL tile is valid over its whole shape",
