@@ -97,8 +97,9 @@ class OpDef:
     cost: tuple | None = None    # vector ops: (cycles per 256-B repeat, head, tail)
     dsl: str | None = None       # its ``pl.<dsl>`` spelling, if the DSL has it
     doc: str = ""
-    scratch: bool = False        # pto-isa takes a scratch tile the size of the source
-                                 # (``TROWSUM(dst, src, tmp)``); the allocator places it
+    scratch: bool = False        # pto-isa's C++ form requires a scratch tile the size of the
+                                 # source (``TROWSUM(dst, src, tmp)``, ``TREM(dst, a, b, tmp)``);
+                                 # the allocator places it, the C++ writer passes it
     tmp: bool = False            # pto-isa takes a scratch ``tmp`` tile of its own shape
                                  # (used on A2A3 only); the ISA takes it, optionally
     nonneg_scalar: bool = False  # the scalar operand must be >= 0 (shift counts)
@@ -928,6 +929,12 @@ FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5
             "TEXTRACT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
                             (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,))},
             "TINSERT_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5))}}
+#: the element type of an op's scratch tile where it is not its source's (pto-isa's and
+#: ptoas's TPRELU take a uint8 ``tmp`` of the source's shape on A2A3; A5 takes any)
+SCRATCH_DTYPE = {"TPRELU": dt.uint8}
+#: the ops whose pto-isa (and ptoas) form takes the scratch tile before its scalar operand,
+#: not last: TSELS(dst, mask, src, tmp, scalar) (TREMS(dst, src, scalar, tmp) takes it last)
+SCRATCH_BEFORE_SCALAR = frozenset({"TSELS"})
 #: TPARTARGMAX / TPARTARGMIN: value dtype -> the index dtypes it pairs with
 PART_ARG_INDEX = {dt.float16: (dt.int16, dt.int32, dt.uint32), dt.float32: (dt.int32, dt.uint32)}
 _DEFS = (
@@ -989,7 +996,7 @@ _DEFS = (
     OpDef("TROWEXPANDSUB", "row_expand", _V, np.subtract, cost=_S2, dsl="row_expand_sub"),
     OpDef("TROWEXPANDMUL", "row_expand", _V, np.multiply, cost=_S2, dsl="row_expand_mul"),
     OpDef("TROWEXPANDDIV", "row_expand", _V, np.divide, FLOAT, _S4, dsl="row_expand_div"),
-    OpDef("TROWEXPAND", "row_bcast", _V, cost=_S1, doc="dst[i, :] = src[i, 0]"),
+    OpDef("TROWEXPAND", "row_bcast", _V, cost=_S1, dsl="row_expand", doc="dst[i, :] = src[i, 0] (TROWEXPAND)"),
     OpDef("TEXPANDS", "fill", _V, cost=_S1, dsl="full",
           doc="a Vec tile filled with a scalar (TEXPANDS)"),
     OpDef("TCVT", "convert", _V, cost=_S2, dsl="cast", doc="dtype conversion (TCVT)"),
@@ -1006,7 +1013,7 @@ _DEFS = (
     OpDef("TXORS", "scalar", _V, xors, _BITS, _S1, dsl="xors", scratch=True),
     OpDef("TSHLS", "scalar", _V, shls, _SHIFTS, _S1, dsl="shls", nonneg_scalar=True),
     OpDef("TSHRS", "scalar", _V, shrs, _SHIFTS, _S1, dsl="shrs", nonneg_scalar=True),
-    OpDef("TREM", "binary", _V, rem, _REM, _S4, tmp=True,
+    OpDef("TREM", "binary", _V, rem, _REM, _S4, dsl="rem", tmp=True, scratch=True,
           doc="remainder with the divisor's sign (TREM)"),
     OpDef("TREMS", "scalar", _V, rem, _REM, _S4, dsl="rems", scratch=True,
           doc="remainder by a scalar, with the divisor's sign (TREMS)"),
@@ -1015,7 +1022,7 @@ _DEFS = (
     OpDef("TFMODS", "scalar", _V, fmod, types("f32", a5="f16 f32 i16 i32 u32"), _S4, dsl="fmods",
           doc="remainder by a scalar, with the dividend's sign (TFMODS)"),
     # -- activations, three-operand and fused forms
-    OpDef("TPRELU", "binary", _V, prelu, types("f16 f32"), _S2, tmp=True,
+    OpDef("TPRELU", "binary", _V, prelu, types("f16 f32"), _S2, dsl="prelu", tmp=True, scratch=True,
           doc="src0 > 0 ? src0 : src0 * src1 (TPRELU)"),
     OpDef("TLRELU", "scalar", _V, lrelu, types("f16 f32"), _S1, dsl="lrelu",
           doc="src > 0 ? src : src * slope (TLRELU)"),
@@ -1029,17 +1036,17 @@ _DEFS = (
           doc="dst = scalar * src + dst, in place (TAXPY)"),
     # -- compare and select (packed predicate masks)
     OpDef("TCMP", "compare", _V, compare, types("i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"),
-          _S2, doc="packed mask of src0 <mode> src1 (TCMP)"),
+          _S2, dsl="cmp", doc="packed mask of src0 <mode> src1 (TCMP)"),
     OpDef("TCMPS", "compare_scalar", _V, compare,
-          types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1,
+          types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1, dsl="cmps",
           doc="packed mask of src <mode> scalar (TCMPS)"),
     OpDef("TSEL", "select", _V, select, types("i16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64"), _S2,
-          tmp=True, doc="mask ? src0 : src1 (TSEL)"),
+          tmp=True, scratch=True, dsl="select", doc="mask ? src0 : src1 (TSEL)"),
     OpDef("TSELS", "select_scalar", _V, select,
           types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 i32 u32 i64 f16 f32"), _S1, tmp=True,
-          doc="mask ? src : scalar (TSELS)"),
+          scratch=True, dsl="selects", doc="mask ? src : scalar (TSELS)"),
     # -- broadcasts along columns, and the rest of the row / column families
-    OpDef("TCOLEXPAND", "col_bcast", _V, dtypes=_B32, cost=_S1, doc="dst[:, j] = src[0, j]"),
+    OpDef("TCOLEXPAND", "col_bcast", _V, dtypes=_B32, cost=_S1, dsl="col_expand", doc="dst[:, j] = src[0, j] (TCOLEXPAND)"),
     OpDef("TCOLEXPANDADD", "col_expand", _V, np.add, _COLX, _S2, dsl="col_expand_add"),
     OpDef("TCOLEXPANDSUB", "col_expand", _V, np.subtract, _COLX, _S2, dsl="col_expand_sub"),
     OpDef("TCOLEXPANDMUL", "col_expand", _V, np.multiply, _COLX, _S2, dsl="col_expand_mul"),
@@ -1055,51 +1062,56 @@ _DEFS = (
           dsl="row_prod", scratch=True),
     OpDef("TCOLPROD", "col_reduce", _V, _prod, types("f16 f32 i16 i32", a5="+ u32 bf16"),
           (7, 14, 18), dsl="col_prod"),
-    OpDef("TROWARGMAX", "row_arg", _V, np.argmax, _ROWARG, (7, 14, 18), tmp=True,
+    OpDef("TROWARGMAX", "row_arg", _V, np.argmax, _ROWARG, (7, 14, 18), dsl="row_argmax", tmp=True,
+          scratch=True,
           doc="column index (and value) of each row's maximum (TROWARGMAX)"),
-    OpDef("TROWARGMIN", "row_arg", _V, np.argmin, _ROWARG, (7, 14, 18), tmp=True,
+    OpDef("TROWARGMIN", "row_arg", _V, np.argmin, _ROWARG, (7, 14, 18), dsl="row_argmin", tmp=True,
+          scratch=True,
           doc="column index (and value) of each row's minimum (TROWARGMIN)"),
-    OpDef("TCOLARGMAX", "col_arg", _V, np.argmax, _COLARG, (7, 14, 18), tmp=True,
+    OpDef("TCOLARGMAX", "col_arg", _V, np.argmax, _COLARG, (7, 14, 18), dsl="col_argmax", tmp=True,
+          scratch=True,
           doc="row index (and value) of each column's maximum (TCOLARGMAX)"),
-    OpDef("TCOLARGMIN", "col_arg", _V, np.argmin, _COLARG, (7, 14, 18), tmp=True,
+    OpDef("TCOLARGMIN", "col_arg", _V, np.argmin, _COLARG, (7, 14, 18), dsl="col_argmin", tmp=True,
+          scratch=True,
           doc="row index (and value) of each column's minimum (TCOLARGMIN)"),
     # -- part ops: over the union of two valid regions (one of them dst's)
-    OpDef("TPARTADD", "part", _V, np.add, _PART, _S2, doc="src0 + src1 where both are valid (TPARTADD)"),
+    OpDef("TPARTADD", "part", _V, np.add, _PART, _S2, dsl="part_add", doc="src0 + src1 where both are valid (TPARTADD)"),
     OpDef("TPARTMUL", "part", _V, np.multiply, types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 f16 bf16 f32"),
-          _S2, doc="src0 * src1 where both are valid (TPARTMUL)"),
-    OpDef("TPARTMAX", "part", _V, np.maximum, _PART, _S2, doc="max where both are valid (TPARTMAX)"),
-    OpDef("TPARTMIN", "part", _V, np.minimum, _PART, _S2, doc="min where both are valid (TPARTMIN)"),
+          _S2, dsl="part_mul", doc="src0 * src1 where both are valid (TPARTMUL)"),
+    OpDef("TPARTMAX", "part", _V, np.maximum, _PART, _S2, dsl="part_max", doc="max where both are valid (TPARTMAX)"),
+    OpDef("TPARTMIN", "part", _V, np.minimum, _PART, _S2, dsl="part_min", doc="min where both are valid (TPARTMIN)"),
     OpDef("TPARTARGMAX", "part_arg", _V, np.greater, types("f16 f32"), _S4,
           doc="max and its index where both are valid, src0 on ties (TPARTARGMAX)"),
     OpDef("TPARTARGMIN", "part_arg", _V, np.less, types("f16 f32"), _S4,
           doc="min and its index where both are valid, src0 on ties (TPARTARGMIN)"),
     # -- fused arithmetic, power, exp-differences, pair sums
-    OpDef("TSUBRELU", "binary", _V, subrelu, types("f16 f32"), _S2, doc="max(src0 - src1, 0) (TSUBRELU)"),
+    OpDef("TSUBRELU", "binary", _V, subrelu, types("f16 f32"), _S2, dsl="subrelu", doc="max(src0 - src1, 0) (TSUBRELU)"),
     OpDef("TMULADDDST", "dst_binary", _V, mul_add_dst, types("f16 f32"), _S4,
           doc="dst = src0 * src1 + dst (TMULADDDST)"),
     OpDef("TFUSEDMULADD", "dst_binary", _V, fused_mul_add, types("f16 f32"), _S4,
           doc="dst = src0 * dst + src1 (TFUSEDMULADD)"),
     OpDef("TFUSEDMULADDRELU", "dst_binary", _V, fused_mul_add_relu, types("f16 f32"), _S4,
           doc="dst = max(src0 * dst + src1, 0) (TFUSEDMULADDRELU)"),
-    OpDef("TPOW", "pow", _V, power, _POW, _S4, tmp=True, doc="base ** exp per element (TPOW)"),
-    OpDef("TPOWS", "pows", _V, power, _POW, _S4, tmp=True, doc="base ** scalar per element (TPOWS)"),
-    OpDef("TROWEXPANDEXPDIF", "row_expand", _V, exp_dif, types("f16 f32"), _S4, tmp=True,
+    OpDef("TPOW", "pow", _V, power, _POW, _S4, dsl="pow", tmp=True, scratch=True, doc="base ** exp per element (TPOW)"),
+    OpDef("TPOWS", "pows", _V, power, _POW, _S4, dsl="pows", tmp=True, scratch=True, doc="base ** scalar per element (TPOWS)"),
+    OpDef("TROWEXPANDEXPDIF", "row_expand", _V, exp_dif, types("f16 f32"), _S4, dsl="row_expand_expdif", tmp=True,
           doc="exp(src0 - src1[i, 0]) per row (TROWEXPANDEXPDIF)"),
-    OpDef("TCOLEXPANDEXPDIF", "col_expand", _V, exp_dif, types("f16 f32"), _S4,
+    OpDef("TCOLEXPANDEXPDIF", "col_expand", _V, exp_dif, types("f16 f32"), _S4, dsl="col_expand_expdif",
           doc="exp(src0 - src1[0, j]) per column (TCOLEXPANDEXPDIF)"),
-    OpDef("TPAIRREDUCESUM", "unary", _V, pair_sum, types("f16 f32"), _S2,
+    OpDef("TPAIRREDUCESUM", "unary", _V, pair_sum, types("f16 f32"), _S2, dsl="pair_sum",
           doc="sums of adjacent pairs into the lower half of each row (TPAIRREDUCESUM)"),
-    OpDef("TADDRELUCONV", "TADDRELUCONV", _V, add_relu_conv, types("f16 f32 i16"), _S2,
+    OpDef("TADDRELUCONV", "TADDRELUCONV", _V, add_relu_conv, types("f16 f32 i16"), _S2, dsl="add_relu_conv",
           doc="convert(max(src0 + src1, 0)): f32 -> f16, f16 / i16 -> i8 (TADDRELUCONV)"),
-    OpDef("TADDDEQRELU", "TADDDEQRELU", _V, add_deq_relu, types("i32"), _S4, tmp=True,
+    OpDef("TADDDEQRELU", "TADDDEQRELU", _V, add_deq_relu, types("i32"), _S4, tmp=True, scratch=True,
+          dsl="add_deq_relu",
           doc="f16(max((src0 + src1) * deqScale, 0)) of int32 sources (TADDDEQRELU)"),
     OpDef("THISTOGRAM", "THISTOGRAM", _V, histogram, Types(frozenset(), frozenset({dt.uint32, _U16})), (7, 14, 18),
           doc="cumulative per-row counts of one byte of each element (THISTOGRAM)"),
     # -- layout and generation
-    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1,
+    OpDef("TCONCAT", "TCONCAT", _V, concat, _CAT, _S1, dsl="concat",
           doc="src0 | src1 along columns (TCONCAT); indexed forms (dst, src0, src1[, dstIdx], src0Idx, "
               "src1Idx): per-row counts from index tiles (ISA only: ptoas spells the plain form)"),
-    OpDef("TTRANS", "TTRANS", _V, trans, _CAT, _S2, tmp=True, doc="dst = src transposed (TTRANS)"),
+    OpDef("TTRANS", "TTRANS", _V, trans, _CAT, _S2, dsl="transpose", tmp=True, scratch=True, doc="dst = src transposed (TTRANS)"),
     OpDef("TRESHAPE", "TRESHAPE", None, doc="the same bytes as another tile shape / dtype (TRESHAPE)"),
     OpDef("TFILLPAD", "fillpad", _V, fill_pad, _CAT, _S1,
           doc="src in its valid region, the pad value in the rest of dst (TFILLPAD)"),
@@ -1107,9 +1119,9 @@ _DEFS = (
           doc="TFILLPAD into a larger destination tile (TFILLPAD_EXPAND)"),
     OpDef("TFILLPAD_INPLACE", "fillpad", _V, fill_pad, _CAT, _S1,
           doc="TFILLPAD of a tile onto itself (TFILLPAD_INPLACE)"),
-    OpDef("TCI", "TCI", _V, ci, types("i16 i32 u32 f16 bf16 f32", a5="i16 i32 u32"), _S1, tmp=True,
+    OpDef("TCI", "TCI", _V, ci, types("i16 i32 u32 f16 bf16 f32", a5="i16 i32 u32"), _S1, tmp=True, dsl="arange",
           doc="dst[0, k] = start +/- k (TCI)"),
-    OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1,
+    OpDef("TTRI", "TTRI", _V, tri, types("i16 i32 u32 f16 f32", a5="+ i8 u8 i64 bf16"), _S1, dsl="tri",
           doc="a lower / upper triangular 0/1 mask (TTRI)"),
     OpDef("TINSERT", "TINSERT", None, doc="src into dst at (row, col): TEXTRACT's inverse (TINSERT)"),
     OpDef("TGATHER", "TGATHER", _V, gather_index, _B32, _S2, tmp=True,
@@ -1126,13 +1138,13 @@ _DEFS = (
     OpDef("TGATHERB", "TGATHERB", _V, gather_blocks, _CAT, _S2,
           doc="32-byte blocks of src at byte offsets (TGATHERB)"),
     OpDef("TSUBVIEW", "TSUBVIEW", None, doc="a tile over a sub-block of another tile's storage (TSUBVIEW)"),
-    OpDef("TSORT32", "TSORT32", _V, sort32, types("f16 f32"), (7, 14, 18), tmp=True,
+    OpDef("TSORT32", "TSORT32", _V, sort32, types("f16 f32"), (7, 14, 18), tmp=True, dsl="sort32",
           doc="(value, index) pairs sorted per block of 32, descending (TSORT32)"),
     OpDef("TMRGSORT", "TMRGSORT", _V, mrgsort_lists, types("f16 f32"), (7, 14, 18), tmp=True,
           doc="merge sorted (value, index) lists, descending (TMRGSORT)"),
     OpDef("TQUANT", "TQUANT", _V, quant_int8, types("f32"), _S4, tmp=True,
           doc="f32 -> int8 / uint8 with per-row scale (and offset) (TQUANT, INT8 forms)"),
-    OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4,
+    OpDef("TDEQUANT", "TDEQUANT", _V, dequant, types("i8 i16"), _S4, dsl="dequant",
           doc="int8 / int16 -> f32: (src - offset) * scale per row (TDEQUANT)"),
     # -- memory hints and debugging
     OpDef("TPREFETCH", "TPREFETCH", PipeUnit.MTE2, doc="a GM prefetch hint: no data changes (TPREFETCH)"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..arch import get_platform
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
-from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
+from ..arch.vocab import CmpMode, Direction, TileSplitAxis, row_major_strides
 from ..errors import CompileError
 from ..ir.layout import read_layout, unallocated
 from ..ir.pipe_config import local_slot_num
@@ -26,9 +26,21 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
                          GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
+from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type
 from . import cpp_types as T
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
+#: the instructions whose pto-isa template arguments cannot be deduced from their operands
+#: (a non-type parameter: TCI's ``descending``, TTRI's ``isUpperOrLower``), spelled from the
+#: destination's tile type and element type (TCI: the ascending form the DSL has) and the op's
+#: attributes (TTRI's upper / lower)
+#: the IR attributes an instruction takes after its operands (``ir.ops.ISA_ATTRS``), spelled
+#: as pto-isa's C++ enums
+CPP_ATTR_SPELLING = {"mode": lambda v: f"CmpMode::{CmpMode(v).name}"}
+CPP_TEMPLATE_ARGS = {"TCI": lambda tile, elem, at: f"{tile}, {elem}, 0",
+                     "TTRI": lambda tile, elem, at: f"{tile}, {int(at['upper'])}"}
+#: the instruction attributes pto-isa takes as template arguments, not call arguments
+CPP_TEMPLATE_ATTRS = ("upper",)
 _CMP = {"and": "&&", "or": "||"}
 
 
@@ -362,9 +374,15 @@ class KernelWriter:
             args = [self.views.get(a, a) for a in args]
         if op.is_a(CastOp):
             args.append("RoundMode::CAST_RINT")
+        args += [CPP_ATTR_SPELLING[k](op.attributes[k]) for k in ISA_ATTRS.get(n[3:], ())
+                 if k not in CPP_TEMPLATE_ATTRS]
         if d.scratch:
-            args.append(self.scratch_tile(op, r, next(iter(g.values()))))
-        return pre + [f"{ind}{d.name}({', '.join([dst] + args)});"]
+            k = scratch_index(n[3:], [v.type for v in op.operands])
+            args.insert(k, self.scratch_tile(op, r, next(iter(g.values()))))
+        targs = CPP_TEMPLATE_ARGS.get(d.name)
+        head = d.name if targs is None else \
+            f"{d.name}<{targs(self.ttype(r.type), T.ctype(r.type.dtype), op.attributes)}>"
+        return pre + [f"{ind}{head}({', '.join([dst] + args)});"]
 
     def row_view(self, v) -> str:
         """The ND [1, R] row view variable of DN column tile ``v`` (declared once)."""
@@ -383,7 +401,8 @@ class KernelWriter:
                       "compile the program with allocate-memory in the pipeline")
         mem, addr = self.lay.scratch[op]
         name = self.fresh(f"{r.name or 'reduce'}_tmp")
-        self.decls += [f"    {self.ttype(src.type)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
+        t = scratch_type(op.name[3:], src.type)
+        self.decls += [f"    {self.ttype(t)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
         return name
 
     # -- control flow ------------------------------------------------------------------------

@@ -147,8 +147,9 @@ def _check_type(r, tok, v, pt):
                         f"{pt.ir if pt.ir is not None else pt.dtype}", tok)
 
 
-def ins_outs(r, fs, key):
-    """``key(%a, %b : T1, T2)`` -> [(token, binding, PType)]."""
+def ins_outs(r, fs, key, attrs: dict | None = None):
+    """``key(%a, %b : T1, T2)`` -> [(token, binding, PType)]; the attributes written after an
+    operand (``ins(%a, %b {cmpMode = ...} : ...)``) into ``attrs`` when given."""
     c = r.c
     c.expect(key, "")
     c.expect("(", f"after {key}")
@@ -156,7 +157,9 @@ def ins_outs(r, fs, key):
     while not c.at(":"):
         toks.append(c.kind("value", f"an operand of {key}(...)"))
         if c.at("{"):               # ``ins(%x{rmode = ...} : T)``: an operand's attributes, as
-            c.attr_dict()           # pypto writes a cast's rounding (no protocol meaning)
+            d = c.attr_dict()       # pypto writes a cast's rounding, ptoas TCMP's cmpMode
+            if attrs is not None:
+                attrs.update(d)
         if not c.at(":"):
             c.expect(",", f"between {key} operands")
     c.expect(":")
@@ -368,6 +371,13 @@ def h_index_cast(r, fs, opt, results, loc):
     c.expect("to")
     dst = c.type_()
     x = read(r, fs, t)
+    if src.kind == "scalar" and dst.kind == "scalar" and src.dtype == "index" and dst.dtype in INT_DTYPES \
+            and isinstance(x.type, ScalarType) and x.type.dtype == "index":
+        # an index cast to an integer type (the writer's operand of an op ptoas takes an
+        # integer scalar for, INT_SCALAR_OPERAND): the same exact Python int in the run
+        rt, name = results[0]
+        r.define(fs, rt, name, x)
+        return
     if src.kind != "scalar" or dst.kind != "scalar" or dst.dtype != "index" \
             or not (isinstance(x.type, ScalarType) and x.type.dtype in INT_DTYPES):
         raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an integer value "

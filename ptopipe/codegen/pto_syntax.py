@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from ..arch import get_platform
-from ..arch.vocab import LEFT_LAYOUT, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, default_layout
+from ..arch.vocab import LEFT_LAYOUT, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, default_layout
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES
 from ..ir.types import MemorySpace, TileValueType
@@ -110,10 +110,32 @@ NAMED_COPY = "ptopipe.copy"
 DATA_LANE_MARK = "ptopipe.data_lane"
 
 #: ops whose ptoas form takes a scratch tile (``tmp``, of the source's type) after their
-#: sources (PTOAS PTOOps.td): required by the row reductions, optional for the row
-#: broadcasts.  The writer passes one where ptoas requires it; the reader takes and ignores it.
-SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum")
-SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub")
+#: sources (PTOAS PTOOps.td): required by the row reductions, the arg-reductions, TREM,
+#: TPRELU and TTRANS, optional for the row broadcasts.  The writer passes one where ptoas
+#: requires it; the reader takes and ignores it.
+SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowargmax", "pto.trowargmin",
+                    "pto.tcolargmax", "pto.tcolargmin", "pto.trem", "pto.tprelu", "pto.ttrans", "pto.tsel",
+                    "pto.tsels")
+SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
+                    "pto.trowexpandexpdif")
+
+#: the instructions of ptopipe's op table that ptoas has no op for (PTOAS PTOOps.td): the
+#: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)
+#: and notes that ptoas rejects the file
+PTOAS_LACKS = ("pto.tpow", "pto.tpows", "pto.tsubrelu", "pto.tpairreducesum", "pto.taddreluconv",
+               "pto.tadddeqrelu")
+
+#: the IR attributes a tile op's instruction takes after its operands (``ir.ops.ISA_ATTRS``)
+#: as ptoas spells them in its ``ins(... {attr} : ...)``: IR name -> (ptoas key, value -> text,
+#: the reader's (family, text) -> value)
+ISA_ATTR_SPELLING = {"mode": ("cmpMode", lambda v: f"#pto<cmp {CmpMode(v).name.lower()}>",
+                              lambda fam, text: int(CmpMode[re.sub(r"^cmp\s*", "", text).upper()])),
+                     "upper": ("upperOrLower", lambda v: f"{int(v)} : i32", lambda fam, text: int(text))}
+
+#: the tile ops whose ptoas form takes an integer scalar (AnyInteger, not ``index``): the
+#: integer type it must have (``"dst"``: the destination's element type, as TCI's verifier
+#: wants).  The writer casts an index operand to it; the reader reads the cast as its value.
+INT_SCALAR_OPERAND = {"pto.tci": "dst", "pto.ttri": "i32"}
 
 #: ptopipe scalar op suffix -> (integer spelling, float spelling); a comparison is
 #: ``arith.cmpi <pred>`` / ``arith.cmpf <pred>``

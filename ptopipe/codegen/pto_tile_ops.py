@@ -8,13 +8,13 @@ the ``outs`` tile), ``get_subblockid`` and the intra-core events.
 from __future__ import annotations
 
 from ..ir.opdefs import OperandView, operand_groups
-from ..ir.ops import OPS, REQUIRED, OpError
-from ..ir.types import INDEX, TensorType, TileValueType, describe
+from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
+from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, IR_OP_OF_PTO, NAMED_COPY, PIPES, SCRATCH_OPTIONAL,
-                         SCRATCH_REQUIRED)
+from .pto_syntax import (CARRY, EVENT_IDS, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
+                         PIPES, SCRATCH_OPTIONAL, SCRATCH_REQUIRED)
 
 
 class View:
@@ -269,7 +269,8 @@ def h_treshape(r, fs, opt, results, loc):
 
 def generic_tile_op(r, fs, opt, results, loc):
     _check_results(r, opt, results, 0)
-    ins = ins_outs(r, fs, "ins")
+    in_attrs = {}
+    ins = ins_outs(r, fs, "ins", in_attrs)
     outs = ins_outs(r, fs, "outs")
     marks = r.c.attr_dict() if r.c.at("{") else {}
     if opt.text == "pto.tmov" and (CARRY in marks or NAMED_COPY in marks):
@@ -282,7 +283,9 @@ def generic_tile_op(r, fs, opt, results, loc):
     spec = OPS[IR_OP_OF_PTO[opt.text]]
     want = [p for p in spec.operands]
     if len(ins) == len(want) + 1 and opt.text in SCRATCH_REQUIRED + SCRATCH_OPTIONAL:
-        t, pt = ins.pop()                   # ptoas's scratch tile: no value of the IR
+        # ptoas's scratch tile, no value of the IR: last, or the last tile before the scalar
+        k = scratch_index(spec.name, [pt.ir if pt.kind == "tile" else None for _, pt in ins]) - 1
+        t, pt = ins.pop(k)
         _, b = lookup(r, fs, t)
         if not isinstance(getattr(b, "type", None), TileValueType):
             raise r.c.error(f"the scratch operand {t.text} of {opt.text} is not a tile buffer", t)
@@ -291,11 +294,25 @@ def generic_tile_op(r, fs, opt, results, loc):
     xs = []
     for t, pt in ins:
         v = read(r, fs, t)
-        _check_type(r, t, v, pt)
+        cast_index = opt.text in INT_SCALAR_OPERAND and pt.kind == "scalar" and pt.dtype in INT_DTYPES \
+            and isinstance(v.type, ScalarType) and v.type.dtype == "index"     # the writer's cast
+        if not cast_index:
+            _check_type(r, t, v, pt)
         xs.append(v)
     tok, out = _outs_tile(r, fs, outs, opt)
     attrs = {}
+    isa_attrs = ISA_ATTRS.get(spec.name, ())
+    for k in isa_attrs:             # TCMP's cmpMode: ptoas's default when it is left out
+        key, _, read_value = ISA_ATTR_SPELLING[k]
+        if key in in_attrs:
+            v, t = in_attrs.pop(key)
+            try:
+                attrs[k] = read_value(*v) if isinstance(v, tuple) else read_value("", str(v))
+            except (KeyError, TypeError, ValueError):
+                raise r.c.error(f"{opt.text}: bad {key} {v!r}", t) from None
     for p in spec.attr_params:
+        if p.name in attrs:
+            continue
         if p.kind == "shape":
             attrs[p.name] = tuple(out.shape)
         elif p.kind == "space":

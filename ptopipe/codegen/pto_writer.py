@@ -34,12 +34,13 @@ from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier,
                          ConstOp, CopyOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
-from ..ir.ops import C2V, V2C
+from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         PTOAS_SLOT_NUMS, PTOPIPE_BASE, SCRATCH_REQUIRED, float_literal,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
+                         SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 
 _IND = "  "
@@ -482,13 +483,30 @@ class _Writer:
 
     def tile_op(self, op, st: _Func, ind: str) -> None:
         name = PTO_OP[op.name[3:]]
+        if name in PTOAS_LACKS:
+            self.note(op, f"{name} is ptopipe's spelling: ptoas has no {name} op")
+        if name == "pto.tcmp" and self.plat.name == "a5" and op.results[0].type.shape != op.operands[0].type.shape:
+            # the DSL's packed mask is ceil(cols / 8) bytes a row (pto-isa's CPU TSEL reads it so)
+            self.note(op, "pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the sources' shape")
+        if FORM_OF_DSL.get(op.name[3:]) == "part" and len({v.type.shape for v in op.operands}) > 1:
+            # a DSL tile's static shape is its valid shape; ptoas's verifier wants one static shape
+            self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")
         ins = [st[v] for v in op.operands]
         tys = [self.ty(v.type) for v in op.operands]
+        want = INT_SCALAR_OPERAND.get(name)
+        if want is not None:
+            want = op.results[0].type.dtype if want == "dst" else want
+            for k, v in enumerate(op.operands):
+                if isinstance(v.type, ScalarType) and v.type.dtype == "index":
+                    x = st.fresh(f"{v.name or 'n'}_{want}")
+                    self.line(ind, f"{x} = arith.index_cast {ins[k]} : index to {MLIR_DTYPE[want]}")
+                    ins[k], tys[k] = x, MLIR_DTYPE[want]
         if name in SCRATCH_REQUIRED:
-            tmp = st.fresh("tmp")
-            self.line(ind, f"{tmp} = pto.alloc_tile : {tys[0]}")
-            ins.append(tmp)
-            tys.append(tys[0])
+            tmp, tt = st.fresh("tmp"), self.ty(scratch_type(op.name[3:], op.operands[0].type))
+            self.line(ind, f"{tmp} = pto.alloc_tile : {tt}")
+            k = scratch_index(op.name[3:], [v.type for v in op.operands])
+            ins.insert(k, tmp)
+            tys.insert(k, tt)
         r = op.results[0]
         res, rty = self.dest(r, st, ind), self.ty(r.type)
         tiles = [v.type for v in op.operands if isinstance(v.type, TileValueType)] + [r.type]
@@ -499,7 +517,9 @@ class _Writer:
             tys = [self.ty(v.type.row_view()) if isinstance(v.type, TileValueType) else t
                    for t, v in zip(tys, op.operands)]
             res, rty = self.row_view(res, r.type, ind, st), self.ty(r.type.row_view())
-        self.line(ind, f"{name} ins({', '.join(ins)} : {', '.join(tys)}) outs({res} : {rty})")
+        at = "".join(f" {{{ISA_ATTR_SPELLING[k][0]} = {ISA_ATTR_SPELLING[k][1](op.attributes[k])}}}"
+                     for k in ISA_ATTRS.get(op.name[3:], ()))
+        self.line(ind, f"{name} ins({', '.join(ins)}{at} : {', '.join(tys)}) outs({res} : {rty})")
 
     def row_view(self, name: str, t: TileValueType, ind: str, st: _Func) -> str:
         """``%v = pto.treshape %name``: the ND [1, R] row view of DN column ``name``."""

@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
-from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_dtype_fix,
-                              op_scalar_error)
+from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
+                              matmul_dtype_fix, op_scalar_error)
+from ..arch.catalogue import MASK_DTYPES as _MASK_NP
+from ..arch.catalogue import SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
-from ..arch.vocab import Direction, TileLayout, TileSplitAxis
+from ..arch.dtypes import short_name
+from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
 from .nodes import Const
 from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
@@ -396,6 +399,205 @@ def _cast(kind, a, at):
     return TileValueType(x.shape, at["dtype"], MemorySpace.Vec)
 
 
+def _part(kind, a, at):
+    """The part ops (TPARTADD ...) work over the union of two valid regions: one source
+    covers the result, the other fits inside it (a DSL tile is valid over its whole shape)."""
+    x = _tile(a, "a", VEC)
+    y = _tile(a, "b", VEC)
+    if x.dtype != y.dtype:
+        raise OpError(f"part op: dtypes differ ({x.dtype} vs {y.dtype})",
+                      "convert one operand with pl.cast(x, dtype) first", "b")
+    big, small, p = (x, y, "b") if x.shape[0] >= y.shape[0] and x.shape[1] >= y.shape[1] else (y, x, "a")
+    if small.shape[0] > big.shape[0] or small.shape[1] > big.shape[1]:
+        raise OpError(f"part op: neither {describe(x)} nor {describe(y)} covers the other",
+                      "one operand's shape must contain the other's (the result has its shape)", p)
+    return TileValueType(big.shape, x.dtype, MemorySpace.Vec)
+
+
+def _bcast_shape(at, x: TileValueType, axis: int, what: str, p: str) -> tuple:
+    shape = tuple(at["shape"])
+    if len(shape) != 2:
+        raise OpError(f"{what}: tiles are 2-D", param="shape")
+    if shape[axis] != x.shape[axis]:
+        side = "rows" if axis == 0 else "columns"
+        raise OpError(f"{what}: the {shape[0]}x{shape[1]} result and the {describe(x)} source "
+                      f"have different {side}", f"give shape the source's {side}", p)
+    return shape
+
+
+def _row_bcast(kind, a, at):
+    x = _tile(a, "a", VEC)
+    if x.shape[1] != 1:
+        raise OpError(f"row_expand: the per-row source {describe(x)} has more than one column",
+                      "pass a [rows, 1] tile (e.g. pl.row_sum's result); column 0 is broadcast", "a")
+    return TileValueType(_bcast_shape(at, x, 0, "row_expand", "shape"), x.dtype, MemorySpace.Vec)
+
+
+def _col_bcast(kind, a, at):
+    x = _tile(a, "a", VEC)
+    if x.shape[0] != 1:
+        raise OpError(f"col_expand: the per-column source {describe(x)} has more than one row",
+                      "pass a [1, cols] tile (e.g. pl.col_sum's result); row 0 is broadcast", "a")
+    return TileValueType(_bcast_shape(at, x, 1, "col_expand", "shape"), x.dtype, MemorySpace.Vec)
+
+
+#: the dtype of an arg-reduction's index result (pto-isa's TROWARGMAX / TCOLARGMAX take
+#: int32 or uint32 index tiles; the DSL gives int32)
+ARG_INDEX_DTYPE = "i32"
+
+
+def _row_arg(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileValueType((x.shape[0], 1), ARG_INDEX_DTYPE, MemorySpace.Vec)
+
+
+def _col_arg(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileValueType((1, x.shape[1]), ARG_INDEX_DTYPE, MemorySpace.Vec)
+
+
+def _concat(kind, a, at):
+    x = _tile(a, "a", VEC)
+    y = _tile(a, "b", VEC)
+    if x.shape[0] != y.shape[0] or x.dtype != y.dtype:
+        raise OpError(f"concat: {describe(x)} and {describe(y)} do not join along columns",
+                      "the operands need the same rows and dtype", "b")
+    return TileValueType((x.shape[0], x.shape[1] + y.shape[1]), x.dtype, MemorySpace.Vec)
+
+
+def _transpose(kind, a, at):
+    x = _tile(a, "a", VEC)
+    return TileValueType((x.shape[1], x.shape[0]), x.dtype, MemorySpace.Vec)
+
+
+def _add_relu_conv(kind, a, at):
+    x = _binary(kind, a, at)
+    out = ADD_RELU_CONV.get(np_dtype(x.dtype))
+    if out is None:
+        return x            # the catalogue's dtype rule names the dtypes it takes
+    return TileValueType(x.shape, short_name(out), MemorySpace.Vec)
+
+
+#: TADDDEQRELU's result dtype (f16 of int32 sources)
+ADD_DEQ_RELU_DTYPE = "f16"
+
+
+def _add_deq_relu(kind, a, at):
+    x = _binary(kind, a, at)
+    t = _scalar(a, "scale")
+    if t.dtype not in FLOAT_DTYPES and not isinstance(a["scale"], Const):
+        raise OpError(f"add_deq_relu: the scale is a {t.dtype} scalar; pto-isa takes a float",
+                      "pass a float scale", "scale")
+    return TileValueType(x.shape, ADD_DEQ_RELU_DTYPE, MemorySpace.Vec)
+
+
+def _dequant(kind, a, at):
+    x = _tile(a, "a", VEC)
+    for p in ("scale", "offset"):
+        t = _tile(a, p, VEC)
+        if t.shape[0] != x.shape[0] or t.dtype != "f32":
+            raise OpError(f"dequant: the {p} tile {describe(t)} is not per-row f32 parameters of "
+                          f"{describe(x)}", f"pass a [{x.shape[0]}, k] f32 Vec tile (column 0 is "
+                          "row i's parameter)", p)
+    return TileValueType(x.shape, "f32", MemorySpace.Vec)
+
+
+#: TSORT32: the dtype of its index operand, the columns of one sorted block and the bytes of
+#: one (value, index) tuple of its result
+SORT_INDEX_DTYPE, SORT_BLOCK, SORT_TUPLE_BYTES = "u32", 32, 8
+
+
+def _sort32(kind, a, at):
+    x = _tile(a, "a", VEC)
+    i = _tile(a, "idx", VEC)
+    if i.shape != x.shape or i.dtype != SORT_INDEX_DTYPE:
+        raise OpError(f"sort32: the index tile {describe(i)} is not one {SORT_INDEX_DTYPE} per value of "
+                      f"{describe(x)}", f"pass a {x.shape[0]}x{x.shape[1]} {SORT_INDEX_DTYPE} Vec tile", "idx")
+    if x.shape[1] % SORT_BLOCK:
+        raise OpError(f"sort32: {x.shape[1]} columns are not whole blocks of {SORT_BLOCK}",
+                      f"sort a tile of a multiple of {SORT_BLOCK} columns", "a")
+    cols = x.shape[1] * SORT_TUPLE_BYTES // np_dtype(x.dtype).itemsize
+    return TileValueType((x.shape[0], cols), x.dtype, MemorySpace.Vec)
+
+
+def _generated(what: str, p: str, one_row: bool):
+    def infer(kind, a, at):
+        t = _scalar(a, p)
+        if t.dtype in FLOAT_DTYPES:
+            raise OpError(f"{what}: '{p}' is a {t.dtype} scalar; pto-isa takes an integer",
+                          "pass an integer (use // for index arithmetic)", p)
+        shape = tuple(at["shape"])
+        if len(shape) != 2:
+            raise OpError(f"{what}: tiles are 2-D", param="shape")
+        if at.get("upper", 0) not in (0, 1):
+            raise OpError(f"{what}: upper is {at['upper']!r}; 0 is the lower triangle, 1 the upper",
+                          "pass upper=0 or upper=1", "upper")
+        if one_row and shape[0] != 1:
+            raise OpError(f"{what}: a {shape[0]}x{shape[1]} result; pto-isa generates the sequence "
+                          "along one row", f"give shape [1, {shape[1]}]", "shape")
+        return TileValueType(shape, at["dtype"], MemorySpace.Vec)
+    return infer
+
+
+#: the element type of the packed predicate mask pl.cmp / pl.cmps make and pl.select reads
+#: (one of the catalogue's MASK_DTYPES; ptoas's TCMP verifier wants an 8-bit dst, pto-isa's
+#: CPU model an unsigned one): row i of the sources in row i, bit j in byte j // 8
+MASK_DTYPE = "u8"
+
+
+def mask_shape(shape: tuple, dtype: str = MASK_DTYPE) -> tuple:
+    """The packed mask of tiles of ``shape`` in ``dtype`` words: one bit per element, ceil(cols
+    / bits) words per row - exactly, as pto-isa's TSEL reads the mask as one bit stream that
+    moves to the next mask row after the mask's valid columns (TCMP writes each row's words
+    at its row)."""
+    bits = 8 * np_dtype(dtype).itemsize
+    return (shape[0], -(-shape[1] // bits))
+MASK_DTYPES = tuple(short_name(d) for d in _MASK_NP)
+
+
+def _mode(at) -> None:
+    m = at["mode"]
+    if m not in set(CmpMode):
+        raise OpError(f"mode {m!r} is not a compare mode",
+                      f"pass one of {', '.join('pl.CMP_' + c.name for c in CmpMode)}", "mode")
+
+
+def _compare(kind, a, at):
+    x = _tile(a, "a", VEC)
+    _same(x, _tile(a, "b", VEC), "cmp", "b")
+    _mode(at)
+    return TileValueType(mask_shape(x.shape), MASK_DTYPE, MemorySpace.Vec)
+
+
+def _compare_scalar(kind, a, at):
+    x = _tile(a, "a", VEC)
+    _scalar(a, "scalar")
+    _mode(at)
+    return TileValueType(mask_shape(x.shape), MASK_DTYPE, MemorySpace.Vec)
+
+
+def _select(kind, a, at):
+    m = _tile(a, "mask", VEC)
+    x = _tile(a, "a", VEC)
+    _same(x, _tile(a, "b", VEC), "select", "b")
+    _mask_of(m, x, "select")
+    return x
+
+
+def _mask_of(m: TileValueType, x: TileValueType, what: str) -> None:
+    if m.dtype not in MASK_DTYPES or m.shape != mask_shape(x.shape, m.dtype):
+        raise OpError(f"{what}: {describe(m)} is not a packed mask of {describe(x)}",
+                      "pass the mask pl.cmp / pl.cmps made of tiles of this shape", "mask")
+
+
+def _select_scalar(kind, a, at):
+    m = _tile(a, "mask", VEC)
+    x = _tile(a, "a", VEC)
+    _scalar(a, "scalar")
+    _mask_of(m, x, "selects")
+    return x
+
+
 def _subblock(kind, a, at):
     return INDEX
 
@@ -423,6 +625,31 @@ _FORMS = {
                        "with a scalar and a second tile"),
     "fill": ([("shape", "shape"), ("dtype", "dtype"), ("value", "value")], _full, ""),
     "convert": ([("a", "value"), ("dtype", "dtype")], _cast, ""),
+    "pow": ([("a", "value"), ("b", "value")], _binary, "element-wise power"),
+    "pows": ([("a", "value"), ("scalar", "value")], _scalar_op, "power by a scalar"),
+    "part": ([("a", "value"), ("b", "value")], _part, "over the union of two shapes"),
+    "row_bcast": ([("a", "value"), ("shape", "shape")], _row_bcast, "per-row broadcast"),
+    "col_bcast": ([("a", "value"), ("shape", "shape")], _col_bcast, "per-column broadcast"),
+    "row_arg": ([("a", "value")], _row_arg, "per-row index"),
+    "col_arg": ([("a", "value")], _col_arg, "per-column index"),
+    "TCONCAT": ([("a", "value"), ("b", "value")], _concat, ""),
+    "TTRANS": ([("a", "value")], _transpose, ""),
+    "TADDRELUCONV": ([("a", "value"), ("b", "value")], _add_relu_conv, ""),
+    "TCI": ([("shape", "shape"), ("dtype", "dtype"), ("start", "value")],
+            _generated("arange", "start", True), "start, start + 1, ... along one row"),
+    "TTRI": ([("shape", "shape"), ("dtype", "dtype"), ("diagonal", "value"), ("upper", "int", 0)],
+             _generated("tri", "diagonal", False),
+             "lower (upper=0): 1 where column <= row + diagonal; upper (1): column >= row + diagonal"),
+    "compare": ([("a", "value"), ("b", "value"), ("mode", "int", CmpMode.EQ)], _compare,
+                "packed predicate mask of a <mode> b"),
+    "compare_scalar": ([("a", "value"), ("scalar", "value"), ("mode", "int", CmpMode.EQ)],
+                       _compare_scalar, "packed predicate mask of a <mode> scalar"),
+    "select": ([("mask", "value"), ("a", "value"), ("b", "value")], _select, "mask ? a : b"),
+    "select_scalar": ([("mask", "value"), ("a", "value"), ("scalar", "value")], _select_scalar,
+                      "mask ? a : scalar"),
+    "TSORT32": ([("a", "value"), ("idx", "value")], _sort32, ""),
+    "TADDDEQRELU": ([("a", "value"), ("b", "value"), ("scale", "value")], _add_deq_relu, ""),
+    "TDEQUANT": ([("a", "value"), ("scale", "value"), ("offset", "value")], _dequant, ""),
 }
 
 
@@ -430,13 +657,14 @@ def _with_rules(op, infer_fn):
     """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on the result's dtype, which
     is the operands' for every vector form) and, for a constant scalar operand, its value
     rule: the same checks the instruction makes when it is issued."""
-    if op.form not in ("binary", "scalar", "unary", "row_expand", "col_expand", "ternary",
-                       "scalar_ternary", "row_reduce", "col_reduce", "fill"):
+    if op.form in ("load", "store", "move", "extract", "matmul", "matmul_acc", "convert"):
         return infer_fn
 
     def infer_checked(kind, a, at):
         t = infer_fn(kind, a, at)
-        d = np_dtype(t.dtype)
+        # the rule is on the source's dtype (the result's but for an index or converted result)
+        src = _t(a["a"]) if "a" in a else None
+        d = np_dtype(src.dtype if isinstance(src, TileValueType) else t.dtype)
         bad = op.dtype_error(d)
         if bad is not None:
             raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")
@@ -449,6 +677,9 @@ def _with_rules(op, infer_fn):
     return infer_checked
 
 
+#: the attributes of an operand form the instruction takes after its operands (the
+#: interpreter passes them, the writers spell them): TCMP(dst, a, b, mode)
+_ISA_ATTRS_OF_FORM = {"compare": ("mode",), "compare_scalar": ("mode",), "TTRI": ("upper",)}
 #: DSL name -> ISA name of the ops built from the catalogue (what the runtime issues)
 ISA_NAMES: dict = {}
 for _d in CATALOGUE.values():
@@ -457,15 +688,80 @@ for _d in CATALOGUE.values():
         _op(_d.dsl, _params, _with_rules(_d, _infer),
             doc=_d.doc or f"{_what} ({_d.name})")
         ISA_NAMES[_d.dsl] = _d.name
+#: DSL name -> the attributes its instruction takes after its operands (see _ISA_ATTRS_OF_FORM)
+ISA_ATTRS = {d.dsl: _ISA_ATTRS_OF_FORM[d.form] for d in CATALOGUE.values()
+             if d.dsl is not None and d.form in _ISA_ATTRS_OF_FORM}
 #: DSL names of the ops whose pto-isa form takes a scratch tile the size of their source
 #: (operand 0); the allocator gives it storage live while the op runs
 SCRATCH_OPS = frozenset(d.dsl for d in CATALOGUE.values() if d.dsl is not None and d.scratch)
+
+
+def scratch_type(dsl: str, source: TileValueType) -> TileValueType:
+    """The type of the scratch tile of op ``dsl`` (one of SCRATCH_OPS) whose source (operand
+    0) is ``source``: the source's shape, in the catalogue's SCRATCH_DTYPE where it has one."""
+    d = SCRATCH_DTYPE.get(ISA_NAMES[dsl])
+    return source if d is None else TileValueType(source.shape, short_name(d), source.space)
+
+
+def scratch_index(dsl: str, operand_types) -> int:
+    """Where the scratch tile of op ``dsl`` goes among its operands (``operand_types``, IR
+    order): last, or before the first scalar for the catalogue's SCRATCH_BEFORE_SCALAR."""
+    n = len(operand_types)
+    if ISA_NAMES.get(dsl) in SCRATCH_BEFORE_SCALAR:
+        return next((k for k, t in enumerate(operand_types) if not isinstance(t, TileValueType)), n)
+    return n
+
+
 _by = {}
 for _d in CATALOGUE.values():
     if _d.dsl is not None:
         _by.setdefault(_d.form, {})[_d.dsl] = _d.name
 BINARY, SCALAR, UNARY = _by["binary"], _by["scalar"], _by["unary"]
 ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["row_expand"]
+#: why a catalogue instruction has no ``pl`` form (every catalogue op has a DSL name or a
+#: reason here): what of the instruction the DSL's value semantics cannot say, or what the
+#: op table would need first
+_IN_PLACE = "reads and writes its destination in place; a DSL op makes a new tile"
+_TWO = "writes two result tiles; a DSL op has one result"
+_ATTR = ("takes a compile-time mode ({}) that no operand form of the op table carries to the "
+         "instruction yet (see _ISA_ATTRS_OF_FORM)")
+_NO_SPACE = "reads a {} tile, a memory the IR has no tile space for"
+_NO_RESULT = "has no result value; the op table's tile ops each make one"
+NO_DSL_FORM = {
+    "TMOV_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TEXTRACT_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TINSERT_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TSTORE_FP": _NO_SPACE.format("Scaling (fixpipe quant words)"),
+    "TMATMUL_BIAS": _NO_SPACE.format("Bias"),
+    "TGEMV_BIAS": _NO_SPACE.format("Bias"),
+    "TMATMUL_MX": _NO_SPACE.format("ScaleLeft / ScaleRight"),
+    "TGEMV_MX": _NO_SPACE.format("ScaleLeft / ScaleRight"),
+    "TGET_SCALE_ADDR": _NO_SPACE.format("ScaleLeft / ScaleRight"),
+    "TGEMV": "one-row TMATMUL with its own pto-isa checks; pl.matmul is TMATMUL (not yet a form)",
+    "TGEMV_ACC": "one-row TMATMUL_ACC; pl.matmul_acc is TMATMUL_ACC (not yet a form)",
+    "TAXPY": _IN_PLACE, "TMULADDDST": _IN_PLACE, "TFUSEDMULADD": _IN_PLACE,
+    "TFUSEDMULADDRELU": _IN_PLACE, "TSCATTER": _IN_PLACE, "TINSERT": _IN_PLACE,
+    "TINTERLEAVE": _TWO, "TDEINTERLEAVE": _TWO, "TPARTARGMAX": _TWO + " (value and index)",
+    "TPARTARGMIN": _TWO + " (value and index)",
+    "TMRGSORT": _TWO + " (the merged list and the per-list counts)",
+    "TQUANT": _ATTR.format("QuantType, with an offset tile in its asymmetric form"),
+    "THISTOGRAM": _ATTR.format("the byte counted"),
+    "TRANDOM": _ATTR.format("Philox key, counter and rounds"),
+    "TGATHER": "its pattern and compare forms take a MaskPattern / CmpMode plus a count result; its "
+               "index form's scratch tile has the index tile's type (ptoas on A2A3), not the source's "
+               "the allocator sizes scratch by (not yet a form)",
+    "TGATHERB": "reads 32-byte blocks at byte offsets of the source's storage; a DSL tile has "
+                "values, not an address",
+    "TFILLPAD": "pads outside the source's valid region; a DSL tile is valid over its whole shape",
+    "TFILLPAD_EXPAND": "pads outside the source's valid region; a DSL tile is valid over its whole "
+                       "shape",
+    "TFILLPAD_INPLACE": _IN_PLACE,
+    "TPACK": "ptoas's narrowing static_cast, which pto-isa's C++ has no function for; pl.cast is TCVT",
+    "TRESHAPE": "a view of another tile's storage; a DSL value owns its storage (the writers "
+                "emit TRESHAPE for row views themselves)",
+    "TSUBVIEW": "a view of another tile's storage; a DSL value owns its storage",
+    "TPRINT": _NO_RESULT, "TTRAP": _NO_RESULT, "TPREFETCH": _NO_RESULT,
+}
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
 # -- a Group function's calls of its AIC and AIV kernels (what ExpandMixedKernel emits)
 def _call(kind, a, at):

@@ -14,11 +14,12 @@ from .surface import (AUTO, BF16, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DI
                       TILE_NO_SPLIT, TILE_UP_DOWN, UP_DOWN, Acc, DType, Left, Mat, Right, Scalar,
                       Tensor, Tile, Vec, ZN, ZZ, bf16, bool_, f16, f32, i8, i16, i32, i64, index, u8, u32)
 
-from .surface import EVENT_IDS, PIPES
+from .surface import CMP_MODES, EVENT_IDS, PIPES
 
 globals().update(STUBS)
 globals().update(PIPES)         # pl.PIPE_MTE2, ... pl.PIPE_ALL
 globals().update(EVENT_IDS)     # pl.EVENT_ID0 .. pl.EVENT_ID7
+globals().update(CMP_MODES)     # pl.CMP_EQ .. pl.CMP_GE
 globals()["bool"] = bool_     # printed as pl.bool
 
 __all__ = ["AUTO", "Acc", "BF16", "CompileError", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM",
@@ -26,4 +27,4 @@ __all__ = ["AUTO", "Acc", "BF16", "CompileError", "DIR_BOTH", "DIR_BOTH_GM", "DI
            "LEFT_RIGHT", "Left", "Mat", "MemorySpace", "ND", "NO_SPLIT", "NZ", "Right", "Scalar",
            "TILE_LEFT_RIGHT", "TILE_NO_SPLIT", "TILE_UP_DOWN", "Tensor", "Tile", "UP_DOWN", "Vec", "ZN", "ZZ",
            "aic", "aiv", "bf16", "bool_", "f16", "f32", "i16", "i32", "i64", "i8", "incore",
-           "index", "parse", "program", "u32", "u8"] + sorted(STUBS) + sorted(PIPES) + sorted(EVENT_IDS)
+           "index", "parse", "program", "u32", "u8"] + sorted(STUBS) + sorted(PIPES) + sorted(EVENT_IDS) + sorted(CMP_MODES)

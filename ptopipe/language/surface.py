@@ -13,7 +13,7 @@ from ..errors import CompileError
 from ..ir.vocab import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
 from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileValueType
-from ..arch.vocab import Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
+from ..arch.vocab import CmpMode, Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
 
 
 class DType:
@@ -119,6 +119,8 @@ NO_SPLIT, UP_DOWN, LEFT_RIGHT = TILE_NO_SPLIT, TILE_UP_DOWN, TILE_LEFT_RIGHT
 # the pipes and event ids of pl.record_event / pl.wait_event / pl.barrier (pto-isa's names)
 PIPES = {p.name: p for p in SyncPipe}
 EVENT_IDS = {e.name: e for e in EventID}
+# the compare modes of pl.cmp / pl.cmps (pto-isa's CmpMode): pl.CMP_EQ ... pl.CMP_GE
+CMP_MODES = {f"CMP_{m.name}": m for m in CmpMode}
 
 
 class DSLOp:

@@ -11,6 +11,7 @@ import sys
 from ..arch.catalogue import OPS
 from ..arch.platform import PlatformID
 from ..codegen.pto_syntax import pto_op_name
+from ..ir.ops import NO_DSL_FORM
 
 #: operand form -> the operands, as the ISA takes them (destination first)
 FORMS = {
@@ -52,7 +53,8 @@ def page() -> str:
             "(`ptopipe/arch/catalogue.py`; `python -m ptopipe.report.isa_reference` prints this page).",
             "The ISA / C++ name is the pto-isa function (`TADD(dst, src0, src1)`; `from ptopipe.isa "
             "import *`), `.pto` the PTO-AS op (`pto.tadd ins(src0, src1) outs(dst)`: `outs` then `ins` "
-            "are the ISA's operands), DSL the `pl.<name>` of the `pl` language where it has one.  "
+            "are the ISA's operands), DSL the `pl.<name>` of the `pl` language where it has one, "
+            "else why it has none.  "
             "Cost: the vector unit's cycles per 256-byte repeat + head + tail (PLATFORMS.md); "
             "moves cost by path and bytes.  Semantics are pto-isa's ISA pages (`docs/isa/` in "
             "hw-native-sys/pto-isa), checked against numpy in `tests/isa/`.", "",
@@ -60,7 +62,7 @@ def page() -> str:
             "|---|---|---|---|---|---|---|---|"]
     for op in OPS.values():
         pto = pto_op_name(op.name)
-        dsl = f"`pl.{op.dsl}`" if op.dsl else ""
+        dsl = f"`pl.{op.dsl}`" if op.dsl else f"none: {NO_DSL_FORM[op.name]}".replace("|", "\\|")
         pipe = op.pipe.name if op.pipe is not None else "by operands"
         what = " ".join(op.doc.split()).replace("|", "\\|")
         rows.append(f"| `{op.name}` | `{pto}` | {dsl} | {FORMS.get(op.form, op.form)} | {pipe} | "

@@ -238,6 +238,8 @@ class Compiler:
         args = [self.get(v) for v in op.operands]
         at = op.attributes
         fn = _TILE_RESULT.get(op.spec.name)
+        if fn is not None and op.spec.name in irops.ISA_ATTRS:    # TCMP(dst, a, b, mode): attributes last
+            args = args + [repeat(at[k]).__next__ for k in irops.ISA_ATTRS[op.spec.name]]
         if fn is not None:
             out = partial(self.it.dest_tile, op)
             if len(args) == 1:

@@ -141,7 +141,7 @@ def _tmov_form(ex, s: Stmt, srcs: list) -> str:
 
 def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     """Op attributes a catalogue instruction takes as keywords (``maskPattern``, ``cmpMode``,
-    ``isMSB``)."""
+    ``isMSB``, ``upperOrLower``)."""
     out = {}
     v = s.attr("isMSB")                       # THISTOGRAM: the source's upper byte, or byte 0
     if v and v[0].text == "false":
@@ -158,6 +158,9 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     v = s.attr("offset") if s.name == "pto.tgather" else None    # compare form: the first index
     if v:
         out["offset"] = int(v[0].text)
+    v = s.attr("upperOrLower") if s.name == "pto.ttri" else None     # 1: the upper triangle
+    if v:
+        out["upper_or_lower"] = int(v[0].text)
     v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
     if v:
         out["exhausted"] = v[0].text == "true"
