@@ -319,7 +319,7 @@ def test_dsl_op_matches_numpy(name, platform):
 
 def _written(name, platform):
     prog, args, want, ops, rtol = _case(name)
-    op = compile_program(prog, platform)[0]
+    op = compile_program(prog, platform)
     notes = []
     return op, write_pto(op, platform, notes), notes, args, want, ops, rtol
 
@@ -388,7 +388,7 @@ def test_ptoas_takes_the_written_file_unless_noted(name, platform, tmp_path):
 
 def _cpp(name, platform="a2a3"):
     prog, args, want, ops, rtol = _case(name)
-    op = compile_program(prog, platform, protocol="pto-isa")[0]
+    op = compile_program(prog, platform, protocol="pto-isa")
     return op, write_cpp(op, platform), args, want, ops, rtol
 
 
