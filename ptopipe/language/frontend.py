@@ -14,7 +14,7 @@ from ..errors import CompileError, user_line
 from ..ir.nodes import Function, Program
 from ..ir.vocab import FunctionKind
 from ..ir.verifier import verify
-from .parser import FunctionParser, Source, error
+from .tree_parser import FunctionParser, Source, error
 
 _CORES = {"aic": FunctionKind.AIC, "aiv": FunctionKind.AIV, "mixed": FunctionKind.InCore,
           "incore": FunctionKind.InCore, "group": FunctionKind.Group}

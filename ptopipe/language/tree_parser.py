@@ -1,0 +1,748 @@
+"""DSL source -> IR.  Reads the Python AST of a ``pl`` kernel (like pypto / Triton), so
+loops stay loops: plain Python reassignment inside ``for`` / ``if`` becomes explicit
+loop-carried values / branch results in SSA form.
+
+Names that are not kernel values are compile-time constants looked up in the kernel's
+globals and closure (ints, floats, ``pl`` objects).  Every error is a
+:class:`~ptopipe.errors.CompileError` at ``file:line:col`` with a fix hint.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+
+from ..errors import CompileError
+from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, Function, If,
+                        ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
+from ..ir.vocab import AUTO, FunctionKind, Loc
+from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
+from ..ir.opdefs import scalar_result_type, unary_result_type
+from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
+from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
+                        TileValueType, describe)
+from .surface import DSLOp, DType
+
+_SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
+               ast.Div: "/", ast.BitOr: "|", ast.BitAnd: "&"}
+_PY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+       "%": operator.mod, "/": operator.truediv, "|": operator.or_, "&": operator.and_,
+       "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+       ">": operator.gt, ">=": operator.ge, "and": lambda a, b: a and b,
+       "or": lambda a, b: a or b}
+_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_TILE_BIN = {"+": ("add", "adds"), "-": ("sub", "subs"), "*": ("mul", "muls"),
+             "/": ("div", "divs")}
+_UNSUPPORTED = {
+    ast.While: "while loops are not supported; use `for i in pl.range(n)` with a static trip count",
+    ast.Try: "try/except is not supported in kernels; check inputs before launching the kernel",
+    ast.With: "`with` blocks are not supported in kernels; write the statements directly",
+    ast.Lambda: "lambdas are not supported in kernels; write the expression inline",
+    ast.ListComp: "comprehensions are not supported in kernels; write a `for i in pl.range(...)` loop",
+    ast.SetComp: "comprehensions are not supported in kernels; write a `for i in pl.range(...)` loop",
+    ast.DictComp: "comprehensions are not supported in kernels; write a `for i in pl.range(...)` loop",
+    ast.GeneratorExp: "generator expressions are not supported in kernels; use a pl.range loop",
+    ast.FunctionDef: "nested functions are not supported in kernels; define kernels at module level",
+    ast.AsyncFunctionDef: "nested functions are not supported in kernels",
+    ast.ClassDef: "classes are not supported inside kernels",
+    ast.Break: "break is not supported: pl.range loops have a static trip count; use `if`",
+    ast.Continue: "continue is not supported; guard the rest of the body with `if`",
+    ast.Raise: "raise is not supported in kernels",
+    ast.Assert: "assert is not supported in kernels; check at build time, outside the kernel",
+    ast.Import: "imports belong at module level, not inside kernels",
+    ast.ImportFrom: "imports belong at module level, not inside kernels",
+    ast.Global: "global is not supported in kernels",
+    ast.Nonlocal: "nonlocal is not supported in kernels",
+    ast.Delete: "del is not supported in kernels",
+    ast.IfExp: "conditional expressions are not supported; use an if statement",
+    ast.Dict: "dicts are not supported in kernels",
+    ast.Set: "sets are not supported in kernels",
+    ast.JoinedStr: "strings are not kernel values",
+    ast.Starred: "*args are not supported in kernels",
+    ast.Await: "await is not supported in kernels",
+    ast.Yield: "yield is not supported in kernels (pl.yield_ yields loop-carried values)",
+    ast.NamedExpr: "the walrus operator is not supported in kernels",
+}
+
+
+class Source:
+    """Where a kernel's AST came from, to turn AST positions into file:line:col."""
+
+    def __init__(self, file: str, line0: int = 0, col0: int = 0):
+        self.file, self.line0, self.col0 = file, line0, col0
+
+    def loc(self, node) -> Loc:
+        return Loc(self.file, getattr(node, "lineno", 1) + self.line0,
+                   getattr(node, "col_offset", 0) + self.col0 + 1)
+
+
+def error(src: Source, node, msg: str, fix: str | None = None) -> CompileError:
+    return CompileError(msg, where=str(src.loc(node)), fix=fix)
+
+
+def _assigned_names(stmts) -> list:
+    out = []
+    for s in stmts:
+        for n in ast.walk(s):
+            tgts = []
+            if isinstance(n, ast.Assign):
+                tgts = n.targets
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+                tgts = [n.target]
+            elif isinstance(n, ast.For):
+                tgts = [n.target]
+            for t in tgts:
+                for x in ast.walk(t):
+                    if isinstance(x, ast.Name) and x.id not in out:
+                        out.append(x.id)
+    return out
+
+
+def _is_call_to(node, ns_lookup, name: str) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    obj = ns_lookup(node.func)
+    return isinstance(obj, DSLOp) and obj.op == name
+
+
+class FunctionParser:
+    """Parses one ``def`` into an IR :class:`Function`."""
+
+    def __init__(self, fdef: ast.FunctionDef, kind: FunctionKind, ns: dict, src: Source,
+                 annotations: dict | None = None):
+        self.fdef, self.kind, self.ns, self.src = fdef, kind, ns, src
+        self.annotations = annotations or {}     # already evaluated (live functions)
+        self.env: dict = {}
+        self.defined: set = set()
+        self.taken = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | \
+                     {a.arg for a in fdef.args.args}
+
+    # -- helpers -----------------------------------------------------------------------
+    def err(self, node, msg, fix=None) -> CompileError:
+        return error(self.src, node, msg, fix)
+
+    def loc(self, node) -> Loc:
+        return self.src.loc(node)
+
+    def unsupported(self, node) -> CompileError:
+        what, _, fix = _UNSUPPORTED[type(node)].partition("; ")
+        return self.err(node, what, fix or "kernels use assignments, pl op calls, "
+                                           "`for i in pl.range(...)`, `if` and `return`")
+
+    def fresh(self, base: str) -> str:
+        if base not in self.defined:
+            self.defined.add(base)
+            return base
+        k = 1
+        while f"{base}_{k}" in self.defined or f"{base}_{k}" in self.taken:
+            k += 1
+        name = f"{base}_{k}"
+        self.defined.add(name)
+        return name
+
+    def define(self, name: str, type_, node) -> Var:
+        v = Var(self.fresh(name), type_, self.loc(node))
+        self.env[name] = v
+        return v
+
+    def lookup_ns(self, node):
+        """Evaluate a Name/Attribute chain in the kernel's namespace (None if not found)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return None
+            return self.ns.get(node.id, _MISSING)
+        if isinstance(node, ast.Attribute):
+            base = self.lookup_ns(node.value)
+            if base is None or base is _MISSING:
+                return base
+            return getattr(base, node.attr, _MISSING)
+        return None
+
+    def const_eval(self, node, what: str):
+        """A compile-time constant (attribute values, annotations, shapes)."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in self.env:
+                raise self.err(n, f"{what} must be a compile-time constant, but '{n.id}' is a "
+                                  "kernel value", "use a literal or a module-level / closure "
+                                  "constant")
+            if type(n) in _UNSUPPORTED:
+                raise self.unsupported(n)
+        try:
+            code = compile(ast.Expression(body=node), self.src.file, "eval")
+            return eval(code, dict(self.ns))    # noqa: S307 - the user's own kernel source
+        except CompileError:
+            raise
+        except NameError as e:
+            at = next((n for n in ast.walk(node) if isinstance(n, ast.Name)
+                       and n.id not in self.ns and f"'{n.id}'" in str(e)), node)
+            raise self.err(at, f"{what}: {e}", "define the constant at module level") from None
+        except Exception as e:   # a bad annotation / constant expression
+            raise self.err(node, f"{what}: {e}") from None
+
+    # -- function -------------------------------------------------------------------------
+    def parse(self) -> Function:
+        f = self.fdef
+        a = f.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+            raise self.err(f, "kernel parameters must be plain named parameters (no defaults, "
+                              "*args or **kwargs)", "list each tensor / scalar parameter with its type")
+        params = []
+        for arg in a.args:
+            if arg.annotation is None:
+                raise self.err(arg, f"parameter '{arg.arg}' has no type",
+                               f"annotate it, e.g. {arg.arg}: pl.Tensor[[M, N], pl.f32] or "
+                               f"{arg.arg}: pl.Scalar[pl.i32]")
+            t = self.annotations.get(arg.arg)
+            if t is None or isinstance(t, str):
+                t = self.const_eval(arg.annotation, f"type of parameter '{arg.arg}'")
+            if not isinstance(t, (TensorType, ScalarType)):
+                raise self.err(arg.annotation, f"parameter '{arg.arg}' has type {t!r}; kernel "
+                                               "parameters are GM tensors or scalars",
+                               "use pl.Tensor[[...], dtype] or pl.Scalar[dtype]")
+            params.append(self.define(arg.arg, t, arg))
+        body = f.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]     # docstring
+        stmts = self.block(body)
+        return Function(f.name, self.kind, tuple(params), tuple(stmts), self.loc(f))
+
+    # -- statements -----------------------------------------------------------------------
+    def block(self, stmts) -> list:
+        out = []
+        for s in stmts:
+            self.stmt(s, out)
+        return out
+
+    def stmt(self, s, out: list) -> None:
+        if type(s) in _UNSUPPORTED:
+            raise self.unsupported(s)
+        if isinstance(s, ast.Pass):
+            return
+        if isinstance(s, ast.Assign):
+            return self.assign(s, out)
+        if isinstance(s, ast.AugAssign):
+            if not isinstance(s.target, ast.Name):
+                raise self.err(s, "augmented assignment needs a plain name target")
+            val = self.binop(s, s.op, self.name_expr(s.target), self.expr(s.value))
+            out.append(Assign(self.define(s.target.id, val.type, s), val, self.loc(s)))
+            return
+        if isinstance(s, ast.AnnAssign):
+            if not isinstance(s.target, ast.Name) or s.value is None:
+                raise self.err(s, "annotated assignment needs a name and a value")
+            t = self.const_eval(s.annotation, f"type of '{s.target.id}'")
+            val = self.expr(s.value)
+            if val.type != t:
+                raise self.err(s.value, f"'{s.target.id}' is annotated {describe(t)} but the "
+                                        f"value is a {describe(val.type)}")
+            out.append(Assign(self.define(s.target.id, t, s), val, self.loc(s)))
+            return
+        if isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+                return   # a string statement (comment)
+            if not isinstance(s.value, ast.Call):
+                raise self.err(s, "an expression statement must be an op call",
+                               "assign the value to a name, or remove the statement")
+            if _is_call_to(s.value, self.lookup_ns, "yield_"):
+                raise self.err(s, "pl.yield_ must be the last statement of a loop / branch body "
+                                  "and assign the results: `x = pl.yield_(v)`")
+            e = self.expr(s.value)
+            out.append(ExprStmt(e, self.loc(s)))
+            return
+        if isinstance(s, ast.For):
+            return self.for_(s, out)
+        if isinstance(s, ast.If):
+            return self.if_(s, out)
+        if isinstance(s, ast.Return):
+            vals = ()
+            if s.value is not None:
+                v = s.value
+                items = v.elts if isinstance(v, ast.Tuple) else [v]
+                vals = tuple(self.expr(x) for x in items)
+                if self.kind in (FunctionKind.AIC, FunctionKind.AIV):
+                    raise self.err(s, "AIC/AIV kernels return no values",
+                                   "write results to an output tensor with pl.store")
+            out.append(Return(vals, self.loc(s)))
+            return
+        raise self.err(s, f"{type(s).__name__} statements are not supported in kernels",
+                       "use assignments, op calls, `for ... in pl.range(...)` and `if`")
+
+    def assign(self, s: ast.Assign, out: list) -> None:
+        if len(s.targets) != 1:
+            raise self.err(s, "chained assignment (a = b = ...) is not supported")
+        tgt = s.targets[0]
+        if _is_call_to(s.value, self.lookup_ns, "yield_"):
+            raise self.err(s, "pl.yield_ must be the last statement of a loop or branch body")
+        if not isinstance(tgt, ast.Name):
+            raise self.err(tgt, "only single-name assignment is supported (no tuple unpacking, "
+                                "subscripts or attributes)", "assign each value to its own name")
+        v = s.value
+        if _is_call_to(v, self.lookup_ns, "reserve_buffer"):
+            return out.append(self.reserve_buffer(tgt.id, v, s))
+        if _is_call_to(v, self.lookup_ns, "import_peer_buffer"):
+            return out.append(self.import_peer_buffer(tgt.id, v, s))
+        val = self.expr(v)
+        if val.type is NONE:
+            raise self.err(v, "this op has no result to assign", "call it as a statement")
+        out.append(Assign(self.define(tgt.id, val.type, tgt), val, self.loc(s)))
+
+    def _kw(self, call: ast.Call, allowed: tuple, required: tuple, what: str) -> dict:
+        if call.args:
+            raise self.err(call.args[0], f"{what} takes keyword arguments only",
+                           f"write {what}({', '.join(f'{k}=...' for k in allowed)})")
+        got = {}
+        for k in call.keywords:
+            if k.arg not in allowed:
+                raise self.err(k.value if k.arg is None else k, f"{what} has no argument {k.arg!r}",
+                               f"its arguments are {', '.join(allowed)}")
+            got[k.arg] = k.value
+        for r in required:
+            if r not in got:
+                raise self.err(call, f"{what} needs {r}=",
+                               "e.g. pl.reserve_buffer(name=\"c2v_slot_buffer\", size=SLOT_NUM * "
+                               "SLOT_SIZE, base=pl.AUTO)" if what == "pl.reserve_buffer" else
+                               "e.g. pl.import_peer_buffer(name=\"c2v_slot_buffer\", "
+                               "peer_func=my_vector_kernel)")
+        return got
+
+    def reserve_buffer(self, name: str, call: ast.Call, s) -> ReserveBuffer:
+        kw = self._kw(call, ("name", "size", "base"), ("name", "size"), "pl.reserve_buffer")
+        bname = self.const_eval(kw["name"], "reserve_buffer name")
+        if not isinstance(bname, str) or not bname:
+            raise self.err(kw["name"], "reserve_buffer name must be a non-empty string")
+        size = self.const_eval(kw["size"], "reserve_buffer size")
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise self.err(kw["size"], f"reserve_buffer size must be a positive number of bytes, "
+                                       f"got {size!r}", "size=SLOT_NUM * SLOT_SIZE")
+        base = AUTO
+        if "base" in kw:
+            base = self.const_eval(kw["base"], "reserve_buffer base")
+            if base is not AUTO and (not isinstance(base, int) or isinstance(base, bool)
+                                     or base < 0 or base % ALIGNMENT):
+                raise self.err(kw["base"], f"reserve_buffer base must be pl.AUTO or a {ALIGNMENT}-byte "
+                                           f"aligned address, got {base!r}",
+                               "use base=pl.AUTO to let the compiler choose")
+        space = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}.get(self.kind)
+        var = self.define(name, BufferType("reserve"), s.targets[0])
+        return ReserveBuffer(var, bname, int(size), base if base is AUTO else int(base), space,
+                             self.loc(s))
+
+    def import_peer_buffer(self, name: str, call: ast.Call, s) -> ImportPeerBuffer:
+        kw = self._kw(call, ("name", "peer_func"), ("name", "peer_func"), "pl.import_peer_buffer")
+        bname = self.const_eval(kw["name"], "import_peer_buffer name")
+        if not isinstance(bname, str) or not bname:
+            raise self.err(kw["name"], "import_peer_buffer name must be a non-empty string")
+        pf = kw["peer_func"]
+        if isinstance(pf, ast.Name):
+            peer = pf.id                      # may be defined later in the module
+        elif isinstance(pf, ast.Constant) and isinstance(pf.value, str):
+            peer = pf.value
+        elif isinstance(pf, ast.Attribute):
+            peer = pf.attr
+        else:
+            raise self.err(pf, "peer_func must name the paired consumer function",
+                           "peer_func=my_vector_kernel")
+        var = self.define(name, BufferType("import"), s.targets[0])
+        return ImportPeerBuffer(var, bname, peer, self.loc(s))
+
+    # loops and branches ---------------------------------------------------------------------
+    def _yield_stmt(self, stmts):
+        """(body without a trailing ``targets = pl.yield_(...)``, targets, value nodes)."""
+        if stmts:
+            last = stmts[-1]
+            if isinstance(last, ast.Assign) and _is_call_to(last.value, self.lookup_ns, "yield_"):
+                t = last.targets[0]
+                names = t.elts if isinstance(t, ast.Tuple) else [t]
+                if not all(isinstance(n, ast.Name) for n in names) or len(last.targets) != 1:
+                    raise self.err(last, "pl.yield_ results must be assigned to names")
+                if last.value.keywords:
+                    raise self.err(last.value, "pl.yield_ takes positional values only")
+                if len(names) != len(last.value.args):
+                    raise self.err(last, f"{len(names)} names for {len(last.value.args)} yielded values")
+                return stmts[:-1], [n.id for n in names], last.value.args, last
+        return stmts, [], [], None
+
+    def for_(self, s: ast.For, out: list) -> None:
+        if s.orelse:
+            raise self.err(s.orelse[0], "for ... else is not supported")
+        it = s.iter
+        if not _is_call_to(it, self.lookup_ns, "range"):
+            hint = ("use pl.range(...) instead of range(...)" if isinstance(it, ast.Call) and
+                    isinstance(it.func, ast.Name) and it.func.id == "range" else
+                    "loops iterate over pl.range(start, stop, step)")
+            raise self.err(it, "kernel loops must iterate over pl.range(...)", hint)
+        if len(it.args) not in (1, 2, 3):
+            raise self.err(it, "pl.range takes 1 to 3 positional arguments (stop | start, stop[, step])")
+        inits_ast = None
+        for k in it.keywords:
+            if k.arg != "init_values":
+                raise self.err(k, f"pl.range has no argument {k.arg!r}", "use init_values=(...)")
+            if not isinstance(k.value, (ast.Tuple, ast.List)):
+                raise self.err(k.value, "init_values must be a tuple")
+            inits_ast = k.value.elts
+        bounds = [self.expr(a) for a in it.args]
+        for a, b in zip(it.args, bounds):
+            if not isinstance(b.type, ScalarType):
+                raise self.err(a, f"loop bound is a {describe(b.type)}", "loop bounds are scalars")
+            if b.type.dtype in FLOAT_DTYPES:
+                raise self.err(a, f"loop bound is a {b.type.dtype} scalar: a trip count is a whole number",
+                               "use an integer (e.g. int(...) of the value when the kernel is built), "
+                               "or an index expression")
+        one = Const(1, INDEX)
+        start, stop, step = (Const(0, INDEX), bounds[0], one) if len(bounds) == 1 else \
+            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else one)
+        if isinstance(step, Const) and step.value == 0:
+            raise self.err(it, "pl.range step must not be 0")
+        tgt = s.target
+        explicit = []
+        if isinstance(tgt, ast.Tuple):
+            if len(tgt.elts) != 2 or not isinstance(tgt.elts[0], ast.Name) or \
+                    not isinstance(tgt.elts[1], ast.Tuple) or inits_ast is None:
+                raise self.err(tgt, "write `for i, (x, y) in pl.range(n, init_values=(x0, y0))`")
+            explicit = tgt.elts[1].elts
+            if len(explicit) != len(inits_ast) or not all(isinstance(n, ast.Name) for n in explicit):
+                raise self.err(tgt, "one loop-carried name per init value")
+            tgt = tgt.elts[0]
+        elif inits_ast is not None:
+            raise self.err(it, "init_values= needs `for i, (x, ...) in pl.range(...)`")
+        if not isinstance(tgt, ast.Name):
+            raise self.err(tgt, "the loop variable must be a plain name")
+        body_ast, ynames, yvals, ynode = self._yield_stmt(s.body)
+        if explicit and not ynames:
+            raise self.err(s, "a loop with init_values must end with `x = pl.yield_(v)`")
+        if ynames and len(ynames) != len(explicit):
+            raise self.err(ynode, f"the loop carries {len(explicit)} values but yields {len(ynames)}")
+        inits = [self.expr(x) for x in (inits_ast or [])]
+        # implicit loop-carried values: names reassigned in the body that exist before it
+        carried = [n for n in _assigned_names(body_ast) if n in self.env
+                   and n not in [e.id for e in explicit] and n != tgt.id]
+        carried = [n for n in carried if not isinstance(self.env[n].type, BufferType)]
+        before = dict(self.env)
+        ivar = self.define(tgt.id, INDEX, tgt)
+        iter_args = [self.define(n.id, v.type, n) for n, v in zip(explicit, inits)]
+        for n in carried:
+            init = before[n]
+            inits.append(init)
+            iter_args.append(self.define(n, init.type, s))
+        body = self.block(body_ast)
+        yields = [self.expr(v) for v in yvals] + [self.env[n] for n in carried]
+        last = {}
+        for x in ast.walk(ast.Module(body=list(body_ast), type_ignores=[])):
+            if isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for t in (x.targets if isinstance(x, ast.Assign) else [x.target]):
+                    if isinstance(t, ast.Name):
+                        last[t.id] = x
+        for v, y, node in zip(iter_args, yields,
+                              list(yvals) + [last.get(n, s) for n in carried]):
+            if v.type != y.type:
+                raise self.err(node, f"loop-carried '{v.name}' starts as {describe(v.type)} but "
+                                     f"the loop body makes it a {describe(y.type)}",
+                               "a value carried across iterations must keep its type")
+        self.env = before
+        results = [self.define(n, v.type, ynode or s) for n, v in zip(ynames, iter_args)]
+        results += [self.define(n, v.type, s) for n, v in zip(carried, iter_args[len(ynames):])]
+        out.append(For(ivar, start, stop, step, tuple(iter_args), tuple(inits), tuple(body),
+                       tuple(yields), tuple(results), self.loc(s)))
+
+    def if_(self, s: ast.If, out: list) -> None:
+        cond = self.expr(s.test)
+        if not isinstance(cond.type, ScalarType):
+            raise self.err(s.test, f"if condition is a {describe(cond.type)}", "compare scalars")
+        if isinstance(cond, Const):     # compile-time condition: keep the taken branch only
+            for x in (s.body if cond.value else s.orelse):
+                self.stmt(x, out)
+            return
+        before = dict(self.env)
+        then_ast, tnames, tvals, tnode = self._yield_stmt(s.body)
+        else_ast, enames, evals, enode = self._yield_stmt(s.orelse)
+        if tnames != enames:
+            raise self.err(tnode or enode or s, "both branches must yield the same names",
+                           "end both branches with the same `x = pl.yield_(...)`")
+        then = self.block(then_ast)
+        tys = [self.expr(v) for v in tvals]
+        tenv = self.env
+        self.env = dict(before)
+        els = self.block(else_ast)
+        eys = [self.expr(v) for v in evals]
+        eenv = self.env
+        self.env = before
+        assigned = [n for n in _assigned_names(then_ast) + _assigned_names(else_ast)]
+        names = []
+        for n in assigned:
+            if n in names or n in tnames:
+                continue
+            in_t, in_e = tenv.get(n) is not before.get(n), eenv.get(n) is not before.get(n)
+            if (n in before and (in_t or in_e)) or (n in tenv and n in eenv and in_t and in_e):
+                names.append(n)
+        for n in names:
+            tys.append(tenv[n])
+            eys.append(eenv[n])
+        results = []
+        for n, a, b in zip(tnames + names, tys, eys):
+            if a.type != b.type:
+                raise self.err(s, f"'{n}' is a {describe(a.type)} after the if branch but a "
+                                  f"{describe(b.type)} after the else branch",
+                               "both branches must give it the same type")
+            results.append(self.define(n, a.type, tnode or s))
+        out.append(If(cond, tuple(then), tuple(els), tuple(tys), tuple(eys), tuple(results),
+                      self.loc(s)))
+
+    # -- expressions ----------------------------------------------------------------------
+    def name_expr(self, node: ast.Name):
+        if node.id in self.env:
+            v = self.env[node.id]
+            return Var(v.name, v.type, self.loc(node))
+        obj = self.ns.get(node.id, _MISSING)
+        if obj is _MISSING:
+            raise self.err(node, f"name '{node.id}' is not defined",
+                           "define it before use (kernel values) or at module level (constants)")
+        return self.constant(obj, node)
+
+    def constant(self, obj, node):
+        if isinstance(obj, bool):
+            return Const(obj, BOOL, self.loc(node))
+        if isinstance(obj, int):
+            return Const(int(obj), INDEX, self.loc(node))
+        if isinstance(obj, float):
+            return Const(obj, ScalarType("f32"), self.loc(node))
+        if obj is None:
+            return Const(None, NONE, self.loc(node))
+        if isinstance(obj, DSLOp):
+            raise self.err(node, f"pl.{obj.dsl} is an op; call it", f"write pl.{obj.dsl}(...)")
+        raise self.err(node, f"{type(obj).__name__} value {obj!r} cannot be used in a kernel",
+                       "kernels use tensors, tiles, scalars and int/float constants")
+
+    def expr(self, node):
+        if type(node) in _UNSUPPORTED:
+            raise self.unsupported(node)
+        if isinstance(node, ast.Name):
+            return self.name_expr(node)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                raise self.err(node, "strings are not kernel values")
+            return self.constant(node.value, node)
+        if isinstance(node, ast.BinOp):
+            return self.binop(node, node.op, self.expr(node.left), self.expr(node.right))
+        if isinstance(node, ast.UnaryOp):
+            v = self.expr(node.operand)
+            if isinstance(node.op, ast.UAdd):
+                return v
+            op = "-" if isinstance(node.op, ast.USub) else "not" if isinstance(node.op, ast.Not) else None
+            if op is None:
+                raise self.err(node, "unsupported unary operator")
+            if isinstance(v.type, TileValueType) and op == "-":
+                return self.make_call("neg", node, {"a": v}, {}, {})
+            if not isinstance(v.type, ScalarType):
+                raise self.err(node, f"operator {op} on a {describe(v.type)}")
+            if isinstance(v, Const):
+                return Const(-v.value if op == "-" else (not v.value), v.type if op == "-" else BOOL,
+                             self.loc(node))
+            return UnaryOp(op, v, unary_result_type(op, v.type), self.loc(node))
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise self.err(node, "chained comparisons are not supported", "use `and`")
+            op = _CMP.get(type(node.ops[0]))
+            if op is None:
+                raise self.err(node, "only == != < <= > >= comparisons are supported")
+            lhs, rhs = self.expr(node.left), self.expr(node.comparators[0])
+            return self.scalar_binop(node, op, lhs, rhs, BOOL)
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            acc = self.expr(node.values[0])
+            for x in node.values[1:]:
+                acc = self.scalar_binop(node, op, acc, self.expr(x), BOOL)
+            return acc
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in self.env:
+                v = self.name_expr(node.value)
+                if isinstance(v.type, BufferType) and node.attr in ("base", "size"):
+                    return BufferAttr(v, node.attr, INDEX, self.loc(node))
+                raise self.err(node, f"'{node.value.id}' ({describe(v.type)}) has no attribute "
+                                     f"'{node.attr}'", "buffers have .base and .size")
+            obj = self.lookup_ns(node)
+            if obj is _MISSING:
+                raise self.err(node, f"'{ast.unparse(node)}' is not defined",
+                               "see `import ptopipe.language as pl; dir(pl)` for the ops")
+            return self.constant(obj, node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err(node, "a list is not a kernel value here")
+        if isinstance(node, ast.Subscript):
+            raise self.err(node, "subscripts are not supported on kernel values",
+                           "use pl.load(tensor, offsets, shape) for a block of a tensor")
+        raise self.err(node, f"{type(node).__name__} expressions are not supported in kernels")
+
+    def scalar_binop(self, node, op, lhs, rhs, rtype=None):
+        for x in (lhs, rhs):
+            if not isinstance(x.type, ScalarType):
+                raise self.err(node, f"operator {op} on a {describe(x.type)}",
+                               "use pl ops (pl.add, pl.adds, ...) on tiles")
+        if isinstance(lhs, Const) and isinstance(rhs, Const):
+            try:
+                val = _PY[op](lhs.value, rhs.value)
+            except ZeroDivisionError:
+                raise self.err(node, "division by zero in a constant expression") from None
+            return self.constant(val, node)
+        if rtype is None:
+            rtype = scalar_result_type(op, lhs.type, rhs.type)
+        return BinOp(op, lhs, rhs, rtype, self.loc(node))
+
+    def binop(self, node, astop, lhs, rhs):
+        op = _SCALAR_OPS.get(type(astop))
+        if op is None:
+            raise self.err(node, f"operator {type(astop).__name__} is not supported")
+        tl, tr = isinstance(lhs.type, TileValueType), isinstance(rhs.type, TileValueType)
+        if tl or tr:
+            if op not in _TILE_BIN:
+                raise self.err(node, f"operator {op} is not defined on tiles")
+            tile_op, scal_op = _TILE_BIN[op]
+            if tl and tr:
+                return self.make_call(tile_op, node, {"a": lhs, "b": rhs}, {}, {})
+            if tl:
+                return self.make_call(scal_op, node, {"a": lhs, "scalar": rhs}, {}, {})
+            raise self.err(node, "put the tile first: tile op scalar", "e.g. x + 1.0, not 1.0 + x")
+        return self.scalar_binop(node, op, lhs, rhs)
+
+    def call(self, node: ast.Call):
+        obj = self.lookup_ns(node.func)
+        if obj is None:
+            raise self.err(node.func, f"'{ast.unparse(node.func)}' is a kernel value, not an op")
+        if obj is _MISSING:
+            name = ast.unparse(node.func)
+            raise self.err(node.func, f"unknown op '{name}'",
+                           "see dir(ptopipe.language) for the ops; Python builtins and other "
+                           "functions cannot be called inside kernels")
+        if not isinstance(obj, DSLOp):
+            raise self.err(node.func, f"'{ast.unparse(node.func)}' is not a pl op",
+                           "only pl ops can be called inside kernels")
+        if obj.op in ("range", "yield_", "reserve_buffer", "import_peer_buffer"):
+            where = {"range": "as the iterable of a for loop", "yield_": "as the last statement "
+                     "of a loop / branch body", "reserve_buffer": "as `buf = pl.reserve_buffer(...)`",
+                     "import_peer_buffer": "as `buf = pl.import_peer_buffer(...)`"}[obj.op]
+            raise self.err(node, f"pl.{obj.op} can only be used {where}")
+        spec = lookup(obj.op)
+        # bind arguments to the op's parameters
+        params = spec.params
+        bound, nodes = {}, {}
+        if len(node.args) > len(params):
+            raise self.err(node.args[len(params)], f"pl.{spec.dsl} takes at most {len(params)} "
+                                                   f"arguments ({', '.join(p.name for p in params)})")
+        for p, a in zip(params, node.args):
+            if isinstance(a, ast.Starred):
+                raise self.unsupported(a)
+            bound[p.name], nodes[p.name] = a, a
+        names = {p.name: p for p in params}
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.err(k.value, "**kwargs are not supported in kernels")
+            if k.arg not in names:
+                raise self.err(k, f"pl.{spec.dsl} has no argument {k.arg!r}",
+                               f"its arguments are {', '.join(names)}")
+            if k.arg in bound:
+                raise self.err(k, f"pl.{spec.dsl} got {k.arg!r} twice")
+            bound[k.arg], nodes[k.arg] = k.value, k.value
+        args, attrs = {}, {}
+        for p in params:
+            a = bound.get(p.name)
+            if a is None:
+                if p.default is REQUIRED:
+                    raise self.err(node, f"pl.{spec.dsl} needs argument {p.name!r}",
+                                   f"pl.{spec.dsl}({', '.join(q.name for q in params)})")
+                if p.operand:
+                    args[p.name] = Const(p.default, INDEX if isinstance(p.default, int) else NONE)
+                else:
+                    attrs[p.name] = p.default
+                continue
+            if p.kind == "value":
+                args[p.name] = self.expr(a)
+            elif p.kind == "values":
+                if not isinstance(a, (ast.List, ast.Tuple)):
+                    raise self.err(a, f"{p.name} must be a list, e.g. [row, col]")
+                args[p.name] = ExprList(tuple(self.expr(x) for x in a.elts), None, self.loc(a))
+            else:
+                attrs[p.name] = self.attr_value(p, a, spec)
+        return self.make_call(spec.name, node, args, attrs, nodes)
+
+    def attr_value(self, p, a, spec):
+        v = self.const_eval(a, f"argument {p.name!r} of pl.{spec.dsl}")
+        k = p.kind
+        bad = None
+        if k == "shape":
+            if isinstance(v, (list, tuple)) and v and all(isinstance(x, int) and not isinstance(x, bool)
+                                                           and x > 0 for x in v):
+                return tuple(int(x) for x in v)
+            bad = "a list of positive integers, e.g. [16, 32]"
+        elif k == "dtype":
+            if isinstance(v, DType):
+                return v.name
+            if v is None and p.default is None:
+                return None
+            bad = "a pl dtype such as pl.f32"
+        elif k == "space":
+            if isinstance(v, MemorySpace):
+                return v
+            bad = "a memory space: pl.Vec, pl.Mat, pl.Left, pl.Right or pl.Acc"
+        elif k == "split":
+            if isinstance(v, int) and int(v) in SPLITS:
+                return TileSplitAxis(v)
+            bad = "pl.TILE_NO_SPLIT, pl.TILE_UP_DOWN or pl.TILE_LEFT_RIGHT"
+        elif k == "dir":
+            if v is None and p.default is None:
+                return None
+            if isinstance(v, int) and int(v) in DIRS:
+                return Direction(v)
+            bad = "a direction: pl.DIR_C2V, pl.DIR_V2C or pl.DIR_C2V | pl.DIR_V2C"
+        elif k == "pipe":
+            if isinstance(v, SyncPipe):
+                return v
+            bad = "a pipe: pl.PIPE_MTE2, pl.PIPE_V, ... (pl.PIPE_ALL for pl.barrier)"
+        elif k == "int":
+            if v is None and p.default is None:
+                return None
+            if isinstance(v, int) and not isinstance(v, bool):
+                return int(v)
+            bad = "an integer constant"
+        elif k == "layout":
+            if v is None or isinstance(v, TileLayout):
+                return v
+            bad = "a tile layout: pl.ND, pl.DN, pl.NZ, pl.ZN or pl.ZZ"
+        elif k == "symbol":
+            name = getattr(getattr(v, "ir", None), "name", v)
+            if isinstance(name, str) and name:
+                return name
+            bad = "a function: a @pl kernel or its name"
+        elif k == "type":
+            if isinstance(v, (TileValueType, TensorType)):
+                return v
+            bad = "a type: pl.Tile[[rows, cols], dtype, space] or pl.Tensor[[...], dtype]"
+        raise self.err(a, f"argument {p.name!r} of pl.{spec.dsl} must be {bad}, got {v!r}")
+
+    def make_call(self, op: str, node, args: dict, attrs: dict, nodes: dict):
+        spec = lookup(op)
+        for p in spec.attr_params:
+            attrs.setdefault(p.name, None if p.default is REQUIRED else p.default)
+        try:
+            if spec.role is not None:            # a cross-core op: its direction
+                attrs["direction"] = canonical_direction(spec, self.kind, attrs)
+            t = infer(spec, self.kind, args, attrs)
+            if isinstance(t, TileValueType) and self.kind in (FunctionKind.AIC, FunctionKind.AIV) \
+                    and (t.space is MemorySpace.Vec) != (self.kind is FunctionKind.AIV):
+                core = "Vector" if self.kind is FunctionKind.AIV else "Cube"
+                raise OpError(f"the result is a {describe(t)}, which a {core} core cannot hold "
+                              f"({'only Vec tiles' if core == 'Vector' else 'no Vec tiles'})",
+                              "Vector kernels work on Vec tiles (UB); Cube kernels on "
+                              "Mat/Left/Right/Acc tiles", "space")
+        except OpError as e:
+            at = nodes.get(e.param, node)
+            raise self.err(at, e.about(spec.dsl, f"pl.{spec.dsl}"), e.fix) from None
+        ordered = tuple((p.name, attrs[p.name]) for p in spec.attr_params)
+        return Call(spec.name, tuple(args[p.name] for p in spec.operands), ordered, t,
+                    self.loc(node))
+
+
+class _Missing:
+    def __repr__(self):
+        return "<missing>"
+
+
+_MISSING = _Missing()
