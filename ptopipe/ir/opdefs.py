@@ -127,9 +127,14 @@ def _v_program(op, ctx):
     _shape(op, ctx, 0, 0, 1, ("sym_name",))
     if op.parent is not None:
         raise ctx.error("pl.program must be the top-level op", op)
+    seen = set()
     for f in _single_block(op, ctx, 0):
         if not f.is_a(FuncOp):
             raise ctx.error(f"a pl.program holds pl.func ops, not {f.name}", f)
+        name = f.attributes.get("sym_name")
+        if name in seen:
+            raise ctx.error(f"two functions are called {name!r}", f)
+        seen.add(name)
 
 
 def _v_func(op, ctx):
@@ -1021,6 +1026,11 @@ def _top_level(op, ctx, what):
                         "declare ring buffers at the top of the kernel")
 
 
+#: where a kernel of each core kind keeps the ring it reserves (a mixed function's ring gets
+#: its space when the compiler splits it)
+RING_SPACE_OF_KIND = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}
+
+
 class ReserveBufferOp(OpClass):
     """The consumer's ring buffer: ``size`` bytes at ``base`` (AUTO: AllocateMemory places
     it) in ``memory_space``; its ``buffer_name`` is what the producer imports."""
@@ -1046,6 +1056,16 @@ class ReserveBufferOp(OpClass):
         if base is not AUTO and (not isinstance(base, int) or base < 0 or base % ALIGNMENT):
             raise ctx.error(f"reserve_buffer base {base!r} is not a {ALIGNMENT}-byte aligned "
                             "address", op, f"use base=pl.AUTO or a multiple of {ALIGNMENT}")
+        if ctx.func is not None:
+            want = RING_SPACE_OF_KIND.get(ctx.kind)
+            if want is not None and op.memory_space != want:
+                raise ctx.error(f"reserve_buffer in a {ctx.kind.value} function lives in "
+                                f"{want}, not {op.memory_space}", op)
+            first = next(o for o in op.parent if o.is_a(ReserveBufferOp)
+                         and o.buffer_name == op.buffer_name)
+            if first is not op:
+                raise ctx.error(f"reserve_buffer name {op.buffer_name!r} is declared twice in "
+                                f"{ctx.func}", op)
         cls.check_fields(op, ctx)
 
 
