@@ -12,8 +12,9 @@ import os
 import sys
 
 from ..errors import ConfigError
-from ..ir import Program, print_ir, to_source
-from ..language.frontend import DSLFunction
+from ..ir import Operation, print_ir, to_source
+from ..ir.opdefs import ProgramOp
+from ..language.frontend import DSLFunction, program
 from ..runtime import KernelSet
 from ..isa.scenario import Scenario
 from .loader import load_module, pick_variants
@@ -47,7 +48,7 @@ def add_parser(sub) -> None:
 
 
 def programs_of(mod, variant: str | None = None) -> list:
-    """The tree-IR Programs a loaded kernel module defines (see the module doc)."""
+    """The programs (``pl.program`` ops) a loaded kernel module defines (see the module doc)."""
     found, seen = [], set()
 
     def add(p):
@@ -57,7 +58,7 @@ def programs_of(mod, variant: str | None = None) -> list:
 
     values = list(vars(mod).values())
     for v in values:
-        if isinstance(v, Program):
+        if isinstance(v, Operation) and v.is_a(ProgramOp):
             add(v)
     scenarios = [v for v in values if isinstance(v, Scenario)]
     for ks in (v for v in values if isinstance(v, KernelSet)):
@@ -67,10 +68,9 @@ def programs_of(mod, variant: str | None = None) -> list:
         elif not ks.params:
             add(ks.source())
     if not found:
-        fns = [v.ir for v in values if isinstance(v, DSLFunction)]
+        fns = [v for v in values if isinstance(v, DSLFunction)]
         if fns:
-            add(Program(getattr(mod, "__name__", "program").removeprefix("ptopipe_kernel_"),
-                        tuple(fns)))
+            add(program(*fns, name=getattr(mod, "__name__", "program").removeprefix("ptopipe_kernel_")))
     return found
 
 
@@ -116,7 +116,7 @@ def main(args) -> int:
     texts = []
     for prog in progs:
         if args.print_after_all:
-            print(f"// ===== {prog.name} =====")
+            print(f"// ===== {prog.sym_name} =====")
         op, tree, warnings = compile_program(prog, platform, args.passes,
                                              protocol=protocol,
                                              print_after_all=args.print_after_all, stream=sys.stdout,

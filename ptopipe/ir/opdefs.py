@@ -638,6 +638,18 @@ class ProgramOp(OpClass):
         """The block of the program's functions."""
         return self.regions[0].blocks[0]
 
+    @property
+    def functions(self) -> list:
+        """The program's ``pl.func`` ops, in order."""
+        return list(self.regions[0].blocks[0])
+
+    def function(self, name: str):
+        """The function called ``name`` (None: none)."""
+        return next((f for f in self.regions[0].blocks[0] if f.sym_name == name), None)
+
+    def by_kind(self, kind: FunctionKind) -> list:
+        return [f for f in self.regions[0].blocks[0] if f.kind is kind]
+
 
 class FuncOp(OpClass):
     __slots__ = ()
@@ -653,6 +665,11 @@ class FuncOp(OpClass):
     def body(self):
         """The entry block (its arguments are the parameters)."""
         return self.regions[0].blocks[0]
+
+    @property
+    def params(self) -> list:
+        """The parameters: the entry block's arguments."""
+        return self.regions[0].blocks[0].args
 
 
 class ReturnOp(OpClass):

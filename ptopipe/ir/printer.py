@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .nodes import (Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList, ExprStmt, For, Function, If,
                     ImportPeerBuffer, Program, ReserveBuffer, Return, UnaryOp, Var)
+from .core import Operation
 from .vocab import AUTO, FunctionKind
 from .ops import DIRS, REQUIRED as _REQ, SPLITS, lookup
 from ..arch.vocab import TileLayout
@@ -144,6 +145,9 @@ def print_body(body, kind, depth: int) -> list:
 
 
 def print_function(f: Function) -> str:
+    if isinstance(f, Operation):         # a pl.func op: printed through its tree form
+        from .convert import op_to_function
+        f = op_to_function(f)
     params = ", ".join(f"{p.name}: {p.type}" for p in f.params)
     deco = _DECOR[f.kind]
     opts = ([f"split=pl.{SPLITS[f.split]}"] if f.split is not None else []) + \
@@ -157,6 +161,9 @@ def print_function(f: Function) -> str:
 
 def print_program(p: Program) -> str:
     """The whole program as a DSL module (``pl.parse`` reads it back)."""
+    if isinstance(p, Operation):         # a pl.program op: printed through its tree form
+        from .convert import to_tree
+        p = to_tree(p)
     parts = ["import ptopipe.language as pl\n"]
     for f in p.functions:
         parts.append("\n" + print_function(f))
@@ -166,6 +173,9 @@ def print_program(p: Program) -> str:
 
 
 def to_source(node) -> str:
+    if isinstance(node, Operation):      # a pl.program op: printed through its tree form
+        from .convert import to_tree
+        node = to_tree(node)
     if isinstance(node, Program):
         return print_program(node)
     if isinstance(node, Function):

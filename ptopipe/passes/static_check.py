@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.convert import to_ops
-from ..ir.nodes import Program
 from ..ir.vocab import FunctionKind
 from . import verify_pipes
 from .manager import CANONICAL_ORDER, FRONT_END, PassContext, PassManager
@@ -18,9 +17,10 @@ from .manager import CANONICAL_ORDER, FRONT_END, PassContext, PassManager
 BACK_END = CANONICAL_ORDER[CANONICAL_ORDER.index("verify-pipes") + 1:]
 
 
-def verify_program(program: Program, platform="a2a3", protocol="spec", scalars: dict | None = None,
+def verify_program(program, platform="a2a3", protocol="spec", scalars: dict | None = None,
                    warnings: list | None = None) -> list:
-    """Every finding of the static checks on ``program`` (a tree Program) for ``platform``
+    """Every finding of the static checks on ``program`` (a ``pl.program`` op, left as it is:
+    the checks run on a copy) for ``platform``
     (a Platform or its name) under ``protocol``, as CompileErrors (empty: it passed);
     ``scalars``: scalar parameter values to verify with (a run's trip counts; others are
     unknowns); notes about checks that were skipped go to ``warnings``."""
@@ -29,7 +29,7 @@ def verify_program(program: Program, platform="a2a3", protocol="spec", scalars: 
     op = to_ops(program)
     try:
         front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
-        if program.by_kind(FunctionKind.InCore):        # verify the kernels they become
+        if op.by_kind(FunctionKind.InCore):             # verify the kernels they become
             op = front.run(op, ctx)
             rest, have = BACK_END, front.provides
         found = verify_pipes.verify(op, platform, warnings, protocol, scalars)

@@ -16,7 +16,8 @@ from ..isa import current_core
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
 from ..ir.layout import plan_program
-from ..ir.convert import to_ops
+from ..ir.convert import to_ops, to_tree
+from ..ir.core import Operation
 from ..ir.pipe_config import pipe_config_mismatches
 
 
@@ -37,8 +38,10 @@ class _Compiled:
     """A program with its memory plan, ready to interpret."""
 
     def __init__(self, program: Program, compiled_from_mixed: bool = False):
-        self.program = program
-        self.layouts = plan_program(program)
+        # the interpreter and the allocator run the statement tree: a pl.program op (what
+        # the DSL builds) is converted here
+        self.program = to_tree(program) if isinstance(program, Operation) else program
+        self.layouts = plan_program(self.program)
         self.compiled_from_mixed = compiled_from_mixed
         self._pipes_checked = set()
 
@@ -98,7 +101,7 @@ class KernelSet:
         self._compiler = compiler if compiler is not None else default_compiler
         self._cache = {}
         self._built = {}            # parameter values -> the builder's program, as written
-        if isinstance(source, Program):
+        if isinstance(source, (Program, Operation)):
             self._static = None if has_mixed(source) else _Compiled(source)
             self._source = source
             self._params = ()
@@ -127,7 +130,7 @@ class KernelSet:
         c = self._cache.get(key)
         if c is None:
             prog = self.source(**args)        # built once per parameter set
-            if not isinstance(prog, Program):
+            if not isinstance(prog, (Program, Operation)):
                 raise ConfigError(f"{self._builder.__name__} must return pl.program(...), got "
                                   f"{type(prog).__name__}")
             if has_mixed(prog):

@@ -7,6 +7,7 @@ import os
 import pytest
 
 import ptopipe.language as pl
+from ptopipe.ir.convert import to_tree
 from ptopipe import CompileError
 from ptopipe.ir import (AUTO, Assign, BufferType, Call, Const, ExprStmt, For, Function,
                         FunctionKind, ImportPeerBuffer, Loc, MemorySpace, Program, ReserveBuffer,
@@ -29,7 +30,7 @@ def _example_programs():
     progs = [s5.PROGRAM, s4.build(pl.TILE_UP_DOWN), s4.build(pl.TILE_LEFT_RIGHT)]
     for v in s1.VARIANTS.values():
         progs.append(s1.build(**v))
-    return progs
+    return [to_tree(p) for p in progs]                  # the statement-tree form
 
 
 def test_every_example_round_trips():
@@ -37,14 +38,14 @@ def test_every_example_round_trips():
     assert len(progs) > 20
     for prog in progs:
         text = print_program(prog)
-        again = pl.parse(text, filename="<printed>")
+        again = to_tree(pl.parse(text, filename="<printed>"))
         assert again == prog, first_difference(prog, again)
         assert print_program(again) == text
 
 
 def test_structural_equality_ignores_locations_but_not_names():
     prog = _example_programs()[0]
-    again = pl.parse(print_program(prog))
+    again = to_tree(pl.parse(print_program(prog)))
     f0, f1 = prog.functions[0], again.functions[0]
     assert f0.loc != f1.loc and f0 == f1
     renamed = dataclasses.replace(f1, name="other")
@@ -64,7 +65,7 @@ def k(x: pl.Tensor[[16, 32], pl.f32], n: pl.Scalar[pl.i32]):
             t = pl.exp(t)
     pl.store(t, [0, 0], x)
 '''
-    prog = pl.parse(src)
+    prog = to_tree(pl.parse(src))
     loop = prog.functions[0].body[1]
     assert isinstance(loop, For) and [v.name for v in loop.iter_args] == ["t_1"]
     branch = loop.body[1]
@@ -72,7 +73,7 @@ def k(x: pl.Tensor[[16, 32], pl.f32], n: pl.Scalar[pl.i32]):
     assert loop.yields[0].name == "t_4" and loop.results[0].name == "t_5"
     text = print_program(prog)
     assert "init_values=(t,)" in text and "t_5 = pl.yield_(t_4)" in text
-    assert pl.parse(text) == prog
+    assert to_tree(pl.parse(text)) == prog
 
 
 def _bufs():
@@ -125,7 +126,7 @@ def test_verifier_checks_reserve_buffer_placement_and_peers():
 
 def test_auto_bases_resolve_without_overlap_and_imports_follow():
     s4 = _load("s4_both_ways")
-    prog = s4.build(pl.TILE_UP_DOWN)
+    prog = to_tree(s4.build(pl.TILE_UP_DOWN))
     lays = plan_program(prog)
     vec = lays["vector"]
     base, size = vec.buffers["c2v_buf"]
@@ -137,7 +138,7 @@ def test_auto_bases_resolve_without_overlap_and_imports_follow():
     rb = [s for s in resolved.function("vector").body if isinstance(s, ReserveBuffer)][0]
     assert rb.base == base
     assert "base=pl.AUTO" not in print_program(resolved).split("def vector")[1].split("\n")[1]
-    assert pl.parse(print_program(resolved)) == resolved
+    assert to_tree(pl.parse(print_program(resolved))) == resolved
 
 
 def test_literal_base_is_kept_and_tiles_avoid_it():
@@ -153,7 +154,7 @@ def v(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
     pl.TFREE(buf)
     pl.store(u, [0, 0], x)
 '''
-    lay = plan_program(pl.parse(src))["v"]
+    lay = plan_program(to_tree(pl.parse(src)))["v"]
     assert lay.buffers["buf"] == (0, 4096)
     assert lay.tiles["u"] == ("UB", 4096)
 

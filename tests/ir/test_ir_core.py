@@ -20,6 +20,7 @@ import ptopipe.language as pl
 from ptopipe.errors import CompileError, ParseError
 from ptopipe.ir import (INDEX, Block, Builder, Loc, Operation, Program, Region, first_difference,
                         parse_ir, print_ir, structural_equal, to_ops, to_tree, verify_ops)
+from ptopipe.ir.convert import op_to_function
 from ptopipe.runtime import resolve_program
 
 from ir_programs import TILE, count_ops, generate
@@ -39,7 +40,7 @@ def _example(name):
 def _module_kernels(modname):
     """Every module-level @pl kernel of a test module, each as a one-function program."""
     mod = importlib.import_module(modname)
-    return [(f"{modname}.{k}", Program(k, (v.ir,))) for k, v in vars(mod).items()
+    return [(f"{modname}.{k}", Program(k, (op_to_function(v.ir),))) for k, v in vars(mod).items()
             if isinstance(v, pl.DSLFunction)]
 
 
@@ -55,7 +56,7 @@ def _corpus():
         elif hasattr(mod, "build"):
             out += [(f"{name}[{s.name}]", mod.build(s)) for s in (pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT)]
     s1 = _example("s1_cv_split")
-    out.append(("s1 resolved", resolve_program(s1.build(**s1.VARIANTS["default"]))))
+    out.append(("s1 resolved", resolve_program(to_tree(s1.build(**s1.VARIANTS["default"])))))
     for modname in ("test_runtime_dsl", "test_bad_input", "test_events", "test_layouts"):
         out += _module_kernels(modname)
     events = importlib.import_module("test_events")
@@ -68,7 +69,7 @@ def _corpus():
     dp = importlib.import_module("test_dataplane_errors")
     out.append(("mm_i8", pl.parse("import ptopipe.language as pl\n" + dp.MM_SRC.format(dt="i8", acc="i32"))))
     out.append(("natural loops", pl.parse(NATURAL)))
-    return out
+    return [(n, to_tree(p) if isinstance(p, Operation) else p) for n, p in out]   # the tree form
 
 
 NATURAL = '''

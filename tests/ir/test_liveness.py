@@ -5,6 +5,7 @@ body stays live to the loop's end (the next iteration reads it again), so nothin
 defines after that read shares its memory; a tile carried by a loop is live through the
 whole loop."""
 import ptopipe.language as pl
+from ptopipe.ir.convert import to_tree
 from ptopipe.ir.layout import plan_function
 from ptopipe.ir.liveness import analyse
 from ptopipe.ir.nodes import For
@@ -34,7 +35,7 @@ def carried(x: pl.Tensor[[64, 16], pl.f32], out: pl.Tensor[[64, 16], pl.f32]):
 
 
 def _function(kernel):
-    prog = pl.program(idle, kernel, name=kernel.__name__)
+    prog = to_tree(pl.program(idle, kernel, name=kernel.__name__))      # the allocator's form
     return next(f for f in prog.functions if f.name == kernel.__name__)
 
 

@@ -17,7 +17,6 @@ ALLOWED = {
     "ir/opdefs.py": "the op definitions",
     "ir/ops.py": "the op table (DSL signatures, typing rules)",
     "language/parser.py": "the DSL parser: pl.reserve_buffer / pl.import_peer_buffer are DSL statements",
-    "language/tree_parser.py": "the DSL parser to the statement tree (the same statements)",
     "language/surface.py": "the DSL namespace (the same statements)",
     "language/frontend.py": "the DSL front end: the @pl.program decorator's spelling",
 }

@@ -13,6 +13,7 @@ from ptopipe.arch import get_platform
 
 import ptopipe
 import ptopipe.language as pl
+from ptopipe.ir.convert import to_tree
 from ptopipe import CompileError, DataRaceError, ProtocolError
 from ptopipe.ir import parse_ir, print_ir, print_program, structural_equal, to_ops
 from ptopipe.passes import compile_program, expand_mixed
@@ -68,7 +69,7 @@ def test_compiled_form_per_platform_and_protocol(platform, protocol):
 
 def test_compiled_no_split_program_round_trips():
     prog = S2.KERNELS.program("a5", "pto-isa", M=64, N=32, slot_num=2)
-    assert pl.parse(print_program(prog)) == prog
+    assert to_tree(pl.parse(print_program(prog))) == prog
     ops = to_ops(prog)
     assert structural_equal(parse_ir(print_ir(ops)), ops)
 

@@ -76,7 +76,7 @@ def test_examples_compile_and_still_run(name, variant, platform):
 # -- ResolvePeerBuffers -----------------------------------------------------------------------------
 def test_resolve_peers_uses_the_runtime_allocation_and_propagates_it():
     sc, v, prog = _example("s4_both_ways.py", "ud")
-    lays = plan_program(prog)
+    lays = plan_program(to_tree(prog))
     op = resolve_peers.run(to_ops(prog), PassContext())
     for fname, other in (("vector", "cube"), ("cube", "vector")):
         f = _fn(op, fname)
