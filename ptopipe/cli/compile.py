@@ -86,7 +86,7 @@ def _emit(kind: str, op, tree, platform: str) -> str:
             print(f"warning: ptoas will reject this .pto: {what}" + (f" (at {where})" if where else ""),
                   file=sys.stderr)
         return text
-    return print_ir(op) if kind == "ir" else to_source(tree)
+    return print_ir(op) if kind == "ir" else to_source(op)
 
 
 def main(args) -> int:

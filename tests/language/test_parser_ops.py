@@ -119,9 +119,15 @@ GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "parser_ops.go
 SEP = "// ---- function\n"
 
 
+_LOC = re.compile(r'loc\("([^"]*)":(\d+):(\d+)\)')
+
+
 def _text(func) -> str:
-    """A function's IR text with every location and name hint (paths from the repository)."""
-    return print_ir(func, locs=True).replace(ROOT, "<root>")
+    """A function's IR text with every location and name hint: paths from the repository,
+    lines from the function's ``def`` (so editing the file above it changes nothing)."""
+    base = func.loc.line
+    return _LOC.sub(lambda m: f'loc("{m.group(1)}":+{int(m.group(2)) - base}:{m.group(3)})',
+                    print_ir(func, locs=True).replace(ROOT, "<root>"))
 
 
 def _parsed():
