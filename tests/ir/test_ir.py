@@ -1,5 +1,5 @@
 """IR: printer/parser round trip of every DSL example, structural equality ignoring
-locations, the verifier on hand-built IR, and AUTO / import_peer_buffer resolution."""
+locations, the op verifier on IR converted from hand-built trees, and AUTO / import_peer_buffer resolution."""
 import dataclasses
 import importlib.util
 import os
@@ -7,11 +7,12 @@ import os
 import pytest
 
 import ptopipe.language as pl
-from ptopipe.ir.convert import to_tree
+from ptopipe.ir.convert import to_ops, to_tree
+from ptopipe.ir.op_verifier import verify_program
 from ptopipe import CompileError
 from ptopipe.ir import (AUTO, Assign, BufferType, Call, Const, ExprStmt, For, Function,
                         FunctionKind, ImportPeerBuffer, Loc, MemorySpace, Program, ReserveBuffer,
-                        TensorType, TileValueType, Var, first_difference, print_program, verify)
+                        TensorType, TileValueType, Var, first_difference, print_program)
 from ptopipe.runtime import plan_program, resolve_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -86,13 +87,17 @@ def test_verifier_rejects_redefinition_and_use_before_def():
     x = Var("x", TensorType((16, 32), "f32"))
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Vec)), t)
     a = Var("a", t)
-    body = (Assign(a, load, Loc("k.py", 4, 5)), Assign(a, load, Loc("k.py", 5, 5)))
+    body = (Assign(a, load, Loc("k.py", 4, 5)), Assign(Var("a2", t), load, Loc("k.py", 5, 5)))
+    ops = to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,), body),)))
+    second = [o for o in ops.walk() if o.name == "pl.load"][1]
+    second.results[0] = [o for o in ops.walk() if o.name == "pl.load"][0].results[0]   # %a again
     with pytest.raises(CompileError, match="defined twice") as ei:
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), body),)))
+        verify_program(ops)
     assert ei.value.where == "k.py:5:5"
     store = Call("store", (Var("b", t), _offsets(), x), (), _none())
     with pytest.raises(CompileError, match="used before it is defined"):
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (ExprStmt(store, Loc("k.py", 6, 5)),)),)))
+        verify_program(to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,),
+                                                     (ExprStmt(store, Loc("k.py", 6, 5)),)),))))
 
 
 def test_verifier_rejects_wrong_result_type_and_space():
@@ -100,27 +105,30 @@ def test_verifier_rejects_wrong_result_type_and_space():
     wrong = TileValueType((16, 32), "f16", MemorySpace.Vec)
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Vec)), wrong)
     with pytest.raises(CompileError, match="produces"):
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (Assign(Var("a", wrong), load),)),)))
+        verify_program(to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,),
+                                                     (Assign(Var("a", wrong), load),)),))))
     mat = TileValueType((16, 32), "f32", MemorySpace.Mat)
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Mat)), mat)
     with pytest.raises(CompileError, match="Vector core has only UB"):
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (Assign(Var("a", mat), load),)),)))
+        verify_program(to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,),
+                                                     (Assign(Var("a", mat), load),)),))))
 
 
 def test_verifier_checks_reserve_buffer_placement_and_peers():
     rb, decl = _bufs()
     with pytest.raises(CompileError, match="only the consumer owns"):
-        verify(Program("p", (Function("v", FunctionKind.AIV, (), (decl,)),)))
+        verify_program(to_ops(Program("p", (Function("v", FunctionKind.AIV, (), (decl,)),))))
     ib = Var("peer", BufferType("import"))
     imp = ImportPeerBuffer(ib, "ring", "nobody", Loc("k.py", 9, 5))
     tp = Call("talloc", (ib,), (("type", TensorType((4, 8), "f32")), ("split", 0), ("direction", 1)),
               TensorType((4, 8), "f32"))
     g = Var("g", TensorType((64,), "u8"))
     init = Call("aic_initialize_pipe", (g, Const(0, _index()), Const(0, _index())),
-                (("dir_mask", 1), ("slot_size", 128), ("slot_num", None)), _none())
+                (("dir_mask", 1), ("slot_size", 128), ("slot_num", None), ("lanes", None),
+                 ("flag_id", None), ("local_slot_num", None)), _none())
     cube = Function("c", FunctionKind.AIC, (g,), (imp, ExprStmt(init), Assign(Var("s", tp.type), tp)))
     with pytest.raises(CompileError, match="not in program") as ei:
-        verify(Program("p", (cube,)))
+        verify_program(to_ops(Program("p", (cube,))))
     assert ei.value.where == "k.py:9:5"
 
 
