@@ -31,8 +31,7 @@ from ..arch.vocab import ALIGNMENT, EventID, SyncPipe, TileSplitAxis
 from ..errors import CompileError
 from .core import Operation, register_op_class
 from .vocab import AUTO, FunctionKind
-from .nodes import Const as TreeConst
-from .ops import (INIT_DIRS, OPS, REQUIRED, OpError, OpSpec, Param, _buffer, _infer_dir,
+from .ops import (INIT_DIRS, OPS, REQUIRED, ConstArg, OpError, OpSpec, Param, _buffer, _infer_dir,
                   _scalar, _t, _tile, init_ways)
 from .ops import register as register_spec
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
@@ -285,11 +284,11 @@ def operand_groups(spec, operands) -> dict:
 
 
 def _typing_arg(v):
-    """A Value as the typing rules see it: a constant as the tree's Const (rules read
-    constant values), anything else as is (rules read ``.type``)."""
+    """A Value as the typing rules see it: a constant as a ConstArg (rules read constant
+    values), anything else as is (rules read ``.type``)."""
     d = getattr(v, "op", None)
     if d is not None and d.is_a(ConstOp):
-        return TreeConst(d.value, v.type)
+        return ConstArg(d.value, v.type)
     return v
 
 
@@ -821,7 +820,7 @@ class InitializePipe(OpClass):
             raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
                           param="lanes")
         g = _t(a["gm_slot_buffer"])
-        if not (isinstance(g, TensorType) or (isinstance(a["gm_slot_buffer"], TreeConst)
+        if not (isinstance(g, TensorType) or (isinstance(a["gm_slot_buffer"], ConstArg)
                                                and a["gm_slot_buffer"].value in (None, 0))):
             raise OpError("gm_slot_buffer must be a GM tensor parameter (or None on A5)",
                           param="gm_slot_buffer")
@@ -1002,7 +1001,7 @@ class _Event(OpClass):
                               "name the one pipe that records / waits", p)
         _scalar(a, "event_id")
         e = a["event_id"]
-        if isinstance(e, TreeConst) and not (isinstance(e.value, int) and 0 <= e.value < len(EventID)):
+        if isinstance(e, ConstArg) and not (isinstance(e.value, int) and 0 <= e.value < len(EventID)):
             raise OpError(f"event id {e.value!r} is not EVENT_ID0..EVENT_ID7",
                           "use pl.EVENT_ID0 .. pl.EVENT_ID7 (or an index expression)", "event_id")
         return NONE

@@ -20,12 +20,19 @@ from ..arch.catalogue import (CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC, matmul_
                               op_scalar_error)
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.vocab import Direction, TileLayout, TileSplitAxis
-from .nodes import Const
 from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
 
 REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class ConstArg:
+    """A constant operand as the typing rules see it (they check its value, e.g. a scalar
+    the dtype cannot hold); any other operand reaches them as itself (they read ``.type``)."""
+    value: object
+    type: Type
 
 # attribute kinds: "shape" (tuple of ints), "dtype" (str), "space" (MemorySpace),
 # "split" (int), "dir" (int), "int" (int or None), "type" (a Tensor/Tile Type),
@@ -441,7 +448,7 @@ def _with_rules(op, infer_fn):
         if bad is not None:
             raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")
         p = "value" if op.form == "fill" else "scalar"
-        if p in a and isinstance(a[p], Const):
+        if p in a and isinstance(a[p], ConstArg):
             why = op_scalar_error(op, d, a[p].value)
             if why is not None:
                 raise OpError(f"{op.dsl}: {why}", f"pass a scalar that {t.dtype} can hold", p)

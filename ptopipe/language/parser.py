@@ -18,13 +18,12 @@ import operator
 
 from ..errors import CompileError
 from ..ir.core import Block, Operation, OpResult, Region, gc_paused
-from ..ir.nodes import Const as TypingConst
 from ..ir.vocab import AUTO, FunctionKind, Loc
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
 from ..ir.opdefs import (ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
                          IfOp, ImportPeerBufferOp, OperandView, ReserveBufferOp, ReturnOp,
                          YieldOp, scalar_result_type, unary_result_type)
-from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
+from ..ir.ops import DIRS, REQUIRED, SPLITS, ConstArg, OpError, canonical_direction, infer, lookup
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType
@@ -134,7 +133,7 @@ def _typing_arg(v):
     value, anything else as is (the rules read ``.type``)."""
     if isinstance(v, list):
         return OperandView(tuple(_typing_arg(x) for x in v))
-    return TypingConst(v.op.value, v.type) if _fresh_const(v) else v
+    return ConstArg(v.op.value, v.type) if _fresh_const(v) else v
 
 
 class FunctionParser:
