@@ -12,7 +12,6 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe.ir.convert import to_tree
 from ptopipe import CompileError, ConfigError
-from ptopipe.ir import Program
 from ptopipe.runtime import kernels, plan_program
 
 from markers import line_of
