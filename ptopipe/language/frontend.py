@@ -10,7 +10,7 @@ import textwrap
 
 from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, user_line
-from ..ir.core import Block, Operation, Region
+from ..ir.core import Block, Operation, Region, gc_paused
 from ..ir.op_verifier import verify_program
 from ..ir.opdefs import FuncOp, ProgramOp
 from ..ir.vocab import FunctionKind
@@ -153,14 +153,16 @@ def _ir(f) -> Operation:
                        fix="decorate the functions with @pl.aic / @pl.aiv")
 
 
-def _program(name: str, functions) -> Operation:
-    """A verified ``pl.program`` op of copies of ``functions`` (a kernel may be in several
-    programs, and the compiler rewrites the program it is given)."""
+def _program(name: str, functions, copy: bool = True) -> Operation:
+    """A verified ``pl.program`` op of ``functions``: copies of them (a kernel may be in
+    several programs, and the compiler rewrites the program it is given), or, ``copy=False``,
+    the functions themselves (just parsed, nobody else holds them)."""
     top = Block()
-    for f in functions:
-        top.append(f.clone())
-    op = Operation(ProgramOp.name, (), (), {"sym_name": name}, (Region([top]),))
-    verify_program(op)
+    with gc_paused():
+        for f in functions:
+            top.append(f.clone() if copy else f)
+        op = Operation(ProgramOp.name, (), (), {"sym_name": name}, (Region([top]),))
+        verify_program(op)
     return op
 
 
@@ -215,4 +217,6 @@ def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> 
         else:
             raise error(src, node, "DSL source holds imports, kernels and `program = pl.program(...)`")
     fs = [funcs[n] for n in order] if order is not None else list(funcs.values())
-    return _program(name, fs)
+    if len({id(f) for f in fs}) != len(fs):      # a kernel named twice: its copies
+        return _program(name, fs)
+    return _program(name, fs, copy=False)
