@@ -4,7 +4,8 @@ import numpy as np
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.ir import Program
+from ptopipe.ir import Block, Operation, Region
+from ptopipe.ir.opdefs import ProgramOp
 
 TM, N = 16, 32
 SLOT = TM * N * 4                     # one 16x32 f32 accumulator
@@ -42,10 +43,13 @@ def c2v_pair(depth=2, size=None, fifo_bytes=None, cube_slot=SLOT, rname="ring", 
     return cube, vector
 
 
-def unverified(*fns, name="pair") -> Program:
-    """A Program of the kernels without pl.program's verification (to reach a pass's own
+def unverified(*fns, name="pair") -> Operation:
+    """A program of the kernels without pl.program's verification (to reach a pass's own
     checks)."""
-    return Program(name, tuple(f.ir for f in fns))
+    top = Block()
+    for f in fns:
+        top.append(f.ir.clone())
+    return Operation(ProgramOp.name, (), (), {"sym_name": name}, (Region([top]),))
 
 
 def c2v_args(rng, depth=2, fifo_name="fifo"):

@@ -12,8 +12,9 @@ import os
 import sys
 
 from ..errors import ConfigError
-from ..ir import Program, print_ir, to_source, to_tree
-from ..language.frontend import DSLFunction
+from ..ir import Operation, print_ir, to_source
+from ..ir.opdefs import ProgramOp
+from ..language.frontend import DSLFunction, program
 from ..runtime import KernelSet
 from ..isa.scenario import Scenario
 from .loader import load_module, pick_variants
@@ -47,7 +48,7 @@ def add_parser(sub) -> None:
 
 
 def programs_of(mod, variant: str | None = None) -> list:
-    """The tree-IR Programs a loaded kernel module defines (see the module doc)."""
+    """The programs (``pl.program`` ops) a loaded kernel module defines (see the module doc)."""
     found, seen = [], set()
 
     def add(p):
@@ -57,7 +58,7 @@ def programs_of(mod, variant: str | None = None) -> list:
 
     values = list(vars(mod).values())
     for v in values:
-        if isinstance(v, Program):
+        if isinstance(v, Operation) and v.is_a(ProgramOp):
             add(v)
     scenarios = [v for v in values if isinstance(v, Scenario)]
     for ks in (v for v in values if isinstance(v, KernelSet)):
@@ -67,14 +68,13 @@ def programs_of(mod, variant: str | None = None) -> list:
         elif not ks.params:
             add(ks.source())
     if not found:
-        fns = [v.ir for v in values if isinstance(v, DSLFunction)]
+        fns = [v for v in values if isinstance(v, DSLFunction)]
         if fns:
-            add(Program(getattr(mod, "__name__", "program").removeprefix("ptopipe_kernel_"),
-                        tuple(fns)))
+            add(program(*fns, name=getattr(mod, "__name__", "program").removeprefix("ptopipe_kernel_")))
     return found
 
 
-def _emit(kind: str, op, tree, platform: str) -> str:
+def _emit(kind: str, op, platform: str) -> str:
     if kind == "cpp":
         from ..codegen import write_cpp
         return write_cpp(op, platform)
@@ -86,7 +86,7 @@ def _emit(kind: str, op, tree, platform: str) -> str:
             print(f"warning: ptoas will reject this .pto: {what}" + (f" (at {where})" if where else ""),
                   file=sys.stderr)
         return text
-    return print_ir(op) if kind == "ir" else to_source(tree)
+    return print_ir(op) if kind == "ir" else to_source(op)
 
 
 def main(args) -> int:
@@ -103,10 +103,9 @@ def main(args) -> int:
         from ..codegen.pto_load import load_pto
         op, warnings, plat = load_pto(args.file, args.platform, protocol,
                                       verify_properties=args.verify_each or None)
-        tree = to_tree(op)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        texts = [_emit(args.emit, op, tree, plat)]
+        texts = [_emit(args.emit, op, plat)]
         return _write(texts, out)
     platform = args.platform or "a2a3"
     mod = load_module(args.file)
@@ -117,15 +116,14 @@ def main(args) -> int:
     texts = []
     for prog in progs:
         if args.print_after_all:
-            print(f"// ===== {prog.name} =====")
+            print(f"// ===== {prog.sym_name} =====")
         warnings = []
         op = compile_program(prog, platform, args.passes, protocol=protocol,
                              print_after_all=args.print_after_all, stream=sys.stdout,
                              verify_properties=args.verify_each or None, warnings=warnings)
-        tree = to_tree(op)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        texts.append(_emit(args.emit, op, tree, platform))
+        texts.append(_emit(args.emit, op, platform))
     return _write(texts, out)
 
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..arch.platform import get_platform
 from ..errors import ConfigError
-from ..ir.nodes import Program
+from ..ir.core import Operation
+from ..ir.opdefs import ProgramOp
 from ..ir.types import TensorType
 from ..isa.scenario import Scenario
 from ..passes.static_check import verify_program
@@ -24,7 +25,7 @@ from .loader import load_module, pick_variants
 
 
 def programs(path: str, variant: str | None) -> list:
-    """``[(label, Program, Scenario or None, scalars)]`` of the DSL programs in ``path``, one
+    """``[(label, pl.program op, Scenario or None, scalars)]`` of the DSL programs in ``path``, one
     per distinct program and scalar arguments (a scenario variant's ints and floats: the
     trip counts the run would use)."""
     mod = load_module(path)
@@ -40,8 +41,8 @@ def programs(path: str, variant: str | None) -> list:
             seen.add(key)
             found.append((label, prog, sc, scalars))
     for v in values:
-        if isinstance(v, Program):
-            add(v.name, v, None)
+        if isinstance(v, Operation) and v.is_a(ProgramOp):
+            add(v.sym_name, v, None)
     sets = [v for v in values if isinstance(v, KernelSet)]
     for sc in (v for v in values if isinstance(v, Scenario)):
         for var in pick_variants(sc, variant) if sets else ():
@@ -59,7 +60,7 @@ def programs(path: str, variant: str | None) -> list:
     return found
 
 
-def _scalar_params(prog: Program) -> set:
+def _scalar_params(prog) -> set:
     """Names of the scalar parameters of ``prog``'s functions."""
     return {p.name for f in prog.functions for p in f.params if not isinstance(p.type, TensorType)}
 

@@ -152,8 +152,11 @@ def function_to_op(fn: Function) -> Operation:
     return Operation(FuncOp.name, (), (), attrs, (Region([entry]),), fn.loc)
 
 
-def to_ops(program: Program) -> Operation:
-    """The op IR (a ``pl.program`` op) of a tree-IR Program."""
+def to_ops(program) -> Operation:
+    """The op IR (a ``pl.program`` op) of a tree-IR Program; of a ``pl.program`` op (what
+    the DSL builds), a copy of it (passes rewrite the program they are given)."""
+    if isinstance(program, Operation):
+        return program.clone()
     top = Block()
     with gc_paused():
         for fn in program.functions:

@@ -7,16 +7,22 @@ is defined once, terminators
 (``pl.yield`` / ``pl.return``) only end a block.  Then each op's own verifier
 (operand / result / region shapes, types, yields vs results, the op table's typing rule
 for tile and cross-core ops), and the per-core rules of a function: tiles in the core's
-memory spaces, each pipe direction initialised once at the top and before any cross-core op.
+memory spaces, each pipe direction initialised once at the top and before any cross-core op,
+ring buffers declared by the side of the pipe that owns them (the consumer reserves, the
+producer imports), once each, in the core's memory; function names unique in a program.
+``verify_program`` adds: every import names a buffer its peer function (on the other core)
+reserves.
 
 ``verify_ops(top)`` raises :class:`~ptopipe.errors.CompileError` at the first problem,
-with the op's source location.
+with the op's source location; ``verify_program(top)`` adds the whole program's rules (its
+functions' peers).
 """
 from __future__ import annotations
 
 from ..errors import CompileError
 from .vocab import FunctionKind
-from .opdefs import CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp
+from .opdefs import (CONSUMER_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, PRODUCER_OPS, FuncOp,
+                     ImportPeerBufferOp, ReserveBufferOp)
 from .ops import C2V, V2C
 from .types import MemorySpace, TileValueType, describe
 
@@ -105,7 +111,7 @@ def _core_rules(ctx: _Ctx, op, role: int, top: bool) -> None:
         if ctx.kind in (FunctionKind.AIC, FunctionKind.AIV) and d is None:
             raise ctx.error(f"{name[3:]} without a direction", op)
         if d is not None and d in (C2V, V2C) and d not in ctx.inited:
-            raise ctx.error(f"{name[3:]} on the {d.name[4:]} direction, which no initialize_pipe "
+            raise ctx.error(f"{type(op).dsl or name[3:]} on the {d.name[4:]} direction, which no initialize_pipe "
                             f"of {ctx.func} sets up", op,
                             f"initialise the pipe with DIR_{d.name[4:]} (or DIR_C2V | DIR_V2C)")
 
@@ -150,6 +156,8 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
             for r in op.regions:
                 for b in r.blocks:
                     _block(ctx, b, visible, inner_top)
+        if role & _FUNC and ctx.kind in (FunctionKind.AIC, FunctionKind.AIV):
+            _ring_roles(ctx, op)
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
@@ -164,6 +172,28 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
             added.append(res)
         op = op.next
     visible.difference_update(added)
+
+
+def _ring_roles(ctx: _Ctx, func) -> None:
+    """Each ring buffer of an AIC / AIV function is declared by the side that owns it: the
+    function reserves a ring it TPOPs from and imports one it TPUSHes to (a mixed function's
+    sides are given by the compiler when it splits it)."""
+    for op in func.body:
+        if op.is_a(ReserveBufferOp):
+            if not _used_by(op, CONSUMER_OPS):
+                raise ctx.error(f"reserve_buffer {op.buffer_name!r} in {ctx.func}, which never "
+                                "TPOPs from it: only the consumer owns (reserves) the ring", op,
+                                "in the producer use pl.import_peer_buffer(name=..., "
+                                "peer_func=consumer)")
+        elif op.is_a(ImportPeerBufferOp) and not _used_by(op, PRODUCER_OPS):
+            raise ctx.error(f"import_peer_buffer {op.buffer_name!r} in {ctx.func}, which never "
+                            "TPUSHes to it: only the producer imports the consumer's ring", op,
+                            "in the consumer use pl.reserve_buffer(name=..., size=..., base=pl.AUTO)")
+
+
+def _used_by(ring, ops) -> bool:
+    """Some op of ``ops`` takes ring buffer ``ring`` as its buffer operand."""
+    return any(u.index < 2 and u.owner.is_a(*ops) for u in ring.results[0].uses)
 
 
 def _undefined_operand(ctx: _Ctx, op, visible: set) -> CompileError:
@@ -194,3 +224,40 @@ def verify_ops(top, memo: bool = True) -> None:
     for r in top.regions:
         for b in r.blocks:
             _block(ctx, b, set(), is_func)
+    if is_func and ctx.kind in (FunctionKind.AIC, FunctionKind.AIV):
+        _ring_roles(ctx, top)
+
+
+def verify_program(top) -> None:
+    """:func:`verify_ops` of a whole program (a ``pl.program`` op), and its functions' peers
+    (:func:`check_peers`): what a program the DSL builds must pass."""
+    verify_ops(top)
+    check_peers(top)
+
+
+def check_peers(program) -> None:
+    """Every import_peer_buffer of ``program`` (a ``pl.program`` op) names another function
+    of the program, on the other core kind, that reserves a buffer of that name."""
+    funcs = {f.sym_name: f for f in program.body}
+    for fn in program.body:
+        for s in fn.body:
+            if not s.is_a(ImportPeerBufferOp):
+                continue
+            peer = funcs.get(s.peer_func)
+            if peer is None:
+                have = ", ".join(f.sym_name for f in program.body if f is not fn) or "none"
+                raise _Ctx.error(f"import_peer_buffer names peer_func {s.peer_func!r}, which is "
+                                 f"not in program {program.sym_name!r} (functions: {have})", s,
+                                 "pass the consumer function to pl.program(...) along with this one")
+            if peer is fn:
+                raise _Ctx.error("import_peer_buffer names its own function as the peer", s,
+                                 "peer_func is the paired consumer function on the other core")
+            names = [x.buffer_name for x in peer.body if x.is_a(ReserveBufferOp)]
+            if s.buffer_name not in names:
+                raise _Ctx.error(f"import_peer_buffer: {peer.sym_name} reserves no buffer named "
+                                 f"{s.buffer_name!r}"
+                                 + (f" (it reserves {', '.join(map(repr, names))})" if names else ""),
+                                 s, f"use the name given to pl.reserve_buffer in {peer.sym_name}")
+            if fn.kind in (FunctionKind.AIC, FunctionKind.AIV) and peer.kind is fn.kind:
+                raise _Ctx.error(f"import_peer_buffer: peer {peer.sym_name} runs on the same core "
+                                 f"kind ({fn.kind.value})", s, "pair an AIC function with an AIV function")

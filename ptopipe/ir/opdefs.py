@@ -31,8 +31,7 @@ from ..arch.vocab import ALIGNMENT, EventID, SyncPipe, TileSplitAxis
 from ..errors import CompileError
 from .core import OpResult, Operation, register_op_class
 from .vocab import AUTO, FunctionKind
-from .nodes import Const as TreeConst
-from .ops import (INIT_DIRS, OPS, REQUIRED, OpError, OpSpec, Param, _buffer, _infer_dir,
+from .ops import (INIT_DIRS, OPS, REQUIRED, ConstArg, OpError, OpSpec, Param, _buffer, _infer_dir,
                   _scalar, _t, _tile, init_ways)
 from .ops import register as register_spec
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
@@ -133,9 +132,14 @@ def _v_program(op, ctx):
     _shape(op, ctx, 0, 0, 1, ("sym_name",))
     if op.parent is not None:
         raise ctx.error("pl.program must be the top-level op", op)
+    seen = set()
     for f in _single_block(op, ctx, 0):
         if not f.is_a(FuncOp):
             raise ctx.error(f"a pl.program holds pl.func ops, not {f.name}", f)
+        name = f.attributes.get("sym_name")
+        if name in seen:
+            raise ctx.error(f"two functions are called {name!r}", f)
+        seen.add(name)
 
 
 def _v_func(op, ctx):
@@ -300,10 +304,11 @@ def operand_groups(spec, operands) -> dict:
 
 # (An operand is defined by an op when it is an OpResult: only an OpResult has ``.op``.)
 def _typing_arg(v):
-    """A Value as the typing rules see it: a constant as the tree's Const (rules read
-    constant values), anything else as is (rules read ``.type``)."""
-    if isinstance(v, OpResult) and v.op.is_a(ConstOp):
-        return TreeConst(v.op.value, v.type)
+    """A Value as the typing rules see it: a constant as a ConstArg (rules read constant
+    values), anything else as is (rules read ``.type``)."""
+    d = getattr(v, "op", None)
+    if d is not None and d.is_a(ConstOp):
+        return ConstArg(d.value, v.type)
     return v
 
 
@@ -685,6 +690,18 @@ class ProgramOp(OpClass):
         """The block of the program's functions."""
         return self.regions[0].blocks[0]
 
+    @property
+    def functions(self) -> list:
+        """The program's ``pl.func`` ops, in order."""
+        return list(self.regions[0].blocks[0])
+
+    def function(self, name: str):
+        """The function called ``name`` (None: none)."""
+        return next((f for f in self.regions[0].blocks[0] if f.sym_name == name), None)
+
+    def by_kind(self, kind: FunctionKind) -> list:
+        return [f for f in self.regions[0].blocks[0] if f.kind is kind]
+
 
 class FuncOp(OpClass):
     __slots__ = ()
@@ -700,6 +717,11 @@ class FuncOp(OpClass):
     def body(self):
         """The entry block (its arguments are the parameters)."""
         return self.regions[0].blocks[0]
+
+    @property
+    def params(self) -> list:
+        """The parameters: the entry block's arguments."""
+        return self.regions[0].blocks[0].args
 
 
 class ReturnOp(OpClass):
@@ -851,7 +873,7 @@ class InitializePipe(OpClass):
             raise OpError(f"lanes={at['lanes']} must be 1 (AIV0 only) or 2 (both Vector cores)",
                           param="lanes")
         g = _t(a["gm_slot_buffer"])
-        if not (isinstance(g, TensorType) or (isinstance(a["gm_slot_buffer"], TreeConst)
+        if not (isinstance(g, TensorType) or (isinstance(a["gm_slot_buffer"], ConstArg)
                                                and a["gm_slot_buffer"].value in (None, 0))):
             raise OpError("gm_slot_buffer must be a GM tensor parameter (or None on A5)",
                           param="gm_slot_buffer")
@@ -1032,7 +1054,7 @@ class _Event(OpClass):
                               "name the one pipe that records / waits", p)
         _scalar(a, "event_id")
         e = a["event_id"]
-        if isinstance(e, TreeConst) and not (isinstance(e.value, int) and 0 <= e.value < len(EventID)):
+        if isinstance(e, ConstArg) and not (isinstance(e.value, int) and 0 <= e.value < len(EventID)):
             raise OpError(f"event id {e.value!r} is not EVENT_ID0..EVENT_ID7",
                           "use pl.EVENT_ID0 .. pl.EVENT_ID7 (or an index expression)", "event_id")
         return NONE
@@ -1073,6 +1095,11 @@ def _top_level(op, ctx, what):
                         "declare ring buffers at the top of the kernel")
 
 
+#: where a kernel of each core kind keeps the ring it reserves (a mixed function's ring gets
+#: its space when the compiler splits it)
+RING_SPACE_OF_KIND = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}
+
+
 class ReserveBufferOp(OpClass):
     """The consumer's ring buffer: ``size`` bytes at ``base`` (AUTO: AllocateMemory places
     it) in ``memory_space``; its ``buffer_name`` is what the producer imports."""
@@ -1098,6 +1125,16 @@ class ReserveBufferOp(OpClass):
         if base is not AUTO and (not isinstance(base, int) or base < 0 or base % ALIGNMENT):
             raise ctx.error(f"reserve_buffer base {base!r} is not a {ALIGNMENT}-byte aligned "
                             "address", op, f"use base=pl.AUTO or a multiple of {ALIGNMENT}")
+        if ctx.func is not None:
+            want = RING_SPACE_OF_KIND.get(ctx.kind)
+            if want is not None and op.memory_space != want:
+                raise ctx.error(f"reserve_buffer in a {ctx.kind.value} function lives in "
+                                f"{want}, not {op.memory_space}", op)
+            first = next(o for o in op.parent if o.is_a(ReserveBufferOp)
+                         and o.buffer_name == op.buffer_name)
+            if first is not op:
+                raise ctx.error(f"reserve_buffer name {op.buffer_name!r} is declared twice in "
+                                f"{ctx.func}", op)
         cls.check_fields(op, ctx)
 
 

@@ -23,12 +23,19 @@ from ..arch.catalogue import SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
 from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
-from .nodes import Const
 from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
 
 REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class ConstArg:
+    """A constant operand as the typing rules see it (they check its value, e.g. a scalar
+    the dtype cannot hold); any other operand reaches them as itself (they read ``.type``)."""
+    value: object
+    type: Type
 
 # attribute kinds: "shape" (tuple of ints), "dtype" (str), "space" (MemorySpace),
 # "split" (int), "dir" (int), "int" (int or None), "type" (a Tensor/Tile Type),
@@ -485,7 +492,7 @@ ADD_DEQ_RELU_DTYPE = "f16"
 def _add_deq_relu(kind, a, at):
     x = _binary(kind, a, at)
     t = _scalar(a, "scale")
-    if t.dtype not in FLOAT_DTYPES and not isinstance(a["scale"], Const):
+    if t.dtype not in FLOAT_DTYPES and not isinstance(a["scale"], ConstArg):
         raise OpError(f"add_deq_relu: the scale is a {t.dtype} scalar; pto-isa takes a float",
                       "pass a float scale", "scale")
     return TileValueType(x.shape, ADD_DEQ_RELU_DTYPE, MemorySpace.Vec)
@@ -669,7 +676,7 @@ def _with_rules(op, infer_fn):
         if bad is not None:
             raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")
         p = "value" if op.form == "fill" else "scalar"
-        if p in a and isinstance(a[p], Const):
+        if p in a and isinstance(a[p], ConstArg):
             why = op_scalar_error(op, d, a[p].value)
             if why is not None:
                 raise OpError(f"{op.dsl}: {why}", f"pass a scalar that {t.dtype} can hold", p)

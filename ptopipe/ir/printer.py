@@ -1,43 +1,40 @@
-"""IR -> DSL source.  The output is valid ``pl`` source: parsing it back (``pl.parse``)
-gives a structurally equal IR.  Loop-carried values and branch results are printed in
-the explicit form ``for i, (x,) in pl.range(..., init_values=(x0,)): ... x1 = pl.yield_(v)``.
+"""The op IR -> DSL source.  The output is valid ``pl`` source: parsing it back
+(``pl.parse``) gives a structurally equal program with the same value names.
+Loop-carried values and branch results are printed in the explicit form
+``for i, (x,) in pl.range(..., init_values=(x0,)): ... x1 = pl.yield_(v)``.
+
+A value with a name hint is printed as an assignment to that name.  An unnamed value with
+one use in its own block is inlined into its user's expression when that keeps the order in
+which the DSL evaluates them (it is among the most recent pending values, in operand order);
+any other unnamed value is assigned to a fresh ``_tN``.  That is the form the DSL parser
+reads back into the same ops.
 """
 from __future__ import annotations
 
-from .nodes import (Assign, BinOp, BufferAttr, Call, Const, Expr, ExprList, ExprStmt, For, Function, If,
-                    ImportPeerBuffer, Program, ReserveBuffer, Return, UnaryOp, Var)
-from .vocab import AUTO, FunctionKind
-from .ops import DIRS, REQUIRED as _REQ, SPLITS, lookup
 from ..arch.vocab import TileLayout
+from .core import Operation
+from .opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp,
+                     FuncOp, IfOp, ImportPeerBufferOp, ProgramOp, ReserveBufferOp, ReturnOp,
+                     YieldOp, operand_groups)
+from .ops import DIRS, REQUIRED as _REQ, SPLITS
 from .types import MemorySpace, Type
+from .vocab import AUTO, FunctionKind
 
 _IND = "    "
 _DECOR = {FunctionKind.AIC: "@pl.aic", FunctionKind.AIV: "@pl.aiv", FunctionKind.InCore: "@pl.incore",
           FunctionKind.Group: '@pl.incore(core="group")'}
 
 
-def print_expr(e: Expr, kind: FunctionKind = FunctionKind.InCore) -> str:
-    if isinstance(e, Var):
-        return e.name
-    if isinstance(e, Const):
-        return repr(e.value)
-    if isinstance(e, BinOp):
-        return f"{_sub(e.lhs, kind)} {e.op} {_sub(e.rhs, kind)}"
-    if isinstance(e, UnaryOp):
-        sep = " " if e.op == "not" else ""
-        return f"{e.op}{sep}{_sub(e.operand, kind)}"
-    if isinstance(e, BufferAttr):
-        return f"{e.buffer.name}.{e.attr}"
-    if isinstance(e, ExprList):
-        return "[" + ", ".join(print_expr(x, kind) for x in e.items) + "]"
-    if isinstance(e, Call):
-        return _call(e, kind)
-    raise TypeError(f"cannot print {type(e).__name__}")
+class _Expr:
+    """A printed expression: its ``text``, whether it needs parentheses as an operand of an
+    operator (``compound``), and the ConstOp it is when it is an inlined constant."""
+    __slots__ = ("text", "compound", "const")
 
+    def __init__(self, text: str, compound: bool = False, const=None):
+        self.text, self.compound, self.const = text, compound, const
 
-def _sub(e: Expr, kind) -> str:
-    s = print_expr(e, kind)
-    return f"({s})" if isinstance(e, (BinOp, UnaryOp)) else s
+    def sub(self) -> str:
+        return f"({self.text})" if self.compound else self.text
 
 
 def print_attr(kind_: str, v) -> str:
@@ -60,114 +57,227 @@ def print_attr(kind_: str, v) -> str:
     return repr(v)
 
 
-def _call(c: Call, kind) -> str:
-    spec = lookup(c.op)
-    if spec is None:
-        raise TypeError(f"unknown op {c.op!r}")
-    args = dict(zip((p.name for p in spec.operands), c.args))
-    attrs = dict(c.attrs)
-    parts = []
-    for p in spec.params:
-        if p.name == "direction" and kind in (FunctionKind.AIC, FunctionKind.AIV):
-            continue   # inferred from the core
-        if p.operand:
-            v = args.get(p.name)
-            if v is None:
-                continue
-            if p.default is not _REQ and isinstance(v, Const) and v.value == p.default \
-                    and type(v.value) is type(p.default):
-                continue
-            s = print_expr(v, kind)
-        else:
-            v = attrs.get(p.name)
-            if p.default is not _REQ and v == p.default:
-                continue
-            s = print_attr(p.kind, v)
-        parts.append(s if p.default is _REQ else f"{p.name}={s}")
-    return f"pl.{spec.dsl}({', '.join(parts)})"
+class _FunctionPrinter:
+    def __init__(self, func: Operation):
+        self.kind = func.kind
+        names = set()
+        for o in func.walk():
+            names.update([v.name for v in o.results])
+            for r in o.regions:
+                for b in r.blocks:
+                    names.update([a.name for a in b.args])
+        names.discard(None)
+        names.discard("")
+        self.names = names          # every name hint of the function (for fresh names)
+        self.var = {}               # Value -> the name it is printed as
+        self.n = 0
 
+    def define(self, v) -> str:
+        name = v.name
+        if not name:
+            while True:
+                name = f"_t{self.n}"
+                self.n += 1
+                if name not in self.names:
+                    self.names.add(name)
+                    break
+        self.var[v] = name
+        return name
 
-def _targets(vs) -> str:
-    return ", ".join(v.name for v in vs) if len(vs) != 1 else vs[0].name
+    def ref(self, v, pending: dict) -> _Expr:
+        e = pending.pop(v, None)
+        if e is not None:
+            return e
+        name = self.var.get(v)
+        if name is None:
+            raise TypeError(f"value %{v.name or '?'} is used but never defined")
+        return _Expr(name)
 
-
-def _yield(results, values, kind, ind: str) -> list:
-    if not results:
-        return []
-    vals = ", ".join(print_expr(v, kind) for v in values)
-    return [f"{ind}{_targets(results)} = pl.yield_({vals})"]
-
-
-def print_body(body, kind, depth: int) -> list:
-    ind = _IND * depth
-    out = []
-    for s in body:
-        if isinstance(s, Assign):
-            out.append(f"{ind}{s.var.name} = {print_expr(s.value, kind)}")
-        elif isinstance(s, ExprStmt):
-            out.append(f"{ind}{print_expr(s.value, kind)}")
-        elif isinstance(s, ReserveBuffer):
-            base = "pl.AUTO" if s.base is AUTO else hex(s.base)
-            out.append(f'{ind}{s.var.name} = pl.reserve_buffer(name={s.name!r}, size={s.size}, '
-                       f'base={base})')
-        elif isinstance(s, ImportPeerBuffer):
-            out.append(f"{ind}{s.var.name} = pl.import_peer_buffer(name={s.name!r}, "
-                       f"peer_func={s.peer_func})")
-        elif isinstance(s, For):
-            rng = ", ".join(print_expr(x, kind) for x in (s.start, s.stop, s.step))
-            if s.iter_args:
-                inits = ", ".join(print_expr(x, kind) for x in s.inits)
-                its = ", ".join(v.name for v in s.iter_args)
-                out.append(f"{ind}for {s.var.name}, ({its},) in pl.range({rng}, "
-                           f"init_values=({inits},)):")
+    # -- expressions ----------------------------------------------------------------------
+    def expr(self, op, pending: dict) -> _Expr:
+        name, cls = op.name, op.__class__
+        if cls is ConstOp:
+            return _Expr(repr(op.value), const=op)
+        if name in ARITH_BINARY:
+            x, y = (self.ref(v, pending) for v in op.operands)
+            return _Expr(f"{x.sub()} {ARITH_BINARY[name]} {y.sub()}", True)
+        if name in ARITH_UNARY:
+            sym = ARITH_UNARY[name]
+            x = self.ref(op.operands[0], pending)
+            return _Expr(f"{sym}{' ' if sym == 'not' else ''}{x.sub()}", True)
+        if cls is BufferAttrOp:
+            return _Expr(f"{self.ref(op.buffer, pending).text}.{op.attr}")
+        if cls is CopyOp:
+            return self.ref(op.source, pending)
+        spec = CALL_OPS.get(name)
+        if spec is None:
+            raise TypeError(f"cannot print {name} as DSL source")
+        args = {}
+        for p, g in zip(spec.operands, operand_groups(spec, op.operands).values()):
+            if isinstance(g, list):
+                args[p.name] = _Expr("[" + ", ".join(self.ref(v, pending).text for v in g) + "]")
             else:
-                out.append(f"{ind}for {s.var.name} in pl.range({rng}):")
-            inner = print_body(s.body, kind, depth + 1) + _yield(s.results, s.yields, kind,
-                                                                 _IND * (depth + 1))
-            out.extend(inner or [f"{ind}{_IND}pass"])
-        elif isinstance(s, If):
-            out.append(f"{ind}if {print_expr(s.cond, kind)}:")
-            then = print_body(s.then_body, kind, depth + 1) + _yield(
-                s.results, s.then_yields, kind, _IND * (depth + 1))
-            out.extend(then or [f"{ind}{_IND}pass"])
-            els = print_body(s.else_body, kind, depth + 1) + _yield(
-                s.results, s.else_yields, kind, _IND * (depth + 1))
-            if els:
-                out.append(f"{ind}else:")
-                out.extend(els)
-        elif isinstance(s, Return):
-            vals = ", ".join(print_expr(v, kind) for v in s.values)
-            out.append(f"{ind}return {vals}".rstrip())
+                args[p.name] = self.ref(g, pending)
+        parts = []
+        for p in spec.params:
+            if p.name == "direction" and self.kind in (FunctionKind.AIC, FunctionKind.AIV):
+                continue   # inferred from the core
+            if p.operand:
+                e = args.get(p.name)
+                if e is None:
+                    continue
+                c = e.const
+                if p.default is not _REQ and c is not None and c.value == p.default \
+                        and type(c.value) is type(p.default):
+                    continue
+                s = e.text
+            else:
+                v = op.attributes.get(p.name)
+                if p.default is not _REQ and v == p.default:
+                    continue
+                s = print_attr(p.kind, v)
+            parts.append(s if p.default is _REQ else f"{p.name}={s}")
+        return _Expr(f"pl.{spec.dsl}({', '.join(parts)})")
+
+    # -- statements -----------------------------------------------------------------------
+    def block(self, block, depth: int) -> tuple:
+        """(lines, the yielded values' expressions) of ``block``."""
+        ind = _IND * depth
+        out, pending, term = [], {}, ()
+        for op in block:
+            cls = op.__class__
+            if pending and op.operands:
+                self.settle(op, pending, out, ind)
+            mark = len(out)
+            if cls is YieldOp:
+                term = tuple(self.ref(v, pending) for v in op.operands)
+            elif cls is ReturnOp:
+                vals = ", ".join(self.ref(v, pending).text for v in op.operands)
+                out.append(f"{ind}return {vals}".rstrip())
+            elif cls is ForOp:
+                out.extend(self.loop(op, pending, depth))
+            elif cls is IfOp:
+                out.extend(self.branch(op, pending, depth))
+            elif cls is ReserveBufferOp:
+                base = "pl.AUTO" if op.base is AUTO else hex(op.base)
+                out.append(f"{ind}{self.define(op.buf)} = pl.reserve_buffer(name={op.buffer_name!r}, "
+                           f"size={op.size}, base={base})")
+            elif cls is ImportPeerBufferOp:
+                out.append(f"{ind}{self.define(op.buf)} = pl.import_peer_buffer("
+                           f"name={op.buffer_name!r}, peer_func={op.peer_func})")
+            else:
+                e = self.expr(op, pending)
+                r = op.results[0] if op.results else None
+                if r is None or (r.name is None and not r.uses):
+                    out.append(f"{ind}{e.text}")
+                elif r.name is None and len(r.uses) == 1 and r.uses[0].owner.parent is block:
+                    pending[r] = e
+                    continue
+                else:
+                    out.append(f"{ind}{self.define(r)} = {e.text}")
+            # values left pending were not consumed by this statement: assign them before
+            # it, in definition order (keeps the evaluation order)
+            if pending:
+                out[mark:mark] = [f"{ind}{self.define(v)} = {e.text}" for v, e in pending.items()]
+                pending.clear()
+        return out, term
+
+    def settle(self, op, pending: dict, out: list, ind: str) -> None:
+        """Inlining ``op``'s pending operands keeps the evaluation order only when they
+        are the most recent pending values, in operand order; else assign them all."""
+        mine = [v for v in op.operands if v in pending]
+        if not mine:
+            return
+        keys = list(pending)
+        if keys[len(keys) - len(mine):] != mine:
+            out.extend(f"{ind}{self.define(v)} = {e.text}" for v, e in pending.items())
+            pending.clear()
+
+    def _yield(self, results, values, depth: int) -> list:
+        if not results:
+            return []
+        targets = ", ".join(results)
+        return [f"{_IND * depth}{targets} = pl.yield_({', '.join(v.text for v in values)})"]
+
+    def loop(self, op, pending: dict, depth: int) -> list:
+        ind = _IND * depth
+        start, stop, step, *inits = (self.ref(v, pending) for v in op.operands)
+        body = op.body
+        iv = self.define(body.args[0])
+        iters = [self.define(a) for a in body.args[1:]]
+        lines, ys = self.block(body, depth + 1)
+        results = [self.define(r) for r in op.results]
+        rng = ", ".join(e.text for e in (start, stop, step))
+        if iters:
+            out = [f"{ind}for {iv}, ({', '.join(iters)},) in pl.range({rng}, "
+                   f"init_values=({', '.join(e.text for e in inits)},)):"]
         else:
-            raise TypeError(f"cannot print {type(s).__name__}")
-    return out
+            out = [f"{ind}for {iv} in pl.range({rng}):"]
+        inner = lines + self._yield(results, ys, depth + 1)
+        return out + (inner or [f"{ind}{_IND}pass"])
+
+    def branch(self, op, pending: dict, depth: int) -> list:
+        ind = _IND * depth
+        cond = self.ref(op.cond, pending)
+        then, tys = self.block(op.then_block, depth + 1)
+        els, eys = self.block(op.else_block, depth + 1)
+        results = [self.define(r) for r in op.results]
+        out = [f"{ind}if {cond.text}:"]
+        then += self._yield(results, tys, depth + 1)
+        out.extend(then or [f"{ind}{_IND}pass"])
+        els += self._yield(results, eys, depth + 1)
+        if els:
+            out.append(f"{ind}else:")
+            out.extend(els)
+        return out
+
+    def function(self, f) -> str:
+        params = ", ".join(f"{self.define(p)}: {p.type}" for p in f.params)
+        deco = _DECOR[f.kind]
+        opts = ([f"split=pl.{SPLITS[f.split]}"] if f.split is not None else []) + \
+            ([f"slot_num={f.slot_num}"] if f.slot_num is not None else [])
+        if opts:
+            deco += f"({', '.join(opts)})"
+        lines = [deco, f"def {f.sym_name}({params}):"]
+        lines += self.block(f.body, 1)[0] or [f"{_IND}pass"]
+        return "\n".join(lines) + "\n"
 
 
-def print_function(f: Function) -> str:
-    params = ", ".join(f"{p.name}: {p.type}" for p in f.params)
-    deco = _DECOR[f.kind]
-    opts = ([f"split=pl.{SPLITS[f.split]}"] if f.split is not None else []) + \
-        ([f"slot_num={f.slot_num}"] if f.slot_num is not None else [])
-    if opts:
-        deco += f"({', '.join(opts)})"
-    lines = [deco, f"def {f.name}({params}):"]
-    lines += print_body(f.body, f.kind, 1) or [f"{_IND}pass"]
-    return "\n".join(lines) + "\n"
+def _ops(node):
+    """``node`` as ops: a statement-tree Program (what the runtime still hands out) is
+    converted."""
+    if isinstance(node, Operation):
+        return node
+    from .convert import to_ops
+    return to_ops(node)
 
 
-def print_program(p: Program) -> str:
-    """The whole program as a DSL module (``pl.parse`` reads it back)."""
+def print_function(f) -> str:
+    """A ``pl.func`` op as a decorated DSL function."""
+    if not isinstance(f, Operation):
+        from .convert import function_to_op
+        f = function_to_op(f)
+    return _FunctionPrinter(f).function(f)
+
+
+def print_program(p) -> str:
+    """A ``pl.program`` op as a DSL module (``pl.parse`` reads it back)."""
+    p = _ops(p)
     parts = ["import ptopipe.language as pl\n"]
     for f in p.functions:
         parts.append("\n" + print_function(f))
-    names = ", ".join(f.name for f in p.functions)
-    parts.append(f"\nprogram = pl.program({names}, name={p.name!r})\n")
+    names = ", ".join(f.sym_name for f in p.functions)
+    parts.append(f"\nprogram = pl.program({names}, name={p.sym_name!r})\n")
     return "".join(parts)
 
 
 def to_source(node) -> str:
-    if isinstance(node, Program):
-        return print_program(node)
-    if isinstance(node, Function):
+    """A program or a function as DSL source."""
+    node = _ops(node) if not isinstance(node, Operation) and hasattr(node, "functions") else node
+    if isinstance(node, Operation) and node.is_a(FuncOp):
         return print_function(node)
-    return print_expr(node)
+    if isinstance(node, Operation) and node.is_a(ProgramOp):
+        return print_program(node)
+    if not isinstance(node, Operation):
+        return print_function(node)
+    raise TypeError(f"to_source prints a pl.program or a pl.func, not {node.name}")

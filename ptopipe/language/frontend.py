@@ -1,19 +1,19 @@
 """The DSL entry points: the ``@pl.aic`` / ``@pl.aiv`` / ``@pl.incore`` decorators (parse a
-live Python function into an IR Function), ``pl.program(...)`` (group functions into a
-verified IR Program, resolving ``import_peer_buffer`` peers), and ``pl.parse(text)``
+live Python function into a ``pl.func`` op), ``pl.program(...)`` (group functions into a
+verified ``pl.program`` op, resolving ``import_peer_buffer`` peers), and ``pl.parse(text)``
 (read DSL source text, e.g. the printer's output)."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 import textwrap
 
 from ..arch.vocab import TileSplitAxis
 from ..errors import CompileError, user_line
-from ..ir.nodes import Function, Program
+from ..ir.core import Block, Operation, Region, gc_paused
+from ..ir.op_verifier import verify_program
+from ..ir.opdefs import FuncOp, ProgramOp
 from ..ir.vocab import FunctionKind
-from ..ir.verifier import verify
 from .parser import FunctionParser, Source, error
 
 _CORES = {"aic": FunctionKind.AIC, "aiv": FunctionKind.AIV, "mixed": FunctionKind.InCore,
@@ -21,12 +21,13 @@ _CORES = {"aic": FunctionKind.AIC, "aiv": FunctionKind.AIV, "mixed": FunctionKin
 
 
 class DSLFunction:
-    """A parsed kernel: ``.ir`` is its IR Function, ``.pyfunc`` the Python function."""
+    """A parsed kernel: ``.ir`` is its ``pl.func`` op (detached: ``pl.program`` puts a copy
+    of it in each program), ``.pyfunc`` the Python function."""
 
-    def __init__(self, pyfunc, ir: Function):
+    def __init__(self, pyfunc, ir: Operation):
         self.pyfunc = pyfunc
         self.ir = ir
-        self.__name__ = ir.name
+        self.__name__ = ir.sym_name
         self.__doc__ = pyfunc.__doc__ if pyfunc else None
 
     @property
@@ -39,7 +40,7 @@ class DSLFunction:
                                "ptopipe.runtime.kernels(program)")
 
     def __repr__(self) -> str:
-        return f"<pl kernel {self.ir.name} ({self.ir.kind.value})>"
+        return f"<pl kernel {self.ir.sym_name} ({self.ir.kind.value})>"
 
 
 def _namespace(fn) -> dict:
@@ -53,8 +54,8 @@ def _namespace(fn) -> dict:
     return ns
 
 
-def parse_function(fn, kind: FunctionKind) -> Function:
-    """Parse the live Python function ``fn`` into an IR Function of ``kind``."""
+def parse_function(fn, kind: FunctionKind) -> Operation:
+    """Parse the live Python function ``fn`` into a ``pl.func`` op of ``kind``."""
     try:
         lines, start = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or "<unknown>"
@@ -126,10 +127,13 @@ class Decorator:
                                fix=f"write @pl.{self.name} on the line above a def")
         return DSLFunction(fn, self.apply(parse_function(fn, self.kind)))
 
-    def apply(self, f: Function) -> Function:
-        if self.split is None and self.slot_num is None:
-            return f
-        return dataclasses.replace(f, split=self.split, slot_num=self.slot_num)
+    def apply(self, f: Operation) -> Operation:
+        """The function ``f`` (a ``pl.func`` op) with this decorator's options."""
+        if self.split is not None:
+            f.split = self.split
+        if self.slot_num is not None:
+            f.slot_num = self.slot_num
+        return f
 
     def __repr__(self) -> str:
         return f"<pl.{self.name} decorator ({self.kind.value})>"
@@ -140,26 +144,39 @@ aiv = Decorator(FunctionKind.AIV, "aiv")
 incore = Decorator(FunctionKind.InCore, "incore")
 
 
-def _ir(f) -> Function:
+def _ir(f) -> Operation:
     if isinstance(f, DSLFunction):
         return f.ir
-    if isinstance(f, Function):
+    if isinstance(f, Operation) and f.is_a(FuncOp):
         return f
     raise CompileError(f"pl.program takes @pl kernels, got {f!r}",
                        fix="decorate the functions with @pl.aic / @pl.aiv")
 
 
-def program(*functions, name: str = "program") -> Program:
+def _program(name: str, functions, copy: bool = True) -> Operation:
+    """A verified ``pl.program`` op of ``functions``: copies of them (a kernel may be in
+    several programs, and the compiler rewrites the program it is given), or, ``copy=False``,
+    the functions themselves (just parsed, nobody else holds them)."""
+    top = Block()
+    with gc_paused():
+        for f in functions:
+            top.append(f.clone() if copy else f)
+        op = Operation(ProgramOp.name, (), (), {"sym_name": name}, (Region([top]),))
+        verify_program(op)
+    return op
+
+
+def program(*functions, name: str = "program") -> Operation:
     """Group kernels (e.g. one AIC + one AIV function paired by ``peer_func``) into a
-    verified IR :class:`Program`."""
+    verified ``pl.program`` op."""
     if not functions:
         raise CompileError("pl.program needs at least one kernel")
-    return verify(Program(name, tuple(_ir(f) for f in functions)))
+    return _program(name, [_ir(f) for f in functions])
 
 
-def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> Program:
+def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> Operation:
     """Parse DSL source text (a module of ``@pl`` kernels, optionally ending with
-    ``program = pl.program(..., name=...)``) into a verified Program."""
+    ``program = pl.program(..., name=...)``) into a verified ``pl.program`` op."""
     from .. import language as pl_module
     ns = {"pl": pl_module}
     ns.update(namespace or {})
@@ -199,5 +216,7 @@ def parse(text: str, filename: str = "<dsl>", namespace: dict | None = None) -> 
             continue
         else:
             raise error(src, node, "DSL source holds imports, kernels and `program = pl.program(...)`")
-    fs = tuple(funcs[n] for n in order) if order is not None else tuple(funcs.values())
-    return verify(Program(name, fs))
+    fs = [funcs[n] for n in order] if order is not None else list(funcs.values())
+    if len({id(f) for f in fs}) != len(fs):      # a kernel named twice: its copies
+        return _program(name, fs)
+    return _program(name, fs, copy=False)

@@ -1,6 +1,11 @@
-"""DSL source -> IR.  Reads the Python AST of a ``pl`` kernel (like pypto / Triton), so
+"""DSL source -> op IR.  Reads the Python AST of a ``pl`` kernel (like pypto / Triton), so
 loops stay loops: plain Python reassignment inside ``for`` / ``if`` becomes explicit
-loop-carried values / branch results in SSA form.
+loop-carried values (``pl.for`` block arguments) and branch results (``pl.if`` results) in
+SSA form.  Each function becomes a ``pl.func`` op; expressions are flattened into ops as
+they are read, in evaluation order, into the block being built.  A value assigned to a name
+carries that name as its hint (made unique per function: ``x``, ``x_1``, ...); a nested
+expression's value has none.  Constant expressions fold at compile time (a folded operand's
+op is erased), and an ``if`` on a constant keeps only the taken branch.
 
 Names that are not kernel values are compile-time constants looked up in the kernel's
 globals and closure (ints, floats, ``pl`` objects).  Every error is a
@@ -12,12 +17,13 @@ import ast
 import operator
 
 from ..errors import CompileError
-from ..ir.nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, Function, If,
-                        ImportPeerBuffer, ReserveBuffer, Return, UnaryOp, Var)
+from ..ir.core import Block, Operation, OpResult, Region, gc_paused
 from ..ir.vocab import AUTO, FunctionKind, Loc
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
-from ..ir.opdefs import scalar_result_type, unary_result_type
-from ..ir.ops import DIRS, REQUIRED, SPLITS, OpError, canonical_direction, infer, lookup
+from ..ir.opdefs import (ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
+                         IfOp, ImportPeerBufferOp, OperandView, ReserveBufferOp, ReturnOp,
+                         YieldOp, scalar_result_type, unary_result_type)
+from ..ir.ops import DIRS, REQUIRED, SPLITS, ConstArg, OpError, canonical_direction, infer, lookup
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType
@@ -104,15 +110,42 @@ def _is_call_to(node, ns_lookup, name: str) -> bool:
     return isinstance(obj, DSLOp) and obj.op == name
 
 
+class _Void:
+    """The value of an expression whose op has no result (a call statement); what the
+    parser reads back is its ``type`` (NONE) and its ``op``."""
+    __slots__ = ("op",)
+    type = NONE
+    name = None
+
+    def __init__(self, op: Operation):
+        self.op = op
+
+
+def _fresh_const(v) -> bool:
+    """``v`` is the value of a constant as written (a literal, a module constant, a folded
+    expression), not yet used nor named: constant expressions fold only such values, and
+    the typing rules see its value."""
+    return v.__class__ is OpResult and v.name is None and v.op.__class__ is ConstOp
+
+
+def _typing_arg(v):
+    """What the op table's typing rules read for an operand: a constant as written as its
+    value, anything else as is (the rules read ``.type``)."""
+    if isinstance(v, list):
+        return OperandView(tuple(_typing_arg(x) for x in v))
+    return ConstArg(v.op.value, v.type) if _fresh_const(v) else v
+
+
 class FunctionParser:
-    """Parses one ``def`` into an IR :class:`Function`."""
+    """Parses one ``def`` into a ``pl.func`` op (:meth:`parse`)."""
 
     def __init__(self, fdef: ast.FunctionDef, kind: FunctionKind, ns: dict, src: Source,
                  annotations: dict | None = None):
         self.fdef, self.kind, self.ns, self.src = fdef, kind, ns, src
         self.annotations = annotations or {}     # already evaluated (live functions)
-        self.env: dict = {}
+        self.env: dict = {}                      # source name -> its current Value
         self.defined: set = set()
+        self.block: Block | None = None          # where the ops being read are appended
         self.taken = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | \
                      {a.arg for a in fdef.args.args}
 
@@ -129,6 +162,7 @@ class FunctionParser:
                                            "`for i in pl.range(...)`, `if` and `return`")
 
     def fresh(self, base: str) -> str:
+        """The SSA name hint of the next definition of source name ``base``."""
         if base not in self.defined:
             self.defined.add(base)
             return base
@@ -139,10 +173,21 @@ class FunctionParser:
         self.defined.add(name)
         return name
 
-    def define(self, name: str, type_, node) -> Var:
-        v = Var(self.fresh(name), type_, self.loc(node))
-        self.env[name] = v
-        return v
+    def emit(self, op: Operation) -> Operation:
+        return self.block.append(op)
+
+    def bind(self, name: str, value, node) -> None:
+        """Assign ``value`` (an expression just read) to source name ``name``: the op that
+        computed it takes the name and the statement's location; a value that already has
+        a name (``y = x``) is copied into a named value."""
+        ssa = self.fresh(name)
+        if value.name is None:
+            value.name = ssa
+            value.op.loc = self.loc(node)
+        else:
+            value = self.emit(Operation(CopyOp.name, (value,), [value.type], {}, (),
+                                        self.loc(node), [ssa])).results[0]
+        self.env[name] = value
 
     def lookup_ns(self, node):
         """Evaluate a Name/Attribute chain in the kernel's namespace (None if not found)."""
@@ -179,13 +224,17 @@ class FunctionParser:
             raise self.err(node, f"{what}: {e}") from None
 
     # -- function -------------------------------------------------------------------------
-    def parse(self) -> Function:
+    def parse(self) -> Operation:
+        with gc_paused():
+            return self._parse()
+
+    def _parse(self) -> Operation:
         f = self.fdef
         a = f.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise self.err(f, "kernel parameters must be plain named parameters (no defaults, "
                               "*args or **kwargs)", "list each tensor / scalar parameter with its type")
-        params = []
+        types, names = [], []
         for arg in a.args:
             if arg.annotation is None:
                 raise self.err(arg, f"parameter '{arg.arg}' has no type",
@@ -198,33 +247,38 @@ class FunctionParser:
                 raise self.err(arg.annotation, f"parameter '{arg.arg}' has type {t!r}; kernel "
                                                "parameters are GM tensors or scalars",
                                "use pl.Tensor[[...], dtype] or pl.Scalar[dtype]")
-            params.append(self.define(arg.arg, t, arg))
+            types.append(t)
+            names.append(self.fresh(arg.arg))
+            self.env[arg.arg] = None        # a kernel value from here on (not a constant)
+        entry = Block(types, names)
+        for arg, v in zip(a.args, entry.args):
+            self.env[arg.arg] = v
         body = f.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]     # docstring
-        stmts = self.block(body)
-        return Function(f.name, self.kind, tuple(params), tuple(stmts), self.loc(f))
+        self.block = entry
+        self.stmts(body)
+        return Operation(FuncOp.name, (), (), {"sym_name": f.name, "kind": self.kind},
+                         (Region([entry]),), self.loc(f))
 
     # -- statements -----------------------------------------------------------------------
-    def block(self, stmts) -> list:
-        out = []
+    def stmts(self, stmts) -> None:
         for s in stmts:
-            self.stmt(s, out)
-        return out
+            self.stmt(s)
 
-    def stmt(self, s, out: list) -> None:
+    def stmt(self, s) -> None:
         if type(s) in _UNSUPPORTED:
             raise self.unsupported(s)
         if isinstance(s, ast.Pass):
             return
         if isinstance(s, ast.Assign):
-            return self.assign(s, out)
+            return self.assign(s)
         if isinstance(s, ast.AugAssign):
             if not isinstance(s.target, ast.Name):
                 raise self.err(s, "augmented assignment needs a plain name target")
             val = self.binop(s, s.op, self.name_expr(s.target), self.expr(s.value))
-            out.append(Assign(self.define(s.target.id, val.type, s), val, self.loc(s)))
+            self.bind(s.target.id, val, s)
             return
         if isinstance(s, ast.AnnAssign):
             if not isinstance(s.target, ast.Name) or s.value is None:
@@ -234,7 +288,7 @@ class FunctionParser:
             if val.type != t:
                 raise self.err(s.value, f"'{s.target.id}' is annotated {describe(t)} but the "
                                         f"value is a {describe(val.type)}")
-            out.append(Assign(self.define(s.target.id, t, s), val, self.loc(s)))
+            self.bind(s.target.id, val, s)
             return
         if isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -245,28 +299,27 @@ class FunctionParser:
             if _is_call_to(s.value, self.lookup_ns, "yield_"):
                 raise self.err(s, "pl.yield_ must be the last statement of a loop / branch body "
                                   "and assign the results: `x = pl.yield_(v)`")
-            e = self.expr(s.value)
-            out.append(ExprStmt(e, self.loc(s)))
+            self.expr(s.value).op.loc = self.loc(s)
             return
         if isinstance(s, ast.For):
-            return self.for_(s, out)
+            return self.for_(s)
         if isinstance(s, ast.If):
-            return self.if_(s, out)
+            return self.if_(s)
         if isinstance(s, ast.Return):
-            vals = ()
+            vals = []
             if s.value is not None:
                 v = s.value
                 items = v.elts if isinstance(v, ast.Tuple) else [v]
-                vals = tuple(self.expr(x) for x in items)
+                vals = [self.expr(x) for x in items]
                 if self.kind in (FunctionKind.AIC, FunctionKind.AIV):
                     raise self.err(s, "AIC/AIV kernels return no values",
                                    "write results to an output tensor with pl.store")
-            out.append(Return(vals, self.loc(s)))
+            self.emit(Operation(ReturnOp.name, vals, (), {}, (), self.loc(s)))
             return
         raise self.err(s, f"{type(s).__name__} statements are not supported in kernels",
                        "use assignments, op calls, `for ... in pl.range(...)` and `if`")
 
-    def assign(self, s: ast.Assign, out: list) -> None:
+    def assign(self, s: ast.Assign) -> None:
         if len(s.targets) != 1:
             raise self.err(s, "chained assignment (a = b = ...) is not supported")
         tgt = s.targets[0]
@@ -277,13 +330,13 @@ class FunctionParser:
                                 "subscripts or attributes)", "assign each value to its own name")
         v = s.value
         if _is_call_to(v, self.lookup_ns, "reserve_buffer"):
-            return out.append(self.reserve_buffer(tgt.id, v, s))
+            return self.reserve_buffer(tgt.id, v, s)
         if _is_call_to(v, self.lookup_ns, "import_peer_buffer"):
-            return out.append(self.import_peer_buffer(tgt.id, v, s))
+            return self.import_peer_buffer(tgt.id, v, s)
         val = self.expr(v)
         if val.type is NONE:
             raise self.err(v, "this op has no result to assign", "call it as a statement")
-        out.append(Assign(self.define(tgt.id, val.type, tgt), val, self.loc(s)))
+        self.bind(tgt.id, val, s)
 
     def _kw(self, call: ast.Call, allowed: tuple, required: tuple, what: str) -> dict:
         if call.args:
@@ -304,7 +357,7 @@ class FunctionParser:
                                "peer_func=my_vector_kernel)")
         return got
 
-    def reserve_buffer(self, name: str, call: ast.Call, s) -> ReserveBuffer:
+    def reserve_buffer(self, name: str, call: ast.Call, s) -> None:
         kw = self._kw(call, ("name", "size", "base"), ("name", "size"), "pl.reserve_buffer")
         bname = self.const_eval(kw["name"], "reserve_buffer name")
         if not isinstance(bname, str) or not bname:
@@ -322,11 +375,13 @@ class FunctionParser:
                                            f"aligned address, got {base!r}",
                                "use base=pl.AUTO to let the compiler choose")
         space = {FunctionKind.AIV: "UB", FunctionKind.AIC: "L1"}.get(self.kind)
-        var = self.define(name, BufferType("reserve"), s.targets[0])
-        return ReserveBuffer(var, bname, int(size), base if base is AUTO else int(base), space,
-                             self.loc(s))
+        op = self.emit(ReserveBufferOp.build(
+            buffer_name=bname, size=int(size), base=base if base is AUTO else int(base),
+            memory_space=space, result_types=[BufferType("reserve")], loc=self.loc(s),
+            result_names=[self.fresh(name)]))
+        self.env[name] = op.buf
 
-    def import_peer_buffer(self, name: str, call: ast.Call, s) -> ImportPeerBuffer:
+    def import_peer_buffer(self, name: str, call: ast.Call, s) -> None:
         kw = self._kw(call, ("name", "peer_func"), ("name", "peer_func"), "pl.import_peer_buffer")
         bname = self.const_eval(kw["name"], "import_peer_buffer name")
         if not isinstance(bname, str) or not bname:
@@ -341,8 +396,10 @@ class FunctionParser:
         else:
             raise self.err(pf, "peer_func must name the paired consumer function",
                            "peer_func=my_vector_kernel")
-        var = self.define(name, BufferType("import"), s.targets[0])
-        return ImportPeerBuffer(var, bname, peer, self.loc(s))
+        op = self.emit(ImportPeerBufferOp.build(
+            buffer_name=bname, peer_func=peer, result_types=[BufferType("import")],
+            loc=self.loc(s), result_names=[self.fresh(name)]))
+        self.env[name] = op.buf
 
     # loops and branches ---------------------------------------------------------------------
     def _yield_stmt(self, stmts):
@@ -361,7 +418,7 @@ class FunctionParser:
                 return stmts[:-1], [n.id for n in names], last.value.args, last
         return stmts, [], [], None
 
-    def for_(self, s: ast.For, out: list) -> None:
+    def for_(self, s: ast.For) -> None:
         if s.orelse:
             raise self.err(s.orelse[0], "for ... else is not supported")
         it = s.iter
@@ -379,6 +436,8 @@ class FunctionParser:
             if not isinstance(k.value, (ast.Tuple, ast.List)):
                 raise self.err(k.value, "init_values must be a tuple")
             inits_ast = k.value.elts
+        outer = self.block
+        mark = outer.last                   # pl.range(stop) starts at 0: its op goes first
         bounds = [self.expr(a) for a in it.args]
         for a, b in zip(it.args, bounds):
             if not isinstance(b.type, ScalarType):
@@ -387,10 +446,16 @@ class FunctionParser:
                 raise self.err(a, f"loop bound is a {b.type.dtype} scalar: a trip count is a whole number",
                                "use an integer (e.g. int(...) of the value when the kernel is built), "
                                "or an index expression")
-        one = Const(1, INDEX)
-        start, stop, step = (Const(0, INDEX), bounds[0], one) if len(bounds) == 1 else \
-            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else one)
-        if isinstance(step, Const) and step.value == 0:
+        here = self.loc(s)
+        if len(bounds) == 1:
+            zero = Operation(ConstOp.name, (), [INDEX], {"value": 0}, (), here, [None])
+            outer.prepend(zero) if mark is None else mark.insert_after(zero)
+            bounds.insert(0, zero.results[0])
+        if len(bounds) == 2:
+            bounds.append(self.emit(Operation(ConstOp.name, (), [INDEX], {"value": 1}, (), here,
+                                              [None])).results[0])
+        step = bounds[2]
+        if _fresh_const(step) and step.op.value == 0:
             raise self.err(it, "pl.range step must not be 0")
         tgt = s.target
         explicit = []
@@ -417,13 +482,13 @@ class FunctionParser:
                    and n not in [e.id for e in explicit] and n != tgt.id]
         carried = [n for n in carried if not isinstance(self.env[n].type, BufferType)]
         before = dict(self.env)
-        ivar = self.define(tgt.id, INDEX, tgt)
-        iter_args = [self.define(n.id, v.type, n) for n, v in zip(explicit, inits)]
-        for n in carried:
-            init = before[n]
-            inits.append(init)
-            iter_args.append(self.define(n, init.type, s))
-        body = self.block(body_ast)
+        inits += [before[n] for n in carried]
+        sources = [tgt.id] + [n.id for n in explicit] + carried
+        body = Block([INDEX] + [v.type for v in inits], [self.fresh(n) for n in sources])
+        for n, a in zip(sources, body.args):
+            self.env[n] = a
+        self.block = body
+        self.stmts(body_ast)
         yields = [self.expr(v) for v in yvals] + [self.env[n] for n in carried]
         last = {}
         for x in ast.walk(ast.Module(body=list(body_ast), type_ignores=[])):
@@ -431,40 +496,48 @@ class FunctionParser:
                 for t in (x.targets if isinstance(x, ast.Assign) else [x.target]):
                     if isinstance(t, ast.Name):
                         last[t.id] = x
-        for v, y, node in zip(iter_args, yields,
+        for v, y, node in zip(body.args[1:], yields,
                               list(yvals) + [last.get(n, s) for n in carried]):
             if v.type != y.type:
                 raise self.err(node, f"loop-carried '{v.name}' starts as {describe(v.type)} but "
                                      f"the loop body makes it a {describe(y.type)}",
                                "a value carried across iterations must keep its type")
+        self.emit(Operation(YieldOp.name, yields, (), {}, (), here))
+        self.block = outer
         self.env = before
-        results = [self.define(n, v.type, ynode or s) for n, v in zip(ynames, iter_args)]
-        results += [self.define(n, v.type, s) for n, v in zip(carried, iter_args[len(ynames):])]
-        out.append(For(ivar, start, stop, step, tuple(iter_args), tuple(inits), tuple(body),
-                       tuple(yields), tuple(results), self.loc(s)))
+        names = [self.fresh(n) for n in ynames + carried]
+        op = self.emit(Operation(ForOp.name, bounds + inits, [v.type for v in inits], {},
+                                 (Region([body]),), here, names))
+        for n, r in zip(ynames + carried, op.results):
+            self.env[n] = r
 
-    def if_(self, s: ast.If, out: list) -> None:
+    def if_(self, s: ast.If) -> None:
         cond = self.expr(s.test)
         if not isinstance(cond.type, ScalarType):
             raise self.err(s.test, f"if condition is a {describe(cond.type)}", "compare scalars")
-        if isinstance(cond, Const):     # compile-time condition: keep the taken branch only
-            for x in (s.body if cond.value else s.orelse):
-                self.stmt(x, out)
+        if _fresh_const(cond):     # compile-time condition: keep the taken branch only
+            cond.op.erase()
+            for x in (s.body if cond.op.value else s.orelse):
+                self.stmt(x)
             return
+        outer = self.block
         before = dict(self.env)
         then_ast, tnames, tvals, tnode = self._yield_stmt(s.body)
         else_ast, enames, evals, enode = self._yield_stmt(s.orelse)
         if tnames != enames:
             raise self.err(tnode or enode or s, "both branches must yield the same names",
                            "end both branches with the same `x = pl.yield_(...)`")
-        then = self.block(then_ast)
+        then = self.block = Block()
+        self.stmts(then_ast)
         tys = [self.expr(v) for v in tvals]
         tenv = self.env
         self.env = dict(before)
-        els = self.block(else_ast)
+        els = self.block = Block()
+        self.stmts(else_ast)
         eys = [self.expr(v) for v in evals]
         eenv = self.env
         self.env = before
+        self.block = outer
         assigned = [n for n in _assigned_names(then_ast) + _assigned_names(else_ast)]
         names = []
         for n in assigned:
@@ -482,30 +555,37 @@ class FunctionParser:
                 raise self.err(s, f"'{n}' is a {describe(a.type)} after the if branch but a "
                                   f"{describe(b.type)} after the else branch",
                                "both branches must give it the same type")
-            results.append(self.define(n, a.type, tnode or s))
-        out.append(If(cond, tuple(then), tuple(els), tuple(tys), tuple(eys), tuple(results),
-                      self.loc(s)))
+            results.append(self.fresh(n))
+        here = self.loc(s)
+        then.append(Operation(YieldOp.name, tys, (), {}, (), here))
+        els.append(Operation(YieldOp.name, eys, (), {}, (), here))
+        op = self.emit(Operation(IfOp.name, (cond,), [a.type for a in tys], {},
+                                 (Region([then]), Region([els])), here, results))
+        for n, r in zip(tnames + names, op.results):
+            self.env[n] = r
 
-    # -- expressions ----------------------------------------------------------------------
     def name_expr(self, node: ast.Name):
         if node.id in self.env:
-            v = self.env[node.id]
-            return Var(v.name, v.type, self.loc(node))
+            return self.env[node.id]
         obj = self.ns.get(node.id, _MISSING)
         if obj is _MISSING:
             raise self.err(node, f"name '{node.id}' is not defined",
                            "define it before use (kernel values) or at module level (constants)")
         return self.constant(obj, node)
 
+    def const(self, value, type_, loc):
+        return self.emit(Operation(ConstOp.name, (), [type_], {"value": value}, (), loc,
+                                   [None])).results[0]
+
     def constant(self, obj, node):
         if isinstance(obj, bool):
-            return Const(obj, BOOL, self.loc(node))
+            return self.const(obj, BOOL, self.loc(node))
         if isinstance(obj, int):
-            return Const(int(obj), INDEX, self.loc(node))
+            return self.const(int(obj), INDEX, self.loc(node))
         if isinstance(obj, float):
-            return Const(obj, ScalarType("f32"), self.loc(node))
+            return self.const(obj, ScalarType("f32"), self.loc(node))
         if obj is None:
-            return Const(None, NONE, self.loc(node))
+            return self.const(None, NONE, self.loc(node))
         if isinstance(obj, DSLOp):
             raise self.err(node, f"pl.{obj.dsl} is an op; call it", f"write pl.{obj.dsl}(...)")
         raise self.err(node, f"{type(obj).__name__} value {obj!r} cannot be used in a kernel",
@@ -533,10 +613,13 @@ class FunctionParser:
                 return self.make_call("neg", node, {"a": v}, {}, {})
             if not isinstance(v.type, ScalarType):
                 raise self.err(node, f"operator {op} on a {describe(v.type)}")
-            if isinstance(v, Const):
-                return Const(-v.value if op == "-" else (not v.value), v.type if op == "-" else BOOL,
-                             self.loc(node))
-            return UnaryOp(op, v, unary_result_type(op, v.type), self.loc(node))
+            if _fresh_const(v):
+                v.op.erase()
+                x = v.op.value
+                return self.const(-x if op == "-" else (not x), v.type if op == "-" else BOOL,
+                                  self.loc(node))
+            return self.emit(Operation(ARITH_UNARY_OP[op], (v,), [unary_result_type(op, v.type)],
+                                       {}, (), self.loc(node), [None])).results[0]
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.err(node, "chained comparisons are not supported", "use `and`")
@@ -555,7 +638,9 @@ class FunctionParser:
             if isinstance(node.value, ast.Name) and node.value.id in self.env:
                 v = self.name_expr(node.value)
                 if isinstance(v.type, BufferType) and node.attr in ("base", "size"):
-                    return BufferAttr(v, node.attr, INDEX, self.loc(node))
+                    return self.emit(BufferAttrOp.build(
+                        buffer=v, attr=node.attr, result_types=[INDEX], loc=self.loc(node),
+                        result_names=[None])).value
                 raise self.err(node, f"'{node.value.id}' ({describe(v.type)}) has no attribute "
                                      f"'{node.attr}'", "buffers have .base and .size")
             obj = self.lookup_ns(node)
@@ -577,15 +662,18 @@ class FunctionParser:
             if not isinstance(x.type, ScalarType):
                 raise self.err(node, f"operator {op} on a {describe(x.type)}",
                                "use pl ops (pl.add, pl.adds, ...) on tiles")
-        if isinstance(lhs, Const) and isinstance(rhs, Const):
+        if _fresh_const(lhs) and _fresh_const(rhs):
             try:
-                val = _PY[op](lhs.value, rhs.value)
+                val = _PY[op](lhs.op.value, rhs.op.value)
             except ZeroDivisionError:
                 raise self.err(node, "division by zero in a constant expression") from None
+            rhs.op.erase()
+            lhs.op.erase()
             return self.constant(val, node)
         if rtype is None:
             rtype = scalar_result_type(op, lhs.type, rhs.type)
-        return BinOp(op, lhs, rhs, rtype, self.loc(node))
+        return self.emit(Operation(ARITH_OP[op], (lhs, rhs), [rtype], {}, (), self.loc(node),
+                                   [None])).results[0]
 
     def binop(self, node, astop, lhs, rhs):
         op = _SCALAR_OPS.get(type(astop))
@@ -649,7 +737,8 @@ class FunctionParser:
                     raise self.err(node, f"pl.{spec.dsl} needs argument {p.name!r}",
                                    f"pl.{spec.dsl}({', '.join(q.name for q in params)})")
                 if p.operand:
-                    args[p.name] = Const(p.default, INDEX if isinstance(p.default, int) else NONE)
+                    args[p.name] = self.const(p.default, INDEX if isinstance(p.default, int)
+                                              else NONE, self.loc(node))
                 else:
                     attrs[p.name] = p.default
                 continue
@@ -658,7 +747,7 @@ class FunctionParser:
             elif p.kind == "values":
                 if not isinstance(a, (ast.List, ast.Tuple)):
                     raise self.err(a, f"{p.name} must be a list, e.g. [row, col]")
-                args[p.name] = ExprList(tuple(self.expr(x) for x in a.elts), None, self.loc(a))
+                args[p.name] = [self.expr(x) for x in a.elts]
             else:
                 attrs[p.name] = self.attr_value(p, a, spec)
         return self.make_call(spec.name, node, args, attrs, nodes)
@@ -724,7 +813,7 @@ class FunctionParser:
         try:
             if spec.role is not None:            # a cross-core op: its direction
                 attrs["direction"] = canonical_direction(spec, self.kind, attrs)
-            t = infer(spec, self.kind, args, attrs)
+            t = infer(spec, self.kind, {k: _typing_arg(v) for k, v in args.items()}, attrs)
             if isinstance(t, TileValueType) and self.kind in (FunctionKind.AIC, FunctionKind.AIV) \
                     and (t.space is MemorySpace.Vec) != (self.kind is FunctionKind.AIV):
                 core = "Vector" if self.kind is FunctionKind.AIV else "Cube"
@@ -735,9 +824,14 @@ class FunctionParser:
         except OpError as e:
             at = nodes.get(e.param, node)
             raise self.err(at, e.about(spec.dsl, f"pl.{spec.dsl}"), e.fix) from None
-        ordered = tuple((p.name, attrs[p.name]) for p in spec.attr_params)
-        return Call(spec.name, tuple(args[p.name] for p in spec.operands), ordered, t,
-                    self.loc(node))
+        operands = []
+        for p in spec.operands:
+            a = args[p.name]
+            operands.extend(a) if isinstance(a, list) else operands.append(a)
+        op = self.emit(Operation(f"pl.{spec.name}", operands, [] if t is NONE else [t],
+                                 {p.name: attrs[p.name] for p in spec.attr_params}, (),
+                                 self.loc(node), [None]))
+        return op.results[0] if op.results else _Void(op)
 
 
 class _Missing:

@@ -3,30 +3,32 @@ of a mixed function a GM slot-buffer parameter (the A2A3 ring; A5 ignores it), s
 args need a zeroed buffer of the size the compiled program declares."""
 from __future__ import annotations
 
-from weakref import WeakKeyDictionary
-
 import numpy as np
 
+from ..ir.asm_printer import print_ir
 from ..ir.convert import to_ops
-from ..ir.core import Operation
 from ..ir.vocab import FunctionKind
 from ..ir.types import np_dtype
 from .expand_mixed import GM_PARAM
 
-
-# program -> the type of its gm_slot_buffer parameter: a memo of a pure function of the
-# program (a DSL Program is frozen, a compiled op program is not changed once it runs), so
-# that a scenario's make_args, called once per explored schedule, expands its program once
-_SLOT_TYPE: "WeakKeyDictionary[object, object]" = WeakKeyDictionary()
+# a program's IR text -> the type of its gm_slot_buffer parameter: a memo of a pure function
+# of the program (equal text - locations aside - declares an equal buffer), so that a
+# scenario's make_args, called once per explored schedule, expands its program once
+_SLOT_TYPE: dict = {}
 
 
 def slot_buffer_type(program):
     """The TensorType of the ``gm_slot_buffer`` parameter a compiled program's kernels take
-    (None: none).  A program that still holds mixed functions is expanded first (the front
-    end of the pipeline: the buffer does not depend on the platform)."""
-    if program not in _SLOT_TYPE:
-        _SLOT_TYPE[program] = _slot_type(program)
-    return _SLOT_TYPE[program]
+    (None: none).  ``program``: a ``pl.program`` op (or a statement-tree Program).  A
+    program that still holds mixed functions is expanded first, on a copy (the front end
+    of the pipeline: the buffer does not depend on the platform)."""
+    op = to_ops(program)
+    key = print_ir(op)
+    if key not in _SLOT_TYPE:
+        if len(_SLOT_TYPE) >= 256:          # a session of many programs: keep it bounded
+            _SLOT_TYPE.clear()
+        _SLOT_TYPE[key] = _slot_type(op)
+    return _SLOT_TYPE[key]
 
 
 def gm_slot_bytes(program) -> int:
@@ -35,14 +37,12 @@ def gm_slot_bytes(program) -> int:
     return t.nbytes if t is not None else 0
 
 
-def _slot_type(program):
-    """``program``: a ``pl.program`` op or a DSL Program (converted)."""
-    op = program if isinstance(program, Operation) else to_ops(program)
-    if any(f.kind is FunctionKind.InCore for f in op.body):
+def _slot_type(op):
+    if op.by_kind(FunctionKind.InCore):
         from .manager import FRONT_END, compile_program
         op = compile_program(op, "a2a3", FRONT_END)
-    for f in op.body:
-        for p in f.body.args:
+    for f in op.functions:
+        for p in f.params:
             if p.name and p.name.startswith(GM_PARAM):
                 return p.type
     return None

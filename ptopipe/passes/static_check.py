@@ -20,8 +20,8 @@ BACK_END = CANONICAL_ORDER[CANONICAL_ORDER.index("verify-pipes") + 1:]
 
 def verify_program(program, platform="a2a3", protocol="spec", scalars: dict | None = None,
                    warnings: list | None = None) -> list:
-    """Every finding of the static checks on ``program`` (a ``pl.program`` op, or a DSL
-    Program, converted) for ``platform``
+    """Every finding of the static checks on ``program`` (a ``pl.program`` op, left as it is:
+    the checks run on a copy) for ``platform``
     (a Platform or its name) under ``protocol``, as CompileErrors (empty: it passed);
     ``scalars``: scalar parameter values to verify with (a run's trip counts; others are
     unknowns); notes about checks that were skipped go to ``warnings``."""
@@ -30,7 +30,7 @@ def verify_program(program, platform="a2a3", protocol="spec", scalars: dict | No
     op = program if isinstance(program, Operation) else to_ops(program)
     try:
         front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
-        if any(f.kind is FunctionKind.InCore for f in op.body):     # verify the kernels they become
+        if op.by_kind(FunctionKind.InCore):             # verify the kernels they become
             op = front.run(op, ctx)
             rest, have = BACK_END, front.provides
         found = verify_pipes.verify(op, platform, warnings, protocol, scalars)

@@ -1,5 +1,5 @@
 """IR: printer/parser round trip of every DSL example, structural equality ignoring
-locations, the verifier on hand-built IR, and AUTO / import_peer_buffer resolution."""
+locations, the op verifier on IR converted from hand-built trees, and AUTO / import_peer_buffer resolution."""
 import dataclasses
 import importlib.util
 import os
@@ -7,11 +7,12 @@ import os
 import pytest
 
 import ptopipe.language as pl
+from ptopipe.ir.convert import to_ops, to_tree
+from ptopipe.ir.op_verifier import verify_program
 from ptopipe import CompileError
 from ptopipe.ir import (AUTO, Assign, BufferType, Call, Const, ExprStmt, For, Function,
                         FunctionKind, ImportPeerBuffer, Loc, MemorySpace, Program, ReserveBuffer,
-                        TensorType, TileValueType, Var, first_difference, print_program, verify)
-from ptopipe.ir import to_ops, to_tree
+                        TensorType, TileValueType, Var, first_difference, print_program)
 from ptopipe.runtime import resolve_program
 from plans import plan as plan_program
 
@@ -31,7 +32,7 @@ def _example_programs():
     progs = [s5.PROGRAM, s4.build(pl.TILE_UP_DOWN), s4.build(pl.TILE_LEFT_RIGHT)]
     for v in s1.VARIANTS.values():
         progs.append(s1.build(**v))
-    return progs
+    return [to_tree(p) for p in progs]                  # the statement-tree form
 
 
 def test_every_example_round_trips():
@@ -39,14 +40,14 @@ def test_every_example_round_trips():
     assert len(progs) > 20
     for prog in progs:
         text = print_program(prog)
-        again = pl.parse(text, filename="<printed>")
+        again = to_tree(pl.parse(text, filename="<printed>"))
         assert again == prog, first_difference(prog, again)
         assert print_program(again) == text
 
 
 def test_structural_equality_ignores_locations_but_not_names():
     prog = _example_programs()[0]
-    again = pl.parse(print_program(prog))
+    again = to_tree(pl.parse(print_program(prog)))
     f0, f1 = prog.functions[0], again.functions[0]
     assert f0.loc != f1.loc and f0 == f1
     renamed = dataclasses.replace(f1, name="other")
@@ -66,7 +67,7 @@ def k(x: pl.Tensor[[16, 32], pl.f32], n: pl.Scalar[pl.i32]):
             t = pl.exp(t)
     pl.store(t, [0, 0], x)
 '''
-    prog = pl.parse(src)
+    prog = to_tree(pl.parse(src))
     loop = prog.functions[0].body[1]
     assert isinstance(loop, For) and [v.name for v in loop.iter_args] == ["t_1"]
     branch = loop.body[1]
@@ -74,7 +75,7 @@ def k(x: pl.Tensor[[16, 32], pl.f32], n: pl.Scalar[pl.i32]):
     assert loop.yields[0].name == "t_4" and loop.results[0].name == "t_5"
     text = print_program(prog)
     assert "init_values=(t,)" in text and "t_5 = pl.yield_(t_4)" in text
-    assert pl.parse(text) == prog
+    assert to_tree(pl.parse(text)) == prog
 
 
 def _bufs():
@@ -87,13 +88,17 @@ def test_verifier_rejects_redefinition_and_use_before_def():
     x = Var("x", TensorType((16, 32), "f32"))
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Vec)), t)
     a = Var("a", t)
-    body = (Assign(a, load, Loc("k.py", 4, 5)), Assign(a, load, Loc("k.py", 5, 5)))
+    body = (Assign(a, load, Loc("k.py", 4, 5)), Assign(Var("a2", t), load, Loc("k.py", 5, 5)))
+    ops = to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,), body),)))
+    second = [o for o in ops.walk() if o.name == "pl.load"][1]
+    second.results[0] = [o for o in ops.walk() if o.name == "pl.load"][0].results[0]   # %a again
     with pytest.raises(CompileError, match="defined twice") as ei:
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), body),)))
+        verify_program(ops)
     assert ei.value.where == "k.py:5:5"
     store = Call("store", (Var("b", t), _offsets(), x), (), _none())
     with pytest.raises(CompileError, match="used before it is defined"):
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (ExprStmt(store, Loc("k.py", 6, 5)),)),)))
+        verify_program(to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,),
+                                                     (ExprStmt(store, Loc("k.py", 6, 5)),)),))))
 
 
 def test_verifier_rejects_wrong_result_type_and_space():
@@ -101,33 +106,36 @@ def test_verifier_rejects_wrong_result_type_and_space():
     wrong = TileValueType((16, 32), "f16", MemorySpace.Vec)
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Vec)), wrong)
     with pytest.raises(CompileError, match="produces"):
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (Assign(Var("a", wrong), load),)),)))
+        verify_program(to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,),
+                                                     (Assign(Var("a", wrong), load),)),))))
     mat = TileValueType((16, 32), "f32", MemorySpace.Mat)
     load = Call("load", (x, _offsets()), (("shape", (16, 32)), ("space", MemorySpace.Mat)), mat)
     with pytest.raises(CompileError, match="Vector core has only UB"):
-        verify(Program("p", (Function("k", FunctionKind.AIV, (x,), (Assign(Var("a", mat), load),)),)))
+        verify_program(to_ops(Program("p", (Function("k", FunctionKind.AIV, (x,),
+                                                     (Assign(Var("a", mat), load),)),))))
 
 
 def test_verifier_checks_reserve_buffer_placement_and_peers():
     rb, decl = _bufs()
     with pytest.raises(CompileError, match="only the consumer owns"):
-        verify(Program("p", (Function("v", FunctionKind.AIV, (), (decl,)),)))
+        verify_program(to_ops(Program("p", (Function("v", FunctionKind.AIV, (), (decl,)),))))
     ib = Var("peer", BufferType("import"))
     imp = ImportPeerBuffer(ib, "ring", "nobody", Loc("k.py", 9, 5))
     tp = Call("talloc", (ib,), (("type", TensorType((4, 8), "f32")), ("split", 0), ("direction", 1)),
               TensorType((4, 8), "f32"))
     g = Var("g", TensorType((64,), "u8"))
     init = Call("aic_initialize_pipe", (g, Const(0, _index()), Const(0, _index())),
-                (("dir_mask", 1), ("slot_size", 128), ("slot_num", None)), _none())
+                (("dir_mask", 1), ("slot_size", 128), ("slot_num", None), ("lanes", None),
+                 ("flag_id", None), ("local_slot_num", None)), _none())
     cube = Function("c", FunctionKind.AIC, (g,), (imp, ExprStmt(init), Assign(Var("s", tp.type), tp)))
     with pytest.raises(CompileError, match="not in program") as ei:
-        verify(Program("p", (cube,)))
+        verify_program(to_ops(Program("p", (cube,))))
     assert ei.value.where == "k.py:9:5"
 
 
 def test_auto_bases_resolve_without_overlap_and_imports_follow():
     s4 = _load("s4_both_ways")
-    prog = s4.build(pl.TILE_UP_DOWN)
+    prog = to_tree(s4.build(pl.TILE_UP_DOWN))
     lays = plan_program(prog)
     vec = lays["vector"]
     base, size = vec.buffers["c2v_buf"]
@@ -139,7 +147,7 @@ def test_auto_bases_resolve_without_overlap_and_imports_follow():
     rb = [s for s in resolved.function("vector").body if isinstance(s, ReserveBuffer)][0]
     assert rb.base == base
     assert "base=pl.AUTO" not in print_program(resolved).split("def vector")[1].split("\n")[1]
-    assert pl.parse(print_program(resolved)) == resolved
+    assert to_tree(pl.parse(print_program(resolved))) == resolved
 
 
 def test_literal_base_is_kept_and_tiles_avoid_it():
@@ -155,7 +163,7 @@ def v(x: pl.Tensor[[16, 32], pl.f32], fifo: pl.Tensor[[16384], pl.u8]):
     pl.TFREE(buf)
     pl.store(u, [0, 0], x)
 '''
-    lay = plan_program(pl.parse(src))["v"]
+    lay = plan_program(to_tree(pl.parse(src)))["v"]
     assert lay.buffers["buf"] == (0, 4096)
     assert lay.tiles["u"] == ("UB", 4096)
 

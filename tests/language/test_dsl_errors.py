@@ -191,7 +191,7 @@ def cube(x: pl.Tensor[[16, 16], pl.f16], fifo: pl.Tensor[[16384], pl.u8]):
 @pl.aiv
 def vec(fifo: pl.Tensor[[16384], pl.u8]):
     buf = pl.reserve_buffer(name="ring", size=16384, base=pl.AUTO)
-    t = @@pl.TPOP(buf, pl.Tile[[16, 32], pl.f32, pl.Vec])
+    @@t = pl.TPOP(buf, pl.Tile[[16, 32], pl.f32, pl.Vec])
     pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base)
     pl.TFREE(buf)
 ''',

@@ -97,22 +97,10 @@ def test_negative_flag_id():
 def test_explicit_flag_ids_are_bound(platform):
     """A hand-written pair giving its pipes FlagIDs (flag_id=, here the other way round
     than the default numbering) runs on those flags."""
-    import dataclasses
     prog = T.build(vector_c2v_first=True)
-
-    def with_ids(fn):
-        body = []
-        for s in fn.body:
-            c = getattr(s, "value", None)
-            if getattr(c, "op", "").endswith("initialize_pipe"):
-                fid = 4 if dict(c.attrs)["dir_mask"] == pl.DIR_C2V else 0
-                c = dataclasses.replace(c, attrs=tuple((k, fid if k == "flag_id" else v)
-                                                       for k, v in c.attrs))
-                s = dataclasses.replace(s, value=c)
-            body.append(s)
-        return dataclasses.replace(fn, body=tuple(body))
-
-    prog = dataclasses.replace(prog, functions=tuple(with_ids(f) for f in prog.functions))
+    for fn in prog.functions:
+        for init in init_ops(fn):
+            init.flag_id = 4 if init.dir_mask == pl.DIR_C2V else 0
     args = T.make_args(np.random.default_rng(4))
     res = run(prog, args, platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], T.golden(args))
@@ -148,20 +136,12 @@ def test_cross_core_op_on_a_direction_never_initialised():
 
 def _given_ids(prog, ids: dict):
     """``prog`` with ``flag_id=`` set on its inits: ids[(function name, dir_mask)]."""
-    import dataclasses
-
-    def fn_with(fn):
-        body = []
-        for s in fn.body:
-            c = getattr(s, "value", None)
-            key = (fn.name, dict(getattr(c, "attrs", ())).get("dir_mask"))
-            if getattr(c, "op", "").endswith("initialize_pipe") and key in ids:
-                c = dataclasses.replace(c, attrs=tuple((k, ids[key] if k == "flag_id" else v)
-                                                       for k, v in c.attrs))
-                s = dataclasses.replace(s, value=c)
-            body.append(s)
-        return dataclasses.replace(fn, body=tuple(body))
-    return dataclasses.replace(prog, functions=tuple(fn_with(f) for f in prog.functions))
+    for fn in prog.functions:
+        for init in init_ops(fn):
+            key = (fn.sym_name, init.dir_mask)
+            if key in ids:
+                init.flag_id = ids[key]
+    return prog
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

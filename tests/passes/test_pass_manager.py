@@ -193,7 +193,7 @@ def test_cli_compile_prints_the_compiled_ir(capsys):
     rc, out, err = _cli(capsys, "compile", path, "--emit", "dsl", "--platform", "a2a3")
     assert rc == 0 and err == ""                  # it passes its GM slot buffer: no warning
     again = pl.parse(out)                         # valid pl source, verified
-    assert [f.name for f in again.functions] == ["cube", "vector"]
+    assert [f.sym_name for f in again.functions] == ["cube", "vector"]
 
 
 def test_cli_compile_prints_warnings(capsys, tmp_path):
@@ -300,11 +300,8 @@ def test_run_of_a_mixed_file_compiles_first(tmp_path, capsys, registry):
 
 def test_kernelset_compiles_mixed_programs_per_platform(registry):
     cube, vector = c2v_pair()
-    prog = unverified(cube, vector)
-    from ptopipe.ir import Function, Program
-    import dataclasses
-    mixed = Program("m", (prog.functions[0], dataclasses.replace(prog.functions[1],
-                                                                  kind=FunctionKind.InCore)))
+    mixed = unverified(cube, vector, name="m")
+    mixed.functions[1].kind = FunctionKind.InCore
     ks = KernelSet(mixed)
     assert ks.source() is mixed
     for platform in ("a2a3", "a5"):

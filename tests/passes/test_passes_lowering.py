@@ -11,7 +11,7 @@ import ptopipe
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.errors import CompileError
-from ptopipe.ir import FunctionKind, Operation, Region, Block, to_ops, to_tree, verify
+from ptopipe.ir import FunctionKind, Operation, Region, Block, to_ops, to_tree, verify_program
 from ptopipe.ir.vocab import AUTO
 from ptopipe.passes import PassContext, PassManager, allocate_flags, lower_platform, resolve_peers, validate
 from ptopipe.ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
@@ -61,7 +61,7 @@ def test_examples_compile_and_still_run(name, variant, platform):
     sc, v, prog = _example(name, variant)
     op, ctx = _compile(prog, platform)
     tree = to_tree(op)
-    verify(tree)                                   # the lowered program is a valid DSL program
+    verify_program(to_ops(tree))                   # the lowered program is a valid DSL program
     ks = KernelSet(tree)
     for protocol in PROTOCOLS:
         params = sc.params(v)
@@ -76,7 +76,7 @@ def test_examples_compile_and_still_run(name, variant, platform):
 # -- ResolvePeerBuffers -----------------------------------------------------------------------------
 def test_resolve_peers_uses_the_runtime_allocation_and_propagates_it():
     sc, v, prog = _example("s4_both_ways.py", "ud")
-    lays = plan_program(prog)
+    lays = plan_program(to_tree(prog))
     op = resolve_peers.run(to_ops(prog), PassContext())
     for fname, other in (("vector", "cube"), ("cube", "vector")):
         f = _fn(op, fname)

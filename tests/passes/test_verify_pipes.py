@@ -2,7 +2,6 @@
 running, each protocol bug in hand-written DSL kernels - at the exact DSL line:col, naming
 the path - and reports nothing on the DSL examples and the correct DSL kernels of the
 tests.  Kernels that the dynamic checkers reject are rejected statically too."""
-import dataclasses
 import importlib.util
 import os
 import types
@@ -32,7 +31,8 @@ def program(cube, vector, name="t", peer=None):
     "vec", so the vector kernel is renamed to it (or to ``peer``)."""
     peer = peer or ("vec" if getattr(cube, "peer_is_vec", False) else None)
     if peer:
-        vector = dataclasses.replace(vector.ir, name=peer)
+        vector = vector.ir.clone()
+        vector.sym_name = peer
     return pl.program(cube, vector, name=name)
 
 

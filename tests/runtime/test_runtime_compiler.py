@@ -34,11 +34,11 @@ def test_each_kernel_set_runs_through_its_own_compiler(no_hang):
     seen_a, seen_b = [], []
 
     def comp_a(prog, platform, protocol):
-        seen_a.append((prog.name, getattr(platform, "name", platform), protocol))
+        seen_a.append((prog.sym_name, getattr(platform, "name", platform), protocol))
         return default_compiler(prog, platform, protocol)
 
     def comp_b(prog, platform, protocol):          # compiles another program: what it returns runs
-        seen_b.append((prog.name, getattr(platform, "name", platform), protocol))
+        seen_b.append((prog.sym_name, getattr(platform, "name", platform), protocol))
         return default_compiler(plus_two, platform, protocol)
 
     ka, kb = KernelSet(plus_one, compiler=comp_a), KernelSet(plus_one, compiler=comp_b)

@@ -10,6 +10,7 @@ import pytest
 
 import ptopipe
 import ptopipe.language as pl
+from ptopipe.ir.convert import to_tree
 from ptopipe import DeadlockError, PtoPipeError
 from ptopipe.runtime import kernels, run
 
@@ -94,7 +95,7 @@ def acc_cube(a: pl.Tensor[[TM, NK * KT], pl.f32], b: pl.Tensor[[NK * KT, N], pl.
 
 
 def test_loop_carried_accumulator_runs():
-    prog = pl.program(acc_cube, acc_vec, name="kacc")
+    prog = to_tree(pl.program(acc_cube, acc_vec, name="kacc"))       # the statement-tree form
     loop = [s for s in prog.functions[0].body if s.__class__.__name__ == "For"][0]
     assert [v.name for v in loop.iter_args] == ["acc_1"] and loop.results[0].name == "acc_3"
     rng = np.random.default_rng(1)
