@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from ..ir import first_difference, parse_ir, print_ir, structural_equal, to_ops, verify_ops
-from ..ir.core import Operation, gc_paused
+from ..ir.core import gc_paused
 from ..ir.opdefs import ProgramOp
 from .properties import INPUT_PROPERTIES, IRProperty, as_property, verify_property
 
@@ -326,7 +326,8 @@ def _round_trip(program, after: str) -> None:
 def compile_program(program, platform="a2a3", passes=None, *, protocol: str = "spec",
                     print_after_all: bool = False, stream=None, warnings: list | None = None,
                     verify_properties: bool | None = None):
-    """A program (a DSL Program, converted, or a ``pl.program`` op, compiled in place)
+    """A program (a ``pl.program`` op, left as it is: a copy is compiled - the same source is
+    compiled for several platforms and protocols; or a statement-tree Program, converted)
     through the pipeline (``passes``: names, text or None for the default;
     ``verify_properties``: check every property after every pass, see
     :class:`PassManager`); returns the compiled ``pl.program`` op.  The passes' warnings
@@ -335,5 +336,4 @@ def compile_program(program, platform="a2a3", passes=None, *, protocol: str = "s
                      verify_properties=verify_properties)
     ctx = PassContext(platform=platform, protocol=protocol,
                       warnings=warnings if warnings is not None else [])
-    op = pm.run(program if isinstance(program, Operation) else to_ops(program), ctx)
-    return op
+    return pm.run(to_ops(program), ctx)
