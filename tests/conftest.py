@@ -1,4 +1,5 @@
 """Shared fixtures of the test suite."""
+import pathlib
 import signal
 
 import pytest
@@ -18,9 +19,14 @@ def no_hang():
     signal.signal(signal.SIGALRM, old)
 
 
+#: the compiler's test directories: every pipeline their tests run checks, after every pass,
+#: each IR property the IR should have (as ``ptopipe compile --verify-each``); elsewhere the
+#: pipeline runs as a user's does (the checks cost about as much as the compile itself)
+COMPILER_TESTS = ("ir", "language", "passes")
+
+
 @pytest.fixture(autouse=True)
-def verify_every_property(monkeypatch):
-    """Every pipeline a test runs checks, after every pass, each IR property the IR should
-    have (``PassManager(verify_properties=True)``, as ``ptopipe compile --verify-each``)."""
+def verify_every_property(request, monkeypatch):
     from ptopipe.passes.manager import VERIFY_EACH_ENV
-    monkeypatch.setenv(VERIFY_EACH_ENV, "1")
+    if pathlib.Path(str(request.node.fspath)).parent.name in COMPILER_TESTS:
+        monkeypatch.setenv(VERIFY_EACH_ENV, "1")

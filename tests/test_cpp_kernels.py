@@ -110,9 +110,14 @@ CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slo
            ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"}), ("tmpipe_c2v.cpp", _tmpipe, {})]
 
 
+#: every platform x protocol with PTOPIPE_CPP_FULL=1; by default each correct kernel on
+#: A2A3 / spec and A5 / pto-isa (the two ends: the suite's CPU budget)
+TARGETS = ([(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+           if os.environ.get("PTOPIPE_CPP_FULL") == "1" else [("a2a3", "spec"), ("a5", "pto-isa")])
+
+
 @needs_cxx
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
-@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform,protocol", TARGETS)
 @pytest.mark.parametrize("name,make,opts", CORRECT, ids=[f"{c[0]}{'-manual' if c[2].get('sync') else ''}"
                                                           for c in CORRECT])
 def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol, name, make, opts):
@@ -198,6 +203,18 @@ def test_a_compile_error_names_the_users_line(cpp_cache):
     assert e.where.startswith(f"{os.path.relpath(kernel('c2v_compile_error.cpp'))}:"
                               f"{line_of('c2v_compile_error.cpp', 'TADD(')}:")
     assert "TADD takes 3 to 6 arguments" in e.what and e.details
+
+
+@needs_cxx
+def test_cxxflags_reach_the_compiler_last(cpp_cache, tmp_path, monkeypatch):
+    """$CXXFLAGS goes to the compiler after ptopipe's own flags (a user's -O0 or -D wins)."""
+    src = tmp_path / "flagged.cpp"
+    src.write_text('#ifdef PTOPIPE_TEST_FLAG\n#error "CXXFLAGS reached the compiler"\n#endif\n'
+                   + open(kernel("c2v_add.cpp")).read().replace('#include "', f'#include "{KDIR}/'))
+    monkeypatch.setenv("CXXFLAGS", "-O0 -DPTOPIPE_TEST_FLAG")
+    with pytest.raises(CompileError) as ei:
+        run_cpp(str(src), c2v_args())
+    assert "CXXFLAGS reached the compiler" in str(ei.value)
 
 
 @needs_cxx

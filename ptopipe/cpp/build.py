@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -227,7 +228,9 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     with open(path, "rb") as f:
         src = f.read()
     unit = wrapper(path, roles)
-    flags = list(FLAGS) + [f"-D{d}" for d in defines] + ["-I", include_dir()]
+    # $CXXFLAGS last, so that the user's flags win (e.g. -O0 for quicker builds, -g to debug)
+    flags = list(FLAGS) + [f"-D{d}" for d in defines] + ["-I", include_dir()] + \
+        shlex.split(os.environ.get("CXXFLAGS", ""))
     key = hashlib.sha256(b"\0".join([src, unit.encode(), _headers_digest().encode(), cxx.encode(),
                                      (version or "").encode(), " ".join(flags).encode(),
                                      _local_includes(path, src)])).hexdigest()[:32]
