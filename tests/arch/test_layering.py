@@ -4,6 +4,7 @@ order of DESIGN.md's layer list: the passes compile what the language builds, th
 reader hands its IR to the passes, the runtime runs what the passes compiled), and the IR
 never imports the instruction layer (it takes its vocabulary from arch)."""
 import ast
+import functools
 import pathlib
 
 import ptopipe
@@ -13,11 +14,17 @@ RANK = {"errors": -1, "_startup": -1, "arch": 0, "protocol": 0.5, "sim": 1, "isa
         "codegen": 4.5, "cpp": 4.6, "runtime": 4.75, "report": 5, "cli": 6}
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: pathlib.Path):
+    """The syntax tree of a module file (parsed once for every test of this file)."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(path: pathlib.Path):
     """(line, target subpackage) of every ptopipe import in ``path`` (incl. lazy ones)."""
     rel = path.relative_to(PKG).with_suffix("").parts
     here = list(rel[:-1]) if rel[-1] != "__init__" else list(rel[:-1])
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = here[:len(here) - (node.level - 1)] if node.level > 1 else list(here)
@@ -86,8 +93,8 @@ def _private_imports(path: pathlib.Path, source: str | None = None):
     module by the module at ``path`` (its text: ``source``, else the file's)."""
     rel = path.relative_to(PKG).with_suffix("").parts
     here = list(rel[:-1])
-    text = path.read_text() if source is None else source
-    for node in ast.walk(ast.parse(text, str(path))):
+    tree = _tree(path) if source is None else ast.parse(source, str(path))
+    for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom):
             continue
         if node.level:

@@ -352,8 +352,7 @@ def test_with_slot_buffer_makes_the_declared_element_type():
     np.testing.assert_array_equal(res.outputs["out"], want)
 
 
-@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "pto-isa")])
 @pytest.mark.parametrize("rel", [r for r in EXAMPLES if hasattr(MODS[r], "KERNELS")])
 def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
     """The written text run with buffer semantics (as ptoas's C++ runs on the device), not
