@@ -7,6 +7,14 @@ import pytest
 import layers  # noqa: F401  (the layer directories on sys.path)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_package():
+    """ptopipe compiled to bytecode once: the tests start ``python -m ptopipe...`` processes,
+    which (under PYTHONDONTWRITEBYTECODE, as CI sets it) would each compile every module."""
+    import compileall
+    compileall.compile_dir(str(pathlib.Path(__file__).resolve().parents[1] / "ptopipe"), quiet=1)
+
+
 @pytest.fixture
 def no_hang():
     """A hang fails the test instead of stalling the suite (deadlocks must be reported)."""
