@@ -53,7 +53,8 @@ def loops_in_python():
 
 def loops_on_instructions():
     t = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
-    while True: TADDS(t, t, 1.0)  # LOOP  (one line: the wall-clock bound may land on the test or the call)  # noqa: E701
+    # one line: a wall-clock bound may land on the loop's test or on the call
+    while True: TADDS(t, t, 1.0)  # noqa: E701  # LOOP
 
 
 def cube_waits(fifo):
