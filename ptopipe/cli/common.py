@@ -181,3 +181,26 @@ def add_launches(p) -> None:
 def launch_kwargs(args) -> dict:
     k = getattr(args, "launches", None)
     return {} if k is None else {"launches": k}
+
+
+def write_outputs(outputs: dict, specs, what: str = "a tensor parameter", fix_names: str | None = None) -> list:
+    """Write each ``--output NAME=FILE.npy`` of ``specs`` from ``outputs`` (name -> array),
+    atomically; a bf16 / float8 array is saved as its raw bits.  ``what`` says which names
+    may be given.  Returns the files written."""
+    import io
+    from ..report._io import write_atomic
+    outs = {}
+    for p in specs or []:
+        name, sep, file = p.partition("=")
+        if not sep or name not in outputs:
+            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME {what}", where="option --output",
+                              fix=f"names: {fix_names or ', '.join(sorted(outputs))}")
+        arr = outputs[name]
+        if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
+            arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])
+        outs[file] = arr
+    for file, arr in outs.items():
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        write_atomic(file, buf.getvalue())
+    return list(outs)

@@ -9,16 +9,13 @@ dtype come from the array: a pointer does not say them), every scalar a number. 
 parses the options and prints."""
 from __future__ import annotations
 
-import io
 import os
 import sys
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..report._io import write_atomic
 from . import bounds
-from .common import launch_kwargs, sync_kwargs
+from .common import launch_kwargs, sync_kwargs, write_outputs
 from .errors import color
 from .pto import load_inputs
 
@@ -69,21 +66,8 @@ def run_cpp_file(args) -> int:
             write_reports(res, args, os.path.basename(args.file), "default")
     outputs, summary = _run(args, after, **({"trace": True} if reports else {}), **launch_kwargs(args),
                             causal=getattr(args, "causal", False))
-    outs = {}
-    for p in getattr(args, "output", None) or []:
-        name, sep, file = p.partition("=")
-        if not sep or name not in outputs:
-            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME an array parameter given "
-                              "with --input", where="option --output",
-                              fix=f"names: {', '.join(sorted(outputs)) or 'none (give --input arrays)'}")
-        arr = outputs[name]
-        if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
-            arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])
-        outs[file] = arr
-    for file, arr in outs.items():
-        buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
-        write_atomic(file, buf.getvalue())
+    outs = write_outputs(outputs, getattr(args, "output", None), "an array parameter given with --input",
+                         ", ".join(sorted(outputs)) or "none (give --input arrays)")
     print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {platform} ({protocol}): ran"
           + (f", wrote {', '.join(outs)}" if outs else ""))
     if not getattr(args, "quiet", False):

@@ -13,7 +13,6 @@ explores schedules like ``check`` of a ``.py`` file; ``--static`` stops after th
 """
 from __future__ import annotations
 
-import io
 import os
 import re
 import sys
@@ -22,9 +21,8 @@ import numpy as np
 
 from ..errors import ConfigError, ParseError
 from ..ir.types import TensorType, np_dtype
-from ..report._io import write_atomic
 from . import bounds
-from .common import launch_kwargs, read_npy, sync_kwargs
+from .common import launch_kwargs, read_npy, sync_kwargs, write_outputs
 
 
 def _entry_params(op):
@@ -315,20 +313,7 @@ def _run_one(args, pl, protocol) -> int:
     if reports:
         from .trace import write_reports
         write_reports(res, args, os.path.basename(args.file), "default")
-    outs = {}
-    for p in getattr(args, "output", None) or []:
-        name, sep, file = p.partition("=")
-        if not sep or name not in res.outputs:
-            raise ConfigError(f"--output {p!r}: expected NAME=FILE.npy with NAME a tensor parameter",
-                              where="option --output", fix=f"names: {', '.join(sorted(res.outputs))}")
-        arr = res.outputs[name]
-        if arr.dtype.kind == "V":                   # bf16 / float8: saved as its raw bits
-            arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])
-        outs[file] = arr
-    for file, arr in outs.items():
-        buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
-        write_atomic(file, buf.getvalue())
+    outs = write_outputs(res.outputs, getattr(args, "output", None))
     warned = list(dict.fromkeys(list(pl.warnings) + list(pl.run_warnings)))
     for w in warned:
         print(f"warning: {w}", file=sys.stderr)
