@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+from ..codegen.pto_exec.types import check_input_fits
 from ..errors import ConfigError, ParseError
 from ..ir.types import TensorType, np_dtype
 from . import bounds
@@ -143,10 +144,7 @@ def _scalar(name: str, t, v):
                               f"{name!r}", where="option --input",
                               fix=f"give an integer: --input {name}=3 (or a .npy of one)")
         info = np.iinfo(np.int64 if dt == "index" else np_dtype(dt))
-        if not info.min <= v.item() <= info.max:
-            raise ConfigError(f"--input {name}: {v.item()} does not fit the {dt} parameter {name!r} "
-                              f"({info.min}..{info.max})", where="option --input",
-                              fix=f"give a value in {info.min}..{info.max}")
+        check_input_fits(name, int(v.item()), dt, int(info.min), int(info.max))
     elif v.dtype.kind not in "iuf":
         raise ConfigError(f"--input {name}: a {v.dtype} value for the {dt} parameter {name!r}",
                           where="option --input", fix=f"give a number: --input {name}=1.5 (or a .npy of one)")

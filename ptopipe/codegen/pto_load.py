@@ -22,6 +22,7 @@ from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
 from ..ir.vocab import FunctionKind
 from ..ir.types import ScalarType, np_dtype
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
+from .pto_exec.types import check_input_fits
 from .pto_reader import read_pto
 from .pto_syntax import INT_DTYPES, PTO_OP, run_line_platform
 from .pto_writer import nosplit_functions, with_peers
@@ -77,10 +78,7 @@ def check_scalar_ranges(op, scalars: dict) -> None:
             if v is None or not isinstance(t, ScalarType) or t.dtype not in INT_DTYPES:
                 continue
             info = np.iinfo(np.int64 if t.dtype == "index" else np_dtype(t.dtype))
-            if not info.min <= int(v) <= info.max:
-                raise ConfigError(f"--input {a.name}: {int(v)} does not fit the {t.dtype} parameter "
-                                  f"{a.name!r} ({info.min}..{info.max})", where="option --input",
-                                  fix=f"give a value in {info.min}..{info.max}")
+            check_input_fits(a.name, int(v), t.dtype, int(info.min), int(info.max))
 
 
 def _pto_word(m) -> str:

@@ -693,14 +693,15 @@ class ProgramOp(OpClass):
     @property
     def functions(self) -> list:
         """The program's ``pl.func`` ops, in order."""
-        return list(self.regions[0].blocks[0])
+        return list(self.body)
 
     def function(self, name: str):
         """The function called ``name`` (None: none)."""
-        return next((f for f in self.regions[0].blocks[0] if f.sym_name == name), None)
+        return next((f for f in self.body if f.sym_name == name), None)
 
     def by_kind(self, kind: FunctionKind) -> list:
-        return [f for f in self.regions[0].blocks[0] if f.kind is kind]
+        """The functions of ``kind``, in order."""
+        return [f for f in self.body if f.kind is kind]
 
 
 class FuncOp(OpClass):

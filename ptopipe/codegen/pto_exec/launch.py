@@ -18,7 +18,7 @@ from .program import (MIXED, Program, SYNTAX_SLIPS, choose_top, has_pipes, impli
                       int_constants, malformed, reachable, read_text, walk, whole_tile_lanes)
 from .reader import read_program
 from .values import Elements
-from .types import ScalarT, TileSpec, dtype_name, int_range
+from .types import ScalarT, TileSpec, check_input_fits, dtype_name, int_range
 
 
 @dataclass
@@ -64,11 +64,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
                         raise ConfigError(f"--input {key}: {v!r} for the {ty.name} parameter {key!r}",
                                           where="option --input",
                                           fix=f"give an integer: --input {key}=3 (or a .npy of one)")
-                    lo, hi = int_range(ty)
-                    if not lo <= int(v) <= hi:
-                        raise ConfigError(f"--input {key}: {int(v)} does not fit the {ty.name} parameter "
-                                          f"{key!r} ({lo}..{hi})", where="option --input",
-                                          fix=f"give a value in {lo}..{hi}")
+                    check_input_fits(key, int(v), ty.name, *int_range(ty))
                 args[key] = float(v) if ty.is_float else int(v)      # the parameter's type decides
             elif isinstance(ty, tuple) and ty[0] in ("vector", "tensor"):
                 a = np.asarray(v)
