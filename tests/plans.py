@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ptopipe.ir import to_ops
 from ptopipe.ir.layout import plan_program
 
 
@@ -24,6 +23,5 @@ def named(lay) -> SimpleNamespace:
 
 
 def plan(program) -> dict:
-    """``{function name: named(FunctionLayout)}`` of a DSL Program (or a ``pl.program`` op)."""
-    ops = program if hasattr(program, "regions") else to_ops(program)
-    return {n: named(lay) for n, lay in plan_program(ops).items()}
+    """``{function name: named(FunctionLayout)}`` of a ``pl.program`` op."""
+    return {n: named(lay) for n, lay in plan_program(program).items()}

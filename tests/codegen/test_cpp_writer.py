@@ -342,10 +342,9 @@ def test_negative_step_loop_is_refused_at_its_dsl_line(tmp_path):
 
 
 def test_uncompiled_or_other_platform_program_is_refused():
-    from ptopipe.ir.convert import to_ops
     (prog,) = programs_of(load_module(S1))
     with pytest.raises(CompileError, match="needs a compiled program"):
-        write_cpp(to_ops(prog), "a2a3")
+        write_cpp(prog.clone(), "a2a3")
     op, _cpp = compiled(S1, "a5")
     with pytest.raises(CompileError, match="compiled for a5, not a2a3"):
         write_cpp(op, "a2a3")

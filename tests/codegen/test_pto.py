@@ -9,14 +9,13 @@ import re
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 import ptopipe  # noqa: F401  (installs the mixed compiler)
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.pto import make_inputs
 from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.errors import CompileError, ProtocolError
-from ptopipe.ir import first_difference, structural_equal, to_tree
+from ptopipe.ir import first_difference, structural_equal
 from ptopipe.isa.launch import compare_launches
 from ptopipe.isa.scenario import data_rng
 from ptopipe.passes import PassManager, compile_program
@@ -69,7 +68,7 @@ def test_reread_program_matches_numpy(rel, platform, protocol):
     back = _reread(op, platform, protocol)
     sc = mod.SCENARIO
     kw = {"sync": sc.sync} if sc.sync else {}
-    res = run(to_tree(back), args, platform=platform, protocol=protocol, **kw)
+    res = run(back, args, platform=platform, protocol=protocol, **kw)
     compare_launches(res, expected, sc.rtol, sc.atol, rel)
 
 
@@ -79,7 +78,7 @@ def test_a_wrong_result_is_caught():
     prog, args, expected = _program(mod)
     text = write_pto(compile_program(prog, "a2a3")).replace("pto.tadd ins", "pto.tsub ins")
     back = PassManager(list(PTO_PASSES)).run(read_pto(text, "k.pto"), PassContext(platform="a2a3"))
-    res = run(to_tree(back), args, platform="a2a3")
+    res = run(back, args, platform="a2a3")
     assert not np.allclose(res.outputs["out"], expected["out"])
 
 
@@ -139,9 +138,8 @@ RUNS = [(f, plat, proto) for f in FILES for plat in ("a2a3", "a5") for proto in 
 def test_hand_written_pto_matches_numpy(name, platform, protocol):
     path = str(ROOT / "tests" / "pto" / name)
     op, _, plat = load_pto(path, platform, protocol)
-    tree = to_tree(op)
     args = _inputs(op)
-    res = run(tree, args, platform=plat, protocol=protocol)
+    res = run(op, args, platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
 
 
@@ -182,9 +180,8 @@ def test_nosplit_both_lanes_under_pto_isa_a5_is_reported_at_the_pto_line():
         load_pto(path, "a5", "pto-isa")
     assert "a NO_SPLIT transfer has one lane" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
     op, _, plat = load_pto(path, "a5", "spec")           # and the run, where it happens
-    tree = to_tree(op)
     with pytest.raises(ProtocolError) as e:
-        run(tree, _inputs(op), platform=plat, protocol="pto-isa")
+        run(op, _inputs(op), platform=plat, protocol="pto-isa")
     assert "NO_SPLIT" in e.value.what and e.value.where.endswith("both_ways_a5.pto:30:5")
 
 
@@ -202,11 +199,10 @@ def test_buffer_written_in_an_if_is_a_result_of_the_if():
                         + store)
     for platform in ("a2a3", "a5"):
         op, _, plat = load_pto("if.pto", platform, "spec", text=text)
-        tree = to_tree(op)
         iff = next(o for o in op.walk() if o.name == "pl.if")
         assert len(iff.results) == 1 and iff.regions[1].blocks[0].last.operands[0].owner.name == "pl.add"
         args = _inputs(op)
-        res = run(tree, args, platform=plat)
+        res = run(op, args, platform=plat)
         want = args["a"] @ args["b"] + args["bias"]
         for i in range(2):
             want[16 * i:16 * i + 8] *= 2
@@ -252,9 +248,8 @@ def test_unused_pointer_parameters_are_accepted():
     assert params["vector"][3].type == params["cube"][0].type == params["entry"][0].type == TensorType((32, 16), "f32")
     for platform in ("a2a3", "a5"):
         op, _, plat = load_pto("u.pto", platform, "spec", text=text)
-        tree = to_tree(op)
         args = _inputs(op)
-        res = run(tree, args, platform=plat)
+        res = run(op, args, platform=plat)
         np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
 
 
@@ -284,9 +279,8 @@ def test_ptoas_spellings_partition_view_without_result_type_typed_attrs_select()
     for platform in ("a2a3", "a5"):
         for protocol in ("spec", "pto-isa"):
             op, _, plat = load_pto("s.pto", platform, protocol, text=text)
-            tree = to_tree(op)
             args = _inputs(op)
-            res = run(tree, args, platform=plat, protocol=protocol)
+            res = run(op, args, platform=plat, protocol=protocol)
             np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + args["bias"])
 
 
@@ -301,9 +295,8 @@ def test_pto_written_for_another_platform_reads_back_and_runs(name, platform, tm
     assert cli_main(["compile", str(ROOT / "tests" / "pto" / name), "--emit", "pto",
                      "--platform", platform, "-o", str(out)]) == 0
     op, _, plat = load_pto(str(out), platform, "spec")
-    tree = to_tree(op)
     args = _inputs(op)
-    res = run(tree, args, platform=plat, protocol="spec")
+    res = run(op, args, platform=plat, protocol="spec")
     np.testing.assert_array_equal(res.outputs["out"], FILES[name](args))
 
 
@@ -315,22 +308,20 @@ def test_an_i32_trip_count_cast_to_index(platform, protocol, tmp_path):
     ptopipe writes casts the i32 again before the scf.for (bounds are index)."""
     path = str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto")
     op, _, plat = load_pto(path, platform, protocol)
-    tree = to_tree(op)
     rng = np.random.default_rng(3)
     a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
     b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
     np.save(tmp_path / "n.npy", np.int32(3))
     args = make_inputs(op, [f"n={tmp_path / 'n.npy'}"], zero_fill=True)
     args.update(a=a, b=b)
-    res = run(tree, args, platform=plat, protocol=protocol)
+    res = run(op, args, platform=plat, protocol=protocol)
     want = np.zeros((64, 16), np.float32)
     want[:48] = a[:48].astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_array_equal(res.outputs["out"], want)
     text = write_pto(op)
     assert text.count("%n_idx = arith.index_cast %n : i32 to index\n    scf.for %i = %c0 to %n_idx") == 2
     op2, _, _ = load_pto("back.pto", platform, protocol, text=text)
-    tree2 = to_tree(op2)
-    res2 = run(tree2, dict(args, out=np.zeros_like(want)), platform=plat, protocol=protocol)
+    res2 = run(op2, dict(args, out=np.zeros_like(want)), platform=plat, protocol=protocol)
     np.testing.assert_array_equal(res2.outputs["out"], want)
 
 
@@ -339,14 +330,13 @@ def test_with_slot_buffer_makes_the_declared_element_type():
     recommends) gave a uint8 buffer, which the kernel then rejected."""
     from ptopipe.passes.slot_buffer import gm_slot_bytes, with_slot_buffer
     op, _, plat = load_pto(str(ROOT / "tests" / "pto" / "i32_trip_count_a3.pto"), "a2a3")
-    tree = to_tree(op)
-    args = with_slot_buffer(tree, {})
+    args = with_slot_buffer(op, {})
     buf = args["gm_slot_buffer"]
-    assert buf.dtype == np.float32 and buf.nbytes == gm_slot_bytes(tree) > 0
+    assert buf.dtype == np.float32 and buf.nbytes == gm_slot_bytes(op) > 0
     rng = np.random.default_rng(5)
     a = rng.integers(-3, 4, (64, 16)).astype(np.float16)
     b = rng.integers(-3, 4, (16, 16)).astype(np.float16)
-    res = run(tree, dict(args, a=a, b=b, n=2, out=np.zeros((64, 16), np.float32)), platform=plat)
+    res = run(op, dict(args, a=a, b=b, n=2, out=np.zeros((64, 16), np.float32)), platform=plat)
     want = np.zeros((64, 16), np.float32)
     want[:32] = a[:32].astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_array_equal(res.outputs["out"], want)

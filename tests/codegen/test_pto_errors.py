@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 from ptopipe.cli import main as cli_main
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen import read_pto
@@ -532,11 +531,10 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path
     path = ROOT / "tests" / "pto_broken" / "both_pop_first_a3.pto"
     text = path.read_text()
     op, _w, plat = load_pto(str(path))
-    tree = to_tree(op)
     np.save(tmp_path / "T.npy", np.array(3))
     args = make_inputs(op, [f"T={tmp_path / 'T.npy'}"], zero_fill=True)
     with pytest.raises(DeadlockError) as e:
-        run(tree, args, platform=plat)
+        run(op, args, platform=plat)
     lines = text.splitlines()
     tpop = next(i for i, ln in enumerate(lines, 1) if "pto.tpop_from_aiv" in ln)
     assert "pto.tmov" in lines[tpop + 1] or "pto.tmov" in lines[tpop]     # read by the next ops

@@ -20,7 +20,7 @@ from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.codegen.pto_syntax import float_literal, float_of_literal
 from ptopipe.errors import ParseError
-from ptopipe.ir import first_difference, to_tree
+from ptopipe.ir import first_difference
 from ptopipe.ir.vocab import AUTO
 from ptopipe.ir.pipe_config import local_slot_num
 from ptopipe.ir.types import MemorySpace

@@ -5,7 +5,6 @@ body stays live to the loop's end (the next iteration reads it again), so nothin
 defines after that read shares its memory; a tile carried by a loop is live through the
 whole loop."""
 import ptopipe.language as pl
-from ptopipe.ir import to_ops
 from ptopipe.ir.layout import plan_function
 from ptopipe.ir.liveness import analyse
 from ptopipe.ir.opdefs import ForOp
@@ -35,7 +34,7 @@ def carried(x: pl.Tensor[[64, 16], pl.f32], out: pl.Tensor[[64, 16], pl.f32]):
 
 
 def _function(kernel):
-    prog = to_ops(pl.program(idle, kernel, name=kernel.__name__))
+    prog = pl.program(idle, kernel, name=kernel.__name__).clone()
     return next(f for f in prog.body if f.sym_name == kernel.__name__)
 
 

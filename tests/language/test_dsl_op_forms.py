@@ -570,12 +570,12 @@ def test_compare_mode_is_spelled_per_layer_and_checked():
 def test_printed_dsl_and_op_ir_text_read_back_equal(name):
     """Every added op (its attributes too: a compare's mode, tri's upper) prints as DSL source
     and as op-IR text that read back to the same program."""
-    from ptopipe.ir import print_program, structural_equal, to_ops
+    from ptopipe.ir import print_program, structural_equal
     from ptopipe.ir.asm_parser import parse_ir
     from ptopipe.ir.asm_printer import print_ir
     prog = _case(name)[0]
     again = pl.parse(print_program(prog), filename="<printed>")
     assert structural_equal(again, prog), first_difference(prog, again)
-    ops = to_ops(prog)
+    ops = prog.clone()
     back = parse_ir(print_ir(ops))
     assert structural_equal(ops, back), first_difference(ops, back)

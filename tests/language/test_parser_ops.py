@@ -12,7 +12,7 @@ import re
 import pytest
 
 import ptopipe.language as pl
-from ptopipe.ir import print_ir, to_source, to_tree
+from ptopipe.ir import print_ir, to_source
 from ptopipe.language import frontend
 
 from ir_programs import generate
@@ -76,7 +76,7 @@ def _dsl_text(top) -> str:
         for r in o.results:
             if r.name is None and not r.uses:
                 r.name, k = f"dead{k}", k + 1
-    return to_source(to_tree(top))
+    return to_source(top)
 
 
 def _build_everything():

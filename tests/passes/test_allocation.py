@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.ir.convert import to_tree
 from ptopipe import CompileError, ConfigError
 from ptopipe.runtime import kernels
 from plans import plan as plan_program
@@ -59,7 +58,7 @@ X = (np.arange(128 * 16, dtype=np.float32).reshape(128, 16) % 97) ** 1.5
 def test_loop_keeping_an_older_tile_reads_it(platform):
     out = _run(diff, X, platform).outputs["out"]
     np.testing.assert_array_equal(out[16:], X[16:] - X[:-16])
-    lay = plan_program(to_tree(pl.program(idle, diff, name="d")))["diff"]
+    lay = plan_program(pl.program(idle, diff, name="d"))["diff"]
     assert len(lay.rotations["cur"]) == 2                 # cur gets two buffers, used in turn
 
 
@@ -67,7 +66,7 @@ def test_loop_keeping_an_older_tile_reads_it(platform):
 def test_value_carried_two_iterations_back(platform):
     out = _run(diff2, X, platform).outputs["out"]
     np.testing.assert_array_equal(out[32:], X[32:] - X[:-32])
-    lay = plan_program(to_tree(pl.program(idle, diff2, name="d")))["diff2"]
+    lay = plan_program(pl.program(idle, diff2, name="d"))["diff2"]
     assert len(lay.rotations["cur"]) == 3
 
 
@@ -82,7 +81,7 @@ def accumulate(x: pl.Tensor[[128, 16], pl.f32], out: pl.Tensor[[128, 16], pl.f32
 def test_in_place_accumulator_needs_one_buffer():
     out = _run(accumulate, X).outputs["out"]
     np.testing.assert_array_equal(out[:16], X.reshape(8, 16, 16).sum(axis=0))
-    assert plan_program(to_tree(pl.program(idle, accumulate, name="a")))["accumulate"].rotations == {}
+    assert plan_program(pl.program(idle, accumulate, name="a"))["accumulate"].rotations == {}
 
 
 @pl.aiv
@@ -98,7 +97,7 @@ def chain(x: pl.Tensor[[128, 16], pl.f32], out: pl.Tensor[[128, 16], pl.f32]):
 def test_dead_tiles_share_memory():
     out = _run(chain, X).outputs["out"]
     np.testing.assert_array_equal(out[:16], ((X[:16] * 2 + 1) * 3) - 4)
-    lay = plan_program(to_tree(pl.program(idle, chain, name="c")))["chain"]
+    lay = plan_program(pl.program(idle, chain, name="c"))["chain"]
     # five 1 KiB tiles, at most two live at once (an op's source and its result)
     assert lay.peak["UB"] == 2 * 1024
     assert lay.tiles["a"][1] != lay.tiles["b"][1] and lay.tiles["a"][1] == lay.tiles["c"][1]
@@ -141,7 +140,7 @@ def v(fifo: pl.Tensor[[16384], pl.u8]):
     pl.TFREE(b)
 '''
     with pytest.raises(CompileError) as ei:
-        plan_program(to_tree(pl.parse(src)))
+        plan_program(pl.parse(src))
     e = ei.value
     assert "'ring_b' [0x800, 0x1800) overlaps reserve_buffer 'ring_a' [0x0, 0x1000)" in e.what
     assert e.where.endswith(":7:5") and ":6:5" in str(e)
@@ -295,7 +294,7 @@ def manual(x: pl.Tensor[[128, 16], pl.f32], out: pl.Tensor[[128, 16], pl.f32]):
 def test_manual_sync_kernels_get_no_hidden_reuse():
     """With events ordering the pipes, reusing a's bytes for c would need a V -> MTE2 event
     the user cannot see to write: such a function gets no sharing."""
-    lay = plan_program(to_tree(pl.program(idle, manual, name="m")))["manual"]
+    lay = plan_program(pl.program(idle, manual, name="m"))["manual"]
     assert len({lay.tiles[n][1] for n in ("a", "b", "c")}) == 3
     res = _run(manual, X, sync="manual")
     np.testing.assert_array_equal(res.outputs["out"][:16], X[:16] * 2)
@@ -341,7 +340,7 @@ def test_a_row_reduction_gets_a_scratch_tile_live_while_it_runs():
         m = pl.row_max(pl.exp(t))
         pl.store(pl.add(pl.add(s, m), pl.row_min(t)), [0, 0], out)
 
-    lay = plan_program(to_tree(pl.program(k)))["k"]
+    lay = plan_program(pl.program(k))["k"]
     size = 16 * 32 * 4
 
     def span(addr, n):
@@ -372,7 +371,7 @@ def test_unnamed_result_a_loop_keeps_gets_buffers_in_turn(platform):
                       platform=platform).outputs["out"]
     for i, k in enumerate((0, 0, 1, 2)):                 # prev: a, a, a + 1, a + 2
         np.testing.assert_array_equal(out[i * 16:(i + 1) * 16], x + k)
-    lay = plan_program(to_tree(pl.program(idle, lagged_nested, name="lag")))["lagged_nested"]
+    lay = plan_program(pl.program(idle, lagged_nested, name="lag"))["lagged_nested"]
     (tmp,) = [k for k in lay.rotations if k in lay.temps]
     assert len(lay.rotations[tmp]) == 2 and lay.temps[tmp][1] == lay.rotations[tmp][0]
     from ptopipe.codegen import write_cpp

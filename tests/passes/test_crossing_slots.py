@@ -11,13 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError
 from ptopipe.arch import get_platform
 from ptopipe.ir import FunctionKind
-from ptopipe.ir.nodes import ExprStmt
+from ptopipe.passes.util import init_ops
 from ptopipe.ir.types import np_dtype
 from ptopipe.passes import FRONT_END, compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -57,12 +56,11 @@ V2C, C2V = KernelSet(_v2c), KernelSet(_c2v)
 
 def _slot_sizes(program, platform):
     """SLOT_SIZE of each compiled kernel's pipe initialisation."""
-    prog = to_tree(compile_program(program, platform, FRONT_END))
+    prog = compile_program(program, platform, FRONT_END)
     out = []
     for f in prog.functions:
         if f.kind in (FunctionKind.AIC, FunctionKind.AIV):
-            out += [s.value.attr("slot_size") for s in f.body if isinstance(s, ExprStmt)
-                    and s.value.op.endswith("initialize_pipe")]
+            out += [i.slot_size for i in init_ops(f)]
     return out
 
 

@@ -13,8 +13,8 @@ import ptopipe.language as pl
 from ptopipe.runtime import KernelSet
 from ptopipe import CompileError
 from ptopipe.errors import MismatchError
-from ptopipe.ir import (FunctionKind, parse_ir, print_ir, print_program, structural_equal,
-                        to_ops, to_tree)
+from ptopipe.ir import FunctionKind, parse_ir, print_ir, print_program, structural_equal
+from ptopipe.ir.opdefs import CallOp
 from ptopipe.passes import compile_program as _compile
 
 from ptopipe.passes import FRONT_END as FRONT                # the platform-independent half
@@ -25,9 +25,10 @@ def compile_ops(program):
 
 
 def compile_program(program):
-    return to_tree(_compile(program, "a2a3", FRONT))
+    return _compile(program, "a2a3", FRONT)
 
 from markers import line_of
+from op_build import dsl_form, same
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -71,9 +72,8 @@ def _fn(prog, kind):
 
 
 def _init(fn):
-    from ptopipe.ir.nodes import ExprStmt
-    return next(s.value for s in fn.body if isinstance(s, ExprStmt)
-                and s.value.op.endswith("initialize_pipe"))
+    from ptopipe.passes.util import init_ops
+    return init_ops(fn)[0]
 
 
 @pytest.mark.parametrize("name,params,mask,slot_size,slot_num", [
@@ -87,15 +87,14 @@ def _init(fn):
 def test_pipe_parameters(name, params, mask, slot_size, slot_num):
     """DIR_MASK from the boundaries, SLOT_SIZE = the largest crossing tile, SLOT_NUM 8 one
     way / 4 both ways (seed 003) or the decorator's; both kernels agree."""
-    prog = to_tree(MIXED[name].KERNELS.program(**params))
+    prog = MIXED[name].KERNELS.program(**params)
     aic, = _fn(prog, FunctionKind.AIC)
     aiv, = _fn(prog, FunctionKind.AIV)
     group, = _fn(prog, FunctionKind.Group)
     for f in (aic, aiv):
         c = _init(f)
-        assert (c.attr("dir_mask"), c.attr("slot_size"), c.attr("slot_num")) == \
-            (mask, slot_size, slot_num), f.name
-    assert [c.value.attr("callee") for c in group.body] == [aic.name, aiv.name]
+        assert (c.dir_mask, c.slot_size, c.slot_num) == (mask, slot_size, slot_num), f.sym_name
+    assert [(c.name, c.callee) for c in group.body] == [(CallOp.name, aic.sym_name), (CallOp.name, aiv.sym_name)]
 
 
 def test_compiled_program_round_trips():
@@ -103,7 +102,7 @@ def test_compiled_program_round_trips():
     prog = MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT)
     text = print_program(prog)             # the DSL source (no platform, no addresses)
     assert print_program(pl.parse(text)) == text
-    ops = to_ops(prog)
+    ops = prog.clone()
     assert structural_equal(parse_ir(print_ir(ops)), ops)
 
 
@@ -130,11 +129,11 @@ def test_compiled_cycles_within_10_percent_of_hand_written(pair, capsys):
 def test_push_ahead_skews_only_push_then_pop_loops():
     """S4's Vector loop runs 2 tiles ahead with its pushes; S1's (pops only) is untouched;
     with one slot per ring there is no room to run ahead."""
-    s4 = print_program(to_tree(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_UP_DOWN)))
+    s4 = print_program(MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_UP_DOWN))
     _in_order(s4, "def s4_aiv", "for i in pl.range(", "if i < ", "pl.TPUSH(", "i_lag = i - 2",
               "if i_lag >= 0:", "pl.TPOP(", "pl.TFREE(", "pl.store(")
-    s1 = print_program(to_tree(MIXED["s1_cv_split"].KERNELS.program(M=64, split=pl.TILE_UP_DOWN,
-                                                             slot_num=4)))
+    s1 = print_program(MIXED["s1_cv_split"].KERNELS.program(M=64, split=pl.TILE_UP_DOWN,
+                                                             slot_num=4))
     assert "_lag" not in s1
 
     def round_trip(slots):
@@ -159,7 +158,7 @@ def test_incore_options_round_trip():
     f = prog.functions[0]
     assert (f.split, f.slot_num) == (pl.TILE_LEFT_RIGHT, 2)
     assert print_program(prog) == src
-    ops = to_ops(prog)
+    ops = prog.clone()
     assert "split = #split.TILE_LEFT_RIGHT, slot_num = 2" in print_ir(ops)
     assert structural_equal(parse_ir(print_ir(ops)), ops)
 
@@ -178,7 +177,7 @@ def test_pure_vector_function_becomes_aiv_unsplit():
 
     prog = compile_program(pl.program(only_vec))
     f, = prog.functions
-    assert (f.kind, f.split, f.name) == (FunctionKind.AIV, None, "only_vec")
+    assert (f.kind, f.split, f.sym_name) == (FunctionKind.AIV, None, "only_vec")
     assert "[16, 32]" in print_program(prog)           # not halved
 
 
@@ -470,21 +469,30 @@ def test_mixed_function_without_boundary(platform, no_hang):
     np.testing.assert_array_equal(res["plus"], b + 1)
 
 
-def _strip_tfrees(body):
-    from dataclasses import replace
+def _strip_tfrees(prog):
+    """A copy of ``prog`` without its TFREEs (a TFREE has no result: nothing reads it) and
+    the constants only they read (a TFREE statement's own operands)."""
+    from ptopipe.ir.opdefs import ConstOp, TFree
+    out = prog.clone()
+    for o in [o for o in out.walk() if o.is_a(TFree)]:
+        consts = [v.owner for v in o.operands if isinstance(v.owner, ConstOp)]
+        o.erase()
+        for c in consts:
+            if not c.results[0].uses:
+                c.erase()
+    return out
 
-    from ptopipe.ir.nodes import ExprStmt, For, If
-    out = []
-    for s in body:
-        if isinstance(s, ExprStmt) and s.value.op == "tfree":
-            continue
-        if isinstance(s, For):
-            s = replace(s, body=_strip_tfrees(s.body))
-        elif isinstance(s, If):
-            s = replace(s, then_body=_strip_tfrees(s.then_body),
-                        else_body=_strip_tfrees(s.else_body))
-        out.append(s)
-    return tuple(out)
+
+def _consts_at_users(prog):
+    """``prog`` with each constant right before its one user (where the DSL parser puts it):
+    a TFREE put between a statement's constants and the statement is the same statement
+    order as the source's TFREE before the statement."""
+    from ptopipe.ir.opdefs import ConstOp
+    for o in [o for o in prog.walk() if o.is_a(ConstOp)]:
+        uses = o.results[0].uses
+        if len(uses) == 1 and uses[0].owner.parent is o.parent:
+            o.move_before(uses[0].owner)
+    return prog
 
 
 @pytest.mark.parametrize("rel,params", [
@@ -494,15 +502,12 @@ def _strip_tfrees(body):
 def test_insert_tfree_puts_back_the_hand_written_tfrees(rel, params):
     """Strip the TFREEs of a hand-written pair: InsertTfree puts each back where the
     programmer wrote it."""
-    from dataclasses import replace
-
-    from ptopipe.ir import to_tree
     from ptopipe.passes import insert_tfree
-    prog = to_tree(_load(rel).KERNELS.program(**params))
-    stripped = replace(prog, functions=tuple(replace(f, body=_strip_tfrees(f.body))
-                                             for f in prog.functions))
-    assert stripped != prog
-    assert to_tree(insert_tfree.run(to_ops(stripped))) == prog
+    prog = dsl_form(_load(rel).KERNELS.program(**params))
+    stripped = _strip_tfrees(prog)
+    assert same(stripped, prog) is not None
+    back = _consts_at_users(insert_tfree.run(stripped))
+    assert same(back, prog) is None, same(back, prog)
 
 
 RM, RK, RT = 16, 16, 4
@@ -676,7 +681,7 @@ def test_slot_buffer_sizing_does_not_compile_for_another_platform():
 
 
 def compile_program_for(program, platform):
-    return to_tree(_compile(program, platform))
+    return _compile(program, platform)
 
 
 def test_a_run_without_the_slot_buffer_is_told_how_to_add_it():
@@ -718,13 +723,12 @@ def test_the_printed_compiled_program_compiles_again_and_runs(name, platform, tm
     params = m.SCENARIO.variants[variant]
     args = m.make_args(np.random.default_rng(5), **params)
     src = m.KERNELS.source(**args)
-    text = print_program(to_tree(full(src, platform)))
+    text = print_program(full(src, platform))
     path = tmp_path / f"emitted_{name}_{platform}.py"
     path.write_text(text)
     again = _load_path(path).program
     _op = full(again, platform)
-    tree = to_tree(_op)
-    aic, aiv = kernels(tree)
+    aic, aiv = kernels(_op)
     res = ptopipe.run(aic, aiv, dict(args), platform=platform)
     for k, want in m.golden(args, **params).items():
         np.testing.assert_allclose(res.outputs[k], want, rtol=1e-4, atol=1e-4, err_msg=k)
@@ -784,10 +788,9 @@ def test_a_tile_held_over_inner_pops_of_its_ring_is_copied_out(inner, n, split, 
                 b=rng.integers(-3, 4, (HK, HN)).astype(np.float32),
                 out=np.zeros((HM, HN), np.float32), n=n)
     _op = full(held_over_inner_pops(split, inner), platform, protocol=protocol)
-    tree = to_tree(_op)
-    aic, aiv = kernels(tree)
+    aic, aiv = kernels(_op)
     from ptopipe.passes.slot_buffer import with_slot_buffer
-    res = ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform, protocol=protocol)
+    res = ptopipe.run(aic, aiv, with_slot_buffer(_op, args), platform=platform, protocol=protocol)
     k = n if inner == "loop" else min(n, 1)
     np.testing.assert_array_equal(res.outputs["out"], (k + 1) * (args["a"] @ args["b"]))
 
@@ -913,7 +916,7 @@ def test_a_carried_slot_beyond_the_hold_limit_carries_copies(platform, protocol,
     r = a @ b
     want = np.vstack([r[:-16] + r[16:], 2 * r[-16:]])
     np.testing.assert_array_equal(res.outputs["out"], want)
-    text = print_program(to_tree(_compile(prog, platform, protocol=protocol)))
+    text = print_program(_compile(prog, platform, protocol=protocol))
     copies = text.count("_held = pl.move(")
     assert copies == (2 if (platform, protocol) == ("a5", "pto-isa") else 0), text
 

@@ -6,7 +6,6 @@ protocols; without the token the race checker reports the race; the unorderable 
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, DataRaceError
@@ -59,9 +58,9 @@ def _args_v2c(rng):
 
 
 def _run(prog, args, platform, protocol):
-    tree = to_tree(compile_program(prog, platform, protocol=protocol))
-    aic, aiv = kernels(tree)
-    return ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform,
+    compiled = compile_program(prog, platform, protocol=protocol)
+    aic, aiv = kernels(compiled)
+    return ptopipe.run(aic, aiv, with_slot_buffer(compiled, args), platform=platform,
                        protocol=protocol)
 
 
@@ -82,7 +81,7 @@ def test_vector_writes_cube_reads_gm(platform, protocol, no_hang):
 
 
 def test_the_token_is_a_push_after_the_store_and_a_pop_before_the_load():
-    text = print_program(to_tree(compile_program(cube_to_vector(), "a2a3")))
+    text = print_program(compile_program(cube_to_vector(), "a2a3"))
     aic, aiv = text.split("@pl.aiv")[0], text.split("@pl.aiv")[1].split("@pl.incore")[0]
     assert aic.index("pl.store(_t0, [i * 16, 0], tmp)") < aic.index("pl.TPUSH(_t0")
     assert aiv.index("tmp_token = pl.TPOP(") < aiv.index("pl.TFREE(") < aiv.index("pl.load(tmp")
@@ -152,7 +151,7 @@ def test_the_write_after_read_token_follows_the_read_and_the_cubes_matmul():
     """The Vector's token follows its load of mid; the Cube's (it can push Acc tiles only)
     follows the matmul made from its load of mid."""
     for direction, side, after in (("c2v", "@pl.aiv", "pl.load(mid"), ("v2c", "@pl.aic", "pl.matmul(")):
-        text = print_program(to_tree(compile_program(scratch_reused(direction), "a5")))
+        text = print_program(compile_program(scratch_reused(direction), "a5"))
         kernel = text.split(side)[1].split("\n@")[0]
         assert "pl.TPUSH(" in kernel[kernel.index(after):], direction
 

@@ -9,13 +9,12 @@ import pathlib
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 from ptopipe.arch import get_platform
 
 import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, DataRaceError, ProtocolError
-from ptopipe.ir import parse_ir, print_ir, print_program, structural_equal, to_ops
+from ptopipe.ir import parse_ir, print_ir, print_program, structural_equal
 from ptopipe.passes import compile_program, expand_mixed
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import interp, kernels
@@ -60,7 +59,7 @@ def test_c2v_no_split_lanes(platform, protocol, no_hang):
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_compiled_form_per_platform_and_protocol(platform, protocol):
-    text = print_program(to_tree(S2.KERNELS.program(platform, protocol, M=64, N=32, slot_num=2)))
+    text = print_program(S2.KERNELS.program(platform, protocol, M=64, N=32, slot_num=2))
     assert "@pl.aiv(split=pl.TILE_NO_SPLIT)" in text
     assert "get_subblockid" not in text                       # whole tiles, no halves
     assert "pl.Tile[[16, 32], pl.f32, pl.Vec]" in text
@@ -71,7 +70,7 @@ def test_compiled_no_split_program_round_trips():
     prog = S2.KERNELS.program("a5", "pto-isa", M=64, N=32, slot_num=2)
     text = print_program(prog)             # the DSL source (no platform, no addresses)
     assert print_program(pl.parse(text)) == text
-    ops = to_ops(prog)
+    ops = prog.clone()
     assert structural_equal(parse_ir(print_ir(ops)), ops)
 
 
@@ -110,9 +109,9 @@ def test_v2c_no_split(platform, protocol, no_hang):
     args = dict(x=rng.integers(-4, 5, (48, 16)).astype(np.float32),
                 a=rng.integers(-3, 4, (16, 16)).astype(np.float32),
                 out=np.zeros((48, 16), np.float32))
-    tree = to_tree(compile_program(_v2c_program(), platform, protocol=protocol))
-    aic, aiv = kernels(tree)
-    r = ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform, protocol=protocol)
+    compiled = compile_program(_v2c_program(), platform, protocol=protocol)
+    aic, aiv = kernels(compiled)
+    r = ptopipe.run(aic, aiv, with_slot_buffer(compiled, args), platform=platform, protocol=protocol)
     want = np.concatenate([args["a"] @ (args["x"][k * 16:(k + 1) * 16] + 1) for k in range(3)])
     np.testing.assert_array_equal(r.outputs["out"], want)
     aiv1 = r.summary.cores["AIV1"]["busy"]

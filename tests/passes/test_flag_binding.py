@@ -4,7 +4,6 @@ a function initialises each direction once."""
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 import ptopipe.language as pl
 from ptopipe.errors import CompileError, ConfigError
 from ptopipe.isa.pipe.binding import channels
@@ -25,14 +24,13 @@ def _bound_flags(res) -> dict:
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_compiled_pipes_bind_their_flag_ids(platform, protocol):
     op = compile_program(T.build(), platform, protocol=protocol)
-    tree = to_tree(op)
     inits = {f.attributes["sym_name"]: init_ops(f) for f in functions(op)}
     ids = [i.attributes["flag_id"] for i in inits["cube"]]
     assert ids[0] == 0 and ids[1] > 0          # the V2C pipe comes after the C2V pipe's flags
     # the Vector function initialises V2C first: its ends carry the Cube's ids, not 0
     assert [i.attributes["flag_id"] for i in inits["vector"]] == ids[::-1]
     args = T.make_args(np.random.default_rng(1))
-    res = run(tree, args, platform=platform, protocol=protocol)
+    res = run(op, args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], T.golden(args))
     bound = _bound_flags(res)
     assert bound["V2C"][0] == ids[1] > 0 and bound["C2V"][0] == 0
@@ -151,13 +149,12 @@ def test_allocate_flags_keeps_given_flag_ids_and_numbers_the_rest_around_them(pl
     the compiled program runs on those flags."""
     prog = _given_ids(T.build(), {("cube", pl.DIR_C2V): 4, ("vector", pl.DIR_C2V): 4})
     op = compile_program(prog, platform)
-    tree = to_tree(op)
     ids = {f.attributes["sym_name"]: sorted((i.attributes["dir_mask"], i.attributes["flag_id"])
                                             for i in init_ops(f)) for f in functions(op)}
     assert ids == {"cube": [(pl.DIR_C2V, 4), (pl.DIR_V2C, 0)],
                    "vector": [(pl.DIR_C2V, 4), (pl.DIR_V2C, 0)]}
     args = T.make_args(np.random.default_rng(5))
-    res = run(tree, args, platform=platform)
+    res = run(op, args, platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], T.golden(args))
     assert {w: r for w, (r, _f) in _bound_flags(res).items()} == {"C2V": 4, "V2C": 0}
 

@@ -4,7 +4,7 @@ text form, the C++ writer emits what they say, the memory-allocated verifier rep
 without one, and the placement does not depend on whether a value is named."""
 import ptopipe.language as pl
 from ptopipe.codegen import write_cpp
-from ptopipe.ir import parse_ir, print_ir, to_ops
+from ptopipe.ir import parse_ir, print_ir
 from ptopipe.ir.instances import owns_storage
 from ptopipe.ir.layout import plan_function, read_layout
 from ptopipe.passes import PassContext, compile_program
@@ -69,7 +69,7 @@ def test_memory_allocated_names_a_tile_op_without_an_address():
 
 
 def test_placement_does_not_depend_on_value_names():
-    f = _aiv(to_ops(pl.program(idle, lagged, name="lag")))
+    f = _aiv(pl.program(idle, lagged, name="lag").clone())
     before = read_layout(f) if read_layout(f).tiles else plan_function(f)
     places = [(before.tiles[t], before.rotations.get(t)) for t in _tile_ops(f)]
     for k, o in enumerate(f.walk()):                    # every nested temporary named

@@ -9,12 +9,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.cli import main as cli_main
 from ptopipe.errors import CompileError
-from ptopipe.ir import FunctionKind, TileValueType, parse_ir, print_ir, structural_equal, to_ops
+from ptopipe.ir import FunctionKind, TileValueType, parse_ir, print_ir, structural_equal
 from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,
                             default_pipeline, register)
 from ptopipe.passes.util import functions, top_ops
@@ -60,7 +59,7 @@ def test_a_pass_registered_later_runs_by_name(registry):
                              PRODUCED=frozenset({IRProperty.MIXED_KERNELS_EXPANDED}), run=run))
     assert default_pipeline()[0] == "expand-mixed"
     _c, _v, prog = _prog()
-    op = PassManager("expand-mixed,validate", round_trip=True).run(to_ops(prog), PassContext("a5"))
+    op = PassManager("expand-mixed,validate", round_trip=True).run(prog.clone(), PassContext("a5"))
     assert seen == ["a5"] and all(f.attributes["tagged"] for f in functions(op))
 
 
@@ -72,7 +71,7 @@ def test_a_pass_object_given_to_a_pipeline_is_not_registered(registry):
                            run=lambda program, ctx: seen.append(ctx.platform) or program)
     before = dict(REGISTRY)
     _c, _v, prog = _prog()
-    PassManager([mine, "validate"]).run(to_ops(prog), PassContext("a5"))
+    PassManager([mine, "validate"]).run(prog.clone(), PassContext("a5"))
     assert seen == ["a5"] and REGISTRY == before
     with pytest.raises(CompileError, match="unknown pass 'tag-functions'"):
         PassManager("tag-functions")
@@ -125,19 +124,19 @@ def test_verification_after_each_pass_names_the_pass(registry):
     register(PassInfo("breaker", _break_a_tile))
     cube, vector, prog = _prog()
     with pytest.raises(CompileError) as ei:
-        PassManager("resolve-peers,breaker,validate").run(to_ops(prog), PassContext())
+        PassManager("resolve-peers,breaker,validate").run(prog.clone(), PassContext())
     e = ei.value
     assert e.what.startswith("the IR after pass 'breaker' does not verify: adds produces Vec tile 8x32 f32 but the IR says Vec tile 16x32 f32")
     adds = [i for i, ln in enumerate(open(pass_kernels.__file__)
                                       .read().splitlines(), 1) if "pl.adds(" in ln]
     assert e.where.split(":")[1] == str(adds[0])
     assert "this is a bug of pass 'breaker'" in e.fix
-    PassManager("resolve-peers,breaker", verify=False).run(to_ops(prog), PassContext())
+    PassManager("resolve-peers,breaker", verify=False).run(prog.clone(), PassContext())
 
 
 def test_the_input_is_verified_first():
     cube, vector, prog = _prog()
-    op = to_ops(prog)
+    op = prog.clone()
     _break_a_tile(op, None)
     with pytest.raises(CompileError) as ei:
         PassManager().run(op, PassContext())
@@ -147,7 +146,7 @@ def test_the_input_is_verified_first():
 def test_a_pass_must_return_the_program(registry):
     register(PassInfo("lost", lambda program, ctx: None))
     with pytest.raises(CompileError, match="pass 'lost' returned None, not a pl.program op"):
-        PassManager("lost").run(to_ops(_prog()[2]), PassContext())
+        PassManager("lost").run(_prog()[2].clone(), PassContext())
 
 
 def test_round_trip_mode_catches_what_the_text_cannot_spell(registry):
@@ -155,16 +154,16 @@ def test_round_trip_mode_catches_what_the_text_cannot_spell(registry):
         functions(program)[0].attributes["ids"] = [1, 2]        # parses back as a tuple
         return program
     register(PassInfo("listy", run))
-    PassManager("listy").run(to_ops(_prog()[2]), PassContext())
+    PassManager("listy").run(_prog()[2].clone(), PassContext())
     with pytest.raises(CompileError) as ei:
-        PassManager("listy", round_trip=True).run(to_ops(_prog()[2]), PassContext())
+        PassManager("listy", round_trip=True).run(_prog()[2].clone(), PassContext())
     assert ei.value.what.startswith("the IR after pass 'listy' does not survive print -> parse: ")
     assert "attribute ids = [1, 2] != (1, 2)" in ei.value.what
 
 
 def test_print_after_all():
     out = io.StringIO()
-    op = PassManager(print_after_all=True, stream=out).run(to_ops(_prog()[2]), PassContext("a5"))
+    op = PassManager(print_after_all=True, stream=out).run(_prog()[2].clone(), PassContext("a5"))
     text = out.getvalue()
     heads = [ln for ln in text.splitlines() if ln.startswith("// -----//")]
     assert heads == [f"// -----// IR Dump After {n} //----- //" for n in default_pipeline()]
@@ -309,7 +308,7 @@ def test_kernelset_compiles_mixed_programs_per_platform(registry):
             args = c2v_args(np.random.default_rng(3))
             res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
             np.testing.assert_allclose(res.outputs["out"], c2v_golden(args)["out"])
-    assert to_tree(ks.compiled({}, "a5").ops).functions[1].kind is FunctionKind.AIV
+    assert ks.compiled({}, "a5").ops.functions[1].kind is FunctionKind.AIV
 
 
 def test_cli_compile_variant(capsys):

@@ -12,7 +12,6 @@ import pytest
 from ptopipe.cli import main as cli_main
 from ptopipe.cli.compile import programs_of
 from ptopipe.errors import CompileError
-from ptopipe.ir import to_ops
 from ptopipe.ir.vocab import AUTO
 from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,
                             default_pipeline, manager, register)
@@ -110,12 +109,12 @@ def test_the_pipeline_that_numbers_flags_before_the_split_is_refused(ran):
     # what the requirement prevents: told that the input is split, the pipeline runs and its
     # pipes are left without flags
     pm = PassManager(BAD, available=(P.MIXED_KERNELS_EXPANDED,), verify_properties=False)
-    op = pm.run(to_ops(_s1_mixed()), PassContext("a2a3"))
+    op = pm.run(_s1_mixed().clone(), PassContext("a2a3"))
     inits = [i for f in functions(op) for i in init_ops(f)]
     assert inits and all(i.attributes.get("flag_id") is None for i in inits)
     # ... a claim property verification checks on the input
     with pytest.raises(CompileError) as ei:
-        PassManager(BAD, available=("mixed-kernels-expanded",)).run(to_ops(_s1_mixed()), PassContext())
+        PassManager(BAD, available=("mixed-kernels-expanded",)).run(_s1_mixed().clone(), PassContext())
     assert ei.value.what == ("the input program does not have 'mixed-kernels-expanded', which the pipeline "
                              "is told it has (available=): mixed @pl.incore function 's1' is not split "
                              "into AIC / AIV kernels")
@@ -129,11 +128,11 @@ def test_available_names_a_property():
 
 
 def test_a_split_input_has_the_property_and_an_unsplit_one_is_checked_before_running(ran):
-    PassManager("resolve-peers,allocate-flags,lower-platform").run(to_ops(_s1_pair()), PassContext())
+    PassManager("resolve-peers,allocate-flags,lower-platform").run(_s1_pair().clone(), PassContext())
     assert ran == ["resolve-peers", "allocate-flags", "lower-platform"]
     ran.clear()
     with pytest.raises(CompileError, match="pass 'insert-tfree' requires 'mixed-kernels-expanded'"):
-        PassManager("insert-tfree").run(to_ops(_s1_mixed()), PassContext())
+        PassManager("insert-tfree").run(_s1_mixed().clone(), PassContext())
     assert ran == []
 
 
@@ -149,7 +148,7 @@ def test_an_invalidated_property_must_be_produced_again(ran):
                                 "(run 'allocate-flags' again after 'expand-mixed')")
     pm = PassManager("resolve-peers,allocate-flags,expand-mixed,resolve-peers,allocate-flags,lower-platform")
     assert P.FLAGS_ALLOCATED in pm.provides and P.PLATFORM_LOWERED in pm.provides
-    pm.run(to_ops(_s1_pair()), PassContext())
+    pm.run(_s1_pair().clone(), PassContext())
     assert ran[-1] == "lower-platform"
 
 
@@ -170,7 +169,7 @@ def test_each_pass_has_what_it_claims_on_the_examples(prog, platform):
     """Each pass of the default pipeline, run alone on the previous one's output: every
     property it declares produced verifies on its output, and so does every property the
     pipeline still has at the end."""
-    op, ctx, have = to_ops(prog), PassContext(platform), set()
+    op, ctx, have = prog.clone(), PassContext(platform), set()
     for name in default_pipeline():
         pm = PassManager([name], available=have, verify_properties=False)
         op = pm.run(op, ctx)
@@ -253,7 +252,7 @@ def test_passes_that_move_tiles_invalidate_the_memory_plan():
     fa = programs_of(_load(ROOT / "examples/mixed/fa_forward.py"))[0]
     front = "expand-mixed,insert-tfree,allocate-memory,pipeline-cross-core-loops"
     assert P.MEMORY_ALLOCATED not in PassManager(front).provides
-    op = PassManager(front + ",allocate-memory").run(to_ops(fa), PassContext("a5"))
+    op = PassManager(front + ",allocate-memory").run(fa.clone(), PassContext("a5"))
     assert verify_property(P.MEMORY_ALLOCATED, op, PassContext("a5")) == []
 
 
@@ -294,11 +293,11 @@ def test_a_pass_that_breaks_a_property_it_keeps_is_named(registry):
     register(PassInfo("unflag", lambda p, c: (_drop_flags(p), p)[1]))
     with pytest.raises(CompileError) as ei:
         PassManager("resolve-peers,allocate-flags,unflag", verify_properties=True).run(
-            to_ops(_s1_pair()), PassContext())
+            _s1_pair().clone(), PassContext())
     assert ei.value.what.startswith("pass 'unflag' breaks 'flags-allocated', which it does not declare "
                                     "invalidated: ")
     PassManager("resolve-peers,allocate-flags,unflag", verify_properties=False).run(
-        to_ops(_s1_pair()), PassContext())
+        _s1_pair().clone(), PassContext())
 
 
 def test_cli_verify_each_catches_the_lie(monkeypatch, capsys):

@@ -11,7 +11,7 @@ import ptopipe
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.errors import CompileError
-from ptopipe.ir import FunctionKind, Operation, Region, Block, to_ops, to_tree, verify_program
+from ptopipe.ir import FunctionKind, Operation, Region, Block, verify_program
 from ptopipe.ir.vocab import AUTO
 from ptopipe.passes import PassContext, PassManager, allocate_flags, lower_platform, resolve_peers, validate
 from ptopipe.ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
@@ -37,7 +37,7 @@ def _example(name, variant=None):
 
 def _compile(prog, platform, passes=None, protocol="spec"):
     ctx = PassContext(platform=platform, protocol=protocol)
-    op = PassManager(passes, round_trip=True).run(to_ops(prog), ctx)
+    op = PassManager(passes, round_trip=True).run(prog.clone(), ctx)
     return op, ctx
 
 
@@ -60,9 +60,8 @@ CASES = [("s1_cv_split.py", None), ("s1_cv_split.py", "f16_lr_d1_m16"), ("s4_bot
 def test_examples_compile_and_still_run(name, variant, platform):
     sc, v, prog = _example(name, variant)
     op, ctx = _compile(prog, platform)
-    tree = to_tree(op)
-    verify_program(to_ops(tree))                   # the lowered program is a valid DSL program
-    ks = KernelSet(tree)
+    verify_program(op.clone())                   # the lowered program is a valid DSL program
+    ks = KernelSet(op)
     for protocol in PROTOCOLS:
         params = sc.params(v)
         args = sc.make_args(np.random.default_rng(1), **params)
@@ -76,8 +75,8 @@ def test_examples_compile_and_still_run(name, variant, platform):
 # -- ResolvePeerBuffers -----------------------------------------------------------------------------
 def test_resolve_peers_uses_the_runtime_allocation_and_propagates_it():
     sc, v, prog = _example("s4_both_ways.py", "ud")
-    lays = plan_program(to_tree(prog))
-    op = resolve_peers.run(to_ops(prog), PassContext())
+    lays = plan_program(prog)
+    op = resolve_peers.run(prog.clone(), PassContext())
     for fname, other in (("vector", "cube"), ("cube", "vector")):
         f = _fn(op, fname)
         r, = top_ops(f, ReserveBufferOp)
@@ -101,7 +100,7 @@ def test_resolve_peers_uses_the_runtime_allocation_and_propagates_it():
 def test_resolve_peers_missing_peer_function():
     cube, vector = c2v_pair()
     with pytest.raises(CompileError) as ei:
-        PassManager("resolve-peers").run(to_ops(unverified(cube)), PassContext())
+        PassManager("resolve-peers").run(unverified(cube).clone(), PassContext())
     e = ei.value
     assert "import_peer_buffer 'ring' names peer_func 'vector', which is not a function" in e.what
     assert "functions: cube" in e.fix
@@ -111,7 +110,7 @@ def test_resolve_peers_missing_peer_function():
 def test_resolve_peers_missing_reserve():
     cube, vector = c2v_pair(iname="other")
     with pytest.raises(CompileError) as ei:
-        PassManager("resolve-peers").run(to_ops(unverified(cube, vector)), PassContext())
+        PassManager("resolve-peers").run(unverified(cube, vector).clone(), PassContext())
     e = ei.value
     assert e.what == ("import_peer_buffer 'other': 'vector' reserves no buffer of that name "
                       "(it reserves: 'ring')")
@@ -139,7 +138,7 @@ def test_flags_one_direction_and_both_directions():
 
 def test_flags_default_slot_num_one_direction_uses_all_eight():
     _sc, _v, s1 = _example("s1_cv_split.py")
-    op = to_ops(s1)
+    op = s1.clone()
     for f in functions(op):
         init_ops(f)[0].attributes["slot_num"] = None
     allocate_flags.run(op, PassContext("a5"))
@@ -148,7 +147,7 @@ def test_flags_default_slot_num_one_direction_uses_all_eight():
 
 def test_flags_run_out():
     _sc, _v, s4 = _example("s4_both_ways.py", "ud")
-    op = to_ops(s4)
+    op = s4.clone()
     for f in functions(op):
         init_ops(f)[0].attributes["slot_num"] = 8          # 8 + 8 flags on one peer
     with pytest.raises(CompileError) as ei:
@@ -165,7 +164,7 @@ def test_flags_run_out():
 def test_flags_ends_disagree():
     cube, vector = c2v_pair(cube_slot=2 * SLOT, size=4 * SLOT)
     with pytest.raises(CompileError) as ei:
-        PassManager("allocate-flags").run(to_ops(unverified(cube, vector)), PassContext())
+        PassManager("allocate-flags").run(unverified(cube, vector).clone(), PassContext())
     e = ei.value
     assert e.what == ("the two ends of a pipe disagree on SLOT_SIZE: 'vector' says 2048, "
                       "'cube' says 4096")
@@ -175,7 +174,7 @@ def test_flags_ends_disagree():
 
 def test_flags_init_without_partner():
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     init_ops(_fn(op, "cube"))[0].erase()
     with pytest.raises(CompileError) as ei:
         allocate_flags.run(op, PassContext())
@@ -199,7 +198,7 @@ def test_lower_a5_local_rings_explicit():
 
 def test_lower_a2a3_warns_and_adds_gm_slot_buffer():
     _sc, _v, s4 = _example("s4_both_ways.py", "ud")
-    op = to_ops(s4)
+    op = s4.clone()
     # a program written for A5 (no GM buffer): A2A3 needs one, 2 * SLOT_NUM * SLOT_SIZE bytes
     for f in functions(op):
         init = init_ops(f)[0]
@@ -250,7 +249,7 @@ def test_a2a3_compile_of_an_example_warns_nothing(path):
 def test_lower_gm_slot_buffer_none_runs(platform):
     """A pair written with gm_slot_buffer=None: A2A3 gets a new GM parameter, A5 needs none."""
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     for f in functions(op):
         init = init_ops(f)[0]
         c = Operation("pl.const", (), [ptopipe.ir.NONE], {"value": None}, (), init.loc, [None])
@@ -260,7 +259,7 @@ def test_lower_gm_slot_buffer_none_runs(platform):
     added = [a.name for f in functions(op) for a in f.regions[0].blocks[0].args
              if a.name == "gm_slot_buffer"]
     assert added == (["gm_slot_buffer"] * 2 if platform == "a2a3" else [])
-    ks = KernelSet(to_tree(op))
+    ks = KernelSet(op)
     for protocol in PROTOCOLS:
         args = c2v_args(np.random.default_rng(2))          # "fifo": still declared, unused
         if added:
@@ -270,8 +269,7 @@ def test_lower_gm_slot_buffer_none_runs(platform):
 
 
 # -- Validate ---------------------------------------------------------------------------------------
-def _validate(prog_or_op, platform="a2a3"):
-    op = prog_or_op if isinstance(prog_or_op, Operation) else to_ops(prog_or_op)
+def _validate(op, platform="a2a3"):
     with pytest.raises(CompileError) as ei:
         validate.run(op, PassContext(platform))
     return ei.value
@@ -280,7 +278,7 @@ def _validate(prog_or_op, platform="a2a3"):
 def test_validate_mixed_function_left():
     cube, vector = c2v_pair()
     prog = unverified(cube, vector)
-    op = to_ops(prog)
+    op = prog.clone()
     _fn(op, "vector").attributes["kind"] = FunctionKind.InCore
     e = _validate(op)
     assert e.what == "mixed @pl.incore function 'vector' was not split into an AIC and an AIV kernel"
@@ -290,7 +288,7 @@ def test_validate_mixed_function_left():
 @pytest.mark.parametrize("mask", [0, 4])
 def test_validate_dir_mask(mask):
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     init_ops(_fn(op, "vector"))[0].attributes["dir_mask"] = mask
     e = _validate(op)
     assert e.what == f"DIR_MASK {mask} is not a seed 003 direction" and "DIR_C2V | DIR_V2C (3)" in e.fix
@@ -299,7 +297,7 @@ def test_validate_dir_mask(mask):
 
 def test_validate_slot_size():
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     init_ops(_fn(op, "cube"))[0].attributes["slot_size"] = 0
     e = _validate(op)
     assert e.what == "SLOT_SIZE 0 must be a positive number of bytes"
@@ -308,7 +306,7 @@ def test_validate_slot_size():
 
 def test_validate_one_init_per_direction():
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     first = init_ops(_fn(op, "vector"))[0]
     first.insert_after(first.clone())
     e = _validate(op)
@@ -331,7 +329,7 @@ def test_validate_reserve_size():
 
 def test_validate_ring_memory():
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     top_ops(_fn(op, "vector"), ReserveBufferOp)[0].attributes["memory_space"] = "L1"
     e = _validate(op, "a5")
     assert e.what == "the C2V ring must be in UB but reserve_buffer 'ring' is in L1"
@@ -355,7 +353,7 @@ def test_validate_import_without_reserve():
 
 def test_validate_reserve_nobody_imports():
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     r, = top_ops(_fn(op, "vector"), ReserveBufferOp)
     spare = r.clone()
     spare.attributes["name"] = "spare"
@@ -369,7 +367,7 @@ def test_validate_reserve_nobody_imports():
 def test_validate_reserve_exceeds_sram():
     big = 200 * 1024                       # > A2A3's 192 KiB UB, < A5's 256 KiB
     cube, vector = c2v_pair(depth=1, size=big, fifo_bytes=big, cube_slot=big)
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     for f in functions(op):
         init_ops(f)[0].attributes["slot_size"] = big
     validate.run(op, PassContext("a5"))                 # fits A5's 256 KiB UB
@@ -382,7 +380,7 @@ def test_validate_reserve_exceeds_sram():
 @pytest.mark.parametrize("side", ["vector", "cube"])
 def test_validate_local_ring_without_its_buffer(side):
     cube, vector = c2v_pair()
-    op = to_ops(unverified(cube, vector))
+    op = unverified(cube, vector).clone()
     init = init_ops(_fn(op, side))[0]
     c = Operation("pl.const", (), [ptopipe.ir.INDEX], {"value": 0}, (), init.loc, [None])
     init.insert_before(c)
@@ -411,7 +409,7 @@ def test_allocated_flags_are_the_ones_the_run_binds(platform, protocol):
     op, _ctx = _compile(prog, platform, protocol=protocol)
     flags = _flags(op)["cube"]
     args = sc.make_args(np.random.default_rng(0), **sc.params(v))
-    ks = KernelSet(to_tree(op))
+    ks = KernelSet(op)
     res = ptopipe.run(ks.aic, ks.aiv, args, platform=platform, protocol=protocol)
     chans = {ch.way: ch for ch in res.cluster.state.channels.values()}
     assert set(chans) == {"C2V", "V2C"}

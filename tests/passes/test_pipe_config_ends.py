@@ -11,7 +11,6 @@ import pytest
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.errors import CompileError, ConfigError
-from ptopipe.ir.convert import to_ops
 from ptopipe.passes import verify_pipes
 from ptopipe.runtime import run as dsl_run
 
@@ -86,7 +85,7 @@ def _line(side, fns):
 def test_static_finding_at_the_init_that_differs(case, platform):
     kw, side, msg = CASES[case]
     prog, *fns = build(**kw)
-    found = verify_pipes.verify(to_ops(prog), platform)
+    found = verify_pipes.verify(prog.clone(), platform)
     assert found and isinstance(found[0], CompileError), [str(e) for e in found]
     err = found[0]
     assert msg in err.what, err.what
@@ -112,7 +111,7 @@ def test_run_names_the_mismatch_first(case, platform, protocol):
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 def test_agreeing_ends_are_clean_and_exact(platform, protocol):
     prog, *_ = build()
-    assert verify_pipes.verify(to_ops(prog), platform) == []
+    assert verify_pipes.verify(prog.clone(), platform) == []
     args = _args()
     res = dsl_run(prog, args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] + 1)

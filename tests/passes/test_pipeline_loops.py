@@ -9,7 +9,6 @@ import pathlib
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.ir import print_ir, structural_equal
@@ -18,7 +17,6 @@ from ptopipe.passes import loop_stages as ls, pipeline_loops
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.isa.explore import explore
 from ptopipe.runtime import KernelSet, kernels
-from ptopipe.ir import to_ops
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
@@ -47,9 +45,9 @@ def _func_text(op, kind):
 
 
 def _run(program, args, platform, protocol):
-    tree = to_tree(compile_program(program, platform, protocol=protocol))   # default pipeline
-    aic, aiv = kernels(tree)
-    return ptopipe.run(aic, aiv, with_slot_buffer(tree, args), platform=platform,
+    compiled = compile_program(program, platform, protocol=protocol)   # default pipeline
+    aic, aiv = kernels(compiled)
+    return ptopipe.run(aic, aiv, with_slot_buffer(compiled, args), platform=platform,
                        protocol=protocol)                               # checkers on
 
 
@@ -278,7 +276,7 @@ def test_pipelined_ir_round_trips_through_the_text_form(which):
     prog = {"fa": lambda: _load("examples/mixed/fa_forward.py").KERNELS.source(SQ=64, SK=128),
             "scalar_trip": scalar_trip, "cube_carried": cube_carried}[which]()
     PassManager(list(FRONT_END) + ["verify-pipes"], round_trip=True).run(
-        to_ops(prog), PassContext("a5"))
+        prog.clone(), PassContext("a5"))
 
 
 @pytest.mark.parametrize("name,variant", [("s4_both_ways", "ud"), ("s4_both_ways", "lr"),

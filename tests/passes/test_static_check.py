@@ -3,7 +3,6 @@ for a library caller - VerifyPipes on the kernels a mixed function becomes, then
 the compiler's checks."""
 import importlib.util
 
-from ptopipe.ir import to_ops
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.static_check import verify_program
 from test_expand_mixed import TWO_V2C
@@ -22,7 +21,7 @@ def _program(tmp_path, text: str, name: str):
 
 def test_the_compilers_checks_run_after_verify_pipes(tmp_path):
     prog = _program(tmp_path, SMALL_RESERVE_FILE, "small")
-    assert verify_pipes.verify(to_ops(prog), "a2a3") == []           # VerifyPipes alone: nothing
+    assert verify_pipes.verify(prog.clone(), "a2a3") == []           # VerifyPipes alone: nothing
     (e,) = verify_program(prog, "a2a3")
     assert "reserve_buffer 'ring' has 2048 bytes but the pipe that uses it needs SLOT_NUM * SLOT_SIZE" in e.what
     assert e.where.startswith(f"{tmp_path / 'small.py'}:")

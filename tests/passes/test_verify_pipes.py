@@ -9,11 +9,9 @@ import types
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.errors import CompileError, PtoPipeError
-from ptopipe.ir.convert import to_ops
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.properties import IRProperty
 from ptopipe.runtime import run as dsl_run
@@ -37,7 +35,7 @@ def program(cube, vector, name="t", peer=None):
 
 
 def findings(cube, vector, platform="a2a3", warnings=None, peer=None):
-    return verify_pipes.verify(to_ops(program(cube, vector, peer=peer)), platform, warnings)
+    return verify_pipes.verify(program(cube, vector, peer=peer).clone(), platform, warnings)
 
 
 def only(cube, vector, **kw) -> CompileError:
@@ -537,11 +535,11 @@ def test_pops_that_pile_up_in_a_loop_of_unknown_trip_count_are_found():
 # -- the pass interface ------------------------------------------------------------------------
 def test_run_raises_the_first_finding_with_the_others_as_details_and_returns_a_clean_program():
     ctx = types.SimpleNamespace(platform="a5", warnings=[])
-    prog = to_ops(program(c2v_cube(use_after_free), use_after_free))
+    prog = program(c2v_cube(use_after_free), use_after_free).clone()
     with pytest.raises(CompileError) as ei:
         verify_pipes.run(prog, ctx)
     assert "uses %part" in ei.value.what and ei.value.findings
-    clean = to_ops(program(c2v_cube(pops_three, n=3), pops_three))
+    clean = program(c2v_cube(pops_three, n=3), pops_three).clone()
     assert verify_pipes.run(clean, ctx) is clean
     assert verify_pipes.NAME == "verify-pipes" and IRProperty.PIPES_VERIFIED in verify_pipes.PRODUCED
 
@@ -581,7 +579,7 @@ def _example_programs():
         sc = mod.SCENARIO
         for v in sc.variants:
             if hasattr(mod, "KERNELS"):
-                out.append((f"{f}[{v}]", to_tree(mod.KERNELS.program(**sc.args(v)))))
+                out.append((f"{f}[{v}]", mod.KERNELS.program(**sc.args(v))))
             elif v == sc.default_variant:
                 out.append((f"{f}", mod.PROGRAM))
     return out
@@ -594,7 +592,7 @@ def test_every_dsl_example_variant_is_clean_on_both_platforms():
     for name, prog in progs:
         for plat in ("a2a3", "a5"):
             warnings = []
-            assert verify_pipes.verify(to_ops(prog), plat, warnings) == [], name
+            assert verify_pipes.verify(prog.clone(), plat, warnings) == [], name
             assert warnings == [], (name, warnings)
 
 
@@ -614,7 +612,7 @@ def _test_programs():
 
 def test_the_correct_dsl_kernels_of_the_tests_are_clean():
     for name, prog in _test_programs():
-        assert verify_pipes.verify(to_ops(prog), "a2a3") == [], name
+        assert verify_pipes.verify(prog.clone(), "a2a3") == [], name
 
 
 # -- the layout a TPUSH leaves in the slot is the layout the TPOP reads ----------------------------
@@ -644,13 +642,13 @@ def test_a_pop_in_another_layout_than_the_slot_holds_is_found_at_the_tpop(platfo
     # rows into the NZ tile (pto-isa popMatTileFromGMFiFo), which converts: no finding.
     prog, cube, vec = test_layouts._dsl_program(False)
     if platform == "a2a3":
-        assert verify_pipes.verify(to_ops(prog), platform) == []
+        assert verify_pipes.verify(prog.clone(), platform) == []
         return
-    (err,) = verify_pipes.verify(to_ops(prog), platform)
+    (err,) = verify_pipes.verify(prog.clone(), platform)
     assert f"test_layouts.py:{line_of(cube.pyfunc, 'DSL-POP')}:" in err.where
     assert f"at line {line_of(vec.pyfunc, 'DSL-PUSH')}" in err.what and "an ND Vec tile" in err.what
     assert "TMOV the Vec tile into an NZ Vec tile" in err.fix
-    assert verify_pipes.verify(to_ops(test_layouts._dsl_program(True)[0]), platform) == []
+    assert verify_pipes.verify(test_layouts._dsl_program(True)[0].clone(), platform) == []
 
 
 # -- ptopipe check --static ------------------------------------------------------------------
@@ -924,9 +922,9 @@ def test_every_dsl_kernel_of_the_clean_corpus_is_clean():
         ks = _kernel_set(k.scenario.aic)
         if ks is None:
             continue
-        prog = to_tree(ks.program(**k.scenario.args(k.variant)))
+        prog = ks.program(**k.scenario.args(k.variant))
         for plat in {p for p, _ in k.combos}:
-            assert verify_pipes.verify(to_ops(prog), plat) == [], (k.name, plat)
+            assert verify_pipes.verify(prog.clone(), plat) == [], (k.name, plat)
         checked.append(k.name)
     assert len(checked) >= 3, checked
 
@@ -1143,7 +1141,7 @@ def _small_slot_pair(slot):
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(platform):
     cube, vec = _small_slot_pair(HR * N * 4)           # one lane's half: the slot holds both
-    found = verify_pipes.verify(to_ops(pl.program(cube, vec, name="small")), platform)
+    found = verify_pipes.verify(pl.program(cube, vec, name="small").clone(), platform)
     assert [e.where.split(":")[-2] for e in found] == \
         [str(line_of(vec.pyfunc, "SMALL-PUSH")), str(line_of(cube.pyfunc, "SMALL-POP"))]   # the push first
     assert "this TPOP moves Mat tile 16x32 f32 (2048 bytes) but the V2C ring's SLOT_SIZE is 1024" \
@@ -1155,7 +1153,7 @@ def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(
     with pytest.raises(PtoPipeError, match="does not fit SlotSize 1024"):     # the run agrees
         dsl_run(pl.program(cube, vec, name="small"), dict(args), platform=platform)
     cube, vec = _small_slot_pair(TM * N * 4)
-    assert verify_pipes.verify(to_ops(pl.program(cube, vec, name="fits")), platform) == []
+    assert verify_pipes.verify(pl.program(cube, vec, name="fits").clone(), platform) == []
     res = dsl_run(pl.program(cube, vec, name="fits"), dict(args, out=np.zeros_like(x)), platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], x)
 

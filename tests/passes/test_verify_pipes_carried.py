@@ -9,7 +9,6 @@ import pytest
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.errors import CompileError
-from ptopipe.ir.convert import to_ops
 from ptopipe.passes import verify_pipes
 from ptopipe.runtime import run
 from markers import line_of
@@ -65,7 +64,7 @@ def vector(variant):
 
 
 def _findings(variant, platform):
-    return verify_pipes.verify(to_ops(pl.program(cube, vector(variant), name="carried")), platform)
+    return verify_pipes.verify(pl.program(cube, vector(variant), name="carried").clone(), platform)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

@@ -8,7 +8,6 @@ import pytest
 import ptopipe
 import ptopipe.language as pl
 from ptopipe.errors import CompileError, DeadlockError
-from ptopipe.ir.convert import to_ops
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.pipe_deadlock import C2V, V2C, stuck_cores
 from ptopipe.runtime import run as dsl_run
@@ -62,7 +61,7 @@ def pair(cube_pops_first: bool, trips: int = 2):
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_both_cores_popping_first_is_found_at_both_tpops(platform):
     prog, cube, vector = pair(cube_pops_first=True)
-    found = verify_pipes.verify(to_ops(prog), platform)
+    found = verify_pipes.verify(prog.clone(), platform)
     assert found and all(isinstance(e, CompileError) for e in found)
     assert all(e.what.startswith("the cores wait for each other forever") for e in found)
     lines = sorted(int(e.where.split(":")[-2]) for e in found)
@@ -84,7 +83,7 @@ def test_what_the_finding_prevents_is_a_deadlock(platform, no_hang):
 @pytest.mark.parametrize("trips", [1, 3])
 def test_the_vector_pushing_first_is_clean_and_runs(platform, trips, no_hang):
     prog, _c, _v = pair(cube_pops_first=False, trips=trips)
-    assert verify_pipes.verify(to_ops(prog), platform) == []
+    assert verify_pipes.verify(prog.clone(), platform) == []
     a = np.random.default_rng(1).integers(-2, 3, (16, 16)).astype(np.float32)
     res = dsl_run(prog, dict(a=a, out=np.zeros((16, 16), np.float32),
                              fifo=ptopipe.gm_buffer(4 * SLOT)), platform=platform)

@@ -8,7 +8,6 @@ tile that would be held past the limit, so a compiled Vector kernel keeps within
 import numpy as np
 import pytest
 
-from ptopipe.ir import to_tree
 import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, DeadlockError
@@ -74,9 +73,9 @@ def _cube_want(args):
 
 
 def _run(k, args, platform, protocol, passes=None):
-    tree = to_tree(compile_program(pl.program(k), platform, passes, protocol=protocol))
-    aic, aiv = kernels(tree)
-    return ptopipe.run(aic, aiv, with_slot_buffer(tree, dict(args)), platform=platform,
+    compiled = compile_program(pl.program(k), platform, passes, protocol=protocol)
+    aic, aiv = kernels(compiled)
+    return ptopipe.run(aic, aiv, with_slot_buffer(compiled, dict(args)), platform=platform,
                        protocol=protocol)
 
 
@@ -116,7 +115,7 @@ def test_a_vector_tile_held_past_the_limit_is_copied_out(slot_num, platform, pro
     after its TPOP when the ring cannot hold both (slot_num 1; slot_num 2 under pto-isa on
     A5), and the kernel runs and matches numpy."""
     k = hold_while_popping(slot_num)
-    text = print_program(to_tree(compile_program(pl.program(k), platform, protocol=protocol)))
+    text = print_program(compile_program(pl.program(k), platform, protocol=protocol))
     limit = 1 if slot_num == 1 or (platform, protocol) == ("a5", "pto-isa") else 2
     assert ("s1_held = pl.move(s1, pl.Vec)" in text) == (limit < 2)
     args = _args()

@@ -7,7 +7,6 @@ import pathlib
 
 import pytest
 
-from ptopipe.ir import to_tree
 from ptopipe.cli import main as cli_main
 from ptopipe.errors import MismatchError
 
@@ -64,6 +63,6 @@ def test_check_static_passes_every_variant(platform, capsys):
 def test_cube_computes_the_next_s_before_it_waits_for_p():
     """The run-ahead is real: in the Cube's loop body the S push comes before the P pop."""
     from ptopipe.ir import print_program
-    text = print_program(to_tree(FA.KERNELS.program(SQ=32, SK=64)))
+    text = print_program(FA.KERNELS.program(SQ=32, SK=64))
     cube = text[text.index("def cube"):text.index("def vector")]
     assert cube.index("pl.TPUSH(s_acc") < cube.index("pl.TPOP(v2c_buf")

@@ -13,7 +13,6 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe.codegen.cpp_writer import write_cpp
 from ptopipe.errors import CompileError, ConfigError, ProtocolError
-from ptopipe.ir.convert import to_ops
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.manager import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -77,14 +76,14 @@ def _golden(args):
 
 def test_hand_written_three_held_is_a_static_error_on_a2a3_at_the_third_pop():
     prog, vector = hand_written()
-    found = verify_pipes.verify(to_ops(prog), "a2a3")
+    found = verify_pipes.verify(prog.clone(), "a2a3")
     assert len(found) == 1, [str(e) for e in found]
     err = found[0]
     assert isinstance(err, CompileError)
     assert err.where.startswith(f"{HERE}:{line_of(vector.pyfunc, 'THIRD-POP')}:"), err.where
     assert "holds 3 slots of the C2V ring at once, more than its LocalSlotNum 2" in err.what
     assert "local_slot_num=" in err.fix and "pl.aiv_initialize_pipe" in err.fix
-    assert verify_pipes.verify(to_ops(prog), "a5") == []       # A5: a zero-copy ring, no staging
+    assert verify_pipes.verify(prog.clone(), "a5") == []       # A5: a zero-copy ring, no staging
 
 
 def test_hand_written_three_held_run_on_a2a3_names_the_limit_at_the_third_pop():
@@ -123,7 +122,7 @@ def test_hand_written_three_held_is_clean_on_a5(protocol):
 @pytest.mark.parametrize("platform,protocol", PAIRS)
 def test_local_slot_num_three_is_clean_and_exact(platform, protocol):
     prog, _ = hand_written(local=3)
-    assert verify_pipes.verify(to_ops(prog), platform) == []
+    assert verify_pipes.verify(prog.clone(), platform) == []
     args = _args()
     res = dsl_run(prog, args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(res.outputs["out"], _golden(args))
@@ -136,7 +135,7 @@ def test_a_gm_ring_reserve_may_hold_only_the_staging_slots(protocol):
     #629): LOCAL_SLOT_NUM * SLOT_SIZE bytes are enough there.  On A5 the ring
     itself is in that buffer: SLOT_NUM * SLOT_SIZE, reported at the reserve."""
     prog, vector = hand_written(local=3, reserved=3)
-    assert verify_pipes.verify(to_ops(prog), "a2a3") == []
+    assert verify_pipes.verify(prog.clone(), "a2a3") == []
     compile_program(prog, "a2a3", protocol=protocol)
     args = _args()
     res = dsl_run(prog, args, platform="a2a3", protocol=protocol)
@@ -161,7 +160,7 @@ def test_a_gm_ring_reserve_may_hold_only_the_staging_slots(protocol):
 
 def test_local_slot_num_above_slot_num_is_rejected_at_the_init():
     with pytest.raises(CompileError, match="local_slot_num 5 must be >= 1 and at most slot_num 4") as ei:
-        to_ops(hand_written(local=5)[0])
+        hand_written(local=5)
     assert f"{os.path.basename(HERE)}:" in ei.value.where
 
 

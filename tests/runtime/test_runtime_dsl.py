@@ -10,7 +10,7 @@ import pytest
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.ir.convert import to_tree
+from ptopipe.ir.opdefs import ForOp
 from ptopipe import DeadlockError, PtoPipeError
 from ptopipe.runtime import kernels, run
 
@@ -95,9 +95,9 @@ def acc_cube(a: pl.Tensor[[TM, NK * KT], pl.f32], b: pl.Tensor[[NK * KT, N], pl.
 
 
 def test_loop_carried_accumulator_runs():
-    prog = to_tree(pl.program(acc_cube, acc_vec, name="kacc"))       # the statement-tree form
-    loop = [s for s in prog.functions[0].body if s.__class__.__name__ == "For"][0]
-    assert [v.name for v in loop.iter_args] == ["acc_1"] and loop.results[0].name == "acc_3"
+    prog = pl.program(acc_cube, acc_vec, name="kacc")
+    loop = [o for o in prog.functions[0].body if o.is_a(ForOp)][0]
+    assert [v.name for v in loop.body.args[1:]] == ["acc_1"] and loop.results[0].name == "acc_3"
     rng = np.random.default_rng(1)
     a = rng.integers(-3, 4, (TM, NK * KT)).astype(np.float32)
     b = rng.integers(-3, 4, (NK * KT, N)).astype(np.float32)
