@@ -8,8 +8,6 @@ run would fail on it."""
 from __future__ import annotations
 
 from ..errors import CompileError
-from ..ir.convert import to_ops
-from ..ir.core import Operation
 from ..ir.vocab import FunctionKind
 from . import verify_pipes
 from .manager import CANONICAL_ORDER, FRONT_END, PassContext, PassManager
@@ -27,7 +25,7 @@ def verify_program(program, platform="a2a3", protocol="spec", scalars: dict | No
     unknowns); notes about checks that were skipped go to ``warnings``."""
     warnings = [] if warnings is None else warnings
     ctx = PassContext(platform=platform, protocol=protocol, warnings=warnings)
-    op = program if isinstance(program, Operation) else to_ops(program)
+    op = program.clone()
     try:
         front, rest, have = PassManager(FRONT_END), FRONT_END + BACK_END, ()
         if op.by_kind(FunctionKind.InCore):             # verify the kernels they become

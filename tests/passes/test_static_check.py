@@ -35,3 +35,15 @@ def test_a_mixed_function_is_verified_as_the_kernels_it_becomes(tmp_path):
     warnings = []
     assert verify_program(fixed, "a5", "pto-isa", warnings=warnings) == []
     assert all(isinstance(w, str) for w in warnings)
+
+
+def test_the_program_checked_is_left_as_it_is(tmp_path):
+    """The checks run on a copy: the same program is checked for another platform, or run,
+    after (the front end would leave no mixed function in it, the back end addresses)."""
+    from ptopipe.ir import print_ir
+    for text, name in ((TWO_V2C.replace("slot_num=1", "slot_num=2"), "two_fixed"),
+                       (SMALL_RESERVE_FILE, "small")):
+        prog = _program(tmp_path, text, name)
+        before = print_ir(prog)
+        verify_program(prog, "a5")
+        assert print_ir(prog) == before, name
