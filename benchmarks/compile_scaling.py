@@ -28,7 +28,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]     # this checkout's ptopipe
 from ir_programs import TENSOR, count_ops, generate  # noqa: E402
 from pass_kernels import c2v_pair  # noqa: E402
 
-from ptopipe.ir import gc_paused, to_ops  # noqa: E402
+from ptopipe.ir import gc_paused  # noqa: E402
 from ptopipe.language import program as pl_program  # noqa: E402
 from ptopipe.passes import PassContext, PassManager, default_pipeline  # noqa: E402
 
@@ -41,7 +41,7 @@ def build(n: int):
     """The C2V pair with a generated body of about ``n`` ops spliced into its Vector
     function (the generated function's tensor parameters become parameters of it)."""
     cube, vector = c2v_pair()
-    top = to_ops(pl_program(cube, vector, name=f"compile{n}"))
+    top = pl_program(cube, vector, name=f"compile{n}")        # a program of its own copies
     gen = generate(max(n - count_ops(top), 10), seed=n)
     gvec = next(f for f in gen.regions[0].blocks[0] if f.attributes["kind"].value == "aiv")
     vec = next(f for f in top.regions[0].blocks[0] if f.attributes["sym_name"] == "vector")

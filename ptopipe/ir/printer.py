@@ -243,26 +243,13 @@ class _FunctionPrinter:
         return "\n".join(lines) + "\n"
 
 
-def _ops(node):
-    """``node`` as ops: a statement-tree Program (what the runtime still hands out) is
-    converted."""
-    if isinstance(node, Operation):
-        return node
-    from .convert import to_ops
-    return to_ops(node)
-
-
 def print_function(f) -> str:
     """A ``pl.func`` op as a decorated DSL function."""
-    if not isinstance(f, Operation):
-        from .convert import function_to_op
-        f = function_to_op(f)
     return _FunctionPrinter(f).function(f)
 
 
 def print_program(p) -> str:
     """A ``pl.program`` op as a DSL module (``pl.parse`` reads it back)."""
-    p = _ops(p)
     parts = ["import ptopipe.language as pl\n"]
     for f in p.functions:
         parts.append("\n" + print_function(f))
@@ -272,12 +259,9 @@ def print_program(p) -> str:
 
 
 def to_source(node) -> str:
-    """A program or a function as DSL source."""
-    node = _ops(node) if not isinstance(node, Operation) and hasattr(node, "functions") else node
+    """A program or a function (a ``pl.program`` or ``pl.func`` op) as DSL source."""
     if isinstance(node, Operation) and node.is_a(FuncOp):
         return print_function(node)
     if isinstance(node, Operation) and node.is_a(ProgramOp):
         return print_program(node)
-    if not isinstance(node, Operation):
-        return print_function(node)
-    raise TypeError(f"to_source prints a pl.program or a pl.func, not {node.name}")
+    raise TypeError(f"to_source prints a pl.program or a pl.func op, not {getattr(node, 'name', node)!r}")

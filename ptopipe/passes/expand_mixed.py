@@ -2,7 +2,7 @@
 one mixed ``@pl.incore`` function -> an AIC function, an AIV function and a Group function
 calling both, communicating through TPUSH / TPOP.
 
-It takes the op IR of a verified program (``to_ops``) and leaves no InCore function: each
+It takes the op IR of a verified program (a ``pl.program`` op) and leaves no InCore function: each
 ring is a ``reserve_buffer(base=AUTO)`` in its consumer, an ``import_peer_buffer`` in its
 producer and one ``*_initialize_pipe`` per kernel (properties: ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).
 TFREEs are NOT placed here: InsertTfree does that.

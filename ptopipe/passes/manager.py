@@ -25,7 +25,7 @@ pipeline is a list of names, or the text ``"resolve-peers,allocate-flags,lower-p
   (structural equality up to renaming) - the tests run every pipeline this way.
 
 :func:`compile_program` is the one entry point of ``ptopipe compile`` and of run/check
-for files with mixed ``@pl.incore`` functions: tree Program in, tree Program out.
+for files with mixed ``@pl.incore`` functions: a ``pl.program`` op in, a compiled copy out.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
-from ..ir import first_difference, parse_ir, print_ir, structural_equal, to_ops, verify_ops
+from ..ir import first_difference, parse_ir, print_ir, structural_equal, verify_ops
 from ..ir.core import gc_paused
 from ..ir.opdefs import ProgramOp
 from .properties import INPUT_PROPERTIES, IRProperty, as_property, verify_property
@@ -327,8 +327,7 @@ def compile_program(program, platform="a2a3", passes=None, *, protocol: str = "s
                     print_after_all: bool = False, stream=None, warnings: list | None = None,
                     verify_properties: bool | None = None):
     """A program (a ``pl.program`` op, left as it is: a copy is compiled - the same source is
-    compiled for several platforms and protocols; or a statement-tree Program, converted)
-    through the pipeline (``passes``: names, text or None for the default;
+    compiled for several platforms and protocols) through the pipeline (``passes``: names, text or None for the default;
     ``verify_properties``: check every property after every pass, see
     :class:`PassManager`); returns the compiled ``pl.program`` op.  The passes' warnings
     are appended to ``warnings`` when it is given."""
@@ -336,4 +335,4 @@ def compile_program(program, platform="a2a3", passes=None, *, protocol: str = "s
                      verify_properties=verify_properties)
     ctx = PassContext(platform=platform, protocol=protocol,
                       warnings=warnings if warnings is not None else [])
-    return pm.run(to_ops(program), ctx)
+    return pm.run(program.clone(), ctx)

@@ -270,7 +270,7 @@ class _Plan:
 
 
 def _rename(made: list) -> None:
-    """Fresh names for the copies: the tree IR names variables, and a stage copied into the
+    """Fresh names for the copies: the DSL names variables, and a stage copied into the
     prologue must not share its name (hence its storage) with the same stage in the loop."""
     mine = {x for o in made for x in o.walk()}
     fn = made[0]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.asm_printer import print_ir
-from ..ir.convert import to_ops
 from ..ir.vocab import FunctionKind
 from ..ir.types import np_dtype
 from .expand_mixed import GM_PARAM
@@ -19,15 +18,14 @@ _SLOT_TYPE: dict = {}
 
 def slot_buffer_type(program):
     """The TensorType of the ``gm_slot_buffer`` parameter a compiled program's kernels take
-    (None: none).  ``program``: a ``pl.program`` op (or a statement-tree Program).  A
-    program that still holds mixed functions is expanded first, on a copy (the front end
-    of the pipeline: the buffer does not depend on the platform)."""
-    op = to_ops(program)
-    key = print_ir(op)
+    (None: none).  ``program``: a ``pl.program`` op.  A program that still holds mixed
+    functions is expanded first (the front end of the pipeline, on a copy: the buffer does
+    not depend on the platform)."""
+    key = print_ir(program)
     if key not in _SLOT_TYPE:
         if len(_SLOT_TYPE) >= 256:          # a session of many programs: keep it bounded
             _SLOT_TYPE.clear()
-        _SLOT_TYPE[key] = _slot_type(op)
+        _SLOT_TYPE[key] = _slot_type(program)
     return _SLOT_TYPE[key]
 
 

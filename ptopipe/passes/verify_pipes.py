@@ -1,7 +1,7 @@
 """VerifyPipes - the static cross-core protocol verifier (seed 003).
 
 It takes a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
-hand-written DSL pair through ``ir.convert.to_ops``, or the compiler's output) and returns
+hand-written DSL pair, ``pl.program(cube, vector)``, or the compiler's output) and returns
 it unchanged (properties: ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).  Runs nothing: it explores
 every path of every kernel symbolically (:mod:`.pipe_paths`: constant loops unrolled,
 branches on unknown conditions taken both ways, each AIV function once per Vector lane

@@ -1,5 +1,5 @@
 """Kernel callables for ``ptopipe.run(aic=..., aiv=...)`` and :class:`ptopipe.Scenario`
-from a program (a ``pl.program`` op, or a DSL Program, which is converted to one; or a
+from a program (a ``pl.program`` op; or a
 builder ``build(**params) -> program`` specialised per run by the run's arguments), so DSL
 kernels run exactly like hand-written ones.
 
@@ -19,27 +19,17 @@ from ..isa import current_core
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
 from ..ir.layout import allocate_program
-from ..ir.convert import to_ops
 from ..ir.opdefs import FuncOp, ProgramOp
 from ..ir.pipe_config import pipe_config_mismatches
 
 
 def is_program(x) -> bool:
-    """Is ``x`` a program: a ``pl.program`` op, or a DSL Program (``pl.program(...)``)?"""
-    if isinstance(x, Operation):
-        return x.is_a(ProgramOp)
-    return hasattr(x, "functions") and hasattr(x, "by_kind")
-
-
-def as_ops(program) -> Operation:
-    """The ``pl.program`` op of ``program`` (a DSL Program converted to one)."""
-    return program if isinstance(program, Operation) else to_ops(program)
+    """Is ``x`` a program: a ``pl.program`` op (what ``pl.program(...)`` returns)?"""
+    return isinstance(x, Operation) and x.is_a(ProgramOp)
 
 
 def _functions(program) -> list:
-    if isinstance(program, Operation):
-        return [f for f in program.body if f.is_a(FuncOp)]
-    return list(program.functions)
+    return [f for f in program.body if f.is_a(FuncOp)]
 
 
 def has_mixed(program) -> bool:
@@ -61,7 +51,7 @@ class _Compiled:
 
     def __init__(self, program, compiled_from_mixed: bool = False):
         self.program = program
-        self.ops = ops = as_ops(program)
+        self.ops = ops = program
         self.name = ops.sym_name
         self.layouts = allocate_program(ops)
         self.compiled_from_mixed = compiled_from_mixed
@@ -107,9 +97,9 @@ class _Compiled:
 
 
 class KernelSet:
-    """``.aic`` and ``.aiv`` callables running a Program's AIC / AIV function.
+    """``.aic`` and ``.aiv`` callables running a program's AIC / AIV function.
 
-    ``source`` is a Program, or a builder function whose parameters are taken from the
+    ``source`` is a ``pl.program`` op, or a builder function whose parameters are taken from the
     run's arguments (e.g. ``build(M, split)``); each distinct parameter set is built
     (and verified) once.  ``compiler(program, platform, protocol) -> program`` compiles a
     program with mixed functions, once per platform and protocol (default
@@ -129,7 +119,7 @@ class KernelSet:
             self._builder = source
             self._params = tuple(inspect.signature(source).parameters)
         else:
-            raise ConfigError(f"kernels() takes a pl Program or a builder function, got {source!r}")
+            raise ConfigError(f"kernels() takes a pl.program op or a builder function, got {source!r}")
         self.aic = self._callable(FunctionKind.AIC)
         self.aiv = self._callable(FunctionKind.AIV)
 
@@ -138,7 +128,7 @@ class KernelSet:
         ``protocol``, default the running cluster's; outside a run, spec)."""
         if self._static is not None:
             return self._static
-        if self._source is not None:          # a Program with mixed functions
+        if self._source is not None:          # a program with mixed functions
             return self._mixed(self._source, (), platform, protocol)
         missing = [p for p in self._params if p not in args]
         if missing:
@@ -177,7 +167,7 @@ class KernelSet:
 
     @property
     def params(self) -> tuple:
-        """The run arguments a builder source takes (empty for a Program)."""
+        """The run arguments a builder source takes (empty for a program)."""
         return self._params
 
     def source(self, **args):
