@@ -1,18 +1,12 @@
-"""Structural equality.
-
-* Op IR (:class:`~.core.Operation`): equal UP TO VALUE RENAMING - same op names,
-  attributes, result / block-argument types, region and block structure, and operands
-  (equal and of the same Python type, so ``True`` is not ``1``), and operands
-  that correspond under the value map built while walking both sides in step (a value
-  defined outside both compared ops must be the same object).  Name hints and source
-  locations are ignored.  :func:`first_difference` says where they first differ (the op
-  path, its location, and what differs).
-* Tree IR (:mod:`.nodes`): equal structure, names, types and attributes; source locations
-  are ignored (they are excluded from node comparison), so this is ``==``.
+"""Structural equality of ops (:class:`~.core.Operation`): equal UP TO VALUE RENAMING -
+same op names, attributes (equal and of the same Python type, so ``True`` is not ``1``),
+result / block-argument types, region and block structure, and operands that correspond
+under the value map built while walking both sides in step (a value defined outside both
+compared ops must be the same object).  Name hints and source locations are ignored.
+:func:`first_difference` says where they first differ (the op path, its location, and what
+differs).
 """
 from __future__ import annotations
-
-import dataclasses
 
 from .core import Operation
 
@@ -85,39 +79,17 @@ def _ops_diff(a: Operation, b: Operation, vm: dict, path: list) -> None:
     path.pop()
 
 
-def structural_equal(a, b) -> bool:
-    """Op IR: equal up to value renaming; tree IR: ``==``."""
-    if isinstance(a, Operation) or isinstance(b, Operation):
-        return first_difference(a, b) is None
-    return a == b
+def structural_equal(a: Operation, b: Operation) -> bool:
+    """Equal up to value renaming."""
+    return first_difference(a, b) is None
 
 
-def first_difference(a, b, path: str = "") -> str | None:
-    """A readable place where ``a`` and ``b`` first differ (None if structurally equal)."""
-    if isinstance(a, Operation) and isinstance(b, Operation):
-        try:
-            _ops_diff(a, b, {}, [])
-        except _Diff as d:
-            return str(d)
-        return None
-    if isinstance(a, Operation) or isinstance(b, Operation):
-        return f"{path or '<root>'}: {type(a).__name__} != {type(b).__name__}"
-    if a == b:
-        return None
-    if type(a) is not type(b):
-        return f"{path or '<root>'}: {type(a).__name__} != {type(b).__name__}"
-    if dataclasses.is_dataclass(a):
-        for f in dataclasses.fields(a):
-            if not f.compare:
-                continue
-            d = first_difference(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-            if d:
-                return d
-    if isinstance(a, (tuple, list)):
-        if len(a) != len(b):
-            return f"{path}: length {len(a)} != {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = first_difference(x, y, f"{path}[{i}]")
-            if d:
-                return d
-    return f"{path or '<root>'}: {a!r} != {b!r}"
+def first_difference(a: Operation, b: Operation) -> str | None:
+    """A readable place where ops ``a`` and ``b`` first differ (None if structurally equal)."""
+    if not (isinstance(a, Operation) and isinstance(b, Operation)):
+        return f"<root>: {type(a).__name__} != {type(b).__name__} (ops compare with ops)"
+    try:
+        _ops_diff(a, b, {}, [])
+    except _Diff as d:
+        return str(d)
+    return None

@@ -383,7 +383,7 @@ def _derived(spec, fields=None):
 # -- op classes: the pipe and sync ops, each defined once with typed accessors -----------------
 # An op class names its op (``name``), declares its operands, attributes and results in
 # signature order (the DSL binds arguments in this order), and gives its typing rule
-# (``infer``, what the DSL parser, the tree verifier and the op verifier run) or its own
+# (``infer``, what the DSL parser and the op verifier run) or its own
 # ``verify``.  The fields are descriptors: on an Operation of that op, ``op.tile`` is the
 # operand, ``op.split`` the attribute, ``op.popped`` the result; assigning one rewrites the
 # op (``set_operand`` keeps use lists right).  ``Operation(name, ...)`` of a defined name
@@ -469,8 +469,8 @@ class _Attribute(_Field):
         return self.__get__(op)
 
     def of(self, attrs: dict):
-        """This attribute in an attribute dict (a statement-tree Call's), its default if
-        absent."""
+        """This attribute in an attribute dict (an op's ``attributes``, read once where the
+        interpreter builds its closures), its default if absent."""
         return attrs[self.key] if self.default is REQUIRED else attrs.get(self.key, self.default)
 
     def __get__(self, op, cls=None):
@@ -568,7 +568,7 @@ class OpClass(Operation, metaclass=_OpMeta):
     __slots__ = ()
     _op_name = None           # the op name (``cls.name``; see _OpMeta)
     fields: tuple = ()
-    call_name: str = ""       # the op's name in the op table and the statement tree (tpush)
+    call_name: str = ""       # the op's name in the op table (tpush)
     dsl: str = ""             # its DSL spelling (pl.TPUSH)
     role = None               # a cross-core op's ring end: "producer" / "consumer"
     terminator = False        # ends its block
@@ -1164,7 +1164,7 @@ RING_BUFFERS = (ReserveBufferOp, ImportPeerBufferOp)
 
 
 def call_names(classes) -> frozenset:
-    """The op-table / statement-tree names (``Call.op``) of op ``classes``."""
+    """The op-table names (``OpClass.call_name``: ``tpush``) of op ``classes``."""
     return frozenset(c.call_name for c in classes)
 
 

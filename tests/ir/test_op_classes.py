@@ -137,8 +137,9 @@ def test_a_class_declares_its_fields_in_signature_order():
     assert TPop.result_type.key == "type" and isinstance(TPop.split, type(attribute("split")))
 
 
-def test_the_fields_read_a_statement_tree_call_too():
-    # the tree's Call.args are grouped per operand parameter, its attributes a dict
+def test_the_fields_read_grouped_operands_and_an_attribute_dict_too():
+    # what the interpreter's closures read: operands grouped per operand parameter (a list
+    # for a variadic one), attributes a dict
     assert TPush.tile.of(["tile", "buf"]) == "tile" and TFree.obj.of(["buf", "obj"]) == "obj"
     assert StoreOp.tensor.of(["tile", ["r", "c"], "tensor"]) == "tensor"
     assert TFree.split.of({}) is None and TPush.split.of({}) is TileSplitAxis.TILE_NO_SPLIT

@@ -2,7 +2,7 @@
 form, ptopipe refers to an op through its definition (``TPush.name``, ``op.is_a(TPush)``,
 ``TPop.call_name``, ``ARITH_OP["+"]``), never by a string literal: a literal equal to an op
 name of the op IR (``"pl.tpush"``, ``"arith.add"``) anywhere in the package, or to the
-statement-tree / op-table name of a pipe or sync op (``"tpush"``) in the compiler and
+op-table name of a pipe or sync op (``"tpush"``) in the compiler and
 runtime layers, is reported with its file and line."""
 import ast
 import pathlib
@@ -20,22 +20,22 @@ ALLOWED = {
     "language/surface.py": "the DSL namespace (the same statements)",
     "language/frontend.py": "the DSL front end: the @pl.program decorator's spelling",
 }
-#: the layers where a pipe / sync op's tree name is an op reference (isa and sim name the
+#: the layers where a pipe / sync op's op-table name is an op reference (isa and sim name the
 #: instructions of the simulated hardware: TPUSH there is an instruction, not an IR op)
-TREE_NAME_LAYERS = ("ir", "language", "passes", "codegen", "runtime", "cli", "report")
-#: literals not converted yet
+TABLE_NAME_LAYERS = ("ir", "language", "passes", "codegen", "runtime", "cli", "report")
+#: how many such literals the package may hold
 CEILING = 0
 
 
 def op_name_literals(source: str, rel: str) -> list:
     """``(line, literal)`` of every string constant of ``source`` naming an op."""
     ir_names = set(OPDEFS)
-    tree_names = {c.call_name for c in PIPE_OPS + EVENT_OPS + RING_BUFFERS}
-    tree = rel.split("/")[0] in TREE_NAME_LAYERS
+    table_names = {c.call_name for c in PIPE_OPS + EVENT_OPS + RING_BUFFERS}
+    table = rel.split("/")[0] in TABLE_NAME_LAYERS
     out = []
     for node in ast.walk(ast.parse(source, rel)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                node.value in ir_names or (tree and node.value in tree_names)):
+                node.value in ir_names or (table and node.value in table_names)):
             out.append((node.lineno, node.value))
     return sorted(out)
 

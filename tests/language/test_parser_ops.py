@@ -1,8 +1,8 @@
 """The DSL parser builds the op IR directly: for every DSL program of the repository (the
 examples' programs in every variant, the kernels of the test modules, parsed source texts
 and the printed generated programs of ``ir_programs``), each function the parser builds
-prints, locations and name hints included, as ``parser_ops.golden`` holds: the text of what
-the statement-tree parser built, converted to ops, when the parser built the tree."""
+prints, locations and name hints included, as ``parser_ops.golden`` holds (a change in what
+the parser builds for any of them shows here)."""
 from __future__ import annotations
 
 import importlib.util
