@@ -3,7 +3,7 @@
 Runs S7 (examples/scenarios/s7_long_stream.py) with the checkers on (happens-before race
 checker, slot-reuse / use-after-free checks, leak checks: ``ptopipe.run(checks=True)``,
 the default) and off (``checks=False``), alternating, and prints the ratio of the best
-wall times of the simulated runs.  Target (issue 3): ratio <= 1.5; exits 1 when it is missed.
+wall times of the simulated runs.  Target: ratio <= 1.5; exits 1 when it is missed.
 
 Usage:  python benchmarks/checker_overhead.py [--tiles 5000] [--repeat 7] [--platform a2a3]
 """

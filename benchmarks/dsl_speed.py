@@ -1,4 +1,4 @@
-"""DSL kernels against the same kernels hand-written at the ISA level, side by side (issue 13).
+"""DSL kernels against the same kernels hand-written at the ISA level, side by side.
 
 S1 (out = A @ B + bias, 16x32 f32 accumulator tiles, UP_DOWN to both Vector cores) as the
 DSL pair of examples/dsl/s1_cv_split.py and as the ISA kernels of

@@ -1,7 +1,7 @@
 """Schedule quality of the compiled mixed examples: simulated cycles of each
 examples/mixed kernel (one @pl.incore function, compiled by the default pass pipeline for
 the platform) next to the hand-written kernel of the same scenario and
-shape, per platform and protocol.  Target (issue 11): within 10%; exits 1 when missed.
+shape, per platform and protocol.  Target: within 10%; exits 1 when missed.
 
 Usage:  python benchmarks/mixed_vs_hand.py
 """

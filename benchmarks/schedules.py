@@ -2,8 +2,8 @@
 
 Part 1 runs every example (examples/scenarios, examples/dsl, examples/flash_attention.py;
 their default variants, or all with --variants all), every correct kernel of
-tests/isa/test_varied_kernels.py and the correct kernels written for issue 10 (the
-CLEAN_KERNELS registries of tests/corpus.py: event flags in their manual sync mode,
+tests/isa/test_varied_kernels.py and the correct kernels of the
+CLEAN_KERNELS registries of tests/corpus.py (event flags in their manual sync mode,
 relaunched kernels with their launches=K, layouts, the pto-isa model per platform,
 diagnoses) on both platforms and both protocols, under --schedules N schedules of each
 exploration mode, with every checker on and the numpy golden compared.  A registered

@@ -2,7 +2,7 @@
 
 1. S7 (examples/scenarios/s7_long_stream.py) with 20,000 tiles of 16x16 f32: TPUSH + TPOP
    + TFREE transactions per wall second of the simulated run (target >= 100,000/s for the
-   simulator itself, i.e. checkers off; issue 3 bounds the checkers' own cost separately),
+   simulator itself, i.e. checkers off; checker_overhead.py bounds the checkers' own cost separately),
    printed with the checkers off and on.
 2. An S1-style kernel - 256 tiles of 128x128 f32: Cube TLOAD/TMOV/TMATMUL/TPUSH, each
    Vector core TPOP (UP_DOWN half)/TLOAD bias/TADD/TSTORE/TFREE - against plain numpy

@@ -1,4 +1,4 @@
-"""Per-tile stream speed, measured side by side in one run (issue 13).
+"""Per-tile stream speed, measured side by side in one run.
 
 The kernel: the Cube streams --tiles tiles of 16x16 f32 to the Vector side (C2V); per tile
 it does TLOAD -> TMOV -> TMATMUL (16^3) -> TPUSH, and each Vector lane TPOP -> TMULS ->
