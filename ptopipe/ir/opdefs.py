@@ -37,7 +37,7 @@ from .ops import register as register_spec
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
                     TensorType, TileValueType, describe)
 
-#: scalar operator (DSL / tree spelling) -> arith op name suffix
+#: scalar operator (DSL spelling) -> arith op name suffix
 SCALAR_BINOPS = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod", "/": "div",
                  "|": "bitor", "&": "bitand", "==": "eq", "!=": "ne", "<": "lt", "<=": "le",
                  ">": "gt", ">=": "ge", "and": "and", "or": "or"}
@@ -433,8 +433,8 @@ class _Operand(_Field):
         return op.operands[self.index]
 
     def of(self, args):
-        """This operand among ``args`` grouped per operand parameter, as the statement
-        tree's ``Call.args`` (and the runtime's evaluated arguments) are."""
+        """This operand among ``args`` grouped per operand parameter, as the runtime's
+        evaluated arguments are (:func:`operand_groups`: a list for a variadic one)."""
         return args[self.start]
 
     def index_of(self, op, k: int = 0) -> int:
