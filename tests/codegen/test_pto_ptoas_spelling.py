@@ -9,14 +9,13 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import ptopipe  # noqa: F401  (installs the mixed compiler)
 import ptopipe.language as pl
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
-from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
+from ptopipe.codegen.pto_load import PTO_PASSES
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.codegen.pto_syntax import float_literal, float_of_literal
 from ptopipe.errors import ParseError
@@ -26,7 +25,6 @@ from ptopipe.ir.pipe_config import local_slot_num
 from ptopipe.ir.types import MemorySpace
 from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
-from ptopipe.runtime import run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")

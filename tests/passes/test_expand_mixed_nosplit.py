@@ -13,7 +13,7 @@ from ptopipe.arch import get_platform
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe import CompileError, DataRaceError, ProtocolError
+from ptopipe import CompileError, DataRaceError
 from ptopipe.ir import parse_ir, print_ir, print_program, structural_equal
 from ptopipe.passes import compile_program, expand_mixed
 from ptopipe.passes.slot_buffer import with_slot_buffer

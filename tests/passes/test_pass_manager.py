@@ -13,15 +13,14 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe.cli import main as cli_main
 from ptopipe.errors import CompileError
-from ptopipe.ir import FunctionKind, TileValueType, parse_ir, print_ir, structural_equal
+from ptopipe.ir import FunctionKind, TileValueType, parse_ir, structural_equal
 from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,
                             default_pipeline, register)
-from ptopipe.passes.util import functions, top_ops
+from ptopipe.passes.util import functions
 from ptopipe.runtime import KernelSet
 
-from markers import line_of
 import pass_kernels
-from pass_kernels import SLOT, TM, N, c2v_args, c2v_golden, c2v_pair, unverified
+from pass_kernels import TM, N, c2v_args, c2v_golden, c2v_pair, unverified
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "dsl")
 

@@ -16,7 +16,7 @@ from ptopipe.ir.vocab import AUTO
 from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,
                             default_pipeline, manager, register)
 from ptopipe.passes.properties import VERIFIERS, verify_property
-from ptopipe.passes.util import functions, init_ops, top_ops
+from ptopipe.passes.util import functions, init_ops
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(ROOT.glob("examples/mixed/*.py")) + sorted(ROOT.glob("examples/dsl/*.py"))

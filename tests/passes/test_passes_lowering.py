@@ -13,7 +13,7 @@ from ptopipe.cli.loader import load_module
 from ptopipe.errors import CompileError
 from ptopipe.ir import FunctionKind, Operation, Region, Block, verify_program
 from ptopipe.ir.vocab import AUTO
-from ptopipe.passes import PassContext, PassManager, allocate_flags, lower_platform, resolve_peers, validate
+from ptopipe.passes import PassContext, PassManager, allocate_flags, resolve_peers, validate
 from ptopipe.ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
 from ptopipe.passes.util import functions, init_ops, top_ops
 from ptopipe.runtime import KernelSet
