@@ -155,7 +155,8 @@ def _tensor(args, p) -> TensorType:
 def _same(a: TileValueType, b: TileValueType, what: str, p: str):
     if a.shape != b.shape:
         raise OpError(f"{what}: shapes differ ({a.shape[0]}x{a.shape[1]} vs {b.shape[0]}x{b.shape[1]})",
-                      "operands of element-wise ops must have the same shape", p)
+                      "operands of element-wise ops must have the same shape (or one of them "
+                      "one column [rows, 1] or one row [1, cols] of the other: it is broadcast)", p)
     if a.dtype != b.dtype:
         raise OpError(f"{what}: dtypes differ ({a.dtype} vs {b.dtype})",
                       "convert one operand with pl.cast(x, dtype) first", p)
@@ -800,6 +801,40 @@ def infer(spec: OpSpec, kind: FunctionKind, args: dict, attrs: dict) -> Type:
     return spec.infer(kind, args, attrs)
 
 
+#: element-wise DSL op -> its per-row / per-column broadcast form (TROWEXPAND* / TCOLEXPAND*)
+_BROADCAST = {dsl: (f"row_expand_{k}", f"col_expand_{k}") for dsl, k in
+              (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "div"),
+               ("maximum", "max"), ("minimum", "min"))}
+_COMMUTES = frozenset({"add", "mul", "maximum", "minimum"})
+
+
+def broadcast_form(dsl: str, a, b):
+    """``(op, swapped)`` when element-wise ``dsl`` of tiles of types ``a`` and ``b`` broadcasts
+    one operand (pypto's tile.add of a [M, N] and a [M, 1] tile): a [M, 1] operand is
+    per-row (``row_expand_<op>``), a [1, N] one per-column (``col_expand_<op>``), the wide
+    operand first (``swapped``: it was ``b``); None when the shapes are equal or neither
+    broadcasts.  Raises OpError for a narrow first operand of an op that does not commute:
+    the expand instructions compute ``wide op narrow`` only."""
+    forms = _BROADCAST.get(dsl)
+    if forms is None or a.shape == b.shape or len(a.shape) != 2 or len(b.shape) != 2:
+        return None
+    for wide, narrow, swapped in ((a, b, False), (b, a, True)):
+        (m, n), (r, c) = wide.shape, narrow.shape
+        k = 0 if (r, c) == (m, 1) and n > 1 else 1 if (r, c) == (1, n) and m > 1 else None
+        if k is None:
+            continue
+        if swapped and dsl not in _COMMUTES:
+            per, full = ("row", f"pl.row_expand(x, shape=[{m}, {n}])") if k == 0 else \
+                ("column", f"pl.col_expand(x, shape=[{m}, {n}])")
+            raise OpError(f"{dsl}: the first operand {describe(narrow)} is per-{per} and the second "
+                          f"{describe(wide)} is not: {forms[k]} computes (tile {dsl} per-{per} "
+                          "operand) only",
+                          f"expand the first operand to the full shape first: "
+                          f"pl.{dsl}({full}, y)", "a")
+        return forms[k], swapped
+    return None
+
+
 def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | None:
     """The direction a cross-core op gets in the IR (given, or inferred from the core)."""
     if spec.role is None:
@@ -809,4 +844,4 @@ def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | 
 
 __all__ = ["BINARY", "COL_REDUCE", "DIRS", "OPS", "OpError", "OpSpec",
            "Param", "REQUIRED", "ROW_EXPAND", "ROW_REDUCE", "SCALAR", "SPLITS", "UNARY",
-           "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]
+           "broadcast_form", "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]

@@ -23,7 +23,8 @@ from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAx
 from ..ir.opdefs import (ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
                          IfOp, ImportPeerBufferOp, OperandView, ReserveBufferOp, ReturnOp,
                          YieldOp, scalar_result_type, unary_result_type)
-from ..ir.ops import DIRS, REQUIRED, SPLITS, ConstArg, OpError, canonical_direction, infer, lookup
+from ..ir.ops import (DIRS, REQUIRED, SPLITS, ConstArg, OpError, broadcast_form, canonical_direction,
+                      infer, lookup)
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType
@@ -807,6 +808,17 @@ class FunctionParser:
         raise self.err(a, f"argument {p.name!r} of pl.{spec.dsl} must be {bad}, got {v!r}")
 
     def make_call(self, op: str, node, args: dict, attrs: dict, nodes: dict):
+        if set(args) == {"a", "b"} and all(isinstance(v.type, TileValueType) for v in args.values()):
+            try:
+                form = broadcast_form(op, args["a"].type, args["b"].type)
+            except OpError as e:
+                raise self.err(nodes.get(e.param, node), e.about(op, f"pl.{op}"), e.fix) from None
+            if form is not None:        # one operand per row / per column: an expand op
+                op, swapped = form
+                a, b = (args["b"], args["a"]) if swapped else (args["a"], args["b"])
+                na, nb = (nodes.get("b"), nodes.get("a")) if swapped else (nodes.get("a"), nodes.get("b"))
+                key = "row" if op.startswith("row") else "col"
+                args, nodes = {"a": a, key: b}, {"a": na, key: nb}
         spec = lookup(op)
         for p in spec.attr_params:
             attrs.setdefault(p.name, None if p.default is REQUIRED else p.default)
