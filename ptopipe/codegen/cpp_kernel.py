@@ -23,7 +23,7 @@ from ..ir.pipe_config import local_slot_num
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE,
                          RING_BUFFERS, Barrier, ReserveBufferOp, BufferAttrOp, CastOp, ConstOp, CopyOp, ForOp,
-                         GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
+                         CreateOp, GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
 from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type
@@ -350,6 +350,9 @@ class KernelWriter:
             tile, tensor = op.tile, op.tensor
             lines, gm = self.window(tensor, g["offsets"], tile.type.shape, op, ind)
             return lines + [f"{ind}TSTORE({gm}, {self.names[tile]});"]
+        if op.is_a(CreateOp):           # storage only: the first matmul_acc step overwrites it
+            dst, pre = self.define(op.results[0], op, ind)
+            return pre + [f"{ind}// {dst}: an Acc accumulator no instruction has written (pl.create)"]
         d = BY_DSL.get(n[3:])
         if d is None or not op.results:
             raise err(f"{n} has no pto-isa C++ form in the C++ writer", op)

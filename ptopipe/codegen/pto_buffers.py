@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..ir.types import TileValueType
-from ..ir.opdefs import CopyOp, ForOp, IfOp, LoadOp, StoreOp
+from ..ir.opdefs import CopyOp, CreateOp, ForOp, IfOp, LoadOp, StoreOp
 
 _seq = itertools.count()
 
@@ -59,7 +59,8 @@ def writes_result(op) -> bool:
     from .pto_syntax import PTO_OP
     if len(op.results) != 1 or not _tile(op.results[0]) or op.regions:
         return False
-    return op.is_a(LoadOp, CopyOp) or (op.name[3:] in PTO_OP and not op.is_a(StoreOp))
+    return (op.is_a(LoadOp, CopyOp, CreateOp)        # create: the buffer alone
+            or (op.name[3:] in PTO_OP and not op.is_a(StoreOp)))
 
 
 def _top(op, block):

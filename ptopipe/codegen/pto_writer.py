@@ -31,7 +31,7 @@ from ..arch import get_platform
 from ..ir.vocab import FunctionKind
 from ..ir.pipe_config import local_slot_num
 from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp, CallOp,
-                         ConstOp, CopyOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
+                         ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
 from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type
@@ -314,6 +314,8 @@ class _Writer:
             self.on_data_lane(st, ind, lambda i: self.load_store(op, st, i))
         elif n[3:] in PTO_OP:
             self.on_data_lane(st, ind, lambda i: self.tile_op(op, st, i))
+        elif cls is CreateOp:               # pypto's tile.create: a buffer nothing wrote yet
+            self.dest(op.results[0], st, ind)
         else:
             raise _err(f"{n} has no PTO-AS spelling in ptopipe's writer", op,
                        "see docs/pto.md for the subset ptopipe writes")

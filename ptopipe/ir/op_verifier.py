@@ -8,8 +8,9 @@ is defined once, terminators
 (operand / result / region shapes, types, yields vs results, the op table's typing rule
 for tile and cross-core ops), and the per-core rules of a function: tiles in the core's
 memory spaces, each pipe direction initialised once at the top and before any cross-core op,
-ring buffers declared by the side of the pipe that owns them (the consumer reserves, the
-producer imports), once each, in the core's memory; function names unique in a program.
+ring buffers declared once each, in the core's memory (which side owns a ring is the
+cross-core ops' typing: TPOP / TFREE take a reserve, TPUSH / TALLOC an import; a reserve no
+TPOP reads is a region the kernel keeps, as in pypto); function names unique in a program.
 ``verify_program`` adds: every import names a buffer its peer function (on the other core)
 reserves.
 
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from .vocab import FunctionKind
-from .opdefs import (CONSUMER_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, PRODUCER_OPS, FuncOp,
-                     ImportPeerBufferOp, ReserveBufferOp)
+from .opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp, ImportPeerBufferOp,
+                     ReserveBufferOp)
 from .ops import C2V, V2C
 from .types import MemorySpace, TileValueType, describe
 
@@ -156,8 +157,6 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
             for r in op.regions:
                 for b in r.blocks:
                     _block(ctx, b, visible, inner_top)
-        if role & _FUNC and ctx.kind in (FunctionKind.AIC, FunctionKind.AIV):
-            _ring_roles(ctx, op)
         for res in op.results:
             if res in visible:
                 raise ctx.error(f"{_vname(res)} is defined twice", op)
@@ -172,28 +171,6 @@ def _block(ctx: _Ctx, block, visible: set, top: bool) -> None:
             added.append(res)
         op = op.next
     visible.difference_update(added)
-
-
-def _ring_roles(ctx: _Ctx, func) -> None:
-    """Each ring buffer of an AIC / AIV function is declared by the side that owns it: the
-    function reserves a ring it TPOPs from and imports one it TPUSHes to (a mixed function's
-    sides are given by the compiler when it splits it)."""
-    for op in func.body:
-        if op.is_a(ReserveBufferOp):
-            if not _used_by(op, CONSUMER_OPS):
-                raise ctx.error(f"reserve_buffer {op.buffer_name!r} in {ctx.func}, which never "
-                                "TPOPs from it: only the consumer owns (reserves) the ring", op,
-                                "in the producer use pl.import_peer_buffer(name=..., "
-                                "peer_func=consumer)")
-        elif op.is_a(ImportPeerBufferOp) and not _used_by(op, PRODUCER_OPS):
-            raise ctx.error(f"import_peer_buffer {op.buffer_name!r} in {ctx.func}, which never "
-                            "TPUSHes to it: only the producer imports the consumer's ring", op,
-                            "in the consumer use pl.reserve_buffer(name=..., size=..., base=pl.AUTO)")
-
-
-def _used_by(ring, ops) -> bool:
-    """Some op of ``ops`` takes ring buffer ``ring`` as its buffer operand."""
-    return any(u.index < 2 and u.owner.is_a(*ops) for u in ring.results[0].uses)
 
 
 def _undefined_operand(ctx: _Ctx, op, visible: set) -> CompileError:
@@ -224,8 +201,6 @@ def verify_ops(top, memo: bool = True) -> None:
     for r in top.regions:
         for b in r.blocks:
             _block(ctx, b, set(), is_func)
-    if is_func and ctx.kind in (FunctionKind.AIC, FunctionKind.AIV):
-        _ring_roles(ctx, top)
 
 
 def verify_program(top) -> None:

@@ -1203,9 +1203,9 @@ _TITLES = {"get_subblockid": "GetSubblockId"}
 #: op-table name -> the op class of each op derived from the table
 TABLE_OPS = {n: _table_class(spec) for n, spec in OPS.items() if f"pl.{n}" not in OP_CLASSES}
 _DERIVED = frozenset(TABLE_OPS.values())
-(LoadOp, StoreOp, MoveOp, CastOp, FullOp, MatmulOp, CallOp,
- GetSubblockIdOp) = (TABLE_OPS[n] for n in ("load", "store", "move", "cast", "full", "matmul",
-                                            "call", "get_subblockid"))
+(LoadOp, StoreOp, MoveOp, CastOp, FullOp, MatmulOp, CallOp, GetSubblockIdOp,
+ CreateOp) = (TABLE_OPS[n] for n in ("load", "store", "move", "cast", "full", "matmul", "call",
+                                     "get_subblockid", "create"))
 
 for _cls in OP_CLASSES.values():
     if _cls.spec is None:

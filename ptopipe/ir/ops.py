@@ -19,7 +19,7 @@ from typing import Callable
 from ..arch.catalogue import (ADD_RELU_CONV, CONVERTS_FROM, LOAD_DST, MOVES, STORE_SRC,
                               matmul_dtype_fix, op_scalar_error)
 from ..arch.catalogue import MASK_DTYPES as _MASK_NP
-from ..arch.catalogue import SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
+from ..arch.catalogue import MATMUL_ACCUM, SCRATCH_BEFORE_SCALAR, SCRATCH_DTYPE
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.dtypes import short_name
 from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
@@ -124,15 +124,23 @@ def _t(x):
     return getattr(x, "type", None)
 
 
+#: where an Acc tile comes from (no move writes Acc: pto-isa has no Vec/Mat -> L0C path)
+_ACC_FROM = ("an Acc tile is made by pl.matmul, or by pl.create(shape, dtype, space=pl.Acc) "
+             "overwritten on the first step by pl.matmul_acc(acc, a, b, init_cond=(k == 0)): a "
+             "zero-initialised accumulator")
+
+
 def _tile(args, p, spaces=None) -> TileValueType:
     t = _t(args[p])
     if not isinstance(t, TileValueType):
         raise OpError(f"'{p}' must be a tile, got {describe(t) if t else 'nothing'}",
                       "pass a tile value (from pl.load, pl.move, an op, or TPOP)", p)
     if spaces and t.space not in spaces:
-        raise OpError(f"'{p}' is a {describe(t)}; this op needs a "
-                      f"{' or '.join(s.value for s in spaces)} tile",
-                      f"move it first, e.g. pl.move(x, space=pl.{spaces[0].value})", p)
+        fix = (_ACC_FROM if spaces == (MemorySpace.Acc,) else
+               f"move it first, e.g. pl.move(x, space=pl.{spaces[0].value})")
+        want = " or ".join(s.value for s in spaces)
+        raise OpError(f"'{p}' is a {describe(t)}; this op needs {'an' if want[0] in 'AEIOU' else 'a'} "
+                      f"{want} tile", fix, p)
     return t
 
 
@@ -155,7 +163,8 @@ def _tensor(args, p) -> TensorType:
 def _same(a: TileValueType, b: TileValueType, what: str, p: str):
     if a.shape != b.shape:
         raise OpError(f"{what}: shapes differ ({a.shape[0]}x{a.shape[1]} vs {b.shape[0]}x{b.shape[1]})",
-                      "operands of element-wise ops must have the same shape", p)
+                      "operands of element-wise ops must have the same shape (or one of them "
+                      "one column [rows, 1] or one row [1, cols] of the other: it is broadcast)", p)
     if a.dtype != b.dtype:
         raise OpError(f"{what}: dtypes differ ({a.dtype} vs {b.dtype})",
                       "convert one operand with pl.cast(x, dtype) first", p)
@@ -276,8 +285,9 @@ def _move(kind, a, at):
     if (t.space, space) not in LOCAL_MOVES and not crossing:
         cross = (f"; across cores (in a mixed @pl.incore function): {BOUNDARY_PATHS}"
                  if kind is FunctionKind.InCore else "; across cores use TPUSH/TPOP")
+        acc = f"; {_ACC_FROM}" if space is MemorySpace.Acc else ""
         raise OpError(f"move from {t.space.value} to {space.value} is not a local path",
-                      f"valid: {LOCAL_MOVE_PATHS}{cross}", "space")
+                      f"valid: {LOCAL_MOVE_PATHS}{cross}{acc}", "space")
     if dtype != t.dtype and t.space is not CONVERTS_FROM:
         raise OpError("move converts dtypes only from Acc tiles", "use pl.cast on Vec tiles",
                       "dtype")
@@ -770,6 +780,29 @@ NO_DSL_FORM = {
     "TPRINT": _NO_RESULT, "TTRAP": _NO_RESULT, "TPREFETCH": _NO_RESULT,
 }
 _op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
+
+
+def _create(kind, a, at):
+    shape, space = at["shape"], at["space"]
+    if len(shape) != 2:
+        raise OpError("create: tiles are 2-D", param="shape")
+    if space is not MemorySpace.Acc:
+        raise OpError(f"create makes an Acc accumulator, not a {space.value} tile: nothing but "
+                      "pl.matmul_acc(..., init_cond=...) writes a tile in place",
+                      "a Vec tile of one value is pl.full(shape, dtype, value); a Mat / Left / "
+                      "Right tile comes from pl.load / pl.move", "space")
+    accs = sorted({short_name(d) for d in MATMUL_ACCUM.values()})
+    if at["dtype"] not in accs:
+        raise OpError(f"create: an Acc tile holds the Cube's accumulators ({', '.join(accs)}), "
+                      f"not {at['dtype']}", param="dtype")
+    return TileValueType(tuple(shape), at["dtype"], space)
+
+
+#: pypto's tile.create(target_memory=Acc): an accumulator no instruction has written yet -
+#: the storage ``pl.matmul_acc(acc, a, b, init_cond=(k == 0))`` overwrites on its first step
+#: (TMATMUL) and accumulates into after (TMATMUL_ACC)
+_op("create", [("shape", "shape"), ("dtype", "dtype"), ("space", "space", MemorySpace.Acc)],
+    _create, doc="an uninitialised Acc accumulator for pl.matmul_acc(..., init_cond=...)")
 # -- a Group function's calls of its AIC and AIV kernels (what ExpandMixedKernel emits)
 def _call(kind, a, at):
     if kind is not FunctionKind.Group:
@@ -800,6 +833,40 @@ def infer(spec: OpSpec, kind: FunctionKind, args: dict, attrs: dict) -> Type:
     return spec.infer(kind, args, attrs)
 
 
+#: element-wise DSL op -> its per-row / per-column broadcast form (TROWEXPAND* / TCOLEXPAND*)
+_BROADCAST = {dsl: (f"row_expand_{k}", f"col_expand_{k}") for dsl, k in
+              (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "div"),
+               ("maximum", "max"), ("minimum", "min"))}
+_COMMUTES = frozenset({"add", "mul", "maximum", "minimum"})
+
+
+def broadcast_form(dsl: str, a, b):
+    """``(op, swapped)`` when element-wise ``dsl`` of tiles of types ``a`` and ``b`` broadcasts
+    one operand (pypto's tile.add of a [M, N] and a [M, 1] tile): a [M, 1] operand is
+    per-row (``row_expand_<op>``), a [1, N] one per-column (``col_expand_<op>``), the wide
+    operand first (``swapped``: it was ``b``); None when the shapes are equal or neither
+    broadcasts.  Raises OpError for a narrow first operand of an op that does not commute:
+    the expand instructions compute ``wide op narrow`` only."""
+    forms = _BROADCAST.get(dsl)
+    if forms is None or a.shape == b.shape or len(a.shape) != 2 or len(b.shape) != 2:
+        return None
+    for wide, narrow, swapped in ((a, b, False), (b, a, True)):
+        (m, n), (r, c) = wide.shape, narrow.shape
+        k = 0 if (r, c) == (m, 1) and n > 1 else 1 if (r, c) == (1, n) and m > 1 else None
+        if k is None:
+            continue
+        if swapped and dsl not in _COMMUTES:
+            per, full = ("row", f"pl.row_expand(x, shape=[{m}, {n}])") if k == 0 else \
+                ("column", f"pl.col_expand(x, shape=[{m}, {n}])")
+            raise OpError(f"{dsl}: the first operand {describe(narrow)} is per-{per} and the second "
+                          f"{describe(wide)} is not: {forms[k]} computes (tile {dsl} per-{per} "
+                          "operand) only",
+                          f"expand the first operand to the full shape first: "
+                          f"pl.{dsl}({full}, y)", "a")
+        return forms[k], swapped
+    return None
+
+
 def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | None:
     """The direction a cross-core op gets in the IR (given, or inferred from the core)."""
     if spec.role is None:
@@ -809,4 +876,4 @@ def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | 
 
 __all__ = ["BINARY", "COL_REDUCE", "DIRS", "OPS", "OpError", "OpSpec",
            "Param", "REQUIRED", "ROW_EXPAND", "ROW_REDUCE", "SCALAR", "SPLITS", "UNARY",
-           "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]
+           "broadcast_form", "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]

@@ -23,7 +23,8 @@ from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAx
 from ..ir.opdefs import (ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
                          IfOp, ImportPeerBufferOp, OperandView, ReserveBufferOp, ReturnOp,
                          YieldOp, scalar_result_type, unary_result_type)
-from ..ir.ops import DIRS, REQUIRED, SPLITS, ConstArg, OpError, canonical_direction, infer, lookup
+from ..ir.ops import (DIRS, REQUIRED, SPLITS, ConstArg, OpError, broadcast_form, canonical_direction,
+                      infer, lookup)
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType
@@ -146,6 +147,10 @@ class FunctionParser:
         self.env: dict = {}                      # source name -> its current Value
         self.defined: set = set()
         self.block: Block | None = None          # where the ops being read are appended
+        # a pl.create accumulator no instruction has written: its value -> the create op; a
+        # loop's block argument it starts -> (that op, the loop body)
+        self.unwritten: dict = {}
+        self.guarded = False                     # reading matmul_acc(..., init_cond=)'s acc
         self.taken = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | \
                      {a.arg for a in fdef.args.args}
 
@@ -487,6 +492,10 @@ class FunctionParser:
         body = Block([INDEX] + [v.type for v in inits], [self.fresh(n) for n in sources])
         for n, a in zip(sources, body.args):
             self.env[n] = a
+        for a, x in zip(body.args[1:], inits):
+            made = self._unwritten_at(x)
+            if made is not None:                # unwritten when the first iteration starts
+                self.unwritten[a] = (made, body)
         self.block = body
         self.stmts(body_ast)
         yields = [self.expr(v) for v in yvals] + [self.env[n] for n in carried]
@@ -708,6 +717,8 @@ class FunctionParser:
                      "of a loop / branch body", "reserve_buffer": "as `buf = pl.reserve_buffer(...)`",
                      "import_peer_buffer": "as `buf = pl.import_peer_buffer(...)`"}[obj.op]
             raise self.err(node, f"pl.{obj.op} can only be used {where}")
+        if obj.op == "matmul_acc" and any(k.arg == "init_cond" for k in node.keywords):
+            return self.matmul_acc_init(node)
         spec = lookup(obj.op)
         # bind arguments to the op's parameters
         params = spec.params
@@ -751,6 +762,60 @@ class FunctionParser:
             else:
                 attrs[p.name] = self.attr_value(p, a, spec)
         return self.make_call(spec.name, node, args, attrs, nodes)
+
+    def matmul_acc_init(self, node: ast.Call):
+        """``pl.matmul_acc(acc, a, b, init_cond=c)`` (pypto's): where ``c`` holds the
+        accumulator is overwritten with ``a @ b`` (TMATMUL), elsewhere accumulated into
+        (TMATMUL_ACC) - an ``if`` over the two, or the one a constant ``c`` picks, as pypto's
+        code generator writes it.  The operands are read once, before the branch."""
+        names = ("acc", "a", "b")
+        bound = dict(zip(names, node.args))
+        if len(node.args) > 3:
+            raise self.err(node.args[3], "pl.matmul_acc takes at most 3 positional arguments "
+                                         "(acc, a, b) and init_cond=")
+        cond_node = None
+        for k in node.keywords:
+            if k.arg == "init_cond":
+                cond_node = k.value
+            elif k.arg in names and k.arg not in bound:
+                bound[k.arg] = k.value
+            else:
+                raise self.err(k, f"pl.matmul_acc has no argument {k.arg!r} here",
+                               "pl.matmul_acc(acc, a, b, init_cond=...)")
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise self.err(node, f"pl.matmul_acc needs argument {missing[0]!r}",
+                           "pl.matmul_acc(acc, a, b, init_cond=...)")
+        vals = {n: self.expr(bound[n]) for n in names}
+        cond = self.expr(cond_node)
+        if not isinstance(cond.type, ScalarType):
+            raise self.err(cond_node, f"init_cond is a {describe(cond.type)}",
+                           "pass a scalar condition, e.g. init_cond=(k == 0)")
+
+        def first(block):               # TMATMUL: acc = a @ b (acc's storage is not read)
+            self.block = block
+            return self.make_call("matmul", node, {"a": vals["a"], "b": vals["b"]}, {},
+                                  {"a": bound["a"], "b": bound["b"]})
+
+        def rest(block):                # TMATMUL_ACC: acc = acc + a @ b
+            self.block, self.guarded = block, True
+            try:
+                return self.make_call("matmul_acc", node, vals, {}, bound)
+            finally:
+                self.guarded = False
+        outer = self.block
+        if _fresh_const(cond):
+            cond.op.erase()
+            return (first if cond.op.value else rest)(outer)
+        then, els = Block(), Block()
+        t, e = first(then), rest(els)
+        self.block = outer
+        here = self.loc(node)
+        then.append(Operation(YieldOp.name, (t,), (), {}, (), here))
+        els.append(Operation(YieldOp.name, (e,), (), {}, (), here))
+        op = self.emit(Operation(IfOp.name, (cond,), [t.type], {}, (Region([then]), Region([els])),
+                                 here, [None]))
+        return op.results[0]
 
     def attr_value(self, p, a, spec):
         v = self.const_eval(a, f"argument {p.name!r} of pl.{spec.dsl}")
@@ -806,7 +871,44 @@ class FunctionParser:
             bad = "a type: pl.Tile[[rows, cols], dtype, space] or pl.Tensor[[...], dtype]"
         raise self.err(a, f"argument {p.name!r} of pl.{spec.dsl} must be {bad}, got {v!r}")
 
+    def _unwritten_at(self, v):
+        """The pl.create op whose unwritten storage ``v`` is when read here, else None: the
+        create's own value anywhere, a loop-carried value it starts at the top of that loop's
+        body (its first iteration: inside an ``if`` the read may be guarded)."""
+        got = self.unwritten.get(v)
+        if got is None:
+            return None
+        if isinstance(got, tuple):
+            made, body = got
+            return made if self.block is body else None
+        return got
+
+    def _check_written(self, args: dict, nodes: dict, node) -> None:
+        for k, v in args.items():
+            made = None if self.guarded or isinstance(v, list) else self._unwritten_at(v)
+            if made is not None:
+                at = nodes.get(k)
+                name = ast.unparse(at) if isinstance(at, ast.Name) else v.name or k
+                raise self.err(at or node,
+                               f"'{name}' is read before anything writes it: pl.create at "
+                               f"line {made.loc.line} makes an accumulator no instruction has "
+                               "written (its first step must overwrite it)",
+                               "pl.matmul_acc(acc, a, b, init_cond=(k == 0)): TMATMUL on the first "
+                               "step, TMATMUL_ACC after; or start from acc = pl.matmul(a, b)")
+
     def make_call(self, op: str, node, args: dict, attrs: dict, nodes: dict):
+        self._check_written(args, nodes, node)
+        if set(args) == {"a", "b"} and all(isinstance(v.type, TileValueType) for v in args.values()):
+            try:
+                form = broadcast_form(op, args["a"].type, args["b"].type)
+            except OpError as e:
+                raise self.err(nodes.get(e.param, node), e.about(op, f"pl.{op}"), e.fix) from None
+            if form is not None:        # one operand per row / per column: an expand op
+                op, swapped = form
+                a, b = (args["b"], args["a"]) if swapped else (args["a"], args["b"])
+                na, nb = (nodes.get("b"), nodes.get("a")) if swapped else (nodes.get("a"), nodes.get("b"))
+                key = "row" if op.startswith("row") else "col"
+                args, nodes = {"a": a, key: b}, {"a": na, key: nb}
         spec = lookup(op)
         for p in spec.attr_params:
             attrs.setdefault(p.name, None if p.default is REQUIRED else p.default)
@@ -831,6 +933,8 @@ class FunctionParser:
         op = self.emit(Operation(f"pl.{spec.name}", operands, [] if t is NONE else [t],
                                  {p.name: attrs[p.name] for p in spec.attr_params}, (),
                                  self.loc(node), [None]))
+        if spec.name == "create":
+            self.unwritten[op.results[0]] = op
         return op.results[0] if op.results else _Void(op)
 
 

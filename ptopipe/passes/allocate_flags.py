@@ -12,6 +12,9 @@ of one peer take consecutive ranges (:meth:`ProtocolModel.next_flag_id`) in the 
 function's order; the runtime binds each pipe with the ``flag_id`` its init carries (a
 hand-written kernel run without this pass: the same numbering, in its init order).
 
+A lone kernel (a program with no function of the other core, as pypto compiles one) gets
+its pipes numbered the same way; running it needs its peer, which the run reports.
+
 Errors (CompileError at the init's DSL line): an init with no matching init (same
 direction) in its peer; the two ends of a pipe disagreeing on DIR_MASK, SLOT_SIZE or
 SLOT_NUM or on a given flag_id; a given flag_id whose flags overlap another pipe's; flags
@@ -75,23 +78,27 @@ def run(program, ctx):
     model = protocol_model(ctx)
     limit = model.flag_limit(plat)
     funcs = {func_name(f): f for f in functions(program)}
+    kinds = {f.kind for f in funcs.values()}
+    # a lone kernel (no function of the other core: pypto compiles one) numbers its own pipes
+    lone = FunctionKind.AIC not in kinds or FunctionKind.AIV not in kinds
+    owner = FunctionKind.AIV if FunctionKind.AIC not in kinds else FunctionKind.AIC
     matched = set()
     for name, cube in funcs.items():
-        if cube.kind is not FunctionKind.AIC:
+        if cube.kind is not owner:
             continue
         inits = init_ops(cube)
         if not inits:
             continue
-        peer = _peer_of(cube, funcs)
-        if peer is None:
+        peer = None if lone else _peer_of(cube, funcs)
+        if peer is None and not lone:
             raise error(f"the pipe of Cube function {name!r} has no Vector peer in the program",
                         inits[0], "put the @pl.aiv function that imports / reserves its rings in "
                                   "the program")
-        vec_inits = {ways(i): i for i in init_ops(funcs[peer])}
+        vec_inits = {} if lone else {ways(i): i for i in init_ops(funcs[peer])}
         next_id, used = FIRST_FLAG_ID, []          # used: (first, last flag, init) per ring
         for init in sorted(inits, key=lambda i: i.flag_id is None):
             n = slot_num(init, plat)
-            other = vec_inits.pop(ways(init), None)
+            other = init if lone else vec_inits.pop(ways(init), None)
             if other is None:
                 raise error(f"{_describe(init, n)} in {name!r} has no matching "
                             f"aiv_initialize_pipe of the same direction in its peer {peer!r}",

@@ -28,15 +28,23 @@ iteration).  The carried pop must be the body's last pop of that ring (a TFREE r
 oldest held slot), and the tile popped before the loop may not be read after the loop
 (its slot is freed in the first iteration).
 
+A tile popped in a branch of an ``if`` that yields it lives on after the join: its TFREE
+goes into the ``if``'s block after the last use of the ``if``'s result (pypto frees it before
+the yield, while it is still read) - one TFREE when the other branch yields a tile popped
+from the same ring as that result (a pop on either path), else under an ``if`` on the same
+condition, so it runs on the path that popped.  When another TPOP of the ring comes first
+(later in the branch, or in a loop / branch before that last use) the tile is copied after
+its TPOP, as above, and its slot freed in the branch.
+
 Errors: a popped tile that is not in Vec and is held across a later TPOP of its ring inside
 a loop / branch (it cannot be copied in its space); a popped tile that outlives its block
-otherwise (yielded out of a branch, out of a loop without being a carried slot as above, or
-used outside the block that popped it): one TFREE per TPOP on every path cannot be placed;
-the message says how to rewrite it.
+otherwise (yielded out of two nested branches, out of a loop without being a carried slot
+as above, or used outside the block that popped it): one TFREE per TPOP on every path
+cannot be placed; the message says how to rewrite it.
 """
 from __future__ import annotations
 
-from ..ir.core import Operation, OpResult
+from ..ir.core import Block, Operation, OpResult, Region
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import CopyOp, ForOp, IfOp, MoveOp, ReturnOp, TFree, TPop, YieldOp
 from ..ir.types import MemorySpace
@@ -241,9 +249,83 @@ def _pops_until(pop: Operation, last: Operation, ring) -> list:
     return out
 
 
-def place_tfree(pop: Operation, after: dict, limit: int | None = None) -> Operation:
+def _yielded_pop(block, j: int, ring):
+    """The TPOP of ``ring`` in branch ``block`` whose tile (or a named copy of it) the branch
+    yields as result ``j``, else None."""
+    v = block.last.operands[j]
+    while isinstance(v, OpResult) and v.op.is_a(CopyOp) and v.op.parent is block:
+        v = v.op.source
+    if isinstance(v, OpResult) and v.op.is_a(TPop) and v.op.parent is block and v.op.buf is ring:
+        return v.op
+    return None
+
+
+def _joined(pop: Operation):
+    """``(if, j)`` when ``pop``'s block is a branch of an ``if`` that yields ``pop``'s tile as
+    its result ``j`` (the tile lives on after the join), else None."""
+    block = pop.parent
+    iff = pop.parent_op
+    if iff is None or not iff.is_a(IfOp) or not block.last.is_a(YieldOp):
+        return None
+    for j in range(len(iff.results)):
+        if _yielded_pop(block, j, pop.buf) is pop:
+            return iff, j
+    return None
+
+
+def _popped_after(pop: Operation):
+    """A TPOP of ``pop``'s ring after it in its block (or nested there): its TFREE runs
+    in the block, before the join, and would release ``pop``'s older slot."""
+    block = pop.parent
+    return _pop_inside(pop, block.last, pop.buf) or next(iter(_pops_until(pop, block.last, pop.buf)), None)
+
+
+def _free_after_join(pop: Operation, iff: Operation, j: int, after: dict, limit, handled: set):
+    """The TFREE of a tile yielded out of a branch: after the join, after the last use of the
+    ``if``'s result, in the ``if``'s block - once when the other branch yields a tile popped
+    from the same ring as that result (one pop on each path), else under an ``if`` on the
+    same condition (the path that popped).  A ring frees its slots oldest first, so when
+    another TPOP of the ring comes between the pop and that point (later in the branch, or
+    in a loop / branch before the last use) the tile is copied after its TPOP instead and
+    its slot freed there."""
+    block, outer, ring = pop.parent, iff.parent, pop.buf
+    last = _last_use(pop, aliases(pop.tile), outer) or iff
+    inner = _popped_after(pop) or _pop_inside(iff, last, ring)
+    later = _pops_until(iff, last, ring)
+    if inner is None and limit is not None and len(later) + 1 > limit:
+        inner = later[0]
+    if inner is not None:
+        return _insert_free(pop, block, _copy_out(pop, inner), after)
+    then, els = iff.regions[0].blocks[0], iff.regions[1].blocks[0]
+    other = _yielded_pop(els if block is then else then, j, ring)
+    if other is not None and _popped_after(other) is None:
+        handled.add(other)              # one TFREE frees the slot popped on either path
+        return _insert_free(pop, outer, last, after)
+    free = _insert_free(pop, outer, last, after)
+    z = free.prev                       # its null object, placed right before it
+    here = pop.loc
+    mine, rest = Block(), Block()
+    guard = z.insert_before(Operation(
+        IfOp.name, (iff.operands[0],), [], {},
+        (Region([mine if block is then else rest]), Region([rest if block is then else mine])),
+        here))
+    for op in (z, free):
+        op.detach()
+        mine.append(op)
+    for b in (mine, rest):
+        b.append(Operation(YieldOp.name, (), (), {}, (), here))
+    after[(outer, ring)] = guard
+    return free
+
+
+def place_tfree(pop: Operation, after: dict, limit: int | None = None,
+                handled: set | None = None) -> Operation:
     """Insert the TFREE of ``pop``; ``after`` maps (block, ring) to the last TFREE placed there.
-    ``limit``: the most slots of a ring the kernel may hold at a TPOP (``hold_limit``)."""
+    ``limit``: the most slots of a ring the kernel may hold at a TPOP (``hold_limit``);
+    ``handled``: TPOPs whose TFREE this one places too (a tile popped on either branch)."""
+    joined = _joined(pop)
+    if joined is not None:
+        return _free_after_join(pop, *joined, after, limit, set() if handled is None else handled)
     block = pop.parent
     last = _last_use(pop, aliases(pop.tile), block) or pop
     ring = pop.buf
@@ -277,7 +359,7 @@ def run(program: Operation, ctx=None) -> Operation:
             if op.is_a(TPop) and op.buf not in freed and op not in handled:
                 carried = _carried_loop(op)
                 if carried is None:
-                    place_tfree(op, after, limit)
+                    place_tfree(op, after, limit, handled)
                 elif limit is not None and limit < 2:
                     # the carried slot is held while the body pops the next one: more than
                     # the ring allows (pto-isa's SyncPeriod on A5): carry copies instead

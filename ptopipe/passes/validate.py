@@ -19,8 +19,10 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   the SRAM fit below are worded by :mod:`ptopipe.ir.layout`, as the runtime's own checks
   of kernels that run without compiling;
 * a GM_SLOT_BUFFER smaller than the GM rings need (SLOT_NUM * SLOT_SIZE per direction);
-* import <-> reserve: an import whose peer or reserve does not exist, a reserve no
-  function imports;
+* import <-> reserve: an import whose peer or reserve does not exist, a ring (a reserve
+  an init or a TPOP uses) that no function imports while the program has a function of the
+  other core (a reserve that is no ring is a region the allocator keeps free; a lone kernel
+  compiles, as pypto's does, and its run says the peer is missing);
 * a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform.
 """
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ..arch.vocab import TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
-from ..ir.opdefs import CallOp, ImportPeerBufferOp, ReserveBufferOp, TPop
+from ..ir.opdefs import CONSUMER_OPS, CallOp, ImportPeerBufferOp, ReserveBufferOp, TPop
 from .util import (RING_SPACE, consumer_kind, error, func_name, functions, gm_requested,
                    init_ops, platform_of, protocol_model, ring_buffer, ring_in_gm, seed_dir,
                    slot_num, top_ops, ways)
@@ -141,10 +143,13 @@ def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | 
             raise error(f"import_peer_buffer {bname!r} has no matching reserve_buffer in "
                         f"{pname!r}", imp,
                         f"reserve {bname!r} in {pname!r} (the consumer of the ring)")
+    rings = _rings(f)
+    peered = any(g.kind is _OTHER.get(f.kind) for g in funcs.values())
     for r in top_ops(f, ReserveBufferOp):
         rname, space = r.buffer_name, r.memory_space
-        if not any(imp.peer_func == name and imp.buffer_name == rname
-                   for g in funcs.values() for imp in top_ops(g, ImportPeerBufferOp)):
+        if r in rings and peered and not any(
+                imp.peer_func == name and imp.buffer_name == rname
+                for g in funcs.values() for imp in top_ops(g, ImportPeerBufferOp)):
             raise error(f"reserve_buffer {rname!r} of {name!r} is imported by no function",
                         r, f"import it in the producer: pl.import_peer_buffer(name={rname!r}, "
                            f"peer_func={name})")
@@ -178,6 +183,18 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
                  f"fit the {core} on {plat.name} ({have} bytes)", r, fix,
                  details="ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
                          "for each ring (docs/passes/expand-mixed.md)")
+
+
+_OTHER = {FunctionKind.AIC: FunctionKind.AIV, FunctionKind.AIV: FunctionKind.AIC}
+
+
+def _rings(f) -> set:
+    """The reserve_buffers of ``f`` that hold a ring: an init's consumer buffer, or the buffer
+    a TPOP / TFREE names.  Another reserve is a region the kernel keeps for itself."""
+    rings = {ring_buffer(f, init, way) for init in init_ops(f) for way in ways(init)}
+    rings.update(o.operands[0].op for o in f.walk() if o.is_a(*CONSUMER_OPS)
+                 and getattr(o.operands[0], "op", None) is not None)
+    return rings
 
 
 def _stages(f, way) -> bool:

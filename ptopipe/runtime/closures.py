@@ -37,7 +37,7 @@ from ..ir.types import TensorType, TileValueType, np_dtype
 from ..ir import ops as irops
 from ..ir.instances import statement_loc
 from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, INITIALIZE_PIPE, Barrier, BufferAttrOp, ConstOp,
-                         CopyOp, ForOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp, LoadOp, RecordEvent,
+                         CopyOp, CreateOp, ForOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp, LoadOp, RecordEvent,
                          ReserveBufferOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, WaitEvent,
                          YieldOp)
 
@@ -238,6 +238,8 @@ class Compiler:
         args = [self.get(v) for v in op.operands]
         at = op.attributes
         fn = _TILE_RESULT.get(op.spec.name)
+        if cls is CreateOp:              # storage no instruction writes (pl.create)
+            return partial(self.it.dest_tile, op)
         if fn is not None and op.spec.name in irops.ISA_ATTRS:    # TCMP(dst, a, b, mode): attributes last
             args = args + [repeat(at[k]).__next__ for k in irops.ISA_ATTRS[op.spec.name]]
         if fn is not None:

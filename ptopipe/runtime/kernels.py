@@ -19,7 +19,7 @@ from ..isa import current_core
 from ..isa.launch import run as isa_run
 from .interp import Interpreter
 from ..ir.layout import allocate_program
-from ..ir.opdefs import FuncOp, ProgramOp
+from ..ir.opdefs import INITIALIZE_PIPE, FuncOp, ProgramOp
 from ..ir.pipe_config import pipe_config_mismatches
 
 
@@ -89,11 +89,36 @@ class _Compiled:
         fns = [f for f in funcs if f.kind is kind]
         if not fns and self.compiled_from_mixed and funcs:
             return None
+        cores = {f.kind for f in funcs}
+        if funcs and not self.compiled_from_mixed and cores & _CORES != _CORES:
+            _lone_kernel(self.name, funcs)
+            if not fns:                 # a lone kernel with no pipe: the other core idles
+                return None
         if len(fns) != 1:
             raise ConfigError(f"program {self.name!r} has {len(fns)} {kind.value.upper()} "
                               "functions; the runtime runs exactly one per core",
                               fix="put one @pl.aic and one @pl.aiv kernel in the program")
         return fns[0]
+
+
+_CORES = {FunctionKind.AIC, FunctionKind.AIV}
+
+
+def _lone_kernel(name: str, funcs: list) -> None:
+    """A program of one core's kernels runs alone unless a kernel initialises a pipe: its
+    peer is not there to push to or pop from it (the compiler accepts such a program, as
+    pypto's does; running it is what needs the peer)."""
+    for f in funcs:
+        init = next((o for o in f.walk() if o.is_a(*INITIALIZE_PIPE)), None)
+        if init is not None:
+            me, peer, deco = (("Cube", "Vector", "aiv") if f.kind is FunctionKind.AIC
+                              else ("Vector", "Cube", "aic"))
+            raise ConfigError(f"{me} kernel {f.sym_name!r} of program {name!r} initialises a pipe, "
+                              f"but the program has no {peer} kernel to be its peer: a lone "
+                              "kernel compiles, it runs only with its peer",
+                              where=str(init.loc),
+                              fix=f"put the @pl.{deco} kernel at the "
+                                  "other end of the pipe in the program (pl.program(cube, vector))")
 
 
 class KernelSet:

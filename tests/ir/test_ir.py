@@ -133,8 +133,7 @@ def test_verifier_checks_reserve_buffer_placement_and_peers():
     v = Function("v", FunctionKind.AIV)
     v.op(ReserveBufferOp, result_types=[BufferType("reserve")], name="buf", loc=Loc("k.py", 3, 5),
          buffer_name="ring", size=4096, base=AUTO, memory_space="UB")
-    with pytest.raises(CompileError, match="only the consumer owns"):
-        verify_program(program(v.func))
+    verify_program(program(v.func))      # a reserve no TPOP reads: a region the kernel keeps
     c = Function("c", FunctionKind.AIC, g=TensorType((64,), "u8"))
     peer = c.op(ImportPeerBufferOp, result_types=[BufferType("import")], name="peer",
                 loc=Loc("k.py", 9, 5), buffer_name="ring", peer_func="nobody").results[0]

@@ -1,6 +1,6 @@
 """The op verifier's ring-buffer and program rules (what a DSL program must pass): a ring is
 declared by the side that owns it (the consumer reserves what it TPOPs from, the producer
-imports what it TPUSHes to), once per name, in its core's memory; function names are unique;
+imports what it TPUSHes to; a reserve no TPOP reads is a kept region), once per name, in its core's memory; function names are unique;
 ``verify_program`` checks that every import names a buffer its peer function, on the other
 core, reserves.  Each error at the op's location."""
 from __future__ import annotations
@@ -56,15 +56,23 @@ def test_a_paired_program_passes():
 
 
 def test_a_ring_is_reserved_by_its_consumer_and_imported_by_its_producer():
-    text = _program(_func("v", "AIV", C0 + RESERVE.format(name="ring", space="UB")))
+    """A reserve no TPOP reads is a region the kernel keeps (pypto's allocator keeps one free
+    before the tiles), an import no TPUSH writes an unused peer ring: both verify.  Using a
+    buffer in the other side's role is the cross-core op's typing error, at the op."""
+    verify_ops(parse_ir(_program(_func("v", "AIV", C0 + RESERVE.format(name="ring", space="UB"))),
+                        "t.ir"))
+    verify_ops(parse_ir(_program(_func("c", "AIC", IMPORT.format(name="ring", peer="v")), CONSUMER),
+                        "t.ir"))
+    push_to_reserve = TALLOC.replace("%peer", "%buf").replace("buffer<import>", "buffer<reserve>")
+    text = _program(_func("c", "AIC", C0 + RESERVE.format(name="ring", space="L1") + push_to_reserve))
     e = _error(text)
-    assert e.what == "reserve_buffer 'ring' in v, which never TPOPs from it: only the consumer owns (reserves) the ring"
-    assert e.where.startswith(_where(text, "reserve_buffer"))
-    assert "pl.import_peer_buffer" in e.fix
-    text = _program(_func("c", "AIC", IMPORT.format(name="ring", peer="v")), CONSUMER)
+    assert e.what == "TALLOC: 'buf' must be the producer's pl.import_peer_buffer(...), got <reserve buffer>"
+    assert e.where.startswith(_where(text, "pl.talloc"))
+    pop_from_import = TPOP.replace("%buf", "%peer").replace("buffer<reserve>", "buffer<import>")
+    text = _program(_func("v", "AIV", C0 + IMPORT.format(name="ring", peer="c") + pop_from_import))
     e = _error(text)
-    assert e.what == "import_peer_buffer 'ring' in c, which never TPUSHes to it: only the producer imports the consumer's ring"
-    assert e.where.startswith(_where(text, "import_peer_buffer"))
+    assert e.what == "TPOP: 'buf' must be the consumer's pl.reserve_buffer(...), got <import buffer>"
+    assert e.where.startswith(_where(text, "pl.tpop"))
     # a mixed function's sides are the compiler's: no role yet
     verify_ops(parse_ir(_program(_func("m", "InCore", RESERVE.format(name="ring", space="UB"))), "t.ir"))
 

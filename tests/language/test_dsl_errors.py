@@ -181,12 +181,6 @@ def cube(fifo: pl.Tensor[[16384], pl.u8]):
     t = pl.TALLOC(peer, pl.Tensor[[16, 32], pl.f32])
     pl.TPUSH(t, peer)
 ''',
-    "reserve_in_producer": '''
-@pl.aic
-def cube(x: pl.Tensor[[16, 16], pl.f16], fifo: pl.Tensor[[16384], pl.u8]):
-    @@buf = pl.reserve_buffer(name="ring", size=8192, base=pl.AUTO)
-    pl.aic_initialize_pipe(pl.DIR_C2V, 1024, fifo)
-''',
     "tpop_before_init": '''
 @pl.aiv
 def vec(fifo: pl.Tensor[[16384], pl.u8]):

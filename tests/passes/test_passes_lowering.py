@@ -351,17 +351,34 @@ def test_validate_import_without_reserve():
     _at(e, cube, "import")
 
 
-def test_validate_reserve_nobody_imports():
+def test_validate_ring_nobody_imports():
+    """The ring the consumer's init and TPOPs use is imported by no function (the producer
+    imports another reserve): the consumer's reserve is named."""
     cube, vector = c2v_pair()
     op = unverified(cube, vector).clone()
     r, = top_ops(_fn(op, "vector"), ReserveBufferOp)
     spare = r.clone()
     spare.attributes["name"] = "spare"
     r.insert_after(spare)
+    imp, = top_ops(_fn(op, "cube"), ImportPeerBufferOp)
+    imp.attributes["name"] = "spare"
     e = _validate(op, "a2a3")
-    assert e.what == "reserve_buffer 'spare' of 'vector' is imported by no function"
-    assert e.fix == "import it in the producer: pl.import_peer_buffer(name='spare', peer_func=vector)"
+    assert e.what == "reserve_buffer 'ring' of 'vector' is imported by no function"
+    assert e.fix == "import it in the producer: pl.import_peer_buffer(name='ring', peer_func=vector)"
     _at(e, vector, "reserve")
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_validate_keeps_a_reserve_no_one_imports_as_a_region(platform):
+    """A reserve that is no ring (no init or TPOP uses it) needs no import: as pypto's
+    allocator, the compiler keeps its bytes free."""
+    cube, vector = c2v_pair()
+    op = unverified(cube, vector).clone()
+    r, = top_ops(_fn(op, "vector"), ReserveBufferOp)
+    spare = r.clone()
+    spare.attributes["name"] = "spare"
+    r.insert_after(spare)
+    assert validate.run(op, PassContext(platform)) is op
 
 
 def test_validate_reserve_exceeds_sram():

@@ -1,0 +1,156 @@
+"""A zero-initialised accumulator, as pypto spells it: ``acc = pl.create(shape, dtype,
+space=pl.Acc)`` (pypto's tile.create: storage no instruction has written) and
+``pl.matmul_acc(acc, a, b, init_cond=(k == 0))``, which overwrites the accumulator where the
+condition holds (TMATMUL) and accumulates elsewhere (TMATMUL_ACC) - the branch pypto's code
+generator writes.  A K-loop GEMM with no peeled first block matches numpy on both platforms
+and protocols, and is written as that branch in C++ and PTO-AS (which ptoas takes and
+ptopipe's .pto runner runs); reading a created accumulator before a step overwrites it, a
+move into Acc, a Vec accumulator and a created Vec tile are errors at their operand whose
+fix names the spelling above."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import ptopipe
+import ptopipe.language as pl
+from ptopipe import CompileError
+from ptopipe.codegen import write_cpp, write_pto
+from ptopipe.passes import compile_program
+from ptopipe.passes.slot_buffer import with_slot_buffer
+from ptopipe.runtime import run
+
+M, KT, NK, N = 16, 16, 4, 32
+
+
+@pl.incore(split=pl.TILE_UP_DOWN)
+def gemm(a: pl.Tensor[[M, KT * NK], pl.f32], b: pl.Tensor[[KT * NK, N], pl.f32],
+         out: pl.Tensor[[M, N], pl.f32]):
+    acc = pl.create([M, N], pl.f32, space=pl.Acc)
+    for k in pl.range(NK):
+        ak = pl.move(pl.load(a, [0, k * KT], [M, KT], space=pl.Mat), space=pl.Left)
+        bk = pl.move(pl.load(b, [k * KT, 0], [KT, N], space=pl.Mat), space=pl.Right)
+        acc = pl.matmul_acc(acc, ak, bk, init_cond=(k == 0))
+    pl.store(pl.move(acc, space=pl.Vec), [0, 0], out)
+
+
+PROG = pl.program(gemm, name="gemm_zero_acc")
+
+
+def _args(rng):
+    return dict(a=rng.integers(-3, 4, (M, KT * NK)).astype(np.float32),
+                b=rng.integers(-3, 4, (KT * NK, N)).astype(np.float32),
+                out=np.zeros((M, N), np.float32))
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_k_loop_gemm_from_a_zero_accumulator_matches_numpy(platform, protocol):
+    args = _args(np.random.default_rng(5))
+    res = run(PROG, with_slot_buffer(PROG, args), platform=platform, protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"])
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_the_first_step_is_tmatmul_in_cpp_and_pto(platform, tmp_path):
+    op = compile_program(PROG, platform)
+    cube = next(k for k in write_cpp(op, platform).split("AICORE") if "TMATMUL" in k)
+    lines = [ln.strip() for ln in cube.splitlines()]
+    k = lines.index("if ((k == 0)) {")
+    assert lines[k + 1].startswith("TMATMUL(") and lines[k + 3] == "} else {"
+    assert lines[k + 4].startswith("TMATMUL_ACC(")
+    assert sum(ln.startswith("TMATMUL") for ln in lines) == 2        # nothing peeled
+    pto = write_pto(op, platform)
+    body = pto.split("scf.if")[1]
+    assert "pto.tmatmul ins(" in body and "pto.tmatmul.acc ins(" in body
+    assert "pto.tmov ins(%acc" not in pto          # no Acc -> Acc copy (ptoas has no such path)
+    path = tmp_path / "g.pto"
+    path.write_text(pto)
+    args = _args(np.random.default_rng(6))
+    res = ptopipe.run_pto(str(path), inputs=dict(args), platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"])
+    ptoas = os.environ.get("PTOAS")
+    if ptoas:                                      # the real assembler takes it
+        arch = {"a2a3": "a3", "a5": "a5"}[platform]
+        r = subprocess.run([ptoas, f"--pto-arch={arch}", str(path), "-o", str(tmp_path / "g.cpp")],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "TMATMUL_ACC(" in (tmp_path / "g.cpp").read_text(), r.stderr
+
+
+HEAD = "import ptopipe.language as pl\n\n"
+LOOP = HEAD + '''
+@pl.aic
+def k(a: pl.Tensor[[16, 64], pl.f32], b: pl.Tensor[[64, 32], pl.f32]):
+    acc = pl.create([16, 32], pl.f32, space=pl.Acc)
+    for k in pl.range(4):
+        ak = pl.move(pl.load(a, [0, k * 16], [16, 16], space=pl.Mat), space=pl.Left)
+        bk = pl.move(pl.load(b, [k * 16, 0], [16, 32], space=pl.Mat), space=pl.Right)
+        {step}
+'''
+
+
+def _ops(src):
+    return [o.name for o in pl.parse(src).walk() if o.name.startswith("pl.matmul")
+            or o.name == "pl.if"]
+
+
+def test_a_constant_init_cond_picks_one_instruction_and_an_explicit_branch_is_accepted():
+    assert _ops(LOOP.format(step="acc = pl.matmul_acc(pl.matmul(ak, bk), ak, bk, init_cond=True)")) \
+        == ["pl.matmul", "pl.matmul"]
+    assert _ops(LOOP.format(step="acc = pl.matmul_acc(pl.matmul(ak, bk), ak, bk, init_cond=False)")) \
+        == ["pl.matmul", "pl.matmul_acc"]
+    both = "if k == 0:\n            acc = pl.matmul(ak, bk)\n        else:\n            " \
+           "acc = pl.matmul_acc(acc, ak, bk)"
+    assert _ops(LOOP.format(step=both)) == ["pl.if", "pl.matmul", "pl.matmul_acc"]
+
+
+def _error(src) -> CompileError:
+    with pytest.raises(CompileError) as ei:
+        pl.parse(src)
+    return ei.value
+
+
+def test_reading_a_created_accumulator_before_it_is_written_is_an_error():
+    e = _error(LOOP.format(step="acc = pl.matmul_acc(acc, ak, bk)"))
+    assert e.what == ("'acc' is read before anything writes it: pl.create at line 6 makes an "
+                      "accumulator no instruction has written (its first step must overwrite it)")
+    assert "init_cond=(k == 0)" in e.fix
+    assert e.where.endswith(":10:29")              # the accumulator operand
+    e = _error(HEAD + '''
+@pl.incore
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    acc = pl.create([16, 32], pl.f32, space=pl.Acc)
+    pl.store(pl.move(acc, space=pl.Vec), [0, 0], x)
+''')
+    assert e.what.startswith("'acc' is read before anything writes it") and e.where.endswith(":7:22")
+
+
+@pytest.mark.parametrize("body, where, what", [
+    # the fix this error gave (pl.move(x, space=pl.Acc)) is no path: it names pl.create now
+    ("z = pl.full([16, 32], pl.f32, 0.0)\n    acc = pl.matmul_acc(z, ak, bk)", ":9:25",
+     "pl.matmul_acc: 'acc' is a Vec tile 16x32 f32; this op needs an Acc tile"),
+    ("acc = pl.move(pl.load(x, [0, 0], [16, 32], space=pl.Mat), space=pl.Acc)", ":8:69",
+     "pl.move: move from Mat to Acc is not a local path"),
+])
+def test_an_accumulator_from_elsewhere_is_told_where_acc_tiles_come_from(body, where, what):
+    e = _error(HEAD + f'''
+@pl.incore
+def k(x: pl.Tensor[[16, 32], pl.f32], a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 32], pl.f32]):
+    ak = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    bk = pl.move(pl.load(b, [0, 0], [16, 32], space=pl.Mat), space=pl.Right)
+    {body}
+''')
+    assert e.what == what and e.where.endswith(where)
+    assert "pl.create(shape, dtype, space=pl.Acc)" in e.fix and "init_cond=(k == 0)" in e.fix
+    assert "pl.move(x, space=pl.Acc)" not in e.fix
+
+
+def test_create_makes_only_accumulators():
+    e = _error(HEAD + '''
+@pl.aiv
+def k(x: pl.Tensor[[16, 32], pl.f32]):
+    t = pl.create([16, 32], pl.f32, space=pl.Vec)
+''')
+    assert e.what.startswith("pl.create: create makes an Acc accumulator, not a Vec tile")
+    assert "pl.full(shape, dtype, value)" in e.fix and e.where.endswith(":6:43")
