@@ -1,4 +1,4 @@
-"""Schedule quality of the MLP chain (examples/mixed/mlp_chain.py): how many times its
+"""Schedule quality of the MLP chain (benchmarks/mlp_chain_kernel.py): how many times its
 busiest pipe the compiled kernel runs (simulated cycles / the busy cycles of the busiest
 pipe of any core: 1.0 would keep that pipe busy all the time), per platform and protocol,
 for the K-loop carried in Acc with a peeled first block (the target: within 1.6x), the
@@ -56,7 +56,7 @@ def scenario(mod, passes=None):
 def rows(variant: str):
     """(form, platform, protocol, cycles, core, pipe, busy) for each form of the chain."""
     from ptopipe.passes import default_pipeline
-    mod = load("examples/mixed/mlp_chain.py")
+    mod = load("benchmarks/mlp_chain_kernel.py")
     without = [p for p in default_pipeline() if p != "pipeline-cross-core-loops"]
     vec = variant + "_vec_acc" if variant != "default" else "vec_acc"
     forms = [("acc (target)", scenario(mod), variant), ("vec_acc", scenario(mod), vec),
@@ -86,7 +86,7 @@ def verdict(table) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variant", default="m128_h1024",
-                    help="the examples/mixed/mlp_chain.py variant (its _vec_acc twin is the "
+                    help="the benchmarks/mlp_chain_kernel.py variant (its _vec_acc twin is the "
                          "Vector-accumulated form)")
     args = ap.parse_args(argv)
     return verdict(list(rows(args.variant)))

@@ -427,7 +427,8 @@ def plan_or_reason(aic, aiv, lc, lv, slot_num: int, most: int = 8):
         return "its step is not 1"
     static = keys[0][0][0] == "const" and keys[0][1][0] == "const"
     if static and keys[0][1][1] - keys[0][0][1] < 2:
-        return f"it runs {max(0, keys[0][1][1] - keys[0][0][1])} iteration(s), fewer than 2"
+        n = max(0, keys[0][1][1] - keys[0][0][1])
+        return f"it runs {n} iteration{'' if n == 1 else 's'}, fewer than 2"
     bodies = [_body(lp) for lp in loops]
     for f, ops in zip(fns, bodies):
         for o in ops:
@@ -577,7 +578,8 @@ def run(program: Operation, ctx=None) -> Operation:
                 continue
             keep = (aic.clone(), aiv.clone())
             d = plan[0][0].distance
-            cut_at = ", ".join(f"{_side(p.loop)} before{_at(p.s1[0]) if p.s1 else ' the end'}"
+            cut_at = ", ".join(f"{_side(p.loop)} before " + (f"line {p.s1[0].loc.line}"
+                                                              if p.s1 and p.s1[0].loc else "its end")
                                for p in plan[0])
             hoisted = any(p.hoist is not None for p in plan[0])
             apply(plan)
@@ -610,5 +612,5 @@ def _report_unpaired(remarks, cc: dict, cv: dict) -> None:
     for mine, other, kind in ((cc, cv, "AIC"), (cv, cc, "AIV")):
         for k, lp in mine.items():
             if k not in other:
-                remarks.missed(NAME, lp, f"loop not pipelined: the {kind} loop has no loop of "
-                                         "the same source line in the peer kernel")
+                remarks.missed(NAME, lp, f"loop not pipelined: only the {kind} kernel has a "
+                                         "loop of this line with pipe ops directly in its body")

@@ -236,8 +236,12 @@ def test_the_pass_fires(name):
     assert _fires(CASES[name][0]())
 
 
-@pytest.mark.parametrize("platform,protocol", COMBOS)
-@pytest.mark.parametrize("name", list(CASES))
+#: the kernels added for stage 0 several iterations ahead run on two of the combinations
+_TWO = {"vector_led": [("a2a3", "pto-isa"), ("a5", "spec")]}
+
+
+@pytest.mark.parametrize("name,platform,protocol", [(n, p, q) for n in CASES for p, q in COMBOS
+                                                    if (p, q) in _TWO.get(n, COMBOS)])
 def test_pipelined_kernels_match_numpy(name, platform, protocol, no_hang):
     build, shapes, golden = CASES[name]
     rng = np.random.default_rng(7)
@@ -304,7 +308,7 @@ def test_stage_zero_runs_several_iterations_ahead():
 def test_mlp_chain_prologue_goes_above_the_peeled_round_trip():
     """The K-loop carried in Acc with a peeled first block: pipelined, and the Cube pushes
     H_1 (and H_2) before it waits for A_0 (the peeled block's round trip)."""
-    m = _load("examples/mixed/mlp_chain.py")
+    m = _load("benchmarks/mlp_chain_kernel.py")
     prog = m.KERNELS.source(**m.SCENARIO.variants["default"])
     assert _fires(prog)
     aic = _func_text(compile_program(prog, "a2a3", FRONT_END), "AIC")
@@ -312,9 +316,11 @@ def test_mlp_chain_prologue_goes_above_the_peeled_round_trip():
     assert head.count("pl.tpush") == 3 and head.index("pl.tpop") > head.rindex("pl.tpush")
 
 
-@pytest.mark.parametrize("platform,protocol", COMBOS)
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
 def test_mlp_chain_matches_numpy(platform, protocol, no_hang):
-    _load("examples/mixed/mlp_chain.py").SCENARIO.check("default", platform, protocol)
+    """The chain with the K-loop in Acc and a peeled block, pipelined (the benchmark runs
+    every combination of both forms at a larger shape)."""
+    _load("benchmarks/mlp_chain_kernel.py").SCENARIO.check("default", platform, protocol)
 
 
 def test_fa_forward_pipelined_ir():
@@ -441,6 +447,16 @@ def test_ring_used_around_the_loop_pipelined(variant):
     assert _fires(_fa_like(variant)) and _pair_pipelines(_fa_like(variant))
 
 
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec")])
+def test_ring_used_around_the_loop_matches_numpy(platform, protocol, no_hang):
+    rng = np.random.default_rng(3)
+    args = dict(x=_rand(rng, 64, 16), w=_rand(rng, 16, 16), buf=_rand(rng, 80, 16),
+                out=np.zeros((16, 16), np.float32))
+    want = fa_like_golden(args, "pipe_around")
+    r = _run(_fa_like("pipe_around"), args, platform, protocol)
+    np.testing.assert_allclose(r.outputs["out"], want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("variant", UNSAFE)
 def test_unsafe_loops_untouched(variant):
     """A GM tensor stored in stage 1 and loaded in stage 0; stage 0 using a value stage 1
@@ -490,7 +506,7 @@ def test_fits_asks_the_allocator():
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
-@pytest.mark.parametrize("variant", ["plain"] + UNSAFE[:-1] + AROUND)
+@pytest.mark.parametrize("variant", ["plain"] + UNSAFE[:-1] + AROUND[:1])
 def test_fa_like_variants_match_numpy(variant, platform, protocol, no_hang):
     rng = np.random.default_rng(3)
     args = dict(x=_rand(rng, 64, 16), w=_rand(rng, 16, 16), buf=_rand(rng, 80, 16),

@@ -10,7 +10,8 @@ Variant ``vec_acc``: the same chain accumulated on the Vector side instead (each
 crosses and is added to a Vec tile): no peeled block.  PipelineCrossCoreLoops runs both
 forms one block ahead (the Cube computes H_{j+1} before it waits for A_j).
 
-Run:  ptopipe run examples/mixed/mlp_chain.py [--platform a5] [--variant vec_acc]
+Run:  ptopipe run benchmarks/mlp_chain_kernel.py [--platform a5] [--variant vec_acc]
+(benchmarks/mlp_chain.py measures it against its busiest pipe.)
 """
 import numpy as np
 
