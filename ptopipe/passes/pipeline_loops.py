@@ -1,5 +1,5 @@
-"""PipelineCrossCoreLoops: software-pipeline (skew by one stage) a loop that the AIC and the
-AIV kernel of a Group both run, so that neither core idles through a round trip - as the
+"""PipelineCrossCoreLoops: software-pipeline (cut into two stages, the first run ahead) a
+loop that the AIC and the AIV kernel of a Group both run, so that neither core idles through a round trip - as the
 hand-written flash-attention pair does (the Cube pushes S(t+1) before it waits for P(t);
 the Vector pushes P(t+1) before it waits for P(t) V).
 
@@ -11,30 +11,37 @@ kernels; its ancestors' locations must agree too; a loop without one is not pair
 must have the same trip count (start, stop as equal expressions of constants / parameters /
 enclosing loop variables; step 1).  Each body is cut by :mod:`.loop_stages` (before its
 first round-trip pop; a side with none is left as it is) into stage 0 and stage 1, and
-becomes::
+becomes (D: how many iterations stage 0 runs ahead, :func:`_distance`)::
 
-    stage 0 (iteration start)                                   # prologue
-    for t in range(start, stop - 1) iter_args(stage-0 carried, stage-1 carried, handed over):
-        stage 0 (iteration t + 1); stage 1 (iteration t)        # steady state
-    stage 1 (iteration stop - 1)                                # epilogue
+    stage 0 (iterations start .. start + D - 1)                 # prologue
+    for t in range(start, stop - D) iter_args(stage-0 carried, stage-1 carried, handed over x D):
+        stage 0 (iteration t + D); stage 1 (iteration t)        # steady state
+    stage 1 (iterations stop - D .. stop - 1)                   # epilogue
 
-A loop-carried value yielded by stage 1 stays carried; one yielded by stage 0 is carried one
-iteration ahead; a stage-0 value (or the stage-0 view of a carried value) that stage 1 uses
-is *handed over* as an extra loop-carried value, scalar index arithmetic is recomputed.
-With a trip count that is not a constant the whole is guarded by ``if start < stop``
-(else the loop's results are its inits).  Both kernels are rewritten, or neither.
+A loop-carried value yielded by stage 1 stays carried; one yielded by stage 0 is carried D
+iterations ahead; a stage-0 value (or the stage-0 view of a carried value) that stage 1
+uses is *handed over* as extra loop-carried values (one per iteration ahead), scalar index
+arithmetic is recomputed.  With a trip count that is not a constant D is 1 and the whole is
+guarded by ``if start < stop`` (else the loop's results are its inits).  The loop's rings
+may be used before and after it in its block (a peeled first iteration: ``pl.matmul``
+before a loop of ``pl.matmul_acc``): those events enter the proofs, and the prologue moves
+up above the ops before the loop it does not depend on (:meth:`_Plan.plan_hoist`), so the
+peeled round trip overlaps too.  Both kernels are rewritten, or neither.
 
 A loop pair is left untouched (never a wrong result) when: no side waits for a round trip;
 a constant trip count below 2; the step is not 1; a body holds a pipe op or GM store in a
 nested region, an event / call op or a TALLOC; the new push order of a direction is not the
-pop order of its consumer (FIFO); the new orders could deadlock on SLOT_NUM slots (checked
-for trip counts 1 .. 2 SLOT_NUM + 2, also two executions back to back); the function uses
-the loop's pipes outside the loop; a TFREE would land in another stage than its TPOP, or a
-popped tile (or a copy / move of it) would be handed over; stage 0 uses a value stage 1
-carries; a GM tensor is stored in one stage and read or written in the other, or stored in
-the loop and accessed by the peer kernel.  When the allocator can no longer place the tiles
-of both kernels (a handed-over tile lives one iteration longer) both kernels are restored.
-It reports no errors.
+pop order of its consumer (FIFO); the new orders (with the events around the loop) could
+deadlock on SLOT_NUM slots (checked for trip counts 1 .. 2 SLOT_NUM + 2, also two
+executions back to back); the function uses the loop's pipes outside the loop other than in
+its block, or pushes a different number of tiles before it than the peer pops; a TFREE
+would land in another stage than its TPOP, or a popped tile (or a copy / move of it) would
+be handed over; stage 0 uses a value stage 1 carries; a GM tensor is stored in one stage
+and read or written in the other, or stored in the loop and accessed by the peer kernel.
+When the allocator can no longer place the tiles of both kernels (a handed-over tile lives
+longer) both kernels are restored and a smaller D tried.  It reports no errors; each pair
+left untouched is a missed remark with the reason, each rewrite an applied one
+(:mod:`.remarks`).
 See docs/passes/pipeline-cross-core-loops.md.
 """
 from __future__ import annotations

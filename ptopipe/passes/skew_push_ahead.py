@@ -64,7 +64,7 @@ def _split(body: Block, peer_stores=frozenset()):
         return next((x for o in part for x in o.walk() if x.is_a(cls)), None)
     for part, cls, what in ((push, TPop, "a pl.tpop before its last pl.tpush"),
                             (push, StoreOp, "a GM store before its last pl.tpush"),
-                            (pop, TPush, "a pl.tpush after its last pl.tpush, nested")):
+                            (pop, TPush, "a pl.tpush nested in an op after its last pl.tpush")):
         bad = first(part, cls)
         if bad is not None:
             return f"it has {what}{_at(bad)}"
