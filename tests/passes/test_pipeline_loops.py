@@ -320,7 +320,11 @@ def test_mlp_chain_prologue_goes_above_the_peeled_round_trip():
 def test_mlp_chain_matches_numpy(platform, protocol, no_hang):
     """The chain with the K-loop in Acc and a peeled block, pipelined (the benchmark runs
     every combination of both forms at a larger shape)."""
-    _load("benchmarks/mlp_chain_kernel.py").SCENARIO.check("default", platform, protocol)
+    r = _load("benchmarks/mlp_chain_kernel.py").SCENARIO.check("default", platform, protocol)
+    core, pipe, busy = _load("benchmarks/mlp_chain.py").busiest(r)     # what the benchmark reads
+    from ptopipe.arch import PipeUnit
+    assert busy == max(max(c.busy) for c in r.cluster.cores)
+    assert {c.name: c for c in r.cluster.cores}[core].busy[PipeUnit[pipe]] == busy
 
 
 def test_fa_forward_pipelined_ir():
@@ -624,3 +628,14 @@ def test_events_around_the_loop_in_the_deadlock_proof():
     assert ls.runs_to_completion(evs, cuts, 2, around, (4, 0))
     assert ls.balanced_before((CUBE_PEEL, VEC_PEEL), prod)
     assert not ls.balanced_before((CUBE_PEEL[:1], []), prod)
+
+
+def test_mlp_benchmark_verdict(capsys):
+    """benchmarks/mlp_chain.py exits 1 when a row of the Acc form runs more than 1.6x its
+    busiest pipe (the other forms are context), 0 otherwise."""
+    bench = _load("benchmarks/mlp_chain.py")
+    row = ("acc (target)", "a2a3", "spec", 1600, "AIC", "M", 1000)
+    assert bench.verdict([row]) == 0
+    assert bench.verdict([row[:3] + (1601,) + row[4:]]) == 1
+    assert bench.verdict([row, ("vec_acc", "a5", "spec", 9000, "AIC", "FIX", 1000)]) == 0
+    assert "worst 1.60x" in capsys.readouterr().out
