@@ -43,7 +43,8 @@ def add_parser(sub) -> None:
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write the result to FILE (atomically) instead of stdout")
     p.add_argument("--remarks", nargs="?", const="missed", default=None, choices=["missed", "all"],
-                   help="print each pass's optimization remarks to stderr, at their source line: "
+                   help="print each pass's optimization remarks on a DSL file's programs to "
+                        "stderr, at their source line: "
                         "what it left alone and why (missed, the default), or also what it did "
                         "and what it found (all)")
     p.add_argument("--variant", default=None,
