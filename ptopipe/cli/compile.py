@@ -17,6 +17,7 @@ from ..ir.opdefs import ProgramOp
 from ..language.frontend import DSLFunction, program
 from ..runtime import KernelSet
 from ..isa.scenario import Scenario
+from ..passes.remarks import Remarks
 from .loader import load_module, pick_variants
 
 
@@ -41,6 +42,11 @@ def add_parser(sub) -> None:
                         "(.pto, docs/pto.md) or as pto-isa C++ (docs/cpp.md)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write the result to FILE (atomically) instead of stdout")
+    p.add_argument("--remarks", nargs="?", const="missed", default=None, choices=["missed", "all"],
+                   help="print each pass's optimization remarks on a DSL file's programs to "
+                        "stderr, at their source line: "
+                        "what it left alone and why (missed, the default), or also what it did "
+                        "and what it found (all)")
     p.add_argument("--variant", default=None,
                    help="the Scenario variant whose parameters a program builder gets "
                         "(default: the scenario's default)")
@@ -117,12 +123,16 @@ def main(args) -> int:
     for prog in progs:
         if args.print_after_all:
             print(f"// ===== {prog.sym_name} =====")
-        warnings = []
+        warnings, remarks = [], Remarks()
         op = compile_program(prog, platform, args.passes, protocol=protocol,
                              print_after_all=args.print_after_all, stream=sys.stdout,
-                             verify_properties=args.verify_each or None, warnings=warnings)
+                             verify_properties=args.verify_each or None, warnings=warnings,
+                             remarks=remarks)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
+        if getattr(args, "remarks", None):
+            for r in remarks.select(args.remarks):
+                print(r.render(), file=sys.stderr)
         texts.append(_emit(args.emit, op, platform))
     return _write(texts, out)
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import allocate_function, tiles_fit_problem
+from ..ir.opdefs import EVENT_OPS
 from .util import error, func_name, functions, platform_of
 from .properties import IRProperty
+from .remarks import remarks_of
 
 NAME = "allocate-memory"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
@@ -29,8 +31,19 @@ INVALIDATED = frozenset()
 
 def run(program, ctx):
     plat = platform_of(ctx)
+    remarks = remarks_of(ctx)
     for f in functions(program):
         lay = allocate_function(f)              # (whether a ring fits its memory: Validate)
+        event = next((op for op in f.walk() if op.is_a(*EVENT_OPS)), None)
+        if event is not None:
+            remarks.missed(NAME, event, f"the tiles of {func_name(f)} share no memory: it orders "
+                                        f"its pipes with events ({event.name} here), and a reuse "
+                                        "would need an event it does not have")
+        for op, addrs in lay.rotations.items():
+            name = op.results[0].name if op.results else None
+            remarks.applied(NAME, op, f"{op.name} result{' ' + name if name else ''} gets "
+                                      f"{len(addrs)} buffers, used in turn: the loop still reads "
+                                      "an older one when the op runs again")
         for space, peak in lay.peak.items():
             bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)))
             if bad is not None:

@@ -60,6 +60,7 @@ from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 from .util import protocol_model
 from .properties import IRProperty
+from .remarks import remarks_of
 
 NAME = "expand-mixed"
 REQUIRED = frozenset()
@@ -332,13 +333,19 @@ def one_lane_no_split(ctx) -> bool:
 
 def run(program: Operation, ctx=None) -> Operation:
     one_lane = one_lane_no_split(ctx)
+    remarks = remarks_of(ctx)
     top = program.regions[0].blocks[0]
     taken = {f.sym_name for f in top}
     for fn in list(top):
         if fn.kind is not FunctionKind.InCore:
             continue
         warnings = getattr(ctx, "warnings", None)
-        new = expand_function(fn, taken, one_lane, warnings.append if warnings is not None else None)
+
+        def note(msg, fn=fn):              # a note is a warning and a missed-split remark
+            if warnings is not None:
+                warnings.append(msg)
+            remarks.missed(NAME, fn, msg)
+        new = expand_function(fn, taken, one_lane, note)
         if new == [fn]:
             continue
         for f in new:

@@ -52,6 +52,7 @@ from ._rewrite import const, err
 from .pipe_state import hold_limit
 from .util import init_ops, platform_of, protocol_model, protocol_of
 from .properties import IRProperty
+from .remarks import remarks_of
 
 
 NAME = "insert-tfree"
@@ -318,24 +319,44 @@ def _free_after_join(pop: Operation, iff: Operation, j: int, after: dict, limit,
     return free
 
 
+def _line(op) -> str:
+    return f"line {op.loc.line}" if getattr(op, "loc", None) is not None else "an unknown line"
+
+
 def place_tfree(pop: Operation, after: dict, limit: int | None = None,
-                handled: set | None = None) -> Operation:
+                handled: set | None = None, remarks=None) -> Operation:
     """Insert the TFREE of ``pop``; ``after`` maps (block, ring) to the last TFREE placed there.
     ``limit``: the most slots of a ring the kernel may hold at a TPOP (``hold_limit``);
-    ``handled``: TPOPs whose TFREE this one places too (a tile popped on either branch)."""
+    ``handled``: TPOPs whose TFREE this one places too (a tile popped on either branch);
+    ``remarks``: a :class:`~.remarks.Remarks` told when the TFREE cannot follow the last
+    use itself."""
     joined = _joined(pop)
     if joined is not None:
         return _free_after_join(pop, *joined, after, limit, set() if handled is None else handled)
     block = pop.parent
-    last = _last_use(pop, aliases(pop.tile), block) or pop
+    values = aliases(pop.tile)
+    last = _last_use(pop, values, block) or pop
     ring = pop.buf
     inner = _pop_inside(pop, last, ring)
+    name = _name(pop)
     if inner is not None:
         last = _copy_out(pop, inner)
-    elif limit is not None and pop.tile.type.space is MemorySpace.Vec:
+        why = f"a later TPOP of its ring, at {_line(inner)}, is freed first inside a loop / branch"
+    elif limit is not None and pop.tile.type.space is MemorySpace.Vec and \
+            len(_pops_until(pop, last, ring)) + 1 > limit:   # held across more pops than allowed
         later = _pops_until(pop, last, ring)
-        if len(later) + 1 > limit:          # held across more pops than the ring allows
-            last = _copy_out(pop, later[0])
+        last = _copy_out(pop, later[0])
+        why = f"it is held across {len(later)} later TPOP(s) of its ring, more than the {limit} it may hold"
+    else:
+        why = None
+        if remarks is not None and last.regions and \
+                not any(u.owner is last for a in values for u in a.uses):
+            remarks.missed(NAME, pop, f"TFREE of {name} not right after its last use: that use "
+                                      f"is inside the {last.name} at {_line(last)}, so the slot "
+                                      "is held until it ends")
+    if why is not None and remarks is not None:
+        remarks.missed(NAME, pop, f"TFREE of {name} not right after its last use: {why}; the "
+                                  "tile is copied (a Vec -> Vec pl.move) and its slot freed at once")
     return _insert_free(pop, block, last, after)
 
 
@@ -348,18 +369,23 @@ def _limit(fn: Operation, ctx) -> int | None:
 
 
 def run(program: Operation, ctx=None) -> Operation:
+    remarks = remarks_of(ctx)
     for fn in program.body:
         if fn.kind not in (FunctionKind.AIC, FunctionKind.AIV):
             continue
         limit = _limit(fn, ctx)
         ops = list(fn.walk())
         freed = {o.buf for o in ops if o.is_a(TFree)}
-        after, handled = {}, set()
+        after, handled, told = {}, set(), set()
         for op in ops:
+            if op.is_a(TPop) and op.buf in freed and op.buf not in told:
+                told.add(op.buf)
+                remarks.missed(NAME, op, f"no TFREE inserted for the {fn.kind.name} kernel's "
+                                         f"{op.direction.name} ring: the kernel frees its slots itself")
             if op.is_a(TPop) and op.buf not in freed and op not in handled:
                 carried = _carried_loop(op)
                 if carried is None:
-                    place_tfree(op, after, limit, handled)
+                    place_tfree(op, after, limit, handled, remarks)
                 elif limit is not None and limit < 2:
                     # the carried slot is held while the body pops the next one: more than
                     # the ring allows (pto-isa's SyncPeriod on A5): carry copies instead

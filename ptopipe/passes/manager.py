@@ -38,6 +38,7 @@ from ..ir import first_difference, parse_ir, print_ir, structural_equal, verify_
 from ..ir.core import gc_paused
 from ..ir.opdefs import ProgramOp
 from .properties import INPUT_PROPERTIES, IRProperty, as_property, verify_property
+from .remarks import Remarks
 
 #: the passes that turn mixed functions into AIC / AIV kernels, before any platform lowering
 FRONT_END = ("expand-mixed", "insert-tfree", "skew-push-ahead", "pipeline-cross-core-loops")
@@ -136,11 +137,13 @@ class PassContext:
     """What a pass sees besides the program: the target ``platform`` (a Platform or its
     name), the ``protocol`` whose flag numbering AllocateFlags follows, and ``warnings``
     (messages a pass appends); ``scalars``: values of scalar kernel parameters the static
-    checks may assume (a run's arguments; VerifyPipes then counts loops of those trip counts)."""
+    checks may assume (a run's arguments; VerifyPipes then counts loops of those trip counts);
+    ``remarks``: what each pass did and did not do, and why (:mod:`.remarks`)."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
+    remarks: Remarks = field(default_factory=Remarks)
 
 
 def _lookup(name: str) -> PassInfo:
@@ -325,14 +328,15 @@ def _round_trip(program, after: str) -> None:
 
 def compile_program(program, platform="a2a3", passes=None, *, protocol: str = "spec",
                     print_after_all: bool = False, stream=None, warnings: list | None = None,
-                    verify_properties: bool | None = None):
+                    verify_properties: bool | None = None, remarks: Remarks | None = None):
     """A program (a ``pl.program`` op, left as it is: a copy is compiled - the same source is
     compiled for several platforms and protocols) through the pipeline (``passes``: names, text or None for the default;
     ``verify_properties``: check every property after every pass, see
     :class:`PassManager`); returns the compiled ``pl.program`` op.  The passes' warnings
-    are appended to ``warnings`` when it is given."""
+    are appended to ``warnings`` and their remarks added to ``remarks`` when given."""
     pm = PassManager(passes, print_after_all=print_after_all, stream=stream,
                      verify_properties=verify_properties)
     ctx = PassContext(platform=platform, protocol=protocol,
-                      warnings=warnings if warnings is not None else [])
+                      warnings=warnings if warnings is not None else [],
+                      remarks=remarks if remarks is not None else Remarks())
     return pm.run(program.clone(), ctx)

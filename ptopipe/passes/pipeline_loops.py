@@ -1,5 +1,5 @@
-"""PipelineCrossCoreLoops: software-pipeline (skew by one stage) a loop that the AIC and the
-AIV kernel of a Group both run, so that neither core idles through a round trip - as the
+"""PipelineCrossCoreLoops: software-pipeline (cut into two stages, the first run ahead) a
+loop that the AIC and the AIV kernel of a Group both run, so that neither core idles through a round trip - as the
 hand-written flash-attention pair does (the Cube pushes S(t+1) before it waits for P(t);
 the Vector pushes P(t+1) before it waits for P(t) V).
 
@@ -11,30 +11,37 @@ kernels; its ancestors' locations must agree too; a loop without one is not pair
 must have the same trip count (start, stop as equal expressions of constants / parameters /
 enclosing loop variables; step 1).  Each body is cut by :mod:`.loop_stages` (before its
 first round-trip pop; a side with none is left as it is) into stage 0 and stage 1, and
-becomes::
+becomes (D: how many iterations stage 0 runs ahead, :func:`_distance`)::
 
-    stage 0 (iteration start)                                   # prologue
-    for t in range(start, stop - 1) iter_args(stage-0 carried, stage-1 carried, handed over):
-        stage 0 (iteration t + 1); stage 1 (iteration t)        # steady state
-    stage 1 (iteration stop - 1)                                # epilogue
+    stage 0 (iterations start .. start + D - 1)                 # prologue
+    for t in range(start, stop - D) iter_args(stage-0 carried, stage-1 carried, handed over x D):
+        stage 0 (iteration t + D); stage 1 (iteration t)        # steady state
+    stage 1 (iterations stop - D .. stop - 1)                   # epilogue
 
-A loop-carried value yielded by stage 1 stays carried; one yielded by stage 0 is carried one
-iteration ahead; a stage-0 value (or the stage-0 view of a carried value) that stage 1 uses
-is *handed over* as an extra loop-carried value, scalar index arithmetic is recomputed.
-With a trip count that is not a constant the whole is guarded by ``if start < stop``
-(else the loop's results are its inits).  Both kernels are rewritten, or neither.
+A loop-carried value yielded by stage 1 stays carried; one yielded by stage 0 is carried D
+iterations ahead; a stage-0 value (or the stage-0 view of a carried value) that stage 1
+uses is *handed over* as extra loop-carried values (one per iteration ahead), scalar index
+arithmetic is recomputed.  With a trip count that is not a constant D is 1 and the whole is
+guarded by ``if start < stop`` (else the loop's results are its inits).  The loop's rings
+may be used before and after it in its block (a peeled first iteration: ``pl.matmul``
+before a loop of ``pl.matmul_acc``): those events enter the proofs, and the prologue moves
+up above the ops before the loop it does not depend on (:meth:`_Plan.plan_hoist`), so the
+peeled round trip overlaps too.  Both kernels are rewritten, or neither.
 
 A loop pair is left untouched (never a wrong result) when: no side waits for a round trip;
 a constant trip count below 2; the step is not 1; a body holds a pipe op or GM store in a
 nested region, an event / call op or a TALLOC; the new push order of a direction is not the
-pop order of its consumer (FIFO); the new orders could deadlock on SLOT_NUM slots (checked
-for trip counts 1 .. 2 SLOT_NUM + 2, also two executions back to back); the function uses
-the loop's pipes outside the loop; a TFREE would land in another stage than its TPOP, or a
-popped tile (or a copy / move of it) would be handed over; stage 0 uses a value stage 1
-carries; a GM tensor is stored in one stage and read or written in the other, or stored in
-the loop and accessed by the peer kernel.  When the allocator can no longer place the tiles
-of both kernels (a handed-over tile lives one iteration longer) both kernels are restored.
-It reports no errors.
+pop order of its consumer (FIFO); the new orders (with the events around the loop) could
+deadlock on SLOT_NUM slots (checked for trip counts 1 .. 2 SLOT_NUM + 2, also two
+executions back to back); the function uses the loop's pipes outside the loop other than in
+its block, or pushes a different number of tiles before it than the peer pops; a TFREE
+would land in another stage than its TPOP, or a popped tile (or a copy / move of it) would
+be handed over; stage 0 uses a value stage 1 carries; a GM tensor is stored in one stage
+and read or written in the other, or stored in the loop and accessed by the peer kernel.
+When the allocator can no longer place the tiles of both kernels (a handed-over tile lives
+longer) both kernels are restored and a smaller D tried.  It reports no errors; each pair
+left untouched is a missed remark with the reason, each rewrite an applied one
+(:mod:`.remarks`).
 See docs/passes/pipeline-cross-core-loops.md.
 """
 from __future__ import annotations
@@ -52,6 +59,7 @@ from . import loop_stages as ls
 from ._rewrite import PURE, const, fresh
 from .util import platform_of, top_ops
 from .properties import IRProperty
+from .remarks import remarks_of
 
 NAME = "pipeline-cross-core-loops"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
@@ -61,6 +69,7 @@ INVALIDATED = frozenset({IRProperty.PIPES_VERIFIED, IRProperty.MEMORY_ALLOCATED}
 _UNSAFE = (CallOp, TAlloc) + EVENT_OPS
 _ALIASING = (CopyOp, MoveOp)
 _PIPE_EVENTS = tuple(ls.PIPE_EVENTS)
+PIPE_KIND = ls.PIPE_EVENTS
 
 
 def _aliased(op):
@@ -120,14 +129,16 @@ def _gm(ops, access) -> set:
 class _Plan:
     """One side's stages and what crosses between them."""
 
-    def __init__(self, loop, cut):
+    def __init__(self, loop, cut, distance: int = 1):
+        self.hoist, self.distance = None, distance
         self.loop, self.body = loop, loop.body
         ops = _body(loop)
         self.s0, self.s1 = ops[:cut], ops[cut:]
         self.yields = list(self.body.last.operands)
         self.iv, self.carried = self.body.args[0], self.body.args[1:]
 
-    def check(self) -> bool:
+    def check(self) -> str | None:
+        """Why the stages cannot be rewritten (None: they can); fills what the rewrite needs."""
         s0set = {x for o in self.s0 for x in o.walk()}
         s1set = {x for o in self.s1 for x in o.walk()}
         # yields: by stage; a carried value passed on as another one is not handled
@@ -136,24 +147,32 @@ class _Plan:
             d = getattr(y, "op", None)
             if d is None:
                 if y in self.body.args and y is not self.carried[k]:
-                    return False
+                    return (f"carried value {k + 1} is passed on as another carried value "
+                            f"({y.name or 'an argument'})")
                 self.stage_of.append(0)
             else:
                 self.stage_of.append(1 if d in s1set else 0)
         late = {self.carried[k] for k, s in enumerate(self.stage_of) if s == 1}
-        if any(v in late for x in s0set for v in x.operands):
-            return False
+        for x in s0set:
+            for v in x.operands:
+                if v in late:
+                    return (f"stage 0 (before the round-trip pop) reads {v.name or 'a value'}, "
+                            f"which stage 1 carries{_at(x)}")
         # TFREEs in the stage of their TPOPs; no GM dependence between the stages
         held = {}
         for o in self.s0:
             if o.is_a(TPop, TFree):
                 d = o.direction
                 held[d] = held.get(d, 0) + (1 if o.is_a(TPop) else -1)
-        if any(held.values()):
-            return False
+        for d, n in held.items():
+            if n:
+                return (f"a {_dir(d)} slot popped before the round-trip pop is freed after it "
+                        "(a TFREE would land in another stage than its TPOP)")
         st0, st1 = _gm(self.s0, StoreOp), _gm(self.s1, StoreOp)
-        if st0 & (st1 | _gm(self.s1, LoadOp)) or st1 & (st0 | _gm(self.s0, LoadOp)):
-            return False
+        both = st0 & (st1 | _gm(self.s1, LoadOp)) | st1 & (st0 | _gm(self.s0, LoadOp))
+        if both:
+            return (f"GM tensor {sorted(v.name or '?' for v in both)[0]} is stored in one stage "
+                    "and accessed in the other")
         # what stage 1 takes from stage 0: recomputed scalars or handed-over values
         popped = set()
         for o in self.s0:
@@ -172,7 +191,8 @@ class _Plan:
             seen.add(v)
             d = getattr(v, "op", None)
             if v in popped:
-                return False
+                return (f"popped tile {v.name or '(unnamed)'} would be handed over to the next "
+                        f"iteration{_at(d) if d is not None else ''}")
             if v in early:
                 self.handed.append(v)
             elif d is None or d not in s0set:
@@ -186,7 +206,54 @@ class _Plan:
                 self.handed.append(v)
         order = {o: k for k, o in enumerate(self.s0)}
         self.recompute.sort(key=order.get)
-        return True
+        return None
+
+    def plan_hoist(self, dirs) -> int:
+        """How far up the prologue (stage 0 of the first iteration) can go among the ops
+        before the loop in its block: above every op it does not read (pure scalar ops it
+        reads go up with it) until one it cannot pass (a region, an event / call / TALLOC,
+        a pipe init, a pipe op of a direction and kind stage 0 also pushes / pops / frees,
+        a GM access that depends on stage 0's).  A peeled first iteration ends with a
+        round-trip pop: the prologue's pushes go before it, so that round trip overlaps
+        too.  Returns the pipe events of ``dirs`` it passes (0: it stays in place)."""
+        self.hoist = None
+        inner = {x for o in self.s0 for x in o.walk()}
+        inits = dict(zip(self.carried, self.loop.inits))
+        need = set()
+        for x in inner:
+            for v in x.operands:
+                if v is self.iv:
+                    need.add(self.loop.start)
+                elif v in inits:
+                    need.add(inits[v])
+                elif getattr(v, "op", None) not in inner:
+                    need.add(v)
+        mine = {(PIPE_KIND[o.__class__], o.direction) for o in self.s0 if o.is_a(*_PIPE_EVENTS)}
+        loads0, stores0 = _gm(self.s0, LoadOp), _gm(self.s0, StoreOp)
+        ops = list(self.loop.parent)
+        pulled, crossed, passed = [], [], 0
+        for o in reversed(ops[:ops.index(self.loop)]):
+            if any(r in need for r in o.results):
+                if (o.is_a(ConstOp) or o.name.startswith("arith.")) and not o.regions:
+                    pulled.append(o)
+                    need.update(o.operands)
+                    continue
+                break
+            if o.regions or o.is_a(*_UNSAFE, *INITIALIZE_PIPE):
+                break
+            if o.is_a(*_PIPE_EVENTS):
+                kind, d = PIPE_KIND[o.__class__], o.direction
+                if any(d == d0 and (kind == k0 or {kind, k0} <= {"pop", "free"})
+                       for k0, d0 in mine):
+                    break
+                passed += d in dirs
+            st, ld = _gm([o], StoreOp), _gm([o], LoadOp)
+            if st & (loads0 | stores0) or ld & stores0:
+                break
+            crossed.append(o)
+        if passed:
+            self.hoist = (crossed[-1], pulled[::-1])
+        return passed
 
     # -- rewriting ---------------------------------------------------------------------------
     def _stage0(self, block, iv, carried0) -> tuple:
@@ -226,29 +293,42 @@ class _Plan:
             add = outer.append
         early = [k for k, s in enumerate(self.stage_of) if s == 0]
         late = [k for k, s in enumerate(self.stage_of) if s == 1]
-        pro = Block()
-        a0, hand = self._stage0(pro, lo, {k: inits[k] for k in early})
+        d = self.distance
+
+        def iv_at(block, base, i):
+            if i == 0:
+                return base
+            c = block.append(const(i, loc)).results[0]
+            return block.append(Operation(ARITH_OP["+"], (base, c), [INDEX], {}, (), loc)).results[0]
+
+        pro, a0, hands = Block(), [inits[k] for k in early], []
+        for i in range(d):                 # stage 0 of the first d iterations
+            a0, hand = self._stage0(pro, iv_at(pro, lo, i), dict(zip(early, a0)))
+            hands.append(hand)
         pro_ops = list(pro)
         for o in pro_ops:
             add(o.detach())
-        one = add(const(1, loc)).results[0]
-        last = add(Operation(ARITH_OP["-"], (hi, one), [INDEX], {}, (), loc)).results[0]
+        dist = add(const(d, loc)).results[0]
+        last = add(Operation(ARITH_OP["-"], (hi, dist), [INDEX], {}, (), loc)).results[0]
         a1 = [inits[k] for k in late]
-        ca = a0 + a1 + hand
+        ca = a0 + a1 + [v for hand in hands for v in hand]
+        n0, n1, nh = len(a0), len(a1), len(self.handed)
         body = Block([INDEX] + [v.type for v in ca],
                      [self.iv.name] + [self.carried[k].name for k in early + late] +
-                     [f"{v.name or 'v'}_ahead" for v in self.handed])
+                     [f"{v.name or 'v'}_ahead" + (str(i + 1) if i else "")
+                      for i in range(d) for v in self.handed])
         t = body.args[0]
-        n0, n1 = len(a0), len(a1)
-        one_b = body.append(const(1, loc)).results[0]
-        nxt = body.append(Operation(ARITH_OP["+"], (t, one_b), [INDEX], {}, (), loc)).results[0]
-        y0, h0 = self._stage0(body, nxt, dict(zip(early, body.args[1:1 + n0])))
-        y1 = self._stage1(body, t, body.args[1 + n0:1 + n0 + n1], body.args[1 + n0 + n1:])
-        body.append(YieldOp.build(values=y0 + y1 + h0, loc=loc))
+        slots = [body.args[1 + n0 + n1 + i * nh:1 + n0 + n1 + (i + 1) * nh] for i in range(d)]
+        y0, h0 = self._stage0(body, iv_at(body, t, d), dict(zip(early, body.args[1:1 + n0])))
+        y1 = self._stage1(body, t, body.args[1 + n0:1 + n0 + n1], slots[0])
+        body.append(YieldOp.build(values=y0 + y1 + [v for sl in slots[1:] for v in sl] + h0,
+                                  loc=loc))
         new = add(Operation(ForOp.name, [lo, last, loop.step] + ca, [v.type for v in ca], {},
                             (Region([body]),), loc))
-        epi = Block()
-        f1 = self._stage1(epi, last, new.results[n0:n0 + n1], new.results[n0 + n1:])
+        epi, f1 = Block(), list(new.results[n0:n0 + n1])
+        for i in range(d):                 # stage 1 of the last d iterations
+            got = new.results[n0 + n1 + i * nh:n0 + n1 + (i + 1) * nh]
+            f1 = self._stage1(epi, iv_at(epi, last, i), f1, got)
         epi_ops = list(epi)
         for o in epi_ops:
             add(o.detach())
@@ -262,8 +342,12 @@ class _Plan:
             finals = guard.results
         for old, f in zip(loop.results, finals):
             old.replace_all_uses_with(f)
-        made = [guard] if guard is not None else list(pro_ops) + [one.op, last.op, new] + \
+        made = [guard] if guard is not None else list(pro_ops) + [dist.op, last.op, new] + \
             [o for o in epi_ops]
+        if static and self.hoist is not None:      # the prologue goes above the peeled block
+            first, pulled = self.hoist
+            for o in pulled + pro_ops:
+                o.move_before(first)
         loop.erase()
         _rename(made)
         _dce(made)
@@ -302,48 +386,128 @@ def _dce(made: list) -> None:
                 changed = True
 
 
-def _pipe_dirs_outside(fn, loop) -> set:
-    inside = set(loop.walk())
-    return {o.direction for o in fn.walk() if o.is_a(*_PIPE_EVENTS) and o not in inside}
+def _dir(d) -> str:
+    return getattr(d, "name", str(d))
+
+
+def _at(op) -> str:
+    """`` at line N`` of an op with a location, else nothing."""
+    loc = getattr(op, "loc", None)
+    return f" at line {loc.line}" if loc is not None else ""
+
+
+def _around(fn, loop, dirs):
+    """The pipe events of ``dirs`` in the block that holds ``loop``, before it and after it
+    (``(before, after)``, as :func:`.loop_stages.events`); or the first op of ``fn`` that
+    pushes / pops / frees one of ``dirs`` elsewhere outside the loop (a nested region: its
+    count per execution is not known here)."""
+    block, inside = loop.parent, set(loop.walk())
+    for o in fn.walk():
+        if o.is_a(*_PIPE_EVENTS) and o.direction in dirs and o not in inside and o.parent is not block:
+            return o
+    ops = list(block)
+    i = ops.index(loop)
+    return tuple([e for e in ls.events(part) if e[2] in dirs] for part in (ops[:i], ops[i + 1:]))
 
 
 def plan_pair(aic, aiv, lc, lv, slot_num: int):
     """The rewrite of the paired loops ``lc`` (of ``aic``) and ``lv`` (of ``aiv``): a
     ``(plans, static)`` to :func:`apply`, or None when it is not provably safe or gains
-    nothing."""
+    nothing (:func:`plan_or_reason` says why)."""
+    plan = plan_or_reason(aic, aiv, lc, lv, slot_num)
+    return None if isinstance(plan, str) else plan
+
+
+def plan_or_reason(aic, aiv, lc, lv, slot_num: int, most: int = 8):
+    """:func:`plan_pair`'s plan, or the sentence saying why the loops stay as they are;
+    ``most``: the furthest stage 0 may run ahead (:func:`_distance`)."""
     fns, loops = (aic, aiv), (lc, lv)
     if len(lc.operands) < 3 or len(lv.operands) < 3:
-        return None
+        return "the loop has no start / stop / step operands"
     keys = [tuple(_key(v, f) for v in (lp.start, lp.stop, lp.step)) for f, lp in zip(fns, loops)]
-    if None in keys[0] or keys[0] != keys[1] or keys[0][2] != ("const", 1):
-        return None
+    if None in keys[0] or None in keys[1]:
+        return ("its bounds are not expressions of constants, parameters and enclosing loop "
+                "variables")
+    if keys[0] != keys[1]:
+        return "the AIC and the AIV loop have different trip counts"
+    if keys[0][2] != ("const", 1):
+        return "its step is not 1"
     static = keys[0][0][0] == "const" and keys[0][1][0] == "const"
     if static and keys[0][1][1] - keys[0][0][1] < 2:
-        return None
+        n = max(0, keys[0][1][1] - keys[0][0][1])
+        return f"it runs {n} iteration{'' if n == 1 else 's'}, fewer than 2"
     bodies = [_body(lp) for lp in loops]
-    for ops in bodies:
+    for f, ops in zip(fns, bodies):
         for o in ops:
-            if o.is_a(*_UNSAFE) or any(x.is_a(*_UNSAFE, *_PIPE_EVENTS, StoreOp)
-                                       for x in _nested(o)):
-                return None
+            if o.is_a(*_UNSAFE):
+                return f"the {f.kind.name} body holds {o.name}{_at(o)}"
+            bad = next((x for x in _nested(o) if x.is_a(*_UNSAFE, *_PIPE_EVENTS, StoreOp)), None)
+            if bad is not None:
+                return f"the {f.kind.name} body holds {bad.name} in a nested region{_at(bad)}"
     evs = [ls.events(ops) for ops in bodies]
     prod = ls.matched(*evs)
     if prod is None:
-        return None
+        return ("its pushes and pops do not match per iteration (a direction pushed on both "
+                "cores, or an iteration pushes a different number of tiles than the peer pops)")
+    around = []
     for f, lp in zip(fns, loops):
-        if _pipe_dirs_outside(f, lp) & set(prod):
-            return None
+        got = _around(f, lp, set(prod))
+        if not isinstance(got, tuple):
+            return (f"the {f.kind.name} kernel uses ring {_dir(got.direction)} outside the loop "
+                    f"in a nested region{_at(got)}")
+        around.append(got)
+    if not ls.balanced_before([a[0] for a in around], prod):
+        return ("before the loop, the producer pushes a different number of tiles of one of "
+                "its rings than the consumer pops")
     for s, f in enumerate(fns):                # stored here, touched by the peer: a GM token
         stored = {v.name for v in _gm(bodies[s], StoreOp)}
         other = fns[1 - s]
-        if stored & {v.name for v in _gm([other], StoreOp) | _gm([other], LoadOp)}:
-            return None
+        both = stored & {v.name for v in _gm([other], StoreOp) | _gm([other], LoadOp)}
+        if both:
+            return (f"GM tensor {sorted(both)[0]} is stored in the {f.kind.name} loop and "
+                    "accessed by the peer kernel")
     cuts = [ls.round_trip_cut(s, evs, prod) for s in (0, 1)]
-    if cuts == [None, None] or not ls.fifo_consistent(evs, cuts, prod) \
-            or not ls.runs_to_completion(evs, cuts, slot_num):
-        return None
-    plans = [_Plan(lp, c) for lp, c in zip(loops, cuts) if c is not None]
-    return (plans, static) if all(p.check() for p in plans) else None
+    if cuts == [None, None]:
+        return "no core waits for a round trip in an iteration (nothing to overlap)"
+    if not ls.fifo_consistent(evs, cuts, prod):
+        return "running stage 0 one iteration ahead would break the FIFO order of a ring"
+    if not ls.runs_to_completion(evs, cuts, slot_num, around):
+        return f"running stage 0 one iteration ahead could deadlock on {slot_num} slot(s)"
+    plans = [_Plan(lp, c) if c is not None else None for lp, c in zip(loops, cuts)]
+    for p in plans:
+        why = p.check() if p is not None else None
+        if why is not None:
+            return why
+    live = [p for p in plans if p is not None]
+    if static:
+        trips = keys[0][1][1] - keys[0][0][1]
+        hoist = [p.plan_hoist(set(prod)) if p is not None else 0 for p in plans]
+        d = _distance(evs, cuts, prod, slot_num, around, hoist, trips, most)
+        for p in live:
+            p.distance = d
+        if any(hoist) and not ls.runs_to_completion(evs, cuts, slot_num, around, hoist, d,
+                                                     [trips]):
+            for p in live:      # the prologue above a peeled block, when that runs too
+                p.hoist = None
+    return (live, static)
+
+
+def _distance(evs, cuts, prod, slot_num, around, hoist, trips, most) -> int:
+    """How many iterations ahead stage 0 runs: as far as the rings let a producer go
+    without waiting for a free slot (a direction pushed c times an iteration: SLOT_NUM // c
+    - 1 iterations ahead), at most ``most`` and fewer than the trip count, and only as far
+    as FIFO order and the deadlock proof (for this trip count) hold; at least 1."""
+    per_iter = {}
+    for side in evs:
+        for _, kind, d in side:
+            if kind == "push":
+                per_iter[d] = per_iter.get(d, 0) + 1
+    cap = min([slot_num // c - 1 for c in per_iter.values()] + [trips - 1, most])
+    for d in range(cap, 1, -1):
+        if ls.fifo_consistent(evs, cuts, prod, d) and \
+                ls.runs_to_completion(evs, cuts, slot_num, around, (0, 0), d, [trips]):
+            return d
+    return 1
 
 
 def apply(plan) -> None:
@@ -394,27 +558,66 @@ def _pair(program, group):
 
 def run(program: Operation, ctx=None) -> Operation:
     plat = platform_of(ctx)
+    remarks = remarks_of(ctx)
     groups = [g for g in program.body if g.kind is FunctionKind.Group]
     for g in groups:
-        tried = set()
+        tried, most = set(), {}
         while True:
             pair = _pair(program, g)
             if pair is None:
                 break
             aic, aiv = pair
             slots = min(_slot_num(aic), _slot_num(aiv))
-            cv = _candidates(aiv)
-            todo = [(k, lc) for k, lc in _candidates(aic).items() if k in cv and k not in tried]
-            if slots < 1 or not todo:
+            cc, cv = _candidates(aic), _candidates(aiv)
+            if not tried:
+                _report_unpaired(remarks, cc, cv)
+            todo = [(k, lc) for k, lc in cc.items() if k in cv and k not in tried]
+            if not todo:
                 break
             key, lc = todo[0]
             tried.add(key)
-            plan = plan_pair(aic, aiv, lc, cv[key], slots)
-            if plan is None:
+            if slots < 1:
+                remarks.missed(NAME, lc, "loop not pipelined: a kernel initialises no pipe")
+                continue
+            plan = plan_or_reason(aic, aiv, lc, cv[key], slots, most.get(key, 8))
+            if isinstance(plan, str):
+                remarks.missed(NAME, lc, f"loop not pipelined: {plan}")
                 continue
             keep = (aic.clone(), aiv.clone())
+            d = plan[0][0].distance
+            cut_at = ", ".join(f"{_side(p.loop)} before " + (f"line {p.s1[0].loc.line}"
+                                                              if p.s1 and p.s1[0].loc else "its end")
+                               for p in plan[0])
+            hoisted = any(p.hoist is not None for p in plan[0])
             apply(plan)
-            if not (fits(aic, plat) and fits(aiv, plat)):
-                aic.replace_with(keep[0])          # a handed-over tile does not fit: undo
-                aiv.replace_with(keep[1])
+            if fits(aic, plat) and fits(aiv, plat):
+                ahead = "one iteration" if d == 1 else f"{d} iterations"
+                remarks.applied(NAME, lc, f"loop pipelined: stage 0 runs {ahead} ahead (cut: "
+                                          f"{cut_at})" + ("; its first stage 0 goes above the "
+                                                          "round trip before the loop" if hoisted else ""))
+                continue
+            aic.replace_with(keep[0])              # a handed-over tile does not fit: undo
+            aiv.replace_with(keep[1])
+            if d > 1:                              # and try fewer iterations ahead
+                most[key] = d - 1
+                tried.discard(key)
+            else:
+                remarks.missed(NAME, lc, "loop not pipelined: the tiles of the pipelined loop "
+                                         f"no longer fit the {plat.name} memories")
     return program
+
+
+def _side(loop) -> str:
+    fn = loop.parent_op
+    while not fn.is_a(FuncOp):
+        fn = fn.parent_op
+    return fn.kind.name
+
+
+def _report_unpaired(remarks, cc: dict, cv: dict) -> None:
+    """A loop with pipe ops that only one kernel runs (no same-located loop in the peer)."""
+    for mine, other, kind in ((cc, cv, "AIC"), (cv, cc, "AIV")):
+        for k, lp in mine.items():
+            if k not in other:
+                remarks.missed(NAME, lp, f"loop not pipelined: only the {kind} kernel has a "
+                                         "loop of this line with pipe ops directly in its body")

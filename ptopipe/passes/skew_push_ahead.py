@@ -32,6 +32,7 @@ from ..ir.opdefs import (ARITH_OP, INITIALIZE_PIPE, ConstOp, ForOp, IfOp, LoadOp
 from ..ir.types import BOOL, INDEX
 from ._rewrite import const
 from .properties import IRProperty
+from .remarks import remarks_of
 
 NAME = "skew-push-ahead"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED, IRProperty.TFREES_INSERTED})
@@ -45,34 +46,51 @@ def _const_value(v):
     return op.value if op is not None and op.is_a(ConstOp) else None
 
 
+def _at(op) -> str:
+    loc = getattr(op, "loc", None)
+    return f" at line {loc.line}" if loc is not None else ""
+
+
 def _split(body: Block, peer_stores=frozenset()):
-    """(push part, pop part) of a loop body, or None when it has another shape.
-    ``peer_stores``: names of the GM tensors another kernel of the program stores."""
+    """(push part, pop part) of a loop body, or the sentence saying why it has another
+    shape.  ``peer_stores``: names of the GM tensors another kernel of the program stores."""
     ops = [o for o in body if not o.is_a(YieldOp)]
     last_push = max((k for k, o in enumerate(ops) if o.is_a(TPush)), default=None)
     if last_push is None:
-        return None
+        return "its body pushes nothing (directly)"
     push, pop = ops[:last_push + 1], ops[last_push + 1:]
-    nested = lambda part, cls: any(x.is_a(cls) for o in part for x in o.walk())  # noqa: E731
-    if nested(push, TPop) or nested(push, StoreOp) or nested(pop, TPush) \
-            or not nested(pop, TPop):
-        return None
+
+    def first(part, cls):
+        return next((x for o in part for x in o.walk() if x.is_a(cls)), None)
+    for part, cls, what in ((push, TPop, "a pl.tpop before its last pl.tpush"),
+                            (push, StoreOp, "a GM store before its last pl.tpush"),
+                            (pop, TPush, "a pl.tpush nested in an op after its last pl.tpush")):
+        bad = first(part, cls)
+        if bad is not None:
+            return f"it has {what}{_at(bad)}"
+    if first(pop, TPop) is None:
+        return "nothing is popped after its last pl.tpush (no round trip to overlap)"
     # a GM tensor the pop part stores and the push part loads: skewed, iteration i's load
     # would run before iteration i - LAG's store (a read-after-write across iterations)
     loaded = {x.tensor for o in push for x in o.walk() if x.is_a(LoadOp)}
-    if any(x.tensor in loaded for o in pop for x in o.walk() if x.is_a(StoreOp)):
-        return None
+    for o in pop:
+        for x in o.walk():
+            if x.is_a(StoreOp) and x.tensor in loaded:
+                return (f"GM tensor {x.tensor.name} is stored after the pushes{_at(x)} and "
+                        "loaded before them (a read-after-write across iterations)")
     # ... or the peer stores (ordered by a GM token popped in the pop part: skewed, the load
     # of iteration i would run before the token of iteration i - 1 arrives)
-    if any(t.name in peer_stores for t in loaded):
-        return None
+    for t in sorted(loaded, key=lambda t: t.name or ""):
+        if t.name in peer_stores:
+            return f"it loads GM tensor {t.name}, which the peer kernel stores"
     inside = {x for o in push for x in o.walk()}
     for o in pop:
         for x in o.walk():
             for v in x.operands:
                 d = getattr(v, "op", None)
                 if d in inside and not (d.is_a(ConstOp) or d.name.startswith("arith.")):
-                    return None
+                    return (f"the ops after its pushes use {v.name or 'a tile'}, computed "
+                            f"before them{_at(x)}")
     return push, pop
 
 
@@ -99,13 +117,23 @@ def _guarded(block: Block, cond, ops, vm: dict, loc) -> None:
 
 
 def skew(loop: Operation, lag: int, peer_stores=frozenset()) -> bool:
-    if loop.results or loop.inits or _const_value(loop.start) != 0 \
-            or _const_value(loop.step) != 1:
-        return False
+    """Skew ``loop`` by ``lag`` iterations; False (nothing changed) when it has another
+    shape (:func:`skew_or_reason` says why)."""
+    return skew_or_reason(loop, lag, peer_stores) is None
+
+
+def skew_or_reason(loop: Operation, lag: int, peer_stores=frozenset()):
+    """Skew ``loop``; None when done, else the sentence saying why it is left alone."""
+    if loop.results or loop.inits:
+        return "it has loop-carried values"
+    if _const_value(loop.start) != 0:
+        return "it does not start at 0"
+    if _const_value(loop.step) != 1:
+        return "its step is not 1"
     old = loop.body
     parts = _split(old, peer_stores)
-    if parts is None:
-        return False
+    if isinstance(parts, str):
+        return parts
     push, pop = parts
     loc, n = loop.loc, loop.stop
     lag_c = loop.insert_before(const(lag, loc)).results[0]
@@ -124,7 +152,7 @@ def skew(loop: Operation, lag: int, peer_stores=frozenset()) -> bool:
     new = Operation(ForOp.name, (loop.start, stop, loop.step), (), {}, (Region([body]),), loc)
     loop.insert_before(new)
     loop.erase()
-    return True
+    return None
 
 
 def _lag(fn: Operation) -> int:
@@ -138,12 +166,23 @@ def _stores(fn: Operation) -> set:
     return {x.tensor.name for x in fn.walk() if x.is_a(StoreOp)}
 
 
+def _crosses(loop) -> bool:
+    """A candidate: a loop with pipe ops directly in its body."""
+    return any(o.is_a(TPush, TPop) for o in loop.body)
+
+
 def run(program: Operation, ctx=None) -> Operation:
+    remarks = remarks_of(ctx)
     kernels = [fn for fn in program.body if fn.kind in (FunctionKind.AIC, FunctionKind.AIV)]
     for fn in kernels:
         peer_stores = set().union(*(_stores(g) for g in kernels if g is not fn))
         lag = _lag(fn)
+        side = fn.kind.name
         if lag < 1:
+            for op in fn.walk():
+                if op.is_a(ForOp) and _crosses(op):
+                    remarks.missed(NAME, op, f"{side} loop not skewed: its pipe has one slot, "
+                                             "no room to push ahead")
             continue
         seen, changed = set(), True
         while changed:                 # a skewed loop is replaced: walk the new tree again
@@ -151,7 +190,13 @@ def run(program: Operation, ctx=None) -> Operation:
             for op in fn.walk():
                 if op.is_a(ForOp) and op not in seen:
                     seen.add(op)
-                    if skew(op, lag, peer_stores):
+                    crosses, loc = _crosses(op), op.loc
+                    why = skew_or_reason(op, lag, peer_stores)
+                    if why is None:
+                        remarks.applied(NAME, loc, f"{side} loop skewed: its pushes run {lag} "
+                                                   "iteration(s) ahead of its pops")
                         changed = True
                         break
+                    if crosses:
+                        remarks.missed(NAME, loc, f"{side} loop not skewed: {why}")
     return program

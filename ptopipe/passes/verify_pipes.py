@@ -50,6 +50,7 @@ from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
 from .util import init_ops, slot_num
 from .properties import IRProperty
+from .remarks import remarks_of
 
 NAME = "verify-pipes"
 REQUIRED = frozenset({IRProperty.MIXED_KERNELS_EXPANDED})
@@ -63,7 +64,8 @@ def run(program, ctx):
     """The pass: raise the first finding (the others in its details); else return
     ``program`` unchanged."""
     found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None),
-                   getattr(ctx, "protocol", "spec") or "spec", getattr(ctx, "scalars", None))
+                   getattr(ctx, "protocol", "spec") or "spec", getattr(ctx, "scalars", None),
+                   remarks_of(ctx))
     if found:
         first = found[0]
         for e in found[1:]:
@@ -83,16 +85,19 @@ def _culprit_first(found: list) -> list:
 
 
 def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec",
-           known: dict | None = None) -> list:
+           known: dict | None = None, remarks=None) -> list:
     """Every finding of ``program`` (a ``pl.program`` op) under ``protocol`` as
-    CompileErrors, in the order found; messages about skipped checks go to ``warnings``.
+    CompileErrors, in the order found; messages about skipped checks go to ``warnings``
+    (and, as missed remarks at the function, to ``remarks``, a :class:`~.remarks.Remarks`).
     ``known``: scalar parameter values (by name) to verify with; others are unknowns."""
-    return _Verifier(program, get_platform(platform), warnings, protocol, known).verify()
+    return _Verifier(program, get_platform(platform), warnings, protocol, known,
+                     remarks).verify()
 
 
 class _Verifier:
-    def __init__(self, program, plat, warnings, protocol="spec", known=None):
+    def __init__(self, program, plat, warnings, protocol="spec", known=None, remarks=None):
         self.program, self.plat, self.known = program, plat, known
+        self.remarks = remarks if remarks is not None else remarks_of(None)
         self.protocol = Protocol(getattr(protocol, "value", protocol))
         self.model = model_for(self.protocol, platform_kind(plat))
         self.warnings = warnings if warnings is not None else []
@@ -131,6 +136,8 @@ class _Verifier:
             except Incomplete as e:
                 self.warn(f"VerifyPipes: {fn.sym_name} not fully verified ({e}); "
                           "its cross-core counts are not checked")
+                self.remarks.missed(NAME, fn, f"{fn.sym_name} not fully verified ({e}): its "
+                                              "cross-core counts are not checked")
                 continue
             explored[fn.sym_name] = (fn, lanes)
         self.cross(funcs, explored)
@@ -182,6 +189,8 @@ class _Verifier:
             if aic and aiv:
                 self.warn(f"VerifyPipes: {len(aic)} AIC and {len(aiv)} AIV functions; push/pop "
                           "counts are checked for one AIC + one AIV pair only")
+                self.remarks.missed(NAME, aic[0], f"push / pop counts not checked: {len(aic)} AIC "
+                                                  f"and {len(aiv)} AIV functions (one pair only)")
             return
         c, v = (explored.get(f.sym_name) for f in (aic[0], aiv[0]))
         if c is None or v is None:
