@@ -9,7 +9,7 @@ import pytest
 
 import ptopipe.language as pl
 from ptopipe import CompileError
-from ptopipe.ir import print_program, to_tree
+from ptopipe.ir import print_program
 from ptopipe.passes import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import run
@@ -67,7 +67,7 @@ def test_a_tile_yielded_out_of_a_branch_matches_numpy_on_both_branches(platform,
 
 
 def _vector(variant) -> list:
-    text = print_program(to_tree(compile_program(pl.program(kernel(variant), name="j"), "a2a3")))
+    text = print_program(compile_program(pl.program(kernel(variant), name="j"), "a2a3"))
     body = text.split("def k_aiv")[1].split("\n\n")[0]
     return [ln.strip() for ln in body.splitlines()[1:]]
 
