@@ -65,7 +65,8 @@ class ConfigMismatch:
 def local_slot_num(attrs) -> int:
     """LocalSlotNum of an init's attributes: the staging slots a GM-ring consumer holds its
     popped tiles in (A2A3), so the most popped tiles it holds at once.  ``local_slot_num=``
-    when given (ExpandMixedKernel gives SLOT_NUM: its reserve_buffer holds SLOT_NUM slots),
+    when given (ExpandMixedKernel gives SLOT_NUM, which VerifyPipes lowers to the hold bound it
+    proves on a ring in GM: the compiler's reserve_buffer holds that many slots),
     else pto-isa's default :data:`~ptopipe.arch.vocab.LOCAL_SLOT_NUM`.  The simulator
     stages that many, VerifyPipes bounds the held pops by it and the C++ writer prints it."""
     n = attrs.get("local_slot_num")

@@ -63,6 +63,7 @@ class Explorer:
         self.kind = fn.kind
         self.steps = 0
         self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
+        self.max_held: dict = {}           # direction -> the most popped slots held at a TPOP
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
 
     def loop_info(self, op) -> tuple:
@@ -190,6 +191,8 @@ class Explorer:
         p.trace.append(("pop", d, op))
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
+        if len(held) > self.max_held.get(d, 0):
+            self.max_held[d] = len(held)
         p.events.setdefault(d, []).append(Event(op, op.result_type, op.split, p.where(),
                                                 iters=p.iters))
         lim = self.slot_num(d)

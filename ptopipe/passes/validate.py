@@ -170,14 +170,24 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
     if depth is not None:
         fits = min(fits, depth)
     core = "Vector core's UB" if r.memory_space == "UB" else "Cube's L1"
-    fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
-           if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
-                             f"crossing) does not fit at {base:#x}")
-    return error(f"the {way} ring of the mixed function {mixed!r} (SLOT_NUM {n} * SLOT_SIZE {size} = "
+    if ring_in_gm(init, plat):    # the ring is in GM: the reserve holds one staging slot per held tile
+        count = f"LocalSlotNum {r.size // size}"
+        fix = (f"hold fewer popped tiles at once (at most {fits}), or cross smaller tiles" if fits >= 1
+               else f"cross smaller tiles: one slot of {size} bytes (the largest tile crossing) does "
+                    f"not fit at {base:#x}")
+        details = ("its ring is in GM: ExpandMixedKernel reserves LocalSlotNum * SLOT_SIZE bytes of "
+                   "the consumer's memory to stage the popped tiles, LocalSlotNum the most it holds "
+                   "at once (docs/passes/expand-mixed.md)")
+    else:
+        count = f"SLOT_NUM {n}"
+        fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
+               if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
+                                 f"crossing) does not fit at {base:#x}")
+        details = ("ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
+                   "for each ring (docs/passes/expand-mixed.md)")
+    return error(f"the {way} ring of the mixed function {mixed!r} ({count} * SLOT_SIZE {size} = "
                  f"{r.size} bytes at {base:#x}, SLOT_SIZE the largest tile crossing {way}) does not "
-                 f"fit the {core} on {plat.name} ({have} bytes)", r, fix,
-                 details="ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
-                         "for each ring (docs/passes/expand-mixed.md)")
+                 f"fit the {core} on {plat.name} ({have} bytes)", r, fix, details=details)
 
 
 def _stages(f, way) -> bool:

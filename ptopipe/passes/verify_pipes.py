@@ -2,7 +2,8 @@
 
 It takes a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
 hand-written DSL pair through ``ir.convert.to_ops``, or the compiler's output) and returns
-it unchanged (properties: ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).  Runs nothing: it explores
+it unchanged but for the staging rings ExpandMixedKernel made in GM, which it sizes by the
+hold bound it proved (:func:`size_staging`) (properties: ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).  Runs nothing: it explores
 every path of every kernel symbolically (:mod:`.pipe_paths`: constant loops unrolled,
 branches on unknown conditions taken both ways, each AIV function once per Vector lane
 with ``get_subblockid()`` known) and proves, per pipe direction and per path:
@@ -40,7 +41,7 @@ from ..arch.platform import get_platform
 from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import FuncOp, TPop, TPush
+from ..ir.opdefs import CallOp, FuncOp, ReserveBufferOp, TPop, TPush
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
@@ -48,7 +49,8 @@ from ..protocol.model import model_for, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
-from .util import init_ops, slot_num
+from .expand_mixed import RING_NAME
+from .util import consumer_kind, init_ops, ring_buffer, ring_in_gm, slot_num, ways
 from .properties import IRProperty
 
 NAME = "verify-pipes"
@@ -60,17 +62,61 @@ C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 
 
 def run(program, ctx):
-    """The pass: raise the first finding (the others in its details); else return
-    ``program`` unchanged."""
-    found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None),
-                   getattr(ctx, "protocol", "spec") or "spec", getattr(ctx, "scalars", None))
+    """The pass: raise the first finding (the others in its details); else size the
+    compiler's staging rings by the hold bound it proved (:func:`size_staging`) and return
+    ``program``."""
+    v = _Verifier(program, get_platform(getattr(ctx, "platform", "a2a3")),
+                  getattr(ctx, "warnings", None), getattr(ctx, "protocol", "spec") or "spec",
+                  getattr(ctx, "scalars", None))
+    found = v.verify()
     if found:
         first = found[0]
         for e in found[1:]:
             first.add_detail(f"also: {e.what} (at {e.where})")
         first.findings = [e.to_dict() for e in found]
         raise first
+    size_staging(program, v.plat, v.held_bounds())
     return program
+
+
+def size_staging(program, plat, bounds: dict) -> None:
+    """LocalSlotNum of each pipe ExpandMixedKernel made with its rings in GM (A2A3): a
+    consumer stages every popped tile in one of LocalSlotNum slots of its reserve_buffer and
+    never holds more than ``bounds[function][direction]`` popped tiles at once (the hold
+    bound this pass proved on every path), so that many slots - not SLOT_NUM - are reserved.
+    Both inits of the pipe carry the one LocalSlotNum (a pipe both ways: the larger bound,
+    an init checks the reserve of each of its rings against it).  A pipe whose inits or
+    reserves the user wrote, or whose functions were not both fully explored, keeps its
+    size."""
+    funcs = {f.sym_name: f for f in program.body if f.is_a(FuncOp)}
+    made = {c.callee for g in funcs.values() if g.kind is FunctionKind.Group
+            for c in g.walk() if c.is_a(CallOp)}
+    ends = {}                                   # the rings' ways -> [(function, init)]
+    for name in made & bounds.keys():
+        for init in init_ops(funcs[name]):
+            ends.setdefault(ways(init), []).append((funcs[name], init))
+    for pipe_ways, pair in ends.items():
+        if len(pair) != 2 or {f.kind for f, _ in pair} != {FunctionKind.AIC, FunctionKind.AIV}:
+            continue
+        init = pair[0][1]
+        n = slot_num(init, plat)
+        if not ring_in_gm(init, plat) or any(i.local_slot_num != n for _, i in pair):
+            continue
+        bufs, held = [], 1
+        for way in pipe_ways:
+            fn, i = next((f, i) for f, i in pair if consumer_kind(way) is f.kind)
+            buf = ring_buffer(fn, i, way)
+            if (buf is None or not buf.is_a(ReserveBufferOp) or buf.buffer_name not in RING_NAME.values()
+                    or buf.size != n * i.slot_size):
+                break
+            bufs.append(buf)
+            held = max(held, bounds[fn.sym_name].get(C2V if way == "C2V" else V2C, 0))
+        else:
+            if held < n:
+                for _, i in pair:
+                    i.local_slot_num = held
+                for buf in bufs:
+                    buf.size = held * init.slot_size
 
 
 def _culprit_first(found: list) -> list:
@@ -97,6 +143,7 @@ class _Verifier:
         self.model = model_for(self.protocol, platform_kind(plat))
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
+        self.explored: dict = {}
 
     def finding(self, kind, op, msg, fix, pop=None) -> None:
         """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about)."""
@@ -133,8 +180,20 @@ class _Verifier:
                           "its cross-core counts are not checked")
                 continue
             explored[fn.sym_name] = (fn, lanes)
+        self.explored = explored
         self.cross(funcs, explored)
         return _culprit_first(self.findings)
+
+    def held_bounds(self) -> dict:
+        """function name -> direction -> the most popped slots it holds at once on any
+        path of any lane (its functions fully explored only)."""
+        out = {}
+        for name, (_fn, lanes) in self.explored.items():
+            b = out[name] = {}
+            for _paths, ex in lanes.values():
+                for d, k in ex.max_held.items():
+                    b[d] = max(b.get(d, 0), k)
+        return out
 
     def slots_fit(self, fn, kind) -> None:
         """Every tile a ``kind`` op (TPUSH / TPOP) moves fits its ring's SLOT_SIZE (the whole
