@@ -22,6 +22,10 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
 * import <-> reserve: an import whose peer or reserve does not exist, a reserve no
   function imports;
 * a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform.
+
+Warnings (``ctx.warnings``, at the consumer's init): a ring deeper than a counter flag
+counts (pto-isa's counter flags, :meth:`ProtocolModel.counter_overflow`: SLOT_NUM 16 on A5),
+which the device takes but which overflows its ready flag under some schedules.
 """
 from __future__ import annotations
 
@@ -55,6 +59,7 @@ def run(program, ctx):
         seen = {}
         for init in init_ops(f):
             _check_init(f, init, plat, seen, depth)
+            _warn_counter_overflow(f, init, plat, protocol_model(ctx), getattr(ctx, "warnings", None))
     made = {c.callee: g_name for g_name, g in funcs.items()
             if g.kind is FunctionKind.Group for c in g.walk() if c.is_a(CallOp)}
     for name, f in funcs.items():
@@ -128,6 +133,25 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                         f"{'s' if len(ways(init)) == 2 else ''} it holds: {len(ways(init))} * "
                         f"SLOT_NUM * SLOT_SIZE = {need} bytes", init,
                         f"pass a GM tensor of at least {need} bytes")
+
+
+def _warn_counter_overflow(f, init, plat, model, warnings) -> None:
+    """A ring the device takes but whose flag can overflow under some schedules (pto-isa's
+    counter flags deeper than a flag counts: :meth:`ProtocolModel.counter_overflow`): a
+    warning at the consumer's init."""
+    if warnings is None:
+        return
+    split = lambda: any(o.is_a(TPop) and o.split not in (None, TileSplitAxis.TILE_NO_SPLIT)
+                        for o in f.walk())
+    for way in ways(init):
+        if f.kind is not consumer_kind(way):
+            continue
+        why = model.counter_overflow(slot_num(init, plat), plat,
+                                     way == "C2V" and init.lanes != 1 and split())
+        if why is not None:
+            msg = f"{init.loc}: the {way} ring of {func_name(f)!r}: {why}"
+            if msg not in warnings:
+                warnings.append(msg)
 
 
 def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None) -> None:
