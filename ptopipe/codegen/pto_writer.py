@@ -29,7 +29,7 @@ from ..errors import CompileError
 from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
 from ..arch import get_platform
 from ..ir.vocab import FunctionKind
-from ..ir.pipe_config import local_slot_num
+from ..ir.pipe_config import local_slot_num, ring_of
 from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp, CallOp,
                          ConstOp, CopyOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
@@ -90,7 +90,7 @@ class _Func:
     def __init__(self):
         self.names, self.used, self.n = {}, set(), 0
         self.views, self.cints = {}, {}
-        self.pipe = None            # the ``!pto.pipe`` handle of the function's lower-level init
+        self.pipes = {}             # Ring -> the ``!pto.pipe`` handle of its lower-level init
         self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
         self.bufs = {}              # Buf -> its SSA name, once declared
         self.data_lane = None       # the AIV0 condition of a two-lane TILE_NO_SPLIT AIV kernel
@@ -402,8 +402,10 @@ class _Writer:
                 locals_.insert(0, gm_arg)
             elif gm_arg is not None:        # unused by a consumer-local ring; the IR names it
                 trailing.append(f'ptopipe.gm_slot_buffer = "{st[gm][1:]}"')
-            st.pipe = st.fresh("pipe")
-            head = f"{st.pipe} = {sp.form} {{{sp.block}}} ({', '.join(locals_)})"
+            h = st.fresh("pipe")
+            for ring in op.rings:
+                st.pipes[ring] = h
+            head = f"{h} = {sp.form} {{{sp.block}}} ({', '.join(locals_)})"
             tail = " -> !pto.pipe"
         extra = f" {{{', '.join(trailing)}}}" if trailing else ""
         self.line(ind, head + extra + tail)
@@ -415,9 +417,9 @@ class _Writer:
         split = op.split
         cls = op.__class__
         if split is None and cls is TFree:
-            split = self._pop_split(op, d)
+            split = self._pop_split(op, ring_of(op))
         sattr = "" if split is None else f" {{split = {int(split)}}}"
-        h = st.pipe                             # the !pto.pipe handle, when the init made one
+        h = st.pipes.get(ring_of(op))           # the !pto.pipe handle, when the init made one
         if not all(isinstance(v.type, (TileValueType, BufferType, NoneType))
                    for v in list(op.operands) + list(op.results)) or cls is TAlloc:
             self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
@@ -455,7 +457,7 @@ class _Writer:
         f = op
         while not f.is_a(FuncOp):
             f = f.parent_op
-        splits = {o.split for o in f.walk() if o.is_a(TPop) and o.direction == d}
+        splits = {o.split for o in f.walk() if o.is_a(TPop) and ring_of(o) == d}
         return splits.pop() if len(splits) == 1 else None
 
     def _view_of(self, st: _Func, v) -> str:
@@ -608,7 +610,9 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     extra = [] if init.lanes is None else [f"ptopipe.lanes = {init.lanes}"]
     ns = ", nosplit = true" if nosplit else ""
     head = f"dir_mask = {mask}, slot_size = {init.slot_size}"
-    if not gm_dir and n == fn and flag == 0 and (lsn == flsn or not in_gm):
+    # (a ring with a pipe id: the lower-level spelling, whose handle names the ring each
+    # push / pop uses - ptoas's frontend ops carry no pipe handle)
+    if not gm_dir and n == fn and flag == 0 and not init.pipe_id and (lsn == flsn or not in_gm):
         if lsn != flsn:
             extra.append(f"ptopipe.local_slot_num = {lsn}")
         return RingSpelling("frontend", head + ns, tuple(extra))

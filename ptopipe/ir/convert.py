@@ -18,7 +18,7 @@ from ..errors import CompileError
 from .core import Block, Operation, Region, gc_paused
 from .nodes import (Assign, BinOp, BufferAttr, Call, Const, ExprList, ExprStmt, For, Function, If,
                     ImportPeerBuffer, Program, ReserveBuffer, Return, UnaryOp, Var)
-from .opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, SCALAR_BINOPS, SCALAR_UNOPS, BufferAttrOp,
+from .opdefs import (MAY_BE_ABSENT, ARITH_BINARY, ARITH_UNARY, CALL_OPS, SCALAR_BINOPS, SCALAR_UNOPS, BufferAttrOp,
                      ConstOp, CopyOp, ForOp, FuncOp, IfOp, ImportPeerBufferOp, ProgramOp,
                      ReserveBufferOp, ReturnOp, YieldOp, operand_groups)
 from .types import NONE
@@ -67,7 +67,8 @@ class _ToOps:
                 else:
                     operands.append(self.value(a, block, here))
             rtypes = [] if e.type is NONE else [e.type]
-            op = Operation(f"pl.{e.op}", operands, rtypes, dict(e.attrs), (), here,
+            op = Operation(f"pl.{e.op}", operands, rtypes,
+                           {k: v for k, v in e.attrs if v is not None or k not in MAY_BE_ABSENT}, (), here,
                            names if rtypes else [])
         else:
             raise CompileError(f"cannot convert expression {cls.__name__}",
@@ -212,7 +213,9 @@ class _ToTree:
                 args.append(ExprList(tuple(self.ref(v, pending) for v in g), None))
             else:
                 args.append(self.ref(g, pending))
-        attrs = tuple((p.name, op.attributes[p.name]) for p in spec.attr_params)
+        at = op.attributes
+        attrs = tuple((p.name, at.get(p.name) if p.name in MAY_BE_ABSENT else at[p.name])
+                      for p in spec.attr_params)
         rtype = op.results[0].type if op.results else NONE
         return Call(spec.name, tuple(args), attrs, rtype, op.loc)
 

@@ -8,7 +8,7 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   forms, a ring asked for in GM);
 * SLOT_SIZE <= 0;
 * ``lanes=1`` on an AIV function not marked no-split (AIV1 would run it and bind the pipe);
-* a second init of the same direction in one function;
+* a second init of the same ring (direction and ``id=``) in one function;
 * a consumer-local ring (A5) without its buffer: the consumer's ring argument is not a
   ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``; a GM ring's
   (A2A3) consumer that pops tiles but passes 0: its staging slots would sit at address 0;
@@ -81,12 +81,13 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                     "AIV1 too (it is not marked no-split) and AIV1 would bind the pipe", init,
                     f"mark {name!r} @pl.aiv(split=pl.TILE_NO_SPLIT): AIV0 does its work and AIV1 runs "
                     "nothing; or drop lanes=1 and let both lanes take part")
-    for way in ways(init):
-        if way in seen:
-            raise error(f"the {way} direction is initialised twice in {name!r}", init,
-                        "initialise each direction once per function (one init with "
-                        "DIR_C2V | DIR_V2C for both)", details=f"first initialised at {seen[way].loc}")
-        seen[way] = init
+    for ring in init.rings:
+        if ring in seen:
+            raise error(f"the {ring.label} ring is initialised twice in {name!r}", init,
+                        "initialise each ring once per function (one init with DIR_C2V | DIR_V2C "
+                        "for both directions; a second ring of a direction takes its own id=)",
+                        details=f"first initialised at {seen[ring].loc}")
+        seen[ring] = init
     n, size = slot_num(init, plat), init.slot_size
     if depth is not None and n > depth:
         raise error(f"SLOT_NUM {n} exceeds the FIFO depth limit {depth} of {plat.name} under "

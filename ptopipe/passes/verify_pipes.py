@@ -42,13 +42,14 @@ from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import CallOp, FuncOp, ReserveBufferOp, TPop, TPush
-from ..ir.pipe_config import pipe_config_mismatches
+from ..ir.pipe_config import pipe_config_mismatches, ring_of
+from ..ir.ops import Ring
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
 from ..protocol.model import model_for, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
-from .pipe_state import hold_limit, lanes_of, line, ordinal
+from .pipe_state import dir_name, hold_limit, lanes_of, line, ordinal
 from .expand_mixed import RING_NAME
 from .util import consumer_kind, init_ops, ring_buffer, ring_in_gm, slot_num, ways
 from .properties import IRProperty
@@ -110,7 +111,7 @@ def size_staging(program, plat, bounds: dict) -> None:
                     or buf.size != n * i.slot_size):
                 break
             bufs.append(buf)
-            held = max(held, bounds[fn.sym_name].get(C2V if way == "C2V" else V2C, 0))
+            held = max(held, bounds[fn.sym_name].get(Ring(C2V if way == "C2V" else V2C, i.pipe_id), 0))
         else:
             if held < n:
                 for _, i in pair:
@@ -200,14 +201,14 @@ class _Verifier:
         slot tile: a Vector core's part of a split transfer is half of it)."""
         sizes = {}
         for init in init_ops(fn):
-            for d in (C2V, V2C):
-                if init.dir_mask & int(d) and isinstance(init.slot_size, int):
-                    sizes[d] = (init.slot_size, init)
+            for r in init.rings:
+                if isinstance(init.slot_size, int):
+                    sizes[r] = (init.slot_size, init)
         for op in fn.walk():
             if not op.is_a(kind):
                 continue
             t = op.tile.type            # the pushed tile (TPUSH) or the popped one (TPOP)
-            got = sizes.get(op.direction)
+            got = sizes.get(ring_of(op))
             if got is None or not isinstance(t, TileValueType):
                 continue
             shape = tuple(t.shape)
@@ -219,7 +220,7 @@ class _Verifier:
                 whole = f", a {shape[0]}x{shape[1]} slot" if shape != tuple(t.shape) else ""
                 self.finding("slot_size", op,
                              f"this {what} moves {describe(t)} ({need} bytes{whole}) but the "
-                             f"{_dir(op.direction)} ring's SLOT_SIZE is {got[0]} bytes (init at "
+                             f"{_dir(ring_of(op))} ring's SLOT_SIZE is {got[0]} bytes (init at "
                              f"{line(got[1])}); a slot holds the whole static tile whatever its valid "
                              "region (a popped tile is bound at its slot and spans the next slots if "
                              "larger; ptoas does not check this)",
@@ -227,11 +228,14 @@ class _Verifier:
                              "or move smaller tiles")
 
     def slot_nums(self, fn):
-        """``direction -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit`)."""
-        init = next(iter(init_ops(fn)), None)
-        lim = hold_limit(init, fn.kind,
-                         self.plat, self.model, self.protocol.value)
-        return lambda d: lim
+        """``ring -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit` of the ring's
+        init; a ring no init sets up: of the first init)."""
+        inits = init_ops(fn)
+        lims = {r: hold_limit(i, fn.kind, self.plat, self.model, self.protocol.value)
+                for i in inits for r in i.rings}
+        first = hold_limit(next(iter(inits), None), fn.kind, self.plat, self.model,
+                           self.protocol.value)
+        return lambda d: lims.get(d, first)
 
     # -- the two kernels together ------------------------------------------------------
     def cross(self, funcs, explored) -> None:
@@ -245,8 +249,8 @@ class _Verifier:
         c, v = (explored.get(f.sym_name) for f in (aic[0], aiv[0]))
         if c is None or v is None:
             return
-        for d in (C2V, V2C):
-            prod, cons = (c, v) if d == C2V else (v, c)
+        for d in _rings(aic[0], aiv[0]):
+            prod, cons = (c, v) if d.direction == C2V else (v, c)
             if self.nosplit_two_lanes(d, prod, v) is False or self.lanes_agree(d, v) is False:
                 continue
             self.counts(d, prod, cons)
@@ -267,7 +271,11 @@ class _Verifier:
         if init is None or not any(traces.values()):
             return
         n = slot_num(init, self.plat)
-        stuck = stuck_cores(traces, tuple(k for k in vlanes), {C2V: n, V2C: n})
+        nums = {r: slot_num(i, self.plat) for i in init_ops(cfn) for r in i.rings}
+        for trace in traces.values():
+            for _kind, r, _op in trace:
+                nums.setdefault(r, n)
+        stuck = stuck_cores(traces, tuple(k for k in vlanes), nums)
         if not stuck:
             return
         waits = {core: (f"{names[core]} waits in the {'TPOP' if kind == 'pop' else 'TPUSH'} of the "
@@ -310,8 +318,8 @@ class _Verifier:
                              f"run the {what} on both lanes (do not guard it with "
                              "get_subblockid()), or split the tile (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
                 return False
-        if d == V2C and fn.split is not TileSplitAxis.TILE_NO_SPLIT:
-            return self.one_writer(fn, lanes)
+        if d.direction == V2C and fn.split is not TileSplitAxis.TILE_NO_SPLIT:
+            return self.one_writer(fn, lanes, d)
         return True
 
     def nosplit_two_lanes(self, d, prod, vec) -> bool:
@@ -337,16 +345,16 @@ class _Verifier:
                 return False
         return True
 
-    def one_writer(self, fn, lanes) -> bool:
-        """V2C no-split pipes of two lanes: only one lane writes a slot.  Lane AIV1 of a
-        function not marked no-split pushes its data too: both write the whole slot."""
+    def one_writer(self, fn, lanes, ring) -> bool:
+        """V2C no-split pipes of two lanes: only one lane writes a slot of ``ring``.  Lane
+        AIV1 of a function not marked no-split pushes its data too: both write the whole slot."""
         for p1 in lanes[1][0]:
-            ev = next((e for e in p1.events.get(V2C, []) if e.op is not None
+            ev = next((e for e in p1.events.get(ring, []) if e.op is not None
                        and e.split == TileSplitAxis.TILE_NO_SPLIT), None)
             if ev is not None:
                 self.finding("both_lanes_write", ev.op,
                              f"both Vector lanes write the whole slot in this TPUSH of the no-split "
-                             f"V2C pipe{_ev_where(ev)}: {fn.sym_name} runs on AIV0 and "
+                             f"{_dir(ring)} pipe{_ev_where(ev)}: {fn.sym_name} runs on AIV0 and "
                              "AIV1, and a TILE_NO_SPLIT tile is the whole slot (a race on the same "
                              "bytes)",
                              "split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each "
@@ -395,15 +403,15 @@ class _Verifier:
                              "Vector core's tile is its part of the slot), or reorder the pushes")
                 return True
             if not wa[0] and not wb[0]:
-                pushed, popped = slot_layout(_dir(d), a.type.effective_layout), b.type.effective_layout
-                if pushed is not popped and not pop_converts(_dir(d), self.plat.ring_in_gm):
+                pushed, popped = slot_layout(d.way, a.type.effective_layout), b.type.effective_layout
+                if pushed is not popped and not pop_converts(d.way, self.plat.ring_in_gm):
                     self.finding("layout", b.op,
                                  f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
                                  f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "
                                  f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
                                  f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
                                  "consumer would read the bytes in the wrong order",
-                                 layout_fix(_dir(d), pushed, popped))
+                                 layout_fix(d.way, pushed, popped))
                     return True
         return False
 
@@ -474,7 +482,7 @@ def _whole(ev, fn):
 
 def _layout_desc(d, t) -> str:
     lay = t.effective_layout
-    if d == C2V and lay is not TileLayout.ND:
+    if d.direction == C2V and lay is not TileLayout.ND:
         return f"its {lay.name} {t.space.name} tile, which the FIX pipe writes out as ND"
     return f"{a_layout(lay)} {t.space.name} tile"
 
@@ -495,4 +503,9 @@ def _ev_where(ev) -> str:
 
 
 def _dir(d) -> str:
-    return d.name.replace("DIR_", "")
+    return dir_name(d)
+
+
+def _rings(*fns) -> list:
+    """The rings (:class:`~ptopipe.ir.ops.Ring`) the inits of ``fns`` set up, C2V first."""
+    return sorted({r for f in fns for i in init_ops(f) for r in i.rings})
