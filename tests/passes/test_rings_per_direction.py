@@ -1,7 +1,7 @@
 """More than one ring per direction (pypto's ``*_initialize_pipe(..., id=k)``): a kernel
 pair with two C2V rings - two tile streams of different shapes, each ring its own init,
 buffer and ``id=`` - compiles (each ring its own flag ids), runs on both platforms and both
-protocols, through the .pto and the C++ writers, and matches numpy; a push or pop names its
+protocols, through the .pto (and back into the IR) and the C++ writers, and matches numpy; a push or pop names its
 ring by the buffer it passes (or ``id=``).  Misuse is reported at its line: popping a
 stream from the other ring, two rings given the same flag ids by hand, a pop whose id=
 names another ring than its buffer, one ring initialised twice (a pop of a ring no init
@@ -14,7 +14,10 @@ import pytest
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe.codegen import write_cpp, write_pto
+from ptopipe.codegen import read_pto, write_cpp, write_pto
+from ptopipe.codegen.pto_load import PTO_PASSES
+from ptopipe.ir.equality import first_difference, structural_equal
+from ptopipe.passes import PassContext, PassManager
 from ptopipe.errors import CompileError
 from ptopipe.passes.manager import compile_program
 from ptopipe.passes.util import functions, init_ops
@@ -111,6 +114,10 @@ def test_two_c2v_rings_compile_run_and_match_numpy(platform, protocol, no_hang):
         res = ptopipe.run_pto(text=text, inputs=i, platform=platform, protocol=protocol)
         assert res.warnings == []
         _check(res.outputs, i)
+        # read back into the IR: each handle's ring, the second one id=1 on both ends
+        back = PassManager(list(PTO_PASSES)).run(read_pto(text, "k.pto"),
+                                                 PassContext(platform=platform, protocol=protocol))
+        assert structural_equal(op, back), first_difference(op, back)
 
 
 def test_the_cpp_declares_a_tpipe_per_ring_and_each_transfer_uses_its_own(tmp_path):
