@@ -91,6 +91,7 @@ class _Func:
         self.names, self.used, self.n = {}, set(), 0
         self.views, self.cints = {}, {}
         self.pipes = {}             # Ring -> the ``!pto.pipe`` handle of its lower-level init
+        self.ring_bufs = set()      # the ring buffer ops written (reserve / import)
         self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
         self.bufs = {}              # Buf -> its SSA name, once declared
         self.data_lane = None       # the AIV0 condition of a two-lane TILE_NO_SPLIT AIV kernel
@@ -128,6 +129,15 @@ class _Writer:
     def __init__(self):
         self.out = []
         self.notes = {}             # what -> where: ptopipe spellings ptoas does not take
+
+    def ring_buffer(self, op, st: _Func) -> None:
+        """A reserve / import of the function: ptoas (0.27: "expects at most one
+        import_reserved_buffer in the function") takes one of each per function."""
+        if op.__class__ in st.ring_bufs:
+            what = "pto.reserve_buffer" if op.is_a(ReserveBufferOp) else "pto.import_reserved_buffer"
+            self.note(op, f"ptoas takes one {what} per function: a kernel with several rings of a "
+                          "direction (id=) is ptopipe's")
+        st.ring_bufs.add(op.__class__)
 
     def note(self, op, what: str) -> None:
         """``op`` is written in a spelling of ptopipe's that ptoas rejects (``what``)."""
@@ -271,6 +281,7 @@ class _Writer:
             tys = ", ".join(_param_type(v.type) for v in op.operands)
             self.line(ind, f"func.call @{op.callee}({args}) : ({tys}) -> ()")
         elif cls is ReserveBufferOp:
+            self.ring_buffer(op, st)
             # auto = true: ptoas's PlanMemory (--pto-level=level2, its default) places every
             # local buffer and rejects a fixed base; the base ptopipe placed the ring at (its
             # tile layout differs from ptoas's) goes along for the reader
@@ -280,6 +291,7 @@ class _Writer:
                            f"size = {op.size}, location = #pto.address_space<{loc}>, auto = true}}"
                            f"{base} -> i32")
         elif cls is ImportPeerBufferOp:
+            self.ring_buffer(op, st)
             self.line(ind, f'{st.bind(op.buf)} = pto.import_reserved_buffer {{name = '
                            f'"{op.buffer_name}", peer_func = @{op.peer_func}}} -> i32')
         elif cls in INITIALIZE_PIPE:
