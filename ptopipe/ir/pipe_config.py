@@ -5,7 +5,8 @@ give the same DIR_MASK, SLOT_SIZE, SLOT_NUM (the platform's seed 003 default whe
 given) and lanes (``lanes=1``: a one-lane no-split pipe).  Checked statically by
 VerifyPipes (a CompileError) and, for hand-written kernels run without compiling, by the
 runtime before it runs (a ConfigError): the finding is worded here, once.  Also the one
-place an init's LocalSlotNum is read (:func:`local_slot_num`).
+place an init's LocalSlotNum is read (:func:`local_slot_num`) and the one place a pipe op's
+ring is decided (:func:`ring_of`; the DSL names it by the op's buffer, :func:`name_rings`).
 
 The finding is reported at the init of the side that differs: the side whose SLOT_SIZE
 cannot hold the largest tile crossing the ring (the whole slot tile of a Vector core's

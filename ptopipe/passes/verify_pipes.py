@@ -83,7 +83,7 @@ def run(program, ctx):
 def size_staging(program, plat, bounds: dict) -> None:
     """LocalSlotNum of each pipe ExpandMixedKernel made with its rings in GM (A2A3): a
     consumer stages every popped tile in one of LocalSlotNum slots of its reserve_buffer and
-    never holds more than ``bounds[function][direction]`` popped tiles at once (the hold
+    never holds more than ``bounds[function][ring]`` popped tiles at once (the hold
     bound this pass proved on every path), so that many slots - not SLOT_NUM - are reserved.
     Both inits of the pipe carry the one LocalSlotNum (a pipe both ways: the larger bound,
     an init checks the reserve of each of its rings against it).  A pipe whose inits or
@@ -92,11 +92,11 @@ def size_staging(program, plat, bounds: dict) -> None:
     funcs = {f.sym_name: f for f in program.body if f.is_a(FuncOp)}
     made = {c.callee for g in funcs.values() if g.kind is FunctionKind.Group
             for c in g.walk() if c.is_a(CallOp)}
-    ends = {}                                   # the rings' ways -> [(function, init)]
+    ends = {}                                   # (the rings' ways, id) -> [(function, init)]
     for name in made & bounds.keys():
         for init in init_ops(funcs[name]):
-            ends.setdefault(ways(init), []).append((funcs[name], init))
-    for pipe_ways, pair in ends.items():
+            ends.setdefault((ways(init), init.pipe_id or 0), []).append((funcs[name], init))
+    for (pipe_ways, _), pair in ends.items():
         if len(pair) != 2 or {f.kind for f, _ in pair} != {FunctionKind.AIC, FunctionKind.AIV}:
             continue
         init = pair[0][1]
@@ -186,8 +186,8 @@ class _Verifier:
         return _culprit_first(self.findings)
 
     def held_bounds(self) -> dict:
-        """function name -> direction -> the most popped slots it holds at once on any
-        path of any lane (its functions fully explored only)."""
+        """function name -> :class:`~ptopipe.ir.ops.Ring` -> the most popped slots it holds at
+        once on any path of any lane (its functions fully explored only)."""
         out = {}
         for name, (_fn, lanes) in self.explored.items():
             b = out[name] = {}
