@@ -24,7 +24,8 @@ class Platform:
     mem_sizes: dict = field(default_factory=dict)   # MemSpace -> bytes (local memories)
     alignment: int = ALIGNMENT                       # all buffers 32-byte aligned
     # Cross-core flags (seed 003): 8 per direction per Vector-Cube peer for the spec
-    # protocol's per-tag flags; the hardware has 16 flag ids (pto-isa: FlagID+1 < 16).
+    # protocol's per-tag flags (16 on A5, below); the hardware has 16 flag ids (pto-isa:
+    # FlagID+1 < 16), each a counter of at most ``flag_counter_max``.
     flags_per_direction: int = 8
     hw_flag_ids: int = 16
     flag_counter_max: int = 15                       # assumption: 4-bit FFTS counters
@@ -78,6 +79,9 @@ A5 = Platform(
     ring_in_gm=False,
     gm_directions=True,
     max_fifo_depth=16,
+    # seed 001: FlagID 0-7 per pipe type on A2/A3, 0-15 on A5 with intra-block flags - so
+    # the spec protocol's per-slot flags allow a 16-deep ring one way on A5
+    flags_per_direction=16,
 )
 
 PLATFORMS = {"a2a3": A2A3, "a3": A2A3, "a5": A5}

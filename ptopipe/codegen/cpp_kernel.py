@@ -19,7 +19,7 @@ from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..arch.vocab import CmpMode, Direction, TileSplitAxis, row_major_strides
 from ..errors import CompileError
 from ..ir.layout import read_layout, unallocated
-from ..ir.pipe_config import local_slot_num
+from ..ir.pipe_config import local_slot_num, ring_of
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE,
                          RING_BUFFERS, Barrier, ReserveBufferOp, BufferAttrOp, CastOp, ConstOp, CopyOp, ForOp,
@@ -77,9 +77,9 @@ class KernelWriter:
         self.alias_lines = []
         self.decls = []            # tile variable declarations + TASSIGNs (function top)
         self.buffers = {}          # buffer Value -> (base, size)
-        self.pipe = None
+        self.pipes = {}            # Ring -> (TPipe type name, variable) of its init
         self.ngm = 0
-        self.pops = {}             # direction -> {splits of its TPOPs}
+        self.pops = {}             # Ring -> {splits of its TPOPs}
         self.splits = set()
         self.views = {}            # C++ name of a DN column tile -> its row view's name
         self.data_lane = None      # the lane-0 condition of a two-lane TILE_NO_SPLIT AIV kernel
@@ -87,7 +87,7 @@ class KernelWriter:
             if op.is_a(*CROSS_CORE_OPS) and op.split is not None:
                 self.splits.add(TileSplitAxis(op.split))
             if op.is_a(TPop):
-                self.pops.setdefault(op.direction, set()).add(op.split)
+                self.pops.setdefault(ring_of(op), set()).add(op.split)
 
     # -- names and types ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -277,8 +277,6 @@ class KernelWriter:
         return self.tile_op(op, ind)
 
     def init(self, op, ind) -> list:
-        if self.pipe is not None:
-            raise err(f"a second pipe initialisation in {self.name}: one TPipe per kernel", op)
         for k, v in (("flag_id", op.flag_id), ("slot_num", op.slot_num),
                      ("slot_size", op.slot_size), ("ring", op.ring)):
             if v is None:
@@ -288,9 +286,9 @@ class KernelWriter:
         targs = [str(op.flag_id), T.direction_name(op.dir_mask, self.gm_directions),
                  str(op.slot_size), str(op.slot_num), str(local_slot_num(op.attributes)),
                  "true" if nosplit else "false"]
-        self.pipe = self.fresh("Pipe")
-        pipe_var = self.fresh("pipe")
-        self.pipe = (self.pipe, pipe_var)
+        ptype, pipe_var = self.fresh("Pipe"), self.fresh("pipe")
+        for ring in op.rings:               # one TPipe per init; a kernel may have several
+            self.pipes[ring] = (ptype, pipe_var)
         gm = op.gm_slot_buffer
         gm_s = f"(__gm__ void *){self.gm_ptr(gm)}" if op.ring == "gm" and gm is not None \
             else "(__gm__ void *)nullptr"
@@ -298,18 +296,20 @@ class KernelWriter:
         flags = "".join(f", {w} flags {tuple(fl)}" for w, fl in (("c2v", op.c2v_flags),
                                                                   ("v2c", op.v2c_flags)) if fl)
         return [f"{ind}// {op.call_name}: {ring}{flags}",
-                f"{ind}using {self.pipe[0]} = TPipe<{', '.join(targs)}>;",
-                f"{ind}{self.pipe[0]} {pipe_var}({gm_s}, {self.expr(op.c2v_consumer_buf)}, "
+                f"{ind}using {ptype} = TPipe<{', '.join(targs)}>;",
+                f"{ind}{ptype} {pipe_var}({gm_s}, {self.expr(op.c2v_consumer_buf)}, "
                 f"{self.expr(op.v2c_consumer_buf)});"]
 
     def cross(self, op, ind) -> list:
-        if self.pipe is None:
-            raise err(f"{op.dsl} before the pipe initialisation of {self.name}", op)
-        ptype, pvar = self.pipe
+        got = self.pipes.get(ring_of(op))
+        if got is None:
+            raise err(f"{op.dsl} before the initialisation of its pipe ({ring_of(op).label}) in "
+                      f"{self.name}", op)
+        ptype, pvar = got
         name = op.dsl
         split = op.split
         if split is None and op.is_a(TFree):
-            splits = self.pops.get(op.direction, set())
+            splits = self.pops.get(ring_of(op), set())
             if len(splits) != 1:
                 raise err(f"TFREE without a split in {self.name}, whose TPOPs of "
                           f"{Direction(op.direction).name} use {len(splits)} different splits", op,

@@ -8,8 +8,8 @@ one C++ translation unit for the pto-isa headers.
   NoSplit>; Pipe pipe(gm, c2v_buf, v2c_buf);`` - FlagBase, direction, sizes and the ring
   come from the ``*_initialize_pipe`` attributes the passes wrote (``flag_id``, ``dir_mask``,
   ``slot_size``, ``slot_num``, ``ring``, ``lanes``); LocalSlotNum is the init's ``local_slot_num``
-  (``ir.pipe_config.local_slot_num``: SlotNum for compiled mixed kernels, whose reserve_buffer
-  holds SlotNum slots); the GM slot buffer is passed for a ``ring = "gm"`` pipe (A2A3, A5 GM
+  (``ir.pipe_config.local_slot_num``: for compiled mixed kernels the most popped tiles the
+  consumer holds at once, which VerifyPipes proves and its reserve_buffer holds); the GM slot buffer is passed for a ``ring = "gm"`` pipe (A2A3, A5 GM
   directions), ``nullptr`` for consumer-local rings (A5); NoSplit is true when every
   cross-core op of the kernel is TILE_NO_SPLIT.  A pipe with ``lanes = 1`` (A5 pto-isa no-split)
   runs its Vector body under ``if (get_subblockid() == 0)``.

@@ -19,11 +19,11 @@ from .pto_pipe_ops import _free, _init_attrs, _make_init, _ring, _split, _traili
 
 
 class Pipe:
-    """A lower-level ``!pto.pipe`` handle."""
-    __slots__ = ("dirs",)
+    """A lower-level ``!pto.pipe`` handle: its directions and the pipe id of its rings."""
+    __slots__ = ("dirs", "pid")
 
-    def __init__(self, dirs):
-        self.dirs = dirs
+    def __init__(self, dirs, pid=0):
+        self.dirs, self.pid = dirs, pid
 
 
 def h_low_init(r, fs, opt, results, loc):
@@ -64,9 +64,16 @@ def h_low_init(r, fs, opt, results, loc):
         c2v, v2c = None, locals_[0]
     else:
         c2v, v2c = locals_
-    _make_init(r, fs, opt, loc, attrs, gm, c2v, v2c, nosplit)
+    pid = _make_init(r, fs, opt, loc, attrs, gm, c2v, v2c, nosplit, handle=True)
     rt, name = results[0]
-    r.define(fs, rt, name, Pipe(d))
+    r.define(fs, rt, name, Pipe(d, pid))
+
+
+def _with_id(attrs: dict, pid: int) -> dict:
+    """A pipe op's attributes, with the ring's ``id`` when it is not ring 0."""
+    if pid:
+        attrs["id"] = pid
+    return attrs
 
 
 def _handle(r, fs, tok):
@@ -82,7 +89,7 @@ def h_low_push(r, fs, opt, results, loc):
     c.expect("(")
     t = c.kind("value", "the tile")
     c.expect(",")
-    _handle(r, fs, c.kind("value", "the pipe"))
+    pid = _handle(r, fs, c.kind("value", "the pipe")).pid
     c.expect(":")
     pt = c.type_()
     c.expect(",")
@@ -92,16 +99,17 @@ def h_low_push(r, fs, opt, results, loc):
     d = C2V if fs.kind is FunctionKind.AIC else V2C
     v = read(r, fs, t)
     _check_type(r, t, v, pt)
-    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt)], [], {"split": split, "direction": d}, loc)
+    emit(r, fs, TPush.name, [v, _ring(r, fs, d, "producer", opt, pid)], [],
+         _with_id({"split": split, "direction": d}, pid), loc)
 
 
 class Slot:
     """``%sid = pto.tpop(%pipe) -> index``: a borrowed slot; its TPOP is the IR op that
     ``pto.get_fifo_tile(%pipe, %sid)`` makes (the tile's type is known there)."""
-    __slots__ = ("tok", "split", "tiled", "freed", "scope")
+    __slots__ = ("tok", "split", "tiled", "freed", "scope", "pid")
 
-    def __init__(self, tok, split, scope):
-        self.tok, self.split, self.scope = tok, split, scope
+    def __init__(self, tok, split, scope, pid=0):
+        self.tok, self.split, self.scope, self.pid = tok, split, scope, pid
         self.tiled = self.freed = False
 
 
@@ -110,7 +118,7 @@ def h_low_pop(r, fs, opt, results, loc):
     c.expect("(")
     if c.peek(1).text == ":":                   # the slot-id form: %sid = pto.tpop(%pipe : ...) -> index
         _check_results(r, opt, results, 1)
-        _handle(r, fs, c.kind("value", "the pipe"))
+        pid = _handle(r, fs, c.kind("value", "the pipe")).pid
         c.expect(":")
         c.type_()
         c.expect(")")
@@ -118,12 +126,12 @@ def h_low_pop(r, fs, opt, results, loc):
         c.expect("->")
         c.type_()
         rt, name = results[0]
-        r.define(fs, rt, name, Slot(rt, split, fs.scopes[-1]))
+        r.define(fs, rt, name, Slot(rt, split, fs.scopes[-1], pid))
         return
     _check_results(r, opt, results, 0)
     t = c.kind("value", "the destination tile")
     c.expect(",")
-    _handle(r, fs, c.kind("value", "the pipe"))
+    pid = _handle(r, fs, c.kind("value", "the pipe")).pid
     c.expect(":")
     c.type_()
     c.expect(",")
@@ -135,8 +143,8 @@ def h_low_pop(r, fs, opt, results, loc):
     ty = b.type
     if not isinstance(ty, TileValueType):
         raise c.error(f"{t.text} is not a tile buffer", t)
-    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt)], [ty],
-              {"type": ty, "split": split, "direction": d}, loc, [t.text[1:]])
+    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt, pid)], [ty],
+              _with_id({"type": ty, "split": split, "direction": d}, pid), loc, [t.text[1:]])
     write(r, fs, t, op.results[0])
 
 
@@ -176,8 +184,8 @@ def h_fifo_tile(r, fs, opt, results, loc):
     from ..arch.vocab import TileSplitAxis
     split = slot.split if slot.split is not None else TileSplitAxis.TILE_NO_SPLIT
     rt, name = results[0]
-    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt)], [pt.ir],
-              {"type": pt.ir, "split": split, "direction": d}, loc, [name[1:]])
+    op = emit(r, fs, TPop.name, [_ring(r, fs, d, "consumer", opt, slot.pid)], [pt.ir],
+              _with_id({"type": pt.ir, "split": split, "direction": d}, slot.pid), loc, [name[1:]])
     r.define(fs, rt, name, op.results[0])
 
 
@@ -185,7 +193,7 @@ def h_low_free(r, fs, opt, results, loc):
     c = r.c
     _check_results(r, opt, results, 0)
     c.expect("(")
-    _handle(r, fs, c.kind("value", "the pipe"))
+    pid = _handle(r, fs, c.kind("value", "the pipe")).pid
     slot = None
     if c.accept(","):                           # the slot-id form: pto.tfree(%pipe, %sid : ...)
         st = c.kind("value", "the slot id")
@@ -203,7 +211,7 @@ def h_low_free(r, fs, opt, results, loc):
     c.expect(")")
     attrs = c.attr_dict() if c.at("{") else {}
     d = V2C if fs.kind is FunctionKind.AIC else C2V
-    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc)
+    _free(r, fs, d, _split(r, fs, attrs, opt, required=False), opt, loc, pid=pid)
 
 
 HANDLE_HANDLERS = {

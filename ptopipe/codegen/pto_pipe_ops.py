@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..arch.vocab import Direction, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
-from ..ir.ops import C2V, V2C
+from ..ir.ops import C2V, V2C, Ring
 from ..ir.types import INDEX, NONE, BufferType, TensorType
 from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .pto_lexer import Token
@@ -162,12 +162,22 @@ def _trailing(r, attrs: dict, opt):
     return Token("value", "%" + name, t.line, t.col)
 
 
-def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
-    """The function's init op: ``gm`` (a pointer parameter, else a null constant) and each
-    direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction)."""
-    if fs.init is not None:
-        raise r.c.error("a second pipe initialisation in this kernel", opt,
-                        "ptopipe runs one pipe per kernel: one init with dir_mask = 3 for both ways")
+def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False, handle=False):
+    """An init op of the function: ``gm`` (a pointer parameter, else a null constant) and each
+    direction's consumer buffer (``buf.base``, or 0 for a None token: an absent direction).
+    Returns its pipe id: a lower-level init (``handle``: its ``!pto.pipe`` names the ring of
+    each push / pop) of a direction the function already set up is the next ring of that
+    direction, id 1, 2, ... in init order (both kernels number their rings the same way);
+    the frontend ops name no pipe, so a frontend init sets up the only ring of its
+    direction(s)."""
+    mask = int(attrs["dir_mask"]) & 3
+    taken = {rg.id for rg in fs.rings if rg.direction & mask}
+    if taken and not handle:
+        raise r.c.error("a second pipe initialisation of a direction in this kernel", opt,
+                        "ptopipe runs one frontend pipe per direction: one init with dir_mask = 3 "
+                        "for both ways (a second ring of a direction: pto.initialize_l2g2l_pipe / "
+                        "pto.initialize_l2l_pipe, whose handle each push / pop names)")
+    pid = max(taken) + 1 if taken else 0
     if fs.kind is FunctionKind.Group:
         raise r.c.error("pipe initialisation in the entry function", opt)
     if gm_tok is not None:
@@ -191,13 +201,18 @@ def _make_init(r, fs, opt, loc, attrs, gm_tok, c2v_tok, v2c_tok, nosplit=False):
             ops.append(v)
             bufs.append(b)
     name = AicInitializePipe.name if fs.kind is FunctionKind.AIC else AivInitializePipe.name
+    if pid:
+        attrs = dict(attrs, id=pid)
     fs.init = emit(r, fs, name, [gm] + ops, [], attrs, loc)
     if nosplit:
         fs.nosplit = opt
     if nosplit and fs.kind is FunctionKind.AIV:     # whole tiles on AIV0 (ptopipe's NO_SPLIT kernel)
         if fs.op.split is None:
             fs.op.split = TileSplitAxis.TILE_NO_SPLIT
-    fs.rings = {C2V: bufs[0], V2C: bufs[1]}
+    for d, b in ((C2V, bufs[0]), (V2C, bufs[1])):
+        if mask & d:
+            fs.rings[Ring(d, pid)] = b
+    return pid
 
 
 def h_init(r, fs, opt, results, loc):
@@ -251,11 +266,11 @@ def _split(r, fs, attrs, opt, required=True):
     return SPLIT_OF[v]
 
 
-def _ring(r, fs, d, role, opt):
+def _ring(r, fs, d, role, opt, pid=0):
     if fs.init is None:
         raise r.c.error(f"{opt.text} before the pipe is initialised", opt,
                         "initialise the pipe at the top of the kernel")
-    buf = fs.rings.get(d)
+    buf = fs.rings.get(Ring(d, pid))
     kind = "import" if role == "producer" else "reserve"
     if buf is None or buf.type.kind != kind:
         what = "pto.import_reserved_buffer" if kind == "import" else "pto.reserve_buffer"
@@ -319,11 +334,13 @@ def h_tpop(r, fs, opt, results, loc):
     _result(r, fs, results, op)
 
 
-def _free(r, fs, d, split, opt, loc, obj=None):
+def _free(r, fs, d, split, opt, loc, obj=None, pid=0):
     if obj is None:
         obj = emit(r, fs, ConstOp.name, [], [NONE], {"value": None}, loc).results[0]
-    emit(r, fs, TFree.name, [_ring(r, fs, d, "consumer", opt), obj], [],
-         {"direction": d, "split": split}, loc)
+    attrs = {"direction": d, "split": split}
+    if pid:
+        attrs["id"] = pid
+    emit(r, fs, TFree.name, [_ring(r, fs, d, "consumer", opt, pid), obj], [], attrs, loc)
 
 
 def h_tfree(r, fs, opt, results, loc):

@@ -29,7 +29,7 @@ from ..errors import CompileError
 from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
 from ..arch import get_platform
 from ..ir.vocab import FunctionKind
-from ..ir.pipe_config import local_slot_num
+from ..ir.pipe_config import local_slot_num, ring_of
 from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp, CallOp,
                          ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
@@ -90,7 +90,8 @@ class _Func:
     def __init__(self):
         self.names, self.used, self.n = {}, set(), 0
         self.views, self.cints = {}, {}
-        self.pipe = None            # the ``!pto.pipe`` handle of the function's lower-level init
+        self.pipes = {}             # Ring -> the ``!pto.pipe`` handle of its lower-level init
+        self.ring_bufs = set()      # the ring buffer ops written (reserve / import)
         self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
         self.bufs = {}              # Buf -> its SSA name, once declared
         self.data_lane = None       # the AIV0 condition of a two-lane TILE_NO_SPLIT AIV kernel
@@ -128,6 +129,15 @@ class _Writer:
     def __init__(self):
         self.out = []
         self.notes = {}             # what -> where: ptopipe spellings ptoas does not take
+
+    def ring_buffer(self, op, st: _Func) -> None:
+        """A reserve / import of the function: ptoas (0.27: "expects at most one
+        import_reserved_buffer in the function") takes one of each per function."""
+        if op.__class__ in st.ring_bufs:
+            what = "pto.reserve_buffer" if op.is_a(ReserveBufferOp) else "pto.import_reserved_buffer"
+            self.note(op, f"ptoas takes one {what} per function: a kernel with several rings of a "
+                          "direction (id=) is ptopipe's")
+        st.ring_bufs.add(op.__class__)
 
     def note(self, op, what: str) -> None:
         """``op`` is written in a spelling of ptopipe's that ptoas rejects (``what``)."""
@@ -271,6 +281,7 @@ class _Writer:
             tys = ", ".join(_param_type(v.type) for v in op.operands)
             self.line(ind, f"func.call @{op.callee}({args}) : ({tys}) -> ()")
         elif cls is ReserveBufferOp:
+            self.ring_buffer(op, st)
             # auto = true: ptoas's PlanMemory (--pto-level=level2, its default) places every
             # local buffer and rejects a fixed base; the base ptopipe placed the ring at (its
             # tile layout differs from ptoas's) goes along for the reader
@@ -280,6 +291,7 @@ class _Writer:
                            f"size = {op.size}, location = #pto.address_space<{loc}>, auto = true}}"
                            f"{base} -> i32")
         elif cls is ImportPeerBufferOp:
+            self.ring_buffer(op, st)
             self.line(ind, f'{st.bind(op.buf)} = pto.import_reserved_buffer {{name = '
                            f'"{op.buffer_name}", peer_func = @{op.peer_func}}} -> i32')
         elif cls in INITIALIZE_PIPE:
@@ -404,8 +416,10 @@ class _Writer:
                 locals_.insert(0, gm_arg)
             elif gm_arg is not None:        # unused by a consumer-local ring; the IR names it
                 trailing.append(f'ptopipe.gm_slot_buffer = "{st[gm][1:]}"')
-            st.pipe = st.fresh("pipe")
-            head = f"{st.pipe} = {sp.form} {{{sp.block}}} ({', '.join(locals_)})"
+            h = st.fresh("pipe")
+            for ring in op.rings:
+                st.pipes[ring] = h
+            head = f"{h} = {sp.form} {{{sp.block}}} ({', '.join(locals_)})"
             tail = " -> !pto.pipe"
         extra = f" {{{', '.join(trailing)}}}" if trailing else ""
         self.line(ind, head + extra + tail)
@@ -417,9 +431,9 @@ class _Writer:
         split = op.split
         cls = op.__class__
         if split is None and cls is TFree:
-            split = self._pop_split(op, d)
+            split = self._pop_split(op, ring_of(op))
         sattr = "" if split is None else f" {{split = {int(split)}}}"
-        h = st.pipe                             # the !pto.pipe handle, when the init made one
+        h = st.pipes.get(ring_of(op))           # the !pto.pipe handle, when the init made one
         if not all(isinstance(v.type, (TileValueType, BufferType, NoneType))
                    for v in list(op.operands) + list(op.results)) or cls is TAlloc:
             self.note(op, "the address flow (TALLOC, a GM slot pushed / popped as a tensor, a "
@@ -457,7 +471,7 @@ class _Writer:
         f = op
         while not f.is_a(FuncOp):
             f = f.parent_op
-        splits = {o.split for o in f.walk() if o.is_a(TPop) and o.direction == d}
+        splits = {o.split for o in f.walk() if o.is_a(TPop) and ring_of(o) == d}
         return splits.pop() if len(splits) == 1 else None
 
     def _view_of(self, st: _Func, v) -> str:
@@ -610,7 +624,9 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     extra = [] if init.lanes is None else [f"ptopipe.lanes = {init.lanes}"]
     ns = ", nosplit = true" if nosplit else ""
     head = f"dir_mask = {mask}, slot_size = {init.slot_size}"
-    if not gm_dir and n == fn and flag == 0 and (lsn == flsn or not in_gm):
+    # (a ring with a pipe id: the lower-level spelling, whose handle names the ring each
+    # push / pop uses - ptoas's frontend ops carry no pipe handle)
+    if not gm_dir and n == fn and flag == 0 and not init.pipe_id and (lsn == flsn or not in_gm):
         if lsn != flsn:
             extra.append(f"ptopipe.local_slot_num = {lsn}")
         return RingSpelling("frontend", head + ns, tuple(extra))

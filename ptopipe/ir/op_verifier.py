@@ -7,10 +7,11 @@ is defined once, terminators
 (``pl.yield`` / ``pl.return``) only end a block.  Then each op's own verifier
 (operand / result / region shapes, types, yields vs results, the op table's typing rule
 for tile and cross-core ops), and the per-core rules of a function: tiles in the core's
-memory spaces, each pipe direction initialised once at the top and before any cross-core op,
-ring buffers declared once each, in the core's memory (which side owns a ring is the
-cross-core ops' typing: TPOP / TFREE take a reserve, TPUSH / TALLOC an import; a reserve no
-TPOP reads is a region the kernel keeps, as in pypto); function names unique in a program.
+memory spaces, each ring (direction and pipe id) initialised once at the top and before any
+cross-core op, ring buffers declared once each, in the core's memory (which side owns a ring
+is the cross-core ops' typing: TPOP / TFREE take a reserve, TPUSH / TALLOC an import; a
+reserve no TPOP reads is a region the kernel keeps, as in pypto); function names unique in a
+program.
 ``verify_program`` adds: every import names a buffer its peer function (on the other core)
 reserves.
 
@@ -24,7 +25,7 @@ from ..errors import CompileError
 from .vocab import FunctionKind
 from .opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp, ImportPeerBufferOp,
                      ReserveBufferOp)
-from .ops import C2V, V2C
+from .ops import C2V, V2C, Ring
 from .types import MemorySpace, TileValueType, describe
 
 
@@ -34,7 +35,7 @@ class _Ctx:
     def __init__(self):
         self.kind = FunctionKind.InCore
         self.func = None
-        self.inited = {}              # direction -> the init that sets it up
+        self.inited = {}              # Ring -> the init that sets it up
         self.memo = set()             # keys of table-derived ops verified in this walk (opdefs)
 
     @staticmethod
@@ -94,15 +95,15 @@ def _core_rules(ctx: _Ctx, op, role: int, top: bool) -> None:
         if not top:
             raise ctx.error(f"{name[3:]} inside a loop or branch", op,
                             "initialise the pipe once, at the top of the kernel")
-        for way in op.ways:
-            if way in ctx.inited:
-                e = ctx.error(f"the {way.name[4:]} direction is initialised twice in "
-                              f"{ctx.func}", op,
-                              "initialise each direction once per kernel (one init with "
-                              "DIR_C2V | DIR_V2C for both)")
-                e.details = f"first initialised at {ctx.inited[way].loc}"
+        for ring in op.rings:
+            if ring in ctx.inited:
+                e = ctx.error(f"the {ring.label} ring is initialised twice in {ctx.func}", op,
+                              "initialise each ring once per kernel (one init with DIR_C2V | "
+                              "DIR_V2C for both directions; a second ring of a direction takes "
+                              "its own id=)")
+                e.details = f"first initialised at {ctx.inited[ring].loc}"
                 raise e
-            ctx.inited[way] = op
+            ctx.inited[ring] = op
     elif role & _CROSS:
         if not ctx.inited:
             raise ctx.error(f"{name[3:]} before the pipe is initialised", op,
@@ -111,7 +112,15 @@ def _core_rules(ctx: _Ctx, op, role: int, top: bool) -> None:
         d = op.direction
         if ctx.kind in (FunctionKind.AIC, FunctionKind.AIV) and d is None:
             raise ctx.error(f"{name[3:]} without a direction", op)
-        if d is not None and d in (C2V, V2C) and d not in ctx.inited:
+        if d is not None and d in (C2V, V2C) and Ring(d, op.pipe_id) not in ctx.inited:
+            ring = Ring(d, op.pipe_id)
+            have = sorted(r.id for r in ctx.inited if r.direction == d)
+            if have:
+                raise ctx.error(f"{type(op).dsl or name[3:]} on the {ring.label} ring, which no "
+                                f"initialize_pipe of {ctx.func} sets up (its {ring.way} rings: "
+                                f"{', '.join(f'id={i}' for i in have)})", op,
+                                "name a ring this kernel initialises: id= of its init, or pass "
+                                "that ring's buffer")
             raise ctx.error(f"{type(op).dsl or name[3:]} on the {d.name[4:]} direction, which no initialize_pipe "
                             f"of {ctx.func} sets up", op,
                             f"initialise the pipe with DIR_{d.name[4:]} (or DIR_C2V | DIR_V2C)")

@@ -32,7 +32,7 @@ from ..errors import CompileError
 from .core import OpResult, Operation, register_op_class
 from .vocab import AUTO, FunctionKind
 from .ops import (INIT_DIRS, OPS, REQUIRED, ConstArg, OpError, OpSpec, Param, _buffer, _infer_dir,
-                  _scalar, _t, _tile, init_ways)
+                  Ring, _scalar, _t, _tile, init_ways)
 from .ops import register as register_spec
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
                     TensorType, TileValueType, describe)
@@ -312,10 +312,15 @@ def _typing_arg(v):
     return v
 
 
+#: attributes of the op classes an op may lack (read as their default), and which an op
+#: built without them does not carry: a pipe op's ring id (absent: ring 0, as pypto's id=)
+MAY_BE_ABSENT = frozenset({"id"})
+
+
 def _derived(spec, fields=None):
     fixed = sum(1 for p in spec.operands if p.kind == "value")
     variadic = any(p.kind == "values" for p in spec.operands)
-    attr_names = tuple(p.name for p in spec.attr_params)
+    attr_names = tuple(p.name for p in spec.attr_params if p.name not in MAY_BE_ABSENT)
 
     def verify(op, ctx):
         # Memo (one verify_ops walk, ctx.memo): the typing rule reads only the op's name,
@@ -639,7 +644,7 @@ class OpClass(Operation, metaclass=_OpMeta):
             if f.attr in values:
                 attrs[f.key] = values[f.attr]
             elif f.default is not REQUIRED:
-                if f.param:
+                if f.param and f.key not in MAY_BE_ABSENT:
                     attrs[f.key] = f.default
             else:
                 raise TypeError(f"{cls.__name__} needs attribute {f.attr}")
@@ -833,6 +838,8 @@ class InitializePipe(OpClass):
     lanes = attribute("int", int, default=None)
     flag_id = attribute("int", int, default=None)
     local_slot_num = attribute("int", int, default=None)
+    pipe_id = attribute("int", int, default=None, key="id",
+                        doc="the pipe id (pypto's id=): rings of one direction differ by it")
     ring = annotation(str, doc='where the rings live: "gm" or "local" (LowerPlatform)')
     ring_bytes = annotation(int, doc="the GM ring's bytes (LowerPlatform)")
     c2v_ring = annotation(str, doc="the C2V ring buffer's name (ResolvePeerBuffers)")
@@ -865,6 +872,10 @@ class InitializePipe(OpClass):
             raise OpError(f"flag_id={fid!r} must be a FlagID >= 0",
                           "leave it out: AllocateFlags (or the runtime, for a kernel run "
                           "uncompiled) numbers the pipes", "flag_id")
+        pid = at.get("id")
+        if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid < 0):
+            raise OpError(f"id={pid!r} must be a pipe id >= 0",
+                          "number the rings of one direction 0, 1, ... (pypto's id=)", "id")
         lsn = at.get("local_slot_num")
         if lsn is not None and (lsn < 1 or (sn is not None and lsn > sn)):
             raise OpError(f"local_slot_num {lsn} must be >= 1 and at most slot_num {sn} (the "
@@ -886,6 +897,11 @@ class InitializePipe(OpClass):
     def ways(self) -> tuple:
         """The one-way directions this initialisation sets up, in flag order."""
         return init_ways(self.dir_mask)
+
+    @property
+    def rings(self) -> tuple:
+        """The :class:`~.ops.Ring` of each way, in flag order."""
+        return tuple(Ring(w, self.pipe_id) for w in init_ways(self.dir_mask))
 
     @property
     def consumer_bufs(self) -> dict:
@@ -938,6 +954,7 @@ def _core_tile(kind, t, role, p):
 
 
 _IMPORTED, _RESERVED = BufferType("import"), BufferType("reserve")
+_RING_ID = "the ring's pipe id (the id= of its init; None: the ring its buffer belongs to, else 0)"
 
 
 class TPush(OpClass):
@@ -951,6 +968,7 @@ class TPush(OpClass):
     buf = operand(_IMPORTED, doc="the producer's import_peer_buffer")
     split = attribute("split", *_SPLIT, default=TileSplitAxis.TILE_NO_SPLIT)
     direction = attribute("dir", *_DIR, default=None)
+    pipe_id = attribute("int", int, default=None, key="id", doc=_RING_ID)
 
     @staticmethod
     def infer(kind, a, at):
@@ -974,6 +992,7 @@ class TPop(OpClass):
     result_type = attribute("type", *_POPPED, key="type")
     split = attribute("split", *_SPLIT, default=TileSplitAxis.TILE_NO_SPLIT)
     direction = attribute("dir", *_DIR, default=None)
+    pipe_id = attribute("int", int, default=None, key="id", doc=_RING_ID)
     tile = result(*_POPPED, doc="the popped tile (address flow: the slot's GM view)")
 
     @staticmethod
@@ -999,6 +1018,7 @@ class TFree(OpClass):
     buf = operand(_RESERVED, doc="the consumer's reserve_buffer")
     obj = operand(default=None, doc="the popped value released (or a None constant)")
     direction = attribute("dir", *_DIR, default=None)
+    pipe_id = attribute("int", int, default=None, key="id", doc=_RING_ID)
     split = attribute("split", *_SPLIT, default=None)
 
     @staticmethod
@@ -1019,6 +1039,7 @@ class TAlloc(OpClass):
     result_type = attribute("type", TensorType, key="type")
     split = attribute("split", *_SPLIT, default=TileSplitAxis.TILE_NO_SPLIT)
     direction = attribute("dir", *_DIR, default=None)
+    pipe_id = attribute("int", int, default=None, key="id", doc=_RING_ID)
     view = result(TensorType, doc="the slot's GM view")
 
     @staticmethod

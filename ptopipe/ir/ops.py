@@ -56,8 +56,41 @@ INIT_DIRS = (Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH, Direction
 def init_ways(dir_mask) -> tuple:
     """The one-way directions (DIR_C2V, DIR_V2C) a pipe initialisation with ``dir_mask`` of
     :data:`INIT_DIRS` sets up, in flag order (a *_GM form as its plain mask).  A function
-    initialises each direction once (seed 003: one init per direction per function)."""
+    initialises each (direction, pipe id) once: :class:`Ring`."""
     return tuple(w for w in (C2V, V2C) if int(dir_mask) & 3 & w)
+
+
+class Ring(tuple):
+    """One ring of a kernel: its one-way direction (DIR_C2V / DIR_V2C) and its pipe id - the
+    ``id=`` of the ``*_initialize_pipe`` that sets it up (pypto's frontend pipe id; 0 when
+    not given).  A function may set up several rings of one direction with different ids;
+    each TPUSH / TPOP / TFREE / TALLOC names its ring by ``id=`` or by the buffer it passes
+    (:func:`ptopipe.ir.pipe_config.ring_of`).  A key of the passes' and the runtime's
+    per-ring state; spelled "C2V" for id 0 and "C2V id=1" otherwise ("the C2V id=1 ring")."""
+    __slots__ = ()
+
+    def __new__(cls, direction, pipe_id=None):
+        return tuple.__new__(cls, (Direction(direction), int(pipe_id or 0)))
+
+    @property
+    def direction(self) -> Direction:
+        return self[0]
+
+    @property
+    def id(self) -> int:
+        return self[1]
+
+    @property
+    def way(self) -> str:
+        """"C2V" or "V2C"."""
+        return self[0].name[4:]
+
+    @property
+    def label(self) -> str:
+        return self.way if not self[1] else f"{self.way} id={self[1]}"
+
+    def __repr__(self) -> str:
+        return f"Ring({self.label})"
 
 
 class OpError(Exception):

@@ -1,10 +1,12 @@
 """Both ends of a pipe agree on its configuration: the ``*_initialize_pipe`` ops of the
-AIC and the AIV function of a ``pl.program`` op that bind the same ring (C2V / V2C) must
+AIC and the AIV function of a ``pl.program`` op that bind the same ring (C2V / V2C and
+``id=``) must
 give the same DIR_MASK, SLOT_SIZE, SLOT_NUM (the platform's seed 003 default when not
 given) and lanes (``lanes=1``: a one-lane no-split pipe).  Checked statically by
 VerifyPipes (a CompileError) and, for hand-written kernels run without compiling, by the
 runtime before it runs (a ConfigError): the finding is worded here, once.  Also the one
-place an init's LocalSlotNum is read (:func:`local_slot_num`).
+place an init's LocalSlotNum is read (:func:`local_slot_num`) and the one place a pipe op's
+ring is decided (:func:`ring_of`; the DSL names it by the op's buffer, :func:`name_rings`).
 
 The finding is reported at the init of the side that differs: the side whose SLOT_SIZE
 cannot hold the largest tile crossing the ring (the whole slot tile of a Vector core's
@@ -17,7 +19,9 @@ from dataclasses import dataclass
 
 from ..arch.vocab import LOCAL_SLOT_NUM, PLAIN_DIRECTION as _GM, Direction, TileSplitAxis
 from .vocab import FunctionKind
-from .opdefs import INITIALIZE_PIPE, BufferAttrOp, FuncOp, ReserveBufferOp, TAlloc, TPop, TPush
+from .opdefs import INITIALIZE_PIPE, BufferAttrOp, FuncOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
+from .ops import Ring
+from ..errors import CompileError
 from .types import itemsize
 
 _BITS = (("C2V", Direction.DIR_C2V), ("V2C", Direction.DIR_V2C))
@@ -62,10 +66,47 @@ class ConfigMismatch:
         return f"the other end: {self.other.func}'s init at {self.other.init.loc}"
 
 
+def ring_of(op) -> Ring:
+    """The :class:`~.ops.Ring` a TPUSH / TPOP / TFREE / TALLOC uses: its direction and its
+    ``id=`` (0 when not given; the DSL fills it in from the buffer the op passes,
+    :func:`name_rings`)."""
+    return Ring(op.direction, op.pipe_id)
+
+
+def name_rings(fn) -> None:
+    """Give each pipe op of kernel ``fn`` without ``id=`` the id of the ring whose buffer it
+    passes: an op naming the reserve_buffer / import_peer_buffer that an init of ``fn`` hands
+    as that direction's consumer buffer takes that init's ``id=`` (pushes and pops name
+    their ring by its buffer).  An op whose buffer no init names keeps id 0; one whose
+    ``id=`` names another ring than its buffer's is a CompileError at the op."""
+    by_buf = {}
+    for init in fn.regions[0].blocks[0]:
+        if not init.is_a(*INITIALIZE_PIPE) or not init.pipe_id:
+            continue
+        for way in init.ways:
+            d = getattr(init.consumer_bufs[way.name[4:]], "op", None)
+            if d is not None and d.is_a(BufferAttrOp):
+                by_buf[(way, d.buffer)] = init.pipe_id
+    if not by_buf:
+        return
+    for op in fn.walk():
+        if op.is_a(TPush, TPop, TFree, TAlloc):
+            pid = by_buf.get((op.direction, op.buf))
+            if pid is None:
+                continue
+            if op.pipe_id is None:
+                op.pipe_id = pid
+            elif op.pipe_id != pid:
+                raise CompileError(f"this {op.dsl} says id={op.pipe_id} but passes the buffer of the "
+                                   f"{Ring(op.direction, pid).label} ring", where=str(op.loc) if op.loc else None,
+                                   fix=f"pass the buffer of the ring it uses, or give id={pid} (or no id=)")
+
+
 def local_slot_num(attrs) -> int:
     """LocalSlotNum of an init's attributes: the staging slots a GM-ring consumer holds its
     popped tiles in (A2A3), so the most popped tiles it holds at once.  ``local_slot_num=``
-    when given (ExpandMixedKernel gives SLOT_NUM: its reserve_buffer holds SLOT_NUM slots),
+    when given (ExpandMixedKernel gives SLOT_NUM, which VerifyPipes lowers to the hold bound it
+    proves on a ring in GM: the compiler's reserve_buffer holds that many slots),
     else pto-isa's default :data:`~ptopipe.arch.vocab.LOCAL_SLOT_NUM`.  The simulator
     stages that many, VerifyPipes bounds the held pops by it and the C++ writer prints it."""
     n = attrs.get("local_slot_num")
@@ -81,22 +122,26 @@ def pipe_config_mismatches(program, plat) -> list:
     if len(aic) != 1 or len(aiv) != 1:
         return []
     out = []
-    for way, bit in _BITS:
-        ends = [_end(f, way, bit, plat) for f in (aic[0], aiv[0])]
-        if None in ends:
-            continue
-        prod, cons = ends if way == "C2V" else ends[::-1]
-        for field in ("dir_mask", "slot_size", "slot_num", "lanes"):
-            if getattr(prod, field) != getattr(cons, field):
-                c = _culprit(field, prod, cons)
-                out.append(ConfigMismatch(way, field, c, cons if c is prod else prod))
-                break
+    ids = sorted({op.pipe_id or 0 for f in (aic[0], aiv[0]) for op in f.body
+                  if op.is_a(*INITIALIZE_PIPE)})
+    for pid in ids:
+        for way, bit in _BITS:
+            ends = [_end(f, way, bit, plat, pid) for f in (aic[0], aiv[0])]
+            if None in ends:
+                continue
+            prod, cons = ends if way == "C2V" else ends[::-1]
+            for field in ("dir_mask", "slot_size", "slot_num", "lanes"):
+                if getattr(prod, field) != getattr(cons, field):
+                    c = _culprit(field, prod, cons)
+                    out.append(ConfigMismatch(Ring(bit, pid).label, field, c,
+                                              cons if c is prod else prod))
+                    break
     return out
 
 
-def _end(f, way: str, bit, plat) -> PipeEnd | None:
+def _end(f, way: str, bit, plat, pipe_id: int = 0) -> PipeEnd | None:
     init = next((op for op in f.body if op.is_a(*INITIALIZE_PIPE)
-                 and _covers(op.dir_mask, bit)), None)
+                 and _covers(op.dir_mask, bit) and (op.pipe_id or 0) == pipe_id), None)
     if init is None:
         return None
     d = Direction(init.dir_mask)
@@ -106,7 +151,7 @@ def _end(f, way: str, bit, plat) -> PipeEnd | None:
     consumer = (kind is FunctionKind.AIV) == (way == "C2V")
     return PipeEnd(f.sym_name, kind, init, int(d), init.slot_size,
                    n if n is not None else plat.slot_num_for(both), init.lanes,
-                   _largest(f, kind), _reserve(init, way) if consumer else None)
+                   _largest(f, kind, pipe_id), _reserve(init, way) if consumer else None)
 
 
 def _covers(mask, bit) -> bool:
@@ -117,10 +162,13 @@ def _covers(mask, bit) -> bool:
     return bool(_GM.get(d, d) & bit)
 
 
-def _largest(f, kind) -> int:
-    """Bytes of the largest whole slot tile ``f`` pushes or pops (either direction)."""
+def _largest(f, kind, pipe_id: int = 0) -> int:
+    """Bytes of the largest whole slot tile ``f`` pushes or pops (either direction) on the
+    rings of id ``pipe_id``."""
     best = 0
     for op in f.walk():
+        if op.is_a(TPop, TAlloc, TPush) and (op.pipe_id or 0) != pipe_id:
+            continue
         if op.is_a(TPop, TAlloc):
             t = op.result_type
         elif op.is_a(TPush):

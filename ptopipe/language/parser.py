@@ -20,11 +20,12 @@ from ..errors import CompileError
 from ..ir.core import Block, Operation, OpResult, Region, gc_paused
 from ..ir.vocab import AUTO, FunctionKind, Loc
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
-from ..ir.opdefs import (ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
+from ..ir.opdefs import (MAY_BE_ABSENT, ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
                          IfOp, ImportPeerBufferOp, OperandView, ReserveBufferOp, ReturnOp,
                          YieldOp, scalar_result_type, unary_result_type)
 from ..ir.ops import (DIRS, REQUIRED, SPLITS, ConstArg, OpError, broadcast_form, canonical_direction,
                       infer, lookup)
+from ..ir.pipe_config import name_rings
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType
@@ -264,8 +265,10 @@ class FunctionParser:
             body = body[1:]     # docstring
         self.block = entry
         self.stmts(body)
-        return Operation(FuncOp.name, (), (), {"sym_name": f.name, "kind": self.kind},
-                         (Region([entry]),), self.loc(f))
+        fn = Operation(FuncOp.name, (), (), {"sym_name": f.name, "kind": self.kind},
+                       (Region([entry]),), self.loc(f))
+        name_rings(fn)              # a pipe op names its ring by its buffer
+        return fn
 
     # -- statements -----------------------------------------------------------------------
     def stmts(self, stmts) -> None:
@@ -931,7 +934,8 @@ class FunctionParser:
             a = args[p.name]
             operands.extend(a) if isinstance(a, list) else operands.append(a)
         op = self.emit(Operation(f"pl.{spec.name}", operands, [] if t is NONE else [t],
-                                 {p.name: attrs[p.name] for p in spec.attr_params}, (),
+                                 {p.name: attrs[p.name] for p in spec.attr_params
+                                  if p.name not in MAY_BE_ABSENT or attrs[p.name] is not None}, (),
                                  self.loc(node), [None]))
         if spec.name == "create":
             self.unwritten[op.results[0]] = op

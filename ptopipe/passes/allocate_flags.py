@@ -15,8 +15,11 @@ hand-written kernel run without this pass: the same numbering, in its init order
 A lone kernel (a program with no function of the other core, as pypto compiles one) gets
 its pipes numbered the same way; running it needs its peer, which the run reports.
 
+The two ends of a pipe are the inits of the same direction(s) and ``id=`` (a function may
+have several rings of one direction, each with its own id and its own flags).
+
 Errors (CompileError at the init's DSL line): an init with no matching init (same
-direction) in its peer; the two ends of a pipe disagreeing on DIR_MASK, SLOT_SIZE or
+direction and id) in its peer; the two ends of a pipe disagreeing on DIR_MASK, SLOT_SIZE or
 SLOT_NUM or on a given flag_id; a given flag_id whose flags overlap another pipe's; flags
 running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
 """
@@ -53,8 +56,9 @@ def _peer_of(f, funcs: dict) -> str | None:
 
 
 def _describe(init, n: int) -> str:
+    pid = f", id={init.pipe_id}" if init.pipe_id else ""
     return (f"{init.call_name}({'|'.join(ways(init)) or init.dir_mask}, "
-            f"slot_size={init.slot_size}, slot_num={n})")
+            f"slot_size={init.slot_size}, slot_num={n}{pid})")
 
 
 def _flags(model, flag_id, init, n, plat, limit, name, peer):
@@ -94,14 +98,14 @@ def run(program, ctx):
             raise error(f"the pipe of Cube function {name!r} has no Vector peer in the program",
                         inits[0], "put the @pl.aiv function that imports / reserves its rings in "
                                   "the program")
-        vec_inits = {} if lone else {ways(i): i for i in init_ops(funcs[peer])}
+        vec_inits = {} if lone else {(ways(i), i.pipe_id or 0): i for i in init_ops(funcs[peer])}
         next_id, used = FIRST_FLAG_ID, []          # used: (first, last flag, init) per ring
         for init in sorted(inits, key=lambda i: i.flag_id is None):
             n = slot_num(init, plat)
-            other = init if lone else vec_inits.pop(ways(init), None)
+            other = init if lone else vec_inits.pop((ways(init), init.pipe_id or 0), None)
             if other is None:
                 raise error(f"{_describe(init, n)} in {name!r} has no matching "
-                            f"aiv_initialize_pipe of the same direction in its peer {peer!r}",
+                            f"aiv_initialize_pipe of the same direction and id in its peer {peer!r}",
                             init, f"initialise the same pipe in {peer!r}")
             m = slot_num(other, plat)
             for what, a, b in (("DIR_MASK", init.dir_mask, other.dir_mask),
@@ -141,7 +145,7 @@ def run(program, ctx):
             matched.add(other)
         for rest in vec_inits.values():
             raise error(f"{_describe(rest, slot_num(rest, plat))} in {peer!r} has no matching "
-                        f"aic_initialize_pipe of the same direction in its peer {name!r}", rest,
+                        f"aic_initialize_pipe of the same direction and id in its peer {name!r}", rest,
                         f"initialise the same pipe in {name!r}")
     for name, vec in funcs.items():
         if vec.kind is FunctionKind.AIV:

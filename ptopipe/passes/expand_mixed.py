@@ -15,8 +15,12 @@ kernels get a copy, and each drops the other side's ops, loop-carried values and
 (then unused scalars and empty loops / branches).  A boundary becomes TPUSH on the producer
 and TPOP on the consumer (a V2C tile bound for Left/Right is popped into Mat, then moved).
 DIR_MASK is 1 / 2 / 3; SLOT_SIZE the largest crossing tile (whole, in bytes, aligned);
-SLOT_NUM 8 for one direction, 4 per direction for both (seed 003), or
-``@pl.incore(slot_num=N)``.  Both kernels take a ``gm_slot_buffer`` GM parameter of
+SLOT_NUM ``@pl.incore(slot_num=N)``, else the platform's default (seed 003: 8 for one
+direction, 4 per direction for both, ``Platform.slot_num_for``) - lowered, where the rings
+live in their consumers' memories (A5), to the most slots that fit beside the consumer's
+tiles, with a note in the compile's warnings saying so (:func:`_fitting_slot_num`).
+LocalSlotNum starts at SLOT_NUM; VerifyPipes lowers it to the hold bound it proves
+(:func:`.verify_pipes.size_staging`).  Both kernels take a ``gm_slot_buffer`` GM parameter of
 SLOT_NUM * SLOT_SIZE bytes per direction (the A2A3 ring; the A5 rings are the reserved
 buffers) and the tensors they use.
 
@@ -43,9 +47,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arch import MemSpace
+from ..arch.platform import get_platform
 from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.core import Block, Operation, Region
+from ..ir.layout import plan_function
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
 from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
@@ -58,7 +65,7 @@ from ..ir.opdefs import (ARITH_BINARY, PIPE_OPS, AicInitializePipe, AivInitializ
 from ..ir.ops import GM_SLOT_PARAM
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
-from .util import protocol_model
+from .util import platform_of, protocol_model
 from .properties import IRProperty
 from .remarks import remarks_of
 
@@ -70,8 +77,6 @@ INVALIDATED = frozenset({IRProperty.TFREES_INSERTED, IRProperty.PIPES_VERIFIED, 
                          IRProperty.VALIDATED})
 
 C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
-#: seed 003: SLOT_NUM for one direction / per direction when both are used
-SLOT_NUM_ONE_WAY, SLOT_NUM_BOTH_WAYS = 8, 4
 DEFAULT_SPLIT = TileSplitAxis.TILE_UP_DOWN
 RING_NAME = {C2V: "c2v_slot_buffer", V2C: "v2c_slot_buffer"}
 GM_PARAM = GM_SLOT_PARAM
@@ -85,15 +90,15 @@ def tile_bytes(t: TileValueType) -> int:
 class PipePlan:
     """What the pipes of one mixed function look like."""
 
-    def __init__(self, fn: Operation):
+    def __init__(self, fn: Operation, plat):
         self.boundaries = [op for op in fn.walk() if is_boundary(op)]
         self.dirs = {boundary_direction(op) for op in self.boundaries}
         self.mask = Direction(sum(int(d) for d in self.dirs)) if self.dirs else None
         self.split = fn.split if fn.split is not None else DEFAULT_SPLIT
-        both = len(self.dirs) == 2
-        self.slot_num = fn.slot_num or (SLOT_NUM_BOTH_WAYS if both else SLOT_NUM_ONE_WAY)
+        self.chosen = fn.slot_num is None           # the compiler picks SLOT_NUM
         size = max((tile_bytes(op.tile.type) for op in self.boundaries), default=0)
         self.slot_size = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        self.slot_num = fn.slot_num or plat.slot_num_for(len(self.dirs) == 2)
         self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * self.slot_size
 
 
@@ -287,17 +292,20 @@ def _split_or_whole(fn: Operation, split, warn) -> Operation | None:
     return split_fn
 
 
-def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None) -> list:
-    """The functions replacing the mixed function ``fn``; ``one_lane``: a TILE_NO_SPLIT
-    pipe has AIV0 as its only lane (the protocol model's ``nosplit_lane0``); ``warn(msg)``
-    receives notes (a Vector-only function kept whole)."""
+def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None,
+                    plat="a2a3") -> list:
+    """The functions replacing the mixed function ``fn`` for platform ``plat``;
+    ``one_lane``: a TILE_NO_SPLIT pipe has AIV0 as its only lane (the protocol model's
+    ``nosplit_lane0``); ``warn(msg)`` receives notes (a Vector-only function kept whole, a
+    SLOT_NUM chosen to fit memory)."""
     for op in fn.walk():
         if op.is_a(ReturnOp) and op.operands:
             raise err(f"{fn.sym_name}: a kernel returns no value (its results go to GM "
                       "tensors)", op, "pl.store the tile to an output tensor parameter instead of "
                       "returning it")
     insert_gm_tokens(fn)
-    plan = PipePlan(fn)
+    plat = get_platform(plat)
+    plan = PipePlan(fn, plat)
     sides = _sides(fn)
     name = fn.sym_name
     if not plan.dirs and len(sides) < 2:
@@ -322,7 +330,42 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None
     aic, aiv = fresh(taken, f"{name}_aic"), fresh(taken, f"{name}_aiv")
     ex = _Expander(fn, plan, aic, aiv, one_lane)
     kernels = [ex.kernel(CUBE), ex.kernel(VECTOR)]
+    if plan.chosen and not plat.ring_in_gm:
+        fit = _fitting_slot_num(kernels, plan, plat)
+        if fit is not None:
+            n, why = fit
+            if warn is not None:
+                warn(f"ExpandMixedKernel: {name}: SLOT_NUM {n} chosen (the default "
+                     f"{plan.slot_num}: {why}); give @pl.incore(slot_num=...) to choose")
+            # (gm_bytes stays: the kernels' GM slot-buffer parameter is the same on every
+            # platform - with_slot_buffer sizes it from the front end - and an A5 ring
+            # in the consumer's memory does not use it)
+            plan.slot_num = n
+            kernels = [ex.kernel(CUBE), ex.kernel(VECTOR)]
     return kernels + [ex.group(kernels)]
+
+
+def _fitting_slot_num(kernels, plan: PipePlan, plat):
+    """``(n, why)``: the most slots (fewer than the plan's, at least 1) each consumer-local
+    ring of ``kernels`` fits in its consumer's memory, after the tiles the allocator places
+    below it (AUTO rings go after the peak of the tiles); None when the plan's SLOT_NUM fits
+    or not even one slot does (Validate then reports the ring)."""
+    best, why = plan.slot_num, None
+    for k in kernels:
+        lay = plan_function(k)
+        for r in k.body:
+            if not r.is_a(ReserveBufferOp) or r.buffer_name not in RING_NAME.values():
+                continue
+            space = MemSpace(r.memory_space)
+            start = -(-lay.peak.get(r.memory_space, 0) // ALIGNMENT) * ALIGNMENT
+            have = plat.mem_size(space) - start
+            n = have // plan.slot_size
+            if n < best:
+                best = n
+                why = (f"{plan.slot_num} slots of {plan.slot_size} bytes for the ring "
+                       f"{r.buffer_name!r} do not fit the {have} bytes of {space.value} "
+                       f"{k.sym_name} has free above its tiles on {plat.name}")
+    return (best, why) if 1 <= best < plan.slot_num else None
 
 
 def one_lane_no_split(ctx) -> bool:
@@ -345,7 +388,7 @@ def run(program: Operation, ctx=None) -> Operation:
             if warnings is not None:
                 warnings.append(msg)
             remarks.missed(NAME, fn, msg)
-        new = expand_function(fn, taken, one_lane, note)
+        new = expand_function(fn, taken, one_lane, note, platform_of(ctx))
         if new == [fn]:
             continue
         for f in new:

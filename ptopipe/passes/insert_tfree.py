@@ -146,6 +146,8 @@ def _insert_free(pop: Operation, block, last, after: dict) -> Operation:
         last = prev
     z = const(None, pop.loc)
     free = TFree.build(buf=ring, obj=z.out, direction=pop.direction, split=None, loc=pop.loc)
+    if pop.pipe_id is not None:
+        free.pipe_id = pop.pipe_id          # the TPOP's ring
     if last is None:
         block.prepend(free)
         block.prepend(z)

@@ -18,10 +18,10 @@ _PRODUCER = {C2V: None, V2C: "aiv"}      # who pushes: None = the Cube, "aiv" = 
 
 
 def stuck_cores(traces: dict, lanes: tuple, slot_num: dict) -> dict:
-    """``traces``: core -> [(kind, direction, op)] (core None = the AIC, 0 / 1 = AIV lanes);
-    ``slot_num``: direction -> SLOT_NUM.  Returns {core: (kind, direction, op)} of the cores
+    """``traces``: core -> [(kind, ring, op)] (core None = the AIC, 0 / 1 = AIV lanes);
+    ``slot_num``: ring -> SLOT_NUM (every ring of the traces).  Returns {core: (kind, ring, op)} of the cores
     stuck when no core can go on, or {} when every trace completes."""
-    pushed = {(d, ln): 0 for d in (C2V, V2C) for ln in lanes}
+    pushed = {(d, ln): 0 for d in slot_num for ln in lanes}
     popped, freed = dict(pushed), dict(pushed)
     pos = {core: 0 for core in traces}
 

@@ -30,6 +30,7 @@ from itertools import count
 
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
                          IfOp, ReturnOp, TAlloc, TFree, TPop, TPush, YieldOp)
+from ..ir.pipe_config import ring_of
 from ..ir.types import TensorType
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
@@ -53,7 +54,7 @@ _ARITH = {
 class Explorer:
     """Explores one function (``fn``: a ``pl.func`` op) for one lane (0 / 1 for an AIV
     function, None for AIC); ``report(kind, op, msg, fix)`` receives findings,
-    ``slot_num(direction)`` gives a direction's :class:`~.pipe_state.HoldLimit` (SLOT_NUM,
+    ``slot_num(ring)`` gives a ring's (:class:`~ptopipe.ir.ops.Ring`) :class:`~.pipe_state.HoldLimit` (SLOT_NUM,
     or the LocalSlotNum of a GM ring's staging); ``known``: values of scalar parameters
     (by name) to explore with instead of unknowns (a scenario variant's arguments)."""
 
@@ -62,7 +63,8 @@ class Explorer:
         self.known = known or {}
         self.kind = fn.kind
         self.steps = 0
-        self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
+        self.unknown_counts: dict = {}     # ring -> the loop op that made it unknown
+        self.max_held: dict = {}           # ring -> the most popped slots held at a TPOP
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
 
     def loop_info(self, op) -> tuple:
@@ -184,12 +186,14 @@ class Explorer:
 
     # -- pipe ops --------------------------------------------------------------------------
     def tpop(self, op, p: Path) -> None:
-        d = op.direction
+        d = ring_of(op)
         s = Slot(op, op.result_type, op.split, "pop", p.where())
         p.env[op.tile] = s
         p.trace.append(("pop", d, op))
         held = p.held.get(d, ()) + (s,)
         p.held[d] = held
+        if len(held) > self.max_held.get(d, 0):
+            self.max_held[d] = len(held)
         p.events.setdefault(d, []).append(Event(op, op.result_type, op.split, p.where(),
                                                 iters=p.iters))
         lim = self.slot_num(d)
@@ -215,7 +219,7 @@ class Explorer:
                         + lim.fix)
 
     def tfree(self, op, p: Path) -> None:
-        d = op.direction
+        d = ring_of(op)
         held = p.held.get(d, ())
         p.trace.append(("free", d, op))
         if not held:
@@ -242,7 +246,7 @@ class Explorer:
         p.dead[s.uid] = (op, p.where(), "TFREE")
 
     def tpush(self, op, p: Path) -> None:
-        d = op.direction
+        d = ring_of(op)
         v = p.env.get(op.tile)
         if v.__class__ is Slot and v.kind == "alloc":
             ty, split = v.type, v.split

@@ -184,7 +184,9 @@ def pop_site(s) -> str:
 
 
 def dir_name(d) -> str:
-    return getattr(d, "name", str(d)).replace("DIR_", "")
+    """A ring (:class:`~ptopipe.ir.ops.Ring`: "C2V", "C2V id=1") or a direction in words."""
+    label = getattr(d, "label", None)
+    return label if label is not None else getattr(d, "name", str(d)).replace("DIR_", "")
 
 
 def split_name(s) -> str:

@@ -8,7 +8,7 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   forms, a ring asked for in GM);
 * SLOT_SIZE <= 0;
 * ``lanes=1`` on an AIV function not marked no-split (AIV1 would run it and bind the pipe);
-* a second init of the same direction in one function;
+* a second init of the same ring (direction and ``id=``) in one function;
 * a consumer-local ring (A5) without its buffer: the consumer's ring argument is not a
   ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``; a GM ring's
   (A2A3) consumer that pops tiles but passes 0: its staging slots would sit at address 0;
@@ -24,6 +24,10 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   other core (a reserve that is no ring is a region the allocator keeps free; a lone kernel
   compiles, as pypto's does, and its run says the peer is missing);
 * a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform.
+
+Warnings (``ctx.warnings``, at the consumer's init): a ring deeper than a counter flag
+counts (pto-isa's counter flags, :meth:`ProtocolModel.counter_overflow`: SLOT_NUM 16 on A5),
+which the device takes but which overflows its ready flag under some schedules.
 """
 from __future__ import annotations
 
@@ -57,6 +61,7 @@ def run(program, ctx):
         seen = {}
         for init in init_ops(f):
             _check_init(f, init, plat, seen, depth)
+            _warn_counter_overflow(f, init, plat, protocol_model(ctx), getattr(ctx, "warnings", None))
     made = {c.callee: g_name for g_name, g in funcs.items()
             if g.kind is FunctionKind.Group for c in g.walk() if c.is_a(CallOp)}
     for name, f in funcs.items():
@@ -78,12 +83,13 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                     "AIV1 too (it is not marked no-split) and AIV1 would bind the pipe", init,
                     f"mark {name!r} @pl.aiv(split=pl.TILE_NO_SPLIT): AIV0 does its work and AIV1 runs "
                     "nothing; or drop lanes=1 and let both lanes take part")
-    for way in ways(init):
-        if way in seen:
-            raise error(f"the {way} direction is initialised twice in {name!r}", init,
-                        "initialise each direction once per function (one init with "
-                        "DIR_C2V | DIR_V2C for both)", details=f"first initialised at {seen[way].loc}")
-        seen[way] = init
+    for ring in init.rings:
+        if ring in seen:
+            raise error(f"the {ring.label} ring is initialised twice in {name!r}", init,
+                        "initialise each ring once per function (one init with DIR_C2V | DIR_V2C "
+                        "for both directions; a second ring of a direction takes its own id=)",
+                        details=f"first initialised at {seen[ring].loc}")
+        seen[ring] = init
     n, size = slot_num(init, plat), init.slot_size
     if depth is not None and n > depth:
         raise error(f"SLOT_NUM {n} exceeds the FIFO depth limit {depth} of {plat.name} under "
@@ -132,6 +138,25 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                         f"pass a GM tensor of at least {need} bytes")
 
 
+def _warn_counter_overflow(f, init, plat, model, warnings) -> None:
+    """A ring the device takes but whose flag can overflow under some schedules (pto-isa's
+    counter flags deeper than a flag counts: :meth:`ProtocolModel.counter_overflow`): a
+    warning at the consumer's init."""
+    if warnings is None:
+        return
+    split = lambda: any(o.is_a(TPop) and o.split not in (None, TileSplitAxis.TILE_NO_SPLIT)
+                        for o in f.walk())
+    for way in ways(init):
+        if f.kind is not consumer_kind(way):
+            continue
+        why = model.counter_overflow(slot_num(init, plat), plat,
+                                     way == "C2V" and init.lanes != 1 and split())
+        if why is not None:
+            msg = f"{init.loc}: the {way} ring of {func_name(f)!r}: {why}"
+            if msg not in warnings:
+                warnings.append(msg)
+
+
 def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None) -> None:
     """``mixed``: the @pl.incore function ExpandMixedKernel made ``f`` from (its rings are
     the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles)."""
@@ -175,14 +200,24 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
     if depth is not None:
         fits = min(fits, depth)
     core = "Vector core's UB" if r.memory_space == "UB" else "Cube's L1"
-    fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
-           if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
-                             f"crossing) does not fit at {base:#x}")
-    return error(f"the {way} ring of the mixed function {mixed!r} (SLOT_NUM {n} * SLOT_SIZE {size} = "
+    if ring_in_gm(init, plat):    # the ring is in GM: the reserve holds one staging slot per held tile
+        count = f"LocalSlotNum {r.size // size}"
+        fix = (f"hold fewer popped tiles at once (at most {fits}), or cross smaller tiles" if fits >= 1
+               else f"cross smaller tiles: one slot of {size} bytes (the largest tile crossing) does "
+                    f"not fit at {base:#x}")
+        details = ("its ring is in GM: ExpandMixedKernel reserves LocalSlotNum * SLOT_SIZE bytes of "
+                   "the consumer's memory to stage the popped tiles, LocalSlotNum the most it holds "
+                   "at once (docs/passes/expand-mixed.md)")
+    else:
+        count = f"SLOT_NUM {n}"
+        fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
+               if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
+                                 f"crossing) does not fit at {base:#x}")
+        details = ("ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
+                   "for each ring (docs/passes/expand-mixed.md)")
+    return error(f"the {way} ring of the mixed function {mixed!r} ({count} * SLOT_SIZE {size} = "
                  f"{r.size} bytes at {base:#x}, SLOT_SIZE the largest tile crossing {way}) does not "
-                 f"fit the {core} on {plat.name} ({have} bytes)", r, fix,
-                 details="ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
-                         "for each ring (docs/passes/expand-mixed.md)")
+                 f"fit the {core} on {plat.name} ({have} bytes)", r, fix, details=details)
 
 
 _OTHER = {FunctionKind.AIC: FunctionKind.AIV, FunctionKind.AIV: FunctionKind.AIC}

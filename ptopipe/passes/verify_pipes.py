@@ -2,7 +2,9 @@
 
 It takes a ``pl.program`` op whose kernels are ``pl.func`` ops of kind AIC / AIV (a
 hand-written DSL pair, ``pl.program(cube, vector)``, or the compiler's output) and returns
-it unchanged (properties: ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED`` (docs/passes/README.md)).  Runs nothing: it explores
+it unchanged but for the staging rings ExpandMixedKernel made in GM, which it sizes by the
+hold bound it proved (:func:`size_staging`) (properties: ``REQUIRED`` / ``PRODUCED`` /
+``INVALIDATED`` (docs/passes/README.md)).  Runs nothing: it explores
 every path of every kernel symbolically (:mod:`.pipe_paths`: constant loops unrolled,
 branches on unknown conditions taken both ways, each AIV function once per Vector lane
 with ``get_subblockid()`` known) and proves, per pipe direction and per path:
@@ -40,15 +42,17 @@ from ..arch.platform import get_platform
 from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import FuncOp, TPop, TPush
-from ..ir.pipe_config import pipe_config_mismatches
+from ..ir.opdefs import CallOp, FuncOp, ReserveBufferOp, TPop, TPush
+from ..ir.pipe_config import pipe_config_mismatches, ring_of
+from ..ir.ops import Ring
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
 from ..protocol.model import model_for, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
-from .pipe_state import hold_limit, lanes_of, line, ordinal
-from .util import init_ops, slot_num
+from .pipe_state import dir_name, hold_limit, lanes_of, line, ordinal
+from .expand_mixed import RING_NAME
+from .util import consumer_kind, init_ops, ring_buffer, ring_in_gm, slot_num, ways
 from .properties import IRProperty
 from .remarks import remarks_of
 
@@ -61,18 +65,61 @@ C2V, V2C = Direction.DIR_C2V, Direction.DIR_V2C
 
 
 def run(program, ctx):
-    """The pass: raise the first finding (the others in its details); else return
-    ``program`` unchanged."""
-    found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None),
-                   getattr(ctx, "protocol", "spec") or "spec", getattr(ctx, "scalars", None),
-                   remarks_of(ctx))
+    """The pass: raise the first finding (the others in its details); else size the
+    compiler's staging rings by the hold bound it proved (:func:`size_staging`) and return
+    ``program``."""
+    v = _Verifier(program, get_platform(getattr(ctx, "platform", "a2a3")),
+                  getattr(ctx, "warnings", None), getattr(ctx, "protocol", "spec") or "spec",
+                  getattr(ctx, "scalars", None), remarks_of(ctx))
+    found = v.verify()
     if found:
         first = found[0]
         for e in found[1:]:
             first.add_detail(f"also: {e.what} (at {e.where})")
         first.findings = [e.to_dict() for e in found]
         raise first
+    size_staging(program, v.plat, v.held_bounds())
     return program
+
+
+def size_staging(program, plat, bounds: dict) -> None:
+    """LocalSlotNum of each pipe ExpandMixedKernel made with its rings in GM (A2A3): a
+    consumer stages every popped tile in one of LocalSlotNum slots of its reserve_buffer and
+    never holds more than ``bounds[function][ring]`` popped tiles at once (the hold
+    bound this pass proved on every path), so that many slots - not SLOT_NUM - are reserved.
+    Both inits of the pipe carry the one LocalSlotNum (a pipe both ways: the larger bound,
+    an init checks the reserve of each of its rings against it).  A pipe whose inits or
+    reserves the user wrote, or whose functions were not both fully explored, keeps its
+    size."""
+    funcs = {f.sym_name: f for f in program.body if f.is_a(FuncOp)}
+    made = {c.callee for g in funcs.values() if g.kind is FunctionKind.Group
+            for c in g.walk() if c.is_a(CallOp)}
+    ends = {}                                   # (the rings' ways, id) -> [(function, init)]
+    for name in made & bounds.keys():
+        for init in init_ops(funcs[name]):
+            ends.setdefault((ways(init), init.pipe_id or 0), []).append((funcs[name], init))
+    for (pipe_ways, _), pair in ends.items():
+        if len(pair) != 2 or {f.kind for f, _ in pair} != {FunctionKind.AIC, FunctionKind.AIV}:
+            continue
+        init = pair[0][1]
+        n = slot_num(init, plat)
+        if not ring_in_gm(init, plat) or any(i.local_slot_num != n for _, i in pair):
+            continue
+        bufs, held = [], 1
+        for way in pipe_ways:
+            fn, i = next((f, i) for f, i in pair if consumer_kind(way) is f.kind)
+            buf = ring_buffer(fn, i, way)
+            if (buf is None or not buf.is_a(ReserveBufferOp) or buf.buffer_name not in RING_NAME.values()
+                    or buf.size != n * i.slot_size):
+                break
+            bufs.append(buf)
+            held = max(held, bounds[fn.sym_name].get(Ring(C2V if way == "C2V" else V2C, i.pipe_id), 0))
+        else:
+            if held < n:
+                for _, i in pair:
+                    i.local_slot_num = held
+                for buf in bufs:
+                    buf.size = held * init.slot_size
 
 
 def _culprit_first(found: list) -> list:
@@ -102,6 +149,7 @@ class _Verifier:
         self.model = model_for(self.protocol, platform_kind(plat))
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
+        self.explored: dict = {}
 
     def finding(self, kind, op, msg, fix, pop=None) -> None:
         """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about)."""
@@ -140,22 +188,34 @@ class _Verifier:
                                               "cross-core counts are not checked")
                 continue
             explored[fn.sym_name] = (fn, lanes)
+        self.explored = explored
         self.cross(funcs, explored)
         return _culprit_first(self.findings)
+
+    def held_bounds(self) -> dict:
+        """function name -> :class:`~ptopipe.ir.ops.Ring` -> the most popped slots it holds at
+        once on any path of any lane (its functions fully explored only)."""
+        out = {}
+        for name, (_fn, lanes) in self.explored.items():
+            b = out[name] = {}
+            for _paths, ex in lanes.values():
+                for d, k in ex.max_held.items():
+                    b[d] = max(b.get(d, 0), k)
+        return out
 
     def slots_fit(self, fn, kind) -> None:
         """Every tile a ``kind`` op (TPUSH / TPOP) moves fits its ring's SLOT_SIZE (the whole
         slot tile: a Vector core's part of a split transfer is half of it)."""
         sizes = {}
         for init in init_ops(fn):
-            for d in (C2V, V2C):
-                if init.dir_mask & int(d) and isinstance(init.slot_size, int):
-                    sizes[d] = (init.slot_size, init)
+            for r in init.rings:
+                if isinstance(init.slot_size, int):
+                    sizes[r] = (init.slot_size, init)
         for op in fn.walk():
             if not op.is_a(kind):
                 continue
             t = op.tile.type            # the pushed tile (TPUSH) or the popped one (TPOP)
-            got = sizes.get(op.direction)
+            got = sizes.get(ring_of(op))
             if got is None or not isinstance(t, TileValueType):
                 continue
             shape = tuple(t.shape)
@@ -167,7 +227,7 @@ class _Verifier:
                 whole = f", a {shape[0]}x{shape[1]} slot" if shape != tuple(t.shape) else ""
                 self.finding("slot_size", op,
                              f"this {what} moves {describe(t)} ({need} bytes{whole}) but the "
-                             f"{_dir(op.direction)} ring's SLOT_SIZE is {got[0]} bytes (init at "
+                             f"{_dir(ring_of(op))} ring's SLOT_SIZE is {got[0]} bytes (init at "
                              f"{line(got[1])}); a slot holds the whole static tile whatever its valid "
                              "region (a popped tile is bound at its slot and spans the next slots if "
                              "larger; ptoas does not check this)",
@@ -175,11 +235,14 @@ class _Verifier:
                              "or move smaller tiles")
 
     def slot_nums(self, fn):
-        """``direction -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit`)."""
-        init = next(iter(init_ops(fn)), None)
-        lim = hold_limit(init, fn.kind,
-                         self.plat, self.model, self.protocol.value)
-        return lambda d: lim
+        """``ring -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit` of the ring's
+        init; a ring no init sets up: of the first init)."""
+        inits = init_ops(fn)
+        lims = {r: hold_limit(i, fn.kind, self.plat, self.model, self.protocol.value)
+                for i in inits for r in i.rings}
+        first = hold_limit(next(iter(inits), None), fn.kind, self.plat, self.model,
+                           self.protocol.value)
+        return lambda d: lims.get(d, first)
 
     # -- the two kernels together ------------------------------------------------------
     def cross(self, funcs, explored) -> None:
@@ -195,8 +258,8 @@ class _Verifier:
         c, v = (explored.get(f.sym_name) for f in (aic[0], aiv[0]))
         if c is None or v is None:
             return
-        for d in (C2V, V2C):
-            prod, cons = (c, v) if d == C2V else (v, c)
+        for d in _rings(aic[0], aiv[0]):
+            prod, cons = (c, v) if d.direction == C2V else (v, c)
             if self.nosplit_two_lanes(d, prod, v) is False or self.lanes_agree(d, v) is False:
                 continue
             self.counts(d, prod, cons)
@@ -217,7 +280,11 @@ class _Verifier:
         if init is None or not any(traces.values()):
             return
         n = slot_num(init, self.plat)
-        stuck = stuck_cores(traces, tuple(k for k in vlanes), {C2V: n, V2C: n})
+        nums = {r: slot_num(i, self.plat) for i in init_ops(cfn) for r in i.rings}
+        for trace in traces.values():
+            for _kind, r, _op in trace:
+                nums.setdefault(r, n)
+        stuck = stuck_cores(traces, tuple(k for k in vlanes), nums)
         if not stuck:
             return
         waits = {core: (f"{names[core]} waits in the {'TPOP' if kind == 'pop' else 'TPUSH'} of the "
@@ -260,8 +327,8 @@ class _Verifier:
                              f"run the {what} on both lanes (do not guard it with "
                              "get_subblockid()), or split the tile (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
                 return False
-        if d == V2C and fn.split is not TileSplitAxis.TILE_NO_SPLIT:
-            return self.one_writer(fn, lanes)
+        if d.direction == V2C and fn.split is not TileSplitAxis.TILE_NO_SPLIT:
+            return self.one_writer(fn, lanes, d)
         return True
 
     def nosplit_two_lanes(self, d, prod, vec) -> bool:
@@ -287,16 +354,16 @@ class _Verifier:
                 return False
         return True
 
-    def one_writer(self, fn, lanes) -> bool:
-        """V2C no-split pipes of two lanes: only one lane writes a slot.  Lane AIV1 of a
-        function not marked no-split pushes its data too: both write the whole slot."""
+    def one_writer(self, fn, lanes, ring) -> bool:
+        """V2C no-split pipes of two lanes: only one lane writes a slot of ``ring``.  Lane
+        AIV1 of a function not marked no-split pushes its data too: both write the whole slot."""
         for p1 in lanes[1][0]:
-            ev = next((e for e in p1.events.get(V2C, []) if e.op is not None
+            ev = next((e for e in p1.events.get(ring, []) if e.op is not None
                        and e.split == TileSplitAxis.TILE_NO_SPLIT), None)
             if ev is not None:
                 self.finding("both_lanes_write", ev.op,
                              f"both Vector lanes write the whole slot in this TPUSH of the no-split "
-                             f"V2C pipe{_ev_where(ev)}: {fn.sym_name} runs on AIV0 and "
+                             f"{_dir(ring)} pipe{_ev_where(ev)}: {fn.sym_name} runs on AIV0 and "
                              "AIV1, and a TILE_NO_SPLIT tile is the whole slot (a race on the same "
                              "bytes)",
                              "split the tile between the lanes (TILE_UP_DOWN / TILE_LEFT_RIGHT: each "
@@ -345,15 +412,15 @@ class _Verifier:
                              "Vector core's tile is its part of the slot), or reorder the pushes")
                 return True
             if not wa[0] and not wb[0]:
-                pushed, popped = slot_layout(_dir(d), a.type.effective_layout), b.type.effective_layout
-                if pushed is not popped and not pop_converts(_dir(d), self.plat.ring_in_gm):
+                pushed, popped = slot_layout(d.way, a.type.effective_layout), b.type.effective_layout
+                if pushed is not popped and not pop_converts(d.way, self.plat.ring_in_gm):
                     self.finding("layout", b.op,
                                  f"the {ordinal(k + 1)} TPOP of the {_dir(d)} ring in {who_c}"
                                  f"{_ev_where(b)} pops {a_layout(popped)} tile, but the slot holds "
                                  f"{pushed.name} data: the {ordinal(k + 1)} TPUSH in {who_p}, at "
                                  f"{line(a.op)}{_ev_where(a)}, pushes {_layout_desc(d, a.type)} - the "
                                  "consumer would read the bytes in the wrong order",
-                                 layout_fix(_dir(d), pushed, popped))
+                                 layout_fix(d.way, pushed, popped))
                     return True
         return False
 
@@ -424,7 +491,7 @@ def _whole(ev, fn):
 
 def _layout_desc(d, t) -> str:
     lay = t.effective_layout
-    if d == C2V and lay is not TileLayout.ND:
+    if d.direction == C2V and lay is not TileLayout.ND:
         return f"its {lay.name} {t.space.name} tile, which the FIX pipe writes out as ND"
     return f"{a_layout(lay)} {t.space.name} tile"
 
@@ -445,4 +512,9 @@ def _ev_where(ev) -> str:
 
 
 def _dir(d) -> str:
-    return d.name.replace("DIR_", "")
+    return dir_name(d)
+
+
+def _rings(*fns) -> list:
+    """The rings (:class:`~ptopipe.ir.ops.Ring`) the inits of ``fns`` set up, C2V first."""
+    return sorted({r for f in fns for i in init_ops(f) for r in i.rings})

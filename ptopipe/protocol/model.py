@@ -124,6 +124,23 @@ class ProtocolModel:
         and Validate both ask here."""
         return plat.max_fifo_depth if self.depth_limited else None
 
+    def counter_overflow(self, slot_num: int, plat, split: bool) -> str | None:
+        """Why a ring of ``slot_num`` slots can overflow a flag on ``plat`` under some
+        schedules (None: it cannot).  Per-slot flags are set once per wrap, so never; a
+        counter flag counts the tiles pushed and not yet popped by its consumer lane, up to
+        SLOT_NUM (the producer waits for a free only from push #SLOT_NUM on), and holds at
+        most ``plat.flag_counter_max``."""
+        if self.per_tag_flags or slot_num <= plat.flag_counter_max:
+            return None
+        lane = ("a Vector lane of this split ring (each lane has its own ready flag; AIV1 "
+                "starved by the schedule)" if split else "its consumer")
+        return (f"SLOT_NUM {slot_num} on {self.protocol.value}'s counter flags can overflow on "
+                f"{plat.name}: the producer waits for a free slot only from push #{slot_num} on, so "
+                f"when {lane} falls {slot_num} tiles behind, its ready flag counts {slot_num}, more "
+                f"than the {plat.flag_counter_max} a flag holds (a ProtocolError under some "
+                f"schedules - `ptopipe check` explores them); a SLOT_NUM of at most "
+                f"{plat.flag_counter_max} cannot overflow")
+
     def startup_credits(self, slot_num: int, cfg=None) -> int:
         """Free SETs the consumer posts on each link when it binds (a pipe of ``cfg``;
         ``Channel.startup_credits`` holds the decision for a bound ring)."""

@@ -225,13 +225,14 @@ class Compiler:
                                   fix="guard the divisor (it is 0 for this run's arguments)") from None
         return binop
 
-    def pipe(self, producer: bool):
-        """A callable giving the pipe a TPUSH / TALLOC (producer) or TPOP / TFREE site uses:
-        its direction is static, the pipe is the one initialised last for it (``pipe_of``
-        raises when there is none)."""
+    def pipe(self, producer: bool, op=None):
+        """A callable giving the pipe a TPUSH / TALLOC (producer) or TPOP / TFREE site ``op``
+        uses: its ring (direction and ``id=``) is static, the pipe is the one initialised
+        for it (``pipe_of`` raises when there is none)."""
         it = self.it
-        get, way = it.pipes.get, it.way_of(producer)
-        return lambda: get(way) or it.pipe_of(producer)
+        pid = (op.pipe_id or 0) if op is not None else 0
+        get, key = it.pipes.get, (it.way_of(producer), pid)
+        return lambda: get(key) or it.pipe_of(producer, pid)
 
     def call(self, op):
         cls = op.__class__
@@ -274,7 +275,7 @@ class Compiler:
         if cls is StoreOp:
             return self.store(op)
         if cls is TPush:
-            producer = self.pipe(True)
+            producer = self.pipe(True, op)
             tile, split = TPush.tile, TPush.split.of(at)
 
             def tpush():
@@ -284,7 +285,7 @@ class Compiler:
         if cls is TPop:
             return self.tpop(op, args)
         if cls is TFree:
-            consumer = self.pipe(False)
+            consumer = self.pipe(False, op)
             obj, split = TFree.obj, TFree.split.of(at)
 
             def tfree():
@@ -314,7 +315,7 @@ class Compiler:
             if cls is TAlloc:
                 t = TAlloc.result_type.of(at)
                 gt = isa.GlobalTensor(np_dtype(t.dtype), t.shape, name=name)
-                isa.TALLOC(it.pipe_of(True), gt, TAlloc.split.of(at))
+                isa.TALLOC(it.pipe_of(True, op.pipe_id or 0), gt, TAlloc.split.of(at))
                 return gt
             raise KernelError(f"the runtime cannot execute op {op.name!r}", where=str(it.core.where()))
         return call
@@ -325,7 +326,7 @@ class Compiler:
         The tiles of one site share their views of memory (``Tile._views``: per core,
         address and valid shape; the site's tiles have one dtype and shape), so a pop into
         a staging slot used before binds without building views."""
-        it, consumer, at = self.it, self.pipe(False), op.attributes
+        it, consumer, at = self.it, self.pipe(False, op), op.attributes
         t, split = TPop.result_type.of(at), TPop.split.of(at)
         dest = op.results[0].name
         if isinstance(t, TileValueType):

@@ -98,7 +98,7 @@ class Interpreter:
     def run(self, args: dict) -> None:
         self.core = isa.current_core()
         self.env = {}
-        self.pipes = {}             # DIR_C2V / DIR_V2C -> the pipe bound for that direction
+        self.pipes = {}             # (DIR_C2V / DIR_V2C, pipe id) -> the pipe bound for that ring
         self.next_flag = FIRST_FLAG_ID
         self.core.loc_override = self.where(self.fn)
         body = self.fn.body
@@ -212,12 +212,14 @@ class Interpreter:
         TFREE): the Cube produces C2V, a Vector core V2C."""
         return Direction.DIR_C2V if producer == (self.fn.kind is FunctionKind.AIC) else Direction.DIR_V2C
 
-    def pipe_of(self, producer: bool):
-        """The pipe of ``way_of(producer)``; a KernelError when no init has set it up."""
+    def pipe_of(self, producer: bool, pipe_id: int = 0):
+        """The pipe of ring (``way_of(producer)``, ``pipe_id``); a KernelError when no init
+        has set it up."""
         way = self.way_of(producer)
-        pipe = self.pipes.get(way)
+        pipe = self.pipes.get((way, pipe_id))
         if pipe is None:
-            raise KernelError(f"{'TPUSH' if producer else 'TPOP'} on the {way.name[4:]} direction, "
+            ring = f"{way.name[4:]} id={pipe_id} ring" if pipe_id else f"{way.name[4:]} direction"
+            raise KernelError(f"{'TPUSH' if producer else 'TPOP'} on the {ring}, "
                               f"which no initialize_pipe of {self.name} has set up",
                               where=str(self.core.where()),
                               fix=f"initialise the pipe with DIR_{way.name[4:]} (or DIR_C2V | "
@@ -253,6 +255,7 @@ class Interpreter:
         buf = None if slot_num is None and dir_mask in _LOCAL_DIRS and not plat.ring_in_gm else gm
         pipe = isa.TPipe(flag_id, isa.Direction(dir_mask), slot_size, n, local_slot_num(at),
                           peers=peers)(buf, c2v, v2c)
+        pid = ini.pipe_id.of(at) or 0
         for way in ways:
-            self.pipes[way] = pipe
+            self.pipes[(way, pid)] = pipe
         return None

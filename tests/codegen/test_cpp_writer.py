@@ -78,11 +78,14 @@ def test_pipe_template_arguments_are_the_init_attributes(example, platform):
         m = PIPE.search(section(cpp, f.attributes["sym_name"]))
         assert m, f.attributes["sym_name"]
         flag, d, size, num, local, nosplit, gm, c2v, v2c = m.groups()
-        # LocalSlotNum: the init's local_slot_num (ExpandMixedKernel gives SLOT_NUM, its reserve
-        # holds that many), else pto-isa's default 2 - what the simulator stages
+        # LocalSlotNum: the init's local_slot_num (ExpandMixedKernel gives SLOT_NUM; on a ring
+        # in GM VerifyPipes lowers it to the hold bound, and the reserve holds that many),
+        # else pto-isa's default 2 - what the simulator stages
         want_local = a["local_slot_num"] if a.get("local_slot_num") is not None else 2
         if example.startswith("mixed/"):
-            assert want_local == a["slot_num"]
+            assert 1 <= want_local <= a["slot_num"]
+            if platform == "a5":
+                assert want_local == a["slot_num"]
         # a *_GM direction is A5's (pto-isa declares it under PTO_NPU_ARCH_A5): on A2A3, whose
         # rings are in GM anyway, it is spelled as the plain direction
         want_dir = Direction(a["dir_mask"])

@@ -102,9 +102,10 @@ def test_written_text_spelling():
     assert "pto.tfree_from_aiv {split = 1}" in text          # InsertTfree's split=None, spelled out
     s1 = write_pto(compile_program(_program(MODS["examples/mixed/s1_cv_split.py"])[0], "a2a3"))
     assert "%sub_i64 = pto.get_subblock_idx\n    %sub = arith.index_cast %sub_i64 : i64 to index" in s1
-    # SlotNum 4 one way is not the frontend's 8: the lower-level init, in GM on A2A3
+    # SlotNum 4 one way is not the frontend's 8: the lower-level init, in GM on A2A3, staging
+    # the one popped tile the Vector core holds at a time (LocalSlotNum 1)
     assert "%pipe = pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 2048, slot_num = 4, " \
-           "local_slot_num = 4, flag_base = 0} (%gm_slot_buffer : !pto.ptr<ui8>, %c2v_peer : i32) " \
+           "local_slot_num = 1, flag_base = 0} (%gm_slot_buffer : !pto.ptr<ui8>, %c2v_peer : i32) " \
            "-> !pto.pipe" in s1 and 'pto.target_arch = "a3"' in s1
     assert "pto.tpop(%part, %pipe : !pto.tile_buf<loc=vec" in s1 and "pto.tfree(%pipe : !pto.pipe) {split = 1}" in s1
     s2 = write_pto(compile_program(_program(MODS["examples/mixed/s2_cv_nosplit.py"])[0], "a5"))

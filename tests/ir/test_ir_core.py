@@ -298,7 +298,11 @@ VERIFIER_ERRORS = {
                                    "%t is a Mat tile 16x32 f32 in Vector function k; a Vector core has only UB"),
     "init in a loop": (C + _loop("  " + INIT.rstrip() + "  // HERE\n"),
                        "aiv_initialize_pipe inside a loop or branch"),
-    "init twice": (C + INIT + INIT.rstrip() + "  // HERE", "the C2V direction is initialised twice in k"),
+    "init twice": (C + INIT + INIT.rstrip() + "  // HERE", "the C2V ring is initialised twice in k"),
+    "pop of a ring no init sets up": (
+        C + RESERVE + INIT + TPOP.replace("direction = #dir.DIR_C2V", "direction = #dir.DIR_C2V, id = 1")
+        .rstrip() + "  // HERE",
+        "TPOP on the C2V id=1 ring, which no initialize_pipe of k sets up (its C2V rings: id=0)"),
     "pop before init": (C + RESERVE + TPOP.rstrip() + "  // HERE", "tpop before the pipe is initialised"),
     "no direction": (C + RESERVE + INIT + TPOP + '%n = pl.const() {value = none} : () -> none\n'
                      'pl.tfree(%buf, %n) {direction = none, split = none} : (buffer<reserve>, none) -> ()  // HERE',

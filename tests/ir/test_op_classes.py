@@ -97,7 +97,7 @@ def test_clone_and_the_asm_parser_build_the_classes():
 
 def test_the_op_table_spec_is_derived_from_the_class():
     spec = OPS["tpush"]
-    assert [p.name for p in spec.params] == ["tile", "buf", "split", "direction"]
+    assert [p.name for p in spec.params] == ["tile", "buf", "split", "direction", "id"]
     assert spec.dsl == "TPUSH" and spec.role == "producer" and OPS["tfree"].role == "consumer"
     assert OPDEFS["pl.tpop"].cls is TPop and OPDEFS["pl.tfree"].spec is OPS["tfree"]
     # an annotation (set by a pass) is no DSL argument
@@ -133,7 +133,7 @@ def test_a_declared_attribute_type_is_verified():
 
 def test_a_class_declares_its_fields_in_signature_order():
     names = [f.attr for f in TPop.fields]
-    assert names == ["buf", "result_type", "split", "direction", "tile"]
+    assert names == ["buf", "result_type", "split", "direction", "pipe_id", "tile"]
     assert TPop.result_type.key == "type" and isinstance(TPop.split, type(attribute("split")))
 
 

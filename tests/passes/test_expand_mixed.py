@@ -652,16 +652,19 @@ def test_check_static_verifies_what_a_mixed_function_becomes(tmp_path, capsys):
     assert "slot_num= of the *_initialize_pipe calls, or of @pl.incore" in err
 
 
-FM, FK, FN = 128, 64, 128
+FM, FK, FN = 128, 64, 160
 
 
-@pl.incore(split=pl.TILE_UP_DOWN, slot_num=3)
+@pl.incore(split=pl.TILE_UP_DOWN, slot_num=2)
 def fits_a5_only(a: pl.Tensor[[FM, FK], pl.f32], b: pl.Tensor[[FK, FN], pl.f32],
                  out: pl.Tensor[[FM, FN], pl.f32]):
+    # two 80 KiB tiles held at once: A5's ring (2 slots) and A2A3's staging (LocalSlotNum 2,
+    # the hold bound) are the same size, and only A5's UB has room for them and the sum
     al = pl.move(pl.load(a, [0, 0], [FM, FK], space=pl.Mat), space=pl.Left)
     bl = pl.move(pl.load(b, [0, 0], [FK, FN], space=pl.Mat), space=pl.Right)
     v = pl.move(pl.matmul(al, bl), space=pl.Vec)
-    pl.store(pl.adds(v, 1.0), [0, 0], out)
+    w = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    pl.store(pl.add(v, pl.adds(w, 1.0)), [0, 0], out)
 
 
 def test_slot_buffer_sizing_does_not_compile_for_another_platform():
@@ -675,7 +678,7 @@ def test_slot_buffer_sizing_does_not_compile_for_another_platform():
     args = with_slot_buffer(prog, dict(a=a, b=b, out=np.zeros((FM, FN), np.float32)))
     ks = KernelSet(prog)
     res = ptopipe.run(ks.aic, ks.aiv, args, platform="a5")
-    np.testing.assert_array_equal(res.outputs["out"], a @ b + 1)
+    np.testing.assert_array_equal(res.outputs["out"], 2 * (a @ b) + 1)
     with pytest.raises(CompileError, match="does not fit the Vector core's UB on a2a3"):
         compile_program_for(prog, "a2a3")
 
@@ -848,7 +851,7 @@ def test_explored_schedules_build_and_compile_a_mixed_program_once(monkeypatch):
         args = dict(a=a, b=b, out=np.zeros((FM, FN), np.float32), SQ=SQ)
         return slot_buffer.with_slot_buffer(ks.source(**args), args)
 
-    scen = ptopipe.Scenario("once", ks.aic, ks.aiv, make_args, lambda args, **_: {"out": a @ b + 1},
+    scen = ptopipe.Scenario("once", ks.aic, ks.aiv, make_args, lambda args, **_: {"out": 2 * (a @ b) + 1},
                             {"default": dict(SQ=1)})
     res = explore(scen, schedules=6, platform="a5")
     assert res.ok, res

@@ -75,7 +75,7 @@ def test_direction_initialised_twice():
 
     with pytest.raises(CompileError) as ei:
         pl.program(vector, name="twice")
-    assert ei.value.what == "the C2V direction is initialised twice in vector"
+    assert ei.value.what == "the C2V ring is initialised twice in vector"
     assert ei.value.where.split(":")[-2] == str(line_of(vector.pyfunc, "again"))
     assert "one init with DIR_C2V | DIR_V2C" in ei.value.fix
 

@@ -227,7 +227,7 @@ def _merge_mixed(op):
 BREAK = {
     P.MIXED_KERNELS_EXPANDED: (_merge_mixed, "is not split into AIC / AIV kernels"),
     P.TFREES_INSERTED: (_erase_tfrees, "'s1_aiv' pops from the DIR_C2V ring but frees none of its slots"),
-    P.PIPES_VERIFIED: (_erase_tfrees, "is never freed: s1_aiv (lane AIV0) ends holding its slot"),
+    P.PIPES_VERIFIED: (_erase_tfrees, "holds 2 slots of the C2V ring at once, more than its LocalSlotNum 1"),
     P.MEMORY_ALLOCATED: (_auto_base, "has no integer base"),
     P.PEERS_RESOLVED: (_move_import, "carries base="),
     P.FLAGS_ALLOCATED: (_drop_flags, "has no integer flag_id"),

@@ -310,7 +310,7 @@ def test_validate_one_init_per_direction():
     first = init_ops(_fn(op, "vector"))[0]
     first.insert_after(first.clone())
     e = _validate(op)
-    assert e.what == "the C2V direction is initialised twice in 'vector'"
+    assert e.what == "the C2V ring is initialised twice in 'vector'"
     assert f"first initialised at {first.loc}" in e.details
     _at(e, vector, "vinit")
 

@@ -269,8 +269,8 @@ def test_cluster_memories_sized_by_platform(plat, sizes):
 
 
 def test_platform_constants():
+    assert A2A3.flags_per_direction == 8 and A5.flags_per_direction == 16   # seed 001: FlagID 0-7 / 0-15
     for p in (A2A3, A5):
-        assert p.flags_per_direction == 8
         assert p.slot_num_for(False) == 8 and p.slot_num_for(True) == 4
         assert p.alignment == 32
     assert A2A3.ring_in_gm and not A2A3.gm_directions

@@ -67,8 +67,9 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
                     isa.TPipe.__dataclass_fields__["local_slot_num"].default, peers=peers)
     handle = cfg(buf, int(c2v or 0), int(v2c or 0))
     pv = PipeVal(handle, ways, one_lane)
-    for w in ways:
-        ex.pipes[w] = pv
+    if s.name not in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
+        for w in ways:              # the frontend ops (tpush_to_aiv ...) name no handle
+            ex.pipes[w] = pv
     return pv
 
 

@@ -1,0 +1,126 @@
+"""The rings ExpandMixedKernel makes take the memory their kernel needs: on A2A3 (rings in
+GM) the consumer stages its popped tiles in LocalSlotNum slots of its reserve_buffer,
+LocalSlotNum the hold bound VerifyPipes proves (not SLOT_NUM); on A5 (rings in the
+consumer's memory) a function without ``slot_num=`` gets the most slots that fit beside its
+tiles, and the compile's warnings say what was chosen and why."""
+import numpy as np
+import pytest
+
+import ptopipe.language as pl
+from ptopipe.errors import CompileError
+from ptopipe.passes.manager import compile_program
+from ptopipe.passes.slot_buffer import with_slot_buffer
+from ptopipe.passes.util import functions, init_ops, ring_buffer
+from ptopipe.runtime import run as dsl_run
+
+TM, K, N = 32, 32, 256          # LayerNorm rows of N = 256 f32: a 32 KiB tile crosses C2V
+M = 2 * TM
+
+
+@pl.incore
+def layernorm(x: pl.Tensor[[M, K], pl.f32], w: pl.Tensor[[K, N], pl.f32],
+              out: pl.Tensor[[M, N], pl.f32]):
+    w0 = pl.move(pl.load(w, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+    for i in pl.range(M // TM):
+        a0 = pl.move(pl.load(x, [i * TM, 0], [TM, K], space=pl.Mat), space=pl.Left)
+        h = pl.move(pl.matmul(a0, w0), space=pl.Vec)
+        mean = pl.muls(pl.row_sum(h), 1.0 / N)
+        c = pl.row_expand_sub(h, mean)
+        var = pl.muls(pl.row_sum(pl.mul(c, c)), 1.0 / N)
+        pl.store(pl.row_expand_mul(c, pl.rsqrt(pl.adds(var, 1e-5))), [i * TM, 0], out)
+
+
+def _ln_golden(x, w):
+    h = x @ w
+    c = h - h.mean(1, keepdims=True)
+    return c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_layernorm_n256_f32_compiles_by_default_and_matches_numpy(platform, no_hang):
+    prog = pl.program(layernorm, name="ln")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w = rng.standard_normal((K, N)).astype(np.float32)
+    for protocol in ("spec", "pto-isa"):
+        args = with_slot_buffer(prog, dict(x=x, w=w, out=np.zeros((M, N), np.float32)))
+        res = dsl_run(prog, args, platform=platform, protocol=protocol)
+        np.testing.assert_allclose(res.outputs["out"], _ln_golden(x, w), rtol=1e-4, atol=1e-4)
+
+
+def _consumer_init(op, kind="AIV"):
+    f = next(f for f in functions(op) if f.kind.value.upper() == kind)
+    init = init_ops(f)[0]
+    return init, ring_buffer(f, init, "C2V")
+
+
+def test_a2a3_stages_one_slot_when_one_popped_tile_is_held():
+    warnings = []
+    init, buf = _consumer_init(compile_program(pl.program(layernorm, name="ln"), "a2a3",
+                                               warnings=warnings))
+    assert (init.slot_num, init.local_slot_num) == (8, 1)
+    assert buf.size == init.slot_size == TM * N * 4
+    assert not any("SLOT_NUM" in w for w in warnings)     # the ring is in GM: nothing chosen
+
+
+R, C = 16, 64
+
+
+@pl.incore
+def holds_two(a: pl.Tensor[[R, R], pl.f32], b: pl.Tensor[[R, C], pl.f32],
+              out: pl.Tensor[[R, C], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [R, R], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [R, C], space=pl.Mat), space=pl.Right)
+    u = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    v = pl.move(pl.matmul(al, bl), space=pl.Vec)        # popped while u is still held
+    pl.store(pl.add(u, pl.muls(v, 2.0)), [0, 0], out)
+
+
+def test_a_kernel_holding_two_popped_tiles_gets_local_slot_num_2(no_hang):
+    prog = pl.program(holds_two, name="two")
+    init, buf = _consumer_init(compile_program(prog, "a2a3"))
+    assert (init.slot_num, init.local_slot_num) == (8, 2)
+    assert buf.size == 2 * init.slot_size
+    rng = np.random.default_rng(4)
+    a = rng.integers(-3, 4, (R, R)).astype(np.float32)
+    b = rng.integers(-3, 4, (R, C)).astype(np.float32)
+    for protocol in ("spec", "pto-isa"):
+        args = with_slot_buffer(prog, dict(a=a, b=b, out=np.zeros((R, C), np.float32)))
+        res = dsl_run(prog, args, platform="a2a3", protocol=protocol)
+        np.testing.assert_array_equal(res.outputs["out"], 3 * (a @ b))
+
+
+def test_a5_chooses_the_slot_num_that_fits_and_says_so():
+    warnings = []
+    init, buf = _consumer_init(compile_program(pl.program(layernorm, name="ln"), "a5",
+                                               warnings=warnings))
+    assert init.slot_num == 6 and buf.size == 6 * init.slot_size
+    note = next(w for w in warnings if "SLOT_NUM" in w)
+    assert "layernorm: SLOT_NUM 6 chosen (the default 8: 8 slots of 32768 bytes" in note
+    assert "do not fit the 212864 bytes of UB layernorm_aiv has free above its tiles on a5" in note
+    assert "@pl.incore(slot_num=...)" in note
+    cube, _ = _consumer_init(compile_program(pl.program(layernorm, name="ln"), "a5"), "AIC")
+    assert cube.slot_num == 6                           # both ends of the pipe agree
+
+
+BR, BK, BC = 128, 64, 128       # 64 KiB tiles: three held at once do not fit A2A3's UB
+
+
+@pl.incore
+def holds_three(a: pl.Tensor[[BR, BK], pl.f32], b: pl.Tensor[[BK, BC], pl.f32],
+                out: pl.Tensor[[BR, BC], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [BR, BK], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [BK, BC], space=pl.Mat), space=pl.Right)
+    u = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    v = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    w = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    pl.store(pl.add(pl.add(u, v), w), [0, 0], out)
+
+
+def test_a2a3_staging_too_big_names_local_slot_num_and_the_held_tiles():
+    with pytest.raises(CompileError) as ei:
+        compile_program(pl.program(holds_three, name="three"), "a2a3")
+    e = ei.value
+    assert "the C2V ring of the mixed function 'holds_three' (LocalSlotNum 3 * SLOT_SIZE 65536" in e.what
+    assert e.fix.startswith("hold fewer popped tiles at once (at most 2)"), e.fix
+    assert "its ring is in GM" in e.details
