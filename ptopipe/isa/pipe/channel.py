@@ -137,6 +137,9 @@ class Channel:
         self.tfree_frees = self.pop_frees and m.tfree_after_pop_frees   # pto-isa A5: frees twice
         self.free_pipe = m.free_pipe(self)          # the pipe a consumer's TFREE signals from
         self.free_after_readers = m.free_after_readers   # ... after every read of the tile
+        # lanes the library waits for that never free (the CPU simulator's second lane of a
+        # one-lane C2V pipe): then no TFREE releases a slot to the producer
+        self.lost_lanes = m.lost_lanes(self)
 
     @property
     def protocol(self):

@@ -1,0 +1,200 @@
+"""Named pto-isa versions (``protocol="pto-isa@<commit>"``, ``ptopipe.protocol.versions``) and
+pto-isa's CPU simulator (``protocol="pto-isa-cpusim"``): for each library bug a kernel that is
+clean under the fixed library and fails under the release that has the bug - the error class,
+the kernel line and the sentence naming the bug and its fix; and the simulator's own stalls,
+blamed on the simulator.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import DeadlockError
+from ptopipe.errors import ConfigError, MemoryConflictError, ProtocolError
+from ptopipe.isa import *
+from ptopipe.protocol import versions
+from ptopipe.protocol.model import PTO_ISA, PTO_ISA_A5, model_for
+
+from markers import line_of
+
+T = 16
+SLOT = T * T * 4
+RING_UB = 0x8000
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def stream(direction, S, n, peers=(0,)):
+    """The Cube pushes ``n`` tiles into a TPipe of SlotNum ``S``; AIV0 pops and frees each (the
+    Cube runs first and pushes until a push waits)."""
+    def cube(fifo):
+        pipe = TPipe(0, direction, SLOT, S, peers=peers)(fifo, RING_UB, 0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(n):
+            TPUSH(pipe, acc, TILE_NO_SPLIT)  # push
+        return  # teardown
+
+    def vec(fifo):
+        pipe = TPipe(0, direction, SLOT, S, peers=peers)(fifo, RING_UB, 0)
+        t = Tile(TileType.Vec, float32, T, T)
+        for i in range(n):
+            TPOP(pipe, t, TILE_NO_SPLIT)
+            TFREE(pipe, TILE_NO_SPLIT)
+    return cube, (vec, None)
+
+
+def _args():
+    return dict(fifo=gm_buffer(8 * SLOT))
+
+
+def test_a_commit_resolves_to_the_release_and_its_bugs():
+    assert versions.parse("pto-isa@8d74") == (Protocol.PTO_ISA, versions.RELEASES[1].commit)
+    assert versions.name("pto-isa@8d74fb3808e9") == "pto-isa@8d74fb38"
+    assert versions.parse("pto-isa-cpusim") == (Protocol.PTO_ISA_CPUSIM, None)
+    m = model_for("pto-isa", "a2a3", versions.release("8d74fb38").commit)
+    assert {b.key for b in m.bugs} == {"a2a3-ctor-credits", "a2a3-fixed-drain", "a2a3-both-alias"}
+    assert m.name == "pto-isa@8d74fb38" and m.fixed_drain and m.ctor_credit_pipes and m.both_rings_alias
+    m = model_for("pto-isa", "a2a3", versions.release("0a15e15c").commit)
+    assert m.bugs == () and m.name == "pto-isa@0a15e15c"
+    # the releases before the first bug are the fixed library's model, named
+    assert model_for("pto-isa", "a5", versions.release("1d87").commit).bugs == ()
+    assert {b.key for b in model_for("pto-isa", "a5", versions.release("3186").commit).bugs} == \
+        {"a5-ctor-credits-local", "a5-ctor-credits"}
+    assert {b.key for b in model_for("pto-isa", "a5", versions.release("0956").commit).bugs} == {"a5-ctor-credits"}
+
+
+@pytest.mark.parametrize("text", ["pto-isa@deadbeef", "pto-isa@8", "spec@8d74fb38", "pto-isa-old"])
+def test_an_unknown_version_lists_the_known_ones(text):
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(*stream(DIR_C2V, 2, 1), _args(), protocol=text)
+    msg = str(ei.value)
+    assert text.partition("@")[0] in msg
+    if text.startswith("pto-isa@"):
+        assert all(r.short in msg for r in versions.RELEASES)
+
+
+def test_fixed_syncperiod_drain_hangs_in_the_destructor(no_hang):
+    """pto-isa on A2A3 from 8d74fb38 until 0a15e15c: ~TPipe waits SyncPeriod times.  SlotNum 4
+    (SyncPeriod 2), one tile: no release notification is pending, the fixed drain waits for 2 -
+    the destructor hangs (pto-isa #248).  Clean under the fixed library and at 0a15e15c."""
+    cube, aiv = stream(DIR_C2V, 4, 1)
+    for ok in ("pto-isa", "pto-isa@0a15e15c"):
+        ptopipe.run(cube, aiv, _args(), protocol=ok)
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(cube, aiv, _args(), protocol="pto-isa@d2b30a84")
+    assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "teardown")
+    msg = str(ei.value)
+    assert "a fixed SyncPeriod = 2 waits" in ei.value.what
+    assert ("pto-isa before 0a15e15c drains a fixed SyncPeriod in ~TPipe instead of the pending credits" in msg
+            and "fixed by 0a15e15c (fix(a2a3): harden pending-credit drain across dispatches)" in msg)
+    assert ei.value.fix.startswith("upgrade pto-isa to 0a15e15c or later")
+
+
+@pytest.mark.parametrize("platform,version,bug", [("a2a3", "8d74fb38", "fixed by d2b30a84"),
+                                                  ("a5", "3186c381", "fixed by 0956aa8c")])
+def test_constructor_credits_counted_twice_overrun_the_ring(platform, version, bug, no_hang):
+    """The TPipe constructor's SyncPeriod credits on top of the shouldWaitFree window (A2A3 from
+    8d74fb38 until d2b30a84; A5 local no-split pipes from 8d74fb38 until PR #274): SlotNum 2,
+    the Cube pushes 3 tiles before AIV0 pops - push #2 passes its wait on a constructor credit
+    and overwrites slot 0.  Clean under the fixed library."""
+    cube, aiv = stream(DIR_C2V, 2, 3)
+    ptopipe.run(cube, aiv, _args(), platform=platform, protocol="pto-isa")
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, aiv, _args(), platform=platform, protocol=f"pto-isa@{version}")
+    assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "push")
+    assert "slot 0" in ei.value.what
+    assert "credits counted twice" in ei.value.fix and bug in ei.value.fix
+
+
+def test_a5_local_nosplit_credits_are_fixed_by_pr_274(no_hang):
+    cube, aiv = stream(DIR_C2V, 2, 3)
+    ptopipe.run(cube, aiv, _args(), platform="a5", protocol="pto-isa@0956aa8c")
+
+
+def both_ping_pong(n=2):
+    """A DIR_BOTH pipe: each Vector core pushes its half of a tile (V2C), the Cube pops it and
+    pushes it back (C2V)."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_BOTH, SLOT, 2)(fifo, RING_UB, 0x10000)  # bind
+        x = Tile(TileType.Mat, float32, T, T)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(n):
+            TPOP(pipe, x, TILE_UP_DOWN)
+            TFREE(pipe, TILE_UP_DOWN)
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vec(fifo):
+        pipe = TPipe(0, DIR_BOTH, SLOT, 2)(fifo, RING_UB, 0x10000)
+        v = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+        y = Tile(TileType.Vec, float32, T // 2, T)
+        for i in range(n):
+            TPUSH(pipe, v, TILE_UP_DOWN)
+            TPOP(pipe, y, TILE_UP_DOWN)
+            TFREE(pipe, TILE_UP_DOWN)
+    return cube, (vec, vec)
+
+
+def test_dir_both_rings_alias_before_d2b30a84(no_hang):
+    """pto-isa on A2A3 before d2b30a84 puts both rings of a DIR_BOTH TPipe at GM_SLOT_BUFFER: a
+    MemoryConflictError at the binding, naming the bug and the fix."""
+    cube, aiv = both_ping_pong()
+    for ok in ("pto-isa", "pto-isa@0a15e15c"):
+        ptopipe.run(cube, aiv, _args(), protocol=ok)
+    with pytest.raises(MemoryConflictError) as ei:
+        ptopipe.run(cube, aiv, _args(), protocol="pto-isa@1d873362")
+    assert int(ei.value.where.rpartition(":")[2]) == line_of(cube, "bind")
+    msg = str(ei.value)
+    assert "places both rings of this DIR_BOTH pipe at GM_SLOT_BUFFER" in ei.value.what
+    assert ("pto-isa before d2b30a84 places both rings of a DIR_BOTH TPipe at GM_SLOT_BUFFER" in msg
+            and "fixed by d2b30a84 (fix(a2a3): give the V2C ring its own base in a bidirectional TPipe)" in msg)
+
+
+def test_version_from_the_cli(capsys):
+    """``--protocol pto-isa@<commit>``: the canonical name in the summary; an unknown commit is a
+    usage error listing the known versions."""
+    from ptopipe.cli import main
+    s2 = os.path.join(ROOT, "examples", "scenarios", "s2_cv_nosplit.py")
+    assert main(["run", s2, "--protocol", "pto-isa@0a15e15c627", "--variant", "f32_d2_m16_n32"]) == 0
+    assert "protocol pto-isa@0a15e15c" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["run", s2, "--protocol", "pto-isa@0123abcd"])
+    err = capsys.readouterr().err
+    assert "unknown pto-isa version '0123abcd'" in err and "8d74fb38" in err
+
+
+# --- pto-isa's CPU simulator ------------------------------------------------------------------
+
+def _s2_args(M, depth):
+    from ptopipe.cli.loader import load_module
+    sc = load_module(os.path.join(ROOT, "examples", "scenarios", "s2_cv_nosplit.py")).SCENARIO
+    return sc, sc.make_args(np.random.default_rng(0), M=M, N=32, depth=depth)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cpusim_nosplit_c2v_waits_for_the_second_lane(platform, no_hang):
+    """S2 (a one-lane TILE_NO_SPLIT C2V pipe, AIV1 runs nothing): clean under pto-isa; under
+    pto-isa's CPU simulator the slot needs AIV1's free too, so push #SlotNum stalls - blamed on
+    the simulator."""
+    sc, args = _s2_args(48, 2)
+    res = ptopipe.run(sc.aic, sc.aiv, args, platform=platform, protocol="pto-isa")
+    np.testing.assert_allclose(res["out"], sc.golden(args)["out"])
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(sc.aic, sc.aiv, _s2_args(48, 2)[1], platform=platform, protocol="pto-isa-cpusim")
+    import linecache
+    path, _, line = ei.value.where.rpartition(":")
+    assert path.endswith("s2_cv_nosplit.py") and "TPUSH(pipe, acc" in linecache.getline(path, int(line))
+    assert ei.value.what.startswith("deadlock: pto-isa's CPU simulator causes this stall, not the kernel")
+    assert "AIC's push #2" in ei.value.what and "sub-block dim of 1" in ei.value.fix
+
+
+def test_cpusim_slots_start_free_and_every_tfree_releases(no_hang):
+    """The simulator's protocol: no SyncPeriod, every slot free at the start, every push waits
+    for its slot, every TFREE releases it; a tile TPOP from a GM ring frees nothing."""
+    cube, aiv = stream(DIR_C2V, 4, 6, peers=(0, 1))
+    aiv = (aiv[0], aiv[0])
+    res = ptopipe.run(cube, aiv, _args(), protocol="pto-isa-cpusim")
+    (ch,) = res.cluster.state.channels.values()
+    assert (ch.sync_period, ch.startup_credits, ch.wait_every, ch.pop_frees, ch.lost_lanes) == (1, 4, True, False, ())
+    assert res.summary.protocol == "pto-isa-cpusim"
+    for r in (r for r in res.summary.ledger if r["signal"] == "free"):
+        assert (r["sent"], r["consumed"], r["drained"], r["left"]) == (10, 6, 4, 0)
