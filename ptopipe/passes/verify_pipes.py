@@ -44,7 +44,7 @@ from ..ir.opdefs import FuncOp, TPop, TPush
 from ..ir.pipe_config import pipe_config_mismatches
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
-from ..protocol.model import model_for, platform_kind
+from ..protocol.model import compile_model, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import hold_limit, lanes_of, line, ordinal
@@ -94,7 +94,7 @@ class _Verifier:
     def __init__(self, program, plat, warnings, protocol="spec", known=None):
         self.program, self.plat, self.known = program, plat, known
         self.protocol = Protocol(getattr(protocol, "value", protocol))
-        self.model = model_for(self.protocol, platform_kind(plat))
+        self.model = compile_model(self.protocol, platform_kind(plat))
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
 

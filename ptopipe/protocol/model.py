@@ -98,6 +98,13 @@ class ProtocolModel:
     #: releases the slot after both freed it (``IsDualLaneC2VActive``: ``remaining_consumers =
     #: get_subblockdim()``), so a one-lane pipe's slots are never released
     nosplit_c2v_all_lanes: bool = False
+    #: the CPU simulator keeps one ring of SlotNum slots for both ways of a DIR_BOTH pipe (one
+    #: producer cursor; a split V2C lane claims the cursor slot without waiting for it to be
+    #: free): replayed by ``ptopipe.isa.pipe.cpusim.SharedRing``
+    shared_both_ring: bool = False
+    #: the protocol whose model the compiler targets for a run under this one (the CPU
+    #: simulator runs code compiled for pto-isa's device headers); None: this one
+    compiles_as: Protocol | None = None
     #: the model's name in messages when it is not the protocol's (``pto-isa@<commit>``)
     label: str | None = None
     #: the library bugs this model was built with (``versions.LibraryBug``), for diagnoses
@@ -515,10 +522,11 @@ PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 #: from a GM ring frees nothing; a stall only it causes is blamed on it (``simulator``)
 PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                          frees_in_pop=False, tmpipe_rendezvous=False, simulator=True,
-                         nosplit_c2v_all_lanes=True)
+                         nosplit_c2v_all_lanes=True, shared_both_ring=True, compiles_as=Protocol.PTO_ISA)
 PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                             frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
-                            tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True)
+                            tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,
+                            shared_both_ring=True, compiles_as=Protocol.PTO_ISA)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,
            (Protocol.PTO_ISA_HEAD, "a2a3"): PTO_ISA, (Protocol.PTO_ISA_HEAD, "a5"): PTO_ISA_A5_HEAD,
@@ -536,6 +544,13 @@ def model_for(protocol: Protocol, platform: str = "a2a3", library: str | None = 
     if library is not None:
         return _versioned(library, platform)
     return _MODELS[(Protocol(protocol), platform)]
+
+
+def compile_model(protocol: Protocol, platform: str = "a2a3") -> ProtocolModel:
+    """The model the compiler targets (flag numbering, hold limits, the A5 no-split lane) for
+    kernels run under ``protocol`` on ``platform``."""
+    m = model_for(protocol, platform)
+    return model_for(m.compiles_as, platform) if m.compiles_as is not None else m
 
 
 @lru_cache(maxsize=None)

@@ -198,3 +198,38 @@ def test_cpusim_slots_start_free_and_every_tfree_releases(no_hang):
     assert res.summary.protocol == "pto-isa-cpusim"
     for r in (r for r in res.summary.ledger if r["signal"] == "free"):
         assert (r["sent"], r["consumed"], r["drained"], r["left"]) == (10, 6, 4, 0)
+
+
+def _s6():
+    from ptopipe.cli.loader import load_module
+    return load_module(os.path.join(ROOT, "examples", "scenarios", "s6_stream_both.py")).SCENARIO
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cpusim_dir_both_shares_one_ring(platform, no_hang):
+    """S6 (DIR_BOTH, LEFT_RIGHT, lag 2): clean under pto-isa; pto-isa's CPU simulator keeps one
+    ring of SlotNum slots for both ways and a split V2C lane writes its cursor slot without
+    waiting for it - over a C2V tile not yet consumed, which is lost: the Vector cores' TPOPs
+    wait forever (the real simulator at 3186c381 hangs there: 5 of 5 runs on A2A3, 4 of 5 on
+    A5).  Blamed on the simulator, at the stuck TPOP."""
+    import linecache
+    sc = _s6()
+    res, want = sc.run("tpipe", platform, "pto-isa")
+    np.testing.assert_allclose(res["out"], want["out"])
+    with pytest.raises(DeadlockError) as ei:
+        sc.run("tpipe", platform, "pto-isa-cpusim")
+    path, _, line = ei.value.where.rpartition(":")
+    assert path.endswith("s6_stream_both.py") and "TPOP(pipe, y" in linecache.getline(path, int(line))
+    what = ei.value.what
+    assert what.startswith("pto-isa's CPU simulator hangs on DIR_BOTH pipe FlagID 0, a stall the device does not have")
+    assert "split V2C TPUSH" in what and "still holds C2V tile #0" in what
+    assert ei.value.fix.startswith("the simulator, not the kernel, causes this")
+
+
+def test_cpusim_dir_both_replay_lets_a_ping_pong_through(no_hang):
+    """One tile in flight at a time: the simulator's shared ring never holds a tile of the
+    other way where a producer writes - the replay runs to the end, the run is clean."""
+    cube, aiv = both_ping_pong(6)
+    res = ptopipe.run(cube, aiv, _args(), platform="a5", protocol="pto-isa-cpusim")
+    ring = next(iter(res.cluster.state.channels.values())).sim_ring
+    assert ring is not None and not any(ring.queues.values()) and ring.pushed == {"C2V": 6, "V2C": 6}

@@ -124,6 +124,9 @@ class Channel:
     # TPUSH / TPOP take their replayed fast paths (the run's ``fast_paths``; False: the
     # reference path every time, which tests/isa/test_fast_paths.py compares with)
     replay: bool = True
+    # the CPU simulator's one ring of both ways of a DIR_BOTH pipe (cpusim.SharedRing; None: not
+    # that model)
+    sim_ring: object = None
 
     def __post_init__(self):
         m = self.model

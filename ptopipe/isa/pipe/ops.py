@@ -77,6 +77,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
     producer_record(core, side, tag, end)
+    if ch.sim_ring is not None:
+        ch.sim_ring.record(core, "push", ch.way, split, loc)
     return new_event(("TPUSH", core, end))
 
 
@@ -200,6 +202,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                     ph[1] = ph[0]
                 ph[0] = len(held)
         held.append((tag, tile, loc, read_end, dst, split, stage))
+    if ch.sim_ring is not None:
+        ch.sim_ring.record(core, "pop", ch.way, split, loc)
     return new_event(("TPOP", core, end))
 
 
@@ -319,6 +323,8 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
             _end_stage(stage, here)
     elif stage is not None:
         _end_stage(stage, None)
+    if ch.sim_ring is not None:
+        ch.sim_ring.record(core, "free", ch.way, _split, _here(core))
     return new_event(("TFREE", core, end))
 
 
