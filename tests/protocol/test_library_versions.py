@@ -233,3 +233,14 @@ def test_cpusim_dir_both_replay_lets_a_ping_pong_through(no_hang):
     res = ptopipe.run(cube, aiv, _args(), platform="a5", protocol="pto-isa-cpusim")
     ring = next(iter(res.cluster.state.channels.values())).sim_ring
     assert ring is not None and not any(ring.queues.values()) and ring.pushed == {"C2V": 6, "V2C": 6}
+
+
+def test_cpusim_runs_what_is_compiled_for_the_device(no_hang):
+    """A DSL kernel run under pto-isa-cpusim is compiled for pto-isa's device headers (on A5 a
+    TILE_NO_SPLIT function has one lane, AIV0 - what ``compile --emit cpp`` gives the
+    simulator), so S2's 10 tiles through 8 slots stall there as on the real simulator."""
+    from ptopipe.cli.loader import load_module
+    sc = load_module(os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")).SCENARIO
+    with pytest.raises(DeadlockError) as ei:
+        sc.run("m160_default_slots", "a5", "pto-isa-cpusim")
+    assert "pto-isa's CPU simulator causes this stall" in ei.value.what and "push #8" in ei.value.what
