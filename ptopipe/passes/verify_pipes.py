@@ -37,7 +37,7 @@ findings, :func:`run` raises the first with the others as details.
 from __future__ import annotations
 
 from ..arch.platform import get_platform
-from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
+from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import FuncOp, TPop, TPush
@@ -93,8 +93,8 @@ def verify(program, platform="a2a3", warnings: list | None = None, protocol="spe
 class _Verifier:
     def __init__(self, program, plat, warnings, protocol="spec", known=None):
         self.program, self.plat, self.known = program, plat, known
-        self.protocol = Protocol(getattr(protocol, "value", protocol))
-        self.model = compile_model(self.protocol, platform_kind(plat))
+        self.model = compile_model(protocol, platform_kind(plat))
+        self.protocol = self.model.protocol
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
 

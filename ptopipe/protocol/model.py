@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from ..arch import PipeUnit
 from ..arch.vocab import C2V, Direction, FIFOType, Protocol
-from .versions import bugs_at
+from .versions import bugs_at, parse as parse_protocol
 
 #: the FlagID of the first pipe of a Vector-Cube peer (seed 003: one direction uses flags
 #: 0..7, both directions 0..3 and 4..7)
@@ -546,10 +546,11 @@ def model_for(protocol: Protocol, platform: str = "a2a3", library: str | None = 
     return _MODELS[(Protocol(protocol), platform)]
 
 
-def compile_model(protocol: Protocol, platform: str = "a2a3") -> ProtocolModel:
+def compile_model(protocol, platform: str = "a2a3") -> ProtocolModel:
     """The model the compiler targets (flag numbering, hold limits, the A5 no-split lane) for
-    kernels run under ``protocol`` on ``platform``."""
-    m = model_for(protocol, platform)
+    kernels run under ``protocol`` (a Protocol or its name, ``pto-isa@<commit>`` too: a
+    release's bugs change no compile decision) on ``platform``."""
+    m = model_for(parse_protocol(protocol)[0], platform)
     return model_for(m.compiles_as, platform) if m.compiles_as is not None else m
 
 

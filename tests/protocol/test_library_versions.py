@@ -14,7 +14,7 @@ from ptopipe import DeadlockError
 from ptopipe.errors import ConfigError, MemoryConflictError, ProtocolError
 from ptopipe.isa import *
 from ptopipe.protocol import versions
-from ptopipe.protocol.model import PTO_ISA, PTO_ISA_A5, model_for
+from ptopipe.protocol.model import model_for
 
 from markers import line_of
 
@@ -244,3 +244,13 @@ def test_cpusim_runs_what_is_compiled_for_the_device(no_hang):
     with pytest.raises(DeadlockError) as ei:
         sc.run("m160_default_slots", "a5", "pto-isa-cpusim")
     assert "pto-isa's CPU simulator causes this stall" in ei.value.what and "push #8" in ei.value.what
+
+
+def test_static_check_takes_a_version(capsys):
+    """``check --static`` with a named version or the simulator verifies against the pto-isa
+    model the kernels are compiled for."""
+    from ptopipe.cli import main
+    s4 = os.path.join(ROOT, "examples", "dsl", "s4_both_ways.py")
+    for proto in ("pto-isa@8d74", "pto-isa-cpusim"):
+        assert main(["check", s4, "--static", "--protocol", proto]) == 0
+    assert "found no cross-core protocol error" in capsys.readouterr().out
