@@ -105,6 +105,10 @@ class ProtocolModel:
     #: the protocol whose model the compiler targets for a run under this one (the CPU
     #: simulator runs code compiled for pto-isa's device headers); None: this one
     compiles_as: Protocol | None = None
+    #: a tile TPOP from a GM ring stages its tile at ``staging + (pop index % LocalSlotNum) *``
+    #: the popped tile's byte size instead of ``* SlotSize`` (pto-isa A2A3 before ab903c91; A5
+    #: ``*_GM`` pipes): tiles of different sizes overlap in the staging ring
+    stage_stride_tile: bool = False
     #: the model's name in messages when it is not the protocol's (``pto-isa@<commit>``)
     label: str | None = None
     #: the library bugs this model was built with (``versions.LibraryBug``), for diagnoses

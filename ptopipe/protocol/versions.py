@@ -35,6 +35,8 @@ RELEASES = (
             "update TALLOC/TPUSH/TPOP/TFREE to support push or pop GlobalTensor."),
     Release("d2b30a8401a60dfdb58858fe5a012b322a98a10e", "2026-08-11",
             "fix(a2a3): give the V2C ring its own base in a bidirectional TPipe"),
+    Release("ab903c91bf2d1347d45e9fb89ad066a2ddb77e62", "2026-08-13",
+            "fix(a2a3): stride the consumer's local FIFO ring by SLOT_SIZE"),
     Release("0a15e15c627deef86b4281fb08e84d39dad793de", "2026-08-14",
             "fix(a2a3): harden pending-credit drain across dispatches"),
     Release("3186c381bd49e1164092e67ff1b3564302754e76", "2026-08-21",
@@ -93,7 +95,7 @@ class LibraryBug:
         return f"upgrade pto-isa to {self.fixed[:8]} or later"
 
 
-_V1, _V2, _V3, _V4, _V5, _V6 = (r.commit for r in RELEASES)
+_V1, _V2, _V3, _V_STRIDE, _V4, _V5, _V6 = (r.commit for r in RELEASES)
 
 #: every modelled bug, one row each in docs/protocols.md
 BUGS = (
@@ -117,6 +119,19 @@ BUGS = (
         "the C2V and V2C tiles overwrite each other once more than one is in flight - wrong results, "
         "no fault, no hang (pto-isa #195/#226)",
         (("both_rings_alias", True),)),
+    LibraryBug(
+        "a2a3-stage-stride", "a2a3", _V1, _V_STRIDE,
+        "strides the consumer's local staging ring by the popped tile's size instead of SlotSize",
+        "a smaller tile popped after a larger one lands inside the larger one's staged copy while it is "
+        "still in use - wrong results, no fault (pto-isa #521: pl.matmul with N < M)",
+        (("stage_stride_tile", True),)),
+    LibraryBug(
+        "a5-gm-stage-stride", "a5", _V1, None,
+        "strides the consumer's local staging ring of a *_GM pipe by the popped tile's size instead of "
+        "SlotSize (popVecTileFromGMFiFo / popMatTileFromGMFiFo)",
+        "a smaller tile popped after a larger one lands inside the larger one's staged copy while it is "
+        "still in use - wrong results, no fault (the A2A3 fix, ab903c91, has no A5 counterpart yet)",
+        (("stage_stride_tile", True),)),
     LibraryBug(
         "a5-ctor-credits-local", "a5", _V2, _V6,
         "posts SyncPeriod free credits in the TPipe constructor of every pipe, a local no-split one "

@@ -52,15 +52,17 @@ def test_a_commit_resolves_to_the_release_and_its_bugs():
     assert versions.name("pto-isa@8d74fb3808e9") == "pto-isa@8d74fb38"
     assert versions.parse("pto-isa-cpusim") == (Protocol.PTO_ISA_CPUSIM, None)
     m = model_for("pto-isa", "a2a3", versions.release("8d74fb38").commit)
-    assert {b.key for b in m.bugs} == {"a2a3-ctor-credits", "a2a3-fixed-drain", "a2a3-both-alias"}
+    assert {b.key for b in m.bugs} == {"a2a3-ctor-credits", "a2a3-fixed-drain", "a2a3-both-alias",
+                                       "a2a3-stage-stride"}
     assert m.name == "pto-isa@8d74fb38" and m.fixed_drain and m.ctor_credit_pipes and m.both_rings_alias
     m = model_for("pto-isa", "a2a3", versions.release("0a15e15c").commit)
     assert m.bugs == () and m.name == "pto-isa@0a15e15c"
-    # the releases before the first bug are the fixed library's model, named
-    assert model_for("pto-isa", "a5", versions.release("1d87").commit).bugs == ()
+    assert [b.key for b in model_for("pto-isa", "a5", versions.release("1d87").commit).bugs] == \
+        ["a5-gm-stage-stride"]
     assert {b.key for b in model_for("pto-isa", "a5", versions.release("3186").commit).bugs} == \
-        {"a5-ctor-credits-local", "a5-ctor-credits"}
-    assert {b.key for b in model_for("pto-isa", "a5", versions.release("0956").commit).bugs} == {"a5-ctor-credits"}
+        {"a5-ctor-credits-local", "a5-ctor-credits", "a5-gm-stage-stride"}
+    assert {b.key for b in model_for("pto-isa", "a5", versions.release("0956").commit).bugs} == \
+        {"a5-ctor-credits", "a5-gm-stage-stride"}
 
 
 @pytest.mark.parametrize("text", ["pto-isa@deadbeef", "pto-isa@8", "spec@8d74fb38", "pto-isa-old"])
@@ -254,3 +256,42 @@ def test_static_check_takes_a_version(capsys):
     for proto in ("pto-isa@8d74", "pto-isa-cpusim"):
         assert main(["check", s4, "--static", "--protocol", proto]) == 0
     assert "found no cross-core protocol error" in capsys.readouterr().out
+
+
+def mixed_sizes(direction, tfree=True):
+    """The Cube pushes a 16x16 tile, then an 8x16 one, through one ring; AIV0 pops both into
+    tiles without an address (the staging ring places them), then reads the first (``tfree``:
+    and frees both - not on an A5 GM ring, whose TPOP frees)."""
+    def cube(fifo):
+        pipe = TPipe(0, direction, SLOT, 4, peers=(0,))(fifo, RING_UB, 0)
+        TPUSH(pipe, Tile(TileType.Acc, float32, T, T, addr=0), TILE_NO_SPLIT)
+        TPUSH(pipe, Tile(TileType.Acc, float32, T // 2, T, addr=0x1000), TILE_NO_SPLIT)
+
+    def vec(fifo, out):
+        pipe = TPipe(0, direction, SLOT, 4, peers=(0,))(fifo, RING_UB, 0)
+        big, small = Tile(TileType.Vec, float32, T, T), Tile(TileType.Vec, float32, T // 2, T)
+        TPOP(pipe, big, TILE_NO_SPLIT)
+        TPOP(pipe, small, TILE_NO_SPLIT)
+        TSTORE(GlobalTensor(out.data(), (T, T)), big)  # read
+        if tfree:
+            TFREE(pipe, TILE_NO_SPLIT)
+            TFREE(pipe, TILE_NO_SPLIT)
+    return cube, (vec, None)
+
+
+@pytest.mark.parametrize("platform,direction,old,ok,fixed", [
+    ("a2a3", DIR_C2V, "d2b30a84", "0a15e15c", "ab903c91"), ("a5", DIR_C2V_GM, "3186c381", None, None)])
+def test_staging_stride_by_tile_size(platform, direction, old, ok, fixed, no_hang):
+    """pto-isa A2A3 before ab903c91 (and A5 *_GM pipes) stage a popped tile at base + (i %
+    LocalSlotNum) * its own size: the 8x16 tile popped second lands inside the 16x16 one's
+    copy, so reading that is a use after free naming the bug.  Clean under the fixed library."""
+    cube, aiv = mixed_sizes(direction, tfree=platform == "a2a3")
+    args = dict(fifo=gm_buffer(4 * SLOT), out=np.zeros((T, T), np.float32))
+    for clean in ("pto-isa",) + ((f"pto-isa@{ok}",) if ok else ()):
+        ptopipe.run(cube, aiv, dict(args), platform=platform, protocol=clean)
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(cube, aiv, dict(args), platform=platform, protocol=f"pto-isa@{old}")
+    assert int(ei.value.where.rpartition(":")[2]) == line_of(aiv[0], "read")
+    assert "overwritten by the TPOP at" in ei.value.what
+    assert "strides the consumer's local staging ring" in str(ei.value)
+    assert (f"fixed by {fixed}" if fixed else "no pto-isa release ptopipe knows fixes it") in str(ei.value)

@@ -458,6 +458,16 @@ def slot_use_after_free(tile, core) -> ProtocolError:
     slot, gen = tile.binding
     staged = slot.__class__.__name__ == "StageSlot"
     what = "a staging copy of a GM ring slot" if staged else f"slot {slot.tag} (zero-copy)"
+    clobber = getattr(slot, "clobber", None)
+    if clobber is not None and clobber[0] == gen:
+        # a library that strides its staging ring by tile size put a later pop on these bytes
+        _g, at, bug = clobber
+        return ProtocolError(
+            f"use after free: {tile.describe()} holds a staging copy of a GM ring slot, overwritten by the "
+            f"TPOP at {at}, which the library staged on the same bytes", where=str(core.where()),
+            details=bug.note() if bug is not None else None,
+            fix=(f"{bug.upgrade()}; with this pto-isa, pop tiles of one size per ring, or read (or TMOV "
+                 "away) a popped tile before popping a smaller one") if bug is not None else None)
     if slot.free_gen == gen and slot.free_loc is not None:
         # the TFREE that ended this tile's life (a later reuse may have followed)
         cause = f"released by the TFREE at {slot.free_loc}"
