@@ -1,5 +1,7 @@
 """The ring protocol as data: :class:`ProtocolModel` with :class:`SpecModel` (seed 003) and
-:class:`PtoIsaModel` (what pto-isa's C++ does).
+:class:`PtoIsaModel` (what pto-isa's C++ does: the fixed library, a named release with its bugs
+- :func:`model_for` with ``library``, the bugs being :mod:`.versions` data - or pto-isa's CPU
+simulator, ``PTO_ISA_CPUSIM``).
 
 Everything that differs between the two protocols is decided here - flag ids of each way,
 SyncPeriod, the credits the consumer posts at bind, when the producer waits for a free
