@@ -525,14 +525,15 @@ PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 #: pto-isa's CPU simulator (include/pto/cpu/TPush.hpp, TPop.hpp at 3186c381): one shared slot
 #: state per pipe instead of flags - every slot starts free, a push waits for its slot, every
 #: TFREE releases (no SyncPeriod, no constructor credit, no destructor drain), a tile TPOP
-#: from a GM ring frees nothing; a stall only it causes is blamed on it (``simulator``)
+#: from a GM ring frees nothing, and every instruction completes before the next one starts
+#: (a free follows every read of the slot); a stall only it causes is blamed on it (``simulator``)
 PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
-                         frees_in_pop=False, tmpipe_rendezvous=False, simulator=True,
+                         frees_in_pop=False, tmpipe_rendezvous=False, simulator=True, free_after_readers=True,
                          nosplit_c2v_all_lanes=True, shared_both_ring=True, compiles_as=Protocol.PTO_ISA)
 PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                             frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
                             tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,
-                            shared_both_ring=True, compiles_as=Protocol.PTO_ISA)
+                            shared_both_ring=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,
            (Protocol.PTO_ISA_HEAD, "a2a3"): PTO_ISA, (Protocol.PTO_ISA_HEAD, "a5"): PTO_ISA_A5_HEAD,

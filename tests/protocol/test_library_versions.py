@@ -295,3 +295,35 @@ def test_staging_stride_by_tile_size(platform, direction, old, ok, fixed, no_han
     assert "overwritten by the TPOP at" in ei.value.what
     assert "strides the consumer's local staging ring" in str(ei.value)
     assert (f"fixed by {fixed}" if fixed else "no pto-isa release ptopipe knows fixes it") in str(ei.value)
+
+
+def split_store_then_free():
+    """Both Vector lanes pop their half of a C2V tile from the UB ring and TSTORE it right before
+    the TFREE (no set_flag / wait_flag between them)."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(4):
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vec(fifo, out):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB, 0)
+        t = Tile(TileType.Vec, float32, T // 2, T)
+        for i in range(4):
+            TPOP(pipe, t, TILE_UP_DOWN)
+            TSTORE(GlobalTensor(out.data() + (2 * i + get_subblockid()) * T * T // 2, (T // 2, T)), t)
+            TFREE(pipe, TILE_UP_DOWN)
+    return cube, (vec, vec)
+
+
+def test_cpusim_free_follows_every_read(no_hang):
+    """The simulator runs each instruction to completion: a TFREE right after a TSTORE of the
+    popped UB slot is clean there, where the device's free (a flag SET on PIPE_V) races the
+    store (pto-isa on A5)."""
+    from ptopipe.errors import DataRaceError
+    from ptopipe.isa.explore import explore
+    args = dict(fifo=gm_buffer(4 * SLOT), out=np.zeros((4 * T, T), np.float32))
+    ex = explore(split_store_then_free(), schedules=2, platform="a5", protocol="pto-isa", args=args)
+    assert isinstance(ex.first[1], DataRaceError), ex.first
+    ex = explore(split_store_then_free(), schedules=2, platform="a5", protocol="pto-isa-cpusim", args=args)
+    assert ex.ok, ex.first
