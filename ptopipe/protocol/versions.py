@@ -47,20 +47,56 @@ RELEASES = (
 _ORDER = {r.commit: k for k, r in enumerate(RELEASES)}
 
 
-def release(ref: str) -> Release:
-    """The known release ``ref`` names (a full hash or an unambiguous prefix of 4+ hex digits)."""
+#: a pto-isa git repository (a checkout or a bare clone) in which a commit that is not one of
+#: the releases is placed among them (:func:`release`)
+GIT_ENV = "PTO_ISA_GIT"
+
+
+def release(ref: str, ancestors=None) -> Release:
+    """The release whose model is in force at pto-isa commit ``ref``: a release it names (a
+    full hash or an unambiguous prefix of 4+ hex digits), else - with a pto-isa repository in
+    $PTO_ISA_GIT - the newest release that is an ancestor of ``ref`` there.  ``ancestors(ref)``
+    (default: that repository's) gives the releases ``ref`` contains, None if it is unknown."""
     ref = str(ref).strip().lower()
     hits = [r for r in RELEASES if len(ref) >= 4 and r.commit.startswith(ref)]
     if len(hits) == 1:
         return hits[0]
+    contained = (ancestors or _git_ancestors)(ref) if len(ref) >= 4 and not hits else None
+    if contained:
+        return max(contained, key=lambda r: _ORDER[r.commit])
     from ..errors import ConfigError
     known = ", ".join(f"{r.short} ({r.date}: {r.subject})" for r in RELEASES)
-    raise ConfigError(f"unknown pto-isa version {ref!r}: ptopipe models the pto-isa releases where the "
-                      f"device behaved differently, and {ref!r} is not one of them",
+    older = contained is not None          # a commit of the repository, older than every release
+    raise ConfigError(f"unknown pto-isa version {ref!r}: " +
+                      ("it is older than every release ptopipe models" if older else
+                       "ptopipe models the pto-isa releases where the device behaved differently, and "
+                       f"{ref!r} is not one of them"),
                       details=f"known versions, oldest first: {known}",
                       fix="name one of them (pto-isa@" + RELEASES[-1].short + "; a prefix of 4+ hex digits "
-                          "will do); a commit between two of them behaves as the older one - name that one, "
-                          "or 'pto-isa' for the fixed library")
+                          "will do), or 'pto-isa' for the fixed library; a commit between two of them "
+                          f"behaves as the older one - with a pto-isa git repository in ${GIT_ENV} ptopipe "
+                          "finds that one itself")
+
+
+def _git_ancestors(ref: str):
+    """The releases that pto-isa commit ``ref`` contains, in the repository $PTO_ISA_GIT (None:
+    no repository, or ``ref`` is not a commit there)."""
+    import os
+    import subprocess
+    repo = os.environ.get(GIT_ENV)
+    if not repo:
+        return None
+
+    def git(*args):
+        return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, timeout=30)
+    try:
+        head = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        if head.returncode:
+            return None
+        full = head.stdout.strip()
+        return [r for r in RELEASES if git("merge-base", "--is-ancestor", r.commit, full).returncode == 0]
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 @dataclass(frozen=True)

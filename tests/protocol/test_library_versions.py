@@ -327,3 +327,27 @@ def test_cpusim_free_follows_every_read(no_hang):
     assert isinstance(ex.first[1], DataRaceError), ex.first
     ex = explore(split_store_then_free(), schedules=2, platform="a5", protocol="pto-isa-cpusim", args=args)
     assert ex.ok, ex.first
+
+
+def test_a_commit_between_releases_takes_the_older_release():
+    """A commit that is not a release resolves to the newest release it contains (in a pto-isa
+    repository: ``versions.release``'s ``ancestors``); one that contains none is older than
+    every modelled release."""
+    rels = versions.RELEASES
+    history = {"c0ffee12": rels[:4], "abad1dea": []}     # after 0a15e15c / before 1d873362
+    assert versions.release("c0ffee12", history.get) is rels[3]
+    with pytest.raises(ConfigError) as ei:
+        versions.release("abad1dea", history.get)
+    assert "older than every release" in ei.value.what
+    with pytest.raises(ConfigError) as ei:
+        versions.release("deadbeef", history.get)
+    assert "not one of them" in ei.value.what and "PTO_ISA_GIT" in ei.value.fix
+
+
+@pytest.mark.skipif(not os.path.isdir(os.environ.get("PTO_ISA_GIT", "/nonexistent")),
+                    reason="PTO_ISA_GIT (a pto-isa git repository) is not set")
+def test_a_commit_of_a_pto_isa_repository():
+    """92492c9d (2026-07-27, between 8d74fb38 and d2b30a84 on pto-isa's main line) has
+    8d74fb38's bugs."""
+    assert versions.release("92492c9d").short == "8d74fb38"
+    assert versions.name("pto-isa@92492c9d") == "pto-isa@8d74fb38"
