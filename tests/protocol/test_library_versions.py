@@ -351,3 +351,27 @@ def test_a_commit_of_a_pto_isa_repository():
     8d74fb38's bugs."""
     assert versions.release("92492c9d").short == "8d74fb38"
     assert versions.name("pto-isa@92492c9d") == "pto-isa@8d74fb38"
+
+
+def test_cpusim_replay_stops_at_a_nosplit_c2v_tile_for_two_lanes(no_hang):
+    """A TILE_NO_SPLIT C2V tile popped by both Vector lanes of a DIR_BOTH pipe: what the
+    simulator does depends on the pipe's IsNoSplit, unknown to the run - no stall is claimed."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_BOTH, SLOT, 2)(fifo, RING_UB, 0x10000)
+        x = Tile(TileType.Mat, float32, T, T)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0)
+        for i in range(4):
+            TPUSH(pipe, acc, TILE_NO_SPLIT)
+            TPOP(pipe, x, TILE_UP_DOWN)
+            TFREE(pipe, TILE_UP_DOWN)
+
+    def vec(fifo):
+        pipe = TPipe(0, DIR_BOTH, SLOT, 2)(fifo, RING_UB, 0x10000)
+        v = Tile(TileType.Vec, float32, T // 2, T, addr=0)
+        y = Tile(TileType.Vec, float32, T, T)
+        for i in range(4):
+            TPOP(pipe, y, TILE_NO_SPLIT)
+            TFREE(pipe, TILE_NO_SPLIT)
+            TPUSH(pipe, v, TILE_UP_DOWN)
+    res = ptopipe.run(cube, (vec, vec), _args(), protocol="pto-isa-cpusim")
+    assert next(iter(res.cluster.state.channels.values())).sim_ring.off

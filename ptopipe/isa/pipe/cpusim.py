@@ -17,7 +17,8 @@ the NPU headers and ptopipe keep SlotNum slots per way.  Its rules, as the repla
 - a whole-tile consumer (the Cube's V2C pop, a one-lane C2V pop) takes the first slot of its
   direction from its cursor that no consumer holds, and releases it at its TFREE.
 
-Every TPUSH / TPOP / TFREE of the pipe is queued per core in the order the run made them and
+Not replayed: a TILE_NO_SPLIT C2V tile popped by both Vector lanes (the simulator's path
+depends on the pipe's IsNoSplit).  Every TPUSH / TPOP / TFREE of the pipe is queued per core in the order the run made them and
 applied as soon as the simulator's rules allow (the run's order is the interleaving); what is
 left at kernel end can never be applied - the CPU simulator hangs there, a stall the device
 does not have (:meth:`SharedRing.stall`, raised by the teardown)."""
@@ -53,10 +54,20 @@ class SharedRing:
         self.pushed = {C2V: 0, V2C: 0}   # tiles committed per way
         self.queues: dict = {}           # core -> deque of (op, way, split, loc)
         self.clobbered: list = []        # (lost tile, slot, core, TPUSH line)
+        # a TILE_NO_SPLIT C2V tile consumed by both Vector lanes: the simulator takes one of two
+        # paths (AIV1 inactive, or both lanes counted) on the pipe's IsNoSplit, which the run
+        # does not know - the replay stops and reports nothing
+        self.off = False
 
     def record(self, core, op: str, way: str, split, loc) -> None:
         """Queue ``core``'s ``op`` ("push" | "pop" | "free") on ``way`` and apply what the
         simulator's rules allow."""
+        if self.off:
+            return
+        if way == C2V and split == _NO_SPLIT and op != "push" and core.subblock == 1:
+            self.off = True
+            self.queues.clear()
+            return
         q = self.queues.get(core)
         if q is None:
             q = self.queues[core] = deque()
@@ -157,7 +168,7 @@ class SharedRing:
         """The hang of the CPU simulator, if some core's TPUSH / TPOP / TFREE can never be
         applied under its rules; None if the replay ran to the end."""
         stuck = [(c, q[0]) for c, q in self.queues.items() if q]
-        if not stuck:
+        if not stuck or self.off:
             return None
         lines = [f"  {c.name:5s} {'TPUSH' if op == 'push' else 'TPOP' if op == 'pop' else 'TFREE'} {w} at "
                  f"{loc}: {_why(op)}" for c, (op, w, _s, loc) in stuck]
