@@ -237,10 +237,13 @@ class Protocol(Enum):
     """Which ring protocol a run follows: seed 003 (``spec``), pto-isa's C++ (``pto-isa``),
     or pto-isa with the newest A5 TPipe credits (``pto-isa-head``: the constructor credits
     of GM-backed and split pipes counted together with the start-up window; on A2A3 the
-    same as ``pto-isa``; docs/protocols.md)."""
+    same as ``pto-isa``), or pto-isa's CPU simulator (``pto-isa-cpusim``: include/pto/cpu/).
+    A named library version, ``pto-isa@<commit>``, is ``PTO_ISA`` with that release's bugs
+    (``ptopipe.protocol.versions``; docs/protocols.md)."""
     SPEC = "spec"
     PTO_ISA = "pto-isa"
     PTO_ISA_HEAD = "pto-isa-head"
+    PTO_ISA_CPUSIM = "pto-isa-cpusim"
 
 
 DIR_C2V, DIR_V2C, DIR_BOTH = Direction.DIR_C2V, Direction.DIR_V2C, Direction.DIR_BOTH

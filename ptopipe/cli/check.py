@@ -12,7 +12,7 @@ import sys
 
 from ..errors import ConfigError
 from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
-from .common import (CPP_SUFFIXES, PROTOCOLS, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs,
+from .common import (CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs,
                      refuse_pto_options, sync_kwargs, target)
 from .errors import color, describe_exception, report_exception
 from .progress import Progress
@@ -30,8 +30,8 @@ def add_parser(sub) -> None:
                    help="write the results as JUnit XML (one test case per kernel variant)")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
-    p.add_argument("--protocol", default=None, choices=PROTOCOLS,
-                   help="ring protocol model (default: the scenario's, else spec)")
+    p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
+                   help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")
     p.add_argument("--schedules", type=int, default=20, help="schedules to explore (default 20)")
     p.add_argument("--explore", default="mix", choices=MODES,

@@ -4,6 +4,7 @@ names, the platform and protocol a run uses (an explicit option, else the Scenar
 summary of the failures."""
 from __future__ import annotations
 
+import argparse
 import codecs
 import os
 import sys
@@ -13,11 +14,23 @@ import numpy as np
 from ..arch import get_platform
 from ..arch.vocab import Protocol, SyncMode
 from ..errors import ConfigError
+from ..protocol.versions import name as protocol_name
 from .errors import color, report_exception
 from .loader import check_kernel_file
 
-#: the values of --protocol: the protocol vocabulary's own
+#: the values of --protocol: the protocol vocabulary's own, and pto-isa@<commit>
 PROTOCOLS = [p.value for p in Protocol]
+PROTOCOL_HELP = ("ring protocol model: " + ", ".join(PROTOCOLS) +
+                 ", or pto-isa@<commit> (a pto-isa release with its bugs: docs/protocols.md)")
+
+
+def protocol_option(text: str) -> str:
+    """The value of --protocol: a protocol name or pto-isa@<commit>, as its canonical name
+    (an unknown one is a usage error that lists the known names and versions)."""
+    try:
+        return protocol_name(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(" ".join(x for x in (e.what, e.details, e.fix) if x)) from None
 
 # option attribute -> (smallest allowed value, what the value is)
 _LOWER_BOUNDS = {

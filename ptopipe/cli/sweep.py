@@ -4,7 +4,7 @@ processes and print cycles and utilisation per configuration, the best one marke
 from __future__ import annotations
 
 from ..report.sweep import format_table, parse_params, pick_scenario, sweep, write_plot
-from .common import PROTOCOLS, target
+from .common import PROTOCOL_HELP, protocol_option, target
 from . import bounds
 from .loader import load_scenarios
 from .progress import Progress
@@ -19,8 +19,8 @@ def add_parser(sub) -> None:
     p.add_argument("--scenario", default=None, help="scenario name if the file defines several")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
-    p.add_argument("--protocol", default=None, choices=PROTOCOLS,
-                   help="ring protocol model (default: the scenario's, else spec)")
+    p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
+                   help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")

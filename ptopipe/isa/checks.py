@@ -22,7 +22,7 @@ from ..protocol.geometry import ONE_LANE, part_rows, part_shape
 
 def ch_protocol(cluster) -> str:
     """'pto-isa on a2a3': the run's protocol and platform, for messages."""
-    return f"{cluster.context.protocol.value} on {cluster.platform.name}"
+    return f"{cluster.context.protocol_name} on {cluster.platform.name}"
 
 
 class _StateCell:

@@ -25,7 +25,8 @@ from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .context import refuse_nested_run
 from .golden import compare, compare_launches
-from .pipe import Protocol, leaks
+from ..protocol.versions import parse as parse_protocol
+from .pipe import leaks
 from .pipe.diagnostics import unpaired_frees
 from .pipe.teardown import (TEARDOWN_LEAK_FIX, carried_credit, describe_row, explain_carried, ledger,
                             teardown)
@@ -43,11 +44,9 @@ def gm_buffer(nbytes: int) -> np.ndarray:
     return np.zeros(int(n), dtype=np.uint8)
 
 
-def _protocol(p) -> Protocol:
-    try:
-        return p if isinstance(p, Protocol) else Protocol(str(p))
-    except ValueError:
-        raise ConfigError(f"unknown protocol {p!r}", fix="use 'spec', 'pto-isa' or 'pto-isa-head'") from None
+def _protocol(p) -> tuple:
+    """(Protocol, pto-isa release or None) of ``run(protocol=...)`` (protocol.versions.parse)."""
+    return parse_protocol(p)
 
 
 def _select_kwargs(fn, args: dict) -> dict:
@@ -190,7 +189,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         raise ConfigError(f"launches={launches!r} is not a number of launches", where="launches",
                           fix="give launches >= 1 (1: one launch)")
     plat = get_platform(platform)
-    proto = _protocol(protocol)
+    proto, library = _protocol(protocol)
     limit = deadline(timeout)          # one wall-clock bound for all the launches
     if aic is None and aiv is None:
         raise ConfigError("run() needs at least one kernel", fix="pass aic=... and/or aiv=...")
@@ -208,7 +207,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     for (name, a), addr in zip(arrays.items(), addrs):
         kargs[name] = GlobalTensor(GMPtr(addr, a.dtype, (addr, addr + a.nbytes, name)), a.shape, name=name)
     context = RunContext(proto, tuple(GmArg(name, addr, addr + a.nbytes)
-                                      for (name, a), addr in zip(arrays.items(), addrs)), bool(fast_paths))
+                                      for (name, a), addr in zip(arrays.items(), addrs)), bool(fast_paths),
+                         library)
     prev, rows, per_launch, wall = None, [], [], 0.0
     for k in range(1, int(launches) + 1):
         if limit.passed():             # (a bound shared with earlier runs, or between launches)
@@ -254,7 +254,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     for (name, a), addr in zip(arrays.items(), addrs):
         # views of the final GM contents (no copy: the result owns the cluster's GM)
         outputs[name] = cluster.gm.buf[addr:addr + a.nbytes].view(a.dtype).reshape(a.shape)
-    summary = summarize(cluster, proto, wall, found)
+    summary = summarize(cluster, context.protocol_name, wall, found)
     summary.ledger, summary.launches = rows, int(launches)
     return RunResult(outputs, summary, cluster, per_launch)
 
@@ -305,7 +305,7 @@ def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: 
 
 
 
-def summarize(cluster: Cluster, proto: Protocol, wall: float, found=()) -> RunSummary:
+def summarize(cluster: Cluster, proto: str, wall: float, found=()) -> RunSummary:
     cores = {c.name: {"instructions": c.instructions, "state": c.state.value,
                       "busy": {p.name: c.busy[p] for p in PipeUnit}, "stall": dict(c.stall),
                       "end": c.end_time()}
@@ -313,7 +313,7 @@ def summarize(cluster: Cluster, proto: Protocol, wall: float, found=()) -> RunSu
     pipes = [{"name": ch.name, "tiles": ch.tiles, "pushes": ch.pushes, "pops": ch.pops, "frees": ch.frees,
               "lanes": len(ch.peers), "slot_num": ch.slot_num, "slot_size": ch.slot_size}
              for ch in cluster.state.channels.values()]
-    return RunSummary(cluster.platform.name, proto.value, cluster.cycles, cores, pipes, wall, list(found))
+    return RunSummary(cluster.platform.name, getattr(proto, "value", proto), cluster.cycles, cores, pipes, wall, list(found))
 
 
 __all__ = ["RunResult", "RunSummary", "compare", "compare_launches", "gm_buffer", "run", "summarize",

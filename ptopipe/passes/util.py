@@ -38,9 +38,8 @@ def protocol_of(ctx) -> str:
 def protocol_model(ctx):
     """The :class:`~ptopipe.protocol.model.ProtocolModel` of ``ctx``'s protocol on its
     platform (flag numbering, hold limits, the A5 no-split lane)."""
-    from ..arch.vocab import Protocol
-    from ..protocol.model import model_for, platform_kind
-    return model_for(Protocol(protocol_of(ctx)), platform_kind(platform_of(ctx)))
+    from ..protocol.model import compile_model, platform_kind
+    return compile_model(protocol_of(ctx), platform_kind(platform_of(ctx)))
 
 
 def functions(program: Operation) -> list:

@@ -39,7 +39,7 @@ findings, :func:`run` raises the first with the others as details.
 from __future__ import annotations
 
 from ..arch.platform import get_platform
-from ..arch.vocab import Direction, Protocol, TileLayout, TileSplitAxis
+from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import CallOp, FuncOp, ReserveBufferOp, TPop, TPush
@@ -47,7 +47,7 @@ from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
-from ..protocol.model import model_for, platform_kind
+from ..protocol.model import compile_model, platform_kind
 from .pipe_deadlock import stuck_cores
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import dir_name, hold_limit, lanes_of, line, ordinal
@@ -145,8 +145,8 @@ class _Verifier:
     def __init__(self, program, plat, warnings, protocol="spec", known=None, remarks=None):
         self.program, self.plat, self.known = program, plat, known
         self.remarks = remarks if remarks is not None else remarks_of(None)
-        self.protocol = Protocol(getattr(protocol, "value", protocol))
-        self.model = model_for(self.protocol, platform_kind(plat))
+        self.model = compile_model(protocol, platform_kind(plat))
+        self.protocol = self.model.protocol
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
         self.explored: dict = {}

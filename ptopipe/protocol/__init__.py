@@ -1,4 +1,5 @@
 """The ring protocol, below both the simulator and the compiler (imports only ``arch``):
-``model`` - one ProtocolModel per model (spec; pto-isa per platform): flag ids, credits, when
-a free is sent, teardown, SLOT_NUM defaults; ``geometry`` - how a split tile maps onto a slot
+``model`` - one ProtocolModel per model (spec; pto-isa per platform, per named release and
+its CPU simulator): flag ids, credits, when a free is sent, teardown, SLOT_NUM defaults;
+``versions`` - the pto-isa releases and the library bugs each had, as data; ``geometry`` - how a split tile maps onto a slot
 (parts, offsets, the slot's layout) and the words the run and VerifyPipes use for it."""

@@ -1,5 +1,7 @@
 """The ring protocol as data: :class:`ProtocolModel` with :class:`SpecModel` (seed 003) and
-:class:`PtoIsaModel` (what pto-isa's C++ does).
+:class:`PtoIsaModel` (what pto-isa's C++ does: the fixed library, a named release with its bugs
+- :func:`model_for` with ``library``, the bugs being :mod:`.versions` data - or pto-isa's CPU
+simulator, ``PTO_ISA_CPUSIM``).
 
 Everything that differs between the two protocols is decided here - flag ids of each way,
 SyncPeriod, the credits the consumer posts at bind, when the producer waits for a free
@@ -19,9 +21,11 @@ pto-isa's sparse rules are method calls (:meth:`ProtocolModel.producer_waits`,
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ..arch import PipeUnit
-from ..arch.vocab import Direction, FIFOType, Protocol
+from ..arch.vocab import C2V, Direction, FIFOType, Protocol
+from .versions import bugs_at, parse as parse_protocol
 
 #: the FlagID of the first pipe of a Vector-Cube peer (seed 003: one direction uses flags
 #: 0..7, both directions 0..3 and 4..7)
@@ -80,6 +84,53 @@ class ProtocolModel:
     #: ``ffts_cross_core_sync`` on PIPE_V / MTE1 / MTE2 / S, so a TSTORE still reading a UB
     #: slot on MTE3 is not waited for (a set_flag / wait_flag from MTE3 to V before TFREE is)
     free_after_readers: bool = True
+    #: the TPipe destructor waits SyncPeriod times whatever is pending (pto-isa A2A3 from
+    #: 8d74fb38 until 0a15e15c; ``versions.BUGS``)
+    fixed_drain: bool = False
+    #: with ``ctor_credit_pipes``: a local no-split TPipe gets the constructor credits too (pto-isa
+    #: A5 from 8d74fb38 until PR #274)
+    ctor_credit_local: bool = False
+    #: both rings of a DIR_BOTH pipe in GM start at GM_SLOT_BUFFER (pto-isa A2A3 before d2b30a84:
+    #: the V2C way's entryOffset is never set)
+    both_rings_alias: bool = False
+    #: pto-isa's CPU simulator: every slot starts free (SlotNum start-up credits, SyncPeriod 1)
+    #: and a stall the device would not have is the simulator's (diagnoses say so)
+    simulator: bool = False
+    #: the CPU simulator hands a TILE_NO_SPLIT C2V tile to every Vector thread it runs (two) and
+    #: releases the slot after both freed it (``IsDualLaneC2VActive``: ``remaining_consumers =
+    #: get_subblockdim()``), so a one-lane pipe's slots are never released
+    nosplit_c2v_all_lanes: bool = False
+    #: the CPU simulator keeps one ring of SlotNum slots for both ways of a DIR_BOTH pipe (one
+    #: producer cursor; a split V2C lane claims the cursor slot without waiting for it to be
+    #: free): replayed by ``ptopipe.isa.pipe.cpusim.SharedRing``
+    shared_both_ring: bool = False
+    #: the protocol whose model the compiler targets for a run under this one (the CPU
+    #: simulator runs code compiled for pto-isa's device headers); None: this one
+    compiles_as: Protocol | None = None
+    #: a tile TPOP from a GM ring stages its tile at ``staging + (pop index % LocalSlotNum) *``
+    #: the popped tile's byte size instead of ``* SlotSize`` (pto-isa A2A3 before ab903c91; A5
+    #: ``*_GM`` pipes): tiles of different sizes overlap in the staging ring
+    stage_stride_tile: bool = False
+    #: the model's name in messages when it is not the protocol's (``pto-isa@<commit>``)
+    label: str | None = None
+    #: the library bugs this model was built with (``versions.LibraryBug``), for diagnoses
+    bugs: tuple = ()
+
+    @property
+    def name(self) -> str:
+        """The protocol as the user selected it: "spec", "pto-isa", "pto-isa@8d74fb38", ..."""
+        return self.label or self.protocol.value
+
+    def bug(self, field: str):
+        """The library bug that sets model field ``field`` in this model, else None."""
+        return next((b for b in self.bugs if any(f == field for f, _v in b.changes)), None)
+
+    def ring_base(self, gm_addr: int, way_index: int, slot_num: int, slot_size: int) -> int:
+        """The GM address of way ``way_index``'s ring of a pipe whose GM_SLOT_BUFFER is at
+        ``gm_addr``: the C2V ring first, the V2C ring after its SlotNum x SlotSize bytes."""
+        if self.both_rings_alias:
+            return gm_addr
+        return gm_addr + way_index * slot_num * slot_size
 
     # -- flags ------------------------------------------------------------------------
     def flag_ids(self, flag_id: int, way_index: int, slot_num: int) -> tuple:
@@ -146,6 +197,11 @@ class ProtocolModel:
         ``Channel.startup_credits`` holds the decision for a bound ring)."""
         raise NotImplementedError
 
+    def ctor_credit_pipe(self, ch) -> bool:
+        """Does the TPipe constructor of ``ch`` post SyncPeriod free credits (pto-isa on A5, and
+        some releases on A2A3: :attr:`ctor_credit_pipes`)?"""
+        return False
+
     def channel_credits(self, ch) -> int:
         """Start-up credits of the bound ring ``ch`` (its pipe kind decided at bind)."""
         return self.startup_credits(ch.slot_num, ch.cfg)
@@ -158,6 +214,14 @@ class ProtocolModel:
     def producer_waits(self, ch, i: int) -> bool:
         """Does push ``i`` wait for a free credit?"""
         return True
+
+    def lost_lanes(self, ch) -> tuple:
+        """The Vector lanes the library waits for before it releases a slot of ``ch`` that are
+        not the pipe's peers (so never free anything): the CPU simulator's second lane of a
+        one-lane C2V pipe (:attr:`nosplit_c2v_all_lanes`); decided at bind (``Channel.lost_lanes``)."""
+        if self.nosplit_c2v_all_lanes and ch.way == C2V and tuple(ch.peers) == (0,):
+            return (1,)
+        return ()
 
     def consumer_frees(self, ch, k: int) -> bool:
         """Does release ``k`` send a free SET?"""
@@ -221,6 +285,8 @@ class ProtocolModel:
         spread over the way's free flags (one per slot tag with per-tag flags).  A correct
         run leaves exactly that much, so the drain ends the launch with empty free flags."""
         if ch.wait_every:                 # every push waits and every release frees
+            if ch.lost_lanes:             # no free reaches the producer: what the pushes left
+                return max(0, ch.startup_credits - pushed)
             return ch.startup_credits // (ch.slot_num if self.per_tag_flags else 1)
         waited = sum(1 for i in range(pushed) if self.producer_waits(ch, i))
         return max(0, self.frees_due(ch, pushed) - waited)
@@ -292,6 +358,8 @@ class PtoIsaModel(ProtocolModel):
                 f"use FlagID + {3 if both else 1} < {limit}")
 
     def sync_period(self, cfg):
+        if self.simulator:
+            return 1                        # the CPU simulator releases a slot at every TFREE
         if self.tmpipe_rendezvous and cfg.fifo is not None:
             return 1                        # a TMPipe frees every release; FiFoSyncT is unused
         return cfg.sync_period or self.default_sync_period(cfg.slot_num)
@@ -319,6 +387,8 @@ class PtoIsaModel(ProtocolModel):
         return others >= slot_num or (pops - others) // sp < waits
 
     def startup_credits(self, slot_num, cfg=None):
+        if self.simulator:
+            return slot_num                 # the CPU simulator's slots start free
         # TPipe: none, the shouldWaitFree window gives the start-up capacity (A5: pto-isa's
         # protocol of local no-split FIFOs; the newest code's GM/split constructor credits are
         # ``channel_credits`` under ``ctor_credit_pipes``); TMPipe: the constructor's one cons.free()
@@ -341,6 +411,11 @@ class PtoIsaModel(ProtocolModel):
         if not allocate:
             return "do not skip the free-slot wait (setAllocateStatus) while slots are in use"
         if ch is not None and ch.startup_credits and self.ctor_credit_pipe(ch):
+            bug = self.bug("ctor_credit_local") or self.bug("ctor_credit_pipes")
+            if bug is not None:
+                return (f"{bug.note()} - the TPipe constructor posts SyncPeriod = {ch.sync_period} free credits "
+                        f"on top of the shouldWaitFree window, so push #{ch.slot_num} passes its wait before "
+                        f"any TFREE: the library, not the kernel, overruns the ring; {bug.upgrade()}")
             return (f"pto-isa on A5 (newest TPush.hpp): this GM-backed or split TPipe's constructor posts "
                     f"SyncPeriod = {ch.sync_period} free credits on top of the shouldWaitFree window, so "
                     f"push #{ch.slot_num} passes its wait before any TFREE - the library overruns the ring; "
@@ -359,7 +434,7 @@ class PtoIsaModel(ProtocolModel):
         """pto-isa A5 ``!uses_local_no_split_credit_protocol``: a TPipe whose ring is in GM or
         that is split (two consumer lanes; a one-lane pipe is the IsNoSplit pipe)."""
         return (self.ctor_credit_pipes and not self.waits_every(ch.cfg)
-                and (ch.in_gm or len(ch.peers) > 1))
+                and (self.ctor_credit_local or ch.in_gm or len(ch.peers) > 1))
 
     def channel_credits(self, ch):
         if self.ctor_credit_pipe(ch):
@@ -419,7 +494,7 @@ class PtoIsaModel(ProtocolModel):
         return None
 
     def teardown_drain(self, ch, pushed):
-        if self.ctor_credit_pipe(ch):
+        if self.ctor_credit_pipe(ch) or (self.fixed_drain and not ch.wait_every):
             return ch.sync_period               # A5 GM/split ~TPipe(): SyncPeriod prod.allocate()
         # pto-isa's ~TPipe(): numPopFree - numPushWait WAITs on the free flag, from the
         # producer's tileIndex alone; the closed form holds for the rule above (no start-up
@@ -464,9 +539,22 @@ PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False
 #: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
 #: (``protocol="pto-isa-head"``; not the default: see ``ctor_credit_pipes`` and docs/protocols.md)
 PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
+#: pto-isa's CPU simulator (include/pto/cpu/TPush.hpp, TPop.hpp at 3186c381): one shared slot
+#: state per pipe instead of flags - every slot starts free, a push waits for its slot, every
+#: TFREE releases (no SyncPeriod, no constructor credit, no destructor drain), a tile TPOP
+#: from a GM ring frees nothing, and every instruction completes before the next one starts
+#: (a free follows every read of the slot); a stall only it causes is blamed on it (``simulator``)
+PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
+                         frees_in_pop=False, tmpipe_rendezvous=False, simulator=True, free_after_readers=True,
+                         nosplit_c2v_all_lanes=True, shared_both_ring=True, compiles_as=Protocol.PTO_ISA)
+PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
+                            frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
+                            tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,
+                            shared_both_ring=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,
-           (Protocol.PTO_ISA_HEAD, "a2a3"): PTO_ISA, (Protocol.PTO_ISA_HEAD, "a5"): PTO_ISA_A5_HEAD}
+           (Protocol.PTO_ISA_HEAD, "a2a3"): PTO_ISA, (Protocol.PTO_ISA_HEAD, "a5"): PTO_ISA_A5_HEAD,
+           (Protocol.PTO_ISA_CPUSIM, "a2a3"): PTO_ISA_CPUSIM, (Protocol.PTO_ISA_CPUSIM, "a5"): PTO_ISA_CPUSIM_A5}
 
 
 def platform_kind(plat) -> str:
@@ -474,12 +562,33 @@ def platform_kind(plat) -> str:
     return "a2a3" if plat.ring_in_gm else "a5"
 
 
-def model_for(protocol: Protocol, platform: str = "a2a3") -> ProtocolModel:
-    """The model of ``protocol`` on ``platform`` ("a2a3" or "a5")."""
+def model_for(protocol: Protocol, platform: str = "a2a3", library: str | None = None) -> ProtocolModel:
+    """The model of ``protocol`` on ``platform`` ("a2a3" or "a5"); ``library``: a pto-isa
+    release (a hash ``versions.release`` knows) whose bugs the pto-isa model takes on."""
+    if library is not None:
+        return _versioned(library, platform)
     return _MODELS[(Protocol(protocol), platform)]
+
+
+def compile_model(protocol, platform: str = "a2a3") -> ProtocolModel:
+    """The model the compiler targets (flag numbering, hold limits, the A5 no-split lane) for
+    kernels run under ``protocol`` (a Protocol or its name, ``pto-isa@<commit>`` too: a
+    release's bugs change no compile decision) on ``platform``."""
+    m = model_for(parse_protocol(protocol)[0], platform)
+    return model_for(m.compiles_as, platform) if m.compiles_as is not None else m
+
+
+@lru_cache(maxsize=None)
+def _versioned(library: str, platform: str) -> ProtocolModel:
+    rel, bugs = bugs_at(library, platform)
+    changes = {f: v for b in bugs for f, v in b.changes}
+    return replace(_MODELS[(Protocol.PTO_ISA, platform)], label=f"pto-isa@{rel.short}", bugs=bugs, **changes)
 
 
 def cluster_model(cluster) -> ProtocolModel:
     """The protocol model of a run (``ptopipe.run(protocol=...)``; spec by default) on its
     platform, decided once when a pipe binds."""
-    return _MODELS[(cluster.context.protocol, platform_kind(cluster.platform))]
+    ctx = cluster.context
+    if ctx.library is not None:
+        return _versioned(ctx.library, platform_kind(cluster.platform))
+    return _MODELS[(ctx.protocol, platform_kind(cluster.platform))]

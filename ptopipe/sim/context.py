@@ -34,6 +34,14 @@ class RunContext:
     #: re-binding to its next staging slot, the race checker's inline GM regions); False takes
     #: the reference path of each, which gives the same results, trace and errors, slower
     fast_paths: bool = True
+    #: the pto-isa release a ``pto-isa@<commit>`` run models (its full hash; None: the fixed
+    #: library), resolved by ``ptopipe.protocol.versions``
+    library: str | None = None
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol as the user named it: "pto-isa@8d74fb38", "spec", ..."""
+        return f"{self.protocol.value}@{self.library[:8]}" if self.library else self.protocol.value
 
     def __post_init__(self):
         if not isinstance(self.protocol, Protocol):

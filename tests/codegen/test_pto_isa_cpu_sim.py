@@ -17,7 +17,8 @@ cursor), where pto-isa's NPU TPipe and ptopipe keep SlotNum per way - with SlotN
 kernel that keeps both ways in flight (S4's lag, FA's look-ahead) deadlocks or mixes slots
 there.  A program using the address flow (TALLOC, a TPOP of a GM slot: S5) does not build:
 the CPU simulator has no TALLOC and its TPOP / TFREE take tiles only (expected failure,
-checked to be for that reason).
+checked to be for that reason).  Without those workarounds the simulator stalls where
+``--protocol pto-isa-cpusim`` says it does (``test_pto_isa_cpusim_stalls_where_the_simulator_does``).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import subprocess
 import numpy as np
 import pytest
 
-import ptopipe  # noqa: F401  (installs the mixed compiler)
+import ptopipe  # (also installs the mixed compiler)
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
@@ -119,13 +120,15 @@ int main(int, char **argv)
 """
 
 
-def main_cpp(op, args: dict, platform: str) -> str:
+def main_cpp(op, args: dict, platform: str, vdim: int | None = None) -> str:
+    """The launch of ``op``'s kernels; ``vdim``: the Vector threads' sub-block dim (default:
+    1 for an A5 no-split pipe with one lane - see the module doc - else 2)."""
     calls = kernel_calls(op, args)
     aic = " ".join(c for k, c in calls if k is FunctionKind.AIC)
     aiv = " ".join(c for k, c in calls if k is FunctionKind.AIV)
     inits = [o for f in op.regions[0].blocks[0] for o in f.walk() if o.name.endswith("_initialize_pipe")]
-    # an A5 no-split pipe with one lane: the CPU simulator sees one vector lane (see the module doc)
-    vdim = 1 if inits and all(o.attributes.get("lanes") == 1 for o in inits) else 2
+    if vdim is None:
+        vdim = 1 if inits and all(o.attributes.get("lanes") == 1 for o in inits) else 2
     loads, saves = [], []
     for k, v in args.items():
         if isinstance(v, np.ndarray):
@@ -201,3 +204,44 @@ def test_the_launch_text_follows_the_program():
         "using Pipe = TPipe<0, Direction::DIR_BOTH, 8192, 8, 4, false>;"
     assert shared_both_ring("TPipe<0, Direction::DIR_C2V, 8192, 4, 4, false>") == \
         "TPipe<0, Direction::DIR_C2V, 8192, 4, 4, false>"
+
+
+# (example, variant, platform): the stalls pto-isa's CPU simulator has without the two
+# workarounds above (two Vector threads, the DIR_BOTH ring as declared), and a kernel it runs
+SIMULATOR_STALLS = [("examples/mixed/s6_stream_both.py", "default", "a2a3"),
+                    ("examples/mixed/s6_stream_both.py", "default", "a5"),
+                    ("examples/mixed/s2_cv_nosplit.py", "m160_default_slots", "a5"),
+                    ("examples/mixed/s2_cv_nosplit.py", "default", "a5")]
+
+
+@needs_pto_isa
+@pytest.mark.parametrize("rel,variant,platform", SIMULATOR_STALLS)
+def test_pto_isa_cpusim_stalls_where_the_simulator_does(rel, variant, platform, tmp_path):
+    """``--protocol pto-isa-cpusim`` against the real CPU simulator, launched as a user would
+    (two Vector threads, the pipes as declared): where ptopipe reports the simulator's stall, the
+    simulator hangs in at least one of 3 runs (its threads interleave differently each time);
+    where ptopipe runs through, all 3 runs end.  Under --protocol pto-isa every case is clean."""
+    assert CXX, "no C++ compiler: set CXX"
+    mod = load_module(str(ROOT / rel))
+    sc = mod.SCENARIO
+    sc.check(variant, platform, "pto-isa")
+    try:
+        sc.check(variant, platform, "pto-isa-cpusim")
+        stalls = False
+    except ptopipe.DeadlockError as e:
+        assert "CPU simulator" in e.what, e.what
+        stalls = True
+    op = compile_program(programs_of(mod, variant)[0], platform, protocol="pto-isa")
+    args = sc.inputs(sc.params(variant), 0, variant)
+    for k, v in args.items():
+        if isinstance(v, np.ndarray):
+            np.ascontiguousarray(v).tofile(tmp_path / f"{k}.in")
+    r = build(tmp_path, write_cpp(op, platform), main_cpp(op, args, platform, vdim=2))
+    assert r.returncode == 0, r.stderr[-4000:]
+    hangs = 0
+    for _ in range(3):
+        try:
+            subprocess.run([str(tmp_path / "k"), str(tmp_path)], capture_output=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            hangs += 1
+    assert (hangs > 0) == stalls, f"{rel} [{variant}] on {platform}: ptopipe stalls: {stalls}, simulator hung {hangs}/3"

@@ -14,6 +14,7 @@ Vector peers.  The package is split along its seams:
 ``ops``          the tile flow: TPUSH / TPOP / TFREE
 ``flows``        the address flow (TALLOC, GlobalTensor TPUSH/TPOP) and the control flow
 ``diagnostics``  ring state, holdings, misuse errors, leaks at kernel end
+``cpusim``       pto-isa's CPU simulator's one ring of a DIR_BOTH pipe, replayed
 """
 from ...arch.vocab import (C2V, DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_CTRL,  # noqa: F401
                            DIR_V2C_GM, TILE_LEFT_RIGHT, TILE_NO_SPLIT, TILE_UP_DOWN, V2C, Direction,

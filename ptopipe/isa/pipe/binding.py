@@ -19,6 +19,7 @@ from ..regions import reserve
 from ..tensor import GlobalTensor, GMPtr
 from .channel import Channel, PipeHandle, Side, Slot
 from .config import TPipe, ways as _ways
+from .cpusim import SharedRing
 from .diagnostics import deadlock_cause, explain, holdings
 from ...protocol.model import cluster_model
 from .teardown import scope_end
@@ -131,8 +132,11 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
             msg, fix = model.flag_range_error(way, ready_id, free_id, cfg.flag_id, n, plat, both)
             raise ConfigError(msg, where=_loc(core), fix=fix)
         consumer_buf = c2v_consumer_buf if way == C2V else v2c_consumer_buf
-        base = gm_addr + k * n * cfg.slot_size if in_gm else consumer_buf
+        base = model.ring_base(gm_addr, k, n, cfg.slot_size) if in_gm else consumer_buf
         handle.channels[way] = _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf)
+    if both and model.shared_both_ring and handle.channels[C2V].sim_ring is None:
+        ring = SharedRing(f"DIR_BOTH pipe FlagID {cfg.flag_id}", n)
+        handle.channels[C2V].sim_ring = handle.channels[V2C].sim_ring = ring
     return handle
 
 
@@ -274,6 +278,19 @@ def _check_gm_ring(core, ch: Channel, chans: dict) -> None:
         olo, ohi = other.gm_base, other.gm_base + other.slot_num * other.slot_size
         if lo < ohi and olo < hi:
             side = other.sides[core.index]
+            bug = ch.model.bug("both_rings_alias")
+            if bug is not None and other.cfg == ch.cfg and other.way != ch.way:
+                # the two ways of one DIR_BOTH pipe: the library put them on the same bytes
+                raise MemoryConflictError(
+                    f"{ch.model.name} places both rings of this DIR_BOTH pipe at GM_SLOT_BUFFER "
+                    f"[{lo:#x}, {hi:#x}): its C2V and V2C tiles overwrite each other once more than one "
+                    f"is in flight", where=_loc(core),
+                    details=f"{bug.note()}\nthe pipe bound by {side.core.name} at {side.bound_at}",
+                    fix=f"{bug.upgrade()} (and allocate 2 x SlotNum x SlotSize bytes of GM_SLOT_BUFFER, as "
+                        "the fixed library places the V2C ring after the C2V one); with this pto-isa use a "
+                        "DIR_C2V pipe and a DIR_V2C pipe with their own GM_SLOT_BUFFERs and FlagIDs",
+                    findings=[{"kind": "library_bug", "bug": bug.key, "fixed": bug.fixed,
+                               "where": _loc(core)}])
             raise MemoryConflictError(
                 f"the GM ring of {ch.name} [{lo:#x}, {hi:#x}) overlaps the GM ring of {other.name} "
                 f"[{olo:#x}, {ohi:#x})", where=_loc(core),

@@ -39,13 +39,16 @@ class Slot:
 class StageSlot(Slot):
     """One slot of a consumer's local staging ring (A2A3 GM rings: pto-isa LocalSlotNum),
     where a popped tile without an address of its own is loaded."""
-    __slots__ = ("side", "addr", "pop_gen")
+    __slots__ = ("side", "addr", "pop_gen", "nbytes", "clobber", "bound")
 
     def __init__(self, tag: int, side: "Side", addr: int):
         super().__init__(tag)
         self.side = side
         self.addr = addr
         self.pop_gen = None              # the generation whose TPOP pop_loc is (checkers on)
+        self.nbytes = 0                  # bytes of the tile staged last (a staging stride by tile size)
+        self.clobber = None              # (generation, TPOP line, library bug) that overwrote it
+        self.bound = None                # the generation its latest TPOP bound a tile to
 
 
 class Side:
@@ -124,6 +127,9 @@ class Channel:
     # TPUSH / TPOP take their replayed fast paths (the run's ``fast_paths``; False: the
     # reference path every time, which tests/isa/test_fast_paths.py compares with)
     replay: bool = True
+    # the CPU simulator's one ring of both ways of a DIR_BOTH pipe (cpusim.SharedRing; None: not
+    # that model)
+    sim_ring: object = None
 
     def __post_init__(self):
         m = self.model
@@ -137,6 +143,10 @@ class Channel:
         self.tfree_frees = self.pop_frees and m.tfree_after_pop_frees   # pto-isa A5: frees twice
         self.free_pipe = m.free_pipe(self)          # the pipe a consumer's TFREE signals from
         self.free_after_readers = m.free_after_readers   # ... after every read of the tile
+        self.stage_by_tile = m.stage_stride_tile         # staging stride: the tile's size, not SlotSize
+        # lanes the library waits for that never free (the CPU simulator's second lane of a
+        # one-lane C2V pipe): then no TFREE releases a slot to the producer
+        self.lost_lanes = m.lost_lanes(self)
 
     @property
     def protocol(self):

@@ -54,6 +54,10 @@ def deadlock_cause(cluster, blocked):
         if ch is None or signal not in ("ready", "free") or not hasattr(ch, "sides"):
             continue
         waits.append((c, w, ch, signal, w.flag.sender))
+    for c, w, ch, signal, other in waits:
+        found = _simulator_stall(ch, c, signal)
+        if found:
+            return found
     for c, w, ch, _signal, other in waits:
         found = _absent_lane(cluster, ch, c, other, w)
         if found:
@@ -230,6 +234,29 @@ def _full_cycle(waits):
                     + "".join(f"; {n}" for n in notes))}
 
 
+def _simulator_stall(ch, core, signal):
+    """A stall the device would not have, caused by pto-isa's CPU simulator (the model's
+    ``simulator``): a one-lane C2V pipe whose slots the simulator releases only after a second
+    Vector lane freed them too (``Channel.lost_lanes``)."""
+    if not ch.lost_lanes or signal != "free" or not ch.model.simulator:
+        return None
+    side = ch.sides.get(core.index)
+    i = side.pushed if side is not None else 0
+    loc = str(core.where())
+    lanes = ", ".join(f"AIV{p}" for p in ch.lost_lanes)
+    cause = (f"pto-isa's CPU simulator causes this stall, not the kernel: it hands a TILE_NO_SPLIT C2V tile to "
+             f"every Vector thread it runs (IsDualLaneC2VActive: two sub-blocks) and releases the slot only "
+             f"after each of them freed it (remaining_consumers = get_subblockdim()), but {ch.name} has one "
+             f"lane, AIV0 - {lanes} never pops it, so no TFREE releases a slot and {core.name}'s push #{i} at "
+             f"{loc} waits forever (the NPU's header serves AIV0 alone: on the device this kernel runs)")
+    fix = ("run the CPU simulator's Vector threads with a sub-block dim of 1 for this kernel "
+           "(cpu_sim::ScopedExecutionContext(block, sub, 1), as pto-isa's A5 no-split tests do), or let "
+           f"{lanes} pop and free every tile too; the kernel itself needs no change")
+    return {"cause": cause, "fix": fix, "where": loc,
+            "finding": {"kind": "simulator_stall", "pipe": ch.name, "waiter": core.name, "where": loc,
+                        "lanes": list(ch.lost_lanes), "push": i}}
+
+
 def _absent_lane(cluster, ch, core, other, w):
     """``core`` waits for a handshake of ``other``, which never takes part in ``ch``: it runs
     no kernel (typically AIV1 of a two-lane pipe dispatched on lane 0 only - on the device an
@@ -351,7 +378,7 @@ def ring_state(ch) -> dict:
         flags[p] = {"ready": [f.count for f in ch.ready_flags.get(p, ())],
                     "free": [f.count for f in ch.free_flags.get(p, ())]}
     roles = {s.role for s in ch.sides.values()}
-    return {"pipe": ch.name, "direction": ch.way, "protocol": ch.protocol.value, "slot_num": n,
+    return {"pipe": ch.name, "direction": ch.way, "protocol": ch.model.name, "slot_num": n,
             "slot_size": ch.slot_size, "where": "GM" if ch.in_gm else ("UB" if ch.way == C2V else "L1"),
             "slots": {p: [_STATE_WORD.get(sl.state, sl.state) for sl in ch.slots[p]] for p in ch.peers},
             "sides": sides, "flags": flags,
@@ -393,7 +420,7 @@ def overwrite_error(core, ch, s, op: str, loc) -> ProtocolError:
     return ProtocolError(
         f"{op} overwrites slot {s.tag} of {ch.name}, {how}",
         where=str(loc or core.where()),
-        details=f"push #{ch.sides[core.index].index}, protocol {ch.protocol.value}, "
+        details=f"push #{ch.sides[core.index].index}, protocol {ch.model.name}, "
                 f"SlotNum {ch.slot_num}, SyncPeriod {ch.sync_period}",
         fix=ch.model.overwrite_fix(ch, ch.sides[core.index].allocate))
 
@@ -431,6 +458,16 @@ def slot_use_after_free(tile, core) -> ProtocolError:
     slot, gen = tile.binding
     staged = slot.__class__.__name__ == "StageSlot"
     what = "a staging copy of a GM ring slot" if staged else f"slot {slot.tag} (zero-copy)"
+    clobber = getattr(slot, "clobber", None)
+    if clobber is not None and clobber[0] == gen:
+        # a library that strides its staging ring by tile size put a later pop on these bytes
+        _g, at, bug = clobber
+        return ProtocolError(
+            f"use after free: {tile.describe()} holds a staging copy of a GM ring slot, overwritten by the "
+            f"TPOP at {at}, which the library staged on the same bytes", where=str(core.where()),
+            details=bug.note() if bug is not None else None,
+            fix=(f"{bug.upgrade()}; with this pto-isa, pop tiles of one size per ring, or read (or TMOV "
+                 "away) a popped tile before popping a smaller one") if bug is not None else None)
     if slot.free_gen == gen and slot.free_loc is not None:
         # the TFREE that ended this tile's life (a later reuse may have followed)
         cause = f"released by the TFREE at {slot.free_loc}"

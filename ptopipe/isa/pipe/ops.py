@@ -77,6 +77,8 @@ def TPUSH(pipe, tile, split=TileSplitAxis.TILE_NO_SPLIT, *events) -> Event:
                        RingArgs(ch.name, tag, src.shape) if core.trace is not None else None)
     side.index += 1
     producer_record(core, side, tag, end)
+    if ch.sim_ring is not None:
+        ch.sim_ring.record(core, "push", ch.way, split, loc)
     return new_event(("TPUSH", core, end))
 
 
@@ -140,7 +142,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         if tile.binding is not None or ch.always_stage or tile.addr is None:
             st = side.stage_slots
             v = None
-            if st is not None and tile.core is core and ch.replay:
+            if st is not None and tile.core is core and ch.replay and not ch.stage_by_tile:
                 # _bind_staging + tile.bind for a tile bound here before, inline: the views of
                 # its next staging slot are in the tile's view cache (same key as bind's)
                 s = st[i % len(st)]
@@ -200,6 +202,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
                     ph[1] = ph[0]
                 ph[0] = len(held)
         held.append((tag, tile, loc, read_end, dst, split, stage))
+    if ch.sim_ring is not None:
+        ch.sim_ring.record(core, "pop", ch.way, split, loc)
     return new_event(("TPOP", core, end))
 
 
@@ -215,9 +219,27 @@ def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:
     s = stage[i % len(stage)]
     if side.held:
         _check_stage_free(core, ch, side, tile, s, len(stage))
+    if ch.stage_by_tile:
+        _stage_by_tile(core, ch, side, tile, s, i)
     bind(tile, core, s.addr)
     s.gen += 1
+    s.bound = s.gen
     tile.binding = (s, s.gen)
+
+
+def _stage_by_tile(core, ch: Channel, side: Side, tile: Tile, s, i: int) -> None:
+    """A library that strides the staging ring by the popped tile's size (the model's
+    ``stage_stride_tile``) stages pop ``i`` at ``base + (i % LocalSlotNum) * tile bytes``: a
+    staged copy still in use that those bytes overlap is overwritten - reading it afterwards is
+    reported as a use after free naming the library bug."""
+    s.addr = lo = (side.staging or 0) + (i % len(side.stage_slots)) * tile.nbytes
+    hi = lo + tile.nbytes
+    for o in side.stage_slots:
+        # o's copy is in use while its generation is the one its TPOP bound (no TFREE since)
+        if o is not s and o.nbytes and o.gen == o.bound and o.addr < hi and lo < o.addr + o.nbytes:
+            o.clobber = (o.gen, core.where(), ch.model.bug("stage_stride_tile"))
+            o.gen += 1
+    s.nbytes = tile.nbytes
 
 
 def _check_stage_free(core, ch: Channel, side: Side, tile: Tile, s, n: int) -> None:
@@ -319,6 +341,8 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
             _end_stage(stage, here)
     elif stage is not None:
         _end_stage(stage, None)
+    if ch.sim_ring is not None:
+        ch.sim_ring.record(core, "free", ch.way, _split, _here(core))
     return new_event(("TFREE", core, end))
 
 

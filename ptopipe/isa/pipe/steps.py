@@ -111,7 +111,7 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
         at = read_end
     k = side.freed
     side.freed = k + 1
-    if side.free and (ch.wait_every or ch.model.consumer_frees(ch, k)):
+    if side.free and not ch.lost_lanes and (ch.wait_every or ch.model.consumer_frees(ch, k)):
         set_flag = core.cluster.set_flag
         for f in side.free_flags[tag]:
             set_flag(core, f, at, order)

@@ -51,9 +51,20 @@ def scope_end(core):
     return SourceLoc(code.co_filename, last, None, code.co_name)
 
 
-def _drain_name(model) -> str:
-    return ("the producer's TPipe destructor (pto-isa ~TPipe: numPopFree - numPushWait)"
-            if model.protocol.value == "pto-isa" else "the producer's teardown (one wait per slot's free flag)")
+def _drain_name(model, ch) -> str:
+    if model.protocol.value != "pto-isa":
+        return "the producer's teardown (one wait per slot's free flag)"
+    if model.teardown_drain(ch, 0) == ch.sync_period and _drain_bug(model, ch) is not None:
+        return f"the producer's TPipe destructor (pto-isa ~TPipe: a fixed SyncPeriod = {ch.sync_period} waits)"
+    return "the producer's TPipe destructor (pto-isa ~TPipe: numPopFree - numPushWait)"
+
+
+def _drain_bug(model, ch):
+    """The library bug behind ``ch``'s drain, if its model has one (a fixed SyncPeriod drain, or
+    the constructor credits whose destructor drains SyncPeriod)."""
+    if model.ctor_credit_pipe(ch):
+        return model.bug("ctor_credit_local") or model.bug("ctor_credit_pipes")
+    return model.bug("fixed_drain") if model.fixed_drain and not ch.wait_every else None
 
 
 def _free_links(ch, side):
@@ -88,6 +99,11 @@ def teardown(cluster, launch: int = 1) -> list:
     (free credits left after the drain).  Raises DeadlockError for a drain that waits for
     more credits than are outstanding."""
     found = []
+    for ring in {id(ch.sim_ring): ch.sim_ring for ch in cluster.state.channels.values()
+                 if ch.sim_ring is not None}.values():
+        err = ring.stall()          # the CPU simulator hangs where the device runs on
+        if err is not None:
+            raise err
     for ch in cluster.state.channels.values():
         model = ch.model
         for side in ch.sides.values():
@@ -96,25 +112,30 @@ def teardown(cluster, launch: int = 1) -> list:
             pushed = side.pushed
             need = model.teardown_drain(ch, pushed)
             end = side.scope_end
+            bug = _drain_bug(model, ch)
             for p, f in _free_links(ch, side):
                 if f.sender.index not in ch.sides:
                     continue        # the link's consumer never bound: it sent nothing to drain
                 if need > f.count:
                     r = _row(f, launch)
                     raise DeadlockError(
-                        f"teardown of {ch.name} on {side.core.name} hangs: {_drain_name(model)} at kernel end "
+                        f"teardown of {ch.name} on {side.core.name} hangs: {_drain_name(model, ch)} at kernel end "
                         f"waits for {need} free credit{'s' if need != 1 else ''} on {f.name} but only "
                         f"{f.count} {'is' if f.count == 1 else 'are'} outstanding (sent {r['sent']} / "
                         f"consumed {r['consumed']} / awaited {need})",
                         where=str(end),
-                        details=f"protocol {model.protocol.value}, SlotNum {ch.slot_num}, SyncPeriod "
+                        details=(f"{bug.note()}\n" if bug else "") +
+                                f"protocol {model.name}, SlotNum {ch.slot_num}, SyncPeriod "
                                 f"{ch.sync_period}: after {pushed} pushes the protocol expects "
                                 f"{need} more free credit(s) than the pushes waited for\n"
                                 f"the pipe was bound at {side.bound_at}; the device hangs here "
                                 f"(AICPU timeout) instead of returning",
-                        fix="the consumer must send every free the protocol counts on: pop every tile "
-                            "pushed and release each one with its free on (setFreeStatus(false) or a "
-                            "missing TPOP/TFREE leaves the destructor waiting)",
+                        fix=(f"{bug.upgrade()} (the kernel is right: {model.name}'s destructor waits for "
+                             f"{need} credits, {f.count} pending); with this pto-isa, push a number of "
+                             "tiles that leaves exactly SyncPeriod release notifications pending" if bug else
+                             "the consumer must send every free the protocol counts on: pop every tile "
+                             "pushed and release each one with its free on (setFreeStatus(false) or a "
+                             "missing TPOP/TFREE leaves the destructor waiting)"),
                         findings=[dict(r, kind="teardown_hang", awaited=need, where=str(end))])
                 if need:
                     f.count -= need
@@ -144,9 +165,17 @@ def _surplus_cause(ch, f, r: dict, pushed: int) -> str:
                if ch.tfree_frees else "")
         return f"the consumer sent {r['sent']} frees where {due} are due for {pushed} pushes{why}"
     if ch.startup_credits and not ch.wait_every:
+        bug = _drain_bug(ch.model, ch)
+        if bug is not None:
+            return (f"the constructor's {ch.startup_credits} start-up credit(s) and the start-up window both "
+                    f"count, and the fixed destructor drain leaves the release notifications on the flag - "
+                    f"{bug.note()} ({bug.upgrade()})")
         return (f"the constructor's {ch.startup_credits} start-up credit(s) and the start-up window both "
                 "count (pto-isa-head on A5: GM-backed and split pipes), and the fixed destructor drain "
                 "leaves the release notifications on the flag")
+    bug = _drain_bug(ch.model, ch)
+    if bug is not None:
+        return f"{bug.note()} ({bug.upgrade()})"
     return "a push skipped its free-slot wait"
 
 
