@@ -31,7 +31,8 @@ from itertools import count
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
                          IfOp, ReturnOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.types import TensorType
-from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_but, in_loops,
+from .symbolic import Count, affine, invariant
+from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
 
 MAX_PATHS = 128
@@ -63,7 +64,13 @@ class Explorer:
         self.kind = fn.kind
         self.steps = 0
         self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
+        self.ranges: dict = {}             # loop variable symbol -> (lo, hi) of its loop
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
+
+    def report_on(self, p: Path, kind, op, msg, fix, pop=None) -> None:
+        """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
+        variables (the finding's values are solved from them)."""
+        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges)
 
     def loop_info(self, op) -> tuple:
         """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
@@ -89,14 +96,14 @@ class Explorer:
                 for s in held:
                     if cross is not None:      # a branch pops without a TFREE: another frees it
                         free, first = cross
-                        self.report("missing_tfree", first.op,
+                        self.report_on(q, "missing_tfree", first.op,
                                     f"the TPOP{pop_site(first)} has no TFREE on its branch: the TFREE at "
                                     f"{line(free)}, in the other branch of the same if, freed its slot "
                                     f"instead (a TFREE frees the oldest held slot), and the TPOP"
                                     f"{pop_site(s)} is never freed{on(q, end=True)}",
                                     "TFREE every popped slot on every path (after its last use)")
                         break
-                    self.report("missing_tfree", s.op,
+                    self.report_on(q, "missing_tfree", s.op,
                                 f"the TPOP{pop_site(s)} is never freed{on(q, end=True)}: "
                                 f"{self._who()} ends holding its slot",
                                 "TFREE every popped slot on every path (after its last use)")
@@ -142,7 +149,7 @@ class Explorer:
                     continue      # a second TFREE naming the object: counted as a TFREE
                 nm = f"%{v.name}" if v.name else "a value"
                 src = "popped" if s.kind == "pop" else "TALLOCed"
-                self.report("use_after_free", op,
+                self.report_on(p, "use_after_free", op,
                             f"{op.name} uses {nm} ({src} by the {'TPOP' if s.kind == 'pop' else 'TALLOC'}"
                             f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}",
                             f"move the {what} after the last use of {nm}" if what == "TFREE" else
@@ -206,7 +213,7 @@ class Explorer:
         else:
             over = len(held) > n
         if over:
-            self.report("too_many_pops", op,
+            self.report_on(p, "too_many_pops", op,
                         f"this TPOP holds {len(held)} slots of the {dir_name(d)} ring at once, more than "
                         f"its {lim.name} {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): "
                         + (f"the producer can never fill slot {n + 1}, so the TPOP waits forever"
@@ -219,7 +226,7 @@ class Explorer:
         held = p.held.get(d, ())
         p.trace.append(("free", d, op))
         if not held:
-            self.report("free_without_pop", op,
+            self.report_on(p, "free_without_pop", op,
                         f"TFREE of the {dir_name(d)} ring with no popped slot held{on(p)}",
                         "call TFREE exactly once after each TPOP")
             return
@@ -229,13 +236,13 @@ class Explorer:
             p.cross[d] = (op, s)                      # for the leak report: the culprit branch
         split = op.split
         if split is not None and split != s.split:
-            self.report("split_mismatch", op,
+            self.report_on(p, "split_mismatch", op,
                         f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
                         f"frees used {split_name(s.split)}{on(p)}",
                         f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none", s.op)
         obj = p.env.get(op.obj) if len(op.operands) > 1 else None
         if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:
-            self.report("free_order", op,
+            self.report_on(p, "free_order", op,
                         f"TFREE names %{op.obj.name} (TPOP{pop_site(obj)}) but frees the oldest "
                         f"held slot, from the TPOP{pop_site(s)}{on(p)}",
                         "TFREE the popped slots in the order they were popped")
@@ -333,7 +340,7 @@ class Explorer:
                 if pipes or len(trips) * size <= SUMMARY_OPS:
                     out.extend(self._unroll(op, body, p, trips, inits))
                     continue
-            out.extend(self._summary(op, body, p, inits, twice=not known and pipes))
+            out.extend(self._summary(op, body, p, inits, twice=not known and pipes, bounds=(lo, hi, st)))
         return out
 
     def _bind(self, body, p: Path, iv, carried) -> None:
@@ -364,13 +371,20 @@ class Explorer:
             res.append(q)
         return res
 
-    def _summary(self, op, body, p: Path, inits, twice: bool) -> list:
+    def _summary(self, op, body, p: Path, inits, twice: bool, bounds=(None, None, None)) -> list:
         """A loop run with unknown loop variables: once (no pipe ops), or a first and a later
-        iteration (pipe ops under unknown bounds), checking the held queue is balanced."""
+        iteration (pipe ops under unknown bounds), checking the held queue is balanced; after
+        the loop, each direction it pushes or pops on gets a marker Event whose ``count`` makes
+        the path's count ``before + trips * (one iteration's)`` (:func:`count_events`), or whose
+        ``why`` says why that count is not an affine expression of the unknowns."""
         outer = p.loops
         carried_names = [("carried", line(op), next(_fresh)) for _ in inits]
         live = [(p, inits)]
         n_events = {d: len(ev) for d, ev in p.events.items()}
+        at_entry = {d: count_events(ev) for d, ev in p.events.items()}
+        facts0 = set(p.facts)
+        iv_name = body.args[0].name or "i"
+        t0 = len(p.trace)
         for k in range(2 if twice else 1):
             nxt = []
             for q, carried in live:
@@ -382,11 +396,17 @@ class Explorer:
                                     "known statically)") if twice else
                                    f"an iteration of the loop at {line(op)}",)
                 before = {d: len(h) for d, h in q.held.items()}
-                self._bind(body, q, ("iv", line(op), next(_fresh)), carried if k == 0 else
+                iv = ("iv", line(op), next(_fresh), iv_name)
+                self.ranges[iv] = bounds[:2]
+                self._bind(body, q, iv, carried if k == 0 else
                            [c if c.__class__ is Slot else n for c, n in zip(carried, carried_names)])
                 for r in self.block(body, [q]):
                     if twice:
                         self._balanced(op, r, before)
+                        if k == 0:
+                            r.mid = dict(r.mid)
+                            r.mid[id(op)] = ({d: count_events(ev) for d, ev in r.events.items()},
+                                             len(r.trace))
                     nxt.append((r, r.yielded or []))
             live = nxt
         res = []
@@ -397,25 +417,56 @@ class Explorer:
             for r, v in zip(op.results, carried):
                 q.env[r] = v if v.__class__ is Slot else ("result", line(op), next(_fresh))
             if twice:
+                mid, t1 = q.mid.get(id(op), ({}, t0))
                 for d, ev in q.events.items():
                     if len(ev) != n_events.get(d, 0):
                         self.unknown_counts.setdefault(d, op)
-                        ev.append(Event(None, None, None, q.where(), loop=op))
+                        mark = Event(None, None, None, q.where(), loop=op)
+                        mark.count, mark.why = self._trips(op, bounds, q, facts0, d, at_entry.get(d),
+                                                           mid.get(d), count_events(ev))
+                        ev.append(mark)
+                if len(q.trace) > t0:
+                    q.trace[t0:] = [_loop_entry(op, bounds, q.trace[t0:t1], q.trace[t1:])]
             res.append(q)
         return res
+
+    def _trips(self, op, bounds, q: Path, facts0, d, entry, mid, end) -> tuple:
+        """``(count, why)`` of the marker of loop ``op`` (bounds ``(lo, hi, step)``) on
+        direction ``d`` of path ``q``: the events the loop adds beyond the two iterations
+        explored (``entry`` / ``mid`` / ``end``: the counts before it, after its first and
+        after its later iteration), or None and why that is not affine."""
+        zero = (Count.of(0), None)
+        entry, mid = entry or zero, mid or entry or zero
+        why = next((w for w in (entry[1], mid[1], end[1]) if w), None)
+        if why:
+            return None, why
+        first, later = mid[0] - entry[0], end[0] - mid[0]
+        if not (first == later):
+            return None, (f"the first iteration of the loop at {line(op)} pushes / pops a different "
+                          f"number of {dir_name(d)} tiles than a later one")
+        moving = [k for k in q.facts if k not in facts0 and not invariant(k)]
+        if moving:
+            return None, (f"the {dir_name(d)} pushes / pops of an iteration of the loop at {line(op)} "
+                          "depend on a condition that changes from iteration to iteration")
+        lo, hi, st = bounds
+        a, b = affine(lo), affine(hi)
+        if a is None or b is None or st != 1:
+            return None, (f"the trip count of the loop at {line(op)} is not an affine expression of "
+                          "the kernel's integer scalars with step 1")
+        return Count.trips(a, b) * later - (end[0] - entry[0]), None
 
     def _balanced(self, op, p: Path, before: dict) -> None:
         for d, h in p.held.items():
             n0 = before.get(d, 0)
             if len(h) > n0:
                 s = h[-1]
-                self.report("unbounded_pops", s.op,
+                self.report_on(p, "unbounded_pops", s.op,
                             f"each iteration of the loop at {line(op)} leaves {len(h) - n0} more "
                             f"slot(s) of the {dir_name(d)} ring held (TPOP{pop_site(s)}); its trip count is "
                             "not known statically, so the outstanding pops can exceed SLOT_NUM",
                             "TFREE in the same iteration every slot the iteration pops")
             elif len(h) < n0:
-                self.report("unbounded_frees", op,
+                self.report_on(p, "unbounded_frees", op,
                             f"each iteration of the loop at {line(op)} frees {n0 - len(h)} more "
                             f"slot(s) of the {dir_name(d)} ring than it pops; its trip count is not "
                             "known statically, so a later iteration frees a slot never popped",
@@ -424,6 +475,23 @@ class Explorer:
 
 
 __all__ = ["Explorer", "Incomplete"]
+
+
+def _loop_entry(op, bounds, first: list, later: list) -> tuple:
+    """The trace entry of a loop of unknown trip count: ``("loop", trips, body, op, why)``,
+    ``trips`` the (lo, hi) Affines of its trip count ``max(0, hi - lo)`` and ``body`` one
+    iteration's entries, or ``why`` (trips None) the loop cannot be repeated as one body."""
+    lo, hi, st = bounds
+    a, b = affine(lo), affine(hi)
+    why = None
+    if a is None or b is None or st != 1:
+        why = f"the trip count of the loop at {line(op)} is not an affine expression with step 1"
+    elif any(e[0] == "loop" for e in later):
+        why = f"the loop at {line(op)} holds another loop of unknown trip count"
+    elif len(first) != len(later) or any(x[0] != y[0] or x[1] != y[1] or x[2] is not y[2]
+                                         for x, y in zip(first, later)):
+        why = f"the iterations of the loop at {line(op)} do not all push / pop / free alike"
+    return ("loop", None if why else (a, b), tuple(later), op, why)
 
 
 def _branches(op) -> dict:
