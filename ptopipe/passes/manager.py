@@ -136,11 +136,14 @@ class PassContext:
     """What a pass sees besides the program: the target ``platform`` (a Platform or its
     name), the ``protocol`` whose flag numbering AllocateFlags follows, and ``warnings``
     (messages a pass appends); ``scalars``: values of scalar kernel parameters the static
-    checks may assume (a run's arguments; VerifyPipes then counts loops of those trip counts)."""
+    checks may assume (a run's arguments; VerifyPipes then counts loops of those trip counts);
+    ``ranges``: declared ranges (name -> (lo, hi), inclusive) of the others, within which
+    VerifyPipes proves them (else for every value >= 0)."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)
 
 
 def _lookup(name: str) -> PassInfo:

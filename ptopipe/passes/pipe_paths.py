@@ -38,6 +38,9 @@ from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir
 MAX_PATHS = 128
 MAX_STEPS = 400_000
 SUMMARY_OPS = 20_000
+#: a loop of more static trips whose iterations all take the same branches is explored as
+#: a first and a later iteration (its counts and orders then checked once per ring period)
+PERIOD_TRIPS = 256
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
 
 
@@ -66,6 +69,7 @@ class Explorer:
         self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
         self.ranges: dict = {}             # loop variable symbol -> (lo, hi) of its loop
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
+        self._dependent: dict = {}         # id(loop op) -> iteration_dependent(op)
 
     def report_on(self, p: Path, kind, op, msg, fix, pop=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
@@ -206,9 +210,11 @@ class Explorer:
         elif lim.exact is not None and isinstance(p.counted, dict) and d in p.counted:
             # a later iteration of a loop of unknown trip count: this pop is tile
             # base + k * per + offset for every k >= 1 (per: the pops of one iteration)
-            base, per = p.counted[d]
+            base, per, trips = p.counted[d]
             offset = len(p.events[d]) - 1 - base - per
             ks = range(1, (lim.n + 2 * max(per, 1)) // max(per, 1) + 2 * n + 2) if per else (1,)
+            if trips is not None:            # a known trip count: iterations 1 .. trips - 1
+                ks = range(1, min(ks[-1] + 1, trips)) if per else ks
             over = any(lim.exact(base + k * per + offset, len(held) - 1) for k in ks)
         else:
             over = len(held) > n
@@ -337,11 +343,42 @@ class Explorer:
             pipes, size = self.loop_info(op)
             if known:
                 trips = range(lo, hi, st)
+                if pipes and len(trips) > PERIOD_TRIPS and not self.iteration_dependent(op):
+                    out.extend(self._summary(op, body, p, inits, twice=True, bounds=(lo, hi, st)))
+                    continue
                 if pipes or len(trips) * size <= SUMMARY_OPS:
                     out.extend(self._unroll(op, body, p, trips, inits))
                     continue
             out.extend(self._summary(op, body, p, inits, twice=not known and pipes, bounds=(lo, hi, st)))
         return out
+
+    def iteration_dependent(self, op) -> bool:
+        """Does a branch or loop bound inside loop ``op`` depend on its loop variable or its
+        loop-carried values (so that its iterations may differ)?"""
+        r = self._dependent.get(id(op))
+        if r is None:
+            tainted = set(op.regions[0].block.args)
+            ops = [o for o in op.walk() if o is not op]
+            size = -1
+            while len(tainted) != size:         # to a fixed point: if-results yielded later
+                size = len(tainted)
+                for o in ops:
+                    if not any(v in tainted for v in o.operands):
+                        continue
+                    tainted.update(o.results)
+                    for reg in o.regions:
+                        for b in reg.blocks:
+                            tainted.update(b.args)
+                    if o.is_a(YieldOp):         # the value of the if / loop it ends
+                        block = o.parent
+                        owner = block.parent.parent if block is not None and block.parent else None
+                        if owner is not None and owner is not op:
+                            tainted.update(owner.results)
+            r = any((o.is_a(IfOp) and o.cond in tainted) or
+                    (o.is_a(ForOp) and any(v in tainted for v in (o.start, o.stop, o.step)))
+                    for o in ops)
+            self._dependent[id(op)] = r
+        return r
 
     def _bind(self, body, p: Path, iv, carried) -> None:
         p.env[body.args[0]] = iv
@@ -385,16 +422,17 @@ class Explorer:
         facts0 = set(p.facts)
         iv_name = body.args[0].name or "i"
         t0 = len(p.trace)
+        lo, hi, st = bounds
+        known = len(range(lo, hi, st)) if all(type(x) is int for x in bounds) and st else None
+        how = "trip count not known statically" if known is None else f"one of its {known}"
         for k in range(2 if twice else 1):
             nxt = []
             for q, carried in live:
                 if twice and k == 1:      # a later iteration: tile base + j * per + offset,
                     # j >= 1 (the first iteration's pops were counted exactly from the entry)
-                    q.counted = ({d: (n_events.get(d, 0), len(ev) - n_events.get(d, 0))
+                    q.counted = ({d: (n_events.get(d, 0), len(ev) - n_events.get(d, 0), known)
                                   for d, ev in q.events.items()} if q.counted is True else False)
-                q.loops = outer + ((f"an iteration of the loop at {line(op)} (trip count not "
-                                    "known statically)") if twice else
-                                   f"an iteration of the loop at {line(op)}",)
+                q.loops = outer + (f"an iteration of the loop at {line(op)}" + (f" ({how})" if twice else ""),)
                 before = {d: len(h) for d, h in q.held.items()}
                 iv = ("iv", line(op), next(_fresh), iv_name)
                 self.ranges[iv] = bounds[:2]
@@ -449,6 +487,8 @@ class Explorer:
             return None, (f"the {dir_name(d)} pushes / pops of an iteration of the loop at {line(op)} "
                           "depend on a condition that changes from iteration to iteration")
         lo, hi, st = bounds
+        if all(type(x) is int for x in bounds) and st:
+            return Count.of(len(range(lo, hi, st))) * later - (end[0] - entry[0]), None
         a, b = affine(lo), affine(hi)
         if a is None or b is None or st != 1:
             return None, (f"the trip count of the loop at {line(op)} is not an affine expression of "
@@ -482,6 +522,8 @@ def _loop_entry(op, bounds, first: list, later: list) -> tuple:
     ``trips`` the (lo, hi) Affines of its trip count ``max(0, hi - lo)`` and ``body`` one
     iteration's entries, or ``why`` (trips None) the loop cannot be repeated as one body."""
     lo, hi, st = bounds
+    if all(type(x) is int for x in bounds) and st:
+        lo, hi, st = 0, len(range(lo, hi, st)), 1
     a, b = affine(lo), affine(hi)
     why = None
     if a is None or b is None or st != 1:

@@ -210,6 +210,11 @@ def bounds(names, ranges: dict) -> list:
         seen.add(v)
         if v[0] == "param":
             out.append((var(v), ">="))
+            lo, hi = ranges.get(v, (None, None))       # a declared range
+            if lo is not None:
+                out.append(ge(var(v), const(lo)))
+            if hi is not None:
+                out.append(ge(const(hi), var(v) + const(1)))
         elif v in ranges:
             lo, hi = (affine(x) for x in ranges[v])
             if lo is not None:
@@ -229,9 +234,11 @@ def holds(cons, values: dict) -> bool:
     return True
 
 
-def decide(cons: list):
+def decide(cons: list, ranges: dict | None = None):
     """``("sat", witness)`` (a dict unknown -> int, small values first), ``("unsat",
-    None)`` (no rational solution, so no integer one) or ``("unknown", None)``."""
+    None)`` (no rational solution, so no integer one) or ``("unknown", None)`` of the
+    constraints ``cons`` and the :func:`bounds` of the unknowns they name."""
+    cons = cons + bounds({v for e, _ in cons for v, _ in e.vars}, ranges or {})
     names = sorted({v for e, _ in cons for v, _ in e.vars}, key=repr)
     if not names:
         return ("sat", {}) if holds(cons, {}) else ("unsat", None)
@@ -247,7 +254,13 @@ def _search(cons, names):
     span = max([abs(e.const) for e, _ in cons] + [1]) + 2
     per = max(2, int(MAX_POINTS ** (1 / len(names))))
     span = min(span, per // 2)
-    ranges = [range(0, span + 1) if v[0] == "param" else range(-span, span + 1) for v in names]
+    low = {}                            # the lower bounds a constraint on one unknown sets
+    for e, rel in cons:
+        if rel == ">=" and len(e.vars) == 1 and e.vars[0][1] == 1:
+            v = e.vars[0][0]
+            low[v] = max(low.get(v, -e.const), -e.const)
+    ranges = [range(max(0, low.get(v, 0)), max(0, low.get(v, 0)) + span + 1) if v[0] == "param"
+              else range(low.get(v, -span), low.get(v, -span) + 2 * span + 1) for v in names]
     points = sorted(product(*ranges), key=lambda p: (sum(abs(x) for x in p), p))
     for p in points:
         values = dict(zip(names, p))

@@ -50,7 +50,7 @@ from itertools import combinations, product
 from .pipe_deadlock import stuck_for_all
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import count_events, hold_limit, lanes_of, line, ordinal
-from .symbolic import bounds, const, constraints, decide, ge, witness_text
+from .symbolic import const, constraints, decide, ge, witness_text
 from .util import init_ops, slot_num
 from .properties import IRProperty
 
@@ -66,7 +66,8 @@ def run(program, ctx):
     """The pass: raise the first finding (the others in its details); else return
     ``program`` unchanged."""
     found = verify(program, getattr(ctx, "platform", "a2a3"), getattr(ctx, "warnings", None),
-                   getattr(ctx, "protocol", "spec") or "spec", getattr(ctx, "scalars", None))
+                   getattr(ctx, "protocol", "spec") or "spec", getattr(ctx, "scalars", None),
+                   getattr(ctx, "ranges", None))
     if found:
         first = found[0]
         for e in found[1:]:
@@ -86,11 +87,14 @@ def _culprit_first(found: list) -> list:
 
 
 def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec",
-           known: dict | None = None) -> list:
+           known: dict | None = None, ranges: dict | None = None) -> list:
     """Every finding of ``program`` (a ``pl.program`` op) under ``protocol`` as
     CompileErrors, in the order found; messages about skipped checks go to ``warnings``.
-    ``known``: scalar parameter values (by name) to verify with; others are unknowns."""
-    return _Verifier(program, get_platform(platform), warnings, protocol, known).verify()
+    ``known``: scalar parameter values (by name) to verify with; others are unknowns, proven
+    for every value >= 0, or within ``ranges`` (name -> (lo, hi), inclusive; hi None: no
+    upper bound) where declared."""
+    return _Verifier(program, get_platform(platform), warnings, protocol, known,
+                     declared=ranges).verify()
 
 
 def not_proven(warnings) -> list:
@@ -109,14 +113,18 @@ MAX_COMBOS = 64
 
 
 class _Verifier:
-    def __init__(self, program, plat, warnings, protocol="spec", known=None, depth=0):
+    def __init__(self, program, plat, warnings, protocol="spec", known=None, depth=0, declared=None):
         self.program, self.plat, self.known = program, plat, known
+        self.declared = declared or {}
+        # ("param", name) -> (lo, hi exclusive) of the declared ranges, as loop ranges are kept
+        self.param_ranges = {("param", k): (lo, None if hi is None else hi + 1)
+                             for k, (lo, hi) in self.declared.items()}
         self.protocol = Protocol(getattr(protocol, "value", protocol))
         self.model = model_for(self.protocol, platform_kind(plat))
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
         self.depth = depth
-        self.ranges: dict = {}          # loop variable symbol -> (lo, hi), both kernels
+        self.ranges: dict = dict(self.param_ranges)   # + loop variable symbol -> (lo, hi)
         self.stats: dict = {}           # "runs": trip counts the deadlock check ran
 
     def finding(self, kind, op, msg, fix, pop=None, facts=None, ranges=None, values=None) -> None:
@@ -128,8 +136,9 @@ class _Verifier:
         if key in self.seen:
             return
         if facts and values is None:
-            cons, unhandled = constraints(facts, ranges or {})
-            verdict, w = decide(cons)
+            rng = {**(ranges or {}), **self.param_ranges}
+            cons, unhandled = constraints(facts, rng)
+            verdict, w = decide(cons, rng)
             if verdict == "unsat":
                 return                          # an impossible path (contradicting facts)
             values = witness_text(w) if verdict == "sat" and not unhandled else None
@@ -284,8 +293,7 @@ class _Verifier:
         if loop is not None and trips is not None:
             lo, hi = loop[1]
             cons = cons + ([(hi - lo - const(trips), "==")] if trips else [ge(lo, hi)])
-            cons = cons + bounds({u for a in (lo, hi) for u, _ in a.vars}, self.ranges)
-        verdict, w = decide(cons)
+        verdict, w = decide(cons, self.ranges)
         if verdict == "unsat":
             return False
         return witness_text(w) if verdict == "sat" and not unhandled and w else None
@@ -423,7 +431,7 @@ class _Verifier:
                               "multiply trip counts of loops of unknown trip count (not affine)")
                 return False
             for sign in (1, -1):
-                verdict, w = decide(cons + case + [(diff.scale(sign) - const(1), ">=")])
+                verdict, w = decide(cons + case + [(diff.scale(sign) - const(1), ">=")], self.ranges)
                 if verdict == "unsat":
                     continue
                 if verdict == "sat" and not unhandled:
@@ -451,7 +459,8 @@ class _Verifier:
         if self.depth < MAX_DEPTH and values:
             known = dict(self.known or {})
             known.update(values)
-            again = _Verifier(self.program, self.plat, [], self.protocol, known, self.depth + 1)
+            again = _Verifier(self.program, self.plat, [], self.protocol, known, self.depth + 1,
+                              self.declared)
             found = [e for e in again.verify() if getattr(e, "kind", None) in ("count", "deadlock")]
             for e in found:
                 self.finding(e.kind, e.op, e.what, e.fix, e.pop, values=text)
