@@ -29,9 +29,9 @@ from __future__ import annotations
 from itertools import count
 
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
-                         IfOp, ReturnOp, TAlloc, TFree, TPop, TPush, YieldOp)
+                         IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.types import TensorType
-from .symbolic import Count, affine, invariant
+from .symbolic import Count, affine, const, constraints, decide, invariant, show, unknowns, witness_text
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
 
@@ -61,20 +61,22 @@ class Explorer:
     or the LocalSlotNum of a GM ring's staging); ``known``: values of scalar parameters
     (by name) to explore with instead of unknowns (a scenario variant's arguments)."""
 
-    def __init__(self, fn, lane, slot_num, report, known=None):
+    def __init__(self, fn, lane, slot_num, report, known=None, declared=None):
         self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
         self.known = known or {}
+        self.not_affine: dict = {}         # id(op) -> why its GM bounds are not proven
         self.kind = fn.kind
         self.steps = 0
         self.unknown_counts: dict = {}     # direction -> the loop op that made it unknown
-        self.ranges: dict = {}             # loop variable symbol -> (lo, hi) of its loop
+        # loop variable symbol -> (lo, hi) of its loop; ("param", name) -> a declared range
+        self.ranges: dict = dict(declared or {})
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
         self._dependent: dict = {}         # id(loop op) -> iteration_dependent(op)
 
-    def report_on(self, p: Path, kind, op, msg, fix, pop=None) -> None:
+    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
-        variables (the finding's values are solved from them)."""
-        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges)
+        variables (the finding's values are solved from them, unless ``values`` gives them)."""
+        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges, values=values)
 
     def loop_info(self, op) -> tuple:
         """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
@@ -179,8 +181,74 @@ class Explorer:
             env[op.view] = Slot(op, op.result_type, op.split, "alloc", p.where())
         elif cls is TPush:
             self.tpush(op, p)
+        elif cls is LoadOp or cls is StoreOp:
+            self.gm_bounds(op, p)
         elif cls is ReturnOp:
             pass
+
+    def gm_bounds(self, op, p: Path) -> None:
+        """A load / store's GM window within its tensor's shape: at constant offsets
+        directly, at offsets affine in the unknowns for every value the path allows (a
+        failing value is a finding naming it; what cannot be decided is not proven)."""
+        t = op.tensor.type
+        if not isinstance(t, TensorType) or not all(type(n) is int for n in t.shape):
+            return
+        shape, store = tuple(t.shape), op.__class__ is StoreOp
+        if store:
+            r, col = op.tile.type.shape
+            window = (col,) if len(shape) == 1 else (1,) * (len(shape) - 2) + (r, col)
+        else:
+            window = tuple(op.attributes["shape"])
+        offs = [p.env.get(v) for v in op.offsets]
+        if len(offs) != len(shape) or len(window) != len(shape):
+            return                          # a rank mismatch: the typing rule's error
+        name = op.tensor.name or "tensor"
+        what = "pl.store" if store else "pl.load"
+        fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
+        texts, bad = [], None
+        for o, w, n in zip(offs, window, shape):
+            a = affine(o)
+            texts.append("?" if a is None else show(a))
+            if a is None:
+                if any(u[0] in ("param", "iv") for u in unknowns(o, set())):
+                    self.not_affine.setdefault(id(op), f"the offsets of the {what} at {line(op)} are not affine "
+                                           "in the kernel's integer scalars (bounds not proven)")
+                continue
+            if bad is None:
+                bad = self._outside(a, w, n, p)
+        if bad is None:
+            return
+        values = None if bad is True else bad[0]
+        if bad is not True and bad[1]:
+            # it needs a scalar parameter past what the tensor holds: a limit the kernel
+            # leaves undeclared (a dynamic trip count over a fixed shape), not proven
+            self.not_affine.setdefault(id(op),
+                f"the {what} at {line(op)} accesses GM out of bounds when {values} (offsets "
+                f"[{', '.join(texts)}] + window [{', '.join(map(str, window))}] exceed {name!r} of "
+                f"shape [{', '.join(map(str, shape))}]); declare the values the kernel takes "
+                "(--range NAME=LO..HI)")
+            return
+        self.report_on(p, "gm_bounds", op,
+                       f"this {what} accesses GM out of bounds: offsets [{', '.join(texts)}] + window "
+                       f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
+                       f"[{', '.join(map(str, shape))}]{on(p)} (found statically; the run stops here "
+                       "with a MemoryConflictError)", fix, values=values)
+
+    def _outside(self, a, w: int, n: int, p: Path):
+        """None when offset ``a`` + window ``w`` is within [0, n) for every value path ``p``
+        allows; True when it is outside (constant), else ``(the failing values in words,
+        whether they name a scalar parameter)``."""
+        if a.is_const():
+            return True if a.const < 0 or a.const + w > n else None
+        cons, unhandled = constraints(p.facts, self.ranges)
+        for bad in ((a.scale(-1) - const(1), ">="), (a + const(w - n - 1), ">=")):
+            verdict, wit = decide(cons + [bad], self.ranges)
+            if verdict == "sat" and not unhandled:
+                return witness_text(wit), any(k[0] == "param" for k in wit)
+            if verdict != "unsat":
+                self.not_affine.setdefault(id(p), "a GM offset's bounds under a condition that is not affine")
+                return None
+        return None
 
     def arith(self, fn: str, args: list, p: Path):
         if any(a is None for a in args):

@@ -89,7 +89,7 @@ def var_name(v) -> str:
     if v[0] == "param":
         return v[1]
     if v[0] == "iv":
-        return f"{v[3]} (the loop at {v[1]})" if len(v) > 3 else f"the loop variable at {v[1]}"
+        return v[3] if len(v) > 3 else f"the loop variable at {v[1]}"
     return "a value read at run time"
 
 
@@ -300,7 +300,8 @@ def _infeasible(cons) -> bool:
 def witness_text(w: dict) -> str:
     """A witness in words: ``flag=2`` (parameters first, then loop variables)."""
     items = sorted(w.items(), key=lambda kv: (not is_param(kv[0]), var_name(kv[0])))
-    return ", ".join(f"{var_name(k)}={v}" for k, v in items if k[0] in ("param", "iv"))
+    return ", ".join(f"{var_name(k)}={v}" + (f" (in the loop at {k[1]})" if k[0] == "iv" else "")
+                     for k, v in items if k[0] in ("param", "iv"))
 
 
 # -- counts over loops of unknown trip count ------------------------------------------------

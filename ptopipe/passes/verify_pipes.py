@@ -126,6 +126,7 @@ class _Verifier:
         self.depth = depth
         self.ranges: dict = dict(self.param_ranges)   # + loop variable symbol -> (lo, hi)
         self.stats: dict = {}           # "runs": trip counts the deadlock check ran
+        self.unproven_ops: set = set()  # id(op) of the ops whose bounds are not proven
 
     def finding(self, kind, op, msg, fix, pop=None, facts=None, ranges=None, values=None) -> None:
         """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about) on a
@@ -172,9 +173,13 @@ class _Verifier:
             lanes = {}
             try:
                 for lane in lanes_of(fn):
-                    ex = Explorer(fn, lane, slot_num, self.finding, self.known)
+                    ex = Explorer(fn, lane, slot_num, self.finding, self.known, self.param_ranges)
                     lanes[lane] = (ex.run(), ex)
                     self.ranges.update(ex.ranges)
+                    for k, why in ex.not_affine.items():
+                        if k not in self.unproven_ops:        # once per op, not per lane
+                            self.unproven_ops.add(k)
+                            self.unproven(why)
             except Incomplete as e:
                 self.unproven(f"{fn.sym_name} was not fully explored ({e}); its cross-core "
                               "counts are not checked")
