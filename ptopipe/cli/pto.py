@@ -251,8 +251,10 @@ def static_pto(args) -> int:
     except ParseError as e:
         return _static_unexpressed(args, e, platform, protocol)
     except CompileError as e:
-        return _static_verdict(args, name, platform or "a2a3", protocol, "failed", [],
-                               "the static checks found an error without running", [e])
+        from ..codegen.pto_exec import read_program, read_text
+        arch = read_program(read_text(args.file), args.file).arch or ""
+        return _static_verdict(args, name, platform or {"a3": "a2a3"}.get(arch, arch) or "a2a3", protocol,
+                               "failed", [], "the static checks found an error without running", [e])
     state = status_of([], warnings)
     if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
         return _static_verdict(args, name, plat, protocol, "nothing to verify", warnings,

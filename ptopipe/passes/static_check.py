@@ -24,16 +24,17 @@ PROVEN, NOT_PROVEN, FAILED = "proven", "not proven", "failed"
 
 def verdict(verify_with, scalars: dict | None) -> tuple:
     """``(status, findings, warnings)`` of a program verified by ``verify_with(values)`` (->
-    ``(findings, warnings)``; ``values`` None: every scalar an unknown): first for every
-    value of its integer scalars, then - when that found nothing and ``scalars`` gives
-    values (a scenario variant's, ``--input``) - with those exactly, which decides what
-    the proof for all values could not.  ``status``: FAILED (a finding), NOT_PROVEN (no
-    finding, but :func:`.verify_pipes.not_proven` reasons among the warnings: a failing
-    status, never a PASS) or PROVEN."""
-    found, warnings = verify_with(None)
-    if not found and scalars:
-        found, more = verify_with(dict(scalars))
-        warnings = warnings + [w for w in more if w not in warnings and not w.startswith(verify_pipes.NOT_PROVEN)]
+    ``(findings, warnings)``; ``values`` None: every scalar an unknown): with the values
+    ``scalars`` gives (a scenario variant's) exactly first, so a finding names the run
+    they make; then, when that found nothing, for every value of its integer scalars (the
+    variant's values are an example, not the kernel's domain).  ``status``: FAILED (a
+    finding), NOT_PROVEN (no finding, but :func:`.verify_pipes.not_proven` reasons among the
+    warnings: a failing status, never a PASS) or PROVEN."""
+    found, warnings = verify_with(dict(scalars)) if scalars else ([], [])
+    if not found:
+        found, more = verify_with(None)
+        warnings = [w for w in warnings if not w.startswith(verify_pipes.NOT_PROVEN)] + \
+            [w for w in more if w not in warnings]
     return status_of(found, warnings), found, warnings
 
 
