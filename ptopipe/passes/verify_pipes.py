@@ -295,8 +295,8 @@ class _Verifier:
         loop): their words, None when there are none to name, False when no values do."""
         cons, unhandled = constraints(facts, self.ranges)
         loop = next((e for t in traces.values() for e in t if e[0] == "loop"), None)
-        if loop is not None and trips is not None:
-            lo, hi = loop[1]
+        if loop is not None and trips is not None and not (loop[1][0].is_const() and loop[1][1].is_const()):
+            lo, hi = loop[1]                    # (a known trip count is run one period only)
             cons = cons + ([(hi - lo - const(trips), "==")] if trips else [ge(lo, hi)])
         verdict, w = decide(cons, self.ranges)
         if verdict == "unsat":
