@@ -1,14 +1,15 @@
 """VerifyPipes, the two kernels together: can their cross-core op orders complete?
 
-Each core's pipe ops on its one explored path (a kernel of straight-line code and loops of
-static trip count, no branch on data) - TPUSH, TPOP, TFREE per direction, in program order -
+Each core's pipe ops on one explored path (one combination of paths whose facts agree) -
+TPUSH, TPOP, TFREE per direction, in program order -
 are run against each other with seed 003's ring rules: a TPUSH needs a free slot of its
 ring (pushed - freed < SLOT_NUM, per Vector lane), a TPOP a pushed tile (pushed > popped);
 a Cube op on a two-lane ring takes part for both lanes.  When no core can go on and some
 have not finished, the kernels wait for each other forever (a hang on the device, the
-simulator's DeadlockError): one finding at the op each stuck core waits in.  Pipe ops under
-a loop of unknown trip count or a data-dependent branch are not run (several paths; the
-simulator's deadlock detector covers them)."""
+simulator's DeadlockError): one finding at the op each stuck core waits in.  A loop of
+unknown (or long) trip count is one trace entry: :func:`stuck_for_all` finds the rings'
+period and runs each trip count up to one period past where it starts, which decides every
+trip count."""
 from __future__ import annotations
 
 from ..arch.vocab import Direction

@@ -14,10 +14,14 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
   after the if, the two sides merge again when they leave the pipes alike (:func:`.pipe_state.alike`).
 * ``pl.for`` with constant bounds is unrolled (each iteration named in findings); a loop
   without pipe ops whose unrolling would cost more than :data:`SUMMARY_OPS` op steps runs
-  once with an unknown loop variable.  A loop with unknown bounds runs twice with unknown
-  loop variables (a "first" and a "later" iteration); a body that does not leave the
-  held-slot queue as long as it found it is a finding (the ring would wrap or starve after
-  enough iterations), and the pipe counts of its directions become unknown.
+  once with an unknown loop variable.  A loop with unknown bounds (or more than
+  :data:`PERIOD_TRIPS` static ones, its iterations alike) runs twice with unknown loop
+  variables (a "first" and a "later" iteration); a body that does not leave the held-slot
+  queue as long as it found it is a finding (the ring would wrap or starve after enough
+  iterations); its pipe counts become a marker Event counting ``max(0, hi - lo)`` times an
+  iteration's (:class:`~.symbolic.Count`), its trace entries one ``("loop", ...)`` entry.
+* A load / store's GM window is checked against its tensor's static shape
+  (:meth:`Explorer.gm_bounds`).
 
 The path state (:class:`~.pipe_state.Path`, slots, events) and the merge rule live in
 :mod:`.pipe_state`.

@@ -14,8 +14,10 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * a TFREE's ``split=`` equals its TPOP's; a TFREE naming a tile frees that tile's slot;
 * no TPOP stays unfreed at the end of a path (a missing TFREE), and no TFREE frees
   nothing;
-* for static trip counts: the producer pushes as many tiles as each consumer lane pops
-  (AIV producers: per lane), and the k-th push's tile matches the k-th pop's (FIFO order:
+* every load / store's GM window lies within its tensor's static shape;
+* the producer pushes as many tiles as each consumer lane pops (AIV producers: per lane)
+  for every value of the kernel's integer scalars (:mod:`.symbolic`; the failing values
+  otherwise), and the k-th push's tile matches the k-th pop's (FIFO order:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot) and is
   popped in the layout the push leaves in the slot (``geometry.slot_layout``);
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers), and
@@ -23,14 +25,16 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
-* when each core has one path (no loop of unknown trip count, no branch on data), the
-  cores' push / pop / free orders complete when run against each other (no two cores
-  waiting for each other forever, :mod:`.pipe_deadlock`; reported at each stuck op).
+* for each combination of one path per core whose facts agree, the cores' push / pop /
+  free orders complete when run against each other, for every trip count of a loop of
+  unknown trip count (no two cores waiting for each other forever, :mod:`.pipe_deadlock`;
+  reported at each stuck op).
 
 Paths of the two kernels are paired when their facts about shared unknowns (a scalar
-parameter both kernels take) agree.  Where a count depends on a loop whose trip count
-is not known statically, the count and FIFO checks of that direction are skipped, with a
-warning saying so.  Errors: :class:`~ptopipe.errors.CompileError` at the DSL line:col of
+parameter both kernels take) agree.  A finding names the values of the scalars it happens
+with; what cannot be decided for every value (a trip count that is not affine ...) is a
+warning starting with :data:`NOT_PROVEN` (:func:`not_proven`), a failing status of
+``check --static``.  Errors: :class:`~ptopipe.errors.CompileError` at the DSL line:col of
 the op, naming the path (loop iterations, branches) and a fix; :func:`verify` returns all
 findings, :func:`run` raises the first with the others as details.
 """
