@@ -34,6 +34,7 @@ from itertools import count
 
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
                          IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
+from ..ir.layout import gm_window_problem
 from ..ir.types import TensorType
 from .symbolic import Count, affine, const, constraints, decide, invariant, show, unknowns, witness_text
 from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
@@ -77,10 +78,11 @@ class Explorer:
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
         self._dependent: dict = {}         # id(loop op) -> iteration_dependent(op)
 
-    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None) -> None:
+    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None) -> None:
         """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
         variables (the finding's values are solved from them, unless ``values`` gives them)."""
-        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges, values=values)
+        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges, values=values,
+                    details=details)
 
     def loop_info(self, op) -> tuple:
         """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
@@ -207,7 +209,13 @@ class Explorer:
         if len(offs) != len(shape) or len(window) != len(shape):
             return                          # a rank mismatch: the typing rule's error
         name = op.tensor.name or "tensor"
-        what = "pl.store" if store else "pl.load"
+        if all(type(o) is int for o in offs):     # the run's words (a split lane's too)
+            bad = gm_window_problem(name, shape, offs, window, getattr(op.loc, "lane_split", None),
+                                    self.lane)
+            if bad is not None:
+                self.report_on(p, "gm_bounds", op, bad[0] + on(p), bad[2], details=bad[1])
+            return
+        what = op.name
         fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
         texts, bad = [], None
         for o, w, n in zip(offs, window, shape):

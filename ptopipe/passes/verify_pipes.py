@@ -132,7 +132,8 @@ class _Verifier:
         self.stats: dict = {}           # "runs": trip counts the deadlock check ran
         self.unproven_ops: set = set()  # id(op) of the ops whose bounds are not proven
 
-    def finding(self, kind, op, msg, fix, pop=None, facts=None, ranges=None, values=None) -> None:
+    def finding(self, kind, op, msg, fix, pop=None, facts=None, ranges=None, values=None,
+                details=None) -> None:
         """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about) on a
         path whose ``facts`` (condition symbol -> truth; ``ranges``: its loop variables'
         bounds) are solved for the values of the unknowns it happens with: a path no values
@@ -150,8 +151,9 @@ class _Verifier:
         self.seen.add(key)
         if values:
             msg = f"{msg} (fails when {values})"
+        lines = [d for d in (details, f"failing values: {values}" if values else None) if d]
         e = CompileError(msg, where=str(op.loc) if op is not None and op.loc else None, fix=fix,
-                         details=f"failing values: {values}" if values else None)
+                         details="\n".join(lines) or None)
         e.kind, e.op, e.pop, e.values = kind, op, pop, values
         self.findings.append(e)
 

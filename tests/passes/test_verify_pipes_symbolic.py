@@ -152,8 +152,8 @@ def test_a_store_past_the_tensor_at_a_constant_offset_is_found_at_its_line():
     found = _verify(pl.program(c2v_cube(vec), vec, name="oob"))
     assert [e.kind for e in found] == ["gm_bounds"]
     assert f":{line_of(vec.pyfunc, 'ROW-STORE')}:" in found[0].where
-    assert found[0].what.startswith("this pl.store accesses GM out of bounds: offsets [64, 0] + window "
-                                    "[8, 32] exceed 'out' of shape [64, 32]")
+    assert found[0].what.startswith("access out of bounds: offsets [64, 0] + window [8, 32] exceed "
+                                    "'out' of shape [64, 32] (in iteration 1 (i=0) of the loop at line")
     vec = store_at(3 * TM)
     assert _verify(pl.program(c2v_cube(vec), vec, name="ok")) == []
 
@@ -174,8 +174,8 @@ def test_a_pto_store_out_of_bounds_fails_check_static_and_compile(tmp_path, caps
     assert main(["check", "--static", str(f), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)[0]
     assert report["status"] == "failed"
-    assert report["findings"][0]["what"].startswith("this pto.tstore accesses GM out of bounds: "
-                                                    "offsets [64, 0]")
+    assert report["findings"][0]["what"].startswith("access out of bounds: offsets [64, 0] + window "
+                                                    "[8, 16] exceed 'out' of shape [64, 16]")
 
 
 def test_a_pto_loop_past_its_tensor_for_large_n_is_not_proven_until_n_is_declared(capsys):
