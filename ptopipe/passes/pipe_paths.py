@@ -241,10 +241,9 @@ class Explorer:
                 "(--range NAME=LO..HI)")
             return
         self.report_on(p, "gm_bounds", op,
-                       f"this {what} accesses GM out of bounds: offsets [{', '.join(texts)}] + window "
+                       f"access out of bounds: offsets [{', '.join(texts)}] + window "
                        f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
-                       f"[{', '.join(map(str, shape))}]{on(p)} (found statically; the run stops here "
-                       "with a MemoryConflictError)", fix, values=values)
+                       f"[{', '.join(map(str, shape))}]{on(p)}", fix, values=values)
 
     def _outside(self, a, w: int, n: int, p: Path):
         """None when offset ``a`` + window ``w`` is within [0, n) for every value path ``p``

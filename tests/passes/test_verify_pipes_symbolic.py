@@ -158,6 +158,28 @@ def test_a_store_past_the_tensor_at_a_constant_offset_is_found_at_its_line():
     assert _verify(pl.program(c2v_cube(vec), vec, name="ok")) == []
 
 
+@pl.aiv
+def row_per_trip(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    for i in pl.range(300):                                                          # LONG-LOOP
+        part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        pl.store(part, [i, 0], out)                                                  # I-STORE
+        pl.TFREE(buf)
+
+
+def test_a_long_loop_checked_once_per_period_still_finds_the_first_trip_out_of_bounds():
+    """300 trips: explored as two iterations with i unknown in [0, 300); the store of rows
+    [i, i + 8) leaves the 64 rows from i = 57."""
+    found = _verify(program(c2v_cube(row_per_trip, n=300), row_per_trip))
+    assert [e.kind for e in found] == ["gm_bounds"]
+    e = found[0]
+    assert f":{line_of(row_per_trip.pyfunc, 'I-STORE')}:" in e.where
+    assert e.values == f"i=57 (in the loop at line {line_of(row_per_trip.pyfunc, 'LONG-LOOP')})"
+    assert e.what.startswith("access out of bounds: offsets [i, 0] + window [8, 32] exceed 'out' of shape [64, 32]")
+
+
 OOB_PTO = "tests/pto/i32_trip_count_a3.pto"
 
 
