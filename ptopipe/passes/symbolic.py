@@ -242,15 +242,15 @@ def decide(cons: list, ranges: dict | None = None):
     names = sorted({v for e, _ in cons for v, _ in e.vars}, key=repr)
     if not names:
         return ("sat", {}) if holds(cons, {}) else ("unsat", None)
-    w = _search(cons, names)
-    if w is not None:
-        return "sat", w
     if _infeasible([(e, r) for e, r in cons if r != "!="]):
         return "unsat", None
-    return "unknown", None
+    w = _search(cons, names)
+    return ("sat", w) if w is not None else ("unknown", None)
 
 
 def _search(cons, names):
+    """The first point satisfying ``cons`` in a box around the constraints' constants, small
+    values first (by the sum of each unknown's rank in its own order)."""
     span = max([abs(e.const) for e, _ in cons] + [1]) + 2
     per = max(2, int(MAX_POINTS ** (1 / len(names))))
     span = min(span, per // 2)
@@ -259,14 +259,30 @@ def _search(cons, names):
         if rel == ">=" and len(e.vars) == 1 and e.vars[0][1] == 1:
             v = e.vars[0][0]
             low[v] = max(low.get(v, -e.const), -e.const)
-    ranges = [range(max(0, low.get(v, 0)), max(0, low.get(v, 0)) + span + 1) if v[0] == "param"
-              else range(low.get(v, -span), low.get(v, -span) + 2 * span + 1) for v in names]
-    points = sorted(product(*ranges), key=lambda p: (sum(abs(x) for x in p), p))
-    for p in points:
-        values = dict(zip(names, p))
-        if holds(cons, values):
-            return values
+    orders = []
+    for v in names:
+        if v[0] == "param" or v in low:
+            start = max(0, low.get(v, 0)) if v[0] == "param" else low[v]
+            orders.append([start + k for k in range(2 * span + 1)])
+        else:                           # no lower bound: 0, -1, 1, -2, 2 ...
+            orders.append([k // 2 if k % 2 == 0 else -(k // 2 + 1) for k in range(2 * span + 1)])
+    for total in range(sum(len(o) - 1 for o in orders) + 1):
+        for idx in _compositions(total, [len(o) for o in orders]):
+            values = {v: o[i] for v, o, i in zip(names, orders, idx)}
+            if holds(cons, values):
+                return values
     return None
+
+
+def _compositions(total: int, sizes: list):
+    """Index tuples ``idx`` with ``sum(idx) == total`` and ``idx[k] < sizes[k]``."""
+    if len(sizes) == 1:
+        if total < sizes[0]:
+            yield (total,)
+        return
+    for i in range(min(total, sizes[0] - 1) + 1):
+        for rest in _compositions(total - i, sizes[1:]):
+            yield (i,) + rest
 
 
 def _infeasible(cons) -> bool:
