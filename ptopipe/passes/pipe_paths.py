@@ -227,7 +227,7 @@ class Explorer:
                                            "in the kernel's integer scalars (bounds not proven)")
                 continue
             if bad is None:
-                bad = self._outside(a, w, n, p)
+                bad = self._outside(a, w, n, p, op)
         if bad is None:
             return
         values = None if bad is True else bad[0]
@@ -245,7 +245,7 @@ class Explorer:
                        f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
                        f"[{', '.join(map(str, shape))}]{on(p)}", fix, values=values)
 
-    def _outside(self, a, w: int, n: int, p: Path):
+    def _outside(self, a, w: int, n: int, p: Path, op):
         """None when offset ``a`` + window ``w`` is within [0, n) for every value path ``p``
         allows; True when it is outside (constant), else ``(the failing values in words,
         whether they name a scalar parameter)``."""
@@ -257,7 +257,8 @@ class Explorer:
             if verdict == "sat" and not unhandled:
                 return witness_text(wit), any(k[0] == "param" for k in wit)
             if verdict != "unsat":
-                self.not_affine.setdefault(id(p), "a GM offset's bounds under a condition that is not affine")
+                self.not_affine.setdefault(id(op), f"the GM bounds of the {op.name} at {line(op)} (a loop "
+                                           "bound or condition on its path is not affine)")
                 return None
         return None
 

@@ -238,13 +238,17 @@ def decide(cons: list, ranges: dict | None = None):
     """``("sat", witness)`` (a dict unknown -> int, small values first), ``("unsat",
     None)`` (no rational solution, so no integer one) or ``("unknown", None)`` of the
     constraints ``cons`` and the :func:`bounds` of the unknowns they name."""
-    cons = cons + bounds({v for e, _ in cons for v, _ in e.vars}, ranges or {})
+    ranges = ranges or {}
+    cons = cons + bounds({v for e, _ in cons for v, _ in e.vars}, ranges)
     names = sorted({v for e, _ in cons for v, _ in e.vars}, key=repr)
     if not names:
         return ("sat", {}) if holds(cons, {}) else ("unsat", None)
     if _infeasible([(e, r) for e, r in cons if r != "!="]):
         return "unsat", None
     w = _search(cons, names)
+    if w is not None and any(v in ranges and any(affine(x) is None for x in ranges[v] if x is not None)
+                             for v in names if v[0] == "iv"):
+        return "unknown", None          # a loop bound left out: the witness may not be real
     return ("sat", w) if w is not None else ("unknown", None)
 
 

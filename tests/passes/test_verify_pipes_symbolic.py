@@ -313,3 +313,92 @@ def test_counts_split_each_trip_count_into_its_two_cases():
     values = {str(cons): aff for cons, aff in c.cases()}
     assert sorted(str(a) for a in values.values()) == ["-n", "0", "1", "n + 1"]
     assert (Count.trips(const(0), n) * Count.trips(const(0), n)).text().startswith("max(0, n)*max(0, n)")
+
+
+# -- check --static: the statuses -----------------------------------------------------------------
+FLAG_FILE = '''
+import numpy as np
+import ptopipe
+import ptopipe.language as pl
+from ptopipe.runtime import KernelSet
+
+SLOT = 16 * 32 * 4
+VEC = pl.Tile[[8, 32], pl.f32, pl.Vec]
+
+
+def build(flag, half):
+    @pl.aiv
+    def vector(out: pl.Tensor[[64, 32], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+               flag: pl.Scalar[pl.index]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=4, local_slot_num=4)
+        sub = pl.get_subblockid()
+        for i in pl.range(4):
+            t = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)                            # POP
+            pl.store(t, [i * 16 + sub * 8, 0], out)
+            if i < flag:
+                pl.TFREE(buf)
+        if half:
+            for j in pl.range(flag // 2):
+                z = pl.load(out, [j * 16 + sub * 8, 0], [8, 32])
+                pl.store(pl.adds(z, 1.0), [j * 16 + sub * 8, 0], out)             # HALF
+
+    @pl.aic
+    def cube(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+             fifo: pl.Tensor[[8 * SLOT], pl.u8], flag: pl.Scalar[pl.index]):
+        peer = pl.import_peer_buffer(name="ring", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=4)
+        a0 = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+        b0 = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+        for i in pl.range(4):
+            pl.TPUSH(pl.matmul(a0, b0), peer, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vector, name="flags")
+
+
+KERNELS = KernelSet(build)
+
+
+def make_args(rng, flag=4, half=False):
+    return dict(a=np.ones((16, 32), np.float32), b=np.ones((32, 32), np.float32),
+                out=np.zeros((64, 32), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT), flag=flag,
+                half=half)
+
+
+SCENARIO = ptopipe.Scenario("flags", KERNELS.aic, KERNELS.aiv, make_args, lambda a, **_: {},
+                            {"default": {}})
+'''
+
+
+def test_check_static_fails_a_kernel_that_leaks_below_the_variants_flag(tmp_path, capsys):
+    """The variant runs flag=4 (every TFREE taken): check --static verified that value only
+    and passed; it now proves every flag and names one that leaks."""
+    from ptopipe.cli import main
+    f = tmp_path / "flags.py"
+    f.write_text(FLAG_FILE)
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["status"] == "failed" and rep["not_proven"] == []
+    (fd,) = rep["findings"]
+    pop = next(i + 1 for i, ln in enumerate(FLAG_FILE.splitlines()) if "# POP" in ln)
+    assert fd["where"].startswith(f"{f}:{pop}:") and "is never freed" in fd["what"]
+    assert fd["values"].startswith("flag=") and int(fd["values"][5:]) < 4
+    assert main(["check", "--static", str(f), "--range", "flag=4.."]) == 0
+    assert "PASS flags[default] on a2a3: VerifyPipes (static, for every value of flag, flag in 4.. (and " \
+        "exactly with flag=4, the variant's))" in capsys.readouterr().out
+
+
+def test_check_static_says_not_proven_for_a_trip_count_it_cannot_read(tmp_path, capsys):
+    from ptopipe.cli import main
+    f = tmp_path / "flags.py"
+    f.write_text(FLAG_FILE.replace("flag=4, half=False", "flag=4, half=True"))
+    """``range(flag // 2)`` bounds the rows a load / store touches: not affine, so the bounds
+    are not proven (a failing status, with the reason), though flag=4 runs clean."""
+    assert main(["check", "--static", str(f), "--range", "flag=4.."]) == 1
+    out = capsys.readouterr().out
+    half = next(i + 1 for i, ln in enumerate(FLAG_FILE.splitlines()) if "# HALF" in ln) - 1
+    assert out.startswith(f"NOT PROVEN flags[default] on a2a3: not proven for all values: the GM bounds "
+                          f"of the pl.load at line {half} (a loop bound or condition on its path is not "
+                          "affine)"), out
+    assert out.rstrip().endswith(" - no error found (and exactly with flag=4, the variant's)")
