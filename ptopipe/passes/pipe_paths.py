@@ -515,7 +515,7 @@ class Explorer:
                 q.loops = outer + (f"an iteration of the loop at {line(op)}" + (f" ({how})" if twice else ""),)
                 before = {d: len(h) for d, h in q.held.items()}
                 iv = ("iv", line(op), next(_fresh), iv_name)
-                self.ranges[iv] = bounds[:2]
+                self.ranges[iv] = iv_range(bounds)
                 self._bind(body, q, iv, carried if k == 0 else
                            [c if c.__class__ is Slot else n for c, n in zip(carried, carried_names)])
                 for r in self.block(body, [q]):
@@ -595,6 +595,17 @@ class Explorer:
 
 
 __all__ = ["Explorer", "Incomplete"]
+
+
+def iv_range(bounds) -> tuple:
+    """``(lo, hi)``: the loop variable of ``range(start, stop, step)`` is in [lo, hi); a step
+    not known statically leaves it anywhere (a bound no constraint can hold)."""
+    lo, hi, st = bounds
+    if type(st) is int and st > 0:
+        return lo, hi
+    if type(st) is int and st < 0:
+        return ("add", hi, 1), ("add", lo, 1)
+    return ("unknown step",), ("unknown step",)
 
 
 def _loop_entry(op, bounds, first: list, later: list) -> tuple:

@@ -334,7 +334,14 @@ class _Verifier:
                 if not _compatible(p0, p1):
                     continue
                 e0, e1 = p0.events.get(d, []), p1.events.get(d, [])
-                if _unknown(e0) or _unknown(e1) or len(e0) == len(e1):
+                if _unknown(e0) or _unknown(e1):
+                    (c0, w0), (c1, w1) = count_events(e0), count_events(e1)
+                    nosplit = any(e.split == TileSplitAxis.TILE_NO_SPLIT for e in e0 + e1 if e.op is not None)
+                    if nosplit and (w0 or w1 or not (c0 - c1).is_zero()):
+                        self.unproven(f"the lanes of the no-split {_dir(d)} pipe of {fn.sym_name} transfer "
+                                      f"{w0 or c0.text()} and {w1 or c1.text()} tiles: not proven equal")
+                    continue
+                if len(e0) == len(e1):
                     continue
                 longer, lane, other = (e0, 0, 1) if len(e0) > len(e1) else (e1, 1, 0)
                 ev = longer[min(len(e0), len(e1))]
