@@ -19,7 +19,7 @@ BACK_END = CANONICAL_ORDER[CANONICAL_ORDER.index("verify-pipes") + 1:]
 
 
 #: the statuses of a static verification (:func:`status_of`)
-PROVEN, NOT_PROVEN, FAILED = "proven", "not proven", "failed"
+PROVEN, NOT_PROVEN, FAILED = "verified", "not proven", "failed"
 
 
 def verdict(verify_with, scalars: dict | None) -> tuple:
