@@ -402,3 +402,50 @@ def test_check_static_says_not_proven_for_a_trip_count_it_cannot_read(tmp_path, 
                           f"of the pl.load at line {half} (a loop bound or condition on its path is not "
                           "affine)"), out
     assert out.rstrip().endswith(" - no error found (and exactly with flag=4, the variant's)")
+
+
+# -- the same in .pto files -------------------------------------------------------------------------
+def _pto(tmp_path, vector_loop: str, vector_free: str = "pto.tfree_from_aic {split = 1}"):
+    """tests/pto/i32_trip_count_a3.pto with the vector kernel's loop header and TFREE
+    replaced."""
+    text = open(OOB_PTO).read()
+    vec = text.index("func.func private @vector")
+    body = text[vec:].replace("scf.for %i = %c0 to %n_idx step %c1 {", vector_loop, 1)
+    body = body.replace("pto.tfree_from_aic {split = 1}", vector_free, 1)
+    f = tmp_path / "k.pto"
+    f.write_text(text[:vec] + body)
+    return f, text[:vec] + body
+
+
+def test_a_pto_consumer_popping_n_plus_one_tiles_fails_for_every_n(tmp_path, capsys):
+    from ptopipe.cli import main
+    f, text = _pto(tmp_path, "%n1 = arith.addi %n_idx, %c1 : index\n"
+                             "    scf.for %i = %c0 to %n1 step %c1 {")
+    assert main(["check", "--static", "--json", str(f), "--range", "n=0..3"]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["status"] == "failed"
+    (fd,) = rep["findings"]
+    pop = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpop_from_aic" in ln)
+    assert fd["where"].endswith(f"k.pto:{pop}:7") and fd["values"] == "n=0"
+    assert "for every value: cube pushes n tile(s) to the C2V ring, vector (lane AIV0) pops n + 1" in fd["details"]
+
+
+def test_a_pto_tfree_taken_only_while_i_is_below_a_flag_leaks_for_small_flags(tmp_path, capsys):
+    """4 pops, the TFREE only while i < n: clean for the launch's n=4, a hang for n=0 (the
+    third pop finds both slots held)."""
+    from ptopipe.cli import main
+    skip = ("%lt = arith.cmpi slt, %i, %n_idx : index\n"
+            "      scf.if %lt {\n        pto.tfree_from_aic {split = 1}\n      }")
+    f, text = _pto(tmp_path, "scf.for %i = %c0 to %c4 step %c1 {", skip)
+    text_c = text.replace("scf.for %i = %c0 to %n_idx step %c1 {", "scf.for %i = %c0 to %c4 step %c1 {", 1)
+    text_c = text_c.replace("%c1 = arith.constant 1 : index",
+                            "%c1 = arith.constant 1 : index\n    %c4 = arith.constant 4 : index")
+    f.write_text(text_c)
+    assert main(["check", "--static", str(f), "--input", "n=4"]) == 0      # the launch's value
+    capsys.readouterr()
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    (fd,) = rep["findings"]
+    pop = next(i for i, ln in enumerate(text_c.splitlines(), 1) if "pto.tpop_from_aic" in ln)
+    assert fd["where"].endswith(f"k.pto:{pop}:7") and fd["values"] == "n=0"      # SLOT_NUM 2: a hang
+    assert fd["what"].startswith("this TPOP holds 3 slots of the C2V ring at once, more than its SLOT_NUM 2")
