@@ -35,8 +35,11 @@ class PtoPipeError(Exception):
 
     def to_dict(self) -> dict:
         """The error as structured data: class, what, where, fix, details and findings."""
-        return {"error": type(self).__name__, "what": self.what, "where": self.where,
-                "fix": self.fix, "details": self.details, "findings": self.findings}
+        d = {"error": type(self).__name__, "what": self.what, "where": self.where,
+             "fix": self.fix, "details": self.details, "findings": self.findings}
+        if getattr(self, "values", None):       # the values of the scalars it happens with
+            d["values"] = self.values
+        return d
 
     def render(self) -> str:
         lines = [self.what]

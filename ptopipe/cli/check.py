@@ -12,8 +12,8 @@ import sys
 
 from ..errors import ConfigError
 from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
-from .common import (CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs,
-                     refuse_pto_options, sync_kwargs, target)
+from .common import (CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, add_ranges, add_sync,
+                     add_werror, launch_kwargs, protocol_option, refuse_pto_options, sync_kwargs, target)
 from .errors import color, describe_exception, report_exception
 from .progress import Progress
 from . import bounds
@@ -53,6 +53,7 @@ def add_parser(sub) -> None:
                         "(a .npy file or a number: n=5, x=-1.5); others get seeded random data, "
                         "scalars 0; repeatable")
     add_pto_func(p)
+    add_ranges(p)
     from .cpp import add_arguments as add_cpp_arguments
     add_cpp_arguments(p)
     p.add_argument("--static", action="store_true",

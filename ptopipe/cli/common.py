@@ -73,6 +73,30 @@ _PTO_ONLY_FIX = {
 }
 
 
+def add_ranges(p) -> None:
+    p.add_argument("--range", action="append", dest="ranges", metavar="NAME=LO..HI",
+                   help="(--static) the values an integer scalar parameter takes: the static check "
+                        "proves the kernel for those (default: every value >= 0); HI may be left "
+                        "out (n=1..); repeatable")
+
+
+def scalar_ranges(args) -> dict:
+    """``--range NAME=LO..HI`` options -> ``{name: (lo, hi or None)}``."""
+    out = {}
+    for item in getattr(args, "ranges", None) or ():
+        name, _, text = item.partition("=")
+        lo, dots, hi = text.partition("..")
+        try:
+            bounds = (int(lo), int(hi) if hi.strip() else None)
+        except ValueError:
+            bounds = None
+        if not name or not dots or bounds is None or (bounds[1] is not None and bounds[1] < bounds[0]):
+            raise ConfigError(f"--range {item!r}: not NAME=LO..HI", where="option --range",
+                              fix="give integer bounds, LO <= HI: --range n=1..64 (or n=1.. for no upper bound)")
+        out[name.strip()] = bounds
+    return out
+
+
 def add_pto_func(p) -> None:
     p.add_argument("--func", dest="pto_func", default=None, metavar="NAME",
                    help="(.pto files) the function to run (default: the pto.entry, else the one "

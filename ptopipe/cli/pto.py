@@ -233,25 +233,44 @@ def static_pto(args) -> int:
     """``check --static kernel.pto``: the reader and the static passes, nothing run."""
     from ..codegen.pto_load import load_pto
     from ..codegen.pto_exec import read_text
-    from ..codegen.pto_syntax import run_line_platform
+    from ..codegen.pto_syntax import INT_DTYPES, run_line_platform
+    from ..errors import CompileError
+    from ..ir.types import ScalarType
+    from ..passes.static_check import NOT_PROVEN as NOT_PROVEN_STATUS, status_of
+    from ..passes.verify_pipes import not_proven
+    from .common import scalar_ranges
     platform, protocol = _target(args, args.file)
     platform = platform or run_line_platform(read_text(args.file))
     scalars = scalar_inputs(getattr(args, "input", None))
+    ranges = scalar_ranges(args)
     name = os.path.basename(args.file)
+    # the --input values are the launch's (as `run` takes them): verified exactly; the other
+    # integer scalars for every value (or within --range)
     try:
-        op, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars)
+        op, warnings, plat = load_pto(args.file, platform, protocol, scalars=scalars, ranges=ranges)
     except ParseError as e:
         return _static_unexpressed(args, e, platform, protocol)
+    except CompileError as e:
+        from ..codegen.pto_exec import read_program, read_text
+        arch = read_program(read_text(args.file), args.file).arch or ""
+        return _static_verdict(args, name, platform or {"a3": "a2a3"}.get(arch, arch) or "a2a3", protocol,
+                               "failed", [], "the static checks found an error without running", [e])
+    state = status_of([], warnings)
     if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
         return _static_verdict(args, name, plat, protocol, "nothing to verify", warnings,
                                "no cross-core pipes, nothing to verify statically (`ptopipe check` "
                                "runs it with every checker)")
-    skipped = any("skipped" in w or "not fully verified" in w for w in warnings)
     given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (--input)" if scalars else ""
+    if state == NOT_PROVEN_STATUS:
+        return _static_verdict(args, name, plat, protocol, "not proven", warnings,
+                               f"not proven for all values{given}: {'; '.join(not_proven(warnings))}")
+    params = sorted({a.name for f in op.body for a in f.regions[0].blocks[0].args
+                     if isinstance(a.type, ScalarType) and a.type.dtype in INT_DTYPES} - set(scalars))
+    which = f" for every value of {', '.join(params)}" if params else ""
+    which += "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
     return _static_verdict(args, name, plat, protocol, "verified", warnings,
-                           f"verified statically{given} (VerifyPipes, Validate, ring and address checks)"
-                           + ("; some checks skipped (see the warnings; --input NAME=n.npy gives a trip "
-                              "count): `ptopipe check` runs it" if skipped else ""))
+                           f"verified statically{which}{given} (VerifyPipes, GM bounds, Validate, ring and "
+                           "address checks)")
 
 
 def _static_unexpressed(args, why: ParseError, platform, protocol) -> int:
@@ -272,21 +291,29 @@ def _static_unexpressed(args, why: ParseError, platform, protocol) -> int:
 
 
 _VERDICT = {"verified": ("PASS", "1;32", 0), "nothing to verify": ("PASS", "1;32", 0),
-            "not verified": ("NOT VERIFIED", "1;33", 1)}
+            "not verified": ("NOT VERIFIED", "1;33", 1), "not proven": ("NOT PROVEN", "1;33", 1),
+            "failed": ("FAIL", "1;31", 1)}
 
 
-def _static_verdict(args, name, plat, protocol, status, warnings, text) -> int:
-    """Print ``check --static``'s verdict on a ``.pto`` file (a line, or ``--json``'s report)."""
+def _static_verdict(args, name, plat, protocol, status, warnings, text, found=()) -> int:
+    """Print ``check --static``'s verdict on a ``.pto`` file (a line, or ``--json``'s report);
+    ``found``: the findings of a "failed" one."""
     from .check import print_json
-    from .errors import color
+    from .errors import color, report_exception
+    from ..passes.verify_pipes import NOT_PROVEN, not_proven
     word, paint, rc = _VERDICT[status]
+    reasons = not_proven(warnings)
     if getattr(args, "json", False):
         print_json(args, [{"program": name, "platform": str(plat), "protocol": protocol, "status": status,
-                           "findings": [], "warnings": list(warnings), "detail": text}])
+                           "findings": [e.to_dict() for e in found], "warnings": list(warnings),
+                           "not_proven": reasons, "detail": text}])
         return rc
     for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    print(f"{color(word, paint, sys.stdout)} {name} on {plat} ({protocol}): {text}")
+        if status != "not proven" or not w.startswith(NOT_PROVEN):
+            print(f"warning: {w}", file=sys.stderr)
+    print(f"{color(word, paint, sys.stdout)} {name} on {plat} ({protocol}): {text}", flush=True)
+    for e in found:
+        report_exception(e)
     return rc
 
 

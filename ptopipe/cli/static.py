@@ -17,9 +17,10 @@ from ..ir.core import Operation
 from ..ir.opdefs import ProgramOp
 from ..ir.types import TensorType
 from ..isa.scenario import Scenario
-from ..passes.static_check import verify_program
+from ..passes.static_check import PROVEN, NOT_PROVEN as STATUS_NOT_PROVEN, verdict, verify_program
+from ..passes.verify_pipes import NOT_PROVEN, not_proven
 from ..runtime.kernels import KernelSet
-from .common import target
+from .common import scalar_ranges, target
 from .errors import color, report_exception
 from .loader import load_module, pick_variants
 
@@ -60,6 +61,13 @@ def programs(path: str, variant: str | None) -> list:
     return found
 
 
+def _int_params(prog) -> set:
+    """Names of the integer scalar parameters of ``prog``'s functions (what is proven for
+    every value)."""
+    return {p.name for f in prog.functions for p in f.params
+            if not isinstance(p.type, TensorType) and not str(getattr(p.type, "dtype", "")).startswith(("f", "bf"))}
+
+
 def _scalar_params(prog) -> set:
     """Names of the scalar parameters of ``prog``'s functions."""
     return {p.name for f in prog.functions for p in f.params if not isinstance(p.type, TensorType)}
@@ -67,28 +75,40 @@ def _scalar_params(prog) -> set:
 
 def main(args) -> int:
     status, reports = 0, []
+    ranges = scalar_ranges(args)
     for label, prog, sc, scalars in programs(args.file, args.variant):
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
-        warnings: list = []
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
-        found = verify_program(prog, plat, protocol, scalars, warnings)
-        reports.append({"program": label, "platform": plat.name,
-                        "findings": [e.to_dict() for e in found], "warnings": warnings})
+
+        def verify_with(values, prog=prog, plat=plat, protocol=protocol):
+            warnings: list = []
+            return verify_program(prog, plat, protocol, values, warnings, ranges), warnings
+        state, found, warnings = verdict(verify_with, scalars)
+        reasons = not_proven(warnings)
+        reports.append({"program": label, "platform": plat.name, "status": state,
+                        "findings": [e.to_dict() for e in found], "warnings": warnings,
+                        "not_proven": reasons})
+        status |= state != PROVEN
         if args.json:
-            status |= bool(found)
             continue
         for w in warnings:
-            print(f"  note: {w}", file=sys.stderr)
-        if not found:
-            given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (the variant's)" \
-                if scalars else ""
-            skipped = any("skipped" in w or "not fully verified" in w for w in warnings)
-            print(f"{color('PASS', '1;32', sys.stdout)} {label} on {plat.name}: VerifyPipes (static, "
-                  f"every path{given}) found no cross-core protocol error"
-                  + (" in the checks it could make (some skipped: see the notes)" if skipped else "")
-                  + ", and the compiler's checks passed")
+            if w not in (f"{NOT_PROVEN}: {r}" for r in reasons):
+                print(f"  note: {w}", file=sys.stderr)
+        params = _int_params(prog)
+        given = f" (and exactly with {', '.join(f'{k}={v}' for k, v in scalars.items())}, the variant's)" \
+            if scalars and params else ""
+        which = (f"for every value of {', '.join(sorted(params))}"
+                 + "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
+                 if params else "every path")
+        if state == STATUS_NOT_PROVEN:
+            print(f"{color('NOT PROVEN', '1;33', sys.stdout)} {label} on {plat.name}: not proven for all "
+                  f"values: {'; '.join(reasons)}{given and ' - no error found' + given}")
             continue
-        status = 1
+        if not found:
+            print(f"{color('PASS', '1;32', sys.stdout)} {label} on {plat.name}: VerifyPipes (static, "
+                  f"{which}{given}) found no cross-core protocol error or GM access out of bounds, "
+                  "and the compiler's checks passed")
+            continue
         print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {plat.name}: the static checks found "
               f"{len(found)} error(s) without running", flush=True)
         for e in found:

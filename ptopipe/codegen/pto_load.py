@@ -33,9 +33,11 @@ _MEM = {"Vec": "UB", "Mat": "L1"}
 
 
 def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
-             scalars: dict | None = None, verify_properties: bool | None = None):
+             scalars: dict | None = None, verify_properties: bool | None = None,
+             ranges: dict | None = None):
     """``path`` through the reader and the static passes: ``(op program, warnings, platform)``;
-    ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``);
+    ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``),
+    ``ranges``: declared ranges of the others (name -> (lo, hi));
     ``verify_properties``: check every IR property after every pass (``--verify-each``)."""
     from ..passes import PassContext, PassManager     # imported when a file is loaded
     if text is None:
@@ -58,7 +60,7 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
     plat = platform or op.platform or "a2a3"
     check_scalar_ranges(op, scalars or {})
-    ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}))
+    ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}), ranges=dict(ranges or {}))
     one_lane_nosplit(op, ctx)
     try:
         op = PassManager(list(PTO_PASSES), verify_properties=verify_properties).run(op, ctx)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from .vocab import AUTO
-from ..arch.vocab import ALIGNMENT as ALIGN
+from ..arch.vocab import ALIGNMENT as ALIGN, TileSplitAxis
 from .instances import owns_storage
 from .liveness import analyse, has_scratch
 from .opdefs import EVENT_OPS, FuncOp, ImportPeerBufferOp, ReserveBufferOp
@@ -272,6 +272,32 @@ def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
     if size % slot_size == 0 and size // slot_size > 0:
         fix += f", or give the pipe slot_num={size // slot_size}"
     return what, fix
+
+
+def gm_window_problem(name: str, shape, offs: list, window: list, lane_split=None,
+                      lane: int | None = None) -> tuple | None:
+    """``(what, details, fix)`` when the GM window ``offs`` + ``window`` of a load / store
+    leaves tensor ``name`` of ``shape``, else None.  ``lane_split`` (``Loc.lane_split`` of
+    an op a split mode sliced for one Vector core, that core ``lane``): worded in the
+    coordinates of the statement as written, naming the lane and its slice (the run and
+    VerifyPipes say the same)."""
+    if len(offs) == len(shape) == len(window) and \
+            all(0 <= o and o + w <= n for o, w, n in zip(offs, window, shape)):
+        return None
+    fix = f"keep every offset + window within {name}'s shape"
+    if lane_split is None or lane is None or len(offs) < 2:
+        return (f"access out of bounds: offsets {list(offs)} + window {list(window)} exceed {name!r} of "
+                f"shape {list(shape)}", None, fix)
+    mode, half = lane_split
+    axis = len(offs) - 2 + (0 if mode is TileSplitAxis.TILE_UP_DOWN else 1)
+    user_offs, user_win = list(offs), list(window)
+    user_offs[axis] -= lane * half
+    user_win[axis] = 2 * half
+    word = "rows" if mode is TileSplitAxis.TILE_UP_DOWN else "columns"
+    return (f"access out of bounds: offsets {user_offs} + window {user_win} exceed {name!r} of shape "
+            f"{list(shape)}",
+            f"split {mode.name}: Vector core AIV{lane} moves its half, {word} "
+            f"[{offs[axis]}, {offs[axis] + half}) (offsets {list(offs)} + window {list(window)})", fix)
 
 
 def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,

@@ -138,11 +138,14 @@ class PassContext:
     name), the ``protocol`` whose flag numbering AllocateFlags follows, and ``warnings``
     (messages a pass appends); ``scalars``: values of scalar kernel parameters the static
     checks may assume (a run's arguments; VerifyPipes then counts loops of those trip counts);
-    ``remarks``: what each pass did and did not do, and why (:mod:`.remarks`)."""
+    ``ranges``: declared ranges (name -> (lo, hi), inclusive) of the others, within which
+    VerifyPipes proves them (else for every value >= 0); ``remarks``: what each pass did and
+    did not do, and why (:mod:`.remarks`)."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)
     remarks: Remarks = field(default_factory=Remarks)
 
 

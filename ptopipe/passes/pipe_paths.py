@@ -14,10 +14,14 @@ copies, loop-carried values and if-results carry the Slot along (aliases).
   after the if, the two sides merge again when they leave the pipes alike (:func:`.pipe_state.alike`).
 * ``pl.for`` with constant bounds is unrolled (each iteration named in findings); a loop
   without pipe ops whose unrolling would cost more than :data:`SUMMARY_OPS` op steps runs
-  once with an unknown loop variable.  A loop with unknown bounds runs twice with unknown
-  loop variables (a "first" and a "later" iteration); a body that does not leave the
-  held-slot queue as long as it found it is a finding (the ring would wrap or starve after
-  enough iterations), and the pipe counts of its directions become unknown.
+  once with an unknown loop variable.  A loop with unknown bounds (or more than
+  :data:`PERIOD_TRIPS` static ones, its iterations alike) runs twice with unknown loop
+  variables (a "first" and a "later" iteration); a body that does not leave the held-slot
+  queue as long as it found it is a finding (the ring would wrap or starve after enough
+  iterations); its pipe counts become a marker Event counting ``max(0, hi - lo)`` times an
+  iteration's (:class:`~.symbolic.Count`), its trace entries one ``("loop", ...)`` entry.
+* A load / store's GM window is checked against its tensor's static shape
+  (:meth:`Explorer.gm_bounds`).
 
 The path state (:class:`~.pipe_state.Path`, slots, events) and the merge rule live in
 :mod:`.pipe_state`.
@@ -29,15 +33,20 @@ from __future__ import annotations
 from itertools import count
 
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
-                         IfOp, ReturnOp, TAlloc, TFree, TPop, TPush, YieldOp)
+                         IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
+from ..ir.layout import gm_window_problem
 from ..ir.pipe_config import ring_of
 from ..ir.types import TensorType
-from .pipe_state import (Event, Incomplete, Path, Slot, alike, dir_name, facts_but, in_loops,
+from .symbolic import Count, affine, const, constraints, decide, invariant, show, unknowns, witness_text
+from .pipe_state import (Event, Incomplete, Path, Slot, alike, count_events, dir_name, facts_but, in_loops,
                          is_sym, line, on, pop_site, split_name)
 
 MAX_PATHS = 128
 MAX_STEPS = 400_000
 SUMMARY_OPS = 20_000
+#: a loop of more static trips whose iterations all take the same branches is explored as
+#: a first and a later iteration (its counts and orders then checked once per ring period)
+PERIOD_TRIPS = 256
 _fresh = count()        # numbers fresh unknowns: two of them are never the same symbol
 
 
@@ -58,14 +67,24 @@ class Explorer:
     or the LocalSlotNum of a GM ring's staging); ``known``: values of scalar parameters
     (by name) to explore with instead of unknowns (a scenario variant's arguments)."""
 
-    def __init__(self, fn, lane, slot_num, report, known=None):
+    def __init__(self, fn, lane, slot_num, report, known=None, declared=None):
         self.fn, self.lane, self.slot_num, self.report = fn, lane, slot_num, report
         self.known = known or {}
+        self.not_affine: dict = {}         # id(op) -> why its GM bounds are not proven
         self.kind = fn.kind
         self.steps = 0
         self.unknown_counts: dict = {}     # ring -> the loop op that made it unknown
         self.max_held: dict = {}           # ring -> the most popped slots held at a TPOP
+        # loop variable symbol -> (lo, hi) of its loop; ("param", name) -> a declared range
+        self.ranges: dict = dict(declared or {})
         self._loops: dict = {}             # id(loop op) -> (has pipe ops, op count)
+        self._dependent: dict = {}         # id(loop op) -> iteration_dependent(op)
+
+    def report_on(self, p: Path, kind, op, msg, fix, pop=None, values=None, details=None) -> None:
+        """A finding on path ``p``: ``report`` with the path's facts and the ranges of the loop
+        variables (the finding's values are solved from them, unless ``values`` gives them)."""
+        self.report(kind, op, msg, fix, pop, facts=p.facts, ranges=self.ranges, values=values,
+                    details=details)
 
     def loop_info(self, op) -> tuple:
         """(whether a pipe op is nested in loop ``op``, how many ops it holds)."""
@@ -91,14 +110,14 @@ class Explorer:
                 for s in held:
                     if cross is not None:      # a branch pops without a TFREE: another frees it
                         free, first = cross
-                        self.report("missing_tfree", first.op,
+                        self.report_on(q, "missing_tfree", first.op,
                                     f"the TPOP{pop_site(first)} has no TFREE on its branch: the TFREE at "
                                     f"{line(free)}, in the other branch of the same if, freed its slot "
                                     f"instead (a TFREE frees the oldest held slot), and the TPOP"
                                     f"{pop_site(s)} is never freed{on(q, end=True)}",
                                     "TFREE every popped slot on every path (after its last use)")
                         break
-                    self.report("missing_tfree", s.op,
+                    self.report_on(q, "missing_tfree", s.op,
                                 f"the TPOP{pop_site(s)} is never freed{on(q, end=True)}: "
                                 f"{self._who()} ends holding its slot",
                                 "TFREE every popped slot on every path (after its last use)")
@@ -144,7 +163,7 @@ class Explorer:
                     continue      # a second TFREE naming the object: counted as a TFREE
                 nm = f"%{v.name}" if v.name else "a value"
                 src = "popped" if s.kind == "pop" else "TALLOCed"
-                self.report("use_after_free", op,
+                self.report_on(p, "use_after_free", op,
                             f"{op.name} uses {nm} ({src} by the {'TPOP' if s.kind == 'pop' else 'TALLOC'}"
                             f"{pop_site(s)}) after its {what} at {line(end_op)}{on(p)}",
                             f"move the {what} after the last use of {nm}" if what == "TFREE" else
@@ -170,8 +189,80 @@ class Explorer:
             env[op.view] = Slot(op, op.result_type, op.split, "alloc", p.where())
         elif cls is TPush:
             self.tpush(op, p)
+        elif cls is LoadOp or cls is StoreOp:
+            self.gm_bounds(op, p)
         elif cls is ReturnOp:
             pass
+
+    def gm_bounds(self, op, p: Path) -> None:
+        """A load / store's GM window within its tensor's shape: at constant offsets
+        directly, at offsets affine in the unknowns for every value the path allows (a
+        failing value is a finding naming it; what cannot be decided is not proven)."""
+        t = op.tensor.type
+        if not isinstance(t, TensorType) or not all(type(n) is int for n in t.shape):
+            return
+        shape, store = tuple(t.shape), op.__class__ is StoreOp
+        if store:
+            r, col = op.tile.type.shape
+            window = (col,) if len(shape) == 1 else (1,) * (len(shape) - 2) + (r, col)
+        else:
+            window = tuple(op.attributes["shape"])
+        offs = [p.env.get(v) for v in op.offsets]
+        if len(offs) != len(shape) or len(window) != len(shape):
+            return                          # a rank mismatch: the typing rule's error
+        name = op.tensor.name or "tensor"
+        if all(type(o) is int for o in offs):     # the run's words (a split lane's too)
+            bad = gm_window_problem(name, shape, offs, window, getattr(op.loc, "lane_split", None),
+                                    self.lane)
+            if bad is not None:
+                self.report_on(p, "gm_bounds", op, bad[0] + on(p), bad[2], details=bad[1])
+            return
+        what = op.name
+        fix = f"keep every offset + window within {name}'s shape [{', '.join(map(str, shape))}]"
+        texts, bad = [], None
+        for o, w, n in zip(offs, window, shape):
+            a = affine(o)
+            texts.append("?" if a is None else show(a))
+            if a is None:
+                if any(u[0] in ("param", "iv") for u in unknowns(o, set())):
+                    self.not_affine.setdefault(id(op), f"the offsets of the {what} at {line(op)} are not affine "
+                                           "in the kernel's integer scalars (bounds not proven)")
+                continue
+            if bad is None:
+                bad = self._outside(a, w, n, p, op)
+        if bad is None:
+            return
+        values = None if bad is True else bad[0]
+        if bad is not True and bad[1]:
+            # it needs a scalar parameter past what the tensor holds: a limit the kernel
+            # leaves undeclared (a dynamic trip count over a fixed shape), not proven
+            self.not_affine.setdefault(id(op),
+                f"the {what} at {line(op)} accesses GM out of bounds when {values} (offsets "
+                f"[{', '.join(texts)}] + window [{', '.join(map(str, window))}] exceed {name!r} of "
+                f"shape [{', '.join(map(str, shape))}]); declare the values the kernel takes "
+                "(--range NAME=LO..HI)")
+            return
+        self.report_on(p, "gm_bounds", op,
+                       f"access out of bounds: offsets [{', '.join(texts)}] + window "
+                       f"[{', '.join(map(str, window))}] exceed {name!r} of shape "
+                       f"[{', '.join(map(str, shape))}]{on(p)}", fix, values=values)
+
+    def _outside(self, a, w: int, n: int, p: Path, op):
+        """None when offset ``a`` + window ``w`` is within [0, n) for every value path ``p``
+        allows; True when it is outside (constant), else ``(the failing values in words,
+        whether they name a scalar parameter)``."""
+        if a.is_const():
+            return True if a.const < 0 or a.const + w > n else None
+        cons, unhandled = constraints(p.facts, self.ranges)
+        for bad in ((a.scale(-1) - const(1), ">="), (a + const(w - n - 1), ">=")):
+            verdict, wit = decide(cons + [bad], self.ranges)
+            if verdict == "sat" and not unhandled:
+                return witness_text(wit), any(k[0] == "param" for k in wit)
+            if verdict != "unsat":
+                self.not_affine.setdefault(id(op), f"the GM bounds of the {op.name} at {line(op)} (a loop "
+                                           "bound or condition on its path is not affine)")
+                return None
+        return None
 
     def arith(self, fn: str, args: list, p: Path):
         if any(a is None for a in args):
@@ -203,14 +294,16 @@ class Explorer:
         elif lim.exact is not None and isinstance(p.counted, dict) and d in p.counted:
             # a later iteration of a loop of unknown trip count: this pop is tile
             # base + k * per + offset for every k >= 1 (per: the pops of one iteration)
-            base, per = p.counted[d]
+            base, per, trips = p.counted[d]
             offset = len(p.events[d]) - 1 - base - per
             ks = range(1, (lim.n + 2 * max(per, 1)) // max(per, 1) + 2 * n + 2) if per else (1,)
+            if trips is not None:            # a known trip count: iterations 1 .. trips - 1
+                ks = range(1, min(ks[-1] + 1, trips)) if per else ks
             over = any(lim.exact(base + k * per + offset, len(held) - 1) for k in ks)
         else:
             over = len(held) > n
         if over:
-            self.report("too_many_pops", op,
+            self.report_on(p, "too_many_pops", op,
                         f"this TPOP holds {len(held)} slots of the {dir_name(d)} ring at once, more than "
                         f"its {lim.name} {n}{on(p)} (oldest held: TPOP{pop_site(held[0])}): "
                         + (f"the producer can never fill slot {n + 1}, so the TPOP waits forever"
@@ -223,7 +316,7 @@ class Explorer:
         held = p.held.get(d, ())
         p.trace.append(("free", d, op))
         if not held:
-            self.report("free_without_pop", op,
+            self.report_on(p, "free_without_pop", op,
                         f"TFREE of the {dir_name(d)} ring with no popped slot held{on(p)}",
                         "call TFREE exactly once after each TPOP")
             return
@@ -233,13 +326,13 @@ class Explorer:
             p.cross[d] = (op, s)                      # for the leak report: the culprit branch
         split = op.split
         if split is not None and split != s.split:
-            self.report("split_mismatch", op,
+            self.report_on(p, "split_mismatch", op,
                         f"TFREE gives split {split_name(split)} but the TPOP{pop_site(s)} whose slot it "
                         f"frees used {split_name(s.split)}{on(p)}",
                         f"give TFREE the split of its TPOP (split={split_name(s.split)}) or none", s.op)
         obj = p.env.get(op.obj) if len(op.operands) > 1 else None
         if obj.__class__ is Slot and obj is not s and obj.uid not in p.dead:
-            self.report("free_order", op,
+            self.report_on(p, "free_order", op,
                         f"TFREE names %{op.obj.name} (TPOP{pop_site(obj)}) but frees the oldest "
                         f"held slot, from the TPOP{pop_site(s)}{on(p)}",
                         "TFREE the popped slots in the order they were popped")
@@ -334,11 +427,42 @@ class Explorer:
             pipes, size = self.loop_info(op)
             if known:
                 trips = range(lo, hi, st)
+                if pipes and len(trips) > PERIOD_TRIPS and not self.iteration_dependent(op):
+                    out.extend(self._summary(op, body, p, inits, twice=True, bounds=(lo, hi, st)))
+                    continue
                 if pipes or len(trips) * size <= SUMMARY_OPS:
                     out.extend(self._unroll(op, body, p, trips, inits))
                     continue
-            out.extend(self._summary(op, body, p, inits, twice=not known and pipes))
+            out.extend(self._summary(op, body, p, inits, twice=not known and pipes, bounds=(lo, hi, st)))
         return out
+
+    def iteration_dependent(self, op) -> bool:
+        """Does a branch or loop bound inside loop ``op`` depend on its loop variable or its
+        loop-carried values (so that its iterations may differ)?"""
+        r = self._dependent.get(id(op))
+        if r is None:
+            tainted = set(op.regions[0].block.args)
+            ops = [o for o in op.walk() if o is not op]
+            size = -1
+            while len(tainted) != size:         # to a fixed point: if-results yielded later
+                size = len(tainted)
+                for o in ops:
+                    if not any(v in tainted for v in o.operands):
+                        continue
+                    tainted.update(o.results)
+                    for reg in o.regions:
+                        for b in reg.blocks:
+                            tainted.update(b.args)
+                    if o.is_a(YieldOp):         # the value of the if / loop it ends
+                        block = o.parent
+                        owner = block.parent.parent if block is not None and block.parent else None
+                        if owner is not None and owner is not op:
+                            tainted.update(owner.results)
+            r = any((o.is_a(IfOp) and o.cond in tainted) or
+                    (o.is_a(ForOp) and any(v in tainted for v in (o.start, o.stop, o.step)))
+                    for o in ops)
+            self._dependent[id(op)] = r
+        return r
 
     def _bind(self, body, p: Path, iv, carried) -> None:
         p.env[body.args[0]] = iv
@@ -368,29 +492,43 @@ class Explorer:
             res.append(q)
         return res
 
-    def _summary(self, op, body, p: Path, inits, twice: bool) -> list:
+    def _summary(self, op, body, p: Path, inits, twice: bool, bounds=(None, None, None)) -> list:
         """A loop run with unknown loop variables: once (no pipe ops), or a first and a later
-        iteration (pipe ops under unknown bounds), checking the held queue is balanced."""
+        iteration (pipe ops under unknown bounds), checking the held queue is balanced; after
+        the loop, each direction it pushes or pops on gets a marker Event whose ``count`` makes
+        the path's count ``before + trips * (one iteration's)`` (:func:`count_events`), or whose
+        ``why`` says why that count is not an affine expression of the unknowns."""
         outer = p.loops
         carried_names = [("carried", line(op), next(_fresh)) for _ in inits]
         live = [(p, inits)]
         n_events = {d: len(ev) for d, ev in p.events.items()}
+        at_entry = {d: count_events(ev) for d, ev in p.events.items()}
+        facts0 = set(p.facts)
+        iv_name = body.args[0].name or "i"
+        t0 = len(p.trace)
+        lo, hi, st = bounds
+        known = len(range(lo, hi, st)) if all(type(x) is int for x in bounds) and st else None
+        how = "trip count not known statically" if known is None else f"one of its {known}"
         for k in range(2 if twice else 1):
             nxt = []
             for q, carried in live:
                 if twice and k == 1:      # a later iteration: tile base + j * per + offset,
                     # j >= 1 (the first iteration's pops were counted exactly from the entry)
-                    q.counted = ({d: (n_events.get(d, 0), len(ev) - n_events.get(d, 0))
+                    q.counted = ({d: (n_events.get(d, 0), len(ev) - n_events.get(d, 0), known)
                                   for d, ev in q.events.items()} if q.counted is True else False)
-                q.loops = outer + ((f"an iteration of the loop at {line(op)} (trip count not "
-                                    "known statically)") if twice else
-                                   f"an iteration of the loop at {line(op)}",)
+                q.loops = outer + (f"an iteration of the loop at {line(op)}" + (f" ({how})" if twice else ""),)
                 before = {d: len(h) for d, h in q.held.items()}
-                self._bind(body, q, ("iv", line(op), next(_fresh)), carried if k == 0 else
+                iv = ("iv", line(op), next(_fresh), iv_name)
+                self.ranges[iv] = iv_range(bounds)
+                self._bind(body, q, iv, carried if k == 0 else
                            [c if c.__class__ is Slot else n for c, n in zip(carried, carried_names)])
                 for r in self.block(body, [q]):
                     if twice:
                         self._balanced(op, r, before)
+                        if k == 0:
+                            r.mid = dict(r.mid)
+                            r.mid[id(op)] = ({d: count_events(ev) for d, ev in r.events.items()},
+                                             len(r.trace))
                     nxt.append((r, r.yielded or []))
             live = nxt
         res = []
@@ -401,25 +539,58 @@ class Explorer:
             for r, v in zip(op.results, carried):
                 q.env[r] = v if v.__class__ is Slot else ("result", line(op), next(_fresh))
             if twice:
+                mid, t1 = q.mid.get(id(op), ({}, t0))
                 for d, ev in q.events.items():
                     if len(ev) != n_events.get(d, 0):
                         self.unknown_counts.setdefault(d, op)
-                        ev.append(Event(None, None, None, q.where(), loop=op))
+                        mark = Event(None, None, None, q.where(), loop=op)
+                        mark.count, mark.why = self._trips(op, bounds, q, facts0, d, at_entry.get(d),
+                                                           mid.get(d), count_events(ev))
+                        ev.append(mark)
+                if len(q.trace) > t0:
+                    q.trace[t0:] = [_loop_entry(op, bounds, q.trace[t0:t1], q.trace[t1:])]
             res.append(q)
         return res
+
+    def _trips(self, op, bounds, q: Path, facts0, d, entry, mid, end) -> tuple:
+        """``(count, why)`` of the marker of loop ``op`` (bounds ``(lo, hi, step)``) on
+        direction ``d`` of path ``q``: the events the loop adds beyond the two iterations
+        explored (``entry`` / ``mid`` / ``end``: the counts before it, after its first and
+        after its later iteration), or None and why that is not affine."""
+        zero = (Count.of(0), None)
+        entry, mid = entry or zero, mid or entry or zero
+        why = next((w for w in (entry[1], mid[1], end[1]) if w), None)
+        if why:
+            return None, why
+        first, later = mid[0] - entry[0], end[0] - mid[0]
+        if not (first == later):
+            return None, (f"the first iteration of the loop at {line(op)} pushes / pops a different "
+                          f"number of {dir_name(d)} tiles than a later one")
+        moving = [k for k in q.facts if k not in facts0 and not invariant(k)]
+        if moving:
+            return None, (f"the {dir_name(d)} pushes / pops of an iteration of the loop at {line(op)} "
+                          "depend on a condition that changes from iteration to iteration")
+        lo, hi, st = bounds
+        if all(type(x) is int for x in bounds) and st:
+            return Count.of(len(range(lo, hi, st))) * later - (end[0] - entry[0]), None
+        a, b = affine(lo), affine(hi)
+        if a is None or b is None or st != 1:
+            return None, (f"the trip count of the loop at {line(op)} is not an affine expression of "
+                          "the kernel's integer scalars with step 1")
+        return Count.trips(a, b) * later - (end[0] - entry[0]), None
 
     def _balanced(self, op, p: Path, before: dict) -> None:
         for d, h in p.held.items():
             n0 = before.get(d, 0)
             if len(h) > n0:
                 s = h[-1]
-                self.report("unbounded_pops", s.op,
+                self.report_on(p, "unbounded_pops", s.op,
                             f"each iteration of the loop at {line(op)} leaves {len(h) - n0} more "
                             f"slot(s) of the {dir_name(d)} ring held (TPOP{pop_site(s)}); its trip count is "
                             "not known statically, so the outstanding pops can exceed SLOT_NUM",
                             "TFREE in the same iteration every slot the iteration pops")
             elif len(h) < n0:
-                self.report("unbounded_frees", op,
+                self.report_on(p, "unbounded_frees", op,
                             f"each iteration of the loop at {line(op)} frees {n0 - len(h)} more "
                             f"slot(s) of the {dir_name(d)} ring than it pops; its trip count is not "
                             "known statically, so a later iteration frees a slot never popped",
@@ -428,6 +599,36 @@ class Explorer:
 
 
 __all__ = ["Explorer", "Incomplete"]
+
+
+def iv_range(bounds) -> tuple:
+    """``(lo, hi)``: the loop variable of ``range(start, stop, step)`` is in [lo, hi); a step
+    not known statically leaves it anywhere (a bound no constraint can hold)."""
+    lo, hi, st = bounds
+    if type(st) is int and st > 0:
+        return lo, hi
+    if type(st) is int and st < 0:
+        return ("add", hi, 1), ("add", lo, 1)
+    return ("unknown step",), ("unknown step",)
+
+
+def _loop_entry(op, bounds, first: list, later: list) -> tuple:
+    """The trace entry of a loop of unknown trip count: ``("loop", trips, body, op, why)``,
+    ``trips`` the (lo, hi) Affines of its trip count ``max(0, hi - lo)`` and ``body`` one
+    iteration's entries, or ``why`` (trips None) the loop cannot be repeated as one body."""
+    lo, hi, st = bounds
+    if all(type(x) is int for x in bounds) and st:
+        lo, hi, st = 0, len(range(lo, hi, st)), 1
+    a, b = affine(lo), affine(hi)
+    why = None
+    if a is None or b is None or st != 1:
+        why = f"the trip count of the loop at {line(op)} is not an affine expression with step 1"
+    elif any(e[0] == "loop" for e in later):
+        why = f"the loop at {line(op)} holds another loop of unknown trip count"
+    elif len(first) != len(later) or any(x[0] != y[0] or x[1] != y[1] or x[2] is not y[2]
+                                         for x, y in zip(first, later)):
+        why = f"the iterations of the loop at {line(op)} do not all push / pop / free alike"
+    return ("loop", None if why else (a, b), tuple(later), op, why)
 
 
 def _branches(op) -> dict:

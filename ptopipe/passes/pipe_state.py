@@ -11,6 +11,7 @@ from ..arch.vocab import LOCAL_SLOT_NUM
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import AivInitializePipe
 from ..ir.pipe_config import local_slot_num
+from .symbolic import Count
 from .util import ring_in_gm, slot_num
 
 
@@ -85,17 +86,34 @@ class Event:
     count is not known statically); ``iters``: the iteration numbers of the unrolled loops
     around it, outermost first, as (id of the loop op, iteration) (to find the iteration
     whose counts differ)."""
-    __slots__ = ("op", "type", "split", "where", "loop", "iters")
+    __slots__ = ("op", "type", "split", "where", "loop", "iters", "count", "why")
 
     def __init__(self, op, type, split, where, loop=None, iters=()):
         self.op, self.type, self.split, self.where, self.loop = op, type, split, where, loop
         self.iters = iters
+        # a marker: the number of events it stands for (a symbolic Count), or why that
+        # number is not an affine expression of the kernel's scalars
+        self.count, self.why = None, None
+
+
+def count_events(events) -> tuple:
+    """``(Count, why)``: the number of pushes / pops in ``events``, its markers' counts
+    included; ``why`` (the count None) when a marker's count is not affine."""
+    n, total = 0, Count.of(0)
+    for e in events:
+        if e.op is not None:
+            n += 1
+        elif e.count is None:
+            return None, e.why or f"the trip count of the loop at {line(e.loop)} is not known"
+        else:
+            total = total + e.count
+    return total + Count.of(n), None
 
 
 class Path:
     """One path through the function: values, facts, loop/branch context, pipe state."""
     __slots__ = ("env", "facts", "loops", "iters", "branches", "held", "dead", "events", "yielded",
-                 "counted", "trace", "cross")
+                 "counted", "trace", "cross", "mid")
 
     def __init__(self):
         # the pops so far: counted exactly (True), per direction (base, per iteration) in a
@@ -111,6 +129,8 @@ class Path:
         # direction -> (TFREE, the popped Slot it freed) the first time a TFREE frees a slot
         # popped in the other branch of an if (for the leak report; not a fact: paths merge)
         self.cross: dict = {}
+        # id(loop op of unknown trip count) -> the counts after its first iteration
+        self.mid: dict = {}
 
     def fork(self) -> "Path":
         p = Path.__new__(Path)
@@ -122,6 +142,7 @@ class Path:
         p.counted = self.counted
         p.trace = list(self.trace)
         p.cross = dict(self.cross)
+        p.mid = self.mid
         return p
 
     def where(self) -> str:

@@ -16,8 +16,10 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * a TFREE's ``split=`` equals its TPOP's; a TFREE naming a tile frees that tile's slot;
 * no TPOP stays unfreed at the end of a path (a missing TFREE), and no TFREE frees
   nothing;
-* for static trip counts: the producer pushes as many tiles as each consumer lane pops
-  (AIV producers: per lane), and the k-th push's tile matches the k-th pop's (FIFO order:
+* every load / store's GM window lies within its tensor's static shape;
+* the producer pushes as many tiles as each consumer lane pops (AIV producers: per lane)
+  for every value of the kernel's integer scalars (:mod:`.symbolic`; the failing values
+  otherwise), and the k-th push's tile matches the k-th pop's (FIFO order:
   dtype, split and whole-slot shape; an AIV side's tile is its part of the slot) and is
   popped in the layout the push leaves in the slot (``geometry.slot_layout``);
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers), and
@@ -25,14 +27,16 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
-* when each core has one path (no loop of unknown trip count, no branch on data), the
-  cores' push / pop / free orders complete when run against each other (no two cores
-  waiting for each other forever, :mod:`.pipe_deadlock`; reported at each stuck op).
+* for each combination of one path per core whose facts agree, the cores' push / pop /
+  free orders complete when run against each other, for every trip count of a loop of
+  unknown trip count (no two cores waiting for each other forever, :mod:`.pipe_deadlock`;
+  reported at each stuck op).
 
 Paths of the two kernels are paired when their facts about shared unknowns (a scalar
-parameter both kernels take) agree.  Where a count depends on a loop whose trip count
-is not known statically, the count and FIFO checks of that direction are skipped, with a
-warning saying so.  Errors: :class:`~ptopipe.errors.CompileError` at the DSL line:col of
+parameter both kernels take) agree.  A finding names the values of the scalars it happens
+with; what cannot be decided for every value (a trip count that is not affine ...) is a
+warning starting with :data:`NOT_PROVEN` (:func:`not_proven`), a failing status of
+``check --static``.  Errors: :class:`~ptopipe.errors.CompileError` at the DSL line:col of
 the op, naming the path (loop iterations, branches) and a fix; :func:`verify` returns all
 findings, :func:`run` raises the first with the others as details.
 """
@@ -48,10 +52,13 @@ from ..ir.ops import Ring
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
 from ..protocol.model import compile_model, platform_kind
-from .pipe_deadlock import stuck_cores
-from .pipe_paths import Explorer, Incomplete
-from .pipe_state import dir_name, hold_limit, lanes_of, line, ordinal
+from itertools import combinations, product
+
 from .expand_mixed import RING_NAME
+from .pipe_deadlock import stuck_for_all
+from .pipe_paths import Explorer, Incomplete
+from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line, ordinal
+from .symbolic import const, constraints, decide, ge, witness_text
 from .util import consumer_kind, init_ops, ring_buffer, ring_in_gm, slot_num, ways
 from .properties import IRProperty
 from .remarks import remarks_of
@@ -70,7 +77,8 @@ def run(program, ctx):
     ``program``."""
     v = _Verifier(program, get_platform(getattr(ctx, "platform", "a2a3")),
                   getattr(ctx, "warnings", None), getattr(ctx, "protocol", "spec") or "spec",
-                  getattr(ctx, "scalars", None), remarks_of(ctx))
+                  getattr(ctx, "scalars", None), declared=getattr(ctx, "ranges", None),
+                  remarks=remarks_of(ctx))
     found = v.verify()
     if found:
         first = found[0]
@@ -122,6 +130,17 @@ def size_staging(program, plat, bounds: dict) -> None:
                     buf.size = held * init.slot_size
 
 
+def _ring_slots(traces: dict, cfn, n: int, plat) -> dict:
+    """ring -> SLOT_NUM of every ring the cores' traces use (its init's in the Cube function
+    ``cfn``; ``n``, the first init's, for a ring no init there sets up)."""
+    nums = {r: slot_num(i, plat) for i in init_ops(cfn) for r in i.rings}
+    for trace in traces.values():
+        for e in trace:
+            for entry in (e[2] if e[0] == "loop" else (e,)):
+                nums.setdefault(entry[1], n)
+    return nums
+
+
 def _culprit_first(found: list) -> list:
     """A TPOP whose tile disagrees with its TPUSH (``fifo_type``) is the culprit when the
     TFREE of its slot disagrees with it too (``split_mismatch``: the TFREE matches the
@@ -132,38 +151,84 @@ def _culprit_first(found: list) -> list:
 
 
 def verify(program, platform="a2a3", warnings: list | None = None, protocol="spec",
-           known: dict | None = None, remarks=None) -> list:
+           known: dict | None = None, ranges: dict | None = None, remarks=None) -> list:
     """Every finding of ``program`` (a ``pl.program`` op) under ``protocol`` as
     CompileErrors, in the order found; messages about skipped checks go to ``warnings``
     (and, as missed remarks at the function, to ``remarks``, a :class:`~.remarks.Remarks`).
-    ``known``: scalar parameter values (by name) to verify with; others are unknowns."""
+    ``known``: scalar parameter values (by name) to verify with; others are unknowns, proven
+    for every value >= 0, or within ``ranges`` (name -> (lo, hi), inclusive; hi None: no
+    upper bound) where declared."""
     return _Verifier(program, get_platform(platform), warnings, protocol, known,
-                     remarks).verify()
+                     declared=ranges, remarks=remarks).verify()
+
+
+def not_proven(warnings) -> list:
+    """The reasons, among ``warnings``, why VerifyPipes could not prove a program for every
+    value of its integer scalars (a failing status of ``check --static``, never a PASS)."""
+    return [w[len(NOT_PROVEN) + 2:] for w in warnings or () if w.startswith(NOT_PROVEN)]
+
+
+#: the start of a warning saying what VerifyPipes could not prove (:func:`not_proven`)
+NOT_PROVEN = "VerifyPipes: not proven for all values"
+#: how deep a counterexample's exact re-verification may nest (values found while verifying
+#: with the values of another counterexample)
+MAX_DEPTH = 2
+#: the most combinations of one path per core whose orders the deadlock check runs
+MAX_COMBOS = 64
 
 
 class _Verifier:
-    def __init__(self, program, plat, warnings, protocol="spec", known=None, remarks=None):
+    def __init__(self, program, plat, warnings, protocol="spec", known=None, depth=0, declared=None,
+                 remarks=None):
         self.program, self.plat, self.known = program, plat, known
         self.remarks = remarks if remarks is not None else remarks_of(None)
+        self.declared = declared or {}
+        # ("param", name) -> (lo, hi exclusive) of the declared ranges, as loop ranges are kept
+        self.param_ranges = {("param", k): (lo, None if hi is None else hi + 1)
+                             for k, (lo, hi) in self.declared.items()}
+        self.protocol_arg = protocol    # (as given: a named library version stays one)
         self.model = compile_model(protocol, platform_kind(plat))
         self.protocol = self.model.protocol
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
         self.explored: dict = {}
+        self.depth = depth
+        self.ranges: dict = dict(self.param_ranges)   # + loop variable symbol -> (lo, hi)
+        self.stats: dict = {}           # "runs": trip counts the deadlock check ran
+        self.unproven_ops: set = set()  # id(op) of the ops whose bounds are not proven
 
-    def finding(self, kind, op, msg, fix, pop=None) -> None:
-        """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about)."""
+    def finding(self, kind, op, msg, fix, pop=None, facts=None, ranges=None, values=None,
+                details=None) -> None:
+        """Record finding ``kind`` at ``op`` (``pop``: the TPOP a TFREE finding is about) on a
+        path whose ``facts`` (condition symbol -> truth; ``ranges``: its loop variables'
+        bounds) are solved for the values of the unknowns it happens with: a path no values
+        take is no finding; ``values`` (words) are given when already known."""
         key = (kind, id(op))
         if key in self.seen:
             return
+        if facts and values is None:
+            rng = {**(ranges or {}), **self.param_ranges}
+            cons, unhandled = constraints(facts, rng)
+            verdict, w = decide(cons, rng)
+            if verdict == "unsat":
+                return                          # an impossible path (contradicting facts)
+            values = witness_text(w) if verdict == "sat" and not unhandled else None
         self.seen.add(key)
-        e = CompileError(msg, where=str(op.loc) if op is not None and op.loc else None, fix=fix)
-        e.kind, e.op, e.pop = kind, op, pop
+        if values:
+            msg = f"{msg} (fails when {values})"
+        lines = [d for d in (details, f"failing values: {values}" if values else None) if d]
+        e = CompileError(msg, where=str(op.loc) if op is not None and op.loc else None, fix=fix,
+                         details="\n".join(lines) or None)
+        e.kind, e.op, e.pop, e.values = kind, op, pop, values
         self.findings.append(e)
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:
             self.warnings.append(msg)
+
+    def unproven(self, why: str) -> None:
+        """Record what VerifyPipes cannot prove for every value (:func:`not_proven`)."""
+        self.warn(f"{NOT_PROVEN}: {why}")
 
     def verify(self) -> list:
         funcs = [f for f in self.program.body if f.is_a(FuncOp)]
@@ -179,11 +244,16 @@ class _Verifier:
             lanes = {}
             try:
                 for lane in lanes_of(fn):
-                    ex = Explorer(fn, lane, slot_num, self.finding, self.known)
+                    ex = Explorer(fn, lane, slot_num, self.finding, self.known, self.param_ranges)
                     lanes[lane] = (ex.run(), ex)
+                    self.ranges.update(ex.ranges)
+                    for k, why in ex.not_affine.items():
+                        if k not in self.unproven_ops:        # once per op, not per lane
+                            self.unproven_ops.add(k)
+                            self.unproven(why)
             except Incomplete as e:
-                self.warn(f"VerifyPipes: {fn.sym_name} not fully verified ({e}); "
-                          "its cross-core counts are not checked")
+                self.unproven(f"{fn.sym_name} was not fully explored ({e}); its cross-core "
+                              "counts are not checked")
                 self.remarks.missed(NAME, fn, f"{fn.sym_name} not fully verified ({e}): its "
                                               "cross-core counts are not checked")
                 continue
@@ -267,26 +337,64 @@ class _Verifier:
             self.deadlock(c, v)
 
     def deadlock(self, c, v) -> None:
-        """The cores' pipe op orders run against each other (:mod:`.pipe_deadlock`)."""
+        """The cores' pipe op orders run against each other (:mod:`.pipe_deadlock`), for each
+        combination of one path per core whose facts agree, and for every trip count of a
+        loop of unknown trip count (:func:`.pipe_deadlock.stuck_for_all`)."""
         (cfn, clanes), (vfn, vlanes) = c, v
-        traces, names = {}, {}
+        names, cores = {}, []
         for fn, lanes in ((cfn, clanes), (vfn, vlanes)):
             for lane, (paths, _) in lanes.items():
-                if len(paths) != 1 or paths[0].counted is not True:
-                    return
-                traces[lane] = paths[0].trace
+                cores.append((lane, paths))
                 names[lane] = _who(fn.sym_name, lane)
         init = next(iter(init_ops(cfn)), None)
-        if init is None or not any(traces.values()):
+        if init is None:
             return
         n = slot_num(init, self.plat)
-        nums = {r: slot_num(i, self.plat) for i in init_ops(cfn) for r in i.rings}
-        for trace in traces.values():
-            for _kind, r, _op in trace:
-                nums.setdefault(r, n)
-        stuck = stuck_cores(traces, tuple(k for k in vlanes), nums)
-        if not stuck:
-            return
+        combos = 0
+        for k, choice in enumerate(product(*(paths for _, paths in cores))):
+            if k >= MAX_COMBOS * 64:
+                self.unproven("too many combinations of the cores' paths: deadlock freedom not "
+                              "checked for them all")
+                return
+            if not all(_compatible(p, q) for p, q in combinations(choice, 2)):
+                continue
+            facts = {}
+            for p in choice:
+                facts.update(p.facts)
+            traces = {lane: p.trace for (lane, _), p in zip(cores, choice)}
+            if not any(traces.values()):
+                continue
+            combos += 1
+            if combos > MAX_COMBOS:
+                self.unproven(f"more than {MAX_COMBOS} combinations of the cores' paths: deadlock "
+                              "freedom not checked for the others")
+                return
+            verdict = stuck_for_all(traces, tuple(k for k in vlanes), _ring_slots(traces, cfn, n, self.plat),
+                                    self.stats)
+            if verdict[0] == "unproven":
+                self.unproven(f"deadlock freedom: {verdict[1]}")
+                continue
+            if verdict[0] == "stuck":
+                values = self.stuck_values(facts, traces, verdict[1])
+                if values is not False:
+                    self.stuck(verdict[2], names, values)
+                    return
+
+    def stuck_values(self, facts, traces, trips):
+        """The values of the unknowns that make a combination of paths whose facts are
+        ``facts`` hang with its loop of unknown trip count run ``trips`` times (None: no
+        loop): their words, None when there are none to name, False when no values do."""
+        cons, unhandled = constraints(facts, self.ranges)
+        loop = next((e for t in traces.values() for e in t if e[0] == "loop"), None)
+        if loop is not None and trips is not None and not (loop[1][0].is_const() and loop[1][1].is_const()):
+            lo, hi = loop[1]                    # (a known trip count is run one period only)
+            cons = cons + ([(hi - lo - const(trips), "==")] if trips else [ge(lo, hi)])
+        verdict, w = decide(cons, self.ranges)
+        if verdict == "unsat":
+            return False
+        return witness_text(w) if verdict == "sat" and not unhandled and w else None
+
+    def stuck(self, stuck, names, values) -> None:
         waits = {core: (f"{names[core]} waits in the {'TPOP' if kind == 'pop' else 'TPUSH'} of the "
                         f"{_dir(d)} ring at {line(op)} "
                         + ("for a tile not yet pushed" if kind == "pop" else "for a free slot"))
@@ -299,7 +407,7 @@ class _Verifier:
                          "(a hang on the device)",
                          "reorder the pushes and pops so that each TPOP's tile is pushed before "
                          "the pushing core waits for anything (push first, then pop the answer), "
-                         "or give the ring more slots")
+                         "or give the ring more slots", values=values or "")
 
     def lanes_agree(self, d, side):
         """No-split pipes: both Vector lanes transfer the same number of tiles."""
@@ -311,7 +419,14 @@ class _Verifier:
                 if not _compatible(p0, p1):
                     continue
                 e0, e1 = p0.events.get(d, []), p1.events.get(d, [])
-                if _unknown(e0) or _unknown(e1) or len(e0) == len(e1):
+                if _unknown(e0) or _unknown(e1):
+                    (c0, w0), (c1, w1) = count_events(e0), count_events(e1)
+                    nosplit = any(e.split == TileSplitAxis.TILE_NO_SPLIT for e in e0 + e1 if e.op is not None)
+                    if nosplit and (w0 or w1 or not (c0 - c1).is_zero()):
+                        self.unproven(f"the lanes of the no-split {_dir(d)} pipe of {fn.sym_name} transfer "
+                                      f"{w0 or c0.text()} and {w1 or c1.text()} tiles: not proven equal")
+                    continue
+                if len(e0) == len(e1):
                     continue
                 longer, lane, other = (e0, 0, 1) if len(e0) > len(e1) else (e1, 1, 0)
                 ev = longer[min(len(e0), len(e1))]
@@ -384,20 +499,84 @@ class _Verifier:
                         if not _compatible(pp, cp):
                             continue
                         pe, ce = pp.events.get(d, []), cp.events.get(d, [])
-                        if _unknown(pe) or _unknown(ce):
-                            loop = next(e.loop for e in pe + ce if e.op is None)
-                            self.warn(f"VerifyPipes: the {_dir(d)} push/pop counts depend on the "
-                                      f"loop at {line(loop)}, whose trip count is not known "
-                                      "statically (a kernel scalar parameter); count and FIFO type "
-                                      "checks of that pipe skipped")
-                            continue
                         who_p = _who(pname, plane)
                         who_c = _who(cname, clane)
+                        if _unknown(pe) or _unknown(ce):
+                            if self.symbolic_counts(d, pp, cp, who_p, who_c, pfn, cfn):
+                                return
+                            continue
                         if self.fifo(d, pe, ce, who_p, who_c, pfn, cfn):
                             return
                         if len(pe) != len(ce):
                             self.count_mismatch(d, pe, ce, who_p, who_c)
                             return
+
+    def symbolic_counts(self, d, pp, cp, who_p, who_c, pfn, cfn) -> bool:
+        """Direction ``d`` of a producer path ``pp`` and a consumer path ``cp`` whose counts
+        depend on loops of unknown trip count: the counts equal for every value of the
+        unknowns the two paths' facts allow (each trip count ``max(0, hi - lo)`` split into
+        its two cases), and the tiles of one type; a failing value is verified again exactly
+        (:meth:`counterexample`, the finding then names the op); what cannot be decided is
+        :meth:`unproven`.  True when a finding was made."""
+        pe, ce = pp.events.get(d, []), cp.events.get(d, [])
+        (pc, pwhy), (cc, cwhy) = count_events(pe), count_events(ce)
+        if pwhy or cwhy:
+            self.unproven(f"the {_dir(d)} push / pop counts of {who_p} and {who_c}: {pwhy or cwhy}")
+            return False
+        facts = dict(pp.facts)
+        facts.update(cp.facts)
+        if any(facts.get(k, v) != v for k, v in pp.facts.items()):
+            return False                        # the two paths contradict each other
+        cons, unhandled = constraints(facts, self.ranges)
+        for case, diff in (pc - cc).cases():
+            if diff is None:
+                self.unproven(f"the {_dir(d)} counts of {who_p} ({pc}) and {who_c} ({cc}) "
+                              "multiply trip counts of loops of unknown trip count (not affine)")
+                return False
+            for sign in (1, -1):
+                verdict, w = decide(cons + case + [(diff.scale(sign) - const(1), ">=")], self.ranges)
+                if verdict == "unsat":
+                    continue
+                if verdict == "sat" and not unhandled:
+                    return self.counterexample(d, w, pe, ce, pc, cc, who_p, who_c)
+                self.unproven(f"the {_dir(d)} counts of {who_p} ({pc.text()}) and {who_c} "
+                              f"({cc.text()}) are not proven equal"
+                              + (" (a condition on their paths is not affine)" if unhandled else ""))
+                return False
+        pe, ce = [e for e in pe if e.op is not None], [e for e in ce if e.op is not None]
+        kinds = {(_whole(a, pfn), a.split) for a in pe} | {(_whole(b, cfn), b.split) for b in ce}
+        if len(kinds) > 1:
+            self.unproven(f"the {_dir(d)} ring carries tiles of more than one type across a loop of "
+                          "unknown trip count: their order (FIFO types) is not proven")
+            return False
+        return bool(pe and ce) and self.fifo(d, pe[:1], ce[:1], who_p, who_c, pfn, cfn)
+
+    def counterexample(self, d, w, pe, ce, pc, cc, who_p, who_c) -> bool:
+        """The counts of direction ``d`` differ for the values ``w``: the program is verified
+        again with those values of its parameters and that finding reported (it names the
+        unmatched TPUSH / TPOP), with the values; else a finding at the loop."""
+        values = {k[1]: v for k, v in w.items() if k[0] == "param"}
+        text = witness_text(w)
+        summary = (f"for every value: {who_p} pushes {pc.text()} tile(s) to the {_dir(d)} ring, "
+                   f"{who_c} pops {cc.text()}")
+        if self.depth < MAX_DEPTH and values:
+            known = dict(self.known or {})
+            known.update(values)
+            again = _Verifier(self.program, self.plat, [], self.protocol_arg, known, self.depth + 1,
+                              self.declared)
+            found = [e for e in again.verify() if getattr(e, "kind", None) in ("count", "deadlock")]
+            for e in found:
+                self.finding(e.kind, e.op, e.what, e.fix, e.pop, values=text)
+                self.findings[-1].add_detail(summary)
+            if found:
+                return True
+        loop = next(e.loop for e in pe + ce if e.op is None)
+        more = "pushes" if pc.text() != cc.text() else "counts"
+        self.finding("count", loop, f"the {_dir(d)} push / pop counts differ: {summary} ({more} "
+                     "differ, a hang or a leak on the device)",
+                     "make the consumer TPOP once per TPUSH of the producer (the same trip counts "
+                     "and branch conditions on both sides)", values=text)
+        return True
 
     def fifo(self, d, pe, ce, who_p, who_c, pfn, cfn) -> bool:
         for k, (a, b) in enumerate(zip(pe, ce)):

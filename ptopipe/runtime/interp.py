@@ -30,7 +30,7 @@ from ..ir.opdefs import INITIALIZE_PIPE, BufferAttrOp, InitializePipe, ReserveBu
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
-from ..ir.layout import reserve_fit_problem, ring_size_problem, tiles_fit_problem
+from ..ir.layout import gm_window_problem, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
 from .closures import Compiler, FunctionReturn, run_steps
 
@@ -49,26 +49,13 @@ def _one_lane(op) -> bool:
 
 
 def _out_of_bounds(name: str, shape, offs: list, window: list, c, where: str):
-    """The error of a GM window outside its tensor; for a load / store a split mode sliced
-    for one Vector core (``Loc.lane_split``), in the coordinates of the statement as written,
-    naming the lane and its slice."""
+    """The error of a GM window outside its tensor (:func:`~ptopipe.ir.layout.gm_window_problem`:
+    for a load / store a split mode sliced for one Vector core, in the coordinates of the
+    statement as written, naming the lane and its slice)."""
     split = getattr(getattr(c, "loc", None), "lane_split", None)
-    fix = f"keep every offset + window within {name}'s shape"
-    if split is None or len(offs) < 2:
-        return MemoryConflictError(f"access out of bounds: offsets {offs} + window {window} exceed "
-                                   f"{name!r} of shape {list(shape)}", where=where, fix=fix)
-    mode, half = split
-    axis = len(offs) - 2 + (0 if mode is TileSplitAxis.TILE_UP_DOWN else 1)
-    lane = isa.get_subblockid()
-    user_offs, user_win = list(offs), list(window)
-    user_offs[axis] -= lane * half
-    user_win[axis] = 2 * half
-    word = "rows" if mode is TileSplitAxis.TILE_UP_DOWN else "columns"
-    return MemoryConflictError(
-        f"access out of bounds: offsets {user_offs} + window {user_win} exceed {name!r} of shape "
-        f"{list(shape)}", where=where, fix=fix,
-        details=f"split {mode.name}: Vector core AIV{lane} moves its half, {word} "
-                f"[{offs[axis]}, {offs[axis] + half}) (offsets {offs} + window {window})")
+    what, details, fix = gm_window_problem(name, shape, offs, window, split,
+                                           isa.get_subblockid() if split is not None else None)
+    return MemoryConflictError(what, where=where, fix=fix, details=details)
 
 
 class Interpreter:

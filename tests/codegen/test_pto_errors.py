@@ -528,9 +528,17 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path
     from ptopipe.errors import DeadlockError
     from ptopipe.cli.pto import make_inputs
     from ptopipe.runtime import run
+    from ptopipe.codegen.pto_load import PTO_PASSES
+    from ptopipe.passes import PassContext, PassManager
     path = ROOT / "tests" / "pto_broken" / "both_pop_first_a3.pto"
     text = path.read_text()
-    op, _w, plat = load_pto(str(path))
+    with pytest.raises(CompileError) as found:          # VerifyPipes finds the hang statically
+        load_pto(str(path))
+    assert "the cores wait for each other forever" in found.value.what and "T=1" in found.value.what
+    # the run's own report of it: the passes after VerifyPipes, then the run
+    op = read_pto(text, str(path))
+    plat = op.platform or "a2a3"
+    op = PassManager([n for n in PTO_PASSES if n != "verify-pipes"]).run(op, PassContext(platform=plat))
     np.save(tmp_path / "T.npy", np.array(3))
     args = make_inputs(op, [f"T={tmp_path / 'T.npy'}"], zero_fill=True)
     with pytest.raises(DeadlockError) as e:
@@ -626,17 +634,19 @@ def test_a_func_call_type_list_must_say_the_arguments_types():
 
 def test_check_static_takes_trip_counts_from_the_scalar_inputs(tmp_path, capsys):
     """A .pto whose loops run a scalar parameter's count: --static skipped its count checks
-    and passed a vector loop starting at 1; --input n=... now gives the count,
-    as `run` and `check` would use it.  A value the i32 cannot hold, or an empty .npy, is a
-    clean error."""
+    and passed a vector loop starting at 1; it is now found for every n (n pushes, n - 1
+    pops) with a failing value, and --input n=... gives the count, as `run` and `check`
+    would use it.  A value the i32 cannot hold, or an empty .npy, is a clean error."""
     text = (ROOT / "tests" / "pto" / "i32_trip_count_a3.pto").read_text()
     vec = text.index("func.func private @vector")
     bad = text[:vec] + text[vec:].replace("scf.for %i = %c0 to %n_idx", "scf.for %i = %c1 to %n_idx", 1)
     f = tmp_path / "k.pto"
     f.write_text(bad)
-    assert cli_main(["check", "--static", str(f)]) == 0
-    out = capsys.readouterr().out
-    assert "some checks skipped (see the warnings; --input NAME=n.npy gives a trip count)" in out
+    assert cli_main(["check", "--static", str(f)]) == 1
+    out, err = capsys.readouterr()
+    assert "FAIL k.pto on a2a3 (spec): the static checks found an error without running" in out
+    assert "cube pushes 1 tile(s) but vector (lane AIV0) pops 0 (fails when n=1)" in err
+    assert "for every value: cube pushes n tile(s) to the C2V ring, vector (lane AIV0) pops n - 1" in err
     np.save(tmp_path / "n.npy", np.int32(3))
     assert cli_main(["check", "--static", str(f), "--input", f"n={tmp_path / 'n.npy'}"]) == 1
     err = capsys.readouterr().err

@@ -1,11 +1,13 @@
 """An out-of-bounds GM access of a split mixed kernel is reported in the coordinates of the
 mixed function as written (its offsets and window at its DSL line), naming the Vector core
-whose half went out and that half's own offsets."""
+whose half went out and that half's own offsets: by VerifyPipes before the run (a
+CompileError), and in the same words by the run itself (a MemoryConflictError)."""
 import numpy as np
 import pytest
 
 import ptopipe.language as pl
-from ptopipe.errors import MemoryConflictError
+from ptopipe.errors import CompileError, MemoryConflictError
+from ptopipe.passes.manager import CANONICAL_ORDER, compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import run
 from markers import line_of
@@ -32,12 +34,21 @@ def kernel(split, row0, col0, store):
 
 
 def _run(fn, platform):
+    """The run's error (its compile without VerifyPipes), after checking VerifyPipes reports
+    the same before running."""
     prog = pl.program(fn, name="oob")
     args = dict(a=np.ones((M, K), np.float32), b=np.ones((K, N), np.float32),
                 bias=np.ones((M, N), np.float32), out=np.zeros((M, N), np.float32))
-    with pytest.raises(MemoryConflictError) as ei:
+    with pytest.raises(CompileError) as static:
         run(prog, with_slot_buffer(prog, args), platform=platform)
-    return ei.value
+    no_verify = [n for n in CANONICAL_ORDER if n != "verify-pipes"]
+    with pytest.raises(MemoryConflictError) as ei:
+        run(prog, with_slot_buffer(prog, args), platform=platform,
+            compiler=lambda p, plat, protocol="spec": compile_program(p, plat, no_verify, protocol=protocol))
+    e = ei.value
+    assert (static.value.what, static.value.details) == (e.what, e.details)
+    assert static.value.where.split(":")[-2:] == e.where.split(":")[-2:]      # the same line:col
+    return e
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

@@ -489,7 +489,7 @@ def n_vec(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8
         part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
         o = pl.muls(part, 2.0)
         pl.TFREE(buf)
-        pl.store(o, [i * TM + sub * HR, 0], out)
+        pl.store(o, [i * TM + sub * HR, 0], out)                                   # N-STORE
 
 
 @pl.aic
@@ -504,12 +504,18 @@ def n_cube(a: pl.Tensor[[TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],
         pl.TPUSH(pl.matmul(a0, b0), peer, split=pl.TILE_UP_DOWN)
 
 
-def test_a_trip_count_from_a_kernel_parameter_skips_the_count_check_and_says_so():
+def test_a_trip_count_from_a_kernel_parameter_is_proven_within_what_the_tensors_hold():
+    """``pl.range(n)`` on both sides: the counts are equal for every n (the count check is no
+    longer skipped); ``out`` holds 4 tiles of rows, so the store is proven in bounds for
+    n <= 4 and not proven beyond, with the value that runs out."""
     warnings = []
+    assert verify_pipes.verify(program(n_cube, n_vec).clone(), "a2a3", warnings,
+                               ranges={"n": (0, 4)}) == [] and warnings == []
     assert findings(n_cube, n_vec, warnings=warnings) == []
-    assert any(f"loop at line {line_of(n_vec.pyfunc, 'N-LOOP')}" in w or "loop at line" in w
-               for w in warnings), warnings
-    assert all("trip count is not known statically" in w for w in warnings)
+    assert verify_pipes.not_proven(warnings) == [
+        f"the pl.store at line {line_of(n_vec.pyfunc, 'N-STORE')} accesses GM out of bounds when n=5, "
+        f"i=4 (in the loop at line {line_of(n_vec.pyfunc, 'N-LOOP')}) (offsets [16*i, 0] + window "
+        "[8, 32] exceed 'out' of shape [64, 32]); declare the values the kernel takes (--range NAME=LO..HI)"]
 
 
 @pl.aiv
@@ -769,7 +775,7 @@ SCENARIO = ptopipe.Scenario("scalar_n", KERNELS.aic, KERNELS.aiv, make_args, lam
 def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, capsys):
     """A trip count given at run time (`pl.range(n)`, n a scalar parameter) made --static skip
     its count and FIFO checks and PASS kernels every run rejects: a
-    scenario variant's scalar arguments are now the values it verifies with."""
+    scenario variant's scalar arguments are verified exactly, then every value of n."""
     from ptopipe.cli import main
     f = tmp_path / "scalar.py"
     f.write_text(SCALAR_FILE)
@@ -780,11 +786,15 @@ def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, cap
     assert f"at {f}:{second}:" in err and "cube pushes 3 tile(s) but vector (lane AIV0) pops 6" in err
     assert main(["check", "--static", str(f), "--variant", "npint"]) == 1      # a numpy integer too
     assert "cube pushes 3 tile(s) but vector (lane AIV0) pops 6" in capsys.readouterr().err
-    for v, n in (("none", 0), ("once", 3)):
-        assert main(["check", "--static", str(f), "--variant", v]) == 0
-        assert (f"PASS scalar_n[{v}] on a2a3: VerifyPipes (static, every path with n={n} (the "
-                "variant's)) found no cross-core protocol error, and the compiler's checks passed") \
-            in capsys.readouterr().out
+    # n=0 runs clean, but the kernel is proven for every n: two pops per push fail from n=1
+    assert main(["check", "--static", str(f), "--variant", "none"]) == 1
+    err = capsys.readouterr().err
+    assert "cube pushes 1 tile(s) but vector (lane AIV0) pops 2 (fails when n=1)" in err
+    assert "for every value: cube pushes n tile(s) to the C2V ring, vector (lane AIV0) pops 2*n" in err
+    assert main(["check", "--static", str(f), "--variant", "once"]) == 0
+    assert ("PASS scalar_n[once] on a2a3: VerifyPipes (static, for every value of n (and exactly "
+            "with n=3, the variant's)) found no cross-core protocol error or GM access out of "
+            "bounds, and the compiler's checks passed") in capsys.readouterr().out
 
 
 def test_check_static_on_a_file_without_dsl_programs_says_so(capsys):

@@ -63,8 +63,11 @@ def vector(variant):
     return vec
 
 
-def _findings(variant, platform):
-    return verify_pipes.verify(pl.program(cube, vector(variant), name="carried").clone(), platform)
+def _findings(variant, platform, ranges={"n": (1, M // TM)}):
+    """The findings for 1 <= n <= 8 (the kernel pops one tile before its loop, so n = 0 hangs;
+    ``out`` holds 8 tiles of rows)."""
+    return verify_pipes.verify(pl.program(cube, vector(variant), name="carried").clone(), platform,
+                               ranges=ranges)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

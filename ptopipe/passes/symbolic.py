@@ -1,0 +1,409 @@
+"""Affine reasoning over a kernel's integer scalars for :mod:`.verify_pipes`: what a
+symbolic value of :mod:`.pipe_paths` is as an affine expression of the unknowns
+(:func:`affine`), a path's facts as linear constraints (:func:`constraints`), counts that
+depend on loops of unknown trip count (:class:`Count`, polynomials over trip counts
+``max(0, hi - lo)``), and the decision of a conjunction of constraints (:func:`decide`):
+a small integer witness when there is one (a box search, smallest values first), "none"
+when Fourier-Motzkin elimination shows no rational solution (so no integer one either),
+else undecided.  Unknowns are the kernel's scalar parameters (at least 0: the values a
+launch passes), loop variables of loops of unknown trip count (within their loop's
+bounds) and other unknowns (free: data read at run time)."""
+from __future__ import annotations
+
+from itertools import product
+from math import gcd
+
+#: the largest box :func:`decide` searches for a witness (points)
+MAX_POINTS = 40_000
+#: the most inequalities Fourier-Motzkin elimination may hold before it gives up
+MAX_ROWS = 400
+
+_CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
+_IDENTITY = {"index_cast", "cast"}
+
+
+class Affine:
+    """``const + sum(coef * var)`` with integer coefficients; ``vars``: a sorted tuple of
+    ``(var, coef)`` with every coef non-zero (hashable: equal expressions are equal)."""
+    __slots__ = ("vars", "const")
+
+    def __init__(self, coefs: dict | None = None, const: int = 0):
+        self.vars = tuple(sorted(((k, v) for k, v in (coefs or {}).items() if v), key=lambda kv: repr(kv[0])))
+        self.const = const
+
+    def coefs(self) -> dict:
+        return dict(self.vars)
+
+    def __add__(self, o: "Affine") -> "Affine":
+        c = self.coefs()
+        for k, v in o.vars:
+            c[k] = c.get(k, 0) + v
+        return Affine(c, self.const + o.const)
+
+    def scale(self, k: int) -> "Affine":
+        return Affine({v: c * k for v, c in self.vars}, self.const * k)
+
+    def __sub__(self, o: "Affine") -> "Affine":
+        return self + o.scale(-1)
+
+    def is_const(self) -> bool:
+        return not self.vars
+
+    def at(self, values: dict) -> int:
+        return self.const + sum(c * values[v] for v, c in self.vars)
+
+    def __eq__(self, o) -> bool:
+        return isinstance(o, Affine) and self.vars == o.vars and self.const == o.const
+
+    def __hash__(self) -> int:
+        return hash((self.vars, self.const))
+
+    def __repr__(self) -> str:
+        return show(self)
+
+
+def const(k: int) -> Affine:
+    return Affine(None, k)
+
+
+def var(name) -> Affine:
+    return Affine({name: 1})
+
+
+def show(a: Affine) -> str:
+    """``a`` in the source's words: ``n + 1``, ``2*m - n``."""
+    parts = []
+    for v, c in a.vars:
+        name = var_name(v)
+        term = name if abs(c) == 1 else f"{abs(c)}*{name}"
+        parts.append(("- " if c < 0 else "+ ") + term)
+    if a.const or not parts:
+        parts.append(("- " if a.const < 0 else "+ ") + str(abs(a.const)))
+    text = " ".join(parts)
+    return text[2:] if text.startswith("+ ") else "-" + text[2:]
+
+
+def var_name(v) -> str:
+    """The name an unknown is shown by: a parameter's name, a loop variable's source name
+    (and its loop's line), else where the value comes from."""
+    if v[0] == "param":
+        return v[1]
+    if v[0] == "iv":
+        return v[3] if len(v) > 3 else f"the loop variable at {v[1]}"
+    return "a value read at run time"
+
+
+def is_param(v) -> bool:
+    return v[0] == "param"
+
+
+# -- symbols of pipe_paths as affine expressions -------------------------------------------
+def affine(v):
+    """The Affine of explorer value ``v`` (an int or a symbol tuple), or None when it is not
+    an affine expression of unknowns (a product of unknowns, a division, a float ...)."""
+    if v.__class__ is bool or v is None:
+        return None
+    if isinstance(v, int):
+        return const(int(v))
+    if v.__class__ is not tuple or not v:
+        return None
+    head = v[0]
+    if head in ("param", "iv"):
+        return var(v)
+    if head in ("opaque", "join", "result", "carried", "buffer_attr", "subblock"):
+        return var(v) if head != "buffer_attr" else None
+    if head in _IDENTITY and len(v) == 2:
+        return affine(v[1])
+    if head == "neg" and len(v) == 2:
+        a = affine(v[1])
+        return None if a is None else a.scale(-1)
+    if head in ("add", "sub", "mul") and len(v) == 3:
+        a, b = affine(v[1]), affine(v[2])
+        if a is None or b is None:
+            return None
+        if head == "add":
+            return a + b
+        if head == "sub":
+            return a - b
+        if a.is_const():
+            return b.scale(a.const)
+        if b.is_const():
+            return a.scale(b.const)
+    return None
+
+
+def unknowns(v, out: set) -> set:
+    """The unknowns (leaf symbols) in value ``v``."""
+    if v.__class__ is tuple and v:
+        if v[0] in ("param", "iv", "opaque", "join", "result", "carried", "subblock"):
+            out.add(v)
+        else:
+            for x in v[1:]:
+                unknowns(x, out)
+    return out
+
+
+def invariant(v) -> bool:
+    """Is ``v`` the same in every iteration of every loop (built of parameters and
+    constants only)?"""
+    return all(u[0] == "param" for u in unknowns(v, set()))
+
+
+# -- constraints ----------------------------------------------------------------------------
+#: a constraint: (Affine e, rel) meaning ``e >= 0`` (rel ">="), ``e == 0`` ("==") or ``e != 0`` ("!=")
+def ge(a: Affine, b: Affine) -> tuple:
+    return (a - b, ">=")
+
+
+def condition(sym, value: bool):
+    """The constraints saying fact ``sym`` (a condition) has truth ``value``: a list, or
+    None when the condition is not affine (a product, a division, ``and`` of unknowns ...)."""
+    head = sym[0] if sym.__class__ is tuple and sym else None
+    if head == "not" and len(sym) == 2:
+        return condition(sym[1], not value)
+    if head in ("and", "or") and len(sym) == 3:
+        if (head == "and") == value:           # a conjunction: both sides hold (fail)
+            a, b = condition(sym[1], value), condition(sym[2], value)
+            return None if a is None or b is None else a + b
+        return None                            # a disjunction: not one convex region
+    if head in _CMP and len(sym) == 3:
+        a, b = affine(sym[1]), affine(sym[2])
+        if a is None or b is None:
+            return None
+        op = head if value else {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne",
+                                 "ne": "eq"}[head]
+        one = const(1)
+        return [{"lt": ge(b, a + one), "le": ge(b, a), "gt": ge(a, b + one), "ge": ge(a, b),
+                 "eq": (a - b, "=="), "ne": (a - b, "!=")}[op]]
+    a = affine(sym)
+    if a is None:
+        return None
+    return [(a, "!=" if value else "==")]
+
+
+def constraints(facts: dict, ranges: dict) -> tuple:
+    """``(constraints, unhandled)`` of a path's ``facts`` (symbol -> truth): the affine
+    ones, the loop-variable ranges (``ranges``: iv symbol -> (lo, hi) values) of the loop
+    variables they name, every parameter >= 0; ``unhandled``: the facts that are not affine
+    (a witness may then not satisfy them)."""
+    out, unhandled, names = [], [], set()
+    for sym, val in facts.items():
+        c = condition(sym, val)
+        if c is None:
+            unknowns(sym, names)
+            unhandled.append(sym)
+            continue
+        out.extend(c)
+        for e, _ in c:
+            names.update(v for v, _ in e.vars)
+    return out + bounds(names, ranges), unhandled
+
+
+def bounds(names, ranges: dict) -> list:
+    """``>= 0`` for each parameter among ``names``; ``lo <= iv < hi`` for each loop
+    variable among them (and the unknowns those bounds name, in turn)."""
+    out, seen, todo = [], set(), list(names)
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v[0] == "param":
+            out.append((var(v), ">="))
+            lo, hi = ranges.get(v, (None, None))       # a declared range
+            if lo is not None:
+                out.append(ge(var(v), const(lo)))
+            if hi is not None:
+                out.append(ge(const(hi), var(v) + const(1)))
+        elif v in ranges:
+            lo, hi = (affine(x) for x in ranges[v])
+            if lo is not None:
+                out.append(ge(var(v), lo))
+                todo.extend(u for u, _ in lo.vars)
+            if hi is not None:
+                out.append(ge(hi, var(v) + const(1)))
+                todo.extend(u for u, _ in hi.vars)
+    return out
+
+
+def holds(cons, values: dict) -> bool:
+    for e, rel in cons:
+        x = e.at(values)
+        if (rel == ">=" and x < 0) or (rel == "==" and x != 0) or (rel == "!=" and x == 0):
+            return False
+    return True
+
+
+def decide(cons: list, ranges: dict | None = None):
+    """``("sat", witness)`` (a dict unknown -> int, small values first), ``("unsat",
+    None)`` (no rational solution, so no integer one) or ``("unknown", None)`` of the
+    constraints ``cons`` and the :func:`bounds` of the unknowns they name."""
+    ranges = ranges or {}
+    cons = cons + bounds({v for e, _ in cons for v, _ in e.vars}, ranges)
+    names = sorted({v for e, _ in cons for v, _ in e.vars}, key=repr)
+    if not names:
+        return ("sat", {}) if holds(cons, {}) else ("unsat", None)
+    if _infeasible([(e, r) for e, r in cons if r != "!="]):
+        return "unsat", None
+    w = _search(cons, names)
+    if w is not None and any(v in ranges and any(affine(x) is None for x in ranges[v] if x is not None)
+                             for v in names if v[0] == "iv"):
+        return "unknown", None          # a loop bound left out: the witness may not be real
+    return ("sat", w) if w is not None else ("unknown", None)
+
+
+def _search(cons, names):
+    """The first point satisfying ``cons`` in a box around the constraints' constants, small
+    values first (by the sum of each unknown's rank in its own order)."""
+    span = max([abs(e.const) for e, _ in cons] + [1]) + 2
+    per = max(2, int(MAX_POINTS ** (1 / len(names))))
+    span = min(span, per // 2)
+    low = {}                            # the lower bounds a constraint on one unknown sets
+    for e, rel in cons:
+        if rel == ">=" and len(e.vars) == 1 and e.vars[0][1] == 1:
+            v = e.vars[0][0]
+            low[v] = max(low.get(v, -e.const), -e.const)
+    orders = []
+    for v in names:
+        if v[0] == "param" or v in low:
+            start = max(0, low.get(v, 0)) if v[0] == "param" else low[v]
+            orders.append([start + k for k in range(2 * span + 1)])
+        else:                           # no lower bound: 0, -1, 1, -2, 2 ...
+            orders.append([k // 2 if k % 2 == 0 else -(k // 2 + 1) for k in range(2 * span + 1)])
+    for total in range(sum(len(o) - 1 for o in orders) + 1):
+        for idx in _compositions(total, [len(o) for o in orders]):
+            values = {v: o[i] for v, o, i in zip(names, orders, idx)}
+            if holds(cons, values):
+                return values
+    return None
+
+
+def _compositions(total: int, sizes: list):
+    """Index tuples ``idx`` with ``sum(idx) == total`` and ``idx[k] < sizes[k]``."""
+    if len(sizes) == 1:
+        if total < sizes[0]:
+            yield (total,)
+        return
+    for i in range(min(total, sizes[0] - 1) + 1):
+        for rest in _compositions(total - i, sizes[1:]):
+            yield (i,) + rest
+
+
+def _infeasible(cons) -> bool:
+    """Fourier-Motzkin: no rational point satisfies the inequalities / equalities ``cons``."""
+    rows = []
+    for e, rel in cons:
+        rows.append((e.coefs(), e.const))
+        if rel == "==":
+            rows.append(({k: -v for k, v in e.coefs().items()}, -e.const))
+    names = sorted({v for c, _ in rows for v in c}, key=repr)
+    for v in names:
+        pos = [r for r in rows if r[0].get(v, 0) > 0]
+        neg = [r for r in rows if r[0].get(v, 0) < 0]
+        rest = [r for r in rows if not r[0].get(v, 0)]
+        for (cp, kp) in pos:
+            for (cn, kn) in neg:
+                a, b = cp[v], -cn[v]
+                m = a * b // gcd(a, b)
+                fa, fb = m // a, m // b
+                c = {k: cp.get(k, 0) * fa + cn.get(k, 0) * fb for k in set(cp) | set(cn)}
+                c = {k: x for k, x in c.items() if x}
+                rest.append((c, kp * fa + kn * fb))
+        rows = [r for r in rest if r[0] or r[1] < 0]
+        if any(not c and k < 0 for c, k in rows):
+            return True
+        if len(rows) > MAX_ROWS:
+            return False
+    return any(not c and k < 0 for c, k in rows)
+
+
+def witness_text(w: dict) -> str:
+    """A witness in words: ``flag=2`` (parameters first, then loop variables)."""
+    items = sorted(w.items(), key=lambda kv: (not is_param(kv[0]), var_name(kv[0])))
+    return ", ".join(f"{var_name(k)}={v}" + (f" (in the loop at {k[1]})" if k[0] == "iv" else "")
+                     for k, v in items if k[0] in ("param", "iv"))
+
+
+# -- counts over loops of unknown trip count ------------------------------------------------
+class Count:
+    """A number of pushes or pops: a polynomial over trip counts of loops of unknown trip
+    count, ``terms``: monomial (a sorted tuple of trips ``(lo, hi)`` Affines: ``max(0, hi -
+    lo)``) -> integer coefficient."""
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict | None = None):
+        self.terms = {k: v for k, v in (terms or {}).items() if v}
+
+    @staticmethod
+    def of(k: int) -> "Count":
+        return Count({(): k})
+
+    @staticmethod
+    def trips(lo: Affine, hi: Affine) -> "Count":
+        return Count({((lo, hi),): 1})
+
+    def __add__(self, o: "Count") -> "Count":
+        t = dict(self.terms)
+        for k, v in o.terms.items():
+            t[k] = t.get(k, 0) + v
+        return Count(t)
+
+    def __sub__(self, o: "Count") -> "Count":
+        return self + Count({k: -v for k, v in o.terms.items()})
+
+    def __mul__(self, o: "Count") -> "Count":
+        t = {}
+        for ka, va in self.terms.items():
+            for kb, vb in o.terms.items():
+                k = tuple(sorted(ka + kb, key=repr))
+                t[k] = t.get(k, 0) + va * vb
+        return Count(t)
+
+    def __eq__(self, o) -> bool:
+        return isinstance(o, Count) and self.terms == o.terms
+
+    def is_zero(self) -> bool:
+        return not self.terms
+
+    def trip_set(self) -> list:
+        return sorted({t for k in self.terms for t in k}, key=repr)
+
+    def cases(self):
+        """``(constraints, Affine or None)`` per case of the trips' signs (each trip is
+        ``hi - lo`` when that is >= 0, else 0): the count as an Affine in that case, or None
+        where it multiplies two unknown trip counts (not affine)."""
+        trips = self.trip_set()
+        for signs in product((True, False), repeat=len(trips)):
+            cons, value = [], {}
+            for (lo, hi), runs in zip(trips, signs):
+                cons.append(ge(hi, lo) if runs else ge(lo, hi))
+                value[(lo, hi)] = (hi - lo) if runs else const(0)
+            total, ok = const(0), True
+            for mono, c in self.terms.items():
+                term = const(c)
+                for t in mono:
+                    f = value[t]
+                    if not term.is_const() and not f.is_const():
+                        ok = False
+                        break
+                    term = f.scale(term.const) if term.is_const() else term.scale(f.const)
+                if not ok:
+                    break
+                total = total + term
+            yield cons, (total if ok else None)
+
+    def __repr__(self) -> str:
+        parts = []
+        for mono, c in sorted(self.terms.items(), key=repr):
+            factors = [f"max(0, {show(hi - lo)})" for lo, hi in mono]
+            parts.append("*".join(([str(c)] if c != 1 or not factors else []) + factors))
+        return " + ".join(parts) or "0"
+
+    def text(self) -> str:
+        """The count in the source's words (``n + 1``; trip counts as ``hi - lo``)."""
+        total = const(0)
+        for mono, c in self.terms.items():
+            if len(mono) > 1:
+                return repr(self)
+            total = total + ((mono[0][1] - mono[0][0]).scale(c) if mono else const(c))
+        return show(total)

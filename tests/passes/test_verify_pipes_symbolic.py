@@ -1,0 +1,450 @@
+"""VerifyPipes over integer scalars: what ``check --static`` proves for every value of a
+kernel's scalar parameters (not only a scenario variant's), the failing values it names
+when the proof fails, the "not proven" status where it cannot decide, static GM bounds,
+and loops checked once per ring period (a long or unknown trip count costs one period)."""
+import json
+
+import pytest
+
+import ptopipe.language as pl
+from ptopipe.passes import pipe_paths, verify_pipes
+from ptopipe.passes.static_check import FAILED, NOT_PROVEN, PROVEN, verdict, verify_program
+from ptopipe.passes.symbolic import Count, const, decide, var
+
+from markers import line_of
+from test_verify_pipes import HR, K, N, SLOT, TM, VEC, c2v_cube, program
+
+
+def _verify(prog, warnings=None, **kw):
+    return verify_pipes.verify(prog.clone(), "a2a3", warnings, **kw)
+
+
+# -- a TFREE skipped while i < flag: fine for flag=4 only ---------------------------------------
+def skip_free(good: bool):
+    @pl.aiv
+    def vec(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+            flag: pl.Scalar[pl.index]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=4, local_slot_num=4)
+        sub = pl.get_subblockid()
+        for i in pl.range(4):
+            part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)                          # FLAG-POP
+            o = pl.adds(part, 1.0)
+            if i < flag:
+                pl.TFREE(buf)
+            else:
+                if good:
+                    pl.TFREE(buf)
+            pl.store(o, [i * TM + sub * HR, 0], out)
+    return vec
+
+
+def test_a_tfree_skipped_below_a_flag_is_found_with_the_flag_values_that_leak():
+    vec = skip_free(good=False)
+    prog = pl.program(c2v_cube(vec), vec, name="flag")
+    assert _verify(prog, known={"flag": 4}) == []          # the scenario's value: no leak
+    found = _verify(prog)
+    assert [e.kind for e in found] == ["missing_tfree"]
+    e = found[0]
+    assert f":{line_of(vec.pyfunc, 'FLAG-POP')}:" in e.where and "is never freed" in e.what
+    flag = int(e.values.split("=")[1])
+    assert 0 <= flag < 4 and e.what.endswith(f"(fails when flag={flag})")
+    assert e.to_dict()["values"] == f"flag={flag}"
+    assert _verify(prog, known={"flag": flag}) != []       # that value does leak
+
+
+def test_the_tfree_on_both_branches_is_proven_for_every_flag():
+    vec = skip_free(good=True)
+    warnings = []
+    assert _verify(pl.program(c2v_cube(vec), vec, name="flag"), warnings) == [] and warnings == []
+
+
+# -- range(n) pushes against range(n + extra) pops ----------------------------------------------
+def n_pair(extra: int):
+    @pl.aiv
+    def vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+            n: pl.Scalar[pl.index]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=4)
+        sub = pl.get_subblockid()
+        for i in pl.range(n + extra):
+            part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)                          # N-POP
+            pl.store(part, [sub * HR, 0], out)
+            pl.TFREE(buf)
+
+    @pl.aic
+    def cube(a: pl.Tensor[[TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],
+             fifo: pl.Tensor[[8 * SLOT], pl.u8], n: pl.Scalar[pl.index]):
+        peer = pl.import_peer_buffer(name="ring", peer_func=vec)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=4)
+        a0 = pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left)
+        b0 = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+        for i in pl.range(n):
+            pl.TPUSH(pl.matmul(a0, b0), peer, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vec, name="npair"), vec
+
+
+def test_one_pop_more_than_the_pushes_is_found_for_every_n_with_a_failing_value():
+    prog, vec = n_pair(1)
+    warnings = []
+    found = _verify(prog, warnings)
+    assert [e.kind for e in found] == ["count"] and warnings == []
+    e = found[0]
+    assert f":{line_of(vec.pyfunc, 'N-POP')}:" in e.where and e.values == "n=0"
+    assert "has no matching TPUSH and waits forever: cube pushes 0 tile(s) but vec (lane AIV0) pops 1" in e.what
+    assert "for every value: cube pushes n tile(s) to the C2V ring, vec (lane AIV0) pops n + 1" in e.details
+    assert verdict(lambda v: (verify_program(prog, scalars=v), []), None)[0] == FAILED
+
+
+def test_equal_trip_counts_are_proven_for_every_n():
+    prog, _ = n_pair(0)
+    warnings = []
+    assert _verify(prog, warnings) == [] and warnings == []
+    assert verdict(lambda v: (verify_program(prog, scalars=v), []), {"n": 3})[0] == PROVEN
+
+
+# -- what the analysis cannot decide ------------------------------------------------------------
+@pl.aiv
+def halves_vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+               n: pl.Scalar[pl.index]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    sub = pl.get_subblockid()
+    for i in pl.range(n // 2):                                                       # HALF-LOOP
+        part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        pl.store(part, [sub * HR, 0], out)
+        pl.TFREE(buf)
+
+
+def test_a_trip_count_that_is_not_affine_is_not_proven_rather_than_passed():
+    warnings = []
+    prog = program(c2v_cube(halves_vec), halves_vec)
+    assert _verify(prog, warnings) == []
+    reasons = verify_pipes.not_proven(warnings)
+    assert reasons and all("not an affine expression" in r for r in reasons), reasons
+    assert f"the loop at line {line_of(halves_vec.pyfunc, 'HALF-LOOP')}" in reasons[0]
+    status, found, _ = verdict(lambda v: (_verify(prog, w := []), w), None)
+    assert (status, found) == (NOT_PROVEN, [])
+
+
+# -- GM bounds ------------------------------------------------------------------------------------
+def store_at(row: int):
+    @pl.aiv
+    def vec(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=4)
+        sub = pl.get_subblockid()
+        for i in pl.range(4):
+            part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+            pl.store(part, [row + sub * HR, 0], out)                                 # ROW-STORE
+            pl.TFREE(buf)
+    return vec
+
+
+def test_a_store_past_the_tensor_at_a_constant_offset_is_found_at_its_line():
+    vec = store_at(4 * TM)
+    found = _verify(pl.program(c2v_cube(vec), vec, name="oob"))
+    assert [e.kind for e in found] == ["gm_bounds"]
+    assert f":{line_of(vec.pyfunc, 'ROW-STORE')}:" in found[0].where
+    assert found[0].what.startswith("access out of bounds: offsets [64, 0] + window [8, 32] exceed "
+                                    "'out' of shape [64, 32] (in iteration 1 (i=0) of the loop at line")
+    vec = store_at(3 * TM)
+    assert _verify(pl.program(c2v_cube(vec), vec, name="ok")) == []
+
+
+@pl.aiv
+def row_per_trip(out: pl.Tensor[[4 * TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+    buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+    pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                           slot_num=4)
+    for i in pl.range(300):                                                          # LONG-LOOP
+        part = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)
+        pl.store(part, [i, 0], out)                                                  # I-STORE
+        pl.TFREE(buf)
+
+
+def test_a_long_loop_checked_once_per_period_still_finds_the_first_trip_out_of_bounds():
+    """300 trips: explored as two iterations with i unknown in [0, 300); the store of rows
+    [i, i + 8) leaves the 64 rows from i = 57."""
+    found = _verify(program(c2v_cube(row_per_trip, n=300), row_per_trip))
+    assert [e.kind for e in found] == ["gm_bounds"]
+    e = found[0]
+    assert f":{line_of(row_per_trip.pyfunc, 'I-STORE')}:" in e.where
+    assert e.values == f"i=57 (in the loop at line {line_of(row_per_trip.pyfunc, 'LONG-LOOP')})"
+    assert e.what.startswith("access out of bounds: offsets [i, 0] + window [8, 32] exceed 'out' of shape [64, 32]")
+
+
+OOB_PTO = "tests/pto/i32_trip_count_a3.pto"
+
+
+def test_a_pto_store_out_of_bounds_fails_check_static_and_compile(tmp_path, capsys):
+    from ptopipe.cli import main
+    text = open(OOB_PTO).read()
+    vec = text.index("func.func private @vector")
+    bad = text[:vec] + text[vec:].replace("offsets = [%row, %c0]", "offsets = [%c64, %c0]", 1)
+    f = tmp_path / "oob.pto"
+    f.write_text(bad)
+    store = next(i for i, ln in enumerate(bad.splitlines(), 1) if "pto.tstore" in ln)
+    assert main(["compile", str(f), "--emit", "cpp", "-o", str(tmp_path / "k.cpp")]) == 1
+    assert f"oob.pto:{store}:" in capsys.readouterr().err
+    assert main(["check", "--static", str(f), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)[0]
+    assert report["status"] == "failed"
+    assert report["findings"][0]["what"].startswith("access out of bounds: offsets [64, 0] + window "
+                                                    "[8, 16] exceed 'out' of shape [64, 16]")
+
+
+def test_a_pto_loop_past_its_tensor_for_large_n_is_not_proven_until_n_is_declared(capsys):
+    from ptopipe.cli import main
+    assert main(["check", "--static", OOB_PTO, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)[0]
+    assert report["status"] == "not proven" and report["findings"] == []
+    assert any("accesses GM out of bounds when n=5, i=4" in r for r in report["not_proven"])
+    assert main(["check", "--static", OOB_PTO, "--range", "n=0..4"]) == 0
+    assert "PASS i32_trip_count_a3.pto on a2a3 (spec): verified statically for every value of n, n in 0..4" \
+        in capsys.readouterr().out
+
+
+# -- deadlock for every trip count, checked once per ring period --------------------------------
+SLOT16 = 16 * 16 * 4
+
+
+def ping_pong(cube_pops_first: bool):
+    """Cube: pop the vector's tile, push one back, n times; vector: push then pop (or pop
+    first: both wait)."""
+    @pl.aic
+    def cube(fifo: pl.Tensor[[4 * SLOT16], pl.u8], n: pl.Scalar[pl.index]):
+        v2c_buf = pl.reserve_buffer(name="v2c", size=2 * SLOT16, base=pl.AUTO)
+        c2v = pl.import_peer_buffer(name="c2v", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V | pl.DIR_V2C, SLOT16, fifo, c2v_consumer_buf=c2v.base,
+                               v2c_consumer_buf=v2c_buf.base, slot_num=2)
+        for i in pl.range(n):
+            x = pl.TPOP(v2c_buf, pl.Tile[[16, 16], pl.f32, pl.Mat], split=pl.TILE_UP_DOWN)  # CPOP
+            acc = pl.matmul(pl.move(x, space=pl.Left), pl.move(x, space=pl.Right))
+            pl.TFREE(v2c_buf)
+            pl.TPUSH(acc, c2v, split=pl.TILE_UP_DOWN)
+
+    @pl.aiv
+    def vector(a: pl.Tensor[[16, 16], pl.f32], out: pl.Tensor[[16, 16], pl.f32],
+               fifo: pl.Tensor[[4 * SLOT16], pl.u8], n: pl.Scalar[pl.index]):
+        c2v_buf = pl.reserve_buffer(name="c2v", size=2 * SLOT16, base=pl.AUTO)
+        v2c = pl.import_peer_buffer(name="v2c", peer_func=cube)
+        pl.aiv_initialize_pipe(pl.DIR_C2V | pl.DIR_V2C, SLOT16, fifo, c2v_consumer_buf=c2v_buf.base,
+                               v2c_consumer_buf=v2c.base, slot_num=2)
+        sub = pl.get_subblockid()
+        for i in pl.range(n):
+            if cube_pops_first:
+                r = pl.TPOP(c2v_buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+                pl.store(pl.adds(r, 1.0), [sub * 8, 0], out)
+                pl.TFREE(c2v_buf)
+                pl.TPUSH(pl.load(a, [sub * 8, 0], [8, 16]), v2c, split=pl.TILE_UP_DOWN)
+            else:
+                pl.TPUSH(pl.load(a, [sub * 8, 0], [8, 16]), v2c, split=pl.TILE_UP_DOWN)
+                r = pl.TPOP(c2v_buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+                pl.store(pl.adds(r, 1.0), [sub * 8, 0], out)
+                pl.TFREE(c2v_buf)
+    return pl.program(cube, vector, name="pingpong"), cube
+
+
+def _verifier(prog, trips=None):
+    """The verifier of ``prog`` (with n = ``trips`` when given, as ``--input n=...`` gives it)."""
+    return verify_pipes._Verifier(prog.clone(), verify_pipes.get_platform("a2a3"), [],
+                                  known=None if trips is None else {"n": trips})
+
+
+def test_a_hang_for_every_n_is_found_with_the_first_n_that_hangs():
+    prog, cube = ping_pong(True)
+    found = _verifier(prog).verify()
+    assert found and {e.kind for e in found} == {"deadlock"}
+    assert all(e.values == "n=1" for e in found)
+    assert any(f":{line_of(cube.pyfunc, 'CPOP')}:" in e.where for e in found)
+
+
+@pytest.mark.parametrize("trips", [None, 100_000])
+def test_the_cores_orders_are_checked_once_per_ring_period(trips):
+    """Push-then-pop against pop-then-push completes for every n, and for 100000 trips: the
+    path exploration runs two iterations of each loop (not 100000) and the order check one
+    trip count per period of the rings (not one per trip)."""
+    prog, _ = ping_pong(False)
+    v = _verifier(prog, trips)
+    assert v.verify() == [] and v.warnings == []
+    assert v.stats["runs"] <= 4, v.stats
+    steps = []
+    real = pipe_paths.Explorer.run
+
+    def counted(self):
+        out = real(self)
+        steps.append(self.steps)
+        return out
+    pipe_paths.Explorer.run = counted
+    try:
+        _verifier(prog, trips).verify()
+    finally:
+        pipe_paths.Explorer.run = real
+    assert max(steps) < 200, steps
+
+
+def test_a_long_loop_that_hangs_late_is_still_found():
+    """The period check decides every trip count: a cube that pops before pushing hangs at
+    once, also among 100000 trips."""
+    prog, _ = ping_pong(True)
+    found = _verifier(prog, 100_000).verify()
+    assert found and {e.kind for e in found} == {"deadlock"}
+
+
+# -- the solver -------------------------------------------------------------------------------
+def test_decide_finds_small_witnesses_and_refutes_with_fourier_motzkin():
+    n, m = var(("param", "n")), var(("param", "m"))
+    assert decide([(n - const(3), ">="), (const(5) - n, ">=")]) == ("sat", {("param", "n"): 3})
+    assert decide([(n - m - const(1), ">="), (m - n, ">=")])[0] == "unsat"
+    assert decide([(n.scale(2) - const(1), "==")])[0] == "unknown"     # 2n = 1: no integer, a rational
+    assert decide([(n, ">=")], {("param", "n"): (2, 4)}) == ("sat", {("param", "n"): 2})
+
+
+def test_counts_split_each_trip_count_into_its_two_cases():
+    n = var(("param", "n"))
+    c = Count.trips(const(0), n + const(1)) - Count.trips(const(0), n)
+    values = {str(cons): aff for cons, aff in c.cases()}
+    assert sorted(str(a) for a in values.values()) == ["-n", "0", "1", "n + 1"]
+    assert (Count.trips(const(0), n) * Count.trips(const(0), n)).text().startswith("max(0, n)*max(0, n)")
+
+
+# -- check --static: the statuses -----------------------------------------------------------------
+FLAG_FILE = '''
+import numpy as np
+import ptopipe
+import ptopipe.language as pl
+from ptopipe.runtime import KernelSet
+
+SLOT = 16 * 32 * 4
+VEC = pl.Tile[[8, 32], pl.f32, pl.Vec]
+
+
+def build(flag, half):
+    @pl.aiv
+    def vector(out: pl.Tensor[[64, 32], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8],
+               flag: pl.Scalar[pl.index]):
+        buf = pl.reserve_buffer(name="ring", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=4, local_slot_num=4)
+        sub = pl.get_subblockid()
+        for i in pl.range(4):
+            t = pl.TPOP(buf, VEC, split=pl.TILE_UP_DOWN)                            # POP
+            pl.store(t, [i * 16 + sub * 8, 0], out)
+            if i < flag:
+                pl.TFREE(buf)
+        if half:
+            for j in pl.range(flag // 2):
+                z = pl.load(out, [j * 16 + sub * 8, 0], [8, 32])
+                pl.store(pl.adds(z, 1.0), [j * 16 + sub * 8, 0], out)             # HALF
+
+    @pl.aic
+    def cube(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32],
+             fifo: pl.Tensor[[8 * SLOT], pl.u8], flag: pl.Scalar[pl.index]):
+        peer = pl.import_peer_buffer(name="ring", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=4)
+        a0 = pl.move(pl.load(a, [0, 0], [16, 32], space=pl.Mat), space=pl.Left)
+        b0 = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+        for i in pl.range(4):
+            pl.TPUSH(pl.matmul(a0, b0), peer, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vector, name="flags")
+
+
+KERNELS = KernelSet(build)
+
+
+def make_args(rng, flag=4, half=False):
+    return dict(a=np.ones((16, 32), np.float32), b=np.ones((32, 32), np.float32),
+                out=np.zeros((64, 32), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT), flag=flag,
+                half=half)
+
+
+SCENARIO = ptopipe.Scenario("flags", KERNELS.aic, KERNELS.aiv, make_args, lambda a, **_: {},
+                            {"default": {}})
+'''
+
+
+def test_check_static_fails_a_kernel_that_leaks_below_the_variants_flag(tmp_path, capsys):
+    """The variant runs flag=4 (every TFREE taken): check --static verified that value only
+    and passed; it now proves every flag and names one that leaks."""
+    from ptopipe.cli import main
+    f = tmp_path / "flags.py"
+    f.write_text(FLAG_FILE)
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["status"] == "failed" and rep["not_proven"] == []
+    (fd,) = rep["findings"]
+    pop = next(i + 1 for i, ln in enumerate(FLAG_FILE.splitlines()) if "# POP" in ln)
+    assert fd["where"].startswith(f"{f}:{pop}:") and "is never freed" in fd["what"]
+    assert fd["values"].startswith("flag=") and int(fd["values"][5:]) < 4
+    assert main(["check", "--static", str(f), "--range", "flag=4.."]) == 0
+    assert "PASS flags[default] on a2a3: VerifyPipes (static, for every value of flag, flag in 4.. (and " \
+        "exactly with flag=4, the variant's))" in capsys.readouterr().out
+
+
+def test_check_static_says_not_proven_for_a_trip_count_it_cannot_read(tmp_path, capsys):
+    from ptopipe.cli import main
+    f = tmp_path / "flags.py"
+    f.write_text(FLAG_FILE.replace("flag=4, half=False", "flag=4, half=True"))
+    """``range(flag // 2)`` bounds the rows a load / store touches: not affine, so the bounds
+    are not proven (a failing status, with the reason), though flag=4 runs clean."""
+    assert main(["check", "--static", str(f), "--range", "flag=4.."]) == 1
+    out = capsys.readouterr().out
+    half = next(i + 1 for i, ln in enumerate(FLAG_FILE.splitlines()) if "# HALF" in ln) - 1
+    assert out.startswith(f"NOT PROVEN flags[default] on a2a3: not proven for all values: the GM bounds "
+                          f"of the pl.load at line {half} (a loop bound or condition on its path is not "
+                          "affine)"), out
+    assert out.rstrip().endswith(" - no error found (and exactly with flag=4, the variant's)")
+
+
+# -- the same in .pto files -------------------------------------------------------------------------
+def _pto(tmp_path, vector_loop: str, vector_free: str = "pto.tfree_from_aic {split = 1}"):
+    """tests/pto/i32_trip_count_a3.pto with the vector kernel's loop header and TFREE
+    replaced."""
+    text = open(OOB_PTO).read()
+    vec = text.index("func.func private @vector")
+    body = text[vec:].replace("scf.for %i = %c0 to %n_idx step %c1 {", vector_loop, 1)
+    body = body.replace("pto.tfree_from_aic {split = 1}", vector_free, 1)
+    f = tmp_path / "k.pto"
+    f.write_text(text[:vec] + body)
+    return f, text[:vec] + body
+
+
+def test_a_pto_consumer_popping_n_plus_one_tiles_fails_for_every_n(tmp_path, capsys):
+    from ptopipe.cli import main
+    f, text = _pto(tmp_path, "%n1 = arith.addi %n_idx, %c1 : index\n"
+                             "    scf.for %i = %c0 to %n1 step %c1 {")
+    assert main(["check", "--static", "--json", str(f), "--range", "n=0..3"]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["status"] == "failed"
+    (fd,) = rep["findings"]
+    pop = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.tpop_from_aic" in ln)
+    assert fd["where"].endswith(f"k.pto:{pop}:7") and fd["values"] == "n=0"
+    assert "for every value: cube pushes n tile(s) to the C2V ring, vector (lane AIV0) pops n + 1" in fd["details"]
+
+
+def test_a_pto_tfree_taken_only_while_i_is_below_a_flag_leaks_for_small_flags(tmp_path, capsys):
+    """4 pops, the TFREE only while i < n: clean for the launch's n=4, a hang for n=0 (the
+    third pop finds both slots held)."""
+    from ptopipe.cli import main
+    skip = ("%lt = arith.cmpi slt, %i, %n_idx : index\n"
+            "      scf.if %lt {\n        pto.tfree_from_aic {split = 1}\n      }")
+    f, text = _pto(tmp_path, "scf.for %i = %c0 to %c4 step %c1 {", skip)
+    text_c = text.replace("scf.for %i = %c0 to %n_idx step %c1 {", "scf.for %i = %c0 to %c4 step %c1 {", 1)
+    text_c = text_c.replace("%c1 = arith.constant 1 : index",
+                            "%c1 = arith.constant 1 : index\n    %c4 = arith.constant 4 : index")
+    f.write_text(text_c)
+    assert main(["check", "--static", str(f), "--input", "n=4"]) == 0      # the launch's value
+    capsys.readouterr()
+    assert main(["check", "--static", "--json", str(f)]) == 1
+    (rep,) = json.loads(capsys.readouterr().out)
+    (fd,) = rep["findings"]
+    pop = next(i for i, ln in enumerate(text_c.splitlines(), 1) if "pto.tpop_from_aic" in ln)
+    assert fd["where"].endswith(f"k.pto:{pop}:7") and fd["values"] == "n=0"      # SLOT_NUM 2: a hang
+    assert fd["what"].startswith("this TPOP holds 3 slots of the C2V ring at once, more than its SLOT_NUM 2")
