@@ -2,7 +2,7 @@
 writes: the TPipe template arguments are the init op's attributes, each kernel's call
 sequence is its op sequence, every TASSIGN is the allocator's address, the A2A3 / A5
 variants differ where they must, the text is balanced and (with g++ / clang++ on the
-machine) type-checks against the mock header tests/cpp_mock/pto/pto-inst.hpp."""
+machine) type-checks against the mock header tests/cpp/cpp_mock/pto/pto-inst.hpp."""
 from __future__ import annotations
 
 import functools
@@ -25,7 +25,7 @@ from ptopipe.ir.vocab import FunctionKind
 from ptopipe.passes import compile_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MOCK = os.path.join(ROOT, "tests", "cpp_mock")
+MOCK = os.path.join(ROOT, "tests", "cpp", "cpp_mock")
 S1, S4, FA = (os.path.join(ROOT, "examples", "mixed", f + ".py")
               for f in ("s1_cv_split", "s4_both_ways", "fa_forward"))
 S2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")

@@ -16,8 +16,8 @@ from ptopipe.cpp import run_cpp
 from ptopipe.passes import compile_program
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from layers import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = sorted(f"{d}/{n[:-3]}" for d in ("mixed", "dsl")
                   for n in os.listdir(os.path.join(ROOT, "examples", d)) if n.endswith(".py"))
 _COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
