@@ -28,6 +28,7 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
 from ..ir.types import ScalarType, TensorType, TileValueType
 from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type
 from . import cpp_types as T
+from .cpp_origin import mark
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
 #: the instructions whose pto-isa template arguments cannot be deduced from their operands
@@ -132,7 +133,7 @@ class KernelWriter:
         name = self.names[v] = self.fresh(v.name or "tmp")
         self.decls.append(f"    {self.ttype(v.type)} {name};")
         if rot is None:
-            self.decls.append(f"    TASSIGN({name}, {addr:#x});  // {mem}")
+            self.decls += mark([f"    TASSIGN({name}, {addr:#x});  // {mem}"], op.loc)
             return name, []
         table, turn = self.fresh(name + "_addrs"), self.fresh(name + "_turn")
         self.decls += [f"    const uint32_t {table}[{len(rot)}] = {{{', '.join(f'{a:#x}' for a in rot)}}};"
@@ -232,6 +233,12 @@ class KernelWriter:
         return out
 
     def op(self, op, ind) -> list:
+        """The C++ lines of ``op``, each statement ending with its DSL line (a loop / branch
+        marks its own header lines; its body's ops mark theirs)."""
+        lines = self.statement(op, ind)
+        return lines if op.__class__ in (ForOp, IfOp) else mark(lines, op.loc)
+
+    def statement(self, op, ind) -> list:
         n, cls = op.name, op.__class__
         if cls is YieldOp:
             return []                               # written by the loop / branch (yields)
@@ -402,7 +409,7 @@ class KernelWriter:
         mem, addr = self.lay.scratch[op]
         name = self.fresh(f"{r.name or 'reduce'}_tmp")
         t = scratch_type(op.name[3:], src.type)
-        self.decls += [f"    {self.ttype(t)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
+        self.decls += [f"    {self.ttype(t)} {name};"] + mark([f"    TASSIGN({name}, {addr:#x});  // {mem}"], op.loc)
         return name
 
     # -- control flow ------------------------------------------------------------------------
@@ -423,6 +430,9 @@ class KernelWriter:
         term = list(blk)[-1] if len(list(blk)) else None
         if term is None or not term.is_a(YieldOp) or len(term.operands) != len(targets):
             return []
+        return mark(self.assign_yields(term, targets, ind), term.loc)
+
+    def assign_yields(self, term, targets, ind) -> list:
         srcs = [self.value(v) for v in term.operands]
         pairs = [(t, s) for t, s in zip(targets, srcs) if t != s]
         if any(s in targets for _t, s in pairs):  # a swap: read every value first
@@ -437,7 +447,7 @@ class KernelWriter:
         iv, *iters = blk.args
         out = []
         for a, init in zip(iters, inits):
-            out += self.carried(a, self.value(init), ind, "carried")
+            out += mark(self.carried(a, self.value(init), ind, "carried"), op.loc)
         for r, a in zip(op.results, iters):
             self.names[r] = self.names[a]
         ivn = self.names[iv] = self.fresh(iv.name or "i")
@@ -447,7 +457,7 @@ class KernelWriter:
             cond = f"({st} > 0 ? {ivn} < {self.expr(stop)} : {ivn} > {self.expr(stop)})"
         elif int(st) <= 0:
             raise err(f"a loop with step {st}: only positive constant steps have a C++ for", op)
-        out.append(f"{ind}for (int64_t {ivn} = {self.expr(start)}; {cond}; {ivn} += {st}) {{")
+        out += mark([f"{ind}for (int64_t {ivn} = {self.expr(start)}; {cond}; {ivn} += {st}) {{"], op.loc)
         out += self.block(blk, ind + "    ")
         out += self.yields(blk, [self.names[a] for a in iters], ind + "    ")
         return out + [f"{ind}}}"]
@@ -455,9 +465,9 @@ class KernelWriter:
     def branch(self, op, ind) -> list:
         out = []
         for r in op.results:
-            out += self.carried(r, None, ind, "result")
+            out += mark(self.carried(r, None, ind, "result"), op.loc)
         targets = [self.names[r] for r in op.results]
-        out.append(f"{ind}if ({self.expr(op.cond)}) {{")
+        out += mark([f"{ind}if ({self.expr(op.cond)}) {{"], op.loc)
         then, els = op.then_block, op.else_block
         out += self.block(then, ind + "    ") + self.yields(then, targets, ind + "    ")
         body = self.block(els, ind + "    ") + self.yields(els, targets, ind + "    ")

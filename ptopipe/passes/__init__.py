@@ -7,11 +7,12 @@ from . import (allocate_flags, allocate_memory, expand_mixed, insert_tfree, lowe
                resolve_peers, skew_push_ahead, validate, verify_pipes)
 from .properties import IRProperty
 from .manager import (CANONICAL_ORDER, FRONT_END, REGISTRY, PassContext, PassInfo, PassManager,
-                      compile_program, default_pipeline, parse_pipeline, register)
+                      compile_program, default_pipeline, parse_pipeline, register, unverified_pipeline)
 
 for _p in (expand_mixed, insert_tfree, skew_push_ahead, pipeline_loops, verify_pipes, allocate_memory, resolve_peers,
            allocate_flags, lower_platform, validate):
     register(_p)
 
 __all__ = ["CANONICAL_ORDER", "FRONT_END", "IRProperty", "PassContext", "PassInfo", "PassManager", "REGISTRY",
-           "compile_program", "default_pipeline", "parse_pipeline", "register", "verify_pipes"]
+           "compile_program", "default_pipeline", "parse_pipeline", "register", "unverified_pipeline",
+           "verify_pipes"]

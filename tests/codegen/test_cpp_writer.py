@@ -18,6 +18,7 @@ from ptopipe.arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
+from ptopipe.codegen.cpp_origin import strip_origins
 from ptopipe.errors import CompileError
 from ptopipe.ir.layout import read_layout
 from plans import named as named_plan
@@ -44,7 +45,7 @@ def compiled(path: str, platform: str, protocol: str = "spec"):
     """(compiled op program, its C++) of the one program of an example file."""
     (prog,) = programs_of(load_module(path))
     op = compile_program(prog, platform, protocol=protocol)
-    return op, write_cpp(op, platform)
+    return op, strip_origins(write_cpp(op, platform))     # the C++ alone (DSL lines: tests/cpp)
 
 
 def kernels(op) -> list:
@@ -408,7 +409,7 @@ def _branchy():
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_branch_results_carried_scalars_and_index_math(platform, tmp_path):
     op = compile_program(_branchy(), platform)
-    cpp = write_cpp(op, platform)
+    cpp = strip_origins(write_cpp(op, platform))
     aic, aiv = section(cpp, "k_aic"), section(cpp, "k_aiv")
     assert "int64_t flag," in cpp
     assert re.search(r"if \(\(flag > 0\)\) \{\n\s+TMATMUL\(acc1, x, y\);\n\s+acc = acc1;\n\s+\} else \{", aic)

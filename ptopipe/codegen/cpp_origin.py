@@ -1,0 +1,69 @@
+"""The DSL source line each line of written pto-isa C++ comes from.
+
+The C++ writer ends every statement it writes for an op with ``// dsl: FILE:LINE:COL``, the
+op's DSL location with the file's absolute path (:func:`mark`); a run of that C++ reports
+errors at the C++ line, and :func:`annotate` adds the DSL line the C++ line was written from
+(read back by :func:`origin_of`, the path shown as every location is:
+:class:`ptopipe.sim.location.SourceLoc`), so one error names both.  A comment, not ``#line``: the C++ line stays
+the one the compiler, the debugger and the simulator's reports name.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import re
+
+from ..sim.location import SourceLoc
+
+PREFIX = "// dsl: "
+_ORIGIN = re.compile(r"//\s*dsl:\s*(.+?):(\d+):(\d+)\s*$")
+_ORIGIN_TAIL = re.compile(r"  //\s*dsl:\s*.+?:\d+:\d+[ \t]*$", re.M)
+_WHERE = re.compile(r"^(.*\.(?:cpp|cc|cxx|hpp|h)):(\d+)$")
+
+
+def mark(lines: list, loc) -> list:
+    """``lines`` with the DSL location ``loc`` as a trailing comment on each statement (not
+    on braces, comments or lines already marked); unchanged when ``loc`` is None."""
+    if not loc:
+        return lines
+    tail = f"  {PREFIX}{os.path.abspath(loc.file)}:{loc.line}:{loc.col}"
+    out = []
+    for ln in lines:
+        s = ln.strip()
+        if not s or s in ("{", "}") or s.startswith(("//", "} else")) or PREFIX in ln:
+            out.append(ln)
+        else:
+            out.append(ln + tail)
+    return out
+
+
+def origin_of(path: str, line: int) -> str | None:
+    """The DSL location recorded on line ``line`` of C++ file ``path``, or None."""
+    m = _ORIGIN.search(linecache.getline(path, line))
+    return str(SourceLoc(m.group(1), int(m.group(2)), int(m.group(3)))) if m else None
+
+
+def where_origin(where: str | None) -> str | None:
+    """The DSL location of an error's ``where`` when it is ``FILE.cpp:LINE`` of written C++."""
+    m = _WHERE.match(where or "")
+    if m is None:
+        return None
+    linecache.checkcache(m.group(1))
+    return origin_of(m.group(1), int(m.group(2)))
+
+
+def annotate(err) -> None:
+    """Add the DSL line of a ptopipe error at a line of written C++ to its details (and
+    ``err.dsl_where``); errors elsewhere are left as they are."""
+    dsl = where_origin(getattr(err, "where", None))
+    if dsl is None or getattr(err, "dsl_where", None) is not None:
+        return
+    err.dsl_where = dsl
+    if hasattr(err, "add_detail"):
+        err.add_detail(f"written from the DSL line {dsl}")
+
+
+def strip_origins(text: str) -> str:
+    """``text`` (written C++) without its DSL-line comments: the C++ alone, e.g. to compare
+    the C++ of one program written from two source files."""
+    return _ORIGIN_TAIL.sub("", text)
