@@ -19,10 +19,12 @@ import linecache
 import os
 import re
 
+import numpy as np
 import pytest
 
 import ptopipe
 from ptopipe.arch.catalogue import OPS
+from ptopipe.cli import main as cli_main
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen.cpp_origin import origin_of
@@ -226,3 +228,18 @@ def test_each_written_statement_names_the_dsl_line_of_its_op(tmp_path, name, pla
             assert dsl in linecache.getline(file, int(line)), (n, text, where)
             checked += 1
     assert checked >= 10
+
+
+@needs_cxx
+def test_cli_check_of_the_written_cpp_names_the_dsl_line(cpp_cache, tmp_path, capfd):
+    """``ptopipe check kernel.cpp`` explores in a child process and prints the error there: it
+    names the DSL line as well (M9's race, at the Vector's load)."""
+    path, _ = written_cpp(D.m9_gm_race(), "a2a3", "spec", tmp_path, "m9")
+    argv = []
+    for k in ("x", "out"):
+        np.save(tmp_path / f"{k}.npy", D.args()[k])
+        argv += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
+    assert cli_main(["check", path, *argv, "--schedules", "1"]) == 1
+    err = capfd.readouterr().err                # printed by the child process
+    assert "DataRaceError" in err
+    assert re.search(rf"written from the DSL line \S*dsl_misuse.py:{marked_line(D.m9_gm_race)}:\d+", err), err
