@@ -84,11 +84,13 @@ class KernelWriter:
         self.splits = set()
         self.views = {}            # C++ name of a DN column tile -> its row view's name
         self.data_lane = None      # the lane-0 condition of a two-lane TILE_NO_SPLIT AIV kernel
+        self.dynamic = set()       # tile values declared with a dynamic valid shape (empty on lane 1)
         for op in f.walk():
             if op.is_a(*CROSS_CORE_OPS) and op.split is not None:
                 self.splits.add(TileSplitAxis(op.split))
             if op.is_a(TPop):
                 self.pops.setdefault(op.direction, set()).add(op.split)
+        self.pushed = {op.tile for op in f.walk() if op.is_a(TPush)}
 
     # -- names and types ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -113,10 +115,29 @@ class KernelWriter:
             return self.alias(T.tensor_global(t), f"Gm_{'x'.join(map(str, t.shape))}_{t.dtype}")
         raise CompileError(f"type {t} has no pto-isa C++ object type")
 
+    def vtype(self, v) -> str:
+        """The C++ type of tile variable ``v`` (its declaration's)."""
+        if v in self.dynamic:
+            t = v.type
+            return self.alias(T.tile_type(t, self.platform, dynamic_valid=True), T.tile_alias(t) + "_dyn")
+        return self.ttype(v.type)
+
+    def declaration(self, v, name: str) -> str:
+        """The declaration of tile variable ``v``.  In a two-lane TILE_NO_SPLIT AIV kernel a
+        tile it TPUSHes has a dynamic valid shape, empty on AIV1: AIV1 pushes an empty tile
+        (the handshake, no data), as the simulator's lane-1 replay does - a full one would be a
+        second writer of the whole slot (pto-isa's no-split TPUSH has one writer)."""
+        if self.data_lane is not None and v in self.pushed:
+            self.dynamic.add(v)
+            r, c = v.type.shape
+            lane0 = "get_subblockid() == 0"
+            return f"    {self.vtype(v)} {name}({lane0} ? {r} : 0, {lane0} ? {c} : 0);"
+        return f"    {self.vtype(v)} {name};"
+
     def handle(self, v, hint: str) -> str:
         """Declare (at the top) a tile variable for ``v`` with no address of its own."""
         name = self.names[v] = self.fresh(v.name or hint)
-        self.decls.append(f"    {self.ttype(v.type)} {name};")
+        self.decls.append(f"    {self.ttype(v.type)} {name};")       # a handle: bound by = or TPOP
         return name
 
     def define(self, v, op, ind: str) -> tuple:
@@ -131,7 +152,7 @@ class KernelWriter:
         mem, addr = place
         rot = self.lay.rotations.get(d)
         name = self.names[v] = self.fresh(v.name or "tmp")
-        self.decls.append(f"    {self.ttype(v.type)} {name};")
+        self.decls.append(self.declaration(v, name))
         if rot is None:
             self.decls += mark([f"    TASSIGN({name}, {addr:#x});  // {mem}"], op.loc)
             return name, []
@@ -332,7 +353,7 @@ class KernelWriter:
             return [f"{ind}TFREE<{ptype}, {sp}>({pvar});"]
         if op.is_a(TPush):
             v = op.tile
-            return [f"{ind}TPUSH<{ptype}, {self.ttype(v.type)}, {sp}>({pvar}, {self.names[v]});"]
+            return [f"{ind}TPUSH<{ptype}, {self.vtype(v)}, {sp}>({pvar}, {self.names[v]});"]
         r = op.results[0]
         if isinstance(r.type, TileValueType):     # TPOP of a tile: bound to its slot by TPOP
             tname = self.handle(r, "popped")

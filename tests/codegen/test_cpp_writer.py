@@ -479,3 +479,19 @@ def test_narrow_tiles_are_declared_padded_to_32_byte_rows(tmp_path):
             out = tmp_path / f"n_{plat}.cpp"
             out.write_text(cpp)
             _type_checks(out)
+
+
+def test_a_tile_pushed_by_a_two_lane_no_split_kernel_is_empty_on_aiv1(tmp_path):
+    """AIV1 replays a TILE_NO_SPLIT kernel's TPUSHes with an empty tile: the pushed tile has a
+    DYNAMIC valid shape, 0 x 0 on sub-block 1 (tests/cpp/test_cpp_roundtrip.py runs it)."""
+    from test_cpp_roundtrip import v2c_no_split_program
+    cpp = strip_origins(write_cpp(compile_program(v2c_no_split_program(), "a2a3"), "a2a3"))
+    assert "using TileVec_16x16_f32_dyn = Tile<TileType::Vec, float, 16, 16, BLayout::RowMajor, -1, -1>;" in cpp
+    assert re.search(r"TileVec_16x16_f32_dyn (\w+)\(get_subblockid\(\) == 0 \? 16 : 0, "
+                     r"get_subblockid\(\) == 0 \? 16 : 0\);", cpp), cpp
+    assert "TPUSH<Pipe, TileVec_16x16_f32_dyn, TileSplitAxis::TILE_NO_SPLIT>(pipe, " in cpp
+    if CXX is None:
+        pytest.skip("no C++ compiler on this machine")
+    src = tmp_path / "k.cpp"
+    src.write_text(cpp)
+    _type_checks(src)
