@@ -55,8 +55,6 @@ NOT_EXPRESSIBLE = {
     "m19_tpipe_ctrl_pto_isa": "DIR_V2C_CTRL is not a DSL direction (control words have no DSL op)",
     "m20_both_gm_pto_isa": "a DIR_BOTH_GM kernel pushes and pops GM slots on both sides; the DSL "
                            "allocates the two ways' rings itself",
-    "m22_layout_nd_into_nz": "a DSL tile's type carries its layout and the run converts on the ring: "
-                             "the DSL kernel runs clean",
     "m23_lane1_not_dispatched": "a DSL program always dispatches its Vector kernel on both lanes",
     "m24_v2c_lane1_returns": "the DSL refuses a return that is not the last op of its block",
     "m26_rings_overlap_across_cores": "GM ring placement and flag ids are the compiler's, and a DSL "
@@ -80,11 +78,18 @@ CASES = {
     "m12": (D.m12_misprimed_event, None, DeadlockError, ("a2a3", "spec"), {"sync": "manual"}),
     "m13": (D.m13_event_leak, None, LeakError, ("a5", "spec"), {"sync": "manual"}),
     "m21": (D.m21_a5_tfree_after_gm_pop, D._c2v_cube, ProtocolError, ("a5", "pto-isa"), {}),
+    "m22": (D.m22_layout_nd_into_nz, None, ProtocolError, ("a5", "spec"), {}),
     "m25": (D.m25_free_split, None, ProtocolError, ("a2a3", "pto-isa"), {}),
     "m29": (D.m29_prefetch_before_wait, None, DataRaceError, ("a5", "spec"), {}),
     "m30": (D.m30_commit_before_store, None, DataRaceError, ("a2a3", "spec"), {}),
     "m31": (D.m31_lane_init_overwrite, None, DataRaceError, ("a5", "pto-isa"), {}),
 }
+#: the kernels verify-pipes refuses on their default platform / protocol
+REFUSED = ("m3", "m6", "m7", "m22", "m25", "m30")
+#: where the C++ written without verify-pipes is not the kernel the DSL run ran, so only the
+#: refusal is compared: the pto-isa A5 no-split pipe gets one lane from lower-platform (what
+#: the refusal asks for), which leaves the layout misuse, not the lane one the run reports
+UNVERIFIED_DIFFERS = {("m22", "a5", "pto-isa")}
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 FULL = os.environ.get("PTOPIPE_CPP_FULL") == "1"
 #: the kernels whose C++ runs by default (a C++ build each, the suite's CPU budget): a race, an event
@@ -144,9 +149,9 @@ def test_the_dsl_run_reports_the_misuse_at_its_line_and_the_compiler_agrees(name
     except CompileError as e:
         tag = "# <- compile" if name == "m30" else "# <- where"
         assert line_of(e.where) == marked_line(where_fn or build, tag), str(e)
-        assert name in ("m3", "m6", "m7", "m25", "m30"), str(e)
+        assert name in REFUSED, str(e)
     else:
-        assert name not in ("m3", "m6", "m7", "m25", "m30")
+        assert name not in REFUSED
 
 
 def test_a_pipe_initialised_in_a_loop_is_refused_at_its_line():
@@ -164,7 +169,13 @@ def test_the_cpp_run_gives_the_dsl_runs_error_at_the_corresponding_line(cpp_cach
     build, _where_fn, _cls, _combo, opts = CASES[name]
     program = build()
     py = py_run(program, platform, protocol, opts)
-    path, _refused = written_cpp(program, platform, protocol, tmp_path, name)
+    path, refused = written_cpp(program, platform, protocol, tmp_path, name)
+    if refused is not None:
+        assert py is not None, f"the DSL run is clean, the compiler refuses it:\n{refused}"
+        if name != "m30":
+            assert line_of(refused.where) == line_of(py.where), (str(refused), str(py))
+        if (name, platform, protocol) in UNVERIFIED_DIFFERS:
+            return
     try:
         run_cpp(path, D.args(), platform=platform, protocol=protocol, **opts)
     except PtoPipeError as e:
