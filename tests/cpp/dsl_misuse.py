@@ -24,8 +24,8 @@ def args(rng=None) -> dict:
                 fifo=ptopipe.gm_buffer(FIFO))
 
 
-def _c2v_cube(vector, depth=4, direction=pl.DIR_C2V, split=pl.TILE_UP_DOWN):
-    """The Cube of the C2V kernels: N pushes of one 16x16 accumulator."""
+def _c2v_cube(vector, depth=4, direction=pl.DIR_C2V, split=pl.TILE_UP_DOWN, pushes=N):
+    """The Cube of the C2V kernels: ``pushes`` pushes of one 16x16 accumulator."""
     @pl.aic
     def cube(x: pl.Tensor[[2 * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
         peer = pl.import_peer_buffer(name="c2v", peer_func=vector)
@@ -33,7 +33,7 @@ def _c2v_cube(vector, depth=4, direction=pl.DIR_C2V, split=pl.TILE_UP_DOWN):
                                slot_num=depth)
         a = pl.load(x, [0, 0], [T, T], space=pl.Mat)
         acc = pl.matmul(pl.move(a, space=pl.Left), pl.move(a, space=pl.Right))
-        for i in pl.range(N):
+        for i in pl.range(pushes):
             pl.TPUSH(acc, peer, split=split)           # <- where (m7, m8, m21)
     return cube
 
@@ -78,8 +78,9 @@ def m6_tile_too_large():
     return pl.program(cube, vector, name="dsl_m6_tile_too_large")
 
 
-def _consumer(name, depth=4, direction=pl.DIR_C2V, pops=N):
-    """A Vector kernel that pops ``pops`` halves, doubles and stores each (and frees it)."""
+def _consumer(name, depth=4, direction=pl.DIR_C2V, pops=N, pushes=N):
+    """A Vector kernel that pops ``pops`` halves, doubles and stores each (and frees it), and
+    the Cube pushing ``pushes`` tiles to it."""
     @pl.aiv
     def vector(out: pl.Tensor[[2 * N * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
         buf = pl.reserve_buffer(name="c2v", size=depth * SLOT, base=pl.AUTO)
@@ -87,16 +88,23 @@ def _consumer(name, depth=4, direction=pl.DIR_C2V, pops=N):
                                slot_num=depth)
         sub = pl.get_subblockid()
         for i in pl.range(pops):
-            t = pl.TPOP(buf, pl.Tile[[H, T], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+            t = pl.TPOP(buf, pl.Tile[[H, T], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)   # <- where (m17)
             o = pl.muls(t, 2.0)
             pl.TFREE(buf)
             pl.store(o, [i * T + sub * H, 0], out)
-    return pl.program(_c2v_cube(vector, depth, direction), vector, name=name)
+    return pl.program(_c2v_cube(vector, depth, direction, pushes=pushes), vector, name=name)
 
 
 def m7_leak():
     """M7: the Cube pushes once more than the Vector lanes pop (the <- where is the Cube's TPUSH)."""
     return _consumer("dsl_m7_leak", pops=N - 1)
+
+
+def m17_relaunch_unpopped():
+    """M17 (pto-isa, two launches): the Cube pushes N + 1 tiles, the lanes pop N; the missing
+    pop sends no free (SyncPeriod 2, N + 1 odd), so launch 1 ends with a ready credit on the
+    flag and launch 2's first TPOP takes it (the <- where is the Vector's TPOP)."""
+    return _consumer("dsl_m17_relaunch_unpopped", pushes=N + 1)
 
 
 def m8_pto_isa_slotnum5():

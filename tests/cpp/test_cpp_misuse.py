@@ -3,8 +3,8 @@
 cpp``) runs, the error the DSL kernel's own run gives - the same class, at the C++ line the
 writer wrote from the DSL line the run names (the ``// dsl: FILE:LINE:COL`` comment the writer
 ends each statement with; the C++ error names both).  A kernel the compiler's static proof
-(verify-pipes) refuses is refused with a CompileError at the line the run names (M30: at the
-store after the commit, the cause of the race the run reports at the read), and its C++
+(verify-pipes) refuses is refused with a CompileError at the line the run names (M30, M17:
+at the line of the cause, where the run reports the symptom - REFUSED_AT), and its C++
 written without that proof (``--no-verify``) runs into the run's error.  By default each kernel
 runs on one platform / protocol; PTOPIPE_CPP_FULL=1 runs every combination (where the run is
 clean there, the C++ run is clean too).
@@ -44,13 +44,12 @@ NOT_EXPRESSIBLE = {
     "m2_flag_mismatch": "flag ids are AllocateFlags': a DSL pipe has no FlagID to get wrong",
     "m4_shared_flag": "flag ids are AllocateFlags', and a DSL kernel initialises one pipe",
     "m5_ring_overlap": "tile addresses are AllocateMemoryAddr's, which keeps tiles out of the rings",
-    "m10_schedule_dependent": "two pipes in one kernel (a C2V ring and a V2C control ring on their own "
-                              "flags): a DSL kernel initialises one pipe",
+    "m10_schedule_dependent": "two pipes of their own depths in one kernel (a 16-deep C2V ring, an 8-deep "
+                              "V2C control ring): a DSL kernel initialises one pipe, whose two ways share "
+                              "SlotNum",
     "m14_pingpong_tail": "which of two buffers a load fills is AllocateMemoryAddr's: the DSL has no "
                          "buffer index for the tail to reuse",
     "m16_teardown_hang": "setFreeStatus is not in the DSL",
-    "m17_relaunch_unpopped": "the DSL run and the C++ run launch once per run (its push / pop count "
-                             "mismatch is M7's, tested as dsl m7)",
     "m18_drain_leak": "setAllocateStatus is not in the DSL, and it needs a second (acknowledgement) pipe",
     "m19_tpipe_ctrl_pto_isa": "DIR_V2C_CTRL is not a DSL direction (control words have no DSL op)",
     "m20_both_gm_pto_isa": "a DIR_BOTH_GM kernel pushes and pops GM slots on both sides; the DSL "
@@ -62,7 +61,8 @@ NOT_EXPRESSIBLE = {
     "m27_staged_read_after_free": "the same DSL kernel as M3 (a popped tile read after its TFREE): dsl m3",
     "m28_sync_period_credit": "its one-lane split address flow (peers=(0,) with UP_DOWN GM slots) "
                               "has no DSL form: a DSL pipe's lanes are both, or one for no-split",
-    "m32_lane_starvation": "two pipes in one kernel (the data ring and AIV0's token ring)",
+    "m32_lane_starvation": "two pipes of their own depths and slot sizes in one kernel (the 16-deep data "
+                           "ring, AIV0's 2-deep token ring): a DSL kernel initialises one pipe",
 }
 __doc__ += "".join(f"\n* {k}: {v}" for k, v in sorted(NOT_EXPRESSIBLE.items()))
 
@@ -73,6 +73,7 @@ CASES = {
     "m6": (D.m6_tile_too_large, None, ProtocolError, ("a2a3", "pto-isa"), {}),
     "m7": (D.m7_leak, D._c2v_cube, LeakError, ("a2a3", "spec"), {}),
     "m8": (D.m8_pto_isa_slotnum5, D._c2v_cube, ProtocolError, ("a5", "pto-isa"), {}),
+    "m17": (D.m17_relaunch_unpopped, D._consumer, ProtocolError, ("a2a3", "pto-isa"), {"launches": 2}),
     "m9": (D.m9_gm_race, None, DataRaceError, ("a2a3", "spec"), {}),
     "m11": (D.m11_missing_wait, None, DataRaceError, ("a5", "pto-isa"), {"sync": "manual"}),
     "m12": (D.m12_misprimed_event, None, DeadlockError, ("a2a3", "spec"), {"sync": "manual"}),
@@ -85,7 +86,11 @@ CASES = {
     "m31": (D.m31_lane_init_overwrite, None, DataRaceError, ("a5", "pto-isa"), {}),
 }
 #: the kernels verify-pipes refuses on their default platform / protocol
-REFUSED = ("m3", "m6", "m7", "m22", "m25", "m30")
+REFUSED = ("m3", "m6", "m7", "m17", "m22", "m25", "m30")
+#: where the refusal names the cause and the run its symptom, the refusal's line (function,
+#: marker): M30's store after the commit (the run: the read it races with), M17's push that is
+#: never popped (the run: launch 2's pop of launch 1's leftover)
+REFUSED_AT = {"m30": (D.m30_commit_before_store, "# <- compile"), "m17": (D._c2v_cube, "# <- where")}
 #: where the C++ written without verify-pipes is not the kernel the DSL run ran, so only the
 #: refusal is compared: the pto-isa A5 no-split pipe gets one lane from lower-platform (what
 #: the refusal asks for), which leaves the layout misuse, not the lane one the run reports
@@ -147,8 +152,7 @@ def test_the_dsl_run_reports_the_misuse_at_its_line_and_the_compiler_agrees(name
     try:
         compile_program(program, platform, protocol=protocol)
     except CompileError as e:
-        tag = "# <- compile" if name == "m30" else "# <- where"
-        assert line_of(e.where) == marked_line(where_fn or build, tag), str(e)
+        assert line_of(e.where) == marked_line(*REFUSED_AT.get(name, (where_fn or build,))), str(e)
         assert name in REFUSED, str(e)
     else:
         assert name not in REFUSED
@@ -172,7 +176,7 @@ def test_the_cpp_run_gives_the_dsl_runs_error_at_the_corresponding_line(cpp_cach
     path, refused = written_cpp(program, platform, protocol, tmp_path, name)
     if refused is not None:
         assert py is not None, f"the DSL run is clean, the compiler refuses it:\n{refused}"
-        if name != "m30":
+        if name not in REFUSED_AT:
             assert line_of(refused.where) == line_of(py.where), (str(refused), str(py))
         if (name, platform, protocol) in UNVERIFIED_DIFFERS:
             return
