@@ -29,7 +29,7 @@ def _c2v_cube(vector, depth=4, direction=pl.DIR_C2V, split=pl.TILE_UP_DOWN, push
     @pl.aic
     def cube(x: pl.Tensor[[2 * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
         peer = pl.import_peer_buffer(name="c2v", peer_func=vector)
-        pl.aic_initialize_pipe(direction, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+        pl.aic_initialize_pipe(direction, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,  # <- binding
                                slot_num=depth)
         a = pl.load(x, [0, 0], [T, T], space=pl.Mat)
         acc = pl.matmul(pl.move(a, space=pl.Left), pl.move(a, space=pl.Right))
@@ -110,6 +110,13 @@ def m17_relaunch_unpopped():
 def m8_pto_isa_slotnum5():
     """M8: SlotNum 5 under pto-isa (SyncPeriod 2): push #5 reuses slot 0 before it is freed."""
     return _consumer("dsl_m8_pto_isa_slotnum5", depth=5)
+
+
+def m20_both_gm_pto_isa():
+    """M20: a DIR_BOTH_GM pipe under pto-isa on A5 (one GM ring for both ways), refused at the
+    Cube's binding (the <- binding); A2A3 lowers *_GM to the plain direction (its rings are
+    in GM anyway), and the kernel runs clean there."""
+    return _consumer("dsl_m20_both_gm_pto_isa", direction=pl.DIR_BOTH_GM)
 
 
 def m21_a5_tfree_after_gm_pop():

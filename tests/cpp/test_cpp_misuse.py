@@ -5,9 +5,10 @@ writer wrote from the DSL line the run names (the ``// dsl: FILE:LINE:COL`` comm
 ends each statement with; the C++ error names both).  A kernel the compiler's static proof
 (verify-pipes) refuses is refused with a CompileError at the line the run names (M30, M17:
 at the line of the cause, where the run reports the symptom - REFUSED_AT), and its C++
-written without that proof (``--no-verify``) runs into the run's error.  By default each kernel
-runs on one platform / protocol; PTOPIPE_CPP_FULL=1 runs every combination (where the run is
-clean there, the C++ run is clean too).
+written without that proof (``--no-verify``) runs into the run's error.  By default every kernel's DSL run and
+compile are checked on one platform / protocol and the C++ of a few runs (DEFAULT_RUN, the
+suite's CPU budget); PTOPIPE_CPP_FULL=1 runs the C++ of every kernel on every platform and
+protocol (where the DSL run is clean there, the C++ run is clean too).
 
 The misuse examples the DSL cannot express, and why (the DSL leaves flag ids, addresses,
 lanes and pipe objects to the compiler):
@@ -29,7 +30,7 @@ from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen.cpp_origin import origin_of
 from ptopipe.cpp import run_cpp
-from ptopipe.errors import (CompileError, DataRaceError, DeadlockError, LeakError, ProtocolError,
+from ptopipe.errors import (CompileError, ConfigError, DataRaceError, DeadlockError, LeakError, ProtocolError,
                             PtoPipeError)
 from ptopipe.passes import compile_program, unverified_pipeline
 from ptopipe.runtime import KernelSet
@@ -52,8 +53,6 @@ NOT_EXPRESSIBLE = {
     "m16_teardown_hang": "setFreeStatus is not in the DSL",
     "m18_drain_leak": "setAllocateStatus is not in the DSL, and it needs a second (acknowledgement) pipe",
     "m19_tpipe_ctrl_pto_isa": "DIR_V2C_CTRL is not a DSL direction (control words have no DSL op)",
-    "m20_both_gm_pto_isa": "a DIR_BOTH_GM kernel pushes and pops GM slots on both sides; the DSL "
-                           "allocates the two ways' rings itself",
     "m23_lane1_not_dispatched": "a DSL program always dispatches its Vector kernel on both lanes",
     "m24_v2c_lane1_returns": "the DSL refuses a return that is not the last op of its block",
     "m26_rings_overlap_across_cores": "GM ring placement and flag ids are the compiler's, and a DSL "
@@ -66,8 +65,8 @@ NOT_EXPRESSIBLE = {
 }
 __doc__ += "".join(f"\n* {k}: {v}" for k, v in sorted(NOT_EXPRESSIBLE.items()))
 
-#: DSL kernel -> (its builder, the function its "<- where" is in, the run's error class,
-#: its default platform / protocol, run options)
+#: DSL kernel -> (its builder, the function its "<- where" is in (or (function, marker)), the
+#: run's error class, its default platform / protocol, run options)
 CASES = {
     "m3": (D.m3_use_after_free, None, ProtocolError, ("a5", "spec"), {}),
     "m6": (D.m6_tile_too_large, None, ProtocolError, ("a2a3", "pto-isa"), {}),
@@ -78,6 +77,7 @@ CASES = {
     "m11": (D.m11_missing_wait, None, DataRaceError, ("a5", "pto-isa"), {"sync": "manual"}),
     "m12": (D.m12_misprimed_event, None, DeadlockError, ("a2a3", "spec"), {"sync": "manual"}),
     "m13": (D.m13_event_leak, None, LeakError, ("a5", "spec"), {"sync": "manual"}),
+    "m20": (D.m20_both_gm_pto_isa, (D._c2v_cube, "# <- binding"), ConfigError, ("a5", "pto-isa"), {}),
     "m21": (D.m21_a5_tfree_after_gm_pop, D._c2v_cube, ProtocolError, ("a5", "pto-isa"), {}),
     "m22": (D.m22_layout_nd_into_nz, None, ProtocolError, ("a5", "spec"), {}),
     "m25": (D.m25_free_split, None, ProtocolError, ("a2a3", "pto-isa"), {}),
@@ -101,6 +101,12 @@ FULL = os.environ.get("PTOPIPE_CPP_FULL") == "1"
 #: hang, a protocol error in a kernel verify-pipes refuses; every one with PTOPIPE_CPP_FULL=1
 DEFAULT_RUN = ("m9", "m12", "m25")
 RUNS = [(k, p, q) for k in CASES for p, q in (COMBOS if FULL else [CASES[k][3]]) if FULL or k in DEFAULT_RUN]
+
+
+def where_line(name: str) -> int:
+    """The line the DSL run's error of kernel ``name`` names."""
+    build, where = CASES[name][:2]
+    return marked_line(*where) if isinstance(where, tuple) else marked_line(where or build)
 
 
 def marked_line(fn, tag: str = "# <- where") -> int:
@@ -144,15 +150,15 @@ def written_cpp(program, platform, protocol, tmp_path, name):
 def test_the_dsl_run_reports_the_misuse_at_its_line_and_the_compiler_agrees(name):
     """No C++ build: the DSL run's class and line, and the static proof refuses it at that line
     (M30: the store after the commit) or passes it, as the C++ run then needs."""
-    build, where_fn, cls, (platform, protocol), opts = CASES[name]
+    build, _where, cls, (platform, protocol), opts = CASES[name]
     program = build()
     err = py_run(program, platform, protocol, opts)
     assert type(err) is cls, f"{type(err).__name__}: {err}"
-    assert line_of(err.where) == marked_line(where_fn or build), str(err)
+    assert line_of(err.where) == where_line(name), str(err)
     try:
         compile_program(program, platform, protocol=protocol)
     except CompileError as e:
-        assert line_of(e.where) == marked_line(*REFUSED_AT.get(name, (where_fn or build,))), str(e)
+        assert line_of(e.where) == (marked_line(*REFUSED_AT[name]) if name in REFUSED_AT else where_line(name)), str(e)
         assert name in REFUSED, str(e)
     else:
         assert name not in REFUSED
@@ -170,7 +176,7 @@ def test_a_pipe_initialised_in_a_loop_is_refused_at_its_line():
 @pytest.mark.parametrize("name,platform,protocol", RUNS, ids=[f"{k}-{p}-{q}" for k, p, q in RUNS])
 def test_the_cpp_run_gives_the_dsl_runs_error_at_the_corresponding_line(cpp_cache, tmp_path, name, platform,
                                                                         protocol):
-    build, _where_fn, _cls, _combo, opts = CASES[name]
+    build, _where, _cls, _combo, opts = CASES[name]
     program = build()
     py = py_run(program, platform, protocol, opts)
     path, refused = written_cpp(program, platform, protocol, tmp_path, name)
