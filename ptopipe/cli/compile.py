@@ -78,10 +78,10 @@ def programs_of(mod, variant: str | None = None) -> list:
     return found
 
 
-def _emit(kind: str, op, platform: str) -> str:
+def _emit(kind: str, op, platform: str, protocol: str) -> str:
     if kind == "cpp":
         from ..codegen import write_cpp
-        return write_cpp(op, platform)
+        return write_cpp(op, platform, protocol)
     if kind == "pto":
         from ..codegen import write_pto
         notes = []
@@ -113,7 +113,7 @@ def main(args) -> int:
                                       verify_properties=args.verify_each or None)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        texts = [_emit(args.emit, op, plat)]
+        texts = [_emit(args.emit, op, plat, protocol)]
         return _write(texts, out)
     platform = args.platform or "a2a3"
     passes = unverified_pipeline(args.passes) if getattr(args, "no_verify", False) else args.passes
@@ -132,7 +132,7 @@ def main(args) -> int:
                              verify_properties=args.verify_each or None, warnings=warnings)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        texts.append(_emit(args.emit, op, platform))
+        texts.append(_emit(args.emit, op, platform, protocol))
     return _write(texts, out)
 
 

@@ -71,7 +71,7 @@ def test_a_failing_write_leaves_the_old_file(tmp_path, monkeypatch, capsys):
     import ptopipe.codegen as codegen
     from ptopipe.errors import CompileError
 
-    def boom(op, platform):
+    def boom(op, platform, protocol=None):
         raise CompileError("pl.call has no pto-isa C++ form in the C++ writer", where="k.py:3:5")
     monkeypatch.setattr(codegen, "write_cpp", boom)
     out = tmp_path / "k.cpp"

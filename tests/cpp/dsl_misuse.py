@@ -337,3 +337,38 @@ def m22_layout_nd_into_nz():
             b = pl.TPOP(buf, pl.Tile[[T, T], pl.f32, pl.Mat, pl.NZ], split=pl.TILE_NO_SPLIT)   # <- where
             pl.TFREE(buf)
     return pl.program(cube, vector, name="dsl_m22_layout_nd_into_nz")
+
+
+def m28_sync_period_credit():
+    """M28 (pto-isa; a one-lane pipe, ``lanes=1``, as pto-isa gives a no-split pipe on A5): the
+    Vector kernel holds three GM slots and pops a fourth before freeing the oldest; push #4
+    waits for a free notification sent only every SyncPeriod (2) TFREEs - a deadlock."""
+    @pl.aiv(split=pl.TILE_NO_SPLIT)
+    def vector(out: pl.Tensor[[2 * N * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
+        buf = pl.reserve_buffer(name="c2v", size=4 * SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V_GM, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=4, lanes=1)
+        s0 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
+        s1 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
+        s2 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])          # <- compile
+        s3 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
+        o = pl.load(s0, [0, 0], [T, T])
+        pl.TFREE(buf, s0)
+        s4 = pl.TPOP(buf, pl.Tensor[[T, T], pl.f32])
+        pl.TFREE(buf, s1)
+        pl.TFREE(buf, s2)
+        pl.TFREE(buf, s3)
+        pl.TFREE(buf, s4)
+        pl.store(o, [0, 0], out)
+
+    @pl.aic
+    def cube(x: pl.Tensor[[2 * T, T], pl.f32], fifo: pl.Tensor[[FIFO], pl.u8]):
+        peer = pl.import_peer_buffer(name="c2v", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V_GM, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,  # <- lanes
+                               slot_num=4, lanes=1)
+        v = pl.load(x, [0, 0], [T, T], space=pl.Mat)
+        for i in pl.range(5):
+            slot = pl.TALLOC(peer, pl.Tensor[[T, T], pl.f32])      # <- where
+            pl.store(v, [0, 0], slot)
+            pl.TPUSH(slot, peer)
+    return pl.program(cube, vector, name="dsl_m28_sync_period_credit")

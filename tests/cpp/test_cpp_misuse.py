@@ -58,8 +58,6 @@ NOT_EXPRESSIBLE = {
     "m26_rings_overlap_across_cores": "GM ring placement and flag ids are the compiler's, and a DSL "
                                       "kernel initialises one pipe",
     "m27_staged_read_after_free": "the same DSL kernel as M3 (a popped tile read after its TFREE): dsl m3",
-    "m28_sync_period_credit": "its one-lane split address flow (peers=(0,) with UP_DOWN GM slots) "
-                              "has no DSL form: a DSL pipe's lanes are both, or one for no-split",
     "m32_lane_starvation": "two pipes of their own depths and slot sizes in one kernel (the 16-deep data "
                            "ring, AIV0's 2-deep token ring): a DSL kernel initialises one pipe",
 }
@@ -81,26 +79,33 @@ CASES = {
     "m21": (D.m21_a5_tfree_after_gm_pop, D._c2v_cube, ProtocolError, ("a5", "pto-isa"), {}),
     "m22": (D.m22_layout_nd_into_nz, None, ProtocolError, ("a5", "spec"), {}),
     "m25": (D.m25_free_split, None, ProtocolError, ("a2a3", "pto-isa"), {}),
+    "m28": (D.m28_sync_period_credit, None, DeadlockError, ("a5", "pto-isa"), {}),
     "m29": (D.m29_prefetch_before_wait, None, DataRaceError, ("a5", "spec"), {}),
     "m30": (D.m30_commit_before_store, None, DataRaceError, ("a2a3", "spec"), {}),
     "m31": (D.m31_lane_init_overwrite, None, DataRaceError, ("a5", "pto-isa"), {}),
 }
 #: the kernels verify-pipes refuses on their default platform / protocol
-REFUSED = ("m3", "m6", "m7", "m17", "m22", "m25", "m30")
+REFUSED = ("m3", "m6", "m7", "m17", "m22", "m25", "m28", "m30")
 #: where the refusal names the cause and the run its symptom, the refusal's line (function,
 #: marker): M30's store after the commit (the run: the read it races with), M17's push that is
-#: never popped (the run: launch 2's pop of launch 1's leftover)
-REFUSED_AT = {"m30": (D.m30_commit_before_store, "# <- compile"), "m17": (D._c2v_cube, "# <- where")}
+#: never popped (the run: launch 2's pop of launch 1's leftover), M28's third held GM slot (more
+#: than LocalSlotNum 2; the run: the push that waits for the withheld credit)
+REFUSED_AT = {"m30": (D.m30_commit_before_store, "# <- compile"), "m17": (D._c2v_cube, "# <- where"),
+              "m28": (D.m28_sync_period_credit, "# <- compile")}
 #: where the C++ written without verify-pipes is not the kernel the DSL run ran, so only the
 #: refusal is compared: the pto-isa A5 no-split pipe gets one lane from lower-platform (what
 #: the refusal asks for), which leaves the layout misuse, not the lane one the run reports
 UNVERIFIED_DIFFERS = {("m22", "a5", "pto-isa")}
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+#: kernels with C++ on some combinations only: M28's one-lane pipe is a pto-isa A5 TPipe
+#: (test_a_one_lane_pipe_has_cpp_only_where_pto_isa_gives_one_lane)
+ONLY_ON = {"m28": [("a5", "pto-isa")]}
 FULL = os.environ.get("PTOPIPE_CPP_FULL") == "1"
 #: the kernels whose C++ runs by default (a C++ build each, the suite's CPU budget): a race, an event
 #: hang, a protocol error in a kernel verify-pipes refuses; every one with PTOPIPE_CPP_FULL=1
 DEFAULT_RUN = ("m9", "m12", "m25")
-RUNS = [(k, p, q) for k in CASES for p, q in (COMBOS if FULL else [CASES[k][3]]) if FULL or k in DEFAULT_RUN]
+RUNS = [(k, p, q) for k in CASES for p, q in (ONLY_ON.get(k, COMBOS) if FULL else [CASES[k][3]])
+        if FULL or k in DEFAULT_RUN]
 
 
 def where_line(name: str) -> int:
@@ -142,7 +147,7 @@ def written_cpp(program, platform, protocol, tmp_path, name):
         refused = e
         op = compile_program(program, platform, unverified_pipeline(), protocol=protocol)
     path = tmp_path / f"{name}_{platform}_{protocol}.cpp"
-    path.write_text(write_cpp(op, platform))
+    path.write_text(write_cpp(op, platform, protocol))
     return str(path), refused
 
 
@@ -264,3 +269,18 @@ def test_cli_check_of_the_written_cpp_names_the_dsl_line(cpp_cache, tmp_path, ca
     err = capfd.readouterr().err                # printed by the child process
     assert "DataRaceError" in err
     assert re.search(rf"written from the DSL line \S*dsl_misuse.py:{marked_line(D.m9_gm_race)}:\d+", err), err
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a2a3", "spec"), ("a5", "spec"), ("a5", "pto-isa")])
+def test_a_one_lane_pipe_has_cpp_only_where_pto_isa_gives_one_lane(platform, protocol):
+    """A ``lanes=1`` pipe (AIV0 its only peer) is a TPipe of one lane only for TILE_NO_SPLIT
+    under pto-isa on A5; elsewhere its C++ run would wait for AIV1, which runs nothing: the
+    writer refuses it at the init (the DSL run, which binds the pipe with one lane, runs it)."""
+    op = compile_program(D.m28_sync_period_credit(), platform, unverified_pipeline(), protocol=protocol)
+    if (platform, protocol) == ("a5", "pto-isa"):
+        assert "lanes = 1" in write_cpp(op, platform, protocol)
+        return
+    with pytest.raises(CompileError) as ei:
+        write_cpp(op, platform, protocol)
+    assert line_of(ei.value.where) == marked_line(D.m28_sync_period_credit, "# <- lanes"), str(ei.value)
+    assert "lanes=1 has no pto-isa C++ form" in ei.value.what and "drop lanes=1" in ei.value.fix
