@@ -37,7 +37,7 @@ def test_write_cpp_runs_like_the_example(cpp_cache, tmp_path, example, platform,
     program = m.KERNELS.source(**args) if hasattr(m, "KERNELS") else m.PROGRAM
     op = compile_program(program, platform, protocol=protocol)
     path = tmp_path / (example.replace("/", "_") + ".cpp")
-    path.write_text(write_cpp(op, platform))
+    path.write_text(write_cpp(op, platform, protocol))
     given = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
     got = run_cpp(str(path), given, platform=platform, protocol=protocol)
     want = m.golden(args)
@@ -102,7 +102,7 @@ def test_a_no_split_v2c_kernel_pushes_from_one_lane_in_cpp_too(cpp_cache, tmp_pa
     py = ptopipe.run(ks.aic, ks.aiv, {k: v.copy() for k, v in args.items()}, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(py["out"], want)
     path = tmp_path / "v2c_no_split.cpp"
-    path.write_text(write_cpp(compile_program(program, platform, protocol=protocol), platform))
+    path.write_text(write_cpp(compile_program(program, platform, protocol=protocol), platform, protocol))
     got = run_cpp(str(path), args, platform=platform, protocol=protocol)
     np.testing.assert_array_equal(got["out"], want)
     assert got.summary.cycles == py.summary.cycles
