@@ -53,15 +53,21 @@ NOT_EXPRESSIBLE = {
     "m16_teardown_hang": "setFreeStatus is not in the DSL",
     "m18_drain_leak": "setAllocateStatus is not in the DSL, and it needs a second (acknowledgement) pipe",
     "m19_tpipe_ctrl_pto_isa": "DIR_V2C_CTRL is not a DSL direction (control words have no DSL op)",
-    "m23_lane1_not_dispatched": "a DSL program always dispatches its Vector kernel on both lanes",
-    "m24_v2c_lane1_returns": "the DSL refuses a return that is not the last op of its block",
+    "m23_lane1_not_dispatched": "a DSL program's Vector kernel runs on both lanes (its C++ entry "
+                                "dispatches both); lanes=1 is the DSL's one-lane pipe",
+    "m24_v2c_lane1_returns": "the DSL refuses both forms of a lane that leaves the pipe alone: a return "
+                             "that is not its block's last op, and a pipe initialised inside an if",
     "m26_rings_overlap_across_cores": "GM ring placement and flag ids are the compiler's, and a DSL "
                                       "kernel initialises one pipe",
     "m27_staged_read_after_free": "the same DSL kernel as M3 (a popped tile read after its TFREE): dsl m3",
     "m32_lane_starvation": "two pipes of their own depths and slot sizes in one kernel (the 16-deep data "
                            "ring, AIV0's 2-deep token ring): a DSL kernel initialises one pipe",
 }
+#: misuse examples the DSL refuses as the program is made, where they are written
+REFUSED_BY_THE_DSL = {"m15_rebind_in_loop": "a pipe initialised inside a loop: a CompileError at that line "
+                                            "(test_a_pipe_initialised_in_a_loop_is_refused_at_its_line)"}
 __doc__ += "".join(f"\n* {k}: {v}" for k, v in sorted(NOT_EXPRESSIBLE.items()))
+__doc__ += "\n\nRefused by the DSL itself:" + "".join(f"\n* {k}: {v}" for k, v in REFUSED_BY_THE_DSL.items())
 
 #: DSL kernel -> (its builder, the function its "<- where" is in (or (function, marker)), the
 #: run's error class, its default platform / protocol, run options)
@@ -284,3 +290,12 @@ def test_a_one_lane_pipe_has_cpp_only_where_pto_isa_gives_one_lane(platform, pro
         write_cpp(op, platform, protocol)
     assert line_of(ei.value.where) == marked_line(D.m28_sync_period_credit, "# <- lanes"), str(ei.value)
     assert "lanes=1 has no pto-isa C++ form" in ei.value.what and "drop lanes=1" in ei.value.fix
+
+
+def test_every_misuse_example_is_a_dsl_kernel_here_or_listed_with_its_reason():
+    examples = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples", "misuse")) if re.match(r"m\d+_", f))
+    assert len(examples) >= 32
+    for ex in examples:
+        homes = [ex.split("_")[0] in CASES, ex in NOT_EXPRESSIBLE, ex in REFUSED_BY_THE_DSL]
+        assert homes.count(True) == 1, (ex, homes)
+    assert set(NOT_EXPRESSIBLE) | set(REFUSED_BY_THE_DSL) <= set(examples)
