@@ -18,7 +18,9 @@ from ..sim.location import SourceLoc
 PREFIX = "// dsl: "
 _ORIGIN = re.compile(r"//\s*dsl:\s*(.+?):(\d+):(\d+)\s*$")
 _ORIGIN_TAIL = re.compile(r"  //\s*dsl:\s*.+?:\d+:\d+[ \t]*$", re.M)
-_WHERE = re.compile(r"^(.*\.(?:cpp|cc|cxx|hpp|h)):(\d+)$")
+_CPP = r"\.(?:cpp|cc|cxx|hpp|h)"
+_WHERE = re.compile(rf"^(.*{_CPP}):(\d+)$")
+_CPP_LOC = re.compile(rf"(\S+{_CPP}):(\d+)\b")
 
 
 def mark(lines: list, loc) -> list:
@@ -53,14 +55,28 @@ def where_origin(where: str | None) -> str | None:
 
 
 def annotate(err) -> None:
-    """Add the DSL line of a ptopipe error at a line of written C++ to its details (and
-    ``err.dsl_where``); errors elsewhere are left as they are."""
-    dsl = where_origin(getattr(err, "where", None))
-    if dsl is None or getattr(err, "dsl_where", None) is not None:
+    """Add to a ptopipe error's details the DSL line of its ``where``, when that is a line of
+    written C++ (also as ``err.dsl_where``), and the DSL lines of the other lines of written
+    C++ its text names (the other access of a race, a TPOP a TFREE does not match ...); an
+    error naming no such line is left as it is.  Once per error."""
+    if getattr(err, "dsl_annotated", False) or not hasattr(err, "add_detail"):
         return
-    err.dsl_where = dsl
-    if hasattr(err, "add_detail"):
+    err.dsl_annotated = True
+    where = getattr(err, "where", None)
+    dsl = where_origin(where)
+    others = {}
+    for m in _CPP_LOC.finditer(str(err)):
+        at = f"{m.group(1)}:{m.group(2)}"
+        if at != where and at not in others:
+            origin = where_origin(at)
+            if origin is not None:
+                others[at] = origin
+    if dsl is not None:
+        err.dsl_where = dsl
         err.add_detail(f"written from the DSL line {dsl}")
+    if others:
+        err.add_detail("the other C++ lines named, written from: "
+                       + ", ".join(f"{at} <- {origin}" for at, origin in others.items()))
 
 
 def strip_origins(text: str) -> str:

@@ -135,7 +135,7 @@ def m9_gm_race():
     @pl.aic
     def cube(x: pl.Tensor[[2 * T, T], pl.f32], out: pl.Tensor[[2 * N * T, T], pl.f32]):
         a = pl.load(x, [0, 0], [T, T], space=pl.Mat)
-        pl.store(a, [0, 0], out)
+        pl.store(a, [0, 0], out)                      # <- other
     return pl.program(cube, vector, name="dsl_m9_gm_race")
 
 

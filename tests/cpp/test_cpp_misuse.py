@@ -275,6 +275,10 @@ def test_cli_check_of_the_written_cpp_names_the_dsl_line(cpp_cache, tmp_path, ca
     err = capfd.readouterr().err                # printed by the child process
     assert "DataRaceError" in err
     assert re.search(rf"written from the DSL line \S*dsl_misuse.py:{marked_line(D.m9_gm_race)}:\d+", err), err
+    # the race's other access: the Cube's TSTORE, on its own C++ line and DSL line
+    store = marked_line(D.m9_gm_race, "# <- other")
+    assert re.search(rf"the other C\+\+ lines named, written from: \S+m9_a2a3_spec.cpp:\d+ <- "
+                     rf"\S*dsl_misuse.py:{store}:\d+$", err, re.M), err
 
 
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a2a3", "spec"), ("a5", "spec"), ("a5", "pto-isa")])
