@@ -32,6 +32,10 @@ def add_parser(sub) -> None:
                         "the A5 no-split lane; default: pto-isa with --emit cpp, else spec)")
     p.add_argument("--passes", default=None, metavar="P1,P2,...",
                    help="the pipeline (default: every registered pass in pipeline order)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="leave verify-pipes out of the pipeline: write out a kernel its static proof "
+                        "refuses (a missing TPOP, a use after TFREE ...) to run it and see the misuse "
+                        "reported at run time, at its line")
     p.add_argument("--print-after-all", action="store_true",
                    help="print the IR after each pass")
     p.add_argument("--verify-each", action="store_true",
@@ -80,10 +84,10 @@ def programs_of(mod, variant: str | None = None) -> list:
     return found
 
 
-def _emit(kind: str, op, platform: str) -> str:
+def _emit(kind: str, op, platform: str, protocol: str) -> str:
     if kind == "cpp":
         from ..codegen import write_cpp
-        return write_cpp(op, platform)
+        return write_cpp(op, platform, protocol)
     if kind == "pto":
         from ..codegen import write_pto
         notes = []
@@ -96,7 +100,7 @@ def _emit(kind: str, op, platform: str) -> str:
 
 
 def main(args) -> int:
-    from ..passes import compile_program
+    from ..passes import compile_program, unverified_pipeline
     from ..report._io import check_output
     out = getattr(args, "output", None)
     if out is not None:
@@ -106,14 +110,19 @@ def main(args) -> int:
                               where="option -o", fix="write the output to another file")
     protocol = args.protocol or ("pto-isa" if args.emit == "cpp" else "spec")
     if args.file.endswith(".pto"):             # a PTO-AS file: read, through the platform passes
+        if getattr(args, "no_verify", False):
+            raise ConfigError("--no-verify is for DSL kernel files: a .pto file is always verified "
+                              "as it is read (it is run and checked as ptoas would take it)",
+                              where="option --no-verify", fix="leave --no-verify out for a .pto file")
         from ..codegen.pto_load import load_pto
         op, warnings, plat = load_pto(args.file, args.platform, protocol,
                                       verify_properties=args.verify_each or None)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
-        texts = [_emit(args.emit, op, plat)]
+        texts = [_emit(args.emit, op, plat, protocol)]
         return _write(texts, out)
     platform = args.platform or "a2a3"
+    passes = unverified_pipeline(args.passes) if getattr(args, "no_verify", False) else args.passes
     mod = load_module(args.file)
     progs = programs_of(mod, args.variant)
     if not progs:
@@ -124,7 +133,7 @@ def main(args) -> int:
         if args.print_after_all:
             print(f"// ===== {prog.sym_name} =====")
         warnings, remarks = [], Remarks()
-        op = compile_program(prog, platform, args.passes, protocol=protocol,
+        op = compile_program(prog, platform, passes, protocol=protocol,
                              print_after_all=args.print_after_all, stream=sys.stdout,
                              verify_properties=args.verify_each or None, warnings=warnings,
                              remarks=remarks)
@@ -133,7 +142,7 @@ def main(args) -> int:
         if getattr(args, "remarks", None):
             for r in remarks.select(args.remarks):
                 print(r.render(), file=sys.stderr)
-        texts.append(_emit(args.emit, op, platform))
+        texts.append(_emit(args.emit, op, platform, protocol))
     return _write(texts, out)
 
 

@@ -28,6 +28,7 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
 from ..ir.types import ScalarType, TensorType, TileValueType
 from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type
 from . import cpp_types as T
+from .cpp_origin import mark
 
 BY_DSL = {d.dsl: d for d in CATALOGUE.values() if d.dsl}
 #: the instructions whose pto-isa template arguments cannot be deduced from their operands
@@ -83,11 +84,13 @@ class KernelWriter:
         self.splits = set()
         self.views = {}            # C++ name of a DN column tile -> its row view's name
         self.data_lane = None      # the lane-0 condition of a two-lane TILE_NO_SPLIT AIV kernel
+        self.dynamic = set()       # tile values declared with a dynamic valid shape (empty on lane 1)
         for op in f.walk():
             if op.is_a(*CROSS_CORE_OPS) and op.split is not None:
                 self.splits.add(TileSplitAxis(op.split))
             if op.is_a(TPop):
                 self.pops.setdefault(ring_of(op), set()).add(op.split)
+        self.pushed = {op.tile for op in f.walk() if op.is_a(TPush)}
 
     # -- names and types ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -112,10 +115,29 @@ class KernelWriter:
             return self.alias(T.tensor_global(t), f"Gm_{'x'.join(map(str, t.shape))}_{t.dtype}")
         raise CompileError(f"type {t} has no pto-isa C++ object type")
 
+    def vtype(self, v) -> str:
+        """The C++ type of tile variable ``v`` (its declaration's)."""
+        if v in self.dynamic:
+            t = v.type
+            return self.alias(T.tile_type(t, self.platform, dynamic_valid=True), T.tile_alias(t) + "_dyn")
+        return self.ttype(v.type)
+
+    def declaration(self, v, name: str) -> str:
+        """The declaration of tile variable ``v``.  In a two-lane TILE_NO_SPLIT AIV kernel a
+        tile it TPUSHes has a dynamic valid shape, empty on AIV1: AIV1 pushes an empty tile
+        (the handshake, no data), as the simulator's lane-1 replay does - a full one would be a
+        second writer of the whole slot (pto-isa's no-split TPUSH has one writer)."""
+        if self.data_lane is not None and v in self.pushed:
+            self.dynamic.add(v)
+            r, c = v.type.shape
+            lane0 = "get_subblockid() == 0"
+            return f"    {self.vtype(v)} {name}({lane0} ? {r} : 0, {lane0} ? {c} : 0);"
+        return f"    {self.vtype(v)} {name};"
+
     def handle(self, v, hint: str) -> str:
         """Declare (at the top) a tile variable for ``v`` with no address of its own."""
         name = self.names[v] = self.fresh(v.name or hint)
-        self.decls.append(f"    {self.ttype(v.type)} {name};")
+        self.decls.append(f"    {self.ttype(v.type)} {name};")       # a handle: bound by = or TPOP
         return name
 
     def define(self, v, op, ind: str) -> tuple:
@@ -130,9 +152,9 @@ class KernelWriter:
         mem, addr = place
         rot = self.lay.rotations.get(d)
         name = self.names[v] = self.fresh(v.name or "tmp")
-        self.decls.append(f"    {self.ttype(v.type)} {name};")
+        self.decls.append(self.declaration(v, name))
         if rot is None:
-            self.decls.append(f"    TASSIGN({name}, {addr:#x});  // {mem}")
+            self.decls += mark([f"    TASSIGN({name}, {addr:#x});  // {mem}"], op.loc)
             return name, []
         table, turn = self.fresh(name + "_addrs"), self.fresh(name + "_turn")
         self.decls += [f"    const uint32_t {table}[{len(rot)}] = {{{', '.join(f'{a:#x}' for a in rot)}}};"
@@ -232,6 +254,12 @@ class KernelWriter:
         return out
 
     def op(self, op, ind) -> list:
+        """The C++ lines of ``op``, each statement ending with its DSL line (a loop / branch
+        marks its own header lines; its body's ops mark theirs)."""
+        lines = self.statement(op, ind)
+        return lines if op.__class__ in (ForOp, IfOp) else mark(lines, op.loc)
+
+    def statement(self, op, ind) -> list:
         n, cls = op.name, op.__class__
         if cls is YieldOp:
             return []                               # written by the loop / branch (yields)
@@ -325,7 +353,7 @@ class KernelWriter:
             return [f"{ind}TFREE<{ptype}, {sp}>({pvar});"]
         if op.is_a(TPush):
             v = op.tile
-            return [f"{ind}TPUSH<{ptype}, {self.ttype(v.type)}, {sp}>({pvar}, {self.names[v]});"]
+            return [f"{ind}TPUSH<{ptype}, {self.vtype(v)}, {sp}>({pvar}, {self.names[v]});"]
         r = op.results[0]
         if isinstance(r.type, TileValueType):     # TPOP of a tile: bound to its slot by TPOP
             tname = self.handle(r, "popped")
@@ -405,7 +433,7 @@ class KernelWriter:
         mem, addr = self.lay.scratch[op]
         name = self.fresh(f"{r.name or 'reduce'}_tmp")
         t = scratch_type(op.name[3:], src.type)
-        self.decls += [f"    {self.ttype(t)} {name};", f"    TASSIGN({name}, {addr:#x});  // {mem}"]
+        self.decls += [f"    {self.ttype(t)} {name};"] + mark([f"    TASSIGN({name}, {addr:#x});  // {mem}"], op.loc)
         return name
 
     # -- control flow ------------------------------------------------------------------------
@@ -426,6 +454,9 @@ class KernelWriter:
         term = list(blk)[-1] if len(list(blk)) else None
         if term is None or not term.is_a(YieldOp) or len(term.operands) != len(targets):
             return []
+        return mark(self.assign_yields(term, targets, ind), term.loc)
+
+    def assign_yields(self, term, targets, ind) -> list:
         srcs = [self.value(v) for v in term.operands]
         pairs = [(t, s) for t, s in zip(targets, srcs) if t != s]
         if any(s in targets for _t, s in pairs):  # a swap: read every value first
@@ -440,7 +471,7 @@ class KernelWriter:
         iv, *iters = blk.args
         out = []
         for a, init in zip(iters, inits):
-            out += self.carried(a, self.value(init), ind, "carried")
+            out += mark(self.carried(a, self.value(init), ind, "carried"), op.loc)
         for r, a in zip(op.results, iters):
             self.names[r] = self.names[a]
         ivn = self.names[iv] = self.fresh(iv.name or "i")
@@ -450,7 +481,7 @@ class KernelWriter:
             cond = f"({st} > 0 ? {ivn} < {self.expr(stop)} : {ivn} > {self.expr(stop)})"
         elif int(st) <= 0:
             raise err(f"a loop with step {st}: only positive constant steps have a C++ for", op)
-        out.append(f"{ind}for (int64_t {ivn} = {self.expr(start)}; {cond}; {ivn} += {st}) {{")
+        out += mark([f"{ind}for (int64_t {ivn} = {self.expr(start)}; {cond}; {ivn} += {st}) {{"], op.loc)
         out += self.block(blk, ind + "    ")
         out += self.yields(blk, [self.names[a] for a in iters], ind + "    ")
         return out + [f"{ind}}}"]
@@ -458,9 +489,9 @@ class KernelWriter:
     def branch(self, op, ind) -> list:
         out = []
         for r in op.results:
-            out += self.carried(r, None, ind, "result")
+            out += mark(self.carried(r, None, ind, "result"), op.loc)
         targets = [self.names[r] for r in op.results]
-        out.append(f"{ind}if ({self.expr(op.cond)}) {{")
+        out += mark([f"{ind}if ({self.expr(op.cond)}) {{"], op.loc)
         then, els = op.then_block, op.else_block
         out += self.block(then, ind + "    ") + self.yields(then, targets, ind + "    ")
         body = self.block(els, ind + "    ") + self.yields(els, targets, ind + "    ")

@@ -66,9 +66,11 @@ def ident(name: str) -> str:
     return s + "_" if s in CPP_WORDS else s
 
 
-def tile_type(t: TileValueType, platform: str | None = None) -> str:
-    """``Tile<TileType::X, T, R, C, BLayout::B, R, C[, SLayout::S, fractal]>`` of a tile type."""
-    r, c = t.shape
+def tile_type(t: TileValueType, platform: str | None = None, dynamic_valid: bool = False) -> str:
+    """``Tile<TileType::X, T, R, C, BLayout::B, R, C[, SLayout::S, fractal]>`` of a tile type
+    (``dynamic_valid``: the valid shape ``-1, -1``, pto-isa's DYNAMIC, given when the tile is
+    constructed)."""
+    r, c = ("-1", "-1") if dynamic_valid else t.shape
     lay = t.written_layout(platform)
     sr, sc = t.static_shape             # padded to whole 32-byte rows (ND) / columns (DN)
     head = (f"Tile<TileType::{t.space.value}, {ctype(t.dtype)}, {sr}, {sc}, "

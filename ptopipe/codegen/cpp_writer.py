@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import CallOp, ProgramOp, ReturnOp
+from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ProgramOp, ReturnOp
 from . import cpp_types as T
 from .cpp_kernel import KernelWriter, err, params
 
@@ -64,10 +64,12 @@ def _funcs(program_op) -> list:
     return list(program_op.body)
 
 
-def write_cpp(program_op, platform=None) -> str:
+def write_cpp(program_op, platform=None, protocol: str | None = None) -> str:
     """The pto-isa C++ source of a compiled program (see the module doc).  ``platform`` (a
     name or a Platform; default: the program's ``platform`` attribute) must be the one the
-    program was compiled for."""
+    program was compiled for; ``protocol`` is the one its runs follow (default pto-isa: the C++
+    is pto-isa's) - a one-lane pipe (``lanes=1``) is written only where that protocol gives a
+    TILE_NO_SPLIT pipe one lane."""
     want = getattr(platform, "name", platform)
     have = program_op.platform
     if have is None:
@@ -78,6 +80,7 @@ def write_cpp(program_op, platform=None) -> str:
         raise CompileError(f"the program was compiled for {have}, not {want}",
                            fix=f"compile it with platform={want!r}, or write it for {have}")
     fns = _funcs(program_op)
+    _check_one_lane_pipes(fns, have, protocol)
     kinds = {f.sym_name: f.kind for f in fns}
     called = {op.callee for f in fns if kinds[f.sym_name] is FunctionKind.Group
               for op in f.walk() if op.is_a(CallOp)}
@@ -95,6 +98,27 @@ def write_cpp(program_op, platform=None) -> str:
                       "AIC, AIV and Group functions have pto-isa C++", f,
                       "compile the program (ExpandMixedKernel splits mixed functions)")
     return "\n".join(out)
+
+
+def _check_one_lane_pipes(fns, platform: str, protocol: str | None) -> None:
+    """A pipe with ``lanes=1`` (AIV0 its only Vector peer) is a TPipe whose runs take one lane
+    only where the protocol model says so (``nosplit_lane0``: pto-isa on A5); elsewhere the
+    C++ TPipe has both lanes, AIV1 runs nothing and the first handshake waits for it forever -
+    a CompileError at the init instead."""
+    from ..arch import get_platform
+    from ..arch.vocab import Protocol
+    from ..protocol.model import model_for, platform_kind
+    proto = Protocol(protocol or Protocol.PTO_ISA.value)
+    if model_for(proto, platform_kind(get_platform(platform))).nosplit_lane0:
+        return
+    for f in fns:
+        for op in f.walk():
+            if op.is_a(*INITIALIZE_PIPE) and op.lanes == 1:
+                raise err(f"{op.call_name} with lanes=1 has no pto-isa C++ form on {platform} under "
+                          f"{proto.value}: the TPipe takes both Vector lanes in every handshake there "
+                          "(one lane only for TILE_NO_SPLIT under pto-isa on A5), and AIV1 runs nothing", op,
+                          "drop lanes=1 (AIV1 then replays the handshakes of a no-split kernel with empty "
+                          "tiles), or compile for a5 with protocol pto-isa")
 
 
 def _group(f, kinds) -> str:

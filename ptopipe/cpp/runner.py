@@ -119,7 +119,8 @@ def in_child(work, timeout: float | None = DEFAULT_TIMEOUT, what: str = "the C++
     """``work(crash_fd)`` run in a forked child; its (picklable) return value, or the error it
     raised, re-raised here.  A child killed by a signal is a KernelError naming the signal and
     the last instruction's C++ line (which the library writes on ``crash_fd``); one running
-    past ``timeout`` + :data:`GRACE` seconds is killed and reported the same way."""
+    past ``timeout`` + :data:`GRACE` seconds is killed and reported the same way.  An error
+    at a line of C++ that ptopipe wrote from a DSL kernel also names that DSL line."""
     res_r, res_w = os.pipe()
     crash_r, crash_w = os.pipe()
     sys.stdout.flush()
@@ -180,9 +181,18 @@ def in_child(work, timeout: float | None = DEFAULT_TIMEOUT, what: str = "the C++
     if data and not killed:
         kind, value = pickle.loads(data)
         if kind == "error":
-            raise _unpack_error(value)
+            raise _located(_unpack_error(value))
         return value
-    raise _crash_error(status, crash.decode(errors="replace"), killed, timeout, what)
+    raise _located(_crash_error(status, crash.decode(errors="replace"), killed, timeout, what))
+
+
+def _located(e: BaseException) -> BaseException:
+    """``e`` with the DSL line of its C++ line, when the C++ was written by ``ptopipe compile
+    --emit cpp`` (:mod:`ptopipe.codegen.cpp_origin`)."""
+    if getattr(e, "where", None):
+        from ..codegen.cpp_origin import annotate
+        annotate(e)
+    return e
 
 
 def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> KernelError:

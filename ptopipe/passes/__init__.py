@@ -9,7 +9,7 @@ from . import (allocate_flags, allocate_memory, expand_mixed, insert_tfree, lowe
 from .properties import IRProperty
 from .remarks import Remark, RemarkKind, Remarks
 from .manager import (CANONICAL_ORDER, FRONT_END, REGISTRY, PassContext, PassInfo, PassManager,
-                      compile_program, default_pipeline, parse_pipeline, register)
+                      compile_program, default_pipeline, parse_pipeline, register, unverified_pipeline)
 
 for _p in (expand_mixed, insert_tfree, skew_push_ahead, pipeline_loops, verify_pipes, allocate_memory, resolve_peers,
            allocate_flags, lower_platform, validate):
@@ -17,4 +17,4 @@ for _p in (expand_mixed, insert_tfree, skew_push_ahead, pipeline_loops, verify_p
 
 __all__ = ["CANONICAL_ORDER", "FRONT_END", "IRProperty", "PassContext", "PassInfo", "PassManager", "REGISTRY",
            "Remark", "RemarkKind", "Remarks", "compile_program", "default_pipeline", "parse_pipeline",
-           "register", "verify_pipes"]
+           "register", "unverified_pipeline", "verify_pipes"]

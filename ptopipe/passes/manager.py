@@ -149,6 +149,21 @@ class PassContext:
     remarks: Remarks = field(default_factory=Remarks)
 
 
+def unverified_pipeline(passes=None) -> tuple:
+    """The pass names of pipeline ``passes`` (names, ``"a,b"`` text, or None for the default)
+    without VerifyPipes' static proof: what ``ptopipe compile --no-verify`` runs, to write out
+    a kernel that proof refuses - its misuse is then reported when the output runs, at the
+    line it is on."""
+    from .verify_pipes import NAME as VERIFY_PIPES
+    if passes is None:
+        names = list(default_pipeline())
+    elif isinstance(passes, str):
+        names = [p.name for p in parse_pipeline(passes)]
+    else:
+        names = [p if isinstance(p, str) else pass_info(p).name for p in passes]
+    return tuple(n for n in names if n != VERIFY_PIPES)
+
+
 def _lookup(name: str) -> PassInfo:
     info = REGISTRY.get(name)
     if info is None:

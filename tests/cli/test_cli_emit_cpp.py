@@ -71,7 +71,7 @@ def test_a_failing_write_leaves_the_old_file(tmp_path, monkeypatch, capsys):
     import ptopipe.codegen as codegen
     from ptopipe.errors import CompileError
 
-    def boom(op, platform):
+    def boom(op, platform, protocol=None):
         raise CompileError("pl.call has no pto-isa C++ form in the C++ writer", where="k.py:3:5")
     monkeypatch.setattr(codegen, "write_cpp", boom)
     out = tmp_path / "k.cpp"
@@ -141,3 +141,19 @@ def test_the_file_appears_only_whole(tmp_path, monkeypatch):
     assert cli_main(["compile", S1, "--emit", "cpp", "-o", str(out)]) == 130
     assert out.read_text() == "old\n" and os.listdir(tmp_path) == ["k.cpp"]
     assert seen == [_want("a2a3")]                      # the temporary held the whole C++
+
+
+def test_no_verify_writes_a_kernel_the_static_proof_refuses(tmp_path, capsys):
+    """--no-verify leaves verify-pipes out: the kernel it refuses (a TFREE whose split is not
+    its TPOP's, tests/cpp/dsl_misuse.py) is written out, each statement naming its DSL line."""
+    k = tmp_path / "k.py"
+    k.write_text("from dsl_misuse import m25_free_split\nPROGRAM = m25_free_split()\n")
+    out = tmp_path / "k.cpp"
+    assert cli_main(["compile", str(k), "--emit", "cpp", "-o", str(out)]) == 1
+    assert "TFREE gives split TILE_UP_DOWN" in capsys.readouterr().err and not out.exists()
+    assert cli_main(["compile", str(k), "--emit", "cpp", "--no-verify", "-o", str(out)]) == 0
+    (free,) = [ln for ln in out.read_text().splitlines() if "TFREE<" in ln]
+    assert "TileSplitAxis::TILE_UP_DOWN>(pipe);" in free and "dsl_misuse.py:" in free
+    pto = os.path.join(ROOT, "tests", "pto", "nosplit_c2v_a5.pto")
+    assert cli_main(["compile", pto, "--emit", "cpp", "--no-verify"]) == 1
+    assert "--no-verify is for DSL kernel files" in capsys.readouterr().err

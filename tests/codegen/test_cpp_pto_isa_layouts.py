@@ -19,6 +19,7 @@ from ptopipe.arch.vocab import LEFT_LAYOUT, TileLayout, TileType, default_layout
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
+from ptopipe.codegen.cpp_origin import strip_origins
 from ptopipe.codegen import cpp_types as T
 from ptopipe.ir.layout import read_layout
 from plans import named as named_plan
@@ -31,7 +32,7 @@ FA = {d: ROOT / "examples" / d / "fa_forward.py" for d in ("mixed", "dsl")}
 
 def _cpp(path, platform):
     op = compile_program(programs_of(load_module(str(path)))[0], platform, protocol="pto-isa")
-    return op, write_cpp(op, platform)
+    return op, strip_origins(write_cpp(op, platform))      # the C++ alone
 
 
 @pytest.mark.parametrize("shape,dtype,rows", [((8, 1), "f32", 8), ((4, 1), "f32", 8), ((16, 1), "f32", 16),

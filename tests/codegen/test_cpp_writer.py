@@ -2,7 +2,7 @@
 writes: the TPipe template arguments are the init op's attributes, each kernel's call
 sequence is its op sequence, every TASSIGN is the allocator's address, the A2A3 / A5
 variants differ where they must, the text is balanced and (with g++ / clang++ on the
-machine) type-checks against the mock header tests/cpp_mock/pto/pto-inst.hpp."""
+machine) type-checks against the mock header tests/cpp/cpp_mock/pto/pto-inst.hpp."""
 from __future__ import annotations
 
 import functools
@@ -18,6 +18,7 @@ from ptopipe.arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis
 from ptopipe.cli.compile import programs_of
 from ptopipe.cli.loader import load_module
 from ptopipe.codegen import write_cpp
+from ptopipe.codegen.cpp_origin import strip_origins
 from ptopipe.errors import CompileError
 from ptopipe.ir.layout import read_layout
 from plans import named as named_plan
@@ -25,7 +26,7 @@ from ptopipe.ir.vocab import FunctionKind
 from ptopipe.passes import compile_program
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MOCK = os.path.join(ROOT, "tests", "cpp_mock")
+MOCK = os.path.join(ROOT, "tests", "cpp", "cpp_mock")
 S1, S4, FA = (os.path.join(ROOT, "examples", "mixed", f + ".py")
               for f in ("s1_cv_split", "s4_both_ways", "fa_forward"))
 S2 = os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")
@@ -44,7 +45,7 @@ def compiled(path: str, platform: str, protocol: str = "spec"):
     """(compiled op program, its C++) of the one program of an example file."""
     (prog,) = programs_of(load_module(path))
     op = compile_program(prog, platform, protocol=protocol)
-    return op, write_cpp(op, platform)
+    return op, strip_origins(write_cpp(op, platform))     # the C++ alone (DSL lines: tests/cpp)
 
 
 def kernels(op) -> list:
@@ -410,7 +411,7 @@ def _branchy():
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_branch_results_carried_scalars_and_index_math(platform, tmp_path):
     op = compile_program(_branchy(), platform)
-    cpp = write_cpp(op, platform)
+    cpp = strip_origins(write_cpp(op, platform))
     aic, aiv = section(cpp, "k_aic"), section(cpp, "k_aiv")
     assert "int64_t flag," in cpp
     assert re.search(r"if \(\(flag > 0\)\) \{\n\s+TMATMUL\(acc1, x, y\);\n\s+acc = acc1;\n\s+\} else \{", aic)
@@ -480,3 +481,19 @@ def test_narrow_tiles_are_declared_padded_to_32_byte_rows(tmp_path):
             out = tmp_path / f"n_{plat}.cpp"
             out.write_text(cpp)
             _type_checks(out)
+
+
+def test_a_tile_pushed_by_a_two_lane_no_split_kernel_is_empty_on_aiv1(tmp_path):
+    """AIV1 replays a TILE_NO_SPLIT kernel's TPUSHes with an empty tile: the pushed tile has a
+    DYNAMIC valid shape, 0 x 0 on sub-block 1 (tests/cpp/test_cpp_roundtrip.py runs it)."""
+    from test_cpp_roundtrip import v2c_no_split_program
+    cpp = strip_origins(write_cpp(compile_program(v2c_no_split_program(), "a2a3"), "a2a3"))
+    assert "using TileVec_16x16_f32_dyn = Tile<TileType::Vec, float, 16, 16, BLayout::RowMajor, -1, -1>;" in cpp
+    assert re.search(r"TileVec_16x16_f32_dyn (\w+)\(get_subblockid\(\) == 0 \? 16 : 0, "
+                     r"get_subblockid\(\) == 0 \? 16 : 0\);", cpp), cpp
+    assert "TPUSH<Pipe, TileVec_16x16_f32_dyn, TileSplitAxis::TILE_NO_SPLIT>(pipe, " in cpp
+    if CXX is None:
+        pytest.skip("no C++ compiler on this machine")
+    src = tmp_path / "k.cpp"
+    src.write_text(cpp)
+    _type_checks(src)

@@ -6,6 +6,7 @@
 // equal byte size; the *_GM directions on A5 only: compile with -DPTO_NPU_ARCH_A5).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #define AICORE
 #define __global__
@@ -50,6 +51,10 @@ struct Tile {
     static constexpr int Rows = R, Cols = C, ValidRow = VR, ValidCol = VC, Bytes = R * C * int(sizeof(T));
     using DType = T;
     T *data() { return nullptr; }
+    Tile() = default;
+    // pto_tile.hpp: the valid shape is given at construction only when it is DYNAMIC (-1)
+    template <int VR_ = VR, int VC_ = VC, typename = std::enable_if_t<VR_ == -1 && VC_ == -1>>
+    Tile(unsigned valid_rows, unsigned valid_cols) {}
 };
 
 template <int... N> struct Shape { static_assert(sizeof...(N) == 5, "Shape has 5 dims"); };

@@ -1,4 +1,4 @@
-"""Hand-written pto-isa C++ kernels (tests/cpp_kernels/, in the style of pto-isa's CPU-simulator
+"""Hand-written pto-isa C++ kernels (tests/cpp/cpp_kernels/, in the style of pto-isa's CPU-simulator
 tpushpop tests) run on ptopipe's cluster through ptopipe's headers: a correct one matches numpy
 on both platforms and protocols; broken ones are reported with the right error class at the
 exact C++ line; a compile error carries the compiler's diagnostics at the user's line; a
@@ -19,10 +19,10 @@ from ptopipe.errors import (CompileError, ConfigError, DataRaceError, DeadlockEr
                             MemoryConflictError, ProtocolError)
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from layers import ROOT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KDIR = os.path.join(HERE, "cpp_kernels")
-ROOT = os.path.dirname(HERE)
 
 
 def kernel(name: str) -> str:
