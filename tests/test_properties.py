@@ -76,7 +76,9 @@ def _play(prog, operands, fast: bool, timing: bool, trace: bool, budget: int):
         err = (str(e.what), len(ends))
     return {"ends": ends, "err": err, "clock": core.clock, "pipe_free": list(core.pipe_free),
             "busy": list(core.busy), "instructions": core.instructions,
-            "tiles": [(t.ready_at, t.read_end) for t in tiles], "trace": cl.trace}
+            "tiles": [(t.ready_at, t.read_end) for t in tiles],
+            # (without ``loc``: the two forms are called from different lines of this file)
+            "trace": cl.trace and [i._replace(loc=None) for i in cl.trace]}
 
 
 @PROPS

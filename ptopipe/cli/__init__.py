@@ -17,7 +17,7 @@ from .._startup import interrupted, release
 from .common import validate
 from .errors import report_exception
 
-SUBCOMMANDS = ["run", "check", "trace", "sweep", "compile"]
+SUBCOMMANDS = ["run", "check", "trace", "sweep", "compile", "mutate"]
 
 
 def build_parser() -> argparse.ArgumentParser:

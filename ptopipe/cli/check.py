@@ -63,6 +63,8 @@ def add_parser(sub) -> None:
     add_werror(p)
     bounds.add_arguments(p)
     add_launches(p)
+    from .engine import add_arguments as add_engine_arguments
+    add_engine_arguments(p)
     p.set_defaults(func=main)
 
 

@@ -1,17 +1,23 @@
 """``ptopipe check PATH...`` over a kernel library: files and directories (every ``.pto``
 and every ``.py`` that defines a ``SCENARIO``, not ``_``-prefixed), each checked as
-``ptopipe check FILE`` would, one summary table at the end, ``--junit OUT.xml`` for CI
-systems, exit status 1 if anything failed.  A file that cannot be read is a failed row, and
-the library goes on."""
+``ptopipe check FILE`` would - the files in parallel on ``--engine local|ray``
+(:mod:`.engine`), each file's output printed in file order - one summary table at the end,
+``--junit OUT.xml`` for CI systems, exit status 1 if anything failed.  A file that cannot be
+read is a failed row, and the library goes on."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
+from typing import NamedTuple
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import ConfigError, PtoPipeError
 from ..report._io import write_atomic
+from . import bounds
+from .engine import run_units
 from .errors import color, describe_exception, report_exception
 from .loader import check_kernel_file
 from .progress import Progress
@@ -51,29 +57,25 @@ def _defines_scenario(path: str) -> bool:
 
 
 def check_library(args, check_one) -> int:
-    """``check_one(file_args, reports)`` for each kernel file, a summary table, JUnit XML."""
+    """``check_one(file_args, reports)`` for each kernel file - on ``args.engine``, each
+    file's output captured and printed in file order - then a summary table, JUnit XML."""
     files = kernel_files(args.paths)
-    reports = []
+    bounds.run_kwargs(args)             # the command's --timeout deadline, shared by every file
     bar = Progress("kernel files", len(files))
-    for i, f in enumerate(files):
-        bar.step(i)
-        fargs = argparse.Namespace(**vars(args))
-        fargs.file, fargs.library = f, True
-        before = len(reports)
+    units = [FileUnit(f, _file_args(args, f), check_one) for f in files]
+    try:
+        done = run_units(check_file_unit, units, _lost, args, lambda k, n: bar.step(k))
+    finally:
+        bar.close()
+    reports = []
+    for unit, (rows, out, err) in zip(units, done):
         if not args.json:               # the file the notes / warnings below belong to
-            print(f"-- {f}", file=sys.stderr, flush=True)
-        try:
-            check_one(fargs, reports)
-        except PtoPipeError as e:
-            if not args.json:
-                print(f"{color('FAIL', '1;31', sys.stdout)} {f}: {type(e).__name__}", flush=True)
-                report_exception(e)
-            reports.append({"scenario": os.path.basename(f), "variant": "-", "platform": args.platform,
-                            "protocol": args.protocol, "runs": 0, "passed": 0,
-                            "failure": describe_exception(e)})
-        for r in reports[before:]:
-            r["file"] = f
-    bar.close()
+            print(f"-- {unit.path}", file=sys.stderr, flush=True)
+        sys.stdout.write(out)
+        sys.stdout.flush()
+        sys.stderr.write(err)
+        sys.stderr.flush()
+        reports.extend(rows)
     if args.json:
         from .check import print_json
         print_json(args, reports)
@@ -82,6 +84,49 @@ def check_library(args, check_one) -> int:
     if getattr(args, "junit", None):
         write_atomic(args.junit, junit(reports).encode())
     return 1 if any(r["failure"] for r in reports) else 0
+
+
+class FileUnit(NamedTuple):
+    """One kernel file of a library: its path, its options, the check to run on it."""
+    path: str
+    args: dict
+    check_one: object
+
+
+def _file_args(args, path: str) -> dict:
+    kept = {k: v for k, v in vars(args).items() if k not in ("func", "json_stream")}
+    return dict(kept, file=path, library=True)
+
+
+def check_file_unit(unit: FileUnit) -> tuple:
+    """``(report rows, stdout text, stderr text)`` of checking one file (an engine's unit:
+    its output captured, so that the files' outputs come out in order)."""
+    fargs = argparse.Namespace(**unit.args)
+    rows: list = []
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            unit.check_one(fargs, rows)
+        except PtoPipeError as e:
+            if not fargs.json:
+                print(f"{color('FAIL', '1;31', sys.stdout)} {unit.path}: {type(e).__name__}", flush=True)
+                report_exception(e)
+            rows.append({"scenario": os.path.basename(unit.path), "variant": "-",
+                         "platform": fargs.platform, "protocol": fargs.protocol, "runs": 0,
+                         "passed": 0, "failure": describe_exception(e)})
+    for r in rows:
+        r["file"] = unit.path
+    return rows, out.getvalue(), err.getvalue()
+
+
+def _lost(unit: FileUnit, error: BaseException) -> tuple:
+    """The row of a file whose worker died, and died again when retried."""
+    what = f"the worker process checking this file died, and again when retried ({type(error).__name__})"
+    row = {"scenario": os.path.basename(unit.path), "variant": "-", "platform": unit.args.get("platform"),
+           "protocol": unit.args.get("protocol"), "runs": 0, "passed": 0, "file": unit.path,
+           "failure": {"error": "WorkerLost", "what": what, "where": unit.path, "fix": None,
+                       "details": str(error).splitlines()[0] if str(error) else None, "findings": []}}
+    return [row], "", f"{color('FAIL', '1;31', sys.stderr)} {unit.path}: {what}\n"
 
 
 def summary(reports: list) -> str:

@@ -65,7 +65,10 @@ def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def load_module(path: str):
+def load_module(path: str, source: str | None = None, bindings: dict | None = None):
+    """The kernel file ``path`` imported as a module; with ``source``, that text instead of
+    the file's (a variant of the file, e.g. a mutant: its code and errors still name
+    ``path`` and its lines), with ``bindings`` set in its globals first."""
     check_kernel_file(path)
     if not path.endswith(".py"):
         raise ConfigError(f"{path} is not a Python file", where="argument FILE",
@@ -74,11 +77,15 @@ def load_module(path: str):
     name = "ptopipe_kernel_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    mod.__dict__.update(bindings or {})
     sys.modules[name] = mod
     d = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, d)
     try:
-        spec.loader.exec_module(mod)
+        if source is None:
+            spec.loader.exec_module(mod)
+        else:
+            exec(compile(source, path, "exec", dont_inherit=True), mod.__dict__)
     except SyntaxError as e:
         raise ConfigError(f"syntax error in {path}: {e.msg}",
                           where=f"{e.filename or path}:{e.lineno}" if e.lineno else path,
@@ -89,8 +96,10 @@ def load_module(path: str):
     return mod
 
 
-def load_scenarios(path: str) -> list:
-    mod = load_module(path)
+def load_scenarios(path: str, source: str | None = None, bindings: dict | None = None) -> list:
+    """The Scenarios the kernel file defines (``SCENARIO`` first); ``source`` and
+    ``bindings`` as for :func:`load_module`."""
+    mod = load_module(path, source, bindings)
     found = []
     sc = getattr(mod, "SCENARIO", None)
     if isinstance(sc, Scenario):

@@ -2,7 +2,8 @@
 
 One process per core, one thread per pipe (plus an ``issue`` thread showing when the
 core's instruction issue was held by a flag or an event), a complete ("X") event per
-instruction with its args (tile shape, dtype, ring, slot, tag, push/pop index), flow
+instruction with its args (tile shape, dtype, ring, slot, tag, push/pop index, and ``loc``:
+the kernel's ``file:line`` that issued it - also on each wait), flow
 arrows from every TPUSH to the TPOP(s) that consume it and from every TFREE to the TPUSH
 whose free-slot wait it satisfies, and a counter track per ring with its slot occupancy.
 
@@ -90,9 +91,9 @@ def _events(tl: Timeline):
     # the k-th TPUSH / TPOP / TALLOC / (real) TFREE of a core on a ring: "index" k
     rings = {r.name for r in tl.rings}
     ordinal = {}
-    head, argj = {}, {}
+    head, argj, locj = {}, {}, {}
     for ins in tl.instrs:
-        core, pipe, name, start, end, args = ins
+        core, pipe, name, start, end, args, loc = ins
         key = (core, pipe, name)
         pre = head.get(key)
         if pre is None:
@@ -113,6 +114,8 @@ def _events(tl: Timeline):
             k = ordinal.get(okey, 0)
             ordinal[okey] = k + 1
             aj = f'{aj[:-1]},"index":{k}}}'
+        if loc is not None:
+            aj = _with_loc(aj, loc, locj)
         yield f"{pre[0]}{start},\"dur\":{end - start}{pre[1]}{aj}}}"
     hargs = {}
     for h in tl.holds:
@@ -120,6 +123,8 @@ def _events(tl: Timeline):
         aj = hargs.get(key)
         if aj is None:
             aj = hargs[key] = _dumps(_hold_args(h.kind, h.what))
+        if h.loc is not None:
+            aj = _with_loc(aj, h.loc, locj)
         yield (f'{{"ph":"X","name":{_dumps("wait " + h.kind)},"cat":"wait","ts":{h.start},'
                f'"dur":{h.end - h.start},"pid":{_pid(h.core)},"tid":{ISSUE_TID},"args":{aj}}}')
     fid = 0
@@ -142,6 +147,15 @@ def _events(tl: Timeline):
         pre = f'{{"ph":"C","name":{_dumps(r.name + " occupancy")},"ts":'
         for t, n in r.occupancy:
             yield f'{pre}{t},"pid":{RING_PID},"tid":0,"args":{{"slots":{n}}}}}'
+
+
+def _with_loc(aj: str, loc, cache: dict) -> str:
+    """Args JSON ``aj`` (an object) with the kernel line ``"loc": "file:line"`` added (each
+    location encoded once)."""
+    lj = cache.get(loc)
+    if lj is None:
+        lj = cache[loc] = ',"loc":' + _dumps(str(loc)) + "}"
+    return aj[:-1] + lj if aj != "{}" else "{" + lj[1:]
 
 
 def _core_meta(name: str, c: int, pipes: list) -> list:

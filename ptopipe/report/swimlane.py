@@ -29,6 +29,8 @@ PIPE_COLORS = {"M": "#d62728", "V": "#1f77b4", "MTE2": "#2ca02c", "MTE3": "#9467
                "MTE1": "#ff7f0e", "FIX": "#8c564b", "S": "#7f7f7f"}
 WAIT_COLORS = {"ready": "#fdae6b", "free": "#fb6a4a", "event": "#bdbdbd", "flag": "#bdbdbd"}
 _RING_OPS = ("TPUSH", "TPOP", "TFREE", "TALLOC")
+LABEL_W, LANE_H, LANE_GAP, RING_H = 120, 16, 3, 40   # drawing geometry in pixels
+ARROW_CAP = 400      # TPUSH -> TPOP arrows drawn only while at most this many are in view
 _GAP_PX = 0.5        # items closer than this merge into one bar ...
 _BAR_PX = 4.0        # ... while the bar stays narrower than this
 # so a lane has at most plot_px / _GAP_PX + 2 * plot_px / _BAR_PX + 1 bars: every bar but the
@@ -124,10 +126,15 @@ def _tip(lane: Lane, b: Bar, core_name: str) -> str:
         what = "waits" if lane.label.endswith(" issue") else "instructions"
         width = max(b.end - b.start, 1)
         return f"{b.n} {what} {b.start}-{b.end}, busy {b.busy} cycles ({b.busy / width:.0%})"
+    at = f" at {rec.loc}" if rec.loc is not None else ""
     if isinstance(rec, Hold):
-        return f"{core_name} issue waits ({rec.kind}) {rec.start}-{rec.end}"
-    return (f"{rec.name} {core_name} {_pipe_name(rec.pipe)} {rec.start}-{rec.end} "
-            + " ".join(f"{k}={v}" for k, v in arg_dict(rec.args).items()))
+        return f"{core_name} issue waits ({rec.kind}) {rec.start}-{rec.end}{at}"
+    return f"{rec.name} {core_name} {_pipe_name(rec.pipe)} {rec.start}-{rec.end} {args_text(rec.args)}{at}"
+
+
+def args_text(args) -> str:
+    """An instruction's args as ``k=v`` words (its tooltip's middle part)."""
+    return " ".join(f"{k}={v}" for k, v in arg_dict(args).items())
 
 
 def occupancy_px(steps: list, cycles: int, scale: float) -> "tuple[list, bool]":
@@ -165,61 +172,89 @@ def swimlane_svg(tl: Timeline, width: int = 1200) -> str:
 
 
 def _swimlane(tl: Timeline, width: int) -> Drawing:
-    label_w, lane_h, gap, ring_h = 120, 16, 3, 40
     rows = lanes(tl)
     cycles = max(tl.cycles, 1)
-    plot_w = width - label_w - 10
+    plot_w = width - LABEL_W - 10
     scale = plot_w / cycles
-    height = 30 + len(rows) * (lane_h + gap) + len(tl.rings) * (ring_h + 14) + 10
-    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    height = 30 + len(rows) * (LANE_H + LANE_GAP) + len(tl.rings) * (RING_H + 14) + 10
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" id="swimlane" width="{width}" height="{height}" '
          f'font-family="sans-serif" font-size="11">',
-         f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>']
-    # axis with ~10 ticks
-    step = _nice_step(cycles / 10)
+         '<defs><marker id="arrowhead" markerWidth="6" markerHeight="6" refX="5" refY="3" '
+         'orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#444"/></marker></defs>',
+         f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+         '<g class="axis">']
+    step = _nice_step(cycles / 10)          # ~10 ticks
     t = 0
     while t <= cycles:
-        x = label_w + t * scale
+        x = LABEL_W + t * scale
         o.append(f'<line x1="{x:.1f}" y1="14" x2="{x:.1f}" y2="{height - 5}" stroke="#eeeeee"/>')
         o.append(f'<text x="{x:.1f}" y="11" text-anchor="middle" fill="#555">{t}</text>')
         t += step
+    o.append('</g><g class="lanes">')
     y = 20
     n_items = n_bars = averaged = 0
+    lane_y = {}
     for lane in rows:
         core_name = tl.core_names[lane.core]
-        o.append(f'<text x="4" y="{y + lane_h - 4}">{html.escape(lane.label)}</text>')
-        o.append(f'<rect x="{label_w}" y="{y}" width="{plot_w}" height="{lane_h}" fill="#fafafa"/>')
+        o.append(f'<text x="4" y="{y + LANE_H - 4}">{html.escape(lane.label)}</text>')
+        o.append(f'<rect x="{LABEL_W}" y="{y}" width="{plot_w}" height="{LANE_H}" fill="#fafafa"/>')
+        lane_y[lane.label] = y
         drawn = bars(lane.items, scale)
         n_items += len(lane.items)
         n_bars += len(drawn)
+        o.append('<g class="bars">')
         for b in drawn:
-            x = label_w + b.start * scale
+            x = LABEL_W + b.start * scale
             w = max((b.end - b.start) * scale, 0.6)
             stroke = ' stroke="black" stroke-width="0.6"' if b.outlined else ""
             if b.n > 1 and b.end > b.start and b.busy < b.end - b.start:
                 stroke += f' fill-opacity="{max(0.3, b.busy / (b.end - b.start)):.2f}"'
-            o.append(f'<rect x="{x:.2f}" y="{y + 1}" width="{w:.2f}" height="{lane_h - 2}" '
+            o.append(f'<rect x="{x:.2f}" y="{y + 1}" width="{w:.2f}" height="{LANE_H - 2}" '
                      f'fill="{b.color}"{stroke}><title>{html.escape(_tip(lane, b, core_name))}</title></rect>')
-        y += lane_h + gap
+        o.append('</g>')
+        y += LANE_H + LANE_GAP
+    o.append('</g><g class="arrows">')
+    if len(tl.push_pop) <= ARROW_CAP:
+        for x1, y1, x2, y2 in _arrows(tl, lane_y, 0, scale):
+            o.append(f'<line x1="{x1:.2f}" y1="{y1}" x2="{x2:.2f}" y2="{y2}" stroke="#444" '
+                     'stroke-width="0.7" marker-end="url(#arrowhead)"/>')
+    o.append('</g><g class="rings">')
     for r in tl.rings:
         y += 14
         occ, avg = occupancy_px(r.occupancy, cycles, scale)
         averaged += avg
         o.append(f'<text x="4" y="{y - 3}">{html.escape(r.name[:60])} - slots in use '
                  f'(peak {r.peak}/{r.slot_num}{", mean per pixel" if avg else ""})</text>')
-        o.append(f'<rect x="{label_w}" y="{y}" width="{plot_w}" height="{ring_h}" fill="#fafafa"/>')
+        o.append(f'<rect x="{LABEL_W}" y="{y}" width="{plot_w}" height="{RING_H}" fill="#fafafa"/>')
         top = max(r.slot_num, r.peak, 1)
         pts = []
         occ = occ + [(cycles, occ[-1][1] if occ else 0)]
         for (t0, n), (t1, _n) in zip(occ, occ[1:]):
-            yy = y + ring_h - n / top * (ring_h - 2)
-            pts.append(f"{label_w + t0 * scale:.2f},{yy:.2f}")
-            pts.append(f"{label_w + t1 * scale:.2f},{yy:.2f}")
+            yy = y + RING_H - n / top * (RING_H - 2)
+            pts.append(f"{LABEL_W + t0 * scale:.2f},{yy:.2f}")
+            pts.append(f"{LABEL_W + t1 * scale:.2f},{yy:.2f}")
         if pts:
             o.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="#3182bd" stroke-width="1.2"/>')
-        o.append(f'<text x="{label_w - 4}" y="{y + 10}" text-anchor="end" fill="#555">{top}</text>')
-        y += ring_h
-    o.append("</svg>")
+        o.append(f'<text x="{LABEL_W - 4}" y="{y + 10}" text-anchor="end" fill="#555">{top}</text>')
+        y += RING_H
+    o.append("</g></svg>")
     return Drawing("\n".join(o), n_items, n_bars, averaged)
+
+
+def lane_of(ins, core_names) -> str:
+    """The label of the lane an instruction is drawn in."""
+    return f"{core_names[ins.core]} {_pipe_name(ins.pipe)}"
+
+
+def _arrows(tl: Timeline, lane_y: dict, t0: float, scale: float):
+    """The TPUSH -> TPOP arrows as pixel lines ``(x1, y1, x2, y2)``: from the middle of the
+    push's box to the middle of the pop's."""
+    for a, b in tl.push_pop:
+        ya, yb = lane_y.get(lane_of(a, tl.core_names)), lane_y.get(lane_of(b, tl.core_names))
+        if ya is None or yb is None:
+            continue
+        yield (LABEL_W + ((a.start + a.end) / 2 - t0) * scale, ya + LANE_H / 2,
+               LABEL_W + ((b.start + b.end) / 2 - t0) * scale, yb + LANE_H / 2)
 
 
 def _nice_step(x: float) -> int:
@@ -267,10 +302,22 @@ def report_html(run, title: str = "ptopipe run", width: int = 1400,
             note += (f"; {drawing.rings_averaged} ring occupancy chart(s) show the mean slots in "
                      "use per pixel")
         note += ".</p>"
+    from .swimlane_view import view_html    # (it builds on this module's lanes and geometry)
+    view = view_html(tl, lanes(tl), width)
+    how = ("mouse wheel: zoom around the pointer, drag: pan, double click: the whole run; "
+           if view else "a run this long is drawn whole only - zoom into it in Perfetto "
+                        "(ptopipe trace -o trace.json, open it in ui.perfetto.dev); ")
     parts.append(f"<h2>Swimlane</h2><div class='legend'>{legend} "
-                 "<span>(black outline: TPUSH/TPOP/TFREE/TALLOC; hover for details)</span></div>"
-                 + note)
-    parts.append(f"<div class='scroll'>{drawing.svg}</div></body></html>")
+                 "<span>(black outline: TPUSH/TPOP/TFREE/TALLOC; arrows: TPUSH to the TPOP "
+                 "that takes its slot; hover for details and the kernel's file:line)</span></div>"
+                 + note + f"<p class='note'>{how}<span id='swimlane-window'></span></p>"
+                 "<p class='note'>An issue lane shows when a core's instruction issue was held "
+                 "(waiting for data, a free slot or an event).  A hold while one of the core's "
+                 "pipes is still busy overlaps useful work and is not a stall: the stall "
+                 "breakdown above counts only the cycles in which no pipe of the core is busy.  "
+                 "Times are cycles; in the Chrome / Perfetto trace (ptopipe trace) one time "
+                 "unit (shown as 1 us) is one cycle.</p>")
+    parts.append(f"<div class='scroll'>{drawing.svg}</div>{view}</body></html>")
     return "\n".join(parts)
 
 
@@ -322,7 +369,14 @@ def _pyplot():
 
 def write_png(run, path: str, title: str = "ptopipe run") -> str:
     """Write the swimlane of a traced run as a PNG (needs matplotlib)."""
+    return save_png(png_figure(run, title), path)
+
+
+def png_figure(run, title: str = "ptopipe run"):
+    """The matplotlib figure of :func:`write_png`: the lanes, the ring occupancy steps and a
+    legend of the pipe and wait colours."""
     plt = _pyplot()
+    from matplotlib.patches import Patch
     cluster = getattr(run, "cluster", run)
     tl = timeline(cluster)
     rows = lanes(tl)
@@ -351,5 +405,14 @@ def write_png(run, path: str, title: str = "ptopipe run") -> str:
     ax.set_xlim(0, max(tl.cycles, 1))
     ax.set_xlabel("cycles")
     ax.set_title(title)
+    shown = {b_color for lane in rows for _s, _e, b_color, _r in lane.items}
+    handles = [Patch(color=c, label=p) for p, c in PIPE_COLORS.items() if c in shown]
+    handles += [Patch(color=WAIT_COLORS[k], label=f"waits {k}") for k in ("ready", "free", "event")
+                if WAIT_COLORS[k] in shown]
+    if tl.rings:
+        from matplotlib.lines import Line2D
+        handles.append(Line2D([], [], color="#3182bd", label="ring slots in use"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
+              frameon=False)
     fig.tight_layout()
-    return save_png(fig, path)
+    return fig

@@ -315,7 +315,7 @@ class Core:
         """The rare tail of an issue: record the trace entry, enforce the bounds, and every
         SYNC_EVERY instructions apply the queued data operations (bounded memory)."""
         if self.trace is not None and pipe is not None:
-            self.trace.append(Instr(self.index, pipe, name, start, end, args))
+            self.trace.append(Instr(self.index, pipe, name, start, end, args, self.where()))
         elif self.until is None:            # (a functional run records no trace)
             self.limit = min(self.budget, n + SYNC_EVERY)
         if n > self.budget:
@@ -353,7 +353,7 @@ class Core:
             self.stall[kind] += until - t
             waits = self.cluster.waits
             if waits is not None:
-                waits.append(Hold(self.index, kind, t, until, what))
+                waits.append(Hold(self.index, kind, t, until, what, self.where()))
             self.clock = until
 
     def end_time(self) -> int:
@@ -386,7 +386,7 @@ class Core:
         if arrival > t:           # hold the issue clock until the SET arrives (hold(), inline)
             self.stall[flag.signal] += arrival - t
             if self.cluster.waits is not None:
-                self.cluster.waits.append(Hold(self.index, flag.signal, t, arrival, flag))
+                self.cluster.waits.append(Hold(self.index, flag.signal, t, arrival, flag, self.where()))
             t = arrival
         self.clock = t + 1
         b = self.budget = self.budget - 1      # a wait counts toward the budget

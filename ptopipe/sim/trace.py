@@ -26,6 +26,9 @@ class Instr(NamedTuple):
     """Cycle its pipe finished it (``end - start`` is its cost)."""
     args: object = None
     """What it worked on: a :class:`RingArgs`, :class:`TileArgs`, :class:`MatmulArgs` or None."""
+    loc: object = None
+    """The kernel source line that issued it (a :class:`~ptopipe.sim.location.SourceLoc`:
+    the Python, DSL, ``.pto`` or C++ line), None where no kernel line is known."""
 
 
 class RingArgs(NamedTuple):
@@ -69,6 +72,8 @@ class Hold(NamedTuple):
     """Cycle issue resumed."""
     what: object = None
     """What was waited for: the :class:`~ptopipe.sim.flags.Flag`, an event, or None."""
+    loc: object = None
+    """The kernel source line whose instruction waited (a ``SourceLoc``), or None."""
 
 
 class Signal(NamedTuple):

@@ -315,6 +315,10 @@ def test_cli_trace_of_a_cpp_file_writes_its_timeline(cpp_cache, tmp_path):
     # the Cube's 2 TMATMULs and TPUSHes, each Vector core's 2 TPOPs, TADDs and TFREEs
     assert names.count("TMATMUL") == 2 and names.count("TPUSH") == 2
     assert names.count("TPOP") == 4 and names.count("TADD") == 4 and names.count("TFREE") == 4
+    # every slice names its C++ line
+    pops = {e["args"]["loc"] for e in events if e.get("ph") == "X" and e["name"] == "TPOP"}
+    assert {p.rsplit("/", 1)[-1] for p in pops} == {f"c2v_add.cpp:{line_of('c2v_add.cpp', 'TPOP<')}"}
+    assert all("loc" in e["args"] for e in events if e.get("ph") == "X")
 
 
 def test_check_static_of_a_cpp_file_says_to_run_it(capsys):

@@ -74,7 +74,7 @@ def _args(seed):
 
 def _holds(res):
     """The issue-clock holds of a traced run, with the flag waited on named."""
-    return [(c, kind, s, e, repr(what)) for c, kind, s, e, what in res.cluster.waits]
+    return [(c, kind, s, e, repr(what), loc) for c, kind, s, e, what, loc in res.cluster.waits]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -141,7 +141,7 @@ def _mean_occupancy(res, sync, startup=0):
     (the first ``startup`` free SETs are the consumer's start-up credits, not releases):
     push k holds a slot from its start until the free SET that covers it."""
     cl = res.cluster
-    tr = [(c, name, s) for c, _p, name, s, _e, _a in cl.trace]
+    tr = [(c, name, s) for c, _p, name, s, _e, _a, _l in cl.trace]
     starts = [s for c, name, s in tr if c == cl.aic.index and name == "TPUSH"]
     sets = [at for sender, flag, at in cl.signals if flag.signal == "free"][startup:]
     ends = [sets[k // sync] if k // sync < len(sets) else cl.cycles for k in range(len(starts))]
@@ -163,7 +163,7 @@ def test_profile_occupancy_of_a_tmpipe_under_pto_isa(platform, fifo_type, sync_t
     ch = _channels(res)["C2V"]
     assert (ch.sync_period, ch.wait_every, ch.startup_credits) == (1, True, 1)
     expected, starts, ends = _mean_occupancy(res, 1, startup=1)
-    pops = [s for c, _p, name, s, _e, _a in res.cluster.trace if name == "TPOP"]
+    pops = [s for c, _p, name, s, _e, _a, _l in res.cluster.trace if name == "TPOP"]
     assert all(e >= p for e, p in zip(ends, pops))       # no slot is released before its pop
     assert all(s >= e for s, e in zip(starts[1:], ends))  # push k+1 starts after tile k's free
     (ring,) = profile(res).rings

@@ -67,6 +67,8 @@ def reference_trace(cluster) -> dict:
         args = arg_dict(i.args)
         if id(i) in index:
             args["index"] = index[id(i)]
+        if i.loc is not None:
+            args["loc"] = str(i.loc)
         ev.append({"ph": "X", "name": i.name, "cat": pipe_name(i.pipe), "ts": i.start,
                    "dur": i.end - i.start, "pid": pid(i.core), "tid": tid(i.pipe), "args": args})
     for h in tl.holds:
@@ -75,6 +77,8 @@ def reference_trace(cluster) -> dict:
             args["on"] = getattr(h.what, "name", None) or repr(h.what)
             if getattr(h.what, "owner", None) is not None:
                 args["channel"] = h.what.owner.name
+        if h.loc is not None:
+            args["loc"] = str(h.loc)
         ev.append({"ph": "X", "name": f"wait {h.kind}", "cat": "wait", "ts": h.start,
                    "dur": h.end - h.start, "pid": pid(h.core), "tid": 100, "args": args})
     fid = 0

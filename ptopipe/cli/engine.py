@@ -1,0 +1,135 @@
+"""Where the units of a long command run (``check`` over a kernel library): ``local`` - this
+process for one worker, else a process pool sized to the machine - or ``ray``, a Ray
+cluster (``pip install "ptopipe[ray]"``; ``--address host:port`` of a running cluster, else
+a Ray instance started for the command on this machine).
+
+A unit is a picklable call ``fn(unit)`` of a module-level function whose result is plain
+data; results come back in the units' order whatever finishes first, so a report is the
+same on every engine.  A unit whose worker dies (a crash in native code, an OOM kill) is
+retried once; if it dies again its result is ``on_lost(unit, error)``.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from ..errors import ConfigError
+
+ENGINES = ("local", "ray")
+RETRIES = 1            # a unit whose worker died runs once more before it is reported lost
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--engine", default="local", choices=ENGINES,
+                   help="where a library's files are checked: local (a process pool sized to "
+                        "the machine) or ray (a Ray cluster: pip install \"ptopipe[ray]\")")
+    p.add_argument("--address", default=None, metavar="HOST:PORT",
+                   help="(--engine ray) the Ray cluster to use (default: start one on this machine)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="(--engine local) parallel processes (default: the machine's cores)")
+
+
+def run_units(fn, units: list, on_lost, args, progress=None) -> list:
+    """``[fn(u) for u in units]`` on ``args.engine``; ``progress(done, total)`` as units end."""
+    engine = getattr(args, "engine", "local") or "local"
+    if getattr(args, "address", None) and engine != "ray":
+        raise ConfigError("--address names a Ray cluster: it needs --engine ray",
+                          where="option --address", fix="add --engine ray, or drop --address")
+    if engine == "ray":
+        return _ray(fn, units, on_lost, args.address, progress)
+    workers = getattr(args, "workers", None) or os.cpu_count() or 1
+    if workers < 1:
+        raise ConfigError(f"--workers {workers} must be at least 1", where="option --workers",
+                          fix="e.g. --workers 2")
+    if workers == 1 or len(units) <= 1:
+        out = []
+        for k, u in enumerate(units):
+            out.append(fn(u))
+            if progress is not None:
+                progress(k + 1, len(units))
+        return out
+    return _pool(fn, units, on_lost, min(workers, len(units)), progress)
+
+
+def _pool(fn, units, on_lost, workers, progress) -> list:
+    results: dict = {}
+    broken = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(fn, u) for u in units]
+        for k, fut in enumerate(futures):
+            try:
+                results[k] = fut.result()
+            except BrokenProcessPool:
+                # a worker died, and every unit still in the pool with it: each is tried
+                # again alone, so that only the one that kills its worker is reported lost
+                broken.append(k)
+                continue
+            if progress is not None:
+                progress(len(results), len(units))
+    for k in broken:
+        for attempt in range(RETRIES + 1):
+            with ProcessPoolExecutor(max_workers=1) as alone:
+                try:
+                    results[k] = alone.submit(fn, units[k]).result()
+                    break
+                except BrokenProcessPool as e:
+                    if attempt == RETRIES:
+                        results[k] = on_lost(units[k], e)
+        if progress is not None:
+            progress(len(results), len(units))
+    return [results[k] for k in range(len(units))]
+
+
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """A ConfigError unless something listens at ``address`` (Ray itself would retry for
+    minutes before it gives up on a wrong address)."""
+    host, _, port = address.rpartition(":")
+    if address.startswith(("ray://", "auto")) or not port.isdigit():
+        return                          # a Ray client URL or "auto": Ray's own resolution
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ConfigError(f"cannot reach the Ray cluster at {address}: {e.strerror or e}",
+                          where="option --address",
+                          fix="start one (ray start --head --port=PORT) and give HOST:PORT, or "
+                              "drop --address to start a local one") from None
+
+
+def _ray(fn, units, on_lost, address, progress) -> list:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--engine ray needs Ray, which is not installed",
+                          where="option --engine",
+                          fix='install the extra: pip install "ptopipe[ray]"') from None
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            _reachable(address)
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False,
+                     **({} if address else {"include_dashboard": False}))
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise ConfigError(f"cannot reach the Ray cluster{f' at {address}' if address else ''}: "
+                              f"{str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                              where="option --address",
+                              fix="start one (ray start --head) and give its address, or drop "
+                                  "--address to start a local one") from None
+    try:
+        task = ray.remote(max_retries=RETRIES)(fn)
+        refs = [task.remote(u) for u in units]
+        out = []
+        for k, ref in enumerate(refs):
+            try:
+                out.append(ray.get(ref))
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                    ray.exceptions.TaskUnschedulableError) as e:
+                out.append(on_lost(units[k], e))
+            if progress is not None:
+                progress(k + 1, len(units))
+        return out
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,131 @@
+"""``check`` of a kernel library on its engines: a local process pool and a real Ray cluster
+(``ray start --head`` on a free port plus a second worker node, reached with ``--address``)
+give the same report as checking the files one by one in this process; a file whose worker
+dies is retried, then reported as lost while the other files pass.
+
+The Ray tests need the ``ray`` extra (the test command installs it); without it they skip,
+except under CI (CI=true), where a missing Ray fails."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ptopipe.cli import main as cli_main
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+LIB = [os.path.join(ROOT, "examples", "scenarios", f) for f in
+       ("s1_cv_split.py", "s3_vc_dequant.py")] + [os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py")]
+
+DIES = '''import os, signal
+from ptopipe import Scenario
+
+
+def make_args(rng):
+    os.kill(os.getpid(), signal.SIGKILL)        # the worker process dies
+
+
+SCENARIO = Scenario("dies", lambda: None, None, make_args, lambda a, **_: {}, {"default": {}})
+'''
+
+
+def _check(argv, capsys):
+    code = cli_main(["check", *LIB, "--schedules", "2", *argv])
+    out = capsys.readouterr().out
+    return code, out[out.index("file "):]
+
+
+@pytest.fixture(scope="module")
+def one_by_one():
+    import io
+    from contextlib import redirect_stdout, redirect_stderr
+    buf = io.StringIO()
+    with redirect_stdout(buf), redirect_stderr(io.StringIO()):
+        code = cli_main(["check", *LIB, "--schedules", "2", "--workers", "1"])
+    out = buf.getvalue()
+    return code, out[out.index("file "):]
+
+
+def test_a_process_pool_gives_the_one_by_one_report(one_by_one, capsys):
+    assert one_by_one[0] == 1 and "1 of 3 failed" in one_by_one[1]
+    assert _check(["--workers", "2"], capsys) == one_by_one
+
+
+def test_a_dying_worker_is_retried_then_reported_and_the_rest_go_on(tmp_path, capsys):
+    dies = tmp_path / "dies.py"
+    dies.write_text(DIES)
+    code = cli_main(["check", str(dies), LIB[0], "--schedules", "1", "--workers", "2"])
+    captured = capsys.readouterr()
+    table = captured.out[captured.out.index("file "):].splitlines()
+    rows = {ln.split()[0]: ln for ln in table[1:-1]}
+    assert code == 1 and "FAIL WorkerLost" in rows[str(dies)] and "PASS" in rows[LIB[0]]
+    assert "died, and again when retried" in captured.err
+
+
+# -- Ray -------------------------------------------------------------------------------
+def _ray_cli():
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail('Ray is not installed: the test command installs it (pip install -e ".[test]")')
+        pytest.skip('needs Ray: pip install "ptopipe[ray]"')
+    exe = shutil.which("ray") or os.path.join(os.path.dirname(sys.executable), "ray")
+    return exe
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A two-node Ray cluster on this machine: a head and a worker node, one CPU each."""
+    exe = _ray_cli()
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+    old = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"            # (the driver: this process)
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats"]
+    try:
+        subprocess.run([exe, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
+                       env=env, check=True, capture_output=True, timeout=180)
+        subprocess.run([exe, "start", f"--address={address}", *common], env=env, check=True,
+                       capture_output=True, timeout=180)
+        yield address
+    finally:
+        subprocess.run([exe, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        if old is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = old
+
+
+def test_ray_gives_the_one_by_one_report(ray_cluster, one_by_one, capsys):
+    assert _check(["--engine", "ray", "--address", ray_cluster], capsys) == one_by_one
+
+
+def test_ray_reports_a_dying_worker_after_its_retry(ray_cluster, tmp_path, capsys):
+    dies = tmp_path / "dies.py"
+    dies.write_text(DIES)
+    t = time.monotonic()
+    code = cli_main(["check", str(dies), LIB[0], "--schedules", "1", "--engine", "ray",
+                     "--address", ray_cluster])
+    captured = capsys.readouterr()
+    rows = {ln.split()[0]: ln for ln in captured.out[captured.out.index("file "):].splitlines()[1:-1]}
+    assert code == 1 and "FAIL WorkerLost" in rows[str(dies)] and "PASS" in rows[LIB[0]], \
+        (captured.out, captured.err, time.monotonic() - t)
+
+
+def test_an_unreachable_cluster_is_one_clear_error(capsys):
+    _ray_cli()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    code = cli_main(["check", *LIB[:2], "--engine", "ray", "--address", f"127.0.0.1:{_free_port()}"])
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot reach the Ray cluster" in err and "Traceback" not in err

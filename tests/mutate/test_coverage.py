@@ -1,0 +1,85 @@
+"""Checker coverage (``ptopipe mutate``): each mutant of a kernel run through the kernel's own
+checks - caught with the error class and line of the first finding, or reported as a
+survivor - in the same order and with the same verdicts in one process or a pool."""
+import json
+import os
+
+import pytest
+
+from ptopipe.cli import main as cli_main
+from ptopipe.cli.loader import load_scenarios
+from ptopipe.errors import ConfigError
+from ptopipe.mutate import CAUGHT, SURVIVED, Job, coverage
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+S1 = os.path.join("examples", "scenarios", "s1_cv_split.py")
+
+
+def _line(path, needle):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        (k,) = [k for k, text in enumerate(f, 1) if needle in text]
+    return k
+
+
+@pytest.fixture(scope="module")
+def s1_coverage():
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return coverage(Job(load_scenarios, S1, variant="default", schedules=2))
+    finally:
+        os.chdir(cwd)
+
+
+def test_every_mutant_of_s1_is_caught_at_the_line_of_its_finding(s1_coverage):
+    got = {(v.mutant.line, v.mutant.name): (v.status, v.error, v.where) for v in s1_coverage.verdicts}
+    pop, free, push = _line(S1, "TPOP(pipe"), _line(S1, "TFREE(pipe"), _line(S1, "TPUSH(pipe")
+    vec_pipe = _line(S1, "sub = get_subblockid()") + 2          # the Vector kernel's TPipe
+    assert got[free, "drop-tfree"] == (CAUGHT, "LeakError", f"{S1}:{pop}")
+    assert got[free, "tfree-before-use"] == (CAUGHT, "ProtocolError", f"{S1}:{free}")
+    assert got[pop, "swap-split"] == (CAUGHT, "ProtocolError", f"{S1}:{pop}")
+    assert got[push, "swap-split"] == (CAUGHT, "ProtocolError", f"{S1}:{pop}")
+    assert got[vec_pipe, "flag-id"][:2] == (CAUGHT, "ConfigError")
+    assert all(v.status == CAUGHT for v in s1_coverage.verdicts) and len(s1_coverage.verdicts) == 11
+
+
+def test_a_mutant_the_checks_cannot_see_survives(tmp_path):
+    # a TFREE in a branch no variant takes: dropping it changes nothing the checks can see
+    with open(os.path.join(ROOT, S1), encoding="utf-8") as f:
+        src = f.read()
+    src = src.replace("        TFREE(pipe)\n", "        TFREE(pipe)\n        if M < 0: TFREE(pipe)\n")
+    path = tmp_path / "s1_dead_free.py"
+    path.write_text(src, encoding="utf-8")
+    cov = coverage(Job(load_scenarios, str(path), variant="default", schedules=0))
+    dead = _line(S1, "TFREE(pipe)") + 1
+    (v,) = [v for v in cov.verdicts if (v.mutant.line, v.mutant.name) == (dead, "drop-tfree")]
+    assert v.status == SURVIVED and v.error is None
+    assert cov.caught == len(cov.verdicts) - 1
+
+
+def test_a_pool_gives_the_same_report_as_one_process(s1_coverage):
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        pooled = coverage(Job(load_scenarios, S1, variant="default", schedules=2), workers=2)
+    finally:
+        os.chdir(cwd)
+    assert pooled.to_dict() == s1_coverage.to_dict()
+
+
+def test_a_kernel_failing_its_own_checks_is_refused():
+    with pytest.raises(ConfigError, match="fails its own checks before any mutation") as e:
+        coverage(Job(load_scenarios, os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py"), schedules=0))
+    assert e.value.where.endswith("m1_no_tfree.py:15")
+
+
+def test_cli_json_and_fail_under(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert cli_main(["mutate", S1, "--variant", "default", "--schedules", "1", "--workers", "1",
+                     "--json", "--fail-under", "100"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["mutants"] == rep["caught"] == 11 and rep["variant"] == "default"
+    assert {v["mutation"] for v in rep["verdicts"]} >= {"drop-tfree", "swap-split", "flag-id"}
+    # a .pto is refused with a clear error, not mutated
+    assert cli_main(["mutate", os.path.join("tests", "pto", "c2v_split_a3.pto")]) == 1
+    assert "takes a Python kernel file" in capsys.readouterr().err
