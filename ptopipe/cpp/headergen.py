@@ -63,6 +63,10 @@ ABORT = -(1 << 63)
 
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
 KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9}
+#: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
+#: double's bits, a handle; a GlobalTensor's address, element type, 5 dims and 5 strides; an
+#: enum's table and value; a pointer and its element type
+KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 12, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0}
 
 
 def cpp_value(member: Enum) -> int:
