@@ -56,6 +56,9 @@ CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctyp
 EVENT_WINDOW = 1 << 16
 #: prepared calls kept (a kernel that makes tiles in a loop makes new keys: the cache starts over)
 CACHE_LIMIT = 1 << 14
+#: the bridge's front table of recent call keys (bridge.cpp): slots, and the most key words a
+#: slot holds (a call with a longer key is looked up in the cache dict alone)
+FRONT_SLOTS, FRONT_KEY = 512, 32
 #: per argument kind, the payload word that may change between calls at one call site (its
 #: position in the payload), and whether it is a double's bits; every other word is fixed there
 CHANGING = {"INT": (0, False), "FLT": (0, True), "GT": (0, False), "EVENT": (0, False), "PTR": (0, False)}
@@ -120,16 +123,22 @@ class Dispatcher:
         #: what the bridge reads at words[-4] (bridge.cpp: the same order)
         self.context = (self.cache, self.miss, LAYOUT, _getcurrent, self.errors, self.ev_op, self.ev_core,
                         self.ev_end, EVENT_WINDOW, self.keep, Event)
-        #: shared with the kernel libraries (from word 2 on): the last call site (2 words), then a
-        #: call's words; word 0 holds the bridge's context, word 1 the number of events made
-        self.shared = (ctypes.c_int64 * (4 + MAX_WORDS))()
-        self.shared[0] = id(self.context)
-        self.words = memoryview(self.shared).cast("B")[32:]
+        self.front = (ctypes.c_int64 * (2 + FRONT_SLOTS * (4 + FRONT_KEY)))(FRONT_SLOTS, FRONT_KEY)
+        #: shared with the kernel libraries (from word 4 on): the last call site (2 words), then a
+        #: call's words; before them what the bridge reads: its context, the number of events
+        #: made, the generation of the cache (:meth:`forget`) and the front table's address
+        self.shared = (ctypes.c_int64 * (6 + MAX_WORDS))(id(self.context), 0, 0, ctypes.addressof(self.front))
+        self.words = memoryview(self.shared).cast("B")[48:]
 
     @property
     def shared_address(self) -> int:
         """The buffer address the kernel libraries are given (``ptopipe_init``)."""
-        return ctypes.addressof(self.shared) + 16
+        return ctypes.addressof(self.shared) + 32
+
+    def forget(self) -> None:
+        """Empty the call cache (and so the bridge's front table, by its generation)."""
+        self.cache.clear()
+        self.shared[2] += 1
 
     @property
     def nevents(self) -> int:
@@ -203,7 +212,7 @@ class Dispatcher:
             return ABORT
         if key is not None:
             if len(self.cache) >= CACHE_LIMIT:
-                self.cache.clear()
+                self.forget()
             self.cache[key] = entry
         return self.run(entry, vals)
 
@@ -277,6 +286,8 @@ class Dispatcher:
         its fixed operands where it can be (no Python frame of ours per call)."""
         if fn is None:
             handler = self.handlers[op]
+            if not slots:
+                return lambda: handler(_getcurrent().core, fixed)
 
             def call(*vals):
                 core = _getcurrent().core
@@ -504,7 +515,7 @@ class Dispatcher:
             gts = [v for v in kw.values() if isinstance(v, isa.GlobalTensor)]
             if [r[2] for r in me.regions] != gts:       # a new run: its arguments' spaces
                 me.regions = [(v.ptr.addr, v.ptr.addr + v.nbytes, v) for v in gts]
-                me.cache.clear()
+                me.forget()
             words = []
             for name, kind in zip(params, sig):
                 if name not in kw:

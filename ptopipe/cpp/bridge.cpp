@@ -5,7 +5,10 @@
 // in the same order - without ctypes' argument objects or a Python frame of its own:
 //
 //  * the words before the buffer shared with the kernel libraries hold the run's context
-//    (words[-4]: Dispatcher.context) and its event counter (words[-3]);
+//    (words[-6]: Dispatcher.context), its event counter (words[-5]), the generation of its
+//    call cache (words[-4]: bumped when the cache is emptied) and the address of its front
+//    table (words[-3]: a direct-mapped table of recent keys and their entries, which spares
+//    hashing a bytes key into the cache dict at each call);
 //  * it splits the argument words by the context's layout (per argument kind, three bytes: its
 //    payload words, 1 + the index of the one that changes between calls or 0, 1 if that one is
 //    a double's bits) into the call's key - op, call site and every fixed word - and its
@@ -89,9 +92,11 @@ int64_t run(PyObject *ctx, int64_t *counter, PyObject *entry, PyObject *const *v
         int64_t n = ++*counter;
         Py_ssize_t i = Py_ssize_t(n % PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, C_WINDOW)));
         for (int f = 0; f < 3; ++f) {
-            PyObject *item = PyTuple_GET_ITEM(r, f);
+            PyObject *list = PyTuple_GET_ITEM(ctx, C_EV_OP + f), *item = PyTuple_GET_ITEM(r, f);
+            PyObject *old = PyList_GET_ITEM(list, i);
             Py_INCREF(item);
-            PyList_SetItem(PyTuple_GET_ITEM(ctx, C_EV_OP + f), i, item);   // (steals the reference)
+            PyList_SET_ITEM(list, i, item);
+            Py_XDECREF(old);
         }
         Py_DECREF(r);
         out = n;
@@ -104,10 +109,23 @@ int64_t run(PyObject *ctx, int64_t *counter, PyObject *entry, PyObject *const *v
     return out;
 }
 
+// the front table: words [0] slots (a power of two), [1] key words a slot holds; then per slot
+// [hash, generation, key words, entry (borrowed from the cache dict: valid while the
+// generation is), key...]
+int64_t *front_slot(int64_t *front, const int64_t *key, int nk, uint64_t &hash)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < nk; ++i) h = (h ^ uint64_t(key[i])) * 1099511628211ull;
+    hash = h ^ (h >> 29);
+    return front + 2 + (hash & uint64_t(front[0] - 1)) * (4 + front[1]);
+}
+
 int64_t call(int32_t op, int32_t n, const int64_t *words, const char *file, int32_t line)
 {
-    PyObject *ctx = reinterpret_cast<PyObject *>(static_cast<intptr_t>(words[-4]));
-    int64_t *counter = const_cast<int64_t *>(words - 3);
+    PyObject *ctx = reinterpret_cast<PyObject *>(static_cast<intptr_t>(words[-6]));
+    int64_t *counter = const_cast<int64_t *>(words - 5);
+    const int64_t gen = words[-4];
+    int64_t *front = reinterpret_cast<int64_t *>(static_cast<intptr_t>(words[-3]));
     if (s_core == nullptr) {
         s_core = PyUnicode_InternFromString("core");
         s_loc = PyUnicode_InternFromString("loc_override");
@@ -148,8 +166,26 @@ int64_t call(int32_t op, int32_t n, const int64_t *words, const char *file, int3
     }
     PyErr_Clear();                      // (a value that could not be made: the miss path decodes)
     int64_t out = ABORT;
+    uint64_t hash = 0;
+    int64_t *slot = cacheable && nk <= front[1] ? front_slot(front, key, nk, hash) : nullptr;
+    if (slot != nullptr && slot[0] == int64_t(hash) && slot[1] == gen && slot[2] == nk &&
+        std::memcmp(slot + 4, key, size_t(8 * nk)) == 0) {
+        PyObject *entry = reinterpret_cast<PyObject *>(static_cast<intptr_t>(slot[3]));
+        Py_INCREF(entry);               // (a call may empty the cache)
+        out = run(ctx, counter, entry, vals, nv);
+        Py_DECREF(entry);
+        for (int m = 0; m < nv; ++m) Py_DECREF(vals[m]);
+        return out;
+    }
     PyObject *kb = PyBytes_FromStringAndSize(reinterpret_cast<const char *>(key), Py_ssize_t(8 * nk));
     PyObject *entry = (kb != nullptr && cacheable) ? PyDict_GetItemWithError(PyTuple_GET_ITEM(ctx, C_CACHE), kb) : nullptr;
+    if (entry != nullptr && slot != nullptr) {
+        slot[0] = int64_t(hash);
+        slot[1] = gen;
+        slot[2] = nk;
+        slot[3] = int64_t(reinterpret_cast<intptr_t>(entry));
+        std::memcpy(slot + 4, key, size_t(8 * nk));
+    }
     if (entry != nullptr) {
         Py_INCREF(entry);               // (a call may clear the cache)
         out = run(ctx, counter, entry, vals, nv);
