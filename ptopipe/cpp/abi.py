@@ -42,7 +42,8 @@ from ..isa.events import Event, new_event
 from ..protocol.model import cluster_model
 from ..sim.location import SourceLoc
 from .. import isa
-from .headergen import ABORT, DTYPES, KIND_WORDS, KINDS, MAX_WORDS, SPECIAL, enum_values, enums, op_names
+from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, SPECIAL, enum_values, enums,
+                        op_names)
 
 #: where GM is in a C++ kernel's address space (an unmapped range: a raw access faults); each
 #: array argument has a space of its own (2**ARG_BITS bytes: the k-th at GM_BASE + (k + 1) <<
@@ -69,8 +70,8 @@ LAYOUT = bytes(b for k in range(max(KINDS.values()) + 1)
                for b in ((KIND_WORDS[name], CHANGING[name][0] + 1, int(CHANGING[name][1]))
                          if name in CHANGING else (KIND_WORDS.get(name, 0), 0, 0)))
 
-_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL = (
-    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL"))
+_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_KW = (
+    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW"))
 _SPLIT = tuple((LAYOUT[3 * k], LAYOUT[3 * k + 1] - 1, LAYOUT[3 * k + 2]) for k in range(len(LAYOUT) // 3))
 _OP_TPOP = op_names().index("TPOP")
 _DTYPES = tuple(as_dtype(n) for n in DTYPES)
@@ -236,7 +237,7 @@ class Dispatcher:
         :data:`CHANGING` words) converted at each call.  A tensor operand of a tile instruction
         is one GlobalTensor per core and call site, re-pointed at each call (as the DSL runtime's
         load / store sites are, per core), not made anew."""
-        fixed, slots, vals = [], [], []
+        fixed, slots, vals, kw = [], [], [], {}
         instruction = op >= self.first_instruction
         i, n = 0, len(w)
         while i < n:
@@ -256,7 +257,7 @@ class Dispatcher:
                 vals.append(g[0])
                 i += 13
             elif k == _K_ENUM:
-                fixed.append(self.enum(w[i + 1], w[i + 2]))
+                fixed.append(self.enum(w[i + 1], w[i + 2], loc))
                 i += 3
             elif k == _K_PIPE:
                 fixed.append(self.pipes[w[i + 1]])
@@ -274,10 +275,15 @@ class Dispatcher:
             elif k == _K_NULL:
                 fixed.append(None)
                 i += 1
+            elif k == _K_KW:                # a mode template argument: a keyword of the Python form
+                kw[KEYWORDS[w[i + 1]]] = self.enum(w[i + 2], w[i + 3], loc) if w[i + 2] >= 0 else w[i + 3]
+                i += 4
             else:
                 raise KernelError(f"argument kind {k} is not part of ptopipe's C++ ABI (a kernel built "
                                   "against other headers?)", fix="rebuild against ptopipe --include")
         fn = self.functions[op]
+        if kw and fn is not None:
+            fn = partial(fn, **kw)
         return (self._call(op, fn, fixed, tuple(slots)), loc, fn is not None), vals
 
     def _call(self, op, fn, fixed: list, slots: tuple):
@@ -347,11 +353,14 @@ class Dispatcher:
         return self.event(eid)
 
     @staticmethod
-    def enum(table: int, value: int):
+    def enum(table: int, value: int, loc=None):
+        """The member of enum ``table`` (:func:`~ptopipe.cpp.headergen.enums`) with C++ value
+        ``value``; not one is an error at ``loc`` (the call site)."""
         try:
             return _ENUMS[table][value]
         except (IndexError, KeyError):
-            raise KernelError(f"enum value {value} is not a value of {enums()[table][0]}",
+            name = enums()[table][0] if 0 <= table < len(_ENUMS) else f"enum #{table}"
+            raise KernelError(f"enum value {value} is not a value of {name}", where=loc and str(loc),
                               fix="pass one of the enumerators") from None
 
     def event(self, eid: int):
