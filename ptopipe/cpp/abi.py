@@ -120,10 +120,11 @@ class Dispatcher:
         self.first_instruction = len(SPECIAL)
         #: call key -> entry: (prepared call, its SourceLoc, whether it returns an Event to keep)
         self.cache = {}
+        self.fixed_calls = {}           # (the ctypes callback's) call words -> entry, for calls with no changing value
         self.c_callback = CALLBACK(self.callback)
         #: what the bridge reads at words[-4] (bridge.cpp: the same order)
         self.context = (self.cache, self.miss, LAYOUT, _getcurrent, self.errors, self.ev_op, self.ev_core,
-                        self.ev_end, EVENT_WINDOW, self.keep, Event)
+                        self.ev_end, EVENT_WINDOW, self.keep, Event, [None, None])
         self.front = (ctypes.c_int64 * (2 + FRONT_SLOTS * (4 + FRONT_KEY)))(FRONT_SLOTS, FRONT_KEY)
         #: shared with the kernel libraries (from word 4 on): the last call site (2 words), then a
         #: call's words; before them what the bridge reads: its context, the number of events
@@ -139,6 +140,7 @@ class Dispatcher:
     def forget(self) -> None:
         """Empty the call cache (and so the bridge's front table, by its generation)."""
         self.cache.clear()
+        self.fixed_calls.clear()
         self.shared[2] += 1
 
     @property
@@ -147,9 +149,14 @@ class Dispatcher:
 
     # -- the callbacks ---------------------------------------------------------------------------
     def callback(self, op, n, words, file, line):
-        """The ctypes callback: bridge.cpp's call, in Python."""
+        """The ctypes callback: bridge.cpp's call, in Python (a call whose words never change
+        is found by them, without splitting them)."""
         try:
             file = file or 0
+            raw = (op, line, file, self.words[:8 * n].tobytes() if n > 0 else n)
+            entry = self.fixed_calls.get(raw)
+            if entry is not None:
+                return self.run(entry, ())
             key, vals = self.split(op, n, file, line)
             entry = self.cache.get(key) if key is not None else None
         except BaseException as e:   # noqa: BLE001 - every exception crosses back as ABORT
@@ -157,6 +164,8 @@ class Dispatcher:
             return ABORT
         if entry is None:
             return self.miss(op, n, file, line, key)
+        if not vals:
+            self.fixed_calls[raw] = entry
         return self.run(entry, vals)
 
     def run(self, entry, vals) -> int:
@@ -313,6 +322,14 @@ class Dispatcher:
         first = len(fixed) - len(slots)
         if all(conv is None and pos == first + j for j, (pos, conv) in enumerate(slots)):
             return partial(fn, *fixed[:first])        # the changing operands are its last ones
+        if len(slots) == 1:                           # (one converted operand: a tensor's address)
+            (pos, conv), = slots
+
+            def call(v):
+                a = fixed.copy()
+                a[pos] = v if conv is None else conv(_getcurrent().core, v)
+                return fn(*a)
+            return call
 
         def call(*vals):
             core = _getcurrent().core

@@ -32,7 +32,8 @@ constexpr int MAX_VALUES = 64;          // changing values of one call (a call h
 constexpr int MAX_KEY = 8 + 128;
 
 // Dispatcher.context, in this order
-enum { C_CACHE, C_MISS, C_LAYOUT, C_GETCURRENT, C_ERRORS, C_EV_OP, C_EV_CORE, C_EV_END, C_WINDOW, C_KEEP, C_EVENT };
+enum { C_CACHE, C_MISS, C_LAYOUT, C_GETCURRENT, C_ERRORS, C_EV_OP, C_EV_CORE, C_EV_END, C_WINDOW, C_KEEP, C_EVENT,
+       C_LAST };
 
 PyObject *s_core, *s_loc;
 
@@ -67,7 +68,24 @@ int64_t run(PyObject *ctx, int64_t *counter, PyObject *entry, PyObject *const *v
     PyObject *errors = PyTuple_GET_ITEM(ctx, C_ERRORS);
     PyObject *g = PyObject_CallNoArgs(PyTuple_GET_ITEM(ctx, C_GETCURRENT));
     if (g == nullptr) return keep_error(errors, g);
-    PyObject *core = PyObject_GetAttr(g, s_core);
+    // the core of greenlet g: the context's last [greenlet, core] pair (holding them, so the
+    // greenlet's address is not another's), else its attribute
+    PyObject *last = PyTuple_GET_ITEM(ctx, C_LAST), *core;
+    if (PyList_GET_ITEM(last, 0) == g) {
+        core = PyList_GET_ITEM(last, 1);
+        Py_INCREF(core);
+    } else {
+        core = PyObject_GetAttr(g, s_core);
+        if (core != nullptr) {
+            PyObject *old_g = PyList_GET_ITEM(last, 0), *old_core = PyList_GET_ITEM(last, 1);
+            Py_INCREF(g);
+            Py_INCREF(core);
+            PyList_SET_ITEM(last, 0, g);
+            PyList_SET_ITEM(last, 1, core);
+            Py_XDECREF(old_g);
+            Py_XDECREF(old_core);
+        }
+    }
     if (core == nullptr || PyObject_SetAttr(core, s_loc, PyTuple_GET_ITEM(entry, 1)) < 0) {
         Py_XDECREF(core);
         int64_t a = keep_error(errors, g);
