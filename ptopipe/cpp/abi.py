@@ -291,9 +291,23 @@ class Dispatcher:
                 raise KernelError(f"argument kind {k} is not part of ptopipe's C++ ABI (a kernel built "
                                   "against other headers?)", fix="rebuild against ptopipe --include")
         fn = self.functions[op]
-        if kw and fn is not None:
+        if op == _OP_TPOP and not slots and isinstance(fixed[1], isa.Tile):
+            fn = self._pop_tile(fixed)
+        elif kw and fn is not None:
             fn = partial(fn, **kw)
         return (self._call(op, fn, fixed, tuple(slots)), loc, fn is not None), vals
+
+    @staticmethod
+    def _pop_tile(fixed: list):
+        """A TPOP into a tile (with no wait events): op_TPOP's fresh binding of the tile, then
+        the pop (whose Event the kernel gets)."""
+        tile, pop = fixed[1], isa.TPOP
+
+        def call(*a):
+            tile.binding = tile._push = tile.hbw = tile.hbu = None
+            tile.ready_at = tile.read_end = 0
+            return pop(*a)
+        return call
 
     def _call(self, op, fn, fixed: list, slots: tuple):
         """The prepared call of an op with operands ``fixed`` whose positions in ``slots`` take
@@ -310,14 +324,6 @@ class Dispatcher:
                 for (pos, conv), v in zip(slots, vals):
                     a[pos] = v if conv is None else conv(core, v)
                 return handler(core, a)
-            return call
-        if op == _OP_TPOP and not slots and isinstance(fixed[1], isa.Tile):
-            tile = fixed[1]
-
-            def call():     # op_TPOP's fresh binding of the popped tile, then the pop
-                tile.binding = tile._push = tile.hbw = tile.hbu = None
-                tile.ready_at = tile.read_end = 0
-                return fn(*fixed)
             return call
         first = len(fixed) - len(slots)
         if all(conv is None and pos == first + j for j, (pos, conv) in enumerate(slots)):
