@@ -1,7 +1,8 @@
 """pto-isa's mode template arguments in ptopipe's C++ headers (headergen.MODE_FORMS): each kind
 - an int (TCI's descending), an int operand (TTRI's isUpperOrLower), an enum operand (TFILLPAD's
-PadValue, TGATHER's MaskPattern), an enum keyword (TPRINT's PrintFormat) - reaches the
-simulator and gives numpy's result; a mode value that is not one is a clear error at its line."""
+PadValue, TGATHER's MaskPattern), an enum keyword (TPRINT's PrintFormat, TSCATTER's
+ScatterAxis), a mode checked where it is written (TSTORE's AtomicType) - reaches the simulator
+and gives numpy's result; a mode value that is not one is a clear error at its line."""
 from __future__ import annotations
 
 import os
@@ -21,7 +22,8 @@ R, C, VC = 8, 16, 12
 def _args(wrong=0):
     x = np.arange(R * C, dtype=np.float32).reshape(R, C) / 4
     return dict(x=x, seq=np.zeros((2, C), np.int32), tri=np.zeros((R, C), np.float32),
-                pad=np.zeros((R, C), np.float32), gathered=np.zeros((R, C // 2), np.float32), wrong=wrong)
+                pad=np.zeros((R, C), np.float32), gathered=np.zeros((R, C // 2), np.float32),
+                scattered=np.zeros((R, C), np.float32), wrong=wrong)
 
 
 @needs_cxx
@@ -33,6 +35,7 @@ def test_mode_template_arguments_reach_the_simulator(cpp_cache):
     np.testing.assert_array_equal(r["tri"], np.triu(np.ones((R, C), np.float32), 2))
     np.testing.assert_array_equal(r["pad"], np.where(np.arange(C) < VC, x, np.inf))
     np.testing.assert_array_equal(r["gathered"], x[:, 0::2])
+    np.testing.assert_array_equal(r["scattered"], np.where(np.arange(C) % 2 == 0, x, 0))
     assert r.prints[0].split("\n")[1].split() == [f"{v:10.6f}".strip() for v in x[0]]
 
 
@@ -47,13 +50,18 @@ def test_a_mode_that_is_no_value_of_its_kind_is_an_error_at_its_line(cpp_cache, 
 
 
 @needs_cxx
-def test_an_int_mode_out_of_range_does_not_compile(cpp_cache, tmp_path):
-    f = tmp_path / "tci.cpp"
+def test_an_int_mode_out_of_range_and_an_atomic_store_do_not_compile(cpp_cache, tmp_path):
+    f = tmp_path / "modes_bad.cpp"
     f.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
-                 "extern \"C\" __global__ AICORE void vec_kernel()\n{\n    TileVec<int32_t, 1, 16> t;\n"
-                 "    TCI<TileVec<int32_t, 1, 16>, int32_t, 2>(t, 0);\n}\n")
+                 "extern \"C\" __global__ AICORE void vec_kernel(__gm__ float *out)\n{\n"
+                 "    TileVec<int32_t, 1, 16> t;\n    TileVec<float, 1, 16> v;\n"
+                 "    TCI<TileVec<int32_t, 1, 16>, int32_t, 2>(t, 0);\n"
+                 "    GlobalTensor<float, Shape<1, 1, 1, 1, 16>, Stride<1, 1, 1, 16, 1>> g(out);\n"
+                 "    TSTORE<TileVec<float, 1, 16>, decltype(g), AtomicType::AtomicAdd>(g, v);\n}\n")
     with pytest.raises(CompileError) as ei:
-        run_cpp(str(f), {}, aiv="vec_kernel")
-    assert "descending == 0 || descending == 1" in str(ei.value) + (ei.value.details or "")
+        run_cpp(str(f), {"out": np.zeros(16, np.float32)}, aiv="vec_kernel")
+    text = str(ei.value) + (ei.value.details or "")
+    assert "TCI: descending == 0 || descending == 1" in text
+    assert "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone)" in text
     path, line, _col = ei.value.where.rsplit(":", 2)
-    assert path.endswith("tci.cpp") and line == "6"
+    assert path.endswith("modes_bad.cpp") and line == "7"

@@ -50,6 +50,7 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("QuantType", V.QuantType, "pto", True), ("PrintFormat", V.PrintFormat, "pto", True),
          ("FIFOType", V.FIFOType, "pto", True), ("VecCubeRatio", V.VecCubeRatio, "pto", True),
          ("ReluPreMode", V.ReluPreMode, "pto", True), ("HistByte", V.HistByte, "pto", True),
+         ("ScatterAxis", V.ScatterAxis, "pto", True), ("AtomicType", V.AtomicType, "pto", True),
          ("Direction", V.Direction, "pto", False),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
@@ -82,12 +83,13 @@ class Form:
     """One way pto-isa spells an instruction with mode template arguments: its template
     parameters (pto-isa's, without ``WaitEvents``), its call parameters, what it passes to the
     instruction's Python form - operand names, a mode as a positional operand, or
-    ``kw:NAME=PARAM`` for the Python form's keyword NAME - and a compile-time check of an
-    integer mode (None: its type says it all)."""
+    ``kw:NAME=PARAM`` for the Python form's keyword NAME - and a compile-time check of a mode
+    (an integer's range, or a value ptopipe does not model; None: its type says it all)."""
     template: str
     params: str
     forward: tuple
     check: str | None = None
+    why: str | None = None          # the check's message (default: the check itself)
 
 
 _FP = "typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu"
@@ -110,8 +112,14 @@ MODE_FORMS = {
     "TGATHER": (Form("typename DstTileData, typename SrcTileData, MaskPattern maskPattern, "
                      "GatherAxis gatherType = GatherAxis::GATHER_ROW", "DstTileData &dst, SrcTileData &src",
                      ("dst", "src", "maskPattern", "gatherType")),),
-    "TSCATTER": (Form("MaskPattern maskPattern = MaskPattern::P1111, typename DstTileData, typename SrcTileData",
-                      "DstTileData &dst, SrcTileData &src", ("dst", "src", "maskPattern")),),
+    "TSCATTER": (Form("MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, "
+                      "typename DstTileData, typename SrcTileData", "DstTileData &dst, SrcTileData &src",
+                      ("dst", "src", "maskPattern", "kw:axis=ScatterType")),),
+    # the plain store only: an atomic one is refused where it is written
+    "TSTORE": (Form("typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone",
+                    "GlobalData &dst, TileData &src", ("dst", "src"),
+                    "atomicType == AtomicType::AtomicNone",
+                    "ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"),),
     "THISTOGRAM": (Form("HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx",
                         "TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx", ("dst", "src", "idx", "byte")),),
     "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
@@ -243,7 +251,7 @@ def _modal(name: str, op: int, lo: int, hi: int) -> list:
             tparams = form.template + "".join(f", class {x}" for x in ev) + \
                 (f", ::ptopipe::if_events<{', '.join(ev)}> = 0" if e else "")
             params = ", ".join([form.params] + [f"{x} &e{i}" for i, x in enumerate(ev)] + [site])
-            check = (f"static_assert({form.check}, \"{name}: {form.check}\"); ") if form.check else ""
+            check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
             call = ", ".join(fwd + [f"e{i}" for i in range(e)])
             out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
                        f"{{ {check}return RecordEvent(::ptopipe::inst({op}, s, {call})); }}")
