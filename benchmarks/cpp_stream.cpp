@@ -39,7 +39,7 @@ extern "C" __global__ AICORE void vector(__gm__ float *out, __gm__ uint8_t *fifo
     const int64_t sub = get_subblockid();
     Pipe pipe(fifo, 0x0, 0);
     TileVec<float, T / 2, T> part, o_ub;
-    TASSIGN(o_ub, 2 * SLOT);
+    TASSIGN(o_ub, DEPTH * SLOT);     // after the ring's UB part (A2A3: 2 staging slots; A5: the ring)
     for (int64_t i = 0; i < tiles; ++i) {
         TPOP<Pipe, TileVec<float, T / 2, T>, TileSplitAxis::TILE_UP_DOWN>(pipe, part);
         TMULS(o_ub, part, 3.0f);

@@ -63,7 +63,8 @@ def vector(out, fifo, tiles, split):
     rows = T // 2 if split == TILE_UP_DOWN else T
     pipe = _pipe(split)(fifo, 0x0, 0)
     part = Tile(TileType.Vec, float32, rows, T)
-    o_ub = Tile(TileType.Vec, float32, rows, T, addr=2 * SLOT)   # after the 2-slot staging ring
+    # after the ring's UB part: the 2-slot staging ring (A2A3) or the DEPTH-slot ring itself (A5)
+    o_ub = Tile(TileType.Vec, float32, rows, T, addr=DEPTH * SLOT)
     dst = GlobalTensor(out.data(), (rows, T))
     for i in range(tiles):
         TPOP(pipe, part, split)

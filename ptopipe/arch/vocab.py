@@ -367,6 +367,20 @@ class GatherAxis(IntEnum):
     GATHER_COL = 1
 
 
+class ScatterAxis(IntEnum):
+    """pto-isa's ``ScatterAxis`` of the mask form of ``TSCATTER``: its name for the
+    :class:`GatherAxis` a mask scatter places along (same values)."""
+    SCATTER_ROW = 0
+    SCATTER_COL = 1
+
+
+class AtomicType(IntEnum):
+    """pto-isa's ``AtomicType`` of ``TSTORE``: a plain store, or one that adds into GM.
+    ptopipe models the plain store only (a C++ ``TSTORE<..., AtomicAdd>`` does not compile)."""
+    AtomicNone = 0
+    AtomicAdd = 1
+
+
 class ReluPreMode(IntEnum):
     """pto-isa's ``ReluPreMode``: the fixpipe's ReLU after its conversion (the *_FP ops)."""
     NoRelu = 0

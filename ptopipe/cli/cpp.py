@@ -37,17 +37,17 @@ def _run(args, after=None, **extra):
     """The C++ file of ``args`` run in a child process; ``after(result)`` runs there too (it
     writes what needs the whole run: traces, reports).  Returns (outputs, summary)."""
     from ..cpp.build import build, find_kernels
-    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, in_child
+    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.launch import run
     kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
     platform = args.platform or "a2a3"
-    libs = build(kernels, platform)
+    libs, bridge_lib = build(kernels, platform), bridge()
     kargs = _inputs(args)
     kw = dict(platform=platform, protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
               **extra)
 
     def work(crash_fd):
-        k = Loaded(kernels, libs, crash_fd)
+        k = Loaded(kernels, libs, crash_fd, bridge_lib)
         res = run(aic=k.aic, aiv=k.aiv, args=kargs, **kw)
         if after is not None:
             after(res)
@@ -79,14 +79,14 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     """``check`` of a C++ kernel file: built here (a compile error is reported before anything
     runs), explored in a child process by ``check_scenarios`` (cli/check.py)."""
     from ..cpp.build import build, find_kernels
-    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, in_child
+    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.scenario import Scenario
     kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
-    libs = build(kernels, args.platform or "a2a3")
+    libs, bridge_lib = build(kernels, args.platform or "a2a3"), bridge()
     kargs = _inputs(args)
 
     def work(crash_fd):
-        k = Loaded(kernels, libs, crash_fd)
+        k = Loaded(kernels, libs, crash_fd, bridge_lib)
 
         def make_args(rng):
             return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}

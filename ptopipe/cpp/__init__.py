@@ -2,7 +2,8 @@
 
 ptopipe's own pto-isa-compatible headers (``include/``, :func:`include_dir`; the instruction
 declarations generated from the op catalogue by :mod:`.headergen`), the C ABI every
-instruction crosses into :mod:`ptopipe.isa` with its C++ file:line (:mod:`.abi`), the build of
+instruction crosses into :mod:`ptopipe.isa` with its C++ file:line (:mod:`.abi`; crossed through
+the C-API bridge of :mod:`.bridge` where it builds, else a ctypes callback), the build of
 a kernel file into a cached shared library (:mod:`.build`), :func:`run_cpp`, which runs
 it on a cluster in a child process, and :func:`kernels`, its kernels as Python kernel
 functions for a Scenario (:mod:`.runner`).

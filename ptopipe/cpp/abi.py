@@ -9,6 +9,15 @@ enums from :mod:`ptopipe.arch.vocab` - sets the calling core's location to the C
 calls the ISA instruction.  So the protocol, the checkers, the timing and the traces are
 those of every other kernel; nothing here re-implements an instruction.
 
+A call site is decoded once: a call's words split into its key (op, call site and every word
+that names a fixed object: tile and pipe handles, enums, a tensor's shape) and its changing
+values (:data:`CHANGING`: scalars, addresses, events); the first call with a key builds the
+site's *prepared call* (:meth:`Dispatcher.prepare`) - the ISA function, its fixed operands and
+its source location - and every later one only converts the changing values and calls it.
+Two callbacks do that split: the C-API bridge (:mod:`.bridge`, ``bridge.cpp``: one vectorcall
+per instruction) and, where it cannot be built, :meth:`Dispatcher.callback` through ctypes;
+both reach the same prepared calls, so a run is the same either way.
+
 The C++ code of a core runs on that core's greenlet (the kernel function is called from it
 through ctypes), so a blocking instruction switches greenlets, C++ stack and all, and one
 core runs at a time under ptopipe's scheduler.  An error raised by an instruction cannot
@@ -23,15 +32,18 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from functools import partial
 
 import greenlet
 from ..arch.dtypes import as_dtype
 from ..arch.vocab import Direction
 from ..errors import ConfigError, KernelError
+from ..isa.events import Event, new_event
 from ..protocol.model import cluster_model
 from ..sim.location import SourceLoc
 from .. import isa
-from .headergen import ABORT, DTYPES, KINDS, MAX_WORDS, SPECIAL, enum_values, enums, op_names
+from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, SPECIAL, enum_values, enums,
+                        op_names)
 
 #: where GM is in a C++ kernel's address space (an unmapped range: a raw access faults); each
 #: array argument has a space of its own (2**ARG_BITS bytes: the k-th at GM_BASE + (k + 1) <<
@@ -43,18 +55,33 @@ CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctyp
                             ctypes.c_void_p, ctypes.c_int32)
 #: events an instruction returned that a kernel can still name (older ones are forgotten)
 EVENT_WINDOW = 1 << 16
+#: prepared calls kept (a kernel that makes tiles in a loop makes new keys: the cache starts over)
+CACHE_LIMIT = 1 << 14
+#: the bridge's front table of recent call keys (bridge.cpp): slots, and the most key words a
+#: slot holds (a call with a longer key is looked up in the cache dict alone)
+FRONT_SLOTS, FRONT_KEY = 512, 32
+#: per argument kind, the payload word that may change between calls at one call site (its
+#: position in the payload), and whether it is a double's bits; every other word is fixed there
+CHANGING = {"INT": (0, False), "FLT": (0, True), "GT": (0, False), "EVENT": (0, False), "PTR": (0, False)}
+#: the argument layout the bridge splits words by: three bytes per kind id (payload words,
+#: 1 + the changing word or 0, 1 for a double's bits)
+LAYOUT = bytes(b for k in range(max(KINDS.values()) + 1)
+               for name in [next((n for n, v in KINDS.items() if v == k), None)]
+               for b in ((KIND_WORDS[name], CHANGING[name][0] + 1, int(CHANGING[name][1]))
+                         if name in CHANGING else (KIND_WORDS.get(name, 0), 0, 0)))
 
-_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL = (
-    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL"))
+_K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_KW = (
+    KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW"))
+_SPLIT = tuple((LAYOUT[3 * k], LAYOUT[3 * k + 1] - 1, LAYOUT[3 * k + 2]) for k in range(len(LAYOUT) // 3))
+_OP_TPOP = op_names().index("TPOP")
 _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout))
 _WORDS = {}
-#: what a Tile carries over from its last value: its slot binding, queued copies and checker
-#: state (its memory views stay: TPOP re-binds them)
-_TILE_STATE = ("binding", "_push", "hbw", "hbu")
 _string_at = ctypes.string_at
 _getcurrent = greenlet.getcurrent
+_double = struct.Struct("<d")
+_int64 = struct.Struct("<q")
 
 
 def _unpack(n: int):
@@ -64,54 +91,140 @@ def _unpack(n: int):
     return s
 
 
+def _as_float(bits: int) -> float:
+    return _double.unpack(_int64.pack(bits))[0]
+
+
 class Dispatcher:
-    """The ABI of one run: the tiles, pipes and events its C++ kernels hold handles of."""
+    """The ABI of one run: the tiles, pipes and events its C++ kernels hold handles of, and
+    the prepared call of each call site."""
 
     def __init__(self):
         self.tiles = [None]
         self.aliases = set()            # id(Tile) of tiles TRESHAPE bound to their source's storage
         self.pipes = [None]
-        self.events = [None] * EVENT_WINDOW
-        self.nevents = 0
+        # the events a kernel can name, field by field (op, core, end): no Event tuple stays
+        # alive per instruction for the collector to walk
+        self.ev_op = [None] * EVENT_WINDOW
+        self.ev_core = [None] * EVENT_WINDOW
+        self.ev_end = [0] * EVENT_WINDOW
         self.files = {}
         self.sites = {}
         self.errors = {}
         self.regions = []               # [(lo, hi, GlobalTensor)] of the GM arguments
-        ops = {name: getattr(self, "op_" + name) for name in SPECIAL + ("TRESHAPE",)}
-        self.handlers = [ops.get(name) or self._instruction(getattr(isa, name)) for name in op_names()]
+        # an operation is an ISA function whose Event the kernel gets (every instruction of the
+        # catalogue, TPUSH, TFREE), or a handler(core, operands) for the rest
+        ops = {name: getattr(self, "op_" + name) for name in SPECIAL + ("TRESHAPE",) if hasattr(self, "op_" + name)}
+        self.handlers = [ops.get(name) for name in op_names()]
+        self.functions = [None if name in ops else getattr(isa, name) for name in op_names()]
         self.first_instruction = len(SPECIAL)
-        self.decoded = {}               # argument words -> their objects, where that cannot change
-        self.stable = False
-        self.windows = {}               # (core, call site, operand) -> [GlobalTensor, its C++ pointer]
+        #: call key -> entry: (prepared call, its SourceLoc, whether it returns an Event to keep)
+        self.cache = {}
+        self.fixed_calls = {}           # (the ctypes callback's) call words -> entry, for calls with no changing value
         self.c_callback = CALLBACK(self.callback)
-        #: shared with the kernel libraries: the last call site (2 words), then a call's words
-        self.shared = (ctypes.c_int64 * (2 + MAX_WORDS))()
-        self.words = memoryview(self.shared).cast("B")[16:]
+        #: what the bridge reads at words[-4] (bridge.cpp: the same order)
+        self.context = (self.cache, self.miss, LAYOUT, _getcurrent, self.errors, self.ev_op, self.ev_core,
+                        self.ev_end, EVENT_WINDOW, self.keep, Event, [None, None])
+        self.front = (ctypes.c_int64 * (2 + FRONT_SLOTS * (4 + FRONT_KEY)))(FRONT_SLOTS, FRONT_KEY)
+        #: shared with the kernel libraries (from word 4 on): the last call site (2 words), then a
+        #: call's words; before them what the bridge reads: its context, the number of events
+        #: made, the generation of the cache (:meth:`forget`) and the front table's address
+        self.shared = (ctypes.c_int64 * (6 + MAX_WORDS))(id(self.context), 0, 0, ctypes.addressof(self.front))
+        self.words = memoryview(self.shared).cast("B")[48:]
 
-    # -- the callback ------------------------------------------------------------------------
+    @property
+    def shared_address(self) -> int:
+        """The buffer address the kernel libraries are given (``ptopipe_init``)."""
+        return ctypes.addressof(self.shared) + 32
+
+    def forget(self) -> None:
+        """Empty the call cache (and so the bridge's front table, by its generation)."""
+        self.cache.clear()
+        self.fixed_calls.clear()
+        self.shared[2] += 1
+
+    @property
+    def nevents(self) -> int:
+        return self.shared[1]
+
+    # -- the callbacks ---------------------------------------------------------------------------
     def callback(self, op, n, words, file, line):
+        """The ctypes callback: bridge.cpp's call, in Python (a call whose words never change
+        is found by them, without splitting them)."""
         try:
-            core = _getcurrent().core
-            key = (file, line)
-            loc = self.sites.get(key)
-            if loc is None:
-                loc = self.sites[key] = self._site(file, line)
-            core.loc_override = loc
-            if not n:
-                return self.handlers[op](core, [])
-            if n < 0:
-                raise KernelError(f"{op_names()[op]} has more arguments than ptopipe's C++ ABI carries "
-                                  f"({MAX_WORDS} words)", fix="pass fewer operands / wait events")
-            raw = self.words[:8 * n].tobytes()
-            a = self.decoded.get(raw)
-            if a is None:
-                a = self.decode(_unpack(n)(raw), (core, key) if op >= self.first_instruction else None)
-                if self.stable:
-                    self.decoded[raw] = a
-            return self.handlers[op](core, a)
+            file = file or 0
+            raw = (op, line, file, self.words[:8 * n].tobytes() if n > 0 else n)
+            entry = self.fixed_calls.get(raw)
+            if entry is not None:
+                return self.run(entry, ())
+            key, vals = self.split(op, n, file, line)
+            entry = self.cache.get(key) if key is not None else None
         except BaseException as e:   # noqa: BLE001 - every exception crosses back as ABORT
             self.errors[_getcurrent()] = e
             return ABORT
+        if entry is None:
+            return self.miss(op, n, file, line, key)
+        if not vals:
+            self.fixed_calls[raw] = entry
+        return self.run(entry, vals)
+
+    def run(self, entry, vals) -> int:
+        """A call of prepared ``entry`` with changing values ``vals``: the core's location set,
+        its Event kept; an error kept for the kernel's wrapper (ABORT)."""
+        call, loc, keeps = entry
+        try:
+            _getcurrent().core.loc_override = loc
+            r = call(*vals)
+            return self.keep(r) if keeps else r
+        except BaseException as e:   # noqa: BLE001
+            self.errors[_getcurrent()] = e
+            return ABORT
+
+    def split(self, op: int, n: int, file: int, line: int):
+        """(key bytes or None, changing values) of the call in the shared words, as bridge.cpp
+        makes them (None: words that are not arguments of this ABI, or too many)."""
+        key, vals = [op, line, file, n], []
+        if n < 0:
+            return None, vals
+        w = _unpack(n)(self.words[:8 * n])
+        i = 0
+        while i < n:
+            k = w[i]
+            i += 1
+            key.append(k)
+            if k < 0 or k >= len(_SPLIT) or i + _SPLIT[k][0] > n:
+                return None, vals
+            size, changing, is_float = _SPLIT[k]
+            if changing < 0:
+                key.extend(w[i:i + size])
+            else:
+                key.extend(w[i:i + changing])
+                vals.append(_as_float(w[i + changing]) if is_float else w[i + changing])
+                key.extend(w[i + changing + 1:i + size])
+            i += size
+        return struct.pack(f"<{len(key)}q", *key), vals
+
+    def miss(self, op, n, file, line, key):
+        """A call whose key has no entry yet: decode it, keep its entry under ``key`` (None: not
+        to be kept) and run it."""
+        try:
+            core = _getcurrent().core
+            loc = self.sites.get((file, line))
+            if loc is None:
+                loc = self.sites[(file, line)] = self._site(file, line)
+            core.loc_override = loc
+            if n < 0:
+                raise KernelError(f"{op_names()[op]} has more arguments than ptopipe's C++ ABI carries "
+                                  f"({MAX_WORDS} words)", fix="pass fewer operands / wait events")
+            entry, vals = self.prepare(op, _unpack(n)(self.words[:8 * n]), loc)
+        except BaseException as e:   # noqa: BLE001 - every exception crosses back as ABORT
+            self.errors[_getcurrent()] = e
+            return ABORT
+        if key is not None:
+            if len(self.cache) >= CACHE_LIMIT:
+                self.forget()
+            self.cache[key] = entry
+        return self.run(entry, vals)
 
     def _site(self, file, line) -> SourceLoc:
         name = self.files.get(file)
@@ -126,61 +239,151 @@ class Dispatcher:
             raise KernelError("the C++ kernel stopped without an error from the simulator")
         raise e
 
-    # -- arguments -----------------------------------------------------------------------------
-    def decode(self, w, site=None) -> list:
-        """The ISA objects of argument words ``w``; ``site`` ((core, call site) of a tile
-        instruction, else None): its GlobalTensor operands are one object per core, site and
-        operand, re-pointed at each call (as the DSL runtime's load / store sites are, per core),
-        not made anew."""
-        out = []
+    # -- prepared calls ----------------------------------------------------------------------------
+    def prepare(self, op: int, w, loc):
+        """(the entry of a call site, this call's changing values) for op ``op`` with argument
+        words ``w``: its fixed operands decoded here, once; the changing ones (at
+        :data:`CHANGING` words) converted at each call.  A tensor operand of a tile instruction
+        is one GlobalTensor per core and call site, re-pointed at each call (as the DSL runtime's
+        load / store sites are, per core), not made anew."""
+        fixed, slots, vals, kw = [], [], [], {}
+        instruction = op >= self.first_instruction
         i, n = 0, len(w)
-        self.stable = True      # the same words give the same objects (no tensor, pointer or event)
         while i < n:
             k = w[i]
             if k == _K_TILE:
-                out.append(self.tiles[w[i + 1]])
+                fixed.append(self.tiles[w[i + 1]])
                 i += 2
-            elif k == _K_INT:
-                out.append(w[i + 1])
+            elif k == _K_INT or k == _K_FLT:
+                slots.append((len(fixed), None))
+                fixed.append(None)
+                vals.append(w[i + 1] if k == _K_INT else _as_float(w[i + 1]))
                 i += 2
             elif k == _K_GT:
-                self.stable = False
-                if site is None:
-                    out.append(self.tensor(w[i + 1], w[i + 2], w[i + 3:i + 8], w[i + 8:i + 13]))
-                else:
-                    out.append(self.window(site, len(out), w[i + 1:i + 13]))
+                g = w[i + 1:i + 13]
+                slots.append((len(fixed), self._windows(g) if instruction else self._tensors(g)))
+                fixed.append(None)
+                vals.append(g[0])
                 i += 13
             elif k == _K_ENUM:
-                out.append(self.enum(w[i + 1], w[i + 2]))
+                fixed.append(self.enum(w[i + 1], w[i + 2], loc))
                 i += 3
-            elif k == _K_FLT:
-                out.append(struct.unpack("<d", struct.pack("<q", w[i + 1]))[0])
-                i += 2
             elif k == _K_PIPE:
-                out.append(self.pipes[w[i + 1]])
+                fixed.append(self.pipes[w[i + 1]])
                 i += 2
             elif k == _K_EVENT:
-                self.stable = False
-                out.append(self.event(w[i + 1]))
+                slots.append((len(fixed), self._event_of))
+                fixed.append(None)
+                vals.append(w[i + 1])
                 i += 2
             elif k == _K_PTR:
-                self.stable = False
-                out.append(self.pointer(w[i + 1], w[i + 2]))
+                slots.append((len(fixed), self._pointers(w[i + 2])))
+                fixed.append(None)
+                vals.append(w[i + 1])
                 i += 3
             elif k == _K_NULL:
-                out.append(None)
+                fixed.append(None)
                 i += 1
+            elif k == _K_KW:                # a mode template argument: a keyword of the Python form
+                kw[KEYWORDS[w[i + 1]]] = self.enum(w[i + 2], w[i + 3], loc) if w[i + 2] >= 0 else w[i + 3]
+                i += 4
             else:
                 raise KernelError(f"argument kind {k} is not part of ptopipe's C++ ABI (a kernel built "
                                   "against other headers?)", fix="rebuild against ptopipe --include")
-        return out
+        fn = self.functions[op]
+        if op == _OP_TPOP and not slots and isinstance(fixed[1], isa.Tile):
+            fn = self._pop_tile(fixed)
+        elif kw and fn is not None:
+            fn = partial(fn, **kw)
+        return (self._call(op, fn, fixed, tuple(slots)), loc, fn is not None), vals
 
     @staticmethod
-    def enum(table: int, value: int):
+    def _pop_tile(fixed: list):
+        """A TPOP into a tile (with no wait events): op_TPOP's fresh binding of the tile, then
+        the pop (whose Event the kernel gets)."""
+        tile, pop = fixed[1], isa.TPOP
+
+        def call(*a):
+            tile.binding = tile._push = tile.hbw = tile.hbu = None
+            tile.ready_at = tile.read_end = 0
+            return pop(*a)
+        return call
+
+    def _call(self, op, fn, fixed: list, slots: tuple):
+        """The prepared call of an op with operands ``fixed`` whose positions in ``slots`` take
+        the changing values (each through its converter, or as it is): the ISA function bound to
+        its fixed operands where it can be (no Python frame of ours per call)."""
+        if fn is None:
+            handler = self.handlers[op]
+            if not slots:
+                return lambda: handler(_getcurrent().core, fixed)
+
+            def call(*vals):
+                core = _getcurrent().core
+                a = fixed.copy()
+                for (pos, conv), v in zip(slots, vals):
+                    a[pos] = v if conv is None else conv(core, v)
+                return handler(core, a)
+            return call
+        first = len(fixed) - len(slots)
+        if all(conv is None and pos == first + j for j, (pos, conv) in enumerate(slots)):
+            return partial(fn, *fixed[:first])        # the changing operands are its last ones
+        if len(slots) == 1:                           # (one converted operand: a tensor's address)
+            (pos, conv), = slots
+
+            def call(v):
+                a = fixed.copy()
+                a[pos] = v if conv is None else conv(_getcurrent().core, v)
+                return fn(*a)
+            return call
+
+        def call(*vals):
+            core = _getcurrent().core
+            a = fixed.copy()
+            for (pos, conv), v in zip(slots, vals):
+                a[pos] = v if conv is None else conv(core, v)
+            return fn(*a)
+        return call
+
+    def _windows(self, g):
+        """The converter of a tile instruction's tensor operand ``g`` (its 12 words): the
+        calling core's GlobalTensor of this site, pointed at the call's address."""
+        code, shape, stride = g[1], g[2:7], g[7:12]
+        per_core = {}
+
+        def conv(core, p):
+            w = per_core.get(core)
+            if w is None:
+                w = per_core[core] = [self.tensor(p, code, shape, stride), p]
+            elif p != w[1]:
+                gt, d = w[0], p - w[1]
+                if (p ^ w[1]) >> ARG_BITS == 0 and d % gt.item == 0:
+                    gt.ptr = gt.ptr + d // gt.item        # the same argument: GMPtr keeps its bounds
+                else:
+                    gt.assign(self.pointer(p, code))
+                w[1] = p
+            return w[0]
+        return conv
+
+    def _tensors(self, g):
+        code, shape, stride = g[1], g[2:7], g[7:12]
+        return lambda core, p: self.tensor(p, code, shape, stride)
+
+    def _pointers(self, code):
+        return lambda core, p: self.pointer(p, code)
+
+    def _event_of(self, core, eid):
+        return self.event(eid)
+
+    @staticmethod
+    def enum(table: int, value: int, loc=None):
+        """The member of enum ``table`` (:func:`~ptopipe.cpp.headergen.enums`) with C++ value
+        ``value``; not one is an error at ``loc`` (the call site)."""
         try:
             return _ENUMS[table][value]
         except (IndexError, KeyError):
-            raise KernelError(f"enum value {value} is not a value of {enums()[table][0]}",
+            name = enums()[table][0] if 0 <= table < len(_ENUMS) else f"enum #{table}"
+            raise KernelError(f"enum value {value} is not a value of {name}", where=loc and str(loc),
                               fix="pass one of the enumerators") from None
 
     def event(self, eid: int):
@@ -189,13 +392,19 @@ class Dispatcher:
         if eid <= self.nevents - EVENT_WINDOW:
             raise KernelError(f"the event of instruction #{eid} is older than the last {EVENT_WINDOW} "
                               "instructions' events ptopipe keeps", fix="wait on events soon after they are made")
-        return self.events[eid % EVENT_WINDOW]
+        i = eid % EVENT_WINDOW
+        return new_event((self.ev_op[i], self.ev_core[i], self.ev_end[i]))
 
     def keep(self, e) -> int:
+        """The id a kernel names Event ``e`` by (0: no event)."""
         if e is None:
             return 0
-        self.nevents = n = self.nevents + 1
-        self.events[n % EVENT_WINDOW] = e
+        if not isinstance(e, Event):
+            raise KernelError(f"the instruction returned {type(e).__name__}, not an Event",
+                              fix="report this: every instruction returns its Event")
+        self.shared[1] = n = self.shared[1] + 1
+        i = n % EVENT_WINDOW
+        self.ev_op[i], self.ev_core[i], self.ev_end[i] = e
         return n
 
     def pointer(self, p: int, code: int):
@@ -218,20 +427,6 @@ class Dispatcher:
                 return GM_BASE + ((k + 1) << ARG_BITS) + (addr - lo)
         return GM_BASE + addr
 
-    def window(self, site, pos, g):
-        key = (site, pos, g[1:])
-        w = self.windows.get(key)
-        if w is None:
-            w = self.windows[key] = [self.tensor(g[0], g[1], g[2:7], g[7:12]), g[0]]
-        elif g[0] != w[1]:
-            gt, d = w[0], g[0] - w[1]
-            if (g[0] ^ w[1]) >> ARG_BITS == 0 and d % gt.item == 0:
-                gt.ptr = gt.ptr + d // gt.item        # the same argument: GMPtr keeps its bounds
-            else:
-                gt.assign(self.pointer(g[0], g[1]))
-            w[1] = g[0]
-        return w[0]
-
     def tensor(self, p, code, shape, stride):
         if any(s < 0 for s in shape) or any(s < 0 for s in stride):
             raise KernelError(f"GlobalTensor shape {list(shape)} / stride {list(stride)} has a DYNAMIC "
@@ -241,13 +436,6 @@ class Dispatcher:
         return isa.GlobalTensor(self.pointer(p, code), shape, stride)
 
     # -- instructions ------------------------------------------------------------------------
-    def _instruction(self, fn):
-        keep = self.keep
-
-        def run(core, a):
-            return keep(fn(*a))
-        return run
-
     def op_TILE_NEW(self, core, a):
         loc, code, rows, cols, bl, vr, vc, sl = a
         t = isa.Tile(_TILE_TYPES[loc], _DTYPES[code], rows, cols, _BLAYOUTS[bl], vr, vc, _SLAYOUTS[sl])
@@ -305,9 +493,6 @@ class Dispatcher:
                     return gt
         return gm
 
-    def op_TPUSH(self, core, a):
-        return self.keep(isa.TPUSH(*a))
-
     def op_TPOP(self, core, a):
         obj = a[1]
         if isinstance(obj, isa.GlobalTensor):
@@ -316,18 +501,13 @@ class Dispatcher:
         # every pop binds the tile afresh, as the DSL runtime's new tile per pop: what the C++
         # variable held before (its scoreboard times, slot binding, checker state) is not a
         # use of the slot popped now (a copy of the earlier value has a handle of its own)
-        for f in _TILE_STATE:
-            setattr(obj, f, None)
+        obj.binding = obj._push = obj.hbw = obj.hbu = None   # (its memory views stay: TPOP re-binds them)
         obj.ready_at = obj.read_end = 0
         return self.keep(isa.TPOP(*a))
 
     def op_TALLOC(self, core, a):
         isa.TALLOC(*a)
         return self.fake(a[1].ptr.addr)
-
-    def op_TFREE(self, core, a):
-        pipe, obj, split, *events = a
-        return self.keep(isa.TFREE(pipe, obj, split, *events))
 
     def op_TSYNC(self, core, a):
         isa.TSYNC(*a)
@@ -367,8 +547,7 @@ class Dispatcher:
             gts = [v for v in kw.values() if isinstance(v, isa.GlobalTensor)]
             if [r[2] for r in me.regions] != gts:       # a new run: its arguments' spaces
                 me.regions = [(v.ptr.addr, v.ptr.addr + v.nbytes, v) for v in gts]
-                me.windows.clear()
-                me.decoded.clear()
+                me.forget()
             words = []
             for name, kind in zip(params, sig):
                 if name not in kw:

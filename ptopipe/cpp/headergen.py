@@ -10,7 +10,11 @@ ABI reads - both made here from one source, so they cannot drift apart:
 * one definition per instruction of the catalogue (:data:`ptopipe.arch.catalogue.OPS`): a
   ``PTOPIPE_INSTRUCTION(NAME, id, fewest, most)`` line whose argument counts come from the
   instruction's Python form in :mod:`ptopipe.isa` (its positional operands, then up to
-  :data:`MAX_EVENTS` wait events, as pto-isa's ``WaitEvents&... events``).
+  :data:`MAX_EVENTS` wait events, as pto-isa's ``WaitEvents&... events``); an instruction
+  pto-isa also spells with mode template arguments (:data:`MODE_FORMS`, e.g.
+  ``TCI<TileData, T, descending>(dst, start)``) is declared as function templates instead:
+  its plain calls and those forms, which pass the mode on as an operand or a keyword
+  (:data:`KEYWORDS`) of the Python form.
 
 ``python -m ptopipe.cpp.headergen`` rewrites the header; tests/cpp/test_headers.py checks it
 is current.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+from dataclasses import dataclass
 from enum import Enum
 
 from ..arch import vocab as V
@@ -44,6 +49,8 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("GatherAxis", V.GatherAxis, "pto", True), ("PowAlgorithm", V.PowAlgorithm, "pto", True),
          ("QuantType", V.QuantType, "pto", True), ("PrintFormat", V.PrintFormat, "pto", True),
          ("FIFOType", V.FIFOType, "pto", True), ("VecCubeRatio", V.VecCubeRatio, "pto", True),
+         ("ReluPreMode", V.ReluPreMode, "pto", True), ("HistByte", V.HistByte, "pto", True),
+         ("ScatterAxis", V.ScatterAxis, "pto", True), ("AtomicType", V.AtomicType, "pto", True),
          ("Direction", V.Direction, "pto", False),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
@@ -62,7 +69,67 @@ MAX_WORDS = 128
 ABORT = -(1 << 63)
 
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
-KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9}
+KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10}
+#: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
+#: double's bits, a handle; a GlobalTensor's address, element type, 5 dims and 5 strides; an
+#: enum's table and value; a pointer and its element type; a keyword argument's name
+#: (:data:`KEYWORDS`), its enum table (-1: an integer) and value
+KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 12, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
+              "KW": 3}
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way pto-isa spells an instruction with mode template arguments: its template
+    parameters (pto-isa's, without ``WaitEvents``), its call parameters, what it passes to the
+    instruction's Python form - operand names, a mode as a positional operand, or
+    ``kw:NAME=PARAM`` for the Python form's keyword NAME - and a compile-time check of a mode
+    (an integer's range, or a value ptopipe does not model; None: its type says it all)."""
+    template: str
+    params: str
+    forward: tuple
+    check: str | None = None
+    why: str | None = None          # the check's message (default: the check itself)
+
+
+_FP = "typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu"
+_FP_AT = "DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol"
+_DESCENDING = "descending == 0 || descending == 1"
+#: the instructions pto-isa spells with mode template arguments (docs/isa/<NAME>.md) that
+#: ptopipe's ISA models; each is also callable without them (the plain forms)
+MODE_FORMS = {
+    "TCI": (Form("typename TileData, typename T, int descending", "TileData &dst, T start",
+                 ("dst", "start", "kw:descending=descending"), _DESCENDING),
+            Form("typename TileData, typename TileDataTmp, typename T, int descending",
+                 "TileData &dst, T start, TileDataTmp &tmp", ("dst", "start", "tmp", "kw:descending=descending"),
+                 _DESCENDING)),
+    "TTRI": (Form("typename TileData, int isUpperOrLower", "TileData &dst, int diagonal",
+                  ("dst", "diagonal", "isUpperOrLower")),),
+    "TFILLPAD": (Form("typename TileData, PadValue PadVal = PadValue::Zero", "TileData &dst, TileData &src",
+                      ("dst", "src", "PadVal")),),
+    "TPRINT": (Form("PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData", "TileData &src",
+                    ("src", "kw:fmt=Format")),),
+    "TGATHER": (Form("typename DstTileData, typename SrcTileData, MaskPattern maskPattern, "
+                     "GatherAxis gatherType = GatherAxis::GATHER_ROW", "DstTileData &dst, SrcTileData &src",
+                     ("dst", "src", "maskPattern", "gatherType")),),
+    "TSCATTER": (Form("MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, "
+                      "typename DstTileData, typename SrcTileData", "DstTileData &dst, SrcTileData &src",
+                      ("dst", "src", "maskPattern", "kw:axis=ScatterType")),),
+    # the plain store only: an atomic one is refused where it is written
+    "TSTORE": (Form("typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone",
+                    "GlobalData &dst, TileData &src", ("dst", "src"),
+                    "atomicType == AtomicType::AtomicNone",
+                    "ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"),),
+    "THISTOGRAM": (Form("HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx",
+                        "TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx", ("dst", "src", "idx", "byte")),),
+    "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
+                     ("dst", "src", "fp", "kw:relu_mode=reluMode")),),
+    "TEXTRACT_FP": (Form(_FP, _FP_AT, ("dst", "src", "fp", "indexRow", "indexCol", "kw:relu_mode=reluMode")),),
+    "TINSERT_FP": (Form(_FP, _FP_AT, ("dst", "src", "fp", "indexRow", "indexCol", "kw:relu_mode=reluMode")),),
+}
+#: the Python keywords a mode is passed as (KW arguments carry the index)
+KEYWORDS = tuple(sorted({f[3:].split("=")[0] for forms in MODE_FORMS.values() for form in forms
+                         for f in form.forward if f.startswith("kw:")}))
 
 
 def cpp_value(member: Enum) -> int:
@@ -149,10 +216,46 @@ def render() -> str:
     ids = {n: i for i, n in enumerate(op_names())}
     for name in sorted(OPS):
         lo, hi = arities(name)
-        out.append(f"PTOPIPE_INSTRUCTION({name}, {ids[name]}, {lo}, {hi})")
+        if name in MODE_FORMS:
+            out += _modal(name, ids[name], lo, hi)
+        else:
+            out.append(f"PTOPIPE_INSTRUCTION({name}, {ids[name]}, {lo}, {hi})")
     out.append("}  // namespace pto")
     out.append("#endif")
     return "\n".join(out) + "\n"
+
+
+def _modal(name: str, op: int, lo: int, hi: int) -> list:
+    """The declarations of an instruction of :data:`MODE_FORMS`: function templates (a class
+    template cannot share the name of a function template) - the plain call with each number
+    of arguments, then each of pto-isa's templated forms with up to MAX_EVENTS wait events;
+    each takes its call site as a defaulted last parameter."""
+    site = "::ptopipe::Site s = PTOPIPE_HERE"
+    out = [f"// {name} (ABI id {op}, {lo} to {hi} arguments): pto-isa also spells it with mode template "
+           f"arguments (docs/isa/{name}.md)"]
+    for k in range(max(lo, 1), hi + 1):
+        tparams = ", ".join(f"class A{i}" for i in range(k))
+        params = ", ".join([f"A{i} &&a{i}" for i in range(k)] + [site])
+        out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
+                   f"{{ return RecordEvent(::ptopipe::inst({op}, s, {', '.join(f'a{i}' for i in range(k))})); }}")
+    for form in MODE_FORMS[name]:
+        fwd = []
+        for f in form.forward:
+            if f.startswith("kw:"):
+                kw, param = f[3:].split("=")
+                fwd.append(f"::ptopipe::kw({KEYWORDS.index(kw)}, {param})")
+            else:
+                fwd.append(f)
+        for e in range(MAX_EVENTS + 1):
+            ev = [f"E{i}" for i in range(e)]
+            tparams = form.template + "".join(f", class {x}" for x in ev) + \
+                (f", ::ptopipe::if_events<{', '.join(ev)}> = 0" if e else "")
+            params = ", ".join([form.params] + [f"{x} &e{i}" for i, x in enumerate(ev)] + [site])
+            check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
+            call = ", ".join(fwd + [f"e{i}" for i in range(e)])
+            out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
+                       f"{{ {check}return RecordEvent(::ptopipe::inst({op}, s, {call})); }}")
+    return out
 
 
 def main(argv=None) -> int:

@@ -14,6 +14,7 @@ by the wall-clock bound.
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import pickle
 import select
@@ -33,9 +34,12 @@ class Loaded:
     """The kernels of a built file, loaded in this process: ``aic`` / ``aiv`` are Python
     kernel functions for :func:`ptopipe.isa.run` (None for a side the file has no kernel for)."""
 
-    def __init__(self, kernels: Kernels, libs: dict, crash_fd: int = -1):
+    def __init__(self, kernels: Kernels, libs: dict, crash_fd: int = -1, bridge_lib: str | None = None):
         from .abi import Dispatcher
+        from .bridge import callback_address
         self.dispatcher = d = Dispatcher()
+        # the instruction callback: the C-API bridge when it was built, else ctypes'
+        self.callback = callback_address(bridge_lib) or ctypes.cast(d.c_callback, ctypes.c_void_p).value
         self.libs = {}
         fns = {}
         for role, path in libs.items():
@@ -43,8 +47,7 @@ class Loaded:
             if lib is None:
                 lib = self.libs[path] = ctypes.PyDLL(path)
                 lib.ptopipe_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-                lib.ptopipe_init(ctypes.cast(d.c_callback, ctypes.c_void_p), ctypes.addressof(d.shared),
-                                 crash_fd)
+                lib.ptopipe_init(self.callback, d.shared_address, crash_fd)
             run_fn = getattr(lib, f"ptopipe_run_{role}")
             run_fn.argtypes = [ctypes.c_void_p]
             run_fn.restype = ctypes.c_int
@@ -61,7 +64,7 @@ def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: in
     """Build (or take from the cache) and load the kernels of C++ file ``path`` in THIS process
     (no crash isolation: :func:`run_cpp` and :func:`in_child` run them in a child)."""
     kernels = find_kernels(path, aic, aiv)
-    return Loaded(kernels, build(kernels, platform), crash_fd)
+    return Loaded(kernels, build(kernels, platform), crash_fd, bridge())
 
 
 def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
@@ -80,12 +83,19 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
             plat = current_core().cluster.platform.name
             k = loaded.get(plat)
             if k is None:
-                k = loaded[plat] = Loaded(found, build(found, plat))
+                k = loaded[plat] = Loaded(found, build(found, plat), bridge_lib=bridge())
             return getattr(k, role)(**kw)
         f = found.entry or getattr(found, role)
         kernel.__name__ = f"{os.path.basename(path)}:{f.name}"
         return kernel
     return tuple(side(r) if found.entry or getattr(found, r) else None for r in ("aic", "aiv"))
+
+
+def bridge() -> str | None:
+    """The C-API bridge library to call instructions through (built here, in the caller, so a
+    child only loads it), or None: the ctypes callback (:mod:`.bridge`)."""
+    from . import bridge as b
+    return b.library() if b.enabled() else None
 
 
 # -- the child process ------------------------------------------------------------------------------
@@ -128,6 +138,9 @@ def in_child(work, timeout: float | None = DEFAULT_TIMEOUT, what: str = "the C++
     pid = os.fork()
     if pid == 0:                                     # the child
         status = 0
+        # what the parent made is not this run's garbage: the collector leaves it alone (walking
+        # it would also copy every page of it, shared with the parent until written)
+        gc.freeze()
         try:
             os.close(res_r)
             os.close(crash_r)
@@ -252,12 +265,13 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     from ..isa.launch import run
     kernels = find_kernels(path, aic, aiv)
     libs = build(kernels, platform)
+    bridge_lib = bridge()
     if not isolate:
-        k = Loaded(kernels, libs)
+        k = Loaded(kernels, libs, bridge_lib=bridge_lib)
         return run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)
 
     def work(crash_fd):
-        k = Loaded(kernels, libs, crash_fd)
+        k = Loaded(kernels, libs, crash_fd, bridge_lib)
         res = run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)
         return CppRunResult({n: a.copy() for n, a in res.outputs.items()}, res.summary, res.launches,
                             res.prints)

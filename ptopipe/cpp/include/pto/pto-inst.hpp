@@ -341,10 +341,30 @@ template <typename T> int64_t tile_id(const T &t, Site s, bool rebind = false)
     return t.id_;
 }
 
+// a mode template argument passed on as keyword ``id`` (headergen.KEYWORDS) of the
+// instruction's Python form: an enumerator (with its enum's table) or an integer (table -1)
+struct Kw {
+    int64_t id, table, value;
+};
+template <typename E> constexpr Kw kw(int64_t id, E v)
+{
+    if constexpr (std::is_enum_v<E>) return Kw{id, enum_code<E>::value, int64_t(v)};
+    else return Kw{id, -1, int64_t(v)};
+}
+
+// the wait events of a templated form (a trailing tile is an operand of a plain form instead)
+template <typename... E>
+using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
+
 template <typename X> void enc(Args &a, const X &x, Site s)
 {
     using T = std::remove_cv_t<std::remove_reference_t<X>>;
-    if constexpr (is_tile<T>::value) {
+    if constexpr (std::is_same_v<T, Kw>) {
+        a.put(K_KW);
+        a.put(x.id);
+        a.put(x.table);
+        a.put(x.value);
+    } else if constexpr (is_tile<T>::value) {
         a.put(K_TILE);
         a.put(tile_id(x, s));
     } else if constexpr (is_global<T>::value) {

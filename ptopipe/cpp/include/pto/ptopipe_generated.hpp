@@ -19,7 +19,7 @@ template <> struct dtype_code<int16_t> { static constexpr int value = 5; };
 template <> struct dtype_code<int32_t> { static constexpr int value = 6; };
 template <> struct dtype_code<uint32_t> { static constexpr int value = 7; };
 template <> struct dtype_code<int64_t> { static constexpr int value = 8; };
-enum Kind : int64_t { K_INT = 1, K_FLT = 2, K_TILE = 3, K_GT = 4, K_PIPE = 5, K_EVENT = 6, K_ENUM = 7, K_PTR = 8, K_NULL = 9 };
+enum Kind : int64_t { K_INT = 1, K_FLT = 2, K_TILE = 3, K_GT = 4, K_PIPE = 5, K_EVENT = 6, K_ENUM = 7, K_PTR = 8, K_NULL = 9, K_KW = 10 };
 constexpr int MAX_WORDS = 128;
 constexpr int64_t ABORT = INT64_MIN;
 enum OpId : int32_t {
@@ -203,14 +203,22 @@ namespace pto { enum class FIFOType : int { GM_FIFO = 0, VEC_FIFO = 1, MAT_FIFO 
 namespace ptopipe { template <> struct enum_code<pto::FIFOType> { static constexpr int value = 12; }; }
 namespace pto { enum class VecCubeRatio : int { V2C1_VECS = 0, V2C2_VECS = 1 }; }
 namespace ptopipe { template <> struct enum_code<pto::VecCubeRatio> { static constexpr int value = 13; }; }
+namespace pto { enum class ReluPreMode : int { NoRelu = 0, NormalRelu = 1 }; }
+namespace ptopipe { template <> struct enum_code<pto::ReluPreMode> { static constexpr int value = 14; }; }
+namespace pto { enum class HistByte : int { BYTE_0 = 0, BYTE_1 = 1, BYTE_2 = 2, BYTE_3 = 3 }; }
+namespace ptopipe { template <> struct enum_code<pto::HistByte> { static constexpr int value = 15; }; }
+namespace pto { enum class ScatterAxis : int { SCATTER_ROW = 0, SCATTER_COL = 1 }; }
+namespace ptopipe { template <> struct enum_code<pto::ScatterAxis> { static constexpr int value = 16; }; }
+namespace pto { enum class AtomicType : int { AtomicNone = 0, AtomicAdd = 1 }; }
+namespace ptopipe { template <> struct enum_code<pto::AtomicType> { static constexpr int value = 17; }; }
 namespace pto { enum Direction : int { DIR_C2V = 1, DIR_V2C = 2, DIR_BOTH = 3, DIR_V2C_CTRL = 4, DIR_C2V_GM = 5, DIR_V2C_GM = 6, DIR_BOTH_GM = 7 }; }
-namespace ptopipe { template <> struct enum_code<pto::Direction> { static constexpr int value = 14; }; }
+namespace ptopipe { template <> struct enum_code<pto::Direction> { static constexpr int value = 18; }; }
 enum pipe_t : int { PIPE_S = 0, PIPE_MTE1 = 1, PIPE_MTE2 = 2, PIPE_MTE3 = 3, PIPE_M = 4, PIPE_V = 5, PIPE_FIX = 6, PIPE_ALL = 7 };
-namespace ptopipe { template <> struct enum_code<pipe_t> { static constexpr int value = 15; }; }
+namespace ptopipe { template <> struct enum_code<pipe_t> { static constexpr int value = 19; }; }
 enum event_t : int { EVENT_ID0 = 0, EVENT_ID1 = 1, EVENT_ID2 = 2, EVENT_ID3 = 3, EVENT_ID4 = 4, EVENT_ID5 = 5, EVENT_ID6 = 6, EVENT_ID7 = 7 };
-namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 16; }; }
+namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 20; }; }
 namespace pto { enum class Op : int { TLOAD = 0, TSTORE_ACC = 1, TSTORE_VEC = 2, TMOV_M2L = 3, TMOV_M2S = 4, TMOV_M2B = 5, TMOV_M2V = 6, TMOV_V2M = 7, TMATMUL = 8, TVEC = 9, TADD = 10, TSUB = 11, TMUL = 12, TDIV = 13, TMAX = 14, TMIN = 15, TADDS = 16, TSUBS = 17, TMULS = 18, TDIVS = 19, TMAXS = 20, TMINS = 21, TEXP = 22, TLOG = 23, TSQRT = 24, TRSQRT = 25, TABS = 26, TNEG = 27, TRELU = 28, TRECIP = 29, TROWSUM = 30, TROWMAX = 31, TROWMIN = 32, TCOLSUM = 33, TCOLMAX = 34, TROWEXPANDADD = 35, TROWEXPANDSUB = 36, TROWEXPANDMUL = 37, TROWEXPANDDIV = 38, TROWEXPAND = 39, TEXPANDS = 40, TCVT = 41, TPACK = 42, TAND = 43, TOR = 44, TXOR = 45, TSHL = 46, TSHR = 47, TNOT = 48, TANDS = 49, TORS = 50, TXORS = 51, TSHLS = 52, TSHRS = 53, TREM = 54, TREMS = 55, TFMOD = 56, TFMODS = 57, TPRELU = 58, TLRELU = 59, TADDC = 60, TSUBC = 61, TADDSC = 62, TSUBSC = 63, TAXPY = 64, TCMP = 65, TCMPS = 66, TSEL = 67, TSELS = 68, TCOLEXPAND = 69, TCOLEXPANDADD = 70, TCOLEXPANDSUB = 71, TCOLEXPANDMUL = 72, TCOLEXPANDDIV = 73, TCOLEXPANDMAX = 74, TCOLEXPANDMIN = 75, TROWEXPANDMAX = 76, TROWEXPANDMIN = 77, TCOLMIN = 78, TROWPROD = 79, TCOLPROD = 80, TROWARGMAX = 81, TROWARGMIN = 82, TCOLARGMAX = 83, TCOLARGMIN = 84, TPARTADD = 85, TPARTMUL = 86, TPARTMAX = 87, TPARTMIN = 88, TPARTARGMAX = 89, TPARTARGMIN = 90, TSUBRELU = 91, TMULADDDST = 92, TFUSEDMULADD = 93, TFUSEDMULADDRELU = 94, TPOW = 95, TPOWS = 96, TROWEXPANDEXPDIF = 97, TCOLEXPANDEXPDIF = 98, TPAIRREDUCESUM = 99, TADDRELUCONV = 100, TADDDEQRELU = 101, THISTOGRAM = 102, TCONCAT = 103, TTRANS = 104, TFILLPAD = 105, TFILLPAD_EXPAND = 106, TFILLPAD_INPLACE = 107, TCI = 108, TTRI = 109, TGATHER = 110, TSCATTER = 111, TINTERLEAVE = 112, TDEINTERLEAVE = 113, TGATHERB = 114, TSORT32 = 115, TMRGSORT = 116, TQUANT = 117, TDEQUANT = 118, TRANDOM = 119 }; }
-namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 17; }; }
+namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 21; }; }
 #endif
 #else
 
@@ -226,7 +234,19 @@ PTOPIPE_INSTRUCTION(TADDSC, 22, 4, 7)
 PTOPIPE_INSTRUCTION(TAND, 23, 3, 6)
 PTOPIPE_INSTRUCTION(TANDS, 24, 3, 6)
 PTOPIPE_INSTRUCTION(TAXPY, 25, 3, 6)
-PTOPIPE_INSTRUCTION(TCI, 26, 2, 5)
+// TCI (ABI id 26, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
+template <class A0, class A1> inline RecordEvent TCI(A0 &&a0, A1 &&a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TCI(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TCMP, 27, 3, 7)
 PTOPIPE_INSTRUCTION(TCMPS, 28, 3, 7)
 PTOPIPE_INSTRUCTION(TCOLARGMAX, 29, 1, 8)
@@ -252,24 +272,70 @@ PTOPIPE_INSTRUCTION(TDIVS, 48, 3, 6)
 PTOPIPE_INSTRUCTION(TEXP, 49, 2, 5)
 PTOPIPE_INSTRUCTION(TEXPANDS, 50, 2, 5)
 PTOPIPE_INSTRUCTION(TEXTRACT, 51, 2, 7)
-PTOPIPE_INSTRUCTION(TEXTRACT_FP, 52, 3, 8)
-PTOPIPE_INSTRUCTION(TFILLPAD, 53, 2, 6)
+// TEXTRACT_FP (ABI id 52, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, A6 &&a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, A6 &&a6, A7 &&a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+// TFILLPAD (ABI id 53, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
+template <class A0, class A1> inline RecordEvent TFILLPAD(A0 &&a0, A1 &&a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0, e1)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 54, 2, 6)
 PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 55, 2, 6)
 PTOPIPE_INSTRUCTION(TFMOD, 56, 3, 6)
 PTOPIPE_INSTRUCTION(TFMODS, 57, 3, 6)
 PTOPIPE_INSTRUCTION(TFUSEDMULADD, 58, 3, 6)
 PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 59, 3, 6)
-PTOPIPE_INSTRUCTION(TGATHER, 60, 2, 5)
+// TGATHER (ABI id 60, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
+template <class A0, class A1> inline RecordEvent TGATHER(A0 &&a0, A1 &&a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TGATHER(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2, a3, a4)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0, e1)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TGATHERB, 61, 3, 6)
 PTOPIPE_INSTRUCTION(TGEMV, 62, 3, 6)
 PTOPIPE_INSTRUCTION(TGEMV_ACC, 63, 4, 7)
 PTOPIPE_INSTRUCTION(TGEMV_BIAS, 64, 4, 7)
 PTOPIPE_INSTRUCTION(TGEMV_MX, 65, 1, 4)
 PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 66, 2, 5)
-PTOPIPE_INSTRUCTION(THISTOGRAM, 67, 3, 7)
+// THISTOGRAM (ABI id 67, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
+template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, A6 &&a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0, e1)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TINSERT, 68, 2, 7)
-PTOPIPE_INSTRUCTION(TINSERT_FP, 69, 3, 8)
+// TINSERT_FP (ABI id 69, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, A6 &&a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, A6 &&a6, A7 &&a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TINTERLEAVE, 70, 4, 7)
 PTOPIPE_INSTRUCTION(TLOAD, 71, 2, 5)
 PTOPIPE_INSTRUCTION(TLOG, 72, 2, 5)
@@ -283,7 +349,15 @@ PTOPIPE_INSTRUCTION(TMAXS, 79, 3, 6)
 PTOPIPE_INSTRUCTION(TMIN, 80, 3, 6)
 PTOPIPE_INSTRUCTION(TMINS, 81, 3, 6)
 PTOPIPE_INSTRUCTION(TMOV, 82, 2, 5)
-PTOPIPE_INSTRUCTION(TMOV_FP, 83, 3, 6)
+// TMOV_FP (ABI id 83, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3, a4, a5)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TMRGSORT, 84, 1, 4)
 PTOPIPE_INSTRUCTION(TMUL, 85, 3, 6)
 PTOPIPE_INSTRUCTION(TMULADDDST, 86, 3, 6)
@@ -304,7 +378,15 @@ PTOPIPE_INSTRUCTION(TPOW, 100, 3, 6)
 PTOPIPE_INSTRUCTION(TPOWS, 101, 3, 6)
 PTOPIPE_INSTRUCTION(TPREFETCH, 102, 2, 2)
 PTOPIPE_INSTRUCTION(TPRELU, 103, 3, 6)
-PTOPIPE_INSTRUCTION(TPRINT, 104, 1, 4)
+// TPRINT (ABI id 104, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
+template <class A0> inline RecordEvent TPRINT(A0 &&a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0)); }
+template <class A0, class A1> inline RecordEvent TPRINT(A0 &&a0, A1 &&a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TPRINT(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1, a2, a3)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format))); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TQUANT, 105, 3, 6)
 PTOPIPE_INSTRUCTION(TRANDOM, 106, 1, 4)
 PTOPIPE_INSTRUCTION(TRECIP, 107, 2, 5)
@@ -327,7 +409,15 @@ PTOPIPE_INSTRUCTION(TROWMIN, 123, 2, 6)
 PTOPIPE_INSTRUCTION(TROWPROD, 124, 2, 6)
 PTOPIPE_INSTRUCTION(TROWSUM, 125, 2, 6)
 PTOPIPE_INSTRUCTION(TRSQRT, 126, 2, 5)
-PTOPIPE_INSTRUCTION(TSCATTER, 127, 2, 5)
+// TSCATTER (ABI id 127, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
+template <class A0, class A1> inline RecordEvent TSCATTER(A0 &&a0, A1 &&a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSCATTER(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2, a3, a4)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TSEL, 128, 4, 7)
 PTOPIPE_INSTRUCTION(TSELS, 129, 3, 6)
 PTOPIPE_INSTRUCTION(TSHL, 130, 3, 6)
@@ -336,7 +426,15 @@ PTOPIPE_INSTRUCTION(TSHR, 132, 3, 6)
 PTOPIPE_INSTRUCTION(TSHRS, 133, 3, 6)
 PTOPIPE_INSTRUCTION(TSORT32, 134, 3, 4)
 PTOPIPE_INSTRUCTION(TSQRT, 135, 2, 5)
-PTOPIPE_INSTRUCTION(TSTORE, 136, 2, 5)
+// TSTORE (ABI id 136, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
+template <class A0, class A1> inline RecordEvent TSTORE(A0 &&a0, A1 &&a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSTORE(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0, e1)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TSTORE_FP, 137, 3, 6)
 PTOPIPE_INSTRUCTION(TSUB, 138, 3, 6)
 PTOPIPE_INSTRUCTION(TSUBC, 139, 4, 7)
@@ -346,7 +444,16 @@ PTOPIPE_INSTRUCTION(TSUBSC, 142, 4, 7)
 PTOPIPE_INSTRUCTION(TSUBVIEW, 143, 4, 4)
 PTOPIPE_INSTRUCTION(TTRANS, 144, 2, 5)
 PTOPIPE_INSTRUCTION(TTRAP, 145, 0, 0)
-PTOPIPE_INSTRUCTION(TTRI, 146, 2, 6)
+// TTRI (ABI id 146, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
+template <class A0, class A1> inline RecordEvent TTRI(A0 &&a0, A1 &&a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TTRI(A0 &&a0, A1 &&a1, A2 &&a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(A0 &&a0, A1 &&a1, A2 &&a2, A3 &&a3, A4 &&a4, A5 &&a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower)); }
+template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0, e1)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
 PTOPIPE_INSTRUCTION(TXOR, 147, 3, 6)
 PTOPIPE_INSTRUCTION(TXORS, 148, 3, 6)
 }  // namespace pto
