@@ -336,7 +336,7 @@ def test_mutated_pto_gives_only_ptopipe_errors():
     for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
         text = p.read_text()
         cands = [text[:i] for i in range(0, len(text), 211)]
-        for _ in range(70):
+        for _ in range(35):         # (benchmarks/fuzz.py runs random kernels for minutes)
             i = rng.randrange(len(text))
             cands.append(text[:i] + rng.choice(toks) + text[i + rng.randrange(1, 12):])
         for t in cands:
@@ -345,7 +345,7 @@ def test_mutated_pto_gives_only_ptopipe_errors():
             except PtoPipeError as e:
                 n_err += 1
                 assert e.where and e.where.startswith("m.pto:"), e
-    assert n_err > 250
+    assert n_err > 400
 
 
 def test_mutated_attribute_values_give_only_ptopipe_errors():
@@ -359,7 +359,7 @@ def test_mutated_attribute_values_give_only_ptopipe_errors():
     for p in sorted((ROOT / "tests" / "pto").glob("*.pto")):
         text = p.read_text()
         spots = [m.start(1) for m in re.finditer(r"= ([^,}\s]+)", text)]
-        for k in range(60):
+        for k in range(30):
             i = rng.choice(spots)
             j = i + len(re.match(r"[^,}\s]+", text[i:]).group())
             t = text[:i] + rng.choice(vals) + text[j:]

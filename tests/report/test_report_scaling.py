@@ -120,7 +120,7 @@ def s7_long():
 _SCENARIOS = sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "s*.py"))) + [FA]
 
 
-@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "spec"), ("a2a3", "pto-isa")])
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
 @pytest.mark.parametrize("path", _SCENARIOS, ids=lambda p: os.path.basename(p)[:-3])
 def test_streamed_trace_equals_the_previous_writer(path, platform, protocol, tmp_path, monkeypatch):
     res = _run(path, platform=platform, protocol=protocol)

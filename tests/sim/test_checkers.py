@@ -56,11 +56,12 @@ def _scenarios():
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 @pytest.mark.parametrize("sc,variant,over", _scenarios())
-def test_reference_scenarios_pass_50_schedules(sc, variant, over, platform):
+def test_reference_scenarios_pass_20_schedules(sc, variant, over, platform):
+    # (benchmarks/schedules.py runs every example under 200 schedules per policy)
     small = dataclasses.replace(sc, variants={"small": {**sc.variants[variant], **over}})
-    res = explore(small, schedules=50, seed=0, variant="small", platform=platform)
+    res = explore(small, schedules=20, seed=0, variant="small", platform=platform)
     assert res.ok, res.first[1]
-    assert res.runs == res.passed == 51
+    assert res.runs == res.passed == 21
 
 
 # -- exact byte ranges ---------------------------------------------------------------------
