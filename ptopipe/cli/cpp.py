@@ -17,7 +17,7 @@ import numpy as np
 from . import bounds
 from .common import launch_kwargs, sync_kwargs, write_outputs
 from .errors import color
-from .pto import load_inputs
+from ..driver.pto import load_inputs
 
 
 def add_arguments(p) -> None:
