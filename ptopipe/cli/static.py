@@ -1,6 +1,6 @@
-"""``ptopipe check --static FILE``: the static checks of
-:func:`ptopipe.passes.static_check.verify_program` (VerifyPipes, then the rest of the
-compiler's checks) on the DSL programs of a kernel file, without running them.  The
+"""``ptopipe check --static FILE``: the static checks of :func:`ptopipe.driver.programs.verify`
+(VerifyPipes, then the rest of the compiler's checks) on the DSL programs of a kernel file,
+without running them.  The
 programs are the file's ``pl.program(...)`` values and, per scenario
 variant, what its ``KernelSet`` builders make of the variant's arguments.  Prints every
 finding like the dynamic checkers print an error (what, where, fix), or a PASS line per
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 
 from ..arch.platform import get_platform
-from ..driver.programs import int_params, programs
-from ..passes.static_check import PROVEN, NOT_PROVEN as STATUS_NOT_PROVEN, verdict, verify_program
+from ..driver.programs import int_params, programs, verify
+from ..passes.static_check import PROVEN, NOT_PROVEN as STATUS_NOT_PROVEN
 from ..passes.verify_pipes import NOT_PROVEN, not_proven
 from .common import scalar_ranges, target
 from .errors import color, report_exception
@@ -23,11 +23,7 @@ def main(args) -> int:
     for label, prog, sc, scalars in programs(args.file, args.variant):
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
-
-        def verify_with(values, prog=prog, plat=plat, protocol=protocol):
-            warnings: list = []
-            return verify_program(prog, plat, protocol, values, warnings, ranges), warnings
-        state, found, warnings = verdict(verify_with, scalars)
+        state, found, warnings = verify(prog, plat, protocol, scalars, ranges)
         reasons = not_proven(warnings)
         reports.append({"program": label, "platform": plat.name, "status": state,
                         "findings": [e.to_dict() for e in found], "warnings": warnings,

@@ -1,6 +1,7 @@
-"""The DSL programs of a kernel file: its module-level ``pl.program(...)`` objects, the
+"""The DSL programs of a kernel file - its module-level ``pl.program(...)`` objects, the
 programs its ``KernelSet`` builders make for a Scenario variant, else one program of its
-``@pl`` kernels - what ``compile`` compiles and ``check --static`` verifies."""
+``@pl`` kernels: what ``compile`` compiles - and the static checks ``check --static`` runs on
+them."""
 from __future__ import annotations
 
 import numpy as np
@@ -89,3 +90,17 @@ def int_params(prog) -> set:
 def _scalar_params(prog) -> set:
     """Names of the scalar parameters of ``prog``'s functions."""
     return {p.name for f in prog.functions for p in f.params if not isinstance(p.type, TensorType)}
+
+
+def verify(prog, platform, protocol: str, scalars: dict, ranges: dict | None = None) -> tuple:
+    """``(status, findings, warnings)`` of the static checks of ``prog``
+    (:func:`ptopipe.passes.static_check.verify_program`) on ``platform`` under ``protocol``:
+    for every value of its integer scalars (within ``ranges``), and exactly with the
+    ``scalars`` a variant gives (:func:`ptopipe.passes.static_check.verdict`)."""
+    from ..passes.static_check import verdict, verify_program
+
+    def verify_with(values):
+        warnings: list = []
+        return verify_program(prog, platform, protocol, values, warnings, ranges), warnings
+    return verdict(verify_with, scalars)
+
