@@ -19,7 +19,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from ptopipe.cli.loader import load_scenarios  # noqa: E402
 from ptopipe.errors import PtoPipeError  # noqa: E402
 from ptopipe.mutate import SURVIVED, Job, coverage  # noqa: E402
 
@@ -40,7 +39,7 @@ def main() -> int:
     for path in files:
         t = time.perf_counter()
         try:
-            cov = coverage(Job(load_scenarios, path, schedules=ns.schedules), ns.workers)
+            cov = coverage(Job(path, schedules=ns.schedules), ns.workers)
         except PtoPipeError as e:
             print(f"{path}: refused: {type(e).__name__}: {e.what}")
             continue

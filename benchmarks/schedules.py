@@ -37,7 +37,7 @@ import layers  # noqa: E402,F401  (the test suite's layer directories: the kerne
 import numpy as np  # noqa: E402
 
 from ptopipe import Scenario  # noqa: E402
-from ptopipe.cli.loader import load_scenarios  # noqa: E402
+from ptopipe.driver.loader import load_scenarios  # noqa: E402
 from ptopipe.isa.explore import MODES, explore, run_schedule  # noqa: E402
 
 COMBOS = [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")]

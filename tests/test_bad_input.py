@@ -487,7 +487,7 @@ def test_a_text_file_given_as_npy_input_names_the_file(tmp_path, capsys):
      "the .npy data is damaged"),
 ], ids=["pickled", "empty", "binary", "text_cut_char", "npz", "truncated"])
 def test_a_file_that_is_not_a_numeric_npy_is_a_config_error_saying_what_it_is(make, why, tmp_path):
-    from ptopipe.cli.common import read_npy
+    from ptopipe.driver.pto import read_npy
     f = str(tmp_path / "x.npy")
     make(f)
     with pytest.raises(ConfigError) as ei:

@@ -32,7 +32,7 @@ def test_readme_example_runs(platform, protocol, capsys):
 
 
 def _load(path: str):
-    from ptopipe.cli.loader import load_module     # as `ptopipe run` loads it (own dir on sys.path)
+    from ptopipe.driver.loader import load_module     # as `ptopipe run` loads it (own dir on sys.path)
     return load_module(path)
 
 

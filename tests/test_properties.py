@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import ptopipe
 from ptopipe import MemoryConflictError, PtoPipeError
 from ptopipe.arch import MemSpace, PipeUnit
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import (TADD, TADDS, TASSIGN, TLOAD, TMOV, TMULS, TSTORE, GlobalTensor, GMPtr,
                          Tile, TileType, current_core, float16, float32, int32)
 from ptopipe.isa import ops

@@ -1,5 +1,6 @@
 """cli: the ``ptopipe`` command.  One module per subcommand (``run``, ``check``, ...);
-each defines ``add_parser(subparsers)`` and ``main(args) -> int``.
+each defines ``add_parser(subparsers)`` and ``main(args) -> int``: it parses its arguments,
+calls the library (what a command does is :mod:`ptopipe.driver`'s) and prints.
 
 Every error reaches the user as one readable message (what, where, fix) on stderr and a
 non-zero exit code - never a Python traceback.

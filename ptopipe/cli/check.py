@@ -7,17 +7,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
 
-from ..errors import ConfigError
-from ..isa.explore import MODES, ExploreResult, ScheduleSpec, explore
+from ..driver.check import error_report as _error_row, explore_variant, variant_report
+from ..isa.explore import MODES, ExploreResult
 from .common import (CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, add_ranges, add_sync,
                      add_werror, launch_kwargs, protocol_option, refuse_pto_options, sync_kwargs, target)
-from .errors import color, describe_exception, report_exception
+from .errors import color, report_exception
 from .progress import Progress
 from . import bounds
-from .loader import load_scenarios, pick_variants
+from ..driver.loader import load_scenarios, pick_variants
 
 
 def add_parser(sub) -> None:
@@ -63,7 +62,7 @@ def add_parser(sub) -> None:
     add_werror(p)
     bounds.add_arguments(p)
     add_launches(p)
-    from .engine import add_arguments as add_engine_arguments
+    from .library import add_engine_arguments
     add_engine_arguments(p)
     p.set_defaults(func=main)
 
@@ -134,70 +133,30 @@ def main_static(args) -> int:
 
 def error_report(e: BaseException) -> dict:
     """The --json report entry of an error that is not one variant's (bad file, bad option)."""
-    return {"scenario": None, "variant": None, "platform": None, "protocol": None,
-            "runs": 0, "passed": 0, "failure": dict(describe_exception(e), seed=None)}
+    row = _error_row(e)
+    row["failure"]["seed"] = None
+    return row
 
 
 def _explore(sc, v, args, platform, protocol, label):
-    """explore(), with an exception a kernel raises (not a PtoPipeError) as a failure too."""
-    at, bar = [0], []
+    """The check of one variant (:func:`ptopipe.driver.check.explore_variant`) with the
+    command's options, its schedules counted on a progress bar."""
+    bar = []
 
     def progress(done: int, total: int) -> None:
-        at[0] = done                    # run 0 is the default schedule, run k seed + k - 1
         if not bar:
             bar.append(Progress(f"{label}: schedules", total))
         bar[0].step(done)
-    try:
-        if args.replay is not None:
-            return _replay(sc, v, args, platform, protocol, progress)
-        return explore(sc, schedules=args.schedules, seed=args.seed, variant=v, platform=platform,
-                       protocol=protocol, data_seed=args.data_seed, progress=progress,
-                       mode=args.explore, depth=args.depth, **_run_kwargs(args))
-    except ConfigError as e:
-        if e.where in ("option --explore", "option --depth", "option --replay"):
-            raise                       # a bad option, not this variant's failure
-        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
-        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
-        return res
-    except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
-        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=args.explore)
-        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
-        return res
-    finally:
-        if bar:
-            bar[0].close()
-
-
-def _run_kwargs(args) -> dict:
     kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args), "causal": True}
     if getattr(args, "no_checks", False):
         kw["checks"] = False
-    return kw
-
-
-def _replay(sc, v, args, platform, protocol, progress):
-    """``--replay SPEC``: the default schedule, then the one schedule SPEC names."""
-    from ..errors import PtoPipeError
-    from ..isa.explore import run_schedule
-    spec = ScheduleSpec.parse(args.replay)
-    res = ExploreResult(mode=spec.mode)
-    for i, s in enumerate((None, spec)):
-        progress(i, 2)
-        res.runs += 1
-        pol = s.policy() if s is not None else None
-        try:
-            run_schedule(sc, s, v, platform, protocol, args.data_seed, policy=pol, **_run_kwargs(args))
-            res.passed += 1
-        except PtoPipeError as e:
-            res.failures.append((s, e))
-            break
-        except Exception as e:  # noqa: BLE001 - a kernel's own error, with its schedule
-            e.ptopipe_schedule = s
-            raise
-        finally:
-            if pol is not None:
-                res.digests.add(pol.digest)
-    return res
+    try:
+        return explore_variant(sc, v, platform, protocol, schedules=args.schedules, seed=args.seed,
+                               mode=args.explore, depth=args.depth, replay=args.replay,
+                               data_seed=args.data_seed, progress=progress, **kw)
+    finally:
+        if bar:
+            bar[0].close()
 
 
 def _explored(res: ExploreResult, args) -> str:
@@ -218,12 +177,6 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
     if isinstance(seed, int):
         return f"{base} --seed {seed} --schedules 1"
     return f"{base} --replay {seed}"
-
-
-def _at(warning: str) -> tuple:
-    """``"file:line:col: what"`` (an executor's run warning) as ``(what, where)``."""
-    m = re.match(r"(.*?:\d+:\d+): (.*)", warning, re.S)
-    return (m.group(2), m.group(1)) if m else (warning, None)
 
 
 def _check(args, reports: list) -> int:
@@ -249,49 +202,45 @@ def check_scenarios(args, reports: list, scenarios) -> int:
             manual = (getattr(args, "sync", None) or sc.sync) == "manual"
             label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
             res = _explore(sc, v, args, plat, protocol, label)
-            res.warnings = [_at(w) for w in dict.fromkeys(run_warnings)] + list(res.warnings)
-            rep = {"scenario": sc.name, "variant": v, "platform": platform, "protocol": protocol,
-                   "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
-                   "distinct": res.distinct, "complete": res.complete,
-                   "warnings": [{"what": w, "where": str(loc) if loc else None} for w, loc in res.warnings]}
-            if res.ok and res.warnings and getattr(args, "werror", False):
+            rep = variant_report(sc.name, v, platform, protocol, res, run_warnings,
+                                 getattr(args, "werror", False))
+            if rep["failure"] is not None:
                 status = 1
-                rep["failure"] = {"error": "Warnings", "what": f"{len(res.warnings)} warning(s) treated as "
-                                  "errors (--werror)", "where": res.warnings[0][1] and str(res.warnings[0][1]),
-                                  "seed": None}
-                if not args.json:
-                    print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {len(res.warnings)} warning(s), "
-                          "errors under --werror:")
-                    for what, loc in res.warnings:
-                        print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
-            elif res.ok:
-                if not args.json:
-                    print(f"{color('PASS', '1;32', sys.stdout)} {label}: default schedule + "
-                          f"{_explored(res, args)}, "
-                          + ("right results (checkers off)" if args.no_checks else "no checker report")
-                          + (f", {len(res.warnings)} warning(s):" if res.warnings else ""))
-                    for what, loc in res.warnings:
-                        print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
-            else:
-                status = 1
-                seed, err = res.first
-                rep["failure"] = dict(describe_exception(err), seed=seed if seed is None or isinstance(seed, int)
-                                      else str(seed))
-                if not args.json:
-                    sched = ("the default schedule" if seed is None else
-                             f"schedule random:{seed}" if isinstance(seed, int) else f"schedule {seed}")
-                    after = (f" (after {res.passed} passing schedule(s)"
-                             + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
-                             + ")") if res.passed or res.distinct else ""
-                    print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched}{after}",
-                          flush=True)
-                    report_exception(err)
-                    replay = _replay_line(args, platform, protocol, v, seed)
-                    print(f"  replay: {replay}" if seed is not None else
-                          "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)
+            if not args.json:
+                _print_variant(args, label, res, rep, v)
             reports.append(rep)
     failed = [f"{r['scenario']}[{r['variant']}]" for r in reports if r["failure"]]
     if len(reports) > 1 and not args.json and not getattr(args, "library", False):
         print(f"{len(failed)} of {len(reports)} variants failed: {', '.join(failed)}" if failed else
               f"all {len(reports)} variants passed")
     return status
+
+
+def _print_variant(args, label: str, res, rep: dict, v: str) -> None:
+    """The verdict of one variant's check: PASS / FAIL with the warnings, or the error and
+    the command that replays it."""
+    if res.ok and rep["failure"] is not None:
+        print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {len(res.warnings)} warning(s), "
+              "errors under --werror:")
+        for what, loc in res.warnings:
+            print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
+    elif res.ok:
+        print(f"{color('PASS', '1;32', sys.stdout)} {label}: default schedule + "
+              f"{_explored(res, args)}, "
+              + ("right results (checkers off)" if args.no_checks else "no checker report")
+              + (f", {len(res.warnings)} warning(s):" if res.warnings else ""))
+        for what, loc in res.warnings:
+            print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
+    else:
+        seed, err = res.first
+        sched = ("the default schedule" if seed is None else
+                 f"schedule random:{seed}" if isinstance(seed, int) else f"schedule {seed}")
+        after = (f" (after {res.passed} passing schedule(s)"
+                 + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
+                 + ")") if res.passed or res.distinct else ""
+        print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} under {sched}{after}",
+              flush=True)
+        report_exception(err)
+        replay = _replay_line(args, rep["platform"], rep["protocol"], v, seed)
+        print(f"  replay: {replay}" if seed is not None else
+              "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)

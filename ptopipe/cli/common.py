@@ -1,11 +1,10 @@
-"""What the subcommands share: validating option values, reading a ``.npy`` an option
-names, the platform and protocol a run uses (an explicit option, else the Scenario's own
-``platform=`` / ``protocol=``, else a2a3 / spec), and running every picked variant with a
-summary of the failures."""
+"""What the subcommands share: the options they have in common and validating their values,
+the platform and protocol a run uses (an explicit option, else the Scenario's own
+``platform=`` / ``protocol=``, else a2a3 / spec), running every picked variant with a
+summary of the failures, and writing ``--output`` arrays."""
 from __future__ import annotations
 
 import argparse
-import codecs
 import os
 import sys
 
@@ -16,7 +15,7 @@ from ..arch.vocab import Protocol, SyncMode
 from ..errors import ConfigError
 from ..protocol.versions import name as protocol_name
 from .errors import color, report_exception
-from .loader import check_kernel_file
+from ..driver.loader import check_kernel_file
 
 #: the values of --protocol: the protocol vocabulary's own, and pto-isa@<commit>
 PROTOCOLS = [p.value for p in Protocol]
@@ -118,42 +117,6 @@ def refuse_pto_options(args, *options: str) -> None:
         if getattr(args, "pto_func" if opt == "func" else opt, None):
             raise ConfigError(f"--{opt} is for .pto kernels, and {args.file} is a Python kernel",
                               where=f"option --{opt}", fix=_PTO_ONLY_FIX[opt])
-
-
-_NPY_MAGIC = b"\x93NUMPY"
-_SAVE_FIX = "write it with numpy.save(path, array) (a numeric array)"
-
-
-def read_npy(file: str, option: str) -> np.ndarray:
-    """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names; a file
-    that is not one (text, an ``.npz`` archive, a pickled object array, a truncated file) is
-    a ConfigError saying what the file is instead."""
-    def bad(why: str, fix: str = _SAVE_FIX) -> ConfigError:
-        return ConfigError(f"cannot load {file}: {why}", where=f"option {option}", fix=fix)
-    try:
-        with open(file, "rb") as f:
-            head = f.read(64)
-    except OSError as e:
-        raise bad(e.strerror or str(e), "give the path of a .npy file") from None
-    if not head.startswith(_NPY_MAGIC):
-        if not head:
-            raise bad("the file is empty")
-        if head.startswith(b"PK\x03\x04"):
-            raise bad("it is a .npz archive (several arrays), not a .npy file",
-                      "save the one array with numpy.save(path, np.load(archive)[name])")
-        text = codecs.getincrementaldecoder("utf-8")("replace").decode(head)   # a cut last char: dropped
-        if "\ufffd" in text or not all(c.isprintable() or c in "\t\r\n" for c in text):
-            raise bad("it is not a .npy file (no NUMPY header)")
-        raise bad(f"it is a text file (it starts with {text.splitlines()[0][:32]!r}), not a .npy file",
-                  "convert it: numpy.save(path, numpy.loadtxt(textfile, dtype=...))")
-    try:
-        return np.load(file, allow_pickle=False)
-    except ValueError as e:
-        if "pickle" in str(e):
-            raise bad("it holds Python objects (a pickled object array), not numbers") from None
-        raise bad(f"the .npy data is damaged ({e})") from None
-    except (OSError, EOFError) as e:
-        raise bad(f"the .npy data is truncated or damaged ({e or 'ends early'})") from None
 
 
 def target(args, sc) -> tuple:

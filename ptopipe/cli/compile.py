@@ -3,22 +3,18 @@ print the result (op IR text, DSL source with ``--emit dsl``, PTO-AS with ``--em
 pto-isa C++ with ``--emit cpp``),
 or write it to ``-o FILE`` atomically (:func:`ptopipe.report._io.write_atomic`).
 
-The programs of a file: its module-level ``pl.program(...)`` objects, the programs its
-``KernelSet`` builders make for a Scenario variant (``--variant``), else one program of
-its ``@pl`` kernels.  Warnings of the passes go to stderr."""
+The programs of a file: :func:`ptopipe.driver.programs.programs_of` (a Scenario variant's:
+``--variant``).  Warnings of the passes go to stderr."""
 from __future__ import annotations
 
 import os
 import sys
 
+from ..driver.loader import load_module
+from ..driver.programs import programs_of
 from ..errors import ConfigError
-from ..ir import Operation, print_ir, to_source
-from ..ir.opdefs import ProgramOp
-from ..language.frontend import DSLFunction, program
-from ..runtime import KernelSet
-from ..isa.scenario import Scenario
+from ..ir import print_ir, to_source
 from ..passes.remarks import Remarks
-from .loader import load_module, pick_variants
 
 
 def add_parser(sub) -> None:
@@ -55,33 +51,6 @@ def add_parser(sub) -> None:
                    help="the Scenario variant whose parameters a program builder gets "
                         "(default: the scenario's default)")
     p.set_defaults(func=main)
-
-
-def programs_of(mod, variant: str | None = None) -> list:
-    """The programs (``pl.program`` ops) a loaded kernel module defines (see the module doc)."""
-    found, seen = [], set()
-
-    def add(p):
-        if id(p) not in seen:
-            seen.add(id(p))
-            found.append(p)
-
-    values = list(vars(mod).values())
-    for v in values:
-        if isinstance(v, Operation) and v.is_a(ProgramOp):
-            add(v)
-    scenarios = [v for v in values if isinstance(v, Scenario)]
-    for ks in (v for v in values if isinstance(v, KernelSet)):
-        sc = next((s for s in scenarios if s.aic is ks.aic or s.aiv is ks.aiv), None)
-        if sc is not None:
-            add(ks.source(**sc.args(pick_variants(sc, variant)[0])))
-        elif not ks.params:
-            add(ks.source())
-    if not found:
-        fns = [v for v in values if isinstance(v, DSLFunction)]
-        if fns:
-            add(program(*fns, name=getattr(mod, "__name__", "program").removeprefix("ptopipe_kernel_")))
-    return found
 
 
 def _emit(kind: str, op, platform: str, protocol: str) -> str:

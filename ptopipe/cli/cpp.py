@@ -4,20 +4,17 @@ out=out.npy] [--aic NAME --aiv NAME] [--report r.html]``, ``ptopipe trace kernel
 and run on the simulated cluster in a child process (:func:`ptopipe.cpp.run_cpp`; every error
 at the C++ file:line) - and ``ptopipe check kernel.cpp --input ...``: the same kernels as a
 Scenario with no golden (the checkers judge), explored like any kernel's, the whole check in
-one child process (a crash in any schedule is a KernelError, not a dead ptopipe).  Every ``__gm__`` pointer parameter takes an array (its shape and
-dtype come from the array: a pointer does not say them), every scalar a number.  This module
-parses the options and prints."""
+one child process (a crash in any schedule is a KernelError, not a dead ptopipe).  This module
+parses the options, calls :mod:`ptopipe.driver.cpp` and prints."""
 from __future__ import annotations
 
 import os
 import sys
 
-import numpy as np
-
+from ..driver import cpp
 from . import bounds
 from .common import launch_kwargs, sync_kwargs, write_outputs
 from .errors import color
-from .pto import load_inputs
 
 
 def add_arguments(p) -> None:
@@ -28,31 +25,13 @@ def add_arguments(p) -> None:
                    help="(.cpp files) the Vector kernel function (default: as --aic, *aiv* / *vec*)")
 
 
-def _inputs(args) -> dict:
-    given = load_inputs(getattr(args, "input", None))
-    return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
-
-
 def _run(args, after=None, **extra):
-    """The C++ file of ``args`` run in a child process; ``after(result)`` runs there too (it
-    writes what needs the whole run: traces, reports).  Returns (outputs, summary)."""
-    from ..cpp.build import build, find_kernels
-    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
-    from ..isa.launch import run
-    kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
-    platform = args.platform or "a2a3"
-    libs, bridge_lib = build(kernels, platform), bridge()
-    kargs = _inputs(args)
-    kw = dict(platform=platform, protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
-              **extra)
-
-    def work(crash_fd):
-        k = Loaded(kernels, libs, crash_fd, bridge_lib)
-        res = run(aic=k.aic, aiv=k.aiv, args=kargs, **kw)
-        if after is not None:
-            after(res)
-        return {n: a.copy() for n, a in res.outputs.items()}, res.summary
-    return in_child(work, kw.get("timeout") or DEFAULT_TIMEOUT, f"the C++ kernel {os.path.basename(args.file)}")
+    """The C++ file of ``args`` run (:func:`ptopipe.driver.cpp.run_file`) with the command's
+    options.  Returns (outputs, summary)."""
+    return cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
+                        getattr(args, "input", None), args.platform or "a2a3", after,
+                        protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
+                        **extra)
 
 
 def run_cpp_file(args) -> int:
@@ -76,26 +55,14 @@ def run_cpp_file(args) -> int:
 
 
 def check_cpp_file(args, reports: list, check_scenarios) -> int:
-    """``check`` of a C++ kernel file: built here (a compile error is reported before anything
-    runs), explored in a child process by ``check_scenarios`` (cli/check.py)."""
-    from ..cpp.build import build, find_kernels
-    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
-    from ..isa.scenario import Scenario
-    kernels = find_kernels(args.file, getattr(args, "aic", None), getattr(args, "aiv", None))
-    libs, bridge_lib = build(kernels, args.platform or "a2a3"), bridge()
-    kargs = _inputs(args)
-
-    def work(crash_fd):
-        k = Loaded(kernels, libs, crash_fd, bridge_lib)
-
-        def make_args(rng):
-            return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}
-        sc = Scenario(os.path.basename(args.file), k.aic, k.aiv, make_args, lambda a: {})
+    """``check`` of a C++ kernel file: ``check_scenarios`` (cli/check.py) of its kernels, in
+    the child process that runs them (:func:`ptopipe.driver.cpp.check_file`)."""
+    def check(sc):
         mine = []
         return check_scenarios(args, mine, [(sc, [])]), mine
-    per_run = getattr(args, "timeout", None) or DEFAULT_TIMEOUT
-    status, mine = in_child(work, per_run * (getattr(args, "schedules", 0) + 2),
-                            f"the C++ kernel {os.path.basename(args.file)}")
+    status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
+                                  getattr(args, "input", None), args.platform or "a2a3", check,
+                                  getattr(args, "schedules", 0) + 2, getattr(args, "timeout", None))
     reports.extend(mine)
     return status
 

@@ -5,6 +5,7 @@ import os
 import sys
 import traceback
 
+from ..driver.check import with_dsl_line
 from ..errors import PtoPipeError, user_frame
 
 
@@ -18,28 +19,10 @@ def color(text: str, code: str, stream=None) -> str:
     return text
 
 
-def _with_dsl_line(e: PtoPipeError) -> PtoPipeError:
-    """``e`` naming the DSL line its C++ line was written from, when it is at a line of C++
-    that ``ptopipe compile --emit cpp`` wrote (:mod:`ptopipe.codegen.cpp_origin`)."""
-    if e.where:
-        from ..codegen.cpp_origin import annotate
-        annotate(e)
-    return e
-
-
-def describe_exception(e: BaseException) -> dict:
-    """``e`` as structured data (``PtoPipeError.to_dict`` keys) for ``--json`` output."""
-    if isinstance(e, PtoPipeError):
-        return _with_dsl_line(e).to_dict()
-    f = user_frame(e)
-    return {"error": type(e).__name__, "what": str(e), "where": f"{f.filename}:{f.lineno}" if f else None,
-            "fix": None, "details": None, "findings": []}
-
-
 def report_exception(e: BaseException) -> int:
     """Print ``e`` for a user and return the exit code."""
     if isinstance(e, PtoPipeError):
-        head, _, rest = _with_dsl_line(e).render().partition("\n")
+        head, _, rest = with_dsl_line(e).render().partition("\n")
         print(color(f"error: {type(e).__name__}: ", "1;31") + head, file=sys.stderr)
         if rest:
             print(rest, file=sys.stderr)

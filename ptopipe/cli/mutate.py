@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..mutate import CAUGHT, Job, coverage
 from ..isa.explore import MODES
 from .common import PROTOCOLS
-from .loader import check_kernel_file, load_scenarios
+from ..driver.loader import check_kernel_file
 from .progress import Progress
 
 
@@ -53,7 +53,7 @@ def main(args) -> int:
     if workers < 1:
         raise ConfigError(f"--workers {workers} must be at least 1", where="option --workers",
                           fix="e.g. --workers 2")
-    job = Job(load_scenarios, args.file, args.variant, args.platform, args.protocol,
+    job = Job(args.file, args.variant, args.platform, args.protocol,
               args.schedules, args.seed, args.explore, args.timeout)
     bar = Progress(f"mutants of {os.path.basename(args.file)}", 1)
 

@@ -11,7 +11,7 @@ from .common import (CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches,
                      refuse_pto_options, run_each, sync_kwargs, target)
 from . import bounds
 from .errors import color
-from .loader import load_scenarios, pick_variants
+from ..driver.loader import load_scenarios, pick_variants
 
 
 def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..report.sweep import format_table, parse_params, pick_scenario, sweep, write_plot
 from .common import PROTOCOL_HELP, protocol_option, target
 from . import bounds
-from .loader import load_scenarios
+from ..driver.loader import load_scenarios
 from .progress import Progress
 
 
@@ -41,7 +41,7 @@ def main(args) -> int:
         bar.total = total
         bar.step(done)
     try:
-        rows = sweep(load_scenarios, args.file, params, variant, sc.name, platform, protocol, args.seed,
+        rows = sweep(args.file, params, variant, sc.name, platform, protocol, args.seed,
                      args.workers, bounds=bounds.run_kwargs(args), progress=progress)
     finally:
         bar.close()

@@ -11,7 +11,7 @@ from ..report import profile, write_chrome_trace, write_html
 from .common import CPP_SUFFIXES, run_each, sync_kwargs, target
 from . import bounds
 from .errors import color
-from .loader import load_scenarios, pick_variants
+from ..driver.loader import load_scenarios, pick_variants
 from .run import add_common
 
 

@@ -21,7 +21,10 @@ functions' peers).
 """
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from ..errors import CompileError
+from .core import Operation
 from .vocab import FunctionKind
 from .opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp, ImportPeerBufferOp,
                      ReserveBufferOp)
@@ -72,19 +75,29 @@ def _check_space(ctx: _Ctx, v, op) -> None:
 #: function: its kind and name become the context's), _INIT (a pipe initialisation's core
 #: rules), _CROSS (a cross-core op's core rules)
 _FUNC, _INIT, _CROSS = 1, 2, 4
-_ROLES: dict = {}
 
 
 def _role(cls) -> int:
-    """The role bits of op class ``cls`` (computed once per class, then looked up)."""
+    """The role bits of op class ``cls``."""
     # Hot-path invariant: the bits are issubclass tests of the class, and an op's class
     # never changes, so looking them up by class is the isinstance tests the rules state
-    # (FuncOp; else-if INITIALIZE_PIPE, CROSS_CORE_OPS), done once per class per process.
-    r = (_FUNC if issubclass(cls, FuncOp) else 0) | (
+    # (FuncOp; else-if INITIALIZE_PIPE, CROSS_CORE_OPS).
+    return (_FUNC if issubclass(cls, FuncOp) else 0) | (
         _INIT if issubclass(cls, INITIALIZE_PIPE) else
         _CROSS if issubclass(cls, CROSS_CORE_OPS) else 0)
-    _ROLES[cls] = r
-    return r
+
+
+def _op_classes(cls) -> list:
+    """``cls`` and every class derived from it."""
+    out = [cls]
+    for sub in cls.__subclasses__():
+        out.extend(_op_classes(sub))
+    return out
+
+
+#: op class -> its role bits, for every op class there is (all are defined by ir.opdefs,
+#: imported above): computed once at import, then only looked up
+_ROLES = MappingProxyType({cls: _role(cls) for cls in _op_classes(Operation)})
 
 
 def _core_rules(ctx: _Ctx, op, role: int, top: bool) -> None:

@@ -18,6 +18,7 @@ Attribute values: ``none``, ``true`` / ``false``, integers, floats (``1.0``, ``1
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -33,15 +34,10 @@ ENUMS = {"space": MemorySpace, "split": TileSplitAxis, "dir": Direction, "pipe":
          "layout": TileLayout, "kind": FunctionKind}
 _FAMILY = {cls: fam for fam, cls in ENUMS.items()}
 
-# type -> its text and text -> its type: memos of pure functions of immutable values (types
-# are frozen), so the printer and the parser spell each type once
-_type_text: dict = {}
-
-
+# type -> its text and text -> its type: bounded memos of pure functions of immutable values
+# (types are frozen), so the printer and the parser spell each type once
+@functools.lru_cache(maxsize=4096)
 def type_str(t) -> str:
-    s = _type_text.get(t)
-    if s is not None:
-        return s
     c = t.__class__
     if c is ScalarType:
         s = t.dtype
@@ -56,22 +52,14 @@ def type_str(t) -> str:
         s = "none"
     else:
         raise TypeError(f"no textual form for type {t!r}")
-    _type_text[t] = s
     return s
 
 
 _SHAPED = re.compile(r"((?:\d+x)*)(\w+)$")
-_parsed_types: dict = {}        # (see _type_text)
-
-
+@functools.lru_cache(maxsize=4096)
 def parse_type(text: str):
     """The Type spelled ``text``; raises ValueError with the reason."""
-    t = _parsed_types.get(text)
-    if t is not None:
-        return t
-    t = _parse_type(text)
-    _parsed_types[text] = t
-    return t
+    return _parse_type(text)
 
 
 def _parse_type(text: str):

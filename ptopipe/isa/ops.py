@@ -10,6 +10,7 @@ arguments are waited for first (``TSYNC(events...)``), as in ``pto_instr.hpp``.
 """
 from __future__ import annotations
 
+import functools
 from operator import setitem
 
 import numpy as np
@@ -108,9 +109,19 @@ def _tmp_tile(core, name: str, tmp, writes: list) -> None:
         writes.append(tmp)
 
 
-# (dtype, scalar class, scalar) -> the checked numpy scalar.  A memo of a pure function of
-# immutable values (no run state in it), bounded; a hit costs a quarter of converting.
-_SCALARS: dict = {}
+def _check_scalar(dt, scalar) -> tuple:
+    """``(value of dtype dt, None)``, or ``(None, why not)`` when ``dt`` cannot hold
+    ``scalar`` (catalogue.scalar_error)."""
+    bad = scalar_error(dt, scalar)
+    return (None, bad) if bad is not None else (dt.type(scalar), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_scalar(dt, _cls, scalar) -> tuple:
+    """The memo of :func:`_check_scalar`, by dtype, scalar class (1, 1.0 and True are equal
+    keys otherwise) and scalar: a pure function of immutable values (no run state in it),
+    bounded; a hit costs a quarter of converting."""
+    return _check_scalar(dt, scalar)
 
 
 def _scalar_value(core, name: str, dst: Tile, scalar):
@@ -118,23 +129,15 @@ def _scalar_value(core, name: str, dst: Tile, scalar):
     than failing, wrapping or truncating when the queued work is applied."""
     dt = dst.dtype
     try:
-        key = (dt, scalar.__class__, scalar)
-        v = _SCALARS.get(key)
-    except TypeError:                       # unhashable: not a number anyway
-        key = v = None
-    if v is not None:
-        return v
-    bad = scalar_error(dt, scalar)
+        # not memoised: NaN (never equal to itself) and float zeros (-0.0 == 0.0, but the
+        # sign of a zero changes results)
+        memo = scalar == scalar and (scalar != 0 or scalar.__class__ is int)
+        v, bad = _checked_scalar(dt, scalar.__class__, scalar) if memo else _check_scalar(dt, scalar)
+    except (TypeError, ValueError):         # unhashable, or no truth value: not a number anyway
+        v, bad = _check_scalar(dt, scalar)
     if bad is not None:
         raise _err(core, f"{name}: {bad} ({dst.describe()})",
                    f"pass a scalar that {dt.name} can hold, or TCVT the tile to a wider dtype")
-    v = dt.type(scalar)
-    # not memoised: NaN (never equal to itself) and float zeros (-0.0 == 0.0, but the sign
-    # of a zero changes results)
-    if key is not None and scalar == scalar and (scalar != 0 or key[1] is int):
-        if len(_SCALARS) >= 4096:
-            _SCALARS.clear()
-        _SCALARS[key] = v
     return v
 
 
@@ -589,12 +592,7 @@ def _scalar(op):
         d, a, _ = _elementwise(core, name, dst, src)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
-        try:                              # _scalar_value's memo hit, inline
-            v = _SCALARS.get((dst.dtype, scalar.__class__, scalar))
-        except TypeError:
-            v = None
-        if v is None:
-            v = _scalar_value(core, name, dst, scalar)
+        v = _scalar_value(core, name, dst, scalar)
         if nonneg and v < 0:
             raise _err(core, f"{name}: {op_scalar_error(op, dst.dtype, scalar)} ({dst.describe()})",
                        "pass a shift count >= 0")

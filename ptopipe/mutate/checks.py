@@ -14,6 +14,7 @@ import linecache
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+from ..driver.loader import load_scenarios
 from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.explore import explore
 from .operators import HOOK, Mutant, MutantHooks, mutants
@@ -66,11 +67,9 @@ class Coverage:
 
 @dataclass(frozen=True)
 class Job:
-    """The checks to run on a kernel file: ``load(path, source, bindings)`` returns its
-    Scenarios (the CLI's loader); ``variant`` None: every variant the kernel declares; the
+    """The checks to run on a kernel file: ``variant`` None: every variant the kernel declares; the
     rest as ``ptopipe check`` takes them; ``timeout`` bounds each run (seconds of wall
     clock, None: no bound)."""
-    load: object
     path: str
     variant: "str | None" = None
     platform: "str | None" = None
@@ -132,7 +131,7 @@ def _checks(job: Job, source: str) -> tuple:
     platform = protocol = None
     try:
         try:
-            scenarios = job.load(job.path, source, {HOOK: MutantHooks})
+            scenarios = load_scenarios(job.path, source, {HOOK: MutantHooks})
         except Exception as e:          # noqa: BLE001 - a mutant that does not even load is caught
             return _finding("loading the file", None, e), platform, protocol
         for sc in scenarios:

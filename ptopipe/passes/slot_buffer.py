@@ -3,6 +3,8 @@ of a mixed function a GM slot-buffer parameter (the A2A3 ring; A5 ignores it), s
 args need a zeroed buffer of the size the compiled program declares."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..ir.asm_printer import print_ir
@@ -10,10 +12,29 @@ from ..ir.vocab import FunctionKind
 from ..ir.types import np_dtype
 from .expand_mixed import GM_PARAM
 
-# a program's IR text -> the type of its gm_slot_buffer parameter: a memo of a pure function
-# of the program (equal text - locations aside - declares an equal buffer), so that a
-# scenario's make_args, called once per explored schedule, expands its program once
-_SLOT_TYPE: dict = {}
+class _ByText:
+    """A program as a memo key: its IR text (locations aside), which decides the buffer it
+    declares - equal text, equal buffer."""
+    __slots__ = ("text", "program")
+
+    def __init__(self, program):
+        self.text, self.program = print_ir(program), program
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _ByText) and self.text == other.text
+
+
+@functools.lru_cache(maxsize=256)
+def _slot_type_of(key: _ByText):
+    """The buffer type of ``key``'s program: a memo of a pure function of the program's
+    text, so that a scenario's make_args, called once per explored schedule, expands its
+    program once (bounded: a session of many programs)."""
+    t = _slot_type(key.program)
+    key.program = None                  # the memo keeps the text, not the program
+    return t
 
 
 def slot_buffer_type(program):
@@ -21,12 +42,7 @@ def slot_buffer_type(program):
     (None: none).  ``program``: a ``pl.program`` op.  A program that still holds mixed
     functions is expanded first (the front end of the pipeline, on a copy: the buffer does
     not depend on the platform)."""
-    key = print_ir(program)
-    if key not in _SLOT_TYPE:
-        if len(_SLOT_TYPE) >= 256:          # a session of many programs: keep it bounded
-            _SLOT_TYPE.clear()
-        _SLOT_TYPE[key] = _slot_type(program)
-    return _SLOT_TYPE[key]
+    return _slot_type_of(_ByText(program))
 
 
 def gm_slot_bytes(program) -> int:

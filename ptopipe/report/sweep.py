@@ -2,9 +2,9 @@
 parameters, e.g. ``depth`` or ``M``), in parallel processes, and tabulate cycles and
 utilisation with the best configuration marked.
 
-Each configuration runs in a worker process that loads the kernel file itself (through the
-picklable ``loader`` the caller passes, e.g. the CLI's ``load_scenarios``), so this works
-with any multiprocessing start method.
+Each configuration runs in a worker process that loads the kernel file itself
+(:func:`ptopipe.driver.loader.load_scenarios`), so this works with any multiprocessing
+start method.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import itertools
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
+from ..driver.loader import load_scenarios
 from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.launch import compare, run
 from ..isa.scenario import Scenario
@@ -134,7 +135,7 @@ def _coerce(name: str, value, ref):
                       fix=f"give {name} values like its default ({name}={_fmt(ref)})")
 
 
-def run_config(loader, path: str, scenario: str | None, variant: str, params: dict,
+def run_config(path: str, scenario: str | None, variant: str, params: dict,
                platform="a2a3", protocol="spec", seed: int = 0, bounds: dict | None = None) -> SweepRow:
     """Run one configuration (in a worker process); never raises for a kernel failure.
 
@@ -143,7 +144,7 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
     and the sweep goes on."""
     row = SweepRow(dict(params))
     try:
-        sc = pick_scenario(loader(path), scenario)
+        sc = pick_scenario(load_scenarios(path), scenario)
         p = dict(sc.params(variant))
         p.update(params)
         args = sc.inputs(p, seed, None if params else variant)   # a sweep axis: not the variant's
@@ -168,12 +169,12 @@ def run_config(loader, path: str, scenario: str | None, variant: str, params: di
     return row
 
 
-def sweep(loader, path: str, params: dict, variant: str = "default", scenario: str | None = None,
+def sweep(path: str, params: dict, variant: str = "default", scenario: str | None = None,
           platform="a2a3", protocol="spec", seed: int = 0, workers: int = 2,
           bounds: dict | None = None, progress=None) -> list:
     """Run every configuration of the grid ``params``; returns [SweepRow] with the best marked.
     ``progress(done, total)``, if given, is called as configurations finish."""
-    sc = pick_scenario(loader(path), scenario)
+    sc = pick_scenario(load_scenarios(path), scenario)
     if not params:
         names = [n for n in inspect.signature(sc.make_args).parameters if n != "rng"]
         raise ConfigError("nothing to sweep: no --param given", where="option --param",
@@ -187,10 +188,10 @@ def sweep(loader, path: str, params: dict, variant: str = "default", scenario: s
         rows = []
         for c in configs:
             tell(len(rows), len(configs))
-            rows.append(run_config(loader, path, sc.name, variant, c, platform, protocol, seed, bounds))
+            rows.append(run_config(path, sc.name, variant, c, platform, protocol, seed, bounds))
     else:
         with ProcessPoolExecutor(max_workers=workers) as ex:
-            futs = [ex.submit(run_config, loader, path, sc.name, variant, c, platform, protocol, seed,
+            futs = [ex.submit(run_config, path, sc.name, variant, c, platform, protocol, seed,
                               bounds) for c in configs]
             for k, _ in enumerate(as_completed(futs)):
                 tell(k + 1, len(configs))

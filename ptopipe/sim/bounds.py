@@ -18,7 +18,6 @@ found as soon as no core can run.
 from __future__ import annotations
 
 import _thread
-import functools
 import math
 import os
 import signal
@@ -182,21 +181,22 @@ class Expired(BaseException):
     cluster turns it into the located BudgetError (:meth:`Watchdog.error`)."""
 
 
-@functools.cache
-def _async_exc():
+def _load_async_exc():
     """``PyThreadState_SetAsyncExc(thread_id, exception_class_or_None)``, or None where the
-    interpreter has none (then a run off the main thread has no wall-clock bound); loaded
-    through ctypes on first use, once."""
+    interpreter has none (then a run off the main thread has no wall-clock bound)."""
     try:
         import ctypes
-        f = ctypes.pythonapi.PyThreadState_SetAsyncExc
-        # the class by address (None: NULL, no exception): the interpreter takes its own
-        # reference, and Expired lives as long as this module
-        f.argtypes = (ctypes.c_ulong, ctypes.c_void_p)
-        f.restype = ctypes.c_int
+        # its own prototype (not ctypes.pythonapi's shared attribute, whose argtypes other
+        # code may set): the class by address (None: NULL, no exception) - the interpreter
+        # takes its own reference, and Expired lives as long as this module
+        proto = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
+        return proto(("PyThreadState_SetAsyncExc", ctypes.pythonapi))
     except (ImportError, AttributeError):     # pragma: no cover - not CPython
         return None
-    return f
+
+
+#: the interpreter's PyThreadState_SetAsyncExc, loaded once at import
+_ASYNC_EXC = _load_async_exc()
 
 
 _pthread_kill = getattr(signal, "pthread_kill", None)
@@ -249,7 +249,7 @@ class Watchdog:
         if self._signal:
             self.kick = self._interrupt_main
         else:
-            set_exc = _async_exc()
+            set_exc = _ASYNC_EXC
             if set_exc is None:             # pragma: no cover - not CPython
                 return
             self.kick = lambda: set_exc(self.thread, id(Expired))
@@ -310,7 +310,7 @@ class Watchdog:
                 if self.fired:
                     # one asked for before the lock was taken is normally raised by now (the
                     # interpreter checks after each C call); drop one still pending all the same
-                    _async_exc()(self.thread, None)
+                    _ASYNC_EXC(self.thread, None)
                 self._active = False
             except Expired:             # raised before it was dropped: dropped all the same
                 pass

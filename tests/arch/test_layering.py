@@ -1,7 +1,9 @@
 """The package layering: every import inside ptopipe points downward in
-arch < protocol < sim < isa < ir < language < passes < codegen < cpp < runtime < report < mutate < cli (the
+arch < protocol < sim < isa < ir < language < passes < codegen < cpp < runtime < driver < report < mutate < cli (the
 order of DESIGN.md's layer list: the passes compile what the language builds, the PTO-AS
-reader hands its IR to the passes, the runtime runs what the passes compiled), and the IR
+reader hands its IR to the passes, the runtime runs what the passes compiled, the driver does
+what the commands do with all of them, for the command line and for the sweeps and mutation
+runs above it), and the IR
 never imports the instruction layer (it takes its vocabulary from arch)."""
 import ast
 import functools
@@ -11,7 +13,7 @@ import ptopipe
 
 PKG = pathlib.Path(ptopipe.__file__).parent
 RANK = {"errors": -1, "_startup": -1, "arch": 0, "protocol": 0.5, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4.25,
-        "codegen": 4.5, "cpp": 4.6, "runtime": 4.75, "report": 5, "mutate": 5.5, "cli": 6}
+        "codegen": 4.5, "cpp": 4.6, "runtime": 4.75, "driver": 4.9, "report": 5, "mutate": 5.5, "cli": 6}
 
 
 @functools.lru_cache(maxsize=None)

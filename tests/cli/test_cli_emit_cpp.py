@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.passes import compile_program
 

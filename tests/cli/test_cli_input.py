@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import TILE_UP_DOWN
 from ptopipe.report.sweep import SweepRow, check_params, format_table
 

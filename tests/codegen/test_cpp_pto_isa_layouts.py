@@ -16,8 +16,8 @@ import re
 import pytest
 
 from ptopipe.arch.vocab import LEFT_LAYOUT, TileLayout, TileType, default_layout, static_shape
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen.cpp_origin import strip_origins
 from ptopipe.codegen import cpp_types as T

@@ -15,8 +15,8 @@ import pytest
 
 from ptopipe.arch.catalogue import OPS as CATALOGUE
 from ptopipe.arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen.cpp_origin import strip_origins
 from ptopipe.errors import CompileError

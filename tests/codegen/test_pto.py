@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import ptopipe  # noqa: F401  (installs the mixed compiler)
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.pto import make_inputs
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.pto import make_inputs
 from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.errors import CompileError, ProtocolError

@@ -493,14 +493,14 @@ def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
     [3] array and True were accepted), and a bf16 tensor is read and written as its bits
     (a bf16 .npy loads as |V2, which the kernel's bf16 parameter accepts)."""
     import ml_dtypes
-    from ptopipe.cli.pto import make_inputs
+    from ptopipe.driver.pto import make_inputs
     op, _w, _p = load_pto(str(ROOT / "tests" / "pto" / "c2v_split_a3.pto"))
     for name, v, msg in (("n", np.array(2.5), "float64 value 2.5 for the index parameter"),
                          ("n", np.array([3]), "a [1] array for a scalar parameter"),
                          ("n", np.array(True), "bool value True for the index parameter")):
         np.save(tmp_path / "n.npy", v)
         from ptopipe.ir.types import INDEX
-        from ptopipe.cli.pto import _scalar
+        from ptopipe.driver.pto import _scalar
         with pytest.raises(PtoPipeError) as e:
             _scalar(name, INDEX, np.load(tmp_path / "n.npy"))
         assert msg in e.value.what, e.value.what
@@ -510,11 +510,11 @@ def test_cli_scalar_and_bf16_inputs(tmp_path, monkeypatch):
     np.save(tmp_path / "x.npy", x)
     assert np.load(tmp_path / "x.npy").dtype.kind == "V"
     from ptopipe.ir.types import TensorType
-    from ptopipe.cli import pto as cli_pto
+    from ptopipe.driver import pto as driver_pto
 
     class _Param:
         name, type = "x", TensorType((2, 3), "bf16")
-    monkeypatch.setattr(cli_pto, "_entry_params", lambda op: [_Param()])
+    monkeypatch.setattr(driver_pto, "_entry_params", lambda op: [_Param()])
     for f, arr in (("x.npy", x), ("bits.npy", x.view(np.uint16))):
         np.save(tmp_path / f, arr)
         got = make_inputs(op, [f"x={tmp_path / f}"], zero_fill=False)["x"]
@@ -526,7 +526,7 @@ def test_a_blocked_tpop_read_by_a_tmov_is_reported_at_the_tpop(no_hang, tmp_path
     """The tree runs a TPOP whose tile one tmov reads as one statement: the deadlock of the
     TPOP named the tmov's line.  Each op now runs at its own .pto line."""
     from ptopipe.errors import DeadlockError
-    from ptopipe.cli.pto import make_inputs
+    from ptopipe.driver.pto import make_inputs
     from ptopipe.runtime import run
     from ptopipe.codegen.pto_load import PTO_PASSES
     from ptopipe.passes import PassContext, PassManager

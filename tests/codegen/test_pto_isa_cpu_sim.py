@@ -32,8 +32,8 @@ import numpy as np
 import pytest
 
 import ptopipe  # (also installs the mixed compiler)
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen.cpp_types import ctype, ident
 from ptopipe.ir.vocab import FunctionKind

@@ -13,8 +13,8 @@ import pytest
 
 import ptopipe  # noqa: F401  (installs the mixed compiler)
 import ptopipe.language as pl
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen.pto_load import PTO_PASSES
 from ptopipe.codegen import read_pto, write_pto
 from ptopipe.codegen.pto_syntax import float_literal, float_of_literal

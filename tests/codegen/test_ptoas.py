@@ -19,8 +19,8 @@ import subprocess
 import pytest
 
 import ptopipe  # noqa: F401  (installs the mixed compiler)
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp, write_pto
 from ptopipe.passes import compile_program
 

@@ -26,7 +26,7 @@ import pytest
 import ptopipe
 from ptopipe.arch.catalogue import OPS
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.codegen.cpp_origin import origin_of
 from ptopipe.cpp import run_cpp

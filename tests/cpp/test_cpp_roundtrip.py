@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ptopipe  # noqa: F401  (installs the mixed compiler)
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp
 from ptopipe.cpp import run_cpp
 from ptopipe.passes import compile_program

@@ -291,7 +291,7 @@ def test_i8_matmul_runs_end_to_end_with_an_i32_accumulator(platform, tmp_path):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_applying_work_per_instruction_changes_nothing_but_when(platform, monkeypatch):
-    from ptopipe.cli.loader import load_scenarios
+    from ptopipe.driver.loader import load_scenarios
     sc = load_scenarios(os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py"))[0]
     ref, _ = sc.run("default", platform=platform)
     monkeypatch.setattr(ptopipe.sim.core, "SYNC_EVERY", 1)

@@ -15,7 +15,7 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe import CompileError, ConfigError, DataRaceError, DeadlockError, KernelError
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.errors import LeakError
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.runtime import KernelSet

@@ -6,7 +6,7 @@ their defaults; the overflow names the ring depth and the counter's maximum."""
 import os
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.errors import ProtocolError
 from ptopipe.isa.explore import MIX, ScheduleSpec, _schedules, explore
 from markers import line_of

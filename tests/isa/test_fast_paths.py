@@ -238,7 +238,7 @@ def test_a_loop_of_checked_runs_does_not_keep_the_earlier_clusters():
     is collected a few runs later, not when some run happens to trigger an old collection."""
     import weakref
 
-    from ptopipe.cli.loader import load_module
+    from ptopipe.driver.loader import load_module
     sc = load_module(str(ROOT / "examples" / "scenarios" / "s7_long_stream.py")).SCENARIO
     alive = []
     res = None

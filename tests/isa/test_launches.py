@@ -24,7 +24,7 @@ from ptopipe.errors import LeakError
 from ptopipe.isa import *
 from ptopipe.protocol.model import PTO_ISA, SPEC, pto_isa_drain
 from ptopipe.isa.launch import compare_launches
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 
 from markers import line_of
 

@@ -7,7 +7,6 @@ import os
 import pytest
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
 from ptopipe.errors import ConfigError
 from ptopipe.mutate import CAUGHT, SURVIVED, Job, coverage
 
@@ -26,7 +25,7 @@ def s1_coverage():
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        return coverage(Job(load_scenarios, S1, variant="default", schedules=2))
+        return coverage(Job(S1, variant="default", schedules=2))
     finally:
         os.chdir(cwd)
 
@@ -50,7 +49,7 @@ def test_a_mutant_the_checks_cannot_see_survives(tmp_path):
     src = src.replace("        TFREE(pipe)\n", "        TFREE(pipe)\n        if M < 0: TFREE(pipe)\n")
     path = tmp_path / "s1_dead_free.py"
     path.write_text(src, encoding="utf-8")
-    cov = coverage(Job(load_scenarios, str(path), variant="default", schedules=0))
+    cov = coverage(Job(str(path), variant="default", schedules=0))
     dead = _line(S1, "TFREE(pipe)") + 1
     (v,) = [v for v in cov.verdicts if (v.mutant.line, v.mutant.name) == (dead, "drop-tfree")]
     assert v.status == SURVIVED and v.error is None
@@ -61,7 +60,7 @@ def test_a_pool_gives_the_same_report_as_one_process(s1_coverage):
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        pooled = coverage(Job(load_scenarios, S1, variant="default", schedules=2), workers=2)
+        pooled = coverage(Job(S1, variant="default", schedules=2), workers=2)
     finally:
         os.chdir(cwd)
     assert pooled.to_dict() == s1_coverage.to_dict()
@@ -69,7 +68,7 @@ def test_a_pool_gives_the_same_report_as_one_process(s1_coverage):
 
 def test_a_kernel_failing_its_own_checks_is_refused():
     with pytest.raises(ConfigError, match="fails its own checks before any mutation") as e:
-        coverage(Job(load_scenarios, os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py"), schedules=0))
+        coverage(Job(os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py"), schedules=0))
     assert e.value.where.endswith("m1_no_tfree.py:15")
 
 

@@ -183,8 +183,8 @@ def test_cli_compile_prints_the_compiled_ir(capsys):
     path = os.path.join(EXAMPLES, "s4_both_ways.py")
     rc, out, err = _cli(capsys, "compile", path, "--platform", "a5")
     assert rc == 0 and err == ""
-    from ptopipe.cli.compile import programs_of
-    from ptopipe.cli.loader import load_module
+    from ptopipe.driver.programs import programs_of
+    from ptopipe.driver.loader import load_module
     prog, = programs_of(load_module(path))
     op = compile_program(prog, "a5")
     assert structural_equal(parse_ir(out), op)

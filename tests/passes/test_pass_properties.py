@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.compile import programs_of
+from ptopipe.driver.programs import programs_of
 from ptopipe.errors import CompileError
 from ptopipe.ir.vocab import AUTO
 from ptopipe.passes import (REGISTRY, IRProperty, PassContext, PassInfo, PassManager, compile_program,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.cli.compile import programs_of
-from ptopipe.cli.loader import load_module
+from ptopipe.driver.programs import programs_of
+from ptopipe.driver.loader import load_module
 from ptopipe.errors import CompileError
 from ptopipe.ir import FunctionKind, Operation, Region, Block, verify_program
 from ptopipe.ir.vocab import AUTO

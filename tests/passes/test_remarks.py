@@ -140,7 +140,7 @@ def test_remark_renders_and_filters():
 def test_remarks_are_collected_per_compile(kernels):
     """compile_program hands its Remarks to the passes; a pass run without a context keeps
     none; two compiles do not share remarks."""
-    from ptopipe.cli.loader import load_module
+    from ptopipe.driver.loader import load_module
     mod = load_module(kernels)
     a, b = Remarks(), Remarks()
     compile_program(mod.ONE_TRIP, "a2a3", remarks=a)

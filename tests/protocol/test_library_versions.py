@@ -167,7 +167,7 @@ def test_version_from_the_cli(capsys):
 # --- pto-isa's CPU simulator ------------------------------------------------------------------
 
 def _s2_args(M, depth):
-    from ptopipe.cli.loader import load_module
+    from ptopipe.driver.loader import load_module
     sc = load_module(os.path.join(ROOT, "examples", "scenarios", "s2_cv_nosplit.py")).SCENARIO
     return sc, sc.make_args(np.random.default_rng(0), M=M, N=32, depth=depth)
 
@@ -203,7 +203,7 @@ def test_cpusim_slots_start_free_and_every_tfree_releases(no_hang):
 
 
 def _s6():
-    from ptopipe.cli.loader import load_module
+    from ptopipe.driver.loader import load_module
     return load_module(os.path.join(ROOT, "examples", "scenarios", "s6_stream_both.py")).SCENARIO
 
 
@@ -241,7 +241,7 @@ def test_cpusim_runs_what_is_compiled_for_the_device(no_hang):
     """A DSL kernel run under pto-isa-cpusim is compiled for pto-isa's device headers (on A5 a
     TILE_NO_SPLIT function has one lane, AIV0 - what ``compile --emit cpp`` gives the
     simulator), so S2's 10 tiles through 8 slots stall there as on the real simulator."""
-    from ptopipe.cli.loader import load_module
+    from ptopipe.driver.loader import load_module
     sc = load_module(os.path.join(ROOT, "examples", "mixed", "s2_cv_nosplit.py")).SCENARIO
     with pytest.raises(DeadlockError) as ei:
         sc.run("m160_default_slots", "a5", "pto-isa-cpusim")

@@ -10,7 +10,7 @@ import pytest
 
 import ptopipe
 from ptopipe import ConfigError, ProtocolError
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.isa.explore import run_schedule
 from ptopipe.isa.pipe import PTO_ISA, PTO_ISA_A5, SPEC, model_for

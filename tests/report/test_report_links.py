@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.report import chrome_trace, report_html, timeline
 from ptopipe.report import swimlane, swimlane_view
 

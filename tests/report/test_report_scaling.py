@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 import ptopipe
 from ptopipe.arch import PipeUnit
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import DIR_V2C_CTRL, TEXPANDS, TPOP, TPUSH, Tile, TileType, TPipe, int32
 from ptopipe.isa.launch import run
 from ptopipe.report import chrome, profile, report_html, timeline, write_chrome_trace

@@ -4,7 +4,6 @@ import os
 import pytest
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
 from ptopipe.errors import ConfigError
 from ptopipe.isa import TILE_LEFT_RIGHT
 from ptopipe.report.sweep import format_table, grid, parse_params, sweep
@@ -22,7 +21,7 @@ def test_sweep_parse_params():
 
 
 def test_sweep_depth_marks_best_in_parallel():
-    rows = sweep(load_scenarios, S1, {"depth": [1, 2, 4]}, workers=2)
+    rows = sweep(S1, {"depth": [1, 2, 4]}, workers=2)
     assert [r.params["depth"] for r in rows] == [1, 2, 4]
     assert all(r.ok for r in rows)
     cyc = {r.params["depth"]: r.cycles for r in rows}
@@ -36,11 +35,11 @@ def test_sweep_depth_marks_best_in_parallel():
 
 def test_sweep_unknown_parameter_is_a_config_error():
     with pytest.raises(ConfigError, match="no parameter 'slots'"):
-        sweep(load_scenarios, S1, {"slots": [1]}, workers=1)
+        sweep(S1, {"slots": [1]}, workers=1)
 
 
 def test_sweep_failing_configuration_is_reported_not_raised():
-    rows = sweep(load_scenarios, S1, {"depth": [2, 9]}, workers=1)   # 9 > 8 flags per direction
+    rows = sweep(S1, {"depth": [2, 9]}, workers=1)   # 9 > 8 flags per direction
     assert rows[0].ok and not rows[1].ok and "ConfigError" in rows[1].error
     assert "FAILED" in format_table(rows)
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.errors import ConfigError
 from ptopipe.report import chrome_trace, profile, report_html, write_chrome_trace, write_png
 

@@ -10,7 +10,7 @@ import pytest
 
 import ptopipe
 from ptopipe import DataRaceError, ProtocolError
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import *
 from ptopipe.isa.explore import explore, run_schedule
 from ptopipe.sim.race import overlap, region_of_rows

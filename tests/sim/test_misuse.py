@@ -8,7 +8,7 @@ import pytest
 from ptopipe import (ConfigError, DataRaceError, DeadlockError, MemoryConflictError,
                      ProtocolError)
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.errors import LeakError
 from ptopipe.isa.explore import run_schedule
 

@@ -14,7 +14,7 @@ import pytest
 import ptopipe
 from ptopipe import ConfigError, DataRaceError, MismatchError, ProtocolError, Scenario
 from ptopipe.cli import main as cli_main
-from ptopipe.cli.loader import load_scenarios
+from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.isa.explore import ScheduleSpec, explore, run_schedule
 from ptopipe.sim import schedule as S

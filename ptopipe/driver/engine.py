@@ -21,25 +21,18 @@ ENGINES = ("local", "ray")
 RETRIES = 1            # a unit whose worker died runs once more before it is reported lost
 
 
-def add_arguments(p) -> None:
-    p.add_argument("--engine", default="local", choices=ENGINES,
-                   help="where a library's files are checked: local (a process pool sized to "
-                        "the machine) or ray (a Ray cluster: pip install \"ptopipe[ray]\")")
-    p.add_argument("--address", default=None, metavar="HOST:PORT",
-                   help="(--engine ray) the Ray cluster to use (default: start one on this machine)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="(--engine local) parallel processes (default: the machine's cores)")
-
-
-def run_units(fn, units: list, on_lost, args, progress=None) -> list:
-    """``[fn(u) for u in units]`` on ``args.engine``; ``progress(done, total)`` as units end."""
-    engine = getattr(args, "engine", "local") or "local"
-    if getattr(args, "address", None) and engine != "ray":
+def run_units(fn, units: list, on_lost, engine: str = "local", address: str | None = None,
+              workers: int | None = None, progress=None) -> list:
+    """``[fn(u) for u in units]`` on ``engine`` (``address``: the Ray cluster's; ``workers``:
+    the local pool's size, default the machine's cores); ``progress(done, total)`` as units
+    end."""
+    engine = engine or "local"
+    if address and engine != "ray":
         raise ConfigError("--address names a Ray cluster: it needs --engine ray",
                           where="option --address", fix="add --engine ray, or drop --address")
     if engine == "ray":
-        return _ray(fn, units, on_lost, args.address, progress)
-    workers = getattr(args, "workers", None) or os.cpu_count() or 1
+        return _ray(fn, units, on_lost, address, progress)
+    workers = workers or os.cpu_count() or 1
     if workers < 1:
         raise ConfigError(f"--workers {workers} must be at least 1", where="option --workers",
                           fix="e.g. --workers 2")

@@ -1,0 +1,120 @@
+"""A check of one kernel variant as data: its default schedule and the explored ones run
+with every checker on (or the default schedule and one ``replay`` schedule), an exception
+the kernel raises counted as that variant's failure, and the report row ``check --json``,
+the library table and JUnit show - the error as structured data (``PtoPipeError.to_dict``
+keys), at the DSL line a written C++ line came from."""
+from __future__ import annotations
+
+import re
+
+from ..errors import ConfigError, PtoPipeError, user_frame
+from ..isa.explore import ExploreResult, ScheduleSpec, explore, run_schedule
+
+#: the options whose bad value is the command's error, not one variant's failure
+_OPTION_ERRORS = ("option --explore", "option --depth", "option --replay")
+
+
+def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int = 20, seed: int = 0,
+                    mode: str = "mix", depth: int | None = None, replay: str | None = None,
+                    data_seed: int = 0, progress=None, **run_kwargs) -> ExploreResult:
+    """:func:`ptopipe.isa.explore.explore` of ``sc``'s ``variant`` (``replay``: the default
+    schedule, then the schedule that spec names), with an error the runs raise - a kernel's
+    own exception too - as the result's failure; ``progress(done, total)`` as runs end."""
+    at = [0]
+
+    def step(done: int, total: int) -> None:
+        at[0] = done                    # run 0 is the default schedule, run k seed + k - 1
+        if progress is not None:
+            progress(done, total)
+    try:
+        if replay is not None:
+            return _replay(sc, variant, platform, protocol, replay, data_seed, step, run_kwargs)
+        return explore(sc, schedules=schedules, seed=seed, variant=variant, platform=platform,
+                       protocol=protocol, data_seed=data_seed, progress=step, mode=mode, depth=depth,
+                       **run_kwargs)
+    except ConfigError as e:
+        if e.where in _OPTION_ERRORS:
+            raise
+        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=mode)
+        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
+        return res
+    except Exception as e:  # noqa: BLE001 - user code may raise anything; report it per variant
+        res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=mode)
+        res.failures.append((getattr(e, "ptopipe_schedule", None), e))
+        return res
+
+
+def _replay(sc, variant, platform, protocol, replay: str, data_seed: int, progress, run_kwargs):
+    """The default schedule, then the one schedule ``replay`` names."""
+    spec = ScheduleSpec.parse(replay)
+    res = ExploreResult(mode=spec.mode)
+    for i, s in enumerate((None, spec)):
+        progress(i, 2)
+        res.runs += 1
+        pol = s.policy() if s is not None else None
+        try:
+            run_schedule(sc, s, variant, platform, protocol, data_seed, policy=pol, **run_kwargs)
+            res.passed += 1
+        except PtoPipeError as e:
+            res.failures.append((s, e))
+            break
+        except Exception as e:  # noqa: BLE001 - a kernel's own error, with its schedule
+            e.ptopipe_schedule = s
+            raise
+        finally:
+            if pol is not None:
+                res.digests.add(pol.digest)
+    return res
+
+
+def located(warning: str) -> tuple:
+    """``"file:line:col: what"`` (an executor's run warning) as ``(what, where)``."""
+    m = re.match(r"(.*?:\d+:\d+): (.*)", warning, re.S)
+    return (m.group(2), m.group(1)) if m else (warning, None)
+
+
+def variant_report(name: str, variant: str, platform: str, protocol: str, res: ExploreResult,
+                   run_warnings=(), werror: bool = False) -> dict:
+    """The report row of ``res``, a check of scenario ``name``'s ``variant``; the
+    ``run_warnings`` (``file:line:col: what``) join ``res.warnings`` first.  Its ``failure``:
+    None for a pass, the first failure's error with its schedule, or - a pass with warnings
+    under ``werror`` - a ``Warnings`` failure."""
+    res.warnings = [located(w) for w in dict.fromkeys(run_warnings)] + list(res.warnings)
+    rep = {"scenario": name, "variant": variant, "platform": platform, "protocol": protocol,
+           "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
+           "distinct": res.distinct, "complete": res.complete,
+           "warnings": [{"what": w, "where": str(loc) if loc else None} for w, loc in res.warnings]}
+    if res.ok and res.warnings and werror:
+        rep["failure"] = {"error": "Warnings", "what": f"{len(res.warnings)} warning(s) treated as "
+                          "errors (--werror)", "where": res.warnings[0][1] and str(res.warnings[0][1]),
+                          "seed": None}
+    elif not res.ok:
+        seed, err = res.first
+        rep["failure"] = dict(describe_exception(err), seed=seed if seed is None or isinstance(seed, int)
+                              else str(seed))
+    return rep
+
+
+def error_report(e: BaseException, scenario: str | None = None, variant: str | None = None,
+                 platform: str | None = None, protocol: str | None = None) -> dict:
+    """The report row of an error that is no variant's check (a bad file, a bad option)."""
+    return {"scenario": scenario, "variant": variant, "platform": platform, "protocol": protocol,
+            "runs": 0, "passed": 0, "failure": describe_exception(e)}
+
+
+def with_dsl_line(e: PtoPipeError) -> PtoPipeError:
+    """``e`` naming the DSL line its C++ line was written from, when it is at a line of C++
+    that ``ptopipe compile --emit cpp`` wrote (:mod:`ptopipe.codegen.cpp_origin`)."""
+    if e.where:
+        from ..codegen.cpp_origin import annotate
+        annotate(e)
+    return e
+
+
+def describe_exception(e: BaseException) -> dict:
+    """``e`` as structured data (``PtoPipeError.to_dict`` keys) for a report row."""
+    if isinstance(e, PtoPipeError):
+        return with_dsl_line(e).to_dict()
+    f = user_frame(e)
+    return {"error": type(e).__name__, "what": str(e), "where": f"{f.filename}:{f.lineno}" if f else None,
+            "fix": None, "details": None, "findings": []}

@@ -1,0 +1,64 @@
+"""pto-isa C++ kernel files as commands take them: the ``--input`` values as the kernels'
+arguments (every ``__gm__`` pointer parameter an array - its shape and dtype come from the
+array, a pointer does not say them - every scalar a number), and the kernels built against
+ptopipe's headers and run on the simulated cluster, or explored like any kernel's Scenario,
+in a child process (:func:`ptopipe.cpp.runner.in_child`: a crash in native code is a
+KernelError, not a dead ptopipe; every error at the C++ file:line)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .pto import load_inputs
+
+
+def inputs(pairs) -> dict:
+    """``NAME=FILE.npy|NAME=NUMBER`` pairs as the C++ kernels' arguments."""
+    given = load_inputs(pairs)
+    return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
+
+
+def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",
+             after=None, **run_kwargs) -> tuple:
+    """The C++ kernels of ``path`` (``aic`` / ``aiv``: their function names, else found) run
+    with the ``pairs``' arguments in a child process (``run_kwargs``: ``ptopipe.run``'s);
+    ``after(result)`` runs there too (it writes what needs the whole run: traces, reports).
+    Returns ``(outputs, summary)``."""
+    from ..cpp.build import build, find_kernels
+    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
+    from ..isa.launch import run
+    kernels = find_kernels(path, aic, aiv)
+    libs, bridge_lib = build(kernels, platform), bridge()
+    kargs = inputs(pairs)
+
+    def work(crash_fd):
+        k = Loaded(kernels, libs, crash_fd, bridge_lib)
+        res = run(aic=k.aic, aiv=k.aiv, args=kargs, platform=platform, **run_kwargs)
+        if after is not None:
+            after(res)
+        return {n: a.copy() for n, a in res.outputs.items()}, res.summary
+    return in_child(work, run_kwargs.get("timeout") or DEFAULT_TIMEOUT,
+                    f"the C++ kernel {os.path.basename(path)}")
+
+
+def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str, check, runs: int,
+               timeout: float | None = None):
+    """``check(scenario)`` of the C++ kernels of ``path`` as a Scenario with no golden (the
+    checkers judge), in a child process bounded by ``timeout`` (default: the runner's) per
+    each of its ``runs``; built here first, so that a compile error is reported before
+    anything runs.  Returns what ``check`` returns."""
+    from ..cpp.build import build, find_kernels
+    from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
+    from ..isa.scenario import Scenario
+    kernels = find_kernels(path, aic, aiv)
+    libs, bridge_lib = build(kernels, platform), bridge()
+    kargs = inputs(pairs)
+
+    def work(crash_fd):
+        k = Loaded(kernels, libs, crash_fd, bridge_lib)
+
+        def make_args(rng):
+            return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}
+        return check(Scenario(os.path.basename(path), k.aic, k.aiv, make_args, lambda a: {}))
+    return in_child(work, (timeout or DEFAULT_TIMEOUT) * runs, f"the C++ kernel {os.path.basename(path)}")

@@ -1,0 +1,98 @@
+"""A kernel library: the kernel files of files and directories (every ``.pto`` and every
+``.py`` that defines a ``SCENARIO``, not ``_``-prefixed, in order), and what is reported
+of the rows of checking them - the summary table, JUnit XML for CI systems, the row of a
+file whose worker died."""
+from __future__ import annotations
+
+import os
+from xml.sax.saxutils import escape, quoteattr
+
+from ..errors import ConfigError
+from .loader import check_kernel_file
+
+
+def kernel_files(paths) -> list:
+    """The kernel files ``paths`` name, in order: a file as given, a directory's kernels
+    (sorted, recursively); a path that is neither is a ConfigError."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                for f in sorted(files):
+                    path = os.path.join(root, f)
+                    if f.startswith("_"):
+                        continue
+                    if f.endswith(".pto") or (f.endswith(".py") and _defines_scenario(path)):
+                        found.append(path)
+            if not found:
+                raise ConfigError(f"{p} holds no kernel file (.pto, or .py defining SCENARIO)",
+                                  where="argument PATH", fix="give a kernel library directory or files")
+            out.extend(found)
+        else:
+            check_kernel_file(p)
+            out.append(p)
+    return out
+
+
+def _defines_scenario(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "SCENARIO" in f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def lost_row(path: str, platform, protocol, error: BaseException) -> dict:
+    """The row of the file ``path`` whose worker died, and died again when retried."""
+    what = f"the worker process checking this file died, and again when retried ({type(error).__name__})"
+    return {"scenario": os.path.basename(path), "variant": "-", "platform": platform,
+            "protocol": protocol, "runs": 0, "passed": 0, "file": path,
+            "failure": {"error": "WorkerLost", "what": what, "where": path, "fix": None,
+                        "details": str(error).splitlines()[0] if str(error) else None, "findings": []}}
+
+
+def summary(reports: list) -> str:
+    """The table: one row per file x scenario variant x platform / protocol."""
+    rows = [("file", "kernel", "platform", "result", "schedules")]
+    for r in reports:
+        fail = r["failure"]
+        rows.append((r.get("file", ""), f"{r['scenario']}[{r['variant']}]",
+                     f"{r.get('platform') or '-'}/{r.get('protocol') or '-'}",
+                     f"FAIL {fail['error']}" if fail else _passed(r), str(r.get("runs", 0))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    failed = sum(1 for r in reports if r["failure"])
+    warned = sum(1 for r in reports if not r["failure"] and r.get("warnings"))
+    lines.append((f"{failed} of {len(reports)} failed" if failed else f"all {len(reports)} passed")
+                 + (f"; {warned} passed with warnings (see above)" if warned else ""))
+    return "\n".join(lines)
+
+
+def _passed(r: dict) -> str:
+    n = len(r.get("warnings") or ())
+    return f"PASS, {n} warning{'s' if n != 1 else ''}" if n else "PASS"
+
+
+def junit(reports: list) -> str:
+    """JUnit XML: a test case per row (class: the file), a failure with the error's first line."""
+    cases = []
+    for r in reports:
+        name = quoteattr(f"{r['scenario']}[{r['variant']}] {r.get('platform') or '-'}/{r.get('protocol') or '-'}")
+        head = f'    <testcase classname={quoteattr(r.get("file", ""))} name={name}>'
+        fail = r["failure"]
+        if fail:
+            msg = f"{fail['error']}: {fail['what']}" + (f" at {fail['where']}" if fail.get("where") else "")
+            cases.append(f"{head}\n      <failure message={quoteattr(msg)} type={quoteattr(fail['error'])}/>\n"
+                         "    </testcase>")
+        elif r.get("warnings"):                 # a pass the run warned about: shown, not failed
+            text = "\n".join("warning: " + w["what"] + (f" ({w['where']})" if w.get("where") else "")
+                             for w in r["warnings"])
+            cases.append(f"{head}\n      <system-err>{escape(text)}</system-err>\n    </testcase>")
+        else:
+            cases.append(head + "</testcase>")
+    failures = sum(1 for r in reports if r["failure"])
+    return ('<?xml version="1.0" encoding="utf-8"?>\n'
+            f'<testsuites>\n  <testsuite name="ptopipe check" tests="{len(reports)}" failures="{failures}">\n'
+            + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n")

@@ -1,0 +1,106 @@
+"""The DSL programs of a kernel file - its module-level ``pl.program(...)`` objects, the
+programs its ``KernelSet`` builders make for a Scenario variant, else one program of its
+``@pl`` kernels: what ``compile`` compiles - and the static checks ``check --static`` runs on
+them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..ir import Operation
+from ..ir.opdefs import ProgramOp
+from ..ir.types import TensorType
+from ..isa.scenario import Scenario
+from ..language.frontend import DSLFunction, program
+from ..runtime import KernelSet
+from .loader import load_module, pick_variants
+
+
+def programs_of(mod, variant: str | None = None) -> list:
+    """The programs (``pl.program`` ops) a loaded kernel module defines (see the module doc;
+    ``variant``: the Scenario variant whose arguments a builder gets, default its default)."""
+    found, seen = [], set()
+
+    def add(p):
+        if id(p) not in seen:
+            seen.add(id(p))
+            found.append(p)
+
+    values = list(vars(mod).values())
+    for v in values:
+        if isinstance(v, Operation) and v.is_a(ProgramOp):
+            add(v)
+    scenarios = [v for v in values if isinstance(v, Scenario)]
+    for ks in (v for v in values if isinstance(v, KernelSet)):
+        sc = next((s for s in scenarios if s.aic is ks.aic or s.aiv is ks.aiv), None)
+        if sc is not None:
+            add(ks.source(**sc.args(pick_variants(sc, variant)[0])))
+        elif not ks.params:
+            add(ks.source())
+    if not found:
+        fns = [v for v in values if isinstance(v, DSLFunction)]
+        if fns:
+            add(program(*fns, name=getattr(mod, "__name__", "program").removeprefix("ptopipe_kernel_")))
+    return found
+
+
+def programs(path: str, variant: str | None) -> list:
+    """``[(label, pl.program op, Scenario or None, scalars)]`` of the DSL programs in ``path``, one
+    per distinct program and scalar arguments (a scenario variant's ints and floats: the
+    trip counts the run would use)."""
+    mod = load_module(path)
+    values = list(vars(mod).values())
+    found, seen = [], set()
+
+    def add(label, prog, sc, scalars=None):
+        names = _scalar_params(prog)
+        scalars = {k: v.item() if isinstance(v, np.generic) else v for k, v in (scalars or {}).items()
+                   if k in names and isinstance(v, (int, float, np.integer, np.floating))}
+        key = (id(prog), tuple(sorted(scalars.items())))
+        if key not in seen:
+            seen.add(key)
+            found.append((label, prog, sc, scalars))
+    for v in values:
+        if isinstance(v, Operation) and v.is_a(ProgramOp):
+            add(v.sym_name, v, None)
+    sets = [v for v in values if isinstance(v, KernelSet)]
+    for sc in (v for v in values if isinstance(v, Scenario)):
+        for var in pick_variants(sc, variant) if sets else ():
+            args = sc.args(var)
+            for ks in sets:
+                try:
+                    prog = ks.source(**args)
+                except (ConfigError, KeyError):
+                    continue            # this builder is not the scenario's
+                add(f"{sc.name}[{var}]", prog, sc, args)
+    if not found:
+        raise ConfigError(f"{path} defines no DSL program (pl.program(...) or a KernelSet)",
+                          fix="--static verifies DSL kernels; run `ptopipe check` without it "
+                              "for ISA-level Python kernels")
+    return found
+
+
+def int_params(prog) -> set:
+    """Names of the integer scalar parameters of ``prog``'s functions (what is proven for
+    every value)."""
+    return {p.name for f in prog.functions for p in f.params
+            if not isinstance(p.type, TensorType) and not str(getattr(p.type, "dtype", "")).startswith(("f", "bf"))}
+
+
+def _scalar_params(prog) -> set:
+    """Names of the scalar parameters of ``prog``'s functions."""
+    return {p.name for f in prog.functions for p in f.params if not isinstance(p.type, TensorType)}
+
+
+def verify(prog, platform, protocol: str, scalars: dict, ranges: dict | None = None) -> tuple:
+    """``(status, findings, warnings)`` of the static checks of ``prog``
+    (:func:`ptopipe.passes.static_check.verify_program`) on ``platform`` under ``protocol``:
+    for every value of its integer scalars (within ``ranges``), and exactly with the
+    ``scalars`` a variant gives (:func:`ptopipe.passes.static_check.verdict`)."""
+    from ..passes.static_check import verdict, verify_program
+
+    def verify_with(values):
+        warnings: list = []
+        return verify_program(prog, platform, protocol, values, warnings, ranges), warnings
+    return verdict(verify_with, scalars)
+

@@ -1,0 +1,304 @@
+"""``.pto`` kernels as commands take them: the ``--input`` values (``.npy`` files and numbers)
+checked against a kernel's parameters, the launches of its functions with those inputs, the
+kernel as Scenarios for ``check``, and the verdict of ``check --static`` on it.
+
+The file is read and verified statically by :mod:`ptopipe.codegen.pto_load` (the reader, the
+lanes ptoas gives its pipes, the static passes and the checks PTO-AS adds), exactly as
+``ptopipe.run_pto`` does; every error points at the ``.pto`` line:col.  A missing
+``gm_slot_buffer*`` parameter is zero-filled; ``check`` runs a kernel with no golden (the
+checkers judge)."""
+from __future__ import annotations
+
+import codecs
+import os
+import re
+
+import numpy as np
+
+from ..codegen.pto_exec.types import check_input_fits
+from ..errors import ConfigError, ParseError
+from ..ir.types import TensorType, np_dtype
+
+
+def _entry_params(op):
+    fs = list(op.regions[0].blocks[0])
+    from ..ir.vocab import FunctionKind
+    groups = [f for f in fs if f.kind is FunctionKind.Group]
+    f = groups[0] if groups else fs[0]
+    seen, out = set(), []
+    for g in ([f] if groups else fs):
+        for a in g.regions[0].blocks[0].args:
+            if a.name not in seen:
+                seen.add(a.name)
+                out.append(a)
+    return out
+
+
+#: a number on the command line (``--input n=5``, ``-3``, ``1.5``, ``1e-3``)
+_NUMBER = re.compile(r"[+-]?(\d+|(\d+\.\d*|\.\d+)([eE][+-]?\d+)?|\d+[eE][+-]?\d+)")
+
+
+def literal(text: str):
+    """``text`` as an int or a float if it is a decimal number, else None (a file name)."""
+    if not _NUMBER.fullmatch(text):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def load_inputs(pairs, literals: set | None = None) -> dict:
+    """``name=file.npy`` / ``name=NUMBER`` pairs -> ``{name: array}`` as saved, a number as a 0-d
+    array (int64 or float64; the parameter's type decides its value's type), unchecked; the
+    names given a number are added to ``literals``."""
+    given = {}
+    for p in pairs or []:
+        name, sep, file = p.partition("=")
+        if not sep or not name or not file:
+            raise ConfigError(f"--input {p!r} is not NAME=FILE.npy or NAME=NUMBER", where="option --input",
+                              fix="e.g. --input a=a.npy, or --input n=5 for a scalar parameter")
+        num = literal(file)
+        if num is None:
+            given[name] = read_npy(file, "--input")
+            continue
+        arr = np.array(num)
+        if arr.dtype == object:
+            raise ConfigError(f"--input {name}={file}: the number does not fit 64 bits", where="option --input",
+                              fix="give a scalar parameter a value its type holds")
+        given[name] = arr
+        if literals is not None:
+            literals.add(name)
+    return given
+
+
+def refuse_number_for_tensor(prog, funcs, literals: set) -> None:
+    """A number given (``--input NAME=NUMBER``) for a pointer / memref parameter: a ConfigError."""
+    from ..codegen.pto_exec.types import ScalarT
+    for f in funcs:
+        for part in f.split("+"):
+            for name, ty, _tok in prog.funcs[part].params:
+                if name[1:] in literals and not isinstance(ty, ScalarT):
+                    raise ConfigError(f"--input {name[1:]}: a number for a tensor parameter",
+                                      where="option --input",
+                                      fix=f"give an array: --input {name[1:]}=FILE.npy (numpy.save)")
+
+
+def scalar_inputs(pairs) -> dict:
+    """The integer scalars among ``--input`` pairs: what VerifyPipes may take a trip count to be."""
+    return {k: v.item() for k, v in load_inputs(pairs).items() if v.ndim == 0 and v.dtype.kind in "iu"}
+
+
+def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
+    """``name=file.npy`` pairs -> the run's arguments, checked against the parameters; a
+    tensor without one is zeros when ``zero_fill`` or its name is in ``fill`` (an output)."""
+    given = load_inputs(pairs)
+    args = {}
+    params = _entry_params(op)
+    names = {a.name for a in params}
+    for k in given:
+        if k not in names:
+            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
+                              fix=f"parameters: {', '.join(sorted(names))}")
+    for a in params:
+        t = a.type
+        if a.name in given:
+            v = given[a.name]
+            if isinstance(t, TensorType):
+                want = np_dtype(t.dtype)
+                if want.kind == "V" and v.dtype.kind in "Vu" and v.dtype.itemsize == want.itemsize:
+                    v = v.view(want)        # bf16 / float8 saved as raw bits (numpy has no such dtype)
+                if tuple(v.shape) != tuple(t.shape) or v.dtype != want:
+                    raise ConfigError(f"--input {a.name}: {v.dtype}{list(v.shape)} but the kernel takes "
+                                      f"{t.dtype}{list(t.shape)}", where="option --input",
+                                      fix="save the array with that shape and dtype (a bf16 / float8 "
+                                          "array as its bits: np.save(f, x.view(np.uint16 or np.uint8)))")
+                args[a.name] = np.ascontiguousarray(v)
+            else:
+                args[a.name] = _scalar(a.name, t, v)
+        elif isinstance(t, TensorType) and (zero_fill or a.name in fill
+                                            or a.name.startswith("gm_slot_buffer")):
+            args[a.name] = np.zeros(t.shape, np_dtype(t.dtype))
+        else:
+            raise ConfigError(f"no input for parameter {a.name!r}", where="option --input",
+                              fix=f"add --input {a.name}=FILE.npy")
+    return args
+
+
+def _scalar(name: str, t, v):
+    """A 0-d ``--input`` array as the value of a scalar parameter of type ``t``: an index or
+    integer parameter takes an integer (a 2.5 trip count would run 2 iterations)."""
+    dt = getattr(t, "dtype", None)
+    if v.ndim != 0:
+        raise ConfigError(f"--input {name}: a {list(v.shape)} array for a scalar parameter",
+                          where="option --input", fix="save a 0-d array: np.save(f, np.array(value))")
+    if dt == "index" or (dt or "").startswith(("i", "u")):
+        if v.dtype.kind not in "iu":
+            raise ConfigError(f"--input {name}: a {v.dtype} value {v.item()!r} for the {dt} parameter "
+                              f"{name!r}", where="option --input",
+                              fix=f"give an integer: --input {name}=3 (or a .npy of one)")
+        info = np.iinfo(np.int64 if dt == "index" else np_dtype(dt))
+        check_input_fits(name, int(v.item()), dt, int(info.min), int(info.max))
+    elif v.dtype.kind not in "iuf":
+        raise ConfigError(f"--input {name}: a {v.dtype} value for the {dt} parameter {name!r}",
+                          where="option --input", fix=f"give a number: --input {name}=1.5 (or a .npy of one)")
+    return v.item()
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_SAVE_FIX = "write it with numpy.save(path, array) (a numeric array)"
+
+
+def read_npy(file: str, option: str) -> np.ndarray:
+    """The array in the ``.npy`` file ``file`` that ``option`` (``--input``) names; a file
+    that is not one (text, an ``.npz`` archive, a pickled object array, a truncated file) is
+    a ConfigError saying what the file is instead."""
+    def bad(why: str, fix: str = _SAVE_FIX) -> ConfigError:
+        return ConfigError(f"cannot load {file}: {why}", where=f"option {option}", fix=fix)
+    try:
+        with open(file, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise bad(e.strerror or str(e), "give the path of a .npy file") from None
+    if not head.startswith(_NPY_MAGIC):
+        if not head:
+            raise bad("the file is empty")
+        if head.startswith(b"PK\x03\x04"):
+            raise bad("it is a .npz archive (several arrays), not a .npy file",
+                      "save the one array with numpy.save(path, np.load(archive)[name])")
+        text = codecs.getincrementaldecoder("utf-8")("replace").decode(head)   # a cut last char: dropped
+        if "\ufffd" in text or not all(c.isprintable() or c in "\t\r\n" for c in text):
+            raise bad("it is not a .npy file (no NUMPY header)")
+        raise bad(f"it is a text file (it starts with {text.splitlines()[0][:32]!r}), not a .npy file",
+                  "convert it: numpy.save(path, numpy.loadtxt(textfile, dtype=...))")
+    try:
+        return np.load(file, allow_pickle=False)
+    except ValueError as e:
+        if "pickle" in str(e):
+            raise bad("it holds Python objects (a pickled object array), not numbers") from None
+        raise bad(f"the .npy data is damaged ({e})") from None
+    except (OSError, EOFError) as e:
+        raise bad(f"the .npy data is truncated or damaged ({e or 'ends early'})") from None
+
+
+def launches(path: str, inputs=None, func: str | None = None, platform: str | None = None,
+             protocol: str = "spec", data_seed: int = 0, one: bool = False) -> tuple:
+    """``(launches, warnings)``: the executor's kernels and arguments for the ``.pto`` file
+    ``path`` with the ``inputs`` (``NAME=FILE.npy|NUMBER`` pairs), one per function run -
+    ``func``, else the entry, else each function nothing calls (``one``: a single one is
+    needed, e.g. to write its outputs) - and the warnings of the static verifier."""
+    from ..codegen.pto_exec import prepare, read_program, read_text, top_functions
+    from ..codegen.pto_load import skipped_note, static_findings
+    from ..codegen.pto_exec.program import choose_top
+    prog = read_program(read_text(path), path)
+    funcs = [choose_top(prog, func)] if func is not None else top_functions(prog)
+    if len(funcs) > 1 and one:
+        raise ConfigError(f"{path} has {len(funcs)} top-level functions ({', '.join(funcs)}) and no "
+                          "pto.entry: --output needs one", where="option --output",
+                          fix="choose the function with --func NAME")
+    literals = set()
+    given = load_inputs(inputs, literals)
+    refuse_number_for_tensor(prog, funcs, literals)
+    params = {f: {p[0][1:] for part in f.split("+") for p in prog.funcs[part].params} for f in funcs}
+    known = set().union(*params.values()) if params else set()
+    for k in given:
+        if k not in known:
+            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
+                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
+    out = []
+    for f in funcs:
+        mine = {k: v for k, v in given.items() if k in params[f]}
+        out.append(prepare(path, inputs=mine, platform=platform, func=f, data_seed=data_seed or 0))
+    # the static verifier after the inputs are checked: a trip count its parameter cannot
+    # hold is refused before VerifyPipes counts that many iterations
+    warnings, skipped = static_findings(path, platform, protocol, scalar_inputs(inputs))
+    for pl in out if skipped else ():
+        pl.notes.insert(0, skipped_note(skipped))
+    return out, list(warnings)
+
+
+def scenarios(path: str, launched: list, protocol: str) -> list:
+    """The launches of the .pto file ``path`` as ``(Scenario, run warnings)`` pairs (one per
+    function run, a 'default' variant each) for ``check``: the executor's kernels, the given
+    arrays, seeded random data for the others; the list the runs' executors add their
+    warnings to (reads before writes: what the run finds and goes on after)."""
+    from ..isa.scenario import Scenario
+    out = []
+    for pl in launched:
+        def make_args(rng, pl=pl):
+            return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in pl.args.items()}
+        name = os.path.basename(path) + ("" if len(launched) == 1 else f"@{pl.func}")
+        out.append((Scenario(name, pl.aic, pl.aiv, make_args, lambda a: {}, platform=pl.platform,
+                             protocol=protocol), _with_load_warnings(pl)))
+    return out
+
+
+def _with_load_warnings(pl) -> list:
+    """``pl.run_warnings`` (the list its runs add to) with the warnings of reading the file
+    first (tiles at explicit addresses that overlap): check reports them with the run's."""
+    pl.run_warnings[:0] = [w for w in pl.warnings if w not in pl.run_warnings]
+    return pl.run_warnings
+
+
+_NOTHING = ("no cross-core pipes, nothing to verify statically (`ptopipe check` runs it with "
+            "every checker)")
+
+
+def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, ranges=None) -> dict:
+    """``check --static`` of the .pto file ``path``: the reader and the static passes, nothing
+    run.  The ``inputs``' integer values are the launch's (as ``run`` takes them): verified
+    exactly; the other integer scalars for every value (or within ``ranges``).  The verdict:
+    ``{"program", "platform", "protocol", "status"`` (verified, nothing to verify, not
+    proven, not verified, failed)``, "warnings", "detail", "found"}`` (the findings of a
+    failed one)."""
+    from ..codegen.pto_load import load_pto
+    from ..codegen.pto_exec import read_program, read_text
+    from ..codegen.pto_syntax import INT_DTYPES, run_line_platform
+    from ..errors import CompileError
+    from ..ir.types import ScalarType
+    from ..passes.static_check import NOT_PROVEN as NOT_PROVEN_STATUS, status_of
+    from ..passes.verify_pipes import not_proven
+    platform = platform or run_line_platform(read_text(path))
+    scalars = scalar_inputs(inputs)
+    ranges = ranges or {}
+    name = os.path.basename(path)
+
+    def verdict(plat, status, warnings, text, found=()):
+        return {"program": name, "platform": str(plat), "protocol": protocol, "status": status,
+                "warnings": list(warnings), "detail": text, "found": list(found)}
+    try:
+        op, warnings, plat = load_pto(path, platform, protocol, scalars=scalars, ranges=ranges)
+    except ParseError as e:
+        return verdict(*_unexpressed(path, e, platform))
+    except CompileError as e:
+        arch = read_program(read_text(path), path).arch or ""
+        return verdict(platform or {"a3": "a2a3"}.get(arch, arch) or "a2a3", "failed", [],
+                       "the static checks found an error without running", [e])
+    state = status_of([], warnings)
+    if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
+        return verdict(plat, "nothing to verify", warnings, _NOTHING)
+    given = f" with {', '.join(f'{k}={v}' for k, v in scalars.items())} (--input)" if scalars else ""
+    if state == NOT_PROVEN_STATUS:
+        return verdict(plat, "not proven", warnings,
+                       f"not proven for all values{given}: {'; '.join(not_proven(warnings))}")
+    params = sorted({a.name for f in op.body for a in f.regions[0].blocks[0].args
+                     if isinstance(a.type, ScalarType) and a.type.dtype in INT_DTYPES} - set(scalars))
+    which = f" for every value of {', '.join(params)}" if params else ""
+    which += "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
+    return verdict(plat, "verified", warnings,
+                   f"verified statically{which}{given} (VerifyPipes, GM bounds, Validate, ring and "
+                   "address checks)")
+
+
+def _unexpressed(path: str, why: ParseError, platform) -> tuple:
+    """The verdict of a file the static verifier's value IR cannot express (``why``): a file
+    without cross-core pipes has nothing to prove (a pass, saying so); one with pipes is
+    not verified - never a pass for what was not proved."""
+    from ..codegen.pto_exec import has_pipes, read_program, read_text
+    prog = read_program(read_text(path), path)    # unreadable: the executor's ParseError
+    plat = platform or {"a3": "a2a3"}.get(prog.arch or "", prog.arch) or "a2a3"
+    if not has_pipes(prog, list(prog.funcs)):
+        return plat, "nothing to verify", [], _NOTHING
+    return (plat, "not verified", [],
+            f"the static verifier cannot express this file ({why.what}, at {why.where}); "
+            f"`ptopipe check {path}` runs it with every checker")
