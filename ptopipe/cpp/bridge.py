@@ -13,6 +13,7 @@ bridge does not build, or when ``PTOPIPE_CPP_BRIDGE=0`` asks for the ctypes path
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import subprocess
@@ -26,8 +27,6 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bridge.cpp")
 FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden")
 #: the environment variable that turns the bridge off (``0``): every call then goes through ctypes
 ENV = "PTOPIPE_CPP_BRIDGE"
-
-_loaded: dict = {}
 
 
 def python_include() -> str | None:
@@ -74,11 +73,12 @@ def library() -> str | None:
 def callback_address(path: str | None) -> int | None:
     """The address of the bridge's callback in library ``path`` (loaded into this process
     once), or None for None."""
-    if path is None:
-        return None
-    addr = _loaded.get(path)
-    if addr is None:
-        lib = ctypes.PyDLL(path)
-        lib.ptopipe_bridge_callback.restype = ctypes.c_void_p
-        addr = _loaded[path] = lib.ptopipe_bridge_callback()
-    return addr
+    return None if path is None else _callback(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _callback(path: str) -> int:
+    # a library is loaded once per process (dlopen keeps it): its address is fixed
+    lib = ctypes.PyDLL(path)
+    lib.ptopipe_bridge_callback.restype = ctypes.c_void_p
+    return lib.ptopipe_bridge_callback()
