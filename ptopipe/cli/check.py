@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
     add_werror(p)
     bounds.add_arguments(p)
     add_launches(p)
-    from .library import add_engine_arguments
+    from .common import add_engine_arguments
     add_engine_arguments(p)
     p.set_defaults(func=main)
 

@@ -204,3 +204,16 @@ def write_outputs(outputs: dict, specs, what: str = "a tensor parameter", fix_na
         np.save(buf, arr, allow_pickle=False)
         write_atomic(file, buf.getvalue())
     return list(outs)
+
+
+def add_engine_arguments(p) -> None:
+    """``--engine local|ray``, ``--address``, ``--workers``: where a command's units (the files
+    of a kernel library, the mutants of a kernel) run (:mod:`ptopipe.driver.engine`)."""
+    from ..driver.engine import ENGINES
+    p.add_argument("--engine", default="local", choices=ENGINES,
+                   help="where the work runs: local (a process pool sized to the machine) or ray "
+                        "(a Ray cluster: pip install \"ptopipe[ray]\")")
+    p.add_argument("--address", default=None, metavar="HOST:PORT",
+                   help="(--engine ray) the Ray cluster to use (default: start one on this machine)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="(--engine local) parallel processes (default: the machine's cores)")

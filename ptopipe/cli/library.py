@@ -13,23 +13,13 @@ import sys
 from typing import NamedTuple
 
 from ..driver.check import error_report
-from ..driver.engine import ENGINES, run_units
+from ..driver.engine import run_units
 from ..driver.library import junit, kernel_files, lost_row, summary
 from ..errors import PtoPipeError
 from ..report._io import write_atomic
 from . import bounds
 from .errors import color, report_exception
 from .progress import Progress
-
-
-def add_engine_arguments(p) -> None:
-    p.add_argument("--engine", default="local", choices=ENGINES,
-                   help="where a library's files are checked: local (a process pool sized to "
-                        "the machine) or ray (a Ray cluster: pip install \"ptopipe[ray]\")")
-    p.add_argument("--address", default=None, metavar="HOST:PORT",
-                   help="(--engine ray) the Ray cluster to use (default: start one on this machine)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="(--engine local) parallel processes (default: the machine's cores)")
 
 
 def check_library(args, check_one) -> int:

@@ -10,7 +10,7 @@ import os
 from ..errors import ConfigError
 from ..mutate import CAUGHT, Job, coverage
 from ..isa.explore import MODES
-from .common import PROTOCOLS
+from .common import PROTOCOL_HELP, add_engine_arguments, protocol_option
 from ..driver.loader import check_kernel_file
 from .progress import Progress
 
@@ -21,14 +21,13 @@ def add_parser(sub) -> None:
     p.add_argument("--variant", default=None, help="variant to check (default: every variant)")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform model (default: the scenario's, else a2a3)")
-    p.add_argument("--protocol", default=None, choices=PROTOCOLS,
-                   help="ring protocol model (default: the scenario's, else spec)")
+    p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
+                   help=PROTOCOL_HELP)
     p.add_argument("--schedules", type=int, default=20,
                    help="schedules explored per mutant and variant, as check's (default 20)")
     p.add_argument("--explore", default="mix", choices=MODES, help="exploration mode (default mix)")
     p.add_argument("--seed", type=int, default=0, help="first schedule seed (default 0)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="parallel processes (default: the machine's cores)")
+    add_engine_arguments(p)
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="wall-clock bound of each run of a mutant (default 60)")
     p.add_argument("--fail-under", type=float, default=None, metavar="PCT",
@@ -49,10 +48,6 @@ def main(args) -> int:
     if args.fail_under is not None and not 0 <= args.fail_under <= 100:
         raise ConfigError(f"--fail-under {args.fail_under} is not a percentage",
                           where="option --fail-under", fix="give a number from 0 to 100")
-    workers = args.workers or os.cpu_count() or 1
-    if workers < 1:
-        raise ConfigError(f"--workers {workers} must be at least 1", where="option --workers",
-                          fix="e.g. --workers 2")
     job = Job(args.file, args.variant, args.platform, args.protocol,
               args.schedules, args.seed, args.explore, args.timeout)
     bar = Progress(f"mutants of {os.path.basename(args.file)}", 1)
@@ -61,7 +56,7 @@ def main(args) -> int:
         bar.total = total
         bar.step(done)
     try:
-        cov = coverage(job, workers, progress)
+        cov = coverage(job, args.workers, progress, args.engine, args.address)
     finally:
         bar.close()
     if args.json:

@@ -4,17 +4,17 @@ of the kernel, and say which were caught, where and by what.  A survivor is a pr
 mistake this kernel's checks would not notice.
 
 The kernel itself must pass the same checks first (else every mutant would look caught).
-Each mutant runs in a worker process of a pool (``workers``; 1: in this process): a mutant
-that crashes or hangs its worker is reported as such and the others go on.  Results come
-back in the mutants' order whatever the pool does, so a report is the same every time.
+The mutants run on the driver's engine (a local process pool, or a Ray cluster): a mutant
+that crashes its worker twice is reported as caught by that, and the others go on.  Results
+come back in the mutants' order whatever the engine does, so a report is the same every time.
 """
 from __future__ import annotations
 
 import linecache
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from ..driver.loader import load_scenarios
+from ..driver.engine import run_units
 from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.explore import explore
 from .operators import HOOK, Mutant, MutantHooks, mutants
@@ -84,8 +84,11 @@ def _is_dsl(source: str) -> bool:
     return "@pl." in source
 
 
-def coverage(job: Job, workers: int = 1, progress=None) -> Coverage:
-    """Every mutant of ``job.path`` checked; ``progress(done, total)`` after each."""
+def coverage(job: Job, workers: int = 1, progress=None, engine: str = "local",
+             address: str | None = None) -> Coverage:
+    """Every mutant of ``job.path`` checked on ``engine`` (:func:`ptopipe.driver.engine.run_units`:
+    ``workers`` local processes, or a Ray cluster at ``address``); ``progress(done, total)``
+    as mutants end."""
     with open(job.path, encoding="utf-8") as f:
         source = f.read()
     base, platform, protocol = _checks(job, source)
@@ -96,23 +99,19 @@ def coverage(job: Job, workers: int = 1, progress=None) -> Coverage:
                           fix="mutate a kernel that passes `ptopipe check` with the same options")
     found = mutants(source, dsl=_is_dsl(source))
     cov = Coverage(job.path, job.variant or "all", platform, protocol, job.schedules)
-    if workers <= 1 or len(found) <= 1:
-        for k, m in enumerate(found):
-            cov.verdicts.append(check_mutant(job, m))
-            if progress is not None:
-                progress(k + 1, len(found))
-        return cov
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(check_mutant, job, m) for m in found]
-        for k, (m, fut) in enumerate(zip(found, futures)):
-            try:
-                cov.verdicts.append(fut.result())
-            except Exception as e:          # the worker died (a crash in native code, a kill)
-                cov.verdicts.append(Verdict(m, CAUGHT, "its worker process dying", type(e).__name__,
-                                            None, str(e).splitlines()[0] if str(e) else ""))
-            if progress is not None:
-                progress(k + 1, len(found))
+    cov.verdicts = run_units(_check_unit, [(job, m) for m in found], _lost, engine, address,
+                             workers, progress)
     return cov
+
+
+def _check_unit(unit: tuple) -> Verdict:
+    return check_mutant(*unit)
+
+
+def _lost(unit: tuple, error: BaseException) -> Verdict:
+    """A mutant whose worker died, and again when retried: a crash is a finding too."""
+    return Verdict(unit[1], CAUGHT, "its worker process dying", type(error).__name__, None,
+                   str(error).splitlines()[0] if str(error) else "")
 
 
 def check_mutant(job: Job, m: Mutant) -> Verdict:

@@ -1,7 +1,8 @@
 """``check`` of a kernel library on its engines: a local process pool and a real Ray cluster
 (``ray start --head`` on a free port plus a second worker node, reached with ``--address``)
-give the same report as checking the files one by one in this process; a file whose worker
-dies is retried, then reported as lost while the other files pass.
+give the same report as checking the files one by one in this process - and ``mutate``
+the same coverage; a file whose worker dies is retried, then reported as lost while the
+other files pass.
 
 The Ray tests need the ``ray`` extra (the test command installs it); without it they skip,
 except under CI (CI=true), where a missing Ray fails."""
@@ -121,6 +122,16 @@ def test_ray_reports_a_dying_worker_after_its_retry(ray_cluster, tmp_path, capsy
     rows = {ln.split()[0]: ln for ln in captured.out[captured.out.index("file "):].splitlines()[1:-1]}
     assert code == 1 and "FAIL WorkerLost" in rows[str(dies)] and "PASS" in rows[LIB[0]], \
         (captured.out, captured.err, time.monotonic() - t)
+
+
+def test_mutate_on_ray_gives_the_local_report(ray_cluster, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    s1 = os.path.join("examples", "scenarios", "s1_cv_split.py")
+    argv = ["mutate", s1, "--variant", "default", "--schedules", "1", "--json"]
+    assert cli_main([*argv, "--workers", "1"]) == 0
+    local = capsys.readouterr().out
+    assert cli_main([*argv, "--engine", "ray", "--address", ray_cluster]) == 0
+    assert capsys.readouterr().out == local and '"caught": 11' in local
 
 
 def test_an_unreachable_cluster_is_one_clear_error(capsys):
