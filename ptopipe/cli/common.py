@@ -29,7 +29,7 @@ def protocol_option(text: str) -> str:
     try:
         return protocol_name(text)
     except ConfigError as e:
-        raise argparse.ArgumentTypeError(" ".join(x for x in (e.what, e.details, e.fix) if x)) from None
+        raise argparse.ArgumentTypeError("; ".join(x for x in (e.what, e.details, e.fix) if x)) from None
 
 # option attribute -> (smallest allowed value, what the value is)
 _LOWER_BOUNDS = {
@@ -39,6 +39,7 @@ _LOWER_BOUNDS = {
     "data_seed": (0, "a seed"),
     "latency": (0, "a latency in cycles"),
     "workers": (1, "a number of worker processes"),
+    "depth": (1, "a depth (pct: the bug depth; exhaustive: deviations)"),
 }
 
 
@@ -69,14 +70,17 @@ _PTO_ONLY_FIX = {
     "output": "drop --output: a .py kernel's results are checked against its golden and printed; "
               "to keep them, call ptopipe.run(...) or SCENARIO.run(...) and save .outputs",
     "func": "drop --func: a .py kernel's functions are the ones its SCENARIO names",
+    "range": "use it with check --static (which proves a DSL kernel for the range), or drop it: a "
+             ".py kernel's run takes its variant's values",
 }
+_DEST = {"func": "pto_func", "range": "ranges"}
 
 
 def add_ranges(p) -> None:
     p.add_argument("--range", action="append", dest="ranges", metavar="NAME=LO..HI",
-                   help="(--static) the values an integer scalar parameter takes: the static check "
-                        "proves the kernel for those (default: every value >= 0); HI may be left "
-                        "out (n=1..); repeatable")
+                   help="the values an integer scalar parameter takes: the static check (check "
+                        "--static, and the one in front of a .pto run) proves the kernel for those "
+                        "(default: every value >= 0); HI may be left out (n=1..); repeatable")
 
 
 def scalar_ranges(args) -> dict:
@@ -114,7 +118,7 @@ def refuse_pto_options(args, *options: str) -> None:
     if args.file.endswith(CPP_SUFFIXES):               # a C++ kernel takes --input / --output too
         options = tuple(o for o in options if o not in ("input", "output"))
     for opt in options:
-        if getattr(args, "pto_func" if opt == "func" else opt, None):
+        if getattr(args, _DEST.get(opt, opt), None):
             raise ConfigError(f"--{opt} is for .pto kernels, and {args.file} is a Python kernel",
                               where=f"option --{opt}", fix=_PTO_ONLY_FIX[opt])
 

@@ -15,6 +15,7 @@ from ..driver.programs import programs_of
 from ..errors import ConfigError
 from ..ir import print_ir, to_source
 from ..passes.remarks import Remarks
+from .common import PROTOCOL_HELP, protocol_option
 
 
 def add_parser(sub) -> None:
@@ -23,9 +24,10 @@ def add_parser(sub) -> None:
                                 "or a .pto file, through the platform passes)")
     p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
                    help="platform to lower for (default a2a3; a .pto file's pto.target_arch)")
-    p.add_argument("--protocol", default=None, choices=["spec", "pto-isa", "pto-isa-head"],
-                   help="ring protocol the kernels are compiled for (flag numbering, hold limits, "
-                        "the A5 no-split lane; default: pto-isa with --emit cpp, else spec)")
+    p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
+                   help=PROTOCOL_HELP + "; the kernels are compiled for it (flag numbering, hold "
+                        "limits, the A5 no-split lane; a pto-isa release or the CPU simulator: "
+                        "for pto-isa's device code) (default: pto-isa with --emit cpp, else spec)")
     p.add_argument("--passes", default=None, metavar="P1,P2,...",
                    help="the pipeline (default: every registered pass in pipeline order)")
     p.add_argument("--no-verify", action="store_true",

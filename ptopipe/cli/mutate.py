@@ -63,17 +63,17 @@ def main(args) -> int:
         print(json.dumps(cov.to_dict(), indent=2))
     else:
         print(format_coverage(cov))
-    if args.fail_under is not None and 100 * cov.ratio < args.fail_under:
-        return 1
+    if args.fail_under is not None and (not cov.verdicts or 100 * cov.ratio < args.fail_under):
+        return 1                        # (no mutant: nothing measured, no coverage to pass)
     return 0
 
 
 def format_coverage(cov) -> str:
     """The coverage table: one row per mutant, then the survivors and the ratio."""
     if not cov.verdicts:
-        return (f"{cov.path}: no protocol statement to mutate (no TPUSH / TPOP / TFREE / event "
-                "call or pipe set-up in this file's source - a mixed pl kernel gets them from "
-                "the compiler)")
+        return (f"{cov.path}: no protocol statement to mutate: its Python source has no TPUSH / "
+                "TPOP / TFREE / event call or pipe set-up (a mixed pl kernel gets them from the "
+                "compiler, a C++ kernel's are in its .cpp, which mutate does not edit)")
     rows = [("line", "mutation", "change", "verdict", "finding")]
     for v in cov.verdicts:
         found = ""

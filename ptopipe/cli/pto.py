@@ -23,7 +23,7 @@ def _launches(args) -> tuple:
     out, warnings = pto.launches(args.file, getattr(args, "input", None), getattr(args, "pto_func", None),
                                  getattr(args, "platform", None), protocol,
                                  seed if seed is not None else getattr(args, "seed", None),
-                                 one=bool(getattr(args, "output", None)))
+                                 one=bool(getattr(args, "output", None)), ranges=scalar_ranges(args))
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     return out, protocol

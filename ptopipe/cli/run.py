@@ -7,8 +7,9 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_sync, add_werror, launch_kwargs,
+from .common import (CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, launch_kwargs,
                      refuse_pto_options, run_each, sync_kwargs, target)
+from ..errors import PtoPipeError
 from . import bounds
 from .errors import color
 from ..driver.loader import load_scenarios, pick_variants
@@ -44,6 +45,7 @@ def add_parser(sub) -> None:
     p.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="(.pto / .cpp files) write a tensor parameter's final contents; repeatable")
     add_pto_func(p)
+    add_ranges(p)
     from .cpp import add_arguments as add_cpp_arguments
     add_cpp_arguments(p)
     p.add_argument("--data-seed", dest="seed", type=int, help="the same as --seed")
@@ -67,18 +69,25 @@ def main(args) -> int:
     if args.file.endswith(CPP_SUFFIXES):
         from .cpp import run_cpp_file
         return run_cpp_file(args)
-    refuse_pto_options(args, "input", "output", "func")
+    refuse_pto_options(args, "input", "output", "func", "range")
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
     def one(sc, v):
         platform, protocol = target(args, sc)
-        res, expected = sc.run(v, platform, protocol, args.seed,
-                               **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
-                               **sync_kwargs(args), **launch_kwargs(args), causal=args.causal)
+        try:
+            res, expected = sc.run(v, platform, protocol, args.seed,
+                                   **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
+                                   **sync_kwargs(args), **launch_kwargs(args), causal=args.causal)
+        except PtoPipeError as e:
+            if reports:
+                from .trace import reports_of_failed_run, write_reports
+                stopped = type(e).__name__
+                reports_of_failed_run(e, lambda cl: write_reports(cl, args, sc.name, v, stopped))
+            raise
         label = f"{sc.name}[{v}]" + (" (manual sync)" if res.cluster.manual_sync else "")
         if reports:             # written before the golden check: useful on a mismatch too
-            from .trace import write_reports
-            write_reports(res, args, sc.name, v)
+            from .trace import write_reports as write_run_reports
+            write_run_reports(res, args, sc.name, v)
         compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                          rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
                                               **bounds.run_kwargs(args), **sync_kwargs(args))[0])

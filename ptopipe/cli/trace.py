@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..errors import PtoPipeError
 from ..isa.launch import compare
 from ..report import profile, write_chrome_trace, write_html
 from .common import CPP_SUFFIXES, run_each, sync_kwargs, target
@@ -49,9 +50,21 @@ def main(args) -> int:
     def one(sc, v):
         label = f"{sc.name}[{v}]"
         plat, protocol = target(args, sc)
-        res, expected = sc.run(v, plat, protocol, args.seed, trace=True, **bounds.run_kwargs(args),
-                               **sync_kwargs(args))
         tag = f"{sc.name}.{v}" if len({s.name for s, _ in jobs}) > 1 else v
+        try:
+            res, expected = sc.run(v, plat, protocol, args.seed, trace=True, **bounds.run_kwargs(args),
+                                   **sync_kwargs(args))
+        except PtoPipeError as e:
+            stopped = type(e).__name__
+
+            def write(cluster):
+                print(f"wrote {write_chrome_trace(cluster, _out(args.output, tag, many))} ({label}, "
+                      f"up to the {stopped})")
+                if args.report:
+                    title = f"ptopipe {label} - stopped by {stopped}"
+                    print(f"wrote {write_html(cluster, _out(args.report, tag, many), title)}")
+            reports_of_failed_run(e, write)
+            raise
         path = write_chrome_trace(res, _out(args.output, tag, many))
         print(f"wrote {path} ({label}, {res.summary.cycles} cycles) - open it in https://ui.perfetto.dev")
         if args.report:
@@ -66,14 +79,27 @@ def main(args) -> int:
     return run_each(jobs, one)
 
 
-def write_reports(res, args, name: str, variant) -> None:
+def write_reports(res, args, name: str, variant, stopped: str = "") -> None:
     """``run --report/--png``: write the HTML report and/or the PNG swimlane of one run of
-    scenario (or file) ``name``."""
+    scenario (or file) ``name`` (``stopped``: why a run ended early, for its title)."""
     from ..report import write_png
     many = args.variant == "all"
     tag = f"{name}.{variant}" if many else variant
-    title = f"ptopipe {name}[{variant}]"
+    title = f"ptopipe {name}[{variant}]" + (f" - stopped by {stopped}" if stopped else "")
     if args.report:
         print(f"wrote {write_html(res, _out(args.report, tag, many), title)}")
     if args.png:
         print(f"wrote {write_png(res, _out(args.png, tag, many), title)}")
+
+
+def reports_of_failed_run(e, write) -> None:
+    """A traced run that raised ``e``: ``write(cluster)`` its reports up to the error (what a
+    deadlock's timeline shows is what led to it), or say that none were written."""
+    cluster = getattr(e, "run_cluster", None)
+    if cluster is None:
+        print(f"note: no report written: {type(e).__name__} before the run started",
+              file=sys.stderr)
+        return
+    print(f"note: the run stopped with {type(e).__name__}; its reports show it up to there",
+          file=sys.stderr)
+    write(cluster)

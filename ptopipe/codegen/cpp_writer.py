@@ -107,9 +107,10 @@ def _check_one_lane_pipes(fns, platform: str, protocol: str | None) -> None:
     a CompileError at the init instead."""
     from ..arch import get_platform
     from ..arch.vocab import Protocol
-    from ..protocol.model import model_for, platform_kind
-    proto = Protocol(protocol or Protocol.PTO_ISA.value)
-    if model_for(proto, platform_kind(get_platform(platform))).nosplit_lane0:
+    from ..protocol.model import compile_model, platform_kind
+    model = compile_model(protocol or Protocol.PTO_ISA.value, platform_kind(get_platform(platform)))
+    proto = model.protocol
+    if model.nosplit_lane0:
         return
     for f in fns:
         for op in f.walk():

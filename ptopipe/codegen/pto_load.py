@@ -196,7 +196,7 @@ def check_explicit_addrs(op, addrs) -> None:
 
 
 def static_findings(path: str, platform, protocol, scalars: dict | None = None,
-                    text: str | None = None) -> tuple:
+                    text: str | None = None, ranges: dict | None = None) -> tuple:
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
     file (a finding of the passes is raised), ``([], reason)`` when it cannot express the file
     (the run then has the executor's checks only, and says so)."""
@@ -204,7 +204,7 @@ def static_findings(path: str, platform, protocol, scalars: dict | None = None,
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
-        _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars)
+        _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges)
     except ParseError as e:
         read_program(text, path)        # the executor's words
         return [], e.what

@@ -182,11 +182,13 @@ def read_npy(file: str, option: str) -> np.ndarray:
 
 
 def launches(path: str, inputs=None, func: str | None = None, platform: str | None = None,
-             protocol: str = "spec", data_seed: int = 0, one: bool = False) -> tuple:
+             protocol: str = "spec", data_seed: int = 0, one: bool = False,
+             ranges: dict | None = None) -> tuple:
     """``(launches, warnings)``: the executor's kernels and arguments for the ``.pto`` file
     ``path`` with the ``inputs`` (``NAME=FILE.npy|NUMBER`` pairs), one per function run -
     ``func``, else the entry, else each function nothing calls (``one``: a single one is
-    needed, e.g. to write its outputs) - and the warnings of the static verifier."""
+    needed, e.g. to write its outputs) - and the warnings of the static verifier (which
+    proves the other integer scalars within ``ranges``, name -> (lo, hi), where declared)."""
     from ..codegen.pto_exec import prepare, read_program, read_text, top_functions
     from ..codegen.pto_load import skipped_note, static_findings
     from ..codegen.pto_exec.program import choose_top
@@ -211,7 +213,7 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
         out.append(prepare(path, inputs=mine, platform=platform, func=f, data_seed=data_seed or 0))
     # the static verifier after the inputs are checked: a trip count its parameter cannot
     # hold is refused before VerifyPipes counts that many iterations
-    warnings, skipped = static_findings(path, platform, protocol, scalar_inputs(inputs))
+    warnings, skipped = static_findings(path, platform, protocol, scalar_inputs(inputs), ranges=ranges)
     for pl in out if skipped else ():
         pl.notes.insert(0, skipped_note(skipped))
     return out, list(warnings)

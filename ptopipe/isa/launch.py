@@ -241,6 +241,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         except PtoPipeError as e:
             if launches > 1:
                 e.add_detail(f"(in launch {k} of {launches})")
+            if trace:                   # the traced run up to the error, for its reports
+                e.run_cluster = cluster
             raise
         finally:
             if echo_prints:

@@ -1,0 +1,72 @@
+"""Options that commands share mean the same everywhere: every --protocol name (a pto-isa
+release, the CPU simulator) is accepted by every command, --range reaches the static check in
+front of a .pto run and is refused where nothing would read it, --depth below 1 is refused
+whatever the exploration mode, a failing run's --report / trace shows the run up to the error,
+and a coverage gate with nothing measured does not pass."""
+import json
+import os
+
+import pytest
+
+from ptopipe.cli import main as cli_main
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+DSL = os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py")
+S1 = os.path.join(ROOT, "examples", "scenarios", "s1_cv_split.py")
+PARAMS = os.path.join(ROOT, "tests", "pto_corpus", "c_mm_param_offsets_a5.pto")
+M1 = os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py")
+
+
+@pytest.mark.parametrize("protocol", ["pto-isa@0a15e15c", "pto-isa-cpusim"])
+@pytest.mark.parametrize("emit", ["cpp", "pto"])
+def test_compile_takes_every_protocol_name(protocol, emit, tmp_path):
+    out = tmp_path / f"k.{emit}"
+    assert cli_main(["compile", DSL, "--protocol", protocol, "--emit", emit, "-o", str(out)]) == 0
+    assert out.stat().st_size > 0
+
+
+def test_an_unknown_version_lists_the_known_ones_in_sentences(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["run", S1, "--protocol", "pto-isa@zzzz"])
+    err = capsys.readouterr().err
+    assert "is not one of them; known versions, oldest first: " in err
+
+
+def test_range_reaches_the_static_check_in_front_of_a_pto_run(capsys):
+    assert cli_main(["check", PARAMS, "--schedules", "0"]) == 0
+    assert "(--range NAME=LO..HI)" in capsys.readouterr().err
+    assert cli_main(["check", PARAMS, "--schedules", "0", "--range", "row0=0..32", "--range", "nb=0..3"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_range_on_a_python_kernel_run_is_refused(command, capsys):
+    assert cli_main([command, S1, "--range", "n=0..3"]) == 1
+    err = capsys.readouterr().err
+    assert "--range is for .pto kernels" in err and "check --static" in err
+
+
+@pytest.mark.parametrize("mode", ["mix", "random", "pct", "exhaustive"])
+def test_a_depth_below_one_is_refused_in_every_mode(mode, capsys):
+    assert cli_main(["check", S1, "--explore", mode, "--depth", "-3"]) == 1
+    assert "--depth" in capsys.readouterr().err
+
+
+def test_a_failing_runs_report_and_trace_show_it_up_to_the_error(tmp_path, capsys):
+    html = tmp_path / "r.html"
+    assert cli_main(["run", M1, "--report", str(html)]) == 1
+    cap = capsys.readouterr()
+    assert "stopped with DeadlockError" in cap.err and html.exists()
+    text = html.read_text()
+    assert "stopped by DeadlockError" in text and "<svg" in text and "m1_no_tfree.py:" in text
+    trace = tmp_path / "t.json"
+    assert cli_main(["trace", M1, "-o", str(trace)]) == 1
+    names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"}
+    assert {"TPUSH", "TPOP"} <= names
+
+
+def test_a_coverage_gate_with_no_mutant_fails(capsys):
+    mixed = os.path.join(ROOT, "examples", "mixed", "s1_cv_split.py")
+    assert cli_main(["mutate", mixed, "--fail-under", "90", "--workers", "1", "--schedules", "0"]) == 1
+    assert "no protocol statement to mutate" in capsys.readouterr().out
+    assert cli_main(["mutate", mixed, "--workers", "1", "--schedules", "0"]) == 0
