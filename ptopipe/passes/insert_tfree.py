@@ -50,7 +50,7 @@ from ..ir.opdefs import CopyOp, ForOp, IfOp, MoveOp, ReturnOp, TFree, TPop, Yiel
 from ..ir.types import MemorySpace
 from ._rewrite import const, err
 from .pipe_state import hold_limit
-from .util import init_ops, platform_of, protocol_model, protocol_of
+from .util import compiler_made, init_ops, platform_of, protocol_model, protocol_of
 from .properties import IRProperty
 from .remarks import remarks_of
 
@@ -372,6 +372,7 @@ def _limit(fn: Operation, ctx) -> int | None:
 
 def run(program: Operation, ctx=None) -> Operation:
     remarks = remarks_of(ctx)
+    made = compiler_made(program)
     for fn in program.body:
         if fn.kind not in (FunctionKind.AIC, FunctionKind.AIV):
             continue
@@ -385,6 +386,11 @@ def run(program: Operation, ctx=None) -> Operation:
                 remarks.missed(NAME, op, f"no TFREE inserted for the {fn.kind.name} kernel's "
                                          f"{op.direction.name} ring: the kernel frees its slots itself")
             if op.is_a(TPop) and op.buf not in freed and op not in handled:
+                if fn.sym_name not in made:     # (the compiler's own kernels free nothing)
+                    way = op.direction.name.replace("DIR_", "")
+                    remarks.applied(NAME, op, f"TFREE inserted after the last use of the tile popped "
+                                              f"here: {fn.sym_name} frees none of its {way} ring's "
+                                              "slots itself")
                 carried = _carried_loop(op)
                 if carried is None:
                     place_tfree(op, after, limit, handled, remarks)

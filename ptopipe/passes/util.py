@@ -10,7 +10,7 @@ from ..arch.vocab import Direction
 from ..errors import CompileError
 from ..ir.core import Operation
 from ..ir.vocab import AUTO, FunctionKind
-from ..ir.opdefs import INITIALIZE_PIPE, RING_BUFFERS, BufferAttrOp, ConstOp
+from ..ir.opdefs import INITIALIZE_PIPE, RING_BUFFERS, BufferAttrOp, CallOp, ConstOp
 from ..ir.types import INDEX
 
 #: seed 003's DIR_MASK values, and the *_GM forms (ring asked for in GM explicitly)
@@ -134,3 +134,10 @@ def resolved_base(buf: Operation):
 def ring_in_gm(init: Operation, plat) -> bool:
     """Are ``init``'s rings in GM (the platform's rule, or a *_GM direction)?"""
     return plat.ring_in_gm or gm_requested(init)
+
+
+def compiler_made(program) -> set:
+    """Names of the kernels ExpandMixedKernel made (those a Group function calls): the
+    others are the user's own ``pl.aic`` / ``pl.aiv`` functions."""
+    return {c.callee for g in program.body if getattr(g, "kind", None) is FunctionKind.Group
+            for c in g.walk() if c.is_a(CallOp)}

@@ -46,7 +46,7 @@ from ..arch.platform import get_platform
 from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import CallOp, FuncOp, ReserveBufferOp, TPop, TPush
+from ..ir.opdefs import FuncOp, ReserveBufferOp, TPop, TPush
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import TensorType, TileValueType, describe, itemsize
@@ -59,7 +59,7 @@ from .pipe_deadlock import stuck_for_all
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line, ordinal
 from .symbolic import const, constraints, decide, ge, witness_text
-from .util import consumer_kind, init_ops, ring_buffer, ring_in_gm, slot_num, ways
+from .util import compiler_made, consumer_kind, init_ops, ring_buffer, ring_in_gm, slot_num, ways
 from .properties import IRProperty
 from .remarks import remarks_of
 
@@ -100,8 +100,7 @@ def size_staging(program, plat, bounds: dict) -> None:
     reserves the user wrote, or whose functions were not both fully explored, keeps its
     size."""
     funcs = {f.sym_name: f for f in program.body if f.is_a(FuncOp)}
-    made = {c.callee for g in funcs.values() if g.kind is FunctionKind.Group
-            for c in g.walk() if c.is_a(CallOp)}
+    made = compiler_made(program)
     ends = {}                                   # (the rings' ways, id) -> [(function, init)]
     for name in made & bounds.keys():
         for init in init_ops(funcs[name]):

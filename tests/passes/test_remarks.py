@@ -185,3 +185,40 @@ def test_notes_of_expand_mixed_verify_pipes_and_allocate_memory_are_remarks(monk
                    ("allocate-memory", 66, "the tiles of cube share no memory"),
                    ("verify-pipes", 33, "vector not fully verified (more than 1 op steps)"),
                    ("verify-pipes", 60, "cube not fully verified (more than 1 op steps)")], got
+
+
+def test_a_tfree_inserted_into_the_users_own_kernel_is_an_applied_remark():
+    """InsertTfree frees what a hand-written kernel pops and never frees (its source, run as
+    written, leaks): the remark names the TPOP; a kernel that frees its ring gets none."""
+    from pass_kernels import c2v_pair
+    cube, vector = c2v_pair()                   # (frees its ring: pl.TFREE(buf))
+    r = Remarks()
+    compile_program(pl.program(cube, vector), "a2a3", remarks=r)
+    assert not [x for x in r if x.pass_name == "insert-tfree" and x.kind is RemarkKind.APPLIED]
+
+    @pl.aiv
+    def vec(out: pl.Tensor[[32, 32], pl.f32], fifo: pl.Tensor[[4096], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=4096, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        sub = pl.get_subblockid()
+        for i in pl.range(2):
+            part = pl.TPOP(buf, pl.Tile[[8, 32], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+            pl.store(pl.adds(part, 1.0), [i * 16 + sub * 8, 0], out)
+
+    @pl.aic
+    def cub(a: pl.Tensor[[32, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32], fifo: pl.Tensor[[4096], pl.u8]):
+        pbuf = pl.import_peer_buffer(name="ring", peer_func=vec)
+        pl.aic_initialize_pipe(pl.DIR_C2V, 2048, fifo, c2v_consumer_buf=pbuf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        b_l0 = pl.move(pl.load(b, [0, 0], [32, 32], space=pl.Mat), space=pl.Right)
+        for i in pl.range(2):
+            a_l0 = pl.move(pl.load(a, [i * 16, 0], [16, 32], space=pl.Mat), space=pl.Left)
+            pl.TPUSH(pl.matmul(a_l0, b_l0), pbuf, split=pl.TILE_UP_DOWN)
+
+    r = Remarks()
+    compile_program(pl.program(cub, vec), "a2a3", remarks=r)
+    (got,) = [x for x in r if x.pass_name == "insert-tfree" and x.kind is RemarkKind.APPLIED]
+    at = pathlib.Path(__file__).read_text().splitlines()[got.loc.line - 1]
+    assert at.strip().startswith("part = pl.TPOP(buf") and got.loc.file == __file__
+    assert "vec frees none of its C2V ring's slots itself" in got.message
