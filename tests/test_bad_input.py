@@ -697,3 +697,15 @@ def test_explore_is_an_option_of_check_not_a_command(capsys):
     assert ei.value.code == 2 and "invalid choice: 'explore'" in capsys.readouterr().err
     code, out, _ = _cli(["check", S1, "--explore", "pct", "--schedules", "2"], capsys)
     assert code == 0 and "2 explored schedules (pct" in out
+
+
+def test_an_exception_a_kernel_raises_names_the_core_that_raised_it(tmp_path, capsys):
+    from ptopipe.cli import main as cli_main
+    k = tmp_path / "k_raise.py"
+    k.write_text("from ptopipe import Scenario\nfrom ptopipe.isa import *\n\n\n"
+                 "def vector(x):\n    if get_subblockid() == 1:\n        raise ValueError('bad')\n\n\n"
+                 "SCENARIO = Scenario('k', None, vector, lambda rng: {'x': 1}, lambda a, **_: {}, {'default': {}})\n")
+    assert cli_main(["run", str(k)]) == 1
+    err = capsys.readouterr().err
+    assert "error: ValueError: bad" in err and f"at {k}:7" in err
+    assert "raised by the kernel vector on AIV1" in err and "Traceback" not in err

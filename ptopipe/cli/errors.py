@@ -34,6 +34,9 @@ def report_exception(e: BaseException) -> int:
         print(f"  at {f.filename}:{f.lineno}", file=sys.stderr)
         if f.line:
             print(f"    {f.line}", file=sys.stderr)
+    by = getattr(e, "ptopipe_raised_by", None)      # (set by the simulator for a kernel's own)
+    if by:
+        print(f"  raised by {by}", file=sys.stderr)
     if os.environ.get("PTOPIPE_DEBUG"):
         traceback.print_exception(e)
     else:

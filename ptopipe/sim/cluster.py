@@ -301,7 +301,10 @@ class Cluster:
         def body():
             try:
                 fn(**kwargs)
-            except _PASS_THROUGH:
+            except _PASS_THROUGH as e:
+                if isinstance(e, Exception) and not isinstance(e, (PtoPipeError, Abort, Expired)) \
+                        and not hasattr(e, "ptopipe_raised_by"):   # the kernel's own exception
+                    e.ptopipe_raised_by = f"the kernel {getattr(fn, '__name__', fn)} on {core.name}"
                 raise
             except BaseException as e:          # e.g. sys.exit(): it must not end the program
                 raise kernel_exit(core, fn, e) from e
