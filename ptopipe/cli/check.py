@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from ..driver.check import error_report as _error_row, explore_variant, variant_report
+from ..driver.check import TIMEOUT, error_report as _error_row, explore_variant, variant_report
 from ..isa.explore import MODES, ExploreResult
 from .common import (CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, add_ranges, add_sync,
                      add_werror, launch_kwargs, protocol_option, refuse_pto_options, sync_kwargs, target)
@@ -231,6 +231,12 @@ def _print_variant(args, label: str, res, rep: dict, v: str) -> None:
               + (f", {len(res.warnings)} warning(s):" if res.warnings else ""))
         for what, loc in res.warnings:
             print(f"  warning: {what}" + (f" ({loc})" if loc else ""))
+    elif rep["failure"]["error"] == TIMEOUT:
+        seed, what = rep["failure"]["seed"], rep["failure"]["what"]
+        print(f"{color('TIMEOUT', '1;33', sys.stdout)} {label}: {what}", flush=True)
+        if seed is not None and "the schedule under way then did not finish" in what:
+            print(f"  to see whether it hangs, run it alone: "
+                  f"{_replay_line(args, rep['platform'], rep['protocol'], v, seed)}", file=sys.stderr)
     else:
         seed, err = res.first
         sched = ("the default schedule" if seed is None else

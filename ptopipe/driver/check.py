@@ -90,9 +90,35 @@ def variant_report(name: str, variant: str, platform: str, protocol: str, res: E
                           "seed": None}
     elif not res.ok:
         seed, err = res.first
-        rep["failure"] = dict(describe_exception(err), seed=seed if seed is None or isinstance(seed, int)
-                              else str(seed))
+        seed = seed if seed is None or isinstance(seed, int) else str(seed)
+        late = out_of_time(err, res.passed)
+        if late is not None:
+            rep["failure"] = {"error": TIMEOUT, "what": late, "where": None, "fix": None,
+                              "details": None, "findings": list(err.findings), "seed": seed}
+        else:
+            rep["failure"] = dict(describe_exception(err), seed=seed)
     return rep
+
+
+#: the error name of a variant the command's --timeout stopped (or never started) after
+#: nothing failed: not the kernel's failure, the command's (a run that never finished the
+#: default schedule stays a BudgetError: it may be the kernel that loops)
+TIMEOUT = "Timeout"
+
+
+def out_of_time(err: BaseException, passed: int) -> str | None:
+    """What to say of ``err`` when it is the command's ``--timeout`` running out after
+    ``passed`` passing schedules (or before the variant started), else None."""
+    bound = next((f for f in getattr(err, "findings", ()) if f.get("bound") == "timeout"), None)
+    what = getattr(err, "what", "")
+    if bound is None or not what.startswith("the command did not finish"):
+        return None
+    limit = f"--timeout {bound['limit']:g} s"
+    if passed < 1:                                  # (a run under way: it may be the kernel's loop)
+        return f"not checked: {limit} ran out before this variant started" if bound.get("core") is None else None
+    stopped = "" if bound.get("core") is None else (
+        "; the schedule under way then did not finish" + (f" (stopped at {bound['where']})" if bound.get("where") else ""))
+    return f"not finished: {limit} ran out after {passed} passing schedule(s), no failure found in them{stopped}"
 
 
 def error_report(e: BaseException, scenario: str | None = None, variant: str | None = None,

@@ -8,6 +8,7 @@ import os
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import ConfigError
+from .check import TIMEOUT
 from .loader import check_kernel_file
 
 
@@ -57,17 +58,26 @@ def summary(reports: list) -> str:
     """The table: one row per file x scenario variant x platform / protocol."""
     rows = [("file", "kernel", "platform", "result", "schedules")]
     for r in reports:
-        fail = r["failure"]
         rows.append((r.get("file", ""), f"{r['scenario']}[{r['variant']}]",
                      f"{r.get('platform') or '-'}/{r.get('protocol') or '-'}",
-                     f"FAIL {fail['error']}" if fail else _passed(r), str(r.get("runs", 0))))
+                     _result(r), str(r.get("runs", 0))))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    failed = sum(1 for r in reports if r["failure"])
+    late = sum(1 for r in reports if r["failure"] and r["failure"]["error"] == TIMEOUT)
+    failed = sum(1 for r in reports if r["failure"]) - late
     warned = sum(1 for r in reports if not r["failure"] and r.get("warnings"))
-    lines.append((f"{failed} of {len(reports)} failed" if failed else f"all {len(reports)} passed")
+    lines.append((f"{failed} of {len(reports)} failed" if failed else
+                  f"none of {len(reports)} failed" if late else f"all {len(reports)} passed")
+                 + (f"; {late} not finished within --timeout" if late else "")
                  + (f"; {warned} passed with warnings (see above)" if warned else ""))
     return "\n".join(lines)
+
+
+def _result(r: dict) -> str:
+    fail = r["failure"]
+    if fail is None:
+        return _passed(r)
+    return "TIMEOUT" if fail["error"] == TIMEOUT else f"FAIL {fail['error']}"
 
 
 def _passed(r: dict) -> str:
@@ -84,7 +94,8 @@ def junit(reports: list) -> str:
         fail = r["failure"]
         if fail:
             msg = f"{fail['error']}: {fail['what']}" + (f" at {fail['where']}" if fail.get("where") else "")
-            cases.append(f"{head}\n      <failure message={quoteattr(msg)} type={quoteattr(fail['error'])}/>\n"
+            tag = "error" if fail["error"] == TIMEOUT else "failure"    # the command's limit, not the kernel
+            cases.append(f"{head}\n      <{tag} message={quoteattr(msg)} type={quoteattr(fail['error'])}/>\n"
                          "    </testcase>")
         elif r.get("warnings"):                 # a pass the run warned about: shown, not failed
             text = "\n".join("warning: " + w["what"] + (f" ({w['where']})" if w.get("where") else "")
@@ -92,7 +103,9 @@ def junit(reports: list) -> str:
             cases.append(f"{head}\n      <system-err>{escape(text)}</system-err>\n    </testcase>")
         else:
             cases.append(head + "</testcase>")
-    failures = sum(1 for r in reports if r["failure"])
+    errors = sum(1 for r in reports if r["failure"] and r["failure"]["error"] == TIMEOUT)
+    failures = sum(1 for r in reports if r["failure"]) - errors
     return ('<?xml version="1.0" encoding="utf-8"?>\n'
-            f'<testsuites>\n  <testsuite name="ptopipe check" tests="{len(reports)}" failures="{failures}">\n'
+            f'<testsuites>\n  <testsuite name="ptopipe check" tests="{len(reports)}" failures="{failures}" '
+            f'errors="{errors}">\n'
             + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n")

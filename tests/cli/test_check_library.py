@@ -62,3 +62,38 @@ def test_a_pass_with_warnings_says_so_in_the_table_and_junit_and_stderr_names_ea
     assert "before anything wrote" in cases[str(tmp_path / "warn.pto")].find("system-err").text
     assert cases[str(tmp_path / "ok.pto")].find("system-err") is None
     assert cap.err.index(f"-- {tmp_path / 'ok.pto'}") < cap.err.index(f"-- {tmp_path / 'warn.pto'}")
+
+
+def test_the_commands_timeout_is_no_kernel_failure():
+    """A variant the command's --timeout stopped after passing schedules, or never started,
+    is TIMEOUT in the table (a JUnit error, not a failure); a run that never finished its
+    default schedule stays a BudgetError (the kernel may loop)."""
+    import xml.etree.ElementTree as ET
+    from ptopipe.driver.check import TIMEOUT, out_of_time, variant_report
+    from ptopipe.driver.library import junit, summary
+    from ptopipe.errors import BudgetError
+    from ptopipe.isa.explore import ExploreResult
+    from ptopipe.sim.bounds import Deadline, expired_before
+    before = expired_before(Deadline(2.0, scope="command"), "this run")
+    under_way = BudgetError("the command did not finish within --timeout 2 s of wall-clock time",
+                            findings=[{"kind": "budget", "bound": "timeout", "limit": 2.0,
+                                       "core": "AIV0", "where": "k.py:9"}])
+    assert out_of_time(before, 0) == "not checked: --timeout 2 s ran out before this variant started"
+    assert out_of_time(under_way, 5) == ("not finished: --timeout 2 s ran out after 5 passing "
+                                         "schedule(s), no failure found in them; the schedule under "
+                                         "way then did not finish (stopped at k.py:9)")
+    assert out_of_time(under_way, 0) is None                      # the default schedule: maybe a loop
+    per_run = expired_before(Deadline(2.0), "this run")           # timeout=2 of one run, not --timeout
+    assert out_of_time(per_run, 3) is None
+    rows = []
+    for err, passed in ((under_way, 5), (before, 0), (under_way, 0)):
+        res = ExploreResult(runs=passed + 1, passed=passed)
+        res.failures.append((None if not passed else 7, err))
+        rows.append(dict(variant_report("k", "default", "a2a3", "spec", res), file=f"k{len(rows)}.py"))
+    assert [r["failure"]["error"] for r in rows] == [TIMEOUT, TIMEOUT, "BudgetError"]
+    table = summary(rows).splitlines()
+    assert "TIMEOUT" in table[1] and "TIMEOUT" in table[2] and "FAIL BudgetError" in table[3]
+    assert table[-1] == "1 of 3 failed; 2 not finished within --timeout"
+    suite = ET.fromstring(junit(rows)).find("testsuite")
+    assert [c[0].tag for c in suite] == ["error", "error", "failure"]
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "2")

@@ -481,9 +481,13 @@ def test_cli_timeout_bounds_the_whole_command(kernel_file):
 
 def test_cli_timeout_bounds_every_run_of_the_command_together(kernel_file):
     """check runs the default schedule and 2 explored ones, 0.6 s each: with --timeout 1
-    for the whole command, the second run is stopped."""
+    for the whole command, the second run is stopped - the check did not finish (exit 1),
+    which is no failure of the kernel: TIMEOUT, with where the unfinished run was and how to
+    run that schedule alone."""
     p = _cli("check", kernel_file, "--variant", "slow", "--schedules", "2", "--timeout", "1")
     assert p.returncode == 1, (p.stdout, p.stderr)
     out = p.stdout + p.stderr
-    assert "BudgetError" in out and "the command did not finish within --timeout 1 s" in out, out
+    assert "TIMEOUT" in out and "--timeout 1 s ran out after 1 passing schedule(s)" in out, out
+    assert "FAIL" not in out and "BudgetError" not in out, out
     assert f"sleepy_kernel.py:{_marker_line('SLOW')}" in out and "Traceback" not in out, out
+    assert "run it alone: ptopipe check" in out and "--replay" in out, out
