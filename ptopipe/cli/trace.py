@@ -9,7 +9,7 @@ import sys
 from ..errors import PtoPipeError
 from ..isa.launch import compare
 from ..report import profile, write_chrome_trace, write_html
-from .common import CPP_SUFFIXES, run_each, sync_kwargs, target
+from .common import CPP_SUFFIXES, add_pto_func, add_ranges, run_each, sync_kwargs, target
 from . import bounds
 from .errors import color
 from ..driver.loader import load_scenarios, pick_variants
@@ -18,7 +18,7 @@ from .run import add_common
 
 def add_parser(sub) -> None:
     p = sub.add_parser("trace", help="run a kernel and write a Chrome/Perfetto trace of its timeline")
-    add_common(p)
+    add_common(p, "kernel file: a .py defining SCENARIO, a .pto file or a pto-isa C++ kernel (.cpp)")
     p.add_argument("-o", "--output", default="trace.json",
                    help="trace file to write (default trace.json; with several variants the "
                         "variant name is added before the extension)")
@@ -27,7 +27,10 @@ def add_parser(sub) -> None:
     p.add_argument("--report", default=None, metavar="OUT.html",
                    help="also write the HTML report (summary + swimlane)")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy|NAME=NUMBER",
-                   help="(.cpp files) a kernel parameter's array or scalar value; repeatable")
+                   help="(.pto / .cpp files) a kernel parameter's array or scalar value (.pto: the "
+                        "others get seeded random data); repeatable")
+    add_pto_func(p)
+    add_ranges(p)
     from .cpp import add_arguments as add_cpp_arguments
     add_cpp_arguments(p)
     p.set_defaults(func=main)
@@ -41,6 +44,9 @@ def _out(path: str, tag: str, many: bool) -> str:
 
 
 def main(args) -> int:
+    if args.file.endswith(".pto"):
+        from .pto import trace_pto
+        return trace_pto(args)
     if args.file.endswith(CPP_SUFFIXES):
         from .cpp import trace_cpp_file
         return trace_cpp_file(args)

@@ -72,7 +72,8 @@ def load_module(path: str, source: str | None = None, bindings: dict | None = No
     check_kernel_file(path)
     if not path.endswith(".py"):
         raise ConfigError(f"{path} is not a Python file", where="argument FILE",
-                          fix="kernel files are .py files defining SCENARIO")
+                          fix="give a .py file defining SCENARIO (the command also takes a .pto "
+                              "or a .cpp kernel where it says so in --help)")
     _check_source(path)
     name = "ptopipe_kernel_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)

@@ -96,3 +96,13 @@ def test_png_has_a_legend_of_the_colours_drawn():
     assert {"M", "V", "MTE2", "MTE3"} <= pipes          # only the colours the drawing uses:
     assert [x for x in labels if x in swimlane.PIPE_COLORS] == [p for p in swimlane.PIPE_COLORS if p in pipes]
     assert "ring slots in use" in labels and any(x.startswith("waits ") for x in labels)
+
+
+def test_trace_of_a_pto_file_names_its_lines(tmp_path):
+    from ptopipe.cli import main as cli_main
+    pto = os.path.join(ROOT, "tests", "pto", "c2v_split_a3.pto")
+    out = tmp_path / "t.json"
+    assert cli_main(["trace", pto, "-o", str(out)]) == 0
+    slices = [e for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"]
+    pops = {_loc_line(e["args"]["loc"], pto) for e in slices if e["name"] == "TPOP"}
+    assert pops and pops <= _line_of(pto, "pto.tpop")
