@@ -709,3 +709,19 @@ def test_an_exception_a_kernel_raises_names_the_core_that_raised_it(tmp_path, ca
     err = capsys.readouterr().err
     assert "error: ValueError: bad" in err and f"at {k}:7" in err
     assert "raised by the kernel vector on AIV1" in err and "Traceback" not in err
+
+
+def test_a_slot_buffer_smaller_than_one_ends_ring_names_the_agreement_too():
+    """One end binds SlotNum 4 over a buffer sized for the other end's 2: the size error (the
+    first that can be seen) also says the two ends must agree."""
+    from ptopipe.isa import DIR_C2V, TPipe
+    slot = 2048
+
+    def vector(fifo):
+        TPipe(0, DIR_C2V, slot, 4)(fifo, 0x10000, 0)
+
+    with pytest.raises(ConfigError) as e:
+        ptopipe.run(aiv=(vector, None), args={"fifo": ptopipe.gm_buffer(2 * slot)})
+    assert "GM_SLOT_BUFFER holds 4096 bytes but the ring needs 8192" in e.value.what
+    assert "same SlotNum and SlotSize" in e.value.fix and e.value.where.endswith(
+        f":{inspect.getsourcelines(vector)[1] + 1}")

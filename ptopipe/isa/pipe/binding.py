@@ -124,7 +124,9 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         if gm_size is not None and gm_size < need:
             raise ConfigError(f"GM_SLOT_BUFFER holds {gm_size} bytes but the ring needs {need} "
                               f"({len(ways)} x SlotNum {n} x SlotSize {cfg.slot_size})", where=_loc(core),
-                              fix=f"allocate at least {need} bytes")
+                              fix=f"allocate at least {need} bytes; or, if the other end of the pipe "
+                                  "binds a smaller ring, give both ends the same SlotNum and SlotSize "
+                                  "(the two ends must agree)")
     limit = model.flag_limit(plat)
     for k, way in enumerate(ways):
         ready_id, free_id = model.flag_ids(cfg.flag_id, k, n)
