@@ -118,3 +118,8 @@ def user_line() -> str | None:
     while f is not None and f.f_code.co_filename.startswith((_PKG, "<frozen")):
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
+
+
+def with_article(word: str) -> str:
+    """``word`` with its indefinite article, for messages: "an Acc", "a Vec", "an L1"."""
+    return f"{'an' if word[:1].lower() in 'aeio' or word[:2] in ('L0', 'L1') else 'a'} {word}"

@@ -34,7 +34,8 @@ def kernel_files(paths) -> list:
         else:
             check_kernel_file(p)
             out.append(p)
-    return out
+    seen = set()                        # a file named twice (or inside a directory given) runs once
+    return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
 
 
 def _defines_scenario(path: str) -> bool:

@@ -20,7 +20,7 @@ from ..arch.vocab import PlatformID, RoundMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
                               STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, op_scalar_error,
                               scalar_error)
-from ..errors import KernelError
+from ..errors import KernelError, with_article
 from ..sim import schedule as _sched
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core
@@ -69,7 +69,7 @@ def _sync(events) -> None:
 
 def _need_loc(core, t: Tile, locs, op: str, role: str) -> None:
     if t.loc not in locs:
-        raise _err(core, f"{op}: {role} is a {t.loc.value} tile; {op} needs "
+        raise _err(core, f"{op}: {role} is {with_article(t.loc.value)} tile; {op} needs "
                          f"{' or '.join(l.value for l in locs)}",
                    f"use a {'/'.join(l.value for l in locs)} tile as {role}")
 

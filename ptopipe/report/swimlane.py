@@ -362,8 +362,8 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError("PNG output needs matplotlib, which is not installed",
-                          fix='install the plotting extra: pip install "ptopipe[plot]" '
-                              "(or use the HTML report, which needs nothing)") from None
+                          fix='install the plotting extra: pip install "ptopipe[plot]" (in a checkout: '
+                              'pip install -e ".[plot]"), or use the HTML report, which needs nothing') from None
     return plt
 
 

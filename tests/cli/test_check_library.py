@@ -97,3 +97,10 @@ def test_the_commands_timeout_is_no_kernel_failure():
     suite = ET.fromstring(junit(rows)).find("testsuite")
     assert [c[0].tag for c in suite] == ["error", "error", "failure"]
     assert (suite.get("failures"), suite.get("errors")) == ("1", "2")
+
+
+def test_a_file_named_twice_is_checked_once():
+    from ptopipe.driver.library import kernel_files
+    dsl = os.path.join(ROOT, "examples", "dsl")
+    files = kernel_files([dsl, os.path.join(dsl, "s1_cv_split.py"), os.path.join(dsl, ".", "s1_cv_split.py")])
+    assert len(files) == len({os.path.realpath(f) for f in files}) == len(kernel_files([dsl]))
