@@ -45,7 +45,20 @@ def run(program, ctx):
                                       f"{len(addrs)} buffers, used in turn: the loop still reads "
                                       "an older one when the op runs again")
         for space, peak in lay.peak.items():
-            bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)))
+            have = plat.mem_size(MemSpace(space))
+            bad = tiles_fit_problem(func_name(f), space, peak, plat.name, have)
             if bad is not None:
-                raise error(bad[0], f, bad[2], details=bad[1])
+                over = _tiles_past(lay, space, have)
+                details = bad[1] + ("; the tiles that do not fit:" if over else "") + "".join(
+                    f"\n  {op.results[0].name or op.name}: {op.results[0].type.footprint} bytes at "
+                    f"{addr:#x}, defined at {op.loc}" for op, addr in over)
+                raise error(bad[0], over[0][0] if over else f, bad[2], details=details)
     return program
+
+
+def _tiles_past(lay, space: str, have: int) -> list:
+    """``[(tile op, addr)]`` of the tiles placed (partly) past the ``have`` bytes of memory
+    ``space``, by address: the ones that do not fit, each where the kernel defines it."""
+    return sorted(((op, addr) for op, (mem, addr) in lay.tiles.items()
+                   if mem == space and addr + op.results[0].type.footprint > have),
+                  key=lambda t: t[1])
