@@ -185,3 +185,24 @@ def test_notes_of_expand_mixed_verify_pipes_and_allocate_memory_are_remarks(monk
                    ("allocate-memory", 66, "the tiles of cube share no memory"),
                    ("verify-pipes", 33, "vector not fully verified (more than 1 op steps)"),
                    ("verify-pipes", 60, "cube not fully verified (more than 1 op steps)")], got
+
+
+MIXED = sorted((ROOT / "examples" / "mixed").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", MIXED, ids=[p.stem for p in MIXED])
+def test_compile_remarks_on_every_mixed_example_name_its_loops(path, capsys):
+    """Each mixed example's cross-core loop gets what the loop passes did not do, at the
+    ``pl.range`` of the loop, in the compiler's remark form."""
+    lines = path.read_text().splitlines()
+    err = _remarks(capsys, str(path), "--remarks")
+    assert err, f"{path.name}: no remark"
+    passes = set()
+    for e in err:
+        where, what = e.split(": remark: ")
+        file, line, _col = where.rsplit(":", 2)
+        assert pathlib.Path(file).samefile(path), e
+        assert "pl.range(" in lines[int(line) - 1], e
+        assert what.startswith("[") and "] missed: " in what, e
+        passes.add(what[1:what.index("]")])
+    assert "pipeline-cross-core-loops" in passes, err
