@@ -1,7 +1,11 @@
 """The themes of pypto's own compiler tests (tests/ut/ir/transforms: expand mixed kernel,
 init memref, insert tfree / stamp tfree split, allocate memory addr, pipe ids and slot_num,
 tile.create accumulators, broadcast), written as small ``pl`` kernels: each one pypto takes
-compiles, runs and matches numpy; each one pypto refuses is a CompileError at its line.
+compiles, runs and matches numpy; each one pypto refuses is a CompileError at its line (an
+unmatched TFREE, a TFREE naming another ring id, overlapping reserves), except a hand-written
+pair's TPOP without TFREE (pypto's verifier): ptopipe runs a hand-written pair as written,
+and its run reports the leak at the TPOP.  A lone kernel compiles, and its run names the
+missing peer at the pipe's init.
 
 One platform / protocol per case by default (rotated over the cases, so every combination
 is exercised); PTOPIPE_FULL=1 runs every case on both platforms and both protocols.
