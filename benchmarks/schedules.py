@@ -1,11 +1,12 @@
 """Schedule exploration: no false positives, and how many schedules each mode needs.
 
-Part 1 runs every example (examples/scenarios, examples/dsl, examples/flash_attention.py;
-their default variants, or all with --variants all), every correct kernel of
-tests/isa/test_varied_kernels.py and the correct kernels of the
+Part 1 runs every example (examples/scenarios, examples/dsl, examples/mixed,
+examples/flash_attention.py; their default variants, or all with --variants all), every
+correct kernel of tests/isa/test_varied_kernels.py and the correct kernels of the
 CLEAN_KERNELS registries of tests/corpus.py (event flags in their manual sync mode,
 relaunched kernels with their launches=K, layouts, the pto-isa model per platform,
-diagnoses) on both platforms and both protocols, under --schedules N schedules of each
+diagnoses) and, with --kernels fuzz, --fuzz N clean random kernels of tests/fuzz_spec.py,
+on both platforms and both protocols, under --schedules N schedules of each
 exploration mode, with every checker on and the numpy golden compared.  A registered
 kernel (and an AIV1-only NO_SPLIT unseen kernel on a5/pto-isa) is run only on the combos
 where it is valid ("excl": excluded by design, the reason printed); an example whose default
@@ -17,9 +18,14 @@ checkers on) and M29-M31 (unordered GM accesses; with the checkers off, since th
 checker reports them under every schedule) and prints how many explored schedules each
 mode needs until the bug shows (">N": not within N).
 
+``mix`` takes its N schedules from the other three modes' first N/3 each (same seed), so
+with the same N and seed its runs are a subset of theirs: --modes random,pct,exhaustive
+covers it at three quarters of the cost.
+
 Run:  python benchmarks/schedules.py [--schedules 200] [--modes random,pct,exhaustive]
-                                     [--only NAME] [--variants all] [--part 1|2]
-                                     [--kernels all|examples|unseen|new]
+                                     [--only NAME] [--exclude A,B] [--variants all] [--part 1|2]
+                                     [--kernels all|examples|mixed|unseen|new|fuzz]
+                                     [--fuzz 40] [--fuzz-seed 0]
 """
 from __future__ import annotations
 
@@ -52,22 +58,28 @@ BUGS = [("m10_schedule_dependent.py", "a5", "pto-isa", {}),
         ("m31_lane_init_overwrite.py", "a5", "pto-isa", {"checks": False})]
 
 
-def corpus(all_variants: bool = False, which: str = "all"):
-    """[(label, Scenario, variant, excluded)]: the examples, the unseen correct kernels and/or
-    the issue-10 registries (``excluded``: {combo: reason}, None: decided by a default run)."""
+def corpus(all_variants: bool = False, which: str = "all", fuzz: int = 40, fuzz_seed: int = 0):
+    """[(label, Scenario, variant, excluded)]: the examples, the unseen correct kernels,
+    the clean-kernel registries and/or clean fuzz kernels (``excluded``: {combo: reason},
+    None: decided by a default run)."""
     out = []
     if which == "unseen":
         return _unseen(out)
     if which == "new":
         return _new(out)
-    files = sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.py")))
-    files += sorted(glob.glob(os.path.join(ROOT, "examples", "dsl", "*.py")))
-    files.append(os.path.join(ROOT, "examples", "flash_attention.py"))
+    if which == "fuzz":
+        return _fuzz(out, fuzz, fuzz_seed)
+    mixed = sorted(glob.glob(os.path.join(ROOT, "examples", "mixed", "*.py")))
+    files = mixed
+    if which != "mixed":
+        files = sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.py")))
+        files += sorted(glob.glob(os.path.join(ROOT, "examples", "dsl", "*.py"))) + mixed
+        files.append(os.path.join(ROOT, "examples", "flash_attention.py"))
     for f in files:
         for sc in load_scenarios(f):
             for v in (sc.variants if all_variants else [sc.default_variant]):
                 out.append((f"{sc.name}[{v}]", sc, v, None))
-    return out if which == "examples" else _new(_unseen(out))
+    return out if which in ("examples", "mixed") else _new(_unseen(out))
 
 
 def _unseen(out: list) -> list:
@@ -89,6 +101,32 @@ def _new(out: list) -> list:
     return out
 
 
+def _fuzz(out: list, n: int, first_seed: int) -> list:
+    """``n`` clean random kernels of the fuzz generator (hypothesis seed ``first_seed``), each
+    written to a file and loaded as its Scenario, so a report names a kernel line."""
+    import tempfile
+
+    from hypothesis import HealthCheck, given, seed, settings
+
+    import fuzz_kernels as fk
+    specs = []
+
+    @seed(first_seed)
+    @settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(spec=fk.kernel_specs(mutate=False))
+    def draw(spec):
+        specs.append(spec)
+
+    draw()
+    work = tempfile.mkdtemp(prefix="ptopipe-schedules-fuzz-")
+    for k, spec in enumerate(specs[:n]):
+        d = os.path.join(work, f"k{k}")
+        os.makedirs(d)
+        sc = load_scenarios(fk.write_kernel(spec, d))[0]
+        out.append((f"fuzz{k}_{spec.platform}_{spec.protocol}", sc, sc.default_variant, None))
+    return out
+
+
 def _valid(sc, variant, platform, protocol) -> bool:
     try:
         run_schedule(sc, None, variant, platform, protocol)
@@ -106,8 +144,10 @@ def part1(args) -> int:
     print("-" * len(head))
     bad = total = runs = distinct = 0
     t0 = time.perf_counter()
-    for label, sc, v, excluded in corpus(args.variants == "all", args.kernels):
+    for label, sc, v, excluded in corpus(args.variants == "all", args.kernels, args.fuzz, args.fuzz_seed):
         if args.only and args.only not in label:
+            continue
+        if any(x and x in label for x in args.exclude.split(",")):
             continue
         for plat, proto in COMBOS:
             cells = []
@@ -174,11 +214,16 @@ def main(argv=None) -> int:
     p.add_argument("--schedules", type=int, default=200)
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--only", default=None, help="only kernels whose label contains this")
+    p.add_argument("--exclude", default="", help="part 1: skip kernels whose label contains one "
+                                                  "of these (comma-separated)")
     p.add_argument("--variants", default="default", choices=["default", "all"])
     p.add_argument("--part", default=None, choices=["1", "2"])
-    p.add_argument("--kernels", default="all", choices=["all", "examples", "unseen", "new"],
-                   help="part 1: the examples, the unseen correct kernels, the issue-10 correct "
-                        "kernels (tests/corpus.py), or all of them (default)")
+    p.add_argument("--kernels", default="all", choices=["all", "examples", "mixed", "unseen", "new", "fuzz"],
+                   help="part 1: the examples (or only the mixed ones), the unseen correct kernels, "
+                        "the clean-kernel registries (tests/corpus.py), all of these (default), "
+                        "or clean fuzz kernels")
+    p.add_argument("--fuzz", type=int, default=40, help="--kernels fuzz: how many kernels")
+    p.add_argument("--fuzz-seed", type=int, default=0, help="--kernels fuzz: the hypothesis seed")
     args = p.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
     status = 0

@@ -449,7 +449,8 @@ def test_ring_used_around_the_loop_pipelined(variant):
     assert _fires(_fa_like(variant)) and _pair_pipelines(_fa_like(variant))
 
 
-@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec")])
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec"),
+                                               ("a2a3", "spec"), ("a5", "pto-isa")])
 def test_ring_used_around_the_loop_matches_numpy(platform, protocol, no_hang):
     rng = np.random.default_rng(3)
     args = dict(x=_rand(rng, 64, 16), w=_rand(rng, 16, 16), buf=_rand(rng, 80, 16),

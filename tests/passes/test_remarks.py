@@ -222,3 +222,24 @@ def test_a_tfree_inserted_into_the_users_own_kernel_is_an_applied_remark():
     at = pathlib.Path(__file__).read_text().splitlines()[got.loc.line - 1]
     assert at.strip().startswith("part = pl.TPOP(buf") and got.loc.file == __file__
     assert "vec frees none of its C2V ring's slots itself" in got.message
+
+
+MIXED = sorted((ROOT / "examples" / "mixed").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", MIXED, ids=[p.stem for p in MIXED])
+def test_compile_remarks_on_every_mixed_example_name_its_loops(path, capsys):
+    """Each mixed example's cross-core loop gets what the loop passes did not do, at the
+    ``pl.range`` of the loop, in the compiler's remark form."""
+    lines = path.read_text().splitlines()
+    err = _remarks(capsys, str(path), "--remarks")
+    assert err, f"{path.name}: no remark"
+    passes = set()
+    for e in err:
+        where, what = e.split(": remark: ")
+        file, line, _col = where.rsplit(":", 2)
+        assert pathlib.Path(file).samefile(path), e
+        assert "pl.range(" in lines[int(line) - 1], e
+        assert what.startswith("[") and "] missed: " in what, e
+        passes.add(what[1:what.index("]")])
+    assert "pipeline-cross-core-loops" in passes, err

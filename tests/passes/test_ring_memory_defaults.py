@@ -124,3 +124,5 @@ def test_a2a3_staging_too_big_names_local_slot_num_and_the_held_tiles():
     assert "the C2V ring of the mixed function 'holds_three' (LocalSlotNum 3 * SLOT_SIZE 65536" in e.what
     assert e.fix.startswith("hold fewer popped tiles at once (at most 2)"), e.fix
     assert "its ring is in GM" in e.details
+    code = holds_three.pyfunc.__code__                   # at the mixed function's def
+    assert e.where == f"{code.co_filename}:{code.co_firstlineno + 1}:1", e.where

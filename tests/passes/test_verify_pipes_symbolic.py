@@ -60,6 +60,21 @@ def test_the_tfree_on_both_branches_is_proven_for_every_flag():
     assert _verify(pl.program(c2v_cube(vec), vec, name="flag"), warnings) == [] and warnings == []
 
 
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")])
+def test_the_flag_proof_holds_on_every_platform_and_protocol(platform, protocol):
+    """The same leak below the flag, at the same pop, and the same proof when both branches
+    free, on the other platform and under pto-isa's flag model (a2a3 / spec: above)."""
+    bad, good = skip_free(good=False), skip_free(good=True)
+    found = verify_pipes.verify(pl.program(c2v_cube(bad), bad, name="flag").clone(), platform,
+                                protocol=protocol)
+    assert [e.kind for e in found] == ["missing_tfree"], found
+    assert f":{line_of(bad.pyfunc, 'FLAG-POP')}:" in found[0].where
+    assert int(found[0].values.split("=")[1]) < 4
+    warnings = []
+    assert verify_pipes.verify(pl.program(c2v_cube(good), good, name="flag").clone(), platform,
+                               warnings, protocol=protocol) == [] and warnings == []
+
+
 # -- range(n) pushes against range(n + extra) pops ----------------------------------------------
 def n_pair(extra: int):
     @pl.aiv
