@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 import fuzz_kernels as fk
 
-FUZZ = settings(max_examples=30, deadline=None, database=None, derandomize=True,
+FUZZ = settings(max_examples=20, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
 
