@@ -109,32 +109,17 @@ def _run_one(args, pl, protocol) -> int:
 def trace_pto(args) -> int:
     """``trace kernel.pto``: each function run (as ``run`` would) with the trace recorder on,
     its Chrome trace (and ``--report``) written - up to the error when the run fails."""
-    from ..errors import PtoPipeError
     from ..isa import run as run_kernels
-    from ..report import profile, write_chrome_trace, write_html
-    from .trace import _out, reports_of_failed_run
+    from ..report import profile
+    from .trace import traced
     launched, protocol = _launches(args)
     many = len(launched) > 1
     for pl in launched:
         label = f"{os.path.basename(args.file)} @{pl.func}"
         tag = pl.func if many else "default"
-        try:
-            res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform,
-                              protocol=protocol, trace=True, **bounds.run_kwargs(args), **sync_kwargs(args))
-        except PtoPipeError as e:
-            stopped = type(e).__name__
-
-            def write(cluster):
-                print(f"wrote {write_chrome_trace(cluster, _out(args.output, tag, many))} ({label}, "
-                      f"up to the {stopped})")
-                if args.report:
-                    print(f"wrote {write_html(cluster, _out(args.report, tag, many), f'ptopipe {label} - stopped by {stopped}')}")
-            reports_of_failed_run(e, write)
-            raise
-        path = write_chrome_trace(res, _out(args.output, tag, many))
-        print(f"wrote {path} ({label}, {res.summary.cycles} cycles) - open it in https://ui.perfetto.dev")
-        if args.report:
-            print(f"wrote {write_html(res, _out(args.report, tag, many), f'ptopipe {label}')}")
+        res = traced(lambda: run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform,
+                                         protocol=protocol, trace=True, **bounds.run_kwargs(args),
+                                         **sync_kwargs(args)), args, label, tag, many)
         for w in dict.fromkeys(list(pl.warnings) + list(pl.run_warnings)):
             print(f"warning: {w}", file=sys.stderr)
         print("  " + profile(res).format().replace("\n", "\n  "))

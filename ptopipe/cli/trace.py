@@ -57,25 +57,9 @@ def main(args) -> int:
         label = f"{sc.name}[{v}]"
         plat, protocol = target(args, sc)
         tag = f"{sc.name}.{v}" if len({s.name for s, _ in jobs}) > 1 else v
-        try:
-            res, expected = sc.run(v, plat, protocol, args.seed, trace=True, **bounds.run_kwargs(args),
-                                   **sync_kwargs(args))
-        except PtoPipeError as e:
-            stopped = type(e).__name__
-
-            def write(cluster):
-                print(f"wrote {write_chrome_trace(cluster, _out(args.output, tag, many))} ({label}, "
-                      f"up to the {stopped})")
-                if args.report:
-                    title = f"ptopipe {label} - stopped by {stopped}"
-                    print(f"wrote {write_html(cluster, _out(args.report, tag, many), title)}")
-            reports_of_failed_run(e, write)
-            raise
-        path = write_chrome_trace(res, _out(args.output, tag, many))
-        print(f"wrote {path} ({label}, {res.summary.cycles} cycles) - open it in https://ui.perfetto.dev")
-        if args.report:
-            rpath = write_html(res, _out(args.report, tag, many), f"ptopipe {label}")
-            print(f"wrote {rpath}")
+        res, expected = traced(lambda: sc.run(v, plat, protocol, args.seed, trace=True,
+                                              **bounds.run_kwargs(args), **sync_kwargs(args)),
+                               args, label, tag, many, result=lambda r: r[0])
         print("  " + profile(res).format().replace("\n", "\n  "))
         compare(res.outputs, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                 rerun=lambda: sc.run(v, plat, protocol, args.seed, record_writes=True,
@@ -83,6 +67,28 @@ def main(args) -> int:
         print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden")
 
     return run_each(jobs, one)
+
+
+def traced(run, args, label: str, tag: str, many: bool, result=lambda r: r):
+    """``run()``, a traced run (``result`` picks the RunResult from what it returns), with its
+    Chrome trace and ``--report`` written - after it, or up to the error it raises."""
+    try:
+        out = run()
+    except PtoPipeError as e:
+        stopped = type(e).__name__
+        reports_of_failed_run(e, lambda cluster: _write_trace(cluster, args, label, tag, many, stopped))
+        raise
+    _write_trace(result(out), args, label, tag, many)
+    return out
+
+
+def _write_trace(run, args, label: str, tag: str, many: bool, stopped: str = "") -> None:
+    path = write_chrome_trace(run, _out(args.output, tag, many))
+    print(f"wrote {path} ({label}, up to the {stopped})" if stopped else
+          f"wrote {path} ({label}, {run.summary.cycles} cycles) - open it in https://ui.perfetto.dev")
+    if args.report:
+        title = f"ptopipe {label}" + (f" - stopped by {stopped}" if stopped else "")
+        print(f"wrote {write_html(run, _out(args.report, tag, many), title)}")
 
 
 def write_reports(res, args, name: str, variant, stopped: str = "") -> None:
