@@ -21,6 +21,7 @@ from ptopipe.isa.scenario import data_rng
 from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
 from ptopipe.runtime import run
+from configs import rotated
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
@@ -58,9 +59,7 @@ def test_round_trip_is_structurally_equal(rel, platform):
     assert structural_equal(op, back), first_difference(op, back)
 
 
-@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
-@pytest.mark.parametrize("rel", [r for r in EXAMPLES if hasattr(MODS[r], "KERNELS")])
+@pytest.mark.parametrize("rel,platform,protocol", rotated([(r,) for r in EXAMPLES if hasattr(MODS[r], "KERNELS")]))
 def test_reread_program_matches_numpy(rel, platform, protocol):
     mod = MODS[rel]
     prog, args, expected = _program(mod)
@@ -343,8 +342,8 @@ def test_with_slot_buffer_makes_the_declared_element_type():
     np.testing.assert_array_equal(res.outputs["out"], want)
 
 
-@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa"), ("a5", "pto-isa")])
-@pytest.mark.parametrize("rel", [r for r in EXAMPLES if hasattr(MODS[r], "KERNELS")])
+@pytest.mark.parametrize("rel,platform,protocol", rotated(
+    [(r,) for r in reversed(EXAMPLES) if hasattr(MODS[r], "KERNELS")]))   # (other pairs than above)
 def test_written_pto_runs_as_written_and_matches_numpy(rel, platform, protocol):
     """The written text run with buffer semantics (as ptoas's C++ runs on the device), not
     re-read into the IR: a two-lane TILE_NO_SPLIT AIV kernel's data ops are guarded to AIV0,

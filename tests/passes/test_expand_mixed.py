@@ -27,6 +27,7 @@ def compile_ops(program):
 def compile_program(program):
     return _compile(program, "a2a3", FRONT)
 
+from configs import rotated
 from markers import line_of
 from op_build import dsl_form, same
 
@@ -43,8 +44,7 @@ def _load(rel):
 MIXED = {n: _load(f"examples/mixed/{n}.py") for n in
          ("s1_cv_split", "s2_cv_nosplit", "s4_both_ways", "s3_vc_dequant", "fa_forward",
           "s6_stream_both")}
-RUNS = [(n, v, plat, proto) for n, m in MIXED.items() for v in m.SCENARIO.variants
-        for plat in ("a2a3", "a5") for proto in ("spec", "pto-isa")]
+RUNS = rotated([(n, v) for n, m in MIXED.items() for v in m.SCENARIO.variants])
 
 
 @pytest.mark.parametrize("name,variant,platform,protocol", RUNS)
@@ -779,9 +779,9 @@ def held_over_inner_pops(split=pl.TILE_UP_DOWN, inner="loop"):
     return pl.program(held)
 
 
-@pytest.mark.parametrize("platform,protocol", [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")])
-@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT])
-@pytest.mark.parametrize("inner,n", [("loop", 3), ("loop", 0), ("if", 1), ("if", 0)])
+@pytest.mark.parametrize("inner,n,split,platform,protocol", rotated(
+    [(i, n, s) for i, n in [("loop", 3), ("loop", 0), ("if", 1), ("if", 0)]
+     for s in (pl.TILE_UP_DOWN, pl.TILE_NO_SPLIT)]))
 def test_a_tile_held_over_inner_pops_of_its_ring_is_copied_out(inner, n, split, platform,
                                                               protocol, no_hang):
     from ptopipe.passes import compile_program as full

@@ -28,12 +28,12 @@ from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.passes.util import functions, init_ops
 from ptopipe.runtime import run
 
+from configs import FULL, PAIRS
 from markers import line_of
 
 M, K, N = 16, 16, 32
 S = M * N * 4                               # a 16x32 f32 slot
-COMBOS = [("a2a3", "spec"), ("a5", "pto-isa"), ("a5", "spec"), ("a2a3", "pto-isa")]
-FULL = os.environ.get("PTOPIPE_FULL") == "1"
+COMBOS = PAIRS
 
 
 def _r(rng, *shape):
