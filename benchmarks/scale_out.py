@@ -80,9 +80,12 @@ def main() -> int:
     exe = shutil.which("ray") or os.path.join(os.path.dirname(sys.executable), "ray")
     port = _free_port()
     address = f"127.0.0.1:{port}"
+    # a lean cluster: no dashboard, no usage stats, no metrics export (their agents would take
+    # CPU from the workers on a small machine)
+    env = dict(os.environ, RAY_enable_metrics_collection="0", RAY_USAGE_STATS_ENABLED="0")
     subprocess.run([exe, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1",
                     f"--num-cpus={ns.workers}", "--include-dashboard=false", "--disable-usage-stats"],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=env)
     try:
         with tempfile.TemporaryDirectory() as d:
             files = _library(d, ns.kernels)
