@@ -110,8 +110,7 @@ def out_of_time(err: BaseException, passed: int) -> str | None:
     """What to say of ``err`` when it is the command's ``--timeout`` running out after
     ``passed`` passing schedules (or before the variant started), else None."""
     bound = next((f for f in getattr(err, "findings", ()) if f.get("bound") == "timeout"), None)
-    what = getattr(err, "what", "")
-    if bound is None or not what.startswith("the command did not finish"):
+    if bound is None or bound.get("scope") != "command":
         return None
     limit = f"--timeout {bound['limit']:g} s"
     if passed < 1:                                  # (a run under way: it may be the kernel's loop)

@@ -152,7 +152,7 @@ def timed_out(cluster, limit: Deadline, at: dict | None = None) -> BudgetError:
         where=where, details=core_states(cluster, at),
         fix="a kernel may loop forever (e.g. a Python loop that issues no instruction) or wait "
             f"(e.g. time.sleep); {limit.fix}",
-        findings=[{"kind": "budget", "bound": "timeout", "limit": limit.seconds,
+        findings=[{"kind": "budget", "bound": "timeout", "scope": limit.scope, "limit": limit.seconds,
                    "core": running[0].name if running else None, "where": where}])
 
 
@@ -161,7 +161,7 @@ def expired_before(limit: Deadline, what: str) -> BudgetError:
     a run of a command): no kernel was running."""
     return BudgetError(f"the {limit.scope} did not finish within {limit.name} of wall-clock time: "
                        f"it passed before {what} started", fix=limit.fix,
-                       findings=[{"kind": "budget", "bound": "timeout", "limit": limit.seconds,
+                       findings=[{"kind": "budget", "bound": "timeout", "scope": limit.scope, "limit": limit.seconds,
                                   "core": None, "where": None}])
 
 

@@ -76,8 +76,8 @@ def test_the_commands_timeout_is_no_kernel_failure():
     from ptopipe.sim.bounds import Deadline, expired_before
     before = expired_before(Deadline(2.0, scope="command"), "this run")
     under_way = BudgetError("the command did not finish within --timeout 2 s of wall-clock time",
-                            findings=[{"kind": "budget", "bound": "timeout", "limit": 2.0,
-                                       "core": "AIV0", "where": "k.py:9"}])
+                            findings=[{"kind": "budget", "bound": "timeout", "scope": "command",
+                                       "limit": 2.0, "core": "AIV0", "where": "k.py:9"}])
     assert out_of_time(before, 0) == "not checked: --timeout 2 s ran out before this variant started"
     assert out_of_time(under_way, 5) == ("not finished: --timeout 2 s ran out after 5 passing "
                                          "schedule(s), no failure found in them; the schedule under "
