@@ -13,6 +13,27 @@ import sys
 import traceback
 
 
+def shown_path(path: str) -> str:
+    """``path`` as messages show it: relative to the working directory when it lies below
+    it (as the user typed it, usually), else unchanged."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:              # another drive (Windows)
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def shown_where(where):
+    """An error's ``where`` as its text shows it: an absolute ``path:line[:col]`` below the
+    working directory becomes relative (:func:`shown_path`), whichever layer located it (a
+    kernel line, a DSL statement, a .pto or C++ line); anything else is kept.  (``where``
+    itself keeps the path as located, for tools.)"""
+    if where.__class__ is str and where.startswith(os.sep):
+        path, sep, rest = where.partition(":")
+        return shown_path(path) + sep + rest
+    return where
+
+
 class PtoPipeError(Exception):
     """Base class: ``what`` (one sentence), ``where`` (location) and ``fix`` (hint)."""
 
@@ -44,7 +65,7 @@ class PtoPipeError(Exception):
     def render(self) -> str:
         lines = [self.what]
         if self.where:
-            lines.append(f"  at {self.where}")
+            lines.append(f"  at {shown_where(self.where)}")
         if self.details:
             lines.extend("  " + ln for ln in self.details.rstrip().splitlines())
         if self.fix:

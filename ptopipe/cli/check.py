@@ -200,7 +200,9 @@ def check_scenarios(args, reports: list, scenarios) -> int:
         platform = plat.name
         for v in pick_variants(sc, args.variant):
             manual = (getattr(args, "sync", None) or sc.sync) == "manual"
-            label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
+            launches = getattr(args, "launches", None) or sc.launches or 1
+            label = (f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
+                     + (f" ({launches} launches each)" if launches > 1 else ""))
             res = _explore(sc, v, args, plat, protocol, label)
             rep = variant_report(sc.name, v, platform, protocol, res, run_warnings,
                                  getattr(args, "werror", False))

@@ -6,7 +6,7 @@ import sys
 import traceback
 
 from ..driver.check import with_dsl_line
-from ..errors import PtoPipeError, user_frame
+from ..errors import PtoPipeError, shown_path, user_frame
 
 
 def color(text: str, code: str, stream=None) -> str:
@@ -31,7 +31,7 @@ def report_exception(e: BaseException) -> int:
     f = user_frame(e)
     print(color(f"error: {type(e).__name__}: ", "1;31") + str(e), file=sys.stderr)
     if f:
-        print(f"  at {f.filename}:{f.lineno}", file=sys.stderr)
+        print(f"  at {shown_path(f.filename)}:{f.lineno}", file=sys.stderr)
         if f.line:
             print(f"    {f.line}", file=sys.stderr)
     by = getattr(e, "ptopipe_raised_by", None)      # (set by the simulator for a kernel's own)

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from ..errors import CompileError, ConfigError
+from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 
 STD = "-std=c++17"
@@ -158,7 +158,7 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
         except OSError:
             pass
     fns.update(functions(text))
-    where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    where = shown_path(path)
     if aic or aiv:
         out = Kernels(path)
         for role, name in (("aic", aic), ("aiv", aiv)):
@@ -270,13 +270,13 @@ def _local_includes(path: str, src: bytes) -> bytes:
 def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
     """The compiler's diagnostics as a CompileError at the user's line."""
     full = os.path.abspath(path)
-    text = diag.replace(full, _short(path)).strip()
+    text = diag.replace(full, shown_path(path)).strip()
     lines = text.splitlines()
     # the first line:col of the kernel file: an error there, or (an error inside ptopipe's
     # headers) where it was instantiated from - g++'s "required from here", clang's "in
     # instantiation ... requested here" (an "In file included from" names no column)
-    m = re.search(re.escape(_short(path)) + r":(\d+):(\d+):", text)
-    where = f"{_short(path)}:{m.group(1)}:{m.group(2)}" if m else None
+    m = re.search(re.escape(shown_path(path)) + r":(\d+):(\d+):", text)
+    where = f"{shown_path(path)}:{m.group(1)}:{m.group(2)}" if m else None
     first = next((ln for ln in lines if "error:" in ln), lines[0] if lines else "")
     if len(lines) > 60:
         lines = lines[:60] + [f"... ({len(lines) - 60} more lines)"]
@@ -285,11 +285,6 @@ def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
                         details="\n".join(lines),
                         fix="fix the C++ at the line the compiler names (ptopipe's pto-isa API: the "
                             "headers in `ptopipe --include`, README's C++ section)")
-
-
-def _short(path: str) -> str:
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
 
 
 def arch_macro(platform) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ..errors import shown_path
+
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 # id(code object) -> True if it belongs to ptopipe.  Keyed by id: hashing a code object
 # hashes its constants, names and bytecode on every lookup.  Every classified code object
@@ -33,21 +35,13 @@ class SourceLoc(tuple):
     func = property(lambda self: self[3])
 
     def __str__(self) -> str:
-        s = f"{_short(self[0])}:{self[1]}"
+        s = f"{shown_path(self[0])}:{self[1]}"
         if self[2] is not None:
             s += f":{self[2]}"
         return s
 
     def __repr__(self) -> str:
         return f"SourceLoc({str(self)!r})"
-
-
-def _short(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def is_internal(code) -> bool:

@@ -349,6 +349,9 @@ def test_cli_launches_option(capsys):
     out = capsys.readouterr().out
     assert "after each of 2 launches" in out and "launch 2 exit: every cross-core flag at 0" in out
     assert "drained 2 / left 0" in out                   # pto-isa: 4 pushes, SlotNum 4
+    assert cli_main(["check", path, "--launches", "2", "--schedules", "2"]) == 0
+    assert "PASS s1_cv_split[default] on a2a3/spec (2 launches each): default schedule + 2 explored" \
+        in capsys.readouterr().out
     assert cli_main(["check", path, "--launches", "0"]) == 1
     assert "--launches 0 is not a number of launches" in capsys.readouterr().err
 

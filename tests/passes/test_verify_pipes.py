@@ -704,6 +704,19 @@ def test_check_static_prints_each_finding_at_the_dsl_line_and_exits_1(tmp_path, 
     assert "fix: move the TFREE after the last use of %t" in err
 
 
+def test_check_static_names_a_file_below_the_working_directory_as_given(tmp_path, capsys, monkeypatch):
+    """The static checks locate findings from the DSL's absolute file names; shown, the path is
+    relative to the working directory, as a run's errors show it."""
+    from ptopipe.cli import main
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "buggy.py").write_text(BUGGY_FILE)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--static", "k/buggy.py"]) == 1
+    store = BUGGY_FILE.splitlines().index("        pl.store(t, [i * 16 + sub * 8, 0], out)") + 1
+    err = capsys.readouterr().err
+    assert f"\n  at {os.path.join('k', 'buggy.py')}:{store}:9\n" in err, err
+
+
 def test_check_static_passes_a_clean_file_and_every_example_variant(tmp_path, capsys):
     from ptopipe.cli import main
     f = tmp_path / "fixed.py"
