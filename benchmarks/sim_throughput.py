@@ -8,7 +8,7 @@
    Vector core TPOP (UP_DOWN half)/TLOAD bias/TADD/TSTORE/TFREE - against plain numpy
    doing the same tile math in a loop: the same tile loads, L1->L0 move, matmul, ring
    hand-off copy, bias loads, adds and stores on preallocated numpy buffers (target:
-   ratio <= 1.5, simulator with checkers off).  The numpy and simulator runs alternate, so
+   ratio <= 1.2, simulator with checkers off).  The numpy and simulator runs alternate, so
    both see the same machine state; each side keeps its best of --repeat.  For reference
    it also prints the bare ``out = A @ B + bias`` loop, the end-to-end time including
    laying the arguments out in GM, and the run with the checkers on.
@@ -36,6 +36,7 @@ import ptopipe  # noqa: E402
 from ptopipe.isa import *  # noqa: E402,F403
 import s7_long_stream as s7  # noqa: E402
 
+S1_TARGET = 1.2   # simulated run / numpy doing the same tile operations, checkers off
 TS = 128       # S1-style tile size (--s1-tile); the kernels read it at run time
 SLOT = TS * TS * 4
 
@@ -169,10 +170,10 @@ def main() -> int:
     np.testing.assert_allclose(res.outputs["out"], ref, rtol=1e-4, atol=1e-4)
     ratio = t_sim / t_ops
     print(f"S1-style {n} tiles of {TS}x{TS} f32: simulated run {t_sim * 1e3:.1f} ms, numpy doing the "
-          f"same tile operations {t_ops * 1e3:.1f} ms -> ratio {ratio:.2f} (target <= 1.5)  "
-          f"{'OK' if ratio <= 1.5 else 'ABOVE TARGET'}")
-    if ratio > 1.5:
-        missed.append(f"S1-style ratio {ratio:.2f} > 1.5")
+          f"same tile operations {t_ops * 1e3:.1f} ms -> ratio {ratio:.2f} (target <= {S1_TARGET})  "
+          f"{'OK' if ratio <= S1_TARGET else 'ABOVE TARGET'}")
+    if ratio > S1_TARGET:
+        missed.append(f"S1-style ratio {ratio:.2f} > {S1_TARGET}")
     print(f"  the simulator's own cost: {(t_sim - t_ops) / n * 1e6:.1f} us per tile "
           f"({sum(c.instructions for c in res.cluster.cores) / n:.0f} instructions per tile)")
     t_chk = min(ptopipe.run(s1_cube, s1_vector, kargs).summary.wall_seconds for _ in range(ns.repeat))
