@@ -41,11 +41,13 @@ _drain = partial(deque, maxlen=0)     # consume an iterator without keeping anyt
 
 # With the checkers on, a run builds many long-lived containers (happens-before records per
 # page, slot state) that never form reference cycles; the collector's older generations would
-# rescan all of them again and again (a quarter of a long checked stream).  Such a run keeps
-# the youngest generation's threshold (young cycles are still collected) and raises the older
-# ones' to at least this; the caller's thresholds come back when the run ends.  Without the
-# checkers the defaults are kept: there they cost less than raising them (S7: ~10% fewer
-# interpreter instructions per tile).  tests/isa/test_fast_paths.py checks all three.
+# rescan all of them again and again (a quarter of a long checked stream).  So does a traced
+# run (its records: an instruction, its arguments and kernel line are three tuples; a third
+# of a long traced stream).  Such a run keeps the youngest generation's threshold (young
+# cycles are still collected) and raises the older ones' to at least this; the caller's
+# thresholds come back when the run ends.  Otherwise the defaults are kept: there they cost
+# less than raising them (S7: ~10% fewer interpreter instructions per tile).
+# tests/isa/test_fast_paths.py checks all of them.
 _GC_OLDER = 1000
 _GC_CATCH_UP = 30     # young collections held back before a run end catches up (see run)
 
@@ -226,7 +228,7 @@ class Cluster:
                 core.clock += pol.skew[core.index]
         dog = Watchdog(self, self.deadline)
         gc_thresholds = gc.get_threshold()
-        if self.checker is not None:
+        if self.checker is not None or self.trace is not None:
             gc.set_threshold(gc_thresholds[0], *(max(t, _GC_OLDER) for t in gc_thresholds[1:]))
         try:
             dog.start()              # (in the try: its interrupt may come at once)

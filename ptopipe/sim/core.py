@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from enum import Enum
+from sys import _getframe
 
 import greenlet
 
@@ -315,7 +316,12 @@ class Core:
         """The rare tail of an issue: record the trace entry, enforce the bounds, and every
         SYNC_EVERY instructions apply the queued data operations (bounded memory)."""
         if self.trace is not None and pipe is not None:
-            self.trace.append(Instr(self.index, pipe, name, start, end, args, self.where()))
+            loc = self.loc_override
+            if loc is None:
+                # where(), from the kernel's side of the stack: frames 0-2 (this, issue_*, the
+                # instruction that called it) are ptopipe's whenever the core issues its own
+                loc = user_loc(_getframe(3)) if greenlet.getcurrent() is self.glet else self.where()
+            self.trace.append(Instr(self.index, pipe, name, start, end, args, loc))
         elif self.until is None:            # (a functional run records no trace)
             self.limit = min(self.budget, n + SYNC_EVERY)
         if n > self.budget:

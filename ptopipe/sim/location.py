@@ -59,10 +59,20 @@ def is_internal(code) -> bool:
 def user_loc(frame=None) -> SourceLoc | None:
     """The first frame (from ``frame``, default the caller) outside ptopipe."""
     f = frame if frame is not None else sys._getframe(1)
+    known = _internal
     while f is not None:
         code = f.f_code
-        if not is_internal(code):
-            return SourceLoc(code.co_filename, f.f_lineno, None, code.co_name)
+        # is_internal(code), inline: this walk runs for every instruction of a traced run
+        r = known.get(id(code))
+        if r is None:
+            r = is_internal(code)
+        if not r:
+            sites = _sites.get(id(code))      # the call site's location, made once (caller_loc)
+            if sites is not None:
+                loc = sites.get(f.f_lasti)
+                if loc is not None:
+                    return loc
+            return _locate(f)
         f = f.f_back
     return None
 

@@ -205,7 +205,7 @@ def test_the_switch_chooses_the_paths(fast, monkeypatch):
         assert calls["bind"] == n and calls["gm"] >= 2 * n, calls
 
 
-def test_checked_run_raises_older_gc_thresholds_and_restores_them():
+def test_checked_or_traced_run_raises_older_gc_thresholds_and_restores_them():
     seen = []
 
     def vec(out):
@@ -226,10 +226,13 @@ def test_checked_run_raises_older_gc_thresholds_and_restores_them():
         assert gc.get_threshold() == (500, 7, 9)
         ptopipe.run(None, (vec, None), dict(out=np.zeros((1, 8), np.float32)), checks=False)
         assert gc.get_threshold() == (500, 7, 9)
+        ptopipe.run(None, (vec, None), dict(out=np.zeros((1, 8), np.float32)), checks=False, trace=True)
+        assert gc.get_threshold() == (500, 7, 9)
     finally:
         gc.set_threshold(*before)
     g = cluster_mod._GC_OLDER
-    assert seen == [(500, g, g), (500, g, g), (500, 7, 9)]     # unchanged without the checkers
+    # unchanged without the checkers, raised again for a trace
+    assert seen == [(500, g, g), (500, g, g), (500, 7, 9), (500, g, g)]
 
 
 def test_a_loop_of_checked_runs_does_not_keep_the_earlier_clusters():
