@@ -9,8 +9,10 @@ runs them K times on one cluster.  The golden comparison lives in :mod:`.golden`
 from __future__ import annotations
 
 import inspect
+from inspect import CO_VARKEYWORDS
 import time
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import Callable
 
 import numpy as np
@@ -50,6 +52,24 @@ def _protocol(p) -> tuple:
 
 
 def _select_kwargs(fn, args: dict) -> dict:
+    """The arguments of ``args`` kernel ``fn`` takes (all of them for a ``**kwargs``)."""
+    if fn.__class__ is FunctionType and not fn.__dict__:
+        # a plain function (no __wrapped__ / __signature__ that inspect.signature would follow):
+        # its parameters from its code object - inspect.signature costs a tenth of a short run,
+        # and this runs for every kernel of every run; tests/isa/test_kernel_arguments.py
+        # checks both ways agree
+        code = fn.__code__
+        if code.co_flags & CO_VARKEYWORDS:
+            return dict(args)
+        n = code.co_argcount + code.co_kwonlyargcount
+        names = code.co_varnames[:n]
+        if all(a in args for a in names):
+            return {a: args[a] for a in names}
+    return _select_by_signature(fn, args)
+
+
+def _select_by_signature(fn, args: dict) -> dict:
+    """:func:`_select_kwargs` for any callable (defaults, missing arguments: a ConfigError)."""
     sig = inspect.signature(fn)
     if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return dict(args)
@@ -58,11 +78,24 @@ def _select_kwargs(fn, args: dict) -> dict:
         if name in args:
             out[name] = args[name]
         elif p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            raise ConfigError(f"kernel {fn.__name__} needs argument {name!r} but args has "
-                              f"{', '.join(args) or 'nothing'}",
-                              where=f"{inspect.getsourcefile(fn)}:{fn.__code__.co_firstlineno}",
+            raise ConfigError(f"kernel {_kernel_name(fn)} needs argument {name!r} but args has "
+                              f"{', '.join(args) or 'nothing'}", where=_defined_at(fn),
                               fix=f"add {name!r} to args=")
     return out
+
+
+def _kernel_name(fn) -> str:
+    """A kernel's name for messages: a function's, else its class's (a callable object, a
+    functools.partial of a function: the function's)."""
+    fn = getattr(fn, "func", fn)
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def _defined_at(fn) -> str | None:
+    """file:line of a kernel's definition (a callable object: its ``__call__``), if known."""
+    fn = getattr(fn, "func", fn)
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
 
 
 @dataclass

@@ -332,32 +332,34 @@ def _check_gm_argument(core, cfg: TPipe, addr: int, need: int, ways, bounds=None
 
 def _agree(core, ch: Channel, cfg: TPipe, n: int, base, in_gm: bool) -> None:
     other = next(iter(ch.sides.values()), None)
-    where = f"other side bound by {other.core.name} at {other.bound_at}" if other else None
+
+    def where() -> str | None:          # (the details of an error below: made only then)
+        return f"other side bound by {other.core.name} at {other.bound_at}" if other else None
     if cfg.slot_size != ch.slot_size or n != ch.slot_num:
         raise ConfigError(f"{ch.name}: {core.name} binds SlotSize {cfg.slot_size} x SlotNum {n} but the "
-                          f"other side has {ch.slot_size} x {ch.slot_num}", where=_loc(core), details=where,
+                          f"other side has {ch.slot_size} x {ch.slot_num}", where=_loc(core), details=where(),
                           fix="producer and consumer must declare the same TPipe configuration")
     sp = ch.model.sync_period(cfg)
     if sp != ch.sync_period:
         # each end applies its own SyncPeriod on the device: a producer waiting on a free the
         # consumer never sends deadlocks, the other way round overwrites
         raise ConfigError(f"{ch.name}: {core.name} binds SyncPeriod (FiFoSyncT) {sp} but the other side "
-                          f"has {ch.sync_period}", where=_loc(core), details=where,
+                          f"has {ch.sync_period}", where=_loc(core), details=where(),
                           fix="producer and consumer must declare the same TPipe / TMPipe configuration")
     if in_gm != ch.in_gm:
         # compared first: the base checks below format the other side's base of the same kind
         mine, theirs = ("GM", "the consumer's local memory") if in_gm else ("the consumer's local memory", "GM")
         raise ConfigError(f"{ch.name}: {core.name} places the ring in {mine} but the other side "
-                          f"places it in {theirs}", where=_loc(core), details=where,
+                          f"places it in {theirs}", where=_loc(core), details=where(),
                           fix="use the same direction (e.g. both DIR_C2V or both DIR_C2V_GM) and FIFO "
                               "kind on both ends of the pipe")
     if in_gm and base != ch.gm_base:
         raise ConfigError(f"{ch.name}: {core.name} places the ring at GM {base:#x} but the other side "
-                          f"uses {ch.gm_base:#x}", where=_loc(core), details=where,
+                          f"uses {ch.gm_base:#x}", where=_loc(core), details=where(),
                           fix="pass the same GM_SLOT_BUFFER to both kernels")
     if not in_gm and base != ch.local_base:
         raise ConfigError(f"{ch.name}: {core.name} places the ring at {base:#x} but the other side "
-                          f"uses {ch.local_base:#x}", where=_loc(core), details=where,
+                          f"uses {ch.local_base:#x}", where=_loc(core), details=where(),
                           fix="the producer must use the consumer's buffer base (pl.import_peer_buffer)")
 
 

@@ -157,8 +157,8 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
     pdtype, pvrow, pvcol, psplit = lay[:4]
     prow, pcol = lay[5:7]
     vrow, vcol = valid if valid is not None else (rows, cols)
-    where = str(loc or core.where())
     if psplit != split:
+        where = str(loc or core.where())
         producer = "the Cube" if ch.way == C2V else "a Vector core"
         raise ProtocolError(
             f"{op} on {core.name} at {where}: split {TileSplitAxis(split).name} does not match the pushed tile's "
@@ -173,6 +173,7 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
     else:
         ok = full_shape(psplit, pvrow, pvcol) == (vrow, vcol)
     if not (ok and pdtype == dtype):
+        where = str(loc or core.where())
         cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
         prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name})"
         want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
@@ -188,7 +189,7 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
                    "stride (pto-isa a2a3), so another valid shape reads the rows misaligned" if ch.in_gm else ""))
     play = lay[4] if len(lay) > 4 else None
     if layout is not None and play is not None and play is not layout and not pop_converts(ch.way, ch.in_gm):
-        raise layout_mismatch(core, ch, slot, play, layout, op, where)
+        raise layout_mismatch(core, ch, slot, play, layout, op, str(loc or core.where()))
 
 
 def layout_mismatch(core, ch, slot, pushed: TileLayout, popped: TileLayout, op: str, where: str):

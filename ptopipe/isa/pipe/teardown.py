@@ -16,6 +16,7 @@ takes an inherited credit is reported there, naming the launch that left it
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 
 from ...errors import DeadlockError, ProtocolError
 from ...sim.location import SourceLoc, is_internal
@@ -47,8 +48,14 @@ def scope_end(core):
     if user is None:
         return core.where()
     code = user.f_code
-    last = max((ln for _s, _e, ln in code.co_lines() if ln is not None), default=f.f_lineno)
-    return SourceLoc(code.co_filename, last, None, code.co_name)
+    return SourceLoc(code.co_filename, _last_line(code) or user.f_lineno, None, code.co_name)
+
+
+@lru_cache(maxsize=256)
+def _last_line(code) -> int | None:
+    """The last line of a function's code (a scan of its line table: once per kernel, not
+    once per pipe bound in every run)."""
+    return max((ln for _s, _e, ln in code.co_lines() if ln is not None), default=None)
 
 
 def _drain_name(model, ch) -> str:
