@@ -202,6 +202,35 @@ _STARTS = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*[,=]|"[A-Za-z_]
 _LABEL = re.compile(r"\s*(\^[A-Za-z0-9_$.]+)\s*(\(([^)]*)\))?\s*:\s*$")
 
 
+#: a line that can only start an operation: ``[%r[, %s] = ] dialect.op`` (not ``key = value``
+#: of a multi-line attribute dictionary) or ``return``
+_OP_LINE = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?(?:\s*,\s*%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?)*'
+                      r'\s*=\s*)?(?:[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+\b(?!\s*=)|return\b)')
+
+
+def _unclosed(pieces: list, filename: str) -> tuple:
+    """``(line, col, bracket)`` of the bracket ``pieces`` - ``(line, col, text)`` of one
+    statement - leave open (``->`` is no bracket): the first one a bracket of another kind
+    closes (``<...)``: the ``<`` lacks its ``>``), else the innermost one still open."""
+    stack = []
+    for line, col, text in pieces:
+        if text is None:
+            continue
+        toks = tokenize(text, f"{filename}:{line}")[:-1] if '"' in text or "/" in text else None
+        spans = ([(t.col - 1, t.text) for t in toks if t.kind == "punct"] if toks is not None else
+                 [(k, c) for k, c in enumerate(text) if c in _OPEN or c in _CLOSE])
+        for k, c in spans:
+            if c == ">" and k > 0 and text[k - 1] == "-":
+                continue
+            if c in _OPEN:
+                stack.append((line, col + k, c))
+            elif stack:
+                if stack[-1][2] != _CLOSE[c]:
+                    return stack[-1]
+                stack.pop()
+    return stack[-1] if stack else (pieces[0][0], pieces[0][1], "(")
+
+
 def _depth(text: str, filename: str, line: int) -> int:
     """Brackets opened minus closed in ``text`` (``->`` is no bracket); exact through the
     tokenizer when the text holds a string or a comment."""
@@ -370,6 +399,15 @@ class _Reader:
             if depth > 0:
                 if self.i >= len(self.lines):
                     raise self.err(f"{name}: a bracket opened here is never closed", ntok.line, ntok.col)
+                nxt = self.i
+                while nxt < len(self.lines) and not self.lines[nxt].strip():
+                    nxt += 1
+                if nxt < len(self.lines) and _OP_LINE.match(self.lines[nxt]):
+                    # an operation cannot continue into the next one: the bracket left open is
+                    # a typo on this statement's lines (else the error would be at the file's end)
+                    bl, bc, ch = _unclosed(pieces, self.f)
+                    raise self.err(f"{name}: the '{ch}' here is never closed (line {nxt + 1} starts the next "
+                                   "operation)", bl, bc, fix=f"close it with '{_OPEN[ch]}'")
                 continue
             nxt = self.i
             while nxt < len(self.lines) and not self.lines[nxt].strip():

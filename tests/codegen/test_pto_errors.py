@@ -96,6 +96,35 @@ def test_malformed_pto_is_a_parse_error_at_its_line(kind):
         assert line in (first - 1, first, first + 1), (line, first, err.where)   # an op may span 2 lines
 
 
+@pytest.mark.parametrize("old,new,bracket", [
+    ("pto.tadd ins(%t, %bv : " + VEC8 + ", " + VEC8 + ")", "pto.tadd ins(%t, %bv : " + VEC8 + ", " + VEC8, "("),
+    ("dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, slayout=none_box, fractal=512, pad=0>)",
+     "dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, slayout=none_box, fractal=512, pad=0)", "<"),
+], ids=["operand list", "type"])
+def test_a_bracket_left_open_is_a_parse_error_at_that_bracket(old, new, bracket):
+    """The executor's reader: an operation continues while a bracket is open, but never into
+    the next operation - a bracket a typo leaves open is reported where it opens, not at the
+    end of the file."""
+    from ptopipe.codegen.pto_exec import read_program
+    text = _sub(old, new)
+    line = _line(text, new)
+    with pytest.raises(ParseError) as e:
+        read_program(text, "bad.pto")
+    row = text.splitlines()[line - 1]
+    end = row.index(new) + len(new)
+    col = (row.index("ins(") + 4 if bracket == "(" else row.rindex("tile_buf<", 0, end) + len("tile_buf<"))
+    assert e.value.where == f"bad.pto:{line}:{col}", (e.value.where, row)
+    assert f"the '{bracket}' here is never closed (line {line + 1} starts the next operation)" in e.value.what
+
+
+def test_a_multi_line_attribute_dictionary_is_no_new_operation():
+    from ptopipe.codegen.pto_exec import read_program
+    text = GOOD.replace('{pto.target_arch = "a3"}', '{\n  pto.target_arch = "a3"\n}', 1)
+    assert text != GOOD
+    read_pto(text, "ok.pto")
+    read_program(text, "ok.pto")
+
+
 PB = "%pb = pto.partition_view %bias_view, offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<32x16xf32>"
 SEL = "      %is1 = arith.cmpi eq, %sub, %c1 : index\n      %r1 = arith.select "
 
