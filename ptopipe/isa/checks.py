@@ -320,7 +320,7 @@ class KernelChecks(HappensBefore):
     def _unordered_free_error(self, ch, tag, w: dict, r: dict, rr) -> DataRaceError:
         """The producer overwrote a slot whose consumer read it on a GM pipe that its TFREE's
         SET does not wait for (``ProtocolModel.free_after_readers`` False)."""
-        end, at, g = rr[10]
+        end, at, g = rr[10][:3]
         rp, fp = f"PIPE_{GM_PIPES[g].name}", f"PIPE_{ch.free_pipe.name}"
         core = next(c for c in self.cores if c.name == r["core"])
         free_loc = self._unordered_free.get((ch.name, tag, core.index))

@@ -185,7 +185,8 @@ class HappensBefore:
                     continue
                 if order[g] >= end if order is not None and g is not None else end <= at:   # ordered before
                     continue
-                rec = rec[:4] + (new,) + rec[5:10] + ((end, at, g),)    # + why: not ordered
+                # + why: not ordered (and the epoch a SET waiting for it would have kept)
+                rec = rec[:4] + (new,) + rec[5:10] + ((end, at, g, rec[4]),)
                 d[key] = rec
                 if bucket[0] < new:
                     bucket[0] = new
@@ -371,8 +372,16 @@ class HappensBefore:
                f"{other}'s access before {a['core']}'s"]
         fix = (f"order the two accesses with the protocol: e.g. {other} TPUSH / SET after its "
                f"access and {a['core']} TPOP / WAIT before its own, or use disjoint buffers")
-        if len(prev) > 10:              # the other access was not ordered before the SET
-            end, at, g = prev[10]
+        if a["where"] == b["where"] and a["access"] == "write" and a["core"].startswith("AIV") \
+                and b["core"].startswith("AIV"):
+            fix = (f"both Vector cores run this {a['op']} on the same bytes: give each its own part "
+                   "(e.g. offset the rows or columns by get_subblockid(), as the split halves the tile), "
+                   "or let one core write it")
+        # the other access was not ordered before a SET that does reach this core (had the SET
+        # waited for it, its epoch would be one this core's accesses are ordered after): the
+        # fix is to make that SET wait; else no signal orders the two at all (the fix above)
+        if len(prev) > 10 and core.vclock is not None and core.vclock[prev[3]] >= prev[10][3]:
+            end, at, g = prev[10][:3]
             pipe = f"PIPE_{GM_PIPES[g].name}" if g is not None else "its pipe"
             rule = ("a SET orders only the accesses of its own pipe and those a tile dependency, "
                     "set_flag / wait_flag or pipe_barrier orders before it, whatever their timing"
