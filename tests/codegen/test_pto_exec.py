@@ -878,3 +878,18 @@ def test_a_reserve_smaller_than_the_ring_is_a_compile_error_at_the_init(arch):
     assert "reserve_buffer 'ring' has 4096 bytes but the pipe that uses it needs" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.aic_initialize_pipe')}:")
     assert "slot_num = 4" in e.value.fix
+
+
+def test_an_a5_file_run_on_a2a3_is_told_its_init_lacks_the_gm_ring():
+    """An A5 ``.pto`` initialises its pipes without a gm_slot_buffer (rings in local memory);
+    run on A2A3, where every ring lives in GM, the init says so at its line - and how to
+    give it one - instead of a kernel-argument fix a .pto cannot follow."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "pto" / "both_ways_a5.pto"
+    text = path.read_text()
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pto.aic_initialize_pipe" in ln)
+    with pytest.raises(ConfigError) as ei:
+        run_pto(text=text, path="both_ways_a5.pto", platform="a2a3")
+    e = ei.value
+    assert e.where.startswith(f"both_ways_a5.pto:{line}:"), e.where
+    assert "names no gm_slot_buffer, but on a2a3 every ring lives in GM" in e.what
+    assert "--platform a5" in e.fix and "gm_slot_buffer operand" in e.fix

@@ -53,6 +53,13 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     if not plat.ring_in_gm and gm is not None and s.name == "pto.initialize_l2g2l_pipe":
         mask = {1: 5, 2: 6, 3: 7}.get(dir_mask, dir_mask)      # A5: a ring asked for in GM
     buf = gm if (plat.ring_in_gm or mask in (5, 6, 7)) else None
+    if plat.ring_in_gm and gm is None:
+        raise ConfigError(
+            f"{s.name} names no gm_slot_buffer, but on {plat.name} every ring lives in GM: this init is "
+            "written for A5 (rings in the consumer's local memory)", where=ex.where(s),
+            fix=f"run the file with --platform a5, or give the init a gm_slot_buffer operand: a !pto.ptr "
+                f"parameter of SLOT_NUM * SLOT_SIZE * directions = {n * slot_size * len(ways)} bytes (ptoas "
+                "lowers an A2A3 pipe to a TPipe over that GM buffer)")
     for way, local_buf in ((Direction.DIR_C2V, c2v), (Direction.DIR_V2C, v2c)):
         if way in ways and isinstance(local_buf, Reserved):
             bad = ring_size_problem(local_buf.name, local_buf.size, n, slot_size,
