@@ -78,8 +78,8 @@ def part_rows(split, sub: int, rows: int, cols: int, item: int) -> tuple:
 
 
 ONE_LANE = ("peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe; in a .pto, nosplit = true "
-            "on both initialize_pipe ops: AIV1 then replays each handshake with an empty tile, or "
-            "takes no part where pto-isa gives a NO_SPLIT pipe one lane (A5)")
+            "on both initialize_pipe ops, in C++ TPipe<..., IsNoSplit = true>: AIV1 then replays each "
+            "handshake with an empty tile, or takes no part where pto-isa gives a NO_SPLIT pipe one lane (A5)")
 
 
 def layout_fix(way: str, pushed: TileLayout, popped: TileLayout) -> str:

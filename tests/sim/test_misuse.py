@@ -153,6 +153,8 @@ def test_m23_m24_name_the_lane_that_never_takes_part(fname, platform):
     err = _run(fname, platform)
     assert "AIV1 never takes part" in err.what, err.what
     assert "SetValid(0, 0)" in err.fix
+    # one lane, as each front end spells it (ISA, DSL, .pto, C++)
+    assert "peers=(0,)" in err.fix and "lanes=1" in err.fix and "IsNoSplit = true" in err.fix
     assert any(f["kind"] == "absent_lane" and f["core"] == "AIV1" for f in err.findings)
 
 
