@@ -79,7 +79,12 @@ def check_file_unit(unit: FileUnit) -> tuple:
             if not fargs.json:
                 print(f"{color('FAIL', '1;31', sys.stdout)} {unit.path}: {type(e).__name__}", flush=True)
                 report_exception(e)
-            rows.append(error_report(e, os.path.basename(unit.path), "-", fargs.platform, fargs.protocol))
+            platform = fargs.platform
+            if platform is None and unit.path.endswith(".pto"):     # (a .pto says its target)
+                from ..driver.pto import platform_of
+                platform = platform_of(unit.path)
+            rows.append(error_report(e, os.path.basename(unit.path), "-", platform,
+                                     fargs.protocol or ("spec" if platform else None)))
     for r in rows:
         r["file"] = unit.path
     return rows, out.getvalue(), err.getvalue()

@@ -219,6 +219,18 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
     return out, list(warnings)
 
 
+def platform_of(path: str) -> str | None:
+    """The platform the ``.pto`` file ``path`` is for (:func:`file_platform`), None when it
+    cannot be read (its error says why)."""
+    from ..codegen.pto_exec import read_program, read_text
+    from ..codegen.pto_exec.launch import file_platform
+    try:
+        text = read_text(path)
+        return file_platform(read_program(text, path), text)[0]
+    except (OSError, ParseError, ConfigError):
+        return None
+
+
 def scenarios(path: str, launched: list, protocol: str) -> list:
     """The launches of the .pto file ``path`` as ``(Scenario, run warnings)`` pairs (one per
     function run, a 'default' variant each) for ``check``: the executor's kernels, the given

@@ -17,6 +17,7 @@ def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
         (lib / name).write_text(open(os.path.join(CORPUS, name)).read())
     (lib / "_helper.py").write_text("SCENARIO = None\n")                  # not a kernel: skipped
     (lib / "broken.pto").write_text("module {\n  func.func @k() {\n    pto.tnope\n    return\n  }\n}\n")
+    (lib / "leaks_a5.pto").write_text(open(os.path.join(ROOT, "tests", "pto_broken", "tfree_missing_then_a5.pto")).read())
     xml = tmp_path / "out.xml"
     code = cli_main(["check", str(lib), os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
                      "--schedules", "1", "--junit", str(xml)])
@@ -27,10 +28,12 @@ def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
     assert "PASS" in rows[str(lib / "v_softmax_rows_a3.pto")]
     assert "FAIL DataRaceError" in rows[str(lib / "x_c2v_nosplit_a3.pto")]
     assert "FAIL ParseError" in rows[str(lib / "broken.pto")]
+    # refused before it ran (the static checks), on the platform the file names
+    assert rows[str(lib / "leaks_a5.pto")].split()[2:4] == ["a5/spec", "FAIL"]
     assert "PASS" in rows[os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py")]
-    assert table[-1] == "2 of 4 failed" and not any("_helper" in ln for ln in table)
+    assert table[-1] == "3 of 5 failed" and not any("_helper" in ln for ln in table)
     suite = ET.parse(xml).getroot().find("testsuite")
-    assert suite.get("tests") == "4" and suite.get("failures") == "2"
+    assert suite.get("tests") == "5" and suite.get("failures") == "3"
     failed = {c.get("classname"): c.find("failure") for c in suite}
     assert failed[str(lib / "broken.pto")].get("type") == "ParseError"
     assert "broken.pto:3:5" in failed[str(lib / "broken.pto")].get("message")

@@ -239,11 +239,19 @@ def prepare(path: str | None = None, *, text: str | None = None, func: str | Non
         raise malformed(e, path) from None
 
 
+def file_platform(prog: Program, text: str) -> tuple:
+    """``(platform, from_run_line)`` a file is for: its module's ``pto.target_arch``, else its
+    lit ``// RUN:`` line's ``--pto-arch`` (ptoas's test files), else A2A3."""
+    plat = PLATFORM_OF_ARCH.get(prog.arch or "", None)
+    if plat:
+        return plat, False
+    run_line = run_line_platform(text)
+    return (run_line, True) if run_line else ("a2a3", False)
+
+
 def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
     prog = read_program(text, path)
-    plat = platform or PLATFORM_OF_ARCH.get(prog.arch or "", None)
-    run_line = None if plat else run_line_platform(text)
-    plat = plat or run_line or "a2a3"
+    plat, run_line = (platform, False) if platform else file_platform(prog, text)
     top = choose_top(prog, func)
     tops = top.split("+")
     inputs = dict(inputs or {})
