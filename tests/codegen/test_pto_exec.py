@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import ptopipe
 from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
+from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen.pto_tree import parse_tree
 from ptopipe.errors import CompileError, ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
 
@@ -866,6 +867,18 @@ def test_the_two_ends_of_a_pipe_naming_different_flag_ids_is_a_config_error_at_t
         run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
     assert "two ends name different FlagIDs" in e.value.what and "the Cube end FlagID 0" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, '%pipe = pto.initialize_l2g2l_pipe')}:")
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+def test_a_reserve_larger_than_the_ring_runs_as_ptoas_plans_it(arch):
+    """ptoas reserves the size the file gives and the TPipe uses its first SLOT_NUM x
+    SLOT_SIZE bytes: a larger reserve is unused memory, not an error."""
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    text = cube_vector_pair(1, arch).replace("size = 8192", "size = 16384")
+    r = run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    load_pto("<pto>", text=text)                    # the static passes (Validate) agree
 
 
 @pytest.mark.parametrize("arch", ["a3", "a5"])
