@@ -12,7 +12,8 @@ import ptopipe
 from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
 from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen.pto_tree import parse_tree
-from ptopipe.errors import CompileError, ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
+from ptopipe.errors import (CompileError, ConfigError, DeadlockError, KernelError, MemoryConflictError, ParseError,
+                            PtoPipeError)
 
 
 def vec_t(r, c, d="f32", loc="vec"):
@@ -270,6 +271,36 @@ def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
             run_pto(text=text, platform="a5")
         assert "TMATMUL_MX: a_scale is Scaling" in e.value.what and "float8_e8m0" in e.value.what
         assert e.value.where == f"<pto>:{line_of(text, op + ' ins')}:5"
+
+
+def test_tget_scale_addr_binds_a_scaling_tile_as_ptoas_spells_the_scale_view():
+    """ptoas's tget_scale_addr writes the scales of a Right tile into a loc=scaling tile of
+    its shape; the view is bound at the operand's address >> 4 (a Mat destination stays
+    refused)."""
+    def tb(loc, d, r, c, bl, sl):
+        return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+                f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
+    rt = tb("right", "f8E5M2", 32, 32, "row_major", "col_major")
+
+    def kernel(loc, addr=4096):
+        view = tb(loc, "f16", 32, 32, "row_major", "row_major")
+        return f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c4096 = arith.constant {addr} : i64
+    %r = pto.alloc_tile addr = %c4096 : {rt}
+    %s = pto.alloc_tile : {view}
+    pto.tget_scale_addr ins(%r : {rt}) outs(%s : {view})
+    return
+  }}
+}}
+"""
+    run_pto(text=kernel("scaling"), platform="a5")
+    with pytest.raises(MemoryConflictError) as e:       # 0xc000 >> 4: the 2 KiB view overruns FB
+        run_pto(text=kernel("scaling", 0xC000), platform="a5")
+    assert "at AIC.FB[0xc00]" in e.value.what
+    with pytest.raises(KernelError) as e:
+        run_pto(text=kernel("mat"), platform="a5")
+    assert "TGET_SCALE_ADDR binds a ScaleLeft tile" in e.value.what
 
 
 def test_dense_constants_are_element_values():
