@@ -286,8 +286,15 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
     if path is None or core.cluster.platform.id not in path[1]:
         here = [f"{a.value}->{b.value}" for (a, b), (_, on) in EXTRACT_PATHS.items()
                 if core.cluster.platform.id in on]
+        # pto-isa's TEXTRACT has no branch for such a pair: the call compiles to nothing and
+        # dst never receives the data; a TMOV of the pair, where there is one, moves it
+        move = (src.loc, dst.loc) in MOVES
         raise _err(core, f"TEXTRACT from {src.loc.value} to {dst.loc.value} is not a path on "
-                         f"{core.cluster.platform.name}", f"paths there: {', '.join(here)}")
+                         f"{core.cluster.platform.name}"
+                         + (" (pto-isa's TEXTRACT has no branch for it: the call would move nothing)"
+                            if move else ""),
+                   (f"move the whole tile with TMOV ({src.loc.value}->{dst.loc.value}); " if move else "")
+                   + f"TEXTRACT paths there: {', '.join(here)}")
     r, c = d.shape
     if index_row < 0 or index_col < 0 or index_row + r > s.shape[0] or index_col + c > s.shape[1]:
         raise _err(core, f"TEXTRACT block {r}x{c} at ({index_row}, {index_col}) is outside the "
