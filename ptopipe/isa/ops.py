@@ -238,11 +238,14 @@ def _empty_move(core, pipe, tile: Tile, op: str, write: bool) -> Event:
     return new_event((op, core, end))
 
 
-def TMOV(dst: Tile, src: Tile, *events) -> Event:
+def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event:
     """Local move: L1->L0A/L0B (MTE1), L0C->L1 (FIX, may convert), UB->UB (V).
 
     The two tiles may differ in layout (ND <-> NZ ...): TMOV converts, the logical matrix is
-    kept (e.g. a Vec ND tile into a Vec NZ tile before a V2C TPUSH to an NZ Mat tile)."""
+    kept (e.g. a Vec ND tile into a Vec NZ tile before a V2C TPUSH to an NZ Mat tile).
+    From an Acc tile the fixpipe may also apply a ReLU (``relu_mode``, pto-isa's
+    ``ReluPreMode`` template parameter) and quantise with one word (``pre_quant``, pto-isa's
+    ``preQuantScalar``): :func:`ptopipe.isa.fixpipe.fixpipe_move`."""
     try:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
@@ -263,7 +266,11 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
         if src.loc is not CONVERTS_FROM:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
                        "only Acc -> Mat converts; use TCVT on vector tiles")
-    core.pending.append((setitem, d, _ALL, s))        # Acc -> Mat converts (FIX)
+    if relu_mode is None and pre_quant is None:
+        core.pending.append((setitem, d, _ALL, s))    # Acc -> Mat converts (FIX)
+    else:
+        from .fixpipe import fixpipe_move         # (fixpipe imports this module)
+        fixpipe_move(core, src, dst, s, d, relu_mode, pre_quant)
     costs = core.costs
     cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.item) if pipe is _V
             else costs.move(src.sname, dst.sname, src.valid_rows * src.valid_cols * src.item))

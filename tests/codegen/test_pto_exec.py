@@ -303,6 +303,54 @@ def test_tget_scale_addr_binds_a_scaling_tile_as_ptoas_spells_the_scale_view():
     assert "TGET_SCALE_ADDR binds a ScaleLeft tile" in e.value.what
 
 
+def test_tmov_relu_and_the_generic_pre_quant_form_run_on_the_fixpipe():
+    """``pto.tmov`` of an accumulator with ``reluPreMode = normal_relu`` cuts below 0, and
+    ptoas's generic ``"pto.tmov"(%acc, %dst, %pre)`` quantises with the one word %pre."""
+    def tb(loc, d, r, c, bl, sl, fr=512):
+        return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+                f"blayout={bl}, slayout={sl}, fractal={fr}, pad=0>")
+    mat = tb("mat", "f32", 16, 16, "col_major", "row_major")
+    q8 = tb("mat", "i8", 16, 16, "col_major", "row_major")
+    acc = tb("acc", "f32", 16, 16, "col_major", "row_major", 1024)
+    left, right = tb("left", "f32", 16, 16, "col_major", "row_major"), tb("right", "f32", 16, 16, "row_major", "col_major")
+    word = int(np.float32(0.5).view(np.uint32)) | (1 << 46)          # scale 0.5, signed bytes
+    pv = "!pto.partition_tensor_view<16x16x{}>"
+    text = f"""module {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %q: !pto.ptr<i8>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %pre = arith.constant {word} : i64
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %qv = pto.make_tensor_view %q, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xi8>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> {pv.format("f32")}
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> {pv.format("f32")}
+    %qp = pto.partition_view %qv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xi8> -> {pv.format("i8")}
+    %xm = pto.alloc_tile : {mat}
+    pto.tload ins(%xp : {pv.format("f32")}) outs(%xm : {mat})
+    %l = pto.alloc_tile : {left}
+    %r = pto.alloc_tile : {right}
+    pto.tmov ins(%xm : {mat}) outs(%l : {left})
+    pto.tmov ins(%xm : {mat}) outs(%r : {right})
+    %a = pto.alloc_tile : {acc}
+    pto.tmatmul ins(%l, %r : {left}, {right}) outs(%a : {acc})
+    %m = pto.alloc_tile : {mat}
+    pto.tmov ins(%a : {acc}) outs(%m : {mat}) {{reluPreMode = #pto<relu_pre_mode normal_relu>}}
+    pto.tstore ins(%m : {mat}) outs(%yp : {pv.format("f32")})
+    %m8 = pto.alloc_tile : {q8}
+    "pto.tmov"(%a, %m8, %pre) <{{operandSegmentSizes = array<i32: 1, 1, 0, 1>}}> : ({acc}, {q8}, i64) -> ()
+    pto.tstore ins(%m8 : {q8}) outs(%qp : {pv.format("i8")})
+    return
+  }}
+}}
+"""
+    x = np.random.default_rng(3).integers(-3, 4, (16, 16)).astype(np.float32)
+    r = run_pto(text=text, inputs=dict(x=x, y=np.zeros((16, 16), np.float32), q=np.zeros((16, 16), np.int8)))
+    np.testing.assert_array_equal(r.outputs["y"], np.maximum(x @ x, 0))
+    np.testing.assert_array_equal(r.outputs["q"], np.clip(np.rint((x @ x) * 0.5), -128, 127).astype(np.int8))
+
+
 def test_dense_constants_are_element_values():
     """``arith.constant dense<...>``: a list or a splat of a vector / tensor type's shape,
     integers wrapped at the element width (ptoas writes dense<[50000, ...]> : vector<4xi16>);
@@ -406,15 +454,14 @@ def test_tmov_fp_into_ub_is_a5_only():
     plain = text.replace("pto.tmov.fp ins(%acc, %fp", "pto.tmov ins(%acc, %fp")     # ptoas's other spelling
     got = run_pto(text=plain.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
     np.testing.assert_array_equal(got, want)
-    for bad, what in ((plain.replace("%acc, %fp : ", "%acc, %q64 : ").replace(f", {fp})", ", i64)"),
-                       "scalar pre-quant form"),
-                      (plain.replace("%acc, %fp : ", "%acc : ").replace(f", {fp})", ")").replace(
-                          "outs(%v : " + vec + ")", "outs(%v : " + vec + ") {reluPreMode = #pto<relu_pre_mode normal_relu>}"),
-                       "reluPreMode normal_relu and no fp tile")):
-        bad = bad.replace("    %c0 = arith.constant 0 : index", "    %c0 = arith.constant 0 : index\n    %q64 = arith.constant 7 : i64")
-        with pytest.raises(ParseError) as e:
-            run_pto(text=bad.replace('"a3"', '"a5"'), inputs=inputs, platform="a5")
-        assert what in e.value.what, (what, e.value.what)
+    # the scalar pre-quant form: one word for every column (here each column's word), with
+    # and without the ReLU
+    scalar = plain.replace("%acc, %fp : ", "%acc, %q64 : ").replace(f", {fp})", ", i64)").replace(
+        "    %c0 = arith.constant 0 : index", f"    %c0 = arith.constant 0 : index\n    %q64 = arith.constant {int(q[0, 0])} : i64")
+    for form, relu in ((scalar, False), (scalar.replace("outs(%v : " + vec + ")", "outs(%v : " + vec + ") "
+                                                        "{reluPreMode = #pto<relu_pre_mode normal_relu>}"), True)):
+        got = run_pto(text=form.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+        np.testing.assert_array_equal(got, np.maximum(want, 0) if relu else want)
     with pytest.raises(KernelError) as e:
         run_pto(text=text.replace('"a5"', '"a3"'), inputs=inputs, platform="a2a3")
     assert "TMOV_FP from Acc to Vec is not a path on A2A3" in e.value.what
