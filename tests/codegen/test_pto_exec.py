@@ -185,6 +185,11 @@ def test_unsupported_op_is_a_parse_error_naming_it_before_anything_runs():
         run_pto(text=text, inputs=dict(x=X, y=X))
     assert "unknown operation 'pto.tfrobnicate'" in e.value.what
     assert e.value.where == f"<pto>:{line_of(text, 'tfrobnicate')}:5"
+    sdma = vector_kernel(IO + "    %e = pto.test_async_event(%ev, %ss : !pto.async_event, !pto.async_session) -> i1\n"
+                         + STORE)
+    with pytest.raises(ParseError) as e:             # a ptoas op ptopipe does not model: why
+        run_pto(text=sdma, inputs=dict(x=X, y=X))
+    assert "pto.test_async_event is not supported: pto-comm's asynchronous DMA transfers" in e.value.what
 
 
 @pytest.mark.parametrize("indirect", [False, True])
