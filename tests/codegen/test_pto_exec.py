@@ -249,7 +249,8 @@ def test_tgather_compare_form_runs_and_refuses_other_modes():
 def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
     """``pto.tmatmul.mx`` / ``.mx.acc`` as ptoas spells them are read and run; ptoas checks its
     scale tiles as ``loc=scaling`` tiles of the operand's shape (its MLIR has no e8m0 type),
-    which pto-isa's TMATMUL_MX refuses: the run reports it at the op's line."""
+    not the e8m0 scale tiles the MX unit reads (pto-isa's NPU TMATMUL_MX never reads its scale
+    operands): the run reports it at the op's line."""
     def tb(loc, d, r, c, bl="row_major", sl="none_box"):
         return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
                 f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
