@@ -12,6 +12,9 @@ random inputs, scalars 0; every top-level function when there is no entry) and s
   ConfigError (a size that needs ``--input``);
 * ``crash``   - anything else (a bug in ptopipe: the script exits 1).
 
+A file whose RUN line is ``not ptoas ...`` is a negative test of ptoas (it must be refused on
+its architecture); a finding or refusal there agrees with ptoas and is counted apart as well.
+
 With ``--ptoas PATH`` only the files that ptoas itself accepts (on a3 or a5, level2 or
 level3) count, and the platform is the first architecture it accepts them on; without it,
 the module's ``pto.target_arch``, else the file's ``--pto-arch`` RUN line, else a2a3.
@@ -105,6 +108,9 @@ def main() -> int:
         else:
             plat = file_arch(path, text)
         kind, msg = classify(path, plat)
+        if kind != "clean" and re.search(r"RUN:\s*not\s+\S*ptoas", text):
+            msg += "  [ptoas's own test expects this file refused (RUN: not ptoas)]"
+            counts[f"{kind} that ptoas's test expects refused"] += 1
         counts[kind] += 1
         if kind != "clean":
             why[f"{kind}: " + _shape(msg)] += 1

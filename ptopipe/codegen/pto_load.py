@@ -60,7 +60,8 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
                          fix="nest fewer scf.for / scf.if levels (a few hundred are fine)") from None
     plat = platform or op.platform or "a2a3"
     check_scalar_ranges(op, scalars or {})
-    ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}), ranges=dict(ranges or {}))
+    ctx = PassContext(platform=plat, protocol=protocol, scalars=dict(scalars or {}), ranges=dict(ranges or {}),
+                      as_ptoas=True)
     one_lane_nosplit(op, ctx)
     try:
         op = PassManager(list(PTO_PASSES), verify_properties=verify_properties).run(op, ctx)

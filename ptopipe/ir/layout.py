@@ -247,15 +247,19 @@ def allocate_program(program) -> dict:
 
 # -- seed 003's rules on a reserved ring (one wording for the runtime's and Validate's checks) --
 def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
-                      staged: int | None = None) -> tuple | None:
+                      staged: int | None = None, spare_ok: bool = False) -> tuple | None:
     """``(what, fix)`` when reserve_buffer ``name`` of ``size`` bytes is not the
     SLOT_NUM * SLOT_SIZE its pipe needs, else None.  ``staged``: the LocalSlotNum an init
     gives explicitly to a ring that lives in GM (A2A3): the consumer's buffer then holds only
     the staging slots, and
     any size from LOCAL_SLOT_NUM * SLOT_SIZE up to SLOT_NUM * SLOT_SIZE is enough (pto-isa's
-    ``TPipe<..., SlotNum, LocalSlotNum>``, the ``.pto`` PTOAS writes)."""
+    ``TPipe<..., SlotNum, LocalSlotNum>``, the ``.pto`` PTOAS writes).  ``spare_ok``: a
+    reserve larger than that is no problem either (a ``.pto`` as ptoas reads it: ptoas plans
+    the size the file gives and the TPipe uses the first SLOT_NUM * SLOT_SIZE bytes, so the
+    rest is only unused memory, where seed 003's rule asks for the exact size)."""
     need = slot_num * slot_size
-    if size == need or (staged is not None and staged * slot_size <= size <= need):
+    if size == need or (staged is not None and staged * slot_size <= size <= need) or \
+            (spare_ok and size > need):
         return None
     what = (f"reserve_buffer {name!r} has {size} bytes but the pipe that uses it needs "
             f"SLOT_NUM * SLOT_SIZE = {slot_num} * {slot_size} = {need}")

@@ -163,4 +163,34 @@ def _put(v, out, shape) -> None:
     np.copyto(v, out.reshape(shape), casting="unsafe")
 
 
+def _relu_move(s: np.ndarray, d: np.ndarray) -> None:
+    """``d = max(convert(s), 0)``: the fixpipe's ReLU on a converting move (pto-isa's CPU
+    model: the element cast, then negatives set to zero)."""
+    d[...] = s
+    np.maximum(d, 0, out=d)
+
+
+def fixpipe_move(core, src: Tile, dst: Tile, s: np.ndarray, d: np.ndarray, relu_mode, pre_quant) -> None:
+    """The data of a TMOV whose ``ReluPreMode`` is NormalRelu or that has a pre-quant scalar
+    (pto-isa's ``TMOV<..., reluMode>(dst, src[, preQuantScalar])``, Acc -> Mat / Vec): the
+    fixpipe converts every column with the one quantisation word ``pre_quant`` (the format
+    of an fp tile's words), then applies the ReLU; without a word it casts.  Queued on
+    ``core`` like TMOV's plain copy; TMOV has checked the path and the shapes."""
+    if src.loc is not TileType.Acc:
+        raise _err(core, f"TMOV's ReLU and pre-quant scalar are the fixpipe's: they move an Acc tile, not "
+                         f"{src.describe()}", "move as it is (TMOV without relu_mode / pre_quant)")
+    relu = relu_mode is not None and _relu(core, "TMOV", relu_mode)
+    if pre_quant is None:
+        core.pending.append((_relu_move, s, d) if relu else (np.copyto, d, s, "unsafe"))
+        return
+    pairs = FP_CONVERTS[core.cluster.platform.id]
+    if d.dtype not in pairs.get(src.dtype, ()):
+        have = "; ".join(f"{a.name} -> {', '.join(b.name for b in bs)}" for a, bs in pairs.items())
+        raise _err(core, f"TMOV's scalar pre-quant does not convert {src.dtype.name} to {d.dtype.name} on "
+                         f"{platform_label(core.cluster.platform.id)} (the fixpipe's quantisation: {have})",
+                   "move the accumulator as it is (no pre-quant scalar), or pick one of these pairs")
+    word = np.full(s.shape[1], int(pre_quant) & 0xFFFFFFFFFFFFFFFF, FP_PARAM)
+    core.pending.append((_KERNEL, s, word, d, relu))
+
+
 __all__ = ["TEXTRACT_FP", "TINSERT_FP", "TMOV_FP", "TSTORE_FP"]

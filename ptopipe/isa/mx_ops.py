@@ -109,7 +109,10 @@ TGEMV_MX = _mx("TGEMV_MX", gemv=True)
 
 def TGET_SCALE_ADDR(dst: Tile, src: Tile, *events) -> Event:
     """Bind ``dst`` (ScaleLeft / ScaleRight) where the scales of ``src`` (Left / Right) live:
-    src's address >> 4 in the scale buffer (A5)."""
+    src's address >> 4 in the scale buffer (A5).  A Scaling ``dst`` is how ptoas spells that
+    scale view (its verifier wants ``loc=scaling`` of src's shape; pto-isa's
+    TGET_SCALE_ADDR_IMPL asks only for two tiles): it is bound at the same address, in its
+    own buffer, as the C++ ptoas writes types it."""
     core = current_core()
     _sync(events)
     platform = core.cluster.platform.id
@@ -118,10 +121,10 @@ def TGET_SCALE_ADDR(dst: Tile, src: Tile, *events) -> Event:
                          "A5 only)", "run the kernel on A5")
     arr(src, core, "TGET_SCALE_ADDR source")
     want = MX_SCALE_OF.get(src.loc)
-    if want is None or dst.loc is not want:
+    if want is None or dst.loc not in (want, TileType.Scaling):
         raise _err(core, f"TGET_SCALE_ADDR binds a ScaleLeft tile to a Left tile's scales or a ScaleRight tile "
                          f"to a Right tile's; got dst {dst.describe()}, src {src.describe()}",
-                   "pass (ScaleLeft, Left) or (ScaleRight, Right)")
+                   "pass (ScaleLeft, Left) or (ScaleRight, Right) (a .pto: a loc=scaling dst)")
     TASSIGN(dst, src.addr >> MX_SCALE_ADDR_SHIFT)
     _, end = core.issue(PipeUnit.S, core.costs.scalar_op, (), (), "TGET_SCALE_ADDR", None)
     return new_event(("TGET_SCALE_ADDR", core, end))

@@ -238,11 +238,14 @@ def _empty_move(core, pipe, tile: Tile, op: str, write: bool) -> Event:
     return new_event((op, core, end))
 
 
-def TMOV(dst: Tile, src: Tile, *events) -> Event:
+def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event:
     """Local move: L1->L0A/L0B (MTE1), L0C->L1 (FIX, may convert), UB->UB (V).
 
     The two tiles may differ in layout (ND <-> NZ ...): TMOV converts, the logical matrix is
-    kept (e.g. a Vec ND tile into a Vec NZ tile before a V2C TPUSH to an NZ Mat tile)."""
+    kept (e.g. a Vec ND tile into a Vec NZ tile before a V2C TPUSH to an NZ Mat tile).
+    From an Acc tile the fixpipe may also apply a ReLU (``relu_mode``, pto-isa's
+    ``ReluPreMode`` template parameter) and quantise with one word (``pre_quant``, pto-isa's
+    ``preQuantScalar``): :func:`ptopipe.isa.fixpipe.fixpipe_move`."""
     try:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
@@ -263,7 +266,11 @@ def TMOV(dst: Tile, src: Tile, *events) -> Event:
         if src.loc is not CONVERTS_FROM:
             raise _err(core, f"TMOV: dtypes differ ({src.dtype.name} -> {dst.dtype.name})",
                        "only Acc -> Mat converts; use TCVT on vector tiles")
-    core.pending.append((setitem, d, _ALL, s))        # Acc -> Mat converts (FIX)
+    if relu_mode is None and pre_quant is None:
+        core.pending.append((setitem, d, _ALL, s))    # Acc -> Mat converts (FIX)
+    else:
+        from .fixpipe import fixpipe_move         # (fixpipe imports this module)
+        fixpipe_move(core, src, dst, s, d, relu_mode, pre_quant)
     costs = core.costs
     cost = (costs.vector_op("TMOV", src.valid_rows, src.valid_cols, src.item) if pipe is _V
             else costs.move(src.sname, dst.sname, src.valid_rows * src.valid_cols * src.item))
@@ -286,8 +293,15 @@ def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *even
     if path is None or core.cluster.platform.id not in path[1]:
         here = [f"{a.value}->{b.value}" for (a, b), (_, on) in EXTRACT_PATHS.items()
                 if core.cluster.platform.id in on]
+        # pto-isa's TEXTRACT has no branch for such a pair: the call compiles to nothing and
+        # dst never receives the data; a TMOV of the pair, where there is one, moves it
+        move = (src.loc, dst.loc) in MOVES
         raise _err(core, f"TEXTRACT from {src.loc.value} to {dst.loc.value} is not a path on "
-                         f"{core.cluster.platform.name}", f"paths there: {', '.join(here)}")
+                         f"{core.cluster.platform.name}"
+                         + (" (pto-isa's TEXTRACT has no branch for it: the call would move nothing)"
+                            if move else ""),
+                   (f"move the whole tile with TMOV ({src.loc.value}->{dst.loc.value}); " if move else "")
+                   + f"TEXTRACT paths there: {', '.join(here)}")
     r, c = d.shape
     if index_row < 0 or index_col < 0 or index_row + r > s.shape[0] or index_col + c > s.shape[1]:
         raise _err(core, f"TEXTRACT block {r}x{c} at ({index_row}, {index_col}) is outside the "

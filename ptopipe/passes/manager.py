@@ -140,13 +140,16 @@ class PassContext:
     checks may assume (a run's arguments; VerifyPipes then counts loops of those trip counts);
     ``ranges``: declared ranges (name -> (lo, hi), inclusive) of the others, within which
     VerifyPipes proves them (else for every value >= 0); ``remarks``: what each pass did and
-    did not do, and why (:mod:`.remarks`)."""
+    did not do, and why (:mod:`.remarks`); ``as_ptoas``: the program is a ``.pto`` file,
+    judged by what ptoas and the device do with it rather than by the rules seed 003 sets
+    for the compiler's own output (a reserve larger than its ring is then no error)."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
     scalars: dict = field(default_factory=dict)
     ranges: dict = field(default_factory=dict)
     remarks: Remarks = field(default_factory=Remarks)
+    as_ptoas: bool = False
 
 
 def unverified_pipeline(passes=None) -> tuple:

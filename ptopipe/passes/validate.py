@@ -60,7 +60,7 @@ def run(program, ctx):
                                      "when it is registered), or write @pl.aic / @pl.aiv kernels")
         seen = {}
         for init in init_ops(f):
-            _check_init(f, init, plat, seen, depth)
+            _check_init(f, init, plat, seen, depth, getattr(ctx, "as_ptoas", False))
             _warn_counter_overflow(f, init, plat, protocol_model(ctx), getattr(ctx, "warnings", None))
     made = {c.callee: g_name for g_name, g in funcs.items()
             if g.kind is FunctionKind.Group for c in g.walk() if c.is_a(CallOp)}
@@ -69,7 +69,7 @@ def run(program, ctx):
     return program
 
 
-def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
+def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = False) -> None:
     if seed_dir(init) is None:
         raise error(f"DIR_MASK {init.dir_mask!r} is not a seed 003 direction", init,
                     "use DIR_C2V (1), DIR_V2C (2) or DIR_C2V | DIR_V2C (3)")
@@ -125,7 +125,7 @@ def _check_init(f, init, plat, seen: dict, depth: int | None) -> None:
                         "function that TPOPs from it")
         bad = None if gm_requested(init) else ring_size_problem(
             buf.buffer_name, buf.size, n, size,
-            init.local_slot_num if in_gm else None)   # explicit: staging only
+            init.local_slot_num if in_gm else None, spare_ok=as_ptoas)   # explicit: staging only
         if bad is not None:
             raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:

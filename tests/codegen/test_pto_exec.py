@@ -10,8 +10,10 @@ from hypothesis import given, settings, strategies as st
 
 import ptopipe
 from ptopipe.codegen.pto_exec import live_ranges, plan_layout, read_program, run_pto
+from ptopipe.codegen.pto_load import load_pto
 from ptopipe.codegen.pto_tree import parse_tree
-from ptopipe.errors import CompileError, ConfigError, DeadlockError, KernelError, ParseError, PtoPipeError
+from ptopipe.errors import (CompileError, ConfigError, DeadlockError, KernelError, MemoryConflictError, ParseError,
+                            PtoPipeError)
 
 
 def vec_t(r, c, d="f32", loc="vec"):
@@ -183,6 +185,11 @@ def test_unsupported_op_is_a_parse_error_naming_it_before_anything_runs():
         run_pto(text=text, inputs=dict(x=X, y=X))
     assert "unknown operation 'pto.tfrobnicate'" in e.value.what
     assert e.value.where == f"<pto>:{line_of(text, 'tfrobnicate')}:5"
+    sdma = vector_kernel(IO + "    %e = pto.test_async_event(%ev, %ss : !pto.async_event, !pto.async_session) -> i1\n"
+                         + STORE)
+    with pytest.raises(ParseError) as e:             # a ptoas op ptopipe does not model: why
+        run_pto(text=sdma, inputs=dict(x=X, y=X))
+    assert "pto.test_async_event is not supported: pto-comm's asynchronous DMA transfers" in e.value.what
 
 
 @pytest.mark.parametrize("indirect", [False, True])
@@ -242,7 +249,8 @@ def test_tgather_compare_form_runs_and_refuses_other_modes():
 def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
     """``pto.tmatmul.mx`` / ``.mx.acc`` as ptoas spells them are read and run; ptoas checks its
     scale tiles as ``loc=scaling`` tiles of the operand's shape (its MLIR has no e8m0 type),
-    which pto-isa's TMATMUL_MX refuses: the run reports it at the op's line."""
+    not the e8m0 scale tiles the MX unit reads (pto-isa's NPU TMATMUL_MX never reads its scale
+    operands): the run reports it at the op's line."""
     def tb(loc, d, r, c, bl="row_major", sl="none_box"):
         return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
                 f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
@@ -269,6 +277,84 @@ def test_ptoas_mx_matmul_runs_to_pto_isa_scale_rule():
             run_pto(text=text, platform="a5")
         assert "TMATMUL_MX: a_scale is Scaling" in e.value.what and "float8_e8m0" in e.value.what
         assert e.value.where == f"<pto>:{line_of(text, op + ' ins')}:5"
+
+
+def test_tget_scale_addr_binds_a_scaling_tile_as_ptoas_spells_the_scale_view():
+    """ptoas's tget_scale_addr writes the scales of a Right tile into a loc=scaling tile of
+    its shape; the view is bound at the operand's address >> 4 (a Mat destination stays
+    refused)."""
+    def tb(loc, d, r, c, bl, sl):
+        return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+                f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
+    rt = tb("right", "f8E5M2", 32, 32, "row_major", "col_major")
+
+    def kernel(loc, addr=4096):
+        view = tb(loc, "f16", 32, 32, "row_major", "row_major")
+        return f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c4096 = arith.constant {addr} : i64
+    %r = pto.alloc_tile addr = %c4096 : {rt}
+    %s = pto.alloc_tile : {view}
+    pto.tget_scale_addr ins(%r : {rt}) outs(%s : {view})
+    return
+  }}
+}}
+"""
+    run_pto(text=kernel("scaling"), platform="a5")
+    with pytest.raises(MemoryConflictError) as e:       # 0xc000 >> 4: the 2 KiB view overruns FB
+        run_pto(text=kernel("scaling", 0xC000), platform="a5")
+    assert "at AIC.FB[0xc00]" in e.value.what
+    with pytest.raises(KernelError) as e:
+        run_pto(text=kernel("mat"), platform="a5")
+    assert "TGET_SCALE_ADDR binds a ScaleLeft tile" in e.value.what
+
+
+def test_tmov_relu_and_the_generic_pre_quant_form_run_on_the_fixpipe():
+    """``pto.tmov`` of an accumulator with ``reluPreMode = normal_relu`` cuts below 0, and
+    ptoas's generic ``"pto.tmov"(%acc, %dst, %pre)`` quantises with the one word %pre."""
+    def tb(loc, d, r, c, bl, sl, fr=512):
+        return (f"!pto.tile_buf<loc={loc}, dtype={d}, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+                f"blayout={bl}, slayout={sl}, fractal={fr}, pad=0>")
+    mat = tb("mat", "f32", 16, 16, "col_major", "row_major")
+    q8 = tb("mat", "i8", 16, 16, "col_major", "row_major")
+    acc = tb("acc", "f32", 16, 16, "col_major", "row_major", 1024)
+    left, right = tb("left", "f32", 16, 16, "col_major", "row_major"), tb("right", "f32", 16, 16, "row_major", "col_major")
+    word = int(np.float32(0.5).view(np.uint32)) | (1 << 46)          # scale 0.5, signed bytes
+    pv = "!pto.partition_tensor_view<16x16x{}>"
+    text = f"""module {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %q: !pto.ptr<i8>) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %pre = arith.constant {word} : i64
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %qv = pto.make_tensor_view %q, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xi8>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> {pv.format("f32")}
+    %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> {pv.format("f32")}
+    %qp = pto.partition_view %qv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xi8> -> {pv.format("i8")}
+    %xm = pto.alloc_tile : {mat}
+    pto.tload ins(%xp : {pv.format("f32")}) outs(%xm : {mat})
+    %l = pto.alloc_tile : {left}
+    %r = pto.alloc_tile : {right}
+    pto.tmov ins(%xm : {mat}) outs(%l : {left})
+    pto.tmov ins(%xm : {mat}) outs(%r : {right})
+    %a = pto.alloc_tile : {acc}
+    pto.tmatmul ins(%l, %r : {left}, {right}) outs(%a : {acc})
+    %m = pto.alloc_tile : {mat}
+    pto.tmov ins(%a : {acc}) outs(%m : {mat}) {{reluPreMode = #pto<relu_pre_mode normal_relu>}}
+    pto.tstore ins(%m : {mat}) outs(%yp : {pv.format("f32")})
+    %m8 = pto.alloc_tile : {q8}
+    "pto.tmov"(%a, %m8, %pre) <{{operandSegmentSizes = array<i32: 1, 1, 0, 1>}}> : ({acc}, {q8}, i64) -> ()
+    pto.tstore ins(%m8 : {q8}) outs(%qp : {pv.format("i8")})
+    return
+  }}
+}}
+"""
+    x = np.random.default_rng(3).integers(-3, 4, (16, 16)).astype(np.float32)
+    r = run_pto(text=text, inputs=dict(x=x, y=np.zeros((16, 16), np.float32), q=np.zeros((16, 16), np.int8)))
+    np.testing.assert_array_equal(r.outputs["y"], np.maximum(x @ x, 0))
+    np.testing.assert_array_equal(r.outputs["q"], np.clip(np.rint((x @ x) * 0.5), -128, 127).astype(np.int8))
 
 
 def test_dense_constants_are_element_values():
@@ -374,15 +460,14 @@ def test_tmov_fp_into_ub_is_a5_only():
     plain = text.replace("pto.tmov.fp ins(%acc, %fp", "pto.tmov ins(%acc, %fp")     # ptoas's other spelling
     got = run_pto(text=plain.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
     np.testing.assert_array_equal(got, want)
-    for bad, what in ((plain.replace("%acc, %fp : ", "%acc, %q64 : ").replace(f", {fp})", ", i64)"),
-                       "scalar pre-quant form"),
-                      (plain.replace("%acc, %fp : ", "%acc : ").replace(f", {fp})", ")").replace(
-                          "outs(%v : " + vec + ")", "outs(%v : " + vec + ") {reluPreMode = #pto<relu_pre_mode normal_relu>}"),
-                       "reluPreMode normal_relu and no fp tile")):
-        bad = bad.replace("    %c0 = arith.constant 0 : index", "    %c0 = arith.constant 0 : index\n    %q64 = arith.constant 7 : i64")
-        with pytest.raises(ParseError) as e:
-            run_pto(text=bad.replace('"a3"', '"a5"'), inputs=inputs, platform="a5")
-        assert what in e.value.what, (what, e.value.what)
+    # the scalar pre-quant form: one word for every column (here each column's word), with
+    # and without the ReLU
+    scalar = plain.replace("%acc, %fp : ", "%acc, %q64 : ").replace(f", {fp})", ", i64)").replace(
+        "    %c0 = arith.constant 0 : index", f"    %c0 = arith.constant 0 : index\n    %q64 = arith.constant {int(q[0, 0])} : i64")
+    for form, relu in ((scalar, False), (scalar.replace("outs(%v : " + vec + ")", "outs(%v : " + vec + ") "
+                                                        "{reluPreMode = #pto<relu_pre_mode normal_relu>}"), True)):
+        got = run_pto(text=form.replace('"a3"', '"a5"'), inputs=inputs, platform="a5").outputs["y"].reshape(16, 16)
+        np.testing.assert_array_equal(got, np.maximum(want, 0) if relu else want)
     with pytest.raises(KernelError) as e:
         run_pto(text=text.replace('"a5"', '"a3"'), inputs=inputs, platform="a2a3")
     assert "TMOV_FP from Acc to Vec is not a path on A2A3" in e.value.what
@@ -866,6 +951,18 @@ def test_the_two_ends_of_a_pipe_naming_different_flag_ids_is_a_config_error_at_t
         run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
     assert "two ends name different FlagIDs" in e.value.what and "the Cube end FlagID 0" in e.value.what
     assert e.value.where.startswith(f"<pto>:{line_of(text, '%pipe = pto.initialize_l2g2l_pipe')}:")
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+def test_a_reserve_larger_than_the_ring_runs_as_ptoas_plans_it(arch):
+    """ptoas reserves the size the file gives and the TPipe uses its first SLOT_NUM x
+    SLOT_SIZE bytes: a larger reserve is unused memory, not an error."""
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    text = cube_vector_pair(1, arch).replace("size = 8192", "size = 16384")
+    r = run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    load_pto("<pto>", text=text)                    # the static passes (Validate) agree
 
 
 @pytest.mark.parametrize("arch", ["a3", "a5"])

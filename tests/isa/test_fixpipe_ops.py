@@ -153,3 +153,32 @@ def test_operand_checks(platform):
             cube(platform, body, a, b, words(16), {})
         assert words_ in e.value.what, (words_, e.value.what)
         assert "test_fixpipe_ops.py" in e.value.where
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_tmov_relu_and_pre_quant_scalar(platform):
+    """TMOV<..., NormalRelu>(dst, acc) casts and cuts below 0; TMOV(dst, acc, preQuantScalar)
+    converts every column with the one word (then the ReLU, as with an fp tile)."""
+    rng = np.random.default_rng(8)
+    a, b = operands(rng, np.float16)
+    acc = a.astype(np.float32) @ b.astype(np.float32)
+    w = word(0.5, offset=2)
+    one = np.full((1, 16), w, U64)
+
+    def body(acc_t, fp, o):
+        for name, dt, kw in (("relu", np.float32, dict(relu_mode=ReluPreMode.NormalRelu)),
+                             ("q", np.int8, dict(pre_quant=w)),
+                             ("qr", np.int8, dict(pre_quant=w, relu_mode=ReluPreMode.NormalRelu))):
+            m = Tile(TileType.Mat, dt, 16, 16, addr=8192 * (1 + len(name)))
+            TMOV(m, acc_t, **kw)
+            TSTORE(o[name], m)
+        with pytest.raises(KernelError, match="TMOV's ReLU and pre-quant scalar are the fixpipe's"):
+            TMOV(Tile(TileType.Left, np.float16, 16, 32, addr=0), Tile(TileType.Mat, np.float16, 16, 32, addr=0),
+                 relu_mode=ReluPreMode.NormalRelu)
+    got = cube(platform, body, a, b, words(16), dict(relu=np.zeros((16, 16), np.float32),
+                                                     q=np.zeros((16, 16), np.int8), qr=np.zeros((16, 16), np.int8)))
+    np.testing.assert_array_equal(got["relu"], np.maximum(acc, 0))
+    assert (acc < 0).any()
+    np.testing.assert_array_equal(got["q"], reference(acc, one, np.int8))
+    np.testing.assert_array_equal(got["qr"], reference(acc, one, np.int8, relu=True))
+    assert (got["q"] != got["qr"]).any()

@@ -202,3 +202,17 @@ def test_extract_scales_from_l1_block():
         TSTORE(gm["o"], c)
     got = run_mx("a5", body, a, wide[:, :2].copy(), b, sb, dict(W=wide, o=np.zeros((16, 16), F32)))
     np.testing.assert_array_equal(got["o"], golden(a, wide[:, 3:5], b, sb))
+
+
+def test_extract_into_the_fixpipe_buffer_is_refused_with_tmov_as_the_path():
+    """Mat -> Scaling (the fixpipe buffer, not an MX scale buffer) is no TEXTRACT path: pto-isa's
+    TEXTRACT has no branch for it and would move nothing; TMOV moves a tile there."""
+    rng = np.random.default_rng(7)
+    a, sa, b, sb = data(rng, float8_e4m3, float8_e4m3, k=64)
+
+    def body(la, ls, rb, rs, gm):
+        TEXTRACT(Tile(TileType.Scaling, float16, 1, 32, addr=0), Tile(TileType.Mat, float16, 16, 32, addr=0x9000))
+    with pytest.raises(KernelError) as e:
+        run_mx("a5", body, a, sa, b, sb)
+    assert "TEXTRACT from Mat to Scaling is not a path on a5" in e.value.what
+    assert "would move nothing" in e.value.what and e.value.fix.startswith("move the whole tile with TMOV")

@@ -924,6 +924,15 @@ def b4_vec(fifo, out):
     TFREE(pipe, TILE_LEFT_RIGHT)
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_b4_split_mismatch_says_where_the_device_tolerates_it(platform, no_hang):
+    """A2A3's GM ring holds the Cube's whole tile whatever its split (pto-isa's pushAcc2GMFiFo
+    takes none): the fix says the library runs the pair there; on A5 (UB rings) it does not."""
+    err = _raises(ProtocolError, b4_vec, "wrong-split", _producer(1, TILE_UP_DOWN, (0, 1)), b4_vec,
+                  platform=platform)
+    assert ("so pto-isa runs this" in err.fix) is (platform == "a2a3"), err.fix
+
+
 # B5: V2C: each AIV pushes an int16 tile bigger than SlotSize.
 def b5_cube(fifo):
     pipe = TPipe(0, DIR_V2C, 256, 2, peers=(0,))(fifo, 0, RING_L1)

@@ -63,7 +63,7 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
     for way, local_buf in ((Direction.DIR_C2V, c2v), (Direction.DIR_V2C, v2c)):
         if way in ways and isinstance(local_buf, Reserved):
             bad = ring_size_problem(local_buf.name, local_buf.size, n, slot_size,
-                                    staged=local if buf is not None else None)
+                                    staged=local if buf is not None else None, spare_ok=True)
             if bad is not None:
                 k = local_buf.size // slot_size
                 raise CompileError(bad[0], where=ex.where(s), fix=(

@@ -61,11 +61,25 @@ def _read_program(text: str, path: str) -> Program:
     return Program(path, funcs, arch, types)
 
 
+#: ptoas ops ptopipe knows but does not model, and why (the refusal says so)
+NOT_MODELLED = dict.fromkeys(
+    ("pto.build_async_session", "pto.tput_async", "pto.tget_async", "pto.wait_async_event",
+     "pto.test_async_event"),
+    ("pto-comm's asynchronous DMA transfers (BuildAsyncSession / TPUT_ASYNC / TGET_ASYNC / "
+     "WaitAsyncEvent) copy GM to another device's GM on the SDMA engine; ptopipe simulates the cores of "
+     "one cluster and has no DMA engine or other device to run them on",
+     "check the kernel without its transfers (move the data with TLOAD / TSTORE or run the transfer "
+     "on the host), or report it so it can be added"))
+
+
 def _check_ops(f: Func, funcs: dict, types: TypeReader) -> list:
     """Every op of ``f`` known and in a form the executor runs; its ``func.call`` statements
     (in order, their callees also appended to ``f.calls``)."""
     sites = []
     for s in walk(f.body):
+        if s.name in NOT_MODELLED:
+            why, fix = NOT_MODELLED[s.name]
+            raise types.err(f"{s.name} is not supported: {why}", s.tok, fix=fix)
         if s.name not in HANDLERS and catalogue_name(s.name) is None:
             raise types.err(f"unknown operation {s.name!r}: ptopipe does not support it", s.tok,
                             fix="rewrite it with supported ops, or report it so it can be added "

@@ -125,18 +125,43 @@ _FP_OPS = ("TMOV_FP", "TEXTRACT_FP", "TINSERT_FP", "TSTORE_FP")
 
 def _tmov_form(ex, s: Stmt, srcs: list) -> str:
     """The instruction a ``pto.tmov`` is: with a Scaling (fp) tile after its source, TMOV_FP
-    (ptoas lowers it so); its scalar pre-quant form and a ReLU on a plain move are refused at
-    the op rather than run as a plain move."""
+    (ptoas lowers it so); with a scalar there (ptoas's generic form ``"pto.tmov"(%src, %dst,
+    %pre)``), TMOV with that pre-quant word, which :func:`_tmov_scalar` takes out of
+    ``srcs``; else TMOV.  The ReLU (``reluPreMode``) is a keyword of either
+    (:func:`_attr_kwargs`)."""
     if len(srcs) > 1:
-        if isinstance(srcs[1], isa.Tile) and srcs[1].loc is isa.TileType.Scaling:
-            return "TMOV_FP"
-        raise ex.perr(s.tok, "pto.tmov's scalar pre-quant form (ins(%src, %scalar : ..., i64)) is not supported",
-                      "quantise with an fp tile (pto.tmov.fp) or move as it is")
-    v = s.attr("reluPreMode")
-    if v and "normal_relu" in "".join(t.text for t in v):
-        raise ex.perr(v[0], "pto.tmov with reluPreMode normal_relu and no fp tile is not supported",
-                      "move as it is and apply TRELU on the vector side, or use pto.tmov.fp")
+        if isinstance(srcs[1], isa.Tile):
+            if srcs[1].loc is isa.TileType.Scaling:
+                return "TMOV_FP"
+            raise ex.perr(s.tok, f"pto.tmov's second operand is {srcs[1].describe()}: ptoas takes an fp tile "
+                                 "(loc=scaling) or a pre-quant scalar (i64) there",
+                          "pass the quantisation words as a loc=scaling tile, or one word as an i64")
     return "TMOV"
+
+
+def _generic_tmov(ex, s: Stmt) -> tuple:
+    """``(ins, outs)`` value tokens of ``"pto.tmov"(%src, %dst, [%fp], [%pre]) <{operandSegmentSizes
+    = array<i32: 1, 1, f, p>}>``, MLIR's generic form (the operand order of ptoas's TMovOp:
+    src, dst, fp, preQuantScalar)."""
+    segs = [int(n) for n in re.findall(r"\d+", "".join(t.text + " " for t in s.attr("operandSegmentSizes"))
+                                                 .split(":", 1)[-1])]
+    vals = s.values()
+    if len(segs) != 4 or segs[:2] != [1, 1] or sum(segs) != len(vals):
+        raise ex.perr(s.tok, f"{s.name}'s operandSegmentSizes {segs} do not give its {len(vals)} operands as "
+                             "src, dst, fp, preQuantScalar", "write the op as ptoas prints it")
+    return [vals[0]] + vals[2:], [vals[1]]
+
+
+def _tmov_scalar(ex, s: Stmt, srcs: list) -> dict:
+    """``{"pre_quant": word}`` of a TMOV with a pre-quant scalar after its source (removed
+    from ``srcs``: pto-isa's ``TMOV(dst, src, preQuantScalar)``), else ``{}``."""
+    if len(srcs) < 2 or isinstance(srcs[1], isa.Tile):
+        return {}
+    word = srcs.pop(1)
+    if isinstance(word, bool) or not isinstance(word, (int, np.integer)):
+        raise ex.perr(s.tok, f"pto.tmov's pre-quant scalar is {word!r}, not an integer",
+                      "pass the quantisation word as an i64 value")
+    return {"pre_quant": int(word)}
 
 
 def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
@@ -164,7 +189,7 @@ def _attr_kwargs(ex, s: Stmt, name: str | None = None) -> dict:
     v = s.attr("exhausted") if s.name == "pto.tmrgsort" else None    # stop when a list runs out
     if v:
         out["exhausted"] = v[0].text == "true"
-    v = s.attr("reluPreMode") if name in _FP_OPS else None      # the fixpipe's ReLU
+    v = s.attr("reluPreMode") if name in _FP_OPS or name == "TMOV" else None    # the fixpipe's ReLU
     if v:
         m = re.search(r"(no_relu|normal_relu)", "".join(t.text + " " for t in v))
         if m is None:
@@ -219,13 +244,17 @@ def op_catalogue(ex, fr, s):
     """``pto.tX ins(srcs...) outs(dsts...)`` -> ``isa.TX(*dsts, *srcs, *attrs)``."""
     name = catalogue_name(s.name)
     ins, outs = s.group("ins"), s.group("outs")
+    if outs is None and ins is None and name == "TMOV" and s.attr("operandSegmentSizes"):
+        ins, outs = _generic_tmov(ex, s)
     if outs is None:
         raise ex.perr(s.tok, f"{s.name} needs outs(...)", "write pto.tX ins(...) outs(%dst : type)")
     dsts = [ex.val(fr, t) for t in s.values(outs)]
     dsts = [d.executed() if isinstance(d, Elements) else d for d in dsts]   # TMRGSORT's counts
     srcs = [ex.val(fr, t) for t in (s.values(ins) if ins else [])]
+    quant = {}
     if name == "TMOV":
         name = _tmov_form(ex, s, srcs)
+        quant = _tmov_scalar(ex, s, srcs) if name == "TMOV" else {}
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
@@ -245,7 +274,7 @@ def op_catalogue(ex, fr, s):
     else:
         if name.startswith("TFILLPAD") and id(operands[0]) in ex.pad_of:
             operands.append(ex.pad_of[id(operands[0])])     # pto-isa: the destination type's PadValue
-        out = getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s, name))
+        out = getattr(isa, name)(*operands, *_attr_args(ex, s), **_attr_kwargs(ex, s, name), **quant)
     for t in dsts:
         ex.written.wrote(t)
     return out

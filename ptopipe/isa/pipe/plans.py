@@ -165,7 +165,10 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
             f"split {TileSplitAxis(psplit).name} ({producer}'s TPUSH at {slot.push_loc}, slot {slot.tag} of "
             f"{ch.name})",
             where=where, details=f"TPUSH at {slot.push_loc}\n{op} at {where}",
-            fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis")
+            fix="the producer's TPUSH and the consumer's TPOP must use the same TileSplitAxis"
+                + (" (a C2V ring in GM, as on A2A3, holds the Cube's whole tile whatever its split and "
+                   "each Vector core reads its part, so pto-isa runs this; on A5 the Cube's split decides "
+                   "which Vector core receives which part)" if ch.way == C2V and ch.in_gm else ""))
     if vrow * vcol == 0:
         ok = True                   # the lane-1 replay: reads nothing
     elif ch.way == C2V:
