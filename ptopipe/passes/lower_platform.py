@@ -87,11 +87,13 @@ def run(program, ctx):
                 init.gm_slot_buffer = param
                 if not old.results[0].uses:
                     old.erase()
+                how = (f"give the init a gm_slot_buffer operand (a !pto.ptr parameter of {need} bytes), "
+                       "or run the file with --platform a5" if ctx.as_ptoas else
+                       f"the kernel now takes a parameter {param.name!r} of {need} bytes - pass "
+                       f"{param.name}=ptopipe.gm_buffer({need}) when running it")
                 ctx.warnings.append(
                     f"{init.loc}: {plat.name}: {f.sym_name!r} initialises its pipe "
-                    f"with no GM_SLOT_BUFFER, but {plat.name} rings live in GM: the kernel now "
-                    f"takes a parameter {param.name!r} of {need} bytes - pass "
-                    f"{param.name}=ptopipe.gm_buffer({need}) when running it")
+                    f"with no GM_SLOT_BUFFER, but {plat.name} rings live in GM: {how}")
     if gm_bytes:
         kernels = {f.sym_name: f for f in functions(program)}
         for f in functions(program):

@@ -990,3 +990,12 @@ def test_an_a5_file_run_on_a2a3_is_told_its_init_lacks_the_gm_ring():
     assert e.where.startswith(f"both_ways_a5.pto:{line}:"), e.where
     assert "names no gm_slot_buffer, but on a2a3 every ring lives in GM" in e.what
     assert "--platform a5" in e.fix and "gm_slot_buffer operand" in e.fix
+
+
+def test_the_check_of_an_a5_file_on_a2a3_warns_in_the_files_own_terms(capsys):
+    from ptopipe.cli import main
+    path = pathlib.Path(__file__).resolve().parents[1] / "pto" / "both_ways_a5.pto"
+    assert main(["check", str(path), "--platform", "a2a3", "--schedules", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "rings live in GM: give the init a gm_slot_buffer operand" in err and "ptopipe.gm_buffer" not in err
+    assert "error: ConfigError: pto.aic_initialize_pipe names no gm_slot_buffer" in err
