@@ -942,9 +942,8 @@ _DEFS = (
     OpDef("TSTORE", "store", None, dsl="store", doc="tile -> GM (TSTORE)"),
     OpDef("TMOV", "move", None, cost=_S1, dsl="move", doc="local move (TMOV)"),
     OpDef("TEXTRACT", "extract", PipeUnit.MTE1, dsl="extract",
-          doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec; A5 also Mat -> ScaleLeft / ScaleRight, "
-              "Acc -> Mat / Vec, "
-              "Vec -> Mat (EXTRACT_PATHS)"),
+          doc="block of a tile (TEXTRACT): Mat -> Left / Right, Vec -> Vec, Acc -> Mat; A5 also Mat -> ScaleLeft / "
+              "ScaleRight, Acc -> Vec, Vec -> Mat (EXTRACT_PATHS)"),
     OpDef("TMOV_FP", "move_fp", PipeUnit.FIX, quantize_fp,
           doc="Acc -> Mat (A5 also Vec) converting per column with a Scaling tile's uint64 quant words "
               "(TMOV_FP)"),
@@ -1190,11 +1189,13 @@ INSERT_PATHS = {(TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
 #: what TINSERT Acc -> Mat converts (accumulator dtype -> destination dtypes), per platform
 INSERT_CONVERTS = {_A2A3: {dt.float32: (dt.float16, dt.bfloat16)},
                    _A5: {dt.float32: (dt.float16, dt.bfloat16, dt.float32), dt.int32: (dt.int32,)}}
-#: the data paths of TEXTRACT (pto-isa's ISA page): (source, destination) -> (pipe, platform ids)
+#: the data paths of TEXTRACT (pto-isa's ISA page and its TEXTRACT_TILE_IMPL per platform - the
+#: A2A3 one also takes Acc -> Mat, through the fixpipe, which its page does not list):
+#: (source, destination) -> (pipe, platform ids)
 EXTRACT_PATHS = {(TileType.Mat, TileType.Left): (PipeUnit.MTE1, (_A2A3, _A5)),
                  (TileType.Mat, TileType.Right): (PipeUnit.MTE1, (_A2A3, _A5)),
                  (TileType.Vec, TileType.Vec): (PipeUnit.V, (_A2A3, _A5)),
-                 (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A5,)),
+                 (TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5)),
                  (TileType.Acc, TileType.Vec): (PipeUnit.FIX, (_A5,)),
                  (TileType.Vec, TileType.Mat): (PipeUnit.MTE3, (_A5,)),
                  (TileType.Mat, TileType.ScaleLeft): (PipeUnit.MTE1, (_A5,)),

@@ -281,7 +281,7 @@ def TMOV(dst: Tile, src: Tile, *events, relu_mode=None, pre_quant=None) -> Event
 
 def TEXTRACT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *events) -> Event:
     """Copy the block of ``src`` starting at (row, col) into ``dst``: Mat -> Left / Right
-    (MTE1), Vec -> Vec (V); on A5 also Acc -> Mat / Vec (FIX) and Vec -> Mat
+    (MTE1), Vec -> Vec (V), Acc -> Mat (FIX); on A5 also Acc -> Vec (FIX) and Vec -> Mat
     (:data:`~ptopipe.arch.catalogue.EXTRACT_PATHS`)."""
     core = current_core()
     if events:

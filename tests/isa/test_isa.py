@@ -204,6 +204,34 @@ def test_textract_takes_a_k_slice():
     np.testing.assert_array_equal(res["c"], a[:, 32:] @ b)
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_textract_takes_a_block_of_the_accumulator_into_l1(platform):
+    """Acc -> Mat through the fixpipe, converting f32 to f16: pto-isa's TEXTRACT has this
+    path on both platforms (A2A3's TEXTRACT_TILE_IMPL too, though its ISA page lists Left /
+    Right only)."""
+    rng = np.random.default_rng(8)
+    a = rng.integers(-5, 6, (32, 16)).astype(np.float32)
+    b = rng.integers(-5, 6, (16, 32)).astype(np.float32)
+
+    def k(a, b, c):
+        a_l1 = Tile(TileType.Mat, float32, 32, 16, addr=0x0)
+        b_l1 = Tile(TileType.Mat, float32, 16, 32, addr=0x2000)
+        a_l0 = Tile(TileType.Left, float32, 32, 16, addr=0x0)
+        b_l0 = Tile(TileType.Right, float32, 16, 32, addr=0x0)
+        acc = Tile(TileType.Acc, float32, 32, 32, addr=0x0)
+        blk = Tile(TileType.Mat, float16, 16, 16, addr=0x4000)
+        TLOAD(a_l1, a)
+        TLOAD(b_l1, b)
+        TMOV(a_l0, a_l1)
+        TMOV(b_l0, b_l1)
+        TMATMUL(acc, a_l0, b_l0)
+        TEXTRACT(blk, acc, 16, 16)
+        TSTORE(c, blk)
+
+    res = ptopipe.run(k, None, dict(a=a, b=b, c=np.zeros((16, 16), np.float16)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["c"], (a @ b)[16:, 16:].astype(np.float16))
+
+
 # --- vector numerics -----------------------------------------------------------------------
 X = np.random.default_rng(5).uniform(-4, 4, (16, 32)).astype(np.float32)
 Y = np.random.default_rng(6).uniform(0.5, 4, (16, 32)).astype(np.float32)
