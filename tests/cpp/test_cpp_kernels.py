@@ -110,16 +110,18 @@ CORRECT = [("c2v_add.cpp", _c2v, {}), ("c2v_left_right.cpp", _c2v, {}), ("gm_slo
            ("events_vec.cpp", _events, {"aiv": "vec_kernel", "sync": "manual"}), ("tmpipe_c2v.cpp", _tmpipe, {})]
 
 
-#: every platform x protocol with PTOPIPE_CPP_FULL=1; by default each correct kernel on
-#: A2A3 / spec and A5 / pto-isa (the two ends: the suite's CPU budget)
-TARGETS = ([(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
-           if os.environ.get("PTOPIPE_CPP_FULL") == "1" else [("a2a3", "spec"), ("a5", "pto-isa")])
+#: every correct kernel on every platform x protocol with PTOPIPE_CPP_FULL=1; by default each
+#: on one of the two ends, A2A3 / spec and A5 / pto-isa, alternately (a C++ build per kernel and
+#: platform: the suite's CPU budget)
+_ENDS = [("a2a3", "spec"), ("a5", "pto-isa")]
+CORRECT_RUNS = [pytest.param(name, make, opts, p, q, id=f"{name}{'-manual' if opts.get('sync') else ''}-{p}-{q}")
+                for k, (name, make, opts) in enumerate(CORRECT)
+                for p, q in ([(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+                             if os.environ.get("PTOPIPE_CPP_FULL") == "1" else [_ENDS[k % 2]])]
 
 
 @needs_cxx
-@pytest.mark.parametrize("platform,protocol", TARGETS)
-@pytest.mark.parametrize("name,make,opts", CORRECT, ids=[f"{c[0]}{'-manual' if c[2].get('sync') else ''}"
-                                                          for c in CORRECT])
+@pytest.mark.parametrize("name,make,opts,platform,protocol", CORRECT_RUNS)
 def test_a_correct_kernel_matches_numpy(cpp_cache, platform, protocol, name, make, opts):
     if name == "tmpipe_c2v.cpp" and (platform, protocol) == ("a5", "pto-isa"):
         pytest.skip("pto-isa's A5 double free of a GM ring slot: test_tmpipe_double_free_on_a5_pto_isa")
