@@ -16,12 +16,22 @@ def compiled_package():
     compileall.compile_dir(str(pathlib.Path(__file__).resolve().parents[1] / "ptopipe"), quiet=1)
 
 
-def pytest_collection_finish(session):
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
     """The collected tests (thousands of items, their parameters and the modules they come
-    from) live to the end of the session: moved to the collector's permanent generation, so
-    that the full collections the tests' runs trigger do not rescan them every time."""
-    gc.collect()
-    gc.freeze()
+    from) live to the end of the session: they are collected with the garbage collector
+    paused (its collections would only rescan them as they grow) and then moved to its
+    permanent generation, so that the full collections the tests' runs trigger do not
+    rescan them every time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture
