@@ -259,11 +259,11 @@ def test_unnamed_kernels_are_a_config_error_naming_the_functions(tmp_path):
     assert "--aic NAME --aiv NAME" in ei.value.fix and "first" in ei.value.fix
 
 
-def test_the_include_directory_holds_the_headers():
+def test_the_include_directory_holds_the_headers(capsys):
+    from ptopipe.cli import main as cli_main
     assert os.path.isfile(os.path.join(include_dir(), "pto", "pto-inst.hpp"))
-    out = subprocess.run([sys.executable, "-m", "ptopipe.cli", "--include"], capture_output=True, text=True,
-                         cwd=ROOT)
-    assert out.returncode == 0 and out.stdout.strip() == include_dir()
+    assert cli_main(["--include"]) == 0
+    assert capsys.readouterr().out.strip() == include_dir()
 
 
 def _cli(argv, cwd):
