@@ -272,6 +272,16 @@ def _cli(argv, cwd):
                           cwd=cwd, env=env)
 
 
+def _cli_here(argv, cwd, capfd, monkeypatch):
+    """:func:`_cli` run by ``ptopipe.cli.main`` in this process (the kernel still runs in a
+    forked child, whose output ``capfd`` takes with this process's): a Python start-up less."""
+    from ptopipe.cli import main as cli_main
+    monkeypatch.chdir(cwd)
+    code = cli_main([str(a) for a in argv])
+    out = capfd.readouterr()
+    return subprocess.CompletedProcess(argv, code, out.out, out.err)
+
+
 def _save_inputs(tmp_path) -> list:
     argv = []
     for k, v in c2v_args().items():
@@ -292,11 +302,12 @@ def test_cli_run_of_a_cpp_file_writes_its_outputs(cpp_cache, tmp_path):
 
 
 @needs_cxx
-def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache, tmp_path):
+def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache, tmp_path, capfd, monkeypatch):
     argv = _save_inputs(tmp_path)
-    ok = _cli(["check", kernel("c2v_add.cpp"), *argv, "--schedules", "3"], tmp_path)
+    ok = _cli_here(["check", kernel("c2v_add.cpp"), *argv, "--schedules", "3"], tmp_path, capfd, monkeypatch)
     assert ok.returncode == 0 and "3 explored schedules" in ok.stdout, ok.stdout + ok.stderr
-    bad = _cli(["check", kernel("c2v_wrong_split.cpp"), *argv, "--schedules", "3", "--json"], tmp_path)
+    bad = _cli_here(["check", kernel("c2v_wrong_split.cpp"), *argv, "--schedules", "3", "--json"], tmp_path,
+                    capfd, monkeypatch)
     assert bad.returncode == 1
     import json
     (rep,) = json.loads(bad.stdout)
@@ -305,10 +316,10 @@ def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache,
 
 
 @needs_cxx
-def test_cli_trace_of_a_cpp_file_writes_its_timeline(cpp_cache, tmp_path):
+def test_cli_trace_of_a_cpp_file_writes_its_timeline(cpp_cache, tmp_path, capfd, monkeypatch):
     argv = _save_inputs(tmp_path)
     out = tmp_path / "t.json"
-    r = _cli(["trace", kernel("c2v_add.cpp"), *argv, "-o", str(out)], tmp_path)
+    r = _cli_here(["trace", kernel("c2v_add.cpp"), *argv, "-o", str(out)], tmp_path, capfd, monkeypatch)
     assert r.returncode == 0, r.stderr
     assert "wrote" in r.stdout and "cycles" in r.stdout
     import json
