@@ -16,8 +16,6 @@ RANK = {"errors": -1, "_startup": -1, "arch": 0, "protocol": 0.5, "sim": 1, "isa
         "codegen": 4.5, "cpp": 4.6, "runtime": 4.75, "driver": 4.9, "report": 5, "mutate": 5.5, "cli": 6}
 
 
-
-
 def _imports(path: pathlib.Path):
     """(line, target subpackage) of every ptopipe import in ``path`` (incl. lazy ones)."""
     rel = path.relative_to(PKG).with_suffix("").parts

@@ -15,8 +15,6 @@ from package_trees import module_tree, released  # noqa: F401  (released: the tr
 PKG = pathlib.Path(ptopipe.__file__).parent
 
 
-
-
 def _globals_rebound(path: pathlib.Path):
     for node in ast.walk(module_tree(path) if path.is_relative_to(PKG) else ast.parse(path.read_text())):
         if isinstance(node, ast.Global):
