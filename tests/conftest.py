@@ -1,4 +1,5 @@
 """Shared fixtures of the test suite."""
+import gc
 import pathlib
 import signal
 
@@ -13,6 +14,24 @@ def compiled_package():
     which (under PYTHONDONTWRITEBYTECODE, as CI sets it) would each compile every module."""
     import compileall
     compileall.compile_dir(str(pathlib.Path(__file__).resolve().parents[1] / "ptopipe"), quiet=1)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """The collected tests (thousands of items, their parameters and the modules they come
+    from) live to the end of the session: they are collected with the garbage collector
+    paused (its collections would only rescan them as they grow) and then moved to its
+    permanent generation, so that the full collections the tests' runs trigger do not
+    rescan them every time."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture

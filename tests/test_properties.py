@@ -8,8 +8,10 @@ and the checkers never change the data of a clean kernel.
 * ``GlobalTensor.matrix`` (row-grid slices, cached per address) vs a generic strided view
   of the same bytes, reading and writing, random shapes / strides / offsets / dtypes;
 * the same kernel run twice (and three times) in one process: identical outputs and trace;
-* every reference scenario and DSL example, both platforms, both protocols: identical
-  outputs with the checkers on and off, equal to the numpy golden.
+* every reference scenario and DSL example variant: identical outputs with the checkers on
+  and off, equal to the numpy golden - on one platform / protocol pair per variant, rotated
+  so that every pair runs on some variants (:func:`configs.rotated`; PTOPIPE_FULL=1: every
+  variant on every pair).
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ from ptopipe.isa import (TADD, TADDS, TASSIGN, TLOAD, TMOV, TMULS, TSTORE, Globa
 from ptopipe.isa import ops
 from ptopipe.sim import Cluster
 from ptopipe.sim.memory import Memory
+
+from configs import rotated
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 PROPS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -256,12 +260,11 @@ SMALL = {"s2_cv_nosplit": {"M": 64}, "s7_long_stream": {"tiles": 40}}
 
 
 def _small_variants():
-    out = []
-    for f in _scenario_files():
-        for sc in load_scenarios(f):
-            for v in sc.variants:
-                out.append(pytest.param(sc, v, id=f"{sc.name}[{v}]"))
-    return out
+    """``(scenario, variant, platform, protocol)`` of every variant, on the pairs
+    :func:`configs.rotated` picks."""
+    cases = [(sc, v) for f in _scenario_files() for sc in load_scenarios(f) for v in sc.variants]
+    return [pytest.param(sc, v, platform, protocol, id=f"{sc.name}[{v}]-{platform}-{protocol}")
+            for sc, v, platform, protocol in rotated(cases)]
 
 
 def _run(sc, variant, platform, protocol, **kw):
@@ -309,9 +312,7 @@ def test_objects_reused_by_a_second_run_see_that_runs_data(platform):
 
 
 # -- checkers on / off ------------------------------------------------------------------------------
-@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
-@pytest.mark.parametrize("sc,variant", _small_variants())
+@pytest.mark.parametrize("sc,variant,platform,protocol", _small_variants())
 def test_checkers_on_and_off_give_identical_data(sc, variant, platform, protocol):
     on, expected = _run(sc, variant, platform, protocol, checks=True)
     off, _ = _run(sc, variant, platform, protocol, checks=False)

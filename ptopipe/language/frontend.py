@@ -5,7 +5,9 @@ verified ``pl.program`` op, resolving ``import_peer_buffer`` peers), and ``pl.pa
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import os
 import textwrap
 
 from ..arch.vocab import TileSplitAxis
@@ -54,13 +56,18 @@ def _namespace(fn) -> dict:
     return ns
 
 
-def parse_function(fn, kind: FunctionKind) -> Operation:
-    """Parse the live Python function ``fn`` into a ``pl.func`` op of ``kind``."""
+def _name(fn) -> str:
+    """The name of function (or code object) ``fn``."""
+    return getattr(fn, "__name__", None) or getattr(fn, "co_name", None) or repr(fn)
+
+
+def _definition(fn) -> tuple:
+    """``(file, first line, indent, syntax tree)`` of the ``def`` of function ``fn``."""
     try:
         lines, start = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or "<unknown>"
     except (OSError, TypeError):
-        raise CompileError(f"cannot read the source of {getattr(fn, '__name__', fn)!r}",
+        raise CompileError(f"cannot read the source of {_name(fn)!r}",
                            fix="define kernels in a .py file (pl needs their source)") from None
     first = lines[0]
     indent = len(first) - len(first.lstrip())
@@ -70,9 +77,38 @@ def parse_function(fn, kind: FunctionKind) -> Operation:
     except SyntaxError as e:
         raise CompileError(f"syntax error: {e.msg}", where=f"{file}:{(e.lineno or 1) + start - 1}")
     fdef = next((n for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    src = Source(file, start - 1, indent)
     if fdef is None:
-        raise CompileError(f"no function definition found for {fn!r}", where=f"{file}:{start}")
+        raise CompileError(f"no function definition found for {_name(fn)!r}", where=f"{file}:{start}")
+    return file, start, indent, fdef
+
+
+@functools.lru_cache(maxsize=512)
+def _code_definition(code, file: str, line: int, stamp: tuple) -> tuple:
+    """:func:`_definition` of the functions made from ``code`` (a kernel built by a factory
+    is a new function of the same code each time it is built, and reading its source -
+    finding the end of its block - costs as much as parsing it).  The key has the file, the
+    line and the file's (mtime, size) - what ``linecache`` checks - as well: equal code
+    objects may come from two files, or from one file before and after an edit that changed
+    only an annotation.  The tree is only read."""
+    return _definition(code)
+
+
+def _cached_definition(fn) -> tuple:
+    """:func:`_definition` of ``fn``, from :func:`_code_definition` when its file is there."""
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__"):      # (inspect reads what it wraps)
+        return _definition(fn)
+    try:
+        st = os.stat(code.co_filename)
+    except (OSError, ValueError):
+        return _definition(fn)
+    return _code_definition(code, code.co_filename, code.co_firstlineno, (st.st_mtime_ns, st.st_size))
+
+
+def parse_function(fn, kind: FunctionKind) -> Operation:
+    """Parse the live Python function ``fn`` into a ``pl.func`` op of ``kind``."""
+    file, start, indent, fdef = _cached_definition(fn)
+    src = Source(file, start - 1, indent)
     if isinstance(fdef, ast.AsyncFunctionDef):
         raise error(src, fdef, "kernels cannot be async", "remove `async`")
     return FunctionParser(fdef, kind, _namespace(fn), src,

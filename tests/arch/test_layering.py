@@ -6,27 +6,21 @@ what the commands do with all of them, for the command line and for the sweeps a
 runs above it), and the IR
 never imports the instruction layer (it takes its vocabulary from arch)."""
 import ast
-import functools
 import pathlib
 
 import ptopipe
+from package_trees import module_tree, released  # noqa: F401  (released: the trees go with this module)
 
 PKG = pathlib.Path(ptopipe.__file__).parent
 RANK = {"errors": -1, "_startup": -1, "arch": 0, "protocol": 0.5, "sim": 1, "isa": 2, "ir": 3, "language": 4, "passes": 4.25,
         "codegen": 4.5, "cpp": 4.6, "runtime": 4.75, "driver": 4.9, "report": 5, "mutate": 5.5, "cli": 6}
 
 
-@functools.lru_cache(maxsize=None)
-def _tree(path: pathlib.Path):
-    """The syntax tree of a module file (parsed once for every test of this file)."""
-    return ast.parse(path.read_text(), str(path))
-
-
 def _imports(path: pathlib.Path):
     """(line, target subpackage) of every ptopipe import in ``path`` (incl. lazy ones)."""
     rel = path.relative_to(PKG).with_suffix("").parts
     here = list(rel[:-1]) if rel[-1] != "__init__" else list(rel[:-1])
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(module_tree(path)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = here[:len(here) - (node.level - 1)] if node.level > 1 else list(here)
@@ -95,7 +89,7 @@ def _private_imports(path: pathlib.Path, source: str | None = None):
     module by the module at ``path`` (its text: ``source``, else the file's)."""
     rel = path.relative_to(PKG).with_suffix("").parts
     here = list(rel[:-1])
-    tree = _tree(path) if source is None else ast.parse(source, str(path))
+    tree = module_tree(path) if source is None else ast.parse(source, str(path))
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom):
             continue

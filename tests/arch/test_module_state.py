@@ -10,18 +10,13 @@ import functools
 import pathlib
 
 import ptopipe
+from package_trees import module_tree, released  # noqa: F401  (released: the trees go with this module)
 
 PKG = pathlib.Path(ptopipe.__file__).parent
 
 
-@functools.lru_cache(maxsize=None)
-def _tree(path: pathlib.Path):
-    """The syntax tree of a module file (parsed once for every test of this file)."""
-    return ast.parse(path.read_text(), str(path))
-
-
 def _globals_rebound(path: pathlib.Path):
-    for node in ast.walk(_tree(path) if path.is_relative_to(PKG) else ast.parse(path.read_text())):
+    for node in ast.walk(module_tree(path) if path.is_relative_to(PKG) else ast.parse(path.read_text())):
         if isinstance(node, ast.Global):
             yield node.lineno, ", ".join(node.names)
 
@@ -73,7 +68,7 @@ def _globals_mutated(path: pathlib.Path, source: str | None = None):
     """(line, name) of every write, inside a function, into a dict / list / set that is a
     global of the module at ``path`` (its text: ``source``, else the file's): an item set
     or deleted, or a mutating method called on it."""
-    tree = _tree(path) if source is None else ast.parse(source, str(path))
+    tree = module_tree(path) if source is None else ast.parse(source, str(path))
     names = _mutable_globals(tree)
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):

@@ -6,8 +6,6 @@ ISA share one matmul accumulator rule."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -180,7 +178,8 @@ def test_failing_queued_work_does_not_replace_a_deadlock():
     assert "applying the queued data work failed" in ei.value.details and "late" in str(ei.value)
 
 
-def test_check_reports_a_bad_op_instead_of_aborting(tmp_path):
+def test_check_reports_a_bad_op_instead_of_aborting(tmp_path, capsys):
+    from ptopipe.cli import main as cli_main
     src = tmp_path / "bad_exp.py"
     src.write_text(
         "import numpy as np\n"
@@ -194,11 +193,10 @@ def test_check_reports_a_bad_op_instead_of_aborting(tmp_path):
         "SCENARIO = ptopipe.Scenario('bad_exp', None, (vec, None),\n"
         "    lambda rng: dict(out=np.zeros((16, 16), np.int32)),\n"
         "    lambda args: {'out': np.exp(np.full((16, 16), 2.0))})\n")
-    out = subprocess.run([sys.executable, "-m", "ptopipe.cli", "check", str(src)],
-                         capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": ROOT})
-    text = out.stdout + out.stderr
-    assert out.returncode != 0
+    code = cli_main(["check", str(src)])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code != 0
     assert "Traceback" not in text
     assert "TEXP works on float tiles, not int32" in text and "bad_exp.py:7" in text
 

@@ -15,6 +15,7 @@ from ptopipe.passes import expand_mixed
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import kernels
 
+from configs import rotated
 from markers import line_of
 
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
@@ -135,9 +136,10 @@ def scratch_reused(direction, split=pl.TILE_UP_DOWN):
     return pl.program(k)
 
 
-@pytest.mark.parametrize("platform,protocol", COMBOS)
-@pytest.mark.parametrize("split", [pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT, pl.TILE_NO_SPLIT])
-@pytest.mark.parametrize("direction", ["c2v", "v2c"])
+# each direction and split on one platform / protocol pair, rotated (configs.rotated;
+# PTOPIPE_FULL=1: on every pair)
+@pytest.mark.parametrize("direction,split,platform,protocol", rotated(
+    [(d, s) for d in ("c2v", "v2c") for s in (pl.TILE_UP_DOWN, pl.TILE_LEFT_RIGHT, pl.TILE_NO_SPLIT)]))
 def test_a_gm_scratch_reused_every_iteration_is_ordered(direction, split, platform, protocol,
                                                         no_hang):
     args = _args_c2v(np.random.default_rng(3))

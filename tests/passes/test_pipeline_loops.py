@@ -18,6 +18,8 @@ from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.isa.explore import explore
 from ptopipe.runtime import KernelSet, kernels
 
+from configs import rotated
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
 WITHOUT = tuple(n for n in FRONT_END if n != "pipeline-cross-core-loops")
@@ -268,8 +270,8 @@ def test_pipelined_kernels_under_explored_schedules(name, no_hang):
         assert (r.passed, r.runs, r.failures) == (7, 7, [])
 
 
-@pytest.mark.parametrize("platform,protocol", COMBOS)
-@pytest.mark.parametrize("n", [0, 1, 3])
+# each trip count on one combination, rotated (configs.rotated; PTOPIPE_FULL=1: on every one)
+@pytest.mark.parametrize("n,platform,protocol", rotated([(0,), (1,), (3,)]))
 def test_scalar_trip_count_guarded(n, platform, protocol, no_hang):
     rng = np.random.default_rng(11)
     args = dict(x=_rand(rng, 48, 16), w=_rand(rng, 16, 16), v=_rand(rng, 16, 16),
@@ -508,8 +510,8 @@ def test_fits_asks_the_allocator():
     assert not pipeline_loops.fits(fns[1], tiles_out)
 
 
-@pytest.mark.parametrize("platform,protocol", COMBOS)
-@pytest.mark.parametrize("variant", ["plain"] + UNSAFE[:-1] + AROUND[:1])
+# each variant on one combination, rotated (configs.rotated; PTOPIPE_FULL=1: on every one)
+@pytest.mark.parametrize("variant,platform,protocol", rotated([(v,) for v in ["plain"] + UNSAFE[:-1] + AROUND[:1]]))
 def test_fa_like_variants_match_numpy(variant, platform, protocol, no_hang):
     rng = np.random.default_rng(3)
     args = dict(x=_rand(rng, 64, 16), w=_rand(rng, 16, 16), buf=_rand(rng, 80, 16),

@@ -3,8 +3,6 @@ a ConfigError naming it (never a raw OSError with a temp-file name, never a sile
 replace); new files honour the umask, existing files keep their mode; writes stay atomic."""
 import os
 import stat
-import subprocess
-import sys
 
 import pytest
 
@@ -35,13 +33,11 @@ def test_directory_target_is_a_config_error(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
-def test_cli_trace_to_a_directory_exits_with_a_message(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "ptopipe.cli", "trace", S4, "-o", str(tmp_path)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": ROOT})
-    assert r.returncode != 0
-    assert "ConfigError" in r.stderr and "is a directory" in r.stderr and str(tmp_path) in r.stderr
-    assert "Traceback" not in r.stderr and ".tmp" not in r.stderr
+def test_cli_trace_to_a_directory_exits_with_a_message(tmp_path, capsys):
+    assert cli_main(["trace", S4, "-o", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert "ConfigError" in err and "is a directory" in err and str(tmp_path) in err
+    assert "Traceback" not in err and ".tmp" not in err
     assert os.listdir(tmp_path) == []
 
 

@@ -2,8 +2,6 @@
 run through ptopipe.run / the CLI, and runtime errors name the DSL source line."""
 import importlib.util
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -57,11 +55,12 @@ def test_wrong_result_is_detected():
         ptopipe.compare(res.outputs, {"out": expected["out"] + 1}, 1e-5, 1e-5)
 
 
-def test_cli_runs_a_dsl_kernel():
-    out = subprocess.run([sys.executable, "-m", "ptopipe.cli", "run", os.path.join(DSL, "s4_both_ways.py"),
-                          "--platform", "a5", "--quiet"], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert "PASS dsl_s4_both_ways[default]" in out.stdout
+def test_cli_runs_a_dsl_kernel(capsys):
+    from ptopipe.cli import main as cli_main
+    code = cli_main(["run", os.path.join(DSL, "s4_both_ways.py"), "--platform", "a5", "--quiet"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "PASS dsl_s4_both_ways[default]" in out.out
 
 
 # -- a loop-carried accumulator (K-tiled matmul) through the interpreter -----------------

@@ -274,23 +274,37 @@ def _cli(*argv, timeout=30):
                           text=True, env=env, timeout=timeout)
 
 
-@pytest.mark.parametrize("cmd,variant,marker,bounds", [
-    ("run", "spin", "SPIN", ("--timeout", "0.25")),
-    ("run", "tsync", "TSYNC", ("--until-cycle", "5000")),
-    ("trace", "spin", "SPIN", ("--timeout", "0.25")),
-    ("check", "spin", "SPIN", ("--timeout", "0.25", "--schedules", "2")),
-    ("trace", "instr", "INSTR", ("--until-cycle", "5000")),
+def _cli_here(capsys, monkeypatch, *argv):
+    """The command run by ``ptopipe.cli.main`` in this process: what :func:`_cli` runs, less
+    the start-up of a Python process (the suite's CPU budget)."""
+    from ptopipe.cli import main
+    monkeypatch.setenv("NO_COLOR", "1")
+    code = main([*map(str, argv)])
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, out.out, out.err)
+
+
+# (one in a process of its own: the command's own bound ends the process)
+@pytest.mark.parametrize("cmd,variant,marker,bounds,own_process", [
+    ("run", "spin", "SPIN", ("--timeout", "0.25"), True),
+    ("run", "tsync", "TSYNC", ("--until-cycle", "5000"), False),
+    ("trace", "spin", "SPIN", ("--timeout", "0.25"), False),
+    ("check", "spin", "SPIN", ("--timeout", "0.25", "--schedules", "2"), False),
+    ("trace", "instr", "INSTR", ("--until-cycle", "5000"), False),
 ])
-def test_cli_stops_a_hanging_kernel(kernel_file, tmp_path, cmd, variant, marker, bounds):
+def test_cli_stops_a_hanging_kernel(kernel_file, tmp_path, capsys, monkeypatch, no_hang, cmd, variant,
+                                    marker, bounds, own_process):
     extra = ("-o", tmp_path / "t.json") if cmd == "trace" else ()
-    p = _cli(cmd, kernel_file, "--variant", variant, *bounds, *extra)
+    argv = (cmd, kernel_file, "--variant", variant, *bounds, *extra)
+    p = _cli(*argv) if own_process else _cli_here(capsys, monkeypatch, *argv)
     assert p.returncode == 1, p.stderr
     assert "BudgetError" in p.stderr and "Traceback" not in p.stderr
     assert f"hang_kernel.py:{_marker_line(marker)}" in p.stderr, p.stderr
 
 
-def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
-    p = _cli("sweep", kernel_file, "--param", "mode=ok,spin", "--timeout", "0.25", "--workers", "2")
+def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file, capsys, monkeypatch, no_hang):
+    p = _cli_here(capsys, monkeypatch, "sweep", kernel_file, "--param", "mode=ok,spin", "--timeout", "0.25",
+                  "--workers", "2")
     assert p.returncode == 1, p.stderr
     rows = [ln for ln in p.stdout.splitlines() if "mode" not in ln and ("ok" in ln or "spin" in ln)]
     spin = next(ln for ln in rows if " spin " in f" {ln} ")
@@ -301,8 +315,8 @@ def test_cli_sweep_reports_a_hanging_row_and_finishes(kernel_file):
     assert "FAILED" not in ok
 
 
-def test_cli_rejects_a_non_positive_timeout(kernel_file):
-    p = _cli("run", kernel_file, "--timeout", "0")
+def test_cli_rejects_a_non_positive_timeout(kernel_file, capsys, monkeypatch):
+    p = _cli_here(capsys, monkeypatch, "run", kernel_file, "--timeout", "0")
     assert p.returncode == 1 and "ConfigError" in p.stderr and "timeout" in p.stderr
 
 

@@ -15,6 +15,8 @@ from ptopipe.isa import *
 from ptopipe.isa.explore import explore, run_schedule
 from ptopipe.sim.race import overlap, region_of_rows
 
+from configs import rotated
+
 HERE = os.path.dirname(__file__)
 ROOT = os.path.join(HERE, "..", "..")
 
@@ -45,21 +47,23 @@ SMALL = {"s1_cv_split": [("f32_lr_d1_m32", {}), ("f32_ud_d4_m32", {})],
 
 
 def _scenarios():
-    out = []
+    """Each small variant on one platform / protocol pair, rotated (:func:`configs.rotated`:
+    every pair runs on some of them; PTOPIPE_FULL=1: each variant on every pair)."""
+    cases = []
     for f in sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "s*.py"))):
         for sc in load_scenarios(f):
             for variant, over in SMALL.get(sc.name, [(next(iter(sc.variants)), {})]):
                 assert variant in sc.variants, f"{sc.name} has no variant {variant!r}: update SMALL"
-                out.append(pytest.param(sc, variant, over, id=f"{sc.name}[{variant}]"))
-    return out
+                cases.append((sc, variant, over))
+    return [pytest.param(sc, variant, over, plat, proto, id=f"{sc.name}[{variant}]-{plat}-{proto}")
+            for sc, variant, over, plat, proto in rotated(cases)]
 
 
-@pytest.mark.parametrize("platform", ["a2a3", "a5"])
-@pytest.mark.parametrize("sc,variant,over", _scenarios())
-def test_reference_scenarios_pass_20_schedules(sc, variant, over, platform):
+@pytest.mark.parametrize("sc,variant,over,platform,protocol", _scenarios())
+def test_reference_scenarios_pass_20_schedules(sc, variant, over, platform, protocol):
     # (benchmarks/schedules.py runs every example under 200 schedules per policy)
     small = dataclasses.replace(sc, variants={"small": {**sc.variants[variant], **over}})
-    res = explore(small, schedules=20, seed=0, variant="small", platform=platform)
+    res = explore(small, schedules=20, seed=0, variant="small", platform=platform, protocol=protocol)
     assert res.ok, res.first[1]
     assert res.runs == res.passed == 21
 

@@ -113,7 +113,7 @@ def test_a_run_off_the_main_thread_is_bounded(kernel):
     clusters = []
 
     def go():
-        cl = Cluster("a2a3", timeout=0.5)
+        cl = Cluster("a2a3", timeout=0.2)
         clusters.append(cl)
         t0 = time.perf_counter()
         try:
@@ -125,7 +125,7 @@ def test_a_run_off_the_main_thread_is_bounded(kernel):
     out = _in_thread(go)
     err = out.get("error")
     assert isinstance(err, BudgetError), repr(err)
-    assert "timeout=0.5 s" in err.what
+    assert "timeout=0.2 s" in err.what
     assert_at(err, kernel, "LOOP")
     aiv0 = next(ln for ln in err.details.splitlines() if ln.startswith("AIV0"))
     assert aiv0.startswith("AIV0  running at") and f"{HERE}:{line_of(kernel, 'LOOP')}" in aiv0
@@ -230,8 +230,8 @@ def test_runs_in_two_threads_at_once_each_have_their_bound():
 
     def worker(name, fn):
         results[name] = _in_thread(fn)
-    ths = [threading.Thread(target=worker, args=("short", bounded(0.3, loops_in_python)), daemon=True),
-           threading.Thread(target=worker, args=("long", bounded(0.9, loops_on_instructions)), daemon=True)]
+    ths = [threading.Thread(target=worker, args=("short", bounded(0.2, loops_in_python)), daemon=True),
+           threading.Thread(target=worker, args=("long", bounded(0.5, loops_on_instructions)), daemon=True)]
     for th in ths:
         th.start()
     for th in ths:
@@ -239,7 +239,7 @@ def test_runs_in_two_threads_at_once_each_have_their_bound():
     assert not any(th.is_alive() for th in ths)          # both runs ended: each had a bound
     short, long_ = results["short"]["value"], results["long"]["value"]
     # each run was stopped by its own bound (the message names it), at its kernel's line
-    assert "timeout=0.3 s" in short[1].what and "timeout=0.9 s" in long_[1].what
+    assert "timeout=0.2 s" in short[1].what and "timeout=0.5 s" in long_[1].what
     assert_at(short[1], loops_in_python, "LOOP")
     assert_at(long_[1], loops_on_instructions, "LOOP")
 
@@ -262,7 +262,7 @@ def waits_in_a_library():
 @pytest.mark.parametrize("where", ["main", "thread"])
 def test_an_interrupt_inside_a_library_ptopipe_called_names_the_kernel_line(where):
     def go():
-        return ptopipe.run(aiv=(waits_in_a_library, None), timeout=0.4)
+        return ptopipe.run(aiv=(waits_in_a_library, None), timeout=0.2)
     if where == "main":
         with pytest.raises(BudgetError) as ei:
             go()
@@ -278,25 +278,25 @@ def test_an_interrupt_inside_a_library_ptopipe_called_names_the_kernel_line(wher
 # -- launches ---------------------------------------------------------------------------------
 def spins_a_while():
     one_add()
-    end = time.perf_counter() + 0.2
+    end = time.perf_counter() + 0.1
     while time.perf_counter() < end:  # SPIN
         pass
 
 
 def test_the_timeout_covers_all_launches_together():
-    """Each launch takes 0.2 s: a bound per launch (0.5 s) would stop none of the 40."""
+    """Each launch takes 0.1 s: a bound per launch (0.25 s) would stop none of the 40."""
     with pytest.raises(BudgetError) as ei:
-        ptopipe.run(aiv=(spins_a_while, None), launches=40, timeout=0.5)
+        ptopipe.run(aiv=(spins_a_while, None), launches=40, timeout=0.25)
     err = ei.value
-    assert "timeout=0.5 s" in err.what
+    assert "timeout=0.25 s" in err.what
     assert_at(err, spins_a_while, "SPIN")
     assert "of 40)" in err.details
 
 
 def test_many_short_launches_stop_at_the_timeout():
     with pytest.raises(BudgetError) as ei:
-        ptopipe.run(aiv=(one_add, None), launches=100_000, timeout=0.5)
-    assert "timeout=0.5 s" in ei.value.what and "of 100000" in str(ei.value)
+        ptopipe.run(aiv=(one_add, None), launches=100_000, timeout=0.2)
+    assert "timeout=0.2 s" in ei.value.what and "of 100000" in str(ei.value)
 
 
 def test_a_run_whose_shared_deadline_passed_does_not_start():
@@ -472,10 +472,10 @@ def test_cli_run_reports_the_kernel_line(kernel_file, argv, error, marker):
 
 
 def test_cli_timeout_bounds_the_whole_command(kernel_file):
-    """--launches 100000 with --timeout 1: the command ends after about one second."""
-    p = _cli("run", kernel_file, "--launches", "100000", "--timeout", "1")
+    """--launches 100000 with --timeout 0.3: the command ends after about 0.3 s."""
+    p = _cli("run", kernel_file, "--launches", "100000", "--timeout", "0.3")
     assert p.returncode == 1, (p.stdout, p.stderr)
-    assert "error: BudgetError: the command did not finish within --timeout 1 s" in p.stderr, p.stderr
+    assert "error: BudgetError: the command did not finish within --timeout 0.3 s" in p.stderr, p.stderr
     assert "of 100000" in p.stderr and "Traceback" not in p.stderr
 
 
