@@ -158,7 +158,7 @@ def _order_frees(f, plat, model) -> None:
             ids = free_ids(src, dst)
             if not ids:             # every id of the pair is the kernel's own: order everything
                 at.insert_before(Barrier.build(pipe=SyncPipe.PIPE_ALL, loc=free.loc))
-                continue
+                break
             for cls in (RecordEvent, WaitEvent):
                 eid = ConstOp.build(value=int(ids[0]), result_types=[INDEX], loc=free.loc)
                 at.insert_before(eid)
