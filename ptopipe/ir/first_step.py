@@ -17,7 +17,9 @@ from __future__ import annotations
 import operator
 
 from .core import BlockArgument, OpResult
-from .opdefs import ARITH_BINARY, ARITH_UNARY, ConstOp, CreateOp, ForOp, FuncOp, IfOp, YieldOp
+from .opdefs import ARITH_BINARY, ARITH_UNARY, TABLE_OPS, ConstOp, CreateOp, ForOp, FuncOp, IfOp, MatmulOp, YieldOp
+
+_MATMUL_ACC = TABLE_OPS["matmul_acc"]
 
 #: the scalar operators of the DSL (``arith.*``) on Python values
 SCALAR_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
@@ -110,8 +112,8 @@ def init_steps(fn):
             continue
         then, els = (r.blocks[0] for r in op.regions)
         ops = list(els)
-        if len(ops) == 2 and ops[0].name == "pl.matmul_acc" and ops[1].is_a(YieldOp) and \
-                [o.name for o in then][:1] == ["pl.matmul"]:
+        if len(ops) == 2 and ops[0].is_a(_MATMUL_ACC) and ops[1].is_a(YieldOp) and \
+                then.first is not None and then.first.is_a(MatmulOp):
             yield op, op.cond, ops[0]
 
 
