@@ -1204,6 +1204,9 @@ EXTRACT_PATHS = {(TileType.Mat, TileType.Left): (PipeUnit.MTE1, (_A2A3, _A5)),
 
 #: the pipe of a TSTORE by source tile type: from L0C on FIX (converting), else on MTE3
 STORE_PIPE = {t: PipeUnit.FIX if t is TileType.Acc else PipeUnit.MTE3 for t in STORE_SRC}
+#: the pipe a TPUSH copies its tile out on, by ring way: the Cube's L0C through FIX (C2V),
+#: the Vector's UB through MTE3 (V2C)
+PUSH_PIPE = {"C2V": PipeUnit.FIX, "V2C": PipeUnit.MTE3}
 
 
 def kernel_op(fn) -> str | None:

@@ -1020,6 +1020,10 @@ class TFree(OpClass):
     direction = attribute("dir", *_DIR, default=None)
     pipe_id = attribute("int", int, default=None, key="id", doc=_RING_ID)
     split = attribute("split", *_SPLIT, default=None)
+    read_on = annotation(tuple, list, doc="the pipes (PipeUnit names) that read the freed slot "
+                                          "before a TFREE the compiler placed (InsertTfree); "
+                                          "LowerPlatform orders the ones the protocol's free "
+                                          "signal does not wait for")
 
     @staticmethod
     def infer(kind, a, at):

@@ -14,10 +14,10 @@ globals and closure (ints, floats, ``pl`` objects).  Every error is a
 from __future__ import annotations
 
 import ast
-import operator
 
 from ..errors import CompileError
 from ..ir.core import Block, Operation, OpResult, Region, gc_paused
+from ..ir.first_step import SCALAR_FNS, truth
 from ..ir.vocab import AUTO, FunctionKind, Loc
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
 from ..ir.opdefs import (MAY_BE_ABSENT, ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
@@ -32,11 +32,7 @@ from .surface import DSLOp, DType
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
                ast.Div: "/", ast.BitOr: "|", ast.BitAnd: "&"}
-_PY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
-       "%": operator.mod, "/": operator.truediv, "|": operator.or_, "&": operator.and_,
-       "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-       ">": operator.gt, ">=": operator.ge, "and": lambda a, b: a and b,
-       "or": lambda a, b: a or b}
+_PY = SCALAR_FNS
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _TILE_BIN = {"+": ("add", "adds"), "-": ("sub", "subs"), "*": ("mul", "muls"),
              "/": ("div", "divs")}
@@ -495,10 +491,14 @@ class FunctionParser:
         body = Block([INDEX] + [v.type for v in inits], [self.fresh(n) for n in sources])
         for n, a in zip(sources, body.args):
             self.env[n] = a
+        start = ("0" if len(it.args) == 1 else str(bounds[0].op.value) if _fresh_const(bounds[0])
+                 else ast.unparse(it.args[0]))
+        first = f"{tgt.id} = {start} (the first iteration of the loop at line {here.line})"
         for a, x in zip(body.args[1:], inits):
             made = self._unwritten_at(x)
             if made is not None:                # unwritten when the first iteration starts
-                self.unwritten[a] = (made, body)
+                firsts, words = self._first_step(x)
+                self.unwritten[a] = (made, body, {**firsts, body.args[0]: bounds[0]}, words + [first])
         self.block = body
         self.stmts(body_ast)
         yields = [self.expr(v) for v in yvals] + [self.env[n] for n in carried]
@@ -794,6 +794,7 @@ class FunctionParser:
         if not isinstance(cond.type, ScalarType):
             raise self.err(cond_node, f"init_cond is a {describe(cond.type)}",
                            "pass a scalar condition, e.g. init_cond=(k == 0)")
+        self._check_first_step(node, bound["acc"], vals["acc"], cond_node, cond)
 
         def first(block):               # TMATMUL: acc = a @ b (acc's storage is not read)
             self.block = block
@@ -819,6 +820,25 @@ class FunctionParser:
         op = self.emit(Operation(IfOp.name, (cond,), [t.type], {}, (Region([then]), Region([els])),
                                  here, [None]))
         return op.results[0]
+
+    def _check_first_step(self, node, acc_node, acc, cond_node, cond) -> None:
+        """The step that first reaches a pl.create accumulator must overwrite it: its
+        init_cond must hold there (:mod:`ptopipe.ir.first_step`; a condition that depends on
+        a value known only at run time is VerifyPipes' "not proven")."""
+        made = self._unwritten_at(acc)
+        if made is None:
+            return
+        firsts, words = self._first_step(acc)
+        if truth(cond, firsts) is not False:
+            return
+        name = ast.unparse(acc_node) if isinstance(acc_node, ast.Name) else acc.name or "acc"
+        when = f"at {' and '.join(words)}" if words else "here"
+        raise self.err(node, f"init_cond=({ast.unparse(cond_node)}) is false {when}, the first step "
+                             f"into '{name}': that step accumulates onto the accumulator pl.create "
+                             f"made at line {made.loc.line}, which nothing has written",
+                       "make init_cond hold on the first step, e.g. init_cond=("
+                       + (f"{words[-1].split(' (')[0].replace(' = ', ' == ')})" if words else "True)")
+                       + ": TMATMUL overwrites the accumulator there, TMATMUL_ACC accumulates after")
 
     def attr_value(self, p, a, spec):
         v = self.const_eval(a, f"argument {p.name!r} of pl.{spec.dsl}")
@@ -882,9 +902,16 @@ class FunctionParser:
         if got is None:
             return None
         if isinstance(got, tuple):
-            made, body = got
+            made, body = got[:2]
             return made if self.block is body else None
         return got
+
+    def _first_step(self, v) -> tuple:
+        """``(firsts, words)`` of unwritten ``v``: the loop variables of the loops it is carried
+        into from its pl.create, each mapped to its loop's start value
+        (:func:`~ptopipe.ir.first_step.truth`), and those first iterations in words."""
+        got = self.unwritten.get(v)
+        return (got[2], got[3]) if isinstance(got, tuple) else ({}, [])
 
     def _check_written(self, args: dict, nodes: dict, node) -> None:
         for k, v in args.items():

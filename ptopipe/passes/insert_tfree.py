@@ -18,6 +18,10 @@ TPOPs of its ring in its block than the ring lets a kernel hold (the platform's 
 protocol's hold limit, :func:`.pipe_state.hold_limit`: SLOT_NUM, pto-isa's SLOT_NUM -
 SyncPeriod + 1, a GM ring's LocalSlotNum).
 
+Each TFREE placed notes the pipes that read the slot before it (``read_on``); LowerPlatform
+orders the reads the protocol's free signal does not wait for (a TSTORE on MTE3 before a
+pto-isa A5 free sent from PIPE_V).
+
 A *carried* slot - a tile popped before a loop, passed in as the loop's init, and in the
 body used, then replaced by a tile popped from the same ring that the body yields (pop
 before the loop; in the loop: use the previous tile, pop the next, carry it) - is freed
@@ -44,10 +48,13 @@ cannot be placed; the message says how to rewrite it.
 """
 from __future__ import annotations
 
+from ..arch.catalogue import A5_MOVES, EXTRACT_PATHS, MOVES, OPS as CATALOGUE, PUSH_PIPE, STORE_PIPE
+from ..arch.vocab import Direction
 from ..ir.core import Block, Operation, OpResult, Region
+from ..ir.ops import ISA_NAMES
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import CopyOp, ForOp, IfOp, MoveOp, ReturnOp, TFree, TPop, YieldOp
-from ..ir.types import MemorySpace
+from ..ir.opdefs import CopyOp, ForOp, IfOp, MoveOp, ReturnOp, TFree, TPop, TPush, YieldOp
+from ..ir.types import MemorySpace, TileValueType
 from ._rewrite import const, err
 from .pipe_state import hold_limit
 from .util import compiler_made, init_ops, platform_of, protocol_model, protocol_of
@@ -158,7 +165,70 @@ def _insert_free(pop: Operation, block, last, after: dict) -> Operation:
         last.insert_after(z)
         z.insert_after(free)
     after[(block, ring)] = free
+    free.read_on = read_pipes(pop, free)
     return free
+
+
+_C2V = (Direction.DIR_C2V, Direction.DIR_C2V_GM)
+
+
+def _read_pipe(op: Operation, tile):
+    """The pipe on which ``op`` reads ``tile`` (the catalogue's pipe of its instruction, or
+    of its data path for a TSTORE / TMOV / TEXTRACT; a TPUSH's copy out of the core), None
+    for an op that reads it on no pipe of its own (a loop, a branch, a yield, a copy)."""
+    if op.is_a(TPush):
+        return PUSH_PIPE["C2V" if op.direction in _C2V else "V2C"]
+    isa = ISA_NAMES.get(op.name[3:]) if op.name.startswith("pl.") else None
+    if isa is None:
+        return None
+    src = tile.type.space
+    res = op.results[0].type if op.results else None
+    dst = res.space if isinstance(res, TileValueType) else None
+    if isa == "TSTORE":
+        return STORE_PIPE.get(src)
+    if isa == "TMOV":
+        return MOVES.get((src, dst)) or A5_MOVES.get((src, dst))
+    if isa == "TEXTRACT":
+        path = EXTRACT_PATHS.get((src, dst))
+        return path[0] if path is not None else CATALOGUE[isa].pipe
+    return CATALOGUE[isa].pipe
+
+
+def _chain(op: Operation) -> list:
+    """``[(block, op of that block holding op)]`` from ``op``'s own block outwards."""
+    out = []
+    while op is not None and op.parent is not None:
+        out.append((op.parent, op))
+        op = op.parent_op
+    return out
+
+
+def _runs_before(a: Operation, b: Operation) -> bool:
+    """Does ``a`` run before ``b`` in program order (``a`` in the innermost block holding
+    both comes first; ops in two branches of one ``if`` do not)?"""
+    outer = dict(_chain(b))
+    for block, x in _chain(a):
+        y = outer.get(block)
+        if y is not None:
+            if x is y:
+                return False
+            x = x.next                  # forward: the last use is next to the free
+            while x is not None and x is not y:
+                x = x.next
+            return x is y
+    return False
+
+
+def read_pipes(pop: Operation, free: Operation) -> tuple:
+    """The pipes (PipeUnit names, sorted) on which the ops before ``free`` read the tile
+    ``pop`` popped (any alias of it): the work the slot's free must follow."""
+    pipes = set()
+    for a in aliases(pop.tile):
+        for u in a.uses:
+            p = _read_pipe(u.owner, a) if _runs_before(u.owner, free) else None
+            if p is not None:
+                pipes.add(p.name)
+    return tuple(sorted(pipes))
 
 
 def _carried_loop(pop: Operation):

@@ -22,16 +22,30 @@ and ``ring = "gm" | "local"``.
   resolved CONSUMER_BUFFER_BASE is the init's constant argument (ResolvePeerBuffers)
   and its size ``SLOT_NUM * SLOT_SIZE`` is explicit through ``slot_num``.
 
+A TFREE the compiler placed (InsertTfree's, annotated ``read_on``: the pipes that read the
+slot before it) gets the order its protocol's free signal lacks: where the free SET is one
+instruction on one pipe and follows nothing else (pto-isa on A5: ``Consumer::free`` sets
+from PIPE_V for a C2V ring in UB, PIPE_MTE1 for a V2C ring in L1), a read of the slot on
+another pipe - a TSTORE of the popped tile on MTE3 - is still running when the producer may
+overwrite the slot, so ``set_flag(PIPE_MTE3, PIPE_V, id)`` / ``wait_flag`` go right before
+the TFREE (``ProtocolModel.free_needs_event`` decides; an event id the kernel's own events
+of that pipe pair do not use, else ``pipe_barrier(PIPE_ALL)``).  They come after the
+scheduling passes and AllocateMemoryAddr, whose rules read any event as a kernel that
+orders its pipes by hand.  A TFREE the kernel wrote is left as written (the checkers tell
+its author).
+
 Errors: none of its own (a ring that does not fit is Validate's).
 """
 from __future__ import annotations
 
+from ..arch import PipeUnit
+from ..arch.vocab import EventID, SyncPipe
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import CallOp, ConstOp
+from ..ir.opdefs import Barrier, CallOp, ConstOp, RecordEvent, TFree, WaitEvent
 from ..ir.ops import GM_SLOT_PARAM
-from ..ir.types import TensorType
+from ..ir.types import INDEX, TensorType
 from ._rewrite import set_operands
-from .util import entry, functions, init_ops, platform_of, ring_in_gm, slot_num, ways
+from .util import entry, functions, init_ops, platform_of, protocol_model, ring_in_gm, slot_num, ways
 from .properties import IRProperty
 
 NAME = "lower-platform"
@@ -94,6 +108,9 @@ def run(program, ctx):
                 ctx.warnings.append(
                     f"{init.loc}: {plat.name}: {f.sym_name!r} initialises its pipe "
                     f"with no GM_SLOT_BUFFER, but {plat.name} rings live in GM: {how}")
+    model = protocol_model(ctx)
+    for f in functions(program):
+        _order_frees(f, plat, model)
     if gm_bytes:
         kernels = {f.sym_name: f for f in functions(program)}
         for f in functions(program):
@@ -118,3 +135,45 @@ def _as_passed(a, kernels) -> None:
     ts = {entry(kernels[u.owner.callee]).args[u.index].type for u in a.uses}
     if len(ts) == 1:
         a.type = ts.pop()
+
+
+def _order_frees(f, plat, model) -> None:
+    """The events before each TFREE of ``f`` the compiler placed (see the module doc)."""
+    frees = [op for op in f.walk() if op.is_a(TFree) and op.read_on is not None]
+    if not frees:
+        return
+    inits = {(w, i.pipe_id or 0): i for i in init_ops(f) for w in ways(i)}
+    way = "C2V" if f.kind is FunctionKind.AIV else "V2C"      # the ring this kernel consumes
+    free_ids = _free_event_ids(f)
+    for free in frees:
+        pipes = [PipeUnit[p] for p in free.read_on]
+        del free.read_on
+        init = inits.get((way, free.pipe_id or 0))
+        in_gm = ring_in_gm(init, plat) if init is not None else plat.ring_in_gm
+        dst = SyncPipe[f"PIPE_{model.free_signal_pipe(way, in_gm).name}"]
+        z = getattr(free.obj, "op", None)       # the free's null object stays right before it
+        at = z if z is not None and z is free.prev else free
+        for p in pipes:
+            if not model.free_needs_event(way, in_gm, p):
+                continue
+            src = SyncPipe[f"PIPE_{p.name}"]
+            ids = free_ids(src, dst)
+            if not ids:             # every id of the pair is the kernel's own: order everything
+                at.insert_before(Barrier.build(pipe=SyncPipe.PIPE_ALL, loc=free.loc))
+                break
+            for cls in (RecordEvent, WaitEvent):
+                eid = ConstOp.build(value=int(ids[0]), result_types=[INDEX], loc=free.loc)
+                at.insert_before(eid)
+                at.insert_before(cls.build(src=src, dst=dst, event_id=eid.results[0], loc=free.loc))
+
+
+def _free_event_ids(f):
+    """``ids(src, dst)``: the event ids of pipe pair (src, dst) that no event op of ``f`` uses
+    (an id computed at run time may be any of them)."""
+    used = {}
+    for op in f.walk():
+        if op.is_a(RecordEvent, WaitEvent):
+            d = getattr(op.event_id, "op", None)
+            ids = used.setdefault((op.src, op.dst), set())
+            ids.update((d.value,) if isinstance(d, ConstOp) else EventID)
+    return lambda src, dst: [e for e in EventID if e not in used.get((src, dst), ())]

@@ -46,6 +46,7 @@ from ..arch.platform import get_platform
 from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
+from ..ir.first_step import first_steps
 from ..ir.opdefs import FuncOp, ReserveBufferOp, TPop, TPush
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
@@ -229,11 +230,34 @@ class _Verifier:
         """Record what VerifyPipes cannot prove for every value (:func:`not_proven`)."""
         self.warn(f"{NOT_PROVEN}: {why}")
 
+    def first_steps(self, fn) -> None:
+        """A ``pl.matmul_acc(acc, a, b, init_cond=c)`` step that may be the first into a
+        ``pl.create`` accumulator must overwrite it (:mod:`ptopipe.ir.first_step`; the parser
+        refuses a ``c`` false there for every value): one that depends on a value known
+        only at run time is not proven - false with the given scalar values, a finding."""
+        for step, made, holds in first_steps(fn, self.known):
+            where = (f"the pl.matmul_acc at {step.loc} on its first step into the accumulator "
+                     f"pl.create made at line {made.loc.line}")
+            if holds is False:
+                given = ", ".join(f"{k}={v}" for k, v in sorted((self.known or {}).items()))
+                self.finding("first_step", step, f"init_cond is false for {where} (with {given}): that "
+                             "step accumulates onto storage nothing has written",
+                             "make init_cond hold on the first iteration of the loop, e.g. "
+                             "init_cond=(k == <its start>)")
+            elif holds is None:
+                self.unproven(f"init_cond of {where} depends on values known only at run time: "
+                              "where it is false, that step accumulates onto storage nothing has "
+                              "written")
+                self.remarks.missed(NAME, step, "init_cond not proven to hold on the first step "
+                                                f"into the accumulator created at line {made.loc.line}")
+
     def verify(self) -> list:
         funcs = [f for f in self.program.body if f.is_a(FuncOp)]
         for m in pipe_config_mismatches(self.program, self.plat):
             self.findings.append(CompileError(m.what, where=str(m.culprit.init.loc), details=m.details,
                                               fix=m.fix))
+        for fn in funcs:
+            self.first_steps(fn)
         for kind in (TPush, TPop):        # the push first, as the run reports it
             for fn in funcs:
                 self.slots_fit(fn, kind)

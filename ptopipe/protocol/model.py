@@ -228,15 +228,33 @@ class ProtocolModel:
         return True
 
     def free_pipe(self, ch) -> PipeUnit:
+        """The pipe a consumer's TFREE of bound ring ``ch`` signals from (:meth:`free_signal_pipe`)."""
+        return self.free_signal_pipe(ch.way, ch.in_gm)
+
+    @staticmethod
+    def free_signal_pipe(way: str, in_gm: bool) -> PipeUnit:
         """The pipe a consumer's TFREE signals from (pto-isa ``Consumer::free``): MTE2 for a
         ring in GM; for a consumer-local ring the pipe that used the slot last - V for a C2V
         ring in UB, MTE1 for a V2C ring in L1 (A5 ``set_intra_block(PIPE_V)`` /
         ``setIntraBlockBySplit<PIPE_MTE1>``).  A pipe is an in-order queue: the free follows
         that pipe's earlier work (and, with :attr:`free_after_readers`, every read of the
         popped tile)."""
-        if ch.in_gm:
+        if in_gm:
             return PipeUnit.MTE2
-        return PipeUnit.V if ch.way == "C2V" else PipeUnit.MTE1
+        return PipeUnit.V if way == "C2V" else PipeUnit.MTE1
+
+    def free_needs_event(self, way: str, in_gm: bool, pipe: PipeUnit) -> bool:
+        """Must a read of a popped tile of a ``way`` ring (in GM or consumer-local) on ``pipe``
+        be ordered before its TFREE by an event (``set_flag(pipe, free pipe)`` /
+        ``wait_flag``)?  Only where the free SET follows its own pipe's work alone
+        (:attr:`free_after_readers` False) and the TFREE really releases the slot the tile
+        is bound to (a tile TPOP from a GM ring that frees inside TPOP reads a staged copy);
+        a read on the free's own pipe is ordered already.  The race checker judges a run by
+        the same rule (``KernelChecks.free_unordered``); the compiler asks here for the
+        TFREEs it places (InsertTfree, LowerPlatform)."""
+        if self.free_after_readers or (in_gm and self.frees_in_pop):
+            return False
+        return pipe is not self.free_signal_pipe(way, in_gm)
 
     def slots_per_free(self, ch) -> int:
         """Slots one free SET releases (for the report's occupancy)."""

@@ -155,3 +155,82 @@ def k(x: pl.Tensor[[16, 32], pl.f32]):
 ''')
     assert e.what.startswith("pl.create: create makes an Acc accumulator, not a Vec tile")
     assert "pl.full(shape, dtype, value)" in e.fix and e.where.endswith(":6:43")
+
+
+NESTED = HEAD + '''
+@pl.aic
+def k(a: pl.Tensor[[16, 64], pl.f32], b: pl.Tensor[[64, 32], pl.f32], n: pl.Scalar[pl.index]):
+    {outer}
+    for i in pl.range(2):
+        {inner}
+        for j in pl.range({rng}):
+            ak = pl.move(pl.load(a, [0, j * 16], [16, 16], space=pl.Mat), space=pl.Left)
+            bk = pl.move(pl.load(b, [j * 16, 0], [16, 32], space=pl.Mat), space=pl.Right)
+            acc = pl.matmul_acc(acc, ak, bk, init_cond={cond})
+'''
+CREATE = "acc = pl.create([16, 32], pl.f32, space=pl.Acc)"
+
+
+def _nested(cond, rng="4", outer=CREATE, inner="pass"):
+    return NESTED.format(cond=cond, rng=rng, outer=outer, inner=inner)
+
+
+I0 = "i = 0 (the first iteration of the loop at line 7) and "
+
+
+@pytest.mark.parametrize("cond, rng, first", [
+    ("(j == 1)", "4", I0 + "j = 0 (the first iteration of the loop at line 9)"),
+    ("(j == 0)", "1, 4", I0 + "j = 1 (the first iteration of the loop at line 9)"),
+    ("False", "4", I0 + "j = 0 (the first iteration of the loop at line 9)"),
+    ("(j == 0 and i == 1)", "4", I0 + "j = 0 (the first iteration of the loop at line 9)"),
+])
+def test_an_init_cond_false_on_the_first_step_is_an_error_at_the_step(cond, rng, first):
+    """The first step into the accumulator pl.create made before both loops is the one of
+    their first iterations: the condition must hold there."""
+    e = _error(_nested(cond, rng))
+    assert e.what == (f"init_cond={cond if cond.startswith('(') else f'({cond})'} is false at {first}, "
+                      "the first step into 'acc': that step accumulates onto the accumulator "
+                      "pl.create made at line 6, which nothing has written")
+    assert e.where.endswith(":12:19")              # the pl.matmul_acc
+    j = first.rsplit(" and ", 1)[1].split(" (")[0].replace(" = ", " == ")
+    assert e.fix.startswith(f"make init_cond hold on the first step, e.g. init_cond=({j})")
+
+
+def test_the_first_step_of_an_accumulator_made_in_the_outer_loop_is_the_inner_loops_first():
+    e = _error(_nested("(j == 1)", outer="pass", inner=CREATE))
+    assert "is false at j = 0 (the first iteration of the loop at line 9), the first step" in e.what
+
+
+@pytest.mark.parametrize("cond, rng, outer, inner", [
+    ("(j == 0)", "4", CREATE, "pass"),
+    ("(j == 0)", "0, 8, 2", CREATE, "pass"),        # a step > 1 from 0
+    ("(j < 1)", "4", CREATE, "pass"),
+    ("(j == 2)", "2, 4", CREATE, "pass"),            # a loop from 2
+    ("(j == 0)", "4", "pass", CREATE),               # a fresh accumulator per outer iteration
+    ("(i == 0 and j == 0)", "4", CREATE, "pass"),   # one over both loops
+    ("(j == n)", "n, 4", CREATE, "pass"),            # from a run-time start
+])
+def test_an_init_cond_that_holds_on_the_first_step_compiles(cond, rng, outer, inner):
+    assert len(_ops(_nested(cond, rng, outer, inner))) == 3       # pl.if, pl.matmul, pl.matmul_acc
+
+
+def _verify(src, known=None):
+    from ptopipe.passes.verify_pipes import NOT_PROVEN, verify
+    warnings = []
+    found = verify(pl.parse(src), "a5", warnings, known=known)
+    return found, [w for w in warnings if w.startswith(NOT_PROVEN)]
+
+
+def test_an_init_cond_on_a_run_time_value_is_not_proven_and_checked_with_its_value():
+    src = _nested("(j == n)")                        # holds only when n is 0
+    found, unproven = _verify(src)
+    assert found == [] and len(unproven) == 1
+    assert "init_cond of the pl.matmul_acc at" in unproven[0] and ":12:19 on its first step into " \
+        "the accumulator pl.create made at line 6 depends on values known only at run time" in unproven[0]
+    found, unproven = _verify(src, {"n": 1})
+    assert unproven == [] and [e.where.endswith(":12:19") for e in found] == [True]
+    assert found[0].what.startswith("init_cond is false for the pl.matmul_acc at") and "(with n=1)" in found[0].what
+    assert _verify(src, {"n": 0}) == ([], [])
+    assert _verify(_nested("(i == 0)", inner=CREATE, outer="pass"))[1]   # the outer variable is free
+    assert _verify(_nested("(j == 0)")) == ([], [])
+    assert _verify(_nested("(j == n)", "n, 4")) == ([], [])          # the start itself: proven

@@ -501,12 +501,18 @@ def _consts_at_users(prog):
 ])
 def test_insert_tfree_puts_back_the_hand_written_tfrees(rel, params):
     """Strip the TFREEs of a hand-written pair: InsertTfree puts each back where the
-    programmer wrote it."""
+    programmer wrote it (noting on each the pipes that read the slot before it, ``read_on``:
+    what LowerPlatform orders, tests/passes/test_free_order_events.py)."""
+    from ptopipe.ir.opdefs import TFree
     from ptopipe.passes import insert_tfree
     prog = dsl_form(_load(rel).KERNELS.program(**params))
     stripped = _strip_tfrees(prog)
     assert same(stripped, prog) is not None
     back = _consts_at_users(insert_tfree.run(stripped))
+    for o in back.walk():
+        if o.is_a(TFree):
+            assert o.read_on is not None
+            del o.read_on
     assert same(back, prog) is None, same(back, prog)
 
 
