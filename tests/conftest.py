@@ -6,6 +6,7 @@ import signal
 import pytest
 
 import layers  # noqa: F401  (the layer directories on sys.path)
+from ptopipe.ir.core import gc_paused
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -23,15 +24,10 @@ def pytest_collection(session):
     paused (its collections would only rescan them as they grow) and then moved to its
     permanent generation, so that the full collections the tests' runs trigger do not
     rescan them every time."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         yield
-    finally:
-        if was:
-            gc.enable()
-        gc.collect()
-        gc.freeze()
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture
