@@ -16,8 +16,8 @@ ParseError (:mod:`.pto_ops` ``read``).
 from __future__ import annotations
 
 from ..ir.core import Block, Operation, Region
-from ..ir.types import INDEX, ScalarType, TileValueType, describe
-from ..ir.opdefs import ForOp, IfOp, YieldOp
+from ..ir.types import INDEX, MemorySpace, ScalarType, TileValueType, describe
+from ..ir.opdefs import CreateOp, ForOp, IfOp, YieldOp
 from .pto_ops import (DataLane, RowView, Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit,
                       lookup, read, write)
 
@@ -341,7 +341,15 @@ def carried_buffers(r, fs) -> list:
         if not isinstance(getattr(b, "type", None), TileValueType):
             continue
         if isinstance(b, Unwritten):
-            raise r.c.error(f"{name} is read in this scf.for body before it is written, and nothing "
-                            "writes it before the loop", t, "write it before the loop")
+            if b.type.space is not MemorySpace.Acc:
+                raise r.c.error(f"{name} is read in this scf.for body before it is written, and nothing "
+                                "writes it before the loop", t, "write it before the loop")
+            # an accumulator nothing has written, carried into the loop: pl.create's storage
+            # (the writer's spelling of pl.create + pl.matmul_acc(..., init_cond=)); whether the
+            # first step overwrites it is the verifier's to prove, as for the DSL's
+            ty = b.type
+            op = emit(r, fs, CreateOp.name, [], [ty], {"shape": ty.shape, "dtype": ty.dtype, "space": ty.space},
+                      r.loc(b.tok), [_hint(name)])
+            write(r, fs, b.tok, op.results[0])
         out.append(t)
     return sorted(out, key=lambda t: _declared(fs, t.text))

@@ -236,14 +236,16 @@ class _Verifier:
         refuses a ``c`` false there for every value): one that depends on a value known
         only at run time is not proven - false with the given scalar values, a finding."""
         for step, made, holds in first_steps(fn, self.known):
-            where = (f"the pl.matmul_acc at {step.loc} on its first step into the accumulator "
-                     f"pl.create made at line {made.loc.line}")
+            where = (f"the {step.name} at {step.loc} on its first step into the accumulator "
+                     f"created at line {made.loc.line}")
             if holds is False:
                 given = ", ".join(f"{k}={v}" for k, v in sorted((self.known or {}).items()))
-                self.finding("first_step", step, f"init_cond is false for {where} (with {given}): that "
-                             "step accumulates onto storage nothing has written",
+                self.finding("first_step", step, f"init_cond is false for {where}"
+                             + (f" (with {given})" if given else "") + ": that step accumulates onto "
+                             "storage nothing has written",
                              "make init_cond hold on the first iteration of the loop, e.g. "
-                             "init_cond=(k == <its start>)")
+                             "init_cond=(k == <its start>) (in a .pto: the scf.if condition that picks "
+                             "pto.tmatmul over pto.tmatmul.acc)")
             elif holds is None:
                 self.unproven(f"init_cond of {where} depends on values known only at run time: "
                               "where it is false, that step accumulates onto storage nothing has "

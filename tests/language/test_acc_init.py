@@ -18,6 +18,7 @@ import ptopipe.language as pl
 from ptopipe import CompileError
 from ptopipe.codegen import write_cpp, write_pto
 from ptopipe.codegen.cpp_origin import strip_origins
+from ptopipe.driver.pto import static_verdict
 from ptopipe.passes import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import run
@@ -71,6 +72,18 @@ def test_the_first_step_is_tmatmul_in_cpp_and_pto(platform, tmp_path):
     args = _args(np.random.default_rng(6))
     res = ptopipe.run_pto(str(path), inputs=dict(args), platform=platform)
     np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"])
+    # the static verifier reads the accumulator nothing wrote before the loop as pl.create's
+    # storage and proves the first step overwrites it - and refuses a condition false there
+    verdict = static_verdict(str(path), platform, "spec")
+    assert verdict["status"] == "verified", verdict
+    cond = next(ln for ln in pto.splitlines() if "arith.cmpi eq, %k" in ln).split(", ")[-1].split(" ")[0]
+    zero = next(ln for ln in pto.splitlines() if ln.strip().startswith(f"{cond} = arith.constant 0"))
+    bad = tmp_path / "g_bad.pto"
+    bad.write_text(pto.replace(zero, zero.replace("constant 0", "constant 1")))
+    verdict = static_verdict(str(bad), platform, "spec")
+    step = next(i for i, ln in enumerate(pto.splitlines(), 1) if "pto.tmatmul.acc ins(" in ln)
+    assert verdict["status"] == "failed" and [e.where for e in verdict["found"]] == [f"{bad}:{step}:9"], verdict
+    assert verdict["found"][0].what.startswith("init_cond is false for the pto.tmatmul.acc at")
     ptoas = os.environ.get("PTOAS")
     if ptoas:                                      # the real assembler takes it
         arch = {"a2a3": "a3", "a5": "a5"}[platform]
@@ -226,7 +239,7 @@ def test_an_init_cond_on_a_run_time_value_is_not_proven_and_checked_with_its_val
     found, unproven = _verify(src)
     assert found == [] and len(unproven) == 1
     assert "init_cond of the pl.matmul_acc at" in unproven[0] and ":12:19 on its first step into " \
-        "the accumulator pl.create made at line 6 depends on values known only at run time" in unproven[0]
+        "the accumulator created at line 6 depends on values known only at run time" in unproven[0]
     found, unproven = _verify(src, {"n": 1})
     assert unproven == [] and [e.where.endswith(":12:19") for e in found] == [True]
     assert found[0].what.startswith("init_cond is false for the pl.matmul_acc at") and "(with n=1)" in found[0].what
