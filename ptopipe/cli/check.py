@@ -16,7 +16,7 @@ from .common import (CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, ad
 from .errors import color, report_exception
 from .progress import Progress
 from . import bounds
-from ..driver.loader import load_scenarios, pick_variants
+from ..driver.loader import load_scenarios, pick_variants, scenario_at
 
 
 def add_parser(sub) -> None:
@@ -138,9 +138,11 @@ def error_report(e: BaseException) -> dict:
     return row
 
 
-def _explore(sc, v, args, platform, protocol, label):
+def _explore(sc, v, args, platform, protocol, label, source=None):
     """The check of one variant (:func:`ptopipe.driver.check.explore_variant`) with the
-    command's options, its schedules counted on a progress bar."""
+    command's options, its schedules counted on a progress bar; with the ``source`` that
+    loads ``sc`` elsewhere, a long one on the command's engine (not inside a library's
+    worker: its files are what runs in parallel)."""
     bar = []
 
     def progress(done: int, total: int) -> None:
@@ -150,10 +152,14 @@ def _explore(sc, v, args, platform, protocol, label):
     kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args), "causal": True}
     if getattr(args, "no_checks", False):
         kw["checks"] = False
+    if getattr(args, "library", False):
+        source = None
     try:
         return explore_variant(sc, v, platform, protocol, schedules=args.schedules, seed=args.seed,
                                mode=args.explore, depth=args.depth, replay=args.replay,
-                               data_seed=args.data_seed, progress=progress, **kw)
+                               data_seed=args.data_seed, progress=progress, source=source,
+                               engine=getattr(args, "engine", "local"), address=getattr(args, "address", None),
+                               workers=getattr(args, "workers", None), **kw)
     finally:
         if bar:
             bar[0].close()
@@ -188,20 +194,24 @@ def _check(args, reports: list) -> int:
         return check_cpp_file(args, reports, check_scenarios)
     else:
         scenarios = [(sc, []) for sc in load_scenarios(args.file)]
+        path = os.path.abspath(args.file)
+        return check_scenarios(args, reports, scenarios, [(scenario_at, path, i) for i in range(len(scenarios))])
     return check_scenarios(args, reports, scenarios)
 
 
-def check_scenarios(args, reports: list, scenarios) -> int:
+def check_scenarios(args, reports: list, scenarios, sources=None) -> int:
     """``check`` of ``(Scenario, run warnings)`` pairs: every variant explored, printed and
-    reported in ``reports``; the exit status."""
+    reported in ``reports``; the exit status.  ``sources``: for each Scenario, the
+    ``(function, *args)`` that loads it in a worker process (its schedules may then run on
+    the command's engine)."""
     status = 0
-    for sc, run_warnings in scenarios:
+    for k, (sc, run_warnings) in enumerate(scenarios):
         plat, protocol = target(args, sc)
         platform = plat.name
         for v in pick_variants(sc, args.variant):
             manual = (getattr(args, "sync", None) or sc.sync) == "manual"
             label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
-            res = _explore(sc, v, args, plat, protocol, label)
+            res = _explore(sc, v, args, plat, protocol, label, sources[k] if sources else None)
             rep = variant_report(sc.name, v, platform, protocol, res, run_warnings,
                                  getattr(args, "werror", False))
             if rep["failure"] is not None:

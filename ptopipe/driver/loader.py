@@ -114,6 +114,12 @@ def load_scenarios(path: str, source: str | None = None, bindings: dict | None =
     return found
 
 
+def scenario_at(path: str, index: int) -> Scenario:
+    """The ``index``-th Scenario of the kernel file ``path`` (:func:`load_scenarios`' order):
+    how a worker process loads the kernel of a check it runs schedules of."""
+    return load_scenarios(path)[index]
+
+
 def pick_variants(sc: Scenario, variant: str | None) -> list:
     if variant is None:
         return [sc.default_variant]
