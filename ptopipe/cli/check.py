@@ -1,7 +1,8 @@
 """``ptopipe check FILE``: run a kernel with every checker on, under the default schedule
 and ``--schedules N`` explored ones (``--explore mix|random|pct|exhaustive``, ``--depth d``,
-seeds ``--seed`` ...); report the first failure (error class, kernel file:line, the
-schedule that replays it: ``--replay SPEC``), the distinct interleavings covered, and exit 1."""
+seeds ``--seed`` ...; a long check's on the ``--engine``'s workers); report the first failure
+(error class, kernel file:line, the schedule that replays it: ``--replay SPEC``), the
+distinct interleavings covered, and exit 1."""
 from __future__ import annotations
 
 import contextlib
@@ -63,7 +64,9 @@ def add_parser(sub) -> None:
     bounds.add_arguments(p)
     add_launches(p)
     from .common import add_engine_arguments
-    add_engine_arguments(p)
+    add_engine_arguments(p, "a library's files in parallel, each file's schedules in turn; one file's "
+                            "explored schedules in parallel when they would take more than about "
+                            "1.5 s, with the same report")
     p.set_defaults(func=main)
 
 

@@ -12,7 +12,8 @@ from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.explore import ExploreResult, ScheduleSpec, explore, run_schedule
 
 #: the options whose bad value is the command's error, not one variant's failure
-_OPTION_ERRORS = ("option --explore", "option --depth", "option --replay")
+_OPTION_ERRORS = ("option --explore", "option --depth", "option --replay", "option --engine",
+                  "option --address", "option --workers")
 
 
 def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int = 20, seed: int = 0,

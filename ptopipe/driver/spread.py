@@ -51,7 +51,7 @@ from .engine import run_units, session
 #: process: starting workers (about 0.3 s for a local pool) would not pay off
 MIN_SECONDS = 1.5
 #: units per worker in a wave: small units balance the load and move the progress bar
-UNITS_PER_WORKER = 4
+UNITS_PER_WORKER = 8
 
 #: Scenarios loaded in this process, by source (a forked worker inherits the parent's)
 _LOADED: dict = {}
