@@ -74,9 +74,10 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
                    min_seconds: float | None = None, **run_kwargs) -> ExploreResult:
     """:func:`ptopipe.isa.explore.explore` of the Scenario ``sc`` (which ``source``
     loads in a worker) with its explored schedules on ``engine``'s workers when they take
-    long enough (``min_seconds``, default :data:`MIN_SECONDS`), with the same result.  A kernel's own exception is the
-    result's failure (as :func:`ptopipe.driver.check.explore_variant` makes it) when it
-    happens in an explored schedule; under the default schedule it is raised."""
+    long enough (``min_seconds``, default :data:`MIN_SECONDS`), with the same result.  A
+    kernel's own exception is the result's failure (as
+    :func:`ptopipe.driver.check.explore_variant` makes it) when it happens in an explored
+    schedule; under the default schedule it is raised."""
     depth = checked_depth(mode, depth)
     min_seconds = MIN_SECONDS if min_seconds is None else min_seconds
     run_kwargs.setdefault("causal", True)
@@ -103,13 +104,11 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
                 progress(out.runs + len(plan.ran), total)
             plan.add([_run_here(job, spec)])
         each = (time.perf_counter() - t0) / max(len(first), 1)
-        if each * (schedules - len(first)) < min_seconds:
+        todo = plan.wave()
+        if todo and each * len(todo) < min_seconds:
             return explore_rest(out, sc, **rest, **run_kwargs)      # (those few runs again, here)
-        with session(engine, address):
-            while True:
-                todo = plan.wave()
-                if not todo:
-                    break
+        with session(engine, address) if todo else contextlib.nullcontext():
+            while todo:
                 units = _units(job, todo, workers)
                 ends = _prefix_ends(units)
 
@@ -118,6 +117,7 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
                         progress(min(base + ends[k - 1], total - 1), total)
                 for got in run_units(run_unit, units, _lost, engine, address, workers, step):
                     plan.add(got)
+                todo = plan.wave()
     finally:
         _LOADED.pop(source, None)
     return plan.result(out)
