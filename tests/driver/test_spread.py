@@ -73,6 +73,26 @@ def test_spread_schedules_give_the_serial_result(case):
     assert done == sorted(done) and done[-1] >= want.runs - 1
 
 
+def test_pct_schedules_whose_event_count_grows_are_run_again_with_the_serial_k(monkeypatch):
+    run = explore_module.run_schedule
+
+    def more_events_each_seed(target, spec, *a, policy=None, **kw):
+        res = run(target, spec, *a, policy=policy, **kw)
+        if policy is not None and spec.mode == "pct":
+            policy.events += 5 * spec.seed          # (as if later runs saw more visible events)
+        return res
+    monkeypatch.setattr(explore_module, "run_schedule", more_events_each_seed)
+    sc = load_scenarios(S1)[0]
+    kw = dict(schedules=6, mode="pct", variant="f32_ud_d1_m16")
+    seen = []
+    monkeypatch.setattr(spread, "run_unit", lambda unit: seen.extend(unit.specs) or run_unit(unit))
+    got = spread.explore_spread(sc, (scenario_at, S1, 0), workers=1, min_seconds=0, **kw)
+    assert _fields(got) == _fields(explore(sc, **kw))
+    ks = sorted({s.k for s in seen if s.seed == 5})
+    # guessed first from pct:0's count, run last with the serial k (4 earlier seeds, 5 more each)
+    assert len(ks) > 1 and ks[-1] == ks[0] + 4 * 5
+
+
 def test_a_small_check_stays_in_this_process(monkeypatch):
     monkeypatch.setattr(spread, "run_units", lambda *a, **k: pytest.fail("a pool for a short check"))
     sc = load_scenarios(S1)[0]
@@ -161,3 +181,4 @@ def _cli(argv):
 
 
 from ptopipe.driver.engine import run_units  # noqa: E402  (the pool the test above counts)
+from ptopipe.driver.spread import run_unit  # noqa: E402
