@@ -172,7 +172,7 @@ def _mixed(n: int, seed: int, depth: int):
     subs = []
     for m in MIX:
         mine: dict = {"complete": False}
-        subs.append((mine, _schedules(m, n, seed, depth or DEFAULT_DEPTH[m], mine)))
+        subs.append((mine, stream(m, n, seed, stream_depth(m, depth), mine)))
     yield from interleave(subs, n)
 
 
@@ -197,22 +197,16 @@ def interleave(subs: list, n: int):
             yield item
 
 
-def stream(mode: str, n: int, seed: int, depth: int, last: dict):
-    """The explored schedules of one mode of :data:`MIX` (or ``mix`` itself), lazily: each
-    is ``(spec, policy)``; ``last["policy"]`` must hold the policy of the previous schedule
-    once it ran (pct reads its event count, exhaustive its choice points); an exhaustive
-    stream sets ``last["complete"]`` when it has no schedule left within its bound."""
-    return _schedules(mode, n, seed, depth, last)
-
-
 def stream_depth(mode: str, depth: int) -> int:
     """The depth the ``mode`` stream of a ``mix`` exploration of ``depth`` uses."""
     return depth or DEFAULT_DEPTH[mode]
 
 
-def _schedules(mode: str, n: int, seed: int, depth: int, last: dict):
-    """The explored schedules of ``mode``, lazily: each is (spec, policy); ``last`` holds
-    the policy of the previous run (pct reads its event count, exhaustive its choices)."""
+def stream(mode: str, n: int, seed: int, depth: int, last: dict):
+    """The explored schedules of ``mode``, lazily: each is ``(spec, policy)``;
+    ``last["policy"]`` must hold the policy of the previous schedule once it ran (pct reads
+    its event count, exhaustive its choice points); an exhaustive stream sets
+    ``last["complete"]`` when it has no schedule left within its bound."""
     if mode == "mix":
         yield from _mixed(n, seed, depth)
     elif mode == "random":
@@ -343,7 +337,7 @@ def explore_rest(out: ExploreResult, target, schedules: int, seed: int = 0, vari
     (``depth`` checked already), in this process, one after the other, counted in ``out``."""
     total = schedules + out.runs if total is None else total
     last: dict = {"complete": False}
-    for s, pol in _schedules(mode, schedules, seed, depth, last):
+    for s, pol in stream(mode, schedules, seed, depth, last):
         if progress is not None:
             progress(out.runs, total)
         out.runs += 1
