@@ -22,6 +22,11 @@ is reported with the :class:`ScheduleSpec` that replays it (``run_schedule(scena
 ``ptopipe check --replay SPEC``; a random seed also as ``--seed S --schedules 1``).
 ``ExploreResult.distinct`` counts the distinct interleavings covered (a hash of the
 sequence of (core, visible event) of each run).
+
+``explore`` is :func:`explore_default` then :func:`explore_rest`, the schedules of
+:func:`stream` in the order :func:`interleave` gives them, each run by :func:`run_explored`:
+the parts :mod:`ptopipe.driver.spread` uses to run the explored schedules on workers and
+rebuild the same order.
 """
 from __future__ import annotations
 
