@@ -11,7 +11,8 @@ run in waves of units, each unit a short list of schedules of one stream:
 - random schedules depend on nothing: all of them are known at once;
 - a pct schedule's event count ``k`` is the largest of the earlier pct runs': a wave takes
   the largest known so far (kernels whose runs all see the same events, the usual case,
-  need no other), and a pct run whose ``k`` turns out wrong is run again with the right one;
+  need no other); once such a guess turns out wrong, the pct schedules from there on run
+  again in one unit, one after the other, each ``k`` from the runs before it;
 - an exhaustive schedule is a child of an earlier one (its choice points): a wave runs
   the schedules the runs so far determine, fewest deviations first (one wave holds every
   single deviation from the default schedule).
@@ -109,7 +110,7 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
             return explore_rest(out, sc, **rest, **run_kwargs)      # (those few runs again, here)
         with session(engine, address) if todo else contextlib.nullcontext():
             while todo:
-                units = _units(job, todo, workers)
+                units = _units(job, todo, workers, seed if plan.chained else None)
                 ends = _prefix_ends(units)
 
                 def step(k: int, n: int, base=out.runs + len(plan.ran)) -> None:
@@ -170,6 +171,7 @@ class _Plan:
         self.streams = MIX if mode == "mix" else (mode,)
         self.ran: dict = {}                     # ScheduleSpec -> Record (specs name their stream)
         self.asked: set = set()                 # specs handed to a wave
+        self.chained = False                    # a pct guess of k missed: the rest run in a chain
 
     def add(self, records) -> None:
         for r in records:
@@ -243,6 +245,8 @@ class _Plan:
                     first.append(spec)
             todo = first
         todo = [s for s in todo if s not in self.asked]
+        guessed = {s.seed for s in self.asked if s.mode == "pct"}
+        self.chained = self.chained or any(s.mode == "pct" and s.seed in guessed for s in todo)
         self.asked.update(todo)
         if not todo:
             raise RuntimeError("the exploration's plan needs no run, yet its order is not whole")
@@ -287,25 +291,33 @@ class _Job(NamedTuple):
 class Unit(NamedTuple):
     """Schedules of one stream for a worker, in order, and how to run them; the command's
     ``--timeout`` as a wall-clock moment (``time.time()``) with its Deadline's seconds and
-    scope."""
+    scope.  ``chain``: the first seed of a pct stream whose schedules from ``specs[0]`` on
+    the worker makes itself, each ``k`` from the runs before it (``specs`` then says where
+    the chain starts and how long it is)."""
     job: _Job
     specs: tuple
     deadline: tuple | None
+    chain: int | None = None
 
 
-def _units(job: _Job, specs: list, workers: int | None) -> list:
+def _units(job: _Job, specs: list, workers: int | None, chain: int | None = None) -> list:
     """``specs`` as units: each a run of consecutive specs of one stream, about
-    :data:`UNITS_PER_WORKER` per worker, in serial order of their first spec."""
+    :data:`UNITS_PER_WORKER` per worker, in serial order of their first spec; with ``chain``
+    (the first seed), the pct specs are one chain unit."""
     size = max(1, math.ceil(len(specs) / (UNITS_PER_WORKER * (workers or os.cpu_count() or 1))))
     lines: dict = {}
     for k, s in enumerate(specs):
         lines.setdefault(s.mode, []).append((k, s))
-    chunks = [line[i:i + size] for line in lines.values() for i in range(0, len(line), size)]
+    chunks = []
+    for m, line in lines.items():
+        step = len(line) if m == "pct" and chain is not None else size
+        chunks += [line[i:i + step] for i in range(0, len(line), step)]
     chunks.sort(key=lambda c: c[0][0])
     limit = _deadline(job.run_kwargs.get("timeout"))
     if limit is not None:                       # (each worker makes its own Deadline of it)
         job = job._replace(run_kwargs={k: v for k, v in job.run_kwargs.items() if k != "timeout"})
-    return [Unit(job, tuple(s for _, s in c), limit) for c in chunks]
+    return [Unit(job, tuple(s for _, s in c), limit, chain if c[0][1].mode == "pct" else None)
+            for c in chunks]
 
 
 def _prefix_ends(units: list) -> list:
@@ -334,12 +346,26 @@ def run_unit(unit: Unit) -> list:
         kw["timeout"] = limit
     sc = scenario_of(job.source)
     records = []
-    for spec in unit.specs:
+    for spec in (unit.specs if unit.chain is None else _chain(unit, records)):
         rec = _run_one(sc, job, spec, kw)
         records.append(rec)
         if rec.stops:
             break
     return records
+
+
+def _chain(unit: Unit, records: list):
+    """The pct specs of a chain unit as the serial run makes them: its first spec's ``k``,
+    raised by each run's event count as it ends (``records``: the runs so far)."""
+    head = unit.specs[0]
+    start = head.seed - unit.chain
+    last = {"complete": False}
+    for i, (spec, _pol) in enumerate(stream("pct", start + len(unit.specs), unit.chain, head.depth, last)):
+        if i < start:
+            last["policy"] = _Seen(head.k)      # (k: the largest event count before the chain)
+            continue
+        yield spec
+        last["policy"] = _Seen(records[-1].events)
 
 
 def _run_here(job: _Job, spec: ScheduleSpec) -> Record:

@@ -82,15 +82,18 @@ def test_pct_schedules_whose_event_count_grows_are_run_again_with_the_serial_k(m
             policy.events += 5 * spec.seed          # (as if later runs saw more visible events)
         return res
     monkeypatch.setattr(explore_module, "run_schedule", more_events_each_seed)
+    ran = []
+    run_one = spread._run_one
+    monkeypatch.setattr(spread, "_run_one", lambda sc, job, spec, kw: ran.append(spec) or run_one(sc, job, spec, kw))
     sc = load_scenarios(S1)[0]
-    kw = dict(schedules=6, mode="pct", variant="f32_ud_d1_m16")
-    seen = []
-    monkeypatch.setattr(spread, "run_unit", lambda unit: seen.extend(unit.specs) or run_unit(unit))
+    kw = dict(schedules=8, mode="pct", variant="f32_ud_d1_m16")
     got = spread.explore_spread(sc, (scenario_at, S1, 0), workers=1, min_seconds=0, **kw)
     assert _fields(got) == _fields(explore(sc, **kw))
-    ks = sorted({s.k for s in seen if s.seed == 5})
-    # guessed first from pct:0's count, run last with the serial k (4 earlier seeds, 5 more each)
-    assert len(ks) > 1 and ks[-1] == ks[0] + 4 * 5
+    # pct:1 and on ran first with pct:0's event count as k; once that guess missed, the rest
+    # ran again as a chain, each k from the runs before it: no schedule more than twice
+    times = [sum(s.seed == seed for s in ran) for seed in range(8)]
+    assert times[0] == 1 and max(times) == 2
+    assert [s.k for s in ran if s.seed == 7][-1] == [s.k for s in ran if s.seed == 1][-1] + 6 * 5
 
 
 def test_a_small_check_stays_in_this_process(monkeypatch):
