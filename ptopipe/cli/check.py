@@ -141,11 +141,12 @@ def error_report(e: BaseException) -> dict:
     return row
 
 
-def _explore(sc, v, args, platform, protocol, label, source=None):
+def _explore(sc, v, args, platform, protocol, label, source=None, run_warnings=None):
     """The check of one variant (:func:`ptopipe.driver.check.explore_variant`) with the
     command's options, its schedules counted on a progress bar; with the ``source`` that
     loads ``sc`` elsewhere, a long one on the command's engine (not inside a library's
-    worker: its files are what runs in parallel)."""
+    worker: its files are what runs in parallel), its runs' warnings added to
+    ``run_warnings``."""
     bar = []
 
     def progress(done: int, total: int) -> None:
@@ -162,7 +163,7 @@ def _explore(sc, v, args, platform, protocol, label, source=None):
                                mode=args.explore, depth=args.depth, replay=args.replay,
                                data_seed=args.data_seed, progress=progress, source=source,
                                engine=getattr(args, "engine", "local"), address=getattr(args, "address", None),
-                               workers=getattr(args, "workers", None), **kw)
+                               workers=getattr(args, "workers", None), run_warnings=run_warnings, **kw)
     finally:
         if bar:
             bar[0].close()
@@ -190,16 +191,15 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
 
 def _check(args, reports: list) -> int:
     if args.file.endswith(".pto"):
-        from .pto import pto_scenarios
+        from .pto import pto_scenarios, pto_sources
         scenarios = pto_scenarios(args)
-    elif args.file.endswith(CPP_SUFFIXES):
+        return check_scenarios(args, reports, scenarios, pto_sources(args, len(scenarios)))
+    if args.file.endswith(CPP_SUFFIXES):
         from .cpp import check_cpp_file
         return check_cpp_file(args, reports, check_scenarios)
-    else:
-        scenarios = [(sc, []) for sc in load_scenarios(args.file)]
-        path = os.path.abspath(args.file)
-        return check_scenarios(args, reports, scenarios, [(scenario_at, path, i) for i in range(len(scenarios))])
-    return check_scenarios(args, reports, scenarios)
+    scenarios = [(sc, []) for sc in load_scenarios(args.file)]
+    path = os.path.abspath(args.file)
+    return check_scenarios(args, reports, scenarios, [(scenario_at, path, i) for i in range(len(scenarios))])
 
 
 def check_scenarios(args, reports: list, scenarios, sources=None) -> int:
@@ -214,7 +214,8 @@ def check_scenarios(args, reports: list, scenarios, sources=None) -> int:
         for v in pick_variants(sc, args.variant):
             manual = (getattr(args, "sync", None) or sc.sync) == "manual"
             label = f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
-            res = _explore(sc, v, args, plat, protocol, label, sources[k] if sources else None)
+            res = _explore(sc, v, args, plat, protocol, label, sources[k] if sources else None,
+                           run_warnings)
             rep = variant_report(sc.name, v, platform, protocol, res, run_warnings,
                                  getattr(args, "werror", False))
             if rep["failure"] is not None:

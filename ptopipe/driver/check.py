@@ -20,15 +20,15 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
                     mode: str = "mix", depth: int | None = None, replay: str | None = None,
                     data_seed: int = 0, progress=None, source: tuple | None = None,
                     engine: str = "local", address: str | None = None, workers: int | None = None,
-                    **run_kwargs) -> ExploreResult:
+                    run_warnings: list | None = None, **run_kwargs) -> ExploreResult:
     """:func:`ptopipe.isa.explore.explore` of ``sc``'s ``variant`` (``replay``: the default
     schedule, then the schedule that spec names), with an error the runs raise - a kernel's
     own exception too - as the result's failure; ``progress(done, total)`` as runs end.
 
-    With a ``source`` - ``(function, *args)`` that loads ``sc`` in another process - the
-    explored schedules of a long check run on ``engine``'s workers (``workers``: the local
-    pool's size, 1: none; ``address``: the Ray cluster's), with the same result
-    (:mod:`ptopipe.driver.spread`)."""
+    With a ``source`` - ``(function, *args)`` that loads ``(sc, run warnings)`` in another
+    process - the explored schedules of a long check run on ``engine``'s workers
+    (``workers``: the local pool's size, 1: none; ``address``: the Ray cluster's), with the
+    same result, their warnings added to ``run_warnings`` (:mod:`ptopipe.driver.spread`)."""
     at = [0]
 
     def step(done: int, total: int) -> None:
@@ -43,7 +43,8 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
             return explore_spread(sc, source, schedules=schedules, seed=seed, variant=variant,
                                   platform=platform, protocol=protocol, data_seed=data_seed,
                                   progress=step, mode=mode, depth=depth, engine=engine,
-                                  address=address, workers=workers, **run_kwargs)
+                                  address=address, workers=workers, run_warnings=run_warnings,
+                                  **run_kwargs)
         return explore(sc, schedules=schedules, seed=seed, variant=variant, platform=platform,
                        protocol=protocol, data_seed=data_seed, progress=step, mode=mode, depth=depth,
                        **run_kwargs)

@@ -58,27 +58,31 @@ UNITS_PER_WORKER = 8
 _LOADED: dict = {}
 
 
-def scenario_of(source: tuple):
-    """The Scenario ``source`` - ``(function, *args)`` - loads, once per process (what a
-    load prints, e.g. a .pto file's notes, was printed by the command already)."""
-    sc = _LOADED.get(source)
-    if sc is None:
+def scenario_of(source: tuple) -> tuple:
+    """The ``(Scenario, run warnings)`` pair ``source`` - ``(function, *args)`` - loads,
+    once per process (what a load prints, e.g. a .pto file's notes, was printed by the
+    command already); the list is the one the Scenario's runs add their warnings to."""
+    got = _LOADED.get(source)
+    if got is None:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            sc = _LOADED[source] = source[0](*source[1:])
-    return sc
+            got = _LOADED[source] = source[0](*source[1:])
+    return got
 
 
 def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, variant="default",
                    platform="a2a3", protocol="spec", data_seed: int = 0, progress=None,
                    mode: str = "mix", depth: int | None = None, engine: str = "local",
                    address: str | None = None, workers: int | None = None,
-                   min_seconds: float | None = None, **run_kwargs) -> ExploreResult:
+                   min_seconds: float | None = None, run_warnings: list | None = None,
+                   **run_kwargs) -> ExploreResult:
     """:func:`ptopipe.isa.explore.explore` of the Scenario ``sc`` (which ``source``
     loads in a worker) with its explored schedules on ``engine``'s workers when they take
     long enough (``min_seconds``, default :data:`MIN_SECONDS`), with the same result.  A
     kernel's own exception is the result's failure (as
     :func:`ptopipe.driver.check.explore_variant` makes it) when it happens in an explored
-    schedule; under the default schedule it is raised."""
+    schedule; under the default schedule it is raised.  ``run_warnings``: the list the
+    Scenario's runs add their warnings to (a ``.pto`` kernel's): the explored runs' are
+    added to it in the serial order, up to the first failure."""
     depth = checked_depth(mode, depth)
     min_seconds = MIN_SECONDS if min_seconds is None else min_seconds
     run_kwargs.setdefault("causal", True)
@@ -96,7 +100,8 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
         return explore_rest(out, sc, **rest, **run_kwargs)
     plan = _Plan(mode, schedules, seed, depth)
     job = _Job(source, variant, platform, protocol, data_seed, run_kwargs)
-    _LOADED[source] = sc
+    run_warnings = [] if run_warnings is None else run_warnings
+    _LOADED[source] = (sc, run_warnings)
     try:
         first = plan.wave()                     # the first schedule of each stream, timed
         t0 = time.perf_counter()
@@ -121,14 +126,14 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
                 todo = plan.wave()
     finally:
         _LOADED.pop(source, None)
-    return plan.result(out)
+    return plan.result(out, run_warnings)
 
 
 # -- the plan: what ran, the serial order rebuilt from it, what the next wave runs ----------------
 class Record(NamedTuple):
     """One explored schedule's run: its spec, the digest and event count of its policy, the
     choice points (exhaustive), its failure (a PtoPipeError) or a kernel's own exception,
-    and what it printed."""
+    what it printed and the warnings it found (``file:line:col: what``)."""
     spec: ScheduleSpec
     digest: int
     events: int
@@ -137,6 +142,7 @@ class Record(NamedTuple):
     raised: BaseException | None
     stdout: str
     stderr: str
+    warnings: tuple = ()
 
     @property
     def stops(self) -> bool:
@@ -252,12 +258,13 @@ class _Plan:
             raise RuntimeError("the exploration's plan needs no run, yet its order is not whole")
         return todo
 
-    def result(self, out: ExploreResult) -> ExploreResult:
+    def result(self, out: ExploreResult, run_warnings: list) -> ExploreResult:
         """``out`` (the default schedule's) with the explored schedules of the serial order,
-        their output printed in that order."""
+        their output printed and their warnings added to ``run_warnings`` in that order."""
         import sys
         serial, _, complete = self._order()
         for rec in serial:
+            run_warnings.extend(rec.warnings)
             if rec.stdout:
                 sys.stdout.write(rec.stdout)
             if rec.stderr:
@@ -344,10 +351,10 @@ def run_unit(unit: Unit) -> list:
         limit = Deadline(seconds, scope=scope)
         limit.at = time.monotonic() + (wall - time.time())
         kw["timeout"] = limit
-    sc = scenario_of(job.source)
+    loaded = scenario_of(job.source)
     records = []
     for spec in (unit.specs if unit.chain is None else _chain(unit, records)):
-        rec = _run_one(sc, job, spec, kw)
+        rec = _run_one(loaded, job, spec, kw)
         records.append(rec)
         if rec.stops:
             break
@@ -372,19 +379,28 @@ def _run_here(job: _Job, spec: ScheduleSpec) -> Record:
     return _run_one(scenario_of(job.source), job, spec, job.run_kwargs)
 
 
-def _run_one(sc, job: _Job, spec: ScheduleSpec, kw: dict) -> Record:
+def _run_one(loaded: tuple, job: _Job, spec: ScheduleSpec, kw: dict) -> Record:
+    """One schedule's record.  Its warnings are all the run finds (the list it adds to is
+    emptied for it, then put back): what it adds in the serial run is what of them is not
+    there yet, which the report's first-seen order makes the same."""
+    sc, warnings = loaded
     pol = spec.policy()
     err = raised = None
     out, errs = io.StringIO(), io.StringIO()
+    before = warnings[:]
+    del warnings[:]
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(errs):
         try:
             err = run_explored(sc, spec, pol, job.variant, job.platform, job.protocol, job.data_seed, **kw)
         except Exception as e:  # noqa: BLE001 - a kernel's own error: the record's, sent back
             raised = e
+        finally:
+            found = tuple(warnings)
+            warnings[:] = before
     return Record(spec, pol.digest, pol.events, tuple(pol.options) if spec.mode == "exhaustive" else None,
                   portable(err) if err is not None else None,
                   portable_raised(raised) if raised is not None else None,
-                  out.getvalue(), errs.getvalue())
+                  out.getvalue(), errs.getvalue(), found)
 
 
 def _lost(unit: Unit, error: BaseException) -> list:

@@ -2,8 +2,9 @@
 result and the printed report of running them one after the other (``explore``): the same
 runs, first failure and its schedule, distinct interleavings, ``complete``, warnings, on a
 passing kernel, kernels failing only under an explored schedule (pct, random, exhaustive),
-an exhaustive search that runs out early in ``mix``, a kernel's own exception that does
-not pickle, and the command's --timeout; errors survive pickling."""
+an exhaustive search that runs out early in ``mix``, pct guesses of k that miss, a kernel's
+own exception that does not pickle, the runs' warnings, the command's --timeout, and the
+command's printed report for .py and .pto kernels; errors survive pickling."""
 import contextlib
 import io
 import os
@@ -12,7 +13,7 @@ import time
 
 import pytest
 
-from ptopipe import errors
+from ptopipe import Scenario, errors
 from ptopipe.cli import main as cli_main
 from ptopipe.cli.errors import report_exception
 from ptopipe.driver import spread
@@ -96,6 +97,38 @@ def test_pct_schedules_whose_event_count_grows_are_run_again_with_the_serial_k(m
     assert [s.k for s in ran if s.seed == 7][-1] == [s.k for s in ran if s.seed == 1][-1] + 6 * 5
 
 
+#: the run warnings of SKEWED (what a .pto kernel's executor adds its warnings to)
+WARNED: list = []
+
+
+_S1 = load_scenarios(S1)[0]
+
+
+def _skewed_cube(a, b, fifo, M, depth, split):
+    from ptopipe.isa.context import current_core
+    WARNED.append(f"k.py:1:1: the cube started at cycle {current_core().clock}")   # (random: skewed)
+    _S1.aic(a, b, fifo, M, depth, split)
+
+
+_SKEWED = Scenario("skewed", _skewed_cube, _S1.aiv, _S1.make_args, _S1.golden, {"default": {"M": 16}})
+
+
+def skewed_at() -> tuple:
+    """A Scenario whose runs add a warning naming the cycle the cube starts at (random
+    schedules start the cores at random offsets), with its warnings list."""
+    return _SKEWED, WARNED
+
+
+def test_the_explored_runs_warnings_come_in_the_serial_order():
+    serial = explore(_SKEWED, schedules=10, mode="random")
+    want = list(dict.fromkeys(WARNED))
+    WARNED.clear()
+    got = spread.explore_spread(_SKEWED, (skewed_at,), schedules=10, mode="random", workers=1,
+                                min_seconds=0, run_warnings=WARNED)
+    assert _fields(got) == _fields(serial)
+    assert list(dict.fromkeys(WARNED)) == want and len(want) > 3
+
+
 def test_a_small_check_stays_in_this_process(monkeypatch):
     monkeypatch.setattr(spread, "run_units", lambda *a, **k: pytest.fail("a pool for a short check"))
     sc = load_scenarios(S1)[0]
@@ -167,13 +200,14 @@ def test_a_worker_keeps_the_commands_deadline():
     ["check", _misuse("m31_lane_init_overwrite.py"), "--no-checks", "--schedules", "6"],
     ["check", _misuse("m10_schedule_dependent.py"), "--platform", "a5", "--protocol", "pto-isa",
      "--explore", "random", "--schedules", "6", "--json"],
+    ["check", os.path.join(ROOT, "tests", "pto_corpus", "x_both_split1_a3.pto"), "--schedules", "6"],
 ])
 def test_the_command_prints_the_serial_report_on_two_workers(argv, monkeypatch):
     monkeypatch.setattr(spread, "MIN_SECONDS", 0)
     calls = []
     monkeypatch.setattr(spread, "run_units", lambda *a, **k: calls.append(1) or run_units(*a, **k))
     serial, two = _cli([*argv, "--workers", "1"]), _cli([*argv, "--workers", "2"])
-    assert calls and serial == two and serial[0] == 1
+    assert calls and serial == two and serial[0] == (0 if argv[1].endswith(".pto") else 1)
 
 
 def _cli(argv):
