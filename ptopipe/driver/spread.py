@@ -23,12 +23,12 @@ interleaves them (:func:`ptopipe.isa.explore.interleave`) - up to the first fail
 order; what that order still needs (schedules after an exhaustive stream ran out, re-run pct
 schedules, deeper exhaustive ones) is the next wave.  The result - runs, the first failure
 and its schedule, the distinct interleavings up to it, ``complete`` - is the serial one;
-only what the workers spend beyond it differs.  The runs' own output (a kernel's prints) is
-printed in the serial order too, up to the failure.
+only what the workers spend beyond it differs.  The runs' own output (a kernel's prints) and
+warnings (a ``.pto`` kernel's) come in the serial order too, up to the failure.
 
-A worker gets the Scenario from a ``source`` - a picklable ``(function, *args)`` that loads
-it (a forked local worker finds the one loaded here) - and the command's ``--timeout`` as
-the same wall-clock moment.  Errors come back pickled (:func:`portable`); a kernel's own
+A worker gets the Scenario and the list its runs add warnings to from a ``source`` - a
+picklable ``(function, *args)`` that loads them (a forked local worker finds the ones loaded
+here) - and the command's ``--timeout`` as the same wall-clock moment.  Errors come back pickled (:func:`portable`); a kernel's own
 exception that does not pickle comes back as a stand-in with its class name, message and
 line (:class:`KernelRaised`).
 """
@@ -39,6 +39,7 @@ import io
 import math
 import os
 import pickle
+import sys
 import time
 from typing import NamedTuple
 
@@ -54,7 +55,8 @@ MIN_SECONDS = 1.5
 #: units per worker in a wave: small units balance the load and move the progress bar
 UNITS_PER_WORKER = 8
 
-#: Scenarios loaded in this process, by source (a forked worker inherits the parent's)
+#: (Scenario, run warnings) pairs loaded in this process, by source (a forked worker
+#: inherits the parent's)
 _LOADED: dict = {}
 
 
@@ -261,7 +263,6 @@ class _Plan:
     def result(self, out: ExploreResult, run_warnings: list) -> ExploreResult:
         """``out`` (the default schedule's) with the explored schedules of the serial order,
         their output printed and their warnings added to ``run_warnings`` in that order."""
-        import sys
         serial, _, complete = self._order()
         for rec in serial:
             run_warnings.extend(rec.warnings)
