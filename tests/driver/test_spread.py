@@ -196,6 +196,15 @@ def test_a_worker_keeps_the_commands_deadline():
     assert bound["scope"] == "command" and bound["limit"] == 0.05
 
 
+def test_a_unit_whose_worker_died_twice_is_its_first_schedules_failure():
+    job = spread._Job((scenario_at, S1, 0), "default", "a2a3", "spec", 0, {})
+    unit = spread.Unit(job, (ScheduleSpec("random", 3), ScheduleSpec("random", 4)), None)
+    rec, = spread._lost(unit, RuntimeError("worker died"))
+    assert rec.spec == ScheduleSpec("random", 3) and rec.stops
+    assert "the worker process running schedule random:3 died" in rec.error.what
+    assert {"kind": "schedule", "seed": 3} in rec.error.findings
+
+
 @pytest.mark.parametrize("argv", [
     ["check", _misuse("m31_lane_init_overwrite.py"), "--no-checks", "--schedules", "6"],
     ["check", _misuse("m10_schedule_dependent.py"), "--platform", "a5", "--protocol", "pto-isa",
