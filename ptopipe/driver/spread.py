@@ -27,14 +27,15 @@ only what the workers spend beyond it differs.  The runs' own output (a kernel's
 warnings (a ``.pto`` kernel's) come in the serial order too, up to the failure.
 
 A worker gets the Scenario and the list its runs add warnings to from a ``source`` - a
-picklable ``(function, *args)`` that loads them (a forked local worker finds the ones loaded
-here) - and the command's ``--timeout`` as the same wall-clock moment.  Errors come back pickled (:func:`portable`); a kernel's own
+picklable ``(function, *args)`` that loads them, once per worker process - and the
+command's ``--timeout`` as the same wall-clock moment.  Errors come back pickled (:func:`portable`); a kernel's own
 exception that does not pickle comes back as a stand-in with its class name, message and
 line (:class:`KernelRaised`).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
 import os
@@ -55,20 +56,13 @@ MIN_SECONDS = 1.5
 #: units per worker in a wave: small units balance the load and move the progress bar
 UNITS_PER_WORKER = 8
 
-#: (Scenario, run warnings) pairs loaded in this process, by source (a forked worker
-#: inherits the parent's)
-_LOADED: dict = {}
-
-
+@functools.lru_cache(maxsize=4)
 def scenario_of(source: tuple) -> tuple:
     """The ``(Scenario, run warnings)`` pair ``source`` - ``(function, *args)`` - loads,
-    once per process (what a load prints, e.g. a .pto file's notes, was printed by the
-    command already); the list is the one the Scenario's runs add their warnings to."""
-    got = _LOADED.get(source)
-    if got is None:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            got = _LOADED[source] = source[0](*source[1:])
-    return got
+    once per worker process (what a load prints, e.g. a .pto file's notes, was printed by
+    the command already); the list is the one the Scenario's runs add their warnings to."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return source[0](*source[1:])
 
 
 def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, variant="default",
@@ -103,31 +97,27 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
     plan = _Plan(mode, schedules, seed, depth)
     job = _Job(source, variant, platform, protocol, data_seed, run_kwargs)
     run_warnings = [] if run_warnings is None else run_warnings
-    _LOADED[source] = (sc, run_warnings)
-    try:
-        first = plan.wave()                     # the first schedule of each stream, timed
-        t0 = time.perf_counter()
-        for spec in first:
-            if progress is not None:
-                progress(out.runs + len(plan.ran), total)
-            plan.add([_run_here(job, spec)])
-        each = (time.perf_counter() - t0) / max(len(first), 1)
-        todo = plan.wave()
-        if todo and each * len(todo) < min_seconds:
-            return explore_rest(out, sc, **rest, **run_kwargs)      # (those few runs again, here)
-        with session(engine, address) if todo else contextlib.nullcontext():
-            while todo:
-                units = _units(job, todo, workers, seed if plan.chained else None)
-                ends = _prefix_ends(units)
+    first = plan.wave()                         # the first schedule of each stream, timed
+    t0 = time.perf_counter()
+    for spec in first:
+        if progress is not None:
+            progress(out.runs + len(plan.ran), total)
+        plan.add([_run_one((sc, run_warnings), job, spec, run_kwargs)])
+    each = (time.perf_counter() - t0) / max(len(first), 1)
+    todo = plan.wave()
+    if todo and each * len(todo) < min_seconds:
+        return explore_rest(out, sc, **rest, **run_kwargs)      # (those few runs again, here)
+    with session(engine, address) if todo else contextlib.nullcontext():
+        while todo:
+            units = _units(job, todo, workers, seed if plan.chained else None)
+            ends = _prefix_ends(units)
 
-                def step(k: int, n: int, base=out.runs + len(plan.ran)) -> None:
-                    if progress is not None:
-                        progress(min(base + ends[k - 1], total - 1), total)
-                for got in run_units(run_unit, units, _lost, engine, address, workers, step):
-                    plan.add(got)
-                todo = plan.wave()
-    finally:
-        _LOADED.pop(source, None)
+            def step(k: int, n: int, base=out.runs + len(plan.ran)) -> None:
+                if progress is not None:
+                    progress(min(base + ends[k - 1], total - 1), total)
+            for got in run_units(run_unit, units, _lost, engine, address, workers, step):
+                plan.add(got)
+            todo = plan.wave()
     return plan.result(out, run_warnings)
 
 
@@ -374,10 +364,6 @@ def _chain(unit: Unit, records: list):
             continue
         yield spec
         last["policy"] = _Seen(records[-1].events)
-
-
-def _run_here(job: _Job, spec: ScheduleSpec) -> Record:
-    return _run_one(scenario_of(job.source), job, spec, job.run_kwargs)
 
 
 def _run_one(loaded: tuple, job: _Job, spec: ScheduleSpec, kw: dict) -> Record:
