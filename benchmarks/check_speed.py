@@ -11,7 +11,8 @@ check``, both ways) and the peak RSS of the S7 check's processes.
 
 Targets: a speed-up >= 5x per kernel (--target X to change it: it needs that many cores),
 and <= 150 MiB peak RSS per process of the S7 check.  Exits 1 on a miss.  Run it on a quiet
-machine (the load average is printed).
+machine (the load average is printed).  BLAS runs with one thread, as in the command
+(``ptopipe._startup``).
 
 Usage:  python benchmarks/check_speed.py [--schedules 200] [--target 5] [--no-cli]
 """
@@ -27,6 +28,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)                                                    # this checkout
+
+from ptopipe._startup import one_blas_thread  # noqa: E402  (loads no numpy)
+
+one_blas_thread()                               # as the command does, before numpy loads
 
 from ptopipe.driver.check import explore_variant  # noqa: E402
 from ptopipe.driver.loader import load_scenarios, scenario_at  # noqa: E402

@@ -228,3 +228,16 @@ def _cli(argv):
 
 from ptopipe.driver.engine import run_units  # noqa: E402  (the pool the test above counts)
 from ptopipe.driver.spread import run_unit  # noqa: E402
+
+
+def test_the_command_runs_blas_with_one_thread_unless_told(monkeypatch):
+    # (idle BLAS threads spin on the cores a pool's other workers run on)
+    from ptopipe import _startup
+    monkeypatch.setattr(_startup, "_is_command", lambda: True)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "4")
+    try:
+        _startup.guard()
+    finally:
+        _startup.release()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "4"
