@@ -144,9 +144,8 @@ def error_report(e: BaseException) -> dict:
 def _explore(sc, v, args, platform, protocol, label, source=None, run_warnings=None):
     """The check of one variant (:func:`ptopipe.driver.check.explore_variant`) with the
     command's options, its schedules counted on a progress bar; with the ``source`` that
-    loads ``sc`` elsewhere, a long one on the command's engine (not inside a library's
-    worker: its files are what runs in parallel), its runs' warnings added to
-    ``run_warnings``."""
+    loads ``sc`` elsewhere, a long one on the command's engine (unless a library's files
+    are what runs in parallel), its runs' warnings added to ``run_warnings``."""
     bar = []
 
     def progress(done: int, total: int) -> None:
@@ -156,7 +155,7 @@ def _explore(sc, v, args, platform, protocol, label, source=None, run_warnings=N
     kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args), "causal": True}
     if getattr(args, "no_checks", False):
         kw["checks"] = False
-    if getattr(args, "library", False):
+    if getattr(args, "files_in_parallel", False):
         source = None
     try:
         return explore_variant(sc, v, platform, protocol, schedules=args.schedules, seed=args.seed,

@@ -241,3 +241,21 @@ def test_the_command_runs_blas_with_one_thread_unless_told(monkeypatch):
     finally:
         _startup.release()
     assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["MKL_NUM_THREADS"] == "4"
+
+
+def test_a_one_file_library_spreads_its_schedules_a_library_of_several_does_not(tmp_path, monkeypatch):
+    monkeypatch.setattr(spread, "MIN_SECONDS", 0)
+    parent, calls = os.getpid(), []
+
+    def not_in_a_worker(*a, **k):
+        assert os.getpid() == parent, "a pool inside a library's worker process"
+        calls.append(1)
+        return run_units(*a, **k)
+    monkeypatch.setattr(spread, "run_units", not_in_a_worker)
+    m31 = _misuse("m31_lane_init_overwrite.py")
+    opts = ["--no-checks", "--schedules", "6", "--junit", str(tmp_path / "j.xml")]
+    serial, two = _cli(["check", m31, *opts, "--workers", "1"]), _cli(["check", m31, *opts, "--workers", "2"])
+    assert calls and serial == two and "1 of 1 failed" in two[1]
+    # two files on two workers: each file's schedules one after the other, in its worker
+    serial = _cli(["check", m31, S1, *opts, "--workers", "1"])
+    assert _cli(["check", m31, S1, *opts, "--workers", "2"]) == serial and "1 of 2 failed" in serial[1]
