@@ -1,4 +1,5 @@
-"""Ctrl-C while the ``ptopipe`` command starts up.
+"""What the ``ptopipe`` command sets up before it imports anything: Ctrl-C while it starts
+up, and one BLAS thread.
 
 The command spends its first half second importing (numpy, the catalogue, the subcommand
 modules) before :func:`ptopipe.cli.main` can catch a KeyboardInterrupt, and an interrupt
@@ -6,8 +7,14 @@ there would end in a Python traceback.  So when this process *is* the command (i
 script, or ``python -m ptopipe`` / ``python -m ptopipe.cli``), importing the package first
 makes SIGINT end the start-up the way the command ends any interrupt: one line,
 "interrupted", and exit status 130 (128 + SIGINT).  ``cli.main`` hands SIGINT back to
-Python (a KeyboardInterrupt it handles itself) as soon as it runs.  Importing ptopipe as a
-library changes nothing.
+Python (a KeyboardInterrupt it handles itself) as soon as it runs.
+
+numpy's BLAS (OpenBLAS, MKL) runs with one thread in the command unless the environment
+says otherwise: the simulator's matrices are tiles, too small for threads to pay, whose
+idle threads spin on the other cores - twice the CPU time for nothing, and in a pool of
+workers (a long ``check``, a kernel library, a sweep) the other workers' cores.  The
+variables must be set before numpy loads, so here.  Importing ptopipe as a library changes
+nothing.
 """
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ import sys
 #: the exit status of an interrupted command, as a shell reports a SIGINT
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 _COMMAND_MODULES = ("ptopipe", "ptopipe.__main__", "ptopipe.cli", "ptopipe.cli.__main__")
+#: the BLAS libraries' thread counts the command sets to one (unless set already)
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def interrupted() -> int:
@@ -53,9 +62,20 @@ def release() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def one_blas_thread() -> None:
+    """BLAS with one thread in this process and the processes it starts, unless the
+    environment says otherwise (effective only before numpy loads)."""
+    for var in BLAS_THREADS:
+        os.environ.setdefault(var, "1")
+
+
 def guard() -> None:
-    """Take SIGINT for the start-up, if this process is the command (package import)."""
-    if _is_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    """Take SIGINT for the start-up and make BLAS single-threaded, if this process is the
+    command (package import)."""
+    if not _is_command():
+        return
+    one_blas_thread()
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         try:
             signal.signal(signal.SIGINT, _on_sigint)
         except ValueError:              # not the main thread: signals are not ours to take

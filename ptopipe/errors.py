@@ -126,10 +126,12 @@ _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def user_frame(e: BaseException):
     """The innermost traceback frame of ``e`` outside the ptopipe package (and Python's
     frozen import machinery) - the kernel or scenario line that raised an exception
-    ptopipe did not make - or None."""
+    ptopipe did not make - or None (or, for an exception a worker process sent, the frame
+    it kept as ``ptopipe_frame``)."""
     user = [f for f in traceback.extract_tb(e.__traceback__)
             if not f.filename.startswith((_PKG, "<frozen"))]
-    return user[-1] if user else None
+    # an exception received from a worker process has no traceback: the line it kept
+    return user[-1] if user else getattr(e, "ptopipe_frame", None)
 
 
 def user_line() -> str | None:

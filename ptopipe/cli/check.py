@@ -1,7 +1,8 @@
 """``ptopipe check FILE``: run a kernel with every checker on, under the default schedule
 and ``--schedules N`` explored ones (``--explore mix|random|pct|exhaustive``, ``--depth d``,
-seeds ``--seed`` ...); report the first failure (error class, kernel file:line, the
-schedule that replays it: ``--replay SPEC``), the distinct interleavings covered, and exit 1."""
+seeds ``--seed`` ...; a long check's on the ``--engine``'s workers); report the first failure
+(error class, kernel file:line, the schedule that replays it: ``--replay SPEC``), the
+distinct interleavings covered, and exit 1."""
 from __future__ import annotations
 
 import contextlib
@@ -16,7 +17,7 @@ from .common import (CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, ad
 from .errors import color, report_exception
 from .progress import Progress
 from . import bounds
-from ..driver.loader import load_scenarios, pick_variants
+from ..driver.loader import load_scenarios, pick_variants, scenario_at
 
 
 def add_parser(sub) -> None:
@@ -63,7 +64,9 @@ def add_parser(sub) -> None:
     bounds.add_arguments(p)
     add_launches(p)
     from .common import add_engine_arguments
-    add_engine_arguments(p)
+    add_engine_arguments(p, "a library's files in parallel, each file's schedules in turn; one file's "
+                            "explored schedules in parallel when they would take more than about "
+                            "1.5 s, with the same report")
     p.set_defaults(func=main)
 
 
@@ -138,9 +141,11 @@ def error_report(e: BaseException) -> dict:
     return row
 
 
-def _explore(sc, v, args, platform, protocol, label):
+def _explore(sc, v, args, platform, protocol, label, source=None, run_warnings=None):
     """The check of one variant (:func:`ptopipe.driver.check.explore_variant`) with the
-    command's options, its schedules counted on a progress bar."""
+    command's options, its schedules counted on a progress bar; with the ``source`` that
+    loads ``sc`` elsewhere, a long one on the command's engine (unless a library's files
+    are what runs in parallel), its runs' warnings added to ``run_warnings``."""
     bar = []
 
     def progress(done: int, total: int) -> None:
@@ -150,10 +155,14 @@ def _explore(sc, v, args, platform, protocol, label):
     kw = {**bounds.run_kwargs(args), **sync_kwargs(args), **launch_kwargs(args), "causal": True}
     if getattr(args, "no_checks", False):
         kw["checks"] = False
+    if getattr(args, "files_in_parallel", False):
+        source = None
     try:
         return explore_variant(sc, v, platform, protocol, schedules=args.schedules, seed=args.seed,
                                mode=args.explore, depth=args.depth, replay=args.replay,
-                               data_seed=args.data_seed, progress=progress, **kw)
+                               data_seed=args.data_seed, progress=progress, source=source,
+                               engine=getattr(args, "engine", "local"), address=getattr(args, "address", None),
+                               workers=getattr(args, "workers", None), run_warnings=run_warnings, **kw)
     finally:
         if bar:
             bar[0].close()
@@ -181,21 +190,24 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
 
 def _check(args, reports: list) -> int:
     if args.file.endswith(".pto"):
-        from .pto import pto_scenarios
+        from .pto import pto_scenarios, pto_sources
         scenarios = pto_scenarios(args)
-    elif args.file.endswith(CPP_SUFFIXES):
+        return check_scenarios(args, reports, scenarios, pto_sources(args, len(scenarios)))
+    if args.file.endswith(CPP_SUFFIXES):
         from .cpp import check_cpp_file
         return check_cpp_file(args, reports, check_scenarios)
-    else:
-        scenarios = [(sc, []) for sc in load_scenarios(args.file)]
-    return check_scenarios(args, reports, scenarios)
+    scenarios = [(sc, []) for sc in load_scenarios(args.file)]
+    path = os.path.abspath(args.file)
+    return check_scenarios(args, reports, scenarios, [(scenario_at, path, i) for i in range(len(scenarios))])
 
 
-def check_scenarios(args, reports: list, scenarios) -> int:
+def check_scenarios(args, reports: list, scenarios, sources=None) -> int:
     """``check`` of ``(Scenario, run warnings)`` pairs: every variant explored, printed and
-    reported in ``reports``; the exit status."""
+    reported in ``reports``; the exit status.  ``sources``: for each Scenario, the
+    ``(function, *args)`` that loads it in a worker process (its schedules may then run on
+    the command's engine)."""
     status = 0
-    for sc, run_warnings in scenarios:
+    for k, (sc, run_warnings) in enumerate(scenarios):
         plat, protocol = target(args, sc)
         platform = plat.name
         for v in pick_variants(sc, args.variant):
@@ -203,7 +215,8 @@ def check_scenarios(args, reports: list, scenarios) -> int:
             launches = getattr(args, "launches", None) or sc.launches or 1
             label = (f"{sc.name}[{v}] on {platform}/{protocol}" + (" (manual sync)" if manual else "")
                      + (f" ({launches} launches each)" if launches > 1 else ""))
-            res = _explore(sc, v, args, plat, protocol, label)
+            res = _explore(sc, v, args, plat, protocol, label, sources[k] if sources else None,
+                           run_warnings)
             rep = variant_report(sc.name, v, platform, protocol, res, run_warnings,
                                  getattr(args, "werror", False))
             if rep["failure"] is not None:

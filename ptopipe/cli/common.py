@@ -210,14 +210,16 @@ def write_outputs(outputs: dict, specs, what: str = "a tensor parameter", fix_na
     return list(outs)
 
 
-def add_engine_arguments(p) -> None:
+def add_engine_arguments(p, what: str | None = None) -> None:
     """``--engine local|ray``, ``--address``, ``--workers``: where a command's units (the files
-    of a kernel library, the mutants of a kernel) run (:mod:`ptopipe.driver.engine`)."""
+    of a kernel library, the explored schedules of one kernel, the mutants of a kernel) run
+    (:mod:`ptopipe.driver.engine`); ``what``: the command's units, said in the help."""
     from ..driver.engine import ENGINES
     p.add_argument("--engine", default="local", choices=ENGINES,
-                   help="where the work runs: local (a process pool sized to the machine) or ray "
-                        "(a Ray cluster: pip install \"ptopipe[ray]\")")
+                   help="where the work runs" + (f" ({what})" if what else "") + ": local (a process "
+                        "pool sized to the machine) or ray (a Ray cluster: pip install \"ptopipe[ray]\")")
     p.add_argument("--address", default=None, metavar="HOST:PORT",
                    help="(--engine ray) the Ray cluster to use (default: start one on this machine)")
     p.add_argument("--workers", type=int, default=None,
-                   help="(--engine local) parallel processes (default: the machine's cores)")
+                   help="(--engine local) parallel processes (default: the machine's cores; 1: "
+                        "everything in this process)")

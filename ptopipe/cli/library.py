@@ -28,7 +28,8 @@ def check_library(args, check_one) -> int:
     files = kernel_files(args.paths)
     bounds.run_kwargs(args)             # the command's --timeout deadline, shared by every file
     bar = Progress("kernel files", len(files))
-    units = [FileUnit(f, _file_args(args, f), check_one) for f in files]
+    # files on workers: each file's schedules in turn (no pool inside a pool's worker)
+    units = [FileUnit(f, _file_args(args, f, files_in_parallel=len(files) > 1), check_one) for f in files]
     try:
         done = run_units(check_file_unit, units, _lost, getattr(args, "engine", "local"),
                          getattr(args, "address", None), getattr(args, "workers", None),
@@ -61,9 +62,9 @@ class FileUnit(NamedTuple):
     check_one: object
 
 
-def _file_args(args, path: str) -> dict:
+def _file_args(args, path: str, files_in_parallel: bool) -> dict:
     kept = {k: v for k, v in vars(args).items() if k not in ("func", "json_stream")}
-    return dict(kept, file=path, library=True)
+    return dict(kept, file=path, library=True, files_in_parallel=files_in_parallel)
 
 
 def check_file_unit(unit: FileUnit) -> tuple:

@@ -15,15 +15,21 @@ from . import bounds
 from .common import launch_kwargs, scalar_ranges, sync_kwargs, write_outputs
 
 
+def _launch_options(args) -> tuple:
+    """``(inputs, func, platform, protocol, data seed, ranges)``: the options of ``args``
+    that :func:`ptopipe.driver.pto.launches` takes."""
+    seed = getattr(args, "data_seed", None)
+    return (getattr(args, "input", None), getattr(args, "pto_func", None), getattr(args, "platform", None),
+            getattr(args, "protocol", None) or "spec", seed if seed is not None else getattr(args, "seed", None),
+            scalar_ranges(args))
+
+
 def _launches(args) -> tuple:
     """``(launches, protocol)`` of ``args.file`` (:func:`ptopipe.driver.pto.launches`), the
     static verifier's warnings printed."""
-    protocol = getattr(args, "protocol", None) or "spec"
-    seed = getattr(args, "data_seed", None)
-    out, warnings = pto.launches(args.file, getattr(args, "input", None), getattr(args, "pto_func", None),
-                                 getattr(args, "platform", None), protocol,
-                                 seed if seed is not None else getattr(args, "seed", None),
-                                 one=bool(getattr(args, "output", None)), ranges=scalar_ranges(args))
+    inputs, func, platform, protocol, seed, ranges = _launch_options(args)
+    out, warnings = pto.launches(args.file, inputs, func, platform, protocol, seed,
+                                 one=bool(getattr(args, "output", None)), ranges=ranges)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     return out, protocol
@@ -37,6 +43,20 @@ def pto_scenarios(args) -> list:
         for n in pl.notes:
             print(f"note: {n}", file=sys.stderr)
     return pto.scenarios(args.file, launched, protocol)
+
+
+def pto_sources(args, count: int) -> list:
+    """How a worker process loads each of the ``count`` pairs :func:`pto_scenarios` gave
+    (:func:`ptopipe.driver.pto.scenario_at`): the file and the input files by absolute path."""
+    inputs, func, platform, protocol, seed, ranges = _launch_options(args)
+    inputs = tuple(_absolute(item) for item in inputs or ())
+    return [(pto.scenario_at, os.path.abspath(args.file), inputs, func, platform, protocol, seed,
+             tuple(sorted(ranges.items())), k) for k in range(count)]
+
+
+def _absolute(item: str) -> str:
+    name, eq, value = item.partition("=")
+    return f"{name}={os.path.abspath(value)}" if eq and os.path.isfile(value) else item
 
 
 _VERDICT = {"verified": ("PASS", "1;32", 0), "nothing to verify": ("PASS", "1;32", 0),

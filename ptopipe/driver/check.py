@@ -5,21 +5,30 @@ the library table and JUnit show - the error as structured data (``PtoPipeError.
 keys), at the DSL line a written C++ line came from."""
 from __future__ import annotations
 
+import os
 import re
 
 from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.explore import ExploreResult, ScheduleSpec, explore, run_schedule
 
 #: the options whose bad value is the command's error, not one variant's failure
-_OPTION_ERRORS = ("option --explore", "option --depth", "option --replay")
+_OPTION_ERRORS = ("option --explore", "option --depth", "option --replay", "option --engine",
+                  "option --address", "option --workers")
 
 
 def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int = 20, seed: int = 0,
                     mode: str = "mix", depth: int | None = None, replay: str | None = None,
-                    data_seed: int = 0, progress=None, **run_kwargs) -> ExploreResult:
+                    data_seed: int = 0, progress=None, source: tuple | None = None,
+                    engine: str = "local", address: str | None = None, workers: int | None = None,
+                    run_warnings: list | None = None, **run_kwargs) -> ExploreResult:
     """:func:`ptopipe.isa.explore.explore` of ``sc``'s ``variant`` (``replay``: the default
     schedule, then the schedule that spec names), with an error the runs raise - a kernel's
-    own exception too - as the result's failure; ``progress(done, total)`` as runs end."""
+    own exception too - as the result's failure; ``progress(done, total)`` as runs end.
+
+    With a ``source`` - ``(function, *args)`` that loads ``(sc, run warnings)`` in another
+    process - the explored schedules of a long check run on ``engine``'s workers
+    (``workers``: the local pool's size, 1: none; ``address``: the Ray cluster's), with the
+    same result, their warnings added to ``run_warnings`` (:mod:`ptopipe.driver.spread`)."""
     at = [0]
 
     def step(done: int, total: int) -> None:
@@ -29,6 +38,13 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
     try:
         if replay is not None:
             return _replay(sc, variant, platform, protocol, replay, data_seed, step, run_kwargs)
+        if spread_out(source, engine, workers):
+            from .spread import explore_spread
+            return explore_spread(sc, source, schedules=schedules, seed=seed, variant=variant,
+                                  platform=platform, protocol=protocol, data_seed=data_seed,
+                                  progress=step, mode=mode, depth=depth, engine=engine,
+                                  address=address, workers=workers, run_warnings=run_warnings,
+                                  **run_kwargs)
         return explore(sc, schedules=schedules, seed=seed, variant=variant, platform=platform,
                        protocol=protocol, data_seed=data_seed, progress=step, mode=mode, depth=depth,
                        **run_kwargs)
@@ -42,6 +58,15 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
         res = ExploreResult(runs=at[0] + 1, passed=at[0], mode=mode)
         res.failures.append((getattr(e, "ptopipe_schedule", None), e))
         return res
+
+
+def spread_out(source, engine: str = "local", workers: int | None = None) -> bool:
+    """Whether a check may run its explored schedules on workers: it has a ``source`` to
+    load its kernel there, and more than one worker (``--workers``, else the machine's cores)
+    or a Ray cluster."""
+    if source is None or workers == 1:
+        return False
+    return engine == "ray" or (workers or os.cpu_count() or 1) > 1
 
 
 def _replay(sc, variant, platform, protocol, replay: str, data_seed: int, progress, run_kwargs):

@@ -1,7 +1,8 @@
-"""Where the units of a long command run (``check`` over a kernel library): ``local`` - this
-process for one worker, else a process pool sized to the machine - or ``ray``, a Ray
-cluster (``pip install "ptopipe[ray]"``; ``--address host:port`` of a running cluster, else
-a Ray instance started for the command on this machine).
+"""Where the units of a long command run (``check`` over a kernel library, or over one
+kernel's explored schedules): ``local`` - this process for one worker, else a process pool
+sized to the machine - or ``ray``, a Ray cluster (``pip install "ptopipe[ray]"``;
+``--address host:port`` of a running cluster, else a Ray instance started for the command
+on this machine; :func:`session` keeps one for several calls).
 
 A unit is a picklable call ``fn(unit)`` of a module-level function whose result is plain
 data; results come back in the units' order whatever finishes first, so a report is the
@@ -10,6 +11,7 @@ retried once; if it dies again its result is ``on_lost(unit, error)``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from concurrent.futures import ProcessPoolExecutor
@@ -90,26 +92,53 @@ def _reachable(address: str, timeout: float = 5.0) -> None:
                               "drop --address to start a local one") from None
 
 
-def _ray(fn, units, on_lost, address, progress) -> list:
+@contextlib.contextmanager
+def session(engine: str = "local", address: str | None = None):
+    """Several :func:`run_units` calls on one engine: for ``ray``, one Ray instance (or
+    connection) for all of them rather than one per call; nothing for ``local``."""
+    if (engine or "local") != "ray":
+        yield
+        return
+    ray = _ray_module()
+    started = not ray.is_initialized()
+    if started:
+        _ray_init(ray, address)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _ray_module():
     try:
         import ray
     except ImportError:
         raise ConfigError("--engine ray needs Ray, which is not installed",
                           where="option --engine",
                           fix='install the extra: pip install "ptopipe[ray]"') from None
+    return ray
+
+
+def _ray_init(ray, address) -> None:
+    if address:
+        _reachable(address)
+    try:
+        ray.init(address=address, log_to_driver=False, configure_logging=False,
+                 **({} if address else {"include_dashboard": False}))
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise ConfigError(f"cannot reach the Ray cluster{f' at {address}' if address else ''}: "
+                          f"{str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                          where="option --address",
+                          fix="start one (ray start --head) and give its address, or drop "
+                              "--address to start a local one") from None
+
+
+def _ray(fn, units, on_lost, address, progress) -> list:
+    ray = _ray_module()
     started = not ray.is_initialized()
     if started:
-        if address:
-            _reachable(address)
-        try:
-            ray.init(address=address, log_to_driver=False, configure_logging=False,
-                     **({} if address else {"include_dashboard": False}))
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            raise ConfigError(f"cannot reach the Ray cluster{f' at {address}' if address else ''}: "
-                              f"{str(e).splitlines()[0] if str(e) else type(e).__name__}",
-                              where="option --address",
-                              fix="start one (ray start --head) and give its address, or drop "
-                                  "--address to start a local one") from None
+        _ray_init(ray, address)
     try:
         task = ray.remote(max_retries=RETRIES)(fn)
         refs = [task.remote(u) for u in units]

@@ -114,6 +114,13 @@ def load_scenarios(path: str, source: str | None = None, bindings: dict | None =
     return found
 
 
+def scenario_at(path: str, index: int) -> tuple:
+    """The ``index``-th Scenario of the kernel file ``path`` (:func:`load_scenarios`' order)
+    with its run warnings (none: a Python kernel's runs add none), as ``check`` takes it:
+    how a worker process loads the kernel of a check it runs schedules of."""
+    return load_scenarios(path)[index], []
+
+
 def pick_variants(sc: Scenario, variant: str | None) -> list:
     if variant is None:
         return [sc.default_variant]

@@ -247,6 +247,17 @@ def scenarios(path: str, launched: list, protocol: str) -> list:
     return out
 
 
+def scenario_at(path: str, inputs: tuple, func: str | None, platform: str | None, protocol: str,
+                data_seed: int, ranges: tuple, index: int) -> tuple:
+    """The ``index``-th ``(Scenario, run warnings)`` pair of :func:`scenarios` of the .pto
+    file ``path`` launched with these options (:func:`launches`' arguments; ``inputs`` and
+    ``ranges`` as tuples): how a worker process loads the kernel of a check it runs
+    schedules of."""
+    launched, _ = launches(path, list(inputs) or None, func, platform, protocol, data_seed,
+                           ranges=dict(ranges))
+    return scenarios(path, launched, protocol)[index]
+
+
 def _with_load_warnings(pl) -> list:
     """``pl.run_warnings`` (the list its runs add to) with the warnings of reading the file
     first (tiles at explicit addresses that overlap): check reports them with the run's."""

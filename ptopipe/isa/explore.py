@@ -22,6 +22,11 @@ is reported with the :class:`ScheduleSpec` that replays it (``run_schedule(scena
 ``ptopipe check --replay SPEC``; a random seed also as ``--seed S --schedules 1``).
 ``ExploreResult.distinct`` counts the distinct interleavings covered (a hash of the
 sequence of (core, visible event) of each run).
+
+``explore`` is :func:`explore_default` then :func:`explore_rest`, the schedules of
+:func:`stream` in the order :func:`interleave` gives them, each run by :func:`run_explored`:
+the parts :mod:`ptopipe.driver.spread` uses to run the explored schedules on workers and
+rebuild the same order.
 """
 from __future__ import annotations
 
@@ -172,7 +177,16 @@ def _mixed(n: int, seed: int, depth: int):
     subs = []
     for m in MIX:
         mine: dict = {"complete": False}
-        subs.append((mine, _schedules(m, n, seed, depth or DEFAULT_DEPTH[m], mine)))
+        subs.append((mine, stream(m, n, seed, stream_depth(m, depth), mine)))
+    yield from interleave(subs, n)
+
+
+def interleave(subs: list, n: int):
+    """The items of the ``(mine, iterator)`` pairs ``subs`` in turn, N in all, an iterator
+    that ends dropping out (exhaustive running out of schedules within its bound); each
+    item's second element is put in its pair's ``mine["policy"]`` when it is taken.  The
+    order of ``mix``, also for rebuilding it from schedules run elsewhere."""
+    subs = list(subs)
     done = 0
     while subs and done < n:
         for sub in list(subs):
@@ -188,9 +202,16 @@ def _mixed(n: int, seed: int, depth: int):
             yield item
 
 
-def _schedules(mode: str, n: int, seed: int, depth: int, last: dict):
-    """The explored schedules of ``mode``, lazily: each is (spec, policy); ``last`` holds
-    the policy of the previous run (pct reads its event count, exhaustive its choices)."""
+def stream_depth(mode: str, depth: int) -> int:
+    """The depth the ``mode`` stream of a ``mix`` exploration of ``depth`` uses."""
+    return depth or DEFAULT_DEPTH[mode]
+
+
+def stream(mode: str, n: int, seed: int, depth: int, last: dict):
+    """The explored schedules of ``mode``, lazily: each is ``(spec, policy)``;
+    ``last["policy"]`` must hold the policy of the previous schedule once it ran (pct reads
+    its event count, exhaustive its choice points); an exhaustive stream sets
+    ``last["complete"]`` when it has no schedule left within its bound."""
     if mode == "mix":
         yield from _mixed(n, seed, depth)
     elif mode == "random":
@@ -223,6 +244,45 @@ def _schedules(mode: str, n: int, seed: int, depth: int, last: dict):
         last["complete"] = d is None
 
 
+def checked_depth(mode: str, depth: int | None) -> int:
+    """``depth`` (None: the mode's default) after checking ``mode`` and ``depth`` (a
+    ConfigError naming the option for a bad one)."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown exploration mode {mode!r}", where="option --explore",
+                          fix=f"use one of: {', '.join(MODES)}")
+    depth = DEFAULT_DEPTH[mode] if depth is None else int(depth)
+    if mode not in ("random", "mix") and depth < 1:
+        raise ConfigError(f"--depth {depth}: {mode} needs a depth >= 1", where="option --depth",
+                          fix=f"e.g. --depth {DEFAULT_DEPTH[mode]}")
+    return depth
+
+
+def run_explored(target, spec: ScheduleSpec, policy, variant="default", platform="a2a3",
+                 protocol="spec", data_seed: int = 0, args: dict | None = None, **run_kwargs):
+    """Run one explored schedule: None if it passes, else the PtoPipeError it fails with
+    (the schedule in its findings); a kernel's own exception is raised, its schedule in
+    ``ptopipe_schedule``."""
+    key = failure_key(spec)
+    try:
+        run_schedule(target, spec, variant, platform, protocol, data_seed, args, policy=policy,
+                     **{"echo_prints": False, **run_kwargs})     # prints: the default schedule's
+        return None                     # (its cluster is garbage before the next run, not after it)
+    except PtoPipeError as e:
+        e.findings.append({"kind": "schedule", "seed": key if isinstance(key, int) else str(key)})
+        return e
+    except Exception as e:  # noqa: BLE001 - a kernel's own error: passed on, with its schedule
+        try:
+            e.ptopipe_schedule = key
+        except AttributeError:
+            pass
+        raise
+
+
+def failure_key(spec: "ScheduleSpec | None"):
+    """How a failure names its schedule: None (the default), a random seed, else the spec."""
+    return spec.seed if spec is not None and spec.mode == "random" else spec
+
+
 def explore(target, schedules: int = 50, seed: int = 0, variant="default", platform="a2a3",
             protocol="spec", data_seed: int = 0, args: dict | None = None, stop_on_first: bool = True,
             include_default: bool = True, progress=None, mode: str = "mix", depth: int | None = None,
@@ -233,53 +293,70 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
     run (``one_core``, ``complete``).
 
     ``progress(done, total)``, if given, is called before each run."""
-    if mode not in MODES:
-        raise ConfigError(f"unknown exploration mode {mode!r}", where="option --explore",
-                          fix=f"use one of: {', '.join(MODES)}")
-    depth = DEFAULT_DEPTH[mode] if depth is None else int(depth)
-    if mode not in ("random", "mix") and depth < 1:
-        raise ConfigError(f"--depth {depth}: {mode} needs a depth >= 1", where="option --depth",
-                          fix=f"e.g. --depth {DEFAULT_DEPTH[mode]}")
+    depth = checked_depth(mode, depth)
     run_kwargs.setdefault("causal", True)      # the stricter race order (isa.launch.run)
-    out = ExploreResult(mode=mode)
     total = schedules + (1 if include_default else 0)
+    out = ExploreResult(mode=mode)
+    if include_default:
+        explore_default(out, target, variant, platform, protocol, data_seed, args, progress, total,
+                        **run_kwargs)
+        if out.one_core or (out.failures and stop_on_first):
+            return out
+    return explore_rest(out, target, schedules, seed, variant, platform, protocol, data_seed, args,
+                        stop_on_first, progress, mode, depth, total, **run_kwargs)
+
+
+def explore_default(out: ExploreResult, target, variant="default", platform="a2a3", protocol="spec",
+                    data_seed: int = 0, args: dict | None = None, progress=None, total: int = 1,
+                    **run_kwargs) -> ExploreResult:
+    """The first part of :func:`explore`: the default schedule, counted in ``out``, its
+    warnings kept (``one_core`` and ``complete`` when only one core ran); a failure is
+    ``out``'s first, a kernel's own exception raised."""
+    if progress is not None:
+        progress(out.runs, total)
+    out.runs += 1
+    try:
+        res = run_schedule(target, None, variant, platform, protocol, data_seed, args,
+                           **{"echo_prints": True, **run_kwargs})
+        out.passed += 1
+        out.warnings = list(res.summary.leaks)
+        if sum(c["state"] != "idle" for c in res.summary.cores.values()) <= 1:
+            out.one_core = out.complete = True         # nothing to interleave
+    except PtoPipeError as e:
+        e.findings.append({"kind": "schedule", "seed": None})
+        out.failures.append((None, e))
+    except Exception as e:  # noqa: BLE001 - a kernel's own error: passed on, with its schedule
+        try:
+            e.ptopipe_schedule = None
+        except AttributeError:
+            pass
+        raise
+    return out
+
+
+def explore_rest(out: ExploreResult, target, schedules: int, seed: int = 0, variant="default",
+                 platform="a2a3", protocol="spec", data_seed: int = 0, args: dict | None = None,
+                 stop_on_first: bool = True, progress=None, mode: str = "mix", depth: int = 0,
+                 total: int | None = None, **run_kwargs) -> ExploreResult:
+    """The second part of :func:`explore`: the ``schedules`` explored schedules of ``mode``
+    (``depth`` checked already), in this process, one after the other, counted in ``out``."""
+    total = schedules + out.runs if total is None else total
     last: dict = {"complete": False}
-    runs = ([(None, None)] if include_default else [])
-    for s, pol in _chain_runs(runs, _schedules(mode, schedules, seed, depth, last)):
+    for s, pol in stream(mode, schedules, seed, depth, last):
         if progress is not None:
             progress(out.runs, total)
         out.runs += 1
         last["policy"] = pol
-        key = s.seed if s is not None and s.mode == "random" else s
         try:
-            res = run_schedule(target, s, variant, platform, protocol, data_seed, args, policy=pol,
-                               **{"echo_prints": s is None, **run_kwargs})   # prints: the default schedule's
-            out.passed += 1
-            if s is None:
-                out.warnings = list(res.summary.leaks)
-                if sum(c["state"] != "idle" for c in res.summary.cores.values()) <= 1:
-                    out.one_core = last["complete"] = True     # nothing to interleave
-                    break
-            res = None          # its cluster is garbage before the next run, not after it
-        except PtoPipeError as e:
-            e.findings.append({"kind": "schedule", "seed": key if key is None or isinstance(key, int) else str(key)})
-            out.failures.append((key, e))
-            if stop_on_first:
-                break
-        except Exception as e:  # noqa: BLE001 - a kernel's own error: passed on, with its schedule
-            try:
-                e.ptopipe_schedule = key
-            except AttributeError:
-                pass
-            raise
+            err = run_explored(target, s, pol, variant, platform, protocol, data_seed, args, **run_kwargs)
         finally:
-            if pol is not None:
-                out.digests.add(pol.digest)
-                out.events = pol.events
+            out.digests.add(pol.digest)
+            out.events = pol.events
+        if err is None:
+            out.passed += 1
+            continue
+        out.failures.append((failure_key(s), err))
+        if stop_on_first:
+            break
     out.complete = bool(last["complete"]) and not (stop_on_first and out.failures)
     return out
-
-
-def _chain_runs(first: list, rest):
-    yield from first
-    yield from rest

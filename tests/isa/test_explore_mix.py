@@ -8,7 +8,7 @@ import os
 from ptopipe.cli import main as cli_main
 from ptopipe.driver.loader import load_scenarios
 from ptopipe.errors import ProtocolError
-from ptopipe.isa.explore import MIX, ScheduleSpec, _schedules, explore
+from ptopipe.isa.explore import MIX, ScheduleSpec, explore, stream
 from markers import line_of
 
 HERE = os.path.dirname(__file__)
@@ -53,7 +53,7 @@ def test_the_mix_takes_the_modes_in_turn_and_each_mode_sees_its_own_runs():
     """pct measures its event count on its own first run and uses it from its second on;
     exhaustive expands the choice points of its own schedules."""
     specs = []
-    for spec, pol in _schedules("mix", 9, 0, 0, {}):
+    for spec, pol in stream("mix", 9, 0, 0, {}):
         specs.append(spec)
         pol.events = 40 if spec.mode == "pct" else 7        # as a run would leave them
         pol.options = [2, 2, 2]
