@@ -946,7 +946,8 @@ _DEFS = (
               "ScaleRight, Acc -> Vec, Vec -> Mat (EXTRACT_PATHS)"),
     OpDef("TMOV_FP", "move_fp", PipeUnit.FIX, quantize_fp,
           doc="Acc -> Mat (A5 also Vec) converting per column with a Scaling tile's uint64 quant words "
-              "(TMOV_FP)"),
+              "(TMOV_FP); a word's bits: 13..31 the scale (the float32's sign, exponent and top 10 mantissa "
+              "bits), 37..45 the offset, 46 a signed result, 32..35 + 1 the i32 -> i16 shift (fp_params)"),
     OpDef("TEXTRACT_FP", "extract_fp", PipeUnit.FIX, quantize_fp,
           doc="TEXTRACT of an Acc block, converting with a Scaling tile (TEXTRACT_FP): to Mat, A5 also Vec"),
     OpDef("TINSERT_FP", "insert_fp", PipeUnit.FIX, quantize_fp,
