@@ -43,9 +43,11 @@ def main() -> int:
         except PtoPipeError as e:
             print(f"{path}: refused: {type(e).__name__}: {e.what}")
             continue
-        n = len(cov.verdicts)
+        n = cov.counted                 # (invalid mutants - the kernel's Python broke - not counted)
+        invalid = len(cov.verdicts) - n
         print(f"{path}: caught {cov.caught} of {n} mutants"
-              + (f" ({100 * cov.ratio:.0f} %)" if n else "") + f"  [{time.perf_counter() - t:.1f} s]")
+              + (f" ({100 * cov.ratio:.0f} %)" if n else "") + (f", {invalid} invalid" if invalid else "")
+              + f"  [{time.perf_counter() - t:.1f} s]")
         for v in cov.verdicts:
             if v.status == SURVIVED:
                 ok = (path, str(v.mutant.line)) in explained

@@ -8,7 +8,7 @@ import json
 import os
 
 from ..errors import ConfigError
-from ..mutate import CAUGHT, Job, coverage
+from ..mutate import SURVIVED, Job, coverage
 from ..isa.explore import MODES
 from .common import PROTOCOL_HELP, add_engine_arguments, protocol_option
 from ..driver.loader import check_kernel_file
@@ -63,7 +63,7 @@ def main(args) -> int:
         print(json.dumps(cov.to_dict(), indent=2))
     else:
         print(format_coverage(cov))
-    if args.fail_under is not None and (not cov.verdicts or 100 * cov.ratio < args.fail_under):
+    if args.fail_under is not None and (not cov.counted or 100 * cov.ratio < args.fail_under):
         return 1                        # (no mutant: nothing measured, no coverage to pass)
     return 0
 
@@ -77,7 +77,7 @@ def format_coverage(cov) -> str:
     rows = [("line", "mutation", "change", "verdict", "finding")]
     for v in cov.verdicts:
         found = ""
-        if v.status == CAUGHT:
+        if v.status != SURVIVED:
             at = f" at {v.where}" if v.where else ""
             found = f"{v.error}{at} ({v.by}{f', variant {v.variant}' if v.variant else ''})"
         rows.append((str(v.mutant.line), v.mutant.name, v.mutant.change, v.status, found))
@@ -86,8 +86,11 @@ def format_coverage(cov) -> str:
              f"default schedule + {cov.schedules} explored each)"]
     for r in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths + [0])).rstrip())
-    survivors = [v for v in cov.verdicts if v.status != CAUGHT]
-    lines.append(f"caught {cov.caught} of {len(cov.verdicts)} mutants ({100 * cov.ratio:.0f} %)")
+    survivors = [v for v in cov.verdicts if v.status == SURVIVED]
+    invalid = len(cov.verdicts) - cov.counted
+    lines.append(f"caught {cov.caught} of {cov.counted} mutants ({100 * cov.ratio:.0f} %)"
+                 + (f"; {invalid} more broke the kernel's Python (invalid: a name used before it is "
+                    "bound, a syntax error - no kernel, not counted)" if invalid else ""))
     for v in survivors:
         lines.append(f"  survived: {v.mutant.label} - a mistake these checks would not notice "
                      "(docs/mutate.md: equivalent mutants and checks worth adding)")

@@ -19,14 +19,18 @@ from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.explore import explore
 from .operators import HOOK, Mutant, MutantHooks, mutants
 
-CAUGHT, SURVIVED = "caught", "survived"
+CAUGHT, SURVIVED, INVALID = "caught", "survived", "invalid"
+#: a kernel's own exceptions that say its Python broke (a name used before it is bound, a
+#: syntax error), not that a check found its protocol mistake: such a mutant is no kernel at
+#: all (e.g. a TPOP moved above the Tile(...) it pops into), and coverage does not count it
+_BROKEN_PYTHON = (NameError, SyntaxError)
 
 
 @dataclass(frozen=True)
 class Verdict:
     """What the checks made of one mutant."""
     mutant: Mutant
-    status: str                  # CAUGHT or SURVIVED
+    status: str                  # CAUGHT, SURVIVED or INVALID (its Python broke: not counted)
     by: str | None = None        # "the default schedule", "schedule pct:3:2:40", "loading the file"
     error: str | None = None     # the error's class
     where: str | None = None     # the error's file:line
@@ -55,13 +59,19 @@ class Coverage:
         return sum(v.status == CAUGHT for v in self.verdicts)
 
     @property
+    def counted(self) -> int:
+        """The mutants coverage counts: every one but the INVALID (no kernel at all)."""
+        return sum(v.status != INVALID for v in self.verdicts)
+
+    @property
     def ratio(self) -> float:
-        return self.caught / len(self.verdicts) if self.verdicts else 1.0
+        return self.caught / self.counted if self.counted else 1.0
 
     def to_dict(self) -> dict:
         return {"file": self.path, "variant": self.variant, "platform": self.platform,
                 "protocol": self.protocol, "schedules": self.schedules,
                 "mutants": len(self.verdicts), "caught": self.caught,
+                "invalid": len(self.verdicts) - self.counted,
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
@@ -161,5 +171,6 @@ def _finding(by: str, variant, e: BaseException) -> tuple:
     else:
         f = user_frame(e)
         where, what = (f"{f.filename}:{f.lineno}" if f else None), str(e)
-    return (CAUGHT, by, type(e).__name__, str(where) if where else None,
+    status = INVALID if isinstance(e, _BROKEN_PYTHON) else CAUGHT
+    return (status, by, type(e).__name__, str(where) if where else None,
             str(what).splitlines()[0] if what else "", variant)

@@ -167,6 +167,11 @@ def _names(node: ast.AST) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _bound(stmt: ast.AST) -> set:
+    """The names statement ``stmt`` binds (assignment targets)."""
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 def _vector_kernels(tree: ast.AST) -> set:
     """Names of the functions given as a ``Scenario``'s Vector kernel (``aiv``)."""
     out = set()
@@ -221,7 +226,9 @@ def mutants(source: str, dsl: bool = False) -> list:
                              else (Mutation.DROP_SET, Mutation.DUP_SET))
                 add(drop, stmt, f"{seg} -> pass", src.replace(stmt, "pass"))
                 add(dup, stmt, f"{seg} twice", src.replace(stmt, f"{seg}; {seg}"))
-            elif name in ("TPUSH", "TPOP") and prev is not None and _stmt_call(prev) != name:
+            elif name in ("TPUSH", "TPOP") and prev is not None and _stmt_call(prev) != name \
+                    and not _bound(prev) & _names(stmt):
+                # (not above the statement that binds a name it uses: that is no kernel at all)
                 tile = _arg(stmt.value, 1, "tile")
                 if _stmt_call(prev) in _PROTOCOL or (tile is not None and _names(tile) & _names(prev)):
                     add(Mutation.REORDER, stmt, f"{seg} above {src.segment(prev)}", src.swap(prev, stmt))

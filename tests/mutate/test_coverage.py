@@ -56,6 +56,25 @@ def test_a_mutant_the_checks_cannot_see_survives(tmp_path):
     assert cov.caught == len(cov.verdicts) - 1
 
 
+def test_a_mutant_that_breaks_the_kernels_python_is_invalid_and_not_counted(monkeypatch):
+    """Python, not a check, stops a kernel that uses a name before binding it: such a mutant
+    is listed as invalid and left out of the coverage ratio."""
+    from ptopipe.mutate import INVALID, Mutant, Mutation, checks
+    with open(os.path.join(ROOT, S1), encoding="utf-8") as f:
+        src = f.read()
+    pop = _line(S1, "TPOP(pipe")
+    lines = src.splitlines(keepends=True)
+    broken = "".join(lines[:pop - 1] + [lines[pop - 1].replace("part", "part_unbound")] + lines[pop:])
+    fake = [Mutant(Mutation.REORDER, pop, "TPOP(...) above its tile", broken)]
+    monkeypatch.setattr(checks, "mutants", lambda source, dsl=False: fake)
+    monkeypatch.chdir(ROOT)
+    cov = coverage(Job(S1, variant="default", schedules=0))
+    (v,) = cov.verdicts
+    assert (v.status, v.error) == (INVALID, "NameError") and v.where == f"{S1}:{pop}"
+    assert (cov.caught, cov.counted, cov.ratio) == (0, 0, 1.0)
+    assert cov.to_dict()["invalid"] == 1
+
+
 def test_a_pool_gives_the_same_report_as_one_process(s1_coverage):
     cwd = os.getcwd()
     os.chdir(ROOT)

@@ -89,3 +89,10 @@ def test_a_dsl_kernel_gets_the_statement_operators_only():
     src = "def f(buf, o):\n    x = pl.TPOP(buf, split=s)\n    y = pl.add(x, o)\n    pl.TFREE(buf)\n"
     assert [(m.line, m.name) for m in mutants(src, dsl=True)] == [(4, "drop-tfree"), (4, "tfree-before-use")]
     assert [m.name for m in mutants(src)] == ["swap-split", "drop-tfree", "tfree-before-use"]
+
+
+def test_a_tpop_is_not_moved_above_the_statement_that_binds_its_tile():
+    # no kernel at all: the TPOP would name `part` before it exists (an UnboundLocalError)
+    src = SOURCE.replace("    x = 1\n", "    part = Tile(TileType.Vec, float32, 8, 32)\n")
+    assert "part = Tile(TileType.Vec, float32, 8, 32)\n    TPOP" in src
+    assert not [m for m in mutants(src) if m.line == 15 and m.name == "reorder"]
