@@ -312,7 +312,7 @@ class KernelWriter:
                           "compile the program (allocate-flags and lower-platform set it)")
         nosplit = bool(self.splits) and self.splits == {TileSplitAxis.TILE_NO_SPLIT}
         targs = [str(op.flag_id), T.direction_name(op.dir_mask, self.gm_directions),
-                 str(op.slot_size), str(op.slot_num), str(local_slot_num(op.attributes)),
+                 str(op.slot_size), str(op.slot_num), str(local_slot_num(op.attributes, op.slot_num)),
                  "true" if nosplit else "false"]
         ptype, pipe_var = self.fresh("Pipe"), self.fresh("pipe")
         for ring in op.rings:               # one TPipe per init; a kernel may have several

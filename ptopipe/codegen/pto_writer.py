@@ -640,7 +640,7 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     if in_gm:
         if lsn is None:
             extra.append("ptopipe.default_local_slot_num")
-        block = f"{head}, slot_num = {n}, local_slot_num = {local_slot_num(init.attributes)}, flag_base = {flag}{ns}"
+        block = f"{head}, slot_num = {n}, local_slot_num = {local_slot_num(init.attributes, n)}, flag_base = {flag}{ns}"
         return RingSpelling("pto.initialize_l2g2l_pipe", block, tuple(extra), tuple(bad))
     if lsn is not None:
         extra.append(f"ptopipe.local_slot_num = {lsn}")

@@ -102,15 +102,19 @@ def name_rings(fn) -> None:
                                    fix=f"pass the buffer of the ring it uses, or give id={pid} (or no id=)")
 
 
-def local_slot_num(attrs) -> int:
+def local_slot_num(attrs, slot_num: int | None = None) -> int:
     """LocalSlotNum of an init's attributes: the staging slots a GM-ring consumer holds its
     popped tiles in (A2A3), so the most popped tiles it holds at once.  ``local_slot_num=``
     when given (ExpandMixedKernel gives SLOT_NUM, which VerifyPipes lowers to the hold bound it
     proves on a ring in GM: the compiler's reserve_buffer holds that many slots),
-    else pto-isa's default :data:`~ptopipe.arch.vocab.LOCAL_SLOT_NUM`.  The simulator
-    stages that many, VerifyPipes bounds the held pops by it and the C++ writer prints it."""
+    else pto-isa's default :data:`~ptopipe.arch.vocab.LOCAL_SLOT_NUM`, but at most the ring's
+    ``slot_num``: the staging slots live in the consumer's reserve_buffer of SLOT_NUM *
+    SLOT_SIZE bytes (a one-slot ring stages in one slot, not past its reserve).  The simulator
+    stages that many, VerifyPipes bounds the held pops by it and the writers print it."""
     n = attrs.get("local_slot_num")
-    return LOCAL_SLOT_NUM if n is None else n
+    if n is not None:
+        return n
+    return LOCAL_SLOT_NUM if slot_num is None else min(LOCAL_SLOT_NUM, slot_num)
 
 
 def pipe_config_mismatches(program, plat) -> list:

@@ -45,7 +45,7 @@ def hold_limit(init, kind, plat, model, protocol: str) -> HoldLimit:
     if init is None:
         return HoldLimit(plat.slot_num_for(False))
     n = slot_num(init, plat)
-    local = local_slot_num(init.attributes)
+    local = local_slot_num(init.attributes, n)
     in_gm = ring_in_gm(init, plat)
     held = model.held_limit(n, in_gm)
     if held < n:

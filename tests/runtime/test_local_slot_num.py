@@ -1,7 +1,7 @@
 """LocalSlotNum of a DSL pipe: on A2A3 the ring is in GM and a consumer stages
 each popped tile in one of LocalSlotNum slots of its reserve_buffer, so it can hold at most
 that many popped tiles.  ``local_slot_num=`` on ``pl.*_initialize_pipe`` (default pto-isa's
-2; ExpandMixedKernel gives SLOT_NUM, what its reserve holds) is what the simulator stages,
+2, at most SLOT_NUM; ExpandMixedKernel gives SLOT_NUM, what its reserve holds) is what the simulator stages,
 what VerifyPipes bounds the held pops by and what the C++ writer prints."""
 import os
 import re
@@ -207,3 +207,51 @@ def test_compiled_inits_give_the_held_tiles_staging_slots_and_the_cpp_prints_the
     cpp = write_cpp(op, platform)
     got = re.findall(r"TPipe<\d+, Direction::\w+, \d+, (\d+), (\d+), (?:true|false)>", cpp)
     assert got == [("4", str(local)), ("4", str(local))], got
+
+
+def _two_one_slot_rings():
+    """Two C2V rings of one slot each, their reserves side by side (base=pl.AUTO)."""
+    @pl.aiv
+    def vector(out: pl.Tensor[[TM, N], pl.f32], f0: pl.Tensor[[SLOT], pl.u8], f1: pl.Tensor[[SLOT], pl.u8]):
+        r0 = pl.reserve_buffer(name="ring0", size=SLOT, base=pl.AUTO)
+        r1 = pl.reserve_buffer(name="ring1", size=SLOT, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, f0, c2v_consumer_buf=r0.base, v2c_consumer_buf=0, slot_num=1)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, f1, c2v_consumer_buf=r1.base, v2c_consumer_buf=0, slot_num=1,
+                               id=1)
+        x = pl.TPOP(r0, pl.Tile[[HR, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        y = pl.TPOP(r1, pl.Tile[[HR, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
+        o = pl.sub(x, y)
+        pl.TFREE(r0)
+        pl.TFREE(r1)
+        pl.store(o, [pl.get_subblockid() * HR, 0], out)
+
+    @pl.aic
+    def cube(a: pl.Tensor[[TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],
+             f0: pl.Tensor[[SLOT], pl.u8], f1: pl.Tensor[[SLOT], pl.u8]):
+        p0 = pl.import_peer_buffer(name="ring0", peer_func=vector)
+        p1 = pl.import_peer_buffer(name="ring1", peer_func=vector)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, f0, c2v_consumer_buf=p0.base, v2c_consumer_buf=0, slot_num=1)
+        pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, f1, c2v_consumer_buf=p1.base, v2c_consumer_buf=0, slot_num=1,
+                               id=1)
+        right = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+        acc = pl.matmul(pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left), right)
+        pl.TPUSH(acc, p0, split=pl.TILE_UP_DOWN)
+        twice = pl.matmul(pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left), right)
+        pl.TPUSH(twice, p1, split=pl.TILE_UP_DOWN)
+    return pl.program(cube, vector, name="two_one_slot_rings")
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_one_slot_gm_ring_stages_in_its_one_slot_by_default(protocol):
+    """The default LocalSlotNum is pto-isa's 2, but at most the ring's SlotNum: the staging
+    slots are in the consumer's reserve of SLOT_NUM * SLOT_SIZE, so a one-slot ring must not
+    stage past it into the next ring's reserve (the run agrees with the static checks)."""
+    prog = _two_one_slot_rings()
+    rng = np.random.default_rng(3)
+    args = dict(a=rng.integers(-3, 4, (TM, K)).astype(np.float32), b=rng.integers(-3, 4, (K, N)).astype(np.float32),
+                out=np.zeros((TM, N), np.float32), f0=ptopipe.gm_buffer(SLOT), f1=ptopipe.gm_buffer(SLOT))
+    res = dsl_run(prog, args, platform="a2a3", protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], np.zeros((TM, N), np.float32))
+    cpp = write_cpp(compile_program(_two_one_slot_rings(), "a2a3", protocol=protocol), "a2a3")
+    pipes = re.findall(r"TPipe<\d+, Direction::DIR_C2V, \d+, (\d+), (\d+), ", cpp)
+    assert pipes == [("1", "1")] * 4, pipes                  # SlotNum 1, LocalSlotNum 1: both rings, both ends
