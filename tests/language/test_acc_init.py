@@ -247,3 +247,45 @@ def test_an_init_cond_on_a_run_time_value_is_not_proven_and_checked_with_its_val
     assert _verify(_nested("(i == 0)", inner=CREATE, outer="pass"))[1]   # the outer variable is free
     assert _verify(_nested("(j == 0)")) == ([], [])
     assert _verify(_nested("(j == n)", "n, 4")) == ([], [])          # the start itself: proven
+
+
+SCENARIO_FILE = '''
+import numpy as np
+import ptopipe
+import ptopipe.language as pl
+from ptopipe.passes.slot_buffer import with_slot_buffer
+from ptopipe.runtime import KernelSet
+
+
+def build():
+    @pl.incore(split=pl.TILE_UP_DOWN)
+    def k_loop(a: pl.Tensor[[16, 32], pl.f32], b: pl.Tensor[[32, 32], pl.f32], out: pl.Tensor[[16, 32], pl.f32]):
+        acc = pl.create([16, 32], pl.f32, space=pl.Acc)
+        for k in pl.range(2):
+            ak = pl.move(pl.load(a, [0, k * 16], [16, 16], space=pl.Mat), space=pl.Left)
+            bk = pl.move(pl.load(b, [k * 16, 0], [16, 32], space=pl.Mat), space=pl.Right)
+            acc = pl.matmul_acc(acc, ak, bk, init_cond=(k == 1))
+        pl.store(pl.move(acc, space=pl.Vec), [0, 0], out)
+    return pl.program(k_loop, name="k_loop")
+
+
+KERNELS = KernelSet(build)
+
+
+def make_args(rng):
+    args = dict(a=np.ones((16, 32), np.float32), b=np.ones((32, 32), np.float32), out=np.zeros((16, 32), np.float32))
+    return with_slot_buffer(KERNELS.source(**args), args)
+
+
+SCENARIO = ptopipe.Scenario("k_loop", KERNELS.aic, KERNELS.aiv, make_args, lambda args, **_: {"out": args["a"] @ args["b"]})
+'''
+
+
+def test_check_of_a_kernel_the_compiler_refuses_says_it_never_ran(tmp_path, capsys):
+    from ptopipe.cli import main
+    f = tmp_path / "k.py"
+    f.write_text(SCENARIO_FILE)
+    assert main(["check", str(f), "--schedules", "2"]) == 1
+    out, err = capsys.readouterr()
+    assert ": CompileError before it ran: the compiler refuses it" in out, out
+    assert "no schedule ran: the kernel does not compile" in err and "every run reproduces it" not in err
