@@ -192,7 +192,13 @@ def _replay_line(args, platform, protocol, v, seed) -> str:
 def _check(args, reports: list) -> int:
     if args.file.endswith(".pto"):
         from .pto import pto_scenarios, pto_sources
-        scenarios = pto_scenarios(args)
+        try:
+            scenarios = pto_scenarios(args)
+        except CompileError:              # the static checks in front of the run refuse it
+            if not args.json and not getattr(args, "library", False):
+                print(f"{color('FAIL', '1;31', sys.stdout)} {os.path.basename(args.file)}: CompileError "
+                      "before it ran: the static checks refuse it", flush=True)
+            raise
         return check_scenarios(args, reports, scenarios, pto_sources(args, len(scenarios)))
     if args.file.endswith(CPP_SUFFIXES):
         from .cpp import check_cpp_file

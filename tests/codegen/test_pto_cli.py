@@ -387,3 +387,11 @@ def test_werror_fails_a_run_that_went_on_after_warnings(tmp_path, capsys):
         assert cli_main(cmd + [f, "--werror"]) == 1
         out, err = capsys.readouterr()
         assert "FAIL" in out and "--werror" in out
+
+
+def test_check_of_a_pto_the_static_checks_refuse_says_fail_before_the_error(capsys):
+    broken = CORPUS.parent / "pto_broken" / "tfree_missing_then_a5.pto"
+    assert cli_main(["check", str(broken), "--schedules", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("FAIL tfree_missing_then_a5.pto: CompileError before it ran: the static checks refuse it")
+    assert "error: CompileError: " in err
