@@ -63,13 +63,20 @@ def test_the_tfree_on_both_branches_is_proven_for_every_flag():
 @pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec"), ("a5", "pto-isa")])
 def test_the_flag_proof_holds_on_every_platform_and_protocol(platform, protocol):
     """The same leak below the flag, at the same pop, and the same proof when both branches
-    free, on the other platform and under pto-isa's flag model (a2a3 / spec: above)."""
+    free, on the other platform and under pto-isa's flag model (a2a3 / spec: above) - where
+    pto-isa's TPOP frees the slot itself (A2A3: the ring is in GM), a warning, as its run says."""
     bad, good = skip_free(good=False), skip_free(good=True)
+    warnings = []
     found = verify_pipes.verify(pl.program(c2v_cube(bad), bad, name="flag").clone(), platform,
-                                protocol=protocol)
-    assert [e.kind for e in found] == ["missing_tfree"], found
-    assert f":{line_of(bad.pyfunc, 'FLAG-POP')}:" in found[0].where
-    assert int(found[0].values.split("=")[1]) < 4
+                                warnings, protocol=protocol)
+    pop = f":{line_of(bad.pyfunc, 'FLAG-POP')}:"
+    if (platform, protocol) == ("a2a3", "pto-isa"):
+        assert found == [] and len(warnings) == 1 and pop in warnings[0], (found, warnings)
+        assert "the TPOP frees its slot itself, so this runs here" in warnings[0]
+    else:
+        assert [e.kind for e in found] == ["missing_tfree"], found
+        assert pop in found[0].where
+        assert int(found[0].values.split("=")[1]) < 4
     warnings = []
     assert verify_pipes.verify(pl.program(c2v_cube(good), good, name="flag").clone(), platform,
                                warnings, protocol=protocol) == [] and warnings == []
