@@ -273,10 +273,11 @@ class ProtocolModel:
         * TPUSH of a Vec tile: ``TSTORE_IMPL`` to the GM slot (``pushVec2GMFiFo``) or on A5
           ``TINSERT_IMPL`` UB -> L1 (``pushVec2MatFiFo``: copy_ubuf_to_cbuf), both on PIPE_MTE3
           (:data:`~ptopipe.arch.catalogue.PUSH_PIPE`);
-        * TPUSH of a control tile: a scalar read of ``tile.data()`` on PIPE_S; A2A3's
-          ``pushVec2CtrlFiFo`` (TPipe and TMPipe) first makes ``set_flag(PIPE_V, PIPE_S)`` /
-          ``wait_flag(PIPE_V, PIPE_S)`` - every earlier Vector instruction before the read - A5's
-          does not;
+        * TPUSH of a control tile: a scalar read of ``tile.data()`` on PIPE_S (a blocking load:
+          its value is stored to the control slot next, so what the core issues later follows
+          it); A2A3's ``pushVec2CtrlFiFo`` (TPipe and TMPipe) first makes ``set_flag(PIPE_V,
+          PIPE_S)`` / ``wait_flag(PIPE_V, PIPE_S)`` - every earlier Vector instruction before the
+          read - A5's does not;
         * TPOP from a GM ring: ``TASSIGN_IMPL`` to the staging slot and ``TLOAD_IMPL`` on
           PIPE_MTE2 (``popVecTileFromGMFiFo`` / ``popMatTileFromGMFiFo``), after the cross-core
           wait only: a reader on another pipe needs an MTE2 -> reader event, and the next TPOP

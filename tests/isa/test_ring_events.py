@@ -158,3 +158,54 @@ def test_a_zero_copy_tpop_needs_no_event(protocol, no_hang):
     producer core wrote the bytes, so the add may read them with no MTE2 -> V event."""
     a, res = run("a5", protocol, Direction.DIR_C2V, "mte2_v")
     np.testing.assert_array_equal(res["out"], golden(a))
+
+
+# ============================================================ a control ring (V2C)
+def _ctrl_pipe(protocol, ctrl):
+    if protocol == "spec":
+        return TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+    w = Tile(TileType.Vec, int32, 1, 8)     # pto-isa: a TMPipe with a CTRL_FIFO (no ctrl TPipe)
+    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V2C2_VECS)(ctrl)
+
+
+def ctrl_words(platform, protocol, event):
+    got = []
+
+    def cube(ctrl):
+        pipe = _ctrl_pipe(protocol, ctrl)
+        for _ in range(3):
+            got.append(TPOP(pipe))
+
+    def vec(ctrl):
+        pipe = _ctrl_pipe(protocol, ctrl)
+        word = Tile(TileType.Vec, int32, 1, 8, addr=0)
+        for i in range(3):
+            TEXPANDS(word, 100 + i)                       # ctrl-write
+            if event:
+                set_flag(PIPE_V, PIPE_S, EVENT_ID0)
+                wait_flag(PIPE_V, PIPE_S, EVENT_ID0)
+            TPUSH(pipe, word)                             # ctrl-push
+
+    ptopipe.run(cube, (vec, None), dict(ctrl=gm_buffer(4 * 32)), platform=platform, protocol=protocol,
+                sync="manual")
+    return got, vec
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_control_push_reads_its_word_on_the_scalar_unit(platform, protocol, no_hang):
+    """The control word is read by a scalar load: A2A3's library waits for PIPE_V first
+    (``set_flag(PIPE_V, PIPE_S)`` in ``pushVec2CtrlFiFo``), A5's does not, so there the kernel
+    needs the V -> S event after the TEXPANDS that writes the word; with it both are clean (and
+    the next TEXPANDS may rewrite the word: the load has completed)."""
+    assert ctrl_words(platform, protocol, True)[0] == [100, 101, 102]
+    if platform == "a2a3":
+        assert ctrl_words(platform, protocol, False)[0] == [100, 101, 102]
+        return
+    with pytest.raises(DataRaceError) as ei:
+        ctrl_words(platform, protocol, False)
+    e = ei.value
+    vec = ctrl_words(platform, protocol, True)[1]
+    assert e.where.endswith(f"test_ring_events.py:{line_of(vec, 'ctrl-push')}"), str(e)
+    assert f"test_ring_events.py:{line_of(vec, 'ctrl-write')}" in e.details, str(e)
+    assert "set_flag(PIPE_V, PIPE_S" in e.fix, e.fix

@@ -168,13 +168,20 @@ def push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH",
                  core.where())
     # the control word is read by the scalar unit (ProtocolModel.ring_data): after an event of
-    # the library's own from the pipe it names (A2A3: PIPE_V), else only as the kernel orders it
+    # the library's own from the pipe it names (A2A3: PIPE_V), else only as the kernel orders it;
+    # the load blocks the scalar unit (its value is stored next), so whatever the core issues
+    # later follows it
     pipe, after = ch.model.ring_data("TPUSH", ch.way, ch.in_gm, True, platform_kind(core.cluster.platform))
     ps = core.psync
-    if after is not None and ps is not None and ps.manual:
+    manual = ps is not None and ps.manual
+    if manual and after is not None:
         ps.order(after, pipe)
     _, end = core.issue(pipe, 1, (tile,) if isinstance(tile, Tile) else (), (), "TPUSH",
                         RingArgs(ch.name, tag, None, "ctrl") if core.trace is not None else None)
+    if manual:
+        for p in PipeUnit:
+            if p is not pipe:
+                ps.order(pipe, p)
     side.index += 1
     producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))
