@@ -354,8 +354,10 @@ class PipeSync:
         after the TPOP (its ready wait)."""
         b = self._buf(t)
         if b is not None:
-            b.write = None
-            b.reads = {}
+            for o in b.near:            # (itself, and the records of tiles inside these bytes)
+                if b.lo <= o.lo and o.hi <= b.hi:
+                    o.write = None
+                    o.reads = {}
             if end > b.ring_until:
                 b.ring_until = end
 
