@@ -5,12 +5,17 @@ every dependency between two pipes of one core is an explicit PTO-AS event
 Cube, per 16-row block i:   load A block (MTE2) -> move to L0A (MTE1) -> matmul (M) -> TPUSH.
 Vector, per block:          TPOP -> load bias (MTE2) -> add (V) -> store (MTE3) -> TFREE.
 
-The forward edges (MTE2->MTE1, MTE1->M; MTE2->V, V->MTE3) are recorded and waited for in
-the same iteration.  The loop-carried edges (the next load must not overwrite a buffer the
-previous move / add still reads: MTE1->MTE2, M->MTE1; V->MTE2, MTE3->V) are primed before
+The forward edges (MTE2->MTE1, MTE1->M, M->FIX; MTE2->V, V->MTE3) are recorded and waited
+for in the same iteration.  The loop-carried edges (the next load must not overwrite a buffer
+the previous move / add still reads: MTE1->MTE2, M->MTE1; V->MTE2, MTE3->V; the next matmul
+must not overwrite the accumulator the previous TPUSH still reads: FIX->M) are primed before
 the loop (the first iteration has nothing to wait for) and drained after it, so that every
-record has its wait on every path and trip count.  TPUSH / TPOP / TFREE synchronise by
-themselves.  Runs clean under ``--sync manual`` (its default, ``sync="manual"``) and auto.
+record has its wait on every path and trip count.  The ring instructions order only their
+cross-core flags (pto-isa, docs/events.md): the TPUSH reads the accumulator on PIPE_FIX
+(hence M->FIX and FIX->M); on A2A3 the TPOP loads the tile on PIPE_MTE2, in order before the
+bias load, so the bias's MTE2->V event orders it before the add too, and the add's V->MTE2
+event orders it before the TPOP that reloads its staging slot two iterations on.  Runs clean
+under ``--sync manual`` (its default, ``sync="manual"``) and auto.
 
 Run:  ptopipe run examples/dsl/s8_manual_sync.py [--platform a5] [--protocol pto-isa]
       ptopipe check examples/dsl/s8_manual_sync.py --variant all
@@ -68,6 +73,7 @@ def build(M, depth):
         b_l0 = pl.move(b_l1, space=pl.Right)
         pl.record_event(pl.PIPE_MTE1, pl.PIPE_MTE2, pl.EVENT_ID0)   # prime: A's L1 block free
         pl.record_event(pl.PIPE_M, pl.PIPE_MTE1, pl.EVENT_ID0)      # prime: L0A free
+        pl.record_event(pl.PIPE_FIX, pl.PIPE_M, pl.EVENT_ID0)       # prime: L0C free
         for i in pl.range(M // TM):
             pl.wait_event(pl.PIPE_MTE1, pl.PIPE_MTE2, pl.EVENT_ID0)
             a_l1 = pl.load(a, [i * TM, 0], [TM, K], space=pl.Mat)
@@ -78,11 +84,16 @@ def build(M, depth):
             pl.record_event(pl.PIPE_MTE1, pl.PIPE_MTE2, pl.EVENT_ID0)
             pl.record_event(pl.PIPE_MTE1, pl.PIPE_M, pl.EVENT_ID0)
             pl.wait_event(pl.PIPE_MTE1, pl.PIPE_M, pl.EVENT_ID0)
+            pl.wait_event(pl.PIPE_FIX, pl.PIPE_M, pl.EVENT_ID0)
             acc = pl.matmul(a_l0, b_l0)
             pl.record_event(pl.PIPE_M, pl.PIPE_MTE1, pl.EVENT_ID0)
-            pl.TPUSH(acc, peer_buf, split=pl.TILE_UP_DOWN)
+            pl.record_event(pl.PIPE_M, pl.PIPE_FIX, pl.EVENT_ID0)
+            pl.wait_event(pl.PIPE_M, pl.PIPE_FIX, pl.EVENT_ID0)
+            pl.TPUSH(acc, peer_buf, split=pl.TILE_UP_DOWN)           # reads acc on PIPE_FIX
+            pl.record_event(pl.PIPE_FIX, pl.PIPE_M, pl.EVENT_ID0)
         pl.wait_event(pl.PIPE_MTE1, pl.PIPE_MTE2, pl.EVENT_ID0)     # drain
         pl.wait_event(pl.PIPE_M, pl.PIPE_MTE1, pl.EVENT_ID0)
+        pl.wait_event(pl.PIPE_FIX, pl.PIPE_M, pl.EVENT_ID0)
 
     return pl.program(cube, vector, name=f"s8_manual_sync_m{M}_d{depth}")
 

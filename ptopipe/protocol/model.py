@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..arch import PipeUnit
+from ..arch.catalogue import PUSH_PIPE
 from ..arch.vocab import C2V, Direction, FIFOType, Protocol
 from .versions import bugs_at, parse as parse_protocol
 
@@ -255,6 +256,41 @@ class ProtocolModel:
         if self.free_after_readers or (in_gm and self.frees_in_pop):
             return False
         return pipe is not self.free_signal_pipe(way, in_gm)
+
+    @staticmethod
+    def ring_data(op: str, way: str, in_gm: bool, ctrl: bool = False, platform: str = "a2a3") -> tuple:
+        """How ring instruction ``op`` ("TPUSH" / "TPOP") moves its tile on its own core, as
+        pto-isa compiles it on ``platform`` ("a2a3" / "a5"; the same under every protocol: the
+        flag protocol does not change the data movement): ``(pipe, after)`` - ``pipe`` reads
+        (TPUSH) or writes (TPOP) the tile, None when no byte of it moves on this core;
+        ``after`` is a pipe whose earlier work the instruction orders before itself with an
+        event of its own (None: none).  Nothing else is ordered inside a ring instruction: the
+        kernel's events must order the tile's other users (manual mode checks them as it does
+        every instruction's, ``sim.pipesync``; PTOAS's InsertSync places them):
+
+        * TPUSH of an Acc tile: ``TSTORE_IMPL`` to the GM slot (A2A3 ``pushAcc2GMFiFo``; A5
+          ``*_GM`` pipes) or ``TMOV_IMPL`` L0C -> UB (A5 ``pushAcc2VecFiFo``), both on PIPE_FIX;
+        * TPUSH of a Vec tile: ``TSTORE_IMPL`` to the GM slot (``pushVec2GMFiFo``) or on A5
+          ``TINSERT_IMPL`` UB -> L1 (``pushVec2MatFiFo``: copy_ubuf_to_cbuf), both on PIPE_MTE3
+          (:data:`~ptopipe.arch.catalogue.PUSH_PIPE`);
+        * TPUSH of a control tile: a scalar read of ``tile.data()`` on PIPE_S (a blocking load:
+          its value is stored to the control slot next, so what the core issues later follows
+          it); A2A3's ``pushVec2CtrlFiFo`` (TPipe and TMPipe) first makes ``set_flag(PIPE_V,
+          PIPE_S)`` / ``wait_flag(PIPE_V, PIPE_S)`` - every earlier Vector instruction before the
+          read - A5's does not;
+        * TPOP from a GM ring: ``TASSIGN_IMPL`` to the staging slot and ``TLOAD_IMPL`` on
+          PIPE_MTE2 (``popVecTileFromGMFiFo`` / ``popMatTileFromGMFiFo``), after the cross-core
+          wait only: a reader on another pipe needs an MTE2 -> reader event, and the next TPOP
+          into a staging slot a reader of its last tile used needs a reader -> MTE2 one;
+        * TPOP from a consumer-local ring (A5): ``TASSIGN_IMPL`` alone (``popTileFromVecFiFo`` /
+          ``popTileFromMatFiFo``): the producer core wrote the bytes;
+        * TFREE, TALLOC and the address flow (a GlobalTensor TPUSH / TPOP) move no tile: the
+          kernel's own TLOAD / TSTORE of the slot are ordinary instructions."""
+        if ctrl:
+            return PipeUnit.S, (PipeUnit.V if op == "TPUSH" and platform == "a2a3" else None)
+        if op == "TPUSH":
+            return PUSH_PIPE[way], None
+        return (PipeUnit.MTE2 if in_gm else None), None
 
     def slots_per_free(self, ch) -> int:
         """Slots one free SET releases (for the report's occupancy)."""

@@ -21,10 +21,13 @@ are ordered only by events and barriers, tracked with one vector clock per pipe.
 tile-buffer access (UB / L1 / L0A / L0B / L0C / BIAS bytes) is checked against the last
 write and the last read of every other pipe of the core: two pipes touching the same bytes
 (at least one writing) with no set->wait chain between them is a :class:`DataRaceError`
-naming both instructions.  The ring instructions (TPUSH / TPOP / TFREE / TALLOC) synchronise
-with their own operands, as pto-isa's TPipe does inside them: a TPUSH starts after the tile it
-pushes is written, and a tile a TPOP fills is ready for every pipe (no event needed).  With
-the checkers on, the GM bytes of TLOAD / TSTORE are checked the same way (:func:`watch_gm`).
+naming both instructions.  The ring instructions are checked as every other instruction:
+pto-isa orders nothing inside them but their cross-core flags (``ProtocolModel.ring_data``
+says on which pipe each moves its tile): a TPUSH reads its tile on PIPE_FIX (Acc) or
+PIPE_MTE3 (Vec), a TPOP from a GM ring writes its tile on PIPE_MTE2, so the tile's other
+users need events as around a TSTORE / TLOAD; a zero-copy TPOP (A5 consumer-local ring)
+touches no byte on its core (:meth:`PipeSync.bind`).  With the checkers on, the GM bytes of
+TLOAD / TSTORE are checked the same way (:func:`watch_gm`).
 """
 from __future__ import annotations
 
@@ -38,7 +41,6 @@ from .race import gm_region, overlap
 
 _N = len(PipeUnit)
 _PAGE = 12                       # GM records are found by 4 KiB page
-_RING = frozenset(("TPUSH", "TPOP", "TFREE", "TALLOC"))
 _NAMES = {p.unit: p.name for p in SyncPipe if p.unit is not None}   # PipeUnit -> "PIPE_V"
 
 
@@ -55,7 +57,7 @@ class _Buf:
 
     def __init__(self, lo, hi, rows=None):
         self.lo, self.hi, self.rows = lo, hi, rows
-        self.ring_until = 0         # the end of the last ring instruction (TPUSH / TPOP) on it
+        self.ring_until = 0         # the end of the last zero-copy TPOP binding it (PipeSync.bind)
         self.write = None
         self.reads = {}
         self.near = [self]
@@ -127,6 +129,22 @@ class PipeSync:
             core.porder.wait(dst, order)
         core.issue_s(dst, 0, "wait_flag")
 
+    def order(self, src: PipeUnit, dst: PipeUnit) -> None:
+        """An event pair inside a library instruction (``set_flag(src, dst)`` then
+        ``wait_flag(src, dst)`` with nothing between): ``dst`` follows everything issued on
+        ``src`` so far."""
+        core = self.core
+        pf = core.pipe_free
+        if pf[src] > pf[dst]:
+            pf[dst] = pf[src]
+        if self.manual:
+            snap, m = self.vc[src], self.vc[dst]
+            for i in range(_N):
+                if snap[i] > m[i]:
+                    m[i] = snap[i]
+        if core.porder is not None:
+            core.porder.wait(dst, core.porder.hb[src])
+
     def barrier(self, unit: "PipeUnit | None") -> None:
         """PIPE_BARRIER: ``None`` (PIPE_ALL) orders every pipe after everything issued so far
         (and holds the issue until all pipes drain); one pipe is in order already."""
@@ -180,7 +198,7 @@ class PipeSync:
 
     def access(self, t, pipe, write: bool, op: str, loc) -> None:
         """Check and record pipe ``pipe``'s access of tile ``t``'s bytes; it starts after a
-        ring instruction on them (TPOP filling it, TPUSH reading it) has completed."""
+        zero-copy TPOP binding them has completed (its ready wait)."""
         b = self._buf(t)
         if b is not None:
             self._check(b, b.near, pipe, write, op, loc, t.mem.label, t.describe)
@@ -309,8 +327,6 @@ class PipeSync:
         return start, end
 
     def issue(self, pipe, cost, srcs=(), dsts=(), name="", args=None):
-        if name in _RING:
-            return self._issue_ring(pipe, cost, srcs, dsts, name, args)
         self.vc[pipe][pipe] += 1
         g = self.gm_next
         if srcs or dsts or g is not None:
@@ -330,34 +346,20 @@ class PipeSync:
             d.ready_at = end
         return start, end
 
-    def _issue_ring(self, pipe, cost, srcs, dsts, name, args):
-        """A ring instruction synchronises with its own operands (pto-isa's TPipe does it
-        inside TPUSH / TPOP): it starts after them, as in auto mode, and a tile it writes
-        counts as written before everything (no later access races with it)."""
-        pf = self.core.pipe_free
-        for t in srcs:
-            if t.ready_at > pf[pipe]:
-                pf[pipe] = t.ready_at
-        for t in dsts:
-            if t.read_end > pf[pipe]:
-                pf[pipe] = t.read_end
-            if t.ready_at > pf[pipe]:
-                pf[pipe] = t.ready_at
-        start, end = self._finish(pipe, cost, name, args)
-        for s in srcs:
-            if end > s.read_end:
-                s.read_end = end
-            b = self._buf(s)
-            if b is not None and end > b.ring_until:
+    def bind(self, t, end: int) -> None:
+        """A zero-copy TPOP (issued at ``end``) gave tile ``t`` the bytes of a consumer-local ring
+        slot: the producer core wrote them (the ring's flags order that, checked with the
+        protocol) and no pipe of this core touches them, so the earlier accesses of these bytes
+        on this core are no longer the ones a later access must follow; the tile's users start
+        after the TPOP (its ready wait)."""
+        b = self._buf(t)
+        if b is not None:
+            for o in b.near:            # (itself, and the records of tiles inside these bytes)
+                if b.lo <= o.lo and o.hi <= b.hi:
+                    o.write = None
+                    o.reads = {}
+            if end > b.ring_until:
                 b.ring_until = end
-        for d in dsts:
-            d.ready_at = end
-            b = self._buf(d)
-            if b is not None:
-                b.write = (pipe, 0, None, name)
-                b.reads = {}
-                b.ring_until = end
-        return start, end
 
     def issue_w(self, pipe, cost, d, name, args=None) -> int:
         return self.issue(pipe, cost, (), (d,), name, args)[1]

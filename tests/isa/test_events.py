@@ -53,12 +53,17 @@ def v2c_cube(w, out, fifo, n, drop=None):
     wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0)
     TMOV(w0, w1)
     set_flag(PIPE_M, PIPE_MTE1, EVENT_ID0)                # prime: L0A free
+    set_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)             # prime: x's staging slot free
     if drop != "fix_m":
         set_flag(PIPE_FIX, PIPE_M, EVENT_ID0)             # prime: L0C free
     for i in range(n):
-        TPOP(pipe, x, TILE_UP_DOWN)
+        wait_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)
+        TPOP(pipe, x, TILE_UP_DOWN)                       # A2A3: a TLOAD into L1 on MTE2
+        set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID1)
+        wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID1)
         wait_flag(PIPE_M, PIPE_MTE1, EVENT_ID0)
         TMOV(x0, x)                                       # cube-tmov
+        set_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)
         if drop != "mte1_m":
             set_flag(PIPE_MTE1, PIPE_M, EVENT_ID1)
             wait_flag(PIPE_MTE1, PIPE_M, EVENT_ID1)
@@ -74,6 +79,7 @@ def v2c_cube(w, out, fifo, n, drop=None):
             set_flag(PIPE_FIX, PIPE_M, EVENT_ID0)
         TFREE(pipe, TILE_UP_DOWN)
     wait_flag(PIPE_M, PIPE_MTE1, EVENT_ID0)               # drain
+    wait_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)
     if drop != "fix_m":
         wait_flag(PIPE_FIX, PIPE_M, EVENT_ID0)
 
@@ -85,16 +91,23 @@ def v2c_vec(x, fifo, n, drop=None):
     t = Tile(TileType.Vec, float32, h, K, addr=0)
     u = Tile(TileType.Vec, float32, h, K, addr=0x1000)
     set_flag(PIPE_V, PIPE_MTE2, EVENT_ID3)                # prime: t free
+    set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)                # prime: u free
     for i in range(n):
         wait_flag(PIPE_V, PIPE_MTE2, EVENT_ID3)
         TLOAD(t, gt(x, (i * M + sub * h) * K, (h, K)))    # vec-load
         if drop != "mte2_v":
             set_flag(PIPE_MTE2, PIPE_V, EVENT_ID3)
             wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID3)
+        wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)
         TMULS(u, t, 2.0)                                  # vec-muls
         set_flag(PIPE_V, PIPE_MTE2, EVENT_ID3)
-        TPUSH(pipe, u, TILE_UP_DOWN)
+        if drop != "v_mte3":
+            set_flag(PIPE_V, PIPE_MTE3, EVENT_ID1)
+            wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID1)
+        TPUSH(pipe, u, TILE_UP_DOWN)                      # vec-push
+        set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)
     wait_flag(PIPE_V, PIPE_MTE2, EVENT_ID3)
+    wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID0)
 
 
 def v2c_args(n=3, drop=None):
@@ -122,7 +135,8 @@ def test_v2c_kernel_with_events_is_clean_and_matches_numpy(platform, protocol, s
 DROPS = {"mte2_v": (v2c_vec, "vec-muls", "vec-load"),
          "mte1_m": (v2c_cube, "cube-matmul", "cube-tmov"),
          "m_fix": (v2c_cube, "cube-store", "cube-matmul"),
-         "fix_m": (v2c_cube, "cube-matmul", "cube-store")}   # loop-carried: iteration 1
+         "fix_m": (v2c_cube, "cube-matmul", "cube-store"),   # loop-carried: iteration 1
+         "v_mte3": (v2c_vec, "vec-push", "vec-muls")}         # TPUSH reads u on MTE3, unordered
 
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
@@ -462,8 +476,9 @@ def test_dsl_events_print_as_pto_as_spellings_and_parse_back():
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_manual_mode_timing_an_op_reading_a_popped_tile_starts_after_the_tpop(platform, protocol):
-    """TPOP synchronises by itself: the TMOV reading the popped tile starts after the TPOP
-    has filled it, as in auto mode (the scoreboard is gone in manual mode)."""
+    """The TMOV reading the popped tile starts after the TPOP has filled it (the scoreboard is
+    gone in manual mode): on A2A3 by the kernel's MTE2 -> MTE1 event after the TPOP's load, on
+    A5 (a zero-copy TPOP of the L1 ring) by the TPOP's ready wait."""
     res = ptopipe.run(v2c_cube, v2c_vec, v2c_args(n=4), platform=platform, protocol=protocol,
                       sync="manual", trace=True)
     instrs = [i for i in res.cluster.trace if i.core == 0]

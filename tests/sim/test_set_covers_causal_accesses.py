@@ -99,6 +99,8 @@ def manual_vector_kernel(event_before_token):
                 set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
                 wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
             TEXPANDS(d, 1.0)
+            set_flag(PIPE_V, PIPE_MTE3, EVENT_ID2)      # the TPUSH reads d on MTE3
+            wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID2)
             TPUSH(done, d, TILE_NO_SPLIT)
             if not event_before_token:
                 set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)

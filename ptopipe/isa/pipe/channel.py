@@ -144,6 +144,9 @@ class Channel:
         self.free_pipe = m.free_pipe(self)          # the pipe a consumer's TFREE signals from
         self.free_after_readers = m.free_after_readers   # ... after every read of the tile
         self.stage_by_tile = m.stage_stride_tile         # staging stride: the tile's size, not SlotSize
+        # the pipes a tile TPUSH reads and a tile TPOP writes its tile on (None: a zero-copy TPOP)
+        self.push_pipe = m.ring_data("TPUSH", self.way, self.in_gm)[0]
+        self.pop_pipe = m.ring_data("TPOP", self.way, self.in_gm)[0]
         # lanes the library waits for that never free (the CPU simulator's second lane of a
         # one-lane C2V pipe): then no TFREE releases a slot to the producer
         self.lost_lanes = m.lost_lanes(self)

@@ -25,6 +25,7 @@ from ..ops import arr
 from ..tensor import GlobalTensor, GMPtr
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
+from ...protocol.model import platform_kind
 from ...protocol.geometry import full_shape, part_offset, part_rows, part_shape
 from .steps import _args, _loc, check_lanes_split, check_nosplit_lanes, mark_written, producer_record, producer_wait, release
 
@@ -166,8 +167,21 @@ def push_ctrl(core, ch: Channel, side: Side, tile) -> Event:
     core.cluster.gm.view(ch.gm_base + tag * ch.slot_size, np.uint32, (1,))[0] = val & 0xFFFFFFFF
     mark_written(core, ch, side, tag, (np.dtype(np.uint32), 1, 1, TileSplitAxis.TILE_NO_SPLIT), "TPUSH",
                  core.where())
-    _, end = core.issue(PipeUnit.S, 1, (), (), "TPUSH",
+    # the control word is read by the scalar unit (ProtocolModel.ring_data): after an event of
+    # the library's own from the pipe it names (A2A3: PIPE_V), else only as the kernel orders it;
+    # the load blocks the scalar unit (its value is stored next), so whatever the core issues
+    # later follows it
+    pipe, after = ch.model.ring_data("TPUSH", ch.way, ch.in_gm, True, platform_kind(core.cluster.platform))
+    ps = core.psync
+    manual = ps is not None and ps.manual
+    if manual and after is not None:
+        ps.order(after, pipe)
+    _, end = core.issue(pipe, 1, (tile,) if isinstance(tile, Tile) else (), (), "TPUSH",
                         RingArgs(ch.name, tag, None, "ctrl") if core.trace is not None else None)
+    if manual:
+        for p in PipeUnit:
+            if p is not pipe:
+                ps.order(pipe, p)
     side.index += 1
     producer_record(core, side, tag, end)
     return new_event(("TPUSH", core, end))

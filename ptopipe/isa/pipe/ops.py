@@ -168,15 +168,23 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             chk.ring_access(core, ch, tag, False, "TPOP", loc, tile.rows, tile.cols, tile.item, split)
             if stage is not None:          # for a use-after-free report of the staged copy
                 stage[0].pop_loc, stage[0].pop_gen = loc, stage[1]
-        end = core.issue_w(PipeUnit.MTE2, p.cost, tile, "TPOP",
+        end = core.issue_w(ch.pop_pipe, p.cost, tile, "TPOP",
                            RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = end
     else:                                          # consumer-local ring: zero-copy binding
         bind(tile, core, ch.local_base + tag * ch.slot_size)
         slot = slots[0]
         tile.binding = (slot, slot.gen)
-        end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
-                           RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
+        ps = core.psync
+        if ps is not None and ps.manual:
+            # no byte moves on this core (ProtocolModel.ring_data): the tile is the slot's bytes,
+            # written by the producer core; none of this core's pipes touches them here
+            end = core.issue_s(PipeUnit.S, p.cost, "TPOP",
+                               RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
+            ps.bind(tile, end)
+        else:
+            end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
+                               RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
         read_end = None
         dst = None                                 # distinct slots never overlap
         stage = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...arch import MemSpace
-from ...arch.catalogue import PUSH_PIPE
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
@@ -103,7 +102,7 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
             off = part_offset(split, core.subblock, rows, cols, item)
             base = (ch.gm_base if ch.in_gm else ch.local_base) + tag * ch.slot_size + off
             dsts.append(((ch.view(mem, base, tile.dtype, shape, (full[1], 1)), None),))
-    unit = PUSH_PIPE[ch.way]
+    unit = ch.push_pipe
     dst_space = "GM" if ch.in_gm else "UB" if ch.way == C2V else "L1"
     # what the slot holds: an empty tile writes nothing (no layout to match); the static
     # shape last (the valid shape is what was written)

@@ -1,0 +1,211 @@
+"""Manual synchronisation around the ring instructions: pto-isa orders nothing inside a
+TPUSH / TPOP but its cross-core flags (``ProtocolModel.ring_data``), so a manual kernel
+needs the events PTOAS's InsertSync would place - M -> FIX before the TPUSH of an
+accumulator (a TSTORE / TMOV of L0C on PIPE_FIX), FIX -> M before the next TMATMUL into it,
+MTE2 -> V after a TPOP from a GM ring (a TLOAD on PIPE_MTE2) - and none after a zero-copy
+TPOP of an A5 consumer-local ring.  A missing one is a DataRaceError at the later
+instruction naming the earlier one and the event to add.
+
+The kernel pair: the Cube loads 16-row blocks of A, multiplies them with B and pushes each
+accumulator; each Vector core pops its half, adds its half of the bias and stores it."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import DataRaceError
+from ptopipe.isa import *  # noqa: F403
+from markers import line_of
+
+M, K, N = 16, 32, 32
+H = M // 2
+SLOT = M * N * 4
+RING_UB = 0x10000          # the Vector's consumer buffer (A5 local ring / the GM ring's staging)
+
+
+def gt(t, off, shape):
+    return GlobalTensor(t.data() + off, shape)
+
+
+def cube(a, b, fifo, n, way, drop=None):
+    pipe = TPipe(0, way, SLOT, 2)(fifo, RING_UB)
+    a1 = Tile(TileType.Mat, float32, M, K, addr=0)
+    b1 = Tile(TileType.Mat, float32, K, N, addr=0x4000)
+    a0 = Tile(TileType.Left, float32, M, K, addr=0)
+    b0 = Tile(TileType.Right, float32, K, N, addr=0)
+    acc = Tile(TileType.Acc, float32, M, N, addr=0)
+    TLOAD(b1, b)
+    set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0)
+    wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0)
+    TMOV(b0, b1)
+    set_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)             # prime: a1 free
+    set_flag(PIPE_M, PIPE_MTE1, EVENT_ID1)                # prime: a0 free
+    if drop != "fix_m":
+        set_flag(PIPE_FIX, PIPE_M, EVENT_ID0)             # prime: acc free
+    for i in range(n):
+        wait_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)
+        TLOAD(a1, gt(a, i * M * K, (M, K)))
+        set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID2)
+        wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID2)
+        wait_flag(PIPE_M, PIPE_MTE1, EVENT_ID1)
+        TMOV(a0, a1)
+        set_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)
+        set_flag(PIPE_MTE1, PIPE_M, EVENT_ID2)
+        wait_flag(PIPE_MTE1, PIPE_M, EVENT_ID2)
+        if drop != "fix_m":
+            wait_flag(PIPE_FIX, PIPE_M, EVENT_ID0)
+        TMATMUL(acc, a0, b0)                              # matmul
+        set_flag(PIPE_M, PIPE_MTE1, EVENT_ID1)
+        if drop != "m_fix":
+            set_flag(PIPE_M, PIPE_FIX, EVENT_ID0)
+            wait_flag(PIPE_M, PIPE_FIX, EVENT_ID0)
+        TPUSH(pipe, acc, TILE_UP_DOWN)                    # push
+        if drop != "fix_m":
+            set_flag(PIPE_FIX, PIPE_M, EVENT_ID0)
+    wait_flag(PIPE_MTE1, PIPE_MTE2, EVENT_ID1)            # drain
+    wait_flag(PIPE_M, PIPE_MTE1, EVENT_ID1)
+    if drop != "fix_m":
+        wait_flag(PIPE_FIX, PIPE_M, EVENT_ID0)
+
+
+def vector(bias, out, fifo, n, way, drop=None, tfree=True):
+    pipe = TPipe(0, way, SLOT, 2)(fifo, RING_UB)
+    sub = get_subblockid()
+    bt = Tile(TileType.Vec, float32, H, N, addr=0)
+    o = Tile(TileType.Vec, float32, H, N, addr=0x1000)
+    t = Tile(TileType.Vec, float32, H, N)
+    TLOAD(bt, gt(bias, sub * H * N, (H, N)))
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)
+    set_flag(PIPE_V, PIPE_MTE2, EVENT_ID1)                # prime: the staging slots free
+    set_flag(PIPE_MTE3, PIPE_V, EVENT_ID2)                # prime: o free
+    for i in range(n):
+        wait_flag(PIPE_V, PIPE_MTE2, EVENT_ID1)
+        TPOP(pipe, t, TILE_UP_DOWN)                       # pop
+        if drop != "mte2_v":
+            set_flag(PIPE_MTE2, PIPE_V, EVENT_ID1)
+            wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID1)
+        wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID2)
+        TADD(o, t, bt)                                    # add
+        set_flag(PIPE_V, PIPE_MTE2, EVENT_ID1)
+        if tfree:
+            TFREE(pipe)
+        set_flag(PIPE_V, PIPE_MTE3, EVENT_ID3)
+        wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID3)
+        TSTORE(gt(out, i * M * N + sub * H * N, (H, N)), o)
+        set_flag(PIPE_MTE3, PIPE_V, EVENT_ID2)
+    wait_flag(PIPE_V, PIPE_MTE2, EVENT_ID1)               # drain
+    wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID2)
+
+
+def args(way, drop=None, n=2, tfree=True):
+    rng = np.random.default_rng(7)
+    return dict(a=rng.integers(-3, 4, (n * M, K)).astype(np.float32),
+                b=rng.integers(-3, 4, (K, N)).astype(np.float32),
+                bias=rng.integers(-8, 9, (M, N)).astype(np.float32),
+                out=np.zeros((n * M, N), np.float32), fifo=gm_buffer(2 * SLOT), n=n, way=way, drop=drop,
+                tfree=tfree)
+
+
+def golden(a):
+    n = a["n"]
+    return (a["a"].reshape(n, M, K) @ a["b"] + a["bias"]).reshape(n * M, N)
+
+
+#: (platform, protocol, direction, the ring is in GM: its TPOP loads the tile on MTE2)
+CASES = [(p, q, d, p == "a2a3" or d is Direction.DIR_C2V_GM)
+         for p, dirs in (("a2a3", (Direction.DIR_C2V,)), ("a5", (Direction.DIR_C2V, Direction.DIR_C2V_GM)))
+         for d in dirs for q in ("spec", "pto-isa")]
+IDS = [f"{p}-{q}-{d.name}" for p, q, d, _ in CASES]
+
+
+def run(platform, protocol, way, drop=None):
+    # pto-isa on A5: a TPOP from a GM ring frees its slot itself, a TFREE after it frees twice (M21)
+    a = args(way, drop, tfree=not (platform == "a5" and protocol == "pto-isa" and way is Direction.DIR_C2V_GM))
+    res = ptopipe.run(cube, vector, a, platform=platform, protocol=protocol, sync="manual")
+    return a, res
+
+
+@pytest.mark.parametrize("platform,protocol,way,in_gm", CASES, ids=IDS)
+def test_a_kernel_with_the_ring_events_is_clean_and_matches_numpy(platform, protocol, way, in_gm, no_hang):
+    a, res = run(platform, protocol, way)
+    np.testing.assert_array_equal(res["out"], golden(a))
+
+
+#: the dropped pair -> (kernel, line of the later access = where, line of the earlier one, the event)
+DROPS = {"m_fix": (cube, "push", "matmul", "(PIPE_M, PIPE_FIX"),
+         "fix_m": (cube, "matmul", "push", "(PIPE_FIX, PIPE_M"),      # loop-carried: iteration 1
+         "mte2_v": (vector, "add", "pop", "(PIPE_MTE2, PIPE_V")}
+
+
+@pytest.mark.parametrize("drop", sorted(DROPS))
+@pytest.mark.parametrize("platform,protocol,way,in_gm", CASES, ids=IDS)
+def test_a_missing_ring_event_is_a_race_naming_both_instructions(drop, platform, protocol, way, in_gm, no_hang):
+    if drop == "mte2_v" and not in_gm:
+        pytest.skip("a zero-copy TPOP moves no byte: test_a_zero_copy_tpop_needs_no_event")
+    with pytest.raises(DataRaceError) as ei:
+        run(platform, protocol, way, drop)
+    fn, later, earlier, event = DROPS[drop]
+    e = ei.value
+    assert e.where.endswith(f"test_ring_events.py:{line_of(fn, later)}"), str(e)
+    assert f"test_ring_events.py:{line_of(fn, earlier)}" in e.details, str(e)
+    assert f"set_flag{event}" in e.fix, e.fix
+    assert e.findings[0]["kind"] == "pipe_race"
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_zero_copy_tpop_needs_no_event(protocol, no_hang):
+    """A5's TPOP of a consumer-local ring only points the tile at its slot (TASSIGN): the
+    producer core wrote the bytes, so the add may read them with no MTE2 -> V event."""
+    a, res = run("a5", protocol, Direction.DIR_C2V, "mte2_v")
+    np.testing.assert_array_equal(res["out"], golden(a))
+
+
+# ============================================================ a control ring (V2C)
+def _ctrl_pipe(protocol, ctrl):
+    if protocol == "spec":
+        return TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
+    w = Tile(TileType.Vec, int32, 1, 8)     # pto-isa: a TMPipe with a CTRL_FIFO (no ctrl TPipe)
+    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V2C2_VECS)(ctrl)
+
+
+def ctrl_words(platform, protocol, event):
+    got = []
+
+    def cube(ctrl):
+        pipe = _ctrl_pipe(protocol, ctrl)
+        for _ in range(3):
+            got.append(TPOP(pipe))
+
+    def vec(ctrl):
+        pipe = _ctrl_pipe(protocol, ctrl)
+        word = Tile(TileType.Vec, int32, 1, 8, addr=0)
+        for i in range(3):
+            TEXPANDS(word, 100 + i)                       # ctrl-write
+            if event:
+                set_flag(PIPE_V, PIPE_S, EVENT_ID0)
+                wait_flag(PIPE_V, PIPE_S, EVENT_ID0)
+            TPUSH(pipe, word)                             # ctrl-push
+
+    ptopipe.run(cube, (vec, None), dict(ctrl=gm_buffer(4 * 32)), platform=platform, protocol=protocol,
+                sync="manual")
+    return got, vec
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_control_push_reads_its_word_on_the_scalar_unit(platform, protocol, no_hang):
+    """The control word is read by a scalar load: A2A3's library waits for PIPE_V first
+    (``set_flag(PIPE_V, PIPE_S)`` in ``pushVec2CtrlFiFo``), A5's does not, so there the kernel
+    needs the V -> S event after the TEXPANDS that writes the word; with it both are clean (and
+    the next TEXPANDS may rewrite the word: the load has completed)."""
+    assert ctrl_words(platform, protocol, True)[0] == [100, 101, 102]
+    if platform == "a2a3":
+        assert ctrl_words(platform, protocol, False)[0] == [100, 101, 102]
+        return
+    with pytest.raises(DataRaceError) as ei:
+        ctrl_words(platform, protocol, False)
+    e = ei.value
+    vec = ctrl_words(platform, protocol, True)[1]
+    assert e.where.endswith(f"test_ring_events.py:{line_of(vec, 'ctrl-push')}"), str(e)
+    assert f"test_ring_events.py:{line_of(vec, 'ctrl-write')}" in e.details, str(e)
+    assert "set_flag(PIPE_V, PIPE_S" in e.fix, e.fix
