@@ -271,11 +271,17 @@ def run_explored(target, spec: ScheduleSpec, policy, variant="default", platform
         e.findings.append({"kind": "schedule", "seed": key if isinstance(key, int) else str(key)})
         return e
     except Exception as e:  # noqa: BLE001 - a kernel's own error: passed on, with its schedule
-        try:
-            e.ptopipe_schedule = key
-        except AttributeError:
-            pass
+        _tag_schedule(e, key)
         raise
+
+
+def _tag_schedule(e: Exception, key) -> None:
+    """A kernel's own exception leaves a run with the schedule it ran under
+    (``ptopipe_schedule``; None: the default), where the exception takes attributes."""
+    try:
+        e.ptopipe_schedule = key
+    except AttributeError:
+        pass
 
 
 def failure_key(spec: "ScheduleSpec | None"):
@@ -326,10 +332,7 @@ def explore_default(out: ExploreResult, target, variant="default", platform="a2a
         e.findings.append({"kind": "schedule", "seed": None})
         out.failures.append((None, e))
     except Exception as e:  # noqa: BLE001 - a kernel's own error: passed on, with its schedule
-        try:
-            e.ptopipe_schedule = None
-        except AttributeError:
-            pass
+        _tag_schedule(e, None)
         raise
     return out
 
