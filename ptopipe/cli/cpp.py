@@ -62,7 +62,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
         return check_scenarios(args, mine, [(sc, [])]), mine
     status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
                                   getattr(args, "input", None), args.platform or "a2a3", check,
-                                  getattr(args, "schedules", 0) + 2, getattr(args, "timeout", None))
+                                  getattr(args, "schedules", 0) + 2, bounds.run_kwargs(args)["timeout"])
     reports.extend(mine)
     return status
 

@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 
-from ..errors import KernelError
+from ..errors import BudgetError, KernelError
 from .build import Kernels, build, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
@@ -125,12 +125,30 @@ def _unpack_error(packed) -> BaseException:
     return e
 
 
-def in_child(work, timeout: float | None = DEFAULT_TIMEOUT, what: str = "the C++ kernel"):
+def seconds_left(timeout) -> float | None:
+    """The seconds a child may run: ``timeout`` seconds, or what a
+    :class:`~ptopipe.sim.bounds.Deadline` (a command's ``--timeout``) has left; None: no bound."""
+    if timeout is None:
+        return None
+    at = getattr(timeout, "at", None)
+    if at is not None:
+        return max(0.0, at - time.monotonic())
+    return float(timeout)
+
+
+def in_child(work, timeout=DEFAULT_TIMEOUT, what: str = "the C++ kernel"):
     """``work(crash_fd)`` run in a forked child; its (picklable) return value, or the error it
     raised, re-raised here.  A child killed by a signal is a KernelError naming the signal and
-    the last instruction's C++ line (which the library writes on ``crash_fd``); one running
-    past ``timeout`` + :data:`GRACE` seconds is killed and reported the same way.  An error
-    at a line of C++ that ptopipe wrote from a DSL kernel also names that DSL line."""
+    the last instruction's C++ line (which the library writes on ``crash_fd``).  ``timeout``
+    (seconds, or a Deadline) bounds it: the child's own watchdog reports a run past it as a
+    located BudgetError; a child still running a grace period later (C++ that calls no PTO
+    instruction, which the watchdog cannot interrupt) is killed and reported as a
+    BudgetError too.  An error at a line of C++ that ptopipe wrote from a DSL kernel also
+    names that DSL line."""
+    budget = seconds_left(timeout)
+    # the limit before the fork: nothing can fail between the fork and the watch of the child
+    limit = None if budget is None or budget == float("inf") else \
+        time.monotonic() + budget + min(GRACE, max(1.0, budget / 2))
     res_r, res_w = os.pipe()
     crash_r, crash_w = os.pipe()
     sys.stdout.flush()
@@ -163,7 +181,6 @@ def in_child(work, timeout: float | None = DEFAULT_TIMEOUT, what: str = "the C++
     os.close(res_w)
     os.close(crash_w)
     chunks, crash = [], b""
-    limit = None if timeout is None or timeout == float("inf") else time.monotonic() + timeout + GRACE
     killed = False
     fds = [res_r, crash_r]
     try:
@@ -196,7 +213,8 @@ def in_child(work, timeout: float | None = DEFAULT_TIMEOUT, what: str = "the C++
         if kind == "error":
             raise _located(_unpack_error(value))
         return value
-    raise _located(_crash_error(status, crash.decode(errors="replace"), killed, timeout, what))
+    raise _located(_crash_error(status, crash.decode(errors="replace"), killed,
+                                getattr(timeout, "seconds", budget), what))
 
 
 def _located(e: BaseException) -> BaseException:
@@ -219,10 +237,13 @@ def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> 
                 from ..sim.location import SourceLoc
                 where = str(SourceLoc(parts[3], int(parts[2])))
     if killed:
-        return KernelError(f"{what} did not return within {timeout:g} s (+{GRACE:g} s): a C++ loop that calls "
-                           "no PTO instruction is not bounded by the instruction budget",
-                           where=where, fix="look for a loop without an instruction after the line named; "
-                                            "or give a larger timeout")
+        return BudgetError(
+            f"{what} did not finish within its wall-clock bound of {timeout:g} s (stopped a little later): "
+            "a C++ loop that calls no PTO instruction is bounded only by it",
+            where=where, fix=("look for a loop without a PTO instruction after this line" if where else
+                              "it issued no PTO instruction at all: look for a loop at the kernel's start")
+                             + "; raise --timeout (timeout=) if it is just long",
+            findings=[{"kind": "budget", "bound": "timeout", "limit": timeout, "core": None, "where": where}])
     if sig is None and os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
     if sig is not None:

@@ -61,4 +61,6 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
         def make_args(rng):
             return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}
         return check(Scenario(os.path.basename(path), k.aic, k.aiv, make_args, lambda a: {}))
-    return in_child(work, (timeout or DEFAULT_TIMEOUT) * runs, f"the C++ kernel {os.path.basename(path)}")
+    # a command's Deadline bounds all the runs together; seconds bound each run
+    bound = timeout if hasattr(timeout, "at") else (timeout or DEFAULT_TIMEOUT) * runs
+    return in_child(work, bound, f"the C++ kernel {os.path.basename(path)}")

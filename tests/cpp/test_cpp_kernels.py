@@ -294,11 +294,34 @@ def _save_inputs(tmp_path) -> list:
 def test_cli_run_of_a_cpp_file_writes_its_outputs(cpp_cache, tmp_path):
     argv = _save_inputs(tmp_path)
     r = _cli(["run", kernel("c2v_add.cpp"), *argv, "--output", f"out={tmp_path / 'res.npy'}",
-              "--platform", "a5", "--protocol", "pto-isa"], tmp_path)
+              "--platform", "a5", "--protocol", "pto-isa", "--timeout", "60"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "PASS c2v_add.cpp on a5 (pto-isa)" in r.stdout
     a = c2v_args()
     np.testing.assert_array_equal(np.load(tmp_path / "res.npy"), a["a"] @ a["b"] + a["bias"])
+
+
+SPIN = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void vec_kernel(__gm__ float *x) { volatile int n = 0; while (true) { n = n + 1; } }
+extern "C" __global__ AICORE void cube_kernel(__gm__ float *x) {}
+"""
+
+
+@needs_cxx
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_a_cpp_loop_without_instructions_is_stopped_at_the_commands_timeout(command, cpp_cache, tmp_path, capfd,
+                                                                            monkeypatch):
+    """The command's --timeout (a Deadline shared by its runs) bounds a C++ kernel the watchdog
+    cannot interrupt: its child is killed a short grace later and the command says why."""
+    f = tmp_path / "spin.cpp"
+    f.write_text(SPIN)
+    np.save(tmp_path / "x.npy", np.zeros(8, np.float32))
+    argv = [command, f, "--input", f"x={tmp_path / 'x.npy'}", "--timeout", "0.3"]
+    r = _cli_here(argv + (["--schedules", "0"] if command == "check" else []), tmp_path, capfd, monkeypatch)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "error: BudgetError: the C++ kernel spin.cpp did not finish within its wall-clock bound of 0.3 s" \
+        in r.stderr, r.stderr
 
 
 @needs_cxx
