@@ -304,7 +304,7 @@ class Dispatcher:
         tile, pop = fixed[1], isa.TPOP
 
         def call(*a):
-            tile.binding = tile._push = tile.hbw = tile.hbu = None
+            tile._push = tile.hbw = tile.hbu = None      # (its binding stays: see op_TPOP)
             tile.ready_at = tile.read_end = 0
             return pop(*a)
         return call
@@ -499,9 +499,12 @@ class Dispatcher:
             isa.TPOP(*a)
             return self.fake(obj.ptr.addr)
         # every pop binds the tile afresh, as the DSL runtime's new tile per pop: what the C++
-        # variable held before (its scoreboard times, slot binding, checker state) is not a
-        # use of the slot popped now (a copy of the earlier value has a handle of its own)
-        obj.binding = obj._push = obj.hbw = obj.hbu = None   # (its memory views stay: TPOP re-binds them)
+        # variable held before (its scoreboard times, checker state) is not a use of the slot
+        # popped now (a copy of the earlier value has a handle of its own).  Its ring binding
+        # stays: it tells TPOP the address came from a ring, so the pop stages into the next
+        # staging slot (pto-isa's TPOP TASSIGNs tileIndex % LOCAL_SLOT_NUM) rather than loading
+        # in place at the last one (a tile the kernel placed itself has none: TASSIGN clears it)
+        obj._push = obj.hbw = obj.hbu = None      # (its memory views stay: TPOP re-binds them)
         obj.ready_at = obj.read_end = 0
         return self.keep(isa.TPOP(*a))
 

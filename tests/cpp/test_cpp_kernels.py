@@ -388,3 +388,34 @@ def test_the_readme_cpp_example_runs_with_its_golden(cpp_cache, capsys, platform
     out = capsys.readouterr().out
     assert "PASS cpp_c2v_bias[default]" in out and "PASS cpp_c2v_bias[m64]" in out
     assert cli_main(["check", path, "--schedules", "3", "--platform", platform, "--protocol", protocol]) == 0
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a2a3", "pto-isa")])
+def test_a_cpp_tile_popped_again_stages_in_the_next_slot(platform, protocol):
+    """A C++ kernel pops into one tile variable every iteration: each TPOP (the ABI's call of
+    it) binds the variable afresh but keeps it a ring tile, so on a GM ring it stages into the
+    next of LocalSlotNum slots, as pto-isa's TPOP TASSIGNs - not in place at the last one."""
+    import ptopipe
+    from ptopipe.cpp.abi import Dispatcher
+    from ptopipe.isa import (DIR_C2V, TILE_UP_DOWN, TFREE, TMOV, TPipe, TPUSH, Tile, TileType,
+                             float32, get_subblockid)
+    slot, seen = 16 * 16 * 4, {0: [], 1: []}
+
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, slot, 4)(fifo, 0x10000, 0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+        for _ in range(3):
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_C2V, slot, 4)(fifo, 0x10000, 0)
+        t = Tile(TileType.Vec, float32, 8, 16)
+        pop = Dispatcher._pop_tile([pipe, t])
+        for _ in range(3):
+            pop(pipe, t, TILE_UP_DOWN)
+            seen[get_subblockid()].append(t.addr)
+            TMOV(Tile(TileType.Vec, float32, 8, 16, addr=0), t)
+            TFREE(pipe, TILE_UP_DOWN)
+
+    ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(4 * slot)), platform=platform, protocol=protocol)
+    assert seen == {k: [0x10000, 0x10000 + slot, 0x10000] for k in (0, 1)}, seen
