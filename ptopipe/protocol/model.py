@@ -283,7 +283,9 @@ class ProtocolModel:
           wait only: a reader on another pipe needs an MTE2 -> reader event, and the next TPOP
           into a staging slot a reader of its last tile used needs a reader -> MTE2 one;
         * TPOP from a consumer-local ring (A5): ``TASSIGN_IMPL`` alone (``popTileFromVecFiFo`` /
-          ``popTileFromMatFiFo``): the producer core wrote the bytes;
+          ``popTileFromMatFiFo``): the producer core wrote the bytes, and the consumer's ready
+          wait holds one pipe only (:meth:`ready_wait_pipe`): a reader on another pipe needs an
+          event from that one;
         * TFREE, TALLOC and the address flow (a GlobalTensor TPUSH / TPOP) move no tile: the
           kernel's own TLOAD / TSTORE of the slot are ordinary instructions."""
         if ctrl:
@@ -291,6 +293,14 @@ class ProtocolModel:
         if op == "TPUSH":
             return PUSH_PIPE[way], None
         return (PipeUnit.MTE2 if in_gm else None), None
+
+    @staticmethod
+    def ready_wait_pipe(way: str) -> PipeUnit:
+        """The pipe a consumer-local ring's (A5) ready wait holds - A5 ``Consumer::wait``:
+        ``wait_intra_block(PIPE_V, ...)`` for the C2V ring in UB, ``PIPE_MTE1`` for the V2C
+        ring in L1 (``is_v2c_mat``): only that pipe's later work follows the producer's write
+        of the slot; a popped tile read on another pipe needs an event from it."""
+        return PipeUnit.V if way == C2V else PipeUnit.MTE1
 
     def slots_per_free(self, ch) -> int:
         """Slots one free SET releases (for the report's occupancy)."""

@@ -346,18 +346,24 @@ class PipeSync:
             d.ready_at = end
         return start, end
 
-    def bind(self, t, end: int) -> None:
+    def bind(self, t, end: int, wait_pipe=None, loc=None) -> None:
         """A zero-copy TPOP (issued at ``end``) gave tile ``t`` the bytes of a consumer-local ring
         slot: the producer core wrote them (the ring's flags order that, checked with the
         protocol) and no pipe of this core touches them, so the earlier accesses of these bytes
         on this core are no longer the ones a later access must follow; the tile's users start
-        after the TPOP (its ready wait)."""
+        after the TPOP (its ready wait).  That wait holds ``wait_pipe`` only
+        (``ProtocolModel.ready_wait_pipe``): the producer's write counts as that pipe's, so a
+        reader on another pipe needs an event from it, as on the device."""
         b = self._buf(t)
         if b is not None:
             for o in b.near:            # (itself, and the records of tiles inside these bytes)
                 if b.lo <= o.lo and o.hi <= b.hi:
                     o.write = None
                     o.reads = {}
+            if wait_pipe is not None:
+                vc = self.vc[wait_pipe]
+                vc[wait_pipe] += 1
+                b.write = (wait_pipe, vc[wait_pipe], loc, "TPOP")
             if end > b.ring_until:
                 b.ring_until = end
 

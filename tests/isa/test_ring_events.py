@@ -2,8 +2,9 @@
 TPUSH / TPOP but its cross-core flags (``ProtocolModel.ring_data``), so a manual kernel
 needs the events PTOAS's InsertSync would place - M -> FIX before the TPUSH of an
 accumulator (a TSTORE / TMOV of L0C on PIPE_FIX), FIX -> M before the next TMATMUL into it,
-MTE2 -> V after a TPOP from a GM ring (a TLOAD on PIPE_MTE2) - and none after a zero-copy
-TPOP of an A5 consumer-local ring.  A missing one is a DataRaceError at the later
+MTE2 -> V after a TPOP from a GM ring (a TLOAD on PIPE_MTE2) - and after a zero-copy TPOP of
+an A5 consumer-local ring none for its readers on the pipe its ready wait holds (V for the C2V
+ring in UB), one from that pipe for the others.  A missing one is a DataRaceError at the later
 instruction naming the earlier one and the event to add.
 
 The kernel pair: the Cube loads 16-row blocks of A, multiplies them with B and pushes each
@@ -158,6 +159,44 @@ def test_a_zero_copy_tpop_needs_no_event(protocol, no_hang):
     producer core wrote the bytes, so the add may read them with no MTE2 -> V event."""
     a, res = run("a5", protocol, Direction.DIR_C2V, "mte2_v")
     np.testing.assert_array_equal(res["out"], golden(a))
+
+
+def _store_popped(event):
+    """A5 C2V ring in UB: the Vector core stores the tile it popped straight from its slot."""
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+        acc = Tile(TileType.Acc, float32, M, N, addr=0)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vector(out, fifo):
+        pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
+        t = Tile(TileType.Vec, float32, H, N)
+        TPOP(pipe, t, TILE_UP_DOWN)                       # popped
+        if event:
+            set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+            wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0)
+        TSTORE(gt(out, get_subblockid() * H * N, (H, N)), t)      # store-popped
+        set_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+        wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID1)
+        TFREE(pipe, TILE_UP_DOWN)
+    return cube, vector
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a_zero_copy_tpops_ready_wait_holds_only_the_vector_pipe(protocol, no_hang):
+    """A5's ready wait on the C2V ring in UB is wait_intra_block(PIPE_V) (Consumer::wait): a
+    TSTORE (MTE3) of the popped tile needs a V -> MTE3 event after the TPOP."""
+    args = dict(out=np.full((M, N), 7, np.float32), fifo=gm_buffer(2 * SLOT))
+    cube, vector = _store_popped(True)
+    res = ptopipe.run(cube, vector, dict(args), platform="a5", protocol=protocol, sync="manual")
+    np.testing.assert_array_equal(res.outputs["out"], np.zeros((M, N), np.float32))
+    cube, vector = _store_popped(False)
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, vector, dict(args), platform="a5", protocol=protocol, sync="manual")
+    e = ei.value
+    assert e.where.endswith(f"test_ring_events.py:{line_of(_store_popped, 'store-popped')}"), e.where
+    assert f"test_ring_events.py:{line_of(_store_popped, 'popped')}" in e.details
+    assert "set_flag(PIPE_V, PIPE_MTE3" in e.fix, e.fix
 
 
 # ============================================================ a control ring (V2C)

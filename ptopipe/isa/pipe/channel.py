@@ -147,6 +147,7 @@ class Channel:
         # the pipes a tile TPUSH reads and a tile TPOP writes its tile on (None: a zero-copy TPOP)
         self.push_pipe = m.ring_data("TPUSH", self.way, self.in_gm)[0]
         self.pop_pipe = m.ring_data("TPOP", self.way, self.in_gm)[0]
+        self.wait_pipe = m.ready_wait_pipe(self.way)   # what a zero-copy TPOP's ready wait holds
         # lanes the library waits for that never free (the CPU simulator's second lane of a
         # one-lane C2V pipe): then no TFREE releases a slot to the producer
         self.lost_lanes = m.lost_lanes(self)

@@ -181,7 +181,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
             # written by the producer core; none of this core's pipes touches them here
             end = core.issue_s(PipeUnit.S, p.cost, "TPOP",
                                RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
-            ps.bind(tile, end)
+            ps.bind(tile, end, ch.wait_pipe, loc)
         else:
             end = core.issue_w(PipeUnit.S, p.cost, tile, "TPOP",
                                RingArgs(ch.name, tag, tile.shape) if core.trace is not None else None)
