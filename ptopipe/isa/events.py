@@ -16,18 +16,24 @@ from ..errors import KernelError
 from .context import current_core
 
 
-# pto-isa's ``Op`` names: its event kinds of the movement and cube pipes (named, but not
-# TSYNC<Op> barriers: pipe None), TVEC (any vector op) and every vector instruction of the
-# op catalogue (the V pipe)
-_PIPES = dict.fromkeys(("TLOAD", "TSTORE_ACC", "TSTORE_VEC", "TMOV_M2L", "TMOV_M2S", "TMOV_M2B",
-                        "TMOV_M2V", "TMOV_V2M", "TMATMUL"))
+# pto-isa's ``Op`` names with the pipe its ``OpPipeEntry`` gives each (include/pto/common/
+# event.hpp): the movement and cube ops, TVEC (any vector op) and every vector instruction of
+# the op catalogue (the V pipe); TMOV_M2V has no entry there (pipe None: no TSYNC<Op> barrier)
+_PIPES = {"TLOAD": PipeUnit.MTE2, "TSTORE_ACC": PipeUnit.FIX, "TSTORE_VEC": PipeUnit.MTE3,
+          "TMOV_M2L": PipeUnit.MTE1, "TMOV_M2S": PipeUnit.FIX, "TMOV_M2B": PipeUnit.MTE1,
+          "TMOV_M2V": None, "TMOV_V2M": PipeUnit.FIX, "TMATMUL": PipeUnit.M}
 _PIPES["TVEC"] = PipeUnit.V
 _PIPES.update((op.name, op.pipe) for op in OPS.values() if op.pipe is PipeUnit.V)
 Op = Enum("Op", {name: name for name in _PIPES}, module=__name__)
 Op.__doc__ = "An instruction kind of ``TSYNC<Op>()`` (pto-isa's ``Op``)."
 Op.pipe = property(lambda self: _PIPES[self.value])     # the pipe its instructions run on
 
-_VECTOR_OPS = frozenset(op for op in Op if op.pipe is PipeUnit.V)
+#: the pipes ``TSYNC<Op>()`` (a ``pipe_barrier`` of the op's pipe) takes per platform: pto-isa's
+#: A2A3 TSYNC_IMPL asserts S / V / M / MTE1 / MTE2 / MTE3 / FIX, A5's MTE2 / MTE3 (ptopipe also
+#: keeps V there, as its vector-op barrier)
+_BARRIER_PIPES = {"a2a3": frozenset((PipeUnit.S, PipeUnit.V, PipeUnit.M, PipeUnit.MTE1, PipeUnit.MTE2,
+                                     PipeUnit.MTE3, PipeUnit.FIX)),
+                  "a5": frozenset((PipeUnit.V, PipeUnit.MTE2, PipeUnit.MTE3))}
 
 
 class Event(tuple):
@@ -58,11 +64,17 @@ def TSYNC(*events) -> None:
     core = current_core()
     for e in events:
         if isinstance(e, Op):
-            if e not in _VECTOR_OPS:
-                raise KernelError(f"TSYNC<{e.value}>() only supports vector-pipeline ops",
-                                  where=str(core.where()), fix="use TSYNC(event) for other pipes")
+            plat = core.cluster.platform.name
+            ok = _BARRIER_PIPES.get(plat, _BARRIER_PIPES["a2a3"])
+            if e.pipe not in ok:
+                raise KernelError(f"TSYNC<{e.value}>() is no barrier on {plat}: "
+                                  + (f"pto-isa's {e.value} has no pipe of its own" if e.pipe is None else
+                                     f"pto-isa's TSYNC<Op> there takes ops of "
+                                     f"{' / '.join(sorted(p.name for p in ok))} only, not {e.pipe.name}"),
+                                  where=str(core.where()), fix="use TSYNC(event) (the instruction's event token) "
+                                                               "or pipe_barrier / set_flag / wait_flag")
             t = core.pipe_free[e.pipe]
-            if core.porder is not None:         # (the race checker) V's work before all
+            if core.porder is not None:         # (the race checker) the pipe's work before all
                 core.porder.fence(e.pipe)
         elif isinstance(e, Event):
             if e.core is not core:

@@ -728,10 +728,36 @@ def test_event_tokens_and_tsync():
     np.testing.assert_array_equal(res["out"], x + 1)
 
     def bad():
-        TSYNC(Op.TLOAD)  # bad
+        TSYNC(Op.TMOV_M2V)  # bad
     with pytest.raises(KernelError) as ei:
         run_aiv(bad)
     assert_where(ei.value, bad, "bad")
+    assert "has no pipe of its own" in ei.value.what
+
+
+def test_tsync_of_an_op_is_a_barrier_of_its_pipe_where_pto_isa_has_one():
+    """TSYNC<Op>() is pto-isa's pipe_barrier of the op's pipe (OpPipeEntry): A2A3 takes every
+    pipe, A5 MTE2 / MTE3 (and V); a barrier of one pipe orders no other pipe in manual sync."""
+    x = np.ones((16, 16), np.float32)
+
+    def k(x, out):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        TLOAD(t, x)
+        TSYNC(Op.TLOAD)
+        TADDS(t, t, 1.0)  # after-barrier
+        TSTORE(out, t)
+    res = run_aiv(k, x=x, out=np.zeros((16, 16), np.float32))
+    np.testing.assert_array_equal(res["out"], x + 1)
+    with pytest.raises(ptopipe.errors.DataRaceError) as ei:      # MTE2 only: the add still races
+        ptopipe.run(aiv=(k, None), args=dict(x=x, out=np.zeros((16, 16), np.float32)), sync="manual")
+    assert_where(ei.value, k, "after-barrier")
+
+    def on_a5():
+        TSYNC(Op.TMATMUL)  # a5-barrier
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aic=on_a5, platform="a5")
+    assert_where(ei.value, on_a5, "a5-barrier")
+    assert "takes ops of MTE2 / MTE3 / V only, not M" in ei.value.what
 
 
 # --- the deferred data plane ---------------------------------------------------------------
