@@ -2,7 +2,7 @@
 
 Every instruction returns an :class:`Event` that records when it completes; ``TSYNC(e...)``
 holds the core's issue until those events have completed, and ``TSYNC(Op.TADD)`` is a
-barrier on the pipe that op runs on (only vector ops, as in pto-isa).
+barrier on the pipe that op runs on (the pipes pto-isa's TSYNC<Op> takes on the platform).
 """
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ new_event = partial(tuple.__new__, Event)   # new_event((op, core, end)): the ho
 
 
 def TSYNC(*events) -> None:
-    """``TSYNC(e0, e1, ...)`` waits for event tokens; ``TSYNC(Op.TADD)`` is a V-pipe barrier."""
+    """``TSYNC(e0, e1, ...)`` waits for event tokens; ``TSYNC(Op.TADD)`` is a barrier of the
+    op's pipe (here V), ``TSYNC(Op.TLOAD)`` of MTE2 (:data:`_BARRIER_PIPES`)."""
     core = current_core()
     for e in events:
         if isinstance(e, Op):
