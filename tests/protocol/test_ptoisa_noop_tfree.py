@@ -13,9 +13,9 @@ from markers import line_of
 SLOT = 16 * 32 * 4
 
 
-def kernels(mistake):
+def kernels(mistake, way=DIR_C2V):
     def cube(x, fifo, n):
-        pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x10000, 0)
+        pipe = TPipe(0, way, SLOT, 4, peers=(0,))(fifo, 0x10000, 0)
         m = Tile(TileType.Mat, float32, 16, 32, addr=0)
         a = Tile(TileType.Left, float32, 16, 32, addr=0)
         b = Tile(TileType.Right, float32, 32, 32, addr=0)
@@ -27,12 +27,12 @@ def kernels(mistake):
             TPUSH(pipe, acc)
 
     def vector(out, fifo, n):
-        pipe = TPipe(0, DIR_C2V, SLOT, 4, peers=(0,))(fifo, 0x10000, 0)
+        pipe = TPipe(0, way, SLOT, 4, peers=(0,))(fifo, 0x10000, 0)
         t = Tile(TileType.Vec, float32, 16, 32)
         for i in range(n):
             TPOP(pipe, t)                                          # POP
             TSTORE(GlobalTensor(out.data(), (16, 32)), t)
-            if not (mistake == "missing" and i == n - 1):
+            if mistake != "none" and not (mistake == "missing" and i == n - 1):
                 TFREE(pipe)
             if mistake == "double" and i == 1:
                 TFREE(pipe)                                        # EXTRA
@@ -93,3 +93,16 @@ SCENARIO = ptopipe.Scenario("noop", _cube, _aiv, _args, lambda a, **_: {}, {"def
                      "--json"]) == 0
     (rep,) = json.loads(capsys.readouterr().out)
     assert rep["warnings"][0]["where"].endswith(f"k.py:{line_of(kernels, 'POP')}")
+
+
+def test_on_a5_a_gm_ring_missing_its_tfree_is_told_where_it_would_leak():
+    """On A5 a DIR_C2V_GM ring is the one whose TPOP frees: the warning names A5's
+    consumer-local rings (and the spec protocol) as where the slot would never be freed (a
+    TFREE there frees the slot a second time: none is the right number)."""
+    cube, aiv = kernels("none", DIR_C2V_GM)
+    args = dict(x=np.ones((16, 32), np.float32), out=np.zeros((16, 32), np.float32),
+                fifo=ptopipe.gm_buffer(4 * SLOT), n=3)
+    res = ptopipe.run(cube, aiv, args, platform="a5", protocol="pto-isa")
+    (w,) = [w for w, _ in res.summary.leaks if "have no TFREE" in w]
+    assert w.endswith("harmless here (pto-isa's TPOP frees the GM slot on a5) but a slot never freed on "
+                      "A5's consumer-local rings and the spec protocol"), w

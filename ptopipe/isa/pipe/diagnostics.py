@@ -525,6 +525,9 @@ def unpaired_frees(cluster) -> list:
     TFREE is a no-op there): TPOPs with no TFREE, and TFREEs with no TPOP, run on this
     platform but hang or break on A5 and under the spec protocol."""
     out = []
+    # (on A5 itself, its consumer-local rings: a GM ring there is what frees in the TPOP)
+    elsewhere = ("A5's consumer-local rings and the spec protocol" if cluster.platform.name == "a5"
+                 else "A5 and under the spec protocol")
     for ch in cluster.state.channels.values():
         if not ch.pop_frees:
             continue
@@ -532,7 +535,7 @@ def unpaired_frees(cluster) -> list:
             if side.role != "consumer":
                 continue
             where = f"harmless here (pto-isa's TPOP frees the GM slot on {cluster.platform.name}) but " \
-                    "a slot never freed on A5 and under the spec protocol"
+                    f"a slot never freed on {elsewhere}"
             n = side.self_freed
             if side.tfrees < n:
                 loc = side.popped[-(n - side.tfrees)][2] if n - side.tfrees <= len(side.popped) else None
@@ -540,6 +543,6 @@ def unpaired_frees(cluster) -> list:
                             f"{side.core.name} have no TFREE: {where}", loc))
             elif side.extra_free is not None:
                 out.append((f"{side.core.name} TFREEs {ch.name} {side.tfrees} times after {n} "
-                            f"TPOPs: the extra TFREE is a no-op here but a misuse on A5 and under the "
-                            "spec protocol", side.extra_free))
+                            f"TPOPs: the extra TFREE is a no-op here but a misuse on {elsewhere}",
+                            side.extra_free))
     return out
