@@ -276,6 +276,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
                 e.add_detail(f"(in launch {k} of {launches})")
             if trace:                   # the traced run up to the error, for its reports
                 e.run_cluster = cluster
+                cluster.stopped_by = e
             raise
         finally:
             if echo_prints:

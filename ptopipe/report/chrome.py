@@ -69,10 +69,16 @@ def _write(f, run_or_cluster, tl: Timeline | None) -> None:
             f.write(("" if first else ",") + ",".join(buf))
             buf.clear()
             first = False
+    err = getattr(cluster, "stopped_by", None)
+    if err is not None:                 # a failed run: where it stopped, as a global instant
+        buf.append(_dumps({"ph": "i", "s": "g", "name": f"stopped: {type(err).__name__}", "ts": tl.cycles,
+                           "pid": 0, "tid": 0, "args": {"what": err.what, "where": err.where}}))
     if buf:
         f.write(("" if first else ",") + ",".join(buf))
     other = {"generator": "ptopipe", "platform": cluster.platform.name, "cycles": tl.cycles,
              "time_unit": "1 ts = 1 cycle"}
+    if err is not None:
+        other["stopped_by"] = {"error": type(err).__name__, "what": err.what, "where": err.where}
     f.write('],"displayTimeUnit":"ns","otherData":' + _dumps(other) + "}")
 
 

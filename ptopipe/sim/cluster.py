@@ -149,6 +149,7 @@ class Cluster:
         self.state = RunState()
         self.steps = 0
         self.ended = False           # the run is over: bindings to this cluster are void
+        self.stopped_by = None       # the error that ended a traced run (its reports show it)
 
     def aiv(self, subblock: int) -> Core:
         return self.cores[1 + subblock]

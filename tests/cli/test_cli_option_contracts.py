@@ -61,8 +61,14 @@ def test_a_failing_runs_report_and_trace_show_it_up_to_the_error(tmp_path, capsy
     assert "stopped by DeadlockError" in text and "<svg" in text and "m1_no_tfree.py:" in text
     trace = tmp_path / "t.json"
     assert cli_main(["trace", M1, "-o", str(trace)]) == 1
-    names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"}
+    data = json.loads(trace.read_text())
+    names = {e["name"] for e in data["traceEvents"] if e["ph"] == "X"}
     assert {"TPUSH", "TPOP"} <= names
+    # and where it stopped: a global instant at its last cycle, and in otherData
+    (stop,) = [e for e in data["traceEvents"] if e["ph"] == "i"]
+    assert stop["name"] == "stopped: DeadlockError" and stop["ts"] == data["otherData"]["cycles"]
+    assert data["otherData"]["stopped_by"]["error"] == "DeadlockError"
+    assert "m1_no_tfree.py:" in data["otherData"]["stopped_by"]["where"]
 
 
 def test_a_coverage_gate_with_no_mutant_fails(capsys):
