@@ -23,6 +23,7 @@ import sys
 import time
 
 from ..errors import BudgetError, KernelError
+from ..sim.bounds import Deadline
 from .build import Kernels, build, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
@@ -130,10 +131,7 @@ def seconds_left(timeout) -> float | None:
     :class:`~ptopipe.sim.bounds.Deadline` (a command's ``--timeout``) has left; None: no bound."""
     if timeout is None:
         return None
-    at = getattr(timeout, "at", None)
-    if at is not None:
-        return max(0.0, at - time.monotonic())
-    return float(timeout)
+    return timeout.left() if isinstance(timeout, Deadline) else float(timeout)
 
 
 def in_child(work, timeout=DEFAULT_TIMEOUT, what: str = "the C++ kernel"):

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from ..sim.bounds import Deadline
 from .pto import load_inputs
 
 
@@ -62,5 +63,5 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
             return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}
         return check(Scenario(os.path.basename(path), k.aic, k.aiv, make_args, lambda a: {}))
     # a command's Deadline bounds all the runs together; seconds bound each run
-    bound = timeout if hasattr(timeout, "at") else (timeout or DEFAULT_TIMEOUT) * runs
+    bound = timeout if isinstance(timeout, Deadline) else (timeout or DEFAULT_TIMEOUT) * runs
     return in_child(work, bound, f"the C++ kernel {os.path.basename(path)}")

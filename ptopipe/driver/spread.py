@@ -329,7 +329,7 @@ def _prefix_ends(units: list) -> list:
 def _deadline(timeout) -> tuple | None:
     if not isinstance(timeout, Deadline):
         return None
-    return (timeout.seconds, timeout.scope, time.time() + (timeout.at - time.monotonic()))
+    return (timeout.seconds, timeout.scope, time.time() + timeout.left())
 
 
 def run_unit(unit: Unit) -> list:

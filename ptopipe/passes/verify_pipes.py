@@ -206,9 +206,9 @@ class _Verifier:
         key = (kind, id(op))
         if key in self.seen:
             return
-        if kind == "missing_tfree" and self.model.frees_in_pop and self.plat.ring_in_gm:
-            # the library's TPOP frees the slot itself on a ring in GM (its TFREE is a no-op):
-            # the kernel runs there, as its run says - a warning, not a refusal
+        if kind == "missing_tfree" and self._pop_frees(op):
+            # the library's TPOP frees the slot itself on this ring (its TFREE is a no-op): the
+            # kernel runs there, as its run says - a warning, not a refusal
             self.seen.add(key)
             self.warn(f"{op.loc}: {msg}; under {self.protocol_arg} on {self.plat.name} the TPOP frees "
                       "its slot itself, so this runs here, but the kernel leaks the slot under the "
@@ -229,6 +229,16 @@ class _Verifier:
                          details="\n".join(lines) or None)
         e.kind, e.op, e.pop, e.values = kind, op, pop, values
         self.findings.append(e)
+
+    def _pop_frees(self, pop) -> bool:
+        """Does TPOP ``pop`` free its slot itself (:meth:`ProtocolModel.pop_frees`), its ring
+        being in GM on this platform (the init of its ring in its function says)?"""
+        fn = pop
+        while fn is not None and not fn.is_a(FuncOp):
+            fn = fn.parent_op
+        ring = ring_of(pop)
+        init = next((i for i in init_ops(fn) if ring in i.rings), None) if fn is not None else None
+        return init is not None and self.model.pop_frees(ring_in_gm(init, self.plat))
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:

@@ -294,6 +294,12 @@ class ProtocolModel:
             return PUSH_PIPE[way], None
         return (PipeUnit.MTE2 if in_gm else None), None
 
+    def pop_frees(self, in_gm: bool) -> bool:
+        """Does a tile TPOP free its slot itself on a ring in GM (``in_gm``) - pto-isa's, whose
+        tile TFREE there is a no-op - so that a TPOP without a TFREE runs (a portability
+        warning, not an error: the runtime and VerifyPipes both ask this)?"""
+        return self.frees_in_pop and in_gm
+
     @staticmethod
     def ready_wait_pipe(way: str) -> PipeUnit:
         """The pipe a consumer-local ring's (A5) ready wait holds - A5 ``Consumer::wait``:

@@ -57,6 +57,10 @@ class Deadline:
     def passed(self) -> bool:
         return time.monotonic() >= self.at
 
+    def left(self) -> float:
+        """Seconds until it passes (0 once it has; inf: no bound)."""
+        return max(0.0, self.at - time.monotonic())
+
     @property
     def fix(self) -> str:
         if self.scope == "command":

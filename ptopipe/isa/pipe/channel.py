@@ -138,7 +138,7 @@ class Channel:
         self.wait_every = m.waits_every(self.cfg)   # every push waits, every release signals
         self.startup_credits = m.channel_credits(self)   # free SETs per link at bind
         self.hold_limit = self.slot_num if m.bounded_hold else 1 << 62
-        self.pop_frees = m.frees_in_pop and self.in_gm
+        self.pop_frees = m.pop_frees(self.in_gm)
         self.always_stage = m.always_stage
         self.tfree_frees = self.pop_frees and m.tfree_after_pop_frees   # pto-isa A5: frees twice
         self.free_pipe = m.free_pipe(self)          # the pipe a consumer's TFREE signals from
