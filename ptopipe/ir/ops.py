@@ -72,6 +72,9 @@ class Ring(tuple):
     def __new__(cls, direction, pipe_id=None):
         return tuple.__new__(cls, (Direction(direction), int(pipe_id or 0)))
 
+    def __getnewargs__(self):          # pickle: the fields, as __new__ takes them
+        return tuple(self)
+
     @property
     def direction(self) -> Direction:
         return self[0]

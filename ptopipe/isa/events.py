@@ -45,6 +45,9 @@ class Event(tuple):
     def __new__(cls, op: str, core, end: int):
         return tuple.__new__(cls, (op, core, end))
 
+    def __getnewargs__(self):          # pickle: the fields, as __new__ takes them
+        return tuple(self)
+
     op = property(itemgetter(0))
     core = property(itemgetter(1))
     end = property(itemgetter(2))

@@ -29,6 +29,9 @@ class SourceLoc(tuple):
     def __new__(cls, file: str, line: int, col: int | None = None, func: str | None = None):
         return _new(cls, (file, line, col, func))
 
+    def __getnewargs__(self):          # pickle (a C++ run's child process returns warnings)
+        return tuple(self)
+
     file = property(lambda self: self[0])
     line = property(lambda self: self[1])
     col = property(lambda self: self[2])

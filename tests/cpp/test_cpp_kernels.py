@@ -419,3 +419,19 @@ def test_a_cpp_tile_popped_again_stages_in_the_next_slot(platform, protocol):
 
     ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(4 * slot)), platform=platform, protocol=protocol)
     assert seen == {k: [0x10000, 0x10000 + slot, 0x10000] for k in (0, 1)}, seen
+
+
+@needs_cxx
+def test_a_run_in_its_child_process_returns_its_located_warnings(cpp_cache, tmp_path):
+    """Under pto-isa on A2A3 a missing TFREE is a warning: the run passes, and the warning
+    and its kernel line come back from the child process the C++ kernel ran in."""
+    from ptopipe.driver.cpp import run_file
+    pairs = []
+    for name, value in c2v_args().items():
+        np.save(tmp_path / f"{name}.npy", value)
+        pairs.append(f"{name}={tmp_path / name}.npy")
+    path = kernel("c2v_missing_tfree.cpp")
+    _, summary = run_file(path, None, None, pairs, platform="a2a3", protocol="pto-isa")
+    assert [w.split(" have no TFREE")[0][-4:] for w, _ in summary.leaks] == ["AIV0", "AIV1"]   # a lane each
+    for _, loc in summary.leaks:
+        assert os.path.samefile(loc.file, path) and loc.line == line_of("c2v_missing_tfree.cpp", "TPOP<")

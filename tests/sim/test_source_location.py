@@ -55,3 +55,14 @@ def test_a_kernel_error_names_the_kernel_line_when_ptopipe_is_imported_via_dot_d
                        cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": ""})
     assert "WHERE" in r.stdout, r.stdout + r.stderr
     assert r.stdout.strip().endswith("k.py:14"), r.stdout
+
+
+def test_tuple_valued_records_survive_pickling():
+    """A C++ run and a spread check return their results from another process: the
+    tuple-based records (a source location, an event, a ring key) round-trip as themselves."""
+    import pickle
+    from ptopipe.ir.ops import Ring
+    from ptopipe.isa.events import Event
+    for value in (location.SourceLoc("k.py", 3, 4, "cube"), Event("TADD", None, 7), Ring(2, 1)):
+        back = pickle.loads(pickle.dumps(value))
+        assert type(back) is type(value) and back == value
