@@ -314,8 +314,12 @@ def test_a_cpp_loop_without_instructions_is_stopped_at_the_commands_timeout(comm
                                                                             monkeypatch):
     """The command's --timeout (a Deadline shared by its runs) bounds a C++ kernel the watchdog
     cannot interrupt: its child is killed a short grace later and the command says why."""
+    from ptopipe.cpp.build import build, find_kernels
+    from ptopipe.cpp.runner import bridge
     f = tmp_path / "spin.cpp"
     f.write_text(SPIN)
+    build(find_kernels(str(f)))      # compiled here (kernel and bridge): the command's bound is the run's
+    bridge()
     np.save(tmp_path / "x.npy", np.zeros(8, np.float32))
     argv = [command, f, "--input", f"x={tmp_path / 'x.npy'}", "--timeout", "0.3"]
     r = _cli_here(argv + (["--schedules", "0"] if command == "check" else []), tmp_path, capfd, monkeypatch)
