@@ -537,9 +537,11 @@ class Dispatcher:
         return isa.get_block_idx()
 
     # -- kernels ---------------------------------------------------------------------------------
-    def kernel(self, run_fn, sig: str, params: list, label: str):
+    def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None):
         """A Python kernel function (for :func:`ptopipe.isa.run`) that calls C++ entry point
-        ``run_fn`` with the run's arguments, by the C++ parameter names ``params``."""
+        ``run_fn`` with the run's arguments, by the C++ parameter names ``params``; an array
+        for a pointer to another element type (``elements``: the declared ones, None where
+        unknown) is a ConfigError: the kernel would read its bytes as its own type."""
         if len(sig) != len(params):
             raise ConfigError(f"{label}: found {len(params)} parameters in the source, the compiled "
                               f"function has {len(sig)}", fix="declare the kernel with plain parameters")
@@ -561,6 +563,14 @@ class Dispatcher:
                     if not isinstance(v, isa.GlobalTensor):
                         raise ConfigError(f"{label}: parameter {name!r} is a GM pointer, got {type(v).__name__}",
                                           where=label, fix=f"pass a numpy array for {name!r}")
+                    want = elements[len(words)] if elements else None
+                    if want is not None and v.dtype != want:
+                        lib = "np" if want.type.__module__ == "numpy" else want.type.__module__
+                        raise ConfigError(
+                            f"{label}: argument {name!r} is an array of {v.dtype}, but parameter {name!r} "
+                            f"points to {want} elements: the kernel would read its bytes as {want}",
+                            where=label, fix=f"convert the array: {name}.astype({lib}.{want}) (for --input "
+                                             f"{name}=FILE.npy, save it so)")
                     words.append(me.fake(v.ptr.addr))
                 elif kind == "f":
                     words.append(struct.unpack("<q", struct.pack("<d", float(v)))[0])

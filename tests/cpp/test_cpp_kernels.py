@@ -419,3 +419,27 @@ def test_a_cpp_tile_popped_again_stages_in_the_next_slot(platform, protocol):
 
     ptopipe.run(cube, vector, dict(fifo=ptopipe.gm_buffer(4 * slot)), platform=platform, protocol=protocol)
     assert seen == {k: [0x10000, 0x10000 + slot, 0x10000] for k in (0, 1)}, seen
+
+
+def test_pointer_parameters_know_their_element_type():
+    """The declared element type of each ``__gm__ T *`` parameter (a byte pointer, a scalar or
+    a template type: none, any array may go there)."""
+    from ptopipe.arch.dtypes import bfloat16
+    from ptopipe.cpp.build import functions
+    f = functions("template <typename T> void k(__gm__ float *a, const __gm__ bfloat16_t* __restrict__ b,\n"
+                  "    __gm__ uint8_t *fifo, __gm__ T *t, int64_t n, __gm__ int32_t *idx) {}")["k"]
+    assert f.params == ["a", "b", "fifo", "t", "n", "idx"]
+    assert f.elements == [np.dtype(np.float32), bfloat16, None, None, None, np.dtype(np.int32)]
+
+
+@needs_cxx
+def test_an_array_of_another_element_type_than_the_pointer_is_a_config_error(cpp_cache):
+    """An int32 array for a ``__gm__ float *`` parameter would be read as floats: refused,
+    naming the argument, both types and the conversion."""
+    args = c2v_args()
+    args["a"] = args["a"].astype(np.int32)
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(kernel("c2v_add.cpp"), args, platform="a2a3", protocol="spec")
+    e = ei.value
+    assert "argument 'a' is an array of int32, but parameter 'a' points to float32 elements" in e.what
+    assert e.where.endswith("cube_kernel") and "a.astype(np.float32)" in e.fix
