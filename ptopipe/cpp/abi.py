@@ -39,6 +39,7 @@ from ..arch.dtypes import as_dtype
 from ..arch.vocab import Direction
 from ..errors import ConfigError, KernelError
 from ..isa.events import Event, new_event
+from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model
 from ..sim.location import SourceLoc
 from .. import isa
@@ -112,6 +113,7 @@ class Dispatcher:
         self.sites = {}
         self.errors = {}
         self.regions = []               # [(lo, hi, GlobalTensor)] of the GM arguments
+        self.bounds = []                # their GMPtr bounds, named as the C++ pointers (PointerArg)
         # an operation is an ISA function whose Event the kernel gets (every instruction of the
         # catalogue, TPUSH, TFREE), or a handler(core, operands) for the rest
         ops = {name: getattr(self, "op_" + name) for name in SPECIAL + ("TRESHAPE",) if hasattr(self, "op_" + name)}
@@ -417,8 +419,8 @@ class Dispatcher:
                               fix="derive GM pointers from the kernel's __gm__ parameters")
         if k < 0:
             return isa.GMPtr(off, _DTYPES[code])
-        lo, _hi, gt = self.regions[k]
-        return isa.GMPtr(lo + (off & ARG_MASK), _DTYPES[code], gt.ptr.bounds)
+        lo = self.regions[k][0]
+        return isa.GMPtr(lo + (off & ARG_MASK), _DTYPES[code], self.bounds[k])
 
     def fake(self, addr: int) -> int:
         """The C++ pointer of GM address ``addr``: in the space of the argument holding it."""
@@ -552,6 +554,8 @@ class Dispatcher:
             gts = [v for v in kw.values() if isinstance(v, isa.GlobalTensor)]
             if [r[2] for r in me.regions] != gts:       # a new run: its arguments' spaces
                 me.regions = [(v.ptr.addr, v.ptr.addr + v.nbytes, v) for v in gts]
+                me.bounds = [b if b is None or not isinstance(b[2], str) else (b[0], b[1], PointerArg(b[2]))
+                             for b in (v.ptr.bounds for v in gts)]
                 me.forget()
             words = []
             for name, kind in zip(params, sig):

@@ -443,3 +443,14 @@ def test_an_array_of_another_element_type_than_the_pointer_is_a_config_error(cpp
     e = ei.value
     assert "argument 'a' is an array of int32, but parameter 'a' points to float32 elements" in e.what
     assert e.where.endswith("cube_kernel") and "a.astype(np.float32)" in e.fix
+
+
+@needs_cxx
+def test_an_out_of_bounds_view_is_fixed_in_cpp_pointer_arithmetic(cpp_cache):
+    """A C++ kernel's view past its argument: the fix names the pointer arithmetic of the C++
+    parameter (``out + offset``), not the Python ``out.data()``."""
+    with pytest.raises(MemoryConflictError) as ei:
+        run_cpp(kernel("c2v_gm_out_of_bounds.cpp"), c2v_args(), platform="a2a3", protocol="spec")
+    fix = ei.value.fix
+    assert "the offset added to the pointer (out + offset)" in fix and "within out[0 .. 1024)" in fix
+    assert ".data()" not in fix
