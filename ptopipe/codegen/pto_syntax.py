@@ -100,6 +100,9 @@ IR_OP_OF_PTO["pto.tmatmul_acc"] = "matmul_acc"
 #: the trailing attribute of a ``pto.reserve_buffer {..., auto = true}``: the base ptopipe
 #: placed the ring at (ptoas's PlanMemory places it itself)
 PTOPIPE_BASE = "ptopipe.base"
+#: how ptoas assembles a file whose tiles carry their addresses (``alloc_tile addr = %c``,
+#: ``reserve_buffer {auto = false, base = N}``): level2's PlanMemory refuses both
+PLACED_LEVEL = "ptoas --pto-level=level3"
 #: the attribute of the writer's ``pto.tmov`` of a loop / branch value into the buffer that
 #: carries it (pto_buffers): the reader takes the buffer to hold the moved value, no op
 CARRY = "ptopipe.carry"

@@ -16,7 +16,9 @@ simulates: each pipe init in the spelling whose ``TPipe`` ptoas builds is the IR
 or a branch yields in buffers written in place (:mod:`.pto_buffers`), and an op ptoas takes
 on row-major tiles only (``arch.catalogue.ROW_MAJOR_FORMS``) on DN [R, 1] columns written on
 their ND [1, R] row views (``%v = pto.treshape %col``, as PyPTO writes it; the reader reads
-the view as its column).  What ptoas has no
+the view as its column).  A program that orders its pipes with events keeps the allocator's tile
+addresses and ring bases (level3's ``alloc_tile addr`` / ``auto = false``: :meth:`_Writer.place`),
+the placement its events were written for.  What ptoas has no
 spelling for is written in ptopipe's and reported in ``write_pto``'s notes.
 """
 from __future__ import annotations
@@ -26,12 +28,14 @@ from dataclasses import dataclass
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..errors import CompileError
-from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
+from ..arch.vocab import ALIGNMENT, Direction, MemSpace, TileSplitAxis, row_major_strides
 from ..arch import get_platform
+from ..ir.instances import storage_op
+from ..ir.layout import read_layout, unallocated
 from ..ir.vocab import FunctionKind
 from ..ir.pipe_config import local_slot_num, ring_of
-from ..ir.opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp, CallOp,
-                         ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
+from ..ir.opdefs import (CROSS_CORE_OPS, EVENT_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp,
+                         CallOp, ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
 from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type
@@ -39,7 +43,7 @@ from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueTy
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 
@@ -95,6 +99,10 @@ class _Func:
         self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
         self.bufs = {}              # Buf -> its SSA name, once declared
         self.data_lane = None       # the AIV0 condition of a two-lane TILE_NO_SPLIT AIV kernel
+        self.placed = False         # tiles written at the allocator's addresses (level3)
+        self.addr_names = {}        # address -> the name of its i64 constant
+        self.tops = {}              # memory -> the first byte no tile or ring of the function uses
+        self.consts_at = 0          # where in the output the address constants go
 
     def fresh(self, hint: str | None) -> str:
         if hint is None:
@@ -154,6 +162,14 @@ class _Writer:
         self.nosplit = nosplit_functions(prog)
         plat = platform or prog.platform
         self.plat = get_platform(plat or "a2a3")
+        # a program that orders its pipes with events was synchronised for the tiles the
+        # allocator kept apart (it shares no memory in such a function): the file keeps
+        # their addresses, or ptoas's placement (and the run's) could put two tiles the
+        # events do not order in one buffer
+        self.placed = any(o.is_a(*EVENT_OPS) for o in prog.walk())
+        if self.placed:
+            self.line("", f"// {PLACED_LEVEL}: every tile at the address ptopipe's allocator gave it "
+                          "(the program orders its pipes with events)")
         attrs = f' attributes {{pto.target_arch = "{ARCH_OF_PLATFORM[plat]}"}}' if plat else ""
         self.line("", f"module @{prog.sym_name}{attrs} {{")
         for f in prog.body:
@@ -181,6 +197,9 @@ class _Writer:
         ind = _IND * 2
         if kind is not FunctionKind.Group:
             st.plan = plan_buffers(f)
+            if self.placed:
+                self.place(f, st)
+            st.consts_at = len(self.out)
             self.views(f, block, st, ind)
         if kind is FunctionKind.AIV and split is TileSplitAxis.TILE_NO_SPLIT and not any(
                 o.is_a(*INITIALIZE_PIPE) and o.lanes == 1 for o in block):
@@ -195,6 +214,57 @@ class _Writer:
         self.block(block, st, ind)
         self.line(ind, "return")
         self.line(_IND, "}")
+        self.out[st.consts_at:st.consts_at] = [f"{ind}{n} = arith.constant {a} : i64"
+                                               for a, n in sorted(st.addr_names.items())]
+
+    def place(self, f, st: _Func) -> None:
+        """Write ``f``'s tiles at the addresses AllocateMemoryAddr gave them; a buffer of the
+        writer's own (a carried tile's, a named copy's) goes above every tile and ring of its
+        memory, where nothing else lives.  A function with events that carries a tile through
+        such a buffer (written in place, or moved in by a ``pto.tmov`` no event orders) is
+        refused."""
+        missing = unallocated(f)
+        if missing or any(not isinstance(r.base, int) for r in f.body if r.is_a(ReserveBufferOp)):
+            raise _err(f"function {f.sym_name!r} has tiles or rings without an address, and its "
+                       "program orders its pipes with events: the .pto keeps the allocator's addresses",
+                       missing[0] if missing else f, "compile the program first (ptopipe compile)")
+        event = next((o for o in f.walk() if o.is_a(*EVENT_OPS)), None)
+        if event is not None:         # (a result used in turn from several buffers is carried too)
+            for bufs in st.plan.declare.values():
+                buf = bufs[0]
+                owner = next(o for o in f.walk() if o.is_a(ForOp, IfOp)
+                             and any(st.plan.home.get(r) is buf for r in o.results))
+                what = "a loop carries" if owner.is_a(ForOp) else "a branch yields"
+                raise _err(f"the tile {buf.hint!r} {what} in {f.sym_name!r} lives in a .pto buffer of "
+                           "the writer's (written in place, or moved in by pto.tmov): a reuse and a "
+                           f"copy the kernel's events ({event.name} at {event.loc}) do not order",
+                           owner, "run the DSL kernel itself (ptopipe run), or keep the kernel free of "
+                                  "loop-carried and branch-yielded tiles")
+
+        st.placed = True
+        st.tops = dict(read_layout(f).peak)
+        for r in f.body:
+            if r.is_a(ReserveBufferOp):
+                st.tops[r.memory_space] = max(st.tops.get(r.memory_space, 0), r.base + r.size)
+
+    def at(self, st: _Func, addr: int | None, t, what) -> str:
+        """`` addr = %cN_i64`` for an alloc_tile of type ``t`` at ``addr`` (None: above
+        everything else of its memory) when the function's tiles are placed, else nothing."""
+        if not st.placed:
+            return ""
+        if addr is None:
+            mem = t.space.mem_space.value
+            addr = (st.tops.get(mem, 0) + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+            st.tops[mem] = addr + t.footprint
+            have = self.plat.mem_size(MemSpace(mem))
+            if addr + t.footprint > have:
+                raise CompileError(f"the .pto's own buffer for {what} needs {t.footprint} bytes of {mem} "
+                                   f"at {addr:#x}, past the {have} bytes of {self.plat.name}",
+                                   fix="use smaller tiles, or keep fewer of them live at once")
+        name = st.addr_names.get(addr)
+        if name is None:
+            name = st.addr_names[addr] = st.fresh(f"c{addr}_i64")
+        return f" addr = {name}"
 
     def views(self, f, block, st: _Func, ind: str) -> None:
         """Index constants for shapes / strides / partition sizes, then one tensor view per
@@ -229,7 +299,7 @@ class _Writer:
         """The buffers the plan declares before ``op`` and its carry moves there."""
         for b in st.plan.declare.get(op, ()):
             st.bufs[b] = st.fresh(b.hint)
-            self.line(ind, f"{st.bufs[b]} = pto.alloc_tile : {self.ty(b.type)}")
+            self.line(ind, f"{st.bufs[b]} = pto.alloc_tile{self.at(st, None, b.type, b.hint)} : {self.ty(b.type)}")
         for src, dst in st.plan.copies.get(op, ()):
             s = st.bufs[src] if isinstance(src, Buf) else st[src]
             t = self.ty(dst.type)
@@ -240,7 +310,9 @@ class _Writer:
         name = st.home(r)
         if name is None:
             name = st.bind(r)
-            self.line(ind, f"{name} = pto.alloc_tile : {self.ty(r.type)}")
+            op = storage_op(r)
+            addr = self.at(st, op.addr if op is not None else None, r.type, name)
+            self.line(ind, f"{name} = pto.alloc_tile{addr} : {self.ty(r.type)}")
         return name
 
     # -- ops ---------------------------------------------------------------------------------
@@ -286,9 +358,13 @@ class _Writer:
             # local buffer and rejects a fixed base; the base ptopipe placed the ring at (its
             # tile layout differs from ptoas's) goes along for the reader
             loc = ADDRESS_SPACE_OF_MEM[op.memory_space]
-            base = f" {{{PTOPIPE_BASE} = {op.base}}}" if isinstance(op.base, int) else ""
+            if st.placed:           # level3: the ring where the tiles' addresses leave it room
+                place, base = f"auto = false, base = {op.base}", ""
+            else:
+                place = "auto = true"
+                base = f" {{{PTOPIPE_BASE} = {op.base}}}" if isinstance(op.base, int) else ""
             self.line(ind, f'{st.bind(op.buf)} = pto.reserve_buffer {{name = "{op.buffer_name}", '
-                           f"size = {op.size}, location = #pto.address_space<{loc}>, auto = true}}"
+                           f"size = {op.size}, location = #pto.address_space<{loc}>, {place}}}"
                            f"{base} -> i32")
         elif cls is ImportPeerBufferOp:
             self.ring_buffer(op, st)
@@ -518,8 +594,9 @@ class _Writer:
                     self.line(ind, f"{x} = arith.index_cast {ins[k]} : index to {MLIR_DTYPE[want]}")
                     ins[k], tys[k] = x, MLIR_DTYPE[want]
         if name in SCRATCH_REQUIRED:
-            tmp, tt = st.fresh("tmp"), self.ty(scratch_type(op.name[3:], op.operands[0].type))
-            self.line(ind, f"{tmp} = pto.alloc_tile : {tt}")
+            stype = scratch_type(op.name[3:], op.operands[0].type)
+            tmp, tt = st.fresh("tmp"), self.ty(stype)
+            self.line(ind, f"{tmp} = pto.alloc_tile{self.at(st, op.scratch_addr, stype, tmp)} : {tt}")
             k = scratch_index(op.name[3:], [v.type for v in op.operands])
             ins.insert(k, tmp)
             tys.insert(k, tt)

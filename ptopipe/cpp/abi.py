@@ -39,6 +39,7 @@ from ..arch.dtypes import as_dtype
 from ..arch.vocab import Direction
 from ..errors import ConfigError, KernelError
 from ..isa.events import Event, new_event
+from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model
 from ..sim.location import SourceLoc
 from .. import isa
@@ -112,6 +113,7 @@ class Dispatcher:
         self.sites = {}
         self.errors = {}
         self.regions = []               # [(lo, hi, GlobalTensor)] of the GM arguments
+        self.bounds = []                # their GMPtr bounds, named as the C++ pointers (PointerArg)
         # an operation is an ISA function whose Event the kernel gets (every instruction of the
         # catalogue, TPUSH, TFREE), or a handler(core, operands) for the rest
         ops = {name: getattr(self, "op_" + name) for name in SPECIAL + ("TRESHAPE",) if hasattr(self, "op_" + name)}
@@ -417,8 +419,8 @@ class Dispatcher:
                               fix="derive GM pointers from the kernel's __gm__ parameters")
         if k < 0:
             return isa.GMPtr(off, _DTYPES[code])
-        lo, _hi, gt = self.regions[k]
-        return isa.GMPtr(lo + (off & ARG_MASK), _DTYPES[code], gt.ptr.bounds)
+        lo = self.regions[k][0]
+        return isa.GMPtr(lo + (off & ARG_MASK), _DTYPES[code], self.bounds[k])
 
     def fake(self, addr: int) -> int:
         """The C++ pointer of GM address ``addr``: in the space of the argument holding it."""
@@ -537,9 +539,11 @@ class Dispatcher:
         return isa.get_block_idx()
 
     # -- kernels ---------------------------------------------------------------------------------
-    def kernel(self, run_fn, sig: str, params: list, label: str):
+    def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None):
         """A Python kernel function (for :func:`ptopipe.isa.run`) that calls C++ entry point
-        ``run_fn`` with the run's arguments, by the C++ parameter names ``params``."""
+        ``run_fn`` with the run's arguments, by the C++ parameter names ``params``; an array
+        for a pointer to another element type (``elements``: the declared ones, None where
+        unknown) is a ConfigError: the kernel would read its bytes as its own type."""
         if len(sig) != len(params):
             raise ConfigError(f"{label}: found {len(params)} parameters in the source, the compiled "
                               f"function has {len(sig)}", fix="declare the kernel with plain parameters")
@@ -550,6 +554,8 @@ class Dispatcher:
             gts = [v for v in kw.values() if isinstance(v, isa.GlobalTensor)]
             if [r[2] for r in me.regions] != gts:       # a new run: its arguments' spaces
                 me.regions = [(v.ptr.addr, v.ptr.addr + v.nbytes, v) for v in gts]
+                me.bounds = [b if b is None or not isinstance(b[2], str) else (b[0], b[1], PointerArg(b[2]))
+                             for b in (v.ptr.bounds for v in gts)]
                 me.forget()
             words = []
             for name, kind in zip(params, sig):
@@ -561,6 +567,14 @@ class Dispatcher:
                     if not isinstance(v, isa.GlobalTensor):
                         raise ConfigError(f"{label}: parameter {name!r} is a GM pointer, got {type(v).__name__}",
                                           where=label, fix=f"pass a numpy array for {name!r}")
+                    want = elements[len(words)] if elements else None
+                    if want is not None and v.dtype != want:
+                        lib = "np" if want.type.__module__ == "numpy" else want.type.__module__
+                        raise ConfigError(
+                            f"{label}: argument {name!r} is an array of {v.dtype}, but parameter {name!r} "
+                            f"points to {want} elements: the kernel would read its bytes as {want}",
+                            where=label, fix=f"convert the array: {name}.astype({lib}.{want}) (for --input "
+                                             f"{name}=FILE.npy, save it so)")
                     words.append(me.fake(v.ptr.addr))
                 elif kind == "f":
                     words.append(struct.unpack("<q", struct.pack("<d", float(v)))[0])

@@ -89,6 +89,9 @@ class Function:
     line: int
     is_global: bool
     body: str
+    # per parameter: the element type (numpy dtype) of a pointer to one of pto-isa's element
+    # types (``__gm__ float *x``), else None (a scalar, a byte / void pointer, a template type)
+    elements: list = None
 
 
 def functions(text: str) -> dict:
@@ -106,16 +109,33 @@ def functions(text: str) -> dict:
                 if depth == 0:
                     break
             i += 1
-        names = []
+        names, elements = [], []
         for part in _split(m.group(3)):
             part = part.split("=")[0].strip()
             if not part or part == "void":
                 continue
             ids = re.findall(r"[A-Za-z_]\w*", part)
             names.append(ids[-1] if ids else part)
+            elements.append(_pointee(part))
         out[m.group(2)] = Function(m.group(2), names, code.count("\n", 0, m.start(2)) + 1,
-                                   "__global__" in m.group(1), code[start:i + 1])
+                                   "__global__" in m.group(1), code[start:i + 1], elements)
     return out
+
+
+_QUALIFIERS = frozenset(("__gm__", "const", "volatile", "__restrict__", "__restrict", "restrict"))
+
+
+def _pointee(decl: str):
+    """The numpy dtype a parameter declared ``decl`` points to, when it is one pointer to an
+    element type of :data:`~ptopipe.codegen.cpp_types.CTYPES` other than ``uint8_t`` (bytes: any
+    array may go there, as pto-isa's ``GM_ADDR``); else None."""
+    from ..arch.dtypes import as_dtype
+    from ..codegen.cpp_types import CTYPES
+    if decl.count("*") != 1:
+        return None
+    words = [w for w in re.findall(r"[A-Za-z_]\w*", decl.split("*")[0]) if w not in _QUALIFIERS]
+    names = {c: n for n, c in CTYPES.items() if n not in ("index", "bool", "u8")}
+    return as_dtype(names[words[0]]) if len(words) == 1 and words[0] in names else None
 
 
 def _split(params: str) -> list:

@@ -56,7 +56,7 @@ class Loaded:
             sig_fn.restype = ctypes.c_char_p
             f = kernels.entry or getattr(kernels, role)
             label = f"{os.path.basename(kernels.path)}:{f.line} {f.name}"
-            fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label)
+            fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements)
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
 
 

@@ -1,6 +1,7 @@
 """pto-isa C++ kernel files as commands take them: the ``--input`` values as the kernels'
-arguments (every ``__gm__`` pointer parameter an array - its shape and dtype come from the
-array, a pointer does not say them - every scalar a number), and the kernels built against
+arguments (every ``__gm__`` pointer parameter an array - its shape comes from the array, a
+pointer does not say it; an array of another element type than the pointer's is refused -
+every scalar a number), and the kernels built against
 ptopipe's headers and run on the simulated cluster, or explored like any kernel's Scenario,
 in a child process (:func:`ptopipe.cpp.runner.in_child`: a crash in native code is a
 KernelError, not a dead ptopipe; every error at the C++ file:line)."""

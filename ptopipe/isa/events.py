@@ -28,12 +28,13 @@ Op = Enum("Op", {name: name for name in _PIPES}, module=__name__)
 Op.__doc__ = "An instruction kind of ``TSYNC<Op>()`` (pto-isa's ``Op``)."
 Op.pipe = property(lambda self: _PIPES[self.value])     # the pipe its instructions run on
 
-#: the pipes ``TSYNC<Op>()`` (a ``pipe_barrier`` of the op's pipe) takes per platform: pto-isa's
-#: A2A3 TSYNC_IMPL asserts S / V / M / MTE1 / MTE2 / MTE3 / FIX, A5's MTE2 / MTE3 (ptopipe also
-#: keeps V there, as its vector-op barrier)
+#: the pipes ``TSYNC<Op>()`` (a ``pipe_barrier`` of the op's pipe) takes per platform, and the
+#: line of pto-isa's TSYNC_IMPL whose static assert refuses the others: A2A3 S / V / M / MTE1 /
+#: MTE2 / MTE3 / FIX, A5 MTE2 / MTE3 only (no vector-op barrier there)
 _BARRIER_PIPES = {"a2a3": frozenset((PipeUnit.S, PipeUnit.V, PipeUnit.M, PipeUnit.MTE1, PipeUnit.MTE2,
                                      PipeUnit.MTE3, PipeUnit.FIX)),
-                  "a5": frozenset((PipeUnit.V, PipeUnit.MTE2, PipeUnit.MTE3))}
+                  "a5": frozenset((PipeUnit.MTE2, PipeUnit.MTE3))}
+_BARRIER_RULE = {"a2a3": "include/pto/npu/a2a3/TSync.hpp:36", "a5": "include/pto/npu/a5/TSync.hpp:29"}
 
 
 class Event(tuple):
@@ -64,19 +65,24 @@ new_event = partial(tuple.__new__, Event)   # new_event((op, core, end)): the ho
 
 def TSYNC(*events) -> None:
     """``TSYNC(e0, e1, ...)`` waits for event tokens; ``TSYNC(Op.TADD)`` is a barrier of the
-    op's pipe (here V), ``TSYNC(Op.TLOAD)`` of MTE2 (:data:`_BARRIER_PIPES`)."""
+    op's pipe (here V: A2A3 only), ``TSYNC(Op.TLOAD)`` of MTE2 (:data:`_BARRIER_PIPES`); an op
+    whose pipe the platform's TSYNC_IMPL refuses is a KernelError at the line."""
     core = current_core()
     for e in events:
         if isinstance(e, Op):
             plat = core.cluster.platform.name
-            ok = _BARRIER_PIPES.get(plat, _BARRIER_PIPES["a2a3"])
+            rules = plat if plat in _BARRIER_PIPES else "a2a3"
+            ok = _BARRIER_PIPES[rules]
             if e.pipe not in ok:
+                takes = " / ".join(sorted(p.name for p in ok))
                 raise KernelError(f"TSYNC<{e.value}>() is no barrier on {plat}: "
                                   + (f"pto-isa's {e.value} has no pipe of its own" if e.pipe is None else
-                                     f"pto-isa's TSYNC<Op> there takes ops of "
-                                     f"{' / '.join(sorted(p.name for p in ok))} only, not {e.pipe.name}"),
-                                  where=str(core.where()), fix="use TSYNC(event) (the instruction's event token) "
-                                                               "or pipe_barrier / set_flag / wait_flag")
+                                     f"pto-isa's TSYNC<Op> there takes ops of {takes} only, not "
+                                     f"{e.pipe.name}"),
+                                  where=str(core.where()),
+                                  fix="use TSYNC(event) (the instruction's event token) or pipe_barrier / "
+                                      f"set_flag / wait_flag (pto-isa's {_BARRIER_RULE[rules]} static-asserts "
+                                      f"{takes} for TSYNC<Op>)")
             t = core.pipe_free[e.pipe]
             if core.porder is not None:         # (the race checker) the pipe's work before all
                 core.porder.fence(e.pipe)

@@ -20,7 +20,7 @@ import numpy as np
 from ..arch import PipeUnit, Platform, get_platform
 from ..arch.dtypes import is_element_type
 from .debug import flush_prints, prints
-from ..errors import ConfigError, LeakError, PtoPipeError
+from ..errors import ConfigError, DeadlockError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.pipesync import event_leaks, watch_gm
@@ -211,7 +211,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     ``teardown_drain``) and the summary's ``ledger`` records what is left on each flag; a
     WAIT that takes a credit an earlier launch left is reported there, naming that launch.
     Unpopped data and undrained credits of a launch that is not the last carry over
-    instead of being reported as leaks at its exit.
+    instead of being reported as leaks at its exit - unless its teardown then hangs
+    waiting for the free of an unpopped slot: that is the leak one launch reports (the
+    push's line, "(in launch k of K)").
 
     ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
@@ -318,7 +320,16 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
     events = event_leaks(cluster)       # intra-core set_flag never waited: within one launch
     if events and leak_check:
         _raise_leaks(events, EVENT_LEAK_FIX, "event leak", "event_leak")
-    extra = teardown(cluster, k)
+    try:
+        extra = teardown(cluster, k)
+    except DeadlockError as hang:
+        # a teardown waiting for the free of a slot nobody popped: the leak the last launch
+        # reports before its teardown (data left over carries to the next launch only when
+        # the teardown lets this one end), the hang it causes said after it
+        stuck = [x for x in leaks(cluster, unpopped=True) if x not in found] if not final else []
+        if stuck and leak_check:
+            _raise_leaks(stuck, then=f"so the teardown hangs ({hang.where}): {hang.what}")
+        raise
     flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
     flag_warnings = list(flag_warnings) + unpaired_frees(cluster)
     if not final:
@@ -332,10 +343,12 @@ EVENT_LEAK_FIX = ("consume every set_flag with a wait_flag: drain loop-carried e
                   "wait_flag per ID primed before it), or drop the extra set")
 
 
-def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: str = "leak") -> None:
+def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: str = "leak",
+                 then: str | None = None) -> None:
     what, loc = allf[0]
     raise LeakError(f"{title} at kernel end: {what}", where=str(loc) if loc else None,
-                    details="\n".join(w + (f" ({l})" if l else "") for w, l in allf[1:]) or None,
+                    details="\n".join([w + (f" ({l})" if l else "") for w, l in allf[1:]]
+                                      + ([then] if then else [])) or None,
                     fix=fix or "pair every TPOP with TFREE and every TALLOC with TPUSH; pop everything pushed",
                     findings=[{"kind": kind, "what": w, "where": str(l) if l else None} for w, l in allf])
 

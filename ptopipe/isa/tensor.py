@@ -33,6 +33,13 @@ def element_type(d) -> np.dtype:
 _new_ptr = object.__new__
 
 
+class PointerArg(str):
+    """The name of a run argument as a C++ kernel's ``__gm__`` pointer parameter (the ABI's
+    :meth:`~ptopipe.cpp.abi.Dispatcher.pointer` puts it in ``GMPtr.bounds``): a view past it
+    is fixed by the pointer arithmetic ``name + offset``, not a Python ``name.data()``."""
+    __slots__ = ()
+
+
 class GMPtr:
     """A typed GM address (``__gm__ T*``).  ``+``/``-`` move by elements.
 
@@ -207,16 +214,21 @@ class GlobalTensor:
         extent = self._extent
         loc = user_loc()
         item = self.dtype.itemsize
-        if name.__class__ is not str:           # a TALLOCed / popped slot: it words the report
+        if not isinstance(name, str):           # a TALLOCed / popped slot: it words the report
             what, fix = name.explain(self.describe(), p.addr, extent)
             raise MemoryConflictError(what, where=here() or (str(loc) if loc is not None else None), fix=fix)
+        n = (hi - lo) // item
+        if isinstance(name, PointerArg):
+            fix = (f"keep the view within '{name}': check the loop bound and the offset added to the "
+                   f"pointer ({name} + offset): the view's {extent // item} elements from there must end "
+                   f"within {name}[0 .. {n})")
+        else:
+            fix = f"keep the view within '{name}': check the loop bound and the offset added to {name}.data()"
         raise MemoryConflictError(
             f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
             f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
             f"(elements {(p.addr - lo) // item} to {(p.addr + extent - lo) // item - 1} of "
-            f"{(hi - lo) // item})", where=here() or (str(loc) if loc is not None else None),
-            fix=f"keep the view within '{name}': check the loop bound and the offset added to "
-                f"{name}.data()")
+            f"{n})", where=here() or (str(loc) if loc is not None else None), fix=fix)
 
     def _set_grid(self, gm, phase: int) -> None:
         """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any view at

@@ -1,8 +1,10 @@
 """Source locations of kernel instructions.
 
 A hand-written kernel's location is the first stack frame outside the ptopipe package
-(looked up per code object once, so recording a location is cheap).  Interpreters (the
-DSL runtime) set an explicit location on the core instead.
+(looked up per code object once, so recording a location is cheap).  An instruction a
+kernel issues from a function of its own can carry the kernel lines that called it
+(:func:`call_site`; ``SourceLoc.via``, shown as ``h.py:9 (called from k.py:20)``).
+Interpreters (the DSL runtime) set an explicit location on the core instead.
 """
 from __future__ import annotations
 
@@ -23,11 +25,14 @@ _new = tuple.__new__
 
 
 class SourceLoc(tuple):
-    """file:line[:col] of a kernel or DSL source position (a tuple: cheap to record)."""
+    """file:line[:col] of a kernel or DSL source position (a tuple: cheap to record);
+    ``via``: the lines that called the function holding it, innermost first (none: the
+    kernel's own line)."""
     __slots__ = ()
 
-    def __new__(cls, file: str, line: int, col: int | None = None, func: str | None = None):
-        return _new(cls, (file, line, col, func))
+    def __new__(cls, file: str, line: int, col: int | None = None, func: str | None = None,
+                via: tuple = ()):
+        return _new(cls, (file, line, col, func, via) if via else (file, line, col, func))
 
     def __getnewargs__(self):          # pickle (a C++ run's child process returns warnings)
         return tuple(self)
@@ -36,11 +41,14 @@ class SourceLoc(tuple):
     line = property(lambda self: self[1])
     col = property(lambda self: self[2])
     func = property(lambda self: self[3])
+    via = property(lambda self: self[4] if len(self) > 4 else ())
 
     def __str__(self) -> str:
         s = f"{shown_path(self[0])}:{self[1]}"
         if self[2] is not None:
             s += f":{self[2]}"
+        if len(self) > 4:
+            s += " (called from " + ", from ".join(map(str, self[4])) + ")"
         return s
 
     def __repr__(self) -> str:
@@ -140,6 +148,24 @@ def caller_loc(depth: int = 2) -> SourceLoc | None:
         if loc is not None:
             return loc
     return _locate(f)
+
+
+def call_site(depth: int = 2) -> SourceLoc | None:
+    """:func:`caller_loc`, with the kernel lines that called the function it is in as its
+    ``via`` when that function is the kernel's own (a helper the kernel calls): the user
+    frames outside it, up to ptopipe's frame that runs the kernel."""
+    loc = caller_loc(depth + 1)
+    f = sys._getframe(depth)
+    while f is not None and is_internal(f.f_code):
+        f = f.f_back
+    if loc is None or f is None:
+        return loc
+    via = []
+    f = f.f_back
+    while f is not None and not is_internal(f.f_code):
+        via.append(_locate(f))
+        f = f.f_back
+    return SourceLoc(*loc[:4], via=tuple(via)) if via else loc
 
 
 _sites: dict = {}        # id(code object of user code) -> {instruction offset: SourceLoc}

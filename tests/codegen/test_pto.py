@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import ptopipe  # noqa: F401  (installs the mixed compiler)
+import ptopipe.language as pl
 from ptopipe.driver.programs import programs_of
 from ptopipe.driver.pto import make_inputs
 from ptopipe.codegen.pto_load import PTO_PASSES, load_pto
@@ -22,6 +23,7 @@ from ptopipe.passes import PassManager, compile_program
 from ptopipe.passes.manager import PassContext
 from ptopipe.runtime import run
 from configs import rotated
+from markers import line_of
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(str(p.relative_to(ROOT)) for d in ("mixed", "dsl")
@@ -367,3 +369,91 @@ def test_two_lane_no_split_data_ops_are_guarded_to_aiv0():
     guarded = re.findall(r"scf.if %data_lane \{\n\s+(?:%\w+ = pto.partition_view .*\n\s+)?(pto\.\w+)", aiv)
     assert guarded == ["pto.tload", "pto.tadd", "pto.tstore"]
     assert "data_lane" not in text[:text.index("@s2_aiv")]          # not the Cube kernel
+
+
+@pl.aic
+def _idle():
+    pass
+
+
+@pl.aiv
+def _manual(x: pl.Tensor[[32, 16], pl.f32], out: pl.Tensor[[32, 16], pl.f32]):
+    a = pl.load(x, [0, 0], [16, 16])
+    pl.record_event(pl.PIPE_MTE2, pl.PIPE_V, pl.EVENT_ID0)
+    pl.wait_event(pl.PIPE_MTE2, pl.PIPE_V, pl.EVENT_ID0)
+    b = pl.muls(a, 2.0)
+    pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, pl.EVENT_ID0)
+    pl.wait_event(pl.PIPE_V, pl.PIPE_MTE3, pl.EVENT_ID0)
+    pl.store(b, [0, 0], out)
+    c = pl.load(x, [16, 0], [16, 16])       # a is dead, but no V -> MTE2 event orders a reuse
+    pl.record_event(pl.PIPE_MTE2, pl.PIPE_MTE3, pl.EVENT_ID1)
+    pl.wait_event(pl.PIPE_MTE2, pl.PIPE_MTE3, pl.EVENT_ID1)
+    pl.store(c, [16, 0], out)
+
+
+def test_manual_sync_program_keeps_the_allocators_addresses():
+    """A program ordering its pipes with events was synchronised for the tiles the allocator
+    kept apart: its .pto places every tile there (level3's ``alloc_tile addr``, a fixed ring
+    base), so the run of the file does not put c in a's bytes and race the TLOAD with TMULS."""
+    op = compile_program(pl.program(_idle, _manual, name="m"), "a2a3")
+    text = write_pto(op)
+    x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    res = ptopipe.run_pto(text=text, inputs=dict(x=x, out=np.zeros_like(x)), sync="manual")
+    np.testing.assert_array_equal(res.outputs["out"], np.concatenate([x[:16] * 2, x[16:]]))
+    assert text.startswith("// ptoas --pto-level=level3")
+    addrs = dict(re.findall(r"%(\w+) = pto.alloc_tile addr = %c(\d+)_i64 :", text))
+    assert sorted(addrs) == ["a", "b", "c"] and len(set(addrs.values())) == 3
+    # the rings too: at the base the allocator left them, which the run takes
+    s8 = write_pto(compile_program(_program(MODS["examples/dsl/s8_manual_sync.py"])[0], "a2a3"))
+    assert re.search(r'reserve_buffer \{name = "c2v_slot_buffer", size = 8192, location = '
+                     r'#pto.address_space<vec>, auto = false, base = \d+\}', s8)
+
+
+@pl.aic
+def _barrier_only():
+    pl.barrier(pl.PIPE_ALL)
+
+
+@pl.aiv
+def _carry(x: pl.Tensor[[32, 16], pl.f32], out: pl.Tensor[[32, 16], pl.f32]):
+    acc = pl.load(x, [0, 0], [16, 16])
+    for i, (s,) in pl.range(2, init_values=(acc,)):
+        t = pl.load(x, [16, 0], [16, 16])
+        s2 = pl.yield_(pl.add(s, t))
+    pl.store(s2, [0, 0], out)
+
+
+def test_a_placed_programs_carry_buffer_goes_above_the_allocators_tiles():
+    """In a program with events the file is level3 throughout: the buffer the writer gives a
+    tile a kernel without events carries has no allocator address, and goes above all of them."""
+    from ptopipe.ir.layout import read_layout
+    op = compile_program(pl.program(_barrier_only, _carry, name="c"), "a2a3")
+    text = write_pto(op)
+    addrs = dict(re.findall(r"%(\w+) = pto.alloc_tile addr = %c(\d+)_i64 :", text))
+    f = next(f for f in op.body if f.sym_name == "_carry")
+    assert int(addrs["s"]) >= read_layout(f).peak["UB"] > int(addrs["t"])
+    x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    res = ptopipe.run_pto(text=text, inputs=dict(x=x, out=np.zeros_like(x)))
+    np.testing.assert_array_equal(res.outputs["out"][:16], x[:16] + 2 * x[16:])
+
+
+@pl.aiv
+def _manual_carry(x: pl.Tensor[[32, 16], pl.f32], out: pl.Tensor[[32, 16], pl.f32]):
+    acc = pl.load(x, [0, 0], [16, 16])
+    pl.record_event(pl.PIPE_MTE2, pl.PIPE_V, pl.EVENT_ID0)
+    pl.wait_event(pl.PIPE_MTE2, pl.PIPE_V, pl.EVENT_ID0)
+    for i, (s,) in pl.range(2, init_values=(acc,)):     # <- carried
+        s2 = pl.yield_(pl.muls(s, 2.0))
+    pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, pl.EVENT_ID0)
+    pl.wait_event(pl.PIPE_V, pl.PIPE_MTE3, pl.EVENT_ID0)
+    pl.store(s2, [0, 0], out)
+
+
+def test_manual_sync_tile_the_file_cannot_place_is_refused_at_its_line():
+    """A tile a loop carries lives in a .pto buffer of the writer's, moved in by a pto.tmov no
+    event of the kernel orders: refused, at the DSL line, rather than written to race."""
+    op = compile_program(pl.program(_idle, _manual_carry, name="mc"), "a2a3")
+    with pytest.raises(CompileError) as e:
+        write_pto(op)
+    assert "tile 's' a loop carries in '_manual_carry'" in e.value.what and "pl.record_event" in e.value.what
+    assert e.value.where.split(":")[-2] == str(line_of(_manual_carry.pyfunc, "<- carried"))

@@ -3,7 +3,8 @@ when unset, e.g. ``PTOAS=../shared/tools/ptoas``).
 
 For every compiled example (examples/mixed, examples/dsl; each Scenario variant) on A2A3 and
 A5, ptoas
-(``--pto-arch=a3|a5``, its default level2) accepts the file - or rejects it where the writer
+(``--pto-arch=a3|a5``, its default level2; level3 for a program with events, whose tiles
+the writer places) accepts the file - or rejects it where the writer
 said it would (``write_pto``'s notes: a ring of a SlotNum ptoas does not build, the address
 flow) - and the ``TPipe<FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit>`` of each
 kernel in ptoas's C++ is the one of ptopipe's own pto-isa C++ (``write_cpp``) of the same
@@ -22,6 +23,7 @@ import ptopipe  # noqa: F401  (installs the mixed compiler)
 from ptopipe.driver.programs import programs_of
 from ptopipe.driver.loader import load_module
 from ptopipe.codegen import write_cpp, write_pto
+from ptopipe.codegen.pto_syntax import PLACED_LEVEL
 from ptopipe.passes import compile_program
 
 PTOAS = os.environ.get("PTOAS")
@@ -61,7 +63,10 @@ def four_slots(text: str) -> str:
 
 
 def run_ptoas(pto: pathlib.Path, platform: str, *extra) -> subprocess.CompletedProcess:
+    """ptoas on ``pto``, at level3 when the writer placed its tiles (it says so on its first line)."""
     cpp = pto.with_suffix(".cpp")
+    if pto.read_text().startswith(f"// {PLACED_LEVEL}"):
+        extra = (*extra, "--pto-level=level3")
     return subprocess.run([PTOAS, f"--pto-arch={ARCH[platform]}", *extra, str(pto), "-o", str(cpp)],
                           capture_output=True, text=True, timeout=300)
 

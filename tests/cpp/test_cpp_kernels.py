@@ -184,13 +184,13 @@ def test_tmpipe_double_free_on_a5_pto_isa(cpp_cache):
 
 
 @needs_cxx
-def test_leftovers_of_a_launch_hang_the_next_at_the_pipe_binding(cpp_cache):
-    """A launch leaving a tile in the ring: relaunched, the producer's teardown waits for a
-    free credit that never comes - reported at the C++ line that bound the pipe."""
-    with pytest.raises(DeadlockError) as ei:
+def test_a_tile_left_in_the_ring_is_the_leak_of_one_launch_with_two(cpp_cache):
+    """A launch leaving a tile in the ring (spec: its teardown would wait for that slot's free
+    forever): the leak a single launch reports, at the C++ TPUSH, in launch 1 of 2."""
+    with pytest.raises(LeakError) as ei:
         run_cpp(kernel("c2v_leftover.cpp"), c2v_args(), launches=2)
-    assert ei.value.where == f"{os.path.relpath(kernel('c2v_cube.hpp'))}:{line_of('c2v_cube.hpp', 'Pipe pipe(')}"
-    assert "launch 1 of 2" in str(ei.value)
+    assert ei.value.where == f"{os.path.relpath(kernel('c2v_cube.hpp'))}:{line_of('c2v_cube.hpp', 'TPUSH<')}"
+    assert "was pushed but AIV0 never popped it" in ei.value.what and "(in launch 1 of 2)" in str(ei.value)
 
 
 @needs_cxx
@@ -439,3 +439,38 @@ def test_a_run_in_its_child_process_returns_its_located_warnings(cpp_cache, tmp_
     assert [w.split(" have no TFREE")[0][-4:] for w, _ in summary.leaks] == ["AIV0", "AIV1"]   # a lane each
     for _, loc in summary.leaks:
         assert os.path.samefile(loc.file, path) and loc.line == line_of("c2v_missing_tfree.cpp", "TPOP<")
+
+
+def test_pointer_parameters_know_their_element_type():
+    """The declared element type of each ``__gm__ T *`` parameter (a byte pointer, a scalar or
+    a template type: none, any array may go there)."""
+    from ptopipe.arch.dtypes import bfloat16
+    from ptopipe.cpp.build import functions
+    f = functions("template <typename T> void k(__gm__ float *a, const __gm__ bfloat16_t* __restrict__ b,\n"
+                  "    __gm__ uint8_t *fifo, __gm__ T *t, int64_t n, __gm__ int32_t *idx) {}")["k"]
+    assert f.params == ["a", "b", "fifo", "t", "n", "idx"]
+    assert f.elements == [np.dtype(np.float32), bfloat16, None, None, None, np.dtype(np.int32)]
+
+
+@needs_cxx
+def test_an_array_of_another_element_type_than_the_pointer_is_a_config_error(cpp_cache):
+    """An int32 array for a ``__gm__ float *`` parameter would be read as floats: refused,
+    naming the argument, both types and the conversion."""
+    args = c2v_args()
+    args["a"] = args["a"].astype(np.int32)
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(kernel("c2v_add.cpp"), args, platform="a2a3", protocol="spec")
+    e = ei.value
+    assert "argument 'a' is an array of int32, but parameter 'a' points to float32 elements" in e.what
+    assert e.where.endswith("cube_kernel") and "a.astype(np.float32)" in e.fix
+
+
+@needs_cxx
+def test_an_out_of_bounds_view_is_fixed_in_cpp_pointer_arithmetic(cpp_cache):
+    """A C++ kernel's view past its argument: the fix names the pointer arithmetic of the C++
+    parameter (``out + offset``), not the Python ``out.data()``."""
+    with pytest.raises(MemoryConflictError) as ei:
+        run_cpp(kernel("c2v_gm_out_of_bounds.cpp"), c2v_args(), platform="a2a3", protocol="spec")
+    fix = ei.value.fix
+    assert "the offset added to the pointer (out + offset)" in fix and "within out[0 .. 1024)" in fix
+    assert ".data()" not in fix

@@ -16,7 +16,7 @@ import ptopipe.language as pl
 from ptopipe import CompileError, ConfigError, DataRaceError, DeadlockError, KernelError
 from ptopipe.cli import main as cli_main
 from ptopipe.driver.loader import load_scenarios
-from ptopipe.errors import LeakError
+from ptopipe.errors import LeakError, shown_path
 from ptopipe.isa import *  # noqa: F403
 from ptopipe.runtime import KernelSet
 from ptopipe.sim.core import Core
@@ -34,7 +34,8 @@ def gt(t, off, shape):
 
 
 def _line(err_where: str) -> int:
-    return int(err_where.rsplit(":", 1)[1])
+    """The line of an error's location (a helper's, without the kernel lines that called it)."""
+    return int(err_where.split(" (called from ")[0].rsplit(":", 1)[1])
 
 
 # ============================================================ a V2C kernel pair with events
@@ -200,6 +201,50 @@ def test_a_set_never_consumed_is_an_event_leak_at_the_set(sync):
     assert "set_flag(PIPE_MTE3, PIPE_MTE2, EVENT_ID5)" in ei.value.what
     res = _vec_only(set_never_waited, sync, leak_check=False)       # a warning instead
     assert any("EVENT_ID5" in w for w, _ in res.summary.leaks)
+
+
+def _release(pipe_from):
+    set_flag(pipe_from, PIPE_MTE2, EVENT_ID5)              # helper-set
+
+
+def _acquire():
+    wait_flag(PIPE_V, PIPE_MTE2, EVENT_ID3)                # helper-wait
+
+
+def _stage(x, t):
+    TLOAD(t, x)
+    _acquire()                                             # stage-calls
+
+
+def events_in_helpers(x, y):
+    t = Tile(TileType.Vec, float32, 16, 16, addr=0)
+    TLOAD(t, x)
+    set_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID4)
+    wait_flag(PIPE_MTE2, PIPE_MTE3, EVENT_ID4)
+    TSTORE(y, t)
+    _stage(x, Tile(TileType.Vec, float32, 16, 16, addr=0x400))     # kernel-calls-stage
+
+
+def test_events_in_a_kernels_helpers_are_located_with_the_kernel_lines_that_called_them(no_hang):
+    """A set never consumed / a wait with no set made in a function the kernel calls: at the
+    helper's line, called from the kernel's (through every function of the kernel's own)."""
+    me = shown_path(__file__)
+
+    def at(fn, marker):
+        return f"{me}:{line_of(fn, marker)}"
+    with pytest.raises(DeadlockError) as ei:
+        _vec_only(events_in_helpers)
+    assert ei.value.where == (f"{at(_acquire, 'helper-wait')} (called from {at(_stage, 'stage-calls')}, "
+                              f"from {at(events_in_helpers, 'kernel-calls-stage')})")
+
+    def leak_only(x, y):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0)
+        TLOAD(t, x)
+        _release(PIPE_MTE2)                                # leak-calls
+    with pytest.raises(LeakError) as ei:
+        _vec_only(leak_only)
+    assert ei.value.where == f"{at(_release, 'helper-set')} (called from {at(leak_only, 'leak-calls')})"
+    assert "set_flag(PIPE_MTE2, PIPE_MTE2, EVENT_ID5)" in ei.value.what
 
 
 def barrier_kernel(pipe):
@@ -371,6 +416,7 @@ def test_pingpong_tail_races_for_even_trip_counts_and_hangs_for_odd(m14, tiles, 
     else:
         assert type(e) is DeadlockError, str(e)
         assert _line(e.where) == _where_marker(fname, "hang")
+        assert e.where.endswith(f"(called from {shown_path(os.path.normpath(os.path.join(MISUSE, fname)))}:{_where_marker(fname, 'pingpong(x, y, tiles)')})")
         assert "EVENT_ID0" in e.what
 
 

@@ -737,7 +737,8 @@ def test_event_tokens_and_tsync():
 
 def test_tsync_of_an_op_is_a_barrier_of_its_pipe_where_pto_isa_has_one():
     """TSYNC<Op>() is pto-isa's pipe_barrier of the op's pipe (OpPipeEntry): A2A3 takes every
-    pipe, A5 MTE2 / MTE3 (and V); a barrier of one pipe orders no other pipe in manual sync."""
+    pipe, A5 MTE2 / MTE3 only (its TSYNC_IMPL static-asserts so: no vector-op barrier); a
+    barrier of one pipe orders no other pipe in manual sync."""
     x = np.ones((16, 16), np.float32)
 
     def k(x, out):
@@ -757,7 +758,22 @@ def test_tsync_of_an_op_is_a_barrier_of_its_pipe_where_pto_isa_has_one():
     with pytest.raises(KernelError) as ei:
         ptopipe.run(aic=on_a5, platform="a5")
     assert_where(ei.value, on_a5, "a5-barrier")
-    assert "takes ops of MTE2 / MTE3 / V only, not M" in ei.value.what
+    assert "takes ops of MTE2 / MTE3 only, not M" in ei.value.what
+
+    def vector_barrier(x, out):
+        t = Tile(TileType.Vec, float32, 16, 16, addr=0x0)
+        TLOAD(t, x)
+        TADDS(t, t, 1.0)
+        TSYNC(Op.TADDS)  # a5-vector-barrier
+        TSTORE(out, t)
+    args = dict(x=x, out=np.zeros((16, 16), np.float32))
+    res = ptopipe.run(aiv=(vector_barrier, None), args=dict(args), platform="a2a3")
+    np.testing.assert_array_equal(res["out"], x + 1)
+    with pytest.raises(KernelError) as ei:
+        ptopipe.run(aiv=(vector_barrier, None), args=dict(args), platform="a5")
+    assert_where(ei.value, vector_barrier, "a5-vector-barrier")
+    assert "TSYNC<TADDS>() is no barrier on a5" in ei.value.what and "not V" in ei.value.what
+    assert "include/pto/npu/a5/TSync.hpp:29" in ei.value.fix
 
 
 # --- the deferred data plane ---------------------------------------------------------------

@@ -387,7 +387,7 @@ def k8_vec(x, out):
     TSYNC(e)
     e = TCVT(xf, xb, e)
     TROWSUM(rs, xf, tmp, e)
-    TSYNC(Op.TROWSUM)
+    TSYNC(Op.TLOAD)                    # an op barrier both platforms take (A5: MTE2 / MTE3 only)
     TROWEXPANDSUB(tmp, xf, rs)
     TSTORE(gt(out, sub * K8_R * K8_C, (K8_R, K8_C)), tmp)
 
@@ -1114,7 +1114,7 @@ def b20_vec(fifo, out):
 # B21: a loop with only TSYNC barriers in it never ends.
 def b21_vec(x):
     while True:
-        TSYNC(Op.TADDS)  # tsync-spin
+        TSYNC(Op.TLOAD)  # tsync-spin
 
 
 # B22: AIV1 also binds (and would pop from) a pipe whose peers are AIV0 only.
