@@ -546,3 +546,26 @@ def unpaired_frees(cluster) -> list:
                             f"TPOPs: the extra TFREE is a no-op here but a misuse on {elsewhere}",
                             side.extra_free))
     return out
+
+
+def zeroed_pops(cluster) -> list:
+    """Warnings where the library handed a TPOP zeros instead of its tile (pto-isa's CPU
+    simulator on AIV1 of a TILE_NO_SPLIT C2V ring, ``ProtocolModel.pop_zeroes``): what the
+    kernel computed from them is the simulator's, not the device's."""
+    from ...protocol.model import compile_model
+    out = []
+    for ch in cluster.state.channels.values():
+        if not ch.zero_pops:
+            continue
+        device = compile_model(ch.model.protocol, ch.model.platform or "a2a3")
+        there = ("on the device (pto-isa on A5) a TILE_NO_SPLIT C2V tile reaches AIV0 only and AIV1's TPOP "
+                 "of it is an error (`--protocol pto-isa` reports it)" if device.nosplit_lane0 else
+                 "on the device AIV1's TPOP loads the tile as AIV0's does")
+        for side in ch.sides.values():
+            if side.zeroed is not None:
+                n, loc = side.zeroed
+                out.append((f"{n} TPOP{'s' if n != 1 else ''} of {ch.name} on {side.core.name} got zeros: "
+                            "pto-isa's CPU simulator fills the second Vector lane's TILE_NO_SPLIT tile with "
+                            f"zeros (TPOP_IMPL), so what {side.core.name} computes from it is the simulator's, "
+                            f"not the device's: {there}", loc))
+    return out
