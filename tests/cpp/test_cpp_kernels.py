@@ -184,6 +184,22 @@ def test_tmpipe_double_free_on_a5_pto_isa(cpp_cache):
 
 
 @needs_cxx
+def test_a_one_lane_pipe_built_on_aiv1_gets_a_cpp_fix(cpp_cache):
+    """Under pto-isa on A5 a TPipe<..., IsNoSplit = true> has one lane, AIV0: AIV1 constructing
+    it is a ConfigError at that line whose fix gives the C++ spelling (the get_subblockid()
+    guard), not the DSL's or the ISA's."""
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(kernel("nosplit_both_lanes.cpp"), dict(fifo=isa.gm_buffer(4096)), aiv="vec_kernel", platform="a5",
+                protocol="pto-isa")
+    assert ei.value.where == f"{os.path.relpath(kernel('nosplit_both_lanes.cpp'))}:" \
+                             f"{line_of('nosplit_both_lanes.cpp', 'Pipe pipe(')}"
+    assert ei.value.what == "AIV1 binds a pipe whose peers are (0,)"
+    fix = ei.value.fix
+    assert "`if (get_subblockid() == 0) { ... }`" in fix and "IsNoSplit = true" in fix
+    assert "@pl.aiv" not in fix and "peers=" not in fix
+
+
+@needs_cxx
 def test_leftovers_of_a_launch_hang_the_next_at_the_pipe_binding(cpp_cache):
     """A launch leaving a tile in the ring: relaunched, the producer's teardown waits for a
     free credit that never comes - reported at the C++ line that bound the pipe."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ...arch.vocab import C2V
 from ...errors import ProtocolError
-from ...protocol.geometry import ONE_LANE
+from ...protocol.geometry import one_lane
 from ...sim import CoreKind, CoreState
+from ...sim.location import is_cpp
 
 _STATE_WORD = {"free": "free", "written": "full", "held": "held"}
 
@@ -291,7 +292,7 @@ def _absent_lane(cluster, ch, core, other, w):
                f"handshake: a lane with no data of its own replays the same "
                f"{'TPOP / TFREE' if ch.way == C2V else 'TPUSH'} sequence with an empty valid shape "
                f"(tile.SetValid(0, 0): no data moves, the flags do); or, if only AIV{rest} uses it, "
-               + (f"give the pipe one lane ({ONE_LANE})" if rest == 0 else
+               + (f"give the pipe one lane ({one_lane(is_cpp(loc))})" if rest == 0 else
                   f"bind it with peers=({rest},) (an ISA TPipe)"))
     elif other.kind is CoreKind.AIV:
         fix = (f"dispatch the kernel on {other.name} (it is the pipe's only lane) and pair its "
