@@ -13,7 +13,7 @@ using GHalf = GlobalTensor<float, Shape<1, 1, 1, T / 2, T>, Stride<1, 1, 1, T, 1
 extern "C" __global__ AICORE void cube(__gm__ float *x, __gm__ float *eye, __gm__ uint8_t *fifo, int64_t tiles)
 {
     Pipe pipe(fifo, 0x0, 0);
-    TileMat<float, T, T> x_l1, e_l1;
+    Tile<TileType::Mat, float, T, T> x_l1, e_l1;
     TileLeft<float, T, T> x_l0;
     TileRight<float, T, T> e_l0;
     TileAcc<float, T, T> acc;
@@ -38,10 +38,10 @@ extern "C" __global__ AICORE void vector(__gm__ float *out, __gm__ uint8_t *fifo
 {
     const int64_t sub = get_subblockid();
     Pipe pipe(fifo, 0x0, 0);
-    TileVec<float, T / 2, T> part, o_ub;
+    Tile<TileType::Vec, float, T / 2, T> part, o_ub;
     TASSIGN(o_ub, DEPTH * SLOT);     // after the ring's UB part (A2A3: 2 staging slots; A5: the ring)
     for (int64_t i = 0; i < tiles; ++i) {
-        TPOP<Pipe, TileVec<float, T / 2, T>, TileSplitAxis::TILE_UP_DOWN>(pipe, part);
+        TPOP<Pipe, Tile<TileType::Vec, float, T / 2, T>, TileSplitAxis::TILE_UP_DOWN>(pipe, part);
         TMULS(o_ub, part, 3.0f);
         GHalf dst(out + (i * T + sub * (T / 2)) * T);
         TSTORE(dst, o_ub);

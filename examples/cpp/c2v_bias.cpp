@@ -11,8 +11,8 @@ using Pipe = TPipe<0, Direction::DIR_C2V, TM * N * 4, 4>;
 extern "C" __global__ AICORE void cube(__gm__ float *a, __gm__ float *b, __gm__ uint8_t *fifo, int64_t M)
 {
     Pipe pipe(fifo, 0x10000, 0);
-    TileMat<float, TM, K> a_l1;
-    TileMat<float, K, N> b_l1;
+    Tile<TileType::Mat, float, TM, K> a_l1;
+    Tile<TileType::Mat, float, K, N> b_l1;
     TileLeft<float, TM, K> a_l0;
     TileRight<float, K, N> b_l0;
     TileAcc<float, TM, N> acc;
@@ -37,7 +37,7 @@ extern "C" __global__ AICORE void vec(__gm__ float *bias, __gm__ float *out, __g
 {
     Pipe pipe(fifo, 0x10000, 0);
     using G = GlobalTensor<float, Shape<1, 1, 1, TM / 2, N>, Stride<1, 1, 1, N, 1>>;
-    using V = TileVec<float, TM / 2, N>;
+    using V = Tile<TileType::Vec, float, TM / 2, N>;
     V part, bv, o;
     TASSIGN(bv, 0x0);
     TASSIGN(o, 0x1000);

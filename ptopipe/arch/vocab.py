@@ -126,8 +126,8 @@ DEFAULT_LAYOUT = {TileType.Vec: TileLayout.ND, TileType.Mat: TileLayout.ND, Tile
 
 #: the layout of pto-isa's ``TileLeft`` per platform: ZZ on A2A3, NZ on A5 (ptoas gives every
 #: Left tile this blayout, PTOAS PTOTypeDefs.cpp resolveTileBufBLayout).  A Left tile declared
-#: without a layout is written (C++, PTO-AS) in its platform's; the simulator holds the
-#: logical matrix either way.
+#: without a layout is written (C++, PTO-AS) in its platform's, and ptopipe's C++ header's
+#: ``TileLeft`` follows pto-isa's; the simulator holds the logical matrix either way.
 LEFT_LAYOUT = {"a2a3": TileLayout.ZZ, "a5": TileLayout.NZ}
 
 

@@ -14,6 +14,7 @@ from ..arch import get_platform
 from ..arch.vocab import Protocol, SyncMode
 from ..errors import ConfigError
 from ..protocol.versions import name as protocol_name
+from ..sim.location import CPP_SUFFIXES  # noqa: F401 - the C++ kernel files run / check / trace take
 from .errors import color, report_exception
 from ..driver.loader import check_kernel_file
 
@@ -104,10 +105,6 @@ def add_pto_func(p) -> None:
     p.add_argument("--func", dest="pto_func", default=None, metavar="NAME",
                    help="(.pto files) the function to run (default: the pto.entry, else the one "
                         "function no other calls, else the cube + vector pair)")
-
-
-#: the file names ``run`` / ``check`` take as pto-isa C++ kernels (:mod:`ptopipe.cli.cpp`)
-CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
 
 
 def refuse_pto_options(args, *options: str) -> None:

@@ -57,9 +57,9 @@ def run_cpp_file(args) -> int:
 def check_cpp_file(args, reports: list, check_scenarios) -> int:
     """``check`` of a C++ kernel file: ``check_scenarios`` (cli/check.py) of its kernels, in
     the child process that runs them (:func:`ptopipe.driver.cpp.check_file`)."""
-    def check(sc):
+    def check(sc, warned):
         mine = []
-        return check_scenarios(args, mine, [(sc, [])]), mine
+        return check_scenarios(args, mine, [(sc, warned)]), mine
     status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
                                   getattr(args, "input", None), args.platform or "a2a3", check,
                                   getattr(args, "schedules", 0) + 2, bounds.run_kwargs(args)["timeout"])

@@ -12,7 +12,10 @@
   of ``pto/ptopipe_entry.hpp``, compiled with the include directory of ptopipe's headers into a
   shared library cached by the hash of everything that goes into it (source, headers,
   compiler, flags) under :func:`cache_dir` - never inside the package.  A compile error is a
-  CompileError carrying the compiler's diagnostics.
+  CompileError carrying the compiler's diagnostics.  A build that succeeds keeps the
+  compiler's deprecation warnings at the kernel's lines (a ptopipe-only name such as
+  ``TileVec``, which pto-isa does not have) with the library, for every run of it:
+  :func:`build_warnings`.
 """
 from __future__ import annotations
 
@@ -262,16 +265,63 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     with os.fdopen(fd, "w") as f:
         f.write(unit)
     tmp_lib = tmp_src[:-4] + ".so"
+    tmp_warn = tmp_src[:-4] + ".warn"
     try:
         r = subprocess.run([cxx, *flags, tmp_src, "-o", tmp_lib], capture_output=True, text=True)
         if r.returncode != 0:
             raise _compile_error(path, r.stderr or r.stdout, cxx)
+        warned = _deprecations(r.stderr)
+        if warned:                      # kept before the library appears: a cached build has them too
+            with open(tmp_warn, "w") as f:
+                f.write("\n".join(warned) + "\n")
+            os.replace(tmp_warn, _warnings_file(lib))
         os.replace(tmp_lib, lib)        # atomic: a concurrent build of the same key is harmless
     finally:
-        for p in (tmp_src, tmp_lib):
+        for p in (tmp_src, tmp_lib, tmp_warn):
             if os.path.exists(p):
                 os.unlink(p)
     return lib
+
+
+_DEPRECATED = re.compile(r"^(.+?):(\d+):(\d+): warning: (.*?) \[-Wdeprecated-declarations\]$", re.M)
+# g++: "'using TileVec = struct pto::Tile<...>' is deprecated: ...", clang: "'TileVec' is deprecated: ..."
+_DEPRECATED_NAME = re.compile(r"^\W(?:using )?(\w+).*?\W is deprecated(: .*)?$", re.S)
+
+
+def _deprecations(diag: str) -> list:
+    """The compiler's deprecation warnings at lines outside ptopipe's headers (the kernel's),
+    one per line, as ``"file:line:col: NAME is deprecated: message"``."""
+    inc = os.path.join(os.path.realpath(include_dir()), "")
+    out = {}
+    for m in _DEPRECATED.finditer(diag):
+        file, line, col, what = m.groups()
+        if os.path.realpath(file).startswith(inc) or (file, line) in out:
+            continue                    # (g++ reports a use in a type alias twice)
+        n = _DEPRECATED_NAME.match(what)
+        if n is not None:
+            what = f"{n.group(1)} is deprecated{n.group(2) or ''}"
+        out[(file, line)] = f"{shown_path(file)}:{line}:{col}: {what}"
+    return list(out.values())
+
+
+def _warnings_file(lib: str) -> str:
+    return lib[:-3] + ".warn"
+
+
+def build_warnings(libs: dict) -> list:
+    """The compiler's deprecation warnings of the libraries of :func:`build` (role -> path), each
+    once, as a run summary's warnings are: ``(what, "file:line:col")``."""
+    out = {}
+    for lib in dict.fromkeys(libs.values()):
+        try:
+            with open(_warnings_file(lib)) as f:
+                out.update(dict.fromkeys(f.read().splitlines()))
+        except OSError:
+            pass                        # built without a warning
+    return [(m.group(2), m.group(1)) for m in map(_LOCATED.match, out) if m is not None]
+
+
+_LOCATED = re.compile(r"(.*?:\d+:\d+): (.*)", re.S)
 
 
 def _local_includes(path: str, src: bytes) -> bytes:

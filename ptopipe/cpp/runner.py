@@ -24,7 +24,7 @@ import time
 
 from ..errors import BudgetError, KernelError
 from ..sim.bounds import Deadline
-from .build import Kernels, build, find_kernels
+from .build import Kernels, build, build_warnings, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
 GRACE = 30.0
@@ -285,9 +285,12 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     kernels = find_kernels(path, aic, aiv)
     libs = build(kernels, platform)
     bridge_lib = bridge()
+    warned = build_warnings(libs)       # the summary's first warnings
     if not isolate:
         k = Loaded(kernels, libs, bridge_lib=bridge_lib)
-        return run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)
+        res = run(aic=k.aic, aiv=k.aiv, args=args, platform=platform, protocol=protocol, **run_kwargs)
+        res.summary.leaks[:0] = warned
+        return res
 
     def work(crash_fd):
         k = Loaded(kernels, libs, crash_fd, bridge_lib)
@@ -295,8 +298,10 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
         return CppRunResult({n: a.copy() for n, a in res.outputs.items()}, res.summary, res.launches,
                             res.prints)
     timeout = run_kwargs.get("timeout")
-    return in_child(work, DEFAULT_TIMEOUT if timeout is None else timeout,
-                    f"the C++ kernel {os.path.basename(path)}")
+    res = in_child(work, DEFAULT_TIMEOUT if timeout is None else timeout,
+                   f"the C++ kernel {os.path.basename(path)}")
+    res.summary.leaks[:0] = warned
+    return res
 
 
 __all__ = ["CppRunResult", "Loaded", "in_child", "kernels", "load", "run_cpp"]

@@ -26,8 +26,9 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     """The C++ kernels of ``path`` (``aic`` / ``aiv``: their function names, else found) run
     with the ``pairs``' arguments in a child process (``run_kwargs``: ``ptopipe.run``'s);
     ``after(result)`` runs there too (it writes what needs the whole run: traces, reports).
-    Returns ``(outputs, summary)``."""
-    from ..cpp.build import build, find_kernels
+    Returns ``(outputs, summary)``; the build's warnings (a ptopipe-only name the kernel uses:
+    :func:`ptopipe.cpp.build.build_warnings`) come first among the summary's warnings."""
+    from ..cpp.build import build, build_warnings, find_kernels
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.launch import run
     kernels = find_kernels(path, aic, aiv)
@@ -40,29 +41,33 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
         if after is not None:
             after(res)
         return {n: a.copy() for n, a in res.outputs.items()}, res.summary
-    return in_child(work, run_kwargs.get("timeout") or DEFAULT_TIMEOUT,
-                    f"the C++ kernel {os.path.basename(path)}")
+    outputs, summary = in_child(work, run_kwargs.get("timeout") or DEFAULT_TIMEOUT,
+                                f"the C++ kernel {os.path.basename(path)}")
+    summary.leaks[:0] = build_warnings(libs)
+    return outputs, summary
 
 
 def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str, check, runs: int,
                timeout: float | None = None):
-    """``check(scenario)`` of the C++ kernels of ``path`` as a Scenario with no golden (the
-    checkers judge), in a child process bounded by ``timeout`` (default: the runner's) per
-    each of its ``runs``; built here first, so that a compile error is reported before
-    anything runs.  Returns what ``check`` returns."""
-    from ..cpp.build import build, find_kernels
+    """``check(scenario, warnings)`` of the C++ kernels of ``path`` as a Scenario with no golden
+    (the checkers judge) and the build's warnings (``"file:line:col: what"``), in a child
+    process bounded by ``timeout`` (default: the runner's) per each of its ``runs``; built here
+    first, so that a compile error is reported before anything runs.  Returns what ``check``
+    returns."""
+    from ..cpp.build import build, build_warnings, find_kernels
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.scenario import Scenario
     kernels = find_kernels(path, aic, aiv)
     libs, bridge_lib = build(kernels, platform), bridge()
     kargs = inputs(pairs)
+    warned = [f"{where}: {what}" for what, where in build_warnings(libs)]     # (run warnings' form)
 
     def work(crash_fd):
         k = Loaded(kernels, libs, crash_fd, bridge_lib)
 
         def make_args(rng):
             return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}
-        return check(Scenario(os.path.basename(path), k.aic, k.aiv, make_args, lambda a: {}))
+        return check(Scenario(os.path.basename(path), k.aic, k.aiv, make_args, lambda a: {}), warned)
     # a command's Deadline bounds all the runs together; seconds bound each run
     bound = timeout if isinstance(timeout, Deadline) else (timeout or DEFAULT_TIMEOUT) * runs
     return in_child(work, bound, f"the C++ kernel {os.path.basename(path)}")

@@ -77,9 +77,36 @@ def part_rows(split, sub: int, rows: int, cols: int, item: int) -> tuple:
     return part_offset(split, sub, rows, cols, item), full_shape(split, rows, cols)[1] * item
 
 
+#: how to give a pipe one Vector lane, AIV0, as each front end spells it (fix texts;
+#: :func:`one_lane` gives a C++ kernel's line its own spelling only)
 ONE_LANE = ("peers=(0,) on an ISA TPipe, lanes=1 on a DSL initialize_pipe; in a .pto, nosplit = true "
             "on both initialize_pipe ops, in C++ TPipe<..., IsNoSplit = true>: AIV1 then replays each "
             "handshake with an empty tile, or takes no part where pto-isa gives a NO_SPLIT pipe one lane (A5)")
+#: ... in a pto-isa C++ kernel
+ONE_LANE_CPP = ("TPipe<..., IsNoSplit = true>: AIV1 then replays each handshake with an empty tile, or, "
+                "where pto-isa gives a NO_SPLIT pipe one lane (A5), takes no part - the Vector kernel's "
+                "body, the pipe's construction included, under `if (get_subblockid() == 0) { ... }`")
+#: how to keep a Vector core off a pipe that does not have it as a peer, per front end
+NOT_A_PEER = ("add this sub-block to peers= or do not bind the pipe on this core (a DSL function with "
+              "lanes=1: mark it @pl.aiv(split=pl.TILE_NO_SPLIT), so that AIV1 runs nothing)")
+#: ... in a pto-isa C++ kernel
+NOT_A_PEER_CPP = ("AIV0 is the pipe's one Vector lane (a TPipe<..., IsNoSplit = true> where pto-isa gives a "
+                  "NO_SPLIT pipe one lane, A5; a TMPipe with VecCubeRatio::V2C2_VECS), so AIV1 must not "
+                  "construct it: put the Vector kernel's body, the pipe's construction included, under "
+                  "`if (get_subblockid() == 0) { ... }` (on the device the Vector kernel may instead be launched "
+                  "with a sub-block dim of 1); or give the pipe both lanes (IsNoSplit = false) and split its tiles "
+                  "between them (TILE_UP_DOWN / TILE_LEFT_RIGHT)")
+
+
+def one_lane(cpp: bool) -> str:
+    """How to give a pipe one Vector lane, in a fix text at a line of a C++ kernel (``cpp``:
+    ``sim.location.is_cpp``) or of any other front end."""
+    return ONE_LANE_CPP if cpp else ONE_LANE
+
+
+def not_a_peer(cpp: bool) -> str:
+    """How to keep a Vector core off a pipe whose peers it is not, at a C++ line or another."""
+    return NOT_A_PEER_CPP if cpp else NOT_A_PEER
 
 
 def layout_fix(way: str, pushed: TileLayout, popped: TileLayout) -> str:

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from ..arch import PipeUnit
 from ..arch.catalogue import PUSH_PIPE
-from ..arch.vocab import C2V, Direction, FIFOType, Protocol
+from ..arch.vocab import C2V, Direction, FIFOType, Protocol, TileSplitAxis, TileType
 from .versions import bugs_at, parse as parse_protocol
 
 #: the FlagID of the first pipe of a Vector-Cube peer (seed 003: one direction uses flags
@@ -101,6 +101,11 @@ class ProtocolModel:
     #: releases the slot after both freed it (``IsDualLaneC2VActive``: ``remaining_consumers =
     #: get_subblockdim()``), so a one-lane pipe's slots are never released
     nosplit_c2v_all_lanes: bool = False
+    #: the CPU simulator's TPOP of a TILE_NO_SPLIT Vec tile from a C2V ring fills the tile's
+    #: valid region with zeros on AIV1 (pto-isa ``TPOP_IMPL``: after the pop when the lane takes
+    #: part, ``ShouldNoSplitC2VConsumerLaneParticipate`` and ``IsDualLaneC2VActive``; instead of
+    #: it otherwise, ``IsInactiveNoSplitVecLane``) - the device loads the tile on both lanes
+    nosplit_c2v_lane1_zeros: bool = False
     #: the CPU simulator keeps one ring of SlotNum slots for both ways of a DIR_BOTH pipe (one
     #: producer cursor; a split V2C lane claims the cursor slot without waiting for it to be
     #: free): replayed by ``ptopipe.isa.pipe.cpusim.SharedRing``
@@ -223,6 +228,13 @@ class ProtocolModel:
         if self.nosplit_c2v_all_lanes and ch.way == C2V and tuple(ch.peers) == (0,):
             return (1,)
         return ()
+
+    def pop_zeroes(self, ch, split, loc, subblock: int) -> bool:
+        """Does a tile TPOP of ``ch`` with ``split`` into a tile of location ``loc`` on Vector
+        sub-block ``subblock`` hand the kernel zeros instead of the tile
+        (:attr:`nosplit_c2v_lane1_zeros`)?  Asked only where ``Channel.zero_pops`` is set."""
+        return (self.nosplit_c2v_lane1_zeros and ch.way == C2V and split is TileSplitAxis.TILE_NO_SPLIT
+                and loc is TileType.Vec and subblock != 0)
 
     def consumer_frees(self, ch, k: int) -> bool:
         """Does release ``k`` send a free SET?"""
@@ -613,13 +625,16 @@ PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 #: state per pipe instead of flags - every slot starts free, a push waits for its slot, every
 #: TFREE releases (no SyncPeriod, no constructor credit, no destructor drain), a tile TPOP
 #: from a GM ring frees nothing, and every instruction completes before the next one starts
-#: (a free follows every read of the slot); a stall only it causes is blamed on it (``simulator``)
+#: (a free follows every read of the slot); AIV1's TILE_NO_SPLIT C2V tile is zeros; a stall only it
+#: causes is blamed on it (``simulator``)
 PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                          frees_in_pop=False, tmpipe_rendezvous=False, simulator=True, free_after_readers=True,
-                         nosplit_c2v_all_lanes=True, shared_both_ring=True, compiles_as=Protocol.PTO_ISA)
+                         nosplit_c2v_all_lanes=True, nosplit_c2v_lane1_zeros=True, shared_both_ring=True,
+                         compiles_as=Protocol.PTO_ISA)
 PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                             frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
                             tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,
+                            nosplit_c2v_lane1_zeros=True,
                             shared_both_ring=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,

@@ -23,6 +23,20 @@ _codes: list = []
 
 _new = tuple.__new__
 
+#: the file names ``run`` / ``check`` take as pto-isa C++ kernels
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
+#: ... and the headers a C++ kernel's instructions may be written in
+_CPP_SOURCES = CPP_SUFFIXES + (".hpp", ".hh", ".hxx", ".h")
+
+
+def is_cpp(loc) -> bool:
+    """Is ``loc`` (a :class:`SourceLoc`, a "file:line" text or None) a line of a C++ kernel?
+    Fix texts at such a line give the C++ spelling (``protocol.geometry.one_lane``)."""
+    if loc is None:
+        return False
+    file = loc.file if isinstance(loc, SourceLoc) else str(loc).split(":", 1)[0]
+    return file.endswith(_CPP_SOURCES)
+
 
 class SourceLoc(tuple):
     """file:line[:col] of a kernel or DSL source position (a tuple: cheap to record);

@@ -397,11 +397,13 @@ def event_leaks(cluster) -> list:
                 if extra is not None:
                     # a wait consumed an older set while a newer one was pending: the set left
                     # over is the pair's, the extra one is where the consumed set was made
+                    # (the sets left are the ones too many: every wait consumed one)
                     wloc, sloc, nloc = extra
-                    out.append((f"set_flag{event_name(*key)} on {core.name}: one set too many "
-                                f"({sets} sets, {waits} waits) - the extra set is at {sloc} (the wait at "
-                                f"{wloc} consumed it in place of the set at {nloc}; {len(q)} left at the end)",
-                                sloc))
+                    n = len(q)
+                    out.append((f"set_flag{event_name(*key)} on {core.name}: "
+                                f"{'one set' if n == 1 else f'{n} sets'} too many ({sets} sets, {waits} waits) - "
+                                f"the {'' if n == 1 else 'first '}extra set is at {sloc} (the wait at {wloc} "
+                                f"consumed it in place of the set at {nloc})", sloc))
                     continue
                 out.append((f"set_flag{event_name(*key)} on {core.name} never consumed by a "
                             f"wait_flag ({len(q)} of {sets} set{'s' if sets != 1 else ''} left)",

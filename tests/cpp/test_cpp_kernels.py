@@ -184,6 +184,22 @@ def test_tmpipe_double_free_on_a5_pto_isa(cpp_cache):
 
 
 @needs_cxx
+def test_a_one_lane_pipe_built_on_aiv1_gets_a_cpp_fix(cpp_cache):
+    """Under pto-isa on A5 a TPipe<..., IsNoSplit = true> has one lane, AIV0: AIV1 constructing
+    it is a ConfigError at that line whose fix gives the C++ spelling (the get_subblockid()
+    guard), not the DSL's or the ISA's."""
+    with pytest.raises(ConfigError) as ei:
+        run_cpp(kernel("nosplit_both_lanes.cpp"), dict(fifo=isa.gm_buffer(4096)), aiv="vec_kernel", platform="a5",
+                protocol="pto-isa")
+    assert ei.value.where == f"{os.path.relpath(kernel('nosplit_both_lanes.cpp'))}:" \
+                             f"{line_of('nosplit_both_lanes.cpp', 'Pipe pipe(')}"
+    assert ei.value.what == "AIV1 binds a pipe whose peers are (0,)"
+    fix = ei.value.fix
+    assert "`if (get_subblockid() == 0) { ... }`" in fix and "IsNoSplit = true" in fix
+    assert "@pl.aiv" not in fix and "peers=" not in fix
+
+
+@needs_cxx
 def test_a_tile_left_in_the_ring_is_the_leak_of_one_launch_with_two(cpp_cache):
     """A launch leaving a tile in the ring (spec: its teardown would wait for that slot's free
     forever): the leak a single launch reports, at the C++ TPUSH, in launch 1 of 2."""
@@ -257,6 +273,23 @@ def test_unnamed_kernels_are_a_config_error_naming_the_functions(tmp_path):
     with pytest.raises(ConfigError) as ei:
         run_cpp(str(p), {})
     assert "--aic NAME --aiv NAME" in ei.value.fix and "first" in ei.value.fix
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform,blayout", [("a2a3", "RowMajor"), ("a5", "ColMajor")])
+def test_tile_left_has_pto_isas_layout_per_platform(tmp_path, platform, blayout):
+    """TileLeft as pto-isa's pto_tile.hpp declares it: ZZ (BLayout::RowMajor) in an A2A3 build,
+    NZ (BLayout::ColMajor) on A5 - arch.vocab.LEFT_LAYOUT."""
+    from ptopipe.arch.vocab import LEFT_LAYOUT
+    from ptopipe.cpp.build import arch_macro, find_compiler
+    assert LEFT_LAYOUT[platform].blayout.name == blayout
+    p = tmp_path / "left.cpp"
+    p.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
+                 f"static_assert(TileLeft<float, 16, 16>::BFractal == BLayout::{blayout} && "
+                 "TileLeft<float, 16, 16>::SFractal == SLayout::RowMajor);\n")
+    r = subprocess.run([find_compiler()[0], "-std=c++17", "-fsyntax-only", f"-D{arch_macro(platform)}",
+                        "-I", include_dir(), str(p)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
 
 
 def test_the_include_directory_holds_the_headers(capsys):
@@ -340,6 +373,28 @@ def test_cli_check_of_a_cpp_file_explores_and_reports_at_the_cpp_line(cpp_cache,
     (rep,) = json.loads(bad.stdout)
     assert rep["failure"]["error"] == "ProtocolError"
     assert rep["failure"]["where"].endswith(f"c2v_wrong_split.cpp:{line_of('c2v_wrong_split.cpp', 'TPOP<')}")
+
+
+@needs_cxx
+def test_ptopipe_only_aliases_are_reported_where_the_kernel_uses_them(cpp_cache, tmp_path, capfd, monkeypatch):
+    """TileVec / TileMat are ptopipe's, not pto-isa's: the compiler's deprecation warning, with
+    pto-isa's spelling, is a warning of the run (built or from the build cache) and of check,
+    at the kernel's line."""
+    path = kernel("ptopipe_aliases.cpp")
+    out = np.zeros((16, 16), np.float32)
+    for _ in range(2):                  # the second run takes the library from the build cache
+        r = run_cpp(path, dict(out=out), aiv="vec_kernel")
+        np.testing.assert_array_equal(r["out"], 1.0)
+        assert [(w.split(":")[0], loc.rsplit(":", 1)[0]) for w, loc in r.summary.leaks] == [   # (column: the compiler's)
+            ("TileVec is deprecated", f"{os.path.relpath(path)}:{line_of('ptopipe_aliases.cpp', '// VEC')}"),
+            ("TileMat is deprecated", f"{os.path.relpath(path)}:{line_of('ptopipe_aliases.cpp', '// MAT')}")]
+        assert "write Tile<TileType::Vec, T, Rows, Cols>" in r.summary.leaks[0][0]
+    np.save(tmp_path / "out.npy", out)
+    ok = _cli_here(["check", path, "--aiv", "vec_kernel", "--input", f"out={tmp_path / 'out.npy'}",
+                    "--schedules", "0"], tmp_path, capfd, monkeypatch)
+    assert ok.returncode == 0 and "2 warning(s)" in ok.stdout, ok.stdout + ok.stderr
+    assert "warning: TileMat is deprecated: ptopipe-only alias, pto-isa has no TileMat: write " \
+           "Tile<TileType::Mat, T, Rows, Cols>" in ok.stdout
 
 
 @needs_cxx

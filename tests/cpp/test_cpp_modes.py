@@ -54,10 +54,10 @@ def test_an_int_mode_out_of_range_and_an_atomic_store_do_not_compile(cpp_cache, 
     f = tmp_path / "modes_bad.cpp"
     f.write_text("#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
                  "extern \"C\" __global__ AICORE void vec_kernel(__gm__ float *out)\n{\n"
-                 "    TileVec<int32_t, 1, 16> t;\n    TileVec<float, 1, 16> v;\n"
-                 "    TCI<TileVec<int32_t, 1, 16>, int32_t, 2>(t, 0);\n"
+                 "    Tile<TileType::Vec, int32_t, 1, 16> t;\n    Tile<TileType::Vec, float, 1, 16> v;\n"
+                 "    TCI<Tile<TileType::Vec, int32_t, 1, 16>, int32_t, 2>(t, 0);\n"
                  "    GlobalTensor<float, Shape<1, 1, 1, 1, 16>, Stride<1, 1, 1, 16, 1>> g(out);\n"
-                 "    TSTORE<TileVec<float, 1, 16>, decltype(g), AtomicType::AtomicAdd>(g, v);\n}\n")
+                 "    TSTORE<Tile<TileType::Vec, float, 1, 16>, decltype(g), AtomicType::AtomicAdd>(g, v);\n}\n")
     with pytest.raises(CompileError) as ei:
         run_cpp(str(f), {"out": np.zeros(16, np.float32)}, aiv="vec_kernel")
     text = str(ei.value) + (ei.value.details or "")

@@ -161,7 +161,21 @@ def test_the_leak_of_an_extra_set_names_the_extra_set(platform):
         ptopipe.run(None, (extra_set, None), _event_args(), platform=platform)     # auto sync: no race
     e = ei.value
     assert e.where.endswith(f":{line_of(extra_set, 'EXTRA')}"), e.where
-    assert "one set too many (4 sets, 3 waits)" in e.what
+    assert "one set too many (4 sets, 3 waits) - the extra set is at " in e.what
+
+
+def two_extra_sets(x, out, n):
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)                      # FIRST EXTRA
+    extra_set(x, out, n)
+
+
+def test_the_leak_of_two_extra_sets_counts_them():
+    with pytest.raises(LeakError) as ei:
+        ptopipe.run(None, (two_extra_sets, None), _event_args())
+    e = ei.value
+    assert e.where.endswith(f":{line_of(two_extra_sets, 'FIRST EXTRA')}"), e.where
+    assert "2 sets too many (5 sets, 3 waits) - the first extra set is at " in e.what, e.what
+    assert "one set" not in e.what
 
 
 # -- the consumer stops early; the blocked producer lives in another module ---------------

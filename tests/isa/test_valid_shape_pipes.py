@@ -129,6 +129,26 @@ def test_a_split_valid_mismatch_says_the_part_to_pop(platform):
     with pytest.raises(ProtocolError) as ei:
         ptopipe.run(aic=_cube(TILE_UP_DOWN, (0, 1)), aiv=vector_split_unset,
                     args=_args(np.random.default_rng(3)), platform=platform)
-    assert ei.value.what.endswith("of slot 2: it should pop a valid 6x32 float32 (its part of the pushed "
-                                  "valid region)"), ei.value.what
+    assert ei.value.what.endswith("of slot 2 - the valid shape differs: it should pop a valid 6x32 float32 "
+                                  "(its part of the pushed valid region)"), ei.value.what
     assert ei.value.where.endswith(f"{HERE}:{line_of(vector_split_unset, '<- unset TPOP')}")
+
+
+def vector_split_whole(out, fifo):
+    """Each lane pops a whole-tile-sized tile of an UP_DOWN ring: its part is half the rows."""
+    pipe = TPipe(0, DIR_C2V, SLOT, 4)(fifo, 0x8000)
+    t = Tile(TileType.Vec, float32, TM, N)
+    TPOP(pipe, t, TILE_UP_DOWN)                                        # <- whole TPOP
+    TFREE(pipe)
+
+
+def test_a_split_mismatch_prints_the_pushed_tiles_part_per_lane():
+    """The consumer tile has the pushed tile's static shape and split: the pushed tile is
+    described with each lane's part, so the two descriptions differ where the tiles do."""
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(aic=_cube(TILE_UP_DOWN, (0, 1)), aiv=vector_split_whole, args=_args(np.random.default_rng(3)))
+    assert ei.value.what == (
+        "TPOP on AIV0: the consumer tile 16x32 float32 (TILE_UP_DOWN) does not match the pushed tile 16x32 "
+        "float32 (TILE_UP_DOWN: 8x32 per Vector core) of slot 0 - the valid shape differs: it should pop a "
+        "valid 8x32 float32 (its part of the pushed valid region)"), ei.value.what
+    assert ei.value.where.endswith(f"{HERE}:{line_of(vector_split_whole, '<- whole TPOP')}")

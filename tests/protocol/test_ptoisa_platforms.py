@@ -175,7 +175,7 @@ def _lane_kernels(peers, split, push_marker_split=None):
         rows = T // 2 if split == TILE_UP_DOWN else T
         t = Tile(TileType.Vec, float32, rows, T)
         for i in range(3):
-            TPOP(pipe, t, split)
+            TPOP(pipe, t, split)          # lane pop
             if i == 2:                    # NO_SPLIT: each lane its own copy; UP_DOWN: its half
                 TSTORE(GlobalTensor(out.data() + sub * rows * T, (rows, T)), t)
             TFREE(pipe)
@@ -206,6 +206,24 @@ def test_nosplit_reaches_lane_0_only_on_a5(platform, protocol, peers, split):
     else:
         res = ptopipe.run(cube, vec, args, platform=platform, protocol=protocol)
         np.testing.assert_array_equal(res["out"], want)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_cpusim_hands_lane_1_a_zero_nosplit_tile(platform):
+    """pto-isa's CPU simulator: AIV1's TPOP of a TILE_NO_SPLIT C2V tile fills it with zeros
+    (cpu/TPop.hpp ``TPOP_IMPL``), AIV0 gets the data; the run warns, at AIV1's TPOP, that what
+    AIV1 computed differs from the device's."""
+    cube, vec = _lane_kernels((0, 1), TILE_NO_SPLIT)
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T) + 1
+    args = dict(x=x, out=np.full((2 * T, T), 7, np.float32), fifo=gm_buffer(2 * SLOT))
+    res = ptopipe.run(cube, vec, args, platform=platform, protocol="pto-isa-cpusim")
+    np.testing.assert_array_equal(res["out"][:T], x)
+    np.testing.assert_array_equal(res["out"][T:], 0)
+    (what, loc), = [w for w in res.summary.leaks if "got zeros" in w[0]]
+    assert what.startswith("3 TPOPs of C2V pipe FlagID 0 (peers AIV0,AIV1) on AIV1 got zeros")
+    assert ("AIV0 only" if platform == "a5" else "loads the tile as AIV0's does") in what
+    path, _, line = str(loc).rpartition(":")
+    assert (os.path.abspath(path), int(line)) == (os.path.abspath(HERE), line_of(_lane_kernels, "lane pop"))
 
 
 # --- a GM-direction TPOP that already frees, followed by a tile TFREE --------------------------

@@ -181,7 +181,7 @@ def test_wrong_dtype_for_the_pipe(platform):
     with pytest.raises(ProtocolError, match="does not match the pushed tile") as ei:
         _pair(lambda p, t: TPUSH(p, t), vec, platform)
     assert_where(ei.value, "f16 TPOP")
-    assert ei.value.what.endswith("it should pop a valid 16x16 float32")
+    assert ei.value.what.endswith("- the dtype differs: it should pop a valid 16x16 float32")
 
 
 @pytest.mark.parametrize("platform,push_split,pop_split", [

@@ -21,7 +21,9 @@ from .channel import Channel, PipeHandle, Side, Slot
 from .config import TPipe, ways as _ways
 from .cpusim import SharedRing
 from .diagnostics import deadlock_cause, explain, holdings
+from ...protocol.geometry import not_a_peer
 from ...protocol.model import cluster_model
+from ...sim.location import is_cpp
 from .teardown import scope_end
 
 
@@ -93,9 +95,7 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
     if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
         raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
-                          fix="add this sub-block to peers= or do not bind the pipe on this core (a DSL "
-                              "function with lanes=1: mark it @pl.aiv(split=pl.TILE_NO_SPLIT), so that "
-                              "AIV1 runs nothing)")
+                          fix=not_a_peer(is_cpp(core.where())))
     ways = _ways(direction)
     both = len(ways) == 2
     n = cfg.slot_num

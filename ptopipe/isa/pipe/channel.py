@@ -56,7 +56,7 @@ class Side:
     __slots__ = ("core", "role", "index", "freed", "held", "pending_alloc", "allocate",
                  "record", "wait", "free", "bound_at", "staging", "stage_num", "stage_slots", "links",
                  "ready_flags", "free_flags", "slots", "popped", "tfrees", "scope_end", "extra_free",
-                 "self_freed", "switched_off", "pop_holds")
+                 "self_freed", "switched_off", "pop_holds", "zeroed")
 
     def __init__(self, core, role: str, bound_at):
         self.core = core
@@ -75,6 +75,7 @@ class Side:
         self.tfrees = 0
         self.extra_free = None           # the first TFREE with no TPOP to pair (pto-isa GM rings)
         self.self_freed = 0              # tile TPOPs that freed their slot themselves (pto-isa GM rings)
+        self.zeroed = None               # [TPOPs, first TPOP line] the library handed zeros (pop_zeroes)
         self.pending_alloc: list = []    # producer: (tag, gt, loc) TALLOCed but not TPUSHed
         self.allocate = True             # setAllocateStatus
         self.record = True               # setRecordStatus
@@ -151,6 +152,9 @@ class Channel:
         # lanes the library waits for that never free (the CPU simulator's second lane of a
         # one-lane C2V pipe): then no TFREE releases a slot to the producer
         self.lost_lanes = m.lost_lanes(self)
+        # some TPOPs hand the kernel zeros instead of the tile (the CPU simulator's AIV1 of a
+        # no-split C2V ring: ProtocolModel.pop_zeroes decides which)
+        self.zero_pops = m.nosplit_c2v_lane1_zeros
 
     @property
     def protocol(self):

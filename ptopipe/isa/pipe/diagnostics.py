@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ...arch.vocab import C2V
 from ...errors import ProtocolError
-from ...protocol.geometry import ONE_LANE
+from ...protocol.geometry import one_lane
 from ...sim import CoreKind, CoreState
+from ...sim.location import is_cpp
 
 _STATE_WORD = {"free": "free", "written": "full", "held": "held"}
 
@@ -291,7 +292,7 @@ def _absent_lane(cluster, ch, core, other, w):
                f"handshake: a lane with no data of its own replays the same "
                f"{'TPOP / TFREE' if ch.way == C2V else 'TPUSH'} sequence with an empty valid shape "
                f"(tile.SetValid(0, 0): no data moves, the flags do); or, if only AIV{rest} uses it, "
-               + (f"give the pipe one lane ({ONE_LANE})" if rest == 0 else
+               + (f"give the pipe one lane ({one_lane(is_cpp(loc))})" if rest == 0 else
                   f"bind it with peers=({rest},) (an ISA TPipe)"))
     elif other.kind is CoreKind.AIV:
         fix = (f"dispatch the kernel on {other.name} (it is the pipe's only lane) and pair its "
@@ -545,4 +546,27 @@ def unpaired_frees(cluster) -> list:
                 out.append((f"{side.core.name} TFREEs {ch.name} {side.tfrees} times after {n} "
                             f"TPOPs: the extra TFREE is a no-op here but a misuse on {elsewhere}",
                             side.extra_free))
+    return out
+
+
+def zeroed_pops(cluster) -> list:
+    """Warnings where the library handed a TPOP zeros instead of its tile (pto-isa's CPU
+    simulator on AIV1 of a TILE_NO_SPLIT C2V ring, ``ProtocolModel.pop_zeroes``): what the
+    kernel computed from them is the simulator's, not the device's."""
+    from ...protocol.model import compile_model
+    out = []
+    for ch in cluster.state.channels.values():
+        if not ch.zero_pops:
+            continue
+        device = compile_model(ch.model.protocol, ch.model.platform or "a2a3")
+        there = ("on the device (pto-isa on A5) a TILE_NO_SPLIT C2V tile reaches AIV0 only and AIV1's TPOP "
+                 "of it is an error (`--protocol pto-isa` reports it)" if device.nosplit_lane0 else
+                 "on the device AIV1's TPOP loads the tile as AIV0's does")
+        for side in ch.sides.values():
+            if side.zeroed is not None:
+                n, loc = side.zeroed
+                out.append((f"{n} TPOP{'s' if n != 1 else ''} of {ch.name} on {side.core.name} got zeros: "
+                            "pto-isa's CPU simulator fills the second Vector lane's TILE_NO_SPLIT tile with "
+                            f"zeros (TPOP_IMPL), so what {side.core.name} computes from it is the simulator's, "
+                            f"not the device's: {there}", loc))
     return out

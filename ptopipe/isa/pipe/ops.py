@@ -188,6 +188,8 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         read_end = None
         dst = None                                 # distinct slots never overlap
         stage = None
+    if ch.zero_pops and ch.model.pop_zeroes(ch, split, tile.loc, core.subblock):
+        _zero_fill(core, side, tile, loc)
     for s in slots:                                # hold the slot
         s.state = "held"
         s.pop_loc = loc
@@ -213,6 +215,20 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
     if ch.sim_ring is not None:
         ch.sim_ring.record(core, "pop", ch.way, split, loc)
     return new_event(("TPOP", core, end))
+
+
+def _zero_fill(core, side: Side, tile: Tile, loc) -> None:
+    """The library hands the kernel zeros for this popped tile (``ProtocolModel.pop_zeroes``):
+    its valid region is filled after the tile's load or binding; the TPOPs that had data to
+    lose are counted for the exit's warning (``diagnostics.zeroed_pops``)."""
+    v = tile._valid
+    core.pending.append((setitem, v, Ellipsis, 0))
+    if v.size:
+        z = side.zeroed
+        if z is None:
+            side.zeroed = [1, loc]
+        else:
+            z[0] += 1
 
 
 def _bind_staging(core, ch: Channel, side: Side, tile: Tile, i: int) -> None:

@@ -175,12 +175,18 @@ def check_layout(core, ch, slot, dtype, rows: int, cols: int, split, op: str, lo
         ok = full_shape(psplit, pvrow, pvcol) == (vrow, vcol)
     if not (ok and pdtype == dtype):
         where = str(loc or core.where())
-        cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
-        prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name})"
         want = part_shape(split, pvrow, pvcol) if ch.way == C2V else full_shape(psplit, pvrow, pvcol)
+        # a split tile is pushed whole and popped in parts (C2V), or pushed in parts and popped
+        # whole (V2C): the pushed tile says what each side's share is, so the two differ in print
+        share = "" if psplit == TileSplitAxis.TILE_NO_SPLIT else \
+            f": {want[0]}x{want[1]} per Vector core" if ch.way == C2V else f": {want[0]}x{want[1]} from both Vector cores"
+        cons = f"{rows}x{cols}{_valid(vrow, vcol, rows, cols)} {np.dtype(dtype).name} ({TileSplitAxis(split).name})"
+        prod = f"{prow}x{pcol}{_valid(pvrow, pvcol, prow, pcol)} {pdtype.name} ({TileSplitAxis(psplit).name}{share})"
+        differs = [w for w, d in (("dtype", pdtype != dtype), ("valid shape", not ok)) if d]
         raise ProtocolError(
             f"{op} on {core.name}: the consumer tile {cons} does not match the pushed tile {prod} "
-            f"of slot {slot.tag}: it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
+            f"of slot {slot.tag} - the {' and the '.join(differs)} differ{'s' if len(differs) == 1 else ''}: "
+            f"it should pop a valid {want[0]}x{want[1]} {pdtype.name}"
             + (" (its part of the pushed valid region)" if ch.way == C2V and want != (pvrow, pvcol) else ""),
             where=where,
             details=f"pushed at {slot.push_loc}" if slot.push_loc else None,

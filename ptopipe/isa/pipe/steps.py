@@ -7,15 +7,13 @@ from __future__ import annotations
 from ...arch import PipeUnit
 from ...arch.vocab import TileSplitAxis
 from ...errors import ProtocolError
-from ...sim.location import caller_loc
-from ...protocol.geometry import ONE_LANE
+from ...sim.location import caller_loc, is_cpp
+from ...protocol.geometry import one_lane
 from ...sim.porder import join
 from ..context import current_core
 from ..tile import Tile
 from .channel import Channel, PipeHandle, Side
 from .diagnostics import overwrite_error
-
-#: how each front end gives a pipe one Vector lane (AIV0), for fix texts
 
 
 def _loc(core) -> str:
@@ -132,7 +130,7 @@ def check_nosplit_lanes(core, ch: Channel, split, op: str) -> None:
         "id + 16 (setIntraBlockBySplit / waitIntraBlockBySplit), so AIV1's side of the handshake is lost "
         f"(a wait that never returns, or a slot reused before AIV1 freed it){alloc}",
         where=_loc(core),
-        fix=f"give a NO_SPLIT pipe one lane on A5 ({ONE_LANE}), or split the tile between both Vector cores "
+        fix=f"give a NO_SPLIT pipe one lane on A5 ({one_lane(is_cpp(core.where()))}), or split the tile between both Vector cores "
             "(TILE_UP_DOWN / TILE_LEFT_RIGHT)")
 
 
@@ -149,4 +147,4 @@ def check_lanes_split(core, ch, split, op: str) -> None:
             where=_loc(core),
             fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
                 "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
-                f"split), or give the pipe one lane ({ONE_LANE}; TMPipe V2C2_VECS)")
+                f"split), or give the pipe one lane ({one_lane(is_cpp(core.where()))}; TMPipe V2C2_VECS)")

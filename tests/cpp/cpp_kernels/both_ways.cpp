@@ -12,9 +12,9 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ float *a, __gm__ float *b, 
                                               __gm__ uint8_t *fifo)
 {
     Pipe pipe(fifo, 0x10000, 0x20000);
-    TileMat<float, TM, K> a_l1;
-    TileMat<float, K, N> b_l1;
-    TileMat<float, TM, N> back;
+    Tile<TileType::Mat, float, TM, K> a_l1;
+    Tile<TileType::Mat, float, K, N> b_l1;
+    Tile<TileType::Mat, float, TM, N> back;
     TileLeft<float, TM, K> a_l0;
     TileRight<float, K, N> b_l0;
     TileAcc<float, TM, N> acc;
@@ -32,7 +32,7 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ float *a, __gm__ float *b, 
         TMOV(a_l0, a_l1);
         TMATMUL(acc, a_l0, b_l0);
         TPUSH<Pipe, TileAcc<float, TM, N>, TileSplitAxis::TILE_UP_DOWN>(pipe, acc);
-        TPOP<Pipe, TileMat<float, TM, N>, TileSplitAxis::TILE_UP_DOWN>(pipe, back);
+        TPOP<Pipe, Tile<TileType::Mat, float, TM, N>, TileSplitAxis::TILE_UP_DOWN>(pipe, back);
         GlobalTensor<float, Shape<1, 1, 1, TM, N>, Stride<1, 1, 1, N, 1>> go(out + i * TM * N);
         TSTORE(go, back);
         TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);
@@ -42,7 +42,7 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ float *a, __gm__ float *b, 
 extern "C" __global__ AICORE void vec_kernel(__gm__ uint8_t *fifo)
 {
     Pipe pipe(fifo, 0x10000, 0x20000);
-    using V = TileVec<float, TM / 2, N>;
+    using V = Tile<TileType::Vec, float, TM / 2, N>;
     V part, v;
     TASSIGN(v, 0x0);
     for (int i = 0; i < ITER; ++i) {

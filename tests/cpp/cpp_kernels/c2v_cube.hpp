@@ -17,8 +17,8 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ float *a, __gm__ float *b, 
     Pipe pipe(fifo, 0x10000, 0);
     using GA = GlobalTensor<float, Shape<1, 1, 1, TM, K>, Stride<1, 1, 1, K, 1>>;
     using GB = GlobalTensor<float, Shape<1, 1, 1, K, N>, Stride<1, 1, 1, N, 1>>;
-    TileMat<float, TM, K> a_l1;
-    TileMat<float, K, N> b_l1;
+    Tile<TileType::Mat, float, TM, K> a_l1;
+    Tile<TileType::Mat, float, K, N> b_l1;
     TileLeft<float, TM, K> a_l0;
     TileRight<float, K, N> b_l0;
     TileAcc<float, TM, N> acc;

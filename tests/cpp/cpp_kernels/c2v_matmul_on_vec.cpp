@@ -5,7 +5,7 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *bias, __gm__ float *o
 {
     Pipe pipe(fifo, 0x10000, 0);
     using G = GlobalTensor<float, Shape<1, 1, 1, TM / 2, N>, Stride<1, 1, 1, N, 1>>;
-    using V = TileVec<float, TM / 2, N>;
+    using V = Tile<TileType::Vec, float, TM / 2, N>;
     V part, bv, o;
     TASSIGN(bv, 0x0);
     TASSIGN(o, 0x1000);

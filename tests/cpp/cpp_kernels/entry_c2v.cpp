@@ -12,8 +12,8 @@ using Pipe = TPipe<4, Direction::DIR_C2V, R * C * 4, 2>;
 AICORE inline void cube_half(__gm__ float *x, __gm__ float *eye, __gm__ uint8_t *fifo)
 {
     Pipe pipe(fifo, 0x8000, 0);
-    TileMat<float, R, C> x_l1;
-    TileMat<float, C, C> e_l1;
+    Tile<TileType::Mat, float, R, C> x_l1;
+    Tile<TileType::Mat, float, C, C> e_l1;
     TileLeft<float, R, C> x_l0;
     TileRight<float, C, C> e_l0;
     TileAcc<float, R, C> acc;
@@ -35,9 +35,9 @@ AICORE inline void cube_half(__gm__ float *x, __gm__ float *eye, __gm__ uint8_t 
 AICORE inline void vec_half(__gm__ float *out, __gm__ uint8_t *fifo)
 {
     Pipe pipe(fifo, 0x8000, 0);
-    TileVec<float, R / 2, C> part, o;
+    Tile<TileType::Vec, float, R / 2, C> part, o;
     TASSIGN(o, 0x0);
-    TPOP<Pipe, TileVec<float, R / 2, C>, TileSplitAxis::TILE_UP_DOWN>(pipe, part);
+    TPOP<Pipe, Tile<TileType::Vec, float, R / 2, C>, TileSplitAxis::TILE_UP_DOWN>(pipe, part);
     TMULS(o, part, 2.0f);
     TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe);
     GlobalTensor<float, Shape<1, 1, 1, R / 2, C>, Stride<1, 1, 1, C, 1>> go(out + get_subblockid() * (R / 2) * C);

@@ -11,7 +11,7 @@ using G = GlobalTensor<float, Shape<1, 1, 1, R, C>, Stride<1, 1, 1, C, 1>>;
 extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ float *out)
 {
     if (get_subblockid() != 0) return;
-    TileVec<float, R, C> t;
+    Tile<TileType::Vec, float, R, C> t;
     TASSIGN(t, 0x0);
     G gx(x), go(out);
     RecordEvent last = TLOAD(t, gx);

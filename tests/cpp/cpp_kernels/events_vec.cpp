@@ -12,7 +12,7 @@ using G = GlobalTensor<float, Shape<1, 1, 1, R, C>, Stride<1, 1, 1, C, 1>>;
 extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ float *out0, __gm__ float *out1)
 {
     if (get_subblockid() != 0) return;
-    TileVec<float, R, C> t, e, s;
+    Tile<TileType::Vec, float, R, C> t, e, s;
     TASSIGN(t, 0x0);
     TASSIGN(e, 0x1000);
     TASSIGN(s, 0x2000);

@@ -19,7 +19,7 @@ using Pipe = TPipe<0, Direction::DIR_C2V, R * 2 * C * 4, 2>;
 extern "C" __global__ AICORE void cube_kernel(__gm__ half *a, __gm__ half *b, __gm__ uint8_t *fifo)
 {
     Pipe pipe(fifo, 0, 0);
-    TileMat<half, R, C> a_l1, b_l1;
+    Tile<TileType::Mat, half, R, C> a_l1, b_l1;
     TileLeft<half, R, C> a_l0;
     TileRight<half, R, C> b_l0;
     TileAcc<float, R, C> acc;
@@ -49,7 +49,7 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ half *a, __gm__ half *b, __
 extern "C" __global__ AICORE void vec_kernel(__gm__ float *out, __gm__ uint8_t *fifo)
 {
     Pipe pipe(fifo, 0, 0);
-    TileVec<float, R / 2, 2 * C> t, o;
+    Tile<TileType::Vec, float, R / 2, 2 * C> t, o;
     TASSIGN(t, 0x0);
     TASSIGN(o, 0x2000);
     const int64_t sub = get_subblockid();

@@ -14,9 +14,9 @@ constexpr int R = 8, C = 16, VC = 12;
 using G = GlobalTensor<float, Shape<1, 1, 1, R, C>, Stride<1, 1, 1, C, 1>>;
 using GHalf = GlobalTensor<float, Shape<1, 1, 1, R, C / 2>, Stride<1, 1, 1, C / 2, 1>>;
 using GRow = GlobalTensor<int32_t, Shape<1, 1, 1, 1, C>, Stride<1, 1, 1, C, 1>>;
-using Row = TileVec<int32_t, 1, C>;
-using V = TileVec<float, R, C>;
-using Half = TileVec<float, R, C / 2>;
+using Row = Tile<TileType::Vec, int32_t, 1, C>;
+using V = Tile<TileType::Vec, float, R, C>;
+using Half = Tile<TileType::Vec, float, R, C / 2>;
 
 extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ int32_t *seq, __gm__ float *tri,
                                              __gm__ float *pad, __gm__ float *gathered, __gm__ float *scattered,
@@ -27,7 +27,7 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *x, __gm__ int32_t *se
     V t, m, p, sc;
     V part(R, VC);
     Half g;
-    TileVec<float, 1, C> first;
+    Tile<TileType::Vec, float, 1, C> first;
     TASSIGN(up, 0x0);
     TASSIGN(down, 0x100);
     TASSIGN(t, 0x1000);

@@ -8,12 +8,12 @@ using namespace pto;
 
 constexpr int T = 16;
 using Acc = TileAcc<float, T, T>;
-using Vec = TileVec<float, T, T>;
+using Vec = Tile<TileType::Vec, float, T, T>;
 using Pipe = TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Vec, false, 2, VecCubeRatio::V2C2_VECS>;
 extern "C" __global__ AICORE void cube_kernel(__gm__ float *x, __gm__ float *eye, __gm__ float *fifo)
 {
     Pipe pipe(fifo, 0x10000);
-    TileMat<float, T, T> x_l1, e_l1;
+    Tile<TileType::Mat, float, T, T> x_l1, e_l1;
     TileLeft<float, T, T> x_l0;
     TileRight<float, T, T> e_l0;
     Acc acc;

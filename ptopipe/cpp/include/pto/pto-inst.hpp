@@ -229,19 +229,36 @@ struct Tile {
     inline void SetValid(int64_t r, int64_t c, ::ptopipe::Site s = PTOPIPE_HERE);
 };
 
+// pto-isa's aliases (pto_tile.hpp).  TileLeft is ZZ (RowMajor blocks of RowMajor fractals) in an
+// A2A3 build and NZ (ColMajor blocks) otherwise - on A5, and in pto-isa's CPU-simulator build,
+// which defines no NPU architecture (ptopipe.arch.vocab.LEFT_LAYOUT).
+#if defined(PTO_NPU_ARCH_A2A3)
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileLeft = Tile<TileType::Left, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
                       SLayout::RowMajor, 512>;
+#else
+template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
+using TileLeft = Tile<TileType::Left, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
+                      SLayout::RowMajor, 512>;
+#endif
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileRight = Tile<TileType::Right, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_,
                        SLayout::ColMajor, 512>;
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
 using TileAcc = Tile<TileType::Acc, Element_, Rows_, Cols_, BLayout::ColMajor, RowValid_, ColValid_,
                      SLayout::RowMajor, 1024>;
+// ptopipe's own shorthands, not pto-isa's: a kernel that uses them does not build with pto-isa
+// (the build reports each use as a warning at the kernel's line, ptopipe.cpp.build)
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
-using TileMat = Tile<TileType::Mat, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
+using TileMat [[deprecated("ptopipe-only alias, pto-isa has no TileMat: write Tile<TileType::Mat, T, Rows, Cols> "
+                           "(Tile<TileType::Mat, T, Rows, Cols, BLayout::RowMajor, RowValid, ColValid> with a "
+                           "valid shape)")]] =
+    Tile<TileType::Mat, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
 template <typename Element_, int Rows_, int Cols_, int RowValid_ = Rows_, int ColValid_ = Cols_>
-using TileVec = Tile<TileType::Vec, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
+using TileVec [[deprecated("ptopipe-only alias, pto-isa has no TileVec: write Tile<TileType::Vec, T, Rows, Cols> "
+                           "(Tile<TileType::Vec, T, Rows, Cols, BLayout::RowMajor, RowValid, ColValid> with a "
+                           "valid shape)")]] =
+    Tile<TileType::Vec, Element_, Rows_, Cols_, BLayout::RowMajor, RowValid_, ColValid_>;
 
 template <int64_t N1 = DYNAMIC, int64_t N2 = DYNAMIC, int64_t N3 = DYNAMIC, int64_t N4 = DYNAMIC,
           int64_t N5 = DYNAMIC>
