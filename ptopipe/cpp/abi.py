@@ -35,6 +35,8 @@ import struct
 from functools import partial
 
 import greenlet
+import numpy as np
+
 from ..arch.dtypes import as_dtype
 from ..arch.vocab import Direction
 from ..errors import ConfigError, KernelError
@@ -568,7 +570,8 @@ class Dispatcher:
                         raise ConfigError(f"{label}: parameter {name!r} is a GM pointer, got {type(v).__name__}",
                                           where=label, fix=f"pass a numpy array for {name!r}")
                     want = elements[len(words)] if elements else None
-                    if want is not None and v.dtype != want:
+                    # raw bytes (gm_buffer's uint8: a ring's GM_SLOT_BUFFER) are untyped memory
+                    if want is not None and v.dtype != want and v.dtype != np.uint8:
                         lib = "np" if want.type.__module__ == "numpy" else want.type.__module__
                         raise ConfigError(
                             f"{label}: argument {name!r} is an array of {v.dtype}, but parameter {name!r} "
