@@ -233,9 +233,12 @@ def _modal(name: str, op: int, lo: int, hi: int) -> list:
     site = "::ptopipe::Site s = PTOPIPE_HERE"
     out = [f"// {name} (ABI id {op}, {lo} to {hi} arguments): pto-isa also spells it with mode template "
            f"arguments (docs/isa/{name}.md)"]
+    # the plain calls take const references: where a templated form takes the same operands
+    # (non-const lvalues, as pto-isa declares them) its binding ranks better, on every compiler
+    # (with forwarding references the tie goes to partial ordering, which clang calls ambiguous)
     for k in range(max(lo, 1), hi + 1):
         tparams = ", ".join(f"class A{i}" for i in range(k))
-        params = ", ".join([f"A{i} &&a{i}" for i in range(k)] + [site])
+        params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + [site])
         out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
                    f"{{ return RecordEvent(::ptopipe::inst({op}, s, {', '.join(f'a{i}' for i in range(k))})); }}")
     for form in MODE_FORMS[name]:

@@ -292,6 +292,37 @@ def test_tile_left_has_pto_isas_layout_per_platform(tmp_path, platform, blayout)
     assert r.returncode == 0, r.stderr
 
 
+MODE_CALLS = """#include <pto/pto-inst.hpp>
+using namespace pto;
+using V = Tile<TileType::Vec, float, 8, 32>;
+using W = Tile<TileType::Vec, float, 8, 16>;
+using G = GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>>;
+void k(G &g, V &v, W &w, V &u, Event<Op::TADD, Op::TSTORE_VEC> &e) {
+    TSTORE(g, v);                            // the templated form's call (pto-isa's lvalues)
+    TSTORE(g, v, e);                         //   with a wait event
+    TSTORE<V, G, AtomicType::AtomicNone>(g, v);
+    TFILLPAD(v, u);                          // one tile type: the templated form
+    TFILLPAD(v, w);                          // two: the plain call
+    TPRINT(v);
+}
+"""
+
+
+@pytest.mark.parametrize("cxx", ["g++", "clang++", "clang++-19"])
+def test_calls_of_instructions_with_templated_forms_resolve_on_every_compiler(tmp_path, cxx):
+    """An instruction pto-isa also spells with mode template arguments has plain calls beside its
+    templated forms; a call both could take resolves to one of them on g++ and on clang."""
+    import shutil
+    from ptopipe.cpp.build import arch_macro
+    if shutil.which(cxx) is None:
+        pytest.skip(f"no {cxx}")
+    p = tmp_path / "modes.cpp"
+    p.write_text(MODE_CALLS)
+    r = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", f"-D{arch_macro('a2a3')}", "-I", include_dir(), str(p)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_the_include_directory_holds_the_headers(capsys):
     from ptopipe.cli import main as cli_main
     assert os.path.isfile(os.path.join(include_dir(), "pto", "pto-inst.hpp"))
