@@ -11,9 +11,11 @@ one under TILE_UP_DOWN) - is *kept whole*: each Vector core holds all its rows (
 next to half the columns (rows) of the [M, N] operand, and loads all of it.  Errors: a
 Vec tile whose extent on the split axis does not halve (odd, above 1), a kept tile that
 crosses to the Cube or is stored (both Vector cores hold it: both would push / write the
-same data), a reduction across the split axis (a per-row reduction under
-TILE_LEFT_RIGHT, a per-column one under TILE_UP_DOWN: each core would see half a row /
-column), a Vec load / store of a tensor that is not 2-D.
+same data), an op that mixes data across the split axis - by its declared data dependence
+(:class:`ptopipe.ir.ops.Axes`): a reduction, arg-reduction, pair sum, concatenation or
+sort along it (a per-row reduction under TILE_LEFT_RIGHT, a per-column one under
+TILE_UP_DOWN: each core would see half a row / column), a Vec load / store of a tensor
+that is not 2-D.
 """
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from dataclasses import replace
 
 from ..arch.vocab import TileSplitAxis
 from ..ir.core import Operation
-from ..ir.opdefs import ARITH_OP, ConstOp, FullOp, GetSubblockIdOp, LoadOp, StoreOp, TPop, TPush
-from ..ir.ops import COL_REDUCE, ROW_REDUCE
+from ..ir.opdefs import (ARITH_OP, OPDEFS, ConstOp, FullOp, GetSubblockIdOp, LoadOp, StoreOp, TPop,
+                         TPush)
+from ..ir.ops import Along
 from ..ir.types import INDEX, MemorySpace, TileValueType
 from ._rewrite import const, dce, err, set_operands
 
@@ -60,6 +63,28 @@ def _split_value(v, axis: int, op, kept: set) -> None:
         kept.add(id(v))
     else:
         v.type = _half(t, axis, op, _vname(v))
+
+
+_MODE = ("TILE_UP_DOWN", "TILE_LEFT_RIGHT")
+
+
+def _other_split(axis: int) -> str:
+    """The splits under which no core holds half of the ``axis`` of a tile."""
+    return (f"@pl.incore(split=pl.{_MODE[1 - axis]}) (each Vector core then holds whole "
+            f"{_AXIS_WORD[1 - axis]}), or split=pl.TILE_NO_SPLIT")
+
+
+def _mixes(op, axis: int, kept: set) -> None:
+    """Refuse ``op`` if it combines values along ``axis`` of a tile split along it."""
+    axes = OPDEFS[op.name].axes
+    if axes.kind != "tile" or axes.along(axis) is not Along.MIXES:
+        return
+    v = next((v for v in op.operands if _is_vec(v.type) and id(v) not in kept), None)
+    if v is not None:
+        raise err(f"pl.{op.spec.dsl} mixes data across the split axis: its result combines "
+                  f"values from different {_AXIS_WORD[axis]} of {_vname(v)}, but each Vector "
+                  f"core holds only half of the {_AXIS_WORD[axis]} (split {_MODE[axis]}), so "
+                  "each would compute it from its half", op, f"use {_other_split(axis)}")
 
 
 def _kept_error(op, t: TileValueType, axis: int, doing: str):
@@ -133,13 +158,7 @@ def split_vector_function(fn: Operation, split, sub_anchor: Operation, sub_name:
     for op in list(fn.walk()):
         if op is fn:
             continue
-        name = op.name
-        if (name[3:] in ROW_REDUCE and axis == 1) or (name[3:] in COL_REDUCE and axis == 0):
-            what = "per-row" if name[3:] in ROW_REDUCE else "per-column"
-            raise err(f"{name} is a {what} reduction, but split "
-                      f"{'TILE_LEFT_RIGHT' if axis else 'TILE_UP_DOWN'} gives each Vector core "
-                      f"half of every {'row' if axis else 'column'}", op,
-                      f"use @pl.incore(split=pl.{'TILE_UP_DOWN' if axis else 'TILE_LEFT_RIGHT'})")
+        _mixes(op, axis, kept)
         for r in op.regions:
             for b in r.blocks:
                 for a in b.args:
