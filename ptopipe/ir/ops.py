@@ -156,7 +156,9 @@ class Axes:
     holds indices from k on starts at start + k * step); ``per_row`` / ``per_col``: tile
     operands read at one column / one row for every column / row (a row_expand_* row,
     dequant's scale): they must be held whole along that axis; ``mask``: a packed predicate
-    mask operand of the result's shape (select), split with it."""
+    mask operand of the result's shape (select), split with it; ``packs``: the result is the
+    packed predicate mask of its operands (a bit per column: cmp), whose columns are not
+    theirs."""
     kind: str = "tile"
     rows: Along | None = None
     cols: Along | None = None
@@ -165,6 +167,7 @@ class Axes:
     per_row: tuple = ()
     per_col: tuple = ()
     mask: tuple = ()
+    packs: bool = False
 
     def __post_init__(self):
         if self.kind not in AXES_KINDS:
@@ -799,7 +802,7 @@ _FORM_AXES = {
     # is one more diagonal, one column more one less
     "TCI": _axes(_MAKE, Along.COUNTS, start="start", step=(0, 1)),
     "TTRI": _axes(Along.COUNTS, Along.COUNTS, start="diagonal", step=(1, -1)),
-    "compare": ELEMENTWISE, "compare_scalar": ELEMENTWISE,
+    "compare": _axes(_S, _S, packs=True), "compare_scalar": _axes(_S, _S, packs=True),
     "select": _axes(_S, _S, mask=("mask",)), "select_scalar": _axes(_S, _S, mask=("mask",)),
     "TSORT32": _axes(_S, _MIX), "TADDDEQRELU": ELEMENTWISE,
     "TDEQUANT": _axes(_S, _S, per_row=("scale", "offset")),
