@@ -31,8 +31,8 @@ from ..arch.vocab import ALIGNMENT, EventID, SyncPipe, TileSplitAxis
 from ..errors import CompileError
 from .core import OpResult, Operation, register_op_class
 from .vocab import AUTO, FunctionKind
-from .ops import (INIT_DIRS, OPS, REQUIRED, ConstArg, OpError, OpSpec, Param, _buffer, _infer_dir,
-                  Ring, _scalar, _t, _tile, init_ways)
+from .ops import (CARRIES, INIT_DIRS, NO_TILE, OPS, REQUIRED, RING, Axes, ConstArg, OpError,
+                  OpSpec, Param, _buffer, _infer_dir, Ring, _scalar, _t, _tile, init_ways)
 from .ops import register as register_spec
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
                     TensorType, TileValueType, describe)
@@ -63,10 +63,13 @@ def unary_result_type(op: str, t: ScalarType) -> ScalarType:
 
 @dataclass(frozen=True)
 class OpDef:
-    """What an op name means: its verifier, whether it ends a block, (for ops in the op
-    table) the :class:`~.ops.OpSpec` and (for ops defined by a class) the class."""
+    """What an op name means: its verifier, its data dependence along tile rows and columns
+    (:class:`~.ops.Axes`: what splitting its tiles between the Vector cores does to it),
+    whether it ends a block, (for ops in the op table) the :class:`~.ops.OpSpec` and (for
+    ops defined by a class) the class."""
     name: str
     verify: Callable
+    axes: Axes
     terminator: bool = False
     spec: object = None
     doc: str = ""
@@ -76,10 +79,13 @@ class OpDef:
 OPDEFS: dict = {}
 
 
-def _def(name, verify, terminator=False, spec=None, doc="", cls=None):
+def _def(name, verify, axes, terminator=False, spec=None, doc="", cls=None):
     if name in OPDEFS:
         raise ValueError(f"op {name!r} is defined twice")
-    OPDEFS[name] = OpDef(name, verify, terminator, spec, doc, cls)
+    if not isinstance(axes, Axes):
+        raise ValueError(f"op {name!r} declares no Axes (how its result depends on its operands "
+                         "along rows and columns: what a split mixed function needs)")
+    OPDEFS[name] = OpDef(name, verify, axes, terminator, spec, doc, cls)
 
 
 def lookup_op(name: str) -> OpDef | None:
@@ -272,9 +278,9 @@ ARITH_UNARY = {f"arith.{n}": sym for sym, n in SCALAR_UNOPS.items()}
 ARITH_OP = {sym: name for name, sym in ARITH_BINARY.items()}
 ARITH_UNARY_OP = {sym: name for name, sym in ARITH_UNARY.items()}
 for _name, _sym in ARITH_BINARY.items():
-    _def(_name, _arith(_sym, False), doc=f"scalar {_sym}")
+    _def(_name, _arith(_sym, False), NO_TILE, doc=f"scalar {_sym}")
 for _name, _sym in ARITH_UNARY.items():
-    _def(_name, _arith(_sym, True), doc=f"scalar unary {_sym}")
+    _def(_name, _arith(_sym, True), NO_TILE, doc=f"scalar unary {_sym}")
 
 
 # -- ops derived from the op table ------------------------------------------------------------
@@ -310,6 +316,17 @@ def _typing_arg(v):
     if d is not None and d.is_a(ConstOp):
         return ConstArg(d.value, v.type)
     return v
+
+
+def infer_type(op, kind: FunctionKind):
+    """The result type of ``op`` (an op of the op table) in a function of ``kind``: its typing
+    rule applied to its operands and attributes as they are (raises :class:`~.ops.OpError`);
+    what its verifier checks the IR against, and what a pass that retypes an operand asks."""
+    spec = op.spec
+    args = {}
+    for k, v in operand_groups(spec, op.operands).items():
+        args[k] = OperandView(v) if isinstance(v, list) else _typing_arg(v)
+    return spec.infer(kind, args, op.attributes)
 
 
 #: attributes of the op classes an op may lack (read as their default), and which an op
@@ -368,11 +385,8 @@ def _derived(spec, fields=None):
             raise ctx.error(f"{op.name} takes {fixed}{'+' if variadic else ''} operand(s), got {n}",
                             op)
         _shape(op, ctx, None, None, 0, attr_names)
-        args = {}
-        for k, v in operand_groups(spec, op.operands).items():
-            args[k] = OperandView(v) if isinstance(v, list) else _typing_arg(v)
         try:
-            t = spec.infer(ctx.kind, args, op.attributes)
+            t = infer_type(op, ctx.kind)
         except OpError as e:
             raise ctx.error(e.about(spec.dsl), op, e.fix) from None
         got = [r.type for r in op.results]
@@ -580,6 +594,7 @@ class OpClass(Operation, metaclass=_OpMeta):
     doc = ""
     infer = None              # the typing rule (kind, args, attrs) -> Type, if in the op table
     spec = None               # its OpSpec in the op table (:mod:`.ops`), if there
+    axes = None               # its data dependence along tile rows / columns (:class:`.ops.Axes`)
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -613,7 +628,7 @@ class OpClass(Operation, metaclass=_OpMeta):
             params = tuple(Param(f.key, f.kind, f.default) for f in fields
                            if isinstance(f, _Operand) or (isinstance(f, _Attribute) and f.param))
             cls.spec = register_spec(OpSpec(cls.call_name, cls.dsl or cls.call_name, params,
-                                            cls.infer, cls.doc, (), cls.role))
+                                            cls.infer, cls.doc, (), cls.role, cls.axes))
 
     @classmethod
     def operands_def(cls) -> tuple:
@@ -684,6 +699,7 @@ class OpClass(Operation, metaclass=_OpMeta):
 # -- structural ops ------------------------------------------------------------------------------
 class ProgramOp(OpClass):
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.program"
     doc = "the whole program: one region of pl.func ops"
     sym_name = attribute("symbol", str)
@@ -711,6 +727,7 @@ class ProgramOp(OpClass):
 
 class FuncOp(OpClass):
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.func"
     doc = "a kernel: parameters are the entry block's arguments"
     sym_name = attribute("symbol", str)
@@ -732,6 +749,7 @@ class FuncOp(OpClass):
 
 class ReturnOp(OpClass):
     __slots__ = ()
+    axes = CARRIES
     name = "pl.return"
     doc = "return from a function"
     terminator = True
@@ -741,6 +759,7 @@ class ReturnOp(OpClass):
 
 class YieldOp(OpClass):
     __slots__ = ()
+    axes = CARRIES
     name = "pl.yield"
     doc = "end of a for body / if branch"
     terminator = True
@@ -752,6 +771,7 @@ class ForOp(OpClass):
     """``for iv in range(start, stop, step)``; the body block's arguments are the loop
     variable then the loop-carried values (``inits`` in, results out)."""
     __slots__ = ()
+    axes = CARRIES
     name = "pl.for"
     doc = "for iv in range(start, stop, step) with loop-carried iter_args"
     start = operand(ScalarType)
@@ -776,6 +796,7 @@ class ForOp(OpClass):
 
 class IfOp(OpClass):
     __slots__ = ()
+    axes = CARRIES
     name = "pl.if"
     doc = "if cond: then region else: else region, with results"
     cond = operand(ScalarType)
@@ -792,6 +813,7 @@ class IfOp(OpClass):
 
 class BufferAttrOp(OpClass):
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.buffer_attr"
     doc = "buf.base / buf.size"
     buffer = operand(BufferType)
@@ -802,6 +824,7 @@ class BufferAttrOp(OpClass):
 
 class ConstOp(OpClass):
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.const"
     doc = "a compile-time scalar (or None: a null GM pointer)"
     value = attribute(None, None)
@@ -811,6 +834,7 @@ class ConstOp(OpClass):
 
 class CopyOp(OpClass):
     __slots__ = ()
+    axes = CARRIES
     name = "pl.copy"
     doc = "a named copy of a value (DSL `a = b`)"
     source = operand()
@@ -828,6 +852,7 @@ class InitializePipe(OpClass):
     slot buffer (A2A3) and the consumer buffers' bases (A5).  The fields of both
     initialisations (this class defines no op itself)."""
     __slots__ = ()
+    axes = NO_TILE
     dir_mask = attribute("dir", int)
     slot_size = attribute("int", int)
     gm_slot_buffer = operand(TensorType, NoneType, ScalarType,
@@ -960,6 +985,7 @@ _RING_ID = "the ring's pipe id (the id= of its init; None: the ring its buffer b
 class TPush(OpClass):
     """Producer push of a tile (or, address flow, commit of the TALLOCed slot view)."""
     __slots__ = ()
+    axes = RING
     name = "pl.tpush"
     dsl = "TPUSH"
     role = "producer"
@@ -984,6 +1010,7 @@ class TPush(OpClass):
 class TPop(OpClass):
     """Consumer pop: waits for the next slot, yields its tile (slot held until TFREE)."""
     __slots__ = ()
+    axes = RING
     name = "pl.tpop"
     dsl = "TPOP"
     role = "consumer"
@@ -1011,6 +1038,7 @@ class TPop(OpClass):
 class TFree(OpClass):
     """Consumer release of the oldest held slot."""
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.tfree"
     dsl = "TFREE"
     role = "consumer"
@@ -1035,6 +1063,7 @@ class TFree(OpClass):
 class TAlloc(OpClass):
     """Address flow: the next slot as a GM tensor view the producer writes, then TPUSHes."""
     __slots__ = ()
+    axes = RING
     name = "pl.talloc"
     dsl = "TALLOC"
     role = "producer"
@@ -1068,6 +1097,7 @@ PIPE_OPS = CROSS_CORE_OPS + INITIALIZE_PIPE
 # wait_flag / pipe_barrier); the event id is a value (a loop may select it, e.g. i % 2)
 class _Event(OpClass):
     __slots__ = ()
+    axes = NO_TILE
     src = attribute("pipe", SyncPipe)
     dst = attribute("pipe", SyncPipe)
     event_id = operand(ScalarType)
@@ -1100,6 +1130,7 @@ class WaitEvent(_Event):
 
 class Barrier(OpClass):
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.barrier"
     doc = "pipe_barrier(pipe): PIPE_ALL orders everything after everything before"
     pipe = attribute("pipe", SyncPipe, default=SyncPipe.PIPE_ALL)
@@ -1130,6 +1161,7 @@ class ReserveBufferOp(OpClass):
     """The consumer's ring buffer: ``size`` bytes at ``base`` (AUTO: AllocateMemory places
     it) in ``memory_space``; its ``buffer_name`` is what the producer imports."""
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.reserve_buffer"
     doc = "seed 003 consumer ring buffer"
     buffer_name = attribute("symbol", str, key="name")
@@ -1167,6 +1199,7 @@ class ReserveBufferOp(OpClass):
 class ImportPeerBufferOp(OpClass):
     """The producer's view of the consumer's ring buffer ``buffer_name`` in ``peer_func``."""
     __slots__ = ()
+    axes = NO_TILE
     name = "pl.import_peer_buffer"
     doc = "seed 003 producer view of the peer's ring"
     buffer_name = attribute("symbol", str, key="name")
@@ -1212,7 +1245,7 @@ class TableOp(OpClass):
 # each, its fields derived from the spec's signature (names, no types: the typing rule checks)
 def _table_class(spec) -> type:
     ns = {"__slots__": (), "name": f"pl.{spec.name}", "call_name": spec.name, "dsl": spec.dsl,
-          "doc": spec.doc, "infer": staticmethod(spec.infer), "spec": spec}
+          "doc": spec.doc, "infer": staticmethod(spec.infer), "spec": spec, "axes": spec.axes}
     for p in spec.params:
         if p.operand:
             ns[p.name] = _Operand(None, p.kind, p.default)
@@ -1234,11 +1267,11 @@ _DERIVED = frozenset(TABLE_OPS.values())
 
 for _cls in OP_CLASSES.values():
     if _cls.spec is None:
-        _def(_cls.name, _cls.verify, _cls.terminator, doc=_cls.doc, cls=_cls)
+        _def(_cls.name, _cls.verify, _cls.axes, _cls.terminator, doc=_cls.doc, cls=_cls)
     else:
         derived = _cls in _DERIVED      # (declares no types: its typing rule checks them)
         _def(_cls.name, _derived(_cls.spec, None if derived else _cls.check_fields),
-             spec=_cls.spec, doc=_cls.doc, cls=_cls)
+             _cls.spec.axes, spec=_cls.spec, doc=_cls.doc, cls=_cls)
 
 #: op name -> OpSpec of the ops derived from the op table
 CALL_OPS = {name: d.spec for name, d in OPDEFS.items() if d.spec is not None}

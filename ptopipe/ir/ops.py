@@ -13,6 +13,7 @@ point at the argument in the source.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
 from typing import Callable
 
@@ -119,6 +120,77 @@ class Param:
         return self.kind in OPERAND_KINDS
 
 
+class Along(Enum):
+    """How a tile op's result depends on its tile operands along one axis (rows or columns):
+    what decides whether the op still computes its part of the result when each Vector core
+    holds only half of its tiles along that axis (a split mixed function)."""
+    SAME = "element-wise"     # result index i reads operand index i (an operand of extent 1
+                              # there is broadcast)
+    MIXES = "mixes"           # result index i reads other indices too: a reduction, an
+                              # arg-reduction, pair sums, a concatenation, a sort
+    SWAPS = "swaps"           # result index i along this axis is operand index i along the
+                              # other axis (a transpose)
+    MAKES = "makes"           # made from the op's shape attribute, the same at every index
+    COUNTS = "counts"         # made from the shape attribute, a value that grows with the
+                              # index (a sequence, a triangle): see Axes.start
+
+
+#: what an op does to tile data, for the ops that do not compute a Vec tile element by
+#: element from Vec tiles (``Axes.kind``; "tile" for those that do)
+AXES_KINDS = {
+    "tile": "computes a tile from tiles: Axes.rows / Axes.cols say how",
+    "none": "touches no tile data (scalars, sync, ring set-up, buffers, calls)",
+    "carry": "passes its values through unchanged (copy, loops, branches, yields)",
+    "window": "moves a window of a GM tensor (load, store): a split moves the window",
+    "ring": "moves a tile across cores (TPUSH, TPOP): the ring carries the split",
+    "cube": "a Cube tile op (matmul, extract, an accumulator): never on a Vector core",
+}
+
+
+@dataclass(frozen=True)
+class Axes:
+    """The declared data dependence of an op along each tile axis: for a ``"tile"`` op how
+    its result depends on its operands along rows (``rows``) and columns (``cols``); else
+    only ``kind`` (:data:`AXES_KINDS`).  ``start``: for a COUNTS axis, the scalar operand the
+    values start at and, per axis, what one index along it adds to that start (a core that
+    holds indices from k on starts at start + k * step); ``per_row`` / ``per_col``: tile
+    operands read at one column / one row for every column / row (a row_expand_* row,
+    dequant's scale): they must be held whole along that axis; ``mask``: a packed predicate
+    mask operand of the result's shape (select), split with it; ``packs``: the result is the
+    packed predicate mask of its operands (a bit per column: cmp), whose columns are not
+    theirs."""
+    kind: str = "tile"
+    rows: Along | None = None
+    cols: Along | None = None
+    start: str | None = None
+    step: tuple = (0, 0)
+    per_row: tuple = ()
+    per_col: tuple = ()
+    mask: tuple = ()
+    packs: bool = False
+
+    def __post_init__(self):
+        if self.kind not in AXES_KINDS:
+            raise ValueError(f"Axes kind {self.kind!r} is not one of {', '.join(AXES_KINDS)}")
+        if (self.kind == "tile") != (self.rows is not None and self.cols is not None):
+            raise ValueError("a tile op's Axes gives rows and cols (only a tile op's does)")
+        if (Along.COUNTS in (self.rows, self.cols)) != (self.start is not None):
+            raise ValueError("Axes: a COUNTS axis names the start operand (and only then)")
+
+    def along(self, axis: int) -> Along:
+        return self.rows if axis == 0 else self.cols
+
+
+def _axes(rows: Along, cols: Along, **kw) -> Axes:
+    return Axes("tile", rows, cols, **kw)
+
+
+#: the Axes of the common kinds
+ELEMENTWISE = _axes(Along.SAME, Along.SAME)
+NO_TILE, CARRIES, WINDOW, RING, CUBE = (Axes(k) for k in ("none", "carry", "window", "ring",
+                                                          "cube"))
+
+
 @dataclass(frozen=True)
 class OpSpec:
     name: str                 # IR op name
@@ -128,6 +200,7 @@ class OpSpec:
     doc: str = ""
     aliases: tuple = field(default=())
     role: str | None = None   # a cross-core op's end of the ring: "producer" / "consumer"
+    axes: Axes | None = None  # its data dependence along rows / columns (every op has one)
 
     @cached_property        # a spec is immutable; the parser, verifier and writers ask per op
     def operands(self) -> tuple:
@@ -142,15 +215,18 @@ class OpSpec:
 OPS: dict = {}
 
 
-def _op(name, params, infer, dsl=None, doc="", aliases=()):
+def _op(name, params, infer, axes, dsl=None, doc="", aliases=()):
     return register(OpSpec(name, dsl or name, tuple(Param(*p) for p in params), infer, doc,
-                           tuple(aliases)))
+                           tuple(aliases), axes=axes))
 
 
 def register(spec: OpSpec) -> OpSpec:
-    """Add ``spec`` to the table (an op's name is defined once)."""
+    """Add ``spec`` to the table (an op's name is defined once, with its :class:`Axes`)."""
     if spec.name in OPS:
         raise ValueError(f"op {spec.name!r} is defined twice")
+    if not isinstance(spec.axes, Axes):
+        raise ValueError(f"op {spec.name!r} declares no Axes (how its result depends on its "
+                         "operands along rows and columns: what a split mixed function needs)")
     OPS[spec.name] = spec
     return spec
 
@@ -706,6 +782,36 @@ _FORMS = {
 }
 
 
+_S, _MIX, _MAKE = Along.SAME, Along.MIXES, Along.MAKES
+#: operand form -> the Axes of its ops (the dependence of the result on the operands along
+#: rows and columns, as the form's numpy kernel computes it)
+_FORM_AXES = {
+    "load": WINDOW, "store": WINDOW, "move": ELEMENTWISE, "extract": CUBE, "matmul": CUBE,
+    "matmul_acc": CUBE, "binary": ELEMENTWISE, "scalar": ELEMENTWISE, "unary": ELEMENTWISE,
+    "row_reduce": _axes(_S, _MIX), "col_reduce": _axes(_MIX, _S),
+    "row_expand": _axes(_S, _S, per_row=("row",)), "col_expand": _axes(_S, _S, per_col=("col",)),
+    "ternary": ELEMENTWISE, "scalar_ternary": ELEMENTWISE, "fill": _axes(_MAKE, _MAKE),
+    "convert": ELEMENTWISE, "pow": ELEMENTWISE, "pows": ELEMENTWISE,
+    # the part ops line their operands up at index 0: element-wise where the extents agree
+    "part": ELEMENTWISE,
+    "row_bcast": _axes(_S, _MAKE), "col_bcast": _axes(_MAKE, _S),
+    "row_arg": _axes(_S, _MIX), "col_arg": _axes(_MIX, _S),
+    "TCONCAT": _axes(_S, _MIX), "TTRANS": _axes(Along.SWAPS, Along.SWAPS),
+    "TADDRELUCONV": ELEMENTWISE,
+    # start, start + 1, ... along the one row; the triangle j <= i + d (or >=): one row more
+    # is one more diagonal, one column more one less
+    "TCI": _axes(_MAKE, Along.COUNTS, start="start", step=(0, 1)),
+    "TTRI": _axes(Along.COUNTS, Along.COUNTS, start="diagonal", step=(1, -1)),
+    "compare": _axes(_S, _S, packs=True), "compare_scalar": _axes(_S, _S, packs=True),
+    "select": _axes(_S, _S, mask=("mask",)), "select_scalar": _axes(_S, _S, mask=("mask",)),
+    "TSORT32": _axes(_S, _MIX), "TADDDEQRELU": ELEMENTWISE,
+    "TDEQUANT": _axes(_S, _S, per_row=("scale", "offset")),
+}
+#: the ops whose data dependence is not their form's (ISA name -> Axes): TPAIRREDUCESUM is
+#: a unary form that adds neighbouring columns
+_OP_AXES = {"TPAIRREDUCESUM": _axes(_S, _MIX)}
+
+
 def _with_rules(op, infer_fn):
     """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on the result's dtype, which
     is the operands' for every vector form) and, for a constant scalar operand, its value
@@ -738,7 +844,7 @@ ISA_NAMES: dict = {}
 for _d in CATALOGUE.values():
     if _d.dsl is not None:
         _params, _infer, _what = _FORMS[_d.form]
-        _op(_d.dsl, _params, _with_rules(_d, _infer),
+        _op(_d.dsl, _params, _with_rules(_d, _infer), _OP_AXES.get(_d.name, _FORM_AXES[_d.form]),
             doc=_d.doc or f"{_what} ({_d.name})")
         ISA_NAMES[_d.dsl] = _d.name
 #: DSL name -> the attributes its instruction takes after its operands (see _ISA_ATTRS_OF_FORM)
@@ -815,7 +921,7 @@ NO_DSL_FORM = {
     "TSUBVIEW": "a view of another tile's storage; a DSL value owns its storage",
     "TPRINT": _NO_RESULT, "TTRAP": _NO_RESULT, "TPREFETCH": _NO_RESULT,
 }
-_op("get_subblockid", [], _subblock, doc="this Vector core's sub-block (0/1)")
+_op("get_subblockid", [], _subblock, NO_TILE, doc="this Vector core's sub-block (0/1)")
 
 
 def _create(kind, a, at):
@@ -838,7 +944,7 @@ def _create(kind, a, at):
 #: the storage ``pl.matmul_acc(acc, a, b, init_cond=(k == 0))`` overwrites on its first step
 #: (TMATMUL) and accumulates into after (TMATMUL_ACC)
 _op("create", [("shape", "shape"), ("dtype", "dtype"), ("space", "space", MemorySpace.Acc)],
-    _create, doc="an uninitialised Acc accumulator for pl.matmul_acc(..., init_cond=...)")
+    _create, CUBE, doc="an uninitialised Acc accumulator for pl.matmul_acc(..., init_cond=...)")
 # -- a Group function's calls of its AIC and AIV kernels (what ExpandMixedKernel emits)
 def _call(kind, a, at):
     if kind is not FunctionKind.Group:
@@ -853,7 +959,7 @@ def _call(kind, a, at):
     return NONE
 
 
-_op("call", [("callee", "symbol"), ("args", "values")], _call,
+_op("call", [("callee", "symbol"), ("args", "values")], _call, NO_TILE,
     doc="a Group function's call of one of its kernels (callee = the function's name)")
 
 #: the GM slot-buffer parameter ExpandMixedKernel gives a compiled mixed function's kernels
@@ -910,6 +1016,6 @@ def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | 
     return _infer_dir(kind, attrs, spec.role)
 
 
-__all__ = ["BINARY", "COL_REDUCE", "DIRS", "OPS", "OpError", "OpSpec",
+__all__ = ["Along", "Axes", "BINARY", "COL_REDUCE", "DIRS", "OPS", "OpError", "OpSpec",
            "Param", "REQUIRED", "ROW_EXPAND", "ROW_REDUCE", "SCALAR", "SPLITS", "UNARY",
            "broadcast_form", "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]

@@ -253,8 +253,10 @@ def _softmaxish(split):
 
 def test_reduction_across_the_split_axis():
     k = _softmaxish(pl.TILE_LEFT_RIGHT)
-    with pytest.raises(CompileError, match="pl.row_max is a per-row reduction, but split "
-                                           "TILE_LEFT_RIGHT") as e:
+    with pytest.raises(CompileError, match="pl.row_max mixes data across the split axis: its "
+                                           "result combines values from different columns of "
+                                           "'s', but each Vector core holds only half of the "
+                                           r"columns \(split TILE_LEFT_RIGHT\)") as e:
         compile_program(pl.program(k))
     assert e.value.where.startswith(_where(k, "REDUCE"))
     compile_program(pl.program(_softmaxish(pl.TILE_UP_DOWN)))      # fine when split by rows
