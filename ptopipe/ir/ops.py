@@ -876,7 +876,6 @@ for _d in CATALOGUE.values():
     if _d.dsl is not None:
         _by.setdefault(_d.form, {})[_d.dsl] = _d.name
 BINARY, SCALAR, UNARY = _by["binary"], _by["scalar"], _by["unary"]
-ROW_REDUCE, COL_REDUCE, ROW_EXPAND = _by["row_reduce"], _by["col_reduce"], _by["row_expand"]
 #: why a catalogue instruction has no ``pl`` form (every catalogue op has a DSL name or a
 #: reason here): what of the instruction the DSL's value semantics cannot say, or what the
 #: op table would need first
@@ -1016,6 +1015,6 @@ def canonical_direction(spec: OpSpec, kind: FunctionKind, attrs: dict) -> int | 
     return _infer_dir(kind, attrs, spec.role)
 
 
-__all__ = ["Along", "Axes", "BINARY", "COL_REDUCE", "DIRS", "OPS", "OpError", "OpSpec",
-           "Param", "REQUIRED", "ROW_EXPAND", "ROW_REDUCE", "SCALAR", "SPLITS", "UNARY",
+__all__ = ["Along", "Axes", "BINARY", "DIRS", "OPS", "OpError", "OpSpec",
+           "Param", "REQUIRED", "SCALAR", "SPLITS", "UNARY",
            "broadcast_form", "canonical_direction", "infer", "lookup", "BOOL", "FLOAT_DTYPES"]
