@@ -116,7 +116,8 @@ def h_init(ex, fr, s):
             e.fix = ("a .pto's ring has ptoas's SlotNum (8 one way, 4 both ways); under the spec model "
                      "each slot has a flag of its own, so the pipes of one direction share 8 flags - "
                      "run it with --protocol pto-isa (counter flags: two per ring), or give the "
-                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num)"
+                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num = 4, the "
+                     "fewest ptoas builds)"
                      + (f"; and check that both ends name FlagID {flag} (id / flag_base): ends with "
                         "different FlagIDs never meet" if flag is not None else ""))
             e.args = (e.render(),)
