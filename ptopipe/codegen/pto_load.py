@@ -69,7 +69,9 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
         raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)
     check_entry_launches(op)
-    return op, [pto_words(w) for w in ctx.warnings], plat
+    from .pto_exec.pipe_ops import ptoas_refusals
+    from .pto_exec.reader import read_program
+    return op, ptoas_refusals(read_program(text, path)) + [pto_words(w) for w in ctx.warnings], plat
 
 
 def check_scalar_ranges(op, scalars: dict) -> None:
@@ -199,16 +201,17 @@ def check_explicit_addrs(op, addrs) -> None:
 def static_findings(path: str, platform, protocol, scalars: dict | None = None,
                     text: str | None = None, ranges: dict | None = None) -> tuple:
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
-    file (a finding of the passes is raised), ``([], reason)`` when it cannot express the file
-    (the run then has the executor's checks only, and says so)."""
+    file (a finding of the passes is raised), ``(what ptoas refuses, reason)`` when it cannot
+    express the file (the run then has the executor's checks only, and says so)."""
     from .pto_exec import read_program, read_text
+    from .pto_exec.pipe_ops import ptoas_refusals
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
         _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges)
     except ParseError as e:
-        read_program(text, path)        # the executor's words
-        return [], e.what
+        prog = read_program(text, path)        # the executor's words
+        return ptoas_refusals(prog), e.what
     return warnings, None
 
 

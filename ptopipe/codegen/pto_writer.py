@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..errors import CompileError
-from ..arch.vocab import Direction, TileSplitAxis, row_major_strides
+from ..arch.vocab import PTOAS_SLOT_NUMS, Direction, TileSplitAxis, row_major_strides
 from ..arch import get_platform
 from ..ir.vocab import FunctionKind
 from ..ir.pipe_config import local_slot_num, ring_of
@@ -39,7 +39,7 @@ from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueTy
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
-from ..arch.vocab import TileSplitAxis
+from ..arch.vocab import PTOAS_SLOT_NUMS, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
@@ -125,7 +125,8 @@ def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = F
                         "function that TPOPs from it")
         bad = None if gm_requested(init) else ring_size_problem(
             buf.buffer_name, buf.size, n, size,
-            init.local_slot_num if in_gm else None, spare_ok=as_ptoas)   # explicit: staging only
+            init.local_slot_num if in_gm else None, spare_ok=as_ptoas,   # explicit: staging only
+            slot_nums=PTOAS_SLOT_NUMS if as_ptoas else None)            # (a .pto: what ptoas builds)
         if bad is not None:
             raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:
