@@ -81,3 +81,11 @@ def test_slot_num_on_a_frontend_init_is_a_warning_at_the_attribute():
         ["k.pto:5:62: ptoas refuses slot_num", "k.pto:11:62: ptoas refuses slot_num"]
     _op, warnings, _plat = _load(_FRONTEND, EXTRA=", nosplit = false", RES=8192)
     assert not [w for w in warnings if "ptoas refuses" in w]
+
+
+def test_the_runs_short_reserve_fix_gives_no_slot_num_to_a_frontend_init():
+    from ptopipe.codegen.pto_load import run_pto
+    with pytest.raises(CompileError) as ei:
+        run_pto(text=_FRONTEND.replace("EXTRA", "").replace("RES", "4096"), static=False)
+    assert "give the init slot_num" not in ei.value.fix
+    assert "a pto.initialize_l2l_pipe / initialize_l2g2l_pipe of slot_num = 4" in ei.value.fix

@@ -66,10 +66,13 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
                                     staged=local if buf is not None else None, spare_ok=True)
             if bad is not None:
                 k = local_buf.size // slot_size if local_buf.size % slot_size == 0 else 0
-                legal = k in PTOAS_SLOT_NUMS and s.name not in _FRONTEND_INITS
+                other = "" if k not in PTOAS_SLOT_NUMS else (
+                    f", or give the init slot_num = {k}" if s.name not in _FRONTEND_INITS else
+                    f", or set the pipe up with a pto.initialize_l2l_pipe / initialize_l2g2l_pipe of "
+                    f"slot_num = {k} ({s.name} takes no slot_num: ptoas builds 8 slots one way, 4 "
+                    "both ways)")
                 raise CompileError(bad[0], where=ex.where(s), fix=(
-                    f"size the pto.reserve_buffer named \"{local_buf.name}\" as the ring needs"
-                    + (f", or give the init slot_num = {k}" if legal else "")))
+                    f"size the pto.reserve_buffer named \"{local_buf.name}\" as the ring needs" + other))
     peers = (0,) if one_lane else (0, 1)
     cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
                     isa.TPipe.__dataclass_fields__["local_slot_num"].default, peers=peers)
