@@ -97,10 +97,36 @@ def _pto_word(m) -> str:
 _PTO_SAME = call_names(INITIALIZE_PIPE + (ReserveBufferOp,))
 
 
+def _quoted(s: str) -> str:
+    return '"' + s[1:-1] + '"'
+
+
+#: the DSL's and pto-isa C++'s spellings of what a fix tells a user to write, as a .pto writes
+#: it: keyword arguments as attributes (``slot_num=4`` -> ``slot_num = 4``, ``base=pl.AUTO`` ->
+#: ``auto = true``), the reserve / import calls as their ops, the C++ events as ptoas's
+_PTO_PHRASES = (
+    (re.compile(r"\b(?:pl\.)?reserve_buffer\(name=('[^']*'|\"[^\"]*\"), size=([^,()]+(?:\([^()]*\))?), \.\.\.\)"),
+     lambda m: f"pto.reserve_buffer {{name = {_quoted(m.group(1))}, size = {m.group(2)}, ...}}"),
+    (re.compile(r"\b(?:pl\.)?import_peer_buffer\(name=('[^']*'|\"[^\"]*\"), peer_func=(\w+)\)"),
+     lambda m: f"pto.import_reserved_buffer {{name = {_quoted(m.group(1))}, peer_func = @{m.group(2)}}}"),
+    (re.compile(r"\bbase=pl\.AUTO\b"), lambda m: "auto = true"),
+    (re.compile(r"\b(local_slot_num|slot_num|slot_size)=(\d+)"), lambda m: f"{m.group(1)} = {m.group(2)}"),
+    (re.compile(r"\b(set_flag|wait_flag)\((PIPE_\w+), (PIPE_\w+), (EVENT_ID\w+|\.\.\.)\)"),
+     lambda m: f"pto.{m.group(1)}[<{m.group(2)}>, <{m.group(3)}>, <{m.group(4)}>]"),
+    (re.compile(r"\bpipe_barrier\((PIPE_\w+)\)"), lambda m: f"pto.barrier <{m.group(1)}>"),
+)
+
+
 def pto_words(text: str | None) -> str | None:
-    """A message of the passes (worded for the DSL: ``pl.add``, ``pl.aiv_initialize_pipe``)
-    in a ``.pto`` user's words (``pto.tadd``, ``pto.aiv_initialize_pipe``)."""
-    return re.sub(r"\bpl\.(\w+)", _pto_word, text) if text else text
+    """A message (worded for the DSL: ``pl.add``, ``pl.aiv_initialize_pipe``, ``slot_num=4``,
+    or for pto-isa C++: ``set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)``) in a ``.pto`` user's words
+    (``pto.tadd``, ``pto.aiv_initialize_pipe``, ``slot_num = 4``,
+    ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``)."""
+    if not text:
+        return text
+    for pattern, spelled in _PTO_PHRASES:
+        text = pattern.sub(spelled, text)
+    return re.sub(r"\bpl\.(\w+)", _pto_word, text)
 
 
 def in_pto_words(e: PtoPipeError) -> PtoPipeError:

@@ -313,13 +313,18 @@ def gm_window_problem(name: str, shape, offs: list, window: list, lane_split=Non
 
 
 def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,
-                        have: int) -> tuple | None:
+                        have: int, placed: bool = False) -> tuple | None:
     """``(what, fix)`` when reserve_buffer ``name`` at ``base`` overruns ``owner``'s
-    ``space`` of ``have`` bytes, else None."""
+    ``space`` of ``have`` bytes, else None.  ``placed``: the allocator chose ``base`` (an AUTO
+    reserve, after the function's tiles), so the fix is fewer bytes, not another base."""
     if base + size <= have:
         return None
     what = (f"reserve_buffer {name!r} of {size} bytes at {base:#x} does not fit {owner}'s "
             f"{space} ({have} bytes)")
+    if placed:
+        return (what + f": its base was chosen after the function's tiles ({base} bytes)",
+                f"reserve at most {have - base} bytes (SLOT_NUM * SLOT_SIZE: smaller slots or fewer of "
+                "them), or let the function's tiles take less")
     if size <= have:            # the size fits: the base is too high
         return (what, f"lower its base: {size} bytes fit at a base up to {have - size:#x} (or "
                       "base=pl.AUTO)")

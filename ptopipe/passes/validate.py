@@ -65,7 +65,7 @@ def run(program, ctx):
     made = {c.callee: g_name for g_name, g in funcs.items()
             if g.kind is FunctionKind.Group for c in g.walk() if c.is_a(CallOp)}
     for name, f in funcs.items():
-        _check_buffers(name, f, funcs, plat, made.get(name), depth)
+        _check_buffers(name, f, funcs, plat, made.get(name), depth, getattr(ctx, "placed", ()))
     return program
 
 
@@ -158,9 +158,11 @@ def _warn_counter_overflow(f, init, plat, model, warnings) -> None:
                 warnings.append(msg)
 
 
-def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None) -> None:
+def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None,
+                   placed=()) -> None:
     """``mixed``: the @pl.incore function ExpandMixedKernel made ``f`` from (its rings are
-    the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles)."""
+    the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles);
+    ``placed``: the reserves whose base the allocator chose (``PassContext.placed``)."""
     for imp in top_ops(f, ImportPeerBufferOp):
         bname, pname = imp.buffer_name, imp.peer_func
         peer = funcs.get(pname)
@@ -183,7 +185,7 @@ def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | 
             continue
         base = 0 if r.base is AUTO else r.base
         have = plat.mem_size(MemSpace(space))
-        bad = reserve_fit_problem(rname, base, r.size, plat.name, space, have)
+        bad = reserve_fit_problem(rname, base, r.size, plat.name, space, have, placed=r in placed)
         if bad is not None and mixed is not None and rname in RING_NAME.values():
             raise _compiler_ring_too_big(f, r, mixed, base, have, plat, depth)
         if bad is not None:

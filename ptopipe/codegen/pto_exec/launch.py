@@ -311,7 +311,12 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                 if core_name != "aic" and "vector" not in kinds[t]:
                     continue
                 f = prog.funcs[t]
-                ex.call(f, [_own(kw.get(p[0][1:])) for p in f.params])
+                try:
+                    ex.call(f, [_own(kw.get(p[0][1:])) for p in f.params])
+                except PtoPipeError as e:    # what the run finds, in the file's spelling
+                    from ..pto_load import in_pto_words
+                    in_pto_words(e)
+                    raise
         kernel.__name__ = f"{top}@{core_name}"
         return kernel
 
