@@ -84,14 +84,22 @@ A5 = Platform(
     flags_per_direction=16,
 )
 
+#: every spelling of a platform: ``a3`` is how ptoas (``--pto-arch=a3``) and a ``.pto`` file
+#: (``pto.target_arch = "a3"``) name the A2/A3 model
 PLATFORMS = {"a2a3": A2A3, "a3": A2A3, "a5": A5}
 
 
 def get_platform(p: "str | Platform") -> Platform:
-    """Resolve ``"a2a3"`` / ``"a5"`` (or a Platform) to a Platform."""
+    """Resolve ``"a2a3"`` (alias ``"a3"``) / ``"a5"`` (or a Platform) to a Platform."""
     if isinstance(p, Platform):
         return p
     try:
         return PLATFORMS[str(p).lower()]
     except KeyError:
-        raise ConfigError(f"unknown platform {p!r}", fix="use 'a2a3' or 'a5'") from None
+        raise ConfigError(f"unknown platform {p!r}",
+                          fix=f"use one of {', '.join(repr(n) for n in PLATFORMS)}") from None
+
+
+def platform_name(p: "str | Platform") -> str:
+    """The canonical name (``a2a3`` / ``a5``) of any spelling of a platform."""
+    return get_platform(p).name

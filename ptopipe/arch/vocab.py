@@ -422,3 +422,6 @@ PIPE_FIX, PIPE_ALL = SyncPipe.PIPE_FIX, SyncPipe.PIPE_ALL
 #: pto-isa ``TPipe``'s default LocalSlotNum: the staging slots a GM-ring consumer holds popped
 #: tiles in (A2A3), so at most that many popped tiles are held at once
 LOCAL_SLOT_NUM = 2
+#: the SlotNums ptoas builds a ring of (PTOAS PTO.cpp verifyPipeShape: "expects 'slot_num' to
+#: be 4 or 8"); a .pto init with another is refused by ptoas
+PTOAS_SLOT_NUMS = (4, 8)

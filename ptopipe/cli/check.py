@@ -13,7 +13,7 @@ import sys
 from ..errors import CompileError
 from ..driver.check import TIMEOUT, error_report as _error_row, explore_variant, variant_report
 from ..isa.explore import MODES, ExploreResult
-from .common import (CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, add_ranges, add_sync,
+from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, add_ranges, add_sync,
                      add_werror, launch_kwargs, protocol_option, refuse_pto_options, sync_kwargs, target)
 from .errors import color, report_exception
 from .progress import Progress
@@ -29,8 +29,7 @@ def add_parser(sub) -> None:
                         "(a kernel library: every .pto and SCENARIO .py in them, one summary table)")
     p.add_argument("--junit", default=None, metavar="OUT.xml",
                    help="write the results as JUnit XML (one test case per kernel variant)")
-    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
-                   help="platform model (default: the scenario's, else a2a3)")
+    add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..arch import get_platform
+from ..arch import PLATFORMS, get_platform
 from ..arch.vocab import Protocol, SyncMode
 from ..errors import ConfigError
 from ..protocol.versions import name as protocol_name
@@ -31,6 +31,21 @@ def protocol_option(text: str) -> str:
         return protocol_name(text)
     except ConfigError as e:
         raise argparse.ArgumentTypeError("; ".join(x for x in (e.what, e.details, e.fix) if x)) from None
+
+def add_platform(p, help_: str) -> None:
+    """``--platform``: any spelling the platform lookup knows (``a3`` = ``a2a3``, as ptoas
+    names it), stored as the platform's canonical name."""
+    p.add_argument("--platform", default=None, type=_platform_option, choices=sorted(set(
+                   get_platform(n).name for n in PLATFORMS)), metavar="{" + ",".join(PLATFORMS) + "}",
+                   help=f"{help_}; a3 is a2a3")
+
+
+def _platform_option(text: str) -> str:
+    try:
+        return get_platform(text).name
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(f"{e.what}; {e.fix}") from None
+
 
 # option attribute -> (smallest allowed value, what the value is)
 _LOWER_BOUNDS = {

@@ -15,15 +15,14 @@ from ..driver.programs import programs_of
 from ..errors import ConfigError
 from ..ir import print_ir, to_source
 from ..passes.remarks import Remarks
-from .common import PROTOCOL_HELP, protocol_option
+from .common import add_platform, PROTOCOL_HELP, protocol_option
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compile", help="compile the DSL programs of a kernel file and print them")
     p.add_argument("file", help="kernel file (.py with pl.program(...), a KernelSet or @pl kernels; "
                                 "or a .pto file, through the platform passes)")
-    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
-                   help="platform to lower for (default a2a3; a .pto file's pto.target_arch)")
+    add_platform(p, "platform to lower for (default a2a3; a .pto file's pto.target_arch)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + "; the kernels are compiled for it (flag numbering, hold "
                         "limits, the A5 no-split lane; a pto-isa release or the CPU simulator: "

@@ -10,7 +10,7 @@ import os
 from ..errors import ConfigError
 from ..mutate import SURVIVED, Job, coverage
 from ..isa.explore import MODES
-from .common import PROTOCOL_HELP, add_engine_arguments, protocol_option
+from .common import add_platform, PROTOCOL_HELP, add_engine_arguments, protocol_option
 from ..driver.loader import check_kernel_file
 from .progress import Progress
 
@@ -19,8 +19,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("mutate", help="how many protocol mutants of a kernel its checks catch")
     p.add_argument("file", help="kernel file (.py defining SCENARIO, raw ISA or pl DSL)")
     p.add_argument("--variant", default=None, help="variant to check (default: every variant)")
-    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
-                   help="platform model (default: the scenario's, else a2a3)")
+    add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP)
     p.add_argument("--schedules", type=int, default=20,

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from ..isa.launch import compare_launches
-from .common import (CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, launch_kwargs,
+from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, launch_kwargs,
                      refuse_pto_options, run_each, sync_kwargs, target)
 from ..errors import PtoPipeError
 from . import bounds
@@ -17,8 +17,7 @@ from ..driver.loader import load_scenarios, pick_variants
 
 def add_common(p, file_help: str = "kernel file (.py defining SCENARIO)") -> None:
     p.add_argument("file", help=file_help)
-    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
-                   help="platform model (default: the scenario's, else a2a3)")
+    add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--variant", default=None, help="variant name, or 'all' (default: 'default')")

@@ -4,7 +4,7 @@ processes and print cycles and utilisation per configuration, the best one marke
 from __future__ import annotations
 
 from ..report.sweep import format_table, parse_params, pick_scenario, sweep, write_plot
-from .common import PROTOCOL_HELP, protocol_option, target
+from .common import add_platform, PROTOCOL_HELP, protocol_option, target
 from . import bounds
 from ..driver.loader import load_scenarios
 from .progress import Progress
@@ -17,8 +17,7 @@ def add_parser(sub) -> None:
                    help="a make_args parameter and its values (at least one; repeatable), e.g. depth=1,2,4,8")
     p.add_argument("--variant", default=None, help="variant giving the other parameters (default 'default')")
     p.add_argument("--scenario", default=None, help="scenario name if the file defines several")
-    p.add_argument("--platform", default=None, choices=["a2a3", "a5"],
-                   help="platform model (default: the scenario's, else a2a3)")
+    add_platform(p, "platform model (default: the scenario's, else a2a3)")
     p.add_argument("--protocol", default=None, type=protocol_option, metavar="PROTOCOL",
                    help=PROTOCOL_HELP + " (default: the scenario's, else spec)")
     p.add_argument("--latency", type=int, default=None, help="cross-core flag latency in cycles")

@@ -2,6 +2,8 @@
 block labels ``^bb0``, attribute / type aliases ``#pto.x`` / ``!pto.x``, strings, bare words (identifiers,
 numbers, shapes such as ``16x32xf32``) and punctuation, each with its line:col.  ``//``
 comments are skipped.  A character no token starts with is a ParseError at its position.
+MLIR's source locations (``loc("k.py":3:4)`` after an op, ``#loc1 = loc(...)`` aliases) carry
+nothing ptopipe reads: :func:`without_locations` blanks them before either reader sees the text.
 """
 from __future__ import annotations
 
@@ -34,6 +36,40 @@ _SPEC = [
     ("punct", r"[(){}\[\]<>=,:?*+]"),
 ]
 _RE = re.compile("|".join(f"(?P<{n}>{p})" for n, p in _SPEC))
+
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+#: a string, a comment (skipped whole: a location inside one is no location) or a location
+_LOC_SCAN = re.compile(_STRING.pattern + r'|//[^\n]*|(?<![\w.$%#@!])loc\(')
+_LOC_ALIAS = re.compile(r"^[ \t]*#loc[\w.$]*[ \t]*=[ \t]*$", re.M)
+
+
+def without_locations(text: str) -> str:
+    """``text`` with every MLIR location - ``loc(...)`` outside strings and comments, and the
+    ``#loc = loc(...)`` alias lines - turned into blanks (newlines kept), so that every other
+    token keeps its line:col."""
+    if "loc(" not in text:
+        return text
+    out, pos = [], 0
+    for m in _LOC_SCAN.finditer(text):
+        if m.start() < pos or not m.group().startswith("loc("):
+            continue
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            ch = text[i]
+            if ch == '"':
+                s = _STRING.match(text, i)
+                i = s.end() if s else i + 1
+                continue
+            depth += (ch == "(") - (ch == ")")
+            i += 1
+            if depth == 0:
+                break
+        out.append(text[pos:m.start()])
+        out.append(re.sub(r"[^\n]", " ", text[m.start():i]))
+        pos = i
+    out.append(text[pos:])
+    return _LOC_ALIAS.sub(lambda a: " " * len(a.group()), "".join(out))
 
 
 def tokenize(text: str, filename: str) -> list:

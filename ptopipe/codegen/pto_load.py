@@ -69,7 +69,9 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
         raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)
     check_entry_launches(op)
-    return op, [pto_words(w) for w in ctx.warnings], plat
+    from .pto_exec.pipe_ops import ptoas_refusals
+    from .pto_exec.reader import read_program
+    return op, ptoas_refusals(read_program(text, path)) + [pto_words(w) for w in ctx.warnings], plat
 
 
 def check_scalar_ranges(op, scalars: dict) -> None:
@@ -95,10 +97,36 @@ def _pto_word(m) -> str:
 _PTO_SAME = call_names(INITIALIZE_PIPE + (ReserveBufferOp,))
 
 
+def _quoted(s: str) -> str:
+    return '"' + s[1:-1] + '"'
+
+
+#: the DSL's and pto-isa C++'s spellings of what a fix tells a user to write, as a .pto writes
+#: it: keyword arguments as attributes (``slot_num=4`` -> ``slot_num = 4``, ``base=pl.AUTO`` ->
+#: ``auto = true``), the reserve / import calls as their ops, the C++ events as ptoas's
+_PTO_PHRASES = (
+    (re.compile(r"\b(?:pl\.)?reserve_buffer\(name=('[^']*'|\"[^\"]*\"), size=([^,()]+(?:\([^()]*\))?), \.\.\.\)"),
+     lambda m: f"pto.reserve_buffer {{name = {_quoted(m.group(1))}, size = {m.group(2)}, ...}}"),
+    (re.compile(r"\b(?:pl\.)?import_peer_buffer\(name=('[^']*'|\"[^\"]*\"), peer_func=(\w+)\)"),
+     lambda m: f"pto.import_reserved_buffer {{name = {_quoted(m.group(1))}, peer_func = @{m.group(2)}}}"),
+    (re.compile(r"\bbase=pl\.AUTO\b"), lambda m: "auto = true"),
+    (re.compile(r"\b(local_slot_num|slot_num|slot_size)=(\d+)"), lambda m: f"{m.group(1)} = {m.group(2)}"),
+    (re.compile(r"\b(set_flag|wait_flag)\((PIPE_\w+), (PIPE_\w+), (EVENT_ID\w+|\.\.\.)\)"),
+     lambda m: f"pto.{m.group(1)}[<{m.group(2)}>, <{m.group(3)}>, <{m.group(4)}>]"),
+    (re.compile(r"\bpipe_barrier\((PIPE_\w+)\)"), lambda m: f"pto.barrier <{m.group(1)}>"),
+)
+
+
 def pto_words(text: str | None) -> str | None:
-    """A message of the passes (worded for the DSL: ``pl.add``, ``pl.aiv_initialize_pipe``)
-    in a ``.pto`` user's words (``pto.tadd``, ``pto.aiv_initialize_pipe``)."""
-    return re.sub(r"\bpl\.(\w+)", _pto_word, text) if text else text
+    """A message (worded for the DSL: ``pl.add``, ``pl.aiv_initialize_pipe``, ``slot_num=4``,
+    or for pto-isa C++: ``set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0)``) in a ``.pto`` user's words
+    (``pto.tadd``, ``pto.aiv_initialize_pipe``, ``slot_num = 4``,
+    ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``)."""
+    if not text:
+        return text
+    for pattern, spelled in _PTO_PHRASES:
+        text = pattern.sub(spelled, text)
+    return re.sub(r"\bpl\.(\w+)", _pto_word, text)
 
 
 def in_pto_words(e: PtoPipeError) -> PtoPipeError:
@@ -199,16 +227,17 @@ def check_explicit_addrs(op, addrs) -> None:
 def static_findings(path: str, platform, protocol, scalars: dict | None = None,
                     text: str | None = None, ranges: dict | None = None) -> tuple:
     """The static passes in front of a run: ``(warnings, None)`` when the value IR reads the
-    file (a finding of the passes is raised), ``([], reason)`` when it cannot express the file
-    (the run then has the executor's checks only, and says so)."""
+    file (a finding of the passes is raised), ``(what ptoas refuses, reason)`` when it cannot
+    express the file (the run then has the executor's checks only, and says so)."""
     from .pto_exec import read_program, read_text
+    from .pto_exec.pipe_ops import ptoas_refusals
     text = text if text is not None else read_text(path)
     platform = platform or run_line_platform(text)
     try:
         _, warnings, _ = load_pto(path, platform, protocol, text=text, scalars=scalars, ranges=ranges)
     except ParseError as e:
-        read_program(text, path)        # the executor's words
-        return [], e.what
+        prog = read_program(text, path)        # the executor's words
+        return ptoas_refusals(prog), e.what
     return warnings, None
 
 

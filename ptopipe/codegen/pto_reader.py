@@ -24,7 +24,8 @@ from ..ir.op_verifier import verify_ops
 from ..ir.ops import C2V, V2C
 from ..ir.types import ScalarType, TensorType, itemsize
 from ..ir.opdefs import CallOp, FuncOp, ImportPeerBufferOp, ProgramOp, ReserveBufferOp, TFree, TPop
-from .pto_lexer import tokenize
+from .pto_lexer import tokenize, without_locations
+from .pto_tree import OP_ALIASES
 from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select
 from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
@@ -278,7 +279,7 @@ class Reader:
             if t.kind == "eof":
                 raise c.error("unexpected end of file: a '}' is missing (truncated file?)", t,
                               "close every region and function with '}'")
-            if t.text == "return":
+            if OP_ALIASES.get(t.text, t.text) == "return":
                 c.next()
                 if not func_body:
                     raise c.error("'return' inside a region", t, "use scf.yield to end a region")
@@ -312,7 +313,7 @@ class Reader:
         if opt.kind != "word":
             raise c.error(f"expected an operation name, got {opt.text or 'the end of the file'!r}", opt)
         c.next()
-        h = HANDLERS.get(opt.text)
+        h = HANDLERS.get(OP_ALIASES.get(opt.text, opt.text))
         if h is None and opt.text in IR_OP_OF_PTO:
             h = generic_tile_op
         if h is None:
@@ -432,6 +433,7 @@ def read_pto(text: str, filename: str = "<pto>", platform=None, addrs: list | No
     placed with ``pto.alloc_tile addr = ...`` (the IR does not carry fixed addresses)."""
     if text.startswith("\ufeff"):          # a UTF-8 byte order mark (some editors write one)
         text = text[1:]
+    text = without_locations(text)
     with gc_paused():
         rd = Reader(text, filename, platform)
         prog = rd.module()

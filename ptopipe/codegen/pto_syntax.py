@@ -162,10 +162,6 @@ for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpf", _f)] = _k
 
 
-#: the SlotNums ptoas builds a ring of (PTOAS PTO.cpp verifyPipeShape)
-PTOAS_SLOT_NUMS = (4, 8)
-
-
 def frontend_ring(dir_mask: int, platform) -> tuple:
     """``(SLOT_NUM, local_slot_num)`` of the ring ptoas builds from a ``pto.aic_/aiv_initialize_pipe``
     whose attribute block gives only ``dir_mask``, ``slot_size`` (and ``nosplit``), in the IR's

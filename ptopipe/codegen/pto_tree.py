@@ -21,12 +21,15 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
-from .pto_lexer import Token, tokenize
+from .pto_lexer import Token, tokenize, without_locations
 
 #: ops whose trailing ``{`` opens a region (not an attribute dictionary)
 REGION_OPS = frozenset({"module", "builtin.module", "func.func", "scf.for", "scf.if", "scf.while",
                         "scf.execute_region", "scf.parallel", "scf.forall", "pto.section.cube",
                         "pto.section.vector", "pto.section"})
+#: the short and long spellings MLIR prints of the func dialect's ops (``call @f(...)`` in a
+#: ``func.func`` body, ``func.return``), as the one name each reader knows the op by
+OP_ALIASES = {"call": "func.call", "func.return": "return"}
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 
@@ -198,14 +201,14 @@ _STMT = re.compile(r'\s*(?P<res>(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*,\s*)*%[A
                    r'\s*=\s*|\s*')
 _NAME = re.compile(r'(?P<q>"?)(?P<name>[A-Za-z_][A-Za-z0-9_$.]*)(?P=q)')
 _STARTS = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?\s*[,=]|"[A-Za-z_][\w.$]*"\s*\(|[a-z_][a-z0-9_]*'
-                     r'(?:\.[a-z0-9_]+)+\b|return\b|module\b|\}|\^)')
+                     r'(?:\.[a-z0-9_]+)+\b|return\b|call\s+@|module\b|\}|\^)')
 _LABEL = re.compile(r"\s*(\^[A-Za-z0-9_$.]+)\s*(\(([^)]*)\))?\s*:\s*$")
 
 
 #: a line that can only start an operation: ``[%r[, %s] = ] dialect.op`` (not ``key = value``
 #: of a multi-line attribute dictionary) or ``return``
 _OP_LINE = re.compile(r'\s*(?:%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?(?:\s*,\s*%[A-Za-z0-9_$.#-]+(?:\s*:\s*\d+)?)*'
-                      r'\s*=\s*)?(?:[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+\b(?!\s*=)|return\b)')
+                      r'\s*=\s*)?(?:[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)+\b(?!\s*=)|return\b|call\s+@)')
 
 
 def _unclosed(pieces: list, filename: str) -> tuple:
@@ -271,7 +274,7 @@ class _Reader:
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
             raise ParseError(f"unexpected character {m.group()!r}", where=f"{filename}:{line}:{col}",
                              fix="PTO-AS is MLIR text: check for a stray character")
-        self.lines = [_code(l).rstrip() for l in text.split("\n")]
+        self.lines = [_code(l).rstrip() for l in without_locations(text).split("\n")]
         self.i = 0                       # the current line (0-based)
         self.col = 0                     # where on it reading goes on
 
@@ -355,7 +358,7 @@ class _Reader:
                                fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
             raise self.err(f"expected an operation name, got {what[:20]!r}", line, self.col + at + 1,
                            fix="each line holds one MLIR operation: [%r = ] dialect.op ...")
-        name = nm.group("name")
+        name = OP_ALIASES.get(nm.group("name"), nm.group("name"))
         ntok = Token("string" if nm.group("q") else "word", nm.group(0), line, self.col + nm.start() + 1)
         holds = name in REGION_OPS
         pieces, regions, depth = [], [], 0

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..arch.catalogue import OPS as CATALOGUE
 from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..errors import CompileError
-from ..arch.vocab import ALIGNMENT, Direction, MemSpace, TileSplitAxis, row_major_strides
+from ..arch.vocab import ALIGNMENT, PTOAS_SLOT_NUMS, Direction, MemSpace, TileSplitAxis, row_major_strides
 from ..arch import get_platform
 from ..ir.instances import storage_op
 from ..ir.layout import read_layout, unallocated
@@ -43,7 +43,7 @@ from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueTy
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
-                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOAS_SLOT_NUMS, PTOPIPE_BASE,
+                         INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
                          frontend_ring, ptr_type, tile_buf)
 

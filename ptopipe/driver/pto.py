@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 
+from ..arch.platform import platform_name
 from ..codegen.pto_exec.types import check_input_fits
 from ..errors import ConfigError, ParseError
 from ..ir.types import TensorType, np_dtype
@@ -278,7 +279,7 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     failed one)."""
     from ..codegen.pto_load import load_pto
     from ..codegen.pto_exec import read_program, read_text
-    from ..codegen.pto_syntax import INT_DTYPES, run_line_platform
+    from ..codegen.pto_syntax import INT_DTYPES, PLATFORM_OF_ARCH, run_line_platform
     from ..errors import CompileError
     from ..ir.types import ScalarType
     from ..passes.static_check import NOT_PROVEN as NOT_PROVEN_STATUS, status_of
@@ -297,7 +298,7 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
         return verdict(*_unexpressed(path, e, platform))
     except CompileError as e:
         arch = read_program(read_text(path), path).arch or ""
-        return verdict(platform or {"a3": "a2a3"}.get(arch, arch) or "a2a3", "failed", [],
+        return verdict(platform_name(platform or PLATFORM_OF_ARCH.get(arch) or "a2a3"), "failed", [],
                        "the static checks found an error without running", [e])
     state = status_of([], warnings)
     if not any(o.name.endswith("initialize_pipe") for o in op.walk()):
@@ -320,8 +321,9 @@ def _unexpressed(path: str, why: ParseError, platform) -> tuple:
     without cross-core pipes has nothing to prove (a pass, saying so); one with pipes is
     not verified - never a pass for what was not proved."""
     from ..codegen.pto_exec import has_pipes, read_program, read_text
+    from ..codegen.pto_syntax import PLATFORM_OF_ARCH
     prog = read_program(read_text(path), path)    # unreadable: the executor's ParseError
-    plat = platform or {"a3": "a2a3"}.get(prog.arch or "", prog.arch) or "a2a3"
+    plat = platform_name(platform or PLATFORM_OF_ARCH.get(prog.arch or "") or "a2a3")
     if not has_pipes(prog, list(prog.funcs)):
         return plat, "nothing to verify", [], _NOTHING
     return (plat, "not verified", [],

@@ -247,7 +247,8 @@ def allocate_program(program) -> dict:
 
 # -- seed 003's rules on a reserved ring (one wording for the runtime's and Validate's checks) --
 def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
-                      staged: int | None = None, spare_ok: bool = False) -> tuple | None:
+                      staged: int | None = None, spare_ok: bool = False,
+                      slot_nums: tuple | None = None) -> tuple | None:
     """``(what, fix)`` when reserve_buffer ``name`` of ``size`` bytes is not the
     SLOT_NUM * SLOT_SIZE its pipe needs, else None.  ``staged``: the LocalSlotNum an init
     gives explicitly to a ring that lives in GM (A2A3): the consumer's buffer then holds only
@@ -256,7 +257,9 @@ def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
     ``TPipe<..., SlotNum, LocalSlotNum>``, the ``.pto`` PTOAS writes).  ``spare_ok``: a
     reserve larger than that is no problem either (a ``.pto`` as ptoas reads it: ptoas plans
     the size the file gives and the TPipe uses the first SLOT_NUM * SLOT_SIZE bytes, so the
-    rest is only unused memory, where seed 003's rule asks for the exact size)."""
+    rest is only unused memory, where seed 003's rule asks for the exact size).  ``slot_nums``:
+    the SlotNums a ``.pto`` init may be given (ptoas's), the only ones the fix suggests (None:
+    any, the DSL's)."""
     need = slot_num * slot_size
     if size == need or (staged is not None and staged * slot_size <= size <= need) or \
             (spare_ok and size > need):
@@ -273,8 +276,13 @@ def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
             fix += f", or give the init local_slot_num={size // slot_size}"
         return what, fix
     fix = f"reserve_buffer(name={name!r}, size=SLOT_NUM * SLOT_SIZE, ...)"
-    if size % slot_size == 0 and size // slot_size > 0:
-        fix += f", or give the pipe slot_num={size // slot_size}"
+    fits = size // slot_size if size % slot_size == 0 else 0
+    if fits > 0 and slot_nums is None:
+        fix += f", or give the pipe slot_num={fits}"
+    elif fits in (slot_nums or ()):
+        fix += (f", or give the pipe slot_num={fits} (on a pto.initialize_l2l_pipe / "
+                "initialize_l2g2l_pipe: a pto.aic_/aiv_initialize_pipe takes no slot_num and builds "
+                "8 slots one way, 4 both ways)")
     return what, fix
 
 
@@ -305,13 +313,18 @@ def gm_window_problem(name: str, shape, offs: list, window: list, lane_split=Non
 
 
 def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,
-                        have: int) -> tuple | None:
+                        have: int, placed: bool = False) -> tuple | None:
     """``(what, fix)`` when reserve_buffer ``name`` at ``base`` overruns ``owner``'s
-    ``space`` of ``have`` bytes, else None."""
+    ``space`` of ``have`` bytes, else None.  ``placed``: the allocator chose ``base`` (an AUTO
+    reserve, after the function's tiles), so the fix is fewer bytes, not another base."""
     if base + size <= have:
         return None
     what = (f"reserve_buffer {name!r} of {size} bytes at {base:#x} does not fit {owner}'s "
             f"{space} ({have} bytes)")
+    if placed:
+        return (what + f": its base was chosen after the function's tiles ({base} bytes)",
+                f"reserve at most {have - base} bytes (SLOT_NUM * SLOT_SIZE: smaller slots or fewer of "
+                "them), or let the function's tiles take less")
     if size <= have:            # the size fits: the base is too high
         return (what, f"lower its base: {size} bytes fit at a base up to {have - size:#x} (or "
                       "base=pl.AUTO)")

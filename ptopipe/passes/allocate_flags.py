@@ -21,13 +21,18 @@ have several rings of one direction, each with its own id and its own flags).
 Errors (CompileError at the init's DSL line): an init with no matching init (same
 direction and id) in its peer; the two ends of a pipe disagreeing on DIR_MASK, SLOT_SIZE or
 SLOT_NUM or on a given flag_id; a given flag_id whose flags overlap another pipe's; flags
-running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).
+running out (a peer has ``flag_limit`` ids, e.g. 8 per direction).  A flag error names the
+protocol it judges under; for a ``.pto`` file (device code) whose flags clash only under the
+spec protocol's flag per slot, it says the file is valid for pto-isa (whose numbering this
+pass then tries) and to run it with ``--protocol pto-isa``.
 """
 from __future__ import annotations
 
+from ..arch.vocab import Protocol
+from ..errors import CompileError
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import ImportPeerBufferOp, ReserveBufferOp
-from ..protocol.model import FIRST_FLAG_ID
+from ..protocol.model import FIRST_FLAG_ID, compile_model, platform_kind
 from .util import (error, func_name, functions, init_ops, platform_of, protocol_model, slot_num,
                    top_ops, ways)
 from .properties import IRProperty
@@ -61,7 +66,7 @@ def _describe(init, n: int) -> str:
             f"slot_size={init.slot_size}, slot_num={n}{pid})")
 
 
-def _flags(model, flag_id, init, n, plat, limit, name, peer):
+def _flags(model, flag_id, init, n, plat, limit, name, peer, flag_error):
     """The init attributes of a pipe at ``flag_id`` and the [first, last] flags of its rings."""
     attrs, spans = {"flag_id": flag_id}, []
     for k, way in enumerate(ways(init)):
@@ -70,8 +75,8 @@ def _flags(model, flag_id, init, n, plat, limit, name, peer):
         if top > limit:
             msg, fix = model.flag_range_error(way, ready, free, flag_id, n, plat,
                                               len(ways(init)) == 2)
-            raise error(f"flags run out between {name!r} and {peer!r}: {msg}", init,
-                        f"{fix}; or fewer pipes / a smaller slot_num")
+            raise flag_error(f"flags run out between {name!r} and {peer!r}: {msg}", init,
+                             f"{fix}; or fewer pipes / a smaller slot_num")
         attrs[f"{way.lower()}_flags"] = (min(ready, free), top - 1)
         spans.append((min(ready, free), top - 1))
     return attrs, spans
@@ -80,13 +85,47 @@ def _flags(model, flag_id, init, n, plat, limit, name, peer):
 def run(program, ctx):
     plat = platform_of(ctx)
     model = protocol_model(ctx)
+
+    def flag_error(msg, init, fix):
+        """A flag error under ``model``, naming it.  A ``.pto`` file is device code: the fix
+        speaks its attributes, and when the device library's numbering (pto-isa: two counter
+        flags per ring) takes the file's flags without a clash, says so."""
+        if getattr(ctx, "as_ptoas", False):
+            fix = ("give each pipe a flag_base range of its own: a ring takes slot_num flags "
+                   f"under {model.name} (e.g. two one-way pipes with slot_num = 4 and flag_base = 0 "
+                   "and 4)")
+            if model.per_tag_flags and _valid_for(program, plat, Protocol.PTO_ISA):
+                fix = ("the file is valid for pto-isa, whose rings use FlagID and FlagID+1 only: "
+                       f"run it with --protocol pto-isa; or, to run it under {model.name}, {fix}")
+        why = ": seed 003's flag per ring slot" if model.per_tag_flags else ""
+        return error(f"{msg} (under the {model.name} protocol{why})", init, fix)
+
+    for init, other, attrs in _number(program, plat, model, flag_error):
+        init.attributes.update(attrs)
+        other.attributes.update(attrs)
+    return program
+
+
+def _valid_for(program, plat, protocol) -> bool:
+    """Whether ``protocol``'s numbering gives every pipe of ``program`` its flags."""
+    try:
+        _number(program, plat, compile_model(protocol, platform_kind(plat)), error)
+    except CompileError:
+        return False
+    return True
+
+
+def _number(program, plat, model, flag_error) -> list:
+    """``(init, its peer's init, flag attributes)`` of every pipe of ``program`` under
+    ``model``; raises the CompileError of the first pipe that cannot be numbered (a flag
+    error through ``flag_error(message, init, fix)``)."""
     limit = model.flag_limit(plat)
     funcs = {func_name(f): f for f in functions(program)}
     kinds = {f.kind for f in funcs.values()}
     # a lone kernel (no function of the other core: pypto compiles one) numbers its own pipes
     lone = FunctionKind.AIC not in kinds or FunctionKind.AIV not in kinds
     owner = FunctionKind.AIV if FunctionKind.AIC not in kinds else FunctionKind.AIC
-    matched = set()
+    matched, out = set(), []
     for name, cube in funcs.items():
         if cube.kind is not owner:
             continue
@@ -126,22 +165,21 @@ def run(program, ctx):
                             f"the pipe at {init.loc}")
             flag_id = next(iter(given)) if given else next_id
             while True:
-                attrs, spans = _flags(model, flag_id, init, n, plat, limit, name, peer)
+                attrs, spans = _flags(model, flag_id, init, n, plat, limit, name, peer, flag_error)
                 clash = next((u for u in used if any(lo <= u[1] and u[0] <= hi for lo, hi in spans)), None)
                 if clash is None:
                     break
                 if given:
-                    raise error(f"flag_id={flag_id} of this pipe uses flags {spans[0][0]}.."
-                                f"{spans[-1][1]}, which overlap flags {clash[0]}..{clash[1]} of "
-                                f"the pipe initialised at {clash[2].loc}", init,
-                                "give the pipes disjoint flag ids (or leave flag_id out: "
-                                "AllocateFlags numbers the pipes)")
+                    raise flag_error(f"flag_id={flag_id} of this pipe uses flags {spans[0][0]}.."
+                                     f"{spans[-1][1]}, which overlap flags {clash[0]}..{clash[1]} of "
+                                     f"the pipe initialised at {clash[2].loc}", init,
+                                     "give the pipes disjoint flag ids (or leave flag_id out: "
+                                     "AllocateFlags numbers the pipes)")
                 flag_id += 1
             used.extend((lo, hi, init) for lo, hi in spans)
             if not given:
                 next_id = model.next_flag_id(flag_id, len(ways(init)), n)
-            init.attributes.update(attrs)
-            other.attributes.update(attrs)
+            out.append((init, other, attrs))
             matched.add(other)
         for rest in vec_inits.values():
             raise error(f"{_describe(rest, slot_num(rest, plat))} in {peer!r} has no matching "
@@ -155,4 +193,4 @@ def run(program, ctx):
                                 "matching aic_initialize_pipe in a Cube function", init,
                                 "initialise the same pipe in the Cube function that pushes to / "
                                 "pops from this one")
-    return program
+    return out

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import allocate_function, tiles_fit_problem
-from ..ir.opdefs import EVENT_OPS
+from ..ir.opdefs import EVENT_OPS, ReserveBufferOp
+from ..ir.vocab import AUTO
 from .util import error, func_name, functions, platform_of
 from .properties import IRProperty
 from .remarks import remarks_of
@@ -32,7 +33,9 @@ INVALIDATED = frozenset()
 def run(program, ctx):
     plat = platform_of(ctx)
     remarks = remarks_of(ctx)
+    placed = getattr(ctx, "placed", set())
     for f in functions(program):
+        placed.update(op for op in f.body if op.is_a(ReserveBufferOp) and op.base is AUTO)
         lay = allocate_function(f)              # (whether a ring fits its memory: Validate)
         event = next((op for op in f.walk() if op.is_a(*EVENT_OPS)), None)
         if event is not None:

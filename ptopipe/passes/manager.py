@@ -142,7 +142,10 @@ class PassContext:
     VerifyPipes proves them (else for every value >= 0); ``remarks``: what each pass did and
     did not do, and why (:mod:`.remarks`); ``as_ptoas``: the program is a ``.pto`` file,
     judged by what ptoas and the device do with it rather than by the rules seed 003 sets
-    for the compiler's own output (a reserve larger than its ring is then no error)."""
+    for the compiler's own output (a reserve larger than its ring is then no error);
+    ``placed``: the reserve_buffers whose ``base=pl.AUTO`` AllocateMemoryAddr resolved (after
+    the function's tiles), so that Validate tells one that then overruns its memory to shrink,
+    not to move."""
     platform: object = "a2a3"
     protocol: str = "spec"
     warnings: list = field(default_factory=list)
@@ -150,6 +153,7 @@ class PassContext:
     ranges: dict = field(default_factory=dict)
     remarks: Remarks = field(default_factory=Remarks)
     as_ptoas: bool = False
+    placed: set = field(default_factory=set)
 
 
 def unverified_pipeline(passes=None) -> tuple:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
-from ..arch.vocab import TileSplitAxis
+from ..arch.vocab import PTOAS_SLOT_NUMS, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
@@ -65,7 +65,7 @@ def run(program, ctx):
     made = {c.callee: g_name for g_name, g in funcs.items()
             if g.kind is FunctionKind.Group for c in g.walk() if c.is_a(CallOp)}
     for name, f in funcs.items():
-        _check_buffers(name, f, funcs, plat, made.get(name), depth)
+        _check_buffers(name, f, funcs, plat, made.get(name), depth, getattr(ctx, "placed", ()))
     return program
 
 
@@ -125,7 +125,8 @@ def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = F
                         "function that TPOPs from it")
         bad = None if gm_requested(init) else ring_size_problem(
             buf.buffer_name, buf.size, n, size,
-            init.local_slot_num if in_gm else None, spare_ok=as_ptoas)   # explicit: staging only
+            init.local_slot_num if in_gm else None, spare_ok=as_ptoas,   # explicit: staging only
+            slot_nums=PTOAS_SLOT_NUMS if as_ptoas else None)            # (a .pto: what ptoas builds)
         if bad is not None:
             raise error(bad[0], buf, bad[1], details=f"pipe initialised at {init.loc}")
     if in_gm:
@@ -157,9 +158,11 @@ def _warn_counter_overflow(f, init, plat, model, warnings) -> None:
                 warnings.append(msg)
 
 
-def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None) -> None:
+def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | None = None,
+                   placed=()) -> None:
     """``mixed``: the @pl.incore function ExpandMixedKernel made ``f`` from (its rings are
-    the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles)."""
+    the compiler's: a ring that does not fit is fixed with ``slot_num=`` or smaller tiles);
+    ``placed``: the reserves whose base the allocator chose (``PassContext.placed``)."""
     for imp in top_ops(f, ImportPeerBufferOp):
         bname, pname = imp.buffer_name, imp.peer_func
         peer = funcs.get(pname)
@@ -182,7 +185,7 @@ def _check_buffers(name, f, funcs, plat, mixed: str | None = None, depth: int | 
             continue
         base = 0 if r.base is AUTO else r.base
         have = plat.mem_size(MemSpace(space))
-        bad = reserve_fit_problem(rname, base, r.size, plat.name, space, have)
+        bad = reserve_fit_problem(rname, base, r.size, plat.name, space, have, placed=r in placed)
         if bad is not None and mixed is not None and rname in RING_NAME.values():
             raise _compiler_ring_too_big(f, r, mixed, base, have, plat, depth)
         if bad is not None:

@@ -156,6 +156,20 @@ class ProtocolModel:
         """(message, fix) of a way whose flags do not fit the platform."""
         raise NotImplementedError
 
+    def flag_claims(self, flag_id: int, ways: tuple, slot_num: int, plat) -> set | None:
+        """The ``(setter, flag id)`` pairs the rings ``ways`` (C2V / V2C, in the pipe's order)
+        of a pipe at ``flag_id`` use - setter "AIC" for a flag the Cube sets, "AIV" for one a
+        Vector core sets, two separate flags - or None when a ring's flags do not fit
+        ``plat``'s ids (:meth:`flag_limit`).  Two pipes of one peer clash when they share a pair."""
+        out, count = set(), slot_num if self.per_tag_flags else 1
+        for k, way in enumerate(ways):
+            ready, free = self.flag_ids(flag_id, k, slot_num)
+            if min(ready, free) < 0 or self.flags_top(ready, free, slot_num) > self.flag_limit(plat):
+                return None
+            prod, cons = ("AIC", "AIV") if way == C2V else ("AIV", "AIC")
+            out |= {(prod, ready + t) for t in range(count)} | {(cons, free + t) for t in range(count)}
+        return out
+
     def next_flag_id(self, flag_id: int, n_ways: int, slot_num: int) -> int:
         """The FlagID of the next pipe of the same Vector-Cube peer after a pipe with
         ``flag_id`` and ``n_ways`` rings of ``slot_num`` slots: the pipes of a peer take

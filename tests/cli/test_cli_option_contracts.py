@@ -76,3 +76,13 @@ def test_a_coverage_gate_with_no_mutant_fails(capsys):
     assert cli_main(["mutate", mixed, "--fail-under", "90", "--workers", "1", "--schedules", "0"]) == 1
     assert "no protocol statement to mutate" in capsys.readouterr().out
     assert cli_main(["mutate", mixed, "--workers", "1", "--schedules", "0"]) == 0
+
+
+@pytest.mark.parametrize("command", ["run", "check", "compile", "sweep", "mutate"])
+def test_platform_takes_ptoas_spelling_a3(command, capsys):
+    from ptopipe.cli import build_parser
+    args = build_parser().parse_args([command, S1, "--platform", "a3"])
+    assert args.platform == "a2a3"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    assert "{a2a3,a3,a5}" in capsys.readouterr().out

@@ -840,6 +840,21 @@ def test_a_function_of_sections_runs_each_section_on_its_kind_of_core():
     assert not r.warnings
 
 
+def test_a_function_of_cube_sections_only_runs_on_the_cube():
+    """Only a cube section: the Vector cores have nothing to run, and no note says one ran."""
+    text = vector_kernel(f"""    pto.section.cube {{
+      %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+      %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+      %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+      %yp = pto.partition_view %yv, offsets = [%c0, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+{square_x_into_y("      ")}    }}
+""")
+    r = run_pto(text=text, inputs=dict(x=X, y=np.zeros_like(X)))
+    np.testing.assert_allclose(r.outputs["y"], X @ X, rtol=1e-4)
+    assert not [n for n in r.notes if "Vector kernel" in n]
+    assert [n for n, c in r.summary.cores.items() if c["state"] != "idle"] == ["AIC"]
+
+
 def test_a_tile_read_before_anything_wrote_it_is_a_warning_at_the_read():
     """A bias added before it is loaded: the run computes what the device would (here x + 0),
     and warns at the add, once; the same bytes written under another name (an in-place alias

@@ -193,3 +193,55 @@ def test_negative_isa_flag_id_says_flag_ids_start_at_0():
         ptopipe.run(cube, (vector, None), dict(fifo=ptopipe.gm_buffer(4 * 2048)))
     assert ei.value.fix.startswith("a FlagID is a flag number, 0 or more; use FlagID + SlotNum <= 8")
     assert ei.value.where.endswith(f":{line_of(test_negative_isa_flag_id_says_flag_ids_start_at_0, 'NEG-ISA')}")
+
+
+_TWO_PIPES_PTO = """module attributes {pto.target_arch = "a5"} {
+  func.func @cube() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
+    %v2c = pto.reserve_buffer {name = "v2c_fifo", size = 8192, location = #pto.address_space<mat>, auto = true} -> i32
+    %c2v = pto.import_reserved_buffer {name = "c2v_fifo", peer_func = @vector} -> i32
+    %pc = pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 8, flag_base = 0}(%c2v : i32) -> !pto.pipe
+    %pv = pto.initialize_l2l_pipe {dir_mask = 2, slot_size = 1024, slot_num = 8, flag_base = FB}(%v2c : i32) -> !pto.pipe
+    return
+  }
+  func.func @vector() attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c2v = pto.reserve_buffer {name = "c2v_fifo", size = 8192, location = #pto.address_space<vec>, auto = true} -> i32
+    %v2c = pto.import_reserved_buffer {name = "v2c_fifo", peer_func = @cube} -> i32
+    %pc = pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 8, flag_base = 0}(%c2v : i32) -> !pto.pipe
+    %pv = pto.initialize_l2l_pipe {dir_mask = 2, slot_size = 1024, slot_num = 8, flag_base = FB}(%v2c : i32) -> !pto.pipe
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("flag_base,device_ok", [(2, True), (1, False)])
+def test_pto_flags_clashing_only_under_spec_name_it_and_point_to_pto_isa(flag_base, device_ok):
+    """Two one-way pipes at flag_base 0 and 2: a flag per slot (spec) overlaps them, pto-isa's
+    FlagID / FlagID+1 per ring does not - the error names spec and points to --protocol
+    pto-isa; at flag_base 1 they clash under pto-isa too, and the error does not."""
+    from ptopipe.codegen.pto_load import load_pto
+    text = _TWO_PIPES_PTO.replace("FB", str(flag_base))
+    with pytest.raises(CompileError) as ei:
+        load_pto("two.pto", text=text)
+    assert "(under the spec protocol: seed 003's flag per ring slot)" in ei.value.what
+    assert ei.value.where == "two.pto:6:5"
+    assert ("run it with --protocol pto-isa" in ei.value.fix) is device_ok
+    assert "slot_num = 4 and flag_base = 0 and 4" in ei.value.fix
+    if device_ok:
+        load_pto("two.pto", protocol="pto-isa", text=text)
+
+
+@pytest.mark.parametrize("v2c_flag,device_ok", [(2, True), (1, False)])
+def test_isa_pipes_sharing_a_spec_flag_name_spec_and_point_to_pto_isa(v2c_flag, device_ok):
+    import ptopipe
+    from ptopipe.isa import DIR_C2V, DIR_V2C, TPipe
+
+    def pipes():
+        TPipe(0, DIR_C2V, 1024, 8)(0, 0x10000, 0)
+        TPipe(v2c_flag, DIR_V2C, 1024, 8)(0, 0, 0x10000)
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(pipes, pipes, {}, platform="a5")
+    assert "(under the spec protocol)" in ei.value.what
+    assert ("run it with --protocol pto-isa" in ei.value.fix) is device_ok
+    if device_ok:
+        ptopipe.run(pipes, pipes, {}, platform="a5", protocol="pto-isa")

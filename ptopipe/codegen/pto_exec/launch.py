@@ -239,6 +239,31 @@ def prepare(path: str | None = None, *, text: str | None = None, func: str | Non
         raise malformed(e, path) from None
 
 
+_SECTION_KIND = {"pto.section.cube": "cube", "pto.section.vector": "vector"}
+
+
+def section_kinds(prog: Program, names) -> set:
+    """The kinds of core a kernel of ``pto.section.cube`` / ``.vector`` regions (the functions
+    ``names``) runs on: those of its sections; every kind when a ``pto.`` op sits outside them
+    (ptoas guards only the sections' bodies, so every core runs it) or a section names no
+    kind.  Empty: no sections."""
+    found, outside = set(), False
+
+    def visit(stmts):
+        nonlocal outside
+        for s in stmts:
+            if s.name.startswith("pto.section"):
+                found.update({_SECTION_KIND[s.name]} if s.name in _SECTION_KIND else {"cube", "vector"})
+                continue
+            outside = outside or s.name.startswith("pto.")
+            for r in s.regions:
+                for b in r:
+                    visit(b.stmts)
+    for n in names:
+        visit(prog.funcs[n].body)
+    return found | ({"cube", "vector"} if found and outside else set())
+
+
 def file_platform(prog: Program, text: str) -> tuple:
     """``(platform, from_run_line)`` a file is for: its module's ``pto.target_arch``, else its
     lit ``// RUN:`` line's ``--pto-arch`` (ptoas's test files), else A2A3."""
@@ -278,9 +303,9 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             if callee_kinds:                # an entry: each callee runs on its kernels' cores
                 kinds[t] = callee_kinds
                 continue
-            if any(s.name.startswith("pto.section.") for c in reachable(prog, t)
-                   for s in walk(prog.funcs[c].body)):
-                kinds[t] = {"cube", "vector"}   # every core runs it; each section on its kind
+            sections = section_kinds(prog, reachable(prog, t))
+            if sections:                    # each section runs on its kind of core
+                kinds[t] = sections
                 continue
             kind, warning = implied_kind(f, prog.funcs, path, prog.types)
             if warning:
@@ -311,7 +336,12 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                 if core_name != "aic" and "vector" not in kinds[t]:
                     continue
                 f = prog.funcs[t]
-                ex.call(f, [_own(kw.get(p[0][1:])) for p in f.params])
+                try:
+                    ex.call(f, [_own(kw.get(p[0][1:])) for p in f.params])
+                except PtoPipeError as e:    # what the run finds, in the file's spelling
+                    from ..pto_load import in_pto_words
+                    in_pto_words(e)
+                    raise
         kernel.__name__ = f"{top}@{core_name}"
         return kernel
 

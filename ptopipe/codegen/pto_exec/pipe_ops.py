@@ -4,7 +4,7 @@ in both spellings, on the pipe of the way this core produces into or consumes fr
 from __future__ import annotations
 
 from ... import isa
-from ...arch.vocab import Direction, TileSplitAxis
+from ...arch.vocab import PTOAS_SLOT_NUMS, Direction, TileSplitAxis
 from ...errors import CompileError, ConfigError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
@@ -65,10 +65,14 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
             bad = ring_size_problem(local_buf.name, local_buf.size, n, slot_size,
                                     staged=local if buf is not None else None, spare_ok=True)
             if bad is not None:
-                k = local_buf.size // slot_size
+                k = local_buf.size // slot_size if local_buf.size % slot_size == 0 else 0
+                other = "" if k not in PTOAS_SLOT_NUMS else (
+                    f", or give the init slot_num = {k}" if s.name not in _FRONTEND_INITS else
+                    f", or set the pipe up with a pto.initialize_l2l_pipe / initialize_l2g2l_pipe of "
+                    f"slot_num = {k} ({s.name} takes no slot_num: ptoas builds 8 slots one way, 4 "
+                    "both ways)")
                 raise CompileError(bad[0], where=ex.where(s), fix=(
-                    f"size the pto.reserve_buffer named \"{local_buf.name}\" as the ring needs"
-                    + (f", or give the init slot_num = {k}" if k and local_buf.size % slot_size == 0 else "")))
+                    f"size the pto.reserve_buffer named \"{local_buf.name}\" as the ring needs" + other))
     peers = (0,) if one_lane else (0, 1)
     cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
                     isa.TPipe.__dataclass_fields__["local_slot_num"].default, peers=peers)
@@ -116,7 +120,8 @@ def h_init(ex, fr, s):
             e.fix = ("a .pto's ring has ptoas's SlotNum (8 one way, 4 both ways); under the spec model "
                      "each slot has a flag of its own, so the pipes of one direction share 8 flags - "
                      "run it with --protocol pto-isa (counter flags: two per ring), or give the "
-                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num)"
+                     "pipes fewer slots (pto.initialize_l2g2l_pipe / l2l with slot_num = 4, the "
+                     "fewest ptoas builds)"
                      + (f"; and check that both ends name FlagID {flag} (id / flag_base): ends with "
                         "different FlagIDs never meet" if flag is not None else ""))
             e.args = (e.render(),)
@@ -245,6 +250,59 @@ def h_free(ex, fr, s):
 
 INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.initialize_l2g2l_pipe",
             "pto.initialize_l2l_pipe")
+
+
+#: the attributes ptoas's frontend init takes in its braces (PTOAS PTOOps.td
+#: ``AicInitializePipeOp`` / ``AivInitializePipeOp``: ``{dir_mask = .., slot_size = .. [, nosplit = ..]}``)
+FRONTEND_INIT_KEYS = ("dir_mask", "slot_size", "nosplit")
+_FRONTEND_INITS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
+
+
+def ptoas_refusals(prog) -> list:
+    """Warnings, at their line:col, for the pipe inits of ``prog`` that ptoas's verifier
+    refuses and ptopipe runs as its own spelling (its writer spells a ring ptoas cannot build
+    that way, and reads it back): an attribute other than :data:`FRONTEND_INIT_KEYS` in a
+    frontend init's braces (ptoas: "expected 'nosplit'"), a slot_num other than
+    :data:`~ptopipe.arch.vocab.PTOAS_SLOT_NUMS` or a local_slot_num outside 1..slot_num
+    (PTOAS PTO.cpp ``verifyPipeShape`` / ``InitializeL2G2LPipeOp::verify``)."""
+    out = []
+    for f in prog.funcs.values():
+        for s in walk(f.body):
+            if s.name not in INIT_OPS:
+                continue
+            toks, at = s.toks, None
+            if s.name in _FRONTEND_INITS and toks and toks[0].text == "{":
+                depth = 0
+                for i, t in enumerate(toks):
+                    depth += (t.text == "{") - (t.text == "}")
+                    if depth == 0:
+                        break
+                    if depth == 1 and t.kind == "word" and toks[i + 1].text == "=" and \
+                            toks[i - 1].text in ("{", ",") and t.text not in FRONTEND_INIT_KEYS:
+                        at = t
+                        break
+                if at is not None:
+                    out.append(f"{prog.path}:{at.line}:{at.col}: ptoas refuses {at.text} on {s.name} "
+                               f"(\"expected 'nosplit'\": its braces take {', '.join(FRONTEND_INIT_KEYS)}; "
+                               "it builds 8 slots one way, 4 both ways, at FlagID 0); ptopipe runs it "
+                               "as written - for another ring, write a pto.initialize_l2l_pipe / "
+                               "initialize_l2g2l_pipe")
+                    continue
+            n = s.attr("slot_num")
+            if n and n[0].text.lstrip("-").isdigit():
+                t, k = n[0], int(n[0].text)
+                legal = " or ".join(map(str, PTOAS_SLOT_NUMS))
+                if k not in PTOAS_SLOT_NUMS:
+                    out.append(f"{prog.path}:{t.line}:{t.col}: ptoas refuses slot_num = {k} on {s.name} "
+                               f"(\"expects 'slot_num' to be {legal}\"); ptopipe runs a ring of {k} "
+                               f"slots as written - give it slot_num = {legal} for the device")
+                    continue
+                ls = s.attr("local_slot_num")
+                if ls and ls[0].text.lstrip("-").isdigit() and not 0 < int(ls[0].text) <= k:
+                    t = ls[0]
+                    out.append(f"{prog.path}:{t.line}:{t.col}: ptoas refuses local_slot_num = {t.text} on "
+                               f"{s.name} (it expects 1..slot_num = {k}); ptopipe runs it as written")
+    return out
 
 
 def check_flag_ids(prog, names) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...arch import MemSpace, PipeUnit
-from ...arch.vocab import C2V, V2C, Direction, FIFOType
+from ...arch.vocab import C2V, V2C, Direction, FIFOType, Protocol
 from ...errors import ConfigError, MemoryConflictError
 from ...sim import CoreKind
 from ..context import current_core
@@ -22,7 +22,7 @@ from .config import TPipe, ways as _ways
 from .cpusim import SharedRing
 from .diagnostics import deadlock_cause, explain, holdings
 from ...protocol.geometry import not_a_peer
-from ...protocol.model import cluster_model
+from ...protocol.model import cluster_model, model_for, platform_kind
 from ...sim.location import is_cpp
 from .teardown import scope_end
 
@@ -132,7 +132,8 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         ready_id, free_id = model.flag_ids(cfg.flag_id, k, n)
         if ready_id < 0 or model.flags_top(ready_id, free_id, n) > limit:
             msg, fix = model.flag_range_error(way, ready_id, free_id, cfg.flag_id, n, plat, both)
-            raise ConfigError(msg, where=_loc(core), fix=fix)
+            raise ConfigError(f"{msg} (under the {model.name} protocol)", where=_loc(core),
+                              fix=fix + _device_note(cluster, model, cfg))
         consumer_buf = c2v_consumer_buf if way == C2V else v2c_consumer_buf
         base = model.ring_base(gm_addr, k, n, cfg.slot_size) if in_gm else consumer_buf
         handle.channels[way] = _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf)
@@ -227,10 +228,11 @@ def _claim_flags(core, ch: Channel) -> None:
                 if f.owner is _other_end(core, ch):
                     raise _flag_mismatch(core, ch, f.owner)
                 raise ConfigError(
-                    f"{ch.name} and {f.owner.name} share {f.name}",
+                    f"{ch.name} and {f.owner.name} share {f.name} (under the {ch.model.name} protocol)",
                     where=_loc(core),
                     fix="two pipes on the same peer may not share a flag: give them disjoint FlagID ranges "
-                        f"({_flag_range(ch)} and {_flag_range(f.owner)})")
+                        f"({_flag_range(ch)} and {_flag_range(f.owner)})"
+                        + _device_note(cluster, ch.model, ch.cfg, f.owner.cfg))
             f.owner = ch
         for f in ready:
             f.signal = "ready"      # a wait on it is a "waiting for data" stall
@@ -238,6 +240,21 @@ def _claim_flags(core, ch: Channel) -> None:
             f.signal = "free"
         ch.ready_flags[p] = ready
         ch.free_flags[p] = free
+
+
+def _device_note(cluster, model, *cfgs) -> str:
+    """Under a flag-per-slot protocol (spec), what the device library says of the flags of
+    pipes ``cfgs`` that do not fit: pto-isa's two counter flags per ring may fit them."""
+    if not model.per_tag_flags:
+        return ""
+    device = model_for(Protocol.PTO_ISA, platform_kind(cluster.platform))
+    claims = [device.flag_claims(c.flag_id, _ways(Direction(c.direction)), c.slot_num, cluster.platform)
+              for c in cfgs]
+    if any(c is None for c in claims) or (len(claims) == 2 and claims[0] & claims[1]):
+        return ""
+    return (f"; under pto-isa (the device library), whose rings use FlagID and FlagID+1 only, "
+            f"{'these pipes get' if len(cfgs) > 1 else 'this pipe gets'} flags of "
+            f"{'their' if len(cfgs) > 1 else 'its'} own: run it with --protocol pto-isa")
 
 
 def _flag_range(ch: Channel) -> str:
