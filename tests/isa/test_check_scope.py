@@ -17,8 +17,10 @@ from hypothesis import given, settings, strategies as st
 import ptopipe.sim.memory as memory
 from ptopipe import Scenario
 from ptopipe.driver.loader import load_scenarios
-from ptopipe.isa import DIR_C2V, TFREE, TILE_UP_DOWN, TPipe, TPOP, TPUSH, Tile, TileType, float32
+from ptopipe.isa import (DIR_C2V, TFREE, TILE_UP_DOWN, TPOP, TPUSH, TSTORE, GlobalTensor, Tile, TileType,
+                         TPipe, float32, get_subblockid, run)
 from ptopipe.isa.explore import CheckScope, explore
+from ptopipe.isa.launch import gm_buffer
 from ptopipe.isa.scenario import reusable_args
 from ptopipe.sim import Cluster
 from ptopipe.sim.memory import MemoryPool
@@ -121,7 +123,6 @@ def _vector(fifo, rows):
 
 
 def test_inputs_a_run_could_change_or_that_print_are_made_per_run(capsys):
-    from ptopipe.isa.launch import gm_buffer
     calls = []
 
     def listed(rng):
@@ -151,3 +152,42 @@ def test_a_scope_serves_one_scenario():
     assert scope.prepared(two, "default", 0)[0]["n"] == 2
     assert scope.prepared(one, "default", 0) is scope.prepared(one, "default", 0)
     assert scope.prepared(one, "default", 1) is not scope.prepared(one, "default", 0)
+
+
+def test_a_run_on_pooled_memories_is_the_run_on_fresh_ones():
+    """Outputs, cycles, summary and trace of a traced run on the buffers of an earlier run
+    (left full of other bytes) are those of the run on fresh memories: the kernel reads the
+    never-written half of its output tile, so a buffer not zeroed would show."""
+
+    def cube(a, fifo, rows):
+        pipe = TPipe(0, DIR_C2V, T * T * 4, 2)(fifo, 0x8000, 0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0x0)          # never written: zeros
+        for _ in rows:
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vector(out, fifo, rows):
+        pipe = TPipe(0, DIR_C2V, T * T * 4, 2)(fifo, 0x8000, 0)
+        t = Tile(TileType.Vec, float32, T // 2, T)
+        half = GlobalTensor(out.data() + get_subblockid() * (T // 2) * T, (T // 2, T))
+        for _ in rows:
+            TPOP(pipe, t, TILE_UP_DOWN)
+            TSTORE(half, t)
+            TFREE(pipe)
+
+    def go(pool=None):
+        args = dict(a=np.ones((T, T), np.float32), out=np.full((T, T), 7, np.float32),
+                    fifo=gm_buffer(2 * T * T * 4), rows=(0, 1, 2))
+        return run(cube, vector, args, trace=True, pool=pool)
+
+    fresh = go()
+    pool = MemoryPool()
+    dirty = go(pool)
+    for m in _memories(dirty.cluster):
+        m.buf.fill(0xA5)
+    pool.reclaim(dirty.cluster)
+    again = go(pool)
+    assert len(pool) == 0                                     # every buffer was reused
+    assert np.array_equal(again.outputs["out"], fresh.outputs["out"]) and not fresh.outputs["out"].any()
+    assert again.summary.cycles == fresh.summary.cycles
+    assert again.summary.cores == fresh.summary.cores and again.summary.pipes == fresh.summary.pipes
+    assert again.cluster.trace == fresh.cluster.trace and len(fresh.cluster.trace) > 10
