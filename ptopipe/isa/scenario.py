@@ -137,7 +137,7 @@ class Scenario:
 
 
 #: argument values a run passes to the kernels unchanged that no kernel can alter
-_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype, Enum, range)
+_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.number, np.bool_, np.dtype, Enum, range)
 
 
 def reusable_args(args: dict) -> bool:
