@@ -45,7 +45,7 @@ import time
 from typing import NamedTuple
 
 from ..errors import PtoPipeError, user_frame
-from ..isa.explore import (MIX, ExploreResult, ScheduleSpec, checked_depth, explore_default,
+from ..isa.explore import (MIX, CheckScope, ExploreResult, ScheduleSpec, checked_depth, explore_default,
                            explore_rest, failure_key, interleave, run_explored, stream, stream_depth)
 from ..sim.bounds import Deadline
 from .engine import run_units, session
@@ -82,10 +82,12 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
     depth = checked_depth(mode, depth)
     min_seconds = MIN_SECONDS if min_seconds is None else min_seconds
     run_kwargs.setdefault("causal", True)
+    scope = CheckScope()                # the runs in this process; a worker's unit makes its own
     total = schedules + 1
     out = ExploreResult(mode=mode)
     t0 = time.perf_counter()
-    explore_default(out, sc, variant, platform, protocol, data_seed, None, progress, total, **run_kwargs)
+    explore_default(out, sc, variant, platform, protocol, data_seed, None, progress, total, scope=scope,
+                    **run_kwargs)
     took = time.perf_counter() - t0
     if out.one_core or out.failures or schedules == 0:
         out.complete = out.one_core
@@ -93,7 +95,7 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
     rest = dict(schedules=schedules, seed=seed, variant=variant, platform=platform, protocol=protocol,
                 data_seed=data_seed, progress=progress, mode=mode, depth=depth, total=total)
     if schedules * took * 4 < min_seconds:      # (explored runs take up to a few times the default's)
-        return explore_rest(out, sc, **rest, **run_kwargs)
+        return explore_rest(out, sc, **rest, scope=scope, **run_kwargs)
     plan = _Plan(mode, schedules, seed, depth)
     job = _Job(source, variant, platform, protocol, data_seed, run_kwargs)
     run_warnings = [] if run_warnings is None else run_warnings
@@ -102,11 +104,11 @@ def explore_spread(sc, source: tuple, schedules: int = 20, seed: int = 0, varian
     for spec in first:
         if progress is not None:
             progress(out.runs + len(plan.ran), total)
-        plan.add([_run_one((sc, run_warnings), job, spec, run_kwargs)])
+        plan.add([_run_one((sc, run_warnings), job, spec, {**run_kwargs, "scope": scope})])
     each = (time.perf_counter() - t0) / max(len(first), 1)
     todo = plan.wave()
     if todo and each * len(todo) < min_seconds:
-        return explore_rest(out, sc, **rest, **run_kwargs)      # (those few runs again, here)
+        return explore_rest(out, sc, **rest, scope=scope, **run_kwargs)   # (those few runs again, here)
     with session(engine, address) if todo else contextlib.nullcontext():
         while todo:
             units = _units(job, todo, workers, seed if plan.chained else None)
@@ -342,6 +344,7 @@ def run_unit(unit: Unit) -> list:
         limit = Deadline(seconds, scope=scope)
         limit.at = time.monotonic() + (wall - time.time())
         kw["timeout"] = limit
+    kw["scope"] = CheckScope()          # what this unit's runs share
     loaded = scenario_of(job.source)
     records = []
     for spec in (unit.specs if unit.chain is None else _chain(unit, records)):
@@ -369,7 +372,8 @@ def _chain(unit: Unit, records: list):
 def _run_one(loaded: tuple, job: _Job, spec: ScheduleSpec, kw: dict) -> Record:
     """One schedule's record.  Its warnings are all the run finds (the list it adds to is
     emptied for it, then put back): what it adds in the serial run is what of them is not
-    there yet, which the report's first-seen order makes the same."""
+    there yet, which the report's first-seen order makes the same.  ``kw["scope"]``: what
+    the runs of this process's part of the check share (:class:`CheckScope`)."""
     sc, warnings = loaded
     pol = spec.policy()
     err = raised = None

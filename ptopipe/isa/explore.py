@@ -26,19 +26,24 @@ sequence of (core, visible event) of each run).
 ``explore`` is :func:`explore_default` then :func:`explore_rest`, the schedules of
 :func:`stream` in the order :func:`interleave` gives them, each run by :func:`run_explored`:
 the parts :mod:`ptopipe.driver.spread` uses to run the explored schedules on workers and
-rebuild the same order.
+rebuild the same order.  The runs of one exploration share a :class:`CheckScope`: the
+scenario's inputs and golden, made once, and the memories of the runs that passed.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import random
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 
 from ..arch import get_platform
 from ..errors import ConfigError, PtoPipeError
+from ..sim.memory import MemoryPool
 from ..sim.schedule import BoundedPolicy, PCTPolicy, RandomPolicy, bounded_children
 from .launch import compare_launches, run
-from .scenario import Scenario
+from .scenario import Scenario, reusable_args
 
 MODES = ("mix", "random", "pct", "exhaustive")
 DEFAULT_DEPTH = {"mix": 0, "random": 0, "pct": 3, "exhaustive": 2}
@@ -133,6 +138,42 @@ class ExploreResult:
         return len(self.digests)
 
 
+class CheckScope:
+    """What the runs of one check share, for as long as the check (an :func:`explore`, a
+    unit of a spread one) and no longer: every schedule runs the same variant on the same
+    data seed, so the scenario's inputs and golden are made once (:meth:`prepared`), and
+    the memories of a run that passed go, zeroed, to the next run's cluster (``pool``).
+
+    The inputs are shared only where a run cannot change them (:func:`reusable_args`) and
+    making them printed nothing (a print per run stays a print per run).  A run under a
+    scope is the run without one: tests/isa/test_check_scope.py."""
+
+    def __init__(self):
+        self.pool = MemoryPool()
+        self._prepared: dict = {}          # (variant, data seed) -> (scenario, (args, expected))
+
+    def prepared(self, scenario: Scenario, variant: str, seed: int) -> "tuple[dict, dict]":
+        """``scenario.prepare(variant, seed)``, made once per scope where it can be shared."""
+        got = self._prepared.get((variant, seed))
+        if got is not None and got[0] is scenario:
+            return got[1]
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                made = scenario.prepare(variant, seed)
+        finally:                            # (also what it printed before it raised)
+            printed = out.getvalue(), err.getvalue()
+            sys.stdout.write(printed[0])
+            sys.stderr.write(printed[1])
+        if reusable_args(made[0]) and not any(printed):
+            self._prepared[(variant, seed)] = (scenario, made)
+        return made
+
+    def passed(self, res) -> None:
+        """The run ``res`` passed and nothing keeps it: its memories serve the next run."""
+        self.pool.reclaim(res.cluster)
+
+
 def _platform_for(platform, seed):
     plat = get_platform(platform)
     if seed is None:
@@ -150,25 +191,31 @@ def _spec(s) -> "ScheduleSpec | None":
 
 
 def run_schedule(target, seed=None, variant="default", platform="a2a3", protocol="spec",
-                 data_seed: int = 0, args: dict | None = None, policy=None, **run_kwargs):
+                 data_seed: int = 0, args: dict | None = None, policy=None,
+                 scope: CheckScope | None = None, **run_kwargs):
     """Run ``target`` (a Scenario, or ``(aic, aiv)`` with ``args``) under one schedule:
     ``seed`` is None (the default schedule), a random-mode seed, a :class:`ScheduleSpec`
     or its text; checks a Scenario against its golden.  ``policy`` (optional) is the
-    schedule policy object to use (it keeps the run's digest and choice points)."""
+    schedule policy object to use (it keeps the run's digest and choice points);
+    ``scope``: the check's :class:`CheckScope` (None: nothing shared)."""
     spec = _spec(seed)
     if spec is not None and policy is None:
         policy = spec.policy()
     plat = _platform_for(platform, spec.seed if spec is not None and spec.mode == "random" else None)
+    pool = scope.pool if scope is not None else None
     if isinstance(target, Scenario):
-        res, expected = target.run(variant, plat, protocol, data_seed, schedule=policy, **run_kwargs)
+        prepared = scope.prepared(target, variant, data_seed) if scope is not None else None
+        res, expected = target.run(variant, plat, protocol, data_seed, prepared=prepared, schedule=policy,
+                                   pool=pool, **run_kwargs)
         compare_launches(res, expected, target.rtol, target.atol,
                          f"{target.name}[{variant}] (schedule {spec if spec is not None else 'default'})",
-                         rerun=lambda: target.run(variant, plat, protocol, data_seed,
+                         rerun=lambda: target.run(variant, plat, protocol, data_seed, prepared=prepared,
                                                   schedule=spec.policy() if spec is not None else None,
                                                   **{**run_kwargs, "record_writes": True})[0])
         return res
     aic, aiv = target
-    return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule=policy, **run_kwargs)
+    return run(aic, aiv, dict(args or {}), platform=plat, protocol=protocol, schedule=policy, pool=pool,
+               **run_kwargs)
 
 
 def _mixed(n: int, seed: int, depth: int):
@@ -258,14 +305,17 @@ def checked_depth(mode: str, depth: int | None) -> int:
 
 
 def run_explored(target, spec: ScheduleSpec, policy, variant="default", platform="a2a3",
-                 protocol="spec", data_seed: int = 0, args: dict | None = None, **run_kwargs):
+                 protocol="spec", data_seed: int = 0, args: dict | None = None,
+                 scope: CheckScope | None = None, **run_kwargs):
     """Run one explored schedule: None if it passes, else the PtoPipeError it fails with
     (the schedule in its findings); a kernel's own exception is raised, its schedule in
-    ``ptopipe_schedule``."""
+    ``ptopipe_schedule``.  ``scope``: the check's :class:`CheckScope` (None: nothing shared)."""
     key = failure_key(spec)
     try:
-        run_schedule(target, spec, variant, platform, protocol, data_seed, args, policy=policy,
-                     **{"echo_prints": False, **run_kwargs})     # prints: the default schedule's
+        res = run_schedule(target, spec, variant, platform, protocol, data_seed, args, policy=policy,
+                           scope=scope, **{"echo_prints": False, **run_kwargs})   # prints: the default's
+        if scope is not None:
+            scope.passed(res)
         return None                     # (its cluster is garbage before the next run, not after it)
     except PtoPipeError as e:
         e.findings.append({"kind": "schedule", "seed": key if isinstance(key, int) else str(key)})
@@ -301,6 +351,7 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
     ``progress(done, total)``, if given, is called before each run."""
     depth = checked_depth(mode, depth)
     run_kwargs.setdefault("causal", True)      # the stricter race order (isa.launch.run)
+    run_kwargs.setdefault("scope", CheckScope())
     total = schedules + (1 if include_default else 0)
     out = ExploreResult(mode=mode)
     if include_default:
@@ -314,20 +365,23 @@ def explore(target, schedules: int = 50, seed: int = 0, variant="default", platf
 
 def explore_default(out: ExploreResult, target, variant="default", platform="a2a3", protocol="spec",
                     data_seed: int = 0, args: dict | None = None, progress=None, total: int = 1,
-                    **run_kwargs) -> ExploreResult:
+                    scope: CheckScope | None = None, **run_kwargs) -> ExploreResult:
     """The first part of :func:`explore`: the default schedule, counted in ``out``, its
     warnings kept (``one_core`` and ``complete`` when only one core ran); a failure is
-    ``out``'s first, a kernel's own exception raised."""
+    ``out``'s first, a kernel's own exception raised.  ``scope``: the check's
+    :class:`CheckScope` (None: nothing shared)."""
     if progress is not None:
         progress(out.runs, total)
     out.runs += 1
     try:
-        res = run_schedule(target, None, variant, platform, protocol, data_seed, args,
+        res = run_schedule(target, None, variant, platform, protocol, data_seed, args, scope=scope,
                            **{"echo_prints": True, **run_kwargs})
         out.passed += 1
         out.warnings = list(res.summary.leaks)
         if sum(c["state"] != "idle" for c in res.summary.cores.values()) <= 1:
             out.one_core = out.complete = True         # nothing to interleave
+        if scope is not None:
+            scope.passed(res)
     except PtoPipeError as e:
         e.findings.append({"kind": "schedule", "seed": None})
         out.failures.append((None, e))
@@ -342,7 +396,9 @@ def explore_rest(out: ExploreResult, target, schedules: int, seed: int = 0, vari
                  stop_on_first: bool = True, progress=None, mode: str = "mix", depth: int = 0,
                  total: int | None = None, **run_kwargs) -> ExploreResult:
     """The second part of :func:`explore`: the ``schedules`` explored schedules of ``mode``
-    (``depth`` checked already), in this process, one after the other, counted in ``out``."""
+    (``depth`` checked already), in this process, one after the other, counted in ``out``
+    (``scope`` in ``run_kwargs``: the check's :class:`CheckScope`; none: one for these runs)."""
+    run_kwargs.setdefault("scope", CheckScope())
     total = schedules + out.runs if total is None else total
     last: dict = {"complete": False}
     for s, pol in stream(mode, schedules, seed, depth, last):

@@ -23,6 +23,7 @@ from .debug import flush_prints, prints
 from ..errors import ConfigError, DeadlockError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
+from ..sim.memory import MemoryPool
 from ..sim.pipesync import event_leaks, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .context import refuse_nested_run
@@ -163,7 +164,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         checks: bool = True, until_cycle: int | None = None,
         timeout: float | Deadline | None = None, record_writes: bool = False, sync: str | None = None,
         launches: int = 1, schedule=None, causal: bool = False, echo_prints: bool = True,
-        fast_paths: bool = True) -> RunResult:
+        fast_paths: bool = True, pool: MemoryPool | None = None) -> RunResult:
     """Run a Cube kernel and a Vector kernel together on one simulated cluster.
 
     ``aiv`` is one function (run on both sub-blocks; use ``get_subblockid()``) or a pair
@@ -217,6 +218,8 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
 
     ``schedule`` (a :mod:`ptopipe.sim.schedule` policy; ``schedule_seed``: a random one)
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
+    ``pool`` (a :class:`~ptopipe.sim.memory.MemoryPool`) gives the clusters the zeroed
+    memories of earlier runs of the same check instead of fresh ones (the same bytes).
     """
     refuse_nested_run()
     args = dict(args or {})
@@ -250,7 +253,7 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
             raise expired_before(limit, f"launch {k} of {launches}" if launches > 1 else "this run")
         cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                           max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                          timeout=limit, sync=sync, schedule=schedule, context=context)
+                          timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool)
         cluster.causal = causal and timing
         if checks or record_writes:
             cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)

@@ -48,4 +48,4 @@ def register_tile(tile, core) -> None:
                 f"{tile.describe()} [{lo:#x}, {hi:#x}) overlaps {lab} [{rlo:#x}, {rhi:#x})",
                 where=str(core.where()),
                 fix="move the tile out of the ring buffer region (SLOT_NUM * SLOT_SIZE)")
-    core.isa.setdefault("tiles", {})[id(tile)] = (lo, hi, tile.describe(), tile.space, core.where())
+    core.isa.setdefault("tiles", {})[id(tile)] = (lo, hi, tile.placement(), tile.space, core.where())

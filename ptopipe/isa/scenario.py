@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from enum import Enum
 from typing import Callable
 
 import numpy as np
@@ -106,12 +107,18 @@ class Scenario:
                               fix=f"choose one of: {', '.join(self.variants)}")
         return dict(self.variants[variant])
 
-    def run(self, variant: str = "default", platform="a2a3", protocol="spec", seed: int = 0,
-            **run_kwargs) -> "tuple[RunResult, dict]":
-        """Run one variant; returns (result, expected)."""
+    def prepare(self, variant: str = "default", seed: int = 0) -> "tuple[dict, dict]":
+        """``(args, expected)`` of a run of ``variant`` on data seed ``seed``: the kernel's
+        arguments (make_args) and the golden's expected outputs."""
         params = self.params(variant)
         args = self.inputs(params, seed, variant)
-        expected = self.expected(args, params)
+        return args, self.expected(args, params)
+
+    def run(self, variant: str = "default", platform="a2a3", protocol="spec", seed: int = 0,
+            prepared: "tuple[dict, dict] | None" = None, **run_kwargs) -> "tuple[RunResult, dict]":
+        """Run one variant; returns (result, expected).  ``prepared``: what
+        :meth:`prepare` returned for this variant and seed (None: made here)."""
+        args, expected = self.prepare(variant, seed) if prepared is None else prepared
         if run_kwargs.get("sync") is None:
             run_kwargs["sync"] = self.sync
         if self.launches is not None:
@@ -127,6 +134,19 @@ class Scenario:
                          rerun=lambda: self.run(variant, platform, protocol, seed,
                                                 **{**run_kwargs, "record_writes": True})[0])
         return res
+
+
+#: argument values a run passes to the kernels unchanged that no kernel can alter
+_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.number, np.bool_, np.dtype, Enum, range)
+
+
+def reusable_args(args: dict) -> bool:
+    """Whether ``args`` (make_args' dict) can serve several runs: every value is a numpy
+    array (a run copies it into GM; its kernels see only the GM copy) or an immutable value
+    (ints, enums, tuples of them ...), so that a run leaves them as it found them."""
+    def fixed(v) -> bool:
+        return isinstance(v, _IMMUTABLE) or (type(v) in (tuple, frozenset) and all(map(fixed, v)))
+    return all(isinstance(v, np.ndarray) or fixed(v) for v in args.values())
 
 
 def data_rng(seed) -> np.random.Generator:

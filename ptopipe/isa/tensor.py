@@ -13,6 +13,8 @@ assigned later by ``TALLOC`` / ``TPOP`` (the address-based FIFO flow).  For tile
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
@@ -105,6 +107,29 @@ def _geom2(shape, stride, item):
     return (rows, cols), (rstride * item, stride[4] * item), extent
 
 
+def _derive(shape, stride, item: int) -> tuple:
+    """What a GlobalTensor derives from its shape, stride (None: row-major) and element
+    size: the padded 5-D shape and stride, rows, cols, ``(rows, cols)`` (the matrix tile
+    moves see), the 2-D geometry (:func:`_geom2`), whether ``matrix()`` gives a 2-D view
+    (else the 5-D one), the bytes a view spans (0: none) and the row stride in bytes of the
+    row grid that views at whole-row steps are slices of (0: no grid; see ``matrix()``)."""
+    s = _pad5(shape, 1)
+    st = row_major_strides(s) if stride is None else _pad5(stride, 0)
+    g = _geom2(s, st, item)
+    extent = g[2] if g is not None else 0 if 0 in s else item + sum((n - 1) * x * item for n, x in zip(s, st))
+    rows = s[0] * s[1] * s[2] * s[3]
+    return (s, st, rows, s[4], (rows, s[4]), g, g is not None and g[2] != 0, extent,
+            g[1][0] if g is not None and g[2] and g[1][0] > 0 else 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _geometry(shape: tuple, stride: "tuple | None", item: int) -> tuple:
+    """:func:`_derive`, kept for a shape and stride given as tuples: a pure function of its
+    arguments (equal ones - 16 and np.int64(16) - give equal results: _pad5 takes int() of
+    each); an error is raised, never kept."""
+    return _derive(shape, stride, item)
+
+
 class GlobalTensor:
     __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "_cache_gm", "rows", "cols",
                  "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n", "item", "_mat2",
@@ -120,26 +145,22 @@ class GlobalTensor:
         else:
             self.ptr = None
             self.dtype = element_type(ptr_or_dtype)
-        self.shape = _pad5(shape, 1)
-        self.stride = row_major_strides(self.shape) if stride is None else _pad5(stride, 0)
         self.name = name
         self._view = None           # the matrix() view of GM ``_cache_gm`` at ``_cache_key``
         self._cache_key = None
         self._cache_gm = None       # a tensor reused by a later run sees another GM
-        s = self.shape
-        self.rows = s[0] * s[1] * s[2] * s[3]
-        self.cols = s[4]
-        self.shape2 = (self.rows, self.cols)      # the rows x cols matrix tile moves see
-        self.item = self.dtype.itemsize     # plain ints / bools for the hot paths (see Tile.item)
-        self._geom2 = _geom2(s, self.stride, self.dtype.itemsize)
-        g = self._geom2
-        self._mat2 = g is not None and g[2] != 0     # matrix() gives a 2-D view (else the 5-D one)
-        item = self.dtype.itemsize                  # the bytes a view spans (0: none)
-        self._extent = g[2] if g is not None else 0 if 0 in s else \
-            item + sum((n - 1) * st * item for n, st in zip(s, self.stride))
-        # views at whole-row steps are slices of a row grid of GM (see matrix()): the row
-        # stride in bytes (0: no grid), and the grid for one GM buffer and phase
-        self._rb = g[1][0] if g is not None and g[2] and g[1][0] > 0 else 0
+        self.item = item = self.dtype.itemsize     # plain ints / bools for the hot paths (see Tile.item)
+        # a kernel builds its views in its loops, each time from the same shape and stride
+        d = None
+        if type(shape) is tuple and (stride is None or type(stride) is tuple):
+            try:
+                d = _geometry(shape, stride, item)
+            except TypeError:                       # an unhashable element: made below
+                pass
+        if d is None:                               # (a list, an array, an iterator)
+            d = _derive(shape, stride, item)
+        (self.shape, self.stride, self.rows, self.cols, self.shape2, self._geom2, self._mat2, self._extent,
+         self._rb) = d
         self._grid = self._grid_buf = None
         self._grid_ph = self._grid_n = 0
 

@@ -33,7 +33,7 @@ from .dataplane import data_error
 from .core import Core, CoreKind, CoreState, _CoreLet
 from .flags import Flag, overflow_error
 from .location import raised_at
-from .memory import Memory
+from .memory import Memory, MemoryPool
 from .schedule import SET, RandomPolicy, SchedulePolicy
 from .trace import Signal
 
@@ -94,7 +94,8 @@ class Cluster:
                  max_instructions: int | None = None, timing: bool = True,
                  until_cycle: int | None = None, timeout: float | None = None,
                  sync: "SyncMode | str" = SyncMode.AUTO,
-                 schedule: SchedulePolicy | None = None, context: RunContext | None = None):
+                 schedule: SchedulePolicy | None = None, context: RunContext | None = None,
+                 pool: MemoryPool | None = None):
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by
@@ -118,12 +119,14 @@ class Cluster:
         # marks: (queue position, core) where each core's run of queued operations starts
         self.pending: list = []
         self.marks: list = []
-        self.gm = Memory(MemSpace.GM, gm_size)
+        # the memories of an earlier run of the same check, zeroed (None: fresh ones)
+        self.pool = pool
+        self.gm = self.new_memory(MemSpace.GM, gm_size)
         self.cores: list[Core] = []
         for idx, (name, kind, sub) in enumerate((("AIC", CoreKind.AIC, 0),
                                                  ("AIV0", CoreKind.AIV, 0),
                                                  ("AIV1", CoreKind.AIV, 1))):
-            mems = {sp: Memory(sp, self.platform.mem_size(sp), name) for sp in _LOCAL[kind]}
+            mems = {sp: self.new_memory(sp, self.platform.mem_size(sp), name) for sp in _LOCAL[kind]}
             self.cores.append(Core(self, name, kind, idx, sub, mems))
         self.aic, self.aiv0, self.aiv1 = self.cores
         self._flags: dict = {}
@@ -153,6 +156,12 @@ class Cluster:
 
     def aiv(self, subblock: int) -> Core:
         return self.cores[1 + subblock]
+
+    def new_memory(self, space: MemSpace, size: int, owner: str = "cluster") -> Memory:
+        """A zeroed memory for this cluster (from its pool, if it has one)."""
+        if self.pool is not None:
+            return self.pool.take(space, size, owner)
+        return Memory(space, size, owner)
 
     # -- flags --------------------------------------------------------------------------
     def flag(self, sender: Core, receiver: Core, fid: int) -> Flag:

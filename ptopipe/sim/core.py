@@ -135,8 +135,8 @@ class Core:
         single core of a program that uses Cube and Vector tiles, as pto-isa's CPU simulator
         runs one (all memories in one address space per kind)."""
         if space not in self.memories:
-            from .memory import Memory
-            self.memories[space] = Memory(space, self.cluster.platform.mem_size(space), self.name)
+            self.memories[space] = self.cluster.new_memory(space, self.cluster.platform.mem_size(space),
+                                                           self.name)
 
     def memory(self, space: MemSpace, what: str = "tile"):
         if space is MemSpace.GM:

@@ -44,11 +44,12 @@ def _aligned_zeros(size: int, touch: bool = True) -> np.ndarray:
 class Memory:
     __slots__ = ("space", "owner", "size", "buf")
 
-    def __init__(self, space: MemSpace, size: int, owner: str = "cluster"):
+    def __init__(self, space: MemSpace, size: int, owner: str = "cluster", buf: np.ndarray | None = None):
         self.space = space
         self.owner = owner
         self.size = int(size)
-        self.buf = _aligned_zeros(self.size, touch=space is not MemSpace.GM)
+        # ``buf``: a zeroed page-aligned buffer of ``size`` bytes to use (MemoryPool)
+        self.buf = _aligned_zeros(self.size, touch=space is not MemSpace.GM) if buf is None else buf
 
     @property
     def label(self) -> str:
@@ -85,6 +86,49 @@ class Memory:
             extent += (s - 1) * st * item
         self.check(addr, extent, what)
         return np.ndarray(shape, dtype, self.buf, addr, tuple(st * item for st in strides))
+
+
+class MemoryPool:
+    """The memory buffers of finished runs, handed to the next cluster zeroed: what one
+    check's runs (the same kernel and arguments under other schedules) share instead of
+    each allocating and first touching about a megabyte of fresh pages (a quarter of a
+    short explored run).  A pool lives as long as the check that made it.
+
+    :meth:`take` gives a new :class:`Memory` exactly as a fresh one is - same space, owner
+    and size, all zero, address 0 page-aligned - on a buffer of an earlier run (caches
+    keyed by a Memory object, e.g. a GlobalTensor's view, still see a new memory per
+    run).  :meth:`reclaim` takes back the buffers of a cluster whose run is over and whose
+    result nobody keeps (an explored schedule that passed) and detaches them from it: a
+    late read of that cluster's memories fails instead of showing another run's bytes."""
+
+    def __init__(self):
+        self._free: dict = {}          # (space, size) -> [buffer]
+
+    def take(self, space: MemSpace, size: int, owner: str = "cluster") -> Memory:
+        free = self._free.get((space, int(size)))
+        if not free:
+            return Memory(space, size, owner)
+        buf = free.pop()
+        buf.fill(0)
+        return Memory(space, size, owner, buf)
+
+    def reclaim(self, cluster) -> None:
+        """Take back the buffers of ``cluster`` (a cluster whose run has not ended keeps
+        them)."""
+        if not cluster.ended:
+            return
+        mems = [cluster.gm] if cluster.gm is not None else []
+        for core in cluster.cores:
+            mems.extend(core.memories.values())
+            core.memories = {}
+        cluster.gm = None
+        for m in mems:
+            if m.buf is not None:
+                self._free.setdefault((m.space, m.size), []).append(m.buf)
+                m.buf = None
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._free.values())
 
 
 def gm_layout(sizes, alignment: int = 512, base: int = 0x1000):
