@@ -23,6 +23,7 @@ def main(args) -> int:
     for label, prog, sc, scalars in programs(args.file, args.variant):
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
+        on = f"{plat.name}/{protocol}"          # the protocol judged, as the run names it
         state, found, warnings = verify(prog, plat, protocol, scalars, ranges)
         reasons = not_proven(warnings)
         reports.append({"program": label, "platform": plat.name, "status": state,
@@ -41,15 +42,15 @@ def main(args) -> int:
                  + "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
                  if params else "every path")
         if state == STATUS_NOT_PROVEN:
-            print(f"{color('NOT PROVEN', '1;33', sys.stdout)} {label} on {plat.name}: not proven for all "
+            print(f"{color('NOT PROVEN', '1;33', sys.stdout)} {label} on {on}: not proven for all "
                   f"values: {'; '.join(reasons)}{given and ' - no error found' + given}")
             continue
         if not found:
-            print(f"{color('PASS', '1;32', sys.stdout)} {label} on {plat.name}: VerifyPipes (static, "
+            print(f"{color('PASS', '1;32', sys.stdout)} {label} on {on}: VerifyPipes (static, "
                   f"{which}{given}) found no cross-core protocol error or GM access out of bounds, "
                   "and the compiler's checks passed")
             continue
-        print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {plat.name}: the static checks found "
+        print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {on}: the static checks found "
               f"{len(found)} error(s) without running", flush=True)
         for e in found:
             report_exception(e)
