@@ -23,7 +23,7 @@ from .debug import flush_prints, prints
 from ..errors import ConfigError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
-from ..sim.pipesync import event_leaks, watch_gm
+from ..sim.pipesync import event_leaks, event_words, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .context import refuse_nested_run
 from .golden import compare, compare_launches
@@ -317,7 +317,7 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
         _raise_leaks(found)
     events = event_leaks(cluster)       # intra-core set_flag never waited: within one launch
     if events and leak_check:
-        _raise_leaks(events, EVENT_LEAK_FIX, "event leak", "event_leak")
+        _raise_leaks(events, event_leak_fix(cluster), "event leak", "event_leak")
     extra = teardown(cluster, k)
     flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
     flag_warnings = list(flag_warnings) + unpaired_frees(cluster)
@@ -328,8 +328,11 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
     return list(found) + list(events) + list(extra) + list(flag_errors) + list(flag_warnings)
 
 
-EVENT_LEAK_FIX = ("consume every set_flag with a wait_flag: drain loop-carried events after the loop (one "
-                  "wait_flag per ID primed before it), or drop the extra set")
+def event_leak_fix(cluster) -> str:
+    """How to fix an event leak, in the spelling of the kernels' front end."""
+    w = event_words(next((c for c in cluster.cores if c.event_words is not None), None))
+    return (f"consume every {w.set} with a {w.wait}: drain loop-carried events after the loop (one "
+            f"{w.wait} per ID primed before it), or drop the extra set")
 
 
 def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: str = "leak") -> None:

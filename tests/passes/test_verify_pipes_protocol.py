@@ -3,12 +3,16 @@
 may push, and pto-isa on A5 sends a consumer's free from one pipe, so a hand-written TFREE
 after a TSTORE of the popped tile needs an event.  Each finding is absent under seed 003's
 protocol, where the kernel is right."""
+import numpy as np
 import pytest
 
+import ptopipe
 import ptopipe.language as pl
+from ptopipe.errors import DataRaceError
 from ptopipe.passes import verify_pipes
 from ptopipe.passes.pipe_deadlock import C2V, stuck_cores
 from ptopipe.protocol.model import PTO_ISA_A5, SPEC
+from ptopipe.runtime import run as dsl_run
 
 from markers import line_of
 
@@ -82,12 +86,13 @@ def test_the_deadlock_rule_is_the_models():
 
 def store_popped(ordered: bool):
     """Each AIV pops its half of the Cube's tile, stores it (MTE3) and frees the slot; with
-    ``ordered`` an MTE3 -> V event orders the store before the free."""
+    ``ordered`` an MTE3 -> V event orders the store before the free.  4 tiles through 2
+    slots: the producer reuses every slot."""
     @pl.aiv
-    def vector(out: pl.Tensor[[4 * TM, K], pl.f32], fifo: pl.Tensor[[4 * SLOT], pl.u8]):
-        buf = pl.reserve_buffer(name="c2v", size=4 * SLOT, base=pl.AUTO)
+    def vector(out: pl.Tensor[[4 * TM, K], pl.f32], fifo: pl.Tensor[[2 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="c2v", size=2 * SLOT, base=pl.AUTO)
         pl.aiv_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
-                               slot_num=4)
+                               slot_num=2)
         sub = pl.get_subblockid()
         for i in pl.range(4):
             t = pl.TPOP(buf, pl.Tile[[8, K], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
@@ -98,10 +103,10 @@ def store_popped(ordered: bool):
             pl.TFREE(buf)  # FREE
 
     @pl.aic
-    def cube(q: pl.Tensor[[4 * TM, K], pl.f32], fifo: pl.Tensor[[4 * SLOT], pl.u8]):
+    def cube(q: pl.Tensor[[4 * TM, K], pl.f32], fifo: pl.Tensor[[2 * SLOT], pl.u8]):
         peer = pl.import_peer_buffer(name="c2v", peer_func=vector)
         pl.aic_initialize_pipe(pl.DIR_C2V, SLOT, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
-                               slot_num=4)
+                               slot_num=2)
         k0 = pl.move(pl.load(q, [0, 0], [K, K], space=pl.Mat), space=pl.Right)
         for i in pl.range(4):
             q0 = pl.move(pl.load(q, [i * TM, 0], [TM, K], space=pl.Mat), space=pl.Left)
@@ -118,3 +123,15 @@ def test_a_hand_written_free_after_a_store_of_the_popped_tile_needs_an_event_on_
     for platform, protocol in (("a5", "spec"), ("a2a3", "pto-isa"), ("a5", "pto-isa-cpusim")):
         assert verify_pipes.verify(prog.clone(), platform, protocol=protocol) == [], (platform, protocol)
     assert verify_pipes.verify(store_popped(True)[0].clone(), "a5", protocol="pto-isa") == []
+
+
+def test_the_run_reports_the_same_race_in_the_dsls_words(no_hang):
+    prog, vector = store_popped(False)
+    q = np.random.default_rng(0).integers(-2, 3, (4 * TM, K)).astype(np.float32)
+    with pytest.raises(DataRaceError) as ei:
+        dsl_run(prog, dict(q=q, out=np.zeros((4 * TM, K), np.float32), fifo=ptopipe.gm_buffer(2 * SLOT)),
+                platform="a5", protocol="pto-isa", causal=True)
+    e = ei.value
+    assert e.where.endswith(f":{line_of(vector.pyfunc, 'FREE')}:13")
+    assert "pl.record_event(pl.PIPE_MTE3, pl.PIPE_V, 0) and pl.wait_event(pl.PIPE_MTE3, pl.PIPE_V, 0)" in e.fix
+    assert "(or pl.barrier())" in e.fix and "set_flag" not in e.fix
