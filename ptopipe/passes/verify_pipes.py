@@ -417,9 +417,12 @@ class _Verifier:
             need = shape[0] * shape[1] * itemsize(t.dtype)
             if need > got[0]:
                 what = op.dsl
-                whole = f", a {shape[0]}x{shape[1]} slot" if shape != tuple(t.shape) else ""
+                own = t.shape[0] * t.shape[1] * itemsize(t.dtype)
+                moves = (f"{describe(t)} ({own} bytes), its part of a {shape[0]}x{shape[1]} slot tile "
+                         f"of {need} bytes (split {op.split.name})" if shape != tuple(t.shape)
+                         else f"{describe(t)} ({need} bytes)")
                 self.finding("slot_size", op,
-                             f"this {what} moves {describe(t)} ({need} bytes{whole}) but the "
+                             f"this {what} moves {moves} but the "
                              f"{_dir(ring_of(op))} ring's SLOT_SIZE is {got[0]} bytes (init at "
                              f"{line(got[1])}); a slot holds the whole static tile whatever its valid "
                              "region (a popped tile is bound at its slot and spans the next slots if "
