@@ -528,7 +528,8 @@ class _Verifier:
                  for core, (kind, d, op) in stuck.items()}
         withheld = {core: self.withheld(core, d, names, rules, counts)
                     for core, (kind, d, _op) in stuck.items() if kind == "push"}
-        for core, (kind, d, op) in stuck.items():
+        # one cycle, one finding: at the first stuck core's op, naming every other one
+        for core, (kind, d, op) in list(stuck.items())[:1]:
             others = "; ".join(w for k, w in waits.items() if k != core) or \
                 "the other cores have finished"
             sparse = next((w for w in withheld.values() if w), None)
