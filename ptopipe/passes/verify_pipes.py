@@ -536,10 +536,11 @@ class _Verifier:
             self.finding("deadlock", op,
                          f"the cores wait for each other forever: {waits[core]}, while {others} "
                          f"(a hang on the device{'; ' + sparse[0] if sparse else ''})",
-                         (sparse[1] + "; or " if sparse else "")
-                         + "reorder the pushes and pops so that each TPOP's tile is pushed before "
-                         "the pushing core waits for anything (push first, then pop the answer), "
-                         "or give the ring more slots", values=values or "")
+                         (sparse[1] + "; or reorder the pushes and pops so that each TPOP's tile is "
+                          "pushed before the pushing core waits for anything" if sparse else
+                          "reorder the pushes and pops so that each TPOP's tile is pushed before "
+                          "the pushing core waits for anything (push first, then pop the answer), "
+                          "or give the ring more slots"), values=values or "")
 
     def withheld(self, core, d, names, rules, counts):
         """(cause, fix) when ``core``'s stuck TPUSH on ring ``d`` waits only for the protocol's
@@ -554,7 +555,13 @@ class _Verifier:
             consumer = names[None if core is not None else ln]
             got = rule.withheld_credit(i, freed, consumer)
             if got is not None:
-                return (f"under {self.run_model.name} on {self.plat.name}: {got[0]}", got[1])
+                # a DSL pipe sets no SyncPeriod (pto-isa's default): the fix is the ring's depth
+                # or the lag
+                return (f"under {self.run_model.name} on {self.plat.name}: {got[0]}",
+                        f"{consumer}'s TFREEs reach the producer only every SyncPeriod = "
+                        f"{rule.sync_period} TFREEs under {self.run_model.name}: deepen the ring "
+                        "(slot_num= of both *_initialize_pipe calls) or push fewer tiles before "
+                        "popping the answers")
         return None
 
     def lanes_agree(self, d, side):

@@ -66,7 +66,7 @@ def test_a_push_waiting_for_a_sparse_free_notification_deadlocks_under_pto_isa_o
     (e,) = found                                  # one cycle, one finding
     assert e.kind == "deadlock" and int(e.where.split(":")[-2]) == line_of(cube.pyfunc, "CPUSH")
     assert f"waits in the TPUSH of the V2C ring at line {line_of(vector.pyfunc, 'VPUSH')}" in e.what
-    assert "SyncPeriod = 2" in found[0].what and "sync_period=1" in found[0].fix
+    assert "SyncPeriod = 2" in e.what and "slot_num= of both *_initialize_pipe calls" in e.fix
     prog9, _c, _v = lagging_pair(9)               # beyond both rings: a deadlock under either
     assert verify_pipes.verify(prog9.clone(), "a5", protocol="spec")
 
