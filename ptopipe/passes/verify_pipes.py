@@ -295,7 +295,6 @@ class _Verifier:
                                               fix=m.fix))
         for fn in funcs:
             self.first_steps(fn)
-            self.free_order(fn)
         for kind in (TPush, TPop):        # the push first, as the run reports it
             for fn in funcs:
                 self.slots_fit(fn, kind)
@@ -320,20 +319,33 @@ class _Verifier:
                 continue
             explored[fn.sym_name] = (fn, lanes)
         self.explored = explored
+        for fn in funcs:
+            self.free_order(fn, explored.get(fn.sym_name))
         self.cross(funcs, explored)
         return _culprit_first(self.findings)
 
-    def free_order(self, fn) -> None:
+    def free_order(self, fn, explored=None) -> None:
         """Each TFREE the kernel wrote (the compiler's carry ``read_on``: LowerPlatform orders
         them) follows the reads of the tile it frees on every pipe the protocol's free signal
         does not wait for (:meth:`ProtocolModel.free_needs_event`): an event from that pipe to
-        the free's, or ``pl.barrier()``, between the last such read and the TFREE.  The TFREE
-        frees the oldest slot its ring holds; a pop and free in different blocks are left to
-        the run's race checker.  Not for a ``.pto`` file, whose events ptoas places (InsertSync)."""
+        the free's, or ``pl.barrier()``, between the last such read and the TFREE - on a ring
+        whose producer may reuse a slot (more pops than SLOT_NUM on some path of ``fn``'s
+        ``explored`` lanes, or a count not known).  The TFREE frees the oldest slot its ring
+        holds; a pop and free in different blocks are left to the run's race checker.  Not for
+        a ``.pto`` file, whose events ptoas places (InsertSync)."""
         if self.as_ptoas:
             return
         way = "C2V" if fn.kind is FunctionKind.AIV else "V2C"
         inits = {r: i for i in init_ops(fn) for r in i.rings}
+
+        def wraps(ring) -> bool:
+            init = inits.get(ring)
+            if explored is None or init is None:
+                return True
+            n = slot_num(init, self.plat)
+            return any(_unknown(evs) or len(evs) > n
+                       for paths, _ex in explored[1].values() for p in paths
+                       for evs in (p.events.get(ring, []),))
         held: dict = {}
         for op in fn.walk():
             if op.is_a(TPop):
@@ -342,7 +354,8 @@ class _Verifier:
                 q = held.get(ring_of(op)) or []
                 pop = q.pop(0) if q else None
                 if (pop is None or op.read_on is not None or pop.parent is not op.parent
-                        or not isinstance(pop.tile.type, TileValueType)):   # a GM slot: the kernel's TLOADs
+                        or not isinstance(pop.tile.type, TileValueType)   # a GM slot: the kernel's TLOADs
+                        or not wraps(ring_of(op))):
                     continue
                 init = inits.get(ring_of(op))
                 in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
