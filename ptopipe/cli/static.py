@@ -57,7 +57,8 @@ def main(args) -> int:
         if not found:
             print(f"{color('PASS', '1;32', sys.stdout)} {label} on {on}: VerifyPipes (static, "
                   f"{which}{given}) found no cross-core protocol error or GM access out of bounds, "
-                  "and the compiler's checks passed")
+                  "and the compiler's checks passed; data races between cores, intra-core events and "
+                  "the numbers are the run's to check (`ptopipe check`)")
             continue
         print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {on}: the static checks found "
               f"{len(found)} error(s) without running", flush=True)

@@ -807,7 +807,8 @@ def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, cap
     assert main(["check", "--static", str(f), "--variant", "once"]) == 0
     assert ("PASS scalar_n[once] on a2a3/spec: VerifyPipes (static, for every value of n (and exactly "
             "with n=3, the variant's)) found no cross-core protocol error or GM access out of "
-            "bounds, and the compiler's checks passed") in capsys.readouterr().out
+            "bounds, and the compiler's checks passed; data races between cores, intra-core events and "
+            "the numbers are the run's to check (`ptopipe check`)") in capsys.readouterr().out
 
 
 def test_check_static_on_a_file_without_dsl_programs_says_so(capsys):
