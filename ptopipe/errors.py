@@ -15,12 +15,13 @@ import traceback
 
 def shown_path(path: str) -> str:
     """``path`` as messages show it: relative to the working directory when it lies below
-    it (as the user typed it, usually), else unchanged."""
+    it (as the user typed it, usually), else absolute with its ``..`` and ``.`` resolved
+    (``/a/ptopipe/../k/f.py`` is ``/a/k/f.py``)."""
     try:
         rel = os.path.relpath(path)
     except ValueError:              # another drive (Windows)
         return path
-    return path if rel.startswith("..") else rel
+    return os.path.normpath(path) if rel.startswith("..") else rel
 
 
 def shown_where(where):

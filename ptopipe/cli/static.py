@@ -11,7 +11,7 @@ import sys
 
 from ..arch.platform import get_platform
 from ..driver.programs import int_params, programs, verify
-from ..passes.static_check import PROVEN, NOT_PROVEN as STATUS_NOT_PROVEN
+from ..passes.static_check import FAILED, PROVEN, NOT_PROVEN as STATUS_NOT_PROVEN
 from ..passes.verify_pipes import NOT_PROVEN, not_proven
 from .common import scalar_ranges, target
 from .errors import color, report_exception
@@ -20,9 +20,19 @@ from .errors import color, report_exception
 def main(args) -> int:
     status, reports = 0, []
     ranges = scalar_ranges(args)
-    for label, prog, sc, scalars in programs(args.file, args.variant):
+    for label, prog, sc, scalars, error in programs(args.file, args.variant):
         plat = target(args, sc)[0] if sc is not None else get_platform(args.platform or "a2a3")
         protocol = (args.protocol or (sc.protocol if sc is not None else None) or "spec")
+        on = f"{plat.name}/{protocol}"          # the protocol judged, as the run names it
+        if error is not None:                   # the program did not build: no check ran
+            status = 1
+            reports.append({"program": label, "platform": plat.name, "status": FAILED,
+                            "findings": [error.to_dict()], "warnings": [], "not_proven": []})
+            if not args.json:
+                print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {on}: {type(error).__name__} "
+                      "building the program: the compiler refuses it before the static checks", flush=True)
+                report_exception(error)
+            continue
         state, found, warnings = verify(prog, plat, protocol, scalars, ranges)
         reasons = not_proven(warnings)
         reports.append({"program": label, "platform": plat.name, "status": state,
@@ -41,15 +51,16 @@ def main(args) -> int:
                  + "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
                  if params else "every path")
         if state == STATUS_NOT_PROVEN:
-            print(f"{color('NOT PROVEN', '1;33', sys.stdout)} {label} on {plat.name}: not proven for all "
+            print(f"{color('NOT PROVEN', '1;33', sys.stdout)} {label} on {on}: not proven for all "
                   f"values: {'; '.join(reasons)}{given and ' - no error found' + given}")
             continue
         if not found:
-            print(f"{color('PASS', '1;32', sys.stdout)} {label} on {plat.name}: VerifyPipes (static, "
+            print(f"{color('PASS', '1;32', sys.stdout)} {label} on {on}: VerifyPipes (static, "
                   f"{which}{given}) found no cross-core protocol error or GM access out of bounds, "
-                  "and the compiler's checks passed")
+                  "and the compiler's checks passed; data races between cores, intra-core events and "
+                  "the numbers are the run's to check (`ptopipe check`)")
             continue
-        print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {plat.name}: the static checks found "
+        print(f"{color('FAIL', '1;31', sys.stdout)} {label} on {on}: the static checks found "
               f"{len(found)} error(s) without running", flush=True)
         for e in found:
             report_exception(e)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import CompileError, ConfigError
 from ..ir import Operation
 from ..ir.opdefs import ProgramOp
 from ..ir.types import TensorType
@@ -45,9 +45,10 @@ def programs_of(mod, variant: str | None = None) -> list:
 
 
 def programs(path: str, variant: str | None) -> list:
-    """``[(label, pl.program op, Scenario or None, scalars)]`` of the DSL programs in ``path``, one
-    per distinct program and scalar arguments (a scenario variant's ints and floats: the
-    trip counts the run would use)."""
+    """``[(label, pl.program op, Scenario or None, scalars, error)]`` of the DSL programs in
+    ``path``, one per distinct program and scalar arguments (a scenario variant's ints and
+    floats: the trip counts the run would use); ``error``: the CompileError that building a
+    variant's program (or its arguments) raised - its program is None - else None."""
     mod = load_module(path)
     values = list(vars(mod).values())
     found, seen = [], set()
@@ -59,20 +60,28 @@ def programs(path: str, variant: str | None) -> list:
         key = (id(prog), tuple(sorted(scalars.items())))
         if key not in seen:
             seen.add(key)
-            found.append((label, prog, sc, scalars))
+            found.append((label, prog, sc, scalars, None))
     for v in values:
         if isinstance(v, Operation) and v.is_a(ProgramOp):
             add(v.sym_name, v, None)
     sets = [v for v in values if isinstance(v, KernelSet)]
     for sc in (v for v in values if isinstance(v, Scenario)):
         for var in pick_variants(sc, variant) if sets else ():
-            args = sc.args(var)
+            label = f"{sc.name}[{var}]"
+            try:
+                args = sc.args(var)
+            except CompileError as e:       # its make_args compiles the program and fails
+                found.append((label, None, sc, {}, e))
+                continue
             for ks in sets:
                 try:
                     prog = ks.source(**args)
                 except (ConfigError, KeyError):
                     continue            # this builder is not the scenario's
-                add(f"{sc.name}[{var}]", prog, sc, args)
+                except CompileError as e:
+                    found.append((label, None, sc, {}, e))
+                    break
+                add(label, prog, sc, args)
     if not found:
         raise ConfigError(f"{path} defines no DSL program (pl.program(...) or a KernelSet)",
                           fix="--static verifies DSL kernels; run `ptopipe check` without it "

@@ -14,6 +14,7 @@ from ..errors import DataRaceError, ProtocolError
 import sys
 
 from ..sim.location import is_internal
+from ..sim.pipesync import event_words
 from ..sim.porder import GM_PIPES
 from ..sim.race import HappensBefore, clipped_ranges, loc_text, gm_region, overlap, region_of_rows
 from .pipe import SlotPtr
@@ -325,6 +326,7 @@ class KernelChecks(HappensBefore):
         core = next(c for c in self.cores if c.name == r["core"])
         free_loc = self._unordered_free.get((ch.name, tag, core.index))
         free = loc_text(free_loc) if free_loc is not None else "?"
+        ew = event_words(core)
         return DataRaceError(
             f"slot {tag} of {ch.name} overwritten while still read: {r['core']}'s {r['op']} reads the popped "
             f"tile on {rp}, and its TFREE signals the free from {fp} without waiting for {rp} "
@@ -334,8 +336,8 @@ class KernelChecks(HappensBefore):
             details="\n".join([f"{r['core']:5s} read  {r['op']:6s} at {r['where']} (on {rp}, ends at cycle {end})",
                                f"{r['core']:5s} TFREE         at {free} (the free SET is sent from {fp})",
                                f"{w['core']:5s} write {w['op']:6s} at {w['where']}"]),
-            fix=f"make the free wait for the {r['op']}: set_flag({rp}, {fp}, EVENT_ID0) and "
-                f"wait_flag({rp}, {fp}, EVENT_ID0) (or pipe_barrier(PIPE_ALL)) between the {r['op']} at "
+            fix=f"make the free wait for the {r['op']}: {ew.call(ew.set, rp, fp, 0)} and "
+                f"{ew.call(ew.wait, rp, fp, 0)} (or {ew.barrier}) between the {r['op']} at "
                 f"{r['where']} and the TFREE",
             findings=[{"kind": "data_race", "type": "read/write", "access": r, "other": w,
                        "unordered_free": free}])

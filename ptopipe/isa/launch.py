@@ -24,7 +24,7 @@ from ..errors import ConfigError, DeadlockError, LeakError, PtoPipeError
 from ..sim import Cluster, CoreState, GmArg, RunContext, gm_layout
 from ..sim.bounds import Deadline, deadline, expired_before
 from ..sim.memory import MemoryPool
-from ..sim.pipesync import event_leaks, watch_gm
+from ..sim.pipesync import event_leaks, event_words, watch_gm
 from .checks import KernelChecks, WriteRecorder, flag_leaks
 from .context import refuse_nested_run
 from .golden import compare, compare_launches
@@ -322,7 +322,7 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
         _raise_leaks(found)
     events = event_leaks(cluster)       # intra-core set_flag never waited: within one launch
     if events and leak_check:
-        _raise_leaks(events, EVENT_LEAK_FIX, "event leak", "event_leak")
+        _raise_leaks(events, event_leak_fix(cluster), "event leak", "event_leak")
     try:
         extra = teardown(cluster, k)
     except DeadlockError as hang:
@@ -342,8 +342,11 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
     return list(found) + list(events) + list(extra) + list(flag_errors) + list(flag_warnings)
 
 
-EVENT_LEAK_FIX = ("consume every set_flag with a wait_flag: drain loop-carried events after the loop (one "
-                  "wait_flag per ID primed before it), or drop the extra set")
+def event_leak_fix(cluster) -> str:
+    """How to fix an event leak, in the spelling of the kernels' front end."""
+    w = event_words(next((c for c in cluster.cores if c.event_words is not None), None))
+    return (f"consume every {w.set} with a {w.wait}: drain loop-carried events after the loop (one "
+            f"{w.wait} per ID primed before it), or drop the extra set")
 
 
 def _raise_leaks(allf: list, fix: str | None = None, title: str = "leak", kind: str = "leak",

@@ -68,6 +68,19 @@ _UNSUPPORTED = {
 }
 
 
+def _popped_from(v, steps: int = 64):
+    """The TPOP whose tile ``v`` is, or is computed from by ops of the same dtype (the first
+    such operand, ``steps`` ops back at most), else None."""
+    dtype = getattr(v.type, "dtype", None) if v is not None else None
+    while isinstance(v, OpResult) and steps > 0:
+        op = v.op
+        if op.name == "pl.tpop":
+            return op
+        v = next((x for x in op.operands if isinstance(x.type, TileValueType) and x.type.dtype == dtype), None)
+        steps -= 1
+    return None
+
+
 class Source:
     """Where a kernel's AST came from, to turn AST positions into file:line:col."""
 
@@ -926,6 +939,21 @@ class FunctionParser:
                                "pl.matmul_acc(acc, a, b, init_cond=(k == 0)): TMATMUL on the first "
                                "step, TMATMUL_ACC after; or start from acc = pl.matmul(a, b)")
 
+    def popped_dtype(self, pop, node, args) -> CompileError:
+        """A store whose tile dtype is not its tensor's, where that dtype comes from a TPOP (the
+        tile or what is computed from it): the TPOP is the likely slip - a ring slot holds the
+        producer's bytes and a TPOP does not convert - so the error is at the TPOP."""
+        tile, tensor = args["tile"].type, args["tensor"].type
+        line = self.src.loc(node).line
+        return CompileError(
+            f"this pl.TPOP pops its slot as {tile.dtype}, and the pl.store at line {line} stores "
+            f"{'it' if args['tile'] is pop.results[0] else 'what is computed from it'} ({tile.dtype}) into "
+            f"a {tensor.dtype} tensor: a TPOP takes the slot's bytes as the dtype it names, it does "
+            "not convert",
+            where=str(pop.loc), fix=f"pop the dtype the producer pushes (pl.Tile[[...], pl.{tensor.dtype}, "
+                                    f"...] if it pushes {tensor.dtype} tiles); else pl.cast(x, "
+                                    f"pl.{tensor.dtype}) before the store")
+
     def make_call(self, op: str, node, args: dict, attrs: dict, nodes: dict):
         self._check_written(args, nodes, node)
         if set(args) == {"a", "b"} and all(isinstance(v.type, TileValueType) for v in args.values()):
@@ -954,6 +982,9 @@ class FunctionParser:
                               "Vector kernels work on Vec tiles (UB); Cube kernels on "
                               "Mat/Left/Right/Acc tiles", "space")
         except OpError as e:
+            pop = _popped_from(args.get("tile")) if spec.name == "store" and e.param == "tile" else None
+            if pop is not None:
+                raise self.popped_dtype(pop, node, args) from None
             at = nodes.get(e.param, node)
             raise self.err(at, e.about(spec.dsl, f"pl.{spec.dsl}"), e.fix) from None
         operands = []

@@ -1,8 +1,9 @@
 """Protocol mutation operators on a Python kernel's source: each makes one mutant that
 differs from the kernel in one protocol decision at one call site - a TFREE dropped or
-moved above the statement before it, an event wait or set dropped or doubled, a TPUSH /
-TPOP given the other split or moved above a statement it depends on, a pipe's FlagID,
-SlotNum or SlotSize changed on one side only.
+moved above the statement before it, an event wait or set dropped or doubled (``wait_flag``
+/ ``set_flag``, in the DSL ``pl.wait_event`` / ``pl.record_event``), a TPUSH / TPOP given
+the other split or moved above a statement it depends on, a pipe's FlagID, SlotNum or
+SlotSize changed on one side only.
 
 Edits keep every other line where it was (a dropped statement becomes ``pass`` on the same
 lines; two swapped statements trade lines), so each finding on a mutant names a line of
@@ -12,8 +13,11 @@ built in the Scenario's Vector kernel is mutated on Vector core 0 only, any othe
 kernel's, a helper both call) on the Cube only, so the two sides disagree as a real slip
 would make them.
 
-A Python kernel written with the ``pl`` DSL gets the statement-level operators only
-(dropping, doubling and moving statements): the DSL has no place for the hook's calls.
+A Python kernel written with the ``pl`` DSL gets the statement-level operators (dropping,
+doubling and moving statements) and the other split of a TPUSH / TPOP: the DSL evaluates a
+``split=`` argument as a compile-time constant in the kernel's module, where :data:`HOOK`
+is bound, but it runs no expression on a core, so the one-sided pipe operators have no
+place there.
 """
 from __future__ import annotations
 
@@ -29,10 +33,10 @@ class Mutation(enum.Enum):
     """The kinds of protocol mistake a mutant makes, with the text the report shows."""
     DROP_TFREE = "drop a TFREE"
     TFREE_BEFORE_USE = "move a TFREE above a use of the popped tile"
-    DROP_WAIT = "drop a wait_flag"
-    DUP_WAIT = "double a wait_flag"
-    DROP_SET = "drop a set_flag"
-    DUP_SET = "double a set_flag"
+    DROP_WAIT = "drop an event wait (wait_flag / pl.wait_event)"
+    DUP_WAIT = "double an event wait (wait_flag / pl.wait_event)"
+    DROP_SET = "drop an event set (set_flag / pl.record_event)"
+    DUP_SET = "double an event set (set_flag / pl.record_event)"
     SWAP_SPLIT = "give a TPUSH / TPOP the other split"
     REORDER = "move a TPUSH / TPOP above the statement before it that it depends on"
     FLAG_ID = "change a pipe's FlagID on one side"
@@ -160,7 +164,9 @@ def _one_line(stmt: ast.stmt) -> bool:
         stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef))
 
 
-_PROTOCOL = {"TPUSH", "TPOP", "TFREE", "TALLOC", "wait_flag", "set_flag"}
+#: the event calls of each front end: an ISA kernel's and the DSL's
+_WAITS, _SETS = {"wait_flag", "wait_event"}, {"set_flag", "record_event"}
+_PROTOCOL = {"TPUSH", "TPOP", "TFREE", "TALLOC"} | _WAITS | _SETS
 
 
 def _names(node: ast.AST) -> set:
@@ -196,7 +202,7 @@ def _functions(tree: ast.AST) -> dict:
 
 def mutants(source: str, dsl: bool = False) -> list:
     """Every mutant of the kernel source ``source``, in line order (``dsl``: the statement
-    operators only)."""
+    operators and the split swap only)."""
     tree = ast.parse(source)
     src = _Source(source)
     out = []
@@ -221,8 +227,8 @@ def mutants(source: str, dsl: bool = False) -> list:
                 if prev is not None and _names(prev) & popped:
                     add(Mutation.TFREE_BEFORE_USE, stmt, f"{seg} above {src.segment(prev)}",
                         src.swap(prev, stmt))
-            elif name in ("wait_flag", "set_flag"):
-                drop, dup = ((Mutation.DROP_WAIT, Mutation.DUP_WAIT) if name == "wait_flag"
+            elif name in _WAITS | _SETS:
+                drop, dup = ((Mutation.DROP_WAIT, Mutation.DUP_WAIT) if name in _WAITS
                              else (Mutation.DROP_SET, Mutation.DUP_SET))
                 add(drop, stmt, f"{seg} -> pass", src.replace(stmt, "pass"))
                 add(dup, stmt, f"{seg} twice", src.replace(stmt, f"{seg}; {seg}"))
@@ -232,16 +238,16 @@ def mutants(source: str, dsl: bool = False) -> list:
                 tile = _arg(stmt.value, 1, "tile")
                 if _stmt_call(prev) in _PROTOCOL or (tile is not None and _names(tile) & _names(prev)):
                     add(Mutation.REORDER, stmt, f"{seg} above {src.segment(prev)}", src.swap(prev, stmt))
-    if not dsl:
-        vector, function = _vector_kernels(tree), _functions(tree)
-        for node in ast.walk(tree):
-            name = _name(node)
-            if name in _SPLIT_ARG:
-                split = _arg(node, *_SPLIT_ARG[name])
-                if split is not None:
-                    seg = src.segment(split)
-                    add(Mutation.SWAP_SPLIT, node, f"{name}(..., {seg}) -> the other split",
-                        src.replace(split, f"{HOOK}.other_split({seg})"))
+    vector, function = _vector_kernels(tree), _functions(tree)
+    for node in ast.walk(tree):
+        name = _name(node)
+        if name in _SPLIT_ARG:
+            split = _arg(node, *_SPLIT_ARG[name])
+            if split is not None:
+                seg = src.segment(split)
+                add(Mutation.SWAP_SPLIT, node, f"{name}(..., {seg}) -> the other split",
+                    src.replace(split, f"{HOOK}.other_split({seg})"))
+        if not dsl:
             for key, kind, new in (("flag", Mutation.FLAG_ID, "({}) + 1"),
                                    ("num", Mutation.SHRINK_RING, "max(1, ({}) // 2)"),
                                    ("size", Mutation.SLOT_SIZE, "({}) // 2")):

@@ -172,7 +172,7 @@ def _insert_free(pop: Operation, block, last, after: dict) -> Operation:
 _C2V = (Direction.DIR_C2V, Direction.DIR_C2V_GM)
 
 
-def _read_pipe(op: Operation, tile):
+def read_pipe(op: Operation, tile):
     """The pipe on which ``op`` reads ``tile`` (the catalogue's pipe of its instruction, or
     of its data path for a TSTORE / TMOV / TEXTRACT; a TPUSH's copy out of the core), None
     for an op that reads it on no pipe of its own (a loop, a branch, a yield, a copy)."""
@@ -225,7 +225,7 @@ def read_pipes(pop: Operation, free: Operation) -> tuple:
     pipes = set()
     for a in aliases(pop.tile):
         for u in a.uses:
-            p = _read_pipe(u.owner, a) if _runs_before(u.owner, free) else None
+            p = read_pipe(u.owner, a) if _runs_before(u.owner, free) else None
             if p is not None:
                 pipes.add(p.name)
     return tuple(sorted(pipes))

@@ -2,8 +2,10 @@
 
 Each core's pipe ops on one explored path (one combination of paths whose facts agree) -
 TPUSH, TPOP, TFREE per direction, in program order -
-are run against each other with seed 003's ring rules: a TPUSH needs a free slot of its
-ring (pushed - freed < SLOT_NUM, per Vector lane), a TPOP a pushed tile (pushed > popped);
+are run against each other with the protocol's ring rules: a TPUSH needs a free slot of its
+ring (seed 003: pushed - freed < SLOT_NUM, per Vector lane; under pto-isa the frees its
+sparse notifications have announced, ``rules``: ring -> :class:`~ptopipe.protocol.model.StaticRing`),
+a TPOP a pushed tile (pushed > popped);
 a Cube op on a two-lane ring takes part for both lanes.  When no core can go on and some
 have not finished, the kernels wait for each other forever (a hang on the device, the
 simulator's DeadlockError): one finding at the op each stuck core waits in.  A loop of
@@ -21,36 +23,52 @@ _PRODUCER = {C2V: None, V2C: "aiv"}      # who pushes: None = the Cube, "aiv" = 
 class _Rings:
     """The counters of the rings: per (ring, Vector lane) tiles pushed, popped, freed."""
 
-    def __init__(self, lanes: tuple, slot_num: dict):
-        self.lanes, self.slot_num = lanes, slot_num
+    def __init__(self, lanes: tuple, slot_num: dict, rules: dict | None = None):
+        self.lanes, self.slot_num, self.rules = lanes, slot_num, rules or {}
         self.n = {k: {(d, ln): 0 for d in slot_num for ln in lanes} for k in ("push", "pop", "free")}
+
+    def needed(self, d, i: int) -> int:
+        """TFREEs of a lane before push ``i`` of ring ``d`` may write its slot."""
+        rule = self.rules.get(d)
+        return rule.frees_needed(i) if rule is not None else i - self.slot_num[d] + 1
 
     def ready(self, core, kind, d) -> bool:
         pushed = self.n["push"]
         mine = self.lanes if core is None else (core,)
         if kind == "push":
             freed = self.n["free"]
-            return all(pushed[d, ln] - freed[d, ln] < self.slot_num[d] for ln in mine)
+            return all(freed[d, ln] >= self.needed(d, pushed[d, ln]) for ln in mine)
         if kind == "pop":
             popped = self.n["pop"]
             return all(pushed[d, ln] > popped[d, ln] for ln in mine)
         return True
 
     def step(self, core, kind, d) -> None:
+        rule = self.rules.get(d)
+        if rule is not None and rule.pop_frees:     # the TPOP frees, its TFREE releases nothing
+            kind = {"pop": ("pop", "free"), "free": ()}.get(kind, (kind,))
+        else:
+            kind = (kind,)
         for ln in (self.lanes if core is None else (core,)):
-            self.n[kind][d, ln] += 1
+            for k in kind:
+                self.n[k][d, ln] += 1
 
     def state(self) -> tuple:
-        """What decides the cores' progress: pushed - popped and pushed - freed per ring."""
+        """What decides the cores' progress: pushed - popped and pushed - freed per ring, and
+        where the pushes are in a sparse notification period."""
         p, o, f = self.n["push"], self.n["pop"], self.n["free"]
-        return tuple((p[k] - o[k], p[k] - f[k]) for k in sorted(p, key=repr))
+        return tuple((p[k] - o[k], p[k] - f[k], p[k] >= self.slot_num[k[0]],
+                      p[k] % getattr(self.rules.get(k[0]), "sync_period", 1)) for k in sorted(p, key=repr))
 
 
-def stuck_cores(traces: dict, lanes: tuple, slot_num: dict) -> dict:
+def stuck_cores(traces: dict, lanes: tuple, slot_num: dict, rules: dict | None = None,
+                counts: dict | None = None) -> dict:
     """``traces``: core -> [(kind, ring, op)] (core None = the AIC, 0 / 1 = AIV lanes);
-    ``slot_num``: ring -> SLOT_NUM (every ring of the traces).  Returns {core: (kind, ring, op)} of the cores
-    stuck when no core can go on, or {} when every trace completes."""
-    rings = _Rings(lanes, slot_num)
+    ``slot_num``: ring -> SLOT_NUM (every ring of the traces); ``rules``: ring -> the
+    protocol's StaticRing (default seed 003's rule).  Returns {core: (kind, ring, op)} of the cores
+    stuck when no core can go on, or {} when every trace completes; ``counts`` receives the
+    rings' counters then ("push" / "pop" / "free" -> (ring, lane) -> count)."""
+    rings = _Rings(lanes, slot_num, rules)
     pos = {core: 0 for core in traces}
     moved = True
     while moved:
@@ -60,6 +78,8 @@ def stuck_cores(traces: dict, lanes: tuple, slot_num: dict) -> dict:
                 rings.step(core, *trace[pos[core]][:2])
                 pos[core] += 1
                 moved = True
+    if counts is not None:
+        counts.update(rings.n)
     return {core: traces[core][pos[core]] for core in traces if pos[core] < len(traces[core])}
 
 
@@ -79,23 +99,25 @@ def expand(trace: list, trips: int) -> list:
     return out
 
 
-def stuck_for_all(traces: dict, lanes: tuple, slot_num: dict, stats: dict | None = None) -> tuple:
+def stuck_for_all(traces: dict, lanes: tuple, slot_num: dict, stats: dict | None = None,
+                  rules: dict | None = None, counts: dict | None = None) -> tuple:
     """:func:`stuck_cores` for every trip count of the loops of unknown trip count in
     ``traces`` (one loop entry per core at most, all of the same trip count T): the rings'
     period (:func:`period_bound`) shows the outcome for T + delta is that for T past some
     T1, so checking each T <= T1 + delta decides every T.  Returns ``("ok",)``, ``("stuck",
     T or None, {core: entry})`` or ``("unproven", why)``; ``stats["runs"]`` counts the
-    trip counts run (each one period of the rings at most)."""
+    trip counts run (each one period of the rings at most); ``rules``, ``counts``: as
+    :func:`stuck_cores`."""
     loops = [e for t in traces.values() for e in t if e[0] == "loop"]
     if not loops:
-        stuck = stuck_cores(traces, lanes, slot_num)
+        stuck = stuck_cores(traces, lanes, slot_num, rules, counts)
         return ("stuck", None, stuck) if stuck else ("ok",)
     why = next((e[4] for e in loops if e[1] is None), None)
     if why:
         return "unproven", why
     if len({e[1] for e in loops}) > 1 or any(sum(e[0] == "loop" for e in t) > 1 for t in traces.values()):
         return "unproven", "the cores run loops of different unknown trip counts"
-    period = period_bound(traces, lanes, slot_num)
+    period = period_bound(traces, lanes, slot_num, rules)
     bound = None if period is None else sum(period)
     lo, hi = loops[0][1]
     if lo.is_const() and hi.is_const():            # a known trip count: its run, one period
@@ -104,12 +126,12 @@ def stuck_for_all(traces: dict, lanes: tuple, slot_num: dict, stats: dict | None
             trips = period[0] + 1 + (trips - period[0] - 1) % period[1]
         if stats is not None:
             stats["runs"] = stats.get("runs", 0) + 1
-        stuck = stuck_cores({c: expand(t, trips) for c, t in traces.items()}, lanes, slot_num)
+        stuck = stuck_cores({c: expand(t, trips) for c, t in traces.items()}, lanes, slot_num, rules, counts)
         return ("stuck", trips, stuck) if stuck else ("ok",)
     for trips in range(MAX_ROUNDS if bound is None else bound + 1):
         if stats is not None:
             stats["runs"] = stats.get("runs", 0) + 1
-        stuck = stuck_cores({c: expand(t, trips) for c, t in traces.items()}, lanes, slot_num)
+        stuck = stuck_cores({c: expand(t, trips) for c, t in traces.items()}, lanes, slot_num, rules, counts)
         if stuck:
             return "stuck", trips, stuck
         if bound is None and trips >= 2 * max(slot_num.values()) + 4:
@@ -120,14 +142,14 @@ def stuck_for_all(traces: dict, lanes: tuple, slot_num: dict, stats: dict | None
     return ("ok",)
 
 
-def period_bound(traces: dict, lanes: tuple, slot_num: dict):
+def period_bound(traces: dict, lanes: tuple, slot_num: dict, rules: dict | None = None):
     """``(T1, delta)``: the outcome for T + delta is that for T when T > T1, so checking
     T = 0 .. T1 + delta decides every T; or None.  The loops run
     forever in round-robin rounds, each core going on until it blocks or ends an
     iteration; once the state (positions, iterations done relative to the slowest core,
     ring counters) repeats, the run is periodic: delta more iterations from round r1 on, so a
     run of T + delta iterations ends as one of T does for T past the iterations done by r1."""
-    rings = _Rings(lanes, slot_num)
+    rings = _Rings(lanes, slot_num, rules)
     pos = {core: [0, 0, 0] for core in traces}        # entry index, offset in a loop body, iterations
     seen = {}
     for _ in range(MAX_ROUNDS):

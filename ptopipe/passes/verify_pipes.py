@@ -17,6 +17,10 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * no TPOP stays unfreed at the end of a path (a missing TFREE), and no TFREE frees
   nothing;
 * every load / store's GM window lies within its tensor's static shape;
+* a TFREE the kernel wrote follows every read of its popped tile where the protocol's free
+  signal does not (:meth:`ProtocolModel.free_needs_event`: pto-isa on A5 sends the free from
+  one pipe, so a TSTORE of the popped tile on MTE3 needs an event to the free's pipe or a
+  barrier before the TFREE; a TFREE the compiler placed gets it from LowerPlatform);
 * the producer pushes as many tiles as each consumer lane pops (AIV producers: per lane)
   for every value of the kernel's integer scalars (:mod:`.symbolic`; the failing values
   otherwise), and the k-th push's tile matches the k-th pop's (FIFO order:
@@ -47,15 +51,18 @@ from ..arch.vocab import Direction, TileLayout, TileSplitAxis
 from ..errors import CompileError
 from ..ir.vocab import FunctionKind
 from ..ir.first_step import first_steps
-from ..ir.opdefs import FuncOp, ReserveBufferOp, TPop, TPush
+from ..arch.vocab import SyncPipe
+from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TPop, TPush, WaitEvent
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
-from ..protocol.model import compile_model, platform_kind
+from ..protocol.model import compile_model, model_for, platform_kind
+from ..protocol.versions import parse as parse_protocol
 from itertools import combinations, product
 
 from .expand_mixed import RING_NAME
+from .insert_tfree import aliases, read_pipe
 from .pipe_deadlock import stuck_for_all
 from .pipe_paths import Explorer, Incomplete
 from .pipe_state import count_events, dir_name, hold_limit, lanes_of, line, ordinal
@@ -79,7 +86,7 @@ def run(program, ctx):
     v = _Verifier(program, get_platform(getattr(ctx, "platform", "a2a3")),
                   getattr(ctx, "warnings", None), getattr(ctx, "protocol", "spec") or "spec",
                   getattr(ctx, "scalars", None), declared=getattr(ctx, "ranges", None),
-                  remarks=remarks_of(ctx))
+                  remarks=remarks_of(ctx), as_ptoas=getattr(ctx, "as_ptoas", False))
     found = v.verify()
     if found:
         first = found[0]
@@ -130,15 +137,20 @@ def size_staging(program, plat, bounds: dict) -> None:
                     buf.size = held * init.slot_size
 
 
-def _ring_slots(traces: dict, cfn, n: int, plat) -> dict:
-    """ring -> SLOT_NUM of every ring the cores' traces use (its init's in the Cube function
-    ``cfn``; ``n``, the first init's, for a ring no init there sets up)."""
-    nums = {r: slot_num(i, plat) for i in init_ops(cfn) for r in i.rings}
+def _ring_slots(traces: dict, cfn, n: int, plat, model=None) -> tuple:
+    """``(slot_num, rules)``: ring -> SLOT_NUM of every ring the cores' traces use (its init's
+    in the Cube function ``cfn``; ``n``, the first init's, for a ring no init there sets up)
+    and, with a protocol ``model``, ring -> its :meth:`~ptopipe.protocol.model.ProtocolModel.static_ring`."""
+    nums, gm = {}, {}
+    for i in init_ops(cfn):
+        for r in i.rings:
+            nums[r], gm[r] = slot_num(i, plat), ring_in_gm(i, plat)
     for trace in traces.values():
         for e in trace:
             for entry in (e[2] if e[0] == "loop" else (e,)):
                 nums.setdefault(entry[1], n)
-    return nums
+    rules = {r: model.static_ring(k, gm.get(r, plat.ring_in_gm)) for r, k in nums.items()} if model else None
+    return nums, rules
 
 
 def _culprit_first(found: list) -> list:
@@ -179,8 +191,10 @@ MAX_COMBOS = 64
 
 class _Verifier:
     def __init__(self, program, plat, warnings, protocol="spec", known=None, depth=0, declared=None,
-                 remarks=None):
+                 remarks=None, as_ptoas=False):
         self.program, self.plat, self.known = program, plat, known
+        # a .pto file: ptoas's InsertSync places its events, TFREE's order included
+        self.as_ptoas = as_ptoas
         self.remarks = remarks if remarks is not None else remarks_of(None)
         self.declared = declared or {}
         # ("param", name) -> (lo, hi exclusive) of the declared ranges, as loop ranges are kept
@@ -188,6 +202,9 @@ class _Verifier:
                              for k, (lo, hi) in self.declared.items()}
         self.protocol_arg = protocol    # (as given: a named library version stays one)
         self.model = compile_model(protocol, platform_kind(plat))
+        # the rules a run under ``protocol`` follows (a CPU simulator's, a release's bugs)
+        self.run_model = model_for(*parse_protocol(protocol)[:1], platform_kind(plat),
+                                   library=parse_protocol(protocol)[1])
         self.protocol = self.model.protocol
         self.warnings = warnings if warnings is not None else []
         self.findings, self.seen = [], set()
@@ -302,8 +319,84 @@ class _Verifier:
                 continue
             explored[fn.sym_name] = (fn, lanes)
         self.explored = explored
+        for fn in funcs:
+            self.free_order(fn, explored.get(fn.sym_name))
         self.cross(funcs, explored)
         return _culprit_first(self.findings)
+
+    def free_order(self, fn, explored=None) -> None:
+        """Each TFREE the kernel wrote (the compiler's carry ``read_on``: LowerPlatform orders
+        them) follows the reads of the tile it frees on every pipe the protocol's free signal
+        does not wait for (:meth:`ProtocolModel.free_needs_event`): an event from that pipe to
+        the free's, or ``pl.barrier()``, between the last such read and the TFREE - on a ring
+        whose producer may reuse a slot (more pops than SLOT_NUM on some path of ``fn``'s
+        ``explored`` lanes, or a count not known).  The TFREE frees the oldest slot its ring
+        holds; a pop and free in different blocks are left to the run's race checker.  Not for
+        a ``.pto`` file, whose events ptoas places (InsertSync)."""
+        if self.as_ptoas:
+            return
+        way = "C2V" if fn.kind is FunctionKind.AIV else "V2C"
+        inits = {r: i for i in init_ops(fn) for r in i.rings}
+
+        def wraps(ring) -> bool:
+            init = inits.get(ring)
+            if explored is None or init is None:
+                return True
+            n = slot_num(init, self.plat)
+            return any(_unknown(evs) or len(evs) > n
+                       for paths, _ex in explored[1].values() for p in paths
+                       for evs in (p.events.get(ring, []),))
+        held: dict = {}
+        for op in fn.walk():
+            if op.is_a(TPop):
+                held.setdefault(ring_of(op), []).append(op)
+            elif op.is_a(TFree):
+                q = held.get(ring_of(op)) or []
+                pop = q.pop(0) if q else None
+                if (pop is None or op.read_on is not None or pop.parent is not op.parent
+                        or not isinstance(pop.tile.type, TileValueType)   # a GM slot: the kernel's TLOADs
+                        or not wraps(ring_of(op))):
+                    continue
+                init = inits.get(ring_of(op))
+                in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
+                self.unordered_reads(pop, op, way, in_gm)
+
+    def unordered_reads(self, pop, free, way: str, in_gm: bool) -> None:
+        """The finding of a read of ``pop``'s tile before ``free`` (the same block) that the
+        free signal does not follow (see :meth:`free_order`)."""
+        model = self.run_model
+        sig = f"PIPE_{model.free_signal_pipe(way, in_gm).name}"
+        tiles = aliases(pop.tile)
+        pending: dict = {}                  # pipe name -> the last read on it not yet ordered
+        recorded: set = set()               # (src, dst) recorded since
+        x = pop.next
+        while x is not None and x is not free:
+            for o in x.walk():
+                if o.is_a(Barrier) and o.pipe is SyncPipe.PIPE_ALL:
+                    pending.clear()
+                elif o.is_a(RecordEvent):
+                    recorded.add((o.src.value, o.dst.value))
+                elif o.is_a(WaitEvent) and o.dst.value == sig and (o.src.value, sig) in recorded:
+                    pending.pop(o.src.value, None)
+                else:
+                    for t in tiles:
+                        if any(u.owner is o for u in t.uses):
+                            p = read_pipe(o, t)
+                            if p is not None and model.free_needs_event(way, in_gm, p):
+                                pending[f"PIPE_{p.name}"] = o
+            x = x.next
+        for src, read in pending.items():
+            what = f"pl.{read.dsl}" if getattr(read, "dsl", None) else read.name
+            self.finding("free_order", free,
+                         f"this TFREE signals the free of the slot popped at {line(pop)} from {sig} without "
+                         f"waiting for {src}, where the {what} at {line(read)} still reads the popped tile "
+                         f"({model.name} on {self.plat.name}: the consumer's free is one signal on {sig}), "
+                         "so the producer's next TPUSH may overwrite the slot under that read (a data race "
+                         "on the device)",
+                         f"order the read before the free: pl.record_event(pl.{src}, pl.{sig}, 0) and "
+                         f"pl.wait_event(pl.{src}, pl.{sig}, 0) (or pl.barrier()) between the {what} and the "
+                         "TFREE (in a .pto: pto.set_flag / pto.wait_flag); a TFREE the compiler places gets "
+                         "them itself")
 
     def held_bounds(self) -> dict:
         """function name -> :class:`~ptopipe.ir.ops.Ring` -> the most popped slots it holds at
@@ -337,9 +430,12 @@ class _Verifier:
             need = shape[0] * shape[1] * itemsize(t.dtype)
             if need > got[0]:
                 what = op.dsl
-                whole = f", a {shape[0]}x{shape[1]} slot" if shape != tuple(t.shape) else ""
+                own = t.shape[0] * t.shape[1] * itemsize(t.dtype)
+                moves = (f"{describe(t)} ({own} bytes), its part of a {shape[0]}x{shape[1]} slot tile "
+                         f"of {need} bytes (split {op.split.name})" if shape != tuple(t.shape)
+                         else f"{describe(t)} ({need} bytes)")
                 self.finding("slot_size", op,
-                             f"this {what} moves {describe(t)} ({need} bytes{whole}) but the "
+                             f"this {what} moves {moves} but the "
                              f"{_dir(ring_of(op))} ring's SLOT_SIZE is {got[0]} bytes (init at "
                              f"{line(got[1])}); a slot holds the whole static tile whatever its valid "
                              "region (a popped tile is bound at its slot and spans the next slots if "
@@ -412,15 +508,16 @@ class _Verifier:
                 self.unproven(f"more than {MAX_COMBOS} combinations of the cores' paths: deadlock "
                               "freedom not checked for the others")
                 return
-            verdict = stuck_for_all(traces, tuple(k for k in vlanes), _ring_slots(traces, cfn, n, self.plat),
-                                    self.stats)
+            nums, rules = _ring_slots(traces, cfn, n, self.plat, self.run_model)
+            counts: dict = {}
+            verdict = stuck_for_all(traces, tuple(k for k in vlanes), nums, self.stats, rules, counts)
             if verdict[0] == "unproven":
                 self.unproven(f"deadlock freedom: {verdict[1]}")
                 continue
             if verdict[0] == "stuck":
                 values = self.stuck_values(facts, traces, verdict[1])
                 if values is not False:
-                    self.stuck(verdict[2], names, values)
+                    self.stuck(verdict[2], names, values, rules, counts)
                     return
 
     def stuck_values(self, facts, traces, trips):
@@ -437,20 +534,48 @@ class _Verifier:
             return False
         return witness_text(w) if verdict == "sat" and not unhandled and w else None
 
-    def stuck(self, stuck, names, values) -> None:
+    def stuck(self, stuck, names, values, rules=None, counts=None) -> None:
         waits = {core: (f"{names[core]} waits in the {'TPOP' if kind == 'pop' else 'TPUSH'} of the "
                         f"{_dir(d)} ring at {line(op)} "
                         + ("for a tile not yet pushed" if kind == "pop" else "for a free slot"))
                  for core, (kind, d, op) in stuck.items()}
-        for core, (kind, d, op) in stuck.items():
+        withheld = {core: self.withheld(core, d, names, rules, counts)
+                    for core, (kind, d, _op) in stuck.items() if kind == "push"}
+        # one cycle, one finding: at the first stuck core's op, naming every other one
+        for core, (kind, d, op) in list(stuck.items())[:1]:
             others = "; ".join(w for k, w in waits.items() if k != core) or \
                 "the other cores have finished"
+            sparse = next((w for w in withheld.values() if w), None)
             self.finding("deadlock", op,
                          f"the cores wait for each other forever: {waits[core]}, while {others} "
-                         "(a hang on the device)",
-                         "reorder the pushes and pops so that each TPOP's tile is pushed before "
-                         "the pushing core waits for anything (push first, then pop the answer), "
-                         "or give the ring more slots", values=values or "")
+                         f"(a hang on the device{'; ' + sparse[0] if sparse else ''})",
+                         (sparse[1] + "; or reorder the pushes and pops so that each TPOP's tile is "
+                          "pushed before the pushing core waits for anything" if sparse else
+                          "reorder the pushes and pops so that each TPOP's tile is pushed before "
+                          "the pushing core waits for anything (push first, then pop the answer), "
+                          "or give the ring more slots"), values=values or "")
+
+    def withheld(self, core, d, names, rules, counts):
+        """(cause, fix) when ``core``'s stuck TPUSH on ring ``d`` waits only for the protocol's
+        sparse free notification (the consumer has freed enough slots for seed 003, not
+        enough for a notification: :meth:`~ptopipe.protocol.model.StaticRing.withheld_credit`);
+        None otherwise."""
+        rule = (rules or {}).get(d)
+        if rule is None or not counts:
+            return None
+        for ln in ((core,) if core is not None else sorted(k[1] for k in counts["push"] if k[0] == d)):
+            i, freed = counts["push"][d, ln], counts["free"][d, ln]
+            consumer = names[None if core is not None else ln]
+            got = rule.withheld_credit(i, freed, consumer)
+            if got is not None:
+                # a DSL pipe sets no SyncPeriod (pto-isa's default): the fix is the ring's depth
+                # or the lag
+                return (f"under {self.run_model.name} on {self.plat.name}: {got[0]}",
+                        f"{consumer}'s TFREEs reach the producer only every SyncPeriod = "
+                        f"{rule.sync_period} TFREEs under {self.run_model.name}: deepen the ring "
+                        "(slot_num= of both *_initialize_pipe calls) or push fewer tiles before "
+                        "popping the answers")
+        return None
 
     def lanes_agree(self, d, side):
         """No-split pipes: both Vector lanes transfer the same number of tiles."""

@@ -343,6 +343,15 @@ class ProtocolModel:
         the producer's free-slot wait was on)."""
         raise NotImplementedError
 
+    def static_ring(self, slot_num: int, in_gm: bool) -> "StaticRing":
+        """A TPipe ring of ``slot_num`` slots (in GM or consumer-local) as a compiler sees it
+        before any run: the decisions a bound channel copies (SyncPeriod, wait rule, start-up
+        credits, a TPOP that frees its slot), so that VerifyPipes runs the kernels' push /
+        pop / free orders by this protocol's rules (:meth:`frees_needed`)."""
+        cfg = _PipeShape(slot_num)
+        return StaticRing(self, slot_num, self.sync_period(cfg), self.waits_every(cfg),
+                          self.startup_credits(slot_num, cfg), self.pop_frees(in_gm), cfg)
+
     # -- diagnoses ----------------------------------------------------------------------
     def frees_needed(self, ch, i: int) -> int:
         """TFREEs (of each consumer lane) before push ``i`` may write its slot."""
@@ -386,6 +395,39 @@ class ProtocolModel:
             return ch.startup_credits // (ch.slot_num if self.per_tag_flags else 1)
         waited = sum(1 for i in range(pushed) if self.producer_waits(ch, i))
         return max(0, self.frees_due(ch, pushed) - waited)
+
+
+@dataclass(frozen=True)
+class _PipeShape:
+    """What the protocol reads of a TPipe's configuration when no TPipe is bound: a DSL
+    ``*_initialize_pipe`` sets no SyncPeriod (the protocol's default) and is not a TMPipe."""
+    slot_num: int
+    sync_period: int | None = None
+    fifo: FIFOType | None = None
+
+
+@dataclass(frozen=True)
+class StaticRing:
+    """A ring's protocol decisions without a bound channel (:meth:`ProtocolModel.static_ring`);
+    it reads as a channel to :meth:`ProtocolModel.frees_needed` and
+    :meth:`ProtocolModel.withheld_credit`."""
+    model: ProtocolModel
+    slot_num: int
+    sync_period: int
+    wait_every: bool
+    startup_credits: int
+    #: the TPOP frees its slot itself (pto-isa on a ring in GM), the TFREE releases nothing
+    pop_frees: bool
+    cfg: _PipeShape
+
+    def frees_needed(self, i: int) -> int:
+        """TFREEs before push ``i`` may write its slot (:meth:`ProtocolModel.frees_needed`)."""
+        return self.model.frees_needed(self, i)
+
+    def withheld_credit(self, i: int, freed: int, consumer: str):
+        """(cause, fix) when push ``i`` waits only for this protocol's sparse notification
+        (:meth:`ProtocolModel.withheld_credit`), else None."""
+        return self.model.withheld_credit(self, i, freed, consumer)
 
 
 @dataclass(frozen=True)

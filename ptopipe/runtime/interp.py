@@ -26,9 +26,10 @@ from ..arch.vocab import PLAIN_DIRECTION, Direction, TileSplitAxis, row_major_st
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..ir import ops as irops
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import INITIALIZE_PIPE, BufferAttrOp, InitializePipe, ReserveBufferOp
+from ..ir.opdefs import INITIALIZE_PIPE, Barrier, BufferAttrOp, InitializePipe, RecordEvent, ReserveBufferOp, WaitEvent
 from ..ir.types import TensorType, TileValueType, np_dtype
 from ..sim.location import SourceLoc
+from ..sim.pipesync import PTO_EVENTS, EventWords
 from ..protocol.model import FIRST_FLAG_ID, cluster_model
 from ..ir.layout import gm_window_problem, reserve_fit_problem, ring_size_problem, tiles_fit_problem
 from ..ir.pipe_config import local_slot_num
@@ -41,6 +42,15 @@ _BOTH_DIRS = (Direction.DIR_BOTH, Direction.DIR_BOTH_GM)
 
 #: the valid shape of every tile lane 1 of a TILE_NO_SPLIT AIV function creates (docs/layouts.md)
 _EMPTY = {"valid_rows": 0, "valid_cols": 0}
+
+
+#: how a message spells the event calls of a ``pl`` DSL kernel (its op definitions' names)
+DSL_EVENTS = EventWords(RecordEvent.name, WaitEvent.name, f"{Barrier.name}()", "(pl.{src}, pl.{dst}, {eid})")
+
+
+def event_words_of(fn) -> EventWords:
+    """The event spelling of the source ``fn`` came from: a ``.pto`` file's, else the DSL's."""
+    return PTO_EVENTS if fn.loc is not None and str(fn.loc.file).endswith(".pto") else DSL_EVENTS
 
 
 def _one_lane(op) -> bool:
@@ -88,6 +98,7 @@ class Interpreter:
         self.pipes = {}             # (DIR_C2V / DIR_V2C, pipe id) -> the pipe bound for that ring
         self.next_flag = FIRST_FLAG_ID
         self.core.loc_override = self.where(self.fn)
+        self.core.event_words = event_words_of(self.fn)
         body = self.fn.body
         for p in body.args:
             self.env[p] = self.bind_param(p, args)

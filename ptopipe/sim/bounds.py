@@ -115,6 +115,13 @@ def core_states(cluster, at: dict | None = None) -> str:
         if c.state is CoreState.BLOCKED and c.waiting is not None:
             what = f"blocked in {c.waiting.what or 'a WAIT'} on {c.waiting.flag.name}"
         n = c.instructions
+        g = c.glet
+        if c not in (at or {}) and c.loc_override is None and g is not None and not g and not g.dead:
+            # its greenlet has not started: no line of its kernel yet (where() would name the
+            # line of the core that is running)
+            lines.append(f"{c.name:5s} {what}, its kernel not started yet ({n} instruction{'s' * (n != 1)}, "
+                         f"issue clock {c.clock})")
+            continue
         where = (at or {}).get(c) or c.where()
         lines.append(f"{c.name:5s} {what} at {where} ({n} instruction{'s' * (n != 1)}, "
                      f"issue clock {c.clock})")

@@ -89,6 +89,9 @@ class Core:
         self.kernel = None                   # the kernel function it runs
         self.waiting: Wait | None = None
         self.loc_override: SourceLoc | None = None
+        #: how messages spell the kernel's event calls (``sim.pipesync.EventWords``), set by
+        #: the front end that runs it (None: the ISA's)
+        self.event_words = None
         self.clock = 0
         self.pipe_free = [0] * len(_PIPES)   # indexed by PipeUnit
         self.busy = [0] * len(_PIPES)

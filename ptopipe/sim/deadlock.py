@@ -96,7 +96,7 @@ def explain(cluster, blocked) -> DeadlockError:
              "sync_period": sync, "pending_frees": _pending_frees(ch, w, sync),
              "sender_blocked": w.flag.sender.state is CoreState.BLOCKED,
              "sender_done": w.flag.sender.state is CoreState.DONE,
-             "unpushed": _unpushed(ch, w.flag.sender)}
+             "unpushed": _unpushed(ch, w.flag.sender), **_fill(ch, c, w)}
         entries.append(e)
         pipe = f" on {e['pipe']}" if e["pipe"] else ""
         lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
@@ -142,6 +142,37 @@ def _unpushed(ch, sender):
     return str(pending[0][2]) if pending else None
 
 
+def _fill(ch, core, w) -> dict:
+    """For a producer waiting for a free slot of ``ch``: the ring's SlotNum, the tiles it
+    pushed and the waited-for consumer lane popped (empty when either side is not bound)."""
+    sides = getattr(ch, "sides", {})
+    mine, theirs = sides.get(core.index), sides.get(w.flag.sender.index)
+    if w.info.get("signal") != "free" or mine is None or theirs is None:
+        return {}
+    return {"slot_num": ch.slot_num, "pushed": mine.index, "popped": theirs.index}
+
+
+def _order_cycle(entries) -> str | None:
+    """The fix of a deadlock through two rings: a producer blocked on a ring its consumer has
+    not popped while SlotNum tiles fill it, that consumer waiting in a TPOP of another ring
+    of the same producer, whose next tile comes after the blocked push.  None otherwise."""
+    for e in entries:
+        if "slot_num" not in e or e["pushed"] - e["popped"] < e["slot_num"]:
+            continue
+        x = next((x for x in entries if x["core"] == e["flag_from"] and x["signal"] == "ready"
+                  and x["pipe"] and x["pipe"] != e["pipe"] and x["flag_from"] == e["core"]), None)
+        if x is None:
+            continue
+        return (f"{x['core']} drains {x['pipe']} (its TPOP at {x['where']}) while {e['pipe']} is full "
+                f"({e['core']} pushed {e['pushed']}, {x['core']} popped {e['popped']}, SlotNum "
+                f"{e['slot_num']}): {e['core']}'s TPUSH at {e['where']} waits for a slot of {e['pipe']} "
+                f"before it pushes the next tile of {x['pipe']}. Pop the rings in the order "
+                f"{e['core']} pushes them (one TPOP of each ring per iteration, as the TPUSHes "
+                f"alternate), or give {e['pipe']} a SlotNum of at least the tiles pushed into it "
+                f"before {x['core']} starts popping it")
+    return None
+
+
 def _pending_frees(ch, w, sync: int) -> int:
     """TFREEs the waited-for consumer made that a sparse (pto-isa) notification has not
     announced yet: the producer's wait needs ``sync - pending`` more."""
@@ -178,6 +209,9 @@ def _hint(entries, n_pipes: int) -> str:
         return (f"{e['core']} waits for {e['waits']} from {e['flag_from']}, whose kernel returned: "
                 f"check that the number of {pair} on every core and both Vector lanes (a "
                 "lane-dependent trip count or an early return?)")
+    order = _order_cycle(entries)
+    if order:
+        return order
     if n_pipes > 1:
         return ("the blocked cores wait on different pipes (" + ", ".join(sorted(pipes)) + "): check that "
                 "producer and consumer use the same FlagID, direction and SlotNum")

@@ -48,6 +48,36 @@ def event_name(src, dst, eid) -> str:
     return f"({_NAMES[src]}, {_NAMES[dst]}, EVENT_ID{eid})"
 
 
+class EventWords:
+    """How a front end spells the intra-core event calls in a message: ``set`` / ``wait`` /
+    ``barrier`` (the call names), :meth:`call` one call with its arguments."""
+
+    def __init__(self, set_: str, wait: str, barrier: str, args: str):
+        self.set, self.wait, self.barrier, self._args = set_, wait, barrier, args
+
+    def event(self, src, dst, eid) -> str:
+        """The arguments of an event call: ``(PIPE_V, PIPE_MTE3, EVENT_ID2)`` in C++ / ISA."""
+        return self._args.format(src=_NAMES[src] if src in _NAMES else src,
+                                 dst=_NAMES[dst] if dst in _NAMES else dst, eid=eid)
+
+    def call(self, name: str, src, dst, eid) -> str:
+        """``name`` (``self.set`` / ``self.wait``) called on event (src, dst, eid)."""
+        return f"{name}{self.event(src, dst, eid)}"
+
+
+#: the ISA / pto-isa C++ spelling (a kernel that calls the ISA) and a ``.pto`` file's (the
+#: ``pl`` DSL's is the runtime's, from its op definitions)
+ISA_EVENTS = EventWords("set_flag", "wait_flag", "pipe_barrier(PIPE_ALL)", "({src}, {dst}, EVENT_ID{eid})")
+PTO_EVENTS = EventWords("pto.set_flag", "pto.wait_flag", "pto.barrier #pto.pipe<PIPE_ALL>",
+                        "[#pto.pipe<{src}>, #pto.pipe<{dst}>, #pto.event<EVENT_ID{eid}>]")
+
+
+def event_words(core) -> EventWords:
+    """The spelling of the front end ``core`` runs: what the IR interpreter set for a ``pl``
+    DSL kernel or a ``.pto`` file (``core.event_words``), else the ISA's (Python or C++)."""
+    return getattr(core, "event_words", None) or ISA_EVENTS
+
+
 class _Buf:
     """The accesses of one tile buffer (exact byte range of one memory) or GM region (``rows``
     refines its bytes, see sim.race): the last write and the last read per pipe, as
@@ -172,20 +202,22 @@ class PipeSync:
         sets, waits = self.counts.get(key, (0, 0))
         name = event_name(*key)
         core = self.core
-        details = [f"{core.name}: {sets} set_flag{name} so far, all consumed by {waits} wait_flag"
+        w = event_words(core)
+        set_, wait = w.call(w.set, *key), w.call(w.wait, *key)
+        details = [f"{core.name}: {sets} {set_} so far, all consumed by {waits} {w.wait}"
                    + ("" if waits == 1 else "s")]
         if key in self.last_wait:
             details.append(f"the last set was consumed by the wait at {self.last_wait[key]}")
-        others = [event_name(*k) + f" x{len(q)}" for k, q in self.pending.items()
+        others = [w.event(*k) + f" x{len(q)}" for k, q in self.pending.items()
                   if q and k[0] == src and k[1] == dst]
         if others:
             details.append("pending on the same pipes: " + ", ".join(others))
         return DeadlockError(
-            f"hang: wait_flag{name} on {core.name} waits for an event no earlier set_flag raised; "
+            f"hang: {wait} on {core.name} waits for an event no earlier {w.set} raised; "
             f"{_NAMES[dst]} blocks here forever (on the device: an AICPU timeout)",
             where=str(loc) if loc else None, details="\n".join(details),
-            fix=f"every wait_flag{name} needs a set_flag{name} before it on every path: prime "
-                f"loop-carried events for every ID the loop waits on (set_flag before the loop), "
+            fix=f"every {wait} needs a {set_} before it on every path: prime "
+                f"loop-carried events for every ID the loop waits on ({w.set} before the loop), "
                 f"or remove the extra wait",
             findings=[{"kind": "event_hang", "core": core.name, "event": name, "sets": sets,
                        "waits": waits, "where": str(loc) if loc else None}])
@@ -279,34 +311,35 @@ class PipeSync:
             # the pair exists; a wait took an extra set made earlier, so it passed too soon
             key, (wloc, sloc, nloc) = extra
             name = event_name(*key)
+            w = event_words(core)
+            set_, wait = w.call(w.set, *key), w.call(w.wait, *key)
             return DataRaceError(
                 f"data race ({kind}) inside {core.name}: {a} is not ordered after the earlier {b}: "
-                f"an extra set_flag{name} at {sloc} was consumed by the wait_flag at {wloc} in place of "
-                f"the set at {nloc}, so every later wait_flag{name} passes one set early",
+                f"an extra {set_} at {sloc} was consumed by the {w.wait} at {wloc} in place of "
+                f"the set at {nloc}, so every later {wait} passes one set early",
                 where=str(sloc),
                 details="\n".join([f"{_NAMES[pipe]:9s} {op:10s} at {loc}: {what()}",
                                    f"{_NAMES[q]:9s} {pop:10s} at {ploc}",
-                                   f"the extra set_flag{name} at {sloc}; its wait_flag at {wloc} "
+                                   f"the extra {set_} at {sloc}; its {w.wait} at {wloc} "
                                    f"consumed it while the set at {nloc} was pending (event flags "
                                    "count sets: each wait takes the oldest)"]),
-                fix=f"remove the extra set_flag{name} at {sloc} (or wait for it before the set at {nloc}): "
-                    f"the set_flag at {nloc} and the wait_flag at {wloc} already pair up",
+                fix=f"remove the extra {set_} at {sloc} (or wait for it before the set at {nloc}): "
+                    f"the {w.set} at {nloc} and the {w.wait} at {wloc} already pair up",
                 findings=[{"kind": "extra_event_set", "core": core.name, "event": name,
                            "set": str(sloc), "wait": str(wloc), "pair_set": str(nloc),
                            "access": {"pipe": _NAMES[pipe], "op": op, "where": str(loc)},
                            "other": {"pipe": _NAMES[q], "op": pop, "where": str(ploc)}}])
+        w = event_words(core)
         return DataRaceError(
             f"data race ({kind}) inside {core.name}: {a} and the earlier {b} touch the same "
             f"{label} bytes with no event between the two pipes (manual sync)",
             where=str(loc) if loc else None,
             details="\n".join([f"{_NAMES[pipe]:9s} {op:10s} at {loc}: {what()}",
                                f"{_NAMES[q]:9s} {pop:10s} at {ploc}",
-                               f"overlap {label}[{lo:#x}, {hi:#x}); no set_flag({_NAMES[q]}, "
-                               f"{_NAMES[pipe]}, ...) -> wait_flag chain orders the {pop} before "
-                               f"the {op}"]),
-            fix=f"after the {pop}: set_flag({_NAMES[q]}, {_NAMES[pipe]}, EVENT_IDn); before the {op}: "
-                f"wait_flag({_NAMES[q]}, {_NAMES[pipe]}, EVENT_IDn) (or pipe_barrier(PIPE_ALL)), "
-                f"or use another buffer",
+                               f"overlap {label}[{lo:#x}, {hi:#x}); no {w.set}{w.event(q, pipe, 'n')} "
+                               f"-> {w.wait} chain orders the {pop} before the {op}"]),
+            fix=f"after the {pop}: {w.call(w.set, q, pipe, 'n')}; before the {op}: "
+                f"{w.call(w.wait, q, pipe, 'n')} (or {w.barrier}), or use another buffer",
             findings=[{"kind": "pipe_race", "core": core.name, "type": kind,
                        "access": {"pipe": _NAMES[pipe], "op": op, "where": str(loc)},
                        "other": {"pipe": _NAMES[q], "op": pop, "where": str(ploc)}}])
@@ -390,6 +423,7 @@ def event_leaks(cluster) -> list:
         ps = getattr(core, "psync", None)
         if ps is None:
             continue
+        w = event_words(core)
         for key, q in ps.pending.items():
             if q:
                 sets, waits = ps.counts[key]
@@ -400,13 +434,13 @@ def event_leaks(cluster) -> list:
                     # (the sets left are the ones too many: every wait consumed one)
                     wloc, sloc, nloc = extra
                     n = len(q)
-                    out.append((f"set_flag{event_name(*key)} on {core.name}: "
+                    out.append((f"{w.call(w.set, *key)} on {core.name}: "
                                 f"{'one set' if n == 1 else f'{n} sets'} too many ({sets} sets, {waits} waits) - "
                                 f"the {'' if n == 1 else 'first '}extra set is at {sloc} (the wait at {wloc} "
                                 f"consumed it in place of the set at {nloc})", sloc))
                     continue
-                out.append((f"set_flag{event_name(*key)} on {core.name} never consumed by a "
-                            f"wait_flag ({len(q)} of {sets} set{'s' if sets != 1 else ''} left)",
+                out.append((f"{w.call(w.set, *key)} on {core.name} never consumed by a "
+                            f"{w.wait} ({len(q)} of {sets} set{'s' if sets != 1 else ''} left)",
                             q[0][2]))
     return out
 

@@ -6,6 +6,7 @@ protocols and match numpy; a missing event pair is a DataRaceError naming both l
 runs clean in auto mode, where the scoreboard orders the pipes); a wait with no set is a
 DeadlockError at the wait; a set never consumed is a LeakError at the set."""
 import os
+import pathlib
 import sys
 
 import numpy as np
@@ -483,11 +484,16 @@ def test_dsl_events_run_clean_through_the_interpreter(platform):
     np.testing.assert_array_equal(res["y"], np.arange(512, dtype=np.float32).reshape(32, 16) + 1)
 
 
-@pytest.mark.parametrize("variant,cls,marker,other", [
-    ("race", DataRaceError, "dsl-adds", "dsl-load"),
-    ("noprime", DeadlockError, "dsl-wait", None),
-    ("leak", LeakError, "dsl-record", None)])
-def test_dsl_event_misuse_is_reported_at_the_dsl_line(variant, cls, marker, other, no_hang):
+@pytest.mark.parametrize("variant,cls,marker,other,spelled", [
+    ("race", DataRaceError, "dsl-adds", "dsl-load",
+     "pl.record_event(pl.PIPE_MTE2, pl.PIPE_V, n); before the TADDS: pl.wait_event(pl.PIPE_MTE2, pl.PIPE_V, n) "
+     "(or pl.barrier())"),
+    ("noprime", DeadlockError, "dsl-wait", None,
+     "every pl.wait_event(pl.PIPE_MTE3, pl.PIPE_MTE2, 0) needs a pl.record_event(pl.PIPE_MTE3, pl.PIPE_MTE2, 0)"),
+    ("leak", LeakError, "dsl-record", None, "consume every pl.record_event with a pl.wait_event")])
+def test_dsl_event_misuse_is_reported_at_the_dsl_line(variant, cls, marker, other, spelled, no_hang):
+    """... at the DSL line, and its fix in the DSL's words (pl.record_event / pl.wait_event /
+    pl.barrier, not the ISA's set_flag / wait_flag / pipe_barrier)."""
     with pytest.raises(cls) as ei:
         _run_dsl(variant)
     e = ei.value
@@ -495,6 +501,8 @@ def test_dsl_event_misuse_is_reported_at_the_dsl_line(variant, cls, marker, othe
     assert _dsl_line(e.where) == line_of(_dsl_program, marker), str(e)
     if other:
         assert f"test_events.py:{line_of(_dsl_program, other)}:" in str(e), str(e)
+    assert spelled in e.fix, e.fix
+    assert not any(w in e.what + e.fix for w in ("set_flag", "wait_flag", "pipe_barrier")), str(e)
 
 
 @pytest.mark.parametrize("call,bad", [
@@ -587,3 +595,17 @@ def _clean_registry():
 
 
 CLEAN_KERNELS = _clean_registry()
+
+
+def test_a_pto_files_event_misuse_is_told_in_its_spelling(tmp_path, capsys):
+    """A .pto kernel's event leak names pto.set_flag / pto.wait_flag, not the C++ calls."""
+    from ptopipe.cli import main
+    src = (pathlib.Path(ROOT) / "tests" / "pto_corpus" / "v_record_wait_event_a5.pto").read_text()
+    drop = "    pto.wait_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID0>]\n"
+    assert drop in src
+    f = tmp_path / "leak.pto"
+    f.write_text(src.replace(drop, ""))
+    assert main(["check", str(f), "--schedules", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "pto.set_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_V>, #pto.event<EVENT_ID0>]" in err, err
+    assert "fix: consume every pto.set_flag with a pto.wait_flag" in err and "set_flag(" not in err

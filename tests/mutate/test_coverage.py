@@ -8,7 +8,7 @@ import pytest
 
 from ptopipe.cli import main as cli_main
 from ptopipe.errors import ConfigError
-from ptopipe.mutate import CAUGHT, SURVIVED, Job, coverage
+from ptopipe.mutate import CAUGHT, SURVIVED, Job, check_mutant, coverage, mutants
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 S1 = os.path.join("examples", "scenarios", "s1_cv_split.py")
@@ -101,3 +101,19 @@ def test_cli_json_and_fail_under(tmp_path, capsys, monkeypatch):
     # a .pto is refused with a clear error, not mutated
     assert cli_main(["mutate", os.path.join("tests", "pto", "c2v_split_a3.pto")]) == 1
     assert "takes a Python kernel file" in capsys.readouterr().err
+
+
+def test_the_event_and_split_mutants_of_a_dsl_kernel_are_caught():
+    """A hand-written DSL pair ordering its pipes by hand: a dropped pl.wait_event, a doubled
+    pl.record_event and a TPUSH given the other split are each caught, at the line the
+    checks name."""
+    path = os.path.join(ROOT, "examples", "dsl", "s8_manual_sync.py")
+    with open(path, encoding="utf-8") as f:
+        found = mutants(f.read(), dsl=True)
+    kinds = {m.name for m in found}
+    assert {"drop-wait", "dup-wait", "drop-set", "dup-set", "swap-split"} <= kinds
+    job = Job(path, variant="default", schedules=0)
+    for name in ("drop-wait", "dup-set", "swap-split"):
+        m = next(m for m in found if m.name == name)
+        v = check_mutant(job, m)
+        assert v.status == CAUGHT and v.error in ("DataRaceError", "DeadlockError", "ProtocolError"), (name, v)

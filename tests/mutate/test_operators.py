@@ -85,10 +85,38 @@ def test_a_multi_line_statement_keeps_the_lines_after_it():
     assert m.name == "drop-tfree" and m.source == "def f(pipe):\n    pass\n\n    y = 2\n"
 
 
-def test_a_dsl_kernel_gets_the_statement_operators_only():
-    src = "def f(buf, o):\n    x = pl.TPOP(buf, split=s)\n    y = pl.add(x, o)\n    pl.TFREE(buf)\n"
-    assert [(m.line, m.name) for m in mutants(src, dsl=True)] == [(4, "drop-tfree"), (4, "tfree-before-use")]
-    assert [m.name for m in mutants(src)] == ["swap-split", "drop-tfree", "tfree-before-use"]
+DSL_SOURCE = textwrap.dedent('''\
+    @pl.aiv
+    def vector(buf, o, out):
+        x = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=s)
+        pl.wait_event(pl.PIPE_MTE2, pl.PIPE_V, 0)
+        y = pl.add(x, o)
+        pl.TFREE(buf)
+        pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, 0)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, 2048, out, slot_num=4)
+''')
+
+
+def test_a_dsl_kernel_gets_the_statement_operators_the_events_and_the_split_swap():
+    """The DSL's events are mutated as wait_flag / set_flag are, and its split= (a
+    compile-time constant, evaluated where the hook is bound) swapped; a pipe's
+    configuration is not changed on one side (the DSL runs no expression on a core)."""
+    found = [(m.line, m.name, m.change) for m in mutants(DSL_SOURCE, dsl=True)]
+    assert found == [
+        (3, "swap-split", "TPOP(..., s) -> the other split"),
+        (4, "dup-wait", "pl.wait_event(pl.PIPE_MTE2, pl.PIPE_V, 0) twice"),
+        (4, "drop-wait", "pl.wait_event(pl.PIPE_MTE2, pl.PIPE_V, 0) -> pass"),
+        (6, "drop-tfree", "pl.TFREE(buf) -> pass"),
+        (6, "tfree-before-use", "pl.TFREE(buf) above y = pl.add(x, o)"),
+        (7, "dup-set", "pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, 0) twice"),
+        (7, "drop-set", "pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, 0) -> pass")]
+    by = {(m.line, m.name): m for m in mutants(DSL_SOURCE, dsl=True)}
+    assert _diff(DSL_SOURCE, by[3, "swap-split"].source) == {3: (
+        "    x = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split=s)",
+        f"    x = pl.TPOP(buf, pl.Tile[[8, 16], pl.f32, pl.Vec], split={HOOK}.other_split(s))")}
+    assert _diff(DSL_SOURCE, by[7, "dup-set"].source) == {7: (
+        "    pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, 0)",
+        "    pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, 0); pl.record_event(pl.PIPE_V, pl.PIPE_MTE3, 0)")}
 
 
 def test_a_tpop_is_not_moved_above_the_statement_that_binds_its_tile():

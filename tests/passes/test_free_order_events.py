@@ -14,9 +14,13 @@ import pytest
 import ptopipe.language as pl
 from ptopipe.codegen.cpp_writer import write_cpp
 from ptopipe.ir import print_program
+from ptopipe.errors import CompileError
 from ptopipe.passes import compile_program
+from ptopipe.passes.manager import CANONICAL_ORDER
 from ptopipe.passes.slot_buffer import with_slot_buffer
 from ptopipe.runtime import run
+
+from markers import line_of
 
 TM, K, N, T = 16, 16, 32, 4          # 4 tiles through a 2-slot ring: every slot is reused
 
@@ -151,8 +155,9 @@ def test_the_compilers_event_keeps_off_the_kernels_own_ids():
 
 
 def test_a_hand_written_free_is_left_as_written():
-    """The kernel's own TFREE gets no event from the compiler (its author is told by the
-    checkers: tests/isa/test_free_order.py)."""
+    """The kernel's own TFREE gets no event from the compiler; its author is told by the
+    checkers (tests/isa/test_free_order.py) and by VerifyPipes, which refuses it under pto-isa
+    on A5 at the TFREE (the compiler's pipeline without verify-pipes leaves it as written)."""
     slot = TM * N * 4
 
     @pl.aiv
@@ -164,7 +169,7 @@ def test_a_hand_written_free_is_left_as_written():
         for i in pl.range(T):
             s = pl.TPOP(ring, pl.Tile[[TM // 2, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)
             pl.store(s, [i * TM + sub * (TM // 2), 0], out)
-            pl.TFREE(ring)
+            pl.TFREE(ring)  # FREE
 
     @pl.aic
     def cube(a: pl.Tensor[[T * TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],
@@ -177,5 +182,11 @@ def test_a_hand_written_free_is_left_as_written():
             a0 = pl.move(pl.load(a, [i * TM, 0], [TM, K], space=pl.Mat), space=pl.Left)
             pl.TPUSH(pl.matmul(a0, b0), ring, split=pl.TILE_UP_DOWN)
 
-    text = print_program(compile_program(pl.program(cube, vector, name="hand"), "a5", protocol="pto-isa"))
+    prog = pl.program(cube, vector, name="hand")
+    with pytest.raises(CompileError) as e:
+        compile_program(prog, "a5", protocol="pto-isa")
+    assert "without waiting for PIPE_MTE3" in e.value.what
+    assert e.value.where.endswith(f":{line_of(vector.pyfunc, 'FREE')}:13")
+    passes = [p for p in CANONICAL_ORDER if p != "verify-pipes"]
+    text = print_program(compile_program(prog, "a5", passes=passes, protocol="pto-isa"))
     assert "pl.TFREE(ring)" in text and _events(text) == []

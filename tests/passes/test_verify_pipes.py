@@ -698,7 +698,7 @@ def test_check_static_prints_each_finding_at_the_dsl_line_and_exits_1(tmp_path, 
     f.write_text(BUGGY_FILE)
     assert main(["check", "--static", str(f)]) == 1
     out, err = capsys.readouterr()
-    assert "FAIL buggy on a2a3: the static checks found 1 error(s) without running" in out
+    assert "FAIL buggy on a2a3/spec: the static checks found 1 error(s) without running" in out
     store = BUGGY_FILE.splitlines().index("        pl.store(t, [i * 16 + sub * 8, 0], out)") + 1
     assert "error: CompileError: pl.store uses %t" in err and f"at {f}:{store}:9" in err
     assert "fix: move the TFREE after the last use of %t" in err
@@ -724,7 +724,7 @@ def test_check_static_passes_a_clean_file_and_every_example_variant(tmp_path, ca
         "        pl.TFREE(buf)\n        pl.store(t, [i * 16 + sub * 8, 0], out)",
         "        pl.store(t, [i * 16 + sub * 8, 0], out)\n        pl.TFREE(buf)"))
     assert main(["check", "--static", str(f), "--platform", "a5"]) == 0
-    assert "PASS buggy on a5: VerifyPipes (static, every path) found no cross-core protocol error" \
+    assert "PASS buggy on a5/spec: VerifyPipes (static, every path) found no cross-core protocol error" \
         in capsys.readouterr().out
     assert main(["check", "--static", os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
                  "--variant", "all"]) == 0
@@ -794,7 +794,7 @@ def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, cap
     f.write_text(SCALAR_FILE)
     assert main(["check", "--static", str(f)]) == 1
     out, err = capsys.readouterr()
-    assert "FAIL scalar_n[default] on a2a3: the static checks found 1 error(s)" in out
+    assert "FAIL scalar_n[default] on a2a3/spec: the static checks found 1 error(s)" in out
     second = next(i + 1 for i, ln in enumerate(SCALAR_FILE.splitlines()) if "# SECOND" in ln)
     assert f"at {f}:{second}:" in err and "cube pushes 3 tile(s) but vector (lane AIV0) pops 6" in err
     assert main(["check", "--static", str(f), "--variant", "npint"]) == 1      # a numpy integer too
@@ -805,9 +805,10 @@ def test_check_static_verifies_a_variant_with_its_scalar_arguments(tmp_path, cap
     assert "cube pushes 1 tile(s) but vector (lane AIV0) pops 2 (fails when n=1)" in err
     assert "for every value: cube pushes n tile(s) to the C2V ring, vector (lane AIV0) pops 2*n" in err
     assert main(["check", "--static", str(f), "--variant", "once"]) == 0
-    assert ("PASS scalar_n[once] on a2a3: VerifyPipes (static, for every value of n (and exactly "
+    assert ("PASS scalar_n[once] on a2a3/spec: VerifyPipes (static, for every value of n (and exactly "
             "with n=3, the variant's)) found no cross-core protocol error or GM access out of "
-            "bounds, and the compiler's checks passed") in capsys.readouterr().out
+            "bounds, and the compiler's checks passed; data races between cores, intra-core events and "
+            "the numbers are the run's to check (`ptopipe check`)") in capsys.readouterr().out
 
 
 def test_check_static_on_a_file_without_dsl_programs_says_so(capsys):
@@ -1169,7 +1170,8 @@ def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(
         [str(line_of(vec.pyfunc, "SMALL-PUSH")), str(line_of(cube.pyfunc, "SMALL-POP"))]   # the push first
     assert "this TPOP moves Mat tile 16x32 f32 (2048 bytes) but the V2C ring's SLOT_SIZE is 1024" \
         in found[1].what
-    assert "this TPUSH moves Vec tile 8x32 f32 (2048 bytes, a 16x32 slot)" in found[0].what
+    assert ("this TPUSH moves Vec tile 8x32 f32 (1024 bytes), its part of a 16x32 slot tile of 2048 bytes "
+            "(split TILE_UP_DOWN) but the V2C ring's SLOT_SIZE is 1024") in found[0].what
     assert "declare SLOT_SIZE 2048" in found[0].fix
     x = np.arange(TM * N, dtype=np.float32).reshape(TM, N)
     args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(8 * SLOT))

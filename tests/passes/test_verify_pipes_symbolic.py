@@ -406,7 +406,7 @@ def test_check_static_fails_a_kernel_that_leaks_below_the_variants_flag(tmp_path
     assert fd["where"].startswith(f"{f}:{pop}:") and "is never freed" in fd["what"]
     assert fd["values"].startswith("flag=") and int(fd["values"][5:]) < 4
     assert main(["check", "--static", str(f), "--range", "flag=4.."]) == 0
-    assert "PASS flags[default] on a2a3: VerifyPipes (static, for every value of flag, flag in 4.. (and " \
+    assert "PASS flags[default] on a2a3/spec: VerifyPipes (static, for every value of flag, flag in 4.. (and " \
         "exactly with flag=4, the variant's))" in capsys.readouterr().out
 
 
@@ -419,7 +419,7 @@ def test_check_static_says_not_proven_for_a_trip_count_it_cannot_read(tmp_path, 
     assert main(["check", "--static", str(f), "--range", "flag=4.."]) == 1
     out = capsys.readouterr().out
     half = next(i + 1 for i, ln in enumerate(FLAG_FILE.splitlines()) if "# HALF" in ln) - 1
-    assert out.startswith(f"NOT PROVEN flags[default] on a2a3: not proven for all values: the GM bounds "
+    assert out.startswith(f"NOT PROVEN flags[default] on a2a3/spec: not proven for all values: the GM bounds "
                           f"of the pl.load at line {half} (a loop bound or condition on its path is not "
                           "affine)"), out
     assert out.rstrip().endswith(" - no error found (and exactly with flag=4, the variant's)")

@@ -57,7 +57,7 @@ def test_check_static_passes_every_variant(platform, capsys):
                      "--platform", platform]) == 0
     out = capsys.readouterr().out
     for v in FA.VARIANTS:
-        assert f"PASS dsl_fa_forward[{v}] on {platform}: VerifyPipes" in out
+        assert f"PASS dsl_fa_forward[{v}] on {platform}/spec: VerifyPipes" in out
 
 
 def test_cube_computes_the_next_s_before_it_waits_for_p():

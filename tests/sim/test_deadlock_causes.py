@@ -179,6 +179,42 @@ def test_a_tpop_on_a_pipe_never_pushed_names_both_pipes(platform, protocol, no_h
     assert "call TFREE" not in err.fix
 
 
+# =============== 2b. the consumer drains one ring while the other fills
+def drain_vec(fifo):
+    pa = TPipe(0, DIR_C2V, SLOT, 2)(fifo, UB, 0)
+    pb = TPipe(4, DIR_C2V, SLOT, 2)(fifo.data() + 2 * SLOT, UB2, 0)
+    x = Tile(TileType.Vec, float32, T // 2, T)
+    y = Tile(TileType.Vec, float32, T // 2, T)
+    for p, t in ((pb, y), (pa, x)):          # ring B first: AIC pushes A, B, A, B, ...
+        for i in range(3):
+            TPOP(p, t, TILE_UP_DOWN)  # dr-pop
+            TFREE(p)
+
+
+def drain_cube(fifo):
+    pa = TPipe(0, DIR_C2V, SLOT, 2)(fifo, UB, 0)
+    pb = TPipe(4, DIR_C2V, SLOT, 2)(fifo.data() + 2 * SLOT, UB2, 0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    for i in range(3):
+        TPUSH(pa, acc, TILE_UP_DOWN)  # dr-push-a
+        TPUSH(pb, acc, TILE_UP_DOWN)
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "spec"), ("a5", "pto-isa")])
+def test_a_consumer_draining_one_ring_while_the_other_is_full_is_told_the_pop_order(platform, protocol,
+                                                                                     no_hang):
+    with pytest.raises(DeadlockError) as ei:
+        ptopipe.run(drain_cube, drain_vec, dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform=platform,
+                    protocol=protocol, timeout=20)
+    fix = ei.value.fix
+    assert fix.startswith(f"AIV0 drains C2V pipe FlagID 4 (peers AIV0,AIV1) (its TPOP at tests/sim/"
+                          f"{_at(drain_vec, 'dr-pop')}) while C2V pipe FlagID 0 (peers AIV0,AIV1) is full (AIC "
+                          "pushed 2, AIV0 popped 0, SlotNum 2)"), fix
+    assert f"AIC's TPUSH at tests/sim/{_at(drain_cube, 'dr-push-a')} waits for a slot of C2V pipe FlagID 0" in fix
+    assert "Pop the rings in the order AIC pushes them" in fix and "SlotNum of at least" in fix
+    assert "same FlagID" not in fix, fix
+
+
 # ======================= 3. both ways of one DIR_BOTH pipe full
 # SlotNum 4 per way; the Vector lanes push LAG tiles ahead of their first TPOP.  spec:
 # clean up to LAG 8, both rings full from LAG 9.  pto-isa (SyncPeriod 2): the withheld

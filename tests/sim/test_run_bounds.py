@@ -90,6 +90,29 @@ def test_a_sleeping_kernel_is_stopped_by_the_timeout():
     assert _no_core_left(cl) and threading.active_count() == threads
 
 
+def spins():
+    while True:  # SPIN
+        pass
+
+
+def never_starts():
+    pass
+
+
+def test_a_core_whose_kernel_has_not_started_names_no_line_of_another():
+    """The Cube spins before the Vector core is scheduled: the Vector's line in the report is
+    not the Cube's (it has none yet)."""
+    cl = Cluster("a2a3", gm_size=4096, timeout=0.2)
+    with pytest.raises(BudgetError) as ei:
+        cl.run({cl.aic: (spins, {}), cl.aiv0: (never_starts, {})})
+    lines = ei.value.details.splitlines()
+    aic = next(ln for ln in lines if ln.startswith("AIC"))
+    aiv0 = next(ln for ln in lines if ln.startswith("AIV0"))
+    assert aic.startswith("AIC   running at") and f"{HERE}:{line_of(spins, 'SPIN')}" in aic, aic
+    assert aiv0.startswith("AIV0  ready, its kernel not started yet"), aiv0
+    assert _no_core_left(cl)
+
+
 # -- a run off the main thread ----------------------------------------------------------------
 def _in_thread(fn):
     out = {}

@@ -10,6 +10,7 @@ from ... import isa
 from ...arch import get_platform
 from ...arch.vocab import MemSpace
 from ...errors import ConfigError, PtoPipeError
+from ...sim.pipesync import PTO_EVENTS
 from ..pto_syntax import PLATFORM_OF_ARCH, run_line_platform
 from .executor import Executor
 from .pipe_ops import check_flag_ids
@@ -328,6 +329,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
             ex = Executor(prog, core_name, layout, one_lane)
             ex.warnings = run_warnings
             ex.core = isa.current_core()
+            ex.core.event_words = PTO_EVENTS        # messages spell the .pto's event ops
             if mixed:
                 ex.core.add_memory(MemSpace.UB)
             for t in tops:
