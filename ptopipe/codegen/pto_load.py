@@ -22,6 +22,7 @@ from ..errors import CompileError, ConfigError, ParseError, PtoPipeError
 from ..ir.vocab import FunctionKind
 from ..ir.types import ScalarType, np_dtype
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, TPush, call_names
+from ..sim.pipesync import PTO_EVENTS
 from .pto_exec.types import check_input_fits
 from .pto_reader import read_pto
 from .pto_syntax import INT_DTYPES, PTO_OP, run_line_platform
@@ -111,9 +112,9 @@ _PTO_PHRASES = (
      lambda m: f"pto.import_reserved_buffer {{name = {_quoted(m.group(1))}, peer_func = @{m.group(2)}}}"),
     (re.compile(r"\bbase=pl\.AUTO\b"), lambda m: "auto = true"),
     (re.compile(r"\b(local_slot_num|slot_num|slot_size)=(\d+)"), lambda m: f"{m.group(1)} = {m.group(2)}"),
-    (re.compile(r"\b(set_flag|wait_flag)\((PIPE_\w+), (PIPE_\w+), (EVENT_ID\w+|\.\.\.)\)"),
-     lambda m: f"pto.{m.group(1)}[<{m.group(2)}>, <{m.group(3)}>, <{m.group(4)}>]"),
-    (re.compile(r"\bpipe_barrier\((PIPE_\w+)\)"), lambda m: f"pto.barrier <{m.group(1)}>"),
+    (re.compile(r"\b(set_flag|wait_flag)\((PIPE_\w+), (PIPE_\w+), (?:EVENT_ID)?(\w+|\.\.\.)\)"),
+     lambda m: PTO_EVENTS.call(f"pto.{m.group(1)}", m.group(2), m.group(3), m.group(4))),
+    (re.compile(r"\bpipe_barrier\((PIPE_\w+)\)"), lambda m: f"pto.barrier #pto.pipe<{m.group(1)}>"),
 )
 
 

@@ -39,6 +39,7 @@ from ..ir.opdefs import (CROSS_CORE_OPS, EVENT_OPS, INITIALIZE_PIPE, RING_BUFFER
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
 from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type
+from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
 from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
@@ -378,11 +379,11 @@ class _Writer:
             # ptoas's set_flag / wait_flag: a constant event id as #pto.event<EVENT_IDn>,
             # another as the index operand of the _dyn form
             name = "pto.set_flag" if cls is RecordEvent else "pto.wait_flag"
-            pipes = f"#pto.pipe<{op.src.value}>, #pto.pipe<{op.dst.value}>"
             k = _static_event(op.event_id)
             if k is not None:
-                self.line(ind, f"{name}[{pipes}, #pto.event<EVENT_ID{k}>]")
+                self.line(ind, PTO_EVENTS.call(name, op.src.value, op.dst.value, k))
             else:
+                pipes = f"#pto.pipe<{op.src.value}>, #pto.pipe<{op.dst.value}>"
                 self.line(ind, f"{name}_dyn [{pipes}, {self._index(op.event_id, st, ind)}]")
         elif cls is Barrier:
             self.line(ind, f"pto.barrier #pto.pipe<{op.pipe.value}>")

@@ -65,8 +65,8 @@ class EventWords:
         return f"{name}{self.event(src, dst, eid)}"
 
 
-#: the ISA / pto-isa C++ spelling (a kernel that calls the ISA) and a ``.pto`` file's (the
-#: ``pl`` DSL's is the runtime's, from its op definitions)
+#: the ISA / pto-isa C++ spelling (a kernel that calls the ISA) and a ``.pto`` file's, as the
+#: ``.pto`` writer spells it (the ``pl`` DSL's is the runtime's, from its op definitions)
 ISA_EVENTS = EventWords("set_flag", "wait_flag", "pipe_barrier(PIPE_ALL)", "({src}, {dst}, EVENT_ID{eid})")
 PTO_EVENTS = EventWords("pto.set_flag", "pto.wait_flag", "pto.barrier #pto.pipe<PIPE_ALL>",
                         "[#pto.pipe<{src}>, #pto.pipe<{dst}>, #pto.event<EVENT_ID{eid}>]")

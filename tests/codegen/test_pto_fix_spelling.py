@@ -1,6 +1,6 @@
 """A fix told to a .pto user is in the file's spelling - attributes (`slot_num = 4`,
 `auto = true`), `pto.reserve_buffer {...}`, ptoas's events
-(`pto.set_flag[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_IDn>]`) - whether the static passes or the run
+(`pto.set_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE1>, #pto.event<EVENT_IDn>]`) - whether the static passes or the run
 find the problem (one mechanism: ``pto_load.pto_words``), and says what fits the file: an
 `auto = true` reserve that overruns its memory needs fewer bytes, not another base."""
 import pathlib
@@ -23,8 +23,9 @@ def test_a_manual_sync_race_of_a_pto_run_suggests_ptoas_events():
     with pytest.raises(DataRaceError) as ei:
         run_pto(text=SYNC.replace(_EVENTS, "", 1), static=False, sync="manual")
     fix = ei.value.fix
-    assert "pto.set_flag[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_IDn>]" in fix
-    assert "pto.wait_flag[<PIPE_MTE2>, <PIPE_MTE1>, <EVENT_IDn>]" in fix and "pto.barrier <PIPE_ALL>" in fix
+    assert "pto.set_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE1>, #pto.event<EVENT_IDn>]" in fix
+    assert "pto.wait_flag[#pto.pipe<PIPE_MTE2>, #pto.pipe<PIPE_MTE1>, #pto.event<EVENT_IDn>]" in fix
+    assert "pto.barrier #pto.pipe<PIPE_ALL>" in fix
     assert "set_flag(" not in fix and "set_flag(" not in ei.value.details
 
 
