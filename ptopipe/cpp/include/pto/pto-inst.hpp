@@ -161,6 +161,17 @@ inline int64_t call(int32_t op, const Args &a, Site s)
     return r;
 }
 
+// Shape / Stride as pto-isa's pto_tile.hpp declares them: a constructor sets the DYNAMIC (-1)
+// dims only, in order - the 1- to 4-argument forms take exactly one value per DYNAMIC dim, the
+// 5-argument form one per dim, of which those of static dims are not read - and a DYNAMIC dim no
+// constructor set is 1
+template <size_t N> constexpr void fill_dynamic(int64_t (&dims)[5], const int64_t (&fixed)[5], const int64_t (&v)[N])
+{
+    for (int k = 0, i = 0; k < 5; ++k) {
+        if (fixed[k] < 0) dims[k] = v[N == 5 ? k : i++];
+    }
+}
+
 inline int64_t float_bits(double d)
 {
     int64_t b;
@@ -263,19 +274,75 @@ using TileVec [[deprecated("ptopipe-only alias, pto-isa has no TileVec: write Ti
 template <int64_t N1 = DYNAMIC, int64_t N2 = DYNAMIC, int64_t N3 = DYNAMIC, int64_t N4 = DYNAMIC,
           int64_t N5 = DYNAMIC>
 struct Shape {
-    int64_t shape[5] = {N1, N2, N3, N4, N5};
-    Shape() = default;
-    Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5) : shape{n1, n2, n3, n4, n5} {}
-    Shape(int64_t rows, int64_t cols) : shape{N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, rows, cols} {}
+    static constexpr int64_t staticShape[5] = {N1, N2, N3, N4, N5};
+    static constexpr int dynamic = (N1 < 0) + (N2 < 0) + (N3 < 0) + (N4 < 0) + (N5 < 0);
+    int64_t shape[5] = {N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, N4 < 0 ? 1 : N4, N5 < 0 ? 1 : N5};
+    constexpr Shape() = default;
+    constexpr Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5)
+    {
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3, n4, n5});
+    }
+    constexpr Shape(int64_t n1)
+    {
+        static_assert(dynamic == 1, "Shape(n1): pto-isa's 1-argument Shape constructor is for a Shape "
+                                      "with exactly 1 DYNAMIC (-1) dim");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1});
+    }
+    constexpr Shape(int64_t n1, int64_t n2)
+    {
+        static_assert(dynamic == 2, "Shape(n1, n2): pto-isa's 2-argument Shape constructor is for a Shape "
+                                      "with exactly 2 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2});
+    }
+    constexpr Shape(int64_t n1, int64_t n2, int64_t n3)
+    {
+        static_assert(dynamic == 3, "Shape(n1, n2, n3): pto-isa's 3-argument Shape constructor is for a Shape "
+                                      "with exactly 3 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3});
+    }
+    constexpr Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4)
+    {
+        static_assert(dynamic == 4, "Shape(n1, n2, n3, n4): pto-isa's 4-argument Shape constructor is for a Shape "
+                                      "with exactly 4 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3, n4});
+    }
 };
 
 template <int64_t N1 = DYNAMIC, int64_t N2 = DYNAMIC, int64_t N3 = DYNAMIC, int64_t N4 = DYNAMIC,
           int64_t N5 = DYNAMIC>
 struct Stride {
-    int64_t stride[5] = {N1, N2, N3, N4, N5};
-    Stride() = default;
-    Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5) : stride{n1, n2, n3, n4, n5} {}
-    Stride(int64_t row, int64_t col) : stride{N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, row, col} {}
+    static constexpr int64_t staticStride[5] = {N1, N2, N3, N4, N5};
+    static constexpr int dynamic = (N1 < 0) + (N2 < 0) + (N3 < 0) + (N4 < 0) + (N5 < 0);
+    int64_t stride[5] = {N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, N4 < 0 ? 1 : N4, N5 < 0 ? 1 : N5};
+    constexpr Stride() = default;
+    constexpr Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5)
+    {
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3, n4, n5});
+    }
+    constexpr Stride(int64_t n1)
+    {
+        static_assert(dynamic == 1, "Stride(n1): pto-isa's 1-argument Stride constructor is for a Stride "
+                                      "with exactly 1 DYNAMIC (-1) dim");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1});
+    }
+    constexpr Stride(int64_t n1, int64_t n2)
+    {
+        static_assert(dynamic == 2, "Stride(n1, n2): pto-isa's 2-argument Stride constructor is for a Stride "
+                                      "with exactly 2 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2});
+    }
+    constexpr Stride(int64_t n1, int64_t n2, int64_t n3)
+    {
+        static_assert(dynamic == 3, "Stride(n1, n2, n3): pto-isa's 3-argument Stride constructor is for a Stride "
+                                      "with exactly 3 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3});
+    }
+    constexpr Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4)
+    {
+        static_assert(dynamic == 4, "Stride(n1, n2, n3, n4): pto-isa's 4-argument Stride constructor is for a Stride "
+                                      "with exactly 4 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3, n4});
+    }
 };
 
 enum class Layout { ND, DN, NZ };
