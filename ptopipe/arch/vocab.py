@@ -115,6 +115,12 @@ class TileLayout(Enum):
 
 _LAYOUT_OF = {l.value: l for l in TileLayout}
 
+#: the layouts a GlobalTensor (GM) can have, in the order of pto-isa's ``Layout`` enum
+#: (type.hpp: ``ND, DN, NZ, ...``; the C++ header's values): how its 5-D view is seen as the
+#: rows x cols matrix TLOAD / TSTORE move - ND: rows d0*d1*d2*d3, cols d4; DN: rows d3, cols
+#: d0*d1*d2*d4; NZ: rows d2*d3, cols d0*d1*d4 (pto-isa's MapTileIndicesToGlobalOffset)
+GM_LAYOUTS = (TileLayout.ND, TileLayout.DN, TileLayout.NZ)
+
 #: a tile's layout when its declaration gives none: pto-isa's aliases (``TileLeft`` ZZ on
 #: A2A3, ``TileRight`` ZN, ``TileAcc`` NZ); Vec, Mat and Bias tiles default to ND as pto-isa's
 #: ``Tile<...>`` template does (a Mat tile is NZ only when declared so).  A one-column Vec

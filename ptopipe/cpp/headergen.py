@@ -71,10 +71,11 @@ ABORT = -(1 << 63)
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
 KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10}
 #: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
-#: double's bits, a handle; a GlobalTensor's address, element type, 5 dims and 5 strides; an
+#: double's bits, a handle; a GlobalTensor's address, element type, 5 dims, 5 strides and layout
+#: (its index in :data:`~ptopipe.arch.vocab.GM_LAYOUTS`, the C++ ``Layout`` value); an
 #: enum's table and value; a pointer and its element type; a keyword argument's name
 #: (:data:`KEYWORDS`), its enum table (-1: an integer) and value
-KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 12, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
+KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 13, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
               "KW": 3}
 
 
@@ -209,6 +210,9 @@ def render() -> str:
             out.append(_enum(name, cls, ns, scoped))
         full = f"{ns}::{name}" if ns else name
         out.append(f"namespace ptopipe {{ template <> struct enum_code<{full}> {{ static constexpr int value = {k}; }}; }}")
+    # a GlobalTensor's layout: pto-isa's Layout values, which ptopipe models (arch.vocab.GM_LAYOUTS)
+    out.append("namespace pto { enum class Layout : int { " +
+               ", ".join(f"{l.name} = {i}" for i, l in enumerate(V.GM_LAYOUTS)) + " }; }")
     out += ["#endif", "#else", ""]
     out.append("// one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, "
                "fewest, most arguments)")

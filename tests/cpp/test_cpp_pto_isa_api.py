@@ -5,13 +5,21 @@ are syntax-only compiles (each a fraction of a second); what needs the simulator
 kernel."""
 from __future__ import annotations
 
+import os
 import subprocess
 
+import numpy as np
 import pytest
 
-from ptopipe.cpp import include_dir
+from ptopipe.cpp import include_dir, run_cpp
 
-from cpp_support import needs_cxx
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
+
+
+def kernel(name: str) -> str:
+    return os.path.join(KDIR, name)
 
 PRELUDE = "#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
 
@@ -61,3 +69,14 @@ def test_a_constructor_with_another_count_than_the_dynamic_dims_does_not_build(t
     r = compile_only(tmp_path, decl + "\n")
     assert r.returncode != 0
     assert f"{form}: pto-isa's" in r.stderr and "DYNAMIC (-1)" in r.stderr, r.stderr
+
+
+@needs_cxx
+def test_an_nz_global_tensor_loads_as_its_fractals(cpp_cache):
+    """The GlobalTensor's Layout crosses the ABI: an NZ tensor is read as pto-isa's TLOAD
+    reads it (rows d2*d3, columns d0*d1*d4), not refused as a 16x8 ND matrix."""
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    xnz = x.reshape(16, 2, 8).transpose(1, 0, 2).copy()     # 2 column blocks of 16 x 8
+    r = run_cpp(kernel("nz_gm_load.cpp"), dict(xnz=xnz, eye=np.eye(16, dtype=np.float32),
+                                               out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_array_equal(r["out"], x)

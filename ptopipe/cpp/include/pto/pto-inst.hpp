@@ -5,7 +5,7 @@
 // its call, so every error, trace slice and report names the kernel's C++ line.
 //
 // What crosses the ABI: tiles (a handle the simulator gives each Tile object when it is first
-// used), GlobalTensors (a GM address, element type, shape and stride), pipes, events, enums
+// used), GlobalTensors (a GM address, element type, shape, stride and Layout), pipes, events, enums
 // and scalars.  GM pointers a kernel receives are simulator addresses, not host memory:
 // pointer arithmetic and GlobalTensor views work, a raw dereference (`ptr[i]`) does not - the
 // simulator cannot see it, and it ends the run with a KernelError naming the signal.
@@ -345,11 +345,10 @@ struct Stride {
     }
 };
 
-enum class Layout { ND, DN, NZ };
-
 template <typename Element_, typename Shape_, typename Stride_, Layout Layout_ = Layout::ND>
 struct GlobalTensor {
     using DType = Element_;
+    static constexpr Layout layout = Layout_;
     Element_ *ptr_ = nullptr;
     Shape_ shape_;
     Stride_ stride_;
@@ -457,6 +456,7 @@ template <typename X> void enc(Args &a, const X &x, Site s)
         a.put(dtype_code<typename T::DType>::value);
         for (int d = 0; d < 5; ++d) a.put(x.shape_.shape[d]);
         for (int d = 0; d < 5; ++d) a.put(x.stride_.stride[d]);
+        a.put(int64_t(T::layout));
     } else if constexpr (is_pipe<T>::value) {
         a.put(K_PIPE);
         a.put(x.id_);
