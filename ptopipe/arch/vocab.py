@@ -235,8 +235,11 @@ class FIFOType(Enum):
 
 
 class VecCubeRatio(Enum):
+    """pto-isa ``VecCubeRatio`` (fifo.hpp), in its order (the C++ values 0, 1, 2): the Vector
+    sub-blocks on a TMPipe."""
+    V1C1_VEC0 = (0,)       # 1 Cube, 1 Vector core: AIV0 only
+    V1C1_VEC1 = (1,)       # 1 Cube, 1 Vector core: AIV1 only
     V2C1_VECS = (0, 1)     # 1 Cube, 2 Vector cores
-    V2C2_VECS = (0,)       # 1 Cube, 1 Vector core
 
 
 class Protocol(Enum):

@@ -45,8 +45,8 @@ from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model
 from ..sim.location import SourceLoc
 from .. import isa
-from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, SPECIAL, enum_values, enums,
-                        op_names)
+from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, PIPE_STATUS, SPECIAL, enum_values,
+                        enums, op_names)
 
 #: where GM is in a C++ kernel's address space (an unmapped range: a raw access faults); each
 #: array argument has a space of its own (2**ARG_BITS bytes: the k-th at GM_BASE + (k + 1) <<
@@ -521,6 +521,37 @@ class Dispatcher:
         obj._push = obj.hbw = obj.hbu = None      # (its memory views stay: TPOP re-binds them)
         obj.ready_at = obj.read_end = 0
         return self.keep(isa.TPOP(*a))
+
+    def op_TMPOP(self, core, a):
+        """``TPOP(tile, pipe)`` of a TMPipe: pto-isa's ``TPOP_IMPL(tile, pipe)``, whose pop of a GM
+        FIFO frees the slot itself (``cons.free()`` inside; the kernel has no TFREE for it) -
+        the ISA's TPOP, then its TFREE where the run's protocol does not free inside the pop
+        already (``Channel.pop_frees``: the spec protocol); an A5 VEC / MAT FIFO's pop frees
+        nothing (its TFREE does)."""
+        event = self.op_TPOP(core, a)
+        pipe = a[0]
+        ch, side = pipe.consumer_end
+        if ch.pop_frees:
+            # the ISA's pop freed the slot and waits for a (no-op) TFREE to pair with it, which
+            # this form has none of
+            side.popped.pop()
+            side.self_freed -= 1
+        elif ch.in_gm:
+            # the free is the GM slot's: the tile staged in the consumer's local FIFO stays the
+            # kernel's until a later pop stages into its place (as after a pop that frees)
+            h = side.held[0]
+            side.held[0] = h[:-1] + (None,)
+            isa.TFREE(pipe)
+        return event
+
+    def op_PIPE_STATUS(self, core, a):
+        """``pipe.prod.setAllocateStatus(on)`` ... (headergen.PIPE_STATUS): the switch of the
+        pipe's producer / consumer side on this core (``PipeHandle.prod`` / ``.cons``)."""
+        pipe, which, on = a
+        name = PIPE_STATUS[which]
+        side = pipe.prod if name in ("setAllocateStatus", "setRecordStatus") else pipe.cons
+        getattr(side, name)(bool(on))
+        return 0
 
     def op_TALLOC(self, core, a):
         isa.TALLOC(*a)

@@ -35,7 +35,11 @@ HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pt
 
 #: ABI operations that are not catalogue instructions (written by hand in pto-inst.hpp)
 SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC", "TSYNC_OP",
-           "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID")
+           "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID", "TMPOP",
+           "PIPE_STATUS")
+#: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
+#: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
+PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")
 #: wait events an instruction takes after its operands
 MAX_EVENTS = 3
 #: the most arguments of an instruction whose Python form takes ``*args`` only
@@ -198,6 +202,7 @@ def render() -> str:
     out.append("enum Kind : int64_t { " + ", ".join(f"K_{k} = {v}" for k, v in KINDS.items()) + " };")
     out.append(f"constexpr int MAX_WORDS = {MAX_WORDS};")
     out.append("constexpr int64_t ABORT = INT64_MIN;")
+    out.append("enum PipeStatus : int64_t { " + ", ".join(f"PS_{n} = {i}" for i, n in enumerate(PIPE_STATUS)) + " };")
     out.append("enum OpId : int32_t {")
     out += [f"    OP_{n} = {i}," for i, n in enumerate(op_names())]
     out.append("};")

@@ -80,3 +80,77 @@ def test_an_nz_global_tensor_loads_as_its_fractals(cpp_cache):
     r = run_cpp(kernel("nz_gm_load.cpp"), dict(xnz=xnz, eye=np.eye(16, dtype=np.float32),
                                                out=np.zeros((16, 16), np.float32)))
     np.testing.assert_array_equal(r["out"], x)
+
+
+TMPIPE = """
+using Acc = TileAcc<float, 16, 16>;
+using Half = Tile<TileType::Vec, float, 8, 16>;
+using Pipe = TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Half, false, 0>;
+"""
+
+TMPIPE_API = TMPIPE + """
+// pto-isa's VecCubeRatio (fifo.hpp)
+static_assert(int(VecCubeRatio::V1C1_VEC0) == 0 && int(VecCubeRatio::V1C1_VEC1) == 1 &&
+              int(VecCubeRatio::V2C1_VECS) == 2);
+// the Vector lanes' split follows from the tiles, as A5's TMPipe takes it (isSplitM / isSplitN)
+static_assert(Pipe::Split == TileSplitAxis::TILE_UP_DOWN);
+static_assert(TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Tile<TileType::Vec, float, 16, 8>>::Split ==
+              TileSplitAxis::TILE_LEFT_RIGHT);
+static_assert(TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Tile<TileType::Vec, float, 16, 16>, false, 2,
+                     VecCubeRatio::V1C1_VEC0>::Split == TileSplitAxis::TILE_NO_SPLIT);
+void k(float *fifo, Acc &acc, Half &v, Event<Op::TADD, Op::TSTORE_VEC> &e) {
+    Pipe pipe(fifo);                        // LocalFiFoDepth 0: the one-argument constructor
+    pipe.prod.setAllocateStatus(pipe.prod.getAllocateStatus());
+    pipe.prod.setRecordStatus(true);
+    pipe.cons.setWaitStatus(true);
+    pipe.cons.setFreeStatus(pipe.cons.getFreeStatus());
+    TPUSH(acc, pipe);                       // the tile first, as pto-isa drives a TMPipe
+    TPUSH(acc, pipe, e);
+    TPOP(v, pipe);
+    TPOP(v, pipe, e);
+}
+"""
+
+
+@needs_cxx
+def test_a_tmpipe_is_driven_as_pto_isa_drives_it(tmp_path):
+    r = compile_only(tmp_path, TMPIPE_API)
+    assert r.returncode == 0, r.stderr
+
+
+@needs_cxx
+@pytest.mark.parametrize("call,message", [
+    ("TPUSH<Pipe, Acc, TileSplitAxis::TILE_NO_SPLIT>(pipe, acc);",
+     "TPUSH(pipe, tile) on a TMPipe: pto-isa spells it TPUSH(tile, pipe)"),
+    ("TPOP<Pipe, Half, TileSplitAxis::TILE_NO_SPLIT>(pipe, v);",
+     "TPOP(pipe, tile) on a TMPipe: pto-isa spells it TPOP(tile, pipe)"),
+    ("pipe.prod.setEntryOffset(64);", "pipe.setEntryOffset: ptopipe does not model"),
+    ("pipe.cons.free();", "pipe.free: ptopipe does not model")])
+def test_what_pto_isa_cannot_build_or_ptopipe_does_not_model_does_not_compile(tmp_path, call, message):
+    r = compile_only(tmp_path, TMPIPE + f"void k(float *fifo, Acc &acc, Half &v) {{\n    Pipe pipe(fifo);\n    {call}\n}}\n")
+    assert r.returncode != 0 and message in r.stderr, r.stderr
+
+
+@needs_cxx
+def test_a_two_lane_tmpipe_splits_its_slot_and_its_pops_free_it(cpp_cache):
+    """Each Vector lane pops its half of the Acc tile; the pops free their GM slot themselves
+    (no TFREE); the consumers' setFreeStatus(false) reaches the simulator: the Cube's TMPipe
+    then waits forever at teardown."""
+    from ptopipe import isa
+    from ptopipe.errors import DeadlockError
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) % 13
+
+    def args(free_status):
+        return dict(x=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x),
+                    fifo=isa.gm_buffer(2 * 1024).view(np.float32), free_status=free_status)
+    r = run_cpp(kernel("tmpipe_two_lanes.cpp"), args(1), platform="a2a3", protocol="pto-isa")
+    np.testing.assert_array_equal(r["out"], x + 1)
+    assert not r.summary.leaks
+    with pytest.raises(DeadlockError) as ei:
+        run_cpp(kernel("tmpipe_two_lanes.cpp"), args(0), platform="a2a3", protocol="spec")
+    assert ei.value.where == f"{os.path.relpath(kernel('tmpipe_two_lanes.cpp'))}:{_line('tmpipe_two_lanes.cpp', 'Pipe pipe(')}"
+
+
+def _line(name: str, text: str) -> int:
+    with open(kernel(name)) as f:
+        return next(i for i, ln in enumerate(f, 1) if text in ln)

@@ -359,6 +359,65 @@ struct GlobalTensor {
     int64_t GetStride(int d) const { return stride_.stride[d]; }
 };
 
+// a pipe's ``prod`` / ``cons``: pto-isa's Producer / Consumer status switches, which ptopipe's ISA
+// models (ptopipe.isa.pipe.channel: a push that skips its free-slot wait, a pop that skips its
+// free ...).  The rest of pto-isa's Producer / Consumer - the kernel driving the ring itself with
+// its own tile ids, entry offsets and flag calls - is not modelled: using it does not compile.
+}  // namespace pto
+namespace ptopipe {
+template <typename... A> struct unmodelled : std::false_type {};
+#define PTOPIPE_UNMODELLED(NAME)                                                                        \
+    template <typename... A> void NAME(A...) const                                                      \
+    {                                                                                                   \
+        static_assert(::ptopipe::unmodelled<A...>::value,                                               \
+                      "pipe." #NAME ": ptopipe does not model a kernel that drives a pipe's ring itself " \
+                      "(its own tile ids, entry offsets and flag calls): TPUSH / TPOP keep the ring's "  \
+                      "tile index, slot offsets and flags (docs/cpp.md)");                               \
+    }
+template <bool Producer> struct PipeSide {
+    const int64_t *pipe_;
+    bool on_[2] = {true, true};
+    explicit PipeSide(const int64_t *pipe) : pipe_(pipe) {}
+    void set(int64_t which, bool on, Site s)
+    {
+        on_[which & 1] = on;
+        Args a;
+        a.put(K_PIPE);
+        a.put(*pipe_);
+        for (int64_t x : {which, int64_t(on)}) {
+            a.put(K_INT);
+            a.put(x);
+        }
+        call(OP_PIPE_STATUS, a, s);
+    }
+    PTOPIPE_UNMODELLED(setEntryOffset)
+    PTOPIPE_UNMODELLED(setTileId)
+    PTOPIPE_UNMODELLED(getTileId)
+    PTOPIPE_UNMODELLED(getSubTileId)
+};
+template <> struct PipeSide<true> : PipeSide<false> {
+    using PipeSide<false>::PipeSide;
+    void setAllocateStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setAllocateStatus, on, s); }
+    void setRecordStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setRecordStatus, on, s); }
+    bool getAllocateStatus() const { return on_[PS_setAllocateStatus & 1]; }
+    bool getRecordStatus() const { return on_[PS_setRecordStatus & 1]; }
+    PTOPIPE_UNMODELLED(allocate)
+    PTOPIPE_UNMODELLED(record)
+};
+struct ConsumerSide : PipeSide<false> {
+    using PipeSide<false>::PipeSide;
+    void setWaitStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setWaitStatus, on, s); }
+    void setFreeStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setFreeStatus, on, s); }
+    bool getWaitStatus() const { return on_[PS_setWaitStatus & 1]; }
+    bool getFreeStatus() const { return on_[PS_setFreeStatus & 1]; }
+    PTOPIPE_UNMODELLED(wait)
+    PTOPIPE_UNMODELLED(free)
+};
+#undef PTOPIPE_UNMODELLED
+using ProducerSide = PipeSide<true>;
+}  // namespace ptopipe
+namespace pto {
+
 template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum = 2,
           bool IsNoSplit = false>
 struct TPipe {
@@ -366,6 +425,8 @@ struct TPipe {
     static constexpr uint32_t Size = SlotSize, Num = SlotNum, LocalNum = LocalSlotNum;
     static constexpr bool NoSplit = IsNoSplit;
     int64_t id_ = 0;
+    ::ptopipe::ProducerSide prod{&id_};
+    ::ptopipe::ConsumerSide cons{&id_};
     TPipe(__gm__ void *gm_slot_buffer, uint32_t c2v_consumer_buf = 0, uint32_t v2c_consumer_buf = 0,
           ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -375,7 +436,20 @@ template <uint8_t FlagID, FIFOType FiFoType, uint8_t FiFoDepth, uint8_t FiFoSync
           typename TileDataCons, bool EN_UNIT_FLAG = false, uint8_t LocalFiFoDepth = 2,
           VecCubeRatio VCRatio = VecCubeRatio::V2C1_VECS>
 struct TMPipe {
+    // how a tile-first TPUSH / TPOP splits the slot between two Vector lanes (V2C1_VECS), as
+    // pto-isa's A5 TMPipe does from the tile shapes (isSplitM / isSplitN): a Vector tile of half
+    // the other tile's rows is its lane's rows, of half its columns its lane's columns
+    using VecTile = std::conditional_t<TileDataProd::Loc == TileType::Vec, TileDataProd, TileDataCons>;
+    using CubeTile = std::conditional_t<TileDataProd::Loc == TileType::Vec, TileDataCons, TileDataProd>;
+    static constexpr bool two_lanes = VCRatio == VecCubeRatio::V2C1_VECS;
+    static constexpr TileSplitAxis Split =
+        two_lanes && VecTile::Rows * 2 == CubeTile::Rows && VecTile::Cols == CubeTile::Cols ? TileSplitAxis::TILE_UP_DOWN
+        : two_lanes && VecTile::Cols * 2 == CubeTile::Cols && VecTile::Rows == CubeTile::Rows
+            ? TileSplitAxis::TILE_LEFT_RIGHT
+            : TileSplitAxis::TILE_NO_SPLIT;
     int64_t id_ = 0;
+    ::ptopipe::ProducerSide prod{&id_};
+    ::ptopipe::ConsumerSide cons{&id_};
     explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
                     ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -394,6 +468,9 @@ template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS>
 struct is_pipe<pto::TPipe<F, D, S, N, L, NS>> : std::true_type {};
 template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
 struct is_pipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
+template <typename T> struct is_tmpipe : std::false_type {};
+template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
+struct is_tmpipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
 
 template <typename T> void put_tile_type(Args &a)
 {
@@ -438,6 +515,7 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
 // the wait events of a templated form (a trailing tile is an operand of a plain form instead)
 template <typename... E>
 using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
+template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
 {
@@ -593,15 +671,22 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
     }
 }
 
+#define PTOPIPE_TMPIPE_TILE_FIRST(OP)                                                                     \
+    static_assert(!::ptopipe::is_tmpipe<Pipe>::value,                                                     \
+                  OP "(pipe, tile) on a TMPipe: pto-isa spells it " OP "(tile, pipe) (the tile first, no "  \
+                  "template arguments), as its flash-attention kernel does")
+
 template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
 inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
+    PTOPIPE_TMPIPE_TILE_FIRST("TPUSH");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TPUSH, pipe.s, pipe.v, tile, Split, events...));
 }
 
 template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
 inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
+    PTOPIPE_TMPIPE_TILE_FIRST("TPOP");
     if constexpr (::ptopipe::is_global<T>::value) {     // the address flow: TPOP gives the slot's address
         tile.ptr_ = reinterpret_cast<typename T::DType *>(
             ::ptopipe::inst(::ptopipe::OP_TPOP, pipe.s, pipe.v, tile, Split, events...));
@@ -632,6 +717,43 @@ inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
 {
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
 }
+
+// TPUSH(tile, pipe) / TPOP(tile, pipe): a TMPipe's push and pop, as pto-isa's TPUSH_IMPL(tile,
+// pipe) / TPOP_IMPL(tile, pipe) - the ring's own tile index, the TMPipe's split (TMPipe::Split);
+// the pop of a GM FIFO frees its slot inside (there is no TFREE for it), a pop of an A5 VEC /
+// MAT FIFO does not
+// (with up to three wait events, each form taking its call site last)
+#define PTOPIPE_TILE_FIRST(NAME, OP, ...)                                                                    \
+    template <typename T, typename Pipe, ::ptopipe::if_tmpipe<Pipe> = 0>                                     \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, ::ptopipe::Site s = PTOPIPE_HERE)                            \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split));                                 \
+    }                                                                                                        \
+    template <typename T, typename Pipe, class E0, ::ptopipe::if_tmpipe<Pipe> = 0, ::ptopipe::if_events<E0> = 0> \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE)                    \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split, e0));            \
+    }                                                                                                        \
+    template <typename T, typename Pipe, class E0, class E1, ::ptopipe::if_tmpipe<Pipe> = 0,                 \
+              ::ptopipe::if_events<E0, E1> = 0>                                                              \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE)            \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split, e0, e1));        \
+    }                                                                                                        \
+    template <typename T, typename Pipe, class E0, class E1, class E2, ::ptopipe::if_tmpipe<Pipe> = 0,       \
+              ::ptopipe::if_events<E0, E1, E2> = 0>                                                          \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE)    \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split, e0, e1, e2));    \
+    }
+PTOPIPE_TILE_FIRST(TPUSH, ::ptopipe::OP_TPUSH, (void)0)
+PTOPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TMPOP, ::ptopipe::tile_id(tile, s, true))
+#undef PTOPIPE_TILE_FIRST
+#undef PTOPIPE_TMPIPE_TILE_FIRST
 
 // TSYNC(events...) waits for events; TSYNC<Op::X>() is a barrier on the pipe of vector op X
 template <typename... E> inline void TSYNC(::ptopipe::AtEvent first, const E &...rest)

@@ -22,6 +22,7 @@ template <> struct dtype_code<int64_t> { static constexpr int value = 8; };
 enum Kind : int64_t { K_INT = 1, K_FLT = 2, K_TILE = 3, K_GT = 4, K_PIPE = 5, K_EVENT = 6, K_ENUM = 7, K_PTR = 8, K_NULL = 9, K_KW = 10 };
 constexpr int MAX_WORDS = 128;
 constexpr int64_t ABORT = INT64_MIN;
+enum PipeStatus : int64_t { PS_setAllocateStatus = 0, PS_setRecordStatus = 1, PS_setWaitStatus = 2, PS_setFreeStatus = 3 };
 enum OpId : int32_t {
     OP_TILE_NEW = 0,
     OP_TASSIGN = 1,
@@ -39,139 +40,141 @@ enum OpId : int32_t {
     OP_get_subblockid = 13,
     OP_get_block_idx = 14,
     OP_SETVALID = 15,
-    OP_TABS = 16,
-    OP_TADD = 17,
-    OP_TADDC = 18,
-    OP_TADDDEQRELU = 19,
-    OP_TADDRELUCONV = 20,
-    OP_TADDS = 21,
-    OP_TADDSC = 22,
-    OP_TAND = 23,
-    OP_TANDS = 24,
-    OP_TAXPY = 25,
-    OP_TCI = 26,
-    OP_TCMP = 27,
-    OP_TCMPS = 28,
-    OP_TCOLARGMAX = 29,
-    OP_TCOLARGMIN = 30,
-    OP_TCOLEXPAND = 31,
-    OP_TCOLEXPANDADD = 32,
-    OP_TCOLEXPANDDIV = 33,
-    OP_TCOLEXPANDEXPDIF = 34,
-    OP_TCOLEXPANDMAX = 35,
-    OP_TCOLEXPANDMIN = 36,
-    OP_TCOLEXPANDMUL = 37,
-    OP_TCOLEXPANDSUB = 38,
-    OP_TCOLMAX = 39,
-    OP_TCOLMIN = 40,
-    OP_TCOLPROD = 41,
-    OP_TCOLSUM = 42,
-    OP_TCONCAT = 43,
-    OP_TCVT = 44,
-    OP_TDEINTERLEAVE = 45,
-    OP_TDEQUANT = 46,
-    OP_TDIV = 47,
-    OP_TDIVS = 48,
-    OP_TEXP = 49,
-    OP_TEXPANDS = 50,
-    OP_TEXTRACT = 51,
-    OP_TEXTRACT_FP = 52,
-    OP_TFILLPAD = 53,
-    OP_TFILLPAD_EXPAND = 54,
-    OP_TFILLPAD_INPLACE = 55,
-    OP_TFMOD = 56,
-    OP_TFMODS = 57,
-    OP_TFUSEDMULADD = 58,
-    OP_TFUSEDMULADDRELU = 59,
-    OP_TGATHER = 60,
-    OP_TGATHERB = 61,
-    OP_TGEMV = 62,
-    OP_TGEMV_ACC = 63,
-    OP_TGEMV_BIAS = 64,
-    OP_TGEMV_MX = 65,
-    OP_TGET_SCALE_ADDR = 66,
-    OP_THISTOGRAM = 67,
-    OP_TINSERT = 68,
-    OP_TINSERT_FP = 69,
-    OP_TINTERLEAVE = 70,
-    OP_TLOAD = 71,
-    OP_TLOG = 72,
-    OP_TLRELU = 73,
-    OP_TMATMUL = 74,
-    OP_TMATMUL_ACC = 75,
-    OP_TMATMUL_BIAS = 76,
-    OP_TMATMUL_MX = 77,
-    OP_TMAX = 78,
-    OP_TMAXS = 79,
-    OP_TMIN = 80,
-    OP_TMINS = 81,
-    OP_TMOV = 82,
-    OP_TMOV_FP = 83,
-    OP_TMRGSORT = 84,
-    OP_TMUL = 85,
-    OP_TMULADDDST = 86,
-    OP_TMULS = 87,
-    OP_TNEG = 88,
-    OP_TNOT = 89,
-    OP_TOR = 90,
-    OP_TORS = 91,
-    OP_TPACK = 92,
-    OP_TPAIRREDUCESUM = 93,
-    OP_TPARTADD = 94,
-    OP_TPARTARGMAX = 95,
-    OP_TPARTARGMIN = 96,
-    OP_TPARTMAX = 97,
-    OP_TPARTMIN = 98,
-    OP_TPARTMUL = 99,
-    OP_TPOW = 100,
-    OP_TPOWS = 101,
-    OP_TPREFETCH = 102,
-    OP_TPRELU = 103,
-    OP_TPRINT = 104,
-    OP_TQUANT = 105,
-    OP_TRANDOM = 106,
-    OP_TRECIP = 107,
-    OP_TRELU = 108,
-    OP_TREM = 109,
-    OP_TREMS = 110,
-    OP_TRESHAPE = 111,
-    OP_TROWARGMAX = 112,
-    OP_TROWARGMIN = 113,
-    OP_TROWEXPAND = 114,
-    OP_TROWEXPANDADD = 115,
-    OP_TROWEXPANDDIV = 116,
-    OP_TROWEXPANDEXPDIF = 117,
-    OP_TROWEXPANDMAX = 118,
-    OP_TROWEXPANDMIN = 119,
-    OP_TROWEXPANDMUL = 120,
-    OP_TROWEXPANDSUB = 121,
-    OP_TROWMAX = 122,
-    OP_TROWMIN = 123,
-    OP_TROWPROD = 124,
-    OP_TROWSUM = 125,
-    OP_TRSQRT = 126,
-    OP_TSCATTER = 127,
-    OP_TSEL = 128,
-    OP_TSELS = 129,
-    OP_TSHL = 130,
-    OP_TSHLS = 131,
-    OP_TSHR = 132,
-    OP_TSHRS = 133,
-    OP_TSORT32 = 134,
-    OP_TSQRT = 135,
-    OP_TSTORE = 136,
-    OP_TSTORE_FP = 137,
-    OP_TSUB = 138,
-    OP_TSUBC = 139,
-    OP_TSUBRELU = 140,
-    OP_TSUBS = 141,
-    OP_TSUBSC = 142,
-    OP_TSUBVIEW = 143,
-    OP_TTRANS = 144,
-    OP_TTRAP = 145,
-    OP_TTRI = 146,
-    OP_TXOR = 147,
-    OP_TXORS = 148,
+    OP_TMPOP = 16,
+    OP_PIPE_STATUS = 17,
+    OP_TABS = 18,
+    OP_TADD = 19,
+    OP_TADDC = 20,
+    OP_TADDDEQRELU = 21,
+    OP_TADDRELUCONV = 22,
+    OP_TADDS = 23,
+    OP_TADDSC = 24,
+    OP_TAND = 25,
+    OP_TANDS = 26,
+    OP_TAXPY = 27,
+    OP_TCI = 28,
+    OP_TCMP = 29,
+    OP_TCMPS = 30,
+    OP_TCOLARGMAX = 31,
+    OP_TCOLARGMIN = 32,
+    OP_TCOLEXPAND = 33,
+    OP_TCOLEXPANDADD = 34,
+    OP_TCOLEXPANDDIV = 35,
+    OP_TCOLEXPANDEXPDIF = 36,
+    OP_TCOLEXPANDMAX = 37,
+    OP_TCOLEXPANDMIN = 38,
+    OP_TCOLEXPANDMUL = 39,
+    OP_TCOLEXPANDSUB = 40,
+    OP_TCOLMAX = 41,
+    OP_TCOLMIN = 42,
+    OP_TCOLPROD = 43,
+    OP_TCOLSUM = 44,
+    OP_TCONCAT = 45,
+    OP_TCVT = 46,
+    OP_TDEINTERLEAVE = 47,
+    OP_TDEQUANT = 48,
+    OP_TDIV = 49,
+    OP_TDIVS = 50,
+    OP_TEXP = 51,
+    OP_TEXPANDS = 52,
+    OP_TEXTRACT = 53,
+    OP_TEXTRACT_FP = 54,
+    OP_TFILLPAD = 55,
+    OP_TFILLPAD_EXPAND = 56,
+    OP_TFILLPAD_INPLACE = 57,
+    OP_TFMOD = 58,
+    OP_TFMODS = 59,
+    OP_TFUSEDMULADD = 60,
+    OP_TFUSEDMULADDRELU = 61,
+    OP_TGATHER = 62,
+    OP_TGATHERB = 63,
+    OP_TGEMV = 64,
+    OP_TGEMV_ACC = 65,
+    OP_TGEMV_BIAS = 66,
+    OP_TGEMV_MX = 67,
+    OP_TGET_SCALE_ADDR = 68,
+    OP_THISTOGRAM = 69,
+    OP_TINSERT = 70,
+    OP_TINSERT_FP = 71,
+    OP_TINTERLEAVE = 72,
+    OP_TLOAD = 73,
+    OP_TLOG = 74,
+    OP_TLRELU = 75,
+    OP_TMATMUL = 76,
+    OP_TMATMUL_ACC = 77,
+    OP_TMATMUL_BIAS = 78,
+    OP_TMATMUL_MX = 79,
+    OP_TMAX = 80,
+    OP_TMAXS = 81,
+    OP_TMIN = 82,
+    OP_TMINS = 83,
+    OP_TMOV = 84,
+    OP_TMOV_FP = 85,
+    OP_TMRGSORT = 86,
+    OP_TMUL = 87,
+    OP_TMULADDDST = 88,
+    OP_TMULS = 89,
+    OP_TNEG = 90,
+    OP_TNOT = 91,
+    OP_TOR = 92,
+    OP_TORS = 93,
+    OP_TPACK = 94,
+    OP_TPAIRREDUCESUM = 95,
+    OP_TPARTADD = 96,
+    OP_TPARTARGMAX = 97,
+    OP_TPARTARGMIN = 98,
+    OP_TPARTMAX = 99,
+    OP_TPARTMIN = 100,
+    OP_TPARTMUL = 101,
+    OP_TPOW = 102,
+    OP_TPOWS = 103,
+    OP_TPREFETCH = 104,
+    OP_TPRELU = 105,
+    OP_TPRINT = 106,
+    OP_TQUANT = 107,
+    OP_TRANDOM = 108,
+    OP_TRECIP = 109,
+    OP_TRELU = 110,
+    OP_TREM = 111,
+    OP_TREMS = 112,
+    OP_TRESHAPE = 113,
+    OP_TROWARGMAX = 114,
+    OP_TROWARGMIN = 115,
+    OP_TROWEXPAND = 116,
+    OP_TROWEXPANDADD = 117,
+    OP_TROWEXPANDDIV = 118,
+    OP_TROWEXPANDEXPDIF = 119,
+    OP_TROWEXPANDMAX = 120,
+    OP_TROWEXPANDMIN = 121,
+    OP_TROWEXPANDMUL = 122,
+    OP_TROWEXPANDSUB = 123,
+    OP_TROWMAX = 124,
+    OP_TROWMIN = 125,
+    OP_TROWPROD = 126,
+    OP_TROWSUM = 127,
+    OP_TRSQRT = 128,
+    OP_TSCATTER = 129,
+    OP_TSEL = 130,
+    OP_TSELS = 131,
+    OP_TSHL = 132,
+    OP_TSHLS = 133,
+    OP_TSHR = 134,
+    OP_TSHRS = 135,
+    OP_TSORT32 = 136,
+    OP_TSQRT = 137,
+    OP_TSTORE = 138,
+    OP_TSTORE_FP = 139,
+    OP_TSUB = 140,
+    OP_TSUBC = 141,
+    OP_TSUBRELU = 142,
+    OP_TSUBS = 143,
+    OP_TSUBSC = 144,
+    OP_TSUBVIEW = 145,
+    OP_TTRANS = 146,
+    OP_TTRAP = 147,
+    OP_TTRI = 148,
+    OP_TXOR = 149,
+    OP_TXORS = 150,
 };
 }  // namespace ptopipe
 
@@ -201,7 +204,7 @@ namespace pto { enum class PrintFormat : int { Width8_Precision4 = 0, Width8_Pre
 namespace ptopipe { template <> struct enum_code<pto::PrintFormat> { static constexpr int value = 11; }; }
 namespace pto { enum class FIFOType : int { GM_FIFO = 0, VEC_FIFO = 1, MAT_FIFO = 2, CTRL_FIFO = 3 }; }
 namespace ptopipe { template <> struct enum_code<pto::FIFOType> { static constexpr int value = 12; }; }
-namespace pto { enum class VecCubeRatio : int { V2C1_VECS = 0, V2C2_VECS = 1 }; }
+namespace pto { enum class VecCubeRatio : int { V1C1_VEC0 = 0, V1C1_VEC1 = 1, V2C1_VECS = 2 }; }
 namespace ptopipe { template <> struct enum_code<pto::VecCubeRatio> { static constexpr int value = 13; }; }
 namespace pto { enum class ReluPreMode : int { NoRelu = 0, NormalRelu = 1 }; }
 namespace ptopipe { template <> struct enum_code<pto::ReluPreMode> { static constexpr int value = 14; }; }
@@ -225,237 +228,237 @@ namespace pto { enum class Layout : int { ND = 0, DN = 1, NZ = 2 }; }
 
 // one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, fewest, most arguments)
 namespace pto {
-PTOPIPE_INSTRUCTION(TABS, 16, 2, 5)
-PTOPIPE_INSTRUCTION(TADD, 17, 3, 6)
-PTOPIPE_INSTRUCTION(TADDC, 18, 4, 7)
-PTOPIPE_INSTRUCTION(TADDDEQRELU, 19, 4, 7)
-PTOPIPE_INSTRUCTION(TADDRELUCONV, 20, 3, 6)
-PTOPIPE_INSTRUCTION(TADDS, 21, 3, 6)
-PTOPIPE_INSTRUCTION(TADDSC, 22, 4, 7)
-PTOPIPE_INSTRUCTION(TAND, 23, 3, 6)
-PTOPIPE_INSTRUCTION(TANDS, 24, 3, 6)
-PTOPIPE_INSTRUCTION(TAXPY, 25, 3, 6)
-// TCI (ABI id 26, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
-template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TCMP, 27, 3, 7)
-PTOPIPE_INSTRUCTION(TCMPS, 28, 3, 7)
-PTOPIPE_INSTRUCTION(TCOLARGMAX, 29, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLARGMIN, 30, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLEXPAND, 31, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 32, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 33, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 34, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 35, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 36, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 37, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 38, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLMAX, 39, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLMIN, 40, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLPROD, 41, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLSUM, 42, 2, 5)
-PTOPIPE_INSTRUCTION(TCONCAT, 43, 3, 6)
-PTOPIPE_INSTRUCTION(TCVT, 44, 2, 6)
-PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 45, 2, 5)
-PTOPIPE_INSTRUCTION(TDEQUANT, 46, 4, 7)
-PTOPIPE_INSTRUCTION(TDIV, 47, 3, 6)
-PTOPIPE_INSTRUCTION(TDIVS, 48, 3, 6)
-PTOPIPE_INSTRUCTION(TEXP, 49, 2, 5)
-PTOPIPE_INSTRUCTION(TEXPANDS, 50, 2, 5)
-PTOPIPE_INSTRUCTION(TEXTRACT, 51, 2, 7)
-// TEXTRACT_FP (ABI id 52, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-// TFILLPAD (ABI id 53, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
-template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0, e1)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 54, 2, 6)
-PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 55, 2, 6)
-PTOPIPE_INSTRUCTION(TFMOD, 56, 3, 6)
-PTOPIPE_INSTRUCTION(TFMODS, 57, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADD, 58, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 59, 3, 6)
-// TGATHER (ABI id 60, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
-template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2, a3, a4)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0, e1)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TGATHERB, 61, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV, 62, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV_ACC, 63, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_BIAS, 64, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_MX, 65, 1, 4)
-PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 66, 2, 5)
-// THISTOGRAM (ABI id 67, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
-template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0, e1)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINSERT, 68, 2, 7)
-// TINSERT_FP (ABI id 69, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINTERLEAVE, 70, 4, 7)
-PTOPIPE_INSTRUCTION(TLOAD, 71, 2, 5)
-PTOPIPE_INSTRUCTION(TLOG, 72, 2, 5)
-PTOPIPE_INSTRUCTION(TLRELU, 73, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL, 74, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL_ACC, 75, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 76, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_MX, 77, 1, 4)
-PTOPIPE_INSTRUCTION(TMAX, 78, 3, 6)
-PTOPIPE_INSTRUCTION(TMAXS, 79, 3, 6)
-PTOPIPE_INSTRUCTION(TMIN, 80, 3, 6)
-PTOPIPE_INSTRUCTION(TMINS, 81, 3, 6)
-PTOPIPE_INSTRUCTION(TMOV, 82, 2, 5)
-// TMOV_FP (ABI id 83, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3, a4, a5)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TMRGSORT, 84, 1, 4)
-PTOPIPE_INSTRUCTION(TMUL, 85, 3, 6)
-PTOPIPE_INSTRUCTION(TMULADDDST, 86, 3, 6)
-PTOPIPE_INSTRUCTION(TMULS, 87, 3, 6)
-PTOPIPE_INSTRUCTION(TNEG, 88, 2, 5)
-PTOPIPE_INSTRUCTION(TNOT, 89, 2, 5)
-PTOPIPE_INSTRUCTION(TOR, 90, 3, 6)
-PTOPIPE_INSTRUCTION(TORS, 91, 3, 6)
-PTOPIPE_INSTRUCTION(TPACK, 92, 2, 5)
-PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 93, 2, 5)
-PTOPIPE_INSTRUCTION(TPARTADD, 94, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTARGMAX, 95, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTARGMIN, 96, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTMAX, 97, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMIN, 98, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMUL, 99, 3, 6)
-PTOPIPE_INSTRUCTION(TPOW, 100, 3, 6)
-PTOPIPE_INSTRUCTION(TPOWS, 101, 3, 6)
-PTOPIPE_INSTRUCTION(TPREFETCH, 102, 2, 2)
-PTOPIPE_INSTRUCTION(TPRELU, 103, 3, 6)
-// TPRINT (ABI id 104, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
-template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0)); }
-template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1, a2, a3)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format))); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TQUANT, 105, 3, 6)
-PTOPIPE_INSTRUCTION(TRANDOM, 106, 1, 4)
-PTOPIPE_INSTRUCTION(TRECIP, 107, 2, 5)
-PTOPIPE_INSTRUCTION(TRELU, 108, 2, 5)
-PTOPIPE_INSTRUCTION(TREM, 109, 3, 6)
-PTOPIPE_INSTRUCTION(TREMS, 110, 3, 6)
-PTOPIPE_INSTRUCTION(TRESHAPE, 111, 2, 5)
-PTOPIPE_INSTRUCTION(TROWARGMAX, 112, 1, 8)
-PTOPIPE_INSTRUCTION(TROWARGMIN, 113, 1, 8)
-PTOPIPE_INSTRUCTION(TROWEXPAND, 114, 2, 5)
-PTOPIPE_INSTRUCTION(TROWEXPANDADD, 115, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 116, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 117, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 118, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 119, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 120, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 121, 3, 6)
-PTOPIPE_INSTRUCTION(TROWMAX, 122, 2, 6)
-PTOPIPE_INSTRUCTION(TROWMIN, 123, 2, 6)
-PTOPIPE_INSTRUCTION(TROWPROD, 124, 2, 6)
-PTOPIPE_INSTRUCTION(TROWSUM, 125, 2, 6)
-PTOPIPE_INSTRUCTION(TRSQRT, 126, 2, 5)
-// TSCATTER (ABI id 127, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
-template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2, a3, a4)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSEL, 128, 4, 7)
-PTOPIPE_INSTRUCTION(TSELS, 129, 3, 6)
-PTOPIPE_INSTRUCTION(TSHL, 130, 3, 6)
-PTOPIPE_INSTRUCTION(TSHLS, 131, 3, 6)
-PTOPIPE_INSTRUCTION(TSHR, 132, 3, 6)
-PTOPIPE_INSTRUCTION(TSHRS, 133, 3, 6)
-PTOPIPE_INSTRUCTION(TSORT32, 134, 3, 4)
-PTOPIPE_INSTRUCTION(TSQRT, 135, 2, 5)
-// TSTORE (ABI id 136, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
-template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0, e1)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSTORE_FP, 137, 3, 6)
-PTOPIPE_INSTRUCTION(TSUB, 138, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBC, 139, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBRELU, 140, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBS, 141, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBSC, 142, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBVIEW, 143, 4, 4)
-PTOPIPE_INSTRUCTION(TTRANS, 144, 2, 5)
-PTOPIPE_INSTRUCTION(TTRAP, 145, 0, 0)
-// TTRI (ABI id 146, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
-template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower)); }
-template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0, e1)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TXOR, 147, 3, 6)
-PTOPIPE_INSTRUCTION(TXORS, 148, 3, 6)
+PTOPIPE_INSTRUCTION(TABS, 18, 2, 5)
+PTOPIPE_INSTRUCTION(TADD, 19, 3, 6)
+PTOPIPE_INSTRUCTION(TADDC, 20, 4, 7)
+PTOPIPE_INSTRUCTION(TADDDEQRELU, 21, 4, 7)
+PTOPIPE_INSTRUCTION(TADDRELUCONV, 22, 3, 6)
+PTOPIPE_INSTRUCTION(TADDS, 23, 3, 6)
+PTOPIPE_INSTRUCTION(TADDSC, 24, 4, 7)
+PTOPIPE_INSTRUCTION(TAND, 25, 3, 6)
+PTOPIPE_INSTRUCTION(TANDS, 26, 3, 6)
+PTOPIPE_INSTRUCTION(TAXPY, 27, 3, 6)
+// TCI (ABI id 28, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
+template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TCMP, 29, 3, 7)
+PTOPIPE_INSTRUCTION(TCMPS, 30, 3, 7)
+PTOPIPE_INSTRUCTION(TCOLARGMAX, 31, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLARGMIN, 32, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLEXPAND, 33, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 34, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 35, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 36, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 37, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 38, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 39, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 40, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLMAX, 41, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLMIN, 42, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLPROD, 43, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLSUM, 44, 2, 5)
+PTOPIPE_INSTRUCTION(TCONCAT, 45, 3, 6)
+PTOPIPE_INSTRUCTION(TCVT, 46, 2, 6)
+PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 47, 2, 5)
+PTOPIPE_INSTRUCTION(TDEQUANT, 48, 4, 7)
+PTOPIPE_INSTRUCTION(TDIV, 49, 3, 6)
+PTOPIPE_INSTRUCTION(TDIVS, 50, 3, 6)
+PTOPIPE_INSTRUCTION(TEXP, 51, 2, 5)
+PTOPIPE_INSTRUCTION(TEXPANDS, 52, 2, 5)
+PTOPIPE_INSTRUCTION(TEXTRACT, 53, 2, 7)
+// TEXTRACT_FP (ABI id 54, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+// TFILLPAD (ABI id 55, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
+template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal, e0)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal, e0, e1)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 56, 2, 6)
+PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 57, 2, 6)
+PTOPIPE_INSTRUCTION(TFMOD, 58, 3, 6)
+PTOPIPE_INSTRUCTION(TFMODS, 59, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADD, 60, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 61, 3, 6)
+// TGATHER (ABI id 62, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
+template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2, a3, a4)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType, e0)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType, e0, e1)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TGATHERB, 63, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV, 64, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV_ACC, 65, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_BIAS, 66, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_MX, 67, 1, 4)
+PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 68, 2, 5)
+// THISTOGRAM (ABI id 69, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
+template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte, e0)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte, e0, e1)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINSERT, 70, 2, 7)
+// TINSERT_FP (ABI id 71, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINTERLEAVE, 72, 4, 7)
+PTOPIPE_INSTRUCTION(TLOAD, 73, 2, 5)
+PTOPIPE_INSTRUCTION(TLOG, 74, 2, 5)
+PTOPIPE_INSTRUCTION(TLRELU, 75, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL, 76, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL_ACC, 77, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 78, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_MX, 79, 1, 4)
+PTOPIPE_INSTRUCTION(TMAX, 80, 3, 6)
+PTOPIPE_INSTRUCTION(TMAXS, 81, 3, 6)
+PTOPIPE_INSTRUCTION(TMIN, 82, 3, 6)
+PTOPIPE_INSTRUCTION(TMINS, 83, 3, 6)
+PTOPIPE_INSTRUCTION(TMOV, 84, 2, 5)
+// TMOV_FP (ABI id 85, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2, a3, a4, a5)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TMRGSORT, 86, 1, 4)
+PTOPIPE_INSTRUCTION(TMUL, 87, 3, 6)
+PTOPIPE_INSTRUCTION(TMULADDDST, 88, 3, 6)
+PTOPIPE_INSTRUCTION(TMULS, 89, 3, 6)
+PTOPIPE_INSTRUCTION(TNEG, 90, 2, 5)
+PTOPIPE_INSTRUCTION(TNOT, 91, 2, 5)
+PTOPIPE_INSTRUCTION(TOR, 92, 3, 6)
+PTOPIPE_INSTRUCTION(TORS, 93, 3, 6)
+PTOPIPE_INSTRUCTION(TPACK, 94, 2, 5)
+PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 95, 2, 5)
+PTOPIPE_INSTRUCTION(TPARTADD, 96, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTARGMAX, 97, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTARGMIN, 98, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTMAX, 99, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMIN, 100, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMUL, 101, 3, 6)
+PTOPIPE_INSTRUCTION(TPOW, 102, 3, 6)
+PTOPIPE_INSTRUCTION(TPOWS, 103, 3, 6)
+PTOPIPE_INSTRUCTION(TPREFETCH, 104, 2, 2)
+PTOPIPE_INSTRUCTION(TPRELU, 105, 3, 6)
+// TPRINT (ABI id 106, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
+template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0)); }
+template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2, a3)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format))); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format), e0)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TQUANT, 107, 3, 6)
+PTOPIPE_INSTRUCTION(TRANDOM, 108, 1, 4)
+PTOPIPE_INSTRUCTION(TRECIP, 109, 2, 5)
+PTOPIPE_INSTRUCTION(TRELU, 110, 2, 5)
+PTOPIPE_INSTRUCTION(TREM, 111, 3, 6)
+PTOPIPE_INSTRUCTION(TREMS, 112, 3, 6)
+PTOPIPE_INSTRUCTION(TRESHAPE, 113, 2, 5)
+PTOPIPE_INSTRUCTION(TROWARGMAX, 114, 1, 8)
+PTOPIPE_INSTRUCTION(TROWARGMIN, 115, 1, 8)
+PTOPIPE_INSTRUCTION(TROWEXPAND, 116, 2, 5)
+PTOPIPE_INSTRUCTION(TROWEXPANDADD, 117, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 118, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 119, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 120, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 121, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 122, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 123, 3, 6)
+PTOPIPE_INSTRUCTION(TROWMAX, 124, 2, 6)
+PTOPIPE_INSTRUCTION(TROWMIN, 125, 2, 6)
+PTOPIPE_INSTRUCTION(TROWPROD, 126, 2, 6)
+PTOPIPE_INSTRUCTION(TROWSUM, 127, 2, 6)
+PTOPIPE_INSTRUCTION(TRSQRT, 128, 2, 5)
+// TSCATTER (ABI id 129, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
+template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1, a2, a3, a4)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSEL, 130, 4, 7)
+PTOPIPE_INSTRUCTION(TSELS, 131, 3, 6)
+PTOPIPE_INSTRUCTION(TSHL, 132, 3, 6)
+PTOPIPE_INSTRUCTION(TSHLS, 133, 3, 6)
+PTOPIPE_INSTRUCTION(TSHR, 134, 3, 6)
+PTOPIPE_INSTRUCTION(TSHRS, 135, 3, 6)
+PTOPIPE_INSTRUCTION(TSORT32, 136, 3, 4)
+PTOPIPE_INSTRUCTION(TSQRT, 137, 2, 5)
+// TSTORE (ABI id 138, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
+template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src, e0)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src, e0, e1)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSTORE_FP, 139, 3, 6)
+PTOPIPE_INSTRUCTION(TSUB, 140, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBC, 141, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBRELU, 142, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBS, 143, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBSC, 144, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBVIEW, 145, 4, 4)
+PTOPIPE_INSTRUCTION(TTRANS, 146, 2, 5)
+PTOPIPE_INSTRUCTION(TTRAP, 147, 0, 0)
+// TTRI (ABI id 148, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
+template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower)); }
+template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower, e0)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower, e0, e1)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TXOR, 149, 3, 6)
+PTOPIPE_INSTRUCTION(TXORS, 150, 3, 6)
 }  // namespace pto
 #endif
