@@ -43,6 +43,7 @@ from ..errors import ConfigError, KernelError
 from ..isa.events import Event, new_event
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model
+from ..sim import CoreKind
 from ..sim.location import SourceLoc
 from .. import isa
 from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, PIPE_STATUS, SPECIAL, enum_values,
@@ -551,6 +552,18 @@ class Dispatcher:
         name = PIPE_STATUS[which]
         side = pipe.prod if name in ("setAllocateStatus", "setRecordStatus") else pipe.cons
         getattr(side, name)(bool(on))
+        return 0
+
+    def op_SUBBLOCK_ID(self, core, a):
+        """The sub-block id a ``TPUSH`` (0) / ``TPOP`` (1) of a TPipe names explicitly (pto-isa's
+        ``subBlockId`` argument): the Vector lane whose part of the slot it moves.  ptopipe models
+        each lane moving its own part; the Cube moves the whole tile and does not read it."""
+        op, sub = ("TPUSH", "TPOP")[a[0]], a[1]
+        if core.kind is CoreKind.AIV and sub != core.subblock:
+            raise KernelError(f"{op} with subBlockId {sub} on {core.name}: it would move sub-block {sub}'s "
+                              f"part of the slot, and ptopipe models each Vector lane moving its own",
+                              where=str(core.where()),
+                              fix=f"pass get_subblockid() ({core.subblock} here), or leave the id out")
         return 0
 
     def op_TALLOC(self, core, a):

@@ -418,12 +418,15 @@ using ProducerSide = PipeSide<true>;
 }  // namespace ptopipe
 namespace pto {
 
+// EN_UNIT_FLAG (pto-isa's 7th parameter): the Cube's push stores its Acc tile to a GM slot with
+// the unit flag (TSTORE_IMPL<..., STPhase::Final>), a FIX-pipe detail of that store - the same
+// bytes, the same handshake: ptopipe takes it and simulates the store as without it
 template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum = 2,
-          bool IsNoSplit = false>
+          bool IsNoSplit = false, bool EN_UNIT_FLAG = false>
 struct TPipe {
     static constexpr uint8_t Flag = FlagID, Dir = DirType;
     static constexpr uint32_t Size = SlotSize, Num = SlotNum, LocalNum = LocalSlotNum;
-    static constexpr bool NoSplit = IsNoSplit;
+    static constexpr bool NoSplit = IsNoSplit, UnitFlag = EN_UNIT_FLAG;
     int64_t id_ = 0;
     ::ptopipe::ProducerSide prod{&id_};
     ::ptopipe::ConsumerSide cons{&id_};
@@ -464,8 +467,8 @@ template <typename T> struct is_global : std::false_type {};
 template <typename E, typename Sh, typename St, pto::Layout L>
 struct is_global<pto::GlobalTensor<E, Sh, St, L>> : std::true_type {};
 template <typename T> struct is_pipe : std::false_type {};
-template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS>
-struct is_pipe<pto::TPipe<F, D, S, N, L, NS>> : std::true_type {};
+template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS, bool U>
+struct is_pipe<pto::TPipe<F, D, S, N, L, NS, U>> : std::true_type {};
 template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
 struct is_pipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
 template <typename T> struct is_tmpipe : std::false_type {};
@@ -516,6 +519,7 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
 template <typename... E>
 using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
 template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
+template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<pto::RecordEvent, T>, int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
 {
@@ -617,8 +621,9 @@ inline void Tile<L, E, R, C, B, VR, VC, S, F, P>::SetValid(int64_t r, int64_t c,
     vc_ = c;
 }
 
-template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum, bool IsNoSplit>
-TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum, IsNoSplit>::TPipe(__gm__ void *gm, uint32_t c2v, uint32_t v2c,
+template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum, bool IsNoSplit,
+          bool EN_UNIT_FLAG>
+TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum, IsNoSplit, EN_UNIT_FLAG>::TPipe(__gm__ void *gm, uint32_t c2v, uint32_t v2c,
                                                                           ::ptopipe::Site s)
 {
     ::ptopipe::Args a;
@@ -676,14 +681,38 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
                   OP "(pipe, tile) on a TMPipe: pto-isa spells it " OP "(tile, pipe) (the tile first, no "  \
                   "template arguments), as its flash-attention kernel does")
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+// TPUSH / TPOP / TALLOC / TFREE of a TPipe, as pto-isa spells them: the TileSplitAxis is a
+// template argument pto-isa requires.  The forms without it still compile here, taking
+// TILE_NO_SPLIT, deprecated: pto-isa cannot build them (the build reports each use as a warning
+// at the kernel's line).  TPUSH / TPOP also take pto-isa's explicit sub-block id (after the tile,
+// before the wait events): which Vector lane's part of the slot the lane moves - its own, the
+// only one ptopipe models (another is an error at the call); the Cube moves the whole tile and
+// does not read it.
+#define PTOPIPE_NO_SPLIT(OP, SPELLING)                                                                    \
+    [[deprecated(OP " without its TileSplitAxis: pto-isa requires it (" SPELLING "); ptopipe takes "      \
+                 "TILE_NO_SPLIT")]]
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
     PTOPIPE_TMPIPE_TILE_FIRST("TPUSH");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TPUSH, pipe.s, pipe.v, tile, Split, events...));
 }
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
+inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, int32_t subBlockId, E &...events)
+{
+    ::ptopipe::inst(::ptopipe::OP_SUBBLOCK_ID, pipe.s, 0, subBlockId);
+    return TPUSH<Pipe, T, Split>(::ptopipe::At<Pipe>(pipe.v, pipe.s), tile, events...);
+}
+
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TPUSH", "TPUSH<Pipe, Tile, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile)")
+inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
+{
+    return TPUSH<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile, events...);
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
     PTOPIPE_TMPIPE_TILE_FIRST("TPOP");
@@ -697,7 +726,21 @@ inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
     }
 }
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
+inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, int32_t subBlockId, E &...events)
+{
+    ::ptopipe::inst(::ptopipe::OP_SUBBLOCK_ID, pipe.s, 1, subBlockId);
+    return TPOP<Pipe, T, Split>(::ptopipe::At<Pipe>(pipe.v, pipe.s), tile, events...);
+}
+
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TPOP", "TPOP<Pipe, Tile, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile)")
+inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
+{
+    return TPOP<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile, events...);
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
 {
     static_assert(::ptopipe::is_global<T>::value, "TALLOC takes a GlobalTensor (the address flow)");
@@ -706,17 +749,39 @@ inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
     return RecordEvent();
 }
 
-template <typename Pipe, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TALLOC", "TALLOC<Pipe, GlobalTensor, TileSplitAxis::TILE_NO_SPLIT>(pipe, tensor)")
+inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
+{
+    return TALLOC<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tensor, events...);
+}
+
+template <typename Pipe, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
 {
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, nullptr, Split, events...));
 }
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
 {
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
 }
+
+template <typename Pipe, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TFREE", "TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe)")
+inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
+{
+    return TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe, events...);
+}
+
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_not_event<T> = 0, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TFREE", "TFREE<Pipe, GlobalTensor, TileSplitAxis::TILE_NO_SPLIT>(pipe, tensor)")
+inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
+{
+    return TFREE<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, obj, events...);
+}
+#undef PTOPIPE_NO_SPLIT
 
 // TPUSH(tile, pipe) / TPOP(tile, pipe): a TMPipe's push and pop, as pto-isa's TPUSH_IMPL(tile,
 // pipe) / TPOP_IMPL(tile, pipe) - the ring's own tile index, the TMPipe's split (TMPipe::Split);

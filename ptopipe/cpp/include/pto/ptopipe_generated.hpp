@@ -42,139 +42,140 @@ enum OpId : int32_t {
     OP_SETVALID = 15,
     OP_TMPOP = 16,
     OP_PIPE_STATUS = 17,
-    OP_TABS = 18,
-    OP_TADD = 19,
-    OP_TADDC = 20,
-    OP_TADDDEQRELU = 21,
-    OP_TADDRELUCONV = 22,
-    OP_TADDS = 23,
-    OP_TADDSC = 24,
-    OP_TAND = 25,
-    OP_TANDS = 26,
-    OP_TAXPY = 27,
-    OP_TCI = 28,
-    OP_TCMP = 29,
-    OP_TCMPS = 30,
-    OP_TCOLARGMAX = 31,
-    OP_TCOLARGMIN = 32,
-    OP_TCOLEXPAND = 33,
-    OP_TCOLEXPANDADD = 34,
-    OP_TCOLEXPANDDIV = 35,
-    OP_TCOLEXPANDEXPDIF = 36,
-    OP_TCOLEXPANDMAX = 37,
-    OP_TCOLEXPANDMIN = 38,
-    OP_TCOLEXPANDMUL = 39,
-    OP_TCOLEXPANDSUB = 40,
-    OP_TCOLMAX = 41,
-    OP_TCOLMIN = 42,
-    OP_TCOLPROD = 43,
-    OP_TCOLSUM = 44,
-    OP_TCONCAT = 45,
-    OP_TCVT = 46,
-    OP_TDEINTERLEAVE = 47,
-    OP_TDEQUANT = 48,
-    OP_TDIV = 49,
-    OP_TDIVS = 50,
-    OP_TEXP = 51,
-    OP_TEXPANDS = 52,
-    OP_TEXTRACT = 53,
-    OP_TEXTRACT_FP = 54,
-    OP_TFILLPAD = 55,
-    OP_TFILLPAD_EXPAND = 56,
-    OP_TFILLPAD_INPLACE = 57,
-    OP_TFMOD = 58,
-    OP_TFMODS = 59,
-    OP_TFUSEDMULADD = 60,
-    OP_TFUSEDMULADDRELU = 61,
-    OP_TGATHER = 62,
-    OP_TGATHERB = 63,
-    OP_TGEMV = 64,
-    OP_TGEMV_ACC = 65,
-    OP_TGEMV_BIAS = 66,
-    OP_TGEMV_MX = 67,
-    OP_TGET_SCALE_ADDR = 68,
-    OP_THISTOGRAM = 69,
-    OP_TINSERT = 70,
-    OP_TINSERT_FP = 71,
-    OP_TINTERLEAVE = 72,
-    OP_TLOAD = 73,
-    OP_TLOG = 74,
-    OP_TLRELU = 75,
-    OP_TMATMUL = 76,
-    OP_TMATMUL_ACC = 77,
-    OP_TMATMUL_BIAS = 78,
-    OP_TMATMUL_MX = 79,
-    OP_TMAX = 80,
-    OP_TMAXS = 81,
-    OP_TMIN = 82,
-    OP_TMINS = 83,
-    OP_TMOV = 84,
-    OP_TMOV_FP = 85,
-    OP_TMRGSORT = 86,
-    OP_TMUL = 87,
-    OP_TMULADDDST = 88,
-    OP_TMULS = 89,
-    OP_TNEG = 90,
-    OP_TNOT = 91,
-    OP_TOR = 92,
-    OP_TORS = 93,
-    OP_TPACK = 94,
-    OP_TPAIRREDUCESUM = 95,
-    OP_TPARTADD = 96,
-    OP_TPARTARGMAX = 97,
-    OP_TPARTARGMIN = 98,
-    OP_TPARTMAX = 99,
-    OP_TPARTMIN = 100,
-    OP_TPARTMUL = 101,
-    OP_TPOW = 102,
-    OP_TPOWS = 103,
-    OP_TPREFETCH = 104,
-    OP_TPRELU = 105,
-    OP_TPRINT = 106,
-    OP_TQUANT = 107,
-    OP_TRANDOM = 108,
-    OP_TRECIP = 109,
-    OP_TRELU = 110,
-    OP_TREM = 111,
-    OP_TREMS = 112,
-    OP_TRESHAPE = 113,
-    OP_TROWARGMAX = 114,
-    OP_TROWARGMIN = 115,
-    OP_TROWEXPAND = 116,
-    OP_TROWEXPANDADD = 117,
-    OP_TROWEXPANDDIV = 118,
-    OP_TROWEXPANDEXPDIF = 119,
-    OP_TROWEXPANDMAX = 120,
-    OP_TROWEXPANDMIN = 121,
-    OP_TROWEXPANDMUL = 122,
-    OP_TROWEXPANDSUB = 123,
-    OP_TROWMAX = 124,
-    OP_TROWMIN = 125,
-    OP_TROWPROD = 126,
-    OP_TROWSUM = 127,
-    OP_TRSQRT = 128,
-    OP_TSCATTER = 129,
-    OP_TSEL = 130,
-    OP_TSELS = 131,
-    OP_TSHL = 132,
-    OP_TSHLS = 133,
-    OP_TSHR = 134,
-    OP_TSHRS = 135,
-    OP_TSORT32 = 136,
-    OP_TSQRT = 137,
-    OP_TSTORE = 138,
-    OP_TSTORE_FP = 139,
-    OP_TSUB = 140,
-    OP_TSUBC = 141,
-    OP_TSUBRELU = 142,
-    OP_TSUBS = 143,
-    OP_TSUBSC = 144,
-    OP_TSUBVIEW = 145,
-    OP_TTRANS = 146,
-    OP_TTRAP = 147,
-    OP_TTRI = 148,
-    OP_TXOR = 149,
-    OP_TXORS = 150,
+    OP_SUBBLOCK_ID = 18,
+    OP_TABS = 19,
+    OP_TADD = 20,
+    OP_TADDC = 21,
+    OP_TADDDEQRELU = 22,
+    OP_TADDRELUCONV = 23,
+    OP_TADDS = 24,
+    OP_TADDSC = 25,
+    OP_TAND = 26,
+    OP_TANDS = 27,
+    OP_TAXPY = 28,
+    OP_TCI = 29,
+    OP_TCMP = 30,
+    OP_TCMPS = 31,
+    OP_TCOLARGMAX = 32,
+    OP_TCOLARGMIN = 33,
+    OP_TCOLEXPAND = 34,
+    OP_TCOLEXPANDADD = 35,
+    OP_TCOLEXPANDDIV = 36,
+    OP_TCOLEXPANDEXPDIF = 37,
+    OP_TCOLEXPANDMAX = 38,
+    OP_TCOLEXPANDMIN = 39,
+    OP_TCOLEXPANDMUL = 40,
+    OP_TCOLEXPANDSUB = 41,
+    OP_TCOLMAX = 42,
+    OP_TCOLMIN = 43,
+    OP_TCOLPROD = 44,
+    OP_TCOLSUM = 45,
+    OP_TCONCAT = 46,
+    OP_TCVT = 47,
+    OP_TDEINTERLEAVE = 48,
+    OP_TDEQUANT = 49,
+    OP_TDIV = 50,
+    OP_TDIVS = 51,
+    OP_TEXP = 52,
+    OP_TEXPANDS = 53,
+    OP_TEXTRACT = 54,
+    OP_TEXTRACT_FP = 55,
+    OP_TFILLPAD = 56,
+    OP_TFILLPAD_EXPAND = 57,
+    OP_TFILLPAD_INPLACE = 58,
+    OP_TFMOD = 59,
+    OP_TFMODS = 60,
+    OP_TFUSEDMULADD = 61,
+    OP_TFUSEDMULADDRELU = 62,
+    OP_TGATHER = 63,
+    OP_TGATHERB = 64,
+    OP_TGEMV = 65,
+    OP_TGEMV_ACC = 66,
+    OP_TGEMV_BIAS = 67,
+    OP_TGEMV_MX = 68,
+    OP_TGET_SCALE_ADDR = 69,
+    OP_THISTOGRAM = 70,
+    OP_TINSERT = 71,
+    OP_TINSERT_FP = 72,
+    OP_TINTERLEAVE = 73,
+    OP_TLOAD = 74,
+    OP_TLOG = 75,
+    OP_TLRELU = 76,
+    OP_TMATMUL = 77,
+    OP_TMATMUL_ACC = 78,
+    OP_TMATMUL_BIAS = 79,
+    OP_TMATMUL_MX = 80,
+    OP_TMAX = 81,
+    OP_TMAXS = 82,
+    OP_TMIN = 83,
+    OP_TMINS = 84,
+    OP_TMOV = 85,
+    OP_TMOV_FP = 86,
+    OP_TMRGSORT = 87,
+    OP_TMUL = 88,
+    OP_TMULADDDST = 89,
+    OP_TMULS = 90,
+    OP_TNEG = 91,
+    OP_TNOT = 92,
+    OP_TOR = 93,
+    OP_TORS = 94,
+    OP_TPACK = 95,
+    OP_TPAIRREDUCESUM = 96,
+    OP_TPARTADD = 97,
+    OP_TPARTARGMAX = 98,
+    OP_TPARTARGMIN = 99,
+    OP_TPARTMAX = 100,
+    OP_TPARTMIN = 101,
+    OP_TPARTMUL = 102,
+    OP_TPOW = 103,
+    OP_TPOWS = 104,
+    OP_TPREFETCH = 105,
+    OP_TPRELU = 106,
+    OP_TPRINT = 107,
+    OP_TQUANT = 108,
+    OP_TRANDOM = 109,
+    OP_TRECIP = 110,
+    OP_TRELU = 111,
+    OP_TREM = 112,
+    OP_TREMS = 113,
+    OP_TRESHAPE = 114,
+    OP_TROWARGMAX = 115,
+    OP_TROWARGMIN = 116,
+    OP_TROWEXPAND = 117,
+    OP_TROWEXPANDADD = 118,
+    OP_TROWEXPANDDIV = 119,
+    OP_TROWEXPANDEXPDIF = 120,
+    OP_TROWEXPANDMAX = 121,
+    OP_TROWEXPANDMIN = 122,
+    OP_TROWEXPANDMUL = 123,
+    OP_TROWEXPANDSUB = 124,
+    OP_TROWMAX = 125,
+    OP_TROWMIN = 126,
+    OP_TROWPROD = 127,
+    OP_TROWSUM = 128,
+    OP_TRSQRT = 129,
+    OP_TSCATTER = 130,
+    OP_TSEL = 131,
+    OP_TSELS = 132,
+    OP_TSHL = 133,
+    OP_TSHLS = 134,
+    OP_TSHR = 135,
+    OP_TSHRS = 136,
+    OP_TSORT32 = 137,
+    OP_TSQRT = 138,
+    OP_TSTORE = 139,
+    OP_TSTORE_FP = 140,
+    OP_TSUB = 141,
+    OP_TSUBC = 142,
+    OP_TSUBRELU = 143,
+    OP_TSUBS = 144,
+    OP_TSUBSC = 145,
+    OP_TSUBVIEW = 146,
+    OP_TTRANS = 147,
+    OP_TTRAP = 148,
+    OP_TTRI = 149,
+    OP_TXOR = 150,
+    OP_TXORS = 151,
 };
 }  // namespace ptopipe
 
@@ -228,237 +229,237 @@ namespace pto { enum class Layout : int { ND = 0, DN = 1, NZ = 2 }; }
 
 // one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, fewest, most arguments)
 namespace pto {
-PTOPIPE_INSTRUCTION(TABS, 18, 2, 5)
-PTOPIPE_INSTRUCTION(TADD, 19, 3, 6)
-PTOPIPE_INSTRUCTION(TADDC, 20, 4, 7)
-PTOPIPE_INSTRUCTION(TADDDEQRELU, 21, 4, 7)
-PTOPIPE_INSTRUCTION(TADDRELUCONV, 22, 3, 6)
-PTOPIPE_INSTRUCTION(TADDS, 23, 3, 6)
-PTOPIPE_INSTRUCTION(TADDSC, 24, 4, 7)
-PTOPIPE_INSTRUCTION(TAND, 25, 3, 6)
-PTOPIPE_INSTRUCTION(TANDS, 26, 3, 6)
-PTOPIPE_INSTRUCTION(TAXPY, 27, 3, 6)
-// TCI (ABI id 28, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
-template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(28, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(28, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TCMP, 29, 3, 7)
-PTOPIPE_INSTRUCTION(TCMPS, 30, 3, 7)
-PTOPIPE_INSTRUCTION(TCOLARGMAX, 31, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLARGMIN, 32, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLEXPAND, 33, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 34, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 35, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 36, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 37, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 38, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 39, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 40, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLMAX, 41, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLMIN, 42, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLPROD, 43, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLSUM, 44, 2, 5)
-PTOPIPE_INSTRUCTION(TCONCAT, 45, 3, 6)
-PTOPIPE_INSTRUCTION(TCVT, 46, 2, 6)
-PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 47, 2, 5)
-PTOPIPE_INSTRUCTION(TDEQUANT, 48, 4, 7)
-PTOPIPE_INSTRUCTION(TDIV, 49, 3, 6)
-PTOPIPE_INSTRUCTION(TDIVS, 50, 3, 6)
-PTOPIPE_INSTRUCTION(TEXP, 51, 2, 5)
-PTOPIPE_INSTRUCTION(TEXPANDS, 52, 2, 5)
-PTOPIPE_INSTRUCTION(TEXTRACT, 53, 2, 7)
-// TEXTRACT_FP (ABI id 54, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-// TFILLPAD (ABI id 55, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
-template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal, e0)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal, e0, e1)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, PadVal, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 56, 2, 6)
-PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 57, 2, 6)
-PTOPIPE_INSTRUCTION(TFMOD, 58, 3, 6)
-PTOPIPE_INSTRUCTION(TFMODS, 59, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADD, 60, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 61, 3, 6)
-// TGATHER (ABI id 62, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
-template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2, a3, a4)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType, e0)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType, e0, e1)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TGATHERB, 63, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV, 64, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV_ACC, 65, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_BIAS, 66, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_MX, 67, 1, 4)
-PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 68, 2, 5)
-// THISTOGRAM (ABI id 69, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
-template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte, e0)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte, e0, e1)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, idx, byte, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINSERT, 70, 2, 7)
-// TINSERT_FP (ABI id 71, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINTERLEAVE, 72, 4, 7)
-PTOPIPE_INSTRUCTION(TLOAD, 73, 2, 5)
-PTOPIPE_INSTRUCTION(TLOG, 74, 2, 5)
-PTOPIPE_INSTRUCTION(TLRELU, 75, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL, 76, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL_ACC, 77, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 78, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_MX, 79, 1, 4)
-PTOPIPE_INSTRUCTION(TMAX, 80, 3, 6)
-PTOPIPE_INSTRUCTION(TMAXS, 81, 3, 6)
-PTOPIPE_INSTRUCTION(TMIN, 82, 3, 6)
-PTOPIPE_INSTRUCTION(TMINS, 83, 3, 6)
-PTOPIPE_INSTRUCTION(TMOV, 84, 2, 5)
-// TMOV_FP (ABI id 85, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, a0, a1, a2, a3, a4, a5)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(85, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TMRGSORT, 86, 1, 4)
-PTOPIPE_INSTRUCTION(TMUL, 87, 3, 6)
-PTOPIPE_INSTRUCTION(TMULADDDST, 88, 3, 6)
-PTOPIPE_INSTRUCTION(TMULS, 89, 3, 6)
-PTOPIPE_INSTRUCTION(TNEG, 90, 2, 5)
-PTOPIPE_INSTRUCTION(TNOT, 91, 2, 5)
-PTOPIPE_INSTRUCTION(TOR, 92, 3, 6)
-PTOPIPE_INSTRUCTION(TORS, 93, 3, 6)
-PTOPIPE_INSTRUCTION(TPACK, 94, 2, 5)
-PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 95, 2, 5)
-PTOPIPE_INSTRUCTION(TPARTADD, 96, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTARGMAX, 97, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTARGMIN, 98, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTMAX, 99, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMIN, 100, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMUL, 101, 3, 6)
-PTOPIPE_INSTRUCTION(TPOW, 102, 3, 6)
-PTOPIPE_INSTRUCTION(TPOWS, 103, 3, 6)
-PTOPIPE_INSTRUCTION(TPREFETCH, 104, 2, 2)
-PTOPIPE_INSTRUCTION(TPRELU, 105, 3, 6)
-// TPRINT (ABI id 106, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
-template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0)); }
-template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2, a3)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format))); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format), e0)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TQUANT, 107, 3, 6)
-PTOPIPE_INSTRUCTION(TRANDOM, 108, 1, 4)
-PTOPIPE_INSTRUCTION(TRECIP, 109, 2, 5)
-PTOPIPE_INSTRUCTION(TRELU, 110, 2, 5)
-PTOPIPE_INSTRUCTION(TREM, 111, 3, 6)
-PTOPIPE_INSTRUCTION(TREMS, 112, 3, 6)
-PTOPIPE_INSTRUCTION(TRESHAPE, 113, 2, 5)
-PTOPIPE_INSTRUCTION(TROWARGMAX, 114, 1, 8)
-PTOPIPE_INSTRUCTION(TROWARGMIN, 115, 1, 8)
-PTOPIPE_INSTRUCTION(TROWEXPAND, 116, 2, 5)
-PTOPIPE_INSTRUCTION(TROWEXPANDADD, 117, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 118, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 119, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 120, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 121, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 122, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 123, 3, 6)
-PTOPIPE_INSTRUCTION(TROWMAX, 124, 2, 6)
-PTOPIPE_INSTRUCTION(TROWMIN, 125, 2, 6)
-PTOPIPE_INSTRUCTION(TROWPROD, 126, 2, 6)
-PTOPIPE_INSTRUCTION(TROWSUM, 127, 2, 6)
-PTOPIPE_INSTRUCTION(TRSQRT, 128, 2, 5)
-// TSCATTER (ABI id 129, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
-template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, a0, a1, a2, a3, a4)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(129, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSEL, 130, 4, 7)
-PTOPIPE_INSTRUCTION(TSELS, 131, 3, 6)
-PTOPIPE_INSTRUCTION(TSHL, 132, 3, 6)
-PTOPIPE_INSTRUCTION(TSHLS, 133, 3, 6)
-PTOPIPE_INSTRUCTION(TSHR, 134, 3, 6)
-PTOPIPE_INSTRUCTION(TSHRS, 135, 3, 6)
-PTOPIPE_INSTRUCTION(TSORT32, 136, 3, 4)
-PTOPIPE_INSTRUCTION(TSQRT, 137, 2, 5)
-// TSTORE (ABI id 138, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
-template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(138, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src, e0)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src, e0, e1)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(138, s, dst, src, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSTORE_FP, 139, 3, 6)
-PTOPIPE_INSTRUCTION(TSUB, 140, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBC, 141, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBRELU, 142, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBS, 143, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBSC, 144, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBVIEW, 145, 4, 4)
-PTOPIPE_INSTRUCTION(TTRANS, 146, 2, 5)
-PTOPIPE_INSTRUCTION(TTRAP, 147, 0, 0)
-// TTRI (ABI id 148, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
-template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower)); }
-template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower, e0)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower, e0, e1)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(148, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TXOR, 149, 3, 6)
-PTOPIPE_INSTRUCTION(TXORS, 150, 3, 6)
+PTOPIPE_INSTRUCTION(TABS, 19, 2, 5)
+PTOPIPE_INSTRUCTION(TADD, 20, 3, 6)
+PTOPIPE_INSTRUCTION(TADDC, 21, 4, 7)
+PTOPIPE_INSTRUCTION(TADDDEQRELU, 22, 4, 7)
+PTOPIPE_INSTRUCTION(TADDRELUCONV, 23, 3, 6)
+PTOPIPE_INSTRUCTION(TADDS, 24, 3, 6)
+PTOPIPE_INSTRUCTION(TADDSC, 25, 4, 7)
+PTOPIPE_INSTRUCTION(TAND, 26, 3, 6)
+PTOPIPE_INSTRUCTION(TANDS, 27, 3, 6)
+PTOPIPE_INSTRUCTION(TAXPY, 28, 3, 6)
+// TCI (ABI id 29, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
+template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TCMP, 30, 3, 7)
+PTOPIPE_INSTRUCTION(TCMPS, 31, 3, 7)
+PTOPIPE_INSTRUCTION(TCOLARGMAX, 32, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLARGMIN, 33, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLEXPAND, 34, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 35, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 36, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 37, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 38, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 39, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 40, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 41, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLMAX, 42, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLMIN, 43, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLPROD, 44, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLSUM, 45, 2, 5)
+PTOPIPE_INSTRUCTION(TCONCAT, 46, 3, 6)
+PTOPIPE_INSTRUCTION(TCVT, 47, 2, 6)
+PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 48, 2, 5)
+PTOPIPE_INSTRUCTION(TDEQUANT, 49, 4, 7)
+PTOPIPE_INSTRUCTION(TDIV, 50, 3, 6)
+PTOPIPE_INSTRUCTION(TDIVS, 51, 3, 6)
+PTOPIPE_INSTRUCTION(TEXP, 52, 2, 5)
+PTOPIPE_INSTRUCTION(TEXPANDS, 53, 2, 5)
+PTOPIPE_INSTRUCTION(TEXTRACT, 54, 2, 7)
+// TEXTRACT_FP (ABI id 55, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+// TFILLPAD (ABI id 56, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
+template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 57, 2, 6)
+PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 58, 2, 6)
+PTOPIPE_INSTRUCTION(TFMOD, 59, 3, 6)
+PTOPIPE_INSTRUCTION(TFMODS, 60, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADD, 61, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 62, 3, 6)
+// TGATHER (ABI id 63, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
+template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3, a4)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TGATHERB, 64, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV, 65, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV_ACC, 66, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_BIAS, 67, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_MX, 68, 1, 4)
+PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 69, 2, 5)
+// THISTOGRAM (ABI id 70, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
+template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINSERT, 71, 2, 7)
+// TINSERT_FP (ABI id 72, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINTERLEAVE, 73, 4, 7)
+PTOPIPE_INSTRUCTION(TLOAD, 74, 2, 5)
+PTOPIPE_INSTRUCTION(TLOG, 75, 2, 5)
+PTOPIPE_INSTRUCTION(TLRELU, 76, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL, 77, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL_ACC, 78, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 79, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_MX, 80, 1, 4)
+PTOPIPE_INSTRUCTION(TMAX, 81, 3, 6)
+PTOPIPE_INSTRUCTION(TMAXS, 82, 3, 6)
+PTOPIPE_INSTRUCTION(TMIN, 83, 3, 6)
+PTOPIPE_INSTRUCTION(TMINS, 84, 3, 6)
+PTOPIPE_INSTRUCTION(TMOV, 85, 2, 5)
+// TMOV_FP (ABI id 86, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4, a5)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TMRGSORT, 87, 1, 4)
+PTOPIPE_INSTRUCTION(TMUL, 88, 3, 6)
+PTOPIPE_INSTRUCTION(TMULADDDST, 89, 3, 6)
+PTOPIPE_INSTRUCTION(TMULS, 90, 3, 6)
+PTOPIPE_INSTRUCTION(TNEG, 91, 2, 5)
+PTOPIPE_INSTRUCTION(TNOT, 92, 2, 5)
+PTOPIPE_INSTRUCTION(TOR, 93, 3, 6)
+PTOPIPE_INSTRUCTION(TORS, 94, 3, 6)
+PTOPIPE_INSTRUCTION(TPACK, 95, 2, 5)
+PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 96, 2, 5)
+PTOPIPE_INSTRUCTION(TPARTADD, 97, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTARGMAX, 98, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTARGMIN, 99, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTMAX, 100, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMIN, 101, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMUL, 102, 3, 6)
+PTOPIPE_INSTRUCTION(TPOW, 103, 3, 6)
+PTOPIPE_INSTRUCTION(TPOWS, 104, 3, 6)
+PTOPIPE_INSTRUCTION(TPREFETCH, 105, 2, 2)
+PTOPIPE_INSTRUCTION(TPRELU, 106, 3, 6)
+// TPRINT (ABI id 107, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
+template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0)); }
+template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2, a3)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format))); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TQUANT, 108, 3, 6)
+PTOPIPE_INSTRUCTION(TRANDOM, 109, 1, 4)
+PTOPIPE_INSTRUCTION(TRECIP, 110, 2, 5)
+PTOPIPE_INSTRUCTION(TRELU, 111, 2, 5)
+PTOPIPE_INSTRUCTION(TREM, 112, 3, 6)
+PTOPIPE_INSTRUCTION(TREMS, 113, 3, 6)
+PTOPIPE_INSTRUCTION(TRESHAPE, 114, 2, 5)
+PTOPIPE_INSTRUCTION(TROWARGMAX, 115, 1, 8)
+PTOPIPE_INSTRUCTION(TROWARGMIN, 116, 1, 8)
+PTOPIPE_INSTRUCTION(TROWEXPAND, 117, 2, 5)
+PTOPIPE_INSTRUCTION(TROWEXPANDADD, 118, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 119, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 120, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 121, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 122, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 123, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 124, 3, 6)
+PTOPIPE_INSTRUCTION(TROWMAX, 125, 2, 6)
+PTOPIPE_INSTRUCTION(TROWMIN, 126, 2, 6)
+PTOPIPE_INSTRUCTION(TROWPROD, 127, 2, 6)
+PTOPIPE_INSTRUCTION(TROWSUM, 128, 2, 6)
+PTOPIPE_INSTRUCTION(TRSQRT, 129, 2, 5)
+// TSCATTER (ABI id 130, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
+template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3, a4)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSEL, 131, 4, 7)
+PTOPIPE_INSTRUCTION(TSELS, 132, 3, 6)
+PTOPIPE_INSTRUCTION(TSHL, 133, 3, 6)
+PTOPIPE_INSTRUCTION(TSHLS, 134, 3, 6)
+PTOPIPE_INSTRUCTION(TSHR, 135, 3, 6)
+PTOPIPE_INSTRUCTION(TSHRS, 136, 3, 6)
+PTOPIPE_INSTRUCTION(TSORT32, 137, 3, 4)
+PTOPIPE_INSTRUCTION(TSQRT, 138, 2, 5)
+// TSTORE (ABI id 139, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
+template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSTORE_FP, 140, 3, 6)
+PTOPIPE_INSTRUCTION(TSUB, 141, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBC, 142, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBRELU, 143, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBS, 144, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBSC, 145, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBVIEW, 146, 4, 4)
+PTOPIPE_INSTRUCTION(TTRANS, 147, 2, 5)
+PTOPIPE_INSTRUCTION(TTRAP, 148, 0, 0)
+// TTRI (ABI id 149, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
+template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower)); }
+template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TXOR, 150, 3, 6)
+PTOPIPE_INSTRUCTION(TXORS, 151, 3, 6)
 }  // namespace pto
 #endif
