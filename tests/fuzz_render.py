@@ -154,7 +154,7 @@ def _cfg(spec, i, p, slot) -> str:
                           f"Tile(TileType.Mat, {vdt}, {p.M}, {p.K})")
             local = "FIFOType.MAT_FIFO"
         fifo = "FIFOType.GM_FIFO" if spec.platform == "a2a3" or p.gm_dir else local
-        ratio = "VecCubeRatio.V2C2_VECS" if p.peers == (0,) else "VecCubeRatio.V2C1_VECS"
+        ratio = "VecCubeRatio.V1C1_VEC0" if p.peers == (0,) else "VecCubeRatio.V2C1_VECS"
         return (f"TMPipe({p.flag_id}, {fifo}, {p.slot_num}, {p.sync}, {prod}, {cons}, "
                 f"local_depth={p.local_slot_num}, vc_ratio={ratio})(g['fifo{i}'], {ring_ub:#x}, {ring_l1:#x})")
     return (f"TPipe({p.flag_id}, {_direction(p)}, {slot}, {p.slot_num}, {p.local_slot_num}, "

@@ -115,6 +115,12 @@ class TileLayout(Enum):
 
 _LAYOUT_OF = {l.value: l for l in TileLayout}
 
+#: the layouts a GlobalTensor (GM) can have, in the order of pto-isa's ``Layout`` enum
+#: (type.hpp: ``ND, DN, NZ, ...``; the C++ header's values): how its 5-D view is seen as the
+#: rows x cols matrix TLOAD / TSTORE move - ND: rows d0*d1*d2*d3, cols d4; DN: rows d3, cols
+#: d0*d1*d2*d4; NZ: rows d2*d3, cols d0*d1*d4 (pto-isa's MapTileIndicesToGlobalOffset)
+GM_LAYOUTS = (TileLayout.ND, TileLayout.DN, TileLayout.NZ)
+
 #: a tile's layout when its declaration gives none: pto-isa's aliases (``TileLeft`` ZZ on
 #: A2A3, ``TileRight`` ZN, ``TileAcc`` NZ); Vec, Mat and Bias tiles default to ND as pto-isa's
 #: ``Tile<...>`` template does (a Mat tile is NZ only when declared so).  A one-column Vec
@@ -229,8 +235,11 @@ class FIFOType(Enum):
 
 
 class VecCubeRatio(Enum):
+    """pto-isa ``VecCubeRatio`` (fifo.hpp), in its order (the C++ values 0, 1, 2): the Vector
+    sub-blocks on a TMPipe."""
+    V1C1_VEC0 = (0,)       # 1 Cube, 1 Vector core: AIV0 only
+    V1C1_VEC1 = (1,)       # 1 Cube, 1 Vector core: AIV1 only
     V2C1_VECS = (0, 1)     # 1 Cube, 2 Vector cores
-    V2C2_VECS = (0,)       # 1 Cube, 1 Vector core
 
 
 class Protocol(Enum):

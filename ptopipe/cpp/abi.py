@@ -38,15 +38,16 @@ import greenlet
 import numpy as np
 
 from ..arch.dtypes import as_dtype
-from ..arch.vocab import Direction
+from ..arch.vocab import GM_LAYOUTS, Direction
 from ..errors import ConfigError, KernelError
 from ..isa.events import Event, new_event
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model
+from ..sim import CoreKind
 from ..sim.location import SourceLoc
 from .. import isa
-from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, SPECIAL, enum_values, enums,
-                        op_names)
+from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, PIPE_STATUS, SPECIAL, enum_values,
+                        enums, op_names)
 
 #: where GM is in a C++ kernel's address space (an unmapped range: a raw access faults); each
 #: array argument has a space of its own (2**ARG_BITS bytes: the k-th at GM_BASE + (k + 1) <<
@@ -77,6 +78,7 @@ _K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_
     KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW"))
 _SPLIT = tuple((LAYOUT[3 * k], LAYOUT[3 * k + 1] - 1, LAYOUT[3 * k + 2]) for k in range(len(LAYOUT) // 3))
 _OP_TPOP = op_names().index("TPOP")
+_GT_WORDS = KIND_WORDS["GT"]
 _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
 _TILE_TYPES, _BLAYOUTS, _SLAYOUTS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout))
@@ -264,11 +266,11 @@ class Dispatcher:
                 vals.append(w[i + 1] if k == _K_INT else _as_float(w[i + 1]))
                 i += 2
             elif k == _K_GT:
-                g = w[i + 1:i + 13]
-                slots.append((len(fixed), self._windows(g) if instruction else self._tensors(g)))
+                g = w[i + 1:i + 1 + _GT_WORDS]
+                slots.append((len(fixed), self._windows(g, loc) if instruction else self._tensors(g, loc)))
                 fixed.append(None)
                 vals.append(g[0])
-                i += 13
+                i += 1 + _GT_WORDS
             elif k == _K_ENUM:
                 fixed.append(self.enum(w[i + 1], w[i + 2], loc))
                 i += 3
@@ -349,16 +351,16 @@ class Dispatcher:
             return fn(*a)
         return call
 
-    def _windows(self, g):
-        """The converter of a tile instruction's tensor operand ``g`` (its 12 words): the
-        calling core's GlobalTensor of this site, pointed at the call's address."""
-        code, shape, stride = g[1], g[2:7], g[7:12]
+    def _windows(self, g, loc):
+        """The converter of a tile instruction's tensor operand ``g`` (its words: KIND_WORDS):
+        the calling core's GlobalTensor of this site, pointed at the call's address."""
+        code, shape, stride, layout = g[1], g[2:7], g[7:12], self.layout(g[12], loc)
         per_core = {}
 
         def conv(core, p):
             w = per_core.get(core)
             if w is None:
-                w = per_core[core] = [self.tensor(p, code, shape, stride), p]
+                w = per_core[core] = [self.tensor(p, code, shape, stride, layout), p]
             elif p != w[1]:
                 gt, d = w[0], p - w[1]
                 if (p ^ w[1]) >> ARG_BITS == 0 and d % gt.item == 0:
@@ -369,9 +371,18 @@ class Dispatcher:
             return w[0]
         return conv
 
-    def _tensors(self, g):
-        code, shape, stride = g[1], g[2:7], g[7:12]
-        return lambda core, p: self.tensor(p, code, shape, stride)
+    def _tensors(self, g, loc):
+        code, shape, stride, layout = g[1], g[2:7], g[7:12], self.layout(g[12], loc)
+        return lambda core, p: self.tensor(p, code, shape, stride, layout)
+
+    @staticmethod
+    def layout(value: int, loc=None):
+        """The GM layout (``arch.vocab.GM_LAYOUTS``) of C++ ``Layout`` value ``value``."""
+        if 0 <= value < len(GM_LAYOUTS):
+            return GM_LAYOUTS[value]
+        raise KernelError(f"GlobalTensor layout value {value} is not one of ptopipe's "
+                          f"{', '.join(f'Layout::{l.name}' for l in GM_LAYOUTS)}", where=loc and str(loc),
+                          fix="declare the GlobalTensor with Layout::ND, Layout::DN or Layout::NZ")
 
     def _pointers(self, code):
         return lambda core, p: self.pointer(p, code)
@@ -431,13 +442,13 @@ class Dispatcher:
                 return GM_BASE + ((k + 1) << ARG_BITS) + (addr - lo)
         return GM_BASE + addr
 
-    def tensor(self, p, code, shape, stride):
+    def tensor(self, p, code, shape, stride, layout=GM_LAYOUTS[0]):
         if any(s < 0 for s in shape) or any(s < 0 for s in stride):
             raise KernelError(f"GlobalTensor shape {list(shape)} / stride {list(stride)} has a DYNAMIC "
                               "dimension that was not given", fix="construct the Shape / Stride with its values")
         if p == 0:
-            return isa.GlobalTensor(_DTYPES[code], shape, stride)     # an address-flow descriptor
-        return isa.GlobalTensor(self.pointer(p, code), shape, stride)
+            return isa.GlobalTensor(_DTYPES[code], shape, stride, layout=layout)     # an address-flow descriptor
+        return isa.GlobalTensor(self.pointer(p, code), shape, stride, layout=layout)
 
     # -- instructions ------------------------------------------------------------------------
     def op_TILE_NEW(self, core, a):
@@ -511,6 +522,49 @@ class Dispatcher:
         obj._push = obj.hbw = obj.hbu = None      # (its memory views stay: TPOP re-binds them)
         obj.ready_at = obj.read_end = 0
         return self.keep(isa.TPOP(*a))
+
+    def op_TMPOP(self, core, a):
+        """``TPOP(tile, pipe)`` of a TMPipe: pto-isa's ``TPOP_IMPL(tile, pipe)``, whose pop of a GM
+        FIFO frees the slot itself (``cons.free()`` inside; the kernel has no TFREE for it) -
+        the ISA's TPOP, then its TFREE where the run's protocol does not free inside the pop
+        already (``Channel.pop_frees``: the spec protocol); an A5 VEC / MAT FIFO's pop frees
+        nothing (its TFREE does)."""
+        event = self.op_TPOP(core, a)
+        pipe = a[0]
+        ch, side = pipe.consumer_end
+        if ch.pop_frees:
+            # the ISA's pop freed the slot and waits for a (no-op) TFREE to pair with it, which
+            # this form has none of
+            side.popped.pop()
+            side.self_freed -= 1
+        elif ch.in_gm:
+            # the free is the GM slot's: the tile staged in the consumer's local FIFO stays the
+            # kernel's until a later pop stages into its place (as after a pop that frees)
+            h = side.held[0]
+            side.held[0] = h[:-1] + (None,)
+            isa.TFREE(pipe)
+        return event
+
+    def op_PIPE_STATUS(self, core, a):
+        """``pipe.prod.setAllocateStatus(on)`` ... (headergen.PIPE_STATUS): the switch of the
+        pipe's producer / consumer side on this core (``PipeHandle.prod`` / ``.cons``)."""
+        pipe, which, on = a
+        name = PIPE_STATUS[which]
+        side = pipe.prod if name in ("setAllocateStatus", "setRecordStatus") else pipe.cons
+        getattr(side, name)(bool(on))
+        return 0
+
+    def op_SUBBLOCK_ID(self, core, a):
+        """The sub-block id a ``TPUSH`` (0) / ``TPOP`` (1) of a TPipe names explicitly (pto-isa's
+        ``subBlockId`` argument): the Vector lane whose part of the slot it moves.  ptopipe models
+        each lane moving its own part; the Cube moves the whole tile and does not read it."""
+        op, sub = ("TPUSH", "TPOP")[a[0]], a[1]
+        if core.kind is CoreKind.AIV and sub != core.subblock:
+            raise KernelError(f"{op} with subBlockId {sub} on {core.name}: it would move sub-block {sub}'s "
+                              f"part of the slot, and ptopipe models each Vector lane moving its own",
+                              where=str(core.where()),
+                              fix=f"pass get_subblockid() ({core.subblock} here), or leave the id out")
+        return 0
 
     def op_TALLOC(self, core, a):
         isa.TALLOC(*a)

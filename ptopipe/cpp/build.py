@@ -286,6 +286,9 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
 _DEPRECATED = re.compile(r"^(.+?):(\d+):(\d+): warning: (.*?) \[-Wdeprecated-declarations\]$", re.M)
 # g++: "'using TileVec = struct pto::Tile<...>' is deprecated: ...", clang: "'TileVec' is deprecated: ..."
 _DEPRECATED_NAME = re.compile(r"^\W(?:using )?(\w+).*?\W is deprecated(: .*)?$", re.S)
+# g++ names a function by its declaration: "'pto::RecordEvent pto::TPUSH(ptopipe::At<Pipe>, ...) [with
+# ...]' is deprecated: ..." (clang: "'TPUSH<...>' is deprecated: ...", the form above)
+_DEPRECATED_FUNCTION = re.compile(r"^\W[\w:]+ (?:\w+::)*(\w+)\(.*?\W is deprecated(: .*)?$", re.S)
 
 
 def _deprecations(diag: str) -> list:
@@ -297,7 +300,7 @@ def _deprecations(diag: str) -> list:
         file, line, col, what = m.groups()
         if os.path.realpath(file).startswith(inc) or (file, line) in out:
             continue                    # (g++ reports a use in a type alias twice)
-        n = _DEPRECATED_NAME.match(what)
+        n = _DEPRECATED_FUNCTION.match(what) or _DEPRECATED_NAME.match(what)
         if n is not None:
             what = f"{n.group(1)} is deprecated{n.group(2) or ''}"
         out[(file, line)] = f"{shown_path(file)}:{line}:{col}: {what}"

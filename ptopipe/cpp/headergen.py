@@ -35,7 +35,11 @@ HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pt
 
 #: ABI operations that are not catalogue instructions (written by hand in pto-inst.hpp)
 SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC", "TSYNC_OP",
-           "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID")
+           "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID", "TMPOP",
+           "PIPE_STATUS", "SUBBLOCK_ID")
+#: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
+#: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
+PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")
 #: wait events an instruction takes after its operands
 MAX_EVENTS = 3
 #: the most arguments of an instruction whose Python form takes ``*args`` only
@@ -71,10 +75,11 @@ ABORT = -(1 << 63)
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
 KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10}
 #: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
-#: double's bits, a handle; a GlobalTensor's address, element type, 5 dims and 5 strides; an
+#: double's bits, a handle; a GlobalTensor's address, element type, 5 dims, 5 strides and layout
+#: (its index in :data:`~ptopipe.arch.vocab.GM_LAYOUTS`, the C++ ``Layout`` value); an
 #: enum's table and value; a pointer and its element type; a keyword argument's name
 #: (:data:`KEYWORDS`), its enum table (-1: an integer) and value
-KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 12, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
+KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 13, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
               "KW": 3}
 
 
@@ -197,6 +202,7 @@ def render() -> str:
     out.append("enum Kind : int64_t { " + ", ".join(f"K_{k} = {v}" for k, v in KINDS.items()) + " };")
     out.append(f"constexpr int MAX_WORDS = {MAX_WORDS};")
     out.append("constexpr int64_t ABORT = INT64_MIN;")
+    out.append("enum PipeStatus : int64_t { " + ", ".join(f"PS_{n} = {i}" for i, n in enumerate(PIPE_STATUS)) + " };")
     out.append("enum OpId : int32_t {")
     out += [f"    OP_{n} = {i}," for i, n in enumerate(op_names())]
     out.append("};")
@@ -209,6 +215,9 @@ def render() -> str:
             out.append(_enum(name, cls, ns, scoped))
         full = f"{ns}::{name}" if ns else name
         out.append(f"namespace ptopipe {{ template <> struct enum_code<{full}> {{ static constexpr int value = {k}; }}; }}")
+    # a GlobalTensor's layout: pto-isa's Layout values, which ptopipe models (arch.vocab.GM_LAYOUTS)
+    out.append("namespace pto { enum class Layout : int { " +
+               ", ".join(f"{l.name} = {i}" for i, l in enumerate(V.GM_LAYOUTS)) + " }; }")
     out += ["#endif", "#else", ""]
     out.append("// one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, "
                "fewest, most arguments)")

@@ -160,7 +160,8 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
 
 
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
-    """GM -> local tile (MTE2).  ``src`` is seen as a (d0*d1*d2*d3) x d4 matrix."""
+    """GM -> local tile (MTE2).  ``src`` is seen as a matrix by its layout: ND (d0*d1*d2*d3) x d4,
+    DN d3 x (d0*d1*d2*d4), NZ (d2*d3) x (d0*d1*d4) (:class:`~ptopipe.isa.tensor.GlobalTensor`)."""
     try:
         core = _getcurrent().core        # current_core(), inline (hot path)
     except AttributeError:
@@ -182,7 +183,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     if src._mat2:                                      # v is 2-D (GlobalTensor.matrix)
         core.pending.append((setitem, d, _ALL, v))     # the copy, queued (Cluster.sync)
     else:
-        core.pending.append((np.copyto, d.reshape(src.shape), v))   # splits rows: a view
+        core.pending.append((np.copyto, src.tile5(d), v))   # splits rows / cols: a view
     ps = core.psync
     if ps is not None and ps.gm_watch:   # manual mode: checked against the core's other pipes
         ps.gm_note(src, False, "TLOAD")
@@ -217,7 +218,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     if dst._mat2:                                      # v is 2-D (GlobalTensor.matrix)
         core.pending.append((setitem, v, _ALL, s))     # Acc -> f16 converts (FIX)
     else:
-        core.pending.append((_copy_unsafe, v, s.reshape(dst.shape)))
+        core.pending.append((_copy_unsafe, v, dst.tile5(s)))
     ps = core.psync
     if ps is not None and ps.gm_watch:
         ps.gm_note(dst, True, "TSTORE")

@@ -8,8 +8,10 @@ it by ``n`` elements, so sub-views are built exactly as in C++::
 
 ``GlobalTensor(dtype, shape, stride)`` without a pointer is a descriptor whose address is
 assigned later by ``TALLOC`` / ``TPOP`` (the address-based FIFO flow).  For tile moves a
-5-D tensor is seen as a 2-D matrix of ``shape[0]*shape[1]*shape[2]*shape[3]`` rows and
-``shape[4]`` columns.
+5-D tensor is seen as a 2-D matrix by its ``layout`` (``arch.vocab.GM_LAYOUTS``, pto-isa's
+GlobalTensor ``Layout``): ND (the default) ``shape[0]*shape[1]*shape[2]*shape[3]`` rows and
+``shape[4]`` columns; DN ``shape[3]`` rows and ``shape[0]*shape[1]*shape[2]*shape[4]``
+columns; NZ (fractals) ``shape[2]*shape[3]`` rows and ``shape[0]*shape[1]*shape[4]`` columns.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
-from ..arch.vocab import row_major_strides
+from ..arch.vocab import GM_LAYOUTS, TileLayout, row_major_strides
 from ..sim.location import user_loc
 from .context import here
 
@@ -107,7 +109,12 @@ def _geom2(shape, stride, item):
     return (rows, cols), (rstride * item, stride[4] * item), extent
 
 
-def _derive(shape, stride, item: int) -> tuple:
+#: per GM layout other than ND: (the dims of the rows, the dims of the columns), each outer
+#: first, and the order that puts the tile matrix's split axes back in the tensor's dim order
+_SPLITS = {TileLayout.DN: ((3,), (0, 1, 2, 4)), TileLayout.NZ: ((2, 3), (0, 1, 4))}
+
+
+def _derive(shape, stride, item: int, layout=TileLayout.ND) -> tuple:
     """What a GlobalTensor derives from its shape, stride (None: row-major) and element
     size: the padded 5-D shape and stride, rows, cols, ``(rows, cols)`` (the matrix tile
     moves see), the 2-D geometry (:func:`_geom2`), whether ``matrix()`` gives a 2-D view
@@ -115,6 +122,17 @@ def _derive(shape, stride, item: int) -> tuple:
     row grid that views at whole-row steps are slices of (0: no grid; see ``matrix()``)."""
     s = _pad5(shape, 1)
     st = row_major_strides(s) if stride is None else _pad5(stride, 0)
+    split = _SPLITS.get(layout)
+    if split is not None and any(s[k] != 1 for k in split[1][:-1]):
+        # a DN / NZ tensor whose column dims other than d4 are not all 1: not a 2-D view (as
+        # an ND one whose outer dims do not merge, the tile side is split instead: tile5)
+        extent = 0 if 0 in s else item + sum((n - 1) * x * item for n, x in zip(s, st))
+        rows = cols = 1
+        for k in split[0]:
+            rows *= s[k]
+        for k in split[1]:
+            cols *= s[k]
+        return s, st, rows, cols, (rows, cols), None, False, extent, 0
     g = _geom2(s, st, item)
     extent = g[2] if g is not None else 0 if 0 in s else item + sum((n - 1) * x * item for n, x in zip(s, st))
     rows = s[0] * s[1] * s[2] * s[3]
@@ -123,19 +141,19 @@ def _derive(shape, stride, item: int) -> tuple:
 
 
 @functools.lru_cache(maxsize=4096)
-def _geometry(shape: tuple, stride: "tuple | None", item: int) -> tuple:
+def _geometry(shape: tuple, stride: "tuple | None", item: int, layout=TileLayout.ND) -> tuple:
     """:func:`_derive`, kept for a shape and stride given as tuples: a pure function of its
     arguments (equal ones - 16 and np.int64(16) - give equal results: _pad5 takes int() of
     each); an error is raised, never kept."""
-    return _derive(shape, stride, item)
+    return _derive(shape, stride, item, layout)
 
 
 class GlobalTensor:
-    __slots__ = ("dtype", "shape", "stride", "ptr", "name", "_view", "_cache_key", "_cache_gm", "rows", "cols",
+    __slots__ = ("dtype", "shape", "stride", "ptr", "name", "layout", "_view", "_cache_key", "_cache_gm", "rows", "cols",
                  "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n", "item", "_mat2",
                  "_extent")
 
-    def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None):
+    def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None, layout=TileLayout.ND):
         if isinstance(ptr_or_dtype, GMPtr):
             self.ptr = ptr_or_dtype
             self.dtype = ptr_or_dtype.dtype
@@ -146,6 +164,11 @@ class GlobalTensor:
             self.ptr = None
             self.dtype = element_type(ptr_or_dtype)
         self.name = name
+        if layout not in GM_LAYOUTS:
+            raise KernelError(f"a GlobalTensor's layout is one of {', '.join(l.name for l in GM_LAYOUTS)}, "
+                              f"got {layout!r}", where=here(),
+                              fix="pass layout=TileLayout.ND, TileLayout.DN or TileLayout.NZ (ptopipe.arch.vocab)")
+        self.layout = layout
         self._view = None           # the matrix() view of GM ``_cache_gm`` at ``_cache_key``
         self._cache_key = None
         self._cache_gm = None       # a tensor reused by a later run sees another GM
@@ -154,11 +177,11 @@ class GlobalTensor:
         d = None
         if type(shape) is tuple and (stride is None or type(stride) is tuple):
             try:
-                d = _geometry(shape, stride, item)
+                d = _geometry(shape, stride, item, layout)
             except TypeError:                       # an unhashable element: made below
                 pass
         if d is None:                               # (a list, an array, an iterator)
-            d = _derive(shape, stride, item)
+            d = _derive(shape, stride, item, layout)
         (self.shape, self.stride, self.rows, self.cols, self.shape2, self._geom2, self._mat2, self._extent,
          self._rb) = d
         self._grid = self._grid_buf = None
@@ -190,6 +213,17 @@ class GlobalTensor:
         """The numpy 5-D view of GM (bounds-checked)."""
         return gm.view(self.ptr.addr, self.dtype, self.shape, self.stride,
                        what=lambda: f"access through {self.describe()}")
+
+    def tile5(self, m: np.ndarray) -> np.ndarray:
+        """The tile side of a move whose GM side is the 5-D view (``matrix()`` of a tensor that
+        is not a 2-D view): the rows x cols matrix ``m`` as a view in this tensor's dim order
+        (its layout says which dims the rows and the columns are made of)."""
+        split = _SPLITS.get(self.layout)
+        if split is None:
+            return m.reshape(self.shape)
+        s = self.shape
+        dims = split[0] + split[1]
+        return m.reshape(tuple(s[k] for k in dims)).transpose(tuple(dims.index(k) for k in range(5)))
 
     def matrix(self, gm) -> np.ndarray:
         """The rows x cols view of GM used by tile moves (bounds-checked; cached per GM
@@ -284,7 +318,8 @@ class GlobalTensor:
         nm = f" '{self.name}'" if self.name else ""
         ptr = ptr if ptr is not None else self.ptr
         at = f" @GM[{ptr.addr:#x}]" if ptr is not None else ""
-        return f"GlobalTensor{nm} {self.dtype.name} shape={self.shape} stride={self.stride}{at}"
+        lay = f" layout={self.layout.name}" if self.layout is not TileLayout.ND else ""
+        return f"GlobalTensor{nm} {self.dtype.name} shape={self.shape} stride={self.stride}{lay}{at}"
 
     def __repr__(self) -> str:
         return f"<{self.describe()}>"

@@ -91,7 +91,7 @@ NOT_A_PEER = ("add this sub-block to peers= or do not bind the pipe on this core
               "lanes=1: mark it @pl.aiv(split=pl.TILE_NO_SPLIT), so that AIV1 runs nothing)")
 #: ... in a pto-isa C++ kernel
 NOT_A_PEER_CPP = ("AIV0 is the pipe's one Vector lane (a TPipe<..., IsNoSplit = true> where pto-isa gives a "
-                  "NO_SPLIT pipe one lane, A5; a TMPipe with VecCubeRatio::V2C2_VECS), so AIV1 must not "
+                  "NO_SPLIT pipe one lane, A5; a TMPipe with VecCubeRatio::V1C1_VEC0), so AIV1 must not "
                   "construct it: put the Vector kernel's body, the pipe's construction included, under "
                   "`if (get_subblockid() == 0) { ... }` (on the device the Vector kernel may instead be launched "
                   "with a sub-block dim of 1); or give the pipe both lanes (IsNoSplit = false) and split its tiles "

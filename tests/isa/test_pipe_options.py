@@ -21,7 +21,7 @@ def test_v2c_ctrl_fifo_delivers_control_words_in_order(platform, protocol):
         if protocol == "spec":
             return TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
         w = Tile(TileType.Vec, int32, 1, 8)
-        return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V2C2_VECS)(ctrl)
+        return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V1C1_VEC0)(ctrl)
 
     def cube(ctrl):
         pipe = ctrl_pipe(ctrl)

@@ -204,7 +204,7 @@ def _ctrl_pipe(protocol, ctrl):
     if protocol == "spec":
         return TPipe(0, DIR_V2C_CTRL, 32, 4, peers=(0,))(ctrl)
     w = Tile(TileType.Vec, int32, 1, 8)     # pto-isa: a TMPipe with a CTRL_FIFO (no ctrl TPipe)
-    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V2C2_VECS)(ctrl)
+    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V1C1_VEC0)(ctrl)
 
 
 def ctrl_words(platform, protocol, event):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ptopipe.arch.vocab import TileLayout
 from ptopipe.errors import KernelError
 from ptopipe.isa import tensor
 from ptopipe.isa.tensor import GlobalTensor, GMPtr
@@ -56,4 +57,40 @@ def test_the_geometry_is_derived_once_per_shape(monkeypatch):
     for i in range(5):
         GlobalTensor(ptr + 64 * i, shape)
         GlobalTensor(ptr, [3, 7, 11])       # a list: derived each time
-    assert made.count((shape, None, 4)) == 1 and made.count(([3, 7, 11], None, 4)) == 5
+    assert made.count((shape, None, 4, TileLayout.ND)) == 1 and made.count(([3, 7, 11], None, 4, TileLayout.ND)) == 5
+
+
+def _nz(x: np.ndarray, c0: int) -> np.ndarray:
+    """``x`` (R x C) as NZ fractals in GM order: [C / c0 column blocks][R rows][c0]."""
+    r, c = x.shape
+    return x.reshape(r, c // c0, c0).transpose(1, 0, 2).copy()
+
+
+def test_a_dn_and_an_nz_tensor_are_the_matrix_of_their_layout():
+    """pto-isa's GlobalTensor Layout (MapTileIndicesToGlobalOffset): DN is d3 rows of
+    d0*d1*d2*d4 columns, NZ d2*d3 rows of d0*d1*d4 columns (c0-wide column blocks of 16-row
+    fractals); TLOAD reads, TSTORE writes the matrix so, through outer dims that are not 1."""
+    import ptopipe
+    from ptopipe.isa import TLOAD, TSTORE, Tile, TileType
+
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    xnz = _nz(x, 8)                                         # 4 blocks x 32 rows x 8
+    xdn = x.T.reshape(2, 16, 32).copy()                     # columns, in 2 groups of 16
+
+    def vector(xnz, xdn, out_nz, out_dn):
+        t = Tile(TileType.Vec, np.float32, 32, 32, addr=0)
+        nz = (1, 4, 2, 16, 8), (1024, 256, 128, 8, 1)       # d1 = 4 column blocks, d2 = 2 row blocks
+        dn = (1, 1, 2, 32, 16), (1024, 1024, 512, 1, 32)    # d2 = 2 column groups of d4 = 16
+        TLOAD(t, GlobalTensor(xnz.data(), *nz, layout=TileLayout.NZ))
+        TSTORE(GlobalTensor(out_dn.data(), *dn, layout=TileLayout.DN), t)
+        TLOAD(t, GlobalTensor(xdn.data(), *dn, layout=TileLayout.DN))
+        TSTORE(GlobalTensor(out_nz.data(), *nz, layout=TileLayout.NZ), t)
+
+    args = dict(xnz=xnz, xdn=xdn, out_nz=np.zeros_like(xnz), out_dn=np.zeros_like(xdn))
+    res = ptopipe.run(lambda **_: None, (vector, None), args)
+    np.testing.assert_array_equal(res.outputs["out_dn"], xdn)
+    np.testing.assert_array_equal(res.outputs["out_nz"], xnz)
+    g = GlobalTensor(GMPtr(0x1000, np.float32), (1, 4, 2, 16, 8), layout=TileLayout.NZ)
+    assert (g.rows, g.cols) == (32, 32) and "layout=NZ" in g.describe()
+    with pytest.raises(KernelError, match="layout is one of ND, DN, NZ"):
+        GlobalTensor(GMPtr(0x1000, np.float32), (16, 16), layout=TileLayout.ZZ)

@@ -18,7 +18,7 @@ def _kernels(fifo_type, ring_ub=0x4000):
         eye = Tile(TileType.Right, float32, T, T, addr=0)
         eye.array[...] = np.eye(T, dtype=np.float32)
         pipe = TMPipe(0, fifo_type, 2, 1, acc, Tile(TileType.Vec, float32, T, T),
-                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, ring_ub, 0)
+                      vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, ring_ub, 0)
         for i in range(n):
             TLOAD(xl1, GlobalTensor(x.data() + i * T * T, (T, T)))
             TMOV(xl0, xl1)
@@ -28,7 +28,7 @@ def _kernels(fifo_type, ring_ub=0x4000):
     def vec(out, fifo, n):
         t = Tile(TileType.Vec, float32, T, T)
         pipe = TMPipe(0, fifo_type, 2, 1, Tile(TileType.Acc, float32, T, T), t,
-                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, ring_ub, 0)
+                      vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, ring_ub, 0)
         for i in range(n):
             TPOP(pipe, t)
             TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)

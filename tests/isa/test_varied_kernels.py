@@ -333,7 +333,7 @@ K7_R, K7_C = 16, 8
 def _k7_pipe(fifo, t):
     ft = FIFOType.VEC_FIFO if platform_id() == PLATFORM_A5 else FIFOType.GM_FIFO
     return TMPipe(1, ft, 3, 1, Tile(TileType.Acc, float32, K7_R, K7_C), t,
-                  vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, RING_UB, 0)
+                  vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB, 0)
 
 
 def k7_cube(x, fifo, n):

@@ -115,7 +115,7 @@ def _tmpipe_kernels(depth, sync_t, fifo_type):
         eye = Tile(TileType.Right, float32, T, T, addr=0)
         eye.array[...] = np.eye(T, dtype=np.float32)
         pipe = TMPipe(0, fifo_type, depth, sync_t, acc, Tile(TileType.Vec, float32, T, T),
-                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, 0x4000, 0)
+                      vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, 0x4000, 0)
         for i in range(n):
             TLOAD(xl1, GlobalTensor(x.data() + i * T * T, (T, T)))
             TMOV(xl0, xl1)
@@ -126,7 +126,7 @@ def _tmpipe_kernels(depth, sync_t, fifo_type):
         t = Tile(TileType.Vec, float32, T, T)
         o = Tile(TileType.Vec, float32, T, T, addr=0x20000)
         pipe = TMPipe(0, fifo_type, depth, sync_t, Tile(TileType.Acc, float32, T, T), t,
-                      vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, 0x4000, 0)
+                      vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, 0x4000, 0)
         for i in range(n):
             TPOP(pipe, t)
             TADDS(o, t, 1.0)

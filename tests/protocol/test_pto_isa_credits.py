@@ -31,7 +31,7 @@ TMPIPE_KINDS = [("a2a3", FIFOType.GM_FIFO), ("a5", FIFOType.GM_FIFO), ("a5", FIF
 def _tmpipe(fifo_type, fifo, depth=4, sync_t=2):
     acc = Tile(TileType.Acc, float32, T, T)
     vec = Tile(TileType.Vec, float32, T, T)
-    return TMPipe(0, fifo_type, depth, sync_t, acc, vec, vc_ratio=VecCubeRatio.V2C2_VECS)(fifo, RING_UB, 0)
+    return TMPipe(0, fifo_type, depth, sync_t, acc, vec, vc_ratio=VecCubeRatio.V1C1_VEC0)(fifo, RING_UB, 0)
 
 
 def tmpipe_stream(fifo_type, n, hold=1, short=False, tfree=True):

@@ -85,7 +85,7 @@ def _tpipe_ctrl(ctrl):
 
 def _tmpipe_ctrl(ctrl):
     w = Tile(TileType.Vec, int32, 1, 8)
-    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V2C2_VECS)(ctrl)
+    return TMPipe(0, FIFOType.CTRL_FIFO, 4, 1, w, w, vc_ratio=VecCubeRatio.V1C1_VEC0)(ctrl)
 
 
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])

@@ -84,9 +84,13 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
                                   "(pad the tile's columns), or a TPipe with an explicit SlotSize")
         raise ConfigError(f"SlotSize {cfg.slot_size} is not {plat.alignment}-byte aligned", where=_loc(core),
                           fix=f"round SlotSize up to a multiple of {plat.alignment}")
-    if isinstance(cfg.local_slot_num, bool) or not isinstance(cfg.local_slot_num, int) or cfg.local_slot_num < 1:
+    # a TMPipe's LocalFiFoDepth may be 0: pto-isa's DataFIFO without a local FIFO, whose pop
+    # loads into the tile's own address
+    fewest = 0 if cfg.fifo is not None else 1
+    if isinstance(cfg.local_slot_num, bool) or not isinstance(cfg.local_slot_num, int) or \
+            cfg.local_slot_num < fewest:
         raise ConfigError(f"pipe LocalSlotNum {cfg.local_slot_num!r} is not a number of staging slots",
-                          where=_loc(core), fix="give LocalSlotNum >= 1 (the default is 2)")
+                          where=_loc(core), fix=f"give LocalSlotNum >= {fewest} (the default is 2)")
     sp = cfg.sync_period
     if sp is not None and (isinstance(sp, bool) or not isinstance(sp, int) or sp < 0):
         raise ConfigError(f"pipe SyncPeriod (FiFoSyncT) {sp!r} is not a number of slots", where=_loc(core),

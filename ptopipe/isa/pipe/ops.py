@@ -139,7 +139,7 @@ def TPOP(pipe, tile=None, split=TileSplitAxis.TILE_NO_SPLIT, *events):
         # a tile that got its address from a ring (this consumer's staging, or another
         # pipe's slot or staging: TASSIGN clears the binding) is staged anew by every TPOP
         # (it is not the user's to place); checked first: it is the common case
-        if tile.binding is not None or ch.always_stage or tile.addr is None:
+        if (tile.binding is not None or ch.always_stage or tile.addr is None) and side.stage_num:
             st = side.stage_slots
             v = None
             if st is not None and tile.core is core and ch.replay and not ch.stage_by_tile:

@@ -147,4 +147,4 @@ def check_lanes_split(core, ch, split, op: str) -> None:
             where=_loc(core),
             fix="split the tile between the lanes (TILE_UP_DOWN: each lane pushes its half of the rows, "
                 "TILE_LEFT_RIGHT: its half of the columns; the Cube pops the whole tile with the same "
-                f"split), or give the pipe one lane ({one_lane(is_cpp(core.where()))}; TMPipe V2C2_VECS)")
+                f"split), or give the pipe one lane ({one_lane(is_cpp(core.where()))}; TMPipe V1C1_VEC0)")

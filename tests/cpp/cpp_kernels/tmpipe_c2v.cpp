@@ -1,7 +1,9 @@
-// TMPipe (GM FIFO, Acc -> Vec: C2V, one Vector lane: VecCubeRatio::V2C2_VECS): the Cube pushes
-// X @ I; AIV0 pops it, adds 1, frees the slot and stores.  out = X + 1.  On A5 with the pto-isa
-// protocol the tile TFREE after a TPOP from a GM ring frees the slot a second time (pto-isa's A5
-// TPOP already freed it): ptopipe reports the credit left on the flag at the TMPipe line.
+// TMPipe (GM FIFO, Acc -> Vec: C2V, one Vector lane: VecCubeRatio::V1C1_VEC0), driven as pto-isa
+// drives one - TPUSH(tile, pipe) / TPOP(tile, pipe), the pop freeing its GM slot itself: the Cube
+// pushes X @ I; AIV0 pops it, adds 1 and stores.  out = X + 1.  With ``tfree`` set the Vector
+// kernel also calls TFREE on the pipe: on A5 with the pto-isa protocol that frees the slot a
+// second time (pto-isa's A5 TPOP already freed it), and ptopipe reports the credit left on the
+// flag at the TMPipe line.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
@@ -9,7 +11,7 @@ using namespace pto;
 constexpr int T = 16;
 using Acc = TileAcc<float, T, T>;
 using Vec = Tile<TileType::Vec, float, T, T>;
-using Pipe = TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Vec, false, 2, VecCubeRatio::V2C2_VECS>;
+using Pipe = TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Vec, false, 2, VecCubeRatio::V1C1_VEC0>;
 extern "C" __global__ AICORE void cube_kernel(__gm__ float *x, __gm__ float *eye, __gm__ float *fifo)
 {
     Pipe pipe(fifo, 0x10000);
@@ -28,17 +30,19 @@ extern "C" __global__ AICORE void cube_kernel(__gm__ float *x, __gm__ float *eye
     TMOV(x_l0, x_l1);
     TMOV(e_l0, e_l1);
     TMATMUL(acc, x_l0, e_l0);
-    TPUSH<Pipe, Acc, TileSplitAxis::TILE_NO_SPLIT>(pipe, acc);
+    TPUSH(acc, pipe);
 }
-extern "C" __global__ AICORE void vec_kernel(__gm__ float *out, __gm__ float *fifo)
+extern "C" __global__ AICORE void vec_kernel(__gm__ float *out, __gm__ float *fifo, int64_t tfree)
 {
     if (get_subblockid() != 0) return;
     Pipe pipe(fifo, 0x10000);
     Vec t, o;
     TASSIGN(o, 0x0);
-    TPOP<Pipe, Vec, TileSplitAxis::TILE_NO_SPLIT>(pipe, t);
+    TPOP(t, pipe);
     TADDS(o, t, 1.0f);
-    TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
+    if (tfree) {
+        TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
+    }
     GlobalTensor<float, Shape<1, 1, 1, T, T>, Stride<1, 1, 1, T, 1>> go(out);
     TSTORE(go, o);
 }

@@ -5,7 +5,7 @@
 // its call, so every error, trace slice and report names the kernel's C++ line.
 //
 // What crosses the ABI: tiles (a handle the simulator gives each Tile object when it is first
-// used), GlobalTensors (a GM address, element type, shape and stride), pipes, events, enums
+// used), GlobalTensors (a GM address, element type, shape, stride and Layout), pipes, events, enums
 // and scalars.  GM pointers a kernel receives are simulator addresses, not host memory:
 // pointer arithmetic and GlobalTensor views work, a raw dereference (`ptr[i]`) does not - the
 // simulator cannot see it, and it ends the run with a KernelError naming the signal.
@@ -161,6 +161,17 @@ inline int64_t call(int32_t op, const Args &a, Site s)
     return r;
 }
 
+// Shape / Stride as pto-isa's pto_tile.hpp declares them: a constructor sets the DYNAMIC (-1)
+// dims only, in order - the 1- to 4-argument forms take exactly one value per DYNAMIC dim, the
+// 5-argument form one per dim, of which those of static dims are not read - and a DYNAMIC dim no
+// constructor set is 1
+template <size_t N> constexpr void fill_dynamic(int64_t (&dims)[5], const int64_t (&fixed)[5], const int64_t (&v)[N])
+{
+    for (int k = 0, i = 0; k < 5; ++k) {
+        if (fixed[k] < 0) dims[k] = v[N == 5 ? k : i++];
+    }
+}
+
 inline int64_t float_bits(double d)
 {
     int64_t b;
@@ -263,26 +274,81 @@ using TileVec [[deprecated("ptopipe-only alias, pto-isa has no TileVec: write Ti
 template <int64_t N1 = DYNAMIC, int64_t N2 = DYNAMIC, int64_t N3 = DYNAMIC, int64_t N4 = DYNAMIC,
           int64_t N5 = DYNAMIC>
 struct Shape {
-    int64_t shape[5] = {N1, N2, N3, N4, N5};
-    Shape() = default;
-    Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5) : shape{n1, n2, n3, n4, n5} {}
-    Shape(int64_t rows, int64_t cols) : shape{N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, rows, cols} {}
+    static constexpr int64_t staticShape[5] = {N1, N2, N3, N4, N5};
+    static constexpr int dynamic = (N1 < 0) + (N2 < 0) + (N3 < 0) + (N4 < 0) + (N5 < 0);
+    int64_t shape[5] = {N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, N4 < 0 ? 1 : N4, N5 < 0 ? 1 : N5};
+    constexpr Shape() = default;
+    constexpr Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5)
+    {
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3, n4, n5});
+    }
+    constexpr Shape(int64_t n1)
+    {
+        static_assert(dynamic == 1, "Shape(n1): pto-isa's 1-argument Shape constructor is for a Shape "
+                                      "with exactly 1 DYNAMIC (-1) dim");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1});
+    }
+    constexpr Shape(int64_t n1, int64_t n2)
+    {
+        static_assert(dynamic == 2, "Shape(n1, n2): pto-isa's 2-argument Shape constructor is for a Shape "
+                                      "with exactly 2 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2});
+    }
+    constexpr Shape(int64_t n1, int64_t n2, int64_t n3)
+    {
+        static_assert(dynamic == 3, "Shape(n1, n2, n3): pto-isa's 3-argument Shape constructor is for a Shape "
+                                      "with exactly 3 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3});
+    }
+    constexpr Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4)
+    {
+        static_assert(dynamic == 4, "Shape(n1, n2, n3, n4): pto-isa's 4-argument Shape constructor is for a Shape "
+                                      "with exactly 4 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3, n4});
+    }
 };
 
 template <int64_t N1 = DYNAMIC, int64_t N2 = DYNAMIC, int64_t N3 = DYNAMIC, int64_t N4 = DYNAMIC,
           int64_t N5 = DYNAMIC>
 struct Stride {
-    int64_t stride[5] = {N1, N2, N3, N4, N5};
-    Stride() = default;
-    Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5) : stride{n1, n2, n3, n4, n5} {}
-    Stride(int64_t row, int64_t col) : stride{N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, row, col} {}
+    static constexpr int64_t staticStride[5] = {N1, N2, N3, N4, N5};
+    static constexpr int dynamic = (N1 < 0) + (N2 < 0) + (N3 < 0) + (N4 < 0) + (N5 < 0);
+    int64_t stride[5] = {N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, N4 < 0 ? 1 : N4, N5 < 0 ? 1 : N5};
+    constexpr Stride() = default;
+    constexpr Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5)
+    {
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3, n4, n5});
+    }
+    constexpr Stride(int64_t n1)
+    {
+        static_assert(dynamic == 1, "Stride(n1): pto-isa's 1-argument Stride constructor is for a Stride "
+                                      "with exactly 1 DYNAMIC (-1) dim");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1});
+    }
+    constexpr Stride(int64_t n1, int64_t n2)
+    {
+        static_assert(dynamic == 2, "Stride(n1, n2): pto-isa's 2-argument Stride constructor is for a Stride "
+                                      "with exactly 2 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2});
+    }
+    constexpr Stride(int64_t n1, int64_t n2, int64_t n3)
+    {
+        static_assert(dynamic == 3, "Stride(n1, n2, n3): pto-isa's 3-argument Stride constructor is for a Stride "
+                                      "with exactly 3 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3});
+    }
+    constexpr Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4)
+    {
+        static_assert(dynamic == 4, "Stride(n1, n2, n3, n4): pto-isa's 4-argument Stride constructor is for a Stride "
+                                      "with exactly 4 DYNAMIC (-1) dims, filled in order");
+        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3, n4});
+    }
 };
-
-enum class Layout { ND, DN, NZ };
 
 template <typename Element_, typename Shape_, typename Stride_, Layout Layout_ = Layout::ND>
 struct GlobalTensor {
     using DType = Element_;
+    static constexpr Layout layout = Layout_;
     Element_ *ptr_ = nullptr;
     Shape_ shape_;
     Stride_ stride_;
@@ -293,13 +359,77 @@ struct GlobalTensor {
     int64_t GetStride(int d) const { return stride_.stride[d]; }
 };
 
+// a pipe's ``prod`` / ``cons``: pto-isa's Producer / Consumer status switches, which ptopipe's ISA
+// models (ptopipe.isa.pipe.channel: a push that skips its free-slot wait, a pop that skips its
+// free ...).  The rest of pto-isa's Producer / Consumer - the kernel driving the ring itself with
+// its own tile ids, entry offsets and flag calls - is not modelled: using it does not compile.
+}  // namespace pto
+namespace ptopipe {
+template <typename... A> struct unmodelled : std::false_type {};
+#define PTOPIPE_UNMODELLED(NAME)                                                                        \
+    template <typename... A> void NAME(A...) const                                                      \
+    {                                                                                                   \
+        static_assert(::ptopipe::unmodelled<A...>::value,                                               \
+                      "pipe." #NAME ": ptopipe does not model a kernel that drives a pipe's ring itself " \
+                      "(its own tile ids, entry offsets and flag calls): TPUSH / TPOP keep the ring's "  \
+                      "tile index, slot offsets and flags (docs/cpp.md)");                               \
+    }
+template <bool Producer> struct PipeSide {
+    const int64_t *pipe_;
+    bool on_[2] = {true, true};
+    explicit PipeSide(const int64_t *pipe) : pipe_(pipe) {}
+    void set(int64_t which, bool on, Site s)
+    {
+        on_[which & 1] = on;
+        Args a;
+        a.put(K_PIPE);
+        a.put(*pipe_);
+        for (int64_t x : {which, int64_t(on)}) {
+            a.put(K_INT);
+            a.put(x);
+        }
+        call(OP_PIPE_STATUS, a, s);
+    }
+    PTOPIPE_UNMODELLED(setEntryOffset)
+    PTOPIPE_UNMODELLED(setTileId)
+    PTOPIPE_UNMODELLED(getTileId)
+    PTOPIPE_UNMODELLED(getSubTileId)
+};
+template <> struct PipeSide<true> : PipeSide<false> {
+    using PipeSide<false>::PipeSide;
+    void setAllocateStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setAllocateStatus, on, s); }
+    void setRecordStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setRecordStatus, on, s); }
+    bool getAllocateStatus() const { return on_[PS_setAllocateStatus & 1]; }
+    bool getRecordStatus() const { return on_[PS_setRecordStatus & 1]; }
+    PTOPIPE_UNMODELLED(allocate)
+    PTOPIPE_UNMODELLED(record)
+};
+struct ConsumerSide : PipeSide<false> {
+    using PipeSide<false>::PipeSide;
+    void setWaitStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setWaitStatus, on, s); }
+    void setFreeStatus(bool on, Site s = PTOPIPE_HERE) { set(PS_setFreeStatus, on, s); }
+    bool getWaitStatus() const { return on_[PS_setWaitStatus & 1]; }
+    bool getFreeStatus() const { return on_[PS_setFreeStatus & 1]; }
+    PTOPIPE_UNMODELLED(wait)
+    PTOPIPE_UNMODELLED(free)
+};
+#undef PTOPIPE_UNMODELLED
+using ProducerSide = PipeSide<true>;
+}  // namespace ptopipe
+namespace pto {
+
+// EN_UNIT_FLAG (pto-isa's 7th parameter): the Cube's push stores its Acc tile to a GM slot with
+// the unit flag (TSTORE_IMPL<..., STPhase::Final>), a FIX-pipe detail of that store - the same
+// bytes, the same handshake: ptopipe takes it and simulates the store as without it
 template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum = 2,
-          bool IsNoSplit = false>
+          bool IsNoSplit = false, bool EN_UNIT_FLAG = false>
 struct TPipe {
     static constexpr uint8_t Flag = FlagID, Dir = DirType;
     static constexpr uint32_t Size = SlotSize, Num = SlotNum, LocalNum = LocalSlotNum;
-    static constexpr bool NoSplit = IsNoSplit;
+    static constexpr bool NoSplit = IsNoSplit, UnitFlag = EN_UNIT_FLAG;
     int64_t id_ = 0;
+    ::ptopipe::ProducerSide prod{&id_};
+    ::ptopipe::ConsumerSide cons{&id_};
     TPipe(__gm__ void *gm_slot_buffer, uint32_t c2v_consumer_buf = 0, uint32_t v2c_consumer_buf = 0,
           ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -309,7 +439,20 @@ template <uint8_t FlagID, FIFOType FiFoType, uint8_t FiFoDepth, uint8_t FiFoSync
           typename TileDataCons, bool EN_UNIT_FLAG = false, uint8_t LocalFiFoDepth = 2,
           VecCubeRatio VCRatio = VecCubeRatio::V2C1_VECS>
 struct TMPipe {
+    // how a tile-first TPUSH / TPOP splits the slot between two Vector lanes (V2C1_VECS), as
+    // pto-isa's A5 TMPipe does from the tile shapes (isSplitM / isSplitN): a Vector tile of half
+    // the other tile's rows is its lane's rows, of half its columns its lane's columns
+    using VecTile = std::conditional_t<TileDataProd::Loc == TileType::Vec, TileDataProd, TileDataCons>;
+    using CubeTile = std::conditional_t<TileDataProd::Loc == TileType::Vec, TileDataCons, TileDataProd>;
+    static constexpr bool two_lanes = VCRatio == VecCubeRatio::V2C1_VECS;
+    static constexpr TileSplitAxis Split =
+        two_lanes && VecTile::Rows * 2 == CubeTile::Rows && VecTile::Cols == CubeTile::Cols ? TileSplitAxis::TILE_UP_DOWN
+        : two_lanes && VecTile::Cols * 2 == CubeTile::Cols && VecTile::Rows == CubeTile::Rows
+            ? TileSplitAxis::TILE_LEFT_RIGHT
+            : TileSplitAxis::TILE_NO_SPLIT;
     int64_t id_ = 0;
+    ::ptopipe::ProducerSide prod{&id_};
+    ::ptopipe::ConsumerSide cons{&id_};
     explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
                     ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -324,10 +467,13 @@ template <typename T> struct is_global : std::false_type {};
 template <typename E, typename Sh, typename St, pto::Layout L>
 struct is_global<pto::GlobalTensor<E, Sh, St, L>> : std::true_type {};
 template <typename T> struct is_pipe : std::false_type {};
-template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS>
-struct is_pipe<pto::TPipe<F, D, S, N, L, NS>> : std::true_type {};
+template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS, bool U>
+struct is_pipe<pto::TPipe<F, D, S, N, L, NS, U>> : std::true_type {};
 template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
 struct is_pipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
+template <typename T> struct is_tmpipe : std::false_type {};
+template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
+struct is_tmpipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
 
 template <typename T> void put_tile_type(Args &a)
 {
@@ -372,6 +518,8 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
 // the wait events of a templated form (a trailing tile is an operand of a plain form instead)
 template <typename... E>
 using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
+template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
+template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<pto::RecordEvent, T>, int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
 {
@@ -390,6 +538,7 @@ template <typename X> void enc(Args &a, const X &x, Site s)
         a.put(dtype_code<typename T::DType>::value);
         for (int d = 0; d < 5; ++d) a.put(x.shape_.shape[d]);
         for (int d = 0; d < 5; ++d) a.put(x.stride_.stride[d]);
+        a.put(int64_t(T::layout));
     } else if constexpr (is_pipe<T>::value) {
         a.put(K_PIPE);
         a.put(x.id_);
@@ -472,8 +621,9 @@ inline void Tile<L, E, R, C, B, VR, VC, S, F, P>::SetValid(int64_t r, int64_t c,
     vc_ = c;
 }
 
-template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum, bool IsNoSplit>
-TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum, IsNoSplit>::TPipe(__gm__ void *gm, uint32_t c2v, uint32_t v2c,
+template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum, bool IsNoSplit,
+          bool EN_UNIT_FLAG>
+TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum, IsNoSplit, EN_UNIT_FLAG>::TPipe(__gm__ void *gm, uint32_t c2v, uint32_t v2c,
                                                                           ::ptopipe::Site s)
 {
     ::ptopipe::Args a;
@@ -526,15 +676,46 @@ template <typename T, typename V> inline void TASSIGN(T &t, V addr, ::ptopipe::S
     }
 }
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+#define PTOPIPE_TMPIPE_TILE_FIRST(OP)                                                                     \
+    static_assert(!::ptopipe::is_tmpipe<Pipe>::value,                                                     \
+                  OP "(pipe, tile) on a TMPipe: pto-isa spells it " OP "(tile, pipe) (the tile first, no "  \
+                  "template arguments), as its flash-attention kernel does")
+
+// TPUSH / TPOP / TALLOC / TFREE of a TPipe, as pto-isa spells them: the TileSplitAxis is a
+// template argument pto-isa requires.  The forms without it still compile here, taking
+// TILE_NO_SPLIT, deprecated: pto-isa cannot build them (the build reports each use as a warning
+// at the kernel's line).  TPUSH / TPOP also take pto-isa's explicit sub-block id (after the tile,
+// before the wait events): which Vector lane's part of the slot the lane moves - its own, the
+// only one ptopipe models (another is an error at the call); the Cube moves the whole tile and
+// does not read it.
+#define PTOPIPE_NO_SPLIT(OP, SPELLING)                                                                    \
+    [[deprecated(OP " without its TileSplitAxis: pto-isa requires it (" SPELLING "); ptopipe takes "      \
+                 "TILE_NO_SPLIT")]]
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
+    PTOPIPE_TMPIPE_TILE_FIRST("TPUSH");
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TPUSH, pipe.s, pipe.v, tile, Split, events...));
 }
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
+inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, int32_t subBlockId, E &...events)
+{
+    ::ptopipe::inst(::ptopipe::OP_SUBBLOCK_ID, pipe.s, 0, subBlockId);
+    return TPUSH<Pipe, T, Split>(::ptopipe::At<Pipe>(pipe.v, pipe.s), tile, events...);
+}
+
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TPUSH", "TPUSH<Pipe, Tile, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile)")
+inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
+{
+    return TPUSH<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile, events...);
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
+    PTOPIPE_TMPIPE_TILE_FIRST("TPOP");
     if constexpr (::ptopipe::is_global<T>::value) {     // the address flow: TPOP gives the slot's address
         tile.ptr_ = reinterpret_cast<typename T::DType *>(
             ::ptopipe::inst(::ptopipe::OP_TPOP, pipe.s, pipe.v, tile, Split, events...));
@@ -545,7 +726,21 @@ inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
     }
 }
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
+inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, int32_t subBlockId, E &...events)
+{
+    ::ptopipe::inst(::ptopipe::OP_SUBBLOCK_ID, pipe.s, 1, subBlockId);
+    return TPOP<Pipe, T, Split>(::ptopipe::At<Pipe>(pipe.v, pipe.s), tile, events...);
+}
+
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TPOP", "TPOP<Pipe, Tile, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile)")
+inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
+{
+    return TPOP<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile, events...);
+}
+
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
 {
     static_assert(::ptopipe::is_global<T>::value, "TALLOC takes a GlobalTensor (the address flow)");
@@ -554,17 +749,76 @@ inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
     return RecordEvent();
 }
 
-template <typename Pipe, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TALLOC", "TALLOC<Pipe, GlobalTensor, TileSplitAxis::TILE_NO_SPLIT>(pipe, tensor)")
+inline RecordEvent TALLOC(::ptopipe::At<Pipe> pipe, T &tensor, E &...events)
+{
+    return TALLOC<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tensor, events...);
+}
+
+template <typename Pipe, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
 {
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, nullptr, Split, events...));
 }
 
-template <typename Pipe, typename T, TileSplitAxis Split = TileSplitAxis::TILE_NO_SPLIT, typename... E>
+template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
 {
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
 }
+
+template <typename Pipe, typename... E, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TFREE", "TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe)")
+inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
+{
+    return TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe, events...);
+}
+
+template <typename Pipe, typename T, typename... E, ::ptopipe::if_not_event<T> = 0, ::ptopipe::if_events<E...> = 0>
+PTOPIPE_NO_SPLIT("TFREE", "TFREE<Pipe, GlobalTensor, TileSplitAxis::TILE_NO_SPLIT>(pipe, tensor)")
+inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
+{
+    return TFREE<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, obj, events...);
+}
+#undef PTOPIPE_NO_SPLIT
+
+// TPUSH(tile, pipe) / TPOP(tile, pipe): a TMPipe's push and pop, as pto-isa's TPUSH_IMPL(tile,
+// pipe) / TPOP_IMPL(tile, pipe) - the ring's own tile index, the TMPipe's split (TMPipe::Split);
+// the pop of a GM FIFO frees its slot inside (there is no TFREE for it), a pop of an A5 VEC /
+// MAT FIFO does not
+// (with up to three wait events, each form taking its call site last)
+#define PTOPIPE_TILE_FIRST(NAME, OP, ...)                                                                    \
+    template <typename T, typename Pipe, ::ptopipe::if_tmpipe<Pipe> = 0>                                     \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, ::ptopipe::Site s = PTOPIPE_HERE)                            \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split));                                 \
+    }                                                                                                        \
+    template <typename T, typename Pipe, class E0, ::ptopipe::if_tmpipe<Pipe> = 0, ::ptopipe::if_events<E0> = 0> \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE)                    \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split, e0));            \
+    }                                                                                                        \
+    template <typename T, typename Pipe, class E0, class E1, ::ptopipe::if_tmpipe<Pipe> = 0,                 \
+              ::ptopipe::if_events<E0, E1> = 0>                                                              \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE)            \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split, e0, e1));        \
+    }                                                                                                        \
+    template <typename T, typename Pipe, class E0, class E1, class E2, ::ptopipe::if_tmpipe<Pipe> = 0,       \
+              ::ptopipe::if_events<E0, E1, E2> = 0>                                                          \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE)    \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, Pipe::Split, e0, e1, e2));    \
+    }
+PTOPIPE_TILE_FIRST(TPUSH, ::ptopipe::OP_TPUSH, (void)0)
+PTOPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TMPOP, ::ptopipe::tile_id(tile, s, true))
+#undef PTOPIPE_TILE_FIRST
+#undef PTOPIPE_TMPIPE_TILE_FIRST
 
 // TSYNC(events...) waits for events; TSYNC<Op::X>() is a barrier on the pipe of vector op X
 template <typename... E> inline void TSYNC(::ptopipe::AtEvent first, const E &...rest)

@@ -22,6 +22,7 @@ template <> struct dtype_code<int64_t> { static constexpr int value = 8; };
 enum Kind : int64_t { K_INT = 1, K_FLT = 2, K_TILE = 3, K_GT = 4, K_PIPE = 5, K_EVENT = 6, K_ENUM = 7, K_PTR = 8, K_NULL = 9, K_KW = 10 };
 constexpr int MAX_WORDS = 128;
 constexpr int64_t ABORT = INT64_MIN;
+enum PipeStatus : int64_t { PS_setAllocateStatus = 0, PS_setRecordStatus = 1, PS_setWaitStatus = 2, PS_setFreeStatus = 3 };
 enum OpId : int32_t {
     OP_TILE_NEW = 0,
     OP_TASSIGN = 1,
@@ -39,139 +40,142 @@ enum OpId : int32_t {
     OP_get_subblockid = 13,
     OP_get_block_idx = 14,
     OP_SETVALID = 15,
-    OP_TABS = 16,
-    OP_TADD = 17,
-    OP_TADDC = 18,
-    OP_TADDDEQRELU = 19,
-    OP_TADDRELUCONV = 20,
-    OP_TADDS = 21,
-    OP_TADDSC = 22,
-    OP_TAND = 23,
-    OP_TANDS = 24,
-    OP_TAXPY = 25,
-    OP_TCI = 26,
-    OP_TCMP = 27,
-    OP_TCMPS = 28,
-    OP_TCOLARGMAX = 29,
-    OP_TCOLARGMIN = 30,
-    OP_TCOLEXPAND = 31,
-    OP_TCOLEXPANDADD = 32,
-    OP_TCOLEXPANDDIV = 33,
-    OP_TCOLEXPANDEXPDIF = 34,
-    OP_TCOLEXPANDMAX = 35,
-    OP_TCOLEXPANDMIN = 36,
-    OP_TCOLEXPANDMUL = 37,
-    OP_TCOLEXPANDSUB = 38,
-    OP_TCOLMAX = 39,
-    OP_TCOLMIN = 40,
-    OP_TCOLPROD = 41,
-    OP_TCOLSUM = 42,
-    OP_TCONCAT = 43,
-    OP_TCVT = 44,
-    OP_TDEINTERLEAVE = 45,
-    OP_TDEQUANT = 46,
-    OP_TDIV = 47,
-    OP_TDIVS = 48,
-    OP_TEXP = 49,
-    OP_TEXPANDS = 50,
-    OP_TEXTRACT = 51,
-    OP_TEXTRACT_FP = 52,
-    OP_TFILLPAD = 53,
-    OP_TFILLPAD_EXPAND = 54,
-    OP_TFILLPAD_INPLACE = 55,
-    OP_TFMOD = 56,
-    OP_TFMODS = 57,
-    OP_TFUSEDMULADD = 58,
-    OP_TFUSEDMULADDRELU = 59,
-    OP_TGATHER = 60,
-    OP_TGATHERB = 61,
-    OP_TGEMV = 62,
-    OP_TGEMV_ACC = 63,
-    OP_TGEMV_BIAS = 64,
-    OP_TGEMV_MX = 65,
-    OP_TGET_SCALE_ADDR = 66,
-    OP_THISTOGRAM = 67,
-    OP_TINSERT = 68,
-    OP_TINSERT_FP = 69,
-    OP_TINTERLEAVE = 70,
-    OP_TLOAD = 71,
-    OP_TLOG = 72,
-    OP_TLRELU = 73,
-    OP_TMATMUL = 74,
-    OP_TMATMUL_ACC = 75,
-    OP_TMATMUL_BIAS = 76,
-    OP_TMATMUL_MX = 77,
-    OP_TMAX = 78,
-    OP_TMAXS = 79,
-    OP_TMIN = 80,
-    OP_TMINS = 81,
-    OP_TMOV = 82,
-    OP_TMOV_FP = 83,
-    OP_TMRGSORT = 84,
-    OP_TMUL = 85,
-    OP_TMULADDDST = 86,
-    OP_TMULS = 87,
-    OP_TNEG = 88,
-    OP_TNOT = 89,
-    OP_TOR = 90,
-    OP_TORS = 91,
-    OP_TPACK = 92,
-    OP_TPAIRREDUCESUM = 93,
-    OP_TPARTADD = 94,
-    OP_TPARTARGMAX = 95,
-    OP_TPARTARGMIN = 96,
-    OP_TPARTMAX = 97,
-    OP_TPARTMIN = 98,
-    OP_TPARTMUL = 99,
-    OP_TPOW = 100,
-    OP_TPOWS = 101,
-    OP_TPREFETCH = 102,
-    OP_TPRELU = 103,
-    OP_TPRINT = 104,
-    OP_TQUANT = 105,
-    OP_TRANDOM = 106,
-    OP_TRECIP = 107,
-    OP_TRELU = 108,
-    OP_TREM = 109,
-    OP_TREMS = 110,
-    OP_TRESHAPE = 111,
-    OP_TROWARGMAX = 112,
-    OP_TROWARGMIN = 113,
-    OP_TROWEXPAND = 114,
-    OP_TROWEXPANDADD = 115,
-    OP_TROWEXPANDDIV = 116,
-    OP_TROWEXPANDEXPDIF = 117,
-    OP_TROWEXPANDMAX = 118,
-    OP_TROWEXPANDMIN = 119,
-    OP_TROWEXPANDMUL = 120,
-    OP_TROWEXPANDSUB = 121,
-    OP_TROWMAX = 122,
-    OP_TROWMIN = 123,
-    OP_TROWPROD = 124,
-    OP_TROWSUM = 125,
-    OP_TRSQRT = 126,
-    OP_TSCATTER = 127,
-    OP_TSEL = 128,
-    OP_TSELS = 129,
-    OP_TSHL = 130,
-    OP_TSHLS = 131,
-    OP_TSHR = 132,
-    OP_TSHRS = 133,
-    OP_TSORT32 = 134,
-    OP_TSQRT = 135,
-    OP_TSTORE = 136,
-    OP_TSTORE_FP = 137,
-    OP_TSUB = 138,
-    OP_TSUBC = 139,
-    OP_TSUBRELU = 140,
-    OP_TSUBS = 141,
-    OP_TSUBSC = 142,
-    OP_TSUBVIEW = 143,
-    OP_TTRANS = 144,
-    OP_TTRAP = 145,
-    OP_TTRI = 146,
-    OP_TXOR = 147,
-    OP_TXORS = 148,
+    OP_TMPOP = 16,
+    OP_PIPE_STATUS = 17,
+    OP_SUBBLOCK_ID = 18,
+    OP_TABS = 19,
+    OP_TADD = 20,
+    OP_TADDC = 21,
+    OP_TADDDEQRELU = 22,
+    OP_TADDRELUCONV = 23,
+    OP_TADDS = 24,
+    OP_TADDSC = 25,
+    OP_TAND = 26,
+    OP_TANDS = 27,
+    OP_TAXPY = 28,
+    OP_TCI = 29,
+    OP_TCMP = 30,
+    OP_TCMPS = 31,
+    OP_TCOLARGMAX = 32,
+    OP_TCOLARGMIN = 33,
+    OP_TCOLEXPAND = 34,
+    OP_TCOLEXPANDADD = 35,
+    OP_TCOLEXPANDDIV = 36,
+    OP_TCOLEXPANDEXPDIF = 37,
+    OP_TCOLEXPANDMAX = 38,
+    OP_TCOLEXPANDMIN = 39,
+    OP_TCOLEXPANDMUL = 40,
+    OP_TCOLEXPANDSUB = 41,
+    OP_TCOLMAX = 42,
+    OP_TCOLMIN = 43,
+    OP_TCOLPROD = 44,
+    OP_TCOLSUM = 45,
+    OP_TCONCAT = 46,
+    OP_TCVT = 47,
+    OP_TDEINTERLEAVE = 48,
+    OP_TDEQUANT = 49,
+    OP_TDIV = 50,
+    OP_TDIVS = 51,
+    OP_TEXP = 52,
+    OP_TEXPANDS = 53,
+    OP_TEXTRACT = 54,
+    OP_TEXTRACT_FP = 55,
+    OP_TFILLPAD = 56,
+    OP_TFILLPAD_EXPAND = 57,
+    OP_TFILLPAD_INPLACE = 58,
+    OP_TFMOD = 59,
+    OP_TFMODS = 60,
+    OP_TFUSEDMULADD = 61,
+    OP_TFUSEDMULADDRELU = 62,
+    OP_TGATHER = 63,
+    OP_TGATHERB = 64,
+    OP_TGEMV = 65,
+    OP_TGEMV_ACC = 66,
+    OP_TGEMV_BIAS = 67,
+    OP_TGEMV_MX = 68,
+    OP_TGET_SCALE_ADDR = 69,
+    OP_THISTOGRAM = 70,
+    OP_TINSERT = 71,
+    OP_TINSERT_FP = 72,
+    OP_TINTERLEAVE = 73,
+    OP_TLOAD = 74,
+    OP_TLOG = 75,
+    OP_TLRELU = 76,
+    OP_TMATMUL = 77,
+    OP_TMATMUL_ACC = 78,
+    OP_TMATMUL_BIAS = 79,
+    OP_TMATMUL_MX = 80,
+    OP_TMAX = 81,
+    OP_TMAXS = 82,
+    OP_TMIN = 83,
+    OP_TMINS = 84,
+    OP_TMOV = 85,
+    OP_TMOV_FP = 86,
+    OP_TMRGSORT = 87,
+    OP_TMUL = 88,
+    OP_TMULADDDST = 89,
+    OP_TMULS = 90,
+    OP_TNEG = 91,
+    OP_TNOT = 92,
+    OP_TOR = 93,
+    OP_TORS = 94,
+    OP_TPACK = 95,
+    OP_TPAIRREDUCESUM = 96,
+    OP_TPARTADD = 97,
+    OP_TPARTARGMAX = 98,
+    OP_TPARTARGMIN = 99,
+    OP_TPARTMAX = 100,
+    OP_TPARTMIN = 101,
+    OP_TPARTMUL = 102,
+    OP_TPOW = 103,
+    OP_TPOWS = 104,
+    OP_TPREFETCH = 105,
+    OP_TPRELU = 106,
+    OP_TPRINT = 107,
+    OP_TQUANT = 108,
+    OP_TRANDOM = 109,
+    OP_TRECIP = 110,
+    OP_TRELU = 111,
+    OP_TREM = 112,
+    OP_TREMS = 113,
+    OP_TRESHAPE = 114,
+    OP_TROWARGMAX = 115,
+    OP_TROWARGMIN = 116,
+    OP_TROWEXPAND = 117,
+    OP_TROWEXPANDADD = 118,
+    OP_TROWEXPANDDIV = 119,
+    OP_TROWEXPANDEXPDIF = 120,
+    OP_TROWEXPANDMAX = 121,
+    OP_TROWEXPANDMIN = 122,
+    OP_TROWEXPANDMUL = 123,
+    OP_TROWEXPANDSUB = 124,
+    OP_TROWMAX = 125,
+    OP_TROWMIN = 126,
+    OP_TROWPROD = 127,
+    OP_TROWSUM = 128,
+    OP_TRSQRT = 129,
+    OP_TSCATTER = 130,
+    OP_TSEL = 131,
+    OP_TSELS = 132,
+    OP_TSHL = 133,
+    OP_TSHLS = 134,
+    OP_TSHR = 135,
+    OP_TSHRS = 136,
+    OP_TSORT32 = 137,
+    OP_TSQRT = 138,
+    OP_TSTORE = 139,
+    OP_TSTORE_FP = 140,
+    OP_TSUB = 141,
+    OP_TSUBC = 142,
+    OP_TSUBRELU = 143,
+    OP_TSUBS = 144,
+    OP_TSUBSC = 145,
+    OP_TSUBVIEW = 146,
+    OP_TTRANS = 147,
+    OP_TTRAP = 148,
+    OP_TTRI = 149,
+    OP_TXOR = 150,
+    OP_TXORS = 151,
 };
 }  // namespace ptopipe
 
@@ -201,7 +205,7 @@ namespace pto { enum class PrintFormat : int { Width8_Precision4 = 0, Width8_Pre
 namespace ptopipe { template <> struct enum_code<pto::PrintFormat> { static constexpr int value = 11; }; }
 namespace pto { enum class FIFOType : int { GM_FIFO = 0, VEC_FIFO = 1, MAT_FIFO = 2, CTRL_FIFO = 3 }; }
 namespace ptopipe { template <> struct enum_code<pto::FIFOType> { static constexpr int value = 12; }; }
-namespace pto { enum class VecCubeRatio : int { V2C1_VECS = 0, V2C2_VECS = 1 }; }
+namespace pto { enum class VecCubeRatio : int { V1C1_VEC0 = 0, V1C1_VEC1 = 1, V2C1_VECS = 2 }; }
 namespace ptopipe { template <> struct enum_code<pto::VecCubeRatio> { static constexpr int value = 13; }; }
 namespace pto { enum class ReluPreMode : int { NoRelu = 0, NormalRelu = 1 }; }
 namespace ptopipe { template <> struct enum_code<pto::ReluPreMode> { static constexpr int value = 14; }; }
@@ -219,242 +223,243 @@ enum event_t : int { EVENT_ID0 = 0, EVENT_ID1 = 1, EVENT_ID2 = 2, EVENT_ID3 = 3,
 namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 20; }; }
 namespace pto { enum class Op : int { TLOAD = 0, TSTORE_ACC = 1, TSTORE_VEC = 2, TMOV_M2L = 3, TMOV_M2S = 4, TMOV_M2B = 5, TMOV_M2V = 6, TMOV_V2M = 7, TMATMUL = 8, TVEC = 9, TADD = 10, TSUB = 11, TMUL = 12, TDIV = 13, TMAX = 14, TMIN = 15, TADDS = 16, TSUBS = 17, TMULS = 18, TDIVS = 19, TMAXS = 20, TMINS = 21, TEXP = 22, TLOG = 23, TSQRT = 24, TRSQRT = 25, TABS = 26, TNEG = 27, TRELU = 28, TRECIP = 29, TROWSUM = 30, TROWMAX = 31, TROWMIN = 32, TCOLSUM = 33, TCOLMAX = 34, TROWEXPANDADD = 35, TROWEXPANDSUB = 36, TROWEXPANDMUL = 37, TROWEXPANDDIV = 38, TROWEXPAND = 39, TEXPANDS = 40, TCVT = 41, TPACK = 42, TAND = 43, TOR = 44, TXOR = 45, TSHL = 46, TSHR = 47, TNOT = 48, TANDS = 49, TORS = 50, TXORS = 51, TSHLS = 52, TSHRS = 53, TREM = 54, TREMS = 55, TFMOD = 56, TFMODS = 57, TPRELU = 58, TLRELU = 59, TADDC = 60, TSUBC = 61, TADDSC = 62, TSUBSC = 63, TAXPY = 64, TCMP = 65, TCMPS = 66, TSEL = 67, TSELS = 68, TCOLEXPAND = 69, TCOLEXPANDADD = 70, TCOLEXPANDSUB = 71, TCOLEXPANDMUL = 72, TCOLEXPANDDIV = 73, TCOLEXPANDMAX = 74, TCOLEXPANDMIN = 75, TROWEXPANDMAX = 76, TROWEXPANDMIN = 77, TCOLMIN = 78, TROWPROD = 79, TCOLPROD = 80, TROWARGMAX = 81, TROWARGMIN = 82, TCOLARGMAX = 83, TCOLARGMIN = 84, TPARTADD = 85, TPARTMUL = 86, TPARTMAX = 87, TPARTMIN = 88, TPARTARGMAX = 89, TPARTARGMIN = 90, TSUBRELU = 91, TMULADDDST = 92, TFUSEDMULADD = 93, TFUSEDMULADDRELU = 94, TPOW = 95, TPOWS = 96, TROWEXPANDEXPDIF = 97, TCOLEXPANDEXPDIF = 98, TPAIRREDUCESUM = 99, TADDRELUCONV = 100, TADDDEQRELU = 101, THISTOGRAM = 102, TCONCAT = 103, TTRANS = 104, TFILLPAD = 105, TFILLPAD_EXPAND = 106, TFILLPAD_INPLACE = 107, TCI = 108, TTRI = 109, TGATHER = 110, TSCATTER = 111, TINTERLEAVE = 112, TDEINTERLEAVE = 113, TGATHERB = 114, TSORT32 = 115, TMRGSORT = 116, TQUANT = 117, TDEQUANT = 118, TRANDOM = 119 }; }
 namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 21; }; }
+namespace pto { enum class Layout : int { ND = 0, DN = 1, NZ = 2 }; }
 #endif
 #else
 
 // one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, fewest, most arguments)
 namespace pto {
-PTOPIPE_INSTRUCTION(TABS, 16, 2, 5)
-PTOPIPE_INSTRUCTION(TADD, 17, 3, 6)
-PTOPIPE_INSTRUCTION(TADDC, 18, 4, 7)
-PTOPIPE_INSTRUCTION(TADDDEQRELU, 19, 4, 7)
-PTOPIPE_INSTRUCTION(TADDRELUCONV, 20, 3, 6)
-PTOPIPE_INSTRUCTION(TADDS, 21, 3, 6)
-PTOPIPE_INSTRUCTION(TADDSC, 22, 4, 7)
-PTOPIPE_INSTRUCTION(TAND, 23, 3, 6)
-PTOPIPE_INSTRUCTION(TANDS, 24, 3, 6)
-PTOPIPE_INSTRUCTION(TAXPY, 25, 3, 6)
-// TCI (ABI id 26, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
-template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(26, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(26, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TCMP, 27, 3, 7)
-PTOPIPE_INSTRUCTION(TCMPS, 28, 3, 7)
-PTOPIPE_INSTRUCTION(TCOLARGMAX, 29, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLARGMIN, 30, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLEXPAND, 31, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 32, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 33, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 34, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 35, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 36, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 37, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 38, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLMAX, 39, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLMIN, 40, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLPROD, 41, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLSUM, 42, 2, 5)
-PTOPIPE_INSTRUCTION(TCONCAT, 43, 3, 6)
-PTOPIPE_INSTRUCTION(TCVT, 44, 2, 6)
-PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 45, 2, 5)
-PTOPIPE_INSTRUCTION(TDEQUANT, 46, 4, 7)
-PTOPIPE_INSTRUCTION(TDIV, 47, 3, 6)
-PTOPIPE_INSTRUCTION(TDIVS, 48, 3, 6)
-PTOPIPE_INSTRUCTION(TEXP, 49, 2, 5)
-PTOPIPE_INSTRUCTION(TEXPANDS, 50, 2, 5)
-PTOPIPE_INSTRUCTION(TEXTRACT, 51, 2, 7)
-// TEXTRACT_FP (ABI id 52, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(52, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-// TFILLPAD (ABI id 53, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
-template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0, e1)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src, PadVal, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 54, 2, 6)
-PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 55, 2, 6)
-PTOPIPE_INSTRUCTION(TFMOD, 56, 3, 6)
-PTOPIPE_INSTRUCTION(TFMODS, 57, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADD, 58, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 59, 3, 6)
-// TGATHER (ABI id 60, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
-template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, a0, a1, a2, a3, a4)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0, e1)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(60, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TGATHERB, 61, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV, 62, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV_ACC, 63, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_BIAS, 64, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_MX, 65, 1, 4)
-PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 66, 2, 5)
-// THISTOGRAM (ABI id 67, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
-template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0, e1)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(67, s, dst, src, idx, byte, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINSERT, 68, 2, 7)
-// TINSERT_FP (ABI id 69, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(69, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINTERLEAVE, 70, 4, 7)
-PTOPIPE_INSTRUCTION(TLOAD, 71, 2, 5)
-PTOPIPE_INSTRUCTION(TLOG, 72, 2, 5)
-PTOPIPE_INSTRUCTION(TLRELU, 73, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL, 74, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL_ACC, 75, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 76, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_MX, 77, 1, 4)
-PTOPIPE_INSTRUCTION(TMAX, 78, 3, 6)
-PTOPIPE_INSTRUCTION(TMAXS, 79, 3, 6)
-PTOPIPE_INSTRUCTION(TMIN, 80, 3, 6)
-PTOPIPE_INSTRUCTION(TMINS, 81, 3, 6)
-PTOPIPE_INSTRUCTION(TMOV, 82, 2, 5)
-// TMOV_FP (ABI id 83, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, a0, a1, a2, a3, a4, a5)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(83, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TMRGSORT, 84, 1, 4)
-PTOPIPE_INSTRUCTION(TMUL, 85, 3, 6)
-PTOPIPE_INSTRUCTION(TMULADDDST, 86, 3, 6)
-PTOPIPE_INSTRUCTION(TMULS, 87, 3, 6)
-PTOPIPE_INSTRUCTION(TNEG, 88, 2, 5)
-PTOPIPE_INSTRUCTION(TNOT, 89, 2, 5)
-PTOPIPE_INSTRUCTION(TOR, 90, 3, 6)
-PTOPIPE_INSTRUCTION(TORS, 91, 3, 6)
-PTOPIPE_INSTRUCTION(TPACK, 92, 2, 5)
-PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 93, 2, 5)
-PTOPIPE_INSTRUCTION(TPARTADD, 94, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTARGMAX, 95, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTARGMIN, 96, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTMAX, 97, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMIN, 98, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMUL, 99, 3, 6)
-PTOPIPE_INSTRUCTION(TPOW, 100, 3, 6)
-PTOPIPE_INSTRUCTION(TPOWS, 101, 3, 6)
-PTOPIPE_INSTRUCTION(TPREFETCH, 102, 2, 2)
-PTOPIPE_INSTRUCTION(TPRELU, 103, 3, 6)
-// TPRINT (ABI id 104, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
-template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0)); }
-template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, a0, a1, a2, a3)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format))); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(104, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TQUANT, 105, 3, 6)
-PTOPIPE_INSTRUCTION(TRANDOM, 106, 1, 4)
-PTOPIPE_INSTRUCTION(TRECIP, 107, 2, 5)
-PTOPIPE_INSTRUCTION(TRELU, 108, 2, 5)
-PTOPIPE_INSTRUCTION(TREM, 109, 3, 6)
-PTOPIPE_INSTRUCTION(TREMS, 110, 3, 6)
-PTOPIPE_INSTRUCTION(TRESHAPE, 111, 2, 5)
-PTOPIPE_INSTRUCTION(TROWARGMAX, 112, 1, 8)
-PTOPIPE_INSTRUCTION(TROWARGMIN, 113, 1, 8)
-PTOPIPE_INSTRUCTION(TROWEXPAND, 114, 2, 5)
-PTOPIPE_INSTRUCTION(TROWEXPANDADD, 115, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 116, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 117, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 118, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 119, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 120, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 121, 3, 6)
-PTOPIPE_INSTRUCTION(TROWMAX, 122, 2, 6)
-PTOPIPE_INSTRUCTION(TROWMIN, 123, 2, 6)
-PTOPIPE_INSTRUCTION(TROWPROD, 124, 2, 6)
-PTOPIPE_INSTRUCTION(TROWSUM, 125, 2, 6)
-PTOPIPE_INSTRUCTION(TRSQRT, 126, 2, 5)
-// TSCATTER (ABI id 127, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
-template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, a0, a1, a2, a3, a4)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(127, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSEL, 128, 4, 7)
-PTOPIPE_INSTRUCTION(TSELS, 129, 3, 6)
-PTOPIPE_INSTRUCTION(TSHL, 130, 3, 6)
-PTOPIPE_INSTRUCTION(TSHLS, 131, 3, 6)
-PTOPIPE_INSTRUCTION(TSHR, 132, 3, 6)
-PTOPIPE_INSTRUCTION(TSHRS, 133, 3, 6)
-PTOPIPE_INSTRUCTION(TSORT32, 134, 3, 4)
-PTOPIPE_INSTRUCTION(TSQRT, 135, 2, 5)
-// TSTORE (ABI id 136, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
-template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(136, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0, e1)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(136, s, dst, src, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSTORE_FP, 137, 3, 6)
-PTOPIPE_INSTRUCTION(TSUB, 138, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBC, 139, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBRELU, 140, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBS, 141, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBSC, 142, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBVIEW, 143, 4, 4)
-PTOPIPE_INSTRUCTION(TTRANS, 144, 2, 5)
-PTOPIPE_INSTRUCTION(TTRAP, 145, 0, 0)
-// TTRI (ABI id 146, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
-template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower)); }
-template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0, e1)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(146, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TXOR, 147, 3, 6)
-PTOPIPE_INSTRUCTION(TXORS, 148, 3, 6)
+PTOPIPE_INSTRUCTION(TABS, 19, 2, 5)
+PTOPIPE_INSTRUCTION(TADD, 20, 3, 6)
+PTOPIPE_INSTRUCTION(TADDC, 21, 4, 7)
+PTOPIPE_INSTRUCTION(TADDDEQRELU, 22, 4, 7)
+PTOPIPE_INSTRUCTION(TADDRELUCONV, 23, 3, 6)
+PTOPIPE_INSTRUCTION(TADDS, 24, 3, 6)
+PTOPIPE_INSTRUCTION(TADDSC, 25, 4, 7)
+PTOPIPE_INSTRUCTION(TAND, 26, 3, 6)
+PTOPIPE_INSTRUCTION(TANDS, 27, 3, 6)
+PTOPIPE_INSTRUCTION(TAXPY, 28, 3, 6)
+// TCI (ABI id 29, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
+template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TCMP, 30, 3, 7)
+PTOPIPE_INSTRUCTION(TCMPS, 31, 3, 7)
+PTOPIPE_INSTRUCTION(TCOLARGMAX, 32, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLARGMIN, 33, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLEXPAND, 34, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 35, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 36, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 37, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 38, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 39, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 40, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 41, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLMAX, 42, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLMIN, 43, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLPROD, 44, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLSUM, 45, 2, 5)
+PTOPIPE_INSTRUCTION(TCONCAT, 46, 3, 6)
+PTOPIPE_INSTRUCTION(TCVT, 47, 2, 6)
+PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 48, 2, 5)
+PTOPIPE_INSTRUCTION(TDEQUANT, 49, 4, 7)
+PTOPIPE_INSTRUCTION(TDIV, 50, 3, 6)
+PTOPIPE_INSTRUCTION(TDIVS, 51, 3, 6)
+PTOPIPE_INSTRUCTION(TEXP, 52, 2, 5)
+PTOPIPE_INSTRUCTION(TEXPANDS, 53, 2, 5)
+PTOPIPE_INSTRUCTION(TEXTRACT, 54, 2, 7)
+// TEXTRACT_FP (ABI id 55, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+// TFILLPAD (ABI id 56, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
+template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 57, 2, 6)
+PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 58, 2, 6)
+PTOPIPE_INSTRUCTION(TFMOD, 59, 3, 6)
+PTOPIPE_INSTRUCTION(TFMODS, 60, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADD, 61, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 62, 3, 6)
+// TGATHER (ABI id 63, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
+template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3, a4)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TGATHERB, 64, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV, 65, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV_ACC, 66, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_BIAS, 67, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_MX, 68, 1, 4)
+PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 69, 2, 5)
+// THISTOGRAM (ABI id 70, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
+template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINSERT, 71, 2, 7)
+// TINSERT_FP (ABI id 72, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINTERLEAVE, 73, 4, 7)
+PTOPIPE_INSTRUCTION(TLOAD, 74, 2, 5)
+PTOPIPE_INSTRUCTION(TLOG, 75, 2, 5)
+PTOPIPE_INSTRUCTION(TLRELU, 76, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL, 77, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL_ACC, 78, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 79, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_MX, 80, 1, 4)
+PTOPIPE_INSTRUCTION(TMAX, 81, 3, 6)
+PTOPIPE_INSTRUCTION(TMAXS, 82, 3, 6)
+PTOPIPE_INSTRUCTION(TMIN, 83, 3, 6)
+PTOPIPE_INSTRUCTION(TMINS, 84, 3, 6)
+PTOPIPE_INSTRUCTION(TMOV, 85, 2, 5)
+// TMOV_FP (ABI id 86, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4, a5)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TMRGSORT, 87, 1, 4)
+PTOPIPE_INSTRUCTION(TMUL, 88, 3, 6)
+PTOPIPE_INSTRUCTION(TMULADDDST, 89, 3, 6)
+PTOPIPE_INSTRUCTION(TMULS, 90, 3, 6)
+PTOPIPE_INSTRUCTION(TNEG, 91, 2, 5)
+PTOPIPE_INSTRUCTION(TNOT, 92, 2, 5)
+PTOPIPE_INSTRUCTION(TOR, 93, 3, 6)
+PTOPIPE_INSTRUCTION(TORS, 94, 3, 6)
+PTOPIPE_INSTRUCTION(TPACK, 95, 2, 5)
+PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 96, 2, 5)
+PTOPIPE_INSTRUCTION(TPARTADD, 97, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTARGMAX, 98, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTARGMIN, 99, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTMAX, 100, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMIN, 101, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMUL, 102, 3, 6)
+PTOPIPE_INSTRUCTION(TPOW, 103, 3, 6)
+PTOPIPE_INSTRUCTION(TPOWS, 104, 3, 6)
+PTOPIPE_INSTRUCTION(TPREFETCH, 105, 2, 2)
+PTOPIPE_INSTRUCTION(TPRELU, 106, 3, 6)
+// TPRINT (ABI id 107, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
+template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0)); }
+template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2, a3)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format))); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TQUANT, 108, 3, 6)
+PTOPIPE_INSTRUCTION(TRANDOM, 109, 1, 4)
+PTOPIPE_INSTRUCTION(TRECIP, 110, 2, 5)
+PTOPIPE_INSTRUCTION(TRELU, 111, 2, 5)
+PTOPIPE_INSTRUCTION(TREM, 112, 3, 6)
+PTOPIPE_INSTRUCTION(TREMS, 113, 3, 6)
+PTOPIPE_INSTRUCTION(TRESHAPE, 114, 2, 5)
+PTOPIPE_INSTRUCTION(TROWARGMAX, 115, 1, 8)
+PTOPIPE_INSTRUCTION(TROWARGMIN, 116, 1, 8)
+PTOPIPE_INSTRUCTION(TROWEXPAND, 117, 2, 5)
+PTOPIPE_INSTRUCTION(TROWEXPANDADD, 118, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 119, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 120, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 121, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 122, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 123, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 124, 3, 6)
+PTOPIPE_INSTRUCTION(TROWMAX, 125, 2, 6)
+PTOPIPE_INSTRUCTION(TROWMIN, 126, 2, 6)
+PTOPIPE_INSTRUCTION(TROWPROD, 127, 2, 6)
+PTOPIPE_INSTRUCTION(TROWSUM, 128, 2, 6)
+PTOPIPE_INSTRUCTION(TRSQRT, 129, 2, 5)
+// TSCATTER (ABI id 130, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
+template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3, a4)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSEL, 131, 4, 7)
+PTOPIPE_INSTRUCTION(TSELS, 132, 3, 6)
+PTOPIPE_INSTRUCTION(TSHL, 133, 3, 6)
+PTOPIPE_INSTRUCTION(TSHLS, 134, 3, 6)
+PTOPIPE_INSTRUCTION(TSHR, 135, 3, 6)
+PTOPIPE_INSTRUCTION(TSHRS, 136, 3, 6)
+PTOPIPE_INSTRUCTION(TSORT32, 137, 3, 4)
+PTOPIPE_INSTRUCTION(TSQRT, 138, 2, 5)
+// TSTORE (ABI id 139, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
+template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSTORE_FP, 140, 3, 6)
+PTOPIPE_INSTRUCTION(TSUB, 141, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBC, 142, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBRELU, 143, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBS, 144, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBSC, 145, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBVIEW, 146, 4, 4)
+PTOPIPE_INSTRUCTION(TTRANS, 147, 2, 5)
+PTOPIPE_INSTRUCTION(TTRAP, 148, 0, 0)
+// TTRI (ABI id 149, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
+template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower)); }
+template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TXOR, 150, 3, 6)
+PTOPIPE_INSTRUCTION(TXORS, 151, 3, 6)
 }  // namespace pto
 #endif

@@ -1,0 +1,217 @@
+"""ptopipe's C++ headers spell pto-isa's kernel API as pto-isa's headers declare it
+(include/pto/common/pto_tile.hpp, fifo.hpp, pto_instr.hpp): what a kernel written for pto-isa
+means there it means here, and what pto-isa refuses to build is refused here.  Most checks
+are syntax-only compiles (each a fraction of a second); what needs the simulator runs one small
+kernel."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from ptopipe.cpp import include_dir, run_cpp
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
+
+
+def kernel(name: str) -> str:
+    return os.path.join(KDIR, name)
+
+
+PRELUDE = "#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
+
+
+def compile_only(tmp_path, body: str, platform: str = "a2a3") -> subprocess.CompletedProcess:
+    """A syntax-only compile of ``body`` after the headers, with the build's compiler ($CXX)."""
+    from ptopipe.cpp.build import STD, arch_macro, find_compiler
+    p = tmp_path / "api.cpp"
+    p.write_text(PRELUDE + body)
+    return subprocess.run([find_compiler()[0], STD, "-fsyntax-only", f"-D{arch_macro(platform)}",
+                           "-I", include_dir(), str(p)], capture_output=True, text=True)
+
+
+DIMS = """
+// the DYNAMIC dims, in order
+constexpr Shape<-1, 1, 1, 8, -1> s2(2, 32);
+static_assert(s2.shape[0] == 2 && s2.shape[1] == 1 && s2.shape[3] == 8 && s2.shape[4] == 32);
+constexpr Stride<-1, 1, 1, -1, 1> t2(256, 32);
+static_assert(t2.stride[0] == 256 && t2.stride[3] == 32 && t2.stride[4] == 1);
+constexpr Stride<1, 1, 1, -1, 1> t1(48);
+static_assert(t1.stride[3] == 48 && t1.stride[4] == 1);
+constexpr Shape<1, -1, -1, -1, 16> s3(2, 3, 4);
+static_assert(s3.shape[1] == 2 && s3.shape[2] == 3 && s3.shape[3] == 4 && s3.shape[4] == 16);
+constexpr Shape<-1, -1, 1, -1, -1> s4(5, 6, 7, 8);
+static_assert(s4.shape[0] == 5 && s4.shape[1] == 6 && s4.shape[3] == 7 && s4.shape[4] == 8);
+// five values: one per dim, those of static dims not read
+constexpr Shape<1, 1, 1, 16, -1> s5(9, 9, 9, 9, 24);
+static_assert(s5.shape[0] == 1 && s5.shape[3] == 16 && s5.shape[4] == 24);
+// no value: a DYNAMIC dim is 1
+constexpr Stride<1, 1, 1, -1, -1> t0;
+static_assert(t0.stride[3] == 1 && t0.stride[4] == 1);
+"""
+
+
+@needs_cxx
+def test_an_nz_global_tensor_loads_as_its_fractals(cpp_cache):
+    """The GlobalTensor's Layout crosses the ABI: an NZ tensor is read as pto-isa's TLOAD
+    reads it (rows d2*d3, columns d0*d1*d4), not refused as a 16x8 ND matrix."""
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    xnz = x.reshape(16, 2, 8).transpose(1, 0, 2).copy()     # 2 column blocks of 16 x 8
+    r = run_cpp(kernel("nz_gm_load.cpp"), dict(xnz=xnz, eye=np.eye(16, dtype=np.float32),
+                                               out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_array_equal(r["out"], x)
+
+
+TMPIPE = """
+using Acc = TileAcc<float, 16, 16>;
+using Half = Tile<TileType::Vec, float, 8, 16>;
+using Pipe = TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Half, false, 0>;
+"""
+
+TMPIPE_API = TMPIPE + """
+// pto-isa's VecCubeRatio (fifo.hpp)
+static_assert(int(VecCubeRatio::V1C1_VEC0) == 0 && int(VecCubeRatio::V1C1_VEC1) == 1 &&
+              int(VecCubeRatio::V2C1_VECS) == 2);
+// the Vector lanes' split follows from the tiles, as A5's TMPipe takes it (isSplitM / isSplitN)
+static_assert(Pipe::Split == TileSplitAxis::TILE_UP_DOWN);
+static_assert(TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Tile<TileType::Vec, float, 16, 8>>::Split ==
+              TileSplitAxis::TILE_LEFT_RIGHT);
+static_assert(TMPipe<0, FIFOType::GM_FIFO, 2, 1, Acc, Tile<TileType::Vec, float, 16, 16>, false, 2,
+                     VecCubeRatio::V1C1_VEC0>::Split == TileSplitAxis::TILE_NO_SPLIT);
+void k(float *fifo, Acc &acc, Half &v, Event<Op::TADD, Op::TSTORE_VEC> &e) {
+    Pipe pipe(fifo);                        // LocalFiFoDepth 0: the one-argument constructor
+    pipe.prod.setAllocateStatus(pipe.prod.getAllocateStatus());
+    pipe.prod.setRecordStatus(true);
+    pipe.cons.setWaitStatus(true);
+    pipe.cons.setFreeStatus(pipe.cons.getFreeStatus());
+    TPUSH(acc, pipe);                       // the tile first, as pto-isa drives a TMPipe
+    TPUSH(acc, pipe, e);
+    TPOP(v, pipe);
+    TPOP(v, pipe, e);
+}
+"""
+
+
+@needs_cxx
+def test_a_two_lane_tmpipe_splits_its_slot_and_its_pops_free_it(cpp_cache):
+    """Each Vector lane pops its half of the Acc tile; the pops free their GM slot themselves
+    (no TFREE); the consumers' setFreeStatus(false) reaches the simulator: the Cube's TMPipe
+    then waits forever at teardown."""
+    from ptopipe import isa
+    from ptopipe.errors import DeadlockError
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) % 13
+
+    def args(free_status):
+        return dict(x=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x),
+                    fifo=isa.gm_buffer(2 * 1024).view(np.float32), free_status=free_status)
+    r = run_cpp(kernel("tmpipe_two_lanes.cpp"), args(1), platform="a2a3", protocol="pto-isa")
+    np.testing.assert_array_equal(r["out"], x + 1)
+    assert not r.summary.leaks
+    with pytest.raises(DeadlockError) as ei:
+        run_cpp(kernel("tmpipe_two_lanes.cpp"), args(0), platform="a2a3", protocol="spec")
+    assert ei.value.where == f"{os.path.relpath(kernel('tmpipe_two_lanes.cpp'))}:{_line('tmpipe_two_lanes.cpp', 'Pipe pipe(')}"
+
+
+def _line(name: str, text: str) -> int:
+    with open(kernel(name)) as f:
+        return next(i for i, ln in enumerate(f, 1) if text in ln)
+
+
+SPLIT_FORMS = """
+using P7 = TPipe<0, Direction::DIR_C2V, 1024, 2, 2, false, true>;     // EN_UNIT_FLAG: the 7th parameter
+using V = Tile<TileType::Vec, float, 8, 32>;
+using G = GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>>;
+static_assert(P7::UnitFlag);
+template <typename Pipe> void split_forms(Pipe &pipe, V &v, G &g, Event<Op::TADD, Op::TSTORE_VEC> &e, int lane) {
+    TPUSH<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, v, lane);                 // the sub-block id
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, v, get_subblockid(), e);
+    TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, v, e);
+    TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe, e);
+    TALLOC<Pipe, G, TileSplitAxis::TILE_UP_DOWN>(pipe, g);
+    TFREE<Pipe, G, TileSplitAxis::TILE_UP_DOWN>(pipe, g);
+%s}
+template void split_forms(P7 &, V &, G &, Event<Op::TADD, Op::TSTORE_VEC> &, int);
+"""
+DEFAULT_SPLIT = ("    TPUSH<Pipe, V>(pipe, v);                  // TPUSH\n"
+                 "    TPOP<Pipe, V>(pipe, v, e);                // TPOP\n"
+                 "    TFREE<Pipe>(pipe);                        // TFREE\n"
+                 "    TALLOC<Pipe, G>(pipe, g);                 // TALLOC\n"
+                 "    TFREE<Pipe, G>(pipe, g);                  // TFREE\n")
+
+
+@needs_cxx
+def test_the_split_pto_isa_requires_defaults_with_a_warning_at_the_call(tmp_path):
+    """pto-isa's TPUSH / TPOP / TFREE / TALLOC of a TPipe take the TileSplitAxis as a template
+    argument it requires: the forms with it (and with a sub-block id, and a TPipe with
+    EN_UNIT_FLAG) build without a warning; a form without it builds, taking TILE_NO_SPLIT, with a
+    deprecation warning at the kernel's line that ptopipe's build keeps for the run."""
+    from ptopipe.cpp.build import _deprecations
+    clean = compile_only(tmp_path, SPLIT_FORMS % "")
+    assert clean.returncode == 0 and "warning" not in clean.stderr, clean.stderr
+    r = compile_only(tmp_path, SPLIT_FORMS % DEFAULT_SPLIT)
+    assert r.returncode == 0, r.stderr
+    text = (PRELUDE + SPLIT_FORMS % DEFAULT_SPLIT).splitlines()
+    want = [(i, ln.rsplit("// ", 1)[1]) for i, ln in enumerate(text, 1) if ln.startswith("    T") and "//" in ln
+            and "TILE_" not in ln]
+    found = [(int(w.split(":")[1]), w.split(": ", 1)[1]) for w in _deprecations(r.stderr)]
+    assert [(line, msg.split(" is deprecated")[0]) for line, msg in found] == want
+    assert all(f"{op} without its TileSplitAxis: pto-isa requires it" in msg and "TILE_NO_SPLIT" in msg
+               for (_line, op), (_l, msg) in zip(want, found))
+
+
+@needs_cxx
+def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
+    """TPUSH / TPOP with pto-isa's sub-block id argument run as without it when it names the
+    lane's own part of the slot; naming the other lane's is an error at the call."""
+    from ptopipe import isa
+    from ptopipe.errors import KernelError
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) % 13
+
+    def args(other_lane):
+        return dict(x=x, eye=np.eye(16, dtype=np.float32), out=np.zeros_like(x), fifo=isa.gm_buffer(4 * 1024),
+                    other_lane=other_lane)
+    r = run_cpp(kernel("c2v_pto_isa_forms.cpp"), args(0))
+    np.testing.assert_array_equal(r["out"], x + 1)
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel("c2v_pto_isa_forms.cpp"), args(1))
+    assert ei.value.where == f"{os.path.relpath(kernel('c2v_pto_isa_forms.cpp'))}:{_line('c2v_pto_isa_forms.cpp', 'TPOP<')}"
+    assert "subBlockId 1 on AIV0" in ei.value.what and "get_subblockid()" in ei.value.fix
+
+
+@needs_cxx
+def test_pto_isas_spellings_build_without_a_warning(tmp_path):
+    """Shape / Stride constructors (their values checked at compile time), a TMPipe driven tile
+    first with its status switches, the split and sub-block forms of a TPipe's instructions."""
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+#: what pto-isa cannot build, or ptopipe does not model: (declaration, the compiler's message)
+REFUSED = [
+    # a 1- to 4-argument constructor takes one value per DYNAMIC dim (pto-isa static_asserts it)
+    ("Stride<1, 1, 1, -1, -1> t(32);", "Stride(n1): pto-isa's 1-argument Stride constructor is for a Stride with "
+                                       "exactly 1 DYNAMIC (-1) dim"),
+    ("Stride<1, 1, 1, -1, 1> t(32, 1);", "Stride(n1, n2): pto-isa's 2-argument"),
+    ("Shape<1, 1, -1, -1, -1> s(2, 3, 4, 5);", "Shape(n1, n2, n3, n4): pto-isa's 4-argument"),
+    # a TMPipe is driven tile first
+    ("TPUSH<Pipe, Acc, TileSplitAxis::TILE_NO_SPLIT>(pipe, acc);",
+     "TPUSH(pipe, tile) on a TMPipe: pto-isa spells it TPUSH(tile, pipe)"),
+    ("TPOP<Pipe, Half, TileSplitAxis::TILE_NO_SPLIT>(pipe, v);",
+     "TPOP(pipe, tile) on a TMPipe: pto-isa spells it TPOP(tile, pipe)"),
+    # the rest of pto-isa's Producer / Consumer
+    ("pipe.prod.setEntryOffset(64);", "pipe.setEntryOffset: ptopipe does not model"),
+    ("pipe.cons.free();", "pipe.free: ptopipe does not model")]
+
+
+@needs_cxx
+def test_what_pto_isa_cannot_build_or_ptopipe_does_not_model_does_not_compile(tmp_path):
+    body = TMPIPE + "".join(f"void k{i}(float *fifo, Acc &acc, Half &v) {{\n    Pipe pipe(fifo);\n    {decl}\n}}\n"
+                            for i, (decl, _msg) in enumerate(REFUSED))
+    r = compile_only(tmp_path, body)
+    assert r.returncode != 0
+    for decl, msg in REFUSED:
+        assert msg in r.stderr, (decl, r.stderr)
