@@ -922,6 +922,37 @@ def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('%k') + 1}"
 
 
+def test_a_value_defined_twice_where_the_first_is_visible_is_a_parse_error_at_the_second():
+    """MLIR's rule (ptoas: redefinition of SSA value), whether or not the static verifier
+    runs: a name defined again in its region or a nested one is refused at the second
+    definition; sibling loop bodies may each define it."""
+    body = f"""    %c2 = arith.constant 2 : index
+    %s = arith.constant 1.0 : f32
+    scf.for %i = %c0 to %c2 step %c1 {{
+      %k = arith.muli %i, %c16 : index
+      pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    }}
+    scf.for %i = %c0 to %c2 step %c1 {{
+      %k = arith.muli %i, %c16 : index
+      %k2 = arith.addi %k, %c1 : index
+    }}
+"""
+    from ptopipe.codegen.pto_load import run_pto as run_checked      # the static verifier in front
+    ok = vector_kernel(IO + body + STORE)
+    np.testing.assert_allclose(run_checked(text=ok, inputs=dict(x=X, y=X * 0)).outputs["y"], X + 2,
+                               rtol=1e-6)
+    for bad, second in ((body.replace("%k2 = ", "%k = "), "%k = arith.addi"),
+                        (body.replace("%k2 = ", "%s = "), "%s = arith.addi")):
+        text = vector_kernel(IO + bad + STORE)
+        for static in (True, False):
+            with pytest.raises(ParseError) as e:
+                run_checked(text=text, inputs=dict(x=X, y=X * 0), static=static)
+            name, ln = second.split()[0], line_of(text, second)
+            first = max(i for i, l in enumerate(text.splitlines()[:ln - 1], 1) if l.strip().startswith(name + " = "))
+            assert f"redefinition of SSA value {name} (first defined at {first}:" in e.value.what
+            assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index(name) + 1}"
+
+
 def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():
     """The device does not check a partition window against its view: rows 1..16 of a 16-row
     view read the argument's next row (a warning at the partition_view); past the argument
