@@ -55,6 +55,16 @@ def run_line_platform(text: str) -> str | None:
     return PLATFORM_OF_ARCH.get(m.group(1)) if m else None
 #: ``{split = N}``: 0 / 1 / 2 = TILE_NO_SPLIT / TILE_UP_DOWN / TILE_LEFT_RIGHT
 SPLIT_OF = {int(s): s for s in TileSplitAxis}
+
+
+def nosplit_conflict(op: str, split: int, init_line: int) -> tuple:
+    """``(what, fix)`` of a push / pop / free with ``split`` 1 or 2 on a pipe whose init (at
+    ``init_line``) says ``nosplit = true`` - a ParseError (ptoas: "explicit 'nosplit = true'
+    conflicts with downstream users that require split = 1 or split = 2")."""
+    return (f"{op} with split = {split} on a pipe initialised with nosplit = true (line {init_line}): "
+            "a no-split pipe moves whole tiles to AIV0 only",
+            "give every tpush / tpop / tfree of the pipe split = 0, or drop nosplit = true "
+            "from both inits to split the tiles between the Vector cores")
 PIPES = {p.value: p for p in SyncPipe}
 #: IR dtype <-> MLIR element type
 MLIR_DTYPE = {"f16": "f16", "f32": "f32", "bf16": "bf16", "i8": "i8", "u8": "ui8", "i16": "i16",

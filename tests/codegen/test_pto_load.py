@@ -12,7 +12,7 @@ import ptopipe
 from ptopipe.arch.vocab import TileSplitAxis
 from ptopipe.codegen import read_pto
 from ptopipe.codegen.pto_load import load_pto, run_pto, static_findings
-from ptopipe.errors import CompileError
+from ptopipe.errors import CompileError, ParseError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOSPLIT = (ROOT / "tests" / "pto" / "nosplit_c2v_a5.pto").read_text()
@@ -88,3 +88,32 @@ def test_an_entry_that_never_launches_a_piped_kernel_is_refused():
         ptopipe.run_pto("e.pto", text=text)
     assert "@vector initialises a cross-core pipe but the entry @entry never calls it" in e.value.what
     assert e.value.where.startswith(f"e.pto:{_line(text, 'func.func private @vector')}:")
+
+
+LOWLEVEL = (ROOT / "tests" / "pto" / "lowlevel_a3.pto").read_text()
+
+
+@pytest.mark.parametrize("form", ["frontend", "handle"])
+@pytest.mark.parametrize("call", ["static_findings", "run_pto", "run_pto static=False"])
+def test_a_split_on_a_nosplit_pipe_is_a_parse_error_at_the_split_on_every_path(form, call):
+    """ptoas refuses split = 1 / 2 on a pipe initialised with nosplit = true; the static
+    verifier cannot express the file, so the executor's reader refuses it too (the run had
+    moved split halves through a one-lane pipe: wrong output)."""
+    if form == "frontend":
+        text = NOSPLIT.replace("pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32>) {split = 0}",
+                               "pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32>) {split = 1}")
+        op, init = "pto.tpush_to_aiv", "pto.aic_initialize_pipe"
+    else:
+        text = LOWLEVEL.replace("{dir_mask = 1, slot_size = 1024, slot_num = 4}",
+                                "{dir_mask = 1, slot_size = 1024, slot_num = 4, nosplit = true}")
+        op, init = "pto.tpush", "pto.initialize_l2g2l_pipe"
+    assert text not in (NOSPLIT, LOWLEVEL)
+    fn = {"static_findings": lambda: static_findings("n.pto", None, "spec", text=text),
+          "run_pto": lambda: run_pto("n.pto", text=text),
+          "run_pto static=False": lambda: run_pto("n.pto", text=text, static=False)}[call]
+    with pytest.raises(ParseError) as e:
+        fn()
+    assert (f"{op} with split = 1 on a pipe initialised with nosplit = true (line {_line(text, init)})"
+            in e.value.what)
+    ln = _line(text, f"{op}(")
+    assert e.value.where == f"n.pto:{ln}:{text.splitlines()[ln - 1].index('split = 1') + len('split = ') + 1}"
