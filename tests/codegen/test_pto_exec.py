@@ -953,6 +953,26 @@ def test_a_value_defined_twice_where_the_first_is_visible_is_a_parse_error_at_th
             assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index(name) + 1}"
 
 
+def test_a_vec_tile_stored_to_a_view_of_another_layout_is_an_error_at_the_store():
+    """pto-isa's TSTORE / TLOAD of a Vec tile need the view's layout (ND for a row-major view,
+    DN for one ``#pto.layout<dn>`` names): an NZ tile stored to a row-major view was written
+    as if converted; a column-major view and tile match."""
+    nz = vec_t(16, 16).replace("blayout=row_major, slayout=none_box", "blayout=col_major, slayout=row_major")
+    body = f"    %z = pto.alloc_tile : {nz}\n    pto.tmov ins(%t : {vec_t(16, 16)}) outs(%z : {nz})\n"
+    text = vector_kernel(IO + body + STORE.replace(f"%t : {vec_t(16, 16)}", f"%z : {nz}"))
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0))
+    assert "TSTORE of the NZ tile" in e.value.what and "an ND GM tensor" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.tstore')}:5"
+    dn = vec_t(16, 16).replace("blayout=row_major", "blayout=col_major")
+    text = vector_kernel(IO.replace("strides = [%c16, %c1] {layout = #pto.layout<nd>} :", "strides = [%c16, %c1] :")
+                         .replace("strides = [%c16, %c1] :", "strides = [%c1, %c16] {layout = #pto.layout<dn>} :")
+                         .replace(f"outs(%t : {vec_t(16, 16)})", f"outs(%t : {dn})").replace(f"%t = pto.alloc_tile : {vec_t(16, 16)}", f"%t = pto.alloc_tile : {dn}")
+                         + STORE.replace(vec_t(16, 16), dn))
+    assert text.count("#pto.layout<dn>") == 2 and "layout<nd>" not in text
+    np.testing.assert_array_equal(run_pto(text=text, inputs=dict(x=X, y=X * 0)).outputs["y"], X)
+
+
 def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():
     """The device does not check a partition window against its view: rows 1..16 of a 16-row
     view read the argument's next row (a warning at the partition_view); past the argument

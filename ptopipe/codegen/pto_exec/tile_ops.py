@@ -20,6 +20,10 @@ from .types import ROUND, TileSpec
 from .values import Elements, View
 
 
+#: a tensor view's ``#pto.layout<..>``: pto-isa's GlobalTensor Layout
+_GM_LAYOUT = {"nd": isa.TileLayout.ND, "dn": isa.TileLayout.DN, "nz": isa.TileLayout.NZ}
+
+
 def h_view(ex, fr, s):
     vs = s.values()
     base = ex.val(fr, vs[0])
@@ -32,7 +36,14 @@ def h_view(ex, fr, s):
     if not strides:
         strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
     ptr = base.data() if isinstance(base, isa.GlobalTensor) else base
-    return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text)
+    lay = s.attr("layout")
+    layout = None
+    if lay and len(lay) >= 3 and lay[0].text == "#pto.layout":
+        layout = _GM_LAYOUT.get(lay[2].text)
+        if layout is None:
+            raise ex.perr(lay[2], f"tensor view layout {lay[2].text!r} is not supported",
+                          "use #pto.layout<nd>, <dn> or <nz>")
+    return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text, layout)
 
 
 def h_partition(ex, fr, s):
@@ -59,7 +70,7 @@ def h_partition(ex, fr, s):
         if msg not in ex.warnings:
             ex.warnings.append(msg)
     off = sum(o * st for o, st in zip(offs, v.strides))
-    return isa.GlobalTensor(v.ptr + off, tuple(sizes), tuple(v.strides), name=v.name)
+    return isa.GlobalTensor(v.ptr + off, tuple(sizes), tuple(v.strides), name=v.name, layout=v.layout)
 
 
 def tile_of(ex, s, spec: TileSpec, addr, fr):
