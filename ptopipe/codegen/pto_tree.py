@@ -44,7 +44,7 @@ class Stmt:
     name, regions excluded, a ``{}`` token marking each region's place) are made from its
     source pieces on first use: a reader that only needs op names, results and value uses
     never tokenizes the types."""
-    __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "_pieces", "_toks",
+    __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "col", "_pieces", "_toks",
                  "filename")
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
@@ -52,6 +52,9 @@ class Stmt:
         self.name, self.results, self.regions, self.tok = name, results, regions, tok
         self.result_group = result_group
         self.result_cols = result_cols or [tok.col] * len(results)   # each result's column (on tok's line)
+        # where the operation starts (its first result, else its name): MLIR's and the value
+        # IR's location of an op, on tok's line
+        self.col = self.result_cols[0] if results else tok.col
         self._pieces = pieces              # [(line, col, text) | (line, col, None): a region]
         self._toks = None
         self.filename = filename
@@ -136,7 +139,7 @@ class Stmt:
         return split_top(toks[start:], (",", "->"))
 
     def where(self, filename: str) -> str:
-        return f"{filename}:{self.tok.line}:{self.tok.col}"
+        return f"{filename}:{self.tok.line}:{self.col}"
 
 
 def _balanced(toks, i) -> list:

@@ -241,7 +241,8 @@ def h_free(ex, fr, s):
         if held:
             held.pop(0)
         sid.freed = ex.where(s)
-    return isa.TFREE(pv.handle, None, split_axis(ex, s))
+    # no split: its TPOP's (docs/pto.md), which the ISA's TFREE takes as None
+    return isa.TFREE(pv.handle, None, split_axis(ex, s) if s.attr("split") else None)
 
 
 INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.initialize_l2g2l_pipe",
@@ -309,6 +310,6 @@ def check_flag_ids(prog, names) -> None:
         o = next(iter(other.values()))
         raise ConfigError(
             f"the {way} pipe's two ends name different FlagIDs: the {side} end FlagID {flag}, the other "
-            f"end {', '.join(map(str, sorted(other)))} (at {o.tok.line}:{o.tok.col}) - each end would "
+            f"end {', '.join(map(str, sorted(other)))} (at {o.tok.line}:{o.col}) - each end would "
             f"wait on flags the other never sets (a hang on the device)",
             where=s.where(prog.path), fix="give both inits of the pipe the same id / flag_base")

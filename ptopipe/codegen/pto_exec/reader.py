@@ -160,7 +160,7 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
         mine = list(introduced)
         for b in blocks:
             for a in b.args:
-                define(a[0], owner.tok.line, owner.tok.col)
+                define(a[0], owner.tok.line, owner.col)
                 mine.append(a[0])
             for s in b.stmts:
                 own = _INTRODUCED.findall(s.text()) if s.regions else ()
@@ -187,8 +187,8 @@ def _out_of_scope(f: Func, types: TypeReader, s, name: str) -> None:
         if name in d.results or d.regions and name in _INTRODUCED.findall(d.text()):
             around = d if name not in d.results else around
             raise ParseError(
-                f"{name} is used outside the region that defines it (at {d.tok.line}:{d.tok.col}, "
-                f"inside the {around.name} at {around.tok.line}:{around.tok.col}): a value is "
+                f"{name} is used outside the region that defines it (at {d.tok.line}:{d.col}, "
+                f"inside the {around.name} at {around.tok.line}:{around.col}): a value is "
                 f"visible only in its own region and the regions nested in it",
                 where=_use_where(types.f, s, name),
                 fix="use a value defined in this region or an enclosing one (ptoas refuses this "
@@ -210,4 +210,4 @@ def _use_where(path: str, s, name: str) -> str:
         m = pat.search(text) if text is not None else None
         if m:
             return f"{path}:{line}:{col + m.start()}"
-    return f"{path}:{s.tok.line}:{s.tok.col}"
+    return f"{path}:{s.tok.line}:{s.col}"
