@@ -129,6 +129,15 @@ SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowargmax
                     "pto.tsels")
 SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
                     "pto.trowexpandexpdif")
+#: ops whose scratch tile is an A2A3 form only: ptoas refuses it on A5 ("expects A5 form to
+#: omit tmp", PTOAS lib/PTO/IR/PTO.cpp verifyTRowExpandReduceLikeOp)
+SCRATCH_A2A3_ONLY = ("pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin")
+
+
+def a5_scratch_refusal(op: str) -> tuple:
+    """``(what, fix)`` of ``op`` (one of :data:`SCRATCH_A2A3_ONLY`) given a scratch tile on A5."""
+    return (f"{op} with a tmp tile on A5: ptoas refuses it (expects A5 form to omit tmp)",
+            "drop the tmp operand on A5 (the A5 instruction needs no scratch tile; A2A3 takes one)")
 
 #: the instructions of ptopipe's op table that ptoas has no op for (PTOAS PTOOps.td): the
 #: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)

@@ -999,6 +999,29 @@ def test_a_vec_tile_shape_pto_isa_refuses_is_an_error_at_its_type(static):
                 static=static)
 
 
+@pytest.mark.parametrize("op", ["pto.trowexpandexpdif", "pto.trowexpandmax"])
+def test_a_row_broadcast_with_a_tmp_tile_on_a5_is_refused_at_its_line(op):
+    """ptoas's A5 form of trowexpandexpdif / max / min has no tmp tile ("expects A5 form to
+    omit tmp"); the run went past it.  A2A3 takes it, and A5 the form without it."""
+    col = vec_t(16, 1).replace("blayout=row_major", "blayout=col_major")
+    body = (f"    %m = pto.alloc_tile : {col}\n    %s = pto.alloc_tile : {vec_t(16, 16)}\n"
+            f"    pto.trowmax ins(%t, %s : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%m : {col})\n"
+            f"    {op} ins(%t, %m, %s : {vec_t(16, 16)}, {col}, {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})\n")
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0), platform="a5")
+    assert f"{op} with a tmp tile on A5: ptoas refuses it" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, op + ' ins')}:5"
+    want = np.exp(X - X.max(1, keepdims=True)) if op.endswith("expdif") else np.maximum(X, X.max(1, keepdims=True))
+    np.testing.assert_allclose(run_pto(text=text, inputs=dict(x=X, y=X * 0), platform="a2a3").outputs["y"], want,
+                               rtol=1e-5)
+    bare = text.replace(f"{op} ins(%t, %m, %s : {vec_t(16, 16)}, {col}, {vec_t(16, 16)})",
+                        f"{op} ins(%t, %m : {vec_t(16, 16)}, {col})")
+    assert bare != text
+    np.testing.assert_allclose(run_pto(text=bare, inputs=dict(x=X, y=X * 0), platform="a5").outputs["y"], want,
+                               rtol=1e-5)
+
+
 def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():
     """The device does not check a partition window against its view: rows 1..16 of a 16-row
     view read the argument's next row (a warning at the partition_view); past the argument

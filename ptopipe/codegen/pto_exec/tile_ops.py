@@ -13,7 +13,8 @@ from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
-from ...errors import MemoryConflictError
+from ...errors import MemoryConflictError, ParseError
+from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, TileSpec
@@ -266,6 +267,9 @@ def op_catalogue(ex, fr, s):
     if name == "TMOV":
         name = _tmov_form(ex, s, srcs)
         quant = _tmov_scalar(ex, s, srcs) if name == "TMOV" else {}
+    if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and ex.core.cluster.platform.name == "a5":
+        what, fix = a5_scratch_refusal(s.name)
+        raise ParseError(what, where=ex.where(s), fix=fix)
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]
