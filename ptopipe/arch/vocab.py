@@ -171,39 +171,6 @@ def static_shape(layout: TileLayout, rows: int, cols: int, itemsize: int) -> tup
     return rows, cols
 
 
-def tile_shape_error(loc: "TileType", layout: TileLayout, rows: int, cols: int, itemsize: int) -> str | None:
-    """Why pto-isa's ``Tile`` refuses a static ``rows x cols`` tile of ``loc`` in ``layout``
-    (pto_tile.hpp's ``static_assert``s, on the static shape - the valid shape is free), else
-    None: an unboxed row-major (ND) tile's row, or column-major (DN) tile's column, is a whole
-    number of 32-byte blocks; a boxed tile is whole fractals - columns always, rows except in
-    a Vec tile or a one-row tile - of 16 x 32 bytes (row-major fractal: NZ, ZZ) or 32 bytes x 16
-    (column-major: ZN), 16 x 16 in the 1024-byte fractal of an Acc tile.  The MX scale tiles
-    (32-byte fractals, ScaleLeft / ScaleRight) have rules of their own, not checked here."""
-    if loc in (TileType.ScaleLeft, TileType.ScaleRight):
-        return None
-    per = ALIGNMENT // itemsize if ALIGNMENT % itemsize == 0 else 1
-    if layout is TileLayout.ND:
-        if cols * itemsize % ALIGNMENT:
-            return (f"a row-major (ND) tile's row is Cols x {itemsize} = {cols * itemsize} bytes, not a multiple "
-                    f"of {ALIGNMENT}")
-        return None
-    if layout is TileLayout.DN:
-        if rows * itemsize % ALIGNMENT:
-            return (f"a column-major (DN) tile's column is Rows x {itemsize} = {rows * itemsize} bytes, not a "
-                    f"multiple of {ALIGNMENT}")
-        return None
-    if loc is TileType.Acc:
-        inner = (16, 16)
-    elif layout.slayout is SLayout.RowMajor:
-        inner = (16, per)
-    else:
-        inner = (per, 16)
-    if cols % inner[1] or (loc is not TileType.Vec and rows != 1 and rows % inner[0]):
-        return (f"a {layout.name} tile is whole {inner[0]}x{inner[1]} fractals: Cols a multiple of {inner[1]}"
-                + ("" if loc is TileType.Vec else f", Rows of {inner[0]}"))
-    return None
-
-
 class PlatformID(IntEnum):
     """Compile-time platform constant of seed 003 (``PLATFORM_ID``); also the key of the op
     catalogue's per-platform dtype sets."""

@@ -9,10 +9,8 @@ import re
 
 from dataclasses import dataclass
 
-from ..arch.vocab import TileType
-from ..errors import CompileError, ParseError
-from ..ir.types import MemorySpace, np_dtype
-from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS, tile_shape_refusal, tile_type)
+from ..errors import ParseError
+from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS, tile_type)
 
 
 @dataclass(frozen=True)
@@ -319,10 +317,6 @@ class Cursor:
         except KeyError:
             raise self.error(f"blayout={vals['blayout'][0]} with slayout={vals['slayout'][0]} "
                              "is no tile layout", vals["blayout"][1]) from None
-        if space is MemorySpace.Vec:
-            bad = tile_shape_refusal(TileType.Vec, ir.written_layout(self.platform), r, c, np_dtype(dt).itemsize)
-            if bad is not None:
-                raise CompileError(bad[0], where=self.where(t), fix=bad[1])
         return PType("tile", ir=ir)
 
     def _int(self, kv) -> int:

@@ -19,8 +19,7 @@ import re
 import numpy as np
 
 from ..arch import get_platform
-from ..arch.vocab import (LEFT_LAYOUT, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
-                          default_layout, static_shape, tile_shape_error)
+from ..arch.vocab import LEFT_LAYOUT, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, default_layout
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES
 from ..ir.types import MemorySpace, TileValueType
@@ -252,26 +251,6 @@ def tile_buf(t: TileValueType, platform=None) -> str:
     return (f"!pto.tile_buf<loc={LOC_OF_SPACE[t.space]}, dtype={MLIR_DTYPE[t.dtype]}, rows={r}, "
             f"cols={c}, v_row={r}, v_col={c}, blayout={BLAYOUT_NAMES[lay.blayout]}, "
             f"slayout={SLAYOUT_NAMES[lay.slayout]}, fractal={fractal_of(t)}, pad=0>")
-
-
-def tile_shape_refusal(loc: TileType, layout: TileLayout, rows: int, cols: int, itemsize: int) -> tuple | None:
-    """``(what, fix)`` of a tile_buf whose static shape pto-isa's ``Tile`` refuses
-    (``arch.vocab.tile_shape_error``): ptoas accepts it, the C++ it emits does not compile.
-    Vec tiles are checked; the Cube's tiles are not yet (tests/pto_corpus/c_fp_quant_moves_a3.pto
-    declares i8 NZ Mat tiles narrower than one 16x32 fractal, which pto-isa refuses too)."""
-    if loc is not TileType.Vec:
-        return None
-    why = tile_shape_error(loc, layout, rows, cols, itemsize)
-    if why is None:
-        return None
-    r, c = static_shape(layout, rows, cols, itemsize)
-    if layout.fractal:                                      # whole fractal columns (a Vec tile's rows are free)
-        inner = 16 if layout.slayout is SLayout.ColMajor else max(1, 32 // itemsize)
-        c = -(-cols // inner) * inner
-    return (f"a {rows}x{cols} Vec tile in layout {layout.name}: {why}; ptoas accepts it, but pto-isa's Tile "
-            "refuses this static shape at compile time",
-            f"declare rows={r}, cols={c} and give the data's shape as the valid shape (v_row={rows}, "
-            f"v_col={cols})")
 
 
 def tile_type(shape, dtype: str, space: MemorySpace, blayout: BLayout | None,
