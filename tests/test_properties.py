@@ -28,7 +28,7 @@ from ptopipe import MemoryConflictError, PtoPipeError
 from ptopipe.arch import MemSpace, PipeUnit
 from ptopipe.driver.loader import load_scenarios
 from ptopipe.isa import (TADD, TADDS, TASSIGN, TLOAD, TMOV, TMULS, TSTORE, GlobalTensor, GMPtr,
-                         Tile, TileType, current_core, float16, float32, int32)
+                         Tile, TileLayout, TileType, current_core, float16, float32, int32)
 from ptopipe.isa import ops
 from ptopipe.sim import Cluster
 from ptopipe.sim.memory import Memory
@@ -156,9 +156,11 @@ def test_elementwise_inline_operands_compute_what_arr_sees(dt, rows, cols, vr, v
 
     def kernel(x):
         core = current_core()
-        a = Tile(TileType.Vec, dt, rows, cols, valid_rows=vr, valid_cols=vc, addr=0x0)
-        b = Tile(TileType.Vec, dt, rows, cols, valid_rows=vr, valid_cols=vc, addr=0x4000)
-        d = Tile(TileType.Vec, dt, rows, cols, valid_rows=vr, valid_cols=vc, addr=0x8000)
+        # row-major tiles, as the row-major GM they load from (a one-column tile defaults to
+        # DN, which pto-isa's TLOAD does not fill from an ND tensor)
+        a = Tile(TileType.Vec, dt, rows, cols, valid_rows=vr, valid_cols=vc, addr=0x0, layout=TileLayout.ND)
+        b = Tile(TileType.Vec, dt, rows, cols, valid_rows=vr, valid_cols=vc, addr=0x4000, layout=TileLayout.ND)
+        d = Tile(TileType.Vec, dt, rows, cols, valid_rows=vr, valid_cols=vc, addr=0x8000, layout=TileLayout.ND)
         TLOAD(a, GlobalTensor(x.data(), (vr, vc), (32, 1)))
         TMULS(b, a, s)
         TADD(d, a, b)

@@ -40,7 +40,7 @@ import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
-from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileType
+from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
 _INT_KINDS = "iub"                           # numpy kinds of integer (and bool) dtypes
@@ -1177,6 +1177,50 @@ A5_MOVES = {(TileType.Acc, TileType.Vec): PipeUnit.FIX, (TileType.Mat, TileType.
 CONVERTS_FROM = TileType.Acc             # the tile type whose moves and stores convert (FIX)
 LOAD_DST = (TileType.Vec, TileType.Mat)  # TLOAD destinations
 STORE_SRC = (TileType.Vec, TileType.Acc, TileType.Mat)   # TSTORE sources
+
+_ND, _DN, _NZ, _ZN = TileLayout.ND, TileLayout.DN, TileLayout.NZ, TileLayout.ZN
+_SAME_LAYOUT = ((_ND, _ND), (_DN, _DN), (_NZ, _NZ))
+#: the (GM layout, tile layout) pairs a TLOAD / TSTORE of a tile type moves, per platform: a
+#: pair between two layouts is pto-isa's conversion (ND -> NZ into L1); a pair not listed is a
+#: static_assert there ("Src and dst layout must be same" ...).  A2A3:
+#: common/arch/memory/tload_common.hpp TLOAD_TILE_IMPL, tstore_common.hpp CheckStaticForVecAndMat;
+#: A5: common/arch/register/tload_common.hpp StaticCheck / TLoadCubeCheck, a5/TStore.hpp
+#: CheckStaticVec.  Acc stores (the fixpipe converts NZ to the GM layout) are not listed, nor
+#: Mat stores: pto-isa stores a Mat tile only to a GM tensor of its own layout (A2A3; A5 has no
+#: Mat store), and its Mat tiles are NZ, a GM byte order ptopipe's GlobalTensor does not model
+#: (it moves the logical matrix), so the check would refuse every Mat store it can run.
+MOVE_LAYOUTS = {
+    ("TLOAD", TileType.Vec, _A2A3): _SAME_LAYOUT,
+    ("TLOAD", TileType.Vec, _A5): _SAME_LAYOUT,
+    ("TLOAD", TileType.Mat, _A2A3): _SAME_LAYOUT + ((_ND, _NZ), (_DN, _ZN)),
+    ("TLOAD", TileType.Mat, _A5): _SAME_LAYOUT + ((_ND, _NZ), (_DN, _NZ), (_DN, _ZN)),
+    ("TSTORE", TileType.Vec, _A2A3): _SAME_LAYOUT,
+    ("TSTORE", TileType.Vec, _A5): _SAME_LAYOUT,
+}
+#: A2A3 moves 64-bit elements only ND <-> ND and DN <-> DN ("only support ND2ND/DN2DN for b64")
+MOVE_LAYOUTS_B64 = ((_ND, _ND), (_DN, _DN))
+
+
+def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayout, tile: TileLayout,
+                      rows: int, cols: int, itemsize: int) -> str | None:
+    """Why pto-isa refuses a ``op`` (TLOAD / TSTORE) between a GM tensor in layout ``gm`` and a
+    ``loc`` tile of static shape ``rows x cols`` in layout ``tile`` (None: it moves it).  A
+    TSTORE of a one-row or one-column tile is layout-free (the same bytes either way), except
+    of 64-bit elements on A2A3."""
+    pairs = MOVE_LAYOUTS.get((op, loc, platform))
+    if pairs is None:
+        return None
+    b64 = itemsize == 8 and platform is _A2A3
+    if b64:
+        pairs = MOVE_LAYOUTS_B64
+    elif op == "TSTORE" and (rows == 1 or cols == 1):
+        return None
+    if (gm, tile) in pairs:
+        return None
+    ways = ", ".join(f"{t.name}{'<-' if op == 'TLOAD' else '->'}{g.name}" for g, t in pairs)
+    return (f"pto-isa's {op} of a {loc.value} tile{' of 64-bit elements' if b64 else ''} on "
+            f"{'A2A3' if platform is _A2A3 else 'A5'} moves only {ways} (tile{'<-' if op == 'TLOAD' else '->'}GM; "
+            "it refuses the file at compile time)")
 
 
 #: the data paths of TINSERT: (source, destination) -> (pipe, platform ids that have it); Acc

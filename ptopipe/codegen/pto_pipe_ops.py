@@ -15,7 +15,7 @@ from ..ir.types import INDEX, NONE, BufferType, TensorType
 from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
-from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_OF, frontend_ring
+from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_OF, frontend_ring, nosplit_conflict
 
 _INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "id", "nosplit", "flag_base",
               "ptopipe.lanes")
@@ -259,10 +259,8 @@ def _split(r, fs, attrs, opt, required=True):
     if isinstance(v, bool) or not isinstance(v, int) or v not in SPLIT_OF:
         raise r.c.error(f"bad split value {v!r}: 0 (no split), 1 (up/down) or 2 (left/right)", t)
     if v and fs.nosplit is not None:
-        raise r.c.error(f"{opt.text} with split = {v} on a pipe initialised with nosplit = true (line "
-                        f"{fs.nosplit.line}): a no-split pipe moves whole tiles to AIV0 only", t,
-                        "give every tpush / tpop / tfree of the pipe split = 0, or drop nosplit = true "
-                        "from both inits to split the tiles between the Vector cores")
+        what, fix = nosplit_conflict(opt.text, v, fs.nosplit.line)
+        raise r.c.error(what, t, fix)
     return SPLIT_OF[v]
 
 

@@ -55,6 +55,16 @@ def run_line_platform(text: str) -> str | None:
     return PLATFORM_OF_ARCH.get(m.group(1)) if m else None
 #: ``{split = N}``: 0 / 1 / 2 = TILE_NO_SPLIT / TILE_UP_DOWN / TILE_LEFT_RIGHT
 SPLIT_OF = {int(s): s for s in TileSplitAxis}
+
+
+def nosplit_conflict(op: str, split: int, init_line: int) -> tuple:
+    """``(what, fix)`` of a push / pop / free with ``split`` 1 or 2 on a pipe whose init (at
+    ``init_line``) says ``nosplit = true`` - a ParseError (ptoas: "explicit 'nosplit = true'
+    conflicts with downstream users that require split = 1 or split = 2")."""
+    return (f"{op} with split = {split} on a pipe initialised with nosplit = true (line {init_line}): "
+            "a no-split pipe moves whole tiles to AIV0 only",
+            "give every tpush / tpop / tfree of the pipe split = 0, or drop nosplit = true "
+            "from both inits to split the tiles between the Vector cores")
 PIPES = {p.value: p for p in SyncPipe}
 #: IR dtype <-> MLIR element type
 MLIR_DTYPE = {"f16": "f16", "f32": "f32", "bf16": "bf16", "i8": "i8", "u8": "ui8", "i16": "i16",
@@ -121,6 +131,15 @@ SCRATCH_REQUIRED = ("pto.trowmax", "pto.trowmin", "pto.trowsum", "pto.trowargmax
                     "pto.tsels")
 SCRATCH_OPTIONAL = ("pto.trowexpanddiv", "pto.trowexpandmul", "pto.trowexpandsub",
                     "pto.trowexpandexpdif")
+#: ops whose scratch tile is an A2A3 form only: ptoas refuses it on A5 ("expects A5 form to
+#: omit tmp", PTOAS lib/PTO/IR/PTO.cpp verifyTRowExpandReduceLikeOp)
+SCRATCH_A2A3_ONLY = ("pto.trowexpandexpdif", "pto.trowexpandmax", "pto.trowexpandmin")
+
+
+def a5_scratch_refusal(op: str) -> tuple:
+    """``(what, fix)`` of ``op`` (one of :data:`SCRATCH_A2A3_ONLY`) given a scratch tile on A5."""
+    return (f"{op} with a tmp tile on A5: ptoas refuses it (expects A5 form to omit tmp)",
+            "drop the tmp operand on A5 (the A5 instruction needs no scratch tile; A2A3 takes one)")
 
 #: the instructions of ptopipe's op table that ptoas has no op for (PTOAS PTOOps.td): the
 #: writer spells them as :func:`pto_op_name` does (the reader and the executor read them)

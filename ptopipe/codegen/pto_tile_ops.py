@@ -7,6 +7,7 @@ the ``outs`` tile), ``get_subblockid`` and the intra-core events.
 """
 from __future__ import annotations
 
+from ..errors import ParseError
 from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
 from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
@@ -14,7 +15,7 @@ from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, Recor
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
 from .pto_syntax import (CARRY, EVENT_IDS, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
-                         PIPES, SCRATCH_OPTIONAL, SCRATCH_REQUIRED)
+                         PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal)
 
 
 class View:
@@ -282,6 +283,9 @@ def generic_tile_op(r, fs, opt, results, loc):
                         f"ptopipe reads {{{CARRY}}} and {{{NAMED_COPY}}} on a pto.tmov")
     spec = OPS[IR_OP_OF_PTO[opt.text]]
     want = [p for p in spec.operands]
+    if len(ins) == len(want) + 1 and opt.text in SCRATCH_A2A3_ONLY and r.platform == "a5":
+        what, fix = a5_scratch_refusal(opt.text)
+        raise ParseError(what, where=str(loc), fix=fix)
     if len(ins) == len(want) + 1 and opt.text in SCRATCH_REQUIRED + SCRATCH_OPTIONAL:
         # ptoas's scratch tile, no value of the IR: last, or the last tile before the scalar
         k = scratch_index(spec.name, [pt.ir if pt.kind == "tile" else None for _, pt in ins]) - 1

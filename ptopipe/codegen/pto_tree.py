@@ -47,12 +47,17 @@ class Stmt:
     name, regions excluded, a ``{}`` token marking each region's place) are made from its
     source pieces on first use: a reader that only needs op names, results and value uses
     never tokenizes the types."""
-    __slots__ = ("name", "results", "regions", "tok", "result_group", "_pieces", "_toks", "filename")
+    __slots__ = ("name", "results", "regions", "tok", "result_group", "result_cols", "col", "_pieces", "_toks",
+                 "filename")
 
     def __init__(self, name: str, results: list, pieces: list, regions: list, tok: Token,
-                 result_group: str | None = None, filename: str = "<pto>"):
+                 result_group: str | None = None, filename: str = "<pto>", result_cols: list | None = None):
         self.name, self.results, self.regions, self.tok = name, results, regions, tok
         self.result_group = result_group
+        self.result_cols = result_cols or [tok.col] * len(results)   # each result's column (on tok's line)
+        # where the operation starts (its first result, else its name): MLIR's and the value
+        # IR's location of an op, on tok's line
+        self.col = self.result_cols[0] if results else tok.col
         self._pieces = pieces              # [(line, col, text) | (line, col, None): a region]
         self._toks = None
         self.filename = filename
@@ -137,7 +142,7 @@ class Stmt:
         return split_top(toks[start:], (",", "->"))
 
     def where(self, filename: str) -> str:
-        return f"{filename}:{self.tok.line}:{self.tok.col}"
+        return f"{filename}:{self.tok.line}:{self.col}"
 
 
 def _balanced(toks, i) -> list:
@@ -333,16 +338,21 @@ class _Reader:
         r = self.rest()
         line = self.i + 1
         m = _STMT.match(r)
-        results, group = [], None
+        results, group, cols = [], None, []
         if m.group("res"):
+            at = m.start("res")
             for part in m.group("res").split(","):
                 name, _, n = part.strip().partition(":")
                 name = name.strip()
+                col = self.col + at + part.index(name) + 1
+                at += len(part) + 1
                 if n.strip():
                     group = name
                     results.extend(f"{name}#{k}" for k in range(int(n)))
+                    cols.extend([col] * int(n))
                 else:
                     results.append(name)
+                    cols.append(col)
         at = m.end()
         nm = _NAME.match(r, at)
         if nm is None:
@@ -417,7 +427,7 @@ class _Reader:
                 nxt += 1
             if nxt >= len(self.lines) or self.starts_stmt(self.lines[nxt]):
                 break
-        return Stmt(name, results, pieces, regions, ntok, group, self.f)
+        return Stmt(name, results, pieces, regions, ntok, group, self.f, cols)
 
 
 def parse_tree(text: str, filename: str = "<pto>") -> list:

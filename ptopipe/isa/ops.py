@@ -17,9 +17,9 @@ import numpy as np
 
 from ..arch import PipeUnit
 from ..arch.vocab import PlatformID, RoundMode
-from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_PATHS, MOVES, OPS,
-                              STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, op_scalar_error,
-                              scalar_error)
+from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
+                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, move_layout_error,
+                              op_scalar_error, scalar_error)
 from ..errors import KernelError, with_article
 from ..sim import schedule as _sched
 from ..sim.trace import MatmulArgs, TileArgs
@@ -159,6 +159,23 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
     return gt.matrix(core.cluster.gm)
 
 
+def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what: str, via: str | None = None) -> None:
+    """A TLOAD / TSTORE (``op``; ``via``: the instruction that makes it, a GM ring's TPUSH /
+    TPOP) between ``t`` and a GM tensor in layout ``gm`` (``what`` describes it) in a pair of
+    layouts pto-isa moves (``arch.catalogue.move_layout_error``): else a KernelError saying
+    which pairs it moves and the tile declaration that fits."""
+    why = move_layout_error(op, t.loc, core.cluster.platform.id, gm, t.layout, t.rows, t.cols, t.item)
+    if why is None:
+        return
+    fits = [tl for g, tl in MOVE_LAYOUTS[(op, t.loc, core.cluster.platform.id)] if g is gm]
+    to = "from" if op == "TLOAD" else "to"
+    raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {'an' if gm is not TileLayout.DN else 'a'} {gm.name} GM tensor: {why}",
+               (f"declare the tile {' or '.join(f'{tl.name} (blayout={tl.blayout.name}, slayout={tl.slayout.name})' for tl in fits)}"
+                if fits else f"move the tile through a {gm.name} GM tensor")
+               + (f" and TMOV between it and the {t.layout.name} tile" if t.loc is _VEC else "")
+               + "; a move between layouts converts only where pto-isa has that path")
+
+
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     """GM -> local tile (MTE2).  ``src`` is seen as a matrix by its layout: ND (d0*d1*d2*d3) x d4,
     DN d3 x (d0*d1*d2*d4), NZ (d2*d3) x (d0*d1*d4) (:class:`~ptopipe.isa.tensor.GlobalTensor`)."""
@@ -175,6 +192,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     v = _gm_tile_view(core, src, dst, "TLOAD", "source")
     if dst.loc not in LOAD_DST:
         _need_loc(core, dst, LOAD_DST, "TLOAD", "destination")
+    check_move_layout(core, "TLOAD", src.layout_for(dst), dst, src.describe())
     if v is None:
         return _empty_move(core, _MTE2, dst, "TLOAD", True)
     if src.dtype != dst.dtype:
@@ -210,6 +228,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     v = _gm_tile_view(core, dst, src, "TSTORE", "destination")
     if src.loc not in STORE_SRC:
         _need_loc(core, src, STORE_SRC, "TSTORE", "source")
+    check_move_layout(core, "TSTORE", dst.layout_for(src), src, dst.describe())
     if v is None:
         return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:

@@ -12,6 +12,11 @@ assigned later by ``TALLOC`` / ``TPOP`` (the address-based FIFO flow).  For tile
 GlobalTensor ``Layout``): ND (the default) ``shape[0]*shape[1]*shape[2]*shape[3]`` rows and
 ``shape[4]`` columns; DN ``shape[3]`` rows and ``shape[0]*shape[1]*shape[2]*shape[4]``
 columns; NZ (fractals) ``shape[2]*shape[3]`` rows and ``shape[0]*shape[1]*shape[4]`` columns.
+
+A tensor's GM layout (pto-isa's ``Layout``: ND, DN or NZ) is ``layout=`` when given, else
+read from its last two dimensions' strides as ptoas infers a view's (:meth:`GlobalTensor.layout_for`;
+its 2-D matrix is then the ND one): TLOAD / TSTORE move a tile only between the layouts pto-isa
+pairs (``arch.catalogue.MOVE_LAYOUTS``).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import numpy as np
 
 from ..errors import ConfigError, KernelError, MemoryConflictError
 from ..arch.dtypes import as_dtype
-from ..arch.vocab import GM_LAYOUTS, TileLayout, row_major_strides
+from ..arch.vocab import GM_LAYOUTS, BLayout, TileLayout, row_major_strides
 from ..sim.location import user_loc
 from .context import here
 
@@ -153,7 +158,8 @@ class GlobalTensor:
                  "shape2", "_geom2", "_rb", "_grid", "_grid_buf", "_grid_ph", "_grid_n", "item", "_mat2",
                  "_extent")
 
-    def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None, layout=TileLayout.ND):
+    def __init__(self, ptr_or_dtype, shape, stride=None, name: str | None = None,
+                 layout: TileLayout | None = None):
         if isinstance(ptr_or_dtype, GMPtr):
             self.ptr = ptr_or_dtype
             self.dtype = ptr_or_dtype.dtype
@@ -164,11 +170,12 @@ class GlobalTensor:
             self.ptr = None
             self.dtype = element_type(ptr_or_dtype)
         self.name = name
-        if layout not in GM_LAYOUTS:
+        if layout is not None and layout not in GM_LAYOUTS:
             raise KernelError(f"a GlobalTensor's layout is one of {', '.join(l.name for l in GM_LAYOUTS)}, "
                               f"got {layout!r}", where=here(),
-                              fix="pass layout=TileLayout.ND, TileLayout.DN or TileLayout.NZ (ptopipe.arch.vocab)")
-        self.layout = layout
+                              fix="pass layout=TileLayout.ND, TileLayout.DN or TileLayout.NZ (ptopipe.arch.vocab), "
+                                  "or leave it out to have it read from the strides")
+        self.layout = layout        # pto-isa's Layout; None: read from the strides (layout_for)
         self._view = None           # the matrix() view of GM ``_cache_gm`` at ``_cache_key``
         self._cache_key = None
         self._cache_gm = None       # a tensor reused by a later run sees another GM
@@ -313,12 +320,31 @@ class GlobalTensor:
             rows = [(int(a), int(a) + item) for a in v]
         return rows
 
+    def layout_for(self, tile) -> TileLayout:
+        """The GM layout a move with ``tile`` sees: ``layout`` when given, else ptoas's reading
+        of the last two dimensions (InferPTOLayout): ND when rows are ``cols`` elements apart
+        with unit column stride, DN when columns are ``rows`` apart with unit row stride, ND
+        when neither; a tensor both describe (a row or column vector) takes the tile's
+        preference - ND for a row-major tile, DN for a column-major one (a boxed tile: DN for
+        a column, else ND)."""
+        if self.layout is not None:
+            return self.layout
+        rows, cols = self.shape[3], self.shape[4]
+        rs, cs = self.stride[3], self.stride[4]
+        nd = (cols == 1 or cs == 1) and (rows == 1 or rs == (1 if cols == 1 else cols))
+        dn = (rows == 1 or rs == 1) and (cols == 1 or cs == (1 if rows == 1 else rows))
+        if nd and dn:
+            if not tile.layout.fractal:
+                return TileLayout.DN if tile.layout.blayout is BLayout.ColMajor else TileLayout.ND
+            return TileLayout.DN if cols == 1 and rows != 1 else TileLayout.ND
+        return TileLayout.DN if dn else TileLayout.ND
+
     def describe(self, ptr: "GMPtr | None" = None) -> str:
         """Readable description; ``ptr`` overrides the current address (for past accesses)."""
         nm = f" '{self.name}'" if self.name else ""
         ptr = ptr if ptr is not None else self.ptr
         at = f" @GM[{ptr.addr:#x}]" if ptr is not None else ""
-        lay = f" layout={self.layout.name}" if self.layout is not TileLayout.ND else ""
+        lay = f" layout={self.layout.name}" if self.layout is not None else ""
         return f"GlobalTensor{nm} {self.dtype.name} shape={self.shape} stride={self.stride}{lay}{at}"
 
     def __repr__(self) -> str:

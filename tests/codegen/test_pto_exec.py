@@ -103,7 +103,8 @@ def test_division_by_zero_is_an_error_at_its_line():
     text = vector_kernel(IO + body + STORE)
     with pytest.raises(KernelError) as e:
         run_pto(text=text, inputs=dict(x=X, y=X * 0))
-    assert e.value.where == f"<pto>:{line_of(text, 'arith.divsi')}:10" and "division by zero" in e.value.what
+    # where the op starts (its result), as the static verifier and ptoas locate an op
+    assert e.value.where == f"<pto>:{line_of(text, 'arith.divsi')}:5" and "division by zero" in e.value.what
 
 
 def test_scf_while_with_block_labels_and_if_results():
@@ -935,6 +936,80 @@ def test_a_value_of_an_earlier_loop_body_is_a_parse_error_at_its_use():
     assert "%k is used outside the region that defines it" in e.value.what
     ln = line_of(text, "%q = ")
     assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('%k') + 1}"
+
+
+def test_a_value_defined_twice_where_the_first_is_visible_is_a_parse_error_at_the_second():
+    """MLIR's rule (ptoas: redefinition of SSA value), whether or not the static verifier
+    runs: a name defined again in its region or a nested one is refused at the second
+    definition; sibling loop bodies may each define it."""
+    body = f"""    %c2 = arith.constant 2 : index
+    %s = arith.constant 1.0 : f32
+    scf.for %i = %c0 to %c2 step %c1 {{
+      %k = arith.muli %i, %c16 : index
+      pto.tadds ins(%t, %s : {vec_t(16, 16)}, f32) outs(%t : {vec_t(16, 16)})
+    }}
+    scf.for %i = %c0 to %c2 step %c1 {{
+      %k = arith.muli %i, %c16 : index
+      %k2 = arith.addi %k, %c1 : index
+    }}
+"""
+    from ptopipe.codegen.pto_load import run_pto as run_checked      # the static verifier in front
+    ok = vector_kernel(IO + body + STORE)
+    np.testing.assert_allclose(run_checked(text=ok, inputs=dict(x=X, y=X * 0)).outputs["y"], X + 2,
+                               rtol=1e-6)
+    for bad, second in ((body.replace("%k2 = ", "%k = "), "%k = arith.addi"),
+                        (body.replace("%k2 = ", "%s = "), "%s = arith.addi")):
+        text = vector_kernel(IO + bad + STORE)
+        for static in (True, False):
+            with pytest.raises(ParseError) as e:
+                run_checked(text=text, inputs=dict(x=X, y=X * 0), static=static)
+            name, ln = second.split()[0], line_of(text, second)
+            first = max(i for i, l in enumerate(text.splitlines()[:ln - 1], 1) if l.strip().startswith(name + " = "))
+            assert f"redefinition of SSA value {name} (first defined at {first}:" in e.value.what
+            assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index(name) + 1}"
+
+
+def test_a_vec_tile_stored_to_a_view_of_another_layout_is_an_error_at_the_store():
+    """pto-isa's TSTORE / TLOAD of a Vec tile need the view's layout (ND for a row-major view,
+    DN for one ``#pto.layout<dn>`` names): an NZ tile stored to a row-major view was written
+    as if converted; a column-major view and tile match."""
+    nz = vec_t(16, 16).replace("blayout=row_major, slayout=none_box", "blayout=col_major, slayout=row_major")
+    body = f"    %z = pto.alloc_tile : {nz}\n    pto.tmov ins(%t : {vec_t(16, 16)}) outs(%z : {nz})\n"
+    text = vector_kernel(IO + body + STORE.replace(f"%t : {vec_t(16, 16)}", f"%z : {nz}"))
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0))
+    assert "TSTORE of the NZ tile" in e.value.what and "an ND GM tensor" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.tstore')}:5"
+    dn = vec_t(16, 16).replace("blayout=row_major", "blayout=col_major")
+    text = vector_kernel(IO.replace("strides = [%c16, %c1] {layout = #pto.layout<nd>} :", "strides = [%c16, %c1] :")
+                         .replace("strides = [%c16, %c1] :", "strides = [%c1, %c16] {layout = #pto.layout<dn>} :")
+                         .replace(f"outs(%t : {vec_t(16, 16)})", f"outs(%t : {dn})").replace(f"%t = pto.alloc_tile : {vec_t(16, 16)}", f"%t = pto.alloc_tile : {dn}")
+                         + STORE.replace(vec_t(16, 16), dn))
+    assert text.count("#pto.layout<dn>") == 2 and "layout<nd>" not in text
+    np.testing.assert_array_equal(run_pto(text=text, inputs=dict(x=X, y=X * 0)).outputs["y"], X)
+
+
+@pytest.mark.parametrize("op", ["pto.trowexpandexpdif", "pto.trowexpandmax"])
+def test_a_row_broadcast_with_a_tmp_tile_on_a5_is_refused_at_its_line(op):
+    """ptoas's A5 form of trowexpandexpdif / max / min has no tmp tile ("expects A5 form to
+    omit tmp"); the run went past it.  A2A3 takes it, and A5 the form without it."""
+    col = vec_t(16, 1).replace("blayout=row_major", "blayout=col_major")
+    body = (f"    %m = pto.alloc_tile : {col}\n    %s = pto.alloc_tile : {vec_t(16, 16)}\n"
+            f"    pto.trowmax ins(%t, %s : {vec_t(16, 16)}, {vec_t(16, 16)}) outs(%m : {col})\n"
+            f"    {op} ins(%t, %m, %s : {vec_t(16, 16)}, {col}, {vec_t(16, 16)}) outs(%t : {vec_t(16, 16)})\n")
+    text = vector_kernel(IO + body + STORE)
+    with pytest.raises(ParseError) as e:
+        run_pto(text=text, inputs=dict(x=X, y=X * 0), platform="a5")
+    assert f"{op} with a tmp tile on A5: ptoas refuses it" in e.value.what
+    assert e.value.where == f"<pto>:{line_of(text, op + ' ins')}:5"
+    want = np.exp(X - X.max(1, keepdims=True)) if op.endswith("expdif") else np.maximum(X, X.max(1, keepdims=True))
+    np.testing.assert_allclose(run_pto(text=text, inputs=dict(x=X, y=X * 0), platform="a2a3").outputs["y"], want,
+                               rtol=1e-5)
+    bare = text.replace(f"{op} ins(%t, %m, %s : {vec_t(16, 16)}, {col}, {vec_t(16, 16)})",
+                        f"{op} ins(%t, %m : {vec_t(16, 16)}, {col})")
+    assert bare != text
+    np.testing.assert_allclose(run_pto(text=bare, inputs=dict(x=X, y=X * 0), platform="a5").outputs["y"], want,
+                               rtol=1e-5)
 
 
 def test_a_window_past_its_view_reads_the_memory_there_with_a_warning():

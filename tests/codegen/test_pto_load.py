@@ -12,7 +12,7 @@ import ptopipe
 from ptopipe.arch.vocab import TileSplitAxis
 from ptopipe.codegen import read_pto
 from ptopipe.codegen.pto_load import load_pto, run_pto, static_findings
-from ptopipe.errors import CompileError
+from ptopipe.errors import CompileError, ParseError, ProtocolError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOSPLIT = (ROOT / "tests" / "pto" / "nosplit_c2v_a5.pto").read_text()
@@ -88,3 +88,54 @@ def test_an_entry_that_never_launches_a_piped_kernel_is_refused():
         ptopipe.run_pto("e.pto", text=text)
     assert "@vector initialises a cross-core pipe but the entry @entry never calls it" in e.value.what
     assert e.value.where.startswith(f"e.pto:{_line(text, 'func.func private @vector')}:")
+
+
+LOWLEVEL = (ROOT / "tests" / "pto" / "lowlevel_a3.pto").read_text()
+
+
+@pytest.mark.parametrize("form", ["frontend", "handle"])
+@pytest.mark.parametrize("call", ["static_findings", "run_pto", "run_pto static=False"])
+def test_a_split_on_a_nosplit_pipe_is_a_parse_error_at_the_split_on_every_path(form, call):
+    """ptoas refuses split = 1 / 2 on a pipe initialised with nosplit = true; the static
+    verifier cannot express the file, so the executor's reader refuses it too (the run had
+    moved split halves through a one-lane pipe: wrong output)."""
+    if form == "frontend":
+        text = NOSPLIT.replace("pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32>) {split = 0}",
+                               "pto.tpush_to_aiv(%acc : !pto.tile_buf<acc, 16x16xf32>) {split = 1}")
+        op, init = "pto.tpush_to_aiv", "pto.aic_initialize_pipe"
+    else:
+        text = LOWLEVEL.replace("{dir_mask = 1, slot_size = 1024, slot_num = 4}",
+                                "{dir_mask = 1, slot_size = 1024, slot_num = 4, nosplit = true}")
+        op, init = "pto.tpush", "pto.initialize_l2g2l_pipe"
+    assert text not in (NOSPLIT, LOWLEVEL)
+    fn = {"static_findings": lambda: static_findings("n.pto", None, "spec", text=text),
+          "run_pto": lambda: run_pto("n.pto", text=text),
+          "run_pto static=False": lambda: run_pto("n.pto", text=text, static=False)}[call]
+    with pytest.raises(ParseError) as e:
+        fn()
+    assert (f"{op} with split = 1 on a pipe initialised with nosplit = true (line {_line(text, init)})"
+            in e.value.what)
+    ln = _line(text, f"{op}(")
+    assert e.value.where == f"n.pto:{ln}:{text.splitlines()[ln - 1].index('split = 1') + len('split = ') + 1}"
+
+
+def test_a_tfree_without_split_frees_with_its_tpops_split_on_every_path():
+    """docs/pto.md: a tfree_from_aic with no split takes its TPOP's; the run gave it
+    TILE_NO_SPLIT (a split mismatch against the TPOP's TILE_UP_DOWN, and the file's pipes
+    taken as one-lane) while the static verifier passed it."""
+    text = (ROOT / "tests" / "pto" / "interleaved_dyn_a5.pto").read_text()
+    bare = text.replace("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic")
+    assert bare.count("pto.tfree_from_aic\n") == 2
+    assert static_findings("f.pto", "a5", "spec", text=bare)[1] is None      # the static verifier reads it
+    want = run_pto("f.pto", text=text, platform="a5").outputs["out"]
+    for static in (True, False):
+        got = run_pto("f.pto", text=bare, platform="a5", static=static)
+        np.testing.assert_array_equal(got.outputs["out"], want)
+        assert not any("AIV0" in n and "whole tiles" in n for n in got.notes)
+    # a split that differs is the run's error, naming the TPOP where the op starts (its
+    # result), as every other .pto position does
+    wrong = text.replace("pto.tfree_from_aic {split = 1}", "pto.tfree_from_aic {split = 2}", 1)
+    with pytest.raises(ProtocolError) as e:
+        run_pto("f.pto", text=wrong, platform="a5", static=False)
+    ln = _line(wrong, "%t0 = pto.tpop_from_aic")
+    assert f"(TPOP at f.pto:{ln}:{wrong.splitlines()[ln - 1].index('%t0') + 1})" in e.value.what

@@ -82,7 +82,7 @@ def nz_vector(x, fifo, convert):
         TADDS(v, v, float(k))
         if convert:
             TMOV(nz, v)                                 # ND -> NZ: the matrix is kept
-            TPUSH(pipe, nz)
+            TPUSH(pipe, nz)                             # nz-push
         else:
             TPUSH(pipe, v)                              # nd-push
 
@@ -93,9 +93,22 @@ def _nz_args(rng):
                 out=np.zeros((3 * T, T), np.float32), fifo=gm_buffer(2 * SLOT))
 
 
+#: pto-isa's A2A3 V2C TPUSH TSTOREs the Vec tile into an ND GlobalTensor over the GM slot
+#: (a2a3/TPush.hpp pushVec2GMFiFo), which refuses an NZ Vec tile
+NZ_PUSH_REFUSED = {("a2a3", q): "A2A3 pushes a Vec tile with TSTORE to an ND GM slot: an NZ tile is refused"
+                   for q in ("spec", "pto-isa")}
+
+
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_v2c_nz_with_tmov_is_clean_and_exact(platform, protocol, no_hang):
     args = _nz_args(np.random.default_rng(1))
+    if (platform, protocol) in NZ_PUSH_REFUSED:
+        with pytest.raises(KernelError) as e:
+            run(nz_cube, (nz_vector, None), dict(args, convert=True), platform=platform, protocol=protocol)
+        assert ("TPUSH of the NZ tile" in e.value.what and "an ND GM tensor" in e.value.what
+                and "TSTORE of a Vec tile on A2A3 moves only ND->ND, DN->DN, NZ->NZ" in e.value.what)
+        assert e.value.where.endswith(f":{line_of(nz_vector, 'nz-push')}")
+        return
     r = run(nz_cube, (nz_vector, None), dict(args, convert=True), platform=platform, protocol=protocol)
     want = np.concatenate([args["a"] @ (args["x"][k * T:(k + 1) * T] + k) for k in range(3)])
     np.testing.assert_array_equal(r.outputs["out"], want)
@@ -136,9 +149,16 @@ def c2v_vector(fifo):
 
 @pytest.mark.parametrize("platform,protocol", COMBOS)
 def test_c2v_pop_into_nz_vec_is_reported(platform, protocol, no_hang):
-    with pytest.raises(ProtocolError) as ei:
+    """On A5 the slot holds the pushed NZ accumulator, which an NZ Vec tile may not read; on
+    A2A3 pto-isa's TPOP TLOADs the GM slot as an ND tensor, which it refuses for an NZ Vec
+    tile (before any layout comparison)."""
+    want = KernelError if platform == "a2a3" else ProtocolError
+    with pytest.raises(want) as ei:
         run(c2v_cube, (c2v_vector, None), dict(fifo=gm_buffer(2 * SLOT)), platform=platform, protocol=protocol)
     assert _line(ei.value) == line_of(c2v_vector, "nz-vec-pop")
+    if platform == "a2a3":
+        assert "TPOP of the NZ tile" in ei.value.what and "TLOAD of a Vec tile on A2A3" in ei.value.what
+        return
     assert f":{line_of(c2v_cube, 'acc-push')}" in str(ei.value)
 
 
@@ -364,8 +384,13 @@ def test_dsl_layouts(platform, no_hang):
     again = pl.parse(text, filename="<printed>")                     # the printed IR round-trips
     from op_build import same
     assert same(again, prog) is None and print_program(again) == text
-    res = run_dsl(prog, dict(args), platform=platform)
-    np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["x"])
+    if (platform, "spec") in NZ_PUSH_REFUSED:
+        with pytest.raises(KernelError) as ke:
+            run_dsl(prog, dict(args), platform=platform)
+        assert "TPUSH of the NZ tile" in ke.value.what
+    else:
+        res = run_dsl(prog, dict(args), platform=platform)
+        np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["x"])
     prog, cube, vec = _dsl_program(False)
     if platform == "a2a3":          # a GM ring: the Cube's TPOP converts the ND rows it loads
         res = run_dsl(prog, dict(args, out=np.zeros((T, T), np.float32)), platform=platform)
@@ -431,7 +456,8 @@ def _clean_registry():
     one_lane = {("a5", "pto-isa"): "pto-isa on A5: a NO_SPLIT transfer has one lane (AIV0), the A2A3 "
                                    "no-split lane-1 replay is reported at its first transfer"}
     out = [kernel("layouts_v2c_nz_tmov", nz_cube, (nz_vector, None), lambda rng: dict(_nz_args(rng), convert=True),
-                  lambda a: {"out": np.concatenate([a["a"] @ (a["x"][k * T:(k + 1) * T] + k) for k in range(3)])})]
+                  lambda a: {"out": np.concatenate([a["a"] @ (a["x"][k * T:(k + 1) * T] + k) for k in range(3)])},
+                  excluded=NZ_PUSH_REFUSED)]
     for tiles in (1, 5):
         out.append(kernel(f"layouts_c2v_replay_{tiles}", replay_cube, replay_vector,
                           lambda rng, tiles=tiles: _replay_args(tiles, rng),
@@ -444,8 +470,64 @@ def _clean_registry():
                       lambda rng: dict(a=rng.integers(-4, 5, (T, T)).astype(np.float32),
                                        x=rng.integers(-4, 5, (T, T)).astype(np.float32),
                                        out=np.zeros((T, T), np.float32), fifo=gm_buffer(2 * SLOT)),
-                      lambda a: {"out": a["a"] @ a["x"]}))
+                      lambda a: {"out": a["a"] @ a["x"]}, excluded=NZ_PUSH_REFUSED))
     return out
 
 
 CLEAN_KERNELS = _clean_registry()
+
+
+# -- TLOAD / TSTORE between a tile and GM: the layout pairs pto-isa moves ------------------------
+def _store_vec(layout, gm_layout=None, shape=(T, T)):
+    def vec(x, out):
+        nd = Tile(TileType.Vec, float32, *shape, addr=0x0)
+        t = Tile(TileType.Vec, float32, *shape, addr=0x1000, layout=layout)
+        TLOAD(nd, GlobalTensor(x.data(), shape))
+        TMOV(t, nd)
+        TSTORE(GlobalTensor(out.data(), shape, layout=gm_layout), t)        # layout-store
+    return vec
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_vec_tile_moves_only_to_and_from_gm_of_its_own_layout(platform):
+    """pto-isa static_asserts "Src and dst layout must be same" for a Vec tile: an NZ tile to
+    a row-major (ND) tensor is a located error; a DN column tile goes to a contiguous column
+    (a tensor ND and DN both describe: the tile decides), and to one declared DN."""
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T)
+    with pytest.raises(KernelError) as e:
+        run(None, (_store_vec(TileLayout.NZ), None), dict(x=x, out=np.zeros_like(x)), platform=platform)
+    assert (f"TSTORE of the NZ tile Vec tile float32 16x16 NZ" in e.value.what and "an ND GM tensor" in e.value.what
+            and f"moves only ND->ND, DN->DN, NZ->NZ" in e.value.what)
+    assert e.value.where.endswith(f":{line_of(_store_vec, 'layout-store')}")
+    assert "declare the tile ND (blayout=RowMajor, slayout=NoneBox)" in e.value.fix
+    r = run(None, (_store_vec(TileLayout.NZ, TileLayout.NZ), None), dict(x=x, out=np.zeros_like(x)),
+            platform=platform)
+    np.testing.assert_array_equal(r.outputs["out"], x)
+    col = x[:, :1].copy()
+    for gm in (None, TileLayout.DN):
+        r = run(None, (_store_vec(TileLayout.DN, gm, (T, 1)), None), dict(x=col, out=np.zeros_like(col)),
+                platform=platform)
+        np.testing.assert_array_equal(r.outputs["out"], col)
+
+    def load_dn(x):
+        t = Tile(TileType.Vec, float32, T, 8, addr=0x0, layout=TileLayout.DN)
+        TLOAD(t, GlobalTensor(x.data(), (T, 8)))                        # dn-load
+    with pytest.raises(KernelError) as e:
+        run(None, (load_dn, None), dict(x=x[:, :8].copy()), platform=platform)
+    assert "TLOAD of the DN tile" in e.value.what and "moves only ND<-ND, DN<-DN, NZ<-NZ" in e.value.what
+    assert e.value.where.endswith(f":{line_of(load_dn, 'dn-load')}")
+
+
+def test_a_mat_tile_loads_nd_into_nz_but_not_into_zn():
+    """TLOAD converts ND to NZ into L1 (both platforms); ND into a ZN Mat tile is refused
+    (A2A3 pairs DN with ZN only)."""
+    a = np.arange(T * T, dtype=np.float32).reshape(T, T)
+
+    def cube(a, layout):
+        m = Tile(TileType.Mat, float32, T, T, addr=0x0, layout=layout)
+        TLOAD(m, GlobalTensor(a.data(), (T, T)))                        # mat-load
+    run(cube, None, dict(a=a, layout=TileLayout.NZ), platform="a2a3")
+    with pytest.raises(KernelError) as e:
+        run(cube, None, dict(a=a, layout=TileLayout.ZN), platform="a2a3")
+    assert "TLOAD of the ZN tile" in e.value.what
+    assert "ND<-ND, DN<-DN, NZ<-NZ, NZ<-ND, ZN<-DN" in e.value.what

@@ -72,7 +72,7 @@ class Executor:
         core = self.core
         path = self.prog.path
         for s in stmts:
-            core.loc_override = SourceLoc(path, s.tok.line, s.tok.col, fr.f.name)
+            core.loc_override = SourceLoc(path, s.tok.line, s.col, fr.f.name)
             h = HANDLERS.get(s.name)
             try:
                 res = op_catalogue(self, fr, s) if h is None else h(self, fr, s)

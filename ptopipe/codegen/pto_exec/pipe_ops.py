@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from ... import isa
 from ...arch.vocab import PTOAS_SLOT_NUMS, Direction, TileSplitAxis
-from ...errors import CompileError, ConfigError
+from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
+from ..pto_syntax import nosplit_conflict
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import tile_of
 from .types import TileSpec
@@ -245,7 +246,8 @@ def h_free(ex, fr, s):
         if held:
             held.pop(0)
         sid.freed = ex.where(s)
-    return isa.TFREE(pv.handle, None, split_axis(ex, s))
+    # no split: its TPOP's (docs/pto.md), which the ISA's TFREE takes as None
+    return isa.TFREE(pv.handle, None, split_axis(ex, s) if s.attr("split") else None)
 
 
 INIT_OPS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe", "pto.initialize_l2g2l_pipe",
@@ -305,6 +307,38 @@ def ptoas_refusals(prog) -> list:
     return out
 
 
+#: the ops that name a split, and those of them that name their pipe by its handle
+_SPLIT_OPS = ("pto.tpush_to_aiv", "pto.tpush_to_aic", "pto.tpop_from_aic", "pto.tpop_from_aiv",
+              "pto.tfree_from_aic", "pto.tfree_from_aiv", "pto.tpush", "pto.tpop", "pto.tfree")
+_HANDLE_OPS = ("pto.tpush", "pto.tpop", "pto.tfree")
+
+
+def check_nosplit_splits(f, path: str) -> None:
+    """No push / pop / free of a pipe whose init says ``nosplit = true`` names split 1 or 2
+    (ptoas refuses the file): a ParseError at the split, before anything runs.  A frontend op
+    belongs to its function's frontend init, a handle op to the init whose handle it names."""
+    frontend, handles = None, {}
+    for s in walk(f.body):
+        if s.name in INIT_OPS:
+            ns = s.attr("nosplit")
+            if ns and ns[0].text == "true":
+                if s.name in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
+                    handles.update(dict.fromkeys(s.results, s))
+                else:
+                    frontend = s
+            continue
+        if s.name not in _SPLIT_OPS:
+            continue
+        v = s.attr("split")
+        if not v or v[0].text not in ("1", "2"):
+            continue
+        init = (next((handles[t.text] for t in s.values() if t.text in handles), None)
+                if s.name in _HANDLE_OPS else frontend)
+        if init is not None:
+            what, fix = nosplit_conflict(s.name, int(v[0].text), init.tok.line)
+            raise ParseError(what, where=f"{path}:{v[0].line}:{v[0].col}", fix=fix)
+
+
 def check_flag_ids(prog, names) -> None:
     """The two ends of a pipe name the same FlagID: where the Cube's and the Vector's inits of
     one direction both give ``id`` / ``flag_base``, a FlagID one side names and the other does
@@ -334,6 +368,6 @@ def check_flag_ids(prog, names) -> None:
         o = next(iter(other.values()))
         raise ConfigError(
             f"the {way} pipe's two ends name different FlagIDs: the {side} end FlagID {flag}, the other "
-            f"end {', '.join(map(str, sorted(other)))} (at {o.tok.line}:{o.tok.col}) - each end would "
+            f"end {', '.join(map(str, sorted(other)))} (at {o.tok.line}:{o.col}) - each end would "
             f"wait on flags the other never sets (a hang on the device)",
             where=s.where(prog.path), fix="give both inits of the pipe the same id / flag_base")

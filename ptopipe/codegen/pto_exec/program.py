@@ -288,7 +288,8 @@ def read_text(path: str) -> str:
 
 def whole_tile_lanes(prog: Program, names) -> bool:
     """A5: pipes whose ops say ``split = 0`` (or an init says ``nosplit = true``) move whole
-    tiles through AIV0 only (ptoas guards them with ``get_subblockid() == 0``)."""
+    tiles through AIV0 only (ptoas guards them with ``get_subblockid() == 0``).  A push or pop
+    without a split moves whole tiles; a free without one frees with its TPOP's split."""
     split0 = nosplit = False
     for n in names:
         for s in walk(prog.funcs[n].body):
@@ -297,5 +298,5 @@ def whole_tile_lanes(prog: Program, names) -> bool:
                 nosplit |= bool(ns and ns[0].text == "true")
             if s.name.startswith(("pto.tpush", "pto.tpop", "pto.tfree")):
                 sp = s.attr("split")
-                split0 |= bool(sp and sp[0].text == "0") or not sp
+                split0 |= bool(sp and sp[0].text == "0") or (not sp and not s.name.startswith("pto.tfree"))
     return nosplit or split0

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 
 from ...errors import ParseError, PtoPipeError
+from ..pto_lexer import Token
 from ..pto_tree import Block, parse_tree
 from .executor import HANDLERS
+from .pipe_ops import check_nosplit_splits
 from .program import Func, Program, SYNTAX_SLIPS, catalogue_name, malformed, read_func, walk
 from .types import TypeReader
 
@@ -57,6 +59,7 @@ def _read_program(text: str, path: str) -> Program:
     for f in funcs.values():
         sites[f.name] = _check_ops(f, funcs, types)
         _check_scopes(f, types)
+        check_nosplit_splits(f, path)
     _check_no_recursion(funcs, sites, types)
     return Program(path, funcs, arch, types)
 
@@ -128,17 +131,37 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
     region or an enclosing one (MLIR's visibility, which ptoas enforces: "use of undeclared
     SSA value name").  The blocks of one region see each other's values (their order in a
     CFG is the runtime's check); a value of a sibling region - an earlier loop's body - is a
-    ParseError at the use, before anything runs."""
+    ParseError at the use, before anything runs.  A name is defined once among the values it
+    could see (MLIR's rule, ptoas: "redefinition of SSA value"): a second definition while
+    the first is visible is a ParseError at the second, in text order (a sibling region may
+    reuse a name; an op's results are defined after its regions)."""
     visible = {p[0] for p in f.params}       # grows on entering a region, shrinks on leaving
+    defined = {p[0]: p[2] for p in f.params}  # name -> its definition (line / col), in text order
 
-    def region(blocks, introduced):
+    def define(name, line, col):
+        first = defined.get(name)
+        if first is not None:
+            raise ParseError(f"redefinition of SSA value {name} (first defined at {first.line}:{first.col})",
+                             where=f"{types.f}:{line}:{col}",
+                             fix="give the value a name of its own: a name is defined once in its region "
+                                 "and the regions nested in it")
+        defined[name] = Token("value", name, line, col)
+
+    def region(blocks, introduced, owner):
         added = [n for n in introduced if n not in visible]
+        for n in introduced:
+            at = _use_where(types.f, owner, n).rsplit(":", 2)
+            define(n, int(at[1]), int(at[2]))
         for b in blocks:
             added.extend(a[0] for a in b.args if a[0] not in visible)
             for s in b.stmts:
                 added.extend(r for r in s.results if r not in visible)
         visible.update(added)
+        mine = list(introduced)
         for b in blocks:
+            for a in b.args:
+                define(a[0], owner.tok.line, owner.col)
+                mine.append(a[0])
             for s in b.stmts:
                 own = _INTRODUCED.findall(s.text()) if s.regions else ()
                 for use in s.used():
@@ -146,10 +169,15 @@ def _check_scopes(f: Func, types: TypeReader) -> None:
                     if name not in visible and name not in own:
                         _out_of_scope(f, types, s, name)
                 for r in s.regions:
-                    region(r, own)
+                    region(r, own, s)
+                for r, col in zip(s.results, s.result_cols):
+                    define(r, s.tok.line, col)
+                mine.extend(s.results)
         visible.difference_update(added)
+        for n in mine:
+            defined.pop(n, None)
 
-    region([Block(stmts=f.body)], ())
+    region([Block(stmts=f.body)], (), f.stmt)
 
 
 def _out_of_scope(f: Func, types: TypeReader, s, name: str) -> None:
@@ -159,8 +187,8 @@ def _out_of_scope(f: Func, types: TypeReader, s, name: str) -> None:
         if name in d.results or d.regions and name in _INTRODUCED.findall(d.text()):
             around = d if name not in d.results else around
             raise ParseError(
-                f"{name} is used outside the region that defines it (at {d.tok.line}:{d.tok.col}, "
-                f"inside the {around.name} at {around.tok.line}:{around.tok.col}): a value is "
+                f"{name} is used outside the region that defines it (at {d.tok.line}:{d.col}, "
+                f"inside the {around.name} at {around.tok.line}:{around.col}): a value is "
                 f"visible only in its own region and the regions nested in it",
                 where=_use_where(types.f, s, name),
                 fix="use a value defined in this region or an enclosing one (ptoas refuses this "
@@ -182,4 +210,4 @@ def _use_where(path: str, s, name: str) -> str:
         m = pat.search(text) if text is not None else None
         if m:
             return f"{path}:{line}:{col + m.start()}"
-    return f"{path}:{s.tok.line}:{s.tok.col}"
+    return f"{path}:{s.tok.line}:{s.col}"

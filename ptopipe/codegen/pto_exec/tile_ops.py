@@ -13,11 +13,16 @@ from ... import isa
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
-from ...errors import MemoryConflictError
+from ...errors import MemoryConflictError, ParseError
+from ..pto_syntax import SCRATCH_A2A3_ONLY, a5_scratch_refusal
 from ..pto_tree import Stmt
 from .program import catalogue_name, res_type
 from .types import ROUND, TileSpec
 from .values import Elements, View
+
+
+#: a tensor view's ``#pto.layout<..>``: pto-isa's GlobalTensor Layout
+_GM_LAYOUT = {"nd": isa.TileLayout.ND, "dn": isa.TileLayout.DN, "nz": isa.TileLayout.NZ}
 
 
 def h_view(ex, fr, s):
@@ -32,7 +37,14 @@ def h_view(ex, fr, s):
     if not strides:
         strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
     ptr = base.data() if isinstance(base, isa.GlobalTensor) else base
-    return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text)
+    lay = s.attr("layout")
+    layout = None
+    if lay and len(lay) >= 3 and lay[0].text == "#pto.layout":
+        layout = _GM_LAYOUT.get(lay[2].text)
+        if layout is None:
+            raise ex.perr(lay[2], f"tensor view layout {lay[2].text!r} is not supported",
+                          "use #pto.layout<nd>, <dn> or <nz>")
+    return View(ptr, ty[1], tuple(shape), tuple(int(x) for x in strides), vs[0].text, layout)
 
 
 def h_partition(ex, fr, s):
@@ -59,7 +71,7 @@ def h_partition(ex, fr, s):
         if msg not in ex.warnings:
             ex.warnings.append(msg)
     off = sum(o * st for o, st in zip(offs, v.strides))
-    return isa.GlobalTensor(v.ptr + off, tuple(sizes), tuple(v.strides), name=v.name)
+    return isa.GlobalTensor(v.ptr + off, tuple(sizes), tuple(v.strides), name=v.name, layout=v.layout)
 
 
 def tile_of(ex, s, spec: TileSpec, addr, fr):
@@ -255,6 +267,9 @@ def op_catalogue(ex, fr, s):
     if name == "TMOV":
         name = _tmov_form(ex, s, srcs)
         quant = _tmov_scalar(ex, s, srcs) if name == "TMOV" else {}
+    if s.name in SCRATCH_A2A3_ONLY and len(srcs) > 2 and ex.core.cluster.platform.name == "a5":
+        what, fix = a5_scratch_refusal(s.name)
+        raise ParseError(what, where=ex.where(s), fix=fix)
     order = CPP_ORDER.get(name)
     operands = dsts + srcs if order is None or len(dsts) != 2 else order(dsts, srcs)
     op = CATALOGUE[name]

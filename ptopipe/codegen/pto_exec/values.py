@@ -7,11 +7,13 @@ import numpy as np
 
 
 class View:
-    """A ``pto.make_tensor_view``: the GM tensor's base pointer, shape, strides (elements)."""
-    __slots__ = ("ptr", "dtype", "shape", "strides", "name")
+    """A ``pto.make_tensor_view``: the GM tensor's base pointer, shape, strides (elements) and
+    the layout its ``{layout = #pto.layout<..>}`` names (None: read from the strides)."""
+    __slots__ = ("ptr", "dtype", "shape", "strides", "name", "layout")
 
-    def __init__(self, ptr, dtype, shape, strides, name):
+    def __init__(self, ptr, dtype, shape, strides, name, layout=None):
         self.ptr, self.dtype, self.shape, self.strides, self.name = ptr, dtype, shape, strides, name
+        self.layout = layout
 
 
 class Reserved:

@@ -14,6 +14,7 @@ from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
 from ...protocol.geometry import a_layout, full_shape, layout_fix, part_offset, part_shape, pop_converts, slot_layout
+from ..ops import check_move_layout
 from .steps import check_nosplit_lanes
 
 
@@ -85,6 +86,8 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
             + (f", {full[0]}x{full[1]} slot layout" if full != (rows, cols) else "")
             + f") does not fit SlotSize {ch.slot_size} of {ch.name}",
             where=_loc(core), fix="push smaller tiles or declare a larger SlotSize")
+    if ch.way == V2C and ch.in_gm:          # pto-isa TSTOREs the Vec tile into an ND GlobalTensor
+        check_move_layout(core, "TSTORE", TileLayout.ND, tile, f"the GM slot of {ch.name}", "TPUSH")
     cluster = core.cluster
     dsts = []
     for tag in range(ch.slot_num):
@@ -124,6 +127,8 @@ def pop_plan(core, ch, tile: Tile, split) -> PopPlan:
                             where=_loc(core), fix="pop tiles of the pushed shape")
     if not ch.in_gm:
         return PopPlan(None, core.costs.flag_op)
+    # pto-isa TLOADs the tile from an ND GlobalTensor over the slot
+    check_move_layout(core, "TLOAD", TileLayout.ND, tile, f"the GM slot of {ch.name}", "TPOP")
     gm = core.cluster.gm
     srcs = []
     # the producer wrote its valid region packed (push_plan): read this consumer's part of it
