@@ -40,6 +40,24 @@ def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
     assert failed[str(lib / "v_softmax_rows_a3.pto")] is None
 
 
+def test_a_file_that_raises_at_import_is_one_failed_row_at_its_line(tmp_path, capsys):
+    """A kernel file whose import raises (not a PtoPipeError) is a FAIL row located at the
+    file's line, and the other files are still checked (table and JUnit)."""
+    (tmp_path / "a_raises.py").write_text("raise RuntimeError('import boom')\nSCENARIO = None\n")
+    (tmp_path / "b_ok.pto").write_text(open(os.path.join(CORPUS, "v_softmax_rows_a3.pto")).read())
+    xml = tmp_path / "out.xml"
+    assert cli_main(["check", str(tmp_path), "--schedules", "1", "--workers", "1", "--junit", str(xml)]) == 1
+    cap = capsys.readouterr()
+    table = cap.out[cap.out.index("file "):].splitlines()
+    rows = {ln.split()[0]: ln for ln in table[1:-1]}
+    assert "FAIL RuntimeError" in rows[str(tmp_path / "a_raises.py")]
+    assert "PASS" in rows[str(tmp_path / "b_ok.pto")] and table[-1] == "1 of 2 failed"
+    assert f"at {tmp_path / 'a_raises.py'}:1" in cap.err
+    failed = {c.get("classname"): c.find("failure") for c in ET.parse(xml).getroot().find("testsuite")}
+    assert failed[str(tmp_path / "a_raises.py")].get("message") == \
+        f"RuntimeError: import boom at {tmp_path / 'a_raises.py'}:1"
+
+
 def test_a_library_that_passes_exits_0(tmp_path, capsys):
     assert cli_main(["check", os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
                      os.path.join(CORPUS, "v_softmax_rows_a3.pto"), "--schedules", "1"]) == 0
