@@ -27,12 +27,16 @@ def check_library(args, check_one) -> int:
     files = kernel_files(args.paths)
     bounds.run_kwargs(args)             # the command's --timeout deadline, shared by every file
     bar = Progress("kernel files", len(files))
+    finished = [0]
     # files on workers: each file's schedules in turn (no pool inside a pool's worker)
     units = [FileUnit(f, _file_args(args, f, files_in_parallel=len(files) > 1), check_one) for f in files]
     try:
         done = run_units(check_file_unit, units, _lost, getattr(args, "engine", "local"),
                          getattr(args, "address", None), getattr(args, "workers", None),
-                         lambda k, n: bar.step(k))
+                         lambda k, n: finished.__setitem__(0, k) or bar.step(k))
+    except KeyboardInterrupt as e:
+        e.ptopipe_done = f"{finished[0]} of {len(files)} kernel files had finished"
+        raise
     finally:
         bar.close()
     reports = []

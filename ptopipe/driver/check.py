@@ -29,10 +29,10 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
     process - the explored schedules of a long check run on ``engine``'s workers
     (``workers``: the local pool's size, 1: none; ``address``: the Ray cluster's), with the
     same result, their warnings added to ``run_warnings`` (:mod:`ptopipe.driver.spread`)."""
-    at = [0]
+    at = [0, schedules + 1]
 
     def step(done: int, total: int) -> None:
-        at[0] = done                    # run 0 is the default schedule, run k seed + k - 1
+        at[:] = done, total             # run 0 is the default schedule, run k seed + k - 1
         if progress is not None:
             progress(done, total)
     try:
@@ -48,6 +48,10 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
         return explore(sc, schedules=schedules, seed=seed, variant=variant, platform=platform,
                        protocol=protocol, data_seed=data_seed, progress=step, mode=mode, depth=depth,
                        **run_kwargs)
+    except KeyboardInterrupt as e:      # (Ctrl-C: the command says how far the check got)
+        if not hasattr(e, "ptopipe_done"):
+            e.ptopipe_done = f"{at[0]} of {at[1]} schedules of {variant} had finished"
+        raise
     except ConfigError as e:
         if e.where in _OPTION_ERRORS:
             raise
