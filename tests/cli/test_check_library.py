@@ -86,9 +86,11 @@ def test_a_pass_with_warnings_says_so_in_the_table_and_junit_and_stderr_names_ea
 
 
 def test_the_commands_timeout_is_no_kernel_failure():
-    """A variant the command's --timeout stopped after passing schedules, or never started,
-    is TIMEOUT in the table (a JUnit error, not a failure); a run that never finished its
-    default schedule stays a BudgetError (the kernel may loop)."""
+    """In a kernel library, a variant the command's --timeout stopped - after passing
+    schedules, in its default schedule, or before it started - is TIMEOUT in the table (a
+    JUnit error, not a failure), as README says; one stopped in its default schedule says a
+    loop looks the same and how to tell.  A lone file's default schedule that --timeout
+    stopped stays a BudgetError (as run and trace say), and so does a run's own timeout."""
     import xml.etree.ElementTree as ET
     from ptopipe.driver.check import TIMEOUT, out_of_time, variant_report
     from ptopipe.driver.library import junit, summary
@@ -103,21 +105,29 @@ def test_the_commands_timeout_is_no_kernel_failure():
     assert out_of_time(under_way, 5) == ("not finished: --timeout 2 s ran out after 5 passing "
                                          "schedule(s), no failure found in them; the schedule under "
                                          "way then did not finish (stopped at k.py:9)")
-    assert out_of_time(under_way, 0) is None                      # the default schedule: maybe a loop
+    assert out_of_time(under_way, 0) is None                      # a lone file: maybe a loop
+    assert out_of_time(under_way, 0, library=True) == ("not finished: --timeout 2 s ran out in the default schedule "
+                                         "(stopped at k.py:9); a kernel that loops forever and one that "
+                                         "needs more time look alike here")
     per_run = expired_before(Deadline(2.0), "this run")           # timeout=2 of one run, not --timeout
     assert out_of_time(per_run, 3) is None
     rows = []
     for err, passed in ((under_way, 5), (before, 0), (under_way, 0)):
         res = ExploreResult(runs=passed + 1, passed=passed)
         res.failures.append((None if not passed else 7, err))
-        rows.append(dict(variant_report("k", "default", "a2a3", "spec", res), file=f"k{len(rows)}.py"))
-    assert [r["failure"]["error"] for r in rows] == [TIMEOUT, TIMEOUT, "BudgetError"]
+        rows.append(dict(variant_report("k", "default", "a2a3", "spec", res, library=True),
+                         file=f"k{len(rows)}.py"))
+    assert [r["failure"]["error"] for r in rows] == [TIMEOUT, TIMEOUT, TIMEOUT]
+    assert [bool(r["failure"]["fix"]) for r in rows] == [False, False, True]   # (how to tell a loop)
+    res = ExploreResult(runs=1, passed=0)
+    res.failures.append((None, per_run))
+    rows.append(dict(variant_report("k", "default", "a2a3", "spec", res, library=True), file="k3.py"))
     table = summary(rows).splitlines()
-    assert "TIMEOUT" in table[1] and "TIMEOUT" in table[2] and "FAIL BudgetError" in table[3]
-    assert table[-1] == "1 of 3 failed; 2 not finished within --timeout"
+    assert all("TIMEOUT" in table[k] for k in (1, 2, 3)) and "FAIL BudgetError" in table[4]
+    assert table[-1] == "1 of 4 failed; 3 not finished within --timeout"
     suite = ET.fromstring(junit(rows)).find("testsuite")
-    assert [c[0].tag for c in suite] == ["error", "error", "failure"]
-    assert (suite.get("failures"), suite.get("errors")) == ("1", "2")
+    assert [c[0].tag for c in suite] == ["error", "error", "error", "failure"]
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "3")
 
 
 def test_a_file_named_twice_is_checked_once():
