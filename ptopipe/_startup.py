@@ -29,9 +29,10 @@ _COMMAND_MODULES = ("ptopipe", "ptopipe.__main__", "ptopipe.cli", "ptopipe.cli._
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def interrupted() -> int:
-    """Say that the command was interrupted (one line on stderr); returns the exit status."""
-    print("interrupted", file=sys.stderr, flush=True)
+def interrupted(done: str | None = None) -> int:
+    """Say that the command was interrupted (one line on stderr, with ``done``: how far it
+    got); returns the exit status."""
+    print("interrupted" + (f": {done}" if done else ""), file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED
 
 

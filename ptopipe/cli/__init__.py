@@ -50,8 +50,8 @@ def main(argv=None) -> int:
             return 2
         validate(args)
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        return interrupted()
+    except KeyboardInterrupt as e:
+        return interrupted(getattr(e, "ptopipe_done", None))
     except BrokenPipeError:               # the reader went away (`ptopipe run k.py | head`)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit flush
         return 0

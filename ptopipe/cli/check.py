@@ -224,7 +224,7 @@ def check_scenarios(args, reports: list, scenarios, sources=None) -> int:
             res = _explore(sc, v, args, plat, protocol, label, sources[k] if sources else None,
                            run_warnings)
             rep = variant_report(sc.name, v, platform, protocol, res, run_warnings,
-                                 getattr(args, "werror", False))
+                                 getattr(args, "werror", False), library=getattr(args, "library", False))
             if rep["failure"] is not None:
                 status = 1
             if not args.json:
@@ -258,6 +258,8 @@ def _print_variant(args, label: str, res, rep: dict, v: str) -> None:
         if seed is not None and "the schedule under way then did not finish" in what:
             print(f"  to see whether it hangs, run it alone: "
                   f"{_replay_line(args, rep['platform'], rep['protocol'], v, seed)}", file=sys.stderr)
+        if rep["failure"].get("fix"):
+            print(f"  fix: {rep['failure']['fix']}", file=sys.stderr)
     else:
         seed, err = res.first
         sched = ("the default schedule" if seed is None else

@@ -78,6 +78,38 @@ def validate(args) -> None:
         args.file = paths[0] if len(paths) == 1 and not os.path.isdir(paths[0]) else None
     if getattr(args, "file", None) is not None:
         check_kernel_file(args.file)
+    check_outputs(args)
+
+
+#: the options that name a file a command writes (``args`` attribute -> option)
+OUTPUT_OPTIONS = {"output": "--output", "junit": "--junit", "report": "--report", "png": "--png",
+                  "plot": "--plot"}
+#: the commands whose outputs get each variant's name under --variant all (trace.py's ``_out``)
+_PER_VARIANT = ("run", "trace")
+
+
+def check_outputs(args) -> None:
+    """Refuse every output path of the command that could not be written (a missing or
+    read-only directory, a directory, a read-only file: :func:`ptopipe.report._io.check_output`)
+    before any work, not after it; ``--output NAME=FILE.npy`` checks FILE."""
+    from ..report._io import check_output
+    many = getattr(args, "variant", None) == "all" and getattr(args, "command", None) in _PER_VARIANT
+    for dest, option in OUTPUT_OPTIONS.items():
+        given = getattr(args, dest, None)
+        for value in (given if isinstance(given, list) else [given] if given else []):
+            path = value
+            if isinstance(given, list):
+                _, sep, path = value.partition("=")
+                if not sep:
+                    continue            # (the option's own parsing says what is wrong with it)
+            if many and os.path.lexists(path):      # (not written: each variant's own file is)
+                stem, ext = os.path.splitext(path)
+                path = f"{stem}.VARIANT{ext or '.json'}"
+            try:
+                check_output(path)
+            except ConfigError as e:
+                e.where = e.where or f"option {option}"
+                raise
 
 
 _PTO_ONLY_FIX = {

@@ -71,10 +71,8 @@ def _emit(kind: str, op, platform: str, protocol: str) -> str:
 
 def main(args) -> int:
     from ..passes import compile_program, unverified_pipeline
-    from ..report._io import check_output
     out = getattr(args, "output", None)
-    if out is not None:
-        check_output(out)                  # a bad -o fails before the compile, not after
+    if out is not None:                    # (a bad -o failed before: common.check_outputs)
         if os.path.exists(out) and os.path.samefile(out, args.file):
             raise ConfigError(f"-o {out} is the input file: the output would overwrite the source",
                               where="option -o", fix="write the output to another file")

@@ -2,7 +2,7 @@
 checked as ``ptopipe check FILE`` would, the files in parallel on ``--engine local|ray``
 (:mod:`ptopipe.driver.engine`), each file's output printed in file order, one summary table
 at the end, ``--junit OUT.xml`` written, exit status 1 if anything failed.  A file that
-cannot be read is a failed row, and the library goes on."""
+cannot be read, or raises at import, is a failed row (at its line), and the library goes on."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,6 @@ from typing import NamedTuple
 from ..driver.check import error_report
 from ..driver.engine import run_units
 from ..driver.library import junit, kernel_files, lost_row, summary
-from ..errors import PtoPipeError
 from ..report._io import write_atomic
 from . import bounds
 from .errors import color, report_exception
@@ -28,12 +27,16 @@ def check_library(args, check_one) -> int:
     files = kernel_files(args.paths)
     bounds.run_kwargs(args)             # the command's --timeout deadline, shared by every file
     bar = Progress("kernel files", len(files))
+    finished = [0]
     # files on workers: each file's schedules in turn (no pool inside a pool's worker)
     units = [FileUnit(f, _file_args(args, f, files_in_parallel=len(files) > 1), check_one) for f in files]
     try:
         done = run_units(check_file_unit, units, _lost, getattr(args, "engine", "local"),
                          getattr(args, "address", None), getattr(args, "workers", None),
-                         lambda k, n: bar.step(k))
+                         lambda k, n: finished.__setitem__(0, k) or bar.step(k))
+    except KeyboardInterrupt as e:
+        e.ptopipe_done = f"{finished[0]} of {len(files)} kernel files had finished"
+        raise
     finally:
         bar.close()
     reports = []
@@ -76,10 +79,10 @@ def check_file_unit(unit: FileUnit) -> tuple:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             unit.check_one(fargs, rows)
-        except PtoPipeError as e:
+        except Exception as e:  # noqa: BLE001 - a file that raises at import: its row, the rest go on
             if not fargs.json:
                 print(f"{color('FAIL', '1;31', sys.stdout)} {unit.path}: {type(e).__name__}", flush=True)
-                report_exception(e)
+                report_exception(e)     # (here, where the traceback still names the file's line)
             platform = fargs.platform
             if platform is None and unit.path.endswith(".pto"):     # (a .pto says its target)
                 from ..driver.pto import platform_of

@@ -10,6 +10,7 @@ import re
 
 from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.explore import ExploreResult, ScheduleSpec, explore, run_schedule
+from ..sim.bounds import DEFAULT_TIMEOUT
 
 #: the options whose bad value is the command's error, not one variant's failure
 _OPTION_ERRORS = ("option --explore", "option --depth", "option --replay", "option --engine",
@@ -29,10 +30,10 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
     process - the explored schedules of a long check run on ``engine``'s workers
     (``workers``: the local pool's size, 1: none; ``address``: the Ray cluster's), with the
     same result, their warnings added to ``run_warnings`` (:mod:`ptopipe.driver.spread`)."""
-    at = [0]
+    at = [0, schedules + 1]
 
     def step(done: int, total: int) -> None:
-        at[0] = done                    # run 0 is the default schedule, run k seed + k - 1
+        at[:] = done, total             # run 0 is the default schedule, run k seed + k - 1
         if progress is not None:
             progress(done, total)
     try:
@@ -48,6 +49,10 @@ def explore_variant(sc, variant: str, platform, protocol: str, *, schedules: int
         return explore(sc, schedules=schedules, seed=seed, variant=variant, platform=platform,
                        protocol=protocol, data_seed=data_seed, progress=step, mode=mode, depth=depth,
                        **run_kwargs)
+    except KeyboardInterrupt as e:      # (Ctrl-C: the command says how far the check got)
+        if not hasattr(e, "ptopipe_done"):
+            e.ptopipe_done = f"{at[0]} of {at[1]} schedules of {variant} had finished"
+        raise
     except ConfigError as e:
         if e.where in _OPTION_ERRORS:
             raise
@@ -99,11 +104,12 @@ def located(warning: str) -> tuple:
 
 
 def variant_report(name: str, variant: str, platform: str, protocol: str, res: ExploreResult,
-                   run_warnings=(), werror: bool = False) -> dict:
+                   run_warnings=(), werror: bool = False, library: bool = False) -> dict:
     """The report row of ``res``, a check of scenario ``name``'s ``variant``; the
     ``run_warnings`` (``file:line:col: what``) join ``res.warnings`` first.  Its ``failure``:
     None for a pass, the first failure's error with its schedule, or - a pass with warnings
-    under ``werror`` - a ``Warnings`` failure."""
+    under ``werror`` - a ``Warnings`` failure; :data:`TIMEOUT` when the command's --timeout
+    stopped it (:func:`out_of_time`; ``library``: a row of a kernel library's check)."""
     res.warnings = [located(w) for w in dict.fromkeys(run_warnings)] + list(res.warnings)
     rep = {"scenario": name, "variant": variant, "platform": platform, "protocol": protocol,
            "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
@@ -116,33 +122,47 @@ def variant_report(name: str, variant: str, platform: str, protocol: str, res: E
     elif not res.ok:
         seed, err = res.first
         seed = seed if seed is None or isinstance(seed, int) else str(seed)
-        late = out_of_time(err, res.passed)
+        late = out_of_time(err, res.passed, library)
         if late is not None:
-            rep["failure"] = {"error": TIMEOUT, "what": late, "where": None, "fix": None,
+            rep["failure"] = {"error": TIMEOUT, "what": late, "where": None,
+                              "fix": TIMEOUT_FIX if res.passed < 1 and late.startswith("not finished") else None,
                               "details": None, "findings": list(err.findings), "seed": seed}
         else:
             rep["failure"] = dict(describe_exception(err), seed=seed)
     return rep
 
 
-#: the error name of a variant the command's --timeout stopped (or never started) after
-#: nothing failed: not the kernel's failure, the command's (a run that never finished the
-#: default schedule stays a BudgetError: it may be the kernel that loops)
+#: the error name of a variant the command's --timeout stopped (or never started) before
+#: anything failed: not the kernel's failure, the command's.  A run that never finished the
+#: default schedule of a lone kernel file stays a BudgetError at its line (the kernel may
+#: loop; run and trace say so too); in a kernel library, whose files all share the one
+#: --timeout, it is TIMEOUT too: the other files may have taken the time
 TIMEOUT = "Timeout"
 
 
-def out_of_time(err: BaseException, passed: int) -> str | None:
+def out_of_time(err: BaseException, passed: int, library: bool = False) -> str | None:
     """What to say of ``err`` when it is the command's ``--timeout`` running out after
-    ``passed`` passing schedules (or before the variant started), else None."""
+    ``passed`` passing schedules (or before the variant started; in a ``library``, also in
+    its default schedule), else None."""
     bound = next((f for f in getattr(err, "findings", ()) if f.get("bound") == "timeout"), None)
     if bound is None or bound.get("scope") != "command":
         return None
     limit = f"--timeout {bound['limit']:g} s"
-    if passed < 1:                                  # (a run under way: it may be the kernel's loop)
-        return f"not checked: {limit} ran out before this variant started" if bound.get("core") is None else None
-    stopped = "" if bound.get("core") is None else (
-        "; the schedule under way then did not finish" + (f" (stopped at {bound['where']})" if bound.get("where") else ""))
-    return f"not finished: {limit} ran out after {passed} passing schedule(s), no failure found in them{stopped}"
+    at = f" (stopped at {bound['where']})" if bound.get("where") else ""
+    if bound.get("core") is None:
+        if passed < 1:
+            return f"not checked: {limit} ran out before this variant started"
+        return f"not finished: {limit} ran out after {passed} passing schedule(s), no failure found in them"
+    if passed < 1:
+        return (f"not finished: {limit} ran out in the default schedule{at}; a kernel that loops "
+                "forever and one that needs more time look alike here") if library else None
+    return (f"not finished: {limit} ran out after {passed} passing schedule(s), no failure found in "
+            f"them; the schedule under way then did not finish{at}")
+
+
+#: what a variant stopped by --timeout in its default schedule can do
+TIMEOUT_FIX = ("check it alone with a larger --timeout, or without one: each run then has its own "
+               f"{DEFAULT_TIMEOUT:g} s bound, which reports a kernel that loops forever as a BudgetError")
 
 
 def error_report(e: BaseException, scenario: str | None = None, variant: str | None = None,

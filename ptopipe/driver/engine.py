@@ -8,11 +8,16 @@ A unit is a picklable call ``fn(unit)`` of a module-level function whose result 
 data; results come back in the units' order whatever finishes first, so a report is the
 same on every engine.  A unit whose worker dies (a crash in native code, an OOM kill) is
 retried once; if it dies again its result is ``on_lost(unit, error)``.
+
+Ctrl-C is the command's (a terminal sends SIGINT to the whole process group): a local
+pool's workers ignore it, and the command, on its KeyboardInterrupt, terminates them and
+leaves at once - no wait for units under way, no join of a queue no worker will drain.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -51,8 +56,8 @@ def run_units(fn, units: list, on_lost, engine: str = "local", address: str | No
 def _pool(fn, units, on_lost, workers, progress) -> list:
     results: dict = {}
     broken = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(fn, u) for u in units]
+    pool, futures = _started(fn, units, workers)
+    try:
         for k, fut in enumerate(futures):
             try:
                 results[k] = fut.result()
@@ -63,18 +68,69 @@ def _pool(fn, units, on_lost, workers, progress) -> list:
                 continue
             if progress is not None:
                 progress(len(results), len(units))
-    for k in broken:
-        for attempt in range(RETRIES + 1):
-            with ProcessPoolExecutor(max_workers=1) as alone:
+        pool.shutdown()
+        for k in broken:
+            for attempt in range(RETRIES + 1):
+                pool, (fut,) = _started(fn, [units[k]], 1)
                 try:
-                    results[k] = alone.submit(fn, units[k]).result()
+                    results[k] = fut.result()
                     break
                 except BrokenProcessPool as e:
                     if attempt == RETRIES:
                         results[k] = on_lost(units[k], e)
-        if progress is not None:
-            progress(len(results), len(units))
+                finally:
+                    pool.shutdown()
+            if progress is not None:
+                progress(len(results), len(units))
+    except BaseException:               # Ctrl-C (or any error here): the workers end now
+        _stop(pool)
+        raise
     return [results[k] for k in range(len(units))]
+
+
+def _ignore_sigint() -> None:
+    """A pool worker's start: Ctrl-C is the command's to handle (it terminates the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _mask(signal.SIG_UNBLOCK)
+
+
+def _mask(how) -> None:
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(how, {signal.SIGINT})
+
+
+def _started(fn, units, workers) -> tuple:
+    """A pool of ``workers`` that ignore SIGINT and the futures of ``fn(u)`` for ``units``.
+    SIGINT stays blocked while the workers start (they inherit the mask until their
+    initializer ignores it), so that a Ctrl-C then reaches only this process, after."""
+    _mask(signal.SIG_BLOCK)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    try:
+        try:
+            futures = [pool.submit(fn, u) for u in units]
+        finally:
+            _mask(signal.SIG_UNBLOCK)   # (a Ctrl-C held back is raised here)
+    except BaseException:
+        _stop(pool)
+        raise
+    return pool, futures
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End ``pool`` at once: its workers terminated (killed if they linger), its queued
+    units cancelled, and nothing left for the interpreter's exit to wait on."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        p.terminate()
+    queue = getattr(pool, "_call_queue", None)
+    if queue is not None:
+        queue.cancel_join_thread()      # (its feeder may be blocked on a pipe no worker reads)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.join(0.5)
+        if p.is_alive():
+            p.kill()
+            p.join(0.5)
 
 
 def _reachable(address: str, timeout: float = 5.0) -> None:

@@ -66,8 +66,14 @@ def atomic_open(path: str, binary: bool = False):
 
 def check_output(path: str) -> None:
     """Raise the ConfigError writing ``path`` would raise (a directory, a read-only file, a
-    missing directory): lets a command refuse a bad ``-o`` before a long run, not after."""
-    _target(os.fspath(path))
+    missing or read-only directory): lets a command refuse a bad ``-o`` before a long run,
+    not after."""
+    path = os.fspath(path)
+    target, _ = _target(path)
+    d = os.path.dirname(target)
+    if not os.access(d, os.W_OK | os.X_OK):     # (what mkstemp next to the target needs)
+        raise ConfigError(f"cannot write {_named(path, target)}: cannot create a file in directory {d} "
+                          "(Permission denied)", fix="make the directory writable or choose another output path")
 
 
 def _named(path: str, target: str) -> str:

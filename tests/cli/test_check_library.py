@@ -40,6 +40,24 @@ def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
     assert failed[str(lib / "v_softmax_rows_a3.pto")] is None
 
 
+def test_a_file_that_raises_at_import_is_one_failed_row_at_its_line(tmp_path, capsys):
+    """A kernel file whose import raises (not a PtoPipeError) is a FAIL row located at the
+    file's line, and the other files are still checked (table and JUnit)."""
+    (tmp_path / "a_raises.py").write_text("raise RuntimeError('import boom')\nSCENARIO = None\n")
+    (tmp_path / "b_ok.pto").write_text(open(os.path.join(CORPUS, "v_softmax_rows_a3.pto")).read())
+    xml = tmp_path / "out.xml"
+    assert cli_main(["check", str(tmp_path), "--schedules", "1", "--workers", "1", "--junit", str(xml)]) == 1
+    cap = capsys.readouterr()
+    table = cap.out[cap.out.index("file "):].splitlines()
+    rows = {ln.split()[0]: ln for ln in table[1:-1]}
+    assert "FAIL RuntimeError" in rows[str(tmp_path / "a_raises.py")]
+    assert "PASS" in rows[str(tmp_path / "b_ok.pto")] and table[-1] == "1 of 2 failed"
+    assert f"at {tmp_path / 'a_raises.py'}:1" in cap.err
+    failed = {c.get("classname"): c.find("failure") for c in ET.parse(xml).getroot().find("testsuite")}
+    assert failed[str(tmp_path / "a_raises.py")].get("message") == \
+        f"RuntimeError: import boom at {tmp_path / 'a_raises.py'}:1"
+
+
 def test_a_library_that_passes_exits_0(tmp_path, capsys):
     assert cli_main(["check", os.path.join(ROOT, "examples", "dsl", "s1_cv_split.py"),
                      os.path.join(CORPUS, "v_softmax_rows_a3.pto"), "--schedules", "1"]) == 0
@@ -68,9 +86,11 @@ def test_a_pass_with_warnings_says_so_in_the_table_and_junit_and_stderr_names_ea
 
 
 def test_the_commands_timeout_is_no_kernel_failure():
-    """A variant the command's --timeout stopped after passing schedules, or never started,
-    is TIMEOUT in the table (a JUnit error, not a failure); a run that never finished its
-    default schedule stays a BudgetError (the kernel may loop)."""
+    """In a kernel library, a variant the command's --timeout stopped - after passing
+    schedules, in its default schedule, or before it started - is TIMEOUT in the table (a
+    JUnit error, not a failure), as README says; one stopped in its default schedule says a
+    loop looks the same and how to tell.  A lone file's default schedule that --timeout
+    stopped stays a BudgetError (as run and trace say), and so does a run's own timeout."""
     import xml.etree.ElementTree as ET
     from ptopipe.driver.check import TIMEOUT, out_of_time, variant_report
     from ptopipe.driver.library import junit, summary
@@ -85,21 +105,29 @@ def test_the_commands_timeout_is_no_kernel_failure():
     assert out_of_time(under_way, 5) == ("not finished: --timeout 2 s ran out after 5 passing "
                                          "schedule(s), no failure found in them; the schedule under "
                                          "way then did not finish (stopped at k.py:9)")
-    assert out_of_time(under_way, 0) is None                      # the default schedule: maybe a loop
+    assert out_of_time(under_way, 0) is None                      # a lone file: maybe a loop
+    assert out_of_time(under_way, 0, library=True) == ("not finished: --timeout 2 s ran out in the default schedule "
+                                         "(stopped at k.py:9); a kernel that loops forever and one that "
+                                         "needs more time look alike here")
     per_run = expired_before(Deadline(2.0), "this run")           # timeout=2 of one run, not --timeout
     assert out_of_time(per_run, 3) is None
     rows = []
     for err, passed in ((under_way, 5), (before, 0), (under_way, 0)):
         res = ExploreResult(runs=passed + 1, passed=passed)
         res.failures.append((None if not passed else 7, err))
-        rows.append(dict(variant_report("k", "default", "a2a3", "spec", res), file=f"k{len(rows)}.py"))
-    assert [r["failure"]["error"] for r in rows] == [TIMEOUT, TIMEOUT, "BudgetError"]
+        rows.append(dict(variant_report("k", "default", "a2a3", "spec", res, library=True),
+                         file=f"k{len(rows)}.py"))
+    assert [r["failure"]["error"] for r in rows] == [TIMEOUT, TIMEOUT, TIMEOUT]
+    assert [bool(r["failure"]["fix"]) for r in rows] == [False, False, True]   # (how to tell a loop)
+    res = ExploreResult(runs=1, passed=0)
+    res.failures.append((None, per_run))
+    rows.append(dict(variant_report("k", "default", "a2a3", "spec", res, library=True), file="k3.py"))
     table = summary(rows).splitlines()
-    assert "TIMEOUT" in table[1] and "TIMEOUT" in table[2] and "FAIL BudgetError" in table[3]
-    assert table[-1] == "1 of 3 failed; 2 not finished within --timeout"
+    assert all("TIMEOUT" in table[k] for k in (1, 2, 3)) and "FAIL BudgetError" in table[4]
+    assert table[-1] == "1 of 4 failed; 3 not finished within --timeout"
     suite = ET.fromstring(junit(rows)).find("testsuite")
-    assert [c[0].tag for c in suite] == ["error", "error", "failure"]
-    assert (suite.get("failures"), suite.get("errors")) == ("1", "2")
+    assert [c[0].tag for c in suite] == ["error", "error", "error", "failure"]
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "3")
 
 
 def test_a_file_named_twice_is_checked_once():

@@ -2,7 +2,8 @@
 release, the CPU simulator) is accepted by every command, --range reaches the static check in
 front of a .pto run and is refused where nothing would read it, --depth below 1 is refused
 whatever the exploration mode, a failing run's --report / trace shows the run up to the error,
-and a coverage gate with nothing measured does not pass."""
+a coverage gate with nothing measured does not pass, and every output path a command
+would write is refused before the command does any work."""
 import json
 import os
 
@@ -86,3 +87,27 @@ def test_platform_takes_ptoas_spelling_a3(command, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args([command, "--help"])
     assert "{a2a3,a3,a5}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["check", "{boom}", "--junit", "{missing}/j.xml"], "--junit"),
+    (["check", "{boom}", "{boom}", "--junit", "{missing}/j.xml"], "--junit"),
+    (["trace", "{boom}", "--variant", "all", "-o", "{missing}/t.json"], "--output"),
+    (["trace", "{boom}", "--report", "{missing}/r.html"], "--report"),
+    (["run", "{boom}", "--png", "{missing}/r.png"], "--png"),
+    (["sweep", "{boom}", "--param", "depth=1,2", "--plot", "{readonly}"], "--plot"),
+    (["run", "{pto}", "--output", "p={missing}/p.npy"], "--output"),
+])
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(argv, option, tmp_path, capsys):
+    """(a kernel file that raises at import: any work before the refusal would end in that)"""
+    boom = tmp_path / "boom.py"
+    boom.write_text("raise RuntimeError('the kernel file was loaded')\nSCENARIO = None\n")
+    readonly = tmp_path / "plot.png"
+    readonly.write_text("")
+    readonly.chmod(0o444)
+    pto = os.path.join(ROOT, "tests", "pto_corpus", "v_softmax_rows_a3.pto")
+    fill = dict(boom=boom, missing=tmp_path / "no_such_dir", readonly=readonly, pto=pto)
+    assert cli_main([a.format(**fill) for a in argv]) == 1
+    out = capsys.readouterr()
+    assert out.err.startswith("error: ConfigError: cannot write ") and f"at option {option}" in out.err, out.err
+    assert out.out == "" and "RuntimeError" not in out.err

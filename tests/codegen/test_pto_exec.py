@@ -1089,3 +1089,32 @@ def test_the_check_of_an_a5_file_on_a2a3_warns_in_the_files_own_terms(capsys):
     err = capsys.readouterr().err
     assert "rings live in GM: give the init a gm_slot_buffer operand" in err and "ptopipe.gm_buffer" not in err
     assert "error: ConfigError: pto.aic_initialize_pipe names no gm_slot_buffer" in err
+
+
+def test_a_view_too_big_for_seeded_data_is_refused_at_its_line_before_any_is_made():
+    """A parameter without --input whose tensor view needs more seeded data than ptopipe
+    makes up (here 70 MB) is a ConfigError at its make_tensor_view naming the parameter, its
+    shape and bytes - not minutes of generating it, nor a MemoryError."""
+    big = IO.replace("%x, shape = [%c16, %c16], strides = [%c16, %c1]",
+                     "%x, shape = [%c16, %cbig], strides = [%cbig, %c1]")
+    text = vector_kernel("    %cbig = arith.constant 1100000 : index\n" + big + STORE)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, inputs=dict(y=np.zeros((16, 16), np.float32)))
+    line = line_of(text, "%xv = pto.make_tensor_view")
+    col = text.splitlines()[line - 1].index("pto.make_tensor_view") + 1
+    assert e.value.where.endswith(f":{line}:{col}")
+    assert "parameter %x would need 70,400,000 bytes" in e.value.what and "f32[16, 1100000]" in e.value.what
+    assert "--input x=FILE.npy" in e.value.fix
+
+
+def test_seeded_float32_data_is_made_in_float32():
+    import tracemalloc
+    from ptopipe.codegen.pto_exec.launch import _random
+    tracemalloc.start()
+    try:
+        a = _random(np.random.default_rng(0), np.float32, (1 << 20,))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert a.dtype == np.float32 and -1 <= a.min() and a.max() < 1 and a.std() > 0.5
+    assert peak < 1.5 * a.nbytes                        # (a float64 draw cast down: 3x)

@@ -259,3 +259,34 @@ def test_a_one_file_library_spreads_its_schedules_a_library_of_several_does_not(
     # two files on two workers: each file's schedules one after the other, in its worker
     serial = _cli(["check", m31, S1, *opts, "--workers", "1"])
     assert _cli(["check", m31, S1, *opts, "--workers", "2"]) == serial and "1 of 2 failed" in serial[1]
+
+
+def test_a_ctrl_c_ends_the_pool_at_once_and_its_workers_leave_sigint_to_the_command():
+    """Workers ignore SIGINT (a terminal sends it to the whole process group); the command's
+    KeyboardInterrupt terminates them without waiting for the units under way (which sleep
+    8 s here: a regression fails on the time taken, it cannot hang)."""
+    import multiprocessing
+    import signal
+    assert run_units(signal.getsignal, [signal.SIGINT] * 2, None, workers=2) == [signal.SIG_IGN] * 2
+
+    def ctrl_c(done, total):
+        raise KeyboardInterrupt
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_units(time.sleep, [0, 8, 8], None, workers=2, progress=ctrl_c)
+    assert time.monotonic() - t0 < 4
+    assert not multiprocessing.active_children()
+
+
+def test_an_interrupted_check_says_how_many_schedules_had_finished(monkeypatch):
+    run, calls = explore_module.run_schedule, []
+
+    def ctrl_c_in_the_fourth_run(*a, **kw):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return run(*a, **kw)
+    monkeypatch.setattr(explore_module, "run_schedule", ctrl_c_in_the_fourth_run)
+    code, _, err = _cli(["check", S1, "--schedules", "5", "--workers", "1"])
+    assert code == 130
+    assert err.splitlines()[-1] == "interrupted: 3 of 6 schedules of default had finished"

@@ -109,6 +109,19 @@ def test_unwritable_directory(tmp_path):
         ro.chmod(0o755)
 
 
+def test_check_output_refuses_a_directory_it_cannot_create_a_file_in(tmp_path, monkeypatch):
+    """(as write_atomic would, at mkstemp: the directory's permission read as os.access says,
+    which a test run as root cannot take away for real)"""
+    from ptopipe.report import _io
+    ro = str(tmp_path / "ro")
+    os.mkdir(ro)
+    real = os.access
+    monkeypatch.setattr(_io.os, "access", lambda p, mode: False if os.fspath(p) == ro else real(p, mode))
+    with pytest.raises(ConfigError, match="cannot create a file in directory"):
+        _io.check_output(os.path.join(ro, "t.json"))
+    _io.check_output(str(tmp_path / "t.json"))
+
+
 def test_cli_run_report_to_a_directory(tmp_path, capsys):
     assert cli_main(["run", S4, "--quiet", "--report", str(tmp_path)]) == 1
     err = capsys.readouterr().err

@@ -42,11 +42,17 @@ class PtoRun:
         return self.result.summary
 
 
+#: the most bytes of seeded random data made for one parameter given no --input: a
+#: simulated kernel works on tiles, and a view of gigabytes is a typo or a real-size shape
+#: (making it would take minutes and memory the machine may not have)
+SEEDED_MAX_BYTES = 64 << 20
+
+
 def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple:
     """The kernel arguments by parameter name: the given inputs, else seeded random arrays
     (pointer parameters: sized by their largest static tensor view) and notes saying so."""
     args, notes = {}, []
-    extents, natural = _param_extents(prog, inputs, platform)
+    extents, natural, origin = _param_extents(prog, inputs, platform)
     params = {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
@@ -97,6 +103,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
             notes.append(f"scalar parameter {key} ({ty.name}) not given: 0 (give --input {key}=VALUE)")
             continue
         if isinstance(ty, tuple) and ty[0] in ("vector", "tensor"):
+            _seeded_fits(key, ty[1], ty[2], f"{prog.path}:{tok.line}:{tok.col}")
             args[key] = Elements(_random(rng, ty[1], ty[2]))
             notes.append(f"{key}: seeded random {ty[0]}<{'x'.join(map(str, ty[2]))}x{dtype_name(ty[1])}> "
                          f"(give --input {key}=FILE.npy)")
@@ -123,6 +130,8 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
                                       fix=f"give --input {key}=FILE.npy (or a static shape in its "
                                           "make_tensor_view)")
                 shape = (1,)                 # a pointer nothing reads: one element stands for it
+        at = origin.get((fname, "%" + key)) or tok
+        _seeded_fits(key, d, shape, f"{prog.path}:{at.line}:{at.col}")
         args[key] = _random(rng, d, shape)
         notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
     return args, notes
@@ -140,19 +149,40 @@ def _random(rng, d, shape):
     if d.kind in "iu":
         info = np.iinfo(d)
         return rng.integers(max(info.min, -8), min(info.max, 8) + 1, size=shape).astype(d)
-    return rng.uniform(-1.0, 1.0, size=shape).astype(d)
+    # uniform in [-1, 1): made in float32 (float64 for a float64 parameter), in place - a
+    # float64 draw cast down would take twice the memory and time of the array it makes
+    wide = np.float64 if d == np.float64 else np.float32
+    a = rng.random(size=shape, dtype=wide)
+    a *= 2
+    a -= 1
+    return a if a.dtype == d else a.astype(d)
+
+
+def _seeded_fits(key: str, d, shape, where: str | None) -> None:
+    """A ConfigError unless seeded data for parameter ``key`` (dtype ``d``, ``shape``) fits
+    :data:`SEEDED_MAX_BYTES` (``where``: the tensor view that sizes it)."""
+    n = int(np.prod(shape, dtype=object))
+    size = n * np.dtype(d).itemsize
+    if size > SEEDED_MAX_BYTES:
+        raise ConfigError(f"parameter %{key} would need {size:,} bytes of seeded random data "
+                          f"({dtype_name(np.dtype(d))}{list(shape)}), more than the "
+                          f"{SEEDED_MAX_BYTES >> 20} MiB ptopipe makes up for a parameter",
+                          where=where,
+                          fix=f"give --input {key}=FILE.npy, or a smaller shape in its make_tensor_view")
 
 
 def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
     """(function, parameter name) -> elements a pointer parameter needs: the largest extent
     of its static tensor views, the GM ring of a pipe init it is the slot buffer of (SLOT_NUM
-    x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need."""
-    ext, shapes = {}, {}
+    x SLOT_SIZE per direction), and what the functions it is passed to (func.call) need;
+    with each the dense shape of the view that sets it (or None) and that statement's token."""
+    ext, shapes, origin = {}, {}, {}
 
-    def need(key, n, shape=None):
+    def need(key, n, shape=None, at=None):
         if n > ext.get(key, 0):
             ext[key] = n
             shapes[key] = shape
+            origin[key] = at
 
     for f in prog.funcs.values():
         consts = int_constants(f)
@@ -180,7 +210,7 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
                     strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
                 dense = list(strides) == list(np.cumprod([1] + shape[::-1][:-1])[::-1])
                 need((f.name, vs[0].text), 1 + sum((n - 1) * st for n, st in zip(shape, strides)),
-                     tuple(shape) if dense else None)
+                     tuple(shape) if dense else None, s.tok)
             elif "initialize" in s.name and "pipe" in s.name:
                 gm = s.attr("gm_slot_buffer")
                 gm = gm[0] if gm else (vs[0] if s.name == "pto.initialize_l2g2l_pipe" and vs else None)
@@ -190,7 +220,7 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
                     d = int_attr(s, "dir_mask", prog)
                     ways = 2 if d & 3 == 3 else 1
                     n = int_attr(s, "slot_num", prog, 0) or platform.slot_num_for(ways == 2)
-                    need((f.name, gm.text), -(-int_attr(s, "slot_size", prog) * n * ways // item))
+                    need((f.name, gm.text), -(-int_attr(s, "slot_size", prog) * n * ways // item), None, s.tok)
     changed = True
     while changed:                          # callers need what their callees need
         changed = False
@@ -204,8 +234,9 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
                     if n > ext.get((f.name, a.text), 0):
                         ext[(f.name, a.text)] = n
                         shapes[(f.name, a.text)] = shapes.get((callee.name, p[0]))
+                        origin[(f.name, a.text)] = origin.get((callee.name, p[0]))
                         changed = True
-    return ext, shapes
+    return ext, shapes, origin
 
 
 @dataclass
