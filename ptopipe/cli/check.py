@@ -5,7 +5,6 @@ seeds ``--seed`` ...; a long check's on the ``--engine``'s workers); report the 
 distinct interleavings covered, and exit 1."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -71,16 +70,6 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    if getattr(args, "json", False):
-        # stdout carries the JSON report only: what the kernels print (TPRINT, print) and
-        # any other text go to stderr, so a tool can parse stdout as it is
-        args.json_stream = sys.stdout
-        with contextlib.redirect_stdout(sys.stderr):
-            return _main(args)
-    return _main(args)
-
-
-def _main(args) -> int:
     if args.file is None or args.junit:   # several paths, or a directory: a kernel library
         from .library import check_library
         return check_library(args, _check_file)
@@ -116,8 +105,9 @@ def _check_file(args, reports) -> int:
 
 def print_json(args, reports: list) -> None:
     """The ``--json`` report, on the stdout ``check`` was started with (the rest of its output
-    goes to stderr meanwhile)."""
-    print(json.dumps(reports, indent=2, default=str), file=getattr(args, "json_stream", None) or sys.stdout)
+    goes to stderr meanwhile: :func:`ptopipe.cli.main`)."""
+    from . import json_out
+    print(json.dumps(reports, indent=2, default=str), file=json_out(args))
 
 
 def main_static(args) -> int:
