@@ -3,6 +3,8 @@ report only (the kernel's prints go to stderr)."""
 import json
 import os
 
+import pytest
+
 from ptopipe.cli import main as cli_main
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -25,3 +27,30 @@ def test_mutate_json_stdout_is_the_report_only(tmp_path, capsys):
     cap = capsys.readouterr()
     assert json.loads(cap.out)["verdicts"]
     assert "hello from vector" in cap.err
+
+
+PARAMS = os.path.join(ROOT, "tests", "pto_corpus", "c_mm_param_offsets_a5.pto")   # 3 not-proven warnings
+ITER = os.path.join(ROOT, "tests", "pto_corpus", "c_mm_iter_args_a3.pto")   # a static and a run warning
+M1 = os.path.join(ROOT, "examples", "misuse", "m1_no_tfree.py")   # (pto-isa: a portability warning)
+
+
+@pytest.mark.parametrize("kernel,extra", [(PARAMS, []), (ITER, []), (M1, ["--protocol", "pto-isa"])])
+@pytest.mark.parametrize("command", ["run", "check", "trace"])
+def test_every_warning_shown_fails_under_werror(command, kernel, extra, tmp_path, capsys):
+    cmd = [command, kernel, *extra] + (["-o", str(tmp_path / "t.json")] if command == "trace" else []) \
+        + (["--schedules", "0"] if command == "check" else [])
+    assert cli_main(cmd) == 0
+    shown = capsys.readouterr()
+    n = (shown.out + shown.err).count("warning: ")
+    assert n
+    assert cli_main(cmd + ["--werror"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "--werror" in out
+
+
+def test_static_check_warnings_fail_under_werror_and_count_in_the_library_summary(tmp_path, capsys):
+    assert cli_main(["check", "--static", PARAMS]) == 0
+    assert cli_main(["check", "--static", PARAMS, "--werror"]) == 1
+    assert "errors under --werror" in capsys.readouterr().out
+    assert cli_main(["check", PARAMS, "--schedules", "0", "--junit", str(tmp_path / "j.xml")]) == 0
+    assert "1 passed with warnings" in capsys.readouterr().out
