@@ -54,3 +54,19 @@ def test_static_check_warnings_fail_under_werror_and_count_in_the_library_summar
     assert "errors under --werror" in capsys.readouterr().out
     assert cli_main(["check", PARAMS, "--schedules", "0", "--junit", str(tmp_path / "j.xml")]) == 0
     assert "1 passed with warnings" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kernel,option", [
+    ("tests/pto/c2v_split_a3.pto", ["--input", "zz=5"]),
+    ("tests/pto/c2v_split_a3.pto", ["--range", "zz=1..5"]),
+    ("examples/dsl/s4_both_ways.py", ["--range", "zz=1..64"]),
+])
+def test_static_check_refuses_a_parameter_the_kernel_does_not_have(kernel, option, capsys):
+    assert cli_main(["check", "--static", os.path.join(ROOT, kernel), *option]) == 1
+    cap = capsys.readouterr()
+    assert f"{option[0]} zz: the kernel has no parameter 'zz'" in cap.err and "PASS" not in cap.out
+
+
+def test_run_refuses_a_range_of_a_parameter_the_kernel_does_not_have(capsys):
+    assert cli_main(["run", os.path.join(ROOT, "tests/pto/c2v_split_a3.pto"), "--range", "zz=1..5"]) == 1
+    assert "--range zz: the kernel has no parameter 'zz'" in capsys.readouterr().err
