@@ -56,6 +56,7 @@ _LOWER_BOUNDS = {
     "latency": (0, "a latency in cycles"),
     "workers": (1, "a number of worker processes"),
     "depth": (1, "a depth (pct: the bug depth; exhaustive: deviations)"),
+    "until_cycle": (1, "a cycle count"),
 }
 
 
@@ -68,6 +69,11 @@ def validate(args) -> None:
             opt = "--" + name.replace("_", "-")
             raise ConfigError(f"{opt} {v} is not {what}", where=f"option {opt}",
                               fix=f"give {opt} a value >= {low}")
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and not timeout > 0:            # (nan too)
+        raise ConfigError(f"--timeout {timeout:g} is not a positive number of seconds", where="option --timeout",
+                          fix="give seconds > 0 (inf: no wall-clock bound), or leave the option out for "
+                              "the default")
     variant = getattr(args, "variant", None)
     if variant is not None and not variant.strip():
         raise ConfigError("--variant is empty", where="option --variant",

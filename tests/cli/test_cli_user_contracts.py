@@ -70,3 +70,12 @@ def test_static_check_refuses_a_parameter_the_kernel_does_not_have(kernel, optio
 def test_run_refuses_a_range_of_a_parameter_the_kernel_does_not_have(capsys):
     assert cli_main(["run", os.path.join(ROOT, "tests/pto/c2v_split_a3.pto"), "--range", "zz=1..5"]) == 1
     assert "--range zz: the kernel has no parameter 'zz'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command,option", [
+    *((c, ["--timeout", t]) for c in ("run", "mutate") for t in ("0", "-1", "nan")),
+    ("run", ["--until-cycle", "0"])])
+def test_a_bound_no_run_can_use_is_refused_naming_its_option(command, option, capsys):
+    assert cli_main([command, S1, *option]) == 1
+    err = capsys.readouterr().err
+    assert f"at option {option[0]}" in err and "math.inf" not in err and "timeout=" not in err
