@@ -395,3 +395,12 @@ def test_check_of_a_pto_the_static_checks_refuse_says_fail_before_the_error(caps
     out, err = capsys.readouterr()
     assert out.startswith("FAIL tfree_missing_then_a5.pto: CompileError before it ran: the static checks refuse it")
     assert "error: CompileError: " in err
+
+
+def test_a_negative_constant_size_of_a_tensor_view_is_said_to_be_negative(tmp_path, capsys):
+    body = IO.replace("%xv = pto.make_tensor_view %x, shape = [%c16,", "%xv = pto.make_tensor_view %x, shape = [%m16,")
+    assert body != IO
+    f = write(tmp_path, vector_kernel("    %m16 = arith.constant -16 : index\n" + body + STORE))
+    assert cli_main(["run", f]) == 1
+    err = capsys.readouterr().err
+    assert "negative size" in err and "not known statically" not in err

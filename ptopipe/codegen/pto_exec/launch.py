@@ -176,6 +176,10 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
                 shape, strides = nums("shape"), nums("strides")
                 if not shape or any(x is None for x in shape):
                     continue
+                if any(x < 0 for x in shape):     # (not "unknown": it is known, and wrong)
+                    raise ConfigError(f"the pto.make_tensor_view of {vs[0].text} has a negative size: shape "
+                                      f"{shape}", where=f"{prog.path}:{s.tok.line}:{s.tok.col}",
+                                      fix="give every dimension a size >= 0")
                 if not strides or any(x is None for x in strides):
                     strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
                 dense = list(strides) == list(np.cumprod([1] + shape[::-1][:-1])[::-1])
