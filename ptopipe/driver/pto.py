@@ -288,6 +288,10 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     def verdict(plat, status, warnings, text, found=()):
         return {"program": name, "platform": str(plat), "protocol": protocol, "status": status,
                 "warnings": list(warnings), "detail": text, "found": list(found)}
+    on = platform_name(platform or platform_of(path) or "a2a3")
+    too_big = _tiles_larger_than_memory(path, on)       # (whether or not the value IR reads the file)
+    if too_big:
+        return verdict(on, "failed", [], "the static checks found an error without running", too_big)
     try:
         op, warnings, plat = load_pto(path, platform, protocol, scalars=scalars, ranges=ranges)
     except ParseError as e:
@@ -310,6 +314,15 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     return verdict(plat, "verified", warnings,
                    f"verified statically{which}{given} (VerifyPipes, GM bounds, Validate, ring and "
                    "address checks)")
+
+
+def _tiles_larger_than_memory(path: str, platform) -> list:
+    """The tiles of the .pto file ``path`` that cannot fit their memory on ``platform``
+    (:func:`ptopipe.codegen.pto_exec.placement.tiles_larger_than_memory`)."""
+    from ..arch import get_platform
+    from ..codegen.pto_exec import read_program, read_text
+    from ..codegen.pto_exec.placement import tiles_larger_than_memory
+    return tiles_larger_than_memory(read_program(read_text(path), path), get_platform(platform))
 
 
 def _refuse_unknown_names(path: str, inputs, ranges: dict) -> None:

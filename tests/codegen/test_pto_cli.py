@@ -404,3 +404,11 @@ def test_a_negative_constant_size_of_a_tensor_view_is_said_to_be_negative(tmp_pa
     assert cli_main(["run", f]) == 1
     err = capsys.readouterr().err
     assert "negative size" in err and "not known statically" not in err
+
+
+def test_static_check_refuses_a_tile_larger_than_its_memory(tmp_path, capsys):
+    f = write(tmp_path, vector_kernel(IO + f"    %big = pto.alloc_tile : {vec_t(1024, 1024)}\n" + STORE))
+    assert cli_main(["check", "--static", f]) == 1
+    cap = capsys.readouterr()
+    assert cap.out.startswith("FAIL") and "%big: a Vec tile of 4,194,304 bytes does not fit UB" in cap.err
+    assert cli_main(["check", "--static", write(tmp_path, vector_kernel(IO + STORE), "ok.pto")]) == 0
