@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from ..errors import CompileError
+from ..errors import CompileError, ConfigError
 from ..driver.check import TIMEOUT, error_report as _error_row, explore_variant, variant_report
 from ..isa.explore import MODES, ExploreResult
 from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, add_ranges, add_sync,
@@ -255,12 +255,16 @@ def _print_variant(args, label: str, res, rep: dict, v: str) -> None:
         after = (f" (after {res.passed} passing schedule(s)"
                  + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
                  + ")") if res.passed or res.distinct else ""
-        refused = seed is None and isinstance(err, CompileError)     # (compiling, before any run)
+        # a CompileError (compiling) or ConfigError (setting the run up) is not a schedule's
+        # finding: no instruction ran
+        refused = None if seed is not None else \
+            ("the compiler refuses it", "the kernel does not compile") if isinstance(err, CompileError) else \
+            ("its set-up is refused", "fix the set-up above") if isinstance(err, ConfigError) else None
         print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} "
-              + ("before it ran: the compiler refuses it" if refused else f"under {sched}{after}"),
+              + (f"before it ran: {refused[0]}" if refused else f"under {sched}{after}"),
               flush=True)
         report_exception(err)
         replay = _replay_line(args, rep["platform"], rep["protocol"], v, seed)
         print(f"  replay: {replay}" if seed is not None else
-              "  (no schedule ran: the kernel does not compile)" if refused else
+              f"  (no schedule ran: {refused[1]})" if refused else
               "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)

@@ -79,3 +79,11 @@ def test_a_bound_no_run_can_use_is_refused_naming_its_option(command, option, ca
     assert cli_main([command, S1, *option]) == 1
     err = capsys.readouterr().err
     assert f"at option {option[0]}" in err and "math.inf" not in err and "timeout=" not in err
+
+
+def test_check_of_a_cpp_kernel_missing_an_input_fails_before_it_ran(capfd):
+    """(the check runs in a child process: its output is on the file descriptors)"""
+    assert cli_main(["check", os.path.join(ROOT, "tests/cpp/cpp_kernels/c2v_add.cpp"), "--schedules", "0"]) == 1
+    cap = capfd.readouterr()
+    assert "ConfigError before it ran" in cap.out and "under the default schedule" not in cap.out
+    assert "every run reproduces it" not in cap.err
