@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import json
 import os
 import sys
 
@@ -71,8 +70,8 @@ def main(argv=None) -> int:
         if isinstance(e, SystemExit):
             raise
         if getattr(args, "json", False):          # e.g. a bad option value of `check --json`
-            from .check import error_report
-            print(json.dumps([error_report(e)], indent=2, default=str), file=json_out(args))
+            from .check import error_report, print_json
+            print_json(args, [error_report(e)])
         return report_exception(e)
 
 

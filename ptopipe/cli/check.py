@@ -107,6 +107,9 @@ def print_json(args, reports: list) -> None:
     """The ``--json`` report, on the stdout ``check`` was started with (the rest of its output
     goes to stderr meanwhile: :func:`ptopipe.cli.main`)."""
     from . import json_out
+    file = getattr(args, "file", None)
+    for r in reports if file else ():       # every entry names its file, as a library's do
+        r.setdefault("file", file)
     print(json.dumps(reports, indent=2, default=str), file=json_out(args))
 
 

@@ -87,3 +87,10 @@ def test_check_of_a_cpp_kernel_missing_an_input_fails_before_it_ran(capfd):
     cap = capfd.readouterr()
     assert "ConfigError before it ran" in cap.out and "under the default schedule" not in cap.out
     assert "every run reproduces it" not in cap.err
+
+
+@pytest.mark.parametrize("extra", [[], ["--static"], ["--variant", "no_such_variant"]])
+def test_single_file_check_json_entries_name_their_file_as_a_librarys_do(extra, capsys):
+    cli_main(["check", S1, "--schedules", "0", "--variant", "f32_ud_d1_m16", "--json", *extra])
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r["file"] == S1 for r in rows)
