@@ -94,3 +94,11 @@ def test_single_file_check_json_entries_name_their_file_as_a_librarys_do(extra, 
     cli_main(["check", S1, "--schedules", "0", "--variant", "f32_ud_d1_m16", "--json", *extra])
     rows = json.loads(capsys.readouterr().out)
     assert rows and all(r["file"] == S1 for r in rows)
+
+
+@pytest.mark.parametrize("kernel", ["tests/pto/c2v_split_a3.pto", "examples/dsl/s1_cv_split.py"])
+def test_print_after_all_prints_each_pass_on_stdout_and_o_gets_the_result_only(kernel, tmp_path, capsys):
+    out = tmp_path / "r.txt"
+    assert cli_main(["compile", os.path.join(ROOT, kernel), "--print-after-all", "-o", str(out)]) == 0
+    assert "IR Dump After verify-pipes" in capsys.readouterr().out
+    assert "IR Dump After" not in out.read_text() and out.read_text()
