@@ -78,6 +78,16 @@ class ConfigError(PtoPipeError):
     """A pipe, platform or run configuration that cannot work (found at initialisation)."""
 
 
+def refuse_unknown_parameters(names, known, option: str = "--input") -> None:
+    """A ConfigError for the first of ``names`` (given with ``option``: ``--input``,
+    ``--range``) that is not one of the kernel's parameters ``known`` - a typo is refused,
+    not silently unused."""
+    for k in names:
+        if k not in known:
+            raise ConfigError(f"{option} {k}: the kernel has no parameter {k!r}", where=f"option {option}",
+                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
+
+
 class ProtocolError(PtoPipeError):
     """A TPUSH/TPOP/TFREE/TALLOC used against the protocol."""
 

@@ -8,8 +8,8 @@ non-zero exit code - never a Python traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
-import json
 import os
 import sys
 
@@ -35,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def json_out(args):
+    """Where a ``--json`` command prints its report: the stdout the command was started with."""
+    return getattr(args, "json_stream", None) or sys.stdout
+
+
 def main(argv=None) -> int:
     release()                               # Ctrl-C from here on: the KeyboardInterrupt below
     args = None
@@ -49,6 +54,12 @@ def main(argv=None) -> int:
             parser.print_help()
             return 2
         validate(args)
+        if getattr(args, "json", False):
+            # stdout carries the JSON report only (json_out): what the kernels print (TPRINT,
+            # print) and any other text go to stderr, so a tool can parse stdout as it is
+            args.json_stream = sys.stdout
+            with contextlib.redirect_stdout(sys.stderr):
+                return int(args.func(args) or 0)
         return int(args.func(args) or 0)
     except KeyboardInterrupt as e:
         return interrupted(getattr(e, "ptopipe_done", None))
@@ -59,8 +70,8 @@ def main(argv=None) -> int:
         if isinstance(e, SystemExit):
             raise
         if getattr(args, "json", False):          # e.g. a bad option value of `check --json`
-            from .check import error_report
-            print(json.dumps([error_report(e)], indent=2, default=str))
+            from .check import error_report, print_json
+            print_json(args, [error_report(e)])
         return report_exception(e)
 
 

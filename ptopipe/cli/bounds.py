@@ -1,7 +1,7 @@
 """The bounds every running subcommand takes (``run``, ``check``, ``trace``, ``sweep``):
 ``--timeout SECONDS`` (wall-clock) and ``--until-cycle N`` (simulated time).  Together
-with the instruction budget they make sure a command never hangs; the values are checked
-by the simulator (a ConfigError for a non-positive one).
+with the instruction budget they make sure a command never hangs; a value no run can use
+is refused naming its option (:func:`ptopipe.cli.common.validate`).
 
 ``--timeout`` bounds the whole command: one :class:`~ptopipe.sim.bounds.Deadline`, made
 at the command's first run, is shared by every run it makes (variants, schedules,

@@ -5,12 +5,11 @@ seeds ``--seed`` ...; a long check's on the ``--engine``'s workers); report the 
 distinct interleavings covered, and exit 1."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 
-from ..errors import CompileError
+from ..errors import CompileError, ConfigError
 from ..driver.check import TIMEOUT, error_report as _error_row, explore_variant, variant_report
 from ..isa.explore import MODES, ExploreResult
 from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, add_launches, add_pto_func, add_ranges, add_sync,
@@ -71,16 +70,6 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    if getattr(args, "json", False):
-        # stdout carries the JSON report only: what the kernels print (TPRINT, print) and
-        # any other text go to stderr, so a tool can parse stdout as it is
-        args.json_stream = sys.stdout
-        with contextlib.redirect_stdout(sys.stderr):
-            return _main(args)
-    return _main(args)
-
-
-def _main(args) -> int:
     if args.file is None or args.junit:   # several paths, or a directory: a kernel library
         from .library import check_library
         return check_library(args, _check_file)
@@ -116,8 +105,12 @@ def _check_file(args, reports) -> int:
 
 def print_json(args, reports: list) -> None:
     """The ``--json`` report, on the stdout ``check`` was started with (the rest of its output
-    goes to stderr meanwhile)."""
-    print(json.dumps(reports, indent=2, default=str), file=getattr(args, "json_stream", None) or sys.stdout)
+    goes to stderr meanwhile: :func:`ptopipe.cli.main`)."""
+    from . import json_out
+    file = getattr(args, "file", None)
+    for r in reports if file else ():       # every entry names its file, as a library's do
+        r.setdefault("file", file)
+    print(json.dumps(reports, indent=2, default=str), file=json_out(args))
 
 
 def main_static(args) -> int:
@@ -267,12 +260,16 @@ def _print_variant(args, label: str, res, rep: dict, v: str) -> None:
         after = (f" (after {res.passed} passing schedule(s)"
                  + (f", {res.distinct} distinct interleaving(s) explored" if res.distinct else "")
                  + ")") if res.passed or res.distinct else ""
-        refused = seed is None and isinstance(err, CompileError)     # (compiling, before any run)
+        # a CompileError (compiling) or ConfigError (setting the run up) is not a schedule's
+        # finding: no instruction ran
+        refused = None if seed is not None else \
+            ("the compiler refuses it", "the kernel does not compile") if isinstance(err, CompileError) else \
+            ("its set-up is refused", "fix the set-up above") if isinstance(err, ConfigError) else None
         print(f"{color('FAIL', '1;31', sys.stdout)} {label}: {type(err).__name__} "
-              + ("before it ran: the compiler refuses it" if refused else f"under {sched}{after}"),
+              + (f"before it ran: {refused[0]}" if refused else f"under {sched}{after}"),
               flush=True)
         report_exception(err)
         replay = _replay_line(args, rep["platform"], rep["protocol"], v, seed)
         print(f"  replay: {replay}" if seed is not None else
-              "  (no schedule ran: the kernel does not compile)" if refused else
+              f"  (no schedule ran: {refused[1]})" if refused else
               "  (fails under the default schedule: every run reproduces it)", file=sys.stderr)

@@ -56,6 +56,7 @@ _LOWER_BOUNDS = {
     "latency": (0, "a latency in cycles"),
     "workers": (1, "a number of worker processes"),
     "depth": (1, "a depth (pct: the bug depth; exhaustive: deviations)"),
+    "until_cycle": (1, "a cycle count"),
 }
 
 
@@ -68,6 +69,11 @@ def validate(args) -> None:
             opt = "--" + name.replace("_", "-")
             raise ConfigError(f"{opt} {v} is not {what}", where=f"option {opt}",
                               fix=f"give {opt} a value >= {low}")
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and not timeout > 0:            # (nan too)
+        raise ConfigError(f"--timeout {timeout:g} is not a positive number of seconds", where="option --timeout",
+                          fix="give seconds > 0 (inf: no wall-clock bound), or leave the option out for "
+                              "the default")
     variant = getattr(args, "variant", None)
     if variant is not None and not variant.strip():
         raise ConfigError("--variant is empty", where="option --variant",
@@ -183,6 +189,29 @@ def add_werror(p) -> None:
                    help="treat the warnings a run goes on after as errors (exit status 1)")
 
 
+def werror_verdict(args, printed=(), shown=()) -> tuple:
+    """``(failed, verdict word)`` of a run that finished with warnings: ``printed`` (printed
+    here, on stderr) and ``shown`` (that its output shows elsewhere, e.g. in the run
+    summary) - the one rule, :func:`ptopipe.driver.check.fails_under_werror`, ``check``
+    judges by too."""
+    from ..driver.check import fails_under_werror
+    printed = list(dict.fromkeys(printed))
+    for w in printed:
+        print(f"warning: {w}", file=sys.stderr)
+    failed = fails_under_werror(printed + list(shown), getattr(args, "werror", False))
+    return failed, (color("FAIL", "1;31", sys.stdout) if failed else color("PASS", "1;32", sys.stdout))
+
+
+def werror_note(failed: bool, warnings) -> str:
+    """What a verdict line failed under --werror adds: the number of warnings."""
+    return f"; {len(set(warnings))} warning(s), errors under --werror" if failed else ""
+
+
+def summary_warnings(summary) -> list:
+    """A run summary's warnings (leaks, unpaired frees, build warnings) as text."""
+    return [what + (f" ({loc})" if loc else "") for what, loc in summary.leaks]
+
+
 def add_sync(p) -> None:
     """``--sync auto|manual``: the synchronisation mode of the runs (docs/events.md)."""
     p.add_argument("--sync", default=None, choices=[m.value for m in SyncMode],
@@ -198,16 +227,16 @@ def sync_kwargs(args) -> dict:
 
 
 def run_each(jobs: list, one) -> int:
-    """Call ``one(sc, variant)`` for every job.  A single job's error propagates (the CLI
+    """Call ``one(sc, variant)`` for every job (a true return: it failed).  A single job's error propagates (the CLI
     prints it); with several jobs a failure is reported under the variant's name, the
     others still run, and a summary names every failed variant.  Returns the exit code."""
     if len(jobs) == 1:
-        one(*jobs[0])
-        return 0
+        return int(bool(one(*jobs[0])))
     failed = []
     for sc, v in jobs:
         try:
-            one(sc, v)
+            if one(sc, v):                # (it printed its FAIL line: --werror)
+                failed.append(f"{sc.name}[{v}]")
         except Exception as e:  # noqa: BLE001 - report it under the variant's name, go on
             failed.append(f"{sc.name}[{v}]")
             print(f"{color('FAIL', '1;31', sys.stdout)} {sc.name}[{v}]: {type(e).__name__}", flush=True)

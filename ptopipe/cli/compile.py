@@ -34,7 +34,8 @@ def add_parser(sub) -> None:
                         "refuses (a missing TPOP, a use after TFREE ...) to run it and see the misuse "
                         "reported at run time, at its line")
     p.add_argument("--print-after-all", action="store_true",
-                   help="print the IR after each pass")
+                   help="print the IR after each pass on stdout (with -o FILE as well: FILE gets "
+                        "the final result only)")
     p.add_argument("--verify-each", action="store_true",
                    help="after each pass, check every IR property the IR should have with its "
                         "verifier (docs/passes/README.md), besides the op verifier that always runs")
@@ -84,7 +85,8 @@ def main(args) -> int:
                               where="option --no-verify", fix="leave --no-verify out for a .pto file")
         from ..codegen.pto_load import load_pto
         op, warnings, plat = load_pto(args.file, args.platform, protocol,
-                                      verify_properties=args.verify_each or None)
+                                      verify_properties=args.verify_each or None,
+                                      print_after_all=args.print_after_all, stream=sys.stdout)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         texts = [_emit(args.emit, op, plat, protocol)]

@@ -9,12 +9,10 @@ parses the options, calls :mod:`ptopipe.driver.cpp` and prints."""
 from __future__ import annotations
 
 import os
-import sys
 
 from ..driver import cpp
 from . import bounds
-from .common import launch_kwargs, sync_kwargs, write_outputs
-from .errors import color
+from .common import launch_kwargs, summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs
 
 
 def add_arguments(p) -> None:
@@ -47,11 +45,14 @@ def run_cpp_file(args) -> int:
                             causal=getattr(args, "causal", False))
     outs = write_outputs(outputs, getattr(args, "output", None), "an array parameter given with --input",
                          ", ".join(sorted(outputs)) or "none (give --input arrays)")
-    print(f"{color('PASS', '1;32', sys.stdout)} {os.path.basename(args.file)} on {platform} ({protocol}): ran"
-          + (f", wrote {', '.join(outs)}" if outs else ""))
-    if not getattr(args, "quiet", False):
+    quiet = getattr(args, "quiet", False)
+    warned = summary_warnings(summary)              # (the summary below shows them, unless --quiet)
+    failed, verdict = werror_verdict(args, warned if quiet else (), () if quiet else warned)
+    print(f"{verdict} {os.path.basename(args.file)} on {platform} ({protocol}): ran"
+          + (f", wrote {', '.join(outs)}" if outs else "") + werror_note(failed, warned))
+    if not quiet:
         print("  " + summary.format().replace("\n", "\n  "))
-    return 0
+    return int(failed)
 
 
 def check_cpp_file(args, reports: list, check_scenarios) -> int:
@@ -81,5 +82,9 @@ def trace_cpp_file(args) -> int:
             lines.append(f"wrote {write_html(res, args.report, f'ptopipe {os.path.basename(args.file)}')}")
         lines.append("  " + profile(res).format().replace("\n", "\n  "))
         print("\n".join(lines), flush=True)
-    _run(args, after, trace=True)
-    return 0
+    _, summary = _run(args, after, trace=True)
+    warned = summary_warnings(summary)
+    failed, verdict = werror_verdict(args, warned)
+    if failed:
+        print(f"{verdict} {os.path.basename(args.file)}: ran" + werror_note(failed, warned))
+    return int(failed)

@@ -59,7 +59,8 @@ def main(args) -> int:
     finally:
         bar.close()
     if args.json:
-        print(json.dumps(cov.to_dict(), indent=2))
+        from . import json_out
+        print(json.dumps(cov.to_dict(), indent=2), file=json_out(args))
     else:
         print(format_coverage(cov))
     if args.fail_under is not None and (not cov.counted or 100 * cov.ratio < args.fail_under):

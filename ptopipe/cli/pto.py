@@ -12,7 +12,8 @@ import sys
 from ..driver import pto
 from ..errors import ConfigError
 from . import bounds
-from .common import launch_kwargs, scalar_ranges, sync_kwargs, write_outputs
+from .common import (launch_kwargs, scalar_ranges, summary_warnings, sync_kwargs, werror_note, werror_verdict,
+                     write_outputs)
 
 
 def _launch_options(args) -> tuple:
@@ -25,24 +26,35 @@ def _launch_options(args) -> tuple:
 
 
 def _launches(args) -> tuple:
-    """``(launches, protocol)`` of ``args.file`` (:func:`ptopipe.driver.pto.launches`), the
-    static verifier's warnings printed."""
+    """``(launches, protocol, warnings)`` of ``args.file`` (:func:`ptopipe.driver.pto.launches`):
+    ``warnings``, the static verifier's (printed before anything runs), are what the run's
+    verdict counts with its own."""
     inputs, func, platform, protocol, seed, ranges = _launch_options(args)
     out, warnings = pto.launches(args.file, inputs, func, platform, protocol, seed,
                                  one=bool(getattr(args, "output", None)), ranges=ranges)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    return out, protocol
+    return out, protocol, list(warnings)
+
+
+def _run_warnings(static: list, pl) -> list:
+    """The warnings of a launch's run besides the static verifier's (printed already): the
+    loader's and the run's."""
+    return [w for w in dict.fromkeys(list(pl.warnings) + list(pl.run_warnings)) if w not in static]
 
 
 def pto_scenarios(args) -> list:
-    """The .pto file of ``args`` as ``(Scenario, run warnings)`` pairs for ``check``, the
-    notes of its launches printed."""
-    launched, protocol = _launches(args)
+    """The .pto file of ``args`` as ``(Scenario, run warnings)`` pairs for ``check`` (the
+    static verifier's warnings first among the run warnings: the check's verdict counts
+    them), the notes of its launches printed."""
+    launched, protocol, static = _launches(args)
     for pl in launched:
         for n in pl.notes:
             print(f"note: {n}", file=sys.stderr)
-    return pto.scenarios(args.file, launched, protocol)
+    pairs = pto.scenarios(args.file, launched, protocol)
+    for _, warned in pairs:
+        warned[:0] = [w for w in static if w not in warned]
+    return pairs
 
 
 def pto_sources(args, count: int) -> list:
@@ -69,6 +81,7 @@ def static_pto(args) -> int:
     from .check import print_json
     from .errors import color, report_exception
     from ..passes.verify_pipes import NOT_PROVEN, not_proven
+    from ..driver.check import fails_under_werror
     v = pto.static_verdict(args.file, getattr(args, "platform", None), getattr(args, "protocol", None) or "spec",
                            getattr(args, "input", None), scalar_ranges(args))
     word, paint, rc = _VERDICT[v["status"]]
@@ -77,12 +90,15 @@ def static_pto(args) -> int:
         print_json(args, [{"program": v["program"], "platform": v["platform"], "protocol": v["protocol"],
                            "status": v["status"], "findings": [e.to_dict() for e in v["found"]],
                            "warnings": warnings, "not_proven": not_proven(warnings), "detail": v["detail"]}])
-        return rc
+        return rc or int(fails_under_werror(warnings, getattr(args, "werror", False)))
     for w in warnings:
         if v["status"] != "not proven" or not w.startswith(NOT_PROVEN):
             print(f"warning: {w}", file=sys.stderr)
-    print(f"{color(word, paint, sys.stdout)} {v['program']} on {v['platform']} ({v['protocol']}): {v['detail']}",
-          flush=True)
+    failed = rc == 0 and fails_under_werror(warnings, getattr(args, "werror", False))
+    if failed:
+        word, paint, rc = "FAIL", "1;31", 1
+    print(f"{color(word, paint, sys.stdout)} {v['program']} on {v['platform']} ({v['protocol']}): {v['detail']}"
+          + werror_note(failed, warnings), flush=True)
     for e in v["found"]:
         report_exception(e)
     return rc
@@ -95,13 +111,12 @@ def run_pto(args) -> int:
     if variant not in (None, "default", "all"):
         raise ConfigError(f"--variant {variant!r}: a .pto file has one variant, 'default'",
                           where="option --variant", fix="drop --variant")
-    launched, protocol = _launches(args)
-    return max([_run_one(args, pl, protocol) for pl in launched], default=0)
+    launched, protocol, static = _launches(args)
+    return max([_run_one(args, pl, protocol, static) for pl in launched], default=0)
 
 
-def _run_one(args, pl, protocol) -> int:
+def _run_one(args, pl, protocol, static) -> int:
     from ..isa import run as run_kernels
-    from .errors import color
     reports = getattr(args, "report", None) or getattr(args, "png", None)
     res = run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform, protocol=protocol,
                       **({"trace": True} if reports else {}), **bounds.run_kwargs(args),
@@ -110,17 +125,16 @@ def _run_one(args, pl, protocol) -> int:
         from .trace import write_reports
         write_reports(res, args, os.path.basename(args.file), "default")
     outs = write_outputs(res.outputs, getattr(args, "output", None))
-    warned = list(dict.fromkeys(list(pl.warnings) + list(pl.run_warnings)))
-    for w in warned:
-        print(f"warning: {w}", file=sys.stderr)
     quiet = getattr(args, "quiet", False)          # as for a .py kernel: the PASS line only
+    warned, summary = _run_warnings(static, pl), summary_warnings(res.summary)
+    if quiet:                                      # (else the summary below shows them)
+        warned, summary = list(dict.fromkeys(warned + summary)), []
+    failed, verdict = werror_verdict(args, warned, static + summary)
     for n in [] if quiet else pl.notes:
         print(f"note: {n}")
-    failed = bool(warned) and getattr(args, "werror", False)
-    verdict = color("FAIL", "1;31", sys.stdout) if failed else color("PASS", "1;32", sys.stdout)
     print(f"{verdict} {os.path.basename(args.file)} @{pl.func} on {pl.platform} "
           f"({protocol}): ran" + (f", wrote {', '.join(outs)}" if outs else "")
-          + (f"; {len(warned)} warning(s), errors under --werror" if failed else ""))
+          + werror_note(failed, static + warned + summary))
     if not quiet:
         print("  " + res.summary.format().replace("\n", "\n  "))
     return int(failed)
@@ -132,16 +146,19 @@ def trace_pto(args) -> int:
     from ..isa import run as run_kernels
     from ..report import profile
     from .trace import traced
-    launched, protocol = _launches(args)
-    many = len(launched) > 1
+    launched, protocol, static = _launches(args)
+    many, status = len(launched) > 1, 0
     for pl in launched:
         label = f"{os.path.basename(args.file)} @{pl.func}"
         tag = pl.func if many else "default"
         res = traced(lambda: run_kernels(aic=pl.aic, aiv=pl.aiv, args=pl.args, platform=pl.platform,
                                          protocol=protocol, trace=True, **bounds.run_kwargs(args),
                                          **sync_kwargs(args)), args, label, tag, many)
-        for w in dict.fromkeys(list(pl.warnings) + list(pl.run_warnings)):
-            print(f"warning: {w}", file=sys.stderr)
+        warned = _run_warnings(static, pl) + summary_warnings(res.summary)
+        failed, verdict = werror_verdict(args, warned, static)
+        if failed:
+            print(f"{verdict} {label}: ran" + werror_note(failed, static + warned))
+        status |= failed
         print("  " + profile(res).format().replace("\n", "\n  "))
-    return 0
+    return int(status)
 

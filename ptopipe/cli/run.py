@@ -2,16 +2,15 @@
 golden, print the result and a summary; exit 1 on a mismatch or any error."""
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 from ..isa.launch import compare_launches
 from .common import (add_platform, CPP_SUFFIXES, PROTOCOL_HELP, protocol_option, add_launches, add_pto_func, add_ranges, add_sync, add_werror, launch_kwargs,
-                     refuse_pto_options, run_each, sync_kwargs, target)
+                     refuse_pto_options, run_each, summary_warnings, sync_kwargs, target, werror_note,
+                     werror_verdict)
 from ..errors import PtoPipeError
 from . import bounds
-from .errors import color
 from ..driver.loader import load_scenarios, pick_variants
 
 
@@ -90,14 +89,18 @@ def main(args) -> int:
         compare_launches(res, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                          rerun=lambda: sc.run(v, platform, protocol, args.seed, record_writes=True,
                                               **bounds.run_kwargs(args), **sync_kwargs(args))[0])
-        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden ({', '.join(expected)})"
-              + (f" after each of {len(res.launches)} launches" if len(res.launches) > 1 else ""))
+        warned = summary_warnings(res.summary)      # (the summary below shows them, unless --quiet)
+        failed, verdict = werror_verdict(args, warned if args.quiet else (), () if args.quiet else warned)
+        print(f"{verdict} {label}: matches numpy golden ({', '.join(expected)})"
+              + (f" after each of {len(res.launches)} launches" if len(res.launches) > 1 else "")
+              + werror_note(failed, warned))
         if not args.quiet:
             for k in expected:
                 out = res.outputs[k]
                 print(f"  {k} {out.dtype} {out.shape}:")
                 print("    " + _preview(out).replace("\n", "\n    "))
             print("  " + res.summary.format().replace("\n", "\n  "))
+        return failed
 
     jobs = [(sc, v) for sc in load_scenarios(args.file) for v in pick_variants(sc, args.variant)]
     return run_each(jobs, one)

@@ -9,9 +9,9 @@ import sys
 from ..errors import PtoPipeError
 from ..isa.launch import compare
 from ..report import profile, write_chrome_trace, write_html
-from .common import CPP_SUFFIXES, add_pto_func, add_ranges, run_each, sync_kwargs, target
+from .common import (CPP_SUFFIXES, add_pto_func, add_ranges, run_each, summary_warnings, sync_kwargs, target,
+                     werror_note, werror_verdict)
 from . import bounds
-from .errors import color
 from ..driver.loader import load_scenarios, pick_variants
 from .run import add_common
 
@@ -64,7 +64,10 @@ def main(args) -> int:
         compare(res.outputs, expected, sc.rtol, sc.atol, label,   # MismatchError -> exit 1
                 rerun=lambda: sc.run(v, plat, protocol, args.seed, record_writes=True,
                                      **bounds.run_kwargs(args))[0])
-        print(f"{color('PASS', '1;32', sys.stdout)} {label}: matches numpy golden")
+        warned = summary_warnings(res.summary)
+        failed, verdict = werror_verdict(args, warned)
+        print(f"{verdict} {label}: matches numpy golden" + werror_note(failed, warned))
+        return failed
 
     return run_each(jobs, one)
 

@@ -35,11 +35,12 @@ _MEM = {"Vec": "UB", "Mat": "L1"}
 
 def load_pto(path: str, platform: str | None = None, protocol: str = "spec", text: str | None = None,
              scalars: dict | None = None, verify_properties: bool | None = None,
-             ranges: dict | None = None):
+             ranges: dict | None = None, print_after_all: bool = False, stream=None):
     """``path`` through the reader and the static passes: ``(op program, warnings, platform)``;
     ``scalars``: scalar parameter values VerifyPipes verifies with (the run's ``--input``),
     ``ranges``: declared ranges of the others (name -> (lo, hi));
-    ``verify_properties``: check every IR property after every pass (``--verify-each``)."""
+    ``verify_properties``: check every IR property after every pass (``--verify-each``);
+    ``print_after_all``: print the IR after each pass on ``stream`` (``--print-after-all``)."""
     from ..passes import PassContext, PassManager     # imported when a file is loaded
     if text is None:
         if not os.path.exists(path):
@@ -65,7 +66,8 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
                       as_ptoas=True)
     one_lane_nosplit(op, ctx)
     try:
-        op = PassManager(list(PTO_PASSES), verify_properties=verify_properties).run(op, ctx)
+        op = PassManager(list(PTO_PASSES), verify_properties=verify_properties,
+                         print_after_all=print_after_all, stream=stream).run(op, ctx)
     except PtoPipeError as e:
         raise in_pto_words(e) from None
     check_explicit_addrs(op, addrs)

@@ -103,6 +103,12 @@ def located(warning: str) -> tuple:
     return (m.group(2), m.group(1)) if m else (warning, None)
 
 
+def fails_under_werror(warnings, werror: bool) -> bool:
+    """Whether a run that finished with ``warnings`` - every warning its command showed: the
+    static checks', the loader's, the run's - fails: under ``--werror``, any warning does."""
+    return bool(werror) and bool(list(warnings))
+
+
 def variant_report(name: str, variant: str, platform: str, protocol: str, res: ExploreResult,
                    run_warnings=(), werror: bool = False, library: bool = False) -> dict:
     """The report row of ``res``, a check of scenario ``name``'s ``variant``; the
@@ -115,7 +121,7 @@ def variant_report(name: str, variant: str, platform: str, protocol: str, res: E
            "runs": res.runs, "passed": res.passed, "failure": None, "explore": res.mode,
            "distinct": res.distinct, "complete": res.complete,
            "warnings": [{"what": w, "where": str(loc) if loc else None} for w, loc in res.warnings]}
-    if res.ok and res.warnings and werror:
+    if res.ok and fails_under_werror(res.warnings, werror):
         rep["failure"] = {"error": "Warnings", "what": f"{len(res.warnings)} warning(s) treated as "
                           "errors (--werror)", "where": res.warnings[0][1] and str(res.warnings[0][1]),
                           "seed": None}

@@ -86,8 +86,24 @@ def _passed(r: dict) -> str:
     return f"PASS, {n} warning{'s' if n != 1 else ''}" if n else "PASS"
 
 
+def _failure_text(fail: dict) -> str:
+    """The body of a JUnit failure: the error as the CLI prints it (what, where, details,
+    fix) and the schedule that replays it."""
+    lines = [f"{fail['error']}: {fail['what']}"]
+    if fail.get("where"):
+        lines.append(f"  at {fail['where']}")
+    lines += [f"  {d}" for d in (fail.get("details") or "").splitlines()]
+    if fail.get("fix"):
+        lines.append(f"  fix: {fail['fix']}")
+    seed = fail.get("seed")
+    if seed is not None:                    # (an int: a random schedule's seed)
+        lines.append(f"  schedule: {seed if isinstance(seed, str) else f'random:{seed}'}")
+    return "\n".join(lines)
+
+
 def junit(reports: list) -> str:
-    """JUnit XML: a test case per row (class: the file), a failure with the error's first line."""
+    """JUnit XML: a test case per row (class: the file), a failure with the error's first line
+    as its message and the whole error as its text."""
     cases = []
     for r in reports:
         name = quoteattr(f"{r['scenario']}[{r['variant']}] {r.get('platform') or '-'}/{r.get('protocol') or '-'}")
@@ -96,8 +112,8 @@ def junit(reports: list) -> str:
         if fail:
             msg = f"{fail['error']}: {fail['what']}" + (f" at {fail['where']}" if fail.get("where") else "")
             tag = "error" if fail["error"] == TIMEOUT else "failure"    # the command's limit, not the kernel
-            cases.append(f"{head}\n      <{tag} message={quoteattr(msg)} type={quoteattr(fail['error'])}/>\n"
-                         "    </testcase>")
+            cases.append(f"{head}\n      <{tag} message={quoteattr(msg)} type={quoteattr(fail['error'])}>"
+                         f"{escape(_failure_text(fail))}</{tag}>\n    </testcase>")
         elif r.get("warnings"):                 # a pass the run warned about: shown, not failed
             text = "\n".join("warning: " + w["what"] + (f" ({w['where']})" if w.get("where") else "")
                              for w in r["warnings"])

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..arch.platform import platform_name
 from ..codegen.pto_exec.types import check_input_fits
-from ..errors import ConfigError, ParseError
+from ..errors import ConfigError, ParseError, refuse_unknown_parameters
 from ..ir.types import TensorType, np_dtype
 
 
@@ -97,10 +97,7 @@ def make_inputs(op, pairs, zero_fill: bool, fill=()) -> dict:
     args = {}
     params = _entry_params(op)
     names = {a.name for a in params}
-    for k in given:
-        if k not in names:
-            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
-                              fix=f"parameters: {', '.join(sorted(names))}")
+    refuse_unknown_parameters(given, names)
     for a in params:
         t = a.type
         if a.name in given:
@@ -204,10 +201,8 @@ def launches(path: str, inputs=None, func: str | None = None, platform: str | No
     refuse_number_for_tensor(prog, funcs, literals)
     params = {f: {p[0][1:] for part in f.split("+") for p in prog.funcs[part].params} for f in funcs}
     known = set().union(*params.values()) if params else set()
-    for k in given:
-        if k not in known:
-            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
-                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
+    refuse_unknown_parameters(given, known)
+    refuse_unknown_parameters(ranges or (), known, "--range")
     out = []
     for f in funcs:
         mine = {k: v for k, v in given.items() if k in params[f]}
@@ -287,11 +282,16 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     platform = platform or run_line_platform(read_text(path))
     scalars = scalar_inputs(inputs)
     ranges = ranges or {}
+    _refuse_unknown_names(path, inputs, ranges)
     name = os.path.basename(path)
 
     def verdict(plat, status, warnings, text, found=()):
         return {"program": name, "platform": str(plat), "protocol": protocol, "status": status,
                 "warnings": list(warnings), "detail": text, "found": list(found)}
+    on = platform_name(platform or platform_of(path) or "a2a3")
+    too_big = _tiles_larger_than_memory(path, on)       # (whether or not the value IR reads the file)
+    if too_big:
+        return verdict(on, "failed", [], "the static checks found an error without running", too_big)
     try:
         op, warnings, plat = load_pto(path, platform, protocol, scalars=scalars, ranges=ranges)
     except ParseError as e:
@@ -314,6 +314,25 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     return verdict(plat, "verified", warnings,
                    f"verified statically{which}{given} (VerifyPipes, GM bounds, Validate, ring and "
                    "address checks)")
+
+
+def _tiles_larger_than_memory(path: str, platform) -> list:
+    """The tiles of the .pto file ``path`` that cannot fit their memory on ``platform``
+    (:func:`ptopipe.codegen.pto_exec.placement.tiles_larger_than_memory`)."""
+    from ..arch import get_platform
+    from ..codegen.pto_exec import read_program, read_text
+    from ..codegen.pto_exec.placement import tiles_larger_than_memory
+    return tiles_larger_than_memory(read_program(read_text(path), path), get_platform(platform))
+
+
+def _refuse_unknown_names(path: str, inputs, ranges: dict) -> None:
+    """``--input`` / ``--range`` names the functions that would run (as ``run`` takes them)
+    do not have: a ConfigError, not a proof about a parameter that is not there."""
+    from ..codegen.pto_exec import read_program, read_text, top_functions
+    prog = read_program(read_text(path), path)
+    known = {p[0][1:] for f in top_functions(prog) for part in f.split("+") for p in prog.funcs[part].params}
+    refuse_unknown_parameters(load_inputs(inputs), known)
+    refuse_unknown_parameters(ranges, known, "--range")
 
 
 def _unexpressed(path: str, why: ParseError, platform) -> tuple:

@@ -30,15 +30,18 @@ def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str 
     given, runs the same kernel again with ``record_writes=True`` (only on a mismatch): the
     error then names the last writer (core, instruction, line, ring slot) of the first wrong
     element of each output, and its ``where`` is the first such line."""
-    bad, first_bad = [], []
+    bad, first_bad, golden_wrong = [], [], []
     for k, exp in expected.items():
         got = outputs.get(k)
         if got is None:
             bad.append(f"{k}: no such output")
+            golden_wrong.append(f"make it name only the kernel's arguments ({', '.join(outputs)}), not {k!r}")
             continue
         exp = np.asarray(exp)
         if got.shape != exp.shape:
             bad.append(f"{k}: shape {got.shape} != expected {exp.shape}")
+            golden_wrong.append(f"make it return {k} with its argument's shape {got.shape} (the "
+                                "kernel writes into the array make_args gives, whose shape it cannot change)")
             continue
         if _equal(got, exp, rtol, atol):
             continue                   # (a tenth of the float64 comparison of a long output)
@@ -53,8 +56,10 @@ def compare(outputs: dict, expected: dict, rtol: float, atol: float, label: str 
             first_bad.append((k, first, int(np.ravel_multi_index(first, got.shape)) if got.ndim else 0,
                               got.dtype.itemsize))
     if bad:
+        fixes = ([f"check the golden: {'; '.join(golden_wrong)}"] if golden_wrong else []) \
+            + (["compare the kernel's tiling, offsets and split mode with the golden"] if first_bad else [])
         err = MismatchError(f"{label} does not match the numpy golden", details="\n".join(bad),
-                            fix="compare the kernel's tiling, offsets and split mode with the golden")
+                            fix="; ".join(fixes))
         if rerun is not None and first_bad:
             _explain_mismatch(err, first_bad, rerun)
         raise err

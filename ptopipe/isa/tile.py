@@ -87,7 +87,7 @@ class Tile:
         self._push = None       # TPUSH's queued copies from this tile: (plan, source array, per tag)
         self.hbw = self.hbu = None   # sim.porder: what happens before its last write / its uses
         if addr is not None:
-            TASSIGN(self, addr)
+            _assign(self, addr, "")       # (a Tile(addr=), a .pto alloc_tile, a DSL tile: no TASSIGN)
 
     @property
     def addr(self) -> int | None:
@@ -236,8 +236,9 @@ def _layout(loc: TileType, blayout, slayout, layout, rows: int, cols: int) -> Ti
                               "ZN (RowMajor/ColMajor) or ZZ (RowMajor/RowMajor)") from None
 
 
-def bind(tile: Tile, core, addr: int) -> None:
-    """Bind ``tile`` to ``addr`` of its memory on ``core`` (views cached per address)."""
+def bind(tile: Tile, core, addr: int, how: str = "") -> None:
+    """Bind ``tile`` to ``addr`` of its memory on ``core`` (views cached per address);
+    ``how``: what placed it there, for the error of a tile outside the memory ("TASSIGN of")."""
     if tile.core is not core:
         _adopt(tile, core)
     views = tile._views
@@ -248,7 +249,7 @@ def bind(tile: Tile, core, addr: int) -> None:
     if v is None:
         mem = core.memory(tile.space, tile.describe)
         full = mem.view(addr, tile.dtype, (tile.rows, tile.cols),
-                        what=lambda: f"TASSIGN of {tile.describe()}")
+                        what=lambda: f"{how}{tile.describe()}")
         v = views[key] = (mem, full, full[:tile.valid_rows, :tile.valid_cols])
     tile._addr = addr
     tile.core = core
@@ -287,6 +288,11 @@ def _adopt(tile: Tile, core) -> None:
 def TASSIGN(tile: Tile, addr: int) -> None:
     """Bind ``tile`` to byte address ``addr`` of its memory on the executing core; or, as in
     pto-isa, a GlobalTensor to a GM pointer of its element type."""
+    _assign(tile, addr, "TASSIGN of ")
+
+
+def _assign(tile: Tile, addr: int, how: str) -> None:
+    """TASSIGN, its errors naming ``how`` the kernel placed the tile (TASSIGN, Tile(addr=))."""
     core = current_core()
     if not isinstance(tile, Tile):
         _assign_global(tile, addr, core)
@@ -304,7 +310,7 @@ def TASSIGN(tile: Tile, addr: int) -> None:
     if addr % align:
         raise KernelError(f"TASSIGN address {addr:#x} of {tile.describe()} is not {align}-byte aligned",
                           where=str(core.where()), fix=f"use an address that is a multiple of {align}")
-    bind(tile, core, int(addr))
+    bind(tile, core, int(addr), how)
     tile.binding = None
     register_tile(tile, core)
 

@@ -135,3 +135,15 @@ def test_a_file_named_twice_is_checked_once():
     dsl = os.path.join(ROOT, "examples", "dsl")
     files = kernel_files([dsl, os.path.join(dsl, "s1_cv_split.py"), os.path.join(dsl, ".", "s1_cv_split.py")])
     assert len(files) == len({os.path.realpath(f) for f in files}) == len(kernel_files([dsl]))
+
+
+def test_a_junit_failure_carries_the_whole_error_as_its_text():
+    from ptopipe.driver.library import junit
+    fail = {"error": "DeadlockError", "what": "every core waits", "where": "k.py:9",
+            "details": "AIC   blocked in TPOP\nAIV0  blocked in WAIT", "fix": "free the slot", "seed": "pct:7:3:120"}
+    row = {"scenario": "k", "variant": "default", "platform": "a2a3", "protocol": "spec", "failure": fail,
+           "file": "k.py"}
+    failure = ET.fromstring(junit([row])).find("testsuite")[0][0]
+    assert failure.get("message") == "DeadlockError: every core waits at k.py:9"
+    assert failure.text.splitlines() == ["DeadlockError: every core waits", "  at k.py:9", "  AIC   blocked in TPOP",
+                                         "  AIV0  blocked in WAIT", "  fix: free the slot", "  schedule: pct:7:3:120"]

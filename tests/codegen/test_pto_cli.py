@@ -398,3 +398,20 @@ def test_check_of_a_pto_the_static_checks_refuse_says_fail_before_the_error(caps
     out, err = capsys.readouterr()
     assert out.startswith("FAIL tfree_missing_then_a5.pto: CompileError before it ran: the static checks refuse it")
     assert "error: CompileError: " in err
+
+
+def test_a_negative_constant_size_of_a_tensor_view_is_said_to_be_negative(tmp_path, capsys):
+    body = IO.replace("%xv = pto.make_tensor_view %x, shape = [%c16,", "%xv = pto.make_tensor_view %x, shape = [%m16,")
+    assert body != IO
+    f = write(tmp_path, vector_kernel("    %m16 = arith.constant -16 : index\n" + body + STORE))
+    assert cli_main(["run", f]) == 1
+    err = capsys.readouterr().err
+    assert "negative size" in err and "not known statically" not in err
+
+
+def test_static_check_refuses_a_tile_larger_than_its_memory(tmp_path, capsys):
+    f = write(tmp_path, vector_kernel(IO + f"    %big = pto.alloc_tile : {vec_t(1024, 1024)}\n" + STORE))
+    assert cli_main(["check", "--static", f]) == 1
+    cap = capsys.readouterr()
+    assert cap.out.startswith("FAIL") and "%big: a Vec tile of 4,194,304 bytes does not fit UB" in cap.err
+    assert cli_main(["check", "--static", write(tmp_path, vector_kernel(IO + STORE), "ok.pto")]) == 0

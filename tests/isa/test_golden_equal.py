@@ -68,3 +68,13 @@ def test_the_float64_comparison_is_skipped_for_an_equal_output(monkeypatch):
     with pytest.raises(MismatchError, match="1 of 12 elements differ"):
         compare({"o": out}, {"o": bad}, 1e-5, 1e-5)
     assert seen == [1]
+
+
+def test_a_golden_of_the_wrong_shape_is_the_goldens_fix_not_the_kernels():
+    out = np.zeros((16, 32), np.float32)
+    with pytest.raises(MismatchError) as ei:
+        compare({"o": out}, {"o": np.zeros((3, 3))}, 1e-5, 1e-5)
+    assert "golden" in ei.value.fix and "(16, 32)" in ei.value.fix and "tiling" not in ei.value.fix
+    with pytest.raises(MismatchError) as ei:        # a wrong value is still the kernel's to look at
+        compare({"o": out}, {"o": out + 1}, 1e-5, 1e-5)
+    assert "tiling" in ei.value.fix and "check the golden" not in ei.value.fix

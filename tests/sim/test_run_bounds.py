@@ -19,7 +19,7 @@ import ptopipe
 import ptopipe.language as pl
 from ptopipe import BudgetError, KernelError
 from ptopipe.isa import (DIR_V2C, TADDS, TFREE, TPipe, TPOP, TILE_NO_SPLIT, Tile, TileType, current_core,
-                         float32)
+                         float32, pipe_barrier, PIPE_ALL)
 from ptopipe.isa.tensor import GlobalTensor, GMPtr
 from ptopipe.runtime import kernels
 from ptopipe.sim import Cluster
@@ -110,6 +110,26 @@ def test_a_core_whose_kernel_has_not_started_names_no_line_of_another():
     aiv0 = next(ln for ln in lines if ln.startswith("AIV0"))
     assert aic.startswith("AIC   running at") and f"{HERE}:{line_of(spins, 'SPIN')}" in aic, aic
     assert aiv0.startswith("AIV0  ready, its kernel not started yet"), aiv0
+    assert _no_core_left(cl)
+
+
+def issues_forever():
+    while True:  # ISSUE
+        pipe_barrier(PIPE_ALL)
+
+
+@pytest.mark.parametrize("bound", [{"max_instructions": 50}, {"until_cycle": 50}])
+def test_a_core_not_started_names_no_line_under_the_instruction_and_cycle_bounds(bound):
+    """The Cube issues instructions past a bound before the Vector cores are scheduled: their
+    lines in the report are not the Cube's."""
+    cl = Cluster("a2a3", gm_size=4096, **bound)
+    with pytest.raises(BudgetError) as ei:
+        cl.run({cl.aic: (issues_forever, {}), cl.aiv0: (never_starts, {}), cl.aiv1: (never_starts, {})})
+    lines = ei.value.details.splitlines()
+    assert f"{HERE}:{line_of(issues_forever, 'ISSUE') + 1}" in next(ln for ln in lines if ln.startswith("AIC"))
+    for name in ("AIV0", "AIV1"):
+        line = next(ln for ln in lines if ln.startswith(name))
+        assert line.startswith(f"{name}  ready, its kernel not started yet"), line
     assert _no_core_left(cl)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from ... import isa
 from ...arch import get_platform
 from ...arch.vocab import MemSpace
-from ...errors import ConfigError, PtoPipeError
+from ...errors import ConfigError, PtoPipeError, refuse_unknown_parameters
 from ...sim.pipesync import PTO_EVENTS
 from ..pto_syntax import PLATFORM_OF_ARCH, run_line_platform
 from .executor import Executor
@@ -206,6 +206,10 @@ def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
                 shape, strides = nums("shape"), nums("strides")
                 if not shape or any(x is None for x in shape):
                     continue
+                if any(x < 0 for x in shape):     # (not "unknown": it is known, and wrong)
+                    raise ConfigError(f"the pto.make_tensor_view of {vs[0].text} has a negative size: shape "
+                                      f"{shape}", where=f"{prog.path}:{s.tok.line}:{s.tok.col}",
+                                      fix="give every dimension a size >= 0")
                 if not strides or any(x is None for x in strides):
                     strides = list(np.cumprod([1] + shape[::-1][:-1])[::-1])
                 dense = list(strides) == list(np.cumprod([1] + shape[::-1][:-1])[::-1])
@@ -313,10 +317,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
     tops = top.split("+")
     inputs = dict(inputs or {})
     known = {p[0][1:] for t in tops for p in prog.funcs[t].params}
-    for k in inputs:
-        if k not in known:
-            raise ConfigError(f"--input {k}: the kernel has no parameter {k!r}", where="option --input",
-                              fix=f"parameters: {', '.join(sorted(known)) or 'none'}")
+    refuse_unknown_parameters(inputs, known)
     rng = np.random.default_rng(data_seed)
     args, notes = param_arrays(prog, tops, inputs, rng, get_platform(plat))
     if run_line:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...arch.vocab import TileType
+from ...arch.vocab import TILE_SPACE, TileType
+from ...errors import CompileError
 from .program import Func, Program, int_attr, int_constants, space_attr, str_attr, walk
 
 
@@ -77,6 +78,27 @@ def plan_layout(prog: Program, platform) -> Layout:
             lay.tops[key] = max(lay.tops.get(key, 0), _align(top))
         lay.active.clear()
     return lay
+
+
+def tiles_larger_than_memory(prog: Program, platform) -> list:
+    """CompileErrors of the alloc sites whose static tile alone is larger than its memory on
+    ``platform`` (a Platform): where a run would stop with a MemoryConflictError, found
+    without running."""
+    out = []
+    for f in prog.funcs.values():
+        for s in walk(f.body):
+            if s.name not in ("pto.alloc_tile", "memref.alloc") or not s.results:
+                continue
+            spec = prog.types.spec_of(s)
+            size = platform.mem_sizes.get(TILE_SPACE[spec.loc]) if spec is not None else None
+            if size and spec.nbytes > size:
+                space = TILE_SPACE[spec.loc].value
+                out.append(CompileError(
+                    f"{s.results[0]}: a {spec.loc.value} tile of {spec.nbytes:,} bytes does not fit "
+                    f"{space} ({size:,} bytes on {platform.name})",
+                    where=f"{prog.path}:{s.tok.line}:{s.tok.col}",
+                    fix=f"make the tile smaller (or split the work into tiles of at most {size:,} bytes)"))
+    return out
 
 
 def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
