@@ -259,6 +259,9 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     for s in slots:
         s.state = "held"
         s.pop_loc = loc
+    chk = core.cluster.checker
+    if chk is not None:     # its accesses by address too: a pointer copied from it is not a SlotPtr
+        chk.slot_view(core, gt, "TPOP", ch.name, tag, loc, slot)
     side.index += 1
     side.held.append((tag, gt, loc, None, None, split, None))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",

@@ -1,0 +1,78 @@
+"""The address flow judges a core's accesses to the slots it was handed by the slot's life,
+whatever pointer they go through (a C++ kernel's GlobalTensor carries a plain address, not
+the popped slot): a TLOAD of a popped slot after its TFREE is a use after free, a TSTORE into
+a TALLOCed slot after its TPUSH a write into a pushed slot - each reported at that access's
+line on both platforms and both protocols, even where no later push makes it a data race."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.errors import ProtocolError
+from ptopipe.isa import *  # noqa: F403
+from markers import line_of
+
+T = 16
+SLOT = T * T * 4
+DEPTH = 2
+TILES = 2                   # one tile per slot: nothing refills a slot, so no race either
+COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+
+
+def _dir():
+    return DIR_C2V_GM if platform_id() == PLATFORM_A5 else DIR_C2V
+
+
+def _slot_view(fifo, i):
+    """Slot ``i % DEPTH`` of the ring through the GM slot buffer argument: a plain pointer."""
+    return GlobalTensor(fifo.data().cast(float32) + (i % DEPTH) * T * T, (T, T))
+
+
+def _kernels(mode):
+    def cube(x, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        for i in range(TILES):
+            TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TALLOC(pipe, g)
+            TSTORE(g, m)
+            TPUSH(pipe, g)
+            if mode == "store_after_push":
+                TSTORE(_slot_view(fifo, i), m)                # LATE-STORE
+
+    def vector(out, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, T))
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        for i in range(TILES):
+            TPOP(pipe, g)
+            if mode != "load_after_free":
+                TLOAD(t, _slot_view(fifo, i))
+            TFREE(pipe, g)
+            if mode == "load_after_free":
+                TLOAD(t, _slot_view(fifo, i))                 # LATE-LOAD
+            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)
+    return cube, vector
+
+
+def _run(mode, platform, protocol):
+    x = np.arange(TILES * T * T, dtype=np.float32).reshape(TILES * T, T)
+    cube, vector = _kernels(mode)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    return x, ptopipe.run(cube, (vector, None), args, platform=platform, protocol=protocol)
+
+
+def test_slot_views_used_in_their_life_are_clean():
+    x, res = _run("ok", "a2a3", "pto-isa")
+    np.testing.assert_array_equal(res.outputs["out"], x)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_load_of_a_freed_slot_through_any_pointer_is_a_use_after_free(platform, protocol):
+    with pytest.raises(ProtocolError) as ei:
+        _run("load_after_free", platform, protocol)
+    e = ei.value
+    assert e.what.startswith("use after free") and "slot 0" in e.what, e
+    assert e.where.endswith(f":{line_of(_kernels, 'LATE-LOAD')}"), e.where
+    assert e.fix.startswith("move the TLOAD before the TFREE at "), e.fix
+
