@@ -1,7 +1,8 @@
 """The checkers' isa-level half: ring-slot accesses for the happens-before checker,
-the address flow's slot views (a read or write of a popped slot after its TFREE - by the
-pointer's slot generation, or by address for a pointer that lost it, as a C++ kernel's
-does), and flags left over at kernel end (what may be left is the protocol model's call).
+the address flow's slot views (a read or write of a popped slot after its TFREE, a write of
+a TALLOCed slot after its TPUSH - by the pointer's slot generation, or by address for a
+pointer that lost it, as a C++ kernel's does), and flags left over at kernel end (what may
+be left is the protocol model's call).
 
 :class:`KernelChecks` extends the sim-level :class:`~ptopipe.sim.race.HappensBefore`
 checker: a race on a ring slot is a protocol violation (the slot was reused before the
@@ -58,7 +59,7 @@ class KernelChecks(HappensBefore):
         # (channel name, tag, core index) -> the TFREE whose SET did not wait for a read of
         # the slot (free_unordered), for the race report
         self._unordered_free: dict = {}
-        # core index -> [SlotView] of the address flow's slots it popped (slot_view)
+        # core index -> [SlotView] of the address flow's slots it TALLOCed / popped (slot_view)
         self._views: dict = {}
         for c in cluster.cores:
             if c.porder is not None:
@@ -137,10 +138,11 @@ class KernelChecks(HappensBefore):
         # described only if a race is reported (gt's address may change after this access)
         self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe)
 
-    def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot) -> None:
-        """``op`` (a GlobalTensor TPOP of Slot ``slot``) handed ``core`` the view ``gt`` of slot ``tag`` of ``pipe``: its later accesses to those bytes
+    def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
+        """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed
+        ``core`` the view ``gt`` of slot ``tag`` of ``pipe``: its later accesses to those bytes
         are judged by the slot's life (:meth:`_view_access`) whatever pointer they go through.
-        Views of the core's older pops that these bytes overlap end here."""
+        Views of the core's older TALLOCs / pops that these bytes overlap end here."""
         reg = gm_region(gt)
         if reg is None:
             return
@@ -148,13 +150,24 @@ class KernelChecks(HappensBefore):
         vs = self._views.setdefault(core.index, [])
         vs[:] = [o for o in vs if not overlap(v.lo, v.hi, v.rows, o.lo, o.hi, o.rows)] + [v]
 
+    def slot_pushed(self, core, pipe: str, tag: int, loc) -> None:
+        """``core``'s TPUSH at ``loc`` committed its TALLOCed slot ``tag`` of ``pipe``."""
+        for v in self._views.get(core.index, ()):
+            if v.slot is None and v.pushed is None and v.pipe == pipe and v.tag == tag:
+                v.pushed = loc
+                return
+
     def _view_access(self, core, gt, views: list, write: bool, op: str) -> None:
         """An access of ``core`` through ``gt`` to the bytes of a slot view it had: a popped
-        slot's after its TFREE is a use after free."""
+        slot's after its TFREE is a use after free, a TALLOCed slot's write after its TPUSH a
+        write into a slot the consumer may be reading."""
         reg = None
         for v in views:
             sl = v.slot
-            if sl.gen == v.gen:
+            if sl is not None:
+                if sl.gen == v.gen:
+                    continue
+            elif v.pushed is None or not write:
                 continue
             if reg is None:
                 reg = gm_region(gt)
@@ -162,7 +175,18 @@ class KernelChecks(HappensBefore):
                     return
             if not overlap(reg[0], reg[1], reg[2], v.lo, v.hi, v.rows):
                 continue
-            raise _use_after_free(core, gt, op, sl, v.gen, v.pipe)
+            if sl is not None:
+                raise _use_after_free(core, gt, op, sl, v.gen, v.pipe)
+            here = str(core.where())
+            raise ProtocolError(
+                f"write into a pushed slot: {op} through {gt.describe()} writes slot {v.tag} of {v.pipe}, which "
+                f"{core.name} committed by the TPUSH at {v.pushed} (TALLOC at {v.loc}): the consumer may "
+                "already be reading it",
+                where=here, details=f"TALLOC at {v.loc}\nTPUSH at {v.pushed}\n{op} at {here}",
+                fix=f"move the {op} before the TPUSH at {v.pushed}: every TSTORE into a TALLOCed slot comes "
+                    "before its TPUSH (the next tile goes into the next TALLOC)",
+                findings=[{"kind": "write_after_push", "slot": v.tag, "pipe": v.pipe, "op": op, "where": here,
+                           "pushed_at": str(v.pushed)}])
 
     def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
                     item: int, split, inflight=None) -> None:
@@ -372,13 +396,15 @@ class KernelChecks(HappensBefore):
 class SlotView:
     """A view the address flow handed a core: ``[lo, hi)`` (``rows``: its strided rows, as
     :func:`~ptopipe.sim.race.gm_region` gives them) of slot ``tag`` of ``pipe``, by ``op`` at
-    ``loc``; it ends when ``slot``'s generation moves past ``gen`` (TFREE)."""
-    __slots__ = ("lo", "hi", "rows", "op", "pipe", "tag", "loc", "slot", "gen")
+    ``loc``; a popped view ends when ``slot``'s generation moves past ``gen`` (TFREE), a
+    TALLOCed one (``slot`` None) at its TPUSH (``pushed``: that line)."""
+    __slots__ = ("lo", "hi", "rows", "op", "pipe", "tag", "loc", "slot", "gen", "pushed")
 
     def __init__(self, lo, hi, rows, op, pipe, tag, loc, slot):
         self.lo, self.hi, self.rows, self.op, self.pipe, self.tag, self.loc = lo, hi, rows, op, pipe, tag, loc
         self.slot = slot
-        self.gen = slot.gen
+        self.gen = slot.gen if slot is not None else 0
+        self.pushed = None
 
 
 def _use_after_free(core, gt, op: str, sl, gen: int, pipe: str) -> ProtocolError:

@@ -76,3 +76,12 @@ def test_a_load_of_a_freed_slot_through_any_pointer_is_a_use_after_free(platform
     assert e.where.endswith(f":{line_of(_kernels, 'LATE-LOAD')}"), e.where
     assert e.fix.startswith("move the TLOAD before the TFREE at "), e.fix
 
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_store_into_a_pushed_slot_is_reported_at_the_store(platform, protocol):
+    with pytest.raises(ProtocolError) as ei:
+        _run("store_after_push", platform, protocol)
+    e = ei.value
+    assert e.what.startswith("write into a pushed slot") and "slot 0" in e.what, e
+    assert e.where.endswith(f":{line_of(_kernels, 'LATE-STORE')}"), e.where
+    assert e.fix.startswith("move the TSTORE before the TPUSH at "), e.fix

@@ -192,7 +192,11 @@ def push_commit(core, ch: Channel, side: Side) -> Event:
         raise ProtocolError(f"TPUSH(GlobalTensor) on {ch.name} without a preceding TALLOC", where=_loc(core),
                             fix="address flow: TALLOC -> TSTORE... -> TPUSH")
     tag, _gt, _loc0 = side.pending_alloc.pop(0)
-    mark_written(core, ch, side, tag, None, "TPUSH", core.where())
+    here = core.where()
+    mark_written(core, ch, side, tag, None, "TPUSH", here)
+    chk = core.cluster.checker
+    if chk is not None:                 # a write through the TALLOCed view is now too late
+        chk.slot_pushed(core, ch.name, tag, here)
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
                         RingArgs(ch.name, tag, None, "commit") if core.trace is not None else None)
     # the data were written by TSTOREs: signal after they complete
@@ -236,6 +240,9 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     bounds = slot_bounds(ch, tag, "TALLOC", split if ch.way == V2C else TileSplitAxis.TILE_NO_SPLIT,
                          core.subblock, gm_tensor)
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype, bounds))
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.slot_view(core, gm_tensor, "TALLOC", ch.name, tag, _loc0)
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
