@@ -290,11 +290,12 @@ class KernelChecks(HappensBefore):
         ring = cur[9] or prev[9]
         if ring is None:
             e = super().race_error(core, mem, a, b, cur, prev)
-            # a consumer whose TFREE is a no-op (pto-isa, GM ring: the TPOP freed the slot):
-            # a TFREE after its access signals nothing, so it orders nothing
+            # a consumer whose TFREE is a no-op (pto-isa, GM ring: its tile TPOPs freed the
+            # slot; a GlobalTensor TPOP does not, its TFREE signals): a TFREE after its access
+            # signals nothing, so it orders nothing
             noop = sorted({ch.name for ch in self.cluster.state.channels.values()
                            if ch.pop_frees and not ch.tfree_frees
-                           and any(sd.core.name == b["core"] and sd.role == "consumer"
+                           and any(sd.core.name == b["core"] and sd.role == "consumer" and sd.self_freed
                                    for sd in ch.sides.values())})
             if noop:
                 e.fix = (f"{e.fix}.  Note: {b['core']}'s TFREE of {', '.join(noop)} signals nothing here "

@@ -44,7 +44,8 @@ class ProtocolModel:
     wait_every: bool
     #: a consumer may hold at most SlotNum popped slots (a TPOP beyond that is misuse)
     bounded_hold: bool
-    #: a tile TPOP from a GM ring frees the slot inside TPOP; the tile TFREE is a no-op
+    #: a tile TPOP from a GM ring frees the slot inside TPOP; the tile TFREE is a no-op (a
+    #: GlobalTensor TPOP never frees: :meth:`pop_frees`)
     frees_in_pop: bool
     #: a tile TPOP from a GM ring always lands in the consumer's LocalSlotNum staging ring
     #: (else only a tile without an address of its own does)
@@ -320,11 +321,14 @@ class ProtocolModel:
             return PUSH_PIPE[way], None
         return (PipeUnit.MTE2 if in_gm else None), None
 
-    def pop_frees(self, in_gm: bool) -> bool:
-        """Does a tile TPOP free its slot itself on a ring in GM (``in_gm``) - pto-isa's, whose
-        tile TFREE there is a no-op - so that a TPOP without a TFREE runs (a portability
-        warning, not an error: the runtime and VerifyPipes both ask this)?"""
-        return self.frees_in_pop and in_gm
+    def pop_frees(self, in_gm: bool, tile: bool = True) -> bool:
+        """Does a TPOP free its slot itself on a ring in GM (``in_gm``) - pto-isa's tile TPOP,
+        whose tile TFREE there is a no-op - so that a TPOP without a TFREE runs (a portability
+        warning, not an error: the runtime and VerifyPipes both ask this)?  A GlobalTensor TPOP
+        (``tile`` False: the address flow) never does, on any platform: pto-isa's
+        ``TPOP_IMPL(pipe, GlobalTensor)`` waits and assigns the slot's address only, and its
+        ``TFREE_IMPL(pipe, GlobalTensor)`` sends the free (a2a3 / a5 TPop.hpp, TFree.hpp)."""
+        return self.frees_in_pop and in_gm and tile
 
     @staticmethod
     def ready_wait_pipe(way: str) -> PipeUnit:

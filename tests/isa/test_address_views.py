@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.errors import ProtocolError
+from ptopipe.errors import DataRaceError, ProtocolError
 from ptopipe.isa import *  # noqa: F403
 from markers import line_of
 
@@ -85,3 +85,45 @@ def test_a_store_into_a_pushed_slot_is_reported_at_the_store(platform, protocol)
     assert e.what.startswith("write into a pushed slot") and "slot 0" in e.what, e
     assert e.where.endswith(f":{line_of(_kernels, 'LATE-STORE')}"), e.where
     assert e.fix.startswith("move the TSTORE before the TPUSH at "), e.fix
+
+
+def _late_mark_kernels():
+    """AIV0 writes ``mark`` after its second TFREE and the Cube reads it after its third push:
+    under pto-isa (SyncPeriod 2) that TFREE's free lets the third TALLOC pass, but nothing
+    orders the later write before the Cube's read - a data race."""
+    def cube(x, mark, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        for i in range(3):
+            TLOAD(m, GlobalTensor(x.data(), (T, T)))
+            TALLOC(pipe, g)
+            TSTORE(g, m)
+            TPUSH(pipe, g)
+        TLOAD(m, GlobalTensor(mark.data(), (T, T)))           # MARK-READ
+
+    def vector(mark, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, T))
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        for i in range(3):
+            TPOP(pipe, g)
+            TLOAD(t, g)
+            TFREE(pipe, g)
+            if i == 1:
+                TSTORE(GlobalTensor(mark.data(), (T, T)), t)
+    return cube, vector
+
+
+def test_a_globaltensor_tfree_signals_so_a_race_report_does_not_call_it_a_no_op():
+    """pto-isa on A2A3 frees a GM slot inside a tile TPOP (its tile TFREE is a no-op), but a
+    GlobalTensor TPOP frees nothing and its TFREE sends the free: a race after such a TFREE
+    is not explained by a TFREE that signals nothing."""
+    cube, vector = _late_mark_kernels()
+    x = np.ones((T, T), np.float32)
+    args = dict(x=x, mark=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, (vector, None), args, platform="a2a3", protocol="pto-isa")
+    e = ei.value
+    assert e.where.endswith(f":{line_of(_late_mark_kernels, 'MARK-READ')}"), e
+    assert "signals nothing" not in e.fix, e.fix
