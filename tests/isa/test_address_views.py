@@ -127,3 +127,38 @@ def test_a_globaltensor_tfree_signals_so_a_race_report_does_not_call_it_a_no_op(
     e = ei.value
     assert e.where.endswith(f":{line_of(_late_mark_kernels, 'MARK-READ')}"), e
     assert "signals nothing" not in e.fix, e.fix
+
+
+def _misfit_vector(out, fifo):
+    """Each lane pops a T x T/2 column half of a LEFT_RIGHT-pushed slot, but says UP_DOWN:
+    AIV1's view starts half a slot in and its rows, at the slot's row stride, run past it."""
+    pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
+    g = GlobalTensor(float32, (T, T // 2), (T, 1))
+    t = Tile(TileType.Vec, float32, T, T // 2, addr=0)
+    for i in range(TILES):
+        TPOP(pipe, g, TILE_UP_DOWN)                                   # MISFIT
+        TLOAD(t, g)
+        TFREE(pipe, g, TILE_UP_DOWN)
+
+
+def _lr_cube(x, fifo):
+    pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    g = GlobalTensor(float32, (T, T))
+    for i in range(TILES):
+        TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+        TALLOC(pipe, g, TILE_LEFT_RIGHT)
+        TSTORE(g, m)
+        TPUSH(pipe, g, TILE_LEFT_RIGHT)
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec")])
+def test_a_popped_view_past_its_slot_is_refused_at_the_tpop(platform, protocol):
+    x = np.zeros((TILES * T, T), np.float32)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(_lr_cube, (_misfit_vector, _misfit_vector), args, platform=platform, protocol=protocol)
+    e = ei.value
+    assert "does not fit SlotSize 1024" in e.what and "AIV1's offset 512" in e.what, e
+    assert e.where.endswith(f":{line_of(_misfit_vector, 'MISFIT')}"), e.where
+    assert "fits with TILE_LEFT_RIGHT" in e.fix and "NO_SPLIT" not in e.fix, e.fix

@@ -258,6 +258,8 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     off = 0
     if ch.way == C2V:
         off = part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
+    if off + gt._extent > ch.slot_size:
+        _pop_misfit(core, ch, gt, split, off)
     slots = side.slots[tag]
     slot = slots[0]
     bounds = slot_bounds(ch, tag, "TPOP", split if ch.way == C2V else TileSplitAxis.TILE_NO_SPLIT,
@@ -274,6 +276,27 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",
                         RingArgs(ch.name, tag, None, "addr") if core.trace is not None else None)
     return new_event(("TPOP", core, end))
+
+
+def _pop_misfit(core, ch: Channel, gt: GlobalTensor, split, off: int) -> None:
+    """A GlobalTensor TPOP whose view, at the lane's offset in the slot (pto-isa
+    ``getPopSubAIVOffset``: from the view's own shape), reaches past the slot's SlotSize bytes
+    - as TALLOC refuses a view that does not fit: the reads would go into the next slot."""
+    ext = gt._extent
+    rows, cols, item = gt.shape[3], gt.shape[4], gt.dtype.itemsize
+    at = f" at {core.name}'s offset {off}" if off else ""
+    # (a lane's view of a two-lane ring is a split part: NO_SPLIT would give both the same bytes)
+    fits = [s.name for s in TileSplitAxis if s != split and (ch.way == C2V or s is _NO_SPLIT)
+            and (s is not _NO_SPLIT or len(ch.peers) == 1 or ch.way != C2V)
+            and part_offset(s, core.subblock, rows, cols, item) + ext <= ch.slot_size]
+    raise ProtocolError(
+        f"TPOP {split.name} of {gt.describe()}{at} does not fit SlotSize {ch.slot_size} of {ch.name}: "
+        f"the view covers bytes {off} to {off + ext - 1} of the slot, past its end",
+        where=_loc(core),
+        fix=("give the TPOP the split its producer used"
+             + (f" (this view fits with {' or '.join(fits)})" if fits else "")
+             + ", and a view of the lane's part: TILE_UP_DOWN parts are rows x cols at sub * rows * cols "
+               "elements, TILE_LEFT_RIGHT parts cols wide at sub * cols with the slot's row stride"))
 
 
 def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
