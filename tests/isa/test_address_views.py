@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ptopipe
-from ptopipe.errors import DataRaceError, ProtocolError
+from ptopipe.errors import ConfigError, DataRaceError, ProtocolError
 from ptopipe.isa import *  # noqa: F403
 from markers import line_of
 
@@ -162,3 +162,48 @@ def test_a_popped_view_past_its_slot_is_refused_at_the_tpop(platform, protocol):
     assert "does not fit SlotSize 1024" in e.what and "AIV1's offset 512" in e.what, e
     assert e.where.endswith(f":{line_of(_misfit_vector, 'MISFIT')}"), e.where
     assert "fits with TILE_LEFT_RIGHT" in e.fix and "NO_SPLIT" not in e.fix, e.fix
+
+
+def _both_cube(x, out, fifo):
+    pipe = TPipe(0, DIR_BOTH, SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    g, back = GlobalTensor(float32, (T, T)), GlobalTensor(float32, (T, T))
+    TLOAD(m, x)
+    TALLOC(pipe, g)
+    TSTORE(g, m)
+    TPUSH(pipe, g)
+    TPOP(pipe, back)
+    TLOAD(m, back)
+    TFREE(pipe, back)
+    TSTORE(out, m)
+
+
+def _both_vector(fifo):
+    pipe = TPipe(0, DIR_BOTH, SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+    g, mine = GlobalTensor(float32, (T, T)), GlobalTensor(float32, (T, T))
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    TPOP(pipe, mine)
+    TLOAD(t, mine)
+    TFREE(pipe, mine)
+    TALLOC(pipe, g)                                                   # V2C-TALLOC
+    TSTORE(g, t)
+    TPUSH(pipe, g)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_the_address_flow_of_a_two_way_a2a3_pipe_is_refused_under_pto_isa(protocol):
+    """pto-isa's TALLOC / GlobalTensor TPOP put a DIR_BOTH pipe's V2C way at the C2V way's slots
+    on A2A3 as on A5 (DIR_BOTH_GM, refused at binding there): refused at the V2C TALLOC; the
+    spec protocol gives each way its own ring."""
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(2 * DEPTH * SLOT))
+    if protocol == "spec":
+        res = ptopipe.run(_both_cube, (_both_vector, None), args, platform="a2a3", protocol=protocol)
+        np.testing.assert_array_equal(res.outputs["out"], x)
+        return
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(_both_cube, (_both_vector, None), args, platform="a2a3", protocol=protocol)
+    e = ei.value
+    assert "both ways use the same GM ring (TALLOC/TPOP add no V2C offset" in e.what, e
+    assert e.where.endswith(f":{line_of(_both_vector, 'V2C-TALLOC')}"), e.where
+    assert e.fix.startswith("use a DIR_C2V pipe and a DIR_V2C pipe"), e.fix

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...arch import PipeUnit
-from ...arch.vocab import V2C, C2V, TileSplitAxis
-from ...errors import ProtocolError
+from ...arch.vocab import V2C, C2V, Direction, TileSplitAxis
+from ...errors import ConfigError, ProtocolError
 from ...sim import schedule as _sched
 from ...sim.location import caller_loc
 from ...sim.porder import join
@@ -221,6 +221,7 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
         raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
                             f"SlotSize {ch.slot_size}", where=_loc(core))
     if ch.way == V2C:
+        _check_both_address(core, ch, "TALLOC")
         check_lanes_split(core, ch, split, "TALLOC")
         rows, cols = gm_tensor.shape[3], gm_tensor.shape[4]
         full = full_shape(parse_split(split), rows, cols)
@@ -258,6 +259,8 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     off = 0
     if ch.way == C2V:
         off = part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
+    else:
+        _check_both_address(core, ch, "TPOP(GlobalTensor)")
     if off + gt._extent > ch.slot_size:
         _pop_misfit(core, ch, gt, split, off)
     slots = side.slots[tag]
@@ -276,6 +279,23 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",
                         RingArgs(ch.name, tag, None, "addr") if core.trace is not None else None)
     return new_event(("TPOP", core, end))
+
+
+def _check_both_address(core, ch: Channel, op: str) -> None:
+    """The address flow on the V2C way of a two-way pipe, where the protocol's library
+    addresses it at the C2V way's slots (``ProtocolModel.both_address_error``): refused at
+    the first such TALLOC / TPOP, as A5 refuses DIR_BOTH_GM at binding."""
+    d = Direction(ch.cfg.direction)
+    if d is not Direction.DIR_BOTH and d is not Direction.DIR_BOTH_GM:
+        return
+    bad = ch.model.both_address_error(d)
+    if bad is not None:
+        why, fix = bad
+        raise ConfigError(
+            f"{op} on the V2C way of {ch.name} ({d.name}): the address flow of a two-way pipe does not work "
+            f"in {ch.model.name} on {core.cluster.platform.name}: {why}", where=_loc(core),
+            fix=f"{fix}, or move this way's data with the tile flow (TPUSH / TPOP of a tile: its V2C ring "
+                "starts after the C2V ring)")
 
 
 def _pop_misfit(core, ch: Channel, gt: GlobalTensor, split, off: int) -> None:
