@@ -69,17 +69,19 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
 
 def trace_cpp_file(args) -> int:
     """``trace kernel.cpp -o trace.json``: the run's Chrome trace (and ``--report``), written in
-    the child process that ran it, and its profile."""
-    from ..report import profile, write_chrome_trace, write_html
-    lines = []
+    the child process that ran it - up to the error when the run fails (the timeline of a
+    failing kernel is the one that matters) - and its profile."""
+    from ..report import profile
+    from .trace import reports_of_failed_run, write_trace
+    name = os.path.basename(args.file)
 
     def after(res):
-        path = write_chrome_trace(res, args.output)
-        lines.append(f"wrote {path} ({os.path.basename(args.file)}, {res.summary.cycles} cycles) - open it in "
-                     "https://ui.perfetto.dev")
-        if args.report:
-            lines.append(f"wrote {write_html(res, args.report, f'ptopipe {os.path.basename(args.file)}')}")
-        lines.append("  " + profile(res).format().replace("\n", "\n  "))
-        print("\n".join(lines), flush=True)
-    _run(args, after, trace=True)
+        write_trace(res, args, name, "default", False)
+        print("  " + profile(res).format().replace("\n", "\n  "), flush=True)
+
+    def failed(e):
+        reports_of_failed_run(e, lambda cluster: write_trace(cluster, args, name, "default", False,
+                                                             type(e).__name__))
+        sys.stdout.flush()
+    _run(args, after, trace=True, failed=failed)
     return 0
