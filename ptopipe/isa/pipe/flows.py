@@ -5,6 +5,11 @@ after TFREE is reported as a use-after-free, and :class:`SlotBounds`: a TALLOCed
 slot's pointer is bounded by its slot (or its lane's split part), so that a view past it -
 into the next slot, past the ring into the next argument - is a MemoryConflictError at the
 access (the check is :meth:`GlobalTensor.matrix`'s, as for a run argument's pointer).
+A TALLOCed or popped view is also registered with the checker by address
+(``KernelChecks.slot_view``), so that a use after TFREE or a write after TPUSH through a
+pointer that lost its slot (a C++ kernel's) is reported too; a popped view must fit its slot
+at the TPOP, as a TALLOCed one must; and the V2C way of a two-way pipe is refused where the
+library addresses it at the C2V way's slots (``ProtocolModel.both_address_error``).
 """
 from __future__ import annotations
 
@@ -313,10 +318,11 @@ def _pop_misfit(core, ch: Channel, gt: GlobalTensor, split, off: int) -> None:
         f"TPOP {split.name} of {gt.describe()}{at} does not fit SlotSize {ch.slot_size} of {ch.name}: "
         f"the view covers bytes {off} to {off + ext - 1} of the slot, past its end",
         where=_loc(core),
-        fix=("give the TPOP the split its producer used"
-             + (f" (this view fits with {' or '.join(fits)})" if fits else "")
-             + ", and a view of the lane's part: TILE_UP_DOWN parts are rows x cols at sub * rows * cols "
-               "elements, TILE_LEFT_RIGHT parts cols wide at sub * cols with the slot's row stride"))
+        fix=(f"give the TPOP the split its producer used (this view fits with {' or '.join(fits)}), and a "
+             "view of the lane's part: TILE_UP_DOWN parts are rows x cols at sub * rows * cols elements, "
+             "TILE_LEFT_RIGHT parts cols wide at sub * cols with the slot's row stride" if fits else
+             f"pop a view of the slot: at most SlotSize {ch.slot_size} bytes from the lane's offset "
+             "(its rows times its row stride), as the producer's TALLOC view is"))
 
 
 def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:
