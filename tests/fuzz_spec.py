@@ -148,8 +148,10 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             split_c2v = split_v2c = "TILE_NO_SPLIT"
         flow = draw(st.sampled_from(flows))
         ptoisa_a5 = platform == "a5" and not spec
-        if ptoisa_a5 and kind == "both":
-            flow = "tile"        # pto-isa on A5 has no working DIR_BOTH_GM (docs/protocols.md)
+        if not spec and kind == "both":
+            # pto-isa's address flow of a two-way pipe puts the V2C way at the C2V way's slots
+            # (A2A3 DIR_BOTH as A5 DIR_BOTH_GM, which does not work at all: docs/protocols.md)
+            flow = "tile"
         # pto-isa on A5: a tile TPOP from a GM ring frees the slot and a tile TFREE after it
         # frees it again (docs/protocols.md), so tile flow there uses the consumer-local rings
         gm_dir = platform == "a5" and (flow == "addr" or (not ptoisa_a5 and draw(st.booleans())))

@@ -31,9 +31,10 @@ def test_mutated_random_kernels_fail_only_with_located_ptopipe_errors(tmp_path_f
 @pytest.mark.parametrize("flow", ["tile", "addr"])
 def test_every_feature_combination_runs_clean(tmp_path_factory, platform, protocol, kind, flow):
     """Each platform / protocol / direction / flow is generated and runs clean (2 kernels each)."""
-    if (platform, protocol, kind, flow) == ("a5", "pto-isa", "both", "addr"):
-        pytest.skip("pto-isa on A5 has no working DIR_BOTH_GM: a ConfigError at binding "
-                    "(tests/protocol/test_ptoisa_platforms.py)")
+    if (protocol, kind, flow) == ("pto-isa", "both", "addr"):
+        pytest.skip("pto-isa's address flow of a two-way pipe shares the C2V way's slots: a ConfigError "
+                    "(A5 DIR_BOTH_GM at binding, tests/protocol/test_ptoisa_platforms.py; A2A3 at the V2C "
+                    "TALLOC, tests/isa/test_address_views.py)")
     @settings(FUZZ, max_examples=2)
     @given(spec=fk.kernel_specs(mutate=False, platforms=(platform,), protocols=(protocol,),
                                 kinds=(kind,), flows=(flow,)))

@@ -3,8 +3,8 @@ TALLOCs a GM slot, stores a tile into it in two halves and commits it with TPUSH
 commits after the first half: the ready SET goes out before the second TSTORE.  Under the
 default schedule the Cube goes on to store the second half before AIV0 runs, and the
 result is right; a schedule that lets AIV0 load the slot between the commit and the
-second store reads a stale half: wrong numbers.  The race checker reports the unordered
-TSTORE/TLOAD pair under every schedule.
+second store reads a stale half: wrong numbers.  The checker reports the store into the
+committed slot at that store under every schedule (a write into a pushed slot).
 
 Run:  ptopipe check examples/misuse/m30_commit_before_store.py [--platform a5]
 """
@@ -32,7 +32,7 @@ def cube(x, fifo, tiles):
         TALLOC(pipe, slot)
         TSTORE(GlobalTensor(slot.data(), (H, T)), top)
         TPUSH(pipe, slot)                                             # M30: committed here ...
-        TSTORE(GlobalTensor(slot.data() + H * T, (H, T)), bot)       # M30: ... before this store
+        TSTORE(GlobalTensor(slot.data() + H * T, (H, T)), bot)       # M30: ... before this store  <- where
 
 
 def vector(out, fifo, tiles):
@@ -41,7 +41,7 @@ def vector(out, fifo, tiles):
     t = Tile(TileType.Vec, float32, T, T, addr=0x0)
     for i in range(tiles):
         TPOP(pipe, slot)
-        TLOAD(t, slot)                                                # M30  <- where
+        TLOAD(t, slot)                                                # M30
         TFREE(pipe, slot)
         TADDS(t, t, 1.0)
         TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)

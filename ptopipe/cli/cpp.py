@@ -9,6 +9,7 @@ parses the options, calls :mod:`ptopipe.driver.cpp` and prints."""
 from __future__ import annotations
 
 import os
+import sys
 
 from ..driver import cpp
 from . import bounds
@@ -70,21 +71,23 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
 
 def trace_cpp_file(args) -> int:
     """``trace kernel.cpp -o trace.json``: the run's Chrome trace (and ``--report``), written in
-    the child process that ran it, and its profile."""
-    from ..report import profile, write_chrome_trace, write_html
-    lines = []
+    the child process that ran it - up to the error when the run fails (the timeline of a
+    failing kernel is the one that matters) - and its profile."""
+    from ..report import profile
+    from .trace import reports_of_failed_run, write_trace
+    name = os.path.basename(args.file)
 
     def after(res):
-        path = write_chrome_trace(res, args.output)
-        lines.append(f"wrote {path} ({os.path.basename(args.file)}, {res.summary.cycles} cycles) - open it in "
-                     "https://ui.perfetto.dev")
-        if args.report:
-            lines.append(f"wrote {write_html(res, args.report, f'ptopipe {os.path.basename(args.file)}')}")
-        lines.append("  " + profile(res).format().replace("\n", "\n  "))
-        print("\n".join(lines), flush=True)
-    _, summary = _run(args, after, trace=True)
+        write_trace(res, args, name, "default", False)
+        print("  " + profile(res).format().replace("\n", "\n  "), flush=True)
+
+    def failed(e):
+        reports_of_failed_run(e, lambda cluster: write_trace(cluster, args, name, "default", False,
+                                                             type(e).__name__))
+        sys.stdout.flush()
+    _, summary = _run(args, after, trace=True, failed=failed)
     warned = summary_warnings(summary)
-    failed, verdict = werror_verdict(args, warned)
-    if failed:
-        print(f"{verdict} {os.path.basename(args.file)}: ran" + werror_note(failed, warned))
-    return int(failed)
+    failed_w, verdict = werror_verdict(args, warned)
+    if failed_w:
+        print(f"{verdict} {name}: ran" + werror_note(failed_w, warned))
+    return int(failed_w)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import PtoPipeError
+from ..errors import ConfigError, PtoPipeError
 from ..isa.launch import compare
 from ..report import profile, write_chrome_trace, write_html
 from .common import (CPP_SUFFIXES, add_pto_func, add_ranges, run_each, summary_warnings, sync_kwargs, target,
@@ -43,7 +43,19 @@ def _out(path: str, tag: str, many: bool) -> str:
     return f"{stem}.{tag}{ext or '.json'}"
 
 
+def check_output(args) -> None:
+    """``-o`` names the Chrome trace-event JSON; an HTML path there would get JSON in an
+    ``.html`` file (a browser shows it as text), so it is refused for ``--report``."""
+    stem, ext = os.path.splitext(args.output)
+    if ext.lower() in (".html", ".htm"):
+        raise ConfigError(f"-o {args.output}: trace writes a Chrome trace-event JSON there (for "
+                          "https://ui.perfetto.dev), not an HTML page", where="option -o",
+                          fix=f"give -o a .json path and ask for the HTML report with --report: "
+                              f"-o {stem}.json --report {args.output}")
+
+
 def main(args) -> int:
+    check_output(args)
     if args.file.endswith(".pto"):
         from .pto import trace_pto
         return trace_pto(args)
@@ -79,13 +91,15 @@ def traced(run, args, label: str, tag: str, many: bool, result=lambda r: r):
         out = run()
     except PtoPipeError as e:
         stopped = type(e).__name__
-        reports_of_failed_run(e, lambda cluster: _write_trace(cluster, args, label, tag, many, stopped))
+        reports_of_failed_run(e, lambda cluster: write_trace(cluster, args, label, tag, many, stopped))
         raise
-    _write_trace(result(out), args, label, tag, many)
+    write_trace(result(out), args, label, tag, many)
     return out
 
 
-def _write_trace(run, args, label: str, tag: str, many: bool, stopped: str = "") -> None:
+def write_trace(run, args, label: str, tag: str, many: bool, stopped: str = "") -> None:
+    """Write the Chrome trace (``-o``) and the ``--report`` of ``run`` (a RunResult, or the
+    cluster of a run that ``stopped`` with that error: up to it)."""
     path = write_chrome_trace(run, _out(args.output, tag, many))
     print(f"wrote {path} ({label}, up to the {stopped})" if stopped else
           f"wrote {path} ({label}, {run.summary.cycles} cycles) - open it in https://ui.perfetto.dev")

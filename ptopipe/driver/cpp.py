@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from ..errors import PtoPipeError
 from ..sim.bounds import Deadline
 from .pto import load_inputs
 
@@ -22,10 +23,12 @@ def inputs(pairs) -> dict:
 
 
 def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",
-             after=None, **run_kwargs) -> tuple:
+             after=None, failed=None, **run_kwargs) -> tuple:
     """The C++ kernels of ``path`` (``aic`` / ``aiv``: their function names, else found) run
     with the ``pairs``' arguments in a child process (``run_kwargs``: ``ptopipe.run``'s);
-    ``after(result)`` runs there too (it writes what needs the whole run: traces, reports).
+    ``after(result)`` runs there too (it writes what needs the whole run: traces, reports),
+    and ``failed(error)`` when the run raises a PtoPipeError (its ``run_cluster`` holds the
+    run up to the error; only the child has it), before the error comes back here.
     Returns ``(outputs, summary)``; the build's warnings (a ptopipe-only name the kernel uses:
     :func:`ptopipe.cpp.build.build_warnings`) come first among the summary's warnings."""
     from ..cpp.build import build, build_warnings, find_kernels
@@ -37,7 +40,12 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
 
     def work(crash_fd):
         k = Loaded(kernels, libs, crash_fd, bridge_lib)
-        res = run(aic=k.aic, aiv=k.aiv, args=kargs, platform=platform, **run_kwargs)
+        try:
+            res = run(aic=k.aic, aiv=k.aiv, args=kargs, platform=platform, **run_kwargs)
+        except PtoPipeError as e:
+            if failed is not None:
+                failed(e)
+            raise
         if after is not None:
             after(res)
         return {n: a.copy() for n, a in res.outputs.items()}, res.summary

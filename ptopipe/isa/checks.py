@@ -1,6 +1,8 @@
 """The checkers' isa-level half: ring-slot accesses for the happens-before checker,
-use-after-free through slot-bound GM pointers (the address flow), and flags left over at
-kernel end (what may be left is the protocol model's call).
+the address flow's slot views (a read or write of a popped slot after its TFREE, a write of
+a TALLOCed slot after its TPUSH - by the pointer's slot generation, or by address for a
+pointer that lost it, as a C++ kernel's does), and flags left over at kernel end (what may
+be left is the protocol model's call).
 
 :class:`KernelChecks` extends the sim-level :class:`~ptopipe.sim.race.HappensBefore`
 checker: a race on a ring slot is a protocol violation (the slot was reused before the
@@ -57,6 +59,8 @@ class KernelChecks(HappensBefore):
         # (channel name, tag, core index) -> the TFREE whose SET did not wait for a read of
         # the slot (free_unordered), for the race report
         self._unordered_free: dict = {}
+        # core index -> [SlotView] of the address flow's slots it TALLOCed / popped (slot_view)
+        self._views: dict = {}
         for c in cluster.cores:
             if c.porder is not None:
                 c.porder.slot_read = self._slot_reader(c)
@@ -99,15 +103,11 @@ class KernelChecks(HappensBefore):
     def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
         p = gt.ptr
         if p.__class__ is SlotPtr and p.slot.gen != p.gen:
-            sl = p.slot
-            freed = f" by the TFREE at {sl.free_loc}" if sl.free_gen == p.gen and sl.free_loc else " (TFREE)"
-            raise ProtocolError(
-                f"use after free: {op} through {gt.describe()} touches slot {sl.tag} of {p.pipe}, "
-                f"which was released{freed} since it was popped", where=str(core.where()),
-                details=f"popped at {sl.pop_loc}" if sl.pop_loc else None,
-                fix="finish every TLOAD/TSTORE on the popped slot before TFREE",
-                findings=[{"kind": "use_after_free", "slot": p.slot.tag, "pipe": p.pipe, "op": op,
-                           "where": str(core.where()), "popped_at": str(p.slot.pop_loc)}])
+            raise _use_after_free(core, gt, op, p.slot, p.gen, p.pipe)
+        if self._views:
+            vs = self._views.get(core.index)
+            if vs:
+                self._view_access(core, gt, vs, write, op)
         # HappensBefore.gm_access (where, gm_region, region_of_rows), inline: the hot path of
         # every checked TLOAD / TSTORE.  The same region and location token as those give:
         # a row-major tensor's region is rows of cols*itemsize bytes every row-stride bytes
@@ -137,6 +137,56 @@ class KernelChecks(HappensBefore):
                 where = (code, f.f_lineno) if not is_internal(code) else self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
         self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe)
+
+    def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
+        """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed
+        ``core`` the view ``gt`` of slot ``tag`` of ``pipe``: its later accesses to those bytes
+        are judged by the slot's life (:meth:`_view_access`) whatever pointer they go through.
+        Views of the core's older TALLOCs / pops that these bytes overlap end here."""
+        reg = gm_region(gt)
+        if reg is None:
+            return
+        v = SlotView(*reg, op, pipe, tag, loc, slot)
+        vs = self._views.setdefault(core.index, [])
+        vs[:] = [o for o in vs if not overlap(v.lo, v.hi, v.rows, o.lo, o.hi, o.rows)] + [v]
+
+    def slot_pushed(self, core, pipe: str, tag: int, loc) -> None:
+        """``core``'s TPUSH at ``loc`` committed its TALLOCed slot ``tag`` of ``pipe``."""
+        for v in self._views.get(core.index, ()):
+            if v.slot is None and v.pushed is None and v.pipe == pipe and v.tag == tag:
+                v.pushed = loc
+                return
+
+    def _view_access(self, core, gt, views: list, write: bool, op: str) -> None:
+        """An access of ``core`` through ``gt`` to the bytes of a slot view it had: a popped
+        slot's after its TFREE is a use after free, a TALLOCed slot's write after its TPUSH a
+        write into a slot the consumer may be reading."""
+        reg = None
+        for v in views:
+            sl = v.slot
+            if sl is not None:
+                if sl.gen == v.gen:
+                    continue
+            elif v.pushed is None or not write:
+                continue
+            if reg is None:
+                reg = gm_region(gt)
+                if reg is None:
+                    return
+            if not overlap(reg[0], reg[1], reg[2], v.lo, v.hi, v.rows):
+                continue
+            if sl is not None:
+                raise _use_after_free(core, gt, op, sl, v.gen, v.pipe)
+            here = str(core.where())
+            raise ProtocolError(
+                f"write into a pushed slot: {op} through {gt.describe()} writes slot {v.tag} of {v.pipe}, which "
+                f"{core.name} committed by the TPUSH at {v.pushed} (TALLOC at {v.loc}): the consumer may "
+                "already be reading it",
+                where=here, details=f"TALLOC at {v.loc}\nTPUSH at {v.pushed}\n{op} at {here}",
+                fix=f"move the {op} before the TPUSH at {v.pushed}: every TSTORE into a TALLOCed slot comes "
+                    "before its TPUSH (the next tile goes into the next TALLOC)",
+                findings=[{"kind": "write_after_push", "slot": v.tag, "pipe": v.pipe, "op": op, "where": here,
+                           "pushed_at": str(v.pushed)}])
 
     def ring_access(self, core, ch, tag: int, write: bool, op: str, loc, rows: int, cols: int,
                     item: int, split, inflight=None) -> None:
@@ -240,11 +290,12 @@ class KernelChecks(HappensBefore):
         ring = cur[9] or prev[9]
         if ring is None:
             e = super().race_error(core, mem, a, b, cur, prev)
-            # a consumer whose TFREE is a no-op (pto-isa, GM ring: the TPOP freed the slot):
-            # a TFREE after its access signals nothing, so it orders nothing
+            # a consumer whose TFREE is a no-op (pto-isa, GM ring: its tile TPOPs freed the
+            # slot; a GlobalTensor TPOP does not, its TFREE signals): a TFREE after its access
+            # signals nothing, so it orders nothing
             noop = sorted({ch.name for ch in self.cluster.state.channels.values()
                            if ch.pop_frees and not ch.tfree_frees
-                           and any(sd.core.name == b["core"] and sd.role == "consumer"
+                           and any(sd.core.name == b["core"] and sd.role == "consumer" and sd.self_freed
                                    for sd in ch.sides.values())})
             if noop:
                 e.fix = (f"{e.fix}.  Note: {b['core']}'s TFREE of {', '.join(noop)} signals nothing here "
@@ -341,6 +392,36 @@ class KernelChecks(HappensBefore):
                 f"{r['where']} and the TFREE",
             findings=[{"kind": "data_race", "type": "read/write", "access": r, "other": w,
                        "unordered_free": free}])
+
+
+class SlotView:
+    """A view the address flow handed a core: ``[lo, hi)`` (``rows``: its strided rows, as
+    :func:`~ptopipe.sim.race.gm_region` gives them) of slot ``tag`` of ``pipe``, by ``op`` at
+    ``loc``; a popped view ends when ``slot``'s generation moves past ``gen`` (TFREE), a
+    TALLOCed one (``slot`` None) at its TPUSH (``pushed``: that line)."""
+    __slots__ = ("lo", "hi", "rows", "op", "pipe", "tag", "loc", "slot", "gen", "pushed")
+
+    def __init__(self, lo, hi, rows, op, pipe, tag, loc, slot):
+        self.lo, self.hi, self.rows, self.op, self.pipe, self.tag, self.loc = lo, hi, rows, op, pipe, tag, loc
+        self.slot = slot
+        self.gen = slot.gen if slot is not None else 0
+        self.pushed = None
+
+
+def _use_after_free(core, gt, op: str, sl, gen: int, pipe: str) -> ProtocolError:
+    """A ``op`` through ``gt`` of slot ``sl`` of ``pipe`` popped at generation ``gen`` and
+    released since."""
+    here = str(core.where())
+    by = sl.free_loc if sl.free_gen == gen and sl.free_loc else None
+    freed = f" by the TFREE at {by}" if by else " (TFREE)"
+    return ProtocolError(
+        f"use after free: {op} through {gt.describe()} touches slot {sl.tag} of {pipe}, "
+        f"which was released{freed} since it was popped", where=here,
+        details=f"popped at {sl.pop_loc}" if sl.pop_loc else None,
+        fix=(f"move the {op} before the TFREE at {by}" if by else f"move the {op} before the TFREE")
+            + ": finish every TLOAD/TSTORE on the popped slot before TFREE (the producer may refill it after)",
+        findings=[{"kind": "use_after_free", "slot": sl.tag, "pipe": pipe, "op": op,
+                   "where": here, "popped_at": str(sl.pop_loc)}])
 
 
 class WriteRecorder(KernelChecks):

@@ -44,7 +44,8 @@ class ProtocolModel:
     wait_every: bool
     #: a consumer may hold at most SlotNum popped slots (a TPOP beyond that is misuse)
     bounded_hold: bool
-    #: a tile TPOP from a GM ring frees the slot inside TPOP; the tile TFREE is a no-op
+    #: a tile TPOP from a GM ring frees the slot inside TPOP; the tile TFREE is a no-op (a
+    #: GlobalTensor TPOP never frees: :meth:`pop_frees`)
     frees_in_pop: bool
     #: a tile TPOP from a GM ring always lands in the consumer's LocalSlotNum staging ring
     #: (else only a tile without an address of its own does)
@@ -94,6 +95,12 @@ class ProtocolModel:
     #: both rings of a DIR_BOTH pipe in GM start at GM_SLOT_BUFFER (pto-isa A2A3 before d2b30a84:
     #: the V2C way's entryOffset is never set)
     both_rings_alias: bool = False
+    #: the address flow of a two-way pipe in GM adds no V2C offset: TALLOC and the GlobalTensor
+    #: TPOP of the V2C way address the C2V way's slots (pto-isa ``TALLOC_IMPL`` /
+    #: ``TPOP_IMPL(pipe, GlobalData)``: ``GM_SLOT_BUFFER + slotOffset`` in the a2a3 ``is_both`` and
+    #: a5 ``is_both_gm`` branches, where the tile flow's V2C ring starts SlotNum x SlotSize after
+    #: the C2V ring - ``setEntryOffset``): :meth:`both_address_error`
+    both_addr_shared: bool = False
     #: pto-isa's CPU simulator: every slot starts free (SlotNum start-up credits, SyncPeriod 1)
     #: and a stall the device would not have is the simulator's (diagnoses say so)
     simulator: bool = False
@@ -137,6 +144,18 @@ class ProtocolModel:
         if self.both_rings_alias:
             return gm_addr
         return gm_addr + way_index * slot_num * slot_size
+
+    def both_address_error(self, direction) -> tuple | None:
+        """(why, fix) when the address flow cannot use the V2C way of a two-way GM pipe of
+        ``direction`` (:attr:`both_addr_shared`), else None."""
+        if not self.both_addr_shared:
+            return None
+        flag = "is_both_gm" if direction is Direction.DIR_BOTH_GM else "is_both"
+        one = "DIR_C2V_GM" if direction is Direction.DIR_BOTH_GM else "DIR_C2V"
+        two = "DIR_V2C_GM" if direction is Direction.DIR_BOTH_GM else "DIR_V2C"
+        return (f"both ways use the same GM ring (TALLOC/TPOP add no V2C offset to GM_SLOT_BUFFER for "
+                f"{flag}: the V2C way's slot k is the C2V way's slot k)",
+                f"use a {one} pipe and a {two} pipe with their own GM_SLOT_BUFFERs and FlagIDs two apart")
 
     # -- flags ------------------------------------------------------------------------
     def flag_ids(self, flag_id: int, way_index: int, slot_num: int) -> tuple:
@@ -320,11 +339,14 @@ class ProtocolModel:
             return PUSH_PIPE[way], None
         return (PipeUnit.MTE2 if in_gm else None), None
 
-    def pop_frees(self, in_gm: bool) -> bool:
-        """Does a tile TPOP free its slot itself on a ring in GM (``in_gm``) - pto-isa's, whose
-        tile TFREE there is a no-op - so that a TPOP without a TFREE runs (a portability
-        warning, not an error: the runtime and VerifyPipes both ask this)?"""
-        return self.frees_in_pop and in_gm
+    def pop_frees(self, in_gm: bool, tile: bool = True) -> bool:
+        """Does a TPOP free its slot itself on a ring in GM (``in_gm``) - pto-isa's tile TPOP,
+        whose tile TFREE there is a no-op - so that a TPOP without a TFREE runs (a portability
+        warning, not an error: the runtime and VerifyPipes both ask this)?  A GlobalTensor TPOP
+        (``tile`` False: the address flow) never does, on any platform: pto-isa's
+        ``TPOP_IMPL(pipe, GlobalTensor)`` waits and assigns the slot's address only, and its
+        ``TFREE_IMPL(pipe, GlobalTensor)`` sends the free (a2a3 / a5 TPop.hpp, TFree.hpp)."""
+        return self.frees_in_pop and in_gm and tile
 
     @staticmethod
     def ready_wait_pipe(way: str) -> PipeUnit:
@@ -623,12 +645,10 @@ class PtoIsaModel(ProtocolModel):
                     "send control values through TMPipe(FlagID, FIFOType.CTRL_FIFO, depth, FiFoSyncT, "
                     "vec_tile, ctrl_tile)")
         if direction is Direction.DIR_BOTH_GM and self.platform == "a5":
-            return ("DIR_BOTH_GM does not work in pto-isa on A5: both ways use the same GM ring "
-                    "(TALLOC/TPOP add no V2C offset to GM_SLOT_BUFFER for is_both_gm), and the Vector's "
+            why, fix = self.both_address_error(direction)
+            return (f"DIR_BOTH_GM does not work in pto-isa on A5: {why}, and the Vector's "
                     "C2V TPOP waits on flag FlagID+1 while the Cube's TPUSH records FlagID "
-                    "(TPipe::Consumer::wait vs Producer::record, is_both_gm)",
-                    "use a DIR_C2V_GM pipe and a DIR_V2C_GM pipe with their own GM_SLOT_BUFFERs and "
-                    "FlagIDs two apart")
+                    "(TPipe::Consumer::wait vs Producer::record, is_both_gm)", fix)
         return None
 
     def teardown_drain(self, ch, pushed):
@@ -667,13 +687,13 @@ SPEC = SpecModel(Protocol.SPEC, per_tag_flags=True, wait_every=True, bounded_hol
 PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                       frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                       platform="a2a3", tpipe_ctrl=False, tmpipe_rendezvous=True,
-                      free_after_readers=False)
+                      free_after_readers=False, both_addr_shared=True)
 #: pto-isa on A5 (include/pto/npu/a5/*.hpp)
 PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
                          nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True,
-                         free_after_readers=False)
+                         free_after_readers=False, both_addr_shared=True)
 #: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
 #: (``protocol="pto-isa-head"``; not the default: see ``ctor_credit_pipes`` and docs/protocols.md)
 PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
@@ -686,12 +706,13 @@ PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                          frees_in_pop=False, tmpipe_rendezvous=False, simulator=True, free_after_readers=True,
                          nosplit_c2v_all_lanes=True, nosplit_c2v_lane1_zeros=True, shared_both_ring=True,
-                         compiles_as=Protocol.PTO_ISA)
+                         compiles_as=Protocol.PTO_ISA, both_addr_shared=False)
 PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                             frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
                             tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,
                             nosplit_c2v_lane1_zeros=True,
-                            shared_both_ring=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True)
+                            shared_both_ring=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True,
+                            both_addr_shared=False)
 _MODELS = {(Protocol.SPEC, "a2a3"): SPEC, (Protocol.SPEC, "a5"): SPEC,
            (Protocol.PTO_ISA, "a2a3"): PTO_ISA, (Protocol.PTO_ISA, "a5"): PTO_ISA_A5,
            (Protocol.PTO_ISA_HEAD, "a2a3"): PTO_ISA, (Protocol.PTO_ISA_HEAD, "a5"): PTO_ISA_A5_HEAD,

@@ -279,7 +279,7 @@ def m30_commit_before_store():
         sub = pl.get_subblockid()
         for i in pl.range(N):
             half = pl.TPOP(buf, pl.Tensor[[H, T], pl.f32], split=pl.TILE_UP_DOWN)
-            t = pl.load(half, [0, 0], [H, T])                 # <- where
+            t = pl.load(half, [0, 0], [H, T])
             pl.TFREE(buf, half)
             pl.store(pl.adds(t, 1.0), [i * T + sub * H, 0], out)
 
@@ -294,7 +294,7 @@ def m30_commit_before_store():
             slot = pl.TALLOC(peer, pl.Tensor[[T, T], pl.f32], split=pl.TILE_UP_DOWN)
             pl.store(top, [0, 0], slot)
             pl.TPUSH(slot, peer)
-            pl.store(bot, [H, 0], slot)                       # <- compile
+            pl.store(bot, [H, 0], slot)                       # <- where
     return pl.program(cube, vector, name="dsl_m30_commit_before_store")
 
 

@@ -445,6 +445,26 @@ def test_cli_trace_of_a_cpp_file_writes_its_timeline(cpp_cache, tmp_path, capfd,
     assert all("loc" in e["args"] for e in events if e.get("ph") == "X")
 
 
+@needs_cxx
+def test_cli_trace_of_a_failing_cpp_file_writes_its_timeline_up_to_the_error(cpp_cache, tmp_path, capfd,
+                                                                             monkeypatch):
+    """The timeline matters most when the run fails: the child that ran the kernel writes the
+    trace (and the report) of the run up to the error, marked where it stopped."""
+    argv = _save_inputs(tmp_path)
+    out, html = tmp_path / "t.json", tmp_path / "t.html"
+    r = _cli_here(["trace", kernel("c2v_use_after_free.cpp"), *argv, "-o", str(out), "--report", str(html)],
+                  tmp_path, capfd, monkeypatch)
+    assert r.returncode == 1 and "ProtocolError" in r.stderr, r.stdout + r.stderr
+    assert f"wrote {out} (c2v_use_after_free.cpp, up to the ProtocolError)" in r.stdout, r.stdout
+    import json
+    events = json.loads(out.read_text())["traceEvents"]
+    assert any(e.get("ph") == "X" and e["name"] == "TFREE" for e in events)
+    (stop,) = [e for e in events if e["name"] == "stopped: ProtocolError"]
+    line = line_of("c2v_use_after_free.cpp", "reads the slot it just freed")
+    assert stop["args"]["where"].endswith(f"c2v_use_after_free.cpp:{line}"), stop
+    assert "stopped by ProtocolError" in html.read_text()
+
+
 def test_check_static_of_a_cpp_file_says_to_run_it(capsys):
     from ptopipe.cli import main as cli_main
     assert cli_main(["check", "--static", kernel("c2v_add.cpp")]) == 1

@@ -3,7 +3,7 @@
 cpp``) runs, the error the DSL kernel's own run gives - the same class, at the C++ line the
 writer wrote from the DSL line the run names (the ``// dsl: FILE:LINE:COL`` comment the writer
 ends each statement with; the C++ error names both).  A kernel the compiler's static proof
-(verify-pipes) refuses is refused with a CompileError at the line the run names (M30, M17:
+(verify-pipes) refuses is refused with a CompileError at the line the run names (M17, M28:
 at the line of the cause, where the run reports the symptom - REFUSED_AT), and its C++
 written without that proof (``--no-verify``) runs into the run's error.  By default every kernel's DSL run and
 compile are checked on one platform / protocol and the C++ of a few runs (DEFAULT_RUN, the
@@ -87,17 +87,16 @@ CASES = {
     "m25": (D.m25_free_split, None, ProtocolError, ("a2a3", "pto-isa"), {}),
     "m28": (D.m28_sync_period_credit, None, DeadlockError, ("a5", "pto-isa"), {}),
     "m29": (D.m29_prefetch_before_wait, None, DataRaceError, ("a5", "spec"), {}),
-    "m30": (D.m30_commit_before_store, None, DataRaceError, ("a2a3", "spec"), {}),
+    "m30": (D.m30_commit_before_store, None, ProtocolError, ("a2a3", "spec"), {}),
     "m31": (D.m31_lane_init_overwrite, None, DataRaceError, ("a5", "pto-isa"), {}),
 }
 #: the kernels verify-pipes refuses on their default platform / protocol
 REFUSED = ("m3", "m6", "m7", "m17", "m22", "m25", "m28", "m30")
 #: where the refusal names the cause and the run its symptom, the refusal's line (function,
-#: marker): M30's store after the commit (the run: the read it races with), M17's push that is
-#: never popped (the run: launch 2's pop of launch 1's leftover), M28's third held GM slot (more
-#: than LocalSlotNum 2; the run: the push that waits for the withheld credit)
-REFUSED_AT = {"m30": (D.m30_commit_before_store, "# <- compile"), "m17": (D._c2v_cube, "# <- where"),
-              "m28": (D.m28_sync_period_credit, "# <- compile")}
+#: marker): M17's push that is never popped (the run: launch 2's pop of launch 1's leftover),
+#: M28's third held GM slot (more than LocalSlotNum 2; the run: the push that waits for the
+#: withheld credit)
+REFUSED_AT = {"m17": (D._c2v_cube, "# <- where"), "m28": (D.m28_sync_period_credit, "# <- compile")}
 #: where the C++ written without verify-pipes is not the kernel the DSL run ran, so only the
 #: refusal is compared: the pto-isa A5 no-split pipe gets one lane from lower-platform (what
 #: the refusal asks for), which leaves the layout misuse, not the lane one the run reports

@@ -156,6 +156,16 @@ def test_trace_cli_writes_valid_json_atomically(tmp_path, capsys):
     assert "wrote" in text and "bottleneck:" in text
 
 
+def test_trace_cli_refuses_an_html_path_for_its_json(tmp_path, capsys):
+    """``-o`` takes the Chrome trace JSON: an .html path is refused (naming --report), not
+    given JSON in an .html file."""
+    html = tmp_path / "k.html"
+    assert cli_main(["trace", S1, "-o", str(html)]) == 1
+    err = capsys.readouterr().err
+    assert "ConfigError" in err and f"--report {html}" in err and f"-o {tmp_path / 'k.json'}" in err, err
+    assert not html.exists()
+
+
 def test_report_run_cli_option(tmp_path, capsys):
     html = tmp_path / "run.html"
     assert cli_main(["run", S1, "--quiet", "--report", str(html)]) == 0

@@ -42,9 +42,9 @@ CASES = {
     "m26_rings_overlap_across_cores.py": MemoryConflictError,
     "m27_staged_read_after_free.py": ProtocolError,
     "m28_sync_period_credit.py": DeadlockError,
-    # schedule-dependent wrong results; the race checker reports them under every schedule
+    # schedule-dependent wrong results; the checkers report them under every schedule
     "m29_prefetch_before_wait.py": DataRaceError,
-    "m30_commit_before_store.py": DataRaceError,
+    "m30_commit_before_store.py": ProtocolError,        # the store into the pushed slot
     "m31_lane_init_overwrite.py": DataRaceError,
 }
 #: examples that are correct on a platform (the misuse is the other platform's): they run clean there

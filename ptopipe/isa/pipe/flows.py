@@ -5,6 +5,11 @@ after TFREE is reported as a use-after-free, and :class:`SlotBounds`: a TALLOCed
 slot's pointer is bounded by its slot (or its lane's split part), so that a view past it -
 into the next slot, past the ring into the next argument - is a MemoryConflictError at the
 access (the check is :meth:`GlobalTensor.matrix`'s, as for a run argument's pointer).
+A TALLOCed or popped view is also registered with the checker by address
+(``KernelChecks.slot_view``), so that a use after TFREE or a write after TPUSH through a
+pointer that lost its slot (a C++ kernel's) is reported too; a popped view must fit its slot
+at the TPOP, as a TALLOCed one must; and the V2C way of a two-way pipe is refused where the
+library addresses it at the C2V way's slots (``ProtocolModel.both_address_error``).
 """
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...arch import PipeUnit
-from ...arch.vocab import V2C, C2V, TileSplitAxis
-from ...errors import ProtocolError
+from ...arch.vocab import V2C, C2V, Direction, TileSplitAxis
+from ...errors import ConfigError, ProtocolError
 from ...sim import schedule as _sched
 from ...sim.location import caller_loc
 from ...sim.porder import join
@@ -192,7 +197,11 @@ def push_commit(core, ch: Channel, side: Side) -> Event:
         raise ProtocolError(f"TPUSH(GlobalTensor) on {ch.name} without a preceding TALLOC", where=_loc(core),
                             fix="address flow: TALLOC -> TSTORE... -> TPUSH")
     tag, _gt, _loc0 = side.pending_alloc.pop(0)
-    mark_written(core, ch, side, tag, None, "TPUSH", core.where())
+    here = core.where()
+    mark_written(core, ch, side, tag, None, "TPUSH", here)
+    chk = core.cluster.checker
+    if chk is not None:                 # a write through the TALLOCed view is now too late
+        chk.slot_pushed(core, ch.name, tag, here)
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPUSH",
                         RingArgs(ch.name, tag, None, "commit") if core.trace is not None else None)
     # the data were written by TSTOREs: signal after they complete
@@ -217,6 +226,7 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
         raise ProtocolError(f"TALLOC of {gm_tensor.describe()} ({gm_tensor.nbytes} bytes) does not fit "
                             f"SlotSize {ch.slot_size}", where=_loc(core))
     if ch.way == V2C:
+        _check_both_address(core, ch, "TALLOC")
         check_lanes_split(core, ch, split, "TALLOC")
         rows, cols = gm_tensor.shape[3], gm_tensor.shape[4]
         full = full_shape(parse_split(split), rows, cols)
@@ -236,6 +246,9 @@ def TALLOC(pipe, gm_tensor: GlobalTensor, split=TileSplitAxis.TILE_NO_SPLIT, *ev
     bounds = slot_bounds(ch, tag, "TALLOC", split if ch.way == V2C else TileSplitAxis.TILE_NO_SPLIT,
                          core.subblock, gm_tensor)
     gm_tensor.assign(GMPtr(ch.gm_base + tag * ch.slot_size + off, gm_tensor.dtype, bounds))
+    chk = core.cluster.checker
+    if chk is not None:
+        chk.slot_view(core, gm_tensor, "TALLOC", ch.name, tag, _loc0)
     side.pending_alloc.append((tag, gm_tensor, core.where()))
     side.index += 1
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TALLOC",
@@ -251,6 +264,10 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     off = 0
     if ch.way == C2V:
         off = part_offset(split, core.subblock, gt.shape[3], gt.shape[4], gt.dtype.itemsize)
+    else:
+        _check_both_address(core, ch, "TPOP(GlobalTensor)")
+    if off + gt._extent > ch.slot_size:
+        _pop_misfit(core, ch, gt, split, off)
     slots = side.slots[tag]
     slot = slots[0]
     bounds = slot_bounds(ch, tag, "TPOP", split if ch.way == C2V else TileSplitAxis.TILE_NO_SPLIT,
@@ -259,11 +276,53 @@ def pop_address(core, ch: Channel, side: Side, tag: int, gt: GlobalTensor, split
     for s in slots:
         s.state = "held"
         s.pop_loc = loc
+    chk = core.cluster.checker
+    if chk is not None:     # its accesses by address too: a pointer copied from it is not a SlotPtr
+        chk.slot_view(core, gt, "TPOP", ch.name, tag, loc, slot)
     side.index += 1
     side.held.append((tag, gt, loc, None, None, split, None))
     _, end = core.issue(PipeUnit.S, core.cluster.platform.costs.flag_op, (), (), "TPOP",
                         RingArgs(ch.name, tag, None, "addr") if core.trace is not None else None)
     return new_event(("TPOP", core, end))
+
+
+def _check_both_address(core, ch: Channel, op: str) -> None:
+    """The address flow on the V2C way of a two-way pipe, where the protocol's library
+    addresses it at the C2V way's slots (``ProtocolModel.both_address_error``): refused at
+    the first such TALLOC / TPOP, as A5 refuses DIR_BOTH_GM at binding."""
+    d = Direction(ch.cfg.direction)
+    if d is not Direction.DIR_BOTH and d is not Direction.DIR_BOTH_GM:
+        return
+    bad = ch.model.both_address_error(d)
+    if bad is not None:
+        why, fix = bad
+        raise ConfigError(
+            f"{op} on the V2C way of {ch.name} ({d.name}): the address flow of a two-way pipe does not work "
+            f"in {ch.model.name} on {core.cluster.platform.name}: {why}", where=_loc(core),
+            fix=f"{fix}, or move this way's data with the tile flow (TPUSH / TPOP of a tile: its V2C ring "
+                "starts after the C2V ring)")
+
+
+def _pop_misfit(core, ch: Channel, gt: GlobalTensor, split, off: int) -> None:
+    """A GlobalTensor TPOP whose view, at the lane's offset in the slot (pto-isa
+    ``getPopSubAIVOffset``: from the view's own shape), reaches past the slot's SlotSize bytes
+    - as TALLOC refuses a view that does not fit: the reads would go into the next slot."""
+    ext = gt._extent
+    rows, cols, item = gt.shape[3], gt.shape[4], gt.dtype.itemsize
+    at = f" at {core.name}'s offset {off}" if off else ""
+    # (a lane's view of a two-lane ring is a split part: NO_SPLIT would give both the same bytes)
+    fits = [s.name for s in TileSplitAxis if s != split and (ch.way == C2V or s is _NO_SPLIT)
+            and (s is not _NO_SPLIT or len(ch.peers) == 1 or ch.way != C2V)
+            and part_offset(s, core.subblock, rows, cols, item) + ext <= ch.slot_size]
+    raise ProtocolError(
+        f"TPOP {split.name} of {gt.describe()}{at} does not fit SlotSize {ch.slot_size} of {ch.name}: "
+        f"the view covers bytes {off} to {off + ext - 1} of the slot, past its end",
+        where=_loc(core),
+        fix=(f"give the TPOP the split its producer used (this view fits with {' or '.join(fits)}), and a "
+             "view of the lane's part: TILE_UP_DOWN parts are rows x cols at sub * rows * cols elements, "
+             "TILE_LEFT_RIGHT parts cols wide at sub * cols with the slot's row stride" if fits else
+             f"pop a view of the slot: at most SlotSize {ch.slot_size} bytes from the lane's offset "
+             "(its rows times its row stride), as the producer's TALLOC view is"))
 
 
 def pop_ctrl(core, ch: Channel, side: Side, tag: int) -> int:

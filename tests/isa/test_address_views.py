@@ -1,0 +1,209 @@
+"""The address flow judges a core's accesses to the slots it was handed by the slot's life,
+whatever pointer they go through (a C++ kernel's GlobalTensor carries a plain address, not
+the popped slot): a TLOAD of a popped slot after its TFREE is a use after free, a TSTORE into
+a TALLOCed slot after its TPUSH a write into a pushed slot - each reported at that access's
+line on both platforms and both protocols, even where no later push makes it a data race."""
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe.errors import ConfigError, DataRaceError, ProtocolError
+from ptopipe.isa import *  # noqa: F403
+from markers import line_of
+
+T = 16
+SLOT = T * T * 4
+DEPTH = 2
+TILES = 2                   # one tile per slot: nothing refills a slot, so no race either
+COMBOS = [(p, q) for p in ("a2a3", "a5") for q in ("spec", "pto-isa")]
+
+
+def _dir():
+    return DIR_C2V_GM if platform_id() == PLATFORM_A5 else DIR_C2V
+
+
+def _slot_view(fifo, i):
+    """Slot ``i % DEPTH`` of the ring through the GM slot buffer argument: a plain pointer."""
+    return GlobalTensor(fifo.data().cast(float32) + (i % DEPTH) * T * T, (T, T))
+
+
+def _kernels(mode):
+    def cube(x, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        for i in range(TILES):
+            TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+            TALLOC(pipe, g)
+            TSTORE(g, m)
+            TPUSH(pipe, g)
+            if mode == "store_after_push":
+                TSTORE(_slot_view(fifo, i), m)                # LATE-STORE
+
+    def vector(out, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, T))
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        for i in range(TILES):
+            TPOP(pipe, g)
+            if mode != "load_after_free":
+                TLOAD(t, _slot_view(fifo, i))
+            TFREE(pipe, g)
+            if mode == "load_after_free":
+                TLOAD(t, _slot_view(fifo, i))                 # LATE-LOAD
+            TSTORE(GlobalTensor(out.data() + i * T * T, (T, T)), t)
+    return cube, vector
+
+
+def _run(mode, platform, protocol):
+    x = np.arange(TILES * T * T, dtype=np.float32).reshape(TILES * T, T)
+    cube, vector = _kernels(mode)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    return x, ptopipe.run(cube, (vector, None), args, platform=platform, protocol=protocol)
+
+
+def test_slot_views_used_in_their_life_are_clean():
+    x, res = _run("ok", "a2a3", "pto-isa")
+    np.testing.assert_array_equal(res.outputs["out"], x)
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_load_of_a_freed_slot_through_any_pointer_is_a_use_after_free(platform, protocol):
+    with pytest.raises(ProtocolError) as ei:
+        _run("load_after_free", platform, protocol)
+    e = ei.value
+    assert e.what.startswith("use after free") and "slot 0" in e.what, e
+    assert e.where.endswith(f":{line_of(_kernels, 'LATE-LOAD')}"), e.where
+    assert e.fix.startswith("move the TLOAD before the TFREE at "), e.fix
+
+
+@pytest.mark.parametrize("platform,protocol", COMBOS)
+def test_a_store_into_a_pushed_slot_is_reported_at_the_store(platform, protocol):
+    with pytest.raises(ProtocolError) as ei:
+        _run("store_after_push", platform, protocol)
+    e = ei.value
+    assert e.what.startswith("write into a pushed slot") and "slot 0" in e.what, e
+    assert e.where.endswith(f":{line_of(_kernels, 'LATE-STORE')}"), e.where
+    assert e.fix.startswith("move the TSTORE before the TPUSH at "), e.fix
+
+
+def _late_mark_kernels():
+    """AIV0 writes ``mark`` after its second TFREE and the Cube reads it after its third push:
+    under pto-isa (SyncPeriod 2) that TFREE's free lets the third TALLOC pass, but nothing
+    orders the later write before the Cube's read - a data race."""
+    def cube(x, mark, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        m = Tile(TileType.Mat, float32, T, T, addr=0)
+        g = GlobalTensor(float32, (T, T))
+        for i in range(3):
+            TLOAD(m, GlobalTensor(x.data(), (T, T)))
+            TALLOC(pipe, g)
+            TSTORE(g, m)
+            TPUSH(pipe, g)
+        TLOAD(m, GlobalTensor(mark.data(), (T, T)))           # MARK-READ
+
+    def vector(mark, fifo):
+        pipe = TPipe(0, _dir(), SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+        g = GlobalTensor(float32, (T, T))
+        t = Tile(TileType.Vec, float32, T, T, addr=0)
+        for i in range(3):
+            TPOP(pipe, g)
+            TLOAD(t, g)
+            TFREE(pipe, g)
+            if i == 1:
+                TSTORE(GlobalTensor(mark.data(), (T, T)), t)
+    return cube, vector
+
+
+def test_a_globaltensor_tfree_signals_so_a_race_report_does_not_call_it_a_no_op():
+    """pto-isa on A2A3 frees a GM slot inside a tile TPOP (its tile TFREE is a no-op), but a
+    GlobalTensor TPOP frees nothing and its TFREE sends the free: a race after such a TFREE
+    is not explained by a TFREE that signals nothing."""
+    cube, vector = _late_mark_kernels()
+    x = np.ones((T, T), np.float32)
+    args = dict(x=x, mark=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(cube, (vector, None), args, platform="a2a3", protocol="pto-isa")
+    e = ei.value
+    assert e.where.endswith(f":{line_of(_late_mark_kernels, 'MARK-READ')}"), e
+    assert "signals nothing" not in e.fix, e.fix
+
+
+def _misfit_vector(out, fifo):
+    """Each lane pops a T x T/2 column half of a LEFT_RIGHT-pushed slot, but says UP_DOWN:
+    AIV1's view starts half a slot in and its rows, at the slot's row stride, run past it."""
+    pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
+    g = GlobalTensor(float32, (T, T // 2), (T, 1))
+    t = Tile(TileType.Vec, float32, T, T // 2, addr=0)
+    for i in range(TILES):
+        TPOP(pipe, g, TILE_UP_DOWN)                                   # MISFIT
+        TLOAD(t, g)
+        TFREE(pipe, g, TILE_UP_DOWN)
+
+
+def _lr_cube(x, fifo):
+    pipe = TPipe(0, _dir(), SLOT, DEPTH)(fifo, 0, 0)
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    g = GlobalTensor(float32, (T, T))
+    for i in range(TILES):
+        TLOAD(m, GlobalTensor(x.data() + i * T * T, (T, T)))
+        TALLOC(pipe, g, TILE_LEFT_RIGHT)
+        TSTORE(g, m)
+        TPUSH(pipe, g, TILE_LEFT_RIGHT)
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a5", "spec")])
+def test_a_popped_view_past_its_slot_is_refused_at_the_tpop(platform, protocol):
+    x = np.zeros((TILES * T, T), np.float32)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(DEPTH * SLOT))
+    with pytest.raises(ProtocolError) as ei:
+        ptopipe.run(_lr_cube, (_misfit_vector, _misfit_vector), args, platform=platform, protocol=protocol)
+    e = ei.value
+    assert "does not fit SlotSize 1024" in e.what and "AIV1's offset 512" in e.what, e
+    assert e.where.endswith(f":{line_of(_misfit_vector, 'MISFIT')}"), e.where
+    assert "fits with TILE_LEFT_RIGHT" in e.fix and "NO_SPLIT" not in e.fix, e.fix
+
+
+def _both_cube(x, out, fifo):
+    pipe = TPipe(0, DIR_BOTH, SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+    m = Tile(TileType.Mat, float32, T, T, addr=0)
+    g, back = GlobalTensor(float32, (T, T)), GlobalTensor(float32, (T, T))
+    TLOAD(m, x)
+    TALLOC(pipe, g)
+    TSTORE(g, m)
+    TPUSH(pipe, g)
+    TPOP(pipe, back)
+    TLOAD(m, back)
+    TFREE(pipe, back)
+    TSTORE(out, m)
+
+
+def _both_vector(fifo):
+    pipe = TPipe(0, DIR_BOTH, SLOT, DEPTH, peers=(0,))(fifo, 0, 0)
+    g, mine = GlobalTensor(float32, (T, T)), GlobalTensor(float32, (T, T))
+    t = Tile(TileType.Vec, float32, T, T, addr=0)
+    TPOP(pipe, mine)
+    TLOAD(t, mine)
+    TFREE(pipe, mine)
+    TALLOC(pipe, g)                                                   # V2C-TALLOC
+    TSTORE(g, t)
+    TPUSH(pipe, g)
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_the_address_flow_of_a_two_way_a2a3_pipe_is_refused_under_pto_isa(protocol):
+    """pto-isa's TALLOC / GlobalTensor TPOP put a DIR_BOTH pipe's V2C way at the C2V way's slots
+    on A2A3 as on A5 (DIR_BOTH_GM, refused at binding there): refused at the V2C TALLOC; the
+    spec protocol gives each way its own ring."""
+    x = np.arange(T * T, dtype=np.float32).reshape(T, T)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(2 * DEPTH * SLOT))
+    if protocol == "spec":
+        res = ptopipe.run(_both_cube, (_both_vector, None), args, platform="a2a3", protocol=protocol)
+        np.testing.assert_array_equal(res.outputs["out"], x)
+        return
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(_both_cube, (_both_vector, None), args, platform="a2a3", protocol=protocol)
+    e = ei.value
+    assert "both ways use the same GM ring (TALLOC/TPOP add no V2C offset" in e.what, e
+    assert e.where.endswith(f":{line_of(_both_vector, 'V2C-TALLOC')}"), e.where
+    assert e.fix.startswith("use a DIR_C2V pipe and a DIR_V2C pipe"), e.fix
