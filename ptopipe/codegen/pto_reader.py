@@ -45,7 +45,7 @@ HANDLERS = {
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
     "pto.tload": h_tload, "pto.tstore": h_tstore, "pto.treshape": h_treshape,
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
-    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier, "pto.tprint": h_tprint,
+    "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier, "pto.barrier_sync": h_barrier, "pto.tprint": h_tprint,
     "pto.set_flag": h_flag, "pto.wait_flag": h_flag, "pto.set_flag_dyn": h_flag, "pto.wait_flag_dyn": h_flag,
     **PIPE_HANDLERS, **HANDLE_HANDLERS,
     **{n: h_arith for n in list(ARITH_OF) + list(LOGIC.values()) + ["arith.cmpi", "arith.cmpf"]},

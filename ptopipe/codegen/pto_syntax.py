@@ -268,3 +268,10 @@ def tile_type(shape, dtype: str, space: MemorySpace, blayout: BLayout | None,
     lay = TileLayout.of(b, s)
     return TileValueType(tuple(shape), dtype, space, None if lay is d else lay)
 
+
+#: ptoas's SyncOpType (``#pto.pipe_event_type<...>`` / ``#pto.sync_op_type<...>``) -> the pipe
+#: it runs on (PTOAS ``mapSyncOpTypeToPipe``)
+SYNC_OP_PIPE = {"TLOAD": "PIPE_MTE2", "TSTORE_VEC": "PIPE_MTE3", "TSTORE_ACC": "PIPE_FIX",
+                "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
+                "TMOV_M2V": "PIPE_V", "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M", "TVEC": "PIPE_V",
+                "TVECWAIT_EVENT": "PIPE_V"}

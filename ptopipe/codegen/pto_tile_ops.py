@@ -14,7 +14,7 @@ from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
-from .pto_syntax import (CARRY, EVENT_IDS, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
+from .pto_syntax import (CARRY, EVENT_IDS, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
                          PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal)
 
 
@@ -380,10 +380,15 @@ def h_subblock(r, fs, opt, results, loc):
 
 
 def _pipe_attr(r, attrs, key, opt):
+    """A pipe: ``#pto.pipe<PIPE_...>``, or ptoas's sync op type (``#pto.pipe_event_type<TLOAD>``
+    / ``#pto.sync_op_type<...>``) of the pipe it runs on."""
     if key not in attrs:
         raise r.c.error(f"{opt.text} needs {key} = #pto.pipe<PIPE_...>", opt)
+    v, t = attrs[key]
+    if isinstance(v, tuple) and v[0] in ("#pto.pipe_event_type", "#pto.sync_op_type") and v[1] in SYNC_OP_PIPE:
+        return PIPES[SYNC_OP_PIPE[v[1]]]
     v, t = r.c.enum_attr(attrs, key, "#pto.pipe")
-    p = PIPES.get(v)
+    p = PIPES.get(v) or (PIPES[SYNC_OP_PIPE[v]] if v in SYNC_OP_PIPE else None)
     if p is None:
         raise r.c.error(f"unknown pipe {v!r}", t, f"use one of {', '.join(PIPES)}")
     return p
@@ -391,6 +396,8 @@ def _pipe_attr(r, attrs, key, opt):
 
 def h_event(r, fs, opt, results, loc):
     c = r.c
+    if c.at("["):                   # ptoas's form: [src, dst, event], as set_flag / wait_flag
+        return h_flag(r, fs, opt, results, loc)
     _check_results(r, opt, results, 0)
     c.expect("(")
     et = c.kind("value", "the event id")
@@ -422,7 +429,7 @@ def h_flag(r, fs, opt, results, loc):
             raise c.error(f"bad event {v!r}", t, f"use #pto.event<EVENT_ID0> .. <EVENT_ID{EVENT_IDS[-1]}>")
         e = emit(r, fs, ConstOp.name, [], [INDEX], {"value": int(v[8:])}, loc).results[0]
     c.expect("]")
-    name = RecordEvent.name if opt.text.startswith("pto.set_flag") else WaitEvent.name
+    name = RecordEvent.name if opt.text.startswith(("pto.set_flag", "pto.record_event")) else WaitEvent.name
     emit(r, fs, name, [e], [], {"src": src, "dst": dst}, loc)
 
 
@@ -438,9 +445,13 @@ def h_tprint(r, fs, opt, results, loc):
 
 
 def h_barrier(r, fs, opt, results, loc):
-    """``pto.barrier #pto.pipe<P>`` (ptoas), or ``{pipe = #pto.pipe<P>}``; no pipe: PIPE_ALL."""
+    """``pto.barrier #pto.pipe<P>`` (ptoas), or ``{pipe = #pto.pipe<P>}``; no pipe: PIPE_ALL;
+    ``pto.barrier_sync[<TVEC>]``: the pipe of a sync op type."""
     _check_results(r, opt, results, 0)
-    if r.c.at("{"):
+    if r.c.accept("["):
+        attrs = {"pipe": r.c.attr_value()}
+        r.c.expect("]")
+    elif r.c.at("{"):
         attrs = r.c.attr_dict()
     elif r.c.peek().kind == "hash" or r.c.at("<"):
         attrs = {"pipe": r.c.attr_value()}

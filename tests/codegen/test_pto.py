@@ -457,3 +457,17 @@ def test_manual_sync_tile_the_file_cannot_place_is_refused_at_its_line():
         write_pto(op)
     assert "tile 's' a loop carries in '_manual_carry'" in e.value.what and "pl.record_event" in e.value.what
     assert e.value.where.split(":")[-2] == str(line_of(_manual_carry.pyfunc, "<- carried"))
+
+
+def test_the_value_ir_reads_ptoas_op_type_events_and_barrier_sync():
+    """ptoas's ``pto.record_event / wait_event [op type, op type, event]`` and
+    ``pto.barrier_sync[<op type>]`` are the IR's events and barrier on the pipes those op types
+    run on (PTOAS mapSyncOpTypeToPipe): the static checks read such a file instead of skipping it."""
+    from ptopipe.ir.opdefs import Barrier, RecordEvent, WaitEvent
+    op = read_pto((ROOT / "tests" / "pto_corpus" / "v_record_wait_event_a5.pto").read_text(), "ev.pto")
+    events = [(o.name, o.src.value, o.dst.value) for o in op.walk() if o.is_a(RecordEvent, WaitEvent)]
+    rec, wait = RecordEvent.name, WaitEvent.name
+    assert events[:4] == [(rec, "PIPE_MTE2", "PIPE_V"), (rec, "PIPE_MTE2", "PIPE_V"),
+                          (wait, "PIPE_MTE2", "PIPE_V"), (wait, "PIPE_MTE2", "PIPE_V")]
+    assert (rec, "PIPE_V", "PIPE_MTE3") in events
+    assert [o.pipe.value for o in op.walk() if o.is_a(Barrier)] == ["PIPE_V"]

@@ -8,6 +8,7 @@ import re
 
 from ... import isa
 from ...arch.vocab import SyncPipe
+from ..pto_syntax import SYNC_OP_PIPE
 from .program import arrow_type, kind_runs_here
 
 
@@ -63,14 +64,6 @@ _PIPE_RE = re.compile(r"PIPE_[A-Z0-9]+")
 
 
 _EVENT_RE = re.compile(r"EVENT_ID(\d+)")
-
-
-#: ptoas's SyncOpType (``#pto.pipe_event_type<...>`` / ``#pto.sync_op_type<...>``) -> the pipe
-#: it runs on (PTOAS ``mapSyncOpTypeToPipe``)
-SYNC_OP_PIPE = {"TLOAD": "PIPE_MTE2", "TSTORE_VEC": "PIPE_MTE3", "TSTORE_ACC": "PIPE_FIX",
-                "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
-                "TMOV_M2V": "PIPE_V", "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M", "TVEC": "PIPE_V",
-                "TVECWAIT_EVENT": "PIPE_V"}
 
 
 _OP_TYPE_RE = re.compile(r"(?:pipe_event_type|sync_op_type)<(\w+)>")
