@@ -165,6 +165,10 @@ inline int64_t call(int32_t op, const Args &a, Site s)
 // dims only, in order - the 1- to 4-argument forms take exactly one value per DYNAMIC dim, the
 // 5-argument form one per dim, of which those of static dims are not read - and a DYNAMIC dim no
 // constructor set is 1
+// the values of a Shape / Stride constructor: 1 to 5 integers
+template <typename... N>
+using if_dims = std::enable_if_t<(sizeof...(N) >= 1 && sizeof...(N) <= 5 && (std::is_integral_v<N> && ...)), int>;
+
 template <size_t N> constexpr void fill_dynamic(int64_t (&dims)[5], const int64_t (&fixed)[5], const int64_t (&v)[N])
 {
     for (int k = 0, i = 0; k < 5; ++k) {
@@ -278,33 +282,15 @@ struct Shape {
     static constexpr int dynamic = (N1 < 0) + (N2 < 0) + (N3 < 0) + (N4 < 0) + (N5 < 0);
     int64_t shape[5] = {N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, N4 < 0 ? 1 : N4, N5 < 0 ? 1 : N5};
     constexpr Shape() = default;
-    constexpr Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5)
+    // pto-isa's constructors: the 5 dims (only the DYNAMIC ones are taken), or 1 to 4 values,
+    // exactly one per DYNAMIC (-1) dim, in order (pto_tile.hpp static_asserts the count)
+    template <typename... N, ::ptopipe::if_dims<N...> = 0>
+    constexpr Shape(N... n)
     {
-        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3, n4, n5});
-    }
-    constexpr Shape(int64_t n1)
-    {
-        static_assert(dynamic == 1, "Shape(n1): pto-isa's 1-argument Shape constructor is for a Shape "
-                                      "with exactly 1 DYNAMIC (-1) dim");
-        ::ptopipe::fill_dynamic(shape, staticShape, {n1});
-    }
-    constexpr Shape(int64_t n1, int64_t n2)
-    {
-        static_assert(dynamic == 2, "Shape(n1, n2): pto-isa's 2-argument Shape constructor is for a Shape "
-                                      "with exactly 2 DYNAMIC (-1) dims, filled in order");
-        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2});
-    }
-    constexpr Shape(int64_t n1, int64_t n2, int64_t n3)
-    {
-        static_assert(dynamic == 3, "Shape(n1, n2, n3): pto-isa's 3-argument Shape constructor is for a Shape "
-                                      "with exactly 3 DYNAMIC (-1) dims, filled in order");
-        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3});
-    }
-    constexpr Shape(int64_t n1, int64_t n2, int64_t n3, int64_t n4)
-    {
-        static_assert(dynamic == 4, "Shape(n1, n2, n3, n4): pto-isa's 4-argument Shape constructor is for a Shape "
-                                      "with exactly 4 DYNAMIC (-1) dims, filled in order");
-        ::ptopipe::fill_dynamic(shape, staticShape, {n1, n2, n3, n4});
+        static_assert(sizeof...(N) == 5 || sizeof...(N) == dynamic,
+                      "Shape(n1, ...): pto-isa's 1- to 4-argument Shape constructors take exactly one value "
+                      "per DYNAMIC (-1) dim, in order (or give all 5 dims)");
+        ::ptopipe::fill_dynamic(shape, staticShape, {static_cast<int64_t>(n)...});
     }
 };
 
@@ -315,33 +301,15 @@ struct Stride {
     static constexpr int dynamic = (N1 < 0) + (N2 < 0) + (N3 < 0) + (N4 < 0) + (N5 < 0);
     int64_t stride[5] = {N1 < 0 ? 1 : N1, N2 < 0 ? 1 : N2, N3 < 0 ? 1 : N3, N4 < 0 ? 1 : N4, N5 < 0 ? 1 : N5};
     constexpr Stride() = default;
-    constexpr Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4, int64_t n5)
+    // pto-isa's constructors: the 5 dims (only the DYNAMIC ones are taken), or 1 to 4 values,
+    // exactly one per DYNAMIC (-1) dim, in order (pto_tile.hpp static_asserts the count)
+    template <typename... N, ::ptopipe::if_dims<N...> = 0>
+    constexpr Stride(N... n)
     {
-        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3, n4, n5});
-    }
-    constexpr Stride(int64_t n1)
-    {
-        static_assert(dynamic == 1, "Stride(n1): pto-isa's 1-argument Stride constructor is for a Stride "
-                                      "with exactly 1 DYNAMIC (-1) dim");
-        ::ptopipe::fill_dynamic(stride, staticStride, {n1});
-    }
-    constexpr Stride(int64_t n1, int64_t n2)
-    {
-        static_assert(dynamic == 2, "Stride(n1, n2): pto-isa's 2-argument Stride constructor is for a Stride "
-                                      "with exactly 2 DYNAMIC (-1) dims, filled in order");
-        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2});
-    }
-    constexpr Stride(int64_t n1, int64_t n2, int64_t n3)
-    {
-        static_assert(dynamic == 3, "Stride(n1, n2, n3): pto-isa's 3-argument Stride constructor is for a Stride "
-                                      "with exactly 3 DYNAMIC (-1) dims, filled in order");
-        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3});
-    }
-    constexpr Stride(int64_t n1, int64_t n2, int64_t n3, int64_t n4)
-    {
-        static_assert(dynamic == 4, "Stride(n1, n2, n3, n4): pto-isa's 4-argument Stride constructor is for a Stride "
-                                      "with exactly 4 DYNAMIC (-1) dims, filled in order");
-        ::ptopipe::fill_dynamic(stride, staticStride, {n1, n2, n3, n4});
+        static_assert(sizeof...(N) == 5 || sizeof...(N) == dynamic,
+                      "Stride(n1, ...): pto-isa's 1- to 4-argument Stride constructors take exactly one value "
+                      "per DYNAMIC (-1) dim, in order (or give all 5 dims)");
+        ::ptopipe::fill_dynamic(stride, staticStride, {static_cast<int64_t>(n)...});
     }
 };
 
