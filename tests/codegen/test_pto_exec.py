@@ -1093,17 +1093,17 @@ def test_the_check_of_an_a5_file_on_a2a3_warns_in_the_files_own_terms(capsys):
 
 def test_a_view_too_big_for_seeded_data_is_refused_at_its_line_before_any_is_made():
     """A parameter without --input whose tensor view needs more seeded data than ptopipe
-    makes up (here 70 MB) is a ConfigError at its make_tensor_view naming the parameter, its
+    makes up (here 1.28 GB) is a ConfigError at its make_tensor_view naming the parameter, its
     shape and bytes - not minutes of generating it, nor a MemoryError."""
     big = IO.replace("%x, shape = [%c16, %c16], strides = [%c16, %c1]",
                      "%x, shape = [%c16, %cbig], strides = [%cbig, %c1]")
-    text = vector_kernel("    %cbig = arith.constant 1100000 : index\n" + big + STORE)
+    text = vector_kernel("    %cbig = arith.constant 20000000 : index\n" + big + STORE)
     with pytest.raises(ConfigError) as e:
         run_pto(text=text, inputs=dict(y=np.zeros((16, 16), np.float32)))
     line = line_of(text, "%xv = pto.make_tensor_view")
     col = text.splitlines()[line - 1].index("pto.make_tensor_view") + 1
     assert e.value.where.endswith(f":{line}:{col}")
-    assert "parameter %x would need 70,400,000 bytes" in e.value.what and "f32[16, 1100000]" in e.value.what
+    assert "parameter %x would need 1,280,000,000 bytes" in e.value.what and "f32[16, 20000000]" in e.value.what
     assert "--input x=FILE.npy" in e.value.fix
 
 

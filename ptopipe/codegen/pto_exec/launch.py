@@ -42,10 +42,10 @@ class PtoRun:
         return self.result.summary
 
 
-#: the most bytes of seeded random data made for one parameter given no --input: a
-#: simulated kernel works on tiles, and a view of gigabytes is a typo or a real-size shape
-#: (making it would take minutes and memory the machine may not have)
-SEEDED_MAX_BYTES = 64 << 20
+#: the most bytes of seeded random data made for one parameter given no --input: a model's
+#: real weight matrices (pypto's Qwen3 decode kernels: 400 MB of bf16) fit; a view of
+#: gigabytes is a typo, and making it would take minutes and memory the machine may not have
+SEEDED_MAX_BYTES = 1 << 30
 
 
 def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple:
