@@ -1118,3 +1118,37 @@ def test_seeded_float32_data_is_made_in_float32():
         tracemalloc.stop()
     assert a.dtype == np.float32 and -1 <= a.min() and a.max() < 1 and a.std() > 0.5
     assert peak < 1.5 * a.nbytes                        # (a float64 draw cast down: 3x)
+
+
+_CALLED = """module {
+  func.func @vec(%p: !pto.ptr<f32>, %q: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c64 = arith.constant 64 : index
+    %b = pto.get_block_idx
+    %i = arith.index_cast %b : i64 to index
+    %o = arith.muli %i, %c64 : index
+    %r = pto.addptr %p, %o : <f32> -> <f32>
+    %n = pto.reserve_buffer{name = "fifo", size = 8192, location = <vec>, auto = true} -> i32
+    %z = arith.constant 0 : i32
+    pto.aiv_initialize_pipe{dir_mask = 1, slot_size = 1024} (gm_slot_buffer = %r : !pto.ptr<f32>, c2v_consumer_buf = %n : i32, v2c_consumer_buf = %z : i32)
+    return
+  }
+  func.func @entry(%a: !pto.ptr<f32>, %unused: !pto.ptr<f32>) attributes {pto.entry} {
+    CALL @vec(%a, %unused) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("call", ["call", "func.call"])
+def test_a_pointer_a_callee_uses_at_an_unknown_offset_has_no_static_size(call):
+    """A parameter passed on to a kernel that offsets it by a run-time value (here the ring's
+    gm_slot_buffer at block_idx * 64) has no size ptopipe can make data for: refused at the
+    entry's parameter, in either spelling of the call - a parameter the callee never uses
+    is not (one element stands for it)."""
+    text = _CALLED.replace("CALL", call)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, static=False)
+    assert e.value.what == "the size of parameter %a is not known statically"
+    line = line_of(text, "func.func @entry")
+    assert e.value.where.endswith(f":{line}:{text.splitlines()[line - 1].index('%a') + 1}")

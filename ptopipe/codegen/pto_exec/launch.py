@@ -123,8 +123,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
             n = extents.get((fname, "%" + key), 0)
             shape = natural.get((fname, "%" + key)) or (n,)       # a dense view's shape, else flat
             if n == 0:
-                if any("%" + key in st.used() for st in walk(prog.funcs[fname].body)
-                       if st.name != "func.call"):
+                if _read(prog, fname, "%" + key):
                     raise ConfigError(f"the size of parameter %{key} is not known statically",
                                       where=f"{prog.path}:{tok.line}:{tok.col}",
                                       fix=f"give --input {key}=FILE.npy (or a static shape in its "
@@ -169,6 +168,25 @@ def _seeded_fits(key: str, d, shape, where: str | None) -> None:
                           f"{SEEDED_MAX_BYTES >> 20} MiB ptopipe makes up for a parameter",
                           where=where,
                           fix=f"give --input {key}=FILE.npy, or a smaller shape in its make_tensor_view")
+
+
+def _read(prog: Program, fname: str, name: str, seen=None) -> bool:
+    """Does function ``fname`` use its value ``name`` - in a statement other than a call, or
+    as the argument of a callee that uses it (a pointer nothing uses needs no size)?"""
+    seen = set() if seen is None else seen
+    if (fname, name) in seen:
+        return False
+    seen.add((fname, name))
+    for st in walk(prog.funcs[fname].body):
+        if name not in st.used():
+            continue
+        if st.name != "func.call":
+            return True
+        callee = prog.funcs[next(t for t in st.toks if t.kind == "symbol").text[1:]]
+        if any(a.text == name and _read(prog, callee.name, p[0], seen)
+               for a, p in zip(st.values(), callee.params)):
+            return True
+    return False
 
 
 def _param_extents(prog: Program, inputs: dict, platform) -> tuple:
