@@ -159,14 +159,17 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
     return gt.matrix(core.cluster.gm)
 
 
-def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what: str, via: str | None = None) -> None:
+def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | None = None) -> None:
     """A TLOAD / TSTORE (``op``; ``via``: the instruction that makes it, a GM ring's TPUSH /
-    TPOP) between ``t`` and a GM tensor in layout ``gm`` (``what`` describes it) in a pair of
-    layouts pto-isa moves (``arch.catalogue.move_layout_error``): else a KernelError saying
-    which pairs it moves and the tile declaration that fits."""
+    TPOP) between ``t`` and a GM tensor in layout ``gm`` (``what`` describes it: a string or a
+    callable giving one, called only on error) in a pair of layouts pto-isa moves
+    (``arch.catalogue.move_layout_error``): else a KernelError saying which pairs it moves and
+    the tile declaration that fits."""
     why = move_layout_error(op, t.loc, core.cluster.platform.id, gm, t.layout, t.rows, t.cols, t.item)
     if why is None:
         return
+    if callable(what):
+        what = what()
     fits = [tl for g, tl in MOVE_LAYOUTS[(op, t.loc, core.cluster.platform.id)] if g is gm]
     to = "from" if op == "TLOAD" else "to"
     raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {'an' if gm is not TileLayout.DN else 'a'} {gm.name} GM tensor: {why}",
@@ -192,7 +195,7 @@ def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
     v = _gm_tile_view(core, src, dst, "TLOAD", "source")
     if dst.loc not in LOAD_DST:
         _need_loc(core, dst, LOAD_DST, "TLOAD", "destination")
-    check_move_layout(core, "TLOAD", src.layout_for(dst), dst, src.describe())
+    check_move_layout(core, "TLOAD", src.layout_for(dst), dst, src.describe)
     if v is None:
         return _empty_move(core, _MTE2, dst, "TLOAD", True)
     if src.dtype != dst.dtype:
@@ -228,7 +231,7 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     v = _gm_tile_view(core, dst, src, "TSTORE", "destination")
     if src.loc not in STORE_SRC:
         _need_loc(core, src, STORE_SRC, "TSTORE", "source")
-    check_move_layout(core, "TSTORE", dst.layout_for(src), src, dst.describe())
+    check_move_layout(core, "TSTORE", dst.layout_for(src), src, dst.describe)
     if v is None:
         return _empty_move(core, STORE_PIPE[src.loc], src, "TSTORE", False)
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
