@@ -38,12 +38,19 @@ def run_cpp_file(args) -> int:
     protocol = args.protocol or "spec"
     reports = getattr(args, "report", None) or getattr(args, "png", None)
 
+    name = os.path.basename(args.file)
+
     def after(res):
         if reports:
             from .trace import write_reports
-            write_reports(res, args, os.path.basename(args.file), "default")
-    outputs, summary = _run(args, after, **({"trace": True} if reports else {}), **launch_kwargs(args),
-                            causal=getattr(args, "causal", False))
+            write_reports(res, args, name, "default")
+
+    def failed(e):              # the reports of a run that failed: up to the error, as for .py
+        from .trace import reports_of_failed_run, write_reports
+        reports_of_failed_run(e, lambda cluster: write_reports(cluster, args, name, "default", type(e).__name__))
+        sys.stdout.flush()
+    outputs, summary = _run(args, after, **({"trace": True, "failed": failed} if reports else {}),
+                            **launch_kwargs(args), causal=getattr(args, "causal", False))
     outs = write_outputs(outputs, getattr(args, "output", None), "an array parameter given with --input",
                          ", ".join(sorted(outputs)) or "none (give --input arrays)")
     quiet = getattr(args, "quiet", False)

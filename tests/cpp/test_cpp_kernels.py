@@ -465,6 +465,19 @@ def test_cli_trace_of_a_failing_cpp_file_writes_its_timeline_up_to_the_error(cpp
     assert "stopped by ProtocolError" in html.read_text()
 
 
+@needs_cxx
+def test_cli_run_report_of_a_failing_cpp_file_shows_the_run_up_to_the_error(cpp_cache, tmp_path, capfd,
+                                                                           monkeypatch):
+    """``run --report`` of a C++ kernel that fails writes the report of the run up to the
+    error (as for a Python kernel), titled with what stopped it."""
+    argv = _save_inputs(tmp_path)
+    html = tmp_path / "r.html"
+    r = _cli_here(["run", kernel("c2v_use_after_free.cpp"), *argv, "--report", str(html)], tmp_path, capfd,
+                  monkeypatch)
+    assert r.returncode == 1 and "ProtocolError" in r.stderr, r.stdout + r.stderr
+    assert f"wrote {html}" in r.stdout and "stopped by ProtocolError" in html.read_text()
+
+
 def test_check_static_of_a_cpp_file_says_to_run_it(capsys):
     from ptopipe.cli import main as cli_main
     assert cli_main(["check", "--static", kernel("c2v_add.cpp")]) == 1
