@@ -7,7 +7,7 @@ the ``outs`` tile), ``get_subblockid`` and the intra-core events.
 """
 from __future__ import annotations
 
-from ..errors import ParseError
+from ..errors import CompileError, ParseError
 from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
 from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
@@ -89,6 +89,12 @@ def h_view(r, fs, opt, results, loc):
     if len(shape_t) != len(ty.shape) or len(strides_t) != len(ty.shape):
         raise c.error(f"a {len(ty.shape)}-D view needs {len(ty.shape)} shape and stride values", opt)
     shape = ty.shape if None not in ty.shape else _static(r, fs, shape_t, "shape")
+    if any(n is not None and n < 0 for n in shape):
+        # a wrong file, not one the IR cannot express: an error of the static checks (the run
+        # refuses it too)
+        e = c.error(f"the pto.make_tensor_view of {pt.text} has a negative size: shape {list(shape)}", opt,
+                    "give every dimension a size >= 0")
+        raise CompileError(e.what, where=e.where, fix=e.fix)
     for t in shape_t + strides_t:
         read(r, fs, t)
     want = TensorType(tuple(shape), ty.dtype)

@@ -409,6 +409,23 @@ def test_a_negative_constant_size_of_a_tensor_view_is_said_to_be_negative(tmp_pa
     assert "negative size" in err and "not known statically" not in err
 
 
+def test_the_static_checks_refuse_a_negative_tensor_view_size_at_the_view(tmp_path, capsys):
+    """A view the run refuses for its negative size fails the static checks at its line too
+    (not "nothing to verify")."""
+    text = ("module {\n"
+            "  func.func @vk(%x: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {\n"
+            "    %c1 = arith.constant 1 : index\n"
+            "    %m = arith.constant -8 : index\n"
+            "    %xv = pto.make_tensor_view %x, shape = [%c1, %m], strides = [%c1, %c1] : !pto.tensor_view<?x?xf32>\n"
+            "    return\n  }\n}\n")
+    f = tmp_path / "neg.pto"
+    f.write_text(text)
+    assert cli_main(["check", "--static", str(f)]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("FAIL") and "CompileError: the pto.make_tensor_view of %x has a negative size" in err
+    assert "neg.pto:5:11" in err
+
+
 def test_static_check_refuses_a_tile_larger_than_its_memory(tmp_path, capsys):
     f = write(tmp_path, vector_kernel(IO + f"    %big = pto.alloc_tile : {vec_t(1024, 1024)}\n" + STORE))
     assert cli_main(["check", "--static", f]) == 1
