@@ -9,7 +9,6 @@ parses the options, calls :mod:`ptopipe.driver.cpp` and prints."""
 from __future__ import annotations
 
 import os
-import sys
 
 from ..driver import cpp
 from . import bounds
@@ -37,26 +36,19 @@ def run_cpp_file(args) -> int:
     platform = args.platform or "a2a3"
     protocol = args.protocol or "spec"
     reports = getattr(args, "report", None) or getattr(args, "png", None)
-
     name = os.path.basename(args.file)
-
-    def after(res):
-        if reports:
-            from .trace import write_reports
-            write_reports(res, args, name, "default")
-
-    def failed(e):              # the reports of a run that failed: up to the error, as for .py
-        from .trace import reports_of_failed_run, write_reports
-        reports_of_failed_run(e, lambda cluster: write_reports(cluster, args, name, "default", type(e).__name__))
-        sys.stdout.flush()
-    outputs, summary = _run(args, after, **({"trace": True, "failed": failed} if reports else {}),
-                            **launch_kwargs(args), causal=getattr(args, "causal", False))
+    callbacks = {}
+    if reports:
+        from .trace import child_reports, write_reports
+        after, failed = child_reports(lambda run, stopped: write_reports(run, args, name, "default", stopped))
+        callbacks = {"after": after, "trace": True, "failed": failed}
+    outputs, summary = _run(args, **callbacks, **launch_kwargs(args), causal=getattr(args, "causal", False))
     outs = write_outputs(outputs, getattr(args, "output", None), "an array parameter given with --input",
                          ", ".join(sorted(outputs)) or "none (give --input arrays)")
     quiet = getattr(args, "quiet", False)
     warned = summary_warnings(summary)              # (the summary below shows them, unless --quiet)
     failed, verdict = werror_verdict(args, warned if quiet else (), () if quiet else warned)
-    print(f"{verdict} {os.path.basename(args.file)} on {platform} ({protocol}): ran"
+    print(f"{verdict} {name} on {platform} ({protocol}): ran"
           + (f", wrote {', '.join(outs)}" if outs else "") + werror_note(failed, warned))
     if not quiet:
         print("  " + summary.format().replace("\n", "\n  "))
@@ -81,17 +73,14 @@ def trace_cpp_file(args) -> int:
     the child process that ran it - up to the error when the run fails (the timeline of a
     failing kernel is the one that matters) - and its profile."""
     from ..report import profile
-    from .trace import reports_of_failed_run, write_trace
+    from .trace import child_reports, write_trace
     name = os.path.basename(args.file)
 
-    def after(res):
-        write_trace(res, args, name, "default", False)
-        print("  " + profile(res).format().replace("\n", "\n  "), flush=True)
-
-    def failed(e):
-        reports_of_failed_run(e, lambda cluster: write_trace(cluster, args, name, "default", False,
-                                                             type(e).__name__))
-        sys.stdout.flush()
+    def write(run, stopped):
+        write_trace(run, args, name, "default", False, stopped)
+        if not stopped:
+            print("  " + profile(run).format().replace("\n", "\n  "), flush=True)
+    after, failed = child_reports(write)
     _, summary = _run(args, after, trace=True, failed=failed)
     warned = summary_warnings(summary)
     failed_w, verdict = werror_verdict(args, warned)

@@ -121,6 +121,19 @@ def write_reports(res, args, name: str, variant, stopped: str = "") -> None:
         print(f"wrote {write_png(res, _out(args.png, tag, many), title)}")
 
 
+def child_reports(write) -> tuple:
+    """``(after, failed)`` callbacks of a run made in a child process (a C++ kernel's):
+    ``write(run, stopped)`` its reports after it, or up to the error it stopped with (``stopped``:
+    that error's name) - what :func:`traced` does for a run in this process."""
+    def after(res):
+        write(res, "")
+
+    def failed(e):
+        reports_of_failed_run(e, lambda cluster: write(cluster, type(e).__name__))
+        sys.stdout.flush()
+    return after, failed
+
+
 def reports_of_failed_run(e, write) -> None:
     """A traced run that raised ``e``: ``write(cluster)`` its reports up to the error (what a
     deadlock's timeline shows is what led to it), or say that none were written."""
