@@ -163,18 +163,51 @@ def row_major_strides(shape) -> tuple:
     return tuple(reversed(st))
 
 
-def static_shape(layout: TileLayout, rows: int, cols: int, itemsize: int) -> tuple:
-    """The static (Rows, Cols) pto-isa declares for a ``rows x cols`` tile of ``layout``:
-    an unboxed tile's rows (ND) or columns (DN) span whole 32-byte blocks (pto_tile.hpp
-    ``static_assert``s ``Cols * sizeof(T) % 32 == 0`` for RowMajor / NoneBox, ``Rows * ...``
-    for ColMajor), so a narrower tile - the [M, 1] column of a row reduction - is declared
-    padded, with the valid shape the data's.  Boxed (fractal) layouts are kept as they are."""
+def _tile_block(loc: TileType, layout: TileLayout, itemsize: int) -> tuple:
+    """pto_tile.hpp's inner box of a ``loc`` tile in ``layout``: one 32-byte block along a row
+    (ND) or a column (DN), else one fractal - 16 x 32 bytes row-major inside (NZ, ZZ), 32 bytes
+    x 16 column-major inside (ZN), 16 x 16 in the 1024-byte fractal of an Acc tile."""
     per = ALIGNMENT // itemsize if ALIGNMENT % itemsize == 0 else 1
     if layout is TileLayout.ND:
-        return rows, -(-cols // per) * per
+        return 1, per
     if layout is TileLayout.DN:
-        return -(-rows // per) * per, cols
-    return rows, cols
+        return per, 1
+    if loc is TileType.Acc:
+        return 16, 16
+    return (16, per) if layout.slayout is SLayout.RowMajor else (per, 16)
+
+
+def static_shape(loc: TileType, layout: TileLayout, rows: int, cols: int, itemsize: int) -> tuple:
+    """The static (Rows, Cols) pto-isa declares for a ``rows x cols`` tile of ``loc`` in
+    ``layout``: the shape rounded up to what pto_tile.hpp's ``Tile`` ``static_assert``s - an
+    unboxed tile's rows (ND) or columns (DN) span whole 32-byte blocks, a boxed tile is whole
+    fractals (:func:`_tile_block`) in its columns, and in its rows too unless it is a Vec tile
+    or one row.  A narrower tile - the [M, 1] column of a row reduction, a [16, 4] u8 compare
+    mask - is declared padded, with the data's shape as its valid shape (the C++ and the
+    ``.pto`` writers alike).  The MX scale tiles (ScaleLeft / ScaleRight) are kept as they are:
+    their fractals have rules of their own."""
+    if loc in (TileType.ScaleLeft, TileType.ScaleRight):
+        return rows, cols
+    br, bc = _tile_block(loc, layout, itemsize)
+    if layout.fractal and (loc is TileType.Vec or rows == 1):
+        br = 1
+    return -(-rows // br) * br, -(-cols // bc) * bc
+
+
+def tile_shape_error(loc: TileType, layout: TileLayout, rows: int, cols: int, itemsize: int) -> str | None:
+    """Why pto-isa's ``Tile`` refuses a static ``rows x cols`` tile of ``loc`` in ``layout``
+    (it is not its own :func:`static_shape`; the valid shape is free), else None."""
+    if static_shape(loc, layout, rows, cols, itemsize) == (rows, cols):
+        return None
+    br, bc = _tile_block(loc, layout, itemsize)
+    if layout is TileLayout.ND:
+        return (f"a row-major (ND) tile's row is Cols x {itemsize} = {cols * itemsize} bytes, not a multiple "
+                f"of {ALIGNMENT}")
+    if layout is TileLayout.DN:
+        return (f"a column-major (DN) tile's column is Rows x {itemsize} = {rows * itemsize} bytes, not a "
+                f"multiple of {ALIGNMENT}")
+    return (f"a {layout.name} tile is whole {br}x{bc} fractals: Cols a multiple of {bc}"
+            + ("" if loc is TileType.Vec else f", Rows of {br} (or 1)"))
 
 
 class PlatformID(IntEnum):

@@ -15,8 +15,8 @@ from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KE
 
 @dataclass(frozen=True)
 class PType:
-    """A parsed type: ``kind`` tile / ptr / view / part / pipe / scalar, the IR type of a
-    tile or the dtype / shape of the others."""
+    """A parsed type: ``kind`` tile / ptr / view / part / pipe / scalar, the IR type and the
+    declared static shape of a tile or the dtype / shape of the others."""
     kind: str
     ir: object = None
     dtype: str | None = None
@@ -294,11 +294,13 @@ class Cursor:
                              f"use one of {', '.join(SPACE_OF_LOC)}")
         dt = vals.get("_dtype") or self.dtype(*vals["dtype"])
         r, c = (self._int(vals[k]) for k in ("rows", "cols"))
+        valid = []
         for k, lim in (("v_row", r), ("v_col", c)):
             if k in vals and vals[k][0] != "?":
                 v = self._int(vals[k])
                 if not 0 <= v <= lim:
                     raise self.error(f"{k}={v} is outside the tile's {lim}", vals[k][1])
+                valid.append(v)
         for k in ("fractal", "pad"):
             if k in vals:
                 self._int(vals[k])
@@ -317,7 +319,13 @@ class Cursor:
         except KeyError:
             raise self.error(f"blayout={vals['blayout'][0]} with slayout={vals['slayout'][0]} "
                              "is no tile layout", vals["blayout"][1]) from None
-        return PType("tile", ir=ir)
+        if len(valid) == 2 and tuple(valid) != (r, c) and 0 not in valid:
+            # the data's shape in pto-isa's padded static shape (how ptopipe's writer declares a
+            # tile, arch.vocab.static_shape) is an IR tile of the data's shape
+            data = tile_type(tuple(valid), dt, space, *lay, platform=self.platform)
+            if data.static_shape == (r, c):
+                ir = data
+        return PType("tile", ir=ir, shape=(r, c))
 
     def _int(self, kv) -> int:
         text, t = kv

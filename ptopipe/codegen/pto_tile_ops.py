@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import CompileError, ParseError
 from ..ir.opdefs import OperandView, operand_groups
 from ..ir.ops import ISA_ATTRS, OPS, REQUIRED, OpError, scratch_index
-from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe
+from ..ir.types import INDEX, ScalarType, TensorType, TileValueType, describe, itemsize
 from ..ir.opdefs import Barrier, ConstOp, CopyOp, GetSubblockIdOp, LoadOp, RecordEvent, StoreOp, WaitEvent
 from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, emit, ins_outs, lookup, read,
                       same_tile, write)
@@ -192,7 +192,7 @@ def h_alloc(r, fs, opt, results, loc):
         c.type_()
     rt, name = results[0]
     if addr is not None:
-        fs.explicit_addrs.append((addr, ty.ir.nbytes, ty.ir.space, rt))
+        fs.explicit_addrs.append((addr, ty.shape[0] * ty.shape[1] * itemsize(ty.ir.dtype), ty.ir.space, rt))
     r.define(fs, rt, name, Unwritten(ty.ir, rt, addr))
 
 

@@ -578,9 +578,12 @@ class _Writer:
         name = PTO_OP[op.name[3:]]
         if name in PTOAS_LACKS:
             self.note(op, f"{name} is ptopipe's spelling: ptoas has no {name} op")
-        if name == "pto.tcmp" and self.plat.name == "a5" and op.results[0].type.shape != op.operands[0].type.shape:
-            # the DSL's packed mask is ceil(cols / 8) bytes a row (pto-isa's CPU TSEL reads it so)
-            self.note(op, "pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the sources' shape")
+        if (name == "pto.tcmp" and self.plat.name == "a5"
+                and op.results[0].type.static_shape != op.operands[0].type.static_shape):
+            # the DSL's packed mask is ceil(cols / 8) bytes a row (pto-isa's CPU TSEL reads it so),
+            # declared in whole 32-byte rows: the sources' static shape only when they have as many columns
+            self.note(op, "pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the sources' "
+                          "static shape")
         if FORM_OF_DSL.get(op.name[3:]) == "part" and len({v.type.shape for v in op.operands}) > 1:
             # a DSL tile's static shape is its valid shape; ptoas's verifier wants one static shape
             self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")

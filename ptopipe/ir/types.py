@@ -104,7 +104,7 @@ class TileValueType(Type):
     @property
     def static_shape(self) -> tuple:
         """(Rows, Cols) as pto-isa declares the tile (:func:`ptopipe.arch.vocab.static_shape`)."""
-        return static_shape(self.effective_layout, self.shape[0], self.shape[1], itemsize(self.dtype))
+        return static_shape(self.space, self.effective_layout, self.shape[0], self.shape[1], itemsize(self.dtype))
 
     @property
     def is_column(self) -> bool:

@@ -253,3 +253,32 @@ def test_the_isa_reference_page_is_the_catalogues():
     for name in catalogue.OPS:
         assert catalogue_name(pto_op_name(name)) == name
         assert f"| `{name}` | `{pto_op_name(name)}` |" in text
+
+
+def test_tile_shape_error_is_pto_tiles_static_shape_rule():
+    """pto_tile.hpp: unboxed rows / columns of whole 32-byte blocks, boxed tiles of whole
+    fractals (16 x 32 bytes row-major inside, 32 bytes x 16 column-major, 16 x 16 in an Acc
+    tile's 1024-byte fractal), a Vec tile's or a one-row tile's rows free."""
+    from ptopipe.arch.vocab import TileLayout as L, TileType as T, tile_shape_error as bad
+    assert bad(T.Vec, L.ND, 16, 12, 4) and bad(T.Vec, L.ND, 16, 6, 4) and not bad(T.Vec, L.ND, 3, 8, 4)
+    assert bad(T.Vec, L.DN, 12, 1, 4) and not bad(T.Vec, L.DN, 16, 1, 2)
+    assert not bad(T.Vec, L.NZ, 4, 8, 4) and bad(T.Mat, L.NZ, 4, 8, 4) and not bad(T.Mat, L.NZ, 1, 8, 4)
+    assert bad(T.Mat, L.NZ, 16, 16, 1) and not bad(T.Mat, L.NZ, 16, 32, 1)
+    assert bad(T.Right, L.ZN, 16, 8, 2) and not bad(T.Right, L.ZN, 16, 16, 2) and bad(T.Right, L.ZN, 8, 16, 4) is None
+    assert bad(T.Acc, L.NZ, 8, 8, 4) and not bad(T.Acc, L.NZ, 16, 16, 4)
+
+
+def test_static_shape_rounds_a_tile_up_to_the_shape_pto_tile_takes():
+    """The padded static shape both writers declare: whole 32-byte rows (ND) / columns (DN),
+    whole fractals for a boxed tile (a Vec tile's rows and a one-row tile's kept); a padded
+    shape is one the rule takes."""
+    from ptopipe.arch.vocab import TileLayout as L, TileType as T, static_shape as pad, tile_shape_error as bad
+    assert pad(T.Vec, L.ND, 16, 4, 1) == (16, 32) and pad(T.Vec, L.DN, 4, 1, 1) == (32, 1)
+    assert pad(T.Vec, L.ND, 3, 8, 4) == (3, 8) and pad(T.Vec, L.DN, 4, 1, 4) == (8, 1)
+    assert pad(T.Vec, L.NZ, 4, 4, 4) == (4, 8) and pad(T.Mat, L.NZ, 4, 4, 4) == (16, 8)
+    assert pad(T.Mat, L.NZ, 1, 8, 4) == (1, 8) and pad(T.Mat, L.NZ, 16, 16, 1) == (16, 32)
+    assert pad(T.Right, L.ZN, 8, 8, 2) == (16, 16) and pad(T.Acc, L.NZ, 8, 8, 4) == (16, 16)
+    for loc in (T.Vec, T.Mat, T.Left, T.Right, T.Acc):
+        for lay in L:
+            for r, c, size in ((1, 1, 1), (5, 3, 2), (16, 16, 4), (17, 9, 8)):
+                assert bad(loc, lay, *pad(loc, lay, r, c, size), size) is None, (loc, lay, r, c, size)

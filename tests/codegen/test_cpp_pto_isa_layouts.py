@@ -55,7 +55,7 @@ def test_only_one_column_vec_tiles_change_their_default():
     explicit = TileValueType((8, 1), "f32", TileType.Vec, TileLayout.ND)   # a layout given is kept
     assert explicit.effective_layout is TileLayout.ND and explicit.static_shape == (8, 8)
     assert T.tile_type(explicit) == "Tile<TileType::Vec, float, 8, 8, BLayout::RowMajor, 8, 1>"
-    assert static_shape(TileLayout.DN, 8, 1, 4) == (8, 1)
+    assert static_shape(TileType.Vec, TileLayout.DN, 8, 1, 4) == (8, 1)
 
 
 def test_the_row_view_of_a_column_has_its_bytes():

@@ -471,3 +471,48 @@ def test_the_value_ir_reads_ptoas_op_type_events_and_barrier_sync():
                           (wait, "PIPE_MTE2", "PIPE_V"), (wait, "PIPE_MTE2", "PIPE_V")]
     assert (rec, "PIPE_V", "PIPE_MTE3") in events
     assert [o.pipe.value for o in op.walk() if o.is_a(Barrier)] == ["PIPE_V"]
+
+
+@pl.aic
+def _idle(x: pl.Tensor[[4, 8], pl.f32]):
+    pass
+
+
+@pl.aiv
+def _narrow_tiles(x: pl.Tensor[[4, 8], pl.f32], s: pl.Tensor[[4, 1], pl.f32], y: pl.Tensor[[4, 8], pl.f32]):
+    if pl.get_subblockid() == 0:
+        a = pl.load(x, [0, 0], [4, 8])
+        pl.store(pl.row_sum(a), [0, 0], s)
+        pl.store(pl.select(pl.cmp(a, pl.mul(a, a), pl.CMP_GE), a, pl.neg(a)), [0, 0], y)
+
+
+def test_narrow_tiles_are_declared_in_pto_isas_padded_shape_with_their_valid_shape():
+    """A tile narrower than pto-isa's Tile takes (a [4, 1] f32 row sum, its [4, 1] ui8 compare
+    mask) is written as the C++ writer declares it: rows / cols padded to whole 32-byte columns,
+    the data's shape as v_row / v_col; it reads back to the same program and runs as written."""
+    from ptopipe.arch.vocab import TileLayout, tile_shape_error
+    from ptopipe.codegen import write_cpp
+    from ptopipe.codegen.pto_exec.types import BLAYOUT, ELEMENT, LOC, SLAYOUT
+    op = compile_program(pl.program(_idle, _narrow_tiles, name="narrow"), "a2a3")
+    text = write_pto(op, "a2a3")
+    assert ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=1, v_row=4, v_col=1, blayout=col_major, "
+            "slayout=none_box, fractal=512, pad=0>") in text
+    assert ("!pto.tile_buf<loc=vec, dtype=ui8, rows=32, cols=1, v_row=4, v_col=1, blayout=col_major, "
+            "slayout=none_box, fractal=512, pad=0>") in text
+    assert "!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=8, v_row=4, v_col=8, blayout=row_major," in text
+    cpp = write_cpp(compile_program(pl.program(_idle, _narrow_tiles, name="narrow"), "a2a3", protocol="pto-isa"),
+                    "a2a3")
+    assert "Tile<TileType::Vec, float, 8, 1, BLayout::ColMajor, 4, 1>" in cpp
+    assert "Tile<TileType::Vec, uint8_t, 32, 1, BLayout::ColMajor, 4, 1>" in cpp
+    for m in re.finditer(r"loc=(\w+), dtype=(\w+), rows=(\d+), cols=(\d+), v_row=\d+, v_col=\d+, "
+                         r"blayout=(\w+), slayout=(\w+)", text):   # every declaration is one pto-isa takes
+        lay = TileLayout.of(BLAYOUT[m[5]], SLAYOUT[m[6]])
+        assert tile_shape_error(LOC[m[1]], lay, int(m[3]), int(m[4]), ELEMENT[m[2]].itemsize) is None, m[0]
+    back = PassManager(list(PTO_PASSES)).run(read_pto(text, "narrow.pto"),
+                                            PassContext(platform="a2a3", protocol="spec"))
+    assert structural_equal(op, back), first_difference(op, back)
+    x = np.arange(-16, 16, dtype=np.float32).reshape(4, 8) / 4
+    res = ptopipe.run_pto(text=text, inputs=dict(x=x, s=np.zeros((4, 1), np.float32), y=x * 0),
+                          platform="a2a3")
+    np.testing.assert_allclose(res.outputs["s"], x.sum(axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_array_equal(res.outputs["y"], np.where(x >= x * x, x, -x))

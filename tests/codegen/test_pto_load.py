@@ -81,6 +81,22 @@ def test_a_ring_over_a_fixed_tile_is_refused_by_every_library_entry(call):
     load_pto("o.pto", None, "spec", text=text.replace("base = 0}", "base = 4096}"))
 
 
+def test_a_ring_over_the_padding_of_a_fixed_tile_is_refused():
+    """A tile placed at a fixed address holds its static shape's bytes (512 for a 16x32 ui8
+    tile of valid shape 16x4), not its valid shape's 64: a ring there overlaps it."""
+    tile = ("!pto.tile_buf<loc=vec, dtype=ui8, rows=16, cols=32, v_row=16, v_col=4, blayout=row_major, "
+            "slayout=none_box, fractal=512, pad=0>")
+    text = NOSPLIT.replace('size = 2048, location = #pto.address_space<vec>, auto = true}',
+                           'size = 2048, location = #pto.address_space<vec>, auto = false, base = 2048}')
+    text = text.replace("    %bv = pto.alloc_tile : ",
+                        f"    %at = arith.constant 1600 : i64\n    %m = pto.alloc_tile addr = %at : {tile}\n"
+                        "    %bv = pto.alloc_tile : ")
+    with pytest.raises(CompileError) as e:
+        load_pto("o.pto", None, "spec", text=text)
+    assert "reserve_buffer 'c2v_fifo' [2048, 4096) overlaps the tile placed at addr 1600" in e.value.what
+    load_pto("o.pto", None, "spec", text=text.replace("%at = arith.constant 1600", "%at = arith.constant 1536"))
+
+
 def test_an_entry_that_never_launches_a_piped_kernel_is_refused():
     text = NOSPLIT.replace("    func.call @vector(%bias, %out) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()\n", "")
     assert text != NOSPLIT

@@ -167,6 +167,13 @@ def compares(x: pl.Tensor[[16, 32], pl.f32], z: pl.Tensor[[16, 32], pl.f32], y: 
         pl.store(pl.selects(pl.cmps(b, 1.0, pl.CMP_GT), a, -2.0), [0, 0], u)
 
 
+@pl.aiv
+def narrow_compare(x: pl.Tensor[[16, 16], pl.f32], y: pl.Tensor[[16, 16], pl.f32]):
+    if pl.get_subblockid() == 0:
+        a = pl.load(x, [0, 0], [16, 16])
+        pl.store(pl.select(pl.cmp(a, a, pl.CMP_GE), a, a), [0, 0], y)
+
+
 def _compares(rng):
     x, z = _f32(rng, -4, 4, (16, 32)), _f32(rng, -4, 4, (16, 32))
     return dict(x=x, z=z), dict(y=np.minimum(x, z), w=np.where(x >= 0.5, x, z), v=z,
@@ -364,10 +371,13 @@ def test_ops_ptoas_lacks_are_noted():
         for k in ("add", "max", "min", "mul")]
     _, _, notes, *_ = _written("arg_reductions", "a5")
     assert notes == []
-    _, _, notes, *_ = _written("compares", "a5")
+    # a packed mask of 32 f32 columns is 4 bytes a row, declared 32: the sources' static shape
+    assert _written("compares", "a5")[2] == [] and _written("compares", "a2a3")[2] == []
+    notes = []
+    text = write_pto(compile_program(pl.program(idle, narrow_compare, name="narrow"), "a5"), "a5", notes)
     assert [w for w, _ in notes] == ["pto.tcmp of a packed mask: ptoas's A5 verifier wants the mask in the "
-                                     "sources' shape"]
-    assert _written("compares", "a2a3")[2] == []
+                                     "sources' static shape"]
+    assert "dtype=ui8, rows=16, cols=32, v_row=16, v_col=2," in text     # 16 f32 columns: 2 bytes a row
 
 
 @pytest.mark.skipif(not PTOAS, reason="PTOAS (a ptoas binary) is not set")
