@@ -9,8 +9,10 @@ import re
 
 from dataclasses import dataclass
 
-from ..errors import ParseError
-from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS, tile_type)
+from ..arch.vocab import TileType
+from ..errors import CompileError, ParseError
+from ..ir.types import MemorySpace, np_dtype
+from .pto_syntax import (BLAYOUT_OF, IR_DTYPE, SLAYOUT_OF, SPACE_OF_LOC, TILE_KEYS, tile_shape_refusal, tile_type)
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,11 @@ class Cursor:
         except KeyError:
             raise self.error(f"blayout={vals['blayout'][0]} with slayout={vals['slayout'][0]} "
                              "is no tile layout", vals["blayout"][1]) from None
+        if space is MemorySpace.Vec:
+            bad = tile_shape_refusal(TileType.Vec, ir.written_layout(self.platform), r, c, np_dtype(dt).itemsize,
+                                     tuple(valid) if len(valid) == 2 else None)
+            if bad is not None:
+                raise CompileError(bad[0], where=self.where(t), fix=bad[1])
         if len(valid) == 2 and tuple(valid) != (r, c) and 0 not in valid:
             # the data's shape in pto-isa's padded static shape (how ptopipe's writer declares a
             # tile, arch.vocab.static_shape) is an IR tile of the data's shape

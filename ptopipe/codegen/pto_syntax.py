@@ -19,7 +19,8 @@ import re
 import numpy as np
 
 from ..arch import get_platform
-from ..arch.vocab import LEFT_LAYOUT, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, default_layout
+from ..arch.vocab import (LEFT_LAYOUT, CmpMode, BLayout, SLayout, SyncPipe, TileLayout, TileSplitAxis, TileType,
+                          default_layout, static_shape, tile_shape_error)
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES
 from ..ir.types import MemorySpace, TileValueType
@@ -253,6 +254,26 @@ def tile_buf(t: TileValueType, platform=None) -> str:
     return (f"!pto.tile_buf<loc={LOC_OF_SPACE[t.space]}, dtype={MLIR_DTYPE[t.dtype]}, rows={sr}, "
             f"cols={sc}, v_row={r}, v_col={c}, blayout={BLAYOUT_NAMES[lay.blayout]}, "
             f"slayout={SLAYOUT_NAMES[lay.slayout]}, fractal={fractal_of(t)}, pad=0>")
+
+
+def tile_shape_refusal(loc: TileType, layout: TileLayout, rows: int, cols: int, itemsize: int,
+                       valid: tuple | None = None) -> tuple | None:
+    """``(what, fix)`` of a tile_buf whose static shape pto-isa's ``Tile`` refuses
+    (``arch.vocab.tile_shape_error``): ptoas accepts it, the C++ it emits does not compile.
+    Vec tiles are checked; the Cube's tiles are not (tests/pto_corpus/c_fp_quant_moves_a3.pto
+    declares i8 NZ Mat tiles narrower than one 16x32 fractal, which pto-isa refuses too).
+    ``valid``: the declared static valid shape, which the fix keeps (else the declared shape)."""
+    if loc is not TileType.Vec:
+        return None
+    why = tile_shape_error(loc, layout, rows, cols, itemsize)
+    if why is None:
+        return None
+    r, c = static_shape(loc, layout, rows, cols, itemsize)
+    vr, vc = valid or (rows, cols)
+    return (f"a {rows}x{cols} Vec tile in layout {layout.name}: {why}; ptoas accepts it, but pto-isa's Tile "
+            "refuses this static shape at compile time",
+            f"declare rows={r}, cols={c} and give the data's shape as the valid shape (v_row={vr}, "
+            f"v_col={vc})")
 
 
 def tile_type(shape, dtype: str, space: MemorySpace, blayout: BLayout | None,

@@ -223,7 +223,7 @@ def test_tgather_compare_form_runs_and_refuses_other_modes():
     """ptoas's compare form ``ins(%src, %kValue, %tmp) outs(%dst, %cdst) {offset}``: the
     matching column numbers + offset per row into dst, their counts into cdst; a mode other
     than eq / gt is refused at the op's line."""
-    i32, u8 = vec_t(16, 16, "i32"), vec_t(16, 16, "ui8")
+    i32, u8 = vec_t(16, 16, "i32"), vec_t(16, 32, "ui8")    # (a ui8 row of 32 bytes: pto-isa's Tile)
 
     def text(mode):
         return vector_kernel(IO + f"""    %s = arith.constant 20.0 : f32
@@ -442,7 +442,7 @@ def test_tmov_fp_into_ub_is_a5_only():
     text = text.replace(' attributes {pto.kernel_kind = #pto.kernel_kind<cube>}', '')
     store = next(l for l in text.splitlines() if "pto.tstore_fp" in l)
     acc, fp = re.findall(r"!pto\.tile_buf<[^>]*>", store)[:2]
-    vec = vec_t(16, 16, "i8")
+    vec = vec_t(16, 32, "i8").replace("v_col=32", "v_col=16")       # whole 32-byte rows (pto-isa's Tile)
     text = text.replace(store, f"""    %v = pto.alloc_tile : {vec}
     pto.tmov.fp ins(%acc, %fp : {acc}, {fp}) outs(%v : {vec})
     pto.tstore ins(%v : {vec}) outs(%py : !pto.partition_tensor_view<16x16xi8>)""")
@@ -987,6 +987,34 @@ def test_a_vec_tile_stored_to_a_view_of_another_layout_is_an_error_at_the_store(
                          + STORE.replace(vec_t(16, 16), dn))
     assert text.count("#pto.layout<dn>") == 2 and "layout<nd>" not in text
     np.testing.assert_array_equal(run_pto(text=text, inputs=dict(x=X, y=X * 0)).outputs["y"], X)
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_vec_tile_shape_pto_isa_refuses_is_an_error_at_its_type(static):
+    """pto-isa's Tile static_asserts whole 32-byte rows (row-major, none_box), whole 32-byte
+    columns (col_major, none_box) and whole fractal columns (boxed) on the static shape; the
+    valid shape is free and a boxed Vec tile's rows too."""
+    from ptopipe.codegen.pto_load import run_pto as run_checked
+
+    def tb(r, c, vc, bl="row_major", sl="none_box"):
+        return (f"!pto.tile_buf<loc=vec, dtype=f32, rows={r}, cols={c}, v_row={r}, v_col={vc}, "
+                f"blayout={bl}, slayout={sl}, fractal=512, pad=0>")
+    for ty, why, fix in ((tb(16, 12, 10), "row is Cols x 4 = 48 bytes", "rows=16, cols=16 and give the data's "
+                          "shape as the valid shape (v_row=16, v_col=10)"),
+                         (tb(12, 16, 16, "col_major"), "column is Rows x 4 = 48 bytes", "rows=16, cols=16"),
+                         (tb(16, 4, 4, "col_major", "row_major"), "whole 16x8 fractals: Cols a multiple of 8",
+                          "rows=16, cols=8")):
+        text = vector_kernel(IO + f"    %w = pto.alloc_tile : {ty}\n" + STORE)
+        with pytest.raises(CompileError) as e:
+            run_checked(text=text, inputs=dict(x=X, y=X * 0), static=static)
+        assert why in e.value.what and "pto-isa's Tile refuses this static shape" in e.value.what
+        assert f"declare {fix}" in e.value.fix
+        ln = line_of(text, "%w = ")
+        assert e.value.where == f"<pto>:{ln}:{text.splitlines()[ln - 1].index('!pto.tile_buf') + 1}"
+    ok = (tb(16, 16, 12) + "\n    %n = pto.alloc_tile : "
+          + tb(4, 8, 8, "col_major", "row_major"))
+    run_checked(text=vector_kernel(IO + f"    %w = pto.alloc_tile : {ok}\n" + STORE), inputs=dict(x=X, y=X * 0),
+                static=static)
 
 
 @pytest.mark.parametrize("op", ["pto.trowexpandexpdif", "pto.trowexpandmax"])

@@ -10,6 +10,8 @@ import pytest
 
 import ptopipe
 from ptopipe import KernelError
+from ptopipe.arch.vocab import TileLayout, TileType, static_shape
+from ptopipe.codegen.pto_exec.types import ELEMENT
 from ptopipe.errors import DataRaceError
 from ptopipe.isa import *  # noqa: F403
 from test_catalogue_ops import PLATFORMS, close, rand, rejects, run_tiles
@@ -377,7 +379,10 @@ def test_subview_is_a_view_of_the_source(platform):
 
 # -- the PTO-AS executor reaches each family -----------------------------------------------------------
 def tile_t(r, c, d="f32", vr=None, vc=None):
-    return (f"!pto.tile_buf<loc=vec, dtype={d}, rows={r}, cols={c}, v_row={vr or r}, v_col={vc or c}, "
+    """A row-major Vec tile_buf of valid shape ``vr x vc`` (else ``r x c``) declared in the static
+    shape pto-isa's Tile takes for ``r x c`` (``arch.vocab.static_shape``)."""
+    sr, sc = static_shape(TileType.Vec, TileLayout.ND, r, c, ELEMENT[d].itemsize)
+    return (f"!pto.tile_buf<loc=vec, dtype={d}, rows={sr}, cols={sc}, v_row={vr or r}, v_col={vc or c}, "
             "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
 
 

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...arch import dtypes as dt
-from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileType
-from ...errors import ConfigError, ParseError
+from ...arch.vocab import BLayout, PadValue, RoundMode, SLayout, TileLayout, TileType, default_layout
+from ...errors import CompileError, ConfigError, ParseError
 from ..pto_lexer import tokenize
+from ..pto_syntax import tile_shape_refusal
 from ..pto_tree import Stmt, split_top
 
 
@@ -148,7 +149,7 @@ class TypeReader:
             toks = tokenize(text, self.f)[:-1]
             try:
                 self._specs[text] = self.parse(toks) if toks else None
-            except ParseError:
+            except (ParseError, CompileError):     # (the op reports it where it stands, when it runs)
                 self._specs[text] = None
         spec = self._specs[text]
         spec = spec[1] if isinstance(spec, tuple) and spec[0] == "memref" else spec
@@ -258,5 +259,11 @@ class TypeReader:
         b = BLAYOUT.get(kv.get("blayout", ""), None)
         s = SLAYOUT.get(kv.get("slayout", ""), None)
         pad = PAD.get(kv.get("pad", "0"))
+        if loc is TileType.Vec and (b, s) != (BLayout.ColMajor, SLayout.ColMajor):   # (that pair: the Tile's error)
+            lay = TileLayout.of(b or BLayout.RowMajor, s or SLayout.NoneBox) if b or s else default_layout(loc, rows, cols)
+            bad = tile_shape_refusal(loc, lay, rows, cols, d.itemsize,
+                                     None if "?" in (vr, vc) else (int(vr), int(vc)))
+            if bad is not None:
+                raise CompileError(bad[0], where=f"{self.f}:{tok.line}:{tok.col}", fix=bad[1])
         return TileSpec(loc, d, rows, cols, None if vr == "?" else int(vr), None if vc == "?" else int(vc), b, s,
                         pad)
