@@ -6,6 +6,7 @@ kernel."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -215,3 +216,41 @@ def test_what_pto_isa_cannot_build_or_ptopipe_does_not_model_does_not_compile(tm
     assert r.returncode != 0
     for decl, msg in REFUSED:
         assert msg in r.stderr, (decl, r.stderr)
+
+
+#: element types by size, for the shape-rule cases
+_CTYPE = {1: "uint8_t", 2: "half", 4: "float", 8: "int64_t"}
+
+
+@needs_cxx
+def test_a_tile_shape_pto_isa_refuses_does_not_compile(tmp_path):
+    """The header's Tile static_asserts pto_tile.hpp's shape rule, and its rule is
+    ``arch.vocab.tile_shape_error``'s on every tile the writers declare (the fractal 1024 of a
+    boxed Acc tile, 512 otherwise): a row-major row / column-major column of whole 32-byte blocks,
+    a boxed tile of whole fractals; a padded shape with the data's valid shape builds."""
+    from ptopipe.arch.vocab import TileLayout, TileType, tile_shape_error
+    checks = []
+    for loc in (TileType.Vec, TileType.Mat, TileType.Left, TileType.Right, TileType.Acc):
+        for lay in TileLayout:
+            for r, c in ((1, 4), (4, 1), (8, 8), (16, 12), (16, 16), (12, 32), (32, 64)):
+                for size, ctype in _CTYPE.items():
+                    ok = tile_shape_error(loc, lay, r, c, size) is None
+                    frac = 1024 if loc is TileType.Acc and lay.fractal else 512
+                    checks.append(f"static_assert(ptopipe::tile_shape_ok<TileType::{loc.value}, {ctype}, {r}, {c}, "
+                                  f"BLayout::{lay.blayout.value}, SLayout::{lay.slayout.value}, {frac}>() == "
+                                  f"{str(ok).lower()});")
+    bad = ["Tile<TileType::Vec, float, 16, 12> a;",
+           "Tile<TileType::Vec, uint8_t, 8, 1, BLayout::ColMajor> b;",
+           "Tile<TileType::Mat, int8_t, 16, 16, BLayout::ColMajor, 16, 16, SLayout::RowMajor> c;"]
+    good = ["Tile<TileType::Vec, float, 16, 16, BLayout::RowMajor, 16, 12> a;",
+            "Tile<TileType::Vec, uint8_t, 32, 1, BLayout::ColMajor, 8, 1> b;",
+            "Tile<TileType::Mat, int8_t, 16, 32, BLayout::ColMajor, 16, 16, SLayout::RowMajor> c;"]
+    body = "\n".join(checks) + "\nvoid refused() {\n" + "\n".join(bad) + "\n}\nvoid taken() {\n" + "\n".join(good) + "\n}\n"
+    r = compile_only(tmp_path, body)
+    assert r.returncode != 0
+    errors = [ln for ln in r.stderr.splitlines() if "error" in ln]
+    assert sum("pto-isa's Tile refuses this static shape" in ln for ln in errors) == len(bad), r.stderr[-3000:]
+    lines = (PRELUDE + body).splitlines()
+    assert {i for i, ln in enumerate(lines, 1) if ln in bad} <= {
+        int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:\s+required from here", r.stderr)}, r.stderr[-3000:]
+    assert len(errors) == len(bad), errors

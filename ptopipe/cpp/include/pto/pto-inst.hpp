@@ -185,6 +185,35 @@ inline int64_t float_bits(double d)
 }  // namespace ptopipe
 
 // -- tiles, global tensors, events, pipes ------------------------------------------------------
+namespace ptopipe {
+// pto_tile.hpp's static shape rule, which its Tile static_asserts (ptopipe.arch.vocab's
+// static_shape / tile_shape_error state it for the writers and the .pto reader; tests/cpp check
+// that the two agree): a row-major (NoneBox) tile's row and a column-major one's column are whole
+// 32-byte blocks; a tile is whole inner boxes - a boxed tile's fractal of 16 x 32 bytes (row-major
+// inside) or 32 bytes x 16 (column-major inside), any tile's 16 x 16 in a 1024-byte fractal or
+// 16 x 2 / 2 x 16 in a 32-byte MX one - in its columns, and in its rows unless it is a Vec tile,
+// an MX tile or one row.
+template <pto::TileType Loc, typename T, int Rows, int Cols, pto::BLayout B, pto::SLayout S, int Fractal>
+constexpr bool tile_shape_ok()
+{
+    constexpr int block = 32 % sizeof(T) == 0 ? int(32 / sizeof(T)) : 1;
+    constexpr bool boxed = S != pto::SLayout::NoneBox, row_inner = S == pto::SLayout::RowMajor;
+    constexpr int inner_rows = Fractal == 1024 ? 16
+                               : Fractal == 32 ? (row_inner ? 16 : 2)
+                               : boxed         ? (row_inner ? 16 : block)
+                                               : 1;
+    constexpr int inner_cols = Fractal == 1024 ? 16
+                               : Fractal == 32 ? (row_inner ? 2 : 16)
+                               : boxed         ? (row_inner ? block : 16)
+                                               : 1;
+    constexpr bool whole = Cols % inner_cols == 0 &&
+                           (Loc == pto::TileType::Vec || Fractal == 32 || Rows == 1 || Rows % inner_rows == 0);
+    if (boxed)
+        return whole;
+    return whole && (B == pto::BLayout::RowMajor ? Cols * sizeof(T) % 32 == 0 : Rows * sizeof(T) % 32 == 0);
+}
+}  // namespace ptopipe
+
 namespace pto {
 constexpr int DYNAMIC = -1;
 
@@ -218,6 +247,10 @@ struct Tile {
     static constexpr int Numel = Rows_ * Cols_;
     static_assert(Rows_ > 0 && Cols_ > 0, "Tile: Rows and Cols are positive");
     static_assert(RowValid_ <= Rows_ && ColValid_ <= Cols_, "Tile: the valid shape fits the tile");
+    static_assert(::ptopipe::tile_shape_ok<Loc_, Element_, Rows_, Cols_, BLayout_, SLayout_, Fractal_>(),
+                  "Tile: pto-isa's Tile refuses this static shape: a row-major (NoneBox) tile's Cols, a "
+                  "column-major one's Rows, span whole 32-byte blocks; a boxed tile is whole fractals "
+                  "(declare the padded shape, with the data's as the valid shape RowValid_, ColValid_)");
 
     // the simulator's handle of this tile (0: not yet known to it); a copy shares the handle
     // until one of them is re-bound (TASSIGN, TPOP), which gives that one its own
