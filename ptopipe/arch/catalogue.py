@@ -1185,10 +1185,14 @@ _SAME_LAYOUT = ((_ND, _ND), (_DN, _DN), (_NZ, _NZ))
 #: static_assert there ("Src and dst layout must be same" ...).  A2A3:
 #: common/arch/memory/tload_common.hpp TLOAD_TILE_IMPL, tstore_common.hpp CheckStaticForVecAndMat;
 #: A5: common/arch/register/tload_common.hpp StaticCheck / TLoadCubeCheck, a5/TStore.hpp
-#: CheckStaticVec.  Acc stores (the fixpipe converts NZ to the GM layout) are not listed, nor
-#: Mat stores: pto-isa stores a Mat tile only to a GM tensor of its own layout (A2A3; A5 has no
-#: Mat store), and its Mat tiles are NZ, a GM byte order ptopipe's GlobalTensor does not model
-#: (it moves the logical matrix), so the check would refuse every Mat store it can run.
+#: CheckStaticVec.  An Acc store converts the accumulator's NZ to an ND or NZ GM tensor, never
+#: a DN one, whatever the tile's declared layout (a2a3/TStore.hpp CheckAcc2gm, a5/TStore.hpp
+#: CheckStaticAcc).  Mat stores are not listed: pto-isa stores a Mat tile only to a GM tensor of its own
+#: layout, and a tensor in the NZ byte order of ptopipe's default Mat tile is rarely what a
+#: kernel declares (it moves the logical matrix), so the check would refuse most Mat stores
+#: it can run.  (A5 has no Mat store at all - "Source TileType only support Vec/Acc" - yet
+#: ptopipe runs one: kernels use it to observe L1.)
+_ACC_TO_GM = tuple((gm, t) for gm in (_ND, _NZ) for t in TileLayout)
 MOVE_LAYOUTS = {
     ("TLOAD", TileType.Vec, _A2A3): _SAME_LAYOUT,
     ("TLOAD", TileType.Vec, _A5): _SAME_LAYOUT,
@@ -1196,6 +1200,8 @@ MOVE_LAYOUTS = {
     ("TLOAD", TileType.Mat, _A5): _SAME_LAYOUT + ((_ND, _NZ), (_DN, _NZ), (_DN, _ZN)),
     ("TSTORE", TileType.Vec, _A2A3): _SAME_LAYOUT,
     ("TSTORE", TileType.Vec, _A5): _SAME_LAYOUT,
+    ("TSTORE", TileType.Acc, _A2A3): _ACC_TO_GM,
+    ("TSTORE", TileType.Acc, _A5): _ACC_TO_GM,
 }
 #: A2A3 moves 64-bit elements only ND <-> ND and DN <-> DN ("only support ND2ND/DN2DN for b64")
 MOVE_LAYOUTS_B64 = ((_ND, _ND), (_DN, _DN))
@@ -1205,11 +1211,15 @@ def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayo
                       rows: int, cols: int, itemsize: int) -> str | None:
     """Why pto-isa refuses a ``op`` (TLOAD / TSTORE) between a GM tensor in layout ``gm`` and a
     ``loc`` tile of static shape ``rows x cols`` in layout ``tile`` (None: it moves it).  A
-    TSTORE of a one-row or one-column tile is layout-free (the same bytes either way), except
-    of 64-bit elements on A2A3."""
+    TSTORE of a one-row or one-column Vec tile is layout-free (the same bytes either
+    way), except of 64-bit elements on A2A3."""
     pairs = MOVE_LAYOUTS.get((op, loc, platform))
     if pairs is None:
         return None
+    plat = "A2A3" if platform is _A2A3 else "A5"
+    if loc is TileType.Acc:
+        return None if (gm, tile) in pairs else (f"pto-isa's {op} of an Acc tile converts it only to an ND or NZ GM tensor "
+                "(it refuses the file at compile time)")
     b64 = itemsize == 8 and platform is _A2A3
     if b64:
         pairs = MOVE_LAYOUTS_B64
@@ -1219,7 +1229,7 @@ def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayo
         return None
     ways = ", ".join(f"{t.name}{'<-' if op == 'TLOAD' else '->'}{g.name}" for g, t in pairs)
     return (f"pto-isa's {op} of a {loc.value} tile{' of 64-bit elements' if b64 else ''} on "
-            f"{'A2A3' if platform is _A2A3 else 'A5'} moves only {ways} (tile{'<-' if op == 'TLOAD' else '->'}GM; "
+            f"{plat} moves only {ways} (tile{'<-' if op == 'TLOAD' else '->'}GM; "
             "it refuses the file at compile time)")
 
 

@@ -172,11 +172,14 @@ def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | N
         what = what()
     fits = [tl for g, tl in MOVE_LAYOUTS[(op, t.loc, core.cluster.platform.id)] if g is gm]
     to = "from" if op == "TLOAD" else "to"
-    raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {'an' if gm is not TileLayout.DN else 'a'} {gm.name} GM tensor: {why}",
-               (f"declare the tile {' or '.join(f'{tl.name} (blayout={tl.blayout.name}, slayout={tl.slayout.name})' for tl in fits)}"
+    if t.loc is TileType.Acc:
+        fix = "store the Acc tile to an ND or NZ GM tensor (its fixpipe writes those layouts)"
+    else:
+        fix = ((f"declare the tile {' or '.join(f'{tl.name} (blayout={tl.blayout.name}, slayout={tl.slayout.name})' for tl in fits)}"
                 if fits else f"move the tile through a {gm.name} GM tensor")
                + (f" and TMOV between it and the {t.layout.name} tile" if t.loc is _VEC else "")
                + "; a move between layouts converts only where pto-isa has that path")
+    raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {'an' if gm is not TileLayout.DN else 'a'} {gm.name} GM tensor: {why}", fix)
 
 
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:

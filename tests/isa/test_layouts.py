@@ -531,3 +531,32 @@ def test_a_mat_tile_loads_nd_into_nz_but_not_into_zn():
         run(cube, None, dict(a=a, layout=TileLayout.ZN), platform="a2a3")
     assert "TLOAD of the ZN tile" in e.value.what
     assert "ND<-ND, DN<-DN, NZ<-NZ, NZ<-ND, ZN<-DN" in e.value.what
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_an_acc_tile_stores_to_nd_or_nz_but_never_to_dn(platform):
+    """The fixpipe writes an accumulator to an ND or NZ GM tensor (pto-isa static_asserts the
+    GM layout of an Acc TSTORE on both platforms): a DN destination is a located error whose
+    fix names the layouts it writes; ND stores the product."""
+    a = np.arange(T * T, dtype=np.float32).reshape(T, T) % 7
+    eye = np.eye(T, dtype=np.float32)
+
+    def cube(a, eye, out, gm_layout):
+        m, e = Tile(TileType.Mat, float32, T, T, addr=0x0), Tile(TileType.Mat, float32, T, T, addr=SLOT)
+        left, right = Tile(TileType.Left, float32, T, T, addr=0x0), Tile(TileType.Right, float32, T, T, addr=0x0)
+        acc = Tile(TileType.Acc, float32, T, T, addr=0x0)
+        TLOAD(m, GlobalTensor(a.data(), (T, T)))
+        TLOAD(e, GlobalTensor(eye.data(), (T, T)))
+        TMOV(left, m)
+        TMOV(right, e)
+        TMATMUL(acc, left, right)
+        TSTORE(GlobalTensor(out.data(), (T, T), layout=gm_layout), acc)   # acc-store
+    args = dict(a=a, eye=eye, out=np.zeros_like(a))
+    r = run(cube, None, dict(args, gm_layout=TileLayout.ND), platform=platform)
+    np.testing.assert_array_equal(r.outputs["out"], a)
+    with pytest.raises(KernelError) as e:
+        run(cube, None, dict(args, gm_layout=TileLayout.DN), platform=platform)
+    assert "TSTORE of the NZ tile Acc tile" in e.value.what and "a DN GM tensor" in e.value.what
+    assert "converts it only to an ND or NZ GM tensor" in e.value.what
+    assert e.value.where.endswith(f":{line_of(cube, 'acc-store')}")
+    assert "ND or NZ GM tensor" in e.value.fix
