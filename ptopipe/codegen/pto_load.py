@@ -117,6 +117,8 @@ _PTO_PHRASES = (
     (re.compile(r"\b(set_flag|wait_flag)\((PIPE_\w+), (PIPE_\w+), (?:EVENT_ID)?(\w+|\.\.\.)\)"),
      lambda m: PTO_EVENTS.call(f"pto.{m.group(1)}", m.group(2), m.group(3), m.group(4))),
     (re.compile(r"\bpipe_barrier\((PIPE_\w+)\)"), lambda m: f"pto.barrier #pto.pipe<{m.group(1)}>"),
+    (re.compile(r"\bpl\.matmul_acc\(acc, a, b, init_cond=\((.*?)\)\)"),
+     lambda m: f"an scf.if on ({m.group(1)}) picking pto.tmatmul, else pto.tmatmul.acc"),
 )
 
 

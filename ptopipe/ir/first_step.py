@@ -118,12 +118,27 @@ def init_steps(fn):
 
 
 def first_steps(fn, known: dict | None = None) -> list:
-    """``(matmul_acc op, create op, truth)`` of each step of ``fn`` that may be the first
-    into a created accumulator: its init_cond's :func:`truth` there (``known``: scalar
-    parameter values by name)."""
-    out = []
+    """``(matmul_acc op, create op, truth, guarded)`` of each step of ``fn`` that may be the
+    first into a created accumulator: for a ``pl.matmul_acc(..., init_cond=c)`` (``guarded``)
+    the :func:`truth` of ``c`` there (``known``: scalar parameter values by name); a bare
+    accumulate (a ``.pto``'s ``pto.tmatmul.acc`` with no ``scf.if`` picking ``pto.tmatmul``)
+    never overwrites: False."""
+    out, guarded = [], set()
     for iff, cond, step in init_steps(fn):
+        guarded.add(id(step))
         got = created_chain(step.operands[0], iff.parent)
         if got is not None:
-            out.append((step, got[0], truth(cond, got[1], known)))
+            out.append((step, got[0], truth(cond, got[1], known), True))
+    for step in fn.walk():
+        if not step.is_a(_MATMUL_ACC) or id(step) in guarded:
+            continue
+        at, branch = step.parent, _block_op(step.parent)
+        while branch is not None and branch.is_a(IfOp):    # a branch reads what its if's block holds,
+            if any(o.is_a(MatmulOp) for o in branch.walk()):   # unless an overwrite may come first
+                break
+            at, branch = branch.parent, _block_op(branch.parent)
+        else:
+            got = created_chain(step.operands[0], at)
+            if got is not None:
+                out.append((step, got[0], False, False))
     return out

@@ -270,10 +270,16 @@ class _Verifier:
         ``pl.create`` accumulator must overwrite it (:mod:`ptopipe.ir.first_step`; the parser
         refuses a ``c`` false there for every value): one that depends on a value known
         only at run time is not proven - false with the given scalar values, a finding."""
-        for step, made, holds in first_steps(fn, self.known):
+        for step, made, holds, guarded in first_steps(fn, self.known):
             where = (f"the {step.name} at {step.loc} on its first step into the accumulator "
                      f"created at line {made.loc.line}")
-            if holds is False:
+            if not guarded:
+                self.finding("first_step", step, f"{where} accumulates onto storage nothing has written "
+                             "(no step overwrites it first)",
+                             "overwrite the accumulator on the first step: pl.matmul_acc(acc, a, b, "
+                             "init_cond=(k == <the loop's start>)), or write it with pl.matmul before "
+                             "the loop")
+            elif holds is False:
                 given = ", ".join(f"{k}={v}" for k, v in sorted((self.known or {}).items()))
                 self.finding("first_step", step, f"init_cond is false for {where}"
                              + (f" (with {given})" if given else "") + ": that step accumulates onto "

@@ -516,3 +516,24 @@ def test_narrow_tiles_are_declared_in_pto_isas_padded_shape_with_their_valid_sha
                           platform="a2a3")
     np.testing.assert_allclose(res.outputs["s"], x.sum(axis=1, keepdims=True), rtol=1e-6)
     np.testing.assert_array_equal(res.outputs["y"], np.where(x >= x * x, x, -x))
+
+
+def test_a_k_loop_that_only_accumulates_onto_an_unwritten_accumulator_is_found_statically(tmp_path, capsys):
+    """Without the pto.tmatmul before the loop, %acc is storage nothing wrote and the loop's
+    first pto.tmatmul.acc adds onto it: check --static refuses it at that step (docs/pto.md,
+    destination passing), the fix in .pto words; the file as written is clean."""
+    from ptopipe.cli import main
+    text = (ROOT / "tests" / "pto" / "accumulate_a3.pto").read_text()
+    good = tmp_path / "good.pto"
+    good.write_text(text)
+    assert main(["check", "--static", str(good)]) == 0
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("pto.tmatmul ins(")]
+    bad = tmp_path / "bad.pto"
+    bad.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["check", "--static", str(bad)]) == 1
+    err = capsys.readouterr().err
+    step = next(i for i, ln in enumerate(lines, 1) if ln.strip().startswith("pto.tmatmul.acc"))
+    assert "CompileError: the pto.tmatmul.acc at" in err and "accumulates onto storage nothing has written" in err
+    assert f"at {bad}:{step}:7" in err
+    assert "an scf.if on (k == <the loop's start>) picking pto.tmatmul, else pto.tmatmul.acc" in err

@@ -4,6 +4,7 @@ function (ptoas's PlanMemory does this job for the device).  Also the warning fo
 placed at explicit addresses that overlap while both are live."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ...arch.vocab import TILE_SPACE, TileType
@@ -144,32 +145,111 @@ def live_ranges(f: Func, prog: Program, placed: bool = False) -> tuple:
     return specs, ranges
 
 
+def _accesses(f: Func) -> tuple:
+    """The function's statements in pre-order: ``(reads, writes, loops, conds)`` - by SSA
+    name, the indices of the statements that read it (anywhere in their own text) and that
+    write it (in their ``outs(...)``); per statement index, the ``(start, end)`` spans of the
+    loops (``scf.for`` / ``scf.while``) and of the branching ops (``scf.if``) around it,
+    outermost first."""
+    reads, writes, loops, conds = {}, {}, {}, {}
+    k = 0
+
+    def visit(stmts, lp, cd):
+        nonlocal k
+        for s in stmts:
+            i = k
+            k += 1
+            loops[i], conds[i] = lp, cd
+            named = Counter(v.split("#")[0] for v in s.used())
+            for r in s.results:
+                named[r.split("#")[0]] -= 1
+            if "outs" in s.text():
+                for t in s.group("outs") or ():
+                    if t.kind == "value":
+                        name = t.text.split("#")[0]
+                        writes.setdefault(name, []).append(i)
+                        named[name] -= 1
+            for name, n in named.items():
+                if n > 0:                                 # named outside outs(...): read
+                    reads.setdefault(name, []).append(i)
+            span = [i, i]
+            inner_lp = lp + ((span,) if s.name in ("scf.for", "scf.while") else ())
+            inner_cd = cd + ((span,) if s.name == "scf.if" else ())
+            for r in s.regions:
+                for b in r:
+                    visit(b.stmts, inner_lp, inner_cd)
+            span[1] = k - 1
+    visit(f.body, (), ())
+    return reads, writes, loops, conds
+
+
+def _live_spans(name: str, reads: dict, writes: dict, loops: dict, conds: dict) -> list:
+    """The ``(lo, hi)`` statement spans over which ``name`` holds a value a later statement
+    reads: from the write that reaches each read to that read.  A read in a loop that the
+    reaching write is outside of keeps the value for the whole outermost such loop (every
+    iteration reads it, and a write later in the body reaches the next iteration); a write in
+    a branch that the read is not in reaches it only maybe, so the span starts at the branch
+    op.  A read that no write of ``name`` reaches holds no value of ``name`` (another name
+    of the same bytes wrote it: one buffer, two names)."""
+    ws = writes.get(name, [])
+    spans = []
+    for r in reads.get(name, []):
+        w = max((x for x in ws if x < r), default=None)
+        outer = [lp for lp in loops[r] if w is None or not lp[0] <= w <= lp[1]]
+        if w is None:
+            if outer and any(outer[0][0] <= x <= outer[0][1] for x in ws):
+                spans.append((outer[0][0], outer[0][1]))      # a value carried round the loop
+            continue
+        lo = w
+        for c in conds[w]:
+            if not c[0] <= r <= c[1]:
+                lo = c[0]
+                break
+        spans.append((lo, outer[0][1] if outer else r))
+    return spans
+
+
+def _buffer_type(t) -> tuple:
+    """What makes two names of the same address one buffer: the same static tile type (its
+    valid shape may differ)."""
+    return t.loc, t.dtype, t.rows, t.cols, t.blayout, t.slayout
+
+
 def alias_notes(prog: Program) -> list:
-    """Tiles placed at explicit addresses (``alloc_tile addr = %c``) that overlap while both
-    are live: on the device the later one's writes clobber the earlier one, and so they do
-    here.  The same range named twice (one buffer, two names: an in-place op) is not one."""
+    """Tiles placed at explicit addresses (``alloc_tile addr = %c``) whose bytes overlap,
+    where one is written while the other holds a value a later statement reads: on the device
+    that write clobbers the value, and so it does here.  Tiles whose lifetimes do not meet
+    may share bytes (pypto's MemoryReuse places them so), and two names of one address and
+    one static type are one buffer (pypto names each new value of a loop-carried or updated
+    tile anew at the same address: a write through one name is the value the other reads)."""
     notes = []
     for f in prog.funcs.values():
         consts = int_constants(f)
-        specs, ranges = live_ranges(f, prog, placed=True)
+        specs, _ = live_ranges(f, prog, placed=True)
         sites = {id(s): s for s in walk(f.body)}
         placed = []
         for k, spec in specs.items():
             a = sites[k].attr("addr")[0].text
             if a in consts:
-                placed.append((k, spec, consts[a]))
-        for i, (k1, t1, a1) in enumerate(placed):
-            for k2, t2, a2 in placed[i + 1:]:
-                if t1.loc is not t2.loc or (a1, t1.nbytes) == (a2, t2.nbytes):
-                    continue
-                if a1 + t1.nbytes <= a2 or a2 + t2.nbytes <= a1:
-                    continue
-                (lo1, hi1), (lo2, hi2) = ranges[k1], ranges[k2]
-                if hi1 < lo2 or hi2 < lo1:
-                    continue
-                s1, s2 = sites[k1], sites[k2]
-                notes.append(f"{s2.where(prog.path)}: tile {s2.results[0]} [{a2}, {a2 + t2.nbytes}) of "
-                             f"{t2.loc.value} overlaps {s1.results[0]} [{a1}, {a1 + t1.nbytes}) "
-                             f"(line {s1.tok.line}) while both are live: writes to one change the other, "
-                             "as on the device")
-    return notes
+                placed.append((sites[k], spec, consts[a]))
+        if len(placed) < 2:
+            continue
+        reads, writes, loops, conds = _accesses(f)
+        stmts = list(walk(f.body))
+        for s1, t1, a1 in placed:
+            n1 = s1.results[0]
+            for lo, hi in _live_spans(n1, reads, writes, loops, conds):
+                for s2, t2, a2 in placed:
+                    if s2 is s1 or t1.loc is not t2.loc or a1 + t1.nbytes <= a2 or a2 + t2.nbytes <= a1 \
+                            or (a1 == a2 and _buffer_type(t1) == _buffer_type(t2)):
+                        continue
+                    n2 = s2.results[0]
+                    hit = next((x for x in writes.get(n2, []) if lo < x < hi), None)
+                    if hit is None:
+                        continue
+                    w = stmts[hit]
+                    notes.append(f"{w.where(prog.path)}: this writes tile {n2} [{a2}, {a2 + t2.nbytes}) of "
+                                 f"{t2.loc.value}, which overlaps {n1} [{a1}, {a1 + t1.nbytes}) while {n1} holds "
+                                 f"a value line {stmts[hi].tok.line} reads: the write changes it, as on the device")
+                    break
+    return sorted(set(notes), key=notes.index)
