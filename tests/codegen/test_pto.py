@@ -474,7 +474,7 @@ def test_the_value_ir_reads_ptoas_op_type_events_and_barrier_sync():
 
 
 @pl.aic
-def _idle(x: pl.Tensor[[4, 8], pl.f32]):
+def _idle_narrow(x: pl.Tensor[[4, 8], pl.f32]):
     pass
 
 
@@ -493,14 +493,14 @@ def test_narrow_tiles_are_declared_in_pto_isas_padded_shape_with_their_valid_sha
     from ptopipe.arch.vocab import TileLayout, tile_shape_error
     from ptopipe.codegen import write_cpp
     from ptopipe.codegen.pto_exec.types import BLAYOUT, ELEMENT, LOC, SLAYOUT
-    op = compile_program(pl.program(_idle, _narrow_tiles, name="narrow"), "a2a3")
+    op = compile_program(pl.program(_idle_narrow, _narrow_tiles, name="narrow"), "a2a3")
     text = write_pto(op, "a2a3")
     assert ("!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=1, v_row=4, v_col=1, blayout=col_major, "
             "slayout=none_box, fractal=512, pad=0>") in text
     assert ("!pto.tile_buf<loc=vec, dtype=ui8, rows=32, cols=1, v_row=4, v_col=1, blayout=col_major, "
             "slayout=none_box, fractal=512, pad=0>") in text
     assert "!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=8, v_row=4, v_col=8, blayout=row_major," in text
-    cpp = write_cpp(compile_program(pl.program(_idle, _narrow_tiles, name="narrow"), "a2a3", protocol="pto-isa"),
+    cpp = write_cpp(compile_program(pl.program(_idle_narrow, _narrow_tiles, name="narrow"), "a2a3", protocol="pto-isa"),
                     "a2a3")
     assert "Tile<TileType::Vec, float, 8, 1, BLayout::ColMajor, 4, 1>" in cpp
     assert "Tile<TileType::Vec, uint8_t, 32, 1, BLayout::ColMajor, 4, 1>" in cpp
