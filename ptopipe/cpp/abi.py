@@ -113,14 +113,23 @@ class KernelSide:
     def __init__(self, role: str, name: str, where: str, macros, sided: bool):
         self.role, self.name, self.where, self.macros, self.sided = role, name, where, macros, sided
 
-    def what(self) -> str:
+    def what(self, set_up: bool = False) -> str:
+        """What an empty run of the side says; ``set_up``: its kernel made tiles or pipes (its
+        body is there, the arguments gave it nothing to do)."""
         from .build import SIDE_NAMES
-        return (f"the {SIDE_NAMES[self.role]} kernel {self.name} issued no PTO instruction besides intra-core "
-                f"synchronisation (set_flag / wait_flag / pipe_barrier) on any {self.role.upper()} core: "
-                "its body did nothing")
+        head = (f"the {SIDE_NAMES[self.role]} kernel {self.name} issued no PTO instruction besides intra-core "
+                f"synchronisation (set_flag / wait_flag / pipe_barrier) on any {self.role.upper()} core")
+        if set_up:
+            return head + ": it set up tiles or pipes, and with these arguments did nothing with them"
+        return head + (": its body compiled away" if self.sided else ": its body does nothing")
 
     def error(self, platform) -> KernelError:
         return KernelError(self.what(), where=self.where, fix=self.fix(platform))
+
+    def warning(self, set_up: bool) -> tuple:
+        """The run warning ``(what, where)`` of an empty side that is not an error."""
+        return (self.what(set_up) + ("" if set_up else " (a side with nothing to do needs no kernel: name only "
+                                                         "the other, --aic / --aiv)"), self.where)
 
     def fix(self, platform) -> str:
         from .build import SIDE_NAMES
@@ -152,10 +161,10 @@ class Dispatcher:
         self.errors = {}
         self.regions = []               # [(lo, hi, GlobalTensor)] of the GM arguments
         # what each side's C++ kernel did on the cluster running it: (cluster, {role: [KernelSide,
-        # instructions besides intra-core synchronisation]}); the instructions the sync calls of a
-        # core issue while its kernel runs (core -> count)
+        # instructions besides intra-core synchronisation, tiles and pipes it made]}); while a
+        # core's kernel runs, core -> [instructions its sync calls issued, tiles and pipes made]
         self.work = None
-        self.syncs = {}
+        self.running = {}
         self.bounds = []                # their GMPtr bounds, named as the C++ pointers (PointerArg)
         # an operation is an ISA function whose Event the kernel gets (every instruction of the
         # catalogue, TPUSH, TFREE), or a handler(core, operands) for the rest
@@ -490,7 +499,14 @@ class Dispatcher:
         return isa.GlobalTensor(self.pointer(p, code), shape, stride, layout=layout)
 
     # -- instructions ------------------------------------------------------------------------
+    def _set_up(self, core) -> None:
+        """A tile or pipe made by a core's kernel: its body is there (see :meth:`check_work`)."""
+        r = self.running.get(core)
+        if r is not None:
+            r[1] += 1
+
     def op_TILE_NEW(self, core, a):
+        self._set_up(core)
         loc, code, rows, cols, bl, vr, vc, sl = a
         t = isa.Tile(_TILE_TYPES[loc], _DTYPES[code], rows, cols, _BLAYOUTS[bl], vr, vc, _SLAYOUTS[sl])
         self.tiles.append(t)
@@ -524,6 +540,7 @@ class Dispatcher:
         return 0
 
     def op_TPIPE(self, core, a):
+        self._set_up(core)
         flag, d, size, num, local, nosplit, c2v, v2c, gm = a
         peers = (0,) if nosplit and cluster_model(core.cluster).nosplit_lane0 else (0, 1)
         gm = self._whole(gm)
@@ -537,6 +554,7 @@ class Dispatcher:
         return len(self.pipes) - 1
 
     def op_TMPIPE(self, core, a):
+        self._set_up(core)
         flag, depth, sync_t, unit, local_depth, local, fifo, ratio, *rest = a
         prod, cons = (isa.Tile(_TILE_TYPES[t[0]], _DTYPES[t[1]], t[2], t[3]) for t in (rest[0:4], rest[4:8]))
         gm = self._whole(rest[8])
@@ -626,8 +644,9 @@ class Dispatcher:
         """An intra-core sync call, its instructions counted apart (they are not the kernel's work)."""
         n = core.instructions
         fn(*a)
-        if core in self.syncs:
-            self.syncs[core] += core.instructions - n
+        r = self.running.get(core)
+        if r is not None:
+            r[0] += core.instructions - n
         return 0
 
     def op_set_flag(self, core, a):
@@ -699,25 +718,27 @@ class Dispatcher:
                     me.raise_pending()
                 return
             core = _getcurrent().core
-            start, me.syncs[core] = core.instructions, 0
+            start, me.running[core] = core.instructions, [0, 0]
             try:
                 if run_fn(argv_t(*words)) != 0:
                     me.raise_pending()
             finally:
-                synced = me.syncs.pop(core, 0)
-            me.did(core.cluster, side, core.instructions - start - synced)
+                synced, made = me.running.pop(core, (0, 0))
+            me.did(core.cluster, side, core.instructions - start - synced, made)
         kernel.__name__ = label
         return kernel
 
-    def did(self, cluster, side: "KernelSide", n: int) -> None:
+    def did(self, cluster, side: "KernelSide", n: int, made: int) -> None:
         """``side``'s kernel returned on a core of ``cluster`` having issued ``n`` instructions
-        besides intra-core synchronisation; the cluster checks them all when its kernels end."""
+        besides intra-core synchronisation and made ``made`` tiles and pipes; the cluster checks
+        them all when its kernels end."""
         if self.work is None or self.work[0] is not cluster:
             self.work = (cluster, {})
             cluster.finishers.append(self.check_work)
             cluster.hinters.insert(0, self.empty_cause)     # before the pipe layer's: the root cause
-        rec = self.work[1].setdefault(side.role, [side, 0])
+        rec = self.work[1].setdefault(side.role, [side, 0, 0])
         rec[1] += n
+        rec[2] += made
 
     def empty_cause(self, cluster, blocked) -> dict | None:
         """A deadlock's cause (:mod:`ptopipe.sim.deadlock`'s hinter): a side of a sided file
@@ -725,8 +746,8 @@ class Dispatcher:
         if self.work is None or self.work[0] is not cluster:
             return None
         waiting = {c.kind for c in blocked}
-        for side, n in self.work[1].values():
-            if n == 0 and side.sided and side.kind() not in waiting:
+        for side, n, made in self.work[1].values():
+            if n == 0 and made == 0 and side.sided and side.kind() not in waiting:
                 return {"cause": side.what(), "fix": side.fix(cluster.platform), "where": side.where,
                         "finding": {"kind": "empty_side", "core": side.role.upper(), "where": side.where,
                                     "text": side.what()}}
@@ -734,18 +755,20 @@ class Dispatcher:
 
     def check_work(self, cluster) -> None:
         """A side whose kernel issued nothing but intra-core synchronisation on every core that
-        ran it did nothing.  In a file that tests the side macros its body is under an ``#if``
-        the build left out (a ptoas kernel built without its side's macro): a KernelError, never
-        a clean run.  In one that does not, the function was written so: a run warning."""
+        ran it did nothing.  In a file that tests the side macros, a kernel that also made no
+        tile or pipe has its body under an ``#if`` the build left out (a ptoas kernel built
+        without its side's macro): a KernelError, never a clean run.  Otherwise - a function
+        written empty, or one whose arguments gave it nothing to do (a trip count of 0) - a run
+        warning."""
         work, self.work = self.work, None
         if work is None or work[0] is not cluster:
             return
-        empty = [side for side, n in work[1].values() if n == 0]
-        for side in empty:
-            if not side.sided:
-                cluster.warnings.append((side.what() + " (a side with nothing to do needs no kernel: name "
-                                         "only the other, --aic / --aiv)", side.where))
-        empty = [side for side in empty if side.sided]
+        empty = []
+        for side, n, made in work[1].values():
+            if n == 0 and made == 0 and side.sided:
+                empty.append(side)
+            elif n == 0:
+                cluster.warnings.append(side.warning(made > 0))
         if empty:
             err = empty[0].error(cluster.platform)
             for other in empty[1:]:

@@ -327,9 +327,12 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
         r = subprocess.run([cxx, *flags, tmp_src, "-o", tmp_lib], capture_output=True, text=True)
         if r.returncode != 0:
             diag = r.stderr or r.stdout
-            if re.search("^" + re.escape(tmp_src) + r":\d+:\d+: error:", diag, re.M):
-                # an error in the wrapper, not the kernel: a kernel function these macros leave out
-                raise _undefined_error(path, roles, defines, src.decode(errors="replace"), diag)
+            missing = [n for n in roles.values() if re.search(
+                # g++: "'NAME' was not declared in this scope", clang: "use of undeclared identifier 'NAME'"
+                "^" + re.escape(tmp_src) + r":\d+:\d+: error: (?=.*\b" + re.escape(n) + r"\b)(?=.*(?:not declared|undeclared))",
+                diag, re.M)]
+            if missing:     # the wrapper names a kernel function these macros leave out
+                raise _undefined_error(path, roles, missing[0], defines, src.decode(errors="replace"), diag)
             raise _compile_error(path, diag, cxx)
         warned = _deprecations(r.stderr)
         if warned:                      # kept before the library appears: a cached build has them too
@@ -421,12 +424,10 @@ def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
                             "headers in `ptopipe --include`, README's C++ section)")
 
 
-def _undefined_error(path: str, roles: dict, defines, text: str, diag: str) -> CompileError:
-    """The wrapper does not compile: a kernel function the file's ``#if`` leaves out under the
-    build's macros (a body guarded by another side's or platform's macro)."""
+def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag: str) -> CompileError:
+    """The wrapper does not compile: kernel function ``name`` is left out by the file's ``#if``
+    under the build's macros (a body guarded by another side's or platform's macro)."""
     fns = functions(text)
-    missing = [n for n in roles.values() if re.search(r"\b" + re.escape(n) + r"\b.*(?:not declared|undeclared)", diag)]
-    name = (missing or list(roles.values()))[0]
     side = " / ".join(SIDE_NAMES[r] for r, n in roles.items() if n == name)
     where = f"{shown_path(path)}:{fns[name].line}" if name in fns else shown_path(path)
     macros = " ".join("-D" + d for d in defines)

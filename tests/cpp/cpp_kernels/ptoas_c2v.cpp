@@ -2,7 +2,7 @@
 // functions, each body under the device compiler's side macro INSIDE the function, tiles with
 // all eleven Tile parameters and a dynamic valid shape, a second tile bound at the first's
 // address through data(), the Vector side's mask setup and a barrier tail outside the sections.
-// out[r] = a[r] @ b + bias[r] for the two 16-row blocks r of a 32 x 16 matrix; each Vector lane
+// out[r] = a[r] @ b + bias[r] for the n 16-row blocks r of an (n*16) x 16 matrix; each Vector lane
 // takes its 8 rows of a block (TILE_UP_DOWN).
 #include "pto/pto-inst.hpp"
 using namespace pto;
@@ -19,7 +19,7 @@ using PopT = Tile<TileType::Vec, float, 8, 16, BLayout::RowMajor, 8, 16, SLayout
 using GBlock = GlobalTensor<float, pto::Shape<1, 1, 1, 16, 16>, pto::Stride<256, 256, 256, 16, 1>, pto::Layout::ND>;
 using GHalf = GlobalTensor<float, pto::Shape<1, 1, 1, 8, 16>, pto::Stride<128, 128, 128, 16, 1>, pto::Layout::ND>;
 
-AICORE void mm_aic(__gm__ float* a, __gm__ float* b, __gm__ float* bias, __gm__ float* out, __gm__ float* gm_slot_buffer) {
+AICORE void mm_aic(__gm__ float* a, __gm__ float* b, __gm__ float* bias, __gm__ float* out, __gm__ float* gm_slot_buffer, int32_t n) {
   const int32_t rows = 16;
   #if defined(__DAV_CUBE__)
   auto pipe = Pipe(gm_slot_buffer, 0, 0);
@@ -41,7 +41,7 @@ AICORE void mm_aic(__gm__ float* a, __gm__ float* b, __gm__ float* bias, __gm__ 
   set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0);
   wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID0);
   TMOV(b_l0, b_l1);
-  for (size_t i = 0; i < 2; i += 1) {
+  for (size_t i = 0; i < (size_t) n; i += 1) {
     GBlock ga = GBlock(a + i * 256, pto::Shape<1, 1, 1, 16, 16>(), pto::Stride<256, 256, 256, 16, 1>());
     TLOAD(a_l1, ga);
     TMOV(a_l0, a_l1);
@@ -54,7 +54,7 @@ AICORE void mm_aic(__gm__ float* a, __gm__ float* b, __gm__ float* bias, __gm__ 
   return;
 }
 
-AICORE void mm_aiv(__gm__ float* a, __gm__ float* b, __gm__ float* bias, __gm__ float* out, __gm__ float* gm_slot_buffer) {
+AICORE void mm_aiv(__gm__ float* a, __gm__ float* b, __gm__ float* bias, __gm__ float* out, __gm__ float* gm_slot_buffer, int32_t n) {
   #if defined(__DAV_VEC__)
   set_mask_norm();
   set_vector_mask(-1, -1);
@@ -64,7 +64,7 @@ AICORE void mm_aiv(__gm__ float* a, __gm__ float* b, __gm__ float* bias, __gm__ 
   HalfT y = HalfT(8, 16);
   TASSIGN(y, 9216);
   int64_t sub = get_subblockid();
-  for (size_t i = 0; i < 2; i += 1) {
+  for (size_t i = 0; i < (size_t) n; i += 1) {
     size_t row = i * 16 + (size_t) sub * 8;
     PopT c;
     TPOP<Pipe, PopT, TileSplitAxis::TILE_UP_DOWN>(pipe, c);
