@@ -116,6 +116,48 @@ def test_a_kernel_including_pto_instr_hpp_under_an_arch_guard(cpp_cache):
     assert e.value.where.endswith("guarded_abs.cpp:9")
 
 
+@needs_cxx
+def test_pto_isas_header_paths_and_tile_parameters(tmp_path):
+    """pto-isa's other header paths kernels include, and its Tile's eleven parameters with their
+    defaults (PadValue::Null, CompactMode::Null): a syntax-only compile."""
+    from ptopipe.cpp import include_dir
+    from ptopipe.cpp.build import STD, find_compiler
+    src = tmp_path / "paths.cpp"
+    src.write_text("""
+#include <pto/common/type.hpp>
+#include <pto/common/constants.hpp>
+#include <pto/common/pto_tile.hpp>
+#include <pto/common/pto_instr.hpp>
+#include <pto/pto-inst.hpp>
+using namespace pto;
+using Plain = Tile<TileType::Vec, float, 8, 16>;
+using Spelled = Tile<TileType::Vec, float, 8, 16, BLayout::RowMajor, 8, 16, SLayout::NoneBox, 512, PadValue::Null,
+                     CompactMode::Null>;
+static_assert(std::is_same_v<Plain, Spelled>, "pto-isa's defaults");
+static_assert(Plain::PadVal == PadValue::Null && Plain::Compact == CompactMode::Null && Plain::SFractalSize == 512);
+using Padded = Tile<TileType::Vec, float, 8, 16, BLayout::RowMajor, 8, 16, SLayout::NoneBox, 512, PadValue::Zero,
+                    CompactMode::RowPlusOne>;
+static_assert(Padded::PadVal == PadValue::Zero && Padded::Compact == CompactMode::RowPlusOne);
+""")
+    r = subprocess.run([find_compiler()[0], STD, "-fsyntax-only", "-I", include_dir(), str(src)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@needs_cxx
+def test_tile_data_is_the_tiles_address(cpp_cache):
+    x = np.arange(128, dtype=np.float32).reshape(8, 16)
+    r = run_cpp(os.path.join(KDIR, "tile_data.cpp"), dict(x=x, out=np.zeros((16, 16), np.float32), unbound=0),
+                aiv="data_vec")
+    np.testing.assert_array_equal(r["out"][8:], x)
+    assert not r["out"][:8].any()
+    with pytest.raises(KernelError) as e:
+        run_cpp(os.path.join(KDIR, "tile_data.cpp"), dict(x=x, out=np.zeros((16, 16), np.float32), unbound=1),
+                aiv="data_vec")
+    assert e.value.what.startswith("data() of a tile with no address")
+    assert e.value.where.endswith("tile_data.cpp:21")
+
+
 # -- the real assembler ------------------------------------------------------------------------------
 PTOAS = os.environ.get("PTOAS")
 
