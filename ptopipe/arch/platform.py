@@ -37,6 +37,11 @@ class Platform:
     cross_core_latency: int = 220                    # cycles for a SET to reach the peer
     clock_ghz: float = 1.85
     costs: CostTable = field(default_factory=CostTable)
+    # the device compiler's target (bisheng's --cce-aicore-arch=dav-c220-cube / -vec: pto-isa's
+    # kernels/*/CMakeLists.txt) and its __NPU_ARCH__ (pto-isa's common/arch_macro.hpp): what a
+    # kernel's #if tests, as __DAV_C220_VEC__ or __CCE_AICORE__ == 220
+    dav_arch: str = "c220"
+    npu_arch: int = 2201
 
     def replace(self, **changes) -> "Platform":
         """A copy with some fields changed (``mem_sizes`` entries may be given by name)."""
@@ -82,6 +87,8 @@ A5 = Platform(
     # seed 001: FlagID 0-7 per pipe type on A2/A3, 0-15 on A5 with intra-block flags - so
     # the spec protocol's per-slot flags allow a 16-deep ring one way on A5
     flags_per_direction=16,
+    dav_arch="c310",
+    npu_arch=3510,
 )
 
 #: every spelling of a platform: ``a3`` is how ptoas (``--pto-arch=a3``) and a ``.pto`` file

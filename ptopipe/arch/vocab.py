@@ -365,7 +365,9 @@ class CmpMode(IntEnum):
 class PadValue(Enum):
     """pto-isa's ``PadValue`` of ``TFILLPAD``: what fills a tile outside the source's valid
     region (Max / Min: +inf / -inf for floats, the integer's largest / smallest value; a
-    plain number is pto-isa's custom pad)."""
+    plain number is pto-isa's custom pad).  ``Null`` is a tile's "no pad value" (pto-isa's
+    ``Tile`` default, what ptoas writes): TFILLPAD refuses it, as pto-isa's static_assert does."""
+    Null = "null"
     Zero = "zero"
     Max = "max"
     Min = "min"

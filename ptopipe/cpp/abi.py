@@ -27,6 +27,11 @@ Python wrapper raises the kept error (:meth:`Dispatcher.kernel`).
 
 GM pointers handed to C++ are simulator addresses (:data:`GM_BASE`, one space per array
 argument), not host memory: a raw dereference faults, and is reported as a crash.
+
+A side's kernel must do something (:class:`KernelSide`): the wrapper counts the instructions
+each core's kernel issued besides intra-core synchronisation, and a side with none on all its
+cores - a body its build's side macros left out - is reported when the cluster's kernels end
+(:meth:`Dispatcher.check_work`) or, when the other side waits for it, as a deadlock's cause.
 """
 from __future__ import annotations
 
@@ -100,6 +105,44 @@ def _as_float(bits: int) -> float:
     return _double.unpack(_int64.pack(bits))[0]
 
 
+class KernelSide:
+    """A side (``aic`` / ``aiv``) whose C++ kernel must do something: ``name`` the function,
+    ``where`` its file:line, ``macros(platform)`` the macros its build defined, ``sided``: the
+    file tests the side macros (an empty body is then one they left out)."""
+
+    def __init__(self, role: str, name: str, where: str, macros, sided: bool):
+        self.role, self.name, self.where, self.macros, self.sided = role, name, where, macros, sided
+
+    def what(self, set_up: bool = False) -> str:
+        """What an empty run of the side says; ``set_up``: its kernel made tiles or pipes (its
+        body is there, the arguments gave it nothing to do)."""
+        from .build import SIDE_NAMES
+        head = (f"the {SIDE_NAMES[self.role]} kernel {self.name} issued no PTO instruction besides intra-core "
+                f"synchronisation (set_flag / wait_flag / pipe_barrier) on any {self.role.upper()} core")
+        if set_up:
+            return head + ": it set up tiles or pipes, and with these arguments did nothing with them"
+        return head + (": its body compiled away" if self.sided else ": its body does nothing")
+
+    def error(self, platform) -> KernelError:
+        return KernelError(self.what(), where=self.where, fix=self.fix(platform))
+
+    def warning(self, set_up: bool) -> tuple:
+        """The run warning ``(what, where)`` of an empty side that is not an error."""
+        return (self.what(set_up) + ("" if set_up else " (a side with nothing to do needs no kernel: name only "
+                                                         "the other, --aic / --aiv)"), self.where)
+
+    def fix(self, platform) -> str:
+        from .build import SIDE_NAMES
+        side = SIDE_NAMES[self.role]
+        return (f"ptopipe compiled it with {' '.join('-D' + m for m in self.macros(platform))}, as the device "
+                f"compiler builds the {side} side: a body under an #if of another side or platform is left out "
+                "(run it with --platform of the one its #if names); a side with nothing to do needs no kernel "
+                "(name only the other: --aic / --aiv)")
+
+    def kind(self) -> CoreKind:
+        return CoreKind.AIC if self.role == "aic" else CoreKind.AIV
+
+
 class Dispatcher:
     """The ABI of one run: the tiles, pipes and events its C++ kernels hold handles of, and
     the prepared call of each call site."""
@@ -117,6 +160,11 @@ class Dispatcher:
         self.sites = {}
         self.errors = {}
         self.regions = []               # [(lo, hi, GlobalTensor)] of the GM arguments
+        # what each side's C++ kernel did on the cluster running it: (cluster, {role: [KernelSide,
+        # instructions besides intra-core synchronisation, tiles and pipes it made]}); while a
+        # core's kernel runs, core -> [instructions its sync calls issued, tiles and pipes made]
+        self.work = None
+        self.running = {}
         self.bounds = []                # their GMPtr bounds, named as the C++ pointers (PointerArg)
         # an operation is an ISA function whose Event the kernel gets (every instruction of the
         # catalogue, TPUSH, TFREE), or a handler(core, operands) for the rest
@@ -451,7 +499,14 @@ class Dispatcher:
         return isa.GlobalTensor(self.pointer(p, code), shape, stride, layout=layout)
 
     # -- instructions ------------------------------------------------------------------------
+    def _set_up(self, core) -> None:
+        """A tile or pipe made by a core's kernel: its body is there (see :meth:`check_work`)."""
+        r = self.running.get(core)
+        if r is not None:
+            r[1] += 1
+
     def op_TILE_NEW(self, core, a):
+        self._set_up(core)
         loc, code, rows, cols, bl, vr, vc, sl = a
         t = isa.Tile(_TILE_TYPES[loc], _DTYPES[code], rows, cols, _BLAYOUTS[bl], vr, vc, _SLAYOUTS[sl])
         self.tiles.append(t)
@@ -473,11 +528,19 @@ class Dispatcher:
         isa.TASSIGN(a[0], a[1])
         return 0
 
+    def op_TILE_ADDR(self, core, a):
+        t = a[0]
+        if t.addr is None:
+            raise KernelError(f"data() of a tile with no address: {t.describe()} was never bound",
+                              where=str(core.where()), fix="bind it first: TASSIGN(tile, addr), or TPOP into it")
+        return t.addr
+
     def op_SETVALID(self, core, a):
         a[0].SetValid(a[1], a[2])
         return 0
 
     def op_TPIPE(self, core, a):
+        self._set_up(core)
         flag, d, size, num, local, nosplit, c2v, v2c, gm = a
         peers = (0,) if nosplit and cluster_model(core.cluster).nosplit_lane0 else (0, 1)
         gm = self._whole(gm)
@@ -491,6 +554,7 @@ class Dispatcher:
         return len(self.pipes) - 1
 
     def op_TMPIPE(self, core, a):
+        self._set_up(core)
         flag, depth, sync_t, unit, local_depth, local, fifo, ratio, *rest = a
         prod, cons = (isa.Tile(_TILE_TYPES[t[0]], _DTYPES[t[1]], t[2], t[3]) for t in (rest[0:4], rest[4:8]))
         gm = self._whole(rest[8])
@@ -576,17 +640,23 @@ class Dispatcher:
 
     op_TSYNC_OP = op_TSYNC
 
-    def op_set_flag(self, core, a):
-        isa.set_flag(*a)
+    def _sync(self, core, fn, a) -> int:
+        """An intra-core sync call, its instructions counted apart (they are not the kernel's work)."""
+        n = core.instructions
+        fn(*a)
+        r = self.running.get(core)
+        if r is not None:
+            r[0] += core.instructions - n
         return 0
+
+    def op_set_flag(self, core, a):
+        return self._sync(core, isa.set_flag, a)
 
     def op_wait_flag(self, core, a):
-        isa.wait_flag(*a)
-        return 0
+        return self._sync(core, isa.wait_flag, a)
 
     def op_pipe_barrier(self, core, a):
-        isa.pipe_barrier(*a)
-        return 0
+        return self._sync(core, isa.pipe_barrier, a)
 
     def op_get_subblockid(self, core, a):
         return isa.get_subblockid()
@@ -595,11 +665,14 @@ class Dispatcher:
         return isa.get_block_idx()
 
     # -- kernels ---------------------------------------------------------------------------------
-    def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None):
+    def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None,
+               side: "KernelSide | None" = None):
         """A Python kernel function (for :func:`ptopipe.isa.run`) that calls C++ entry point
         ``run_fn`` with the run's arguments, by the C++ parameter names ``params``; an array
         for a pointer to another element type (``elements``: the declared ones, None where
-        unknown) is a ConfigError: the kernel would read its bytes as its own type."""
+        unknown) is a ConfigError: the kernel would read its bytes as its own type.  With
+        ``side``, a run in which every core of that side returned from the kernel having issued
+        no instruction besides intra-core synchronisation is reported (:meth:`check_work`)."""
         if len(sig) != len(params):
             raise ConfigError(f"{label}: found {len(params)} parameters in the source, the compiled "
                               f"function has {len(sig)}", fix="declare the kernel with plain parameters")
@@ -640,8 +713,65 @@ class Dispatcher:
                         raise ConfigError(f"{label}: parameter {name!r} is an integer, got {v!r}",
                                           where=label, fix=f"pass an integer for {name!r}")
                     words.append(int(v))
-            if run_fn(argv_t(*words)) != 0:
-                me.raise_pending()
+            if side is None:
+                if run_fn(argv_t(*words)) != 0:
+                    me.raise_pending()
+                return
+            core = _getcurrent().core
+            start, me.running[core] = core.instructions, [0, 0]
+            try:
+                if run_fn(argv_t(*words)) != 0:
+                    me.raise_pending()
+            finally:
+                synced, made = me.running.pop(core, (0, 0))
+            me.did(core.cluster, side, core.instructions - start - synced, made)
         kernel.__name__ = label
         return kernel
+
+    def did(self, cluster, side: "KernelSide", n: int, made: int) -> None:
+        """``side``'s kernel returned on a core of ``cluster`` having issued ``n`` instructions
+        besides intra-core synchronisation and made ``made`` tiles and pipes; the cluster checks
+        them all when its kernels end."""
+        if self.work is None or self.work[0] is not cluster:
+            self.work = (cluster, {})
+            cluster.finishers.append(self.check_work)
+            cluster.hinters.insert(0, self.empty_cause)     # before the pipe layer's: the root cause
+        rec = self.work[1].setdefault(side.role, [side, 0, 0])
+        rec[1] += n
+        rec[2] += made
+
+    def empty_cause(self, cluster, blocked) -> dict | None:
+        """A deadlock's cause (:mod:`ptopipe.sim.deadlock`'s hinter): a side of a sided file
+        whose cores all returned having done nothing - its peers wait for it forever."""
+        if self.work is None or self.work[0] is not cluster:
+            return None
+        waiting = {c.kind for c in blocked}
+        for side, n, made in self.work[1].values():
+            if n == 0 and made == 0 and side.sided and side.kind() not in waiting:
+                return {"cause": side.what(), "fix": side.fix(cluster.platform), "where": side.where,
+                        "finding": {"kind": "empty_side", "core": side.role.upper(), "where": side.where,
+                                    "text": side.what()}}
+        return None
+
+    def check_work(self, cluster) -> None:
+        """A side whose kernel issued nothing but intra-core synchronisation on every core that
+        ran it did nothing.  In a file that tests the side macros, a kernel that also made no
+        tile or pipe has its body under an ``#if`` the build left out (a ptoas kernel built
+        without its side's macro): a KernelError, never a clean run.  Otherwise - a function
+        written empty, or one whose arguments gave it nothing to do (a trip count of 0) - a run
+        warning."""
+        work, self.work = self.work, None
+        if work is None or work[0] is not cluster:
+            return
+        empty = []
+        for side, n, made in work[1].values():
+            if n == 0 and made == 0 and side.sided:
+                empty.append(side)
+            elif n == 0:
+                cluster.warnings.append(side.warning(made > 0))
+        if empty:
+            err = empty[0].error(cluster.platform)
+            for other in empty[1:]:
+                err.add_detail(f"also: {other.what()} ({other.where})")
+            raise err
 

@@ -4,9 +4,16 @@
   ConfigError saying what to install.
 * :func:`find_kernels`: the kernel functions of a file - ``aic=`` / ``aiv=`` by name, else the
   ``__global__`` entry that calls its Cube kernel under ``__DAV_CUBE__`` and its Vector kernel
-  under ``__DAV_VEC__`` (what ``ptopipe compile --emit cpp`` and ptoas write: it is built
-  twice, once per side), else the one function named like ``*aic*`` / ``*cube*`` and the one
-  named like ``*aiv*`` / ``*vec*``; with each function's parameter names.
+  under ``__DAV_VEC__`` (what ``ptopipe compile --emit cpp`` writes: it is built twice, once
+  per side), else the one function named like ``*aic*`` / ``*cube*`` and the one named like
+  ``*aiv*`` / ``*vec*`` (what ptoas writes, each body under ``#if defined(__DAV_CUBE__)`` /
+  ``__DAV_VEC__``) - unless the file has one ``__global__`` function, which ptoas writes to call
+  them: that one, built per side; with each function's parameter names.
+* the macros of a device compile (:func:`device_macros`, :func:`side_macros`): every build
+  defines the platform's ``__CCE_AICORE__``, ``__NPU_ARCH__`` and pto-isa's arch macro; a file
+  whose kernels test a side's macro (``__DAV_CUBE__``, ``__DAV_C220_VEC__`` ...) is built once
+  per side, each side with its own - the Cube kernel with the Cube's, the Vector kernel with
+  the Vector's, as the device compiler builds them - into one library per side.
 * :func:`build`: a wrapper translation unit that includes the kernel file by its absolute
   path (so the compiler's diagnostics name the user's file:line) and exports the entry points
   of ``pto/ptopipe_entry.hpp``, compiled with the include directory of ptopipe's headers into a
@@ -35,6 +42,13 @@ STD = "-std=c++17"
 FLAGS = (STD, "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
          "-Wno-unused-variable", "-Wno-unused-but-set-variable")
 SIDES = {"aic": "__DAV_CUBE__", "aiv": "__DAV_VEC__"}
+#: each side's word in the device compiler's per-architecture macro (``__DAV_C220_CUBE__``)
+SIDE_WORDS = {"aic": "CUBE", "aiv": "VEC"}
+SIDE_NAMES = {"aic": "AIC (Cube)", "aiv": "AIV (Vector)"}
+# a test of a side's macro: the kernels reached from it are built once per side
+_SIDE_TEST = re.compile(r"\b__DAV_\w+__\b")
+# a test of one side's macro: ``__DAV_CUBE__`` / ``__DAV_C220_CUBE__`` ...
+_SIDE_SECTION = {r: re.compile(r"\b__DAV_(?:\w+_)?" + w + r"__\b") for r, w in SIDE_WORDS.items()}
 INSTALL_FIX = ("install a C++17 compiler (Debian/Ubuntu: apt-get install g++; Fedora: dnf install gcc-c++; "
                "macOS: xcode-select --install), or point CXX at one")
 
@@ -159,11 +173,22 @@ def _split(params: str) -> list:
 @dataclass
 class Kernels:
     """What runs where: ``entry`` (one function built per side: the Group entry) or ``aic`` /
-    ``aiv`` (function names, either may be None)."""
+    ``aiv`` (function names, either may be None); ``sided``: the file tests a side's macro
+    where these kernels may reach it, so each side is built with its own; ``sections``: the
+    sides an entry has code for (a test of their macro), which must do something."""
     path: str
     entry: Function | None = None
     aic: Function | None = None
     aiv: Function | None = None
+    sided: bool = False
+    sections: frozenset = frozenset()
+
+    @property
+    def roles(self) -> dict:
+        """role -> the function that side runs: an entry on the sides it has a section for."""
+        if self.entry is not None:
+            return {r: self.entry for r in SIDES if r in self.sections}
+        return {r: getattr(self, r) for r in SIDES if getattr(self, r) is not None}
 
 
 def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
@@ -173,17 +198,21 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
     except OSError as e:
         raise ConfigError(f"cannot read the C++ kernel {path}: {e.strerror}", where=path,
                           fix="give the path of a .cpp kernel file") from None
-    fns = {}
+    fns, codes = {}, []
     for inc in re.findall(r'#\s*include\s*"([^"]+)"', text):     # kernels defined in local headers
         try:
             with open(os.path.join(os.path.dirname(os.path.abspath(path)), inc)) as f:
-                fns.update(functions(f.read()))
+                inc_text = f.read()
         except OSError:
-            pass
+            continue
+        fns.update(functions(inc_text))
+        codes.append(_COMMENT.sub(_blank, inc_text))
     fns.update(functions(text))
+    code = "\n".join(codes + [_COMMENT.sub(_blank, text)])
+    sided = bool(_SIDE_TEST.search(code))
     where = shown_path(path)
     if aic or aiv:
-        out = Kernels(path)
+        out = Kernels(path, sided=sided)
         for role, name in (("aic", aic), ("aiv", aiv)):
             if name is None:
                 continue
@@ -194,7 +223,16 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
         return out
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
-        return _direct(path, entries[0], fns) or Kernels(path, entry=entries[0])
+        direct = _direct(path, entries[0], fns)
+        if direct is not None:      # sided only if the macros are tested outside the entry's sections
+            direct.sided = bool(_SIDE_TEST.search(code.replace(entries[0].body, "", 1)))
+            return direct
+        return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body))
+    globals_ = [f for f in fns.values() if f.is_global]
+    if sided and len(globals_) == 1 and _sections(code):
+        # the one __global__ of a file that tests the side macros elsewhere: ptoas's entry
+        # calling its Cube and Vector kernels, whose bodies are under their sections
+        return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code))
     pick = {}
     for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec"))):
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
@@ -206,7 +244,24 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix="name them: --aic NAME --aiv NAME (functions: "
                               f"{', '.join(sorted(fns)) or 'none'})")
-    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"])
+    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided)
+
+
+def _sections(code: str) -> frozenset:
+    return frozenset(r for r, test in _SIDE_SECTION.items() if test.search(code))
+
+
+def expected_side(kernels: Kernels, role: str):
+    """The :class:`~ptopipe.cpp.abi.KernelSide` check of ``role``'s kernel: a function named for
+    that side, or an entry with a section for it (``#if defined(__DAV_CUBE__)``, or the
+    architecture's ``__DAV_C220_CUBE__`` ...), must do something; None for a side that runs nothing."""
+    from .abi import KernelSide
+    f = kernels.roles.get(role)
+    if f is None:
+        return None
+    common = device_macros
+    return KernelSide(role, f.name, f"{shown_path(kernels.path)}:{f.line}",
+                     (lambda p: common(p) + side_macros(p, role)) if kernels.sided else common, kernels.sided)
 
 
 def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
@@ -231,9 +286,11 @@ def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:
 def _headers_digest() -> str:
     h = hashlib.sha256()
     root = os.path.join(include_dir(), "pto")
-    for name in sorted(os.listdir(root)):
-        with open(os.path.join(root, name), "rb") as f:
-            h.update(name.encode() + b"\0" + f.read())
+    for d, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            with open(os.path.join(d, name), "rb") as f:
+                h.update(os.path.relpath(os.path.join(d, name), root).encode() + b"\0" + f.read())
     return h.hexdigest()
 
 
@@ -269,7 +326,14 @@ def compile_library(path: str, roles: dict, defines=()) -> str:
     try:
         r = subprocess.run([cxx, *flags, tmp_src, "-o", tmp_lib], capture_output=True, text=True)
         if r.returncode != 0:
-            raise _compile_error(path, r.stderr or r.stdout, cxx)
+            diag = r.stderr or r.stdout
+            missing = [n for n in roles.values() if re.search(
+                # g++: "'NAME' was not declared in this scope", clang: "use of undeclared identifier 'NAME'"
+                "^" + re.escape(tmp_src) + r":\d+:\d+: error: (?=.*\b" + re.escape(n) + r"\b)(?=.*(?:not declared|undeclared))",
+                diag, re.M)]
+            if missing:     # the wrapper names a kernel function these macros leave out
+                raise _undefined_error(path, roles, missing[0], defines, src.decode(errors="replace"), diag)
+            raise _compile_error(path, diag, cxx)
         warned = _deprecations(r.stderr)
         if warned:                      # kept before the library appears: a cached build has them too
             with open(tmp_warn, "w") as f:
@@ -360,6 +424,37 @@ def _compile_error(path: str, diag: str, cxx: str) -> CompileError:
                             "headers in `ptopipe --include`, README's C++ section)")
 
 
+def _undefined_error(path: str, roles: dict, name: str, defines, text: str, diag: str) -> CompileError:
+    """The wrapper does not compile: kernel function ``name`` is left out by the file's ``#if``
+    under the build's macros (a body guarded by another side's or platform's macro)."""
+    fns = functions(text)
+    side = " / ".join(SIDE_NAMES[r] for r, n in roles.items() if n == name)
+    where = f"{shown_path(path)}:{fns[name].line}" if name in fns else shown_path(path)
+    macros = " ".join("-D" + d for d in defines)
+    return CompileError(f"the {side} kernel {name} is not defined when ptopipe compiles it ({macros}): "
+                        "a preprocessor #if around it leaves it out", where=where,
+                        details="\n".join(diag.strip().splitlines()[:20]),
+                        fix="ptopipe defines what the device compiler defines for each side and platform "
+                            "(docs/cpp.md, \"Device macros\"): run it on the platform its #if names "
+                            "(--platform), or name only the kernels of the side it is for (--aic / --aiv)")
+
+
+def device_macros(platform) -> tuple:
+    """The macros every build of a kernel for ``platform`` defines, as the device compiler does
+    for either side: pto-isa's :func:`arch_macro`, ``__CCE_AICORE__`` (220 for dav-c220) and
+    ``__NPU_ARCH__`` (pto-isa's arch_macro.hpp reads it)."""
+    from ..arch import get_platform
+    plat = get_platform(platform)
+    return (arch_macro(plat), f"__CCE_AICORE__={plat.dav_arch.lstrip('c')}", f"__NPU_ARCH__={plat.npu_arch}")
+
+
+def side_macros(platform, role: str) -> tuple:
+    """The macros of one side (``aic`` / ``aiv``) on ``platform``: ``__DAV_CUBE__`` /
+    ``__DAV_VEC__`` and the architecture's own (``__DAV_C220_CUBE__``, ``__DAV_C310_VEC__``)."""
+    from ..arch import get_platform
+    return (SIDES[role], f"__DAV_{get_platform(platform).dav_arch.upper()}_{SIDE_WORDS[role]}__")
+
+
 def arch_macro(platform) -> str:
     """pto-isa's architecture macro for a platform (``PTO_NPU_ARCH_A2A3`` / ``PTO_NPU_ARCH_A5``):
     a kernel may test it, e.g. for the A5-only ``*_GM`` directions."""
@@ -369,12 +464,13 @@ def arch_macro(platform) -> str:
 
 def build(kernels: Kernels, platform="a2a3") -> dict:
     """role -> shared library path for a :class:`Kernels` on ``platform`` (compiled with its
-    :func:`arch_macro`): one library with both roles, or (an entry) one per side, each built
-    with its ``__DAV_*__`` macro."""
-    arch = arch_macro(platform)
-    if kernels.entry is not None:
-        return {role: compile_library(kernels.path, {role: kernels.entry.name}, (macro, arch))
-                for role, macro in SIDES.items()}
-    roles = {r: getattr(kernels, r).name for r in ("aic", "aiv") if getattr(kernels, r) is not None}
-    lib = compile_library(kernels.path, roles, (arch,))
+    :func:`device_macros`): one library per side, each built with its :func:`side_macros`,
+    when the file tests them (``kernels.sided``: the entry, ptoas's in-function sections), else
+    one library with both roles."""
+    common = device_macros(platform)
+    roles = {r: f.name for r, f in kernels.roles.items()}
+    if kernels.sided:
+        return {role: compile_library(kernels.path, {role: name}, common + side_macros(platform, role))
+                for role, name in roles.items()}
+    lib = compile_library(kernels.path, roles, common)
     return {r: lib for r in roles}

@@ -24,7 +24,7 @@ import time
 
 from ..errors import BudgetError, KernelError
 from ..sim.bounds import Deadline
-from .build import Kernels, build, build_warnings, find_kernels
+from .build import Kernels, build, build_warnings, expected_side, find_kernels
 
 #: seconds a child may run past the run's own timeout before it is killed
 GRACE = 30.0
@@ -54,9 +54,9 @@ class Loaded:
             run_fn.restype = ctypes.c_int
             sig_fn = getattr(lib, f"ptopipe_sig_{role}")
             sig_fn.restype = ctypes.c_char_p
-            f = kernels.entry or getattr(kernels, role)
+            f = kernels.roles[role]
             label = f"{os.path.basename(kernels.path)}:{f.line} {f.name}"
-            fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements)
+            fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements, expected_side(kernels, role))
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
 
 
@@ -86,10 +86,9 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
             if k is None:
                 k = loaded[plat] = Loaded(found, build(found, plat), bridge_lib=bridge())
             return getattr(k, role)(**kw)
-        f = found.entry or getattr(found, role)
-        kernel.__name__ = f"{os.path.basename(path)}:{f.name}"
+        kernel.__name__ = f"{os.path.basename(path)}:{found.roles[role].name}"
         return kernel
-    return tuple(side(r) if found.entry or getattr(found, r) else None for r in ("aic", "aiv"))
+    return tuple(side(r) if r in found.roles else None for r in ("aic", "aiv"))
 
 
 def bridge() -> str | None:

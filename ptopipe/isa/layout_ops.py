@@ -189,6 +189,9 @@ def _fillpad(name: str):
                                               and not isinstance(pad, bool))):
             raise _err(core, f"{name}: pad {pad!r} is not a PadValue or a number",
                        "pass PadValue.Zero / Max / Min or a number")
+        if pad is PadValue.Null:
+            raise _err(core, f"{name}: PadValue.Null is no pad value (pto-isa: \"TFillPad dst vecTile pad value "
+                             "must not be Null\")", "pass PadValue.Zero / Max / Min or a number")
         fill = pad_value(pad, dst.dtype) if isinstance(pad, PadValue) else _scalar_value(core, name, dst, pad)
         core.pending.append((op.kernel, a, fill, d))
         return _issue(core, name, [dst], [src], None, dst.rows, dst.cols, dst.item)

@@ -143,6 +143,9 @@ class Cluster:
         # culprit that an upper layer can name (sim/deadlock.py)
         self.hinters = []
         self.finishers = []          # callables(cluster) run when all kernels returned
+        # (what, where) warnings a layer above found about the kernels (a finisher's), reported
+        # with the run's other warnings at kernel exit
+        self.warnings = []
         # callables(cluster, core, flag): a WAIT consumed a credit an earlier launch left
         # on the flag (``Flag.carried``; :meth:`carry_flags` puts them there)
         self.carried_hooks = []

@@ -176,6 +176,9 @@ def test_fillpad_forms_and_pad_values(platform):
     np.testing.assert_array_equal(got[3], want(i16, (3, 7), (8, 32), 0))
     rejects(platform, lambda o, i: TFILLPAD(o[0], i[0]), [f], [((16, 32), np.float32)],
             "static shapes differ", "TFILLPAD_EXPAND")
+    # a tile's "no pad value" (pto-isa's Tile default, ptoas's spelling) fills nothing
+    rejects(platform, lambda o, i: TFILLPAD(o[0], i[0], PadValue.Null), [f], [(f.shape, np.float32)],
+            "PadValue.Null is no pad value", "PadValue.Zero")
 
 
 # -- TCI / TTRI ----------------------------------------------------------------------------------

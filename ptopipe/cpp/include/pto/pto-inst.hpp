@@ -22,6 +22,15 @@
 #define __aicore__
 #define __global__
 #define __gm__
+// the memory qualifiers of pto-isa's device pointers (the buffer of a tile's ``data()``: L1, L0A,
+// L0B, L0C, UB, FB, BIAS): a local pointer here is its byte address in that memory
+#define __cbuf__
+#define __ca__
+#define __cb__
+#define __cc__
+#define __ubuf__
+#define __fbuf__
+#define __biasbuf__
 #define PTO_INST inline
 #define PTO_INTERNAL inline
 
@@ -234,15 +243,25 @@ template <Op SrcOp, Op DstOp> struct Event : RecordEvent {
     }
 };
 
+// pto-isa's CompactMode (type.hpp): how TFILLPAD and the A5 compact matmul tiles pack a tile's
+// rows.  A Tile takes it as its 11th parameter, as ptoas writes every tile; ptopipe's
+// instructions do not read it (no ptopipe instruction models a compact layout)
+enum class CompactMode { Null, Normal, RowPlusOne, RowAlignedPadding };
+
+// pto-isa's Tile (pto_tile.hpp) with all eleven parameters; PadVal and Compact are the type's, no
+// ptopipe instruction reads them (TFILLPAD takes its pad as its own template argument)
 template <TileType Loc_, typename Element_, int Rows_, int Cols_, BLayout BLayout_ = BLayout::RowMajor,
           int RowValid_ = Rows_, int ColValid_ = Cols_, SLayout SLayout_ = SLayout::NoneBox, int Fractal_ = 512,
-          PadValue Pad_ = PadValue::Zero>
+          PadValue Pad_ = PadValue::Null, CompactMode Compact_ = CompactMode::Null>
 struct Tile {
     using DType = Element_;
     static constexpr TileType Loc = Loc_;
     static constexpr int Rows = Rows_, Cols = Cols_, ValidRow = RowValid_, ValidCol = ColValid_;
     static constexpr BLayout BFractal = BLayout_;
     static constexpr SLayout SFractal = SLayout_;
+    static constexpr int SFractalSize = Fractal_;
+    static constexpr PadValue PadVal = Pad_;
+    static constexpr CompactMode Compact = Compact_;
     static constexpr bool isRowMajor = BLayout_ == BLayout::RowMajor;
     static constexpr int Numel = Rows_ * Cols_;
     static_assert(Rows_ > 0 && Cols_ > 0, "Tile: Rows and Cols are positive");
@@ -275,6 +294,10 @@ struct Tile {
     inline void SetValidRow(int64_t r, ::ptopipe::Site s = PTOPIPE_HERE) { SetValid(r, vc_, s); }
     inline void SetValidCol(int64_t c, ::ptopipe::Site s = PTOPIPE_HERE) { SetValid(vr_, c, s); }
     inline void SetValid(int64_t r, int64_t c, ::ptopipe::Site s = PTOPIPE_HERE);
+    // the tile's buffer: a pointer whose value is the tile's byte address in its memory (what
+    // ptoas's C++ reads to bind a second tile at the same address: TASSIGN(t2, (uint64_t)t.data()));
+    // a tile with no address yet (never bound by TASSIGN or TPOP) is an error at the call
+    inline Element_ *data(::ptopipe::Site s = PTOPIPE_HERE) const;
 };
 
 // pto-isa's aliases (pto_tile.hpp).  TileLeft is ZZ (RowMajor blocks of RowMajor fractals) in an
@@ -462,8 +485,9 @@ struct TMPipe {
 // -- argument encoding --------------------------------------------------------------------------
 namespace ptopipe {
 template <typename T> struct is_tile : std::false_type {};
-template <pto::TileType L, typename E, int R, int C, pto::BLayout B, int VR, int VC, pto::SLayout S, int F, pto::PadValue P>
-struct is_tile<pto::Tile<L, E, R, C, B, VR, VC, S, F, P>> : std::true_type {};
+template <pto::TileType L, typename E, int R, int C, pto::BLayout B, int VR, int VC, pto::SLayout S, int F, pto::PadValue P,
+          pto::CompactMode M>
+struct is_tile<pto::Tile<L, E, R, C, B, VR, VC, S, F, P, M>> : std::true_type {};
 template <typename T> struct is_global : std::false_type {};
 template <typename E, typename Sh, typename St, pto::Layout L>
 struct is_global<pto::GlobalTensor<E, Sh, St, L>> : std::true_type {};
@@ -613,13 +637,19 @@ inline void RecordEvent::Wait(::ptopipe::Site s)
     ::ptopipe::inst(::ptopipe::OP_TSYNC, s, *this);
 }
 
-template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P>
-inline void Tile<L, E, R, C, B, VR, VC, S, F, P>::SetValid(int64_t r, int64_t c, ::ptopipe::Site s)
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline void Tile<L, E, R, C, B, VR, VC, S, F, P, M>::SetValid(int64_t r, int64_t c, ::ptopipe::Site s)
 {
     ::ptopipe::tile_id(*this, s, true);
     ::ptopipe::inst(::ptopipe::OP_SETVALID, s, *this, r, c);
     vr_ = r;
     vc_ = c;
+}
+
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F, PadValue P, CompactMode M>
+inline E *Tile<L, E, R, C, B, VR, VC, S, F, P, M>::data(::ptopipe::Site s) const
+{
+    return reinterpret_cast<E *>(static_cast<uintptr_t>(::ptopipe::inst(::ptopipe::OP_TILE_ADDR, s, *this)));
 }
 
 template <uint8_t FlagID, uint8_t DirType, uint32_t SlotSize, uint32_t SlotNum, uint32_t LocalSlotNum, bool IsNoSplit,
@@ -849,6 +879,13 @@ inline void pipe_barrier(pipe_t p, ::ptopipe::Site s = PTOPIPE_HERE)
 {
     ::ptopipe::inst(::ptopipe::OP_pipe_barrier, s, p);
 }
+
+// the device compiler's vector-mask setup, which ptoas writes at the start of a Vector kernel
+// (set_mask_norm(); set_vector_mask(-1, -1);): pto-isa's tile instructions set the mask they need
+// themselves (their tails included), so a kernel's own setting reaches no tile instruction - and
+// ptopipe has no other vector instruction it could
+inline void set_mask_norm() {}
+inline void set_vector_mask(uint64_t, uint64_t) {}
 
 inline int64_t get_subblockid(::ptopipe::Site s = PTOPIPE_HERE)
 {

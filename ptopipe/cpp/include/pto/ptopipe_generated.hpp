@@ -43,139 +43,140 @@ enum OpId : int32_t {
     OP_TMPOP = 16,
     OP_PIPE_STATUS = 17,
     OP_SUBBLOCK_ID = 18,
-    OP_TABS = 19,
-    OP_TADD = 20,
-    OP_TADDC = 21,
-    OP_TADDDEQRELU = 22,
-    OP_TADDRELUCONV = 23,
-    OP_TADDS = 24,
-    OP_TADDSC = 25,
-    OP_TAND = 26,
-    OP_TANDS = 27,
-    OP_TAXPY = 28,
-    OP_TCI = 29,
-    OP_TCMP = 30,
-    OP_TCMPS = 31,
-    OP_TCOLARGMAX = 32,
-    OP_TCOLARGMIN = 33,
-    OP_TCOLEXPAND = 34,
-    OP_TCOLEXPANDADD = 35,
-    OP_TCOLEXPANDDIV = 36,
-    OP_TCOLEXPANDEXPDIF = 37,
-    OP_TCOLEXPANDMAX = 38,
-    OP_TCOLEXPANDMIN = 39,
-    OP_TCOLEXPANDMUL = 40,
-    OP_TCOLEXPANDSUB = 41,
-    OP_TCOLMAX = 42,
-    OP_TCOLMIN = 43,
-    OP_TCOLPROD = 44,
-    OP_TCOLSUM = 45,
-    OP_TCONCAT = 46,
-    OP_TCVT = 47,
-    OP_TDEINTERLEAVE = 48,
-    OP_TDEQUANT = 49,
-    OP_TDIV = 50,
-    OP_TDIVS = 51,
-    OP_TEXP = 52,
-    OP_TEXPANDS = 53,
-    OP_TEXTRACT = 54,
-    OP_TEXTRACT_FP = 55,
-    OP_TFILLPAD = 56,
-    OP_TFILLPAD_EXPAND = 57,
-    OP_TFILLPAD_INPLACE = 58,
-    OP_TFMOD = 59,
-    OP_TFMODS = 60,
-    OP_TFUSEDMULADD = 61,
-    OP_TFUSEDMULADDRELU = 62,
-    OP_TGATHER = 63,
-    OP_TGATHERB = 64,
-    OP_TGEMV = 65,
-    OP_TGEMV_ACC = 66,
-    OP_TGEMV_BIAS = 67,
-    OP_TGEMV_MX = 68,
-    OP_TGET_SCALE_ADDR = 69,
-    OP_THISTOGRAM = 70,
-    OP_TINSERT = 71,
-    OP_TINSERT_FP = 72,
-    OP_TINTERLEAVE = 73,
-    OP_TLOAD = 74,
-    OP_TLOG = 75,
-    OP_TLRELU = 76,
-    OP_TMATMUL = 77,
-    OP_TMATMUL_ACC = 78,
-    OP_TMATMUL_BIAS = 79,
-    OP_TMATMUL_MX = 80,
-    OP_TMAX = 81,
-    OP_TMAXS = 82,
-    OP_TMIN = 83,
-    OP_TMINS = 84,
-    OP_TMOV = 85,
-    OP_TMOV_FP = 86,
-    OP_TMRGSORT = 87,
-    OP_TMUL = 88,
-    OP_TMULADDDST = 89,
-    OP_TMULS = 90,
-    OP_TNEG = 91,
-    OP_TNOT = 92,
-    OP_TOR = 93,
-    OP_TORS = 94,
-    OP_TPACK = 95,
-    OP_TPAIRREDUCESUM = 96,
-    OP_TPARTADD = 97,
-    OP_TPARTARGMAX = 98,
-    OP_TPARTARGMIN = 99,
-    OP_TPARTMAX = 100,
-    OP_TPARTMIN = 101,
-    OP_TPARTMUL = 102,
-    OP_TPOW = 103,
-    OP_TPOWS = 104,
-    OP_TPREFETCH = 105,
-    OP_TPRELU = 106,
-    OP_TPRINT = 107,
-    OP_TQUANT = 108,
-    OP_TRANDOM = 109,
-    OP_TRECIP = 110,
-    OP_TRELU = 111,
-    OP_TREM = 112,
-    OP_TREMS = 113,
-    OP_TRESHAPE = 114,
-    OP_TROWARGMAX = 115,
-    OP_TROWARGMIN = 116,
-    OP_TROWEXPAND = 117,
-    OP_TROWEXPANDADD = 118,
-    OP_TROWEXPANDDIV = 119,
-    OP_TROWEXPANDEXPDIF = 120,
-    OP_TROWEXPANDMAX = 121,
-    OP_TROWEXPANDMIN = 122,
-    OP_TROWEXPANDMUL = 123,
-    OP_TROWEXPANDSUB = 124,
-    OP_TROWMAX = 125,
-    OP_TROWMIN = 126,
-    OP_TROWPROD = 127,
-    OP_TROWSUM = 128,
-    OP_TRSQRT = 129,
-    OP_TSCATTER = 130,
-    OP_TSEL = 131,
-    OP_TSELS = 132,
-    OP_TSHL = 133,
-    OP_TSHLS = 134,
-    OP_TSHR = 135,
-    OP_TSHRS = 136,
-    OP_TSORT32 = 137,
-    OP_TSQRT = 138,
-    OP_TSTORE = 139,
-    OP_TSTORE_FP = 140,
-    OP_TSUB = 141,
-    OP_TSUBC = 142,
-    OP_TSUBRELU = 143,
-    OP_TSUBS = 144,
-    OP_TSUBSC = 145,
-    OP_TSUBVIEW = 146,
-    OP_TTRANS = 147,
-    OP_TTRAP = 148,
-    OP_TTRI = 149,
-    OP_TXOR = 150,
-    OP_TXORS = 151,
+    OP_TILE_ADDR = 19,
+    OP_TABS = 20,
+    OP_TADD = 21,
+    OP_TADDC = 22,
+    OP_TADDDEQRELU = 23,
+    OP_TADDRELUCONV = 24,
+    OP_TADDS = 25,
+    OP_TADDSC = 26,
+    OP_TAND = 27,
+    OP_TANDS = 28,
+    OP_TAXPY = 29,
+    OP_TCI = 30,
+    OP_TCMP = 31,
+    OP_TCMPS = 32,
+    OP_TCOLARGMAX = 33,
+    OP_TCOLARGMIN = 34,
+    OP_TCOLEXPAND = 35,
+    OP_TCOLEXPANDADD = 36,
+    OP_TCOLEXPANDDIV = 37,
+    OP_TCOLEXPANDEXPDIF = 38,
+    OP_TCOLEXPANDMAX = 39,
+    OP_TCOLEXPANDMIN = 40,
+    OP_TCOLEXPANDMUL = 41,
+    OP_TCOLEXPANDSUB = 42,
+    OP_TCOLMAX = 43,
+    OP_TCOLMIN = 44,
+    OP_TCOLPROD = 45,
+    OP_TCOLSUM = 46,
+    OP_TCONCAT = 47,
+    OP_TCVT = 48,
+    OP_TDEINTERLEAVE = 49,
+    OP_TDEQUANT = 50,
+    OP_TDIV = 51,
+    OP_TDIVS = 52,
+    OP_TEXP = 53,
+    OP_TEXPANDS = 54,
+    OP_TEXTRACT = 55,
+    OP_TEXTRACT_FP = 56,
+    OP_TFILLPAD = 57,
+    OP_TFILLPAD_EXPAND = 58,
+    OP_TFILLPAD_INPLACE = 59,
+    OP_TFMOD = 60,
+    OP_TFMODS = 61,
+    OP_TFUSEDMULADD = 62,
+    OP_TFUSEDMULADDRELU = 63,
+    OP_TGATHER = 64,
+    OP_TGATHERB = 65,
+    OP_TGEMV = 66,
+    OP_TGEMV_ACC = 67,
+    OP_TGEMV_BIAS = 68,
+    OP_TGEMV_MX = 69,
+    OP_TGET_SCALE_ADDR = 70,
+    OP_THISTOGRAM = 71,
+    OP_TINSERT = 72,
+    OP_TINSERT_FP = 73,
+    OP_TINTERLEAVE = 74,
+    OP_TLOAD = 75,
+    OP_TLOG = 76,
+    OP_TLRELU = 77,
+    OP_TMATMUL = 78,
+    OP_TMATMUL_ACC = 79,
+    OP_TMATMUL_BIAS = 80,
+    OP_TMATMUL_MX = 81,
+    OP_TMAX = 82,
+    OP_TMAXS = 83,
+    OP_TMIN = 84,
+    OP_TMINS = 85,
+    OP_TMOV = 86,
+    OP_TMOV_FP = 87,
+    OP_TMRGSORT = 88,
+    OP_TMUL = 89,
+    OP_TMULADDDST = 90,
+    OP_TMULS = 91,
+    OP_TNEG = 92,
+    OP_TNOT = 93,
+    OP_TOR = 94,
+    OP_TORS = 95,
+    OP_TPACK = 96,
+    OP_TPAIRREDUCESUM = 97,
+    OP_TPARTADD = 98,
+    OP_TPARTARGMAX = 99,
+    OP_TPARTARGMIN = 100,
+    OP_TPARTMAX = 101,
+    OP_TPARTMIN = 102,
+    OP_TPARTMUL = 103,
+    OP_TPOW = 104,
+    OP_TPOWS = 105,
+    OP_TPREFETCH = 106,
+    OP_TPRELU = 107,
+    OP_TPRINT = 108,
+    OP_TQUANT = 109,
+    OP_TRANDOM = 110,
+    OP_TRECIP = 111,
+    OP_TRELU = 112,
+    OP_TREM = 113,
+    OP_TREMS = 114,
+    OP_TRESHAPE = 115,
+    OP_TROWARGMAX = 116,
+    OP_TROWARGMIN = 117,
+    OP_TROWEXPAND = 118,
+    OP_TROWEXPANDADD = 119,
+    OP_TROWEXPANDDIV = 120,
+    OP_TROWEXPANDEXPDIF = 121,
+    OP_TROWEXPANDMAX = 122,
+    OP_TROWEXPANDMIN = 123,
+    OP_TROWEXPANDMUL = 124,
+    OP_TROWEXPANDSUB = 125,
+    OP_TROWMAX = 126,
+    OP_TROWMIN = 127,
+    OP_TROWPROD = 128,
+    OP_TROWSUM = 129,
+    OP_TRSQRT = 130,
+    OP_TSCATTER = 131,
+    OP_TSEL = 132,
+    OP_TSELS = 133,
+    OP_TSHL = 134,
+    OP_TSHLS = 135,
+    OP_TSHR = 136,
+    OP_TSHRS = 137,
+    OP_TSORT32 = 138,
+    OP_TSQRT = 139,
+    OP_TSTORE = 140,
+    OP_TSTORE_FP = 141,
+    OP_TSUB = 142,
+    OP_TSUBC = 143,
+    OP_TSUBRELU = 144,
+    OP_TSUBS = 145,
+    OP_TSUBSC = 146,
+    OP_TSUBVIEW = 147,
+    OP_TTRANS = 148,
+    OP_TTRAP = 149,
+    OP_TTRI = 150,
+    OP_TXOR = 151,
+    OP_TXORS = 152,
 };
 }  // namespace ptopipe
 
@@ -191,7 +192,7 @@ namespace pto { enum class RoundMode : int { CAST_RINT = 0, CAST_ROUND = 1, CAST
 namespace ptopipe { template <> struct enum_code<pto::RoundMode> { static constexpr int value = 4; }; }
 namespace pto { enum class CmpMode : int { EQ = 0, NE = 1, LT = 2, LE = 3, GT = 4, GE = 5 }; }
 namespace ptopipe { template <> struct enum_code<pto::CmpMode> { static constexpr int value = 5; }; }
-namespace pto { enum class PadValue : int { Zero = 0, Max = 1, Min = 2 }; }
+namespace pto { enum class PadValue : int { Null = 0, Zero = 1, Max = 2, Min = 3 }; }
 namespace ptopipe { template <> struct enum_code<pto::PadValue> { static constexpr int value = 6; }; }
 namespace pto { enum class MaskPattern : int { P0101 = 1, P1010 = 2, P0001 = 3, P0010 = 4, P0100 = 5, P1000 = 6, P1111 = 7 }; }
 namespace ptopipe { template <> struct enum_code<pto::MaskPattern> { static constexpr int value = 7; }; }
@@ -229,237 +230,237 @@ namespace pto { enum class Layout : int { ND = 0, DN = 1, NZ = 2 }; }
 
 // one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, fewest, most arguments)
 namespace pto {
-PTOPIPE_INSTRUCTION(TABS, 19, 2, 5)
-PTOPIPE_INSTRUCTION(TADD, 20, 3, 6)
-PTOPIPE_INSTRUCTION(TADDC, 21, 4, 7)
-PTOPIPE_INSTRUCTION(TADDDEQRELU, 22, 4, 7)
-PTOPIPE_INSTRUCTION(TADDRELUCONV, 23, 3, 6)
-PTOPIPE_INSTRUCTION(TADDS, 24, 3, 6)
-PTOPIPE_INSTRUCTION(TADDSC, 25, 4, 7)
-PTOPIPE_INSTRUCTION(TAND, 26, 3, 6)
-PTOPIPE_INSTRUCTION(TANDS, 27, 3, 6)
-PTOPIPE_INSTRUCTION(TAXPY, 28, 3, 6)
-// TCI (ABI id 29, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
-template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TCMP, 30, 3, 7)
-PTOPIPE_INSTRUCTION(TCMPS, 31, 3, 7)
-PTOPIPE_INSTRUCTION(TCOLARGMAX, 32, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLARGMIN, 33, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLEXPAND, 34, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 35, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 36, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 37, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 38, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 39, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 40, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 41, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLMAX, 42, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLMIN, 43, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLPROD, 44, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLSUM, 45, 2, 5)
-PTOPIPE_INSTRUCTION(TCONCAT, 46, 3, 6)
-PTOPIPE_INSTRUCTION(TCVT, 47, 2, 6)
-PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 48, 2, 5)
-PTOPIPE_INSTRUCTION(TDEQUANT, 49, 4, 7)
-PTOPIPE_INSTRUCTION(TDIV, 50, 3, 6)
-PTOPIPE_INSTRUCTION(TDIVS, 51, 3, 6)
-PTOPIPE_INSTRUCTION(TEXP, 52, 2, 5)
-PTOPIPE_INSTRUCTION(TEXPANDS, 53, 2, 5)
-PTOPIPE_INSTRUCTION(TEXTRACT, 54, 2, 7)
-// TEXTRACT_FP (ABI id 55, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-// TFILLPAD (ABI id 56, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
-template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 57, 2, 6)
-PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 58, 2, 6)
-PTOPIPE_INSTRUCTION(TFMOD, 59, 3, 6)
-PTOPIPE_INSTRUCTION(TFMODS, 60, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADD, 61, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 62, 3, 6)
-// TGATHER (ABI id 63, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
-template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3, a4)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TGATHERB, 64, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV, 65, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV_ACC, 66, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_BIAS, 67, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_MX, 68, 1, 4)
-PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 69, 2, 5)
-// THISTOGRAM (ABI id 70, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
-template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINSERT, 71, 2, 7)
-// TINSERT_FP (ABI id 72, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINTERLEAVE, 73, 4, 7)
-PTOPIPE_INSTRUCTION(TLOAD, 74, 2, 5)
-PTOPIPE_INSTRUCTION(TLOG, 75, 2, 5)
-PTOPIPE_INSTRUCTION(TLRELU, 76, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL, 77, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL_ACC, 78, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 79, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_MX, 80, 1, 4)
-PTOPIPE_INSTRUCTION(TMAX, 81, 3, 6)
-PTOPIPE_INSTRUCTION(TMAXS, 82, 3, 6)
-PTOPIPE_INSTRUCTION(TMIN, 83, 3, 6)
-PTOPIPE_INSTRUCTION(TMINS, 84, 3, 6)
-PTOPIPE_INSTRUCTION(TMOV, 85, 2, 5)
-// TMOV_FP (ABI id 86, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4, a5)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TMRGSORT, 87, 1, 4)
-PTOPIPE_INSTRUCTION(TMUL, 88, 3, 6)
-PTOPIPE_INSTRUCTION(TMULADDDST, 89, 3, 6)
-PTOPIPE_INSTRUCTION(TMULS, 90, 3, 6)
-PTOPIPE_INSTRUCTION(TNEG, 91, 2, 5)
-PTOPIPE_INSTRUCTION(TNOT, 92, 2, 5)
-PTOPIPE_INSTRUCTION(TOR, 93, 3, 6)
-PTOPIPE_INSTRUCTION(TORS, 94, 3, 6)
-PTOPIPE_INSTRUCTION(TPACK, 95, 2, 5)
-PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 96, 2, 5)
-PTOPIPE_INSTRUCTION(TPARTADD, 97, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTARGMAX, 98, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTARGMIN, 99, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTMAX, 100, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMIN, 101, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMUL, 102, 3, 6)
-PTOPIPE_INSTRUCTION(TPOW, 103, 3, 6)
-PTOPIPE_INSTRUCTION(TPOWS, 104, 3, 6)
-PTOPIPE_INSTRUCTION(TPREFETCH, 105, 2, 2)
-PTOPIPE_INSTRUCTION(TPRELU, 106, 3, 6)
-// TPRINT (ABI id 107, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
-template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0)); }
-template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2, a3)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format))); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TQUANT, 108, 3, 6)
-PTOPIPE_INSTRUCTION(TRANDOM, 109, 1, 4)
-PTOPIPE_INSTRUCTION(TRECIP, 110, 2, 5)
-PTOPIPE_INSTRUCTION(TRELU, 111, 2, 5)
-PTOPIPE_INSTRUCTION(TREM, 112, 3, 6)
-PTOPIPE_INSTRUCTION(TREMS, 113, 3, 6)
-PTOPIPE_INSTRUCTION(TRESHAPE, 114, 2, 5)
-PTOPIPE_INSTRUCTION(TROWARGMAX, 115, 1, 8)
-PTOPIPE_INSTRUCTION(TROWARGMIN, 116, 1, 8)
-PTOPIPE_INSTRUCTION(TROWEXPAND, 117, 2, 5)
-PTOPIPE_INSTRUCTION(TROWEXPANDADD, 118, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 119, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 120, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 121, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 122, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 123, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 124, 3, 6)
-PTOPIPE_INSTRUCTION(TROWMAX, 125, 2, 6)
-PTOPIPE_INSTRUCTION(TROWMIN, 126, 2, 6)
-PTOPIPE_INSTRUCTION(TROWPROD, 127, 2, 6)
-PTOPIPE_INSTRUCTION(TROWSUM, 128, 2, 6)
-PTOPIPE_INSTRUCTION(TRSQRT, 129, 2, 5)
-// TSCATTER (ABI id 130, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
-template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3, a4)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSEL, 131, 4, 7)
-PTOPIPE_INSTRUCTION(TSELS, 132, 3, 6)
-PTOPIPE_INSTRUCTION(TSHL, 133, 3, 6)
-PTOPIPE_INSTRUCTION(TSHLS, 134, 3, 6)
-PTOPIPE_INSTRUCTION(TSHR, 135, 3, 6)
-PTOPIPE_INSTRUCTION(TSHRS, 136, 3, 6)
-PTOPIPE_INSTRUCTION(TSORT32, 137, 3, 4)
-PTOPIPE_INSTRUCTION(TSQRT, 138, 2, 5)
-// TSTORE (ABI id 139, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
-template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSTORE_FP, 140, 3, 6)
-PTOPIPE_INSTRUCTION(TSUB, 141, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBC, 142, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBRELU, 143, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBS, 144, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBSC, 145, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBVIEW, 146, 4, 4)
-PTOPIPE_INSTRUCTION(TTRANS, 147, 2, 5)
-PTOPIPE_INSTRUCTION(TTRAP, 148, 0, 0)
-// TTRI (ABI id 149, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
-template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower)); }
-template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TXOR, 150, 3, 6)
-PTOPIPE_INSTRUCTION(TXORS, 151, 3, 6)
+PTOPIPE_INSTRUCTION(TABS, 20, 2, 5)
+PTOPIPE_INSTRUCTION(TADD, 21, 3, 6)
+PTOPIPE_INSTRUCTION(TADDC, 22, 4, 7)
+PTOPIPE_INSTRUCTION(TADDDEQRELU, 23, 4, 7)
+PTOPIPE_INSTRUCTION(TADDRELUCONV, 24, 3, 6)
+PTOPIPE_INSTRUCTION(TADDS, 25, 3, 6)
+PTOPIPE_INSTRUCTION(TADDSC, 26, 4, 7)
+PTOPIPE_INSTRUCTION(TAND, 27, 3, 6)
+PTOPIPE_INSTRUCTION(TANDS, 28, 3, 6)
+PTOPIPE_INSTRUCTION(TAXPY, 29, 3, 6)
+// TCI (ABI id 30, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
+template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TCMP, 31, 3, 7)
+PTOPIPE_INSTRUCTION(TCMPS, 32, 3, 7)
+PTOPIPE_INSTRUCTION(TCOLARGMAX, 33, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLARGMIN, 34, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLEXPAND, 35, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 36, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 37, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 38, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 39, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 40, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 41, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 42, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLMAX, 43, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLMIN, 44, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLPROD, 45, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLSUM, 46, 2, 5)
+PTOPIPE_INSTRUCTION(TCONCAT, 47, 3, 6)
+PTOPIPE_INSTRUCTION(TCVT, 48, 2, 6)
+PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 49, 2, 5)
+PTOPIPE_INSTRUCTION(TDEQUANT, 50, 4, 7)
+PTOPIPE_INSTRUCTION(TDIV, 51, 3, 6)
+PTOPIPE_INSTRUCTION(TDIVS, 52, 3, 6)
+PTOPIPE_INSTRUCTION(TEXP, 53, 2, 5)
+PTOPIPE_INSTRUCTION(TEXPANDS, 54, 2, 5)
+PTOPIPE_INSTRUCTION(TEXTRACT, 55, 2, 7)
+// TEXTRACT_FP (ABI id 56, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+// TFILLPAD (ABI id 57, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
+template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal, e0)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal, e0, e1)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 58, 2, 6)
+PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 59, 2, 6)
+PTOPIPE_INSTRUCTION(TFMOD, 60, 3, 6)
+PTOPIPE_INSTRUCTION(TFMODS, 61, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADD, 62, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 63, 3, 6)
+// TGATHER (ABI id 64, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
+template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1, a2, a3, a4)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType, e0)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType, e0, e1)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TGATHERB, 65, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV, 66, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV_ACC, 67, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_BIAS, 68, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_MX, 69, 1, 4)
+PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 70, 2, 5)
+// THISTOGRAM (ABI id 71, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
+template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte, e0)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte, e0, e1)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINSERT, 72, 2, 7)
+// TINSERT_FP (ABI id 73, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINTERLEAVE, 74, 4, 7)
+PTOPIPE_INSTRUCTION(TLOAD, 75, 2, 5)
+PTOPIPE_INSTRUCTION(TLOG, 76, 2, 5)
+PTOPIPE_INSTRUCTION(TLRELU, 77, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL, 78, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL_ACC, 79, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 80, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_MX, 81, 1, 4)
+PTOPIPE_INSTRUCTION(TMAX, 82, 3, 6)
+PTOPIPE_INSTRUCTION(TMAXS, 83, 3, 6)
+PTOPIPE_INSTRUCTION(TMIN, 84, 3, 6)
+PTOPIPE_INSTRUCTION(TMINS, 85, 3, 6)
+PTOPIPE_INSTRUCTION(TMOV, 86, 2, 5)
+// TMOV_FP (ABI id 87, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2, a3, a4, a5)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TMRGSORT, 88, 1, 4)
+PTOPIPE_INSTRUCTION(TMUL, 89, 3, 6)
+PTOPIPE_INSTRUCTION(TMULADDDST, 90, 3, 6)
+PTOPIPE_INSTRUCTION(TMULS, 91, 3, 6)
+PTOPIPE_INSTRUCTION(TNEG, 92, 2, 5)
+PTOPIPE_INSTRUCTION(TNOT, 93, 2, 5)
+PTOPIPE_INSTRUCTION(TOR, 94, 3, 6)
+PTOPIPE_INSTRUCTION(TORS, 95, 3, 6)
+PTOPIPE_INSTRUCTION(TPACK, 96, 2, 5)
+PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 97, 2, 5)
+PTOPIPE_INSTRUCTION(TPARTADD, 98, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTARGMAX, 99, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTARGMIN, 100, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTMAX, 101, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMIN, 102, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMUL, 103, 3, 6)
+PTOPIPE_INSTRUCTION(TPOW, 104, 3, 6)
+PTOPIPE_INSTRUCTION(TPOWS, 105, 3, 6)
+PTOPIPE_INSTRUCTION(TPREFETCH, 106, 2, 2)
+PTOPIPE_INSTRUCTION(TPRELU, 107, 3, 6)
+// TPRINT (ABI id 108, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
+template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0)); }
+template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0, a1, a2, a3)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format))); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format), e0)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TQUANT, 109, 3, 6)
+PTOPIPE_INSTRUCTION(TRANDOM, 110, 1, 4)
+PTOPIPE_INSTRUCTION(TRECIP, 111, 2, 5)
+PTOPIPE_INSTRUCTION(TRELU, 112, 2, 5)
+PTOPIPE_INSTRUCTION(TREM, 113, 3, 6)
+PTOPIPE_INSTRUCTION(TREMS, 114, 3, 6)
+PTOPIPE_INSTRUCTION(TRESHAPE, 115, 2, 5)
+PTOPIPE_INSTRUCTION(TROWARGMAX, 116, 1, 8)
+PTOPIPE_INSTRUCTION(TROWARGMIN, 117, 1, 8)
+PTOPIPE_INSTRUCTION(TROWEXPAND, 118, 2, 5)
+PTOPIPE_INSTRUCTION(TROWEXPANDADD, 119, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 120, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 121, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 122, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 123, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 124, 3, 6)
+PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 125, 3, 6)
+PTOPIPE_INSTRUCTION(TROWMAX, 126, 2, 6)
+PTOPIPE_INSTRUCTION(TROWMIN, 127, 2, 6)
+PTOPIPE_INSTRUCTION(TROWPROD, 128, 2, 6)
+PTOPIPE_INSTRUCTION(TROWSUM, 129, 2, 6)
+PTOPIPE_INSTRUCTION(TRSQRT, 130, 2, 5)
+// TSCATTER (ABI id 131, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
+template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1, a2, a3, a4)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSEL, 132, 4, 7)
+PTOPIPE_INSTRUCTION(TSELS, 133, 3, 6)
+PTOPIPE_INSTRUCTION(TSHL, 134, 3, 6)
+PTOPIPE_INSTRUCTION(TSHLS, 135, 3, 6)
+PTOPIPE_INSTRUCTION(TSHR, 136, 3, 6)
+PTOPIPE_INSTRUCTION(TSHRS, 137, 3, 6)
+PTOPIPE_INSTRUCTION(TSORT32, 138, 3, 4)
+PTOPIPE_INSTRUCTION(TSQRT, 139, 2, 5)
+// TSTORE (ABI id 140, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
+template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src, e0)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src, e0, e1)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSTORE_FP, 141, 3, 6)
+PTOPIPE_INSTRUCTION(TSUB, 142, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBC, 143, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBRELU, 144, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBS, 145, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBSC, 146, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBVIEW, 147, 4, 4)
+PTOPIPE_INSTRUCTION(TTRANS, 148, 2, 5)
+PTOPIPE_INSTRUCTION(TTRAP, 149, 0, 0)
+// TTRI (ABI id 150, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
+template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower)); }
+template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower, e0)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower, e0, e1)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TXOR, 151, 3, 6)
+PTOPIPE_INSTRUCTION(TXORS, 152, 3, 6)
 }  // namespace pto
 #endif

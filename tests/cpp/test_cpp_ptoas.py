@@ -1,0 +1,184 @@
+"""C++ as ptoas writes it, and as pto-isa's device compiler builds it: each side compiled with its
+own macros (``__DAV_CUBE__`` / ``__DAV_VEC__``, the architecture's ``__DAV_C220_*__``,
+``__CCE_AICORE__``), ptoas's Tile spelling, pto-isa's include paths; a side whose body the
+macros leave out is an error, never a clean run.  ``PTOAS=/path/to/ptoas`` also runs the real
+assembler's output of a .pto file and compares it with running the .pto itself."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from ptopipe.cpp import run_cpp
+from ptopipe.cpp.build import device_macros, find_kernels, side_macros
+from ptopipe.errors import CompileError, DeadlockError, KernelError
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
+PTOAS_C2V = os.path.join(KDIR, "ptoas_c2v.cpp")
+GUARDED_ABS = os.path.join(KDIR, "guarded_abs.cpp")
+
+
+def c2v_args():
+    r = np.random.default_rng(3)
+    a = r.standard_normal((32, 16)).astype(np.float32)
+    b = r.standard_normal((16, 16)).astype(np.float32)
+    bias = r.standard_normal((32, 16)).astype(np.float32)
+    return dict(a=a, b=b, bias=bias, out=np.zeros_like(bias), gm_slot_buffer=np.zeros(16384, np.uint8), n=2)
+
+
+def test_device_macros_are_the_device_compilers_per_side_and_platform():
+    assert device_macros("a2a3") == ("PTO_NPU_ARCH_A2A3", "__CCE_AICORE__=220", "__NPU_ARCH__=2201")
+    assert device_macros("a5") == ("PTO_NPU_ARCH_A5", "__CCE_AICORE__=310", "__NPU_ARCH__=3510")
+    assert side_macros("a3", "aic") == ("__DAV_CUBE__", "__DAV_C220_CUBE__")
+    assert side_macros("a2a3", "aiv") == ("__DAV_VEC__", "__DAV_C220_VEC__")
+    assert side_macros("a5", "aiv") == ("__DAV_VEC__", "__DAV_C310_VEC__")
+
+
+def test_a_file_that_tests_a_side_macro_is_built_per_side(tmp_path):
+    """ptoas's in-function sections make a file sided; ptopipe's own Group entry, whose sections
+    only call the two kernels, does not (its kernels are called directly, one build)."""
+    assert find_kernels(PTOAS_C2V).sided
+    k = find_kernels(GUARDED_ABS, aiv="abs_kernel")
+    assert k.sided and k.aic is None
+    k = find_kernels(GUARDED_ABS)        # its one __global__, on the side it has a section for
+    assert k.sided and k.entry.name == "abs_kernel" and list(k.roles) == ["aiv"]
+    entry = tmp_path / "entry.cpp"
+    entry.write_text("AICORE inline void k_aic(__gm__ float *x) {}\nAICORE inline void k_aiv(__gm__ float *x) {}\n"
+                     "extern \"C\" __global__ AICORE void g(__gm__ float *x) {\n"
+                     "#if defined(__DAV_CUBE__)\n    k_aic(x);\n#endif\n#if defined(__DAV_VEC__)\n    k_aiv(x);\n#endif\n}\n")
+    k = find_kernels(str(entry))
+    assert (k.aic.name, k.aiv.name, k.sided) == ("k_aic", "k_aiv", False)
+    plain = tmp_path / "plain.cpp"
+    plain.write_text("void my_aic(__gm__ float *x) {}\nvoid my_aiv(__gm__ float *x) {}\n")
+    assert not find_kernels(str(plain)).sided
+
+
+@needs_cxx
+def test_a_ptoas_style_kernel_runs_each_side_under_its_macro(cpp_cache):
+    """Both bodies are under in-function ``#if defined(__DAV_*__)`` sections: built with neither
+    macro, both would be empty; with each side's own, the numbers are numpy's."""
+    args = c2v_args()
+    r = run_cpp(PTOAS_C2V, args)
+    gold = np.concatenate([args["a"][:16] @ args["b"], args["a"][16:] @ args["b"]]) + args["bias"]
+    np.testing.assert_allclose(r["out"], gold, rtol=1e-5, atol=1e-5)
+    assert r.summary.pipes[0]["pops"] == 4 and not r.summary.leaks
+    # no block to do: the Vector side sets up its pipe and tiles and computes nothing, a warning
+    # (its body is there: not an error); the Cube still loads b
+    r = run_cpp(PTOAS_C2V, {**args, "n": 0, "out": np.zeros_like(args["out"])})
+    assert not r["out"].any()
+    assert [(what.split(" issued")[0], where) for what, where in r.summary.leaks
+            if "with these arguments did nothing" in what] == \
+        [("the AIV (Vector) kernel mm_aiv", "tests/cpp/cpp_kernels/ptoas_c2v.cpp:57")]
+
+
+@needs_cxx
+def test_a_side_whose_body_its_macros_leave_out_is_reported(cpp_cache, monkeypatch):
+    """Built without the Vector macro (the user's -U in $CXXFLAGS, after ptopipe's -D), the Vector
+    body is empty: the Cube then waits for it forever, and the deadlock names the empty side as
+    its cause; with both bodies empty nothing hangs, and the run is a KernelError - never a PASS."""
+    flags = os.environ.get("CXXFLAGS", "")
+    monkeypatch.setenv("CXXFLAGS", flags + " -U__DAV_VEC__")
+    with pytest.raises(DeadlockError) as e:
+        run_cpp(PTOAS_C2V, c2v_args())
+    assert e.value.what.startswith("deadlock: the AIV (Vector) kernel mm_aiv issued no PTO instruction besides "
+                                   "intra-core synchronisation")
+    assert e.value.what.endswith("its body compiled away")
+    assert e.value.where.endswith("ptoas_c2v.cpp:57")
+    assert "-D__DAV_VEC__ -D__DAV_C220_VEC__" in e.value.fix
+    monkeypatch.setenv("CXXFLAGS", flags + " -U__DAV_VEC__ -U__DAV_CUBE__")
+    with pytest.raises(KernelError) as e:
+        run_cpp(PTOAS_C2V, c2v_args())
+    assert e.value.what.startswith("the AIC (Cube) kernel mm_aic issued no PTO instruction")
+    assert e.value.where.endswith("ptoas_c2v.cpp:22")
+    assert "also: the AIV (Vector) kernel mm_aiv issued no PTO instruction" in str(e.value)
+
+
+@needs_cxx
+def test_a_kernel_including_pto_instr_hpp_under_an_arch_guard(cpp_cache):
+    """PTOAS's compile_cpp spelling: ``#include "pto/common/pto_instr.hpp"`` and the body under
+    ``#if __CCE_AICORE__ == 220 && defined(__DAV_C220_VEC__)``: it runs on A2A3's Vector cores
+    (found as the file's one ``__global__``, or named); on A5 the guard leaves the kernel out, a
+    CompileError at the function, not g++'s words."""
+    x = np.random.default_rng(5).standard_normal((16, 16)).astype(np.float32)
+    for names in ({}, {"aiv": "abs_kernel"}):
+        r = run_cpp(GUARDED_ABS, dict(x=x, y=np.zeros_like(x)), **names)
+        np.testing.assert_array_equal(r["y"], np.abs(x))
+        assert r.summary.cores["AIC"]["instructions"] == 0
+    with pytest.raises(CompileError) as e:
+        run_cpp(GUARDED_ABS, dict(x=x, y=np.zeros_like(x)), aiv="abs_kernel", platform="a5")
+    assert e.value.what.startswith("the AIV (Vector) kernel abs_kernel is not defined when ptopipe compiles it")
+    assert "-D__CCE_AICORE__=310" in e.value.what and "-D__DAV_C310_VEC__" in e.value.what
+    assert e.value.where.endswith("guarded_abs.cpp:9")
+
+
+@needs_cxx
+def test_pto_isas_header_paths_and_tile_parameters(tmp_path):
+    """pto-isa's other header paths kernels include, and its Tile's eleven parameters with their
+    defaults (PadValue::Null, CompactMode::Null): a syntax-only compile."""
+    from ptopipe.cpp import include_dir
+    from ptopipe.cpp.build import STD, find_compiler
+    src = tmp_path / "paths.cpp"
+    src.write_text("""
+#include <pto/common/type.hpp>
+#include <pto/common/constants.hpp>
+#include <pto/common/pto_tile.hpp>
+#include <pto/common/pto_instr.hpp>
+#include <pto/pto-inst.hpp>
+using namespace pto;
+using Plain = Tile<TileType::Vec, float, 8, 16>;
+using Spelled = Tile<TileType::Vec, float, 8, 16, BLayout::RowMajor, 8, 16, SLayout::NoneBox, 512, PadValue::Null,
+                     CompactMode::Null>;
+static_assert(std::is_same_v<Plain, Spelled>, "pto-isa's defaults");
+static_assert(Plain::PadVal == PadValue::Null && Plain::Compact == CompactMode::Null && Plain::SFractalSize == 512);
+using Padded = Tile<TileType::Vec, float, 8, 16, BLayout::RowMajor, 8, 16, SLayout::NoneBox, 512, PadValue::Zero,
+                    CompactMode::RowPlusOne>;
+static_assert(Padded::PadVal == PadValue::Zero && Padded::Compact == CompactMode::RowPlusOne);
+""")
+    r = subprocess.run([find_compiler()[0], STD, "-fsyntax-only", "-I", include_dir(), str(src)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@needs_cxx
+def test_tile_data_is_the_tiles_address(cpp_cache):
+    x = np.arange(128, dtype=np.float32).reshape(8, 16)
+    r = run_cpp(os.path.join(KDIR, "tile_data.cpp"), dict(x=x, out=np.zeros((16, 16), np.float32), unbound=0),
+                aiv="data_vec")
+    np.testing.assert_array_equal(r["out"][8:], x)
+    assert not r["out"][:8].any()
+    with pytest.raises(KernelError) as e:
+        run_cpp(os.path.join(KDIR, "tile_data.cpp"), dict(x=x, out=np.zeros((16, 16), np.float32), unbound=1),
+                aiv="data_vec")
+    assert e.value.what.startswith("data() of a tile with no address")
+    assert e.value.where.endswith("tile_data.cpp:21")
+
+
+# -- the real assembler ------------------------------------------------------------------------------
+PTOAS = os.environ.get("PTOAS")
+
+
+@needs_cxx
+@pytest.mark.skipif(not (PTOAS and shutil.which(PTOAS)), reason="set PTOAS to the ptoas binary")
+def test_ptoas_output_runs_as_the_pto_file(cpp_cache, tmp_path):
+    """A .pto of this suite through the real ptoas (its own allocation, sync insertion): its C++ -
+    a ``__global__`` entry calling the Cube and Vector kernels, their bodies under the side
+    macros - gives the numbers the .pto itself gives on ptopipe, and numpy's."""
+    from ptopipe.codegen.pto_exec import run_pto
+    src = os.path.join(KDIR, "ptoas_c2v_a3.pto")
+    out = tmp_path / "k.cpp"
+    r = subprocess.run([PTOAS, "--pto-arch=a3", "--enable-insert-sync", src, "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    args = c2v_args()
+    args["gm_slot_buffer"] = args["gm_slot_buffer"].view(np.float32)
+    del args["n"]
+    cpp = run_cpp(str(out), {f"v{i}": a for i, a in enumerate(args.values(), 1)})
+    pto = run_pto(src, inputs=dict(args))
+    np.testing.assert_array_equal(cpp["v4"], pto.outputs["out"])
+    gold = np.concatenate([args["a"][:16] @ args["b"], args["a"][16:] @ args["b"]]) + args["bias"]
+    np.testing.assert_allclose(cpp["v4"], gold, rtol=1e-5, atol=1e-5)
