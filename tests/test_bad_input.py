@@ -291,6 +291,9 @@ _OK = dict(ARGS="dict(x=np.ones(4, np.float32), out=np.zeros(4, np.float32))", G
     (dict(ARGS="[1, 2]"), "make_args returned a list, not the dict of kernel arguments", "def make_args"),
     (dict(GOLDEN="None"), "golden returned a NoneType, not the dict of expected outputs", "def golden"),
     (dict(GOLDEN="{'outt': args['out']}"), "golden names 'outt', which make_args does not give", "def golden"),
+    (dict(GOLDEN="{'out': args['y']}"), "golden raised KeyError: 'y'", "    return {'out': args['y']}"),
+    (dict(ARGS="dict(x=undefined_name)"), "make_args raised NameError: name 'undefined_name' is not defined",
+     "    return dict(x=undefined_name)"),
     (dict(VARIANTS="{'default': {'m': 2}}"),
      "variant 'default' of scenario 'sc' gives make_args ['m']: got an unexpected keyword argument 'm'",
      "def make_args")])

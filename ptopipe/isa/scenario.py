@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PtoPipeError
 from .golden import compare_launches
 from .launch import RunResult, run
 
@@ -80,7 +80,7 @@ class Scenario:
                               fix="give the variant only parameters make_args takes") from None
         except ValueError:
             pass                                    # no signature to check (a builtin)
-        a = self.make_args(data_rng(seed), **params)
+        a = _call(self, "make_args", data_rng(seed), **params)
         if not isinstance(a, dict):
             raise ConfigError(f"scenario {self.name!r}: make_args returned a {type(a).__name__}, not the "
                               "dict of kernel arguments", where=_def_loc(self.make_args),
@@ -89,7 +89,7 @@ class Scenario:
 
     def expected(self, args: dict, params: dict) -> dict:
         """``golden(args, **params)``, checked: a dict naming arguments of the kernel."""
-        e = self.golden(args, **params)
+        e = _call(self, "golden", args, **params)
         if not isinstance(e, dict):
             raise ConfigError(f"scenario {self.name!r}: golden returned a {type(e).__name__}, not the "
                               "dict of expected outputs", where=_def_loc(self.golden),
@@ -155,6 +155,26 @@ def data_rng(seed) -> np.random.Generator:
         raise ConfigError(f"data seed {seed!r} is not a non-negative integer", where="seed",
                           fix="use a seed >= 0 (e.g. --seed 0)")
     return np.random.default_rng(int(seed))
+
+
+def _call(sc: "Scenario", name: str, *args, **params):
+    """The scenario's ``make_args`` / ``golden`` (``name``) called; an exception it raises (not
+    a ptopipe error) becomes a ConfigError at the line of that function that raised it."""
+    fn = getattr(sc, name)
+    try:
+        return fn(*args, **params)
+    except PtoPipeError:
+        raise
+    except Exception as e:
+        code = getattr(fn, "__code__", None)
+        where, tb = _def_loc(fn), e.__traceback__
+        while tb is not None:                     # the innermost frame in fn's file
+            if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
+                where = f"{code.co_filename}:{tb.tb_lineno}"
+            tb = tb.tb_next
+        raise ConfigError(f"scenario {sc.name!r}: {name} raised {type(e).__name__}: {e}", where=where,
+                          fix=f"fix {name}({'rng' if name == 'make_args' else 'args'}, **params): it runs "
+                              "before the kernel, with the variant's parameters") from e
 
 
 def _def_loc(fn) -> str | None:

@@ -411,3 +411,37 @@ def test_tfree_split_must_match_its_tpop(platform):
     pop, free = f"{HERE}:{line_of(vec, 'pop')}", f"{HERE}:{line_of(vec, 'free')}"
     assert err.where.endswith(free)
     assert pop in str(err) and "TILE_LEFT_RIGHT" in str(err) and "TILE_UP_DOWN" in str(err)
+
+
+def _pops_frees(frees: int):
+    def cube(fifo):
+        pipe = TPipe(0, DIR_C2V, 1024, 2)(fifo, 0x10000, 0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+        for _ in range(3):
+            TPUSH(pipe, acc, TILE_UP_DOWN)
+
+    def vector(fifo):
+        pipe = TPipe(0, DIR_C2V, 1024, 2)(fifo, 0x10000, 0)
+        t = Tile(TileType.Vec, float32, 8, 16)
+        for i in range(3):
+            TPOP(pipe, t, TILE_UP_DOWN)
+            if i < frees:
+                TFREE(pipe, t, TILE_UP_DOWN)
+    return cube, vector
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a2a3", "spec"), ("a5", "pto-isa")])
+def test_the_summary_counts_tfree_instructions_where_the_tpop_frees_the_slot(platform, protocol):
+    """pto-isa's A2A3 tile TPOP frees its GM slot itself: the summary still counts the TFREEs
+    the kernel made (2 per lane here, one TPOP left without), not the slots released."""
+    cube, vector = _pops_frees(2)
+    try:
+        res = ptopipe.run(cube, (vector, vector), dict(fifo=ptopipe.gm_buffer(2 * 1024)), platform=platform,
+                          protocol=protocol)
+    except ptopipe.PtoPipeError as e:        # elsewhere a slot never freed is a leak
+        assert (platform, protocol) != ("a2a3", "pto-isa"), e
+        return
+    assert (platform, protocol) == ("a2a3", "pto-isa")
+    (p,) = res.summary.pipes
+    assert (p["pops"], p["frees"]) == (6, 4)
+    assert "6 TPOP, 4 TFREE" in res.summary.format()

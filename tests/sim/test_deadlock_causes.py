@@ -170,13 +170,55 @@ def test_a_tpop_on_a_pipe_never_pushed_names_both_pipes(platform, protocol, no_h
             "not popped (AIC pushed 2, AIV0 popped 1)") in cause, cause
     held = platform == "a5" or protocol == "spec"          # A2A3 pto-isa: the GM-ring TPOP frees itself
     assert (f"AIV0 holds slot 0 of it (TPOP at tests/sim/{_at(wrong_pipe_vec, 'wp-pop-a')}" in cause) == held, cause
+    assert (f"check that the TPUSH at {wrong} and AIV0's TPOP at tests/sim/{_at(wrong_pipe_vec, 'wp-pop-b')} use the "
+            "pipe they mean") in err.fix, err.fix
+    assert "a wrong pipe handle, FlagID or id" in err.fix
+    if not held:        # the GM-ring TPOP freed slot 0: the push waits only for SyncPeriod's notification
+        assert "the free credit is withheld by pto-isa's SyncPeriod" in cause, cause
+        assert "sync_period=1" in err.fix and "unless one side names the wrong pipe" in err.fix, err.fix
+        return
     assert "withheld" not in cause and "SyncPeriod" not in err.fix, str(err)
     assert err.fix.startswith("AIC never pushes to C2V pipe FlagID 4 (peers AIV0,AIV1) before it needs AIV0 to "
                               "make room in C2V pipe FlagID 0"), err.fix
-    assert "a wrong pipe handle, FlagID or id" in err.fix and "pop the pipes in the order AIC pushes" in err.fix
-    assert (f"check that the TPUSH at {wrong} and AIV0's TPOP at tests/sim/{_at(wrong_pipe_vec, 'wp-pop-b')} use the "
-            "pipe they mean") in err.fix, err.fix
+    assert "pop the pipes in the order AIC pushes" in err.fix
     assert "call TFREE" not in err.fix
+
+
+def credit_cube(fa, fb, n=5):
+    pa = TPipe(0, DIR_C2V, SLOT, 4)(fa, UB, 0)
+    pb = TPipe(4, DIR_C2V, SLOT, 2)(fb, UB2, 0)
+    acc = Tile(TileType.Acc, float32, T, T, addr=0)
+    for i in range(n):
+        TPUSH(pa, acc, TILE_UP_DOWN)  # cr-push
+    TPUSH(pb, acc, TILE_UP_DOWN)
+
+
+def credit_vec(fa, fb, n=5):
+    pa = TPipe(0, DIR_C2V, SLOT, 4)(fa, UB, 0)
+    pb = TPipe(4, DIR_C2V, SLOT, 2)(fb, UB2, 0)
+    x = Tile(TileType.Vec, float32, T // 2, T)
+    TPOP(pa, x, TILE_UP_DOWN)
+    TFREE(pa)
+    TPOP(pb, x, TILE_UP_DOWN)  # cr-pop-b
+    TFREE(pb)
+    for i in range(1, n):
+        TPOP(pa, x, TILE_UP_DOWN)
+        TFREE(pa)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_credit_the_sync_period_withholds_is_the_cause_not_the_pipe_order(platform, no_hang):
+    """The Vector frees pipe A's first tile, then waits on pipe B, which the Cube pushes after
+    its 5th push to A: a slot of A is free, but pto-isa's SyncPeriod 2 announces only every
+    second TFREE, so the push waits.  Clean under spec; under pto-isa the cause is the withheld
+    credit with its arithmetic and the fix the SyncPeriod remedies, not a wrong pipe order."""
+    args = dict(fa=ptopipe.gm_buffer(4 * SLOT), fb=ptopipe.gm_buffer(2 * SLOT))
+    ptopipe.run(credit_cube, credit_vec, args, platform=platform, protocol="spec", timeout=20)
+    err, cause = _deadlock(credit_cube, credit_vec, args, platform, "pto-isa", credit_cube, "cr-push")
+    assert cause.startswith(f"AIV0's TPOP at tests/sim/{_at(credit_vec, 'cr-pop-b')} waits on C2V pipe FlagID 4"), cause
+    assert "the free credit is withheld by pto-isa's SyncPeriod" in cause and "SyncPeriod = 2 TFREEs" in cause, cause
+    assert "likely one side names the wrong pipe" not in err.fix, err.fix
+    assert "sync_period=1" in err.fix and "or push to C2V pipe FlagID 4 (peers AIV0,AIV1) before AIC needs" in err.fix
 
 
 # =============== 2b. the consumer drains one ring while the other fills

@@ -181,7 +181,9 @@ class Channel:
 
     @property
     def frees(self) -> int:
-        return sum(s.freed for s in self.sides.values() if s.role == "consumer")
+        """TFREE instructions: a TPOP that freed its own slot (pto-isa, GM ring) counts its
+        later TFREE (``tfrees``), not its slot release."""
+        return sum(s.freed - s.self_freed + s.tfrees for s in self.sides.values() if s.role == "consumer")
 
     def view(self, mem, addr: int, dtype, shape, strides=None):
         """A (cached) typed view of slot memory."""

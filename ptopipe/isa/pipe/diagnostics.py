@@ -183,6 +183,12 @@ def _never_pushed(cluster, waits):
         if cs.held:
             cause += f" and {c.name} holds slot {cs.held[0][0]} of it (TPOP at {cs.held[0][2]}, no TFREE yet)"
         push = f"the TPUSH at {', '.join(locs)}" if locs else f"{prod.name}'s TPUSHes to {d.name}"
+        withheld = _withheld_on(pch, prod, c)
+        if withheld is not None:          # a slot is free: only the protocol's notification is missing
+            return {"cause": f"{cause}; {withheld[0]}",
+                    "fix": (f"{withheld[1]}; or push to {ch.name} before {prod.name} needs that credit - unless "
+                            f"one side names the wrong pipe (a wrong pipe handle, FlagID or id): check that {push} "
+                            f"and {c.name}'s TPOP at {c.where()} use the pipe they mean")}
         fix = (f"{prod.name} never pushes to {ch.name} before it needs {c.name} to make room in {d.name}: "
                f"likely one side names the wrong pipe (a wrong pipe handle, FlagID or id) - check that {push} "
                f"and {c.name}'s TPOP at {c.where()} use the pipe they mean; if the order is intended, pop the "
@@ -190,6 +196,18 @@ def _never_pushed(cluster, waits):
                f"{prod.name} pushes before its first push to {ch.name})")
         return {"cause": cause, "fix": fix}
     return None
+
+
+def _withheld_on(pch, prod, cons):
+    """(cause, fix) when ``prod`` is blocked pushing ``pch`` for a free credit that ``cons``'s
+    TFREEs have earned but the protocol's notification rule (pto-isa's SyncPeriod) has not
+    sent; else None."""
+    if pch is None or prod.waiting.info.get("signal") != "free" or not hasattr(pch, "sides"):
+        return None
+    pside, cside = pch.sides.get(prod.index), pch.sides.get(cons.index)
+    if pside is None or cside is None or cside.role != "consumer":
+        return None
+    return pch.model.withheld_credit(pch, pside.pushed, cside.freed, cons.name)
 
 
 def _full_cycle(waits):
