@@ -244,8 +244,15 @@ def _ratio(cycles: int, best: int) -> str:
 
 
 def _shorten(text: str, width: int = 160) -> str:
+    """The first line of ``text`` in at most ``width`` characters; a trailing ``at file:line``
+    is kept whole (the message before it is cut)."""
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[:width - 3] + "..."
+    if len(line) <= width:
+        return line
+    head, sep, where = line.rpartition(" at ")
+    if sep and len(where) <= width // 2:
+        return head[:width - 3 - len(sep) - len(where)] + "..." + sep + where
+    return line[:width - 3] + "..."
 
 
 def _fmt(v) -> str:
