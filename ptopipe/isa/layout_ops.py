@@ -163,10 +163,12 @@ def _fillpad(name: str):
     op = OPS[name]
     ok = op.allowed()
 
-    def instr(dst: Tile, src: Tile, pad=PadValue.Zero, *events) -> Event:
+    def instr(dst: Tile, src: Tile, pad=None, *events) -> Event:
         core = current_core()
         if pad.__class__ is Event:
-            events, pad = (pad,) + events, PadValue.Zero
+            events, pad = (pad,) + events, None
+        if pad is None:             # pto-isa: the destination type's PadVal (docs/isa/TFILLPAD.md)
+            pad = dst.pad if dst.__class__ is Tile else PadValue.Zero
         _sync(events)
         a = _vec(core, name, src)[0]
         d = _full(core, dst, f"{name} destination")
@@ -192,9 +194,10 @@ def _fillpad(name: str):
         fill = pad_value(pad, dst.dtype) if isinstance(pad, PadValue) else _scalar_value(core, name, dst, pad)
         core.pending.append((op.kernel, a, fill, d))
         return _issue(core, name, [dst], [src], None, dst.rows, dst.cols, dst.item)
-    instr.__doc__ = f"{name}(dst, src, pad=PadValue.Zero): the whole dst tile = src in src's valid " \
+    instr.__doc__ = f"{name}(dst, src, pad=dst.pad): the whole dst tile = src in src's valid " \
                     "region, the pad value elsewhere (Max / Min: +/-inf for floats, the integer " \
-                    "limits; a number: a custom pad)."
+                    "limits; a number: a custom pad); without one, the destination's own PadValue " \
+                    "(Tile(..., pad=...), pto-isa's PadVal template parameter)."
     instr.__name__ = instr.__qualname__ = name
     return instr
 
