@@ -36,7 +36,7 @@ HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pt
 #: ABI operations that are not catalogue instructions (written by hand in pto-inst.hpp)
 SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC", "TSYNC_OP",
            "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID", "TMPOP",
-           "PIPE_STATUS", "SUBBLOCK_ID")
+           "PIPE_STATUS", "SUBBLOCK_ID", "get_block_num", "get_subblockdim")
 #: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
 #: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
 PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")
@@ -55,7 +55,7 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("FIFOType", V.FIFOType, "pto", True), ("VecCubeRatio", V.VecCubeRatio, "pto", True),
          ("ReluPreMode", V.ReluPreMode, "pto", True), ("HistByte", V.HistByte, "pto", True),
          ("ScatterAxis", V.ScatterAxis, "pto", True), ("AtomicType", V.AtomicType, "pto", True),
-         ("Direction", V.Direction, "pto", False),
+         ("Direction", V.Direction, "pto", False), ("SaturationMode", V.SaturationMode, "pto", True),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
 
@@ -64,8 +64,12 @@ def enums() -> tuple:
     from ..isa.events import Op
     return ENUMS + (("Op", Op, "pto", True),)
 
-#: element types in code order; the C++ spelling of each is CTYPES's
-DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool"))
+#: element types pto-isa's tiles and tensors take that ptopipe's ISA holds (numpy) but the C++
+#: writer never declares: their numpy name and C++ spelling
+ISA_ONLY_CTYPES = {"uint16": "uint16_t", "uint64": "uint64_t"}
+#: element types in code order; the C++ spelling of each is CTYPES's (ISA_ONLY_CTYPES's)
+DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool")) + tuple(ISA_ONLY_CTYPES)
+CPP_DTYPES = {**CTYPES, **ISA_ONLY_CTYPES}
 
 #: the most argument words one instruction call carries (the buffer shared with a library)
 MAX_WORDS = 128
@@ -196,9 +200,15 @@ def render() -> str:
            "#define PTOPIPE_GENERATED_TABLES", ""]
     out.append("// element-type codes (ptopipe dtype order: " + " ".join(DTYPES) + ")")
     out.append("namespace ptopipe {")
-    out.append("template <typename T> struct dtype_code;")
+    out.append("template <typename T> struct no_dtype : std::false_type {};")
+    out.append("template <typename T> struct dtype_code {")
+    out.append("    static_assert(no_dtype<T>::value, \"this element type has no ptopipe form (the type is "
+               "dtype_code's T in this error's instantiation): ptopipe's tiles and GlobalTensors take "
+               + ", ".join(CPP_DTYPES[n] for n in DTYPES) + "\");")
+    out.append("    static constexpr int value = -1;")
+    out.append("};")
     for i, n in enumerate(DTYPES):
-        out.append(f"template <> struct dtype_code<{CTYPES[n]}> {{ static constexpr int value = {i}; }};")
+        out.append(f"template <> struct dtype_code<{CPP_DTYPES[n]}> {{ static constexpr int value = {i}; }};")
     out.append("enum Kind : int64_t { " + ", ".join(f"K_{k} = {v}" for k, v in KINDS.items()) + " };")
     out.append(f"constexpr int MAX_WORDS = {MAX_WORDS};")
     out.append("constexpr int64_t ABORT = INT64_MIN;")

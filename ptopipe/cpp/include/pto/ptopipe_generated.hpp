@@ -7,9 +7,13 @@
 #ifndef PTOPIPE_GENERATED_TABLES
 #define PTOPIPE_GENERATED_TABLES
 
-// element-type codes (ptopipe dtype order: f16 f32 bf16 i8 u8 i16 i32 u32 i64)
+// element-type codes (ptopipe dtype order: f16 f32 bf16 i8 u8 i16 i32 u32 i64 uint16 uint64)
 namespace ptopipe {
-template <typename T> struct dtype_code;
+template <typename T> struct no_dtype : std::false_type {};
+template <typename T> struct dtype_code {
+    static_assert(no_dtype<T>::value, "this element type has no ptopipe form (the type is dtype_code's T in this error's instantiation): ptopipe's tiles and GlobalTensors take half, float, bfloat16_t, int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uint16_t, uint64_t");
+    static constexpr int value = -1;
+};
 template <> struct dtype_code<half> { static constexpr int value = 0; };
 template <> struct dtype_code<float> { static constexpr int value = 1; };
 template <> struct dtype_code<bfloat16_t> { static constexpr int value = 2; };
@@ -19,6 +23,8 @@ template <> struct dtype_code<int16_t> { static constexpr int value = 5; };
 template <> struct dtype_code<int32_t> { static constexpr int value = 6; };
 template <> struct dtype_code<uint32_t> { static constexpr int value = 7; };
 template <> struct dtype_code<int64_t> { static constexpr int value = 8; };
+template <> struct dtype_code<uint16_t> { static constexpr int value = 9; };
+template <> struct dtype_code<uint64_t> { static constexpr int value = 10; };
 enum Kind : int64_t { K_INT = 1, K_FLT = 2, K_TILE = 3, K_GT = 4, K_PIPE = 5, K_EVENT = 6, K_ENUM = 7, K_PTR = 8, K_NULL = 9, K_KW = 10 };
 constexpr int MAX_WORDS = 128;
 constexpr int64_t ABORT = INT64_MIN;
@@ -43,139 +49,141 @@ enum OpId : int32_t {
     OP_TMPOP = 16,
     OP_PIPE_STATUS = 17,
     OP_SUBBLOCK_ID = 18,
-    OP_TABS = 19,
-    OP_TADD = 20,
-    OP_TADDC = 21,
-    OP_TADDDEQRELU = 22,
-    OP_TADDRELUCONV = 23,
-    OP_TADDS = 24,
-    OP_TADDSC = 25,
-    OP_TAND = 26,
-    OP_TANDS = 27,
-    OP_TAXPY = 28,
-    OP_TCI = 29,
-    OP_TCMP = 30,
-    OP_TCMPS = 31,
-    OP_TCOLARGMAX = 32,
-    OP_TCOLARGMIN = 33,
-    OP_TCOLEXPAND = 34,
-    OP_TCOLEXPANDADD = 35,
-    OP_TCOLEXPANDDIV = 36,
-    OP_TCOLEXPANDEXPDIF = 37,
-    OP_TCOLEXPANDMAX = 38,
-    OP_TCOLEXPANDMIN = 39,
-    OP_TCOLEXPANDMUL = 40,
-    OP_TCOLEXPANDSUB = 41,
-    OP_TCOLMAX = 42,
-    OP_TCOLMIN = 43,
-    OP_TCOLPROD = 44,
-    OP_TCOLSUM = 45,
-    OP_TCONCAT = 46,
-    OP_TCVT = 47,
-    OP_TDEINTERLEAVE = 48,
-    OP_TDEQUANT = 49,
-    OP_TDIV = 50,
-    OP_TDIVS = 51,
-    OP_TEXP = 52,
-    OP_TEXPANDS = 53,
-    OP_TEXTRACT = 54,
-    OP_TEXTRACT_FP = 55,
-    OP_TFILLPAD = 56,
-    OP_TFILLPAD_EXPAND = 57,
-    OP_TFILLPAD_INPLACE = 58,
-    OP_TFMOD = 59,
-    OP_TFMODS = 60,
-    OP_TFUSEDMULADD = 61,
-    OP_TFUSEDMULADDRELU = 62,
-    OP_TGATHER = 63,
-    OP_TGATHERB = 64,
-    OP_TGEMV = 65,
-    OP_TGEMV_ACC = 66,
-    OP_TGEMV_BIAS = 67,
-    OP_TGEMV_MX = 68,
-    OP_TGET_SCALE_ADDR = 69,
-    OP_THISTOGRAM = 70,
-    OP_TINSERT = 71,
-    OP_TINSERT_FP = 72,
-    OP_TINTERLEAVE = 73,
-    OP_TLOAD = 74,
-    OP_TLOG = 75,
-    OP_TLRELU = 76,
-    OP_TMATMUL = 77,
-    OP_TMATMUL_ACC = 78,
-    OP_TMATMUL_BIAS = 79,
-    OP_TMATMUL_MX = 80,
-    OP_TMAX = 81,
-    OP_TMAXS = 82,
-    OP_TMIN = 83,
-    OP_TMINS = 84,
-    OP_TMOV = 85,
-    OP_TMOV_FP = 86,
-    OP_TMRGSORT = 87,
-    OP_TMUL = 88,
-    OP_TMULADDDST = 89,
-    OP_TMULS = 90,
-    OP_TNEG = 91,
-    OP_TNOT = 92,
-    OP_TOR = 93,
-    OP_TORS = 94,
-    OP_TPACK = 95,
-    OP_TPAIRREDUCESUM = 96,
-    OP_TPARTADD = 97,
-    OP_TPARTARGMAX = 98,
-    OP_TPARTARGMIN = 99,
-    OP_TPARTMAX = 100,
-    OP_TPARTMIN = 101,
-    OP_TPARTMUL = 102,
-    OP_TPOW = 103,
-    OP_TPOWS = 104,
-    OP_TPREFETCH = 105,
-    OP_TPRELU = 106,
-    OP_TPRINT = 107,
-    OP_TQUANT = 108,
-    OP_TRANDOM = 109,
-    OP_TRECIP = 110,
-    OP_TRELU = 111,
-    OP_TREM = 112,
-    OP_TREMS = 113,
-    OP_TRESHAPE = 114,
-    OP_TROWARGMAX = 115,
-    OP_TROWARGMIN = 116,
-    OP_TROWEXPAND = 117,
-    OP_TROWEXPANDADD = 118,
-    OP_TROWEXPANDDIV = 119,
-    OP_TROWEXPANDEXPDIF = 120,
-    OP_TROWEXPANDMAX = 121,
-    OP_TROWEXPANDMIN = 122,
-    OP_TROWEXPANDMUL = 123,
-    OP_TROWEXPANDSUB = 124,
-    OP_TROWMAX = 125,
-    OP_TROWMIN = 126,
-    OP_TROWPROD = 127,
-    OP_TROWSUM = 128,
-    OP_TRSQRT = 129,
-    OP_TSCATTER = 130,
-    OP_TSEL = 131,
-    OP_TSELS = 132,
-    OP_TSHL = 133,
-    OP_TSHLS = 134,
-    OP_TSHR = 135,
-    OP_TSHRS = 136,
-    OP_TSORT32 = 137,
-    OP_TSQRT = 138,
-    OP_TSTORE = 139,
-    OP_TSTORE_FP = 140,
-    OP_TSUB = 141,
-    OP_TSUBC = 142,
-    OP_TSUBRELU = 143,
-    OP_TSUBS = 144,
-    OP_TSUBSC = 145,
-    OP_TSUBVIEW = 146,
-    OP_TTRANS = 147,
-    OP_TTRAP = 148,
-    OP_TTRI = 149,
-    OP_TXOR = 150,
-    OP_TXORS = 151,
+    OP_get_block_num = 19,
+    OP_get_subblockdim = 20,
+    OP_TABS = 21,
+    OP_TADD = 22,
+    OP_TADDC = 23,
+    OP_TADDDEQRELU = 24,
+    OP_TADDRELUCONV = 25,
+    OP_TADDS = 26,
+    OP_TADDSC = 27,
+    OP_TAND = 28,
+    OP_TANDS = 29,
+    OP_TAXPY = 30,
+    OP_TCI = 31,
+    OP_TCMP = 32,
+    OP_TCMPS = 33,
+    OP_TCOLARGMAX = 34,
+    OP_TCOLARGMIN = 35,
+    OP_TCOLEXPAND = 36,
+    OP_TCOLEXPANDADD = 37,
+    OP_TCOLEXPANDDIV = 38,
+    OP_TCOLEXPANDEXPDIF = 39,
+    OP_TCOLEXPANDMAX = 40,
+    OP_TCOLEXPANDMIN = 41,
+    OP_TCOLEXPANDMUL = 42,
+    OP_TCOLEXPANDSUB = 43,
+    OP_TCOLMAX = 44,
+    OP_TCOLMIN = 45,
+    OP_TCOLPROD = 46,
+    OP_TCOLSUM = 47,
+    OP_TCONCAT = 48,
+    OP_TCVT = 49,
+    OP_TDEINTERLEAVE = 50,
+    OP_TDEQUANT = 51,
+    OP_TDIV = 52,
+    OP_TDIVS = 53,
+    OP_TEXP = 54,
+    OP_TEXPANDS = 55,
+    OP_TEXTRACT = 56,
+    OP_TEXTRACT_FP = 57,
+    OP_TFILLPAD = 58,
+    OP_TFILLPAD_EXPAND = 59,
+    OP_TFILLPAD_INPLACE = 60,
+    OP_TFMOD = 61,
+    OP_TFMODS = 62,
+    OP_TFUSEDMULADD = 63,
+    OP_TFUSEDMULADDRELU = 64,
+    OP_TGATHER = 65,
+    OP_TGATHERB = 66,
+    OP_TGEMV = 67,
+    OP_TGEMV_ACC = 68,
+    OP_TGEMV_BIAS = 69,
+    OP_TGEMV_MX = 70,
+    OP_TGET_SCALE_ADDR = 71,
+    OP_THISTOGRAM = 72,
+    OP_TINSERT = 73,
+    OP_TINSERT_FP = 74,
+    OP_TINTERLEAVE = 75,
+    OP_TLOAD = 76,
+    OP_TLOG = 77,
+    OP_TLRELU = 78,
+    OP_TMATMUL = 79,
+    OP_TMATMUL_ACC = 80,
+    OP_TMATMUL_BIAS = 81,
+    OP_TMATMUL_MX = 82,
+    OP_TMAX = 83,
+    OP_TMAXS = 84,
+    OP_TMIN = 85,
+    OP_TMINS = 86,
+    OP_TMOV = 87,
+    OP_TMOV_FP = 88,
+    OP_TMRGSORT = 89,
+    OP_TMUL = 90,
+    OP_TMULADDDST = 91,
+    OP_TMULS = 92,
+    OP_TNEG = 93,
+    OP_TNOT = 94,
+    OP_TOR = 95,
+    OP_TORS = 96,
+    OP_TPACK = 97,
+    OP_TPAIRREDUCESUM = 98,
+    OP_TPARTADD = 99,
+    OP_TPARTARGMAX = 100,
+    OP_TPARTARGMIN = 101,
+    OP_TPARTMAX = 102,
+    OP_TPARTMIN = 103,
+    OP_TPARTMUL = 104,
+    OP_TPOW = 105,
+    OP_TPOWS = 106,
+    OP_TPREFETCH = 107,
+    OP_TPRELU = 108,
+    OP_TPRINT = 109,
+    OP_TQUANT = 110,
+    OP_TRANDOM = 111,
+    OP_TRECIP = 112,
+    OP_TRELU = 113,
+    OP_TREM = 114,
+    OP_TREMS = 115,
+    OP_TRESHAPE = 116,
+    OP_TROWARGMAX = 117,
+    OP_TROWARGMIN = 118,
+    OP_TROWEXPAND = 119,
+    OP_TROWEXPANDADD = 120,
+    OP_TROWEXPANDDIV = 121,
+    OP_TROWEXPANDEXPDIF = 122,
+    OP_TROWEXPANDMAX = 123,
+    OP_TROWEXPANDMIN = 124,
+    OP_TROWEXPANDMUL = 125,
+    OP_TROWEXPANDSUB = 126,
+    OP_TROWMAX = 127,
+    OP_TROWMIN = 128,
+    OP_TROWPROD = 129,
+    OP_TROWSUM = 130,
+    OP_TRSQRT = 131,
+    OP_TSCATTER = 132,
+    OP_TSEL = 133,
+    OP_TSELS = 134,
+    OP_TSHL = 135,
+    OP_TSHLS = 136,
+    OP_TSHR = 137,
+    OP_TSHRS = 138,
+    OP_TSORT32 = 139,
+    OP_TSQRT = 140,
+    OP_TSTORE = 141,
+    OP_TSTORE_FP = 142,
+    OP_TSUB = 143,
+    OP_TSUBC = 144,
+    OP_TSUBRELU = 145,
+    OP_TSUBS = 146,
+    OP_TSUBSC = 147,
+    OP_TSUBVIEW = 148,
+    OP_TTRANS = 149,
+    OP_TTRAP = 150,
+    OP_TTRI = 151,
+    OP_TXOR = 152,
+    OP_TXORS = 153,
 };
 }  // namespace ptopipe
 
@@ -217,249 +225,251 @@ namespace pto { enum class AtomicType : int { AtomicNone = 0, AtomicAdd = 1 }; }
 namespace ptopipe { template <> struct enum_code<pto::AtomicType> { static constexpr int value = 17; }; }
 namespace pto { enum Direction : int { DIR_C2V = 1, DIR_V2C = 2, DIR_BOTH = 3, DIR_V2C_CTRL = 4, DIR_C2V_GM = 5, DIR_V2C_GM = 6, DIR_BOTH_GM = 7 }; }
 namespace ptopipe { template <> struct enum_code<pto::Direction> { static constexpr int value = 18; }; }
+namespace pto { enum class SaturationMode : int { ON = 0, OFF = 1 }; }
+namespace ptopipe { template <> struct enum_code<pto::SaturationMode> { static constexpr int value = 19; }; }
 enum pipe_t : int { PIPE_S = 0, PIPE_MTE1 = 1, PIPE_MTE2 = 2, PIPE_MTE3 = 3, PIPE_M = 4, PIPE_V = 5, PIPE_FIX = 6, PIPE_ALL = 7 };
-namespace ptopipe { template <> struct enum_code<pipe_t> { static constexpr int value = 19; }; }
+namespace ptopipe { template <> struct enum_code<pipe_t> { static constexpr int value = 20; }; }
 enum event_t : int { EVENT_ID0 = 0, EVENT_ID1 = 1, EVENT_ID2 = 2, EVENT_ID3 = 3, EVENT_ID4 = 4, EVENT_ID5 = 5, EVENT_ID6 = 6, EVENT_ID7 = 7 };
-namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 20; }; }
+namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 21; }; }
 namespace pto { enum class Op : int { TLOAD = 0, TSTORE_ACC = 1, TSTORE_VEC = 2, TMOV_M2L = 3, TMOV_M2S = 4, TMOV_M2B = 5, TMOV_M2V = 6, TMOV_V2M = 7, TMATMUL = 8, TVEC = 9, TADD = 10, TSUB = 11, TMUL = 12, TDIV = 13, TMAX = 14, TMIN = 15, TADDS = 16, TSUBS = 17, TMULS = 18, TDIVS = 19, TMAXS = 20, TMINS = 21, TEXP = 22, TLOG = 23, TSQRT = 24, TRSQRT = 25, TABS = 26, TNEG = 27, TRELU = 28, TRECIP = 29, TROWSUM = 30, TROWMAX = 31, TROWMIN = 32, TCOLSUM = 33, TCOLMAX = 34, TROWEXPANDADD = 35, TROWEXPANDSUB = 36, TROWEXPANDMUL = 37, TROWEXPANDDIV = 38, TROWEXPAND = 39, TEXPANDS = 40, TCVT = 41, TPACK = 42, TAND = 43, TOR = 44, TXOR = 45, TSHL = 46, TSHR = 47, TNOT = 48, TANDS = 49, TORS = 50, TXORS = 51, TSHLS = 52, TSHRS = 53, TREM = 54, TREMS = 55, TFMOD = 56, TFMODS = 57, TPRELU = 58, TLRELU = 59, TADDC = 60, TSUBC = 61, TADDSC = 62, TSUBSC = 63, TAXPY = 64, TCMP = 65, TCMPS = 66, TSEL = 67, TSELS = 68, TCOLEXPAND = 69, TCOLEXPANDADD = 70, TCOLEXPANDSUB = 71, TCOLEXPANDMUL = 72, TCOLEXPANDDIV = 73, TCOLEXPANDMAX = 74, TCOLEXPANDMIN = 75, TROWEXPANDMAX = 76, TROWEXPANDMIN = 77, TCOLMIN = 78, TROWPROD = 79, TCOLPROD = 80, TROWARGMAX = 81, TROWARGMIN = 82, TCOLARGMAX = 83, TCOLARGMIN = 84, TPARTADD = 85, TPARTMUL = 86, TPARTMAX = 87, TPARTMIN = 88, TPARTARGMAX = 89, TPARTARGMIN = 90, TSUBRELU = 91, TMULADDDST = 92, TFUSEDMULADD = 93, TFUSEDMULADDRELU = 94, TPOW = 95, TPOWS = 96, TROWEXPANDEXPDIF = 97, TCOLEXPANDEXPDIF = 98, TPAIRREDUCESUM = 99, TADDRELUCONV = 100, TADDDEQRELU = 101, THISTOGRAM = 102, TCONCAT = 103, TTRANS = 104, TFILLPAD = 105, TFILLPAD_EXPAND = 106, TFILLPAD_INPLACE = 107, TCI = 108, TTRI = 109, TGATHER = 110, TSCATTER = 111, TINTERLEAVE = 112, TDEINTERLEAVE = 113, TGATHERB = 114, TSORT32 = 115, TMRGSORT = 116, TQUANT = 117, TDEQUANT = 118, TRANDOM = 119 }; }
-namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 21; }; }
+namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 22; }; }
 namespace pto { enum class Layout : int { ND = 0, DN = 1, NZ = 2 }; }
 #endif
 #else
 
 // one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, fewest, most arguments)
 namespace pto {
-PTOPIPE_INSTRUCTION(TABS, 19, 2, 5)
-PTOPIPE_INSTRUCTION(TADD, 20, 3, 6)
-PTOPIPE_INSTRUCTION(TADDC, 21, 4, 7)
-PTOPIPE_INSTRUCTION(TADDDEQRELU, 22, 4, 7)
-PTOPIPE_INSTRUCTION(TADDRELUCONV, 23, 3, 6)
-PTOPIPE_INSTRUCTION(TADDS, 24, 3, 6)
-PTOPIPE_INSTRUCTION(TADDSC, 25, 4, 7)
-PTOPIPE_INSTRUCTION(TAND, 26, 3, 6)
-PTOPIPE_INSTRUCTION(TANDS, 27, 3, 6)
-PTOPIPE_INSTRUCTION(TAXPY, 28, 3, 6)
-// TCI (ABI id 29, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
-template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(29, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(29, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TCMP, 30, 3, 7)
-PTOPIPE_INSTRUCTION(TCMPS, 31, 3, 7)
-PTOPIPE_INSTRUCTION(TCOLARGMAX, 32, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLARGMIN, 33, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLEXPAND, 34, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 35, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 36, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 37, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 38, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 39, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 40, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 41, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLMAX, 42, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLMIN, 43, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLPROD, 44, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLSUM, 45, 2, 7)
-PTOPIPE_INSTRUCTION(TCONCAT, 46, 3, 6)
-PTOPIPE_INSTRUCTION(TCVT, 47, 2, 8)
-PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 48, 2, 5)
-PTOPIPE_INSTRUCTION(TDEQUANT, 49, 4, 7)
-PTOPIPE_INSTRUCTION(TDIV, 50, 3, 6)
-PTOPIPE_INSTRUCTION(TDIVS, 51, 3, 6)
-PTOPIPE_INSTRUCTION(TEXP, 52, 2, 5)
-PTOPIPE_INSTRUCTION(TEXPANDS, 53, 2, 5)
-PTOPIPE_INSTRUCTION(TEXTRACT, 54, 2, 7)
-// TEXTRACT_FP (ABI id 55, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-// TFILLPAD (ABI id 56, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
-template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, PadVal, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 57, 2, 6)
-PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 58, 2, 6)
-PTOPIPE_INSTRUCTION(TFMOD, 59, 3, 6)
-PTOPIPE_INSTRUCTION(TFMODS, 60, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADD, 61, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 62, 3, 6)
-// TGATHER (ABI id 63, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
-template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3, a4)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TGATHERB, 64, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV, 65, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV_ACC, 66, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_BIAS, 67, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_MX, 68, 1, 4)
-PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 69, 2, 5)
-// THISTOGRAM (ABI id 70, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
-template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(70, s, dst, src, idx, byte, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINSERT, 71, 2, 7)
-// TINSERT_FP (ABI id 72, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINTERLEAVE, 73, 4, 7)
-PTOPIPE_INSTRUCTION(TLOAD, 74, 2, 5)
-PTOPIPE_INSTRUCTION(TLOG, 75, 2, 5)
-PTOPIPE_INSTRUCTION(TLRELU, 76, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL, 77, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL_ACC, 78, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 79, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_MX, 80, 1, 4)
-PTOPIPE_INSTRUCTION(TMAX, 81, 3, 6)
-PTOPIPE_INSTRUCTION(TMAXS, 82, 3, 6)
-PTOPIPE_INSTRUCTION(TMIN, 83, 3, 6)
-PTOPIPE_INSTRUCTION(TMINS, 84, 3, 6)
-PTOPIPE_INSTRUCTION(TMOV, 85, 2, 5)
-// TMOV_FP (ABI id 86, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, a0, a1, a2, a3, a4, a5)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(86, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TMRGSORT, 87, 1, 4)
-PTOPIPE_INSTRUCTION(TMUL, 88, 3, 6)
-PTOPIPE_INSTRUCTION(TMULADDDST, 89, 3, 6)
-PTOPIPE_INSTRUCTION(TMULS, 90, 3, 6)
-PTOPIPE_INSTRUCTION(TNEG, 91, 2, 5)
-PTOPIPE_INSTRUCTION(TNOT, 92, 2, 5)
-PTOPIPE_INSTRUCTION(TOR, 93, 3, 6)
-PTOPIPE_INSTRUCTION(TORS, 94, 3, 6)
-PTOPIPE_INSTRUCTION(TPACK, 95, 2, 5)
-PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 96, 2, 5)
-PTOPIPE_INSTRUCTION(TPARTADD, 97, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTARGMAX, 98, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTARGMIN, 99, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTMAX, 100, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMIN, 101, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMUL, 102, 3, 6)
-PTOPIPE_INSTRUCTION(TPOW, 103, 3, 6)
-PTOPIPE_INSTRUCTION(TPOWS, 104, 3, 6)
-PTOPIPE_INSTRUCTION(TPREFETCH, 105, 2, 2)
-PTOPIPE_INSTRUCTION(TPRELU, 106, 3, 7)
-// TPRINT (ABI id 107, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
-template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0)); }
-template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2, a3)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format))); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TQUANT, 108, 3, 6)
-PTOPIPE_INSTRUCTION(TRANDOM, 109, 1, 4)
-PTOPIPE_INSTRUCTION(TRECIP, 110, 2, 5)
-PTOPIPE_INSTRUCTION(TRELU, 111, 2, 5)
-PTOPIPE_INSTRUCTION(TREM, 112, 3, 7)
-PTOPIPE_INSTRUCTION(TREMS, 113, 3, 7)
-PTOPIPE_INSTRUCTION(TRESHAPE, 114, 2, 5)
-PTOPIPE_INSTRUCTION(TROWARGMAX, 115, 1, 8)
-PTOPIPE_INSTRUCTION(TROWARGMIN, 116, 1, 8)
-PTOPIPE_INSTRUCTION(TROWEXPAND, 117, 2, 5)
-PTOPIPE_INSTRUCTION(TROWEXPANDADD, 118, 3, 7)
-PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 119, 3, 7)
-PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 120, 3, 7)
-PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 121, 3, 7)
-PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 122, 3, 7)
-PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 123, 3, 7)
-PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 124, 3, 7)
-PTOPIPE_INSTRUCTION(TROWMAX, 125, 2, 6)
-PTOPIPE_INSTRUCTION(TROWMIN, 126, 2, 6)
-PTOPIPE_INSTRUCTION(TROWPROD, 127, 2, 6)
-PTOPIPE_INSTRUCTION(TROWSUM, 128, 2, 6)
-PTOPIPE_INSTRUCTION(TRSQRT, 129, 2, 6)
-// TSCATTER (ABI id 130, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
-template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, a0, a1, a2, a3, a4)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(130, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSEL, 131, 4, 7)
-PTOPIPE_INSTRUCTION(TSELS, 132, 3, 6)
-PTOPIPE_INSTRUCTION(TSHL, 133, 3, 6)
-PTOPIPE_INSTRUCTION(TSHLS, 134, 3, 6)
-PTOPIPE_INSTRUCTION(TSHR, 135, 3, 6)
-PTOPIPE_INSTRUCTION(TSHRS, 136, 3, 6)
-PTOPIPE_INSTRUCTION(TSORT32, 137, 3, 4)
-PTOPIPE_INSTRUCTION(TSQRT, 138, 2, 5)
-// TSTORE (ABI id 139, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
-template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(139, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(139, s, dst, src, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSTORE_FP, 140, 3, 6)
-PTOPIPE_INSTRUCTION(TSUB, 141, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBC, 142, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBRELU, 143, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBS, 144, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBSC, 145, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBVIEW, 146, 4, 4)
-PTOPIPE_INSTRUCTION(TTRANS, 147, 2, 5)
-PTOPIPE_INSTRUCTION(TTRAP, 148, 0, 0)
-// TTRI (ABI id 149, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
-template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower)); }
-template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(149, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TXOR, 150, 3, 7)
-PTOPIPE_INSTRUCTION(TXORS, 151, 3, 7)
+PTOPIPE_INSTRUCTION(TABS, 21, 2, 5)
+PTOPIPE_INSTRUCTION(TADD, 22, 3, 6)
+PTOPIPE_INSTRUCTION(TADDC, 23, 4, 7)
+PTOPIPE_INSTRUCTION(TADDDEQRELU, 24, 4, 7)
+PTOPIPE_INSTRUCTION(TADDRELUCONV, 25, 3, 6)
+PTOPIPE_INSTRUCTION(TADDS, 26, 3, 6)
+PTOPIPE_INSTRUCTION(TADDSC, 27, 4, 7)
+PTOPIPE_INSTRUCTION(TAND, 28, 3, 6)
+PTOPIPE_INSTRUCTION(TANDS, 29, 3, 6)
+PTOPIPE_INSTRUCTION(TAXPY, 30, 3, 6)
+// TCI (ABI id 31, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
+template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(31, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(31, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(31, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(31, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(31, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TCMP, 32, 3, 7)
+PTOPIPE_INSTRUCTION(TCMPS, 33, 3, 7)
+PTOPIPE_INSTRUCTION(TCOLARGMAX, 34, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLARGMIN, 35, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLEXPAND, 36, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 37, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 38, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 39, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 40, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 41, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 42, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 43, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLMAX, 44, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLMIN, 45, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLPROD, 46, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLSUM, 47, 2, 7)
+PTOPIPE_INSTRUCTION(TCONCAT, 48, 3, 6)
+PTOPIPE_INSTRUCTION(TCVT, 49, 2, 8)
+PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 50, 2, 5)
+PTOPIPE_INSTRUCTION(TDEQUANT, 51, 4, 7)
+PTOPIPE_INSTRUCTION(TDIV, 52, 3, 6)
+PTOPIPE_INSTRUCTION(TDIVS, 53, 3, 6)
+PTOPIPE_INSTRUCTION(TEXP, 54, 2, 5)
+PTOPIPE_INSTRUCTION(TEXPANDS, 55, 2, 5)
+PTOPIPE_INSTRUCTION(TEXTRACT, 56, 2, 7)
+// TEXTRACT_FP (ABI id 57, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+// TFILLPAD (ABI id 58, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
+template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, PadVal)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, PadVal, e0)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, PadVal, e0, e1)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, PadVal, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 59, 2, 6)
+PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 60, 2, 6)
+PTOPIPE_INSTRUCTION(TFMOD, 61, 3, 6)
+PTOPIPE_INSTRUCTION(TFMODS, 62, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADD, 63, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 64, 3, 6)
+// TGATHER (ABI id 65, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
+template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, a0, a1, a2, a3, a4)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, dst, src, maskPattern, gatherType)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, dst, src, maskPattern, gatherType, e0)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, dst, src, maskPattern, gatherType, e0, e1)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(65, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TGATHERB, 66, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV, 67, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV_ACC, 68, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_BIAS, 69, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_MX, 70, 1, 4)
+PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 71, 2, 5)
+// THISTOGRAM (ABI id 72, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
+template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, idx, byte)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, idx, byte, e0)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, idx, byte, e0, e1)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(72, s, dst, src, idx, byte, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINSERT, 73, 2, 7)
+// TINSERT_FP (ABI id 74, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(74, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINTERLEAVE, 75, 4, 7)
+PTOPIPE_INSTRUCTION(TLOAD, 76, 2, 5)
+PTOPIPE_INSTRUCTION(TLOG, 77, 2, 5)
+PTOPIPE_INSTRUCTION(TLRELU, 78, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL, 79, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL_ACC, 80, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 81, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_MX, 82, 1, 4)
+PTOPIPE_INSTRUCTION(TMAX, 83, 3, 6)
+PTOPIPE_INSTRUCTION(TMAXS, 84, 3, 6)
+PTOPIPE_INSTRUCTION(TMIN, 85, 3, 6)
+PTOPIPE_INSTRUCTION(TMINS, 86, 3, 6)
+PTOPIPE_INSTRUCTION(TMOV, 87, 2, 5)
+// TMOV_FP (ABI id 88, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, a0, a1, a2, a3, a4, a5)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(88, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TMRGSORT, 89, 1, 4)
+PTOPIPE_INSTRUCTION(TMUL, 90, 3, 6)
+PTOPIPE_INSTRUCTION(TMULADDDST, 91, 3, 6)
+PTOPIPE_INSTRUCTION(TMULS, 92, 3, 6)
+PTOPIPE_INSTRUCTION(TNEG, 93, 2, 5)
+PTOPIPE_INSTRUCTION(TNOT, 94, 2, 5)
+PTOPIPE_INSTRUCTION(TOR, 95, 3, 6)
+PTOPIPE_INSTRUCTION(TORS, 96, 3, 6)
+PTOPIPE_INSTRUCTION(TPACK, 97, 2, 5)
+PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 98, 2, 5)
+PTOPIPE_INSTRUCTION(TPARTADD, 99, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTARGMAX, 100, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTARGMIN, 101, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTMAX, 102, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMIN, 103, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMUL, 104, 3, 6)
+PTOPIPE_INSTRUCTION(TPOW, 105, 3, 6)
+PTOPIPE_INSTRUCTION(TPOWS, 106, 3, 6)
+PTOPIPE_INSTRUCTION(TPREFETCH, 107, 2, 2)
+PTOPIPE_INSTRUCTION(TPRELU, 108, 3, 7)
+// TPRINT (ABI id 109, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
+template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, a0)); }
+template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, a0, a1, a2, a3)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, src, ::ptopipe::kw(2, Format))); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, src, ::ptopipe::kw(2, Format), e0)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(109, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TQUANT, 110, 3, 6)
+PTOPIPE_INSTRUCTION(TRANDOM, 111, 1, 4)
+PTOPIPE_INSTRUCTION(TRECIP, 112, 2, 5)
+PTOPIPE_INSTRUCTION(TRELU, 113, 2, 5)
+PTOPIPE_INSTRUCTION(TREM, 114, 3, 7)
+PTOPIPE_INSTRUCTION(TREMS, 115, 3, 7)
+PTOPIPE_INSTRUCTION(TRESHAPE, 116, 2, 5)
+PTOPIPE_INSTRUCTION(TROWARGMAX, 117, 1, 8)
+PTOPIPE_INSTRUCTION(TROWARGMIN, 118, 1, 8)
+PTOPIPE_INSTRUCTION(TROWEXPAND, 119, 2, 5)
+PTOPIPE_INSTRUCTION(TROWEXPANDADD, 120, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 121, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 122, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 123, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 124, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 125, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 126, 3, 7)
+PTOPIPE_INSTRUCTION(TROWMAX, 127, 2, 6)
+PTOPIPE_INSTRUCTION(TROWMIN, 128, 2, 6)
+PTOPIPE_INSTRUCTION(TROWPROD, 129, 2, 6)
+PTOPIPE_INSTRUCTION(TROWSUM, 130, 2, 6)
+PTOPIPE_INSTRUCTION(TRSQRT, 131, 2, 6)
+// TSCATTER (ABI id 132, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
+template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1, a2, a3, a4)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSEL, 133, 4, 7)
+PTOPIPE_INSTRUCTION(TSELS, 134, 3, 6)
+PTOPIPE_INSTRUCTION(TSHL, 135, 3, 6)
+PTOPIPE_INSTRUCTION(TSHLS, 136, 3, 6)
+PTOPIPE_INSTRUCTION(TSHR, 137, 3, 6)
+PTOPIPE_INSTRUCTION(TSHRS, 138, 3, 6)
+PTOPIPE_INSTRUCTION(TSORT32, 139, 3, 4)
+PTOPIPE_INSTRUCTION(TSQRT, 140, 2, 5)
+// TSTORE (ABI id 141, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
+template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(141, s, dst, src)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(141, s, dst, src, e0)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(141, s, dst, src, e0, e1)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(141, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSTORE_FP, 142, 3, 6)
+PTOPIPE_INSTRUCTION(TSUB, 143, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBC, 144, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBRELU, 145, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBS, 146, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBSC, 147, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBVIEW, 148, 4, 4)
+PTOPIPE_INSTRUCTION(TTRANS, 149, 2, 5)
+PTOPIPE_INSTRUCTION(TTRAP, 150, 0, 0)
+// TTRI (ABI id 151, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
+template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, dst, diagonal, isUpperOrLower)); }
+template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, dst, diagonal, isUpperOrLower, e0)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, dst, diagonal, isUpperOrLower, e0, e1)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(151, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TXOR, 152, 3, 7)
+PTOPIPE_INSTRUCTION(TXORS, 153, 3, 7)
 }  // namespace pto
 #endif
