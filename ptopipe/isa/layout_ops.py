@@ -348,11 +348,19 @@ def _pattern(core, name: str, rest: tuple, mask_pattern, axis):
                          "and a GatherAxis") from None
 
 
-def _index_tile(core, name: str, idx: Tile, rows: int, cols: int) -> np.ndarray:
+#: TSCATTER's index types by the data's element size (pto-isa's npu a2a3 / a5 TScatter.hpp
+#: static_asserts: uint16 / int16 / uint32 / int32 indices, 4 bytes for 4-byte data, 2 for 2-
+#: and 1-byte data, 4 for A5's 8-byte data)
+_SCATTER_INDEX = {8: (dt.int32, dt.uint32), 4: (dt.int32, dt.uint32), 2: (dt.int16, np.dtype(np.uint16)),
+                  1: (dt.int16, np.dtype(np.uint16))}
+
+
+def _index_tile(core, name: str, idx: Tile, rows: int, cols: int, allowed=_INDEX, data=None) -> np.ndarray:
     i = _vec(core, name, idx)[0]
-    if idx.dtype not in _INDEX:
-        raise _err(core, f"{name}: the index tile {idx.describe()} is {idx.dtype.name}; indices are "
-                         "int32 or uint32", "declare the index tile as int32")
+    if idx.dtype not in allowed:
+        of = f" for {data.name} data" if data is not None else ""
+        raise _err(core, f"{name}: the index tile {idx.describe()} is {idx.dtype.name}; indices{of} are "
+                         f"{' or '.join(d.name for d in allowed)}", f"declare the index tile as {allowed[0].name}")
     if i.shape[0] < rows or i.shape[1] < cols:
         raise _err(core, f"{name}: the index tile's valid region {i.shape[0]}x{i.shape[1]} does not "
                          f"cover the {rows}x{cols} elements", "give one index per element")
@@ -504,7 +512,7 @@ def TSCATTER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
             _same_dtype(core, "TSCATTER", dst, src)
         _rule(core, _SCATTER, dst, _SCATTER_OK)
         iv = _vec(core, "TSCATTER", idx)[0]
-        i = _index_tile(core, "TSCATTER", idx, *iv.shape)
+        i = _index_tile(core, "TSCATTER", idx, *iv.shape, _SCATTER_INDEX.get(dst.item, _INDEX), dst.dtype)
         if s.shape[0] < i.shape[0] or s.shape[1] < i.shape[1]:
             raise _err(core, f"TSCATTER: the source's valid region {s.shape[0]}x{s.shape[1]} does not "
                              f"cover the {i.shape[0]}x{i.shape[1]} indexes", "give one source element per index")

@@ -117,3 +117,28 @@ def test_tmp_and_scalar_first_forms():
         TCOLSUM(Tile(TileType.Vec, float32, 1, 8, addr=0x300), t, t)
     with pytest.raises(KernelError, match="takes isBinary after tmp"):
         _run(no_flag)
+
+
+def test_tscatter_takes_pto_isas_index_types_by_data_size():
+    h = np.arange(16, dtype=np.float16).reshape(1, 16)
+    perm = np.random.default_rng(3).permutation(16).astype(np.uint16).reshape(1, 16)
+
+    def vec(x, idx, out):
+        s = Tile(TileType.Vec, float16, 1, 16, addr=0)
+        i = Tile(TileType.Vec, np.uint16, 1, 16, addr=0x40)     # 2-byte data: 2-byte indices
+        d = Tile(TileType.Vec, float16, 1, 16, addr=0x80)
+        TLOAD(s, x)
+        TLOAD(i, idx)
+        TEXPANDS(d, 0.0)
+        TSCATTER(d, s, i)
+        TSTORE(out, d)
+    o = ptopipe.run(None, (vec, None), dict(x=h, idx=perm, out=np.zeros((1, 16), np.float16)), platform="a2a3")
+    want = np.zeros((1, 16), np.float16)
+    want[0, perm[0]] = h[0]
+    np.testing.assert_array_equal(o.outputs["out"], want)
+
+    def wide(x, out):
+        s = Tile(TileType.Vec, float32, 1, 8, addr=0)
+        TSCATTER(s, s, Tile(TileType.Vec, np.uint16, 1, 16, addr=0x40, valid_cols=8))
+    with pytest.raises(KernelError, match="indices for float32 data are int32 or uint32"):
+        _run(wide, out=np.zeros(1, np.float32))
