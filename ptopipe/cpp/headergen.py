@@ -104,9 +104,47 @@ class Form:
 _FP = "typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu"
 _FP_AT = "DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol"
 _DESCENDING = "descending == 0 || descending == 1"
+_D2 = "typename TileDataDst, typename TileDataSrc"
+_D3 = "typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1"
+_P2 = "TileDataDst &dst, TileDataSrc &src"
+_P3 = "TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1"
+_PS = "TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar"
+
+
+def _precision(tparams: str, params: str, forward: tuple) -> Form:
+    """pto-isa's ``<auto PrecisionType>`` form (``TEXP<ExpAlgorithm::HIGH_PRECISION>(dst, src)``,
+    pto_instr.hpp): the algorithm is the device's way to the same function, which the ISA
+    computes (in numpy) whatever it is, so it is not passed on."""
+    return Form("auto PrecisionType, " + tparams, params, forward)
+
+
 #: the instructions pto-isa spells with mode template arguments (docs/isa/<NAME>.md) that
 #: ptopipe's ISA models; each is also callable without them (the plain forms)
 MODE_FORMS = {
+    "TEXP": (_precision(_D2, _P2, ("dst", "src")),),
+    "TLOG": (_precision(_D2, _P2, ("dst", "src")),),
+    "TSQRT": (_precision(_D2, _P2, ("dst", "src")),),
+    "TRECIP": (_precision(_D2, _P2, ("dst", "src")),),
+    "TRSQRT": (_precision(_D2, _P2, ("dst", "src")),
+               _precision(_D2 + ", typename TileDataTmp", _P2 + ", TileDataTmp &tmp", ("dst", "src", "tmp"))),
+    "TDIV": (_precision(_D3, _P3, ("dst", "src0", "src1")),),
+    "TFMOD": (_precision(_D3, _P3, ("dst", "src0", "src1")),),
+    "TCOLEXPANDDIV": (_precision(_D3, _P3, ("dst", "src0", "src1")),),
+    "TROWEXPANDDIV": (_precision(_D3, _P3, ("dst", "src0", "src1")),
+                      _precision(_D3 + ", typename TileDataTmp", _P3 + ", TileDataTmp &tmp",
+                                 ("dst", "src0", "src1", "tmp"))),
+    "TREM": (_precision(_D3 + ", typename TileDataTmp", _P3 + ", TileDataTmp &tmp", ("dst", "src0", "src1", "tmp")),),
+    "TDIVS": (_precision(_D2, _PS, ("dst", "src", "scalar")),
+              _precision(_D2, "TileDataDst &dst, typename TileDataDst::DType scalar, TileDataSrc &src",
+                         ("dst", "scalar", "src"))),
+    "TFMODS": (_precision(_D2, _PS, ("dst", "src", "scalar")),),
+    "TREMS": (_precision(_D2 + ", typename TileDataTmp", _PS + ", TileDataTmp &tmp", ("dst", "src", "scalar", "tmp")),),
+    "TPOW": (Form("auto PrecisionType, typename DstTile, typename BaseTile, typename ExpTile, typename TmpTile",
+                  "DstTile &dst, BaseTile &base, ExpTile &exp, TmpTile &tmp",
+                  ("dst", "base", "exp", "tmp", "kw:algorithm=PrecisionType")),),
+    "TPOWS": (Form("auto PrecisionType, typename DstTile, typename BaseTile, typename TmpTile",
+                   "DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp",
+                   ("dst", "base", "exp", "tmp", "kw:algorithm=PrecisionType")),),
     "TCI": (Form("typename TileData, typename T, int descending", "TileData &dst, T start",
                  ("dst", "start", "kw:descending=descending"), _DESCENDING),
             Form("typename TileData, typename TileDataTmp, typename T, int descending",

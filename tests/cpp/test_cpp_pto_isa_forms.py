@@ -24,12 +24,14 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     z = lambda dt=np.float32, sh=(R, C): np.zeros(sh, dt)   # noqa: E731
     u16 = (np.arange(R * 16, dtype=np.uint16) * 500).reshape(R, 16)
     args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
-                sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32))
+                sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
+                exp=z())
     o = run_cpp(KERNEL, args, aiv="pto_isa_forms").outputs
     np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
     np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
     np.testing.assert_allclose(o["colsum"][0], x.sum(0), rtol=1e-5)     # TCOLSUM(dst, src, tmp, true)
-    np.testing.assert_allclose(o["rdiv"], 2 / x, rtol=1e-6)             # TDIVS(dst, 2.0f, src)
+    np.testing.assert_allclose(o["rdiv"], 2 / x, rtol=1e-6)             # TDIVS<DivAlgorithm::...>(dst, 2.0f, src)
+    np.testing.assert_allclose(o["exp"], np.exp(x), rtol=1e-6)          # TEXP<ExpAlgorithm::...>(dst, src)
     np.testing.assert_allclose(o["rowmul"], x * x.sum(1, keepdims=True), rtol=1e-5)
     big = np.rint(x.astype(np.float64) * 1000)                          # up to 40000: past int16
     np.testing.assert_array_equal(o["wrap"], big.astype(np.int64).astype(np.int16))       # SaturationMode::OFF

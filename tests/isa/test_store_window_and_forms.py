@@ -142,3 +142,11 @@ def test_tscatter_takes_pto_isas_index_types_by_data_size():
         TSCATTER(s, s, Tile(TileType.Vec, np.uint16, 1, 16, addr=0x40, valid_cols=8))
     with pytest.raises(KernelError, match="indices for float32 data are int32 or uint32"):
         _run(wide, out=np.zeros(1, np.float32))
+
+
+def test_a_tile_past_an_instructions_operands_is_named_as_such():
+    def vec(x):
+        a = Tile(TileType.Vec, float32, 8, 8, addr=0)
+        TABS(a, a, Tile(TileType.Vec, float32, 8, 8, addr=0x100))      # TABS has no tmp form
+    with pytest.raises(KernelError, match="a Tile where a wait event goes"):
+        _run(vec)

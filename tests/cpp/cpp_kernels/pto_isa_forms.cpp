@@ -1,7 +1,7 @@
 // pto-isa's overloads and API as its headers declare them (include/pto/common/pto_instr.hpp,
 // constants.hpp, cpu_stub.hpp, pto_tile.hpp, npu/a2a3/TPush.hpp), one Vector kernel using each:
 // the tmp-tile forms (TRSQRT, TCOLSUM with isBinary, TROWEXPANDMUL, TCVT with a SaturationMode),
-// the scalar-first TDIVS, instructions' events kept in `auto`, a TSTORE of a valid region smaller
+// the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
 #include <pto/pto-inst.hpp>
 
@@ -25,7 +25,8 @@ template <typename T> static void store(__gm__ float *__out__ p, T &t) { G<float
 extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *rsqrt, __gm__ float *colsum,
                                                 __gm__ float *rdiv, __gm__ float *twice, __gm__ float *rowmul,
                                                 __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ float *window,
-                                                __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids)
+                                                __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
+                                                __gm__ float *exp)
 {
     set_ffts_base_addr(0);
     if (get_subblockid() != 0) return;
@@ -57,8 +58,10 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TCOLSUM(cs, a, t, true);
     G<float, 1, C> gc(colsum);
     TSTORE(gc, cs, e1);
-    TDIVS(d, 2.0f, a);
+    TDIVS<DivAlgorithm::HIGH_PRECISION>(d, 2.0f, a);
     store(rdiv, d);
+    TEXP<ExpAlgorithm::HIGH_PRECISION>(d, a);
+    store(exp, d);
     TROWSUM(col, a, t);
     TROWEXPANDMUL(d, a, col, t);
     store(rowmul, d);

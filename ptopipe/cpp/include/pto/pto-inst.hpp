@@ -669,6 +669,22 @@ struct AtEvent {
     };                                                                                                  \
     template <typename... A> NAME(A &&...)->NAME<A...>;
 
+// the algorithms of pto-isa's ``<auto PrecisionType>`` forms (include/pto/common/type.hpp; its
+// PowAlgorithm is ptopipe's, which TPOW / TPOWS pass on): the device's ways to one function,
+// which ptopipe's ISA computes whichever a kernel names
+namespace pto {
+enum class DivAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class SqrtAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RsqrtAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RecipAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class ExpAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class LogAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class FmodAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class FmodSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RemAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RemSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+}  // namespace pto
+
 #define PTOPIPE_GENERATED_INSTRUCTIONS
 #include "ptopipe_generated.hpp"
 #undef PTOPIPE_GENERATED_INSTRUCTIONS
