@@ -56,3 +56,38 @@ void k() {
 """)
     assert r.returncode != 0
     assert "this element type has no ptopipe form" in r.stderr and "double" in r.stderr
+
+
+@needs_cxx
+def test_the_precision_and_tmp_forms_resolve(tmp_path):
+    """Every ``<auto PrecisionType>`` form and tmp form of pto_instr.hpp ptopipe takes, with
+    wait events: each call resolves to one overload (a syntax-only compile)."""
+    r = compile_only(tmp_path, """
+using V = Tile<TileType::Vec, float, 8, 32>;
+using Col = Tile<TileType::Vec, float, 8, 1, BLayout::ColMajor, 8, 1>;
+void k(V &d, V &a, V &b, V &t, Col &c, Tile<TileType::Vec, int16_t, 8, 32> &h, Tile<TileType::Vec, float, 1, 32> &r) {
+    auto e = TEXP(d, a);
+    TSYNC(e);
+    e.Wait();
+    TRSQRT<RsqrtAlgorithm::HIGH_PRECISION>(d, a, t, e);
+    TRSQRT<RsqrtAlgorithm::DEFAULT>(d, a);
+    TROWEXPANDDIV<DivAlgorithm::DEFAULT>(d, a, c, t);
+    TROWEXPANDDIV<DivAlgorithm::DEFAULT>(d, a, c);
+    TROWEXPANDSUB(d, a, c, t, e);
+    TREM<RemAlgorithm::DEFAULT>(d, a, b, t);
+    TREMS<RemSAlgorithm::DEFAULT>(d, a, 2.0f, t);
+    TFMODS<FmodSAlgorithm::DEFAULT>(d, a, 2.0f);
+    TFMOD<FmodAlgorithm::DEFAULT>(d, a, b);
+    TPOWS<PowAlgorithm::HIGH_PRECISION>(d, a, 2.0f, t);
+    TDIVS<DivAlgorithm::DEFAULT>(d, a, 2.0f, e);
+    TDIVS<DivAlgorithm::DEFAULT>(d, 2.0f, a, e);
+    TDIV<DivAlgorithm::HIGH_PRECISION>(d, a, b);
+    TLOG<LogAlgorithm::DEFAULT>(d, a);
+    TSQRT<SqrtAlgorithm::DEFAULT>(d, a);
+    TRECIP<RecipAlgorithm::DEFAULT>(d, a);
+    TCOLEXPANDDIV<DivAlgorithm::DEFAULT>(d, a, r);
+    TCOLSUM(r, a, t, false, e);
+    TCVT(h, a, t, RoundMode::CAST_RINT, SaturationMode::OFF, e);
+}
+""")
+    assert r.returncode == 0, r.stderr
