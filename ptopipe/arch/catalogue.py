@@ -101,7 +101,9 @@ class OpDef:
                                  # source (``TROWSUM(dst, src, tmp)``, ``TREM(dst, a, b, tmp)``);
                                  # the allocator places it, the C++ writer passes it
     tmp: bool = False            # pto-isa takes a scratch ``tmp`` tile of its own shape
-                                 # (used on A2A3 only); the ISA takes it, optionally
+                                 # (used on A2A3 only; pto_instr.hpp's tmp overloads, e.g.
+                                 # TRSQRT(dst, src, tmp), TROWEXPANDADD(dst, a, b, tmp),
+                                 # TCOLSUM(dst, src, tmp, isBinary)); the ISA takes it, optionally
     nonneg_scalar: bool = False  # the scalar operand must be >= 0 (shift counts)
 
     def dtype_error(self, dtype: np.dtype, platform=None) -> "tuple[str, str] | None":
@@ -982,7 +984,7 @@ _DEFS = (
     OpDef("TEXP", "unary", _V, exp, FLOAT, _E2, dsl="exp"),
     OpDef("TLOG", "unary", _V, log, FLOAT, _E2, dsl="log"),
     OpDef("TSQRT", "unary", _V, sqrt, FLOAT, _E2, dsl="sqrt"),
-    OpDef("TRSQRT", "unary", _V, rsqrt, FLOAT, _S1, dsl="rsqrt"),
+    OpDef("TRSQRT", "unary", _V, rsqrt, FLOAT, _S1, dsl="rsqrt", tmp=True),
     OpDef("TABS", "unary", _V, abs_, cost=_S1, dsl="abs"),
     OpDef("TNEG", "unary", _V, neg, cost=_S1, dsl="neg"),
     OpDef("TRELU", "unary", _V, relu, cost=_S1, dsl="relu"),
@@ -990,12 +992,12 @@ _DEFS = (
     OpDef("TROWSUM", "row_reduce", _V, np.sum, cost=(7, 26, 18), dsl="row_sum", scratch=True),
     OpDef("TROWMAX", "row_reduce", _V, np.max, cost=(7, 14, 18), dsl="row_max", scratch=True),
     OpDef("TROWMIN", "row_reduce", _V, np.min, cost=(7, 14, 18), dsl="row_min", scratch=True),
-    OpDef("TCOLSUM", "col_reduce", _V, np.sum, cost=(7, 26, 18), dsl="col_sum"),
+    OpDef("TCOLSUM", "col_reduce", _V, np.sum, cost=(7, 26, 18), dsl="col_sum", tmp=True),
     OpDef("TCOLMAX", "col_reduce", _V, np.max, cost=(7, 14, 18), dsl="col_max"),
-    OpDef("TROWEXPANDADD", "row_expand", _V, np.add, cost=_S2, dsl="row_expand_add"),
-    OpDef("TROWEXPANDSUB", "row_expand", _V, np.subtract, cost=_S2, dsl="row_expand_sub"),
-    OpDef("TROWEXPANDMUL", "row_expand", _V, np.multiply, cost=_S2, dsl="row_expand_mul"),
-    OpDef("TROWEXPANDDIV", "row_expand", _V, np.divide, FLOAT, _S4, dsl="row_expand_div"),
+    OpDef("TROWEXPANDADD", "row_expand", _V, np.add, cost=_S2, dsl="row_expand_add", tmp=True),
+    OpDef("TROWEXPANDSUB", "row_expand", _V, np.subtract, cost=_S2, dsl="row_expand_sub", tmp=True),
+    OpDef("TROWEXPANDMUL", "row_expand", _V, np.multiply, cost=_S2, dsl="row_expand_mul", tmp=True),
+    OpDef("TROWEXPANDDIV", "row_expand", _V, np.divide, FLOAT, _S4, dsl="row_expand_div", tmp=True),
     OpDef("TROWEXPAND", "row_bcast", _V, cost=_S1, dsl="row_expand", doc="dst[i, :] = src[i, 0] (TROWEXPAND)"),
     OpDef("TEXPANDS", "fill", _V, cost=_S1, dsl="full",
           doc="a Vec tile filled with a scalar (TEXPANDS)"),
@@ -1054,8 +1056,8 @@ _DEFS = (
           _S4, dsl="col_expand_div"),
     OpDef("TCOLEXPANDMAX", "col_expand", _V, np.maximum, _COLX, _S2, dsl="col_expand_max"),
     OpDef("TCOLEXPANDMIN", "col_expand", _V, np.minimum, _COLX, _S2, dsl="col_expand_min"),
-    OpDef("TROWEXPANDMAX", "row_expand", _V, np.maximum, _COLX, _S2, dsl="row_expand_max"),
-    OpDef("TROWEXPANDMIN", "row_expand", _V, np.minimum, _COLX, _S2, dsl="row_expand_min"),
+    OpDef("TROWEXPANDMAX", "row_expand", _V, np.maximum, _COLX, _S2, dsl="row_expand_max", tmp=True),
+    OpDef("TROWEXPANDMIN", "row_expand", _V, np.minimum, _COLX, _S2, dsl="row_expand_min", tmp=True),
     OpDef("TCOLMIN", "col_reduce", _V, np.min, types("f16 f32 i16 i32", a5="+ i8 u8 u32 i64 bf16"),
           (7, 14, 18), dsl="col_min"),
     OpDef("TROWPROD", "row_reduce", _V, _prod, types("f16 f32 i16 i32"), (7, 14, 18),

@@ -351,6 +351,15 @@ class RoundMode(Enum):
     CAST_ODD = "odd"          # von Neumann rounding (not modelled: a TCVT with it is an error)
 
 
+class SaturationMode(IntEnum):
+    """pto-isa's ``SaturationMode`` of ``TCVT`` (include/pto/common/type.hpp, its numbering): ON
+    clamps a value to the destination's range before converting, OFF narrows without it (an
+    integer keeps its low bits; a float goes through int32 first, as A2A3's PyTorch-compatible
+    narrowing does).  A TCVT without one keeps ptopipe's per-pair default (docs/cpp.md)."""
+    ON = 0
+    OFF = 1
+
+
 class CmpMode(IntEnum):
     """pto-isa's ``CmpMode`` of ``TCMP`` / ``TCMPS`` (its numbering): the comparison whose
     truth each bit of the packed predicate mask holds."""

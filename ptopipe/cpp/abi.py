@@ -86,7 +86,8 @@ _OP_TPOP = op_names().index("TPOP")
 _GT_WORDS = KIND_WORDS["GT"]
 _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
-_TILE_TYPES, _BLAYOUTS, _SLAYOUTS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout))
+_TILE_TYPES, _BLAYOUTS, _SLAYOUTS, _PADS = (enum_values(cls) for cls in (isa.TileType, isa.BLayout, isa.SLayout,
+                                                                          isa.PadValue))
 _WORDS = {}
 _string_at = ctypes.string_at
 _getcurrent = greenlet.getcurrent
@@ -507,8 +508,9 @@ class Dispatcher:
 
     def op_TILE_NEW(self, core, a):
         self._set_up(core)
-        loc, code, rows, cols, bl, vr, vc, sl = a
-        t = isa.Tile(_TILE_TYPES[loc], _DTYPES[code], rows, cols, _BLAYOUTS[bl], vr, vc, _SLAYOUTS[sl])
+        loc, code, rows, cols, bl, vr, vc, sl, pad = a
+        t = isa.Tile(_TILE_TYPES[loc], _DTYPES[code], rows, cols, _BLAYOUTS[bl], vr, vc, _SLAYOUTS[sl],
+                     pad=_PADS[pad])
         self.tiles.append(t)
         return len(self.tiles) - 1
 
@@ -663,6 +665,12 @@ class Dispatcher:
 
     def op_get_block_idx(self, core, a):
         return isa.get_block_idx()
+
+    def op_get_block_num(self, core, a):
+        return isa.get_block_num()
+
+    def op_get_subblockdim(self, core, a):
+        return isa.get_subblockdim()
 
     # -- kernels ---------------------------------------------------------------------------------
     def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None,

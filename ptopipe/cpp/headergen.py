@@ -36,7 +36,7 @@ HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include", "pt
 #: ABI operations that are not catalogue instructions (written by hand in pto-inst.hpp)
 SPECIAL = ("TILE_NEW", "TASSIGN", "TPIPE", "TMPIPE", "TPUSH", "TPOP", "TFREE", "TALLOC", "TSYNC", "TSYNC_OP",
            "set_flag", "wait_flag", "pipe_barrier", "get_subblockid", "get_block_idx", "SETVALID", "TMPOP",
-           "PIPE_STATUS", "SUBBLOCK_ID", "TILE_ADDR")
+           "PIPE_STATUS", "SUBBLOCK_ID", "TILE_ADDR", "get_block_num", "get_subblockdim")
 #: the status switches of pto-isa's ``pipe.prod`` / ``pipe.cons`` ptopipe models (the methods of
 #: :class:`ptopipe.isa.pipe.channel._SideCtl`): ``PIPE_STATUS``'s index of the one to call
 PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFreeStatus")
@@ -55,7 +55,7 @@ ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", Tr
          ("FIFOType", V.FIFOType, "pto", True), ("VecCubeRatio", V.VecCubeRatio, "pto", True),
          ("ReluPreMode", V.ReluPreMode, "pto", True), ("HistByte", V.HistByte, "pto", True),
          ("ScatterAxis", V.ScatterAxis, "pto", True), ("AtomicType", V.AtomicType, "pto", True),
-         ("Direction", V.Direction, "pto", False),
+         ("Direction", V.Direction, "pto", False), ("SaturationMode", V.SaturationMode, "pto", True),
          ("pipe_t", V.SyncPipe, None, False), ("event_t", V.EventID, None, False))
 
 
@@ -64,8 +64,12 @@ def enums() -> tuple:
     from ..isa.events import Op
     return ENUMS + (("Op", Op, "pto", True),)
 
-#: element types in code order; the C++ spelling of each is CTYPES's
-DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool"))
+#: element types pto-isa's tiles and tensors take that ptopipe's ISA holds (numpy) but the C++
+#: writer never declares: their numpy name and C++ spelling
+ISA_ONLY_CTYPES = {"uint16": "uint16_t", "uint64": "uint64_t"}
+#: element types in code order; the C++ spelling of each is CTYPES's (ISA_ONLY_CTYPES's)
+DTYPES = tuple(n for n in CTYPES if n not in ("index", "bool")) + tuple(ISA_ONLY_CTYPES)
+CPP_DTYPES = {**CTYPES, **ISA_ONLY_CTYPES}
 
 #: the most argument words one instruction call carries (the buffer shared with a library)
 MAX_WORDS = 128
@@ -100,9 +104,47 @@ class Form:
 _FP = "typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu"
 _FP_AT = "DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol"
 _DESCENDING = "descending == 0 || descending == 1"
+_D2 = "typename TileDataDst, typename TileDataSrc"
+_D3 = "typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1"
+_P2 = "TileDataDst &dst, TileDataSrc &src"
+_P3 = "TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1"
+_PS = "TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar"
+
+
+def _precision(tparams: str, params: str, forward: tuple) -> Form:
+    """pto-isa's ``<auto PrecisionType>`` form (``TEXP<ExpAlgorithm::HIGH_PRECISION>(dst, src)``,
+    pto_instr.hpp): the algorithm is the device's way to the same function, which the ISA
+    computes (in numpy) whatever it is, so it is not passed on."""
+    return Form("auto PrecisionType, " + tparams, params, forward)
+
+
 #: the instructions pto-isa spells with mode template arguments (docs/isa/<NAME>.md) that
 #: ptopipe's ISA models; each is also callable without them (the plain forms)
 MODE_FORMS = {
+    "TEXP": (_precision(_D2, _P2, ("dst", "src")),),
+    "TLOG": (_precision(_D2, _P2, ("dst", "src")),),
+    "TSQRT": (_precision(_D2, _P2, ("dst", "src")),),
+    "TRECIP": (_precision(_D2, _P2, ("dst", "src")),),
+    "TRSQRT": (_precision(_D2, _P2, ("dst", "src")),
+               _precision(_D2 + ", typename TileDataTmp", _P2 + ", TileDataTmp &tmp", ("dst", "src", "tmp"))),
+    "TDIV": (_precision(_D3, _P3, ("dst", "src0", "src1")),),
+    "TFMOD": (_precision(_D3, _P3, ("dst", "src0", "src1")),),
+    "TCOLEXPANDDIV": (_precision(_D3, _P3, ("dst", "src0", "src1")),),
+    "TROWEXPANDDIV": (_precision(_D3, _P3, ("dst", "src0", "src1")),
+                      _precision(_D3 + ", typename TileDataTmp", _P3 + ", TileDataTmp &tmp",
+                                 ("dst", "src0", "src1", "tmp"))),
+    "TREM": (_precision(_D3 + ", typename TileDataTmp", _P3 + ", TileDataTmp &tmp", ("dst", "src0", "src1", "tmp")),),
+    "TDIVS": (_precision(_D2, _PS, ("dst", "src", "scalar")),
+              _precision(_D2, "TileDataDst &dst, typename TileDataDst::DType scalar, TileDataSrc &src",
+                         ("dst", "scalar", "src"))),
+    "TFMODS": (_precision(_D2, _PS, ("dst", "src", "scalar")),),
+    "TREMS": (_precision(_D2 + ", typename TileDataTmp", _PS + ", TileDataTmp &tmp", ("dst", "src", "scalar", "tmp")),),
+    "TPOW": (Form("auto PrecisionType, typename DstTile, typename BaseTile, typename ExpTile, typename TmpTile",
+                  "DstTile &dst, BaseTile &base, ExpTile &exp, TmpTile &tmp",
+                  ("dst", "base", "exp", "tmp", "kw:algorithm=PrecisionType")),),
+    "TPOWS": (Form("auto PrecisionType, typename DstTile, typename BaseTile, typename TmpTile",
+                   "DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp",
+                   ("dst", "base", "exp", "tmp", "kw:algorithm=PrecisionType")),),
     "TCI": (Form("typename TileData, typename T, int descending", "TileData &dst, T start",
                  ("dst", "start", "kw:descending=descending"), _DESCENDING),
             Form("typename TileData, typename TileDataTmp, typename T, int descending",
@@ -196,9 +238,15 @@ def render() -> str:
            "#define PTOPIPE_GENERATED_TABLES", ""]
     out.append("// element-type codes (ptopipe dtype order: " + " ".join(DTYPES) + ")")
     out.append("namespace ptopipe {")
-    out.append("template <typename T> struct dtype_code;")
+    out.append("template <typename T> struct no_dtype : std::false_type {};")
+    out.append("template <typename T> struct dtype_code {")
+    out.append("    static_assert(no_dtype<T>::value, \"this element type has no ptopipe form (the type is "
+               "dtype_code's T in this error's instantiation): ptopipe's tiles and GlobalTensors take "
+               + ", ".join(CPP_DTYPES[n] for n in DTYPES) + "\");")
+    out.append("    static constexpr int value = -1;")
+    out.append("};")
     for i, n in enumerate(DTYPES):
-        out.append(f"template <> struct dtype_code<{CTYPES[n]}> {{ static constexpr int value = {i}; }};")
+        out.append(f"template <> struct dtype_code<{CPP_DTYPES[n]}> {{ static constexpr int value = {i}; }};")
     out.append("enum Kind : int64_t { " + ", ".join(f"K_{k} = {v}" for k, v in KINDS.items()) + " };")
     out.append(f"constexpr int MAX_WORDS = {MAX_WORDS};")
     out.append("constexpr int64_t ABORT = INT64_MIN;")

@@ -4,7 +4,7 @@ Tiles, GlobalTensors, TPipe/TMPipe, TPUSH/TPOP/TFREE/TALLOC/TSYNC, TLOAD/TSTORE/
 TMATMUL and vector ops, ``get_subblockid()``; and ``run()`` to launch kernels.
 ``from ptopipe.isa import *`` gives a kernel file everything it needs.
 """
-from .context import current_core, get_block_idx, get_subblockid, is_cube, platform_id
+from .context import current_core, get_block_idx, get_block_num, get_subblockdim, get_subblockid, is_cube, platform_id
 from ..arch.dtypes import (bfloat16, float4_e2m1, float8_e4m3, float8_e5m2, float8_e8m0, float16, float32,
                            half, int8, int16, int32, int64, uint8, uint32)
 from .events import TSYNC, Event, Op
@@ -31,7 +31,7 @@ from .tensor import GlobalTensor, GMPtr
 from .tile import TASSIGN, BLayout, SLayout, Tile, TileLayout, TileType
 from ..arch.platform import PlatformID
 from ..arch.vocab import (CmpMode, GatherAxis, HistByte, MaskPattern, PadValue, PowAlgorithm, PrintFormat,
-                          QuantType, ReluPreMode, RoundMode)
+                          QuantType, ReluPreMode, RoundMode, SaturationMode)
 
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
@@ -39,11 +39,11 @@ PLATFORM_A5 = PlatformID.PLATFORM_A5
 __all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe_all) + list(_mx_all) + list(_sync_all) + [
     "BLayout", "CmpMode", "GatherAxis", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "ReluPreMode", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
-    "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "RunResult",
+    "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "SaturationMode", "RunResult",
     "RunSummary", "SLayout", "Scenario", "TileLayout", "TALLOC", "TASSIGN", "TFREE", "TILE_LEFT_RIGHT",
     "TILE_NO_SPLIT", "TILE_UP_DOWN", "TMPipe", "TPOP", "TPOPDONE", "TPUSH", "TPipe", "TSYNC",
     "Tile", "TileSplitAxis", "TileType", "VecCubeRatio", "aic_initialize_pipe",
     "aiv_initialize_pipe", "bfloat16", "compare", "current_core", "float16", "float32",
-    "float4_e2m1", "float8_e4m3", "float8_e5m2", "float8_e8m0", "get_block_idx", "get_subblockid", "gm_buffer", "half", "int16",
+    "float4_e2m1", "float8_e4m3", "float8_e5m2", "float8_e8m0", "get_block_idx", "get_block_num", "get_subblockdim", "get_subblockid", "gm_buffer", "half", "int16",
     "int32", "int64", "int8", "is_cube", "platform_id", "run", "uint32", "uint8",
 ]

@@ -43,6 +43,19 @@ def get_block_idx() -> int:
     return 0
 
 
+def get_block_num() -> int:
+    """The number of clusters (blocks) of the launch: ptopipe simulates one (pto-isa's
+    cpu_stub.hpp ``get_block_num``: the configured core count)."""
+    current_core()
+    return 1
+
+
+def get_subblockdim() -> int:
+    """The number of Vector sub-blocks of the cluster (pto-isa's cpu_stub.hpp
+    ``get_subblockdim``): its AIV cores, 2."""
+    return sum(1 for c in current_core().cluster.cores if c.kind is CoreKind.AIV)
+
+
 def platform_id():
     """``PLATFORM_ID`` of seed 003 for the running kernel (PLATFORM_A2A3 or PLATFORM_A5)."""
     return current_core().cluster.platform.id

@@ -109,6 +109,14 @@ def TSYNC(*events) -> None:
                               fix="pass the Event an instruction returned (e = TLOAD(...); TSYNC(e)), "
                                   "or leave the TSYNC out where there is nothing to wait for (the "
                                   "first iteration of a loop)")
+        elif e.__class__.__name__ == "Tile":
+            # an instruction given a tile beyond the operands of its ISA form: its trailing
+            # arguments are wait events
+            raise KernelError(f"a Tile where a wait event goes: {e!r} follows the operands this form of the "
+                              "instruction takes", where=str(core.where()),
+                              fix="pass the operands pto-isa's overload takes, then wait events (docs/cpp.md "
+                                  "lists the tmp-tile forms ptopipe takes); a tmp tile pto-isa's form does "
+                                  "not have goes out")
         else:
             raise KernelError(f"TSYNC expects Event tokens or an Op, got {e!r}", where=str(core.where()))
         if t > core.clock:

@@ -16,7 +16,7 @@ from ..arch.catalogue import FP_CONVERTS, FP_PARAM, FP_PATHS, OPS, platform_labe
 from ..arch.vocab import ReluPreMode
 from .context import current_core
 from .events import Event, new_event
-from .ops import _err, _gm_tile_view, _sync, arr
+from .ops import _err, _gm_tile_view, _sync, arr, store_window
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 from ..sim.trace import TileArgs
@@ -141,6 +141,7 @@ def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPre
     s = arr(src, core, "TSTORE_FP source")
     q = _check(core, "TSTORE_FP", src, dst.dtype, fp, s.shape[1], "of src")
     relu = _relu(core, "TSTORE_FP", relu_mode)
+    dst = store_window(core, dst, src, "TSTORE_FP")
     v = _gm_tile_view(core, dst, src, "TSTORE_FP", "destination")
     if v is not None:
         out = v if dst._mat2 else np.empty(s.shape, dst.dtype)

@@ -163,10 +163,12 @@ def _fillpad(name: str):
     op = OPS[name]
     ok = op.allowed()
 
-    def instr(dst: Tile, src: Tile, pad=PadValue.Zero, *events) -> Event:
+    def instr(dst: Tile, src: Tile, pad=None, *events) -> Event:
         core = current_core()
         if pad.__class__ is Event:
-            events, pad = (pad,) + events, PadValue.Zero
+            events, pad = (pad,) + events, None
+        if pad is None:             # pto-isa: the destination type's PadVal (docs/isa/TFILLPAD.md)
+            pad = dst.pad if dst.__class__ is Tile else PadValue.Zero
         _sync(events)
         a = _vec(core, name, src)[0]
         d = _full(core, dst, f"{name} destination")
@@ -195,9 +197,10 @@ def _fillpad(name: str):
         fill = pad_value(pad, dst.dtype) if isinstance(pad, PadValue) else _scalar_value(core, name, dst, pad)
         core.pending.append((op.kernel, a, fill, d))
         return _issue(core, name, [dst], [src], None, dst.rows, dst.cols, dst.item)
-    instr.__doc__ = f"{name}(dst, src, pad=PadValue.Zero): the whole dst tile = src in src's valid " \
+    instr.__doc__ = f"{name}(dst, src, pad=dst.pad): the whole dst tile = src in src's valid " \
                     "region, the pad value elsewhere (Max / Min: +/-inf for floats, the integer " \
-                    "limits; a number: a custom pad)."
+                    "limits; a number: a custom pad); without one, the destination's own PadValue " \
+                    "(Tile(..., pad=...), pto-isa's PadVal template parameter)."
     instr.__name__ = instr.__qualname__ = name
     return instr
 
@@ -348,11 +351,19 @@ def _pattern(core, name: str, rest: tuple, mask_pattern, axis):
                          "and a GatherAxis") from None
 
 
-def _index_tile(core, name: str, idx: Tile, rows: int, cols: int) -> np.ndarray:
+#: TSCATTER's index types by the data's element size (pto-isa's npu a2a3 / a5 TScatter.hpp
+#: static_asserts: uint16 / int16 / uint32 / int32 indices, 4 bytes for 4-byte data, 2 for 2-
+#: and 1-byte data, 4 for A5's 8-byte data)
+_SCATTER_INDEX = {8: (dt.int32, dt.uint32), 4: (dt.int32, dt.uint32), 2: (dt.int16, np.dtype(np.uint16)),
+                  1: (dt.int16, np.dtype(np.uint16))}
+
+
+def _index_tile(core, name: str, idx: Tile, rows: int, cols: int, allowed=_INDEX, data=None) -> np.ndarray:
     i = _vec(core, name, idx)[0]
-    if idx.dtype not in _INDEX:
-        raise _err(core, f"{name}: the index tile {idx.describe()} is {idx.dtype.name}; indices are "
-                         "int32 or uint32", "declare the index tile as int32")
+    if idx.dtype not in allowed:
+        of = f" for {data.name} data" if data is not None else ""
+        raise _err(core, f"{name}: the index tile {idx.describe()} is {idx.dtype.name}; indices{of} are "
+                         f"{' or '.join(d.name for d in allowed)}", f"declare the index tile as {allowed[0].name}")
     if i.shape[0] < rows or i.shape[1] < cols:
         raise _err(core, f"{name}: the index tile's valid region {i.shape[0]}x{i.shape[1]} does not "
                          f"cover the {rows}x{cols} elements", "give one index per element")
@@ -504,7 +515,7 @@ def TSCATTER(dst: Tile, src: Tile, *rest, mask_pattern=MaskPattern.P1111,
             _same_dtype(core, "TSCATTER", dst, src)
         _rule(core, _SCATTER, dst, _SCATTER_OK)
         iv = _vec(core, "TSCATTER", idx)[0]
-        i = _index_tile(core, "TSCATTER", idx, *iv.shape)
+        i = _index_tile(core, "TSCATTER", idx, *iv.shape, _SCATTER_INDEX.get(dst.item, _INDEX), dst.dtype)
         if s.shape[0] < i.shape[0] or s.shape[1] < i.shape[1]:
             raise _err(core, f"TSCATTER: the source's valid region {s.shape[0]}x{s.shape[1]} does not "
                              f"cover the {i.shape[0]}x{i.shape[1]} indexes", "give one source element per index")

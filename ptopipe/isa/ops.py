@@ -11,12 +11,14 @@ arguments are waited for first (``TSYNC(events...)``), as in ``pto_instr.hpp``.
 from __future__ import annotations
 
 import functools
+import inspect
 from operator import setitem
 
+import ml_dtypes
 import numpy as np
 
 from ..arch import PipeUnit
-from ..arch.vocab import PlatformID, RoundMode
+from ..arch.vocab import PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, scalar_error)
@@ -152,11 +154,69 @@ def _gm_tile_view(core, gt, t: Tile, op: str, role: str) -> np.ndarray | None:
         if t.empty:
             return None
         if gt.shape2 != (t.valid_rows, t.valid_cols):
+            # (a TSTORE's smaller valid region is its window already: store_window)
             raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid "
-                             f"region is {t.valid_rows}x{t.valid_cols}",
+                             f"region is {t.valid_rows}x{t.valid_cols} (pto-isa's {op} asserts that the "
+                             "GM shape is the tile's valid shape)",
                        "make the GlobalTensor shape match the tile's valid rows/cols")
         gt.data()    # raises: no address yet
     return gt.matrix(core.cluster.gm)
+
+
+#: pto-isa's ``C0_SIZE_BYTE`` (include/pto/common/constants.hpp): the bytes of one C0 block,
+#: which the CPU TStore's size assertion counts a GM element as (``numel * C0 >= valid``)
+C0_SIZE_BYTE = 32
+
+
+def _prefix_box(dims: tuple, n: int) -> "tuple | None":
+    """The shape (outer first) of the box the first ``n`` indices of the mixed-radix index
+    space ``dims`` (outer first) cover, or None when they are not a box."""
+    inner = 1
+    for k in range(len(dims) - 1, -1, -1):
+        if n % inner == 0 and n // inner <= dims[k]:
+            return (1,) * k + (n // inner,) + tuple(dims[k + 1:])
+        inner *= dims[k]
+    return None
+
+
+def store_window(core, gt, t: Tile, op: str = "TSTORE"):
+    """The GM tensor a TSTORE of tile ``t`` writes: ``gt`` itself, or the part of it the tile's
+    valid region covers.  pto-isa's TSTORE moves ``src.GetValidRow() x GetValidCol()``
+    elements (docs/isa/TSTORE.md, Valid region) to the indices ``MapTileIndicesToGlobalOffset``
+    gives them (include/pto/cpu/tile_offsets.hpp), and its CPU model asserts only
+    ``numel(gt) * C0 >= valid rows * valid cols`` for an ND / DN tensor and the exact shape
+    for an NZ one (include/pto/cpu/TStore.hpp, CheckTileDataStore): a valid region smaller
+    than the tensor writes its first rows and columns.  A region reaching outside the
+    tensor's shape (which pto-isa writes through the strides, past the tensor's dims) is
+    refused, as is one the assertion refuses."""
+    if gt.__class__ is not GlobalTensor or t.empty or gt.shape2 == (t.valid_rows, t.valid_cols):
+        return gt
+    vr, vc = t.valid_rows, t.valid_cols
+    c0 = max(1, C0_SIZE_BYTE // gt.item)
+    numel = 1
+    for n in gt.shape:
+        numel *= n
+    fix = "make the GlobalTensor cover the tile's valid rows/cols (or SetValid the tile to the GM window)"
+    if gt.layout is TileLayout.NZ:
+        raise _err(core, f"{op}: {gt.describe()} is {gt.rows}x{gt.cols} but the tile's valid region is "
+                         f"{vr}x{vc}; pto-isa stores to an NZ tensor of exactly the valid shape "
+                         "(valid rows == d2*d3, valid cols == d0*d1*d4)", fix)
+    if numel * c0 < vr * vc:
+        raise _err(core, f"{op}: {gt.describe()} has {numel} elements, fewer than the tile's valid region "
+                         f"{vr}x{vc} needs (pto-isa asserts numel * C0 >= valid rows * valid cols, C0 = "
+                         f"{c0} {gt.dtype.name} elements)", fix)
+    s = gt.shape
+    if gt.layout is TileLayout.DN:          # rows d3; columns d0, d1, d2, d4 (d4 inner)
+        box, rows = _prefix_box((s[0], s[1], s[2], s[4]), vc), vr <= s[3]
+        shape = None if box is None or not rows else (box[0], box[1], box[2], vr, box[3])
+    else:                                   # rows d0, d1, d2, d3; columns d4
+        box = _prefix_box(s[:4], vr)
+        shape = None if box is None or vc > s[4] else box + (vc,)
+    if shape is None:
+        raise _err(core, f"{op}: the tile's valid region {vr}x{vc} reaches outside {gt.describe()} "
+                         f"({gt.rows}x{gt.cols}): pto-isa writes such a region through the strides, past "
+                         "the tensor's dims, which ptopipe does not model", fix)
+    return GlobalTensor(gt.ptr, shape, gt.stride, name=gt.name, layout=gt.layout)
 
 
 def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | None = None) -> None:
@@ -231,6 +291,8 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
         TSYNC(*events)
     s = (src._valid if src.__class__ is Tile and src.core is core and src.binding is None
          else arr(src, core, "TSTORE source"))
+    if dst.__class__ is GlobalTensor and dst.shape2 != s.shape:
+        dst = store_window(core, dst, src)
     v = _gm_tile_view(core, dst, src, "TSTORE", "destination")
     if src.loc not in STORE_SRC:
         _need_loc(core, src, STORE_SRC, "TSTORE", "source")
@@ -563,6 +625,25 @@ def _split_tmp(rest: tuple):
     return None, rest
 
 
+def _with_tmp(instr, operands: str):
+    """``instr`` with pto-isa's optional ``tmp`` tile as a positional parameter after its
+    ``operands`` (``TROWEXPANDADD(dst, src0, src1, tmp, events...)``), so the C ABI counts it
+    among the arguments the instruction takes (``cpp.headergen.arities``); ``instr`` takes it
+    as the first of its trailing arguments."""
+    n = len(operands.split(", "))
+
+    def with_tmp(*args, **kw):
+        if len(args) > n and args[n] is None:       # tmp=None given: no tmp
+            args = args[:n] + args[n + 1:]
+        return instr(*args, **kw)
+    params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in operands.split(", ")]
+    params += [inspect.Parameter("tmp", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+               inspect.Parameter("events", inspect.Parameter.VAR_POSITIONAL)]
+    with_tmp.__signature__ = inspect.Signature(params, return_annotation=Event)
+    with_tmp.__doc__ = instr.__doc__
+    return with_tmp
+
+
 def _vec_issue_tmp(core, name, dst, s0, s1, tmp):
     """``_vec_issue`` of an op given a ``tmp`` tile (written on A2A3: ``_tmp_tile``)."""
     writes = [dst]
@@ -612,12 +693,18 @@ def _binary(op):
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
     sig = "dst, src0, src1, tmp" if takes_tmp else "dst, src0, src1"
     instr.__doc__ = f"{name}({sig}): dst = {ufunc.__name__}(src0, src1), element-wise."
-    return instr
+    return _with_tmp(instr, "dst, src0, src1") if takes_tmp else instr
+
+
+#: the scalar ops pto-isa also spells scalar first (pto_instr.hpp's ``TDIVS(dst, scalar,
+#: src)``, include/pto/cpu/TBinSOps.hpp's OP_RDIVS): the kernel of ``dst = scalar op src``
+SCALAR_FIRST = {"TDIVS": lambda a, v, d: np.divide(v, a, out=d)}
 
 
 def _scalar(op):
     name, fn, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp or op.scratch
     nonneg = op.nonneg_scalar
+    first = SCALAR_FIRST.get(name)
 
     def instr(dst: Tile, src: Tile, scalar, *events) -> Event:
         try:
@@ -629,6 +716,13 @@ def _scalar(op):
             tmp, events = _split_tmp(events)
         if events:
             TSYNC(*events)
+        if scalar.__class__ is Tile and src.__class__ is not Tile and first is not None:
+            # pto-isa's scalar-first form, TDIVS(dst, scalar, src): dst = scalar / src
+            d, a, _ = _elementwise(core, name, dst, scalar)
+            if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
+                _dtype_check(core, op, dst)
+            core.pending.append((first, a, _scalar_value(core, name, dst, src), d))
+            return _vec_issue(core, name, dst, scalar, None, dst.valid_rows, dst.valid_cols, dst.item)
         d, a, _ = _elementwise(core, name, dst, src)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
@@ -641,27 +735,33 @@ def _scalar(op):
             return _vec_issue_tmp(core, name, dst, src, None, tmp)
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
     sig = "dst, src, scalar, tmp" if takes_tmp else "dst, src, scalar"
-    instr.__doc__ = f"{name}({sig}): element-wise with a scalar operand ({fn.__name__})."
-    return instr
+    instr.__doc__ = f"{name}({sig}): element-wise with a scalar operand ({fn.__name__})" + \
+        (f"; {name}(dst, scalar, src): the scalar first." if first is not None else ".")
+    return _with_tmp(instr, "dst, src, scalar") if takes_tmp else instr
 
 
 def _unary(op):
-    name, fn, ok = op.name, op.kernel, op.allowed()
+    name, fn, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
         try:
             core = _getcurrent().core    # current_core(), inline (hot path)
         except AttributeError:
             core = current_core()        # raises: not inside a running kernel
+        tmp = None
+        if takes_tmp and events:
+            tmp, events = _split_tmp(events)
         if events:
             TSYNC(*events)
         d, a, _ = _elementwise(core, name, dst, src)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
         core.pending.append((fn, a, d))
+        if tmp is not None:
+            return _vec_issue_tmp(core, name, dst, src, None, tmp)
         return _vec_issue(core, name, dst, src, None, dst.valid_rows, dst.valid_cols, dst.item)
-    instr.__doc__ = f"{name}(dst, src): element-wise unary op ({fn.__name__})."
-    return instr
+    instr.__doc__ = f"{name}(dst, src{'[, tmp]' if takes_tmp else ''}): element-wise unary op ({fn.__name__})."
+    return _with_tmp(instr, "dst, src") if takes_tmp else instr
 
 
 def _row_reduce_into(fn, a, d):
@@ -701,10 +801,19 @@ def _row_reduce(op):
 
 
 def _col_reduce(op):
-    name, fn, ok = op.name, op.kernel, op.allowed()
+    name, fn, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
     def instr(dst: Tile, src: Tile, *events) -> Event:
         core = current_core()
+        tmp = None
+        if takes_tmp and events and events[0].__class__ is Tile:
+            # pto-isa's TCOLSUM(dst, src, tmp, isBinary): the sum through tmp, pairwise or
+            # row by row (the same sum; A2A3 and A5 write tmp when pairwise)
+            tmp, events = events[0], events[1:]
+            if not events or events[0].__class__ is Event or not isinstance(events[0], (bool, int, np.bool_)):
+                raise _err(core, f"{name}(dst, src, tmp, isBinary): the tmp form takes isBinary after tmp",
+                           f"write {name}(dst, src, tmp, true) (pairwise) or {name}(dst, src, tmp, false)")
+            binary, events = bool(events[0]), events[1:]
         if events:
             TSYNC(*events)
         a = arr(src, core)
@@ -716,9 +825,20 @@ def _col_reduce(op):
         if ok is not None and src.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, src)
         core.pending.append((_col_reduce_into, fn, a, d))
+        if tmp is not None:
+            arr(tmp, core, f"{name} tmp")
+            if binary:
+                return vec_issue_n(core, name, [dst, tmp], [src], src.valid_rows, src.valid_cols, src.item)
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
-    instr.__doc__ = f"{name}(dst, src): dst[0, :] = {fn.__name__} of each column of src."
-    return instr
+    instr.__doc__ = f"{name}(dst, src{'[, tmp, isBinary]' if takes_tmp else ''}): dst[0, :] = {fn.__name__} " \
+                    "of each column of src."
+    if not takes_tmp:
+        return instr
+
+    def with_tmp(dst: Tile, src: Tile, tmp=None, is_binary=None, *events) -> Event:
+        return instr(dst, src, *(x for x in (tmp, is_binary) if x is not None), *events)
+    with_tmp.__doc__ = instr.__doc__
+    return with_tmp
 
 
 def _row_expand(op):
@@ -747,7 +867,7 @@ def _row_expand(op):
         return _vec_issue(core, name, dst, src0, src1, dst.valid_rows, dst.valid_cols, dst.item)
     sig = "dst, src0, src1[, tmp]" if takes_tmp else "dst, src0, src1"
     instr.__doc__ = f"{name}({sig}): dst = {ufunc.__name__}(src0, src1[:, 0] per row)."
-    return instr
+    return _with_tmp(instr, "dst, src0, src1") if takes_tmp else instr
 
 
 def TROWEXPAND(dst: Tile, src: Tile, *events) -> Event:
@@ -825,26 +945,79 @@ def _to_float(d, a, mode: RoundMode) -> None:
     d[...] = np.where(fix, _adjacent(y, up), y)
 
 
-def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, *events) -> Event:
-    """Convert src to dst's dtype.  A float becomes an integer rounded by ``mode`` (pto-isa's
-    RoundMode; default CAST_RINT: to nearest, ties to even) and saturated to the integer's
-    range (NaN: 0), as the vector unit converts; float to float rounds to nearest, integer to
-    float is exact or rounds to nearest, integer to integer keeps the low bits."""
+def _wrap_int(d, a, rounder):
+    """A float array into a narrower integer one without saturation (SaturationMode::OFF):
+    rounded to int32 (saturated there, NaN 0), then the low bits kept - A2A3's PyTorch-
+    compatible narrowing through int32 (docs/isa/TCVT.md, Temporary tile)."""
+    x = np.empty(a.shape, np.int32)
+    _to_int(x, a, rounder, np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+    np.copyto(d, x, casting="unsafe")
+
+
+def _clamp_to(d, a, lo, hi):
+    """``a`` clamped to [lo, hi] (in float64), then converted into ``d`` (SaturationMode::ON
+    of an integer narrowing, or a float one to the destination's finite range)."""
+    np.copyto(d, np.clip(a.astype(np.float64), lo, hi), casting="unsafe")
+
+
+def _tcvt_args(core, args) -> tuple:
+    """(tmp, RoundMode, SaturationMode or None, events) of TCVT's trailing arguments, in
+    pto-isa's orders ``(tmp, mode[, satMode])`` / ``(mode[, satMode])``, each optional."""
+    tmp = mode = sat = None
+    rest = [x for x in args if x is not None]
+    if rest and rest[0].__class__ is Tile:
+        tmp = rest.pop(0)
+    if rest and rest[0].__class__ is RoundMode:
+        mode = rest.pop(0)
+        if rest and isinstance(rest[0], SaturationMode):
+            sat = rest.pop(0)
+    for x in rest:
+        if x.__class__ is not Event:
+            raise _err(core, f"TCVT: argument {x!r} is not a tmp tile, a RoundMode, a SaturationMode or an event "
+                             "in pto-isa's order", "write TCVT(dst, src[, tmp], mode[, satMode][, events...])")
+    return tmp, mode or RoundMode.CAST_RINT, sat, rest
+
+
+def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: SaturationMode | None = None,
+         tmp=None, *events) -> Event:
+    """Convert src to dst's dtype; pto-isa's forms ``TCVT(dst, src[, tmp], mode[, satMode])``
+    (the arguments after src are told apart by their types).  A float becomes an integer
+    rounded by ``mode`` (pto-isa's RoundMode; default CAST_RINT: to nearest, ties to even) and
+    saturated to the integer's range (NaN: 0), as the vector unit converts; float to float
+    rounds to nearest, integer to float is exact or rounds to nearest, integer to integer
+    keeps the low bits.  An explicit SaturationMode (include/pto/common/type.hpp) decides for
+    the narrowing pairs: ON clamps to the destination's range first (an integer narrowing
+    too, and a float one to its largest finite value - pto-isa's CPU TCvt_Impl clamps to
+    the intersection of the two types' ranges), OFF narrows a float to an integer through
+    int32 and keeps the low bits (A2A3's PyTorch-compatible path).  ``tmp`` is A2A3's scratch
+    for those narrowings (written there, unused on A5)."""
     core = current_core()
-    if mode.__class__ is not RoundMode:       # TCVT(dst, src, event, ...): no mode given
-        events, mode = (mode,) + events, RoundMode.CAST_RINT
+    tmp, mode, sat, events = _tcvt_args(core, (mode, sat_mode, tmp) + events)
     if events:
         TSYNC(*events)
     a = arr(src, core)
     d = arr(dst, core)
     _same_shape(core, "TCVT", ("dst", d), ("src", a))
-    if src.dtype.kind in "fV":                # float16/32, bfloat16 and float8 (ml_dtypes: "V")
+    narrow = sat is not None and (dst.dtype.itemsize < src.dtype.itemsize or
+                                  (dst.dtype.kind in "iu" and src.dtype.kind in "iu"
+                                   and dst.dtype.kind != src.dtype.kind))
+    if narrow and sat is SaturationMode.ON and src.dtype.kind in "iu" and dst.dtype.kind in "iu":
+        info = np.iinfo(dst.dtype)
+        core.pending.append((_clamp_to, d, a, info.min, info.max))
+    elif narrow and sat is SaturationMode.ON and src.dtype.kind == "f" and dst.dtype.kind in "fV" and \
+            mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE):
+        big = float(np.finfo(dst.dtype).max) if dst.dtype.kind == "f" else float(ml_dtypes.finfo(dst.dtype).max)
+        core.pending.append((_clamp_to, d, a, -big, big))
+    elif src.dtype.kind in "fV":              # float16/32, bfloat16 and float8 (ml_dtypes: "V")
         if dst.dtype.kind in "iu":
             if mode is RoundMode.CAST_ODD:
                 raise _err(core, "TCVT: RoundMode.CAST_ODD is not modelled",
                            "use CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL or CAST_TRUNC")
             info = np.iinfo(dst.dtype)
-            core.pending.append((_to_int, d, a, _ROUNDERS[mode], info.min, info.max))
+            if narrow and sat is SaturationMode.OFF and dst.dtype.itemsize < 4:
+                core.pending.append((_wrap_int, d, a, _ROUNDERS[mode]))
+            else:
+                core.pending.append((_to_int, d, a, _ROUNDERS[mode], info.min, info.max))
         elif mode is RoundMode.CAST_ODD:
             raise _err(core, f"TCVT {src.dtype.name} -> {dst.dtype.name} with CAST_ODD: von Neumann "
                              "rounding is not modelled", "use CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL "
@@ -856,6 +1029,10 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, *events) -
             core.pending.append((_to_float, d, a, mode))
     else:
         core.pending.append((_copy_unsafe, d, a))
+    if tmp is not None:
+        arr(tmp, core, "TCVT tmp")
+        if core.cluster.platform.id is _A2A3:
+            return vec_issue_n(core, "TCVT", [dst, tmp], [src], dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import greenlet
 import numpy as np
 
-from ..arch.vocab import TILE_SPACE, BLayout, SLayout, TileLayout, TileType, default_layout  # noqa: F401
+from ..arch.vocab import TILE_SPACE, BLayout, PadValue, SLayout, TileLayout, TileType, default_layout  # noqa: F401
 from ..errors import KernelError
 from ..sim.location import user_loc
 from .context import current_core, here
@@ -43,12 +43,13 @@ class Tile:
     __slots__ = ("loc", "dtype", "rows", "cols", "valid_rows", "valid_cols", "blayout",
                  "slayout", "layout", "_addr", "core", "mem", "_full", "_valid", "ready_at", "read_end",
                  "binding", "name", "space", "sname", "_views", "_plan", "sig", "item", "_push",
-                 "hbw", "hbu")
+                 "hbw", "hbu", "pad")
 
     def __init__(self, loc: TileType, dtype, rows: int, cols: int,
                  blayout: BLayout | None = None, valid_rows: int | None = None,
                  valid_cols: int | None = None, slayout: SLayout | None = None,
-                 addr: int | None = None, name: str | None = None, layout: TileLayout | None = None):
+                 addr: int | None = None, name: str | None = None, layout: TileLayout | None = None,
+                 pad: PadValue = PadValue.Zero):
         if not isinstance(loc, TileType):
             raise KernelError(f"Tile location must be a TileType, got {loc!r}", where=_site(),
                               fix="use TileType.Vec / Mat / Left / Right / Acc")
@@ -72,6 +73,9 @@ class Tile:
         self.layout = _layout(loc, blayout, slayout, layout, self.rows, self.cols)
         self.blayout, self.slayout = self.layout.value
         self.name = name
+        # pto-isa's PadVal template parameter (pto_tile.hpp): what TFILLPAD fills this tile
+        # with outside the source's valid region when it is the destination
+        self.pad = pad
         self._addr = None
         self.core = None
         self.mem = None

@@ -388,7 +388,9 @@ def test_gather_and_scatter_by_index(platform, dtype):
     src = rand(rng, dtype, (8, 32))
     idx = rng.integers(0, 8 * 32, (4, 16)).astype(np.int32)
     idx[0, :2], idx[3, 15] = (-1, 8 * 32), 8 * 32 + 7                   # outside src: 0
-    perm = rng.permutation(8 * 32)[:4 * 16].reshape(4, 16).astype(np.uint32)
+    # pto-isa's TSCATTER indices are as wide as 4-byte data, 16-bit for 2-byte data (TScatter.hpp)
+    perm = rng.permutation(8 * 32)[:4 * 16].reshape(4, 16).astype(np.uint32 if np.dtype(dtype).itemsize == 4
+                                                                   else np.uint16)
 
     def call(o, i):
         TGATHER(o[0], i[0], i[1], o[2])                 # with pto-isa's tmp operand

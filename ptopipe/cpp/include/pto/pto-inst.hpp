@@ -33,6 +33,9 @@
 #define __biasbuf__
 #define PTO_INST inline
 #define PTO_INTERNAL inline
+// pto-isa's parameter direction annotations (include/pto/common/cpu_stub.hpp): empty
+#define __in__
+#define __out__
 
 // -- 16-bit floats: two bytes, converted through float ---------------------------------------
 namespace ptopipe {
@@ -225,6 +228,10 @@ constexpr bool tile_shape_ok()
 
 namespace pto {
 constexpr int DYNAMIC = -1;
+// include/pto/common/constants.hpp
+constexpr const int BLOCK_BYTE_SIZE = 32;
+constexpr const int C0_SIZE_BYTE = 32;
+constexpr const int FRACTAL_NZ_ROW = 16;
 
 struct RecordEvent {
     int64_t id_ = 0;
@@ -248,8 +255,8 @@ template <Op SrcOp, Op DstOp> struct Event : RecordEvent {
 // instructions do not read it (no ptopipe instruction models a compact layout)
 enum class CompactMode { Null, Normal, RowPlusOne, RowAlignedPadding };
 
-// pto-isa's Tile (pto_tile.hpp) with all eleven parameters; PadVal and Compact are the type's, no
-// ptopipe instruction reads them (TFILLPAD takes its pad as its own template argument)
+// pto-isa's Tile (pto_tile.hpp) with all eleven parameters; PadVal crosses the ABI with the tile
+// (TFILLPAD fills with it), Compact is the type's only (no ptopipe instruction models it)
 template <TileType Loc_, typename Element_, int Rows_, int Cols_, BLayout BLayout_ = BLayout::RowMajor,
           int RowValid_ = Rows_, int ColValid_ = Cols_, SLayout SLayout_ = SLayout::NoneBox, int Fractal_ = 512,
           PadValue Pad_ = PadValue::Null, CompactMode Compact_ = CompactMode::Null>
@@ -260,7 +267,7 @@ struct Tile {
     static constexpr BLayout BFractal = BLayout_;
     static constexpr SLayout SFractal = SLayout_;
     static constexpr int SFractalSize = Fractal_;
-    static constexpr PadValue PadVal = Pad_;
+    static constexpr PadValue PadVal = Pad_;      // what TFILLPAD fills this tile with (pto_tile.hpp)
     static constexpr CompactMode Compact = Compact_;
     static constexpr bool isRowMajor = BLayout_ == BLayout::RowMajor;
     static constexpr int Numel = Rows_ * Cols_;
@@ -383,6 +390,45 @@ struct GlobalTensor {
     int64_t GetStride(int d) const { return stride_.stride[d]; }
 };
 
+// BaseShape2D<T, rows, cols, Layout>: the Stride of a rows x cols matrix in GM, as pto-isa's
+// pto_tile.hpp defines it for the layouts ptopipe's GM models (ND, DN, NZ); DYNAMIC rows / cols
+// give DYNAMIC strides, which the (rows, cols) constructor sets
+template <typename T, int64_t rows = DYNAMIC, int64_t cols = DYNAMIC, Layout Layout_ = Layout::ND>
+struct BaseShape2D;
+template <int64_t rows, int64_t cols> constexpr int64_t base_shape_size()
+{
+    return rows == DYNAMIC || cols == DYNAMIC ? DYNAMIC : rows * cols;
+}
+template <typename T, int64_t rows, int64_t cols>
+struct BaseShape2D<T, rows, cols, Layout::ND>
+    : Stride<base_shape_size<rows, cols>(), base_shape_size<rows, cols>(), base_shape_size<rows, cols>(), cols, 1> {
+    using Parent = Stride<base_shape_size<rows, cols>(), base_shape_size<rows, cols>(), base_shape_size<rows, cols>(),
+                          cols, 1>;
+    BaseShape2D() : Parent() {}
+    BaseShape2D(int64_t r, int64_t c) : Parent(r * c, r * c, r * c, c, 1) {}
+};
+template <typename T, int64_t rows, int64_t cols>
+struct BaseShape2D<T, rows, cols, Layout::DN>
+    : Stride<base_shape_size<rows, cols>(), base_shape_size<rows, cols>(), base_shape_size<rows, cols>(), 1, rows> {
+    using Parent = Stride<base_shape_size<rows, cols>(), base_shape_size<rows, cols>(), base_shape_size<rows, cols>(),
+                          1, rows>;
+    BaseShape2D() : Parent() {}
+    BaseShape2D(int64_t r, int64_t c) : Parent(r * c, r * c, r * c, 1, r) {}
+};
+template <typename T, int64_t rows, int64_t cols>
+struct BaseShape2D<T, rows, cols, Layout::NZ>
+    : Stride<base_shape_size<rows, cols>(), rows == DYNAMIC ? DYNAMIC : rows * int64_t(C0_SIZE_BYTE / sizeof(T)),
+             FRACTAL_NZ_ROW * int64_t(C0_SIZE_BYTE / sizeof(T)), int64_t(C0_SIZE_BYTE / sizeof(T)), 1> {
+    static constexpr int C0Size = C0_SIZE_BYTE / sizeof(T);
+    static constexpr int FractalNZSize = FRACTAL_NZ_ROW * C0Size;
+    using Parent = Stride<base_shape_size<rows, cols>(), rows == DYNAMIC ? DYNAMIC : rows * int64_t(C0Size),
+                          FractalNZSize, C0Size, 1>;
+    static_assert(rows == DYNAMIC || rows % FRACTAL_NZ_ROW == 0, "rows must be divisible by 16 for Layout::NZ");
+    static_assert(cols == DYNAMIC || cols % C0Size == 0, "cols must be divisible by C0Size for Layout::NZ");
+    BaseShape2D() : Parent() {}
+    BaseShape2D(int64_t r, int64_t c) : Parent(c * r, r * C0Size, FractalNZSize, C0Size, 1) {}
+};
+
 // a pipe's ``prod`` / ``cons``: pto-isa's Producer / Consumer status switches, which ptopipe's ISA
 // models (ptopipe.isa.pipe.channel: a push that skips its free-slot wait, a pop that skips its
 // free ...).  The rest of pto-isa's Producer / Consumer - the kernel driving the ring itself with
@@ -451,6 +497,26 @@ struct TPipe {
     static constexpr uint8_t Flag = FlagID, Dir = DirType;
     static constexpr uint32_t Size = SlotSize, Num = SlotNum, LocalNum = LocalSlotNum;
     static constexpr bool NoSplit = IsNoSplit, UnitFlag = EN_UNIT_FLAG;
+    // pto-isa's protocol constant (a2a3 TPush.hpp; ptopipe.protocol's sync_period states it for
+    // the simulator): a free notification every SyncPeriod slots
+    static constexpr uint32_t SyncPeriod = SlotNum <= 2 ? SlotNum : SlotNum / 2;
+    // the free notifications a producer has not waited for after tileCount pushes, which its
+    // teardown drains (pto-isa's a2a3 TPush.hpp countPendingFreeCredits): the consumer sends one
+    // per SyncPeriod frees; the producer waits at every SyncPeriod-th push from the first one
+    // at or after SlotNum (every push after the first with one slot)
+    static constexpr uint32_t countPendingFreeCredits(uint32_t tileCount)
+    {
+        const uint32_t notified = tileCount / SyncPeriod;
+        uint32_t waited = 0;
+        if (SlotNum == 1) {
+            waited = tileCount > 0 ? tileCount - 1 : 0;
+        } else if (tileCount > SlotNum) {
+            const uint32_t first = SlotNum % SyncPeriod == 0 ? SlotNum : (SlotNum / SyncPeriod + 1) * SyncPeriod;
+            const uint32_t last = (tileCount - 1) / SyncPeriod * SyncPeriod;
+            if (last >= first) waited = (last - first) / SyncPeriod + 1;
+        }
+        return notified > waited ? notified - waited : 0;
+    }
     int64_t id_ = 0;
     ::ptopipe::ProducerSide prod{&id_};
     ::ptopipe::ConsumerSide cons{&id_};
@@ -519,7 +585,8 @@ template <typename T> int64_t tile_id(const T &t, Site s, bool rebind = false)
     if (t.id_ == 0 || (rebind && t.shared_)) {
         Args a;
         for (int64_t x : {int64_t(T::Loc), int64_t(dtype_code<typename T::DType>::value), int64_t(T::Rows),
-                          int64_t(T::Cols), int64_t(T::BFractal), t.vr_, t.vc_, int64_t(T::SFractal)}) {
+                          int64_t(T::Cols), int64_t(T::BFractal), t.vr_, t.vc_, int64_t(T::SFractal),
+                          int64_t(T::PadVal)}) {
             a.put(K_INT);
             a.put(x);
         }
@@ -613,18 +680,33 @@ struct AtEvent {
 }  // namespace ptopipe
 
 // one instruction of the op catalogue: ``NAME(args..., events...)`` is an object whose
-// constructor runs the instruction at its call site and which converts to its RecordEvent
+// constructor runs the instruction at its call site and which is its RecordEvent (pto-isa's
+// instructions return one: ``auto e = TLOAD(...)`` is an event a later instruction waits for)
 #define PTOPIPE_INSTRUCTION(NAME, ID, FEWEST, MOST)                                                      \
-    template <typename... A> struct NAME {                                                              \
-        RecordEvent ev;                                                                                 \
-        NAME(A &&...a, ::ptopipe::Site s = PTOPIPE_HERE) : ev(::ptopipe::inst(ID, s, a...))            \
+    template <typename... A> struct NAME : RecordEvent {                                                \
+        NAME(A &&...a, ::ptopipe::Site s = PTOPIPE_HERE) : RecordEvent(::ptopipe::inst(ID, s, a...))   \
         {                                                                                               \
             static_assert(sizeof...(A) >= FEWEST && sizeof...(A) <= MOST,                                \
                           #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)"); \
         }                                                                                               \
-        operator RecordEvent() const { return ev; }                                                     \
     };                                                                                                  \
     template <typename... A> NAME(A &&...)->NAME<A...>;
+
+// the algorithms of pto-isa's ``<auto PrecisionType>`` forms (include/pto/common/type.hpp; its
+// PowAlgorithm is ptopipe's, which TPOW / TPOWS pass on): the device's ways to one function,
+// which ptopipe's ISA computes whichever a kernel names
+namespace pto {
+enum class DivAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class SqrtAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RsqrtAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RecipAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class ExpAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class LogAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class FmodAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class FmodSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RemAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RemSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+}  // namespace pto
 
 #define PTOPIPE_GENERATED_INSTRUCTIONS
 #include "ptopipe_generated.hpp"
@@ -896,5 +978,21 @@ inline int64_t get_block_idx(::ptopipe::Site s = PTOPIPE_HERE)
 {
     return ::ptopipe::inst(::ptopipe::OP_get_block_idx, s);
 }
+
+// pto-isa's cpu_stub.hpp: the blocks of the launch (ptopipe simulates one cluster) and the
+// cluster's Vector sub-blocks
+inline uint32_t get_block_num(::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return uint32_t(::ptopipe::inst(::ptopipe::OP_get_block_num, s));
+}
+
+inline uint32_t get_subblockdim(::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return uint32_t(::ptopipe::inst(::ptopipe::OP_get_subblockdim, s));
+}
+
+// the FFTS base address a device kernel sets before cross-core flags: ptopipe's cross-core
+// flags are the simulator's own (no FFTS block to point at), so it sets nothing
+inline void set_ffts_base_addr(uint64_t) {}
 
 #endif  // PTOPIPE_PTO_INST_HPP

@@ -7,9 +7,13 @@
 #ifndef PTOPIPE_GENERATED_TABLES
 #define PTOPIPE_GENERATED_TABLES
 
-// element-type codes (ptopipe dtype order: f16 f32 bf16 i8 u8 i16 i32 u32 i64)
+// element-type codes (ptopipe dtype order: f16 f32 bf16 i8 u8 i16 i32 u32 i64 uint16 uint64)
 namespace ptopipe {
-template <typename T> struct dtype_code;
+template <typename T> struct no_dtype : std::false_type {};
+template <typename T> struct dtype_code {
+    static_assert(no_dtype<T>::value, "this element type has no ptopipe form (the type is dtype_code's T in this error's instantiation): ptopipe's tiles and GlobalTensors take half, float, bfloat16_t, int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uint16_t, uint64_t");
+    static constexpr int value = -1;
+};
 template <> struct dtype_code<half> { static constexpr int value = 0; };
 template <> struct dtype_code<float> { static constexpr int value = 1; };
 template <> struct dtype_code<bfloat16_t> { static constexpr int value = 2; };
@@ -19,6 +23,8 @@ template <> struct dtype_code<int16_t> { static constexpr int value = 5; };
 template <> struct dtype_code<int32_t> { static constexpr int value = 6; };
 template <> struct dtype_code<uint32_t> { static constexpr int value = 7; };
 template <> struct dtype_code<int64_t> { static constexpr int value = 8; };
+template <> struct dtype_code<uint16_t> { static constexpr int value = 9; };
+template <> struct dtype_code<uint64_t> { static constexpr int value = 10; };
 enum Kind : int64_t { K_INT = 1, K_FLT = 2, K_TILE = 3, K_GT = 4, K_PIPE = 5, K_EVENT = 6, K_ENUM = 7, K_PTR = 8, K_NULL = 9, K_KW = 10 };
 constexpr int MAX_WORDS = 128;
 constexpr int64_t ABORT = INT64_MIN;
@@ -44,139 +50,141 @@ enum OpId : int32_t {
     OP_PIPE_STATUS = 17,
     OP_SUBBLOCK_ID = 18,
     OP_TILE_ADDR = 19,
-    OP_TABS = 20,
-    OP_TADD = 21,
-    OP_TADDC = 22,
-    OP_TADDDEQRELU = 23,
-    OP_TADDRELUCONV = 24,
-    OP_TADDS = 25,
-    OP_TADDSC = 26,
-    OP_TAND = 27,
-    OP_TANDS = 28,
-    OP_TAXPY = 29,
-    OP_TCI = 30,
-    OP_TCMP = 31,
-    OP_TCMPS = 32,
-    OP_TCOLARGMAX = 33,
-    OP_TCOLARGMIN = 34,
-    OP_TCOLEXPAND = 35,
-    OP_TCOLEXPANDADD = 36,
-    OP_TCOLEXPANDDIV = 37,
-    OP_TCOLEXPANDEXPDIF = 38,
-    OP_TCOLEXPANDMAX = 39,
-    OP_TCOLEXPANDMIN = 40,
-    OP_TCOLEXPANDMUL = 41,
-    OP_TCOLEXPANDSUB = 42,
-    OP_TCOLMAX = 43,
-    OP_TCOLMIN = 44,
-    OP_TCOLPROD = 45,
-    OP_TCOLSUM = 46,
-    OP_TCONCAT = 47,
-    OP_TCVT = 48,
-    OP_TDEINTERLEAVE = 49,
-    OP_TDEQUANT = 50,
-    OP_TDIV = 51,
-    OP_TDIVS = 52,
-    OP_TEXP = 53,
-    OP_TEXPANDS = 54,
-    OP_TEXTRACT = 55,
-    OP_TEXTRACT_FP = 56,
-    OP_TFILLPAD = 57,
-    OP_TFILLPAD_EXPAND = 58,
-    OP_TFILLPAD_INPLACE = 59,
-    OP_TFMOD = 60,
-    OP_TFMODS = 61,
-    OP_TFUSEDMULADD = 62,
-    OP_TFUSEDMULADDRELU = 63,
-    OP_TGATHER = 64,
-    OP_TGATHERB = 65,
-    OP_TGEMV = 66,
-    OP_TGEMV_ACC = 67,
-    OP_TGEMV_BIAS = 68,
-    OP_TGEMV_MX = 69,
-    OP_TGET_SCALE_ADDR = 70,
-    OP_THISTOGRAM = 71,
-    OP_TINSERT = 72,
-    OP_TINSERT_FP = 73,
-    OP_TINTERLEAVE = 74,
-    OP_TLOAD = 75,
-    OP_TLOG = 76,
-    OP_TLRELU = 77,
-    OP_TMATMUL = 78,
-    OP_TMATMUL_ACC = 79,
-    OP_TMATMUL_BIAS = 80,
-    OP_TMATMUL_MX = 81,
-    OP_TMAX = 82,
-    OP_TMAXS = 83,
-    OP_TMIN = 84,
-    OP_TMINS = 85,
-    OP_TMOV = 86,
-    OP_TMOV_FP = 87,
-    OP_TMRGSORT = 88,
-    OP_TMUL = 89,
-    OP_TMULADDDST = 90,
-    OP_TMULS = 91,
-    OP_TNEG = 92,
-    OP_TNOT = 93,
-    OP_TOR = 94,
-    OP_TORS = 95,
-    OP_TPACK = 96,
-    OP_TPAIRREDUCESUM = 97,
-    OP_TPARTADD = 98,
-    OP_TPARTARGMAX = 99,
-    OP_TPARTARGMIN = 100,
-    OP_TPARTMAX = 101,
-    OP_TPARTMIN = 102,
-    OP_TPARTMUL = 103,
-    OP_TPOW = 104,
-    OP_TPOWS = 105,
-    OP_TPREFETCH = 106,
-    OP_TPRELU = 107,
-    OP_TPRINT = 108,
-    OP_TQUANT = 109,
-    OP_TRANDOM = 110,
-    OP_TRECIP = 111,
-    OP_TRELU = 112,
-    OP_TREM = 113,
-    OP_TREMS = 114,
-    OP_TRESHAPE = 115,
-    OP_TROWARGMAX = 116,
-    OP_TROWARGMIN = 117,
-    OP_TROWEXPAND = 118,
-    OP_TROWEXPANDADD = 119,
-    OP_TROWEXPANDDIV = 120,
-    OP_TROWEXPANDEXPDIF = 121,
-    OP_TROWEXPANDMAX = 122,
-    OP_TROWEXPANDMIN = 123,
-    OP_TROWEXPANDMUL = 124,
-    OP_TROWEXPANDSUB = 125,
-    OP_TROWMAX = 126,
-    OP_TROWMIN = 127,
-    OP_TROWPROD = 128,
-    OP_TROWSUM = 129,
-    OP_TRSQRT = 130,
-    OP_TSCATTER = 131,
-    OP_TSEL = 132,
-    OP_TSELS = 133,
-    OP_TSHL = 134,
-    OP_TSHLS = 135,
-    OP_TSHR = 136,
-    OP_TSHRS = 137,
-    OP_TSORT32 = 138,
-    OP_TSQRT = 139,
-    OP_TSTORE = 140,
-    OP_TSTORE_FP = 141,
-    OP_TSUB = 142,
-    OP_TSUBC = 143,
-    OP_TSUBRELU = 144,
-    OP_TSUBS = 145,
-    OP_TSUBSC = 146,
-    OP_TSUBVIEW = 147,
-    OP_TTRANS = 148,
-    OP_TTRAP = 149,
-    OP_TTRI = 150,
-    OP_TXOR = 151,
-    OP_TXORS = 152,
+    OP_get_block_num = 20,
+    OP_get_subblockdim = 21,
+    OP_TABS = 22,
+    OP_TADD = 23,
+    OP_TADDC = 24,
+    OP_TADDDEQRELU = 25,
+    OP_TADDRELUCONV = 26,
+    OP_TADDS = 27,
+    OP_TADDSC = 28,
+    OP_TAND = 29,
+    OP_TANDS = 30,
+    OP_TAXPY = 31,
+    OP_TCI = 32,
+    OP_TCMP = 33,
+    OP_TCMPS = 34,
+    OP_TCOLARGMAX = 35,
+    OP_TCOLARGMIN = 36,
+    OP_TCOLEXPAND = 37,
+    OP_TCOLEXPANDADD = 38,
+    OP_TCOLEXPANDDIV = 39,
+    OP_TCOLEXPANDEXPDIF = 40,
+    OP_TCOLEXPANDMAX = 41,
+    OP_TCOLEXPANDMIN = 42,
+    OP_TCOLEXPANDMUL = 43,
+    OP_TCOLEXPANDSUB = 44,
+    OP_TCOLMAX = 45,
+    OP_TCOLMIN = 46,
+    OP_TCOLPROD = 47,
+    OP_TCOLSUM = 48,
+    OP_TCONCAT = 49,
+    OP_TCVT = 50,
+    OP_TDEINTERLEAVE = 51,
+    OP_TDEQUANT = 52,
+    OP_TDIV = 53,
+    OP_TDIVS = 54,
+    OP_TEXP = 55,
+    OP_TEXPANDS = 56,
+    OP_TEXTRACT = 57,
+    OP_TEXTRACT_FP = 58,
+    OP_TFILLPAD = 59,
+    OP_TFILLPAD_EXPAND = 60,
+    OP_TFILLPAD_INPLACE = 61,
+    OP_TFMOD = 62,
+    OP_TFMODS = 63,
+    OP_TFUSEDMULADD = 64,
+    OP_TFUSEDMULADDRELU = 65,
+    OP_TGATHER = 66,
+    OP_TGATHERB = 67,
+    OP_TGEMV = 68,
+    OP_TGEMV_ACC = 69,
+    OP_TGEMV_BIAS = 70,
+    OP_TGEMV_MX = 71,
+    OP_TGET_SCALE_ADDR = 72,
+    OP_THISTOGRAM = 73,
+    OP_TINSERT = 74,
+    OP_TINSERT_FP = 75,
+    OP_TINTERLEAVE = 76,
+    OP_TLOAD = 77,
+    OP_TLOG = 78,
+    OP_TLRELU = 79,
+    OP_TMATMUL = 80,
+    OP_TMATMUL_ACC = 81,
+    OP_TMATMUL_BIAS = 82,
+    OP_TMATMUL_MX = 83,
+    OP_TMAX = 84,
+    OP_TMAXS = 85,
+    OP_TMIN = 86,
+    OP_TMINS = 87,
+    OP_TMOV = 88,
+    OP_TMOV_FP = 89,
+    OP_TMRGSORT = 90,
+    OP_TMUL = 91,
+    OP_TMULADDDST = 92,
+    OP_TMULS = 93,
+    OP_TNEG = 94,
+    OP_TNOT = 95,
+    OP_TOR = 96,
+    OP_TORS = 97,
+    OP_TPACK = 98,
+    OP_TPAIRREDUCESUM = 99,
+    OP_TPARTADD = 100,
+    OP_TPARTARGMAX = 101,
+    OP_TPARTARGMIN = 102,
+    OP_TPARTMAX = 103,
+    OP_TPARTMIN = 104,
+    OP_TPARTMUL = 105,
+    OP_TPOW = 106,
+    OP_TPOWS = 107,
+    OP_TPREFETCH = 108,
+    OP_TPRELU = 109,
+    OP_TPRINT = 110,
+    OP_TQUANT = 111,
+    OP_TRANDOM = 112,
+    OP_TRECIP = 113,
+    OP_TRELU = 114,
+    OP_TREM = 115,
+    OP_TREMS = 116,
+    OP_TRESHAPE = 117,
+    OP_TROWARGMAX = 118,
+    OP_TROWARGMIN = 119,
+    OP_TROWEXPAND = 120,
+    OP_TROWEXPANDADD = 121,
+    OP_TROWEXPANDDIV = 122,
+    OP_TROWEXPANDEXPDIF = 123,
+    OP_TROWEXPANDMAX = 124,
+    OP_TROWEXPANDMIN = 125,
+    OP_TROWEXPANDMUL = 126,
+    OP_TROWEXPANDSUB = 127,
+    OP_TROWMAX = 128,
+    OP_TROWMIN = 129,
+    OP_TROWPROD = 130,
+    OP_TROWSUM = 131,
+    OP_TRSQRT = 132,
+    OP_TSCATTER = 133,
+    OP_TSEL = 134,
+    OP_TSELS = 135,
+    OP_TSHL = 136,
+    OP_TSHLS = 137,
+    OP_TSHR = 138,
+    OP_TSHRS = 139,
+    OP_TSORT32 = 140,
+    OP_TSQRT = 141,
+    OP_TSTORE = 142,
+    OP_TSTORE_FP = 143,
+    OP_TSUB = 144,
+    OP_TSUBC = 145,
+    OP_TSUBRELU = 146,
+    OP_TSUBS = 147,
+    OP_TSUBSC = 148,
+    OP_TSUBVIEW = 149,
+    OP_TTRANS = 150,
+    OP_TTRAP = 151,
+    OP_TTRI = 152,
+    OP_TXOR = 153,
+    OP_TXORS = 154,
 };
 }  // namespace ptopipe
 
@@ -218,249 +226,387 @@ namespace pto { enum class AtomicType : int { AtomicNone = 0, AtomicAdd = 1 }; }
 namespace ptopipe { template <> struct enum_code<pto::AtomicType> { static constexpr int value = 17; }; }
 namespace pto { enum Direction : int { DIR_C2V = 1, DIR_V2C = 2, DIR_BOTH = 3, DIR_V2C_CTRL = 4, DIR_C2V_GM = 5, DIR_V2C_GM = 6, DIR_BOTH_GM = 7 }; }
 namespace ptopipe { template <> struct enum_code<pto::Direction> { static constexpr int value = 18; }; }
+namespace pto { enum class SaturationMode : int { ON = 0, OFF = 1 }; }
+namespace ptopipe { template <> struct enum_code<pto::SaturationMode> { static constexpr int value = 19; }; }
 enum pipe_t : int { PIPE_S = 0, PIPE_MTE1 = 1, PIPE_MTE2 = 2, PIPE_MTE3 = 3, PIPE_M = 4, PIPE_V = 5, PIPE_FIX = 6, PIPE_ALL = 7 };
-namespace ptopipe { template <> struct enum_code<pipe_t> { static constexpr int value = 19; }; }
+namespace ptopipe { template <> struct enum_code<pipe_t> { static constexpr int value = 20; }; }
 enum event_t : int { EVENT_ID0 = 0, EVENT_ID1 = 1, EVENT_ID2 = 2, EVENT_ID3 = 3, EVENT_ID4 = 4, EVENT_ID5 = 5, EVENT_ID6 = 6, EVENT_ID7 = 7 };
-namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 20; }; }
+namespace ptopipe { template <> struct enum_code<event_t> { static constexpr int value = 21; }; }
 namespace pto { enum class Op : int { TLOAD = 0, TSTORE_ACC = 1, TSTORE_VEC = 2, TMOV_M2L = 3, TMOV_M2S = 4, TMOV_M2B = 5, TMOV_M2V = 6, TMOV_V2M = 7, TMATMUL = 8, TVEC = 9, TADD = 10, TSUB = 11, TMUL = 12, TDIV = 13, TMAX = 14, TMIN = 15, TADDS = 16, TSUBS = 17, TMULS = 18, TDIVS = 19, TMAXS = 20, TMINS = 21, TEXP = 22, TLOG = 23, TSQRT = 24, TRSQRT = 25, TABS = 26, TNEG = 27, TRELU = 28, TRECIP = 29, TROWSUM = 30, TROWMAX = 31, TROWMIN = 32, TCOLSUM = 33, TCOLMAX = 34, TROWEXPANDADD = 35, TROWEXPANDSUB = 36, TROWEXPANDMUL = 37, TROWEXPANDDIV = 38, TROWEXPAND = 39, TEXPANDS = 40, TCVT = 41, TPACK = 42, TAND = 43, TOR = 44, TXOR = 45, TSHL = 46, TSHR = 47, TNOT = 48, TANDS = 49, TORS = 50, TXORS = 51, TSHLS = 52, TSHRS = 53, TREM = 54, TREMS = 55, TFMOD = 56, TFMODS = 57, TPRELU = 58, TLRELU = 59, TADDC = 60, TSUBC = 61, TADDSC = 62, TSUBSC = 63, TAXPY = 64, TCMP = 65, TCMPS = 66, TSEL = 67, TSELS = 68, TCOLEXPAND = 69, TCOLEXPANDADD = 70, TCOLEXPANDSUB = 71, TCOLEXPANDMUL = 72, TCOLEXPANDDIV = 73, TCOLEXPANDMAX = 74, TCOLEXPANDMIN = 75, TROWEXPANDMAX = 76, TROWEXPANDMIN = 77, TCOLMIN = 78, TROWPROD = 79, TCOLPROD = 80, TROWARGMAX = 81, TROWARGMIN = 82, TCOLARGMAX = 83, TCOLARGMIN = 84, TPARTADD = 85, TPARTMUL = 86, TPARTMAX = 87, TPARTMIN = 88, TPARTARGMAX = 89, TPARTARGMIN = 90, TSUBRELU = 91, TMULADDDST = 92, TFUSEDMULADD = 93, TFUSEDMULADDRELU = 94, TPOW = 95, TPOWS = 96, TROWEXPANDEXPDIF = 97, TCOLEXPANDEXPDIF = 98, TPAIRREDUCESUM = 99, TADDRELUCONV = 100, TADDDEQRELU = 101, THISTOGRAM = 102, TCONCAT = 103, TTRANS = 104, TFILLPAD = 105, TFILLPAD_EXPAND = 106, TFILLPAD_INPLACE = 107, TCI = 108, TTRI = 109, TGATHER = 110, TSCATTER = 111, TINTERLEAVE = 112, TDEINTERLEAVE = 113, TGATHERB = 114, TSORT32 = 115, TMRGSORT = 116, TQUANT = 117, TDEQUANT = 118, TRANDOM = 119 }; }
-namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 21; }; }
+namespace ptopipe { template <> struct enum_code<pto::Op> { static constexpr int value = 22; }; }
 namespace pto { enum class Layout : int { ND = 0, DN = 1, NZ = 2 }; }
 #endif
 #else
 
 // one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, fewest, most arguments)
 namespace pto {
-PTOPIPE_INSTRUCTION(TABS, 20, 2, 5)
-PTOPIPE_INSTRUCTION(TADD, 21, 3, 6)
-PTOPIPE_INSTRUCTION(TADDC, 22, 4, 7)
-PTOPIPE_INSTRUCTION(TADDDEQRELU, 23, 4, 7)
-PTOPIPE_INSTRUCTION(TADDRELUCONV, 24, 3, 6)
-PTOPIPE_INSTRUCTION(TADDS, 25, 3, 6)
-PTOPIPE_INSTRUCTION(TADDSC, 26, 4, 7)
-PTOPIPE_INSTRUCTION(TAND, 27, 3, 6)
-PTOPIPE_INSTRUCTION(TANDS, 28, 3, 6)
-PTOPIPE_INSTRUCTION(TAXPY, 29, 3, 6)
-// TCI (ABI id 30, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
-template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(30, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending))); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1)); }
-template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(30, s, dst, start, tmp, ::ptopipe::kw(1, descending), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TCMP, 31, 3, 7)
-PTOPIPE_INSTRUCTION(TCMPS, 32, 3, 7)
-PTOPIPE_INSTRUCTION(TCOLARGMAX, 33, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLARGMIN, 34, 1, 8)
-PTOPIPE_INSTRUCTION(TCOLEXPAND, 35, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 36, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDDIV, 37, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 38, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 39, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 40, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 41, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 42, 3, 6)
-PTOPIPE_INSTRUCTION(TCOLMAX, 43, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLMIN, 44, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLPROD, 45, 2, 5)
-PTOPIPE_INSTRUCTION(TCOLSUM, 46, 2, 5)
-PTOPIPE_INSTRUCTION(TCONCAT, 47, 3, 6)
-PTOPIPE_INSTRUCTION(TCVT, 48, 2, 6)
-PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 49, 2, 5)
-PTOPIPE_INSTRUCTION(TDEQUANT, 50, 4, 7)
-PTOPIPE_INSTRUCTION(TDIV, 51, 3, 6)
-PTOPIPE_INSTRUCTION(TDIVS, 52, 3, 6)
-PTOPIPE_INSTRUCTION(TEXP, 53, 2, 5)
-PTOPIPE_INSTRUCTION(TEXPANDS, 54, 2, 5)
-PTOPIPE_INSTRUCTION(TEXTRACT, 55, 2, 7)
-// TEXTRACT_FP (ABI id 56, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(56, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-// TFILLPAD (ABI id 57, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
-template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal, e0)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal, e0, e1)); }
-template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(57, s, dst, src, PadVal, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 58, 2, 6)
-PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 59, 2, 6)
-PTOPIPE_INSTRUCTION(TFMOD, 60, 3, 6)
-PTOPIPE_INSTRUCTION(TFMODS, 61, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADD, 62, 3, 6)
-PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 63, 3, 6)
-// TGATHER (ABI id 64, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
-template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, a0, a1, a2, a3, a4)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType, e0)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType, e0, e1)); }
-template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(64, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TGATHERB, 65, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV, 66, 3, 6)
-PTOPIPE_INSTRUCTION(TGEMV_ACC, 67, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_BIAS, 68, 4, 7)
-PTOPIPE_INSTRUCTION(TGEMV_MX, 69, 1, 4)
-PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 70, 2, 5)
-// THISTOGRAM (ABI id 71, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
-template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte, e0)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte, e0, e1)); }
-template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(71, s, dst, src, idx, byte, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINSERT, 72, 2, 7)
-// TINSERT_FP (ABI id 73, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5, a6)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TINTERLEAVE, 74, 4, 7)
-PTOPIPE_INSTRUCTION(TLOAD, 75, 2, 5)
-PTOPIPE_INSTRUCTION(TLOG, 76, 2, 5)
-PTOPIPE_INSTRUCTION(TLRELU, 77, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL, 78, 3, 6)
-PTOPIPE_INSTRUCTION(TMATMUL_ACC, 79, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 80, 4, 7)
-PTOPIPE_INSTRUCTION(TMATMUL_MX, 81, 1, 4)
-PTOPIPE_INSTRUCTION(TMAX, 82, 3, 6)
-PTOPIPE_INSTRUCTION(TMAXS, 83, 3, 6)
-PTOPIPE_INSTRUCTION(TMIN, 84, 3, 6)
-PTOPIPE_INSTRUCTION(TMINS, 85, 3, 6)
-PTOPIPE_INSTRUCTION(TMOV, 86, 2, 5)
-// TMOV_FP (ABI id 87, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
-template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, a0, a1, a2, a3, a4, a5)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode))); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1)); }
-template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(87, s, dst, src, fp, ::ptopipe::kw(3, reluMode), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TMRGSORT, 88, 1, 4)
-PTOPIPE_INSTRUCTION(TMUL, 89, 3, 6)
-PTOPIPE_INSTRUCTION(TMULADDDST, 90, 3, 6)
-PTOPIPE_INSTRUCTION(TMULS, 91, 3, 6)
-PTOPIPE_INSTRUCTION(TNEG, 92, 2, 5)
-PTOPIPE_INSTRUCTION(TNOT, 93, 2, 5)
-PTOPIPE_INSTRUCTION(TOR, 94, 3, 6)
-PTOPIPE_INSTRUCTION(TORS, 95, 3, 6)
-PTOPIPE_INSTRUCTION(TPACK, 96, 2, 5)
-PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 97, 2, 5)
-PTOPIPE_INSTRUCTION(TPARTADD, 98, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTARGMAX, 99, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTARGMIN, 100, 6, 9)
-PTOPIPE_INSTRUCTION(TPARTMAX, 101, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMIN, 102, 3, 6)
-PTOPIPE_INSTRUCTION(TPARTMUL, 103, 3, 6)
-PTOPIPE_INSTRUCTION(TPOW, 104, 3, 6)
-PTOPIPE_INSTRUCTION(TPOWS, 105, 3, 6)
-PTOPIPE_INSTRUCTION(TPREFETCH, 106, 2, 2)
-PTOPIPE_INSTRUCTION(TPRELU, 107, 3, 6)
-// TPRINT (ABI id 108, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
-template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0)); }
-template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, a0, a1, a2, a3)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format))); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format), e0)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format), e0, e1)); }
-template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(108, s, src, ::ptopipe::kw(2, Format), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TQUANT, 109, 3, 6)
-PTOPIPE_INSTRUCTION(TRANDOM, 110, 1, 4)
-PTOPIPE_INSTRUCTION(TRECIP, 111, 2, 5)
-PTOPIPE_INSTRUCTION(TRELU, 112, 2, 5)
-PTOPIPE_INSTRUCTION(TREM, 113, 3, 6)
-PTOPIPE_INSTRUCTION(TREMS, 114, 3, 6)
-PTOPIPE_INSTRUCTION(TRESHAPE, 115, 2, 5)
-PTOPIPE_INSTRUCTION(TROWARGMAX, 116, 1, 8)
-PTOPIPE_INSTRUCTION(TROWARGMIN, 117, 1, 8)
-PTOPIPE_INSTRUCTION(TROWEXPAND, 118, 2, 5)
-PTOPIPE_INSTRUCTION(TROWEXPANDADD, 119, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDDIV, 120, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 121, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 122, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 123, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 124, 3, 6)
-PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 125, 3, 6)
-PTOPIPE_INSTRUCTION(TROWMAX, 126, 2, 6)
-PTOPIPE_INSTRUCTION(TROWMIN, 127, 2, 6)
-PTOPIPE_INSTRUCTION(TROWPROD, 128, 2, 6)
-PTOPIPE_INSTRUCTION(TROWSUM, 129, 2, 6)
-PTOPIPE_INSTRUCTION(TRSQRT, 130, 2, 5)
-// TSCATTER (ABI id 131, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
-template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, a0, a1, a2, a3, a4)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType))); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1)); }
-template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(131, s, dst, src, maskPattern, ::ptopipe::kw(0, ScatterType), e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSEL, 132, 4, 7)
-PTOPIPE_INSTRUCTION(TSELS, 133, 3, 6)
-PTOPIPE_INSTRUCTION(TSHL, 134, 3, 6)
-PTOPIPE_INSTRUCTION(TSHLS, 135, 3, 6)
-PTOPIPE_INSTRUCTION(TSHR, 136, 3, 6)
-PTOPIPE_INSTRUCTION(TSHRS, 137, 3, 6)
-PTOPIPE_INSTRUCTION(TSORT32, 138, 3, 4)
-PTOPIPE_INSTRUCTION(TSQRT, 139, 2, 5)
-// TSTORE (ABI id 140, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
-template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(140, s, a0, a1, a2, a3, a4)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src, e0)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src, e0, e1)); }
-template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(140, s, dst, src, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TSTORE_FP, 141, 3, 6)
-PTOPIPE_INSTRUCTION(TSUB, 142, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBC, 143, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBRELU, 144, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBS, 145, 3, 6)
-PTOPIPE_INSTRUCTION(TSUBSC, 146, 4, 7)
-PTOPIPE_INSTRUCTION(TSUBVIEW, 147, 4, 4)
-PTOPIPE_INSTRUCTION(TTRANS, 148, 2, 5)
-PTOPIPE_INSTRUCTION(TTRAP, 149, 0, 0)
-// TTRI (ABI id 150, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
-template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1)); }
-template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2)); }
-template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2, a3)); }
-template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2, a3, a4)); }
-template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, a0, a1, a2, a3, a4, a5)); }
-template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower)); }
-template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower, e0)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower, e0, e1)); }
-template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(150, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
-PTOPIPE_INSTRUCTION(TXOR, 151, 3, 6)
-PTOPIPE_INSTRUCTION(TXORS, 152, 3, 6)
+PTOPIPE_INSTRUCTION(TABS, 22, 2, 5)
+PTOPIPE_INSTRUCTION(TADD, 23, 3, 6)
+PTOPIPE_INSTRUCTION(TADDC, 24, 4, 7)
+PTOPIPE_INSTRUCTION(TADDDEQRELU, 25, 4, 7)
+PTOPIPE_INSTRUCTION(TADDRELUCONV, 26, 3, 6)
+PTOPIPE_INSTRUCTION(TADDS, 27, 3, 6)
+PTOPIPE_INSTRUCTION(TADDSC, 28, 4, 7)
+PTOPIPE_INSTRUCTION(TAND, 29, 3, 6)
+PTOPIPE_INSTRUCTION(TANDS, 30, 3, 6)
+PTOPIPE_INSTRUCTION(TAXPY, 31, 3, 6)
+// TCI (ABI id 32, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCI.md)
+template <class A0, class A1> inline RecordEvent TCI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(32, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(32, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(32, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(32, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, ::ptopipe::kw(2, descending))); }
+template <typename TileData, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, ::ptopipe::kw(2, descending), e0)); }
+template <typename TileData, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, ::ptopipe::kw(2, descending), e0, e1)); }
+template <typename TileData, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, ::ptopipe::kw(2, descending), e0, e1, e2)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, tmp, ::ptopipe::kw(2, descending))); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, tmp, ::ptopipe::kw(2, descending), e0)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, tmp, ::ptopipe::kw(2, descending), e0, e1)); }
+template <typename TileData, typename TileDataTmp, typename T, int descending, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCI(TileData &dst, T start, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(descending == 0 || descending == 1, "TCI: descending == 0 || descending == 1"); return RecordEvent(::ptopipe::inst(32, s, dst, start, tmp, ::ptopipe::kw(2, descending), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TCMP, 33, 3, 7)
+PTOPIPE_INSTRUCTION(TCMPS, 34, 3, 7)
+PTOPIPE_INSTRUCTION(TCOLARGMAX, 35, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLARGMIN, 36, 1, 8)
+PTOPIPE_INSTRUCTION(TCOLEXPAND, 37, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLEXPANDADD, 38, 3, 6)
+// TCOLEXPANDDIV (ABI id 39, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TCOLEXPANDDIV.md)
+template <class A0, class A1, class A2> inline RecordEvent TCOLEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TCOLEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TCOLEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TCOLEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1> inline RecordEvent TCOLEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, dst, src0, src1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TCOLEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, dst, src0, src1, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TCOLEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, dst, src0, src1, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TCOLEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(39, s, dst, src0, src1, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TCOLEXPANDEXPDIF, 40, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMAX, 41, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMIN, 42, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDMUL, 43, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLEXPANDSUB, 44, 3, 6)
+PTOPIPE_INSTRUCTION(TCOLMAX, 45, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLMIN, 46, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLPROD, 47, 2, 5)
+PTOPIPE_INSTRUCTION(TCOLSUM, 48, 2, 7)
+PTOPIPE_INSTRUCTION(TCONCAT, 49, 3, 6)
+PTOPIPE_INSTRUCTION(TCVT, 50, 2, 8)
+PTOPIPE_INSTRUCTION(TDEINTERLEAVE, 51, 2, 5)
+PTOPIPE_INSTRUCTION(TDEQUANT, 52, 4, 7)
+// TDIV (ABI id 53, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TDIV.md)
+template <class A0, class A1, class A2> inline RecordEvent TDIV(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1> inline RecordEvent TDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src0, src1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src0, src1, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src0, src1, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(53, s, dst, src0, src1, e0, e1, e2)); }
+// TDIVS (ABI id 54, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TDIVS.md)
+template <class A0, class A1, class A2> inline RecordEvent TDIVS(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TDIVS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TDIVS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TDIVS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TDIVS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, scalar)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TDIVS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, scalar, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TDIVS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, scalar, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TDIVS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, src, scalar, e0, e1, e2)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TDIVS(TileDataDst &dst, typename TileDataDst::DType scalar, TileDataSrc &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, scalar, src)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TDIVS(TileDataDst &dst, typename TileDataDst::DType scalar, TileDataSrc &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, scalar, src, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TDIVS(TileDataDst &dst, typename TileDataDst::DType scalar, TileDataSrc &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, scalar, src, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TDIVS(TileDataDst &dst, typename TileDataDst::DType scalar, TileDataSrc &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(54, s, dst, scalar, src, e0, e1, e2)); }
+// TEXP (ABI id 55, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXP.md)
+template <class A0, class A1> inline RecordEvent TEXP(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TEXP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, a0, a1, a2, a3, a4)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TEXP(TileDataDst &dst, TileDataSrc &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXP(TileDataDst &dst, TileDataSrc &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXP(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXP(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(55, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TEXPANDS, 56, 2, 5)
+PTOPIPE_INSTRUCTION(TEXTRACT, 57, 2, 7)
+// TEXTRACT_FP (ABI id 58, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TEXTRACT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TEXTRACT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TEXTRACT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(58, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode), e0, e1, e2)); }
+// TFILLPAD (ABI id 59, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFILLPAD.md)
+template <class A0, class A1> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFILLPAD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, dst, src, PadVal)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, dst, src, PadVal, e0)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, dst, src, PadVal, e0, e1)); }
+template <typename TileData, PadValue PadVal = PadValue::Zero, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFILLPAD(TileData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(59, s, dst, src, PadVal, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TFILLPAD_EXPAND, 60, 2, 6)
+PTOPIPE_INSTRUCTION(TFILLPAD_INPLACE, 61, 2, 6)
+// TFMOD (ABI id 62, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFMOD.md)
+template <class A0, class A1, class A2> inline RecordEvent TFMOD(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFMOD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFMOD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFMOD(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1> inline RecordEvent TFMOD(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src0, src1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFMOD(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src0, src1, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFMOD(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src0, src1, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFMOD(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(62, s, dst, src0, src1, e0, e1, e2)); }
+// TFMODS (ABI id 63, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TFMODS.md)
+template <class A0, class A1, class A2> inline RecordEvent TFMODS(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TFMODS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TFMODS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TFMODS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TFMODS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, scalar)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TFMODS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, scalar, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TFMODS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, scalar, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TFMODS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(63, s, dst, src, scalar, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TFUSEDMULADD, 64, 3, 6)
+PTOPIPE_INSTRUCTION(TFUSEDMULADDRELU, 65, 3, 6)
+// TGATHER (ABI id 66, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TGATHER.md)
+template <class A0, class A1> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TGATHER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, a0, a1, a2, a3, a4)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, dst, src, maskPattern, gatherType)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, dst, src, maskPattern, gatherType, e0)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, dst, src, maskPattern, gatherType, e0, e1)); }
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern, GatherAxis gatherType = GatherAxis::GATHER_ROW, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TGATHER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(66, s, dst, src, maskPattern, gatherType, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TGATHERB, 67, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV, 68, 3, 6)
+PTOPIPE_INSTRUCTION(TGEMV_ACC, 69, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_BIAS, 70, 4, 7)
+PTOPIPE_INSTRUCTION(TGEMV_MX, 71, 1, 4)
+PTOPIPE_INSTRUCTION(TGET_SCALE_ADDR, 72, 2, 5)
+// THISTOGRAM (ABI id 73, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/THISTOGRAM.md)
+template <class A0, class A1, class A2> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent THISTOGRAM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, idx, byte)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, idx, byte, e0)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, idx, byte, e0, e1)); }
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent THISTOGRAM(TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(73, s, dst, src, idx, byte, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINSERT, 74, 2, 7)
+// TINSERT_FP (ABI id 75, 3 to 8 arguments): pto-isa also spells it with mode template arguments (docs/isa/TINSERT_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6, class A7> inline RecordEvent TINSERT_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, const A7 &a7, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, a0, a1, a2, a3, a4, a5, a6, a7)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TINSERT_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, uint16_t indexRow, uint16_t indexCol, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(75, s, dst, src, fp, indexRow, indexCol, ::ptopipe::kw(4, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TINTERLEAVE, 76, 4, 7)
+PTOPIPE_INSTRUCTION(TLOAD, 77, 2, 5)
+// TLOG (ABI id 78, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TLOG.md)
+template <class A0, class A1> inline RecordEvent TLOG(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TLOG(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TLOG(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TLOG(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, a0, a1, a2, a3, a4)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TLOG(TileDataDst &dst, TileDataSrc &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, dst, src)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TLOG(TileDataDst &dst, TileDataSrc &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, dst, src, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TLOG(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, dst, src, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TLOG(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(78, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TLRELU, 79, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL, 80, 3, 6)
+PTOPIPE_INSTRUCTION(TMATMUL_ACC, 81, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_BIAS, 82, 4, 7)
+PTOPIPE_INSTRUCTION(TMATMUL_MX, 83, 1, 4)
+PTOPIPE_INSTRUCTION(TMAX, 84, 3, 6)
+PTOPIPE_INSTRUCTION(TMAXS, 85, 3, 6)
+PTOPIPE_INSTRUCTION(TMIN, 86, 3, 6)
+PTOPIPE_INSTRUCTION(TMINS, 87, 3, 6)
+PTOPIPE_INSTRUCTION(TMOV, 88, 2, 5)
+// TMOV_FP (ABI id 89, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TMOV_FP.md)
+template <class A0, class A1, class A2> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TMOV_FP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, a0, a1, a2, a3, a4, a5)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, dst, src, fp, ::ptopipe::kw(4, reluMode))); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, dst, src, fp, ::ptopipe::kw(4, reluMode), e0)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, dst, src, fp, ::ptopipe::kw(4, reluMode), e0, e1)); }
+template <typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TMOV_FP(DstTileData &dst, SrcTileData &src, FpTileData &fp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(89, s, dst, src, fp, ::ptopipe::kw(4, reluMode), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TMRGSORT, 90, 1, 4)
+PTOPIPE_INSTRUCTION(TMUL, 91, 3, 6)
+PTOPIPE_INSTRUCTION(TMULADDDST, 92, 3, 6)
+PTOPIPE_INSTRUCTION(TMULS, 93, 3, 6)
+PTOPIPE_INSTRUCTION(TNEG, 94, 2, 5)
+PTOPIPE_INSTRUCTION(TNOT, 95, 2, 5)
+PTOPIPE_INSTRUCTION(TOR, 96, 3, 6)
+PTOPIPE_INSTRUCTION(TORS, 97, 3, 6)
+PTOPIPE_INSTRUCTION(TPACK, 98, 2, 5)
+PTOPIPE_INSTRUCTION(TPAIRREDUCESUM, 99, 2, 5)
+PTOPIPE_INSTRUCTION(TPARTADD, 100, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTARGMAX, 101, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTARGMIN, 102, 6, 9)
+PTOPIPE_INSTRUCTION(TPARTMAX, 103, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMIN, 104, 3, 6)
+PTOPIPE_INSTRUCTION(TPARTMUL, 105, 3, 6)
+// TPOW (ABI id 106, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPOW.md)
+template <class A0, class A1, class A2> inline RecordEvent TPOW(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPOW(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TPOW(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TPOW(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename ExpTile, typename TmpTile> inline RecordEvent TPOW(DstTile &dst, BaseTile &base, ExpTile &exp, TmpTile &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType))); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename ExpTile, typename TmpTile, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPOW(DstTile &dst, BaseTile &base, ExpTile &exp, TmpTile &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType), e0)); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename ExpTile, typename TmpTile, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPOW(DstTile &dst, BaseTile &base, ExpTile &exp, TmpTile &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType), e0, e1)); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename ExpTile, typename TmpTile, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPOW(DstTile &dst, BaseTile &base, ExpTile &exp, TmpTile &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(106, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType), e0, e1, e2)); }
+// TPOWS (ABI id 107, 3 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPOWS.md)
+template <class A0, class A1, class A2> inline RecordEvent TPOWS(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPOWS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TPOWS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TPOWS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename TmpTile> inline RecordEvent TPOWS(DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType))); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename TmpTile, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPOWS(DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType), e0)); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename TmpTile, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPOWS(DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType), e0, e1)); }
+template <auto PrecisionType, typename DstTile, typename BaseTile, typename TmpTile, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPOWS(DstTile &dst, BaseTile &base, typename DstTile::DType exp, TmpTile &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(107, s, dst, base, exp, tmp, ::ptopipe::kw(0, PrecisionType), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TPREFETCH, 108, 2, 2)
+PTOPIPE_INSTRUCTION(TPRELU, 109, 3, 7)
+// TPRINT (ABI id 110, 1 to 4 arguments): pto-isa also spells it with mode template arguments (docs/isa/TPRINT.md)
+template <class A0> inline RecordEvent TPRINT(const A0 &a0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, a0)); }
+template <class A0, class A1> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TPRINT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, a0, a1, a2, a3)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData> inline RecordEvent TPRINT(TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, src, ::ptopipe::kw(3, Format))); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, src, ::ptopipe::kw(3, Format), e0)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, src, ::ptopipe::kw(3, Format), e0, e1)); }
+template <PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TPRINT(TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(110, s, src, ::ptopipe::kw(3, Format), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TQUANT, 111, 3, 6)
+PTOPIPE_INSTRUCTION(TRANDOM, 112, 1, 4)
+// TRECIP (ABI id 113, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TRECIP.md)
+template <class A0, class A1> inline RecordEvent TRECIP(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TRECIP(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TRECIP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TRECIP(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, a0, a1, a2, a3, a4)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TRECIP(TileDataDst &dst, TileDataSrc &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, dst, src)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TRECIP(TileDataDst &dst, TileDataSrc &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, dst, src, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TRECIP(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, dst, src, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TRECIP(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(113, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TRELU, 114, 2, 5)
+// TREM (ABI id 115, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/TREM.md)
+template <class A0, class A1, class A2> inline RecordEvent TREM(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TREM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TREM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TREM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TREM(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp> inline RecordEvent TREM(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, dst, src0, src1, tmp)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TREM(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, dst, src0, src1, tmp, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TREM(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, dst, src0, src1, tmp, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TREM(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(115, s, dst, src0, src1, tmp, e0, e1, e2)); }
+// TREMS (ABI id 116, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/TREMS.md)
+template <class A0, class A1, class A2> inline RecordEvent TREMS(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TREMS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TREMS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TREMS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TREMS(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp> inline RecordEvent TREMS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, dst, src, scalar, tmp)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TREMS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, dst, src, scalar, tmp, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TREMS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, dst, src, scalar, tmp, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TREMS(TileDataDst &dst, TileDataSrc &src, typename TileDataSrc::DType scalar, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(116, s, dst, src, scalar, tmp, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TRESHAPE, 117, 2, 5)
+PTOPIPE_INSTRUCTION(TROWARGMAX, 118, 1, 8)
+PTOPIPE_INSTRUCTION(TROWARGMIN, 119, 1, 8)
+PTOPIPE_INSTRUCTION(TROWEXPAND, 120, 2, 5)
+PTOPIPE_INSTRUCTION(TROWEXPANDADD, 121, 3, 7)
+// TROWEXPANDDIV (ABI id 122, 3 to 7 arguments): pto-isa also spells it with mode template arguments (docs/isa/TROWEXPANDDIV.md)
+template <class A0, class A1, class A2> inline RecordEvent TROWEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TROWEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TROWEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TROWEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, a0, a1, a2, a3, a4, a5)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5, class A6> inline RecordEvent TROWEXPANDDIV(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, const A6 &a6, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, a0, a1, a2, a3, a4, a5, a6)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1, e0, e1, e2)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1, tmp)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1, tmp, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1, tmp, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataTmp, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TROWEXPANDDIV(TileDataDst &dst, TileDataSrc0 &src0, TileDataSrc1 &src1, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(122, s, dst, src0, src1, tmp, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TROWEXPANDEXPDIF, 123, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDMAX, 124, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDMIN, 125, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDMUL, 126, 3, 7)
+PTOPIPE_INSTRUCTION(TROWEXPANDSUB, 127, 3, 7)
+PTOPIPE_INSTRUCTION(TROWMAX, 128, 2, 6)
+PTOPIPE_INSTRUCTION(TROWMIN, 129, 2, 6)
+PTOPIPE_INSTRUCTION(TROWPROD, 130, 2, 6)
+PTOPIPE_INSTRUCTION(TROWSUM, 131, 2, 6)
+// TRSQRT (ABI id 132, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TRSQRT.md)
+template <class A0, class A1> inline RecordEvent TRSQRT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TRSQRT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TRSQRT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TRSQRT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TRSQRT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, a0, a1, a2, a3, a4, a5)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, e0, e1, e2)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, TileDataTmp &tmp, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, tmp)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, TileDataTmp &tmp, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, tmp, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, TileDataTmp &tmp, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, tmp, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, typename TileDataTmp, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TRSQRT(TileDataDst &dst, TileDataSrc &src, TileDataTmp &tmp, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(132, s, dst, src, tmp, e0, e1, e2)); }
+// TSCATTER (ABI id 133, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSCATTER.md)
+template <class A0, class A1> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSCATTER(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, a0, a1, a2, a3, a4)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, dst, src, maskPattern, ::ptopipe::kw(1, ScatterType))); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, dst, src, maskPattern, ::ptopipe::kw(1, ScatterType), e0)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, dst, src, maskPattern, ::ptopipe::kw(1, ScatterType), e0, e1)); }
+template <MaskPattern maskPattern = MaskPattern::P1111, ScatterAxis ScatterType = ScatterAxis::SCATTER_ROW, typename DstTileData, typename SrcTileData, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSCATTER(DstTileData &dst, SrcTileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(133, s, dst, src, maskPattern, ::ptopipe::kw(1, ScatterType), e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSEL, 134, 4, 7)
+PTOPIPE_INSTRUCTION(TSELS, 135, 3, 6)
+PTOPIPE_INSTRUCTION(TSHL, 136, 3, 6)
+PTOPIPE_INSTRUCTION(TSHLS, 137, 3, 6)
+PTOPIPE_INSTRUCTION(TSHR, 138, 3, 6)
+PTOPIPE_INSTRUCTION(TSHRS, 139, 3, 6)
+PTOPIPE_INSTRUCTION(TSORT32, 140, 3, 4)
+// TSQRT (ABI id 141, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSQRT.md)
+template <class A0, class A1> inline RecordEvent TSQRT(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSQRT(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSQRT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSQRT(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, a0, a1, a2, a3, a4)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc> inline RecordEvent TSQRT(TileDataDst &dst, TileDataSrc &src, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, dst, src)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSQRT(TileDataDst &dst, TileDataSrc &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, dst, src, e0)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSQRT(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, dst, src, e0, e1)); }
+template <auto PrecisionType, typename TileDataDst, typename TileDataSrc, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSQRT(TileDataDst &dst, TileDataSrc &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(141, s, dst, src, e0, e1, e2)); }
+// TSTORE (ABI id 142, 2 to 5 arguments): pto-isa also spells it with mode template arguments (docs/isa/TSTORE.md)
+template <class A0, class A1> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(142, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(142, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(142, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TSTORE(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(142, s, a0, a1, a2, a3, a4)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(142, s, dst, src)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(142, s, dst, src, e0)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(142, s, dst, src, e0, e1)); }
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TSTORE(GlobalData &dst, TileData &src, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { static_assert(atomicType == AtomicType::AtomicNone, "TSTORE: ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"); return RecordEvent(::ptopipe::inst(142, s, dst, src, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TSTORE_FP, 143, 3, 6)
+PTOPIPE_INSTRUCTION(TSUB, 144, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBC, 145, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBRELU, 146, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBS, 147, 3, 6)
+PTOPIPE_INSTRUCTION(TSUBSC, 148, 4, 7)
+PTOPIPE_INSTRUCTION(TSUBVIEW, 149, 4, 4)
+PTOPIPE_INSTRUCTION(TTRANS, 150, 2, 5)
+PTOPIPE_INSTRUCTION(TTRAP, 151, 0, 0)
+// TTRI (ABI id 152, 2 to 6 arguments): pto-isa also spells it with mode template arguments (docs/isa/TTRI.md)
+template <class A0, class A1> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, a0, a1)); }
+template <class A0, class A1, class A2> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, a0, a1, a2)); }
+template <class A0, class A1, class A2, class A3> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, a0, a1, a2, a3)); }
+template <class A0, class A1, class A2, class A3, class A4> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, a0, a1, a2, a3, a4)); }
+template <class A0, class A1, class A2, class A3, class A4, class A5> inline RecordEvent TTRI(const A0 &a0, const A1 &a1, const A2 &a2, const A3 &a3, const A4 &a4, const A5 &a5, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, a0, a1, a2, a3, a4, a5)); }
+template <typename TileData, int isUpperOrLower> inline RecordEvent TTRI(TileData &dst, int diagonal, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, dst, diagonal, isUpperOrLower)); }
+template <typename TileData, int isUpperOrLower, class E0, ::ptopipe::if_events<E0> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, dst, diagonal, isUpperOrLower, e0)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, ::ptopipe::if_events<E0, E1> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, dst, diagonal, isUpperOrLower, e0, e1)); }
+template <typename TileData, int isUpperOrLower, class E0, class E1, class E2, ::ptopipe::if_events<E0, E1, E2> = 0> inline RecordEvent TTRI(TileData &dst, int diagonal, E0 &e0, E1 &e1, E2 &e2, ::ptopipe::Site s = PTOPIPE_HERE) { return RecordEvent(::ptopipe::inst(152, s, dst, diagonal, isUpperOrLower, e0, e1, e2)); }
+PTOPIPE_INSTRUCTION(TXOR, 153, 3, 7)
+PTOPIPE_INSTRUCTION(TXORS, 154, 3, 7)
 }  // namespace pto
 #endif

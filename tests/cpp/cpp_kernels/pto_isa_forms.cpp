@@ -1,0 +1,84 @@
+// pto-isa's overloads and API as its headers declare them (include/pto/common/pto_instr.hpp,
+// constants.hpp, cpu_stub.hpp, pto_tile.hpp, npu/a2a3/TPush.hpp), one Vector kernel using each:
+// the tmp-tile forms (TRSQRT, TCOLSUM with isBinary, TROWEXPANDMUL, TCVT with a SaturationMode),
+// the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, a TSTORE of a valid region smaller
+// than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
+#include <pto/pto-inst.hpp>
+
+using namespace pto;
+
+constexpr int R = 8, C = 32;
+template <typename T, int Rows = R, int Cols = C>
+using G = GlobalTensor<T, Shape<1, 1, 1, Rows, Cols>, BaseShape2D<T, Rows, Cols, Layout::ND>>;
+using V = Tile<TileType::Vec, float, R, C>;
+
+static_assert(BLOCK_BYTE_SIZE == 32 && C0_SIZE_BYTE == 32 && FRACTAL_NZ_ROW == 16, "constants.hpp");
+static_assert(BaseShape2D<float, R, C>::staticStride[3] == C && BaseShape2D<half, 16, 32, Layout::NZ>::staticStride[2] == 256,
+              "pto_tile.hpp's BaseShape2D");
+using Pipe = TPipe<0, Direction::DIR_C2V, R * C * 4, 8>;
+static_assert(Pipe::countPendingFreeCredits(40) == 2 && Pipe::countPendingFreeCredits(8) == 2 &&
+                  TPipe<0, Direction::DIR_C2V, 64, 1>::countPendingFreeCredits(5) == 1,
+              "a2a3 TPush.hpp's countPendingFreeCredits");
+
+template <typename T> static void store(__gm__ float *__out__ p, T &t) { G<float> g(p); TSTORE(g, t); }
+
+extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *rsqrt, __gm__ float *colsum,
+                                                __gm__ float *rdiv, __gm__ float *twice, __gm__ float *rowmul,
+                                                __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ float *window,
+                                                __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
+                                                __gm__ float *exp)
+{
+    set_ffts_base_addr(0);
+    if (get_subblockid() != 0) return;
+    V a, d, t, b;
+    Tile<TileType::Vec, float, 1, C> cs;
+    Tile<TileType::Vec, float, R, 1, BLayout::ColMajor, R, 1> col;
+    Tile<TileType::Vec, int16_t, R, C> i16;
+    Tile<TileType::Vec, int32_t, R, C> tmp32;
+    Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, 8> part;
+    Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, C, SLayout::NoneBox, 512, PadValue::Min> pad;
+    Tile<TileType::Vec, uint16_t, R, 16> u;
+    TASSIGN(a, 0x0);
+    TASSIGN(d, 0x400);
+    TASSIGN(t, 0x800);
+    TASSIGN(b, 0xc00);
+    TASSIGN(cs, 0x1000);
+    TASSIGN(col, 0x1100);
+    TASSIGN(i16, 0x1200);
+    TASSIGN(tmp32, 0x1400);
+    TASSIGN(part, 0x0);
+    TASSIGN(pad, 0x1800);
+    TASSIGN(u, 0x1c00);
+    G<float> gx(x);
+    auto e0 = TLOAD(a, gx);
+    auto e1 = TMULS(b, a, 2.0f, e0);        // an instruction's event, kept in auto, waited for
+    store(twice, b);
+    TRSQRT(d, a, t);
+    store(rsqrt, d);
+    TCOLSUM(cs, a, t, true);
+    G<float, 1, C> gc(colsum);
+    TSTORE(gc, cs, e1);
+    TDIVS<DivAlgorithm::HIGH_PRECISION>(d, 2.0f, a);
+    store(rdiv, d);
+    TEXP<ExpAlgorithm::HIGH_PRECISION>(d, a);
+    store(exp, d);
+    TROWSUM(col, a, t);
+    TROWEXPANDMUL(d, a, col, t);
+    store(rowmul, d);
+    TMULS(b, a, 1000.0f);
+    TCVT(i16, b, tmp32, RoundMode::CAST_RINT, SaturationMode::OFF);
+    G<int16_t> gw(wrap), gs(sat);
+    TSTORE(gw, i16);
+    TCVT(i16, b, RoundMode::CAST_RINT, SaturationMode::ON);
+    TSTORE(gs, i16);
+    G<float> gwin(window);
+    TSTORE(gwin, part);                     // the valid 8 x 8 into the 8 x 32 tensor
+    TFILLPAD(pad, part);
+    store(padded, pad);
+    G<uint16_t, R, 16> gu(u16);
+    TLOAD(u, gu);
+    TSTORE(gu, u);
+    G<int32_t> gi(ids);
+    TEXPANDS(tmp32, int32_t(get_block_num() * 100 + get_subblockdim()));
+    TSTORE(gi, tmp32);
+}

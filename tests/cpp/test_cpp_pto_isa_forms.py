@@ -1,0 +1,93 @@
+"""pto-isa's instruction overloads and API spelled as include/pto/common/pto_instr.hpp,
+constants.hpp, cpu_stub.hpp and pto_tile.hpp declare them, in one Vector kernel
+(cpp_kernels/pto_isa_forms.cpp): each form means what pto-isa's CPU model computes, checked
+against numpy - not a tmp tile taken for a wait event, a scalar for a tile, an ``auto`` event
+refused, a smaller valid region refused at TSTORE, a PadValue ignored."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ptopipe.cpp import run_cpp
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+from test_cpp_pto_isa_api import compile_only
+
+KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels", "pto_isa_forms.cpp")
+R, C = 8, 32
+
+
+@needs_cxx
+def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
+    x = np.random.default_rng(0).uniform(0.5, 40, (R, C)).astype(np.float32)
+    z = lambda dt=np.float32, sh=(R, C): np.zeros(sh, dt)   # noqa: E731
+    u16 = (np.arange(R * 16, dtype=np.uint16) * 500).reshape(R, 16)
+    args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
+                sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
+                exp=z())
+    o = run_cpp(KERNEL, args, aiv="pto_isa_forms").outputs
+    np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
+    np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
+    np.testing.assert_allclose(o["colsum"][0], x.sum(0), rtol=1e-5)     # TCOLSUM(dst, src, tmp, true)
+    np.testing.assert_allclose(o["rdiv"], 2 / x, rtol=1e-6)             # TDIVS<DivAlgorithm::...>(dst, 2.0f, src)
+    np.testing.assert_allclose(o["exp"], np.exp(x), rtol=1e-6)          # TEXP<ExpAlgorithm::...>(dst, src)
+    np.testing.assert_allclose(o["rowmul"], x * x.sum(1, keepdims=True), rtol=1e-5)
+    big = np.rint(x.astype(np.float64) * 1000)                          # up to 40000: past int16
+    np.testing.assert_array_equal(o["wrap"], big.astype(np.int64).astype(np.int16))       # SaturationMode::OFF
+    np.testing.assert_array_equal(o["sat"], np.clip(big, -32768, 32767).astype(np.int16))  # ::ON
+    window = np.full((R, C), -1, np.float32)
+    window[:, :8] = x[:, :8]
+    np.testing.assert_array_equal(o["window"], window)                  # 8 x 8 valid into 8 x 32 GM
+    padded = np.full((R, C), -np.inf, np.float32)
+    padded[:, :8] = x[:, :8]
+    np.testing.assert_array_equal(o["padded"], padded)                  # the destination's PadValue::Min
+    np.testing.assert_array_equal(o["u16"], u16)
+    assert (o["ids"] == 1 * 100 + 2).all()                              # get_block_num, get_subblockdim
+
+
+@needs_cxx
+def test_an_element_type_ptopipe_has_no_form_for_names_itself(tmp_path):
+    r = compile_only(tmp_path, """
+void k() {
+    Tile<TileType::Vec, double, 8, 4> t;
+    TASSIGN(t, 0);
+}
+""")
+    assert r.returncode != 0
+    assert "this element type has no ptopipe form" in r.stderr and "double" in r.stderr
+
+
+@needs_cxx
+def test_the_precision_and_tmp_forms_resolve(tmp_path):
+    """Every ``<auto PrecisionType>`` form and tmp form of pto_instr.hpp ptopipe takes, with
+    wait events: each call resolves to one overload (a syntax-only compile)."""
+    r = compile_only(tmp_path, """
+using V = Tile<TileType::Vec, float, 8, 32>;
+using Col = Tile<TileType::Vec, float, 8, 1, BLayout::ColMajor, 8, 1>;
+void k(V &d, V &a, V &b, V &t, Col &c, Tile<TileType::Vec, int16_t, 8, 32> &h, Tile<TileType::Vec, float, 1, 32> &r) {
+    auto e = TEXP(d, a);
+    TSYNC(e);
+    e.Wait();
+    TRSQRT<RsqrtAlgorithm::HIGH_PRECISION>(d, a, t, e);
+    TRSQRT<RsqrtAlgorithm::DEFAULT>(d, a);
+    TROWEXPANDDIV<DivAlgorithm::DEFAULT>(d, a, c, t);
+    TROWEXPANDDIV<DivAlgorithm::DEFAULT>(d, a, c);
+    TROWEXPANDSUB(d, a, c, t, e);
+    TREM<RemAlgorithm::DEFAULT>(d, a, b, t);
+    TREMS<RemSAlgorithm::DEFAULT>(d, a, 2.0f, t);
+    TFMODS<FmodSAlgorithm::DEFAULT>(d, a, 2.0f);
+    TFMOD<FmodAlgorithm::DEFAULT>(d, a, b);
+    TPOWS<PowAlgorithm::HIGH_PRECISION>(d, a, 2.0f, t);
+    TDIVS<DivAlgorithm::DEFAULT>(d, a, 2.0f, e);
+    TDIVS<DivAlgorithm::DEFAULT>(d, 2.0f, a, e);
+    TDIV<DivAlgorithm::HIGH_PRECISION>(d, a, b);
+    TLOG<LogAlgorithm::DEFAULT>(d, a);
+    TSQRT<SqrtAlgorithm::DEFAULT>(d, a);
+    TRECIP<RecipAlgorithm::DEFAULT>(d, a);
+    TCOLEXPANDDIV<DivAlgorithm::DEFAULT>(d, a, r);
+    TCOLSUM(r, a, t, false, e);
+    TCVT(h, a, t, RoundMode::CAST_RINT, SaturationMode::OFF, e);
+}
+""")
+    assert r.returncode == 0, r.stderr
