@@ -26,7 +26,7 @@ from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, IN
                          CreateOp, GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
-from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type
+from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type, store_window
 from . import cpp_types as T
 from .cpp_origin import mark
 
@@ -376,7 +376,7 @@ class KernelWriter:
         g = operand_groups(spec, op.operands)
         if op.is_a(StoreOp):
             tile, tensor = op.tile, op.tensor
-            lines, gm = self.window(tensor, g["offsets"], tile.type.shape, op, ind)
+            lines, gm = self.window(tensor, g["offsets"], store_window(tensor.type.shape, tile.type.shape), op, ind)
             return lines + [f"{ind}TSTORE({gm}, {self.names[tile]});"]
         if op.is_a(CreateOp):           # storage only: the first matmul_acc step overwrites it
             dst, pre = self.define(op.results[0], op, ind)

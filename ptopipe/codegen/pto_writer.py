@@ -38,7 +38,7 @@ from ..ir.opdefs import (CROSS_CORE_OPS, EVENT_OPS, INITIALIZE_PIPE, RING_BUFFER
                          CallOp, ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
-from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type
+from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_window
 from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
@@ -289,7 +289,7 @@ class _Writer:
             if op.is_a(LoadOp):
                 need.update(op.shape)
             elif op.is_a(StoreOp):
-                need.update(op.tile.type.shape)
+                need.update(store_window(op.tensor.type.shape, op.tile.type.shape))
         for n in sorted(need):
             st.cints[n] = st.fresh(f"c{n}")
             self.line(ind, f"{st.cints[n]} = arith.constant {n} : index")
@@ -597,9 +597,9 @@ class _Writer:
         ten, offs = op.tensor, op.offsets
         if load:
             shape = op.shape
-        else:
+        else:                   # the window in the tensor's rank (a 1-D tensor: [C])
             tile = op.tile
-            shape = tile.type.shape
+            shape = store_window(ten.type.shape, tile.type.shape)
         pv = st.fresh("pv")
         ptype = f"!pto.partition_tensor_view<{'x'.join(map(str, shape))}x{MLIR_DTYPE[ten.type.dtype]}>"
         self.line(ind, f"{pv} = pto.partition_view {self._view_of(st, ten)}, offsets = "
