@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ptopipe.language as pl
+from ptopipe.codegen import write_pto
 from ptopipe.errors import CompileError
 from ptopipe.passes.manager import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -104,8 +105,13 @@ def test_a5_chooses_the_deepest_ptoas_ring_that_fits_and_says_so():
     assert "do not fit the 212864 bytes of UB layernorm_aiv has free above its tiles on a5" in note
     assert note.endswith("the deepest ring ptoas builds that fits; give @pl.incore(slot_num=...) to "
                          "choose (ptoas takes 4 or 8)"), note
-    cube, _ = _consumer_init(compile_program(pl.program(layernorm, name="ln"), "a5"), "AIC")
+    op = compile_program(pl.program(layernorm, name="ln"), "a5")
+    cube, _ = _consumer_init(op, "AIC")
     assert cube.slot_num == 4                           # both ends of the pipe agree
+    notes = []                                          # and the .pto is one ptoas assembles
+    text = write_pto(op, "a5", notes)
+    assert notes == [] and text.count("pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 32768, "
+                                      "slot_num = 4, flag_base = 0}") == 2
 
 
 BM = 128                        # a 128x128 f32 accumulator crosses C2V: 64 KiB slots
