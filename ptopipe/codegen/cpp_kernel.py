@@ -19,14 +19,14 @@ from ..arch.catalogue import ROW_MAJOR_FORMS
 from ..arch.vocab import CmpMode, Direction, TileSplitAxis, row_major_strides
 from ..errors import CompileError
 from ..ir.layout import read_layout, unallocated
-from ..ir.pipe_config import local_slot_num, ring_of
+from ..ir.pipe_config import lane1_empty_pushes, lane1_replays, local_slot_num, ring_of
 from ..ir.vocab import FunctionKind
 from ..ir.opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, CROSS_CORE_OPS, INITIALIZE_PIPE,
                          RING_BUFFERS, Barrier, ReserveBufferOp, BufferAttrOp, CastOp, ConstOp, CopyOp, ForOp,
                          CreateOp, GetSubblockIdOp, IfOp, LoadOp, RecordEvent, ReturnOp, StoreOp, TFree,
                          TPop, TPush, WaitEvent, YieldOp, operand_groups)
 from ..ir.types import ScalarType, TensorType, TileValueType
-from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type
+from ..ir.ops import ISA_ATTRS, scratch_index, scratch_type, store_window
 from . import cpp_types as T
 from .cpp_origin import mark
 
@@ -90,7 +90,7 @@ class KernelWriter:
                 self.splits.add(TileSplitAxis(op.split))
             if op.is_a(TPop):
                 self.pops.setdefault(ring_of(op), set()).add(op.split)
-        self.pushed = {op.tile for op in f.walk() if op.is_a(TPush)}
+        self.empty_on_lane1 = lane1_empty_pushes(f)
 
     # -- names and types ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -127,7 +127,7 @@ class KernelWriter:
         tile it TPUSHes has a dynamic valid shape, empty on AIV1: AIV1 pushes an empty tile
         (the handshake, no data), as the simulator's lane-1 replay does - a full one would be a
         second writer of the whole slot (pto-isa's no-split TPUSH has one writer)."""
-        if self.data_lane is not None and v in self.pushed:
+        if v in self.empty_on_lane1:
             self.dynamic.add(v)
             r, c = v.type.shape
             lane0 = "get_subblockid() == 0"
@@ -228,7 +228,7 @@ class KernelWriter:
         aiv = self.f.kind is FunctionKind.AIV
         guard = one_lane and aiv
         ind = "        " if guard else "    "
-        if aiv and not one_lane and self.f.split is TileSplitAxis.TILE_NO_SPLIT:
+        if lane1_replays(self.f):
             self.data_lane = self.fresh("data_lane")
             body += ["    // TILE_NO_SPLIT with two lanes: AIV1 takes part in every handshake but loads,",
                      "    // computes and stores nothing (the simulator's lane-1 replay on empty valid shapes)",
@@ -376,7 +376,7 @@ class KernelWriter:
         g = operand_groups(spec, op.operands)
         if op.is_a(StoreOp):
             tile, tensor = op.tile, op.tensor
-            lines, gm = self.window(tensor, g["offsets"], tile.type.shape, op, ind)
+            lines, gm = self.window(tensor, g["offsets"], store_window(tensor.type.shape, tile.type.shape), op, ind)
             return lines + [f"{ind}TSTORE({gm}, {self.names[tile]});"]
         if op.is_a(CreateOp):           # storage only: the first matmul_acc step overwrites it
             dst, pre = self.define(op.results[0], op, ind)

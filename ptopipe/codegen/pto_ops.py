@@ -279,7 +279,8 @@ def data_lane_condition(r, fs, results, xs) -> None:
 
 def h_select(r, fs, opt, results, loc):
     """``%r = arith.select %cond, %a, %b : T`` (scalars) -> a ``pl.if`` whose branches yield
-    %a / %b (the IR has no select op)."""
+    %a / %b (the IR has no select op).  On the data lane (:class:`DataLane`) it is %a: the IR
+    is AIV0's program (a size that is the tile's on AIV0 and 0 on AIV1 is the tile's)."""
     c = r.c
     _check_results(r, opt, results, 1)
     toks = [c.kind("value", "the condition")]
@@ -289,6 +290,11 @@ def h_select(r, fs, opt, results, loc):
     c.expect(":", "before the type")
     tt = c.peek()
     declared = c.type_()
+    if isinstance(lookup(r, fs, toks[0])[1], DataLane):
+        a, b = [read(r, fs, t) for t in toks[1:]]
+        rtok, name = results[0]
+        r.define(fs, rtok, name, a)
+        return
     cond, a, b = [read(r, fs, t) for t in toks]
     if cond.type != BOOL:
         raise c.error(f"{toks[0].text} is a {describe(cond.type)}, not an i1 condition", toks[0])

@@ -242,14 +242,15 @@ def _platform_name(platform) -> str | None:
     return get_platform(platform).name if platform else None
 
 
-def tile_buf(t: TileValueType, platform=None) -> str:
+def tile_buf(t: TileValueType, platform=None, dynamic_valid: bool = False) -> str:
     """The long form, keys in :data:`TILE_KEYS` order; a tile in the default layout has the
     ``platform``'s (``arch.vocab.default_layout``: a Left tile is ZZ on A2A3 and NZ on A5, as
     ptoas reads every Left tile, :data:`ptopipe.arch.vocab.LEFT_LAYOUT`).  ``rows`` / ``cols``
     are the static shape pto-isa's ``Tile`` takes (``arch.vocab.static_shape``, as the C++
-    writer declares it), ``v_row`` / ``v_col`` the tile's own shape."""
+    writer declares it), ``v_row`` / ``v_col`` the tile's own shape (``dynamic_valid``: ``?``,
+    a valid shape its ``alloc_tile`` gives at run time)."""
     lay = t.written_layout(_platform_name(platform))
-    r, c = t.shape
+    r, c = ("?", "?") if dynamic_valid else t.shape
     sr, sc = t.static_shape
     return (f"!pto.tile_buf<loc={LOC_OF_SPACE[t.space]}, dtype={MLIR_DTYPE[t.dtype]}, rows={sr}, "
             f"cols={sc}, v_row={r}, v_col={c}, blayout={BLAYOUT_NAMES[lay.blayout]}, "

@@ -33,12 +33,12 @@ from ..arch import get_platform
 from ..ir.instances import storage_op
 from ..ir.layout import read_layout, unallocated
 from ..ir.vocab import FunctionKind
-from ..ir.pipe_config import local_slot_num, ring_of
+from ..ir.pipe_config import lane1_empty_pushes, lane1_replays, local_slot_num, ring_of
 from ..ir.opdefs import (CROSS_CORE_OPS, EVENT_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp,
                          CallOp, ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
                          WaitEvent, YieldOp)
-from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type
+from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_window
 from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
@@ -100,6 +100,9 @@ class _Func:
         self.plan = BufferPlan()    # where carried tile values live (pto_buffers)
         self.bufs = {}              # Buf -> its SSA name, once declared
         self.data_lane = None       # the AIV0 condition of a two-lane TILE_NO_SPLIT AIV kernel
+        self.empty_on_lane1 = set() # the values / Bufs declared with a valid shape 0 x 0 on AIV1
+        self.lane_dims = {}         # size -> the index that is it on AIV0 and 0 on AIV1
+        self.dynamic = set()        # names of the tile buffers declared with v_row=?, v_col=?
         self.placed = False         # tiles written at the allocator's addresses (level3)
         self.addr_names = {}        # address -> the name of its i64 constant
         self.tops = {}              # memory -> the first byte no tile or ring of the function uses
@@ -198,20 +201,27 @@ class _Writer:
         ind = _IND * 2
         if kind is not FunctionKind.Group:
             st.plan = plan_buffers(f)
+            pushed = lane1_empty_pushes(f)
+            st.empty_on_lane1 = {st.plan.home.get(v) or v for v in pushed}
             if self.placed:
                 self.place(f, st)
             st.consts_at = len(self.out)
-            self.views(f, block, st, ind)
-        if kind is FunctionKind.AIV and split is TileSplitAxis.TILE_NO_SPLIT and not any(
-                o.is_a(*INITIALIZE_PIPE) and o.lanes == 1 for o in block):
+            self.views(f, block, st, ind, {0, *(d for v in pushed for d in v.type.shape)} if pushed else ())
+        if kind is not FunctionKind.Group and lane1_replays(f):
             # two lanes on a whole-tile ring: AIV1 takes part in every handshake but loads,
             # computes and stores nothing (the lane-1 replay ptopipe simulates); unguarded,
-            # ptoas's lowering lets AIV1 store whatever its TPOP left in the tile
+            # ptoas's lowering lets AIV1 store whatever its TPOP left in the tile.  A tile it
+            # pushes is empty on AIV1 (lane_dims): pto-isa's no-split TPUSH writes its valid
+            # region at the slot's start from either lane, over AIV0's data
             sub, zero = st.fresh("sub_i64"), st.fresh("c0_i64")
             st.data_lane = st.fresh("data_lane")
             self.line(ind, f"{sub} = pto.get_subblock_idx")
             self.line(ind, f"{zero} = arith.constant 0 : i64")
             self.line(ind, f"{st.data_lane} = arith.cmpi eq, {sub}, {zero} {{{DATA_LANE_MARK}}} : i64")
+            for d in sorted({d for v in lane1_empty_pushes(f) for d in v.type.shape}):
+                st.lane_dims[d] = st.fresh(f"lane_c{d}")
+                self.line(ind, f"{st.lane_dims[d]} = arith.select {st.data_lane}, {st.cints[d]}, "
+                               f"{st.cints[0]} : index")
         self.block(block, st, ind)
         self.line(ind, "return")
         self.line(_IND, "}")
@@ -267,10 +277,10 @@ class _Writer:
             name = st.addr_names[addr] = st.fresh(f"c{addr}_i64")
         return f" addr = {name}"
 
-    def views(self, f, block, st: _Func, ind: str) -> None:
-        """Index constants for shapes / strides / partition sizes, then one tensor view per
-        GM tensor parameter."""
-        need = set()
+    def views(self, f, block, st: _Func, ind: str, more=()) -> None:
+        """Index constants for shapes / strides / partition sizes (and ``more``), then one
+        tensor view per GM tensor parameter."""
+        need = set(more)
         for a in block.args:
             if isinstance(a.type, TensorType):
                 need.update(a.type.shape)
@@ -279,7 +289,7 @@ class _Writer:
             if op.is_a(LoadOp):
                 need.update(op.shape)
             elif op.is_a(StoreOp):
-                need.update(op.tile.type.shape)
+                need.update(store_window(op.tensor.type.shape, op.tile.type.shape))
         for n in sorted(need):
             st.cints[n] = st.fresh(f"c{n}")
             self.line(ind, f"{st.cints[n]} = arith.constant {n} : index")
@@ -300,11 +310,35 @@ class _Writer:
         """The buffers the plan declares before ``op`` and its carry moves there."""
         for b in st.plan.declare.get(op, ()):
             st.bufs[b] = st.fresh(b.hint)
-            self.line(ind, f"{st.bufs[b]} = pto.alloc_tile{self.at(st, None, b.type, b.hint)} : {self.ty(b.type)}")
+            self.alloc(st, b, st.bufs[b], self.at(st, None, b.type, b.hint), b.type, ind)
         for src, dst in st.plan.copies.get(op, ()):
             s = st.bufs[src] if isinstance(src, Buf) else st[src]
-            t = self.ty(dst.type)
-            self.line(ind, f"pto.tmov ins({s} : {t}) outs({st.bufs[dst]} : {t}) {{{CARRY}}}")
+            d = st.bufs[dst]
+            self.on_data_lane(st, ind, lambda i: self.line(
+                i, f"pto.tmov ins({s} : {self.named_ty(st, s, dst.type)}) "
+                   f"outs({d} : {self.named_ty(st, d, dst.type)}) {{{CARRY}}}"))
+
+    def alloc(self, st: _Func, owner, name: str, addr: str, t, ind: str) -> None:
+        """``name = pto.alloc_tile`` of type ``t`` for ``owner`` (a value or a Buf): a tile
+        AIV1 pushes empty (:func:`~ptopipe.ir.pipe_config.lane1_empty_pushes`) gets its valid
+        shape at run time, the tile's on AIV0 and 0 x 0 on AIV1, as the C++ writer declares it."""
+        if owner not in st.empty_on_lane1:
+            self.line(ind, f"{name} = pto.alloc_tile{addr} : {self.ty(t)}")
+            return
+        st.dynamic.add(name)
+        vr, vc = (st.lane_dims[d] for d in t.shape)
+        self.line(ind, f"{name} = pto.alloc_tile{addr} valid_row = {vr} valid_col = {vc} : "
+                       f"{self.named_ty(st, name, t)}")
+
+    def named_ty(self, st: _Func, name: str, t) -> str:
+        """The type of the buffer ``name`` holding a value of type ``t`` (its declaration's)."""
+        if name in st.dynamic:
+            return tile_buf(t, self.plat, dynamic_valid=True)
+        return self.ty(t)
+
+    def vty(self, st: _Func, v) -> str:
+        """The type of value ``v`` where an op names it (its buffer's declared type)."""
+        return self.named_ty(st, st[v], v.type)
 
     def dest(self, r, st: _Func, ind: str) -> str:
         """The ``outs`` buffer of tile result ``r``: its planned one, else a new alloc_tile."""
@@ -313,7 +347,7 @@ class _Writer:
             name = st.bind(r)
             op = storage_op(r)
             addr = self.at(st, op.addr if op is not None else None, r.type, name)
-            self.line(ind, f"{name} = pto.alloc_tile{addr} : {self.ty(r.type)}")
+            self.alloc(st, r, name, addr, r.type, ind)
         return name
 
     # -- ops ---------------------------------------------------------------------------------
@@ -392,9 +426,7 @@ class _Writer:
             self.line(ind, f"{raw} = pto.get_subblock_idx")
             self.line(ind, f"{st.bind(op.result)} = arith.index_cast {raw} : i64 to index")
         elif cls is CopyOp and isinstance(op.source.type, TileValueType):
-            x, t = op.source, self.ty(op.source.type)
-            res = self.dest(op.out, st, ind)
-            self.line(ind, f"pto.tmov ins({st[x]} : {t}) outs({res} : {t}) {{{NAMED_COPY}}}")
+            self.on_data_lane(st, ind, lambda i: self.named_copy(op, st, i))
         elif cls is CopyOp:
             x = op.source
             self.note(op, f"a named copy of a {x.type} value is ptopipe.copy, ptopipe's own op")
@@ -425,6 +457,12 @@ class _Writer:
         self.line(ind, f"scf.if {st.data_lane} {{")
         self.out += [x for x in lines if x not in allocs]
         self.line(ind, "}")
+
+    def named_copy(self, op, st: _Func, ind: str) -> None:
+        x = op.source
+        res = self.dest(op.out, st, ind)
+        self.line(ind, f"pto.tmov ins({st[x]} : {self.vty(st, x)}) outs({res} : "
+                       f"{self.named_ty(st, res, x.type)}) {{{NAMED_COPY}}}")
 
     def arith(self, op, st: _Func, ind: str) -> None:
         k = op.name[6:]
@@ -518,9 +556,9 @@ class _Writer:
         if cls is TPush:
             t = op.tile
             if h is not None and isinstance(t.type, TileValueType):
-                self.line(ind, f"pto.tpush({st[t]}, {h} : {self.ty(t.type)}, !pto.pipe){sattr}")
+                self.line(ind, f"pto.tpush({st[t]}, {h} : {self.vty(st, t)}, !pto.pipe){sattr}")
             else:
-                self.line(ind, f"pto.tpush_to_{peer}({st[t]} : {self.ty(t.type)}){sattr}")
+                self.line(ind, f"pto.tpush_to_{peer}({st[t]} : {self.vty(st, t)}){sattr}")
         elif cls is TFree:
             obj = op.obj
             if h is not None and isinstance(obj.type, NoneType):
@@ -559,9 +597,9 @@ class _Writer:
         ten, offs = op.tensor, op.offsets
         if load:
             shape = op.shape
-        else:
+        else:                   # the window in the tensor's rank (a 1-D tensor: [C])
             tile = op.tile
-            shape = tile.type.shape
+            shape = store_window(ten.type.shape, tile.type.shape)
         pv = st.fresh("pv")
         ptype = f"!pto.partition_tensor_view<{'x'.join(map(str, shape))}x{MLIR_DTYPE[ten.type.dtype]}>"
         self.line(ind, f"{pv} = pto.partition_view {self._view_of(st, ten)}, offsets = "
@@ -570,9 +608,9 @@ class _Writer:
         if load:
             r = op.result
             res = self.dest(r, st, ind)
-            self.line(ind, f"pto.tload ins({pv} : {ptype}) outs({res} : {self.ty(r.type)})")
+            self.line(ind, f"pto.tload ins({pv} : {ptype}) outs({res} : {self.named_ty(st, res, r.type)})")
         else:
-            self.line(ind, f"pto.tstore ins({st[tile]} : {self.ty(tile.type)}) outs({pv} : {ptype})")
+            self.line(ind, f"pto.tstore ins({st[tile]} : {self.vty(st, tile)}) outs({pv} : {ptype})")
 
     def tile_op(self, op, st: _Func, ind: str) -> None:
         name = PTO_OP[op.name[3:]]
@@ -588,7 +626,7 @@ class _Writer:
             # a DSL tile's static shape is its valid shape; ptoas's verifier wants one static shape
             self.note(op, f"{name} of tiles of two shapes: ptoas takes its operands in one static shape")
         ins = [st[v] for v in op.operands]
-        tys = [self.ty(v.type) for v in op.operands]
+        tys = [self.vty(st, v) if isinstance(v.type, TileValueType) else self.ty(v.type) for v in op.operands]
         want = INT_SCALAR_OPERAND.get(name)
         if want is not None:
             want = op.results[0].type.dtype if want == "dst" else want
@@ -605,7 +643,8 @@ class _Writer:
             ins.insert(k, tmp)
             tys.insert(k, tt)
         r = op.results[0]
-        res, rty = self.dest(r, st, ind), self.ty(r.type)
+        res = self.dest(r, st, ind)
+        rty = self.named_ty(st, res, r.type)
         tiles = [v.type for v in op.operands if isinstance(v.type, TileValueType)] + [r.type]
         if FORM_OF_DSL.get(op.name[3:]) in ROW_MAJOR_FORMS and all(t.is_column for t in tiles):
             # ptoas takes these ops on row-major tiles only: run them on the columns' rows
@@ -621,7 +660,7 @@ class _Writer:
     def row_view(self, name: str, t: TileValueType, ind: str, st: _Func) -> str:
         """``%v = pto.treshape %name``: the ND [1, R] row view of DN column ``name``."""
         view = st.fresh("row" if name[1].isdigit() else name[1:] + "_row")   # %12_row is no MLIR name
-        self.line(ind, f"{view} = pto.treshape {name} : {self.ty(t)} -> {self.ty(t.row_view())}")
+        self.line(ind, f"{view} = pto.treshape {name} : {self.named_ty(st, name, t)} -> {self.ty(t.row_view())}")
         return view
 
     # -- regions -----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CompileError
 from .vocab import AUTO
-from ..arch.vocab import ALIGNMENT as ALIGN, TileSplitAxis
+from ..arch.vocab import ALIGNMENT as ALIGN, PTOAS_SLOT_NUMS, TileSplitAxis
 from .instances import owns_storage
 from .liveness import analyse, has_scratch
 from .opdefs import EVENT_OPS, FuncOp, ImportPeerBufferOp, ReserveBufferOp
@@ -246,6 +246,26 @@ def allocate_program(program) -> dict:
 
 
 # -- seed 003's rules on a reserved ring (one wording for the runtime's and Validate's checks) --
+def ptoas_slot_num(most: int) -> int | None:
+    """The deepest ring ptoas builds (:data:`~ptopipe.arch.vocab.PTOAS_SLOT_NUMS`) of at most
+    ``most`` slots; None when even its smallest is more."""
+    fit = [n for n in PTOAS_SLOT_NUMS if n <= most]
+    return max(fit) if fit else None
+
+
+def no_ptoas_ring_fits(slot_size: int, free: int, way: str, where: str) -> str:
+    """What to shrink when no ring ptoas builds fits: ``free`` bytes of ``where`` (the
+    consumer's memory above its tiles) hold fewer than the smallest SlotNum ptoas takes of
+    ``slot_size``-byte slots (each the largest tile crossing ``way``)."""
+    k = min(PTOAS_SLOT_NUMS)
+    most = free // k // ALIGN * ALIGN
+    return (f"no ring ptoas builds fits (it takes SLOT_NUM {' or '.join(map(str, PTOAS_SLOT_NUMS))}; "
+            f"{k} slots of {slot_size} bytes need {k * slot_size}, {where} has {free} free): cross "
+            f"tiles of at most {most} bytes over {way} (a slot holds the largest crossing tile: "
+            f"compute and cross it in smaller blocks), or leave "
+            f"{k * slot_size - free} more bytes free (fewer or smaller tiles live beside the ring)")
+
+
 def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
                       staged: int | None = None, spare_ok: bool = False,
                       slot_nums: tuple | None = None) -> tuple | None:
@@ -258,8 +278,8 @@ def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
     reserve larger than that is no problem either (a ``.pto`` as ptoas reads it: ptoas plans
     the size the file gives and the TPipe uses the first SLOT_NUM * SLOT_SIZE bytes, so the
     rest is only unused memory, where seed 003's rule asks for the exact size).  ``slot_nums``:
-    the SlotNums a ``.pto`` init may be given (ptoas's), the only ones the fix suggests (None:
-    any, the DSL's)."""
+    given for a ``.pto`` (ptoas's SlotNums), whose fix spells which init takes ``slot_num``;
+    either way the fix suggests a ``slot_num`` only when ptoas builds a ring of it."""
     need = slot_num * slot_size
     if size == need or (staged is not None and staged * slot_size <= size <= need) or \
             (spare_ok and size > need):
@@ -277,9 +297,9 @@ def ring_size_problem(name: str, size: int, slot_num: int, slot_size: int,
         return what, fix
     fix = f"reserve_buffer(name={name!r}, size=SLOT_NUM * SLOT_SIZE, ...)"
     fits = size // slot_size if size % slot_size == 0 else 0
-    if fits > 0 and slot_nums is None:
+    if fits in PTOAS_SLOT_NUMS and slot_nums is None:
         fix += f", or give the pipe slot_num={fits}"
-    elif fits in (slot_nums or ()):
+    elif fits in PTOAS_SLOT_NUMS:
         fix += (f", or give the pipe slot_num={fits} (on a pto.initialize_l2l_pipe / "
                 "initialize_l2g2l_pipe: a pto.aic_/aiv_initialize_pipe takes no slot_num and builds "
                 "8 slots one way, 4 both ways)")

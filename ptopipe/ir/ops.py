@@ -352,6 +352,16 @@ def _load(kind, a, at):
     return TileValueType((rows, shape[-1]), t.dtype, space)
 
 
+def store_window(tensor_shape, tile_shape) -> tuple:
+    """The GM window, in the tensor's rank, a ``pl.store`` of a tile of ``tile_shape`` writes
+    into a tensor of ``tensor_shape``: the tile's columns along the last dimension, its rows
+    along the one before and 1 along the others; a 1-D tensor takes the tile's one row (the
+    store's typing rule allows no more) - how a load's window became its 2-D tile, reversed."""
+    r, c = tile_shape
+    rank = len(tensor_shape)
+    return (c,) if rank == 1 else (1,) * (rank - 2) + (r, c)
+
+
 def _store(kind, a, at):
     tile = _tile(a, "tile", STORE_SRC)
     t = _tensor(a, "tensor")

@@ -5,8 +5,11 @@ give the same DIR_MASK, SLOT_SIZE, SLOT_NUM (the platform's seed 003 default whe
 given) and lanes (``lanes=1``: a one-lane no-split pipe).  Checked statically by
 VerifyPipes (a CompileError) and, for hand-written kernels run without compiling, by the
 runtime before it runs (a ConfigError): the finding is worded here, once.  Also the one
-place an init's LocalSlotNum is read (:func:`local_slot_num`) and the one place a pipe op's
-ring is decided (:func:`ring_of`; the DSL names it by the op's buffer, :func:`name_rings`).
+place an init's LocalSlotNum is read (:func:`local_slot_num`), the one place a pipe op's
+ring is decided (:func:`ring_of`; the DSL names it by the op's buffer, :func:`name_rings`) and
+the one place that says which Vector function AIV1 replays on empty valid shapes and which
+tiles it then pushes empty (:func:`lane1_replays`, :func:`lane1_empty_pushes`: both writers
+ask it).
 
 The finding is reported at the init of the side that differs: the side whose SLOT_SIZE
 cannot hold the largest tile crossing the ring (the whole slot tile of a Vector core's
@@ -22,7 +25,7 @@ from .vocab import FunctionKind
 from .opdefs import INITIALIZE_PIPE, BufferAttrOp, FuncOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .ops import Ring
 from ..errors import CompileError
-from .types import itemsize
+from .types import TileValueType, itemsize
 
 _BITS = (("C2V", Direction.DIR_C2V), ("V2C", Direction.DIR_V2C))
 
@@ -100,6 +103,27 @@ def name_rings(fn) -> None:
                 raise CompileError(f"this {op.dsl} says id={op.pipe_id} but passes the buffer of the "
                                    f"{Ring(op.direction, pid).label} ring", where=str(op.loc) if op.loc else None,
                                    fix=f"pass the buffer of the ring it uses, or give id={pid} (or no id=)")
+
+
+def lane1_replays(f) -> bool:
+    """Does AIV1 replay ``f`` (a ``pl.func`` op) on empty valid shapes?  A TILE_NO_SPLIT AIV
+    function whose pipes have two lanes (none is initialised with ``lanes=1``, pto-isa's A5
+    one-lane NO_SPLIT): AIV0 moves and computes the whole tiles, AIV1 takes part in every
+    TPUSH / TPOP / TFREE handshake but loads, computes and stores nothing (the A2A3 no-split
+    replay the runtime simulates, docs/layouts.md)."""
+    return (f.kind is FunctionKind.AIV and f.split is TileSplitAxis.TILE_NO_SPLIT
+            and not any(op.is_a(*INITIALIZE_PIPE) and op.lanes == 1 for op in f.regions[0].blocks[0]))
+
+
+def lane1_empty_pushes(f) -> frozenset:
+    """The tile values ``f`` TPUSHes that AIV1 pushes with an empty (0 x 0) valid shape: every
+    one, when AIV1 replays ``f`` (:func:`lane1_replays`), else none.  A writer gives them a
+    valid shape that is the tile's own on AIV0 and 0 x 0 on AIV1: pto-isa's no-split TPUSH
+    writes the valid region from offset 0 of the slot whichever lane pushes, so AIV1 pushing
+    the full shape would write its uncomputed tile over AIV0's data."""
+    if not lane1_replays(f):
+        return frozenset()
+    return frozenset(op.tile for op in f.walk() if op.is_a(TPush) and isinstance(op.tile.type, TileValueType))
 
 
 def local_slot_num(attrs, slot_num: int | None = None) -> int:

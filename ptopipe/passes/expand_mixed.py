@@ -49,10 +49,10 @@ import numpy as np
 
 from ..arch import MemSpace
 from ..arch.platform import get_platform
-from ..arch.vocab import ALIGNMENT, Direction, TileSplitAxis
+from ..arch.vocab import ALIGNMENT, PTOAS_SLOT_NUMS, Direction, TileSplitAxis
 from ..errors import CompileError
 from ..ir.core import Block, Operation, Region
-from ..ir.layout import plan_function
+from ..ir.layout import no_ptoas_ring_fits, plan_function, ptoas_slot_num
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType, np_dtype
 from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
@@ -333,10 +333,10 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None
     if plan.chosen and not plat.ring_in_gm:
         fit = _fitting_slot_num(kernels, plan, plat)
         if fit is not None:
-            n, why = fit
+            n, why, advice = fit
             if warn is not None:
                 warn(f"ExpandMixedKernel: {name}: SLOT_NUM {n} chosen (the default "
-                     f"{plan.slot_num}: {why}); give @pl.incore(slot_num=...) to choose")
+                     f"{plan.slot_num}: {why}); {advice}")
             # (gm_bytes stays: the kernels' GM slot-buffer parameter is the same on every
             # platform - with_slot_buffer sizes it from the front end - and an A5 ring
             # in the consumer's memory does not use it)
@@ -346,11 +346,15 @@ def expand_function(fn: Operation, taken: set, one_lane: bool = False, warn=None
 
 
 def _fitting_slot_num(kernels, plan: PipePlan, plat):
-    """``(n, why)``: the most slots (fewer than the plan's, at least 1) each consumer-local
-    ring of ``kernels`` fits in its consumer's memory, after the tiles the allocator places
-    below it (AUTO rings go after the peak of the tiles); None when the plan's SLOT_NUM fits
-    or not even one slot does (Validate then reports the ring)."""
-    best, why = plan.slot_num, None
+    """``(n, why, advice)`` when the plan's (default) SLOT_NUM does not fit: each
+    consumer-local ring of ``kernels`` must fit its consumer's memory above the tiles the
+    allocator places below it (AUTO rings go after the peak of the tiles).  ``n`` is the
+    deepest ring ptoas builds (4 or 8 slots) that fits, so the .pto stays one ptoas takes;
+    when none does, the most slots that fit (ptopipe's run and C++ take any SLOT_NUM; pypto
+    itself defaults to 2) and ``advice`` says plainly that ptoas will refuse the ring and what
+    to shrink.  None when the plan's SLOT_NUM fits or not even one slot does (Validate then
+    reports the ring)."""
+    most, tight = plan.slot_num, None
     for k in kernels:
         lay = plan_function(k)
         for r in k.body:
@@ -359,13 +363,22 @@ def _fitting_slot_num(kernels, plan: PipePlan, plat):
             space = MemSpace(r.memory_space)
             start = -(-lay.peak.get(r.memory_space, 0) // ALIGNMENT) * ALIGNMENT
             have = plat.mem_size(space) - start
-            n = have // plan.slot_size
-            if n < best:
-                best = n
-                why = (f"{plan.slot_num} slots of {plan.slot_size} bytes for the ring "
-                       f"{r.buffer_name!r} do not fit the {have} bytes of {space.value} "
-                       f"{k.sym_name} has free above its tiles on {plat.name}")
-    return (best, why) if 1 <= best < plan.slot_num else None
+            if have // plan.slot_size < most:
+                most, tight = have // plan.slot_size, (r, k, space, have)
+    if not 1 <= most < plan.slot_num:
+        return None
+    r, k, space, have = tight
+    why = (f"{plan.slot_num} slots of {plan.slot_size} bytes for the ring {r.buffer_name!r} do "
+           f"not fit the {have} bytes of {space.value} {k.sym_name} has free above its tiles on "
+           f"{plat.name}")
+    n = ptoas_slot_num(most)
+    if n is not None:
+        return n, why, (f"the deepest ring ptoas builds that fits; give @pl.incore(slot_num=...) to "
+                        f"choose (ptoas takes {' or '.join(map(str, PTOAS_SLOT_NUMS))})")
+    way = next(w for w, b in RING_NAME.items() if b == r.buffer_name).name.replace("DIR_", "")
+    return most, why, (f"ptoas will refuse this ring (ptopipe's run and C++ take it): "
+                       + no_ptoas_ring_fits(plan.slot_size, have, way,
+                                            f"the {space.value} of {k.sym_name}"))
 
 
 def one_lane_no_split(ctx) -> bool:

@@ -35,6 +35,7 @@ from itertools import count
 from ..ir.opdefs import (CROSS_CORE_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp, GetSubblockIdOp,
                          IfOp, LoadOp, ReturnOp, StoreOp, TAlloc, TFree, TPop, TPush, YieldOp)
 from ..ir.layout import gm_window_problem
+from ..ir.ops import store_window
 from ..ir.pipe_config import ring_of
 from ..ir.types import TensorType
 from .symbolic import Count, affine, const, constraints, decide, invariant, show, unknowns, witness_text
@@ -203,8 +204,7 @@ class Explorer:
             return
         shape, store = tuple(t.shape), op.__class__ is StoreOp
         if store:
-            r, col = op.tile.type.shape
-            window = (col,) if len(shape) == 1 else (1,) * (len(shape) - 2) + (r, col)
+            window = store_window(shape, op.tile.type.shape)
         else:
             window = tuple(op.attributes["shape"])
         offs = [p.env.get(v) for v in op.offsets]

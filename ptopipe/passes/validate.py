@@ -32,7 +32,7 @@ which the device takes but which overflows its ready flag under some schedules.
 from __future__ import annotations
 
 from ..arch import MemSpace
-from ..ir.layout import reserve_fit_problem, ring_size_problem
+from ..ir.layout import no_ptoas_ring_fits, ptoas_slot_num, reserve_fit_problem, ring_size_problem
 from ..arch.vocab import PTOAS_SLOT_NUMS, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..ir.types import TensorType, TileValueType
@@ -213,9 +213,9 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
                    "at once (docs/passes/expand-mixed.md)")
     else:
         count = f"SLOT_NUM {n}"
-        fix = (f"@pl.incore(slot_num={fits}) on {mixed!r} (or fewer slots), or cross smaller tiles"
-               if fits >= 1 else f"cross smaller tiles: one slot of {size} bytes (the largest tile "
-                                 f"crossing) does not fit at {base:#x}")
+        legal = ptoas_slot_num(fits)         # a fix names only a ring ptoas builds
+        fix = (f"@pl.incore(slot_num={legal}) on {mixed!r}, or cross smaller tiles" if legal is not None
+               else no_ptoas_ring_fits(size, have - base, way, f"the {core} above its tiles at {base:#x}"))
         details = ("ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
                    "for each ring (docs/passes/expand-mixed.md)")
     return error(f"the {way} ring of the mixed function {mixed!r} ({count} * SLOT_SIZE {size} = "

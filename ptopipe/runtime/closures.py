@@ -402,9 +402,7 @@ class Compiler:
 
     def store(self, op):
         ttype = op.tensor.type
-        r, col = op.tile.type.shape
-        window = (col,) if len(ttype.shape) == 1 else (1,) * (len(ttype.shape) - 2) + (r, col)
-        view = self.view(ttype, window, op)
+        view = self.view(ttype, irops.store_window(ttype.shape, op.tile.type.shape), op)
         tile_f, offs_f, gt_f = self.get(op.tile), self.offsets(op.offsets), self.get(op.tensor)
 
         def store():

@@ -537,3 +537,31 @@ def test_a_k_loop_that_only_accumulates_onto_an_unwritten_accumulator_is_found_s
     assert "CompileError: the pto.tmatmul.acc at" in err and "accumulates onto storage nothing has written" in err
     assert f"at {bad}:{step}:7" in err
     assert "an scf.if on (k == <the loop's start>) picking pto.tmatmul, else pto.tmatmul.acc" in err
+
+
+@pl.incore
+def _views_of_ranks(x: pl.Tensor[[64], pl.f32], y: pl.Tensor[[2, 4, 16], pl.f32],
+                    out: pl.Tensor[[64], pl.f32], out3: pl.Tensor[[2, 4, 16], pl.f32]):
+    v = pl.load(x, [0], [64])
+    pl.store(pl.add(v, v), [0], out)
+    w = pl.load(y, [1, 0, 0], [1, 4, 16])
+    pl.store(pl.muls(w, 3.0), [0, 0, 0], out3)
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_a_store_writes_its_partition_view_in_the_tensors_rank(platform):
+    """A store's partition_view has the tensor's rank, as its load's has (ptoas: "size count
+    must match source rank"): [64] for a 1-D tensor, [1, 4, 16] for a 3-D one."""
+    text = write_pto(compile_program(pl.program(_views_of_ranks, name="ranks"), platform), platform)
+    views = re.findall(r"pto.partition_view %(\w+)_view, offsets = \[[^]]*\], sizes = \[([^]]*)\] : "
+                       r"\S+ -> !pto.partition_tensor_view<(\w+)>", text)
+    assert sorted(views) == [("out", "%c64", "64xf32"), ("out3", "%c1, %c4, %c16", "1x4x16xf32"),
+                             ("x", "%c64", "64xf32"), ("y", "%c1, %c4, %c16", "1x4x16xf32")]
+    rng = np.random.default_rng(2)
+    x = rng.integers(-4, 5, 64).astype(np.float32)
+    y = rng.integers(-4, 5, (2, 4, 16)).astype(np.float32)
+    res = ptopipe.run_pto(text=text, platform=platform, inputs=dict(x=x, y=y, out3=np.zeros((2, 4, 16), np.float32)))
+    np.testing.assert_array_equal(res.outputs["out"], 2 * x)
+    want = np.zeros((2, 4, 16), np.float32)
+    want[0] = 3 * y[1]
+    np.testing.assert_array_equal(res.outputs["out3"], want)

@@ -125,3 +125,20 @@ def test_a_ring_ptoas_cannot_build_is_noted_and_rejected(tmp_path):
     pto.write_text(four_slots(pto.read_text()))
     assert "slot_num = 4, local_slot_num = 2" in pto.read_text()
     assert run_ptoas(pto, "a2a3").returncode == 0       # that was the only obstacle
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_ptoas_takes_stores_in_the_tensors_rank_and_empty_lane1_pushes(platform, tmp_path):
+    """A store into a 1-D / 3-D tensor (partition sizes in the tensor's rank), and a two-lane
+    no-split Vector kernel whose pushed tile is empty on AIV1 (``alloc_tile valid_row = ...``):
+    ptoas takes both, and gives the pushed tile pto-isa's dynamic valid shape."""
+    from test_pto import _views_of_ranks
+    from test_expand_mixed_nosplit import _v2c_program
+    import ptopipe.language as pl
+    for name, prog in (("ranks", pl.program(_views_of_ranks, name="ranks")), ("v2c", _v2c_program())):
+        pto = tmp_path / f"{name}.pto"
+        pto.write_text(write_pto(compile_program(prog, platform), platform))
+        r = run_ptoas(pto, platform)
+        assert r.returncode == 0, r.stderr[-2000:]
+    cpp = (tmp_path / "v2c.cpp").read_text()
+    assert re.search(r"TPUSH<TPipe<[^>]*>, Tile<TileType::Vec, float, 16, 16, BLayout::RowMajor, -1, -1,", cpp)

@@ -21,37 +21,55 @@ M, K, N = 128, 64, 128              # a 128x128 f32 accumulator crosses C2V: a 6
 HERE = os.path.abspath(__file__)
 
 
-def big(sn=None):
+def big(sn=None, rows=M):
     @pl.incore(slot_num=sn)
-    def big_ring(a: pl.Tensor[[M, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],  # DEF
-                 out: pl.Tensor[[M, N], pl.f32]):
-        al = pl.move(pl.load(a, [0, 0], [M, K], space=pl.Mat), space=pl.Left)
+    def big_ring(a: pl.Tensor[[rows, K], pl.f32], b: pl.Tensor[[K, N], pl.f32],  # DEF
+                 out: pl.Tensor[[rows, N], pl.f32]):
+        al = pl.move(pl.load(a, [0, 0], [rows, K], space=pl.Mat), space=pl.Left)
         bl = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
         r = pl.move(pl.matmul(al, bl), space=pl.Vec)
         pl.store(pl.muls(r, 2.0), [0, 0], out)
     return pl.program(big_ring, name="big"), big_ring
 
 
-@pytest.mark.parametrize("platform,fits", [("a5", 3)])
-def test_a_compiler_made_ring_too_big_names_slot_num_at_the_function(platform, fits):
-    # slot_num given: the compiler keeps it (by default it picks one that fits, and on
-    # A2A3 the ring is in GM: tests/passes/test_ring_memory_defaults.py)
-    prog, fn = big(8)
+def test_a_compiler_made_ring_too_big_names_slot_num_at_the_function():
+    """slot_num given: the compiler keeps it (by default it picks one that fits, and on A2A3
+    the ring is in GM: tests/passes/test_ring_memory_defaults.py).  The fix names a slot_num
+    ptoas builds a ring of (4 or 8), and it works."""
+    prog, fn = big(8, rows=64)                  # 32 KiB slots: six fit, ptoas builds four
     with pytest.raises(CompileError) as ei:
-        compile_program(prog, platform)
+        compile_program(prog, "a5")
     e = ei.value
-    assert f"the C2V ring of the mixed function 'big_ring' (SLOT_NUM 8 * SLOT_SIZE 65536 = 524288 bytes" in e.what
+    assert "the C2V ring of the mixed function 'big_ring' (SLOT_NUM 8 * SLOT_SIZE 32768 = 262144 bytes" in e.what
     assert "reserve_buffer" not in e.what and "reserve_buffer" not in e.fix
-    assert e.fix.startswith(f"@pl.incore(slot_num={fits}) on 'big_ring'"), e.fix
+    assert e.fix == "@pl.incore(slot_num=4) on 'big_ring', or cross smaller tiles", e.fix
     assert e.where.startswith(f"{HERE}:{line_of(fn.pyfunc, 'DEF')}:"), e.where
     # the fix works: that slot_num compiles and runs clean and exact
-    prog, _ = big(fits)
+    prog, _ = big(4, rows=64)
     rng = np.random.default_rng(5)
-    args = with_slot_buffer(prog, dict(a=rng.integers(-3, 4, (M, K)).astype(np.float32),
+    args = with_slot_buffer(prog, dict(a=rng.integers(-3, 4, (64, K)).astype(np.float32),
                                        b=rng.integers(-3, 4, (K, N)).astype(np.float32),
-                                       out=np.zeros((M, N), np.float32)))
-    res = dsl_run(prog, args, platform=platform)
+                                       out=np.zeros((64, N), np.float32)))
+    res = dsl_run(prog, args, platform="a5")
     np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] * 2)
+
+
+@pytest.mark.parametrize("sn", [8, 4])
+def test_a_ring_no_ptoas_slot_num_fits_says_so_and_what_to_shrink(sn):
+    """64 KiB slots: three fit beside the tiles, so neither SLOT_NUM ptoas builds does; the
+    fix says so plainly and names the tile size and the bytes that would make four fit (it
+    suggests no slot_num ptoas would refuse)."""
+    prog, fn = big(sn)
+    with pytest.raises(CompileError) as ei:
+        compile_program(prog, "a5")
+    e = ei.value
+    assert f"(SLOT_NUM {sn} * SLOT_SIZE 65536 = {sn * 65536} bytes" in e.what
+    assert e.fix == ("no ring ptoas builds fits (it takes SLOT_NUM 4 or 8; 4 slots of 65536 bytes need "
+                     "262144, the Vector core's UB above its tiles at 0x8000 has 229376 free): cross "
+                     "tiles of at most 57344 bytes over C2V (a slot holds the largest crossing tile: "
+                     "compute and cross it in smaller blocks), or leave 32768 more bytes free (fewer "
+                     "or smaller tiles live beside the ring)"), e.fix
+    assert "slot_num=" not in e.fix
 
 
 TM, SLOT, SN = 16, 16 * 32 * 4, 4

@@ -1,12 +1,15 @@
 """The rings ExpandMixedKernel makes take the memory their kernel needs: on A2A3 (rings in
 GM) the consumer stages its popped tiles in LocalSlotNum slots of its reserve_buffer,
 LocalSlotNum the hold bound VerifyPipes proves (not SLOT_NUM); on A5 (rings in the
-consumer's memory) a function without ``slot_num=`` gets the most slots that fit beside its
-tiles, and the compile's warnings say what was chosen and why."""
+consumer's memory) a function without ``slot_num=`` whose default ring does not fit beside its
+tiles gets the deepest ring ptoas builds (4 or 8 slots) that fits - or, when none does, the
+most slots that fit, with a warning that ptoas will refuse that ring and what to shrink - and
+the compile's warnings say what was chosen and why."""
 import numpy as np
 import pytest
 
 import ptopipe.language as pl
+from ptopipe.codegen import write_pto
 from ptopipe.errors import CompileError
 from ptopipe.passes.manager import compile_program
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -90,17 +93,59 @@ def test_a_kernel_holding_two_popped_tiles_gets_local_slot_num_2(no_hang):
         np.testing.assert_array_equal(res.outputs["out"], 3 * (a @ b))
 
 
-def test_a5_chooses_the_slot_num_that_fits_and_says_so():
+def test_a5_chooses_the_deepest_ptoas_ring_that_fits_and_says_so():
+    """Six 32 KiB slots would fit beside the tiles; ptoas builds rings of 4 or 8 slots only, so
+    the compiler takes 4 (the .pto stays one ptoas assembles)."""
     warnings = []
     init, buf = _consumer_init(compile_program(pl.program(layernorm, name="ln"), "a5",
                                                warnings=warnings))
-    assert init.slot_num == 6 and buf.size == 6 * init.slot_size
+    assert init.slot_num == 4 and buf.size == 4 * init.slot_size
     note = next(w for w in warnings if "SLOT_NUM" in w)
-    assert "layernorm: SLOT_NUM 6 chosen (the default 8: 8 slots of 32768 bytes" in note
+    assert "layernorm: SLOT_NUM 4 chosen (the default 8: 8 slots of 32768 bytes" in note
     assert "do not fit the 212864 bytes of UB layernorm_aiv has free above its tiles on a5" in note
-    assert "@pl.incore(slot_num=...)" in note
-    cube, _ = _consumer_init(compile_program(pl.program(layernorm, name="ln"), "a5"), "AIC")
-    assert cube.slot_num == 6                           # both ends of the pipe agree
+    assert note.endswith("the deepest ring ptoas builds that fits; give @pl.incore(slot_num=...) to "
+                         "choose (ptoas takes 4 or 8)"), note
+    op = compile_program(pl.program(layernorm, name="ln"), "a5")
+    cube, _ = _consumer_init(op, "AIC")
+    assert cube.slot_num == 4                           # both ends of the pipe agree
+    notes = []                                          # and the .pto is one ptoas assembles
+    text = write_pto(op, "a5", notes)
+    assert notes == [] and text.count("pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 32768, "
+                                      "slot_num = 4, flag_base = 0}") == 2
+
+
+BM = 128                        # a 128x128 f32 accumulator crosses C2V: 64 KiB slots
+
+
+@pl.incore
+def big_default(a: pl.Tensor[[BM, K], pl.f32], b: pl.Tensor[[K, BM], pl.f32],
+                out: pl.Tensor[[BM, BM], pl.f32]):
+    al = pl.move(pl.load(a, [0, 0], [BM, K], space=pl.Mat), space=pl.Left)
+    bl = pl.move(pl.load(b, [0, 0], [K, BM], space=pl.Mat), space=pl.Right)
+    r = pl.move(pl.matmul(al, bl), space=pl.Vec)
+    pl.store(pl.muls(r, 2.0), [0, 0], out)
+
+
+def test_a5_with_no_ptoas_ring_that_fits_says_so_plainly_and_what_to_shrink(no_hang):
+    """Three 64 KiB slots fit beside the tiles, four do not: the compiler keeps the deepest
+    ring that fits for ptopipe's run and C++, and says that ptoas refuses it and what to shrink
+    (no slot_num it would refuse is suggested)."""
+    warnings = []
+    prog = pl.program(big_default, name="big")
+    init, buf = _consumer_init(compile_program(prog, "a5", warnings=warnings))
+    assert init.slot_num == 3 and buf.size == 3 * init.slot_size
+    note = next(w for w in warnings if "SLOT_NUM" in w)
+    assert "big_default: SLOT_NUM 3 chosen (the default 8: 8 slots of 65536 bytes" in note
+    assert ("ptoas will refuse this ring (ptopipe's run and C++ take it): no ring ptoas builds fits "
+            "(it takes SLOT_NUM 4 or 8; 4 slots of 65536 bytes need 262144, the UB of big_default_aiv "
+            "has 229376 free): cross tiles of at most 57344 bytes over C2V") in note
+    assert "or leave 32768 more bytes free" in note and "slot_num=3" not in note
+    rng = np.random.default_rng(6)
+    a = rng.integers(-3, 4, (BM, K)).astype(np.float32)
+    b = rng.integers(-3, 4, (K, BM)).astype(np.float32)
+    res = dsl_run(prog, with_slot_buffer(prog, dict(a=a, b=b, out=np.zeros((BM, BM), np.float32))),
+                  platform="a5")
+    np.testing.assert_array_equal(res.outputs["out"], 2 * (a @ b))
 
 
 BR, BK, BC = 128, 64, 128       # 64 KiB tiles: three held at once do not fit A2A3's UB

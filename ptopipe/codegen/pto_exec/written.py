@@ -4,7 +4,8 @@ the device - a bias added before it is loaded, an accumulator never initialised.
 
 A tile counts as written whole by any op that writes it (TLOAD, an op's ``outs``, TPOP's
 binding); a read is judged over the tile's whole static bytes, so another name for the same
-bytes (an in-place alias at one address) counts too.  A finding is a warning, once per op
+bytes (an in-place alias at one address) counts too.  A tile whose valid shape is empty (AIV1's
+push of a no-split tile it did not compute) reads nothing.  A finding is a warning, once per op
 and tile: the run goes on and computes what the device would.
 """
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Written:
     def read(self, ex, s, tile, warnings: list) -> None:
         """Warn (once per op and tile) when ``tile`` is read with bytes nothing wrote."""
         if not isinstance(tile, isa.Tile) or tile.addr is None or self.covered(tile):
+            return
+        if not (tile.valid_rows and tile.valid_cols):
             return
         key = (id(s), tile.name)
         if key in self.reported:
