@@ -691,6 +691,31 @@ def test_a_missing_tfree_is_reported_at_the_pop(arch):
     assert f":{line_of(text, 'pto.tpop_from_aic')}:" in str(e.value)
 
 
+def holding_three(arch: str) -> str:
+    """cube_vector_pair with three pushes, and three pops held at once before their TFREEs:
+    out = 2 * a @ b + a @ b + a @ b."""
+    half = vec_t(8, 16)
+    text = cube_vector_pair(1, arch)
+    push = next(l for l in text.splitlines(True) if "pto.tpush_to_aiv" in l)
+    pop = next(l for l in text.splitlines(True) if "pto.tpop_from_aic" in l)
+    free = next(l for l in text.splitlines(True) if "pto.tfree_from_aic" in l)
+    mul = next(l for l in text.splitlines(True) if "pto.tmuls" in l)
+    adds = "".join(f"    pto.tadd ins(%r, %t{k} : {half}, {half}) outs(%r : {half})\n" for k in (2, 3))
+    return (text.replace(push, push * 3).replace(pop, pop + pop.replace("%t ", "%t2 ") + pop.replace("%t ", "%t3 "))
+            .replace(mul, mul + adds).replace(free, free * 3))
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a3_frontend_ring_stages_as_many_tiles_as_ptoas_lowers_it_to(protocol):
+    """ptoas lowers an A2A3 pto.aiv_initialize_pipe to TPipe<0, DIR_C2V, 1024, 8, 8, false>:
+    LocalSlotNum 8 staging slots, so a kernel may hold three popped tiles (pto-isa's default
+    of 2 would report the third TPOP, or under pto-isa let it overwrite the first)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=holding_three("a3"), protocol=protocol, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 4 * (a @ b), rtol=1e-4, atol=1e-4)
+
+
 def test_missing_inputs_get_seeded_data_and_notes_and_the_same_seed_the_same_run():
     text = cube_vector_pair(1, "a5")
     r1, r2 = run_pto(text=text, data_seed=4), run_pto(text=text, data_seed=4)
