@@ -520,6 +520,30 @@ def test_a_function_using_both_kinds_of_tiles_runs_on_one_core_with_a_warning(pl
                                                                         np.float32, 8, 8), 0))
 
 
+def test_a_cross_core_sync_in_a_function_of_both_kinds_of_tiles_is_a_warning_with_no_peer():
+    """ptoas's mix_kernel sample: the Cube half sets, the Vector half waits, in one function run
+    on one core - program order already orders the halves, so the sync is said and skipped."""
+    text = vector_kernel(IO + f"""{square_x_into_y("    ")}    pto.sync.set <PIPE_FIX>, 0
+    pto.sync.wait <PIPE_V>, 0
+    pto.barrier <PIPE_ALL>
+    pto.tload ins(%yp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {vec_t(16, 16)})
+""" + STORE)
+    r = run_pto(text=text, platform="a5", inputs=dict(x=X, y=np.zeros_like(X)))
+    np.testing.assert_allclose(r.outputs["y"], X @ X, rtol=1e-4)
+    for op in ("pto.sync.set", "pto.sync.wait"):
+        assert any(w.startswith(f"<pto>:{line_of(text, op)}:5: {op} in a function of Cube and Vector tiles")
+                   for w in r.warnings), r.warnings
+
+
+def test_an_a5_pipe_fix_sync_set_of_aiv1s_id_is_refused_at_its_line():
+    """ptoas mirrors an A5 PIPE_FIX set to id + 16 (AIV1's id): id 16 would set the Cube's id 32."""
+    text = cross_core_synced("a5", cube_set=16)
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.sync.set <PIPE_FIX>, 16')}:5"
+    assert "set_intra_block(PIPE_FIX, 32)" in e.value.what and "id 0..15" in e.value.fix
+
+
 def test_several_top_functions_need_func_and_func_picks_one():
     one = vector_kernel(IO + STORE)
     text = one.replace("  func.func @k(", "  func.func @other(%q: !pto.ptr<f32>) {\n    return\n  }\n  func.func @k(")
@@ -714,6 +738,77 @@ def test_a3_frontend_ring_stages_as_many_tiles_as_ptoas_lowers_it_to(protocol):
     a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
     r = run_pto(text=holding_three("a3"), protocol=protocol, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
     np.testing.assert_allclose(r.outputs["out"], 4 * (a @ b), rtol=1e-4, atol=1e-4)
+
+
+def cross_core_synced(arch: str, cube_set: int = 9, vec_wait: int = 9, vec_set: int = 10,
+                      cube_wait: int = 10) -> str:
+    """cube_vector_pair whose cores also sync through cross-core flags of their own: the Cube
+    sets ``cube_set`` after its push and waits ``cube_wait`` before returning, each Vector core
+    waits ``vec_wait`` before its pop and sets ``vec_set`` after its store.  On A5 the Cube's
+    ids 16..31 are AIV1's: it waits for AIV1's SET at ``cube_wait + 16`` too."""
+    text = cube_vector_pair(1, arch)
+    waits = f"    pto.sync.wait <PIPE_FIX>, {cube_wait}\n" + (
+        f"    pto.sync.wait <PIPE_FIX>, {cube_wait + 16}\n" if arch == "a5" else "")
+    push = next(l for l in text.splitlines(True) if "pto.tpush_to_aiv" in l)
+    pop = next(l for l in text.splitlines(True) if "pto.tpop_from_aic" in l)
+    store = next(l for l in text.splitlines(True) if "pto.tstore ins(%r" in l)
+    return (text.replace(push, push + f"    pto.sync.set <PIPE_FIX>, {cube_set}\n" + waits)
+            .replace(pop, f"    pto.sync.wait <PIPE_V>, {vec_wait}\n" + pop)
+            .replace(store, store + f"    pto.sync.set <PIPE_MTE3>, {vec_set}\n"))
+
+
+@pytest.mark.parametrize("arch,protocol", [("a3", "spec"), ("a5", "pto-isa")])
+def test_cross_core_sync_set_and_wait_pair_on_the_cluster_flags(arch, protocol):
+    """pto.sync.set / wait as ptoas lowers them (A2A3 FFTS mode 2: the Cube's SET reaches both
+    Vector cores and its WAIT takes both of theirs; A5 set_intra_block, a PIPE_FIX SET mirrored
+    to id + 16 for AIV1) run clean, as many SETs as WAITs."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=cross_core_synced(arch), protocol=protocol,
+                inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    assert not r.warnings and not r.summary.leaks
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+def test_a_cross_core_wait_nothing_sets_is_a_deadlock_at_the_wait(arch):
+    text = cross_core_synced(arch, vec_set=11)          # the Cube waits for 10, the Vector cores set 11
+    with pytest.raises(DeadlockError) as e:
+        run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.sync.wait <PIPE_FIX>, 10')}:5"
+    assert "cross-core flag 10" in e.value.fix
+
+
+@pytest.mark.parametrize("protocol,fid", [("spec", 3), ("pto-isa", 0)])
+def test_a_cross_core_sync_on_a_flag_of_a_ring_is_a_config_error_at_the_sync(protocol, fid):
+    """Flag 0 is the C2V ring's ready flag under both protocols; under spec the ring counts on
+    flags 0..7 (one a slot), under pto-isa on 0 and 1 only - the fix says so."""
+    text = cross_core_synced("a5", cube_set=fid, vec_wait=fid)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
+    assert f"counts on (under the {protocol} protocol)" in e.value.what
+    syncs = {line_of(text, f"pto.sync.set <PIPE_FIX>, {fid}"), line_of(text, f"pto.sync.wait <PIPE_V>, {fid}")}
+    assert int(e.value.where.split(":")[1]) in syncs       # whichever core reaches its sync first
+    assert ("run it with --protocol pto-isa" in e.value.fix) == (protocol == "spec")
+
+
+def test_a_ring_bound_on_a_flag_the_kernel_synced_on_is_a_config_error_at_the_init():
+    text = cross_core_synced("a3")
+    init = next(l for l in text.splitlines(True) if "pto.aic_initialize_pipe" in l)
+    text = text.replace(init, "    pto.sync.set <PIPE_FIX>, 0\n" + init)     # the ring's ready flag
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.aic_initialize_pipe')}:")
+    assert f"a cross-core sync at <pto>:{line_of(text, 'pto.sync.set <PIPE_FIX>, 0')}:5" in e.value.what
+
+
+def test_a_cross_core_set_nothing_waits_for_is_a_warning_naming_the_set():
+    text = cross_core_synced("a5")
+    text = text.replace(next(l for l in text.splitlines(True) if "pto.sync.wait <PIPE_V>" in l), "")
+    r = run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    set_at = f"<pto>:{line_of(text, 'pto.sync.set <PIPE_FIX>')}:5"
+    assert sorted(r.summary.leaks) == [(f"flag 9 (AIC->AIV{k}) left at count 1: SETs never consumed by a WAIT", set_at)
+                                       for k in (0, 1)]
 
 
 def test_missing_inputs_get_seeded_data_and_notes_and_the_same_seed_the_same_run():
