@@ -811,6 +811,59 @@ def test_a_cross_core_set_nothing_waits_for_is_a_warning_naming_the_set():
                                        for k in (0, 1)]
 
 
+def left_right_pair(cols: int) -> str:
+    """cube_vector_pair on A5 with a 16 x ``cols`` Acc split LEFT_RIGHT: each Vector core pops
+    16 x cols/2, doubles it and stores its column half."""
+    text = cube_vector_pair(1, "a5").replace("{split = 1}", "{split = 2}")
+    acc16 = "rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=1024"
+    right16 = "loc=right, dtype=f32, rows=16, cols=16, v_row=16, v_col=16"
+    mat16 = "loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16"
+    lines = []
+    for l in text.splitlines(True):
+        if "%bm" in l or "%br" in l or "%bp" in l or "%bv" in l or "%acc" in l:
+            l = (l.replace(acc16, acc16.replace("cols=16", f"cols={cols}").replace("v_col=16", f"v_col={cols}"))
+                 .replace(right16, right16.replace("cols=16", f"cols={cols}").replace("v_col=16", f"v_col={cols}")))
+            if "%bm" in l or "%bp" in l:
+                l = l.replace(mat16, mat16.replace("cols=16", f"cols={cols}").replace("v_col=16", f"v_col={cols}"))
+            l = (l.replace("sizes = [%c16, %c16]", f"sizes = [%c16, %c{cols}]")
+                 .replace("16x16xf32>", f"16x{cols}xf32>") if ("%bp" in l or "%bv =" in l) else l)
+            if "%bv =" in l:
+                l = l.replace("shape = [%c16, %c16], strides = [%c16, %c1]", f"shape = [%c16, %c{cols}], strides = [%c{cols}, %c1]")
+        lines.append(l)
+    text = "".join(lines)
+    half = vec_t(16, cols // 2)
+    return (text.replace(vec_t(8, 16), half).replace("slot_size = 1024", f"slot_size = {64 * cols}")
+            .replace("size = 8192", f"size = {8 * 64 * cols}")
+            .replace("%c16 = arith.constant 16 : index\n", f"%c16 = arith.constant 16 : index\n    %c{cols} = arith.constant {cols} : index\n"
+                     if cols != 16 else "%c16 = arith.constant 16 : index\n")
+            .replace("%row = arith.muli %sb, %c8 : index", f"%row = arith.muli %sb, %c{cols // 2 if cols != 16 else 8} : index")
+            .replace("%ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1]",
+                     f"%ov = pto.make_tensor_view %out, shape = [%c16, %c{cols}], strides = [%c{cols}, %c1]")
+            .replace("offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>",
+                     f"offsets = [%c0, %row], sizes = [%c16, %c{cols // 2}] : !pto.tensor_view<?x?xf32> -> "
+                     f"!pto.partition_tensor_view<16x{cols // 2}xf32>")
+            .replace("outs(%op : !pto.partition_tensor_view<8x16xf32>)", f"outs(%op : !pto.partition_tensor_view<16x{cols // 2}xf32>)"))
+
+
+def test_an_a5_left_right_push_of_a_16_column_acc_is_refused_at_the_push_by_run_and_static_check():
+    """pto-isa's A5 pushAcc2VecFiFo static_asserts a multiple of 32 columns for a LEFT_RIGHT
+    push of an Acc into UB (the FIX pipe's DualModeSplitN TMOV); 32 columns run to numpy."""
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 32)).astype(np.float32)
+    r = run_pto(text=left_right_pair(32), inputs=dict(a=a, b=b, out=np.zeros((16, 32), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    text = left_right_pair(16)
+    at = f"<pto>:{line_of(text, 'pto.tpush_to_aiv')}:"
+    with pytest.raises(CompileError) as e:          # the static check (VerifyPipes)
+        load_pto("<pto>", text=text)
+    assert e.value.where.startswith(at)
+    assert "a multiple of 32 columns" in e.value.what and "static_assert" in e.value.what
+    load_pto("<pto>", text=left_right_pair(32))
+    with pytest.raises(PtoPipeError) as e:          # the run's own check
+        run_pto(text=text, inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where.startswith(at) and "a multiple of 32 columns" in e.value.what
+
+
 def test_missing_inputs_get_seeded_data_and_notes_and_the_same_seed_the_same_run():
     text = cube_vector_pair(1, "a5")
     r1, r2 = run_pto(text=text, data_seed=4), run_pto(text=text, data_seed=4)
