@@ -740,6 +740,29 @@ def test_a3_frontend_ring_stages_as_many_tiles_as_ptoas_lowers_it_to(protocol):
     np.testing.assert_allclose(r.outputs["out"], 4 * (a @ b), rtol=1e-4, atol=1e-4)
 
 
+def test_an_l2g2l_ring_without_local_slot_num_stages_its_slot_num_as_ptoas_writes_it():
+    """PTOAS's PTOToEmitC gives a pto.initialize_l2g2l_pipe without local_slot_num the SlotNum
+    as LocalSlotNum: three pushed tiles held at once on an 8-slot ring run (pto-isa's default
+    of 2 would report the third TPOP).  out = 3 * (a @ b) + 1."""
+    text = (pathlib.Path(__file__).parents[1] / "pto_corpus" / "x_internal_pipe_a3.pto").read_text()
+    text = text.replace("      local_slot_num = 8,\n", "")
+    lines = text.splitlines(True)
+    push = next(l for l in lines if "pto.tpush(%p_acc" in l)
+    pop = next(l for l in lines if "pto.tpop(%fifo_tile" in l)
+    decl = next(l for l in lines if "%fifo_tile = pto.declare_tile" in l)
+    adds = next(l for l in lines if "pto.tadds ins(%fifo_tile" in l)
+    free = next(l for l in lines if "pto.tfree(%pipe" in l)
+    vt = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    more = "".join(decl.replace("%fifo_tile", f"%f{k}") + pop.replace("%fifo_tile", f"%f{k}") for k in (2, 3))
+    sums = "".join(f"    pto.tadd ins(%res, %f{k} : {vt}, {vt}) outs(%res : {vt})\n" for k in (2, 3))
+    text = text.replace(push, push * 3).replace(pop, pop + more).replace(adds, adds + sums).replace(free, free * 3)
+    assert "local_slot_num =" not in text
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 3 * (a @ b) + 1, rtol=1e-4, atol=1e-4)
+
+
 def cross_core_synced(arch: str, cube_set: int = 9, vec_wait: int = 9, vec_set: int = 10,
                       cube_wait: int = 10) -> str:
     """cube_vector_pair whose cores also sync through cross-core flags of their own: the Cube
