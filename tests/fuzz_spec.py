@@ -155,6 +155,13 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
         # pto-isa on A5: a tile TPOP from a GM ring frees the slot and a tile TFREE after it
         # frees it again (docs/protocols.md), so tile flow there uses the consumer-local rings
         gm_dir = platform == "a5" and (flow == "addr" or (not ptoisa_a5 and draw(st.booleans())))
+        # A5's split push of an Acc into UB (dual-mode TMOV) takes, static and valid, a multiple of
+        # 32 columns (LEFT_RIGHT: 32 columns, no column padding) or of 2 rows (UP_DOWN: even padding)
+        acc_ub = platform == "a5" and kind != "v2c" and not gm_dir
+        acc_lr_ub = acc_ub and split_c2v == "TILE_LEFT_RIGHT"
+        if acc_lr_ub:
+            N = 32
+        pad_rows = [0, 0, 2] if acc_ub and split_c2v == "TILE_UP_DOWN" else [0, 0, 1, 2]
         pipes.append(PipeSpec(
             kind=kind, flow=flow, gm_dir=gm_dir, slot_num=n, local_slot_num=draw(st.integers(1, 4)),
             flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,
@@ -163,7 +170,7 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             pre=_ops(draw, 3, False) if kind != "c2v" else (),
             post=_ops(draw, 3, True) if kind != "v2c" else (),
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
-            pad=(draw(st.sampled_from([0, 0, 1, 2])), draw(st.sampled_from([0, 0, 8]))),
+            pad=(draw(st.sampled_from(pad_rows)), 0 if acc_lr_ub else draw(st.sampled_from([0, 0, 8]))),
             mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans()),
             ksplit=draw(st.booleans()), out16=kind == "v2c" and dtype != "i8" and draw(st.booleans())))
     for k, p in enumerate(pipes):

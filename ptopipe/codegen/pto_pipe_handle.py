@@ -10,6 +10,7 @@ direction of a push / pop follows from the kernel's core (the Cube pushes C2V an
 """
 from __future__ import annotations
 
+from ..protocol.rings import L2G2L, L2L, ptoas_local_slot_num
 from ..ir.vocab import FunctionKind
 from ..ir.ops import C2V, V2C
 from ..ir.types import TileValueType
@@ -47,8 +48,8 @@ def h_low_init(r, fs, opt, results, loc):
     need = 2 if d == 3 else 1
     if len(toks) != need:
         raise c.error(f"{opt.text} with dir_mask = {d} takes {need} local buffer operand(s), got {len(toks)}", opt)
-    if gm is not None and attrs["local_slot_num"] is None:
-        attrs["local_slot_num"] = attrs["slot_num"]     # ptoas: LocalSlotNum defaults to SlotNum
+    attrs["local_slot_num"] = ptoas_local_slot_num(L2G2L if gm is not None else L2L, attrs["dir_mask"],
+                                                   r.platform, attrs["slot_num"], attrs["local_slot_num"])
     named = _trailing(r, attrs, opt)
     if named is not None:
         if gm is not None:

@@ -15,7 +15,8 @@ from ..ir.types import INDEX, NONE, BufferType, TensorType
 from ..ir.opdefs import AicInitializePipe, AivInitializePipe, BufferAttrOp, ConstOp, ImportPeerBufferOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .pto_lexer import Token
 from .pto_ops import _check_results, _check_type, _hint, emit, lookup, read
-from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_OF, frontend_ring, nosplit_conflict
+from ..protocol.rings import FRONTEND, ptoas_local_slot_num
+from .pto_syntax import MEM_OF_ADDRESS_SPACE, PTOPIPE_BASE, SPLIT_OF, nosplit_conflict
 
 _INIT_KEYS = ("dir_mask", "slot_size", "slot_num", "local_slot_num", "id", "nosplit", "flag_base",
               "ptopipe.lanes")
@@ -240,10 +241,10 @@ def h_init(r, fs, opt, results, loc):
     for k in ("c2v_consumer_buf", "v2c_consumer_buf"):
         if k not in got:
             raise c.error(f"{opt.text} needs {k} (an arith.constant 0 : i32 for an unused direction)", opt)
-    if all(attrs[k] is None for k in ("slot_num", "local_slot_num", "flag_id")):
-        # ptoas's spelling: the ring its frontend builds (SlotNum left to lower-platform's
-        # default, which is the same number)
-        attrs["local_slot_num"] = frontend_ring(attrs["dir_mask"], r.platform)[1]
+    # ptoas's spelling: the ring its frontend builds (SlotNum left to lower-platform's
+    # default, which is the same number)
+    attrs["local_slot_num"] = ptoas_local_slot_num(FRONTEND, attrs["dir_mask"], r.platform, attrs["slot_num"],
+                                                   attrs["local_slot_num"], attrs["flag_id"])
     if _trailing(r, attrs, opt) is not None:
         raise c.error("ptopipe.gm_slot_buffer on an init that names its gm_slot_buffer operand", opt)
     _make_init(r, fs, opt, loc, attrs, got.get("gm_slot_buffer"), got["c2v_consumer_buf"],

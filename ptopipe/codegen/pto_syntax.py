@@ -5,9 +5,9 @@ fractal / pad), the short form's positional parts, ``#pto.address_space<...>``,
 ``#pto.kernel_kind<...>``, ``pto.target_arch`` values, split numbering 0/1/2
 (:class:`~ptopipe.arch.vocab.TileSplitAxis`), the MLIR spelling of element types and float
 literals, the ``pto.t*`` names of ptopipe's tile ops (and which take a scratch tile) and the
-``arith`` names of its scalar ops, event ids; and what ptoas makes of a spelling: the ring its
-frontend init builds, the SlotNums it builds, the blayout it gives Left tiles; the ``ptopipe.*``
-attributes ptoas keeps and ignores.
+``arith`` names of its scalar ops, event ids; and what ptoas makes of a spelling: the SlotNums it
+builds, the blayout it gives Left tiles (the rings its pipe inits build are
+:mod:`ptopipe.protocol.rings`'); the ``ptopipe.*`` attributes ptoas keeps and ignores.
 Facts follow ptoas's frontend tests and sources (hw-native-sys/PTOAS ``test/basic/*.pto``,
 ``include/PTO/IR/PTOOps.td``, ``lib/PTO``).
 """
@@ -180,19 +180,6 @@ CMP_OF = {}
 for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpi", _i)] = _k
     CMP_OF[("arith.cmpf", _f)] = _k
-
-
-def frontend_ring(dir_mask: int, platform) -> tuple:
-    """``(SLOT_NUM, local_slot_num)`` of the ring ptoas builds from a ``pto.aic_/aiv_initialize_pipe``
-    whose attribute block gives only ``dir_mask``, ``slot_size`` (and ``nosplit``), in the IR's
-    terms.  PTOAS's PTOLowerFrontendPipeOps fixes SlotNum at seed 003's default (8 one way, 4
-    both ways) and its ResolveReservedBuffers the FlagID at 0; on A2A3 the ring is an
-    ``initialize_l2g2l_pipe`` whose LocalSlotNum is that SlotNum, on A5 an
-    ``initialize_l2l_pipe``, printed with pto-isa's default LocalSlotNum (``None``: an A5
-    consumer-local ring stages nothing)."""
-    plat = get_platform(platform or "a2a3")
-    n = plat.slot_num_for(int(dir_mask) & 3 == 3)
-    return n, (n if plat.ring_in_gm else None)
 
 
 #: the bits of a float constant MLIR has no decimal spelling for (``arith.constant 0x7F800000 : f32``)

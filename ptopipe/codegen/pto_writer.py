@@ -34,6 +34,7 @@ from ..ir.instances import storage_op
 from ..ir.layout import read_layout, unallocated
 from ..ir.vocab import FunctionKind
 from ..ir.pipe_config import lane1_empty_pushes, lane1_replays, local_slot_num, ring_of
+from ..protocol.rings import frontend_ring
 from ..ir.opdefs import (CROSS_CORE_OPS, EVENT_OPS, INITIALIZE_PIPE, RING_BUFFERS, Barrier, BufferAttrOp,
                          CallOp, ConstOp, CopyOp, CreateOp, ForOp, FuncOp, GetSubblockIdOp, IfOp, ImportPeerBufferOp,
                          LoadOp, RecordEvent, ReserveBufferOp, StoreOp, TAlloc, TFree, TPop, TPush,
@@ -46,7 +47,7 @@ from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, C
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
                          INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
-                         frontend_ring, ptr_type, tile_buf)
+                         ptr_type, tile_buf)
 
 _IND = "  "
 FORM_OF_DSL = {d.dsl: d.form for d in CATALOGUE.values() if d.dsl}
@@ -724,7 +725,7 @@ def ring_spelling(init, platform, nosplit: bool) -> RingSpelling:
     """The spelling of ``init`` (a compiled ``pl.*_initialize_pipe``) under which ptoas builds
     the ring the IR describes - ``TPipe<FlagID, Dir, SlotSize, SlotNum, LocalSlotNum, nosplit>``.
 
-    ptoas's frontend op fixes SlotNum, FlagID and LocalSlotNum (:func:`.pto_syntax.frontend_ring`),
+    ptoas's frontend op fixes SlotNum, FlagID and LocalSlotNum (:func:`ptopipe.protocol.rings.frontend_ring`),
     so it is written only for a ring that has them; any other ring is an explicit
     ``pto.initialize_l2g2l_pipe`` (a ring in GM: A2A3, or a ``*_GM`` direction) or
     ``pto.initialize_l2l_pipe`` (A5's consumer-local ring), which take SlotNum, LocalSlotNum

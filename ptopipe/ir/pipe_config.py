@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch.vocab import LOCAL_SLOT_NUM, PLAIN_DIRECTION as _GM, Direction, TileSplitAxis
+from ..arch.vocab import PLAIN_DIRECTION as _GM, Direction, TileSplitAxis
+from ..protocol.rings import default_local_slot_num
 from .vocab import FunctionKind
 from .opdefs import INITIALIZE_PIPE, BufferAttrOp, FuncOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
 from .ops import Ring
@@ -131,14 +132,11 @@ def local_slot_num(attrs, slot_num: int | None = None) -> int:
     popped tiles in (A2A3), so the most popped tiles it holds at once.  ``local_slot_num=``
     when given (ExpandMixedKernel gives SLOT_NUM, which VerifyPipes lowers to the hold bound it
     proves on a ring in GM: the compiler's reserve_buffer holds that many slots),
-    else pto-isa's default :data:`~ptopipe.arch.vocab.LOCAL_SLOT_NUM`, but at most the ring's
-    ``slot_num``: the staging slots live in the consumer's reserve_buffer of SLOT_NUM *
-    SLOT_SIZE bytes (a one-slot ring stages in one slot, not past its reserve).  The simulator
-    stages that many, VerifyPipes bounds the held pops by it and the writers print it."""
+    else pto-isa's default (:func:`ptopipe.protocol.rings.default_local_slot_num`: at most the
+    ring's ``slot_num``).  The simulator stages that many, VerifyPipes bounds the held pops by
+    it and the writers print it."""
     n = attrs.get("local_slot_num")
-    if n is not None:
-        return n
-    return LOCAL_SLOT_NUM if slot_num is None else min(LOCAL_SLOT_NUM, slot_num)
+    return default_local_slot_num(slot_num) if n is None else n
 
 
 def pipe_config_mismatches(program, plat) -> list:

@@ -26,6 +26,8 @@ from .pipe import (DIR_BOTH, DIR_BOTH_GM, DIR_C2V, DIR_C2V_GM, DIR_V2C, DIR_V2C_
                    TPUSH, Direction, FIFOType, PipeHandle, Protocol, TileSplitAxis,
                    TMPipe, TPipe, VecCubeRatio, aic_initialize_pipe, aiv_initialize_pipe)
 from .sync import *  # noqa: F401,F403
+from .crosscore import *  # noqa: F401,F403
+from .crosscore import VEC_CORE_ID_OFFSET, __all__ as _crosscore_all
 from .sync import __all__ as _sync_all
 from .tensor import GlobalTensor, GMPtr
 from .tile import TASSIGN, BLayout, SLayout, Tile, TileLayout, TileType
@@ -36,7 +38,7 @@ from ..arch.vocab import (CmpMode, GatherAxis, HistByte, MaskPattern, PadValue, 
 PLATFORM_A2A3 = PlatformID.PLATFORM_A2A3
 PLATFORM_A5 = PlatformID.PLATFORM_A5
 
-__all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe_all) + list(_mx_all) + list(_sync_all) + [
+__all__ = list(_ops_all) + list(_vector_all) + list(_layout_all) + list(_fixpipe_all) + list(_mx_all) + list(_sync_all) + list(_crosscore_all) + [
     "BLayout", "CmpMode", "GatherAxis", "HistByte", "MaskPattern", "PowAlgorithm", "QuantType", "ReluPreMode", "PadValue", "PrintFormat", "PRINT", "TPREFETCH", "TPRINT", "TTRAP", "DIR_BOTH", "DIR_BOTH_GM", "DIR_C2V", "DIR_C2V_GM", "DIR_V2C",
     "DIR_V2C_CTRL", "DIR_V2C_GM", "Direction", "Event", "FIFOType", "GMPtr", "GlobalTensor", "Op",
     "PLATFORM_A2A3", "PLATFORM_A5", "PipeHandle", "PlatformID", "Protocol", "RoundMode", "SaturationMode", "RunResult",

@@ -470,7 +470,7 @@ def flag_leaks(cluster) -> tuple:
             continue
         ch = f.owner
         if ch is None:
-            warnings.append((f"{f.name} left at count {f.count}: SETs never consumed by a WAIT", None))
+            warnings.append((f"{f.name} left at count {f.count}: SETs never consumed by a WAIT", f.sync_at))
             continue
         if any(f in fl for fl in ch.ready_flags.values()):
             errors.append((f"{f.name} (ready of {ch.name}) left at count {f.count}: data pushed but never popped",

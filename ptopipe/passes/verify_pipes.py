@@ -29,6 +29,9 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * both Vector lanes take part in a TILE_NO_SPLIT pipe (the same number of transfers), and
   only one writes a V2C slot (AIV1 replays on empty tiles in a function marked no-split);
 * every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
+* a split TPUSH's tile divides between the two Vector cores (``protocol.geometry``'s
+  split_push_problem: an even extent; an Acc pushed into the Vector cores' UB, pto-isa's A5
+  dual-mode TMOV rule - a multiple of 32 columns for TILE_LEFT_RIGHT);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
 * for each combination of one path per core whose facts agree, the cores' push / pop /
@@ -55,8 +58,9 @@ from ..arch.vocab import SyncPipe
 from ..ir.opdefs import Barrier, FuncOp, RecordEvent, ReserveBufferOp, TFree, TPop, TPush, WaitEvent
 from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
-from ..ir.types import TensorType, TileValueType, describe, itemsize
-from ..protocol.geometry import ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout
+from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
+from ..protocol.geometry import (ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout,
+                                 split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.versions import parse as parse_protocol
 from itertools import combinations, product
@@ -304,6 +308,8 @@ class _Verifier:
         for kind in (TPush, TPop):        # the push first, as the run reports it
             for fn in funcs:
                 self.slots_fit(fn, kind)
+                if kind is TPush:
+                    self.splits_divide(fn)
         explored = {}
         for fn in funcs:
             slot_num = self.slot_nums(fn)
@@ -448,6 +454,25 @@ class _Verifier:
                              "larger; ptoas does not check this)",
                              f"declare SLOT_SIZE {need} (or more) on both *_initialize_pipe calls, "
                              "or move smaller tiles")
+
+    def splits_divide(self, fn) -> None:
+        """Every split TPUSH of ``fn`` divides its tile between the two Vector cores
+        (:func:`~ptopipe.protocol.geometry.split_push_problem`, the rule the run's TPUSH checks)."""
+        rings = {r: i for i in init_ops(fn) for r in i.rings}
+        for op in fn.walk():
+            if not op.is_a(TPush) or fn.kind is not FunctionKind.AIC:
+                continue
+            t = op.tile.type
+            if not isinstance(t, TileValueType):
+                continue
+            init = rings.get(ring_of(op))
+            in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
+            shape = tuple(t.shape[-2:])
+            bad = split_push_problem(op.split, shape, shape, itemsize(t.dtype),
+                                     acc_to_ub=t.space is MemorySpace.Acc and not in_gm)
+            if bad is not None:
+                self.finding("split_geometry", op, f"this {op.dsl} {op.split.name} of {describe(t)} on the "
+                             f"{_dir(ring_of(op))} ring: {bad[0]}", bad[1])
 
     def slot_nums(self, fn):
         """``ring -> HoldLimit`` for ``fn`` (:func:`.pipe_state.hold_limit` of the ring's

@@ -2,4 +2,6 @@
 ``model`` - one ProtocolModel per model (spec; pto-isa per platform, per named release and
 its CPU simulator): flag ids, credits, when a free is sent, teardown, SLOT_NUM defaults;
 ``versions`` - the pto-isa releases and the library bugs each had, as data; ``geometry`` - how a split tile maps onto a slot
-(parts, offsets, the slot's layout) and the words the run and VerifyPipes use for it."""
+(parts, offsets, the slot's layout) and the words the run and VerifyPipes use for it; ``rings`` -
+the LocalSlotNum of an init that leaves it out (pto-isa's default, and the TPipe ptoas builds
+from each ``.pto`` pipe init)."""

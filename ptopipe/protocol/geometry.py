@@ -44,6 +44,53 @@ def pop_converts(way: str, in_gm: bool) -> bool:
     return in_gm and way == V2C
 
 
+#: pto-isa A5 ``pushAcc2VecFiFo``: a split TPUSH of an Acc into the Vector cores' UB is one
+#: dual-mode TMOV of the FIX pipe (``AccToVecMode::DualModeSplitM`` / ``DualModeSplitN``, "due to
+#: hardware requirement"), which takes a 4-byte element and, on the split axis, a multiple of
+#: this many rows / columns: ``static_assert`` on the tile's static shape (the kernel does not
+#: compile), ``PTO_ASSERT`` on its valid shape (it stops on the device)
+ACC_DUAL_SPLIT_MULTIPLE = {_UP_DOWN: 2, _LEFT_RIGHT: 32}
+
+
+def split_push_problem(split, shape, valid, item: int, acc_to_ub: bool) -> tuple | None:
+    """``(why, fix)`` when a split TPUSH of a tile of static ``shape`` and ``valid`` shape
+    (``(rows, cols)`` each, ``item`` bytes an element) cannot be divided between the two Vector
+    cores, else None: an odd valid extent on the split axis (the parts would match no consumer
+    tile); then, for an Acc TPUSH into the consumers' UB (``acc_to_ub``: a C2V ring in the Vector
+    cores' UB, A5) pto-isa's dual-mode TMOV rule, :data:`ACC_DUAL_SPLIT_MULTIPLE`.  Every front
+    end's check of a pushed tile asks this: the run's TPUSH and VerifyPipes."""
+    axis = {_UP_DOWN: 0, _LEFT_RIGHT: 1}.get(split)
+    if axis is None:
+        return None
+    word = ("rows", "columns")[axis]
+    other = "TILE_LEFT_RIGHT" if axis == 0 else "TILE_UP_DOWN"
+    n = valid[axis]
+    if n % 2:
+        return (f"its {n} valid {word} do not halve between the two Vector cores",
+                f"give the tile an even number of valid {word} (pad the tail tile), or use {other} / "
+                "TILE_NO_SPLIT")
+    if acc_to_ub:
+        k = ACC_DUAL_SPLIT_MULTIPLE[split]
+        mode = "DualModeSplitM" if axis == 0 else "DualModeSplitN"
+        got = [(f"{m} {how}{word}", bad) for m, how, bad in
+               ((shape[axis], "", shape[axis] % k), (valid[axis], "valid ", valid[axis] % k))]
+        bad = [g for g, b in got if b]
+        if bad or item != 4:
+            why = (f"pto-isa's A5 pushAcc2VecFiFo moves it into the Vector cores' UB with one {mode} TMOV "
+                   f"of the FIX pipe, which takes a 4-byte element and a multiple of {k} {word} "
+                   f"(\"only support {'up-down' if axis == 0 else 'left-right'} split with "
+                   f"Prod{'M' if axis == 0 else 'N'} being multiple of {k} due to hardware requirement\"): "
+                   + ("this tile has " + " and ".join(bad) if bad else f"this tile's element has {item} bytes")
+                   + (" - a static_assert, the kernel does not compile for the device" if got[0][1] or item != 4
+                      else " - a PTO_ASSERT, the kernel stops on the device"))
+            fix = (f"give the Acc tile a multiple of {k} {word} (static and valid; pad the tail tile), or "
+                   f"split it {other}"
+                   + (" (an even number of rows)" if axis == 1 else " (a multiple of 32 columns)")
+                   + " or TILE_NO_SPLIT")
+            return why, fix
+    return None
+
+
 def part_shape(split, rows: int, cols: int) -> tuple:
     """Shape of one sub-block's part of a whole ``rows x cols`` tile."""
     if split == _UP_DOWN:

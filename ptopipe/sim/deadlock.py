@@ -96,7 +96,8 @@ def explain(cluster, blocked) -> DeadlockError:
              "sync_period": sync, "pending_frees": _pending_frees(ch, w, sync),
              "sender_blocked": w.flag.sender.state is CoreState.BLOCKED,
              "sender_done": w.flag.sender.state is CoreState.DONE,
-             "unpushed": _unpushed(ch, w.flag.sender), **_fill(ch, c, w)}
+             "unpushed": _unpushed(ch, w.flag.sender),
+             "sync": w.flag.sync_at if ch is None else None, **_fill(ch, c, w)}
         entries.append(e)
         pipe = f" on {e['pipe']}" if e["pipe"] else ""
         lines.append(f"  {c.name:5s} {e['op']:6s} at {loc}: waits {e['waits']} = flag {w.flag.id} "
@@ -198,6 +199,14 @@ def _hint(entries, n_pipes: int) -> str:
                 f"notifies only every {e['sync_period']} TFREEs (SyncPeriod), and {e['flag_from']} "
                 f"{'is blocked' if e['sender_blocked'] else 'ended'} before its next one: free earlier, "
                 "deepen the ring, or give the pipe sync_period=1")
+    own = [e for e in entries if e.get("sync")]
+    if own:                 # a cross-core flag the kernel waits on itself (no ring's)
+        e = own[0]
+        state = "returned" if e["sender_done"] else "is blocked" if e["sender_blocked"] else "goes on"
+        return (f"{e['core']} waits for cross-core flag {e['flag']} from {e['flag_from']}, which {state} "
+                f"without setting it: set flag {e['flag']} on {e['flag_from']} once for every wait "
+                "(a cross-core SET of the same id: pto.sync.set, set_intra_block or ffts_cross_core_sync; on A5 "
+                "the Cube's ids 16..31 are AIV1's)")
     done = [e for e in entries if e.get("sender_done") and not e["pending_frees"]]
     if done:
         e = done[0]

@@ -13,7 +13,7 @@ from ..errors import ProtocolError
 
 class Flag:
     __slots__ = ("sender", "receiver", "id", "count", "arrivals", "waiter", "owner",
-                 "set_clocks", "signal", "sets", "drained", "carried", "origin")
+                 "set_clocks", "signal", "sets", "drained", "carried", "origin", "sync_at")
 
     def __init__(self, sender, receiver, fid: int):
         self.sender = sender
@@ -34,6 +34,9 @@ class Flag:
         self.drained = 0
         self.carried = 0
         self.origin = None
+        # where the kernel first set / waited on this flag itself (a cross-core sync, not a
+        # ring's): a pipe may not claim it afterwards
+        self.sync_at = None
 
     @property
     def name(self) -> str:

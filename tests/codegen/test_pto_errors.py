@@ -245,7 +245,7 @@ def test_buffer_read_in_the_else_branch_with_nothing_written_before_the_loop():
     """tests/pto/if_else_read_a3.pto (then-branch writes %s, else-branch reads it; carried by
     the loop) without its init before the loop: the else-branch's read is the error."""
     text = (ROOT / "tests" / "pto" / "if_else_read_a3.pto").read_text()
-    text = _sub("    pto.texpands ins(%f0 : f32) outs(%s : !pto.tile_buf<vec, 16x8xf32>)\n", "", text)
+    text = _sub("    pto.texpands ins(%f0 : f32) outs(%s : !pto.tile_buf<vec, 16x16xf32>)\n", "", text)
     with pytest.raises(ParseError) as e:
         read_pto(text, "bad.pto")
     assert "%s is read in this scf.for body before it is written, and nothing writes it before the loop" in e.value.what

@@ -520,6 +520,30 @@ def test_a_function_using_both_kinds_of_tiles_runs_on_one_core_with_a_warning(pl
                                                                         np.float32, 8, 8), 0))
 
 
+def test_a_cross_core_sync_in_a_function_of_both_kinds_of_tiles_is_a_warning_with_no_peer():
+    """ptoas's mix_kernel sample: the Cube half sets, the Vector half waits, in one function run
+    on one core - program order already orders the halves, so the sync is said and skipped."""
+    text = vector_kernel(IO + f"""{square_x_into_y("    ")}    pto.sync.set <PIPE_FIX>, 0
+    pto.sync.wait <PIPE_V>, 0
+    pto.barrier <PIPE_ALL>
+    pto.tload ins(%yp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {vec_t(16, 16)})
+""" + STORE)
+    r = run_pto(text=text, platform="a5", inputs=dict(x=X, y=np.zeros_like(X)))
+    np.testing.assert_allclose(r.outputs["y"], X @ X, rtol=1e-4)
+    for op in ("pto.sync.set", "pto.sync.wait"):
+        assert any(w.startswith(f"<pto>:{line_of(text, op)}:5: {op} in a function of Cube and Vector tiles")
+                   for w in r.warnings), r.warnings
+
+
+def test_an_a5_pipe_fix_sync_set_of_aiv1s_id_is_refused_at_its_line():
+    """ptoas mirrors an A5 PIPE_FIX set to id + 16 (AIV1's id): id 16 would set the Cube's id 32."""
+    text = cross_core_synced("a5", cube_set=16)
+    with pytest.raises(KernelError) as e:
+        run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.sync.set <PIPE_FIX>, 16')}:5"
+    assert "set_intra_block(PIPE_FIX, 32)" in e.value.what and "id 0..15" in e.value.fix
+
+
 def test_several_top_functions_need_func_and_func_picks_one():
     one = vector_kernel(IO + STORE)
     text = one.replace("  func.func @k(", "  func.func @other(%q: !pto.ptr<f32>) {\n    return\n  }\n  func.func @k(")
@@ -689,6 +713,178 @@ def test_a_missing_tfree_is_reported_at_the_pop(arch):
     with pytest.raises(PtoPipeError) as e:
         run_pto(text=text, inputs=dict(a=X, b=X, out=X * 0))
     assert f":{line_of(text, 'pto.tpop_from_aic')}:" in str(e.value)
+
+
+def holding_three(arch: str) -> str:
+    """cube_vector_pair with three pushes, and three pops held at once before their TFREEs:
+    out = 2 * a @ b + a @ b + a @ b."""
+    half = vec_t(8, 16)
+    text = cube_vector_pair(1, arch)
+    push = next(l for l in text.splitlines(True) if "pto.tpush_to_aiv" in l)
+    pop = next(l for l in text.splitlines(True) if "pto.tpop_from_aic" in l)
+    free = next(l for l in text.splitlines(True) if "pto.tfree_from_aic" in l)
+    mul = next(l for l in text.splitlines(True) if "pto.tmuls" in l)
+    adds = "".join(f"    pto.tadd ins(%r, %t{k} : {half}, {half}) outs(%r : {half})\n" for k in (2, 3))
+    return (text.replace(push, push * 3).replace(pop, pop + pop.replace("%t ", "%t2 ") + pop.replace("%t ", "%t3 "))
+            .replace(mul, mul + adds).replace(free, free * 3))
+
+
+@pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
+def test_a3_frontend_ring_stages_as_many_tiles_as_ptoas_lowers_it_to(protocol):
+    """ptoas lowers an A2A3 pto.aiv_initialize_pipe to TPipe<0, DIR_C2V, 1024, 8, 8, false>:
+    LocalSlotNum 8 staging slots, so a kernel may hold three popped tiles (pto-isa's default
+    of 2 would report the third TPOP, or under pto-isa let it overwrite the first)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=holding_three("a3"), protocol=protocol, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 4 * (a @ b), rtol=1e-4, atol=1e-4)
+
+
+def test_an_l2g2l_ring_without_local_slot_num_stages_its_slot_num_as_ptoas_writes_it():
+    """PTOAS's PTOToEmitC gives a pto.initialize_l2g2l_pipe without local_slot_num the SlotNum
+    as LocalSlotNum: three pushed tiles held at once on an 8-slot ring run (pto-isa's default
+    of 2 would report the third TPOP).  out = 3 * (a @ b) + 1."""
+    text = (pathlib.Path(__file__).parents[1] / "pto_corpus" / "x_internal_pipe_a3.pto").read_text()
+    text = text.replace("      local_slot_num = 8,\n", "")
+    lines = text.splitlines(True)
+    push = next(l for l in lines if "pto.tpush(%p_acc" in l)
+    pop = next(l for l in lines if "pto.tpop(%fifo_tile" in l)
+    decl = next(l for l in lines if "%fifo_tile = pto.declare_tile" in l)
+    adds = next(l for l in lines if "pto.tadds ins(%fifo_tile" in l)
+    free = next(l for l in lines if "pto.tfree(%pipe" in l)
+    vt = "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=16, v_row=8, v_col=16, blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    more = "".join(decl.replace("%fifo_tile", f"%f{k}") + pop.replace("%fifo_tile", f"%f{k}") for k in (2, 3))
+    sums = "".join(f"    pto.tadd ins(%res, %f{k} : {vt}, {vt}) outs(%res : {vt})\n" for k in (2, 3))
+    text = text.replace(push, push * 3).replace(pop, pop + more).replace(adds, adds + sums).replace(free, free * 3)
+    assert "local_slot_num =" not in text
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=text, inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 3 * (a @ b) + 1, rtol=1e-4, atol=1e-4)
+
+
+def cross_core_synced(arch: str, cube_set: int = 9, vec_wait: int = 9, vec_set: int = 10,
+                      cube_wait: int = 10) -> str:
+    """cube_vector_pair whose cores also sync through cross-core flags of their own: the Cube
+    sets ``cube_set`` after its push and waits ``cube_wait`` before returning, each Vector core
+    waits ``vec_wait`` before its pop and sets ``vec_set`` after its store.  On A5 the Cube's
+    ids 16..31 are AIV1's: it waits for AIV1's SET at ``cube_wait + 16`` too."""
+    text = cube_vector_pair(1, arch)
+    waits = f"    pto.sync.wait <PIPE_FIX>, {cube_wait}\n" + (
+        f"    pto.sync.wait <PIPE_FIX>, {cube_wait + 16}\n" if arch == "a5" else "")
+    push = next(l for l in text.splitlines(True) if "pto.tpush_to_aiv" in l)
+    pop = next(l for l in text.splitlines(True) if "pto.tpop_from_aic" in l)
+    store = next(l for l in text.splitlines(True) if "pto.tstore ins(%r" in l)
+    return (text.replace(push, push + f"    pto.sync.set <PIPE_FIX>, {cube_set}\n" + waits)
+            .replace(pop, f"    pto.sync.wait <PIPE_V>, {vec_wait}\n" + pop)
+            .replace(store, store + f"    pto.sync.set <PIPE_MTE3>, {vec_set}\n"))
+
+
+@pytest.mark.parametrize("arch,protocol", [("a3", "spec"), ("a5", "pto-isa")])
+def test_cross_core_sync_set_and_wait_pair_on_the_cluster_flags(arch, protocol):
+    """pto.sync.set / wait as ptoas lowers them (A2A3 FFTS mode 2: the Cube's SET reaches both
+    Vector cores and its WAIT takes both of theirs; A5 set_intra_block, a PIPE_FIX SET mirrored
+    to id + 16 for AIV1) run clean, as many SETs as WAITs."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    r = run_pto(text=cross_core_synced(arch), protocol=protocol,
+                inputs=dict(a=a, b=b, out=np.zeros((16, 16), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    assert not r.warnings and not r.summary.leaks
+
+
+@pytest.mark.parametrize("arch", ["a3", "a5"])
+def test_a_cross_core_wait_nothing_sets_is_a_deadlock_at_the_wait(arch):
+    text = cross_core_synced(arch, vec_set=11)          # the Cube waits for 10, the Vector cores set 11
+    with pytest.raises(DeadlockError) as e:
+        run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where == f"<pto>:{line_of(text, 'pto.sync.wait <PIPE_FIX>, 10')}:5"
+    assert "cross-core flag 10" in e.value.fix
+
+
+@pytest.mark.parametrize("protocol,fid", [("spec", 3), ("pto-isa", 0)])
+def test_a_cross_core_sync_on_a_flag_of_a_ring_is_a_config_error_at_the_sync(protocol, fid):
+    """Flag 0 is the C2V ring's ready flag under both protocols; under spec the ring counts on
+    flags 0..7 (one a slot), under pto-isa on 0 and 1 only - the fix says so."""
+    text = cross_core_synced("a5", cube_set=fid, vec_wait=fid)
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, protocol=protocol, inputs=dict(a=X, b=X, out=X * 0))
+    assert f"counts on (under the {protocol} protocol)" in e.value.what
+    syncs = {line_of(text, f"pto.sync.set <PIPE_FIX>, {fid}"), line_of(text, f"pto.sync.wait <PIPE_V>, {fid}")}
+    assert int(e.value.where.split(":")[1]) in syncs       # whichever core reaches its sync first
+    assert ("run it with --protocol pto-isa" in e.value.fix) == (protocol == "spec")
+
+
+def test_a_ring_bound_on_a_flag_the_kernel_synced_on_is_a_config_error_at_the_init():
+    text = cross_core_synced("a3")
+    init = next(l for l in text.splitlines(True) if "pto.aic_initialize_pipe" in l)
+    text = text.replace(init, "    pto.sync.set <PIPE_FIX>, 0\n" + init)     # the ring's ready flag
+    with pytest.raises(ConfigError) as e:
+        run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where.startswith(f"<pto>:{line_of(text, 'pto.aic_initialize_pipe')}:")
+    assert f"a cross-core sync at <pto>:{line_of(text, 'pto.sync.set <PIPE_FIX>, 0')}:5" in e.value.what
+
+
+def test_a_cross_core_set_nothing_waits_for_is_a_warning_naming_the_set():
+    text = cross_core_synced("a5")
+    text = text.replace(next(l for l in text.splitlines(True) if "pto.sync.wait <PIPE_V>" in l), "")
+    r = run_pto(text=text, protocol="pto-isa", inputs=dict(a=X, b=X, out=X * 0))
+    set_at = f"<pto>:{line_of(text, 'pto.sync.set <PIPE_FIX>')}:5"
+    assert sorted(r.summary.leaks) == [(f"flag 9 (AIC->AIV{k}) left at count 1: SETs never consumed by a WAIT", set_at)
+                                       for k in (0, 1)]
+
+
+def left_right_pair(cols: int) -> str:
+    """cube_vector_pair on A5 with a 16 x ``cols`` Acc split LEFT_RIGHT: each Vector core pops
+    16 x cols/2, doubles it and stores its column half."""
+    text = cube_vector_pair(1, "a5").replace("{split = 1}", "{split = 2}")
+    acc16 = "rows=16, cols=16, v_row=16, v_col=16, blayout=col_major, slayout=row_major, fractal=1024"
+    right16 = "loc=right, dtype=f32, rows=16, cols=16, v_row=16, v_col=16"
+    mat16 = "loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16"
+    lines = []
+    for l in text.splitlines(True):
+        if "%bm" in l or "%br" in l or "%bp" in l or "%bv" in l or "%acc" in l:
+            l = (l.replace(acc16, acc16.replace("cols=16", f"cols={cols}").replace("v_col=16", f"v_col={cols}"))
+                 .replace(right16, right16.replace("cols=16", f"cols={cols}").replace("v_col=16", f"v_col={cols}")))
+            if "%bm" in l or "%bp" in l:
+                l = l.replace(mat16, mat16.replace("cols=16", f"cols={cols}").replace("v_col=16", f"v_col={cols}"))
+            l = (l.replace("sizes = [%c16, %c16]", f"sizes = [%c16, %c{cols}]")
+                 .replace("16x16xf32>", f"16x{cols}xf32>") if ("%bp" in l or "%bv =" in l) else l)
+            if "%bv =" in l:
+                l = l.replace("shape = [%c16, %c16], strides = [%c16, %c1]", f"shape = [%c16, %c{cols}], strides = [%c{cols}, %c1]")
+        lines.append(l)
+    text = "".join(lines)
+    half = vec_t(16, cols // 2)
+    return (text.replace(vec_t(8, 16), half).replace("slot_size = 1024", f"slot_size = {64 * cols}")
+            .replace("size = 8192", f"size = {8 * 64 * cols}")
+            .replace("%c16 = arith.constant 16 : index\n", f"%c16 = arith.constant 16 : index\n    %c{cols} = arith.constant {cols} : index\n"
+                     if cols != 16 else "%c16 = arith.constant 16 : index\n")
+            .replace("%row = arith.muli %sb, %c8 : index", f"%row = arith.muli %sb, %c{cols // 2 if cols != 16 else 8} : index")
+            .replace("%ov = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1]",
+                     f"%ov = pto.make_tensor_view %out, shape = [%c16, %c{cols}], strides = [%c{cols}, %c1]")
+            .replace("offsets = [%row, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>",
+                     f"offsets = [%c0, %row], sizes = [%c16, %c{cols // 2}] : !pto.tensor_view<?x?xf32> -> "
+                     f"!pto.partition_tensor_view<16x{cols // 2}xf32>")
+            .replace("outs(%op : !pto.partition_tensor_view<8x16xf32>)", f"outs(%op : !pto.partition_tensor_view<16x{cols // 2}xf32>)"))
+
+
+def test_an_a5_left_right_push_of_a_16_column_acc_is_refused_at_the_push_by_run_and_static_check():
+    """pto-isa's A5 pushAcc2VecFiFo static_asserts a multiple of 32 columns for a LEFT_RIGHT
+    push of an Acc into UB (the FIX pipe's DualModeSplitN TMOV); 32 columns run to numpy."""
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 32)).astype(np.float32)
+    r = run_pto(text=left_right_pair(32), inputs=dict(a=a, b=b, out=np.zeros((16, 32), np.float32)))
+    np.testing.assert_allclose(r.outputs["out"], 2 * (a @ b), rtol=1e-4, atol=1e-4)
+    text = left_right_pair(16)
+    at = f"<pto>:{line_of(text, 'pto.tpush_to_aiv')}:"
+    with pytest.raises(CompileError) as e:          # the static check (VerifyPipes)
+        load_pto("<pto>", text=text)
+    assert e.value.where.startswith(at)
+    assert "a multiple of 32 columns" in e.value.what and "static_assert" in e.value.what
+    load_pto("<pto>", text=left_right_pair(32))
+    with pytest.raises(PtoPipeError) as e:          # the run's own check
+        run_pto(text=text, inputs=dict(a=X, b=X, out=X * 0))
+    assert e.value.where.startswith(at) and "a multiple of 32 columns" in e.value.what
 
 
 def test_missing_inputs_get_seeded_data_and_notes_and_the_same_seed_the_same_run():

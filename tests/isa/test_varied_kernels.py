@@ -34,9 +34,9 @@ def gt(t, off, shape, stride=None):
 # ============================================================================ correct kernels
 # Each entry: name -> (aic, aiv, args(rng), golden(args)).  Golden is numpy only.
 
-# K1: C2V f16 inputs, f32 acc, N=48 split LEFT_RIGHT (24 columns per AIV), SlotNum 3,
-#     5 tiles (not a multiple of 3).
-K1_T, K1_K, K1_N, K1_D = 16, 32, 48, 3
+# K1: C2V f16 inputs, f32 acc, N=64 split LEFT_RIGHT (32 columns per AIV: A5's dual-mode TMOV
+#     of an Acc into UB takes a multiple of 32 columns), SlotNum 3, 5 tiles (not a multiple of 3).
+K1_T, K1_K, K1_N, K1_D = 16, 32, 64, 3
 
 
 def k1_cube(a, b, fifo, n):
@@ -1066,12 +1066,13 @@ def b16_vec(fifo):
     pipe = _gm_pipe(fifo)
 
 
-# B17: TPOP LEFT_RIGHT, TFREE with UP_DOWN.
+# B17: TPOP UP_DOWN, TFREE with LEFT_RIGHT (a 16-column Acc splits UP_DOWN on every platform:
+#      A5's LEFT_RIGHT push of an Acc takes a multiple of 32 columns).
 def b17_vec(fifo, out):
     pipe = _c2v(fifo, peers=(0, 1))
-    t = Tile(TileType.Vec, float32, T, T // 2)
-    TPOP(pipe, t, TILE_LEFT_RIGHT)
-    TFREE(pipe, TILE_UP_DOWN)  # free-split
+    t = Tile(TileType.Vec, float32, T // 2, T)
+    TPOP(pipe, t, TILE_UP_DOWN)
+    TFREE(pipe, TILE_LEFT_RIGHT)  # free-split
 
 
 # B18: a scalar an int8 tile cannot hold.
@@ -1152,7 +1153,7 @@ BROKEN = {
     "b14_int8_f32_acc": (KernelError, b14_cube, "int8-f32acc", b14_cube, None, {}),
     "b15_double_tfree": (ProtocolError, b15_vec, "double-free", _producer(1), (b15_vec, None), {}),
     "b16_talloc_never_pushed": (LeakError, b16_cube, "talloc-leak", b16_cube, (b16_vec, None), {}),
-    "b17_free_split": (ProtocolError, b17_vec, "free-split", _producer(1, TILE_LEFT_RIGHT, (0, 1)),
+    "b17_free_split": (ProtocolError, b17_vec, "free-split", _producer(1, TILE_UP_DOWN, (0, 1)),
                        b17_vec, {}),
     "b18_int8_scalar": (KernelError, b18_vec, "int8-scalar", None, (b18_vec, None), {}),
     "b20_pop_dtype": (ProtocolError, b20_vec, "wrong-dtype", _producer(1), (b20_vec, None), {}),

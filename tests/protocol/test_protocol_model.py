@@ -329,7 +329,8 @@ def test_pop_into_a_held_tile_is_an_error_naming_both_pops(platform, direction):
 
 
 # --- bad input: the two ends of a pipe use different split modes ----------------------------------
-ESLOT = 16 * 16 * 4
+# 16 x 32 tiles: A5's LEFT_RIGHT push of an Acc takes a multiple of 32 columns
+ESLOT = 16 * 32 * 4
 
 
 def _split_pair(way, push_split, pop_split, platform, free_split=None):
@@ -339,15 +340,15 @@ def _split_pair(way, push_split, pop_split, platform, free_split=None):
     # two Vector cores pushing whole tiles would write the same V2C slot bytes: AIV0 alone
     peers = (0,) if way == "V2C" and push_split == TILE_NO_SPLIT else (0, 1)
 
-    def part(split, rows=16, cols=16):
+    def part(split, rows=16, cols=32):
         return {TILE_UP_DOWN: (rows // 2, cols), TILE_LEFT_RIGHT: (rows, cols // 2)}.get(split, (rows, cols))
 
     def cube(fifo):
         pipe = TPipe(0, d, ESLOT, 2, peers=peers)(fifo, 0x10000, 0x10000)
         if way == "C2V":
-            TPUSH(pipe, Tile(TileType.Acc, float32, 16, 16, addr=0), push_split)  # push
+            TPUSH(pipe, Tile(TileType.Acc, float32, 16, 32, addr=0), push_split)  # push
         else:
-            TPOP(pipe, Tile(TileType.Mat, float32, 16, 16), pop_split)  # pop
+            TPOP(pipe, Tile(TileType.Mat, float32, 16, 32), pop_split)  # pop
             TFREE(pipe)
 
     def vec(fifo):

@@ -143,8 +143,8 @@ def addr_vec_bad(out, fifo):
     addr_vec(out, fifo, TILE_LEFT_RIGHT)
 
 
-# C2V tile flow with TMPipe-style two lanes: the Cube pushes LEFT_RIGHT, the AIVs pop
-# LEFT_RIGHT and free with the pipe's split.
+# C2V tile flow with TMPipe-style two lanes: the Cube pushes UP_DOWN, the AIVs pop UP_DOWN and
+# free with the pipe's split (a 16-column Acc: A5's LEFT_RIGHT push takes a multiple of 32).
 def c2v_cube(x, fifo):
     pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
     acc = Tile(TileType.Acc, float32, T, T, addr=0)
@@ -156,25 +156,25 @@ def c2v_cube(x, fifo):
     TMOV(x0, x1)
     TMATMUL(acc, x0, e0)
     for i in range(2):
-        TPUSH(pipe, acc, TILE_LEFT_RIGHT)
+        TPUSH(pipe, acc, TILE_UP_DOWN)
 
 
 def c2v_vec(fifo, out):
     pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
-    t = Tile(TileType.Vec, float32, T, T // 2)
-    o = Tile(TileType.Vec, float32, T, T // 2, addr=0)
+    t = Tile(TileType.Vec, float32, T // 2, T)
+    o = Tile(TileType.Vec, float32, T // 2, T, addr=0)
     for i in range(2):
-        TPOP(pipe, t, TILE_LEFT_RIGHT)
+        TPOP(pipe, t, TILE_UP_DOWN)
         TADDS(o, t, 0.0)
-        TFREE(pipe, TILE_LEFT_RIGHT)
-    TSTORE(GlobalTensor(out.data() + get_subblockid() * (T // 2), (T, T // 2), (T, 1)), o)
+        TFREE(pipe, TILE_UP_DOWN)
+    TSTORE(GlobalTensor(out.data() + get_subblockid() * (T // 2) * T, (T // 2, T), (T, 1)), o)
 
 
 def c2v_vec_free_split(fifo, out):
     pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
-    t = Tile(TileType.Vec, float32, T, T // 2)
+    t = Tile(TileType.Vec, float32, T // 2, T)
     for i in range(2):
-        TPOP(pipe, t, TILE_LEFT_RIGHT)  # c2v-pop
+        TPOP(pipe, t, TILE_UP_DOWN)  # c2v-pop
         TFREE(pipe, TILE_NO_SPLIT)  # c2v-free-split
 
 
@@ -637,24 +637,24 @@ def test_deadlock_names_the_credit_withheld_by_sync_period(platform, protocol, n
 
 
 # M-series: a golden mismatch names the last writer of the first wrong element.
-# 'value': AIV1 adds 1 to its half; 'short': AIV1 stores only the top half of its rows, so
-# the bottom-right quarter of `out` is never written.
+# 'value': AIV1 adds 1 to its half (rows 8..15); 'short': AIV1 stores only the top half of its
+# rows, so rows 12..15 of `out` are never written.
 def mm_cube(x, fifo):
     c2v_cube(x, fifo)
 
 
 def mm_vec(fifo, out, bug):
     pipe = TPipe(0, DIR_C2V, SLOT, 2)(fifo, RING_UB)
-    t = Tile(TileType.Vec, float32, T, T // 2)
-    o = Tile(TileType.Vec, float32, T, T // 2, addr=0)
+    t = Tile(TileType.Vec, float32, T // 2, T)
+    o = Tile(TileType.Vec, float32, T // 2, T, addr=0)
     sub = get_subblockid()
     for i in range(2):
-        TPOP(pipe, t, TILE_LEFT_RIGHT)
+        TPOP(pipe, t, TILE_UP_DOWN)
         TADDS(o, t, 1.0 if (bug == "value" and sub == 1) else 0.0)
-        TFREE(pipe, TILE_LEFT_RIGHT)
-    rows = T // 2 if (bug == "short" and sub == 1) else T      # AIV1 stores only its top rows
-    src = o if rows == T else Tile(TileType.Vec, float32, rows, T // 2, addr=0)     # o's top rows
-    TSTORE(GlobalTensor(out.data() + sub * (T // 2), (rows, T // 2), (T, 1)), src)  # mm-store
+        TFREE(pipe, TILE_UP_DOWN)
+    rows = T // 4 if (bug == "short" and sub == 1) else T // 2      # AIV1 stores only its top rows
+    src = o if rows == T // 2 else Tile(TileType.Vec, float32, rows, T, addr=0)     # o's top rows
+    TSTORE(GlobalTensor(out.data() + sub * (T // 2) * T, (rows, T), (T, 1)), src)  # mm-store
 
 
 def _mm_scenario(bug):
@@ -700,13 +700,13 @@ def test_mismatch_names_the_last_writer_and_its_line(platform, protocol, no_hang
     _mm_scenario("none").check(platform=platform, protocol=protocol, timeout=20)
     err = _mismatch(_mm_scenario("value"), platform, protocol)
     assert _line(err.where) == line_of(mm_vec, "mm-store")
-    assert f"out[0, 8] (GM " in str(err) and f"last written by AIV1 TSTORE at tests/sim/{_at(mm_vec, 'mm-store')}" in str(err)
+    assert f"out[8, 0] (GM " in str(err) and f"last written by AIV1 TSTORE at tests/sim/{_at(mm_vec, 'mm-store')}" in str(err)
     from ptopipe.isa.explore import run_schedule      # `ptopipe check`'s path: a perturbed schedule
     with pytest.raises(MismatchError) as ei:
         run_schedule(_mm_scenario("value"), 3, platform=platform, protocol=protocol, timeout=20)
     assert _line(ei.value.where) == line_of(mm_vec, "mm-store"), str(ei.value)
     err = _mismatch(_mm_scenario("short"), platform, protocol)
-    assert "out[8, 8] (GM " in str(err) and "was never written by the kernel" in str(err), str(err)
+    assert "out[12, 0] (GM " in str(err) and "was never written by the kernel" in str(err), str(err)
     err = _mismatch(_mmr_scenario(_frees(platform, protocol)), platform, protocol)
     assert _line(err.where) == line_of(mmr_cube, "mmr-push")
     assert "last written by AIC TPUSH into slot 0 of C2V pipe FlagID 0" in str(err), str(err)
@@ -722,10 +722,10 @@ def test_mismatch_never_written_element_and_default_run_records_nothing(no_hang)
     assert isinstance(res.cluster.checker, WriteRecorder)
     rec = res.cluster.checker
     lo = dict((n, a) for n, a, _ in res.cluster.context.gm_args)["out"]
-    assert rec.last_writer(lo + (8 * T + 8) * 4) is None              # out[8, 8]: never written
-    assert rec.last_writer(lo + (7 * T + 15) * 4)["core"] == "AIV1"    # out[7, 15]
-    assert rec.last_writer(lo + (15 * T + 7) * 4)["core"] == "AIV0"    # out[15, 7]
-    assert rec.last_writer(lo + (15 * T + 7) * 4 + 4) is None          # out[15, 8]
+    assert rec.last_writer(lo + (12 * T + 8) * 4) is None             # out[12, 8]: never written
+    assert rec.last_writer(lo + (7 * T + 15) * 4)["core"] == "AIV0"    # out[7, 15]
+    assert rec.last_writer(lo + (11 * T + 15) * 4)["core"] == "AIV1"   # out[11, 15]
+    assert rec.last_writer(lo + (11 * T + 15) * 4 + 4) is None         # out[12, 0]
 
 
 # Overwrite wording.  OW1: the Cube skips the free-slot wait (setAllocateStatus(False)) and

@@ -378,6 +378,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
         def kernel(**kw):
             ex = Executor(prog, core_name, layout, one_lane)
             ex.warnings = run_warnings
+            ex.mixed = mixed
             ex.core = isa.current_core()
             ex.core.event_words = PTO_EVENTS        # messages spell the .pto's event ops
             if mixed:

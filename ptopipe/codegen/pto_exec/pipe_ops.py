@@ -8,6 +8,7 @@ from ...arch.vocab import PTOAS_SLOT_NUMS, Direction, TileSplitAxis
 from ...errors import CompileError, ConfigError, ParseError
 from ...ir.layout import ring_size_problem
 from ...protocol.model import cluster_model
+from ...protocol.rings import FRONTEND, L2G2L, L2L, default_local_slot_num, ptoas_local_slot_num
 from ..pto_syntax import nosplit_conflict
 from .program import int_attr, res_type, str_attr, walk
 from .tile_ops import tile_of
@@ -75,8 +76,8 @@ def _init_pipe(ex, fr, s, dir_mask, slot_size, slot_num, local, flag, gm, c2v, v
                 raise CompileError(bad[0], where=ex.where(s), fix=(
                     f"size the pto.reserve_buffer named \"{local_buf.name}\" as the ring needs" + other))
     peers = (0,) if one_lane else (0, 1)
-    cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n, local if local is not None else
-                    isa.TPipe.__dataclass_fields__["local_slot_num"].default, peers=peers)
+    cfg = isa.TPipe(flag, isa.Direction(mask), slot_size, n,
+                    default_local_slot_num(n) if local is None else local, peers=peers)
     handle = cfg(buf, int(c2v or 0), int(v2c or 0))
     pv = PipeVal(handle, ways, one_lane)
     if s.name not in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):
@@ -98,9 +99,11 @@ def h_init(ex, fr, s):
     dir_mask = int_attr(s, "dir_mask", ex.prog)
     slot_size = int_attr(s, "slot_size", ex.prog)
     slot_num = int_attr(s, "slot_num", ex.prog, 0) or None
-    local = int_attr(s, "local_slot_num", ex.prog, 0) or None
     fid = s.attr("id") or s.attr("flag_base")
     flag = int(fid[0].text) if fid else None
+    kind = {"pto.initialize_l2g2l_pipe": L2G2L, "pto.initialize_l2l_pipe": L2L}.get(s.name, FRONTEND)
+    local = ptoas_local_slot_num(kind, dir_mask, ex.core.cluster.platform, slot_num,
+                                 int_attr(s, "local_slot_num", ex.prog, 0) or None, flag)
     ns = s.attr("nosplit")
     nosplit = bool(ns and ns[0].text == "true")
     if s.name in ("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe"):

@@ -1,6 +1,7 @@
 """Intra-core synchronisation: ``record_event`` / ``wait_event`` / ``set_flag[_dyn]`` /
 ``wait_flag[_dyn]`` / ``barrier`` / ``barrier_sync`` / ``tsync`` (pipes named directly or as ptoas's sync op
-types), event-id arrays, ``pto.section.cube`` / ``.vector``, and the ops that add no order the
+types), event-id arrays, ``pto.section.cube`` / ``.vector``, the cross-core ``pto.sync.set`` /
+``pto.sync.wait``, and the ops that add no order the
 simulator lacks (``set_ffts``, ``get_buf`` / ``rls_buf``)."""
 from __future__ import annotations
 
@@ -104,3 +105,54 @@ def h_event(ex, fr, s):
     fn = isa.set_flag if s.name in ("pto.record_event", "pto.set_flag", "pto.set_flag_dyn") else isa.wait_flag
     fn(SyncPipe(pipes[0]), SyncPipe(pipes[1]), eid)
     return None
+
+
+def h_cross_core(ex, fr, s):
+    """``pto.sync.set <PIPE_P>, id [{ffts_mode = M : i32}]`` / ``pto.sync.wait <PIPE_P>, id`` (id an
+    integer or an index value): a cross-core flag the kernel sets / waits on itself, as ptoas
+    lowers it (PTOAS ``PTOToEmitC``; :mod:`ptopipe.isa.crosscore`) - on A2A3
+    ``ffts_cross_core_sync(P, getFFTSMsg(M, id))`` (M: 2 when absent) / ``wait_flag_dev(id)``, on A5
+    ``set_intra_block(P, id)`` (and ``id + 16`` for ``PIPE_FIX``: the Cube's SET reaches AIV1 too) /
+    ``wait_intra_block(P, id)``."""
+    toks = s.toks
+    pipes = _PIPE_RE.findall(" ".join(t.text for t in toks))
+    if len(pipes) != 1 or pipes[0] not in SyncPipe.__members__:
+        raise ex.perr(s.tok, f"{s.name} needs one pipe, e.g. {s.name} <PIPE_MTE3>, 0")
+    pipe = SyncPipe[pipes[0]]
+    comma = next((i for i, t in enumerate(toks) if t.text == ","), None)
+    ev = toks[comma + 1] if comma is not None and comma + 1 < len(toks) else None
+    if ev is None or (ev.kind != "value" and not ev.text.lstrip("-").isdigit()):
+        raise ex.perr(ev or s.tok, f"{s.name} needs a flag id after the pipe: an integer or an index value")
+    fid = ex.ival(fr, ev) if ev.kind == "value" else int(ev.text)
+    mode = s.attr("ffts_mode")
+    if mode and s.name != "pto.sync.set":
+        raise ex.perr(mode[0], "pto.sync.wait takes no ffts_mode (ptoas: only pto.sync.set has one)")
+    if ex.mixed:        # both halves on this one core, in program order: no peer to sync with
+        msg = (f"{ex.where(s)}: {s.name} in a function of Cube and Vector tiles, run on one core: its "
+               "cross-core flag has no peer here (program order already puts the Cube half before the "
+               "Vector half); split the function into a cube and a vector kernel to check the sync")
+        if msg not in ex.warnings:
+            ex.warnings.append(msg)
+        return
+    plat = ex.core.cluster.platform
+    if plat.ring_in_gm:                 # A2A3: FFTS
+        if not 0 <= fid < plat.hw_flag_ids:
+            raise ex.err(s, f"{s.name}: cross-core flag id {fid} is outside 0..{plat.hw_flag_ids - 1} "
+                            "(getFFTSMsg keeps its low 4 bits)")
+        if s.name == "pto.sync.set":
+            isa.ffts_cross_core_sync(pipe, isa.getFFTSMsg(int(mode[0].text) if mode else isa.FFTS_MODE_VAL, fid))
+        else:
+            isa.wait_flag_dev(fid)
+    elif s.name == "pto.sync.set":
+        if pipe is SyncPipe.PIPE_FIX and not 0 <= fid < isa.VEC_CORE_ID_OFFSET:
+            raise ex.err(s, f"pto.sync.set <PIPE_FIX>, {fid}: ptoas lowers it on A5 to set_intra_block(PIPE_FIX, "
+                            f"{fid}) and set_intra_block(PIPE_FIX, {fid + isa.VEC_CORE_ID_OFFSET}) (it mirrors a "
+                            f"Cube SET to AIV1's id + {isa.VEC_CORE_ID_OFFSET}), and the Cube's ids are "
+                            f"0..{2 * isa.VEC_CORE_ID_OFFSET - 1}",
+                         f"give the PIPE_FIX set an id 0..{isa.VEC_CORE_ID_OFFSET - 1}: it reaches both Vector "
+                         "cores (AIV0 at the id, AIV1 at id + 16)")
+        isa.set_intra_block(pipe, fid)
+        if pipe is SyncPipe.PIPE_FIX:
+            isa.set_intra_block(pipe, fid + isa.VEC_CORE_ID_OFFSET)
+    else:
+        isa.wait_intra_block(pipe, fid)

@@ -228,6 +228,11 @@ def _claim_flags(core, ch: Channel) -> None:
         ready = [cluster.flag(prod, cons, ch.ready_id + t) for t in range(count)]
         free = [cluster.flag(cons, prod, ch.free_id + t) for t in range(count)]
         for f in ready + free:
+            if f.sync_at is not None:
+                raise ConfigError(
+                    f"{ch.name} counts on {f.name}, which the kernel sets / waits on itself (a cross-core "
+                    f"sync at {f.sync_at}, under the {ch.model.name} protocol): the ring and the kernel "
+                    "would take each other's SETs", where=_loc(core), fix=flag_taken_fix(cluster, ch, f.id))
             if f.owner is not None and f.owner is not ch:
                 if f.owner is _other_end(core, ch):
                     raise _flag_mismatch(core, ch, f.owner)
@@ -244,6 +249,20 @@ def _claim_flags(core, ch: Channel) -> None:
             f.signal = "free"
         ch.ready_flags[p] = ready
         ch.free_flags[p] = free
+
+
+def flag_taken_fix(cluster, ch: Channel, fid: int) -> str:
+    """The fix of a kernel's own cross-core sync on flag id ``fid`` that ``ch``'s ring counts on:
+    another id, and under a flag-per-slot protocol (spec) whether pto-isa's ring leaves it free."""
+    fix = f"give the sync a flag id the pipes do not use ({_flag_range(ch)})"
+    if ch.model.per_tag_flags:
+        device = model_for(Protocol.PTO_ISA, platform_kind(cluster.platform))
+        claims = device.flag_claims(ch.cfg.flag_id, _ways(Direction(ch.cfg.direction)), ch.slot_num,
+                                    cluster.platform)
+        if claims is not None and all(i != fid for _s, i in claims):
+            fix += (f"; under pto-isa (the device library), whose rings use FlagID and FlagID+1 only, "
+                    f"flag {fid} is free: run it with --protocol pto-isa")
+    return fix
 
 
 def _device_note(cluster, model, *cfgs) -> str:

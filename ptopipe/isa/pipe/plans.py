@@ -13,7 +13,8 @@ from ...arch import MemSpace
 from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
-from ...protocol.geometry import a_layout, full_shape, layout_fix, part_offset, part_shape, pop_converts, slot_layout
+from ...protocol.geometry import (a_layout, full_shape, layout_fix, part_offset, part_shape, pop_converts,
+                                 slot_layout, split_push_problem)
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes
 
@@ -52,19 +53,13 @@ def plan(core, ch, tile: Tile, split, make):
 
 
 def _halves(core, ch, tile: Tile, split, op: str) -> None:
-    """The Cube's whole tile of a split transfer must halve between the two Vector cores:
-    an odd extent on the split axis would give them parts that match no consumer tile."""
-    axis = {TileSplitAxis.TILE_UP_DOWN: 0, TileSplitAxis.TILE_LEFT_RIGHT: 1}.get(split)
-    if axis is None:
-        return
-    n = (tile.valid_rows, tile.valid_cols)[axis]
-    if n % 2:
-        word = ("rows", "columns")[axis]
-        raise ProtocolError(
-            f"{op} {split.name} of {tile.describe()} on {ch.name}: its {n} valid {word} do not "
-            "halve between the two Vector cores", where=_loc(core),
-            fix=f"give the tile an even number of valid {word} (pad the tail tile), or use "
-                f"{'TILE_LEFT_RIGHT' if axis == 0 else 'TILE_UP_DOWN'} / TILE_NO_SPLIT")
+    """The Cube's whole tile of a split transfer must divide between the two Vector cores
+    (:func:`~ptopipe.protocol.geometry.split_push_problem`)."""
+    bad = split_push_problem(split, (tile.rows, tile.cols), (tile.valid_rows, tile.valid_cols),
+                             tile.dtype.itemsize, acc_to_ub=tile.loc is TileType.Acc and not ch.in_gm)
+    if bad is not None:
+        raise ProtocolError(f"{op} {split.name} of {tile.describe()} on {ch.name}: {bad[0]}", where=_loc(core),
+                            fix=bad[1])
 
 
 def push_plan(core, ch, tile: Tile, split) -> PushPlan:
