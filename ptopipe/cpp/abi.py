@@ -78,6 +78,7 @@ _K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_
     KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW"))
 _SPLIT = tuple((LAYOUT[3 * k], LAYOUT[3 * k + 1] - 1, LAYOUT[3 * k + 2]) for k in range(len(LAYOUT) // 3))
 _OP_TPOP = op_names().index("TPOP")
+_OP_TFREE = op_names().index("TFREE")
 _GT_WORDS = KIND_WORDS["GT"]
 _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
@@ -299,6 +300,10 @@ class Dispatcher:
         fn = self.functions[op]
         if op == _OP_TPOP and not slots and isinstance(fixed[1], isa.Tile):
             fn = self._pop_tile(fixed)
+        elif op == _OP_TFREE and len(fixed) > 2 and fixed[2] is None:
+            # the headers' TFREE<Pipe>(pipe) / TFREE(pipe) send no split (the C++ forms with one
+            # always do): pto-isa's form without a split, the library's own
+            fn = partial(fn, unsplit=True)
         elif kw and fn is not None:
             fn = partial(fn, **kw)
         return (self._call(op, fn, fixed, tuple(slots)), loc, fn is not None), vals

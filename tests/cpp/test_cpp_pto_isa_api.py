@@ -132,6 +132,9 @@ template <typename Pipe> void split_forms(Pipe &pipe, V &v, G &g, Event<Op::TADD
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, v, get_subblockid(), e);
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, v, e);
     TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe, e);
+    TFREE<Pipe>(pipe);
+    TFREE(pipe);
+    TFREE(pipe, e);
     TALLOC<Pipe, G, TileSplitAxis::TILE_UP_DOWN>(pipe, g);
     TFREE<Pipe, G, TileSplitAxis::TILE_UP_DOWN>(pipe, g);
 %s}
@@ -139,7 +142,6 @@ template void split_forms(P7 &, V &, G &, Event<Op::TADD, Op::TSTORE_VEC> &, int
 """
 DEFAULT_SPLIT = ("    TPUSH<Pipe, V>(pipe, v);                  // TPUSH\n"
                  "    TPOP<Pipe, V>(pipe, v, e);                // TPOP\n"
-                 "    TFREE<Pipe>(pipe);                        // TFREE\n"
                  "    TALLOC<Pipe, G>(pipe, g);                 // TALLOC\n"
                  "    TFREE<Pipe, G>(pipe, g);                  // TFREE\n")
 

@@ -520,6 +520,7 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
 template <typename... E>
 using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
 template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
+template <typename P> using if_pipe = std::enable_if_t<is_pipe<P>::value, int>;
 template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<pto::RecordEvent, T>, int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
@@ -769,11 +770,24 @@ inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
 }
 
-template <typename Pipe, typename... E, ::ptopipe::if_events<E...> = 0>
-PTOPIPE_NO_SPLIT("TFREE", "TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe)")
-inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
+// TFREE of a tile without a split: pto-isa builds TFREE<Pipe>(pipe) and TFREE(pipe) (its
+// TFREE_IMPL<Pipe>(pipe)); no split crosses the ABI, and the run's protocol model says what the
+// library frees with (ptopipe.protocol.model.ProtocolModel.unsplit_free).  Each event count is
+// its own overload so that the call site can follow the events.
+template <typename Pipe, ::ptopipe::if_pipe<Pipe> = 0>
+inline RecordEvent TFREE(Pipe &pipe, ::ptopipe::Site s = PTOPIPE_HERE)
 {
-    return TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe, events...);
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, s, pipe, nullptr, nullptr));
+}
+template <typename Pipe, class E0, ::ptopipe::if_pipe<Pipe> = 0, ::ptopipe::if_events<E0> = 0>
+inline RecordEvent TFREE(Pipe &pipe, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, s, pipe, nullptr, nullptr, e0));
+}
+template <typename Pipe, class E0, class E1, ::ptopipe::if_pipe<Pipe> = 0, ::ptopipe::if_events<E0, E1> = 0>
+inline RecordEvent TFREE(Pipe &pipe, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, s, pipe, nullptr, nullptr, e0, e1));
 }
 
 template <typename Pipe, typename T, typename... E, ::ptopipe::if_not_event<T> = 0, ::ptopipe::if_events<E...> = 0>

@@ -1,0 +1,61 @@
+"""What pto-isa's own kernels write, run as the device runs it and diagnosed in the kernel's
+terms: a TFREE without a split (the library's default per platform), AIV1 constructing a
+one-lane pipe it is not a peer of, two pipes on one FlagID, a two-way pipe's rings by the
+FlagID the kernel declared."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from ptopipe import isa
+from ptopipe.cpp import run_cpp
+from ptopipe.errors import ProtocolError
+
+from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
+
+KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_kernels")
+
+
+def kernel(name: str) -> str:
+    return os.path.join(KDIR, name)
+
+
+def line_of(name: str, text: str) -> int:
+    with open(kernel(name)) as f:
+        return next(i for i, ln in enumerate(f, 1) if text in ln)
+
+
+def _c2v64(form):
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-3, 4, (64, 32)).astype(np.float32), rng.integers(-3, 4, (32, 32)).astype(np.float32)
+    bias = rng.integers(-8, 9, (64, 32)).astype(np.float32)
+    return dict(a=a, b=b, bias=bias, out=np.zeros((64, 32), np.float32), fifo=isa.gm_buffer(2 * 2048),
+                form=form), a @ b + bias
+
+
+@needs_cxx
+def test_a_tfree_without_a_split_frees_as_the_platforms_library_does(cpp_cache):
+    """pto-isa builds ``TFREE(pipe)`` and ``TFREE<Pipe>(pipe)``: on A2A3 the tile TFREE is a no-op
+    (the TPOP freed the GM slot); on A5 it is ``cons.free()`` with its
+    default TILE_UP_DOWN on every call, not every SyncPeriod-th, and the extra credit lets push
+    #3 of a 2-slot ring write a slot the Vector still holds - reported at that TPUSH, naming
+    the TFREE; with the split it runs.  No build warning: pto-isa has both forms."""
+    name = "c2v_tfree_forms.cpp"
+    with pytest.raises(ProtocolError) as ei:
+        run_cpp(kernel(name), _c2v64(1)[0], platform="a5", protocol="pto-isa")
+    err = ei.value
+    assert err.where == f"{os.path.relpath(kernel('c2v_cube.hpp'))}:{line_of('c2v_cube.hpp', 'TPUSH<')}", str(err)
+    free_at = f"{os.path.relpath(kernel(name))}:{line_of(name, 'TFREE<Pipe>(pipe);')}"
+    assert f"the TFREE without a split at {free_at} frees on every call on A5" in err.fix, err.fix
+    assert "give TFREE the split of its TPOP" in err.fix and "TILE_NO_SPLIT" not in str(err)
+    args, want = _c2v64(2)
+    r = run_cpp(kernel(name), args, platform="a5", protocol="pto-isa")
+    np.testing.assert_array_equal(r["out"], want)
+    assert not [w for w in r.summary.leaks if "TFREE" in str(w)], r.summary.leaks
+    # A2A3's tile TFREE is a no-op, whatever its split (the TPOP freed the GM slot): the model
+    from ptopipe.protocol.model import model_for
+    from ptopipe.arch.vocab import Protocol, TileSplitAxis
+    assert model_for(Protocol.PTO_ISA, "a2a3").unsplit_free is None
+    assert model_for(Protocol.PTO_ISA, "a5").unsplit_free is TileSplitAxis.TILE_UP_DOWN
