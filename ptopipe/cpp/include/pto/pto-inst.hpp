@@ -521,6 +521,7 @@ template <typename... E>
 using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
 template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
 template <typename P> using if_pipe = std::enable_if_t<is_pipe<P>::value, int>;
+template <typename P> using if_tpipe = std::enable_if_t<is_pipe<P>::value && !is_tmpipe<P>::value, int>;
 template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<pto::RecordEvent, T>, int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
@@ -833,6 +834,24 @@ inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
 PTOPIPE_TILE_FIRST(TPUSH, ::ptopipe::OP_TPUSH, (void)0)
 PTOPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TMPOP, ::ptopipe::tile_id(tile, s, true))
 #undef PTOPIPE_TILE_FIRST
+
+// TPUSH(tile, pipe) / TPOP(tile, pipe) of a TPipe: pto-isa's CPU simulator builds them, as its
+// tests/cpu/st tpushpop_cv does (TPUSH_IMPL(tile, pipe) / TPOP_REVERSED_IMPL: TILE_NO_SPLIT), its
+// NPU headers do not (their TPUSH_IMPL(tile, pipe) / TPOP_IMPL(tile, pipe) are TMPipe's).  Built
+// here as the CPU simulator takes them, deprecated: the build's warning is one of the run's.
+#define PTOPIPE_TPIPE_TILE_FIRST(NAME, OP, ...)                                                             \
+    template <typename T, typename Pipe, ::ptopipe::if_tpipe<Pipe> = 0>                                      \
+    [[deprecated(#NAME "(tile, pipe) on a TPipe builds in pto-isa's CPU simulator only, as TILE_NO_SPLIT "   \
+                 "(the NPU headers take it for a TMPipe): write " #NAME "<Pipe, Tile, TileSplitAxis::S>(pipe, " \
+                 "tile)")]]                                                                                \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, ::ptopipe::Site s = PTOPIPE_HERE)                            \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, TileSplitAxis::TILE_NO_SPLIT));                \
+    }
+PTOPIPE_TPIPE_TILE_FIRST(TPUSH, ::ptopipe::OP_TPUSH, (void)0)
+PTOPIPE_TPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TPOP, ::ptopipe::tile_id(tile, s, true))
+#undef PTOPIPE_TPIPE_TILE_FIRST
 #undef PTOPIPE_TMPIPE_TILE_FIRST
 
 // TSYNC(events...) waits for events; TSYNC<Op::X>() is a barrier on the pipe of vector op X
