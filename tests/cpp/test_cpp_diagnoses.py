@@ -59,3 +59,35 @@ def test_a_tfree_without_a_split_frees_as_the_platforms_library_does(cpp_cache):
     from ptopipe.arch.vocab import Protocol, TileSplitAxis
     assert model_for(Protocol.PTO_ISA, "a2a3").unsplit_free is None
     assert model_for(Protocol.PTO_ISA, "a5").unsplit_free is TileSplitAxis.TILE_UP_DOWN
+
+
+LONE = """#include <pto/pto-inst.hpp>
+using namespace pto;
+template <typename T> AICORE void body(__gm__ T *x) { %s }
+extern "C" __global__ AICORE void %s(__gm__ float *x) { body<float>(x); }
+"""
+
+
+@pytest.mark.parametrize("name,code,side", [
+    ("k", "Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, 0);", "aiv"),          # the code decides
+    ("k", "if (get_subblockid() != 0) return;", "aiv"),
+    ("k", "TileAcc<T, 16, 16> acc; TileLeft<T, 16, 16> a; TileRight<T, 16, 16> b; TMATMUL(acc, a, b);", "aic"),
+    ("vec_k", "TileAcc<T, 16, 16> acc;", "aiv"),                              # the name's word first
+    ("k", "TileAcc<T, 16, 16> acc; Tile<TileType::Vec, T, 8, 32> t;", None),   # both: not decided
+    ("k", "(void)x;", None)])                                                  # neither
+def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, code, side):
+    """A file whose only kernel is one ``__global__`` function needs no --aic / --aiv: the name's
+    word (aic / cube, aiv / vec), else Cube-only tiles or TMATMUL (AIC) against get_subblockid()
+    or Vec tiles (AIV); code of both sides, or of neither, is still a ConfigError asking for them."""
+    from ptopipe.cpp.build import find_kernels
+    from ptopipe.errors import ConfigError
+    p = tmp_path / "lone.cpp"
+    p.write_text(LONE % (code, name))
+    if side is None:
+        with pytest.raises(ConfigError) as ei:
+            find_kernels(str(p))
+        assert "--aic NAME --aiv NAME" in ei.value.fix
+        return
+    k = find_kernels(str(p))
+    assert getattr(k, side).name == name and getattr(k, "aic" if side == "aiv" else "aiv") is None
+    assert k.entry is None
