@@ -39,7 +39,7 @@ import numpy as np
 
 from ..arch.dtypes import as_dtype
 from ..arch.vocab import GM_LAYOUTS, Direction
-from ..errors import ConfigError, KernelError
+from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa.events import Event, new_event
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model
@@ -239,11 +239,16 @@ class Dispatcher:
             name = self.files[file] = _string_at(file).decode(errors="replace") if file else "?"
         return SourceLoc(name, line, None, None)
 
-    def raise_pending(self):
-        """In a kernel's wrapper after its C++ unwound: raise the error the callback kept."""
+    def raise_pending(self, frames=None, libs=()):
+        """In a kernel's wrapper after its C++ unwound: raise the error the callback kept (with
+        the kernel lines that called its call site: ``frames``, the library's
+        ``ptopipe_abort_frames``, and the kernel libraries' paths ``libs``)."""
         e = self.errors.pop(_getcurrent(), None)
         if e is None:
             raise KernelError("the C++ kernel stopped without an error from the simulator")
+        if frames is not None and isinstance(e, PtoPipeError):
+            from .callers import abort_frames, with_callers
+            with_callers(e, abort_frames(frames), libs)
         raise e
 
     # -- prepared calls ----------------------------------------------------------------------------
@@ -600,7 +605,8 @@ class Dispatcher:
         return isa.get_block_idx()
 
     # -- kernels ---------------------------------------------------------------------------------
-    def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None):
+    def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None,
+               frames=None, libs=()):
         """A Python kernel function (for :func:`ptopipe.isa.run`) that calls C++ entry point
         ``run_fn`` with the run's arguments, by the C++ parameter names ``params``; an array
         for a pointer to another element type (``elements``: the declared ones, None where
@@ -646,7 +652,7 @@ class Dispatcher:
                                           where=label, fix=f"pass an integer for {name!r}")
                     words.append(int(v))
             if run_fn(argv_t(*words)) != 0:
-                me.raise_pending()
+                me.raise_pending(frames, libs)
         kernel.__name__ = label
         return kernel
 

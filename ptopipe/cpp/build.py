@@ -32,7 +32,8 @@ from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 
 STD = "-std=c++17"
-FLAGS = (STD, "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+# -g1: line tables only, for the lines that called a failing instruction's function (callers.py)
+FLAGS = (STD, "-O1", "-g1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
          "-Wno-unused-variable", "-Wno-unused-but-set-variable")
 SIDES = {"aic": "__DAV_CUBE__", "aiv": "__DAV_VEC__"}
 INSTALL_FIX = ("install a C++17 compiler (Debian/Ubuntu: apt-get install g++; Fedora: dnf install gcc-c++; "

@@ -91,3 +91,18 @@ def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, co
     k = find_kernels(str(p))
     assert getattr(k, side).name == name and getattr(k, "aic" if side == "aiv" else "aiv") is None
     assert k.entry is None
+
+
+@needs_cxx
+def test_an_error_in_a_helper_names_the_kernel_lines_that_called_it(cpp_cache):
+    """An instruction's site is its own line (``__builtin_LINE``); an error there also names the
+    kernel lines that called the helper holding it, innermost first - from the failing call's
+    native return addresses and the build's line tables - as the Python front end's "called
+    from": here the second of two calls is the wrong one."""
+    from ptopipe.errors import KernelError
+    name = "helper_error.cpp"
+    with pytest.raises(KernelError) as ei:
+        run_cpp(kernel(name), dict(x=np.ones((8, 32), np.float32)), platform="a2a3", protocol="pto-isa")
+    at = os.path.relpath(kernel(name))
+    assert ei.value.where == (f"{at}:{line_of(name, 'TADD(')} (called from {at}:{line_of(name, 'addInto(d, a);')}, "
+                              f"from {at}:{line_of(name, 'twice(big, a);')})"), ei.value.where

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <execinfo.h>
 #include <type_traits>
 #include <utility>
 
@@ -121,7 +122,12 @@ namespace ptopipe {
 // instruction's result (an event or a handle), or ABORT when the simulator raised an error
 // (the kernel then unwinds: Abort is caught by the entry point ptopipe calls).
 typedef int64_t (*Callback)(int32_t op, int32_t n, const int64_t *words, const char *file, int32_t line);
-struct Abort {};
+// (with the native return addresses of the failing call: ptopipe names the kernel lines that
+// called the function holding it, as the Python front end's "called from")
+struct Abort {
+    void *frames[32];
+    int n = 0;
+};
 
 inline Callback &callback()
 {
@@ -157,7 +163,11 @@ inline int64_t call(int32_t op, const Args &a, Site s)
     int32_t n = a.n <= MAX_WORDS ? a.n : -1;
     std::memcpy(sh + 2, a.w, sizeof(int64_t) * size_t(n < 0 ? 0 : n));
     int64_t r = callback()(op, n, sh + 2, s.file, s.line);
-    if (r == ABORT) throw Abort{};
+    if (r == ABORT) {
+        Abort a;
+        a.n = ::backtrace(a.frames, 32);
+        throw a;
+    }
     return r;
 }
 
