@@ -44,7 +44,7 @@ import numpy as np
 
 from ..arch.dtypes import as_dtype
 from ..arch.vocab import GM_LAYOUTS, Direction
-from ..errors import ConfigError, KernelError
+from ..errors import ConfigError, KernelError, PtoPipeError
 from ..isa.events import Event, new_event
 from ..isa.tensor import PointerArg
 from ..protocol.model import cluster_model
@@ -83,6 +83,7 @@ _K_INT, _K_FLT, _K_TILE, _K_GT, _K_PIPE, _K_EVENT, _K_ENUM, _K_PTR, _K_NULL, _K_
     KINDS[k] for k in ("INT", "FLT", "TILE", "GT", "PIPE", "EVENT", "ENUM", "PTR", "NULL", "KW"))
 _SPLIT = tuple((LAYOUT[3 * k], LAYOUT[3 * k + 1] - 1, LAYOUT[3 * k + 2]) for k in range(len(LAYOUT) // 3))
 _OP_TPOP = op_names().index("TPOP")
+_OP_TFREE = op_names().index("TFREE")
 _GT_WORDS = KIND_WORDS["GT"]
 _DTYPES = tuple(as_dtype(n) for n in DTYPES)
 _ENUMS = tuple(enum_values(cls) for _n, cls, _ns, _s in enums())
@@ -287,11 +288,16 @@ class Dispatcher:
             name = self.files[file] = _string_at(file).decode(errors="replace") if file else "?"
         return SourceLoc(name, line, None, None)
 
-    def raise_pending(self):
-        """In a kernel's wrapper after its C++ unwound: raise the error the callback kept."""
+    def raise_pending(self, frames=None, libs=()):
+        """In a kernel's wrapper after its C++ unwound: raise the error the callback kept (with
+        the kernel lines that called its call site: ``frames``, the library's
+        ``ptopipe_abort_frames``, and the kernel libraries' paths ``libs``)."""
         e = self.errors.pop(_getcurrent(), None)
         if e is None:
             raise KernelError("the C++ kernel stopped without an error from the simulator")
+        if frames is not None and isinstance(e, PtoPipeError):
+            from .callers import abort_frames, with_callers
+            with_callers(e, abort_frames(frames), libs)
         raise e
 
     # -- prepared calls ----------------------------------------------------------------------------
@@ -348,6 +354,10 @@ class Dispatcher:
         fn = self.functions[op]
         if op == _OP_TPOP and not slots and isinstance(fixed[1], isa.Tile):
             fn = self._pop_tile(fixed)
+        elif op == _OP_TFREE and len(fixed) > 2 and fixed[2] is None:
+            # the headers' TFREE<Pipe>(pipe) / TFREE(pipe) send no split (the C++ forms with one
+            # always do): pto-isa's form without a split, the library's own
+            fn = partial(fn, unsplit=True)
         elif kw and fn is not None:
             fn = partial(fn, **kw)
         return (self._call(op, fn, fixed, tuple(slots)), loc, fn is not None), vals
@@ -674,7 +684,7 @@ class Dispatcher:
 
     # -- kernels ---------------------------------------------------------------------------------
     def kernel(self, run_fn, sig: str, params: list, label: str, elements: list | None = None,
-               side: "KernelSide | None" = None):
+               side: "KernelSide | None" = None, frames=None, libs=()):
         """A Python kernel function (for :func:`ptopipe.isa.run`) that calls C++ entry point
         ``run_fn`` with the run's arguments, by the C++ parameter names ``params``; an array
         for a pointer to another element type (``elements``: the declared ones, None where
@@ -723,13 +733,13 @@ class Dispatcher:
                     words.append(int(v))
             if side is None:
                 if run_fn(argv_t(*words)) != 0:
-                    me.raise_pending()
+                    me.raise_pending(frames, libs)
                 return
             core = _getcurrent().core
             start, me.running[core] = core.instructions, [0, 0]
             try:
                 if run_fn(argv_t(*words)) != 0:
-                    me.raise_pending()
+                    me.raise_pending(frames, libs)
             finally:
                 synced, made = me.running.pop(core, (0, 0))
             me.did(core.cluster, side, core.instructions - start - synced, made)

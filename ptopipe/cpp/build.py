@@ -39,7 +39,8 @@ from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 
 STD = "-std=c++17"
-FLAGS = (STD, "-O1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+# -g1: line tables only, for the lines that called a failing instruction's function (callers.py)
+FLAGS = (STD, "-O1", "-g1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
          "-Wno-unused-variable", "-Wno-unused-but-set-variable")
 SIDES = {"aic": "__DAV_CUBE__", "aiv": "__DAV_VEC__"}
 #: each side's word in the device compiler's per-architecture macro (``__DAV_C220_CUBE__``)
@@ -238,6 +239,9 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
         if len(hits) == 1:
             pick[role] = hits[0]
+    lone = _lone_kernel(fns, text) if not entries and len(pick) < 2 else None
+    if lone is not None:
+        return Kernels(path, **{lone[0]: lone[1]})
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
@@ -262,6 +266,33 @@ def expected_side(kernels: Kernels, role: str):
     common = device_macros
     return KernelSide(role, f.name, f"{shown_path(kernels.path)}:{f.line}",
                      (lambda p: common(p) + side_macros(p, role)) if kernels.sided else common, kernels.sided)
+
+
+#: what only a Cube kernel writes, and what only a Vector kernel does (``_lone_kernel``)
+_CUBE_ONLY = re.compile(r"\b(TMATMUL\w*|TileLeft|TileRight|TileAcc|TileType::(Left|Right|Acc))\b")
+_VECTOR_ONLY = re.compile(r"\b(get_subblockid|TileType::Vec)\b")
+
+
+def _lone_kernel(fns: dict, text: str):
+    """``(role, function)`` of a file whose one ``__global__`` function is its only kernel (a
+    Cube-only or Vector-only test kernel), else None.  Its side, deterministically: the name's
+    word (aic / cube, aiv / vec) when it has one, else the file's code - Cube-only tiles or
+    TMATMUL make it the AIC's; ``get_subblockid()`` or Vec tiles, with neither of those, the
+    AIV's; both or none: not decided (the caller asks for --aic / --aiv)."""
+    kernels = [f for f in fns.values() if f.is_global]
+    if len(kernels) != 1:
+        return None
+    fn = kernels[0]
+    name = fn.name.lower()
+    by_name = [role for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec")))
+               if any(w in name for w in words)]
+    if len(by_name) == 1:
+        return by_name[0], fn
+    code = _COMMENT.sub(_blank, text)
+    cube, vector = bool(_CUBE_ONLY.search(code)), bool(_VECTOR_ONLY.search(code))
+    if cube != vector:
+        return ("aic" if cube else "aiv"), fn
+    return None
 
 
 def _direct(path: str, entry: Function, fns: dict) -> Kernels | None:

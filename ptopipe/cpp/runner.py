@@ -56,7 +56,12 @@ class Loaded:
             sig_fn.restype = ctypes.c_char_p
             f = kernels.roles[role]
             label = f"{os.path.basename(kernels.path)}:{f.line} {f.name}"
-            fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements, expected_side(kernels, role))
+            frames = getattr(lib, "ptopipe_abort_frames", None)
+            if frames is not None:
+                frames.argtypes = [ctypes.c_void_p, ctypes.c_int]
+                frames.restype = ctypes.c_int
+            fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements,
+                                 expected_side(kernels, role), frames, tuple(libs.values()))
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
 
 

@@ -49,8 +49,14 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
         if after is not None:
             after(res)
         return {n: a.copy() for n, a in res.outputs.items()}, res.summary
-    outputs, summary = in_child(work, run_kwargs.get("timeout") or DEFAULT_TIMEOUT,
-                                f"the C++ kernel {os.path.basename(path)}")
+    try:
+        outputs, summary = in_child(work, run_kwargs.get("timeout") or DEFAULT_TIMEOUT,
+                                    f"the C++ kernel {os.path.basename(path)}")
+    except PtoPipeError as e:
+        # a form the build warned about (a default it took) may be why the run failed
+        for what, where in build_warnings(libs):
+            e.add_detail(f"build warning at {where}: {what}")
+        raise
     summary.leaks[:0] = build_warnings(libs)
     return outputs, summary
 

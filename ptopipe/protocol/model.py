@@ -124,6 +124,14 @@ class ProtocolModel:
     #: the popped tile's byte size instead of ``* SlotSize`` (pto-isa A2A3 before ab903c91; A5
     #: ``*_GM`` pipes): tiles of different sizes overlap in the staging ring
     stage_stride_tile: bool = False
+    #: what a tile TFREE written without a TileSplitAxis frees with (pto-isa builds both
+    #: ``TFREE<Pipe>(pipe)`` and ``TFREE(pipe)``: ``TFREE_IMPL<Pipe>(pipe)``): None - the split of
+    #: its TPOP, by the protocol's own notification rule (seed 003; A2A3, whose tile TFREE is a
+    #: no-op either way); else that split, sent on every call (:attr:`unsplit_free_every`)
+    unsplit_free: TileSplitAxis | None = None
+    #: a TFREE without a split notifies on every call, not every SyncPeriod-th (A5
+    #: ``TFREE_IMPL<Pipe>(pipe)``: ``cons.free()`` without the ``shouldNotifyFree`` test)
+    unsplit_free_every: bool = False
     #: the model's name in messages when it is not the protocol's (``pto-isa@<commit>``)
     label: str | None = None
     #: the library bugs this model was built with (``versions.LibraryBug``), for diagnoses
@@ -241,6 +249,17 @@ class ProtocolModel:
         some releases on A2A3: :attr:`ctor_credit_pipes`)?"""
         return False
 
+    def stray_ctor_credits(self, cfg, way: str) -> int:
+        """Free SETs the TPipe constructor posts on a Vector core that constructs a pipe of
+        ``cfg`` without being one of its peers (AIV1 and a one-lane IsNoSplit pipe, which is
+        consumer-local: pto-isa A5 ``TPipe::TPipe`` runs its ``cons.free()`` calls on every core;
+        on a ``way`` C2V ring the Vector's ``free()`` sets its own free flag, on a V2C ring only
+        the Cube's does).  The constructor's credits of a local no-split pipe: none in the fixed
+        library, SyncPeriod where :attr:`ctor_credit_local`."""
+        if way != C2V or self.wait_every or not (self.ctor_credit_pipes and self.ctor_credit_local):
+            return 0
+        return self.sync_period(cfg)
+
     def channel_credits(self, ch) -> int:
         """Start-up credits of the bound ring ``ch`` (its pipe kind decided at bind)."""
         return self.startup_credits(ch.slot_num, ch.cfg)
@@ -272,6 +291,30 @@ class ProtocolModel:
     def consumer_frees(self, ch, k: int) -> bool:
         """Does release ``k`` send a free SET?"""
         return True
+
+    def unsplit_free_error(self, ch, pop_split) -> tuple | None:
+        """(why, fix) when a TFREE without a split cannot release a tile of ``ch`` popped with
+        ``pop_split`` as the kernel means it (:attr:`unsplit_free`), else None.  Only the Cube
+        consumer's free depends on the split on the device (``setIntraBlockBySplit`` adds AIV1's
+        id + 16 for any split but TILE_NO_SPLIT); the CPU simulator's no-split free is made by
+        AIV0 alone (``IsInactiveNoSplitVecConsumerLane``)."""
+        d = self.unsplit_free
+        if d is None or TileSplitAxis(pop_split) == d:
+            return None
+        pop = TileSplitAxis(pop_split)
+        spelled = f"TFREE<Pipe, TileSplitAxis::{pop.name}>(pipe)"
+        if self.simulator:
+            if pop is TileSplitAxis.TILE_NO_SPLIT:
+                return None
+            return (f"{self.name}'s TFREE(pipe) is TFREE<Pipe, TileSplitAxis::{d.name}>(pipe) (cpu/TPop.hpp): "
+                    f"AIV1 frees nothing for a no-split free, so the {pop.name} slot AIV1 popped is never "
+                    "released", f"give TFREE the split of its TPOP: {spelled}")
+        if ch.way == C2V or (pop is not TileSplitAxis.TILE_NO_SPLIT and d is not TileSplitAxis.TILE_NO_SPLIT):
+            return None         # a Vector consumer's free sets one flag, whatever the split
+        return (f"pto-isa on {self.platform.upper()} frees with Consumer::free's default split, "
+                f"{d.name}, when TFREE has none (TFREE_IMPL<Pipe>(pipe)); the Cube's {d.name} free also "
+                f"sets AIV1's free flag (id + 16), a credit for a slot AIV1 never popped",
+                f"give TFREE the split of its TPOP: {spelled}")
 
     def free_pipe(self, ch) -> PipeUnit:
         """The pipe a consumer's TFREE of bound ring ``ch`` signals from (:meth:`free_signal_pipe`)."""
@@ -580,6 +623,13 @@ class PtoIsaModel(ProtocolModel):
                     f"SyncPeriod = {ch.sync_period} free credits on top of the shouldWaitFree window, so "
                     f"push #{ch.slot_num} passes its wait before any TFREE - the library overruns the ring; "
                     "a local no-split TPipe (one consumer lane, ring in UB/L1) is not affected")
+        if ch is not None and getattr(ch, "unsplit_free_at", None):
+            return (f"the TFREE without a split at {ch.unsplit_free_at} frees on every call on "
+                    f"{self.platform.upper()} (pto-isa's TFREE_IMPL<Pipe>(pipe) sends cons.free() without "
+                    f"the shouldNotifyFree test), while the producer waits only every SyncPeriod = "
+                    f"{ch.sync_period} pushes: the extra credits let a push pass before its slot is freed; "
+                    "give TFREE the split of its TPOP (TFREE<Pipe, TileSplitAxis::S>(pipe)), which notifies "
+                    "every SyncPeriod-th free")
         if ch is not None and ch.tfree_frees and ch.slot_num % ch.sync_period == 0:
             return ("on A5 a tile TPOP from a GM ring already frees the slot and a tile TFREE after it "
                     "frees it a second time, so the producer passes its wait early: do not TFREE tiles "
@@ -692,6 +742,7 @@ PTO_ISA = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, b
 PTO_ISA_A5 = PtoIsaModel(Protocol.PTO_ISA, per_tag_flags=False, wait_every=False, bounded_hold=False,
                          frees_in_pop=True, always_stage=True, free_left_max=None, depth_limited=True,
                          platform="a5", tfree_after_pop_frees=True,
+                         unsplit_free=TileSplitAxis.TILE_UP_DOWN, unsplit_free_every=True,
                          nosplit_lane0=True, tpipe_ctrl=False, tmpipe_rendezvous=True,
                          free_after_readers=False, both_addr_shared=True)
 #: pto-isa on A5 at its newest stored version, constructor credits of GM/split TPipes included
@@ -704,11 +755,13 @@ PTO_ISA_A5_HEAD = replace(PTO_ISA_A5, ctor_credit_pipes=True)
 #: (a free follows every read of the slot); AIV1's TILE_NO_SPLIT C2V tile is zeros; a stall only it
 #: causes is blamed on it (``simulator``)
 PTO_ISA_CPUSIM = replace(PTO_ISA, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
+                         unsplit_free=TileSplitAxis.TILE_NO_SPLIT,
                          frees_in_pop=False, tmpipe_rendezvous=False, simulator=True, free_after_readers=True,
                          nosplit_c2v_all_lanes=True, nosplit_c2v_lane1_zeros=True, shared_both_ring=True,
                          compiles_as=Protocol.PTO_ISA, both_addr_shared=False)
 PTO_ISA_CPUSIM_A5 = replace(PTO_ISA_A5, protocol=Protocol.PTO_ISA_CPUSIM, wait_every=True, bounded_hold=True,
                             frees_in_pop=False, tfree_after_pop_frees=False, nosplit_lane0=False,
+                            unsplit_free=TileSplitAxis.TILE_NO_SPLIT, unsplit_free_every=False,
                             tmpipe_rendezvous=False, simulator=True, nosplit_c2v_all_lanes=True,
                             nosplit_c2v_lane1_zeros=True,
                             shared_both_ring=True, compiles_as=Protocol.PTO_ISA, free_after_readers=True,

@@ -135,6 +135,9 @@ template <typename Pipe> void split_forms(Pipe &pipe, V &v, G &g, Event<Op::TADD
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, v, get_subblockid(), e);
     TPOP<Pipe, V, TileSplitAxis::TILE_UP_DOWN>(pipe, v, e);
     TFREE<Pipe, TileSplitAxis::TILE_UP_DOWN>(pipe, e);
+    TFREE<Pipe>(pipe);
+    TFREE(pipe);
+    TFREE(pipe, e);
     TALLOC<Pipe, G, TileSplitAxis::TILE_UP_DOWN>(pipe, g);
     TFREE<Pipe, G, TileSplitAxis::TILE_UP_DOWN>(pipe, g);
 %s}
@@ -142,7 +145,6 @@ template void split_forms(P7 &, V &, G &, Event<Op::TADD, Op::TSTORE_VEC> &, int
 """
 DEFAULT_SPLIT = ("    TPUSH<Pipe, V>(pipe, v);                  // TPUSH\n"
                  "    TPOP<Pipe, V>(pipe, v, e);                // TPOP\n"
-                 "    TFREE<Pipe>(pipe);                        // TFREE\n"
                  "    TALLOC<Pipe, G>(pipe, g);                 // TALLOC\n"
                  "    TFREE<Pipe, G>(pipe, g);                  // TFREE\n")
 
@@ -165,6 +167,26 @@ def test_the_split_pto_isa_requires_defaults_with_a_warning_at_the_call(tmp_path
     assert [(line, msg.split(" is deprecated")[0]) for line, msg in found] == want
     assert all(f"{op} without its TileSplitAxis: pto-isa requires it" in msg and "TILE_NO_SPLIT" in msg
                for (_line, op), (_l, msg) in zip(want, found))
+
+
+@needs_cxx
+def test_a_tpipe_driven_tile_first_builds_as_pto_isas_cpu_simulator_with_a_warning(tmp_path):
+    """pto-isa's CPU-simulator tests drive a TPipe tile first, ``TPUSH(tile, pipe)`` /
+    ``TPOP(tile, pipe)`` (TILE_NO_SPLIT there); its NPU headers build that form for a TMPipe
+    only: it builds here, as the CPU simulator takes it, with a one-line warning at each call
+    (not an overload dump)."""
+    from ptopipe.cpp.build import _deprecations
+    body = ("using P = TPipe<0, Direction::DIR_C2V, 1024, 2>;\n"
+            "void tile_first(P &pipe, Tile<TileType::Vec, float, 8, 32> &v) {\n"
+            "    TPUSH(v, pipe);\n"
+            "    TPOP(v, pipe);\n"
+            "}\n")
+    r = compile_only(tmp_path, body)
+    assert r.returncode == 0, r.stderr
+    found = _deprecations(r.stderr)
+    assert [(int(w.split(":")[1]), w.split(": ", 1)[1].split(" is deprecated")[0]) for w in found] == \
+        [(5, "TPUSH"), (6, "TPOP")], found
+    assert all("on a TPipe builds in pto-isa's CPU simulator only, as TILE_NO_SPLIT" in w for w in found)
 
 
 @needs_cxx

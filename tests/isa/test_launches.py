@@ -321,6 +321,27 @@ def test_same_pipe_bound_twice_in_one_launch_names_the_fix():
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_two_pipes_alike_on_one_flag_id_are_two_pipes_not_a_rebinding(protocol):
+    """Two constructions of the same configuration on one FlagID at different lines are two
+    pipes sharing flags (not the one pipe bound again): both constructions are named, and the
+    fix gives the next FlagID of the protocol's flag layout."""
+    def cube(fifo):
+        TPipe(0, DIR_C2V, SLOT, 2)(fifo)  # first
+        TPipe(0, DIR_C2V, SLOT, 2)(fifo.data() + 2 * SLOT)  # second
+    with pytest.raises(ConfigError) as ei:
+        ptopipe.run(cube, None, _args(), protocol=protocol)
+    err = ei.value
+    assert _where_line(err) == line_of(cube, "second")
+    first = f":{line_of(cube, 'first')}"
+    assert err.what.startswith("two pipes use the same flag ids on AIC: C2V pipe FlagID 0 (peers AIV0,AIV1) "
+                               "constructed at "), err.what
+    assert first in err.what and f"DIR_C2V pipe FlagID 0 constructed at {err.where}" in err.what
+    assert "a second time" not in err.what and "once per kernel" not in err.fix
+    # the next free FlagID: spec FlagID + SlotNum (a flag per slot), pto-isa FlagID + 2 (ready, free)
+    assert f"e.g. FlagID 2 (the {protocol} flag layout: " in err.fix, err.fix
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_second_pipe_on_a_flag_id_names_its_range(protocol):
     def cube(fifo):
         TPipe(0, DIR_C2V, SLOT, 4)(fifo)

@@ -258,8 +258,8 @@ def test_a_store_past_a_dir_both_gm_c2v_ring_names_the_v2c_ring_it_reaches():
                     platform="a5", protocol="spec")
     e = ei.value
     assert e.where.endswith(f":{line_of(fn, 'BOTH')}"), e.where
-    assert e.what.endswith(f"it reaches past the ring [{f:#x}, {f + DEPTH * SLOT:#x}) into the GM ring of V2C "
-                           f"pipe FlagID 2 (peers AIV0,AIV1) [{f + DEPTH * SLOT:#x}, {f + 2 * DEPTH * SLOT:#x})"), e.what
+    assert e.what.endswith(f"it reaches past the ring [{f:#x}, {f + DEPTH * SLOT:#x}) into the GM ring of "
+                           f"DIR_BOTH_GM pipe FlagID 0 (V2C way, peers AIV0,AIV1) [{f + DEPTH * SLOT:#x}, {f + 2 * DEPTH * SLOT:#x})"), e.what
 
 
 def _whole_slot_talloc(x, fifo, tiles):

@@ -446,3 +446,28 @@ def test_the_summary_counts_tfree_instructions_where_the_tpop_frees_the_slot(pla
     (p,) = res.summary.pipes
     assert (p["pops"], p["frees"]) == (6, 4)
     assert "6 TPOP, 4 TFREE" in res.summary.format()
+
+
+def test_a_tfree_without_a_split_frees_with_the_librarys_default_per_platform():
+    """pto-isa's TFREE<Pipe>(pipe) / TFREE(pipe): A2A3's is a no-op (no split of its own), A5's
+    is Consumer::free's default TILE_UP_DOWN on every call, the CPU simulator's TILE_NO_SPLIT.
+    Only the Cube consumer's free depends on the split on the device: a TILE_UP_DOWN free of a
+    TILE_NO_SPLIT V2C tile also credits AIV1; the simulator's no-split free of a split tile is
+    AIV0's alone."""
+    from types import SimpleNamespace
+    from ptopipe.arch.vocab import C2V, V2C, Protocol, TileSplitAxis as S
+    from ptopipe.protocol.model import model_for
+    a2a3, a5 = model_for(Protocol.PTO_ISA, "a2a3"), model_for(Protocol.PTO_ISA, "a5")
+    sim = model_for(Protocol.PTO_ISA_CPUSIM, "a5")
+    assert (a2a3.unsplit_free, a2a3.unsplit_free_every) == (None, False)
+    assert (a5.unsplit_free, a5.unsplit_free_every) == (S.TILE_UP_DOWN, True)
+    assert model_for(Protocol.SPEC, "a5").unsplit_free is None and sim.unsplit_free is S.TILE_NO_SPLIT
+    c2v, v2c = SimpleNamespace(way=C2V), SimpleNamespace(way=V2C)
+    assert a5.unsplit_free_error(c2v, S.TILE_NO_SPLIT) is None          # the Vector sets one flag
+    assert a5.unsplit_free_error(v2c, S.TILE_LEFT_RIGHT) is None        # a split either way: both lanes
+    why, fix = a5.unsplit_free_error(v2c, S.TILE_NO_SPLIT)
+    assert "TILE_UP_DOWN" in why and "AIV1's free flag" in why
+    assert fix == "give TFREE the split of its TPOP: TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe)"
+    assert sim.unsplit_free_error(c2v, S.TILE_NO_SPLIT) is None
+    assert "AIV1 frees nothing" in sim.unsplit_free_error(c2v, S.TILE_UP_DOWN)[0]
+    assert a2a3.unsplit_free_error(v2c, S.TILE_NO_SPLIT) is None

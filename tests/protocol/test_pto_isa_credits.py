@@ -287,7 +287,7 @@ def test_a5_dir_both_run_ahead_needs_no_constructor_credit(depth, split, no_hang
         ptopipe.run(sc.aic, sc.aiv, args, platform="a5", protocol="pto-isa-head")
     path, _, line = ei.value.where.rpartition(":")
     assert path.endswith("s4_both_ways.py") and "TPUSH(" in linecache.getline(path, int(line))
-    assert "slot 0 of V2C" in ei.value.what and "constructor posts SyncPeriod" in ei.value.fix
+    assert "slot 0 of DIR_BOTH pipe FlagID 0 (V2C way" in ei.value.what and "constructor posts SyncPeriod" in ei.value.fix
 
 
 def test_pto_isa_head_from_the_cli(capsys):

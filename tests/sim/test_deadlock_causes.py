@@ -123,11 +123,12 @@ def test_a_branch_skipping_push_and_pop_on_different_iterations_is_a_cycle_of_tp
     err, cause = _deadlock(branch_cube, branch_vec, dict(fifo=ptopipe.gm_buffer(4 * SLOT)), platform, protocol,
                            branch_cube, "br-cube-pop")
     assert cause.startswith("a cycle of TPOPs"), cause
-    assert f"AIC's TPOP at tests/sim/{_at(branch_cube, 'br-cube-pop')} waits for data on V2C pipe" in cause, cause
-    assert f"AIV0's TPOP at tests/sim/{_at(branch_vec, 'br-vec-pop')} waits for data on C2V pipe FlagID 0" in cause
+    assert f"AIC's TPOP at tests/sim/{_at(branch_cube, 'br-cube-pop')} waits for data on DIR_BOTH pipe FlagID 0 (V2C way" in cause, cause
+    assert f"AIV0's TPOP at tests/sim/{_at(branch_vec, 'br-vec-pop')} waits for data on DIR_BOTH pipe FlagID 0 (C2V way" in cause
     # the counts show the mismatch: AIC popped 2 tiles but pushed 1 back, the Vector lanes pushed 2, popped 1
-    for part in ("AIC popped 2 from V2C pipe", "and pushed 1 to C2V pipe FlagID 0", "AIV0 pushed 2 to V2C pipe",
-                 "and popped 1 from C2V pipe FlagID 0 (peers AIV0,AIV1) (likewise AIV1)"):
+    for part in ("AIC popped 2 from DIR_BOTH pipe FlagID 0 (V2C way", "and pushed 1 to DIR_BOTH pipe FlagID 0 (C2V way",
+                 "AIV0 pushed 2 to DIR_BOTH pipe FlagID 0 (V2C way",
+                 "and popped 1 from DIR_BOTH pipe FlagID 0 (C2V way, peers AIV0,AIV1) (likewise AIV1)"):
         assert part in cause, cause
     assert "make both sides' conditions and counts agree" in err.fix, err.fix
     _no_old_advice(err)
@@ -298,16 +299,16 @@ def test_both_ways_of_one_dir_both_pipe_full(platform, protocol, no_hang):
     err, cause = _deadlock(lag_cube, lag_vec, _lag_args(9), platform, protocol, lag_cube, "lag-cube-push")
     assert cause.startswith("both producers are blocked on full rings of the two ways (C2V and V2C) of one "
                             "DIR_BOTH pipe, each consumer would pop only after its own blocked TPUSH"), cause
-    assert (f"AIC's TPUSH at tests/sim/{_at(lag_cube, 'lag-cube-push')} waits for a free slot of C2V pipe FlagID 0 "
-            "(peers AIV0,AIV1) (SlotNum 4 full: AIC pushed 4, AIV0 popped 0)") in cause, cause
-    v2c = f"AIV0's TPUSH at tests/sim/{_at(lag_vec, 'lag-vec-push')} waits for a free slot of V2C pipe FlagID "
-    if protocol == "spec":
-        assert v2c + "4 (peers AIV0,AIV1) (SlotNum 4 full: AIV0 pushed 9, AIC popped 5) (likewise AIV1)" in cause
+    assert (f"AIC's TPUSH at tests/sim/{_at(lag_cube, 'lag-cube-push')} waits for a free slot of DIR_BOTH pipe "
+            "FlagID 0 (C2V way, peers AIV0,AIV1) (SlotNum 4 full: AIC pushed 4, AIV0 popped 0)") in cause, cause
+    v2c = f"AIV0's TPUSH at tests/sim/{_at(lag_vec, 'lag-vec-push')} waits for a free slot of DIR_BOTH pipe FlagID "
+    if protocol == "spec":     # (named by the FlagID declared; its V2C flags are 4.. under spec, 2/3 under pto-isa)
+        assert v2c + "0 (V2C way, peers AIV0,AIV1) (SlotNum 4 full: AIV0 pushed 9, AIC popped 5) (likewise AIV1)" in cause
     else:   # AIC has freed 5 V2C slots, SyncPeriod 2 has announced 4: not the cause, C2V is full
-        assert (v2c + "2 (peers AIV0,AIV1) (AIV0 pushed 8, AIC popped and freed 5, 3 of SlotNum 4 slots in use; "
+        assert (v2c + "0 (V2C way, peers AIV0,AIV1) (AIV0 pushed 8, AIC popped and freed 5, 3 of SlotNum 4 slots in use; "
                 "SyncPeriod 2 has not announced 1 of those TFREEs) (likewise AIV1)") in cause, cause
         assert "withheld" not in cause
-        assert ("sync_period=1 would let AIV0 push 1 more tile(s) into V2C pipe FlagID 2 (peers AIV0,AIV1), which "
+        assert ("sync_period=1 would let AIV0 push 1 more tile(s) into DIR_BOTH pipe FlagID 0 (V2C way, peers AIV0,AIV1), which "
                 "breaks the cycle only if AIV0 then pops before it pushes again") in err.fix, err.fix
         with pytest.raises(DeadlockError):                    # ... and here it does not
             ptopipe.run(lag_cube, lag_vec, _lag_args(9, 1), platform=platform, protocol=protocol, timeout=20)

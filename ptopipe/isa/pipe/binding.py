@@ -97,10 +97,12 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
                           fix="give FiFoSyncT >= 1, or 0 / None for pto-isa's rule")
     if not cfg.peers or any(p not in (0, 1) for p in cfg.peers):
         raise ConfigError(f"pipe peers must be Vector sub-blocks 0 and/or 1, got {cfg.peers}", where=_loc(core))
-    if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
-        raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
-                          fix=not_a_peer(is_cpp(core.where())))
     ways = _ways(direction)
+    if core.kind is CoreKind.AIV and core.subblock not in cfg.peers:
+        if cfg.fifo is not None or not is_cpp(core.where()):
+            raise ConfigError(f"{core.name} binds a pipe whose peers are {cfg.peers}", where=_loc(core),
+                              fix=not_a_peer(is_cpp(core.where())))
+        return _stray_construction(core, cfg, direction, ways, model)
     both = len(ways) == 2
     n = cfg.slot_num
     depth = model.fifo_depth(plat)
@@ -147,6 +149,43 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
     return handle
 
 
+def _stray_construction(core, cfg: TPipe, direction, ways, model) -> PipeHandle:
+    """A Vector core constructs a TPipe whose one lane it is not (pto-isa's A5 no-split test
+    constructs the pipe at function scope on every core; AIV1 then skips the loop): on the
+    device that core's constructor runs the consumer's start-up ``cons.free()`` calls on its own
+    free flag (``ProtocolModel.stray_ctor_credits``), which no wait of the pipe reads - posted
+    here on that flag, where a later pipe of this core on those ids, or the next launch, finds
+    them - and its destructor waits for nothing.  A warning at the construction, not a refusal;
+    a use of the pipe on this core is the ConfigError the construction used to be."""
+    cluster = core.cluster
+    here = _loc(core)
+    peers = ",".join("AIV%d" % p for p in cfg.peers)
+    credits = []
+    for k, way in enumerate(ways):
+        n = model.stray_ctor_credits(cfg, way)
+        if n:
+            _ready, free_id = model.flag_ids(cfg.flag_id, k, cfg.slot_num)
+            flag = cluster.flag(core, cluster.aic, free_id)
+            for _ in range(n):
+                cluster.set_flag(core, flag, core.clock)
+            credits.append(f"{n} stray free credit{'s' if n != 1 else ''} on {flag.name}")
+    pipe = f"{direction.name} pipe FlagID {cfg.flag_id} (peers {peers})"
+    posted = (f"its constructor posts {' and '.join(credits)} ({model.name}: the TPipe constructor's "
+              "cons.free() runs on every core that constructs it, and no wait of this one-lane pipe reads "
+              f"{core.name}'s flag - a later pipe of {core.name} on these ids, or the next launch, inherits "
+              "them)" if credits else
+              f"under {model.name} {core.name}'s constructor and destructor signal nothing (a local "
+              "no-split TPipe posts no start-up credits)")
+    warnings = cluster.state.stray_pipes
+    if not any(w[1] == here for w in warnings):
+        warnings.append((f"{core.name} constructs {pipe}, whose one Vector lane is AIV0: {posted}; "
+                         f"{core.name} must not use the pipe", here))
+    handle = PipeHandle(cfg, core)
+    handle.not_a_peer = (f"{core.name} uses {pipe}, constructed at {here}, whose peers are {cfg.peers}",
+                         not_a_peer(True))
+    return handle
+
+
 def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_buf):
     cluster = core.cluster
     chans = channels(cluster)
@@ -157,7 +196,7 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
         ch = Channel(way, cfg, model, n, cfg.slot_size, ready_id, free_id, in_gm,
                      gm_base=base if in_gm else None, local_base=None if in_gm else base,
                      ctrl=cfg.direction is Direction.DIR_V2C_CTRL, replay=cluster.context.fast_paths,
-                     name=f"{way} pipe FlagID {ready_id} (peers {','.join('AIV%d' % p for p in cfg.peers)})")
+                     name=_channel_name(cfg, way))
         _claim_flags(core, ch)
         for p in cfg.peers:
             ch.slots[p] = [Slot(t) for t in range(n)]
@@ -195,27 +234,47 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     return ch
 
 
+def _channel_name(cfg: TPipe, way: str) -> str:
+    """A ring named as the kernel declared its pipe: the FlagID of the TPipe (a two-way pipe's
+    V2C ring uses derived flag ids - FlagID + 2 under pto-isa - which reports give as the flags
+    a core waits on, not as the pipe's name)."""
+    peers = ",".join("AIV%d" % p for p in cfg.peers)
+    direction = Direction(cfg.direction)
+    if len(_ways(direction)) == 2:
+        return f"{direction.name} pipe FlagID {cfg.flag_id} ({way} way, peers {peers})"
+    return f"{way} pipe FlagID {cfg.flag_id} (peers {peers})"
+
+
 def _bound_twice(core, ch: Channel, cfg: TPipe) -> None:
     """A core binds a FlagID it already bound in this launch: both pipes would count on the
-    same flags.  The same TPipe bound again (e.g. inside a loop) is told apart from a second
-    pipe that reuses the FlagID."""
+    same flags.  The same TPipe constructed again (the same line and configuration, e.g. inside
+    a loop) is told apart from a second pipe that reuses the FlagID (another construction)."""
     first = ch.sides[core.index].bound_at
-    if (cfg.slot_size, cfg.slot_num, cfg.direction) == (ch.slot_size, ch.slot_num, ch.cfg.direction):
+    here = _loc(core)
+    same_pipe = (cfg.slot_size, cfg.slot_num, cfg.direction) == (ch.slot_size, ch.slot_num, ch.cfg.direction)
+    if same_pipe and str(first) == here:
         raise ConfigError(
             f"{core.name} binds {ch.name} a second time in one launch (first bound at {first})",
-            where=_loc(core), details="each binding is a new TPipe object: its tile index restarts at 0 "
-                                      "while the flag counters keep the first one's credits",
+            where=here, details="each binding is a new TPipe object: its tile index restarts at 0 "
+                                "while the flag counters keep the first one's credits",
             fix="bind the pipe once per kernel, before the loop, and pass the handle around; to run the "
                 "kernel again use a new launch (run(..., launches=K) / --launches K)")
-    top = ch.model.flags_top(ch.ready_id, ch.free_id, ch.slot_num)
+    model = ch.model
+    top = model.flags_top(ch.ready_id, ch.free_id, ch.slot_num)
     lo = min(ch.ready_id, ch.free_id)
+    ids = f"{lo}..{top - 1}" if top - 1 > lo else f"{lo}"
+    nxt = model.next_flag_id(ch.cfg.flag_id, len(_ways(Direction(ch.cfg.direction))), ch.slot_num)
+    layout = ("one flag per slot from FlagID, each ring after the other's" if model.per_tag_flags else
+              "FlagID (ready) and FlagID + 1 (free) for one ring, FlagID .. FlagID + 3 for a DIR_BOTH pipe")
     raise ConfigError(
-        f"{core.name} binds a second pipe on FlagID {cfg.flag_id} in one launch: its flags are those of "
-        f"{ch.name} (first bound at {first})", where=_loc(core),
-        details=f"first pipe: SlotSize {ch.cfg.slot_size} x SlotNum {ch.cfg.slot_num}; "
-                f"this one: SlotSize {cfg.slot_size} x SlotNum {cfg.slot_num}",
-        fix=f"give the second pipe its own FlagID outside {lo}..{top - 1} (flags may not be shared "
-            "between pipes of one launch)")
+        f"two pipes use the same flag ids on {core.name}: {ch.name} constructed at {first} and the "
+        f"{Direction(cfg.direction).name} pipe FlagID {cfg.flag_id} constructed at {here} both use flag ids "
+        f"{ids}", where=here,
+        details=f"first pipe: {first}, SlotSize {ch.cfg.slot_size} x SlotNum {ch.cfg.slot_num}\n"
+                f"second pipe: {here}, SlotSize {cfg.slot_size} x SlotNum {cfg.slot_num}\n"
+                "each pipe would take the other's ready and free signals as its own",
+        fix=f"give the second pipe its own FlagID outside {lo}..{top - 1}, e.g. FlagID {nxt} (the "
+            f"{model.name} flag layout: {layout}; flags may not be shared between pipes of one launch)")
 
 
 def _claim_flags(core, ch: Channel) -> None:

@@ -131,6 +131,10 @@ class Channel:
     # the CPU simulator's one ring of both ways of a DIR_BOTH pipe (cpusim.SharedRing; None: not
     # that model)
     sim_ring: object = None
+    # the first TFREE without a split that sent a free the protocol's sparse rule would not have
+    # (pto-isa A5's TFREE(pipe) notifies on every call: ProtocolModel.unsplit_free_every), for
+    # the diagnosis of the overwrite its extra credit allows
+    unsplit_free_at: str | None = None
 
     def __post_init__(self):
         m = self.model
@@ -253,6 +257,10 @@ class PipeHandle:
         # (channel, this core's side) per role, once checked by end(); TPUSH / TPOP / TFREE
         # read them inline
         self.producer_end = self.consumer_end = None
+        # a Vector core that is not one of the pipe's peers constructed it (pto-isa's A5 no-split
+        # test: every core constructs the pipe, AIV1 never uses it): the ConfigError a use of it
+        # on that core raises (binding.bind_pipe); None: a peer's handle
+        self.not_a_peer = None
         self.prod = _SideCtl(self, "producer")
         self.cons = _SideCtl(self, "consumer")
 
@@ -278,6 +286,10 @@ class PipeHandle:
         ch = self._by_role.get(role)
         if ch is not None and core is self.core:
             return ch
+        if self.not_a_peer is not None:
+            what, fix = self.not_a_peer
+            from ...errors import ConfigError
+            raise ConfigError(f"{op} on {core.name}: {what}", where=str(core.where()), fix=fix)
         want = (C2V if core.kind is CoreKind.AIC else V2C) if role == "producer" else \
                (V2C if core.kind is CoreKind.AIC else C2V)
         ch = self.channels.get(want)

@@ -306,11 +306,14 @@ def _check_destination(core, ch: Channel, side: Side, tile: Tile, loc) -> None:
                     f"(a staging ring of {side.stage_num} LocalSlotNum holds that many popped tiles)")
 
 
-def TFREE(pipe, obj=None, split=None, *events) -> Event:
+def TFREE(pipe, obj=None, split=None, *events, unsplit: bool = False) -> Event:
     """Consumer: release the oldest held slot (signal free, advance).
 
-    A ``split`` given must be the one its TPOP used.  Where the protocol frees inside the
-    tile TPOP (pto-isa, GM ring), the tile-flow TFREE is a no-op."""
+    A ``split`` given must be the one its TPOP used; without one the TFREE takes its TPOP's,
+    unless ``unsplit``: pto-isa's tile TFREE written without a split (``TFREE<Pipe>(pipe)``,
+    ``TFREE(pipe)``), which frees as the run's library does (``ProtocolModel.unsplit_free``).
+    Where the protocol frees inside the tile TPOP (pto-isa, GM ring), the tile-flow TFREE is a
+    no-op."""
     try:
         core = _getcurrent().core        # current_core(), inline (the prologue, see TPUSH)
     except AttributeError:
@@ -328,10 +331,13 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
         TSYNC(*events)
     e = pipe.consumer_end
     ch, side = e if e is not None and core is pipe.core else pipe.end("consumer", core, "TFREE")
+    every = False
+    if unsplit and split is None and ch.model.unsplit_free is not None and obj is None and ch.cfg.fifo is None:
+        every = _unsplit_free(core, ch, side)
     if ch.pop_frees and not isinstance(obj, GlobalTensor) and not side.held:
         _free_popped(core, ch, side, split)
         if ch.tfree_frees:                 # pto-isa A5: TFREE_IMPL(pipe) notifies again
-            return _free_again(core, ch, side)
+            return _free_again(core, ch, side, every)
         end = core.issue_s(PipeUnit.S, 0, "TFREE",
                            RingArgs(ch.name, None, None, "no-op") if core.trace is not None else None)
         return new_event(("TFREE", core, end))
@@ -355,7 +361,7 @@ def TFREE(pipe, obj=None, split=None, *events) -> Event:
     # release bumps the slot generation: a zero-copy tile bound to it is now stale
     end = core.issue_s(ch.free_pipe, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, tag) if core.trace is not None else None)
-    release(core, ch, side, tag, read_end, held_obj, end)
+    release(core, ch, side, tag, read_end, held_obj, end, every)
     if chk is not None:
         # the generation this TFREE ended and its line, for a use-after-free report (only
         # with the checkers on: the hot path without them stays as it was)
@@ -406,13 +412,41 @@ def _free_popped(core, ch: Channel, side: Side, split) -> None:
         _end_stage(stage, (core.loc_override or caller_loc(3)) if core.cluster.checker is not None else None)
 
 
-def _free_again(core, ch: Channel, side: Side) -> Event:
+def _unsplit_free(core, ch: Channel, side: Side) -> bool:
+    """A tile TFREE without a split under a model whose library frees with a split of its own
+    (``ProtocolModel.unsplit_free``): an error where that split cannot release the TPOP's
+    tile; returns whether the free notifies on every call (``unsplit_free_every``)."""
+    if side.held:
+        pop_split, pop_loc, tag = side.held[0][5], side.held[0][2], side.held[0][0]
+    else:
+        j = side.tfrees
+        nxt = next((p for p in side.popped if p[0] >= j), None)
+        if nxt is None or nxt[0] != j:
+            return ch.model.unsplit_free_every
+        pop_split, pop_loc, tag = nxt[1], nxt[2], None
+    bad = ch.model.unsplit_free_error(ch, pop_split)
+    if bad is not None:
+        here = _loc(core)
+        slot = f"slot {tag} of {ch.name}" if tag is not None else f"the tile of {ch.name}"
+        raise ProtocolError(
+            f"TFREE without a split on {core.name} at {here} cannot release {slot}, popped "
+            f"{TileSplitAxis(pop_split).name} at {pop_loc}: {bad[0]}",
+            where=here, details=f"TPOP at {pop_loc}\nTFREE at {here}", fix=bad[1])
+    every = ch.model.unsplit_free_every
+    if every and ch.unsplit_free_at is None and not ch.wait_every \
+            and not ch.model.consumer_frees(ch, side.freed if side.held else side.tfrees):
+        ch.unsplit_free_at = _loc(core)      # a credit the sparse rule would not send
+    return every
+
+
+def _free_again(core, ch: Channel, side: Side, every: bool = False) -> Event:
     """pto-isa A5: a tile TFREE after a TPOP that freed its GM slot already sends a free
-    again when ``shouldNotifyFree(cons.tileIndex - 1)`` (a5/TFree.hpp): a second credit for
-    one slot, which lets the producer overwrite a slot the consumer has not popped yet."""
+    again when ``shouldNotifyFree(cons.tileIndex - 1)`` (a5/TFree.hpp; ``every``: on every
+    call, the TFREE without a split): a second credit for one slot, which lets the producer
+    overwrite a slot the consumer has not popped yet."""
     end = core.issue_s(PipeUnit.MTE2, core.costs.flag_op, "TFREE",
                        RingArgs(ch.name, None, None, "free again") if core.trace is not None else None)
-    if side.index and side.free and (ch.wait_every or ch.model.consumer_frees(ch, side.index - 1)):
+    if side.index and side.free and (every or ch.wait_every or ch.model.consumer_frees(ch, side.index - 1)):
         set_flag = core.cluster.set_flag
         for f in side.free_flags[(side.index - 1) % ch.slot_num]:
             set_flag(core, f, end)

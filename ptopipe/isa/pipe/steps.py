@@ -83,9 +83,11 @@ def mark_written(core, ch: Channel, side: Side, tag: int, layout, op: str, loc) 
         s.push_loc = loc
 
 
-def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int = 0) -> None:
+def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int = 0, every: bool = False) -> None:
     """Mark slot ``tag`` free for this consumer and signal the producer per the protocol
-    (``issued``: the end of the TFREE instruction on its pipe, a floor of the SET's time)."""
+    (``issued``: the end of the TFREE instruction on its pipe, a floor of the SET's time;
+    ``every``: signal whatever the protocol's notification rule - pto-isa A5's TFREE without a
+    split, ``ProtocolModel.unsplit_free_every``)."""
     for s in side.slots[tag]:
         s.state = "free"
         s.gen += 1
@@ -109,7 +111,7 @@ def release(core, ch: Channel, side: Side, tag: int, read_end, obj, issued: int 
         at = read_end
     k = side.freed
     side.freed = k + 1
-    if side.free and not ch.lost_lanes and (ch.wait_every or ch.model.consumer_frees(ch, k)):
+    if side.free and not ch.lost_lanes and (every or ch.wait_every or ch.model.consumer_frees(ch, k)):
         set_flag = core.cluster.set_flag
         for f in side.free_flags[tag]:
             set_flag(core, f, at, order)

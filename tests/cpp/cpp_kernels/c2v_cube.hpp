@@ -1,5 +1,6 @@
 // The Cube half of the C2V kernels of this directory (see c2v_add.cpp): A @ B pushed in
-// two 16-row accumulator tiles, split TILE_UP_DOWN (or C2V_SPLIT, defined before this header).
+// two 16-row accumulator tiles, split TILE_UP_DOWN (or C2V_SPLIT, defined before this header;
+// C2V_M rows of A, a ring of C2V_DEPTH slots).
 #pragma once
 #include <pto/pto-inst.hpp>
 
@@ -9,8 +10,15 @@ using namespace pto;
 #define C2V_SPLIT TILE_UP_DOWN
 #endif
 
-constexpr int TM = 16, K = 32, N = 32, M = 32;
-using Pipe = TPipe<0, Direction::DIR_C2V, TM * N * 4, 4>;
+#ifndef C2V_M
+#define C2V_M 32
+#endif
+#ifndef C2V_DEPTH
+#define C2V_DEPTH 4
+#endif
+
+constexpr int TM = 16, K = 32, N = 32, M = C2V_M;
+using Pipe = TPipe<0, Direction::DIR_C2V, TM * N * 4, C2V_DEPTH>;
 
 extern "C" __global__ AICORE void cube_kernel(__gm__ float *a, __gm__ float *b, __gm__ uint8_t *fifo)
 {

@@ -1,11 +1,16 @@
-// A TPipe<..., IsNoSplit = true> constructed by both Vector sub-blocks.  Under pto-isa on A5 a
-// no-split pipe has one lane, AIV0, so AIV1's construction is a ConfigError whose fix speaks C++.
+// A TPipe<..., IsNoSplit = true> constructed by both Vector sub-blocks, at function scope as
+// pto-isa's A5 no-split test does.  Under pto-isa on A5 a no-split pipe has one lane, AIV0: AIV1's
+// construction is a warning (what its constructor signals on the device), and with ``use`` 1
+// AIV1 frees the pipe - a ConfigError whose fix speaks C++.
 #include <pto/pto-inst.hpp>
 
 using namespace pto;
 
 using Pipe = TPipe<0, Direction::DIR_C2V, 16 * 16 * 4, 2, 2, true>;
-extern "C" __global__ AICORE void vec_kernel(__gm__ float *fifo)
+extern "C" __global__ AICORE void vec_kernel(__gm__ float *fifo, int64_t use)
 {
     Pipe pipe(fifo, 0x10000, 0);
+    if (use != 0 && get_subblockid() == 1) {
+        TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
+    }
 }

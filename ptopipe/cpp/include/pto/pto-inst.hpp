@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <execinfo.h>
 #include <type_traits>
 #include <utility>
 
@@ -133,7 +134,12 @@ namespace ptopipe {
 // instruction's result (an event or a handle), or ABORT when the simulator raised an error
 // (the kernel then unwinds: Abort is caught by the entry point ptopipe calls).
 typedef int64_t (*Callback)(int32_t op, int32_t n, const int64_t *words, const char *file, int32_t line);
-struct Abort {};
+// (with the native return addresses of the failing call: ptopipe names the kernel lines that
+// called the function holding it, as the Python front end's "called from")
+struct Abort {
+    void *frames[32];
+    int n = 0;
+};
 
 inline Callback &callback()
 {
@@ -169,7 +175,11 @@ inline int64_t call(int32_t op, const Args &a, Site s)
     int32_t n = a.n <= MAX_WORDS ? a.n : -1;
     std::memcpy(sh + 2, a.w, sizeof(int64_t) * size_t(n < 0 ? 0 : n));
     int64_t r = callback()(op, n, sh + 2, s.file, s.line);
-    if (r == ABORT) throw Abort{};
+    if (r == ABORT) {
+        Abort a;
+        a.n = ::backtrace(a.frames, 32);
+        throw a;
+    }
     return r;
 }
 
@@ -611,6 +621,8 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
 template <typename... E>
 using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
 template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
+template <typename P> using if_pipe = std::enable_if_t<is_pipe<P>::value, int>;
+template <typename P> using if_tpipe = std::enable_if_t<is_pipe<P>::value && !is_tmpipe<P>::value, int>;
 template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<pto::RecordEvent, T>, int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
@@ -881,11 +893,24 @@ inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
     return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, pipe.s, pipe.v, obj, Split, events...));
 }
 
-template <typename Pipe, typename... E, ::ptopipe::if_events<E...> = 0>
-PTOPIPE_NO_SPLIT("TFREE", "TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe)")
-inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, E &...events)
+// TFREE of a tile without a split: pto-isa builds TFREE<Pipe>(pipe) and TFREE(pipe) (its
+// TFREE_IMPL<Pipe>(pipe)); no split crosses the ABI, and the run's protocol model says what the
+// library frees with (ptopipe.protocol.model.ProtocolModel.unsplit_free).  Each event count is
+// its own overload so that the call site can follow the events.
+template <typename Pipe, ::ptopipe::if_pipe<Pipe> = 0>
+inline RecordEvent TFREE(Pipe &pipe, ::ptopipe::Site s = PTOPIPE_HERE)
 {
-    return TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe, events...);
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, s, pipe, nullptr, nullptr));
+}
+template <typename Pipe, class E0, ::ptopipe::if_pipe<Pipe> = 0, ::ptopipe::if_events<E0> = 0>
+inline RecordEvent TFREE(Pipe &pipe, E0 &e0, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, s, pipe, nullptr, nullptr, e0));
+}
+template <typename Pipe, class E0, class E1, ::ptopipe::if_pipe<Pipe> = 0, ::ptopipe::if_events<E0, E1> = 0>
+inline RecordEvent TFREE(Pipe &pipe, E0 &e0, E1 &e1, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    return RecordEvent(::ptopipe::inst(::ptopipe::OP_TFREE, s, pipe, nullptr, nullptr, e0, e1));
 }
 
 template <typename Pipe, typename T, typename... E, ::ptopipe::if_not_event<T> = 0, ::ptopipe::if_events<E...> = 0>
@@ -931,6 +956,24 @@ inline RecordEvent TFREE(::ptopipe::At<Pipe> pipe, T &obj, E &...events)
 PTOPIPE_TILE_FIRST(TPUSH, ::ptopipe::OP_TPUSH, (void)0)
 PTOPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TMPOP, ::ptopipe::tile_id(tile, s, true))
 #undef PTOPIPE_TILE_FIRST
+
+// TPUSH(tile, pipe) / TPOP(tile, pipe) of a TPipe: pto-isa's CPU simulator builds them, as its
+// tests/cpu/st tpushpop_cv does (TPUSH_IMPL(tile, pipe) / TPOP_REVERSED_IMPL: TILE_NO_SPLIT), its
+// NPU headers do not (their TPUSH_IMPL(tile, pipe) / TPOP_IMPL(tile, pipe) are TMPipe's).  Built
+// here as the CPU simulator takes them, deprecated: the build's warning is one of the run's.
+#define PTOPIPE_TPIPE_TILE_FIRST(NAME, OP, ...)                                                             \
+    template <typename T, typename Pipe, ::ptopipe::if_tpipe<Pipe> = 0>                                      \
+    [[deprecated(#NAME "(tile, pipe) on a TPipe builds in pto-isa's CPU simulator only, as TILE_NO_SPLIT "   \
+                 "(the NPU headers take it for a TMPipe): write " #NAME "<Pipe, Tile, TileSplitAxis::S>(pipe, " \
+                 "tile)")]]                                                                                \
+    inline RecordEvent NAME(T &tile, Pipe &pipe, ::ptopipe::Site s = PTOPIPE_HERE)                            \
+    {                                                                                                        \
+        __VA_ARGS__;                                                                                         \
+        return RecordEvent(::ptopipe::inst(OP, s, pipe, tile, TileSplitAxis::TILE_NO_SPLIT));                \
+    }
+PTOPIPE_TPIPE_TILE_FIRST(TPUSH, ::ptopipe::OP_TPUSH, (void)0)
+PTOPIPE_TPIPE_TILE_FIRST(TPOP, ::ptopipe::OP_TPOP, ::ptopipe::tile_id(tile, s, true))
+#undef PTOPIPE_TPIPE_TILE_FIRST
 #undef PTOPIPE_TMPIPE_TILE_FIRST
 
 // TSYNC(events...) waits for events; TSYNC<Op::X>() is a barrier on the pipe of vector op X

@@ -89,12 +89,21 @@ void apply(void (*f)(P...), const int64_t *argv, std::index_sequence<I...>)
     f(from_word<std::decay_t<P>>(argv[I])...);
 }
 
+// the native frames of the last failing call (read by ptopipe_abort_frames right after the
+// kernel returned 1, before any other kernel runs)
+inline Abort &last_abort()
+{
+    static Abort a;
+    return a;
+}
+
 // 0: the kernel returned; 1: the simulator raised an error and the kernel unwound
 template <typename... P> int invoke(void (*f)(P...), const int64_t *argv)
 {
     try {
         apply(f, argv, std::index_sequence_for<P...>{});
-    } catch (const Abort &) {
+    } catch (const Abort &a) {
+        last_abort() = a;
         return 1;
     }
     return 0;
@@ -113,6 +122,15 @@ PTOPIPE_EXPORT void ptopipe_init(::ptopipe::Callback cb, int64_t *shared, int cr
     ::ptopipe::shared() = shared;
     ::ptopipe::crash_fd() = crash_fd;
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) std::signal(sig, ::ptopipe::on_crash);
+}
+
+// the return addresses of the failing call of the kernel that last returned 1 (at most max)
+PTOPIPE_EXPORT int ptopipe_abort_frames(void **out, int max)
+{
+    const ::ptopipe::Abort &a = ::ptopipe::last_abort();
+    int n = a.n < max ? a.n : max;
+    for (int i = 0; i < n; ++i) out[i] = a.frames[i];
+    return n;
 }
 
 #define PTOPIPE_EXPORT_KERNEL(ROLE, NAME)                                                               \
