@@ -39,8 +39,10 @@ from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
 
 STD = "-std=c++17"
-# -g1: line tables only, for the lines that called a failing instruction's function (callers.py)
-FLAGS = (STD, "-O1", "-g1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+# -g1: line tables only, for the lines that called a failing instruction's function (callers.py);
+# in DWARF 4, which binutils' addr2line reads from every compiler (clang's DWARF 5 line-tables-only
+# output at -O0 gave it no lines)
+FLAGS = (STD, "-O1", "-gdwarf-4", "-g1", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
          "-Wno-unused-variable", "-Wno-unused-but-set-variable")
 SIDES = {"aic": "__DAV_CUBE__", "aiv": "__DAV_VEC__"}
 #: each side's word in the device compiler's per-architecture macro (``__DAV_C220_CUBE__``)
