@@ -812,18 +812,29 @@ _FORM_AXES = {
 _OP_AXES = {"TPAIRREDUCESUM": _axes(_S, _MIX)}
 
 
+#: the operand forms whose catalogue op has no element-type rule of its own (moves, matmuls
+#: and conversions have their own checks)
+RULE_FREE_FORMS = ("load", "store", "move", "extract", "matmul", "matmul_acc", "convert")
+
+
+def rule_dtype(source, result):
+    """The dtype a catalogue op's element-type rule judges: its source's (operand ``a``,
+    ``source``'s type), else its result's (a fill) - the result's but for an index or
+    converted result."""
+    src = _t(source)
+    return np_dtype(src.dtype if isinstance(src, TileValueType) else result.dtype)
+
+
 def _with_rules(op, infer_fn):
-    """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on the result's dtype, which
-    is the operands' for every vector form) and, for a constant scalar operand, its value
-    rule: the same checks the instruction makes when it is issued."""
-    if op.form in ("load", "store", "move", "extract", "matmul", "matmul_acc", "convert"):
+    """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on either platform: the IR
+    knows none - Validate applies the compile's platform's) and, for a constant scalar
+    operand, its value rule: the same checks the instruction makes when it is issued."""
+    if op.form in RULE_FREE_FORMS:
         return infer_fn
 
     def infer_checked(kind, a, at):
         t = infer_fn(kind, a, at)
-        # the rule is on the source's dtype (the result's but for an index or converted result)
-        src = _t(a["a"]) if "a" in a else None
-        d = np_dtype(src.dtype if isinstance(src, TileValueType) else t.dtype)
+        d = rule_dtype(a.get("a"), t)
         bad = op.dtype_error(d)
         if bad is not None:
             raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")

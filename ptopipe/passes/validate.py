@@ -23,7 +23,9 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   an init or a TPOP uses) that no function imports while the program has a function of the
   other core (a reserve that is no ring is a region the allocator keeps free; a lone kernel
   compiles, as pypto's does, and its run says the peer is missing);
-* a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform.
+* a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform;
+* a tile op on an element type the platform's pto-isa refuses (the op catalogue's rule per
+  platform - the IR's own rule is either platform's: bf16 TADD is A5's, not A2A3's).
 
 Warnings (``ctx.warnings``, at the consumer's init): a ring deeper than a counter flag
 counts (pto-isa's counter flags, :meth:`ProtocolModel.counter_overflow`: SLOT_NUM 16 on A5),
@@ -35,6 +37,8 @@ from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
 from ..arch.vocab import PTOAS_SLOT_NUMS, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
+from ..arch.catalogue import OPS as CATALOGUE
+from ..ir.ops import ISA_NAMES, RULE_FREE_FORMS, rule_dtype
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
 from ..ir.opdefs import CONSUMER_OPS, CallOp, ImportPeerBufferOp, ReserveBufferOp, TPop
@@ -58,6 +62,7 @@ def run(program, ctx):
             raise error(f"mixed @pl.incore function {name!r} was not split into an AIC and an AIV "
                         "kernel", f, "run the expand-mixed pass first (ptopipe compile runs it "
                                      "when it is registered), or write @pl.aic / @pl.aiv kernels")
+        _check_dtypes(f, plat)
         seen = {}
         for init in init_ops(f):
             _check_init(f, init, plat, seen, depth, getattr(ctx, "as_ptoas", False))
@@ -67,6 +72,19 @@ def run(program, ctx):
     for name, f in funcs.items():
         _check_buffers(name, f, funcs, plat, made.get(name), depth, getattr(ctx, "placed", ()))
     return program
+
+
+def _check_dtypes(f, plat) -> None:
+    """The catalogue's dtype rule of every tile op of ``f`` on ``plat`` (the IR checked it for
+    either platform), on the dtype the instruction checks when it is issued."""
+    for op in f.walk():
+        isa = ISA_NAMES.get(getattr(op, "call_name", None))
+        if isa is None or CATALOGUE[isa].form in RULE_FREE_FORMS or not op.results:
+            continue
+        src = op.a if any(p.name == "a" for p in op.spec.params) else None
+        bad = CATALOGUE[isa].dtype_error(rule_dtype(src, op.results[0].type), plat.id)
+        if bad is not None:
+            raise error(f"{op.name}: {bad[0]}", op, bad[1])
 
 
 def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = False) -> None:

@@ -325,8 +325,29 @@ def k(x: pl.Tensor[[16, 32], pl.i32]):
 '''
     with pytest.raises(CompileError) as ei:
         pl.parse(src, filename="e.py")
-    assert ei.value.what == "pl.exp: TEXP works on float tiles, not int32", ei.value.what
+    assert ei.value.what == "pl.exp: TEXP takes f16, f32 tiles, not int32", ei.value.what
     src = src.replace("pl.exp(t)", "pl.adds(t, 1.5)")
     with pytest.raises(CompileError) as ei:
         pl.parse(src, filename="e.py")
     assert ei.value.what == "pl.adds: the scalar 1.5 is not an integer (the tile is int32)", ei.value.what
+
+
+def test_a_dtype_the_platform_lacks_is_refused_when_compiling_for_it():
+    """bf16 TADD is A5's, not A2A3's (pto-isa a2a3/TAdd.hpp's static_assert; ptoas refuses
+    'pto.tadd' on A2/A3 bf16): the IR takes it, the compile for A2A3 refuses it at its line."""
+    from ptopipe.passes.manager import compile_program
+    src = HEAD + '''
+@pl.aiv(split=pl.TILE_NO_SPLIT)
+def k(x: pl.Tensor[[16, 32], pl.bf16], y: pl.Tensor[[16, 32], pl.bf16]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.add(t, t), [0, 0], y)
+'''
+    prog = pl.parse(src, filename="e.py")
+    compile_program(prog, "a5")
+    with pytest.raises(CompileError) as ei:
+        compile_program(prog, "a2a3")
+    e = ei.value
+    assert e.what == "pl.add: TADD takes f16, f32, i16, i32 tiles on A2A3, not bfloat16", e.what
+    assert e.where.startswith("e.py:7:"), e.where
+    assert e.fix == "convert with TCVT (pl.cast) to one of f16, f32, i16, i32 first (A5 takes bfloat16)"
+
