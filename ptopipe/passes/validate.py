@@ -9,6 +9,10 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
 * SLOT_SIZE <= 0;
 * ``lanes=1`` on an AIV function not marked no-split (AIV1 would run it and bind the pipe);
 * a second init of the same ring (direction and ``id=``) in one function;
+* a second init whose ring buffer (the reserve_buffer / import_peer_buffer whose ``.base``
+  it passes) another ring of the function already holds: TPUSH / TPOP / TFREE name their
+  pipe by that buffer, so one of the two pipes would be unreachable and the rings would
+  overlap (pypto: one ``reserve_buffer`` per initialised pipe direction);
 * a consumer-local ring (A5) without its buffer: the consumer's ring argument is not a
   ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``; a GM ring's
   (A2A3) consumer that pops tiles but passes 0: its staging slots would sit at address 0;
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import reserve_fit_problem, ring_size_problem
+from ..ir.pipe_config import shared_buffer_error
 from ..arch.vocab import PTOAS_SLOT_NUMS, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
 from ..arch.catalogue import OPS as CATALOGUE
@@ -63,8 +68,9 @@ def run(program, ctx):
                         "kernel", f, "run the expand-mixed pass first (ptopipe compile runs it "
                                      "when it is registered), or write @pl.aic / @pl.aiv kernels")
         _check_dtypes(f, plat)
-        seen = {}
+        seen, held = {}, {}
         for init in init_ops(f):
+            _check_shared_buffer(f, init, held)
             _check_init(f, init, plat, seen, depth, getattr(ctx, "as_ptoas", False))
             _warn_counter_overflow(f, init, plat, protocol_model(ctx), getattr(ctx, "warnings", None))
     made = {c.callee: g_name for g_name, g in funcs.items()
@@ -85,6 +91,19 @@ def _check_dtypes(f, plat) -> None:
         bad = CATALOGUE[isa].dtype_error(rule_dtype(src, op.results[0].type), plat.id)
         if bad is not None:
             raise error(f"{op.name}: {bad[0]}", op, bad[1])
+
+
+def _check_shared_buffer(f, init, held: dict) -> None:
+    """Each ring its own buffer: ``held`` maps a buffer op to the (init, ring) holding it (the
+    DSL's parser refuses this first; a program built otherwise, or a .pto, meets it here)."""
+    for way, ring in zip(ways(init), init.rings):
+        buf = ring_buffer(f, init, way)
+        if buf is None or not buf.is_a(ReserveBufferOp, ImportPeerBufferOp):
+            continue
+        if buf in held and held[buf][1] != ring:      # (one ring set up twice: _check_init's)
+            first, other = held[buf]
+            raise shared_buffer_error(func_name(f), buf, ring, init, other, first)
+        held[buf] = (init, ring)
 
 
 def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = False) -> None:
