@@ -15,8 +15,8 @@ from operator import setitem
 
 import numpy as np
 
-from ..arch import PipeUnit
-from ..arch.vocab import PlatformID, RoundMode
+from ..arch import MemSpace, PipeUnit
+from ..arch.vocab import BLayout, PlatformID, RoundMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, scalar_error)
@@ -721,6 +721,22 @@ def _col_reduce(op):
     return instr
 
 
+def _implicit_ub_scratch(core, name: str, tiles) -> None:
+    """pto-isa's A2A3 TROWEXPAND* whose per-row operand is column-major (a [M, 1] tile's
+    default DN) and that is given no tmp computes through UB[TMP_UB_OFFSET, end)
+    (a2a3/TRowExpandBinOp.hpp:208; ``Platform.ub_scratch_base``): an operand there is
+    overwritten while the op reads or writes it."""
+    plat = core.cluster.platform
+    base, end = plat.ub_scratch_base, plat.mem_size(MemSpace.UB)
+    for t in tiles:
+        if t.addr + t.nbytes > base:
+            raise _err(core, f"{name} with a column-major per-row operand computes through UB[{base:#x}, "
+                             f"{end:#x}) on {plat.name.upper()} (pto-isa's TMP_UB_OFFSET scratch), which "
+                             f"{t.describe()} overlaps: its bytes there are overwritten",
+                       f"place the kernel's Vec tiles below {base:#x} (ptopipe's allocator does), or "
+                       "give the per-row operand a row-major layout")
+
+
 def _row_expand(op):
     name, ufunc, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
@@ -741,6 +757,9 @@ def _row_expand(op):
             _same_dtype(core, name, dst, src0, src1)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
+        if not takes_tmp and src1.blayout is not BLayout.RowMajor \
+                and core.cluster.platform.ub_scratch_base is not None:
+            _implicit_ub_scratch(core, name, (dst, src0, src1))
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
         if tmp is not None:
             return _vec_issue_tmp(core, name, dst, src0, src1, tmp)

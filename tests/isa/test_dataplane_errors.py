@@ -35,7 +35,8 @@ def run_aiv(fn, platform, **args):
 
 
 # -- float-only ops on integer tiles, at issue ---------------------------------------------------
-FLOAT_ONLY = [op for op in catalogue.OPS.values() if op.dtypes == catalogue.FLOAT]
+FLOAT_ONLY = [op for op in catalogue.OPS.values() if op.float_only and not (op.tmp or op.scratch)
+              and op.form in ("unary", "scalar", "binary", "row_expand")]
 
 
 def _float_only_kernel(op):
@@ -306,3 +307,32 @@ def test_applying_work_per_instruction_changes_nothing_but_when(platform, monkey
     assert {n: c["instructions"] for n, c in got.summary.cores.items()} == \
         {n: c["instructions"] for n, c in ref.summary.cores.items()}
     np.testing.assert_array_equal(got["out"], ref["out"])
+
+
+# -- pto-isa's implicit UB scratch on A2A3 ------------------------------------------------------
+def _row_expand_near_the_top(row_major: bool):
+    def k():
+        x = Tile(TileType.Vec, float32, 64, 128, addr=0x0)
+        m = Tile(TileType.Vec, float32, 64, 1, addr=0x8000,
+                 blayout=BLayout.RowMajor if row_major else BLayout.ColMajor)
+        y = Tile(TileType.Vec, float32, 64, 128, addr=0x28000)     # [0x28000, 0x30000)
+        TEXPANDS(x, 1.0)
+        TEXPANDS(m, 0.5)
+        TROWEXPANDSUB(y, x, m)  # scratch
+    return k
+
+
+def test_row_expand_through_the_a2a3_ub_scratch_is_reported_at_the_op():
+    """pto-isa's A2A3 TROWEXPAND* with a column-major [M, 1] operand computes through
+    UB[TMP_UB_OFFSET = 184 KiB, 192 KiB): a tile there would be overwritten."""
+    k = _row_expand_near_the_top(row_major=False)
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k, "a2a3")
+    e = ei.value
+    assert e.what == ("TROWEXPANDSUB with a column-major per-row operand computes through UB[0x2e000, "
+                      "0x30000) on A2A3 (pto-isa's TMP_UB_OFFSET scratch), which Vec tile float32 "
+                      "64x128 @AIV0.UB[0x28000] overlaps: its bytes there are overwritten"), e.what
+    assert "below 0x2e000" in e.fix
+    assert_at(e, k, "scratch")
+    run_aiv(k, "a5")                                           # A5 has no such scratch
+    run_aiv(_row_expand_near_the_top(row_major=True), "a2a3")  # nor a row-major operand
