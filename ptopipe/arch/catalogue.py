@@ -41,6 +41,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
+from ..errors import with_article
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
 _INT_KINDS = "iub"                           # numpy kinds of integer (and bool) dtypes
@@ -1257,7 +1258,7 @@ def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayo
     if (gm, tile) in pairs:
         return None
     ways = ", ".join(f"{t.name}{'<-' if op == 'TLOAD' else '->'}{g.name}" for g, t in pairs)
-    return (f"pto-isa's {op} of a {loc.value} tile{' of 64-bit elements' if b64 else ''} on "
+    return (f"pto-isa's {op} of {with_article(loc.value)} tile{' of 64-bit elements' if b64 else ''} on "
             f"{plat} moves only {ways} (tile{'<-' if op == 'TLOAD' else '->'}GM; "
             "it refuses the file at compile time)")
 

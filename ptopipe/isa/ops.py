@@ -71,7 +71,7 @@ def _need_loc(core, t: Tile, locs, op: str, role: str) -> None:
     if t.loc not in locs:
         raise _err(core, f"{op}: {role} is {with_article(t.loc.value)} tile; {op} needs "
                          f"{' or '.join(l.value for l in locs)}",
-                   f"use a {'/'.join(l.value for l in locs)} tile as {role}")
+                   f"use {with_article('/'.join(l.value for l in locs))} tile as {role}")
 
 
 def _same_shape(core, op: str, *pairs) -> None:
@@ -176,10 +176,10 @@ def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | N
         fix = "store the Acc tile to an ND or NZ GM tensor (its fixpipe writes those layouts)"
     else:
         fix = ((f"declare the tile {' or '.join(f'{tl.name} (blayout={tl.blayout.name}, slayout={tl.slayout.name})' for tl in fits)}"
-                if fits else f"move the tile through a {gm.name} GM tensor")
+                if fits else f"move the tile through {with_article(gm.name)} GM tensor")
                + (f" and TMOV between it and the {t.layout.name} tile" if t.loc is _VEC else "")
                + "; a move between layouts converts only where pto-isa has that path")
-    raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {'an' if gm is not TileLayout.DN else 'a'} {gm.name} GM tensor: {why}", fix)
+    raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {with_article(gm.name)} GM tensor: {why}", fix)
 
 
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:

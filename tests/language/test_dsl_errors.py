@@ -311,7 +311,7 @@ def test_a_float_gm_offset_says_to_use_floor_division():
         text, _, _ = _case(CASES[name])
         with pytest.raises(CompileError) as ei:
             pl.parse(text, filename="f.py")
-        assert f"{op}: offset 0 is a f32 scalar, but GM offsets are element indices" in ei.value.what
+        assert f"{op}: offset 0 is an f32 scalar, but GM offsets are element indices" in ei.value.what
         assert "// (floor division)" in ei.value.fix
 
 
@@ -351,3 +351,36 @@ def k(x: pl.Tensor[[16, 32], pl.bf16], y: pl.Tensor[[16, 32], pl.bf16]):
     assert e.where.startswith("e.py:7:"), e.where
     assert e.fix == "convert with TCVT (pl.cast) to one of f16, f32, i16, i32 first (A5 takes bfloat16)"
 
+
+def test_type_errors_take_the_right_article_and_say_the_fix():
+    """'an Acc tile' (not 'a Acc'), and a matmul of mixed dtypes / a load larger than its
+    tensor say how to fix them."""
+    from ptopipe.errors import with_article
+    assert [with_article(w) for w in ("Acc", "Vec", "AIC", "L1", "i32", "u8", "f16", "UB", "Mat")] == [
+        "an Acc", "a Vec", "an AIC", "an L1", "an i32", "a u8", "an f16", "a UB", "a Mat"]
+    cases = {
+        "exp_acc": ("""
+@pl.aic
+def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32]):
+    x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+    c = pl.exp(pl.matmul(x, y))
+""", "pl.exp: 'a' is an Acc tile 16x16 f32; this op needs a Vec tile", "pl.move(x, space=pl.Vec)"),
+        "mm_mix": ("""
+@pl.aic
+def k(a: pl.Tensor[[16, 16], pl.f16], b: pl.Tensor[[16, 16], pl.f32]):
+    x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+    c = pl.matmul(x, y)
+""", "pl.matmul: a is f16 but b is f32", "give a and b one dtype: load both as f16 (or both as f32)"),
+        "load_oob": ("""
+@pl.aiv
+def k(a: pl.Tensor[[16, 32], pl.f32]):
+    x = pl.load(a, [0, 0], [32, 32])
+""", "pl.load: extent 32 does not fit tensor dimension 16", "load a window within the 16x32 tensor"),
+    }
+    for name, (body, what, fix) in cases.items():
+        with pytest.raises(CompileError) as ei:
+            pl.parse(HEAD + body, filename="e.py")
+        assert ei.value.what == what, (name, ei.value.what)
+        assert ei.value.fix and fix in ei.value.fix, (name, ei.value.fix)
