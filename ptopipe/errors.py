@@ -154,6 +154,15 @@ def user_line() -> str | None:
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
 
+#: the letters whose names start with a vowel sound (ef, el, em, ...): an abbreviation
+#: beginning with one takes "an" ("an L1", "an f16", "an MTE2"); U ("you") does not ("a UB")
+_VOWEL_LETTER_NAMES = "aefhilmnorsx"
+
+
 def with_article(word: str) -> str:
-    """``word`` with its indefinite article, for messages: "an Acc", "a Vec", "an L1"."""
-    return f"{'an' if word[:1].lower() in 'aeio' or word[:2] in ('L0', 'L1') else 'a'} {word}"
+    """``word`` with its indefinite article, for messages: "an Acc", "a Vec", "an AIC", "an
+    L1", "an i32", "a u8" - the one place messages choose it."""
+    w = str(word)
+    abbreviation = w[:2] == "fp" or (w[1:2].isdigit() or w[1:2].isupper() or w.isupper())
+    vowel = w[:1].lower() in (_VOWEL_LETTER_NAMES if abbreviation else "aeio")
+    return f"{'an' if vowel else 'a'} {word}"

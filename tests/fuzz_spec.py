@@ -18,6 +18,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from hypothesis import strategies as st
 
+from ptopipe.arch import PlatformID
+from ptopipe.arch.catalogue import OPS as CATALOGUE
+
 
 PLATFORMS = ("a2a3", "a5")
 PROTOCOLS = ("spec", "pto-isa")
@@ -91,11 +94,15 @@ class KernelSpec:
 
 
 # -- the strategy -------------------------------------------------------------------------------
-def _ops(draw, n_max: int, wide: bool):
-    """An op chain; ``wide``: on 32-bit tiles (ROWADD and CVT allowed)."""
-    names = sorted(op for op in OPS if op not in WIDE_ONLY or wide)
+def _ops(draw, n_max: int, wide: bool, dtype: str, platform: str):
+    """An op chain on ``dtype`` tiles that ``platform`` takes (the op catalogue's rule, which is
+    pto-isa's: no int8 TADDS on A2A3, no int8 TMULS on A5); ``wide``: on 32-bit tiles (ROWADD
+    and CVT allowed)."""
+    plat = PlatformID.PLATFORM_A5 if platform == "a5" else PlatformID.PLATFORM_A2A3
+    names = sorted(op for op in OPS if (op not in WIDE_ONLY or wide) and
+                   (op in WIDE_ONLY or CATALOGUE[op].dtype_error(np.dtype(dtype), plat) is None))
     out = []
-    for _ in range(draw(st.integers(0, n_max))):
+    for _ in range(draw(st.integers(0, n_max)) if names else 0):   # (A2A3 has no int8 vector op)
         op = draw(st.sampled_from(names))
         kind = OPS[op][0]
         if kind == "s":
@@ -167,8 +174,8 @@ def kernel_specs(draw, mutate: "bool | None" = None, platforms=PLATFORMS, protoc
             flag_id=flag_id, peers=peers, split_c2v=split_c2v, split_v2c=split_v2c, dtype=dtype,
             M=M, K=K, N=N, tiles=draw(st.integers(1, 6)),
             lag=draw(st.integers(0, min(2, n))) if kind == "both" else 0,
-            pre=_ops(draw, 3, False) if kind != "c2v" else (),
-            post=_ops(draw, 3, True) if kind != "v2c" else (),
+            pre=_ops(draw, 3, False, DTYPES[dtype][0], platform) if kind != "c2v" else (),
+            post=_ops(draw, 3, True, DTYPES[dtype][1], platform) if kind != "v2c" else (),
             pop_addr=draw(st.booleans()), slot_extra=32 * draw(st.integers(0, 2)),
             pad=(draw(st.sampled_from(pad_rows)), 0 if acc_lr_ub else draw(st.sampled_from([0, 0, 8]))),
             mixed=M >= 4 and mixed and draw(st.booleans()), alt=alt and draw(st.booleans()),

@@ -90,7 +90,7 @@ def k_unknown_dtype_gt(x):
 @pytest.mark.parametrize("kernel, marker, text", [
     (k_tassign_float, "# FLOAT-ADDR", "TASSIGN address 32.5 of Vec tile float32 1x8 is not a byte address"),
     (k_tassign_gt_int, "# GT-INT", "needs a GM pointer, got 256"),
-    (k_tassign_gt_dtype, "# GT-DTYPE", "to a int32 pointer: the element types differ"),
+    (k_tassign_gt_dtype, "# GT-DTYPE", "to an int32 pointer: the element types differ"),
     (k_setvalid_big, "# VALID-BIG", "SetValid(5, 8) on Vec tile float32 4x8"),
     (k_setvalid_negative, "# VALID-NEG", "SetValid(4, -1)"),
     (k_unknown_dtype, "# BAD-DTYPE", "unknown element type 'f33'"),

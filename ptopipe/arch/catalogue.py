@@ -41,6 +41,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .vocab import CmpMode, MaskPattern, PadValue, PipeUnit, PlatformID, TileLayout, TileType
+from ..errors import with_article
 
 ANY, FLOAT, INT = "any", "float", "int"      # dtype rules (or a Types: per platform)
 _INT_KINDS = "iub"                           # numpy kinds of integer (and bool) dtypes
@@ -132,6 +133,14 @@ class OpDef:
                 fix += f" ({platform_label(other)} takes {d.name})"
             return f"{self.name} takes {_names(ok)} tiles{on}, not {d.name}", fix
         return None
+
+    @property
+    def float_only(self) -> bool:
+        """The op takes float tiles only, on every platform (and takes some)."""
+        if self.dtypes == FLOAT:
+            return True
+        ds = self.dtypes.on(None) if isinstance(self.dtypes, Types) else ()
+        return bool(ds) and all(d.kind not in _INT_KINDS for d in ds)
 
     def allowed(self) -> "tuple | None":
         """Per PlatformID, the set of the catalogue's tile dtypes this op takes (None: any) -
@@ -898,7 +907,28 @@ _SHIFT = types("i8 u8 i16 i32 u32", a5="+ i64")          # TSHL/TSHR
 _SHIFTS = types("i16 i32 u32", a5="i8 u8 i16 i32 u32 i64")   # TSHLS/TSHRS
 _REM = types("f32 i32", a5="f16 f32 i16 i32 u32 i64")    # TREM/TREMS
 _B32 = types("i8 u8 i16 i32 u32 f16 bf16 f32", a5="+ i64")   # b8/b16/b32 (A5: b64) copies
-_COLX = types("f16 f32 i16 i32", a5="+ u32 bf16 i8 u8")  # TCOLEXPAND*/TROWEXPANDMAX/MIN
+_COLX = types("f16 f32 i16 i32", a5="+ u32 bf16 i8 u8")  # TCOLEXPAND*/TROWEXPANDADD/SUB/MUL/MAX/MIN
+# The element-wise, unary and reduction families, from pto-isa's static_asserts (include/pto/npu/
+# <platform>/<header>:<line>).  Integer forms pto-isa has but ptopipe leaves out: TDIV (A5), TDIVS /
+# TRECIP (both platforms) and TROWEXPANDDIV (A5) take integers there; ptopipe divides floats only.
+#: TADD/TSUB/TMAX/TMIN and their scalar forms: a2a3 TAdd.hpp:62, TSub.hpp:61, TMax.hpp:61,
+#: TMin.hpp:62, TAddS.hpp:52, TSubS.hpp:52, TMaxS.hpp:53, TMins.hpp:52 (no bf16 on A2A3);
+#: a5 TAdd.hpp:60, TSub.hpp:59, TMax.hpp:59, TMin.hpp:59, TAddS.hpp:57, TSubS.hpp:57,
+#: TMaxs.hpp:57, TMins.hpp:57
+_ARITH = types("f16 f32 i16 i32", a5="+ i8 u8 u32 i64 bf16")
+#: TMUL/TMULS and TNEG (TMULS by -1): a2a3 TMul.hpp:61, TMulS.hpp:52; a5 TMul.hpp:59,
+#: TMulS.hpp:57 (no 8-bit integers)
+_MULT = types("f16 f32 i16 i32", a5="+ u32 i64 bf16")
+#: TDIV/TDIVS and TRECIP (TDIVS of 1): a2a3 TDiv.hpp:58, TDivS.hpp:220; a5 TDiv.hpp:67,
+#: TDivS.hpp:138 (no bf16 on either)
+_FDIV = types("f16 f32")
+#: TEXP/TLOG/TSQRT/TRSQRT (A2A3 also TABS): a2a3 TUnaryOp.hpp:265; a5 TUnaryOp.hpp:149, TRsqrt.hpp:194
+_UNARY_F = types("f16 f32")
+#: TROWMAX/TROWMIN: a2a3 TRowReduceOps.hpp:197; a5 TRowReduce.hpp:365, :420 (TROWSUM, a5
+#: TRowReduce.hpp:393, takes no 8-bit integers)
+_ROWMM = types("f16 f32 i16 i32", a5="+ i8 u8")
+#: TCOLSUM/TCOLMAX/TCOLMIN: a2a3 TColSum.hpp:102, TColReduceOps.hpp:87; a5 TColReduceOps.hpp:31
+_COLRED = _ARITH
 _ROWARG = types("f16 f32 i16 i32", a5="f16 bf16 f32 i16 i32 u32")   # TROWARGMAX/MIN sources
 _PART = types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32")   # TPARTADD/MAX/MIN
 _CAT = types("i8 u8 i16 i32 u32 f16 bf16 f32")          # TCONCAT/TTRANS/TFILLPAD: b8/b16/b32
@@ -969,37 +999,37 @@ _DEFS = (
     OpDef("TGEMV_BIAS", "matmul_bias", _M, doc="one row a @ b + bias (TGEMV_BIAS)"),
     OpDef("TGEMV_MX", "matmul_mx", _M, matmul_mx, _MX,
           doc="TMATMUL_MX with one row (TGEMV_MX, its acc and bias forms; .pto pto.tgemv.mx*)"),
-    OpDef("TADD", "binary", _V, np.add, cost=_S2, dsl="add"),
-    OpDef("TSUB", "binary", _V, np.subtract, cost=_S2, dsl="sub"),
-    OpDef("TMUL", "binary", _V, np.multiply, cost=_S2, dsl="mul"),
-    OpDef("TDIV", "binary", _V, np.divide, FLOAT, _S4, dsl="div"),
-    OpDef("TMAX", "binary", _V, np.maximum, cost=_S2, dsl="maximum"),
-    OpDef("TMIN", "binary", _V, np.minimum, cost=_S2, dsl="minimum"),
-    OpDef("TADDS", "scalar", _V, adds, cost=_S1, dsl="adds"),
-    OpDef("TSUBS", "scalar", _V, subs, cost=_S1, dsl="subs"),
-    OpDef("TMULS", "scalar", _V, muls, cost=_S1, dsl="muls"),
-    OpDef("TDIVS", "scalar", _V, divs, FLOAT, _S1, dsl="divs"),
-    OpDef("TMAXS", "scalar", _V, maxs, cost=_S1, dsl="maxs"),
-    OpDef("TMINS", "scalar", _V, mins, cost=_S1, dsl="mins"),
-    OpDef("TEXP", "unary", _V, exp, FLOAT, _E2, dsl="exp"),
-    OpDef("TLOG", "unary", _V, log, FLOAT, _E2, dsl="log"),
-    OpDef("TSQRT", "unary", _V, sqrt, FLOAT, _E2, dsl="sqrt"),
-    OpDef("TRSQRT", "unary", _V, rsqrt, FLOAT, _S1, dsl="rsqrt", tmp=True),
-    OpDef("TABS", "unary", _V, abs_, cost=_S1, dsl="abs"),
-    OpDef("TNEG", "unary", _V, neg, cost=_S1, dsl="neg"),
-    OpDef("TRELU", "unary", _V, relu, cost=_S1, dsl="relu"),
-    OpDef("TRECIP", "unary", _V, recip, FLOAT, _S2, dsl="recip"),
-    OpDef("TROWSUM", "row_reduce", _V, np.sum, cost=(7, 26, 18), dsl="row_sum", scratch=True),
-    OpDef("TROWMAX", "row_reduce", _V, np.max, cost=(7, 14, 18), dsl="row_max", scratch=True),
-    OpDef("TROWMIN", "row_reduce", _V, np.min, cost=(7, 14, 18), dsl="row_min", scratch=True),
-    OpDef("TCOLSUM", "col_reduce", _V, np.sum, cost=(7, 26, 18), dsl="col_sum", tmp=True),
-    OpDef("TCOLMAX", "col_reduce", _V, np.max, cost=(7, 14, 18), dsl="col_max"),
-    OpDef("TROWEXPANDADD", "row_expand", _V, np.add, cost=_S2, dsl="row_expand_add", tmp=True),
-    OpDef("TROWEXPANDSUB", "row_expand", _V, np.subtract, cost=_S2, dsl="row_expand_sub", tmp=True),
-    OpDef("TROWEXPANDMUL", "row_expand", _V, np.multiply, cost=_S2, dsl="row_expand_mul", tmp=True),
-    OpDef("TROWEXPANDDIV", "row_expand", _V, np.divide, FLOAT, _S4, dsl="row_expand_div", tmp=True),
+    OpDef("TADD", "binary", _V, np.add, _ARITH, _S2, dsl="add"),
+    OpDef("TSUB", "binary", _V, np.subtract, _ARITH, _S2, dsl="sub"),
+    OpDef("TMUL", "binary", _V, np.multiply, _MULT, _S2, dsl="mul"),
+    OpDef("TDIV", "binary", _V, np.divide, _FDIV, _S4, dsl="div"),
+    OpDef("TMAX", "binary", _V, np.maximum, _ARITH, _S2, dsl="maximum"),
+    OpDef("TMIN", "binary", _V, np.minimum, _ARITH, _S2, dsl="minimum"),
+    OpDef("TADDS", "scalar", _V, adds, _ARITH, _S1, dsl="adds"),
+    OpDef("TSUBS", "scalar", _V, subs, _ARITH, _S1, dsl="subs"),
+    OpDef("TMULS", "scalar", _V, muls, _MULT, _S1, dsl="muls"),
+    OpDef("TDIVS", "scalar", _V, divs, _FDIV, _S1, dsl="divs"),
+    OpDef("TMAXS", "scalar", _V, maxs, _ARITH, _S1, dsl="maxs"),
+    OpDef("TMINS", "scalar", _V, mins, _ARITH, _S1, dsl="mins"),
+    OpDef("TEXP", "unary", _V, exp, _UNARY_F, _E2, dsl="exp"),
+    OpDef("TLOG", "unary", _V, log, _UNARY_F, _E2, dsl="log"),
+    OpDef("TSQRT", "unary", _V, sqrt, _UNARY_F, _E2, dsl="sqrt"),
+    OpDef("TRSQRT", "unary", _V, rsqrt, _UNARY_F, _S1, dsl="rsqrt", tmp=True),
+    OpDef("TABS", "unary", _V, abs_, types("f16 f32", a5="+ i8 i16 i32"), _S1, dsl="abs"),
+    OpDef("TNEG", "unary", _V, neg, _MULT, _S1, dsl="neg"),
+    OpDef("TRELU", "unary", _V, relu, types("f16 f32 i32"), _S1, dsl="relu"),
+    OpDef("TRECIP", "unary", _V, recip, _FDIV, _S2, dsl="recip"),
+    OpDef("TROWSUM", "row_reduce", _V, np.sum, types("f16 f32 i16 i32"), (7, 26, 18), dsl="row_sum", scratch=True),
+    OpDef("TROWMAX", "row_reduce", _V, np.max, _ROWMM, (7, 14, 18), dsl="row_max", scratch=True),
+    OpDef("TROWMIN", "row_reduce", _V, np.min, _ROWMM, (7, 14, 18), dsl="row_min", scratch=True),
+    OpDef("TCOLSUM", "col_reduce", _V, np.sum, _COLRED, (7, 26, 18), dsl="col_sum", tmp=True),
+    OpDef("TCOLMAX", "col_reduce", _V, np.max, _COLRED, (7, 14, 18), dsl="col_max"),
+    OpDef("TROWEXPANDADD", "row_expand", _V, np.add, _COLX, _S2, dsl="row_expand_add", tmp=True),
+    OpDef("TROWEXPANDSUB", "row_expand", _V, np.subtract, _COLX, _S2, dsl="row_expand_sub", tmp=True),
+    OpDef("TROWEXPANDMUL", "row_expand", _V, np.multiply, _COLX, _S2, dsl="row_expand_mul", tmp=True),
+    OpDef("TROWEXPANDDIV", "row_expand", _V, np.divide, types("f16 f32", a5="+ bf16"), _S4, dsl="row_expand_div", tmp=True),
     OpDef("TROWEXPAND", "row_bcast", _V, cost=_S1, dsl="row_expand", doc="dst[i, :] = src[i, 0] (TROWEXPAND)"),
-    OpDef("TEXPANDS", "fill", _V, cost=_S1, dsl="full",
+    OpDef("TEXPANDS", "fill", _V, dtypes=_B32, cost=_S1, dsl="full",
           doc="a Vec tile filled with a scalar (TEXPANDS)"),
     OpDef("TCVT", "convert", _V, cost=_S2, dsl="cast", doc="dtype conversion (TCVT)"),
     OpDef("TPACK", "convert", _V, cost=_S2, doc="element-wise static_cast into a narrower type"),
@@ -1058,7 +1088,7 @@ _DEFS = (
     OpDef("TCOLEXPANDMIN", "col_expand", _V, np.minimum, _COLX, _S2, dsl="col_expand_min"),
     OpDef("TROWEXPANDMAX", "row_expand", _V, np.maximum, _COLX, _S2, dsl="row_expand_max", tmp=True),
     OpDef("TROWEXPANDMIN", "row_expand", _V, np.minimum, _COLX, _S2, dsl="row_expand_min", tmp=True),
-    OpDef("TCOLMIN", "col_reduce", _V, np.min, types("f16 f32 i16 i32", a5="+ i8 u8 u32 i64 bf16"),
+    OpDef("TCOLMIN", "col_reduce", _V, np.min, _COLRED,
           (7, 14, 18), dsl="col_min"),
     OpDef("TROWPROD", "row_reduce", _V, _prod, types("f16 f32 i16 i32"), (7, 14, 18),
           dsl="row_prod", scratch=True),
@@ -1230,7 +1260,7 @@ def move_layout_error(op: str, loc: TileType, platform: PlatformID, gm: TileLayo
     if (gm, tile) in pairs:
         return None
     ways = ", ".join(f"{t.name}{'<-' if op == 'TLOAD' else '->'}{g.name}" for g, t in pairs)
-    return (f"pto-isa's {op} of a {loc.value} tile{' of 64-bit elements' if b64 else ''} on "
+    return (f"pto-isa's {op} of {with_article(loc.value)} tile{' of 64-bit elements' if b64 else ''} on "
             f"{plat} moves only {ways} (tile{'<-' if op == 'TLOAD' else '->'}GM; "
             "it refuses the file at compile time)")
 

@@ -35,6 +35,12 @@ class Platform:
     ring_in_gm: bool = True                          # A2A3: GM; A5: consumer UB/L1
     gm_directions: bool = False                      # *_GM directions (A5 only)
     cross_core_latency: int = 220                    # cycles for a SET to reach the peer
+    # pto-isa's TMP_UB_OFFSET (include/pto/common/constants.hpp:30: 184 KiB, TMP_UB_SIZE 8 KiB):
+    # UB from here to its end is the implicit scratch A2A3's TROWEXPAND* with a column-major
+    # [M, 1] operand (a2a3/TRowExpandBinOp.hpp:208) and TEXTRACT's ND -> NZ widening
+    # (a2a3/TExtract.hpp:348) overwrite, so the compiler places no Vec tile there (pypto caps
+    # Vec UB at it too: src/backend/common/soc.cpp:139).  None: no such scratch (A5).
+    ub_scratch_base: int | None = None
     clock_ghz: float = 1.85
     costs: CostTable = field(default_factory=CostTable)
     # the device compiler's target (bisheng's --cce-aicore-arch=dav-c220-cube / -vec: pto-isa's
@@ -60,6 +66,14 @@ class Platform:
     def mem_size(self, space: MemSpace) -> int:
         return self.mem_sizes[space]
 
+    def tile_space(self, space: MemSpace) -> int:
+        """The bytes of ``space`` the compiler places tiles in: all of it, but UB below
+        pto-isa's implicit scratch (``ub_scratch_base``) where the platform has one."""
+        have = self.mem_sizes[space]
+        if space is MemSpace.UB and self.ub_scratch_base is not None:
+            return min(have, self.ub_scratch_base)
+        return have
+
     def slot_num_for(self, bidirectional: bool) -> int:
         return self.slot_num_bidirectional if bidirectional else self.slot_num_unidirectional
 
@@ -73,6 +87,7 @@ A2A3 = Platform(
     ring_in_gm=True,
     gm_directions=False,
     max_fifo_depth=8,
+    ub_scratch_base=184 * KiB,
 )
 
 A5 = Platform(

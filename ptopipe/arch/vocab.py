@@ -9,6 +9,7 @@ importing ``isa``."""
 from __future__ import annotations
 
 from enum import Enum, IntEnum
+from ..errors import with_article
 
 #: every local buffer and ring slot is aligned to this many bytes (``Platform.alignment``
 #: defaults to it; layers that know no platform, such as the IR verifier, use it directly)
@@ -206,7 +207,7 @@ def tile_shape_error(loc: TileType, layout: TileLayout, rows: int, cols: int, it
     if layout is TileLayout.DN:
         return (f"a column-major (DN) tile's column is Rows x {itemsize} = {rows * itemsize} bytes, not a "
                 f"multiple of {ALIGNMENT}")
-    return (f"a {layout.name} tile is whole {br}x{bc} fractals: Cols a multiple of {bc}"
+    return (f"{with_article(layout.name)} tile is whole {br}x{bc} fractals: Cols a multiple of {bc}"
             + ("" if loc is TileType.Vec else f", Rows of {br} (or 1)"))
 
 

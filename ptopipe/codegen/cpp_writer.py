@@ -35,6 +35,7 @@ from ..ir.vocab import FunctionKind
 from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ProgramOp, ReturnOp
 from . import cpp_types as T
 from .cpp_kernel import KernelWriter, err, params
+from ..errors import with_article
 
 PRELUDE = """#include <pto/pto-inst.hpp>
 
@@ -94,7 +95,7 @@ def write_cpp(program_op, platform=None, protocol: str | None = None) -> str:
         elif kind is FunctionKind.Group:
             out.append(_group(f, kinds))
         else:
-            raise err(f"function {f.sym_name!r} is a {kind.value} function: only "
+            raise err(f"function {f.sym_name!r} is {with_article(kind.value)} function: only "
                       "AIC, AIV and Group functions have pto-isa C++", f,
                       "compile the program (ExpandMixedKernel splits mixed functions)")
     return "\n".join(out)

@@ -15,6 +15,7 @@ from ..ir.types import BOOL, BufferType, ScalarType, TensorType, TileValueType, 
 from ..ir.opdefs import CallOp, ConstOp, CopyOp, GetSubblockIdOp, IfOp, YieldOp
 from .pto_syntax import (ARITH_OF, CMP_OF, DATA_LANE_MARK, FLOATS, INT_DTYPES, LOGIC, MLIR_DTYPE,
                          float_of_literal, ptr_type)
+from ..errors import with_article
 
 _SYM = {v: k for k, v in SCALAR_BINOPS.items()}
 _USYM = {v: k for k, v in SCALAR_UNOPS.items()}
@@ -80,7 +81,7 @@ def read(r, fs, tok, want=None):
         for s in fs.scopes[d + 1:]:
             s.outer_reads.add(tok.text)
     if want == "tile" and not isinstance(b.type, TileValueType):
-        raise r.c.error(f"{tok.text} is a {describe(b.type)}, not a tile", tok)
+        raise r.c.error(f"{tok.text} is {with_article(describe(b.type))}, not a tile", tok)
     return b
 
 
@@ -91,7 +92,7 @@ def write(r, fs, tok, value) -> None:
     if not isinstance(old, TileValueType):
         raise r.c.error(f"{tok.text} is not a tile buffer (outs(...) takes pto.alloc_tile results)", tok)
     if not same_tile(old, value.type):
-        raise r.c.error(f"type mismatch: {tok.text} is a {describe(old)} but the op writes a "
+        raise r.c.error(f"type mismatch: {tok.text} is {with_article(describe(old))} but the op writes a "
                         f"{describe(value.type)}", tok)
     cur = len(fs.scopes) - 1
     for s in fs.scopes[d + 1:]:
@@ -143,7 +144,7 @@ def _check_type(r, tok, v, pt):
          (pt.kind in ("view", "ptr") and isinstance(v.type, TensorType) and v.type.dtype == pt.dtype) or \
          (pt.kind == "scalar" and isinstance(v.type, BufferType) and pt.dtype == "i32")
     if not ok:
-        raise r.c.error(f"type mismatch: {tok.text} is a {describe(v.type)}, the op says "
+        raise r.c.error(f"type mismatch: {tok.text} is {with_article(describe(v.type))}, the op says "
                         f"{pt.ir if pt.ir is not None else pt.dtype}", tok)
 
 
@@ -235,7 +236,7 @@ def h_arith(r, fs, opt, results, loc):
         return
     for t, x in zip(toks, xs):
         if not isinstance(x.type, ScalarType):
-            raise c.error(f"{t.text} is a {describe(x.type)}, not a scalar", t)
+            raise c.error(f"{t.text} is {with_article(describe(x.type))}, not a scalar", t)
     if pred is not None:
         k = pred
     elif opt.text in LOGIC.values() and xs[0].type == BOOL:
@@ -297,12 +298,12 @@ def h_select(r, fs, opt, results, loc):
         return
     cond, a, b = [read(r, fs, t) for t in toks]
     if cond.type != BOOL:
-        raise c.error(f"{toks[0].text} is a {describe(cond.type)}, not an i1 condition", toks[0])
+        raise c.error(f"{toks[0].text} is {with_article(describe(cond.type))}, not an i1 condition", toks[0])
     if declared.kind != "scalar":
         raise c.error("arith.select of tiles or tensors is not read: give a scalar type", tt)
     for t, x in zip(toks[1:], (a, b)):
         if not isinstance(x.type, ScalarType) or x.type.dtype != declared.dtype:
-            raise c.error(f"type mismatch: {t.text} is a {describe(x.type)}, the op says "
+            raise c.error(f"type mismatch: {t.text} is {with_article(describe(x.type))}, the op says "
                           f"{declared.dtype}", t)
     blocks = [Block(), Block()]
     for blk, v in zip(blocks, (a, b)):
@@ -387,7 +388,7 @@ def h_index_cast(r, fs, opt, results, loc):
     if src.kind != "scalar" or dst.kind != "scalar" or dst.dtype != "index" \
             or not (isinstance(x.type, ScalarType) and x.type.dtype in INT_DTYPES):
         raise c.error(f"arith.index_cast: ptopipe reads only a cast to index of an integer value "
-                      f"({t.text} is a {describe(x.type)})", opt)
+                      f"({t.text} is {with_article(describe(x.type))})", opt)
     if x.type.dtype not in ("index", src.dtype):
         raise c.error(f"arith.index_cast: {t.text} is {MLIR_DTYPE[x.type.dtype]} but the cast says "
                       f"{MLIR_DTYPE.get(src.dtype, src.dtype)}", opt,

@@ -20,6 +20,7 @@ from ..ir.types import INDEX, MemorySpace, ScalarType, TileValueType, describe
 from ..ir.opdefs import CreateOp, ForOp, IfOp, YieldOp
 from .pto_ops import (DataLane, RowView, Scope, Unwritten, _check_results, _check_type, _depth, _hint, emit,
                       lookup, read, write)
+from ..errors import with_article
 
 
 def _region_end(r, fs, scope, n_results, opt):
@@ -163,7 +164,7 @@ def h_if(r, fs, opt, results, loc):
     for b in blocks:
         for t, y in zip(irt, b.last.operands):
             if t != y.type:
-                raise c.error(f"type mismatch: scf.yield gives a {describe(y.type)} for a "
+                raise c.error(f"type mismatch: scf.yield gives {with_article(describe(y.type))} for a "
                               f"{describe(t)} result of scf.if", opt)
     for (rt, name), v in zip(results, op.results):
         r.define(fs, rt, name, v)

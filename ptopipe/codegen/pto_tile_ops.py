@@ -16,6 +16,7 @@ from .pto_ops import (RowView, Unwritten, _check_results, _check_type, _hint, em
                       same_tile, write)
 from .pto_syntax import (CARRY, EVENT_IDS, SYNC_OP_PIPE, INT_DTYPES, ISA_ATTR_SPELLING, INT_SCALAR_OPERAND, IR_OP_OF_PTO, NAMED_COPY,
                          PIPES, SCRATCH_A2A3_ONLY, SCRATCH_OPTIONAL, SCRATCH_REQUIRED, a5_scratch_refusal)
+from ..errors import with_article
 
 
 class View:
@@ -115,7 +116,7 @@ def _tensor_of(r, fs, tok):
         return b.tensor
     v = read(r, fs, tok)
     if not isinstance(v.type, TensorType):
-        raise r.c.error(f"{tok.text} is a {describe(v.type)}, not a tensor view", tok)
+        raise r.c.error(f"{tok.text} is {with_article(describe(v.type))}, not a tensor view", tok)
     return v
 
 
@@ -205,7 +206,7 @@ def _outs_tile(r, fs, outs, opt):
     _, b = lookup(r, fs, tok)
     have = b.type if hasattr(b, "type") else None
     if have != pt.ir:
-        raise r.c.error(f"type mismatch: {tok.text} is a {describe(have) if have else 'view'}, "
+        raise r.c.error(f"type mismatch: {tok.text} is {with_article(describe(have) if have else 'view')}, "
                         f"the op says {describe(pt.ir)}", tok)
     return tok, pt.ir
 
@@ -268,7 +269,7 @@ def h_treshape(r, fs, opt, results, loc):
                       "`ptopipe run` / `ptopipe check` run the file with buffer semantics")
     _, b = lookup(r, fs, st)
     if getattr(b, "type", None) != src.ir:
-        raise c.error(f"type mismatch: {st.text} is a {describe(b.type) if hasattr(b, 'type') else 'view'}, "
+        raise c.error(f"type mismatch: {st.text} is {with_article(describe(b.type) if hasattr(b, 'type') else 'view')}, "
                       f"the op says {describe(src.ir)}", st)
     rt, name = results[0]
     r.define(fs, rt, name, RowView(st, src))
@@ -356,7 +357,7 @@ def _marked_move(r, fs, opt, ins, outs, marks, loc):
     _check_type(r, t, v, pt)
     tok, out = _outs_tile(r, fs, outs, opt)
     if not same_tile(v.type, out):
-        raise c.error(f"{opt.text} {{{next(iter(marks))}}} of a {describe(v.type)} into a "
+        raise c.error(f"{opt.text} {{{next(iter(marks))}}} of {with_article(describe(v.type))} into a "
                       f"{describe(out)}: a carried value keeps its type", tok)
     if CARRY in marks:
         write(r, fs, tok, v)

@@ -48,6 +48,7 @@ from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, C
                          INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
                          ptr_type, tile_buf)
+from ..errors import with_article
 
 _IND = "  "
 FORM_OF_DSL = {d.dsl: d.form for d in CATALOGUE.values() if d.dsl}
@@ -192,7 +193,7 @@ class _Writer:
         elif kind in KIND_NAMES:
             attrs, vis = f"pto.kernel_kind = #pto.kernel_kind<{KIND_NAMES[kind]}>", "private "
         else:
-            raise _err(f"function {f.sym_name!r} is a {kind.value} function; "
+            raise _err(f"function {f.sym_name!r} is {with_article(kind.value)} function; "
                        "PTO-AS has cube and vector kernels and their entry", f,
                        "compile the program first (ptopipe compile), which splits mixed functions")
         split = f.split
@@ -430,7 +431,7 @@ class _Writer:
             self.on_data_lane(st, ind, lambda i: self.named_copy(op, st, i))
         elif cls is CopyOp:
             x = op.source
-            self.note(op, f"a named copy of a {x.type} value is ptopipe.copy, ptopipe's own op")
+            self.note(op, f"a named copy of {with_article(x.type)} value is ptopipe.copy, ptopipe's own op")
             self.line(ind, f"{st.bind(op.out)} = ptopipe.copy {st[x]} : {self.ty(x.type)}")
         elif cls in (LoadOp, StoreOp):
             self.on_data_lane(st, ind, lambda i: self.load_store(op, st, i))

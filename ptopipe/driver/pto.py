@@ -19,6 +19,7 @@ from ..arch.platform import platform_name
 from ..codegen.pto_exec.types import check_input_fits
 from ..errors import ConfigError, ParseError, refuse_unknown_parameters
 from ..ir.types import TensorType, np_dtype
+from ..errors import with_article
 
 
 def _entry_params(op):
@@ -132,13 +133,13 @@ def _scalar(name: str, t, v):
                           where="option --input", fix="save a 0-d array: np.save(f, np.array(value))")
     if dt == "index" or (dt or "").startswith(("i", "u")):
         if v.dtype.kind not in "iu":
-            raise ConfigError(f"--input {name}: a {v.dtype} value {v.item()!r} for the {dt} parameter "
+            raise ConfigError(f"--input {name}: {with_article(v.dtype)} value {v.item()!r} for the {dt} parameter "
                               f"{name!r}", where="option --input",
                               fix=f"give an integer: --input {name}=3 (or a .npy of one)")
         info = np.iinfo(np.int64 if dt == "index" else np_dtype(dt))
         check_input_fits(name, int(v.item()), dt, int(info.min), int(info.max))
     elif v.dtype.kind not in "iuf":
-        raise ConfigError(f"--input {name}: a {v.dtype} value for the {dt} parameter {name!r}",
+        raise ConfigError(f"--input {name}: {with_article(v.dtype)} value for the {dt} parameter {name!r}",
                           where="option --input", fix=f"give a number: --input {name}=1.5 (or a .npy of one)")
     return v.item()
 

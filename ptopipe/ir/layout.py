@@ -352,13 +352,21 @@ def reserve_fit_problem(name: str, base: int, size: int, owner: str, space: str,
 
 
 def tiles_fit_problem(fn_name: str, space: str, peak: int, owner: str,
-                      have: int) -> tuple | None:
+                      have: int, usable: int | None = None) -> tuple | None:
     """``(what, details, fix)`` when the tiles of ``fn_name`` live at one time (the
-    allocator's ``peak`` in ``space``) overrun ``owner``'s ``have`` bytes, else None."""
-    if peak <= have:
+    allocator's ``peak`` in ``space``) overrun ``owner``'s ``have`` bytes - or the ``usable``
+    bytes below pto-isa's implicit UB scratch (``Platform.tile_space``) - else None."""
+    limit = have if usable is None else min(have, usable)
+    if peak <= limit:
         return None
+    fix = ("use smaller tiles, or keep fewer of them live at once (a tile's memory is reused "
+           "after its last read)")
+    if limit < have:
+        return (f"the tiles of {fn_name} need {peak} bytes of {space} at their peak but {owner} keeps "
+                f"Vec tiles below {limit:#x} ({limit} of its {have} bytes)",
+                f"pto-isa uses {space}[{limit:#x}, {have:#x}) as the scratch of TROWEXPAND* with a "
+                f"column-major [M, 1] operand and of TEXTRACT (TMP_UB_OFFSET); a tile there is "
+                f"silently corrupted (overflow by {peak - limit} bytes)", fix)
     return (f"the tiles of {fn_name} need {peak} bytes of {space} at their peak but {owner} has "
             f"{have} bytes",
-            f"tiles live at the same time cannot share memory (overflow by {peak - have} bytes)",
-            "use smaller tiles, or keep fewer of them live at once (a tile's memory is reused "
-            "after its last read)")
+            f"tiles live at the same time cannot share memory (overflow by {peak - have} bytes)", fix)

@@ -30,6 +30,7 @@ from .opdefs import (CROSS_CORE_OPS, INITIALIZE_PIPE, OPDEFS, FuncOp, ImportPeer
                      ReserveBufferOp)
 from .ops import C2V, V2C, Ring
 from .types import MemorySpace, TileValueType, describe
+from ..errors import with_article
 
 
 class _Ctx:
@@ -64,10 +65,10 @@ def _check_space(ctx: _Ctx, v, op) -> None:
     if t.__class__ is not TileValueType or t.space not in _NOT_ON_CORE.get(ctx.kind, ()):
         return
     if ctx.kind is FunctionKind.AIV:
-        raise ctx.error(f"{_vname(v)} is a {describe(t)} in Vector function {ctx.func}; a Vector core "
+        raise ctx.error(f"{_vname(v)} is {with_article(describe(t))} in Vector function {ctx.func}; a Vector core "
                         "has only UB (Vec tiles)", op,
                         "do Cube work (Mat/Left/Right/Acc tiles) in the AIC function")
-    raise ctx.error(f"{_vname(v)} is a {describe(t)} in Cube function {ctx.func}; the Cube core has "
+    raise ctx.error(f"{_vname(v)} is {with_article(describe(t))} in Cube function {ctx.func}; the Cube core has "
                     "no UB", op, "do Vector work (Vec tiles) in the AIV function")
 
 

@@ -36,6 +36,7 @@ from .ops import (CARRIES, INIT_DIRS, NO_TILE, OPS, REQUIRED, RING, Axes, ConstA
 from .ops import register as register_spec
 from .types import (BOOL, INDEX, NONE, BufferType, MemorySpace, NoneType, ScalarType,
                     TensorType, TileValueType, describe)
+from ..errors import with_article
 
 #: scalar operator (DSL spelling) -> arith op name suffix
 SCALAR_BINOPS = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod", "/": "div",
@@ -156,7 +157,7 @@ def _v_func(op, ctx):
         raise ctx.error(f"pl.func kind must be a function kind, got {op.kind!r}", op)
     for a in _single_block(op, ctx, 0).args:
         if not isinstance(a.type, (TensorType, ScalarType)):
-            raise ctx.error(f"parameter %{a.name or a.index} is a {describe(a.type)}", op,
+            raise ctx.error(f"parameter %{a.name or a.index} is {with_article(describe(a.type))}", op,
                             "kernel parameters are GM tensors or scalars")
 
 
@@ -186,13 +187,13 @@ def _v_for(op, ctx):
                         f"{3 + n} operand(s), got {len(op.operands)}", op)
     for what, v in zip(("start", "stop", "step"), op.operands):
         if not isinstance(v.type, ScalarType):
-            raise ctx.error(f"loop {what} is a {describe(v.type)}", op, "loop bounds are scalars")
+            raise ctx.error(f"loop {what} is {with_article(describe(v.type))}", op, "loop bounds are scalars")
     body = _single_block(op, ctx, 0)
     if len(body.args) != 1 + n:
         raise ctx.error(f"the body of pl.for takes the loop variable and {n} loop-carried "
                         f"value(s): {1 + n} block argument(s), got {len(body.args)}", op)
     if not isinstance(body.args[0].type, ScalarType):
-        raise ctx.error(f"the loop variable is a {describe(body.args[0].type)}", op)
+        raise ctx.error(f"the loop variable is {with_article(describe(body.args[0].type))}", op)
     for i, (init, arg, res) in enumerate(zip(op.operands[3:], body.args[1:], op.results)):
         # (``is`` first: see _check_yield; a type equals itself)
         t = arg.type
@@ -206,7 +207,7 @@ def _v_for(op, ctx):
 def _v_if(op, ctx):
     _shape(op, ctx, 1, None, 2)
     if not isinstance(op.cond.type, ScalarType):
-        raise ctx.error(f"if condition is a {describe(op.cond.type)}", op)
+        raise ctx.error(f"if condition is {with_article(describe(op.cond.type))}", op)
     for r, what in ((0, "then region"), (1, "else region")):
         b = _single_block(op, ctx, r)
         if b.args:
@@ -253,7 +254,7 @@ def _v_const(op, ctx):
 def _v_copy(op, ctx):
     _shape(op, ctx, 1, 1, 0)
     if op.source.type != op.out.type:
-        raise ctx.error(f"pl.copy of a {describe(op.source.type)} yields "
+        raise ctx.error(f"pl.copy of {with_article(describe(op.source.type))} yields "
                         f"{describe(op.out.type)}", op)
 
 
@@ -262,7 +263,7 @@ def _arith(sym, unary):
         _shape(op, ctx, 1 if unary else 2, 1, 0)
         for v in op.operands:
             if not isinstance(v.type, ScalarType):
-                raise ctx.error(f"operator {sym} on a {describe(v.type)}", op,
+                raise ctx.error(f"operator {sym} on {with_article(describe(v.type))}", op,
                                 "use pl ops (pl.add, pl.adds, ...) on tiles")
         ts = [v.type for v in op.operands]
         want = unary_result_type(sym, ts[0]) if unary else scalar_result_type(sym, *ts)
@@ -680,7 +681,7 @@ class OpClass(Operation, metaclass=_OpMeta):
         for f in ops_:
             for v in (f.get(op) if f.kind == "values" else (f.get(op),)):
                 if not _accepts(f.types, v.type):
-                    raise ctx.error(f"{op.name} operand '{f.key}' is a {describe(v.type)}", op)
+                    raise ctx.error(f"{op.name} operand '{f.key}' is {with_article(describe(v.type))}", op)
         for f in res:
             if not _accepts(f.types, f.__get__(op).type):
                 raise ctx.error(f"{op.name} result '{f.attr}' is a "
@@ -971,7 +972,7 @@ def _core_tile(kind, t, role, p):
     else:
         return
     if t.space is not want:
-        raise OpError(f"{'TPUSH' if role == 'producer' else 'TPOP'} on a {kind.value.upper()} "
+        raise OpError(f"{'TPUSH' if role == 'producer' else 'TPOP'} on {with_article(kind.value.upper())} "
                       f"function {'pushes' if role == 'producer' else 'pops'} {want.value} tiles, "
                       f"not {describe(t)}",
                       "Cube pushes its Acc result (C2V) and pops Mat tiles (V2C); Vector pushes "
@@ -1186,7 +1187,7 @@ class ReserveBufferOp(OpClass):
         if ctx.func is not None:
             want = RING_SPACE_OF_KIND.get(ctx.kind)
             if want is not None and op.memory_space != want:
-                raise ctx.error(f"reserve_buffer in a {ctx.kind.value} function lives in "
+                raise ctx.error(f"reserve_buffer in {with_article(ctx.kind.value)} function lives in "
                                 f"{want}, not {op.memory_space}", op)
             first = next(o for o in op.parent if o.is_a(ReserveBufferOp)
                          and o.buffer_name == op.buffer_name)

@@ -27,6 +27,7 @@ from ..arch.vocab import CmpMode, Direction, TileLayout, TileSplitAxis
 from .vocab import FunctionKind
 from .types import (BOOL, FLOAT_DTYPES, INDEX, NONE, TILE_SPACES, BufferType, MemorySpace,
                     ScalarType, TensorType, TileValueType, Type, accum_dtype, describe, np_dtype)
+from ..errors import with_article
 
 REQUIRED = object()
 
@@ -251,8 +252,8 @@ def _tile(args, p, spaces=None) -> TileValueType:
         fix = (_ACC_FROM if spaces == (MemorySpace.Acc,) else
                f"move it first, e.g. pl.move(x, space=pl.{spaces[0].value})")
         want = " or ".join(s.value for s in spaces)
-        raise OpError(f"'{p}' is a {describe(t)}; this op needs {'an' if want[0] in 'AEIOU' else 'a'} "
-                      f"{want} tile", fix, p)
+        raise OpError(f"'{p}' is {with_article(describe(t))}; this op needs "
+                      f"{with_article(want)} tile", fix, p)
     return t
 
 
@@ -311,7 +312,7 @@ def _infer_dir(kind: FunctionKind, attrs, role: str) -> int:
         raise OpError(f"direction must be DIR_C2V or DIR_V2C, got {DIRS.get(d, d)}",
                       param="direction")
     if inferred is not None and d != inferred:
-        raise OpError(f"a {kind.value.upper()} function is the {role} only of "
+        raise OpError(f"{with_article(kind.value.upper())} function is the {role} only of "
                       f"{DIRS[inferred]}, not {DIRS[d]}", f"use direction=pl.{DIRS[inferred]} "
                       "or move the op to the other core's function", "direction")
     return d
@@ -326,7 +327,7 @@ def _offsets(op: str, offs) -> None:
         if not isinstance(t, ScalarType):
             raise OpError(f"{op} offsets must be scalars", param="offsets")
         if t.dtype in FLOAT_DTYPES:
-            raise OpError(f"{op}: offset {k} is a {t.dtype} scalar, but GM offsets are element "
+            raise OpError(f"{op}: offset {k} is {with_article(t.dtype)} scalar, but GM offsets are element "
                           "indices", "use // (floor division) for index arithmetic, not /", "offsets")
 
 
@@ -342,9 +343,11 @@ def _load(kind, a, at):
     _offsets("load", offs)
     for s, ts in zip(shape, t.shape):
         if s <= 0 or s > ts:
-            raise OpError(f"load: extent {s} does not fit tensor dimension {ts}", param="shape")
+            raise OpError(f"load: extent {s} does not fit tensor dimension {ts}",
+                          f"load a window within the {'x'.join(map(str, t.shape))} tensor: each extent "
+                          "from 1 up to its dimension (several loads for a larger tile)", "shape")
     if space not in LOAD_DST:
-        raise OpError(f"load into a {space.value} tile: GM loads go to Vec (UB) or Mat (L1)",
+        raise OpError(f"load into {with_article(space.value)} tile: GM loads go to Vec (UB) or Mat (L1)",
                       "load into pl.Mat, then pl.move(x, space=pl.Left)", "space")
     rows = 1
     for s in shape[:-1]:
@@ -433,7 +436,9 @@ def _mm_check(a_t, b_t):
         raise OpError(f"matmul: shapes do not chain ({a_t.shape[0]}x{a_t.shape[1]} @ "
                       f"{b_t.shape[0]}x{b_t.shape[1]})", "a is MxK, b is KxN", "b")
     if a_t.dtype != b_t.dtype:
-        raise OpError(f"matmul: a is {a_t.dtype} but b is {b_t.dtype}", param="b")
+        raise OpError(f"matmul: a is {a_t.dtype} but b is {b_t.dtype}",
+                      f"give a and b one dtype: load both as {a_t.dtype} (or both as {b_t.dtype}), or "
+                      "convert one on the Vector core with pl.cast before it crosses to the Cube", "b")
 
 
 def _matmul(kind, a, at):
@@ -625,7 +630,7 @@ def _add_deq_relu(kind, a, at):
     x = _binary(kind, a, at)
     t = _scalar(a, "scale")
     if t.dtype not in FLOAT_DTYPES and not isinstance(a["scale"], ConstArg):
-        raise OpError(f"add_deq_relu: the scale is a {t.dtype} scalar; pto-isa takes a float",
+        raise OpError(f"add_deq_relu: the scale is {with_article(t.dtype)} scalar; pto-isa takes a float",
                       "pass a float scale", "scale")
     return TileValueType(x.shape, ADD_DEQ_RELU_DTYPE, MemorySpace.Vec)
 
@@ -663,7 +668,7 @@ def _generated(what: str, p: str, one_row: bool):
     def infer(kind, a, at):
         t = _scalar(a, p)
         if t.dtype in FLOAT_DTYPES:
-            raise OpError(f"{what}: '{p}' is a {t.dtype} scalar; pto-isa takes an integer",
+            raise OpError(f"{what}: '{p}' is {with_article(t.dtype)} scalar; pto-isa takes an integer",
                           "pass an integer (use // for index arithmetic)", p)
         shape = tuple(at["shape"])
         if len(shape) != 2:
@@ -822,18 +827,29 @@ _FORM_AXES = {
 _OP_AXES = {"TPAIRREDUCESUM": _axes(_S, _MIX)}
 
 
+#: the operand forms whose catalogue op has no element-type rule of its own (moves, matmuls
+#: and conversions have their own checks)
+RULE_FREE_FORMS = ("load", "store", "move", "extract", "matmul", "matmul_acc", "convert")
+
+
+def rule_dtype(source, result):
+    """The dtype a catalogue op's element-type rule judges: its source's (operand ``a``,
+    ``source``'s type), else its result's (a fill) - the result's but for an index or
+    converted result."""
+    src = _t(source)
+    return np_dtype(src.dtype if isinstance(src, TileValueType) else result.dtype)
+
+
 def _with_rules(op, infer_fn):
-    """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on the result's dtype, which
-    is the operands' for every vector form) and, for a constant scalar operand, its value
-    rule: the same checks the instruction makes when it is issued."""
-    if op.form in ("load", "store", "move", "extract", "matmul", "matmul_acc", "convert"):
+    """``infer_fn`` plus the catalogue's dtype rule of ``op`` (on either platform: the IR
+    knows none - Validate applies the compile's platform's) and, for a constant scalar
+    operand, its value rule: the same checks the instruction makes when it is issued."""
+    if op.form in RULE_FREE_FORMS:
         return infer_fn
 
     def infer_checked(kind, a, at):
         t = infer_fn(kind, a, at)
-        # the rule is on the source's dtype (the result's but for an index or converted result)
-        src = _t(a["a"]) if "a" in a else None
-        d = np_dtype(src.dtype if isinstance(src, TileValueType) else t.dtype)
+        d = rule_dtype(a.get("a"), t)
         bad = op.dtype_error(d)
         if bad is not None:
             raise OpError(f"{op.dsl}: {bad[0]}", bad[1], "a")
@@ -938,7 +954,7 @@ def _create(kind, a, at):
     if len(shape) != 2:
         raise OpError("create: tiles are 2-D", param="shape")
     if space is not MemorySpace.Acc:
-        raise OpError(f"create makes an Acc accumulator, not a {space.value} tile: nothing but "
+        raise OpError(f"create makes an Acc accumulator, not {with_article(space.value)} tile: nothing but "
                       "pl.matmul_acc(..., init_cond=...) writes a tile in place",
                       "a Vec tile of one value is pl.full(shape, dtype, value); a Mat / Left / "
                       "Right tile comes from pl.load / pl.move", "space")

@@ -82,21 +82,28 @@ def name_rings(fn) -> None:
     passes: an op naming the reserve_buffer / import_peer_buffer that an init of ``fn`` hands
     as that direction's consumer buffer takes that init's ``id=`` (pushes and pops name
     their ring by its buffer).  An op whose buffer no init names keeps id 0; one whose
-    ``id=`` names another ring than its buffer's is a CompileError at the op."""
+    ``id=`` names another ring than its buffer's is a CompileError at the op, and so is a
+    second init handing a buffer an earlier ring of ``fn`` holds (:func:`shared_buffer_error`)."""
     by_buf = {}
     for init in fn.regions[0].blocks[0]:
-        if not init.is_a(*INITIALIZE_PIPE) or not init.pipe_id:
+        if not init.is_a(*INITIALIZE_PIPE):
             continue
-        for way in init.ways:
+        for way, ring in zip(init.ways, init.rings):
             d = getattr(init.consumer_bufs[way.name[4:]], "op", None)
-            if d is not None and d.is_a(BufferAttrOp):
-                by_buf[(way, d.buffer)] = init.pipe_id
-    if not by_buf:
+            if d is None or not d.is_a(BufferAttrOp):
+                continue
+            key = (way, d.buffer)
+            if key in by_buf and by_buf[key][1] != ring:   # (one ring set up twice: Validate's)
+                first, other = by_buf[key]
+                raise shared_buffer_error(fn.sym_name, getattr(d.buffer, "op", None), ring, init, other, first)
+            by_buf[key] = (init, ring)
+    if not any(ring[1] for _, ring in by_buf.values()):
         return
     for op in fn.walk():
         if op.is_a(TPush, TPop, TFree, TAlloc):
-            pid = by_buf.get((op.direction, op.buf))
-            if pid is None:
+            held = by_buf.get((op.direction, op.buf))
+            pid = held[1][1] if held is not None else 0
+            if not pid:
                 continue
             if op.pipe_id is None:
                 op.pipe_id = pid
@@ -125,6 +132,26 @@ def lane1_empty_pushes(f) -> frozenset:
     if not lane1_replays(f):
         return frozenset()
     return frozenset(op.tile for op in f.walk() if op.is_a(TPush) and isinstance(op.tile.type, TileValueType))
+
+
+def shared_buffer_error(func: str, buf, ring: Ring, init, other: Ring, first) -> CompileError:
+    """The finding that ``init`` of function ``func`` hands ``ring`` the buffer ``buf`` (a
+    reserve_buffer / import_peer_buffer op) that ``other``, set up by the earlier init
+    ``first``, already holds: TPUSH / TPOP / TFREE name their pipe by its buffer, so one pipe
+    is unreachable and the two rings overlap (pypto refuses a program with fewer
+    ``reserve_buffer`` calls than initialised pipe directions)."""
+    name = f"{buf.call_name} {buf.buffer_name!r}" if buf is not None else "its buffer"
+    peer = "" if buf is None else (" (and the peer's import_peer_buffer of it)" if buf.is_a(ReserveBufferOp)
+                                   else " (the consumer's reserve_buffer, imported here)")
+    return CompileError(
+        f"the {ring.label} ring is given {name}, which the {other.label} ring initialised before "
+        f"it in {func!r} already holds: TPUSH / TPOP / TFREE name their pipe by this buffer, so "
+        f"the {other.label} pipe would never be used and the two rings would overlap",
+        where=str(init.loc) if init.loc else None,
+        fix=f"give each pipe direction its own buffer: one pl.reserve_buffer of SLOT_NUM * SLOT_SIZE "
+            f"bytes per ring{peer}, passed to this init and to the {ring.label} pipe's "
+            f"TPUSH / TPOP / TFREE",
+        details=f"the {other.label} ring is initialised at {first.loc}")
 
 
 def local_slot_num(attrs, slot_num: int | None = None) -> int:

@@ -30,6 +30,7 @@ from ..sim.trace import TileArgs
 from .ops import _err, _same_dtype, _scalar_value, _sync, _tmp_tile, _valid, arr, vec_issue_n
 from .tile import TASSIGN, Tile, TileType
 from .vector import _issue, _rule, _tiles_then, _vec
+from ..errors import with_article
 
 _VEC = TileType.Vec
 
@@ -139,7 +140,7 @@ def TRESHAPE(dst: Tile, src: Tile, *events) -> Event:
     _sync(events)
     s, d = _full(core, src, "TRESHAPE source"), _full(core, dst, "TRESHAPE destination")
     if src.loc is not dst.loc:
-        raise _err(core, f"TRESHAPE from a {src.loc.value} tile to a {dst.loc.value} tile",
+        raise _err(core, f"TRESHAPE from {with_article(src.loc.value)} tile to {with_article(dst.loc.value)} tile",
                    "reshape within one tile type; TMOV moves between them")
     if src.nbytes != dst.nbytes:
         raise _err(core, f"TRESHAPE: {src.describe()} has {src.nbytes} bytes, {dst.describe()} "
@@ -314,7 +315,7 @@ def TINSERT(dst: Tile, src: Tile, index_row: int = 0, index_col: int = 0, *event
     if src.loc is TileType.Acc:
         outs = INSERT_CONVERTS[pid].get(src.dtype, ())
         if dst.dtype not in outs:
-            raise _err(core, f"TINSERT: an {src.dtype.name} accumulator does not insert into a "
+            raise _err(core, f"TINSERT: {with_article(src.dtype.name)} accumulator does not insert into a "
                              f"{dst.dtype.name} Mat tile on {platform_label(pid)}",
                        "Mat dtypes it takes: " + (", ".join(o.name for o in outs) or "none"))
     elif src.dtype != dst.dtype:
@@ -741,7 +742,7 @@ def TSUBVIEW(dst: Tile, src: Tile, row_idx: int, col_idx: int) -> None:
         raise _err(core, f"TSUBVIEW: row_idx={row_idx!r}, col_idx={col_idx!r} are not integers")
     r, c = int(row_idx), int(col_idx)
     if dst.loc is not src.loc:
-        raise _err(core, f"TSUBVIEW of a {src.loc.value} tile as a {dst.loc.value} tile",
+        raise _err(core, f"TSUBVIEW of {with_article(src.loc.value)} tile as {with_article(dst.loc.value)} tile",
                    "the view has the source's TileType")
     nd = TileLayout.ND
     if src.layout is not nd or dst.layout is not nd or dst.cols != src.cols or dst.dtype != src.dtype:

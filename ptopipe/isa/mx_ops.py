@@ -20,6 +20,7 @@ from .context import current_core
 from .events import Event, new_event
 from .ops import _err, _gemv_check, _mm_layouts, _same_shape, _sync, arr
 from .tile import TASSIGN, Tile, TileLayout, TileType
+from ..errors import with_article
 
 _NAMES = ", ".join(d.name for d in MX_INPUTS)
 
@@ -27,7 +28,7 @@ _NAMES = ", ".join(d.name for d in MX_INPUTS)
 def _scale(core, op: str, role: str, t: Tile, loc: TileType, rows: int, cols: int) -> None:
     s = arr(t, core, f"{op} {role}")
     if t.loc is not loc or t.dtype != MX_SCALE:
-        raise _err(core, f"{op}: {role} is {t.describe()}; pto-isa takes a {loc.value} tile of {MX_SCALE.name} "
+        raise _err(core, f"{op}: {role} is {t.describe()}; pto-isa takes {with_article(loc.value)} tile of {MX_SCALE.name} "
                          f"block scales (Tile{'Left' if loc is TileType.ScaleLeft else 'Right'}Scale<float8_e8m0_t, "
                          "...>)", f"declare {role} as Tile(TileType.{loc.value}, float8_e8m0, {rows}, {cols}) and TMOV "
                                   "it there from a Mat tile")
@@ -61,7 +62,7 @@ def _mx(op: str, gemv: bool):
         A, B, C = arr(a, core, f"{op} a"), arr(b, core, f"{op} b"), arr(c, core, f"{op} c")
         for t, loc, role in ((a, TileType.Left, "a"), (b, TileType.Right, "b"), (c, TileType.Acc, "c")):
             if t.loc is not loc:
-                raise _err(core, f"{op}: {role} is {t.describe()}, not a {loc.value} tile")
+                raise _err(core, f"{op}: {role} is {t.describe()}, not {with_article(loc.value)} tile")
         if a.layout is not TileLayout.NZ or b.layout is not TileLayout.ZN or c.layout is not TileLayout.NZ:
             _mm_layouts(core, op, a, b, c)
         m, k, n = A.shape[0], A.shape[1], B.shape[1]

@@ -17,8 +17,8 @@ from operator import setitem
 import ml_dtypes
 import numpy as np
 
-from ..arch import PipeUnit
-from ..arch.vocab import PlatformID, RoundMode, SaturationMode
+from ..arch import MemSpace, PipeUnit
+from ..arch.vocab import BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
                               MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, scalar_error)
@@ -73,7 +73,7 @@ def _need_loc(core, t: Tile, locs, op: str, role: str) -> None:
     if t.loc not in locs:
         raise _err(core, f"{op}: {role} is {with_article(t.loc.value)} tile; {op} needs "
                          f"{' or '.join(l.value for l in locs)}",
-                   f"use a {'/'.join(l.value for l in locs)} tile as {role}")
+                   f"use {with_article('/'.join(l.value for l in locs))} tile as {role}")
 
 
 def _same_shape(core, op: str, *pairs) -> None:
@@ -236,10 +236,10 @@ def check_move_layout(core, op: str, gm: TileLayout, t: Tile, what, via: str | N
         fix = "store the Acc tile to an ND or NZ GM tensor (its fixpipe writes those layouts)"
     else:
         fix = ((f"declare the tile {' or '.join(f'{tl.name} (blayout={tl.blayout.name}, slayout={tl.slayout.name})' for tl in fits)}"
-                if fits else f"move the tile through a {gm.name} GM tensor")
+                if fits else f"move the tile through {with_article(gm.name)} GM tensor")
                + (f" and TMOV between it and the {t.layout.name} tile" if t.loc is _VEC else "")
                + "; a move between layouts converts only where pto-isa has that path")
-    raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {'an' if gm is not TileLayout.DN else 'a'} {gm.name} GM tensor: {why}", fix)
+    raise _err(core, f"{via or op} of the {t.layout.name} tile {t.describe()} {to} {what}, {with_article(gm.name)} GM tensor: {why}", fix)
 
 
 def TLOAD(dst: Tile, src: GlobalTensor, *events) -> Event:
@@ -841,6 +841,22 @@ def _col_reduce(op):
     return with_tmp
 
 
+def _implicit_ub_scratch(core, name: str, tiles) -> None:
+    """pto-isa's A2A3 TROWEXPAND* whose per-row operand is column-major (a [M, 1] tile's
+    default DN) and that is given no tmp computes through UB[TMP_UB_OFFSET, end)
+    (a2a3/TRowExpandBinOp.hpp:208; ``Platform.ub_scratch_base``): an operand there is
+    overwritten while the op reads or writes it."""
+    plat = core.cluster.platform
+    base, end = plat.ub_scratch_base, plat.mem_size(MemSpace.UB)
+    for t in tiles:
+        if t.addr + t.nbytes > base:
+            raise _err(core, f"{name} with a column-major per-row operand computes through UB[{base:#x}, "
+                             f"{end:#x}) on {plat.name.upper()} (pto-isa's TMP_UB_OFFSET scratch), which "
+                             f"{t.describe()} overlaps: its bytes there are overwritten",
+                       f"place the kernel's Vec tiles below {base:#x} (ptopipe's allocator does), or "
+                       "give the per-row operand a row-major layout")
+
+
 def _row_expand(op):
     name, ufunc, ok, takes_tmp = op.name, op.kernel, op.allowed(), op.tmp
 
@@ -861,6 +877,9 @@ def _row_expand(op):
             _same_dtype(core, name, dst, src0, src1)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
+        if not takes_tmp and src1.blayout is not BLayout.RowMajor \
+                and core.cluster.platform.ub_scratch_base is not None:
+            _implicit_ub_scratch(core, name, (dst, src0, src1))
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))
         if tmp is not None:
             return _vec_issue_tmp(core, name, dst, src0, src1, tmp)

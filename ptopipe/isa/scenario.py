@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import ConfigError, PtoPipeError
 from .golden import compare_launches
 from .launch import RunResult, run
+from ..errors import with_article
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Scenario:
             pass                                    # no signature to check (a builtin)
         a = _call(self, "make_args", data_rng(seed), **params)
         if not isinstance(a, dict):
-            raise ConfigError(f"scenario {self.name!r}: make_args returned a {type(a).__name__}, not the "
+            raise ConfigError(f"scenario {self.name!r}: make_args returned {with_article(type(a).__name__)}, not the "
                               "dict of kernel arguments", where=_def_loc(self.make_args),
                               fix="return dict(a=..., out=..., ...): one entry per kernel parameter")
         return a
@@ -91,7 +92,7 @@ class Scenario:
         """``golden(args, **params)``, checked: a dict naming arguments of the kernel."""
         e = _call(self, "golden", args, **params)
         if not isinstance(e, dict):
-            raise ConfigError(f"scenario {self.name!r}: golden returned a {type(e).__name__}, not the "
+            raise ConfigError(f"scenario {self.name!r}: golden returned {with_article(type(e).__name__)}, not the "
                               "dict of expected outputs", where=_def_loc(self.golden),
                               fix="return {'out': expected_array, ...}")
         bad = [k for k in e if k not in args]

@@ -30,6 +30,7 @@ from ..sim.location import user_loc
 from .context import current_core, here
 from .regions import register_tile
 from .tensor import GlobalTensor, GMPtr, element_type
+from ..errors import with_article
 
 
 class Tile:
@@ -307,7 +308,7 @@ def _assign(tile: Tile, addr: int, how: str) -> None:
                           fix=f"give a non-negative integer offset into {tile.space.value}, e.g. 0x1000")
     platform = core.cluster.platform
     if not platform.mem_sizes.get(tile.space):
-        raise KernelError(f"{platform.name} has no {tile.space.value}: {tile.describe()} is a {tile.loc.value} "
+        raise KernelError(f"{platform.name} has no {tile.space.value}: {tile.describe()} is {with_article(tile.loc.value)} "
                           "tile, which pto-isa has on A5 only (the MX matmuls' scale buffers)",
                           where=str(core.where()), fix="run the kernel on A5, or leave the MX matmuls out")
     align = platform.alignment
@@ -330,7 +331,7 @@ def _assign_global(gt, ptr, core) -> None:
                           fix="pass a pointer such as other.data() + offset "
                               "(an integer is a tile's local address)")
     if ptr.dtype != gt.dtype:
-        raise KernelError(f"TASSIGN of {gt.describe()} to a {ptr.dtype.name} pointer: the element types "
+        raise KernelError(f"TASSIGN of {gt.describe()} to {with_article(ptr.dtype.name)} pointer: the element types "
                           "differ", where=where,
                           fix=f"use ptr.cast({gt.dtype.name}) if the bytes are meant to be reinterpreted")
     gt.assign(ptr)

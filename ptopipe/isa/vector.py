@@ -27,6 +27,7 @@ from .events import Event
 from .ops import (_ALL, _VEC, _dtype_check, _err, _not_vec, _same_dtype, _same_shape, _scalar_value, _sync,
                   _tmp_tile, arr, vec_issue_n)
 from .tile import Tile
+from ..errors import with_article
 
 _A2A3 = PlatformID.PLATFORM_A2A3
 _INDEX_DTYPES = (dt.int32, dt.uint32)
@@ -619,7 +620,7 @@ def TADDRELUCONV(dst: Tile, src0: Tile, src1: Tile, *events) -> Event:
     _rule(core, _ARC, src0, _ARC_OK)
     if ADD_RELU_CONV[src0.dtype] != dst.dtype:
         pairs = ", ".join(f"{s.name} -> {t.name}" for s, t in ADD_RELU_CONV.items())
-        raise _err(core, f"TADDRELUCONV: {src0.dtype.name} sources into a {dst.dtype.name} dst; the pairs "
+        raise _err(core, f"TADDRELUCONV: {src0.dtype.name} sources into {with_article(dst.dtype.name)} dst; the pairs "
                          f"are {pairs}", f"declare dst as {ADD_RELU_CONV[src0.dtype].name}")
     core.pending.append((_ARC.kernel, a, b, d))
     return _issue(core, "TADDRELUCONV", [dst], [src0, src1], None, *d.shape, src0.item)

@@ -17,6 +17,7 @@ from ..ir.op_verifier import verify_program
 from ..ir.opdefs import FuncOp, ProgramOp
 from ..ir.vocab import FunctionKind
 from .parser import FunctionParser, Source, error
+from ..errors import with_article
 
 _CORES = {"aic": FunctionKind.AIC, "aiv": FunctionKind.AIV, "mixed": FunctionKind.InCore,
           "incore": FunctionKind.InCore, "group": FunctionKind.Group}
@@ -144,7 +145,7 @@ class Decorator:
         if (split is not None or slot_num is not None) and self.kind is not FunctionKind.InCore \
                 and not no_split_aiv:
             raise CompileError(f"split= / slot_num= are options of a mixed @pl.incore function, "
-                               f"not of a {self.kind.value} one", where=user_line(),
+                               f"not of {with_article(self.kind.value)} one", where=user_line(),
                                fix="drop them, or write the function as one mixed @pl.incore "
                                    "(an @pl.aiv function takes split=pl.TILE_NO_SPLIT alone)")
         return Decorator(self.kind, self.name, split, slot_num)

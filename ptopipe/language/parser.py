@@ -29,6 +29,7 @@ from ..ir.pipe_config import name_rings
 from ..ir.types import (BOOL, FLOAT_DTYPES, INDEX, NONE, BufferType, MemorySpace, ScalarType, TensorType,
                         TileValueType, describe)
 from .surface import DSLOp, DType
+from ..errors import with_article
 
 _SCALAR_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
                ast.Div: "/", ast.BitOr: "|", ast.BitAnd: "&"}
@@ -147,6 +148,14 @@ def _typing_arg(v):
     return ConstArg(v.op.value, v.type) if _fresh_const(v) else v
 
 
+def source_name(hint: str) -> str:
+    """The source variable of an SSA name hint the parser gave a re-assignment
+    (:meth:`FunctionParser.fresh`: ``v``, ``v_1``, ``v_2`` ... are all ``v``), for messages
+    in the kernel's terms (a source name that itself ends in ``_<digits>`` reads as its stem)."""
+    stem, _, k = hint.rpartition("_")
+    return stem if stem and k.isdigit() else hint
+
+
 class FunctionParser:
     """Parses one ``def`` into a ``pl.func`` op (:meth:`parse`)."""
 
@@ -177,7 +186,8 @@ class FunctionParser:
                                            "`for i in pl.range(...)`, `if` and `return`")
 
     def fresh(self, base: str) -> str:
-        """The SSA name hint of the next definition of source name ``base``."""
+        """The SSA name hint of the next definition of source name ``base`` (``base``, then
+        ``base_1``, ``base_2`` ...: :func:`source_name` reads it back)."""
         if base not in self.defined:
             self.defined.add(base)
             return base
@@ -304,7 +314,7 @@ class FunctionParser:
             val = self.expr(s.value)
             if val.type != t:
                 raise self.err(s.value, f"'{s.target.id}' is annotated {describe(t)} but the "
-                                        f"value is a {describe(val.type)}")
+                                        f"value is {with_article(describe(val.type))}")
             self.bind(s.target.id, val, s)
             return
         if isinstance(s, ast.Expr):
@@ -458,9 +468,9 @@ class FunctionParser:
         bounds = [self.expr(a) for a in it.args]
         for a, b in zip(it.args, bounds):
             if not isinstance(b.type, ScalarType):
-                raise self.err(a, f"loop bound is a {describe(b.type)}", "loop bounds are scalars")
+                raise self.err(a, f"loop bound is {with_article(describe(b.type))}", "loop bounds are scalars")
             if b.type.dtype in FLOAT_DTYPES:
-                raise self.err(a, f"loop bound is a {b.type.dtype} scalar: a trip count is a whole number",
+                raise self.err(a, f"loop bound is {with_article(b.type.dtype)} scalar: a trip count is a whole number",
                                "use an integer (e.g. int(...) of the value when the kernel is built), "
                                "or an index expression")
         here = self.loc(s)
@@ -525,7 +535,7 @@ class FunctionParser:
                               list(yvals) + [last.get(n, s) for n in carried]):
             if v.type != y.type:
                 raise self.err(node, f"loop-carried '{v.name}' starts as {describe(v.type)} but "
-                                     f"the loop body makes it a {describe(y.type)}",
+                                     f"the loop body makes it {with_article(describe(y.type))}",
                                "a value carried across iterations must keep its type")
         self.emit(Operation(YieldOp.name, yields, (), {}, (), here))
         self.block = outer
@@ -539,7 +549,7 @@ class FunctionParser:
     def if_(self, s: ast.If) -> None:
         cond = self.expr(s.test)
         if not isinstance(cond.type, ScalarType):
-            raise self.err(s.test, f"if condition is a {describe(cond.type)}", "compare scalars")
+            raise self.err(s.test, f"if condition is {with_article(describe(cond.type))}", "compare scalars")
         if _fresh_const(cond):     # compile-time condition: keep the taken branch only
             cond.op.erase()
             for x in (s.body if cond.op.value else s.orelse):
@@ -577,7 +587,7 @@ class FunctionParser:
         results = []
         for n, a, b in zip(tnames + names, tys, eys):
             if a.type != b.type:
-                raise self.err(s, f"'{n}' is a {describe(a.type)} after the if branch but a "
+                raise self.err(s, f"'{n}' is {with_article(describe(a.type))} after the if branch but a "
                                   f"{describe(b.type)} after the else branch",
                                "both branches must give it the same type")
             results.append(self.fresh(n))
@@ -637,7 +647,7 @@ class FunctionParser:
             if isinstance(v.type, TileValueType) and op == "-":
                 return self.make_call("neg", node, {"a": v}, {}, {})
             if not isinstance(v.type, ScalarType):
-                raise self.err(node, f"operator {op} on a {describe(v.type)}")
+                raise self.err(node, f"operator {op} on {with_article(describe(v.type))}")
             if _fresh_const(v):
                 v.op.erase()
                 x = v.op.value
@@ -685,7 +695,7 @@ class FunctionParser:
     def scalar_binop(self, node, op, lhs, rhs, rtype=None):
         for x in (lhs, rhs):
             if not isinstance(x.type, ScalarType):
-                raise self.err(node, f"operator {op} on a {describe(x.type)}",
+                raise self.err(node, f"operator {op} on {with_article(describe(x.type))}",
                                "use pl ops (pl.add, pl.adds, ...) on tiles")
         if _fresh_const(lhs) and _fresh_const(rhs):
             try:
@@ -805,7 +815,7 @@ class FunctionParser:
         vals = {n: self.expr(bound[n]) for n in names}
         cond = self.expr(cond_node)
         if not isinstance(cond.type, ScalarType):
-            raise self.err(cond_node, f"init_cond is a {describe(cond.type)}",
+            raise self.err(cond_node, f"init_cond is {with_article(describe(cond.type))}",
                            "pass a scalar condition, e.g. init_cond=(k == 0)")
         self._check_first_step(node, bound["acc"], vals["acc"], cond_node, cond)
 
@@ -948,7 +958,7 @@ class FunctionParser:
         return CompileError(
             f"this pl.TPOP pops its slot as {tile.dtype}, and the pl.store at line {line} stores "
             f"{'it' if args['tile'] is pop.results[0] else 'what is computed from it'} ({tile.dtype}) into "
-            f"a {tensor.dtype} tensor: a TPOP takes the slot's bytes as the dtype it names, it does "
+            f"{with_article(tensor.dtype)} tensor: a TPOP takes the slot's bytes as the dtype it names, it does "
             "not convert",
             where=str(pop.loc), fix=f"pop the dtype the producer pushes (pl.Tile[[...], pl.{tensor.dtype}, "
                                     f"...] if it pushes {tensor.dtype} tiles); else pl.cast(x, "
@@ -977,7 +987,7 @@ class FunctionParser:
             if isinstance(t, TileValueType) and self.kind in (FunctionKind.AIC, FunctionKind.AIV) \
                     and (t.space is MemorySpace.Vec) != (self.kind is FunctionKind.AIV):
                 core = "Vector" if self.kind is FunctionKind.AIV else "Cube"
-                raise OpError(f"the result is a {describe(t)}, which a {core} core cannot hold "
+                raise OpError(f"the result is {with_article(describe(t))}, which a {core} core cannot hold "
                               f"({'only Vec tiles' if core == 'Vector' else 'no Vec tiles'})",
                               "Vector kernels work on Vec tiles (UB); Cube kernels on "
                               "Mat/Left/Right/Acc tiles", "space")

@@ -10,7 +10,8 @@ several; ``scratch_addr`` when it takes a scratch tile) and every ``pl.reserve_b
 The runtime, the C++ writer and the property verifier read those annotations (properties:
 ``REQUIRED`` / ``PRODUCED`` / ``INVALIDATED``, docs/passes/README.md).
 Errors (CompileError at the function's DSL line): the tiles live at one time overflow a
-memory of the platform (bytes needed vs available); a literal reserve overlapping another
+memory of the platform (bytes needed vs available; on A2A3 the Vec tiles stay below pto-isa's
+implicit UB scratch, ``Platform.tile_space``); a literal reserve overlapping another
 (both named); a tile kept for an unbounded number of executions (at the read, from
 :mod:`ptopipe.ir.instances`).  Whether a ring fits its memory is Validate's check.
 """
@@ -49,9 +50,10 @@ def run(program, ctx):
                                       "an older one when the op runs again")
         for space, peak in lay.peak.items():
             have = plat.mem_size(MemSpace(space))
-            bad = tiles_fit_problem(func_name(f), space, peak, plat.name, have)
+            usable = plat.tile_space(MemSpace(space))
+            bad = tiles_fit_problem(func_name(f), space, peak, plat.name, have, usable)
             if bad is not None:
-                over = _tiles_past(lay, space, have)
+                over = _tiles_past(lay, space, usable)
                 details = bad[1] + ("; the tiles that do not fit:" if over else "") + "".join(
                     f"\n  {op.results[0].name or op.name}: {op.results[0].type.footprint} bytes at "
                     f"{addr:#x}, defined at {op.loc}" for op, addr in over)

@@ -53,8 +53,9 @@ from ..arch.vocab import Direction
 from ..ir.core import Block, Operation, OpResult, Region
 from ..ir.ops import ISA_NAMES
 from ..ir.vocab import FunctionKind
-from ..ir.opdefs import CopyOp, ForOp, IfOp, MoveOp, ReturnOp, TFree, TPop, TPush, YieldOp
+from ..ir.opdefs import CopyOp, ForOp, FuncOp, IfOp, MoveOp, ReturnOp, TFree, TPop, TPush, YieldOp
 from ..ir.types import MemorySpace, TileValueType
+from ..language.parser import source_name
 from ._rewrite import const, err
 from .pipe_state import hold_limit
 from .util import compiler_made, init_ops, platform_of, protocol_model, protocol_of
@@ -115,6 +116,45 @@ def _name(pop: Operation) -> str:
     return f"%{pop.tile.name or '?'}"
 
 
+def _escape_what(pop: Operation, values) -> str:
+    """The finding that ``pop``'s tile (``values``: its aliases) leaves the loop body or
+    branch that popped it, in the source's terms: the variable the ``pl.range`` loop / ``if``
+    assigns it to and reads after it (the IR's yield is the DSL's reassignment)."""
+    for a in values:
+        for u in a.uses:
+            y = u.owner
+            if not y.is_a(YieldOp) or y.parent_op is None or u.index >= len(y.parent_op.results):
+                continue
+            outer = y.parent_op
+            var = outer.results[u.index].name
+            var = source_name(var) if var else None
+            kind = "loop" if outer.is_a(ForOp) else "branch"
+            at = f" at {_line(outer)}" if getattr(outer, "loc", None) is not None else ""
+            held = ("the ring slot it arrived in would be held past the iteration" if kind == "loop"
+                    else "the ring slot it arrived in would be held past the if")
+            return (f"the tile received from the other core here is assigned to "
+                    f"{repr(var) if var else 'a variable'} in the {kind}{at} and read after it: "
+                    f"{held}, so its TFREE cannot be placed once per TPOP")
+    return (f"the tile received from the other core here ({_name(pop)}) outlives the loop / branch "
+            "that received it: its TFREE cannot be placed once per TPOP")
+
+
+def _escape_fix(pop: Operation) -> str:
+    """How to rewrite it: a kernel's own TPOP pops again or carries a slot; a mixed
+    function's cross-core move (ExpandMixedKernel's TPOP) reads its tile in the loop or
+    carries a copy."""
+    fn = pop
+    while fn is not None and not fn.is_a(FuncOp):
+        fn = fn.parent_op
+    if fn is not None and fn.parent_op is not None and fn.sym_name in compiler_made(fn.parent_op):
+        return ("use the moved tile inside the loop / branch that moves it (e.g. store it there); to "
+                "carry one into the next iteration, move the first tile before the loop and pass it as "
+                "the loop's init, and in the body use it, move the next one (the body's last move "
+                "across that way) and yield that - or carry a copy made with an op (e.g. "
+                "pl.adds(t, 0.0))")
+    return "pop it again in each iteration; " + _CARRY_FIX
+
+
 def carried_pop(loop: Operation, k: int, ring):
     """The TPOP of ``ring`` in ``loop``'s body whose tile the body yields as iter_arg ``k``
     (a carried slot), or None."""
@@ -134,9 +174,7 @@ def _last_use(pop: Operation, values, block):
     pos = _position(block)
     ancs = [_ancestor_in(u.owner, block) for a in values for u in a.uses]
     if any(anc is not None and anc.is_a(YieldOp) for anc in ancs):
-        raise err(f"the tile popped here ({_name(pop)}) is yielded out of its loop body / branch: "
-                  "its TFREE cannot be placed once per TPOP", pop,
-                  "pop it again in each iteration; " + _CARRY_FIX)
+        raise err(_escape_what(pop, values), pop, _escape_fix(pop))
     if None in ancs:
         raise err(f"the tile popped here ({_name(pop)}) is used outside the block that popped "
                   "it: its TFREE cannot be placed once per TPOP", pop,

@@ -538,7 +538,7 @@ def fits(fn, plat) -> bool:
         lay = plan_function(fn)
     except CompileError:
         return False
-    if any(peak > plat.mem_size(MemSpace(sp)) for sp, peak in lay.peak.items()):
+    if any(peak > plat.tile_space(MemSpace(sp)) for sp, peak in lay.peak.items()):
         return False
     for r in top_ops(fn, ReserveBufferOp):
         base, size = lay.by_name.get(r.buffer_name, (None, None))

@@ -136,7 +136,8 @@ def _memory_allocated(program, ctx) -> list:
                            f"{op.rotation!r}, scratch_addr={op.scratch_addr!r}: not aligned "
                            f"addresses to {ALIGNMENT} bytes starting at addr{_where(op)}")
         for space, peak in lay.peak.items():
-            bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)))
+            bad = tiles_fit_problem(func_name(f), space, peak, plat.name, plat.mem_size(MemSpace(space)),
+                                    plat.tile_space(MemSpace(space)))
             if bad is not None:
                 out.append(bad[0])
     return out

@@ -9,6 +9,10 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
 * SLOT_SIZE <= 0;
 * ``lanes=1`` on an AIV function not marked no-split (AIV1 would run it and bind the pipe);
 * a second init of the same ring (direction and ``id=``) in one function;
+* a second init whose ring buffer (the reserve_buffer / import_peer_buffer whose ``.base``
+  it passes) another ring of the function already holds: TPUSH / TPOP / TFREE name their
+  pipe by that buffer, so one of the two pipes would be unreachable and the rings would
+  overlap (pypto: one ``reserve_buffer`` per initialised pipe direction);
 * a consumer-local ring (A5) without its buffer: the consumer's ring argument is not a
   ``pl.reserve_buffer``, or the producer's not a ``pl.import_peer_buffer``; a GM ring's
   (A2A3) consumer that pops tiles but passes 0: its staging slots would sit at address 0;
@@ -23,7 +27,9 @@ Errors (CompileError at the DSL line of the op at fault), in the order checked:
   an init or a TPOP uses) that no function imports while the program has a function of the
   other core (a reserve that is no ring is a region the allocator keeps free; a lone kernel
   compiles, as pypto's does, and its run says the peer is missing);
-* a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform.
+* a reserve_buffer whose declared [base, base + size) exceeds its memory on the platform;
+* a tile op on an element type the platform's pto-isa refuses (the op catalogue's rule per
+  platform - the IR's own rule is either platform's: bf16 TADD is A5's, not A2A3's).
 
 Warnings (``ctx.warnings``, at the consumer's init): a ring deeper than a counter flag
 counts (pto-isa's counter flags, :meth:`ProtocolModel.counter_overflow`: SLOT_NUM 16 on A5),
@@ -33,8 +39,11 @@ from __future__ import annotations
 
 from ..arch import MemSpace
 from ..ir.layout import no_ptoas_ring_fits, ptoas_slot_num, reserve_fit_problem, ring_size_problem
+from ..ir.pipe_config import shared_buffer_error
 from ..arch.vocab import PTOAS_SLOT_NUMS, TileSplitAxis
 from ..ir.vocab import AUTO, FunctionKind
+from ..arch.catalogue import OPS as CATALOGUE
+from ..ir.ops import ISA_NAMES, RULE_FREE_FORMS, rule_dtype
 from ..ir.types import TensorType, TileValueType
 from .expand_mixed import RING_NAME
 from ..ir.opdefs import CONSUMER_OPS, CallOp, ImportPeerBufferOp, ReserveBufferOp, TPop
@@ -58,8 +67,10 @@ def run(program, ctx):
             raise error(f"mixed @pl.incore function {name!r} was not split into an AIC and an AIV "
                         "kernel", f, "run the expand-mixed pass first (ptopipe compile runs it "
                                      "when it is registered), or write @pl.aic / @pl.aiv kernels")
-        seen = {}
+        _check_dtypes(f, plat)
+        seen, held = {}, {}
         for init in init_ops(f):
+            _check_shared_buffer(f, init, held)
             _check_init(f, init, plat, seen, depth, getattr(ctx, "as_ptoas", False))
             _warn_counter_overflow(f, init, plat, protocol_model(ctx), getattr(ctx, "warnings", None))
     made = {c.callee: g_name for g_name, g in funcs.items()
@@ -67,6 +78,32 @@ def run(program, ctx):
     for name, f in funcs.items():
         _check_buffers(name, f, funcs, plat, made.get(name), depth, getattr(ctx, "placed", ()))
     return program
+
+
+def _check_dtypes(f, plat) -> None:
+    """The catalogue's dtype rule of every tile op of ``f`` on ``plat`` (the IR checked it for
+    either platform), on the dtype the instruction checks when it is issued."""
+    for op in f.walk():
+        isa = ISA_NAMES.get(getattr(op, "call_name", None))
+        if isa is None or CATALOGUE[isa].form in RULE_FREE_FORMS or not op.results:
+            continue
+        src = op.a if any(p.name == "a" for p in op.spec.params) else None
+        bad = CATALOGUE[isa].dtype_error(rule_dtype(src, op.results[0].type), plat.id)
+        if bad is not None:
+            raise error(f"{op.name}: {bad[0]}", op, bad[1])
+
+
+def _check_shared_buffer(f, init, held: dict) -> None:
+    """Each ring its own buffer: ``held`` maps a buffer op to the (init, ring) holding it (the
+    DSL's parser refuses this first; a program built otherwise, or a .pto, meets it here)."""
+    for way, ring in zip(ways(init), init.rings):
+        buf = ring_buffer(f, init, way)
+        if buf is None or not buf.is_a(ReserveBufferOp, ImportPeerBufferOp):
+            continue
+        if buf in held and held[buf][1] != ring:      # (one ring set up twice: _check_init's)
+            first, other = held[buf]
+            raise shared_buffer_error(func_name(f), buf, ring, init, other, first)
+        held[buf] = (init, ring)
 
 
 def _check_init(f, init, plat, seen: dict, depth: int | None, as_ptoas: bool = False) -> None:

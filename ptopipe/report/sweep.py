@@ -19,6 +19,7 @@ from ..errors import ConfigError, PtoPipeError, user_frame
 from ..isa.launch import compare, run
 from ..isa.scenario import Scenario
 from ._io import save_png
+from ..errors import with_article
 
 
 @dataclass
@@ -112,7 +113,7 @@ def _coerce(name: str, value, ref):
                 return conv(value)
             except (ValueError, KeyError, TypeError):
                 pass
-        expect = f"a {kind.__name__} ({', '.join(m.name for m in kind)})"
+        expect = f"{with_article(kind.__name__)} ({', '.join(m.name for m in kind)})"
     elif isinstance(ref, bool):
         if isinstance(value, bool):
             return value
@@ -130,7 +131,7 @@ def _coerce(name: str, value, ref):
     elif isinstance(value, kind):
         return value
     else:
-        expect = f"a {kind.__name__}"
+        expect = f"{with_article(kind.__name__)}"
     raise ConfigError(f"--param {name}={_fmt(value)}: {name} takes {expect}", where="option --param",
                       fix=f"give {name} values like its default ({name}={_fmt(ref)})")
 

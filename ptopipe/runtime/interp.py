@@ -195,7 +195,8 @@ class Interpreter:
         """The tiles live at one time (AllocateMemoryAddr's peak) must fit each memory."""
         for space, peak in self.layout.peak.items():
             mem = self.core.memory(MemSpace(space), lambda: f"the tiles of {self.name}")
-            bad = tiles_fit_problem(self.name, space, peak, self.core.name, mem.size)
+            bad = tiles_fit_problem(self.name, space, peak, self.core.name, mem.size,
+                                    self.core.cluster.platform.tile_space(MemSpace(space)))
             if bad is not None:
                 raise ConfigError(bad[0], where=str(self.where(self.fn)), details=bad[1], fix=bad[2])
 

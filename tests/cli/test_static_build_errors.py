@@ -64,7 +64,7 @@ def test_a_variant_that_does_not_build_is_a_fail_line_and_its_error_at_the_tpop(
     assert out.startswith("FAIL pair[half] on a2a3/spec: CompileError building the program"), out
     assert f"at {f}:{_line('POP')}:13" in err, err
     assert f"this pl.TPOP pops its slot as f16, and the pl.store at line {_line('STORE')} stores what is " \
-           "computed from it (f16) into a f32 tensor" in err, err
+           "computed from it (f16) into an f32 tensor" in err, err
     assert "pl.Tile[[...], pl.f32, ...]" in err
     assert main(["check", "--static", str(f), "--variant", "all", "--json"]) == 1
     rep = {r["program"]: r for r in json.loads(capsys.readouterr().out)}

@@ -272,7 +272,7 @@ VERIFIER_ERRORS = {
                               'f32  // HERE', "buffer .base is an index, not f32 scalar"),
     "const type": ("%n = pl.const() {value = 1.5} : () -> none  // HERE", "constant 1.5 cannot have type None"),
     "copy type": (C + "%b = pl.copy(%c0) : (index) -> f32  // HERE",
-                  "pl.copy of a index scalar yields f32 scalar"),
+                  "pl.copy of an index scalar yields f32 scalar"),
     "arith on a tile": (C + LOAD + "%u = arith.add(%t, %t) : (tile<16x32xf32,Vec>, tile<16x32xf32,Vec>) -> "
                         "index  // HERE", "operator + on a Vec tile 16x32 f32"),
     "arith result": (C + "%b = arith.lt(%c0, %c1) : (index, index) -> index  // HERE",

@@ -79,7 +79,7 @@ def test_a_ring_is_reserved_by_its_consumer_and_imported_by_its_producer():
 
 def test_a_ring_is_reserved_once_in_its_cores_memory():
     text = _program(_func("v", "AIV", C0 + RESERVE.format(name="ring", space="L1") + AIV_INIT + TPOP))
-    assert _error(text).what == "reserve_buffer in a aiv function lives in UB, not L1"
+    assert _error(text).what == "reserve_buffer in an aiv function lives in UB, not L1"
     twice = (C0 + RESERVE.format(name="ring", space="UB") + AIV_INIT + TPOP
              + RESERVE.format(name="ring", space="UB").replace("%buf", "%again"))
     text = _program(_func("v", "AIV", twice))

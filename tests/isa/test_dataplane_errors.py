@@ -35,7 +35,8 @@ def run_aiv(fn, platform, **args):
 
 
 # -- float-only ops on integer tiles, at issue ---------------------------------------------------
-FLOAT_ONLY = [op for op in catalogue.OPS.values() if op.dtypes == catalogue.FLOAT]
+FLOAT_ONLY = [op for op in catalogue.OPS.values() if op.float_only and not (op.tmp or op.scratch)
+              and op.form in ("unary", "scalar", "binary", "row_expand")]
 
 
 def _float_only_kernel(op):
@@ -66,22 +67,30 @@ def test_float_only_op_on_an_integer_tile_is_reported_at_the_line(op, platform):
     with pytest.raises(KernelError) as ei:
         run_aiv(k, platform)
     e = ei.value
-    assert op.name in e.what and "int32" in e.what and "float" in e.what
+    floats = ", ".join(sorted(short_name(d) for d in op.dtypes.on(catalogue.PlatformID[f"PLATFORM_{platform.upper()}"])))
+    assert e.what.startswith(f"{op.name} takes {floats} tiles on {platform.upper()}, not int32"), e.what
     assert "TCVT" in e.fix
     assert_at(e, k, "bad " + ("binary" if op.form == "row_expand" else op.form))
 
 
+# the narrowest integer TADDS takes per platform (pto-isa: A2A3 int16, A5 int8)
+_NARROW = {"a2a3": (int16, 40000, -32769), "a5": (int8, 300, -129)}
+
+
 @pytest.mark.parametrize("platform", PLATFORMS)
-@pytest.mark.parametrize("scalar,why", [(300, "out of range"), (-129, "out of range"),
+@pytest.mark.parametrize("scalar,why", [("high", "out of range"), ("low", "out of range"),
                                         (2.5, "not an integer"), ("3", "not a number")])
-def test_int8_scalar_that_int8_cannot_hold_is_reported_at_the_line(scalar, why, platform):
+def test_int_scalar_that_the_tile_cannot_hold_is_reported_at_the_line(scalar, why, platform):
+    d, high, low = _NARROW[platform]
+    scalar = {"high": high, "low": low}.get(scalar, scalar)
+
     def k():
-        a = Tile(TileType.Vec, int8, 16, 32, addr=0x0)
+        a = Tile(TileType.Vec, d, 16, 32, addr=0x0)
         TEXPANDS(a, 1)
         TADDS(a, a, scalar)  # bad
     with pytest.raises(KernelError) as ei:
         run_aiv(k, platform)
-    assert "TADDS" in ei.value.what and why in ei.value.what and "int8" in ei.value.what
+    assert "TADDS" in ei.value.what and why in ei.value.what and d.name in ei.value.what
     assert_at(ei.value, k, "bad")
 
 
@@ -98,16 +107,16 @@ def test_fill_that_overflows_f16_is_reported_at_the_line():
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_scalars_a_tile_can_hold_still_compute(platform):
     def k(out):
-        a = Tile(TileType.Vec, int8, 16, 32, addr=0x0)
+        a = Tile(TileType.Vec, int16, 16, 32, addr=0x0)
         f = Tile(TileType.Vec, float16, 16, 32, addr=0x400)
-        TEXPANDS(a, -128)
-        TADDS(a, a, 127)
-        TADDS(a, a, np.int8(1))
-        TMULS(a, a, 3.0)                     # an integral float is an int8 value
+        TEXPANDS(a, -32768)
+        TADDS(a, a, 32767)
+        TADDS(a, a, np.int16(1))
+        TMULS(a, a, 3.0)                     # an integral float is an int16 value
         TEXPANDS(f, 0.1)                     # rounding to f16 is fine
         TMULS(f, f, float("nan"))            # so are NaN ...
         TSTORE(GlobalTensor(out.data(), (16, 32)), a)
-    res = run_aiv(k, platform, out=np.zeros((16, 32), np.int8))
+    res = run_aiv(k, platform, out=np.zeros((16, 32), np.int16))
     assert (res["out"] == 0).all()
 
 
@@ -198,7 +207,7 @@ def test_check_reports_a_bad_op_instead_of_aborting(tmp_path, capsys):
     text = out.out + out.err
     assert code != 0
     assert "Traceback" not in text
-    assert "TEXP works on float tiles, not int32" in text and "bad_exp.py:7" in text
+    assert "TEXP takes f16, f32 tiles on A2A3, not int32" in text and "bad_exp.py:7" in text
 
 
 # -- DSL: the same rules at the DSL line --------------------------------------------------------
@@ -216,8 +225,8 @@ def _line(src: str, needle: str) -> int:
     return 2 + next(i for i, ln in enumerate(src.splitlines(), 1) if needle in ln)
 
 
-@pytest.mark.parametrize("call,what", [("pl.exp(t)", "TEXP works on float tiles, not int32"),
-                                       ("pl.div(t, t)", "TDIV works on float tiles"),
+@pytest.mark.parametrize("call,what", [("pl.exp(t)", "TEXP takes f16, f32 tiles, not int32"),
+                                       ("pl.div(t, t)", "TDIV takes f16, f32 tiles, not int32"),
                                        ("pl.adds(t, 2.5)", "not an integer")])
 def test_dsl_rejects_what_the_isa_would_at_the_dsl_line(call, what, tmp_path):
     src = ("@pl.aiv\n"
@@ -298,3 +307,32 @@ def test_applying_work_per_instruction_changes_nothing_but_when(platform, monkey
     assert {n: c["instructions"] for n, c in got.summary.cores.items()} == \
         {n: c["instructions"] for n, c in ref.summary.cores.items()}
     np.testing.assert_array_equal(got["out"], ref["out"])
+
+
+# -- pto-isa's implicit UB scratch on A2A3 ------------------------------------------------------
+def _row_expand_near_the_top(row_major: bool):
+    def k():
+        x = Tile(TileType.Vec, float32, 64, 128, addr=0x0)
+        m = Tile(TileType.Vec, float32, 64, 1, addr=0x8000,
+                 blayout=BLayout.RowMajor if row_major else BLayout.ColMajor)
+        y = Tile(TileType.Vec, float32, 64, 128, addr=0x28000)     # [0x28000, 0x30000)
+        TEXPANDS(x, 1.0)
+        TEXPANDS(m, 0.5)
+        TROWEXPANDSUB(y, x, m)  # scratch
+    return k
+
+
+def test_row_expand_through_the_a2a3_ub_scratch_is_reported_at_the_op():
+    """pto-isa's A2A3 TROWEXPAND* with a column-major [M, 1] operand computes through
+    UB[TMP_UB_OFFSET = 184 KiB, 192 KiB): a tile there would be overwritten."""
+    k = _row_expand_near_the_top(row_major=False)
+    with pytest.raises(KernelError) as ei:
+        run_aiv(k, "a2a3")
+    e = ei.value
+    assert e.what == ("TROWEXPANDSUB with a column-major per-row operand computes through UB[0x2e000, "
+                      "0x30000) on A2A3 (pto-isa's TMP_UB_OFFSET scratch), which Vec tile float32 "
+                      "64x128 @AIV0.UB[0x28000] overlaps: its bytes there are overwritten"), e.what
+    assert "below 0x2e000" in e.fix
+    assert_at(e, k, "scratch")
+    run_aiv(k, "a5")                                           # A5 has no such scratch
+    run_aiv(_row_expand_near_the_top(row_major=True), "a2a3")  # nor a row-major operand

@@ -259,7 +259,7 @@ def test_add_relu_convert(platform):
     assert got[1][0, :3].tolist() == [0, 2, 127]
     np.testing.assert_array_equal(got[2], np.minimum(np.maximum(s + t, 0), 127).astype(np.int8))
     rejects(platform, lambda o, i: TADDRELUCONV(o[0], i[0], i[1]), [f, g], [(f.shape, np.int8)],
-            "float32 sources into a int8 dst", "float32 -> float16")
+            "float32 sources into an int8 dst", "float32 -> float16")
     ia = rand(rng, np.int32)
     rejects(platform, lambda o, i: TADDRELUCONV(o[0], i[0], i[0]), [ia], [(ia.shape, np.int8)],
             "TADDRELUCONV takes f16, f32, i16 tiles")

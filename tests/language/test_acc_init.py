@@ -289,3 +289,4 @@ def test_check_of_a_kernel_the_compiler_refuses_says_it_never_ran(tmp_path, caps
     out, err = capsys.readouterr()
     assert ": CompileError before it ran: the compiler refuses it" in out, out
     assert "no schedule ran: the kernel does not compile" in err and "every run reproduces it" not in err
+    assert err.count("\n  at ") == 1 and err.count("\n  fix: ") == 1, err     # said once

@@ -311,7 +311,7 @@ def test_a_float_gm_offset_says_to_use_floor_division():
         text, _, _ = _case(CASES[name])
         with pytest.raises(CompileError) as ei:
             pl.parse(text, filename="f.py")
-        assert f"{op}: offset 0 is a f32 scalar, but GM offsets are element indices" in ei.value.what
+        assert f"{op}: offset 0 is an f32 scalar, but GM offsets are element indices" in ei.value.what
         assert "// (floor division)" in ei.value.fix
 
 
@@ -325,8 +325,62 @@ def k(x: pl.Tensor[[16, 32], pl.i32]):
 '''
     with pytest.raises(CompileError) as ei:
         pl.parse(src, filename="e.py")
-    assert ei.value.what == "pl.exp: TEXP works on float tiles, not int32", ei.value.what
+    assert ei.value.what == "pl.exp: TEXP takes f16, f32 tiles, not int32", ei.value.what
     src = src.replace("pl.exp(t)", "pl.adds(t, 1.5)")
     with pytest.raises(CompileError) as ei:
         pl.parse(src, filename="e.py")
     assert ei.value.what == "pl.adds: the scalar 1.5 is not an integer (the tile is int32)", ei.value.what
+
+
+def test_a_dtype_the_platform_lacks_is_refused_when_compiling_for_it():
+    """bf16 TADD is A5's, not A2A3's (pto-isa a2a3/TAdd.hpp's static_assert; ptoas refuses
+    'pto.tadd' on A2/A3 bf16): the IR takes it, the compile for A2A3 refuses it at its line."""
+    from ptopipe.passes.manager import compile_program
+    src = HEAD + '''
+@pl.aiv(split=pl.TILE_NO_SPLIT)
+def k(x: pl.Tensor[[16, 32], pl.bf16], y: pl.Tensor[[16, 32], pl.bf16]):
+    t = pl.load(x, [0, 0], [16, 32])
+    pl.store(pl.add(t, t), [0, 0], y)
+'''
+    prog = pl.parse(src, filename="e.py")
+    compile_program(prog, "a5")
+    with pytest.raises(CompileError) as ei:
+        compile_program(prog, "a2a3")
+    e = ei.value
+    assert e.what == "pl.add: TADD takes f16, f32, i16, i32 tiles on A2A3, not bfloat16", e.what
+    assert e.where.startswith("e.py:7:"), e.where
+    assert e.fix == "convert with TCVT (pl.cast) to one of f16, f32, i16, i32 first (A5 takes bfloat16)"
+
+
+def test_type_errors_take_the_right_article_and_say_the_fix():
+    """'an Acc tile' (not 'a Acc'), and a matmul of mixed dtypes / a load larger than its
+    tensor say how to fix them."""
+    from ptopipe.errors import with_article
+    assert [with_article(w) for w in ("Acc", "Vec", "AIC", "L1", "i32", "u8", "f16", "UB", "Mat")] == [
+        "an Acc", "a Vec", "an AIC", "an L1", "an i32", "a u8", "an f16", "a UB", "a Mat"]
+    cases = {
+        "exp_acc": ("""
+@pl.aic
+def k(a: pl.Tensor[[16, 16], pl.f32], b: pl.Tensor[[16, 16], pl.f32]):
+    x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+    c = pl.exp(pl.matmul(x, y))
+""", "pl.exp: 'a' is an Acc tile 16x16 f32; this op needs a Vec tile", "pl.move(x, space=pl.Vec)"),
+        "mm_mix": ("""
+@pl.aic
+def k(a: pl.Tensor[[16, 16], pl.f16], b: pl.Tensor[[16, 16], pl.f32]):
+    x = pl.move(pl.load(a, [0, 0], [16, 16], space=pl.Mat), space=pl.Left)
+    y = pl.move(pl.load(b, [0, 0], [16, 16], space=pl.Mat), space=pl.Right)
+    c = pl.matmul(x, y)
+""", "pl.matmul: a is f16 but b is f32", "give a and b one dtype: load both as f16 (or both as f32)"),
+        "load_oob": ("""
+@pl.aiv
+def k(a: pl.Tensor[[16, 32], pl.f32]):
+    x = pl.load(a, [0, 0], [32, 32])
+""", "pl.load: extent 32 does not fit tensor dimension 16", "load a window within the 16x32 tensor"),
+    }
+    for name, (body, what, fix) in cases.items():
+        with pytest.raises(CompileError) as ei:
+            pl.parse(HEAD + body, filename="e.py")
+        assert ei.value.what == what, (name, ei.value.what)
+        assert ei.value.fix and fix in ei.value.fix, (name, ei.value.fix)

@@ -72,4 +72,4 @@ def test_a_file_edited_in_place_is_read_again(tmp_path):
     os.utime(path, ns=(STAMP, STAMP + 1_000_000))        # (edited a millisecond later)
     with pytest.raises(CompileError) as ei:
         build()
-    assert "'z' is annotated i32 scalar but the value is a index scalar" in ei.value.what
+    assert "'z' is annotated i32 scalar but the value is an index scalar" in ei.value.what

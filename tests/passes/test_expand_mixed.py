@@ -290,7 +290,8 @@ def test_popped_tile_carried_to_next_iteration():
             pl.store(pl.add(prev, s), [0, 0], out)
             last = pl.yield_(s)
 
-    with pytest.raises(CompileError, match="popped here .* is yielded out of its loop body") as e:
+    with pytest.raises(CompileError, match="the tile received from the other core here is assigned to "
+                                           "'last' in the loop at line .* and read after it") as e:
         compile_program(pl.program(k))
     assert e.value.where.startswith(_where(k, "POP"))
 

@@ -262,7 +262,7 @@ def test_memory_allocated_checks_that_the_tiles_fit(monkeypatch):
     from ptopipe.passes import properties
     op, ctx = _compiled("a5"), PassContext("a5")
     assert verify_property(P.MEMORY_ALLOCATED, op, ctx) == []
-    tiny = SimpleNamespace(name="tiny", mem_size=lambda space: 64)
+    tiny = SimpleNamespace(name="tiny", mem_size=lambda space: 64, tile_space=lambda space: 64)
     monkeypatch.setattr(properties, "platform_of", lambda ctx: tiny)
     problems = verify_property(P.MEMORY_ALLOCATED, op, ctx)
     assert problems and all("at their peak but tiny has 64 bytes" in p for p in problems), problems

@@ -508,9 +508,11 @@ def test_fits_asks_the_allocator():
                          "a2a3", FRONT_END)
     fns = [f for f in op.regions[0].blocks[0] if f.attributes["sym_name"] != "fa"]
     assert all(pipeline_loops.fits(f, get_platform("a2a3")) for f in fns)
-    rings_out = SimpleNamespace(mem_size=lambda space: 6144)   # tiles fit (peak <= 5280)
+    # tiles fit (peak <= 5280)
+    rings_out = SimpleNamespace(mem_size=lambda space: 6144, tile_space=lambda space: 6144)
     assert not any(pipeline_loops.fits(f, rings_out) for f in fns)
-    tiles_out = SimpleNamespace(mem_size=lambda space: 5000)   # AIV tiles: 5280, ring after
+    # AIV tiles: 5280, ring after
+    tiles_out = SimpleNamespace(mem_size=lambda space: 5000, tile_space=lambda space: 5000)
     assert not pipeline_loops.fits(fns[1], tiles_out)
 
 

@@ -4,8 +4,8 @@ buffer and ``id=`` - compiles (each ring its own flag ids), runs on both platfor
 protocols, through the .pto (and back into the IR) and the C++ writers, and matches numpy; a push or pop names its
 ring by the buffer it passes (or ``id=``).  Misuse is reported at its line: popping a
 stream from the other ring, two rings given the same flag ids by hand, a pop whose id=
-names another ring than its buffer, one ring initialised twice (a pop of a ring no init
-sets up: tests/ir/test_ir_core.py)."""
+names another ring than its buffer, one ring initialised twice, two rings given one buffer
+(a pop of a ring no init sets up: tests/ir/test_ir_core.py)."""
 import os
 import re
 
@@ -29,11 +29,13 @@ TM, K, N, T, D = 16, 16, 32, 3, 2
 SA, SB = TM * N * 4, TM * K * 4          # ring A: 16x32 f32 tiles, ring B: 16x16 f32 tiles
 
 
-def build(swap=False, flag_b=None, pop_id=None, twice=False):
+def build(swap=False, flag_b=None, pop_id=None, twice=False, share=None):
     """``swap``: the Vector core pops stream A from ring B; ``flag_b``: ring B's flag_id by
     hand (ring A has flag_id=0 then); ``pop_id``: the id= of the pop of ring B;
-    ``twice``: the Vector core initialises ring B a second time."""
+    ``twice``: the Vector core initialises ring B a second time; ``share``: the function
+    ("vector" / "cube") whose ring B init passes ring A's buffer."""
     flag_a = 0 if flag_b is not None else None
+    share_v, share_c = share == "vector", share == "cube"
 
     @pl.aiv
     def vector(out_a: pl.Tensor[[T * TM, N], pl.f32], out_b: pl.Tensor[[T * TM, K], pl.f32],
@@ -42,8 +44,12 @@ def build(swap=False, flag_b=None, pop_id=None, twice=False):
         rb = pl.reserve_buffer(name="ring_b", size=D * SB, base=pl.AUTO)
         pl.aiv_initialize_pipe(pl.DIR_C2V, SA, fa, c2v_consumer_buf=ra.base, v2c_consumer_buf=0,
                                slot_num=D, flag_id=flag_a)
-        pl.aiv_initialize_pipe(pl.DIR_C2V, SB, fb, c2v_consumer_buf=rb.base,  # VINIT_B
-                               v2c_consumer_buf=0, slot_num=D, id=1, flag_id=flag_b)
+        if share_v:
+            pl.aiv_initialize_pipe(pl.DIR_C2V, SB, fb, c2v_consumer_buf=ra.base,  # VSHARE
+                                   v2c_consumer_buf=0, slot_num=D, id=1)
+        else:
+            pl.aiv_initialize_pipe(pl.DIR_C2V, SB, fb, c2v_consumer_buf=rb.base,  # VINIT_B
+                                   v2c_consumer_buf=0, slot_num=D, id=1, flag_id=flag_b)
         if twice:
             pl.aiv_initialize_pipe(pl.DIR_C2V, SB, fb, c2v_consumer_buf=rb.base,  # TWICE
                                    v2c_consumer_buf=0, slot_num=D, id=1)
@@ -70,8 +76,12 @@ def build(swap=False, flag_b=None, pop_id=None, twice=False):
         pb = pl.import_peer_buffer(name="ring_b", peer_func=vector)
         pl.aic_initialize_pipe(pl.DIR_C2V, SA, fa, c2v_consumer_buf=pa.base, v2c_consumer_buf=0,
                                slot_num=D, flag_id=flag_a)
-        pl.aic_initialize_pipe(pl.DIR_C2V, SB, fb, c2v_consumer_buf=pb.base,  # CINIT_B
-                               v2c_consumer_buf=0, slot_num=D, id=1, flag_id=flag_b)
+        if share_c:
+            pl.aic_initialize_pipe(pl.DIR_C2V, SB, fb, c2v_consumer_buf=pa.base,  # CSHARE
+                                   v2c_consumer_buf=0, slot_num=D, id=1)
+        else:
+            pl.aic_initialize_pipe(pl.DIR_C2V, SB, fb, c2v_consumer_buf=pb.base,  # CINIT_B
+                                   v2c_consumer_buf=0, slot_num=D, id=1, flag_id=flag_b)
         bl = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
         cl = pl.move(pl.load(c, [0, 0], [K, K], space=pl.Mat), space=pl.Right)
         for i in pl.range(T):
@@ -180,3 +190,35 @@ def test_a_pop_naming_another_ring_than_its_buffer_and_a_ring_initialised_twice(
     e, _, vector = _raises(twice=True)
     assert e.where.startswith(_at(vector, "TWICE")), e
     assert "the C2V id=1 ring is initialised twice in vector" in e.what
+
+
+@pytest.mark.parametrize("side", ["vector", "cube"])
+def test_two_rings_given_one_buffer_are_refused_at_the_second_init(side):
+    """pypto refuses fewer reserve_buffers than initialised pipe directions: the pops and
+    pushes name their ring by its buffer, so ring A would be unreachable and the rings overlap."""
+    _, cube, vector = build()
+    with pytest.raises(CompileError) as ei:
+        build(share=side)
+    e = ei.value
+    assert e.where.startswith(_at(vector, "VSHARE") if side == "vector" else _at(cube, "CSHARE")), e
+    what = "reserve_buffer" if side == "vector" else "import_peer_buffer"
+    assert f"the C2V id=1 ring is given {what} 'ring_a', which the C2V ring initialised before it " \
+           f"in {side!r} already holds" in e.what, e.what
+    assert "one pl.reserve_buffer of SLOT_NUM * SLOT_SIZE bytes per ring" in e.fix, e.fix
+
+
+def test_validate_refuses_two_rings_on_one_buffer_in_a_program_built_without_the_dsl():
+    """The compiler's own rule, for IR the DSL's parser did not check: ring B's init rewired
+    to ring A's buffer after parsing."""
+    from ptopipe.passes import validate
+    from ptopipe.passes._rewrite import set_operands
+    prog, _, vector = build()
+    ir_vector = next(f for f in functions(prog) if f.sym_name == "vector")
+    init_a, init_b = init_ops(ir_vector)
+    ops = list(init_b.operands)
+    ops[ops.index(init_b.c2v_consumer_buf)] = init_a.c2v_consumer_buf
+    set_operands(init_b, ops)
+    with pytest.raises(CompileError) as ei:
+        validate.run(prog, PassContext(platform="a2a3"))
+    assert ei.value.where.startswith(_at(vector, "VINIT_B")), ei.value
+    assert "the C2V id=1 ring is given reserve_buffer 'ring_a'" in ei.value.what

@@ -106,5 +106,6 @@ def test_a_tile_yielded_out_of_two_nested_branches_is_an_error():
     with pytest.raises(CompileError) as ei:
         compile_program(pl.program(nested, name="nested"), "a2a3")
     e = ei.value
-    assert "is yielded out of its loop body / branch" in e.what
+    assert "the tile received from the other core here is assigned to 't' in the branch at line " in e.what
+    assert "and read after it: the ring slot it arrived in would be held past the if" in e.what
     assert e.where.split(":")[-2] == str(line_of(nested.pyfunc, "NESTED"))

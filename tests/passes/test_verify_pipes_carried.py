@@ -172,7 +172,8 @@ def test_mixed_carried_pop_compiles_and_runs(platform, protocol):
     ("read-after", "FIRST", "is carried into the loop at"),
     ("pop-after", "CARRIED", "is carried to the next iteration but the body pops the same ring "
                              "again after it"),
-    ("not-popped", "CARRIED", "is yielded out of its loop body / branch"),
+    ("not-popped", "CARRIED", "the tile received from the other core here is assigned to 'last' in the loop at "
+                                 "line"),
 ])
 def test_mixed_carried_pop_errors(variant, marker, text):
     from ptopipe.passes import compile_program
@@ -183,4 +184,4 @@ def test_mixed_carried_pop_errors(variant, marker, text):
     assert text in e.what, e.what
     assert _line(e) == line_of(mixed, marker)
     if variant == "not-popped":
-        assert "pop the first tile before the loop and pass it as the loop's init" in e.fix
+        assert "move the first tile before the loop and pass it as the loop's init" in e.fix

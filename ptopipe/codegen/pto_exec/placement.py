@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ...arch.vocab import TILE_SPACE, TileType
 from ...errors import CompileError
 from .program import Func, Program, int_attr, int_constants, space_attr, str_attr, walk
+from ...errors import with_article
 
 
 TILE_ALIGN = 32          # bytes: placed tiles start on a 32-byte boundary (UB / L1 block)
@@ -95,7 +96,7 @@ def tiles_larger_than_memory(prog: Program, platform) -> list:
             if size and spec.nbytes > size:
                 space = TILE_SPACE[spec.loc].value
                 out.append(CompileError(
-                    f"{s.results[0]}: a {spec.loc.value} tile of {spec.nbytes:,} bytes does not fit "
+                    f"{s.results[0]}: {with_article(spec.loc.value)} tile of {spec.nbytes:,} bytes does not fit "
                     f"{space} ({size:,} bytes on {platform.name})",
                     where=f"{prog.path}:{s.tok.line}:{s.tok.col}",
                     fix=f"make the tile smaller (or split the work into tiles of at most {size:,} bytes)"))

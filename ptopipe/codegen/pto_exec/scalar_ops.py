@@ -8,6 +8,7 @@ import numpy as np
 from ..pto_tree import Stmt, split_top
 from .types import ELEMENT, ScalarT, wrap
 from .values import Elements
+from ...errors import with_article
 
 
 def h_constant(ex, fr, s):
@@ -26,7 +27,7 @@ def h_constant(ex, fr, s):
                 int(v, 16).to_bytes(ELEMENT[ty.name].itemsize, "little"), ELEMENT[ty.name])[0])
         return wrap(int(v, 0) if v.startswith("0x") else int(float(v)) if "." in v or "e" in v else int(v), ty)
     except (ValueError, KeyError):
-        raise ex.perr(toks[0], f"arith.constant value {v!r} is not a {ty.name}") from None
+        raise ex.perr(toks[0], f"arith.constant value {v!r} is not {with_article(ty.name)}") from None
 
 
 def _dense(ex, s, toks):
@@ -53,7 +54,7 @@ def _dense(ex, s, toks):
         else:
             vals = [wrap(int(w, 0), elem) for w in words]
     except ValueError:
-        raise ex.perr(toks[0], f"dense<...> value {words!r} is not a {elem.name}") from None
+        raise ex.perr(toks[0], f"dense<...> value {words!r} is not {with_article(elem.name)}") from None
     return Elements(np.resize(np.array(vals, d), shape))
 
 

@@ -25,6 +25,7 @@ from ...protocol.geometry import not_a_peer
 from ...protocol.model import cluster_model, model_for, platform_kind
 from ...sim.location import is_cpp
 from .teardown import scope_end
+from ...errors import with_article
 
 
 def _loc(core) -> str:
@@ -114,9 +115,9 @@ def bind_pipe(cfg: TPipe, gm_slot_buffer=None, c2v_consumer_buf: int = 0,
         want = FIFOType.VEC_FIFO if ways == (C2V,) else FIFOType.MAT_FIFO
         if plat.ring_in_gm or fifo is not want:
             raise ConfigError(
-                f"{fifo.value} on a {direction.name} pipe on {plat.name}: " +
+                f"{fifo.value} on {with_article(direction.name)} pipe on {plat.name}: " +
                 ("rings are in GM on this platform" if plat.ring_in_gm else
-                 f"a consumer-local {direction.name} ring is a {want.value}"),
+                 f"a consumer-local {direction.name} ring is {with_article(want.value)}"),
                 where=_loc(core), fix="use GM_FIFO" if plat.ring_in_gm else f"use {want.value} or GM_FIFO")
     in_gm = (plat.ring_in_gm or gm_dir or direction is Direction.DIR_V2C_CTRL
              or fifo in (FIFOType.GM_FIFO, FIFOType.CTRL_FIFO))
