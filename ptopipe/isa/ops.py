@@ -877,7 +877,7 @@ def _row_expand(op):
             _same_dtype(core, name, dst, src0, src1)
         if ok is not None and dst.dtype not in ok[core.cluster.platform.id]:
             _dtype_check(core, op, dst)
-        if not takes_tmp and src1.blayout is not BLayout.RowMajor \
+        if tmp is None and src1.blayout is not BLayout.RowMajor \
                 and core.cluster.platform.ub_scratch_base is not None:
             _implicit_ub_scratch(core, name, (dst, src0, src1))
         core.pending.append((_ufunc_into, ufunc, a, b[:, :1], d))

@@ -35,7 +35,7 @@ def run_aiv(fn, platform, **args):
 
 
 # -- float-only ops on integer tiles, at issue ---------------------------------------------------
-FLOAT_ONLY = [op for op in catalogue.OPS.values() if op.float_only and not (op.tmp or op.scratch)
+FLOAT_ONLY = [op for op in catalogue.OPS.values() if op.float_only and not op.scratch
               and op.form in ("unary", "scalar", "binary", "row_expand")]
 
 
