@@ -99,6 +99,10 @@ def _pad5(t, fill) -> tuple:
 def _geom2(shape, stride, item):
     """(shape, byte strides, byte extent) of the 2-D rows x cols view, or None if the four
     outer dimensions cannot be merged into one row dimension."""
+    if 0 in shape:
+        # no elements (a lane's [0, N] share of a split tail tile): the view touches no
+        # memory, whatever its offset - an extent of 0 bytes
+        return (shape[0] * shape[1] * shape[2] * shape[3], shape[4]), (stride[3] * item, stride[4] * item), 0
     dims = [(n, st) for n, st in zip(shape[:4], stride[:4]) if n > 1]
     rows = 1
     for n, _ in dims:

@@ -1,0 +1,46 @@
+"""``.pto`` files as pypto writes them: a lane's zero-row share of a tail tile."""
+import numpy as np
+import pytest
+
+from ptopipe.codegen.pto_exec import run_pto
+
+
+def vec(r, c):
+    return (f"!pto.tile_buf<loc=vec, dtype=f32, rows={r}, cols={c}, v_row=?, v_col=?, blayout=row_major, "
+            "slayout=none_box, fractal=512, pad=0>")
+
+
+def vector_func(params: str, body: str) -> str:
+    return f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @k({params}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %xv = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+    %yv = pto.make_tensor_view %y, shape = [%c16, %c16], strides = [%c16, %c1] : !pto.tensor_view<?x?xf32>
+{body}
+    return
+  }}
+}}
+"""
+
+
+TAIL = vector_func("%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: index", f"""    %off = arith.subi %c16, %n : index
+    %t = pto.alloc_tile valid_row = %c8 valid_col = %c16 : {vec(8, 16)}
+    pto.set_validshape %t, %n, %c16 : {vec(8, 16)}
+    %xp = pto.partition_view %xv, offsets = [%off, %c0], sizes = [%n, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x16xf32>
+    pto.tload ins(%xp : !pto.partition_tensor_view<?x16xf32>) outs(%t : {vec(8, 16)})
+    %yp = pto.partition_view %yv, offsets = [%off, %c0], sizes = [%n, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<?x16xf32>
+    pto.tstore ins(%t : {vec(8, 16)}) outs(%yp : !pto.partition_tensor_view<?x16xf32>)""")
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_a_lanes_zero_row_share_at_the_end_of_a_tensor_touches_nothing(n):
+    """The last n rows, moved through a tile of valid shape [n, 16]: with n = 0 the views at
+    row 16 (one past the end) hold zero bytes - no access out of bounds, nothing stored."""
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    r = run_pto(text=TAIL, inputs=dict(x=x, y=np.zeros_like(x), n=n))
+    want = np.zeros_like(x)
+    want[16 - n:] = x[16 - n:]
+    np.testing.assert_array_equal(r.outputs["y"], want)
