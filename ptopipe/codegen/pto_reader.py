@@ -30,8 +30,8 @@ from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast, h
 from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
-from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_flag, h_partition, h_subblock,
-                           h_tload, h_tprint, h_treshape, h_tstore, h_view)
+from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_flag, h_partition, h_set_validshape,
+                           h_subblock, h_tload, h_tprint, h_treshape, h_tstore, h_view)
 from .pto_parse import Cursor
 from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF, ptr_type
 
@@ -43,7 +43,7 @@ HANDLERS = {
     "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
-    "pto.tload": h_tload, "pto.tstore": h_tstore, "pto.treshape": h_treshape,
+    "pto.tload": h_tload, "pto.tstore": h_tstore, "pto.treshape": h_treshape, "pto.set_validshape": h_set_validshape,
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier, "pto.barrier_sync": h_barrier, "pto.tprint": h_tprint,
     "pto.set_flag": h_flag, "pto.wait_flag": h_flag, "pto.set_flag_dyn": h_flag, "pto.wait_flag_dyn": h_flag,

@@ -1,8 +1,10 @@
-"""``.pto`` files as pypto writes them: a lane's zero-row share of a tail tile."""
+"""``.pto`` files as pypto writes them: a lane's zero-row share of a tail tile and
+``pto.set_validshape`` (metadata)."""
 import numpy as np
 import pytest
 
 from ptopipe.codegen.pto_exec import run_pto
+from ptopipe.codegen.pto_load import load_pto
 
 
 def vec(r, c):
@@ -44,3 +46,20 @@ def test_a_lanes_zero_row_share_at_the_end_of_a_tensor_touches_nothing(n):
     want = np.zeros_like(x)
     want[16 - n:] = x[16 - n:]
     np.testing.assert_array_equal(r.outputs["y"], want)
+
+
+def test_set_validshape_in_a_loop_is_no_read_of_the_tile_for_the_static_reader():
+    """A tile whose valid shape a loop body sets before it loads the tile is not a value
+    carried from the previous iteration: the value IR reads the file."""
+    text = vector_func("%x: !pto.ptr<f32>, %y: !pto.ptr<f32>", f"""    %c2 = arith.constant 2 : index
+    %t = pto.alloc_tile valid_row = %c8 valid_col = %c16 : {vec(8, 16)}
+    scf.for %i = %c0 to %c2 step %c1 {{
+      %r = arith.muli %i, %c8 : index
+      pto.set_validshape %t, %c8, %c16 : {vec(8, 16)}
+      %xp = pto.partition_view %xv, offsets = [%r, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+      pto.tload ins(%xp : !pto.partition_tensor_view<8x16xf32>) outs(%t : {vec(8, 16)})
+      %yp = pto.partition_view %yv, offsets = [%r, %c0], sizes = [%c8, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+      pto.tstore ins(%t : {vec(8, 16)}) outs(%yp : !pto.partition_tensor_view<8x16xf32>)
+    }}""")
+    op, warnings, _ = load_pto("k.pto", text=text)
+    assert warnings == [] and [f.sym_name for f in op.body] == ["k"]
