@@ -290,11 +290,13 @@ class GlobalTensor:
                    f"within {name}[0 .. {n})")
         else:
             fix = f"keep the view within '{name}': check the loop bound and the offset added to {name}.data()"
-        raise MemoryConflictError(
+        e = MemoryConflictError(
             f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
             f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
             f"(elements {(p.addr - lo) // item} to {(p.addr + extent - lo) // item - 1} of "
             f"{n})", where=here() or (str(loc) if loc is not None else None), fix=fix)
+        e.argument = str(name)          # the run argument left (a launcher may say how it was made)
+        raise e
 
     def _set_grid(self, gm, phase: int) -> None:
         """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any view at

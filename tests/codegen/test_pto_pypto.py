@@ -1,10 +1,22 @@
-"""``.pto`` files as pypto writes them: a lane's zero-row share of a tail tile and
-``pto.set_validshape`` (metadata)."""
+"""``.pto`` files as pypto writes them: the Cube and the Vector function of a kernel share one
+signature (each leaves unused the tensors only the other reads), a lane's zero-row share of a
+tail tile and ``pto.set_validshape`` (metadata)."""
+import pathlib
+
 import numpy as np
 import pytest
 
 from ptopipe.codegen.pto_exec import run_pto
 from ptopipe.codegen.pto_load import load_pto
+from ptopipe.errors import MemoryConflictError
+
+
+PAIR_FILE = pathlib.Path(__file__).parent.parent / "pto" / "pypto_c2v_a5.pto"
+PAIR = PAIR_FILE.read_text()
+#: the same pair with the lane from ptoas's own op instead of pypto's parameter
+PAIR_GETSUB = PAIR.replace(", %__pypto_spmd_subblock_idx: i32)", ")").replace(
+    "%sb = arith.index_cast %__pypto_spmd_subblock_idx : i32 to index",
+    "%sb64 = pto.get_subblock_idx\n    %sb = arith.index_cast %sb64 : i64 to index")
 
 
 def vec(r, c):
@@ -26,6 +38,36 @@ def vector_func(params: str, body: str) -> str:
   }}
 }}
 """
+
+
+def _mm_bias_gold(out: dict) -> np.ndarray:
+    return out["arg0"] @ out["arg1"] + out["arg2"]
+
+
+def test_a_parameter_takes_its_largest_view_in_any_function_run():
+    """The cube never views %arg3 (the vector's output) and the vector never views %arg0: each
+    is sized by the function that views it, not given one element by the other."""
+    r = run_pto(text=PAIR_GETSUB)
+    np.testing.assert_allclose(r.outputs["arg3"], _mm_bias_gold(r.outputs), rtol=1e-5, atol=1e-5)
+    assert [n for n in r.notes if n.startswith(("arg0:", "arg3:"))] == [
+        "arg0: seeded random float32[16, 16] (give --input arg0=FILE.npy)",
+        "arg3: seeded random float32[16, 16] (give --input arg3=FILE.npy)"]
+
+
+def test_an_access_past_a_seeded_argument_says_ptopipe_made_it():
+    """Rows 8..23 of a 16-row view: the run stops at the load past the argument, and the error
+    carries the note saying the argument is seeded data of the view's size (a run that stops
+    prints no notes)."""
+    body = f"""    %xp = pto.partition_view %xv, offsets = [%c8, %c0], sizes = [%c16, %c16] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %t = pto.alloc_tile : {vec(16, 16)}
+    pto.tload ins(%xp : !pto.partition_tensor_view<16x16xf32>) outs(%t : {vec(16, 16)})"""
+    text = vector_func("%x: !pto.ptr<f32>, %y: !pto.ptr<f32>", body)
+    with pytest.raises(MemoryConflictError) as e:
+        run_pto(text=text)
+    assert "note: x: seeded random float32[16, 16] (give --input x=FILE.npy)" in e.value.details
+    with pytest.raises(MemoryConflictError) as e:       # a given array: nothing to add
+        run_pto(text=text, inputs=dict(x=np.zeros((16, 16), np.float32)))
+    assert "seeded" not in str(e.value)
 
 
 TAIL = vector_func("%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %n: index", f"""    %off = arith.subi %c16, %n : index

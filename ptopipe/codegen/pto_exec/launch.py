@@ -50,14 +50,20 @@ SEEDED_MAX_BYTES = 1 << 30
 
 def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple:
     """The kernel arguments by parameter name: the given inputs, else seeded random arrays
-    (pointer parameters: sized by their largest static tensor view) and notes saying so."""
-    args, notes = {}, []
+    (pointer parameters: sized by their largest static tensor view in any of the functions
+    ``top_funcs``), the notes saying so, and the note of each tensor made up, by name."""
+    args, notes, seeded = {}, [], {}
     extents, natural, origin = _param_extents(prog, inputs, platform)
-    params = {}
+    params, runs = {}, {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
-            params.setdefault(name[1:], (ty, tok, n))
-    for key, (ty, tok, fname) in params.items():
+            params.setdefault(name[1:], (ty, tok))
+            runs.setdefault(name[1:], []).append(n)
+    for key, (ty, tok) in params.items():
+        # pypto gives the Cube and the Vector function one signature, and each leaves unused
+        # the tensors only the other reads: a parameter takes the largest view of it in any
+        # function run (the first of them on a tie)
+        fname = max(runs[key], key=lambda f: extents.get((f, "%" + key), 0))
         if key in inputs:
             v = inputs[key]
             if isinstance(ty, ScalarT):
@@ -123,7 +129,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
             n = extents.get((fname, "%" + key), 0)
             shape = natural.get((fname, "%" + key)) or (n,)       # a dense view's shape, else flat
             if n == 0:
-                if _read(prog, fname, "%" + key):
+                if any(_read(prog, f, "%" + key) for f in runs[key]):
                     raise ConfigError(f"the size of parameter %{key} is not known statically",
                                       where=f"{prog.path}:{tok.line}:{tok.col}",
                                       fix=f"give --input {key}=FILE.npy (or a static shape in its "
@@ -133,7 +139,8 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
         _seeded_fits(key, d, shape, f"{prog.path}:{at.line}:{at.col}")
         args[key] = _random(rng, d, shape)
         notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
-    return args, notes
+        seeded[key] = notes[-1]
+    return args, notes, seeded
 
 
 def _own(v):
@@ -337,7 +344,7 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
     known = {p[0][1:] for t in tops for p in prog.funcs[t].params}
     refuse_unknown_parameters(inputs, known)
     rng = np.random.default_rng(data_seed)
-    args, notes = param_arrays(prog, tops, inputs, rng, get_platform(plat))
+    args, notes, made = param_arrays(prog, tops, inputs, rng, get_platform(plat))
     if run_line:
         notes.insert(0, f"platform {plat}: the file's RUN line's --pto-arch (it has no pto.target_arch)")
     warnings = []
@@ -393,6 +400,9 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                 except PtoPipeError as e:    # what the run finds, in the file's spelling
                     from ..pto_load import in_pto_words
                     in_pto_words(e)
+                    seeded = made.get(getattr(e, "argument", None))
+                    if seeded:              # (the notes print after a run, which this one ends)
+                        e.add_detail(f"note: {seeded}")
                     raise
         kernel.__name__ = f"{top}@{core_name}"
         return kernel
