@@ -43,6 +43,12 @@ def get_block_idx() -> int:
     return 0
 
 
+def get_block_num() -> int:
+    """The clusters of the launch (ptopipe simulates one: always 1)."""
+    current_core()
+    return 1
+
+
 def platform_id():
     """``PLATFORM_ID`` of seed 003 for the running kernel (PLATFORM_A2A3 or PLATFORM_A5)."""
     return current_core().cluster.platform.id
