@@ -356,8 +356,8 @@ def _mm_layouts(core, op, a, b, c) -> None:
 def _mm_operands(core, op, c, a, b, gemv: bool = False):
     """The checked operands of a matmul ``c = a @ b``: the arrays it reads and writes, and the
     accumulator dtype.  TMATMUL* as pto-isa runs it: the tiles' declared shapes chain (its
-    static_assert), m, k, n are a's valid rows and columns and b's valid columns, each in
-    1 .. 4095 (its PTO_ASSERT), and it reads b's first k rows and writes c's first m x n
+    static_assert), m, k, n are a's valid rows and columns and b's valid columns, each at most
+    4095 (its PTO_ASSERT), and it reads b's first k rows and writes c's first m x n
     elements whatever their valid shapes say (an accumulator of valid 16 x 12 fed 16 x 16
     operands takes all 16 columns).  A GEMV (``gemv``) checks the valid shapes chain."""
     A = a._valid if a.__class__ is Tile and a.core is core and a.binding is None else arr(a, core, f"{op} left operand")
@@ -380,10 +380,12 @@ def _mm_operands(core, op, c, a, b, gemv: bool = False):
                              f"{c.rows}x{c.cols} (pto-isa asserts a's rows == c's, a's cols == b's rows, "
                              "b's cols == c's)", "declare a MxK, b KxN, c MxN")
         m, k, n = a.valid_rows, a.valid_cols, b.valid_cols
-        if not (0 < m < 4096 and 0 < k < 4096 and 0 < n < 4096):
+        if m > 4095 or k > 4095 or n > 4095:
+            # (the MMAD's fields: a larger one is cut; an empty m, k or n - which pto-isa's debug
+            # build also asserts against - is the empty product, as an empty tile moves no data)
             raise _err(core, f"{op}: m = {m}, k = {k}, n = {n} (a's valid rows and columns, b's valid "
-                             "columns); pto-isa asserts each is in 1 .. 4095",
-                       "give a and b a valid shape of at least one row and column")
+                             "columns); pto-isa asserts each is at most 4095",
+                       "split the matmul into blocks of at most 4095 rows / columns (TEXTRACT)")
         if k != b.valid_rows or m != c.valid_rows or n != c.valid_cols:
             # b's first k rows, c's first m x n elements
             B, C = b._full[:k, :n], c._full[:m, :n]

@@ -212,13 +212,13 @@ def test_tmatmul_takes_m_k_n_from_a_and_b_whatever_c_and_b_rows_say(platform):
 
 @pytest.mark.parametrize("left,right,valid,words", [
     ((16, 32), (16, 16), (16, 16), "shapes do not chain: a 16x32, b 16x16, c 16x16"),   # static_assert
-    ((16, 16), (16, 16), (0, 16), "m = 0, k = 16, n = 16"),                             # PTO_ASSERT
+    ((16, 4096), (4096, 16), (16, 4096), "m = 16, k = 4096, n = 16"),                   # PTO_ASSERT
 ])
 def test_tmatmul_refuses_what_pto_isa_asserts(left, right, valid, words):
     def k():
-        a = Tile(TileType.Left, float32, *left, addr=0x0, valid_rows=valid[0], valid_cols=valid[1])
-        b = Tile(TileType.Right, float32, *right, addr=0x0)
-        c = Tile(TileType.Acc, float32, left[0], right[1], addr=0x0)
+        a = Tile(TileType.Left, int8, *left, addr=0x0, valid_rows=valid[0], valid_cols=valid[1])
+        b = Tile(TileType.Right, int8, *right, addr=0x0)
+        c = Tile(TileType.Acc, int32, left[0], right[1], addr=0x0)
         TMATMUL(c, a, b)  # bad
     with pytest.raises(KernelError) as ei:
         run_aic(k)
