@@ -54,6 +54,8 @@ def run_line_platform(text: str) -> str | None:
         return None
     m = re.search(r"^\s*//\s*RUN:.*?--pto-arch[= ](\w+)", text[:4096], re.M)
     return PLATFORM_OF_ARCH.get(m.group(1)) if m else None
+
+
 #: pypto's SPMD identity parameters: its codegen lowers ``tile.get_block_idx()``,
 #: ``get_block_num()`` and ``get_subblock_idx()`` to ``arith.index_cast`` of these ``i32``
 #: parameters, which it appends to the signature of each function that uses them (pypto
