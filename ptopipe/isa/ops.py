@@ -355,11 +355,11 @@ def _mm_layouts(core, op, a, b, c) -> None:
 
 def _mm_operands(core, op, c, a, b, gemv: bool = False):
     """The checked operands of a matmul ``c = a @ b``: the arrays it reads and writes, and the
-    accumulator dtype.  TMATMUL* as pto-isa runs it: the tiles' declared shapes chain (its
-    static_assert), m, k, n are a's valid rows and columns and b's valid columns, each at most
-    4095 (its PTO_ASSERT), and it reads b's first k rows and writes c's first m x n
-    elements whatever their valid shapes say (an accumulator of valid 16 x 12 fed 16 x 16
-    operands takes all 16 columns).  A GEMV (``gemv``) checks the valid shapes chain."""
+    accumulator dtype.  TMATMUL* as pto-isa runs it: m, k, n are a's valid rows and columns
+    and b's valid columns, each at most 4095 (its PTO_ASSERT), and it reads b's first k rows
+    and writes c's first m x n elements whatever their valid shapes say (an accumulator of
+    valid 16 x 12 fed 16 x 16 operands takes all 16 columns) - within the tiles.  A GEMV
+    (``gemv``) checks the valid shapes chain."""
     A = a._valid if a.__class__ is Tile and a.core is core and a.binding is None else arr(a, core, f"{op} left operand")
     B = b._valid if b.__class__ is Tile and b.core is core and b.binding is None else arr(b, core, f"{op} right operand")
     C = c._valid if c.__class__ is Tile and c.core is core and c.binding is None else arr(c, core, f"{op} result")
@@ -375,10 +375,6 @@ def _mm_operands(core, op, c, a, b, gemv: bool = False):
                              f"{B.shape[0]}x{B.shape[1]}, c {C.shape[0]}x{C.shape[1]}",
                        "need a MxK, b KxN, c MxN")
     else:
-        if a.rows != c.rows or a.cols != b.rows or b.cols != c.cols:
-            raise _err(core, f"{op}: shapes do not chain: a {a.rows}x{a.cols}, b {b.rows}x{b.cols}, c "
-                             f"{c.rows}x{c.cols} (pto-isa asserts a's rows == c's, a's cols == b's rows, "
-                             "b's cols == c's)", "declare a MxK, b KxN, c MxN")
         m, k, n = a.valid_rows, a.valid_cols, b.valid_cols
         if m > 4095 or k > 4095 or n > 4095:
             # (the MMAD's fields: a larger one is cut; an empty m, k or n - which pto-isa's debug
@@ -387,8 +383,11 @@ def _mm_operands(core, op, c, a, b, gemv: bool = False):
                              "columns); pto-isa asserts each is at most 4095",
                        "split the matmul into blocks of at most 4095 rows / columns (TEXTRACT)")
         if k != b.valid_rows or m != c.valid_rows or n != c.valid_cols:
-            # b's first k rows, c's first m x n elements
-            B, C = b._full[:k, :n], c._full[:m, :n]
+            if k > b.rows or m > c.rows or n > c.cols:      # (past the tiles: other data)
+                raise _err(core, f"{op}: shapes do not chain: m, k, n = {m}, {k}, {n} (a's valid rows "
+                                 f"and columns, b's valid columns) but b holds {b.rows} rows and c "
+                                 f"{c.rows}x{c.cols}", "need a MxK, b KxN, c MxN")
+            B, C = b._full[:k, :n], c._full[:m, :n]          # b's first k rows, c's first m x n
     if a.dtype != b.dtype:
         raise _err(core, f"{op}: a is {a.dtype.name} but b is {b.dtype.name}")
     acc = MATMUL_ACCUM.get(a.dtype)
