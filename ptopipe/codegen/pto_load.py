@@ -25,7 +25,7 @@ from ..ir.opdefs import INITIALIZE_PIPE, CallOp, ReserveBufferOp, TFree, TPop, T
 from ..sim.pipesync import PTO_EVENTS
 from .pto_exec.types import check_input_fits
 from .pto_reader import read_pto
-from .pto_syntax import INT_DTYPES, PTO_OP, run_line_platform
+from .pto_syntax import INT_DTYPES, PTO_OP, refuse_spmd_inputs, run_line_platform
 from .pto_writer import nosplit_functions, with_peers
 
 #: what a .pto program goes through before it runs (it is already split into kernels)
@@ -54,6 +54,8 @@ def load_pto(path: str, platform: str | None = None, protocol: str = "spec", tex
             col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
             raise ParseError(f"byte {raw[e.start]:#04x} is not UTF-8 text", where=f"{path}:{line}:{col}",
                              fix="a .pto file is UTF-8 MLIR text") from None
+    refuse_spmd_inputs(scalars or {})
+    refuse_spmd_inputs(ranges or {}, "--range")
     addrs = []
     try:
         op = read_pto(text, path, platform, addrs=addrs)

@@ -22,18 +22,20 @@ from ..ir.core import Block, Operation, Region, gc_paused
 from ..ir.vocab import FunctionKind, Loc
 from ..ir.op_verifier import verify_ops
 from ..ir.ops import C2V, V2C
-from ..ir.types import ScalarType, TensorType, itemsize
-from ..ir.opdefs import CallOp, FuncOp, ImportPeerBufferOp, ProgramOp, ReserveBufferOp, TFree, TPop
+from ..ir.types import INDEX, ScalarType, TensorType, itemsize
+from ..ir.opdefs import (CallOp, ConstOp, FuncOp, GetSubblockIdOp, ImportPeerBufferOp, ProgramOp, ReserveBufferOp,
+                         TFree, TPop)
 from .pto_lexer import tokenize, without_locations
 from .pto_tree import OP_ALIASES
-from .pto_ops import Scope, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select
+from .pto_ops import Scope, emit, h_arith, h_call, h_constant, h_copy, h_index_cast, h_select
 from .pto_regions import h_for, h_if, h_yield
 from .pto_pipe_handle import HANDLE_HANDLERS
 from .pto_pipe_ops import PIPE_HANDLERS
-from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_flag, h_partition, h_subblock,
-                           h_tload, h_tprint, h_treshape, h_tstore, h_view)
+from .pto_tile_ops import (generic_tile_op, h_alloc, h_barrier, h_event, h_flag, h_partition, h_set_validshape,
+                           h_subblock, h_tload, h_tprint, h_treshape, h_tstore, h_view)
 from .pto_parse import Cursor
-from .pto_syntax import ARITH_OF, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF, ptr_type
+from .pto_syntax import (ARITH_OF, INT_DTYPES, IR_OP_OF_PTO, KIND_OF, LOGIC, PLATFORM_OF_ARCH, SPLIT_OF, SPMD_BLOCK_IDX,
+                         SPMD_PARAMS, SPMD_SUBBLOCK_IDX, ptr_type)
 
 UNUSED_PTR_SHAPE = (1,)     # the placeholder shape of a pointer parameter nothing uses
 
@@ -43,7 +45,7 @@ HANDLERS = {
     "func.call": h_call, "ptopipe.copy": h_copy, "arith.index_cast": h_index_cast,
     "pto.make_tensor_view": h_view, "pto.partition_view": h_partition,
     "pto.alloc_tile": h_alloc, "pto.declare_tile": h_alloc,
-    "pto.tload": h_tload, "pto.tstore": h_tstore, "pto.treshape": h_treshape,
+    "pto.tload": h_tload, "pto.tstore": h_tstore, "pto.treshape": h_treshape, "pto.set_validshape": h_set_validshape,
     "pto.get_subblockid": h_subblock, "pto.get_subblock_idx": h_subblock,
     "pto.record_event": h_event, "pto.wait_event": h_event, "pto.barrier": h_barrier, "pto.barrier_sync": h_barrier, "pto.tprint": h_tprint,
     "pto.set_flag": h_flag, "pto.wait_flag": h_flag, "pto.set_flag_dyn": h_flag, "pto.wait_flag_dyn": h_flag,
@@ -260,15 +262,36 @@ class Reader:
             fs.scopes[0].vars[pt.text] = a
             if ty.kind == "ptr":
                 fs.untyped[a] = pt
+        spmd = self.spmd_values(fs, params)
         self.funcs[name] = fs
         self.order.append(name)
         c.expect("{", "opening the function body")
         self.body(fs, fs.scopes[0], func_body=True)
-        for k in fs.made_consts:
+        for k in fs.made_consts + spmd:
             if not k.results[0].uses:
                 k.erase()
         canonical_tfree_splits(fs.op)
         unique_names(fs.op)
+
+    def spmd_values(self, fs: FuncState, params) -> list:
+        """pypto's SPMD identity parameters (:data:`~.pto_syntax.SPMD_PARAMS`) read as the
+        values the run binds them to: the sub-block index as ``get_subblockid`` (each lane
+        its own), block index 0 and block number 1 (one cluster).  The ops made (erased when
+        unused)."""
+        made = []
+        for pt, ty in params:
+            key = pt.text[1:]
+            if key not in SPMD_PARAMS or ty.kind != "scalar" or ty.dtype not in INT_DTYPES:
+                continue
+            if key == SPMD_SUBBLOCK_IDX:
+                op = emit(self, fs, GetSubblockIdOp.name, [], [INDEX], {}, self.loc(pt), [key])
+            else:
+                v = 0 if key == SPMD_BLOCK_IDX else 1
+                op = emit(self, fs, ConstOp.name, (), [ScalarType(ty.dtype)], {"value": v}, self.loc(pt), [key])
+                fs.const_values[op.results[0]] = v
+            fs.scopes[0].vars[pt.text] = op.results[0]
+            made.append(op)
+        return made
 
     def body(self, fs: FuncState, scope, func_body: bool = False) -> None:
         """Statements up to the closing '}' (consumed)."""

@@ -314,7 +314,9 @@ def _exposed(toks, i, written, first, allw, views) -> int:
             pending = t.text
         elif t.kind == "word" and t.text == "outs" and toks[i + 1].text == "(":
             outs_at = parens                    # until the matching ')'
-        elif t.kind == "value" and toks[i + 1].text != "=":
+        elif t.kind == "value" and toks[i + 1].text != "=" and toks[i - 1].text != "pto.set_validshape":
+            # (``pto.set_validshape %t, %r, %c`` sets the tile's valid shape, metadata: it
+            # neither reads nor writes the buffer's data)
             name = views.get(t.text, t.text)
             if outs_at is not None or (toks[i - 1].text == "(" and toks[i - 2].text == "pto.tpop"):
                 written.add(name)

@@ -24,6 +24,7 @@ from ..arch.vocab import (LEFT_LAYOUT, CmpMode, BLayout, SLayout, SyncPipe, Tile
 from ..ir.vocab import FunctionKind
 from ..ir.ops import ISA_NAMES
 from ..ir.types import MemorySpace, TileValueType
+from ..errors import ConfigError
 
 #: tile_buf ``loc=`` <-> where the tile lives
 LOC_OF_SPACE = {MemorySpace.Vec: "vec", MemorySpace.Mat: "mat", MemorySpace.Left: "left",
@@ -54,6 +55,31 @@ def run_line_platform(text: str) -> str | None:
         return None
     m = re.search(r"^\s*//\s*RUN:.*?--pto-arch[= ](\w+)", text[:4096], re.M)
     return PLATFORM_OF_ARCH.get(m.group(1)) if m else None
+
+
+#: pypto's SPMD identity parameters: its codegen lowers ``tile.get_block_idx()``,
+#: ``get_block_num()`` and ``get_subblock_idx()`` to ``arith.index_cast`` of these ``i32``
+#: parameters, which it appends to the signature of each function that uses them (pypto
+#: src/codegen/pto/pto_codegen.cpp), and its kernel wrapper fills them per core from the runtime
+SPMD_BLOCK_IDX = "__pypto_spmd_block_idx"
+SPMD_BLOCK_NUM = "__pypto_spmd_block_num"
+SPMD_SUBBLOCK_IDX = "__pypto_spmd_subblock_idx"
+SPMD_PARAMS = (SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_SUBBLOCK_IDX)
+
+
+def refuse_spmd_inputs(names, option: str = "--input") -> None:
+    """A ConfigError for a value given (``option``) to one of pypto's SPMD identity
+    parameters: the run binds them per core, as pypto's runtime does (the Vector core's lane,
+    0 on the Cube; block 0 of 1: ptopipe simulates one cluster), and the static verifier
+    proves the file with those values."""
+    for k in names:
+        if k in SPMD_PARAMS:
+            raise ConfigError(f"{option} {k}: pypto's runtime gives this parameter, and so does ptopipe: "
+                              f"{SPMD_SUBBLOCK_IDX} is each core's lane (AIV0 0, AIV1 1, the Cube 0), "
+                              f"{SPMD_BLOCK_IDX} 0 and {SPMD_BLOCK_NUM} 1 (one cluster is simulated)",
+                              where=f"option {option}", fix=f"drop {option} {k}")
+
+
 #: ``{split = N}``: 0 / 1 / 2 = TILE_NO_SPLIT / TILE_UP_DOWN / TILE_LEFT_RIGHT
 SPLIT_OF = {int(s): s for s in TileSplitAxis}
 

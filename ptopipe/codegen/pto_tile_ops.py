@@ -451,6 +451,26 @@ def h_tprint(r, fs, opt, results, loc):
         r.c.attr_dict()
 
 
+def h_set_validshape(r, fs, opt, results, loc):
+    """``pto.set_validshape %t, %rows, %cols : T``: the tile's valid shape, metadata the value
+    IR does not model (its ops act on whole tiles, docs/pto.md): no op, and no read of the
+    tile's data - a tile whose valid shape a loop sets before it loads it is not carried."""
+    _check_results(r, opt, results, 0)
+    c = r.c
+    tile = c.kind("value", "the tile")
+    _, b = lookup(r, fs, tile)
+    if not isinstance(b, RowView) and not isinstance(getattr(b, "type", None), TileValueType):
+        raise c.error(f"{tile.text} is not a tile: pto.set_validshape sets a tile's valid shape", tile)
+    for what in ("the valid rows", "the valid columns"):
+        c.expect(",", f"before {what}")
+        t = c.kind("value", what)
+        v = read(r, fs, t)
+        if not isinstance(v.type, ScalarType) or v.type.dtype not in INT_DTYPES:
+            raise c.error(f"{t.text} is a {describe(v.type)}, not an integer valid size", t)
+    c.expect(":", "before the tile's type")
+    c.type_()
+
+
 def h_barrier(r, fs, opt, results, loc):
     """``pto.barrier #pto.pipe<P>`` (ptoas), or ``{pipe = #pto.pipe<P>}``; no pipe: PIPE_ALL;
     ``pto.barrier_sync[<TVEC>]``: the pipe of a sync op type."""

@@ -275,7 +275,7 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
     failed one)."""
     from ..codegen.pto_load import load_pto
     from ..codegen.pto_exec import read_program, read_text
-    from ..codegen.pto_syntax import INT_DTYPES, PLATFORM_OF_ARCH, run_line_platform
+    from ..codegen.pto_syntax import INT_DTYPES, PLATFORM_OF_ARCH, SPMD_PARAMS, run_line_platform
     from ..errors import CompileError
     from ..ir.types import ScalarType
     from ..passes.static_check import NOT_PROVEN as NOT_PROVEN_STATUS, status_of
@@ -309,7 +309,8 @@ def static_verdict(path: str, platform: str | None, protocol: str, inputs=None, 
         return verdict(plat, "not proven", warnings,
                        f"not proven for all values{given}: {'; '.join(not_proven(warnings))}")
     params = sorted({a.name for f in op.body for a in f.regions[0].blocks[0].args
-                     if isinstance(a.type, ScalarType) and a.type.dtype in INT_DTYPES} - set(scalars))
+                     if isinstance(a.type, ScalarType) and a.type.dtype in INT_DTYPES}
+                    - set(scalars) - set(SPMD_PARAMS))       # (those are bound: as the run binds them)
     which = f" for every value of {', '.join(params)}" if params else ""
     which += "".join(f", {k} in {lo}..{'' if hi is None else hi}" for k, (lo, hi) in ranges.items())
     return verdict(plat, "verified", warnings,

@@ -418,7 +418,13 @@ def _mm_layouts(core, op, a, b, c) -> None:
                        f"or with layout=TileLayout.{ok[0].name}, and TMOV / TEXTRACT the data into it")
 
 
-def _mm_operands(core, op, c, a, b):
+def _mm_operands(core, op, c, a, b, gemv: bool = False):
+    """The checked operands of a matmul ``c = a @ b``: the arrays it reads and writes, and the
+    accumulator dtype.  TMATMUL* as pto-isa runs it: m, k, n are a's valid rows and columns
+    and b's valid columns, each at most 4095 (its PTO_ASSERT), and it reads b's first k rows
+    and writes c's first m x n elements whatever their valid shapes say (an accumulator of
+    valid 16 x 12 fed 16 x 16 operands takes all 16 columns) - within the tiles.  A GEMV
+    (``gemv``) checks the valid shapes chain."""
     A = a._valid if a.__class__ is Tile and a.core is core and a.binding is None else arr(a, core, f"{op} left operand")
     B = b._valid if b.__class__ is Tile and b.core is core and b.binding is None else arr(b, core, f"{op} right operand")
     C = c._valid if c.__class__ is Tile and c.core is core and c.binding is None else arr(c, core, f"{op} result")
@@ -428,10 +434,25 @@ def _mm_operands(core, op, c, a, b):
         _need_loc(core, c, (TileType.Acc,), op, "c")
     if (a.layout is not _ZZ and a.layout is not _NZ) or b.layout is not _ZN or c.layout is not _NZ:
         _mm_layouts(core, op, a, b, c)
-    if a.valid_cols != b.valid_rows or c.valid_rows != a.valid_rows or c.valid_cols != b.valid_cols:
-        raise _err(core, f"{op}: shapes do not chain: a {A.shape[0]}x{A.shape[1]}, b "
-                         f"{B.shape[0]}x{B.shape[1]}, c {C.shape[0]}x{C.shape[1]}",
-                   "need a MxK, b KxN, c MxN")
+    if gemv:
+        if a.valid_cols != b.valid_rows or c.valid_rows != a.valid_rows or c.valid_cols != b.valid_cols:
+            raise _err(core, f"{op}: shapes do not chain: a {A.shape[0]}x{A.shape[1]}, b "
+                             f"{B.shape[0]}x{B.shape[1]}, c {C.shape[0]}x{C.shape[1]}",
+                       "need a MxK, b KxN, c MxN")
+    else:
+        m, k, n = a.valid_rows, a.valid_cols, b.valid_cols
+        if m > 4095 or k > 4095 or n > 4095:
+            # (the MMAD's fields: a larger one is cut; an empty m, k or n - which pto-isa's debug
+            # build also asserts against - is the empty product, as an empty tile moves no data)
+            raise _err(core, f"{op}: m = {m}, k = {k}, n = {n} (a's valid rows and columns, b's valid "
+                             "columns); pto-isa asserts each is at most 4095",
+                       "split the matmul into blocks of at most 4095 rows / columns (TEXTRACT)")
+        if k != b.valid_rows or m != c.valid_rows or n != c.valid_cols:
+            if k > b.rows or m > c.rows or n > c.cols:      # (past the tiles: other data)
+                raise _err(core, f"{op}: shapes do not chain: m, k, n = {m}, {k}, {n} (a's valid rows "
+                                 f"and columns, b's valid columns) but b holds {b.rows} rows and c "
+                                 f"{c.rows}x{c.cols}", "need a MxK, b KxN, c MxN")
+            B, C = b._full[:k, :n], c._full[:m, :n]          # b's first k rows, c's first m x n
     if a.dtype != b.dtype:
         raise _err(core, f"{op}: a is {a.dtype.name} but b is {b.dtype.name}")
     acc = MATMUL_ACCUM.get(a.dtype)
@@ -490,7 +511,7 @@ def TMATMUL(c: Tile, a: Tile, b: Tile, *events) -> Event:
     if events:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL", c, a, b)
-    if c.valid_cols == c.cols:           # the valid region is contiguous: write in place
+    if C.shape[1] == c.cols:             # the region written is contiguous: write in place
         core.pending.append((_product, A, B, acc, C))
     else:
         core.pending.append((_product_into, A, B, acc, C))
@@ -504,6 +525,8 @@ def TMATMUL_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
         TSYNC(*events)
     A, B, C, acc = _mm_operands(core, "TMATMUL_ACC", c_out, a, b)
     Ci = arr(c_in, core, "TMATMUL_ACC accumulator input")
+    if C is not c_out._valid:           # (valid shapes that do not chain) c_out's first m x n: c_in's too
+        Ci = c_in._full[:C.shape[0], :C.shape[1]]
     _same_shape(core, "TMATMUL_ACC", ("c_out", C), ("c_in", Ci))
     core.pending.append((_product_acc, Ci, A, B, acc, C))
     return _mm_issue(core, "TMATMUL_ACC", a, b, c_out, (a, b, c_in), A, B)
@@ -535,7 +558,7 @@ def TGEMV(c: Tile, a: Tile, b: Tile, *events) -> Event:
     core = current_core()
     if events:
         TSYNC(*events)
-    A, B, C, acc = _mm_operands(core, "TGEMV", c, a, b)
+    A, B, C, acc = _mm_operands(core, "TGEMV", c, a, b, gemv=True)
     _gemv_check(core, "TGEMV", a, b)
     core.pending.append((_product_into, A, B, acc, C))
     return _mm_issue(core, "TGEMV", a, b, c, None, A, B)
@@ -546,7 +569,7 @@ def TGEMV_ACC(c_out: Tile, c_in: Tile, a: Tile, b: Tile, *events) -> Event:
     core = current_core()
     if events:
         TSYNC(*events)
-    A, B, C, acc = _mm_operands(core, "TGEMV_ACC", c_out, a, b)
+    A, B, C, acc = _mm_operands(core, "TGEMV_ACC", c_out, a, b, gemv=True)
     _gemv_check(core, "TGEMV_ACC", a, b)
     Ci = arr(c_in, core, "TGEMV_ACC accumulator input")
     _same_shape(core, "TGEMV_ACC", ("c_out", C), ("c_in", Ci))
@@ -559,7 +582,7 @@ def TGEMV_BIAS(c: Tile, a: Tile, b: Tile, bias: Tile, *events) -> Event:
     core = current_core()
     if events:
         TSYNC(*events)
-    A, B, C, acc = _mm_operands(core, "TGEMV_BIAS", c, a, b)
+    A, B, C, acc = _mm_operands(core, "TGEMV_BIAS", c, a, b, gemv=True)
     _gemv_check(core, "TGEMV_BIAS", a, b)
     Bi = arr(bias, core, "TGEMV_BIAS bias")
     if Bi.shape[-1] != C.shape[1]:

@@ -99,6 +99,10 @@ def _pad5(t, fill) -> tuple:
 def _geom2(shape, stride, item):
     """(shape, byte strides, byte extent) of the 2-D rows x cols view, or None if the four
     outer dimensions cannot be merged into one row dimension."""
+    if 0 in shape:
+        # no elements (a lane's [0, N] share of a split tail tile): the view touches no
+        # memory, whatever its offset - an extent of 0 bytes
+        return (shape[0] * shape[1] * shape[2] * shape[3], shape[4]), (stride[3] * item, stride[4] * item), 0
     dims = [(n, st) for n, st in zip(shape[:4], stride[:4]) if n > 1]
     rows = 1
     for n, _ in dims:
@@ -286,11 +290,13 @@ class GlobalTensor:
                    f"within {name}[0 .. {n})")
         else:
             fix = f"keep the view within '{name}': check the loop bound and the offset added to {name}.data()"
-        raise MemoryConflictError(
+        e = MemoryConflictError(
             f"access out of bounds: {self.describe()} covers GM [{p.addr:#x}, {p.addr + extent:#x}), "
             f"outside argument '{name}' [{lo:#x}, {hi:#x}) that its pointer comes from "
             f"(elements {(p.addr - lo) // item} to {(p.addr + extent - lo) // item - 1} of "
             f"{n})", where=here() or (str(loc) if loc is not None else None), fix=fix)
+        e.argument = str(name)          # the run argument left (a launcher may say how it was made)
+        raise e
 
     def _set_grid(self, gm, phase: int) -> None:
         """GM seen as consecutive ``cols``-wide rows from byte ``phase``: any view at

@@ -182,6 +182,51 @@ def test_tmatmul_and_acc_match_numpy(dtype, platform):
     assert res["c"].dtype == acc_dt
 
 
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+def test_tmatmul_takes_m_k_n_from_a_and_b_whatever_c_and_b_rows_say(platform):
+    """pto-isa's TMATMUL: m, k, n are a's valid rows and columns and b's valid columns; it reads
+    b's first k rows and writes c's first m x n elements - an accumulator of valid 16 x 12 (as
+    pypto declares one for a 12-column tail) takes all 16 columns."""
+    rng = np.random.default_rng(9)
+    a = rng.integers(-5, 6, (16, 16)).astype(np.float32)
+    b = rng.integers(-5, 6, (16, 16)).astype(np.float32)
+
+    def k(a, b, c):
+        a_l1 = Tile(TileType.Mat, float32, 16, 16, addr=0x0)
+        b_l1 = Tile(TileType.Mat, float32, 16, 16, addr=0x1000)
+        a_l0 = Tile(TileType.Left, float32, 16, 16, addr=0x0)
+        b_l0 = Tile(TileType.Right, float32, 16, 16, addr=0x0)
+        acc = Tile(TileType.Acc, float32, 16, 16, addr=0x0, valid_cols=12)
+        TLOAD(a_l1, a)
+        TLOAD(b_l1, b)
+        TMOV(a_l0, a_l1)
+        TMOV(b_l0, b_l1)
+        b_l0.SetValid(8, 16)
+        TMATMUL(acc, a_l0, b_l0)
+        acc.SetValid(16, 16)
+        TSTORE(c, acc)
+
+    res = ptopipe.run(k, None, dict(a=a, b=b, c=np.zeros((16, 16), np.float32)), platform=platform)
+    np.testing.assert_array_equal(res.outputs["c"], a @ b)
+
+
+@pytest.mark.parametrize("left,right,valid,words", [
+    ((16, 32), (16, 16), (16, 32), "m, k, n = 16, 32, 16 (a's valid rows and columns, b's valid columns) "
+                                   "but b holds 16 rows and c 16x16"),
+    ((16, 4096), (4096, 16), (16, 4096), "pto-isa asserts each is at most 4095"),
+])
+def test_tmatmul_refuses_what_pto_isa_asserts_and_a_product_past_its_tiles(left, right, valid, words):
+    def k():
+        a = Tile(TileType.Left, int8, *left, addr=0x0, valid_rows=valid[0], valid_cols=valid[1])
+        b = Tile(TileType.Right, int8, *right, addr=0x0)
+        c = Tile(TileType.Acc, int32, left[0], right[1], addr=0x0)
+        TMATMUL(c, a, b)  # bad
+    with pytest.raises(KernelError) as ei:
+        run_aic(k)
+    assert words in str(ei.value)
+    assert_where(ei.value, k, "bad")
+
+
 def test_textract_takes_a_k_slice():
     rng = np.random.default_rng(4)
     a = rng.integers(-5, 6, (16, 64)).astype(np.float32)

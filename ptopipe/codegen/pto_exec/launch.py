@@ -11,7 +11,9 @@ from ...arch import get_platform
 from ...arch.vocab import MemSpace
 from ...errors import ConfigError, PtoPipeError, refuse_unknown_parameters
 from ...sim.pipesync import PTO_EVENTS
-from ..pto_syntax import PLATFORM_OF_ARCH, run_line_platform
+from ...isa.context import get_block_num
+from ..pto_syntax import (PLATFORM_OF_ARCH, SPMD_BLOCK_IDX, SPMD_BLOCK_NUM, SPMD_PARAMS, SPMD_SUBBLOCK_IDX,
+                          refuse_spmd_inputs, run_line_platform)
 from .executor import Executor
 from .pipe_ops import check_flag_ids
 from .placement import alias_notes, plan_layout
@@ -50,14 +52,23 @@ SEEDED_MAX_BYTES = 1 << 30
 
 def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple:
     """The kernel arguments by parameter name: the given inputs, else seeded random arrays
-    (pointer parameters: sized by their largest static tensor view) and notes saying so."""
-    args, notes = {}, []
+    (pointer parameters: sized by their largest static tensor view in any of the functions
+    ``top_funcs``), the notes saying so, and the note of each tensor made up, by name."""
+    args, notes, seeded = {}, [], {}
+    refuse_spmd_inputs(inputs)
     extents, natural, origin = _param_extents(prog, inputs, platform)
-    params = {}
+    params, runs = {}, {}
     for n in top_funcs:
         for name, ty, tok in prog.funcs[n].params:
-            params.setdefault(name[1:], (ty, tok, n))
-    for key, (ty, tok, fname) in params.items():
+            if name[1:] in SPMD_PARAMS:     # each core's own value: bound as its kernel starts
+                continue
+            params.setdefault(name[1:], (ty, tok))
+            runs.setdefault(name[1:], []).append(n)
+    for key, (ty, tok) in params.items():
+        # pypto gives the Cube and the Vector function one signature, and each leaves unused
+        # the tensors only the other reads: a parameter takes the largest view of it in any
+        # function run (the first of them on a tie)
+        fname = max(runs[key], key=lambda f: extents.get((f, "%" + key), 0))
         if key in inputs:
             v = inputs[key]
             if isinstance(ty, ScalarT):
@@ -123,7 +134,7 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
             n = extents.get((fname, "%" + key), 0)
             shape = natural.get((fname, "%" + key)) or (n,)       # a dense view's shape, else flat
             if n == 0:
-                if _read(prog, fname, "%" + key):
+                if any(_read(prog, f, "%" + key) for f in runs[key]):
                     raise ConfigError(f"the size of parameter %{key} is not known statically",
                                       where=f"{prog.path}:{tok.line}:{tok.col}",
                                       fix=f"give --input {key}=FILE.npy (or a static shape in its "
@@ -133,12 +144,35 @@ def param_arrays(prog: Program, top_funcs, inputs: dict, rng, platform) -> tuple
         _seeded_fits(key, d, shape, f"{prog.path}:{at.line}:{at.col}")
         args[key] = _random(rng, d, shape)
         notes.append(f"{key}: seeded random {d.name}{list(shape)} (give --input {key}=FILE.npy)")
-    return args, notes
+        seeded[key] = notes[-1]
+    return args, notes, seeded
 
 
 def _own(v):
     """A core's own copy of a vector / tensor argument (each core's registers hold one)."""
     return Elements(v.data.copy()) if isinstance(v, Elements) else v
+
+
+def spmd_value(name: str) -> int:
+    """What pypto's kernel wrapper passes the running core for its SPMD identity parameter
+    ``name`` (:data:`~ptopipe.codegen.pto_syntax.SPMD_PARAMS`): the runtime's lane id of the
+    core (AIV0 0, AIV1 1; 0 on the Cube), the block index and the number of blocks."""
+    if name == SPMD_SUBBLOCK_IDX:
+        return isa.get_subblockid()
+    return isa.get_block_idx() if name == SPMD_BLOCK_IDX else get_block_num()
+
+
+def spmd_note(prog: Program, top_funcs) -> str | None:
+    """The note saying which of pypto's SPMD identity parameters the functions run take, and
+    the values each core gets (None: none)."""
+    have = [n for n in SPMD_PARAMS
+            if any(p[0][1:] == n for t in top_funcs for p in prog.funcs[t].params)]
+    if not have:
+        return None
+    said = {SPMD_SUBBLOCK_IDX: f"{SPMD_SUBBLOCK_IDX} = the core's lane (AIV0 0, AIV1 1, the Cube 0)",
+            SPMD_BLOCK_IDX: f"{SPMD_BLOCK_IDX} = 0", SPMD_BLOCK_NUM: f"{SPMD_BLOCK_NUM} = 1"}
+    return ("pypto's SPMD parameters, bound per core as its runtime does for one cluster: "
+            + ", ".join(said[n] for n in have))
 
 
 def _random(rng, d, shape):
@@ -337,7 +371,10 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
     known = {p[0][1:] for t in tops for p in prog.funcs[t].params}
     refuse_unknown_parameters(inputs, known)
     rng = np.random.default_rng(data_seed)
-    args, notes = param_arrays(prog, tops, inputs, rng, get_platform(plat))
+    args, notes, made = param_arrays(prog, tops, inputs, rng, get_platform(plat))
+    spmd = spmd_note(prog, tops)
+    if spmd:
+        notes.append(spmd)
     if run_line:
         notes.insert(0, f"platform {plat}: the file's RUN line's --pto-arch (it has no pto.target_arch)")
     warnings = []
@@ -390,10 +427,14 @@ def _prepare(path, text, func, inputs, platform, data_seed) -> PtoLaunch:
                     continue
                 f = prog.funcs[t]
                 try:
-                    ex.call(f, [_own(kw.get(p[0][1:])) for p in f.params])
+                    ex.call(f, [spmd_value(p[0][1:]) if p[0][1:] in SPMD_PARAMS else _own(kw.get(p[0][1:]))
+                                for p in f.params])
                 except PtoPipeError as e:    # what the run finds, in the file's spelling
                     from ..pto_load import in_pto_words
                     in_pto_words(e)
+                    seeded = made.get(getattr(e, "argument", None))
+                    if seeded:              # (the notes print after a run, which this one ends)
+                        e.add_detail(f"note: {seeded}")
                     raise
         kernel.__name__ = f"{top}@{core_name}"
         return kernel

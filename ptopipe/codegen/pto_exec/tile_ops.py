@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 from ... import isa
+from ...isa.context import get_block_num
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
@@ -413,11 +414,11 @@ def h_subblock(ex, fr, s):
 
 
 def h_block_idx(ex, fr, s):
-    return 0
+    return isa.get_block_idx()
 
 
 def h_block_num(ex, fr, s):
-    return 1
+    return get_block_num()
 
 
 def h_tprint(ex, fr, s):
