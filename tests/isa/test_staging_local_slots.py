@@ -81,15 +81,19 @@ def cube_two(fifo):
     TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo)
 
 
-@pytest.mark.parametrize("local", [9, 2])
-def test_local_slot_num_above_slot_num_is_a_warning_at_the_construction(local):
+@pytest.mark.parametrize("local,slot_num", [(9, 2), (2, 2), (2, 1)])
+def test_local_slot_num_above_slot_num_is_a_warning_at_the_construction(local, slot_num):
     """pto-isa accepts LocalSlotNum 9 with SlotNum 2 (no static_assert); a consumer holds at most
     SlotNum popped tiles, so 7 of its 9 staging slots' bytes are never needed: a run warning
-    naming them, at the consumer's TPipe - none where LocalSlotNum is at most SlotNum."""
+    naming them, at the consumer's TPipe - none where LocalSlotNum is at most SlotNum, or is
+    pto-isa's default (2, what a one-slot TPipe naming no LocalSlotNum gets)."""
     def vector(fifo, out):
-        TPipe(0, DIR_C2V, SLOT, 2, local, peers=(0,))(fifo)
+        TPipe(0, DIR_C2V, SLOT, slot_num, local, peers=(0,))(fifo)
 
-    res = ptopipe.run(aic=cube_two, aiv=(vector_wide if local == 9 else vector, None),
+    def cube(fifo):
+        TPipe(0, DIR_C2V, SLOT, slot_num, peers=(0,))(fifo)
+
+    res = ptopipe.run(aic=cube if local != 9 else cube_two, aiv=(vector_wide if local == 9 else vector, None),
                       args=dict(fifo=ptopipe.gm_buffer(2 * SLOT), out=np.zeros(4, np.float32)),
                       platform="a2a3", protocol="pto-isa")
     warned = [(w, at) for w, at in res.summary.leaks if "LocalSlotNum" in w]
