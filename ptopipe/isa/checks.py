@@ -314,8 +314,23 @@ class KernelChecks(HappensBefore):
                         and sd.core.name in (a["core"], b["core"])), None) if ch is not None else None
         if skipped is not None:
             return self._skipped_wait_error(ch, tag, skipped, w, r)
-        fix = ("the producer must wait for the consumer's free signal of this slot before reusing it"
-               + (f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None else ""))
+        wrec = cur if w is a else prev
+        raw = w["ring"] is None and not self._through_pipe(wrec)
+        ordered_by = "no TFREE -> free-flag WAIT chain orders the consumer's use of the slot before the " \
+                     "producer's next write to it"
+        if raw:
+            # the pipe's flags order only the pipe's own writes (TPUSH, TSTOREs into a TALLOCed
+            # slot): a write through any other pointer into the ring's bytes is ordered by none
+            ordered_by = (f"{w['core']}'s {w['op']} writes the ring's buffer through a view no TALLOC or TPOP "
+                          "handed out: no flag of the pipe orders it")
+            fix = (f"do not write the ring's buffer directly: {w['core']}'s {w['op']} at {w['where']} writes "
+                   f"slot {tag} through a raw view of it, which the pipe's ready / free flags do not order with "
+                   f"{r['core']}'s {r['op']} - keep other data in a buffer of its own, and write a slot only by "
+                   "TPUSH (or by TSTOREs into a TALLOCed slot before its TPUSH)")
+        else:
+            fix = ("the producer must wait for the consumer's free signal of this slot before reusing it"
+                   + (f" ({ch.model.overwrite_fix(ch, getattr(side, 'allocate', True))})" if ch is not None
+                      else ""))
         if a["access"] == b["access"] == "write" and a["core"] != b["core"] and ch is not None and ch.way == V2C:
             # two producer lanes on the same bytes of a V2C slot: only a NO_SPLIT tile does that
             what = (f"slot {tag} of {pipe} written by both producer lanes: {a['core']} {a['op']} and "
@@ -340,11 +355,20 @@ class KernelChecks(HappensBefore):
             what,
             where=a["where"],
             details="\n".join([f"{a['core']:5s} {a['access']:5s} {a['op']:6s} at {a['where']}",
-                               f"{b['core']:5s} {b['access']:5s} {b['op']:6s} at {b['where']}",
-                               "no TFREE -> free-flag WAIT chain orders the consumer's use of the slot "
-                               "before the producer's next write to it"]),
+                               f"{b['core']:5s} {b['access']:5s} {b['op']:6s} at {b['where']}", ordered_by]),
             fix=fix,
-            findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b}])
+            findings=[{"kind": "slot_reuse", "pipe": pipe, "slot": tag, "access": a, "other": b,
+                       "raw_write": raw}])
+
+    def _through_pipe(self, rec) -> bool:
+        """Was the GM access ``rec`` made through a view of a slot the pipe handed out - a
+        TALLOCed or GlobalTensor-popped slot (its SlotPtr, or, for a pointer that lost it as a C++
+        kernel's does, the bytes of one of the core's slot views)?"""
+        label = rec[8]
+        if isinstance(label, tuple) and label[1].__class__ is SlotPtr:
+            return True
+        lo, hi, rows = rec[0], rec[1], rec[2]
+        return any(overlap(lo, hi, rows, v.lo, v.hi, v.rows) for v in self._views.get(rec[3], ()))
 
     @staticmethod
     def _skipped_wait_error(ch, tag, side, w: dict, r: dict) -> ProtocolError:

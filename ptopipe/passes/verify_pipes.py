@@ -31,7 +31,8 @@ with ``get_subblockid()`` known) and proves, per pipe direction and per path:
 * every tile a TPUSH / TPOP moves fits the ring's SLOT_SIZE (its whole slot tile);
 * a split TPUSH's tile divides between the two Vector cores (``protocol.geometry``'s
   split_push_problem: an even extent; an Acc pushed into the Vector cores' UB, pto-isa's A5
-  dual-mode TMOV rule - a multiple of 32 columns for TILE_LEFT_RIGHT);
+  dual-mode TMOV rule - a multiple of 32 columns for TILE_LEFT_RIGHT; a Vector core's
+  TILE_LEFT_RIGHT part pushed into the Cube's L1, rows of a multiple of 32 bytes);
 * both ends of a pipe declare the same DIR_MASK, SLOT_SIZE, SLOT_NUM and lanes
   (:mod:`ptopipe.ir.pipe_config`, reported at the init of the side that differs);
 * for each combination of one path per core whose facts agree, the cores' push / pop /
@@ -460,16 +461,19 @@ class _Verifier:
         (:func:`~ptopipe.protocol.geometry.split_push_problem`, the rule the run's TPUSH checks)."""
         rings = {r: i for i in init_ops(fn) for r in i.rings}
         for op in fn.walk():
-            if not op.is_a(TPush) or fn.kind is not FunctionKind.AIC:
+            if not op.is_a(TPush) or fn.kind not in (FunctionKind.AIC, FunctionKind.AIV):
                 continue
             t = op.tile.type
             if not isinstance(t, TileValueType):
                 continue
             init = rings.get(ring_of(op))
             in_gm = ring_in_gm(init, self.plat) if init is not None else self.plat.ring_in_gm
+            if fn.kind is FunctionKind.AIV and in_gm:
+                continue                    # a Vector core's part stored to GM: no layout rule
             shape = tuple(t.shape[-2:])
             bad = split_push_problem(op.split, shape, shape, itemsize(t.dtype),
-                                     acc_to_ub=t.space is MemorySpace.Acc and not in_gm)
+                                     acc_to_ub=t.space is MemorySpace.Acc and not in_gm,
+                                     vec_to_l1=fn.kind is FunctionKind.AIV)
             if bad is not None:
                 self.finding("split_geometry", op, f"this {op.dsl} {op.split.name} of {describe(t)} on the "
                              f"{_dir(ring_of(op))} ring: {bad[0]}", bad[1])

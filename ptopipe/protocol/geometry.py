@@ -9,6 +9,8 @@ ring-slot race checker and the address flow all use these functions.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
@@ -52,16 +54,30 @@ def pop_converts(way: str, in_gm: bool) -> bool:
 ACC_DUAL_SPLIT_MULTIPLE = {_UP_DOWN: 2, _LEFT_RIGHT: 32}
 
 
-def split_push_problem(split, shape, valid, item: int, acc_to_ub: bool) -> tuple | None:
+#: pto-isa A5 ``pushVec2MatFiFo``: a Vector core's TILE_LEFT_RIGHT part TINSERTed into the Cube's
+#: L1 slot must have valid columns of a multiple of this many bytes ("due to hardware
+#: requirement", a ``PTO_ASSERT``: it stops on the device).  A V2C ring in GM (A2A3, A5 *_GM)
+#: TSTOREs the part and has no such rule.
+V2C_L1_PART_ROW_BYTES = 32
+
+
+def split_push_problem(split, shape, valid, item: int, acc_to_ub: bool = False,
+                       vec_to_l1: bool = False) -> tuple | None:
     """``(why, fix)`` when a split TPUSH of a tile of static ``shape`` and ``valid`` shape
-    (``(rows, cols)`` each, ``item`` bytes an element) cannot be divided between the two Vector
-    cores, else None: an odd valid extent on the split axis (the parts would match no consumer
-    tile); then, for an Acc TPUSH into the consumers' UB (``acc_to_ub``: a C2V ring in the Vector
-    cores' UB, A5) pto-isa's dual-mode TMOV rule, :data:`ACC_DUAL_SPLIT_MULTIPLE`.  Every front
+    (``(rows, cols)`` each, ``item`` bytes an element) cannot be laid out in its slot, else None.
+
+    A C2V TPUSH pushes the Cube's whole tile, divided between the two Vector cores: an odd valid
+    extent on the split axis is refused (the parts would match no consumer tile); then, for an
+    Acc TPUSH into the consumers' UB (``acc_to_ub``: a C2V ring in the Vector cores' UB, A5)
+    pto-isa's dual-mode TMOV rule, :data:`ACC_DUAL_SPLIT_MULTIPLE`.  A V2C TPUSH into the Cube's
+    L1 (``vec_to_l1``: a V2C ring local to the Cube, A5) pushes one Vector core's part: a
+    TILE_LEFT_RIGHT part needs valid rows of :data:`V2C_L1_PART_ROW_BYTES` bytes.  Every front
     end's check of a pushed tile asks this: the run's TPUSH and VerifyPipes."""
     axis = {_UP_DOWN: 0, _LEFT_RIGHT: 1}.get(split)
     if axis is None:
         return None
+    if vec_to_l1:
+        return _v2c_l1_part_problem(split, valid, item)
     word = ("rows", "columns")[axis]
     other = "TILE_LEFT_RIGHT" if axis == 0 else "TILE_UP_DOWN"
     n = valid[axis]
@@ -89,6 +105,21 @@ def split_push_problem(split, shape, valid, item: int, acc_to_ub: bool) -> tuple
                    + " or TILE_NO_SPLIT")
             return why, fix
     return None
+
+
+def _v2c_l1_part_problem(split, valid, item: int) -> tuple | None:
+    """pto-isa's A5 ``pushVec2MatFiFo`` rule for one Vector core's part of a V2C slot in L1."""
+    k = V2C_L1_PART_ROW_BYTES
+    if split != _LEFT_RIGHT or valid[1] * item % k == 0:
+        return None
+    per = k // math.gcd(k, item)
+    return (f"pto-isa's A5 pushVec2MatFiFo TINSERTs each Vector core's TILE_LEFT_RIGHT part into the Cube's "
+            f"L1 slot, which takes valid rows of a multiple of {k} bytes (\"tile's valid column must be "
+            f"multiple of {k} bytes due to hardware requirement\"): this part's {valid[1]} valid columns of "
+            f"{item}-byte elements are {valid[1] * item} bytes a row - a PTO_ASSERT, the kernel stops on "
+            "the device",
+            f"give each Vector core's part a multiple of {per} columns ({k} bytes a row; pad the tail tile), "
+            "or split the tile TILE_UP_DOWN, or use a V2C ring in GM (DIR_V2C_GM)")
 
 
 def part_shape(split, rows: int, cols: int) -> tuple:

@@ -43,7 +43,7 @@ def v2c(vcols):
 
     def vector(fifo):
         pipe = TPipe(0, DIR_V2C, SLOT, 2)(fifo, 0, 0x20000)
-        h = Tile(TileType.Vec, float32, T, N // 2, addr=0, valid_cols=vcols // 2)
+        h = Tile(TileType.Vec, float32, T, N // 2, addr=0, valid_cols=8)    # 32 bytes a row (A5's L1 insert)
         TPUSH(pipe, h, TILE_LEFT_RIGHT)
     return cube, vector
 
@@ -67,3 +67,42 @@ def test_an_even_tail_tile_passes(platform):
     cube, vector = c2v(14)
     ptopipe.run(cube, vector, dict(x=np.ones((T, N), np.float32), fifo=ptopipe.gm_buffer(2 * SLOT)),
                 platform=platform)
+
+
+def v2c_f16_part(part_cols):
+    """Each Vector core pushes a 16 x ``part_cols`` f16 part, TILE_LEFT_RIGHT."""
+    slot = T * 2 * part_cols * 2
+
+    def cube(out, fifo):
+        pipe = TPipe(0, DIR_V2C, slot, 2)(fifo, 0, 0x20000)
+        m = Tile(TileType.Mat, float16, T, 2 * part_cols)
+        TPOP(pipe, m, TILE_LEFT_RIGHT)
+        TSTORE(GlobalTensor(out.data(), (T, 2 * part_cols)), m)
+        TFREE(pipe, m, TILE_LEFT_RIGHT)
+
+    def vector(x, fifo):
+        pipe = TPipe(0, DIR_V2C, slot, 2)(fifo, 0, 0x20000)
+        h = Tile(TileType.Vec, float16, T, part_cols, addr=0)
+        TLOAD(h, GlobalTensor(x.data() + get_subblockid() * part_cols, (T, part_cols), (2 * part_cols, 1)))
+        TPUSH(pipe, h, TILE_LEFT_RIGHT)                     # PART
+    return cube, vector
+
+
+@pytest.mark.parametrize("platform", ["a2a3", "a5"])
+@pytest.mark.parametrize("part_cols", [8, 16])
+def test_a_vector_part_narrower_than_32_bytes_into_l1(part_cols, platform, no_hang):
+    """A5's V2C ring is in the Cube's L1: pto-isa's pushVec2MatFiFo asserts a TILE_LEFT_RIGHT
+    part's valid rows are a multiple of 32 bytes (8 f16 columns are 16).  A2A3's ring is in GM,
+    where the part is TSTOREd and any width is fine."""
+    cube, vector = v2c_f16_part(part_cols)
+    x = np.arange(T * 2 * part_cols, dtype=np.float16).reshape(T, 2 * part_cols)
+    args = dict(x=x, out=np.zeros_like(x), fifo=ptopipe.gm_buffer(2 * x.nbytes))
+    if platform == "a5" and part_cols == 8:
+        with pytest.raises(ProtocolError) as ei:
+            ptopipe.run(cube, vector, args, platform=platform)
+        assert "multiple of 32 bytes" in ei.value.what and "16 bytes a row" in ei.value.what
+        assert ei.value.where.endswith(f":{line_of(v2c_f16_part, 'PART')}"), ei.value.where
+        assert "a multiple of 16 columns" in ei.value.fix
+        return
+    res = ptopipe.run(cube, vector, args, platform=platform)
+    np.testing.assert_array_equal(res.outputs["out"], x)

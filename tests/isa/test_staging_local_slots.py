@@ -71,3 +71,39 @@ def test_local_slot_num_zero_is_a_config_error(platform, protocol):
     assert "LocalSlotNum 0" in ei.value.what
     path, line = ei.value.where.rsplit(":", 1)
     assert (os.path.basename(path), int(line)) == (os.path.basename(__file__), line_of(vector_zero, "ZERO"))
+
+
+def vector_wide(fifo, out):
+    TPipe(0, DIR_C2V, SLOT, 2, 9, peers=(0,))(fifo)   # WIDE
+
+
+def cube_two(fifo):
+    TPipe(0, DIR_C2V, SLOT, 2, peers=(0,))(fifo)
+
+
+@pytest.mark.parametrize("local,slot_num", [(9, 2), (2, 2), (2, 1)])
+def test_local_slot_num_above_slot_num_is_a_warning_at_the_construction(local, slot_num):
+    """pto-isa accepts LocalSlotNum 9 with SlotNum 2 (no static_assert); a consumer holds at most
+    SlotNum popped tiles, so 7 of its 9 staging slots' bytes are never needed: a run warning
+    naming them, at the consumer's TPipe - none where LocalSlotNum is at most SlotNum, or is
+    pto-isa's default (2, what a one-slot TPipe naming no LocalSlotNum gets)."""
+    def vector(fifo, out):
+        TPipe(0, DIR_C2V, SLOT, slot_num, local, peers=(0,))(fifo)
+
+    def cube(fifo):
+        TPipe(0, DIR_C2V, SLOT, slot_num, peers=(0,))(fifo)
+
+    res = ptopipe.run(aic=cube if local != 9 else cube_two, aiv=(vector_wide if local == 9 else vector, None),
+                      args=dict(fifo=ptopipe.gm_buffer(2 * SLOT), out=np.zeros(4, np.float32)),
+                      platform="a2a3", protocol="pto-isa")
+    warned = [(w, at) for w, at in res.summary.leaks if "LocalSlotNum" in w]
+    if local != 9:
+        assert warned == []
+        return
+    assert len(warned) == 1, warned
+    what, at = warned[0]
+    assert "LocalSlotNum 9 is more than SlotNum 2" in what
+    assert f"{7 * SLOT} of the {9 * SLOT} bytes of the consumer's staging buffer" in what
+    assert "declare LocalSlotNum at most 2" in what
+    path, line = at.rsplit(":", 1)
+    assert (os.path.basename(path), int(line)) == (os.path.basename(__file__), line_of(vector_wide, "WIDE"))

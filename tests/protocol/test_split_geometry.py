@@ -40,3 +40,22 @@ def test_up_down_needs_even_rows_static_and_valid():
 def test_the_dual_mode_tmov_takes_a_4_byte_element_and_no_split_is_free():
     assert "2 bytes" in split_push_problem(LR, (16, 32), (16, 32), 2, acc_to_ub=True)[0]
     assert split_push_problem(NO, (15, 7), (15, 7), 2, acc_to_ub=True) is None
+
+
+def test_a_vector_part_pushed_into_l1_left_right_takes_rows_of_32_bytes():
+    """pto-isa's A5 pushVec2MatFiFo: each Vector core's TILE_LEFT_RIGHT part (the pushed tile is
+    the part) TINSERTed into the Cube's L1 slot needs valid rows of a multiple of 32 bytes."""
+    why, fix = split_push_problem(LR, (16, 8), (16, 8), 2, vec_to_l1=True)
+    assert "pushVec2MatFiFo" in why and "8 valid columns of 2-byte elements are 16 bytes a row" in why
+    assert "PTO_ASSERT" in why
+    assert "a multiple of 16 columns" in fix and "TILE_UP_DOWN" in fix and "DIR_V2C_GM" in fix
+    assert "multiple of 8 columns" in split_push_problem(LR, (16, 8), (16, 4), 4, vec_to_l1=True)[1]
+    assert split_push_problem(LR, (16, 16), (16, 16), 2, vec_to_l1=True) is None
+    assert split_push_problem(LR, (16, 8), (16, 8), 4, vec_to_l1=True) is None
+
+
+def test_a_vector_part_is_not_a_whole_tile():
+    """The part's own extents need not halve, and UP_DOWN / NO_SPLIT parts take any row width."""
+    assert split_push_problem(LR, (15, 16), (15, 16), 2, vec_to_l1=True) is None
+    assert split_push_problem(UD, (7, 4), (7, 4), 2, vec_to_l1=True) is None
+    assert split_push_problem(NO, (7, 4), (7, 4), 2, vec_to_l1=True) is None

@@ -95,6 +95,7 @@ def test_hand_written_three_held_run_on_a2a3_names_the_limit_at_the_third_pop():
     assert "holds more popped tiles of C2V pipe" in e.what and "than its LocalSlotNum 2" in e.what, str(e)
     assert e.where.endswith(f"{os.path.basename(HERE)}:{line_of(vector.pyfunc, 'THIRD-POP')}:13"), e.where
     assert "local_slot_num=" in e.fix
+    assert f"at most SlotNum {SN}, the most a consumer holds" in e.fix, e.fix
 
 
 def test_hand_written_three_held_run_on_a2a3_pto_isa_reports_the_read_of_the_overwritten_tile():

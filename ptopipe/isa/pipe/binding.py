@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...arch import MemSpace, PipeUnit
-from ...arch.vocab import C2V, V2C, Direction, FIFOType, Protocol
+from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, Protocol
 from ...errors import ConfigError, MemoryConflictError
 from ...sim import CoreKind
 from ..context import current_core
@@ -222,6 +222,9 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
     if role == "consumer" and consumer_buf is not None and in_gm:
         side.staging = consumer_buf
         side.stage_num = cfg.local_slot_num     # the consumer's own TPipe (ch.cfg is the first binder's)
+        # (pto-isa's default LocalSlotNum is what a one-slot TPipe that names none gets)
+        if cfg.local_slot_num > max(n, LOCAL_SLOT_NUM) and not ch.ctrl:
+            _idle_staging(core, ch, cfg, n)
     ch.sides[core.index] = side
     if role == "consumer":
         # the consumer's start-up credits (seed 003: every slot pre-signalled free)
@@ -233,6 +236,23 @@ def _attach(core, cfg, way, model, n, ready_id, free_id, in_gm, base, consumer_b
             for j in range(credits):
                 cluster.set_flag(core, flags[j % len(flags)], core.clock, order)
     return ch
+
+
+def _idle_staging(core, ch, cfg: TPipe, n: int) -> None:
+    """Warn (once per construction site) of a consumer's LocalSlotNum above SlotNum: pto-isa
+    accepts it (no static_assert) and rotates its pops over every staging slot, but a consumer
+    holds at most SlotNum popped tiles, so the staging buffer's bytes beyond SlotNum slots are
+    never needed.  (Not for pto-isa's default LocalSlotNum, which a one-slot TPipe naming none
+    gets.)"""
+    word = "LocalFiFoDepth" if cfg.fifo is not None else "LocalSlotNum"
+    extra, total = (cfg.local_slot_num - n) * cfg.slot_size, cfg.local_slot_num * cfg.slot_size
+    what = (f"{ch.name}: {word} {cfg.local_slot_num} is more than SlotNum {n}; a consumer holds at most {n} "
+            f"popped tiles, so {extra} of the {total} bytes of the consumer's staging buffer "
+            f"({cfg.local_slot_num} slots of SlotSize {cfg.slot_size}) are never needed - declare {word} "
+            f"at most {n}")
+    here = _loc(core)
+    if (what, here) not in core.cluster.warnings:
+        core.cluster.warnings.append((what, here))
 
 
 def _channel_name(cfg: TPipe, way: str) -> str:

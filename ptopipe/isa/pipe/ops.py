@@ -282,7 +282,8 @@ def _check_stage_free(core, ch: Channel, side: Side, tile: Tile, s, n: int) -> N
             details=f"LocalSlotNum {n} staging slots of SlotSize {ch.slot_size} in the consumer's "
                     f"{tile.space.value} (the ring is in GM)",
             fix=f"TFREE a tile before popping another (at most {n} held), or declare LocalSlotNum = "
-                "the tiles held at once, at most SlotNum (the reserve_buffer holds the staging slots): "
+                f"the tiles held at once - at most SlotNum {ch.slot_num}, the most a consumer holds (more "
+                "staging slots are never needed; the reserve_buffer holds the staging slots): "
                 "pl.*_initialize_pipe(local_slot_num=...), local_slot_num = N on a .pto "
                 "pto.initialize_l2g2l_pipe (ptoas stages SlotNum slots for a pto.aic_/aiv_initialize_pipe), "
                 "the 5th TPipe parameter in C++")

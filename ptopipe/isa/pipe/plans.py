@@ -53,10 +53,12 @@ def plan(core, ch, tile: Tile, split, make):
 
 
 def _halves(core, ch, tile: Tile, split, op: str) -> None:
-    """The Cube's whole tile of a split transfer must divide between the two Vector cores
+    """The Cube's whole tile of a split transfer must divide between the two Vector cores, and a
+    Vector core's part must fit the slot's layout
     (:func:`~ptopipe.protocol.geometry.split_push_problem`)."""
     bad = split_push_problem(split, (tile.rows, tile.cols), (tile.valid_rows, tile.valid_cols),
-                             tile.dtype.itemsize, acc_to_ub=tile.loc is TileType.Acc and not ch.in_gm)
+                             tile.dtype.itemsize, acc_to_ub=tile.loc is TileType.Acc and not ch.in_gm,
+                             vec_to_l1=op == "TPUSH" and ch.way == V2C and not ch.in_gm)
     if bad is not None:
         raise ProtocolError(f"{op} {split.name} of {tile.describe()} on {ch.name}: {bad[0]}", where=_loc(core),
                             fix=bad[1])
@@ -71,7 +73,7 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
                             fix="TMATMUL into an Acc tile" if want is TileType.Acc else "push a Vec tile")
     item = tile.dtype.itemsize
     rows, cols = shape
-    if ch.way == C2V:
+    if ch.way == C2V or not ch.in_gm:
         _halves(core, ch, tile, split, "TPUSH")
     nbytes = rows * cols * item
     full = full_shape(split, rows, cols) if ch.way == V2C else (rows, cols)
