@@ -85,7 +85,9 @@ def test_a_write_over_a_live_value_is_named_at_the_write():
     notes, line_of = _notes(*lines)
     assert len(notes) == 1
     assert notes[0].startswith(f"k.pto:{line_of[lines[4].strip()]}:5: this writes tile %s [512, 1024)")
-    assert f"overlaps %ta [0, 1024) while %ta holds a value line {line_of[lines[5].strip()]} reads" in notes[0]
+    assert (f"tile %s [512, 1024) of Vec (allocated at line {line_of[lines[2].strip()]}), which overlaps %ta [0, 1024) "
+            f"(allocated at line {line_of[lines[0].strip()]}) while %ta holds a value line "
+            f"{line_of[lines[5].strip()]} reads") in notes[0], notes[0]
 
 
 def test_new_names_of_one_buffer_are_one_buffer_unless_the_type_differs():
@@ -117,6 +119,6 @@ def test_a_value_read_in_every_iteration_lives_through_the_loop(clobber):
     notes, line_of = _notes(*lines)
     if clobber:
         assert len(notes) == 1 and notes[0].startswith(f"k.pto:{line_of[lines[11].strip()]}:5: this writes tile %x")
-        assert "%w [0, 1024) while %w holds a value" in notes[0]
+        assert "%w [0, 1024) (allocated at line " in notes[0] and "while %w holds a value" in notes[0]
     else:
         assert notes == []

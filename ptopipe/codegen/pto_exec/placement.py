@@ -250,7 +250,8 @@ def alias_notes(prog: Program) -> list:
                         continue
                     w = stmts[hit]
                     notes.append(f"{w.where(prog.path)}: this writes tile {n2} [{a2}, {a2 + t2.nbytes}) of "
-                                 f"{t2.loc.value}, which overlaps {n1} [{a1}, {a1 + t1.nbytes}) while {n1} holds "
-                                 f"a value line {stmts[hi].tok.line} reads: the write changes it, as on the device")
+                                 f"{t2.loc.value} (allocated at line {s2.tok.line}), which overlaps {n1} [{a1}, "
+                                 f"{a1 + t1.nbytes}) (allocated at line {s1.tok.line}) while {n1} holds a value "
+                                 f"line {stmts[hi].tok.line} reads: the write changes it, as on the device")
                     break
     return sorted(set(notes), key=notes.index)
