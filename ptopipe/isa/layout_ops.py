@@ -27,7 +27,7 @@ from ..arch.vocab import CmpMode, GatherAxis, MaskPattern, PadValue, PlatformID,
 from .context import current_core
 from .events import Event, new_event
 from ..sim.trace import TileArgs
-from .ops import _err, _same_dtype, _scalar_value, _sync, _tmp_tile, _valid, arr, vec_issue_n
+from .ops import _err, _same_dtype, _scalar_value, _sync, _valid, arr
 from .tile import TASSIGN, Tile, TileType
 from .vector import _issue, _rule, _tiles_then, _vec
 from ..errors import with_article

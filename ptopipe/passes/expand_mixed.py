@@ -376,7 +376,7 @@ def _fitting_slot_num(kernels, plan: PipePlan, plat):
         return n, why, (f"the deepest ring ptoas builds that fits; give @pl.incore(slot_num=...) to "
                         f"choose (ptoas takes {' or '.join(map(str, PTOAS_SLOT_NUMS))})")
     way = next(w for w, b in RING_NAME.items() if b == r.buffer_name).name.replace("DIR_", "")
-    return most, why, (f"ptoas will refuse this ring (ptopipe's run and C++ take it): "
+    return most, why, ("ptoas will refuse this ring (ptopipe's run and C++ take it): "
                        + no_ptoas_ring_fits(plan.slot_size, have, way,
                                             f"the {space.value} of {k.sym_name}"))
 
