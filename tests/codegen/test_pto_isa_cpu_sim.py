@@ -214,13 +214,18 @@ SIMULATOR_STALLS = [("examples/mixed/s6_stream_both.py", "default", "a2a3"),
                     ("examples/mixed/s2_cv_nosplit.py", "default", "a5")]
 
 
+#: runs of the real simulator per case: its threads interleave differently each time, and a
+#: stall ptopipe predicts shows in some runs only (3 were too few on a loaded machine)
+SIMULATOR_RUNS = 8
+
+
 @needs_pto_isa
 @pytest.mark.parametrize("rel,variant,platform", SIMULATOR_STALLS)
 def test_pto_isa_cpusim_stalls_where_the_simulator_does(rel, variant, platform, tmp_path):
     """``--protocol pto-isa-cpusim`` against the real CPU simulator, launched as a user would
     (two Vector threads, the pipes as declared): where ptopipe reports the simulator's stall, the
-    simulator hangs in at least one of 3 runs (its threads interleave differently each time);
-    where ptopipe runs through, all 3 runs end.  Under --protocol pto-isa every case is clean."""
+    simulator hangs in at least one of SIMULATOR_RUNS runs (its threads interleave differently
+    each time); where ptopipe runs through, all of them end.  Under --protocol pto-isa every case is clean."""
     assert CXX, "no C++ compiler: set CXX"
     mod = load_module(str(ROOT / rel))
     sc = mod.SCENARIO
@@ -238,10 +243,12 @@ def test_pto_isa_cpusim_stalls_where_the_simulator_does(rel, variant, platform, 
             np.ascontiguousarray(v).tofile(tmp_path / f"{k}.in")
     r = build(tmp_path, write_cpp(op, platform), main_cpp(op, args, platform, vdim=2))
     assert r.returncode == 0, r.stderr[-4000:]
-    hangs = 0
-    for _ in range(3):
+    hangs, runs = 0, 0
+    while runs < SIMULATOR_RUNS and not hangs:     # one hang decides; a clean verdict needs them all
+        runs += 1
         try:
             subprocess.run([str(tmp_path / "k"), str(tmp_path)], capture_output=True, timeout=20)
         except subprocess.TimeoutExpired:
             hangs += 1
-    assert (hangs > 0) == stalls, f"{rel} [{variant}] on {platform}: ptopipe stalls: {stalls}, simulator hung {hangs}/3"
+    assert (hangs > 0) == stalls, f"{rel} [{variant}] on {platform}: ptopipe stalls: {stalls}, simulator hung " \
+                                  f"{hangs}/{runs}"
