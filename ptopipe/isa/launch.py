@@ -334,8 +334,7 @@ def _exit(cluster: Cluster, k: int, final: bool, checks: bool, leak_check: bool)
             _raise_leaks(stuck, then=f"so the teardown hangs ({hang.where}): {hang.what}")
         raise
     flag_errors, flag_warnings = flag_leaks(cluster) if checks else ((), ())
-    flag_warnings = (list(cluster.state.stray_pipes) + list(flag_warnings) + unpaired_frees(cluster)
-                     + zeroed_pops(cluster) + cluster.warnings)
+    flag_warnings = list(flag_warnings) + unpaired_frees(cluster) + zeroed_pops(cluster) + cluster.warnings
     if not final:
         flag_warnings, flag_errors, extra = list(flag_warnings) + list(flag_errors) + extra, (), []
     if (extra or flag_errors) and leak_check:

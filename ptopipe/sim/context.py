@@ -55,9 +55,6 @@ class RunState:
     #: the bound pipes (:class:`ptopipe.isa.pipe.Channel` by ``(way, ready id, peers)``),
     #: in binding order
     channels: dict = field(default_factory=dict)
-    #: the warnings of TPipes a Vector core constructed without being one of their peers
-    #: (``ptopipe.isa.pipe.binding``): ``(what, where)``, one per construction site
-    stray_pipes: list = field(default_factory=list)
     #: TPRINT / PRINT texts: ``((time, core index, seq), text)`` in issue order
     prints: list = field(default_factory=list)
     #: the prints were written out (``flush_prints``: once per cluster)

@@ -177,7 +177,7 @@ def _stray_construction(core, cfg: TPipe, direction, ways, model) -> PipeHandle:
               "them)" if credits else
               f"under {model.name} {core.name}'s constructor and destructor signal nothing (a local "
               "no-split TPipe posts no start-up credits)")
-    warnings = cluster.state.stray_pipes
+    warnings = cluster.warnings
     if not any(w[1] == here for w in warnings):
         warnings.append((f"{core.name} constructs {pipe}, whose one Vector lane is AIV0: {posted}; "
                          f"{core.name} must not use the pipe", here))
