@@ -100,7 +100,7 @@ class KernelChecks(HappensBefore):
         self.ring_access(core, ch, tag, False, name, where, tile.rows, tile.cols, tile.item, 0,
                          inflight=(end, g))
 
-    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
+    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None, work=None) -> bool:
         p = gt.ptr
         if p.__class__ is SlotPtr and p.slot.gen != p.gen:
             raise _use_after_free(core, gt, op, p.slot, p.gen, p.pipe)
@@ -114,7 +114,7 @@ class KernelChecks(HappensBefore):
         # (contiguous when the stride is at most the row); tests/isa/test_fast_paths.py compares both.
         if not self._inline_gm:
             return super().gm_access(core, gt, write, op, where if where is not None else self.where(core, 2),
-                                     end, pipe)
+                                     end, pipe, work)
         g = gt._geom2
         if g is not None and g[2] and g[1][1] == gt.dtype.itemsize:
             (rows, cols), (rs, cs), _ = g
@@ -127,7 +127,7 @@ class KernelChecks(HappensBefore):
         else:
             reg = gm_region(gt)
             if reg is None:
-                return
+                return False
             lo, hi, strided = reg
         if where is None:
             where = core.loc_override
@@ -136,7 +136,7 @@ class KernelChecks(HappensBefore):
                 code = f.f_code
                 where = (code, f.f_lineno) if not is_internal(code) else self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
-        self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe)
+        return self.access(core, self.cluster.gm, lo, hi, strided, write, op, where, (gt, p), None, end, pipe, work)
 
     def slot_view(self, core, gt, op: str, pipe: str, tag: int, loc, slot=None) -> None:
         """``op`` (TALLOC, or a GlobalTensor TPOP: then ``slot`` is the popped Slot) handed
@@ -241,7 +241,7 @@ class KernelChecks(HappensBefore):
         return out
 
     def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None, end=None,
-               pipe=None) -> None:
+               pipe=None, work=None) -> bool:
         rings = self._rings.get(id(mem)) if ring is None else None
         # an access outside the span of every ring slot of the memory touches none of them
         if rings and lo < self._ring_span[id(mem)][1] and self._ring_span[id(mem)][0] < hi:
@@ -255,7 +255,7 @@ class KernelChecks(HappensBefore):
                         r = state[b]
                         if r is not None and r[4] > vc[k] and overlap(lo, hi, rows, r[0], r[1], r[2]):
                             raise self.race(core, mem, rec, r)
-        super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe)
+        return super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe, work)
 
     def _slot_regions(self, core, ch, tag, write, rows, cols, item, split) -> list:
         cl = self.cluster
@@ -459,10 +459,11 @@ class WriteRecorder(KernelChecks):
         self.writes: list = []          # (lo, hi, rows, core, op, where, ring), oldest first
 
     def access(self, core, mem, lo, hi, rows, write, op, where, label=None, ring=None, end=None,
-               pipe=None) -> None:
-        super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe)
+               pipe=None, work=None) -> bool:
+        applied = super().access(core, mem, lo, hi, rows, write, op, where, label, ring, end, pipe, work)
         if write and ring is None and mem is self.cluster.gm:
             self.writes.append((lo, hi, rows, core.name, op, where, None))
+        return applied
 
     def ring_access(self, core, ch, tag, write, op, loc, rows, cols, item, split) -> None:
         super().ring_access(core, ch, tag, write, op, loc, rows, cols, item, split)

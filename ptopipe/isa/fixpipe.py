@@ -16,7 +16,7 @@ from ..arch.catalogue import FP_CONVERTS, FP_PARAM, FP_PATHS, OPS, platform_labe
 from ..arch.vocab import ReluPreMode
 from .context import current_core
 from .events import Event, new_event
-from .ops import _err, _gm_tile_view, _sync, arr, store_window
+from .ops import _err, _gm_tile_view, _sync, arr, queue_checked_write, store_window
 from .tensor import GlobalTensor
 from .tile import Tile, TileType
 from ..sim.trace import TileArgs
@@ -143,20 +143,21 @@ def TSTORE_FP(dst: GlobalTensor, src: Tile, fp: Tile, *events, relu_mode=ReluPre
     relu = _relu(core, "TSTORE_FP", relu_mode)
     dst = store_window(core, dst, src, "TSTORE_FP")
     v = _gm_tile_view(core, dst, src, "TSTORE_FP", "destination")
+    work = ()
     if v is not None:
         out = v if dst._mat2 else np.empty(s.shape, dst.dtype)
-        core.pending.append((_KERNEL, s, q, out, relu))
-        if not dst._mat2:
-            core.pending.append((_put, v, out, dst.shape))
+        work = ((_KERNEL, s, q, out, relu),) + (() if dst._mat2 else ((_put, v, out, dst.shape),))
     ps = core.psync
     if ps is not None and ps.gm_watch:
         ps.gm_note(dst, True, "TSTORE_FP")
     pipe = OPS["TSTORE_FP"].pipe
+    chk = core.cluster.checker
+    if chk is None:
+        core.pending.extend(work)
     _, end = core.issue(pipe, core.costs.move(src.sname, "GM", s.size * dst.item), (src, fp), (), "TSTORE_FP",
                         TileArgs(s.shape, src.dtype) if core.trace is not None else None)
-    chk = core.cluster.checker
     if chk is not None:
-        chk.gm_access(core, dst, True, "TSTORE_FP", None, end, pipe)
+        queue_checked_write(core, chk.gm_access(core, dst, True, "TSTORE_FP", None, end, pipe, work), *work)
     return new_event(("TSTORE_FP", core, end))
 
 

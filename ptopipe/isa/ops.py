@@ -24,6 +24,7 @@ from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, 
                               op_scalar_error, scalar_error)
 from ..errors import KernelError, with_article
 from ..sim import schedule as _sched
+from ..sim.core import SYNC_EVERY
 from ..sim.trace import MatmulArgs, TileArgs
 from .context import _getcurrent, current_core
 from .events import Event, TSYNC, new_event
@@ -302,20 +303,32 @@ def TSTORE(dst: GlobalTensor, src: Tile, *events) -> Event:
     if dst.dtype != src.dtype and src.loc is not CONVERTS_FROM:
         raise _err(core, f"TSTORE: {src.describe()} is {src.dtype.name} but {dst.describe()} is "
                          f"{dst.dtype.name}", "only Acc tiles convert on store (FIX); TCVT first")
-    if dst._mat2:                                      # v is 2-D (GlobalTensor.matrix)
-        core.pending.append((setitem, v, _ALL, s))     # Acc -> f16 converts (FIX)
-    else:
-        core.pending.append((_copy_unsafe, v, dst.tile5(s)))
+    # Acc -> f16 converts (FIX); v is 2-D when dst._mat2 (GlobalTensor.matrix)
+    work = (setitem, v, _ALL, s) if dst._mat2 else (_copy_unsafe, v, dst.tile5(s))
     ps = core.psync
     if ps is not None and ps.gm_watch:
         ps.gm_note(dst, True, "TSTORE")
     pipe = STORE_PIPE[src.loc]
+    chk = core.cluster.checker
+    if chk is None:
+        core.pending.append(work)
     end = core.issue_r(pipe, core.costs.move(src.sname, "GM", src.valid_rows * src.valid_cols * dst.item), src,
                         "TSTORE", TileArgs(s.shape, src.dtype) if core.trace is not None else None)
-    chk = core.cluster.checker
     if chk is not None:
-        chk.gm_access(core, dst, True, "TSTORE", None, end, pipe)
+        queue_checked_write(core, chk.gm_access(core, dst, True, "TSTORE", None, end, pipe, (work,)), work)
     return new_event(("TSTORE", core, end))
+
+
+def queue_checked_write(core, applied: bool, *work) -> None:
+    """Queue a checked GM write's numpy work after its race check - which applies the work
+    itself when it lets an unordered write/write pair of identical bytes pass, and must see
+    the bytes before it (sim.race.HappensBefore.access) - and apply it now when the queue
+    is due (as issuing it would have: PTOPIPE_SYNC_EVERY=1 names the write's own line)."""
+    if not applied:
+        q = core.pending
+        q.extend(work)
+        if len(q) >= SYNC_EVERY:
+            core.cluster.sync()
 
 
 def _empty_move(core, pipe, tile: Tile, op: str, write: bool) -> Event:

@@ -92,6 +92,20 @@ def overlap(a_lo, a_hi, a_rows, b_lo, b_hi, b_rows) -> bool:
     return False
 
 
+def _changes(changed, lo: int, cur, prev) -> bool:
+    """Does a write whose per-byte changes from ``lo`` on are ``changed`` change a byte that
+    both records ``cur`` and ``prev`` cover?"""
+    a, b = max(cur[0], prev[0]), min(cur[1], prev[1])
+    ra = clipped_ranges(cur[0], cur[1], cur[2], a, b)
+    rb = clipped_ranges(prev[0], prev[1], prev[2], a, b)
+    for x0, x1 in ra:
+        for y0, y1 in rb:
+            s, e = max(x0, y0), min(x1, y1)
+            if s < e and changed[s - lo:e - lo].any():
+                return True
+    return False
+
+
 def region_of_rows(addr: int, rows: int, rowlen: int, stride: int):
     """(lo, hi, rows) for ``rows`` rows of ``rowlen`` bytes every ``stride`` bytes."""
     if rows <= 0 or rowlen <= 0:
@@ -152,6 +166,7 @@ class HappensBefore:
         self.inflight = [[] for _ in range(n)]
         self.inflight_at = [_INFLIGHT_AT] * n
         self.pages_made, self.sweep_at = 0, _SWEEP_AT
+        self._twice_seen: set = set()   # (core, line, core, line) of identical writes warned of
         if cluster.causal:              # the causal order of each core's pipes (sim.porder)
             for c in cluster.cores:
                 if c.porder is None:
@@ -238,27 +253,36 @@ class HappensBefore:
             return user_loc(f)
         return (code, f.f_lineno)
 
-    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None) -> None:
+    def gm_access(self, core, gt, write: bool, op: str, where=None, end=None, pipe=None, work=None) -> bool:
         """A TLOAD (read) / TSTORE (write) through GlobalTensor ``gt`` (exact bytes) on GM
-        pipe ``pipe`` that completes at cycle ``end``."""
+        pipe ``pipe`` that completes at cycle ``end``; ``work``: a write's numpy work, not
+        queued yet (see :meth:`access`)."""
         reg = gm_region(gt)
         if reg is None:
-            return
+            return False
         if where is None:
             where = self.where(core, 2)
         # described only if a race is reported (gt's address may change after this access)
         label = (gt, gt.ptr)
-        self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label, None, end, pipe)
+        return self.access(core, self.cluster.gm, reg[0], reg[1], reg[2], write, op, where, label, None, end,
+                           pipe, work)
 
     def access(self, core, mem, lo: int, hi: int, rows, write: bool, op: str, where,
-               label=None, ring=None, end=None, pipe=None) -> None:
+               label=None, ring=None, end=None, pipe=None, work=None) -> bool:
         """Record an access of bytes [lo, hi) (``rows`` refines them) of memory ``mem``,
         complete at cycle ``end`` on GM pipe ``pipe`` (``end`` None: ordered by the protocol
         that made it).
 
         A page holds, per core and kind (read/write), the latest record per exact region
         and the newest epoch among them: if that epoch is ordered before this core, every
-        record of the bucket is, and the bucket is skipped without a scan."""
+        record of the bucket is, and the bucket is skipped without a scan.
+
+        ``work`` - the ``(fn, *args)`` entries of a write's numpy work, issued but not queued
+        yet - lets an unordered write/write pair that stores identical bytes pass: their
+        order cannot change memory (pto-isa's a2a3 no-split TPOP hands both Vector cores the
+        whole tile, and its own test stores the result from both).  Then the work is applied
+        here (True is returned, the caller queues nothing) and the pair is a run warning."""
+        changed = None                  # per byte of [lo, hi): does this write change it
         c = core.index
         vc = core.vclock
         epoch = vc[c]
@@ -283,7 +307,13 @@ class HappensBefore:
                         continue
                     for r in bucket[1].values():
                         if r[4] > vc[k] and r[0] < hi and lo < r[1] and overlap(lo, hi, rows, r[0], r[1], r[2]):
-                            raise self.race(core, mem, rec, r)
+                            if work is None or not r[5]:
+                                raise self.race(core, mem, rec, r)
+                            if changed is None:
+                                changed = self._apply_work(mem, lo, hi, work)
+                            if _changes(changed, lo, rec, r):
+                                raise self.race(core, mem, rec, r)
+                            self._twice(core, mem, rec, r)
             bucket = page[mine]
             if bucket is None:
                 bucket = page[mine] = [epoch, {key: rec}]
@@ -300,6 +330,33 @@ class HappensBefore:
                 fl.append((end, SLOT[pipe] if pipe is not None else None, d, key, bucket, rec))
                 if len(fl) > self.inflight_at[c]:
                     self._prune_inflight(core, fl)
+        return changed is not None
+
+    def _apply_work(self, mem, lo: int, hi: int, work):
+        """Apply a write's numpy ``work`` after everything queued before it; returns, per byte
+        of ``mem`` in [lo, hi), whether the write changed it."""
+        cl = self.cluster
+        cl.sync()
+        before = mem.buf[lo:hi].copy()
+        cl.pending.extend(work)
+        cl.sync()                       # (the data plane's error handling, if the work fails)
+        return mem.buf[lo:hi] != before
+
+    def _twice(self, core, mem, cur, prev) -> None:
+        """Note an unordered write/write pair that stored identical bytes: a run warning, once
+        per pair of cores and lines (the first pair's bytes named)."""
+        a, b = self.describe(mem, cur), self.describe(mem, prev)
+        key = (a["core"], a["where"], b["core"], b["where"])
+        if key in self._twice_seen:
+            return
+        self._twice_seen.add(key)
+        who = (f"{a['core']} and {b['core']} both run this {a['op']}" if a["where"] == b["where"] else
+               f"{a['core']} {a['op']} and {b['core']} {b['op']} (at {b['where']})")
+        what = (f"{who} on the same bytes of {mem.label} (first [{max(a['lo'], b['lo']):#x}, "
+                f"{min(a['hi'], b['hi']):#x})) with no happens-before order: they store identical data, so "
+                "the result does not depend on their order, but the work is done twice - let one core "
+                "store it (e.g. under get_subblockid() == 0)")
+        self.cluster.warnings.append((what, a["where"]))
 
     def _prune_inflight(self, core, fl: list) -> None:
         """Drop what every later SET of ``core`` would drop: replaced records, and accesses

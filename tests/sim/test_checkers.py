@@ -281,6 +281,7 @@ def _unordered_stores(n_pages, clash):
     def vec(out):
         sub = get_subblockid()
         t = Tile(TileType.Vec, float32, 1, 1024, addr=0)
+        TEXPANDS(t, float(sub + 1))         # different data: identical bytes would be no race
         for i in range(sub, n_pages, 2):
             TSTORE(GlobalTensor(out.data() + i * 1024, (1, 1024)), t)
         if clash and sub == 1:
@@ -308,3 +309,108 @@ def test_unordered_records_survive_the_sweeps():
     f = ei.value.findings[0]
     assert (f["access"]["core"], f["other"]["core"]) == ("AIV1", "AIV0")
     assert_where(ei.value, "late race")
+
+
+# -- unordered writes of identical bytes --------------------------------------------------
+def _twice_warnings(res) -> list:
+    return [(w, at) for w, at in res.summary.leaks if "store identical data" in w]
+
+
+def _nosplit_c2v_cube(a, fifo, tiles):
+    pipe = TPipe(0, DIR_C2V, 16 * 16 * 4, 2, peers=(0, 1))(fifo, 0x0, 0)
+    a1 = Tile(TileType.Mat, float32, 16, 16, addr=0)
+    a0 = Tile(TileType.Left, float32, 16, 16, addr=0)
+    b1 = Tile(TileType.Mat, float32, 16, 16, addr=0x400)
+    b0 = Tile(TileType.Right, float32, 16, 16, addr=0)
+    acc = Tile(TileType.Acc, float32, 16, 16, addr=0)
+    TLOAD(b1, GlobalTensor(a.data() + tiles * 256, (16, 16)))      # the identity, after the tiles
+    TMOV(b0, b1)
+    for i in range(tiles):
+        TLOAD(a1, GlobalTensor(a.data() + i * 256, (16, 16)))
+        TMOV(a0, a1)
+        TMATMUL(acc, a0, b0)
+        TPUSH(pipe, acc, TILE_NO_SPLIT)
+
+
+def _nosplit_c2v_vector(skew):
+    """pto-isa's own a2a3 no-split C2V test pattern: both Vector cores pop the whole tile and
+    store the same result (``skew``: AIV1 adds 1 first, so the two stores differ)."""
+    def vec(out, fifo, tiles):
+        pipe = TPipe(0, DIR_C2V, 16 * 16 * 4, 2, peers=(0, 1))(fifo, 0x0, 0)
+        t = Tile(TileType.Vec, float32, 16, 16)
+        o = Tile(TileType.Vec, float32, 16, 16, addr=0x4000)
+        for i in range(tiles):
+            TPOP(pipe, t, TILE_NO_SPLIT)
+            TMULS(o, t, 2.0)
+            if skew and get_subblockid() == 1:
+                TADDS(o, o, 1.0)
+            TSTORE(GlobalTensor(out.data() + i * 256, (16, 16)), o)        # <- twice
+            TFREE(pipe, TILE_NO_SPLIT)
+    return vec
+
+
+def _nosplit_args(tiles=3):
+    x = np.arange(tiles * 256, dtype=np.float32).reshape(tiles * 16, 16)
+    return x, dict(a=np.concatenate([x, np.eye(16, dtype=np.float32)]), out=np.zeros_like(x),
+                   fifo=ptopipe.gm_buffer(2 * 1024), tiles=tiles)
+
+
+@pytest.mark.parametrize("platform,protocol", [("a2a3", "pto-isa"), ("a2a3", "spec"), ("a5", "spec")])
+def test_both_lanes_storing_identical_bytes_is_a_warning_not_a_race(platform, protocol):
+    """Two unordered writes of identical bytes cannot make the result depend on their order:
+    a warning naming the line (the work is done twice), not a DataRaceError.  (pto-isa on A5
+    gives a NO_SPLIT pipe one lane: refused there, tests/isa.)"""
+    x, args = _nosplit_args()
+    res = ptopipe.run(_nosplit_c2v_cube, _nosplit_c2v_vector(False), args, platform=platform,
+                      protocol=protocol)
+    np.testing.assert_array_equal(res.outputs["out"], x * 2)
+    (w, at), = _twice_warnings(res)
+    assert "AIV1 and AIV0 both run this TSTORE" in w and "done twice" in w
+    assert at.endswith(f"test_checkers.py:{marker_line('twice')}")
+
+
+def test_both_lanes_storing_different_bytes_is_a_race():
+    _, args = _nosplit_args()
+    with pytest.raises(DataRaceError) as ei:
+        ptopipe.run(_nosplit_c2v_cube, _nosplit_c2v_vector(True), args, protocol="pto-isa")
+    assert_where(ei.value, "twice")
+
+
+def test_identical_bytes_are_judged_when_every_write_is_applied_at_once(monkeypatch):
+    """The verdict sees the bytes before the write whenever the queued work is applied (here
+    after every instruction, as PTOPIPE_SYNC_EVERY=1 does): the same answers both ways."""
+    import ptopipe.isa.ops as isa_ops
+    import ptopipe.sim.core as sim_core
+    monkeypatch.setattr(sim_core, "SYNC_EVERY", 1)
+    monkeypatch.setattr(isa_ops, "SYNC_EVERY", 1)
+    x, args = _nosplit_args()
+    res = ptopipe.run(_nosplit_c2v_cube, _nosplit_c2v_vector(False), args, protocol="pto-isa", trace=True)
+    np.testing.assert_array_equal(res.outputs["out"], x * 2)
+    assert len(_twice_warnings(res)) == 1
+    with pytest.raises(DataRaceError):
+        ptopipe.run(_nosplit_c2v_cube, _nosplit_c2v_vector(True), _nosplit_args()[1], protocol="pto-isa",
+                    trace=True)
+
+
+def test_only_the_shared_bytes_must_be_identical():
+    """Overlapping stores: identical on the bytes both write passes, whatever each writes
+    elsewhere; one differing shared byte is a race; a later write of other data over an
+    identical pair is one too."""
+    def vec(out, src, mode):
+        sub = get_subblockid()
+        t = Tile(TileType.Vec, float32, 1, 64, addr=0)
+        TEXPANDS(t, 1.0)
+        if mode == "edge" and sub == 1:
+            TLOAD(t, src)              # AIV1's first element differs: inside the shared bytes
+        if mode == "rewrite" and sub == 0:
+            TSTORE(GlobalTensor(out.data() + 32, (1, 64)), t)
+            TEXPANDS(t, 7.0)
+        TSTORE(GlobalTensor(out.data() + 32 * sub, (1, 64)), t)   # <- shared
+    src = np.ones((1, 64), np.float32)
+    src[0, 0] = 5.0
+    res = ptopipe.run(None, vec, dict(out=np.zeros(96, np.float32), src=src, mode="ok"))
+    np.testing.assert_array_equal(res.outputs["out"], np.ones(96, np.float32))
+    for mode in ("edge", "rewrite"):
+        with pytest.raises(DataRaceError) as ei:
+            ptopipe.run(None, vec, dict(out=np.zeros(96, np.float32), src=src, mode=mode))
+        assert_where(ei.value, "shared")
