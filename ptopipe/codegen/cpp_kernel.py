@@ -183,6 +183,8 @@ class KernelWriter:
                 return f"ptopipe_mod({x}, {y})"
             if sym == "/":
                 return f"(static_cast<float>({x}) / static_cast<float>({y}))"
+            if sym in ("min", "max"):
+                return f"({x} {'<' if sym == 'min' else '>'} {y} ? {x} : {y})"
             return f"({x} {_CMP.get(sym, sym)} {y})"
         if n in ARITH_UNARY:
             x, = op.operands

@@ -192,7 +192,10 @@ ARITH = {"add": ("arith.addi", "arith.addf"), "sub": ("arith.subi", "arith.subf"
          "mul": ("arith.muli", "arith.mulf"), "floordiv": ("arith.floordivsi", None),
          "mod": ("arith.remsi", "arith.remf"), "div": (None, "arith.divf"),
          "bitor": ("arith.ori", None), "bitand": ("arith.andi", None),
-         "neg": ("arith.negi", "arith.negf"), "not": ("arith.xori", None)}
+         "neg": ("arith.negi", "arith.negf"), "not": ("arith.xori", None),
+         "min": ("arith.minsi", "arith.minimumf"), "max": ("arith.maxsi", "arith.maximumf")}
+#: the ops whose unsigned-integer spelling differs (pypto writes ``arith.minui`` for a u32 min)
+UNSIGNED_ARITH = {"min": "arith.minui", "max": "arith.maxui"}
 CMP = {"eq": ("eq", "oeq"), "ne": ("ne", "one"), "lt": ("slt", "olt"), "le": ("sle", "ole"),
        "gt": ("sgt", "ogt"), "ge": ("sge", "oge")}
 #: logical and/or on i1 (the IR's ``and`` / ``or``)
@@ -202,6 +205,10 @@ for _k, (_i, _f) in ARITH.items():
     for _n in (_i, _f):
         if _n is not None:
             ARITH_OF.setdefault(_n, _k)
+for _k, _n in UNSIGNED_ARITH.items():
+    ARITH_OF[_n] = _k
+# MLIR's NaN-ignoring float min / max: the IR's min / max (a NaN operand is not a tile size)
+ARITH_OF.update({"arith.minnumf": "min", "arith.maxnumf": "max"})
 CMP_OF = {}
 for _k, (_i, _f) in CMP.items():
     CMP_OF[("arith.cmpi", _i)] = _k

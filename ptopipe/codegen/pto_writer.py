@@ -43,7 +43,7 @@ from ..ir.ops import C2V, ISA_ATTRS, V2C, scratch_index, scratch_type, store_win
 from ..sim.pipesync import PTO_EVENTS
 from ..ir.types import BufferType, NoneType, ScalarType, TensorType, TileValueType
 from .pto_buffers import Buf, BufferPlan, plan_buffers
-from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
+from .pto_syntax import (ADDRESS_SPACE_OF_MEM, ARCH_OF_PLATFORM, ARITH, UNSIGNED_ARITH, CARRY, CMP, DATA_LANE_MARK, EVENT_IDS,
                          FLOATS, INT_DTYPES, KIND_NAMES, LOGIC, MLIR_DTYPE, NAMED_COPY, PTO_OP,
                          INT_SCALAR_OPERAND, ISA_ATTR_SPELLING, PLACED_LEVEL, PTOAS_LACKS, PTOPIPE_BASE,
                          SCRATCH_REQUIRED, float_literal,
@@ -481,6 +481,8 @@ class _Writer:
             name = LOGIC[k]
         else:
             name = ARITH[k][1 if fl else 0] or ARITH[k][0] or ARITH[k][1]
+            if not fl and k in UNSIGNED_ARITH and t.dtype.startswith("u"):
+                name = UNSIGNED_ARITH[k]
         self.line(ind, f"{res} = {name} {args} : {self.ty(op.results[0].type)}")
 
     def init(self, op, st: _Func, ind: str) -> None:

@@ -26,7 +26,7 @@ SCALAR_FNS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": ope
               "%": operator.mod, "/": operator.truediv, "|": operator.or_, "&": operator.and_,
               "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
               ">": operator.gt, ">=": operator.ge, "and": lambda a, b: a and b,
-              "or": lambda a, b: a or b}
+              "or": lambda a, b: a or b, "min": min, "max": max}
 _UNARY_FNS = {"-": operator.neg, "not": operator.not_}
 #: comparisons of a value with itself
 _SELF = {"==": True, "<=": True, ">=": True, "!=": False, "<": False, ">": False}

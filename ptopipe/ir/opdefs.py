@@ -41,8 +41,11 @@ from ..errors import with_article
 #: scalar operator (DSL spelling) -> arith op name suffix
 SCALAR_BINOPS = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod", "/": "div",
                  "|": "bitor", "&": "bitand", "==": "eq", "!=": "ne", "<": "lt", "<=": "le",
-                 ">": "gt", ">=": "ge", "and": "and", "or": "or"}
+                 ">": "gt", ">=": "ge", "and": "and", "or": "or", "min": "min", "max": "max"}
 SCALAR_UNOPS = {"-": "neg", "not": "not"}
+#: the binary scalar ops spelled as calls, ``pl.min(a, b)`` / ``pl.max(a, b)`` (pypto's), not as
+#: operators
+SCALAR_CALLS = ("min", "max")
 _BOOL_RESULT = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..arch.vocab import TileLayout
 from .core import Operation
-from .opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, BufferAttrOp, ConstOp, CopyOp, ForOp,
+from .opdefs import (ARITH_BINARY, ARITH_UNARY, CALL_OPS, SCALAR_CALLS, BufferAttrOp, ConstOp, CopyOp, ForOp,
                      FuncOp, IfOp, ImportPeerBufferOp, ProgramOp, ReserveBufferOp, ReturnOp,
                      YieldOp, operand_groups)
 from .ops import DIRS, REQUIRED as _REQ, SPLITS
@@ -100,7 +100,10 @@ class _FunctionPrinter:
             return _Expr(repr(op.value), const=op)
         if name in ARITH_BINARY:
             x, y = (self.ref(v, pending) for v in op.operands)
-            return _Expr(f"{x.sub()} {ARITH_BINARY[name]} {y.sub()}", True)
+            sym = ARITH_BINARY[name]
+            if sym in SCALAR_CALLS:
+                return _Expr(f"pl.{sym}({x.text}, {y.text})")
+            return _Expr(f"{x.sub()} {sym} {y.sub()}", True)
         if name in ARITH_UNARY:
             sym = ARITH_UNARY[name]
             x = self.ref(op.operands[0], pending)

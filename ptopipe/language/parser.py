@@ -20,7 +20,7 @@ from ..ir.core import Block, Operation, OpResult, Region, gc_paused
 from ..ir.first_step import SCALAR_FNS, truth
 from ..ir.vocab import AUTO, FunctionKind, Loc
 from ..arch.vocab import ALIGNMENT, Direction, SyncPipe, TileLayout, TileSplitAxis
-from ..ir.opdefs import (MAY_BE_ABSENT, ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
+from ..ir.opdefs import (MAY_BE_ABSENT, SCALAR_CALLS, ARITH_OP, ARITH_UNARY_OP, BufferAttrOp, ConstOp, CopyOp, ForOp, FuncOp,
                          IfOp, ImportPeerBufferOp, OperandView, ReserveBufferOp, ReturnOp,
                          YieldOp, scalar_result_type, unary_result_type)
 from ..ir.ops import (DIRS, REQUIRED, SPLITS, ConstArg, OpError, broadcast_form, canonical_direction,
@@ -743,6 +743,10 @@ class FunctionParser:
                      "of a loop / branch body", "reserve_buffer": "as `buf = pl.reserve_buffer(...)`",
                      "import_peer_buffer": "as `buf = pl.import_peer_buffer(...)`"}[obj.op]
             raise self.err(node, f"pl.{obj.op} can only be used {where}")
+        if obj.op in SCALAR_CALLS:
+            if len(node.args) != 2 or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                raise self.err(node, f"pl.{obj.op} takes two scalars", f"e.g. pl.{obj.op}(n - i, 16)")
+            return self.scalar_binop(node, obj.op, *(self.expr(a) for a in node.args))
         if obj.op == "matmul_acc" and any(k.arg == "init_cond" for k in node.keywords):
             return self.matmul_acc_init(node)
         spec = lookup(obj.op)

@@ -12,6 +12,7 @@ import sys
 from ..errors import CompileError
 from ..ir.vocab import AUTO  # noqa: F401  (re-exported as pl.AUTO)
 from ..ir.ops import OPS
+from ..ir.opdefs import SCALAR_CALLS
 from ..ir.types import DTYPES, MemorySpace, ScalarType, TensorType, TileValueType
 from ..arch.vocab import CmpMode, Direction, EventID, SyncPipe, TileLayout, TileSplitAxis
 
@@ -141,7 +142,7 @@ class DSLOp:
         return f"<pl.{self.dsl}>"
 
 
-SPECIAL = ("range", "yield_", "reserve_buffer", "import_peer_buffer")
+SPECIAL = ("range", "yield_", "reserve_buffer", "import_peer_buffer") + SCALAR_CALLS
 STUBS = {name: DSLOp(name, name) for name in SPECIAL}
 for _name, _spec in OPS.items():
     STUBS[_spec.dsl] = DSLOp(_name, _spec.dsl)

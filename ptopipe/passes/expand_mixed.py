@@ -58,7 +58,7 @@ from ..ir.types import INDEX, BufferType, MemorySpace, TensorType, TileValueType
 from ._rewrite import (CUBE, PURE, VECTOR, boundary_direction, const, dce, drop_unused_args, err,
                        fresh, is_boundary, names_in, op_sides, remove_carried, side_of_type,
                        strip_yields)
-from ..ir.opdefs import (ARITH_BINARY, PIPE_OPS, AicInitializePipe, AivInitializePipe,
+from ..ir.opdefs import (ARITH_BINARY, PIPE_OPS, SCALAR_CALLS, AicInitializePipe, AivInitializePipe,
                          BufferAttrOp, CallOp, CastOp, ConstOp, ForOp, FuncOp, GetSubblockIdOp,
                          IfOp, ImportPeerBufferOp, MoveOp,
                          ReserveBufferOp, ReturnOp, TPop, TPush, YieldOp)
@@ -268,7 +268,8 @@ def _expr_text(v, depth: int = 4) -> str:
         return repr(op.value)
     if op.name in ARITH_BINARY:
         a, b = (_expr_text(x, depth - 1) for x in op.operands)
-        return f"{a} {ARITH_BINARY[op.name]} {b}"
+        sym = ARITH_BINARY[op.name]
+        return f"pl.{sym}({a}, {b})" if sym in SCALAR_CALLS else f"{a} {sym} {b}"
     if op.is_a(GetSubblockIdOp):
         return "pl.get_subblockid()"
     return f"<{op.name}>"

@@ -58,6 +58,7 @@ _ARITH = {
     "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
     "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "and": lambda a, b: bool(a and b),
     "or": lambda a, b: bool(a or b), "neg": lambda a: -a, "not": lambda a: not a,
+    "min": min, "max": max,
 }
 
 

@@ -46,7 +46,7 @@ _PY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
        "|": lambda a, b: a | b, "&": lambda a, b: a & b, "==": lambda a, b: a == b,
        "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b,
-       "or": lambda a, b: a or b}
+       "or": lambda a, b: a or b, "min": min, "max": max}
 # the catalogue's ops whose result is a tile the interpreter allocates: isa.<OP>(out, *operands)
 # (operands in IR order are the ISA's after the destination); load and store build GM views
 _TILE_RESULT = {dsl: getattr(isa, name) for dsl, name in irops.ISA_NAMES.items()
