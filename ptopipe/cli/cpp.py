@@ -23,9 +23,15 @@ def add_arguments(p) -> None:
                    help="(.cpp files) the Vector kernel function (default: as --aic, *aiv* / *vec*)")
 
 
+def _notes(args) -> None:
+    for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None)):
+        print(f"note: {n}")
+
+
 def _run(args, after=None, **extra):
     """The C++ file of ``args`` run (:func:`ptopipe.driver.cpp.run_file`) with the command's
-    options.  Returns (outputs, summary)."""
+    options, its notes printed first.  Returns (outputs, summary)."""
+    _notes(args)
     return cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
                         getattr(args, "input", None), args.platform or "a2a3", after,
                         protocol=args.protocol or "spec", **bounds.run_kwargs(args), **sync_kwargs(args),
@@ -61,6 +67,7 @@ def check_cpp_file(args, reports: list, check_scenarios) -> int:
     def check(sc, warned):
         mine = []
         return check_scenarios(args, mine, [(sc, warned)]), mine
+    _notes(args)
     status, mine = cpp.check_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
                                   getattr(args, "input", None), args.platform or "a2a3", check,
                                   getattr(args, "schedules", 0) + 2, bounds.run_kwargs(args)["timeout"])

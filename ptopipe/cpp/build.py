@@ -178,13 +178,15 @@ class Kernels:
     """What runs where: ``entry`` (one function built per side: the Group entry) or ``aic`` /
     ``aiv`` (function names, either may be None); ``sided``: the file tests a side's macro
     where these kernels may reach it, so each side is built with its own; ``sections``: the
-    sides an entry has code for (a test of their macro), which must do something."""
+    sides an entry has code for (a test of their macro), which must do something;
+    ``one_lane``: a lone Vector kernel that runs on AIV0 only (:func:`_one_lane`)."""
     path: str
     entry: Function | None = None
     aic: Function | None = None
     aiv: Function | None = None
     sided: bool = False
     sections: frozenset = frozenset()
+    one_lane: bool = False
 
     @property
     def roles(self) -> dict:
@@ -195,6 +197,30 @@ class Kernels:
 
 
 def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
+    """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named)."""
+    out, code = _find_kernels(path, aic, aiv)
+    out.one_lane = _one_lane(out, code)
+    return out
+
+
+#: the note of a run of a lone Vector kernel on AIV0 (:func:`_one_lane`)
+ONE_LANE_NOTE = ("a Vector kernel with no Cube kernel, and no get_subblockid() in the file: run on AIV0, "
+                 "one Vector core, as a Vector-only launch runs it")
+_SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
+
+
+def _one_lane(k: Kernels, code: str) -> bool:
+    """A Vector kernel with no Cube kernel beside it runs on one Vector core, as the device runs
+    a Vector-only kernel (pto-isa's single-core tests: one AIV per block, sub-block 0) and as a
+    .pto Vector kernel without pipes runs - unless the file (``code``, comments blanked) asks
+    for its sub-block: a kernel that splits its work between the two is written for a mixed
+    launch, and both run it."""
+    roles = k.roles
+    return "aiv" in roles and "aic" not in roles and not _SUBBLOCK.search(code)
+
+
+def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
+    """(:class:`Kernels`, the code of the file and its local includes, comments blanked)."""
     try:
         with open(path) as f:
             text = f.read()
@@ -223,19 +249,19 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
                 raise ConfigError(f"--{role} {name}: {where} defines no function {name!r}", where=where,
                                   fix=f"functions defined there: {', '.join(sorted(fns)) or 'none'}")
             setattr(out, role, fns[name])
-        return out
+        return out, code
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
         direct = _direct(path, entries[0], fns)
         if direct is not None:      # sided only if the macros are tested outside the entry's sections
             direct.sided = bool(_SIDE_TEST.search(code.replace(entries[0].body, "", 1)))
-            return direct
-        return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body))
+            return direct, code
+        return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body)), code
     globals_ = [f for f in fns.values() if f.is_global]
     if sided and len(globals_) == 1 and _sections(code):
         # the one __global__ of a file that tests the side macros elsewhere: ptoas's entry
         # calling its Cube and Vector kernels, whose bodies are under their sections
-        return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code))
+        return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code)), code
     pick = {}
     for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec"))):
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
@@ -243,14 +269,14 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
             pick[role] = hits[0]
     lone = _lone_kernel(fns, text) if not entries and len(pick) < 2 else None
     if lone is not None:
-        return Kernels(path, **{lone[0]: lone[1]})
+        return Kernels(path, **{lone[0]: lone[1]}), code
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix="name them: --aic NAME --aiv NAME (functions: "
                               f"{', '.join(sorted(fns)) or 'none'})")
-    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided)
+    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code
 
 
 def _sections(code: str) -> frozenset:

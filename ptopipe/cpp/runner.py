@@ -33,7 +33,8 @@ DEFAULT_TIMEOUT = 60.0
 
 class Loaded:
     """The kernels of a built file, loaded in this process: ``aic`` / ``aiv`` are Python
-    kernel functions for :func:`ptopipe.isa.run` (None for a side the file has no kernel for)."""
+    kernel functions for :func:`ptopipe.isa.run` (None for a side the file has no kernel for;
+    ``aiv`` is ``(kernel, None)`` for a lone Vector kernel that runs on AIV0 only)."""
 
     def __init__(self, kernels: Kernels, libs: dict, crash_fd: int = -1, bridge_lib: str | None = None):
         from .abi import Dispatcher
@@ -63,6 +64,8 @@ class Loaded:
             fns[role] = d.kernel(run_fn, sig_fn().decode(), f.params, label, f.elements,
                                  expected_side(kernels, role), frames, tuple(libs.values()))
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
+        if kernels.one_lane:            # AIV0 only (build._one_lane)
+            self.aiv = (self.aiv, None)
 
 
 def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: int = -1,
@@ -79,7 +82,8 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
     file.py`` runs a C++ kernel with a numpy golden).  The file is built for a run's platform
     when a run first needs it (cached); a kernel crash ends this process - :func:`run_cpp` and
     ``ptopipe run file.cpp`` run it in a child process instead.  Either is None when the file
-    has no kernel for that side."""
+    has no kernel for that side; a lone Vector kernel that runs on AIV0 only (a Vector-only
+    launch: :data:`ptopipe.cpp.build.ONE_LANE_NOTE`) is ``(kernel, None)``."""
     found = find_kernels(path, aic, aiv)
     loaded = {}
 
@@ -93,7 +97,8 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
             return getattr(k, role)(**kw)
         kernel.__name__ = f"{os.path.basename(path)}:{found.roles[role].name}"
         return kernel
-    return tuple(side(r) if r in found.roles else None for r in ("aic", "aiv"))
+    aic, aiv = (side(r) if r in found.roles else None for r in ("aic", "aiv"))
+    return aic, ((aiv, None) if found.one_lane else aiv)
 
 
 def bridge() -> str | None:

@@ -22,6 +22,13 @@ def inputs(pairs) -> dict:
     return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
 
 
+def notes(path: str, aic: str | None, aiv: str | None) -> list:
+    """What a run of the C++ kernels of ``path`` decides for the user and says as a note
+    (a lone Vector kernel run on AIV0 only)."""
+    from ..cpp.build import ONE_LANE_NOTE, find_kernels
+    return [ONE_LANE_NOTE] if find_kernels(path, aic, aiv).one_lane else []
+
+
 def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",
              after=None, failed=None, **run_kwargs) -> tuple:
     """The C++ kernels of ``path`` (``aic`` / ``aiv``: their function names, else found) run

@@ -13,7 +13,7 @@ CORPUS = os.path.join(ROOT, "tests", "pto_corpus")
 def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
     lib = tmp_path / "lib"
     lib.mkdir()
-    for name in ("v_softmax_rows_a3.pto", "x_c2v_nosplit_a3.pto"):       # a clean one, a race
+    for name in ("v_softmax_rows_a3.pto", "x_v2c_nosplit_a3.pto"):       # a clean one, a misuse
         (lib / name).write_text(open(os.path.join(CORPUS, name)).read())
     (lib / "_helper.py").write_text("SCENARIO = None\n")                  # not a kernel: skipped
     (lib / "broken.pto").write_text("module {\n  func.func @k() {\n    pto.tnope\n    return\n  }\n}\n")
@@ -26,7 +26,7 @@ def test_a_directory_and_files_give_one_table_and_junit(tmp_path, capsys):
     table = out[out.index("file "):].splitlines()
     rows = {ln.split()[0]: ln for ln in table[1:-1]}
     assert "PASS" in rows[str(lib / "v_softmax_rows_a3.pto")]
-    assert "FAIL DataRaceError" in rows[str(lib / "x_c2v_nosplit_a3.pto")]
+    assert "FAIL ProtocolError" in rows[str(lib / "x_v2c_nosplit_a3.pto")]
     assert "FAIL ParseError" in rows[str(lib / "broken.pto")]
     # refused before it ran (the static checks), on the platform the file names
     assert rows[str(lib / "leaks_a5.pto")].split()[2:4] == ["a5/spec", "FAIL"]

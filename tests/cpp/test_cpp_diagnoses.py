@@ -93,6 +93,56 @@ def test_a_lone_kernel_runs_on_the_side_its_name_or_code_says(tmp_path, name, co
     assert k.entry is None
 
 
+@pytest.mark.parametrize("code,one_lane", [
+    ("Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, 0);", True),
+    ("Tile<TileType::Vec, T, 8, 32> t; TASSIGN(t, get_subblockid() * 1024);", False),
+    ("// get_subblockid() in a comment only\n Tile<TileType::Vec, T, 8, 32> t;", True)])
+def test_a_lone_vector_kernel_runs_on_aiv0_unless_it_asks_for_its_sub_block(tmp_path, code, one_lane):
+    """A Vector kernel with no Cube kernel runs on one Vector core, as a Vector-only launch
+    runs it on the device (pto-isa's single-core tests; a .pto Vector kernel without pipes):
+    both sub-blocks only for a file that calls get_subblockid(), written for a mixed launch."""
+    from ptopipe.cpp.build import find_kernels
+    p = tmp_path / "lone.cpp"
+    p.write_text(LONE % (code, "k"))
+    assert find_kernels(str(p)).one_lane is one_lane
+    assert find_kernels(str(p), aiv="k").one_lane is one_lane                 # named, the same
+
+
+SINGLE_CORE = """#include <pto/pto-inst.hpp>
+using namespace pto;
+extern "C" __global__ AICORE void k(__gm__ float *out, __gm__ float *src) {
+    using G = GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>>;
+    Tile<TileType::Vec, float, 8, 32> a, b;
+    TASSIGN(a, 0x0); TASSIGN(b, 0x400);
+    G s(src), o(out);
+    TLOAD(a, s); TLOAD(b, o);
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0); wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+    TADD(b, a, b);
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0); wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    TSTORE(o, b);
+}
+"""
+
+
+@needs_cxx
+def test_a_single_core_kernel_like_pto_isas_tests_runs_once(tmp_path, cpp_cache, capsys):
+    """out += src, as pto-isa's tests/cpu/st kernels read and write their output: on both
+    sub-blocks AIV1's load of ``out`` would race AIV0's store (and add twice); on AIV0 it is
+    the device's result, said in a note."""
+    from ptopipe.cli import main as cli_main
+    p = tmp_path / "single.cpp"
+    p.write_text(SINGLE_CORE)
+    src, out = np.arange(256, dtype=np.float32).reshape(8, 32), np.ones((8, 32), np.float32)
+    r = run_cpp(str(p), dict(out=out.copy(), src=src), platform="a2a3")
+    np.testing.assert_array_equal(r["out"], out + src)
+    assert r.summary.cores["AIV1"]["state"] == "idle"
+    np.save(tmp_path / "src.npy", src)
+    np.save(tmp_path / "out.npy", out)
+    assert cli_main(["run", str(p), "--input", f"src={tmp_path / 'src.npy'}", "--input",
+                     f"out={tmp_path / 'out.npy'}"]) == 0
+    assert "note: a Vector kernel with no Cube kernel" in capsys.readouterr().out
+
+
 @needs_cxx
 def test_an_error_in_a_helper_names_the_kernel_lines_that_called_it(cpp_cache):
     """An instruction's site is its own line (``__builtin_LINE``); an error there also names the
