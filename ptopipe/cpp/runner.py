@@ -261,9 +261,11 @@ def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> 
         return KernelError(f"{what} crashed with {name}" + (" after the instruction at this line" if where else
                                                            " before its first instruction"),
                            where=where,
-                           fix="GM pointers are simulator addresses: read and write GM through GlobalTensor "
-                               "and TLOAD / TSTORE, never by dereferencing a __gm__ pointer; check array "
-                               "indices and asserts in the C++ after that line")
+                           fix="__gm__ pointers and tile.data() are simulator addresses (GM / UB byte "
+                               "addresses), not host memory as in pto-isa's CPU simulator: read and write GM "
+                               "through GlobalTensor and TLOAD / TSTORE, pass a scalar as a kernel argument "
+                               "(not ptr[0]), fill a tile with TEXPANDS - never dereference either; check "
+                               "array indices and asserts in the C++ after that line")
     return KernelError(f"{what} ended its process (exit status {os.WEXITSTATUS(status) if os.WIFEXITED(status) else status})",
                        where=where, fix="a kernel must not call exit(); return from it")
 

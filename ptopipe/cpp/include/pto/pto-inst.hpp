@@ -112,6 +112,10 @@ struct bfloat16_t {
     }
 };
 static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "16-bit floats are two bytes");
+// the host-side names pto-isa's CPU simulator declares (include/pto/common/type.hpp,
+// cpu_stub.hpp) and its test kernels' launch functions use
+typedef half aclFloat16;
+typedef void *aclrtStream;
 
 // -- the ABI ----------------------------------------------------------------------------------
 namespace ptopipe {
@@ -242,6 +246,8 @@ constexpr int DYNAMIC = -1;
 constexpr const int BLOCK_BYTE_SIZE = 32;
 constexpr const int C0_SIZE_BYTE = 32;
 constexpr const int FRACTAL_NZ_ROW = 16;
+constexpr const int NUM_1 = 1, NUM_4 = 4, NUM_8 = 8, NUM_12 = 12, NUM_16 = 16, NUM_32 = 32, NUM_64 = 64,
+                    NUM_77 = 77, NUM_96 = 96, NUM_128 = 128, NUM_256 = 256, NUM_512 = 512;
 
 struct RecordEvent {
     int64_t id_ = 0;
