@@ -113,7 +113,7 @@ using namespace pto;
 extern "C" __global__ AICORE void k(__gm__ float *out, __gm__ float *src) {
     using G = GlobalTensor<float, Shape<1, 1, 1, 8, 32>, Stride<1, 1, 1, 32, 1>>;
     Tile<TileType::Vec, float, 8, 32> a, b;
-    TASSIGN(a, 0x0); TASSIGN(b, 0x400);
+    TASSIGN(a, 0x0 + 0x800 * block_idx); TASSIGN(b, 0x400 + 0x800 * (block_idx % block_num));
     G s(src), o(out);
     TLOAD(a, s); TLOAD(b, o);
     set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0); wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
@@ -128,7 +128,8 @@ extern "C" __global__ AICORE void k(__gm__ float *out, __gm__ float *src) {
 def test_a_single_core_kernel_like_pto_isas_tests_runs_once(tmp_path, cpp_cache, capsys):
     """out += src, as pto-isa's tests/cpu/st kernels read and write their output: on both
     sub-blocks AIV1's load of ``out`` would race AIV0's store (and add twice); on AIV0 it is
-    the device's result, said in a note."""
+    the device's result, said in a note.  (Its tiles sit at ``block_idx`` offsets, as pto-isa's
+    NPU test kernels place them: the device compiler's builtin, block 0 here.)"""
     from ptopipe.cli import main as cli_main
     p = tmp_path / "single.cpp"
     p.write_text(SINGLE_CORE)

@@ -1040,6 +1040,17 @@ inline uint32_t get_subblockdim(::ptopipe::Site s = PTOPIPE_HERE)
     return uint32_t(::ptopipe::inst(::ptopipe::OP_get_subblockdim, s));
 }
 
+// the device compiler's builtin variables ``block_idx`` / ``block_num`` (pto-isa's NPU test kernels
+// offset their GM views by ``block_idx``): read as get_block_idx() / get_block_num() where used
+struct BlockIdxVar {
+    operator int64_t() const { return get_block_idx(); }
+};
+struct BlockNumVar {
+    operator int64_t() const { return int64_t(get_block_num()); }
+};
+constexpr BlockIdxVar block_idx{};
+constexpr BlockNumVar block_num{};
+
 // the FFTS base address a device kernel sets before cross-core flags: ptopipe's cross-core
 // flags are the simulator's own (no FFTS block to point at), so it sets nothing
 inline void set_ffts_base_addr(uint64_t) {}
