@@ -13,7 +13,7 @@ from ptopipe.arch import get_platform
 
 import ptopipe
 import ptopipe.language as pl
-from ptopipe import CompileError, DataRaceError
+from ptopipe import CompileError
 from ptopipe.ir import parse_ir, print_ir, print_program, structural_equal
 from ptopipe.passes import compile_program, expand_mixed
 from ptopipe.passes.slot_buffer import with_slot_buffer
@@ -76,10 +76,13 @@ def test_compiled_no_split_program_round_trips():
 
 def test_lane1_must_replay_on_empty_tiles(monkeypatch, no_hang):
     """The guard of the replay: if AIV1 ran the body on full tiles, it would store every
-    tile a second time: the race checker reports the duplicate GM write."""
+    tile a second time - the same bytes, so the race checker warns that the work is done
+    twice (a replay on empty tiles stores nothing, and no warning)."""
+    def twice(res):
+        return [w for w, _ in res.summary.leaks if "both run this TSTORE" in w]
+    assert not twice(S2.SCENARIO.check("m16_n64", "a2a3", "spec"))
     monkeypatch.setattr(interp, "_EMPTY", {})
-    with pytest.raises(DataRaceError, match="write/write"):
-        S2.SCENARIO.check("m16_n64", "a2a3", "spec")
+    assert len(twice(S2.SCENARIO.check("m16_n64", "a2a3", "spec"))) == 1
 
 
 def test_two_lanes_under_pto_isa_on_a5_is_a_protocol_error(monkeypatch, no_hang):
