@@ -39,7 +39,7 @@ def _stream(R, C, n, bad_at, race_at):
             else:
                 row = (n - 1 - i) * R
             a = pl.load(x, [row, 0], [R, C])
-            b = pl.load(z, [i * R, 0], [R, C])
+            b = pl.load(z, [((i + sub) % n) * R, 0], [R, C])      # the lanes' data differ
             s = pl.add(a, b)
             lane = sub + (i == race_at) * sub * -1 + (i == bad_at) * sub * (2 * n)
             pl.store(s, [(2 * i + lane) * R, 0], y)          # STORE
@@ -78,10 +78,10 @@ def test_reused_site_views_match_views_built_per_execution(R, C, n, bad, race, c
         want = np.zeros_like(args["y"])
         for i in range(n):
             row = i * R if i % 2 else (n - 1 - i) * R
-            s = args["x"][row:row + R] + args["z"][i * R:(i + 1) * R]
-            lanes = (0, 0) if i == race else (0, 1)
-            for lane in lanes:
-                want[(2 * i + lane) * R:(2 * i + lane + 1) * R] = s
+            lanes = (0, 0) if i == race else (0, 1)        # the block each core stores to
+            for sub, lane in enumerate(lanes):             # (AIV1 runs after AIV0: its store lands last)
+                k = (i + sub) % n
+                want[(2 * i + lane) * R:(2 * i + lane + 1) * R] = args["x"][row:row + R] + args["z"][k * R:(k + 1) * R]
         assert np.array_equal(np.frombuffer(fast[1]["y"], np.float32).reshape(want.shape), want)
 
 
