@@ -24,7 +24,7 @@ def add_arguments(p) -> None:
 
 
 def _notes(args) -> None:
-    for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None)):
+    for n in cpp.notes(args.file, getattr(args, "aic", None), getattr(args, "aiv", None), getattr(args, "sync", None)):
         print(f"note: {n}")
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from ..errors import CompileError, ConfigError, shown_path
 from . import include_dir
+from ..codegen.cpp_origin import PREFIX as ORIGIN_PREFIX
 
 STD = "-std=c++17"
 # -g1: line tables only, for the lines that called a failing instruction's function (callers.py);
@@ -179,7 +180,9 @@ class Kernels:
     ``aiv`` (function names, either may be None); ``sided``: the file tests a side's macro
     where these kernels may reach it, so each side is built with its own; ``sections``: the
     sides an entry has code for (a test of their macro), which must do something;
-    ``one_lane``: a lone Vector kernel that runs on AIV0 only (:func:`_one_lane`)."""
+    ``one_lane``: a lone Vector kernel that runs on AIV0 only (:func:`_one_lane`);
+    ``own_events``: hand-written C++ that orders its pipes with events, which runs in the
+    manual synchronisation mode unless a run says otherwise (docs/events.md)."""
     path: str
     entry: Function | None = None
     aic: Function | None = None
@@ -187,6 +190,7 @@ class Kernels:
     sided: bool = False
     sections: frozenset = frozenset()
     one_lane: bool = False
+    own_events: bool = False
 
     @property
     def roles(self) -> dict:
@@ -198,8 +202,11 @@ class Kernels:
 
 def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> Kernels:
     """What runs where in C++ file ``path`` (``aic`` / ``aiv``: the functions a user named)."""
-    out, code = _find_kernels(path, aic, aiv)
+    out, code, text = _find_kernels(path, aic, aiv)
     out.one_lane = _one_lane(out, code)
+    # (C++ that `ptopipe compile --emit cpp` wrote runs as its program does: its events are
+    # the program's, in either mode - every statement of it names its DSL line)
+    out.own_events = bool(_OWN_EVENTS.search(code)) and ORIGIN_PREFIX not in text
     return out
 
 
@@ -207,6 +214,11 @@ def find_kernels(path: str, aic: str | None = None, aiv: str | None = None) -> K
 ONE_LANE_NOTE = ("a Vector kernel with no Cube kernel, and no get_subblockid() in the file: run on AIV0, "
                  "one Vector core, as a Vector-only launch runs it")
 _SUBBLOCK = re.compile(r"\bget_subblock(id|dim)\b")
+_OWN_EVENTS = re.compile(r"\b(set_flag|wait_flag|pipe_barrier)\s*\(")
+#: the note of a run in the manual synchronisation mode by default (``Kernels.own_events``)
+OWN_EVENTS_NOTE = ("the kernel sets its own events (set_flag / wait_flag / pipe_barrier): run in the manual "
+                   "synchronisation mode, where only they order its pipes, as on the device (--sync auto: the "
+                   "simulator's scoreboard orders them)")
 
 
 def _one_lane(k: Kernels, code: str) -> bool:
@@ -220,7 +232,8 @@ def _one_lane(k: Kernels, code: str) -> bool:
 
 
 def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
-    """(:class:`Kernels`, the code of the file and its local includes, comments blanked)."""
+    """(:class:`Kernels`, the code of the file and its local includes with comments blanked, the
+    file's text)."""
     try:
         with open(path) as f:
             text = f.read()
@@ -249,19 +262,19 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
                 raise ConfigError(f"--{role} {name}: {where} defines no function {name!r}", where=where,
                                   fix=f"functions defined there: {', '.join(sorted(fns)) or 'none'}")
             setattr(out, role, fns[name])
-        return out, code
+        return out, code, text
     entries = [f for f in fns.values() if f.is_global and any(g in f.body for g in SIDES.values())]
     if len(entries) == 1:
         direct = _direct(path, entries[0], fns)
         if direct is not None:      # sided only if the macros are tested outside the entry's sections
             direct.sided = bool(_SIDE_TEST.search(code.replace(entries[0].body, "", 1)))
-            return direct, code
-        return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body)), code
+            return direct, code, text
+        return Kernels(path, entry=entries[0], sided=True, sections=_sections(entries[0].body)), code, text
     globals_ = [f for f in fns.values() if f.is_global]
     if sided and len(globals_) == 1 and _sections(code):
         # the one __global__ of a file that tests the side macros elsewhere: ptoas's entry
         # calling its Cube and Vector kernels, whose bodies are under their sections
-        return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code)), code
+        return Kernels(path, entry=globals_[0], sided=True, sections=_sections(code)), code, text
     pick = {}
     for role, words in (("aic", ("aic", "cube")), ("aiv", ("aiv", "vec"))):
         hits = [f for f in fns.values() if any(w in f.name.lower() for w in words)]
@@ -269,14 +282,14 @@ def _find_kernels(path: str, aic: str | None, aiv: str | None) -> tuple:
             pick[role] = hits[0]
     lone = _lone_kernel(fns, text) if not entries and len(pick) < 2 else None
     if lone is not None:
-        return Kernels(path, **{lone[0]: lone[1]}), code
+        return Kernels(path, **{lone[0]: lone[1]}), code, text
     if entries or len(pick) < 2:
         what = (f"{len(entries)} __global__ entries with __DAV_CUBE__ / __DAV_VEC__ sections"
                 if entries else "no __global__ entry with __DAV_CUBE__ / __DAV_VEC__ sections")
         raise ConfigError(f"cannot tell the AIC and AIV kernels of {where} ({what})", where=where,
                           fix="name them: --aic NAME --aiv NAME (functions: "
                               f"{', '.join(sorted(fns)) or 'none'})")
-    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code
+    return Kernels(path, aic=pick["aic"], aiv=pick["aiv"], sided=sided), code, text
 
 
 def _sections(code: str) -> frozenset:

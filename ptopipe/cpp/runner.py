@@ -291,9 +291,12 @@ def run_cpp(path: str, args: dict | None = None, aic: str | None = None, aiv: st
     (``aic=`` / ``aiv=`` function names, or the file's ``__global__`` entry), compiled with
     the system C++ compiler into a cached library and run in a child process
     (``isolate=False``: in this one, returning ptopipe.run's RunResult with its cluster - a
-    crash then ends this process)."""
+    crash then ends this process).  Hand-written C++ that sets its own events runs in the manual
+    synchronisation mode unless ``sync=`` says otherwise (``Kernels.own_events``)."""
     from ..isa.launch import run
     kernels = find_kernels(path, aic, aiv)
+    if kernels.own_events:
+        run_kwargs.setdefault("sync", "manual")
     libs = build(kernels, platform)
     bridge_lib = bridge()
     warned = build_warnings(libs)       # the summary's first warnings

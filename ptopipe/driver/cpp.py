@@ -22,11 +22,13 @@ def inputs(pairs) -> dict:
     return {k: (v.item() if v.ndim == 0 else np.ascontiguousarray(v)) for k, v in given.items()}
 
 
-def notes(path: str, aic: str | None, aiv: str | None) -> list:
-    """What a run of the C++ kernels of ``path`` decides for the user and says as a note
-    (a lone Vector kernel run on AIV0 only)."""
-    from ..cpp.build import ONE_LANE_NOTE, find_kernels
-    return [ONE_LANE_NOTE] if find_kernels(path, aic, aiv).one_lane else []
+def notes(path: str, aic: str | None, aiv: str | None, sync: str | None = None) -> list:
+    """What a run of the C++ kernels of ``path`` decides for the user and says as a note (a
+    lone Vector kernel run on AIV0 only; the manual synchronisation mode for a kernel that
+    sets its own events, unless ``sync`` was given)."""
+    from ..cpp.build import ONE_LANE_NOTE, OWN_EVENTS_NOTE, find_kernels
+    k = find_kernels(path, aic, aiv)
+    return [n for n, on in ((ONE_LANE_NOTE, k.one_lane), (OWN_EVENTS_NOTE, k.own_events and sync is None)) if on]
 
 
 def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str = "a2a3",
@@ -42,6 +44,8 @@ def run_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str =
     from ..cpp.runner import DEFAULT_TIMEOUT, Loaded, bridge, in_child
     from ..isa.launch import run
     kernels = find_kernels(path, aic, aiv)
+    if kernels.own_events:          # hand-written events: the manual mode (cpp.build.Kernels)
+        run_kwargs.setdefault("sync", "manual")
     libs, bridge_lib = build(kernels, platform), bridge()
     kargs = inputs(pairs)
 
@@ -88,7 +92,8 @@ def check_file(path: str, aic: str | None, aiv: str | None, pairs, platform: str
 
         def make_args(rng):
             return {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in kargs.items()}
-        return check(Scenario(os.path.basename(path), k.aic, k.aiv, make_args, lambda a: {}), warned)
+        return check(Scenario(os.path.basename(path), k.aic, k.aiv, make_args, lambda a: {},
+                              sync="manual" if kernels.own_events else None), warned)
     # a command's Deadline bounds all the runs together; seconds bound each run
     bound = timeout if isinstance(timeout, Deadline) else (timeout or DEFAULT_TIMEOUT) * runs
     return in_child(work, bound, f"the C++ kernel {os.path.basename(path)}")

@@ -141,7 +141,27 @@ def test_a_single_core_kernel_like_pto_isas_tests_runs_once(tmp_path, cpp_cache,
     np.save(tmp_path / "out.npy", out)
     assert cli_main(["run", str(p), "--input", f"src={tmp_path / 'src.npy'}", "--input",
                      f"out={tmp_path / 'out.npy'}"]) == 0
-    assert "note: a Vector kernel with no Cube kernel" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "note: a Vector kernel with no Cube kernel" in out
+    assert "note: the kernel sets its own events" in out and "manual synchronisation mode" in out
+
+
+@needs_cxx
+def test_a_hand_written_kernel_with_events_runs_in_the_manual_mode(tmp_path, cpp_cache):
+    """C++ that sets its own events runs as on the device, where only they order its pipes: a
+    forgotten set_flag / wait_flag pair is a DataRaceError naming the two instructions, by
+    default; sync="auto" lets the scoreboard order them."""
+    from ptopipe.errors import DataRaceError
+    p = tmp_path / "forgot.cpp"
+    text = SINGLE_CORE.replace("    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0); wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);\n", "")
+    assert text != SINGLE_CORE
+    p.write_text(text)
+    args = dict(out=np.ones((8, 32), np.float32), src=np.ones((8, 32), np.float32))
+    with pytest.raises(DataRaceError) as ei:
+        run_cpp(str(p), dict(args))
+    assert ei.value.where.endswith(f"forgot.cpp:{text.splitlines().index('    TSTORE(o, b);') + 1}")
+    assert "TLOAD" in ei.value.details          # (of `out`, on MTE2: nothing orders the store after it)
+    np.testing.assert_array_equal(run_cpp(str(p), dict(args), sync="auto")["out"], 2 * args["out"])
 
 
 @needs_cxx

@@ -63,13 +63,13 @@ def test_a_ptoas_style_kernel_runs_each_side_under_its_macro(cpp_cache):
     """Both bodies are under in-function ``#if defined(__DAV_*__)`` sections: built with neither
     macro, both would be empty; with each side's own, the numbers are numpy's."""
     args = c2v_args()
-    r = run_cpp(PTOAS_C2V, args)
+    r = run_cpp(PTOAS_C2V, args, sync="auto")
     gold = np.concatenate([args["a"][:16] @ args["b"], args["a"][16:] @ args["b"]]) + args["bias"]
     np.testing.assert_allclose(r["out"], gold, rtol=1e-5, atol=1e-5)
     assert r.summary.pipes[0]["pops"] == 4 and not r.summary.leaks
     # no block to do: the Vector side sets up its pipe and tiles and computes nothing, a warning
     # (its body is there: not an error); the Cube still loads b
-    r = run_cpp(PTOAS_C2V, {**args, "n": 0, "out": np.zeros_like(args["out"])})
+    r = run_cpp(PTOAS_C2V, {**args, "n": 0, "out": np.zeros_like(args["out"])}, sync="auto")
     assert not r["out"].any()
     assert [(what.split(" issued")[0], where) for what, where in r.summary.leaks
             if "with these arguments did nothing" in what] == \
@@ -84,7 +84,7 @@ def test_a_side_whose_body_its_macros_leave_out_is_reported(cpp_cache, monkeypat
     flags = os.environ.get("CXXFLAGS", "")
     monkeypatch.setenv("CXXFLAGS", flags + " -U__DAV_VEC__")
     with pytest.raises(DeadlockError) as e:
-        run_cpp(PTOAS_C2V, c2v_args())
+        run_cpp(PTOAS_C2V, c2v_args(), sync="auto")
     assert e.value.what.startswith("deadlock: the AIV (Vector) kernel mm_aiv issued no PTO instruction besides "
                                    "intra-core synchronisation")
     assert e.value.what.endswith("its body compiled away")
@@ -92,7 +92,7 @@ def test_a_side_whose_body_its_macros_leave_out_is_reported(cpp_cache, monkeypat
     assert "-D__DAV_VEC__ -D__DAV_C220_VEC__" in e.value.fix
     monkeypatch.setenv("CXXFLAGS", flags + " -U__DAV_VEC__ -U__DAV_CUBE__")
     with pytest.raises(KernelError) as e:
-        run_cpp(PTOAS_C2V, c2v_args())
+        run_cpp(PTOAS_C2V, c2v_args(), sync="auto")
     assert e.value.what.startswith("the AIC (Cube) kernel mm_aic issued no PTO instruction")
     assert e.value.where.endswith("ptoas_c2v.cpp:22")
     assert "also: the AIV (Vector) kernel mm_aiv issued no PTO instruction" in str(e.value)

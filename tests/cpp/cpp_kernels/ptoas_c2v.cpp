@@ -3,7 +3,7 @@
 // all eleven Tile parameters and a dynamic valid shape, a second tile bound at the first's
 // address through data(), the Vector side's mask setup and a barrier tail outside the sections.
 // out[r] = a[r] @ b + bias[r] for the n 16-row blocks r of an (n*16) x 16 matrix; each Vector lane
-// takes its 8 rows of a block (TILE_UP_DOWN).
+// takes its 8 rows of a block (TILE_UP_DOWN).  Some of InsertSync's events only: run with sync="auto".
 #include "pto/pto-inst.hpp"
 using namespace pto;
 
