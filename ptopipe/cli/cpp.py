@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from ..driver import cpp
+from ..errors import DeadlockError, LeakError, ProtocolError, PtoPipeError
 from . import bounds
 from .common import launch_kwargs, summary_warnings, sync_kwargs, werror_note, werror_verdict, write_outputs
 
@@ -38,6 +39,22 @@ def _run(args, after=None, **extra):
                         **extra)
 
 
+def _protocol_hint(args, e) -> None:
+    """A pipe error of a run under the default spec protocol: when the same run is clean under
+    pto-isa's protocol (its TPipe: an A2A3 TPOP frees the GM slot, no TFREE needed), say so -
+    pto-isa's own kernels are written for it."""
+    if args.protocol is not None:
+        return
+    try:
+        cpp.run_file(args.file, getattr(args, "aic", None), getattr(args, "aiv", None),
+                     getattr(args, "input", None), args.platform or "a2a3", protocol="pto-isa",
+                     **bounds.run_kwargs(args), **sync_kwargs(args))
+    except PtoPipeError:
+        return
+    e.add_detail("note: this run is clean under --protocol pto-isa (pto-isa's TPipe, which pto-isa's "
+                 "own kernels are written for); the default, spec, is seed 003's protocol")
+
+
 def run_cpp_file(args) -> int:
     platform = args.platform or "a2a3"
     protocol = args.protocol or "spec"
@@ -48,7 +65,11 @@ def run_cpp_file(args) -> int:
         from .trace import child_reports, write_reports
         after, failed = child_reports(lambda run, stopped: write_reports(run, args, name, "default", stopped))
         callbacks = {"after": after, "trace": True, "failed": failed}
-    outputs, summary = _run(args, **callbacks, **launch_kwargs(args), causal=getattr(args, "causal", False))
+    try:
+        outputs, summary = _run(args, **callbacks, **launch_kwargs(args), causal=getattr(args, "causal", False))
+    except (DeadlockError, LeakError, ProtocolError) as e:
+        _protocol_hint(args, e)
+        raise
     outs = write_outputs(outputs, getattr(args, "output", None), "an array parameter given with --input",
                          ", ".join(sorted(outputs)) or "none (give --input arrays)")
     quiet = getattr(args, "quiet", False)

@@ -173,6 +173,21 @@ def test_a_broken_kernel_is_reported_at_its_cpp_line(cpp_cache, name, make, cls,
 
 
 @needs_cxx
+def test_a_pipe_error_under_spec_says_when_pto_isas_protocol_runs_it_clean(tmp_path, cpp_cache, capsys):
+    """A kernel without TFREE (pto-isa's a2a3 TPOP frees the GM slot: its own tests have none)
+    leaks under the default spec protocol; the command says that it is clean under
+    --protocol pto-isa, and says nothing when pto-isa was asked for or fails too."""
+    from ptopipe.cli import main as cli_main
+    ins = []
+    for k, v in c2v_args().items():
+        np.save(tmp_path / f"{k}.npy", v)
+        ins += ["--input", f"{k}={tmp_path / k}.npy"]
+    for name, hint in (("c2v_missing_tfree.cpp", True), ("c2v_extra_pop.cpp", False)):
+        assert cli_main(["run", kernel(name)] + ins) == 1
+        assert ("clean under --protocol pto-isa" in capsys.readouterr().err) is hint, name
+
+
+@needs_cxx
 def test_tmpipe_double_free_on_a5_pto_isa(cpp_cache):
     """pto-isa's A5 TPOP from a GM ring frees the slot itself: the kernel's TFREE is a second
     free, a credit left on the flag - reported at the C++ line that made the pipe."""
