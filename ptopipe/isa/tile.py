@@ -150,7 +150,8 @@ class Tile:
             raise KernelError(
                 f"{self.describe()} has no address{earlier}",
                 where=str(current_core().where()),
-                fix="bind it with TASSIGN(tile, addr) (or Tile(..., addr=...)) before use")
+                fix="bind it with TASSIGN(tile, addr) (or Tile(..., addr=...)) before use - ptopipe does not "
+                    "place tiles itself, as pto-isa's auto mode (__PTO_AUTO__) and its CPU simulator do")
 
     @property
     def full(self) -> np.ndarray:
