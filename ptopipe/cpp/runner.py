@@ -94,8 +94,11 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
             k = loaded.get(plat)
             if k is None:
                 k = loaded[plat] = Loaded(found, build(found, plat), bridge_lib=bridge())
-            return getattr(k, role)(**kw)
+            fn = getattr(k, role)
+            # (a lone Vector kernel's is Loaded's (kernel, None): this side is its AIV0's)
+            return (fn[0] if isinstance(fn, tuple) else fn)(**kw)
         kernel.__name__ = f"{os.path.basename(path)}:{found.roles[role].name}"
+        kernel.maps_gm = True           # (its run's GM shareable: Dispatcher.kernel's)
         return kernel
     aic, aiv = (side(r) if r in found.roles else None for r in ("aic", "aiv"))
     return aic, ((aiv, None) if found.one_lane else aiv)

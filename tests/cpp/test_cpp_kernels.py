@@ -606,3 +606,41 @@ def test_an_out_of_bounds_view_is_fixed_in_cpp_pointer_arithmetic(cpp_cache):
     fix = ei.value.fix
     assert "the offset added to the pointer (out + offset)" in fix and "within out[0 .. 1024)" in fix
     assert ".data()" not in fix
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform, launches", [("a2a3", 2), ("a5", 1)])
+def test_a_scalar_read_through_a_gm_pointer_reads_gm(cpp_cache, platform, launches):
+    """``scalar[0]`` of a ``__gm__`` pointer reads the argument's bytes (pto-isa's scalar-operand
+    tests), and GM the kernel stored reads back after a pipe_barrier(PIPE_ALL) or a wait_flag
+    into PIPE_S (the queued data work applied there); a second launch reads its own GM."""
+    rng = np.random.default_rng(3)
+    src = rng.integers(-3, 4, (8, 8)).astype(np.float32)
+    scalar = np.array([2.5], np.float32)
+    z = np.zeros((8, 8), np.float32)
+    r = run_cpp(kernel("gm_scalar.cpp"), dict(out=z, again=z, third=z, src=src, scalar=scalar), platform=platform,
+                launches=launches)
+    for _ in range(launches):
+        out = np.maximum(src, scalar[0])
+        again = src + out.flat[1]
+        src = src * again.flat[2]
+    np.testing.assert_array_equal(r["out"], out)
+    np.testing.assert_array_equal(r["again"], again)
+    np.testing.assert_array_equal(r["third"], src)
+    np.testing.assert_array_equal(r["src"], src)
+
+
+@needs_cxx
+def test_a_lone_vector_kernel_run_from_python_reads_gm_through_its_pointers(cpp_cache):
+    """:func:`ptopipe.cpp.kernels` of a lone Vector kernel in :func:`ptopipe.run` (in a child
+    here, so that a fault is an error): AIV0's kernel, whose run's GM its pointers read."""
+    from ptopipe.cpp.runner import in_child, kernels
+    src = np.arange(64, dtype=np.float32).reshape(8, 8) - 30
+    z = np.zeros((8, 8), np.float32)
+    aic, aiv = kernels(kernel("gm_scalar.cpp"))
+    assert aic is None and aiv[1] is None
+
+    def work(_fd):
+        r = isa.run(aiv=aiv, args=dict(out=z, again=z, third=z, src=src, scalar=np.array([2.5], np.float32)))
+        return r.outputs["again"].copy()
+    np.testing.assert_array_equal(in_child(work), src + max(src.flat[1], 2.5))
