@@ -257,11 +257,30 @@ def test_a_crashing_kernel_is_a_kernel_error_and_the_process_survives(cpp_cache)
     name = "c2v_raw_pointer.cpp"
     with pytest.raises(KernelError) as ei:
         run_cpp(kernel(name), c2v_args())
-    assert "SIGSEGV" in ei.value.what
-    # the last instruction before the raw store: the TSTORE on the line above it
-    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TSTORE(')}"
+    assert "SIGSEGV" in ei.value.what and "a write through a __gm__ pointer" in ei.value.what
+    # the raw store's own line (the faulting code's, not the TSTORE's before it), and its fix
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'out[row * N] = 1.0f')}"
+    assert "TSTORE" in ei.value.fix
     r = run_cpp(kernel("c2v_add.cpp"), c2v_args())           # and this process goes on
     assert r.summary.cycles > 0
+
+
+def test_a_crash_report_names_what_the_faulting_access_was():
+    """The signal handler's report (ptopipe_entry.hpp: signal, last call site, pc, fault address,
+    si_code, file) read by the runner: a read past a __gm__ pointer's argument, a tile address
+    used as a pointer, and a crash with no report (no address is claimed)."""
+    import signal
+    from ptopipe.cpp.gmview import ARG_BITS, GM_BASE
+    from ptopipe.cpp.runner import _crash_error
+    status = signal.SIGSEGV      # (os.WTERMSIG of a raw status: the signal in the low bits)
+    past = _crash_error(status, f"PTOPIPE-CRASH 11 7 0 {GM_BASE + (2 << ARG_BITS) + 0x9000} 1 k.cpp\n", False, 1,
+                        "the C++ kernel k.cpp")
+    assert "after the instruction at this line" in past.what and "GM[0x9000], outside" in past.what
+    assert past.where == "k.cpp:7" and "pointer arithmetic" in past.fix
+    tile = _crash_error(status, "PTOPIPE-CRASH 11 7 0 16384 1 k.cpp\n", False, 1, "the C++ kernel k.cpp")
+    assert "address 0x4000" in tile.what and "data()" in tile.fix
+    bare = _crash_error(status, "", False, 1, "the C++ kernel k.cpp")
+    assert bare.what == "the C++ kernel k.cpp crashed with SIGSEGV before its first instruction"
 
 
 @needs_cxx
