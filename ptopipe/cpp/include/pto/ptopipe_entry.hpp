@@ -11,8 +11,10 @@
 #include <cstring>
 #include <signal.h>
 #include <type_traits>
-#include <ucontext.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <ucontext.h>
+#endif
 #include <utility>
 
 #include "pto-inst.hpp"
@@ -45,13 +47,12 @@ inline void put_int(char *buf, size_t &n, int64_t v)
 // the program counter of the code a signal interrupted (0: not known on this architecture)
 inline uint64_t interrupted_pc(void *context)
 {
-    const ucontext_t *uc = static_cast<const ucontext_t *>(context);
-#if defined(__x86_64__) && defined(REG_RIP)
-    return uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-    return uint64_t(uc->uc_mcontext.pc);
+#if defined(__linux__) && defined(__x86_64__) && defined(REG_RIP)
+    return uint64_t(static_cast<const ucontext_t *>(context)->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__linux__) && defined(__aarch64__)
+    return uint64_t(static_cast<const ucontext_t *>(context)->uc_mcontext.pc);
 #else
-    (void)uc;
+    (void)context;
     return 0;
 #endif
 }
