@@ -25,8 +25,11 @@ cross the C++ frames: the callback keeps it and returns ``ABORT``; the header th
 exception that unwinds the kernel to its entry point, which returns 1, and the kernel's
 Python wrapper raises the kept error (:meth:`Dispatcher.kernel`).
 
-GM pointers handed to C++ are simulator addresses (:data:`GM_BASE`, one space per array
-argument), not host memory: a raw dereference faults, and is reported as a crash.
+GM pointers handed to C++ are GM addresses in spaces of their own (:mod:`.gmview`: one space
+per array argument), not host memory; behind them GM is mapped read-only, so ``p[0]`` reads
+GM's bytes (the inputs, and the stores issued before the core's last ``pipe_barrier(PIPE_ALL)``
+or ``wait_flag`` into ``PIPE_S``: this module applies the queued data work there) and a write
+through one faults and is reported as a crash at its line.
 
 A side's kernel must do something (:class:`KernelSide`): the wrapper counts the instructions
 each core's kernel issued besides intra-core synchronisation, and a side with none on all its
@@ -51,15 +54,10 @@ from ..protocol.model import cluster_model
 from ..sim import CoreKind
 from ..sim.location import SourceLoc
 from .. import isa
+from .gmview import ARG_BITS, ARG_MASK, GM_BASE, SCALAR_SYNC, VIEW
 from .headergen import (ABORT, DTYPES, KEYWORDS, KIND_WORDS, KINDS, MAX_WORDS, PIPE_STATUS, SPECIAL, enum_values,
                         enums, op_names)
 
-#: where GM is in a C++ kernel's address space (an unmapped range: a raw access faults); each
-#: array argument has a space of its own (2**ARG_BITS bytes: the k-th at GM_BASE + (k + 1) <<
-#: ARG_BITS), so a pointer keeps the argument it was derived from however far it moves
-GM_BASE = 1 << 44
-ARG_BITS = 36
-ARG_MASK = (1 << ARG_BITS) - 1
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
                             ctypes.c_void_p, ctypes.c_int32)
 #: events an instruction returned that a kernel can still name (older ones are forgotten)
@@ -491,14 +489,13 @@ class Dispatcher:
                               fix="derive GM pointers from the kernel's __gm__ parameters")
         if k < 0:
             return isa.GMPtr(off, _DTYPES[code])
-        lo = self.regions[k][0]
-        return isa.GMPtr(lo + (off & ARG_MASK), _DTYPES[code], self.bounds[k])
+        return isa.GMPtr(off & ARG_MASK, _DTYPES[code], self.bounds[k])
 
     def fake(self, addr: int) -> int:
         """The C++ pointer of GM address ``addr``: in the space of the argument holding it."""
         for k, (lo, hi, _gt) in enumerate(self.regions):
             if lo <= addr < hi:
-                return GM_BASE + ((k + 1) << ARG_BITS) + (addr - lo)
+                return GM_BASE + ((k + 1) << ARG_BITS) + addr
         return GM_BASE + addr
 
     def tensor(self, p, code, shape, stride, layout=GM_LAYOUTS[0]):
@@ -665,10 +662,16 @@ class Dispatcher:
         return self._sync(core, isa.set_flag, a)
 
     def op_wait_flag(self, core, a):
-        return self._sync(core, isa.wait_flag, a)
+        self._sync(core, isa.wait_flag, a)
+        if a[1] is SCALAR_SYNC[1] and VIEW.maps:       # the scalar unit waits: GM reads see the stores
+            core.cluster.sync()
+        return 0
 
     def op_pipe_barrier(self, core, a):
-        return self._sync(core, isa.pipe_barrier, a)
+        self._sync(core, isa.pipe_barrier, a)
+        if a[0] is SCALAR_SYNC[0] and VIEW.maps:
+            core.cluster.sync()
+        return 0
 
     def op_get_subblockid(self, core, a):
         return isa.get_subblockid()
@@ -704,6 +707,9 @@ class Dispatcher:
                 me.bounds = [b if b is None or not isinstance(b[2], str) else (b[0], b[1], PointerArg(b[2]))
                              for b in (v.ptr.bounds for v in gts)]
                 me.forget()
+            core = _getcurrent().core
+            # GM behind the kernel's pointers: this run's (a launch has a GM of its own)
+            VIEW.show(core.cluster.gm, [(lo, hi) for lo, hi, _gt in me.regions])
             words = []
             for name, kind in zip(params, sig):
                 if name not in kw:
@@ -735,7 +741,6 @@ class Dispatcher:
                 if run_fn(argv_t(*words)) != 0:
                     me.raise_pending(frames, libs)
                 return
-            core = _getcurrent().core
             start, me.running[core] = core.instructions, [0, 0]
             try:
                 if run_fn(argv_t(*words)) != 0:
@@ -744,6 +749,7 @@ class Dispatcher:
                 synced, made = me.running.pop(core, (0, 0))
             me.did(core.cluster, side, core.instructions - start - synced, made)
         kernel.__name__ = label
+        kernel.maps_gm = True           # its pointers read GM (gmview): GM must be shareable
         return kernel
 
     def did(self, cluster, side: "KernelSide", n: int, made: int) -> None:

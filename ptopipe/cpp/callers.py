@@ -9,6 +9,10 @@ of the failing call (``backtrace()`` in ``ptopipe::call``, read through the libr
 error's place reads ``helper.cpp:9 (called from kernel.cpp:22)``, as the Python front end's
 does.  Only on an error: one ``addr2line`` run, nothing per instruction.  Without addr2line,
 or for frames without line tables, the error keeps the call site alone.
+
+A kernel that crashes names the code it crashed in the same way (:func:`fault_lines`): its
+process, gone by then, wrote where each kernel library was loaded (:func:`library_ranges`)
+and the signal handler the address of the faulting code.
 """
 from __future__ import annotations
 
@@ -50,11 +54,9 @@ def kernel_lines(addresses, libs) -> list:
     first, inlined calls included, ptopipe's headers left out: the failing call's line, then the
     lines that called the function holding it."""
     dladdr = _dladdr()
-    tool = shutil.which("addr2line")
-    if dladdr is None or tool is None:
+    if dladdr is None:
         return []
     real = {os.path.realpath(p) for p in libs}
-    by_lib: dict = {}
     order = []
     for k, a in enumerate(addresses):
         info = _DlInfo()
@@ -65,9 +67,49 @@ def kernel_lines(addresses, libs) -> list:
             continue
         # a return address points after its call: the call's line is the byte before (not for
         # frame 0, backtrace()'s own caller)
-        off = a - info.dli_fbase - (1 if k else 0)
+        order.append((path, a - info.dli_fbase - (1 if k else 0)))
+    return _lines(order)
+
+
+def library_ranges(paths) -> list:
+    """``[(start, end, path)]``: where each of the libraries ``paths`` is loaded in this process
+    (start: its load base), from ``/proc/self/maps`` (empty where there is none)."""
+    real = {os.path.realpath(p): p for p in paths}
+    found: dict = {}
+    try:
+        with open("/proc/self/maps") as f:
+            rows = f.read().splitlines()
+    except OSError:
+        return []
+    for row in rows:
+        parts = row.split(None, 5)
+        if len(parts) < 6 or parts[5] not in real:
+            continue
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        base = lo - int(parts[2], 16)
+        cur = found.get(parts[5])
+        found[parts[5]] = (min(base, cur[0]), max(hi, cur[1])) if cur else (base, hi)
+    return [(lo, hi, path) for path, (lo, hi) in found.items()]
+
+
+def fault_lines(pc: int, ranges) -> list:
+    """The kernel source lines of the faulting code at ``pc`` in a process whose kernel
+    libraries were loaded at ``ranges`` (:func:`library_ranges`): the line, then the lines of
+    the calls inlined into the function holding it (empty: not in a kernel library)."""
+    for lo, hi, path in ranges:
+        if lo <= pc < hi:
+            return _lines([(path, pc - lo)])
+    return []
+
+
+def _lines(order) -> list:
+    """The kernel source lines of ``order`` ([(library path, offset in it)]) by ``addr2line``."""
+    tool = shutil.which("addr2line")
+    if tool is None or not order:
+        return []
+    by_lib: dict = {}
+    for path, off in order:
         by_lib.setdefault(path, []).append(off)
-        order.append((path, off))
     lines = {}
     for path, offs in by_lib.items():
         try:

@@ -5,11 +5,13 @@ The kernel's native code runs in a forked child process (the build, which raises
 errors, runs in the caller first): the child loads the libraries, runs the kernels through
 :mod:`ptopipe.isa` (:class:`~ptopipe.cpp.abi.Dispatcher`) and sends back a picklable result -
 the outputs and the run summary - or the error the run raised.  A kernel that crashes (a bad
-pointer, an abort, a raw access to a GM pointer) kills only the child: the parent reports a
-KernelError with the signal and the C++ line of the last instruction the kernel called, and
-goes on (a sweep or an exploration survives it).  A kernel that never returns (a C++ loop
-with no instruction in it, which the simulator's instruction budget does not see) is stopped
-by the wall-clock bound.
+pointer, an abort, a write through a GM pointer) kills only the child: the parent reports a
+KernelError with the signal at the C++ line of the code that faulted (by the kernel
+libraries' line tables: :func:`ptopipe.cpp.callers.fault_lines`) or, where that is not
+kernel code (an abort), of the last instruction the kernel called, and goes on (a sweep or
+an exploration survives it).  A kernel that never returns (a C++ loop with no instruction in
+it, which the simulator's instruction budget does not see) is stopped by the wall-clock
+bound.
 """
 from __future__ import annotations
 
@@ -29,6 +31,14 @@ from .build import Kernels, build, build_warnings, expected_side, find_kernels
 #: seconds a child may run past the run's own timeout before it is killed
 GRACE = 30.0
 DEFAULT_TIMEOUT = 60.0
+#: the crash descriptor's lines: a kernel library's place in the child (``start end path``),
+#: the signal handler's report (``signal line pc address si_code file``: ptopipe_entry.hpp)
+LIBRARY_MARK, CRASH_MARK = "PTOPIPE-LIB", "PTOPIPE-CRASH"
+#: si_code of a SIGSEGV at a mapped page the access is not allowed on (a write to read-only GM)
+SEGV_ACCERR = 2
+#: fault addresses below this are small integers used as pointers (a tile's data(): a byte
+#: address in a core's local memory, or null)
+SMALL_ADDRESS = 1 << 32
 
 
 class Loaded:
@@ -66,6 +76,10 @@ class Loaded:
         self.aic, self.aiv = fns.get("aic"), fns.get("aiv")
         if kernels.one_lane:            # AIV0 only (build._one_lane)
             self.aiv = (self.aiv, None)
+        if crash_fd >= 0:               # where the libraries are: a crash's report names its line
+            from .callers import library_ranges
+            for lo, hi, path in library_ranges(self.libs):
+                os.write(crash_fd, f"{LIBRARY_MARK} {lo} {hi} {path}\n".encode())
 
 
 def load(path: str, aic: str | None = None, aiv: str | None = None, crash_fd: int = -1,
@@ -94,8 +108,11 @@ def kernels(path: str, aic: str | None = None, aiv: str | None = None) -> tuple:
             k = loaded.get(plat)
             if k is None:
                 k = loaded[plat] = Loaded(found, build(found, plat), bridge_lib=bridge())
-            return getattr(k, role)(**kw)
+            fn = getattr(k, role)
+            # (a lone Vector kernel's is Loaded's (kernel, None): this side is its AIV0's)
+            return (fn[0] if isinstance(fn, tuple) else fn)(**kw)
         kernel.__name__ = f"{os.path.basename(path)}:{found.roles[role].name}"
+        kernel.maps_gm = True           # (its run's GM shareable: Dispatcher.kernel's)
         return kernel
     aic, aiv = (side(r) if r in found.roles else None for r in ("aic", "aiv"))
     return aic, ((aiv, None) if found.one_lane else aiv)
@@ -234,15 +251,21 @@ def _located(e: BaseException) -> BaseException:
 
 
 def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> KernelError:
-    where = None
-    sig = None
+    from ..sim.location import SourceLoc
+    where = sig = fault = None
+    ranges = []
     for line in report.splitlines():
-        if line.startswith("PTOPIPE-CRASH "):
-            parts = line.split(" ", 3)
-            sig = int(parts[1])
-            if parts[3] != "?" and int(parts[2]) > 0:
-                from ..sim.location import SourceLoc
-                where = str(SourceLoc(parts[3], int(parts[2])))
+        parts = line.split(" ", 6)
+        try:
+            if parts[0] == LIBRARY_MARK:
+                _mark, lo, hi, path = line.split(" ", 3)
+                ranges.append((int(lo), int(hi), path))
+            elif parts[0] == CRASH_MARK:
+                sig, last, *fault = (int(x) for x in parts[1:6])        # fault: pc, address, si_code
+                if parts[6] != "?" and last > 0:
+                    where = str(SourceLoc(parts[6], last))
+        except (ValueError, IndexError):        # a line the dying process did not finish
+            continue
     if killed:
         return BudgetError(
             f"{what} did not finish within its wall-clock bound of {timeout:g} s (stopped a little later): "
@@ -258,16 +281,44 @@ def _crash_error(status: int, report: str, killed: bool, timeout, what: str) -> 
             name = signal.Signals(sig).name
         except ValueError:
             name = f"signal {sig}"
-        return KernelError(f"{what} crashed with {name}" + (" after the instruction at this line" if where else
-                                                           " before its first instruction"),
-                           where=where,
-                           fix="__gm__ pointers and tile.data() are simulator addresses (GM / UB byte "
-                               "addresses), not host memory as in pto-isa's CPU simulator: read and write GM "
-                               "through GlobalTensor and TLOAD / TSTORE, pass a scalar as a kernel argument "
-                               "(not ptr[0]), fill a tile with TEXPANDS - never dereference either; check "
-                               "array indices and asserts in the C++ after that line")
+        from .callers import fault_lines
+        at = fault_lines(fault[0], ranges) if fault and fault[0] else []
+        if at:                          # the faulting code's own line (and the calls inlined there)
+            where = str(SourceLoc(at[0].file, at[0].line, None, None, tuple(at[1:])))
+            head = f"{what} crashed with {name} at this line"
+        else:
+            head = f"{what} crashed with {name}" + (" after the instruction at this line" if where else
+                                                   " before its first instruction")
+        cause, fix = _fault_cause(sig, fault)
+        return KernelError(head + cause, where=where, fix=fix + ("" if at else "; check array indices and "
+                                                                 "asserts in the C++ after that line"))
     return KernelError(f"{what} ended its process (exit status {os.WEXITSTATUS(status) if os.WIFEXITED(status) else status})",
                        where=where, fix="a kernel must not call exit(); return from it")
+
+
+def _fault_cause(sig: int, fault) -> tuple:
+    """(what a crash's memory access was, for its message; the fix) from the signal and the
+    handler's ``fault`` report (pc, the address the access faulted at, its si_code; None: none)."""
+    from .gmview import ARG_MASK, GM_BASE, GM_END
+    addr, code = (fault[1], fault[2]) if fault and sig in (signal.SIGSEGV, signal.SIGBUS) else (-1, 0)
+    if GM_BASE <= addr < GM_END:
+        gm = (addr - GM_BASE) & ARG_MASK
+        if code == SEGV_ACCERR:
+            return (f": a write through a __gm__ pointer (to GM[{gm:#x}]) - C++ code may read GM through its "
+                    "pointers, and writes it only with instructions",
+                    "store a tile with TSTORE through a GlobalTensor at that pointer (the checkers and the timing "
+                    "see it; a raw store they would not)")
+        return (f": an access through a __gm__ pointer at GM[{gm:#x}], outside the GM pages ptopipe maps there "
+                "(past its argument's end, or GM could not be mapped on this system)",
+                "keep pointer arithmetic within the argument the pointer was derived from")
+    if 0 <= addr < SMALL_ADDRESS:
+        return (f": an access at address {addr:#x}, not host memory",
+                "a tile's data() is the tile's byte address in its core's local memory (UB / L1 ...), not a host "
+                "pointer, as it is in pto-isa's CPU simulator: read and fill tiles with instructions (TLOAD / "
+                "TSTORE, TEXPANDS), never through data(); check for a null pointer")
+    return ("", "__gm__ pointers and tile.data() are simulator addresses, not host memory as in pto-isa's CPU "
+                "simulator: a __gm__ pointer may be read (ptr[i]) but GM is written with TSTORE through a "
+                "GlobalTensor, and a tile is read and filled with instructions (TLOAD / TSTORE, TEXPANDS)")
 
 
 # -- run_cpp ----------------------------------------------------------------------------------------

@@ -220,6 +220,9 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     makes every cross-core visible event a choice point (:mod:`ptopipe.isa.explore`).
     ``pool`` (a :class:`~ptopipe.sim.memory.MemoryPool`) gives the clusters the zeroed
     memories of earlier runs of the same check instead of fresh ones (the same bytes).
+    A kernel function whose ``maps_gm`` attribute is true reads GM through a mapping of its own
+    (a C++ kernel's ``__gm__`` pointers: :mod:`ptopipe.cpp.gmview`): the run's GM is then a
+    shared-memory file (``Cluster(shared_gm=True)``).
     """
     refuse_nested_run()
     args = dict(args or {})
@@ -247,13 +250,18 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
     context = RunContext(proto, tuple(GmArg(name, addr, addr + a.nbytes)
                                       for (name, a), addr in zip(arrays.items(), addrs)), bool(fast_paths),
                          library)
+    fns = aiv if isinstance(aiv, (tuple, list)) else (aiv, aiv)
+    # a kernel that reads GM through its own mapping of GM's pages (a C++ kernel's ``__gm__``
+    # pointers: ptopipe.cpp.gmview) needs GM to be a shared-memory file
+    shared_gm = any(getattr(fn, "maps_gm", False) for fn in (aic, *fns))
     prev, rows, per_launch, wall = None, [], [], 0.0
     for k in range(1, int(launches) + 1):
         if limit.passed():             # (a bound shared with earlier runs, or between launches)
             raise expired_before(limit, f"launch {k} of {launches}" if launches > 1 else "this run")
         cluster = Cluster(plat, gm_size=end + int(gm_extra), schedule_seed=schedule_seed, trace=trace,
                           max_instructions=max_instructions, timing=timing, until_cycle=until_cycle,
-                          timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool)
+                          timeout=limit, sync=sync, schedule=schedule, context=context, pool=pool,
+                          shared_gm=shared_gm)
         cluster.causal = causal and timing
         if checks or record_writes:
             cluster.checker = (WriteRecorder if record_writes else KernelChecks)(cluster)
@@ -267,7 +275,6 @@ def run(aic: Callable | None = None, aiv=None, args: dict | None = None,
         kernels = {}
         if aic is not None:
             kernels[cluster.aic] = (aic, _select_kwargs(aic, kargs))
-        fns = aiv if isinstance(aiv, (tuple, list)) else (aiv, aiv)
         for sub, fn in enumerate(fns):
             if fn is not None:
                 kernels[cluster.aiv(sub)] = (fn, _select_kwargs(fn, kargs))

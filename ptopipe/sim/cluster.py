@@ -95,7 +95,7 @@ class Cluster:
                  until_cycle: int | None = None, timeout: float | None = None,
                  sync: "SyncMode | str" = SyncMode.AUTO,
                  schedule: SchedulePolicy | None = None, context: RunContext | None = None,
-                 pool: MemoryPool | None = None):
+                 pool: MemoryPool | None = None, shared_gm: bool = False):
         if schedule is None and schedule_seed is not None:
             schedule = RandomPolicy(schedule_seed)
         # the schedule policy of an exploring run (None: the default scheduler); read by
@@ -121,7 +121,9 @@ class Cluster:
         self.marks: list = []
         # the memories of an earlier run of the same check, zeroed (None: fresh ones)
         self.pool = pool
-        self.gm = self.new_memory(MemSpace.GM, gm_size)
+        # ``shared_gm``: GM's bytes are a shared-memory file's pages, which kernels that read
+        # GM through their own mapping of it map (Memory.file)
+        self.gm = self.new_memory(MemSpace.GM, gm_size, shareable=shared_gm)
         self.cores: list[Core] = []
         for idx, (name, kind, sub) in enumerate((("AIC", CoreKind.AIC, 0),
                                                  ("AIV0", CoreKind.AIV, 0),
@@ -160,11 +162,11 @@ class Cluster:
     def aiv(self, subblock: int) -> Core:
         return self.cores[1 + subblock]
 
-    def new_memory(self, space: MemSpace, size: int, owner: str = "cluster") -> Memory:
+    def new_memory(self, space: MemSpace, size: int, owner: str = "cluster", shareable: bool = False) -> Memory:
         """A zeroed memory for this cluster (from its pool, if it has one)."""
         if self.pool is not None:
-            return self.pool.take(space, size, owner)
-        return Memory(space, size, owner)
+            return self.pool.take(space, size, owner, shareable)
+        return Memory(space, size, owner, shareable=shareable)
 
     # -- flags --------------------------------------------------------------------------
     def flag(self, sender: Core, receiver: Core, fid: int) -> Flag:

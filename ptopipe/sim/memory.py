@@ -2,11 +2,15 @@
 
 A :class:`Memory` is a numpy ``uint8`` buffer.  Tiles and global tensors are typed views
 at byte addresses, so aliasing behaves as on hardware: writing through one view is seen
-through every other view of the same bytes.
+through every other view of the same bytes.  A *shareable* memory's bytes are the pages of a
+shared-memory file (:meth:`Memory.file`), so that code outside numpy can map the same pages
+too (a C++ kernel's read-only view of GM: :mod:`ptopipe.cpp.gmview`).
 """
 from __future__ import annotations
 
 import mmap
+import os
+import weakref
 
 import numpy as np
 
@@ -41,15 +45,55 @@ def _aligned_zeros(size: int, touch: bool = True) -> np.ndarray:
     return buf
 
 
+class _SharedPages(mmap.mmap):
+    """A mapping of a shared-memory file that keeps the file's descriptor (from which another
+    mapping of the same pages is made); the descriptor is closed with the mapping."""
+    fd = -1
+
+
+def _shared_zeros(size: int) -> np.ndarray | None:
+    """A zeroed byte buffer that is a shared-memory file's pages (page-aligned; None where
+    the system has no anonymous shared-memory files).  Not the default: a fresh file's pages
+    fault in one by one (~7 us a page on a VM), where a private buffer reuses the heap's."""
+    if not hasattr(os, "memfd_create"):
+        return None
+    try:
+        fd = os.memfd_create("ptopipe-memory", os.MFD_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        # whole pages: a mapping of the last page must not reach past the file's end
+        os.ftruncate(fd, -(-size // _PAGE) * _PAGE)
+        mm = _SharedPages(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    mm.fd = fd
+    weakref.finalize(mm, os.close, fd)
+    if size >= _HUGE and hasattr(mm, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
+        mm.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(mm, dtype=np.uint8)
+
+
 class Memory:
     __slots__ = ("space", "owner", "size", "buf")
 
-    def __init__(self, space: MemSpace, size: int, owner: str = "cluster", buf: np.ndarray | None = None):
+    def __init__(self, space: MemSpace, size: int, owner: str = "cluster", buf: np.ndarray | None = None,
+                 shareable: bool = False):
         self.space = space
         self.owner = owner
         self.size = int(size)
         # ``buf``: a zeroed page-aligned buffer of ``size`` bytes to use (MemoryPool)
+        if buf is None and shareable:
+            buf = _shared_zeros(self.size)
         self.buf = _aligned_zeros(self.size, touch=space is not MemSpace.GM) if buf is None else buf
+
+    def file(self) -> int | None:
+        """The descriptor of the shared-memory file whose pages are this memory's bytes (from
+        offset 0), or None: a private buffer (not shareable, or the system has no such files)."""
+        base = self.buf.base if self.buf is not None else None
+        pages = getattr(base, "obj", base)          # np.frombuffer's base: a memoryview of the mapping
+        return pages.fd if isinstance(pages, _SharedPages) else None
 
     @property
     def label(self) -> str:
@@ -102,12 +146,12 @@ class MemoryPool:
     late read of that cluster's memories fails instead of showing another run's bytes."""
 
     def __init__(self):
-        self._free: dict = {}          # (space, size) -> [buffer]
+        self._free: dict = {}          # (space, size, shareable) -> [buffer]
 
-    def take(self, space: MemSpace, size: int, owner: str = "cluster") -> Memory:
-        free = self._free.get((space, int(size)))
+    def take(self, space: MemSpace, size: int, owner: str = "cluster", shareable: bool = False) -> Memory:
+        free = self._free.get((space, int(size), shareable))
         if not free:
-            return Memory(space, size, owner)
+            return Memory(space, size, owner, shareable=shareable)
         buf = free.pop()
         buf.fill(0)
         return Memory(space, size, owner, buf)
@@ -124,7 +168,9 @@ class MemoryPool:
         cluster.gm = None
         for m in mems:
             if m.buf is not None:
-                self._free.setdefault((m.space, m.size), []).append(m.buf)
+                # (by what the buffer is: one asked to be shareable where the system has no
+                # shared files is private)
+                self._free.setdefault((m.space, m.size, m.file() is not None), []).append(m.buf)
                 m.buf = None
 
     def __len__(self) -> int:

@@ -273,11 +273,30 @@ def test_a_crashing_kernel_is_a_kernel_error_and_the_process_survives(cpp_cache)
     name = "c2v_raw_pointer.cpp"
     with pytest.raises(KernelError) as ei:
         run_cpp(kernel(name), c2v_args())
-    assert "SIGSEGV" in ei.value.what
-    # the last instruction before the raw store: the TSTORE on the line above it
-    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'TSTORE(')}"
+    assert "SIGSEGV" in ei.value.what and "a write through a __gm__ pointer" in ei.value.what
+    # the raw store's own line (the faulting code's, not the TSTORE's before it), and its fix
+    assert ei.value.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'out[row * N] = 1.0f')}"
+    assert "TSTORE" in ei.value.fix
     r = run_cpp(kernel("c2v_add.cpp"), c2v_args())           # and this process goes on
     assert r.summary.cycles > 0
+
+
+def test_a_crash_report_names_what_the_faulting_access_was():
+    """The signal handler's report (ptopipe_entry.hpp: signal, last call site, pc, fault address,
+    si_code, file) read by the runner: a read past a __gm__ pointer's argument, a tile address
+    used as a pointer, and a crash with no report (no address is claimed)."""
+    import signal
+    from ptopipe.cpp.gmview import ARG_BITS, GM_BASE
+    from ptopipe.cpp.runner import _crash_error
+    status = signal.SIGSEGV      # (os.WTERMSIG of a raw status: the signal in the low bits)
+    past = _crash_error(status, f"PTOPIPE-CRASH 11 7 0 {GM_BASE + (2 << ARG_BITS) + 0x9000} 1 k.cpp\n", False, 1,
+                        "the C++ kernel k.cpp")
+    assert "after the instruction at this line" in past.what and "GM[0x9000], outside" in past.what
+    assert past.where == "k.cpp:7" and "pointer arithmetic" in past.fix
+    tile = _crash_error(status, "PTOPIPE-CRASH 11 7 0 16384 1 k.cpp\n", False, 1, "the C++ kernel k.cpp")
+    assert "address 0x4000" in tile.what and "data()" in tile.fix
+    bare = _crash_error(status, "", False, 1, "the C++ kernel k.cpp")
+    assert bare.what == "the C++ kernel k.cpp crashed with SIGSEGV before its first instruction"
 
 
 @needs_cxx
@@ -622,3 +641,41 @@ def test_an_out_of_bounds_view_is_fixed_in_cpp_pointer_arithmetic(cpp_cache):
     fix = ei.value.fix
     assert "the offset added to the pointer (out + offset)" in fix and "within out[0 .. 1024)" in fix
     assert ".data()" not in fix
+
+
+@needs_cxx
+@pytest.mark.parametrize("platform, launches", [("a2a3", 2), ("a5", 1)])
+def test_a_scalar_read_through_a_gm_pointer_reads_gm(cpp_cache, platform, launches):
+    """``scalar[0]`` of a ``__gm__`` pointer reads the argument's bytes (pto-isa's scalar-operand
+    tests), and GM the kernel stored reads back after a pipe_barrier(PIPE_ALL) or a wait_flag
+    into PIPE_S (the queued data work applied there); a second launch reads its own GM."""
+    rng = np.random.default_rng(3)
+    src = rng.integers(-3, 4, (8, 8)).astype(np.float32)
+    scalar = np.array([2.5], np.float32)
+    z = np.zeros((8, 8), np.float32)
+    r = run_cpp(kernel("gm_scalar.cpp"), dict(out=z, again=z, third=z, src=src, scalar=scalar), platform=platform,
+                launches=launches)
+    for _ in range(launches):
+        out = np.maximum(src, scalar[0])
+        again = src + out.flat[1]
+        src = src * again.flat[2]
+    np.testing.assert_array_equal(r["out"], out)
+    np.testing.assert_array_equal(r["again"], again)
+    np.testing.assert_array_equal(r["third"], src)
+    np.testing.assert_array_equal(r["src"], src)
+
+
+@needs_cxx
+def test_a_lone_vector_kernel_run_from_python_reads_gm_through_its_pointers(cpp_cache):
+    """:func:`ptopipe.cpp.kernels` of a lone Vector kernel in :func:`ptopipe.run` (in a child
+    here, so that a fault is an error): AIV0's kernel, whose run's GM its pointers read."""
+    from ptopipe.cpp.runner import in_child, kernels
+    src = np.arange(64, dtype=np.float32).reshape(8, 8) - 30
+    z = np.zeros((8, 8), np.float32)
+    aic, aiv = kernels(kernel("gm_scalar.cpp"))
+    assert aic is None and aiv[1] is None
+
+    def work(_fd):
+        r = isa.run(aiv=aiv, args=dict(out=z, again=z, third=z, src=src, scalar=np.array([2.5], np.float32)))
+        return r.outputs["again"].copy()
+    np.testing.assert_array_equal(in_child(work), src + max(src.flat[1], 2.5))

@@ -244,6 +244,24 @@ def test_memory_views_alias_the_same_bytes():
     assert m.buf[16:20].view(np.float32)[0] == 1
 
 
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="no shared-memory files on this system")
+def test_a_shared_gm_is_a_file_another_mapping_of_which_sees_its_bytes():
+    import mmap
+    from ptopipe.sim.memory import MemoryPool
+    pool = MemoryPool()
+    cl = Cluster("a2a3", gm_size=5000, shared_gm=True, pool=pool)
+    assert Cluster("a2a3", gm_size=5000).gm.file() is None           # private unless asked for
+    view = mmap.mmap(cl.gm.file(), 8192, prot=mmap.PROT_READ)         # (whole pages of the file)
+    cl.gm.buf[4096:4100] = [1, 2, 3, 4]
+    assert view[4096:4100] == bytes([1, 2, 3, 4]) and cl.gm.buf.ctypes.data % 4096 == 0
+    cl.run({})
+    buf = cl.gm.buf
+    pool.reclaim(cl)
+    assert Cluster("a2a3", gm_size=5000, pool=pool).gm.file() is None  # a shared buffer is pooled as one
+    again = Cluster("a2a3", gm_size=5000, shared_gm=True, pool=pool).gm
+    assert again.buf is buf and again.file() is not None and not again.buf.any()
+
+
 def test_gm_layout_is_aligned_and_disjoint():
     addrs, end = gm_layout([10, 1000, 0, 513], alignment=512, base=0x1000)
     assert addrs == [0x1000, 0x1200, 0x1600, 0x1800]

@@ -6,9 +6,12 @@
 //
 // What crosses the ABI: tiles (a handle the simulator gives each Tile object when it is first
 // used), GlobalTensors (a GM address, element type, shape, stride and Layout), pipes, events, enums
-// and scalars.  GM pointers a kernel receives are simulator addresses, not host memory:
-// pointer arithmetic and GlobalTensor views work, a raw dereference (`ptr[i]`) does not - the
-// simulator cannot see it, and it ends the run with a KernelError naming the signal.
+// and scalars.  GM pointers a kernel receives are GM addresses, not host memory: pointer
+// arithmetic and GlobalTensor views work, and ptopipe maps GM read-only behind them, so a raw
+// read (`x = ptr[i]`, a scalar operand read from GM) gives GM's bytes - those stored before the
+// core's last pipe_barrier(PIPE_ALL) or wait_flag into PIPE_S included - while a raw write
+// (`ptr[i] = x`), which the simulator could not see, faults and ends the run with a
+// KernelError at its line (ptopipe/cpp/gmview.py).
 #ifndef PTOPIPE_PTO_INST_HPP
 #define PTOPIPE_PTO_INST_HPP
 

@@ -9,8 +9,12 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <signal.h>
 #include <type_traits>
 #include <unistd.h>
+#if defined(__linux__)
+#include <ucontext.h>
+#endif
 #include <utility>
 
 #include "pto-inst.hpp"
@@ -40,16 +44,38 @@ inline void put_int(char *buf, size_t &n, int64_t v)
     while (k) buf[n++] = tmp[--k];
 }
 
-// a fatal signal in kernel code: report it and the last instruction's call site on the crash
-// descriptor (async-signal-safe calls only), then die of the same signal
-inline void on_crash(int sig)
+// the program counter of the code a signal interrupted (0: not known on this architecture)
+inline uint64_t interrupted_pc(void *context)
+{
+#if defined(__linux__) && defined(__x86_64__) && defined(REG_RIP)
+    return uint64_t(static_cast<const ucontext_t *>(context)->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__linux__) && defined(__aarch64__)
+    return uint64_t(static_cast<const ucontext_t *>(context)->uc_mcontext.pc);
+#else
+    (void)context;
+    return 0;
+#endif
+}
+
+// a fatal signal in kernel code: report it on the crash descriptor (async-signal-safe calls
+// only) - the signal, the last instruction's call site, the faulting code's address (the
+// runner finds its line), the address a memory fault accessed and its si_code (SEGV_ACCERR: a
+// mapped page that forbids the access - a write to read-only GM) - then die of the same signal
+inline void on_crash(int sig, siginfo_t *info, void *context)
 {
     char buf[1100];
     size_t n = 0;
+    const bool memory = sig == SIGSEGV || sig == SIGBUS;
     put_text(buf, n, "PTOPIPE-CRASH ");
     put_int(buf, n, sig);
     put_text(buf, n, " ");
     put_int(buf, n, shared()[1]);
+    put_text(buf, n, " ");
+    put_int(buf, n, int64_t(interrupted_pc(context)));
+    put_text(buf, n, " ");
+    put_int(buf, n, memory && info ? int64_t(reinterpret_cast<uintptr_t>(info->si_addr)) : 0);
+    put_text(buf, n, " ");
+    put_int(buf, n, memory && info ? info->si_code : 0);
     put_text(buf, n, " ");
     const char *file = reinterpret_cast<const char *>(static_cast<intptr_t>(shared()[0]));
     put_text(buf, n, file ? file : "?");
@@ -121,7 +147,12 @@ PTOPIPE_EXPORT void ptopipe_init(::ptopipe::Callback cb, int64_t *shared, int cr
     ::ptopipe::callback() = cb;
     ::ptopipe::shared() = shared;
     ::ptopipe::crash_fd() = crash_fd;
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) std::signal(sig, ::ptopipe::on_crash);
+    struct sigaction act;
+    std::memset(&act, 0, sizeof act);
+    act.sa_sigaction = ::ptopipe::on_crash;
+    act.sa_flags = SA_SIGINFO;
+    sigemptyset(&act.sa_mask);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(sig, &act, nullptr);
 }
 
 // the return addresses of the failing call of the kernel that last returned 1 (at most max)
