@@ -15,14 +15,24 @@ extern "C" __global__ AICORE void gm_scalar(__gm__ float *out, __gm__ float *aga
     TASSIGN(d, 0x100);
     G gsrc(src), gout(out), gagain(again), gthird(third);
     TLOAD(s, gsrc);
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
     TMAXS(d, s, scalar[0]);
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
     TSTORE(gout, d);
     pipe_barrier(PIPE_ALL);
     TADDS(d, s, out[1]);
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
     TSTORE(gagain, d);
     set_flag(PIPE_MTE3, PIPE_S, EVENT_ID0);
     wait_flag(PIPE_MTE3, PIPE_S, EVENT_ID0);
+    set_flag(PIPE_MTE3, PIPE_V, EVENT_ID0);
+    wait_flag(PIPE_MTE3, PIPE_V, EVENT_ID0);
     TMULS(d, s, again[2]);
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
     TSTORE(gthird, d);
     TSTORE(gsrc, d);
 }
