@@ -253,16 +253,20 @@ def ptoas_slot_num(most: int) -> int | None:
     return max(fit) if fit else None
 
 
-def no_ptoas_ring_fits(slot_size: int, free: int, way: str, where: str) -> str:
+def no_ptoas_ring_fits(slot_size: int, free: int, way: str, where: str, part: bool = False) -> str:
     """What to shrink when no ring ptoas builds fits: ``free`` bytes of ``where`` (the
     consumer's memory above its tiles) hold fewer than the smallest SlotNum ptoas takes of
-    ``slot_size``-byte slots (each the largest tile crossing ``way``)."""
+    ``slot_size``-byte slots (each the largest tile crossing ``way``; ``part``: each one Vector
+    core's split part of it, a C2V ring in the Vector cores' UB,
+    :func:`~ptopipe.protocol.geometry.slot_shape`)."""
     k = min(PTOAS_SLOT_NUMS)
     most = free // k // ALIGN * ALIGN
+    tiles = (f"tiles whose Vector core parts are at most {most} bytes over {way} (a slot in each Vector "
+             "core's UB holds its part of the largest crossing tile" if part else
+             f"tiles of at most {most} bytes over {way} (a slot holds the largest crossing tile")
     return (f"no ring ptoas builds fits (it takes SLOT_NUM {' or '.join(map(str, PTOAS_SLOT_NUMS))}; "
             f"{k} slots of {slot_size} bytes need {k * slot_size}, {where} has {free} free): cross "
-            f"tiles of at most {most} bytes over {way} (a slot holds the largest crossing tile: "
-            f"compute and cross it in smaller blocks), or leave "
+            f"{tiles}: compute and cross it in smaller blocks), or leave "
             f"{k * slot_size - free} more bytes free (fewer or smaller tiles live beside the ring)")
 
 

@@ -12,8 +12,8 @@ tiles it then pushes empty (:func:`lane1_replays`, :func:`lane1_empty_pushes`: b
 ask it).
 
 The finding is reported at the init of the side that differs: the side whose SLOT_SIZE
-cannot hold the largest tile crossing the ring (the whole slot tile of a Vector core's
-part), else the side whose SLOT_NUM * SLOT_SIZE is not the size of the consumer's
+cannot hold the largest tile crossing the ring (what a slot holds of it,
+:func:`~ptopipe.protocol.geometry.slot_shape`), else the side whose SLOT_NUM * SLOT_SIZE is not the size of the consumer's
 reserve_buffer when the other side's is, else the producer (the consumer reserves the
 ring, so its declaration is the reference)."""
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch.vocab import PLAIN_DIRECTION as _GM, Direction, TileSplitAxis
+from ..protocol.geometry import full_shape, slot_shape
 from ..protocol.rings import default_local_slot_num
 from .vocab import FunctionKind
 from .opdefs import INITIALIZE_PIPE, BufferAttrOp, FuncOp, ReserveBufferOp, TAlloc, TFree, TPop, TPush
@@ -41,7 +42,7 @@ class PipeEnd:
     slot_size: int
     slot_num: int
     lanes: int | None
-    largest: int            # bytes of the largest whole slot tile it pushes / pops (0: none)
+    largest: int            # bytes of the largest tile a slot holds that it pushes / pops (0: none)
     reserve: int | None     # the consumer's reserve_buffer size for this ring (None: none)
 
 
@@ -204,7 +205,8 @@ def _end(f, way: str, bit, plat, pipe_id: int = 0) -> PipeEnd | None:
     consumer = (kind is FunctionKind.AIV) == (way == "C2V")
     return PipeEnd(f.sym_name, kind, init, int(d), init.slot_size,
                    n if n is not None else plat.slot_num_for(both), init.lanes,
-                   _largest(f, kind, pipe_id), _reserve(init, way) if consumer else None)
+                   _largest(f, kind, bool(plat.ring_in_gm) or d in _GM, pipe_id),
+                   _reserve(init, way) if consumer else None)
 
 
 def _covers(mask, bit) -> bool:
@@ -215,9 +217,10 @@ def _covers(mask, bit) -> bool:
     return bool(_GM.get(d, d) & bit)
 
 
-def _largest(f, kind, pipe_id: int = 0) -> int:
-    """Bytes of the largest whole slot tile ``f`` pushes or pops (either direction) on the
-    rings of id ``pipe_id``."""
+def _largest(f, kind, in_gm: bool, pipe_id: int = 0) -> int:
+    """Bytes of the largest tile a slot holds (:func:`~ptopipe.protocol.geometry.slot_shape`)
+    of those ``f`` pushes or pops (either direction) on the rings of id ``pipe_id``, in GM
+    (``in_gm``) or in the consumers' memories."""
     best = 0
     for op in f.walk():
         if op.is_a(TPop, TAlloc, TPush) and (op.pipe_id or 0) != pipe_id:
@@ -231,11 +234,10 @@ def _largest(f, kind, pipe_id: int = 0) -> int:
         shape = getattr(t, "shape", None)
         if shape is None or len(shape) != 2:
             continue
-        n = shape[0] * shape[1] * itemsize(t.dtype)
         split = op.split or TileSplitAxis.TILE_NO_SPLIT
-        if kind is FunctionKind.AIV and split != TileSplitAxis.TILE_NO_SPLIT:
-            n *= 2                      # a Vector core's tile is its half of the slot tile
-        best = max(best, n)
+        whole = full_shape(split, *shape) if kind is FunctionKind.AIV else tuple(shape)
+        rows, cols = slot_shape(ring_of(op).way, in_gm, split, *whole)
+        best = max(best, rows * cols * itemsize(t.dtype))
     return best
 
 

@@ -14,7 +14,9 @@ Acc -> Vec is C2V, Vec -> Mat/Left/Right is V2C.  Scalars and control flow are s
 kernels get a copy, and each drops the other side's ops, loop-carried values and results
 (then unused scalars and empty loops / branches).  A boundary becomes TPUSH on the producer
 and TPOP on the consumer (a V2C tile bound for Left/Right is popped into Mat, then moved).
-DIR_MASK is 1 / 2 / 3; SLOT_SIZE the largest crossing tile (whole, in bytes, aligned);
+DIR_MASK is 1 / 2 / 3; SLOT_SIZE the most bytes a slot holds of a crossing tile (aligned): the
+whole tile, but one Vector core's part of a C2V tile where the ring is in the Vector cores' UB
+(A5; :func:`~ptopipe.protocol.geometry.slot_shape`);
 SLOT_NUM ``@pl.incore(slot_num=N)``, else the platform's default (seed 003: 8 for one
 direction, 4 per direction for both, ``Platform.slot_num_for``) - lowered, where the rings
 live in their consumers' memories (A5), to the most slots that fit beside the consumer's
@@ -63,6 +65,7 @@ from ..ir.opdefs import (ARITH_BINARY, PIPE_OPS, SCALAR_CALLS, AicInitializePipe
                          IfOp, ImportPeerBufferOp, MoveOp,
                          ReserveBufferOp, ReturnOp, TPop, TPush, YieldOp)
 from ..ir.ops import GM_SLOT_PARAM
+from ..protocol.geometry import slot_shape
 from .expand_split import split_vector_function
 from .gm_tokens import insert_gm_tokens
 from .util import platform_of, protocol_model
@@ -83,8 +86,13 @@ GM_PARAM = GM_SLOT_PARAM
 _STRUCTURAL = (ForOp, IfOp, YieldOp, ReturnOp)
 
 
-def tile_bytes(t: TileValueType) -> int:
-    return t.shape[0] * t.shape[1] * np.dtype(np_dtype(t.dtype)).itemsize
+def slot_bytes(op: Operation, split, in_gm: bool) -> int:
+    """SLOT_SIZE the boundary move ``op`` needs in a ring in GM (``in_gm``) or in its consumer's
+    memory (:func:`~ptopipe.protocol.geometry.slot_shape`), aligned."""
+    t = op.tile.type
+    rows, cols = slot_shape(boundary_direction(op).name[4:], in_gm, split, *t.shape[-2:])
+    size = rows * cols * np.dtype(np_dtype(t.dtype)).itemsize
+    return (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
 class PipePlan:
@@ -96,10 +104,15 @@ class PipePlan:
         self.mask = Direction(sum(int(d) for d in self.dirs)) if self.dirs else None
         self.split = fn.split if fn.split is not None else DEFAULT_SPLIT
         self.chosen = fn.slot_num is None           # the compiler picks SLOT_NUM
-        size = max((tile_bytes(op.tile.type) for op in self.boundaries), default=0)
-        self.slot_size = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        # what one slot holds: the moved tile, or on a C2V ring in the Vector cores' UB one
+        # core's part of it (a boundary's source tile is the whole, Cube-side tile)
+        self.slot_size = max((slot_bytes(op, self.split, plat.ring_in_gm) for op in self.boundaries),
+                             default=0)
         self.slot_num = fn.slot_num or plat.slot_num_for(len(self.dirs) == 2)
-        self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * self.slot_size
+        # the kernels' GM slot-buffer parameter is the same on every platform (with_slot_buffer
+        # sizes it from the front end): the GM ring's, which holds whole tiles
+        gm_slot = max((slot_bytes(op, self.split, True) for op in self.boundaries), default=0)
+        self.gm_bytes = max(1, len(self.dirs)) * self.slot_num * gm_slot
 
 
 def _taint_check(fn: Operation) -> None:
@@ -379,7 +392,8 @@ def _fitting_slot_num(kernels, plan: PipePlan, plat):
     way = next(w for w, b in RING_NAME.items() if b == r.buffer_name).name.replace("DIR_", "")
     return most, why, ("ptoas will refuse this ring (ptopipe's run and C++ take it): "
                        + no_ptoas_ring_fits(plan.slot_size, have, way,
-                                            f"the {space.value} of {k.sym_name}"))
+                                            f"the {space.value} of {k.sym_name}",
+                                            part=way == "C2V" and plan.split is not TileSplitAxis.TILE_NO_SPLIT))
 
 
 def one_lane_no_split(ctx) -> bool:

@@ -236,6 +236,9 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
     way = way.name.replace("DIR_", "")
     init = next(i for i in init_ops(f) if way in ways(i))
     n, size = slot_num(init, plat), init.slot_size
+    # a slot of a C2V ring in the Vector cores' UB holds one core's part of a split tile
+    part = way == "C2V" and not ring_in_gm(init, plat) and any(
+        o.is_a(TPop) and o.split not in (None, TileSplitAxis.TILE_NO_SPLIT) for o in f.walk())
     fits = (have - base) // size
     if depth is not None:
         fits = min(fits, depth)
@@ -252,11 +255,14 @@ def _compiler_ring_too_big(f, r, mixed: str, base: int, have: int, plat, depth: 
         count = f"SLOT_NUM {n}"
         legal = ptoas_slot_num(fits)         # a fix names only a ring ptoas builds
         fix = (f"@pl.incore(slot_num={legal}) on {mixed!r}, or cross smaller tiles" if legal is not None
-               else no_ptoas_ring_fits(size, have - base, way, f"the {core} above its tiles at {base:#x}"))
+               else no_ptoas_ring_fits(size, have - base, way, f"the {core} above its tiles at {base:#x}",
+                                       part=part))
         details = ("ExpandMixedKernel reserves SLOT_NUM * SLOT_SIZE bytes of the consumer's memory "
                    "for each ring (docs/passes/expand-mixed.md)")
+    held = f"one Vector core's part of the largest tile crossing {way}" if part else \
+        f"the largest tile crossing {way}"
     return error(f"the {way} ring of the mixed function {mixed!r} ({count} * SLOT_SIZE {size} = "
-                 f"{r.size} bytes at {base:#x}, SLOT_SIZE the largest tile crossing {way}) does not "
+                 f"{r.size} bytes at {base:#x}, SLOT_SIZE {held}) does not "
                  f"fit the {core} on {plat.name} ({have} bytes)", r, fix, details=details)
 
 

@@ -61,7 +61,7 @@ from ..ir.pipe_config import pipe_config_mismatches, ring_of
 from ..ir.ops import Ring
 from ..ir.types import MemorySpace, TensorType, TileValueType, describe, itemsize
 from ..protocol.geometry import (ONE_LANE, a_layout, full_shape, layout_fix, pop_converts, slot_layout,
-                                 split_push_problem)
+                                 slot_shape, split_push_problem)
 from ..protocol.model import compile_model, model_for, platform_kind
 from ..protocol.versions import parse as parse_protocol
 from itertools import combinations, product
@@ -423,8 +423,9 @@ class _Verifier:
         return out
 
     def slots_fit(self, fn, kind) -> None:
-        """Every tile a ``kind`` op (TPUSH / TPOP) moves fits its ring's SLOT_SIZE (the whole
-        slot tile: a Vector core's part of a split transfer is half of it)."""
+        """Every tile a ``kind`` op (TPUSH / TPOP) moves fits its ring's SLOT_SIZE: the tile one
+        slot holds (:func:`~ptopipe.protocol.geometry.slot_shape`: the Cube-side whole tile, or,
+        in a C2V ring in the Vector cores' UB, one Vector core's part of it)."""
         sizes = {}
         for init in init_ops(fn):
             for r in init.rings:
@@ -434,23 +435,29 @@ class _Verifier:
             if not op.is_a(kind):
                 continue
             t = op.tile.type            # the pushed tile (TPUSH) or the popped one (TPOP)
-            got = sizes.get(ring_of(op))
+            r = ring_of(op)
+            got = sizes.get(r)
             if got is None or not isinstance(t, TileValueType):
                 continue
-            shape = tuple(t.shape)
-            if fn.kind is FunctionKind.AIV:
-                shape = full_shape(op.split, *shape)
+            own_shape = tuple(t.shape)
+            whole = full_shape(op.split, *own_shape) if fn.kind is FunctionKind.AIV else own_shape
+            shape = slot_shape(r.way, ring_in_gm(got[1], self.plat), op.split, *whole)
             need = shape[0] * shape[1] * itemsize(t.dtype)
             if need > got[0]:
                 what = op.dsl
-                own = t.shape[0] * t.shape[1] * itemsize(t.dtype)
-                moves = (f"{describe(t)} ({own} bytes), its part of a {shape[0]}x{shape[1]} slot tile "
-                         f"of {need} bytes (split {op.split.name})" if shape != tuple(t.shape)
-                         else f"{describe(t)} ({need} bytes)")
+                own = own_shape[0] * own_shape[1] * itemsize(t.dtype)
+                if shape == own_shape:
+                    moves = f"{describe(t)} ({need} bytes)"
+                elif shape == whole:
+                    moves = (f"{describe(t)} ({own} bytes), its part of a {shape[0]}x{shape[1]} slot tile "
+                             f"of {need} bytes (split {op.split.name})")
+                else:
+                    moves = (f"{describe(t)} ({own} bytes), whose {op.split.name} part each Vector core's "
+                             f"slot in its UB holds: {shape[0]}x{shape[1]}, {need} bytes")
                 self.finding("slot_size", op,
                              f"this {what} moves {moves} but the "
-                             f"{_dir(ring_of(op))} ring's SLOT_SIZE is {got[0]} bytes (init at "
-                             f"{line(got[1])}); a slot holds the whole static tile whatever its valid "
+                             f"{_dir(r)} ring's SLOT_SIZE is {got[0]} bytes (init at "
+                             f"{line(got[1])}); a slot holds the static tile whatever its valid "
                              "region (a popped tile is bound at its slot and spans the next slots if "
                              "larger; ptoas does not check this)",
                              f"declare SLOT_SIZE {need} (or more) on both *_initialize_pipe calls, "

@@ -4,8 +4,10 @@ sub-blocks (``TileSplitAxis``) is laid out in a slot.
 UP_DOWN parts are row blocks (sub-block ``s`` owns rows ``s*rows .. (s+1)*rows`` of a
 ``2*rows x cols`` tile); LEFT_RIGHT parts are column blocks of a ``rows x 2*cols`` tile;
 NO_SPLIT is the whole tile.  ``rows x cols`` is always the *part* (one sub-block's tile),
-except in :func:`part_shape` / :func:`part_of`, which cut a whole tile.  The pipe ops, the
-ring-slot race checker and the address flow all use these functions.
+except in :func:`part_shape` / :func:`part_of`, which cut a whole tile, and
+:func:`slot_shape`, what one slot holds of a whole tile (SlotSize).  The pipe ops, the
+ring-slot race checker, the address flow, VerifyPipes and the DSL compiler's ring sizing all
+use these functions.
 """
 from __future__ import annotations
 
@@ -25,6 +27,21 @@ def full_shape(split, rows: int, cols: int) -> tuple:
         return rows * 2, cols
     if split == _LEFT_RIGHT:
         return rows, cols * 2
+    return rows, cols
+
+
+def slot_shape(way: str, in_gm: bool, split, rows: int, cols: int) -> tuple:
+    """The tile one slot of a ``way`` ("C2V" / "V2C") ring holds when the Cube-side tile of
+    the transfer (the Cube's pushed Acc, or the Mat tile it pops) is ``rows x cols``: what
+    SlotSize must hold.  A C2V ring local to the consumers (A5: a ring in each Vector core's
+    UB) holds one Vector core's ``split`` part in each core's slot - pto-isa A5
+    ``pushAcc2VecFiFo`` TMOVs each ``ConsM x ConsN`` part to ``C2V_CONSUMER_BUF + tag *
+    SLOT_SIZE`` of its core.  A ring in GM (A2A3, A5 ``*_GM``) holds the whole tile, each
+    Vector core's part at its offset in the slot; a V2C ring in the Cube's L1 holds the whole
+    tile too (both parts TINSERTed side by side).  The run's TPUSH, VerifyPipes and the DSL
+    compiler's ring sizing all ask this."""
+    if way == C2V and not in_gm:
+        return part_shape(split, rows, cols)
     return rows, cols
 
 

@@ -91,7 +91,9 @@ def test_written_text_spelling():
     assert "attributes {pto.entry}" in text and "func.call @" in text
     # a ring ptoas's frontend builds as it is (SlotNum 4 both ways, FlagID 0): its spelling,
     # with the IR's LocalSlotNum (unused by an A5 consumer-local ring) for ptopipe only
-    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 8192} (" in text
+    # (SLOT_SIZE: each Vector core's 8x128 f32 part of the 16x128 Acc - an A5 C2V slot in UB
+    # holds one part; the V2C tiles are no larger)
+    assert "pto.aic_initialize_pipe {dir_mask = 3, slot_size = 4096} (" in text
     assert "c2v_consumer_buf = %c2v_peer : i32, v2c_consumer_buf = %v2c_buf : i32) " \
            "{ptopipe.local_slot_num = 4}\n" in text
     # ptoas places the ring (level2); ptopipe's placement goes along for the reader
@@ -220,7 +222,7 @@ def test_a_pipes_flag_id_round_trips_as_flag_base():
         for init in init_ops(f):
             init.attributes["flag_id"] = 2
     text = write_pto(op)
-    assert text.count("= pto.initialize_l2l_pipe {dir_mask = 3, slot_size = 8192, slot_num = 4, "
+    assert text.count("= pto.initialize_l2l_pipe {dir_mask = 3, slot_size = 4096, slot_num = 4, "
                       "flag_base = 2} (") == 2
     back = read_pto(text, "k.pto")
     assert [i.attributes["flag_id"] for f in functions(back) for i in init_ops(f)] == [2, 2]

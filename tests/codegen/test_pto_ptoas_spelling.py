@@ -90,9 +90,10 @@ def test_pipe_inits_say_only_what_ptoas_reads_and_mean_the_simulated_ring(rel, p
 
 def test_the_frontend_init_is_written_for_the_ring_ptoas_builds_and_the_handle_form_else():
     _, s4 = written("examples/mixed/s4_both_ways.py", "a5")        # SlotNum 4 both ways: ptoas's
-    assert s4.count("_initialize_pipe {dir_mask = 3, slot_size = 8192} (") == 2
+    # (A5 SLOT_SIZE: one Vector core's part of the crossing Acc, what its slot in UB holds)
+    assert s4.count("_initialize_pipe {dir_mask = 3, slot_size = 4096} (") == 2
     _, s1 = written("examples/mixed/s1_cv_split.py", "a5")         # SlotNum 4 one way: not
-    assert s1.count("= pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 2048, slot_num = 4, "
+    assert s1.count("= pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 4, "
                     "flag_base = 0} (") == 2
     assert s1.count('{ptopipe.local_slot_num = 4, ptopipe.gm_slot_buffer = "gm_slot_buffer"} -> !pto.pipe') == 2
     _, d4 = written("examples/dsl/s4_both_ways.py", "a2a3")        # LocalSlotNum 2 on a GM ring

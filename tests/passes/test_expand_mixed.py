@@ -97,6 +97,27 @@ def test_pipe_parameters(name, params, mask, slot_size, slot_num):
     assert [(c.name, c.callee) for c in group.body] == [(CallOp.name, aic.sym_name), (CallOp.name, aiv.sym_name)]
 
 
+@pytest.mark.parametrize("name,params,whole", [
+    ("s1_cv_split", dict(M=64, split=pl.TILE_UP_DOWN, slot_num=None), 16 * 32 * 4),
+    ("s1_cv_split", dict(M=64, split=pl.TILE_LEFT_RIGHT, slot_num=None), 16 * 32 * 4),
+    ("s4_both_ways", dict(split=pl.TILE_UP_DOWN), 16 * 128 * 4),
+])
+def test_a5_c2v_slot_is_sized_for_one_vector_cores_part(name, params, whole):
+    """On A5 the C2V ring is in each Vector core's UB and a slot receives that core's part
+    (pto-isa's pushAcc2VecFiFo): SLOT_SIZE and the UB ring are half of A2A3's, whose GM slot
+    holds the whole tile; the GM slot-buffer parameter stays the same on both."""
+    progs = {p: MIXED[name].KERNELS.program(platform=p, **params) for p in ("a2a3", "a5")}
+    sizes = {p: {_init(f).slot_size for f in prog.functions if f.kind in (FunctionKind.AIC, FunctionKind.AIV)}
+             for p, prog in progs.items()}
+    assert sizes == {"a2a3": {whole}, "a5": {whole // 2}}
+    aiv, = _fn(progs["a5"], FunctionKind.AIV)
+    ring, = [op for op in aiv.body if getattr(op, "buffer_name", None) == "c2v_slot_buffer"]
+    assert ring.size == _init(aiv).slot_num * whole // 2
+    gm = {p: [a.type for f in prog.functions for a in f.regions[0].blocks[0].args
+              if a.name and a.name.startswith("gm_slot")] for p, prog in progs.items()}
+    assert gm["a2a3"] == gm["a5"] and gm["a5"]
+
+
 def test_compiled_program_round_trips():
     """The compiled program prints as DSL source and as IR text and reads back equal."""
     prog = MIXED["s4_both_ways"].KERNELS.program(split=pl.TILE_LEFT_RIGHT)

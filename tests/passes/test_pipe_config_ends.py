@@ -65,6 +65,9 @@ CASES = {   # name: (build kwargs, the side that differs, message)
                            "declares SLOT_SIZE 2048"),
     "slot_size_aiv_and_reserve": (dict(aiv_slot=SLOT // 2, aiv_reserve_slot=SLOT // 2), "AIV",
                                   "disagree on slot_size: vector (AIV) declares SLOT_SIZE 1024"),
+    # below one Vector core's part: too small for the AIV end on every platform
+    "slot_size_aiv_and_reserve_below_part": (dict(aiv_slot=SLOT // 4, aiv_reserve_slot=SLOT // 4), "AIV",
+                                             "disagree on slot_size: vector (AIV) declares SLOT_SIZE 512"),
     "slot_num_aic": (dict(aic_num=2), "AIC",
                      "disagree on slot_num: cube (AIC) declares SLOT_NUM 2 but vector (AIV) declares "
                      "SLOT_NUM 4"),
@@ -75,6 +78,19 @@ CASES = {   # name: (build kwargs, the side that differs, message)
 }
 
 
+#: on A5 the C2V ring is in each Vector core's UB and a slot holds one core's part: an AIV end
+#: declaring SLOT_SIZE of one part with a reserve to match is right, and the Cube's end differs
+A5_CASES = {"slot_size_aiv_and_reserve": ("AIC", "disagree on slot_size: cube (AIC) declares SLOT_SIZE 2048 "
+                                                 "but vector (AIV) declares SLOT_SIZE 1024")}
+
+
+def _case(case, platform):
+    kw, side, msg = CASES[case]
+    if platform == "a5" and case in A5_CASES:
+        side, msg = A5_CASES[case]
+    return kw, side, msg
+
+
 def _line(side, fns):
     vector, cube = fns
     return line_of(cube.pyfunc, "AIC-INIT") if side == "AIC" else line_of(vector.pyfunc, "AIV-INIT")
@@ -83,7 +99,7 @@ def _line(side, fns):
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 def test_static_finding_at_the_init_that_differs(case, platform):
-    kw, side, msg = CASES[case]
+    kw, side, msg = _case(case, platform)
     prog, *fns = build(**kw)
     found = verify_pipes.verify(prog.clone(), platform)
     assert found and isinstance(found[0], CompileError), [str(e) for e in found]
@@ -95,11 +111,12 @@ def test_static_finding_at_the_init_that_differs(case, platform):
         in str(err)
 
 
-@pytest.mark.parametrize("case", ["slot_size_aiv_only", "slot_size_aiv_and_reserve", "slot_num_aic"])
+@pytest.mark.parametrize("case", ["slot_size_aiv_only", "slot_size_aiv_and_reserve",
+                                  "slot_size_aiv_and_reserve_below_part", "slot_num_aic"])
 @pytest.mark.parametrize("platform", ["a2a3", "a5"])
 @pytest.mark.parametrize("protocol", ["spec", "pto-isa"])
 def test_run_names_the_mismatch_first(case, platform, protocol):
-    kw, side, msg = CASES[case]
+    kw, side, msg = _case(case, platform)
     prog, *fns = build(**kw)
     with pytest.raises(ConfigError) as ei:
         dsl_run(prog, _args(), platform=platform, protocol=protocol)

@@ -17,7 +17,7 @@ from ptopipe.runtime import run as dsl_run
 
 from markers import line_of
 
-M, K, N = 128, 64, 128              # a 128x128 f32 accumulator crosses C2V: a 64 KiB slot
+M, K, N = 128, 64, 128              # a 128x128 f32 accumulator crosses C2V: on A5 a 32 KiB slot (a part)
 HERE = os.path.abspath(__file__)
 
 
@@ -36,39 +36,42 @@ def test_a_compiler_made_ring_too_big_names_slot_num_at_the_function():
     """slot_num given: the compiler keeps it (by default it picks one that fits, and on A2A3
     the ring is in GM: tests/passes/test_ring_memory_defaults.py).  The fix names a slot_num
     ptoas builds a ring of (4 or 8), and it works."""
-    prog, fn = big(8, rows=64)                  # 32 KiB slots: six fit, ptoas builds four
+    prog, fn = big(8)                           # 32 KiB slots (each Vector core's 64x128 part): six fit,
+    #                                             ptoas builds four
     with pytest.raises(CompileError) as ei:
         compile_program(prog, "a5")
     e = ei.value
     assert "the C2V ring of the mixed function 'big_ring' (SLOT_NUM 8 * SLOT_SIZE 32768 = 262144 bytes" in e.what
+    assert "SLOT_SIZE one Vector core's part of the largest tile crossing C2V) does not fit" in e.what
     assert "reserve_buffer" not in e.what and "reserve_buffer" not in e.fix
     assert e.fix == "@pl.incore(slot_num=4) on 'big_ring', or cross smaller tiles", e.fix
     assert e.where.startswith(f"{HERE}:{line_of(fn.pyfunc, 'DEF')}:"), e.where
     # the fix works: that slot_num compiles and runs clean and exact
-    prog, _ = big(4, rows=64)
+    prog, _ = big(4)
     rng = np.random.default_rng(5)
-    args = with_slot_buffer(prog, dict(a=rng.integers(-3, 4, (64, K)).astype(np.float32),
+    args = with_slot_buffer(prog, dict(a=rng.integers(-3, 4, (M, K)).astype(np.float32),
                                        b=rng.integers(-3, 4, (K, N)).astype(np.float32),
-                                       out=np.zeros((64, N), np.float32)))
+                                       out=np.zeros((M, N), np.float32)))
     res = dsl_run(prog, args, platform="a5")
     np.testing.assert_array_equal(res.outputs["out"], args["a"] @ args["b"] * 2)
 
 
 @pytest.mark.parametrize("sn", [8, 4])
 def test_a_ring_no_ptoas_slot_num_fits_says_so_and_what_to_shrink(sn):
-    """64 KiB slots: three fit beside the tiles, so neither SLOT_NUM ptoas builds does; the
-    fix says so plainly and names the tile size and the bytes that would make four fit (it
-    suggests no slot_num ptoas would refuse)."""
-    prog, fn = big(sn)
+    """64 KiB slots (each Vector core's 128x128 part of a 256x128 accumulator): three fit beside
+    the tiles, so neither SLOT_NUM ptoas builds does; the fix says so plainly and names the part
+    size and the bytes that would make four fit (it suggests no slot_num ptoas would refuse)."""
+    prog, fn = big(sn, rows=2 * M)
     with pytest.raises(CompileError) as ei:
         compile_program(prog, "a5")
     e = ei.value
     assert f"(SLOT_NUM {sn} * SLOT_SIZE 65536 = {sn * 65536} bytes" in e.what
     assert e.fix == ("no ring ptoas builds fits (it takes SLOT_NUM 4 or 8; 4 slots of 65536 bytes need "
-                     "262144, the Vector core's UB above its tiles at 0x8000 has 229376 free): cross "
-                     "tiles of at most 57344 bytes over C2V (a slot holds the largest crossing tile: "
-                     "compute and cross it in smaller blocks), or leave 32768 more bytes free (fewer "
-                     "or smaller tiles live beside the ring)"), e.fix
+                     "262144, the Vector core's UB above its tiles at 0x10000 has 196608 free): cross "
+                     "tiles whose Vector core parts are at most 49152 bytes over C2V (a slot in each "
+                     "Vector core's UB holds its part of the largest crossing tile: compute and cross it "
+                     "in smaller blocks), or leave 65536 more bytes free (fewer or smaller tiles live "
+                     "beside the ring)"), e.fix
     assert "slot_num=" not in e.fix
 
 

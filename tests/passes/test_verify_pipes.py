@@ -1183,6 +1183,54 @@ def test_a_slot_size_smaller_than_the_whole_slot_tile_is_found_at_each_transfer(
     np.testing.assert_array_equal(res.outputs["out"], x)
 
 
+def _c2v_slot_pair(slot):
+    @pl.aic
+    def cube(a: pl.Tensor[[TM, K], pl.f32], b: pl.Tensor[[K, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        peer = pl.import_peer_buffer(name="ring", peer_func="vec")
+        pl.aic_initialize_pipe(pl.DIR_C2V, slot, fifo, c2v_consumer_buf=peer.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        a0 = pl.move(pl.load(a, [0, 0], [TM, K], space=pl.Mat), space=pl.Left)
+        b0 = pl.move(pl.load(b, [0, 0], [K, N], space=pl.Mat), space=pl.Right)
+        pl.TPUSH(pl.matmul(a0, b0), peer, split=pl.TILE_UP_DOWN)                  # C2V-PUSH
+
+    @pl.aiv
+    def vec(out: pl.Tensor[[TM, N], pl.f32], fifo: pl.Tensor[[8 * SLOT], pl.u8]):
+        buf = pl.reserve_buffer(name="ring", size=2 * slot, base=pl.AUTO)
+        pl.aiv_initialize_pipe(pl.DIR_C2V, slot, fifo, c2v_consumer_buf=buf.base, v2c_consumer_buf=0,
+                               slot_num=2)
+        part = pl.TPOP(buf, pl.Tile[[HR, N], pl.f32, pl.Vec], split=pl.TILE_UP_DOWN)   # C2V-POP
+        pl.store(part, [pl.get_subblockid() * HR, 0], out)
+        pl.TFREE(buf, split=pl.TILE_UP_DOWN)
+    return cube, vec
+
+
+def test_a_c2v_slot_holds_one_vector_cores_part_on_a5_and_the_whole_tile_in_gm():
+    """A5's C2V ring is in each Vector core's UB, whose slot receives that core's part: SLOT_SIZE
+    of one part is clean there (VerifyPipes and the run agree) and half of it is found at both ends;
+    A2A3's GM slot holds the whole tile, so there the part-sized slot is found at both ends."""
+    part = HR * N * 4
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-3, 4, (TM, K)).astype(np.float32), rng.integers(-3, 4, (K, N)).astype(np.float32)
+    args = dict(a=a, b=b, out=np.zeros((TM, N), np.float32), fifo=ptopipe.gm_buffer(8 * SLOT))
+    cube, vec = _c2v_slot_pair(part)
+    assert findings(cube, vec, "a5") == []
+    res = dsl_run(program(cube, vec, name="part"), dict(args), platform="a5")
+    np.testing.assert_array_equal(res.outputs["out"], a @ b)
+    found = findings(cube, vec, "a2a3")
+    assert [e.where.split(":")[-2] for e in found] == \
+        [str(line_of(cube.pyfunc, "C2V-PUSH")), str(line_of(vec.pyfunc, "C2V-POP"))], found
+    assert (f"this TPUSH moves Acc tile 16x32 f32 ({TM * N * 4} bytes) but the C2V ring's SLOT_SIZE is "
+            f"{part}") in found[0].what
+    cube, vec = _c2v_slot_pair(part // 2)
+    found = findings(cube, vec, "a5")
+    assert [e.where.split(":")[-2] for e in found] == \
+        [str(line_of(cube.pyfunc, "C2V-PUSH")), str(line_of(vec.pyfunc, "C2V-POP"))], found
+    assert (f"this TPUSH moves Acc tile 16x32 f32 ({TM * N * 4} bytes), whose TILE_UP_DOWN part each Vector "
+            f"core's slot in its UB holds: 8x32, {part} bytes but the C2V ring's SLOT_SIZE is {part // 2}") \
+        in found[0].what
+    assert f"declare SLOT_SIZE {part}" in found[0].fix
+
+
 def test_lanes_1_on_a_function_not_marked_no_split_is_found_at_the_init():
     """AIV1 runs a plain @pl.aiv function too and binds its lanes=1 pipe: every run failed
     with 'AIV1 binds a pipe whose peers are (0,)' while --static passed."""

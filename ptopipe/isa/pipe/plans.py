@@ -14,7 +14,7 @@ from ...arch.vocab import C2V, V2C, TileLayout, TileSplitAxis
 from ...errors import ProtocolError
 from ..tile import Tile, TileType
 from ...protocol.geometry import (a_layout, full_shape, layout_fix, part_offset, part_shape, pop_converts,
-                                 slot_layout, split_push_problem)
+                                 slot_layout, slot_shape, split_push_problem)
 from ..ops import check_move_layout
 from .steps import check_nosplit_lanes
 
@@ -77,12 +77,18 @@ def push_plan(core, ch, tile: Tile, split) -> PushPlan:
         _halves(core, ch, tile, split, "TPUSH")
     nbytes = rows * cols * item
     full = full_shape(split, rows, cols) if ch.way == V2C else (rows, cols)
-    if full[0] * full[1] * item > ch.slot_size:
+    held = slot_shape(ch.way, ch.in_gm, split, *full)
+    if held[0] * held[1] * item > ch.slot_size:
         raise ProtocolError(
             f"TPUSH of {tile.describe()} ({nbytes} bytes"
             + (f", {full[0]}x{full[1]} slot layout" if full != (rows, cols) else "")
+            + (f", {held[0]}x{held[1]} = {held[0] * held[1] * item} bytes in each Vector core's slot"
+               if held != full else "")
             + f") does not fit SlotSize {ch.slot_size} of {ch.name}",
-            where=_loc(core), fix="push smaller tiles or declare a larger SlotSize")
+            where=_loc(core),
+            fix=f"declare SlotSize {held[0] * held[1] * item} (or more) on the pipe, or push smaller tiles"
+                + (f" (the ring is in the Vector cores' UB: each core's slot holds its {split.name} part of "
+                   "the Cube's tile)" if held != full else ""))
     if ch.way == V2C and ch.in_gm:          # pto-isa TSTOREs the Vec tile into an ND GlobalTensor
         check_move_layout(core, "TSTORE", TileLayout.ND, tile, f"the GM slot of {ch.name}", "TPUSH")
     cluster = core.cluster
