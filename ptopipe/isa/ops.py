@@ -20,7 +20,7 @@ import numpy as np
 from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
-                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, move_layout_error,
+                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
                               op_scalar_error, scalar_error)
 from ..errors import KernelError, with_article
 from ..sim import schedule as _sched
@@ -734,7 +734,7 @@ def _binary(op):
 
 #: the scalar ops pto-isa also spells scalar first (pto_instr.hpp's ``TDIVS(dst, scalar,
 #: src)``, include/pto/cpu/TBinSOps.hpp's OP_RDIVS): the kernel of ``dst = scalar op src``
-SCALAR_FIRST = {"TDIVS": lambda a, v, d: np.divide(v, a, out=d)}
+SCALAR_FIRST = {"TDIVS": lambda a, v, d: div_trunc(v, a, d)}
 
 
 def _scalar(op):
