@@ -27,10 +27,14 @@ TGEMV_MX: block-scaled fp8 / fp4, A5), the data movements ``load``, ``store``, `
 ``store_fp`` (an Acc source and a Scaling tile of per-column quant words), and the forms one
 instruction has alone (``TCONCAT``, ``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
 
-A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is packed as
-pto-isa's CPU model packs it: row ``i`` of the source in row ``i`` of the mask, bit ``j``
-of the row in word ``j // w`` at bit ``j % w`` (least significant first), ``w`` the bit
-width of the mask tile's dtype (u8 or u32); the hardware's packing is target-defined.
+A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is laid out as
+pto-isa's NPU code writes and reads it: row ``i`` of the source in row ``i`` of the mask
+(the mask tile's row stride; a2a3 TCmp.hpp:93, TSel.hpp:50, a5 TSel.hpp:45, TSels.hpp:48),
+bit ``j`` of the row in word ``j // w`` at bit ``j % w`` (least significant first), ``w``
+the bit width of the mask tile's dtype (u8 or u32).  pto-isa's CPU simulator reads a TSEL
+mask as one bit stream over the mask's valid bytes instead (cpu/TSel.hpp:27): the two agree
+when a mask row's valid bytes are exactly the row's bits (``cols`` a multiple of 8, the
+mask's valid columns ``cols / 8`` u8 words), or when there is one row.
 """
 from __future__ import annotations
 
