@@ -986,6 +986,22 @@ FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5
 #: the element type of an op's scratch tile where it is not its source's (pto-isa's and
 #: ptoas's TPRELU take a uint8 ``tmp`` of the source's shape on A2A3; A5 takes any)
 SCRATCH_DTYPE = {"TPRELU": dt.uint8}
+#: the ops whose ``tmp`` tile pto-isa's A5 code computes through (a5/TSort32.hpp:84,
+#: TMrgSort.hpp:47, TColSum.hpp:49); A2A3 computes through every op's tmp, A5 takes the
+#: others' for parity and leaves them alone (a5/TRowExpandExpdif.hpp:120, TAddDeqRelu.hpp:24)
+TMP_COMPUTED_ON_A5 = frozenset({"TSORT32", "TMRGSORT", "TCOLSUM"})
+
+
+def tmp_written(name: str, platform) -> bool:
+    """Does the device write op ``name``'s ``tmp`` tile on ``platform`` (a PlatformID)?  Then the
+    tmp is the op's own scratch: it writes it while it still reads its sources (A2A3's TPOW
+    writes ``|base| ** exp`` to tmp, then computes dst from base, a2a3/TPow.hpp:166-169) and
+    reads it back after writing dst (TPow.hpp:171), so a tmp that shares bytes with a source
+    or the destination gives the device wrong results (pto-isa's TPRELU / TXOR / TXORS pages:
+    tmp must not overlap dst or the sources)."""
+    return platform == _A2A3 or name in TMP_COMPUTED_ON_A5
+
+
 #: the ops whose pto-isa (and ptoas) form takes the scratch tile before its scalar operand,
 #: not last: TSELS(dst, mask, src, tmp, scalar) (TREMS(dst, src, scalar, tmp) takes it last)
 SCRATCH_BEFORE_SCALAR = frozenset({"TSELS"})

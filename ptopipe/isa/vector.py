@@ -66,7 +66,7 @@ def _same(core, name: str, dst: Tile, d, **srcs) -> None:
 
 def _issue(core, name, dsts, srcs, tmp, rows, cols, itemsize) -> Event:
     writes = list(dsts)
-    _tmp_tile(core, name, tmp, writes)
+    _tmp_tile(core, name, tmp, writes, srcs)
     return vec_issue_n(core, name, writes, srcs, rows, cols, itemsize)
 
 
