@@ -27,10 +27,14 @@ TGEMV_MX: block-scaled fp8 / fp4, A5), the data movements ``load``, ``store``, `
 ``store_fp`` (an Acc source and a Scaling tile of per-column quant words), and the forms one
 instruction has alone (``TCONCAT``, ``TTRANS``, ``TGATHER``, ``TPRINT`` ...: form = its own name).
 
-A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is packed as
-pto-isa's CPU model packs it: row ``i`` of the source in row ``i`` of the mask, bit ``j``
-of the row in word ``j // w`` at bit ``j % w`` (least significant first), ``w`` the bit
-width of the mask tile's dtype (u8 or u32); the hardware's packing is target-defined.
+A predicate mask (``TCMP`` / ``TCMPS`` output, ``TSEL`` / ``TSELS`` input) is laid out as
+pto-isa's NPU code writes and reads it: row ``i`` of the source in row ``i`` of the mask
+(the mask tile's row stride; a2a3 TCmp.hpp:93, TSel.hpp:50, a5 TSel.hpp:45, TSels.hpp:48),
+bit ``j`` of the row in word ``j // w`` at bit ``j % w`` (least significant first), ``w``
+the bit width of the mask tile's dtype (u8 or u32).  pto-isa's CPU simulator reads a TSEL
+mask as one bit stream over the mask's valid bytes instead (cpu/TSel.hpp:27): the two agree
+when a mask row's valid bytes are exactly the row's bits (``cols`` a multiple of 8, the
+mask's valid columns ``cols / 8`` u8 words), or when there is one row.
 """
 from __future__ import annotations
 
@@ -57,9 +61,8 @@ def platform_label(platform) -> str:
 class Types:
     """The element types an op takes on each platform (pto-isa's ``static_assert``s, which
     differ between A2A3 and A5 for many ops).  The IR, which knows no platform, takes what
-    either platform takes; an instruction takes what its run's platform takes.  Types
-    ptopipe has no short dtype name for (uint16, uint64) are left out, except THISTOGRAM's
-    uint16 source (the only one ptoas accepts)."""
+    either platform takes; an instruction takes what its run's platform takes.  uint16 and
+    uint64 have no short dtype name (``types`` takes them spelled out)."""
     a2a3: frozenset
     a5: frozenset
 
@@ -189,7 +192,7 @@ def _range(d: np.dtype) -> tuple:
 #: tile dtype -> (lowest, highest, integral) of the scalars its ops take
 SCALAR_RANGE = {d: _range(d) for d in {dt.float16, dt.float32, dt.bfloat16, dt.float8_e4m3,
                                        dt.float8_e5m2, dt.int8, dt.uint8, dt.int16, dt.int32,
-                                       dt.uint32, dt.int64}}
+                                       dt.uint32, dt.int64, np.dtype(np.uint16), np.dtype(np.uint64)}}
 #: the tile dtypes the catalogue's rules are stated over
 KNOWN_DTYPES = frozenset(SCALAR_RANGE)
 
@@ -242,7 +245,7 @@ def muls(a, s, d):
 
 
 def divs(a, s, d):
-    np.divide(a, s, out=d)
+    div_trunc(a, s, d)
 
 
 def maxs(a, s, d):
@@ -282,7 +285,11 @@ def relu(a, d):
 
 
 def recip(a, d):
-    np.divide(1, a, out=d, casting="unsafe")
+    """``1 / a`` (TRECIP: pto-isa's TDIVS(dst, 1, src); integers toward zero)."""
+    if d.dtype.kind in "iu":
+        div_trunc(1, a, d)
+    else:
+        np.divide(1, a, out=d, casting="unsafe")
 
 
 def not_(a, d):
@@ -342,12 +349,19 @@ def fmod(a, b, out):
 
 
 def div_trunc(a, b, out):
-    """Division as the vector unit divides: floats by IEEE, integers toward zero (C's ``/``)."""
+    """Division as the device divides: floats by IEEE, integers toward zero (C's ``/``, as
+    pto-isa's integer TDIVS loops on the scalar unit and A5's integer ``vdiv`` / Int64Div
+    divide), exactly in the integer type (a float quotient rounds int64s); INT_MIN / -1
+    wraps, as two's complement does."""
     if out.dtype.kind not in "iu":
         np.divide(a, b, out=out)
         return
     _no_int_zero(b)
-    q = np.trunc(_wide(a) / _wide(b))
+    a, b = np.asarray(a, dtype=out.dtype), np.asarray(b, dtype=out.dtype)
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(a, b)
+        if out.dtype.kind == "i":        # floor -> toward zero where the signs differ
+            q = q + ((q * b != a) & ((a < 0) != (b < 0))).astype(out.dtype)
     np.copyto(out, q, casting="unsafe")
 
 
@@ -902,26 +916,32 @@ _S1, _S2, _S4, _E2 = (1, 12, 14), (2, 14, 18), (4, 14, 18), (2, 14, 17)
 # vector costs calibrated on PLATFORMS.md's measured single ops (see costs.py): slope 1 for
 # scalar-operand and copy-like ops, 2 binary / transcendental / convert, 4 divide and two-op
 # forms, 7 reductions (ops PLATFORMS.md does not measure take the class of their shape)
-_BITS = types("i8 u8 i16 i32 u32")                       # TAND/TOR/TXOR/TNOT and scalar forms
-_SHIFT = types("i8 u8 i16 i32 u32", a5="+ i64")          # TSHL/TSHR
-_SHIFTS = types("i16 i32 u32", a5="i8 u8 i16 i32 u32 i64")   # TSHLS/TSHRS
-_REM = types("f32 i32", a5="f16 f32 i16 i32 u32 i64")    # TREM/TREMS
-_B32 = types("i8 u8 i16 i32 u32 f16 bf16 f32", a5="+ i64")   # b8/b16/b32 (A5: b64) copies
-_COLX = types("f16 f32 i16 i32", a5="+ u32 bf16 i8 u8")  # TCOLEXPAND*/TROWEXPANDADD/SUB/MUL/MAX/MIN
+#: TAND/TOR/TXOR/TNOT and scalar forms: a5 TAnd.hpp, TOr.hpp, TAndS.hpp (any 1-, 2- or 4-byte
+#: element), TXor.hpp (the 8-, 16- and 32-bit integers)
+_BITS = types("i8 u8 i16 uint16 i32 u32")
+#: TSHL/TSHR: a2a3 TShl.hpp, TShr.hpp; a5 TShl.hpp, TShr.hpp (also 64-bit)
+_SHIFT = types("i8 u8 i16 uint16 i32 u32", a5="+ i64 uint64")
+_SHIFTS = types("i16 i32 u32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64")   # TSHLS/TSHRS: a5 TShlS.hpp
+#: TREM/TREMS: a2a3 TRem.hpp (f32, i32); a5 TRem.hpp
+_REM = types("f32 i32", a5="f16 f32 i16 uint16 i32 u32 i64 uint64")
+_B32 = types("i8 u8 i16 uint16 i32 u32 f16 bf16 f32", a5="+ i64 uint64")   # b8/b16/b32 (A5: b64) copies
+#: TCOLEXPAND*/TROWEXPANDADD/SUB/MUL/MAX/MIN: a5 TRowExpandAdd.hpp:55, TColExpandBinOp.hpp:197
+_COLX = types("f16 f32 i16 i32", a5="+ uint16 u32 bf16 i8 u8")
 # The element-wise, unary and reduction families, from pto-isa's static_asserts (include/pto/npu/
-# <platform>/<header>:<line>).  Integer forms pto-isa has but ptopipe leaves out: TDIV (A5), TDIVS /
-# TRECIP (both platforms) and TROWEXPANDDIV (A5) take integers there; ptopipe divides floats only.
+# <platform>/<header>:<line>).  Integer division truncates toward zero (div_trunc).
 #: TADD/TSUB/TMAX/TMIN and their scalar forms: a2a3 TAdd.hpp:62, TSub.hpp:61, TMax.hpp:61,
 #: TMin.hpp:62, TAddS.hpp:52, TSubS.hpp:52, TMaxS.hpp:53, TMins.hpp:52 (no bf16 on A2A3);
 #: a5 TAdd.hpp:60, TSub.hpp:59, TMax.hpp:59, TMin.hpp:59, TAddS.hpp:57, TSubS.hpp:57,
 #: TMaxs.hpp:57, TMins.hpp:57
-_ARITH = types("f16 f32 i16 i32", a5="+ i8 u8 u32 i64 bf16")
+_ARITH = types("f16 f32 i16 i32", a5="+ i8 u8 uint16 u32 i64 uint64 bf16")
 #: TMUL/TMULS and TNEG (TMULS by -1): a2a3 TMul.hpp:61, TMulS.hpp:52; a5 TMul.hpp:59,
 #: TMulS.hpp:57 (no 8-bit integers)
-_MULT = types("f16 f32 i16 i32", a5="+ u32 i64 bf16")
-#: TDIV/TDIVS and TRECIP (TDIVS of 1): a2a3 TDiv.hpp:58, TDivS.hpp:220; a5 TDiv.hpp:67,
-#: TDivS.hpp:138 (no bf16 on either)
-_FDIV = types("f16 f32")
+_MULT = types("f16 f32 i16 i32", a5="+ uint16 u32 i64 uint64 bf16")
+#: TDIV: a2a3 TDiv.hpp:58 (floats only); a5 TDiv.hpp:67 (no bf16, no 8-bit integers)
+_DIV = types("f16 f32", a5="+ i16 uint16 i32 u32 i64 uint64")
+#: TDIVS and TRECIP (pto_instr.hpp: TDIVS(dst, 1, src)): a2a3 TDivS.hpp:220 (integers through
+#: TDivs_naive / TSDiv_naive, C's ``/`` per element); a5 TDivS.hpp:138 (no bf16 on either)
+_DIVS = types("f16 f32 i16 i32", a5="+ uint16 u32 i64 uint64")
 #: TEXP/TLOG/TSQRT/TRSQRT (A2A3 also TABS): a2a3 TUnaryOp.hpp:265; a5 TUnaryOp.hpp:149, TRsqrt.hpp:194
 _UNARY_F = types("f16 f32")
 #: TROWMAX/TROWMIN: a2a3 TRowReduceOps.hpp:197; a5 TRowReduce.hpp:365, :420 (TROWSUM, a5
@@ -930,9 +950,11 @@ _ROWMM = types("f16 f32 i16 i32", a5="+ i8 u8")
 #: TCOLSUM/TCOLMAX/TCOLMIN: a2a3 TColSum.hpp:102, TColReduceOps.hpp:87; a5 TColReduceOps.hpp:31
 _COLRED = _ARITH
 _ROWARG = types("f16 f32 i16 i32", a5="f16 bf16 f32 i16 i32 u32")   # TROWARGMAX/MIN sources
-_PART = types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32")   # TPARTADD/MAX/MIN
+_PART = types("i16 i32 f16 f32", a5="i8 u8 i16 uint16 i32 u32 i64 uint64 f16 bf16 f32")   # TPARTADD/MAX/MIN (a5 TPartAdd.hpp)
 _CAT = types("i8 u8 i16 i32 u32 f16 bf16 f32")          # TCONCAT/TTRANS/TFILLPAD: b8/b16/b32
-_COLARG = types("f16 f32 u32", a5="i8 u8 i16 i32 u32 f16 f32")      # TCOLARGMAX/MIN sources
+#: TCOLARGMAX/MIN sources: a2a3 TColReduceIdx.hpp:26; a5 TColReduceIdx.hpp:65 (any 1-, 2- or
+#: 4-byte element; not 1-byte with the value output, :86)
+_COLARG = types("f16 f32 uint16 u32", a5="i8 u8 i16 uint16 i32 u32 f16 bf16 f32")
 _U16 = np.dtype(np.uint16)     # no short name, but a tile dtype (a .pto file's ui16)
 _POW = types("i8 u8 i16 i32 u32 f32", a5="i8 u8 i16 i32 u32 f16 f32")   # TPOW/TPOWS (DEFAULT)
 #: TPOW / TPOWS with PowAlgorithm.HIGH_PRECISION (A5: floats only, bf16 too; A2A3 ignores it)
@@ -964,6 +986,22 @@ FP_PATHS = {"TMOV_FP": {(TileType.Acc, TileType.Mat): (PipeUnit.FIX, (_A2A3, _A5
 #: the element type of an op's scratch tile where it is not its source's (pto-isa's and
 #: ptoas's TPRELU take a uint8 ``tmp`` of the source's shape on A2A3; A5 takes any)
 SCRATCH_DTYPE = {"TPRELU": dt.uint8}
+#: the ops whose ``tmp`` tile pto-isa's A5 code computes through (a5/TSort32.hpp:84,
+#: TMrgSort.hpp:47, TColSum.hpp:49); A2A3 computes through every op's tmp, A5 takes the
+#: others' for parity and leaves them alone (a5/TRowExpandExpdif.hpp:120, TAddDeqRelu.hpp:24)
+TMP_COMPUTED_ON_A5 = frozenset({"TSORT32", "TMRGSORT", "TCOLSUM"})
+
+
+def tmp_written(name: str, platform) -> bool:
+    """Does the device write op ``name``'s ``tmp`` tile on ``platform`` (a PlatformID)?  Then the
+    tmp is the op's own scratch: it writes it while it still reads its sources (A2A3's TPOW
+    writes ``|base| ** exp`` to tmp, then computes dst from base, a2a3/TPow.hpp:166-169) and
+    reads it back after writing dst (TPow.hpp:171), so a tmp that shares bytes with a source
+    or the destination gives the device wrong results (pto-isa's TPRELU / TXOR / TXORS pages:
+    tmp must not overlap dst or the sources)."""
+    return platform == _A2A3 or name in TMP_COMPUTED_ON_A5
+
+
 #: the ops whose pto-isa (and ptoas) form takes the scratch tile before its scalar operand,
 #: not last: TSELS(dst, mask, src, tmp, scalar) (TREMS(dst, src, scalar, tmp) takes it last)
 SCRATCH_BEFORE_SCALAR = frozenset({"TSELS"})
@@ -1002,13 +1040,13 @@ _DEFS = (
     OpDef("TADD", "binary", _V, np.add, _ARITH, _S2, dsl="add"),
     OpDef("TSUB", "binary", _V, np.subtract, _ARITH, _S2, dsl="sub"),
     OpDef("TMUL", "binary", _V, np.multiply, _MULT, _S2, dsl="mul"),
-    OpDef("TDIV", "binary", _V, np.divide, _FDIV, _S4, dsl="div"),
+    OpDef("TDIV", "binary", _V, div_trunc, _DIV, _S4, dsl="div"),
     OpDef("TMAX", "binary", _V, np.maximum, _ARITH, _S2, dsl="maximum"),
     OpDef("TMIN", "binary", _V, np.minimum, _ARITH, _S2, dsl="minimum"),
     OpDef("TADDS", "scalar", _V, adds, _ARITH, _S1, dsl="adds"),
     OpDef("TSUBS", "scalar", _V, subs, _ARITH, _S1, dsl="subs"),
     OpDef("TMULS", "scalar", _V, muls, _MULT, _S1, dsl="muls"),
-    OpDef("TDIVS", "scalar", _V, divs, _FDIV, _S1, dsl="divs"),
+    OpDef("TDIVS", "scalar", _V, divs, _DIVS, _S1, dsl="divs"),
     OpDef("TMAXS", "scalar", _V, maxs, _ARITH, _S1, dsl="maxs"),
     OpDef("TMINS", "scalar", _V, mins, _ARITH, _S1, dsl="mins"),
     OpDef("TEXP", "unary", _V, exp, _UNARY_F, _E2, dsl="exp"),
@@ -1018,7 +1056,7 @@ _DEFS = (
     OpDef("TABS", "unary", _V, abs_, types("f16 f32", a5="+ i8 i16 i32"), _S1, dsl="abs"),
     OpDef("TNEG", "unary", _V, neg, _MULT, _S1, dsl="neg"),
     OpDef("TRELU", "unary", _V, relu, types("f16 f32 i32"), _S1, dsl="relu"),
-    OpDef("TRECIP", "unary", _V, recip, _FDIV, _S2, dsl="recip"),
+    OpDef("TRECIP", "unary", _V, recip, _DIVS, _S2, dsl="recip"),
     OpDef("TROWSUM", "row_reduce", _V, np.sum, types("f16 f32 i16 i32"), (7, 26, 18), dsl="row_sum", scratch=True),
     OpDef("TROWMAX", "row_reduce", _V, np.max, _ROWMM, (7, 14, 18), dsl="row_max", scratch=True),
     OpDef("TROWMIN", "row_reduce", _V, np.min, _ROWMM, (7, 14, 18), dsl="row_min", scratch=True),
@@ -1027,7 +1065,9 @@ _DEFS = (
     OpDef("TROWEXPANDADD", "row_expand", _V, np.add, _COLX, _S2, dsl="row_expand_add", tmp=True),
     OpDef("TROWEXPANDSUB", "row_expand", _V, np.subtract, _COLX, _S2, dsl="row_expand_sub", tmp=True),
     OpDef("TROWEXPANDMUL", "row_expand", _V, np.multiply, _COLX, _S2, dsl="row_expand_mul", tmp=True),
-    OpDef("TROWEXPANDDIV", "row_expand", _V, np.divide, types("f16 f32", a5="+ bf16"), _S4, dsl="row_expand_div", tmp=True),
+    # a2a3 TRowExpandDiv.hpp:55 (floats); a5 TRowExpandDiv.hpp:84
+    OpDef("TROWEXPANDDIV", "row_expand", _V, div_trunc, types("f16 f32", a5="+ i8 u8 i16 uint16 i32 u32 bf16"),
+          _S4, dsl="row_expand_div", tmp=True),
     OpDef("TROWEXPAND", "row_bcast", _V, cost=_S1, dsl="row_expand", doc="dst[i, :] = src[i, 0] (TROWEXPAND)"),
     OpDef("TEXPANDS", "fill", _V, dtypes=_B32, cost=_S1, dsl="full",
           doc="a Vec tile filled with a scalar (TEXPANDS)"),
@@ -1072,7 +1112,7 @@ _DEFS = (
     OpDef("TCMPS", "compare_scalar", _V, compare,
           types("i16 i32 f16 f32", a5="i8 u8 i16 i32 u32 i64 f16 bf16 f32"), _S1, dsl="cmps",
           doc="packed mask of src <mode> scalar (TCMPS)"),
-    OpDef("TSEL", "select", _V, select, types("i16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64"), _S2,
+    OpDef("TSEL", "select", _V, select, types("i16 uint16 i32 u32 f16 bf16 f32", a5="+ i8 u8 i64 uint64"), _S2,
           tmp=True, scratch=True, dsl="select", doc="mask ? src0 : src1 (TSEL)"),
     OpDef("TSELS", "select_scalar", _V, select,
           types("i16 i32 u32 f16 bf16 f32", a5="i8 u8 i16 i32 u32 i64 f16 f32"), _S1, tmp=True,
@@ -1082,7 +1122,7 @@ _DEFS = (
     OpDef("TCOLEXPANDADD", "col_expand", _V, np.add, _COLX, _S2, dsl="col_expand_add"),
     OpDef("TCOLEXPANDSUB", "col_expand", _V, np.subtract, _COLX, _S2, dsl="col_expand_sub"),
     OpDef("TCOLEXPANDMUL", "col_expand", _V, np.multiply, _COLX, _S2, dsl="col_expand_mul"),
-    OpDef("TCOLEXPANDDIV", "col_expand", _V, div_trunc, types("f16 f32", a5="+ i8 u8 i16 i32 u32 bf16"),
+    OpDef("TCOLEXPANDDIV", "col_expand", _V, div_trunc, types("f16 f32", a5="+ i8 u8 i16 uint16 i32 u32 bf16"),
           _S4, dsl="col_expand_div"),
     OpDef("TCOLEXPANDMAX", "col_expand", _V, np.maximum, _COLX, _S2, dsl="col_expand_max"),
     OpDef("TCOLEXPANDMIN", "col_expand", _V, np.minimum, _COLX, _S2, dsl="col_expand_min"),

@@ -558,7 +558,7 @@ class Dispatcher:
         except ValueError:
             raise ConfigError(f"invalid pipe direction {d}", where=str(core.where()),
                               fix="use DIR_C2V, DIR_V2C, DIR_BOTH, DIR_V2C_CTRL or a *_GM direction (A5)") from None
-        pipe = isa.TPipe(flag, direction, size, num, local, peers=peers)(gm, c2v, v2c)
+        pipe = isa.TPipe(flag, direction, size, num, local, peers=peers, one_lane=bool(nosplit))(gm, c2v, v2c)
         self.pipes.append(pipe)
         return len(self.pipes) - 1
 

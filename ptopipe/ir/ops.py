@@ -691,9 +691,10 @@ MASK_DTYPE = "u8"
 
 def mask_shape(shape: tuple, dtype: str = MASK_DTYPE) -> tuple:
     """The packed mask of tiles of ``shape`` in ``dtype`` words: one bit per element, ceil(cols
-    / bits) words per row - exactly, as pto-isa's TSEL reads the mask as one bit stream that
-    moves to the next mask row after the mask's valid columns (TCMP writes each row's words
-    at its row)."""
+    / bits) words per row - exactly: the device reads each row's bits from its own mask row
+    (catalogue's mask layout), and pto-isa's CPU simulator, which reads the mask as one bit
+    stream over its valid words, agrees with it on such a mask when the columns are a
+    multiple of the word's bits."""
     bits = 8 * np_dtype(dtype).itemsize
     return (shape[0], -(-shape[1] // bits))
 MASK_DTYPES = tuple(short_name(d) for d in _MASK_NP)

@@ -20,9 +20,9 @@ import numpy as np
 from ..arch import MemSpace, PipeUnit
 from ..arch.vocab import BLayout, PlatformID, RoundMode, SaturationMode
 from ..arch.catalogue import (A5_MOVES, CONVERTS_FROM, EXTRACT_PATHS, LOAD_DST, MATMUL_ACCUM, MOVE_LAYOUTS, MOVE_PATHS,
-                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, matmul_dtype_fix, move_layout_error,
-                              op_scalar_error, scalar_error)
-from ..errors import KernelError, with_article
+                              MOVES, OPS, STORE_PIPE, STORE_SRC, by_form, div_trunc, matmul_dtype_fix, move_layout_error,
+                              op_scalar_error, scalar_error, tmp_written)
+from ..errors import KernelError, MemoryConflictError, with_article
 from ..sim import schedule as _sched
 from ..sim.core import SYNC_EVERY
 from ..sim.trace import MatmulArgs, TileArgs
@@ -100,16 +100,37 @@ def _dtype_check(core, op, tile: Tile) -> None:
         raise _err(core, f"{bad[0]} ({tile.describe()})", bad[1])
 
 
-def _tmp_tile(core, name: str, tmp, writes: list) -> None:
+def _tmp_tile(core, name: str, tmp, writes: list, reads=()) -> None:
     """pto-isa's ``tmp`` operand (``TXOR(dst, src0, src1, tmp)``): a Vec tile of this core;
-    A2A3 computes through it (it is written, ``writes`` gets it), A5 ignores it."""
+    where the device computes through it (``catalogue.tmp_written``: A2A3, and a few ops on
+    A5) it is written (``writes`` gets it) and must share no byte with the op's other
+    operands (``writes``, its destinations, and ``reads``, its sources)."""
     if tmp is None:
         return
-    arr(tmp, core, f"{name} tmp")
+    t = arr(tmp, core, f"{name} tmp")
     if tmp.loc is not _VEC:
         raise _not_vec(core, name, [tmp])
-    if core.cluster.platform.id is _A2A3:
+    if tmp_written(name, core.cluster.platform.id):
+        _tmp_apart(core, name, tmp, t, writes, reads)
         writes.append(tmp)
+
+
+def _tmp_apart(core, name: str, tmp: Tile, t, writes, reads) -> None:
+    """Raise if the scratch ``tmp`` (valid region ``t``) shares bytes with a destination in
+    ``writes`` or a source in ``reads`` (catalogue.tmp_written: the device overwrites it)."""
+    for role, tiles in (("destination", writes), ("source", reads)):
+        for o in tiles:
+            if o is None or o.__class__ is not Tile or o.mem is not tmp.mem:
+                continue
+            a = arr(o, core)
+            if np.may_share_memory(a, t) and np.shares_memory(a, t):
+                plat = core.cluster.platform.name.upper()
+                raise MemoryConflictError(
+                    f"{name}'s tmp {tmp.describe()} overlaps its {role} {o.describe()}: pto-isa's {plat} "
+                    f"{name} writes tmp as its own scratch while it reads its sources and writes its "
+                    "destination, so on the device it overwrites data the op still uses",
+                    where=str(core.where()),
+                    fix=f"give tmp its own {tmp.nbytes} bytes, apart from {name}'s destination and sources")
 
 
 def _check_scalar(dt, scalar) -> tuple:
@@ -683,7 +704,7 @@ def _with_tmp(instr, operands: str):
 def _vec_issue_tmp(core, name, dst, s0, s1, tmp):
     """``_vec_issue`` of an op given a ``tmp`` tile (written on A2A3: ``_tmp_tile``)."""
     writes = [dst]
-    _tmp_tile(core, name, tmp, writes)
+    _tmp_tile(core, name, tmp, writes, (s0, s1))
     if len(writes) == 1:
         return _vec_issue(core, name, dst, s0, s1, dst.valid_rows, dst.valid_cols, dst.item)
     srcs = [t for t in (s0, s1) if t is not None]
@@ -734,7 +755,7 @@ def _binary(op):
 
 #: the scalar ops pto-isa also spells scalar first (pto_instr.hpp's ``TDIVS(dst, scalar,
 #: src)``, include/pto/cpu/TBinSOps.hpp's OP_RDIVS): the kernel of ``dst = scalar op src``
-SCALAR_FIRST = {"TDIVS": lambda a, v, d: np.divide(v, a, out=d)}
+SCALAR_FIRST = {"TDIVS": lambda a, v, d: div_trunc(v, a, d)}
 
 
 def _scalar(op):
@@ -828,7 +849,7 @@ def _row_reduce(op):
         core.pending.append((_row_reduce_into, fn, a, d))
         writes = [dst]
         if tmp.__class__ is Tile:
-            _tmp_tile(core, name, tmp, writes)
+            _tmp_tile(core, name, tmp, writes, (src,))
         if len(writes) > 1:
             return vec_issue_n(core, name, writes, [src], src.valid_rows, src.valid_cols, src.item)
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
@@ -862,8 +883,9 @@ def _col_reduce(op):
             _dtype_check(core, op, src)
         core.pending.append((_col_reduce_into, fn, a, d))
         if tmp is not None:
-            arr(tmp, core, f"{name} tmp")
+            t = arr(tmp, core, f"{name} tmp")
             if binary:
+                _tmp_apart(core, name, tmp, t, (dst,), (src,))
                 return vec_issue_n(core, name, [dst, tmp], [src], src.valid_rows, src.valid_cols, src.item)
         return _vec_issue(core, name, dst, src, None, src.valid_rows, src.valid_cols, src.item)
     instr.__doc__ = f"{name}(dst, src{'[, tmp, isBinary]' if takes_tmp else ''}): dst[0, :] = {fn.__name__} " \
@@ -1085,8 +1107,9 @@ def TCVT(dst: Tile, src: Tile, mode: RoundMode = RoundMode.CAST_RINT, sat_mode: 
     else:
         core.pending.append((_copy_unsafe, d, a))
     if tmp is not None:
-        arr(tmp, core, "TCVT tmp")
+        t = arr(tmp, core, "TCVT tmp")
         if core.cluster.platform.id is _A2A3:
+            _tmp_apart(core, "TCVT", tmp, t, (dst,), (src,))
             return vec_issue_n(core, "TCVT", [dst, tmp], [src], dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
     return _vec_issue(core, "TCVT", dst, src, None, dst.valid_rows, dst.valid_cols, max(src.item, dst.item))
 

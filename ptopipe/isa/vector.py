@@ -66,7 +66,7 @@ def _same(core, name: str, dst: Tile, d, **srcs) -> None:
 
 def _issue(core, name, dsts, srcs, tmp, rows, cols, itemsize) -> Event:
     writes = list(dsts)
-    _tmp_tile(core, name, tmp, writes)
+    _tmp_tile(core, name, tmp, writes, srcs)
     return vec_issue_n(core, name, writes, srcs, rows, cols, itemsize)
 
 
@@ -151,6 +151,27 @@ def _mask_words(core, name: str, mask: Tile, m, rows: int, cols: int, role: str)
                          f"ceil(cols / {8 * mask.item}) valid columns")
 
 
+def _a5_select_mask(core, name: str, mask: Tile, rows: int, cols: int, item: int) -> None:
+    """pto-isa's A5 TSEL (a5/TSel.hpp:45, :65, :108) loads row ``i``'s predicate from byte
+    ``i * RowStride`` of the mask, RowStride counted in mask elements but taken as bytes, and
+    for 1-byte data the predicate of each 256-column repeat ``j`` from byte ``16 * j`` of the
+    row (32 bytes a repeat needs): a mask wider than a byte with more than one row, or 1-byte
+    data wider than 256 columns, selects by other bits than the mask holds for the row.
+    (TSELS and A2A3's TSEL step the mask in bytes: a5/TSels.hpp:30, a2a3/TSel.hpp:50.)"""
+    if core.cluster.platform.id is _A2A3:
+        return
+    if mask.item > 1 and rows > 1:
+        raise _err(core, f"{name}: the mask {mask.describe()} is {mask.dtype.name} with {rows} rows; pto-isa's "
+                         f"A5 {name} steps mask rows by the tile's row stride in bytes, not in {mask.dtype.name} "
+                         "words (a5/TSel.hpp:45), so rows 1.. select by the wrong bits on the device",
+                   "declare the mask tile uint8 (TCMP / TCMPS write a uint8 mask as well)")
+    if item == 1 and cols > 256:
+        raise _err(core, f"{name}: {cols} columns of 1-byte data; pto-isa's A5 {name} loads the mask of each "
+                         "256-column repeat from 16 bytes on, not 32 (a5/TSel.hpp:108), so columns 256.. select "
+                         "by the wrong bits on the device",
+                   "split the rows into tiles of at most 256 columns, or select 2-byte data")
+
+
 def _int32_eq_only(core, name: str, src: Tile, mode: CmpMode) -> None:
     """pto-isa on A2A3 compares int32 tiles with EQ whatever the mode: an error, not EQ."""
     if mode is not CmpMode.EQ and src.dtype == dt.int32 and core.cluster.platform.id is _A2A3:
@@ -224,6 +245,7 @@ def _select(op):
         _same(core, name, dst, d, src0=(src0, a), src1=(src1, b))
         _rule(core, op, dst, ok)
         _mask_words(core, name, mask, m, *d.shape, "mask")
+        _a5_select_mask(core, name, mask, *d.shape, dst.item)
         core.pending.append((fn, m, a, b, d))
         return _issue(core, name, [dst], [mask, src0, src1], tmp, *d.shape, dst.item)
     instr.__doc__ = f"{name}(dst, mask, src0, src1[, tmp]): dst = mask ? src0 : src1 per element."

@@ -285,18 +285,20 @@ def test_static_shape_rounds_a_tile_up_to_the_shape_pto_tile_takes():
 
 
 # pto-isa's static_asserts (include/pto/npu/<platform>/<header>:<line>) of the element-wise,
-# unary and reduction families, over the dtypes ptopipe names; the integer divisions pto-isa
-# also has (TDIVS, TDIV on A5, ...) ptopipe leaves out (it divides floats only)
+# unary and reduction families, over the dtypes ptopipe names (uint16 / uint64 spelled out)
 _PTO_ISA_DTYPES = {
     # a2a3 TAdd.hpp:62 / a5 TAdd.hpp:60 (TSUB, TMAX, TMIN and the scalar forms alike)
-    "TADD": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 u32 i64 bf16"),
-    "TMAXS": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 u32 i64 bf16"),
-    # a2a3 TMul.hpp:61 / a5 TMul.hpp:59: no 8-bit integers on A5; TNEG is TMULS by -1
-    "TMUL": ("f16 f32 i16 i32", "f16 f32 i16 i32 u32 i64 bf16"),
-    "TNEG": ("f16 f32 i16 i32", "f16 f32 i16 i32 u32 i64 bf16"),
-    # a2a3 TDivS.hpp:220 / a5 TDivS.hpp:138: no bf16 (TRECIP is TDIVS of 1)
-    "TDIVS": ("f16 f32", "f16 f32"),
-    "TRECIP": ("f16 f32", "f16 f32"),
+    "TADD": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 uint16 u32 i64 uint64 bf16"),
+    "TMAXS": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 uint16 u32 i64 uint64 bf16"),
+    # a2a3 TMul.hpp:61 / a5 TMul.hpp:59, TMulS.hpp:57: no 8-bit integers on A5; TNEG is TMULS by -1
+    "TMUL": ("f16 f32 i16 i32", "f16 f32 i16 i32 uint16 u32 i64 uint64 bf16"),
+    "TMULS": ("f16 f32 i16 i32", "f16 f32 i16 i32 uint16 u32 i64 uint64 bf16"),
+    "TNEG": ("f16 f32 i16 i32", "f16 f32 i16 i32 uint16 u32 i64 uint64 bf16"),
+    # a2a3 TDiv.hpp:58 (floats) / a5 TDiv.hpp:67 (no bf16, no 8-bit integers)
+    "TDIV": ("f16 f32", "f16 f32 i16 uint16 i32 u32 i64 uint64"),
+    # a2a3 TDivS.hpp:220 / a5 TDivS.hpp:138: no bf16 (TRECIP is TDIVS(dst, 1, src))
+    "TDIVS": ("f16 f32 i16 i32", "f16 f32 i16 uint16 i32 u32 i64 uint64"),
+    "TRECIP": ("f16 f32 i16 i32", "f16 f32 i16 uint16 i32 u32 i64 uint64"),
     # a2a3 TUnaryOp.hpp:265 / a5 TUnaryOp.hpp:149, TRsqrt.hpp:194, TUnaryOp.hpp:316 (TABS)
     "TEXP": ("f16 f32", "f16 f32"),
     "TRSQRT": ("f16 f32", "f16 f32"),
@@ -307,19 +309,21 @@ _PTO_ISA_DTYPES = {
     "TROWSUM": ("f16 f32 i16 i32", "f16 f32 i16 i32"),
     "TROWMAX": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8"),
     # a2a3 TColSum.hpp:102 / a5 TColReduceOps.hpp:31
-    "TCOLSUM": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 u32 i64 bf16"),
+    "TCOLSUM": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 uint16 u32 i64 uint64 bf16"),
+    # a2a3 TColReduceIdx.hpp:26 / a5 TColReduceIdx.hpp:65 (b8 / b16 / b32)
+    "TCOLARGMAX": ("f16 f32 uint16 u32", "f16 f32 bf16 i8 u8 i16 uint16 i32 u32"),
     # a2a3 TRowExpandAdd.hpp:40 / a5 TRowExpandAdd.hpp:55; TRowExpandDiv.hpp:55 / :84
-    "TROWEXPANDADD": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 u32 bf16"),
-    "TROWEXPANDDIV": ("f16 f32", "f16 f32 bf16"),
+    "TROWEXPANDADD": ("f16 f32 i16 i32", "f16 f32 i16 i32 i8 u8 uint16 u32 bf16"),
+    "TROWEXPANDDIV": ("f16 f32", "f16 f32 bf16 i8 u8 i16 uint16 i32 u32"),
     # a2a3 TExpandS.hpp:144 / a5 TExpandS.hpp:149
-    "TEXPANDS": ("f16 f32 i16 i32 i8 u8 u32 bf16", "f16 f32 i16 i32 i8 u8 u32 i64 bf16"),
+    "TEXPANDS": ("f16 f32 i16 i32 i8 u8 uint16 u32 bf16", "f16 f32 i16 i32 i8 u8 uint16 u32 i64 uint64 bf16"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(_PTO_ISA_DTYPES))
 def test_element_wise_dtype_rules_are_pto_isas_per_platform(name):
     """bf16 TADD is A5's (A2A3's TADD static_assert leaves it out, and ptoas refuses it)."""
-    names = _TILE_DTYPES + ["u32", "i64"]
+    names = _TILE_DTYPES + ["u32", "i64", "uint16", "uint64"]
     for platform, want in zip(PlatformID, _PTO_ISA_DTYPES[name]):
         got = {n for n in names if CAT[name].dtype_error(as_dtype(n), platform) is None}
         assert got == set(want.split()), (name, platform, sorted(got))

@@ -229,6 +229,27 @@ def test_a_one_lane_pipe_built_on_aiv1_gets_a_cpp_fix(cpp_cache):
 
 
 @needs_cxx
+def test_pto_isas_a5_one_lane_form_under_spec_names_the_pto_isa_protocol(cpp_cache):
+    """A kernel in pto-isa's A5 one-lane form (TPipe<..., IsNoSplit = true>, only AIV0 builds
+    and pops it) stalls under the spec protocol, which gives an IsNoSplit pipe both lanes: the
+    fix says the kernel is written for pto-isa's protocol, not to write what it already does;
+    under --protocol pto-isa it runs."""
+    name = "nosplit_both_lanes.cpp"
+
+    def run(protocol):
+        return run_cpp(kernel(name), dict(fifo=isa.gm_buffer(4096), use=0), aic="cube_one_lane",
+                       aiv="vec_one_lane", platform="a5", protocol=protocol)
+    with pytest.raises(DeadlockError) as ei:
+        run("spec")
+    e = ei.value
+    assert e.where == f"{os.path.relpath(kernel(name))}:{line_of(name, 'the push')}"
+    assert "declares the pipe one-lane (IsNoSplit = true), but under the spec protocol" in e.what
+    assert e.fix.startswith("this kernel is written for pto-isa's protocol") and "--protocol pto-isa" in e.fix
+    assert "get_subblockid() == 0" not in e.fix
+    run("pto-isa")
+
+
+@needs_cxx
 def test_a_tile_left_in_the_ring_is_the_leak_of_one_launch_with_two(cpp_cache):
     """A launch leaving a tile in the ring (spec: its teardown would wait for that slot's free
     forever): the leak a single launch reports, at the C++ TPUSH, in launch 1 of 2."""

@@ -330,15 +330,31 @@ def test_select_by_mask(platform, dtype, mask):
     m[:, :packed(p, mask).shape[1]] = packed(p, mask)
     tmp = ((1, 64), np.uint32)
 
-    got = run_tiles(platform, lambda o, i: TSEL(o[0], i[2], i[0], i[1], o[1]), [a, b, m],
-                    [(a.shape, dtype), tmp])
-    close(got[0], np.where(p, a, b), dtype)
+    # each dst row reads its own mask row (the NPU's layout; pto-isa's CPU simulator would read
+    # row 1 from bytes 5.. of mask row 0, one bit stream over the 32 valid bytes)
+    sel = lambda o, i: TSEL(o[0], i[2], i[0], i[1], o[1])   # noqa: E731
+    if mask is np.uint32 and platform == "a5":   # A5's TSEL steps mask rows in bytes, not words
+        rejects(platform, sel, [a, b, m], [(a.shape, dtype), tmp], "uint32 with 8 rows", "a5/TSel.hpp:45",
+                "declare the mask tile uint8")
+    else:
+        got = run_tiles(platform, sel, [a, b, m], [(a.shape, dtype), tmp])
+        close(got[0], np.where(p, a, b), dtype)
     sels = lambda o, i: TSELS(o[0], i[1], i[0], o[1], 7)   # noqa: E731  (tmp, then the scalar)
     if dtype is BF16 and platform == "a5":      # pto-isa's A5 TSELS takes no bf16
         rejects(platform, sels, [a, m], [(a.shape, dtype), tmp], "TSELS takes", "A2A3 takes bfloat16")
     else:
         got = run_tiles(platform, sels, [a, m], [(a.shape, dtype), tmp])
         close(got[0], np.where(p, a, dtype(7)), dtype)
+
+
+def test_a5_tsel_of_1_byte_data_is_refused_past_256_columns():
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 100, (2, 512)).astype(np.int8)
+    m = np.zeros((2, 64), np.uint8)
+    sel = lambda o, i: TSEL(o[0], i[1], i[0], i[0])   # noqa: E731
+    rejects("a5", sel, [a, m], [(a.shape, np.int8)], "512 columns of 1-byte data", "a5/TSel.hpp:108")
+    got = run_tiles("a5", sel, [a[:, :256], m[:, :32]], [((2, 256), np.int8)])
+    np.testing.assert_array_equal(got[0], a[:, :256])
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import isa
 from ...isa.context import get_block_num
+from ...isa.ops import SCALAR_FIRST as ISA_SCALAR_FIRST
 from ...arch.catalogue import OPS as CATALOGUE
 from ...arch import PipeUnit
 from ...arch.vocab import CmpMode, HistByte, MaskPattern, ReluPreMode
@@ -311,6 +312,8 @@ def _scalar_first(ex, s, name, dst, scalar, src):
     if dst is src:
         raise ex.err(s, f"{s.name} scalar-first in place (the destination is the source)",
                      "write the result to another tile")
+    if name in ISA_SCALAR_FIRST:     # the ISA has the form (integer TDIVS divides toward zero)
+        return getattr(isa, name)(dst, scalar, src)
     isa.TEXPANDS(dst, scalar)
     return getattr(isa, _SCALAR_FIRST[name])(dst, dst, src)
 

@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...arch.vocab import C2V, LOCAL_SLOT_NUM, V2C, Direction, FIFOType, VecCubeRatio
 from ...errors import ConfigError
@@ -29,6 +29,9 @@ class TPipe:
     peers: tuple = (0, 1)
     sync_period: int | None = None   # None: the pto-isa rule; TMPipe sets FiFoSyncT
     fifo: FIFOType | None = None     # TMPipe's FIFO kind; None: implied by the direction
+    #: the kernel declared the pipe one-lane (C++ ``TPipe<..., IsNoSplit = true>``), whatever
+    #: lanes the run's protocol gives it (``peers``): what a stall's diagnosis tells the user
+    one_lane: bool = field(default=False, compare=False)
 
     def __class_getitem__(cls, params):
         return cls(*params) if isinstance(params, tuple) else cls(params)

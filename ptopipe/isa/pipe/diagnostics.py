@@ -303,7 +303,11 @@ def _absent_lane(cluster, ch, core, other, w):
         state = f"never binds it ({other.state.value} at {other.where()})"
     cause = (f"{other.name} never takes part in {ch.name}: {core.name}'s {op} at {loc} waits for "
              f"{other.name}'s {signal}[{tag}] handshake, but {other.name} {state}")
-    if other.kind is CoreKind.AIV and len(ch.peers) > 1:
+    if other.kind is CoreKind.AIV and len(ch.peers) > 1 and ch.cfg.one_lane:
+        cause += (f"; the kernel declares the pipe one-lane (IsNoSplit = true), but under the "
+                  f"{ch.model.protocol.value} protocol an IsNoSplit pipe has both Vector lanes in every handshake")
+        fix = _one_lane_fix(cluster, ch, other)
+    elif other.kind is CoreKind.AIV and len(ch.peers) > 1:
         rest = next(p for p in ch.peers if p != other.subblock)
         cause += f"; a pipe with lanes {','.join(f'AIV{p}' for p in ch.peers)} needs both in every handshake"
         fix = (f"dispatch the kernel on both Vector sub-blocks and let {other.name} take part in every "
@@ -321,6 +325,23 @@ def _absent_lane(cluster, ch, core, other, w):
             "finding": {"kind": "absent_lane", "core": other.name, "state": other.state.value,
                         "pipe": ch.name, "waiter": core.name, "op": op, "where": loc,
                         "signal": signal, "tag": tag}}
+
+
+def _one_lane_fix(cluster, ch, other) -> str:
+    """The fix of a stall on a pipe the kernel declares one-lane (``TPipe<..., IsNoSplit =
+    true>``) that the run's protocol gives both Vector lanes, ``other`` taking no part: the
+    kernel is written for pto-isa's one-lane form (A5), which ``--protocol pto-isa`` runs."""
+    from ...protocol.model import compile_model
+    plat = cluster.platform.name
+    replay = (f"or, to keep the {ch.model.protocol.value} protocol, let {other.name} take part too: run the "
+              f"pipe's construction and every {'TPOP / TFREE' if ch.way == C2V else 'TPUSH'} of it there as "
+              "well, with an empty tile (tile.SetValid(0, 0): no data moves, the flags do)")
+    if compile_model("pto-isa", plat).nosplit_lane0:
+        return ("this kernel is written for pto-isa's protocol, where a TPipe<..., IsNoSplit = true> has one "
+                f"Vector lane, AIV0, and {other.name} takes no part (pto-isa's A5 TPipe): run it with "
+                f"--protocol pto-isa; {replay}")
+    return ("this kernel gives the pipe one lane as pto-isa does on A5 only (TPipe<..., IsNoSplit = true>, "
+            f"{other.name} taking no part): run it with --platform a5 --protocol pto-isa; {replay}")
 
 
 def _free_culprit(ch, core, cons):

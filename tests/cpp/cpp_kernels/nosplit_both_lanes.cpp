@@ -14,3 +14,25 @@ extern "C" __global__ AICORE void vec_kernel(__gm__ float *fifo, int64_t use)
         TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
     }
 }
+
+// pto-isa's A5 one-lane form (its tpush_a5 no-split tests): only AIV0 constructs and pops the pipe,
+// the Vector body under get_subblockid() == 0.  pto-isa on A5 gives the pipe one lane and runs it;
+// the spec protocol gives an IsNoSplit pipe both lanes, so the Cube's push waits for AIV1 - a
+// deadlock whose fix names --protocol pto-isa.
+extern "C" __global__ AICORE void cube_one_lane(__gm__ float *fifo, int64_t use)
+{
+    Pipe pipe(fifo, 0x10000, 0);
+    TileAcc<float, 16, 16> acc;
+    TASSIGN(acc, 0x0);
+    TPUSH<Pipe, TileAcc<float, 16, 16>, TileSplitAxis::TILE_NO_SPLIT>(pipe, acc);  // the push
+}
+
+extern "C" __global__ AICORE void vec_one_lane(__gm__ float *fifo, int64_t use)
+{
+    if (get_subblockid() == 0) {
+        Pipe pipe(fifo, 0x10000, 0);
+        Tile<TileType::Vec, float, 16, 16> v;
+        TPOP<Pipe, Tile<TileType::Vec, float, 16, 16>, TileSplitAxis::TILE_NO_SPLIT>(pipe, v);
+        TFREE<Pipe, TileSplitAxis::TILE_NO_SPLIT>(pipe);
+    }
+}

@@ -1,0 +1,70 @@
+"""An instruction's scratch ``tmp`` tile that shares bytes with one of its sources or its
+destination is a MemoryConflictError at the instruction, on the platforms where the device
+computes through it (catalogue.tmp_written: A2A3, and TSORT32 / TMRGSORT / TCOLSUM on A5);
+where the device leaves tmp alone (A5's TPOW) the op runs, checked against numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ptopipe
+from ptopipe import MemoryConflictError
+from ptopipe.arch.catalogue import tmp_written
+from ptopipe.arch.vocab import PlatformID
+from ptopipe.isa import *  # noqa: F403
+from markers import line_of
+
+_BASE = np.linspace(0.5, 2.0, 64, dtype=np.float32).reshape(8, 8)
+_EXP = np.linspace(-1.0, 3.0, 64, dtype=np.float32).reshape(8, 8)
+
+
+def _pow_kernel(tmp_addr):
+    def k(out, a, b):
+        s0 = Tile(TileType.Vec, float32, 8, 8, addr=0x0)
+        s1 = Tile(TileType.Vec, float32, 8, 8, addr=0x100)
+        d = Tile(TileType.Vec, float32, 8, 8, addr=0x200)
+        tmp = Tile(TileType.Vec, float32, 8, 8, addr=tmp_addr)
+        TLOAD(s0, GlobalTensor(a.data(), (8, 8)))
+        TLOAD(s1, GlobalTensor(b.data(), (8, 8)))
+        TPOW(d, s0, s1, tmp)  # the pow
+        TSTORE(GlobalTensor(out.data(), (8, 8)), d)
+    return k
+
+
+def _run(k, platform):
+    return ptopipe.run(aiv=(k, None), args=dict(out=np.zeros((8, 8), np.float32), a=_BASE, b=_EXP),
+                       platform=platform).outputs["out"]
+
+
+@pytest.mark.parametrize("tmp_addr,role", [(0x0, "source"), (0xc0, "source"), (0x2c0, "destination")])
+def test_a2a3_tpow_tmp_on_an_operand_is_an_error_at_the_instruction(tmp_addr, role):
+    k = _pow_kernel(tmp_addr)
+    with pytest.raises(MemoryConflictError) as ei:
+        _run(k, "a2a3")
+    e = ei.value
+    assert "TPOW's tmp" in e.what and f"overlaps its {role}" in e.what and "A2A3" in e.what, e.what
+    assert e.where.endswith(f"test_tmp_overlap.py:{line_of(k, 'the pow')}"), e.where
+    assert "apart from TPOW's destination and sources" in e.fix
+
+
+def test_tmp_apart_runs_and_a5_ignores_tpows_tmp():
+    want = _BASE ** _EXP
+    np.testing.assert_allclose(_run(_pow_kernel(0x300), "a2a3"), want, rtol=1e-5)
+    np.testing.assert_allclose(_run(_pow_kernel(0x0), "a5"), want, rtol=1e-5)   # A5: tmp unused
+
+
+def test_a5_tsort32_computes_through_its_tmp():
+    assert tmp_written("TSORT32", PlatformID.PLATFORM_A5) and not tmp_written("TPOW", PlatformID.PLATFORM_A5)
+
+    def k(out, a):
+        src = Tile(TileType.Vec, float32, 1, 32, addr=0x0)
+        idx = Tile(TileType.Vec, uint32, 1, 32, addr=0x100)
+        dst = Tile(TileType.Vec, float32, 1, 64, addr=0x200)
+        tmp = Tile(TileType.Vec, float32, 1, 32, addr=0x40)
+        TLOAD(src, GlobalTensor(a.data(), (1, 32)))
+        TCI(idx, 0)
+        TSORT32(dst, src, idx, tmp)
+        TSTORE(GlobalTensor(out.data(), (1, 64)), dst)
+    a = np.arange(32, dtype=np.float32).reshape(1, 32)
+    with pytest.raises(MemoryConflictError, match="TSORT32's tmp .* overlaps its source"):
+        ptopipe.run(aiv=(k, None), args=dict(out=np.zeros((1, 64), np.float32), a=a), platform="a5")
