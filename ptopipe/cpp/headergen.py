@@ -7,14 +7,14 @@ ABI reads - both made here from one source, so they cannot drift apart:
   carries across the ABI (:func:`cpp_value`);
 * the element-type codes from :data:`ptopipe.codegen.cpp_types.CTYPES`;
 * the ABI operation ids (:data:`SPECIAL` then every instruction of the op catalogue);
-* one definition per instruction of the catalogue (:data:`ptopipe.arch.catalogue.OPS`): a
-  ``PTOPIPE_INSTRUCTION(NAME, id, fewest, most)`` line whose argument counts come from the
-  instruction's Python form in :mod:`ptopipe.isa` (its positional operands, then up to
-  :data:`MAX_EVENTS` wait events, as pto-isa's ``WaitEvents&... events``); an instruction
+* the instructions of the catalogue (:data:`ptopipe.arch.catalogue.OPS`), function templates as
+  pto-isa declares them: one per number of arguments the instruction's Python form in
+  :mod:`ptopipe.isa` takes (its positional operands, then up to :data:`MAX_EVENTS` wait events,
+  as pto-isa's ``WaitEvents&... events``), each also callable with its operands' types as
+  explicit template arguments (``TADD<Dst, Src0, Src1>(dst, src0, src1)``); an instruction
   pto-isa also spells with mode template arguments (:data:`MODE_FORMS`, e.g.
-  ``TCI<TileData, T, descending>(dst, start)``) is declared as function templates instead:
-  its plain calls and those forms, which pass the mode on as an operand or a keyword
-  (:data:`KEYWORDS`) of the Python form.
+  ``TCI<TileData, T, descending>(dst, start)``) has those forms too, which pass the mode on as
+  an operand or a keyword (:data:`KEYWORDS`) of the Python form.
 
 ``python -m ptopipe.cpp.headergen`` rewrites the header; tests/cpp/test_headers.py checks it
 is current.
@@ -267,37 +267,54 @@ def render() -> str:
     out.append("namespace pto { enum class Layout : int { " +
                ", ".join(f"{l.name} = {i}" for i, l in enumerate(V.GM_LAYOUTS)) + " }; }")
     out += ["#endif", "#else", ""]
-    out.append("// one line per instruction of the op catalogue: PTOPIPE_INSTRUCTION(name, ABI id, "
-               "fewest, most arguments)")
+    out.append("// the instructions of the op catalogue, as function templates (pto-isa's pto_instr.hpp declares "
+               "each so: a kernel may call it with explicit template arguments)")
     out.append("namespace pto {")
     ids = {n: i for i, n in enumerate(op_names())}
     for name in sorted(OPS):
         lo, hi = arities(name)
+        out += _plain(name, ids[name], lo, hi)
         if name in MODE_FORMS:
-            out += _modal(name, ids[name], lo, hi)
-        else:
-            out.append(f"PTOPIPE_INSTRUCTION({name}, {ids[name]}, {lo}, {hi})")
+            out += _modal(name, ids[name])
     out.append("}  // namespace pto")
     out.append("#endif")
     return "\n".join(out) + "\n"
 
 
-def _modal(name: str, op: int, lo: int, hi: int) -> list:
-    """The declarations of an instruction of :data:`MODE_FORMS`: function templates (a class
-    template cannot share the name of a function template) - the plain call with each number
-    of arguments, then each of pto-isa's templated forms with up to MAX_EVENTS wait events;
-    each takes its call site as a defaulted last parameter."""
-    site = "::ptopipe::Site s = PTOPIPE_HERE"
-    out = [f"// {name} (ABI id {op}, {lo} to {hi} arguments): pto-isa also spells it with mode template "
-           f"arguments (docs/isa/{name}.md)"]
-    # the plain calls take const references: where a templated form takes the same operands
-    # (non-const lvalues, as pto-isa declares them) its binding ranks better, on every compiler
-    # (with forwarding references the tie goes to partial ordering, which clang calls ambiguous)
-    for k in range(max(lo, 1), hi + 1):
-        tparams = ", ".join(f"class A{i}" for i in range(k))
-        params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + [site])
+_SITE = "::ptopipe::Site s = PTOPIPE_HERE"
+
+
+def _plain(name: str, op: int, lo: int, hi: int) -> list:
+    """The plain calls of an instruction: a function template per number of arguments, each
+    taking its call site as a defaulted last parameter.  Their leading pack ``X`` takes the
+    types a kernel names explicitly (pto-isa's ``TADD<Dst, Src0, Src1>(dst, src0, src1)``, its
+    template parameters being the operands' types, in any order: ``TMRGSORT<Dst, Tmp, Src0,
+    Src1, ...>(dst, executed, tmp, src0, src1)``); each must be the type of an operand.  A call
+    with too few or too many arguments meets the last overload, which says how many it takes.
+    The operands are const references: where a templated form (:data:`MODE_FORMS`) takes the
+    same operands as non-const lvalues, as pto-isa declares them, its binding ranks better, on
+    every compiler (with forwarding references the tie goes to partial ordering, which clang
+    calls ambiguous)."""
+    out = [f"// {name} (ABI id {op}, {lo} to {hi} arguments)"]
+    for k in range(lo, hi + 1):
+        tparams = ", ".join(["class... X"] + [f"class A{i}" for i in range(k)])
+        params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + [_SITE])
+        types = ", ".join(f"A{i}" for i in range(k))
+        call = "".join(f", a{i}" for i in range(k))
         out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
-                   f"{{ return RecordEvent(::ptopipe::inst({op}, s, {', '.join(f'a{i}' for i in range(k))})); }}")
+                   f"{{ PTOPIPE_EXPLICIT_TYPES({name}, X, ({types})); "
+                   f"return RecordEvent(::ptopipe::inst({op}, s{call})); }}")
+    # (with no arguments taken, one argument at least: a call with none is the overload above)
+    first, more = ("class A0, ", "const A0 &, ") if lo == 0 else ("", "")
+    out.append(f"template <class... X, {first}class... A> inline RecordEvent {name}({more}const A &...) "
+               f"{{ PTOPIPE_ARGUMENT_COUNT({name}, {lo}, {hi}, A); return RecordEvent(); }}")
+    return out
+
+
+def _modal(name: str, op: int) -> list:
+    """pto-isa's templated forms of an instruction of :data:`MODE_FORMS`, each with up to
+    MAX_EVENTS wait events and its call site as a defaulted last parameter."""
+    out = [f"// {name}: pto-isa also spells it with mode template arguments (docs/isa/{name}.md)"]
     for form in MODE_FORMS[name]:
         fwd = []
         for f in form.forward:
@@ -310,7 +327,7 @@ def _modal(name: str, op: int, lo: int, hi: int) -> list:
             ev = [f"E{i}" for i in range(e)]
             tparams = form.template + "".join(f", class {x}" for x in ev) + \
                 (f", ::ptopipe::if_events<{', '.join(ev)}> = 0" if e else "")
-            params = ", ".join([form.params] + [f"{x} &e{i}" for i, x in enumerate(ev)] + [site])
+            params = ", ".join([form.params] + [f"{x} &e{i}" for i, x in enumerate(ev)] + [_SITE])
             check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
             call = ", ".join(fwd + [f"e{i}" for i in range(e)])
             out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "

@@ -91,3 +91,43 @@ void k(V &d, V &a, V &b, V &t, Col &c, Tile<TileType::Vec, int16_t, 8, 32> &h, T
 }
 """)
     assert r.returncode == 0, r.stderr
+
+
+#: calls with explicit template arguments pto-isa's function templates take (its tests' spellings)
+EXPLICIT = """
+using V = Tile<TileType::Vec, float, 8, 32>;
+using O = Tile<TileType::Vec, uint32_t, 8, 8>;
+void explicit_forms(V &d, V &a, V &b, O &o, Event<Op::TADD, Op::TADD> &e) {
+    TADD<V, V, V>(d, a, b);
+    TFUSEDMULADD<V, V, V>(d, a, b, e);
+    TGATHERB<V, V, O>(d, a, o);
+    TMULS<V, V>(d, a, 2.0f);
+    auto e2 = TEXPANDS<V>(d, 1.0f);
+    TSYNC(e2);
+    TTRAP();
+}
+void refused(V &d, V &a, O &o) {
+    TADD<V, V, O>(d, a, a);
+    TADD(d, a);
+}
+"""
+
+
+@needs_cxx
+def test_explicit_template_arguments_are_the_operands_types(tmp_path):
+    """Every instruction is callable as pto-isa declares it, a function template: with its
+    operands' types as explicit template arguments (in pto-isa's order, which need not be the
+    operands'); a type that is no operand's, or a wrong number of arguments, is refused at the
+    call with a message saying so."""
+    import re
+    r = compile_only(tmp_path, EXPLICIT)
+    assert r.returncode != 0
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 2, r.stderr[-3000:]
+    assert "TADD<...>(...): an explicit template argument is not the type of any operand" in errors[0]
+    assert "TADD takes 3 to 6 arguments (operands, then wait events)" in errors[1]
+    lines = (compile_only.__globals__["PRELUDE"] + EXPLICIT).splitlines()
+    at = {int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:\s+(?:required from here|note: in instantiation of "
+                                     r"function template specialization .* requested here)", r.stderr)}
+    assert at == {i for i, ln in enumerate(lines, 1) if ln.startswith("    TADD") and "refused" not in ln
+                  and i > lines.index("void refused(V &d, V &a, O &o) {")}, r.stderr[-3000:]

@@ -1,7 +1,8 @@
 // pto-isa's overloads and API as its headers declare them (include/pto/common/pto_instr.hpp,
 // constants.hpp, cpu_stub.hpp, pto_tile.hpp, npu/a2a3/TPush.hpp), one Vector kernel using each:
 // the tmp-tile forms (TRSQRT, TCOLSUM with isBinary, TROWEXPANDMUL, TCVT with a SaturationMode),
-// the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, a TSTORE of a valid region smaller
+// the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, instructions
+// called with their operands' types as explicit template arguments, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
 #include <pto/pto-inst.hpp>
 
@@ -51,7 +52,7 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TASSIGN(u, 0x1c00);
     G<float> gx(x);
     auto e0 = TLOAD(a, gx);
-    auto e1 = TMULS(b, a, 2.0f, e0);        // an instruction's event, kept in auto, waited for
+    auto e1 = TMULS<V, V>(b, a, 2.0f, e0);  // an instruction's event, kept in auto, waited for
     store(twice, b);
     TRSQRT(d, a, t);
     store(rsqrt, d);
@@ -62,7 +63,7 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     store(rdiv, d);
     TEXP<ExpAlgorithm::HIGH_PRECISION>(d, a);
     store(exp, d);
-    TROWSUM(col, a, t);
+    TROWSUM<decltype(col), V, V>(col, a, t);
     TROWEXPANDMUL(d, a, col, t);
     store(rowmul, d);
     TMULS(b, a, 1000.0f);

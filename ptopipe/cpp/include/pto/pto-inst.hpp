@@ -697,18 +697,29 @@ struct AtEvent {
 };
 }  // namespace ptopipe
 
-// one instruction of the op catalogue: ``NAME(args..., events...)`` is an object whose
-// constructor runs the instruction at its call site and which is its RecordEvent (pto-isa's
-// instructions return one: ``auto e = TLOAD(...)`` is an event a later instruction waits for)
-#define PTOPIPE_INSTRUCTION(NAME, ID, FEWEST, MOST)                                                      \
-    template <typename... A> struct NAME : RecordEvent {                                                \
-        NAME(A &&...a, ::ptopipe::Site s = PTOPIPE_HERE) : RecordEvent(::ptopipe::inst(ID, s, a...))   \
-        {                                                                                               \
-            static_assert(sizeof...(A) >= FEWEST && sizeof...(A) <= MOST,                                \
-                          #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)"); \
-        }                                                                                               \
-    };                                                                                                  \
-    template <typename... A> NAME(A &&...)->NAME<A...>;
+// the instructions of the op catalogue (ptopipe_generated.hpp): ``NAME(args..., events...)``
+// runs the instruction at its call site and returns its RecordEvent (pto-isa's instructions
+// return one: ``auto e = TLOAD(...)`` is an event a later instruction waits for).  The types a
+// kernel names as explicit template arguments (``TADD<Dst, Src0, Src1>(dst, src0, src1)``, as
+// pto-isa's function templates allow) are the operands' own: each must be one of them.
+namespace ptopipe {
+template <typename X, typename... A>
+constexpr bool names_an_operand = ((std::is_same_v<std::remove_cv_t<X>, std::remove_cv_t<A>> ||
+                                    std::is_same_v<std::remove_cv_t<X>, std::remove_cv_t<std::remove_pointer_t<A>>>) ||
+                                   ...);
+template <typename... X> struct explicit_types {
+    template <typename... A> static constexpr bool of = (names_an_operand<X, A...> && ...);
+};
+template <typename... A> struct wrong_count : std::false_type {};
+}  // namespace ptopipe
+#define PTOPIPE_EXPLICIT_TYPES(NAME, X, A)                                                                \
+    static_assert(::ptopipe::explicit_types<X...>::template of<PTOPIPE_UNPAREN A>,                        \
+                  #NAME "<...>(...): an explicit template argument is not the type of any operand of the "  \
+                  "call (pto-isa's template parameters are the operands' types)")
+#define PTOPIPE_UNPAREN(...) __VA_ARGS__
+#define PTOPIPE_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                                     \
+    static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
+                  #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)")
 
 // the algorithms of pto-isa's ``<auto PrecisionType>`` forms (include/pto/common/type.hpp; its
 // PowAlgorithm is ptopipe's, which TPOW / TPOWS pass on): the device's ways to one function,
