@@ -44,6 +44,9 @@ PIPE_STATUS = ("setAllocateStatus", "setRecordStatus", "setWaitStatus", "setFree
 MAX_EVENTS = 3
 #: the most arguments of an instruction whose Python form takes ``*args`` only
 MAX_VARIADIC = 8
+#: the most operands of an instruction whose Python form takes some of them in ``*args``
+#: (before its wait events): TMRGSORT(dst, executedNumList, tmp, src0, src1, src2, src3)
+MOST_OPERANDS = {"TMRGSORT": 7}
 
 #: (C++ name, Python enum, C++ namespace or None: global, scoped ``enum class``)
 ENUMS = (("TileType", V.TileType, "pto", True), ("BLayout", V.BLayout, "pto", True),
@@ -77,14 +80,16 @@ MAX_WORDS = 128
 ABORT = -(1 << 63)
 
 #: ABI argument kinds (each argument is a kind word followed by its payload words)
-KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10}
+KINDS = {"INT": 1, "FLT": 2, "TILE": 3, "GT": 4, "PIPE": 5, "EVENT": 6, "ENUM": 7, "PTR": 8, "NULL": 9, "KW": 10,
+         "COUNTS": 11}
 #: the payload words after each kind word (as pto-inst.hpp's ``enc`` writes them): a scalar, a
 #: double's bits, a handle; a GlobalTensor's address, element type, 5 dims, 5 strides and layout
 #: (its index in :data:`~ptopipe.arch.vocab.GM_LAYOUTS`, the C++ ``Layout`` value); an
 #: enum's table and value; a pointer and its element type; a keyword argument's name
-#: (:data:`KEYWORDS`), its enum table (-1: an integer) and value
+#: (:data:`KEYWORDS`), its enum table (-1: an integer) and value; the host address of a
+#: ``MrgSortExecutedNumList`` (four uint16_t counts TMRGSORT writes)
 KIND_WORDS = {"INT": 1, "FLT": 1, "TILE": 1, "GT": 13, "PIPE": 1, "EVENT": 1, "ENUM": 2, "PTR": 2, "NULL": 0,
-              "KW": 3}
+              "KW": 3, "COUNTS": 1}
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,40 @@ def _precision(tparams: str, params: str, forward: tuple) -> Form:
     pto_instr.hpp): the algorithm is the device's way to the same function, which the ISA
     computes (in numpy) whatever it is, so it is not passed on."""
     return Form("auto PrecisionType, " + tparams, params, forward)
+
+
+def _mrgsort(lists: int) -> Form:
+    """pto-isa's ``TMRGSORT<Dst, Tmp, Src0, ..., exhausted>(dst, executedNumList, tmp, src0, ...)``
+    of ``lists`` lists."""
+    srcs = [f"Src{i}TileData" for i in range(lists)]
+    return Form("typename DstTileData, typename TmpTileData, " + "".join(f"typename {t}, " for t in srcs)
+                + "bool exhausted",
+                "DstTileData &dst, MrgSortExecutedNumList &executedNumList, TmpTileData &tmp, "
+                + ", ".join(f"{t} &src{i}" for i, t in enumerate(srcs)),
+                ("dst", "executedNumList", "tmp") + tuple(f"src{i}" for i in range(lists))
+                + ("kw:exhausted=exhausted",))
+
+
+_MOVE = "typename DstTileData, typename SrcTileData, ReluPreMode reluMode"
+_AT = "DstTileData &dst, SrcTileData &src, uint16_t indexRow, uint16_t indexCol"
+_QUANT_AT = "DstTileData &dst, SrcTileData &src, uint64_t preQuantScalar, uint16_t indexRow, uint16_t indexCol"
+
+
+def _no_relu(name: str) -> Form:
+    """pto-isa's ``NAME<Dst, Src, reluMode>(dst, src, indexRow, indexCol)``: ptopipe's NAME moves
+    without the fixpipe's ReLU."""
+    return Form(_MOVE, _AT, ("dst", "src", "indexRow", "indexCol"), "reluMode == ReluPreMode::NoRelu",
+                f"ptopipe's {name} applies no ReLU (ReluPreMode::NoRelu only): {name}_FP<Dst, Src, Fp, "
+                f"reluMode>(dst, src, fp, indexRow, indexCol) or TMOV<Dst, Src, reluMode>(dst, src) apply one")
+
+
+def _no_quant(name: str) -> Form:
+    """pto-isa's ``NAME<Dst, Src, reluMode>(dst, src, preQuantScalar, indexRow, indexCol)``: the
+    fixpipe's quantising form, which ptopipe does not model (its static_assert says so)."""
+    return Form(_MOVE, _QUANT_AT, ("dst", "src", "indexRow", "indexCol"), "::ptopipe::unmodelled<DstTileData>::value",
+                f"ptopipe does not model {name} with a preQuantScalar (the fixpipe's quantising {name}): "
+                f"TMOV<Dst, Src, reluMode>(dst, src, preQuantScalar) quantises a whole Acc tile, {name}_FP a "
+                f"block with an fp tile")
 
 
 #: the instructions pto-isa spells with mode template arguments (docs/isa/<NAME>.md) that
@@ -167,6 +206,14 @@ MODE_FORMS = {
                     "GlobalData &dst, TileData &src", ("dst", "src"),
                     "atomicType == AtomicType::AtomicNone",
                     "ptopipe models plain stores only (AtomicType::AtomicNone), not atomic ones"),),
+    # pto-isa's multi-list merge requires its ``exhausted`` template argument
+    "TMRGSORT": tuple(_mrgsort(n) for n in (2, 3, 4)),
+    "TEXTRACT": (_no_relu("TEXTRACT"), _no_quant("TEXTRACT")),
+    "TINSERT": (_no_relu("TINSERT"), _no_quant("TINSERT")),
+    # the fixpipe's ReLU and quantisation of an Acc tile's move (ptopipe.isa.fixpipe.fixpipe_move)
+    "TMOV": (Form(_MOVE, "DstTileData &dst, SrcTileData &src", ("dst", "src", "kw:relu_mode=reluMode")),
+             Form(_MOVE + " = ReluPreMode::NoRelu", "DstTileData &dst, SrcTileData &src, uint64_t preQuantScalar",
+                  ("dst", "src", "kw:relu_mode=reluMode", "kw:pre_quant=preQuantScalar"))),
     "THISTOGRAM": (Form("HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx",
                         "TileDataDst &dst, TileDataSrc &src, TileDataIdx &idx", ("dst", "src", "idx", "byte")),),
     "TMOV_FP": (Form(_FP, "DstTileData &dst, SrcTileData &src, FpTileData &fp",
@@ -219,7 +266,7 @@ def arities(name: str) -> tuple:
                 opt += 1
     if variadic and req + opt == 0:
         return 1, MAX_VARIADIC
-    return req, req + opt + (MAX_EVENTS if variadic else 0)
+    return req, MOST_OPERANDS.get(name, req + opt) + (MAX_EVENTS if variadic else 0)
 
 
 def _enum(name, cls, ns, scoped) -> str:

@@ -2,7 +2,8 @@
 // constants.hpp, cpu_stub.hpp, pto_tile.hpp, npu/a2a3/TPush.hpp), one Vector kernel using each:
 // the tmp-tile forms (TRSQRT, TCOLSUM with isBinary, TROWEXPANDMUL, TCVT with a SaturationMode),
 // the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, instructions
-// called with their operands' types as explicit template arguments, a TSTORE of a valid region smaller
+// called with their operands' types as explicit template arguments, the multi-list TMRGSORT with its
+// MrgSortExecutedNumList and exhausted argument, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
 #include <pto/pto-inst.hpp>
 
@@ -27,7 +28,8 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
                                                 __gm__ float *rdiv, __gm__ float *twice, __gm__ float *rowmul,
                                                 __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ float *window,
                                                 __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
-                                                __gm__ float *exp)
+                                                __gm__ float *exp, __gm__ float *lists, __gm__ float *merged,
+                                                __gm__ int32_t *counts)
 {
     set_ffts_base_addr(0);
     if (get_subblockid() != 0) return;
@@ -82,4 +84,25 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     G<int32_t> gi(ids);
     TEXPANDS(tmp32, int32_t(get_block_num() * 100 + get_subblockdim()));
     TSTORE(gi, tmp32);
+    // two sorted lists of 16 [value, index] tuples merged: whole, then until one runs out
+    using L = Tile<TileType::Vec, float, 1, 32>;
+    using M = Tile<TileType::Vec, float, 1, 64>;
+    L l0, l1;
+    M m, mt;
+    TASSIGN(l0, 0x2000);
+    TASSIGN(l1, 0x2080);
+    TASSIGN(m, 0x2100);
+    TASSIGN(mt, 0x2200);
+    G<float, 1, 32> g0(lists), g1(lists + 32);
+    TLOAD(l0, g0);
+    TLOAD(l1, g1);
+    MrgSortExecutedNumList whole, exhausted;
+    TMRGSORT<M, M, L, L, true>(m, exhausted, mt, l0, l1);
+    TMRGSORT<M, M, L, L, false>(m, whole, mt, l0, l1);
+    G<float, 1, 64> gm(merged);
+    TSTORE(gm, m);
+    TEXPANDS(tmp32, int32_t(whole.mrgSortList0 * 1000000 + whole.mrgSortList1 * 10000 + exhausted.mrgSortList0 * 100 +
+                            exhausted.mrgSortList1));
+    G<int32_t> gn(counts);
+    TSTORE(gn, tmp32);
 }

@@ -504,6 +504,15 @@ using ProducerSide = PipeSide<true>;
 }  // namespace ptopipe
 namespace pto {
 
+// how many tuples a multi-list TMRGSORT took from each list (pto-isa's pto_instr.hpp): written
+// when the TMRGSORT returns
+struct MrgSortExecutedNumList {
+    uint16_t mrgSortList0 = 0;
+    uint16_t mrgSortList1 = 0;
+    uint16_t mrgSortList2 = 0;
+    uint16_t mrgSortList3 = 0;
+};
+
 // EN_UNIT_FLAG (pto-isa's 7th parameter): the Cube's push stores its Acc tile to a GM slot with
 // the unit flag (TSTORE_IMPL<..., STPhase::Final>), a FIX-pipe detail of that store - the same
 // bytes, the same handshake: ptopipe takes it and simulates the store as without it
@@ -659,6 +668,9 @@ template <typename X> void enc(Args &a, const X &x, Site s)
         a.put(K_ENUM);
         a.put(enum_code<T>::value);
         a.put(int64_t(x));
+    } else if constexpr (std::is_same_v<T, pto::MrgSortExecutedNumList>) {
+        a.put(K_COUNTS);     // the simulator writes the counts into the kernel's list
+        a.put(int64_t(reinterpret_cast<uintptr_t>(const_cast<T *>(&x))));
     } else if constexpr (std::is_same_v<T, std::nullptr_t>) {
         a.put(K_NULL);
     } else if constexpr (std::is_pointer_v<T>) {
