@@ -212,8 +212,29 @@ def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
 def test_pto_isas_spellings_build_without_a_warning(tmp_path):
     """Shape / Stride constructors (their values checked at compile time), a TMPipe driven tile
     first with its status switches, the split and sub-block forms of a TPipe's instructions."""
-    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES)
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+#: pto-isa's fifo.hpp / fixpipe.hpp include paths, a pipe's Producer / Consumer types declared on
+#: their own (pto-isa's tpushpop_vc: ``typename MatPipe::Consumer cons;``), an int event id
+PIPE_SIDES = """
+#include <pto/common/fifo.hpp>
+#include <pto/common/fixpipe.hpp>
+template <typename MatPipe> bool sides(int slice) {
+    typename MatPipe::Consumer cons;
+    typename MatPipe::Producer prod;
+    cons.setWaitStatus(false);
+    prod.setAllocateStatus(false);
+    wait_flag(PIPE_MTE3, PIPE_MTE2, slice & 1);
+    set_flag(PIPE_MTE3, PIPE_MTE2, slice & 1);
+    return cons.getWaitStatus() || prod.getAllocateStatus();
+}
+template bool sides<TPipe<0, Direction::DIR_C2V, 1024, 2>>(int);
+template bool sides<Pipe>(int);
+using FixpipeConfig = FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>;
+static_assert(FixpipeConfig::QuantPre == QuantMode_t::F322F16);
+"""
 
 
 #: the host-side names pto-isa's test kernels use in their launch functions (its CPU simulator's)
@@ -237,7 +258,11 @@ REFUSED = [
      "TPOP(pipe, tile) on a TMPipe: pto-isa spells it TPOP(tile, pipe)"),
     # the rest of pto-isa's Producer / Consumer
     ("pipe.prod.setEntryOffset(64);", "pipe.setEntryOffset: ptopipe does not model"),
-    ("pipe.cons.free();", "pipe.free: ptopipe does not model")]
+    ("pipe.cons.free();", "pipe.free: ptopipe does not model"),
+    # the fixpipe's converting push (fixpipe.hpp)
+    ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
+     "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
+    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation")]
 
 
 @needs_cxx

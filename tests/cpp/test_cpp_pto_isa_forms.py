@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 from ptopipe.cpp import run_cpp
+from ptopipe.errors import KernelError
 
 from cpp_support import cpp_cache, needs_cxx  # noqa: F401 (fixture)
 from test_cpp_pto_isa_api import compile_only
@@ -25,7 +27,7 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     u16 = (np.arange(R * 16, dtype=np.uint16) * 500).reshape(R, 16)
     args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
                 sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
-                exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32))
+                exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), flag_id=5)
     o = run_cpp(KERNEL, args, aiv="pto_isa_forms").outputs
     np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
     np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
@@ -51,6 +53,17 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     # the counts written into the kernel's lists: all of both; with exhausted, list 0's 16 and
     # list 1's 15 (its last, the smallest value, left when list 0 ran out)
     assert (o["counts"] == 16 * 1000000 + 16 * 10000 + 16 * 100 + 15).all(), o["counts"][0, 0]
+
+    # set_flag / wait_flag take an int event id (pto-isa's cpu_stub.hpp), checked at the call
+    with pytest.raises(KernelError) as ei:
+        run_cpp(KERNEL, dict(args, flag_id=8), aiv="pto_isa_forms")
+    assert "event id must be EVENT_ID0..EVENT_ID7 (0..7), got 8" in ei.value.what
+    assert ei.value.where == f"{os.path.relpath(KERNEL)}:{_line('set_flag(PIPE_V, PIPE_MTE3, flag_id & 15);')}"
+
+
+def _line(text: str) -> int:
+    with open(KERNEL) as f:
+        return next(i for i, ln in enumerate(f, 1) if text in ln)
 
 
 def _lists():

@@ -3,7 +3,7 @@
 // the tmp-tile forms (TRSQRT, TCOLSUM with isBinary, TROWEXPANDMUL, TCVT with a SaturationMode),
 // the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, instructions
 // called with their operands' types as explicit template arguments, the multi-list TMRGSORT with its
-// MrgSortExecutedNumList and exhausted argument, a TSTORE of a valid region smaller
+// MrgSortExecutedNumList and exhausted argument, an intra-core event id computed as an int, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
 #include <pto/pto-inst.hpp>
 
@@ -29,10 +29,12 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
                                                 __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ float *window,
                                                 __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
                                                 __gm__ float *exp, __gm__ float *lists, __gm__ float *merged,
-                                                __gm__ int32_t *counts)
+                                                __gm__ int32_t *counts, int32_t flag_id)
 {
     set_ffts_base_addr(0);
     if (get_subblockid() != 0) return;
+    set_flag(PIPE_V, PIPE_MTE3, flag_id & 15);
+    wait_flag(PIPE_V, PIPE_MTE3, flag_id & 15);
     V a, d, t, b;
     Tile<TileType::Vec, float, 1, C> cs;
     Tile<TileType::Vec, float, R, 1, BLayout::ColMajor, R, 1> col;

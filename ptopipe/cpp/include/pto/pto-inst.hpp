@@ -460,13 +460,17 @@ template <typename... A> struct unmodelled : std::false_type {};
                       "(its own tile ids, entry offsets and flag calls): TPUSH / TPOP keep the ring's "  \
                       "tile index, slot offsets and flags (docs/cpp.md)");                               \
     }
+// (a side declared on its own, ``typename Pipe::Consumer cons;`` as pto-isa's tests do, belongs
+// to no pipe: its switches are its own state, which no TPUSH / TPOP reads - as in pto-isa)
 template <bool Producer> struct PipeSide {
-    const int64_t *pipe_;
+    const int64_t *pipe_ = nullptr;
     bool on_[2] = {true, true};
+    PipeSide() = default;
     explicit PipeSide(const int64_t *pipe) : pipe_(pipe) {}
     void set(int64_t which, bool on, Site s)
     {
         on_[which & 1] = on;
+        if (pipe_ == nullptr) return;
         Args a;
         a.put(K_PIPE);
         a.put(*pipe_);
@@ -503,6 +507,26 @@ struct ConsumerSide : PipeSide<false> {
 using ProducerSide = PipeSide<true>;
 }  // namespace ptopipe
 namespace pto {
+
+// fixpipe.hpp's configuration of a fixpipe push (TPUSH<Pipe, Tile, FixpipeParams<...>>, not
+// modelled: that TPUSH says so) and type.hpp's store phase it names
+enum class STPhase : uint8_t { Unspecified = 0x0, Partial = 0x2, Final = 0x3 };
+enum class LayoutMode_t : uint8_t { NZ2NZ = 0, NZ2ND = 1, NZ2DN = 2 };
+enum QuantMode_t {
+    NoQuant = 0, F322F16 = 1, VREQ8 = 2, REQ8 = 3, VDEQF16 = 4, DEQF16 = 5, VSHIFTS322S16 = 12, SHIFTS322S16 = 13,
+    F322BF16 = 16, VQF322B8_PRE = 23, QF322B8_PRE = 24, QF322F16_PRE = 32, QF322BF16_PRE = 34, QS322BF16_PRE = 35,
+    VQS322BF16_PRE = 36
+};
+enum ClipReluMode_t { NOCLIP_RELU = 0, CLIP_RELU = 1 };
+template <LayoutMode_t layoutMode = LayoutMode_t::NZ2ND, QuantMode_t quantMode = QuantMode_t::NoQuant,
+          ReluPreMode reluMode = ReluPreMode::NoRelu, STPhase phase = STPhase::Unspecified, uint8_t subBlockId = 0,
+          AtomicType atomicT = AtomicType::AtomicNone, ClipReluMode_t clipReluMode = NOCLIP_RELU,
+          bool isChannelSplit = false>
+struct FixpipeParams {
+    static constexpr LayoutMode_t LayoutMode = layoutMode;
+    static constexpr QuantMode_t QuantPre = quantMode;
+    static constexpr ReluPreMode ReluMode = reluMode;
+};
 
 // how many tuples a multi-list TMRGSORT took from each list (pto-isa's pto_instr.hpp): written
 // when the TMRGSORT returns
@@ -542,9 +566,11 @@ struct TPipe {
         }
         return notified > waited ? notified - waited : 0;
     }
+    using Producer = ::ptopipe::ProducerSide;
+    using Consumer = ::ptopipe::ConsumerSide;
     int64_t id_ = 0;
-    ::ptopipe::ProducerSide prod{&id_};
-    ::ptopipe::ConsumerSide cons{&id_};
+    Producer prod{&id_};
+    Consumer cons{&id_};
     TPipe(__gm__ void *gm_slot_buffer, uint32_t c2v_consumer_buf = 0, uint32_t v2c_consumer_buf = 0,
           ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -565,9 +591,11 @@ struct TMPipe {
         : two_lanes && VecTile::Cols * 2 == CubeTile::Cols && VecTile::Rows == CubeTile::Rows
             ? TileSplitAxis::TILE_LEFT_RIGHT
             : TileSplitAxis::TILE_NO_SPLIT;
+    using Producer = ::ptopipe::ProducerSide;
+    using Consumer = ::ptopipe::ConsumerSide;
     int64_t id_ = 0;
-    ::ptopipe::ProducerSide prod{&id_};
-    ::ptopipe::ConsumerSide cons{&id_};
+    Producer prod{&id_};
+    Consumer cons{&id_};
     explicit TMPipe(__gm__ typename TileDataCons::DType *gm_fifo_base, uint32_t local_fifo_base = 0,
                     ::ptopipe::Site s = PTOPIPE_HERE);
 };
@@ -587,6 +615,10 @@ template <uint8_t F, uint8_t D, uint32_t S, uint32_t N, uint32_t L, bool NS, boo
 struct is_pipe<pto::TPipe<F, D, S, N, L, NS, U>> : std::true_type {};
 template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
 struct is_pipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
+template <typename T> struct is_fixpipe_params : std::false_type {};
+template <pto::LayoutMode_t L, pto::QuantMode_t Q, pto::ReluPreMode R, pto::STPhase P, uint8_t B, pto::AtomicType A,
+          pto::ClipReluMode_t C, bool S>
+struct is_fixpipe_params<pto::FixpipeParams<L, Q, R, P, B, A, C, S>> : std::true_type {};
 template <typename T> struct is_tmpipe : std::false_type {};
 template <uint8_t F, pto::FIFOType T, uint8_t D, uint8_t Y, typename P, typename C, bool U, uint8_t L, pto::VecCubeRatio R>
 struct is_tmpipe<pto::TMPipe<F, T, D, Y, P, C, U, L, R>> : std::true_type {};
@@ -866,6 +898,31 @@ inline RecordEvent TPUSH(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
     return TPUSH<Pipe, T, TileSplitAxis::TILE_NO_SPLIT>(pipe, tile, events...);
 }
 
+// pto-isa's fixpipe push, TPUSH<Pipe, AccTile, FixpipeParams<...>>(pipe, acc) (fixpipe.hpp): the
+// Cube's fixpipe converts the Acc tile (layout, quantisation, ReLU) on its way into the slot.
+// ptopipe's slots take a tile as it is pushed, so the form is declared to say that it is not
+// modelled rather than to leave its names undeclared.
+template <typename Pipe, typename T, typename TConfig, typename... E,
+          std::enable_if_t<::ptopipe::is_fixpipe_params<TConfig>::value, int> = 0>
+inline RecordEvent TPUSH(::ptopipe::At<Pipe>, T &, E &...)
+{
+    static_assert(::ptopipe::unmodelled<TConfig>::value,
+                  "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push "
+                  "(the Acc tile's layout / quantisation on its way into the slot): push the Acc tile as it is, "
+                  "TPUSH<Pipe, Tile, TileSplitAxis::...>(pipe, tile), and convert it on the Vector side (TCVT)");
+    return RecordEvent();
+}
+
+// the quantisation scalar of that push (pto_instr.hpp): not modelled with it
+template <typename OutType, typename... E> inline RecordEvent SET_QUANT_SCALAR(float, E &...)
+{
+    static_assert(::ptopipe::unmodelled<OutType>::value,
+                  "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation registers (the "
+                  "converting TPUSH<Pipe, Tile, FixpipeParams<...>> reads them): TMOV<Dst, Src, reluMode>(dst, src, "
+                  "preQuantScalar) quantises an Acc tile with its scalar");
+    return RecordEvent();
+}
+
 template <typename Pipe, typename T, TileSplitAxis Split, typename... E, ::ptopipe::if_events<E...> = 0>
 inline RecordEvent TPOP(::ptopipe::At<Pipe> pipe, T &tile, E &...events)
 {
@@ -1027,6 +1084,18 @@ inline void set_flag(pipe_t src, pipe_t dst, event_t id, ::ptopipe::Site s = PTO
 inline void wait_flag(pipe_t src, pipe_t dst, event_t id, ::ptopipe::Site s = PTOPIPE_HERE)
 {
     ::ptopipe::inst(::ptopipe::OP_wait_flag, s, src, dst, id);
+}
+
+// an event id computed as an integer (pto-isa's cpu_stub.hpp takes int: wait_flag(PIPE_MTE3,
+// PIPE_MTE2, slice & 1)): the simulator checks it names one of the pair's events
+inline void set_flag(pipe_t src, pipe_t dst, int id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_set_flag, s, src, dst, int64_t(id));
+}
+
+inline void wait_flag(pipe_t src, pipe_t dst, int id, ::ptopipe::Site s = PTOPIPE_HERE)
+{
+    ::ptopipe::inst(::ptopipe::OP_wait_flag, s, src, dst, int64_t(id));
 }
 
 inline void pipe_barrier(pipe_t p, ::ptopipe::Site s = PTOPIPE_HERE)
