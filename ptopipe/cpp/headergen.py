@@ -104,6 +104,7 @@ class Form:
     forward: tuple
     check: str | None = None
     why: str | None = None          # the check's message (default: the check itself)
+    op: str | None = None           # the ABI op the form runs, a C++ expression (default: the instruction's)
 
 
 _FP = "typename DstTileData, typename SrcTileData, typename FpTileData, ReluPreMode reluMode = ReluPreMode::NoRelu"
@@ -191,8 +192,11 @@ MODE_FORMS = {
                  _DESCENDING)),
     "TTRI": (Form("typename TileData, int isUpperOrLower", "TileData &dst, int diagonal",
                   ("dst", "diagonal", "isUpperOrLower")),),
+    # TFILLPAD<TFillPadMode::X>(dst, src): the mode picks the catalogue's TFILLPAD, _INPLACE or _EXPAND
     "TFILLPAD": (Form("typename TileData, PadValue PadVal = PadValue::Zero", "TileData &dst, TileData &src",
-                      ("dst", "src", "PadVal")),),
+                      ("dst", "src", "PadVal")),
+                 Form("TFillPadMode mode, typename DstTileData, typename SrcTileData", "DstTileData &dst, SrcTileData &src",
+                      ("dst", "src"), op="::ptopipe::fill_pad_op<mode>()")),
     "TPRINT": (Form("PrintFormat Format = PrintFormat::Width8_Precision4, typename TileData", "TileData &src",
                     ("src", "kw:fmt=Format")),),
     "TGATHER": (Form("typename DstTileData, typename SrcTileData, MaskPattern maskPattern, "
@@ -378,7 +382,7 @@ def _modal(name: str, op: int) -> list:
             check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
             call = ", ".join(fwd + [f"e{i}" for i in range(e)])
             out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
-                       f"{{ {check}return RecordEvent(::ptopipe::inst({op}, s, {call})); }}")
+                       f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")
     return out
 
 

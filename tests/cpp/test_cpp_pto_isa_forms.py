@@ -27,7 +27,7 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     u16 = (np.arange(R * 16, dtype=np.uint16) * 500).reshape(R, 16)
     args = dict(x=x, rsqrt=z(), colsum=z(sh=(1, C)), rdiv=z(), twice=z(), rowmul=z(), wrap=z(np.int16),
                 sat=z(np.int16), window=np.full((R, C), -1, np.float32), padded=z(), u16=u16, ids=z(np.int32),
-                exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), flag_id=5)
+                exp=z(), lists=_lists(), merged=z(sh=(1, 64)), counts=z(np.int32), expanded=z(sh=(R, 2 * C)), flag_id=5)
     o = run_cpp(KERNEL, args, aiv="pto_isa_forms").outputs
     np.testing.assert_allclose(o["twice"], 2 * x)                       # auto e = TMULS(..., e0)
     np.testing.assert_allclose(o["rsqrt"], 1 / np.sqrt(x), rtol=1e-6)   # TRSQRT(dst, src, tmp)
@@ -44,6 +44,9 @@ def test_pto_isa_overloads_compute_what_pto_isa_does(cpp_cache):
     padded = np.full((R, C), -np.inf, np.float32)
     padded[:, :8] = x[:, :8]
     np.testing.assert_array_equal(o["padded"], padded)                  # the destination's PadValue::Min
+    wide = np.full((R, 2 * C), -np.inf, np.float32)
+    wide[:, :8] = x[:, :8]
+    np.testing.assert_array_equal(o["expanded"], wide)                  # TFILLPAD<TFillPadMode::Expand>
     np.testing.assert_array_equal(o["u16"], u16)
     assert (o["ids"] == 1 * 100 + 2).all()                              # get_block_num, get_subblockdim
     # TMRGSORT<..., exhausted>(dst, executedNumList, tmp, src0, src1): the merge, descending by value

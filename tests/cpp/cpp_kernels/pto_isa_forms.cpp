@@ -3,7 +3,8 @@
 // the tmp-tile forms (TRSQRT, TCOLSUM with isBinary, TROWEXPANDMUL, TCVT with a SaturationMode),
 // the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, instructions
 // called with their operands' types as explicit template arguments, the multi-list TMRGSORT with its
-// MrgSortExecutedNumList and exhausted argument, an intra-core event id computed as an int, a TSTORE of a valid region smaller
+// MrgSortExecutedNumList and exhausted argument, an intra-core event id computed as an int,
+// TFILLPAD<TFillPadMode::Expand> into a larger tile, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
 #include <pto/pto-inst.hpp>
 
@@ -29,7 +30,7 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
                                                 __gm__ int16_t *wrap, __gm__ int16_t *sat, __gm__ float *window,
                                                 __gm__ float *padded, __gm__ uint16_t *u16, __gm__ int32_t *ids,
                                                 __gm__ float *exp, __gm__ float *lists, __gm__ float *merged,
-                                                __gm__ int32_t *counts, int32_t flag_id)
+                                                __gm__ int32_t *counts, __gm__ float *expanded, int32_t flag_id)
 {
     set_ffts_base_addr(0);
     if (get_subblockid() != 0) return;
@@ -80,6 +81,11 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     TSTORE(gwin, part);                     // the valid 8 x 8 into the 8 x 32 tensor
     TFILLPAD(pad, part);
     store(padded, pad);
+    Tile<TileType::Vec, float, R, 2 * C, BLayout::RowMajor, R, 2 * C, SLayout::NoneBox, 512, PadValue::Min> wide;
+    TASSIGN(wide, 0x2400);
+    TFILLPAD<TFillPadMode::Expand>(wide, part);
+    G<float, R, 2 * C> gwide(expanded);
+    TSTORE(gwide, wide);
     G<uint16_t, R, 16> gu(u16);
     TLOAD(u, gu);
     TSTORE(gu, u);

@@ -12,6 +12,7 @@
 #ifndef PTOPIPE_PTO_INST_HPP
 #define PTOPIPE_PTO_INST_HPP
 
+#include <algorithm>   // pto-isa's headers pull it in, and its kernels call std::fill / std::min through them
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -779,7 +780,17 @@ enum class FmodAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
 enum class FmodSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
 enum class RemAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
 enum class RemSAlgorithm : uint8_t { DEFAULT, HIGH_PRECISION };
+// TFILLPAD's modes (type.hpp): TFILLPAD<TFillPadMode::X>(dst, src) is the catalogue's TFILLPAD,
+// TFILLPAD_INPLACE or TFILLPAD_EXPAND, as pto-isa's TFILLPAD dispatches them
+enum class TFillPadMode : uint8_t { Normal = 0, InPlace = 1, Expand = 2 };
 }  // namespace pto
+namespace ptopipe {
+template <pto::TFillPadMode M> constexpr int32_t fill_pad_op()
+{
+    return M == pto::TFillPadMode::Expand ? OP_TFILLPAD_EXPAND : M == pto::TFillPadMode::InPlace ? OP_TFILLPAD_INPLACE
+                                                                                               : OP_TFILLPAD;
+}
+}  // namespace ptopipe
 
 #define PTOPIPE_GENERATED_INSTRUCTIONS
 #include "ptopipe_generated.hpp"
@@ -1135,5 +1146,107 @@ inline uint32_t get_subblockdim(::ptopipe::Site s = PTOPIPE_HERE)
 // the FFTS base address a device kernel sets before cross-core flags: ptopipe's cross-core
 // flags are the simulator's own (no FFTS block to point at), so it sets nothing
 inline void set_ffts_base_addr(uint64_t) {}
+
+// -- what pto-isa declares and ptopipe does not model ------------------------------------------
+// Declared so that a kernel naming it compiles up to its use, where a static_assert says what is
+// not modelled (not an undeclared identifier).  A refusing call's result converts to what the
+// kernel expects of it, so the static_assert is the call's only error; it takes pto-isa's mode
+// template arguments or, in its second form (whose first type is never deduced), type ones.
+namespace ptopipe {
+struct Refused {
+    template <typename T> operator T() const { return T(); }
+};
+}  // namespace ptopipe
+#define PTOPIPE_REFUSED(NAME, WHY)                                                                       \
+    template <auto... M, typename... A> inline ::ptopipe::Refused NAME(A &&...)                          \
+    {                                                                                                    \
+        static_assert(::ptopipe::unmodelled<A...>::value, #NAME ": " WHY);                               \
+        return {};                                                                                       \
+    }                                                                                                    \
+    template <typename T0, typename... T, typename... A> inline ::ptopipe::Refused NAME(A &&...)         \
+    {                                                                                                    \
+        static_assert(::ptopipe::unmodelled<A...>::value, #NAME ": " WHY);                               \
+        return {};                                                                                       \
+    }
+
+namespace pto {
+// MGATHER / MSCATTER (pto_instr.hpp) and their modes (type.hpp)
+enum class Coalesce : uint8_t { Row = 0, Elem = 1 };
+enum class GatherOOB : uint8_t { Undefined = 0, Clamp = 1, Wrap = 2, Zero = 3 };
+enum class ScatterAtomicOp : uint8_t { None = 0, Add = 1, Max = 2, Min = 3 };
+enum class ScatterOOB : uint8_t { Undefined = 0, Skip = 1, Clamp = 2, Wrap = 3 };
+enum class ScatterConflict : uint8_t { Last = 0, Default = 1 };
+#define PTOPIPE_NO_INDEXED_GM                                                                            \
+    "ptopipe does not model pto-isa's indexed GM gather / scatter: TLOAD / TSTORE move whole GM views, " \
+    "TGATHER / TSCATTER / TGATHERB gather inside a tile"
+PTOPIPE_REFUSED(MGATHER, PTOPIPE_NO_INDEXED_GM)
+PTOPIPE_REFUSED(MSCATTER, PTOPIPE_NO_INDEXED_GM)
+#undef PTOPIPE_NO_INDEXED_GM
+
+// a custom pad value (constants.hpp): ptopipe's PadValue is one of its enumerators
+template <typename T> constexpr PadValue PadValueCustom(T)
+{
+    static_assert(::ptopipe::unmodelled<T>::value,
+                  "PadValueCustom: ptopipe does not model a custom pad value: a tile pads with PadValue::Null, "
+                  "Zero, Max or Min");
+    return PadValue::Null;
+}
+template <typename T> constexpr PadValue PadValueCustom16(T bits) { return PadValueCustom(bits); }
+
+// the element types pto-isa has and ptopipe does not (4-bit, 8-bit floats: type.hpp, cpu/MXTypes.hpp,
+// cpu/Hifloat8.hpp): a file naming them compiles, a tile or tensor of one does not (dtype_code)
+struct int4b_t {
+    uint8_t storage = 0;
+};
+}  // namespace pto
+struct float4_e2m1x2_t {
+    uint8_t storage = 0;
+};
+struct float4_e1m2x2_t {
+    uint8_t storage = 0;
+};
+struct float8_e8m0_t {
+    uint8_t storage = 0;
+};
+struct float8_e4m3_t {
+    uint8_t storage = 0;
+};
+struct float8_e5m2_t {
+    uint8_t storage = 0;
+};
+struct hifloat8_t {
+    uint8_t storage = 0;
+};
+
+// pto-isa's communication between ranks (include/pto/comm): ptopipe simulates one cluster
+namespace pto::comm {
+enum class NotifyOp : uint8_t { AtomicAdd = 0, Set = 1 };
+enum class WaitCmp : uint8_t { EQ = 0, NE = 1, GT = 2, GE = 3, LT = 4, LE = 5 };
+enum class ReduceOp : uint8_t { Sum = 0, Max = 1, Min = 2 };
+enum class DmaEngine : uint8_t { SDMA = 0, URMA = 1, RDMA = 2 };
+using Signal = GlobalTensor<int32_t, Shape<1, 1, 1, 1, 1>, Stride<1, 1, 1, 1, 1>, Layout::ND>;
+struct AsyncSession {};
+struct AsyncEvent {};
+#define PTOPIPE_NO_COMM                                                                                  \
+    "ptopipe simulates one cluster (a Cube core and two Vector cores): pto-isa's communication between " \
+    "ranks (pto::comm) is not modelled"
+template <typename GlobalData> struct ParallelGroup {
+    static_assert(::ptopipe::unmodelled<GlobalData>::value, "pto::comm::ParallelGroup: " PTOPIPE_NO_COMM);
+    template <typename... A> ParallelGroup(A &&...) {}
+};
+PTOPIPE_REFUSED(TPUT, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TGET, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TPUT_ASYNC, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TGET_ASYNC, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TNOTIFY, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TWAIT, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TTEST, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TBROADCAST, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TREDUCE, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TGATHER, PTOPIPE_NO_COMM)
+PTOPIPE_REFUSED(TSCATTER, PTOPIPE_NO_COMM)
+#undef PTOPIPE_NO_COMM
+}  // namespace pto::comm
+#undef PTOPIPE_REFUSED
 
 #endif  // PTOPIPE_PTO_INST_HPP
