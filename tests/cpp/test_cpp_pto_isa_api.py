@@ -231,6 +231,12 @@ template <typename MatPipe> bool sides(int slice) {
     return cons.getWaitStatus() || prod.getAllocateStatus();
 }
 template bool sides<TPipe<0, Direction::DIR_C2V, 1024, 2>>(int);
+// a tile's one dynamic valid dim given alone (pto_tile.hpp's Tile(VR) / Tile(VC))
+inline int64_t one_valid_dim(int n) {
+    Tile<TileType::Vec, float, 16, 32, BLayout::RowMajor, DYNAMIC, 32> rows(n);
+    Tile<TileType::Vec, float, 16, 32, BLayout::RowMajor, 16, DYNAMIC> cols(n);
+    return rows.GetValidRow() + cols.GetValidCol();
+}
 template bool sides<Pipe>(int);
 using FixpipeConfig = FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>;
 static_assert(FixpipeConfig::QuantPre == QuantMode_t::F322F16);
@@ -262,7 +268,10 @@ REFUSED = [
     # the fixpipe's converting push (fixpipe.hpp)
     ("TPUSH<Pipe, Acc, FixpipeParams<LayoutMode_t::NZ2ND, QuantMode_t::F322F16>>(pipe, acc);",
      "TPUSH<Pipe, Tile, FixpipeParams<...>>: ptopipe does not model the fixpipe's converting push"),
-    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation")]
+    ("SET_QUANT_SCALAR<half>(2.0f);", "SET_QUANT_SCALAR: ptopipe does not model the fixpipe's quantisation"),
+    # pto-isa's odd splits (fifo.hpp)
+    ("TPipe<1, Direction::DIR_C2V, 4096, 2> p2(fifo); TPOP<decltype(p2), Half, TileSplitAxis::TILE_UP_DOWN_ODD>(p2, v);",
+     "TPOP: ptopipe does not model pto-isa's odd splits (TILE_UP_DOWN_ODD / TILE_LEFT_RIGHT_ODD)")]
 
 
 @needs_cxx

@@ -4,7 +4,7 @@
 // the scalar-first TDIVS, the <PrecisionType> forms, instructions' events kept in `auto`, instructions
 // called with their operands' types as explicit template arguments, the multi-list TMRGSORT with its
 // MrgSortExecutedNumList and exhausted argument, an intra-core event id computed as an int,
-// TFILLPAD<TFillPadMode::Expand> into a larger tile, a TSTORE of a valid region smaller
+// TFILLPAD<TFillPadMode::Expand> into a larger tile, a tile's one dynamic valid dim given alone, a TSTORE of a valid region smaller
 // than its GlobalTensor, TFILLPAD filling with the destination's PadValue, uint16_t tiles.
 #include <pto/pto-inst.hpp>
 
@@ -41,7 +41,7 @@ extern "C" __global__ AICORE void pto_isa_forms(__gm__ float *x, __gm__ float *r
     Tile<TileType::Vec, float, R, 1, BLayout::ColMajor, R, 1> col;
     Tile<TileType::Vec, int16_t, R, C> i16;
     Tile<TileType::Vec, int32_t, R, C> tmp32;
-    Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, 8> part;
+    Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, DYNAMIC> part(8);   // Tile(validCol)
     Tile<TileType::Vec, float, R, C, BLayout::RowMajor, R, C, SLayout::NoneBox, 512, PadValue::Min> pad;
     Tile<TileType::Vec, uint16_t, R, 16> u;
     TASSIGN(a, 0x0);

@@ -194,7 +194,7 @@ namespace pto { enum class BLayout : int { RowMajor = 0, ColMajor = 1 }; }
 namespace ptopipe { template <> struct enum_code<pto::BLayout> { static constexpr int value = 1; }; }
 namespace pto { enum class SLayout : int { NoneBox = 0, RowMajor = 1, ColMajor = 2 }; }
 namespace ptopipe { template <> struct enum_code<pto::SLayout> { static constexpr int value = 2; }; }
-namespace pto { enum class TileSplitAxis : int { TILE_NO_SPLIT = 0, TILE_UP_DOWN = 1, TILE_LEFT_RIGHT = 2 }; }
+namespace pto { enum class TileSplitAxis : int { TILE_NO_SPLIT = 0, TILE_UP_DOWN = 1, TILE_LEFT_RIGHT = 2, TILE_UP_DOWN_ODD = 3, TILE_LEFT_RIGHT_ODD = 4 }; }
 namespace ptopipe { template <> struct enum_code<pto::TileSplitAxis> { static constexpr int value = 3; }; }
 namespace pto { enum class RoundMode : int { CAST_RINT = 0, CAST_ROUND = 1, CAST_FLOOR = 2, CAST_CEIL = 3, CAST_TRUNC = 4, CAST_NONE = 5, CAST_ODD = 6 }; }
 namespace ptopipe { template <> struct enum_code<pto::RoundMode> { static constexpr int value = 4; }; }
