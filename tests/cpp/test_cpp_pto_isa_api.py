@@ -28,10 +28,11 @@ PRELUDE = "#include <pto/pto-inst.hpp>\nusing namespace pto;\n"
 
 def compile_only(tmp_path, body: str, platform: str = "a2a3") -> subprocess.CompletedProcess:
     """A syntax-only compile of ``body`` after the headers, with the build's compiler ($CXX)."""
-    from ptopipe.cpp.build import STD, arch_macro, find_compiler
+    from ptopipe.cpp.build import arch_macro, find_compiler, standard
     p = tmp_path / "api.cpp"
     p.write_text(PRELUDE + body)
-    return subprocess.run([find_compiler()[0], STD, "-fsyntax-only", f"-D{arch_macro(platform)}",
+    cxx = find_compiler()[0]
+    return subprocess.run([cxx, standard(cxx), "-fsyntax-only", f"-D{arch_macro(platform)}",
                            "-I", include_dir(), str(p)], capture_output=True, text=True)
 
 
@@ -212,8 +213,33 @@ def test_an_explicit_sub_block_id_is_the_lanes_own(cpp_cache):
 def test_pto_isas_spellings_build_without_a_warning(tmp_path):
     """Shape / Stride constructors (their values checked at compile time), a TMPipe driven tile
     first with its status switches, the split and sub-block forms of a TPipe's instructions."""
-    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES)
+    from ptopipe.cpp.build import STD20, find_compiler, standard
+    cxx20 = CXX20 if standard(find_compiler()[0]) == STD20 else ""
+    r = compile_only(tmp_path, DIMS + TMPIPE_API + SPLIT_FORMS % "" + HOST_NAMES + PIPE_SIDES + cxx20)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+#: C++20, as pto-isa's CPU tests are built (its tconcat: a struct as a non-type template parameter):
+#: kernels are built so where the compiler has it
+CXX20 = """
+struct Sizes { int rows, cols; };
+template <Sizes S> struct Shaped { static constexpr int numel = S.rows * S.cols; };
+static_assert(Shaped<Sizes{2, 3}>::numel == 6);
+"""
+
+
+def test_a_cxx20_error_of_a_cxx17_build_says_how_to_build_cxx20():
+    """With a compiler that has no C++20 the build is C++17: an error the compiler blames on the
+    standard says how to build the kernel as C++20; any other error keeps the usual fix."""
+    from ptopipe.cpp.build import STD, STD20, _compile_error
+    for diag in ("k.cpp:3:17: error: a non-type template parameter cannot have type 'Sizes' before C++20",
+                 "k.cpp:3:17: error: non-type template parameters of class type only available with "
+                 "'-std=c++20' or '-std=gnu++20'"):
+        e = _compile_error("k.cpp", diag, "/usr/bin/g++", ["-O1", STD])
+        assert "the kernel needs C++20" in e.fix and f"CXXFLAGS={STD20}" in e.fix, e.fix
+        assert "the kernel needs C++20" not in _compile_error("k.cpp", diag, "/usr/bin/g++", [STD20, "-O1"]).fix
+    other = _compile_error("k.cpp", "k.cpp:3:1: error: unknown type name 'Foo'", "/usr/bin/g++", [STD])
+    assert "fix the C++ at the line the compiler names" in other.fix
 
 
 #: pto-isa's fifo.hpp / fixpipe.hpp include paths, a pipe's Producer / Consumer types declared on
