@@ -254,9 +254,11 @@ def isa_function(name: str):
     return getattr(isa, name)
 
 
-def arities(name: str) -> tuple:
-    """(fewest, most) arguments of instruction ``name`` in C++: its Python form's positional
-    operands (the optional ones may be left out), then up to MAX_EVENTS wait events."""
+def operands(name: str) -> tuple:
+    """(fewest, most operands, whether wait events follow them) of instruction ``name`` in C++:
+    its Python form's positional operands (the optional ones may be left out); an instruction
+    whose Python form takes ``*args`` only takes 1 to :data:`MAX_VARIADIC` arguments, events
+    among them."""
     sig = inspect.signature(isa_function(name))
     req = opt = 0
     variadic = False
@@ -269,8 +271,15 @@ def arities(name: str) -> tuple:
             else:
                 opt += 1
     if variadic and req + opt == 0:
-        return 1, MAX_VARIADIC
-    return req, MOST_OPERANDS.get(name, req + opt) + (MAX_EVENTS if variadic else 0)
+        return 1, MAX_VARIADIC, False
+    return req, MOST_OPERANDS.get(name, req + opt), variadic
+
+
+def arities(name: str) -> tuple:
+    """(fewest, most) arguments of instruction ``name`` in C++: its operands, then up to
+    MAX_EVENTS wait events (:func:`operands`)."""
+    lo, most, events = operands(name)
+    return lo, most + (MAX_EVENTS if events else 0)
 
 
 #: pto-isa's enumerators ptopipe does not model (fifo.hpp's odd splits: AIV0 takes the extra row /
@@ -342,25 +351,39 @@ def render() -> str:
 _SITE = "::ptopipe::Site s = PTOPIPE_HERE"
 
 
+#: the wait events a call may end with (defaulted: one declaration serves every number of them)
+_EVENT_T = "".join(f", class E{i} = ::ptopipe::NoEvent" for i in range(MAX_EVENTS)) + \
+    f", ::ptopipe::if_events<{', '.join(f'E{i}' for i in range(MAX_EVENTS))}> = 0"
+_EVENT_P = [f"const E{i} &e{i} = {{}}" for i in range(MAX_EVENTS)]
+_EVENT_A = [f"e{i}" for i in range(MAX_EVENTS)]
+
+
 def _plain(name: str, op: int, lo: int, hi: int) -> list:
-    """The plain calls of an instruction: a function template per number of arguments, each
-    taking its call site as a defaulted last parameter.  Their leading pack ``X`` takes the
-    types a kernel names explicitly (pto-isa's ``TADD<Dst, Src0, Src1>(dst, src0, src1)``, its
-    template parameters being the operands' types, in any order: ``TMRGSORT<Dst, Tmp, Src0,
-    Src1, ...>(dst, executed, tmp, src0, src1)``); each must be the type of an operand.  A call
-    with too few or too many arguments meets the last overload, which says how many it takes.
-    The operands are const references: where a templated form (:data:`MODE_FORMS`) takes the
-    same operands as non-const lvalues, as pto-isa declares them, its binding ranks better, on
-    every compiler (with forwarding references the tie goes to partial ordering, which clang
-    calls ambiguous)."""
+    """The plain calls of an instruction: a function template per number of operands, each
+    taking up to MAX_EVENTS wait events (defaulted: ``::ptopipe::NoEvent``, which crosses the
+    ABI as nothing) and its call site as defaulted last parameters.  Their leading pack ``X``
+    takes the types a kernel names explicitly (pto-isa's ``TADD<Dst, Src0, Src1>(dst, src0,
+    src1)``, its template parameters being the operands' types, in any order: ``TMRGSORT<Dst,
+    Tmp, Src0, Src1, ...>(dst, executed, tmp, src0, src1)``); each must be the type of an
+    operand.  An optional operand is no event (so that a call's events pick one declaration).  A
+    call with too few or too many arguments meets the last overload, which says how many it
+    takes.  The operands are const references: where a templated form (:data:`MODE_FORMS`)
+    takes the same operands as non-const lvalues, as pto-isa declares them, its binding ranks
+    better, on every compiler (with forwarding references the tie goes to partial ordering,
+    which clang calls ambiguous).  (One declaration per number of operands and events each
+    cost every kernel build a third more header to parse.)"""
     out = [f"// {name} (ABI id {op}, {lo} to {hi} arguments)"]
-    for k in range(lo, hi + 1):
+    first, most, events = operands(name)
+    for k in range(first, most + 1):
         tparams = ", ".join(["class... X"] + [f"class A{i}" for i in range(k)])
-        params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + [_SITE])
-        types = ", ".join(f"A{i}" for i in range(k))
-        call = "".join(f", a{i}" for i in range(k))
+        if events:
+            tparams += _EVENT_T
+            if k > first:
+                tparams += f", ::ptopipe::if_operands<{', '.join(f'A{i}' for i in range(first, k))}> = 0"
+        params = ", ".join([f"const A{i} &a{i}" for i in range(k)] + (_EVENT_P if events else []) + ["PTOPIPE_SITE"])
+        call = "".join(f", {a}" for a in [f"a{i}" for i in range(k)] + (_EVENT_A if events else []))
         out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
-                   f"{{ PTOPIPE_EXPLICIT_TYPES({name}, X, ({types})); "
+                   f"{{ PTOPIPE_EXPLICIT_TYPES(X, {', '.join(f'A{i}' for i in range(k))}); "
                    f"return RecordEvent(::ptopipe::inst({op}, s{call})); }}")
     # (with no arguments taken, one argument at least: a call with none is the overload above)
     first, more = ("class A0, ", "const A0 &, ") if lo == 0 else ("", "")
@@ -370,8 +393,8 @@ def _plain(name: str, op: int, lo: int, hi: int) -> list:
 
 
 def _modal(name: str, op: int) -> list:
-    """pto-isa's templated forms of an instruction of :data:`MODE_FORMS`, each with up to
-    MAX_EVENTS wait events and its call site as a defaulted last parameter."""
+    """pto-isa's templated forms of an instruction of :data:`MODE_FORMS`, each taking up to
+    MAX_EVENTS wait events and its call site as defaulted last parameters."""
     out = [f"// {name}: pto-isa also spells it with mode template arguments (docs/isa/{name}.md)"]
     for form in MODE_FORMS[name]:
         fwd = []
@@ -381,15 +404,11 @@ def _modal(name: str, op: int) -> list:
                 fwd.append(f"::ptopipe::kw({KEYWORDS.index(kw)}, {param})")
             else:
                 fwd.append(f)
-        for e in range(MAX_EVENTS + 1):
-            ev = [f"E{i}" for i in range(e)]
-            tparams = form.template + "".join(f", class {x}" for x in ev) + \
-                (f", ::ptopipe::if_events<{', '.join(ev)}> = 0" if e else "")
-            params = ", ".join([form.params] + [f"{x} &e{i}" for i, x in enumerate(ev)] + [_SITE])
-            check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
-            call = ", ".join(fwd + [f"e{i}" for i in range(e)])
-            out.append(f"template <{tparams}> inline RecordEvent {name}({params}) "
-                       f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")
+        params = ", ".join([form.params] + _EVENT_P + [_SITE])
+        check = (f"static_assert({form.check}, \"{name}: {form.why or form.check}\"); ") if form.check else ""
+        call = ", ".join(fwd + _EVENT_A)
+        out.append(f"template <{form.template}{_EVENT_T}> inline RecordEvent {name}({params}) "
+                   f"{{ {check}return RecordEvent(::ptopipe::inst({form.op or op}, s, {call})); }}")
     return out
 
 

@@ -158,7 +158,7 @@ void refused(V &d, V &a, O &o, A &acc, M &m) {
 }
 """
 #: what each refused call is told, in order
-REFUSED_EXPLICIT = ["TADD<...>(...): an explicit template argument is not the type of any operand",
+REFUSED_EXPLICIT = ["an explicit template argument of this instruction is not the type of any of its operands",
                     "TADD takes 3 to 6 arguments (operands, then wait events)",
                     "ptopipe's TEXTRACT applies no ReLU (ReluPreMode::NoRelu only)",
                     "ptopipe does not model TINSERT with a preQuantScalar"]
@@ -176,8 +176,8 @@ def test_explicit_template_arguments_are_the_operands_types(tmp_path):
     assert r.returncode != 0
     errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
     assert len(errors) == len(REFUSED_EXPLICIT), r.stderr[-3000:]
-    for err, msg in zip(errors, REFUSED_EXPLICIT):
-        assert msg in err, (msg, err)
+    for msg in REFUSED_EXPLICIT:
+        assert any(msg in err for err in errors), (msg, errors)
     lines = (compile_only.__globals__["PRELUDE"] + EXPLICIT).splitlines()
     at = {int(m) for m in re.findall(r"api\.cpp:(\d+):\d+:\s+(?:required from here|note: in instantiation of "
                                      r"function template specialization .* requested here)", r.stderr)}

@@ -12,7 +12,12 @@
 #ifndef PTOPIPE_PTO_INST_HPP
 #define PTOPIPE_PTO_INST_HPP
 
-#include <algorithm>   // pto-isa's headers pull it in, and its kernels call std::fill / std::min through them
+// pto-isa's CPU headers pull in <algorithm> (cpu_stub.hpp) and its kernels call std::fill / std::min
+// through them; a kernel that includes what it uses may leave it out, for a quicker build (C++20's
+// <algorithm> costs more to parse than the rest of these headers together)
+#ifndef PTOPIPE_NO_STD_ALGORITHM
+#include <algorithm>
+#endif
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -671,17 +676,23 @@ template <typename E> constexpr Kw kw(int64_t id, E v)
 }
 
 // the wait events of a templated form (a trailing tile is an operand of a plain form instead)
+// a wait event a call left out (the generated instructions' defaulted ones): no argument at all
+struct NoEvent {};
 template <typename... E>
-using if_events = std::enable_if_t<(std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> && ...), int>;
+using if_events = std::enable_if_t<
+    ((std::is_base_of_v<pto::RecordEvent, std::decay_t<E>> || std::is_same_v<std::decay_t<E>, NoEvent>) && ...), int>;
 template <typename P> using if_tmpipe = std::enable_if_t<is_tmpipe<P>::value, int>;
 template <typename P> using if_pipe = std::enable_if_t<is_pipe<P>::value, int>;
 template <typename P> using if_tpipe = std::enable_if_t<is_pipe<P>::value && !is_tmpipe<P>::value, int>;
 template <typename T> using if_not_event = std::enable_if_t<!std::is_base_of_v<pto::RecordEvent, T>, int>;
+template <typename... A>
+using if_operands = std::enable_if_t<(!std::is_base_of_v<pto::RecordEvent, std::decay_t<A>> && ...), int>;
 
 template <typename X> void enc(Args &a, const X &x, Site s)
 {
     using T = std::remove_cv_t<std::remove_reference_t<X>>;
-    if constexpr (std::is_same_v<T, Kw>) {
+    if constexpr (std::is_same_v<T, NoEvent>) {
+    } else if constexpr (std::is_same_v<T, Kw>) {
         a.put(K_KW);
         a.put(x.id);
         a.put(x.table);
@@ -761,12 +772,13 @@ template <typename... X> struct explicit_types {
     template <typename... A> static constexpr bool of = (names_an_operand<X, A...> && ...);
 };
 template <typename... A> struct wrong_count : std::false_type {};
+
 }  // namespace ptopipe
-#define PTOPIPE_EXPLICIT_TYPES(NAME, X, A)                                                                \
-    static_assert(::ptopipe::explicit_types<X...>::template of<PTOPIPE_UNPAREN A>,                        \
-                  #NAME "<...>(...): an explicit template argument is not the type of any operand of the "  \
-                  "call (pto-isa's template parameters are the operands' types)")
-#define PTOPIPE_UNPAREN(...) __VA_ARGS__
+#define PTOPIPE_SITE ::ptopipe::Site s = PTOPIPE_HERE
+#define PTOPIPE_EXPLICIT_TYPES(X, ...)                                                                    \
+    static_assert(::ptopipe::explicit_types<X...>::template of<__VA_ARGS__>,                              \
+                  "an explicit template argument of this instruction is not the type of any of its operands " \
+                  "(pto-isa's template parameters are the operands' types)")
 #define PTOPIPE_ARGUMENT_COUNT(NAME, FEWEST, MOST, A)                                                     \
     static_assert(::ptopipe::wrong_count<A...>::value,                                                    \
                   #NAME " takes " #FEWEST " to " #MOST " arguments (operands, then wait events)")
